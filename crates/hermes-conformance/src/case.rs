@@ -1,0 +1,216 @@
+//! Case files: an input history and target, and the exact assistant wire messages expected.
+
+use std::path::Path;
+
+use hermes_core::{
+    ChatRequest, Effort, Message, ResolveOptions, Role, RouteTable, RouteTarget, ThinkingRequest,
+    Verdicts,
+};
+use serde::Deserialize;
+
+/// The case-file format version this crate reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One conformance case (`<route-id>/<name>.json`).
+///
+/// ```json
+/// {"schema_version": 1, "description": "…",
+///  "provider": "deepseek", "base_url": "https://api.deepseek.com/v1", "model": "deepseek-v4",
+///  "thinking": "none", "verdicts": [], "reasoning_echo": false,
+///  "history": [ …messages… ],
+///  "expect": {"route": "deepseek", "must_echo": "deepseek",
+///             "assistant": [ …exact JSON of each assistant wire message… ],
+///             "fields": {"thinking": {"type": "enabled"}}}}
+/// ```
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    /// Must be [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// What the case proves.
+    pub description: String,
+    /// Provider name as the user gives it.
+    pub provider: String,
+    /// Base URL, if any.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Target model.
+    pub model: String,
+    /// `none` (no preference), `off`, or an effort word.
+    #[serde(default)]
+    pub thinking: Option<String>,
+    /// Per-provider `reasoning_echo` config flag.
+    #[serde(default)]
+    pub reasoning_echo: bool,
+    /// Recorded verdicts (`[provider, host, model, [fields]]`).
+    #[serde(default)]
+    pub verdicts: Verdicts,
+    /// The stored history.
+    pub history: Vec<Message>,
+    /// What must come out.
+    pub expect: CaseExpect,
+}
+
+/// The expected outcome of a case.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseExpect {
+    /// The route id the target must resolve to.
+    pub route: String,
+    /// The must-echo family, or `null` for none (unchecked when the key is absent).
+    #[serde(default, deserialize_with = "some_value")]
+    pub must_echo: Option<Option<String>>,
+    /// The exact JSON of every assistant wire message, in order.
+    pub assistant: Vec<serde_json::Value>,
+    /// The exact top-level fields after `model` and `messages` (unchecked when absent).
+    #[serde(default)]
+    pub fields: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+fn some_value<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(d).map(Some)
+}
+
+/// Parses a `thinking` word of a case.
+fn thinking(word: Option<&str>) -> Result<ThinkingRequest, String> {
+    match word {
+        None | Some("none") => Ok(ThinkingRequest::NoPreference),
+        Some("off") => Ok(ThinkingRequest::Off),
+        Some(w) => Effort::parse(w)
+            .map(ThinkingRequest::Effort)
+            .ok_or_else(|| format!("unknown thinking `{w}`: expected none, off or an effort")),
+    }
+}
+
+/// Compact JSON with key order kept, so two values compare exactly (order included).
+fn canonical(value: &serde_json::Value) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+impl Case {
+    /// Runs the case against `table`; `route` is the folder it was found in.
+    pub fn run(&self, table: &RouteTable, route: &str) -> Result<(), String> {
+        if self.schema_version != SCHEMA_VERSION {
+            return Err(format!(
+                "schema_version {} (this suite reads {SCHEMA_VERSION})",
+                self.schema_version
+            ));
+        }
+        if self.expect.route != route {
+            return Err(format!(
+                "case sits under `{route}` but expects route `{}`",
+                self.expect.route
+            ));
+        }
+        let target = RouteTarget::new(&self.provider, self.base_url.as_deref(), &self.model);
+        let options = ResolveOptions {
+            reasoning_echo: self.reasoning_echo,
+        };
+        let decision = table.resolve(&target, options);
+        if decision.id() != self.expect.route {
+            return Err(format!(
+                "resolved to route `{}` ({}), expected `{}`",
+                decision.id(),
+                decision.matched_by,
+                self.expect.route
+            ));
+        }
+        if let Some(family) = &self.expect.must_echo {
+            let got = decision.echo.as_ref().map(|e| e.family.clone());
+            if got != *family {
+                return Err(format!("must-echo family {got:?}, expected {family:?}"));
+            }
+        }
+        let before = serde_json::to_string(&self.history).map_err(|e| e.to_string())?;
+        let request = ChatRequest::build(
+            &self.history,
+            &decision,
+            &self.verdicts,
+            thinking(self.thinking.as_deref())?,
+        );
+        let body = serde_json::to_value(&request).map_err(|e| e.to_string())?;
+        let after = serde_json::to_string(&self.history).map_err(|e| e.to_string())?;
+        if before != after {
+            return Err("shaping changed the stored history".to_owned());
+        }
+
+        let messages = body
+            .get("messages")
+            .and_then(|m| m.as_array())
+            .cloned()
+            .unwrap_or_default();
+        let got: Vec<&serde_json::Value> = messages
+            .iter()
+            .zip(&self.history)
+            .filter(|(_, m)| m.role == Role::Assistant)
+            .map(|(w, _)| w)
+            .collect();
+        if got.len() != self.expect.assistant.len() {
+            return Err(format!(
+                "{} assistant wire messages, expected {}",
+                got.len(),
+                self.expect.assistant.len()
+            ));
+        }
+        for (i, (got, want)) in got.iter().zip(&self.expect.assistant).enumerate() {
+            let (got, want) = (canonical(got), canonical(want));
+            if got != want {
+                return Err(format!(
+                    "assistant message {i} differs\n  expected: {want}\n  got:      {got}"
+                ));
+            }
+        }
+        if let Some(fields) = &self.expect.fields {
+            let mut got = body.as_object().cloned().unwrap_or_default();
+            got.shift_remove("model");
+            got.shift_remove("messages");
+            let (got, want) = (
+                canonical(&serde_json::Value::Object(got)),
+                canonical(&serde_json::Value::Object(fields.clone())),
+            );
+            if got != want {
+                return Err(format!(
+                    "body fields differ\n  expected: {want}\n  got:      {got}"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Loads every `*.json` case in `dir`, sorted by file name; a missing folder holds no cases.
+pub fn load_cases(dir: &Path) -> Result<Vec<(String, Case)>, String> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("{}: {e}", dir.display())),
+    };
+    let mut paths: Vec<_> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let case = parse_case(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok((name, case))
+        })
+        .collect()
+}
+
+/// Parses one case file, naming the JSON path of any error.
+pub fn parse_case(text: &str) -> Result<Case, String> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let case: Case = serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| format!("at `{}`: {}", e.path(), e.inner()))?;
+    de.end().map_err(|e| e.to_string())?;
+    Ok(case)
+}

@@ -1,0 +1,401 @@
+//! Properties every route keeps, checked on a built-in corpus whatever the route declares.
+
+use hermes_core::{
+    Carrier, CarrierSet, DetailItem, Message, PadRule, ResolveOptions, Role, RouteDecision,
+    RouteTable, RouteTarget, ShapeContext, Verdicts,
+};
+use serde_json::Value;
+
+use crate::Check;
+
+/// The corpus: carriers of every kind, two origins, blank and padded turns, tool loops.
+const CORPUS: &str = include_str!("corpus.json");
+
+/// Opaque strings minted by `model-a` in the corpus.
+const MINTED_BY_A: &[&str] = &["SIG-A-1", "ENC-A-1", "GSIG-A", "OPQ-A", "FSIG-A", "TSIG-A"];
+/// Opaque strings minted by `model-b` in the corpus.
+const MINTED_BY_B: &[&str] = &["ENC-B-1"];
+
+/// Runs every invariant for the route `id` of `table`, once for each corpus model.
+pub fn check_invariants(table: &RouteTable, id: &str) -> Vec<Check> {
+    let history: Vec<Message> = match serde_json::from_str(CORPUS) {
+        Ok(h) => h,
+        Err(e) => {
+            return vec![Check {
+                route: id.to_owned(),
+                name: "invariant corpus".to_owned(),
+                failure: Some(e.to_string()),
+            }];
+        }
+    };
+    let Some(route) = table.get(id) else {
+        return vec![Check {
+            route: id.to_owned(),
+            name: "invariants".to_owned(),
+            failure: Some(format!("no route `{id}` in the table")),
+        }];
+    };
+    // A realistic target: the route's own first provider name and host.
+    let provider = route
+        .matcher()
+        .providers
+        .first()
+        .cloned()
+        .unwrap_or_else(|| id.to_owned());
+    let base_url = route
+        .matcher()
+        .hosts
+        .first()
+        .map(|h| format!("https://{h}/v1"));
+    let mut checks = Vec::new();
+    for model in ["model-a", "model-b"] {
+        let target = RouteTarget::new(&provider, base_url.as_deref(), model);
+        let Some(decision) = table.resolve_with(id, &target, ResolveOptions::default()) else {
+            continue;
+        };
+        let mut check = |name: &str, result: Result<(), String>| {
+            checks.push(Check {
+                route: id.to_owned(),
+                name: format!("{name} [{model}]"),
+                failure: result.err(),
+            });
+        };
+        let none = Verdicts::default();
+        let shaped = match shape(&history, &decision, &none) {
+            Ok(s) => s,
+            Err(e) => {
+                check("shapes the corpus", Err(e));
+                continue;
+            }
+        };
+        check("input unchanged", input_unchanged(&history, &decision));
+        check("idempotent", idempotent(&shaped, &decision));
+        check(
+            "carriers within route",
+            carriers_within(&history, &shaped, decision.carriers),
+        );
+        check("strict schema", strict_schema(&shaped, &decision));
+        check(
+            "no empty or null reasoning",
+            no_empty_reasoning(&history, &shaped, &decision),
+        );
+        check("must-echo pad", must_echo_pad(&history, &shaped, &decision));
+        check("native record stays private", native_private(&shaped));
+        check("provenance", provenance(&shaped, model));
+        check(
+            "opaque items byte for byte",
+            byte_for_byte(&history, &decision, model),
+        );
+        check("verdicts honoured", verdicts_honoured(&history, &decision));
+    }
+    checks
+}
+
+fn shape(
+    history: &[Message],
+    decision: &RouteDecision,
+    verdicts: &Verdicts,
+) -> Result<Vec<Value>, String> {
+    let wire = ShapeContext::new(decision, verdicts).shape(history);
+    let value = serde_json::to_value(&wire).map_err(|e| e.to_string())?;
+    Ok(value.as_array().cloned().unwrap_or_default())
+}
+
+/// The assistant wire messages.
+fn assistants<'v>(
+    history: &'v [Message],
+    shaped: &'v [Value],
+) -> impl Iterator<Item = &'v Value> + 'v {
+    shaped
+        .iter()
+        .zip(history)
+        .filter(|(_, m)| m.role == Role::Assistant)
+        .map(|(w, _)| w)
+}
+
+fn input_unchanged(history: &[Message], decision: &RouteDecision) -> Result<(), String> {
+    let before = serde_json::to_string(history).map_err(|e| e.to_string())?;
+    let _ = shape(history, decision, &Verdicts::default())?;
+    let after = serde_json::to_string(history).map_err(|e| e.to_string())?;
+    (before == after)
+        .then_some(())
+        .ok_or_else(|| "shaping changed the stored history".to_owned())
+}
+
+fn idempotent(shaped: &[Value], decision: &RouteDecision) -> Result<(), String> {
+    let text = serde_json::to_string(shaped).map_err(|e| e.to_string())?;
+    let reparsed: Vec<Message> =
+        serde_json::from_str(&text).map_err(|e| format!("wire copy does not parse: {e}"))?;
+    let again = serde_json::to_string(&shape(&reparsed, decision, &Verdicts::default())?)
+        .map_err(|e| e.to_string())?;
+    (again == text).then_some(()).ok_or_else(|| {
+        format!("shaping the shaped copy changed it\n  first:  {text}\n  second: {again}")
+    })
+}
+
+fn carriers_within(
+    history: &[Message],
+    shaped: &[Value],
+    allowed: CarrierSet,
+) -> Result<(), String> {
+    for (i, w) in assistants(history, shaped).enumerate() {
+        for c in Carrier::ALL {
+            if w.get(c.field()).is_some() && !allowed.contains(c) {
+                return Err(format!(
+                    "assistant {i} carries `{c}`, which the route does not read: {w}"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn strict_schema(shaped: &[Value], decision: &RouteDecision) -> Result<(), String> {
+    if !decision.strict {
+        return Ok(());
+    }
+    let allowed_msg = ["role", "content", "tool_calls", "tool_call_id", "name"];
+    for w in shaped {
+        let Some(obj) = w.as_object() else { continue };
+        if let Some(k) = obj.keys().find(|k| !allowed_msg.contains(&k.as_str())) {
+            return Err(format!("strict route sent message key `{k}`: {w}"));
+        }
+        for call in obj
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let keys_ok = call.as_object().is_some_and(|c| {
+                c.keys()
+                    .all(|k| ["id", "type", "function"].contains(&k.as_str()))
+            });
+            let fn_ok = call
+                .get("function")
+                .and_then(Value::as_object)
+                .is_some_and(|f| {
+                    f.keys()
+                        .all(|k| ["name", "arguments"].contains(&k.as_str()))
+                });
+            if !keys_ok || !fn_ok {
+                return Err(format!("strict route sent an extra tool-call key: {call}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn no_empty_reasoning(
+    history: &[Message],
+    shaped: &[Value],
+    decision: &RouteDecision,
+) -> Result<(), String> {
+    for (i, w) in assistants(history, shaped).enumerate() {
+        for field in ["reasoning_content", "reasoning"] {
+            match w.get(field) {
+                None => {}
+                Some(Value::String(s)) if s.is_empty() => {
+                    return Err(format!("assistant {i}: `{field}` is \"\""));
+                }
+                Some(Value::String(s))
+                    if s.trim().is_empty() && (field == "reasoning" || decision.echo.is_none()) =>
+                {
+                    return Err(format!(
+                        "assistant {i}: blank `{field}` sent to a route that is not must-echo"
+                    ));
+                }
+                Some(Value::String(_)) => {}
+                Some(other) => {
+                    return Err(format!("assistant {i}: `{field}` is {other}, not a string"));
+                }
+            }
+        }
+        match w.get("reasoning_details") {
+            None => {}
+            Some(Value::Array(items)) if !items.is_empty() => {}
+            Some(other) => return Err(format!("assistant {i}: `reasoning_details` is {other}")),
+        }
+    }
+    Ok(())
+}
+
+fn must_echo_pad(
+    history: &[Message],
+    shaped: &[Value],
+    decision: &RouteDecision,
+) -> Result<(), String> {
+    let Some(echo) = &decision.echo else {
+        return Ok(());
+    };
+    for (i, w) in assistants(history, shaped).enumerate() {
+        let tool_turn = w
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .is_some_and(|c| !c.is_empty());
+        let needs = echo.pad == PadRule::EveryAssistant || tool_turn;
+        if needs && !w.get("reasoning_content").is_some_and(Value::is_string) {
+            return Err(format!(
+                "must-echo route ({}) got assistant {i} without reasoning_content: {w}",
+                echo.family
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn native_private(shaped: &[Value]) -> Result<(), String> {
+    let text = serde_json::to_string(shaped).map_err(|e| e.to_string())?;
+    (!text.contains("hermes.native_assistant"))
+        .then_some(())
+        .ok_or_else(|| "the private native record item reached the wire".to_owned())
+}
+
+fn provenance(shaped: &[Value], model: &str) -> Result<(), String> {
+    let text = serde_json::to_string(shaped).map_err(|e| e.to_string())?;
+    let foreign = if model == "model-a" {
+        MINTED_BY_B
+    } else {
+        MINTED_BY_A
+    };
+    match foreign.iter().find(|s| text.contains(*s)) {
+        Some(s) => Err(format!(
+            "opaque `{s}` minted by another model was sent to {model}"
+        )),
+        None => Ok(()),
+    }
+}
+
+fn byte_for_byte(history: &[Message], decision: &RouteDecision, model: &str) -> Result<(), String> {
+    if !decision.carriers.contains(Carrier::ReasoningDetails) {
+        return Ok(());
+    }
+    // Compare against the exact bytes the wire copy serialises to.
+    let wire = ShapeContext::new(decision, &Verdicts::default()).shape(history);
+    let text = serde_json::to_string(&wire).map_err(|e| e.to_string())?;
+    for msg in history
+        .iter()
+        .filter(|m| m.origin.as_ref().is_none_or(|o| o.model == model))
+    {
+        for item in msg.reasoning_details.iter().flatten() {
+            if let DetailItem::Provider { raw, .. } = item {
+                if !text.contains(raw.get()) {
+                    return Err(format!(
+                        "stored item {} is not on the wire byte for byte",
+                        raw.get()
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn verdicts_honoured(history: &[Message], decision: &RouteDecision) -> Result<(), String> {
+    for carrier in decision.carriers.iter() {
+        let mut verdicts = Verdicts::default();
+        verdicts.record(&decision.target, CarrierSet::NONE.with(carrier));
+        let shaped = shape(history, decision, &verdicts)?;
+        let echo_keeps = carrier == Carrier::ReasoningContent && decision.echo.is_some();
+        for (i, w) in assistants(history, &shaped).enumerate() {
+            let present = w.get(carrier.field()).is_some();
+            if present && !echo_keeps {
+                return Err(format!("assistant {i} still carries refused `{carrier}`"));
+            }
+            if echo_keeps
+                && !present
+                && decision
+                    .echo
+                    .as_ref()
+                    .is_some_and(|e| e.pad == PadRule::EveryAssistant)
+            {
+                return Err(format!(
+                    "a must-echo route dropped reasoning_content after a verdict (assistant {i})"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hermes_core::{DataRoute, NativeFields, ReasoningRoute, RouteMatcher};
+    use std::sync::Arc;
+
+    #[test]
+    fn corpus_parses_and_has_the_minted_markers() {
+        let history: Vec<Message> = serde_json::from_str(CORPUS).unwrap();
+        let text = serde_json::to_string(&history).unwrap();
+        for marker in MINTED_BY_A.iter().chain(MINTED_BY_B) {
+            assert!(text.contains(marker), "{marker}");
+        }
+    }
+
+    #[test]
+    fn a_well_behaved_route_passes_every_invariant() {
+        let mut table = RouteTable::new(Arc::new(
+            DataRoute::new("default", CarrierSet::RC).matching(RouteMatcher::new().any()),
+        ));
+        table.register(Arc::new(
+            DataRoute::new("all", CarrierSet::ALL).matching(RouteMatcher::new().providers(["all"])),
+        ));
+        for id in ["default", "all"] {
+            let failures: Vec<_> = check_invariants(&table, id)
+                .into_iter()
+                .filter(|c| c.failure.is_some())
+                .collect();
+            assert!(failures.is_empty(), "{failures:#?}");
+        }
+    }
+
+    /// A strict route that still renders Gemini signatures breaks the strict schema.
+    #[derive(Debug)]
+    struct LeakyStrict(DataRoute);
+
+    impl ReasoningRoute for LeakyStrict {
+        fn id(&self) -> &str {
+            self.0.id()
+        }
+        fn matcher(&self) -> &RouteMatcher {
+            self.0.matcher()
+        }
+        fn carriers(&self) -> CarrierSet {
+            CarrierSet::NONE
+        }
+        fn strict(&self) -> bool {
+            true
+        }
+        fn native_fields(&self, _: &RouteTarget) -> NativeFields {
+            NativeFields {
+                gemini_message_signature: true,
+                gemini_tool_signatures: true,
+                copilot: true,
+            }
+        }
+    }
+
+    #[test]
+    fn a_route_that_breaks_its_own_declarations_is_caught() {
+        let mut table = RouteTable::new(Arc::new(
+            DataRoute::new("default", CarrierSet::RC).matching(RouteMatcher::new().any()),
+        ));
+        table.register(Arc::new(LeakyStrict(DataRoute::new(
+            "leaky",
+            CarrierSet::NONE,
+        ))));
+        let failed: Vec<String> = check_invariants(&table, "leaky")
+            .into_iter()
+            .filter(|c| c.failure.is_some())
+            .map(|c| c.name)
+            .collect();
+        assert!(
+            failed.contains(&"strict schema [model-a]".to_owned()),
+            "{failed:?}"
+        );
+        assert!(
+            !failed.iter().any(|n| n.starts_with("provenance")),
+            "{failed:?}"
+        );
+    }
+}

@@ -1,0 +1,24 @@
+//! hermes-core: the canonical history, the `ReasoningRoute` trait, route tables and wire shaping.
+//!
+//! Nothing here does IO: no HTTP, no SQL, no files. Providers, the store and the CLI build on
+//! these types; see `ARCHITECTURE.md`.
+
+pub mod message;
+pub mod raw;
+pub mod route;
+pub mod session;
+pub mod shape;
+pub mod target;
+pub mod verdict;
+
+pub use message::{DetailItem, FunctionCall, Message, NativeRecord, Origin, Role, ToolCall};
+pub use raw::{RawJson, TextCarrier};
+pub use route::{
+    Carrier, CarrierSet, DataRoute, EchoRule, Effort, EffortVocabulary, MatchReason,
+    MustEchoFamily, NativeFields, PadRule, ReasoningRoute, ResolveOptions, RouteDecision,
+    RouteMatcher, RouteTable, ThinkingFields, ThinkingRequest,
+};
+pub use session::{HistoryError, SessionFile, parse_history};
+pub use shape::{ChatRequest, ShapeContext, WireMessage};
+pub use target::{RouteTarget, TargetHost};
+pub use verdict::{Verdict, Verdicts};

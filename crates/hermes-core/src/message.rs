@@ -1,0 +1,718 @@
+//! The canonical history: messages in OpenAI chat shape plus every reasoning carrier (SPEC §2).
+//!
+//! Serde is hand-written: carriers are `RawValue`s (which `#[serde(flatten)]` cannot hold), unknown
+//! keys are kept in arrival order, and top-level native fields are folded into the native record.
+
+use std::fmt;
+
+use serde::de::{self, MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::raw::{RawJson, TextCarrier};
+
+/// The `type` of the private native record inside `reasoning_details`.
+pub const NATIVE_RECORD_TYPE: &str = "hermes.native_assistant";
+
+/// Who wrote a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// `system`
+    System,
+    /// `developer`
+    Developer,
+    /// `user`
+    User,
+    /// `assistant`
+    Assistant,
+    /// `tool`
+    Tool,
+}
+
+impl Role {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::Developer => "developer",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+
+    /// Parses the wire spelling.
+    pub fn parse(text: &str) -> Option<Role> {
+        Some(match text {
+            "system" => Role::System,
+            "developer" => Role::Developer,
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool" => Role::Tool,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where an assistant message came from: the model that minted its opaque items (SPEC §2).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Origin {
+    /// Provider id, lowercased.
+    pub provider: String,
+    /// Host of the base URL, without port.
+    pub host: String,
+    /// Model id exactly as sent.
+    pub model: String,
+}
+
+/// One item of `reasoning_details`, kept as received.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DetailItem {
+    /// A provider's item (`reasoning.text`, `reasoning.encrypted`, Anthropic-shaped thinking, …).
+    Provider {
+        /// The item exactly as received.
+        raw: RawJson,
+        /// True when the item carries a signature, encrypted data or a redacted blob: it is then
+        /// replayed only to the model that minted it.
+        opaque: bool,
+    },
+    /// The private native record (`{"type":"hermes.native_assistant", …}`, SPEC §4).
+    Native {
+        /// The record as stored.
+        raw: RawJson,
+        /// Its parsed fields.
+        record: NativeRecord,
+    },
+}
+
+impl DetailItem {
+    /// Classifies one raw item.
+    pub fn from_raw(raw: RawJson) -> Result<Self, String> {
+        let probe: ItemProbe =
+            serde_json::from_str(raw.get()).map_err(|e| format!("expected an object ({e})"))?;
+        if probe.kind.as_deref() == Some(NATIVE_RECORD_TYPE) {
+            let record: NativeRecord =
+                serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
+            return Ok(DetailItem::Native { raw, record });
+        }
+        let opaque = probe
+            .signature
+            .as_ref()
+            .is_some_and(|s| !s.trim().is_empty())
+            || probe.data.is_some()
+            || probe.encrypted_content.is_some()
+            || matches!(
+                probe.kind.as_deref(),
+                Some("reasoning.encrypted" | "redacted_thinking")
+            );
+        Ok(DetailItem::Provider { raw, opaque })
+    }
+
+    /// The item as stored.
+    pub fn raw(&self) -> &RawJson {
+        match self {
+            DetailItem::Provider { raw, .. } | DetailItem::Native { raw, .. } => raw,
+        }
+    }
+}
+
+impl Serialize for DetailItem {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.raw().serialize(serializer)
+    }
+}
+
+/// Just enough of an item to classify it.
+#[derive(Deserialize)]
+struct ItemProbe {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    signature: Option<String>,
+    #[serde(default)]
+    data: Option<de::IgnoredAny>,
+    #[serde(default)]
+    encrypted_content: Option<de::IgnoredAny>,
+}
+
+fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let value = serde_json::Value::deserialize(d)?;
+    Ok(match value {
+        serde_json::Value::String(s) => Some(s),
+        _ => None,
+    })
+}
+
+/// Private fields that fit no standard carrier (SPEC §4): Gemini's text-turn signature and
+/// Copilot's `reasoning_opaque` / `reasoning_text`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NativeRecord {
+    /// `{"google":{"thought_signature":…}}`, rendered at message level on Gemini routes.
+    pub extra_content: Option<RawJson>,
+    /// Copilot's encrypted reasoning state.
+    pub reasoning_opaque: Option<TextCarrier>,
+    /// Copilot's readable reasoning, sent only beside `reasoning_opaque`.
+    pub reasoning_text: Option<TextCarrier>,
+    /// Other keys of the record, kept in order.
+    pub other: Vec<(String, RawJson)>,
+}
+
+impl NativeRecord {
+    /// True when the record holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.extra_content.is_none()
+            && self.reasoning_opaque.is_none()
+            && self.reasoning_text.is_none()
+            && self.other.is_empty()
+    }
+
+    /// Serialises the record as its `reasoning_details` item.
+    pub fn to_item(&self) -> DetailItem {
+        let raw =
+            RawJson::from_serialize(&NativeItemOut(self)).unwrap_or_else(|_| RawJson::string(""));
+        DetailItem::Native {
+            raw,
+            record: self.clone(),
+        }
+    }
+}
+
+struct NativeItemOut<'a>(&'a NativeRecord);
+
+impl Serialize for NativeItemOut<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let r = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("type", NATIVE_RECORD_TYPE)?;
+        if let Some(v) = &r.extra_content {
+            map.serialize_entry("extra_content", v)?;
+        }
+        if let Some(v) = &r.reasoning_opaque {
+            map.serialize_entry("reasoning_opaque", v)?;
+        }
+        if let Some(v) = &r.reasoning_text {
+            map.serialize_entry("reasoning_text", v)?;
+        }
+        for (k, v) in &r.other {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for NativeRecord {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = NativeRecord;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a native record object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NativeRecord, A::Error> {
+                let mut record = NativeRecord::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "type" => {
+                            map.next_value::<de::IgnoredAny>()?;
+                        }
+                        "extra_content" => {
+                            let raw: RawJson = map.next_value()?;
+                            record.extra_content = normalise_extra_content(raw);
+                        }
+                        "reasoning_opaque" => record.reasoning_opaque = text_field(&mut map)?,
+                        "reasoning_text" => record.reasoning_text = text_field(&mut map)?,
+                        _ => record.other.push((key, map.next_value()?)),
+                    }
+                }
+                Ok(record)
+            }
+        }
+        deserializer.deserialize_map(V)
+    }
+}
+
+/// The Gemini thought signature inside an `extra_content` value, if it is a non-blank string.
+pub fn thought_signature(extra_content: &RawJson) -> Option<String> {
+    let value = extra_content.to_value();
+    let sig = value
+        .get("google")
+        .and_then(|g| g.get("thought_signature"))
+        .or_else(|| value.get("thought_signature"))?;
+    sig.as_str()
+        .filter(|s| !s.trim().is_empty())
+        .map(str::to_owned)
+}
+
+/// Moves a flat `extra_content.thought_signature` into the `google` namespace (SPEC §2); any
+/// other value is kept byte for byte. `null` becomes absent.
+fn normalise_extra_content(raw: RawJson) -> Option<RawJson> {
+    if raw.is_null() {
+        return None;
+    }
+    let value = raw.to_value();
+    match value.as_object() {
+        Some(obj) if obj.contains_key("thought_signature") && !obj.contains_key("google") => {
+            let mut rest = obj.clone();
+            let sig = rest.remove("thought_signature");
+            let mut google = serde_json::Map::new();
+            google.insert("thought_signature".into(), sig.unwrap_or_default());
+            let mut out = serde_json::Map::new();
+            out.insert("google".into(), serde_json::Value::Object(google));
+            out.extend(rest);
+            RawJson::from_serialize(&out).ok()
+        }
+        _ => Some(raw),
+    }
+}
+
+fn text_field<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<TextCarrier>, A::Error> {
+    let raw: RawJson = map.next_value()?;
+    if raw.is_null() {
+        return Ok(None);
+    }
+    TextCarrier::from_raw(raw)
+        .map(Some)
+        .ok_or_else(|| de::Error::custom("expected a string or null"))
+}
+
+/// The function part of a tool call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FunctionCall {
+    /// Function name.
+    pub name: String,
+    /// Arguments as received (normally a JSON string holding JSON).
+    pub arguments: Option<RawJson>,
+    /// Copilot's `function.thought_signature` (Gemini models on Copilot).
+    pub thought_signature: Option<TextCarrier>,
+    /// Unknown keys, in order.
+    pub extra: Vec<(String, RawJson)>,
+}
+
+/// One tool call on an assistant message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolCall {
+    /// Call id, echoed by the tool result.
+    pub id: Option<String>,
+    /// `type`, normally `"function"`.
+    pub kind: Option<String>,
+    /// The function called.
+    pub function: FunctionCall,
+    /// Gemini's `extra_content` (`{"google":{"thought_signature"}}`).
+    pub extra_content: Option<RawJson>,
+    /// Unknown keys, in order.
+    pub extra: Vec<(String, RawJson)>,
+}
+
+impl ToolCall {
+    /// A plain function call.
+    pub fn function(id: &str, name: &str, arguments: &str) -> Self {
+        ToolCall {
+            id: Some(id.to_owned()),
+            kind: Some("function".to_owned()),
+            function: FunctionCall {
+                name: name.to_owned(),
+                arguments: Some(RawJson::string(arguments)),
+                thought_signature: None,
+                extra: Vec::new(),
+            },
+            extra_content: None,
+            extra: Vec::new(),
+        }
+    }
+}
+
+/// One message of the canonical history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    /// Who wrote it.
+    pub role: Role,
+    /// `content` as received (string, array of parts, or `null`); `None` when absent.
+    pub content: Option<RawJson>,
+    /// Tool calls of an assistant message.
+    pub tool_calls: Option<Vec<ToolCall>>,
+    /// The call a tool result answers.
+    pub tool_call_id: Option<String>,
+    /// Optional participant or tool name.
+    pub name: Option<String>,
+    /// `reasoning_content` (RC).
+    pub reasoning_content: Option<TextCarrier>,
+    /// `reasoning` (R).
+    pub reasoning: Option<TextCarrier>,
+    /// `reasoning_details` (RD), the native record among them.
+    pub reasoning_details: Option<Vec<DetailItem>>,
+    /// Provenance of a captured assistant message.
+    pub origin: Option<Origin>,
+    /// Unknown keys, in arrival order.
+    pub extra: Vec<(String, RawJson)>,
+}
+
+impl Message {
+    /// A message with only a role and text content.
+    pub fn text(role: Role, text: &str) -> Self {
+        Message {
+            role,
+            content: Some(RawJson::string(text)),
+            tool_calls: None,
+            tool_call_id: None,
+            name: None,
+            reasoning_content: None,
+            reasoning: None,
+            reasoning_details: None,
+            origin: None,
+            extra: Vec::new(),
+        }
+    }
+
+    /// The native record, if one is stored.
+    pub fn native_record(&self) -> Option<&NativeRecord> {
+        self.reasoning_details
+            .as_ref()?
+            .iter()
+            .find_map(|item| match item {
+                DetailItem::Native { record, .. } => Some(record),
+                DetailItem::Provider { .. } => None,
+            })
+    }
+
+    /// The non-blank `reasoning_content`, else the non-blank `reasoning` (SPEC §3).
+    pub fn replayable_text(&self) -> Option<&TextCarrier> {
+        [&self.reasoning_content, &self.reasoning]
+            .into_iter()
+            .flatten()
+            .find(|c| !c.is_blank())
+    }
+
+    /// Merges `fields` into the native record, creating it if needed (later values win).
+    fn fold_native(&mut self, fields: NativeRecord) {
+        let items = self.reasoning_details.get_or_insert_with(Vec::new);
+        let existing = items
+            .iter()
+            .position(|i| matches!(i, DetailItem::Native { .. }));
+        let mut record = match existing {
+            Some(pos) => match items.remove(pos) {
+                DetailItem::Native { record, .. } => record,
+                DetailItem::Provider { .. } => NativeRecord::default(),
+            },
+            None => NativeRecord::default(),
+        };
+        if fields.extra_content.is_some() {
+            record.extra_content = fields.extra_content;
+        }
+        if fields.reasoning_opaque.is_some() {
+            record.reasoning_opaque = fields.reasoning_opaque;
+        }
+        if fields.reasoning_text.is_some() {
+            record.reasoning_text = fields.reasoning_text;
+        }
+        let pos = existing.unwrap_or(items.len());
+        if !record.is_empty() {
+            items.insert(pos, record.to_item());
+        }
+        if items.is_empty() {
+            self.reasoning_details = None;
+        }
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("role", self.role.as_str())?;
+        if let Some(v) = &self.content {
+            map.serialize_entry("content", v)?;
+        }
+        if let Some(v) = &self.reasoning_content {
+            map.serialize_entry("reasoning_content", v)?;
+        }
+        if let Some(v) = &self.reasoning {
+            map.serialize_entry("reasoning", v)?;
+        }
+        if let Some(v) = &self.reasoning_details {
+            map.serialize_entry("reasoning_details", v)?;
+        }
+        if let Some(v) = &self.tool_calls {
+            map.serialize_entry("tool_calls", v)?;
+        }
+        if let Some(v) = &self.tool_call_id {
+            map.serialize_entry("tool_call_id", v)?;
+        }
+        if let Some(v) = &self.name {
+            map.serialize_entry("name", v)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        if let Some(v) = &self.origin {
+            map.serialize_entry("origin", v)?;
+        }
+        map.end()
+    }
+}
+
+impl Serialize for ToolCall {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(id) = &self.id {
+            map.serialize_entry("id", id)?;
+        }
+        if let Some(kind) = &self.kind {
+            map.serialize_entry("type", kind)?;
+        }
+        map.serialize_entry("function", &self.function)?;
+        if let Some(v) = &self.extra_content {
+            map.serialize_entry("extra_content", v)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl Serialize for FunctionCall {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", &self.name)?;
+        if let Some(v) = &self.arguments {
+            map.serialize_entry("arguments", v)?;
+        }
+        if let Some(v) = &self.thought_signature {
+            map.serialize_entry("thought_signature", v)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+/// Fails on a key seen twice.
+fn once<T, E: de::Error>(slot: &Option<T>, key: &'static str) -> Result<(), E> {
+    if slot.is_some() {
+        return Err(E::duplicate_field(key));
+    }
+    Ok(())
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Message;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a message object with a `role`")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Message, A::Error> {
+                let mut role = None;
+                let mut msg = Message::text(Role::User, "");
+                msg.content = None;
+                let mut native_keys: Vec<(String, RawJson)> = Vec::new();
+                let (mut seen_rc, mut seen_r, mut seen_rd) = (false, false, false);
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "role" => {
+                            once(&role, "role")?;
+                            let text: String = map.next_value()?;
+                            role = Some(Role::parse(&text).ok_or_else(|| {
+                                de::Error::invalid_value(
+                                    de::Unexpected::Str(&text),
+                                    &"one of system, developer, user, assistant, tool",
+                                )
+                            })?);
+                        }
+                        "content" => {
+                            once(&msg.content, "content")?;
+                            msg.content = Some(map.next_value()?);
+                        }
+                        "tool_calls" => {
+                            once(&msg.tool_calls, "tool_calls")?;
+                            msg.tool_calls = map.next_value::<Option<Vec<ToolCall>>>()?;
+                        }
+                        "tool_call_id" => {
+                            once(&msg.tool_call_id, "tool_call_id")?;
+                            msg.tool_call_id = map.next_value()?;
+                        }
+                        "name" => {
+                            once(&msg.name, "name")?;
+                            msg.name = map.next_value()?;
+                        }
+                        "reasoning_content" => {
+                            if std::mem::replace(&mut seen_rc, true) {
+                                return Err(de::Error::duplicate_field("reasoning_content"));
+                            }
+                            msg.reasoning_content = text_field(&mut map)?;
+                        }
+                        "reasoning" => {
+                            if std::mem::replace(&mut seen_r, true) {
+                                return Err(de::Error::duplicate_field("reasoning"));
+                            }
+                            msg.reasoning = text_field(&mut map)?;
+                        }
+                        "reasoning_details" => {
+                            if std::mem::replace(&mut seen_rd, true) {
+                                return Err(de::Error::duplicate_field("reasoning_details"));
+                            }
+                            msg.reasoning_details =
+                                map.next_value::<Option<DetailItems>>()?.map(|d| d.0);
+                        }
+                        "origin" => {
+                            once(&msg.origin, "origin")?;
+                            msg.origin = map.next_value()?;
+                        }
+                        "extra_content" | "reasoning_opaque" | "reasoning_text" => {
+                            let value = map.next_value()?;
+                            native_keys.push((key, value));
+                        }
+                        _ => {
+                            if msg.extra.iter().any(|(k, _)| *k == key) {
+                                return Err(de::Error::custom(format!("duplicate field `{key}`")));
+                            }
+                            let value = map.next_value()?;
+                            msg.extra.push((key, value));
+                        }
+                    }
+                }
+                msg.role = role.ok_or_else(|| de::Error::missing_field("role"))?;
+                if msg.role == Role::Assistant && !native_keys.is_empty() {
+                    let native = native_from_keys(native_keys).map_err(de::Error::custom)?;
+                    msg.fold_native(native);
+                } else {
+                    // Only assistant messages have a native record; elsewhere these keys are data.
+                    msg.extra.extend(native_keys);
+                }
+                Ok(msg)
+            }
+        }
+        deserializer.deserialize_map(V)
+    }
+}
+
+/// Builds native-record fields from top-level `extra_content` / `reasoning_opaque` /
+/// `reasoning_text` keys of an assistant message.
+fn native_from_keys(keys: Vec<(String, RawJson)>) -> Result<NativeRecord, String> {
+    let mut record = NativeRecord::default();
+    for (key, raw) in keys {
+        let text = || -> Result<Option<TextCarrier>, String> {
+            if raw.is_null() {
+                return Ok(None);
+            }
+            TextCarrier::from_raw(raw.clone())
+                .map(Some)
+                .ok_or_else(|| format!("`{key}`: expected a string or null"))
+        };
+        match key.as_str() {
+            "extra_content" => record.extra_content = normalise_extra_content(raw.clone()),
+            "reasoning_opaque" => record.reasoning_opaque = text()?,
+            _ => record.reasoning_text = text()?,
+        }
+    }
+    Ok(record)
+}
+
+/// `reasoning_details` while deserialising: an array of classified items.
+struct DetailItems(Vec<DetailItem>);
+
+impl<'de> Deserialize<'de> for DetailItems {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raws = Vec::<RawJson>::deserialize(deserializer)?;
+        raws.into_iter()
+            .enumerate()
+            .map(|(i, raw)| {
+                DetailItem::from_raw(raw).map_err(|e| de::Error::custom(format!("item {i}: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(DetailItems)
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolCall {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ToolCall;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a tool call object with a `function`")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ToolCall, A::Error> {
+                let (mut id, mut kind, mut function, mut extra_content) = (None, None, None, None);
+                let mut extra: Vec<(String, RawJson)> = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "id" => {
+                            once(&id, "id")?;
+                            id = map.next_value::<Option<String>>()?;
+                        }
+                        "type" => {
+                            once(&kind, "type")?;
+                            kind = map.next_value::<Option<String>>()?;
+                        }
+                        "function" => {
+                            once(&function, "function")?;
+                            function = Some(map.next_value::<FunctionCall>()?);
+                        }
+                        "extra_content" => {
+                            let raw: RawJson = map.next_value()?;
+                            extra_content = normalise_extra_content(raw);
+                        }
+                        _ => extra.push((key, map.next_value()?)),
+                    }
+                }
+                let function = function.ok_or_else(|| de::Error::missing_field("function"))?;
+                Ok(ToolCall {
+                    id,
+                    kind,
+                    function,
+                    extra_content,
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for FunctionCall {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = FunctionCall;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a function object with a `name`")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FunctionCall, A::Error> {
+                let (mut name, mut arguments, mut thought_signature) = (None, None, None);
+                let mut extra: Vec<(String, RawJson)> = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "name" => {
+                            once(&name, "name")?;
+                            name = Some(map.next_value::<String>()?);
+                        }
+                        "arguments" => {
+                            once(&arguments, "arguments")?;
+                            arguments = Some(map.next_value::<RawJson>()?);
+                        }
+                        "thought_signature" => thought_signature = text_field(&mut map)?,
+                        _ => extra.push((key, map.next_value()?)),
+                    }
+                }
+                Ok(FunctionCall {
+                    name: name.ok_or_else(|| de::Error::missing_field("name"))?,
+                    arguments,
+                    thought_signature,
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(V)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,627 @@
+//! Wire shaping for chat-completions: the per-request copy of the history a route is sent
+//! (SPEC §2–§4). The stored history is only borrowed, never changed or deep-copied.
+
+use std::fmt;
+
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+
+use crate::message::{DetailItem, Message, NativeRecord, Role, ToolCall, thought_signature};
+use crate::raw::TextCarrier;
+use crate::route::{Carrier, CarrierSet, PadRule, RouteDecision, ThinkingFields, ThinkingRequest};
+use crate::verdict::Verdicts;
+
+/// The pad a must-echo route gets where a turn has no replayable reasoning: one space, never "".
+pub const PAD: &str = " ";
+
+/// Why a field is absent from (or padded on) an assistant wire message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Why {
+    /// Nothing is stored.
+    NotStored,
+    /// The stored value is empty or white space.
+    Blank,
+    /// The route does not read it.
+    NotRead,
+    /// A recorded verdict (or `--reject`) refused it for this provider, host and model.
+    Refused,
+    /// A strict-schema route gets not one byte more than it reads.
+    Strict,
+    /// Minted by another model (origin), so its opaque data is not replayed here.
+    ForeignModel,
+    /// The route replays thinking only on the newest assistant turn.
+    StaleTurn,
+    /// `reasoning_text` travels only beside `reasoning_opaque`.
+    NoOpaque,
+}
+
+impl fmt::Display for Why {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Why::NotStored => "nothing stored",
+            Why::Blank => "stored value is blank",
+            Why::NotRead => "route does not read it",
+            Why::Refused => "refused by a recorded verdict",
+            Why::Strict => "strict-schema route",
+            Why::ForeignModel => "minted by another model",
+            Why::StaleTurn => "route replays only the newest turn's thinking",
+            Why::NoOpaque => "no reasoning_opaque beside it",
+        })
+    }
+}
+
+/// What `reasoning_content` carries on one assistant wire message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RcPlan {
+    /// The stored `reasoning_content`, byte for byte.
+    Stored,
+    /// The stored `reasoning`, sent under the `reasoning_content` key.
+    FromReasoning,
+    /// The `" "` pad of a must-echo route.
+    Pad(Why),
+    /// Absent.
+    Absent(Why),
+}
+
+/// Sent, or absent and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldPlan {
+    /// Sent as stored.
+    Sent,
+    /// Absent.
+    Absent(Why),
+}
+
+impl FieldPlan {
+    fn sent(self) -> bool {
+        self == FieldPlan::Sent
+    }
+}
+
+/// What `reasoning_details` carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DetailsPlan {
+    /// Absent.
+    Absent(Why),
+    /// These stored items (indices into the stored array), in order.
+    Items {
+        /// Indices of the items sent.
+        kept: Vec<usize>,
+        /// Opaque items left out because another model minted them.
+        foreign: usize,
+    },
+}
+
+/// Every decision for one assistant wire message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AssistantPlan {
+    /// `reasoning_content`.
+    pub reasoning_content: RcPlan,
+    /// `reasoning`.
+    pub reasoning: FieldPlan,
+    /// `reasoning_details`.
+    pub reasoning_details: DetailsPlan,
+    /// Message-level `extra_content` from the native record (Gemini).
+    pub extra_content: FieldPlan,
+    /// `reasoning_opaque` from the native record (Copilot).
+    pub reasoning_opaque: FieldPlan,
+    /// `reasoning_text` from the native record (Copilot).
+    pub reasoning_text: FieldPlan,
+    /// Tool-call `extra_content` signatures rendered (Gemini), when non-blank and own.
+    pub gemini_tool_signatures: bool,
+    /// Tool-call `function.thought_signature` rendered (Copilot), when non-blank and own.
+    pub copilot_tool_signatures: bool,
+    /// Unknown message keys are passed through (never on a strict route).
+    pub unknown_keys: bool,
+}
+
+/// Everything shaping needs besides the history.
+#[derive(Clone, Debug)]
+pub struct ShapeContext<'d> {
+    /// The resolved route.
+    pub decision: &'d RouteDecision,
+    /// Carriers refused for this target (verdicts and `--reject`); RC is never refused on a
+    /// must-echo route.
+    pub refused: CarrierSet,
+}
+
+impl<'d> ShapeContext<'d> {
+    /// The context for `decision` with the verdicts recorded for its target subtracted.
+    pub fn new(decision: &'d RouteDecision, verdicts: &Verdicts) -> Self {
+        let mut refused = verdicts.refused_for(&decision.target);
+        if decision.echo.is_some() {
+            refused = refused.without(Carrier::ReasoningContent);
+        }
+        ShapeContext { decision, refused }
+    }
+
+    /// Carriers actually sent: the route's set minus refusals.
+    pub fn effective(&self) -> CarrierSet {
+        self.decision.carriers.minus(self.refused)
+    }
+
+    fn absent_why(&self, carrier: Carrier) -> Why {
+        if self.decision.strict {
+            Why::Strict
+        } else if self.decision.carriers.contains(carrier) {
+            Why::Refused
+        } else {
+            Why::NotRead
+        }
+    }
+
+    fn origin_ok(&self, msg: &Message) -> bool {
+        msg.origin
+            .as_ref()
+            .is_none_or(|o| o.model == self.decision.target.model)
+    }
+
+    /// Plans one assistant message; `newest` is true for the last assistant of the history.
+    pub fn plan_assistant(&self, msg: &Message, newest: bool) -> AssistantPlan {
+        let effective = self.effective();
+        let stale = !newest && !self.decision.replays_stale_thinking;
+        let origin_ok = self.origin_ok(msg);
+        let native = &self.decision.native;
+
+        let reasoning_content = if !effective.contains(Carrier::ReasoningContent) {
+            RcPlan::Absent(self.absent_why(Carrier::ReasoningContent))
+        } else {
+            let text = if stale { None } else { msg.replayable_text() };
+            match text {
+                Some(t)
+                    if msg
+                        .reasoning_content
+                        .as_ref()
+                        .is_some_and(|rc| std::ptr::eq(rc, t)) =>
+                {
+                    RcPlan::Stored
+                }
+                Some(_) => RcPlan::FromReasoning,
+                None => {
+                    let why = if stale {
+                        Why::StaleTurn
+                    } else if msg.reasoning_content.is_some() || msg.reasoning.is_some() {
+                        Why::Blank
+                    } else {
+                        Why::NotStored
+                    };
+                    let pads = self.decision.echo.as_ref().is_some_and(|e| match e.pad {
+                        PadRule::EveryAssistant => true,
+                        PadRule::ToolCallTurns => {
+                            msg.tool_calls.as_ref().is_some_and(|c| !c.is_empty())
+                        }
+                    });
+                    if pads {
+                        RcPlan::Pad(why)
+                    } else {
+                        RcPlan::Absent(why)
+                    }
+                }
+            }
+        };
+
+        let reasoning = if !effective.contains(Carrier::Reasoning) {
+            FieldPlan::Absent(self.absent_why(Carrier::Reasoning))
+        } else {
+            text_plan(msg.reasoning.as_ref(), stale)
+        };
+
+        let reasoning_details = if !effective.contains(Carrier::ReasoningDetails) {
+            DetailsPlan::Absent(self.absent_why(Carrier::ReasoningDetails))
+        } else {
+            let items = msg.reasoning_details.as_deref().unwrap_or_default();
+            let mut kept = Vec::new();
+            let mut foreign = 0;
+            for (i, item) in items.iter().enumerate() {
+                match item {
+                    DetailItem::Native { .. } => {}
+                    DetailItem::Provider { opaque: true, .. } if !origin_ok => foreign += 1,
+                    DetailItem::Provider { .. } => kept.push(i),
+                }
+            }
+            if kept.is_empty() {
+                DetailsPlan::Absent(if foreign > 0 {
+                    Why::ForeignModel
+                } else {
+                    Why::NotStored
+                })
+            } else {
+                DetailsPlan::Items { kept, foreign }
+            }
+        };
+
+        let record = msg.native_record();
+        let extra_content = native_plan(
+            native.gemini_message_signature,
+            origin_ok,
+            record
+                .and_then(|r| r.extra_content.as_ref())
+                .map(|raw| thought_signature(raw).is_some()),
+        );
+        let reasoning_opaque = native_plan(
+            native.copilot,
+            origin_ok,
+            record
+                .and_then(|r| r.reasoning_opaque.as_ref())
+                .map(|c| !c.is_blank()),
+        );
+        let reasoning_text = match native_plan(
+            native.copilot,
+            origin_ok,
+            record
+                .and_then(|r| r.reasoning_text.as_ref())
+                .map(|c| !c.text().is_empty()),
+        ) {
+            FieldPlan::Sent if !reasoning_opaque.sent() => FieldPlan::Absent(Why::NoOpaque),
+            plan => plan,
+        };
+
+        AssistantPlan {
+            reasoning_content,
+            reasoning,
+            reasoning_details,
+            extra_content,
+            reasoning_opaque,
+            reasoning_text,
+            gemini_tool_signatures: native.gemini_tool_signatures && origin_ok,
+            copilot_tool_signatures: native.copilot && origin_ok,
+            unknown_keys: !self.decision.strict,
+        }
+    }
+
+    /// Shapes the whole history into wire messages, in order.
+    pub fn shape<'a>(&self, history: &'a [Message]) -> Vec<WireMessage<'a>> {
+        let newest = history.iter().rposition(|m| m.role == Role::Assistant);
+        let debug = tracing::enabled!(tracing::Level::DEBUG);
+        history
+            .iter()
+            .enumerate()
+            .map(|(i, msg)| {
+                if msg.role != Role::Assistant {
+                    return WireMessage {
+                        msg,
+                        plan: None,
+                        unknown_keys: !self.decision.strict,
+                    };
+                }
+                let plan = self.plan_assistant(msg, Some(i) == newest);
+                if debug {
+                    tracing::debug!(
+                        index = i,
+                        route = self.decision.id(),
+                        carriers = %Explained(&plan),
+                        "assistant wire message shaped"
+                    );
+                }
+                WireMessage {
+                    msg,
+                    unknown_keys: plan.unknown_keys,
+                    plan: Some(plan),
+                }
+            })
+            .collect()
+    }
+
+    /// One line per assistant message saying why each carrier is present, padded or absent.
+    pub fn explain(&self, history: &[Message]) -> Vec<String> {
+        let newest = history.iter().rposition(|m| m.role == Role::Assistant);
+        history
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.role == Role::Assistant)
+            .map(|(i, m)| {
+                let plan = self.plan_assistant(m, Some(i) == newest);
+                format!("messages[{i}] assistant: {}", Explained(&plan))
+            })
+            .collect()
+    }
+}
+
+fn text_plan(carrier: Option<&TextCarrier>, stale: bool) -> FieldPlan {
+    match carrier {
+        None => FieldPlan::Absent(Why::NotStored),
+        Some(c) if c.is_blank() => FieldPlan::Absent(Why::Blank),
+        Some(_) if stale => FieldPlan::Absent(Why::StaleTurn),
+        Some(_) => FieldPlan::Sent,
+    }
+}
+
+/// `present`: `None` when not stored, `Some(false)` when blank.
+fn native_plan(rendered: bool, origin_ok: bool, present: Option<bool>) -> FieldPlan {
+    match present {
+        None => FieldPlan::Absent(Why::NotStored),
+        Some(_) if !rendered => FieldPlan::Absent(Why::NotRead),
+        Some(false) => FieldPlan::Absent(Why::Blank),
+        Some(true) if !origin_ok => FieldPlan::Absent(Why::ForeignModel),
+        Some(true) => FieldPlan::Sent,
+    }
+}
+
+/// Renders a plan as the `--explain` text.
+struct Explained<'p>(&'p AssistantPlan);
+
+impl fmt::Display for Explained<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = self.0;
+        match p.reasoning_content {
+            RcPlan::Stored => write!(f, "reasoning_content sent (stored)"),
+            RcPlan::FromReasoning => write!(
+                f,
+                "reasoning_content sent (stored `reasoning` replayed as reasoning_content)"
+            ),
+            RcPlan::Pad(why) => write!(f, "reasoning_content padded with \" \" (must-echo; {why})"),
+            RcPlan::Absent(why) => write!(f, "reasoning_content absent ({why})"),
+        }?;
+        match p.reasoning {
+            FieldPlan::Sent => write!(f, "; reasoning sent"),
+            FieldPlan::Absent(why) => write!(f, "; reasoning absent ({why})"),
+        }?;
+        match &p.reasoning_details {
+            DetailsPlan::Items { kept, foreign: 0 } => {
+                write!(f, "; reasoning_details sent ({} items)", kept.len())
+            }
+            DetailsPlan::Items { kept, foreign } => write!(
+                f,
+                "; reasoning_details sent ({} items, {foreign} opaque items minted by another model left out)",
+                kept.len()
+            ),
+            DetailsPlan::Absent(why) => write!(f, "; reasoning_details absent ({why})"),
+        }?;
+        for (name, plan) in [
+            ("extra_content", p.extra_content),
+            ("reasoning_opaque", p.reasoning_opaque),
+            ("reasoning_text", p.reasoning_text),
+        ] {
+            match plan {
+                FieldPlan::Sent => write!(f, "; {name} sent (native record)")?,
+                FieldPlan::Absent(Why::NotStored) => {}
+                FieldPlan::Absent(why) => write!(f, "; {name} absent ({why})")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One message of the wire copy: a view of a stored message plus the decisions for it.
+#[derive(Clone, Debug)]
+pub struct WireMessage<'a> {
+    msg: &'a Message,
+    plan: Option<AssistantPlan>,
+    unknown_keys: bool,
+}
+
+impl<'a> WireMessage<'a> {
+    /// The stored message this view renders.
+    pub fn stored(&self) -> &'a Message {
+        self.msg
+    }
+
+    /// The decisions, for an assistant message.
+    pub fn plan(&self) -> Option<&AssistantPlan> {
+        self.plan.as_ref()
+    }
+}
+
+impl Serialize for WireMessage<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let m = self.msg;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("role", m.role.as_str())?;
+        if let Some(v) = &m.content {
+            map.serialize_entry("content", v)?;
+        }
+        if let Some(plan) = &self.plan {
+            match plan.reasoning_content {
+                RcPlan::Stored => {
+                    if let Some(rc) = &m.reasoning_content {
+                        map.serialize_entry("reasoning_content", rc)?;
+                    }
+                }
+                RcPlan::FromReasoning => {
+                    if let Some(r) = &m.reasoning {
+                        map.serialize_entry("reasoning_content", r)?;
+                    }
+                }
+                RcPlan::Pad(_) => map.serialize_entry("reasoning_content", PAD)?,
+                RcPlan::Absent(_) => {}
+            }
+            if plan.reasoning.sent() {
+                if let Some(r) = &m.reasoning {
+                    map.serialize_entry("reasoning", r)?;
+                }
+            }
+            if let (DetailsPlan::Items { kept, .. }, Some(items)) =
+                (&plan.reasoning_details, &m.reasoning_details)
+            {
+                map.serialize_entry("reasoning_details", &KeptItems { items, kept })?;
+            }
+            let record = m.native_record();
+            let native =
+                |field: fn(&NativeRecord) -> Option<&crate::raw::RawJson>| record.and_then(field);
+            if plan.reasoning_opaque.sent() {
+                if let Some(v) = native(|r| r.reasoning_opaque.as_ref().map(TextCarrier::raw)) {
+                    map.serialize_entry("reasoning_opaque", v)?;
+                }
+            }
+            if plan.reasoning_text.sent() {
+                if let Some(v) = native(|r| r.reasoning_text.as_ref().map(TextCarrier::raw)) {
+                    map.serialize_entry("reasoning_text", v)?;
+                }
+            }
+            if plan.extra_content.sent() {
+                if let Some(v) = native(|r| r.extra_content.as_ref()) {
+                    map.serialize_entry("extra_content", v)?;
+                }
+            }
+            if let Some(calls) = &m.tool_calls {
+                map.serialize_entry(
+                    "tool_calls",
+                    &WireToolCalls {
+                        calls,
+                        gemini: plan.gemini_tool_signatures,
+                        copilot: plan.copilot_tool_signatures,
+                        unknown_keys: plan.unknown_keys,
+                    },
+                )?;
+            }
+        }
+        if let Some(v) = &m.tool_call_id {
+            map.serialize_entry("tool_call_id", v)?;
+        }
+        if let Some(v) = &m.name {
+            map.serialize_entry("name", v)?;
+        }
+        if self.unknown_keys {
+            for (k, v) in &m.extra {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        map.end()
+    }
+}
+
+struct KeptItems<'a> {
+    items: &'a [DetailItem],
+    kept: &'a [usize],
+}
+
+impl Serialize for KeptItems<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.kept.iter().filter_map(|i| self.items.get(*i)))
+    }
+}
+
+struct WireToolCalls<'a> {
+    calls: &'a [ToolCall],
+    gemini: bool,
+    copilot: bool,
+    unknown_keys: bool,
+}
+
+impl Serialize for WireToolCalls<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(
+            self.calls
+                .iter()
+                .map(|call| WireToolCall { call, calls: self }),
+        )
+    }
+}
+
+struct WireToolCall<'a> {
+    call: &'a ToolCall,
+    calls: &'a WireToolCalls<'a>,
+}
+
+impl Serialize for WireToolCall<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let c = self.call;
+        let opts = self.calls;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(id) = &c.id {
+            map.serialize_entry("id", id)?;
+        }
+        if let Some(kind) = &c.kind {
+            map.serialize_entry("type", kind)?;
+        }
+        map.serialize_entry(
+            "function",
+            &WireFunction {
+                call: c,
+                signature: opts.copilot
+                    && c.function
+                        .thought_signature
+                        .as_ref()
+                        .is_some_and(|s| !s.is_blank()),
+                unknown_keys: opts.unknown_keys,
+            },
+        )?;
+        if opts.gemini {
+            if let Some(raw) = c
+                .extra_content
+                .as_ref()
+                .filter(|raw| thought_signature(raw).is_some())
+            {
+                map.serialize_entry("extra_content", raw)?;
+            }
+        }
+        if opts.unknown_keys {
+            for (k, v) in &c.extra {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        map.end()
+    }
+}
+
+struct WireFunction<'a> {
+    call: &'a ToolCall,
+    signature: bool,
+    unknown_keys: bool,
+}
+
+impl Serialize for WireFunction<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let f = &self.call.function;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", &f.name)?;
+        if let Some(v) = &f.arguments {
+            map.serialize_entry("arguments", v)?;
+        }
+        if self.signature {
+            if let Some(v) = &f.thought_signature {
+                map.serialize_entry("thought_signature", v)?;
+            }
+        }
+        if self.unknown_keys {
+            for (k, v) in &f.extra {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// The body of a chat-completions request: model, shaped messages, then the route's thinking
+/// fields, in that order.
+#[derive(Clone, Debug)]
+pub struct ChatRequest<'a> {
+    /// Target model.
+    pub model: &'a str,
+    /// The wire copy of the history.
+    pub messages: Vec<WireMessage<'a>>,
+    /// Keep-thinking flags and effort.
+    pub thinking: ThinkingFields,
+}
+
+impl<'a> ChatRequest<'a> {
+    /// Builds the body for `history` on `decision`, with `verdicts` subtracted.
+    pub fn build(
+        history: &'a [Message],
+        decision: &'a RouteDecision,
+        verdicts: &Verdicts,
+        thinking: ThinkingRequest,
+    ) -> Self {
+        let ctx = ShapeContext::new(decision, verdicts);
+        ChatRequest {
+            model: &decision.target.model,
+            messages: ctx.shape(history),
+            thinking: decision.route.thinking_fields(&decision.target, thinking),
+        }
+    }
+}
+
+impl Serialize for ChatRequest<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("model", self.model)?;
+        map.serialize_entry("messages", &self.messages)?;
+        for (k, v) in &self.thinking {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests;

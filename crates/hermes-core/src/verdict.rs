@@ -1,0 +1,159 @@
+//! Recorded refusals: which carriers a (provider, host, model) rejected (SPEC §6).
+
+use serde::de::Error as _;
+use serde::ser::SerializeSeq;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::route::{Carrier, CarrierSet};
+use crate::target::RouteTarget;
+
+/// The key of `model_config` that holds verdicts.
+pub const VERDICTS_KEY: &str = "reasoning_rejected_carriers";
+
+/// One verdict: this provider, host and model refused these carriers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// Provider id, lowercased.
+    pub provider: String,
+    /// Host without port.
+    pub host: String,
+    /// Model id, case kept.
+    pub model: String,
+    /// Refused carriers.
+    pub carriers: CarrierSet,
+}
+
+impl Verdict {
+    /// A verdict for `target`.
+    pub fn for_target(target: &RouteTarget, carriers: CarrierSet) -> Self {
+        Verdict {
+            provider: target.provider.clone(),
+            host: target.host_key(),
+            model: target.model.clone(),
+            carriers,
+        }
+    }
+
+    /// True when the verdict is keyed on `target`.
+    pub fn applies_to(&self, target: &RouteTarget) -> bool {
+        self.provider == target.provider
+            && self.model == target.model
+            && self.host == target.host_key()
+    }
+}
+
+impl Serialize for Verdict {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(4))?;
+        seq.serialize_element(&self.provider)?;
+        seq.serialize_element(&self.host)?;
+        seq.serialize_element(&self.model)?;
+        seq.serialize_element(&self.carriers)?;
+        seq.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Verdict {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let (provider, host, model, fields): (String, String, String, Vec<String>) =
+            Deserialize::deserialize(deserializer)?;
+        let mut carriers = CarrierSet::NONE;
+        for field in fields {
+            let carrier = Carrier::parse(&field).ok_or_else(|| {
+                D::Error::custom(format!(
+                    "unknown carrier `{field}`, expected reasoning_content, reasoning or reasoning_details"
+                ))
+            })?;
+            carriers = carriers.with(carrier);
+        }
+        Ok(Verdict {
+            provider: provider.trim().to_lowercase(),
+            host,
+            model,
+            carriers,
+        })
+    }
+}
+
+/// Every verdict a session has recorded.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Verdicts(pub Vec<Verdict>);
+
+impl Verdicts {
+    /// Reads the verdicts out of a session's `model_config` (absent means none).
+    pub fn from_model_config(
+        config: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Self, serde_json::Error> {
+        match config.get(VERDICTS_KEY) {
+            None | Some(serde_json::Value::Null) => Ok(Verdicts::default()),
+            Some(value) => Verdicts::deserialize(value),
+        }
+    }
+
+    /// The carriers refused for `target`.
+    pub fn refused_for(&self, target: &RouteTarget) -> CarrierSet {
+        self.0
+            .iter()
+            .filter(|v| v.applies_to(target))
+            .fold(CarrierSet::NONE, |acc, v| acc.union(v.carriers))
+    }
+
+    /// Records `carriers` for `target`, widening an existing verdict; returns false when nothing
+    /// new was learned.
+    pub fn record(&mut self, target: &RouteTarget, carriers: CarrierSet) -> bool {
+        if let Some(v) = self.0.iter_mut().find(|v| v.applies_to(target)) {
+            let widened = v.carriers.union(carriers);
+            let changed = widened != v.carriers;
+            v.carriers = widened;
+            return changed;
+        }
+        if carriers.is_empty() {
+            return false;
+        }
+        self.0.push(Verdict::for_target(target, carriers));
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_key_on_provider_host_without_port_and_model() {
+        let t = RouteTarget::new(
+            "OpenRouter",
+            Some("https://openrouter.ai:443/api/v1"),
+            "x/Model-A",
+        );
+        let mut v = Verdicts::default();
+        assert!(v.record(&t, CarrierSet::NONE.with(Carrier::ReasoningDetails)));
+        assert!(!v.record(&t, CarrierSet::NONE.with(Carrier::ReasoningDetails)));
+        let json = serde_json::to_string(&v).unwrap();
+        assert_eq!(
+            json,
+            r#"[["openrouter","openrouter.ai","x/Model-A",["reasoning_details"]]]"#
+        );
+        let sibling = RouteTarget::new(
+            "openrouter",
+            Some("https://openrouter.ai/api/v1"),
+            "x/model-a",
+        );
+        assert!(v.refused_for(&sibling).is_empty());
+        let back: Verdicts = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            back.refused_for(&t),
+            CarrierSet::NONE.with(Carrier::ReasoningDetails)
+        );
+    }
+
+    #[test]
+    fn unknown_carrier_in_a_verdict_is_an_error() {
+        let err = serde_json::from_str::<Verdicts>(r#"[["a","b","c",["thinking"]]]"#).unwrap_err();
+        assert!(
+            err.to_string().contains("unknown carrier `thinking`"),
+            "{err}"
+        );
+    }
+}
