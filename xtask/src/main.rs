@@ -1,1 +1,84 @@
-fn main() {}
+//! `cargo xtask`: project automation (the checks CI runs, the conformance suite).
+//!
+//! Kept free of hermes dependencies so it builds in seconds; it drives `cargo` through `$CARGO`.
+
+use std::process::Command;
+
+use anyhow::{Context as _, bail};
+
+const USAGE: &str = "usage: cargo xtask <command>
+
+commands:
+  ci                   fmt --check, clippy -D warnings, the whole test suite, then conformance
+  conformance [ROUTE]  the route conformance suite (every route, or the ones named)
+  bench [N...]         release-build benchmarks on the standard history (default N: 100 1000 5000)";
+
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// Runs one step, failing with its name when it fails.
+fn step(name: &str, mut cmd: Command) -> anyhow::Result<()> {
+    eprintln!("xtask: {name}");
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot start {name}"))?;
+    if !status.success() {
+        bail!("{name} failed ({status})");
+    }
+    Ok(())
+}
+
+fn conformance(routes: &[String]) -> anyhow::Result<()> {
+    let mut cmd = cargo();
+    cmd.args([
+        "test",
+        "--quiet",
+        "-p",
+        "hermes-providers",
+        "--test",
+        "conformance",
+        "--",
+    ]);
+    cmd.args(routes);
+    step("conformance", cmd)
+}
+
+fn ci() -> anyhow::Result<()> {
+    let mut fmt = cargo();
+    fmt.args(["fmt", "--all", "--", "--check"]);
+    step("cargo fmt --check", fmt)?;
+    let mut clippy = cargo();
+    clippy.args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    step("cargo clippy", clippy)?;
+    let mut test = cargo();
+    test.args(["test", "--workspace"]);
+    step("cargo test --workspace", test)?;
+    conformance(&[])
+}
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("ci") => ci(),
+        Some("conformance") => conformance(&args[1..]),
+        Some("bench") => {
+            let mut cmd = cargo();
+            cmd.args(["run", "--release", "--quiet", "-p", "hermes-bench", "--"]);
+            cmd.args(&args[1..]);
+            step("bench", cmd)
+        }
+        Some("-h" | "--help" | "help") | None => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => bail!("unknown command `{other}`\n\n{USAGE}"),
+    }
+}

@@ -277,13 +277,13 @@ fn byte_for_byte(history: &[Message], decision: &RouteDecision, model: &str) -> 
         .filter(|m| m.origin.as_ref().is_none_or(|o| o.model == model))
     {
         for item in msg.reasoning_details.iter().flatten() {
-            if let DetailItem::Provider { raw, .. } = item {
-                if !text.contains(raw.get()) {
-                    return Err(format!(
-                        "stored item {} is not on the wire byte for byte",
-                        raw.get()
-                    ));
-                }
+            if let DetailItem::Provider { raw, .. } = item
+                && !text.contains(raw.get())
+            {
+                return Err(format!(
+                    "stored item {} is not on the wire byte for byte",
+                    raw.get()
+                ));
             }
         }
     }

@@ -425,10 +425,10 @@ impl Serialize for WireMessage<'_> {
                 RcPlan::Pad(_) => map.serialize_entry("reasoning_content", PAD)?,
                 RcPlan::Absent(_) => {}
             }
-            if plan.reasoning.sent() {
-                if let Some(r) = &m.reasoning {
-                    map.serialize_entry("reasoning", r)?;
-                }
+            if plan.reasoning.sent()
+                && let Some(r) = &m.reasoning
+            {
+                map.serialize_entry("reasoning", r)?;
             }
             if let (DetailsPlan::Items { kept, .. }, Some(items)) =
                 (&plan.reasoning_details, &m.reasoning_details)
@@ -438,20 +438,20 @@ impl Serialize for WireMessage<'_> {
             let record = m.native_record();
             let native =
                 |field: fn(&NativeRecord) -> Option<&crate::raw::RawJson>| record.and_then(field);
-            if plan.reasoning_opaque.sent() {
-                if let Some(v) = native(|r| r.reasoning_opaque.as_ref().map(TextCarrier::raw)) {
-                    map.serialize_entry("reasoning_opaque", v)?;
-                }
+            if plan.reasoning_opaque.sent()
+                && let Some(v) = native(|r| r.reasoning_opaque.as_ref().map(TextCarrier::raw))
+            {
+                map.serialize_entry("reasoning_opaque", v)?;
             }
-            if plan.reasoning_text.sent() {
-                if let Some(v) = native(|r| r.reasoning_text.as_ref().map(TextCarrier::raw)) {
-                    map.serialize_entry("reasoning_text", v)?;
-                }
+            if plan.reasoning_text.sent()
+                && let Some(v) = native(|r| r.reasoning_text.as_ref().map(TextCarrier::raw))
+            {
+                map.serialize_entry("reasoning_text", v)?;
             }
-            if plan.extra_content.sent() {
-                if let Some(v) = native(|r| r.extra_content.as_ref()) {
-                    map.serialize_entry("extra_content", v)?;
-                }
+            if plan.extra_content.sent()
+                && let Some(v) = native(|r| r.extra_content.as_ref())
+            {
+                map.serialize_entry("extra_content", v)?;
             }
             if let Some(calls) = &m.tool_calls {
                 map.serialize_entry(
@@ -536,14 +536,13 @@ impl Serialize for WireToolCall<'_> {
                 unknown_keys: opts.unknown_keys,
             },
         )?;
-        if opts.gemini {
-            if let Some(raw) = c
+        if opts.gemini
+            && let Some(raw) = c
                 .extra_content
                 .as_ref()
                 .filter(|raw| thought_signature(raw).is_some())
-            {
-                map.serialize_entry("extra_content", raw)?;
-            }
+        {
+            map.serialize_entry("extra_content", raw)?;
         }
         if opts.unknown_keys {
             for (k, v) in &c.extra {
@@ -568,10 +567,10 @@ impl Serialize for WireFunction<'_> {
         if let Some(v) = &f.arguments {
             map.serialize_entry("arguments", v)?;
         }
-        if self.signature {
-            if let Some(v) = &f.thought_signature {
-                map.serialize_entry("thought_signature", v)?;
-            }
+        if self.signature
+            && let Some(v) = &f.thought_signature
+        {
+            map.serialize_entry("thought_signature", v)?;
         }
         if self.unknown_keys {
             for (k, v) in &f.extra {

@@ -1,4 +1,5 @@
 //! The conformance suite over the built-in route table: case files under `tests/cases/<route>/`
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! plus the invariants of `hermes-conformance`. Prints one line per route and `N passed, M failed`.
 
 use std::process::ExitCode;

@@ -1,1 +1,294 @@
-//! Tests for wire shaping.
+//! Tests for wire shaping against routes built here from data (the built-in table is tested by
+//! the conformance suite in hermes-providers).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::message::Message;
+use crate::route::{
+    CarrierSet, DataRoute, MustEchoFamily, PadRule, ResolveOptions, RouteMatcher, RouteTable,
+    ThinkingRequest,
+};
+use crate::shape::{ChatRequest, ShapeContext};
+use crate::target::RouteTarget;
+use crate::verdict::Verdicts;
+
+fn table() -> RouteTable {
+    let mut t = RouteTable::new(Arc::new(
+        DataRoute::new("default", CarrierSet::RC).matching(RouteMatcher::new().any()),
+    ));
+    t.register(Arc::new(
+        DataRoute::new("strict", CarrierSet::NONE)
+            .strict_schema()
+            .matching(RouteMatcher::new().providers(["mistral"])),
+    ));
+    t.register(Arc::new(
+        DataRoute::new("agg", CarrierSet::ALL)
+            .matching(RouteMatcher::new().providers(["openrouter"])),
+    ));
+    t.register(Arc::new(
+        DataRoute::new("copilot", CarrierSet::RC)
+            .matching(RouteMatcher::new().hosts(["githubcopilot.com"])),
+    ));
+    t.add_family(MustEchoFamily {
+        name: "deepseek".to_owned(),
+        matcher: RouteMatcher::new()
+            .providers(["deepseek"])
+            .models(["deepseek"]),
+        pad: PadRule::EveryAssistant,
+    });
+    t
+}
+
+fn history(json: Value) -> Vec<Message> {
+    serde_json::from_value(json).unwrap()
+}
+
+fn shaped(
+    provider: &str,
+    base: Option<&str>,
+    model: &str,
+    h: &[Message],
+    verdicts: &Verdicts,
+) -> Value {
+    let t = table();
+    let decision = t.resolve(
+        &RouteTarget::new(provider, base, model),
+        ResolveOptions::default(),
+    );
+    serde_json::to_value(ShapeContext::new(&decision, verdicts).shape(h)).unwrap()
+}
+
+fn mixed() -> Vec<Message> {
+    history(json!([
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "", "reasoning": "only r",
+         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "assistant", "content": "a", "reasoning_content": ""},
+        {"role": "assistant", "content": "b", "reasoning_content": " "},
+    ]))
+}
+
+#[test]
+fn must_echo_pads_with_a_space_and_replays_r_as_rc() {
+    let out = shaped(
+        "deepseek",
+        None,
+        "deepseek-v4",
+        &mixed(),
+        &Verdicts::default(),
+    );
+    assert_eq!(out[1]["reasoning_content"], "only r");
+    assert!(out[1].get("reasoning").is_none());
+    assert_eq!(out[3]["reasoning_content"], " ");
+    assert_eq!(out[4]["reasoning_content"], " ");
+}
+
+#[test]
+fn a_pad_never_reaches_a_route_that_is_not_must_echo() {
+    let out = shaped("acme", None, "gpt-5", &mixed(), &Verdicts::default());
+    assert_eq!(out[1]["reasoning_content"], "only r");
+    assert!(out[3].get("reasoning_content").is_none());
+    assert!(out[4].get("reasoning_content").is_none());
+}
+
+#[test]
+fn strict_wins_over_must_echo() {
+    let out = shaped(
+        "mistral",
+        None,
+        "deepseek-v4",
+        &mixed(),
+        &Verdicts::default(),
+    );
+    for m in out.as_array().unwrap() {
+        assert!(m.get("reasoning_content").is_none(), "{m}");
+    }
+}
+
+#[test]
+fn reasoning_echo_config_pads_an_rc_route() {
+    let t = table();
+    let decision = t.resolve(
+        &RouteTarget::new("acme", None, "m"),
+        ResolveOptions {
+            reasoning_echo: true,
+        },
+    );
+    assert_eq!(
+        decision.echo.as_ref().map(|e| e.family.as_str()),
+        Some("config")
+    );
+    let out =
+        serde_json::to_value(ShapeContext::new(&decision, &Verdicts::default()).shape(&mixed()))
+            .unwrap();
+    assert_eq!(out[3]["reasoning_content"], " ");
+}
+
+#[test]
+fn the_stored_history_is_never_mutated_and_shaping_is_idempotent() {
+    let h = mixed();
+    let before = serde_json::to_string(&h).unwrap();
+    let first = shaped("deepseek", None, "deepseek-v4", &h, &Verdicts::default());
+    assert_eq!(serde_json::to_string(&h).unwrap(), before);
+    let again: Vec<Message> = serde_json::from_value(first.clone()).unwrap();
+    assert_eq!(
+        shaped(
+            "deepseek",
+            None,
+            "deepseek-v4",
+            &again,
+            &Verdicts::default()
+        ),
+        first
+    );
+}
+
+#[test]
+fn must_echo_never_loses_rc_to_a_verdict_but_other_routes_do() {
+    let h = mixed();
+    let mut v = Verdicts::default();
+    let target = RouteTarget::new("deepseek", None, "deepseek-v4");
+    v.record(&target, CarrierSet::RC);
+    assert_eq!(
+        shaped("deepseek", None, "deepseek-v4", &h, &v)[1]["reasoning_content"],
+        "only r"
+    );
+    let mut v = Verdicts::default();
+    v.record(&RouteTarget::new("acme", None, "gpt-5"), CarrierSet::RC);
+    assert!(
+        shaped("acme", None, "gpt-5", &h, &v)[1]
+            .get("reasoning_content")
+            .is_none()
+    );
+    assert_eq!(
+        shaped("acme", None, "gpt-6", &h, &v)[1]["reasoning_content"],
+        "only r"
+    );
+}
+
+#[test]
+fn native_record_only_on_its_own_route_and_reasoning_text_only_beside_opaque() {
+    let h = history(json!([
+        {"role": "assistant", "content": "x", "reasoning_opaque": "OPQ", "reasoning_text": "why"},
+        {"role": "assistant", "content": "y", "reasoning_text": "alone"},
+    ]));
+    let copilot = shaped(
+        "copilot",
+        Some("https://api.githubcopilot.com"),
+        "claude-x",
+        &h,
+        &Verdicts::default(),
+    );
+    assert_eq!(
+        copilot[0],
+        json!({"role": "assistant", "content": "x", "reasoning_opaque": "OPQ", "reasoning_text": "why"})
+    );
+    assert_eq!(copilot[1], json!({"role": "assistant", "content": "y"}));
+    let other = shaped("openrouter", None, "claude-x", &h, &Verdicts::default());
+    assert_eq!(other[0], json!({"role": "assistant", "content": "x"}));
+}
+
+#[test]
+fn gemini_signatures_go_to_gemini_models_and_blank_ones_are_dropped() {
+    let h = history(json!([
+        {"role": "assistant", "content": "t", "extra_content": {"google": {"thought_signature": "MSG"}},
+         "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}, "extra_content": {"google": {"thought_signature": "TC"}}},
+            {"id": "b", "type": "function", "function": {"name": "f", "arguments": "{}"}, "extra_content": {"google": {"thought_signature": " "}}}
+         ]},
+    ]));
+    let g = shaped("acme", None, "gemini-3-pro", &h, &Verdicts::default());
+    assert_eq!(
+        g[0]["extra_content"],
+        json!({"google": {"thought_signature": "MSG"}})
+    );
+    assert_eq!(
+        g[0]["tool_calls"][0]["extra_content"],
+        json!({"google": {"thought_signature": "TC"}})
+    );
+    assert!(g[0]["tool_calls"][1].get("extra_content").is_none());
+    let other = shaped("acme", None, "gpt-5", &h, &Verdicts::default());
+    assert!(other[0].get("extra_content").is_none());
+    assert!(other[0]["tool_calls"][0].get("extra_content").is_none());
+}
+
+#[test]
+fn opaque_items_only_reach_the_model_that_minted_them() {
+    let h = history(json!([
+        {"role": "assistant", "content": "x", "reasoning": "readable",
+         "reasoning_details": [
+            {"type": "reasoning.text", "text": "t", "signature": "SIG"},
+            {"type": "reasoning.summary", "summary": "s"}
+         ],
+         "origin": {"provider": "openrouter", "host": "openrouter.ai", "model": "a/model-a"}},
+    ]));
+    let same = shaped("openrouter", None, "a/model-a", &h, &Verdicts::default());
+    assert_eq!(same[0]["reasoning_details"].as_array().unwrap().len(), 2);
+    let other = shaped("openrouter", None, "b/model-b", &h, &Verdicts::default());
+    assert_eq!(
+        other[0]["reasoning_details"],
+        json!([{"type": "reasoning.summary", "summary": "s"}])
+    );
+    assert_eq!(other[0]["reasoning"], "readable");
+    assert_eq!(other[0]["reasoning_content"], "readable");
+}
+
+#[test]
+fn strict_routes_drop_unknown_keys_others_keep_them() {
+    let h = history(json!([
+        {"role": "user", "content": "q", "x_meta": 1},
+        {"role": "assistant", "content": "a", "refusal": null,
+         "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}", "x_f": 2}, "x_c": 3}]},
+    ]));
+    let strict = shaped("mistral", None, "m", &h, &Verdicts::default());
+    assert_eq!(strict[0], json!({"role": "user", "content": "q"}));
+    assert_eq!(
+        strict[1],
+        json!({"role": "assistant", "content": "a",
+               "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]})
+    );
+    let open = shaped("acme", None, "m", &h, &Verdicts::default());
+    assert_eq!(open[0]["x_meta"], 1);
+    assert_eq!(open[1]["refusal"], Value::Null);
+    assert_eq!(open[1]["tool_calls"][0]["x_c"], 3);
+}
+
+#[test]
+fn the_request_body_orders_model_messages_then_thinking_fields() {
+    let t = table();
+    let h = mixed();
+    let decision = t.resolve(
+        &RouteTarget::new("acme", None, "m"),
+        ResolveOptions::default(),
+    );
+    let body = ChatRequest::build(
+        &h,
+        &decision,
+        &Verdicts::default(),
+        ThinkingRequest::Effort(crate::route::Effort::Max),
+    );
+    let text = serde_json::to_string(&body).unwrap();
+    assert!(text.starts_with(r#"{"model":"m","messages":["#), "{text}");
+    assert!(text.ends_with(r#"],"reasoning_effort":"xhigh"}"#), "{text}");
+}
+
+#[test]
+fn explain_gives_one_line_per_assistant_message() {
+    let t = table();
+    let decision = t.resolve(
+        &RouteTarget::new("deepseek", None, "deepseek-v4"),
+        ResolveOptions::default(),
+    );
+    let lines = ShapeContext::new(&decision, &Verdicts::default()).explain(&mixed());
+    assert_eq!(
+        lines,
+        [
+            "messages[1] assistant: reasoning_content sent (stored `reasoning` replayed as reasoning_content); reasoning absent (route does not read it); reasoning_details absent (route does not read it)",
+            "messages[3] assistant: reasoning_content padded with \" \" (must-echo; stored value is blank); reasoning absent (route does not read it); reasoning_details absent (route does not read it)",
+            "messages[4] assistant: reasoning_content padded with \" \" (must-echo; stored value is blank); reasoning absent (route does not read it); reasoning_details absent (route does not read it)",
+        ]
+    );
+}

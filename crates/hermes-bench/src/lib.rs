@@ -1,0 +1,168 @@
+//! hermes-bench: the standard benchmark history (a port of `shared/bench/gen_history.py`) and
+//! the measuring helpers behind `cargo xtask bench`.
+
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+/// The generator's seed.
+pub const SEED: u64 = 0x5EED;
+
+const POOL_LEN: usize = 1 << 18;
+const TEXT_ALPHABET: &[u8; 64] =
+    b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP0123456789        .,\n\"";
+const ARG_ALPHABET: &[u8; 64] = b"abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz01";
+
+/// Fingerprints of the standard history published with the Python generator:
+/// (N, byte length, SHA-256 of the compact JSON).
+pub const FINGERPRINTS: [(usize, usize, &str); 3] = [
+    (
+        100,
+        2_335_323,
+        "473fd2ac033a16f10fdbc18b354aa3da13efe0d5c5be62a1411ce3e69f433e8a",
+    ),
+    (
+        1_000,
+        23_350_441,
+        "534720aff9460ff0dbe5f8344a02062e14d04a502706cf7a796213349054a7ad",
+    ),
+    (
+        5_000,
+        116_753_231,
+        "5908181b01f56b84d74ad76ec5096145275abf3cc147d0a8f39237c12414228f",
+    ),
+];
+
+/// SplitMix64, as in the Python generator.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn bytes(&mut self, len: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(len + 8);
+        while out.len() < len {
+            out.extend_from_slice(&self.next().to_le_bytes());
+        }
+        out.truncate(len);
+        out
+    }
+
+    fn offset(&mut self, len: usize) -> usize {
+        // The modulus is below 2^18, so the result fits any usize.
+        (self.next() % (POOL_LEN - len) as u64) as usize
+    }
+}
+
+/// The standard N-turn history as a JSON value, message keys in the generator's order.
+pub fn standard_history(n_turns: usize) -> Value {
+    let mut rng = SplitMix64(SEED);
+    let byte_pool = rng.bytes(POOL_LEN);
+    let raw = rng.bytes(POOL_LEN);
+    let text_pool: String = raw
+        .iter()
+        .map(|b| TEXT_ALPHABET[(b & 63) as usize] as char)
+        .collect();
+    let arg_pool: String = raw
+        .iter()
+        .map(|b| ARG_ALPHABET[(b & 63) as usize] as char)
+        .collect();
+
+    let text = |rng: &mut SplitMix64, n: usize| {
+        let off = rng.offset(n);
+        text_pool[off..off + n].to_owned()
+    };
+    let b64 = |rng: &mut SplitMix64, n_chars: usize| {
+        let nbytes = n_chars / 4 * 3;
+        let off = rng.offset(nbytes);
+        base64::engine::general_purpose::STANDARD.encode(&byte_pool[off..off + nbytes])
+    };
+
+    let mut history = Vec::with_capacity(n_turns * 4);
+    for i in 0..n_turns {
+        let call_id = format!("call_{i:06}");
+        let prefix = "{\"query\": \"";
+        let off = rng.offset(100);
+        let args = format!(
+            "{prefix}{}\"}}",
+            &arg_pool[off..off + 100 - prefix.len() - 2]
+        );
+        let user = json!({"role": "user", "content": text(&mut rng, 200)});
+        let (rc, r, rd_text) = (
+            text(&mut rng, 4096),
+            text(&mut rng, 4096),
+            text(&mut rng, 4096),
+        );
+        let (sig, data) = (b64(&mut rng, 200), b64(&mut rng, 8192));
+        let assistant = json!({
+            "role": "assistant",
+            "content": "",
+            "reasoning_content": rc,
+            "reasoning": r,
+            "reasoning_details": [
+                {"type": "reasoning.text", "text": rd_text, "signature": sig},
+                {"type": "reasoning.encrypted", "data": data},
+            ],
+            "tool_calls": [{"id": call_id, "type": "function",
+                            "function": {"name": "web_search", "arguments": args}}],
+        });
+        let tool =
+            json!({"role": "tool", "tool_call_id": call_id, "content": text(&mut rng, 1024)});
+        let last = json!({"role": "assistant", "content": text(&mut rng, 500)});
+        history.extend([user, assistant, tool, last]);
+    }
+    Value::Array(history)
+}
+
+/// The standard history's compact JSON bytes (what the Python generator writes).
+pub fn standard_history_bytes(n_turns: usize) -> Vec<u8> {
+    serde_json::to_vec(&standard_history(n_turns)).unwrap_or_default()
+}
+
+/// Hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Runs `f` `runs` times and returns every duration, sorted.
+pub fn sample<T>(runs: usize, mut f: impl FnMut() -> T) -> Vec<Duration> {
+    let mut times: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            std::hint::black_box(f());
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    times
+}
+
+/// The median of sorted samples.
+pub fn median(sorted: &[Duration]) -> Duration {
+    sorted.get(sorted.len() / 2).copied().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn standard_history_matches_the_python_fingerprint_at_100_turns() {
+        let bytes = standard_history_bytes(100);
+        let (n, len, sha) = FINGERPRINTS[0];
+        assert_eq!(n, 100);
+        assert_eq!(bytes.len(), len);
+        assert_eq!(sha256_hex(&bytes), sha);
+    }
+}

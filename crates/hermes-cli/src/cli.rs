@@ -1,0 +1,86 @@
+//! The command line: names, flags and help text (a public interface scripts rely on).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// hermes: an agent runtime whose reasoning models never forget what they already thought.
+#[derive(Debug, Parser)]
+#[command(name = "hermes", version, about, long_about = None)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// List the chat-completions route table this build knows, in matching order.
+    Routes(RoutesArgs),
+    /// Print the exact JSON body of the next request (no network, nothing stored).
+    Preview(PreviewArgs),
+}
+
+/// `hermes routes`
+#[derive(Debug, Args)]
+pub(crate) struct RoutesArgs {
+    /// Print a JSON array instead of the table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// Effort words accepted by `--effort`.
+pub(crate) const EFFORTS: [&str; 6] = ["minimal", "low", "medium", "high", "xhigh", "max"];
+
+/// Carriers accepted by `--reject`.
+pub(crate) const CARRIERS: [&str; 3] = ["reasoning_content", "reasoning", "reasoning_details"];
+
+/// `hermes preview`
+#[derive(Debug, Args)]
+pub(crate) struct PreviewArgs {
+    /// Provider id or name (default: the history file's provider).
+    #[arg(long, value_name = "P")]
+    pub(crate) provider: Option<String>,
+
+    /// Model id (default: the history file's model).
+    #[arg(long, value_name = "M")]
+    pub(crate) model: Option<String>,
+
+    /// Base URL (default: the history file's, when the provider is the file's; else the
+    /// provider's registry default).
+    #[arg(long = "base-url", value_name = "URL")]
+    pub(crate) base_url: Option<String>,
+
+    /// A hermes.session.v1 file or a bare JSON array of messages.
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "session",
+        conflicts_with = "session"
+    )]
+    pub(crate) history: Option<PathBuf>,
+
+    /// A stored session.
+    #[arg(long, value_name = "ID")]
+    pub(crate) session: Option<String>,
+
+    /// Append a user message with this text.
+    #[arg(short = 'q', value_name = "TEXT")]
+    pub(crate) query: Option<String>,
+
+    /// Request this reasoning effort.
+    #[arg(long, value_name = "E", value_parser = EFFORTS, conflicts_with = "no_thinking")]
+    pub(crate) effort: Option<String>,
+
+    /// Ask the provider not to think.
+    #[arg(long = "no-thinking")]
+    pub(crate) no_thinking: bool,
+
+    /// Act as if this provider, host and model had refused the carrier (repeatable).
+    #[arg(long = "reject", value_name = "FIELD", value_parser = CARRIERS)]
+    pub(crate) reject: Vec<String>,
+
+    /// Say on stderr why each carrier is present, padded or absent on each assistant message.
+    #[arg(long)]
+    pub(crate) explain: bool,
+}

@@ -1,0 +1,365 @@
+//! End-to-end tests of the `hermes` binary: exact output, exit codes, error texts.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+fn example() -> PathBuf {
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/session.json"
+    ))
+}
+
+fn hermes(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hermes"))
+        .args(args)
+        .env_remove("HERMES_LOG")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+fn preview(extra: &[&str]) -> Value {
+    let example = example();
+    let mut args = vec!["preview", "--history", example.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let out = hermes(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn assistants(body: &Value) -> Vec<Value> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .cloned()
+        .collect()
+}
+
+const RC: &str = "The user wants the cause of a failing nightly build. I should read the log before guessing; the last failure was a timeout in the linker step.";
+const FINAL: &str = "The link step cannot find libsqlite3. Install the SQLite development package or build SQLite bundled.";
+
+fn tool_calls() -> Value {
+    json!([{"id": "call_log_1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"logs/nightly.log\"}"}}])
+}
+
+#[test]
+fn preview_bodies_differ_per_route_on_the_shipped_example() {
+    let deepseek = assistants(&preview(&[
+        "--provider",
+        "deepseek",
+        "--model",
+        "deepseek-v4-pro",
+    ]));
+    assert_eq!(
+        deepseek,
+        vec![
+            json!({"role": "assistant", "content": "", "reasoning_content": RC, "tool_calls": tool_calls()}),
+            json!({"role": "assistant", "content": FINAL, "reasoning_content": " "}),
+        ]
+    );
+
+    let mistral = assistants(&preview(&[
+        "--provider",
+        "mistral",
+        "--model",
+        "magistral-medium-latest",
+    ]));
+    assert_eq!(
+        mistral,
+        vec![
+            json!({"role": "assistant", "content": "", "tool_calls": tool_calls()}),
+            json!({"role": "assistant", "content": FINAL}),
+        ]
+    );
+
+    // The file's own provider, model and base URL: OpenRouter, the model that minted the items.
+    let body = preview(&[]);
+    assert_eq!(body["model"], "deepseek/deepseek-v4-pro");
+    let openrouter = assistants(&body);
+    let stored: Value = serde_json::from_str(&std::fs::read_to_string(example()).unwrap()).unwrap();
+    assert_eq!(
+        openrouter,
+        vec![
+            json!({"role": "assistant", "content": "", "reasoning_content": RC, "reasoning": RC,
+                   "reasoning_details": stored["messages"][2]["reasoning_details"], "tool_calls": tool_calls()}),
+            json!({"role": "assistant", "content": FINAL, "reasoning_content": " "}),
+        ]
+    );
+}
+
+#[test]
+fn signed_items_reach_the_wire_byte_for_byte() {
+    let example = example();
+    let out = hermes(&["preview", "--history", example.to_str().unwrap()]);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stored = std::fs::read_to_string(example).unwrap();
+    for item in [
+        r#"{"type": "reasoning.text", "text": "Read the log first; last time it was the linker.", "signature": "ErUBCkYIBhgCIkD8u0c0f3Vd+Qe0Wm3q2Zb8w7mJmQ9rT5xk0Y2lE4sVb1NqQ==", "format": "unknown", "index": 0}"#,
+        r#"{"type": "reasoning.encrypted", "data": "gAAAAABnK7xQm9vR2d0a1c2V0dGVyX2VuY3J5cHRlZF9ibG9iX3RoYXRfbXVzdF9yZXR1cm5fYnl0ZV9mb3JfYnl0ZQ==", "id": "rs_0001", "format": "unknown", "index": 1}"#,
+    ] {
+        assert!(stored.contains(item));
+        assert!(stdout.contains(item), "{item} not replayed verbatim");
+    }
+}
+
+#[test]
+fn reject_acts_like_a_recorded_verdict() {
+    let body = preview(&["--reject", "reasoning_details", "--reject", "reasoning"]);
+    let first = &assistants(&body)[0];
+    assert!(first.get("reasoning_details").is_none());
+    assert!(first.get("reasoning").is_none());
+    assert_eq!(first["reasoning_content"], RC);
+}
+
+#[test]
+fn rejecting_reasoning_content_on_a_must_echo_route_is_refused() {
+    let example = example();
+    let out = hermes(&[
+        "preview",
+        "--history",
+        example.to_str().unwrap(),
+        "--provider",
+        "deepseek",
+        "--reject",
+        "reasoning_content",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("must-echo (family deepseek)"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn query_and_effort_shape_the_body() {
+    let body = preview(&[
+        "--provider",
+        "deepseek",
+        "--model",
+        "deepseek-v4-pro",
+        "-q",
+        "and now?",
+        "--effort",
+        "xhigh",
+    ]);
+    let obj = body.as_object().unwrap();
+    let keys: Vec<&str> = obj.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["model", "messages", "thinking", "reasoning_effort"]);
+    assert_eq!(body["thinking"], json!({"type": "enabled"}));
+    assert_eq!(body["reasoning_effort"], "high");
+    assert_eq!(
+        body["messages"].as_array().unwrap().last().unwrap(),
+        &json!({"role": "user", "content": "and now?"})
+    );
+    let off = preview(&[
+        "--provider",
+        "deepseek",
+        "--model",
+        "deepseek-v4-pro",
+        "--no-thinking",
+    ]);
+    assert_eq!(off["thinking"], json!({"type": "disabled"}));
+}
+
+#[test]
+fn explain_says_why_on_stderr() {
+    let example = example();
+    let out = hermes(&[
+        "preview",
+        "--history",
+        example.to_str().unwrap(),
+        "--provider",
+        "deepseek",
+        "--explain",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.lines().collect::<Vec<_>>(),
+        [
+            "route deepseek (provider name `deepseek`); reads: reasoning_content; must-echo: yes (family deepseek); refused here: none",
+            "messages[2] assistant: reasoning_content sent (stored); reasoning absent (route does not read it); reasoning_details absent (route does not read it)",
+            "messages[4] assistant: reasoning_content padded with \" \" (must-echo; nothing stored); reasoning absent (route does not read it); reasoning_details absent (route does not read it)",
+        ]
+    );
+}
+
+#[test]
+fn bad_input_names_the_file_and_json_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("broken.json");
+    std::fs::write(
+        &path,
+        r#"[{"role":"user","content":"hi"},{"role":"assistant","reasoning_details":"oops"}]"#,
+    )
+    .unwrap();
+    let out = hermes(&[
+        "preview",
+        "--history",
+        path.to_str().unwrap(),
+        "--provider",
+        "openai",
+        "--model",
+        "gpt-5",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("broken.json is not a valid history"), "{err}");
+    assert!(err.contains("at `[1].reasoning_details`"), "{err}");
+    assert!(err.contains("expected a sequence"), "{err}");
+
+    let missing = dir.path().join("missing.json");
+    let out = hermes(&[
+        "preview",
+        "--history",
+        missing.to_str().unwrap(),
+        "--model",
+        "m",
+        "--provider",
+        "p",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read"));
+}
+
+#[test]
+fn a_missing_model_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bare.json");
+    std::fs::write(&path, r#"[{"role":"user","content":"hi"}]"#).unwrap();
+    let out = hermes(&[
+        "preview",
+        "--history",
+        path.to_str().unwrap(),
+        "--provider",
+        "openai",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no model"));
+    let out = hermes(&[
+        "preview",
+        "--history",
+        path.to_str().unwrap(),
+        "--provider",
+        "openai",
+        "--model",
+        "gpt-5",
+    ]);
+    assert!(out.status.success());
+}
+
+#[test]
+fn unknown_provider_falls_to_host_rules_then_local_then_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.json");
+    std::fs::write(
+        &path,
+        r#"[{"role":"assistant","content":"a","reasoning":"r"}]"#,
+    )
+    .unwrap();
+    let route_of = |base: &str| {
+        let out = hermes(&[
+            "preview",
+            "--history",
+            path.to_str().unwrap(),
+            "--provider",
+            "acme",
+            "--model",
+            "m",
+            "--base-url",
+            base,
+            "--explain",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        err.split_whitespace().nth(1).unwrap().to_owned()
+    };
+    assert_eq!(route_of("https://api.groq.com/openai/v1"), "strict");
+    assert_eq!(route_of("https://api.groq.com.evil.test/v1"), "default");
+    assert_eq!(route_of("https://groq.com@evil.test/v1"), "default");
+    assert_eq!(route_of("http://127.0.0.1:11434/v1"), "local-endpoint");
+    assert_eq!(route_of("http://[::1]:8080/v1"), "local-endpoint");
+}
+
+#[test]
+fn routes_json_lists_every_row_with_the_public_keys() {
+    let out = hermes(&["routes", "--json"]);
+    assert!(out.status.success());
+    let routes: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<&str> = routes.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.first(), Some(&"strict"));
+    assert_eq!(ids.last(), Some(&"default"));
+    for r in &routes {
+        for key in [
+            "id",
+            "carriers",
+            "must_echo",
+            "keep_thinking",
+            "providers",
+            "hosts",
+        ] {
+            assert!(r.get(key).is_some(), "{key} missing in {r}");
+        }
+    }
+    let aggregator = routes.iter().find(|r| r["id"] == "aggregator").unwrap();
+    assert_eq!(
+        aggregator["carriers"],
+        json!(["reasoning_content", "reasoning", "reasoning_details"])
+    );
+    let deepseek = routes.iter().find(|r| r["id"] == "deepseek").unwrap();
+    assert_eq!(deepseek["must_echo"], "deepseek");
+    let strict = routes.iter().find(|r| r["id"] == "strict").unwrap();
+    assert_eq!(strict["carriers"], json!([]));
+    assert_eq!(strict["must_echo"], Value::Null);
+}
+
+#[test]
+fn routes_text_is_pinned() {
+    let out = hermes(&["routes"]);
+    assert!(out.status.success());
+    insta::assert_snapshot!(String::from_utf8(out.stdout).unwrap());
+}
+
+#[test]
+fn help_is_pinned() {
+    let out = hermes(&["preview", "--help"]);
+    assert!(out.status.success());
+    insta::assert_snapshot!(String::from_utf8(out.stdout).unwrap());
+}
+
+#[test]
+fn debug_logs_show_which_carriers_each_message_carried() {
+    let example = example();
+    let out = Command::new(env!("CARGO_BIN_EXE_hermes"))
+        .args([
+            "preview",
+            "--history",
+            example.to_str().unwrap(),
+            "--provider",
+            "deepseek",
+        ])
+        .env("HERMES_LOG", "debug")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("route resolved") && err.contains("route=\"deepseek\""),
+        "{err}"
+    );
+    assert!(
+        err.lines()
+            .any(|l| l.contains("assistant wire message shaped")
+                && l.contains("index=4")
+                && l.contains("reasoning_content padded")),
+        "{err}"
+    );
+}
