@@ -8,6 +8,7 @@ pub mod raw;
 pub mod route;
 pub mod session;
 pub mod shape;
+pub mod stream;
 pub mod target;
 pub mod verdict;
 
@@ -20,5 +21,6 @@ pub use route::{
 };
 pub use session::{HistoryError, SessionFile, parse_history};
 pub use shape::{ChatRequest, ShapeContext, WireMessage};
+pub use stream::{ReplyMeta, StreamAccumulator, capture_message};
 pub use target::{RouteTarget, TargetHost};
 pub use verdict::{Verdict, Verdicts};

@@ -34,6 +34,11 @@ impl RawJson {
         }
     }
 
+    /// The literal `null`.
+    pub fn null() -> Self {
+        RawJson(RawValue::NULL.to_owned())
+    }
+
     /// The exact JSON text.
     pub fn get(&self) -> &str {
         self.0.get()

@@ -589,6 +589,8 @@ pub struct ChatRequest<'a> {
     pub model: &'a str,
     /// The wire copy of the history.
     pub messages: Vec<WireMessage<'a>>,
+    /// Ask for a server-sent-event stream (`"stream": true`).
+    pub stream: bool,
     /// Keep-thinking flags and effort.
     pub thinking: ThinkingFields,
 }
@@ -605,6 +607,7 @@ impl<'a> ChatRequest<'a> {
         ChatRequest {
             model: &decision.target.model,
             messages: ctx.shape(history),
+            stream: false,
             thinking: decision.route.thinking_fields(&decision.target, thinking),
         }
     }
@@ -615,6 +618,9 @@ impl Serialize for ChatRequest<'_> {
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("model", self.model)?;
         map.serialize_entry("messages", &self.messages)?;
+        if self.stream {
+            map.serialize_entry("stream", &true)?;
+        }
         for (k, v) in &self.thinking {
             map.serialize_entry(k, v)?;
         }

@@ -1,0 +1,378 @@
+//! Stream accumulation (SPEC §4): chat-completion chunks in, one captured assistant message out.
+//!
+//! Text and reasoning deltas are joined; `reasoning_details` chunks are merged by `index` (else
+//! `id`), text fields joined, a signature or encrypted blob kept whole (the latest non-empty);
+//! tool-call deltas are merged by index; Gemini `extra_content` signatures and Copilot's
+//! `reasoning_opaque` (latest non-empty) and `reasoning_text` (all fragments in order) build the
+//! native record. A streamed turn and the same turn non-streamed capture the same carriers.
+
+use serde_json::{Map, Value};
+
+use crate::message::{DetailItem, Message, NativeRecord, Origin, Role};
+use crate::raw::{RawJson, TextCarrier};
+
+/// Keys of a `reasoning_details` item whose string fragments are joined across chunks.
+const JOINED_ITEM_KEYS: [&str; 2] = ["text", "summary"];
+
+/// The end of a streamed (or non-streamed) reply besides the message itself.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReplyMeta {
+    /// `finish_reason` of the choice.
+    pub finish_reason: Option<String>,
+    /// `usage` as the provider sent it.
+    pub usage: Option<Value>,
+}
+
+#[derive(Default)]
+struct ToolCallAcc {
+    id: Option<String>,
+    kind: Option<String>,
+    name: String,
+    arguments: String,
+    signature: Option<String>,
+    function_signature: Option<String>,
+}
+
+/// Builds one assistant message from `chat.completion.chunk` payloads.
+#[derive(Default)]
+pub struct StreamAccumulator {
+    content: Option<String>,
+    reasoning_content: Option<String>,
+    reasoning: Option<String>,
+    details: Vec<Map<String, Value>>,
+    tool_calls: Vec<(u64, ToolCallAcc)>,
+    message_signature: Option<String>,
+    opaque: Option<String>,
+    reasoning_text: Vec<String>,
+    meta: ReplyMeta,
+    chunks: usize,
+}
+
+fn non_blank(value: Option<&Value>) -> Option<String> {
+    value
+        .and_then(Value::as_str)
+        .filter(|s| !s.trim().is_empty())
+        .map(str::to_owned)
+}
+
+fn non_empty(value: Option<&Value>) -> Option<String> {
+    value
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+fn join(slot: &mut Option<String>, value: Option<&Value>) {
+    if let Some(s) = value.and_then(Value::as_str) {
+        slot.get_or_insert_with(String::new).push_str(s);
+    }
+}
+
+/// The Gemini signature in an `extra_content` value (namespaced or flat).
+fn gemini_signature(extra: Option<&Value>) -> Option<String> {
+    let extra = extra?;
+    non_blank(
+        extra
+            .get("google")
+            .and_then(|g| g.get("thought_signature"))
+            .or_else(|| extra.get("thought_signature")),
+    )
+}
+
+impl StreamAccumulator {
+    /// A fresh accumulator.
+    pub fn new() -> Self {
+        StreamAccumulator::default()
+    }
+
+    /// Number of chunks fed so far.
+    pub fn chunks(&self) -> usize {
+        self.chunks
+    }
+
+    /// True once a chunk carried a `finish_reason`.
+    pub fn finished(&self) -> bool {
+        self.meta.finish_reason.is_some()
+    }
+
+    /// Absorbs one chunk (`{"choices":[{"delta":{…},"finish_reason":…}],"usage":…}`).
+    pub fn feed(&mut self, chunk: &Value) {
+        self.chunks += 1;
+        if let Some(usage) = chunk.get("usage").filter(|u| !u.is_null()) {
+            self.meta.usage = Some(usage.clone());
+        }
+        let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
+            return;
+        };
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.meta.finish_reason = Some(reason.to_owned());
+        }
+        let Some(delta) = choice.get("delta").and_then(Value::as_object) else {
+            return;
+        };
+        join(&mut self.content, delta.get("content"));
+        join(&mut self.reasoning_content, delta.get("reasoning_content"));
+        join(&mut self.reasoning, delta.get("reasoning"));
+        if let Some(items) = delta.get("reasoning_details").and_then(Value::as_array) {
+            for item in items.iter().filter_map(Value::as_object) {
+                self.feed_detail(item);
+            }
+        }
+        if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+            for call in calls {
+                self.feed_tool_call(call);
+            }
+        }
+        if let Some(sig) = gemini_signature(delta.get("extra_content")) {
+            self.message_signature = Some(sig);
+        }
+        if let Some(opaque) = non_empty(delta.get("reasoning_opaque")) {
+            self.opaque = Some(opaque);
+        }
+        if let Some(text) = non_empty(delta.get("reasoning_text")) {
+            self.reasoning_text.push(text);
+        }
+    }
+
+    fn feed_detail(&mut self, chunk: &Map<String, Value>) {
+        let key =
+            |item: &Map<String, Value>, k: &str| item.get(k).filter(|v| !v.is_null()).cloned();
+        let existing = match (key(chunk, "index"), key(chunk, "id")) {
+            (Some(index), _) => self
+                .details
+                .iter()
+                .position(|d| d.get("index") == Some(&index)),
+            (None, Some(id)) => self.details.iter().position(|d| d.get("id") == Some(&id)),
+            (None, None) => None,
+        };
+        let Some(pos) = existing else {
+            self.details.push(chunk.clone());
+            return;
+        };
+        let item = &mut self.details[pos];
+        for (k, v) in chunk {
+            match (k.as_str(), item.get_mut(k)) {
+                (k, Some(Value::String(acc))) if JOINED_ITEM_KEYS.contains(&k) => {
+                    if let Some(s) = v.as_str() {
+                        acc.push_str(s);
+                    }
+                }
+                (_, Some(slot)) => {
+                    // Signatures and encrypted data arrive whole: the latest non-empty wins.
+                    if !v.is_null() && v.as_str() != Some("") {
+                        *slot = v.clone();
+                    }
+                }
+                (_, None) => {
+                    item.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+
+    fn feed_tool_call(&mut self, call: &Value) {
+        let index = call
+            .get("index")
+            .and_then(Value::as_u64)
+            .unwrap_or(self.tool_calls.len() as u64);
+        let pos = match self.tool_calls.iter().position(|(i, _)| *i == index) {
+            Some(pos) => pos,
+            None => {
+                self.tool_calls.push((index, ToolCallAcc::default()));
+                self.tool_calls.len() - 1
+            }
+        };
+        let acc = &mut self.tool_calls[pos].1;
+        if let Some(id) = non_empty(call.get("id")) {
+            acc.id = Some(id);
+        }
+        if let Some(kind) = non_empty(call.get("type")) {
+            acc.kind = Some(kind);
+        }
+        if let Some(f) = call.get("function") {
+            if let Some(name) = f.get("name").and_then(Value::as_str) {
+                acc.name.push_str(name);
+            }
+            if let Some(args) = f.get("arguments").and_then(Value::as_str) {
+                acc.arguments.push_str(args);
+            }
+            if let Some(sig) = non_blank(f.get("thought_signature")) {
+                acc.function_signature = Some(sig);
+            }
+        }
+        if let Some(sig) = gemini_signature(call.get("extra_content")) {
+            acc.signature = Some(sig);
+        }
+    }
+
+    /// The captured message (with `origin`) and the reply's metadata.
+    pub fn finish(self, origin: Origin) -> (Message, ReplyMeta) {
+        let mut msg = Message::text(Role::Assistant, "");
+        msg.content = Some(
+            self.content
+                .as_deref()
+                .map_or_else(|| RawJson::null(), RawJson::string),
+        );
+        msg.reasoning_content = self.reasoning_content.as_deref().map(TextCarrier::new);
+        msg.reasoning = self.reasoning.as_deref().map(TextCarrier::new);
+        let mut items: Vec<DetailItem> = self
+            .details
+            .iter()
+            .filter_map(|d| RawJson::from_serialize(d).ok())
+            .filter_map(|raw| DetailItem::from_raw(raw).ok())
+            .collect();
+        if !self.tool_calls.is_empty() {
+            let mut calls = self.tool_calls;
+            calls.sort_by_key(|(i, _)| *i);
+            msg.tool_calls = Some(
+                calls
+                    .into_iter()
+                    .map(|(_, acc)| {
+                        let mut call = crate::message::ToolCall::function(
+                            acc.id.as_deref().unwrap_or_default(),
+                            &acc.name,
+                            &acc.arguments,
+                        );
+                        call.id = acc.id;
+                        call.kind = acc.kind.or(call.kind);
+                        call.extra_content = acc.signature.as_deref().map(google_signature);
+                        call.function.thought_signature =
+                            acc.function_signature.as_deref().map(TextCarrier::new);
+                        call
+                    })
+                    .collect(),
+            );
+        }
+        let record = NativeRecord {
+            extra_content: self.message_signature.as_deref().map(google_signature),
+            reasoning_opaque: self.opaque.as_deref().map(TextCarrier::new),
+            reasoning_text: (!self.reasoning_text.is_empty())
+                .then(|| TextCarrier::new(&self.reasoning_text.concat())),
+            other: Vec::new(),
+        };
+        if !record.is_empty() {
+            items.push(record.to_item());
+        }
+        msg.reasoning_details = (!items.is_empty()).then_some(items);
+        msg.origin = Some(origin);
+        (msg, self.meta)
+    }
+}
+
+/// `{"google":{"thought_signature":sig}}`.
+fn google_signature(sig: &str) -> RawJson {
+    RawJson::from_serialize(&serde_json::json!({ "google": { "thought_signature": sig } }))
+        .unwrap_or_else(|_| RawJson::null())
+}
+
+/// Captures a non-streamed `chat.completion` reply the way the accumulator captures a stream:
+/// the known fields of `choices[0].message` (unknown response-only keys such as `refusal` are
+/// not stored), the native record, and `origin`.
+pub fn capture_message(reply: &Value, origin: Origin) -> Result<(Message, ReplyMeta), String> {
+    let choice = reply
+        .get("choices")
+        .and_then(|c| c.get(0))
+        .ok_or("reply has no `choices[0]`")?;
+    let message = choice
+        .get("message")
+        .ok_or("reply has no `choices[0].message`")?;
+    let mut msg: Message = serde_json::from_value(message.clone())
+        .map_err(|e| format!("`choices[0].message`: {e}"))?;
+    if msg.role != Role::Assistant {
+        return Err(format!(
+            "`choices[0].message.role` is {}, expected assistant",
+            msg.role
+        ));
+    }
+    msg.extra.clear();
+    if msg.content.is_none() {
+        msg.content = Some(RawJson::null());
+    }
+    // Keep the native record last, as the stream accumulator does.
+    if let Some(items) = &mut msg.reasoning_details {
+        if let Some(pos) = items
+            .iter()
+            .position(|i| matches!(i, DetailItem::Native { .. }))
+        {
+            let native = items.remove(pos);
+            items.push(native);
+        }
+    }
+    msg.origin = Some(origin);
+    let meta = ReplyMeta {
+        finish_reason: choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        usage: reply.get("usage").filter(|u| !u.is_null()).cloned(),
+    };
+    Ok((msg, meta))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn origin() -> Origin {
+        Origin {
+            provider: "p".into(),
+            host: "h".into(),
+            model: "m".into(),
+        }
+    }
+
+    fn chunk(delta: Value) -> Value {
+        json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]})
+    }
+
+    #[test]
+    fn streamed_and_non_streamed_turns_capture_the_same_carriers() {
+        let full = json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": "hello",
+            "reasoning_content": "think", "reasoning": "think",
+            "reasoning_details": [
+                {"type": "reasoning.text", "text": "abc", "signature": "SIG", "index": 0},
+                {"type": "reasoning.encrypted", "data": "ENC", "index": 1}
+            ],
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "now", "arguments": "{\"a\":1}"},
+                            "extra_content": {"google": {"thought_signature": "TS"}}}],
+            "extra_content": {"google": {"thought_signature": "MS"}},
+            "reasoning_opaque": "OP", "reasoning_text": "rt1rt2",
+            "refusal": null
+        }}], "usage": {"total_tokens": 3}});
+        let mut acc = StreamAccumulator::new();
+        for delta in [
+            json!({"role": "assistant", "content": "", "reasoning_content": "th", "reasoning": "th"}),
+            json!({"reasoning_content": "in", "reasoning": "in", "reasoning_details": [{"type": "reasoning.text", "text": "a", "index": 0}]}),
+            json!({"reasoning_content": "k", "reasoning": "k", "reasoning_details": [{"text": "bc", "index": 0}], "reasoning_text": "rt1"}),
+            json!({"reasoning_details": [{"signature": "SIG", "index": 0}], "reasoning_opaque": "OP", "reasoning_text": "rt2"}),
+            json!({"reasoning_details": [{"type": "reasoning.encrypted", "data": "ENC", "index": 1}]}),
+            json!({"content": "hel", "extra_content": {"google": {"thought_signature": "MS"}}}),
+            json!({"content": "lo", "tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "now", "arguments": ""}}]}),
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"a\""}}]}),
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": ":1}"}, "extra_content": {"google": {"thought_signature": "TS"}}}]}),
+        ] {
+            acc.feed(&chunk(delta));
+        }
+        acc.feed(&json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}], "usage": {"total_tokens": 3}}));
+        let (streamed, meta) = acc.finish(origin());
+        let (whole, whole_meta) = capture_message(&full, origin()).unwrap();
+        assert_eq!(meta, whole_meta);
+        let as_value = |m: &Message| serde_json::to_value(m).unwrap();
+        assert_eq!(as_value(&streamed), as_value(&whole));
+        assert_eq!(
+            streamed.reasoning_details.as_ref().unwrap()[0].raw().get(),
+            r#"{"type":"reasoning.text","text":"abc","index":0,"signature":"SIG"}"#
+        );
+    }
+
+    #[test]
+    fn reply_without_choices_is_an_error() {
+        assert!(
+            capture_message(&json!({"id": "x"}), origin())
+                .unwrap_err()
+                .contains("choices[0]")
+        );
+    }
+}
