@@ -1,8 +1,10 @@
 //! hermes-providers: the built-in chat-completions route table (SPEC §3) and the provider
-//! registry (SPEC §8a). Wire codecs and the HTTP transport will live here too.
+//! registry (SPEC §8a), and the chat-completions HTTP transport.
 
 pub mod registry;
 pub mod routes;
+pub mod transport;
 
 pub use registry::{ProviderSpec, Wire, provider};
 pub use routes::builtin_table;
+pub use transport::{ChatTransport, Endpoint, Reply, TransportError};

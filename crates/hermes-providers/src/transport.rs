@@ -1,0 +1,277 @@
+//! The chat-completions transport: one shared HTTP client, non-streaming and SSE replies, and
+//! typed errors mapped from reqwest in one place. The API key is sent, never logged.
+
+use std::fmt;
+use std::time::Duration;
+
+use eventsource_stream::Eventsource as _;
+use futures_util::StreamExt as _;
+use hermes_core::{ChatRequest, Message, Origin, ReplyMeta, StreamAccumulator, capture_message};
+use serde_json::Value;
+
+/// How long to wait for a connection.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a reply may stay silent (between stream chunks, or before a whole body).
+pub const READ_TIMEOUT: Duration = Duration::from_secs(300);
+/// At most this much of an error body is kept.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// Where requests go.
+#[derive(Clone)]
+pub struct Endpoint {
+    /// Base URL; `/chat/completions` is appended.
+    pub base_url: String,
+    /// Bearer key, if the provider needs one.
+    pub api_key: Option<String>,
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+impl Endpoint {
+    /// The chat-completions URL.
+    pub fn url(&self) -> String {
+        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+    }
+}
+
+/// A captured reply.
+#[derive(Clone, Debug)]
+pub struct Reply {
+    /// The assistant message, carriers as received, with its origin.
+    pub message: Message,
+    /// Finish reason and usage.
+    pub meta: ReplyMeta,
+}
+
+/// Why a request failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// The provider answered with a non-success status.
+    #[error("HTTP {status}: {body}")]
+    Http {
+        /// Status code.
+        status: u16,
+        /// Response body (truncated to 64 KiB).
+        body: String,
+        /// `Retry-After`, when given in seconds.
+        retry_after: Option<Duration>,
+    },
+    /// No answer in time.
+    #[error("the request timed out")]
+    Timeout,
+    /// The connection could not be made.
+    #[error("cannot connect: {0}")]
+    Connect(String),
+    /// The reply is not what the wire promises.
+    #[error("malformed reply: {0}")]
+    Decode(String),
+    /// The stream broke or ended early.
+    #[error("the stream broke: {0}")]
+    Stream(String),
+    /// The provider reported an error after answering 200 (nothing is stored).
+    #[error("the provider reported an error mid-reply: {0}")]
+    AfterOk(String),
+    /// The request could not be built or sent.
+    #[error("cannot send the request: {0}")]
+    Request(String),
+}
+
+impl TransportError {
+    /// The HTTP status, for an HTTP error.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            TransportError::Http { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// The error body, for an HTTP error or an error reported mid-reply.
+    pub fn body(&self) -> Option<&str> {
+        match self {
+            TransportError::Http { body, .. } | TransportError::AfterOk(body) => Some(body),
+            _ => None,
+        }
+    }
+
+    /// `Retry-After`, when the provider gave one.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            TransportError::Http { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// True for what a bounded backoff may retry: 429, 5xx, timeouts, connection failures.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            TransportError::Http { status, .. } => *status == 429 || *status >= 500,
+            TransportError::Timeout | TransportError::Connect(_) => true,
+            _ => false,
+        }
+    }
+}
+
+/// The one place reqwest errors become transport errors.
+fn map_reqwest(err: reqwest::Error) -> TransportError {
+    // reqwest's message names the URL, which never holds the key (it travels in a header).
+    let text = err.to_string();
+    if err.is_timeout() {
+        TransportError::Timeout
+    } else if err.is_connect() {
+        TransportError::Connect(text)
+    } else if err.is_body() || err.is_decode() {
+        TransportError::Stream(text)
+    } else {
+        TransportError::Request(text)
+    }
+}
+
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+/// The message of an `{"error":…}` payload.
+fn error_text(value: &Value) -> Option<String> {
+    let err = value.get("error")?;
+    Some(match err.get("message").and_then(Value::as_str) {
+        Some(m) => m.to_owned(),
+        None => err.to_string(),
+    })
+}
+
+fn snippet(text: &str) -> String {
+    let mut s: String = text.chars().take(200).collect();
+    if s.len() < text.len() {
+        s.push('…');
+    }
+    s
+}
+
+/// Sends chat-completions requests over one shared client.
+#[derive(Clone, Debug)]
+pub struct ChatTransport {
+    client: reqwest::Client,
+}
+
+impl ChatTransport {
+    /// Builds the shared client (rustls with the ring provider, HTTP/2, timeouts).
+    pub fn new() -> Result<Self, TransportError> {
+        // Installing twice is harmless; reqwest needs a process-wide provider.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .read_timeout(READ_TIMEOUT)
+            .user_agent(concat!("hermes/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(map_reqwest)?;
+        Ok(ChatTransport { client })
+    }
+
+    /// Sends `request` and captures the reply as an assistant message with `origin`.
+    /// Streams when `request.stream` is set. A failed or half-finished reply is an error and
+    /// yields no message.
+    pub async fn send(
+        &self,
+        endpoint: &Endpoint,
+        request: &ChatRequest<'_>,
+        origin: Origin,
+    ) -> Result<Reply, TransportError> {
+        let body =
+            serde_json::to_vec(request).map_err(|e| TransportError::Request(e.to_string()))?;
+        let url = endpoint.url();
+        tracing::debug!(url = %url, stream = request.stream, bytes = body.len(), "sending chat request");
+        tracing::trace!(body = %String::from_utf8_lossy(&body), "chat request body");
+        let mut builder = self
+            .client
+            .post(&url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
+        if request.stream {
+            builder = builder.header(reqwest::header::ACCEPT, "text/event-stream");
+        }
+        if let Some(key) = &endpoint.api_key {
+            builder = builder.bearer_auth(key);
+        }
+        let response = builder.send().await.map_err(map_reqwest)?;
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = retry_after(response.headers());
+            let bytes = response.bytes().await.map_err(map_reqwest)?;
+            let body =
+                String::from_utf8_lossy(&bytes[..bytes.len().min(ERROR_BODY_LIMIT)]).into_owned();
+            tracing::debug!(status = status.as_u16(), body = %snippet(&body), "chat request refused");
+            return Err(TransportError::Http {
+                status: status.as_u16(),
+                body,
+                retry_after,
+            });
+        }
+        if request.stream {
+            read_stream(response, origin).await
+        } else {
+            let bytes = response.bytes().await.map_err(map_reqwest)?;
+            let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+                TransportError::Decode(format!(
+                    "{e}: {}",
+                    snippet(&String::from_utf8_lossy(&bytes))
+                ))
+            })?;
+            if let Some(err) = error_text(&value) {
+                return Err(TransportError::AfterOk(err));
+            }
+            let (message, meta) =
+                capture_message(&value, origin).map_err(TransportError::Decode)?;
+            Ok(Reply { message, meta })
+        }
+    }
+}
+
+async fn read_stream(response: reqwest::Response, origin: Origin) -> Result<Reply, TransportError> {
+    let mut events = response.bytes_stream().eventsource();
+    let mut acc = StreamAccumulator::new();
+    let mut done = false;
+    while let Some(event) = events.next().await {
+        let event = event.map_err(|e| TransportError::Stream(e.to_string()))?;
+        let data = event.data.trim();
+        if data.is_empty() {
+            continue;
+        }
+        if data == "[DONE]" {
+            done = true;
+            break;
+        }
+        let chunk: Value = serde_json::from_str(data).map_err(|e| {
+            TransportError::Decode(format!(
+                "stream chunk {}: {e}: {}",
+                acc.chunks() + 1,
+                snippet(data)
+            ))
+        })?;
+        if let Some(err) = error_text(&chunk) {
+            return Err(TransportError::AfterOk(err));
+        }
+        acc.feed(&chunk);
+    }
+    if !done && !acc.finished() {
+        return Err(TransportError::Stream(format!(
+            "the stream ended after {} chunks without a finish_reason or [DONE]",
+            acc.chunks()
+        )));
+    }
+    let (message, meta) = acc.finish(origin);
+    Ok(Reply { message, meta })
+}

@@ -1,0 +1,196 @@
+//! The chat-completions transport against a real loopback server (wiremock): the body sent,
+//! captured carriers, and every failure mode as a typed error.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use hermes_core::{
+    ChatRequest, Message, Origin, ResolveOptions, RouteTarget, ThinkingRequest, Verdicts,
+};
+use hermes_providers::{ChatTransport, Endpoint, TransportError, builtin_table};
+use serde_json::{Value, json};
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+fn origin() -> Origin {
+    Origin {
+        provider: "deepseek".into(),
+        host: "127.0.0.1".into(),
+        model: "deepseek-v4-pro".into(),
+    }
+}
+
+fn history() -> Vec<Message> {
+    serde_json::from_value(json!([
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": "again"}
+    ]))
+    .unwrap()
+}
+
+async fn send(
+    server: &MockServer,
+    stream: bool,
+) -> Result<hermes_providers::Reply, TransportError> {
+    let table = builtin_table();
+    let decision = table.resolve(
+        &RouteTarget::new("deepseek", Some(&server.uri()), "deepseek-v4-pro"),
+        ResolveOptions::default(),
+    );
+    let history = history();
+    let mut request = ChatRequest::build(
+        &history,
+        &decision,
+        &Verdicts::default(),
+        ThinkingRequest::NoPreference,
+    );
+    request.stream = stream;
+    let endpoint = Endpoint {
+        base_url: format!("{}/v1", server.uri()),
+        api_key: Some("sk-test-secret".into()),
+    };
+    ChatTransport::new()
+        .unwrap()
+        .send(&endpoint, &request, origin())
+        .await
+}
+
+#[tokio::test]
+async fn sends_the_shaped_body_with_the_key_and_captures_carriers() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(header("authorization", "Bearer sk-test-secret"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                "role": "assistant", "content": "yes", "reasoning_content": "thïnk", "refusal": null}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let reply = send(&server, false).await.unwrap();
+    let sent: Value =
+        serde_json::from_slice(&server.received_requests().await.unwrap()[0].body).unwrap();
+    assert_eq!(
+        sent,
+        json!({"model": "deepseek-v4-pro", "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello", "reasoning_content": " "},
+            {"role": "user", "content": "again"}
+        ]})
+    );
+    assert_eq!(
+        serde_json::to_value(&reply.message).unwrap(),
+        json!({"role": "assistant", "content": "yes", "reasoning_content": "thïnk",
+               "origin": {"provider": "deepseek", "host": "127.0.0.1", "model": "deepseek-v4-pro"}})
+    );
+    assert_eq!(reply.meta.finish_reason.as_deref(), Some("stop"));
+    assert_eq!(reply.meta.usage.unwrap()["total_tokens"], 7);
+}
+
+#[tokio::test]
+async fn http_errors_keep_status_body_and_retry_after() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(429)
+                .insert_header("retry-after", "7")
+                .set_body_string("slow down"),
+        )
+        .mount(&server)
+        .await;
+    let err = send(&server, false).await.unwrap_err();
+    assert_eq!(err.status(), Some(429));
+    assert_eq!(err.body(), Some("slow down"));
+    assert_eq!(err.retry_after(), Some(Duration::from_secs(7)));
+    assert!(err.is_retryable());
+}
+
+#[tokio::test]
+async fn a_malformed_body_is_a_decode_error_naming_it() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("<html>gateway</html>"))
+        .mount(&server)
+        .await;
+    let err = send(&server, false).await.unwrap_err();
+    assert!(matches!(err, TransportError::Decode(_)), "{err:?}");
+    assert!(err.to_string().contains("<html>gateway</html>"), "{err}");
+}
+
+fn sse(events: &[&str]) -> ResponseTemplate {
+    let body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    ResponseTemplate::new(200)
+        .insert_header("content-type", "text/event-stream")
+        .set_body_string(body)
+}
+
+#[tokio::test]
+async fn a_stream_is_accumulated_into_one_message() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(sse(&[
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning_content":"a"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"reasoning_content":"b"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"done"},"finish_reason":"stop"}]}"#,
+            "[DONE]",
+        ]))
+        .mount(&server)
+        .await;
+    let reply = send(&server, true).await.unwrap();
+    let sent: Value =
+        serde_json::from_slice(&server.received_requests().await.unwrap()[0].body).unwrap();
+    assert_eq!(sent["stream"], true);
+    assert_eq!(reply.message.reasoning_content.unwrap().text(), "ab");
+    assert_eq!(reply.message.content.unwrap().get(), r#""done""#);
+}
+
+#[tokio::test]
+async fn an_error_after_the_200_is_an_error_and_no_message() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(sse(&[
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"par"}}]}"#,
+            r#"{"error":{"message":"upstream provider failed","code":502}}"#,
+        ]))
+        .mount(&server)
+        .await;
+    let err = send(&server, true).await.unwrap_err();
+    assert!(
+        matches!(&err, TransportError::AfterOk(m) if m == "upstream provider failed"),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_stream_that_stops_early_is_an_error() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(sse(&[
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"par"}}]}"#,
+        ]))
+        .mount(&server)
+        .await;
+    let err = send(&server, true).await.unwrap_err();
+    assert!(matches!(err, TransportError::Stream(_)), "{err:?}");
+    let garbage = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(sse(&["{not json"]))
+        .mount(&garbage)
+        .await;
+    let err = send(&garbage, true).await.unwrap_err();
+    assert!(err.to_string().contains("stream chunk 1"), "{err}");
+}
+
+#[test]
+fn the_key_never_shows_in_debug_output() {
+    let endpoint = Endpoint {
+        base_url: "https://api.example.test/v1".into(),
+        api_key: Some("sk-live-very-secret".into()),
+    };
+    let text = format!("{endpoint:?}");
+    assert!(!text.contains("sk-live-very-secret"), "{text}");
+    assert!(text.contains("<redacted>"));
+}
