@@ -211,7 +211,7 @@ impl StreamAccumulator {
         msg.content = Some(
             self.content
                 .as_deref()
-                .map_or_else(|| RawJson::null(), RawJson::string),
+                .map_or_else(RawJson::null, RawJson::string),
         );
         msg.reasoning_content = self.reasoning_content.as_deref().map(TextCarrier::new);
         msg.reasoning = self.reasoning.as_deref().map(TextCarrier::new);
@@ -289,14 +289,13 @@ pub fn capture_message(reply: &Value, origin: Origin) -> Result<(Message, ReplyM
         msg.content = Some(RawJson::null());
     }
     // Keep the native record last, as the stream accumulator does.
-    if let Some(items) = &mut msg.reasoning_details {
-        if let Some(pos) = items
+    if let Some(items) = &mut msg.reasoning_details
+        && let Some(pos) = items
             .iter()
             .position(|i| matches!(i, DetailItem::Native { .. }))
-        {
-            let native = items.remove(pos);
-            items.push(native);
-        }
+    {
+        let native = items.remove(pos);
+        items.push(native);
     }
     msg.origin = Some(origin);
     let meta = ReplyMeta {
