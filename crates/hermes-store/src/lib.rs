@@ -1,1 +1,433 @@
-//! Session storage for hermes: `state.db` through sqlx and its migrations (arrives with the session-store work; nothing lives here yet).
+//! hermes-store: sessions in `state.db` (SQLite through sqlx, embedded migrations, runtime
+//! queries only). The only crate that knows SQL; it knows no HTTP.
+//!
+//! Every message field is stored as the exact JSON text it holds in the canonical model, so
+//! carriers come back byte for byte. Appending a turn is one transaction and never rewrites the
+//! session's earlier rows.
+
+#[macro_use]
+mod row;
+
+use std::path::Path;
+use std::sync::LazyLock;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use hermes_core::{Message, SessionFile};
+use serde_json::{Map, Value};
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Row as _, SqlitePool};
+
+use crate::row::MessageRow;
+
+/// The schema, embedded: applied by sqlx's migrator, recorded in `_sqlx_migrations`.
+static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
+    Migrator::with_migrations(vec![Migration::new(
+        1,
+        "init".into(),
+        MigrationType::Simple,
+        sqlx::SqlStr::from_static(include_str!("../migrations/sqlite/0001_init.sql")),
+        false,
+    )])
+});
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// No session with this id.
+    #[error("no session `{0}`")]
+    NotFound(String),
+    /// The database could not be opened or migrated.
+    #[error("cannot open {path}: {message}")]
+    Open {
+        /// Database path.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A stored row does not decode (the database was edited by hand, or is damaged).
+    #[error("session `{session}` message {position} does not decode: {message}")]
+    Corrupt {
+        /// Session id.
+        session: String,
+        /// Message position.
+        position: i64,
+        /// What went wrong.
+        message: String,
+    },
+    /// A query failed.
+    #[error("database error: {0}")]
+    Database(#[source] sqlx::Error),
+    /// A value could not be encoded.
+    #[error("cannot encode {0}")]
+    Encode(String),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(err: sqlx::Error) -> Self {
+        StoreError::Database(err)
+    }
+}
+
+/// A session's metadata.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionMeta {
+    /// Session id.
+    pub id: String,
+    /// Title.
+    pub title: Option<String>,
+    /// The session it was branched from.
+    pub parent_id: Option<String>,
+    /// Provider id.
+    pub provider: Option<String>,
+    /// Model id.
+    pub model: Option<String>,
+    /// Base URL (`sim://PROFILE` for the simulator).
+    pub base_url: Option<String>,
+    /// Model configuration, holding `reasoning_rejected_carriers`.
+    pub model_config: Map<String, Value>,
+    /// Creation time, Unix milliseconds.
+    pub created_at: i64,
+    /// Last change, Unix milliseconds.
+    pub updated_at: i64,
+    /// Number of messages.
+    pub message_count: i64,
+    /// Prompt tokens reported by providers.
+    pub input_tokens: i64,
+    /// Completion tokens reported by providers.
+    pub output_tokens: i64,
+}
+
+/// What a new session starts with.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NewSession {
+    /// Title.
+    pub title: Option<String>,
+    /// Parent session (for branches).
+    pub parent_id: Option<String>,
+    /// Provider id.
+    pub provider: Option<String>,
+    /// Model id.
+    pub model: Option<String>,
+    /// Base URL.
+    pub base_url: Option<String>,
+    /// Model configuration.
+    pub model_config: Map<String, Value>,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+fn encode_config(config: &Map<String, Value>) -> Result<String, StoreError> {
+    serde_json::to_string(config).map_err(|e| StoreError::Encode(format!("model_config: {e}")))
+}
+
+fn meta_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SessionMeta, StoreError> {
+    let id: String = row.try_get("id")?;
+    let config: String = row.try_get("model_config")?;
+    let model_config = serde_json::from_str(&config).map_err(|e| StoreError::Corrupt {
+        session: id.clone(),
+        position: -1,
+        message: format!("model_config: {e}"),
+    })?;
+    Ok(SessionMeta {
+        title: row.try_get("title")?,
+        parent_id: row.try_get("parent_id")?,
+        provider: row.try_get("provider")?,
+        model: row.try_get("model")?,
+        base_url: row.try_get("base_url")?,
+        model_config,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        message_count: row.try_get("message_count")?,
+        input_tokens: row.try_get("input_tokens")?,
+        output_tokens: row.try_get("output_tokens")?,
+        id,
+    })
+}
+
+/// The session columns read back (a macro so queries stay `&'static str`).
+macro_rules! session_columns {
+    () => {
+        "id, title, parent_id, provider, model, base_url, model_config, created_at, updated_at, \
+         message_count, input_tokens, output_tokens"
+    };
+}
+
+/// The session store.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: SqlitePool,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`, in WAL mode with a busy timeout and
+    /// foreign keys on, and applies pending migrations.
+    pub async fn open(path: &Path) -> Result<Store, StoreError> {
+        let open_err = |message: String| StoreError::Open {
+            path: path.display().to_string(),
+            message,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| open_err(e.to_string()))?;
+        }
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(5));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await
+            .map_err(|e| open_err(e.to_string()))?;
+        MIGRATOR
+            .run(&pool)
+            .await
+            .map_err(|e| open_err(e.to_string()))?;
+        Ok(Store { pool })
+    }
+
+    /// Creates an empty session and returns its id.
+    pub async fn create_session(&self, new: &NewSession) -> Result<String, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let id = insert_session(&mut tx, new).await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// Appends `messages` after the session's last message, in one transaction.
+    pub async fn append(&self, session: &str, messages: &[Message]) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        append_rows(&mut tx, session, messages).await?;
+        tx.commit().await?;
+        tracing::debug!(session, appended = messages.len(), "messages stored");
+        Ok(())
+    }
+
+    /// Adds provider-reported token counts to the session's counters.
+    pub async fn add_usage(
+        &self,
+        session: &str,
+        input: i64,
+        output: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE sessions SET input_tokens = input_tokens + $1, output_tokens = output_tokens + $2 WHERE id = $3")
+            .bind(input)
+            .bind(output)
+            .bind(session)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Replaces the session's `model_config` (where verdicts live).
+    pub async fn set_model_config(
+        &self,
+        session: &str,
+        config: &Map<String, Value>,
+    ) -> Result<(), StoreError> {
+        let done =
+            sqlx::query("UPDATE sessions SET model_config = $1, updated_at = $2 WHERE id = $3")
+                .bind(encode_config(config)?)
+                .bind(now_ms())
+                .bind(session)
+                .execute(&self.pool)
+                .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(session.to_owned()));
+        }
+        Ok(())
+    }
+
+    /// The session's metadata.
+    pub async fn session(&self, session: &str) -> Result<SessionMeta, StoreError> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            session_columns!(),
+            " FROM sessions WHERE id = $1"
+        ))
+        .bind(session)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or_else(|| StoreError::NotFound(session.to_owned()))?;
+        meta_from_row(&row)
+    }
+
+    /// The session's messages, in order.
+    pub async fn messages(&self, session: &str) -> Result<Vec<Message>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            message_columns!(),
+            " FROM messages WHERE session_id = $1 ORDER BY position"
+        ))
+        .bind(session)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let row = MessageRow::from_sql(r)?;
+                row.to_message().map_err(|message| StoreError::Corrupt {
+                    session: session.to_owned(),
+                    position: row.position,
+                    message,
+                })
+            })
+            .collect()
+    }
+
+    /// Metadata and messages.
+    pub async fn load(&self, session: &str) -> Result<(SessionMeta, Vec<Message>), StoreError> {
+        Ok((self.session(session).await?, self.messages(session).await?))
+    }
+
+    /// Every session, most recently changed first.
+    pub async fn list(&self) -> Result<Vec<SessionMeta>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            session_columns!(),
+            " FROM sessions ORDER BY updated_at DESC, id"
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(meta_from_row).collect()
+    }
+
+    /// Deletes a session and its messages; its branches keep their rows and lose the parent link.
+    pub async fn delete(&self, session: &str) -> Result<(), StoreError> {
+        let done = sqlx::query("DELETE FROM sessions WHERE id = $1")
+            .bind(session)
+            .execute(&self.pool)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(session.to_owned()));
+        }
+        Ok(())
+    }
+
+    /// Imports a `hermes.session.v1` document as a new session, in one transaction.
+    pub async fn import(&self, file: &SessionFile) -> Result<String, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let id = insert_session(
+            &mut tx,
+            &NewSession {
+                title: file.title.clone(),
+                parent_id: None,
+                provider: file.provider.clone(),
+                model: file.model.clone(),
+                base_url: file.base_url.clone(),
+                model_config: file.model_config.clone(),
+            },
+        )
+        .await?;
+        append_rows(&mut tx, &id, &file.messages).await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// The session as a `hermes.session.v1` document.
+    pub async fn export(&self, session: &str) -> Result<SessionFile, StoreError> {
+        let (meta, messages) = self.load(session).await?;
+        Ok(SessionFile {
+            format: hermes_core::session::SESSION_FORMAT.to_owned(),
+            provider: meta.provider,
+            model: meta.model,
+            base_url: meta.base_url,
+            title: meta.title,
+            model_config: meta.model_config,
+            messages,
+        })
+    }
+
+    /// Copies the first `at` messages (all when `None`) with every carrier, the model config
+    /// (verdicts included) and a parent link into a new session; returns its id.
+    pub async fn branch(&self, session: &str, at: Option<usize>) -> Result<String, StoreError> {
+        let (meta, mut messages) = self.load(session).await?;
+        if let Some(at) = at {
+            messages.truncate(at);
+        }
+        let mut tx = self.pool.begin().await?;
+        let id = insert_session(
+            &mut tx,
+            &NewSession {
+                title: meta.title,
+                parent_id: Some(meta.id),
+                provider: meta.provider,
+                model: meta.model,
+                base_url: meta.base_url,
+                model_config: meta.model_config,
+            },
+        )
+        .await?;
+        append_rows(&mut tx, &id, &messages).await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+}
+
+async fn insert_session(
+    tx: &mut sqlx::SqliteConnection,
+    new: &NewSession,
+) -> Result<String, StoreError> {
+    let id = uuid::Uuid::now_v7().simple().to_string();
+    let now = now_ms();
+    sqlx::query(
+        "INSERT INTO sessions (id, title, parent_id, provider, model, base_url, model_config, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
+    )
+    .bind(&id)
+    .bind(&new.title)
+    .bind(&new.parent_id)
+    .bind(&new.provider)
+    .bind(&new.model)
+    .bind(&new.base_url)
+    .bind(encode_config(&new.model_config)?)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    Ok(id)
+}
+
+async fn append_rows(
+    tx: &mut sqlx::SqliteConnection,
+    session: &str,
+    messages: &[Message],
+) -> Result<(), StoreError> {
+    let next: Option<i64> =
+        sqlx::query_scalar("SELECT MAX(position) FROM messages WHERE session_id = $1")
+            .bind(session)
+            .fetch_one(&mut *tx)
+            .await?;
+    let exists: Option<String> = sqlx::query_scalar("SELECT id FROM sessions WHERE id = $1")
+        .bind(session)
+        .fetch_optional(&mut *tx)
+        .await?;
+    if exists.is_none() {
+        return Err(StoreError::NotFound(session.to_owned()));
+    }
+    let start = next.map_or(0, |p| p + 1);
+    let now = now_ms();
+    for (i, msg) in messages.iter().enumerate() {
+        let row = MessageRow::from_message(start + i as i64, msg)?;
+        row.insert(&mut *tx, session, now).await?;
+    }
+    sqlx::query(
+        "UPDATE sessions SET message_count = message_count + $1, updated_at = $2 WHERE id = $3",
+    )
+    .bind(messages.len() as i64)
+    .bind(now)
+    .bind(session)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

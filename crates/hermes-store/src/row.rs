@@ -1,0 +1,189 @@
+//! One `messages` row: each field of a message as the exact JSON text it holds.
+
+use hermes_core::{Message, RawJson};
+use serde::ser::SerializeMap as _;
+use sqlx::Row as _;
+
+use crate::StoreError;
+
+/// The columns read back, in `MessageRow::from_sql` order (a macro so queries stay static).
+macro_rules! message_columns {
+    () => {
+        "position, role, content, tool_calls, tool_call_id, name, reasoning_content, reasoning, \
+         reasoning_details, origin_provider, origin_host, origin_model, extra"
+    };
+}
+
+/// A message as stored.
+#[derive(Debug, Default)]
+pub(crate) struct MessageRow {
+    pub(crate) position: i64,
+    role: String,
+    content: Option<String>,
+    tool_calls: Option<String>,
+    tool_call_id: Option<String>,
+    name: Option<String>,
+    reasoning_content: Option<String>,
+    reasoning: Option<String>,
+    reasoning_details: Option<String>,
+    origin_provider: Option<String>,
+    origin_host: Option<String>,
+    origin_model: Option<String>,
+    extra: Option<String>,
+}
+
+struct ExtraKeys<'a>(&'a [(String, RawJson)]);
+
+impl serde::Serialize for ExtraKeys<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (k, v) in self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+fn encode<T: serde::Serialize + ?Sized>(what: &str, value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::Encode(format!("{what}: {e}")))
+}
+
+/// Appends `"key":raw` to a JSON object being built.
+fn push_raw(out: &mut String, key: &str, raw: &str) {
+    if out.len() > 1 {
+        out.push(',');
+    }
+    out.push('"');
+    out.push_str(key);
+    out.push_str("\":");
+    out.push_str(raw);
+}
+
+impl MessageRow {
+    pub(crate) fn from_message(position: i64, msg: &Message) -> Result<Self, StoreError> {
+        Ok(MessageRow {
+            position,
+            role: msg.role.as_str().to_owned(),
+            content: msg.content.as_ref().map(|r| r.get().to_owned()),
+            tool_calls: msg
+                .tool_calls
+                .as_ref()
+                .map(|c| encode("tool_calls", c))
+                .transpose()?,
+            tool_call_id: msg.tool_call_id.clone(),
+            name: msg.name.clone(),
+            reasoning_content: msg
+                .reasoning_content
+                .as_ref()
+                .map(|c| c.raw().get().to_owned()),
+            reasoning: msg.reasoning.as_ref().map(|c| c.raw().get().to_owned()),
+            reasoning_details: msg
+                .reasoning_details
+                .as_ref()
+                .map(|d| encode("reasoning_details", d))
+                .transpose()?,
+            origin_provider: msg.origin.as_ref().map(|o| o.provider.clone()),
+            origin_host: msg.origin.as_ref().map(|o| o.host.clone()),
+            origin_model: msg.origin.as_ref().map(|o| o.model.clone()),
+            extra: (!msg.extra.is_empty())
+                .then(|| encode("extra keys", &ExtraKeys(&msg.extra)))
+                .transpose()?,
+        })
+    }
+
+    pub(crate) fn from_sql(row: &sqlx::sqlite::SqliteRow) -> Result<Self, StoreError> {
+        Ok(MessageRow {
+            position: row.try_get(0)?,
+            role: row.try_get(1)?,
+            content: row.try_get(2)?,
+            tool_calls: row.try_get(3)?,
+            tool_call_id: row.try_get(4)?,
+            name: row.try_get(5)?,
+            reasoning_content: row.try_get(6)?,
+            reasoning: row.try_get(7)?,
+            reasoning_details: row.try_get(8)?,
+            origin_provider: row.try_get(9)?,
+            origin_host: row.try_get(10)?,
+            origin_model: row.try_get(11)?,
+            extra: row.try_get(12)?,
+        })
+    }
+
+    /// Rebuilds the message's JSON from the stored texts and parses it with the one message
+    /// deserializer (so classification and validation are the same as on import).
+    pub(crate) fn to_message(&self) -> Result<Message, String> {
+        let mut json = String::from("{");
+        let role = serde_json::to_string(&self.role).map_err(|e| e.to_string())?;
+        push_raw(&mut json, "role", &role);
+        for (key, value) in [
+            ("content", &self.content),
+            ("reasoning_content", &self.reasoning_content),
+            ("reasoning", &self.reasoning),
+            ("reasoning_details", &self.reasoning_details),
+            ("tool_calls", &self.tool_calls),
+        ] {
+            if let Some(raw) = value {
+                push_raw(&mut json, key, raw);
+            }
+        }
+        for (key, value) in [("tool_call_id", &self.tool_call_id), ("name", &self.name)] {
+            if let Some(text) = value {
+                push_raw(
+                    &mut json,
+                    key,
+                    &serde_json::to_string(text).map_err(|e| e.to_string())?,
+                );
+            }
+        }
+        if let Some(extra) = self.extra.as_deref() {
+            let inner = extra
+                .trim()
+                .strip_prefix('{')
+                .and_then(|s| s.strip_suffix('}'))
+                .ok_or("extra is not an object")?;
+            if !inner.trim().is_empty() {
+                json.push(',');
+                json.push_str(inner);
+            }
+        }
+        if let (Some(provider), Some(host), Some(model)) =
+            (&self.origin_provider, &self.origin_host, &self.origin_model)
+        {
+            let origin = serde_json::json!({"provider": provider, "host": host, "model": model});
+            push_raw(&mut json, "origin", &origin.to_string());
+        }
+        json.push('}');
+        serde_json::from_str(&json).map_err(|e| e.to_string())
+    }
+
+    pub(crate) async fn insert(
+        &self,
+        conn: &mut sqlx::SqliteConnection,
+        session: &str,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO messages (session_id, position, role, content, tool_calls, tool_call_id, name, \
+             reasoning_content, reasoning, reasoning_details, origin_provider, origin_host, origin_model, extra, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+        )
+        .bind(session)
+        .bind(self.position)
+        .bind(&self.role)
+        .bind(&self.content)
+        .bind(&self.tool_calls)
+        .bind(&self.tool_call_id)
+        .bind(&self.name)
+        .bind(&self.reasoning_content)
+        .bind(&self.reasoning)
+        .bind(&self.reasoning_details)
+        .bind(&self.origin_provider)
+        .bind(&self.origin_host)
+        .bind(&self.origin_model)
+        .bind(&self.extra)
+        .bind(now)
+        .execute(conn)
+        .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,158 @@
+//! Store tests on real SQLite files.
+
+use hermes_core::{Message, parse_history};
+
+use crate::{NewSession, Store, StoreError};
+
+const SESSION: &str = r#"{"format":"hermes.session.v1","provider":"openrouter","model":"a/m","base_url":"https://openrouter.ai/api/v1","title":"t","model_config":{"reasoning_rejected_carriers":[["openrouter","openrouter.ai","a/m",["reasoning"]]],"temperature":0.5},"messages":[{"role":"user","content":"caf\u00e9"},{"role":"assistant","content":"","reasoning_content":"th\u00efnk \"q\"","reasoning":"r","reasoning_details":[{"signature":"c2ln/+==","text":"t","type":"reasoning.text","n":123456789012345678901234567890},{"type":"reasoning.encrypted","data":"QUJD"},{"type":"hermes.native_assistant","extra_content":{"google":{"thought_signature":"GS"}}}],"tool_calls":[{"id":"c1","type":"function","function":{"name":"now","arguments":"{\"a\":\u00201}","thought_signature":"FS"},"extra_content":{"google":{"thought_signature":"TS"}},"x":1}],"x_unknown":{"b":2,"a":1},"origin":{"provider":"openrouter","host":"openrouter.ai","model":"a/m"}},{"role":"tool","content":"12:00","tool_call_id":"c1","name":"now"}]}"#;
+
+async fn store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("home/state.db"))
+        .await
+        .unwrap();
+    (dir, store)
+}
+
+#[tokio::test]
+async fn import_then_export_is_byte_identical() {
+    let (dir, store) = store().await;
+    let file = parse_history(SESSION).unwrap();
+    let id = store.import(&file).await.unwrap();
+    assert_eq!(
+        serde_json::to_string(&store.export(&id).await.unwrap()).unwrap(),
+        SESSION
+    );
+    // And from a fresh connection to the same file.
+    let reopened = Store::open(&dir.path().join("home/state.db"))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_string(&reopened.export(&id).await.unwrap()).unwrap(),
+        SESSION
+    );
+}
+
+#[tokio::test]
+async fn carriers_are_stored_as_the_exact_text_received() {
+    let (_dir, store) = store().await;
+    let id = store
+        .import(&parse_history(SESSION).unwrap())
+        .await
+        .unwrap();
+    let row: (String, String, String) = sqlx::query_as(
+        "SELECT reasoning_content, reasoning_details, tool_calls FROM messages WHERE session_id = $1 AND position = 1",
+    )
+    .bind(&id)
+    .fetch_one(&store.pool)
+    .await
+    .unwrap();
+    assert_eq!(row.0, r#""th\u00efnk \"q\"""#);
+    assert!(row.1.starts_with(r#"[{"signature":"c2ln/+==","text":"t","type":"reasoning.text","n":123456789012345678901234567890}"#));
+    assert!(row.2.contains(r#""arguments":"{\"a\":\u00201}""#));
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(&store.pool)
+        .await
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[tokio::test]
+async fn append_continues_positions_and_counts() {
+    let (_dir, store) = store().await;
+    let id = store.create_session(&NewSession::default()).await.unwrap();
+    let hi: Vec<Message> = serde_json::from_str(
+        r#"[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]"#,
+    )
+    .unwrap();
+    store.append(&id, &hi).await.unwrap();
+    store.append(&id, &hi[..1]).await.unwrap();
+    let positions: Vec<i64> =
+        sqlx::query_scalar("SELECT position FROM messages WHERE session_id = $1 ORDER BY position")
+            .bind(&id)
+            .fetch_all(&store.pool)
+            .await
+            .unwrap();
+    assert_eq!(positions, [0, 1, 2]);
+    assert_eq!(store.session(&id).await.unwrap().message_count, 3);
+    assert!(matches!(
+        store.append("nope", &hi).await,
+        Err(StoreError::NotFound(_))
+    ));
+    // Nothing was written for the missing session.
+    let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages")
+        .fetch_one(&store.pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 3);
+}
+
+#[tokio::test]
+async fn branch_copies_carriers_verdicts_and_parent() {
+    let (_dir, store) = store().await;
+    let id = store
+        .import(&parse_history(SESSION).unwrap())
+        .await
+        .unwrap();
+    let branch = store.branch(&id, Some(2)).await.unwrap();
+    let (meta, messages) = store.load(&branch).await.unwrap();
+    assert_eq!(meta.parent_id.as_deref(), Some(id.as_str()));
+    assert_eq!(
+        meta.model_config,
+        store.session(&id).await.unwrap().model_config
+    );
+    let original = store.messages(&id).await.unwrap();
+    assert_eq!(messages, original[..2]);
+    let all = store.branch(&id, None).await.unwrap();
+    assert_eq!(store.messages(&all).await.unwrap(), original);
+}
+
+#[tokio::test]
+async fn delete_removes_the_session_and_its_messages() {
+    let (_dir, store) = store().await;
+    let id = store
+        .import(&parse_history(SESSION).unwrap())
+        .await
+        .unwrap();
+    let branch = store.branch(&id, None).await.unwrap();
+    store.delete(&id).await.unwrap();
+    assert!(matches!(
+        store.session(&id).await,
+        Err(StoreError::NotFound(_))
+    ));
+    let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE session_id = $1")
+        .bind(&id)
+        .fetch_one(&store.pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 0);
+    assert_eq!(store.session(&branch).await.unwrap().parent_id, None);
+    assert!(matches!(
+        store.delete(&id).await,
+        Err(StoreError::NotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn model_config_updates_and_listing() {
+    let (_dir, store) = store().await;
+    let a = store
+        .create_session(&NewSession {
+            title: Some("a".into()),
+            ..NewSession::default()
+        })
+        .await
+        .unwrap();
+    let mut config = serde_json::Map::new();
+    config.insert(
+        "reasoning_rejected_carriers".into(),
+        serde_json::json!([["p", "h", "m", ["reasoning_details"]]]),
+    );
+    store.set_model_config(&a, &config).await.unwrap();
+    assert_eq!(store.session(&a).await.unwrap().model_config, config);
+    assert_eq!(store.list().await.unwrap().len(), 1);
+    assert!(matches!(
+        store.set_model_config("nope", &config).await,
+        Err(StoreError::NotFound(_))
+    ));
+}
