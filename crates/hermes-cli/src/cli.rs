@@ -19,6 +19,28 @@ pub(crate) enum Command {
     Routes(RoutesArgs),
     /// Print the exact JSON body of the next request (no network, nothing stored).
     Preview(PreviewArgs),
+    /// The strict provider simulator.
+    #[command(subcommand)]
+    Sim(SimCommand),
+}
+
+/// `hermes sim …`
+#[derive(Debug, Subcommand)]
+pub(crate) enum SimCommand {
+    /// Serve a simulator profile on 127.0.0.1 until killed; prints the base URL first.
+    Serve(SimServeArgs),
+}
+
+/// `hermes sim serve`
+#[derive(Debug, Args)]
+pub(crate) struct SimServeArgs {
+    /// Provider contract to simulate (deepseek-v4, deepseek-v3, mistral, openrouter, openai, local).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) profile: String,
+
+    /// Port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, value_name = "P", default_value_t = 0)]
+    pub(crate) port: u16,
 }
 
 /// `hermes routes`

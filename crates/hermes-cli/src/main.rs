@@ -4,13 +4,14 @@
 mod cli;
 mod preview;
 mod routes;
+mod sim;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, SimCommand};
 
 /// An error that is the user's way of calling hermes (exit code 2), as opposed to a failure
 /// they can act on (exit code 1).
@@ -39,6 +40,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Routes(args) => routes::run(&args),
         Command::Preview(args) => preview::run(&args),
+        Command::Sim(SimCommand::Serve(args)) => sim::serve(&args),
     }
 }
 

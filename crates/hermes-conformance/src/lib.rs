@@ -73,15 +73,21 @@ impl fmt::Display for Report {
                 .iter()
                 .filter(|c| c.name.ends_with(".json") || c.name == "case files")
                 .count();
+            let live = mine.iter().filter(|c| c.name.starts_with("live")).count();
             let status = if failed == 0 {
                 "ok".to_owned()
             } else {
                 format!("FAILED ({failed})")
             };
+            let live_text = if live > 0 {
+                format!(", {live} live")
+            } else {
+                String::new()
+            };
             writeln!(
                 f,
-                "route {route}: {cases} cases, {} invariants ... {status}",
-                mine.len() - cases
+                "route {route}: {cases} cases, {} invariants{live_text} ... {status}",
+                mine.len() - cases - live
             )?;
         }
         for c in &self.checks {

@@ -3,13 +3,16 @@
 //! Nothing here does IO: no HTTP, no SQL, no files. Providers, the store and the CLI build on
 //! these types; see `ARCHITECTURE.md`.
 
+pub mod driver;
 pub mod message;
 pub mod raw;
+pub mod refusal;
 pub mod route;
 pub mod session;
 pub mod shape;
 pub mod stream;
 pub mod target;
+pub mod transport;
 pub mod verdict;
 
 pub use message::{DetailItem, FunctionCall, Message, NativeRecord, Origin, Role, ToolCall};
@@ -23,4 +26,5 @@ pub use session::{HistoryError, SessionFile, parse_history};
 pub use shape::{ChatRequest, ShapeContext, WireMessage};
 pub use stream::{ReplyMeta, StreamAccumulator, capture_message};
 pub use target::{RouteTarget, TargetHost};
+pub use transport::{Reply, Transport, TransportError};
 pub use verdict::{Verdict, Verdicts};

@@ -94,6 +94,11 @@ impl CarrierSet {
         CarrierSet(self.0 & !other.0)
     }
 
+    /// Carriers in both sets.
+    pub fn intersect(self, other: CarrierSet) -> Self {
+        CarrierSet(self.0 & other.0)
+    }
+
     /// Carriers in either set.
     pub fn union(self, other: CarrierSet) -> Self {
         CarrierSet(self.0 | other.0)

@@ -613,6 +613,29 @@ impl<'a> ChatRequest<'a> {
     }
 }
 
+impl ChatRequest<'_> {
+    /// The carriers actually present on at least one assistant wire message (the pad counts as
+    /// `reasoning_content`): what a refusal can name (SPEC §6).
+    pub fn sent_carriers(&self) -> CarrierSet {
+        self.messages
+            .iter()
+            .filter_map(|m| m.plan.as_ref())
+            .fold(CarrierSet::NONE, |acc, plan| {
+                let mut acc = acc;
+                if !matches!(plan.reasoning_content, RcPlan::Absent(_)) {
+                    acc = acc.with(Carrier::ReasoningContent);
+                }
+                if plan.reasoning.sent() {
+                    acc = acc.with(Carrier::Reasoning);
+                }
+                if matches!(plan.reasoning_details, DetailsPlan::Items { .. }) {
+                    acc = acc.with(Carrier::ReasoningDetails);
+                }
+                acc
+            })
+    }
+}
+
 impl Serialize for ChatRequest<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;

@@ -5,6 +5,7 @@ pub mod registry;
 pub mod routes;
 pub mod transport;
 
+pub use hermes_core::transport::{Reply, TransportError};
 pub use registry::{ProviderSpec, Wire, provider};
 pub use routes::builtin_table;
-pub use transport::{ChatTransport, Endpoint, Reply, TransportError};
+pub use transport::{ChatTransport, Endpoint, HttpChat};

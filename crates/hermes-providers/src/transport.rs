@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use eventsource_stream::Eventsource as _;
 use futures_util::StreamExt as _;
-use hermes_core::{ChatRequest, Message, Origin, ReplyMeta, StreamAccumulator, capture_message};
+use hermes_core::transport::{Reply, Transport, TransportError};
+use hermes_core::{ChatRequest, Origin, StreamAccumulator, capture_message};
 use serde_json::Value;
 
 /// How long to wait for a connection.
@@ -38,84 +39,6 @@ impl Endpoint {
     /// The chat-completions URL.
     pub fn url(&self) -> String {
         format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
-    }
-}
-
-/// A captured reply.
-#[derive(Clone, Debug)]
-pub struct Reply {
-    /// The assistant message, carriers as received, with its origin.
-    pub message: Message,
-    /// Finish reason and usage.
-    pub meta: ReplyMeta,
-}
-
-/// Why a request failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum TransportError {
-    /// The provider answered with a non-success status.
-    #[error("HTTP {status}: {body}")]
-    Http {
-        /// Status code.
-        status: u16,
-        /// Response body (truncated to 64 KiB).
-        body: String,
-        /// `Retry-After`, when given in seconds.
-        retry_after: Option<Duration>,
-    },
-    /// No answer in time.
-    #[error("the request timed out")]
-    Timeout,
-    /// The connection could not be made.
-    #[error("cannot connect: {0}")]
-    Connect(String),
-    /// The reply is not what the wire promises.
-    #[error("malformed reply: {0}")]
-    Decode(String),
-    /// The stream broke or ended early.
-    #[error("the stream broke: {0}")]
-    Stream(String),
-    /// The provider reported an error after answering 200 (nothing is stored).
-    #[error("the provider reported an error mid-reply: {0}")]
-    AfterOk(String),
-    /// The request could not be built or sent.
-    #[error("cannot send the request: {0}")]
-    Request(String),
-}
-
-impl TransportError {
-    /// The HTTP status, for an HTTP error.
-    pub fn status(&self) -> Option<u16> {
-        match self {
-            TransportError::Http { status, .. } => Some(*status),
-            _ => None,
-        }
-    }
-
-    /// The error body, for an HTTP error or an error reported mid-reply.
-    pub fn body(&self) -> Option<&str> {
-        match self {
-            TransportError::Http { body, .. } | TransportError::AfterOk(body) => Some(body),
-            _ => None,
-        }
-    }
-
-    /// `Retry-After`, when the provider gave one.
-    pub fn retry_after(&self) -> Option<Duration> {
-        match self {
-            TransportError::Http { retry_after, .. } => *retry_after,
-            _ => None,
-        }
-    }
-
-    /// True for what a bounded backoff may retry: 429, 5xx, timeouts, connection failures.
-    pub fn is_retryable(&self) -> bool {
-        match self {
-            TransportError::Http { status, .. } => *status == 429 || *status >= 500,
-            TransportError::Timeout | TransportError::Connect(_) => true,
-            _ => false,
-        }
     }
 }
 
@@ -274,4 +197,24 @@ async fn read_stream(response: reqwest::Response, origin: Origin) -> Result<Repl
     }
     let (message, meta) = acc.finish(origin);
     Ok(Reply { message, meta })
+}
+
+/// The chat wire bound to one endpoint: what the turn driver sends through.
+#[derive(Clone, Debug)]
+pub struct HttpChat {
+    /// The shared client.
+    pub client: ChatTransport,
+    /// Where requests go.
+    pub endpoint: Endpoint,
+}
+
+#[async_trait::async_trait]
+impl Transport for HttpChat {
+    async fn send(
+        &self,
+        request: &ChatRequest<'_>,
+        origin: Origin,
+    ) -> Result<Reply, TransportError> {
+        self.client.send(&self.endpoint, request, origin).await
+    }
 }

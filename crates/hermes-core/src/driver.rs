@@ -1,0 +1,337 @@
+//! The turn driver: one user turn through the route and the transport, with the refusal
+//! fallback of SPEC §6, a bounded backoff for 429/5xx/timeouts, the creation rules of §3a and
+//! the tool loop. It does no IO itself: the transport, the session log and the tools are traits.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::message::{Message, Origin, Role, ToolCall};
+use crate::raw::TextCarrier;
+use crate::refusal;
+use crate::route::{RouteDecision, ThinkingRequest};
+use crate::shape::{ChatRequest, PAD};
+use crate::transport::{Reply, Transport, TransportError};
+use crate::verdict::Verdicts;
+
+/// The refusal fallback retries exactly once per request (SPEC §6).
+pub const REFUSAL_RETRIES: usize = 1;
+
+/// Where a driven session is persisted. Every call is one transaction.
+#[async_trait::async_trait]
+pub trait SessionLog: Send + Sync {
+    /// Appends messages after the last stored one.
+    async fn append(&self, messages: &[Message]) -> Result<(), String>;
+    /// Stores the session's verdicts (in `model_config`).
+    async fn save_verdicts(&self, verdicts: &Verdicts) -> Result<(), String>;
+    /// Adds a reply's `usage` to the session's counters.
+    async fn add_usage(&self, usage: &Value) -> Result<(), String>;
+}
+
+/// Tools the model may call. A failing tool returns its error text: the model sees it.
+#[async_trait::async_trait]
+pub trait Tools: Send + Sync {
+    /// Runs `name` with JSON `arguments`, returning the tool result text.
+    async fn call(&self, name: &str, arguments: &str) -> String;
+}
+
+/// How the driver behaves.
+#[derive(Clone, Debug)]
+pub struct DriverConfig {
+    /// The thinking request.
+    pub thinking: ThinkingRequest,
+    /// Stream replies.
+    pub stream: bool,
+    /// Retries for 429, 5xx, timeouts and connection failures (separate from the refusal retry).
+    pub max_backoff_retries: u32,
+    /// First backoff delay; doubles each retry.
+    pub base_delay: Duration,
+    /// Longest wait, `Retry-After` included.
+    pub max_delay: Duration,
+    /// Most model steps in one user turn before giving up on the tool loop.
+    pub max_steps: usize,
+}
+
+impl Default for DriverConfig {
+    fn default() -> Self {
+        DriverConfig {
+            thinking: ThinkingRequest::NoPreference,
+            stream: false,
+            max_backoff_retries: 3,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+            max_steps: 32,
+        }
+    }
+}
+
+/// Something the user should be told, in one line.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DriverEvent {
+    /// A provider refused replayed carriers; the verdict is stored and the request resent once.
+    Refused {
+        /// The carriers now refused for this provider, host and model.
+        carriers: Vec<&'static str>,
+        /// Status of the refusal.
+        status: Option<u16>,
+    },
+    /// A transient failure; the request is resent after `delay`.
+    Retrying {
+        /// Retry number (1-based).
+        attempt: u32,
+        /// Wait before it.
+        delay: Duration,
+        /// What failed.
+        error: String,
+    },
+    /// The model called a tool.
+    ToolCall {
+        /// Tool name.
+        name: String,
+    },
+}
+
+/// What a turn produced.
+#[derive(Clone, Debug, Default)]
+pub struct TurnOutcome {
+    /// Messages appended by this turn after the user message (assistant turns and tool results).
+    pub new_messages: Vec<Message>,
+    /// `usage` of every reply, in order.
+    pub usage: Vec<Value>,
+    /// HTTP requests sent.
+    pub requests: usize,
+}
+
+/// Why a turn failed. Everything stored before the failure stays stored.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DriverError {
+    /// The provider or the wire failed.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// The session could not be stored.
+    #[error("cannot store the session: {0}")]
+    Log(String),
+    /// The model kept calling tools.
+    #[error("the model was still calling tools after {0} steps")]
+    ToolLoop(usize),
+}
+
+/// A session being driven: its history and verdicts.
+#[derive(Clone, Debug, Default)]
+pub struct Conversation {
+    /// The stored history.
+    pub messages: Vec<Message>,
+    /// The session's verdicts.
+    pub verdicts: Verdicts,
+}
+
+fn tool_result(call: &ToolCall, text: &str) -> Message {
+    let mut msg = Message::text(Role::Tool, text);
+    msg.tool_call_id = call.id.clone();
+    msg
+}
+
+/// SPEC §3a creation rules, applied to a captured reply before it is stored: on a must-echo
+/// route a tool-call turn with no `reasoning_content` stores its `reasoning` there, else the pad.
+pub fn apply_creation_rules(message: &mut Message, decision: &RouteDecision) {
+    let tool_turn = message.tool_calls.as_ref().is_some_and(|c| !c.is_empty());
+    if decision.echo.is_none() || !tool_turn || message.reasoning_content.is_some() {
+        return;
+    }
+    let copied = message
+        .reasoning
+        .as_ref()
+        .filter(|r| !r.is_blank())
+        .cloned();
+    let pinned = copied.is_none();
+    message.reasoning_content = Some(copied.unwrap_or_else(|| TextCarrier::new(PAD)));
+    tracing::debug!(
+        route = decision.id(),
+        pinned_pad = pinned,
+        "must-echo tool-call turn given reasoning_content"
+    );
+}
+
+fn backoff(config: &DriverConfig, attempt: u32, error: &TransportError) -> Duration {
+    let exponential = config.base_delay.saturating_mul(1 << attempt.min(16));
+    error
+        .retry_after()
+        .unwrap_or(exponential)
+        .min(config.max_delay)
+}
+
+/// Everything a turn runs through.
+pub struct Driver<'a> {
+    /// The resolved route.
+    pub decision: &'a RouteDecision,
+    /// The wire.
+    pub transport: &'a dyn Transport,
+    /// Where the session is stored.
+    pub log: &'a dyn SessionLog,
+    /// Tools the model may call.
+    pub tools: &'a dyn Tools,
+    /// Behaviour.
+    pub config: &'a DriverConfig,
+    /// Told each event worth a line to the user.
+    pub notify: &'a (dyn Fn(&DriverEvent) + Send + Sync),
+}
+
+impl Driver<'_> {
+    /// Sends one request for the current history: refusal fallback (once) and bounded backoff.
+    async fn request(
+        &self,
+        conversation: &mut Conversation,
+        requests: &mut usize,
+    ) -> Result<Reply, DriverError> {
+        let Driver {
+            decision,
+            transport,
+            log,
+            config,
+            notify,
+            ..
+        } = *self;
+        let origin = Origin {
+            provider: decision.target.provider.clone(),
+            host: decision.target.host_key(),
+            model: decision.target.model.clone(),
+        };
+        let mut refusals = 0;
+        let mut retries = 0;
+        loop {
+            let (result, sent) = {
+                let mut request = ChatRequest::build(
+                    &conversation.messages,
+                    decision,
+                    &conversation.verdicts,
+                    config.thinking,
+                );
+                request.stream = config.stream;
+                let sent = request.sent_carriers();
+                tracing::info!(
+                    route = decision.id(),
+                    model = %decision.target.model,
+                    carriers = ?sent,
+                    messages = request.messages.len(),
+                    "sending request"
+                );
+                *requests += 1;
+                (transport.send(&request, origin.clone()).await, sent)
+            };
+            let error = match result {
+                Ok(reply) => return Ok(reply),
+                Err(error) => error,
+            };
+            if refusals < REFUSAL_RETRIES {
+                let body = error.body().map(str::to_owned);
+                let refused = body.and_then(|b| {
+                    refusal::classify(error.status(), &b, sent, decision.echo.is_some())
+                });
+                if let Some(carriers) = refused {
+                    if conversation.verdicts.record(&decision.target, carriers) {
+                        // Persist before the retry, so a crash mid-retry never re-learns it.
+                        log.save_verdicts(&conversation.verdicts)
+                            .await
+                            .map_err(DriverError::Log)?;
+                        let fields = conversation.verdicts.refused_for(&decision.target).fields();
+                        tracing::warn!(
+                            route = decision.id(),
+                            provider = %decision.target.provider,
+                            host = %decision.target.host_key(),
+                            model = %decision.target.model,
+                            status = error.status(),
+                            refused = ?fields,
+                            "provider refused replayed carriers; verdict stored, retrying once without them"
+                        );
+                        notify(&DriverEvent::Refused {
+                            carriers: fields,
+                            status: error.status(),
+                        });
+                        refusals += 1;
+                        continue;
+                    }
+                    tracing::debug!(
+                        route = decision.id(),
+                        "refusal adds nothing new; not retried"
+                    );
+                }
+            }
+            if error.is_retryable() && retries < config.max_backoff_retries {
+                let delay = backoff(config, retries, &error);
+                retries += 1;
+                tracing::warn!(route = decision.id(), attempt = retries, delay_ms = delay.as_millis() as u64, error = %error, "transient failure, retrying");
+                notify(&DriverEvent::Retrying {
+                    attempt: retries,
+                    delay,
+                    error: error.to_string(),
+                });
+                tokio::time::sleep(delay).await;
+                continue;
+            }
+            return Err(error.into());
+        }
+    }
+
+    /// Runs one user turn: stores `user`, then requests, stores each reply, runs its tool calls and
+    /// stores their results, until the model answers without calling a tool.
+    pub async fn run_turn(
+        &self,
+        conversation: &mut Conversation,
+        user: Message,
+    ) -> Result<TurnOutcome, DriverError> {
+        let Driver {
+            decision,
+            log,
+            tools,
+            config,
+            notify,
+            ..
+        } = *self;
+        log.append(std::slice::from_ref(&user))
+            .await
+            .map_err(DriverError::Log)?;
+        conversation.messages.push(user);
+        let mut outcome = TurnOutcome::default();
+        for _ in 0..config.max_steps {
+            let reply = self.request(conversation, &mut outcome.requests).await?;
+            let mut message = reply.message;
+            apply_creation_rules(&mut message, decision);
+            log.append(std::slice::from_ref(&message))
+                .await
+                .map_err(DriverError::Log)?;
+            if let Some(usage) = reply.meta.usage {
+                log.add_usage(&usage).await.map_err(DriverError::Log)?;
+                outcome.usage.push(usage);
+            }
+            let calls: Vec<ToolCall> = message.tool_calls.clone().unwrap_or_default();
+            conversation.messages.push(message.clone());
+            outcome.new_messages.push(message);
+            if calls.is_empty() {
+                return Ok(outcome);
+            }
+            let mut results = Vec::with_capacity(calls.len());
+            for call in &calls {
+                notify(&DriverEvent::ToolCall {
+                    name: call.function.name.clone(),
+                });
+                let arguments = call
+                    .function
+                    .arguments
+                    .as_ref()
+                    .and_then(|a| a.as_str())
+                    .unwrap_or_default();
+                let text = tools.call(&call.function.name, &arguments).await;
+                tracing::debug!(tool = %call.function.name, bytes = text.len(), "tool ran");
+                results.push(tool_result(call, &text));
+            }
+            log.append(&results).await.map_err(DriverError::Log)?;
+            conversation.messages.extend(results.iter().cloned());
+            outcome.new_messages.extend(results);
+        }
+        Err(DriverError::ToolLoop(config.max_steps))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,193 @@
+//! The refusal classifier of SPEC §6: does an error say a replayed carrier is an unknown field,
+//! and which carriers does that refuse? The one place such bodies are read.
+
+use crate::route::{Carrier, CarrierSet};
+
+/// The unknown-field phrases (lowercase).
+pub const UNKNOWN_FIELD_PHRASES: [&str; 10] = [
+    "extra inputs are not permitted",
+    "is unsupported",
+    "no such field",
+    "unknown field",
+    "unrecognized request argument",
+    "unrecognized field",
+    "unknown parameter",
+    "unexpected field",
+    "additional propert",
+    "unknown key",
+];
+
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// Byte offsets where `word` occurs in `text` as a whole word.
+fn whole_words<'t>(text: &'t str, word: &'t str) -> impl Iterator<Item = usize> + 't {
+    text.match_indices(word).map(|(i, _)| i).filter(move |&i| {
+        let bytes = text.as_bytes();
+        let before = i == 0 || !is_word_byte(bytes[i - 1]);
+        let end = i + word.len();
+        let after = end >= bytes.len() || !is_word_byte(bytes[end]);
+        before && after
+    })
+}
+
+/// The carriers an error body names, per SPEC §6: `reasoning_content` and `reasoning_details`
+/// as whole words, `reasoning` only on a `messages…` path (a bare `reasoning` is also a
+/// top-level request parameter).
+pub fn named_carriers(body_lower: &str) -> CarrierSet {
+    let mut named = CarrierSet::NONE;
+    for carrier in [Carrier::ReasoningContent, Carrier::ReasoningDetails] {
+        if whole_words(body_lower, carrier.field()).next().is_some() {
+            named = named.with(carrier);
+        }
+    }
+    let first_messages = whole_words(body_lower, "messages").next();
+    if let Some(m) = first_messages
+        && whole_words(body_lower, "reasoning").any(|i| i > m)
+    {
+        named = named.with(Carrier::Reasoning);
+    }
+    named
+}
+
+/// Classifies an error. `status` is `None` for an error with no status; `sent` is the set of
+/// carriers actually sent on assistant messages; `must_echo` says whether the route pads RC.
+/// Returns the carriers to refuse, or `None` when this is not a refusal.
+pub fn classify(
+    status: Option<u16>,
+    body: &str,
+    sent: CarrierSet,
+    must_echo: bool,
+) -> Option<CarrierSet> {
+    if status.is_some_and(|s| !(400..500).contains(&s)) {
+        return None;
+    }
+    let lower = body.to_lowercase();
+    if !UNKNOWN_FIELD_PHRASES.iter().any(|p| lower.contains(p)) {
+        return None;
+    }
+    let mut named = named_carriers(&lower).intersect(sent);
+    if must_echo {
+        // There, a body naming reasoning_content complains about its value, not its presence.
+        named = named.without(Carrier::ReasoningContent);
+    }
+    if named.is_empty() {
+        return None;
+    }
+    let refused = if named.contains(Carrier::ReasoningContent) {
+        sent
+    } else {
+        sent.intersect(CarrierSet::of([
+            Carrier::Reasoning,
+            Carrier::ReasoningDetails,
+        ]))
+    };
+    Some(refused)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: CarrierSet = CarrierSet::ALL;
+
+    #[test]
+    fn real_refusal_texts_are_recognised() {
+        let mistral = r#"{"object":"error","message":{"detail":[{"type":"extra_forbidden","loc":["body","messages",1,"assistant","reasoning_content"],"msg":"Extra inputs are not permitted","input":"x"}]},"type":"invalid_request_error","param":null,"code":null}"#;
+        assert_eq!(classify(Some(422), mistral, ALL, false), Some(ALL));
+        let groq = "'messages.1' : for 'role:assistant' the following must be satisfied[('messages.1' : property 'reasoning' is unsupported)]";
+        assert_eq!(
+            classify(Some(400), groq, ALL, false),
+            Some(CarrierSet::of([
+                Carrier::Reasoning,
+                Carrier::ReasoningDetails
+            ]))
+        );
+        let cerebras = "messages.2.assistant.reasoning_content: property 'messages.2.assistant.reasoning_content' is unsupported";
+        assert_eq!(
+            classify(Some(400), cerebras, CarrierSet::RC, false),
+            Some(CarrierSet::RC)
+        );
+        let unknown_rd =
+            r#"{"error":{"message":"Unknown field `reasoning_details` in messages[3]"}}"#;
+        assert_eq!(
+            classify(Some(400), unknown_rd, CarrierSet::RC_RD, false),
+            Some(CarrierSet::of([Carrier::ReasoningDetails]))
+        );
+    }
+
+    #[test]
+    fn not_refusals() {
+        // A top-level `reasoning` parameter is not the message carrier.
+        assert_eq!(
+            classify(
+                Some(400),
+                "Unrecognized request argument supplied: reasoning",
+                ALL,
+                false
+            ),
+            None
+        );
+        assert_eq!(
+            classify(
+                Some(400),
+                r#"Invalid JSON payload received. Unknown name "reasoning": Cannot find field."#,
+                ALL,
+                false
+            ),
+            None
+        );
+        // 5xx never.
+        assert_eq!(
+            classify(Some(502), "unknown field reasoning_details", ALL, false),
+            None
+        );
+        // A carrier that was not sent.
+        assert_eq!(
+            classify(
+                Some(400),
+                "unknown field reasoning_details",
+                CarrierSet::RC,
+                false
+            ),
+            None
+        );
+        // No phrase.
+        assert_eq!(
+            classify(Some(400), "reasoning_content is required", ALL, false),
+            None
+        );
+        // `reasoning_content_extra` is not the whole word.
+        assert_eq!(
+            classify(
+                Some(400),
+                "unknown field reasoning_content_extra",
+                ALL,
+                false
+            ),
+            None
+        );
+        // A must-echo route never refuses RC.
+        assert_eq!(
+            classify(
+                Some(400),
+                "messages.1.reasoning_content: property is unsupported",
+                CarrierSet::RC,
+                true
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn an_error_without_status_can_be_a_refusal() {
+        assert_eq!(
+            classify(None, "unknown field `reasoning_details`", ALL, false),
+            Some(CarrierSet::of([
+                Carrier::ReasoningDetails,
+                Carrier::Reasoning
+            ]))
+        );
+    }
+}

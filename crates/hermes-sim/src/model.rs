@@ -1,0 +1,434 @@
+//! The scripted reasoning model and how each profile renders its reply (JSON and SSE).
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::profile::{Profile, model_of, thinking_on};
+use crate::sign;
+
+/// Fixed `created` timestamp so replies are byte-for-byte deterministic.
+const CREATED: u64 = 1_767_225_600;
+/// `format` of the reasoning_details items (OpenRouter, Anthropic upstream).
+const RD_FORMAT: &str = "anthropic-claude-v1";
+/// The function the script calls.
+pub(crate) const TOOL_NAME: &str = "now";
+
+/// First `len` hex digits of SHA-256(`seed`).
+pub(crate) fn short_hash(seed: &str, len: usize) -> String {
+    let digest = Sha256::digest(seed.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    hex[..len.min(hex.len())].to_owned()
+}
+
+/// A tool call chosen by the script.
+#[derive(Clone, Debug)]
+pub(crate) struct ToolCall {
+    pub(crate) id: String,
+    pub(crate) arguments: String,
+}
+
+/// What the scripted model answers, before any profile rendering.
+#[derive(Clone, Debug)]
+pub(crate) struct Reply {
+    pub(crate) model: String,
+    pub(crate) reasoning: String,
+    pub(crate) content: Option<String>,
+    pub(crate) tool_call: Option<ToolCall>,
+    /// Plain payload sealed into the `reasoning.encrypted` item.
+    pub(crate) sealed: String,
+}
+
+impl Reply {
+    fn finish_reason(&self) -> &'static str {
+        if self.tool_call.is_some() {
+            "tool_calls"
+        } else {
+            "stop"
+        }
+    }
+}
+
+/// Readable text of a `content` value (string or array of text parts).
+fn text_of(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+/// The N of the first `[tools=N]` marker with N ≥ 1.
+pub(crate) fn tools_wanted(text: &str) -> Option<usize> {
+    let mut rest = text;
+    while let Some(pos) = rest.find("[tools=") {
+        rest = &rest[pos + "[tools=".len()..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if !digits.is_empty()
+            && rest[digits.len()..].starts_with(']')
+            && let Ok(n) = digits.parse::<usize>()
+            && n >= 1
+        {
+            return Some(n);
+        }
+    }
+    None
+}
+
+fn snippet(text: &str) -> String {
+    let t: String = text.chars().take(60).collect();
+    if t.chars().count() < text.chars().count() {
+        format!("{t}…")
+    } else {
+        t
+    }
+}
+
+/// Runs the script over a validated request body.
+pub(crate) fn script(body: &Value) -> Reply {
+    let model = model_of(body).to_owned();
+    let empty = Vec::new();
+    let messages = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    let last_user = messages
+        .iter()
+        .rposition(|m| m.get("role").and_then(Value::as_str) == Some("user"));
+    let user_text = last_user
+        .map(|i| text_of(messages[i].get("content")))
+        .unwrap_or_default();
+    let after = last_user.map_or(&messages[..], |i| &messages[i + 1..]);
+    let results: Vec<&Value> = after
+        .iter()
+        .filter(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
+        .collect();
+    let wanted = tools_wanted(&user_text);
+    let seed = format!("{model}\u{0}{user_text}\u{0}{}", results.len());
+
+    match wanted {
+        Some(n) if results.len() < n => {
+            let step = results.len() + 1;
+            Reply {
+                reasoning: format!(
+                    "Step {step} of {n}: the user asked for {n} tool calls and {done} results are in, so I call `{TOOL_NAME}` again.",
+                    done = results.len()
+                ),
+                content: None,
+                tool_call: Some(ToolCall {
+                    id: format!("call_{step}_{}", short_hash(&seed, 8)),
+                    arguments: "{}".to_owned(),
+                }),
+                sealed: format!(
+                    "hermes-sim sealed thinking, step {step}, {}",
+                    short_hash(&seed, 16)
+                ),
+                model,
+            }
+        }
+        Some(n) => {
+            let last = results
+                .last()
+                .map(|m| text_of(m.get("content")))
+                .unwrap_or_default();
+            Reply {
+                reasoning: format!(
+                    "All {n} tool results are in; the last one says \"{}\", so I can write the final answer.",
+                    snippet(&last)
+                ),
+                content: Some(format!(
+                    "Done after {n} tool calls. The last `{TOOL_NAME}` result was: {}",
+                    snippet(&last)
+                )),
+                tool_call: None,
+                sealed: format!(
+                    "hermes-sim sealed thinking, final, {}",
+                    short_hash(&seed, 16)
+                ),
+                model,
+            }
+        }
+        None => Reply {
+            reasoning: format!(
+                "The user wrote \"{}\"; no tool is needed, so I answer directly and briefly.",
+                snippet(&user_text)
+            ),
+            content: Some(format!(
+                "Hello from the scripted model {model}. You said: {}",
+                snippet(&user_text)
+            )),
+            tool_call: None,
+            sealed: format!(
+                "hermes-sim sealed thinking, text, {}",
+                short_hash(&seed, 16)
+            ),
+            model,
+        },
+    }
+}
+
+/// How a profile carries reasoning on a reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Carrier {
+    None,
+    ReasoningContent,
+    OpenRouter,
+}
+
+fn carrier(profile: Profile, body: &Value) -> Carrier {
+    match profile {
+        Profile::DeepSeekV4 | Profile::DeepSeekV3 if thinking_on(body) => Carrier::ReasoningContent,
+        Profile::Local => Carrier::ReasoningContent,
+        Profile::OpenRouter => Carrier::OpenRouter,
+        _ => Carrier::None,
+    }
+}
+
+/// The two signed `reasoning_details` items of a reply.
+fn details(reply: &Reply, key: &[u8]) -> (Value, Value) {
+    let text_item = json!({
+        "type": "reasoning.text",
+        "text": reply.reasoning,
+        "signature": sign::sign_text(key, &reply.model, &reply.reasoning),
+        "format": RD_FORMAT,
+        "index": 0
+    });
+    let enc_item = json!({
+        "type": "reasoning.encrypted",
+        "data": sign::seal_data(key, &reply.model, reply.sealed.as_bytes()),
+        "format": RD_FORMAT,
+        "index": 1
+    });
+    (text_item, enc_item)
+}
+
+fn usage(reply: &Reply, raw_len: usize, with_reasoning: bool) -> Value {
+    let prompt = raw_len.div_ceil(4);
+    let reasoning = if with_reasoning {
+        reply.reasoning.len().div_ceil(4)
+    } else {
+        0
+    };
+    let content = reply.content.as_deref().map_or(0, str::len).div_ceil(4)
+        + reply
+            .tool_call
+            .as_ref()
+            .map_or(0, |c| 4 + c.arguments.len());
+    let completion = reasoning + content + 1;
+    json!({
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "completion_tokens_details": {"reasoning_tokens": reasoning}
+    })
+}
+
+fn completion_id(raw: &[u8]) -> String {
+    format!(
+        "chatcmpl-sim-{}",
+        short_hash(&String::from_utf8_lossy(raw), 20)
+    )
+}
+
+/// The non-streamed `chat.completion` object.
+pub(crate) fn completion(
+    profile: Profile,
+    body: &Value,
+    raw: &[u8],
+    reply: &Reply,
+    key: &[u8],
+) -> Value {
+    let carrier = carrier(profile, body);
+    let mut msg = serde_json::Map::new();
+    msg.insert("role".into(), json!("assistant"));
+    msg.insert("content".into(), json!(reply.content));
+    match carrier {
+        Carrier::None => {}
+        Carrier::ReasoningContent => {
+            msg.insert("reasoning_content".into(), json!(reply.reasoning));
+        }
+        Carrier::OpenRouter => {
+            let (t, e) = details(reply, key);
+            msg.insert("reasoning".into(), json!(reply.reasoning));
+            msg.insert("reasoning_details".into(), json!([t, e]));
+        }
+    }
+    if let Some(call) = &reply.tool_call {
+        msg.insert(
+            "tool_calls".into(),
+            json!([{
+                "id": call.id,
+                "type": "function",
+                "function": {"name": TOOL_NAME, "arguments": call.arguments}
+            }]),
+        );
+    }
+    json!({
+        "id": completion_id(raw),
+        "object": "chat.completion",
+        "created": CREATED,
+        "model": reply.model,
+        "choices": [{
+            "index": 0,
+            "message": Value::Object(msg),
+            "finish_reason": reply.finish_reason()
+        }],
+        "usage": usage(reply, raw.len(), carrier != Carrier::None)
+    })
+}
+
+/// Splits `s` into at least three pieces on char boundaries (empty leading pieces when `s` is
+/// shorter than three chars, as OpenAI's first tool-call delta carries `"arguments": ""`).
+pub(crate) fn pieces(s: &str) -> Vec<String> {
+    let chars: Vec<char> = s.chars().collect();
+    let n = chars.len();
+    if n < 3 {
+        let mut out = vec![String::new(); 3 - n];
+        out.extend(chars.iter().map(char::to_string));
+        return out;
+    }
+    let k = n.div_ceil(10).max(3);
+    (0..k)
+        .map(|i| chars[i * n / k..(i + 1) * n / k].iter().collect())
+        .collect()
+}
+
+/// The deltas of a streamed reply, in order (without the final finish chunk).
+fn deltas(carrier: Carrier, reply: &Reply, key: &[u8]) -> Vec<Value> {
+    let mut out = vec![json!({"role": "assistant"})];
+    match carrier {
+        Carrier::None => {}
+        Carrier::ReasoningContent => {
+            out.extend(
+                pieces(&reply.reasoning)
+                    .into_iter()
+                    .map(|p| json!({"reasoning_content": p})),
+            );
+        }
+        Carrier::OpenRouter => {
+            let (t, e) = details(reply, key);
+            for p in pieces(&reply.reasoning) {
+                out.push(json!({
+                    "reasoning": p,
+                    "reasoning_details": [{
+                        "type": "reasoning.text",
+                        "text": p,
+                        "format": RD_FORMAT,
+                        "index": 0
+                    }]
+                }));
+            }
+            out.push(json!({
+                "reasoning_details": [{
+                    "type": "reasoning.text",
+                    "signature": t["signature"],
+                    "format": RD_FORMAT,
+                    "index": 0
+                }]
+            }));
+            out.push(json!({"reasoning_details": [e]}));
+        }
+    }
+    if let Some(content) = &reply.content {
+        out.extend(pieces(content).into_iter().map(|p| json!({"content": p})));
+    }
+    if let Some(call) = &reply.tool_call {
+        for (i, p) in pieces(&call.arguments).into_iter().enumerate() {
+            let tc = if i == 0 {
+                json!({
+                    "index": 0,
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": TOOL_NAME, "arguments": p}
+                })
+            } else {
+                json!({"index": 0, "function": {"arguments": p}})
+            };
+            out.push(json!({"tool_calls": [tc]}));
+        }
+    }
+    out
+}
+
+/// The full SSE text of a streamed reply; with `fail_mid_stream`, a few deltas then an error event.
+pub(crate) fn sse(
+    profile: Profile,
+    body: &Value,
+    raw: &[u8],
+    reply: &Reply,
+    key: &[u8],
+    fail_mid_stream: bool,
+) -> String {
+    let carrier = carrier(profile, body);
+    let id = completion_id(raw);
+    let chunk = |choice: Value| {
+        json!({
+            "id": id,
+            "object": "chat.completion.chunk",
+            "created": CREATED,
+            "model": reply.model,
+            "choices": [choice]
+        })
+    };
+    let mut out = String::new();
+    let mut push = |v: &Value| {
+        out.push_str("data: ");
+        out.push_str(&v.to_string());
+        out.push_str("\n\n");
+    };
+    let all = deltas(carrier, reply, key);
+    let limit = if fail_mid_stream { 3 } else { all.len() };
+    for d in all.into_iter().take(limit) {
+        push(&chunk(
+            json!({"index": 0, "delta": d, "finish_reason": null}),
+        ));
+    }
+    if fail_mid_stream {
+        push(&json!({"error": {
+            "message": "Upstream connection lost mid-stream (hermes-sim fail_mid_stream)",
+            "code": 502
+        }}));
+        return out;
+    }
+    let mut last = chunk(json!({
+        "index": 0,
+        "delta": {},
+        "finish_reason": reply.finish_reason()
+    }));
+    last["usage"] = usage(reply, raw.len(), carrier != Carrier::None);
+    push(&last);
+    out.push_str("data: [DONE]\n\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tools_marker() {
+        assert_eq!(tools_wanted("please [tools=3] now"), Some(3));
+        assert_eq!(tools_wanted("[tools=0]"), None);
+        assert_eq!(tools_wanted("[tools=x] [tools=2]"), Some(2));
+        assert_eq!(tools_wanted("[tools=2"), None);
+        assert_eq!(tools_wanted("nothing"), None);
+    }
+
+    #[test]
+    fn pieces_cover_and_split() {
+        for s in [
+            "",
+            "{}",
+            "abc",
+            "a much longer string with ünïcödé in it, over thirty chars",
+        ] {
+            let p = pieces(s);
+            assert!(p.len() >= 3);
+            assert_eq!(p.concat(), s);
+        }
+        assert_eq!(pieces("{}"), vec!["", "{", "}"]);
+    }
+}

@@ -1,0 +1,203 @@
+//! HTTP/1.1 plumbing (hyper): routing, request recording, JSON replies and chunked SSE bodies.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use hyper::body::{Body, Bytes, Frame, Incoming, SizeHint};
+use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use crate::profile::{self, Refusal};
+use crate::{RecordedRequest, Shared, lock, model};
+
+/// Byte sizes the SSE text is cut into, cycled; none divides an event, so cuts land mid-line.
+const CUTS: [usize; 7] = [7, 13, 5, 19, 11, 3, 17];
+
+/// Response body: a whole buffer, or byte chunks fed by a writer task.
+#[derive(Debug)]
+pub(crate) enum SimBody {
+    Full(Option<Bytes>),
+    Chunks(mpsc::Receiver<Bytes>),
+}
+
+impl Body for SimBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            SimBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            SimBody::Chunks(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, SimBody::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            SimBody::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
+            SimBody::Full(None) => SizeHint::with_exact(0),
+            SimBody::Chunks(_) => SizeHint::default(),
+        }
+    }
+}
+
+/// Accepts connections until the task is aborted; aborting also stops every connection.
+pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let mut conns = JoinSet::new();
+    loop {
+        while conns.try_join_next().is_some() {}
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let shared = Arc::clone(&shared);
+        conns.spawn(async move {
+            let svc = service_fn(move |req| handle(Arc::clone(&shared), req));
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
+        });
+    }
+}
+
+async fn read_body(mut body: Incoming) -> Vec<u8> {
+    let mut raw = Vec::new();
+    while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+        match frame {
+            Ok(f) => {
+                if let Some(d) = f.data_ref() {
+                    raw.extend_from_slice(d);
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    raw
+}
+
+fn json_response(status: u16, text: String) -> Response<SimBody> {
+    let mut resp = Response::new(SimBody::Full(Some(Bytes::from(text))));
+    *resp.status_mut() =
+        hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+fn record(
+    shared: &Shared,
+    path: &str,
+    body: serde_json::Value,
+    raw: Vec<u8>,
+    status: u16,
+    response: &str,
+) {
+    lock(&shared.requests).push(RecordedRequest {
+        path: path.to_owned(),
+        body,
+        raw,
+        status,
+        response: response.to_owned(),
+    });
+}
+
+fn refuse(
+    shared: &Shared,
+    path: &str,
+    body: serde_json::Value,
+    raw: Vec<u8>,
+    refusal: Refusal,
+) -> Response<SimBody> {
+    let text = refusal.body.to_string();
+    record(shared, path, body, raw, refusal.status, &text);
+    json_response(refusal.status, text)
+}
+
+async fn handle(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+) -> Result<Response<SimBody>, Infallible> {
+    let path = req.uri().path().to_owned();
+    let method = req.method().clone();
+    let raw = read_body(req.into_body()).await;
+    let null = serde_json::Value::Null;
+
+    if path != "/chat/completions" && path != "/v1/chat/completions" {
+        let r = profile::not_found(method.as_str(), &path);
+        return Ok(refuse(&shared, &path, null, raw, r));
+    }
+    if method != hyper::Method::POST {
+        let r = profile::method_not_allowed(method.as_str(), &path);
+        return Ok(refuse(&shared, &path, null, raw, r));
+    }
+    let body: serde_json::Value = match serde_json::from_slice(&raw) {
+        Ok(v) => v,
+        Err(e) => {
+            let r = profile::bad_json(shared.profile, &e);
+            return Ok(refuse(&shared, &path, null, raw, r));
+        }
+    };
+    let switches = lock(&shared.switches).clone();
+    if let Err(r) = profile::validate(shared.profile, &body, &switches, &shared.key) {
+        return Ok(refuse(&shared, &path, body, raw, r));
+    }
+
+    let reply = model::script(&body);
+    let stream = body.get("stream").and_then(serde_json::Value::as_bool) == Some(true);
+    if !stream {
+        let text = model::completion(shared.profile, &body, &raw, &reply, &shared.key).to_string();
+        record(&shared, &path, body, raw, 200, &text);
+        return Ok(json_response(200, text));
+    }
+
+    let text = model::sse(
+        shared.profile,
+        &body,
+        &raw,
+        &reply,
+        &shared.key,
+        switches.fail_mid_stream,
+    );
+    record(&shared, &path, body, raw, 200, &text);
+    let (tx, rx) = mpsc::channel::<Bytes>(4);
+    tokio::spawn(async move {
+        let bytes = Bytes::from(text);
+        let mut at = 0;
+        for (n, cut) in CUTS.iter().cycle().enumerate() {
+            if at >= bytes.len() {
+                break;
+            }
+            let end = (at + cut).min(bytes.len());
+            if tx.send(bytes.slice(at..end)).await.is_err() {
+                break;
+            }
+            at = end;
+            // Pause now and then so reads on the client side see partial events.
+            if n % 16 == 15 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            } else {
+                tokio::task::yield_now().await;
+            }
+        }
+    });
+    let mut resp = Response::new(SimBody::Chunks(rx));
+    let headers = resp.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    Ok(resp)
+}

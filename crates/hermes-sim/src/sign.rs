@@ -1,0 +1,88 @@
+//! HMAC-SHA256 signing and verification of the opaque reasoning items the scripted model mints.
+//!
+//! A `reasoning.text` signature is `base64(HMAC(key, "text" ‖ model ‖ text))`; a
+//! `reasoning.encrypted` blob is `base64(payload ‖ HMAC(key, "data" ‖ model ‖ payload))`.
+//! Both are bound to the model id, so replaying an item to another model fails verification.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+/// The fixed default signing key, so a fresh simulator process still verifies items minted earlier.
+pub const DEFAULT_KEY: &[u8] = b"hermes-sim default signing key v1";
+
+const TAG_LEN: usize = 32;
+
+fn mac(key: &[u8], domain: &str, model: &str, payload: &[u8]) -> Option<Hmac<Sha256>> {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).ok()?;
+    mac.update(domain.as_bytes());
+    mac.update(&[0]);
+    mac.update(&(model.len() as u64).to_be_bytes());
+    mac.update(model.as_bytes());
+    mac.update(payload);
+    Some(mac)
+}
+
+/// Signs `text` for `model` with `key`; the result is standard base64.
+pub(crate) fn sign_text(key: &[u8], model: &str, text: &str) -> String {
+    mac(key, "text", model, text.as_bytes())
+        .map(|m| STANDARD.encode(m.finalize().into_bytes()))
+        .unwrap_or_default()
+}
+
+/// Checks a signature produced by [`sign_text`] (constant-time comparison).
+pub(crate) fn verify_text(key: &[u8], model: &str, text: &str, signature: &str) -> bool {
+    let Ok(tag) = STANDARD.decode(signature) else {
+        return false;
+    };
+    mac(key, "text", model, text.as_bytes()).is_some_and(|m| m.verify_slice(&tag).is_ok())
+}
+
+/// Seals `payload` for `model`: base64 of the payload followed by its HMAC tag.
+pub(crate) fn seal_data(key: &[u8], model: &str, payload: &[u8]) -> String {
+    let Some(m) = mac(key, "data", model, payload) else {
+        return String::new();
+    };
+    let mut bytes = payload.to_vec();
+    bytes.extend_from_slice(&m.finalize().into_bytes());
+    STANDARD.encode(bytes)
+}
+
+/// Checks a blob produced by [`seal_data`] (constant-time comparison).
+pub(crate) fn verify_data(key: &[u8], model: &str, data: &str) -> bool {
+    let Ok(bytes) = STANDARD.decode(data) else {
+        return false;
+    };
+    if bytes.len() <= TAG_LEN {
+        return false;
+    }
+    let (payload, tag) = bytes.split_at(bytes.len() - TAG_LEN);
+    mac(key, "data", model, payload).is_some_and(|m| m.verify_slice(tag).is_ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_signature_is_bound_to_model_and_text() {
+        let s = sign_text(DEFAULT_KEY, "m1", "hello");
+        assert!(verify_text(DEFAULT_KEY, "m1", "hello", &s));
+        assert!(!verify_text(DEFAULT_KEY, "m2", "hello", &s));
+        assert!(!verify_text(DEFAULT_KEY, "m1", "hellp", &s));
+        assert!(!verify_text(b"other key", "m1", "hello", &s));
+        assert!(!verify_text(DEFAULT_KEY, "m1", "hello", "not base64!"));
+    }
+
+    #[test]
+    fn sealed_data_is_bound_to_model() {
+        let d = seal_data(DEFAULT_KEY, "m1", b"payload");
+        assert!(verify_data(DEFAULT_KEY, "m1", &d));
+        assert!(!verify_data(DEFAULT_KEY, "m2", &d));
+        let mut chars: Vec<char> = d.chars().collect();
+        chars[3] = if chars[3] == 'A' { 'B' } else { 'A' };
+        let tampered: String = chars.into_iter().collect();
+        assert!(!verify_data(DEFAULT_KEY, "m1", &tampered));
+    }
+}
