@@ -1,1 +1,347 @@
-//! Driver tests.
+//! Driver tests with an in-memory transport, log and tools (the HTTP path is tested end to end
+//! against the simulator in hermes-cli).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::driver::{
+    Conversation, Driver, DriverConfig, DriverError, DriverEvent, SessionLog, Tools,
+};
+use crate::message::{Message, Origin, Role};
+use crate::route::{
+    CarrierSet, DataRoute, MustEchoFamily, PadRule, ResolveOptions, RouteMatcher, RouteTable,
+};
+use crate::shape::ChatRequest;
+use crate::stream::ReplyMeta;
+use crate::target::RouteTarget;
+use crate::transport::{Reply, Transport, TransportError};
+use crate::verdict::Verdicts;
+
+/// Replies from a script, recording every body it was sent.
+struct Scripted {
+    script: Mutex<Vec<Result<Value, TransportError>>>,
+    sent: Mutex<Vec<Value>>,
+    journal: Arc<Mutex<Vec<String>>>,
+}
+
+#[async_trait::async_trait]
+impl Transport for Scripted {
+    async fn send(
+        &self,
+        request: &ChatRequest<'_>,
+        origin: Origin,
+    ) -> Result<Reply, TransportError> {
+        self.sent
+            .lock()
+            .unwrap()
+            .push(serde_json::to_value(request).unwrap());
+        self.journal.lock().unwrap().push("send".into());
+        let next = self.script.lock().unwrap().remove(0)?;
+        let mut message: Message = serde_json::from_value(next).unwrap();
+        message.origin = Some(origin);
+        Ok(Reply {
+            message,
+            meta: ReplyMeta::default(),
+        })
+    }
+}
+
+#[derive(Default)]
+struct MemLog {
+    messages: Mutex<Vec<Message>>,
+    verdicts: Mutex<Option<Verdicts>>,
+    journal: Arc<Mutex<Vec<String>>>,
+}
+
+#[async_trait::async_trait]
+impl SessionLog for MemLog {
+    async fn append(&self, messages: &[Message]) -> Result<(), String> {
+        self.messages.lock().unwrap().extend_from_slice(messages);
+        Ok(())
+    }
+    async fn save_verdicts(&self, verdicts: &Verdicts) -> Result<(), String> {
+        self.journal.lock().unwrap().push("save_verdicts".into());
+        *self.verdicts.lock().unwrap() = Some(verdicts.clone());
+        Ok(())
+    }
+    async fn add_usage(&self, _: &Value) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+struct Clock;
+
+#[async_trait::async_trait]
+impl Tools for Clock {
+    async fn call(&self, name: &str, _: &str) -> String {
+        format!("{name}: 12:00")
+    }
+}
+
+fn table() -> RouteTable {
+    let mut t = RouteTable::new(Arc::new(
+        DataRoute::new("default", CarrierSet::RC).matching(RouteMatcher::new().any()),
+    ));
+    t.register(Arc::new(
+        DataRoute::new("agg", CarrierSet::ALL).matching(RouteMatcher::new().providers(["agg"])),
+    ));
+    t.add_family(MustEchoFamily {
+        name: "deepseek".into(),
+        matcher: RouteMatcher::new().providers(["deepseek"]),
+        pad: PadRule::EveryAssistant,
+    });
+    t
+}
+
+fn http(status: u16, body: &str) -> TransportError {
+    TransportError::Http {
+        status,
+        body: body.into(),
+        retry_after: None,
+    }
+}
+
+struct Run {
+    result: Result<crate::driver::TurnOutcome, DriverError>,
+    sent: Vec<Value>,
+    log: MemLog,
+    conversation: Conversation,
+    journal: Vec<String>,
+    events: Vec<DriverEvent>,
+}
+
+async fn run(
+    provider: &str,
+    history: Value,
+    script: Vec<Result<Value, TransportError>>,
+    retries: u32,
+) -> Run {
+    let journal = Arc::new(Mutex::new(Vec::new()));
+    let transport = Scripted {
+        script: Mutex::new(script),
+        sent: Mutex::new(Vec::new()),
+        journal: Arc::clone(&journal),
+    };
+    let log = MemLog {
+        journal: Arc::clone(&journal),
+        ..MemLog::default()
+    };
+    let t = table();
+    let decision = t.resolve(
+        &RouteTarget::new(provider, None, "m"),
+        ResolveOptions::default(),
+    );
+    let config = DriverConfig {
+        max_backoff_retries: retries,
+        base_delay: Duration::from_millis(1),
+        ..DriverConfig::default()
+    };
+    let events = Mutex::new(Vec::new());
+    let notify = |e: &DriverEvent| events.lock().unwrap().push(e.clone());
+    let driver = Driver {
+        decision: &decision,
+        transport: &transport,
+        log: &log,
+        tools: &Clock,
+        config: &config,
+        notify: &notify,
+    };
+    let mut conversation = Conversation {
+        messages: serde_json::from_value(history).unwrap(),
+        verdicts: Verdicts::default(),
+    };
+    let result = driver
+        .run_turn(&mut conversation, Message::text(Role::User, "go"))
+        .await;
+    let sent = transport.sent.lock().unwrap().clone();
+    let journal = journal.lock().unwrap().clone();
+    let events = events.lock().unwrap().clone();
+    Run {
+        result,
+        sent,
+        log,
+        conversation,
+        journal,
+        events,
+    }
+}
+
+fn with_rd() -> Value {
+    json!([
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a", "reasoning": "r",
+         "reasoning_details": [{"type": "reasoning.text", "text": "t", "signature": "S"}]}
+    ])
+}
+
+#[tokio::test]
+async fn a_refusal_is_recorded_persisted_before_the_retry_and_retried_once() {
+    let before = serde_json::to_string(&with_rd()).unwrap();
+    let r = run(
+        "agg",
+        with_rd(),
+        vec![
+            Err(http(400, "messages.1: unknown field `reasoning_details`")),
+            Ok(json!({"role": "assistant", "content": "ok"})),
+        ],
+        3,
+    )
+    .await;
+    r.result.unwrap();
+    assert_eq!(r.sent.len(), 2);
+    assert!(r.sent[0]["messages"][1].get("reasoning_details").is_some());
+    assert!(r.sent[1]["messages"][1].get("reasoning_details").is_none());
+    assert!(
+        r.sent[1]["messages"][1].get("reasoning").is_none(),
+        "R and RD are refused together"
+    );
+    assert_eq!(r.sent[1]["messages"][1]["reasoning_content"], "r");
+    assert_eq!(r.journal, ["send", "save_verdicts", "send"]);
+    let saved = r.log.verdicts.lock().unwrap().clone().unwrap();
+    assert_eq!(
+        serde_json::to_value(&saved).unwrap(),
+        json!([["agg", "", "m", ["reasoning", "reasoning_details"]]])
+    );
+    assert_eq!(r.conversation.verdicts, saved);
+    // History untouched: the first two stored messages are exactly what they were.
+    assert_eq!(
+        serde_json::to_string(&r.conversation.messages[..2]).unwrap(),
+        before
+    );
+    assert!(matches!(
+        r.events[0],
+        DriverEvent::Refused {
+            status: Some(400),
+            ..
+        }
+    ));
+}
+
+#[tokio::test]
+async fn a_second_refusal_is_an_error_not_another_retry() {
+    let r = run(
+        "agg",
+        with_rd(),
+        vec![
+            Err(http(400, "unknown field reasoning_details in messages")),
+            Err(http(
+                400,
+                "messages.1.reasoning_content: property is unsupported",
+            )),
+        ],
+        3,
+    )
+    .await;
+    assert!(matches!(r.result, Err(DriverError::Transport(_))));
+    assert_eq!(r.sent.len(), 2);
+}
+
+#[tokio::test]
+async fn a_must_echo_route_complaining_about_rc_gets_no_verdict_and_no_retry() {
+    let r = run(
+        "deepseek",
+        json!([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]),
+        vec![Err(http(
+            400,
+            "messages.1: unknown field reasoning_content value",
+        ))],
+        3,
+    )
+    .await;
+    assert!(matches!(r.result, Err(DriverError::Transport(_))));
+    assert_eq!(r.sent.len(), 1);
+    assert!(r.log.verdicts.lock().unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_5xx_naming_a_field_is_no_refusal_and_backoff_is_bounded() {
+    let r = run(
+        "agg",
+        with_rd(),
+        vec![
+            Err(http(502, "unknown field reasoning_details")),
+            Err(http(502, "unknown field reasoning_details")),
+            Err(http(502, "unknown field reasoning_details")),
+        ],
+        2,
+    )
+    .await;
+    assert!(matches!(r.result, Err(DriverError::Transport(ref e)) if e.status() == Some(502)));
+    assert_eq!(r.sent.len(), 3, "one try and two backoff retries");
+    assert!(r.log.verdicts.lock().unwrap().is_none());
+    // The user turn is stored once, and no assistant turn.
+    assert_eq!(r.log.messages.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_429_is_retried_without_duplicating_stored_turns() {
+    let r = run(
+        "agg",
+        json!([]),
+        vec![
+            Err(TransportError::Http {
+                status: 429,
+                body: "slow".into(),
+                retry_after: Some(Duration::from_millis(1)),
+            }),
+            Ok(json!({"role": "assistant", "content": "ok"})),
+        ],
+        3,
+    )
+    .await;
+    r.result.unwrap();
+    let stored = r.log.messages.lock().unwrap().clone();
+    assert_eq!(stored.len(), 2);
+    assert!(matches!(
+        r.events[0],
+        DriverEvent::Retrying { attempt: 1, .. }
+    ));
+}
+
+#[tokio::test]
+async fn the_tool_loop_runs_and_must_echo_tool_turns_get_rc() {
+    let r = run(
+        "deepseek",
+        json!([]),
+        vec![
+            Ok(json!({"role": "assistant", "content": null,
+                      "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "now", "arguments": "{}"}}]})),
+            Ok(json!({"role": "assistant", "content": null, "reasoning": "from r",
+                      "tool_calls": [{"id": "c2", "type": "function", "function": {"name": "now", "arguments": "{}"}}]})),
+            Ok(json!({"role": "assistant", "content": "done"})),
+        ],
+        0,
+    )
+    .await;
+    let outcome = r.result.unwrap();
+    assert_eq!(outcome.requests, 3);
+    let stored = r.log.messages.lock().unwrap().clone();
+    let roles: Vec<&str> = stored.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(
+        roles,
+        [
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "tool",
+            "assistant"
+        ]
+    );
+    assert_eq!(
+        stored[1].reasoning_content.as_ref().unwrap().text(),
+        " ",
+        "pad pinned at creation"
+    );
+    assert_eq!(
+        stored[3].reasoning_content.as_ref().unwrap().text(),
+        "from r",
+        "R copied into RC"
+    );
+    assert_eq!(stored[2].tool_call_id.as_deref(), Some("c1"));
+    assert_eq!(stored[2].content.as_ref().unwrap().get(), r#""now: 12:00""#);
+    assert_eq!(r.sent[2]["messages"][1]["reasoning_content"], " ");
+    assert_eq!(r.sent[2]["messages"][3]["reasoning_content"], "from r");
+}
