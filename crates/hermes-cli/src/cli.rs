@@ -19,9 +19,102 @@ pub(crate) enum Command {
     Routes(RoutesArgs),
     /// Print the exact JSON body of the next request (no network, nothing stored).
     Preview(PreviewArgs),
+    /// Run one user turn (with its tool loop) and exit.
+    Chat(ChatArgs),
+    /// Stored sessions.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
     /// The strict provider simulator.
     #[command(subcommand)]
     Sim(SimCommand),
+}
+
+/// `hermes chat`
+#[derive(Debug, Args)]
+pub(crate) struct ChatArgs {
+    /// The user message.
+    #[arg(short = 'q', value_name = "TEXT", required = true)]
+    pub(crate) query: String,
+
+    /// Print one JSON object (session id, reply, usage, carriers stored per new assistant message).
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// Provider id (`sim` runs the in-process simulator and needs no key).
+    #[arg(long, value_name = "P")]
+    pub(crate) provider: Option<String>,
+
+    /// Model id.
+    #[arg(long, value_name = "M")]
+    pub(crate) model: Option<String>,
+
+    /// Base URL (`sim://PROFILE` picks a simulator profile).
+    #[arg(long = "base-url", value_name = "URL")]
+    pub(crate) base_url: Option<String>,
+
+    /// Request this reasoning effort.
+    #[arg(long, value_name = "E", value_parser = EFFORTS, conflicts_with = "no_thinking")]
+    pub(crate) effort: Option<String>,
+
+    /// Ask the provider not to think.
+    #[arg(long = "no-thinking")]
+    pub(crate) no_thinking: bool,
+
+    /// Continue a stored session.
+    #[arg(long, value_name = "ID")]
+    pub(crate) resume: Option<String>,
+
+    /// Ask for whole replies instead of a stream.
+    #[arg(long = "no-stream")]
+    pub(crate) no_stream: bool,
+}
+
+/// `hermes sessions …`
+#[derive(Debug, Subcommand)]
+pub(crate) enum SessionsCommand {
+    /// Import a hermes.session.v1 file (or a bare JSON array of messages); prints the new id.
+    Import {
+        /// The file.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// Print a session as hermes.session.v1.
+    Export {
+        /// Session id.
+        #[arg(value_name = "ID")]
+        id: String,
+    },
+    /// Show per turn which carriers, origin and native records are stored, and the verdicts.
+    Show {
+        /// Session id.
+        #[arg(value_name = "ID")]
+        id: String,
+        /// Print JSON (with model_config).
+        #[arg(long)]
+        json: bool,
+    },
+    /// List sessions, most recent first.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Copy the first N messages (all by default) with every carrier, the verdicts and a parent
+    /// link into a new session; prints its id.
+    Branch {
+        /// Session id.
+        #[arg(value_name = "ID")]
+        id: String,
+        /// How many messages to copy.
+        #[arg(long, value_name = "N")]
+        at: Option<usize>,
+    },
+    /// Delete a session.
+    Delete {
+        /// Session id.
+        #[arg(value_name = "ID")]
+        id: String,
+    },
 }
 
 /// `hermes sim …`

@@ -1,10 +1,14 @@
 //! `hermes`: the command-line interface. The only crate that reads argv and the environment,
 //! installs the tracing subscriber and prints.
 
+mod chat;
 mod cli;
+mod home;
 mod preview;
 mod routes;
+mod sessions;
 mod sim;
+mod tools;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -41,6 +45,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Routes(args) => routes::run(&args),
         Command::Preview(args) => preview::run(&args),
         Command::Sim(SimCommand::Serve(args)) => sim::serve(&args),
+        Command::Chat(args) => chat::run(&args),
+        Command::Sessions(command) => sessions::run(&command),
     }
 }
 

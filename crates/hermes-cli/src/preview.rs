@@ -13,19 +13,23 @@ use crate::UsageError;
 use crate::cli::PreviewArgs;
 
 fn load(args: &PreviewArgs) -> anyhow::Result<SessionFile> {
+    if let Some(id) = &args.session {
+        return crate::home::runtime()?.block_on(async {
+            let store = crate::home::open_store().await?;
+            Ok(store.export(id).await?)
+        });
+    }
     let Some(path) = &args.history else {
-        return Err(UsageError(
-            "`--session` needs the session store, which this build does not have yet; use --history FILE".to_owned(),
-        )
-        .into());
+        return Err(UsageError("pass --history FILE or --session ID".to_owned()).into());
     };
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     parse_history(&text).with_context(|| format!("{} is not a valid history", path.display()))
 }
 
-fn thinking(args: &PreviewArgs) -> ThinkingRequest {
-    match (&args.effort, args.no_thinking) {
+/// The thinking request of `--effort` / `--no-thinking`.
+pub(crate) fn thinking_request(effort: Option<&str>, no_thinking: bool) -> ThinkingRequest {
+    match (effort, no_thinking) {
         (_, true) => ThinkingRequest::Off,
         (Some(word), false) => {
             Effort::parse(word).map_or(ThinkingRequest::NoPreference, ThinkingRequest::Effort)
@@ -72,7 +76,15 @@ pub(crate) fn run(args: &PreviewArgs) -> anyhow::Result<()> {
                 .map(str::to_owned)
         });
 
-    let target = RouteTarget::new(&provider, base_url.as_deref(), &model);
+    // A simulator session routes as the provider its profile stands in for.
+    let route_provider = match crate::chat::sim_profile(base_url.as_deref()) {
+        Some(profile) if provider.trim().eq_ignore_ascii_case("sim") => crate::chat::SIM_PROFILES
+            .iter()
+            .find(|p| p.0 == profile)
+            .map_or(provider.clone(), |p| p.1.to_owned()),
+        _ => provider.clone(),
+    };
+    let target = RouteTarget::new(&route_provider, base_url.as_deref(), &model);
     let table = hermes_providers::builtin_table();
     let decision = table.resolve(&target, ResolveOptions::default());
 
@@ -123,7 +135,12 @@ pub(crate) fn run(args: &PreviewArgs) -> anyhow::Result<()> {
         }
     }
 
-    let request = ChatRequest::build(&session.messages, &decision, &verdicts, thinking(args));
+    let request = ChatRequest::build(
+        &session.messages,
+        &decision,
+        &verdicts,
+        thinking_request(args.effort.as_deref(), args.no_thinking),
+    );
     let mut out = io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, &request)?;
     writeln!(out)?;

@@ -50,6 +50,8 @@ pub struct DriverConfig {
     pub max_delay: Duration,
     /// Most model steps in one user turn before giving up on the tool loop.
     pub max_steps: usize,
+    /// Tool definitions sent with every request.
+    pub tools: Option<crate::raw::RawJson>,
 }
 
 impl Default for DriverConfig {
@@ -61,6 +63,7 @@ impl Default for DriverConfig {
             base_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(30),
             max_steps: 32,
+            tools: None,
         }
     }
 }
@@ -208,6 +211,7 @@ impl Driver<'_> {
                     config.thinking,
                 );
                 request.stream = config.stream;
+                request.tools = config.tools.as_ref();
                 let sent = request.sent_carriers();
                 tracing::info!(
                     route = decision.id(),

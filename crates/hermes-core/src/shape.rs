@@ -7,7 +7,7 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
 use crate::message::{DetailItem, Message, NativeRecord, Role, ToolCall, thought_signature};
-use crate::raw::TextCarrier;
+use crate::raw::{RawJson, TextCarrier};
 use crate::route::{Carrier, CarrierSet, PadRule, RouteDecision, ThinkingFields, ThinkingRequest};
 use crate::verdict::Verdicts;
 
@@ -591,6 +591,8 @@ pub struct ChatRequest<'a> {
     pub messages: Vec<WireMessage<'a>>,
     /// Ask for a server-sent-event stream (`"stream": true`).
     pub stream: bool,
+    /// Tool definitions (`tools`), as the JSON array the wire takes.
+    pub tools: Option<&'a RawJson>,
     /// Keep-thinking flags and effort.
     pub thinking: ThinkingFields,
 }
@@ -608,6 +610,7 @@ impl<'a> ChatRequest<'a> {
             model: &decision.target.model,
             messages: ctx.shape(history),
             stream: false,
+            tools: None,
             thinking: decision.route.thinking_fields(&decision.target, thinking),
         }
     }
@@ -643,6 +646,9 @@ impl Serialize for ChatRequest<'_> {
         map.serialize_entry("messages", &self.messages)?;
         if self.stream {
             map.serialize_entry("stream", &true)?;
+        }
+        if let Some(tools) = self.tools {
+            map.serialize_entry("tools", tools)?;
         }
         for (k, v) in &self.thinking {
             map.serialize_entry(k, v)?;

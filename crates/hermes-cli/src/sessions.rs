@@ -1,0 +1,227 @@
+//! `hermes sessions import|export|show|list|branch|delete`.
+
+use std::io::{self, Write as _};
+
+use anyhow::Context as _;
+use hermes_core::{DetailItem, Message, Verdicts, parse_history};
+use hermes_store::{SessionMeta, Store};
+use serde_json::{Value, json};
+
+use crate::cli::SessionsCommand;
+use crate::home;
+
+/// What is stored on one message, for `show`.
+fn stored(msg: &Message) -> Value {
+    let items = msg.reasoning_details.as_deref().unwrap_or_default();
+    let provider_items = items
+        .iter()
+        .filter(|i| matches!(i, DetailItem::Provider { .. }))
+        .count();
+    let opaque = items
+        .iter()
+        .filter(|i| matches!(i, DetailItem::Provider { opaque: true, .. }))
+        .count();
+    let mut carriers = Vec::new();
+    if msg.reasoning_content.is_some() {
+        carriers.push(json!("reasoning_content"));
+    }
+    if msg.reasoning.is_some() {
+        carriers.push(json!("reasoning"));
+    }
+    if provider_items > 0 {
+        carriers.push(json!("reasoning_details"));
+    }
+    let native = msg.native_record().map(|r| {
+        let mut fields = Vec::new();
+        if r.extra_content.is_some() {
+            fields.push("extra_content");
+        }
+        if r.reasoning_opaque.is_some() {
+            fields.push("reasoning_opaque");
+        }
+        if r.reasoning_text.is_some() {
+            fields.push("reasoning_text");
+        }
+        fields
+    });
+    let tool_signatures = msg
+        .tool_calls
+        .iter()
+        .flatten()
+        .filter(|c| c.extra_content.is_some() || c.function.thought_signature.is_some())
+        .count();
+    json!({
+        "role": msg.role.as_str(),
+        "carriers": carriers,
+        "reasoning_details_items": provider_items,
+        "opaque_items": opaque,
+        "native_record": native,
+        "tool_calls": msg.tool_calls.as_ref().map_or(0, Vec::len),
+        "tool_call_signatures": tool_signatures,
+        "origin": msg.origin,
+    })
+}
+
+fn meta_json(meta: &SessionMeta) -> Value {
+    json!({
+        "id": meta.id,
+        "title": meta.title,
+        "parent_id": meta.parent_id,
+        "provider": meta.provider,
+        "model": meta.model,
+        "base_url": meta.base_url,
+        "created_at": meta.created_at,
+        "updated_at": meta.updated_at,
+        "message_count": meta.message_count,
+        "input_tokens": meta.input_tokens,
+        "output_tokens": meta.output_tokens,
+    })
+}
+
+fn show_text(
+    meta: &SessionMeta,
+    messages: &[Message],
+    out: &mut impl io::Write,
+) -> anyhow::Result<()> {
+    writeln!(out, "session {}", meta.id)?;
+    writeln!(out, "  title:    {}", meta.title.as_deref().unwrap_or("-"))?;
+    writeln!(
+        out,
+        "  provider: {}  model: {}  base url: {}",
+        meta.provider.as_deref().unwrap_or("-"),
+        meta.model.as_deref().unwrap_or("-"),
+        meta.base_url.as_deref().unwrap_or("-")
+    )?;
+    if let Some(parent) = &meta.parent_id {
+        writeln!(out, "  branched from: {parent}")?;
+    }
+    writeln!(out, "  messages: {}", messages.len())?;
+    for (i, msg) in messages.iter().enumerate() {
+        let s = stored(msg);
+        let mut parts = Vec::new();
+        let carriers: Vec<&str> = s["carriers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if !carriers.is_empty() {
+            let mut text = carriers.join(", ");
+            if s["reasoning_details_items"].as_u64().unwrap_or(0) > 0 {
+                text.push_str(&format!(
+                    " ({} items, {} opaque)",
+                    s["reasoning_details_items"], s["opaque_items"]
+                ));
+            }
+            parts.push(text);
+        }
+        if let Some(native) = s["native_record"].as_array() {
+            let fields: Vec<&str> = native.iter().filter_map(Value::as_str).collect();
+            parts.push(format!("native record: {}", fields.join(", ")));
+        }
+        if s["tool_calls"].as_u64().unwrap_or(0) > 0 {
+            parts.push(format!(
+                "{} tool calls ({} signed)",
+                s["tool_calls"], s["tool_call_signatures"]
+            ));
+        }
+        if let Some(o) = &msg.origin {
+            parts.push(format!("origin {}/{}/{}", o.provider, o.host, o.model));
+        }
+        let detail = if parts.is_empty() {
+            String::new()
+        } else {
+            format!("  {}", parts.join("; "))
+        };
+        writeln!(out, "  #{i:<3} {:<9}{detail}", msg.role.as_str())?;
+    }
+    let verdicts = Verdicts::from_model_config(&meta.model_config).unwrap_or_default();
+    if verdicts.0.is_empty() {
+        writeln!(out, "  verdicts: none")?;
+    } else {
+        writeln!(out, "  verdicts:")?;
+        for v in &verdicts.0 {
+            writeln!(
+                out,
+                "    {} @ {} / {}: refused {}",
+                v.provider,
+                v.host,
+                v.model,
+                v.carriers.fields().join(", ")
+            )?;
+        }
+    }
+    Ok(())
+}
+
+async fn run_async(command: &SessionsCommand, store: Store) -> anyhow::Result<()> {
+    let mut out = io::stdout().lock();
+    match command {
+        SessionsCommand::Import { file } => {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            let session = parse_history(&text)
+                .with_context(|| format!("{} is not a valid history", file.display()))?;
+            let id = store.import(&session).await?;
+            writeln!(out, "{id}")?;
+        }
+        SessionsCommand::Export { id } => {
+            let file = store.export(id).await?;
+            serde_json::to_writer_pretty(&mut out, &file)?;
+            writeln!(out)?;
+        }
+        SessionsCommand::Show { id, json } => {
+            let (meta, messages) = store.load(id).await?;
+            if *json {
+                let body = json!({
+                    "session": meta_json(&meta),
+                    "model_config": meta.model_config,
+                    "verdicts": Verdicts::from_model_config(&meta.model_config).unwrap_or_default(),
+                    "messages": messages.iter().map(stored).collect::<Vec<_>>(),
+                });
+                serde_json::to_writer_pretty(&mut out, &body)?;
+                writeln!(out)?;
+            } else {
+                show_text(&meta, &messages, &mut out)?;
+            }
+        }
+        SessionsCommand::List { json } => {
+            let sessions = store.list().await?;
+            if *json {
+                let list: Vec<Value> = sessions.iter().map(meta_json).collect();
+                serde_json::to_writer_pretty(&mut out, &list)?;
+                writeln!(out)?;
+            } else {
+                for s in &sessions {
+                    writeln!(
+                        out,
+                        "{}  {:>4} msgs  {:<12} {:<28} {}",
+                        s.id,
+                        s.message_count,
+                        s.provider.as_deref().unwrap_or("-"),
+                        s.model.as_deref().unwrap_or("-"),
+                        s.title.as_deref().unwrap_or("")
+                    )?;
+                }
+            }
+        }
+        SessionsCommand::Branch { id, at } => {
+            let branch = store.branch(id, *at).await?;
+            writeln!(out, "{branch}")?;
+        }
+        SessionsCommand::Delete { id } => {
+            store.delete(id).await?;
+            let _ = writeln!(io::stderr(), "hermes: deleted session {id}");
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Runs `hermes sessions …`.
+pub(crate) fn run(command: &SessionsCommand) -> anyhow::Result<()> {
+    home::runtime()?.block_on(async {
+        let store = home::open_store().await?;
+        run_async(command, store).await
+    })
+}

@@ -1,0 +1,388 @@
+//! End to end through the real binary and the strict simulator: sessions that remember, the
+//! refusal fallback, and secrets kept out of every output.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use hermes_sim::{Sim, Switches};
+use serde_json::{Value, json};
+
+struct Home(tempfile::TempDir);
+
+impl Home {
+    fn new() -> Self {
+        Home(tempfile::tempdir().unwrap())
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    /// Runs hermes with this home, off the async runtime (the simulator serves meanwhile).
+    async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
+        cmd.args(args)
+            .env("HERMES_HOME", self.path())
+            .env("NO_COLOR", "1")
+            .env_remove("HERMES_LOG")
+            .env_remove("OPENROUTER_API_KEY")
+            .env_remove("DEEPSEEK_API_KEY");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+            .await
+            .unwrap()
+    }
+
+    async fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args, &[]).await;
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    async fn chat_json(&self, args: &[&str]) -> Value {
+        let mut all = vec!["chat", "--json"];
+        all.extend_from_slice(args);
+        serde_json::from_str(&self.ok(&all).await).unwrap()
+    }
+
+    async fn export(&self, id: &str) -> Value {
+        serde_json::from_str(&self.ok(&["sessions", "export", id]).await).unwrap()
+    }
+}
+
+fn assistant_rcs(session: &Value) -> Vec<String> {
+    session["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .map(|m| m["reasoning_content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resumed_deepseek_session_replays_every_stored_reasoning_content() {
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let home = Home::new();
+    let base = sim.base_url();
+    let first = home
+        .chat_json(&[
+            "--provider",
+            "deepseek",
+            "--model",
+            "deepseek-v4-pro",
+            "--base-url",
+            &base,
+            "-q",
+            "[tools=3] time?",
+        ])
+        .await;
+    let id = first["session_id"].as_str().unwrap().to_owned();
+    assert_eq!(first["requests"], 4);
+    assert_eq!(first["route"], "deepseek");
+    let stored = home.export(&id).await;
+    let rcs = assistant_rcs(&stored);
+    assert_eq!(rcs.len(), 4);
+
+    // A new process resumes the session.
+    sim.clear_requests();
+    let second = home.chat_json(&["--resume", &id, "-q", "and now?"]).await;
+    assert_eq!(second["session_id"], id.as_str());
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].status, 200, "{}", requests[0].response);
+    let sent = &requests[0].body["messages"];
+    let sent_rcs: Vec<&str> = sent
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .map(|m| m["reasoning_content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sent_rcs, rcs,
+        "every earlier reasoning_content, exactly as stored"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_carrier_is_learned_once_persisted_and_kept_after_resume() {
+    let sim = Sim::start("openrouter").await.unwrap();
+    let home = Home::new();
+    let base = sim.base_url();
+    let model = "anthropic/claude-sonnet-5";
+    let file = home.path().join("import.json");
+    std::fs::write(
+        &file,
+        json!({"format": "hermes.session.v1", "provider": "openrouter", "model": model, "base_url": base,
+               "messages": [
+                 {"role": "user", "content": "q"},
+                 {"role": "assistant", "content": "a", "reasoning": "r",
+                  "reasoning_details": [{"type": "reasoning.summary", "summary": "thought about q", "index": 0}]}
+               ]})
+        .to_string(),
+    )
+    .unwrap();
+    let id = home
+        .ok(&["sessions", "import", file.to_str().unwrap()])
+        .await
+        .trim()
+        .to_owned();
+    let before = home.export(&id).await;
+
+    sim.set_switches(Switches::default().reject_message_field("reasoning_details"));
+    let out = home
+        .run(
+            &["chat", "--resume", &id, "-q", "next", "--json"],
+            &[("OPENROUTER_API_KEY", "sk-x")],
+        )
+        .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("refused reasoning, reasoning_details"),
+        "{stderr}"
+    );
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 2, "exactly one retry");
+    assert_eq!(requests[0].status, 400);
+    assert!(
+        requests[0].body["messages"][1]
+            .get("reasoning_details")
+            .is_some()
+    );
+    assert_eq!(requests[1].status, 200);
+    assert!(
+        requests[1].body["messages"][1]
+            .get("reasoning_details")
+            .is_none()
+    );
+    assert_eq!(requests[1].body["messages"][1]["reasoning_content"], "r");
+
+    let after = home.export(&id).await;
+    assert_eq!(
+        after["model_config"]["reasoning_rejected_carriers"],
+        json!([[
+            "openrouter",
+            "127.0.0.1",
+            model,
+            ["reasoning", "reasoning_details"]
+        ]])
+    );
+    assert_eq!(
+        after["messages"].as_array().unwrap()[..2],
+        before["messages"].as_array().unwrap()[..],
+        "history untouched"
+    );
+
+    // After --resume the first request already omits them: no 400.
+    sim.clear_requests();
+    home.chat_json(&["--resume", &id, "-q", "again"]).await;
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].status, 200);
+    assert!(
+        requests[0].body["messages"][1]
+            .get("reasoning_details")
+            .is_none()
+    );
+
+    // Another model on the same host still gets them.
+    let preview: Value = serde_json::from_str(
+        &home
+            .ok(&["preview", "--session", &id, "--model", "openai/gpt-5"])
+            .await,
+    )
+    .unwrap();
+    assert_eq!(
+        preview["messages"][1]["reasoning_details"],
+        json!([{"type": "reasoning.summary", "summary": "thought about q", "index": 0}])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_must_echo_route_complaining_about_reasoning_content_gets_no_verdict_and_no_retry() {
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let home = Home::new();
+    let base = sim.base_url();
+    let first = home
+        .chat_json(&[
+            "--provider",
+            "deepseek",
+            "--model",
+            "deepseek-v4-pro",
+            "--base-url",
+            &base,
+            "-q",
+            "hi",
+        ])
+        .await;
+    let id = first["session_id"].as_str().unwrap().to_owned();
+    sim.set_switches(Switches::default().reject_message_field("reasoning_content"));
+    sim.clear_requests();
+    let out = home
+        .run(&["chat", "--resume", &id, "-q", "again"], &[])
+        .await;
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("HTTP 400") && stderr.contains("reasoning_content"),
+        "{stderr}"
+    );
+    assert_eq!(sim.requests().len(), 1, "no retry");
+    let session = home.export(&id).await;
+    assert!(
+        session["model_config"]
+            .get("reasoning_rejected_carriers")
+            .is_none()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planted_key_appears_in_no_output_log_or_database_byte() {
+    const KEY: &str = "sk-planted-7f3a9c2e1b5d4e8f";
+    let sim = Sim::start("openrouter").await.unwrap();
+    let home = Home::new();
+    let base = sim.base_url();
+    let mut outputs = Vec::new();
+    let out = home
+        .run(
+            &[
+                "chat",
+                "--provider",
+                "openrouter",
+                "--base-url",
+                &base,
+                "--model",
+                "x/m",
+                "-q",
+                "[tools=2] go",
+                "--json",
+            ],
+            &[("OPENROUTER_API_KEY", KEY), ("HERMES_LOG", "trace")],
+        )
+        .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = serde_json::from_slice::<Value>(&out.stdout).unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    outputs.push(out.stdout);
+    outputs.push(out.stderr);
+    for args in [
+        vec!["sessions", "show", &id],
+        vec!["sessions", "export", &id],
+        vec!["sessions", "list", "--json"],
+    ] {
+        let out = home
+            .run(
+                &args,
+                &[("OPENROUTER_API_KEY", KEY), ("HERMES_LOG", "trace")],
+            )
+            .await;
+        outputs.push(out.stdout);
+        outputs.push(out.stderr);
+    }
+    // The key did reach the provider (so the test can fail), and nothing else.
+    assert!(sim.requests().iter().all(|r| r.status == 200));
+    for bytes in &outputs {
+        assert!(!String::from_utf8_lossy(bytes).contains(KEY));
+    }
+    for entry in std::fs::read_dir(home.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(KEY),
+                "{} holds the key",
+                path.display()
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_with_the_simulator_needs_no_key_and_no_network() {
+    let home = Home::new();
+    let out = home.ok(&["chat", "--provider", "sim", "-q", "hello"]).await;
+    assert!(out.contains("hello"), "{out}");
+    let list: Value =
+        serde_json::from_str(&home.ok(&["sessions", "list", "--json"]).await).unwrap();
+    assert_eq!(list[0]["base_url"], "sim://deepseek-v4");
+    // A resumed sim session starts a fresh simulator.
+    let id = list[0]["id"].as_str().unwrap().to_owned();
+    let again = home.chat_json(&["--resume", &id, "-q", "again"]).await;
+    assert_eq!(again["route"], "deepseek");
+    assert_eq!(
+        again["messages"][0]["carriers"],
+        json!(["reasoning_content"])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_key_names_the_variable() {
+    let home = Home::new();
+    let out = home
+        .run(
+            &[
+                "chat",
+                "--provider",
+                "openrouter",
+                "--model",
+                "x/m",
+                "-q",
+                "hi",
+            ],
+            &[],
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("set OPENROUTER_API_KEY"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_branch_show_and_delete() {
+    let home = Home::new();
+    let first = home
+        .chat_json(&["--provider", "sim", "-q", "[tools=1] go"])
+        .await;
+    let id = first["session_id"].as_str().unwrap().to_owned();
+    let branch = home
+        .ok(&["sessions", "branch", &id, "--at", "3"])
+        .await
+        .trim()
+        .to_owned();
+    let show: Value =
+        serde_json::from_str(&home.ok(&["sessions", "show", &branch, "--json"]).await).unwrap();
+    assert_eq!(show["session"]["parent_id"], id.as_str());
+    assert_eq!(show["messages"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        show["messages"][1]["carriers"],
+        json!(["reasoning_content"])
+    );
+    let original = home.export(&id).await;
+    let copied = home.export(&branch).await;
+    assert_eq!(
+        copied["messages"].as_array().unwrap()[..],
+        original["messages"].as_array().unwrap()[..3]
+    );
+    home.ok(&["sessions", "delete", &branch]).await;
+    let out = home.run(&["sessions", "show", &branch], &[]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("no session `{branch}`")));
+}
