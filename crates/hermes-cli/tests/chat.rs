@@ -386,3 +386,48 @@ async fn sessions_branch_show_and_delete() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("no session `{branch}`")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_serve_prints_its_base_url_first_and_serves_until_killed() {
+    use std::io::BufRead as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hermes"))
+        .args(["sim", "serve", "--profile", "deepseek-v4", "--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let base = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .unwrap();
+        line.trim().to_owned()
+    })
+    .await
+    .unwrap();
+    assert!(base.starts_with("http://127.0.0.1:"), "{base}");
+
+    let home = Home::new();
+    let reply = home
+        .chat_json(&[
+            "--provider",
+            "deepseek",
+            "--model",
+            "deepseek-v4-pro",
+            "--base-url",
+            &base,
+            "-q",
+            "hi",
+        ])
+        .await;
+    assert_eq!(
+        reply["messages"][0]["carriers"],
+        json!(["reasoning_content"])
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let out = home.run(&["sim", "serve", "--profile", "nope"], &[]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown profile `nope`"));
+}
