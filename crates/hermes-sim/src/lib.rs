@@ -7,6 +7,7 @@
 
 mod model;
 mod profile;
+mod rules;
 mod server;
 mod sign;
 
@@ -17,6 +18,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 pub use profile::{OPENAI_TOP_LEVEL, Profile};
+pub use rules::{ACME_TOP_LEVEL, GEMINI_TOP_LEVEL};
 pub use sign::DEFAULT_KEY;
 
 /// Names of the available profiles.
@@ -27,6 +29,13 @@ pub const PROFILES: &[&str] = &[
     "openrouter",
     "openai",
     "local",
+    "kimi",
+    "mimo",
+    "groq",
+    "cerebras",
+    "gemini-openai",
+    "copilot",
+    "acme",
 ];
 
 /// Environment variable `serve` reads to override the signing key.
@@ -36,7 +45,8 @@ pub const KEY_ENV: &str = "HERMES_SIM_KEY";
 #[derive(Clone, Debug, Default)]
 pub struct Switches {
     /// Message keys refused as unknown fields (on any message), with the profile's own
-    /// unknown-field refusal (Mistral: 422 `extra_forbidden`) or a generic 400
+    /// unknown-field refusal (Mistral: 422 `extra_forbidden`; Groq, Cerebras, Acme: their
+    /// "is unsupported" / "unknown field" forms) or a generic 400
     /// "Unrecognized request argument supplied: messages.N.FIELD" in the profile's envelope.
     pub reject_message_fields: Vec<String>,
     /// Streams emit a few deltas after the 200, then `data: {"error":{...,"code":502}}` and end.
@@ -77,7 +87,7 @@ pub struct RecordedRequest {
 pub enum SimError {
     /// The profile name is not one of [`PROFILES`].
     #[error(
-        "unknown profile `{0}`, expected one of deepseek-v4, deepseek-v3, mistral, openrouter, openai, local"
+        "unknown profile `{0}`, expected one of deepseek-v4, deepseek-v3, mistral, openrouter, openai, local, kimi, mimo, groq, cerebras, gemini-openai, copilot, acme"
     )]
     UnknownProfile(String),
     /// Binding or serving failed.
@@ -183,6 +193,9 @@ impl Sim {
     }
 
     /// Checks a `reasoning.encrypted` `data` blob minted for `model` with [`DEFAULT_KEY`].
+    ///
+    /// The same sealed format carries gemini-openai's `thought_signature`s and copilot's
+    /// `reasoning_opaque` / `function.thought_signature`, so this checks those too.
     pub fn verify_encrypted(model: &str, data: &str) -> bool {
         sign::verify_data(DEFAULT_KEY, model, data)
     }

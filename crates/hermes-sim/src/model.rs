@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::profile::{Profile, model_of, thinking_on};
-use crate::sign;
+use crate::{rules, sign};
 
 /// Fixed `created` timestamp so replies are byte-for-byte deterministic.
 const CREATED: u64 = 1_767_225_600;
@@ -176,15 +176,76 @@ enum Carrier {
     None,
     ReasoningContent,
     OpenRouter,
+    /// Gemini OpenAI-compat: no reasoning text; a signed `thought_signature` in `extra_content`.
+    Gemini,
+    /// Copilot: `reasoning_text` and a signed `reasoning_opaque`; `tool_sig` adds a signed
+    /// `function.thought_signature` to tool calls (Gemini models).
+    Copilot {
+        tool_sig: bool,
+    },
 }
 
 fn carrier(profile: Profile, body: &Value) -> Carrier {
     match profile {
-        Profile::DeepSeekV4 | Profile::DeepSeekV3 if thinking_on(body) => Carrier::ReasoningContent,
+        Profile::DeepSeekV4 | Profile::DeepSeekV3 | Profile::Kimi if thinking_on(body) => {
+            Carrier::ReasoningContent
+        }
+        Profile::Mimo if rules::mimo_thinking_on(body) => Carrier::ReasoningContent,
+        Profile::Acme if rules::acme_thinking_on(body) => Carrier::ReasoningContent,
         Profile::Local => Carrier::ReasoningContent,
         Profile::OpenRouter => Carrier::OpenRouter,
+        Profile::GeminiOpenAi => Carrier::Gemini,
+        Profile::Copilot => Carrier::Copilot {
+            tool_sig: model_of(body).to_ascii_lowercase().contains("gemini"),
+        },
         _ => Carrier::None,
     }
+}
+
+/// Gemini's `thought_signature` for a reply (sealed, bound to the model).
+fn gemini_signature(reply: &Reply, key: &[u8]) -> String {
+    let payload = format!("gemini thought signature\u{0}{}", reply.sealed);
+    sign::seal_data(key, &reply.model, payload.as_bytes())
+}
+
+/// Copilot's `reasoning_opaque` for a reply (sealed, bound to the model).
+fn copilot_opaque(reply: &Reply, key: &[u8]) -> String {
+    let payload = format!("copilot reasoning_opaque\u{0}{}", reply.sealed);
+    sign::seal_data(key, &reply.model, payload.as_bytes())
+}
+
+/// Copilot's `function.thought_signature` for a reply's tool call (sealed, bound to the model).
+fn copilot_tool_signature(reply: &Reply, key: &[u8]) -> String {
+    let payload = format!("copilot function.thought_signature\u{0}{}", reply.sealed);
+    sign::seal_data(key, &reply.model, payload.as_bytes())
+}
+
+/// `{"google":{"thought_signature":SIG}}`.
+fn google_extra(sig: String) -> Value {
+    json!({"google": {"thought_signature": sig}})
+}
+
+/// The first (or only) tool-call object, `arguments` given, with the carrier's signature.
+fn tool_call_json(
+    carrier: Carrier,
+    reply: &Reply,
+    call: &ToolCall,
+    arguments: &str,
+    key: &[u8],
+) -> Value {
+    let mut tc = json!({
+        "id": call.id,
+        "type": "function",
+        "function": {"name": TOOL_NAME, "arguments": arguments}
+    });
+    match carrier {
+        Carrier::Gemini => tc["extra_content"] = google_extra(gemini_signature(reply, key)),
+        Carrier::Copilot { tool_sig: true } => {
+            tc["function"]["thought_signature"] = json!(copilot_tool_signature(reply, key));
+        }
+        _ => {}
+    }
+    tc
 }
 
 /// The two signed `reasoning_details` items of a reply.
@@ -255,15 +316,23 @@ pub(crate) fn completion(
             msg.insert("reasoning".into(), json!(reply.reasoning));
             msg.insert("reasoning_details".into(), json!([t, e]));
         }
+        Carrier::Gemini => {
+            if reply.tool_call.is_none() {
+                msg.insert(
+                    "extra_content".into(),
+                    google_extra(gemini_signature(reply, key)),
+                );
+            }
+        }
+        Carrier::Copilot { .. } => {
+            msg.insert("reasoning_text".into(), json!(reply.reasoning));
+            msg.insert("reasoning_opaque".into(), json!(copilot_opaque(reply, key)));
+        }
     }
     if let Some(call) = &reply.tool_call {
         msg.insert(
             "tool_calls".into(),
-            json!([{
-                "id": call.id,
-                "type": "function",
-                "function": {"name": TOOL_NAME, "arguments": call.arguments}
-            }]),
+            json!([tool_call_json(carrier, reply, call, &call.arguments, key)]),
         );
     }
     json!({
@@ -331,24 +400,42 @@ fn deltas(carrier: Carrier, reply: &Reply, key: &[u8]) -> Vec<Value> {
             }));
             out.push(json!({"reasoning_details": [e]}));
         }
+        Carrier::Gemini => {}
+        Carrier::Copilot { .. } => {
+            out.extend(
+                pieces(&reply.reasoning)
+                    .into_iter()
+                    .map(|p| json!({"reasoning_text": p})),
+            );
+        }
     }
     if let Some(content) = &reply.content {
-        out.extend(pieces(content).into_iter().map(|p| json!({"content": p})));
+        for (i, p) in pieces(content).into_iter().enumerate() {
+            let mut d = json!({"content": p});
+            // Gemini: the text-turn signature rides on the first content delta.
+            if i == 0 && carrier == Carrier::Gemini && reply.tool_call.is_none() {
+                d["extra_content"] = google_extra(gemini_signature(reply, key));
+            }
+            out.push(d);
+        }
     }
     if let Some(call) = &reply.tool_call {
         for (i, p) in pieces(&call.arguments).into_iter().enumerate() {
             let tc = if i == 0 {
-                json!({
-                    "index": 0,
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": TOOL_NAME, "arguments": p}
-                })
+                let mut tc = tool_call_json(carrier, reply, call, &p, key);
+                if let Some(o) = tc.as_object_mut() {
+                    o.shift_insert(0, "index".into(), json!(0));
+                }
+                tc
             } else {
                 json!({"index": 0, "function": {"arguments": p}})
             };
             out.push(json!({"tool_calls": [tc]}));
         }
+    }
+    if let Carrier::Copilot { .. } = carrier {
+        // Copilot: the latest non-empty opaque wins; it is sent once, late.
+        out.push(json!({"reasoning_opaque": copilot_opaque(reply, key)}));
     }
     out
 }

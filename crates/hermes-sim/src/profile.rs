@@ -3,6 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::Switches;
+use crate::rules;
 use crate::sign;
 
 /// One simulated provider contract.
@@ -20,17 +21,41 @@ pub enum Profile {
     OpenAi,
     /// A permissive local server: accepts anything.
     Local,
+    /// Moonshot Kimi: `reasoning_content` on tool-call turns (every turn with `keep:"all"` or on
+    /// k2.7-code) while thinking is on; per-model `thinking.keep` validation.
+    Kimi,
+    /// Xiaomi MiMo: `reasoning_content` on tool-call turns while thinking is on.
+    Mimo,
+    /// Groq: strict schema, `reasoning_content` and other unknown assistant keys are unsupported.
+    Groq,
+    /// Cerebras: strict schema, top-level `wrong_api_format` error body.
+    Cerebras,
+    /// Gemini's OpenAI-compatible endpoint: signed tool-call `thought_signature`s, unknown
+    /// top-level names refused, errors wrapped in a JSON array.
+    GeminiOpenAi,
+    /// GitHub Copilot chat: `reasoning_text` / signed `reasoning_opaque`, verified when replayed.
+    Copilot,
+    /// Acme Thinking Cloud, a made-up provider used by the third-party example route
+    /// (`examples/third-party-route`).
+    Acme,
 }
 
 impl Profile {
     /// Every profile, in the order of [`crate::PROFILES`].
-    pub const ALL: [Profile; 6] = [
+    pub const ALL: [Profile; 13] = [
         Profile::DeepSeekV4,
         Profile::DeepSeekV3,
         Profile::Mistral,
         Profile::OpenRouter,
         Profile::OpenAi,
         Profile::Local,
+        Profile::Kimi,
+        Profile::Mimo,
+        Profile::Groq,
+        Profile::Cerebras,
+        Profile::GeminiOpenAi,
+        Profile::Copilot,
+        Profile::Acme,
     ];
 
     /// Parses a profile name as listed in [`crate::PROFILES`].
@@ -47,6 +72,13 @@ impl Profile {
             Profile::OpenRouter => "openrouter",
             Profile::OpenAi => "openai",
             Profile::Local => "local",
+            Profile::Kimi => "kimi",
+            Profile::Mimo => "mimo",
+            Profile::Groq => "groq",
+            Profile::Cerebras => "cerebras",
+            Profile::GeminiOpenAi => "gemini-openai",
+            Profile::Copilot => "copilot",
+            Profile::Acme => "acme",
         }
     }
 
@@ -93,12 +125,38 @@ pub(crate) fn error_400(profile: Profile, message: &str) -> Refusal {
             "code": null
         }),
         Profile::OpenRouter => json!({"error": {"message": message, "code": 400}}),
-        Profile::OpenAi | Profile::Local => json!({"error": {
+        // MiMo: the exact body is UNCONFIRMED; an OpenAI-style envelope.
+        Profile::OpenAi | Profile::Local | Profile::Mimo => json!({"error": {
             "message": message,
             "type": "invalid_request_error",
             "param": null,
             "code": null
         }}),
+        // Kimi (mastra-ai/mastra#12592) and Groq (musistudio/claude-code-router#1204).
+        Profile::Kimi | Profile::Groq => json!({"error": {
+            "message": message,
+            "type": "invalid_request_error"
+        }}),
+        // Cerebras answers with a top-level object, not wrapped in `error` (Kilo-Org/kilocode#10375).
+        Profile::Cerebras => json!({
+            "message": message,
+            "type": "invalid_request_error",
+            "param": null,
+            "code": null
+        }),
+        // Google's envelope, wrapped in a JSON array by the OpenAI-compat endpoint (manthanabc/paws#103).
+        Profile::GeminiOpenAi => json!([{"error": {
+            "code": 400,
+            "message": message,
+            "status": "INVALID_ARGUMENT"
+        }}]),
+        // Copilot's `invalid_request_body` code (caozhiyuan/copilot-api#73).
+        Profile::Copilot => json!({"error": {
+            "message": message,
+            "code": "invalid_request_body"
+        }}),
+        // Made up (the third-party example's provider).
+        Profile::Acme => json!({"error": {"message": message}}),
     };
     Refusal { status: 400, body }
 }
@@ -107,6 +165,9 @@ pub(crate) fn error_400(profile: Profile, message: &str) -> Refusal {
 pub(crate) fn bad_json(profile: Profile, err: &serde_json::Error) -> Refusal {
     match profile {
         Profile::OpenAi => error_400(profile, OPENAI_BAD_JSON),
+        Profile::GeminiOpenAi => {
+            error_400(profile, &format!("Invalid JSON payload received. {err}"))
+        }
         _ => error_400(
             profile,
             &format!("Failed to parse the request body as JSON: {err}"),
@@ -164,7 +225,8 @@ fn mistral_422(detail: Vec<Value>) -> Refusal {
     }
 }
 
-/// The refusal a profile gives for a message key it treats as unknown (the per-test switch).
+/// The refusal a profile gives for a message key it treats as unknown (the per-test switch):
+/// Mistral, Groq, Cerebras and Acme use their own unknown-field refusal, the others a generic text.
 fn unknown_message_field(
     profile: Profile,
     index: usize,
@@ -183,6 +245,9 @@ fn unknown_message_field(
             ],
             value,
         )]),
+        Profile::Groq => error_400(profile, &rules::groq_unsupported_text(index, role, field)),
+        Profile::Cerebras => rules::cerebras_unsupported(index, role, field),
+        Profile::Acme => error_400(profile, &rules::acme_unknown_field_text(field, index)),
         _ => error_400(
             profile,
             &format!("Unrecognized request argument supplied: messages.{index}.{field}"),
@@ -296,10 +361,18 @@ pub(crate) fn validate(
         Profile::OpenRouter => openrouter(body, messages, key),
         Profile::OpenAi => openai(obj),
         Profile::Local => Ok(()),
+        Profile::Kimi => rules::kimi(body, messages),
+        Profile::Mimo => rules::mimo(body, messages),
+        Profile::Groq => rules::groq(messages),
+        Profile::Cerebras => rules::cerebras(messages),
+        Profile::GeminiOpenAi => rules::gemini(obj, messages, key),
+        Profile::Copilot => rules::copilot(body, messages, key),
+        Profile::Acme => rules::acme(obj, messages),
     }
 }
 
-fn role_of(m: &Map<String, Value>) -> &str {
+/// The `role` of a message (`""` when absent).
+pub(crate) fn role_of(m: &Map<String, Value>) -> &str {
     m.get("role").and_then(Value::as_str).unwrap_or("")
 }
 

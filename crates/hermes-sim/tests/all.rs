@@ -153,8 +153,11 @@ fn reassemble(events: &[Value]) -> Value {
                 "role" => {
                     msg.insert("role".into(), v.clone());
                 }
-                "content" | "reasoning_content" | "reasoning" => {
+                "content" | "reasoning_content" | "reasoning" | "reasoning_text" => {
                     append(&mut msg, k, v.as_str().unwrap())
+                }
+                "extra_content" | "reasoning_opaque" => {
+                    msg.insert(k.clone(), v.clone());
                 }
                 "reasoning_details" => {
                     for item in v.as_array().unwrap() {
@@ -171,7 +174,7 @@ fn reassemble(events: &[Value]) -> Value {
                 "tool_calls" => {
                     for tc in v.as_array().unwrap() {
                         let entry = tcs.entry(tc["index"].as_u64().unwrap()).or_default();
-                        for key in ["id", "type"] {
+                        for key in ["id", "type", "extra_content"] {
                             if let Some(x) = tc.get(key) {
                                 entry.insert(key.into(), x.clone());
                             }
@@ -187,6 +190,9 @@ fn reassemble(events: &[Value]) -> Value {
                             }
                             if let Some(a) = f.get("arguments") {
                                 append(func, "arguments", a.as_str().unwrap());
+                            }
+                            if let Some(sig) = f.get("thought_signature") {
+                                func.insert("thought_signature".into(), sig.clone());
                             }
                         }
                     }
@@ -209,6 +215,15 @@ fn reassemble(events: &[Value]) -> Value {
         );
     }
     Value::Object(msg)
+}
+
+/// The message of an error body in any profile's envelope (wrapped, array-wrapped or top level).
+fn error_text(v: &Value) -> String {
+    let inner = v.get(0).unwrap_or(v);
+    let m = inner
+        .get("error")
+        .map_or(&inner["message"], |e| &e["message"]);
+    m.as_str().map_or_else(|| m.to_string(), str::to_owned)
 }
 
 // ---------------------------------------------------------------- request builders
@@ -491,12 +506,8 @@ async fn bad_json_and_unknown_path() {
         .await;
         assert_eq!(r.status, 400, "{p}");
         let v = r.json();
-        let msg = if *p == "mistral" {
-            &v["message"]
-        } else {
-            &v["error"]["message"]
-        };
-        assert!(msg.as_str().unwrap().len() > 10, "{p}: {v}");
+        let msg = error_text(&v);
+        assert!(msg.len() > 10, "{p}: {v}");
         let r = send(&sim.base_url(), "GET", "/v1/models", b"").await;
         assert_eq!(r.status, 404);
         let r = send(&sim.base_url(), "GET", "/chat/completions", b"").await;
@@ -519,8 +530,8 @@ async fn bad_json_and_unknown_path() {
             .starts_with("We could not parse the JSON body of your request.")
     );
     assert!(matches!(
-        Sim::start("groq").await,
-        Err(hermes_sim::SimError::UnknownProfile(p)) if p == "groq"
+        Sim::start("nope").await,
+        Err(hermes_sim::SimError::UnknownProfile(p)) if p == "nope"
     ));
 }
 
@@ -764,7 +775,7 @@ async fn streams_split_fields_and_reassemble_to_the_non_streamed_reply() {
             } else {
                 assert_eq!(content_n, 0);
             }
-            for key in ["reasoning_content", "reasoning"] {
+            for key in ["reasoning_content", "reasoning", "reasoning_text"] {
                 let n = count_deltas(&s.events, |d| d.get(key));
                 if whole.get(key).is_some() {
                     assert!(n >= 3, "{p}: {key} in {n} deltas");
@@ -930,4 +941,738 @@ async fn standalone_binary_prints_base_url_first() {
     child.wait().unwrap();
     assert_eq!(r.status, 200);
     assert!(r.json()["choices"][0]["message"]["reasoning_content"].is_string());
+}
+
+// ---------------------------------------------------------------- issue 5 profiles
+
+/// Posts and expects exactly `status` and `body`.
+async fn refused(sim: &Sim, req_body: &Value, status: u16, body: Value) {
+    let r = post(sim, req_body).await;
+    assert_eq!(r.status, status, "{}: {}", sim.profile(), r.text());
+    assert_eq!(r.json(), body, "{}", sim.profile());
+}
+
+fn tool_result() -> Value {
+    json!({"role":"tool","tool_call_id":"call_1","content":"12:00"})
+}
+
+fn plain_turn(rc: Option<&str>) -> Value {
+    let mut m = json!({"role": "assistant", "content": "hi"});
+    if let Some(rc) = rc {
+        m["reasoning_content"] = json!(rc);
+    }
+    m
+}
+
+fn kimi_error(message: &str) -> Value {
+    json!({"error": {"message": message, "type": "invalid_request_error"}})
+}
+
+fn kimi_missing(i: usize) -> Value {
+    kimi_error(&format!(
+        "thinking is enabled but reasoning_content is missing in assistant tool call message at index {i}"
+    ))
+}
+
+#[tokio::test]
+async fn kimi_requires_reasoning_content_per_thinking_settings() {
+    let sim = Sim::start("kimi").await.unwrap();
+    let tool_loop = |model: &str, rc: Option<&str>| {
+        req(
+            model,
+            vec![
+                json!({"role":"system","content":"s"}),
+                user("a"),
+                tool_turn_plain(rc),
+                tool_result(),
+            ],
+        )
+    };
+    // Tool-call turn without reasoning_content while thinking is on (the default).
+    for model in ["kimi-k2.6", "kimi-k2.5", "kimi-k2-thinking"] {
+        refused(&sim, &tool_loop(model, None), 400, kimi_missing(2)).await;
+        let mut on = tool_loop(model, None);
+        on["thinking"] = json!({"type": "enabled"});
+        refused(&sim, &on, 400, kimi_missing(2)).await;
+        // Present (placeholders included) is accepted; the reply carries reasoning_content.
+        for rc in ["", ".", "thought"] {
+            let m = ok_message(&sim, &tool_loop(model, Some(rc))).await;
+            assert!(m["reasoning_content"].as_str().unwrap().len() > 10);
+        }
+        // Thinking disabled: nothing required, no reasoning in the reply.
+        let mut off = tool_loop(model, None);
+        off["thinking"] = json!({"type": "disabled"});
+        let m = ok_message(&sim, &off).await;
+        assert!(m.get("reasoning_content").is_none());
+    }
+    // Without keep, plain assistant turns need nothing.
+    let plain = |model: &str, thinking: Value| {
+        let mut b = req(model, vec![user("a"), plain_turn(None), user("b")]);
+        if !thinking.is_null() {
+            b["thinking"] = thinking;
+        }
+        b
+    };
+    ok_message(&sim, &plain("kimi-k2.6", Value::Null)).await;
+    ok_message(
+        &sim,
+        &plain("kimi-k2.6", json!({"type":"enabled","keep":null})),
+    )
+    .await;
+    // keep "all": every assistant message.
+    refused(
+        &sim,
+        &plain("kimi-k2.6", json!({"type":"enabled","keep":"all"})),
+        400,
+        kimi_missing(1),
+    )
+    .await;
+    let mut kept = plain("kimi-k2.6", json!({"type":"enabled","keep":"all"}));
+    kept["messages"][1]["reasoning_content"] = json!(" ");
+    ok_message(&sim, &kept).await;
+    // k2.6: keep is null or "all".
+    refused(
+        &sim,
+        &plain("kimi-k2.6", json!({"type":"enabled","keep":"last"})),
+        400,
+        kimi_error("invalid thinking.keep for model kimi-k2.6: must be null or \"all\""),
+    )
+    .await;
+    // k2.5 has no keep parameter (simulator-chosen text).
+    refused(
+        &sim,
+        &plain("kimi-k2.5", json!({"type":"enabled","keep":"all"})),
+        400,
+        kimi_error("thinking.keep is not a valid parameter for model kimi-k2.5"),
+    )
+    .await;
+    ok_message(&sim, &plain("kimi-k2.5", json!({"type":"enabled"}))).await;
+    ok_message(&sim, &plain("kimi-k2.5", json!({"type":"disabled"}))).await;
+    // k2.7-code: thinking cannot be disabled; keep omitted or "all"; preserved thinking always on.
+    refused(
+        &sim,
+        &plain("kimi-k2.7-code", json!({"type":"disabled"})),
+        400,
+        kimi_error(
+            "thinking cannot be disabled for model kimi-k2.7-code: thinking.type must be \"enabled\"",
+        ),
+    )
+    .await;
+    for keep in [Value::Null, json!("none")] {
+        refused(
+            &sim,
+            &plain("kimi-k2.7-code", json!({"type":"enabled","keep":keep})),
+            400,
+            kimi_error(
+                "invalid thinking.keep for model kimi-k2.7-code: must be omitted or \"all\"",
+            ),
+        )
+        .await;
+    }
+    refused(
+        &sim,
+        &plain("kimi-k2.7-code", Value::Null),
+        400,
+        kimi_missing(1),
+    )
+    .await;
+    for thinking in [
+        json!({"type":"enabled"}),
+        json!({"type":"enabled","keep":"all"}),
+    ] {
+        let mut b = plain("kimi-k2.7-code", thinking);
+        b["messages"][1]["reasoning_content"] = json!("t");
+        ok_message(&sim, &b).await;
+    }
+    // thinking together with reasoning_effort (SPEC §3b; simulator-chosen text); effort alone is fine.
+    let mut both = plain("kimi-k2.6", json!({"type":"enabled","keep":"all"}));
+    both["messages"][1]["reasoning_content"] = json!("t");
+    both["reasoning_effort"] = json!("high");
+    refused(
+        &sim,
+        &both,
+        400,
+        kimi_error("thinking and reasoning_effort cannot be used together; set only one of them"),
+    )
+    .await;
+    both.as_object_mut().unwrap().remove("thinking");
+    ok_message(&sim, &both).await;
+    // Unknown message fields are not enforced (UNCONFIRMED).
+    let mut extra = tool_loop("kimi-k2.6", Some("t"));
+    extra["messages"][2]["reasoning_details"] = json!([]);
+    ok_message(&sim, &extra).await;
+}
+
+#[tokio::test]
+async fn mimo_requires_reasoning_content_on_tool_call_turns() {
+    let sim = Sim::start("mimo").await.unwrap();
+    let body = |model: &str, rc: Option<&str>| {
+        req(model, vec![user("a"), tool_turn_plain(rc), tool_result()])
+    };
+    let mimo_error = json!({"error": {
+        "message": "The reasoning_content in the thinking mode must be passed back to the API",
+        "type": "invalid_request_error",
+        "param": null,
+        "code": null
+    }});
+    refused(&sim, &body("mimo-v2.5-pro", None), 400, mimo_error.clone()).await;
+    let m = ok_message(&sim, &body("mimo-v2.5-pro", Some("thought"))).await;
+    assert!(m["reasoning_content"].is_string());
+    // Plain turns need nothing; unknown message fields are not enforced (UNCONFIRMED).
+    let mut plain = req(
+        "mimo-v2.5-pro",
+        vec![user("a"), plain_turn(None), user("b")],
+    );
+    plain["messages"][1]["reasoning_details"] = json!([]);
+    ok_message(&sim, &plain).await;
+    // Thinking off (explicitly, or v2-flash's default): nothing required, no reasoning in the reply.
+    let mut off = body("mimo-v2.5-pro", None);
+    off["thinking"] = json!({"type": "disabled"});
+    assert!(
+        ok_message(&sim, &off)
+            .await
+            .get("reasoning_content")
+            .is_none()
+    );
+    let flash = body("mimo-v2-flash", None);
+    assert!(
+        ok_message(&sim, &flash)
+            .await
+            .get("reasoning_content")
+            .is_none()
+    );
+    let mut flash_on = flash;
+    flash_on["thinking"] = json!({"type": "enabled"});
+    refused(&sim, &flash_on, 400, mimo_error).await;
+}
+
+#[tokio::test]
+async fn groq_refuses_unknown_assistant_keys() {
+    let sim = Sim::start("groq").await.unwrap();
+    let with = |field: &str, v: Value| {
+        let mut a = json!({"role": "assistant", "content": "hi"});
+        a[field] = v;
+        req(
+            "openai/gpt-oss-120b",
+            vec![
+                json!({"role":"system","content":"s"}),
+                user("a"),
+                a,
+                user("b"),
+            ],
+        )
+    };
+    refused(
+        &sim,
+        &with("reasoning_content", json!("t")),
+        400,
+        kimi_error(
+            "'messages.2' : for 'role:assistant' the following must be satisfied[('messages.2' : property 'reasoning_content' is unsupported)]",
+        ),
+    )
+    .await;
+    for field in ["reasoning", "reasoning_details", "refusal", "extra_content"] {
+        refused(
+            &sim,
+            &with(field, json!("x")),
+            400,
+            kimi_error(&format!("property '{field}' is unsupported")),
+        )
+        .await;
+    }
+    // The documented schema passes; replies carry content only.
+    let good = req(
+        "openai/gpt-oss-120b",
+        vec![
+            json!({"role":"user","content":"a","name":"bob"}),
+            json!({"role":"assistant","content":null,"name":"bot","tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}),
+            tool_result(),
+        ],
+    );
+    let m = ok_message(&sim, &good).await;
+    assert_eq!(
+        m.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["role", "content"]
+    );
+    let mut parsed = req("qwen/qwen3-32b", vec![user("[tools=1] go")]);
+    parsed["reasoning_format"] = json!("parsed");
+    let m = ok_message(&sim, &parsed).await;
+    assert_eq!(
+        m.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["role", "content", "tool_calls"]
+    );
+}
+
+#[tokio::test]
+async fn cerebras_refuses_unknown_assistant_keys_with_a_top_level_body() {
+    let sim = Sim::start("cerebras").await.unwrap();
+    for field in ["reasoning_content", "reasoning", "reasoning_details"] {
+        let body = req(
+            "gpt-oss-120b",
+            vec![
+                json!({"role":"system","content":"s"}),
+                user("a"),
+                json!({"role":"assistant","content":"hi", field: "t"}),
+                user("b"),
+            ],
+        );
+        let path = format!("messages.2.assistant.{field}");
+        refused(
+            &sim,
+            &body,
+            400,
+            json!({
+                "message": format!("{path}: property '{path}' is unsupported"),
+                "type": "invalid_request_error",
+                "param": "validation_error",
+                "code": "wrong_api_format"
+            }),
+        )
+        .await;
+    }
+    let good = req(
+        "gpt-oss-120b",
+        vec![user("a"), tool_turn_plain(None), tool_result()],
+    );
+    let m = ok_message(&sim, &good).await;
+    assert_eq!(
+        m.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["role", "content"]
+    );
+}
+
+// ---------------------------------------------------------------- gemini-openai
+
+const GEMINI_MODEL: &str = "gemini-3-pro-preview";
+
+fn google_error(message: &str) -> Value {
+    json!([{"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}])
+}
+
+fn gemini_missing(name: &str, position: usize) -> Value {
+    google_error(&format!(
+        "Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:{name}` , position {position}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details."
+    ))
+}
+
+fn gemini_call(id: &str, sig: Option<&str>) -> Value {
+    let mut c =
+        json!({"id": id, "type": "function", "function": {"name": "now", "arguments": "{}"}});
+    if let Some(sig) = sig {
+        c["extra_content"] = json!({"google": {"thought_signature": sig}});
+    }
+    c
+}
+
+#[tokio::test]
+async fn gemini_openai_refuses_unknown_top_level_names() {
+    let sim = Sim::start("gemini-openai").await.unwrap();
+    for name in ["reasoning", "thinking", "parallel_tool_calls", "google"] {
+        let mut body = req(GEMINI_MODEL, vec![user("a")]);
+        body[name] = json!({"x": 1});
+        refused(
+            &sim,
+            &body,
+            400,
+            google_error(&format!(
+                "Invalid JSON payload received. Unknown name \"{name}\": Cannot find field."
+            )),
+        )
+        .await;
+    }
+    let mut body = req(GEMINI_MODEL, vec![user("a")]);
+    for (k, v) in [
+        ("stream", json!(false)),
+        ("stream_options", json!({"include_usage": true})),
+        ("temperature", json!(1)),
+        ("top_p", json!(0.9)),
+        ("n", json!(1)),
+        ("stop", json!(["x"])),
+        ("max_tokens", json!(100)),
+        ("max_completion_tokens", json!(100)),
+        ("tools", json!([])),
+        ("tool_choice", json!("auto")),
+        ("response_format", json!({"type": "text"})),
+        ("reasoning_effort", json!("low")),
+        ("seed", json!(1)),
+        ("presence_penalty", json!(0)),
+        ("frequency_penalty", json!(0)),
+        ("user", json!("u")),
+        (
+            "extra_body",
+            json!({"google": {"thinking_config": {"include_thoughts": false}}}),
+        ),
+    ] {
+        body[k] = v;
+    }
+    let m = ok_message(&sim, &body).await;
+    assert!(m.get("reasoning_content").is_none());
+    assert_eq!(
+        m.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["role", "content", "extra_content"]
+    );
+}
+
+#[tokio::test]
+async fn gemini_openai_thought_signatures() {
+    let sim = Sim::start("gemini-openai").await.unwrap();
+    let first = vec![
+        json!({"role":"system","content":"s"}),
+        user("[tools=2] what time is it"),
+    ];
+    let m = ok_message(&sim, &req(GEMINI_MODEL, first.clone())).await;
+    assert_eq!(
+        m.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["role", "content", "tool_calls"]
+    );
+    let call = &m["tool_calls"][0];
+    let sig = call["extra_content"]["google"]["thought_signature"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(Sim::verify_encrypted(GEMINI_MODEL, &sig));
+    assert!(!Sim::verify_encrypted("gemini-3-flash-preview", &sig));
+    let call_id = call["id"].as_str().unwrap().to_owned();
+    let history = |assistant: Value| {
+        let mut msgs = first.clone();
+        msgs.push(assistant);
+        msgs.push(json!({"role":"tool","tool_call_id":call_id,"content":"12:00"}));
+        msgs
+    };
+    // The reply replays fine (and the loop goes on, with a signed second call).
+    let next = ok_message(&sim, &req(GEMINI_MODEL, history(m.clone()))).await;
+    assert!(next["tool_calls"][0]["extra_content"]["google"]["thought_signature"].is_string());
+    // A one-byte change, or another model: refused (simulator-chosen text).
+    let invalid = google_error(
+        "Thought signature is not valid. Additional data, function call `default_api:now` , position 2.",
+    );
+    let mut t = m.clone();
+    t["tool_calls"][0]["extra_content"]["google"]["thought_signature"] =
+        json!(flip_one_byte(&sig, 2));
+    refused(&sim, &req(GEMINI_MODEL, history(t)), 400, invalid.clone()).await;
+    refused(
+        &sim,
+        &req("gemini-3-flash-preview", history(m.clone())),
+        400,
+        invalid,
+    )
+    .await;
+    // Missing on the current turn's first call: refused with Gemini's text.
+    let mut missing = m.clone();
+    missing["tool_calls"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("extra_content");
+    refused(
+        &sim,
+        &req(GEMINI_MODEL, history(missing.clone())),
+        400,
+        gemini_missing("now", 2),
+    )
+    .await;
+    let mut blank = m.clone();
+    blank["tool_calls"][0]["extra_content"]["google"]["thought_signature"] = json!("");
+    refused(
+        &sim,
+        &req(GEMINI_MODEL, history(blank)),
+        400,
+        gemini_missing("now", 2),
+    )
+    .await;
+    // ...but accepted on an older turn (before the last user message).
+    let mut older = history(missing.clone());
+    older.push(json!({"role":"assistant","content":"It is noon."}));
+    older.push(user("thanks"));
+    ok_message(&sim, &req(GEMINI_MODEL, older)).await;
+    // Models without the Gemini 3 requirement, and the reported bypass sentinel, are accepted.
+    ok_message(&sim, &req("gemini-2.5-flash", history(missing))).await;
+    let mut sentinel = m.clone();
+    sentinel["tool_calls"][0]["extra_content"]["google"]["thought_signature"] =
+        json!("skip_thought_signature_validator");
+    ok_message(&sim, &req(GEMINI_MODEL, history(sentinel))).await;
+    // Parallel calls: only the first carries a signature.
+    let parallel = |a: Option<&str>, b: Option<&str>| {
+        req(
+            GEMINI_MODEL,
+            vec![
+                user("a"),
+                json!({"role":"assistant","content":null,"tool_calls":[gemini_call("c1", a), gemini_call("c2", b)]}),
+                json!({"role":"tool","tool_call_id":"c1","content":"1"}),
+                json!({"role":"tool","tool_call_id":"c2","content":"2"}),
+            ],
+        )
+    };
+    ok_message(&sim, &parallel(Some(&sig), None)).await;
+    refused(
+        &sim,
+        &parallel(None, Some(&sig)),
+        400,
+        gemini_missing("now", 1),
+    )
+    .await;
+    // reasoning_content on a message: UNCONFIRMED, not enforced.
+    let mut rc = m.clone();
+    rc["reasoning_content"] = json!("t");
+    ok_message(&sim, &req(GEMINI_MODEL, history(rc))).await;
+
+    // Text replies: a message-level signature that verifies and replays; tampered is refused.
+    let text = ok_message(&sim, &req(GEMINI_MODEL, vec![user("hello")])).await;
+    let tsig = text["extra_content"]["google"]["thought_signature"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(Sim::verify_encrypted(GEMINI_MODEL, &tsig));
+    let turn = |a: Value| req(GEMINI_MODEL, vec![user("hello"), a, user("again")]);
+    ok_message(&sim, &turn(text.clone())).await;
+    let mut bad = text.clone();
+    bad["extra_content"]["google"]["thought_signature"] = json!(flip_one_byte(&tsig, 3));
+    refused(
+        &sim,
+        &turn(bad),
+        400,
+        google_error("Thought signature is not valid. Additional data, content position 1."),
+    )
+    .await;
+    let mut unsigned = text;
+    unsigned.as_object_mut().unwrap().remove("extra_content");
+    ok_message(&sim, &turn(unsigned)).await;
+}
+
+#[tokio::test]
+async fn gemini_openai_stream_signature_placement() {
+    let sim = Sim::start("gemini-openai").await.unwrap();
+    let s = post_stream(&sim, &req(GEMINI_MODEL, vec![user("hello")])).await;
+    let ds = deltas(&s.events);
+    let contents: Vec<&&Value> = ds.iter().filter(|d| d.get("content").is_some()).collect();
+    assert!(contents[0]["extra_content"]["google"]["thought_signature"].is_string());
+    assert!(
+        contents[1..]
+            .iter()
+            .all(|d| d.get("extra_content").is_none())
+    );
+    let s = post_stream(&sim, &req(GEMINI_MODEL, vec![user("[tools=1] go")])).await;
+    let tcs: Vec<&Value> = deltas(&s.events)
+        .into_iter()
+        .filter_map(|d| d.get("tool_calls"))
+        .collect();
+    assert!(tcs[0][0]["extra_content"]["google"]["thought_signature"].is_string());
+    assert!(tcs[1..].iter().all(|t| t[0].get("extra_content").is_none()));
+}
+
+// ---------------------------------------------------------------- copilot
+
+const COPILOT_INVALID: &str = "invalid body request";
+
+fn copilot_error() -> Value {
+    json!({"error": {"message": COPILOT_INVALID, "code": "invalid_request_body"}})
+}
+
+#[tokio::test]
+async fn copilot_verifies_replayed_opaque_and_signatures() {
+    let sim = Sim::start("copilot").await.unwrap();
+    for model in ["gpt-5-mini", "gemini-3-pro-preview"] {
+        let first = vec![user("[tools=1] what time is it")];
+        let m = ok_message(&sim, &req(model, first.clone())).await;
+        assert!(m["reasoning_text"].as_str().unwrap().len() > 10);
+        let opaque = m["reasoning_opaque"].as_str().unwrap().to_owned();
+        assert!(Sim::verify_encrypted(model, &opaque));
+        assert!(m.get("reasoning_content").is_none());
+        let fsig = m["tool_calls"][0]["function"]
+            .get("thought_signature")
+            .cloned();
+        assert_eq!(fsig.is_some(), model.contains("gemini"), "{model}");
+        let call_id = m["tool_calls"][0]["id"].as_str().unwrap().to_owned();
+        let history = |assistant: Value| {
+            let mut msgs = first.clone();
+            msgs.push(assistant);
+            msgs.push(json!({"role":"tool","tool_call_id":call_id,"content":"12:00"}));
+            req(model, msgs)
+        };
+        ok_message(&sim, &history(m.clone())).await;
+        // Tampered opaque: refused (simulator-chosen text).
+        let mut t = m.clone();
+        t["reasoning_opaque"] = json!(flip_one_byte(&opaque, 2));
+        refused(&sim, &history(t), 400, copilot_error()).await;
+        // Another model's opaque: refused.
+        let mut other = history(m.clone());
+        other["model"] = json!("claude-sonnet-4.5");
+        refused(&sim, &other, 400, copilot_error()).await;
+        // Absent: accepted (relaxed), with or without reasoning_text.
+        let mut absent = m.clone();
+        absent.as_object_mut().unwrap().remove("reasoning_opaque");
+        ok_message(&sim, &history(absent.clone())).await;
+        absent.as_object_mut().unwrap().remove("reasoning_text");
+        if let Some(sig) = fsig {
+            let sig = sig.as_str().unwrap();
+            assert!(Sim::verify_encrypted(model, sig));
+            let mut bad = absent.clone();
+            bad["tool_calls"][0]["function"]["thought_signature"] = json!(flip_one_byte(sig, 2));
+            refused(&sim, &history(bad), 400, copilot_error()).await;
+            absent["tool_calls"][0]["function"]
+                .as_object_mut()
+                .unwrap()
+                .remove("thought_signature");
+        }
+        ok_message(&sim, &history(absent)).await;
+    }
+}
+
+#[tokio::test]
+async fn copilot_stream_sends_the_opaque_once_late() {
+    let sim = Sim::start("copilot").await.unwrap();
+    for model in ["gpt-5-mini", "gemini-3-pro-preview"] {
+        for text in ["hello", "[tools=1] go"] {
+            let body = req(model, vec![user(text)]);
+            let whole = ok_message(&sim, &body).await;
+            let s = post_stream(&sim, &body).await;
+            assert_eq!(reassemble(&s.events), whole, "{model} {text}");
+            let ds = deltas(&s.events);
+            let texts = ds
+                .iter()
+                .filter(|d| d.get("reasoning_text").is_some())
+                .count();
+            assert!(texts >= 3);
+            let at: Vec<usize> = ds
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| d.get("reasoning_opaque").is_some())
+                .map(|(i, _)| i)
+                .collect();
+            assert_eq!(
+                at,
+                [ds.len() - 2],
+                "once, in the last delta before the finish chunk"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------- acme
+
+fn acme_error(message: &str) -> Value {
+    json!({"error": {"message": message}})
+}
+
+#[tokio::test]
+async fn acme_requires_reasoning_content_and_refuses_unknown_keys() {
+    let sim = Sim::start("acme").await.unwrap();
+    let tool_loop = |rc: Option<&str>| {
+        req(
+            "acme-think-2",
+            vec![user("a"), tool_turn_plain(rc), tool_result()],
+        )
+    };
+    refused(
+        &sim,
+        &tool_loop(None),
+        400,
+        acme_error("acme: reasoning_content missing on tool-call message 1"),
+    )
+    .await;
+    for field in ["reasoning", "extra_content", "reasoning_opaque"] {
+        let mut b = tool_loop(Some("t"));
+        b["messages"][1][field] = json!("x");
+        refused(
+            &sim,
+            &b,
+            400,
+            acme_error(&format!("unknown field `{field}` on messages[1]")),
+        )
+        .await;
+    }
+    for name in ["thinking", "reasoning_effort", "stream_options"] {
+        let mut b = tool_loop(Some("t"));
+        b[name] = json!(true);
+        refused(
+            &sim,
+            &b,
+            400,
+            acme_error(&format!("unknown parameter `{name}`")),
+        )
+        .await;
+    }
+    // Wrong values of known parameters (simulator-chosen texts).
+    let mut b = tool_loop(Some("t"));
+    b["reasoning_mode"] = json!("medium");
+    refused(
+        &sim,
+        &b,
+        400,
+        acme_error(
+            "invalid value for `reasoning_mode`: expected one of \"light\", \"deep\", \"off\"",
+        ),
+    )
+    .await;
+    let mut b = tool_loop(Some("t"));
+    b["retain_reasoning"] = json!("yes");
+    refused(
+        &sim,
+        &b,
+        400,
+        acme_error("invalid value for `retain_reasoning`: expected a boolean"),
+    )
+    .await;
+    // The documented shape: RC and RD read, known parameters accepted.
+    let mut good = tool_loop(Some(""));
+    good["messages"][1]["reasoning_details"] = json!([{"type":"reasoning.text","text":"t"}]);
+    good["messages"][1]["name"] = json!("bot");
+    for (k, v) in [
+        ("retain_reasoning", json!(true)),
+        ("reasoning_mode", json!("deep")),
+        ("stream", json!(false)),
+        ("tools", json!([])),
+        ("tool_choice", json!("auto")),
+        ("temperature", json!(0.5)),
+        ("max_tokens", json!(100)),
+    ] {
+        good[k] = v;
+    }
+    let m = ok_message(&sim, &good).await;
+    assert!(m["reasoning_content"].as_str().unwrap().len() > 10);
+    // Plain turns need nothing; reasoning_mode "off" answers without reasoning.
+    let mut off = req("acme-think-2", vec![user("a"), plain_turn(None), user("b")]);
+    off["reasoning_mode"] = json!("off");
+    assert!(
+        ok_message(&sim, &off)
+            .await
+            .get("reasoning_content")
+            .is_none()
+    );
+}
+
+// ---------------------------------------------------------------- switches on the new profiles
+
+#[tokio::test]
+async fn switches_work_on_the_new_profiles() {
+    let body = req(
+        "some/model-1",
+        vec![json!({"role":"user","content":"a","name":"bob"})],
+    );
+    for p in [
+        "kimi",
+        "mimo",
+        "groq",
+        "cerebras",
+        "gemini-openai",
+        "copilot",
+        "acme",
+    ] {
+        let sim = Sim::start_with(p, Switches::default().reject_message_field("name"))
+            .await
+            .unwrap();
+        let r = post(&sim, &body).await;
+        assert_eq!(r.status, 400, "{p}");
+        let text = error_text(&r.json());
+        // Groq's real short form names no index ("property 'name' is unsupported").
+        assert!(
+            text.contains("'name'") || text.contains("name`") || text.contains(".name"),
+            "{p}: {text}"
+        );
+        assert!(p == "groq" || text.contains('0'), "{p}: {text}");
+        sim.set_switches(Switches::default().failing_mid_stream());
+        let s = post_stream(&sim, &body).await;
+        assert!(!s.done, "{p}");
+        assert_eq!(s.events.last().unwrap()["error"]["code"], 502, "{p}");
+        assert_eq!(sim.requests().len(), 2);
+    }
 }
