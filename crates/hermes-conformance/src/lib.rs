@@ -13,6 +13,7 @@
 
 mod case;
 mod invariants;
+pub mod live;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -1,213 +1,105 @@
 //! Live conformance: each route with a simulator profile drives a 3-step tool loop and a
 //! follow-up user turn against the strict simulator, streaming and not, over real HTTP.
 
-use std::collections::BTreeSet;
-
 use hermes_conformance::Check;
-use hermes_core::{
-    Carrier, ChatRequest, Message, Origin, ResolveOptions, Role, RouteTable, RouteTarget,
-    ThinkingRequest, Verdicts,
-};
-use hermes_providers::{ChatTransport, Endpoint};
+use hermes_conformance::live::{NativeCheck, check_received, drive_tool_loop};
+use hermes_core::{CarrierSet, ResolveOptions, RouteTable, RouteTarget};
+use hermes_providers::{ChatTransport, Endpoint, HttpChat};
 use hermes_sim::Sim;
-use serde_json::Value;
 
-/// A route checked live: which profile stands in for its provider, the target used, and the
-/// carriers every assistant message must arrive with.
+/// A route checked live: which profile stands in for its provider, the target used, and what
+/// every assistant message must arrive with.
 pub(crate) struct LivePair {
-    /// Route id.
     pub(crate) route: &'static str,
-    /// Simulator profile.
     pub(crate) profile: &'static str,
-    /// Provider name of the target.
     pub(crate) provider: &'static str,
-    /// Model of the target.
     pub(crate) model: &'static str,
-    /// Carriers each assistant message must carry, exactly.
-    pub(crate) carriers: &'static [Carrier],
+    /// The base URL the route is resolved for, when not the simulator's own (Copilot's fields
+    /// are rendered only for its host).
+    pub(crate) target_base: Option<&'static str>,
+    pub(crate) carriers: CarrierSet,
+    pub(crate) native: NativeCheck,
+}
+
+const RC: CarrierSet = CarrierSet::RC;
+
+const fn pair(
+    route: &'static str,
+    profile: &'static str,
+    provider: &'static str,
+    model: &'static str,
+    carriers: CarrierSet,
+) -> LivePair {
+    LivePair {
+        route,
+        profile,
+        provider,
+        model,
+        target_base: None,
+        carriers,
+        native: NativeCheck::None,
+    }
 }
 
 /// The route → profile mapping.
 pub(crate) const PAIRS: &[LivePair] = &[
+    pair(
+        "strict",
+        "mistral",
+        "mistral",
+        "magistral-medium-latest",
+        CarrierSet::NONE,
+    ),
+    pair(
+        "strict",
+        "groq",
+        "groq",
+        "openai/gpt-oss-120b",
+        CarrierSet::NONE,
+    ),
+    pair(
+        "strict",
+        "cerebras",
+        "cerebras",
+        "gpt-oss-120b",
+        CarrierSet::NONE,
+    ),
+    pair(
+        "aggregator",
+        "openrouter",
+        "openrouter",
+        "anthropic/claude-sonnet-5",
+        CarrierSet::ALL,
+    ),
+    pair("local-style", "local", "custom", "qwen3-32b", RC),
+    pair("deepseek", "deepseek-v4", "deepseek", "deepseek-v4-pro", RC),
+    pair("deepseek", "deepseek-v3", "deepseek", "deepseek-v3.2", RC),
+    pair("kimi-coding", "kimi", "kimi-coding", "kimi-k2.6", RC),
+    pair("xiaomi", "mimo", "xiaomi", "mimo-v2.5-pro", RC),
     LivePair {
-        route: "deepseek",
-        profile: "deepseek-v4",
-        provider: "deepseek",
-        model: "deepseek-v4-pro",
-        carriers: &[Carrier::ReasoningContent],
+        native: NativeCheck::Gemini,
+        ..pair(
+            "gemini-openai",
+            "gemini-openai",
+            "gemini-openai",
+            "gemini-3-pro-preview",
+            CarrierSet::NONE,
+        )
     },
     LivePair {
-        route: "deepseek",
-        profile: "deepseek-v3",
-        provider: "deepseek",
-        model: "deepseek-v3.2",
-        carriers: &[Carrier::ReasoningContent],
+        target_base: Some("https://api.githubcopilot.com"),
+        native: NativeCheck::Copilot,
+        ..pair(
+            "copilot",
+            "copilot",
+            "copilot",
+            "gemini-3-pro-preview",
+            CarrierSet::NONE,
+        )
     },
-    LivePair {
-        route: "strict",
-        profile: "mistral",
-        provider: "mistral",
-        model: "magistral-medium-latest",
-        carriers: &[],
-    },
-    LivePair {
-        route: "aggregator",
-        profile: "openrouter",
-        provider: "openrouter",
-        model: "anthropic/claude-sonnet-5",
-        carriers: &[
-            Carrier::ReasoningContent,
-            Carrier::Reasoning,
-            Carrier::ReasoningDetails,
-        ],
-    },
-    LivePair {
-        route: "default",
-        profile: "openai",
-        provider: "openai",
-        model: "gpt-5",
-        carriers: &[],
-    },
-    LivePair {
-        route: "local-endpoint",
-        profile: "local",
-        provider: "llama-server",
-        model: "qwen3-32b",
-        carriers: &[Carrier::ReasoningContent],
-    },
-    LivePair {
-        route: "local-style",
-        profile: "local",
-        provider: "custom",
-        model: "qwen3-32b",
-        carriers: &[Carrier::ReasoningContent],
-    },
+    pair("local-endpoint", "local", "llama-server", "qwen3-32b", RC),
+    pair("default", "openai", "openai", "gpt-5", CarrierSet::NONE),
 ];
-
-/// What one run produced.
-struct Run {
-    history: Vec<Message>,
-    requests: usize,
-}
-
-fn tool_result(call_id: &str) -> Message {
-    let mut msg = Message::text(Role::Tool, "12:00");
-    msg.tool_call_id = Some(call_id.to_owned());
-    msg
-}
-
-/// Drives `[tools=3]` then a follow-up user turn; returns the stored history.
-async fn drive(
-    sim: &Sim,
-    table: &RouteTable,
-    pair: &LivePair,
-    stream: bool,
-) -> Result<Run, String> {
-    let transport = ChatTransport::new().map_err(|e| e.to_string())?;
-    let endpoint = Endpoint {
-        base_url: sim.base_url(),
-        api_key: Some("sk-sim".to_owned()),
-    };
-    let target = RouteTarget::new(pair.provider, Some(&endpoint.base_url), pair.model);
-    let decision = table
-        .resolve_with(pair.route, &target, ResolveOptions::default())
-        .ok_or_else(|| format!("no route `{}`", pair.route))?;
-    let origin = Origin {
-        provider: target.provider.clone(),
-        host: target.host_key(),
-        model: target.model.clone(),
-    };
-    let mut history = vec![Message::text(
-        Role::User,
-        "[tools=3] what time is it, three times?",
-    )];
-    let mut requests = 0;
-    for turn in 0..2 {
-        if turn == 1 {
-            history.push(Message::text(Role::User, "thanks, and in one sentence?"));
-        }
-        loop {
-            if requests > 10 {
-                return Err("the tool loop did not end after 10 requests".to_owned());
-            }
-            let mut request = ChatRequest::build(
-                &history,
-                &decision,
-                &Verdicts::default(),
-                ThinkingRequest::NoPreference,
-            );
-            request.stream = stream;
-            requests += 1;
-            let reply = transport
-                .send(&endpoint, &request, origin.clone())
-                .await
-                .map_err(|e| format!("request {requests} failed: {e}"))?;
-            let calls: Vec<String> = reply
-                .message
-                .tool_calls
-                .iter()
-                .flatten()
-                .filter_map(|c| c.id.clone())
-                .collect();
-            history.push(reply.message);
-            if calls.is_empty() {
-                break;
-            }
-            history.extend(calls.iter().map(|id| tool_result(id)));
-        }
-    }
-    Ok(Run { history, requests })
-}
-
-fn carrier_keys(msg: &Value) -> BTreeSet<&'static str> {
-    Carrier::ALL
-        .into_iter()
-        .map(Carrier::field)
-        .filter(|f| msg.get(*f).is_some())
-        .collect()
-}
-
-/// Every request accepted, and every assistant message carried exactly the declared carriers.
-fn check_recorded(sim: &Sim, pair: &LivePair, requests: usize) -> Result<(), String> {
-    let recorded = sim.requests();
-    if recorded.len() != requests {
-        return Err(format!(
-            "the simulator saw {} requests, {requests} were sent",
-            recorded.len()
-        ));
-    }
-    let want: BTreeSet<&'static str> = pair.carriers.iter().map(|c| c.field()).collect();
-    for (i, r) in recorded.iter().enumerate() {
-        if r.status != 200 {
-            return Err(format!(
-                "request {} refused with {}: {}",
-                i + 1,
-                r.status,
-                r.response
-            ));
-        }
-        let messages = r
-            .body
-            .get("messages")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        for (j, m) in messages
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| m["role"] == "assistant")
-        {
-            let got = carrier_keys(m);
-            if got != want {
-                return Err(format!(
-                    "request {} message {j} carried {got:?}, the route declares {want:?}",
-                    i + 1
-                ));
-            }
-        }
-    }
-    Ok(())
-}
 
 async fn run_pair(table: &RouteTable, pair: &LivePair) -> Vec<Check> {
     let mut checks = Vec::new();
@@ -218,21 +110,35 @@ async fn run_pair(table: &RouteTable, pair: &LivePair) -> Vec<Check> {
             "live {}: 3-step tool loop + follow-up, {mode}",
             pair.profile
         );
-        let result = match Sim::start(pair.profile).await {
-            Err(e) => Err(format!("simulator: {e}")),
-            Ok(sim) => match drive(&sim, table, pair, stream).await {
-                Ok(run) if run.requests != 5 => Err(format!(
-                    "expected 5 requests (3 tool steps, the answer, the follow-up), sent {}",
-                    run.requests
-                )),
-                Ok(run) => {
-                    let checked = check_recorded(&sim, pair, run.requests);
-                    histories.push(run.history);
-                    checked
-                }
-                Err(e) => Err(e),
-            },
-        };
+        let result = async {
+            let sim = Sim::start(pair.profile)
+                .await
+                .map_err(|e| format!("simulator: {e}"))?;
+            let transport = HttpChat {
+                client: ChatTransport::new().map_err(|e| e.to_string())?,
+                endpoint: Endpoint {
+                    base_url: sim.base_url(),
+                    api_key: Some("sk-sim".to_owned()),
+                },
+            };
+            let base = pair
+                .target_base
+                .map_or_else(|| sim.base_url(), str::to_owned);
+            let target = RouteTarget::new(pair.provider, Some(&base), pair.model);
+            let decision = table
+                .resolve_with(pair.route, &target, ResolveOptions::default())
+                .ok_or_else(|| format!("no route `{}`", pair.route))?;
+            let run = drive_tool_loop(&transport, &decision, stream).await?;
+            let received: Vec<_> = sim
+                .requests()
+                .into_iter()
+                .map(|r| (r.status, r.body))
+                .collect();
+            check_received(&received, run.requests, pair.carriers, pair.native)?;
+            histories.push(run.history);
+            Ok::<(), String>(())
+        }
+        .await;
         checks.push(Check {
             route: pair.route.to_owned(),
             name,
