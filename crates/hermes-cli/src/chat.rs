@@ -1,19 +1,26 @@
-//! `hermes chat -q`: one user turn (with its tool loop) through the real path — route, shaping,
-//! transport, refusal fallback — stored in `state.db`.
+//! `hermes chat`: user turns (with their tool loops) through the real path — route, shaping,
+//! transport, refusal fallback — stored in `state.db`. `-q` runs one turn; without it the
+//! interactive REPL (`repl.rs`) drives the same [`ChatSession`].
 
 use std::io::{self, Write as _};
+use std::path::Path;
 use std::sync::Mutex;
 
 use anyhow::Context as _;
-use hermes_core::driver::{Conversation, Driver, DriverConfig, DriverEvent, SessionLog};
+use hermes_core::driver::{
+    Conversation, Driver, DriverConfig, DriverEvent, SessionLog, TurnOutcome,
+};
 use hermes_core::verdict::VERDICTS_KEY;
-use hermes_core::{Carrier, Message, ResolveOptions, Role, RouteTarget, TargetHost, Verdicts};
+use hermes_core::{
+    Carrier, Message, ResolveOptions, Role, RouteDecision, RouteTarget, TargetHost, Verdicts,
+};
 use hermes_providers::{ChatTransport, Endpoint, HttpChat, Wire};
-use hermes_store::{NewSession, Store};
+use hermes_store::{NewSession, SessionMeta, Store};
 use serde_json::{Map, Value, json};
 
 use crate::UsageError;
 use crate::cli::ChatArgs;
+use crate::config::Config;
 use crate::home;
 use crate::preview::thinking_request;
 use crate::tools::Toolbox;
@@ -27,6 +34,11 @@ pub(crate) const SIM_PROFILES: &[(&str, &str, &str)] = &[
     ("openrouter", "openrouter", "anthropic/claude-sonnet-5"),
     ("openai", "openai", "gpt-5"),
     ("local", "custom", "qwen3-32b"),
+    ("kimi", "kimi-coding", "kimi-k2.6"),
+    ("mimo", "xiaomi", "mimo-v2.5-pro"),
+    ("groq", "groq", "openai/gpt-oss-120b"),
+    ("cerebras", "cerebras", "gpt-oss-120b"),
+    ("gemini-openai", "gemini-openai", "gemini-3-pro-preview"),
 ];
 
 /// The symbolic base URL of a simulator profile.
@@ -40,17 +52,17 @@ pub(crate) fn sim_profile(base_url: Option<&str>) -> Option<&str> {
 }
 
 /// Stores the session as the driver goes, one transaction per call.
-struct StoreLog {
-    store: Store,
-    session: String,
-    config: Mutex<Map<String, Value>>,
+struct StoreLog<'a> {
+    store: &'a Store,
+    session: &'a str,
+    config: &'a Mutex<Map<String, Value>>,
 }
 
 #[async_trait::async_trait]
-impl SessionLog for StoreLog {
+impl SessionLog for StoreLog<'_> {
     async fn append(&self, messages: &[Message]) -> Result<(), String> {
         self.store
-            .append(&self.session, messages)
+            .append(self.session, messages)
             .await
             .map_err(|e| e.to_string())
     }
@@ -65,7 +77,7 @@ impl SessionLog for StoreLog {
             config.clone()
         };
         self.store
-            .set_model_config(&self.session, &config)
+            .set_model_config(self.session, &config)
             .await
             .map_err(|e| e.to_string())
     }
@@ -73,13 +85,13 @@ impl SessionLog for StoreLog {
     async fn add_usage(&self, usage: &Value) -> Result<(), String> {
         let n = |k: &str| usage.get(k).and_then(Value::as_i64).unwrap_or(0);
         self.store
-            .add_usage(&self.session, n("prompt_tokens"), n("completion_tokens"))
+            .add_usage(self.session, n("prompt_tokens"), n("completion_tokens"))
             .await
             .map_err(|e| e.to_string())
     }
 }
 
-/// What the user chose, settled against the resumed session and the registry.
+/// What the user chose, settled against the resumed session, the config and the registry.
 struct Setup {
     /// Provider id as stored.
     provider: String,
@@ -90,13 +102,19 @@ struct Setup {
     stored_base_url: Option<String>,
     api_key: Option<String>,
     sim: Option<String>,
+    reasoning_echo: bool,
 }
 
-fn settle(args: &ChatArgs, resumed: Option<&hermes_store::SessionMeta>) -> anyhow::Result<Setup> {
+fn settle(
+    args: &ChatArgs,
+    resumed: Option<&SessionMeta>,
+    config: &Config,
+) -> anyhow::Result<Setup> {
     let provider = args
         .provider
         .clone()
         .or_else(|| resumed.and_then(|m| m.provider.clone()))
+        .or_else(|| config.provider.clone())
         .ok_or_else(|| {
             UsageError(
                 "no provider: pass --provider (try `--provider sim`, which needs no key)".into(),
@@ -105,13 +123,27 @@ fn settle(args: &ChatArgs, resumed: Option<&hermes_store::SessionMeta>) -> anyho
         .trim()
         .to_lowercase();
     let same_provider = resumed.and_then(|m| m.provider.as_deref()) == Some(provider.as_str());
-    let base_url = args.base_url.clone().or_else(|| {
+    let from_session = |f: fn(&SessionMeta) -> Option<String>| {
         if same_provider {
-            resumed.and_then(|m| m.base_url.clone())
+            resumed.and_then(f)
         } else {
             None
         }
-    });
+    };
+    let section = config.provider(&provider);
+    let config_model = || {
+        section.model.clone().or_else(|| {
+            config
+                .model
+                .clone()
+                .filter(|_| config.provider.as_deref() == Some(provider.as_str()))
+        })
+    };
+    let base_url = args
+        .base_url
+        .clone()
+        .or_else(|| from_session(|m| m.base_url.clone()))
+        .or_else(|| section.base_url.clone());
 
     if provider == "sim" {
         let profile = sim_profile(base_url.as_deref())
@@ -130,13 +162,8 @@ fn settle(args: &ChatArgs, resumed: Option<&hermes_store::SessionMeta>) -> anyho
         let model = args
             .model
             .clone()
-            .or_else(|| {
-                if same_provider {
-                    resumed.and_then(|m| m.model.clone())
-                } else {
-                    None
-                }
-            })
+            .or_else(|| from_session(|m| m.model.clone()))
+            .or_else(config_model)
             .unwrap_or_else(|| default_model.to_owned());
         return Ok(Setup {
             provider,
@@ -145,6 +172,7 @@ fn settle(args: &ChatArgs, resumed: Option<&hermes_store::SessionMeta>) -> anyho
             stored_base_url: Some(sim_url(&profile)),
             api_key: None,
             sim: Some(profile),
+            reasoning_echo: section.reasoning_echo,
         });
     }
 
@@ -166,16 +194,17 @@ fn settle(args: &ChatArgs, resumed: Option<&hermes_store::SessionMeta>) -> anyho
     let model = args
         .model
         .clone()
-        .or_else(|| {
-            if same_provider {
-                resumed.and_then(|m| m.model.clone())
-            } else {
-                None
-            }
-        })
-        .ok_or_else(|| UsageError("no model: pass --model".into()))?;
-    let key_var = spec.and_then(|s| s.key_var).unwrap_or("HERMES_API_KEY");
-    let api_key = std::env::var(key_var).ok().filter(|k| !k.trim().is_empty());
+        .or_else(|| from_session(|m| m.model.clone()))
+        .or_else(config_model)
+        .ok_or_else(|| UsageError("no model: pass --model (or set one in config.toml)".into()))?;
+    let key_var = section
+        .key_var
+        .clone()
+        .or_else(|| spec.and_then(|s| s.key_var).map(str::to_owned))
+        .unwrap_or_else(|| "HERMES_API_KEY".to_owned());
+    let api_key = std::env::var(&key_var)
+        .ok()
+        .filter(|k| !k.trim().is_empty());
     let local = TargetHost::from_base_url(&base_url).is_some_and(|h| h.is_local_endpoint());
     let optional = spec.is_none_or(|s| matches!(s.id, "custom" | "lmstudio"));
     if api_key.is_none() && !local && !optional {
@@ -188,10 +217,12 @@ fn settle(args: &ChatArgs, resumed: Option<&hermes_store::SessionMeta>) -> anyho
         stored_base_url: Some(base_url),
         api_key,
         sim: None,
+        reasoning_echo: section.reasoning_echo,
     })
 }
 
-fn carriers_of(msg: &Message) -> Vec<&'static str> {
+/// The carriers stored on a message.
+pub(crate) fn carriers_of(msg: &Message) -> Vec<&'static str> {
     let mut out = Vec::new();
     if msg.reasoning_content.is_some() {
         out.push(Carrier::ReasoningContent.field());
@@ -210,10 +241,11 @@ fn carriers_of(msg: &Message) -> Vec<&'static str> {
     out
 }
 
-fn say(event: &DriverEvent) {
-    let line = match event {
+/// The one-line text of a driver event (deltas are not lines).
+pub(crate) fn event_line(event: &DriverEvent) -> Option<String> {
+    Some(match event {
         DriverEvent::Refused { carriers, status } => format!(
-            "hermes: the provider refused {} (HTTP {}); verdict stored, retrying once without {}",
+            "the provider refused {} (HTTP {}); verdict stored, retrying once without {}",
             carriers.join(", "),
             status.map_or("-".to_owned(), |s| s.to_string()),
             if carriers.len() == 1 { "it" } else { "them" }
@@ -223,103 +255,200 @@ fn say(event: &DriverEvent) {
             delay,
             error,
         } => {
-            format!(
-                "hermes: {error}; retry {attempt} in {:.1}s",
-                delay.as_secs_f64()
-            )
+            format!("{error}; retry {attempt} in {:.1}s", delay.as_secs_f64())
         }
-        DriverEvent::ToolCall { name } => format!("hermes: tool {name}"),
-    };
-    let _ = writeln!(io::stderr(), "{line}");
+        DriverEvent::ToolCall { name } => format!("tool {name}"),
+        DriverEvent::Delta { .. } => return None,
+    })
 }
 
-async fn run_async(args: &ChatArgs) -> anyhow::Result<()> {
-    let store = home::open_store().await?;
-    let resumed = match &args.resume {
-        Some(id) => Some(
-            store
-                .load(id)
-                .await
-                .with_context(|| format!("cannot resume session `{id}`"))?,
-        ),
-        None => None,
-    };
-    let setup = settle(args, resumed.as_ref().map(|(m, _)| m))?;
+/// A chat in progress: the store, the resolved route, the wire, and the conversation.
+pub(crate) struct ChatSession {
+    store: Store,
+    setup: Setup,
+    /// Keeps the in-process simulator alive for the session's lifetime.
+    _sim: Option<hermes_sim::Sim>,
+    decision: RouteDecision,
+    transport: HttpChat,
+    tools: Toolbox,
+    driver_config: DriverConfig,
+    /// The stored session, once the first turn (or `--resume`) made one.
+    pub(crate) id: Option<String>,
+    model_config: Mutex<Map<String, Value>>,
+    pub(crate) conversation: Conversation,
+}
 
-    // The simulator runs in this process; a resumed sim session gets a fresh one.
-    let sim = match &setup.sim {
-        Some(profile) => Some(hermes_sim::Sim::start(profile).await?),
-        None => None,
-    };
-    let live_base = match &sim {
-        Some(sim) => sim.base_url(),
-        None => setup.stored_base_url.clone().unwrap_or_default(),
-    };
+impl ChatSession {
+    /// Opens the store under `home`, settles provider, model and key, resumes when asked, and
+    /// starts the simulator for `--provider sim`.
+    pub(crate) async fn open(args: &ChatArgs, home: &Path) -> anyhow::Result<Self> {
+        let config = crate::config::load(home)?;
+        let store = Store::open(&home.join("state.db")).await?;
+        let resumed = match &args.resume {
+            Some(id) => Some(
+                store
+                    .load(id)
+                    .await
+                    .with_context(|| format!("cannot resume session `{id}`"))?,
+            ),
+            None => None,
+        };
+        let setup = settle(args, resumed.as_ref().map(|(m, _)| m), &config)?;
+        // The simulator runs in this process; a resumed sim session gets a fresh one.
+        let sim = match &setup.sim {
+            Some(profile) => Some(hermes_sim::Sim::start(profile).await?),
+            None => None,
+        };
+        let live_base = match &sim {
+            Some(sim) => sim.base_url(),
+            None => setup.stored_base_url.clone().unwrap_or_default(),
+        };
+        let (id, conversation, model_config) = match resumed {
+            Some((meta, messages)) => {
+                let verdicts = Verdicts::from_model_config(&meta.model_config)
+                    .with_context(|| format!("session `{}` has unreadable verdicts", meta.id))?;
+                (
+                    Some(meta.id),
+                    Conversation { messages, verdicts },
+                    meta.model_config,
+                )
+            }
+            None => (None, Conversation::default(), Map::new()),
+        };
+        let table = hermes_providers::builtin_table();
+        let target = RouteTarget::new(&setup.route_provider, Some(&live_base), &setup.model);
+        let decision = table.resolve(
+            &target,
+            ResolveOptions {
+                reasoning_echo: setup.reasoning_echo,
+            },
+        );
+        let transport = HttpChat {
+            client: ChatTransport::new()?,
+            endpoint: Endpoint {
+                base_url: live_base,
+                api_key: setup.api_key.clone(),
+            },
+        };
+        let tools = Toolbox::builtin();
+        let thinking = match (args.effort.as_deref(), args.no_thinking) {
+            (None, false) => thinking_request(config.effort(), false),
+            (effort, off) => thinking_request(effort, off),
+        };
+        let driver_config = DriverConfig {
+            thinking,
+            stream: !args.no_stream,
+            tools: tools.definitions(),
+            ..DriverConfig::default()
+        };
+        Ok(ChatSession {
+            store,
+            setup,
+            _sim: sim,
+            decision,
+            transport,
+            tools,
+            driver_config,
+            id,
+            model_config: Mutex::new(model_config),
+            conversation,
+        })
+    }
 
-    let (session, conversation, config) = match resumed {
-        Some((meta, messages)) => {
-            let verdicts = Verdicts::from_model_config(&meta.model_config)
-                .with_context(|| format!("session `{}` has unreadable verdicts", meta.id))?;
-            (
-                meta.id,
-                Conversation { messages, verdicts },
-                meta.model_config,
-            )
+    /// The route requests resolve to.
+    pub(crate) fn decision(&self) -> &RouteDecision {
+        &self.decision
+    }
+
+    /// The store.
+    #[cfg(test)]
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// True when replies stream (deltas arrive as the model writes).
+    pub(crate) fn streaming(&self) -> bool {
+        self.driver_config.stream
+    }
+
+    /// The stored session's id, creating the session (titled after `title`) on first use.
+    pub(crate) async fn ensure_session(&mut self, title: &str) -> anyhow::Result<String> {
+        if let Some(id) = &self.id {
+            return Ok(id.clone());
         }
-        None => {
-            let title: String = args.query.chars().take(60).collect();
-            let id = store
-                .create_session(&NewSession {
-                    title: Some(title),
-                    provider: Some(setup.provider.clone()),
-                    model: Some(setup.model.clone()),
-                    base_url: setup.stored_base_url.clone(),
-                    ..NewSession::default()
-                })
-                .await?;
-            (id, Conversation::default(), Map::new())
+        let id = self
+            .store
+            .create_session(&NewSession {
+                title: Some(title.chars().take(60).collect()),
+                provider: Some(self.setup.provider.clone()),
+                model: Some(self.setup.model.clone()),
+                base_url: self.setup.stored_base_url.clone(),
+                ..NewSession::default()
+            })
+            .await?;
+        self.id = Some(id.clone());
+        Ok(id)
+    }
+
+    /// Runs one user turn.
+    pub(crate) async fn turn(
+        &mut self,
+        text: &str,
+        notify: &(dyn Fn(&DriverEvent) + Send + Sync),
+    ) -> anyhow::Result<TurnOutcome> {
+        let id = self.ensure_session(text).await?;
+        let log = StoreLog {
+            store: &self.store,
+            session: &id,
+            config: &self.model_config,
+        };
+        let driver = Driver {
+            decision: &self.decision,
+            transport: &self.transport,
+            log: &log,
+            tools: &self.tools,
+            config: &self.driver_config,
+            notify,
+        };
+        driver
+            .run_turn(&mut self.conversation, Message::text(Role::User, text))
+            .await
+            .with_context(|| {
+                format!("session {id}: the turn failed (everything before it is stored)")
+            })
+    }
+
+    /// Reloads the conversation from the store (after a cancelled turn).
+    pub(crate) async fn reload(&mut self) -> anyhow::Result<()> {
+        if let Some(id) = &self.id {
+            self.conversation.messages = self.store.messages(id).await?;
         }
-    };
-    let mut conversation = conversation;
+        Ok(())
+    }
 
-    let table = hermes_providers::builtin_table();
-    let target = RouteTarget::new(&setup.route_provider, Some(&live_base), &setup.model);
-    let decision = table.resolve(&target, ResolveOptions::default());
-    let transport = HttpChat {
-        client: ChatTransport::new()?,
-        endpoint: Endpoint {
-            base_url: live_base,
-            api_key: setup.api_key.clone(),
-        },
-    };
-    let log = StoreLog {
-        store: store.clone(),
-        session: session.clone(),
-        config: Mutex::new(config),
-    };
-    let tools = Toolbox::builtin();
-    let driver_config = DriverConfig {
-        thinking: thinking_request(args.effort.as_deref(), args.no_thinking),
-        stream: !args.no_stream,
-        tools: tools.definitions(),
-        ..DriverConfig::default()
-    };
-    let driver = Driver {
-        decision: &decision,
-        transport: &transport,
-        log: &log,
-        tools: &tools,
-        config: &driver_config,
-        notify: &say,
-    };
-    let before = conversation.messages.len();
-    let outcome = driver
-        .run_turn(&mut conversation, Message::text(Role::User, &args.query))
-        .await
-        .with_context(|| {
-            format!("session {session}: the turn failed (everything before it is stored)")
-        })?;
+    /// Branches the current session (all messages) and continues on the branch.
+    pub(crate) async fn branch(&mut self) -> anyhow::Result<(String, String)> {
+        let id = self
+            .id
+            .clone()
+            .context("nothing to branch yet: send a message first")?;
+        let branch = self.store.branch(&id, None).await?;
+        self.id = Some(branch.clone());
+        Ok((id, branch))
+    }
+}
 
+fn say(event: &DriverEvent) {
+    if let Some(line) = event_line(event) {
+        let _ = writeln!(io::stderr(), "hermes: {line}");
+    }
+}
+
+async fn run_once(args: &ChatArgs, query: &str, home: &Path) -> anyhow::Result<()> {
+    let mut chat = ChatSession::open(args, home).await?;
+    let before = chat.conversation.messages.len();
+    let outcome = chat.turn(query, &say).await?;
+    let session = chat.id.clone().unwrap_or_default();
     let reply = outcome
         .new_messages
         .iter()
@@ -355,7 +484,7 @@ async fn run_async(args: &ChatArgs) -> anyhow::Result<()> {
         let body = json!({
             "session_id": session,
             "reply": reply,
-            "route": decision.id(),
+            "route": chat.decision().id(),
             "requests": outcome.requests,
             "usage": {"prompt_tokens": sum("prompt_tokens"), "completion_tokens": sum("completion_tokens"),
                       "total_tokens": sum("total_tokens")},
@@ -371,7 +500,12 @@ async fn run_async(args: &ChatArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs `hermes chat -q`.
+/// Runs `hermes chat`: one turn with `-q`, else the REPL.
 pub(crate) fn run(args: &ChatArgs) -> anyhow::Result<()> {
-    home::runtime()?.block_on(run_async(args))
+    let home = home::hermes_home()?;
+    let runtime = home::runtime()?;
+    match &args.query {
+        Some(query) => runtime.block_on(run_once(args, query, &home)),
+        None => crate::repl::run(args, &home, &runtime),
+    }
 }

@@ -19,7 +19,7 @@ pub(crate) enum Command {
     Routes(RoutesArgs),
     /// Print the exact JSON body of the next request (no network, nothing stored).
     Preview(PreviewArgs),
-    /// Run one user turn (with its tool loop) and exit.
+    /// Chat: interactively, or one user turn (with its tool loop) with -q.
     Chat(ChatArgs),
     /// Stored sessions.
     #[command(subcommand)]
@@ -32,9 +32,9 @@ pub(crate) enum Command {
 /// `hermes chat`
 #[derive(Debug, Args)]
 pub(crate) struct ChatArgs {
-    /// The user message.
-    #[arg(short = 'q', value_name = "TEXT", required = true)]
-    pub(crate) query: String,
+    /// Run this one user turn and exit (without it, chat interactively).
+    #[arg(short = 'q', value_name = "TEXT")]
+    pub(crate) query: Option<String>,
 
     /// Print one JSON object (session id, reply, usage, carriers stored per new assistant message).
     #[arg(long)]
@@ -67,6 +67,10 @@ pub(crate) struct ChatArgs {
     /// Ask for whole replies instead of a stream.
     #[arg(long = "no-stream")]
     pub(crate) no_stream: bool,
+
+    /// Do not show the model's thinking (interactive chat).
+    #[arg(long = "hide-reasoning")]
+    pub(crate) hide_reasoning: bool,
 }
 
 /// `hermes sessions …`

@@ -3,8 +3,10 @@
 
 mod chat;
 mod cli;
+mod config;
 mod home;
 mod preview;
+mod repl;
 mod routes;
 mod sessions;
 mod sim;

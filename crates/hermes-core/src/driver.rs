@@ -87,6 +87,13 @@ pub enum DriverEvent {
         /// What failed.
         error: String,
     },
+    /// A piece of reply text arrived (streaming).
+    Delta {
+        /// True for thinking, false for answer text.
+        reasoning: bool,
+        /// The text.
+        text: String,
+    },
     /// The model called a tool.
     ToolCall {
         /// Tool name.
@@ -221,7 +228,22 @@ impl Driver<'_> {
                     "sending request"
                 );
                 *requests += 1;
-                (transport.send(&request, origin.clone()).await, sent)
+                let on_delta = |delta: crate::transport::Delta<'_>| {
+                    let (reasoning, text) = match delta {
+                        crate::transport::Delta::Reasoning(t) => (true, t),
+                        crate::transport::Delta::Content(t) => (false, t),
+                    };
+                    notify(&DriverEvent::Delta {
+                        reasoning,
+                        text: text.to_owned(),
+                    });
+                };
+                (
+                    transport
+                        .send_streaming(&request, origin.clone(), &on_delta)
+                        .await,
+                    sent,
+                )
             };
             let error = match result {
                 Ok(reply) => return Ok(reply),
@@ -277,8 +299,8 @@ impl Driver<'_> {
         }
     }
 
-    /// Runs one user turn: stores `user`, then requests, stores each reply, runs its tool calls and
-    /// stores their results, until the model answers without calling a tool.
+    /// Runs one user turn: requests, stores each reply (the first together with `user`), runs its
+    /// tool calls and stores their results, until the model answers without calling a tool.
     pub async fn run_turn(
         &self,
         conversation: &mut Conversation,
@@ -292,18 +314,26 @@ impl Driver<'_> {
             notify,
             ..
         } = *self;
-        log.append(std::slice::from_ref(&user))
-            .await
-            .map_err(DriverError::Log)?;
+        // The user message is stored together with the first reply, in one transaction: a turn
+        // that fails or is cancelled before any reply leaves the session as it was.
+        let mut pending = vec![user.clone()];
         conversation.messages.push(user);
         let mut outcome = TurnOutcome::default();
         for _ in 0..config.max_steps {
-            let reply = self.request(conversation, &mut outcome.requests).await?;
+            let reply = match self.request(conversation, &mut outcome.requests).await {
+                Ok(reply) => reply,
+                Err(err) => {
+                    if !pending.is_empty() {
+                        conversation.messages.pop();
+                    }
+                    return Err(err);
+                }
+            };
             let mut message = reply.message;
             apply_creation_rules(&mut message, decision);
-            log.append(std::slice::from_ref(&message))
-                .await
-                .map_err(DriverError::Log)?;
+            pending.push(message.clone());
+            log.append(&pending).await.map_err(DriverError::Log)?;
+            pending.clear();
             if let Some(usage) = reply.meta.usage {
                 log.add_usage(&usage).await.map_err(DriverError::Log)?;
                 outcome.usage.push(usage);

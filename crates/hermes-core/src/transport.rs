@@ -7,6 +7,15 @@ use crate::message::{Message, Origin};
 use crate::shape::ChatRequest;
 use crate::stream::ReplyMeta;
 
+/// A piece of reply text as it streams in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delta<'a> {
+    /// Readable thinking (`reasoning_content`, `reasoning` or Copilot's `reasoning_text`).
+    Reasoning(&'a str),
+    /// Answer text.
+    Content(&'a str),
+}
+
 /// Sends one request and captures the reply.
 #[async_trait::async_trait]
 pub trait Transport: Send + Sync {
@@ -16,6 +25,18 @@ pub trait Transport: Send + Sync {
         request: &ChatRequest<'_>,
         origin: Origin,
     ) -> Result<Reply, TransportError>;
+
+    /// Like [`Transport::send`], calling `on_delta` with each piece of text as it arrives (a
+    /// wire that cannot stream calls it never).
+    async fn send_streaming(
+        &self,
+        request: &ChatRequest<'_>,
+        origin: Origin,
+        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+    ) -> Result<Reply, TransportError> {
+        let _ = on_delta;
+        self.send(request, origin).await
+    }
 }
 
 /// A captured reply.

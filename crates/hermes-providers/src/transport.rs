@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use eventsource_stream::Eventsource as _;
 use futures_util::StreamExt as _;
-use hermes_core::transport::{Reply, Transport, TransportError};
+use hermes_core::transport::{Delta, Reply, Transport, TransportError};
 use hermes_core::{ChatRequest, Origin, StreamAccumulator, capture_message};
 use serde_json::Value;
 
@@ -113,6 +113,17 @@ impl ChatTransport {
         request: &ChatRequest<'_>,
         origin: Origin,
     ) -> Result<Reply, TransportError> {
+        self.send_with(endpoint, request, origin, &|_| {}).await
+    }
+
+    /// Like [`ChatTransport::send`], calling `on_delta` with each piece of streamed text.
+    pub async fn send_with(
+        &self,
+        endpoint: &Endpoint,
+        request: &ChatRequest<'_>,
+        origin: Origin,
+        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+    ) -> Result<Reply, TransportError> {
         let body =
             serde_json::to_vec(request).map_err(|e| TransportError::Request(e.to_string()))?;
         let url = endpoint.url();
@@ -144,7 +155,7 @@ impl ChatTransport {
             });
         }
         if request.stream {
-            read_stream(response, origin).await
+            read_stream(response, origin, on_delta).await
         } else {
             let bytes = response.bytes().await.map_err(map_reqwest)?;
             let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
@@ -163,7 +174,36 @@ impl ChatTransport {
     }
 }
 
-async fn read_stream(response: reqwest::Response, origin: Origin) -> Result<Reply, TransportError> {
+/// Calls `on_delta` for the text a chunk carries.
+fn emit_deltas(chunk: &Value, on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync)) {
+    let Some(delta) = chunk.pointer("/choices/0/delta") else {
+        return;
+    };
+    for key in ["reasoning_content", "reasoning", "reasoning_text"] {
+        if let Some(text) = delta
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
+            on_delta(Delta::Reasoning(text));
+            // One readable stream is enough: providers that send both spell the same text.
+            break;
+        }
+    }
+    if let Some(text) = delta
+        .get("content")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+    {
+        on_delta(Delta::Content(text));
+    }
+}
+
+async fn read_stream(
+    response: reqwest::Response,
+    origin: Origin,
+    on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+) -> Result<Reply, TransportError> {
     let mut events = response.bytes_stream().eventsource();
     let mut acc = StreamAccumulator::new();
     let mut done = false;
@@ -187,6 +227,7 @@ async fn read_stream(response: reqwest::Response, origin: Origin) -> Result<Repl
         if let Some(err) = error_text(&chunk) {
             return Err(TransportError::AfterOk(err));
         }
+        emit_deltas(&chunk, on_delta);
         acc.feed(&chunk);
     }
     if !done && !acc.finished() {
@@ -216,5 +257,16 @@ impl Transport for HttpChat {
         origin: Origin,
     ) -> Result<Reply, TransportError> {
         self.client.send(&self.endpoint, request, origin).await
+    }
+
+    async fn send_streaming(
+        &self,
+        request: &ChatRequest<'_>,
+        origin: Origin,
+        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+    ) -> Result<Reply, TransportError> {
+        self.client
+            .send_with(&self.endpoint, request, origin, on_delta)
+            .await
     }
 }

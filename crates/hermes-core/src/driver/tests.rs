@@ -271,8 +271,9 @@ async fn a_5xx_naming_a_field_is_no_refusal_and_backoff_is_bounded() {
     assert!(matches!(r.result, Err(DriverError::Transport(ref e)) if e.status() == Some(502)));
     assert_eq!(r.sent.len(), 3, "one try and two backoff retries");
     assert!(r.log.verdicts.lock().unwrap().is_none());
-    // The user turn is stored once, and no assistant turn.
-    assert_eq!(r.log.messages.lock().unwrap().len(), 1);
+    // Nothing is stored for a turn that got no reply, and the conversation is as it was.
+    assert!(r.log.messages.lock().unwrap().is_empty());
+    assert_eq!(r.conversation.messages.len(), 2);
 }
 
 #[tokio::test]

@@ -1,0 +1,144 @@
+//! `$HERMES_HOME/config.toml`: default provider, model and effort, and per-provider base URL,
+//! key variable, model and `reasoning_echo`. An invalid file is an error naming the line and key.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+
+use crate::cli::EFFORTS;
+
+/// One provider's overrides.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ProviderConfig {
+    /// Base URL instead of the registry's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) base_url: Option<String>,
+    /// Environment variable holding the key, instead of the registry's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) key_var: Option<String>,
+    /// Default model for this provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) model: Option<String>,
+    /// Pad `reasoning_content` on every assistant turn (SPEC §3a), on routes that read it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) reasoning_echo: bool,
+}
+
+/// The whole file.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Config {
+    /// Default provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) provider: Option<String>,
+    /// Default model (for the default provider).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) model: Option<String>,
+    /// Default effort.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) effort: Option<toml::Spanned<String>>,
+    /// Per-provider settings, by provider id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) providers: BTreeMap<String, ProviderConfig>,
+}
+
+impl Config {
+    /// The settings of `provider` (empty when none).
+    pub(crate) fn provider(&self, provider: &str) -> ProviderConfig {
+        self.providers
+            .get(&provider.trim().to_lowercase())
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The default effort word.
+    pub(crate) fn effort(&self) -> Option<&str> {
+        self.effort.as_ref().map(|e| e.get_ref().as_str())
+    }
+}
+
+/// `$HERMES_HOME/config.toml`.
+pub(crate) fn path(home: &Path) -> PathBuf {
+    home.join("config.toml")
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// Parses a config text; errors name the file, the line and the key.
+pub(crate) fn parse(path: &Path, text: &str) -> anyhow::Result<Config> {
+    let config: Config = toml::from_str(text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| format!("line {}: ", line_of(text, s.start)))
+            .unwrap_or_default();
+        anyhow::anyhow!("{}: {line}{}", path.display(), e.message())
+    })?;
+    if let Some(effort) = &config.effort {
+        if !EFFORTS.contains(&effort.get_ref().as_str()) {
+            anyhow::bail!(
+                "{}: line {}: `effort = {:?}`: expected one of {}",
+                path.display(),
+                line_of(text, effort.span().start),
+                effort.get_ref(),
+                EFFORTS.join(", ")
+            );
+        }
+    }
+    Ok(config)
+}
+
+/// Loads the config (defaults when the file does not exist).
+pub(crate) fn load(home: &Path) -> anyhow::Result<Config> {
+    let path = path(home);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => parse(&path, &text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_config_parses() {
+        let config = parse(
+            Path::new("config.toml"),
+            "provider = \"openrouter\"\nmodel = \"x/m\"\neffort = \"high\"\n\n[providers.openrouter]\nkey_var = \"MY_KEY\"\nreasoning_echo = true\n",
+        )
+        .unwrap();
+        assert_eq!(config.provider.as_deref(), Some("openrouter"));
+        assert_eq!(config.effort(), Some("high"));
+        assert_eq!(
+            config.provider("OpenRouter").key_var.as_deref(),
+            Some("MY_KEY")
+        );
+        assert!(config.provider("openrouter").reasoning_echo);
+    }
+
+    #[test]
+    fn errors_name_the_line_and_key() {
+        let err = parse(
+            Path::new("/h/config.toml"),
+            "provider = \"x\"\n\n[providers.x]\nbase_ur = \"u\"\n",
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("/h/config.toml: line 4: "), "{text}");
+        assert!(text.contains("unknown field `base_ur`"), "{text}");
+        let err = parse(Path::new("c.toml"), "model = \"m\"\neffort = \"huge\"\n").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("line 2: `effort = \"huge\"`: expected one of minimal"),
+            "{err}"
+        );
+        let err = parse(Path::new("c.toml"), "provider = [\n").unwrap_err();
+        assert!(err.to_string().starts_with("c.toml: line 1: "), "{err}");
+    }
+}

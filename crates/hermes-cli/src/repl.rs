@@ -1,0 +1,309 @@
+//! The interactive `hermes chat`: line editing and history, replies streamed as they arrive
+//! (thinking dimmed, or hidden), a spinner until the first token, slash commands, and Ctrl-C
+//! that cancels a reply without storing half of it.
+
+use std::io::{self, IsTerminal as _, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hermes_core::Role;
+use hermes_core::driver::DriverEvent;
+
+use crate::chat::{ChatSession, event_line};
+use crate::cli::ChatArgs;
+
+/// What one prompt read.
+pub(crate) enum Input {
+    /// A line of text.
+    Line(String),
+    /// Ctrl-C at the prompt.
+    Interrupted,
+    /// Ctrl-D or the end of input.
+    Eof,
+}
+
+/// Where lines come from: the line editor, or a script in tests.
+pub(crate) trait Lines {
+    /// Reads one line after showing `prompt`.
+    fn read(&mut self, prompt: &str) -> Input;
+}
+
+/// rustyline with history in `$HERMES_HOME/history.txt`.
+struct Editor {
+    editor: rustyline::DefaultEditor,
+    history: PathBuf,
+}
+
+impl Lines for Editor {
+    fn read(&mut self, prompt: &str) -> Input {
+        match self.editor.readline(prompt) {
+            Ok(line) => {
+                if !line.trim().is_empty() {
+                    let _ = self.editor.add_history_entry(line.as_str());
+                    let _ = self.editor.save_history(&self.history);
+                }
+                Input::Line(line)
+            }
+            Err(rustyline::error::ReadlineError::Interrupted) => Input::Interrupted,
+            Err(_) => Input::Eof,
+        }
+    }
+}
+
+/// How replies are shown.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Style {
+    /// ANSI styling (off with `NO_COLOR` or when stdout is not a terminal).
+    pub(crate) color: bool,
+    /// `--hide-reasoning`.
+    pub(crate) hide_reasoning: bool,
+    /// Show a spinner on stderr until the first token (terminals only).
+    pub(crate) spinner: bool,
+}
+
+/// Output shared with the streaming callback.
+pub(crate) type Out = Arc<Mutex<dyn Write + Send>>;
+
+const HELP: &str = "commands:
+  /branch    copy this session (every carrier, the verdicts) into a new one and continue there
+  /session   show the session id, route and counts
+  /verdicts  show which carriers providers refused for this session
+  /help      this list
+  /exit      leave (Ctrl-D too; Ctrl-C cancels a reply, or leaves at the prompt)";
+
+fn dim(style: Style, text: &str) -> String {
+    if style.color {
+        format!("\x1b[2m{text}\x1b[0m")
+    } else {
+        text.to_owned()
+    }
+}
+
+fn write_out(out: &Out, text: &str) {
+    if let Ok(mut out) = out.lock() {
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+}
+
+/// Handles a slash command; `false` means leave.
+fn command(
+    line: &str,
+    chat: &mut ChatSession,
+    out: &Out,
+    runtime: &tokio::runtime::Runtime,
+) -> bool {
+    match line.split_whitespace().next().unwrap_or_default() {
+        "/exit" | "/quit" => return false,
+        "/help" => write_out(out, &format!("{HELP}\n")),
+        "/session" => {
+            let text = match &chat.id {
+                None => "no session yet: send a message first\n".to_owned(),
+                Some(id) => {
+                    let d = chat.decision();
+                    let turns = chat
+                        .conversation
+                        .messages
+                        .iter()
+                        .filter(|m| m.role == Role::User)
+                        .count();
+                    format!(
+                        "session {id}\n  provider {} · model {} · route {}{}\n  {} messages, {turns} user turns\n",
+                        d.target.provider,
+                        d.target.model,
+                        d.id(),
+                        d.echo
+                            .as_ref()
+                            .map_or(String::new(), |e| format!(" (must-echo {})", e.family)),
+                        chat.conversation.messages.len(),
+                    )
+                }
+            };
+            write_out(out, &text);
+        }
+        "/verdicts" => {
+            let verdicts = &chat.conversation.verdicts.0;
+            let mut text = String::new();
+            if verdicts.is_empty() {
+                text.push_str("no verdicts: every route took what it was sent\n");
+            }
+            for v in verdicts {
+                text.push_str(&format!(
+                    "{} @ {} / {}: refused {}\n",
+                    v.provider,
+                    v.host,
+                    v.model,
+                    v.carriers.fields().join(", ")
+                ));
+            }
+            write_out(out, &text);
+        }
+        "/branch" => {
+            let text = match runtime.block_on(chat.branch()) {
+                Ok((from, to)) => format!("branched {from} -> {to}; continuing on {to}\n"),
+                Err(e) => format!("cannot branch: {e:#}\n"),
+            };
+            write_out(out, &text);
+        }
+        other => write_out(out, &format!("unknown command {other}; /help lists them\n")),
+    }
+    true
+}
+
+/// Runs one turn, streaming its output; Ctrl-C cancels it.
+fn turn(
+    text: &str,
+    chat: &mut ChatSession,
+    out: &Out,
+    style: Style,
+    runtime: &tokio::runtime::Runtime,
+) {
+    let spinner = if style.spinner {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_message("thinking");
+        bar.enable_steady_tick(Duration::from_millis(100));
+        Some(bar)
+    } else {
+        None
+    };
+    // (inside thinking, printed anything)
+    let state = Mutex::new((false, false));
+    let notify = |event: &DriverEvent| {
+        if let Some(bar) = &spinner {
+            bar.finish_and_clear();
+        }
+        let Ok(mut state) = state.lock() else { return };
+        let text = match event {
+            DriverEvent::Delta {
+                reasoning: true, ..
+            } if style.hide_reasoning => return,
+            DriverEvent::Delta {
+                reasoning: true,
+                text,
+            } => {
+                state.0 = true;
+                dim(style, text)
+            }
+            DriverEvent::Delta {
+                reasoning: false,
+                text,
+            } => {
+                let sep = if state.0 { "\n\n" } else { "" };
+                state.0 = false;
+                format!("{sep}{text}")
+            }
+            other => {
+                let sep = if state.1 { "\n" } else { "" };
+                state.0 = false;
+                format!(
+                    "{sep}{}\n",
+                    dim(
+                        style,
+                        &format!("· {}", event_line(other).unwrap_or_default())
+                    )
+                )
+            }
+        };
+        state.1 = !text.ends_with('\n');
+        write_out(out, &text);
+    };
+    let result = runtime.block_on(async {
+        tokio::select! {
+            r = chat.turn(text, &notify) => Some(r),
+            _ = tokio::signal::ctrl_c() => None,
+        }
+    });
+    if let Some(bar) = &spinner {
+        bar.finish_and_clear();
+    }
+    let printed_delta = state.lock().map(|s| s.1).unwrap_or(false);
+    match result {
+        Some(Ok(outcome)) => {
+            if !chat.streaming() {
+                let reply = outcome
+                    .new_messages
+                    .iter()
+                    .rev()
+                    .find(|m| m.role == Role::Assistant)
+                    .and_then(|m| m.content.as_ref())
+                    .and_then(|c| c.as_str().map(|s| s.into_owned()))
+                    .unwrap_or_default();
+                write_out(out, &reply);
+            }
+            write_out(out, "\n");
+        }
+        Some(Err(e)) => write_out(
+            out,
+            &format!("{}error: {e:#}\n", if printed_delta { "\n" } else { "" }),
+        ),
+        None => {
+            // Whatever was stored is whole (user turn with its reply, tool results); reload it.
+            let _ = runtime.block_on(chat.reload());
+            write_out(out, "\n[cancelled; nothing of this reply was stored]\n");
+        }
+    }
+}
+
+/// The loop: read, run commands or turns, until `/exit`, Ctrl-D or Ctrl-C at the prompt.
+pub(crate) fn repl_loop(
+    chat: &mut ChatSession,
+    lines: &mut dyn Lines,
+    out: &Out,
+    style: Style,
+    runtime: &tokio::runtime::Runtime,
+) {
+    let d = chat.decision();
+    let hello = format!(
+        "hermes · {} · {} (route {}) · /help for commands\n",
+        d.target.provider,
+        d.target.model,
+        d.id()
+    );
+    write_out(out, &dim(style, &hello));
+    loop {
+        let line = match lines.read("› ") {
+            Input::Line(line) => line,
+            Input::Interrupted | Input::Eof => break,
+        };
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if line.starts_with('/') {
+            if !command(line, chat, out, runtime) {
+                break;
+            }
+            continue;
+        }
+        turn(line, chat, out, style, runtime);
+    }
+    if let Some(id) = &chat.id {
+        write_out(out, &dim(style, &format!("session {id}\n")));
+    }
+}
+
+/// Runs the interactive chat on the terminal.
+pub(crate) fn run(
+    args: &ChatArgs,
+    home: &Path,
+    runtime: &tokio::runtime::Runtime,
+) -> anyhow::Result<()> {
+    let mut chat = runtime.block_on(ChatSession::open(args, home))?;
+    let stdout_tty = io::stdout().is_terminal();
+    let style = Style {
+        color: stdout_tty && std::env::var_os("NO_COLOR").is_none(),
+        hide_reasoning: args.hide_reasoning,
+        spinner: io::stderr().is_terminal(),
+    };
+    let mut editor = rustyline::DefaultEditor::new()?;
+    let history = home.join("history.txt");
+    let _ = editor.load_history(&history);
+    let mut lines = Editor { editor, history };
+    let out: Out = Arc::new(Mutex::new(io::stdout()));
+    repl_loop(&mut chat, &mut lines, &out, style, runtime);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

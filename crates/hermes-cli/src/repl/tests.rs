@@ -1,0 +1,143 @@
+//! The REPL driven through its library: scripted lines, captured output, the simulator
+//! in-process, and a real `state.db`.
+
+use std::sync::{Arc, Mutex};
+
+use super::{Input, Lines, Out, Style, repl_loop};
+use crate::chat::ChatSession;
+use crate::cli::ChatArgs;
+
+struct Script(Vec<&'static str>);
+
+impl Lines for Script {
+    fn read(&mut self, _prompt: &str) -> Input {
+        if self.0.is_empty() {
+            Input::Eof
+        } else {
+            Input::Line(self.0.remove(0).to_owned())
+        }
+    }
+}
+
+fn args() -> ChatArgs {
+    ChatArgs {
+        query: None,
+        json: false,
+        provider: Some("sim".into()),
+        model: None,
+        base_url: None,
+        effort: None,
+        no_thinking: false,
+        resume: None,
+        no_stream: false,
+        hide_reasoning: false,
+    }
+}
+
+#[test]
+fn two_turns_a_branch_and_exit_leave_both_sessions_in_state_db() {
+    let home = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut chat = runtime
+        .block_on(ChatSession::open(&args(), home.path()))
+        .unwrap();
+    let buffer = Arc::new(Mutex::new(Vec::<u8>::new()));
+    let out: Out = buffer.clone();
+    let style = Style {
+        color: false,
+        hide_reasoning: false,
+        spinner: false,
+    };
+    let mut script = Script(vec![
+        "[tools=1] what time is it?",
+        "thanks",
+        "/branch",
+        "/session",
+        "/verdicts",
+        "/nope",
+        "/exit",
+        "never read",
+    ]);
+    repl_loop(&mut chat, &mut script, &out, style, &runtime);
+    assert_eq!(script.0, ["never read"], "/exit stops reading");
+
+    let text = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
+    assert!(text.contains("· tool now"), "{text}");
+    assert!(text.contains("You said: thanks"), "{text}");
+    assert!(text.contains("branched "), "{text}");
+    assert!(
+        text.contains("route deepseek (must-echo deepseek)"),
+        "{text}"
+    );
+    assert!(text.contains("no verdicts"), "{text}");
+    assert!(text.contains("unknown command /nope"), "{text}");
+
+    let store = chat.store().clone();
+    let sessions = runtime.block_on(store.list()).unwrap();
+    assert_eq!(sessions.len(), 2);
+    let branch = sessions.iter().find(|s| s.parent_id.is_some()).unwrap();
+    let original = sessions.iter().find(|s| s.parent_id.is_none()).unwrap();
+    assert_eq!(branch.parent_id.as_deref(), Some(original.id.as_str()));
+    let (a, b) = runtime.block_on(async {
+        (
+            store.messages(&original.id).await.unwrap(),
+            store.messages(&branch.id).await.unwrap(),
+        )
+    });
+    let roles: Vec<&str> = a.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(
+        roles,
+        [
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user",
+            "assistant"
+        ]
+    );
+    assert_eq!(a, b, "the branch holds every message with every carrier");
+    assert!(
+        a.iter()
+            .filter(|m| m.role == hermes_core::Role::Assistant)
+            .all(|m| m.reasoning_content.is_some())
+    );
+}
+
+#[test]
+fn hidden_reasoning_is_not_printed() {
+    let home = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut chat = runtime
+        .block_on(ChatSession::open(&args(), home.path()))
+        .unwrap();
+    let run = |chat: &mut ChatSession, hide: bool| {
+        let buffer = Arc::new(Mutex::new(Vec::<u8>::new()));
+        let out: Out = buffer.clone();
+        let style = Style {
+            color: false,
+            hide_reasoning: hide,
+            spinner: false,
+        };
+        repl_loop(chat, &mut Script(vec!["hello"]), &out, style, &runtime);
+        String::from_utf8(buffer.lock().unwrap().clone()).unwrap()
+    };
+    let shown = run(&mut chat, false);
+    let hidden = run(&mut chat, true);
+    let thinking = chat.conversation.messages[1]
+        .reasoning_content
+        .as_ref()
+        .unwrap()
+        .text()
+        .into_owned();
+    assert!(shown.contains(&thinking), "{shown}");
+    assert!(!hidden.contains(&thinking), "{hidden}");
+}
