@@ -6,7 +6,12 @@ use clap::{Args, Parser, Subcommand};
 
 /// hermes: an agent runtime whose reasoning models never forget what they already thought.
 #[derive(Debug, Parser)]
-#[command(name = "hermes", version, about, long_about = None)]
+#[command(
+    name = "hermes",
+    version,
+    about = "hermes: an agent runtime whose reasoning models never forget what they already thought",
+    long_about = None
+)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
@@ -24,6 +29,20 @@ pub(crate) enum Command {
     /// Stored sessions.
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// What providers refused, per session (the refusal fallback's verdicts).
+    #[command(subcommand)]
+    Verdicts(VerdictsCommand),
+    /// Read the logs in $HERMES_HOME/logs.
+    Logs(LogsArgs),
+    /// The configuration file.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Print a shell completion script.
+    Completions {
+        /// The shell.
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
     /// The strict provider simulator.
     #[command(subcommand)]
     Sim(SimCommand),
@@ -119,6 +138,50 @@ pub(crate) enum SessionsCommand {
         #[arg(value_name = "ID")]
         id: String,
     },
+}
+
+/// `hermes verdicts …`
+#[derive(Debug, Subcommand)]
+pub(crate) enum VerdictsCommand {
+    /// List every verdict of every session.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget verdicts (all, or those matching the filters), so carriers are sent again.
+    Clear {
+        /// Only this session.
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// Only this provider.
+        #[arg(long, value_name = "P")]
+        provider: Option<String>,
+        /// Only this model.
+        #[arg(long, value_name = "M")]
+        model: Option<String>,
+    },
+}
+
+/// `hermes logs`
+#[derive(Debug, Args)]
+pub(crate) struct LogsArgs {
+    /// Keep printing new lines as they are written.
+    #[arg(long)]
+    pub(crate) follow: bool,
+
+    /// Lowest level shown.
+    #[arg(long, value_name = "L", default_value = "debug", value_parser = ["trace", "debug", "info", "warn", "error"])]
+    pub(crate) level: String,
+}
+
+/// `hermes config …`
+#[derive(Debug, Subcommand)]
+pub(crate) enum ConfigCommand {
+    /// Print the config file's path.
+    Path,
+    /// Print the configuration in effect.
+    Show,
 }
 
 /// `hermes sim …`

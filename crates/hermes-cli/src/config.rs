@@ -142,3 +142,25 @@ mod tests {
         assert!(err.to_string().starts_with("c.toml: line 1: "), "{err}");
     }
 }
+
+/// Runs `hermes config path|show`.
+pub(crate) fn run(command: &crate::cli::ConfigCommand, home: &Path) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let path = path(home);
+    let mut out = std::io::stdout().lock();
+    match command {
+        crate::cli::ConfigCommand::Path => writeln!(out, "{}", path.display())?,
+        crate::cli::ConfigCommand::Show => {
+            let config = load(home)?;
+            if !path.exists() {
+                writeln!(
+                    out,
+                    "# no file at {}; these are the defaults",
+                    path.display()
+                )?;
+            }
+            write!(out, "{}", toml::to_string_pretty(&config)?)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,109 @@
+//! `hermes verdicts list|clear`: what the refusal fallback learned, across sessions.
+
+use std::io::{self, Write as _};
+
+use hermes_core::Verdicts;
+use hermes_core::verdict::VERDICTS_KEY;
+use hermes_store::Store;
+use serde_json::{Value, json};
+
+use crate::cli::VerdictsCommand;
+use crate::home;
+
+async fn run_async(command: &VerdictsCommand, store: Store) -> anyhow::Result<()> {
+    let mut out = io::stdout().lock();
+    let sessions = store.list().await?;
+    match command {
+        VerdictsCommand::List { json } => {
+            let mut rows = Vec::new();
+            for s in &sessions {
+                let verdicts = Verdicts::from_model_config(&s.model_config).unwrap_or_default();
+                for v in verdicts.0 {
+                    rows.push(json!({
+                        "session_id": s.id, "provider": v.provider, "host": v.host, "model": v.model,
+                        "carriers": v.carriers,
+                    }));
+                }
+            }
+            if *json {
+                serde_json::to_writer_pretty(&mut out, &rows)?;
+                writeln!(out)?;
+            } else if rows.is_empty() {
+                writeln!(
+                    out,
+                    "no verdicts: no provider has refused a replayed carrier"
+                )?;
+            } else {
+                for r in &rows {
+                    let carriers: Vec<&str> = r["carriers"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .collect();
+                    writeln!(
+                        out,
+                        "{}  {} @ {} / {}: refused {}",
+                        r["session_id"].as_str().unwrap_or_default(),
+                        r["provider"].as_str().unwrap_or_default(),
+                        r["host"].as_str().unwrap_or_default(),
+                        r["model"].as_str().unwrap_or_default(),
+                        carriers.join(", ")
+                    )?;
+                }
+            }
+        }
+        VerdictsCommand::Clear {
+            session,
+            provider,
+            model,
+        } => {
+            let provider = provider.as_deref().map(|p| p.trim().to_lowercase());
+            let mut cleared = 0;
+            for s in sessions
+                .iter()
+                .filter(|s| session.as_ref().is_none_or(|id| *id == s.id))
+            {
+                let Ok(mut verdicts) = Verdicts::from_model_config(&s.model_config) else {
+                    continue;
+                };
+                let before = verdicts.0.len();
+                verdicts.0.retain(|v| {
+                    let hit = provider.as_ref().is_none_or(|p| *p == v.provider)
+                        && model.as_ref().is_none_or(|m| *m == v.model);
+                    !hit
+                });
+                if verdicts.0.len() != before {
+                    cleared += before - verdicts.0.len();
+                    let mut config = s.model_config.clone();
+                    if verdicts.0.is_empty() {
+                        config.remove(VERDICTS_KEY);
+                    } else {
+                        config.insert(VERDICTS_KEY.to_owned(), serde_json::to_value(&verdicts)?);
+                    }
+                    store.set_model_config(&s.id, &config).await?;
+                }
+            }
+            if let Some(id) = session {
+                if !sessions.iter().any(|s| s.id == *id) {
+                    anyhow::bail!("no session `{id}`");
+                }
+            }
+            writeln!(
+                out,
+                "cleared {cleared} verdict{}",
+                if cleared == 1 { "" } else { "s" }
+            )?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Runs `hermes verdicts …`.
+pub(crate) fn run(command: &VerdictsCommand) -> anyhow::Result<()> {
+    home::runtime()?.block_on(async {
+        let store = home::open_store().await?;
+        run_async(command, store).await
+    })
+}

@@ -1,0 +1,249 @@
+//! The everyday CLI through the real binary: the REPL on piped input, config.toml, logs,
+//! verdicts, completions, and pinned output.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead as _, Write as _};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+fn hermes(home: &Path, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hermes"))
+        .args(args)
+        .env("HERMES_HOME", home)
+        .env("NO_COLOR", "1")
+        .env_remove("HERMES_LOG")
+        .env_remove("HERMES_FILE_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    if let Some(text) = stdin {
+        pipe.write_all(text.as_bytes()).unwrap();
+    }
+    drop(pipe);
+    child.wait_with_output().unwrap()
+}
+
+fn ok(home: &Path, args: &[&str]) -> String {
+    let out = hermes(home, args, None);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn the_repl_runs_two_turns_branches_and_exits() {
+    let home = tempfile::tempdir().unwrap();
+    let out = hermes(
+        home.path(),
+        &["chat", "--provider", "sim"],
+        Some("[tools=2] time?\nthanks\n/branch\n/exit\n"),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("· tool now"), "{text}");
+    assert!(text.contains("You said: thanks"), "{text}");
+    assert!(
+        !text.contains("\u{1b}["),
+        "no colour when NO_COLOR is set and stdout is a pipe"
+    );
+    let sessions: Vec<Value> =
+        serde_json::from_str(&ok(home.path(), &["sessions", "list", "--json"])).unwrap();
+    assert_eq!(sessions.len(), 2);
+    let branch = sessions.iter().find(|s| !s["parent_id"].is_null()).unwrap();
+    let show: Value = serde_json::from_str(&ok(
+        home.path(),
+        &["sessions", "show", branch["id"].as_str().unwrap(), "--json"],
+    ))
+    .unwrap();
+    let carriers: Vec<&Value> = show["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .map(|m| &m["carriers"])
+        .collect();
+    assert_eq!(carriers.len(), 4);
+    assert!(carriers.iter().all(|c| **c == json!(["reasoning_content"])));
+}
+
+#[test]
+fn config_sets_defaults_and_a_bad_file_names_line_and_key() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "provider = \"sim\"\neffort = \"max\"\n\n[providers.sim]\nmodel = \"deepseek-v4-flash\"\n",
+    )
+    .unwrap();
+    let reply: Value =
+        serde_json::from_str(&ok(home.path(), &["chat", "-q", "hi", "--json"])).unwrap();
+    assert_eq!(reply["route"], "deepseek");
+    let show = ok(
+        home.path(),
+        &[
+            "sessions",
+            "show",
+            reply["session_id"].as_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert!(show.contains("deepseek-v4-flash"), "{show}");
+    assert_eq!(
+        ok(home.path(), &["config", "path"]).trim(),
+        home.path().join("config.toml").to_str().unwrap()
+    );
+    assert!(ok(home.path(), &["config", "show"]).contains("effort = \"max\""));
+
+    std::fs::write(
+        home.path().join("config.toml"),
+        "provider = \"sim\"\n[providers.sim]\nbase_ur = \"x\"\n",
+    )
+    .unwrap();
+    let out = hermes(home.path(), &["chat", "-q", "hi"], None);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("config.toml: line 3: unknown field `base_ur`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn logs_show_which_carriers_each_request_carried() {
+    let home = tempfile::tempdir().unwrap();
+    ok(
+        home.path(),
+        &["chat", "--provider", "sim", "-q", "[tools=1] hi"],
+    );
+    let logs = ok(home.path(), &["logs"]);
+    let requests: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains("sending request"))
+        .collect();
+    assert_eq!(requests.len(), 2, "{logs}");
+    assert!(
+        requests[1].contains(r#"carriers={"reasoning_content"}"#),
+        "{logs}"
+    );
+    assert!(
+        logs.lines()
+            .any(|l| l.contains("DEBUG") && l.contains("reasoning_content sent (stored)"))
+    );
+    let warn = ok(home.path(), &["logs", "--level", "warn"]);
+    assert!(!warn.contains("INFO") && !warn.contains("DEBUG"), "{warn}");
+}
+
+#[test]
+fn logs_follow_prints_new_lines_as_they_are_written() {
+    let home = tempfile::tempdir().unwrap();
+    ok(home.path(), &["chat", "--provider", "sim", "-q", "first"]);
+    let mut follow = Command::new(env!("CARGO_BIN_EXE_hermes"))
+        .args(["logs", "--follow", "--level", "info"])
+        .env("HERMES_HOME", home.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(follow.stdout.take().unwrap()).lines();
+    // The existing request first, then the new one.
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.contains("sending request"), "{first}");
+    ok(home.path(), &["chat", "--provider", "sim", "-q", "second"]);
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let done = line.contains("sending request") && line.contains("messages=1");
+        seen.push(line);
+        if done {
+            break;
+        }
+    }
+    follow.kill().unwrap();
+    follow.wait().unwrap();
+    assert!(
+        seen.iter().any(|l| l.contains("sending request")),
+        "{seen:?}"
+    );
+}
+
+fn import_with_verdicts(home: &Path) -> String {
+    let file = home.join("v.json");
+    std::fs::write(
+        &file,
+        json!({"format": "hermes.session.v1", "provider": "openrouter", "model": "x/m",
+               "base_url": "https://openrouter.ai/api/v1", "title": "verdicts",
+               "model_config": {"reasoning_rejected_carriers": [
+                   ["openrouter", "openrouter.ai", "x/m", ["reasoning_details"]],
+                   ["groq", "api.groq.com", "qwen", ["reasoning_content", "reasoning"]]]},
+               "messages": [{"role": "user", "content": "q"},
+                            {"role": "assistant", "content": "a", "reasoning": "r",
+                             "reasoning_details": [{"type": "reasoning.text", "text": "t", "signature": "S"},
+                                                   {"type": "hermes.native_assistant", "reasoning_opaque": "O"}],
+                             "origin": {"provider": "openrouter", "host": "openrouter.ai", "model": "x/m"}}]})
+        .to_string(),
+    )
+    .unwrap();
+    ok(home, &["sessions", "import", file.to_str().unwrap()])
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn verdicts_list_and_clear() {
+    let home = tempfile::tempdir().unwrap();
+    let id = import_with_verdicts(home.path());
+    let list: Vec<Value> =
+        serde_json::from_str(&ok(home.path(), &["verdicts", "list", "--json"])).unwrap();
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0]["session_id"], id.as_str());
+    let text = ok(home.path(), &["verdicts", "list"]).replace(&id, "SESSION");
+    insta::assert_snapshot!("verdicts_list", text);
+    assert_eq!(
+        ok(home.path(), &["verdicts", "clear", "--provider", "groq"]).trim(),
+        "cleared 1 verdict"
+    );
+    let list: Vec<Value> =
+        serde_json::from_str(&ok(home.path(), &["verdicts", "list", "--json"])).unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0]["provider"], "openrouter");
+    assert_eq!(
+        ok(home.path(), &["verdicts", "clear", "--session", &id]).trim(),
+        "cleared 1 verdict"
+    );
+    let export: Value =
+        serde_json::from_str(&ok(home.path(), &["sessions", "export", &id])).unwrap();
+    assert!(
+        export["model_config"]
+            .get("reasoning_rejected_carriers")
+            .is_none()
+    );
+}
+
+#[test]
+fn sessions_show_is_pinned() {
+    let home = tempfile::tempdir().unwrap();
+    let id = import_with_verdicts(home.path());
+    let text = ok(home.path(), &["sessions", "show", &id]).replace(&id, "SESSION");
+    insta::assert_snapshot!("sessions_show", text);
+}
+
+#[test]
+fn top_level_help_is_pinned_and_completions_generate() {
+    let home = tempfile::tempdir().unwrap();
+    insta::assert_snapshot!("help", ok(home.path(), &["--help"]));
+    let bash = ok(home.path(), &["completions", "bash"]);
+    assert!(
+        bash.contains("_hermes()") && bash.contains("sessions"),
+        "{bash}"
+    );
+}
