@@ -78,16 +78,16 @@ pub(crate) fn parse(path: &Path, text: &str) -> anyhow::Result<Config> {
             .unwrap_or_default();
         anyhow::anyhow!("{}: {line}{}", path.display(), e.message())
     })?;
-    if let Some(effort) = &config.effort {
-        if !EFFORTS.contains(&effort.get_ref().as_str()) {
-            anyhow::bail!(
-                "{}: line {}: `effort = {:?}`: expected one of {}",
-                path.display(),
-                line_of(text, effort.span().start),
-                effort.get_ref(),
-                EFFORTS.join(", ")
-            );
-        }
+    if let Some(effort) = &config.effort
+        && !EFFORTS.contains(&effort.get_ref().as_str())
+    {
+        anyhow::bail!(
+            "{}: line {}: `effort = {:?}`: expected one of {}",
+            path.display(),
+            line_of(text, effort.span().start),
+            effort.get_ref(),
+            EFFORTS.join(", ")
+        );
     }
     Ok(config)
 }
@@ -100,6 +100,28 @@ pub(crate) fn load(home: &Path) -> anyhow::Result<Config> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
         Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
     }
+}
+
+/// Runs `hermes config path|show`.
+pub(crate) fn run(command: &crate::cli::ConfigCommand, home: &Path) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let path = path(home);
+    let mut out = std::io::stdout().lock();
+    match command {
+        crate::cli::ConfigCommand::Path => writeln!(out, "{}", path.display())?,
+        crate::cli::ConfigCommand::Show => {
+            let config = load(home)?;
+            if !path.exists() {
+                writeln!(
+                    out,
+                    "# no file at {}; these are the defaults",
+                    path.display()
+                )?;
+            }
+            write!(out, "{}", toml::to_string_pretty(&config)?)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -141,26 +163,4 @@ mod tests {
         let err = parse(Path::new("c.toml"), "provider = [\n").unwrap_err();
         assert!(err.to_string().starts_with("c.toml: line 1: "), "{err}");
     }
-}
-
-/// Runs `hermes config path|show`.
-pub(crate) fn run(command: &crate::cli::ConfigCommand, home: &Path) -> anyhow::Result<()> {
-    use std::io::Write as _;
-    let path = path(home);
-    let mut out = std::io::stdout().lock();
-    match command {
-        crate::cli::ConfigCommand::Path => writeln!(out, "{}", path.display())?,
-        crate::cli::ConfigCommand::Show => {
-            let config = load(home)?;
-            if !path.exists() {
-                writeln!(
-                    out,
-                    "# no file at {}; these are the defaults",
-                    path.display()
-                )?;
-            }
-            write!(out, "{}", toml::to_string_pretty(&config)?)?;
-        }
-    }
-    Ok(())
 }

@@ -261,11 +261,7 @@ pub(crate) fn repl_loop(
         d.id()
     );
     write_out(out, &dim(style, &hello));
-    loop {
-        let line = match lines.read("› ") {
-            Input::Line(line) => line,
-            Input::Interrupted | Input::Eof => break,
-        };
+    while let Input::Line(line) = lines.read("› ") {
         let line = line.trim();
         if line.is_empty() {
             continue;

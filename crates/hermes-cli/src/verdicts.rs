@@ -84,10 +84,10 @@ async fn run_async(command: &VerdictsCommand, store: Store) -> anyhow::Result<()
                     store.set_model_config(&s.id, &config).await?;
                 }
             }
-            if let Some(id) = session {
-                if !sessions.iter().any(|s| s.id == *id) {
-                    anyhow::bail!("no session `{id}`");
-                }
+            if let Some(id) = session
+                && !sessions.iter().any(|s| s.id == *id)
+            {
+                anyhow::bail!("no session `{id}`");
             }
             writeln!(
                 out,
