@@ -1,6 +1,8 @@
 //! hermes-bench: the standard benchmark history (a port of `shared/bench/gen_history.py`) and
 //! the measuring helpers behind `cargo xtask bench`.
 
+pub mod storage;
+
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -62,46 +64,74 @@ impl SplitMix64 {
     }
 }
 
-/// The standard N-turn history as a JSON value, message keys in the generator's order.
-pub fn standard_history(n_turns: usize) -> Value {
-    let mut rng = SplitMix64(SEED);
-    let byte_pool = rng.bytes(POOL_LEN);
-    let raw = rng.bytes(POOL_LEN);
-    let text_pool: String = raw
-        .iter()
-        .map(|b| TEXT_ALPHABET[(b & 63) as usize] as char)
-        .collect();
-    let arg_pool: String = raw
-        .iter()
-        .map(|b| ARG_ALPHABET[(b & 63) as usize] as char)
-        .collect();
+/// The standard history's turns, one at a time: each item is a turn's four messages (user,
+/// assistant tool call, tool result, final assistant) as JSON values, keys in the generator's
+/// order. Turn `i` is the same whatever the history's length, so a long session can be grown
+/// turn by turn without holding the whole history.
+pub struct StandardTurns {
+    rng: SplitMix64,
+    byte_pool: Vec<u8>,
+    text_pool: String,
+    arg_pool: String,
+    next: usize,
+    end: usize,
+}
 
-    let text = |rng: &mut SplitMix64, n: usize| {
-        let off = rng.offset(n);
-        text_pool[off..off + n].to_owned()
-    };
-    let b64 = |rng: &mut SplitMix64, n_chars: usize| {
+impl StandardTurns {
+    /// The first `n_turns` turns of the standard history.
+    pub fn new(n_turns: usize) -> Self {
+        let mut rng = SplitMix64(SEED);
+        let byte_pool = rng.bytes(POOL_LEN);
+        let raw = rng.bytes(POOL_LEN);
+        let text_pool: String = raw
+            .iter()
+            .map(|b| TEXT_ALPHABET[(b & 63) as usize] as char)
+            .collect();
+        let arg_pool: String = raw
+            .iter()
+            .map(|b| ARG_ALPHABET[(b & 63) as usize] as char)
+            .collect();
+        StandardTurns {
+            rng,
+            byte_pool,
+            text_pool,
+            arg_pool,
+            next: 0,
+            end: n_turns,
+        }
+    }
+
+    fn text(&mut self, n: usize) -> String {
+        let off = self.rng.offset(n);
+        self.text_pool[off..off + n].to_owned()
+    }
+
+    fn b64(&mut self, n_chars: usize) -> String {
         let nbytes = n_chars / 4 * 3;
-        let off = rng.offset(nbytes);
-        base64::engine::general_purpose::STANDARD.encode(&byte_pool[off..off + nbytes])
-    };
+        let off = self.rng.offset(nbytes);
+        base64::engine::general_purpose::STANDARD.encode(&self.byte_pool[off..off + nbytes])
+    }
+}
 
-    let mut history = Vec::with_capacity(n_turns * 4);
-    for i in 0..n_turns {
+impl Iterator for StandardTurns {
+    type Item = [Value; 4];
+
+    fn next(&mut self) -> Option<[Value; 4]> {
+        if self.next >= self.end {
+            return None;
+        }
+        let i = self.next;
+        self.next += 1;
         let call_id = format!("call_{i:06}");
         let prefix = "{\"query\": \"";
-        let off = rng.offset(100);
+        let off = self.rng.offset(100);
         let args = format!(
             "{prefix}{}\"}}",
-            &arg_pool[off..off + 100 - prefix.len() - 2]
+            &self.arg_pool[off..off + 100 - prefix.len() - 2]
         );
-        let user = json!({"role": "user", "content": text(&mut rng, 200)});
-        let (rc, r, rd_text) = (
-            text(&mut rng, 4096),
-            text(&mut rng, 4096),
-            text(&mut rng, 4096),
-        );
-        let (sig, data) = (b64(&mut rng, 200), b64(&mut rng, 8192));
+        let user = json!({"role": "user", "content": self.text(200)});
+        let (rc, r, rd_text) = (self.text(4096), self.text(4096), self.text(4096));
+        let (sig, data) = (self.b64(200), self.b64(8192));
         let assistant = json!({
             "role": "assistant",
             "content": "",
@@ -114,11 +144,21 @@ pub fn standard_history(n_turns: usize) -> Value {
             "tool_calls": [{"id": call_id, "type": "function",
                             "function": {"name": "web_search", "arguments": args}}],
         });
-        let tool =
-            json!({"role": "tool", "tool_call_id": call_id, "content": text(&mut rng, 1024)});
-        let last = json!({"role": "assistant", "content": text(&mut rng, 500)});
-        history.extend([user, assistant, tool, last]);
+        let tool = json!({"role": "tool", "tool_call_id": call_id, "content": self.text(1024)});
+        let last = json!({"role": "assistant", "content": self.text(500)});
+        Some([user, assistant, tool, last])
     }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.end - self.next;
+        (left, Some(left))
+    }
+}
+
+/// The standard N-turn history as a JSON value, message keys in the generator's order.
+pub fn standard_history(n_turns: usize) -> Value {
+    let mut history = Vec::with_capacity(n_turns * 4);
+    history.extend(StandardTurns::new(n_turns).flatten());
     Value::Array(history)
 }
 

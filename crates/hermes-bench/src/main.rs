@@ -1,14 +1,26 @@
-//! `cargo xtask bench`: shaping cost against the serialisation floor on the standard history.
+//! `cargo xtask bench`: shaping cost against the serialisation floor on the standard history,
+//! then the storage table.
 //!
-//! For each route and size: the median time to shape and serialise the request body, the median
-//! time to serialise the already-shaped body alone, their ratio (with its spread over the runs),
-//! and the peak heap of the shaping step divided by the history's JSON size. Everything runs in
-//! one process, side by side, so the ratios cancel the machine's speed.
+//! Shaping, for each route and size: the median time to shape and serialise the request body,
+//! the median time to serialise the already-shaped body alone, their ratio (with its spread over
+//! the runs), and the peak heap of the shaping step divided by the history's JSON size.
+//!
+//! Storage (a real SQLite file in WAL mode, in a temporary directory): the cost of storing a turn
+//! at turn 10,000 against at turn 10; resuming a 1,000-turn session (open, load, shape) against a
+//! raw read of its rows; and the resume's peak heap against the session's JSON size.
+//!
+//! Everything runs in one process, side by side, so the ratios cancel the machine's speed.
+//! Arguments: the shaping sizes (default 100 1000 5000), `--shaping-only`, `--storage-only`,
+//! `--late-turn=T` (default 10000) and `--resume-turns=N` (default 1000) to iterate quickly.
 
 use std::time::Duration;
 
+use hermes_bench::storage::{AppendCost, Ratio, ResumeCost, append_cost, resume_cost};
 use hermes_bench::{FINGERPRINTS, median, sample, sha256_hex, standard_history_bytes};
-use hermes_core::{ChatRequest, Message, ResolveOptions, RouteTarget, ThinkingRequest, Verdicts};
+use hermes_core::{
+    ChatRequest, Message, ResolveOptions, RouteDecision, RouteTable, RouteTarget, ThinkingRequest,
+    Verdicts,
+};
 use peak_alloc::PeakAlloc;
 
 #[global_allocator]
@@ -34,15 +46,41 @@ fn runs_for(n: usize) -> usize {
     }
 }
 
+/// Storage table parameters.
+const EARLY_TURN: usize = 10;
+const LATE_TURN: usize = 10_000;
+const APPEND_SAMPLES: usize = 16;
+const RESUME_TURNS: usize = 1_000;
+const RESUME_RUNS: usize = 11;
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let sizes: Vec<usize> = if args.is_empty() {
-        FINGERPRINTS.iter().map(|f| f.0).collect()
-    } else {
-        args.iter().filter_map(|a| a.parse().ok()).collect()
+    let flag = |name: &str| args.iter().any(|a| a == name);
+    let value = |name: &str, default: usize| {
+        args.iter()
+            .find_map(|a| a.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
+            .unwrap_or(default)
     };
+    let mut sizes: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    if sizes.is_empty() {
+        sizes = FINGERPRINTS.iter().map(|f| f.0).collect();
+    }
     let table = hermes_providers::builtin_table();
+    if !flag("--storage-only") {
+        shaping(&table, sizes);
+    }
+    if !flag("--shaping-only") {
+        let late_turn = value("--late-turn", LATE_TURN);
+        let resume_turns = value("--resume-turns", RESUME_TURNS);
+        if let Err(e) = storage(&table, late_turn, resume_turns) {
+            eprintln!("storage benchmark failed: {e}");
+            std::process::exit(1);
+        }
+    }
+}
 
+/// The shaping table.
+fn shaping(table: &RouteTable, sizes: Vec<usize>) {
     println!("shaping cost on the standard history (shared/bench), medians in one process");
     println!(
         "{:<11} {:>5} {:>13} {:>13} {:>7} {:>15} {:>16}",
@@ -130,4 +168,92 @@ fn main() {
     println!(
         "reference (Python original, N=1000): shaping 23.5 / 23.3 / 35.0 ms, serialising 44.2 / 156.1 / 18.6 ms (deepseek / openrouter / mistral)"
     );
+}
+
+/// One line of the storage table.
+fn storage_line(measure: &str, ratio: Ratio, target: f64) {
+    println!(
+        "{measure:<42} {:>7.3} {:>7} {:>13} {:>6}",
+        ratio.value,
+        format!("<= {target}"),
+        format!("{:.2}-{:.2}", ratio.lo, ratio.hi),
+        if ratio.value <= target {
+            "ok"
+        } else {
+            "MISSED"
+        },
+    );
+}
+
+/// The storage table: append cost, resume time and resume memory, on SQLite files in a
+/// temporary directory.
+fn storage(
+    table: &RouteTable,
+    late_turn: usize,
+    resume_turns: usize,
+) -> Result<(), hermes_bench::storage::BenchError> {
+    let decision: RouteDecision = table.resolve(
+        &RouteTarget::new("deepseek", None, "deepseek-v4-pro"),
+        ResolveOptions::default(),
+    );
+    let dir = tempfile::tempdir()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (append, resume): (AppendCost, ResumeCost) = runtime.block_on(async {
+        let append = append_cost(dir.path(), EARLY_TURN, late_turn, APPEND_SAMPLES).await?;
+        let resume = resume_cost(dir.path(), resume_turns, RESUME_RUNS, &decision, &ALLOC).await?;
+        Ok::<_, hermes_bench::storage::BenchError>((append, resume))
+    })?;
+
+    println!();
+    println!(
+        "{:<42} {:>7} {:>7} {:>13} {:>6}",
+        "storage (SQLite file, WAL) | measure", "value", "target", "spread", ""
+    );
+    storage_line(
+        &format!("append at turn {late_turn} / at turn {EARLY_TURN}"),
+        append.ratio(),
+        1.2,
+    );
+    storage_line(
+        &format!("resume {resume_turns} turns / raw read"),
+        resume.time_ratio(),
+        2.0,
+    );
+    storage_line(
+        "resume peak heap / session JSON size",
+        resume.memory_ratio(),
+        2.5,
+    );
+    println!(
+        "-- append: a turn = 4 appends as the driver stores it; median of {} turns from turn {} \
+         and from turn {}: {:.3} ms vs {:.3} ms; long session DB {:.1} MB, grown in {:.1} s",
+        append.early.len(),
+        append.early_turn,
+        append.late_turn,
+        ms(median(&append.early)),
+        ms(median(&append.late)),
+        append.late_db_bytes as f64 / 1e6,
+        append.grow.as_secs_f64(),
+    );
+    println!(
+        "-- resume: {} turns ({} messages, {} JSON bytes, DB {:.1} MB), median of {} runs: \
+         open+load+shape {:.3} ms vs fresh pool + raw read {:.3} ms; peak heap {:.1} MB \
+         (SQLite's own page cache is not counted)",
+        resume.turns,
+        resume.messages,
+        resume.json_bytes,
+        resume.db_bytes as f64 / 1e6,
+        resume.resume.len(),
+        ms(median(&resume.resume)),
+        ms(median(&resume.raw)),
+        resume
+            .peaks
+            .get(resume.peaks.len() / 2)
+            .copied()
+            .unwrap_or(0) as f64
+            / 1e6,
+    );
+    Ok(())
 }
