@@ -18,6 +18,7 @@ pub(crate) fn dir(home: &Path) -> PathBuf {
 pub(crate) fn appender(
     home: &Path,
 ) -> anyhow::Result<tracing_appender::rolling::RollingFileAppender> {
+    std::fs::create_dir_all(dir(home))?;
     Ok(tracing_appender::rolling::RollingFileAppender::builder()
         .rotation(tracing_appender::rolling::Rotation::DAILY)
         .filename_prefix("hermes")
