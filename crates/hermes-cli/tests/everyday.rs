@@ -247,3 +247,61 @@ fn top_level_help_is_pinned_and_completions_generate() {
         "{bash}"
     );
 }
+
+#[test]
+fn ctrl_c_during_a_reply_cancels_it_and_stores_nothing() {
+    // A provider that accepts the connection and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let held = std::thread::spawn(move || listener.accept().map(|(stream, _)| stream));
+    let home = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hermes"))
+        .args([
+            "chat",
+            "--provider",
+            "custom",
+            "--model",
+            "m",
+            "--base-url",
+            &base,
+        ])
+        .env("HERMES_HOME", home.path())
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.as_mut().unwrap().write_all(b"hello\n").unwrap();
+    let _connection = held.join().unwrap().unwrap();
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    child
+        .stdin
+        .as_mut()
+        .unwrap()
+        .write_all(b"/session\n/exit\n")
+        .unwrap();
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("[cancelled; nothing of this reply was stored]"),
+        "{text}"
+    );
+    let sessions: Vec<Value> =
+        serde_json::from_str(&ok(home.path(), &["sessions", "list", "--json"])).unwrap();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(
+        sessions[0]["message_count"], 0,
+        "the cancelled turn left nothing behind"
+    );
+}
