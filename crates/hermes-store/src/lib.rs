@@ -22,13 +22,22 @@ use crate::row::MessageRow;
 
 /// The schema, embedded: applied by sqlx's migrator, recorded in `_sqlx_migrations`.
 static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
-    Migrator::with_migrations(vec![Migration::new(
-        1,
-        "init".into(),
-        MigrationType::Simple,
-        sqlx::SqlStr::from_static(include_str!("../migrations/sqlite/0001_init.sql")),
-        false,
-    )])
+    Migrator::with_migrations(vec![
+        Migration::new(
+            1,
+            "init".into(),
+            MigrationType::Simple,
+            sqlx::SqlStr::from_static(include_str!("../migrations/sqlite/0001_init.sql")),
+            false,
+        ),
+        Migration::new(
+            2,
+            "compaction".into(),
+            MigrationType::Simple,
+            sqlx::SqlStr::from_static(include_str!("../migrations/sqlite/0002_compaction.sql")),
+            false,
+        ),
+    ])
 });
 
 /// Why a store operation failed.
@@ -97,6 +106,36 @@ pub struct SessionMeta {
     pub input_tokens: i64,
     /// Completion tokens reported by providers.
     pub output_tokens: i64,
+}
+
+/// A stored message with its place in the session.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredMessage {
+    /// Position (append order).
+    pub position: i64,
+    /// Replaced in the active view by a compaction checkpoint.
+    pub archived: bool,
+    /// A compaction checkpoint (a summary).
+    pub checkpoint: bool,
+    /// The message.
+    pub message: Message,
+}
+
+fn stored_message(session: &str, r: &sqlx::sqlite::SqliteRow) -> Result<StoredMessage, StoreError> {
+    let row = MessageRow::from_sql(r)?;
+    let archived: Option<i64> = r.try_get("archived_at")?;
+    let kind: String = r.try_get("kind")?;
+    let message = row.to_message().map_err(|message| StoreError::Corrupt {
+        session: session.to_owned(),
+        position: row.position,
+        message,
+    })?;
+    Ok(StoredMessage {
+        position: row.position,
+        archived: archived.is_some(),
+        checkpoint: kind == "checkpoint",
+        message,
+    })
 }
 
 /// What a new session starts with.
@@ -261,26 +300,103 @@ impl Store {
         meta_from_row(&row)
     }
 
-    /// The session's messages, in order.
+    /// The session's active view, in order: archived rows (replaced by a compaction checkpoint)
+    /// are left out and the checkpoint stands where they stood.
     pub async fn messages(&self, session: &str) -> Result<Vec<Message>, StoreError> {
+        Ok(self
+            .active(session)
+            .await?
+            .into_iter()
+            .map(|m| m.message)
+            .collect())
+    }
+
+    /// The active view with each message's position.
+    pub async fn active(&self, session: &str) -> Result<Vec<StoredMessage>, StoreError> {
         let rows = sqlx::query(concat!(
             "SELECT ",
             message_columns!(),
-            " FROM messages WHERE session_id = $1 ORDER BY position"
+            ", archived_at, kind FROM messages WHERE session_id = $1 AND archived_at IS NULL \
+             ORDER BY COALESCE(sort_key, position), position"
         ))
         .bind(session)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|r| {
-                let row = MessageRow::from_sql(r)?;
-                row.to_message().map_err(|message| StoreError::Corrupt {
+        rows.iter().map(|r| stored_message(session, r)).collect()
+    }
+
+    /// Every row of the session, archived ones included, in append order.
+    pub async fn all_messages(&self, session: &str) -> Result<Vec<StoredMessage>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            message_columns!(),
+            ", archived_at, kind FROM messages WHERE session_id = $1 ORDER BY position"
+        ))
+        .bind(session)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| stored_message(session, r)).collect()
+    }
+
+    /// Applies a compaction in one transaction: archives the rows at `archive` (positions of
+    /// active rows) and inserts `checkpoint` where the first of them stood. A crash leaves the
+    /// session as it was; no row is deleted.
+    pub async fn compact(
+        &self,
+        session: &str,
+        archive: &[i64],
+        checkpoint: &Message,
+    ) -> Result<(), StoreError> {
+        let Some(&anchor) = archive.iter().min() else {
+            return Ok(());
+        };
+        let mut tx = self.pool.begin().await?;
+        let now = now_ms();
+        for position in archive {
+            let done = sqlx::query(
+                "UPDATE messages SET archived_at = $1 WHERE session_id = $2 AND position = $3 AND archived_at IS NULL",
+            )
+            .bind(now)
+            .bind(session)
+            .bind(position)
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() != 1 {
+                return Err(StoreError::Corrupt {
                     session: session.to_owned(),
-                    position: row.position,
-                    message,
-                })
-            })
-            .collect()
+                    position: *position,
+                    message: "not an active message of this session".to_owned(),
+                });
+            }
+        }
+        let next: Option<i64> =
+            sqlx::query_scalar("SELECT MAX(position) FROM messages WHERE session_id = $1")
+                .bind(session)
+                .fetch_one(&mut *tx)
+                .await?;
+        let row = MessageRow::from_message(next.map_or(0, |p| p + 1), checkpoint)?;
+        row.insert(&mut tx, session, now).await?;
+        sqlx::query("UPDATE messages SET sort_key = $1, kind = 'checkpoint' WHERE session_id = $2 AND position = $3")
+            .bind(anchor)
+            .bind(session)
+            .bind(row.position)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "UPDATE sessions SET message_count = message_count + 1, updated_at = $1 WHERE id = $2",
+        )
+        .bind(now)
+        .bind(session)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        tracing::info!(
+            session,
+            archived = archive.len(),
+            anchor,
+            "compaction stored"
+        );
+        Ok(())
     }
 
     /// Metadata and messages.
