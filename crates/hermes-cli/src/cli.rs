@@ -115,6 +115,9 @@ pub(crate) enum SessionsCommand {
         /// Print JSON (with model_config).
         #[arg(long)]
         json: bool,
+        /// Include rows archived by compaction.
+        #[arg(long)]
+        all: bool,
     },
     /// List sessions, most recent first.
     List {

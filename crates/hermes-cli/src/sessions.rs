@@ -4,7 +4,7 @@ use std::io::{self, Write as _};
 
 use anyhow::Context as _;
 use hermes_core::{DetailItem, Message, Verdicts, parse_history};
-use hermes_store::{SessionMeta, Store};
+use hermes_store::{SessionMeta, Store, StoredMessage};
 use serde_json::{Value, json};
 
 use crate::cli::SessionsCommand;
@@ -80,7 +80,7 @@ fn meta_json(meta: &SessionMeta) -> Value {
 
 fn show_text(
     meta: &SessionMeta,
-    messages: &[Message],
+    messages: &[StoredMessage],
     out: &mut impl io::Write,
 ) -> anyhow::Result<()> {
     writeln!(out, "session {}", meta.id)?;
@@ -96,7 +96,8 @@ fn show_text(
         writeln!(out, "  branched from: {parent}")?;
     }
     writeln!(out, "  messages: {}", messages.len())?;
-    for (i, msg) in messages.iter().enumerate() {
+    for row in messages {
+        let (i, msg) = (row.position, &row.message);
         let s = stored(msg);
         let mut parts = Vec::new();
         let carriers: Vec<&str> = s["carriers"]
@@ -133,7 +134,12 @@ fn show_text(
         } else {
             format!("  {}", parts.join("; "))
         };
-        writeln!(out, "  #{i:<3} {:<9}{detail}", msg.role.as_str())?;
+        let mark = match (row.archived, row.checkpoint) {
+            (true, _) => " [archived]",
+            (false, true) => " [checkpoint]",
+            (false, false) => "",
+        };
+        writeln!(out, "  #{i:<3} {:<9}{detail}{mark}", msg.role.as_str())?;
     }
     let verdicts = Verdicts::from_model_config(&meta.model_config).unwrap_or_default();
     if verdicts.0.is_empty() {
@@ -170,14 +176,29 @@ async fn run_async(command: &SessionsCommand, store: Store) -> anyhow::Result<()
             serde_json::to_writer_pretty(&mut out, &file)?;
             writeln!(out)?;
         }
-        SessionsCommand::Show { id, json } => {
-            let (meta, messages) = store.load(id).await?;
+        SessionsCommand::Show { id, json, all } => {
+            let meta = store.session(id).await?;
+            let messages = if *all {
+                store.all_messages(id).await?
+            } else {
+                store.active(id).await?
+            };
             if *json {
+                let rows: Vec<Value> = messages
+                    .iter()
+                    .map(|m| {
+                        let mut v = stored(&m.message);
+                        v["position"] = json!(m.position);
+                        v["archived"] = json!(m.archived);
+                        v["checkpoint"] = json!(m.checkpoint);
+                        v
+                    })
+                    .collect();
                 let body = json!({
                     "session": meta_json(&meta),
                     "model_config": meta.model_config,
                     "verdicts": Verdicts::from_model_config(&meta.model_config).unwrap_or_default(),
-                    "messages": messages.iter().map(stored).collect::<Vec<_>>(),
+                    "messages": rows,
                 });
                 serde_json::to_writer_pretty(&mut out, &body)?;
                 writeln!(out)?;
