@@ -438,6 +438,18 @@ impl ChatSession {
     }
 }
 
+/// The text of a turn's final answer.
+pub(crate) fn reply_text(outcome: &TurnOutcome) -> String {
+    outcome
+        .new_messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant)
+        .and_then(|m| m.content.as_ref())
+        .and_then(|c| c.as_str().map(|s| s.into_owned()))
+        .unwrap_or_default()
+}
+
 fn say(event: &DriverEvent) {
     if let Some(line) = event_line(event) {
         let _ = writeln!(io::stderr(), "hermes: {line}");
@@ -449,14 +461,7 @@ async fn run_once(args: &ChatArgs, query: &str, home: &Path) -> anyhow::Result<(
     let before = chat.conversation.messages.len();
     let outcome = chat.turn(query, &say).await?;
     let session = chat.id.clone().unwrap_or_default();
-    let reply = outcome
-        .new_messages
-        .iter()
-        .rev()
-        .find(|m| m.role == Role::Assistant)
-        .and_then(|m| m.content.as_ref())
-        .and_then(|c| c.as_str().map(|s| s.into_owned()))
-        .unwrap_or_default();
+    let reply = reply_text(&outcome);
     let mut out = io::stdout().lock();
     if args.json {
         let sum = |k: &str| {

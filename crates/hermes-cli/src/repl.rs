@@ -10,7 +10,7 @@ use std::time::Duration;
 use hermes_core::Role;
 use hermes_core::driver::DriverEvent;
 
-use crate::chat::{ChatSession, event_line};
+use crate::chat::{ChatSession, event_line, reply_text};
 use crate::cli::ChatArgs;
 
 /// What one prompt read.
@@ -221,15 +221,7 @@ fn turn(
     match result {
         Some(Ok(outcome)) => {
             if !chat.streaming() {
-                let reply = outcome
-                    .new_messages
-                    .iter()
-                    .rev()
-                    .find(|m| m.role == Role::Assistant)
-                    .and_then(|m| m.content.as_ref())
-                    .and_then(|c| c.as_str().map(|s| s.into_owned()))
-                    .unwrap_or_default();
-                write_out(out, &reply);
+                write_out(out, &reply_text(&outcome));
             }
             write_out(out, "\n");
         }
