@@ -49,9 +49,10 @@ fn runs_for(n: usize) -> usize {
 /// Storage table parameters.
 const EARLY_TURN: usize = 10;
 const LATE_TURN: usize = 10_000;
-const APPEND_SAMPLES: usize = 16;
+const APPEND_ROUNDS: usize = 21;
+const APPEND_PER_ROUND: usize = 12;
 const RESUME_TURNS: usize = 1_000;
-const RESUME_RUNS: usize = 11;
+const RESUME_RUNS: usize = 15;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -201,7 +202,14 @@ fn storage(
         .enable_all()
         .build()?;
     let (append, resume): (AppendCost, ResumeCost) = runtime.block_on(async {
-        let append = append_cost(dir.path(), EARLY_TURN, late_turn, APPEND_SAMPLES).await?;
+        let append = append_cost(
+            dir.path(),
+            EARLY_TURN,
+            late_turn,
+            APPEND_ROUNDS,
+            APPEND_PER_ROUND,
+        )
+        .await?;
         let resume = resume_cost(dir.path(), resume_turns, RESUME_RUNS, &decision, &ALLOC).await?;
         Ok::<_, hermes_bench::storage::BenchError>((append, resume))
     })?;
@@ -226,13 +234,18 @@ fn storage(
         resume.memory_ratio(),
         2.5,
     );
+    let (rounds, per_round) = (append.round_ratios.len(), APPEND_PER_ROUND);
     println!(
-        "-- append: a turn = 4 appends as the driver stores it; median of {} turns from turn {} \
-         and from turn {}: {:.3} ms vs {:.3} ms; long session DB {:.1} MB, grown in {:.1} s",
+        "-- append: a turn = its 4 appends, as the driver stores it; medians of {} turns each: \
+         turns {}..{} of {rounds} fresh sessions {:.3} ms vs turns {}..{} of one long session \
+         {:.3} ms, interleaved (spread over the {rounds} rounds); long session DB {:.1} MB, \
+         grown in {:.1} s",
         append.early.len(),
         append.early_turn,
-        append.late_turn,
+        append.early_turn + per_round,
         ms(median(&append.early)),
+        append.late_turn,
+        append.late_turn + rounds * per_round,
         ms(median(&append.late)),
         append.late_db_bytes as f64 / 1e6,
         append.grow.as_secs_f64(),

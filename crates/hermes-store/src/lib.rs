@@ -313,16 +313,28 @@ impl Store {
 
     /// The active view with each message's position.
     pub async fn active(&self, session: &str) -> Result<Vec<StoredMessage>, StoreError> {
+        // Read in primary-key order (no sort in SQLite: a 23 MB session would spill to a temp
+        // B-tree), then move checkpoints and shrunk rows to their slots with a stable sort.
         let rows = sqlx::query(concat!(
             "SELECT ",
             message_columns!(),
-            ", archived_at, kind FROM messages WHERE session_id = $1 AND archived_at IS NULL \
-             ORDER BY COALESCE(sort_key, position), position"
+            ", archived_at, kind, sort_key FROM messages WHERE session_id = $1 AND archived_at IS NULL \
+             ORDER BY position"
         ))
         .bind(session)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(|r| stored_message(session, r)).collect()
+        let mut keyed = rows
+            .iter()
+            .map(|r| {
+                let key: Option<i64> = r.try_get("sort_key")?;
+                Ok((key, stored_message(session, r)?))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        if keyed.iter().any(|(key, _)| key.is_some()) {
+            keyed.sort_by_key(|(key, m)| (key.unwrap_or(m.position), m.position));
+        }
+        Ok(keyed.into_iter().map(|(_, m)| m).collect())
     }
 
     /// Every row of the session, archived ones included, in append order.
@@ -338,20 +350,50 @@ impl Store {
         rows.iter().map(|r| stored_message(session, r)).collect()
     }
 
-    /// Applies a compaction in one transaction: archives the rows at `archive` (positions of
-    /// active rows) and inserts `checkpoint` where the first of them stood. A crash leaves the
-    /// session as it was; no row is deleted.
+    /// Applies a compaction in one transaction: archives the active rows at `archive` and adds
+    /// each `(slot, message, checkpoint)` of `inserts` into the active view where the row at
+    /// position `slot` stands (a summary where the summarised rows began, a shrunk tool output
+    /// where the original was). No row is deleted; a failure leaves the session as it was.
     pub async fn compact(
         &self,
         session: &str,
         archive: &[i64],
-        checkpoint: &Message,
+        inserts: &[(i64, Message, bool)],
     ) -> Result<(), StoreError> {
-        let Some(&anchor) = archive.iter().min() else {
-            return Ok(());
-        };
         let mut tx = self.pool.begin().await?;
         let now = now_ms();
+        let corrupt = |position: i64, message: &str| StoreError::Corrupt {
+            session: session.to_owned(),
+            position,
+            message: message.to_owned(),
+        };
+        let mut next: i64 = sqlx::query_scalar::<_, Option<i64>>(
+            "SELECT MAX(position) FROM messages WHERE session_id = $1",
+        )
+        .bind(session)
+        .fetch_one(&mut *tx)
+        .await?
+        .map_or(0, |p| p + 1);
+        for (slot, message, checkpoint) in inserts {
+            let key: Option<i64> = sqlx::query_scalar(
+                "SELECT COALESCE(sort_key, position) FROM messages WHERE session_id = $1 AND position = $2",
+            )
+            .bind(session)
+            .bind(slot)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let key = key.ok_or_else(|| corrupt(*slot, "no such message to take the place of"))?;
+            let row = MessageRow::from_message(next, message)?;
+            row.insert(&mut tx, session, now).await?;
+            sqlx::query("UPDATE messages SET sort_key = $1, kind = $2 WHERE session_id = $3 AND position = $4")
+                .bind(key)
+                .bind(if *checkpoint { "checkpoint" } else { "message" })
+                .bind(session)
+                .bind(next)
+                .execute(&mut *tx)
+                .await?;
+            next += 1;
+        }
         for position in archive {
             let done = sqlx::query(
                 "UPDATE messages SET archived_at = $1 WHERE session_id = $2 AND position = $3 AND archived_at IS NULL",
@@ -362,29 +404,13 @@ impl Store {
             .execute(&mut *tx)
             .await?;
             if done.rows_affected() != 1 {
-                return Err(StoreError::Corrupt {
-                    session: session.to_owned(),
-                    position: *position,
-                    message: "not an active message of this session".to_owned(),
-                });
+                return Err(corrupt(*position, "not an active message of this session"));
             }
         }
-        let next: Option<i64> =
-            sqlx::query_scalar("SELECT MAX(position) FROM messages WHERE session_id = $1")
-                .bind(session)
-                .fetch_one(&mut *tx)
-                .await?;
-        let row = MessageRow::from_message(next.map_or(0, |p| p + 1), checkpoint)?;
-        row.insert(&mut tx, session, now).await?;
-        sqlx::query("UPDATE messages SET sort_key = $1, kind = 'checkpoint' WHERE session_id = $2 AND position = $3")
-            .bind(anchor)
-            .bind(session)
-            .bind(row.position)
-            .execute(&mut *tx)
-            .await?;
         sqlx::query(
-            "UPDATE sessions SET message_count = message_count + 1, updated_at = $1 WHERE id = $2",
+            "UPDATE sessions SET message_count = message_count + $1, updated_at = $2 WHERE id = $3",
         )
+        .bind(inserts.len() as i64)
         .bind(now)
         .bind(session)
         .execute(&mut *tx)
@@ -393,7 +419,7 @@ impl Store {
         tracing::info!(
             session,
             archived = archive.len(),
-            anchor,
+            inserted = inserts.len(),
             "compaction stored"
         );
         Ok(())

@@ -175,25 +175,39 @@ async fn compaction_archives_rows_and_the_checkpoint_takes_their_place() {
         .collect();
     store.append(&id, &msgs).await.unwrap();
     let summary = Message::text(hermes_core::Role::User, "[Summary] m1..m3");
-    store.compact(&id, &[1, 2, 3], &summary).await.unwrap();
+    let cleared = Message::text(hermes_core::Role::Assistant, "[cleared]");
+    store
+        .compact(
+            &id,
+            &[1, 2, 3, 5],
+            &[(1, summary.clone(), true), (5, cleared, false)],
+        )
+        .await
+        .unwrap();
     let active = store.messages(&id).await.unwrap();
     let texts: Vec<String> = active
         .iter()
         .map(|m| m.content.as_ref().unwrap().as_str().unwrap().into_owned())
         .collect();
-    assert_eq!(texts, ["m0", "[Summary] m1..m3", "m4", "m5"]);
+    assert_eq!(texts, ["m0", "[Summary] m1..m3", "m4", "[cleared]"]);
     let all = store.all_messages(&id).await.unwrap();
-    assert_eq!(all.len(), 7, "nothing is deleted");
+    assert_eq!(all.len(), 8, "nothing is deleted");
     assert_eq!(
         all.iter()
             .filter(|m| m.archived)
             .map(|m| m.position)
             .collect::<Vec<_>>(),
-        [1, 2, 3]
+        [1, 2, 3, 5]
     );
     assert!(all[6].checkpoint && !all[6].archived);
+    assert!(!all[7].checkpoint && !all[7].archived);
     // Archiving a row twice is refused, and the transaction leaves the session as it was.
-    assert!(store.compact(&id, &[4, 2], &summary).await.is_err());
+    assert!(
+        store
+            .compact(&id, &[4, 2], &[(4, summary.clone(), true)])
+            .await
+            .is_err()
+    );
     assert_eq!(store.messages(&id).await.unwrap(), active);
     // A branch copies the active view.
     let branch = store.branch(&id, None).await.unwrap();
