@@ -262,6 +262,46 @@ pub(crate) fn event_line(event: &DriverEvent) -> Option<String> {
     })
 }
 
+/// Writes summaries with the session's own provider and route.
+struct TransportSummarizer<'a> {
+    transport: &'a HttpChat,
+    decision: &'a RouteDecision,
+    verdicts: &'a Verdicts,
+}
+
+#[async_trait::async_trait]
+impl hermes_compaction::Summarizer for TransportSummarizer<'_> {
+    async fn summarize(&self, messages: &[Message]) -> Result<String, String> {
+        let mut history = messages.to_vec();
+        history.push(Message::text(
+            Role::User,
+            hermes_compaction::SUMMARY_INSTRUCTIONS,
+        ));
+        let request = hermes_core::ChatRequest::build(
+            &history,
+            self.decision,
+            self.verdicts,
+            hermes_core::ThinkingRequest::NoPreference,
+        );
+        let target = &self.decision.target;
+        let origin = hermes_core::Origin {
+            provider: target.provider.clone(),
+            host: target.host_key(),
+            model: target.model.clone(),
+        };
+        let reply = hermes_core::Transport::send(self.transport, &request, origin)
+            .await
+            .map_err(|e| e.to_string())?;
+        reply
+            .message
+            .content
+            .as_ref()
+            .and_then(|c| c.as_str().map(|s| s.into_owned()))
+            .filter(|s| !s.trim().is_empty())
+            .ok_or_else(|| "the summary reply had no text".to_owned())
+    }
+}
+
 /// A chat in progress: the store, the resolved route, the wire, and the conversation.
 pub(crate) struct ChatSession {
     store: Store,
@@ -272,6 +312,11 @@ pub(crate) struct ChatSession {
     transport: HttpChat,
     tools: Toolbox,
     driver_config: DriverConfig,
+    compaction: hermes_compaction::CompactionConfig,
+    /// The pre-flight estimate, updated incrementally as the conversation grows.
+    running: hermes_core::RunningEstimate,
+    /// History length when automatic compaction last could not get under the trigger.
+    unfit_at: Option<usize>,
     /// The stored session, once the first turn (or `--resume`) made one.
     pub(crate) id: Option<String>,
     model_config: Mutex<Map<String, Value>>,
@@ -341,7 +386,14 @@ impl ChatSession {
             tools: tools.definitions(),
             ..DriverConfig::default()
         };
+        let compaction = hermes_compaction::CompactionConfig::for_model(
+            &setup.model,
+            &config.compaction.overrides(),
+        );
         Ok(ChatSession {
+            compaction,
+            running: hermes_core::RunningEstimate::new(),
+            unfit_at: None,
             store,
             setup,
             _sim: sim,
@@ -418,6 +470,93 @@ impl ChatSession {
             })
     }
 
+    /// Compacts the stored session (SPEC §7): summarises the middle with the session's own
+    /// provider, clears old tool outputs when that is not enough, archives what left the active
+    /// view (never deletes it) and reloads. `manual` summarises everything it may (`/compact`);
+    /// otherwise only enough to get under the trigger. Returns the status line, or `None` when
+    /// nothing could shrink.
+    pub(crate) async fn compact(&mut self, manual: bool) -> anyhow::Result<Option<String>> {
+        let Some(id) = self.id.clone() else {
+            return Ok(None);
+        };
+        let rows = self.store.active(&id).await?;
+        let history: Vec<Message> = rows.iter().map(|r| r.message.clone()).collect();
+        let mut config = self.compaction;
+        if manual {
+            config.target_percent = 0;
+        }
+        let summarizer = TransportSummarizer {
+            transport: &self.transport,
+            decision: &self.decision,
+            verdicts: &self.conversation.verdicts,
+        };
+        let result =
+            match hermes_compaction::compress(&history, &self.decision, &config, &summarizer).await
+            {
+                Ok(result) => result,
+                // The summary request failed: clearing old tool outputs may still be enough.
+                Err(e) => {
+                    tracing::warn!(error = %e, "summary failed; trying the salvage pass");
+                    hermes_compaction::salvage(&history, &self.decision, &config)
+                }
+            };
+        let Some(result) = result else {
+            return Ok(None);
+        };
+        let position = |i: usize| {
+            rows.get(i)
+                .map(|r| r.position)
+                .context("compaction named a message that is not there")
+        };
+        let archive = result
+            .archived
+            .iter()
+            .map(|&i| position(i))
+            .collect::<anyhow::Result<Vec<i64>>>()?;
+        let mut inserts = Vec::new();
+        for (message, source) in result.active.iter().zip(&result.sources) {
+            let slot = match source {
+                hermes_compaction::Source::Kept(_) => continue,
+                hermes_compaction::Source::Shrunk(i) => position(*i)?,
+                hermes_compaction::Source::Checkpoint => position(
+                    result
+                        .checkpoint_slot
+                        .context("a checkpoint without a slot")?,
+                )?,
+            };
+            inserts.push((
+                slot,
+                message.clone(),
+                hermes_compaction::is_checkpoint(message),
+            ));
+        }
+        self.store.compact(&id, &archive, &inserts).await?;
+        self.conversation.messages = self.store.messages(&id).await?;
+        self.running.reset();
+        self.unfit_at = (!result.fits).then_some(self.conversation.messages.len());
+        Ok(Some(result.status_line()))
+    }
+
+    /// The pre-flight check before a turn: compacts when the running estimate crossed the
+    /// trigger.
+    pub(crate) async fn preflight(&mut self) -> anyhow::Result<Option<String>> {
+        if self.id.is_none() {
+            return Ok(None);
+        }
+        let estimate = self
+            .running
+            .update(&self.conversation.messages, &self.decision);
+        // After a compaction that could not get under the trigger, wait for the history to
+        // grow by a protected tail's worth before trying again.
+        let retry_after = self
+            .unfit_at
+            .map_or(0, |n| n + self.compaction.protect_last);
+        if !self.compaction.over(estimate) || self.conversation.messages.len() < retry_after {
+            return Ok(None);
+        }
+        self.compact(false).await
+    }
+
     /// Reloads the conversation from the store (after a cancelled turn).
     pub(crate) async fn reload(&mut self) -> anyhow::Result<()> {
         if let Some(id) = &self.id {
@@ -458,6 +597,9 @@ fn say(event: &DriverEvent) {
 
 async fn run_once(args: &ChatArgs, query: &str, home: &Path) -> anyhow::Result<()> {
     let mut chat = ChatSession::open(args, home).await?;
+    if let Some(status) = chat.preflight().await? {
+        let _ = writeln!(io::stderr(), "hermes: {status}");
+    }
     let before = chat.conversation.messages.len();
     let outcome = chat.turn(query, &say).await?;
     let session = chat.id.clone().unwrap_or_default();
@@ -513,4 +655,30 @@ pub(crate) fn run(args: &ChatArgs) -> anyhow::Result<()> {
         Some(query) => runtime.block_on(run_once(args, query, &home)),
         None => crate::repl::run(args, &home, &runtime),
     }
+}
+
+/// Runs `hermes sessions compact ID`.
+pub(crate) fn compact_session(id: &str) -> anyhow::Result<()> {
+    let home = home::hermes_home()?;
+    let args = ChatArgs {
+        query: None,
+        json: false,
+        provider: None,
+        model: None,
+        base_url: None,
+        effort: None,
+        no_thinking: false,
+        resume: Some(id.to_owned()),
+        no_stream: true,
+        hide_reasoning: false,
+    };
+    home::runtime()?.block_on(async {
+        let mut chat = ChatSession::open(&args, &home).await?;
+        let line = chat
+            .compact(true)
+            .await?
+            .unwrap_or_else(|| "nothing to compact".to_owned());
+        writeln!(io::stdout(), "{line}")?;
+        Ok(())
+    })
 }

@@ -135,6 +135,13 @@ pub(crate) enum SessionsCommand {
         #[arg(long, value_name = "N")]
         at: Option<usize>,
     },
+    /// Compact a session now: summarise its middle (with the session's own provider), clear old
+    /// tool outputs if needed; the originals stay archived (`show --all`).
+    Compact {
+        /// Session id.
+        #[arg(value_name = "ID")]
+        id: String,
+    },
     /// Delete a session.
     Delete {
         /// Session id.

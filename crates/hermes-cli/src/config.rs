@@ -43,6 +43,55 @@ pub(crate) struct Config {
     /// Per-provider settings, by provider id.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) providers: BTreeMap<String, ProviderConfig>,
+    /// Compaction overrides (defaults per model family otherwise).
+    #[serde(default, skip_serializing_if = "CompactionSection::is_empty")]
+    pub(crate) compaction: CompactionSection,
+}
+
+/// `[compaction]`: overrides of the per-model defaults.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CompactionSection {
+    /// Context window in tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) context_window: Option<usize>,
+    /// Tokens reserved for the reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_output: Option<usize>,
+    /// Compact when the estimate reaches this percentage of (context window − max output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) trigger_percent: Option<u8>,
+    /// Messages never summarised at the start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) protect_first: Option<usize>,
+    /// Messages never summarised at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) protect_last: Option<usize>,
+    /// Recent tool outputs kept when old ones are cleared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) keep_tool_outputs: Option<usize>,
+    /// Largest summary, in estimated tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) summary_max_tokens: Option<usize>,
+}
+
+impl CompactionSection {
+    fn is_empty(&self) -> bool {
+        *self == CompactionSection::default()
+    }
+
+    /// As the compaction crate's overrides.
+    pub(crate) fn overrides(&self) -> hermes_compaction::CompactionOverrides {
+        hermes_compaction::CompactionOverrides {
+            context_window: self.context_window,
+            max_output: self.max_output,
+            trigger_percent: self.trigger_percent,
+            protect_first: self.protect_first,
+            protect_last: self.protect_last,
+            keep_tool_outputs: self.keep_tool_outputs,
+            summary_max_tokens: self.summary_max_tokens,
+        }
+    }
 }
 
 impl Config {

@@ -66,6 +66,7 @@ pub(crate) struct Style {
 pub(crate) type Out = Arc<Mutex<dyn Write + Send>>;
 
 const HELP: &str = "commands:
+  /compact   summarise the earlier conversation now (originals stay archived)
   /branch    copy this session (every carrier, the verdicts) into a new one and continue there
   /session   show the session id, route and counts
   /verdicts  show which carriers providers refused for this session
@@ -96,6 +97,14 @@ fn command(
 ) -> bool {
     match line.split_whitespace().next().unwrap_or_default() {
         "/exit" | "/quit" => return false,
+        "/compact" => {
+            let text = match runtime.block_on(chat.compact(true)) {
+                Ok(Some(status)) => format!("{status}\n"),
+                Ok(None) => "nothing to compact\n".to_owned(),
+                Err(e) => format!("cannot compact: {e:#}\n"),
+            };
+            write_out(out, &text);
+        }
         "/help" => write_out(out, &format!("{HELP}\n")),
         "/session" => {
             let text = match &chat.id {
@@ -159,6 +168,11 @@ fn turn(
     style: Style,
     runtime: &tokio::runtime::Runtime,
 ) {
+    match runtime.block_on(chat.preflight()) {
+        Ok(Some(status)) => write_out(out, &format!("{}\n", dim(style, &format!("· {status}")))),
+        Ok(None) => {}
+        Err(e) => write_out(out, &format!("cannot compact: {e:#}\n")),
+    }
     let spinner = if style.spinner {
         let bar = indicatif::ProgressBar::new_spinner();
         bar.set_message("thinking");

@@ -230,6 +230,7 @@ async fn run_async(command: &SessionsCommand, store: Store) -> anyhow::Result<()
             let branch = store.branch(id, *at).await?;
             writeln!(out, "{branch}")?;
         }
+        SessionsCommand::Compact { .. } => {}
         SessionsCommand::Delete { id } => {
             store.delete(id).await?;
             let _ = writeln!(io::stderr(), "hermes: deleted session {id}");
@@ -241,6 +242,9 @@ async fn run_async(command: &SessionsCommand, store: Store) -> anyhow::Result<()
 
 /// Runs `hermes sessions …`.
 pub(crate) fn run(command: &SessionsCommand) -> anyhow::Result<()> {
+    if let SessionsCommand::Compact { id } = command {
+        return crate::chat::compact_session(id);
+    }
     home::runtime()?.block_on(async {
         let store = home::open_store().await?;
         run_async(command, store).await

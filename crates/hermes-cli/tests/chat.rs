@@ -431,3 +431,165 @@ async fn sim_serve_prints_its_base_url_first_and_serves_until_killed() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown profile `nope`"));
 }
+
+/// Builds a session of several tool-using turns against `sim`, compacts it, and returns its id.
+async fn compacted_session(home: &Home, sim: &Sim, provider: &str, model: &str) -> String {
+    let base = sim.base_url();
+    let first = home
+        .chat_json(&[
+            "--provider",
+            provider,
+            "--model",
+            model,
+            "--base-url",
+            &base,
+            "-q",
+            "[tools=2] start",
+        ])
+        .await;
+    let id = first["session_id"].as_str().unwrap().to_owned();
+    for q in ["one", "[tools=1] two", "three", "[tools=2] four", "five"] {
+        home.chat_json(&["--resume", &id, "-q", q]).await;
+    }
+    let status = home.ok(&["sessions", "compact", &id]).await;
+    assert!(status.starts_with("context compacted: "), "{status}");
+    id
+}
+
+fn assistants_of(messages: &Value) -> Vec<Value> {
+    messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .cloned()
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compacted_session_resumed_and_branched_still_replays_its_reasoning() {
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let home = Home::new();
+    let id = compacted_session(&home, &sim, "deepseek", "deepseek-v4-pro").await;
+
+    // Originals stay archived; the active view has one checkpoint.
+    let all: Value =
+        serde_json::from_str(&home.ok(&["sessions", "show", &id, "--all", "--json"]).await)
+            .unwrap();
+    let rows = all["messages"].as_array().unwrap();
+    assert!(rows.iter().filter(|m| m["archived"] == true).count() > 3);
+    assert_eq!(rows.iter().filter(|m| m["checkpoint"] == true).count(), 1);
+    let retained = assistants_of(&home.export(&id).await["messages"]);
+    assert!(!retained.is_empty());
+
+    // Resumed in a new process: every retained turn's reasoning, exactly as stored.
+    sim.clear_requests();
+    home.chat_json(&["--resume", &id, "-q", "after compaction"])
+        .await;
+    let request = sim.requests().pop().unwrap();
+    assert_eq!(request.status, 200, "{}", request.response);
+    let sent = assistants_of(&request.body["messages"]);
+    let stored_rc: Vec<&Value> = retained.iter().map(|m| &m["reasoning_content"]).collect();
+    let sent_rc: Vec<&Value> = sent.iter().map(|m| &m["reasoning_content"]).collect();
+    assert_eq!(sent_rc, stored_rc);
+
+    // And on a branch.
+    let branch = home
+        .ok(&["sessions", "branch", &id])
+        .await
+        .trim()
+        .to_owned();
+    let branch_retained = assistants_of(&home.export(&branch).await["messages"]);
+    sim.clear_requests();
+    home.chat_json(&["--resume", &branch, "-q", "on the branch"])
+        .await;
+    let request = sim.requests().pop().unwrap();
+    assert_eq!(request.status, 200, "{}", request.response);
+    let sent = assistants_of(&request.body["messages"]);
+    let sent_rc: Vec<&Value> = sent.iter().map(|m| &m["reasoning_content"]).collect();
+    let stored_rc: Vec<&Value> = branch_retained
+        .iter()
+        .map(|m| &m["reasoning_content"])
+        .collect();
+    assert_eq!(sent_rc, stored_rc);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gemini_tool_call_signature_survives_compaction_and_branch() {
+    let sim = Sim::start("gemini-openai").await.unwrap();
+    let home = Home::new();
+    let id = compacted_session(&home, &sim, "gemini-openai", "gemini-3-pro-preview").await;
+    let stored = home.export(&id).await;
+    let signed: Vec<Value> = stored["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| {
+            m["tool_calls"]
+                .get(0)
+                .and_then(|c| c.get("extra_content"))
+                .cloned()
+        })
+        .collect();
+    assert!(
+        !signed.is_empty(),
+        "a retained tool-call turn keeps its signature"
+    );
+    let branch = home
+        .ok(&["sessions", "branch", &id])
+        .await
+        .trim()
+        .to_owned();
+    let preview: Value =
+        serde_json::from_str(&home.ok(&["preview", "--session", &branch]).await).unwrap();
+    let previewed: Vec<Value> = preview["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| {
+            m["tool_calls"]
+                .get(0)
+                .and_then(|c| c.get("extra_content"))
+                .cloned()
+        })
+        .collect();
+    assert_eq!(
+        previewed, signed,
+        "the gemini-openai route replays every retained signature"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_compacts_automatically_when_the_estimate_crosses_the_trigger() {
+    let home = Home::new();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[compaction]\ncontext_window = 400\nmax_output = 100\ntrigger_percent = 80\n",
+    )
+    .unwrap();
+    let first = home
+        .chat_json(&["--provider", "sim", "-q", "[tools=2] go"])
+        .await;
+    let id = first["session_id"].as_str().unwrap().to_owned();
+    let mut compacted = false;
+    for q in ["one", "two", "three", "four", "five", "six"] {
+        let out = home.run(&["chat", "--resume", &id, "-q", q], &[]).await;
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        compacted |= String::from_utf8_lossy(&out.stderr).contains("hermes: context compacted: ");
+    }
+    assert!(compacted, "one status line says the context was compacted");
+    let all: Value =
+        serde_json::from_str(&home.ok(&["sessions", "show", &id, "--all", "--json"]).await)
+            .unwrap();
+    assert!(
+        all["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["checkpoint"] == true)
+    );
+}

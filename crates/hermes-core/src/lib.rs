@@ -4,6 +4,7 @@
 //! these types; see `ARCHITECTURE.md`.
 
 pub mod driver;
+pub mod estimate;
 pub mod message;
 pub mod raw;
 pub mod refusal;
@@ -15,6 +16,7 @@ pub mod target;
 pub mod transport;
 pub mod verdict;
 
+pub use estimate::{RunningEstimate, estimate_history, estimate_message};
 pub use message::{DetailItem, FunctionCall, Message, NativeRecord, Origin, Role, ToolCall};
 pub use raw::{RawJson, TextCarrier};
 pub use route::{

@@ -159,7 +159,7 @@ impl<'d> ShapeContext<'d> {
     /// Plans one assistant message; `newest` is true for the last assistant of the history.
     pub fn plan_assistant(&self, msg: &Message, newest: bool) -> AssistantPlan {
         let effective = self.effective();
-        let stale = !newest && !self.decision.replays_stale_thinking;
+        let stale = !thinking_reaches_wire(self.decision, newest);
         let origin_ok = self.origin_ok(msg);
         let native = &self.decision.native;
 
@@ -271,7 +271,7 @@ impl<'d> ShapeContext<'d> {
 
     /// Shapes the whole history into wire messages, in order.
     pub fn shape<'a>(&self, history: &'a [Message]) -> Vec<WireMessage<'a>> {
-        let newest = history.iter().rposition(|m| m.role == Role::Assistant);
+        let newest = newest_assistant(history);
         let debug = tracing::enabled!(tracing::Level::DEBUG);
         history
             .iter()
@@ -304,7 +304,7 @@ impl<'d> ShapeContext<'d> {
 
     /// One line per assistant message saying why each carrier is present, padded or absent.
     pub fn explain(&self, history: &[Message]) -> Vec<String> {
-        let newest = history.iter().rposition(|m| m.role == Role::Assistant);
+        let newest = newest_assistant(history);
         history
             .iter()
             .enumerate()
@@ -315,6 +315,21 @@ impl<'d> ShapeContext<'d> {
             })
             .collect()
     }
+}
+
+/// The index of the newest assistant message of `history`: the one turn whose readable thinking
+/// reaches the wire on a route that does not replay stale thinking.
+pub fn newest_assistant(history: &[Message]) -> Option<usize> {
+    history.iter().rposition(|m| m.role == Role::Assistant)
+}
+
+/// True when the readable thinking (RC/R) of an assistant turn reaches the wire on `decision`'s
+/// route: on every turn when the route replays stale thinking, else only on the newest one.
+///
+/// The one predicate shaping and the token estimator ([`crate::estimate`]) share, so the
+/// pre-flight trigger and the compaction tail walk price exactly what shaping sends.
+pub fn thinking_reaches_wire(decision: &RouteDecision, newest: bool) -> bool {
+    newest || decision.replays_stale_thinking
 }
 
 fn text_plan(carrier: Option<&TextCarrier>, stale: bool) -> FieldPlan {
