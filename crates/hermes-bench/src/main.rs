@@ -67,10 +67,17 @@ fn main() {
         sizes = FINGERPRINTS.iter().map(|f| f.0).collect();
     }
     let table = hermes_providers::builtin_table();
-    if !flag("--storage-only") {
+    if !flag("--storage-only") && !flag("--compaction-only") {
         shaping(&table, sizes);
     }
-    if !flag("--shaping-only") {
+    if !flag("--shaping-only")
+        && !flag("--storage-only")
+        && let Err(e) = compaction(&table)
+    {
+        eprintln!("compaction benchmark failed: {e}");
+        std::process::exit(1);
+    }
+    if !flag("--shaping-only") && !flag("--compaction-only") {
         let late_turn = value("--late-turn", LATE_TURN);
         let resume_turns = value("--resume-turns", RESUME_TURNS);
         if let Err(e) = storage(&table, late_turn, resume_turns) {
@@ -78,6 +85,108 @@ fn main() {
             std::process::exit(1);
         }
     }
+}
+
+/// The compaction table: the pre-flight estimate against shaping (cold, and incremental as the
+/// CLI runs it before every request), and `compress()` of a 5,000-turn history with an instant
+/// summarizer.
+fn compaction(table: &RouteTable) -> Result<(), Box<dyn std::error::Error>> {
+    use hermes_compaction::{CompactionConfig, CompactionOverrides, FixedSummarizer, compress};
+    use hermes_core::{ShapeContext, estimate_history};
+
+    println!();
+    println!(
+        "compaction (deepseek route) | measure                      value   target     spread"
+    );
+    let verdicts = Verdicts::default();
+    let decision = table.resolve(
+        &RouteTarget::new("deepseek", None, "deepseek-v4-pro"),
+        ResolveOptions::default(),
+    );
+    let bytes = standard_history_bytes(1_000);
+    let history: Vec<Message> = serde_json::from_slice(&bytes)?;
+    let runs = 15;
+    let (mut estimate, mut views, mut body) = (Vec::new(), Vec::new(), Vec::new());
+    // The first estimate after load computes every text's token count; later ones reuse them.
+    let mut first = Vec::new();
+    for _ in 0..5 {
+        let fresh: Vec<Message> = serde_json::from_slice(&bytes)?;
+        first.extend(sample(1, || estimate_history(&fresh, &decision)));
+    }
+    for _ in 0..runs {
+        estimate.extend(sample(1, || estimate_history(&history, &decision)));
+        views.extend(sample(1, || {
+            ShapeContext::new(&decision, &verdicts)
+                .shape(&history)
+                .len()
+        }));
+        body.extend(sample(1, || {
+            let request = ChatRequest::build(
+                &history,
+                &decision,
+                &verdicts,
+                ThinkingRequest::NoPreference,
+            );
+            serde_json::to_vec(&request).map(|v| v.len())
+        }));
+    }
+    let spread = |a: &[Duration], b: &[Duration]| -> String {
+        let r: Vec<f64> = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| x.as_secs_f64() / y.as_secs_f64())
+            .collect();
+        format!(
+            "{:.3}-{:.3}",
+            r.iter().copied().fold(f64::INFINITY, f64::min),
+            r.iter().copied().fold(0.0, f64::max)
+        )
+    };
+    let pre_spread = spread(&estimate, &body);
+    for v in [&mut estimate, &mut views, &mut body, &mut first] {
+        v.sort();
+    }
+    let shaping = ms(median(&body));
+    let pre = ms(median(&estimate)) / shaping;
+    println!(
+        "pre-flight estimate (N=1000) / shaping             {pre:>9.3}   <= 0.2  {pre_spread} {}",
+        if pre <= 0.2 { "ok" } else { "MISSED" }
+    );
+    println!(
+        "first estimate after load / shaping                {:>9.3}     -",
+        ms(median(&first)) / shaping
+    );
+    println!(
+        "-- shaping = shape + serialise the body, {shaping:.3} ms (building the wire views alone: {:.3} ms); \
+         pre-flight estimate {:.3} ms (token counts remembered per text); first estimate after load {:.3} ms",
+        ms(median(&views)),
+        ms(median(&estimate)),
+        ms(median(&first)),
+    );
+
+    let big: Vec<Message> = serde_json::from_slice(&standard_history_bytes(5_000))?;
+    let config = CompactionConfig::for_model("deepseek-v4-pro", &CompactionOverrides::default());
+    let summarizer = FixedSummarizer("instant summary".to_owned());
+    let rt = tokio::runtime::Builder::new_current_thread().build()?;
+    let mut after = 0;
+    let mut times = sample(7, || {
+        let result = rt.block_on(compress(&big, &decision, &config, &summarizer));
+        after = result.ok().flatten().map_or(0, |c| c.active.len());
+    });
+    times.sort();
+    let shape_big = {
+        let mut t = sample(7, || {
+            ShapeContext::new(&decision, &verdicts).shape(&big).len()
+        });
+        t.sort();
+        ms(median(&t))
+    };
+    println!(
+        "-- compress() of the 5,000-turn history, instant summarizer: {:.2} ms median ({} -> {after} messages); shaping the same history {shape_big:.2} ms",
+        ms(median(&times)),
+        big.len()
+    );
+    Ok(())
 }
 
 /// The shaping table.

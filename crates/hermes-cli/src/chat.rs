@@ -313,8 +313,6 @@ pub(crate) struct ChatSession {
     tools: Toolbox,
     driver_config: DriverConfig,
     compaction: hermes_compaction::CompactionConfig,
-    /// The pre-flight estimate, updated incrementally as the conversation grows.
-    running: hermes_core::RunningEstimate,
     /// History length when automatic compaction last could not get under the trigger.
     unfit_at: Option<usize>,
     /// The stored session, once the first turn (or `--resume`) made one.
@@ -392,7 +390,6 @@ impl ChatSession {
         );
         Ok(ChatSession {
             compaction,
-            running: hermes_core::RunningEstimate::new(),
             unfit_at: None,
             store,
             setup,
@@ -532,20 +529,17 @@ impl ChatSession {
         }
         self.store.compact(&id, &archive, &inserts).await?;
         self.conversation.messages = self.store.messages(&id).await?;
-        self.running.reset();
         self.unfit_at = (!result.fits).then_some(self.conversation.messages.len());
         Ok(Some(result.status_line()))
     }
 
-    /// The pre-flight check before a turn: compacts when the running estimate crossed the
-    /// trigger.
+    /// The pre-flight check before a turn: compacts when the estimate crossed the trigger.
     pub(crate) async fn preflight(&mut self) -> anyhow::Result<Option<String>> {
         if self.id.is_none() {
             return Ok(None);
         }
-        let estimate = self
-            .running
-            .update(&self.conversation.messages, &self.decision);
+        // Cheap: every text remembers its token count after the first estimate.
+        let estimate = hermes_core::estimate_history(&self.conversation.messages, &self.decision);
         // After a compaction that could not get under the trigger, wait for the history to
         // grow by a protected tail's worth before trying again.
         let retry_after = self

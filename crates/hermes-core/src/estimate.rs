@@ -276,7 +276,7 @@ pub fn estimate_carrier(carrier: &TextCarrier) -> usize {
 /// The estimated tokens of a raw JSON value: the sum over every string value inside it (object
 /// keys, numbers and literals are not counted; `data:…;base64,…` URLs are opaque, priced at zero).
 pub fn estimate_json(raw: &RawJson) -> usize {
-    estimate_json_text(raw.get())
+    raw.memo_tokens(estimate_json_text)
 }
 
 /// [`estimate_json`] over JSON text known to be valid.

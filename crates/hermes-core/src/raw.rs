@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::OnceLock;
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -10,33 +11,44 @@ use serde_json::value::RawValue;
 /// A JSON value stored as the exact text it arrived in.
 ///
 /// Serialising a `RawJson` writes that text unchanged: key order, number spelling (big integers
-/// included) and string escapes survive load → store → wire.
+/// included) and string escapes survive load → store → wire. The value also remembers its token
+/// estimate once computed, so the pre-flight estimate of a loaded history does not rescan it.
 #[derive(Clone)]
-pub struct RawJson(Box<RawValue>);
+pub struct RawJson(Box<RawValue>, OnceLock<usize>);
 
 impl RawJson {
+    fn wrap(raw: Box<RawValue>) -> Self {
+        RawJson(raw, OnceLock::new())
+    }
+
+    /// The token estimate of this value, computed by `estimate` on first use and remembered.
+    /// Only the estimator calls it, always with the same function.
+    pub(crate) fn memo_tokens(&self, estimate: impl FnOnce(&str) -> usize) -> usize {
+        *self.1.get_or_init(|| estimate(self.get()))
+    }
+
     /// Wraps JSON text after checking that it is one valid JSON value.
     pub fn from_text(text: impl Into<String>) -> Result<Self, serde_json::Error> {
-        RawValue::from_string(text.into()).map(RawJson)
+        RawValue::from_string(text.into()).map(RawJson::wrap)
     }
 
     /// Serialises `value` compactly into a new raw value.
     pub fn from_serialize<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
-        serde_json::value::to_raw_value(value).map(RawJson)
+        serde_json::value::to_raw_value(value).map(RawJson::wrap)
     }
 
     /// A JSON string holding `text`.
     pub fn string(text: &str) -> Self {
         // Serialising a `&str` cannot fail.
         match serde_json::value::to_raw_value(text) {
-            Ok(raw) => RawJson(raw),
+            Ok(raw) => RawJson::wrap(raw),
             Err(_) => unreachable_string(),
         }
     }
 
     /// The literal `null`.
     pub fn null() -> Self {
-        RawJson(RawValue::NULL.to_owned())
+        RawJson::wrap(RawValue::NULL.to_owned())
     }
 
     /// The exact JSON text.
@@ -76,7 +88,7 @@ impl RawJson {
 #[cold]
 fn unreachable_string() -> RawJson {
     // `to_raw_value(&str)` only fails on a serializer error, which a string never produces.
-    RawJson(RawValue::NULL.to_owned())
+    RawJson::wrap(RawValue::NULL.to_owned())
 }
 
 impl PartialEq for RawJson {
@@ -101,7 +113,7 @@ impl Serialize for RawJson {
 
 impl<'de> Deserialize<'de> for RawJson {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Box::<RawValue>::deserialize(deserializer).map(RawJson)
+        Box::<RawValue>::deserialize(deserializer).map(RawJson::wrap)
     }
 }
 
