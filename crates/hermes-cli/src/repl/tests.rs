@@ -58,6 +58,7 @@ fn two_turns_a_branch_and_exit_leave_both_sessions_in_state_db() {
         "/branch",
         "/session",
         "/verdicts",
+        "/compact",
         "/nope",
         "/exit",
         "never read",
@@ -75,6 +76,14 @@ fn two_turns_a_branch_and_exit_leave_both_sessions_in_state_db() {
     );
     assert!(text.contains("no verdicts"), "{text}");
     assert!(text.contains("unknown command /nope"), "{text}");
+    assert!(
+        text.contains("nothing to compact"),
+        "six messages fit easily: {text}"
+    );
+    assert!(
+        text.contains("context compacted: ") || text.contains("nothing to compact"),
+        "{text}"
+    );
 
     let store = chat.store().clone();
     let sessions = runtime.block_on(store.list()).unwrap();
