@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use hermes_compaction::{FixedSummarizer, Source, compress, is_checkpoint};
 use hermes_core::estimate::estimate_history;
-use hermes_core::{Message, Role, RunningEstimate, ShapeContext, Verdicts};
+use hermes_core::{Message, Role, ShapeContext, Verdicts};
 use proptest::prelude::*;
 
 const SUMMARY: &str = "The user asked for searches; results were found and reported.";
@@ -132,35 +132,5 @@ proptest! {
             estimate_history(&history, decision),
             reference_estimate(&history, decision)
         );
-    }
-
-    /// The running pre-flight estimate always equals a full estimate: as the history grows, when
-    /// the route changes, and when the history is replaced by a compacted view.
-    #[test]
-    fn running_estimate_equals_the_full_estimate(
-        history in history(),
-        route in route_index(),
-        other in route_index(),
-        cuts in prop::collection::vec(0.0f64..1.0, 1..5),
-    ) {
-        let decisions = routes();
-        let (d, o) = (&decisions[route], &decisions[other]);
-        let mut running = RunningEstimate::new();
-        let mut lens: Vec<usize> = cuts.iter().map(|f| (f * history.len() as f64) as usize).collect();
-        lens.sort();
-        lens.push(history.len());
-        for len in lens {
-            prop_assert_eq!(running.update(&history[..len], d), estimate_history(&history[..len], d));
-        }
-        prop_assert_eq!(running.update(&history, o), estimate_history(&history, o));
-        // Shrinking back to an earlier length (a cancelled turn) reprices the newest turn.
-        let half = history.len() / 2;
-        prop_assert_eq!(running.update(&history[..half], o), estimate_history(&history[..half], o));
-        prop_assert_eq!(running.update(&history, o), estimate_history(&history, o));
-        let config = config_with_threshold(1, 1, 3, 1);
-        if let Some(c) = now(compress(&history, o, &config, &FixedSummarizer(SUMMARY.into()))).unwrap() {
-            running.reset();
-            prop_assert_eq!(running.update(&c.active, o), estimate_history(&c.active, o));
-        }
     }
 }

@@ -16,7 +16,7 @@ pub mod target;
 pub mod transport;
 pub mod verdict;
 
-pub use estimate::{RunningEstimate, estimate_history, estimate_message};
+pub use estimate::{estimate_history, estimate_message};
 pub use message::{DetailItem, FunctionCall, Message, NativeRecord, Origin, Role, ToolCall};
 pub use raw::{RawJson, TextCarrier};
 pub use route::{

@@ -205,29 +205,3 @@ fn readable_detail_items_count_by_their_text_and_tool_calls_count() {
     // tool 1; call id 1; 2 CJK.
     assert_eq!(estimate_message(&h[1], &all, false), 1 + 1 + 2);
 }
-
-#[test]
-fn running_estimate_follows_appends_and_the_newest_turn() {
-    let h = history(json!([
-        {"role": "user", "content": "q"},
-        {"role": "assistant", "content": "", "reasoning_content": "aaaaaaaaaaaaaaaa"},
-        {"role": "user", "content": "q"},
-        {"role": "assistant", "content": "", "reasoning_content": "bbbbbbbb"},
-    ]));
-    let newest = decision(NewestOnly(RouteMatcher::new()), "m");
-    let mut running = RunningEstimate::new();
-    assert_eq!(running.update(&h[..2], &newest), 1 + 1 + 3 + 4);
-    // The first assistant turn stops being the newest: its thinking leaves the wire.
-    assert_eq!(running.update(&h, &newest), estimate_history(&h, &newest));
-    assert_eq!(running.total(), 1 + 1 + 3 + 1 + 1 + 3 + 2);
-    // A route that replays every turn reprices everything.
-    let all = decision(DataRoute::new("all", CarrierSet::ALL), "m");
-    assert_eq!(running.update(&h, &all), estimate_history(&h, &all));
-    // A replaced message (same length, new text) is noticed.
-    let mut changed = h.clone();
-    changed[2] = Message::text(Role::User, "a longer question here");
-    assert_eq!(
-        running.update(&changed, &all),
-        estimate_history(&changed, &all)
-    );
-}
