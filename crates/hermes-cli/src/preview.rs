@@ -60,6 +60,9 @@ pub(crate) fn run(args: &PreviewArgs) -> anyhow::Result<()> {
             UsageError("no model: pass --model, or use a history file that names one".to_owned())
         })?;
     let same_provider = file_provider.as_deref() == Some(provider.trim().to_lowercase().as_str());
+    // The same config.toml `hermes chat` reads, so the preview is the request chat would send.
+    let config = crate::home::hermes_home().and_then(|home| crate::config::load(&home))?;
+    let section = config.provider(&provider);
     let base_url = args
         .base_url
         .clone()
@@ -70,6 +73,7 @@ pub(crate) fn run(args: &PreviewArgs) -> anyhow::Result<()> {
                 None
             }
         })
+        .or_else(|| section.base_url.clone())
         .or_else(|| {
             hermes_providers::provider(&provider)
                 .and_then(|p| p.base_url)
@@ -86,7 +90,12 @@ pub(crate) fn run(args: &PreviewArgs) -> anyhow::Result<()> {
     };
     let target = RouteTarget::new(&route_provider, base_url.as_deref(), &model);
     let table = hermes_providers::builtin_table();
-    let decision = table.resolve(&target, ResolveOptions::default());
+    let decision = table.resolve(
+        &target,
+        ResolveOptions {
+            reasoning_echo: section.reasoning_echo,
+        },
+    );
 
     let mut verdicts = session.verdicts()?;
     let rejected = CarrierSet::of(args.reject.iter().filter_map(|f| Carrier::parse(f)));
@@ -139,7 +148,10 @@ pub(crate) fn run(args: &PreviewArgs) -> anyhow::Result<()> {
         &session.messages,
         &decision,
         &verdicts,
-        thinking_request(args.effort.as_deref(), args.no_thinking),
+        match (args.effort.as_deref(), args.no_thinking) {
+            (None, false) => thinking_request(config.effort(), false),
+            (effort, off) => thinking_request(effort, off),
+        },
     );
     let mut out = io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, &request)?;

@@ -1,7 +1,7 @@
 //! End-to-end tests of the `hermes` binary: exact output, exit codes, error texts.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
@@ -13,9 +13,16 @@ fn example() -> PathBuf {
     ))
 }
 
+/// An empty home, so the machine's own ~/.hermes never leaks into a test.
+fn empty_home() -> &'static Path {
+    static HOME: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| tempfile::tempdir().unwrap()).path()
+}
+
 fn hermes(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hermes"))
         .args(args)
+        .env("HERMES_HOME", empty_home())
         .env_remove("HERMES_LOG")
         .env("NO_COLOR", "1")
         .output()
@@ -345,6 +352,7 @@ fn debug_logs_show_which_carriers_each_message_carried() {
             "--provider",
             "deepseek",
         ])
+        .env("HERMES_HOME", empty_home())
         .env("HERMES_LOG", "debug")
         .env("NO_COLOR", "1")
         .output()

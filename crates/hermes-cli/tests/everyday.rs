@@ -305,3 +305,41 @@ fn ctrl_c_during_a_reply_cancels_it_and_stores_nothing() {
         "the cancelled turn left nothing behind"
     );
 }
+
+#[test]
+fn preview_applies_the_config_chat_would_use() {
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("h.json");
+    std::fs::write(
+        &file,
+        r#"[{"role":"user","content":"q"},{"role":"assistant","content":"a"}]"#,
+    )
+    .unwrap();
+    let args = [
+        "preview",
+        "--history",
+        file.to_str().unwrap(),
+        "--provider",
+        "acme",
+        "--model",
+        "m",
+    ];
+    let plain: Value = serde_json::from_str(&ok(home.path(), &args)).unwrap();
+    assert!(plain["messages"][1].get("reasoning_content").is_none());
+    std::fs::write(
+        home.path().join("config.toml"),
+        "effort = \"low\"\n[providers.acme]\nbase_url = \"http://127.0.0.1:9/v1\"\nreasoning_echo = true\n",
+    )
+    .unwrap();
+    let padded: Value = serde_json::from_str(&ok(home.path(), &args)).unwrap();
+    assert_eq!(
+        padded["messages"][1]["reasoning_content"], " ",
+        "reasoning_echo opts the route into the pad"
+    );
+    assert_eq!(padded["reasoning_effort"], "low");
+    let explain = hermes(home.path(), &[&args[..], &["--explain"]].concat(), None);
+    assert!(
+        String::from_utf8_lossy(&explain.stderr).starts_with("route local-endpoint"),
+        "the config's base URL is used"
+    );
+}
