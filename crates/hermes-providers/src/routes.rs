@@ -43,6 +43,8 @@ const KIMI_EFFORTS: EffortVocabulary = EffortVocabulary {
 const GLM_EFFORTS: EffortVocabulary = EffortVocabulary {
     map: ["high", "high", "high", "high", "high", "max"],
 };
+/// Routes whose only effort control is thinking on (any `--effort` turns it on).
+const ON_ONLY: EffortVocabulary = EffortVocabulary { map: ["on"; 6] };
 const GEMINI_EFFORTS: EffortVocabulary = EffortVocabulary {
     map: ["minimal", "low", "medium", "high", "high", "high"],
 };
@@ -306,6 +308,7 @@ pub fn register_builtin(table: &mut RouteTable) {
         ),
         route(
             DataRoute::new("xiaomi", CarrierSet::RC)
+                .with_efforts(ON_ONLY)
                 .with_echo("mimo", PadRule::EveryAssistant)
                 .matching(matcher(
                     &["xiaomi"],
@@ -323,10 +326,12 @@ pub fn register_builtin(table: &mut RouteTable) {
             Thinking::Zai,
         ),
         route(
-            DataRoute::new("alibaba", CarrierSet::RC).matching(matcher(
-                &["alibaba", "dashscope"],
-                &["dashscope.aliyuncs.com", "dashscope-intl.aliyuncs.com"],
-            )),
+            DataRoute::new("alibaba", CarrierSet::RC)
+                .with_efforts(ON_ONLY)
+                .matching(matcher(
+                    &["alibaba", "dashscope"],
+                    &["dashscope.aliyuncs.com", "dashscope-intl.aliyuncs.com"],
+                )),
             Thinking::DashScope,
         ),
         route(
