@@ -593,3 +593,56 @@ async fn chat_compacts_automatically_when_the_estimate_crosses_the_trigger() {
             .any(|m| m["checkpoint"] == true)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_502_naming_a_field_is_retried_with_backoff_and_records_no_verdict() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(502)
+                .set_body_string("upstream: unknown field `reasoning_details`"),
+        )
+        .expect(4)
+        .mount(&server)
+        .await;
+    let home = Home::new();
+    let file = home.path().join("s.json");
+    std::fs::write(
+        &file,
+        json!({"format": "hermes.session.v1", "provider": "openrouter", "model": "x/m",
+               "base_url": format!("{}/v1", server.uri()),
+               "messages": [{"role": "user", "content": "q"},
+                            {"role": "assistant", "content": "a",
+                             "reasoning_details": [{"type": "reasoning.summary", "summary": "s"}]}]})
+        .to_string(),
+    )
+    .unwrap();
+    let id = home
+        .ok(&["sessions", "import", file.to_str().unwrap()])
+        .await
+        .trim()
+        .to_owned();
+    let before = home.export(&id).await;
+    let out = home
+        .run(&["chat", "--resume", &id, "-q", "next", "--no-stream"], &[])
+        .await;
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("HTTP 502"), "{stderr}");
+    assert_eq!(
+        stderr.matches("retry ").count(),
+        3,
+        "three backoff retries: {stderr}"
+    );
+    let after = home.export(&id).await;
+    assert!(
+        after["model_config"]
+            .get("reasoning_rejected_carriers")
+            .is_none(),
+        "no verdict"
+    );
+    assert_eq!(after, before, "nothing stored for a turn that got no reply");
+    server.verify().await;
+}
