@@ -52,6 +52,21 @@ impl Home {
         serde_json::from_str(&self.ok(&all).await).unwrap()
     }
 
+    /// Starts a session on the deepseek route against `base` (a simulator) with `query`.
+    async fn start_deepseek(&self, base: &str, query: &str) -> Value {
+        self.chat_json(&[
+            "--provider",
+            "deepseek",
+            "--model",
+            "deepseek-v4-pro",
+            "--base-url",
+            base,
+            "-q",
+            query,
+        ])
+        .await
+    }
+
     async fn export(&self, id: &str) -> Value {
         serde_json::from_str(&self.ok(&["sessions", "export", id]).await).unwrap()
     }
@@ -72,18 +87,7 @@ async fn resumed_deepseek_session_replays_every_stored_reasoning_content() {
     let sim = Sim::start("deepseek-v4").await.unwrap();
     let home = Home::new();
     let base = sim.base_url();
-    let first = home
-        .chat_json(&[
-            "--provider",
-            "deepseek",
-            "--model",
-            "deepseek-v4-pro",
-            "--base-url",
-            &base,
-            "-q",
-            "[tools=3] time?",
-        ])
-        .await;
+    let first = home.start_deepseek(&base, "[tools=3] time?").await;
     let id = first["session_id"].as_str().unwrap().to_owned();
     assert_eq!(first["requests"], 4);
     assert_eq!(first["route"], "deepseek");
@@ -216,18 +220,7 @@ async fn a_must_echo_route_complaining_about_reasoning_content_gets_no_verdict_a
     let sim = Sim::start("deepseek-v4").await.unwrap();
     let home = Home::new();
     let base = sim.base_url();
-    let first = home
-        .chat_json(&[
-            "--provider",
-            "deepseek",
-            "--model",
-            "deepseek-v4-pro",
-            "--base-url",
-            &base,
-            "-q",
-            "hi",
-        ])
-        .await;
+    let first = home.start_deepseek(&base, "hi").await;
     let id = first["session_id"].as_str().unwrap().to_owned();
     sim.set_switches(Switches::default().reject_message_field("reasoning_content"));
     sim.clear_requests();
@@ -408,18 +401,7 @@ async fn sim_serve_prints_its_base_url_first_and_serves_until_killed() {
     assert!(base.starts_with("http://127.0.0.1:"), "{base}");
 
     let home = Home::new();
-    let reply = home
-        .chat_json(&[
-            "--provider",
-            "deepseek",
-            "--model",
-            "deepseek-v4-pro",
-            "--base-url",
-            &base,
-            "-q",
-            "hi",
-        ])
-        .await;
+    let reply = home.start_deepseek(&base, "hi").await;
     assert_eq!(
         reply["messages"][0]["carriers"],
         json!(["reasoning_content"])
