@@ -70,9 +70,17 @@ fn main() -> anyhow::Result<()> {
         Some("ci") => ci(),
         Some("conformance") => conformance(&args[1..]),
         Some("bench") => {
+            // The whole-process preview figure runs the release `hermes` binary.
+            let mut build = cargo();
+            build.args(["build", "--release", "--quiet", "-p", "hermes-cli"]);
+            step("build hermes (release)", build)?;
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map_or_else(|| std::path::PathBuf::from("target"), Into::into);
+            let bin = std::path::absolute(target.join("release").join("hermes"))?;
             let mut cmd = cargo();
             cmd.args(["run", "--release", "--quiet", "-p", "hermes-bench", "--"]);
             cmd.args(&args[1..]);
+            cmd.env("HERMES_BIN", bin);
             step("bench", cmd)
         }
         Some("-h" | "--help" | "help") | None => {

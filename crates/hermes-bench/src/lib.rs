@@ -193,9 +193,87 @@ pub fn median(sorted: &[Duration]) -> Duration {
     sorted.get(sorted.len() / 2).copied().unwrap_or_default()
 }
 
+/// The Python original's shaped `messages` arrays for the standard history (route label,
+/// provider, model, base URL, N, bytes, sha256), from `shared/bench/README.md`; hermes must
+/// match the deepseek and mistral rows byte for byte.
+pub const PYTHON_SHAPED: &[(&str, &str, &str, &str, usize, usize, &str)] = &[
+    (
+        "deepseek",
+        "deepseek",
+        "deepseek-v4-flash",
+        "https://api.deepseek.com/v1",
+        100,
+        640_912,
+        "edc046ccb3bb886a9d02878619d1443f4b9b1985f57ae804e8bc28bc5a4cc1f8",
+    ),
+    (
+        "mistral",
+        "mistral",
+        "mistral-large-latest",
+        "https://api.mistral.ai/v1",
+        100,
+        213_960,
+        "2b7fc22a21cf77e1a89197e6956fbc4748de5d37490583e888f3ab3c72966eac",
+    ),
+    (
+        "deepseek",
+        "deepseek",
+        "deepseek-v4-flash",
+        "https://api.deepseek.com/v1",
+        1_000,
+        6_408_221,
+        "51994af1b3088881b35b8b3df13cce76a620f03bd823cb92ed6b30a4d0b17bad",
+    ),
+    (
+        "mistral",
+        "mistral",
+        "mistral-large-latest",
+        "https://api.mistral.ai/v1",
+        1_000,
+        2_138_353,
+        "bf406aad0a9d38499f197426a5d7165e5f9b9261c2600f77c97716c8ebb1878a",
+    ),
+];
+
+/// The compact `messages` array hermes shapes for `history` on the route of `provider`,
+/// `model` and `base_url` (no thinking preference, no verdicts).
+pub fn shaped_messages(
+    table: &hermes_core::RouteTable,
+    history: &[hermes_core::Message],
+    provider: &str,
+    model: &str,
+    base_url: &str,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let decision = table.resolve(
+        &hermes_core::RouteTarget::new(provider, Some(base_url), model),
+        hermes_core::ResolveOptions::default(),
+    );
+    let wire =
+        hermes_core::ShapeContext::new(&decision, &hermes_core::Verdicts::default()).shape(history);
+    serde_json::to_vec(&wire)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shaped_messages_match_the_python_originals_fingerprints_at_100_turns() {
+        let history: Vec<hermes_core::Message> =
+            serde_json::from_slice(&standard_history_bytes(100)).unwrap();
+        let table = hermes_providers::builtin_table();
+        for &(label, provider, model, base, n, len, sha) in PYTHON_SHAPED {
+            if n != 100 {
+                continue;
+            }
+            let bytes = shaped_messages(&table, &history, provider, model, base).unwrap();
+            assert_eq!(
+                (bytes.len(), sha256_hex(&bytes).as_str()),
+                (len, sha),
+                "{label}: the messages array differs from the Python original's"
+            );
+        }
+    }
 
     #[test]
     fn standard_history_matches_the_python_fingerprint_at_100_turns() {

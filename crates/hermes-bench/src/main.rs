@@ -278,6 +278,88 @@ fn shaping(table: &RouteTable, sizes: Vec<usize>) {
     println!(
         "reference (Python original, N=1000): shaping 23.5 / 23.3 / 35.0 ms, serialising 44.2 / 156.1 / 18.6 ms (deepseek / openrouter / mistral)"
     );
+    if let Err(e) = preview_process() {
+        eprintln!("whole-process preview benchmark failed: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// Runs of the whole-process `hermes preview`.
+const PREVIEW_RUNS: usize = 7;
+
+/// The whole-process figure: `hermes preview --history FILE` (load the file, shape, print the
+/// body to a pipe) at N = 1,000 on the deepseek route, against the same work in this process
+/// (parse, shape, pretty-serialise into memory). `HERMES_BIN` names the release binary
+/// (`cargo xtask bench` builds it); without it the line says so and is skipped.
+fn preview_process() -> Result<(), Box<dyn std::error::Error>> {
+    use std::io::Read as _;
+    use std::process::{Command, Stdio};
+
+    let Some(bin) = std::env::var_os("HERMES_BIN") else {
+        println!(
+            "whole-process preview: skipped (HERMES_BIN is not set; `cargo xtask bench` sets it)"
+        );
+        return Ok(());
+    };
+    let n = 1_000;
+    let dir = tempfile::tempdir()?;
+    let file = dir.path().join("history.json");
+    let bytes = standard_history_bytes(n);
+    std::fs::write(&file, &bytes)?;
+    let (provider, model, base) = (
+        "deepseek",
+        "deepseek-v4-flash",
+        "https://api.deepseek.com/v1",
+    );
+    let mut process = Vec::new();
+    let mut inside = Vec::new();
+    let mut printed = 0;
+    let table = hermes_providers::builtin_table();
+    for _ in 0..PREVIEW_RUNS {
+        let started = std::time::Instant::now();
+        let mut child = Command::new(&bin)
+            .args(["preview", "--history"])
+            .arg(&file)
+            .args(["--provider", provider, "--model", model, "--base-url", base])
+            .env("HERMES_HOME", dir.path().join("home"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let mut out = Vec::new();
+        child
+            .stdout
+            .take()
+            .ok_or("no stdout")?
+            .read_to_end(&mut out)?;
+        if !child.wait()?.success() {
+            return Err("hermes preview failed".into());
+        }
+        process.push(started.elapsed());
+        printed = out.len();
+        inside.extend(sample(1, || -> Result<usize, serde_json::Error> {
+            let history: Vec<Message> = serde_json::from_slice(&bytes)?;
+            let decision = table.resolve(
+                &RouteTarget::new(provider, Some(base), model),
+                ResolveOptions::default(),
+            );
+            let body = ChatRequest::build(
+                &history,
+                &decision,
+                &Verdicts::default(),
+                ThinkingRequest::NoPreference,
+            );
+            Ok(serde_json::to_vec_pretty(&body)?.len())
+        }));
+    }
+    process.sort();
+    inside.sort();
+    println!(
+        "whole-process preview, N={n} (deepseek): {:.1} ms for {printed} bytes on stdout; in-process parse+shape+serialise {:.1} ms; ratio {:.2} (Python original's shaping+serialising alone: 67.7 ms)",
+        ms(median(&process)),
+        ms(median(&inside)),
+        ms(median(&process)) / ms(median(&inside)),
+    );
+    Ok(())
 }
 
 /// One line of the storage table.

@@ -23,7 +23,7 @@ use crate::cli::ChatArgs;
 use crate::config::Config;
 use crate::home;
 use crate::preview::thinking_request;
-use crate::tools::Toolbox;
+use crate::tools::{ToolPolicy, Toolbox};
 
 /// The simulator profiles `--provider sim` knows: profile, the provider it stands in for
 /// (which decides the route), and a default model.
@@ -100,6 +100,9 @@ struct Setup {
     model: String,
     /// Base URL as stored (`sim://…` for the simulator).
     stored_base_url: Option<String>,
+    /// The user named the base URL on this command line (so a resumed session records it as
+    /// confirmed).
+    base_url_named: bool,
     api_key: Option<String>,
     sim: Option<String>,
     reasoning_echo: bool,
@@ -139,10 +142,11 @@ fn settle(
                 .filter(|_| config.provider.as_deref() == Some(provider.as_str()))
         })
     };
+    let resumed_url = from_session(|m| m.base_url.clone()).filter(|_| args.base_url.is_none());
     let base_url = args
         .base_url
         .clone()
-        .or_else(|| from_session(|m| m.base_url.clone()))
+        .or_else(|| resumed_url.clone())
         .or_else(|| section.base_url.clone());
 
     if provider == "sim" {
@@ -170,6 +174,7 @@ fn settle(
             route_provider: stands_for.to_owned(),
             model,
             stored_base_url: Some(sim_url(&profile)),
+            base_url_named: args.base_url.is_some(),
             api_key: None,
             sim: Some(profile),
             reasoning_echo: section.reasoning_echo,
@@ -210,15 +215,77 @@ fn settle(
     if api_key.is_none() && !local && !optional {
         anyhow::bail!("missing API key for `{provider}`: set {key_var}");
     }
+    if api_key.is_some() {
+        let registry_url = spec.and_then(|s| s.base_url);
+        let user_named = args.base_url.is_some()
+            || resumed_url.is_none()
+            || resumed.is_some_and(|m| m.base_url_confirmed)
+            || section.base_url.as_deref() == Some(base_url.as_str());
+        let insecure_ok = args.allow_insecure_http || config.allow_insecure_http;
+        may_receive_key(&base_url, user_named, registry_url, insecure_ok)
+            .map_err(|why| anyhow::anyhow!(why.message(&base_url, &key_var)))?;
+    }
     Ok(Setup {
         route_provider: provider.clone(),
         provider,
         model,
+        base_url_named: args.base_url.is_some(),
         stored_base_url: Some(base_url),
         api_key,
         sim: None,
         reasoning_echo: section.reasoning_echo,
     })
+}
+
+/// Why a key may not go to a base URL.
+#[derive(Debug, PartialEq, Eq)]
+enum KeyRefusal {
+    /// The URL came with a stored or imported session, not from the user.
+    NotNamed,
+    /// Plain http to a host that is neither loopback nor private.
+    PlainHttp,
+}
+
+impl KeyRefusal {
+    /// The error the user reads: what was refused and how to say yes.
+    fn message(&self, base_url: &str, key_var: &str) -> String {
+        match self {
+            KeyRefusal::NotNamed => format!(
+                "the stored session's base URL {base_url} did not come from you (it was imported or written elsewhere), so hermes will not send your {key_var} there; if you trust it, run again with --base-url {base_url}"
+            ),
+            KeyRefusal::PlainHttp => format!(
+                "{base_url} is plain http to a host that is neither loopback nor private, so hermes will not send your {key_var} over it; use https, or pass --allow-insecure-http (or set allow_insecure_http = true in config.toml) to send it anyway"
+            ),
+        }
+    }
+}
+
+/// Keys only where the user sent them: the registry's own host (over https), or a URL the user
+/// named (`user_named`: this command line, config.toml, or a session they confirmed). Plain
+/// http carries a key only to loopback and private hosts, unless `insecure_ok`.
+fn may_receive_key(
+    base_url: &str,
+    user_named: bool,
+    registry_url: Option<&str>,
+    insecure_ok: bool,
+) -> Result<(), KeyRefusal> {
+    let host = TargetHost::from_base_url(base_url);
+    let registry_host = registry_url.and_then(TargetHost::from_base_url);
+    let registry = is_https(base_url) && host.is_some() && host == registry_host;
+    if !user_named && !registry {
+        return Err(KeyRefusal::NotNamed);
+    }
+    let local = host.as_ref().is_some_and(TargetHost::is_local_endpoint);
+    if !is_https(base_url) && !local && !insecure_ok {
+        return Err(KeyRefusal::PlainHttp);
+    }
+    Ok(())
+}
+
+/// True for an `https://` URL (a URL without a scheme is read as https, as routing does).
+fn is_https(base_url: &str) -> bool {
+    let url = base_url.trim().to_ascii_lowercase();
+    url.starts_with("https://") || !url.contains("://")
 }
 
 /// The carriers stored on a message.
@@ -326,7 +393,7 @@ impl ChatSession {
     /// starts the simulator for `--provider sim`.
     pub(crate) async fn open(args: &ChatArgs, home: &Path) -> anyhow::Result<Self> {
         let config = crate::config::load(home)?;
-        let store = Store::open(&home.join("state.db")).await?;
+        let store = home::open_store_in(home).await?;
         let resumed = match &args.resume {
             Some(id) => Some(
                 store
@@ -337,6 +404,12 @@ impl ChatSession {
             None => None,
         };
         let setup = settle(args, resumed.as_ref().map(|(m, _)| m), &config)?;
+        if let (Some((meta, _)), true, Some(url)) =
+            (&resumed, setup.base_url_named, &setup.stored_base_url)
+        {
+            // The user named the URL again: from now on the session's URL is their word.
+            store.confirm_base_url(&meta.id, url).await?;
+        }
         // The simulator runs in this process; a resumed sim session gets a fresh one.
         let sim = match &setup.sim {
             Some(profile) => Some(hermes_sim::Sim::start(profile).await?),
@@ -373,7 +446,15 @@ impl ChatSession {
                 api_key: setup.api_key.clone(),
             },
         };
-        let tools = Toolbox::builtin();
+        let workspace = match args.workspace.clone().or_else(|| config.workspace.clone()) {
+            Some(dir) => dir,
+            None => std::env::current_dir().context("cannot read the working directory")?,
+        };
+        let tools = Toolbox::new(ToolPolicy {
+            workspace,
+            home: home.to_path_buf(),
+            secrets: crate::secrets::gather(setup.api_key.as_deref(), &config),
+        })?;
         let thinking = match (args.effort.as_deref(), args.no_thinking) {
             (None, false) => thinking_request(config.effort(), false),
             (effort, off) => thinking_request(effort, off),
@@ -432,6 +513,9 @@ impl ChatSession {
                 provider: Some(self.setup.provider.clone()),
                 model: Some(self.setup.model.clone()),
                 base_url: self.setup.stored_base_url.clone(),
+                // Every way a new session gets its URL is the user's word: the command line,
+                // config.toml or the registry.
+                base_url_confirmed: true,
                 ..NewSession::default()
             })
             .await?;
@@ -598,7 +682,7 @@ async fn run_once(args: &ChatArgs, query: &str, home: &Path) -> anyhow::Result<(
     let outcome = chat.turn(query, &say).await?;
     let session = chat.id.clone().unwrap_or_default();
     let reply = reply_text(&outcome);
-    let mut out = io::stdout().lock();
+    let mut out = crate::out::stdout();
     if args.json {
         let sum = |k: &str| {
             outcome
@@ -665,6 +749,8 @@ pub(crate) fn compact_session(id: &str) -> anyhow::Result<()> {
         resume: Some(id.to_owned()),
         no_stream: true,
         hide_reasoning: false,
+        workspace: None,
+        allow_insecure_http: false,
     };
     home::runtime()?.block_on(async {
         let mut chat = ChatSession::open(&args, &home).await?;
@@ -675,4 +761,68 @@ pub(crate) fn compact_session(id: &str) -> anyhow::Result<()> {
         writeln!(io::stdout(), "{line}")?;
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OPENAI: Option<&str> = Some("https://api.openai.com/v1");
+
+    #[test]
+    fn a_key_goes_only_where_the_user_sent_it() {
+        // The registry's host over https, named or not.
+        assert_eq!(
+            may_receive_key("https://api.openai.com/v1", false, OPENAI, false),
+            Ok(())
+        );
+        assert_eq!(
+            may_receive_key("https://API.openai.com:443/v1/", false, OPENAI, false),
+            Ok(())
+        );
+        // Any other URL must be the user's word.
+        assert_eq!(
+            may_receive_key("https://evil.test/v1", false, OPENAI, false),
+            Err(KeyRefusal::NotNamed)
+        );
+        assert_eq!(
+            may_receive_key("http://api.openai.com/v1", false, OPENAI, false),
+            Err(KeyRefusal::NotNamed),
+            "the registry host over plain http is not the registry's URL"
+        );
+        assert_eq!(
+            may_receive_key("http://127.0.0.1:8080/v1", false, None, false),
+            Err(KeyRefusal::NotNamed)
+        );
+        assert_eq!(
+            may_receive_key("https://gw.test/v1", true, OPENAI, false),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn plain_http_carries_a_key_only_to_local_hosts_or_with_the_opt_in() {
+        for local in [
+            "http://127.0.0.1:1234/v1",
+            "http://localhost/v1",
+            "http://10.1.2.3/v1",
+            "http://[::1]:8/v1",
+        ] {
+            assert_eq!(may_receive_key(local, true, None, false), Ok(()), "{local}");
+        }
+        assert_eq!(
+            may_receive_key("http://203.0.113.7/v1", true, None, false),
+            Err(KeyRefusal::PlainHttp)
+        );
+        assert_eq!(
+            may_receive_key("http://gw.example/v1", true, None, false),
+            Err(KeyRefusal::PlainHttp)
+        );
+        assert_eq!(
+            may_receive_key("http://gw.example/v1", true, None, true),
+            Ok(())
+        );
+        let text = KeyRefusal::PlainHttp.message("http://gw.example/v1", "OPENAI_API_KEY");
+        assert!(text.contains("--allow-insecure-http"), "{text}");
+    }
 }

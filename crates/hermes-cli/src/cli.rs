@@ -90,6 +90,15 @@ pub(crate) struct ChatArgs {
     /// Do not show the model's thinking (interactive chat).
     #[arg(long = "hide-reasoning")]
     pub(crate) hide_reasoning: bool,
+
+    /// The folder the model's file tools may read (default: the working directory, or
+    /// `workspace` in config.toml).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) workspace: Option<PathBuf>,
+
+    /// Send the API key over plain `http://` to a host that is neither loopback nor private.
+    #[arg(long = "allow-insecure-http")]
+    pub(crate) allow_insecure_http: bool,
 }
 
 /// `hermes sessions …`

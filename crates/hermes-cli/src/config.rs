@@ -43,6 +43,12 @@ pub(crate) struct Config {
     /// Per-provider settings, by provider id.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) providers: BTreeMap<String, ProviderConfig>,
+    /// The folder the model's file tools may read (default: the working directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) workspace: Option<PathBuf>,
+    /// Send API keys over plain `http://` to hosts that are neither loopback nor private.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) allow_insecure_http: bool,
     /// Compaction overrides (defaults per model family otherwise).
     #[serde(default, skip_serializing_if = "CompactionSection::is_empty")]
     pub(crate) compaction: CompactionSection,

@@ -78,7 +78,7 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 pub(crate) fn run(args: &LogsArgs, home: &Path) -> anyhow::Result<()> {
     let dir = dir(home);
     let min = rank(&args.level);
-    let mut out = io::stdout().lock();
+    let mut out = crate::out::stdout();
     let mut current: Option<(PathBuf, u64)> = None;
     for path in files(&dir) {
         let file = std::fs::File::open(&path)?;

@@ -6,9 +6,11 @@ mod cli;
 mod config;
 mod home;
 mod logs;
+mod out;
 mod preview;
 mod repl;
 mod routes;
+mod secrets;
 mod sessions;
 mod sim;
 mod tools;
@@ -98,6 +100,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 fn main() -> ExitCode {
+    home::private_files();
     let cli = Cli::parse();
     let to_file = matches!(
         cli.command,

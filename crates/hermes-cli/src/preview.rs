@@ -153,7 +153,7 @@ pub(crate) fn run(args: &PreviewArgs) -> anyhow::Result<()> {
             (effort, off) => thinking_request(effort, off),
         },
     );
-    let mut out = io::stdout().lock();
+    let mut out = crate::out::stdout();
     serde_json::to_writer_pretty(&mut out, &request)?;
     writeln!(out)?;
     out.flush()?;

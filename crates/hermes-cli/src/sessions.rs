@@ -161,7 +161,7 @@ fn show_text(
 }
 
 async fn run_async(command: &SessionsCommand, store: Store) -> anyhow::Result<()> {
-    let mut out = io::stdout().lock();
+    let mut out = crate::out::stdout();
     match command {
         SessionsCommand::Import { file } => {
             let text = std::fs::read_to_string(file)

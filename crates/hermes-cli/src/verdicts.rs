@@ -1,6 +1,6 @@
 //! `hermes verdicts list|clear`: what the refusal fallback learned, across sessions.
 
-use std::io::{self, Write as _};
+use std::io::Write as _;
 
 use hermes_core::Verdicts;
 use hermes_core::verdict::VERDICTS_KEY;
@@ -11,7 +11,7 @@ use crate::cli::VerdictsCommand;
 use crate::home;
 
 async fn run_async(command: &VerdictsCommand, store: Store) -> anyhow::Result<()> {
-    let mut out = io::stdout().lock();
+    let mut out = crate::out::stdout();
     let sessions = store.list().await?;
     match command {
         VerdictsCommand::List { json } => {

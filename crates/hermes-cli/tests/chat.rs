@@ -144,7 +144,17 @@ async fn a_refused_carrier_is_learned_once_persisted_and_kept_after_resume() {
     sim.set_switches(Switches::default().reject_message_field("reasoning_details"));
     let out = home
         .run(
-            &["chat", "--resume", &id, "-q", "next", "--json"],
+            // The imported URL gets the key only once the user names it.
+            &[
+                "chat",
+                "--resume",
+                &id,
+                "--base-url",
+                &base,
+                "-q",
+                "next",
+                "--json",
+            ],
             &[("OPENROUTER_API_KEY", "sk-x")],
         )
         .await;

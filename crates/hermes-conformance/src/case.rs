@@ -62,6 +62,10 @@ pub struct CaseExpect {
     pub must_echo: Option<Option<String>>,
     /// The exact JSON of every assistant wire message, in order.
     pub assistant: Vec<serde_json::Value>,
+    /// The exact JSON of every wire message, in order, keys in sending order (unchecked when
+    /// absent).
+    #[serde(default)]
+    pub messages: Option<Vec<serde_json::Value>>,
     /// The exact top-level fields after `model` and `messages` (unchecked when absent).
     #[serde(default)]
     pub fields: Option<serde_json::Map<String, serde_json::Value>>,
@@ -158,6 +162,23 @@ impl Case {
                 return Err(format!(
                     "assistant message {i} differs\n  expected: {want}\n  got:      {got}"
                 ));
+            }
+        }
+        if let Some(all) = &self.expect.messages {
+            if messages.len() != all.len() {
+                return Err(format!(
+                    "{} wire messages, expected {}",
+                    messages.len(),
+                    all.len()
+                ));
+            }
+            for (i, (got, want)) in messages.iter().zip(all).enumerate() {
+                let (got, want) = (canonical(got), canonical(want));
+                if got != want {
+                    return Err(format!(
+                        "wire message {i} differs\n  expected: {want}\n  got:      {got}"
+                    ));
+                }
             }
         }
         if let Some(fields) = &self.expect.fields {

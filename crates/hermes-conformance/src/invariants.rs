@@ -1,5 +1,6 @@
 //! Properties every route keeps, checked on a built-in corpus whatever the route declares.
 
+use hermes_core::message::same_minter;
 use hermes_core::{
     Carrier, CarrierSet, DetailItem, Message, PadRule, ResolveOptions, Role, RouteDecision,
     RouteTable, RouteTarget, ShapeContext, Verdicts,
@@ -18,7 +19,7 @@ const MINTED_BY_B: &[&str] = &["ENC-B-1"];
 
 /// Runs every invariant for the route `id` of `table`, once for each corpus model.
 pub fn check_invariants(table: &RouteTable, id: &str) -> Vec<Check> {
-    let history: Vec<Message> = match serde_json::from_str(CORPUS) {
+    let corpus: Vec<Message> = match serde_json::from_str(CORPUS) {
         Ok(h) => h,
         Err(e) => {
             return vec![Check {
@@ -48,15 +49,42 @@ pub fn check_invariants(table: &RouteTable, id: &str) -> Vec<Check> {
         .first()
         .map(|h| format!("https://{h}/v1"));
     let mut checks = Vec::new();
-    for model in ["model-a", "model-b"] {
+    for model in ["model-a", "model-b", "model-a@elsewhere"] {
+        // The third pass asks for model-a on another host: nothing it minted may go there.
+        let (model, base_url, host_of_origin) = match model.split_once('@') {
+            Some((model, _)) => (
+                model,
+                Some("https://elsewhere.invalid/v1".to_owned()),
+                base_url.clone(),
+            ),
+            None => (model, base_url.clone(), base_url.clone()),
+        };
         let target = RouteTarget::new(&provider, base_url.as_deref(), model);
         let Some(decision) = table.resolve_with(id, &target, ResolveOptions::default()) else {
             continue;
         };
+        // The corpus's items were minted on the route's own host.
+        let minted_on = RouteTarget::new(&provider, host_of_origin.as_deref(), model).host_key();
+        let history: Vec<Message> = corpus
+            .iter()
+            .cloned()
+            .map(|mut m| {
+                if let Some(o) = &mut m.origin {
+                    o.host.clone_from(&minted_on);
+                }
+                m
+            })
+            .collect();
+        let model_label = if minted_on == target.host_key() {
+            model.to_owned()
+        } else {
+            format!("{model} on another host")
+        };
+        let own = |m: &Message| m.origin.as_ref().is_none_or(|o| same_minter(o, &target));
         let mut check = |name: &str, result: Result<(), String>| {
             checks.push(Check {
                 route: id.to_owned(),
-                name: format!("{name} [{model}]"),
+                name: format!("{name} [{model_label}]"),
                 failure: result.err(),
             });
         };
@@ -81,10 +109,14 @@ pub fn check_invariants(table: &RouteTable, id: &str) -> Vec<Check> {
         );
         check("must-echo pad", must_echo_pad(&history, &shaped, &decision));
         check("native record stays private", native_private(&shaped));
-        check("provenance", provenance(&shaped, model));
+        check("provenance", provenance(&history, &shaped, &own));
         check(
             "opaque items byte for byte",
-            byte_for_byte(&history, &decision, model),
+            byte_for_byte(&history, &decision, &own),
+        );
+        check(
+            "wire keys within the schema",
+            allow_list(&history, &shaped, &decision),
         );
         check("verdicts honoured", verdicts_honoured(&history, &decision));
     }
@@ -250,32 +282,48 @@ fn native_private(shaped: &[Value]) -> Result<(), String> {
         .ok_or_else(|| "the private native record item reached the wire".to_owned())
 }
 
-fn provenance(shaped: &[Value], model: &str) -> Result<(), String> {
-    let text = serde_json::to_string(shaped).map_err(|e| e.to_string())?;
-    let foreign = if model == "model-a" {
-        MINTED_BY_B
-    } else {
+/// Opaque strings of the corpus, by the model that minted them.
+fn minted_by(model: &str) -> &'static [&'static str] {
+    if model == "model-a" {
         MINTED_BY_A
-    };
-    match foreign.iter().find(|s| text.contains(*s)) {
-        Some(s) => Err(format!(
-            "opaque `{s}` minted by another model was sent to {model}"
-        )),
-        None => Ok(()),
+    } else {
+        MINTED_BY_B
     }
 }
 
-fn byte_for_byte(history: &[Message], decision: &RouteDecision, model: &str) -> Result<(), String> {
+fn provenance(
+    history: &[Message],
+    shaped: &[Value],
+    own: &dyn Fn(&Message) -> bool,
+) -> Result<(), String> {
+    let text = serde_json::to_string(shaped).map_err(|e| e.to_string())?;
+    for origin in history
+        .iter()
+        .filter(|m| !own(m))
+        .filter_map(|m| m.origin.as_ref())
+    {
+        if let Some(s) = minted_by(&origin.model).iter().find(|s| text.contains(*s)) {
+            return Err(format!(
+                "opaque `{s}` minted by {} on {} was sent to another model or host",
+                origin.model, origin.host
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn byte_for_byte(
+    history: &[Message],
+    decision: &RouteDecision,
+    own: &dyn Fn(&Message) -> bool,
+) -> Result<(), String> {
     if !decision.carriers.contains(Carrier::ReasoningDetails) {
         return Ok(());
     }
     // Compare against the exact bytes the wire copy serialises to.
     let wire = ShapeContext::new(decision, &Verdicts::default()).shape(history);
     let text = serde_json::to_string(&wire).map_err(|e| e.to_string())?;
-    for msg in history
-        .iter()
-        .filter(|m| m.origin.as_ref().is_none_or(|o| o.model == model))
-    {
+    for msg in history.iter().filter(|m| own(m)) {
         for item in msg.reasoning_details.iter().flatten() {
             if let DetailItem::Provider { raw, .. } = item
                 && !text.contains(raw.get())
@@ -284,6 +332,75 @@ fn byte_for_byte(history: &[Message], decision: &RouteDecision, model: &str) -> 
                     "stored item {} is not on the wire byte for byte",
                     raw.get()
                 ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// SPEC §2: a chat-completions message carries only `role`, `content`, `name` (not on tool
+/// results), non-empty `tool_calls`, `tool_call_id`, the carriers the route reads and the §4
+/// vendor fields on their own routes; a tool call only `id`, `type`, `function` (`name`,
+/// `arguments`, Copilot's `thought_signature`) and Gemini's `extra_content`.
+fn allow_list(
+    history: &[Message],
+    shaped: &[Value],
+    decision: &RouteDecision,
+) -> Result<(), String> {
+    let native = &decision.native;
+    for (i, (wire, stored)) in shaped.iter().zip(history).enumerate() {
+        let Some(obj) = wire.as_object() else {
+            return Err(format!("message {i} is not an object"));
+        };
+        for key in obj.keys() {
+            let allowed = match key.as_str() {
+                "role" | "content" | "tool_call_id" => true,
+                "name" => stored.role != Role::Tool,
+                "tool_calls" => obj[key].as_array().is_some_and(|c| !c.is_empty()),
+                "reasoning_content" => decision.carriers.contains(Carrier::ReasoningContent),
+                "reasoning" => decision.carriers.contains(Carrier::Reasoning),
+                "reasoning_details" => decision.carriers.contains(Carrier::ReasoningDetails),
+                "extra_content" => native.gemini_message_signature,
+                "reasoning_opaque" | "reasoning_text" => native.copilot,
+                _ => false,
+            };
+            if !allowed {
+                return Err(format!("message {i} ({}) carries `{key}`", stored.role));
+            }
+        }
+        for call in obj
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            for key in call.as_object().map(|o| o.keys()).into_iter().flatten() {
+                let allowed = match key.as_str() {
+                    "id" | "type" | "function" => true,
+                    "extra_content" => native.gemini_tool_signatures,
+                    _ => false,
+                };
+                if !allowed {
+                    return Err(format!("a tool call of message {i} carries `{key}`"));
+                }
+            }
+            for key in call
+                .get("function")
+                .and_then(Value::as_object)
+                .map(|o| o.keys())
+                .into_iter()
+                .flatten()
+            {
+                let allowed = match key.as_str() {
+                    "name" | "arguments" => true,
+                    "thought_signature" => native.copilot,
+                    _ => false,
+                };
+                if !allowed {
+                    return Err(format!(
+                        "a tool call function of message {i} carries `{key}`"
+                    ));
+                }
             }
         }
     }

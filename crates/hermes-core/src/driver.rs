@@ -52,6 +52,14 @@ pub struct DriverConfig {
     pub max_steps: usize,
     /// Tool definitions sent with every request.
     pub tools: Option<crate::raw::RawJson>,
+    /// Most tool calls run from one reply (default 16). Every call beyond it still gets a
+    /// result, `refused: more than N tool calls in one reply`, so each call keeps its pair.
+    pub max_tool_calls: usize,
+    /// Most bytes of tool output in one user turn (default 512 KiB). The result that crosses
+    /// it is cut, and later calls of the turn are refused without running.
+    pub max_tool_output: usize,
+    /// Longest one tool call may run (default 30 s); its result then says it timed out.
+    pub tool_timeout: Duration,
 }
 
 impl Default for DriverConfig {
@@ -64,6 +72,9 @@ impl Default for DriverConfig {
             max_delay: Duration::from_secs(30),
             max_steps: 32,
             tools: None,
+            max_tool_calls: 16,
+            max_tool_output: 512 * 1024,
+            tool_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -161,6 +172,15 @@ pub fn apply_creation_rules(message: &mut Message, decision: &RouteDecision) {
         pinned_pad = pinned,
         "must-echo tool-call turn given reasoning_content"
     );
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
+fn prefix(text: &str, max: usize) -> &str {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 fn backoff(config: &DriverConfig, attempt: u32, error: &TransportError) -> Duration {
@@ -319,6 +339,8 @@ impl Driver<'_> {
         let mut pending = vec![user.clone()];
         conversation.messages.push(user);
         let mut outcome = TurnOutcome::default();
+        // Tool output of this turn so far, in bytes.
+        let mut output = 0usize;
         for _ in 0..config.max_steps {
             let reply = match self.request(conversation, &mut outcome.requests).await {
                 Ok(reply) => reply,
@@ -345,18 +367,71 @@ impl Driver<'_> {
                 return Ok(outcome);
             }
             let mut results = Vec::with_capacity(calls.len());
-            for call in &calls {
-                notify(&DriverEvent::ToolCall {
-                    name: call.function.name.clone(),
-                });
+            for (i, call) in calls.iter().enumerate() {
+                let name = &call.function.name;
+                if i >= config.max_tool_calls {
+                    if i == config.max_tool_calls {
+                        tracing::warn!(
+                            calls = calls.len(),
+                            max = config.max_tool_calls,
+                            "more tool calls in one reply than the cap; the rest are refused"
+                        );
+                    }
+                    results.push(tool_result(
+                        call,
+                        &format!(
+                            "refused: more than {} tool calls in one reply",
+                            config.max_tool_calls
+                        ),
+                    ));
+                    continue;
+                }
+                if output >= config.max_tool_output {
+                    tracing::debug!(tool = %name, max = config.max_tool_output, "tool output of the turn over its cap; not run");
+                    results.push(tool_result(
+                        call,
+                        &format!(
+                            "refused: the tool output of this turn exceeded {} bytes",
+                            config.max_tool_output
+                        ),
+                    ));
+                    continue;
+                }
+                notify(&DriverEvent::ToolCall { name: name.clone() });
                 let arguments = call
                     .function
                     .arguments
                     .as_ref()
                     .and_then(|a| a.as_str())
                     .unwrap_or_default();
-                let text = tools.call(&call.function.name, &arguments).await;
-                tracing::debug!(tool = %call.function.name, bytes = text.len(), "tool ran");
+                let text = match tokio::time::timeout(
+                    config.tool_timeout,
+                    tools.call(name, &arguments),
+                )
+                .await
+                {
+                    Ok(text) => text,
+                    Err(_) => {
+                        tracing::warn!(tool = %name, timeout_ms = config.tool_timeout.as_millis() as u64, "tool timed out");
+                        format!(
+                            "error: {name} timed out after {:.1} s",
+                            config.tool_timeout.as_secs_f64()
+                        )
+                    }
+                };
+                let room = config.max_tool_output - output;
+                let text = if text.len() > room {
+                    output = config.max_tool_output;
+                    format!(
+                        "{}\n[cut: the tool output of this turn exceeded {} bytes]",
+                        prefix(&text, room),
+                        config.max_tool_output
+                    )
+                } else {
+                    output += text.len();
+                    text
+                };
+                tracing::debug!(tool = %name, bytes = text.len(), "tool ran");
                 results.push(tool_result(call, &text));
             }
             log.append(&results).await.map_err(DriverError::Log)?;

@@ -26,7 +26,7 @@ pub use route::{
 };
 pub use session::{HistoryError, SessionFile, parse_history};
 pub use shape::{ChatRequest, ShapeContext, WireMessage};
-pub use stream::{ReplyMeta, StreamAccumulator, capture_message};
+pub use stream::{CaptureError, ReplyMeta, StreamAccumulator, capture_message};
 pub use target::{RouteTarget, TargetHost};
 pub use transport::{Delta, Reply, Transport, TransportError};
 pub use verdict::{Verdict, Verdicts};

@@ -14,6 +14,13 @@ use crate::raw::{RawJson, TextCarrier};
 /// The `type` of the private native record inside `reasoning_details`.
 pub const NATIVE_RECORD_TYPE: &str = "hermes.native_assistant";
 
+/// True when an opaque item minted at `origin` may be replayed to `target` (SPEC §2): the same
+/// model id on the same host (host compared case-insensitively, port ignored). The one rule every
+/// wire uses.
+pub fn same_minter(origin: &Origin, target: &crate::target::RouteTarget) -> bool {
+    origin.model == target.model && origin.host.eq_ignore_ascii_case(&target.host_key())
+}
+
 /// Who wrote a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Role {
@@ -327,6 +334,161 @@ impl ToolCall {
     }
 }
 
+/// A top-level key of a message, for keeping the order it was stored in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Key {
+    /// `role`
+    Role,
+    /// `content`
+    Content,
+    /// `reasoning_content`
+    ReasoningContent,
+    /// `reasoning`
+    Reasoning,
+    /// `reasoning_details` (the native record's top-level spellings fold into it)
+    ReasoningDetails,
+    /// `tool_calls`
+    ToolCalls,
+    /// `tool_call_id`
+    ToolCallId,
+    /// `name`
+    Name,
+    /// The next key of [`Message::extra`].
+    Extra,
+}
+
+impl Key {
+    /// Every known key, in the canonical order (the order of a message built in code).
+    pub const CANONICAL: [Key; 8] = [
+        Key::Role,
+        Key::Content,
+        Key::ReasoningContent,
+        Key::Reasoning,
+        Key::ReasoningDetails,
+        Key::ToolCalls,
+        Key::ToolCallId,
+        Key::Name,
+    ];
+
+    /// The JSON spelling (`*` for an unknown key).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Key::Role => "role",
+            Key::Content => "content",
+            Key::ReasoningContent => "reasoning_content",
+            Key::Reasoning => "reasoning",
+            Key::ReasoningDetails => "reasoning_details",
+            Key::ToolCalls => "tool_calls",
+            Key::ToolCallId => "tool_call_id",
+            Key::Name => "name",
+            Key::Extra => "*",
+        }
+    }
+
+    /// Parses [`Key::as_str`].
+    pub fn parse(text: &str) -> Option<Key> {
+        Key::CANONICAL
+            .into_iter()
+            .chain([Key::Extra])
+            .find(|k| k.as_str() == text)
+    }
+}
+
+/// The order a message's keys were stored in, when it is not the canonical one. Writes it as
+/// `role,tool_call_id,content` (`*` for each unknown key), the form the store keeps.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyOrder(Vec<Key>);
+
+impl KeyOrder {
+    /// The order of `keys` as seen, or `None` when it is the canonical order (nothing to keep).
+    pub fn from_seen(keys: Vec<Key>) -> Option<KeyOrder> {
+        let canonical = keys.windows(2).all(|w| w[0] <= w[1]);
+        (!canonical).then_some(KeyOrder(keys))
+    }
+
+    /// The keys, in stored order.
+    pub fn keys(&self) -> &[Key] {
+        &self.0
+    }
+
+    /// Parses the stored form; unknown names are an error.
+    pub fn parse(text: &str) -> Result<KeyOrder, String> {
+        text.split(',')
+            .map(|k| Key::parse(k).ok_or_else(|| format!("unknown key `{k}` in key order")))
+            .collect::<Result<Vec<_>, _>>()
+            .map(KeyOrder)
+    }
+}
+
+impl fmt::Display for KeyOrder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, k) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            f.write_str(k.as_str())?;
+        }
+        Ok(())
+    }
+}
+
+/// One slot of a message walked in its stored key order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// A known key.
+    Known(Key),
+    /// `extra[i]`.
+    Extra(usize),
+}
+
+/// Walks a message's keys in stored order: the recorded order first (each [`Key::Extra`] taking
+/// the next unknown key), then any known key it did not list in canonical order, then any
+/// unknown key left. Every key appears exactly once; absent values are the caller's to skip.
+#[derive(Clone, Debug)]
+pub struct KeyWalk<'a> {
+    order: &'a [Key],
+    at: usize,
+    done: u16,
+    canonical: usize,
+    extra: usize,
+    extras: usize,
+}
+
+impl Iterator for KeyWalk<'_> {
+    type Item = Slot;
+
+    fn next(&mut self) -> Option<Slot> {
+        while let Some(&key) = self.order.get(self.at) {
+            self.at += 1;
+            if key == Key::Extra {
+                if self.extra < self.extras {
+                    self.extra += 1;
+                    return Some(Slot::Extra(self.extra - 1));
+                }
+                continue;
+            }
+            let bit = 1u16 << (key as u16);
+            if self.done & bit == 0 {
+                self.done |= bit;
+                return Some(Slot::Known(key));
+            }
+        }
+        while let Some(&key) = Key::CANONICAL.get(self.canonical) {
+            self.canonical += 1;
+            let bit = 1u16 << (key as u16);
+            if self.done & bit == 0 {
+                self.done |= bit;
+                return Some(Slot::Known(key));
+            }
+        }
+        if self.extra < self.extras {
+            self.extra += 1;
+            return Some(Slot::Extra(self.extra - 1));
+        }
+        None
+    }
+}
+
 /// One message of the canonical history.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Message {
@@ -350,6 +512,9 @@ pub struct Message {
     pub origin: Option<Origin>,
     /// Unknown keys, in arrival order.
     pub extra: Vec<(String, RawJson)>,
+    /// The order the keys were stored in, when not canonical: storage, export and every wire
+    /// keep it.
+    pub key_order: Option<KeyOrder>,
 }
 
 impl Message {
@@ -366,6 +531,19 @@ impl Message {
             reasoning_details: None,
             origin: None,
             extra: Vec::new(),
+            key_order: None,
+        }
+    }
+
+    /// The message's keys in stored order (see [`KeyWalk`]).
+    pub fn key_walk(&self) -> KeyWalk<'_> {
+        KeyWalk {
+            order: self.key_order.as_ref().map_or(&[], |o| o.keys()),
+            at: 0,
+            done: 0,
+            canonical: 0,
+            extra: 0,
+            extras: self.extra.len(),
         }
     }
 
@@ -423,30 +601,51 @@ impl Message {
 impl Serialize for Message {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("role", self.role.as_str())?;
-        if let Some(v) = &self.content {
-            map.serialize_entry("content", v)?;
-        }
-        if let Some(v) = &self.reasoning_content {
-            map.serialize_entry("reasoning_content", v)?;
-        }
-        if let Some(v) = &self.reasoning {
-            map.serialize_entry("reasoning", v)?;
-        }
-        if let Some(v) = &self.reasoning_details {
-            map.serialize_entry("reasoning_details", v)?;
-        }
-        if let Some(v) = &self.tool_calls {
-            map.serialize_entry("tool_calls", v)?;
-        }
-        if let Some(v) = &self.tool_call_id {
-            map.serialize_entry("tool_call_id", v)?;
-        }
-        if let Some(v) = &self.name {
-            map.serialize_entry("name", v)?;
-        }
-        for (k, v) in &self.extra {
-            map.serialize_entry(k, v)?;
+        for slot in self.key_walk() {
+            match slot {
+                Slot::Known(Key::Role) => map.serialize_entry("role", self.role.as_str())?,
+                Slot::Known(Key::Content) => {
+                    if let Some(v) = &self.content {
+                        map.serialize_entry("content", v)?;
+                    }
+                }
+                Slot::Known(Key::ReasoningContent) => {
+                    if let Some(v) = &self.reasoning_content {
+                        map.serialize_entry("reasoning_content", v)?;
+                    }
+                }
+                Slot::Known(Key::Reasoning) => {
+                    if let Some(v) = &self.reasoning {
+                        map.serialize_entry("reasoning", v)?;
+                    }
+                }
+                Slot::Known(Key::ReasoningDetails) => {
+                    if let Some(v) = &self.reasoning_details {
+                        map.serialize_entry("reasoning_details", v)?;
+                    }
+                }
+                Slot::Known(Key::ToolCalls) => {
+                    if let Some(v) = &self.tool_calls {
+                        map.serialize_entry("tool_calls", v)?;
+                    }
+                }
+                Slot::Known(Key::ToolCallId) => {
+                    if let Some(v) = &self.tool_call_id {
+                        map.serialize_entry("tool_call_id", v)?;
+                    }
+                }
+                Slot::Known(Key::Name) => {
+                    if let Some(v) = &self.name {
+                        map.serialize_entry("name", v)?;
+                    }
+                }
+                Slot::Known(Key::Extra) => {}
+                Slot::Extra(i) => {
+                    if let Some((k, v)) = self.extra.get(i) {
+                        map.serialize_entry(k, v)?;
+                    }
+                }
+            }
         }
         if let Some(v) = &self.origin {
             map.serialize_entry("origin", v)?;
@@ -514,7 +713,16 @@ impl<'de> Deserialize<'de> for Message {
                 msg.content = None;
                 let mut native_keys: Vec<(String, RawJson)> = Vec::new();
                 let (mut seen_rc, mut seen_r, mut seen_rd) = (false, false, false);
+                let mut seen: Vec<Key> = Vec::new();
                 while let Some(key) = map.next_key::<String>()? {
+                    if let Some(known) = Key::parse(&key).filter(|k| *k != Key::Extra) {
+                        seen.push(known);
+                    } else if !matches!(
+                        key.as_str(),
+                        "origin" | "extra_content" | "reasoning_opaque" | "reasoning_text"
+                    ) {
+                        seen.push(Key::Extra);
+                    }
                     match key.as_str() {
                         "role" => {
                             once(&role, "role")?;
@@ -579,6 +787,7 @@ impl<'de> Deserialize<'de> for Message {
                     }
                 }
                 msg.role = role.ok_or_else(|| de::Error::missing_field("role"))?;
+                msg.key_order = KeyOrder::from_seen(seen);
                 if msg.role == Role::Assistant && !native_keys.is_empty() {
                     let native = native_from_keys(native_keys).map_err(de::Error::custom)?;
                     msg.fold_native(native);

@@ -6,7 +6,9 @@ use std::fmt;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
-use crate::message::{DetailItem, Message, NativeRecord, Role, ToolCall, thought_signature};
+use crate::message::{
+    DetailItem, Key, Message, NativeRecord, Role, Slot, ToolCall, same_minter, thought_signature,
+};
 use crate::raw::{RawJson, TextCarrier};
 use crate::route::{Carrier, CarrierSet, PadRule, RouteDecision, ThinkingFields, ThinkingRequest};
 use crate::verdict::Verdicts;
@@ -27,7 +29,8 @@ pub enum Why {
     Refused,
     /// A strict-schema route gets not one byte more than it reads.
     Strict,
-    /// Minted by another model (origin), so its opaque data is not replayed here.
+    /// Minted by another model or on another host (origin), so its opaque data is not replayed
+    /// here.
     ForeignModel,
     /// The route replays thinking only on the newest assistant turn.
     StaleTurn,
@@ -43,7 +46,7 @@ impl fmt::Display for Why {
             Why::NotRead => "route does not read it",
             Why::Refused => "refused by a recorded verdict",
             Why::Strict => "strict-schema route",
-            Why::ForeignModel => "minted by another model",
+            Why::ForeignModel => "minted by another model or host",
             Why::StaleTurn => "route replays only the newest turn's thinking",
             Why::NoOpaque => "no reasoning_opaque beside it",
         })
@@ -111,8 +114,6 @@ pub struct AssistantPlan {
     pub gemini_tool_signatures: bool,
     /// Tool-call `function.thought_signature` rendered (Copilot), when non-blank and own.
     pub copilot_tool_signatures: bool,
-    /// Unknown message keys are passed through (never on a strict route).
-    pub unknown_keys: bool,
 }
 
 /// Everything shaping needs besides the history.
@@ -153,7 +154,7 @@ impl<'d> ShapeContext<'d> {
     fn origin_ok(&self, msg: &Message) -> bool {
         msg.origin
             .as_ref()
-            .is_none_or(|o| o.model == self.decision.target.model)
+            .is_none_or(|o| same_minter(o, &self.decision.target))
     }
 
     /// Plans one assistant message; `newest` is true for the last assistant of the history.
@@ -265,11 +266,11 @@ impl<'d> ShapeContext<'d> {
             reasoning_text,
             gemini_tool_signatures: native.gemini_tool_signatures && origin_ok,
             copilot_tool_signatures: native.copilot && origin_ok,
-            unknown_keys: !self.decision.strict,
         }
     }
 
-    /// Shapes the whole history into wire messages, in order.
+    /// Shapes the whole history into wire messages, in order: per message only the keys the
+    /// chat-completions schema knows (SPEC §2), in the order they were stored.
     pub fn shape<'a>(&self, history: &'a [Message]) -> Vec<WireMessage<'a>> {
         let newest = newest_assistant(history);
         let debug = tracing::enabled!(tracing::Level::DEBUG);
@@ -278,42 +279,90 @@ impl<'d> ShapeContext<'d> {
             .enumerate()
             .map(|(i, msg)| {
                 if msg.role != Role::Assistant {
-                    return WireMessage {
-                        msg,
-                        plan: None,
-                        unknown_keys: !self.decision.strict,
-                    };
+                    return WireMessage { msg, plan: None };
                 }
                 let plan = self.plan_assistant(msg, Some(i) == newest);
                 if debug {
                     tracing::debug!(
                         index = i,
                         route = self.decision.id(),
-                        carriers = %Explained(&plan),
+                        carriers = %Explained(&plan, msg),
                         "assistant wire message shaped"
                     );
                 }
                 WireMessage {
                     msg,
-                    unknown_keys: plan.unknown_keys,
                     plan: Some(plan),
                 }
             })
             .collect()
     }
 
-    /// One line per assistant message saying why each carrier is present, padded or absent.
+    /// One line per assistant message saying why each carrier is present, padded or absent,
+    /// and one per message whose stored keys no wire knows (kept in storage, never sent).
     pub fn explain(&self, history: &[Message]) -> Vec<String> {
         let newest = newest_assistant(history);
         history
             .iter()
             .enumerate()
-            .filter(|(_, m)| m.role == Role::Assistant)
-            .map(|(i, m)| {
-                let plan = self.plan_assistant(m, Some(i) == newest);
-                format!("messages[{i}] assistant: {}", Explained(&plan))
+            .filter_map(|(i, m)| {
+                let left_out = LeftOut(m);
+                if m.role == Role::Assistant {
+                    let plan = self.plan_assistant(m, Some(i) == newest);
+                    Some(format!(
+                        "messages[{i}] assistant: {}{left_out}",
+                        Explained(&plan, m)
+                    ))
+                } else if left_out.any() {
+                    Some(format!(
+                        "messages[{i}] {}: {}",
+                        m.role,
+                        left_out.to_string().trim_start_matches("; ")
+                    ))
+                } else {
+                    None
+                }
             })
             .collect()
+    }
+}
+
+/// The stored keys of a message that no chat-completions wire sends (SPEC §2): unknown keys,
+/// `name` on a tool result, and unknown keys of its tool calls.
+struct LeftOut<'m>(&'m Message);
+
+impl LeftOut<'_> {
+    fn any(&self) -> bool {
+        let m = self.0;
+        !m.extra.is_empty()
+            || (m.role == Role::Tool && m.name.is_some())
+            || m.tool_calls
+                .iter()
+                .flatten()
+                .any(|c| !c.extra.is_empty() || !c.function.extra.is_empty())
+    }
+}
+
+impl fmt::Display for LeftOut<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.any() {
+            return Ok(());
+        }
+        let m = self.0;
+        let mut names: Vec<&str> = m.extra.iter().map(|(k, _)| k.as_str()).collect();
+        if m.role == Role::Tool && m.name.is_some() {
+            names.push("name");
+        }
+        for call in m.tool_calls.iter().flatten() {
+            names.extend(call.extra.iter().map(|(k, _)| k.as_str()));
+            names.extend(call.function.extra.iter().map(|(k, _)| k.as_str()));
+        }
+        names.dedup();
+        write!(
+            f,
+            "; left out (stored, no wire sends them): {}",
+            names.join(", ")
+        )
     }
 }
 
@@ -352,8 +401,18 @@ fn native_plan(rendered: bool, origin_ok: bool, present: Option<bool>) -> FieldP
     }
 }
 
-/// Renders a plan as the `--explain` text.
-struct Explained<'p>(&'p AssistantPlan);
+/// Renders a plan (for its message) as the `--explain` text.
+struct Explained<'p>(&'p AssistantPlan, &'p Message);
+
+impl Explained<'_> {
+    /// Why an absent field is absent; a foreign item names who minted it.
+    fn why(&self, why: Why) -> String {
+        match (why, &self.1.origin) {
+            (Why::ForeignModel, Some(o)) => format!("minted by {} on {}", o.model, o.host),
+            _ => why.to_string(),
+        }
+    }
+}
 
 impl fmt::Display for Explained<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -377,10 +436,13 @@ impl fmt::Display for Explained<'_> {
             }
             DetailsPlan::Items { kept, foreign } => write!(
                 f,
-                "; reasoning_details sent ({} items, {foreign} opaque items minted by another model left out)",
-                kept.len()
+                "; reasoning_details sent ({} items, {foreign} opaque items left out: {})",
+                kept.len(),
+                self.why(Why::ForeignModel)
             ),
-            DetailsPlan::Absent(why) => write!(f, "; reasoning_details absent ({why})"),
+            DetailsPlan::Absent(why) => {
+                write!(f, "; reasoning_details absent ({})", self.why(*why))
+            }
         }?;
         for (name, plan) in [
             ("extra_content", p.extra_content),
@@ -390,7 +452,7 @@ impl fmt::Display for Explained<'_> {
             match plan {
                 FieldPlan::Sent => write!(f, "; {name} sent (native record)")?,
                 FieldPlan::Absent(Why::NotStored) => {}
-                FieldPlan::Absent(why) => write!(f, "; {name} absent ({why})")?,
+                FieldPlan::Absent(why) => write!(f, "; {name} absent ({})", self.why(why))?,
             }
         }
         Ok(())
@@ -402,7 +464,6 @@ impl fmt::Display for Explained<'_> {
 pub struct WireMessage<'a> {
     msg: &'a Message,
     plan: Option<AssistantPlan>,
-    unknown_keys: bool,
 }
 
 impl<'a> WireMessage<'a> {
@@ -418,33 +479,76 @@ impl<'a> WireMessage<'a> {
 }
 
 impl Serialize for WireMessage<'_> {
+    /// The allow-list of SPEC §2: `role`, `content`, `name` (not on tool results), non-empty
+    /// `tool_calls`, `tool_call_id`, the carriers the plan sends and the route's native fields —
+    /// in stored key order. Nothing else a message stores is ever sent.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let m = self.msg;
         let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("role", m.role.as_str())?;
-        if let Some(v) = &m.content {
-            map.serialize_entry("content", v)?;
-        }
-        if let Some(plan) = &self.plan {
-            match plan.reasoning_content {
-                RcPlan::Stored => {
-                    if let Some(rc) = &m.reasoning_content {
-                        map.serialize_entry("reasoning_content", rc)?;
+        for slot in m.key_walk() {
+            let Slot::Known(key) = slot else { continue };
+            match key {
+                Key::Role => map.serialize_entry("role", m.role.as_str())?,
+                Key::Content => {
+                    if let Some(v) = &m.content {
+                        map.serialize_entry("content", v)?;
                     }
                 }
-                RcPlan::FromReasoning => {
-                    if let Some(r) = &m.reasoning {
-                        map.serialize_entry("reasoning_content", r)?;
+                Key::ToolCallId => {
+                    if let Some(v) = &m.tool_call_id {
+                        map.serialize_entry("tool_call_id", v)?;
                     }
                 }
-                RcPlan::Pad(_) => map.serialize_entry("reasoning_content", PAD)?,
-                RcPlan::Absent(_) => {}
+                Key::Name => {
+                    if m.role != Role::Tool
+                        && let Some(v) = &m.name
+                    {
+                        map.serialize_entry("name", v)?;
+                    }
+                }
+                Key::ReasoningContent | Key::Reasoning | Key::ReasoningDetails | Key::ToolCalls => {
+                    if let Some(plan) = &self.plan {
+                        assistant_field(&mut map, m, plan, key)?;
+                    }
+                }
+                Key::Extra => {}
             }
+        }
+        map.end()
+    }
+}
+
+/// Writes one assistant-only key as `plan` decides (the native record's fields travel in the
+/// `reasoning_details` slot).
+fn assistant_field<M: SerializeMap>(
+    map: &mut M,
+    m: &Message,
+    plan: &AssistantPlan,
+    key: Key,
+) -> Result<(), M::Error> {
+    match key {
+        Key::ReasoningContent => match plan.reasoning_content {
+            RcPlan::Stored => {
+                if let Some(rc) = &m.reasoning_content {
+                    map.serialize_entry("reasoning_content", rc)?;
+                }
+            }
+            RcPlan::FromReasoning => {
+                if let Some(r) = &m.reasoning {
+                    map.serialize_entry("reasoning_content", r)?;
+                }
+            }
+            RcPlan::Pad(_) => map.serialize_entry("reasoning_content", PAD)?,
+            RcPlan::Absent(_) => {}
+        },
+        Key::Reasoning => {
             if plan.reasoning.sent()
                 && let Some(r) = &m.reasoning
             {
                 map.serialize_entry("reasoning", r)?;
             }
+        }
+        Key::ReasoningDetails => {
             if let (DetailsPlan::Items { kept, .. }, Some(items)) =
                 (&plan.reasoning_details, &m.reasoning_details)
             {
@@ -468,31 +572,22 @@ impl Serialize for WireMessage<'_> {
             {
                 map.serialize_entry("extra_content", v)?;
             }
-            if let Some(calls) = &m.tool_calls {
+        }
+        Key::ToolCalls => {
+            if let Some(calls) = m.tool_calls.as_ref().filter(|c| !c.is_empty()) {
                 map.serialize_entry(
                     "tool_calls",
                     &WireToolCalls {
                         calls,
                         gemini: plan.gemini_tool_signatures,
                         copilot: plan.copilot_tool_signatures,
-                        unknown_keys: plan.unknown_keys,
                     },
                 )?;
             }
         }
-        if let Some(v) = &m.tool_call_id {
-            map.serialize_entry("tool_call_id", v)?;
-        }
-        if let Some(v) = &m.name {
-            map.serialize_entry("name", v)?;
-        }
-        if self.unknown_keys {
-            for (k, v) in &m.extra {
-                map.serialize_entry(k, v)?;
-            }
-        }
-        map.end()
+        Key::Role | Key::Content | Key::ToolCallId | Key::Name | Key::Extra => {}
     }
+    Ok(())
 }
 
 struct KeptItems<'a> {
@@ -510,7 +605,6 @@ struct WireToolCalls<'a> {
     calls: &'a [ToolCall],
     gemini: bool,
     copilot: bool,
-    unknown_keys: bool,
 }
 
 impl Serialize for WireToolCalls<'_> {
@@ -548,7 +642,6 @@ impl Serialize for WireToolCall<'_> {
                         .thought_signature
                         .as_ref()
                         .is_some_and(|s| !s.is_blank()),
-                unknown_keys: opts.unknown_keys,
             },
         )?;
         if opts.gemini
@@ -559,11 +652,6 @@ impl Serialize for WireToolCall<'_> {
         {
             map.serialize_entry("extra_content", raw)?;
         }
-        if opts.unknown_keys {
-            for (k, v) in &c.extra {
-                map.serialize_entry(k, v)?;
-            }
-        }
         map.end()
     }
 }
@@ -571,7 +659,6 @@ impl Serialize for WireToolCall<'_> {
 struct WireFunction<'a> {
     call: &'a ToolCall,
     signature: bool,
-    unknown_keys: bool,
 }
 
 impl Serialize for WireFunction<'_> {
@@ -586,11 +673,6 @@ impl Serialize for WireFunction<'_> {
             && let Some(v) = &f.thought_signature
         {
             map.serialize_entry("thought_signature", v)?;
-        }
-        if self.unknown_keys {
-            for (k, v) in &f.extra {
-                map.serialize_entry(k, v)?;
-            }
         }
         map.end()
     }

@@ -23,6 +23,32 @@ pub struct ReplyMeta {
     pub usage: Option<Value>,
 }
 
+/// One `reasoning_details` item being built: its merged fields, and its bytes as they arrived
+/// while it came whole in one chunk.
+struct DetailAcc {
+    fields: Map<String, Value>,
+    raw: Option<RawJson>,
+}
+
+/// The `reasoning_details` items of a chunk's delta, as raw bytes.
+#[derive(serde::Deserialize)]
+struct RawChunk<'a> {
+    #[serde(borrow, default)]
+    choices: Vec<RawChoice<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawChoice<'a> {
+    #[serde(borrow, default)]
+    delta: Option<RawDelta<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawDelta<'a> {
+    #[serde(borrow, default)]
+    reasoning_details: Option<Vec<&'a serde_json::value::RawValue>>,
+}
+
 #[derive(Default)]
 struct ToolCallAcc {
     id: Option<String>,
@@ -39,7 +65,7 @@ pub struct StreamAccumulator {
     content: Option<String>,
     reasoning_content: Option<String>,
     reasoning: Option<String>,
-    details: Vec<Map<String, Value>>,
+    details: Vec<DetailAcc>,
     tool_calls: Vec<(u64, ToolCallAcc)>,
     message_signature: Option<String>,
     opaque: Option<String>,
@@ -95,8 +121,25 @@ impl StreamAccumulator {
         self.meta.finish_reason.is_some()
     }
 
+    /// Absorbs one chunk, given both parsed and as the text it arrived as: like
+    /// [`StreamAccumulator::feed`], and a `reasoning_details` item that arrives whole in this
+    /// chunk keeps its bytes as received (escapes, big integers, key order).
+    pub fn feed_with_text(&mut self, chunk: &Value, text: &str) {
+        let raws = serde_json::from_str::<RawChunk<'_>>(text)
+            .ok()
+            .and_then(|c| c.choices.into_iter().next())
+            .and_then(|c| c.delta)
+            .and_then(|d| d.reasoning_details)
+            .unwrap_or_default();
+        self.feed_with(chunk, &raws);
+    }
+
     /// Absorbs one chunk (`{"choices":[{"delta":{…},"finish_reason":…}],"usage":…}`).
     pub fn feed(&mut self, chunk: &Value) {
+        self.feed_with(chunk, &[]);
+    }
+
+    fn feed_with(&mut self, chunk: &Value, raws: &[&serde_json::value::RawValue]) {
         self.chunks += 1;
         if let Some(usage) = chunk.get("usage").filter(|u| !u.is_null()) {
             self.meta.usage = Some(usage.clone());
@@ -114,8 +157,11 @@ impl StreamAccumulator {
         join(&mut self.reasoning_content, delta.get("reasoning_content"));
         join(&mut self.reasoning, delta.get("reasoning"));
         if let Some(items) = delta.get("reasoning_details").and_then(Value::as_array) {
-            for item in items.iter().filter_map(Value::as_object) {
-                self.feed_detail(item);
+            for (i, item) in items.iter().enumerate() {
+                if let Some(item) = item.as_object() {
+                    let raw = raws.get(i).and_then(|r| RawJson::from_text(r.get()).ok());
+                    self.feed_detail(item, raw);
+                }
             }
         }
         if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
@@ -134,22 +180,30 @@ impl StreamAccumulator {
         }
     }
 
-    fn feed_detail(&mut self, chunk: &Map<String, Value>) {
+    fn feed_detail(&mut self, chunk: &Map<String, Value>, raw: Option<RawJson>) {
         let key =
             |item: &Map<String, Value>, k: &str| item.get(k).filter(|v| !v.is_null()).cloned();
         let existing = match (key(chunk, "index"), key(chunk, "id")) {
             (Some(index), _) => self
                 .details
                 .iter()
-                .position(|d| d.get("index") == Some(&index)),
-            (None, Some(id)) => self.details.iter().position(|d| d.get("id") == Some(&id)),
+                .position(|d| d.fields.get("index") == Some(&index)),
+            (None, Some(id)) => self
+                .details
+                .iter()
+                .position(|d| d.fields.get("id") == Some(&id)),
             (None, None) => None,
         };
         let Some(pos) = existing else {
-            self.details.push(chunk.clone());
+            self.details.push(DetailAcc {
+                fields: chunk.clone(),
+                raw,
+            });
             return;
         };
-        let item = &mut self.details[pos];
+        // Merged from several chunks: no single arrival holds its bytes any more.
+        self.details[pos].raw = None;
+        let item = &mut self.details[pos].fields;
         for (k, v) in chunk {
             match (k.as_str(), item.get_mut(k)) {
                 (k, Some(Value::String(acc))) if JOINED_ITEM_KEYS.contains(&k) => {
@@ -217,8 +271,8 @@ impl StreamAccumulator {
         msg.reasoning = self.reasoning.as_deref().map(TextCarrier::new);
         let mut items: Vec<DetailItem> = self
             .details
-            .iter()
-            .filter_map(|d| RawJson::from_serialize(d).ok())
+            .into_iter()
+            .filter_map(|d| d.raw.or_else(|| RawJson::from_serialize(&d.fields).ok()))
             .filter_map(|raw| DetailItem::from_raw(raw).ok())
             .collect();
         if !self.tool_calls.is_empty() {
@@ -265,26 +319,68 @@ fn google_signature(sig: &str) -> RawJson {
         .unwrap_or_else(|_| RawJson::null())
 }
 
-/// Captures a non-streamed `chat.completion` reply the way the accumulator captures a stream:
-/// the known fields of `choices[0].message` (unknown response-only keys such as `refusal` are
-/// not stored), the native record, and `origin`.
-pub fn capture_message(reply: &Value, origin: Origin) -> Result<(Message, ReplyMeta), String> {
+/// Just enough of a `chat.completion` body to find the message, borrowed from the bytes.
+#[derive(serde::Deserialize)]
+struct CompletionBody<'a> {
+    #[serde(borrow, default)]
+    error: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    choices: Option<Vec<ChoiceBody<'a>>>,
+    #[serde(default)]
+    usage: Option<Value>,
+}
+
+#[derive(serde::Deserialize)]
+struct ChoiceBody<'a> {
+    #[serde(borrow, default)]
+    message: Option<&'a serde_json::value::RawValue>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+/// Why a non-streamed body could not be captured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CaptureError {
+    /// The provider answered 200 with an `{"error":…}` payload: its message (or the raw error).
+    Provider(String),
+    /// The body is not a usable `chat.completion`.
+    Malformed(String),
+}
+
+/// Captures a non-streamed `chat.completion` reply from its bytes the way the accumulator
+/// captures a stream: the known fields of `choices[0].message` (unknown response-only keys such
+/// as `refusal` are not stored), the native record, and `origin`. The message is decoded from
+/// the bytes themselves, never through a `serde_json::Value`: every carrier keeps its bytes as
+/// received (escapes, big integers, key order).
+pub fn capture_message(body: &str, origin: Origin) -> Result<(Message, ReplyMeta), CaptureError> {
+    let reply: CompletionBody<'_> =
+        serde_json::from_str(body).map_err(|e| CaptureError::Malformed(e.to_string()))?;
+    if let Some(error) = reply.error.filter(|e| e.get() != "null") {
+        let value: Value = serde_json::from_str(error.get()).unwrap_or(Value::Null);
+        let text = value
+            .get("message")
+            .and_then(Value::as_str)
+            .map_or_else(|| error.get().to_owned(), str::to_owned);
+        return Err(CaptureError::Provider(text));
+    }
     let choice = reply
-        .get("choices")
-        .and_then(|c| c.get(0))
-        .ok_or("reply has no `choices[0]`")?;
+        .choices
+        .and_then(|c| c.into_iter().next())
+        .ok_or_else(|| CaptureError::Malformed("reply has no `choices[0]`".into()))?;
     let message = choice
-        .get("message")
-        .ok_or("reply has no `choices[0].message`")?;
-    let mut msg: Message = serde_json::from_value(message.clone())
-        .map_err(|e| format!("`choices[0].message`: {e}"))?;
+        .message
+        .ok_or_else(|| CaptureError::Malformed("reply has no `choices[0].message`".into()))?;
+    let mut msg: Message = serde_json::from_str(message.get())
+        .map_err(|e| CaptureError::Malformed(format!("`choices[0].message`: {e}")))?;
     if msg.role != Role::Assistant {
-        return Err(format!(
+        return Err(CaptureError::Malformed(format!(
             "`choices[0].message.role` is {}, expected assistant",
             msg.role
-        ));
+        )));
     }
     msg.extra.clear();
+    // A captured turn is stored in canonical key order, as a streamed one is.
+    msg.key_order = None;
     if msg.content.is_none() {
         msg.content = Some(RawJson::null());
     }
@@ -299,11 +395,8 @@ pub fn capture_message(reply: &Value, origin: Origin) -> Result<(Message, ReplyM
     }
     msg.origin = Some(origin);
     let meta = ReplyMeta {
-        finish_reason: choice
-            .get("finish_reason")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        usage: reply.get("usage").filter(|u| !u.is_null()).cloned(),
+        finish_reason: choice.finish_reason,
+        usage: reply.usage.filter(|u| !u.is_null()),
     };
     Ok((msg, meta))
 }
@@ -356,7 +449,7 @@ mod tests {
         }
         acc.feed(&json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}], "usage": {"total_tokens": 3}}));
         let (streamed, meta) = acc.finish(origin());
-        let (whole, whole_meta) = capture_message(&full, origin()).unwrap();
+        let (whole, whole_meta) = capture_message(&full.to_string(), origin()).unwrap();
         assert_eq!(meta, whole_meta);
         let as_value = |m: &Message| serde_json::to_value(m).unwrap();
         assert_eq!(as_value(&streamed), as_value(&whole));
@@ -368,10 +461,51 @@ mod tests {
 
     #[test]
     fn reply_without_choices_is_an_error() {
+        let err = capture_message(r#"{"id":"x"}"#, origin()).unwrap_err();
         assert!(
-            capture_message(&json!({"id": "x"}), origin())
-                .unwrap_err()
-                .contains("choices[0]")
+            matches!(&err, CaptureError::Malformed(m) if m.contains("choices[0]")),
+            "{err:?}"
+        );
+        assert_eq!(
+            capture_message(r#"{"error":{"message":"overloaded"}}"#, origin()).unwrap_err(),
+            CaptureError::Provider("overloaded".into())
+        );
+    }
+
+    /// Escapes, a big integer and a key order that a `Value` round trip would rewrite.
+    const TRICKY_ITEM: &str = r#"{"type":"reasoning.text","text":"caf\u00e9 a\/b","signature":"c2ln","n":123456789012345678901234567890}"#;
+
+    #[test]
+    fn a_whole_reply_keeps_every_carrier_byte_as_received() {
+        let body = format!(
+            r#"{{"choices":[{{"index":0,"finish_reason":"stop","message":{{"role":"assistant","content":"caf\u00e9","reasoning_content":"th\/ink","reasoning_details":[{TRICKY_ITEM}],"refusal":null}}}}],"usage":{{"total_tokens":3}}}}"#
+        );
+        let (msg, meta) = capture_message(&body, origin()).unwrap();
+        assert_eq!(
+            msg.reasoning_details.as_ref().unwrap()[0].raw().get(),
+            TRICKY_ITEM
+        );
+        assert_eq!(
+            msg.reasoning_content.as_ref().unwrap().raw().get(),
+            r#""th\/ink""#
+        );
+        assert_eq!(msg.content.as_ref().unwrap().get(), r#""caf\u00e9""#);
+        assert!(msg.extra.is_empty(), "response-only keys are not stored");
+        assert_eq!(meta.finish_reason.as_deref(), Some("stop"));
+    }
+
+    #[test]
+    fn a_streamed_item_that_arrives_whole_keeps_its_bytes() {
+        let mut acc = StreamAccumulator::new();
+        let text = format!(
+            r#"{{"choices":[{{"index":0,"delta":{{"role":"assistant","reasoning_details":[{TRICKY_ITEM}]}},"finish_reason":"stop"}}]}}"#
+        );
+        let value: Value = serde_json::from_str(&text).unwrap();
+        acc.feed_with_text(&value, &text);
+        let (msg, _) = acc.finish(origin());
+        assert_eq!(
+            msg.reasoning_details.as_ref().unwrap()[0].raw().get(),
+            TRICKY_ITEM
         );
     }
 }

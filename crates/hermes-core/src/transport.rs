@@ -80,13 +80,26 @@ pub enum TransportError {
     /// The request could not be built or sent.
     #[error("cannot send the request: {0}")]
     Request(String),
+    /// The provider redirected the request somewhere hermes does not follow (another host, or
+    /// a redirect that would turn the POST into a GET): the conversation is not re-sent there.
+    #[error(
+        "the provider answered HTTP {status} redirecting to {location}; hermes does not re-send a conversation to another address (if you trust it, pass it as --base-url)"
+    )]
+    Redirect {
+        /// Status code (301, 302, 303, 307 or 308).
+        status: u16,
+        /// The `Location` the provider named (`(none)` when it named none).
+        location: String,
+    },
 }
 
 impl TransportError {
     /// The HTTP status, for an HTTP error.
     pub fn status(&self) -> Option<u16> {
         match self {
-            TransportError::Http { status, .. } => Some(*status),
+            TransportError::Http { status, .. } | TransportError::Redirect { status, .. } => {
+                Some(*status)
+            }
             _ => None,
         }
     }

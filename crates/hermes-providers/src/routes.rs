@@ -49,16 +49,32 @@ const GEMINI_EFFORTS: EffortVocabulary = EffortVocabulary {
     map: ["minimal", "low", "medium", "high", "high", "high"],
 };
 
-/// `(major, minor)` of a GLM model id (`glm-4.5-air` → (4, 5), `GLM-5` → (5, 0)).
+/// `(major, minor)` of a GLM model id (`glm-4.5-air` → (4, 5), `GLM-5` → (5, 0)). GLM-5.3 is
+/// also spelled `glm-5-3` and `glm-5p3` (SPEC §3b): a `-` or `p` separator counts only before a
+/// single digit that ends the id or a `-` segment, so `glm-4-9b` and `glm-4-0520` stay (4, 0).
 fn glm_version(model: &str) -> Option<(u32, u32)> {
     let lower = model.to_lowercase();
     let rest = &lower[lower.find("glm-")? + 4..];
-    let mut parts = rest.split(|c: char| !c.is_ascii_digit());
-    let major: u32 = parts.next()?.parse().ok()?;
-    let minor = if rest[major.to_string().len()..].starts_with('.') {
-        parts.next().and_then(|m| m.parse().ok()).unwrap_or(0)
-    } else {
-        0
+    let major_len = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let major: u32 = rest[..major_len].parse().ok()?;
+    let after = &rest[major_len..];
+    let minor = match after.chars().next() {
+        Some('.') => after[1..]
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(0),
+        Some('-' | 'p') => {
+            let digits = &after[1..];
+            let mut chars = digits.chars();
+            match (chars.next(), chars.next()) {
+                (Some(d), None | Some('-')) if d.is_ascii_digit() => d.to_digit(10).unwrap_or(0),
+                _ => 0,
+            }
+        }
+        _ => 0,
     };
     Some((major, minor))
 }
@@ -131,8 +147,9 @@ impl ReasoningRoute for BuiltinRoute {
     }
 }
 
-/// SPEC §3b / §3c, Z.ai: keep thinking on GLM ≥ 4.5; GLM-5.3 cannot be disabled; GLM-5.2/5.3
-/// take `reasoning_effort` (`max`, else `high`).
+/// SPEC §3b / §3c, Z.ai: with reasoning requested, keep thinking on GLM ≥ 4.5; with no
+/// preference, send nothing; GLM-5.3 cannot be disabled; GLM-5.2/5.3 take `reasoning_effort`
+/// (`max`, else `high`).
 fn zai_fields(model: &str, request: ThinkingRequest) -> ThinkingFields {
     let Some(version) = glm_version(model).filter(|v| *v >= (4, 5)) else {
         return Vec::new();
@@ -150,7 +167,9 @@ fn zai_fields(model: &str, request: ThinkingRequest) -> ThinkingFields {
                 ("reasoning_effort", GLM_EFFORTS.word(e).into()),
             ]
         }
-        ThinkingRequest::Effort(_) | ThinkingRequest::NoPreference => vec![("thinking", keep)],
+        ThinkingRequest::Effort(_) => vec![("thinking", keep)],
+        // No preference: the model's own default, for every GLM model (5.3 included).
+        ThinkingRequest::NoPreference => Vec::new(),
     }
 }
 
@@ -177,10 +196,12 @@ fn dashscope_fields(model: &str, request: ThinkingRequest) -> ThinkingFields {
     }
 }
 
-/// SPEC §3b / §3c, Moonshot: K2 models keep all thinking (`keep` is absent on k2.5); an
+/// SPEC §3b / §3c, Moonshot: K2 models keep all thinking (`keep` is absent on k2.5), K3 models
+/// get thinking on without `keep`; an
 /// explicit effort is sent alone, since Moonshot rejects `thinking` beside `reasoning_effort`.
 fn kimi_fields(model: &str, request: ThinkingRequest) -> ThinkingFields {
     let k2 = model.contains("k2");
+    let k3 = model.contains("k3");
     match request {
         ThinkingRequest::Effort(e) => vec![("reasoning_effort", KIMI_EFFORTS.word(e).into())],
         // k2.7-code and k2-thinking cannot turn thinking off: send nothing rather than a 400.
@@ -188,6 +209,8 @@ fn kimi_fields(model: &str, request: ThinkingRequest) -> ThinkingFields {
             Vec::new()
         }
         ThinkingRequest::Off => vec![("thinking", thinking_type("disabled"))],
+        // K3 keeps its thinking by itself: thinking on, no `keep`.
+        ThinkingRequest::NoPreference if k3 => vec![("thinking", thinking_type("enabled"))],
         ThinkingRequest::NoPreference if !k2 => Vec::new(),
         ThinkingRequest::NoPreference if model.contains("k2.5") => {
             vec![("thinking", thinking_type("enabled"))]
@@ -418,6 +441,21 @@ mod tests {
         assert_eq!(glm_version("z-ai/glm-5.3"), Some((5, 3)));
         assert_eq!(glm_version("glm-4-plus"), Some((4, 0)));
         assert_eq!(glm_version("glm-z1"), None);
+        for spelling in [
+            "glm-5.3",
+            "glm-5-3",
+            "glm-5p3",
+            "z-ai/glm-5-3",
+            "GLM-5p3-flash",
+            "glm-5.3-flash",
+            "glm-5-3-flash",
+        ] {
+            assert_eq!(glm_version(spelling), Some((5, 3)), "{spelling}");
+        }
+        assert_eq!(glm_version("glm-4-9b-chat"), Some((4, 0)));
+        assert_eq!(glm_version("glm-4-0520"), Some((4, 0)));
+        assert_eq!(glm_version("glm-4-32b-0414"), Some((4, 0)));
+        assert_eq!(glm_version("glm-4.5-air"), Some((4, 5)));
     }
 
     #[test]

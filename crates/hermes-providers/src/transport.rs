@@ -7,7 +7,7 @@ use std::time::Duration;
 use eventsource_stream::Eventsource as _;
 use futures_util::StreamExt as _;
 use hermes_core::transport::{Delta, Reply, Transport, TransportError};
-use hermes_core::{ChatRequest, Origin, StreamAccumulator, capture_message};
+use hermes_core::{CaptureError, ChatRequest, Origin, StreamAccumulator, capture_message};
 use serde_json::Value;
 
 /// How long to wait for a connection.
@@ -84,6 +84,28 @@ fn snippet(text: &str) -> String {
     s
 }
 
+/// Most redirects followed for one request.
+const MAX_REDIRECTS: usize = 5;
+
+/// The redirect policy: a redirect is followed only when it keeps the method and body (307,
+/// 308) and stays on the same scheme, host and port. Anything else stops, and the 3xx answer
+/// becomes [`TransportError::Redirect`] naming the target: the conversation is never re-sent to
+/// a host the user did not name.
+fn same_origin_redirects(attempt: reqwest::redirect::Attempt<'_>) -> reqwest::redirect::Action {
+    let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
+    let same_origin = attempt.previous().last().is_some_and(|from| {
+        let to = attempt.url();
+        from.scheme() == to.scheme()
+            && from.host_str() == to.host_str()
+            && from.port_or_known_default() == to.port_or_known_default()
+    });
+    if keeps_body && same_origin && attempt.previous().len() <= MAX_REDIRECTS {
+        attempt.follow()
+    } else {
+        attempt.stop()
+    }
+}
+
 /// Sends chat-completions requests over one shared client.
 #[derive(Clone, Debug)]
 pub struct ChatTransport {
@@ -96,6 +118,7 @@ impl ChatTransport {
         // Installing twice is harmless; reqwest needs a process-wide provider.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::custom(same_origin_redirects))
             .connect_timeout(CONNECT_TIMEOUT)
             .read_timeout(READ_TIMEOUT)
             .user_agent(concat!("hermes/", env!("CARGO_PKG_VERSION")))
@@ -142,6 +165,25 @@ impl ChatTransport {
         }
         let response = builder.send().await.map_err(map_reqwest)?;
         let status = response.status();
+        if status.is_redirection() {
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|l| l.to_str().ok())
+                .map(|l| {
+                    // A relative Location is resolved against the URL that answered.
+                    response
+                        .url()
+                        .join(l)
+                        .map_or_else(|_| l.to_owned(), |u| u.to_string())
+                })
+                .unwrap_or_else(|| "(none)".to_owned());
+            tracing::warn!(status = status.as_u16(), location = %location, "redirect not followed");
+            return Err(TransportError::Redirect {
+                status: status.as_u16(),
+                location,
+            });
+        }
         if !status.is_success() {
             let retry_after = retry_after(response.headers());
             let bytes = response.bytes().await.map_err(map_reqwest)?;
@@ -158,18 +200,16 @@ impl ChatTransport {
             read_stream(response, origin, on_delta).await
         } else {
             let bytes = response.bytes().await.map_err(map_reqwest)?;
-            let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
-                TransportError::Decode(format!(
-                    "{e}: {}",
-                    snippet(&String::from_utf8_lossy(&bytes))
-                ))
-            })?;
-            if let Some(err) = error_text(&value) {
-                return Err(TransportError::AfterOk(err));
+            let text = std::str::from_utf8(&bytes)
+                .map_err(|e| TransportError::Decode(format!("the reply is not UTF-8: {e}")))?;
+            // Decoded from the bytes, never through a `Value`: carriers keep their bytes.
+            match capture_message(text, origin) {
+                Ok((message, meta)) => Ok(Reply { message, meta }),
+                Err(CaptureError::Provider(err)) => Err(TransportError::AfterOk(err)),
+                Err(CaptureError::Malformed(e)) => {
+                    Err(TransportError::Decode(format!("{e}: {}", snippet(text))))
+                }
             }
-            let (message, meta) =
-                capture_message(&value, origin).map_err(TransportError::Decode)?;
-            Ok(Reply { message, meta })
         }
     }
 }
@@ -228,7 +268,7 @@ async fn read_stream(
             return Err(TransportError::AfterOk(err));
         }
         emit_deltas(&chunk, on_delta);
-        acc.feed(&chunk);
+        acc.feed_with_text(&chunk, data);
     }
     if !done && !acc.finished() {
         return Err(TransportError::Stream(format!(

@@ -7,6 +7,9 @@
 
 #[macro_use]
 mod row;
+mod ownership;
+
+pub use ownership::{Ownership, ownership};
 
 use std::path::Path;
 use std::sync::LazyLock;
@@ -37,6 +40,20 @@ static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
             sqlx::SqlStr::from_static(include_str!("../migrations/sqlite/0002_compaction.sql")),
             false,
         ),
+        Migration::new(
+            3,
+            "base url trust".into(),
+            MigrationType::Simple,
+            sqlx::SqlStr::from_static(include_str!("../migrations/sqlite/0003_base_url_trust.sql")),
+            false,
+        ),
+        Migration::new(
+            4,
+            "key order".into(),
+            MigrationType::Simple,
+            sqlx::SqlStr::from_static(include_str!("../migrations/sqlite/0004_key_order.sql")),
+            false,
+        ),
     ])
 });
 
@@ -64,6 +81,14 @@ pub enum StoreError {
         position: i64,
         /// What went wrong.
         message: String,
+    },
+    /// The file is another program's database: hermes leaves it untouched.
+    #[error("{path} is not a hermes database ({what}); hermes leaves it untouched")]
+    Foreign {
+        /// Database path.
+        path: String,
+        /// What was found there.
+        what: String,
     },
     /// A query failed.
     #[error("database error: {0}")]
@@ -94,6 +119,9 @@ pub struct SessionMeta {
     pub model: Option<String>,
     /// Base URL (`sim://PROFILE` for the simulator).
     pub base_url: Option<String>,
+    /// The user named `base_url` (command line or config) for this session: only then may an
+    /// API key be sent there. Imported sessions start unconfirmed.
+    pub base_url_confirmed: bool,
     /// Model configuration, holding `reasoning_rejected_carriers`.
     pub model_config: Map<String, Value>,
     /// Creation time, Unix milliseconds.
@@ -151,6 +179,8 @@ pub struct NewSession {
     pub model: Option<String>,
     /// Base URL.
     pub base_url: Option<String>,
+    /// The user named `base_url` themselves (see [`SessionMeta::base_url_confirmed`]).
+    pub base_url_confirmed: bool,
     /// Model configuration.
     pub model_config: Map<String, Value>,
 }
@@ -180,6 +210,7 @@ fn meta_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SessionMeta, StoreErro
         provider: row.try_get("provider")?,
         model: row.try_get("model")?,
         base_url: row.try_get("base_url")?,
+        base_url_confirmed: row.try_get::<i64, _>("base_url_confirmed")? != 0,
         model_config,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
@@ -193,8 +224,8 @@ fn meta_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SessionMeta, StoreErro
 /// The session columns read back (a macro so queries stay `&'static str`).
 macro_rules! session_columns {
     () => {
-        "id, title, parent_id, provider, model, base_url, model_config, created_at, updated_at, \
-         message_count, input_tokens, output_tokens"
+        "id, title, parent_id, provider, model, base_url, base_url_confirmed, model_config, created_at, \
+         updated_at, message_count, input_tokens, output_tokens"
     };
 }
 
@@ -206,14 +237,24 @@ pub struct Store {
 
 impl Store {
     /// Opens (creating if needed) the database at `path`, in WAL mode with a busy timeout and
-    /// foreign keys on, and applies pending migrations.
+    /// foreign keys on, and applies pending migrations. A file that is not hermes' own
+    /// ([`ownership`]) is refused untouched ([`StoreError::Foreign`]). A new database and its
+    /// folder are private to the user (0600 / 0700; SQLite gives `-wal` and `-shm` the
+    /// database's mode).
     pub async fn open(path: &Path) -> Result<Store, StoreError> {
         let open_err = |message: String| StoreError::Open {
             path: path.display().to_string(),
             message,
         };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| open_err(e.to_string()))?;
+        match ownership(path).await? {
+            Ownership::Foreign(what) => {
+                return Err(StoreError::Foreign {
+                    path: path.display().to_string(),
+                    what,
+                });
+            }
+            Ownership::Absent => create_private(path).map_err(|e| open_err(e.to_string()))?,
+            Ownership::Ours => {}
         }
         let options = SqliteConnectOptions::new()
             .filename(path)
@@ -280,6 +321,22 @@ impl Store {
                 .bind(session)
                 .execute(&self.pool)
                 .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(session.to_owned()));
+        }
+        Ok(())
+    }
+
+    /// Records that the user named `base_url` for this session (so an API key may go there).
+    pub async fn confirm_base_url(&self, session: &str, base_url: &str) -> Result<(), StoreError> {
+        let done = sqlx::query(
+            "UPDATE sessions SET base_url = $1, base_url_confirmed = 1, updated_at = $2 WHERE id = $3",
+        )
+        .bind(base_url)
+        .bind(now_ms())
+        .bind(session)
+        .execute(&self.pool)
+        .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound(session.to_owned()));
         }
@@ -465,6 +522,8 @@ impl Store {
                 provider: file.provider.clone(),
                 model: file.model.clone(),
                 base_url: file.base_url.clone(),
+                // A URL that arrives in a file is not the user's word.
+                base_url_confirmed: false,
                 model_config: file.model_config.clone(),
             },
         )
@@ -504,6 +563,7 @@ impl Store {
                 provider: meta.provider,
                 model: meta.model,
                 base_url: meta.base_url,
+                base_url_confirmed: meta.base_url_confirmed,
                 model_config: meta.model_config,
             },
         )
@@ -514,6 +574,25 @@ impl Store {
     }
 }
 
+/// Creates an empty database file readable by its owner only, and its folder (0700) when
+/// missing.
+fn create_private(path: &Path) -> std::io::Result<()> {
+    let mut dir = std::fs::DirBuilder::new();
+    dir.recursive(true);
+    let mut file = std::fs::OpenOptions::new();
+    file.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+        dir.mode(0o700);
+        file.mode(0o600);
+    }
+    if let Some(parent) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        dir.create(parent)?;
+    }
+    file.open(path).map(drop)
+}
+
 async fn insert_session(
     tx: &mut sqlx::SqliteConnection,
     new: &NewSession,
@@ -521,8 +600,8 @@ async fn insert_session(
     let id = uuid::Uuid::now_v7().simple().to_string();
     let now = now_ms();
     sqlx::query(
-        "INSERT INTO sessions (id, title, parent_id, provider, model, base_url, model_config, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
+        "INSERT INTO sessions (id, title, parent_id, provider, model, base_url, base_url_confirmed, \
+         model_config, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)",
     )
     .bind(&id)
     .bind(&new.title)
@@ -530,6 +609,7 @@ async fn insert_session(
     .bind(&new.provider)
     .bind(&new.model)
     .bind(&new.base_url)
+    .bind(i64::from(new.base_url_confirmed))
     .bind(encode_config(&new.model_config)?)
     .bind(now)
     .execute(&mut *tx)

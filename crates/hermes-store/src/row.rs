@@ -10,7 +10,7 @@ use crate::StoreError;
 macro_rules! message_columns {
     () => {
         "position, role, content, tool_calls, tool_call_id, name, reasoning_content, reasoning, \
-         reasoning_details, origin_provider, origin_host, origin_model, extra"
+         reasoning_details, origin_provider, origin_host, origin_model, extra, key_order"
     };
 }
 
@@ -30,6 +30,7 @@ pub(crate) struct MessageRow {
     origin_host: Option<String>,
     origin_model: Option<String>,
     extra: Option<String>,
+    key_order: Option<String>,
 }
 
 struct ExtraKeys<'a>(&'a [(String, RawJson)]);
@@ -88,6 +89,7 @@ impl MessageRow {
             extra: (!msg.extra.is_empty())
                 .then(|| encode("extra keys", &ExtraKeys(&msg.extra)))
                 .transpose()?,
+            key_order: msg.key_order.as_ref().map(ToString::to_string),
         })
     }
 
@@ -106,6 +108,7 @@ impl MessageRow {
             origin_host: row.try_get(10)?,
             origin_model: row.try_get(11)?,
             extra: row.try_get(12)?,
+            key_order: row.try_get(13)?,
         })
     }
 
@@ -153,7 +156,14 @@ impl MessageRow {
             push_raw(&mut json, "origin", &origin.to_string());
         }
         json.push('}');
-        serde_json::from_str(&json).map_err(|e| e.to_string())
+        let mut message: Message = serde_json::from_str(&json).map_err(|e| e.to_string())?;
+        // The texts above are in canonical order; the stored order comes back from its column.
+        message.key_order = self
+            .key_order
+            .as_deref()
+            .map(hermes_core::message::KeyOrder::parse)
+            .transpose()?;
+        Ok(message)
     }
 
     pub(crate) async fn insert(
@@ -164,8 +174,8 @@ impl MessageRow {
     ) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO messages (session_id, position, role, content, tool_calls, tool_call_id, name, \
-             reasoning_content, reasoning, reasoning_details, origin_provider, origin_host, origin_model, extra, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+             reasoning_content, reasoning, reasoning_details, origin_provider, origin_host, origin_model, extra, key_order, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
         )
         .bind(session)
         .bind(self.position)
@@ -181,6 +191,7 @@ impl MessageRow {
         .bind(&self.origin_host)
         .bind(&self.origin_model)
         .bind(&self.extra)
+        .bind(&self.key_order)
         .bind(now)
         .execute(conn)
         .await?;

@@ -213,3 +213,151 @@ async fn compaction_archives_rows_and_the_checkpoint_takes_their_place() {
     let branch = store.branch(&id, None).await.unwrap();
     assert_eq!(store.messages(&branch).await.unwrap(), active);
 }
+
+/// Builds the Python original's `state.db` (SPEC §9) at `path`, closed cleanly.
+async fn python_original_db(path: &std::path::Path) {
+    use sqlx::Connection as _;
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true);
+    let mut conn = sqlx::SqliteConnection::connect_with(&options)
+        .await
+        .unwrap();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(include_str!(
+        "../tests/fixtures/python_original.sql"
+    )))
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    conn.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn another_programs_database_is_refused_and_left_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    python_original_db(&path).await;
+    let before = std::fs::read(&path).unwrap();
+    let listing = |dir: &std::path::Path| {
+        let mut names: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let files_before = listing(dir.path());
+
+    let found = crate::ownership(&path).await.unwrap();
+    let crate::Ownership::Foreign(what) = &found else {
+        panic!("{found:?}")
+    };
+    assert!(
+        what.contains("messages") && what.contains("sessions"),
+        "{what}"
+    );
+    let err = Store::open(&path).await.unwrap_err();
+    assert!(matches!(err, StoreError::Foreign { .. }), "{err}");
+    assert!(err.to_string().contains("not a hermes database"), "{err}");
+
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "not one byte changed"
+    );
+    assert_eq!(listing(dir.path()), files_before, "no -wal or -shm created");
+}
+
+#[tokio::test]
+async fn ownership_tells_absent_empty_ours_and_not_sqlite_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    assert_eq!(
+        crate::ownership(&path).await.unwrap(),
+        crate::Ownership::Absent
+    );
+    std::fs::write(&path, b"").unwrap();
+    assert_eq!(
+        crate::ownership(&path).await.unwrap(),
+        crate::Ownership::Ours
+    );
+    drop(Store::open(&path).await.unwrap());
+    assert_eq!(
+        crate::ownership(&path).await.unwrap(),
+        crate::Ownership::Ours
+    );
+
+    let text = dir.path().join("notes.db");
+    std::fs::write(&text, b"just some notes\n").unwrap();
+    assert_eq!(
+        crate::ownership(&text).await.unwrap(),
+        crate::Ownership::Foreign("not an SQLite database".into())
+    );
+    assert!(Store::open(&text).await.is_err());
+    assert_eq!(std::fs::read(&text).unwrap(), b"just some notes\n");
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_new_database_and_its_folder_are_private() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new-home/state.db");
+    let store = Store::open(&path).await.unwrap();
+    let id = store.create_session(&NewSession::default()).await.unwrap();
+    store
+        .append(&id, &[Message::text(hermes_core::Role::User, "q")])
+        .await
+        .unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir.path().join("new-home")), 0o700);
+    assert_eq!(mode(&path), 0o600);
+    for suffix in ["-wal", "-shm"] {
+        let side = dir.path().join(format!("new-home/state.db{suffix}"));
+        assert!(side.exists(), "{suffix} exists while the store is open");
+        assert_eq!(mode(&side), 0o600, "{suffix}");
+    }
+}
+
+#[tokio::test]
+async fn a_base_url_is_confirmed_only_by_the_user() {
+    let (_dir, store) = store().await;
+    let imported = store
+        .import(&parse_history(SESSION).unwrap())
+        .await
+        .unwrap();
+    assert!(!store.session(&imported).await.unwrap().base_url_confirmed);
+    let branch = store.branch(&imported, None).await.unwrap();
+    assert!(!store.session(&branch).await.unwrap().base_url_confirmed);
+    store
+        .confirm_base_url(&imported, "https://gw.example/v1")
+        .await
+        .unwrap();
+    let meta = store.session(&imported).await.unwrap();
+    assert!(meta.base_url_confirmed);
+    assert_eq!(meta.base_url.as_deref(), Some("https://gw.example/v1"));
+    let branch = store.branch(&imported, None).await.unwrap();
+    assert!(store.session(&branch).await.unwrap().base_url_confirmed);
+    let made = store
+        .create_session(&NewSession {
+            base_url_confirmed: true,
+            ..NewSession::default()
+        })
+        .await
+        .unwrap();
+    assert!(store.session(&made).await.unwrap().base_url_confirmed);
+}
+
+#[tokio::test]
+async fn stored_key_order_survives_storage_byte_for_byte() {
+    let (dir, store) = store().await;
+    let text = r#"{"format":"hermes.session.v1","model_config":{},"messages":[{"content":"q","role":"user"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"now","arguments":"{}"}}],"x_first":1,"reasoning_content":"t","content":null,"x_last":[2]},{"role":"tool","tool_call_id":"c1","timestamp":1.5,"content":"12:00"}]}"#;
+    let id = store.import(&parse_history(text).unwrap()).await.unwrap();
+    let reopened = Store::open(&dir.path().join("home/state.db"))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_string(&reopened.export(&id).await.unwrap()).unwrap(),
+        text
+    );
+}

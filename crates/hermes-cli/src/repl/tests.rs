@@ -31,6 +31,8 @@ fn args() -> ChatArgs {
         resume: None,
         no_stream: false,
         hide_reasoning: false,
+        workspace: None,
+        allow_insecure_http: false,
     }
 }
 

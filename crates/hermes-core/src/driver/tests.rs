@@ -118,6 +118,21 @@ async fn run(
     script: Vec<Result<Value, TransportError>>,
     retries: u32,
 ) -> Run {
+    let config = DriverConfig {
+        max_backoff_retries: retries,
+        base_delay: Duration::from_millis(1),
+        ..DriverConfig::default()
+    };
+    run_with(provider, history, script, config, &Clock).await
+}
+
+async fn run_with(
+    provider: &str,
+    history: Value,
+    script: Vec<Result<Value, TransportError>>,
+    config: DriverConfig,
+    tools: &dyn Tools,
+) -> Run {
     let journal = Arc::new(Mutex::new(Vec::new()));
     let transport = Scripted {
         script: Mutex::new(script),
@@ -133,18 +148,13 @@ async fn run(
         &RouteTarget::new(provider, None, "m"),
         ResolveOptions::default(),
     );
-    let config = DriverConfig {
-        max_backoff_retries: retries,
-        base_delay: Duration::from_millis(1),
-        ..DriverConfig::default()
-    };
     let events = Mutex::new(Vec::new());
     let notify = |e: &DriverEvent| events.lock().unwrap().push(e.clone());
     let driver = Driver {
         decision: &decision,
         transport: &transport,
         log: &log,
-        tools: &Clock,
+        tools,
         config: &config,
         notify: &notify,
     };
@@ -345,4 +355,163 @@ async fn the_tool_loop_runs_and_must_echo_tool_turns_get_rc() {
     assert_eq!(stored[2].content.as_ref().unwrap().get(), r#""now: 12:00""#);
     assert_eq!(r.sent[2]["messages"][1]["reasoning_content"], " ");
     assert_eq!(r.sent[2]["messages"][3]["reasoning_content"], "from r");
+}
+
+/// Answers `size` bytes of `x`, counting calls; `hang` never answers.
+#[derive(Default)]
+struct Sized {
+    size: usize,
+    calls: Mutex<usize>,
+}
+
+#[async_trait::async_trait]
+impl Tools for Sized {
+    async fn call(&self, name: &str, _: &str) -> String {
+        *self.calls.lock().unwrap() += 1;
+        if name == "hang" {
+            std::future::pending::<()>().await;
+        }
+        "x".repeat(self.size)
+    }
+}
+
+fn calling(names: &[&str]) -> Value {
+    let calls: Vec<Value> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            json!({"id": format!("c{i}"), "type": "function",
+                   "function": {"name": name, "arguments": "{}"}})
+        })
+        .collect();
+    json!({"role": "assistant", "content": null, "tool_calls": calls})
+}
+
+/// The tool results stored by a run, as (tool_call_id, text).
+fn tool_results(r: &Run) -> Vec<(String, String)> {
+    r.log
+        .messages
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| {
+            let text = m.content.as_ref().unwrap().as_str().unwrap().into_owned();
+            (m.tool_call_id.clone().unwrap(), text)
+        })
+        .collect()
+}
+
+#[test]
+fn the_tool_caps_have_their_documented_defaults() {
+    let config = DriverConfig::default();
+    assert_eq!(config.max_tool_calls, 16);
+    assert_eq!(config.max_tool_output, 512 * 1024);
+    assert_eq!(config.tool_timeout, Duration::from_secs(30));
+}
+
+#[tokio::test]
+async fn calls_beyond_the_per_reply_cap_are_refused_and_each_still_gets_a_result() {
+    let tools = Sized {
+        size: 3,
+        ..Sized::default()
+    };
+    let config = DriverConfig {
+        max_tool_calls: 2,
+        ..DriverConfig::default()
+    };
+    let r = run_with(
+        "agg",
+        json!([]),
+        vec![
+            Ok(calling(&["a", "b", "c", "d", "e"])),
+            Ok(json!({"role": "assistant", "content": "done"})),
+        ],
+        config,
+        &tools,
+    )
+    .await;
+    r.result.as_ref().unwrap();
+    assert_eq!(*tools.calls.lock().unwrap(), 2, "only the first two ran");
+    let results = tool_results(&r);
+    let ids: Vec<&str> = results.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["c0", "c1", "c2", "c3", "c4"]);
+    assert_eq!(results[1].1, "xxx");
+    for (_, text) in &results[2..] {
+        assert_eq!(text, "refused: more than 2 tool calls in one reply");
+    }
+    // Every call is paired with its result in the next request.
+    let sent = r.sent[1]["messages"].as_array().unwrap();
+    assert_eq!(sent.iter().filter(|m| m["role"] == "tool").count(), 5);
+    let told = r
+        .events
+        .iter()
+        .filter(|e| matches!(e, DriverEvent::ToolCall { .. }))
+        .count();
+    assert_eq!(told, 2, "refused calls are not announced");
+}
+
+#[tokio::test]
+async fn tool_output_of_a_turn_is_capped_across_replies() {
+    let tools = Sized {
+        size: 10,
+        ..Sized::default()
+    };
+    let config = DriverConfig {
+        max_tool_output: 25,
+        ..DriverConfig::default()
+    };
+    let r = run_with(
+        "agg",
+        json!([]),
+        vec![
+            Ok(calling(&["a", "b"])),
+            Ok(calling(&["c", "d"])),
+            Ok(json!({"role": "assistant", "content": "done"})),
+        ],
+        config,
+        &tools,
+    )
+    .await;
+    r.result.as_ref().unwrap();
+    assert_eq!(*tools.calls.lock().unwrap(), 3);
+    let texts: Vec<String> = tool_results(&r).into_iter().map(|(_, t)| t).collect();
+    assert_eq!(texts[0], "xxxxxxxxxx");
+    assert_eq!(texts[1], "xxxxxxxxxx");
+    assert_eq!(
+        texts[2],
+        "xxxxx\n[cut: the tool output of this turn exceeded 25 bytes]"
+    );
+    assert_eq!(
+        texts[3],
+        "refused: the tool output of this turn exceeded 25 bytes"
+    );
+}
+
+#[tokio::test]
+async fn a_tool_that_never_answers_times_out_and_the_turn_goes_on() {
+    let tools = Sized {
+        size: 2,
+        ..Sized::default()
+    };
+    let config = DriverConfig {
+        tool_timeout: Duration::from_millis(50),
+        ..DriverConfig::default()
+    };
+    let r = run_with(
+        "agg",
+        json!([]),
+        vec![
+            Ok(calling(&["hang", "ok"])),
+            Ok(json!({"role": "assistant", "content": "done"})),
+        ],
+        config,
+        &tools,
+    )
+    .await;
+    r.result.as_ref().unwrap();
+    let results = tool_results(&r);
+    assert_eq!(results[0].0, "c0");
+    assert_eq!(results[0].1, "error: hang timed out after 0.1 s");
+    assert_eq!(results[1].1, "xx");
 }

@@ -216,7 +216,7 @@ fn gemini_signatures_go_to_gemini_models_and_blank_ones_are_dropped() {
 }
 
 #[test]
-fn opaque_items_only_reach_the_model_that_minted_them() {
+fn opaque_items_only_reach_the_model_and_host_that_minted_them() {
     let h = history(json!([
         {"role": "assistant", "content": "x", "reasoning": "readable",
          "reasoning_details": [
@@ -225,35 +225,100 @@ fn opaque_items_only_reach_the_model_that_minted_them() {
          ],
          "origin": {"provider": "openrouter", "host": "openrouter.ai", "model": "a/model-a"}},
     ]));
-    let same = shaped("openrouter", None, "a/model-a", &h, &Verdicts::default());
+    let home = Some("https://OpenRouter.ai:443/api/v1");
+    let same = shaped("openrouter", home, "a/model-a", &h, &Verdicts::default());
     assert_eq!(same[0]["reasoning_details"].as_array().unwrap().len(), 2);
-    let other = shaped("openrouter", None, "b/model-b", &h, &Verdicts::default());
-    assert_eq!(
-        other[0]["reasoning_details"],
-        json!([{"type": "reasoning.summary", "summary": "s"}])
+    let only_readable = |wire: &Value| {
+        assert_eq!(
+            wire["reasoning_details"],
+            json!([{"type": "reasoning.summary", "summary": "s"}])
+        );
+        assert_eq!(wire["reasoning"], "readable");
+        assert_eq!(wire["reasoning_content"], "readable");
+    };
+    // Another model on the same host, and the same model id on another host.
+    only_readable(&shaped("openrouter", home, "b/model-b", &h, &Verdicts::default())[0]);
+    let elsewhere = Some("https://gateway.example/v1");
+    only_readable(
+        &shaped(
+            "openrouter",
+            elsewhere,
+            "a/model-a",
+            &h,
+            &Verdicts::default(),
+        )[0],
     );
-    assert_eq!(other[0]["reasoning"], "readable");
-    assert_eq!(other[0]["reasoning_content"], "readable");
+    // Back on the host that minted it, it is sent again.
+    let back = shaped("openrouter", home, "a/model-a", &h, &Verdicts::default());
+    assert_eq!(back[0]["reasoning_details"][0]["signature"], "SIG");
+
+    let t = table();
+    let decision = t.resolve(
+        &RouteTarget::new("openrouter", elsewhere, "a/model-a"),
+        ResolveOptions::default(),
+    );
+    let explained = ShapeContext::new(&decision, &Verdicts::default()).explain(&h);
+    assert!(
+        explained[0].contains("1 opaque items left out: minted by a/model-a on openrouter.ai"),
+        "{explained:?}"
+    );
 }
 
 #[test]
-fn strict_routes_drop_unknown_keys_others_keep_them() {
+fn no_route_sends_a_key_outside_the_chat_completions_schema() {
     let h = history(json!([
-        {"role": "user", "content": "q", "x_meta": 1},
-        {"role": "assistant", "content": "a", "refusal": null,
-         "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}", "x_f": 2}, "x_c": 3}]},
+        {"role": "user", "content": "q", "x_meta": 1, "timestamp": 1.5},
+        {"role": "assistant", "content": "a", "refusal": null, "finish_reason": "stop",
+         "codex_reasoning_items": [{"type": "reasoning", "encrypted_content": "gAAA"}],
+         "tool_calls": [{"id": "c", "call_id": "c", "response_item_id": "fc_1", "type": "function",
+                         "function": {"name": "f", "arguments": "{}", "x_f": 2}, "x_c": 3}]},
+        {"role": "tool", "tool_call_id": "c", "name": "f", "content": "r", "_private": true},
+        {"role": "assistant", "content": "done", "tool_calls": []},
     ]));
-    let strict = shaped("mistral", None, "m", &h, &Verdicts::default());
-    assert_eq!(strict[0], json!({"role": "user", "content": "q"}));
-    assert_eq!(
-        strict[1],
-        json!({"role": "assistant", "content": "a",
-               "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]})
+    for provider in ["mistral", "acme", "openrouter"] {
+        let wire = shaped(provider, None, "m", &h, &Verdicts::default());
+        assert_eq!(
+            wire[0],
+            json!({"role": "user", "content": "q"}),
+            "{provider}"
+        );
+        assert_eq!(
+            wire[1],
+            json!({"role": "assistant", "content": "a",
+                   "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}),
+            "{provider}"
+        );
+        assert_eq!(
+            serde_json::to_string(&wire[2]).unwrap(),
+            r#"{"role":"tool","tool_call_id":"c","content":"r"}"#,
+            "{provider}: no name on a tool result, stored key order kept"
+        );
+        assert_eq!(
+            wire[3],
+            json!({"role": "assistant", "content": "done"}),
+            "{provider}"
+        );
+    }
+    let t = table();
+    let decision = t.resolve(
+        &RouteTarget::new("acme", None, "m"),
+        ResolveOptions::default(),
     );
-    let open = shaped("acme", None, "m", &h, &Verdicts::default());
-    assert_eq!(open[0]["x_meta"], 1);
-    assert_eq!(open[1]["refusal"], Value::Null);
-    assert_eq!(open[1]["tool_calls"][0]["x_c"], 3);
+    let explained = ShapeContext::new(&decision, &Verdicts::default()).explain(&h);
+    assert_eq!(
+        explained[0],
+        "messages[0] user: left out (stored, no wire sends them): x_meta, timestamp"
+    );
+    assert!(
+        explained[1].ends_with(
+            "left out (stored, no wire sends them): refusal, finish_reason, codex_reasoning_items, call_id, response_item_id, x_c, x_f"
+        ),
+        "{explained:?}"
+    );
+    assert_eq!(
+        explained[2],
+        "messages[2] tool: left out (stored, no wire sends them): _private, name"
+    );
 }
 
 #[test]

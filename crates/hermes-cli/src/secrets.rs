@@ -1,0 +1,170 @@
+//! The secrets hermes loaded, kept out of everything a tool returns: the API key in use, every
+//! API-key variable the provider registry and config.toml name, and a few well-known cloud and
+//! database credentials. Each exact value is replaced by [`REDACTED`] before a tool result is
+//! stored or sent.
+
+use crate::config::Config;
+
+/// What a secret is replaced with.
+pub(crate) const REDACTED: &str = "[redacted]";
+
+/// Credential variables redacted although no provider of the registry names them.
+const WELL_KNOWN: &[&str] = &[
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "GOOGLE_OAUTH_ACCESS_TOKEN",
+    "HERMES_API_KEY",
+    "PGPASSWORD",
+];
+
+/// Exact secret values, longest first. `Debug` shows only how many there are.
+#[derive(Clone, Default)]
+pub(crate) struct Secrets {
+    values: Vec<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Secrets({} values)", self.values.len())
+    }
+}
+
+/// The secrets of this process: `api_key` (the key hermes loaded, if any), and the non-blank
+/// values of every registry `key_var`, every config.toml `[providers.*] key_var`, and
+/// [`WELL_KNOWN`].
+pub(crate) fn gather(api_key: Option<&str>, config: &Config) -> Secrets {
+    let mut vars: Vec<&str> = hermes_providers::registry::PROVIDERS
+        .iter()
+        .filter_map(|p| p.key_var)
+        .collect();
+    vars.extend(
+        config
+            .providers
+            .values()
+            .filter_map(|p| p.key_var.as_deref()),
+    );
+    vars.extend_from_slice(WELL_KNOWN);
+    let mut values: Vec<Vec<u8>> = vars
+        .iter()
+        .filter_map(std::env::var_os)
+        .map(|v| v.into_encoded_bytes())
+        .collect();
+    values.extend(api_key.map(|k| k.as_bytes().to_vec()));
+    Secrets::new(values)
+}
+
+impl Secrets {
+    /// These values (blank ones dropped; a value with surrounding whitespace also counts
+    /// trimmed).
+    pub(crate) fn new(values: impl IntoIterator<Item = Vec<u8>>) -> Self {
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        for value in values {
+            let trimmed = value.trim_ascii();
+            if trimmed.is_empty() {
+                continue;
+            }
+            if trimmed.len() != value.len() {
+                out.push(trimmed.to_vec());
+            }
+            out.push(value);
+        }
+        out.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        out.dedup();
+        Secrets { values: out }
+    }
+
+    /// The longest secret's length in bytes (0 when there is none). A reader that will keep
+    /// `n` bytes reads `n + longest()` so that a secret straddling the cut is seen whole.
+    pub(crate) fn longest(&self) -> usize {
+        self.values.first().map_or(0, Vec::len)
+    }
+
+    /// The first `limit` bytes of `bytes` with every secret occurrence replaced by
+    /// [`REDACTED`]. Occurrences are found in all of `bytes`, so one that starts before
+    /// `limit` and ends after it is replaced whole: no prefix of it is kept.
+    pub(crate) fn redact_prefix(&self, bytes: &[u8], limit: usize) -> Vec<u8> {
+        let mut masked = vec![false; bytes.len()];
+        for secret in &self.values {
+            let mut start = 0;
+            while let Some(at) = find(&bytes[start..], secret) {
+                let from = start + at;
+                masked[from..from + secret.len()].fill(true);
+                start = from + 1;
+            }
+        }
+        let end = limit.min(bytes.len());
+        let mut out = Vec::with_capacity(end);
+        let mut i = 0;
+        while i < end {
+            if masked[i] {
+                out.extend_from_slice(REDACTED.as_bytes());
+                while i < bytes.len() && masked[i] {
+                    i += 1;
+                }
+            } else {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+        out
+    }
+
+    /// `text` with every secret occurrence replaced by [`REDACTED`].
+    pub(crate) fn redact(&self, text: &str) -> String {
+        if self.values.is_empty() {
+            return text.to_owned();
+        }
+        String::from_utf8_lossy(&self.redact_prefix(text.as_bytes(), text.len())).into_owned()
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() || needle.len() > haystack.len() {
+        return None;
+    }
+    let first = needle[0];
+    (0..=haystack.len() - needle.len())
+        .find(|&i| haystack[i] == first && haystack[i..].starts_with(needle))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secrets(values: &[&str]) -> Secrets {
+        Secrets::new(values.iter().map(|v| v.as_bytes().to_vec()))
+    }
+
+    #[test]
+    fn every_occurrence_is_redacted_and_blank_values_are_not_secrets() {
+        let s = secrets(&["sk-abc", "  ", ""]);
+        assert_eq!(s.longest(), 6);
+        assert_eq!(
+            s.redact("a sk-abc b sk-abcsk-abc"),
+            "a [redacted] b [redacted]"
+        );
+        assert_eq!(secrets(&[]).redact("sk-abc"), "sk-abc");
+    }
+
+    #[test]
+    fn overlapping_secrets_and_surrounding_whitespace() {
+        let s = secrets(&["abcd", "cdef", " pad\n"]);
+        assert_eq!(s.redact("xabcdefx"), "x[redacted]x");
+        assert_eq!(s.redact("[pad]"), "[[redacted]]");
+    }
+
+    #[test]
+    fn a_secret_straddling_the_cut_leaves_no_prefix() {
+        let s = secrets(&["SECRET"]);
+        let bytes = b"0123SECRET9";
+        assert_eq!(s.redact_prefix(bytes, 6), b"0123[redacted]");
+        assert_eq!(s.redact_prefix(bytes, 4), b"0123");
+        assert_eq!(s.redact_prefix(bytes, 100), b"0123[redacted]9");
+    }
+
+    #[test]
+    fn debug_shows_no_value() {
+        assert_eq!(format!("{:?}", secrets(&["sk-abc"])), "Secrets(1 values)");
+    }
+}
