@@ -9,8 +9,9 @@ use anyhow::{Context as _, bail};
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci                   fmt --check, clippy -D warnings, the whole test suite, then conformance
-  conformance [ROUTE]  the route conformance suite (every route, or the ones named)
+  ci                   fmt --check, clippy -D warnings, the whole test suite (conformance included)
+  conformance [ROUTE]  the route conformance suite, built-in routes and the third-party example
+                       (every route, or the ones named)
   bench [N...]         release-build benchmarks on the standard history (default N: 100 1000 5000)";
 
 fn cargo() -> Command {
@@ -29,19 +30,27 @@ fn step(name: &str, mut cmd: Command) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The conformance suite: the built-in routes, then the third-party example's route through
+/// the same suite.
 fn conformance(routes: &[String]) -> anyhow::Result<()> {
-    let mut cmd = cargo();
-    cmd.args([
-        "test",
-        "--quiet",
-        "-p",
-        "hermes-providers",
-        "--test",
-        "conformance",
-        "--",
-    ]);
-    cmd.args(routes);
-    step("conformance", cmd)
+    for (package, name) in [
+        ("hermes-providers", "conformance (built-in routes)"),
+        ("acme-route", "conformance (third-party example)"),
+    ] {
+        let mut cmd = cargo();
+        cmd.args([
+            "test",
+            "--quiet",
+            "-p",
+            package,
+            "--test",
+            "conformance",
+            "--",
+        ]);
+        cmd.args(routes);
+        step(name, cmd)?;
+    }
+    Ok(())
 }
 
 fn ci() -> anyhow::Result<()> {
@@ -58,10 +67,10 @@ fn ci() -> anyhow::Result<()> {
         "warnings",
     ]);
     step("cargo clippy", clippy)?;
+    // The whole workspace, conformance included (both suites are test targets): run once.
     let mut test = cargo();
     test.args(["test", "--workspace"]);
-    step("cargo test --workspace", test)?;
-    conformance(&[])
+    step("cargo test --workspace", test)
 }
 
 fn main() -> anyhow::Result<()> {

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use hermes_core::{Carrier, Effort, ThinkingRequest};
 
 /// hermes: an agent runtime whose reasoning models never forget what they already thought.
 #[derive(Debug, Parser)]
@@ -72,8 +73,8 @@ pub(crate) struct ChatArgs {
     pub(crate) base_url: Option<String>,
 
     /// Request this reasoning effort.
-    #[arg(long, value_name = "E", value_parser = EFFORTS, conflicts_with = "no_thinking")]
-    pub(crate) effort: Option<String>,
+    #[arg(long, value_name = "E", conflicts_with = "no_thinking")]
+    pub(crate) effort: Option<EffortArg>,
 
     /// Ask the provider not to think.
     #[arg(long = "no-thinking")]
@@ -230,11 +231,57 @@ pub(crate) struct RoutesArgs {
     pub(crate) json: bool,
 }
 
-/// Effort words accepted by `--effort`.
-pub(crate) const EFFORTS: [&str; 6] = ["minimal", "low", "medium", "high", "xhigh", "max"];
+/// An effort word of `--effort`: core's one list ([`Effort::ALL`]) as a clap value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct EffortArg(pub(crate) Effort);
 
-/// Carriers accepted by `--reject`.
-pub(crate) const CARRIERS: [&str; 3] = ["reasoning_content", "reasoning", "reasoning_details"];
+impl clap::ValueEnum for EffortArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        const ALL: [EffortArg; 6] = [
+            EffortArg(Effort::ALL[0]),
+            EffortArg(Effort::ALL[1]),
+            EffortArg(Effort::ALL[2]),
+            EffortArg(Effort::ALL[3]),
+            EffortArg(Effort::ALL[4]),
+            EffortArg(Effort::ALL[5]),
+        ];
+        &ALL
+    }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.0.as_str()))
+    }
+}
+
+/// A carrier of `--reject`: core's one list ([`Carrier::ALL`]) as a clap value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CarrierArg(pub(crate) Carrier);
+
+impl clap::ValueEnum for CarrierArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        const ALL: [CarrierArg; 3] = [
+            CarrierArg(Carrier::ALL[0]),
+            CarrierArg(Carrier::ALL[1]),
+            CarrierArg(Carrier::ALL[2]),
+        ];
+        &ALL
+    }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.0.field()))
+    }
+}
+
+/// The thinking request of `--effort` / `--no-thinking`, else of config's default effort.
+pub(crate) fn thinking(
+    effort: Option<EffortArg>,
+    no_thinking: bool,
+    default: Option<Effort>,
+) -> ThinkingRequest {
+    match (effort.map(|e| e.0).or(default), no_thinking) {
+        (_, true) => ThinkingRequest::Off,
+        (Some(effort), false) => ThinkingRequest::Effort(effort),
+        (None, false) => ThinkingRequest::NoPreference,
+    }
+}
 
 /// `hermes preview`
 #[derive(Debug, Args)]
@@ -270,16 +317,16 @@ pub(crate) struct PreviewArgs {
     pub(crate) query: Option<String>,
 
     /// Request this reasoning effort.
-    #[arg(long, value_name = "E", value_parser = EFFORTS, conflicts_with = "no_thinking")]
-    pub(crate) effort: Option<String>,
+    #[arg(long, value_name = "E", conflicts_with = "no_thinking")]
+    pub(crate) effort: Option<EffortArg>,
 
     /// Ask the provider not to think.
     #[arg(long = "no-thinking")]
     pub(crate) no_thinking: bool,
 
     /// Act as if this provider, host and model had refused the carrier (repeatable).
-    #[arg(long = "reject", value_name = "FIELD", value_parser = CARRIERS)]
-    pub(crate) reject: Vec<String>,
+    #[arg(long = "reject", value_name = "FIELD")]
+    pub(crate) reject: Vec<CarrierArg>,
 
     /// Say on stderr why each carrier is present, padded or absent on each assistant message.
     #[arg(long)]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::EFFORTS;
+use hermes_core::Effort;
 
 /// One provider's overrides.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,8 +87,8 @@ impl CompactionSection {
     }
 
     /// As the compaction crate's overrides.
-    pub(crate) fn overrides(&self) -> hermes_compaction::CompactionOverrides {
-        hermes_compaction::CompactionOverrides {
+    pub(crate) fn overrides(&self) -> hermes_engine::CompactionOverrides {
+        hermes_engine::CompactionOverrides {
             context_window: self.context_window,
             max_output: self.max_output,
             trigger_percent: self.trigger_percent,
@@ -101,17 +101,35 @@ impl CompactionSection {
 }
 
 impl Config {
-    /// The settings of `provider` (empty when none).
-    pub(crate) fn provider(&self, provider: &str) -> ProviderConfig {
-        self.providers
-            .get(&provider.trim().to_lowercase())
-            .cloned()
-            .unwrap_or_default()
+    /// The default effort (validated when the file was read).
+    pub(crate) fn effort(&self) -> Option<Effort> {
+        self.effort
+            .as_ref()
+            .and_then(|e| Effort::parse(e.get_ref()))
     }
 
-    /// The default effort word.
-    pub(crate) fn effort(&self) -> Option<&str> {
-        self.effort.as_ref().map(|e| e.get_ref().as_str())
+    /// As the engine's settlement defaults.
+    pub(crate) fn defaults(&self) -> hermes_engine::Defaults {
+        let mut defaults = hermes_engine::Defaults::default();
+        defaults.provider = self.provider.clone();
+        defaults.model = self.model.clone();
+        defaults.allow_insecure_http = self.allow_insecure_http;
+        defaults.providers = self
+            .providers
+            .iter()
+            .map(|(id, p)| {
+                (
+                    id.trim().to_lowercase(),
+                    hermes_engine::ProviderDefaults::new(
+                        p.base_url.clone(),
+                        p.key_var.clone(),
+                        p.model.clone(),
+                        p.reasoning_echo,
+                    ),
+                )
+            })
+            .collect();
+        defaults
     }
 }
 
@@ -134,14 +152,14 @@ pub(crate) fn parse(path: &Path, text: &str) -> anyhow::Result<Config> {
         anyhow::anyhow!("{}: {line}{}", path.display(), e.message())
     })?;
     if let Some(effort) = &config.effort
-        && !EFFORTS.contains(&effort.get_ref().as_str())
+        && Effort::parse(effort.get_ref()).is_none()
     {
         anyhow::bail!(
             "{}: line {}: `effort = {:?}`: expected one of {}",
             path.display(),
             line_of(text, effort.span().start),
             effort.get_ref(),
-            EFFORTS.join(", ")
+            Effort::ALL.map(Effort::as_str).join(", ")
         );
     }
     Ok(config)
@@ -191,12 +209,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(config.provider.as_deref(), Some("openrouter"));
-        assert_eq!(config.effort(), Some("high"));
+        assert_eq!(config.effort(), Some(Effort::High));
+        let defaults = config.defaults();
         assert_eq!(
-            config.provider("OpenRouter").key_var.as_deref(),
+            defaults.provider("OpenRouter").key_var.as_deref(),
             Some("MY_KEY")
         );
-        assert!(config.provider("openrouter").reasoning_echo);
+        assert!(defaults.provider("openrouter").reasoning_echo);
     }
 
     #[test]

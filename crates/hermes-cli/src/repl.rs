@@ -3,14 +3,16 @@
 //! that cancels a reply without storing half of it.
 
 use std::io::{self, IsTerminal as _, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hermes_core::Role;
 use hermes_core::driver::DriverEvent;
 
-use crate::chat::{ChatSession, event_line, reply_text};
+use hermes_engine::{ChatSession, Engine, reply_text};
+
+use crate::chat::event_line;
 use crate::cli::ChatArgs;
 
 /// What one prompt read.
@@ -68,6 +70,7 @@ pub(crate) type Out = Arc<Mutex<dyn Write + Send>>;
 const HELP: &str = "commands:
   /compact   summarise the earlier conversation now (originals stay archived)
   /branch    copy this session (every carrier, the verdicts) into a new one and continue there
+  /model P/M continue this session on provider P, model M (what each route may receive is decided per request)
   /session   show the session id, route and counts
   /verdicts  show which carriers providers refused for this session
   /help      this list
@@ -107,7 +110,7 @@ fn command(
         }
         "/help" => write_out(out, &format!("{HELP}\n")),
         "/session" => {
-            let text = match &chat.id {
+            let text = match chat.id() {
                 None => "no session yet: send a message first\n".to_owned(),
                 Some(id) => {
                     let d = chat.decision();
@@ -146,6 +149,24 @@ fn command(
                     v.carriers.fields().join(", ")
                 ));
             }
+            write_out(out, &text);
+        }
+        "/model" => {
+            let text = match line.split_whitespace().nth(1).and_then(|t| t.split_once('/')) {
+                None => "usage: /model PROVIDER/MODEL (e.g. /model openrouter/anthropic/claude-sonnet-5)\n".to_owned(),
+                Some((provider, model)) => match runtime.block_on(chat.switch_model(provider, model)) {
+                    Ok(_) => {
+                        let d = chat.decision();
+                        format!(
+                            "now on {} · {} (route {}); the stored conversation is unchanged\n",
+                            d.target.provider,
+                            d.target.model,
+                            d.id()
+                        )
+                    }
+                    Err(e) => format!("cannot switch: {e:#}\n"),
+                },
+            };
             write_out(out, &text);
         }
         "/branch" => {
@@ -280,18 +301,17 @@ pub(crate) fn repl_loop(
         }
         turn(line, chat, out, style, runtime);
     }
-    if let Some(id) = &chat.id {
+    if let Some(id) = chat.id() {
         write_out(out, &dim(style, &format!("session {id}\n")));
     }
 }
 
 /// Runs the interactive chat on the terminal.
-pub(crate) fn run(
-    args: &ChatArgs,
-    home: &Path,
-    runtime: &tokio::runtime::Runtime,
-) -> anyhow::Result<()> {
-    let mut chat = runtime.block_on(ChatSession::open(args, home))?;
+pub(crate) fn run(engine: &Engine, args: &ChatArgs) -> anyhow::Result<()> {
+    let home = crate::home::hermes_home()?;
+    let runtime = crate::home::runtime()?;
+    let runtime = &runtime;
+    let mut chat = runtime.block_on(crate::chat::open(engine, args, &home))?;
     let stdout_tty = io::stdout().is_terminal();
     let style = Style {
         color: stdout_tty && std::env::var_os("NO_COLOR").is_none(),

@@ -98,15 +98,15 @@ fn write_text(table: &RouteTable, out: &mut impl Write) -> io::Result<()> {
 }
 
 /// Runs `hermes routes`.
-pub(crate) fn run(args: &RoutesArgs) -> anyhow::Result<()> {
-    let table = hermes_providers::builtin_table();
+pub(crate) fn run(engine: &hermes_engine::Engine, args: &RoutesArgs) -> anyhow::Result<()> {
+    let table = engine.table();
     let mut out = crate::out::stdout();
     if args.json {
         let routes: Vec<Value> = table.routes().map(|r| route_json(r.as_ref())).collect();
         serde_json::to_writer_pretty(&mut out, &routes)?;
         writeln!(out)?;
     } else {
-        write_text(&table, &mut out)?;
+        write_text(table, &mut out)?;
     }
     out.flush()?;
     Ok(())

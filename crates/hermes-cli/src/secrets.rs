@@ -34,7 +34,7 @@ impl std::fmt::Debug for Secrets {
 /// values of every registry `key_var`, every config.toml `[providers.*] key_var`, and
 /// [`WELL_KNOWN`].
 pub(crate) fn gather(api_key: Option<&str>, config: &Config) -> Secrets {
-    let mut vars: Vec<&str> = hermes_providers::registry::PROVIDERS
+    let mut vars: Vec<&str> = hermes_engine::providers::registry::PROVIDERS
         .iter()
         .filter_map(|p| p.key_var)
         .collect();

@@ -4,7 +4,7 @@ use std::io::{self, Write as _};
 
 use anyhow::Context as _;
 use hermes_core::{DetailItem, Message, Verdicts, parse_history};
-use hermes_store::{SessionMeta, Store, StoredMessage};
+use hermes_engine::store::{SessionMeta, Store, StoredMessage};
 use serde_json::{Value, json};
 
 use crate::cli::SessionsCommand;
@@ -241,9 +241,9 @@ async fn run_async(command: &SessionsCommand, store: Store) -> anyhow::Result<()
 }
 
 /// Runs `hermes sessions …`.
-pub(crate) fn run(command: &SessionsCommand) -> anyhow::Result<()> {
+pub(crate) fn run(engine: &hermes_engine::Engine, command: &SessionsCommand) -> anyhow::Result<()> {
     if let SessionsCommand::Compact { id } = command {
-        return crate::chat::compact_session(id);
+        return crate::chat::compact_session(engine, id);
     }
     home::runtime()?.block_on(async {
         let store = home::open_store().await?;

@@ -3,8 +3,7 @@
 use std::io::Write as _;
 
 use hermes_core::Verdicts;
-use hermes_core::verdict::VERDICTS_KEY;
-use hermes_store::Store;
+use hermes_engine::store::{Store, VerdictFilter};
 use serde_json::{Value, json};
 
 use crate::cli::VerdictsCommand;
@@ -58,36 +57,22 @@ async fn run_async(command: &VerdictsCommand, store: Store) -> anyhow::Result<()
             provider,
             model,
         } => {
-            let provider = provider.as_deref().map(|p| p.trim().to_lowercase());
+            if let Some(id) = session
+                && !sessions.iter().any(|s| s.id == *id)
+            {
+                anyhow::bail!("no session `{id}`");
+            }
+            let filter = VerdictFilter {
+                provider: provider.clone(),
+                model: model.clone(),
+            };
             let mut cleared = 0;
             for s in sessions
                 .iter()
                 .filter(|s| session.as_ref().is_none_or(|id| *id == s.id))
             {
-                let Ok(mut verdicts) = Verdicts::from_model_config(&s.model_config) else {
-                    continue;
-                };
-                let before = verdicts.0.len();
-                verdicts.0.retain(|v| {
-                    let hit = provider.as_ref().is_none_or(|p| *p == v.provider)
-                        && model.as_ref().is_none_or(|m| *m == v.model);
-                    !hit
-                });
-                if verdicts.0.len() != before {
-                    cleared += before - verdicts.0.len();
-                    let mut config = s.model_config.clone();
-                    if verdicts.0.is_empty() {
-                        config.remove(VERDICTS_KEY);
-                    } else {
-                        config.insert(VERDICTS_KEY.to_owned(), serde_json::to_value(&verdicts)?);
-                    }
-                    store.set_model_config(&s.id, &config).await?;
-                }
-            }
-            if let Some(id) = session
-                && !sessions.iter().any(|s| s.id == *id)
-            {
-                anyhow::bail!("no session `{id}`");
+                // One read-modify-write per session: a chat recording meanwhile keeps its own.
+                cleared += store.clear_verdicts(&s.id, &filter).await?;
             }
             writeln!(
                 out,

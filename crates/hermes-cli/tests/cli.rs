@@ -137,6 +137,8 @@ fn rejecting_reasoning_content_on_a_must_echo_route_is_refused() {
         example.to_str().unwrap(),
         "--provider",
         "deepseek",
+        "--model",
+        "deepseek-v4-pro",
         "--reject",
         "reasoning_content",
     ]);
@@ -186,6 +188,8 @@ fn explain_says_why_on_stderr() {
         example.to_str().unwrap(),
         "--provider",
         "deepseek",
+        "--model",
+        "deepseek-v4-pro",
         "--explain",
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -351,6 +355,8 @@ fn debug_logs_show_which_carriers_each_message_carried() {
             example.to_str().unwrap(),
             "--provider",
             "deepseek",
+            "--model",
+            "deepseek-v4-pro",
         ])
         .env("HERMES_HOME", empty_home())
         .env("HERMES_LOG", "debug")

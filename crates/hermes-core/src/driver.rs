@@ -9,23 +9,33 @@ use serde_json::Value;
 use crate::message::{Message, Origin, Role, ToolCall};
 use crate::raw::TextCarrier;
 use crate::refusal;
-use crate::route::{RouteDecision, ThinkingRequest};
+use crate::route::{CarrierSet, RouteDecision, ThinkingRequest};
 use crate::shape::{ChatRequest, PAD};
+use crate::target::RouteTarget;
 use crate::transport::{Reply, Transport, TransportError};
 use crate::verdict::Verdicts;
 
 /// The refusal fallback retries exactly once per request (SPEC §6).
 pub const REFUSAL_RETRIES: usize = 1;
 
+/// Why a [`SessionLog`] could not store something: the store's own typed error, boxed.
+pub type LogError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Where a driven session is persisted. Every call is one transaction.
 #[async_trait::async_trait]
 pub trait SessionLog: Send + Sync {
     /// Appends messages after the last stored one.
-    async fn append(&self, messages: &[Message]) -> Result<(), String>;
-    /// Stores the session's verdicts (in `model_config`).
-    async fn save_verdicts(&self, verdicts: &Verdicts) -> Result<(), String>;
+    async fn append(&self, messages: &[Message]) -> Result<(), LogError>;
+    /// Merges one verdict (SPEC §6) into the session's stored verdicts, in one read-modify-write
+    /// (a verdict cleared meanwhile by another process stays cleared), and returns the verdicts
+    /// now stored.
+    async fn record_verdict(
+        &self,
+        target: &RouteTarget,
+        carriers: CarrierSet,
+    ) -> Result<Verdicts, LogError>;
     /// Adds a reply's `usage` to the session's counters.
-    async fn add_usage(&self, usage: &Value) -> Result<(), String>;
+    async fn add_usage(&self, usage: &Value) -> Result<(), LogError>;
 }
 
 /// Tools the model may call. A failing tool returns its error text: the model sees it.
@@ -35,8 +45,10 @@ pub trait Tools: Send + Sync {
     async fn call(&self, name: &str, arguments: &str) -> String;
 }
 
-/// How the driver behaves.
+/// How the driver behaves. Build it from [`DriverConfig::default`] and set the fields you need
+/// (it grows as wires do).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct DriverConfig {
     /// The thinking request.
     pub thinking: ThinkingRequest,
@@ -81,6 +93,7 @@ impl Default for DriverConfig {
 
 /// Something the user should be told, in one line.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum DriverEvent {
     /// A provider refused replayed carriers; the verdict is stored and the request resent once.
     Refused {
@@ -114,6 +127,7 @@ pub enum DriverEvent {
 
 /// What a turn produced.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct TurnOutcome {
     /// Messages appended by this turn after the user message (assistant turns and tool results).
     pub new_messages: Vec<Message>,
@@ -132,7 +146,7 @@ pub enum DriverError {
     Transport(#[from] TransportError),
     /// The session could not be stored.
     #[error("cannot store the session: {0}")]
-    Log(String),
+    Log(#[source] LogError),
     /// The model kept calling tools.
     #[error("the model was still calling tools after {0} steps")]
     ToolLoop(usize),
@@ -155,7 +169,7 @@ fn tool_result(call: &ToolCall, text: &str) -> Message {
 
 /// SPEC §3a creation rules, applied to a captured reply before it is stored: on a must-echo
 /// route a tool-call turn with no `reasoning_content` stores its `reasoning` there, else the pad.
-pub fn apply_creation_rules(message: &mut Message, decision: &RouteDecision) {
+pub(crate) fn apply_creation_rules(message: &mut Message, decision: &RouteDecision) {
     let tool_turn = message.tool_calls.as_ref().is_some_and(|c| !c.is_empty());
     if decision.echo.is_none() || !tool_turn || message.reasoning_content.is_some() {
         return;
@@ -276,10 +290,13 @@ impl Driver<'_> {
                 });
                 if let Some(carriers) = refused {
                     if conversation.verdicts.record(&decision.target, carriers) {
-                        // Persist before the retry, so a crash mid-retry never re-learns it.
-                        log.save_verdicts(&conversation.verdicts)
+                        // Persist before the retry, so a crash mid-retry never re-learns it;
+                        // the store's merged verdicts become this conversation's.
+                        conversation.verdicts = log
+                            .record_verdict(&decision.target, carriers)
                             .await
                             .map_err(DriverError::Log)?;
+                        conversation.verdicts.record(&decision.target, carriers);
                         let fields = conversation.verdicts.refused_for(&decision.target).fields();
                         tracing::warn!(
                             route = decision.id(),
@@ -317,6 +334,14 @@ impl Driver<'_> {
             }
             return Err(error.into());
         }
+    }
+
+    /// Sends one request for `conversation` as it is — refusal fallback (recording the verdict
+    /// through the log) and bounded backoff included — and returns the reply without storing
+    /// it or running its tool calls (a summary request, a probe).
+    pub async fn reply(&self, conversation: &mut Conversation) -> Result<Reply, DriverError> {
+        let mut requests = 0;
+        self.request(conversation, &mut requests).await
     }
 
     /// Runs one user turn: requests, stores each reply (the first together with `user`), runs its

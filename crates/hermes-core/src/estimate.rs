@@ -25,7 +25,7 @@ use crate::route::{Carrier, PadRule, RouteDecision};
 use crate::shape::{newest_assistant, thinking_reaches_wire};
 
 /// Bytes of non-wide text per token.
-pub const BYTES_PER_TOKEN: usize = 4;
+pub(crate) const BYTES_PER_TOKEN: usize = 4;
 
 /// The estimated tokens of `history` when it is sent on `decision`'s route.
 ///
@@ -138,13 +138,13 @@ pub fn estimate_text(text: &str) -> usize {
 }
 
 /// The estimated tokens of a stored text carrier (its JSON string, decoded while counting).
-pub fn estimate_carrier(carrier: &TextCarrier) -> usize {
+pub(crate) fn estimate_carrier(carrier: &TextCarrier) -> usize {
     estimate_json(carrier.raw())
 }
 
 /// The estimated tokens of a raw JSON value: the sum over every string value inside it (object
 /// keys, numbers and literals are not counted; `data:…;base64,…` URLs are opaque, priced at zero).
-pub fn estimate_json(raw: &RawJson) -> usize {
+pub(crate) fn estimate_json(raw: &RawJson) -> usize {
     raw.memo_tokens(estimate_json_text)
 }
 

@@ -4,7 +4,7 @@
 use crate::route::{Carrier, CarrierSet};
 
 /// The unknown-field phrases (lowercase).
-pub const UNKNOWN_FIELD_PHRASES: [&str; 10] = [
+pub(crate) const UNKNOWN_FIELD_PHRASES: [&str; 10] = [
     "extra inputs are not permitted",
     "is unsupported",
     "no such field",
@@ -35,7 +35,7 @@ fn whole_words<'t>(text: &'t str, word: &'t str) -> impl Iterator<Item = usize> 
 /// The carriers an error body names, per SPEC §6: `reasoning_content` and `reasoning_details`
 /// as whole words, `reasoning` only on a `messages…` path (a bare `reasoning` is also a
 /// top-level request parameter).
-pub fn named_carriers(body_lower: &str) -> CarrierSet {
+pub(crate) fn named_carriers(body_lower: &str) -> CarrierSet {
     let mut named = CarrierSet::NONE;
     for carrier in [Carrier::ReasoningContent, Carrier::ReasoningDetails] {
         if whole_words(body_lower, carrier.field()).next().is_some() {
@@ -54,7 +54,7 @@ pub fn named_carriers(body_lower: &str) -> CarrierSet {
 /// Classifies an error. `status` is `None` for an error with no status; `sent` is the set of
 /// carriers actually sent on assistant messages; `must_echo` says whether the route pads RC.
 /// Returns the carriers to refuse, or `None` when this is not a refusal.
-pub fn classify(
+pub(crate) fn classify(
     status: Option<u16>,
     body: &str,
     sent: CarrierSet,

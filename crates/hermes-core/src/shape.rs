@@ -158,7 +158,7 @@ impl<'d> ShapeContext<'d> {
     }
 
     /// Plans one assistant message; `newest` is true for the last assistant of the history.
-    pub fn plan_assistant(&self, msg: &Message, newest: bool) -> AssistantPlan {
+    pub(crate) fn plan_assistant(&self, msg: &Message, newest: bool) -> AssistantPlan {
         let effective = self.effective();
         let stale = !thinking_reaches_wire(self.decision, newest);
         let origin_ok = self.origin_ok(msg);
@@ -377,7 +377,7 @@ pub fn newest_assistant(history: &[Message]) -> Option<usize> {
 ///
 /// The one predicate shaping and the token estimator ([`crate::estimate`]) share, so the
 /// pre-flight trigger and the compaction tail walk price exactly what shaping sends.
-pub fn thinking_reaches_wire(decision: &RouteDecision, newest: bool) -> bool {
+pub(crate) fn thinking_reaches_wire(decision: &RouteDecision, newest: bool) -> bool {
     newest || decision.replays_stale_thinking
 }
 
@@ -716,7 +716,7 @@ impl<'a> ChatRequest<'a> {
 impl ChatRequest<'_> {
     /// The carriers actually present on at least one assistant wire message (the pad counts as
     /// `reasoning_content`): what a refusal can name (SPEC §6).
-    pub fn sent_carriers(&self) -> CarrierSet {
+    pub(crate) fn sent_carriers(&self) -> CarrierSet {
         self.messages
             .iter()
             .filter_map(|m| m.plan.as_ref())

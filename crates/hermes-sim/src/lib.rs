@@ -4,12 +4,20 @@
 //! crate) and answers violations with the provider's real status, envelope and message. Behind
 //! the profiles sits a deterministic scripted reasoning model that mints HMAC-signed reasoning
 //! items and runs `[tools=N]` tool loops. Everything listens on 127.0.0.1 only.
+//!
+//! [`PROFILES`] is the one table of built-in profiles (name, stand-in provider, default model,
+//! `--help` line). A provider that is not built in is simulated from its own rules with a
+//! [`ProfileSpec`] passed to [`Sim::builder`]. The library neither reads the environment nor
+//! prints: binaries pass the signing key ([`KEY_ENV`]) and print [`Sim::base_url`] themselves.
 
+mod builtin;
+mod custom;
 mod model;
 mod profile;
 mod rules;
 mod server;
 mod sign;
+mod wire;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -17,36 +25,23 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-pub use profile::{OPENAI_TOP_LEVEL, Profile};
-pub use rules::{ACME_TOP_LEVEL, GEMINI_TOP_LEVEL};
+pub use builtin::{PROFILES, ProfileInfo};
+pub use custom::{EchoTurns, ProfileSpec, ReplyCarrier, ValueRule};
+pub use profile::Profile;
+pub use rules::{GEMINI_TOP_LEVEL, OPENAI_TOP_LEVEL};
 pub use sign::DEFAULT_KEY;
 
-/// Names of the available profiles.
-pub const PROFILES: &[&str] = &[
-    "deepseek-v4",
-    "deepseek-v3",
-    "mistral",
-    "openrouter",
-    "openai",
-    "local",
-    "kimi",
-    "mimo",
-    "groq",
-    "cerebras",
-    "gemini-openai",
-    "copilot",
-    "acme",
-];
-
-/// Environment variable `serve` reads to override the signing key.
+/// Environment variable the simulator binaries (`hermes-sim`, `hermes sim serve`) read to override
+/// the signing key; the library never reads it (pass the key to [`SimBuilder::key`]).
 pub const KEY_ENV: &str = "HERMES_SIM_KEY";
 
 /// Per-test rule switches.
 #[derive(Clone, Debug, Default)]
 pub struct Switches {
     /// Message keys refused as unknown fields (on any message), with the profile's own
-    /// unknown-field refusal (Mistral: 422 `extra_forbidden`; Groq, Cerebras, Acme: their
-    /// "is unsupported" / "unknown field" forms) or a generic 400
+    /// unknown-field refusal (Mistral: 422 `extra_forbidden`; Groq, Cerebras: their
+    /// "is unsupported" forms; a [`ProfileSpec`]: its
+    /// [`unknown_field_text`](ProfileSpec::unknown_field_text)) or a generic 400
     /// "Unrecognized request argument supplied: messages.N.FIELD" in the profile's envelope.
     pub reject_message_fields: Vec<String>,
     /// Streams emit a few deltas after the 200, then `data: {"error":{...,"code":502}}` and end.
@@ -86,9 +81,7 @@ pub struct RecordedRequest {
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
     /// The profile name is not one of [`PROFILES`].
-    #[error(
-        "unknown profile `{0}`, expected one of deepseek-v4, deepseek-v3, mistral, openrouter, openai, local, kimi, mimo, groq, cerebras, gemini-openai, copilot, acme"
-    )]
+    #[error("unknown profile `{0}`, expected one of {names}", names = builtin::names())]
     UnknownProfile(String),
     /// Binding or serving failed.
     #[error("simulator I/O error: {0}")]
@@ -116,47 +109,94 @@ pub struct Sim {
     task: JoinHandle<()>,
 }
 
-async fn bind(
-    profile: &str,
-    port: u16,
+/// How to start a [`Sim`]: the profile, then optional switches, signing key and port.
+#[derive(Clone, Debug)]
+#[must_use = "call `start` to start the simulator"]
+pub struct SimBuilder {
+    profile: Profile,
     switches: Switches,
     key: Vec<u8>,
-) -> Result<(TcpListener, Arc<Shared>), SimError> {
-    let profile =
-        Profile::parse(profile).ok_or_else(|| SimError::UnknownProfile(profile.to_owned()))?;
-    let listener = TcpListener::bind(("127.0.0.1", port)).await?;
-    let shared = Arc::new(Shared {
-        profile,
-        key,
-        switches: Mutex::new(switches),
-        requests: Mutex::new(Vec::new()),
-    });
-    Ok((listener, shared))
+    port: u16,
+}
+
+impl SimBuilder {
+    /// Rule switches (default: none).
+    pub fn switches(mut self, switches: Switches) -> Self {
+        self.switches = switches;
+        self
+    }
+
+    /// The signing key (default [`DEFAULT_KEY`]).
+    pub fn key(mut self, key: impl Into<Vec<u8>>) -> Self {
+        self.key = key.into();
+        self
+    }
+
+    /// The loopback port to bind (default 0: a free port).
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = port;
+        self
+    }
+
+    /// Binds 127.0.0.1 and starts serving in a background task.
+    pub async fn start(self) -> Result<Sim, SimError> {
+        let listener = TcpListener::bind(("127.0.0.1", self.port)).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            profile: self.profile,
+            key: self.key,
+            switches: Mutex::new(self.switches),
+            requests: Mutex::new(Vec::new()),
+        });
+        let task = tokio::spawn(server::accept_loop(listener, Arc::clone(&shared)));
+        Ok(Sim { shared, addr, task })
+    }
 }
 
 impl Sim {
-    /// Starts a simulator for `profile` on a free loopback port.
+    /// A builder for a simulator of `profile`: a built-in ([`Profile::builtin`]) or a third
+    /// party's [`ProfileSpec`].
+    pub fn builder(profile: impl Into<Profile>) -> SimBuilder {
+        SimBuilder {
+            profile: profile.into(),
+            switches: Switches::default(),
+            key: DEFAULT_KEY.to_vec(),
+            port: 0,
+        }
+    }
+
+    /// Starts a simulator for the built-in `profile` on a free loopback port.
     pub async fn start(profile: &str) -> Result<Sim, SimError> {
         Sim::start_with(profile, Switches::default()).await
     }
 
-    /// Starts a simulator with rule switches.
+    /// Starts a simulator for a built-in profile with rule switches.
     pub async fn start_with(profile: &str, switches: Switches) -> Result<Sim, SimError> {
         Sim::start_with_key(profile, switches, DEFAULT_KEY.to_vec()).await
     }
 
-    /// Starts a simulator with rule switches and a signing key other than [`DEFAULT_KEY`].
+    /// Starts a simulator for a built-in profile with rule switches and a signing key other than
+    /// [`DEFAULT_KEY`].
     pub async fn start_with_key(
         profile: &str,
         switches: Switches,
         key: Vec<u8>,
     ) -> Result<Sim, SimError> {
-        let (listener, shared) = bind(profile, 0, switches, key).await?;
-        let addr = listener.local_addr()?;
-        let task = tokio::spawn(server::accept_loop(listener, Arc::clone(&shared)));
-        Ok(Sim { shared, addr, task })
+        Sim::builder(Profile::builtin(profile)?)
+            .switches(switches)
+            .key(key)
+            .start()
+            .await
     }
 
+    /// Serves until the process ends (for standalone binaries: print [`Sim::base_url`] first).
+    ///
+    /// Returns only if the server task stops, which it does not do on its own.
+    pub async fn serve(mut self) -> Result<(), SimError> {
+        (&mut self.task)
+            .await
+            .map_err(|e| SimError::Io(std::io::Error::other(e)))
+    }
     /// Base URL, e.g. `http://127.0.0.1:41234`; the endpoint is `{base}/chat/completions`.
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
@@ -210,30 +250,4 @@ impl Drop for Sim {
     fn drop(&mut self) {
         self.task.abort();
     }
-}
-
-/// Serves `profile` on 127.0.0.1:`port` (0 = a free port) until the process is killed.
-///
-/// Prints the base URL (e.g. `http://127.0.0.1:41234`) as the first line of stdout. The signing
-/// key is [`DEFAULT_KEY`] unless the [`KEY_ENV`] environment variable is set.
-pub async fn serve(profile: &str, port: u16) -> Result<(), SimError> {
-    serve_with(profile, port, Switches::default()).await
-}
-
-/// [`serve`] with rule switches.
-pub async fn serve_with(profile: &str, port: u16, switches: Switches) -> Result<(), SimError> {
-    let key = std::env::var(KEY_ENV)
-        .ok()
-        .filter(|k| !k.is_empty())
-        .map_or_else(|| DEFAULT_KEY.to_vec(), String::into_bytes);
-    let (listener, shared) = bind(profile, port, switches, key).await?;
-    let addr = listener.local_addr()?;
-    {
-        use std::io::Write as _;
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "http://{addr}")?;
-        out.flush()?;
-    }
-    server::accept_loop(listener, shared).await;
-    Ok(())
 }

@@ -1,11 +1,43 @@
 //! Standalone simulator: `hermes-sim <profile> [port] [--fail-mid-stream] [--reject-message-field F]...`.
+//!
+//! Prints the base URL (e.g. `http://127.0.0.1:41234`) as the first line of stdout, then serves
+//! until killed. The signing key is [`hermes_sim::DEFAULT_KEY`] unless [`hermes_sim::KEY_ENV`] is
+//! set.
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
-use hermes_sim::{PROFILES, Switches, serve_with};
+use hermes_sim::{DEFAULT_KEY, KEY_ENV, PROFILES, Profile, Sim, SimError, Switches};
 
 const USAGE: &str =
     "usage: hermes-sim <profile> [port] [--fail-mid-stream] [--reject-message-field FIELD]...";
+
+fn usage_with_profiles() -> String {
+    let mut out = format!("{USAGE}\nprofiles:");
+    for p in PROFILES {
+        out.push_str(&format!("\n  {:<15} {}", p.name, p.about));
+    }
+    out
+}
+
+async fn serve(profile: &str, port: u16, switches: Switches) -> Result<(), SimError> {
+    let key = std::env::var(KEY_ENV)
+        .ok()
+        .filter(|k| !k.is_empty())
+        .map_or_else(|| DEFAULT_KEY.to_vec(), String::into_bytes);
+    let sim = Sim::builder(Profile::builtin(profile)?)
+        .switches(switches)
+        .key(key)
+        .port(port)
+        .start()
+        .await?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{}", sim.base_url())?;
+        out.flush()?;
+    }
+    sim.serve().await
+}
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -24,7 +56,7 @@ async fn main() -> ExitCode {
                 }
             },
             "-h" | "--help" => {
-                eprintln!("{USAGE}\nprofiles: {}", PROFILES.join(", "));
+                eprintln!("{}", usage_with_profiles());
                 return ExitCode::SUCCESS;
             }
             _ if profile.is_none() => profile = Some(arg),
@@ -38,10 +70,10 @@ async fn main() -> ExitCode {
         }
     }
     let Some(profile) = profile else {
-        eprintln!("{USAGE}\nprofiles: {}", PROFILES.join(", "));
+        eprintln!("{}", usage_with_profiles());
         return ExitCode::from(2);
     };
-    match serve_with(&profile, port, switches).await {
+    match serve(&profile, port, switches).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("hermes-sim: {e}");

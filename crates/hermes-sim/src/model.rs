@@ -1,10 +1,9 @@
-//! The scripted reasoning model and how each profile renders its reply (JSON and SSE).
+//! The scripted reasoning model and how its reply is rendered (JSON and SSE) for a carrier.
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
-use crate::profile::{Profile, model_of, thinking_on};
-use crate::{rules, sign};
+use crate::sign;
+use crate::wire::{Carrier, model_of, short_hash};
 
 /// Fixed `created` timestamp so replies are byte-for-byte deterministic.
 const CREATED: u64 = 1_767_225_600;
@@ -12,13 +11,6 @@ const CREATED: u64 = 1_767_225_600;
 const RD_FORMAT: &str = "anthropic-claude-v1";
 /// The function the script calls.
 pub(crate) const TOOL_NAME: &str = "now";
-
-/// First `len` hex digits of SHA-256(`seed`).
-pub(crate) fn short_hash(seed: &str, len: usize) -> String {
-    let digest = Sha256::digest(seed.as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    hex[..len.min(hex.len())].to_owned()
-}
 
 /// A tool call chosen by the script.
 #[derive(Clone, Debug)]
@@ -170,38 +162,6 @@ pub(crate) fn script(body: &Value) -> Reply {
     }
 }
 
-/// How a profile carries reasoning on a reply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Carrier {
-    None,
-    ReasoningContent,
-    OpenRouter,
-    /// Gemini OpenAI-compat: no reasoning text; a signed `thought_signature` in `extra_content`.
-    Gemini,
-    /// Copilot: `reasoning_text` and a signed `reasoning_opaque`; `tool_sig` adds a signed
-    /// `function.thought_signature` to tool calls (Gemini models).
-    Copilot {
-        tool_sig: bool,
-    },
-}
-
-fn carrier(profile: Profile, body: &Value) -> Carrier {
-    match profile {
-        Profile::DeepSeekV4 | Profile::DeepSeekV3 | Profile::Kimi if thinking_on(body) => {
-            Carrier::ReasoningContent
-        }
-        Profile::Mimo if rules::mimo_thinking_on(body) => Carrier::ReasoningContent,
-        Profile::Acme if rules::acme_thinking_on(body) => Carrier::ReasoningContent,
-        Profile::Local => Carrier::ReasoningContent,
-        Profile::OpenRouter => Carrier::OpenRouter,
-        Profile::GeminiOpenAi => Carrier::Gemini,
-        Profile::Copilot => Carrier::Copilot {
-            tool_sig: model_of(body).to_ascii_lowercase().contains("gemini"),
-        },
-        _ => Carrier::None,
-    }
-}
-
 /// Gemini's `thought_signature` for a reply (sealed, bound to the model).
 fn gemini_signature(reply: &Reply, key: &[u8]) -> String {
     let payload = format!("gemini thought signature\u{0}{}", reply.sealed);
@@ -295,14 +255,7 @@ fn completion_id(raw: &[u8]) -> String {
 }
 
 /// The non-streamed `chat.completion` object.
-pub(crate) fn completion(
-    profile: Profile,
-    body: &Value,
-    raw: &[u8],
-    reply: &Reply,
-    key: &[u8],
-) -> Value {
-    let carrier = carrier(profile, body);
+pub(crate) fn completion(carrier: Carrier, raw: &[u8], reply: &Reply, key: &[u8]) -> Value {
     let mut msg = serde_json::Map::new();
     msg.insert("role".into(), json!("assistant"));
     msg.insert("content".into(), json!(reply.content));
@@ -442,14 +395,12 @@ fn deltas(carrier: Carrier, reply: &Reply, key: &[u8]) -> Vec<Value> {
 
 /// The full SSE text of a streamed reply; with `fail_mid_stream`, a few deltas then an error event.
 pub(crate) fn sse(
-    profile: Profile,
-    body: &Value,
+    carrier: Carrier,
     raw: &[u8],
     reply: &Reply,
     key: &[u8],
     fail_mid_stream: bool,
 ) -> String {
-    let carrier = carrier(profile, body);
     let id = completion_id(raw);
     let chunk = |choice: Value| {
         json!({

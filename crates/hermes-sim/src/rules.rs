@@ -1,36 +1,56 @@
-//! Request rules of the kimi, mimo, groq, cerebras, gemini-openai, copilot and acme profiles.
+//! Request rules of the built-in profiles, written from PROVIDERS.md.
 //!
 //! Texts are the real ones from PROVIDERS.md unless a comment says "simulator-chosen" (PROVIDERS.md
 //! has no exact text for that case). Rules PROVIDERS.md marks UNCONFIRMED are not enforced.
 
 use serde_json::{Map, Value, json};
 
-use crate::profile::{Profile, Refusal, error_400, model_of, role_of, thinking_on};
+use crate::Switches;
+use crate::builtin::{Builtin, error_400};
 use crate::sign;
+use crate::wire::{
+    Refusal, assistants, has_string, messages_of, model_of, role_of, short_hash, switched_field,
+    thinking_on, tool_calls,
+};
+
+/// Validates a parsed request against a built-in profile and the switches.
+pub(crate) fn validate(
+    profile: Builtin,
+    body: &Value,
+    switches: &Switches,
+    key: &[u8],
+) -> Result<(), Refusal> {
+    let (obj, messages) = match messages_of(body) {
+        Ok(v) => v,
+        Err(_) if profile == Builtin::Mistral && body.is_object() => {
+            return Err(mistral_422(vec![json!({
+                "type": "missing",
+                "loc": ["body", "messages"],
+                "msg": "Field required",
+                "input": body
+            })]));
+        }
+        Err(text) => return Err(error_400(profile, text)),
+    };
+    if let Some((i, role, field, v)) = switched_field(messages, &switches.reject_message_fields) {
+        return Err(unknown_message_field(profile, i, role, field, v));
+    }
+    match profile {
+        Builtin::DeepSeekV4 | Builtin::DeepSeekV3 => deepseek(profile, body, messages),
+        Builtin::Mistral => mistral(obj, messages),
+        Builtin::OpenRouter => openrouter(body, messages, key),
+        Builtin::OpenAi => openai(obj),
+        Builtin::Local => Ok(()),
+        Builtin::Kimi => kimi(body, messages),
+        Builtin::Mimo => mimo(body, messages),
+        Builtin::Groq => groq(messages),
+        Builtin::Cerebras => cerebras(messages),
+        Builtin::GeminiOpenAi => gemini(obj, messages, key),
+        Builtin::Copilot => copilot(body, messages, key),
+    }
+}
 
 // ---------------------------------------------------------------- shared helpers
-
-/// The assistant messages of `messages`, with their index.
-fn assistants(messages: &[Value]) -> impl Iterator<Item = (usize, &Map<String, Value>)> {
-    messages
-        .iter()
-        .enumerate()
-        .filter_map(|(i, m)| m.as_object().map(|o| (i, o)))
-        .filter(|(_, o)| role_of(o) == "assistant")
-}
-
-/// The message's `tool_calls` when it is a non-empty array.
-fn tool_calls(m: &Map<String, Value>) -> Option<&Vec<Value>> {
-    m.get("tool_calls")
-        .and_then(Value::as_array)
-        .filter(|c| !c.is_empty())
-}
-
-/// `reasoning_content` is present as a string (`""` included: Kimi and MiMo field reports show
-/// placeholders passing).
-fn has_rc(m: &Map<String, Value>) -> bool {
-    matches!(m.get("reasoning_content"), Some(Value::String(_)))
-}
 
 /// A non-empty string at `v`, or `None` when absent, null or `""` (a blank opaque counts as absent).
 fn opaque_at(v: Option<&Value>) -> Option<Result<&str, ()>> {
@@ -52,6 +72,294 @@ fn google_signature(o: &Map<String, Value>) -> Option<&Value> {
     o.get("extra_content")
         .and_then(|e| e.get("google"))
         .and_then(|g| g.get("thought_signature"))
+}
+
+// ---------------------------------------------------------------- deepseek / mistral / openai / openrouter
+
+/// DeepSeek V4 text (warpdotdev/warp#11587).
+pub(crate) const DEEPSEEK_V4_TEXT: &str =
+    "The `reasoning_content` in the thinking mode must be passed back to the API.";
+
+/// DeepSeek V3.x text with the message index filled in (hotovo/aider-desk#529).
+pub(crate) fn deepseek_v3_text(index: usize) -> String {
+    format!(
+        "Missing `reasoning_content` field in the assistant message at message index {index}. For more information, please refer to https://api-docs.deepseek.com/guides/thinking_mode#tool-calls"
+    )
+}
+
+/// One pydantic `extra_forbidden` entry.
+fn extra_forbidden(loc: Vec<Value>, input: &Value) -> Value {
+    json!({
+        "type": "extra_forbidden",
+        "loc": loc,
+        "msg": "Extra inputs are not permitted",
+        "input": input
+    })
+}
+
+/// Mistral's 422 envelope around a list of pydantic errors (PROVIDERS.md, Mistral).
+fn mistral_422(detail: Vec<Value>) -> Refusal {
+    Refusal {
+        status: 422,
+        body: json!({
+            "object": "error",
+            "message": {"detail": detail},
+            "type": "invalid_request_error",
+            "param": null,
+            "code": null
+        }),
+    }
+}
+
+/// The refusal a profile gives for a message key it treats as unknown (the per-test switch):
+/// Mistral, Groq and Cerebras use their own unknown-field refusal, the others a generic text.
+fn unknown_message_field(
+    profile: Builtin,
+    index: usize,
+    role: &str,
+    field: &str,
+    value: &Value,
+) -> Refusal {
+    match profile {
+        Builtin::Mistral => mistral_422(vec![extra_forbidden(
+            vec![
+                json!("body"),
+                json!("messages"),
+                json!(index),
+                json!(role),
+                json!(field),
+            ],
+            value,
+        )]),
+        Builtin::Groq => error_400(profile, &groq_unsupported_text(index, role, field)),
+        Builtin::Cerebras => cerebras_unsupported(index, role, field),
+        _ => error_400(
+            profile,
+            &format!("Unrecognized request argument supplied: messages.{index}.{field}"),
+        ),
+    }
+}
+
+/// Top-level arguments the `openai` profile knows.
+pub const OPENAI_TOP_LEVEL: &[&str] = &[
+    "model",
+    "messages",
+    "stream",
+    "stream_options",
+    "temperature",
+    "top_p",
+    "n",
+    "stop",
+    "max_tokens",
+    "max_completion_tokens",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "user",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "response_format",
+    "seed",
+    "reasoning_effort",
+    "metadata",
+    "store",
+    "service_tier",
+    "modalities",
+    "prediction",
+    "audio",
+    "verbosity",
+    "functions",
+    "function_call",
+    "web_search_options",
+    "prompt_cache_key",
+    "safety_identifier",
+];
+
+/// Message keys the `mistral` profile allows, per role.
+fn mistral_allowed(role: &str) -> Option<&'static [&'static str]> {
+    match role {
+        "assistant" => Some(&["role", "content", "tool_calls", "prefix"]),
+        "user" | "system" => Some(&["role", "content"]),
+        "tool" => Some(&["role", "content", "tool_call_id", "name"]),
+        _ => None,
+    }
+}
+
+fn deepseek(profile: Builtin, body: &Value, messages: &[Value]) -> Result<(), Refusal> {
+    debug_assert!(profile.is_deepseek());
+    if !thinking_on(body) {
+        return Ok(());
+    }
+    for (i, m) in messages.iter().enumerate() {
+        let Some(mo) = m.as_object() else { continue };
+        if role_of(mo) != "assistant" {
+            continue;
+        }
+        let rc = mo.get("reasoning_content");
+        if profile == Builtin::DeepSeekV4 {
+            // Missing, null, non-string or "" are refused; " " is accepted (the rule).
+            let ok = matches!(rc, Some(Value::String(s)) if !s.is_empty());
+            if !ok {
+                return Err(error_400(profile, DEEPSEEK_V4_TEXT));
+            }
+        } else {
+            let has_calls = mo
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .is_some_and(|c| !c.is_empty());
+            let present = matches!(rc, Some(Value::String(_)));
+            if has_calls && !present {
+                return Err(error_400(profile, &deepseek_v3_text(i)));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn mistral(obj: &Map<String, Value>, messages: &[Value]) -> Result<(), Refusal> {
+    let mut detail = Vec::new();
+    // Field report (editor-code-assistant/eca#231): `max_completion_tokens` is refused.
+    if let Some(v) = obj.get("max_completion_tokens") {
+        detail.push(extra_forbidden(
+            vec![json!("body"), json!("max_completion_tokens")],
+            v,
+        ));
+    }
+    for (i, m) in messages.iter().enumerate() {
+        let Some(mo) = m.as_object() else { continue };
+        let role = role_of(mo);
+        let Some(allowed) = mistral_allowed(role) else {
+            continue;
+        };
+        let base = || vec![json!("body"), json!("messages"), json!(i), json!(role)];
+        for (k, v) in mo {
+            if !allowed.contains(&k.as_str()) {
+                let mut loc = base();
+                loc.push(json!(k));
+                detail.push(extra_forbidden(loc, v));
+            }
+        }
+        if role != "assistant" {
+            continue;
+        }
+        let Some(calls) = mo.get("tool_calls").and_then(Value::as_array) else {
+            continue;
+        };
+        for (j, call) in calls.iter().enumerate() {
+            let Some(co) = call.as_object() else { continue };
+            for (k, v) in co {
+                if !["id", "type", "function", "index"].contains(&k.as_str()) {
+                    let mut loc = base();
+                    loc.extend([json!("tool_calls"), json!(j), json!(k)]);
+                    detail.push(extra_forbidden(loc, v));
+                }
+            }
+            if let Some(fo) = co.get("function").and_then(Value::as_object) {
+                for (k, v) in fo {
+                    if !["name", "arguments"].contains(&k.as_str()) {
+                        let mut loc = base();
+                        loc.extend([json!("tool_calls"), json!(j), json!("function"), json!(k)]);
+                        detail.push(extra_forbidden(loc, v));
+                    }
+                }
+            }
+        }
+    }
+    if detail.is_empty() {
+        Ok(())
+    } else {
+        Err(mistral_422(detail))
+    }
+}
+
+fn openai(obj: &Map<String, Value>) -> Result<(), Refusal> {
+    match obj.keys().find(|k| !OPENAI_TOP_LEVEL.contains(&k.as_str())) {
+        Some(k) => Err(error_400(
+            Builtin::OpenAi,
+            &format!("Unrecognized request argument supplied: {k}"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Index of message `at` once converted to Anthropic turns: system/developer messages are lifted
+/// out, `tool` becomes `user`, and consecutive same-role messages merge.
+fn anthropic_index(messages: &[Value], at: usize) -> usize {
+    let mut turns = 0usize;
+    let mut last: Option<&str> = None;
+    for m in &messages[..=at] {
+        let role = m.get("role").and_then(Value::as_str).unwrap_or("");
+        let role = match role {
+            "system" | "developer" => continue,
+            "tool" => "user",
+            r => r,
+        };
+        if last != Some(role) {
+            turns += 1;
+            last = Some(role);
+        }
+    }
+    turns.saturating_sub(1)
+}
+
+/// The OpenRouter envelope around an upstream Anthropic error (PROVIDERS.md, OpenRouter + Anthropic).
+fn openrouter_upstream(message: &str, seed: &str) -> Refusal {
+    let request_id = format!("req_sim_{}", &short_hash(seed, 24));
+    let raw = json!({
+        "type": "error",
+        "error": {"type": "invalid_request_error", "message": message},
+        "request_id": request_id
+    })
+    .to_string();
+    Refusal {
+        status: 400,
+        body: json!({"error": {
+            "message": "Provider returned error",
+            "code": 400,
+            "metadata": {"raw": raw, "provider_name": "Anthropic"}
+        }}),
+    }
+}
+
+fn openrouter(body: &Value, messages: &[Value], key: &[u8]) -> Result<(), Refusal> {
+    let model = model_of(body);
+    for (i, m) in messages.iter().enumerate() {
+        let Some(mo) = m.as_object() else { continue };
+        if role_of(mo) != "assistant" {
+            continue;
+        }
+        let Some(items) = mo.get("reasoning_details").and_then(Value::as_array) else {
+            continue;
+        };
+        for (j, item) in items.iter().enumerate() {
+            let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
+            let ok = match kind {
+                "reasoning.text" => match item.get("signature").and_then(Value::as_str) {
+                    Some(sig) => {
+                        let text = item.get("text").and_then(Value::as_str).unwrap_or("");
+                        sign::verify_text(key, model, text, sig)
+                    }
+                    None => true,
+                },
+                "reasoning.encrypted" => match item.get("data").and_then(Value::as_str) {
+                    Some(data) => sign::verify_data(key, model, data),
+                    None => true,
+                },
+                _ => true,
+            };
+            if !ok {
+                let n = anthropic_index(messages, i);
+                return Err(openrouter_upstream(
+                    &format!("messages.{n}.content.{j}: Invalid `signature` in `thinking` block"),
+                    &format!("{model}/{i}/{j}"),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------- kimi
@@ -86,7 +394,7 @@ pub(crate) fn kimi_cannot_disable(model: &str) -> String {
 /// Moonshot Kimi: per-model `thinking` validation, then `reasoning_content` on tool-call turns
 /// (on every assistant turn with `keep:"all"` or on k2.7-code, whose preserved thinking is always on).
 pub(crate) fn kimi(body: &Value, messages: &[Value]) -> Result<(), Refusal> {
-    let p = Profile::Kimi;
+    let p = Builtin::Kimi;
     let model = model_of(body);
     let lower = model.to_ascii_lowercase();
     let thinking = body.get("thinking").filter(|t| !t.is_null());
@@ -121,7 +429,7 @@ pub(crate) fn kimi(body: &Value, messages: &[Value]) -> Result<(), Refusal> {
     }
     let every = code || keep.is_some_and(|k| k == "all");
     for (i, m) in assistants(messages) {
-        if (every || tool_calls(m).is_some()) && !has_rc(m) {
+        if (every || tool_calls(m).is_some()) && !has_string(m, "reasoning_content") {
             // The only real text; Kimi uses it for the preserved-thinking rule as well.
             return Err(error_400(p, &kimi_missing_text(i)));
         }
@@ -155,8 +463,10 @@ pub(crate) fn mimo(body: &Value, messages: &[Value]) -> Result<(), Refusal> {
     if !mimo_thinking_on(body) {
         return Ok(());
     }
-    match assistants(messages).find(|(_, m)| tool_calls(m).is_some() && !has_rc(m)) {
-        Some(_) => Err(error_400(Profile::Mimo, MIMO_TEXT)),
+    match assistants(messages)
+        .find(|(_, m)| tool_calls(m).is_some() && !has_string(m, "reasoning_content"))
+    {
+        Some(_) => Err(error_400(Builtin::Mimo, MIMO_TEXT)),
         None => Ok(()),
     }
 }
@@ -185,7 +495,7 @@ pub(crate) fn groq(messages: &[Value]) -> Result<(), Refusal> {
             .find(|k| !STRICT_ASSISTANT_KEYS.contains(&k.as_str()))
         {
             return Err(error_400(
-                Profile::Groq,
+                Builtin::Groq,
                 &groq_unsupported_text(i, "assistant", k),
             ));
         }
@@ -289,7 +599,7 @@ pub(crate) fn gemini(
     messages: &[Value],
     key: &[u8],
 ) -> Result<(), Refusal> {
-    let p = Profile::GeminiOpenAi;
+    let p = Builtin::GeminiOpenAi;
     if let Some(k) = obj.keys().find(|k| !GEMINI_TOP_LEVEL.contains(&k.as_str())) {
         return Err(error_400(p, &gemini_unknown_name_text(k)));
     }
@@ -345,7 +655,7 @@ pub(crate) fn copilot(body: &Value, messages: &[Value], key: &[u8]) -> Result<()
         if let Some(op) = opaque_at(m.get("reasoning_opaque"))
             && !verifies(key, model, op)
         {
-            return Err(error_400(Profile::Copilot, COPILOT_INVALID));
+            return Err(error_400(Builtin::Copilot, COPILOT_INVALID));
         }
         for call in tool_calls(m).into_iter().flatten() {
             let sig = call
@@ -354,96 +664,8 @@ pub(crate) fn copilot(body: &Value, messages: &[Value], key: &[u8]) -> Result<()
             if let Some(sig) = opaque_at(sig)
                 && !verifies(key, model, sig)
             {
-                return Err(error_400(Profile::Copilot, COPILOT_INVALID));
+                return Err(error_400(Builtin::Copilot, COPILOT_INVALID));
             }
-        }
-    }
-    Ok(())
-}
-
-// ---------------------------------------------------------------- acme
-
-/// Top-level parameters of the made-up Acme Thinking Cloud.
-pub const ACME_TOP_LEVEL: &[&str] = &[
-    "model",
-    "messages",
-    "stream",
-    "retain_reasoning",
-    "reasoning_mode",
-    "tools",
-    "tool_choice",
-    "temperature",
-    "max_tokens",
-];
-
-/// Assistant-message keys Acme reads.
-const ACME_ASSISTANT_KEYS: &[&str] = &[
-    "role",
-    "content",
-    "tool_calls",
-    "name",
-    "reasoning_content",
-    "reasoning_details",
-];
-
-/// Acme's `reasoning_mode` values.
-const ACME_MODES: &[&str] = &["light", "deep", "off"];
-
-/// Acme's texts (made up for the third-party example route; these are its contract).
-pub(crate) fn acme_missing_text(index: usize) -> String {
-    format!("acme: reasoning_content missing on tool-call message {index}")
-}
-
-/// Acme's unknown assistant-key text.
-pub(crate) fn acme_unknown_field_text(field: &str, index: usize) -> String {
-    format!("unknown field `{field}` on messages[{index}]")
-}
-
-/// Acme's unknown top-level text.
-pub(crate) fn acme_unknown_parameter_text(name: &str) -> String {
-    format!("unknown parameter `{name}`")
-}
-
-/// A known Acme parameter with a wrong value. Simulator-chosen text.
-pub(crate) fn acme_invalid_value_text(name: &str, expected: &str) -> String {
-    format!("invalid value for `{name}`: expected {expected}")
-}
-
-/// Acme thinks unless `reasoning_mode` is `"off"`.
-pub(crate) fn acme_thinking_on(body: &Value) -> bool {
-    body.get("reasoning_mode").and_then(Value::as_str) != Some("off")
-}
-
-/// The made-up Acme Thinking Cloud (the third-party example route's provider).
-pub(crate) fn acme(obj: &Map<String, Value>, messages: &[Value]) -> Result<(), Refusal> {
-    let p = Profile::Acme;
-    if let Some(k) = obj.keys().find(|k| !ACME_TOP_LEVEL.contains(&k.as_str())) {
-        return Err(error_400(p, &acme_unknown_parameter_text(k)));
-    }
-    if obj.get("retain_reasoning").is_some_and(|v| !v.is_boolean()) {
-        return Err(error_400(
-            p,
-            &acme_invalid_value_text("retain_reasoning", "a boolean"),
-        ));
-    }
-    if obj
-        .get("reasoning_mode")
-        .is_some_and(|v| !v.as_str().is_some_and(|s| ACME_MODES.contains(&s)))
-    {
-        return Err(error_400(
-            p,
-            &acme_invalid_value_text("reasoning_mode", "one of \"light\", \"deep\", \"off\""),
-        ));
-    }
-    for (i, m) in assistants(messages) {
-        if let Some(k) = m
-            .keys()
-            .find(|k| !ACME_ASSISTANT_KEYS.contains(&k.as_str()))
-        {
-            return Err(error_400(p, &acme_unknown_field_text(k, i)));
-        }
-        if tool_calls(m).is_some() && !has_rc(m) {
-            return Err(error_400(p, &acme_missing_text(i)));
         }
     }
     Ok(())

@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use crate::profile::{self, Refusal};
+use crate::wire::{self, Refusal};
 use crate::{RecordedRequest, Shared, lock, model};
 
 /// Byte sizes the SSE text is cut into, cycled; none divides an event, so cuts land mid-line.
@@ -138,41 +138,35 @@ async fn handle(
     let null = serde_json::Value::Null;
 
     if path != "/chat/completions" && path != "/v1/chat/completions" {
-        let r = profile::not_found(method.as_str(), &path);
+        let r = wire::not_found(method.as_str(), &path);
         return Ok(refuse(&shared, &path, null, raw, r));
     }
     if method != hyper::Method::POST {
-        let r = profile::method_not_allowed(method.as_str(), &path);
+        let r = wire::method_not_allowed(method.as_str(), &path);
         return Ok(refuse(&shared, &path, null, raw, r));
     }
     let body: serde_json::Value = match serde_json::from_slice(&raw) {
         Ok(v) => v,
         Err(e) => {
-            let r = profile::bad_json(shared.profile, &e);
+            let r = shared.profile.bad_json(&e);
             return Ok(refuse(&shared, &path, null, raw, r));
         }
     };
     let switches = lock(&shared.switches).clone();
-    if let Err(r) = profile::validate(shared.profile, &body, &switches, &shared.key) {
+    if let Err(r) = shared.profile.validate(&body, &switches, &shared.key) {
         return Ok(refuse(&shared, &path, body, raw, r));
     }
 
     let reply = model::script(&body);
+    let carrier = shared.profile.carrier(&body);
     let stream = body.get("stream").and_then(serde_json::Value::as_bool) == Some(true);
     if !stream {
-        let text = model::completion(shared.profile, &body, &raw, &reply, &shared.key).to_string();
+        let text = model::completion(carrier, &raw, &reply, &shared.key).to_string();
         record(&shared, &path, body, raw, 200, &text);
         return Ok(json_response(200, text));
     }
 
-    let text = model::sse(
-        shared.profile,
-        &body,
-        &raw,
-        &reply,
-        &shared.key,
-        switches.fail_mid_stream,
-    );
+    let text = model::sse(carrier, &raw, &reply, &shared.key, switches.fail_mid_stream);
     record(&shared, &path, body, raw, 200, &text);
     let (tx, rx) = mpsc::channel::<Bytes>(4);
     tokio::spawn(async move {

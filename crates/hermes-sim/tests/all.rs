@@ -495,7 +495,7 @@ async fn local_accepts_anything_and_returns_reasoning_content() {
 
 #[tokio::test]
 async fn bad_json_and_unknown_path() {
-    for p in PROFILES {
+    for p in PROFILES.iter().map(|p| p.name) {
         let sim = Sim::start(p).await.unwrap();
         let r = send(
             &sim.base_url(),
@@ -529,10 +529,16 @@ async fn bad_json_and_unknown_path() {
             .unwrap()
             .starts_with("We could not parse the JSON body of your request.")
     );
-    assert!(matches!(
-        Sim::start("nope").await,
-        Err(hermes_sim::SimError::UnknownProfile(p)) if p == "nope"
-    ));
+    let err = Sim::start("nope").await.unwrap_err();
+    assert!(matches!(&err, hermes_sim::SimError::UnknownProfile(p) if p == "nope"));
+    let names: Vec<&str> = PROFILES.iter().map(|p| p.name).collect();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "unknown profile `nope`, expected one of {}",
+            names.join(", ")
+        )
+    );
 }
 
 // ---------------------------------------------------------------- openrouter signed items
@@ -743,7 +749,7 @@ fn count_deltas(events: &[Value], pick: impl Fn(&Value) -> Option<&Value>) -> us
 
 #[tokio::test]
 async fn streams_split_fields_and_reassemble_to_the_non_streamed_reply() {
-    for p in PROFILES {
+    for p in PROFILES.iter().map(|p| p.name) {
         let sim = Sim::start(p).await.unwrap();
         for text in ["hello there, simulator", "[tools=2] go"] {
             let body = req("some/model-1", vec![user(text)]);
@@ -887,7 +893,7 @@ async fn run_loop(sim: &Sim, model: &str, stream: bool) -> (Vec<String>, Value) 
 
 #[tokio::test]
 async fn tools_3_runs_a_three_step_loop_on_every_profile() {
-    for p in PROFILES {
+    for p in PROFILES.iter().map(|p| p.name) {
         let sim = Sim::start(p).await.unwrap();
         for stream in [false, true] {
             let (ids, last) = run_loop(&sim, "some/model-1", stream).await;
@@ -1547,99 +1553,6 @@ async fn copilot_stream_sends_the_opaque_once_late() {
     }
 }
 
-// ---------------------------------------------------------------- acme
-
-fn acme_error(message: &str) -> Value {
-    json!({"error": {"message": message}})
-}
-
-#[tokio::test]
-async fn acme_requires_reasoning_content_and_refuses_unknown_keys() {
-    let sim = Sim::start("acme").await.unwrap();
-    let tool_loop = |rc: Option<&str>| {
-        req(
-            "acme-think-2",
-            vec![user("a"), tool_turn_plain(rc), tool_result()],
-        )
-    };
-    refused(
-        &sim,
-        &tool_loop(None),
-        400,
-        acme_error("acme: reasoning_content missing on tool-call message 1"),
-    )
-    .await;
-    for field in ["reasoning", "extra_content", "reasoning_opaque"] {
-        let mut b = tool_loop(Some("t"));
-        b["messages"][1][field] = json!("x");
-        refused(
-            &sim,
-            &b,
-            400,
-            acme_error(&format!("unknown field `{field}` on messages[1]")),
-        )
-        .await;
-    }
-    for name in ["thinking", "reasoning_effort", "stream_options"] {
-        let mut b = tool_loop(Some("t"));
-        b[name] = json!(true);
-        refused(
-            &sim,
-            &b,
-            400,
-            acme_error(&format!("unknown parameter `{name}`")),
-        )
-        .await;
-    }
-    // Wrong values of known parameters (simulator-chosen texts).
-    let mut b = tool_loop(Some("t"));
-    b["reasoning_mode"] = json!("medium");
-    refused(
-        &sim,
-        &b,
-        400,
-        acme_error(
-            "invalid value for `reasoning_mode`: expected one of \"light\", \"deep\", \"off\"",
-        ),
-    )
-    .await;
-    let mut b = tool_loop(Some("t"));
-    b["retain_reasoning"] = json!("yes");
-    refused(
-        &sim,
-        &b,
-        400,
-        acme_error("invalid value for `retain_reasoning`: expected a boolean"),
-    )
-    .await;
-    // The documented shape: RC and RD read, known parameters accepted.
-    let mut good = tool_loop(Some(""));
-    good["messages"][1]["reasoning_details"] = json!([{"type":"reasoning.text","text":"t"}]);
-    good["messages"][1]["name"] = json!("bot");
-    for (k, v) in [
-        ("retain_reasoning", json!(true)),
-        ("reasoning_mode", json!("deep")),
-        ("stream", json!(false)),
-        ("tools", json!([])),
-        ("tool_choice", json!("auto")),
-        ("temperature", json!(0.5)),
-        ("max_tokens", json!(100)),
-    ] {
-        good[k] = v;
-    }
-    let m = ok_message(&sim, &good).await;
-    assert!(m["reasoning_content"].as_str().unwrap().len() > 10);
-    // Plain turns need nothing; reasoning_mode "off" answers without reasoning.
-    let mut off = req("acme-think-2", vec![user("a"), plain_turn(None), user("b")]);
-    off["reasoning_mode"] = json!("off");
-    assert!(
-        ok_message(&sim, &off)
-            .await
-            .get("reasoning_content")
-            .is_none()
-    );
-}
-
 // ---------------------------------------------------------------- switches on the new profiles
 
 #[tokio::test]
@@ -1655,7 +1568,6 @@ async fn switches_work_on_the_new_profiles() {
         "cerebras",
         "gemini-openai",
         "copilot",
-        "acme",
     ] {
         let sim = Sim::start_with(p, Switches::default().reject_message_field("name"))
             .await
@@ -1675,4 +1587,115 @@ async fn switches_work_on_the_new_profiles() {
         assert_eq!(s.events.last().unwrap()["error"]["code"], 502, "{p}");
         assert_eq!(sim.requests().len(), 2);
     }
+}
+
+// ---------------------------------------------------------------- profiles built from a spec
+
+#[tokio::test]
+async fn a_spec_profile_checks_its_rules_in_its_envelope() {
+    use hermes_sim::{EchoTurns, ProfileSpec, ReplyCarrier, ValueRule};
+    let spec = ProfileSpec::new("zeta")
+        .top_level(["model", "messages", "stream", "mode", "keep"])
+        .unknown_parameter_text("no such parameter: {name}")
+        .param("keep", ValueRule::Boolean)
+        .param("mode", ValueRule::one_of(["on", "off"]))
+        .invalid_value_text("{name} must be {expected}")
+        .assistant_keys(["role", "content", "tool_calls", "thought"])
+        .unknown_field_text("{role} message {index}: `{field}` is not allowed")
+        .must_echo("thought", EchoTurns::Every)
+        .missing_echo_text("message {index} lacks `{field}`")
+        .thinking_off_when("mode", "off")
+        .reply_carrier(ReplyCarrier::ReasoningDetails)
+        .error_envelope(json!([{"fault": {"text": "{message}", "status": 400}}]));
+    let sim = Sim::builder(spec).start().await.unwrap();
+    assert_eq!(sim.profile(), "zeta");
+    let err = |t: &str| json!([{"fault": {"text": t, "status": 400}}]);
+    let turn = |thought: Option<&str>| {
+        let mut m = plain_turn(None);
+        if let Some(t) = thought {
+            m["thought"] = json!(t);
+        }
+        req("z-1", vec![user("a"), m, user("b")])
+    };
+    refused(&sim, &turn(None), 400, err("message 1 lacks `thought`")).await;
+    let mut b = turn(Some(""));
+    b["messages"][1]["reasoning_content"] = json!("r");
+    refused(
+        &sim,
+        &b,
+        400,
+        err("assistant message 1: `reasoning_content` is not allowed"),
+    )
+    .await;
+    let mut b = turn(Some(""));
+    b["temperature"] = json!(1);
+    refused(&sim, &b, 400, err("no such parameter: temperature")).await;
+    let mut b = turn(Some(""));
+    b["keep"] = json!("yes");
+    refused(&sim, &b, 400, err("keep must be a boolean")).await;
+    let mut b = turn(Some(""));
+    b["mode"] = json!("max");
+    refused(&sim, &b, 400, err("mode must be one of \"on\", \"off\"")).await;
+    refused(
+        &sim,
+        &json!({"model": "z-1"}),
+        400,
+        err("Missing required parameter: 'messages'."),
+    )
+    .await;
+    let r = send(&sim.base_url(), "POST", "/chat/completions", b"{oops").await;
+    assert_eq!(r.status, 400);
+    assert!(
+        r.json()[0]["fault"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Failed to parse the request body as JSON")
+    );
+
+    // Accepted: replies carry signed reasoning_details while thinking, nothing with mode "off".
+    let m = ok_message(&sim, &turn(Some(""))).await;
+    let details = m["reasoning_details"].as_array().unwrap();
+    assert!(Sim::verify_signature(
+        "z-1",
+        details[0]["text"].as_str().unwrap(),
+        details[0]["signature"].as_str().unwrap()
+    ));
+    let mut off = turn(Some(""));
+    off["mode"] = json!("off");
+    let m = ok_message(&sim, &off).await;
+    assert!(m.get("reasoning_details").is_none() && m.get("reasoning").is_none());
+
+    // The switches use the spec's unknown-field text; streams reassemble to the whole reply.
+    sim.set_switches(Switches::default().reject_message_field("content"));
+    refused(
+        &sim,
+        &turn(Some("")),
+        400,
+        err("user message 0: `content` is not allowed"),
+    )
+    .await;
+    sim.set_switches(Switches::default());
+    let body = req("z-1", vec![user("[tools=2] go")]);
+    let whole = ok_message(&sim, &body).await;
+    let s = post_stream(&sim, &body).await;
+    assert!(s.done);
+    assert_eq!(reassemble(&s.events), whole);
+}
+
+#[tokio::test]
+async fn an_empty_spec_accepts_anything_and_replies_with_reasoning_content() {
+    let sim = Sim::builder(hermes_sim::ProfileSpec::new("open"))
+        .switches(Switches::default())
+        .key(b"another key".to_vec())
+        .start()
+        .await
+        .unwrap();
+    let body = json!({"model": "m", "anything": [1], "messages": [user("a"), {"role":"assistant","x":1}, user("b")]});
+    let m = ok_message(&sim, &body).await;
+    assert!(m["reasoning_content"].as_str().unwrap().len() > 3);
+    assert_eq!(
+        hermes_sim::Profile::builtin("mistral").unwrap().name(),
+        "mistral"
+    );
+    assert!(hermes_sim::Profile::builtin("acme").is_err());
 }

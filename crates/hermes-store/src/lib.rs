@@ -1,15 +1,34 @@
 //! hermes-store: sessions in `state.db` (SQLite through sqlx, embedded migrations, runtime
-//! queries only). The only crate that knows SQL; it knows no HTTP.
+//! queries only). The only crate that knows SQL; it knows no HTTP. sqlx stays out of the public
+//! API: a failed query is a [`StoreError::Database`] holding an opaque [`DatabaseError`].
 //!
 //! Every message field is stored as the exact JSON text it holds in the canonical model, so
 //! carriers come back byte for byte. Appending a turn is one transaction and never rewrites the
 //! session's earlier rows.
+//!
+//! The store owns what it persists, so every change is one transaction that reads what it
+//! changes: write transactions begin with `BEGIN IMMEDIATE` (the write lock is taken before the
+//! first read), so concurrent handles, in one process or several, never lose each other's
+//! updates.
+//! - Verdicts (SPEC §6, `reasoning_rejected_carriers` in the session's `model_config`):
+//!   [`Store::verdicts`], [`Store::record_verdict`] (merge one refusal into what is stored now)
+//!   and [`Store::clear_verdicts`] (remove what a [`VerdictFilter`] matches). They rewrite only
+//!   that member of `model_config`; every other member keeps its exact text and place.
+//!   [`Store::set_model_config`] replaces the whole object and is kept for older callers: a
+//!   caller that writes back a copy it read earlier overwrites changes made since.
+//! - Compaction: [`Store::apply_compaction`] applies a [`CompactionPlan`] (rows to archive, and
+//!   [`PlannedInsert`]s that take the place of existing rows, each a [`RowKind`]). Rows are
+//!   archived, never deleted. [`Store::compact`] is the same with tuples, kept for older callers.
 
 #[macro_use]
 mod row;
+mod compaction;
 mod ownership;
+mod verdicts;
 
+pub use compaction::{CompactionPlan, PlannedInsert, RowKind};
 pub use ownership::{Ownership, ownership};
+pub use verdicts::VerdictFilter;
 
 use std::path::Path;
 use std::sync::LazyLock;
@@ -92,20 +111,61 @@ pub enum StoreError {
     },
     /// A query failed.
     #[error("database error: {0}")]
-    Database(#[source] sqlx::Error),
+    Database(#[source] DatabaseError),
     /// A value could not be encoded.
     #[error("cannot encode {0}")]
     Encode(String),
 }
 
-impl From<sqlx::Error> for StoreError {
-    fn from(err: sqlx::Error) -> Self {
-        StoreError::Database(err)
+/// A failed query, as the database driver reported it. The driver's error type stays private so
+/// that it is not part of this crate's API; its text is this error's `Display`.
+#[derive(Debug)]
+pub struct DatabaseError(sqlx::Error);
+
+impl DatabaseError {
+    /// The database's own error code when the database reported the failure (for SQLite the
+    /// extended result code, e.g. `"5"` for `SQLITE_BUSY`), `None` for driver or IO failures.
+    pub fn code(&self) -> Option<String> {
+        self.0
+            .as_database_error()
+            .and_then(|e| e.code())
+            .map(|c| c.into_owned())
     }
 }
 
-/// A session's metadata.
+impl std::fmt::Display for DatabaseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for DatabaseError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        // The driver error's own text is already this error's; chain to what caused it.
+        self.0.source()
+    }
+}
+
+/// Wraps a driver error (crate-private on purpose: a `From` impl would be public API).
+pub(crate) fn db(err: sqlx::Error) -> StoreError {
+    StoreError::Database(DatabaseError(err))
+}
+
+/// `.db()?` on a driver result: the crate-private stand-in for `?` through a `From` impl.
+pub(crate) trait DbResult<T> {
+    /// Maps the driver error into [`StoreError::Database`].
+    fn db(self) -> Result<T, StoreError>;
+}
+
+impl<T> DbResult<T> for Result<T, sqlx::Error> {
+    fn db(self) -> Result<T, StoreError> {
+        self.map_err(db)
+    }
+}
+
+/// A session's metadata (read from the store; new fields may be added).
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SessionMeta {
     /// Session id.
     pub id: String,
@@ -136,8 +196,10 @@ pub struct SessionMeta {
     pub output_tokens: i64,
 }
 
-/// A stored message with its place in the session.
+/// A stored message with its place in the session (read from the store; new fields may be
+/// added).
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct StoredMessage {
     /// Position (append order).
     pub position: i64,
@@ -151,8 +213,8 @@ pub struct StoredMessage {
 
 fn stored_message(session: &str, r: &sqlx::sqlite::SqliteRow) -> Result<StoredMessage, StoreError> {
     let row = MessageRow::from_sql(r)?;
-    let archived: Option<i64> = r.try_get("archived_at")?;
-    let kind: String = r.try_get("kind")?;
+    let archived: Option<i64> = r.try_get("archived_at").db()?;
+    let kind: String = r.try_get("kind").db()?;
     let message = row.to_message().map_err(|message| StoreError::Corrupt {
         session: session.to_owned(),
         position: row.position,
@@ -185,38 +247,38 @@ pub struct NewSession {
     pub model_config: Map<String, Value>,
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
 }
 
-fn encode_config(config: &Map<String, Value>) -> Result<String, StoreError> {
+pub(crate) fn encode_config(config: &Map<String, Value>) -> Result<String, StoreError> {
     serde_json::to_string(config).map_err(|e| StoreError::Encode(format!("model_config: {e}")))
 }
 
 fn meta_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SessionMeta, StoreError> {
-    let id: String = row.try_get("id")?;
-    let config: String = row.try_get("model_config")?;
+    let id: String = row.try_get("id").db()?;
+    let config: String = row.try_get("model_config").db()?;
     let model_config = serde_json::from_str(&config).map_err(|e| StoreError::Corrupt {
         session: id.clone(),
         position: -1,
         message: format!("model_config: {e}"),
     })?;
     Ok(SessionMeta {
-        title: row.try_get("title")?,
-        parent_id: row.try_get("parent_id")?,
-        provider: row.try_get("provider")?,
-        model: row.try_get("model")?,
-        base_url: row.try_get("base_url")?,
-        base_url_confirmed: row.try_get::<i64, _>("base_url_confirmed")? != 0,
+        title: row.try_get("title").db()?,
+        parent_id: row.try_get("parent_id").db()?,
+        provider: row.try_get("provider").db()?,
+        model: row.try_get("model").db()?,
+        base_url: row.try_get("base_url").db()?,
+        base_url_confirmed: row.try_get::<i64, _>("base_url_confirmed").db()? != 0,
         model_config,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-        message_count: row.try_get("message_count")?,
-        input_tokens: row.try_get("input_tokens")?,
-        output_tokens: row.try_get("output_tokens")?,
+        created_at: row.try_get("created_at").db()?,
+        updated_at: row.try_get("updated_at").db()?,
+        message_count: row.try_get("message_count").db()?,
+        input_tokens: row.try_get("input_tokens").db()?,
+        output_tokens: row.try_get("output_tokens").db()?,
         id,
     })
 }
@@ -275,19 +337,31 @@ impl Store {
         Ok(Store { pool })
     }
 
+    /// A transaction that will write: `BEGIN IMMEDIATE`, so SQLite takes the database's write
+    /// lock before the first read (waiting up to the busy timeout while another connection or
+    /// process holds it). Whatever the transaction then reads is the latest committed state, and
+    /// no other writer can commit between that read and this transaction's writes, so a
+    /// read-modify-write inside it cannot lose another writer's update. sqlx's `begin()` issues
+    /// a deferred `BEGIN` instead: its read takes a WAL snapshot, and when another connection
+    /// commits before the upgrade to a write lock, SQLite fails the write with
+    /// `SQLITE_BUSY_SNAPSHOT` at once (the busy timeout does not apply).
+    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
+        self.pool.begin_with("BEGIN IMMEDIATE").await.db()
+    }
+
     /// Creates an empty session and returns its id.
     pub async fn create_session(&self, new: &NewSession) -> Result<String, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         let id = insert_session(&mut tx, new).await?;
-        tx.commit().await?;
+        tx.commit().await.db()?;
         Ok(id)
     }
 
     /// Appends `messages` after the session's last message, in one transaction.
     pub async fn append(&self, session: &str, messages: &[Message]) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         append_rows(&mut tx, session, messages).await?;
-        tx.commit().await?;
+        tx.commit().await.db()?;
         tracing::debug!(session, appended = messages.len(), "messages stored");
         Ok(())
     }
@@ -304,11 +378,13 @@ impl Store {
             .bind(output)
             .bind(session)
             .execute(&self.pool)
-            .await?;
+            .await.db()?;
         Ok(())
     }
 
-    /// Replaces the session's `model_config` (where verdicts live).
+    /// Replaces the session's `model_config` (where verdicts live) with `config` as a whole.
+    /// Writing back a copy read earlier undoes verdict changes made since: change verdicts with
+    /// [`Store::record_verdict`] and [`Store::clear_verdicts`] instead.
     pub async fn set_model_config(
         &self,
         session: &str,
@@ -320,7 +396,8 @@ impl Store {
                 .bind(now_ms())
                 .bind(session)
                 .execute(&self.pool)
-                .await?;
+                .await
+                .db()?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound(session.to_owned()));
         }
@@ -336,7 +413,34 @@ impl Store {
         .bind(now_ms())
         .bind(session)
         .execute(&self.pool)
-        .await?;
+        .await.db()?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(session.to_owned()));
+        }
+        Ok(())
+    }
+
+    /// Records that the session continues on another provider, model and base URL (the REPL's
+    /// `/model`): the user named them, so the URL counts as confirmed. Messages are untouched.
+    pub async fn set_target(
+        &self,
+        session: &str,
+        provider: &str,
+        model: &str,
+        base_url: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let done = sqlx::query(
+            "UPDATE sessions SET provider = $1, model = $2, base_url = $3, base_url_confirmed = 1, \
+             updated_at = $4 WHERE id = $5",
+        )
+        .bind(provider)
+        .bind(model)
+        .bind(base_url)
+        .bind(now_ms())
+        .bind(session)
+        .execute(&self.pool)
+        .await
+        .db()?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound(session.to_owned()));
         }
@@ -352,7 +456,8 @@ impl Store {
         ))
         .bind(session)
         .fetch_optional(&self.pool)
-        .await?
+        .await
+        .db()?
         .ok_or_else(|| StoreError::NotFound(session.to_owned()))?;
         meta_from_row(&row)
     }
@@ -380,11 +485,11 @@ impl Store {
         ))
         .bind(session)
         .fetch_all(&self.pool)
-        .await?;
+        .await.db()?;
         let mut keyed = rows
             .iter()
             .map(|r| {
-                let key: Option<i64> = r.try_get("sort_key")?;
+                let key: Option<i64> = r.try_get("sort_key").db()?;
                 Ok((key, stored_message(session, r)?))
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
@@ -403,83 +508,29 @@ impl Store {
         ))
         .bind(session)
         .fetch_all(&self.pool)
-        .await?;
+        .await
+        .db()?;
         rows.iter().map(|r| stored_message(session, r)).collect()
     }
 
-    /// Applies a compaction in one transaction: archives the active rows at `archive` and adds
-    /// each `(slot, message, checkpoint)` of `inserts` into the active view where the row at
-    /// position `slot` stands (a summary where the summarised rows began, a shrunk tool output
-    /// where the original was). No row is deleted; a failure leaves the session as it was.
-    pub async fn compact(
+    /// Applies a compaction given as tuples: archives the active rows at `archive` and adds each
+    /// `(slot, message, checkpoint)` of `inserts` where the row at position `slot` stands.
+    /// The same as [`Store::apply_compaction`] with `checkpoint == true` meaning
+    /// [`RowKind::Checkpoint`]; only the tests use it, to compare the two.
+    #[cfg(test)]
+    pub(crate) async fn compact(
         &self,
         session: &str,
         archive: &[i64],
         inserts: &[(i64, Message, bool)],
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
-        let now = now_ms();
-        let corrupt = |position: i64, message: &str| StoreError::Corrupt {
-            session: session.to_owned(),
-            position,
-            message: message.to_owned(),
-        };
-        let mut next: i64 = sqlx::query_scalar::<_, Option<i64>>(
-            "SELECT MAX(position) FROM messages WHERE session_id = $1",
-        )
-        .bind(session)
-        .fetch_one(&mut *tx)
-        .await?
-        .map_or(0, |p| p + 1);
-        for (slot, message, checkpoint) in inserts {
-            let key: Option<i64> = sqlx::query_scalar(
-                "SELECT COALESCE(sort_key, position) FROM messages WHERE session_id = $1 AND position = $2",
-            )
-            .bind(session)
-            .bind(slot)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let key = key.ok_or_else(|| corrupt(*slot, "no such message to take the place of"))?;
-            let row = MessageRow::from_message(next, message)?;
-            row.insert(&mut tx, session, now).await?;
-            sqlx::query("UPDATE messages SET sort_key = $1, kind = $2 WHERE session_id = $3 AND position = $4")
-                .bind(key)
-                .bind(if *checkpoint { "checkpoint" } else { "message" })
-                .bind(session)
-                .bind(next)
-                .execute(&mut *tx)
-                .await?;
-            next += 1;
-        }
-        for position in archive {
-            let done = sqlx::query(
-                "UPDATE messages SET archived_at = $1 WHERE session_id = $2 AND position = $3 AND archived_at IS NULL",
-            )
-            .bind(now)
-            .bind(session)
-            .bind(position)
-            .execute(&mut *tx)
-            .await?;
-            if done.rows_affected() != 1 {
-                return Err(corrupt(*position, "not an active message of this session"));
-            }
-        }
-        sqlx::query(
-            "UPDATE sessions SET message_count = message_count + $1, updated_at = $2 WHERE id = $3",
-        )
-        .bind(inserts.len() as i64)
-        .bind(now)
-        .bind(session)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        tracing::info!(
-            session,
-            archived = archive.len(),
-            inserted = inserts.len(),
-            "compaction stored"
-        );
-        Ok(())
+        let inserts: Vec<_> = inserts
+            .iter()
+            .map(|(slot, message, checkpoint)| {
+                (*slot, message, RowKind::from_checkpoint(*checkpoint))
+            })
+            .collect();
+        self.store_compaction(session, archive, &inserts).await
     }
 
     /// Metadata and messages.
@@ -495,7 +546,8 @@ impl Store {
             " FROM sessions ORDER BY updated_at DESC, id"
         ))
         .fetch_all(&self.pool)
-        .await?;
+        .await
+        .db()?;
         rows.iter().map(meta_from_row).collect()
     }
 
@@ -504,7 +556,8 @@ impl Store {
         let done = sqlx::query("DELETE FROM sessions WHERE id = $1")
             .bind(session)
             .execute(&self.pool)
-            .await?;
+            .await
+            .db()?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound(session.to_owned()));
         }
@@ -513,7 +566,7 @@ impl Store {
 
     /// Imports a `hermes.session.v1` document as a new session, in one transaction.
     pub async fn import(&self, file: &SessionFile) -> Result<String, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         let id = insert_session(
             &mut tx,
             &NewSession {
@@ -529,7 +582,7 @@ impl Store {
         )
         .await?;
         append_rows(&mut tx, &id, &file.messages).await?;
-        tx.commit().await?;
+        tx.commit().await.db()?;
         Ok(id)
     }
 
@@ -554,7 +607,7 @@ impl Store {
         if let Some(at) = at {
             messages.truncate(at);
         }
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         let id = insert_session(
             &mut tx,
             &NewSession {
@@ -569,7 +622,7 @@ impl Store {
         )
         .await?;
         append_rows(&mut tx, &id, &messages).await?;
-        tx.commit().await?;
+        tx.commit().await.db()?;
         Ok(id)
     }
 }
@@ -613,7 +666,7 @@ async fn insert_session(
     .bind(encode_config(&new.model_config)?)
     .bind(now)
     .execute(&mut *tx)
-    .await?;
+    .await.db()?;
     Ok(id)
 }
 
@@ -626,11 +679,13 @@ async fn append_rows(
         sqlx::query_scalar("SELECT MAX(position) FROM messages WHERE session_id = $1")
             .bind(session)
             .fetch_one(&mut *tx)
-            .await?;
+            .await
+            .db()?;
     let exists: Option<String> = sqlx::query_scalar("SELECT id FROM sessions WHERE id = $1")
         .bind(session)
         .fetch_optional(&mut *tx)
-        .await?;
+        .await
+        .db()?;
     if exists.is_none() {
         return Err(StoreError::NotFound(session.to_owned()));
     }
@@ -647,7 +702,8 @@ async fn append_rows(
     .bind(now)
     .bind(session)
     .execute(&mut *tx)
-    .await?;
+    .await
+    .db()?;
     Ok(())
 }
 

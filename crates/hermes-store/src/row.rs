@@ -4,7 +4,7 @@ use hermes_core::{Message, RawJson};
 use serde::ser::SerializeMap as _;
 use sqlx::Row as _;
 
-use crate::StoreError;
+use crate::{DbResult as _, StoreError};
 
 /// The columns read back, in `MessageRow::from_sql` order (a macro so queries stay static).
 macro_rules! message_columns {
@@ -95,20 +95,20 @@ impl MessageRow {
 
     pub(crate) fn from_sql(row: &sqlx::sqlite::SqliteRow) -> Result<Self, StoreError> {
         Ok(MessageRow {
-            position: row.try_get(0)?,
-            role: row.try_get(1)?,
-            content: row.try_get(2)?,
-            tool_calls: row.try_get(3)?,
-            tool_call_id: row.try_get(4)?,
-            name: row.try_get(5)?,
-            reasoning_content: row.try_get(6)?,
-            reasoning: row.try_get(7)?,
-            reasoning_details: row.try_get(8)?,
-            origin_provider: row.try_get(9)?,
-            origin_host: row.try_get(10)?,
-            origin_model: row.try_get(11)?,
-            extra: row.try_get(12)?,
-            key_order: row.try_get(13)?,
+            position: row.try_get(0).db()?,
+            role: row.try_get(1).db()?,
+            content: row.try_get(2).db()?,
+            tool_calls: row.try_get(3).db()?,
+            tool_call_id: row.try_get(4).db()?,
+            name: row.try_get(5).db()?,
+            reasoning_content: row.try_get(6).db()?,
+            reasoning: row.try_get(7).db()?,
+            reasoning_details: row.try_get(8).db()?,
+            origin_provider: row.try_get(9).db()?,
+            origin_host: row.try_get(10).db()?,
+            origin_model: row.try_get(11).db()?,
+            extra: row.try_get(12).db()?,
+            key_order: row.try_get(13).db()?,
         })
     }
 
@@ -194,7 +194,7 @@ impl MessageRow {
         .bind(&self.key_order)
         .bind(now)
         .execute(conn)
-        .await?;
+        .await.db()?;
         Ok(())
     }
 }

@@ -361,3 +361,300 @@ async fn stored_key_order_survives_storage_byte_for_byte() {
         text
     );
 }
+
+fn target(provider: &str, model: &str) -> hermes_core::RouteTarget {
+    hermes_core::RouteTarget::new(provider, Some("https://api.example/v1"), model)
+}
+
+fn rd() -> hermes_core::CarrierSet {
+    hermes_core::CarrierSet::NONE.with(hermes_core::Carrier::ReasoningDetails)
+}
+
+/// Stores `config` as the session's `model_config` text, exactly as given.
+async fn set_raw_config(store: &Store, id: &str, config: &str) {
+    sqlx::query("UPDATE sessions SET model_config = $1 WHERE id = $2")
+        .bind(config)
+        .bind(id)
+        .execute(&store.pool)
+        .await
+        .unwrap();
+}
+
+async fn raw_config(store: &Store, id: &str) -> String {
+    sqlx::query_scalar("SELECT model_config FROM sessions WHERE id = $1")
+        .bind(id)
+        .fetch_one(&store.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_verdict_cleared_by_another_handle_is_not_brought_back_by_the_next_record() {
+    let (dir, chat) = store().await;
+    let id = chat.create_session(&NewSession::default()).await.unwrap();
+    let v1 = target("p", "old-model");
+    let v2 = target("p", "new-model");
+    chat.record_verdict(&id, &v1, rd()).await.unwrap();
+    // The chat holds V1 in memory, as a running chat does.
+    let in_memory = chat.verdicts(&id).await.unwrap();
+    assert_eq!(in_memory.refused_for(&v1), rd());
+
+    // Meanwhile `hermes verdicts clear`, through its own handle on the same file, clears V1.
+    let other = Store::open(&dir.path().join("home/state.db"))
+        .await
+        .unwrap();
+    assert_eq!(
+        other
+            .clear_verdicts(&id, &crate::VerdictFilter::default())
+            .await
+            .unwrap(),
+        1
+    );
+
+    // Then the chat records V2: the merge happens on what is stored now, not on its copy.
+    let merged = chat.record_verdict(&id, &v2, rd()).await.unwrap();
+    assert_eq!(merged.0.len(), 1, "{merged:?}");
+    assert_eq!(merged.refused_for(&v2), rd());
+    for handle in [&chat, &other] {
+        let stored = handle.verdicts(&id).await.unwrap();
+        assert_eq!(stored, merged);
+        assert!(stored.refused_for(&v1).is_empty(), "V1 came back");
+    }
+}
+
+#[tokio::test]
+async fn two_handles_recording_at_once_keep_every_verdict() {
+    let (dir, a) = store().await;
+    let b = Store::open(&dir.path().join("home/state.db"))
+        .await
+        .unwrap();
+    let id = a.create_session(&NewSession::default()).await.unwrap();
+    let record_many = |store: Store, prefix: &'static str| {
+        let id = id.clone();
+        async move {
+            for i in 0..12 {
+                store
+                    .record_verdict(&id, &target("p", &format!("{prefix}{i}")), rd())
+                    .await
+                    .unwrap();
+            }
+        }
+    };
+    tokio::join!(
+        record_many(a.clone(), "a"),
+        record_many(b.clone(), "b"),
+        record_many(a.clone(), "c"),
+    );
+    let stored = b.verdicts(&id).await.unwrap();
+    assert_eq!(stored.0.len(), 36, "{stored:?}");
+    for prefix in ["a", "b", "c"] {
+        for i in 0..12 {
+            assert_eq!(
+                stored.refused_for(&target("p", &format!("{prefix}{i}"))),
+                rd()
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn verdict_changes_keep_every_other_member_of_model_config_byte_for_byte() {
+    let (_dir, store) = store().await;
+    let id = store.create_session(&NewSession::default()).await.unwrap();
+    set_raw_config(
+        &store,
+        &id,
+        r#"{"a":1.0e5,"reasoning_rejected_carriers":[["openrouter","api.example","M",["reasoning"]]],"z":{"caf\u00e9":[1,2]}}"#,
+    )
+    .await;
+    // Widening the existing verdict rewrites it in place.
+    let merged = store
+        .record_verdict(&id, &target("OpenRouter", "M"), rd())
+        .await
+        .unwrap();
+    assert_eq!(merged.0.len(), 1);
+    assert_eq!(
+        raw_config(&store, &id).await,
+        r#"{"a":1.0e5,"reasoning_rejected_carriers":[["openrouter","api.example","M",["reasoning","reasoning_details"]]],"z":{"caf\u00e9":[1,2]}}"#
+    );
+    store
+        .record_verdict(&id, &target("x", "m"), rd())
+        .await
+        .unwrap();
+    // Nothing new learned: nothing written.
+    let before = store.session(&id).await.unwrap().updated_at;
+    store
+        .record_verdict(&id, &target("x", "m"), rd())
+        .await
+        .unwrap();
+    assert_eq!(store.session(&id).await.unwrap().updated_at, before);
+
+    // Provider compared lowercased, model case kept.
+    let filter = |provider: Option<&str>, model: Option<&str>| crate::VerdictFilter {
+        provider: provider.map(str::to_owned),
+        model: model.map(str::to_owned),
+    };
+    assert_eq!(
+        store
+            .clear_verdicts(&id, &filter(None, Some("m")))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        store
+            .clear_verdicts(&id, &filter(Some("X"), None))
+            .await
+            .unwrap(),
+        0,
+        "already gone"
+    );
+    assert_eq!(
+        store
+            .clear_verdicts(&id, &filter(Some(" OpenRouter "), Some("M")))
+            .await
+            .unwrap(),
+        1
+    );
+    // No verdict left: the key goes, the rest stays as it was.
+    assert_eq!(
+        raw_config(&store, &id).await,
+        r#"{"a":1.0e5,"z":{"caf\u00e9":[1,2]}}"#
+    );
+    assert_eq!(
+        store.verdicts(&id).await.unwrap(),
+        hermes_core::Verdicts::default()
+    );
+    // A new verdict goes at the end.
+    store
+        .record_verdict(&id, &target("p", "m"), rd())
+        .await
+        .unwrap();
+    assert_eq!(
+        raw_config(&store, &id).await,
+        r#"{"a":1.0e5,"z":{"caf\u00e9":[1,2]},"reasoning_rejected_carriers":[["p","api.example","m",["reasoning_details"]]]}"#
+    );
+
+    for result in [
+        store.verdicts("nope").await.map(drop),
+        store
+            .record_verdict("nope", &target("p", "m"), rd())
+            .await
+            .map(drop),
+        store
+            .clear_verdicts("nope", &crate::VerdictFilter::default())
+            .await
+            .map(drop),
+    ] {
+        assert!(matches!(result, Err(StoreError::NotFound(_))), "{result:?}");
+    }
+    // Unreadable verdicts are reported, never overwritten.
+    let damaged = r#"{"reasoning_rejected_carriers":[["p","h","m",["thinking"]]]}"#;
+    set_raw_config(&store, &id, damaged).await;
+    let err = store
+        .record_verdict(&id, &target("p", "m"), rd())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+    assert_eq!(raw_config(&store, &id).await, damaged);
+}
+
+/// A session of six alternating messages `m0`..`m5`.
+async fn six_messages(store: &Store) -> String {
+    let id = store.create_session(&NewSession::default()).await.unwrap();
+    let msgs: Vec<Message> = (0..6)
+        .map(|i| {
+            let role = if i % 2 == 0 {
+                hermes_core::Role::User
+            } else {
+                hermes_core::Role::Assistant
+            };
+            Message::text(role, &format!("m{i}"))
+        })
+        .collect();
+    store.append(&id, &msgs).await.unwrap();
+    id
+}
+
+#[tokio::test]
+async fn a_typed_compaction_plan_is_stored_as_the_tuples_are() {
+    use crate::{CompactionPlan, PlannedInsert, RowKind};
+    let (_dir, store) = store().await;
+    let summary = Message::text(hermes_core::Role::User, "[Summary] m1..m3");
+    let cleared = Message::text(hermes_core::Role::Assistant, "[cleared]");
+
+    let typed = six_messages(&store).await;
+    let plan = CompactionPlan {
+        archive: vec![1, 2, 3, 5],
+        inserts: vec![
+            PlannedInsert {
+                slot: 1,
+                message: summary.clone(),
+                kind: RowKind::Checkpoint,
+            },
+            PlannedInsert {
+                slot: 5,
+                message: cleared.clone(),
+                kind: RowKind::Message,
+            },
+        ],
+    };
+    store.apply_compaction(&typed, &plan).await.unwrap();
+
+    let tuples = six_messages(&store).await;
+    store
+        .compact(
+            &tuples,
+            &[1, 2, 3, 5],
+            &[(1, summary.clone(), true), (5, cleared, false)],
+        )
+        .await
+        .unwrap();
+
+    assert_eq!(
+        store.all_messages(&typed).await.unwrap(),
+        store.all_messages(&tuples).await.unwrap()
+    );
+    let active = store.active(&typed).await.unwrap();
+    assert_eq!(
+        active.iter().map(|m| m.position).collect::<Vec<_>>(),
+        [0, 6, 4, 7]
+    );
+    assert!(active[1].checkpoint && !active[3].checkpoint);
+    assert_eq!(store.session(&typed).await.unwrap().message_count, 8);
+
+    // A slot that is not a row of the session fails the whole plan.
+    let bad = CompactionPlan {
+        archive: vec![0],
+        inserts: vec![PlannedInsert {
+            slot: 99,
+            message: summary,
+            kind: RowKind::Checkpoint,
+        }],
+    };
+    let err = store.apply_compaction(&typed, &bad).await.unwrap_err();
+    assert!(
+        matches!(err, StoreError::Corrupt { position: 99, .. }),
+        "{err}"
+    );
+    assert_eq!(store.active(&typed).await.unwrap(), active);
+}
+
+#[tokio::test]
+async fn a_failed_query_is_a_database_error_without_sqlx_in_its_type() {
+    let (_dir, store) = store().await;
+    let err = store
+        .create_session(&NewSession {
+            parent_id: Some("no-such-parent".into()),
+            ..NewSession::default()
+        })
+        .await
+        .unwrap_err();
+    let StoreError::Database(db) = &err else {
+        panic!("{err:?}")
+    };
+    // SQLITE_CONSTRAINT_FOREIGNKEY.
+    assert_eq!(db.code().as_deref(), Some("787"), "{db}");
+    assert!(err.to_string().starts_with("database error: "), "{err}");
+    assert!(err.to_string().contains("FOREIGN KEY"), "{err}");
+}

@@ -1,5 +1,8 @@
 //! The acme route passes the same conformance suite as the built-ins, through the public API
-//! only: its case files, every invariant, and live runs against the simulator's `acme` profile.
+//! only: its case files, every invariant, and live runs against the simulator scripted with
+//! Acme's contract (`acme_sim`, built here: hermes-sim has no `acme` profile).
+
+mod acme_sim;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -10,7 +13,8 @@ use hermes_core::{CarrierSet, ResolveOptions, RouteTable, RouteTarget};
 use hermes_providers::{ChatTransport, Endpoint, HttpChat};
 
 async fn live(table: &RouteTable, stream: bool) -> Result<(), String> {
-    let sim = hermes_sim::Sim::start("acme")
+    let sim = hermes_sim::Sim::builder(acme_sim::profile())
+        .start()
         .await
         .map_err(|e| e.to_string())?;
     let transport = HttpChat {
@@ -20,7 +24,7 @@ async fn live(table: &RouteTable, stream: bool) -> Result<(), String> {
             api_key: None,
         },
     };
-    let target = RouteTarget::new("acme", Some(&sim.base_url()), "acme-think-2");
+    let target = RouteTarget::new(acme_sim::NAME, Some(&sim.base_url()), acme_sim::MODEL);
     let decision = table.resolve(&target, ResolveOptions::default());
     if decision.id() != acme_route::ROUTE_ID {
         return Err(format!("resolved to `{}`", decision.id()));
@@ -41,7 +45,11 @@ fn main() -> ExitCode {
     let mut report = hermes_conformance::Suite::new(&table)
         .cases_dir(cases)
         .run_routes(&[acme_route::ROUTE_ID]);
-    println!("live route -> simulator profile:\n  acme            -> acme");
+    println!(
+        "live route -> simulator profile:\n  {:<15} -> {}",
+        acme_route::ROUTE_ID,
+        acme_sim::NAME
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build();

@@ -4,7 +4,8 @@
 use std::sync::{Arc, Mutex};
 
 use super::{Input, Lines, Out, Style, repl_loop};
-use crate::chat::ChatSession;
+use hermes_engine::{ChatSession, Engine};
+
 use crate::cli::ChatArgs;
 
 struct Script(Vec<&'static str>);
@@ -45,7 +46,7 @@ fn two_turns_a_branch_and_exit_leave_both_sessions_in_state_db() {
         .build()
         .unwrap();
     let mut chat = runtime
-        .block_on(ChatSession::open(&args(), home.path()))
+        .block_on(crate::chat::open(&Engine::builtin(), &args(), home.path()))
         .unwrap();
     let buffer = Arc::new(Mutex::new(Vec::<u8>::new()));
     let out: Out = buffer.clone();
@@ -62,6 +63,10 @@ fn two_turns_a_branch_and_exit_leave_both_sessions_in_state_db() {
         "/verdicts",
         "/compact",
         "/nope",
+        "/model",
+        "/model custom/qwen3-32b",
+        "/model sim/deepseek-v3.2",
+        "after the switch",
         "/exit",
         "never read",
     ]);
@@ -78,6 +83,16 @@ fn two_turns_a_branch_and_exit_leave_both_sessions_in_state_db() {
     );
     assert!(text.contains("no verdicts"), "{text}");
     assert!(text.contains("unknown command /nope"), "{text}");
+    assert!(text.contains("usage: /model PROVIDER/MODEL"), "{text}");
+    assert!(
+        text.contains("cannot switch: no base URL for provider `custom`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("now on deepseek · deepseek-v3.2 (route deepseek)"),
+        "{text}"
+    );
+    assert!(text.contains("You said: after the switch"), "{text}");
     assert!(
         text.contains("nothing to compact"),
         "six messages fit easily: {text}"
@@ -111,7 +126,19 @@ fn two_turns_a_branch_and_exit_leave_both_sessions_in_state_db() {
             "assistant"
         ]
     );
-    assert_eq!(a, b, "the branch holds every message with every carrier");
+    let after = runtime.block_on(store.messages(&branch.id)).unwrap();
+    assert_eq!(after.len(), 8, "the switched model continued the branch");
+    assert_eq!(
+        after[7].origin.as_ref().map(|o| o.model.as_str()),
+        Some("deepseek-v3.2")
+    );
+    let meta = runtime.block_on(store.session(&branch.id)).unwrap();
+    assert_eq!(meta.model.as_deref(), Some("deepseek-v3.2"));
+    assert_eq!(
+        a[..],
+        b[..a.len()],
+        "the branch holds every message with every carrier"
+    );
     assert!(
         a.iter()
             .filter(|m| m.role == hermes_core::Role::Assistant)
@@ -128,7 +155,7 @@ fn hidden_reasoning_is_not_printed() {
         .build()
         .unwrap();
     let mut chat = runtime
-        .block_on(ChatSession::open(&args(), home.path()))
+        .block_on(crate::chat::open(&Engine::builtin(), &args(), home.path()))
         .unwrap();
     let run = |chat: &mut ChatSession, hide: bool| {
         let buffer = Arc::new(Mutex::new(Vec::<u8>::new()));

@@ -57,16 +57,23 @@ struct MemLog {
 
 #[async_trait::async_trait]
 impl SessionLog for MemLog {
-    async fn append(&self, messages: &[Message]) -> Result<(), String> {
+    async fn append(&self, messages: &[Message]) -> Result<(), crate::driver::LogError> {
         self.messages.lock().unwrap().extend_from_slice(messages);
         Ok(())
     }
-    async fn save_verdicts(&self, verdicts: &Verdicts) -> Result<(), String> {
+    async fn record_verdict(
+        &self,
+        target: &crate::target::RouteTarget,
+        carriers: CarrierSet,
+    ) -> Result<Verdicts, crate::driver::LogError> {
         self.journal.lock().unwrap().push("save_verdicts".into());
-        *self.verdicts.lock().unwrap() = Some(verdicts.clone());
-        Ok(())
+        let mut stored = self.verdicts.lock().unwrap();
+        let mut verdicts = stored.clone().unwrap_or_default();
+        verdicts.record(target, carriers);
+        *stored = Some(verdicts.clone());
+        Ok(verdicts)
     }
-    async fn add_usage(&self, _: &Value) -> Result<(), String> {
+    async fn add_usage(&self, _: &Value) -> Result<(), crate::driver::LogError> {
         Ok(())
     }
 }

@@ -7,13 +7,13 @@ use hermes_core::{CarrierSet, ResolveOptions, RouteTable, RouteTarget};
 use hermes_providers::{ChatTransport, Endpoint, HttpChat};
 use hermes_sim::Sim;
 
-/// A route checked live: which profile stands in for its provider, the target used, and what
-/// every assistant message must arrive with.
+/// A route checked live: which simulator profile stands in for its provider (its provider id
+/// and model come from [`hermes_sim::PROFILES`]) and what every assistant message must arrive with.
 pub(crate) struct LivePair {
     pub(crate) route: &'static str,
     pub(crate) profile: &'static str,
-    pub(crate) provider: &'static str,
-    pub(crate) model: &'static str,
+    /// The provider the route is resolved for, when not the profile's stand-in.
+    pub(crate) provider: Option<&'static str>,
     /// The base URL the route is resolved for, when not the simulator's own (Copilot's fields
     /// are rendered only for its host).
     pub(crate) target_base: Option<&'static str>,
@@ -23,18 +23,11 @@ pub(crate) struct LivePair {
 
 const RC: CarrierSet = CarrierSet::RC;
 
-const fn pair(
-    route: &'static str,
-    profile: &'static str,
-    provider: &'static str,
-    model: &'static str,
-    carriers: CarrierSet,
-) -> LivePair {
+const fn pair(route: &'static str, profile: &'static str, carriers: CarrierSet) -> LivePair {
     LivePair {
         route,
         profile,
-        provider,
-        model,
+        provider: None,
         target_base: None,
         carriers,
         native: NativeCheck::None,
@@ -43,62 +36,29 @@ const fn pair(
 
 /// The route → profile mapping.
 pub(crate) const PAIRS: &[LivePair] = &[
-    pair(
-        "strict",
-        "mistral",
-        "mistral",
-        "magistral-medium-latest",
-        CarrierSet::NONE,
-    ),
-    pair(
-        "strict",
-        "groq",
-        "groq",
-        "openai/gpt-oss-120b",
-        CarrierSet::NONE,
-    ),
-    pair(
-        "strict",
-        "cerebras",
-        "cerebras",
-        "gpt-oss-120b",
-        CarrierSet::NONE,
-    ),
-    pair(
-        "aggregator",
-        "openrouter",
-        "openrouter",
-        "anthropic/claude-sonnet-5",
-        CarrierSet::ALL,
-    ),
-    pair("local-style", "local", "custom", "qwen3-32b", RC),
-    pair("deepseek", "deepseek-v4", "deepseek", "deepseek-v4-pro", RC),
-    pair("deepseek", "deepseek-v3", "deepseek", "deepseek-v3.2", RC),
-    pair("kimi-coding", "kimi", "kimi-coding", "kimi-k2.6", RC),
-    pair("xiaomi", "mimo", "xiaomi", "mimo-v2.5-pro", RC),
+    pair("strict", "mistral", CarrierSet::NONE),
+    pair("strict", "groq", CarrierSet::NONE),
+    pair("strict", "cerebras", CarrierSet::NONE),
+    pair("aggregator", "openrouter", CarrierSet::ALL),
+    pair("local-style", "local", RC),
+    pair("deepseek", "deepseek-v4", RC),
+    pair("deepseek", "deepseek-v3", RC),
+    pair("kimi-coding", "kimi", RC),
+    pair("xiaomi", "mimo", RC),
     LivePair {
         native: NativeCheck::Gemini,
-        ..pair(
-            "gemini-openai",
-            "gemini-openai",
-            "gemini-openai",
-            "gemini-3-pro-preview",
-            CarrierSet::NONE,
-        )
+        ..pair("gemini-openai", "gemini-openai", CarrierSet::NONE)
     },
     LivePair {
         target_base: Some("https://api.githubcopilot.com"),
         native: NativeCheck::Copilot,
-        ..pair(
-            "copilot",
-            "copilot",
-            "copilot",
-            "gemini-3-pro-preview",
-            CarrierSet::NONE,
-        )
+        ..pair("copilot", "copilot", CarrierSet::NONE)
     },
-    pair("local-endpoint", "local", "llama-server", "qwen3-32b", RC),
-    pair("default", "openai", "openai", "gpt-5", CarrierSet::NONE),
+    LivePair {
+        provider: Some("llama-server"),
+        ..pair("local-endpoint", "local", RC)
+    },
+    pair("default", "openai", CarrierSet::NONE),
 ];
 
 async fn run_pair(table: &RouteTable, pair: &LivePair) -> Vec<Check> {
@@ -111,7 +71,11 @@ async fn run_pair(table: &RouteTable, pair: &LivePair) -> Vec<Check> {
             pair.profile
         );
         let result = async {
-            let sim = Sim::start(pair.profile)
+            let info = hermes_sim::PROFILES
+                .iter()
+                .find(|p| p.name == pair.profile)
+                .ok_or_else(|| format!("no simulator profile `{}`", pair.profile))?;
+            let sim = Sim::start(info.name)
                 .await
                 .map_err(|e| format!("simulator: {e}"))?;
             let transport = HttpChat {
@@ -124,7 +88,8 @@ async fn run_pair(table: &RouteTable, pair: &LivePair) -> Vec<Check> {
             let base = pair
                 .target_base
                 .map_or_else(|| sim.base_url(), str::to_owned);
-            let target = RouteTarget::new(pair.provider, Some(&base), pair.model);
+            let provider = pair.provider.unwrap_or(info.provider);
+            let target = RouteTarget::new(provider, Some(&base), info.model);
             let decision = table
                 .resolve_with(pair.route, &target, ResolveOptions::default())
                 .ok_or_else(|| format!("no route `{}`", pair.route))?;

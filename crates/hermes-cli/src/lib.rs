@@ -1,0 +1,122 @@
+//! hermes-cli: the `hermes` command line — argv, `config.toml`, the environment, printing, the
+//! REPL and the built-in tools; every session operation is one call into `hermes-engine`.
+//! Also a library entry point, [`run`], so a third party ships its own `hermes` binary with its
+//! route in the engine.
+
+mod chat;
+mod cli;
+mod config;
+mod error;
+mod home;
+mod logs;
+mod out;
+mod preview;
+mod repl;
+mod routes;
+mod secrets;
+mod sessions;
+mod sim;
+mod tools;
+mod verdicts;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+pub use hermes_engine::Engine;
+
+use crate::cli::{Cli, Command, SimCommand};
+
+/// The default filter of the log files: hermes' own decisions at debug, the rest at warn.
+const FILE_FILTER: &str = "warn,hermes_core=debug,hermes_providers=debug,hermes_store=debug,hermes_engine=debug,hermes_cli=debug,hermes=debug";
+
+/// Installs the subscriber: human-readable on stderr (`HERMES_LOG`, default warn), and for
+/// commands that talk to providers or the store, JSON lines in `$HERMES_HOME/logs`
+/// (`HERMES_FILE_LOG`, default [`FILE_FILTER`]). The returned guard flushes the file on drop.
+fn init_tracing(to_file: bool) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
+    let stderr_filter = tracing_subscriber::EnvFilter::try_from_env("HERMES_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let stderr = tracing_subscriber::fmt::layer()
+        .with_writer(io::stderr)
+        .with_ansi(
+            std::env::var_os("NO_COLOR").is_none()
+                && std::io::IsTerminal::is_terminal(&io::stderr()),
+        )
+        .with_filter(stderr_filter);
+    let (file, guard) = match home::hermes_home()
+        .ok()
+        .filter(|_| to_file)
+        .and_then(|h| logs::appender(&h).ok())
+    {
+        Some(appender) => {
+            let (writer, guard) = tracing_appender::non_blocking(appender);
+            let filter = tracing_subscriber::EnvFilter::try_from_env("HERMES_FILE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(FILE_FILTER));
+            let layer = tracing_subscriber::fmt::layer()
+                .json()
+                .with_writer(writer)
+                .with_filter(filter);
+            (Some(layer), Some(guard))
+        }
+        None => (None, None),
+    };
+    let _ = tracing_subscriber::registry()
+        .with(stderr)
+        .with(file)
+        .try_init();
+    guard
+}
+
+fn dispatch(engine: &Engine, cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Routes(args) => routes::run(engine, &args),
+        Command::Preview(args) => preview::run(engine, &args),
+        Command::Sim(SimCommand::Serve(args)) => sim::serve(&args),
+        Command::Chat(args) => match &args.query {
+            Some(query) => chat::run_once(engine, &args, query),
+            None => repl::run(engine, &args),
+        },
+        Command::Sessions(command) => sessions::run(engine, &command),
+        Command::Verdicts(command) => verdicts::run(&command),
+        Command::Logs(args) => logs::run(&args, &home::hermes_home()?),
+        Command::Config(command) => config::run(&command, &home::hermes_home()?),
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "hermes", &mut io::stdout());
+            Ok(())
+        }
+    }
+}
+
+/// Runs the `hermes` command line with `engine`'s routes: the built-in binary passes
+/// [`Engine::builtin`]; a third party passes an engine with its own route first and ships its
+/// own `hermes` in a few lines (see `examples/third-party-route`).
+pub fn run(engine: Engine) -> ExitCode {
+    home::private_files();
+    let cli = Cli::parse();
+    let to_file = matches!(
+        cli.command,
+        Command::Chat(_) | Command::Sessions(_) | Command::Verdicts(_) | Command::Sim(_)
+    );
+    let _guard = init_tracing(to_file);
+    match dispatch(&engine, cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            let broken_pipe = err.downcast_ref::<io::Error>().map(io::Error::kind)
+                == Some(io::ErrorKind::BrokenPipe)
+                || err
+                    .downcast_ref::<serde_json::Error>()
+                    .and_then(serde_json::Error::io_error_kind)
+                    == Some(io::ErrorKind::BrokenPipe);
+            if broken_pipe {
+                return ExitCode::SUCCESS;
+            }
+            let _ = writeln!(io::stderr(), "hermes: error: {err:#}");
+            ExitCode::from(error::exit_code(&err))
+        }
+    }
+}

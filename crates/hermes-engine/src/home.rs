@@ -1,0 +1,52 @@
+//! Which database file in a home folder is hermes' own, and opening it.
+
+use std::path::{Path, PathBuf};
+
+use hermes_store::{Ownership, Store};
+
+use crate::error::EngineError;
+
+/// The database hermes uses by default.
+pub const STATE_DB: &str = "state.db";
+/// The database hermes keeps beside a `state.db` that belongs to another program (the Python
+/// original uses the same name in the same default home).
+pub const OWN_DB: &str = "hermes.db";
+
+/// The database file hermes uses in `home`: `state.db`, unless that file belongs to another
+/// program, in which case `hermes.db` beside it. The second value is the one-time notice to
+/// show when `hermes.db` is chosen for the first time. The other program's file is only looked
+/// at, never opened for writing.
+pub async fn store_path(home: &Path) -> Result<(PathBuf, Option<String>), EngineError> {
+    let own = home.join(OWN_DB);
+    if own.exists() {
+        return Ok((own, None));
+    }
+    let state = home.join(STATE_DB);
+    match hermes_store::ownership(&state).await? {
+        Ownership::Absent | Ownership::Ours => Ok((state, None)),
+        Ownership::Foreign(what) => {
+            let notice = format!(
+                "{} is {what}; hermes leaves it untouched and keeps its own sessions in {}",
+                state.display(),
+                own.display()
+            );
+            Ok((own, Some(notice)))
+        }
+    }
+}
+
+/// Creates `home` (0700) when missing and opens hermes' database in it; the second value is a
+/// notice to show once (see [`store_path`]).
+pub async fn open_store(home: &Path) -> Result<(Store, Option<String>), EngineError> {
+    let mut dir = std::fs::DirBuilder::new();
+    dir.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt as _;
+        dir.mode(0o700);
+    }
+    dir.create(home)
+        .map_err(|e| EngineError::Failed(format!("cannot create {}: {e}", home.display())))?;
+    let (path, notice) = store_path(home).await?;
+    Ok((Store::open(&path).await?, notice))
+}

@@ -1,0 +1,96 @@
+//! hermes-engine: the application layer between the libraries and a front end. It owns the
+//! one settlement of provider, model, base URL and key ([`settle`]), the [`Engine`] (the route
+//! table, a third party's routes first, and the wires), the chat session ([`ChatSession`]:
+//! open, resume, turn, pre-flight, compact, branch, switch model), the store adapter the
+//! driver writes through, the summarizer and the compaction → store mapping, the preview body,
+//! and where the database lives in a home folder. Wires and storage meet only here.
+//!
+//! It reads no environment (keys come through a caller's lookup function), parses no argv and
+//! prints nothing: the CLI and a server call it alike.
+
+mod compaction;
+mod error;
+mod home;
+mod log;
+mod preview;
+mod session;
+pub mod settle;
+mod summarize;
+
+use std::sync::Arc;
+
+use hermes_core::{ReasoningRoute, ResolveOptions, RouteDecision, RouteTable, RouteTarget};
+
+pub use error::EngineError;
+pub use home::{OWN_DB, STATE_DB, open_store, store_path};
+pub use preview::{Preview, PreviewOptions};
+pub use session::{ChatSession, KeyLookup, OpenOptions, Toolset, reply_text};
+pub use settle::{Choice, Defaults, ProviderDefaults, Purpose, Settled, Stored, settle};
+
+pub use hermes_compaction::CompactionOverrides;
+
+/// The provider registry and wires, re-exported for front ends.
+pub use hermes_providers as providers;
+/// The store, re-exported so a front end needs no direct dependency on it.
+pub use hermes_store as store;
+
+/// The route table and the wires a front end runs with. Cheap to clone.
+#[derive(Clone)]
+pub struct Engine {
+    table: Arc<RouteTable>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ids: Vec<&str> = self.table.routes().map(|r| r.id()).collect();
+        f.debug_struct("Engine").field("routes", &ids).finish()
+    }
+}
+
+impl Engine {
+    /// The built-in routes of SPEC §3.
+    pub fn builtin() -> Self {
+        Engine::with_table(hermes_providers::builtin_table())
+    }
+
+    /// An engine over `table`.
+    pub fn with_table(table: RouteTable) -> Self {
+        Engine {
+            table: Arc::new(table),
+        }
+    }
+
+    /// Puts a third party's route first: it wins over every built-in row it matches.
+    pub fn with_route_first(self, route: Arc<dyn ReasoningRoute>) -> Self {
+        let mut table = Arc::unwrap_or_clone(self.table);
+        table.register_first(route);
+        Engine::with_table(table)
+    }
+
+    /// The route table, in matching order.
+    pub fn table(&self) -> &RouteTable {
+        &self.table
+    }
+
+    /// The route a settled target resolves to (for a simulator, its stand-in provider).
+    pub fn resolve(&self, settled: &Settled) -> RouteDecision {
+        self.resolve_live(settled, settled.base_url.as_deref())
+    }
+
+    /// The route for `settled` when requests go to `live_base` (a started simulator's loopback
+    /// URL instead of its symbolic `sim://` one).
+    pub(crate) fn resolve_live(&self, settled: &Settled, live_base: Option<&str>) -> RouteDecision {
+        let target = RouteTarget::new(&settled.route_provider, live_base, &settled.model);
+        self.table.resolve(
+            &target,
+            ResolveOptions {
+                reasoning_echo: settled.reasoning_echo,
+            },
+        )
+    }
+
+    /// The HTTP client of the chat-completions wire.
+    pub(crate) fn client(&self) -> Result<hermes_providers::ChatTransport, EngineError> {
+        session::client()
+    }
+}

@@ -1,0 +1,157 @@
+//! The body of the next request for a stored conversation, through the same settlement as
+//! `chat`: no network, nothing stored.
+
+use hermes_core::{
+    Carrier, CarrierSet, ChatRequest, Message, Role, RouteDecision, SessionFile, ShapeContext,
+    ThinkingRequest, Verdicts,
+};
+
+use crate::Engine;
+use crate::error::EngineError;
+use crate::settle::{Choice, Defaults, Purpose, Settled, Stored, settle};
+
+/// How to preview.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct PreviewOptions {
+    /// The command line's choice.
+    pub choice: Choice,
+    /// `config.toml`'s defaults.
+    pub defaults: Defaults,
+    /// The thinking request.
+    pub thinking: Option<ThinkingRequest>,
+    /// Carriers to treat as refused for this provider, host and model (`--reject`).
+    pub reject: CarrierSet,
+    /// A user message to append (`-q`).
+    pub query: Option<String>,
+}
+
+impl PreviewOptions {
+    /// Options for `choice`.
+    pub fn new(choice: Choice) -> Self {
+        PreviewOptions {
+            choice,
+            ..PreviewOptions::default()
+        }
+    }
+
+    /// With config's defaults.
+    pub fn defaults(mut self, defaults: Defaults) -> Self {
+        self.defaults = defaults;
+        self
+    }
+
+    /// With a thinking request.
+    pub fn thinking(mut self, thinking: ThinkingRequest) -> Self {
+        self.thinking = Some(thinking);
+        self
+    }
+
+    /// Treating `carriers` as refused.
+    pub fn reject(mut self, carriers: CarrierSet) -> Self {
+        self.reject = carriers;
+        self
+    }
+
+    /// Appending a user message.
+    pub fn query(mut self, text: Option<String>) -> Self {
+        self.query = text;
+        self
+    }
+}
+
+/// A settled preview: the target, its route, the verdicts and the history to shape.
+#[derive(Debug)]
+pub struct Preview {
+    /// Where the request would go.
+    pub settled: Settled,
+    /// Its route.
+    pub decision: RouteDecision,
+    /// The session's verdicts plus `--reject`.
+    pub verdicts: Verdicts,
+    /// The history, with `-q` appended.
+    pub history: Vec<Message>,
+    thinking: ThinkingRequest,
+}
+
+impl Preview {
+    /// Settles `file`'s conversation for `options` exactly as `chat` would.
+    pub fn new(
+        engine: &Engine,
+        file: SessionFile,
+        options: PreviewOptions,
+    ) -> Result<Preview, EngineError> {
+        let stored = Stored {
+            provider: file.provider.as_deref(),
+            model: file.model.as_deref(),
+            base_url: file.base_url.as_deref(),
+            base_url_confirmed: false,
+        };
+        let settled = settle(
+            &options.choice,
+            Some(stored),
+            &options.defaults,
+            Purpose::Preview,
+            &|_| None,
+        )?;
+        let decision = engine.resolve(&settled);
+        let mut verdicts = file
+            .verdicts()
+            .map_err(|e| EngineError::Failed(e.to_string()))?;
+        if options.reject.contains(Carrier::ReasoningContent)
+            && let Some(echo) = &decision.echo
+        {
+            return Err(EngineError::Usage(format!(
+                "--reject reasoning_content is refused: route `{}` is must-echo (family {}), where reasoning_content is required",
+                decision.id(),
+                echo.family
+            )));
+        }
+        verdicts.record(&decision.target, options.reject);
+        let mut history = file.messages;
+        if let Some(text) = &options.query {
+            history.push(Message::text(Role::User, text));
+        }
+        Ok(Preview {
+            settled,
+            decision,
+            verdicts,
+            history,
+            thinking: options.thinking.unwrap_or(ThinkingRequest::NoPreference),
+        })
+    }
+
+    /// The request body.
+    pub fn request(&self) -> ChatRequest<'_> {
+        ChatRequest::build(&self.history, &self.decision, &self.verdicts, self.thinking)
+    }
+
+    /// `--explain`: the route line, then one line per message saying why each carrier is
+    /// present, padded or absent and what stored keys stay out.
+    pub fn explain(&self) -> Vec<String> {
+        let decision = &self.decision;
+        let ctx = ShapeContext::new(decision, &self.verdicts);
+        let echo = decision
+            .echo
+            .as_ref()
+            .map_or("no".to_owned(), |e| format!("yes (family {})", e.family));
+        let refused = ctx.refused.fields();
+        let mut lines = vec![format!(
+            "route {} ({}); reads: {}; must-echo: {echo}; refused here: {}",
+            decision.id(),
+            decision.matched_by,
+            if decision.strict {
+                "nothing (strict schema)".to_owned()
+            } else {
+                decision.carriers.fields().join(", ")
+            },
+            if refused.is_empty() {
+                "none".to_owned()
+            } else {
+                refused.join(", ")
+            },
+        )];
+        lines.extend(ctx.explain(&self.history));
+        lines
+    }
+}

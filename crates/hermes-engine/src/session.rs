@@ -1,0 +1,468 @@
+//! A chat in progress: the stored session, the settled target and its route, the wire, the
+//! tools a front end supplies, and the conversation — opened, resumed, driven turn by turn,
+//! compacted, branched and switched to another model.
+
+use std::sync::Arc;
+
+use hermes_core::driver::{Conversation, Driver, DriverConfig, DriverEvent, Tools, TurnOutcome};
+use hermes_core::{
+    Message, RawJson, ResolveOptions, Role, RouteDecision, RouteTarget, ThinkingRequest, Verdicts,
+};
+use hermes_providers::{ChatTransport, Endpoint, HttpChat};
+use hermes_store::{NewSession, Store};
+
+use crate::Engine;
+use crate::error::EngineError;
+use crate::log::StoreLog;
+use crate::settle::{Choice, Defaults, Purpose, Settled, Stored, settle};
+use crate::summarize::TransportSummarizer;
+
+/// Looks up an environment variable (the engine never reads the environment itself).
+pub type KeyLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// The tools a front end offers the model, with their definitions.
+pub struct Toolset {
+    /// Runs the calls.
+    pub tools: Box<dyn Tools>,
+    /// The `tools` array sent with every request (none when empty).
+    pub definitions: Option<RawJson>,
+}
+
+impl Toolset {
+    /// No tools.
+    pub fn none() -> Self {
+        Toolset {
+            tools: Box::new(NoTools),
+            definitions: None,
+        }
+    }
+}
+
+struct NoTools;
+
+#[async_trait::async_trait]
+impl Tools for NoTools {
+    async fn call(&self, name: &str, _: &str) -> String {
+        format!("error: no tool named `{name}`")
+    }
+}
+
+/// How to open a chat session.
+#[non_exhaustive]
+pub struct OpenOptions {
+    /// The command line's choice.
+    pub choice: Choice,
+    /// `config.toml`'s defaults.
+    pub defaults: Defaults,
+    /// Continue this stored session.
+    pub resume: Option<String>,
+    /// The thinking request.
+    pub thinking: ThinkingRequest,
+    /// Stream replies.
+    pub stream: bool,
+    /// Compaction overrides from config.
+    pub compaction: hermes_compaction::CompactionOverrides,
+    /// Environment lookups for keys.
+    pub key: KeyLookup,
+}
+
+impl OpenOptions {
+    /// Options for `choice` with everything else at its default (no resume, no thinking
+    /// preference, whole replies, no key lookups).
+    pub fn new(choice: Choice) -> Self {
+        OpenOptions {
+            choice,
+            defaults: Defaults::default(),
+            resume: None,
+            thinking: ThinkingRequest::NoPreference,
+            stream: false,
+            compaction: hermes_compaction::CompactionOverrides::default(),
+            key: Arc::new(|_| None),
+        }
+    }
+
+    /// With `config.toml`'s defaults.
+    pub fn defaults(mut self, defaults: Defaults) -> Self {
+        self.defaults = defaults;
+        self
+    }
+
+    /// Resuming session `id`.
+    pub fn resume(mut self, id: Option<String>) -> Self {
+        self.resume = id;
+        self
+    }
+
+    /// With a thinking request.
+    pub fn thinking(mut self, thinking: ThinkingRequest) -> Self {
+        self.thinking = thinking;
+        self
+    }
+
+    /// Streaming or not.
+    pub fn stream(mut self, stream: bool) -> Self {
+        self.stream = stream;
+        self
+    }
+
+    /// With compaction overrides.
+    pub fn compaction(mut self, overrides: hermes_compaction::CompactionOverrides) -> Self {
+        self.compaction = overrides;
+        self
+    }
+
+    /// With key lookups.
+    pub fn key(mut self, key: KeyLookup) -> Self {
+        self.key = key;
+        self
+    }
+}
+
+/// The live side of a settled target: the route, the wire, and the simulator when it is one.
+struct Target {
+    settled: Settled,
+    decision: RouteDecision,
+    transport: HttpChat,
+    /// Keeps the in-process simulator alive.
+    _sim: Option<hermes_sim::Sim>,
+}
+
+impl Target {
+    async fn start(engine: &Engine, settled: Settled) -> Result<Target, EngineError> {
+        // The simulator runs in this process; a resumed sim session gets a fresh one.
+        let sim = match settled.sim {
+            Some(profile) => Some(
+                hermes_sim::Sim::start(profile.name)
+                    .await
+                    .map_err(|e| EngineError::Sim(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let live_base = match &sim {
+            Some(sim) => sim.base_url(),
+            None => settled.base_url.clone().unwrap_or_default(),
+        };
+        let decision = engine.resolve_live(&settled, Some(&live_base));
+        let transport = HttpChat {
+            client: engine.client()?,
+            endpoint: Endpoint {
+                base_url: live_base,
+                api_key: settled.api_key.as_ref().map(|k| k.expose().to_owned()),
+            },
+        };
+        Ok(Target {
+            settled,
+            decision,
+            transport,
+            _sim: sim,
+        })
+    }
+}
+
+/// A chat in progress.
+pub struct ChatSession {
+    engine: Engine,
+    store: Store,
+    target: Target,
+    defaults: Defaults,
+    key: KeyLookup,
+    tools: Toolset,
+    driver_config: DriverConfig,
+    compaction_overrides: hermes_compaction::CompactionOverrides,
+    compaction: hermes_compaction::CompactionConfig,
+    /// History length when automatic compaction last could not get under the trigger.
+    unfit_at: Option<usize>,
+    id: Option<String>,
+    /// The conversation: the stored active view and the verdicts.
+    pub conversation: Conversation,
+}
+
+impl ChatSession {
+    /// Settles the target (flags > resumed session > config > registry), resumes when asked,
+    /// and starts the simulator for `--provider sim`.
+    pub async fn open(
+        engine: &Engine,
+        store: Store,
+        options: OpenOptions,
+        tools: Toolset,
+    ) -> Result<ChatSession, EngineError> {
+        let resumed = match &options.resume {
+            Some(id) => Some(store.load(id).await?),
+            None => None,
+        };
+        let stored = resumed.as_ref().map(|(meta, _)| Stored {
+            provider: meta.provider.as_deref(),
+            model: meta.model.as_deref(),
+            base_url: meta.base_url.as_deref(),
+            base_url_confirmed: meta.base_url_confirmed,
+        });
+        let key = Arc::clone(&options.key);
+        let settled = settle(
+            &options.choice,
+            stored,
+            &options.defaults,
+            Purpose::Send,
+            &|var: &str| key(var),
+        )?;
+        if let (Some((meta, _)), true, Some(url)) =
+            (&resumed, settled.base_url_named, &settled.base_url)
+        {
+            // The user named the URL again: from now on the session's URL is their word.
+            store.confirm_base_url(&meta.id, url).await?;
+        }
+        let (id, conversation) = match resumed {
+            Some((meta, messages)) => {
+                let verdicts = Verdicts::from_model_config(&meta.model_config).map_err(|e| {
+                    EngineError::Corrupt {
+                        session: meta.id.clone(),
+                        message: format!("unreadable verdicts: {e}"),
+                    }
+                })?;
+                (Some(meta.id), Conversation { messages, verdicts })
+            }
+            None => (None, Conversation::default()),
+        };
+        let compaction =
+            hermes_compaction::CompactionConfig::for_model(&settled.model, &options.compaction);
+        let target = Target::start(engine, settled).await?;
+        let mut driver_config = DriverConfig::default();
+        driver_config.thinking = options.thinking;
+        driver_config.stream = options.stream;
+        driver_config.tools = tools.definitions.clone();
+        Ok(ChatSession {
+            engine: engine.clone(),
+            store,
+            target,
+            defaults: options.defaults,
+            key: options.key,
+            tools,
+            driver_config,
+            compaction_overrides: options.compaction,
+            compaction,
+            unfit_at: None,
+            id,
+            conversation,
+        })
+    }
+
+    /// The route requests resolve to.
+    pub fn decision(&self) -> &RouteDecision {
+        &self.target.decision
+    }
+
+    /// Where the session runs.
+    pub fn settled(&self) -> &Settled {
+        &self.target.settled
+    }
+
+    /// The stored session's id, once the first turn (or `--resume`) made one.
+    pub fn id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// True when replies stream.
+    pub fn streaming(&self) -> bool {
+        self.driver_config.stream
+    }
+
+    /// The stored session's id, creating the session (titled after `title`) on first use.
+    pub async fn ensure_session(&mut self, title: &str) -> Result<String, EngineError> {
+        if let Some(id) = &self.id {
+            return Ok(id.clone());
+        }
+        let settled = &self.target.settled;
+        let id = self
+            .store
+            .create_session(&NewSession {
+                title: Some(title.chars().take(60).collect()),
+                provider: Some(settled.provider.clone()),
+                model: Some(settled.model.clone()),
+                base_url: settled.base_url.clone(),
+                // Every way a new session gets its URL is the user's word: the command line,
+                // config.toml or the registry.
+                base_url_confirmed: true,
+                ..NewSession::default()
+            })
+            .await?;
+        self.id = Some(id.clone());
+        Ok(id)
+    }
+
+    /// Runs one user turn with its tool loop; everything before a failure stays stored.
+    pub async fn turn(
+        &mut self,
+        text: &str,
+        notify: &(dyn Fn(&DriverEvent) + Send + Sync),
+    ) -> Result<TurnOutcome, EngineError> {
+        let id = self.ensure_session(text).await?;
+        let log = StoreLog {
+            store: &self.store,
+            session: &id,
+        };
+        let driver = Driver {
+            decision: &self.target.decision,
+            transport: &self.target.transport,
+            log: &log,
+            tools: self.tools.tools.as_ref(),
+            config: &self.driver_config,
+            notify,
+        };
+        Ok(driver
+            .run_turn(&mut self.conversation, Message::text(Role::User, text))
+            .await?)
+    }
+
+    /// Continues on another provider and model (`/model`), through the same settlement; the
+    /// stored history does not change — what the new target may receive is decided per
+    /// request (SPEC §2).
+    pub async fn switch_model(
+        &mut self,
+        provider: &str,
+        model: &str,
+    ) -> Result<&Settled, EngineError> {
+        let choice = Choice::new(Some(provider), Some(model), None);
+        let key = Arc::clone(&self.key);
+        let settled = settle(
+            &choice,
+            None,
+            &self.defaults,
+            Purpose::Send,
+            &|var: &str| key(var),
+        )?;
+        self.compaction = hermes_compaction::CompactionConfig::for_model(
+            &settled.model,
+            &self.compaction_overrides,
+        );
+        self.target = Target::start(&self.engine, settled).await?;
+        self.unfit_at = None;
+        if let Some(id) = &self.id {
+            let settled = &self.target.settled;
+            self.store
+                .set_target(
+                    id,
+                    &settled.provider,
+                    &settled.model,
+                    settled.base_url.as_deref(),
+                )
+                .await?;
+        }
+        Ok(&self.target.settled)
+    }
+
+    /// Compacts the stored session (SPEC §7): summarises the middle with the session's own
+    /// provider, clears old tool outputs when that is not enough, archives what left the active
+    /// view (never deletes it) and reloads. `manual` summarises everything it may (`/compact`);
+    /// otherwise only enough to get under the trigger. Returns the status line, or `None` when
+    /// nothing could shrink.
+    pub async fn compact(&mut self, manual: bool) -> Result<Option<String>, EngineError> {
+        let Some(id) = self.id.clone() else {
+            return Ok(None);
+        };
+        let rows = self.store.active(&id).await?;
+        let history: Vec<Message> = rows.iter().map(|r| r.message.clone()).collect();
+        let mut config = self.compaction;
+        if manual {
+            config.target_percent = 0;
+        }
+        let log = StoreLog {
+            store: &self.store,
+            session: &id,
+        };
+        let summarizer = TransportSummarizer {
+            transport: &self.target.transport,
+            decision: &self.target.decision,
+            verdicts: &self.conversation.verdicts,
+            log: &log,
+        };
+        let decision = &self.target.decision;
+        let result =
+            match hermes_compaction::compress(&history, decision, &config, &summarizer).await {
+                Ok(result) => result,
+                // The summary request failed: clearing old tool outputs may still be enough.
+                Err(e) => {
+                    tracing::warn!(error = %e, "summary failed; trying the salvage pass");
+                    hermes_compaction::salvage(&history, decision, &config)
+                }
+            };
+        let Some(result) = result else {
+            return Ok(None);
+        };
+        let plan = crate::compaction::plan(&id, &rows, &result)?;
+        self.store.apply_compaction(&id, &plan).await?;
+        self.conversation.messages = self.store.messages(&id).await?;
+        self.unfit_at = (!result.fits).then_some(self.conversation.messages.len());
+        Ok(Some(result.status_line()))
+    }
+
+    /// The pre-flight check before a turn: compacts when the estimate crossed the trigger.
+    pub async fn preflight(&mut self) -> Result<Option<String>, EngineError> {
+        if self.id.is_none() {
+            return Ok(None);
+        }
+        // Cheap: every text remembers its token count after the first estimate.
+        let estimate =
+            hermes_core::estimate_history(&self.conversation.messages, &self.target.decision);
+        // After a compaction that could not get under the trigger, wait for the history to
+        // grow by a protected tail's worth before trying again.
+        let retry_after = self
+            .unfit_at
+            .map_or(0, |n| n + self.compaction.protect_last);
+        if !self.compaction.over(estimate) || self.conversation.messages.len() < retry_after {
+            return Ok(None);
+        }
+        self.compact(false).await
+    }
+
+    /// Reloads the conversation from the store (after a cancelled turn).
+    pub async fn reload(&mut self) -> Result<(), EngineError> {
+        if let Some(id) = &self.id {
+            self.conversation.messages = self.store.messages(id).await?;
+        }
+        Ok(())
+    }
+
+    /// Branches the current session (all messages) and continues on the branch; returns
+    /// (parent, branch).
+    pub async fn branch(&mut self) -> Result<(String, String), EngineError> {
+        let id = self.id.clone().ok_or_else(|| {
+            EngineError::Usage("nothing to branch yet: send a message first".into())
+        })?;
+        let branch = self.store.branch(&id, None).await?;
+        self.id = Some(branch.clone());
+        Ok((id, branch))
+    }
+
+    /// The target a route is resolved for, for display.
+    pub fn target(&self) -> &RouteTarget {
+        &self.target.decision.target
+    }
+
+    /// Resolve options of this session (config's `reasoning_echo`).
+    pub fn resolve_options(&self) -> ResolveOptions {
+        ResolveOptions {
+            reasoning_echo: self.target.settled.reasoning_echo,
+        }
+    }
+}
+
+/// The text of a turn's final answer.
+pub fn reply_text(outcome: &TurnOutcome) -> String {
+    outcome
+        .new_messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant)
+        .and_then(|m| m.content.as_ref())
+        .and_then(|c| c.as_str().map(|s| s.into_owned()))
+        .unwrap_or_default()
+}
+
+/// Builds the shared HTTP client.
+pub(crate) fn client() -> Result<ChatTransport, EngineError> {
+    Ok(ChatTransport::new()?)
+}

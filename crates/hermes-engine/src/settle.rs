@@ -1,0 +1,392 @@
+//! The one settlement: what provider, model, base URL, key and route a command runs with —
+//! flags, then the stored session (or history file), then `config.toml`, then the registry.
+//! `chat`, the REPL, `preview` and `sessions compact` all call [`settle`], so they cannot
+//! disagree. The engine never reads the environment: keys come through a caller's function.
+
+use std::collections::BTreeMap;
+
+use hermes_core::TargetHost;
+use hermes_providers::{ProviderSpec, Wire};
+
+use crate::error::EngineError;
+
+/// What the user asked for on this command line.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Choice {
+    /// `--provider`.
+    pub provider: Option<String>,
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--base-url`.
+    pub base_url: Option<String>,
+    /// `--allow-insecure-http`.
+    pub allow_insecure_http: bool,
+}
+
+impl Choice {
+    /// A choice of provider, model and base URL (each optional).
+    pub fn new(provider: Option<&str>, model: Option<&str>, base_url: Option<&str>) -> Self {
+        Choice {
+            provider: provider.map(str::to_owned),
+            model: model.map(str::to_owned),
+            base_url: base_url.map(str::to_owned),
+            allow_insecure_http: false,
+        }
+    }
+
+    /// With `--allow-insecure-http`.
+    pub fn allow_insecure_http(mut self, allow: bool) -> Self {
+        self.allow_insecure_http = allow;
+        self
+    }
+}
+
+/// One provider's settings from `config.toml`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ProviderDefaults {
+    /// Base URL instead of the registry's.
+    pub base_url: Option<String>,
+    /// Variable holding the key, instead of the registry's.
+    pub key_var: Option<String>,
+    /// Default model.
+    pub model: Option<String>,
+    /// Pad `reasoning_content` on every assistant turn (SPEC §3a).
+    pub reasoning_echo: bool,
+}
+
+impl ProviderDefaults {
+    /// Settings with these values.
+    pub fn new(
+        base_url: Option<String>,
+        key_var: Option<String>,
+        model: Option<String>,
+        reasoning_echo: bool,
+    ) -> Self {
+        ProviderDefaults {
+            base_url,
+            key_var,
+            model,
+            reasoning_echo,
+        }
+    }
+}
+
+/// The defaults `config.toml` gives (the caller reads the file).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Defaults {
+    /// Default provider.
+    pub provider: Option<String>,
+    /// Default model (for the default provider).
+    pub model: Option<String>,
+    /// Per-provider settings, by lowercased provider id.
+    pub providers: BTreeMap<String, ProviderDefaults>,
+    /// Send keys over plain http to public hosts.
+    pub allow_insecure_http: bool,
+}
+
+impl Defaults {
+    /// The settings of `provider` (empty when none).
+    pub fn provider(&self, provider: &str) -> ProviderDefaults {
+        self.providers
+            .get(&provider.trim().to_lowercase())
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// What a stored session (or a history file) says about its target.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stored<'a> {
+    /// Provider id.
+    pub provider: Option<&'a str>,
+    /// Model id.
+    pub model: Option<&'a str>,
+    /// Base URL.
+    pub base_url: Option<&'a str>,
+    /// The user named that base URL before (SPEC: keys only where the user sent them).
+    pub base_url_confirmed: bool,
+}
+
+/// What the settlement is for: a request that goes out (a key is looked up and checked) or a
+/// preview (no network: no key needed, none looked up).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    /// `chat`, the REPL, `sessions compact`.
+    Send,
+    /// `preview`.
+    Preview,
+}
+
+/// An API key. `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// The key, for the request header and for redaction.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+/// Where a settled command runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Settled {
+    /// Provider id as stored (`sim` for the simulator).
+    pub provider: String,
+    /// Provider name the route is resolved for (a simulator profile's stand-in provider).
+    pub route_provider: String,
+    /// Model id.
+    pub model: String,
+    /// Base URL as stored (`sim://PROFILE` for the simulator); `None` only for a preview of a
+    /// provider with no default base URL.
+    pub base_url: Option<String>,
+    /// The user named the base URL on this command line.
+    pub base_url_named: bool,
+    /// The wire the provider speaks.
+    pub wire: Wire,
+    /// The key variable (for messages; never its value).
+    pub key_var: Option<String>,
+    /// The key, when one is sent.
+    pub api_key: Option<ApiKey>,
+    /// The simulator profile, for `--provider sim`.
+    pub sim: Option<&'static hermes_sim::ProfileInfo>,
+    /// `reasoning_echo` from config.
+    pub reasoning_echo: bool,
+}
+
+/// The symbolic base URL of a simulator profile.
+pub fn sim_url(profile: &str) -> String {
+    format!("sim://{profile}")
+}
+
+/// The profile named by a `sim://PROFILE` URL.
+pub fn sim_profile_name(base_url: Option<&str>) -> Option<&str> {
+    base_url?.strip_prefix("sim://")
+}
+
+/// The simulator profile `name` (an unknown name is a usage error with the simulator's own
+/// text, listing its profiles).
+pub fn sim_profile(name: &str) -> Result<&'static hermes_sim::ProfileInfo, EngineError> {
+    hermes_sim::PROFILES
+        .iter()
+        .find(|p| p.name == name)
+        .ok_or_else(|| {
+            EngineError::Usage(hermes_sim::SimError::UnknownProfile(name.to_owned()).to_string())
+        })
+}
+
+/// The simulator profile used when `--provider sim` names none.
+pub const DEFAULT_SIM_PROFILE: &str = "deepseek-v4";
+
+/// Settles the target of a command (SPEC §8a): flags > stored session > `config.toml` >
+/// registry. `key` looks up an environment variable for [`Purpose::Send`]; it is never called
+/// for a preview.
+pub fn settle(
+    choice: &Choice,
+    stored: Option<Stored<'_>>,
+    defaults: &Defaults,
+    purpose: Purpose,
+    key: &dyn Fn(&str) -> Option<String>,
+) -> Result<Settled, EngineError> {
+    let provider = choice
+        .provider
+        .as_deref()
+        .or(stored.and_then(|s| s.provider))
+        .or(defaults.provider.as_deref())
+        .ok_or_else(|| {
+            EngineError::Usage(
+                "no provider: pass --provider (try `--provider sim`, which needs no key)".into(),
+            )
+        })?
+        .trim()
+        .to_lowercase();
+    // The stored session's model and URL count only for the provider it was stored with.
+    let stored = stored.filter(|s| {
+        s.provider
+            .is_some_and(|p| p.trim().eq_ignore_ascii_case(&provider))
+    });
+    let section = defaults.provider(&provider);
+    let config_model = || {
+        section.model.clone().or_else(|| {
+            defaults
+                .model
+                .clone()
+                .filter(|_| defaults.provider.as_deref() == Some(provider.as_str()))
+        })
+    };
+    let stored_url = stored
+        .and_then(|s| s.base_url)
+        .filter(|_| choice.base_url.is_none());
+    let base_url = choice
+        .base_url
+        .clone()
+        .or_else(|| stored_url.map(str::to_owned))
+        .or_else(|| section.base_url.clone());
+    let model = choice
+        .model
+        .clone()
+        .or_else(|| stored.and_then(|s| s.model).map(str::to_owned))
+        .or_else(config_model);
+
+    if provider == "sim" {
+        let profile =
+            sim_profile(sim_profile_name(base_url.as_deref()).unwrap_or(DEFAULT_SIM_PROFILE))?;
+        return Ok(Settled {
+            provider,
+            route_provider: profile.provider.to_owned(),
+            model: model.unwrap_or_else(|| profile.model.to_owned()),
+            base_url: Some(sim_url(profile.name)),
+            base_url_named: choice.base_url.is_some(),
+            wire: Wire::Chat,
+            key_var: None,
+            api_key: None,
+            sim: Some(profile),
+            reasoning_echo: section.reasoning_echo,
+        });
+    }
+
+    let spec = hermes_providers::provider(&provider);
+    if let Some(spec) = spec.filter(|s| s.wire != Wire::Chat) {
+        return Err(EngineError::Unsupported(format!(
+            "provider `{}` speaks the {} wire, which this build cannot send yet; chat-completions providers work today",
+            spec.id,
+            spec.wire.as_str()
+        )));
+    }
+    let base_url = base_url.or_else(|| spec.and_then(|s| s.base_url).map(str::to_owned));
+    let model = model.ok_or_else(|| {
+        EngineError::Usage("no model: pass --model (or set one in config.toml)".into())
+    })?;
+    let key_var = section
+        .key_var
+        .clone()
+        .or_else(|| spec.and_then(|s| s.key_var).map(str::to_owned))
+        .unwrap_or_else(|| "HERMES_API_KEY".to_owned());
+    let mut settled = Settled {
+        route_provider: provider.clone(),
+        provider,
+        model,
+        base_url_named: choice.base_url.is_some(),
+        base_url,
+        wire: Wire::Chat,
+        key_var: Some(key_var),
+        api_key: None,
+        sim: None,
+        reasoning_echo: section.reasoning_echo,
+    };
+    if purpose == Purpose::Send {
+        settled.api_key = send_key(
+            &settled, spec, choice, stored, stored_url, &section, defaults, key,
+        )?;
+    }
+    Ok(settled)
+}
+
+/// The key a request to `settled` may carry, and the checks of "keys only where the user sent
+/// them".
+#[allow(clippy::too_many_arguments)]
+fn send_key(
+    settled: &Settled,
+    spec: Option<&ProviderSpec>,
+    choice: &Choice,
+    stored: Option<Stored<'_>>,
+    stored_url: Option<&str>,
+    section: &ProviderDefaults,
+    defaults: &Defaults,
+    key: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<ApiKey>, EngineError> {
+    let provider = &settled.provider;
+    let base_url = settled.base_url.as_deref().ok_or_else(|| {
+        EngineError::Usage(format!(
+            "no base URL for provider `{provider}`: pass --base-url"
+        ))
+    })?;
+    let key_var = settled.key_var.as_deref().unwrap_or("HERMES_API_KEY");
+    let api_key = key(key_var).filter(|k| !k.trim().is_empty());
+    let local = TargetHost::from_base_url(base_url).is_some_and(|h| h.is_local_endpoint());
+    let optional = spec.is_none_or(|s| matches!(s.id, "custom" | "lmstudio"));
+    if api_key.is_none() && !local && !optional {
+        return Err(EngineError::Failed(format!(
+            "missing API key for `{provider}`: set {key_var}"
+        )));
+    }
+    if api_key.is_some() {
+        let user_named = choice.base_url.is_some()
+            || stored_url.is_none()
+            || stored.is_some_and(|s| s.base_url_confirmed)
+            || section.base_url.as_deref() == Some(base_url);
+        let insecure_ok = choice.allow_insecure_http || defaults.allow_insecure_http;
+        may_receive_key(
+            base_url,
+            user_named,
+            spec.and_then(|s| s.base_url),
+            insecure_ok,
+        )
+        .map_err(|why| EngineError::Failed(why.message(base_url, key_var)))?;
+    }
+    Ok(api_key.map(ApiKey))
+}
+
+/// Why a key may not go to a base URL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyRefusal {
+    /// The URL came with a stored or imported session, not from the user.
+    NotNamed,
+    /// Plain http to a host that is neither loopback nor private.
+    PlainHttp,
+}
+
+impl KeyRefusal {
+    /// The error the user reads: what was refused and how to say yes.
+    pub fn message(&self, base_url: &str, key_var: &str) -> String {
+        match self {
+            KeyRefusal::NotNamed => format!(
+                "the stored session's base URL {base_url} did not come from you (it was imported or written elsewhere), so hermes will not send your {key_var} there; if you trust it, run again with --base-url {base_url}"
+            ),
+            KeyRefusal::PlainHttp => format!(
+                "{base_url} is plain http to a host that is neither loopback nor private, so hermes will not send your {key_var} over it; use https, or pass --allow-insecure-http (or set allow_insecure_http = true in config.toml) to send it anyway"
+            ),
+        }
+    }
+}
+
+/// Keys only where the user sent them: the registry's own host (over https), or a URL the user
+/// named (`user_named`: this command line, config.toml, or a session they confirmed). Plain
+/// http carries a key only to loopback and private hosts, unless `insecure_ok`.
+pub fn may_receive_key(
+    base_url: &str,
+    user_named: bool,
+    registry_url: Option<&str>,
+    insecure_ok: bool,
+) -> Result<(), KeyRefusal> {
+    let host = TargetHost::from_base_url(base_url);
+    let registry_host = registry_url.and_then(TargetHost::from_base_url);
+    let registry = is_https(base_url) && host.is_some() && host == registry_host;
+    if !user_named && !registry {
+        return Err(KeyRefusal::NotNamed);
+    }
+    let local = host.as_ref().is_some_and(TargetHost::is_local_endpoint);
+    if !is_https(base_url) && !local && !insecure_ok {
+        return Err(KeyRefusal::PlainHttp);
+    }
+    Ok(())
+}
+
+/// True for an `https://` URL (a URL without a scheme is read as https, as routing does).
+fn is_https(base_url: &str) -> bool {
+    let url = base_url.trim().to_ascii_lowercase();
+    url.starts_with("https://") || !url.contains("://")
+}
+
+#[cfg(test)]
+mod tests;

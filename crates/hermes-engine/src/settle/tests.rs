@@ -1,0 +1,177 @@
+//! Settlement: one answer for chat and preview, keys only where the user sent them.
+
+use super::*;
+use crate::Engine;
+
+const OPENAI: Option<&str> = Some("https://api.openai.com/v1");
+
+#[test]
+fn a_key_goes_only_where_the_user_sent_it() {
+    assert_eq!(
+        may_receive_key("https://api.openai.com/v1", false, OPENAI, false),
+        Ok(())
+    );
+    assert_eq!(
+        may_receive_key("https://API.openai.com:443/v1/", false, OPENAI, false),
+        Ok(())
+    );
+    assert_eq!(
+        may_receive_key("https://evil.test/v1", false, OPENAI, false),
+        Err(KeyRefusal::NotNamed)
+    );
+    assert_eq!(
+        may_receive_key("http://api.openai.com/v1", false, OPENAI, false),
+        Err(KeyRefusal::NotNamed),
+        "the registry host over plain http is not the registry's URL"
+    );
+    assert_eq!(
+        may_receive_key("http://127.0.0.1:8080/v1", false, None, false),
+        Err(KeyRefusal::NotNamed)
+    );
+    assert_eq!(
+        may_receive_key("https://gw.test/v1", true, OPENAI, false),
+        Ok(())
+    );
+}
+
+#[test]
+fn plain_http_carries_a_key_only_to_local_hosts_or_with_the_opt_in() {
+    for local in [
+        "http://127.0.0.1:1234/v1",
+        "http://localhost/v1",
+        "http://10.1.2.3/v1",
+        "http://[::1]:8/v1",
+    ] {
+        assert_eq!(may_receive_key(local, true, None, false), Ok(()), "{local}");
+    }
+    assert_eq!(
+        may_receive_key("http://203.0.113.7/v1", true, None, false),
+        Err(KeyRefusal::PlainHttp)
+    );
+    assert_eq!(
+        may_receive_key("http://gw.example/v1", true, None, true),
+        Ok(())
+    );
+    let text = KeyRefusal::PlainHttp.message("http://gw.example/v1", "OPENAI_API_KEY");
+    assert!(text.contains("--allow-insecure-http"), "{text}");
+}
+
+/// What two settlements must agree on.
+fn agreed(engine: &Engine, s: &Settled) -> (String, String, Option<String>, String, Wire) {
+    (
+        s.provider.clone(),
+        s.model.clone(),
+        s.base_url.clone(),
+        engine.resolve(s).id().to_owned(),
+        s.wire,
+    )
+}
+
+#[test]
+fn chat_and_preview_settle_every_registry_provider_alike() {
+    let engine = Engine::builtin();
+    let mut providers: Vec<&str> = hermes_providers::registry::PROVIDERS
+        .iter()
+        .map(|p| p.id)
+        .collect();
+    providers.push("sim");
+    let key = |_: &str| Some("sk-test".to_owned());
+    for provider in providers {
+        for base in [None, Some("http://127.0.0.1:9/v1")] {
+            let choice = Choice::new(Some(provider), Some("some-model"), base);
+            let chat = settle(&choice, None, &Defaults::default(), Purpose::Send, &key);
+            let preview = settle(
+                &choice,
+                None,
+                &Defaults::default(),
+                Purpose::Preview,
+                &|_| panic!("a preview never looks up a key"),
+            );
+            match (chat, preview) {
+                (Ok(chat), Ok(preview)) => {
+                    assert_eq!(
+                        agreed(&engine, &chat),
+                        agreed(&engine, &preview),
+                        "{provider}"
+                    );
+                    assert!(preview.api_key.is_none());
+                }
+                (Err(chat), Err(preview)) => {
+                    assert_eq!(chat.to_string(), preview.to_string(), "{provider}");
+                    assert!(
+                        matches!(chat, EngineError::Unsupported(_)),
+                        "{provider}: {chat}"
+                    );
+                    assert!(chat.to_string().contains(provider), "{chat}");
+                }
+                (chat, preview) => {
+                    // Only a missing base URL may differ: preview needs no network.
+                    let chat = chat.err().map(|e| e.to_string()).unwrap_or_default();
+                    assert!(
+                        base.is_none() && chat.contains("no base URL") && preview.is_ok(),
+                        "{provider}: chat {chat:?}, preview {preview:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn sim_without_a_url_routes_as_its_default_profile_everywhere() {
+    let engine = Engine::builtin();
+    let choice = Choice::new(Some("sim"), None, None);
+    for purpose in [Purpose::Send, Purpose::Preview] {
+        let s = settle(&choice, None, &Defaults::default(), purpose, &|_| None).unwrap();
+        assert_eq!(s.base_url.as_deref(), Some("sim://deepseek-v4"));
+        assert_eq!(s.model, "deepseek-v4-pro");
+        assert_eq!(engine.resolve(&s).id(), "deepseek");
+    }
+}
+
+#[test]
+fn flags_then_stored_session_then_config_then_registry() {
+    let mut defaults = Defaults {
+        provider: Some("openrouter".into()),
+        model: Some("cfg/model".into()),
+        ..Defaults::default()
+    };
+    defaults.providers.insert(
+        "openrouter".into(),
+        ProviderDefaults::new(Some("https://gw.example/api/v1".into()), None, None, false),
+    );
+    let none = |_: &str| None;
+    let s = settle(&Choice::default(), None, &defaults, Purpose::Preview, &none).unwrap();
+    assert_eq!(
+        (s.provider.as_str(), s.model.as_str(), s.base_url.as_deref()),
+        ("openrouter", "cfg/model", Some("https://gw.example/api/v1"))
+    );
+    let stored = Stored {
+        provider: Some("openrouter"),
+        model: Some("stored/model"),
+        base_url: Some("https://stored.example/v1"),
+        base_url_confirmed: true,
+    };
+    let s = settle(
+        &Choice::default(),
+        Some(stored),
+        &defaults,
+        Purpose::Preview,
+        &none,
+    )
+    .unwrap();
+    assert_eq!(
+        (s.model.as_str(), s.base_url.as_deref()),
+        ("stored/model", Some("https://stored.example/v1"))
+    );
+    let choice = Choice::new(None, Some("flag/model"), Some("https://flag.example/v1"));
+    let s = settle(&choice, Some(stored), &defaults, Purpose::Preview, &none).unwrap();
+    assert_eq!(
+        (s.model.as_str(), s.base_url.as_deref()),
+        ("flag/model", Some("https://flag.example/v1"))
+    );
+    // Another provider than the stored one: the stored model and URL do not count.
+    let choice = Choice::new(Some("deepseek"), Some("deepseek-v4-pro"), None);
+    let s = settle(&choice, Some(stored), &defaults, Purpose::Preview, &none).unwrap();
+    assert_eq!(s.base_url.as_deref(), Some("https://api.deepseek.com/v1"));
+}

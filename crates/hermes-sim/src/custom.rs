@@ -1,0 +1,356 @@
+//! Profiles built from a third party's rules ([`ProfileSpec`]), so a provider that is not built in
+//! can still be simulated strictly.
+
+use serde_json::{Map, Value, json};
+
+use crate::Switches;
+use crate::wire::{
+    Carrier, Refusal, assistants, bad_json_text, has_string, messages_of, switched_field,
+    tool_calls,
+};
+
+/// What a known top-level parameter must hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ValueRule {
+    /// `true` or `false` (expected text: `a boolean`).
+    Boolean,
+    /// One of these strings (expected text: `one of "a", "b"`).
+    OneOf(Vec<String>),
+}
+
+impl ValueRule {
+    /// [`ValueRule::OneOf`] from any list of strings.
+    pub fn one_of<S: Into<String>>(values: impl IntoIterator<Item = S>) -> ValueRule {
+        ValueRule::OneOf(values.into_iter().map(Into::into).collect())
+    }
+
+    fn accepts(&self, v: &Value) -> bool {
+        match self {
+            ValueRule::Boolean => v.is_boolean(),
+            ValueRule::OneOf(allowed) => v.as_str().is_some_and(|s| allowed.iter().any(|a| a == s)),
+        }
+    }
+
+    /// What the `{expected}` placeholder says.
+    fn expected(&self) -> String {
+        match self {
+            ValueRule::Boolean => "a boolean".to_owned(),
+            ValueRule::OneOf(allowed) => {
+                let quoted: Vec<String> = allowed.iter().map(|a| format!("\"{a}\"")).collect();
+                format!("one of {}", quoted.join(", "))
+            }
+        }
+    }
+}
+
+/// Which assistant turns must carry the must-echo field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EchoTurns {
+    /// Assistant turns with a non-empty `tool_calls`.
+    ToolCalls,
+    /// Every assistant turn.
+    Every,
+}
+
+/// How the scripted model's replies carry reasoning while thinking is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReplyCarrier {
+    /// No reasoning on the reply.
+    None,
+    /// A `reasoning_content` string (streamed in several deltas).
+    ReasoningContent,
+    /// OpenRouter's shape: `reasoning` plus a signed `reasoning.text` and a sealed
+    /// `reasoning.encrypted` item in `reasoning_details`.
+    ReasoningDetails,
+}
+
+/// A third party's provider contract, checked by the simulator like a built-in profile.
+///
+/// Start from [`ProfileSpec::new`] (which accepts everything) and add rules; pass it to
+/// [`crate::Sim::builder`]. Texts are templates: `{name}`, `{expected}`, `{field}`, `{index}` and
+/// `{role}` are replaced where the method says so. Every refusal is an HTTP 400 whose body is the
+/// [`error_envelope`](ProfileSpec::error_envelope) with the text in place of `"{message}"`.
+/// Checks run in this order: the body is an object with `messages`, the [`crate::Switches`],
+/// top-level names, parameter values (in the order added), then each assistant message (its keys,
+/// then the must-echo field).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProfileSpec {
+    name: String,
+    top_level: Option<Vec<String>>,
+    unknown_parameter: String,
+    params: Vec<(String, ValueRule)>,
+    invalid_value: String,
+    assistant_keys: Option<Vec<String>>,
+    unknown_field: String,
+    echo: Option<(String, EchoTurns)>,
+    missing_echo: String,
+    thinking_off: Option<(String, Value)>,
+    reply: ReplyCarrier,
+    envelope: Value,
+}
+
+impl ProfileSpec {
+    /// A profile named `name` that accepts every request and replies with `reasoning_content`,
+    /// in an OpenAI-style error envelope.
+    pub fn new(name: impl Into<String>) -> ProfileSpec {
+        ProfileSpec {
+            name: name.into(),
+            top_level: None,
+            unknown_parameter: "Unrecognized request argument supplied: {name}".to_owned(),
+            params: Vec::new(),
+            invalid_value: "Invalid value for '{name}': expected {expected}.".to_owned(),
+            assistant_keys: None,
+            unknown_field: "Unrecognized request argument supplied: messages.{index}.{field}"
+                .to_owned(),
+            echo: None,
+            missing_echo: "Missing `{field}` in the assistant message at index {index}.".to_owned(),
+            thinking_off: None,
+            reply: ReplyCarrier::ReasoningContent,
+            envelope: json!({"error": {
+                "message": "{message}",
+                "type": "invalid_request_error",
+                "param": null,
+                "code": null
+            }}),
+        }
+    }
+
+    /// The profile's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Only these top-level names are accepted; others are refused with
+    /// [`unknown_parameter_text`](Self::unknown_parameter_text).
+    pub fn top_level<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.top_level = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Text for an unknown top-level name (`{name}`).
+    pub fn unknown_parameter_text(mut self, template: impl Into<String>) -> Self {
+        self.unknown_parameter = template.into();
+        self
+    }
+
+    /// When present, top-level `name` must satisfy `rule`, else it is refused with
+    /// [`invalid_value_text`](Self::invalid_value_text).
+    pub fn param(mut self, name: impl Into<String>, rule: ValueRule) -> Self {
+        self.params.push((name.into(), rule));
+        self
+    }
+
+    /// Text for a parameter value its [`ValueRule`] refuses (`{name}`, `{expected}`).
+    pub fn invalid_value_text(mut self, template: impl Into<String>) -> Self {
+        self.invalid_value = template.into();
+        self
+    }
+
+    /// Only these keys are accepted on assistant messages (the carrier fields the provider reads
+    /// among them); others are refused with [`unknown_field_text`](Self::unknown_field_text).
+    pub fn assistant_keys<S: Into<String>>(mut self, keys: impl IntoIterator<Item = S>) -> Self {
+        self.assistant_keys = Some(keys.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Text for an unknown message key (`{field}`, `{index}`, `{role}`); also used for the keys
+    /// [`crate::Switches::reject_message_fields`] names.
+    pub fn unknown_field_text(mut self, template: impl Into<String>) -> Self {
+        self.unknown_field = template.into();
+        self
+    }
+
+    /// The assistant `turns` must carry `field` as a string (`""` included), thinking on or off;
+    /// else the request is refused with [`missing_echo_text`](Self::missing_echo_text).
+    pub fn must_echo(mut self, field: impl Into<String>, turns: EchoTurns) -> Self {
+        self.echo = Some((field.into(), turns));
+        self
+    }
+
+    /// Text for a missing must-echo field (`{field}`, `{index}`).
+    pub fn missing_echo_text(mut self, template: impl Into<String>) -> Self {
+        self.missing_echo = template.into();
+        self
+    }
+
+    /// Thinking is on unless top-level `name` equals `value` (without this, always on).
+    pub fn thinking_off_when(mut self, name: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.thinking_off = Some((name.into(), value.into()));
+        self
+    }
+
+    /// How replies carry reasoning while thinking is on (default
+    /// [`ReplyCarrier::ReasoningContent`]).
+    pub fn reply_carrier(mut self, carrier: ReplyCarrier) -> Self {
+        self.reply = carrier;
+        self
+    }
+
+    /// The error body; every string equal to `"{message}"` in it is replaced by the text.
+    pub fn error_envelope(mut self, template: Value) -> Self {
+        self.envelope = template;
+        self
+    }
+
+    fn refuse(&self, message: &str) -> Refusal {
+        Refusal {
+            status: 400,
+            body: with_message(&self.envelope, message),
+        }
+    }
+
+    fn thinking_on(&self, body: &Value) -> bool {
+        self.thinking_off
+            .as_ref()
+            .is_none_or(|(name, off)| body.get(name) != Some(off))
+    }
+
+    /// How this request's reply carries reasoning.
+    pub(crate) fn carrier(&self, body: &Value) -> Carrier {
+        if !self.thinking_on(body) {
+            return Carrier::None;
+        }
+        match self.reply {
+            ReplyCarrier::None => Carrier::None,
+            ReplyCarrier::ReasoningContent => Carrier::ReasoningContent,
+            ReplyCarrier::ReasoningDetails => Carrier::OpenRouter,
+        }
+    }
+
+    /// Answer to a body that is not valid JSON.
+    pub(crate) fn bad_json(&self, err: &serde_json::Error) -> Refusal {
+        self.refuse(&bad_json_text(err))
+    }
+
+    fn unknown_field(&self, index: usize, role: &str, field: &str) -> Refusal {
+        let index = index.to_string();
+        self.refuse(&fill(
+            &self.unknown_field,
+            &[("field", field), ("index", &index), ("role", role)],
+        ))
+    }
+
+    /// Validates a parsed request against the rules and the switches.
+    pub(crate) fn validate(&self, body: &Value, switches: &Switches) -> Result<(), Refusal> {
+        let (obj, messages) = messages_of(body).map_err(|text| self.refuse(text))?;
+        if let Some((i, role, field, _)) = switched_field(messages, &switches.reject_message_fields)
+        {
+            return Err(self.unknown_field(i, role, field));
+        }
+        if let Some(known) = &self.top_level
+            && let Some(k) = obj.keys().find(|k| !known.contains(k))
+        {
+            return Err(self.refuse(&fill(&self.unknown_parameter, &[("name", k)])));
+        }
+        for (name, rule) in &self.params {
+            if obj.get(name).is_some_and(|v| !rule.accepts(v)) {
+                let expected = rule.expected();
+                return Err(self.refuse(&fill(
+                    &self.invalid_value,
+                    &[("name", name), ("expected", &expected)],
+                )));
+            }
+        }
+        for (i, m) in assistants(messages) {
+            self.check_assistant(i, m)?;
+        }
+        Ok(())
+    }
+
+    fn check_assistant(&self, i: usize, m: &Map<String, Value>) -> Result<(), Refusal> {
+        if let Some(known) = &self.assistant_keys
+            && let Some(k) = m.keys().find(|k| !known.contains(k))
+        {
+            return Err(self.unknown_field(i, "assistant", k));
+        }
+        if let Some((field, turns)) = &self.echo {
+            let due = match turns {
+                EchoTurns::ToolCalls => tool_calls(m).is_some(),
+                EchoTurns::Every => true,
+            };
+            if due && !has_string(m, field) {
+                let index = i.to_string();
+                return Err(self.refuse(&fill(
+                    &self.missing_echo,
+                    &[("field", field), ("index", &index)],
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `template` with each `{key}` of `values` replaced by its value, in one pass (a value that
+/// itself contains `{key}` is left as it is).
+fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let value = after.find('}').and_then(|close| {
+            let key = &after[..close];
+            values
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| (*v, close))
+        });
+        match value {
+            Some((v, close)) => {
+                out.push_str(v);
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `envelope` with every `"{message}"` string replaced by `message`.
+fn with_message(envelope: &Value, message: &str) -> Value {
+    match envelope {
+        Value::String(s) if s == "{message}" => Value::String(message.to_owned()),
+        Value::Array(items) => items.iter().map(|v| with_message(v, message)).collect(),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| (k.clone(), with_message(v, message)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_and_envelopes() {
+        assert_eq!(
+            fill(
+                "unknown `{field}` on messages[{index}]",
+                &[("field", "x"), ("index", "3")]
+            ),
+            "unknown `x` on messages[3]"
+        );
+        assert_eq!(fill("{a}{b}{{c}", &[("a", "{b}"), ("b", "2")]), "{b}2{{c}");
+        assert_eq!(
+            with_message(
+                &json!([{"error": {"message": "{message}", "code": 400}}]),
+                "no"
+            ),
+            json!([{"error": {"message": "no", "code": 400}}])
+        );
+        assert_eq!(
+            ValueRule::one_of(["light", "deep"]).expected(),
+            "one of \"light\", \"deep\""
+        );
+    }
+}

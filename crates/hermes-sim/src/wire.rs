@@ -1,0 +1,134 @@
+//! Shared request/response vocabulary (a leaf module): refusals, how a reply carries reasoning,
+//! and small readers of a chat-completions body.
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+/// A refused request: HTTP status and JSON body.
+#[derive(Clone, Debug)]
+pub(crate) struct Refusal {
+    pub(crate) status: u16,
+    pub(crate) body: Value,
+}
+
+/// How a reply carries reasoning (decided per request by the profile).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Carrier {
+    None,
+    ReasoningContent,
+    /// OpenRouter: `reasoning` plus two signed `reasoning_details` items.
+    OpenRouter,
+    /// Gemini OpenAI-compat: no reasoning text; a signed `thought_signature` in `extra_content`.
+    Gemini,
+    /// Copilot: `reasoning_text` and a signed `reasoning_opaque`; `tool_sig` adds a signed
+    /// `function.thought_signature` to tool calls (Gemini models).
+    Copilot {
+        tool_sig: bool,
+    },
+}
+
+/// First `len` hex digits of SHA-256(`seed`).
+pub(crate) fn short_hash(seed: &str, len: usize) -> String {
+    let digest = Sha256::digest(seed.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    hex[..len.min(hex.len())].to_owned()
+}
+
+/// The model id a request names (`sim-model` when absent).
+pub(crate) fn model_of(body: &Value) -> &str {
+    body.get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("sim-model")
+}
+
+/// Thinking is on unless the body says `"thinking":{"type":"disabled"}` (DeepSeek default).
+pub(crate) fn thinking_on(body: &Value) -> bool {
+    body.get("thinking")
+        .and_then(|t| t.get("type"))
+        .and_then(Value::as_str)
+        != Some("disabled")
+}
+
+/// The `role` of a message (`""` when absent).
+pub(crate) fn role_of(m: &Map<String, Value>) -> &str {
+    m.get("role").and_then(Value::as_str).unwrap_or("")
+}
+
+/// The assistant messages of `messages`, with their index.
+pub(crate) fn assistants(messages: &[Value]) -> impl Iterator<Item = (usize, &Map<String, Value>)> {
+    messages
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| m.as_object().map(|o| (i, o)))
+        .filter(|(_, o)| role_of(o) == "assistant")
+}
+
+/// The message's `tool_calls` when it is a non-empty array.
+pub(crate) fn tool_calls(m: &Map<String, Value>) -> Option<&Vec<Value>> {
+    m.get("tool_calls")
+        .and_then(Value::as_array)
+        .filter(|c| !c.is_empty())
+}
+
+/// `field` is present as a string (`""` included: Kimi and MiMo field reports show placeholders
+/// passing).
+pub(crate) fn has_string(m: &Map<String, Value>, field: &str) -> bool {
+    matches!(m.get(field), Some(Value::String(_)))
+}
+
+/// The request body is an object with a `messages` array; otherwise the refusal text (the caller
+/// puts it in its envelope).
+pub(crate) fn messages_of(body: &Value) -> Result<(&Map<String, Value>, &[Value]), &'static str> {
+    let obj = body
+        .as_object()
+        .ok_or("Invalid request body: expected a JSON object")?;
+    let messages = obj
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or("Missing required parameter: 'messages'.")?;
+    Ok((obj, messages))
+}
+
+/// The first message key the switches refuse: (index, role, field, value).
+pub(crate) fn switched_field<'a>(
+    messages: &'a [Value],
+    refused: &'a [String],
+) -> Option<(usize, &'a str, &'a str, &'a Value)> {
+    messages.iter().enumerate().find_map(|(i, m)| {
+        let mo = m.as_object()?;
+        refused
+            .iter()
+            .find_map(|f| mo.get(f.as_str()).map(|v| (i, role_of(mo), f.as_str(), v)))
+    })
+}
+
+/// The generic "not JSON" text.
+pub(crate) fn bad_json_text(err: &serde_json::Error) -> String {
+    format!("Failed to parse the request body as JSON: {err}")
+}
+
+/// Answer to an unknown path (404).
+pub(crate) fn not_found(method: &str, path: &str) -> Refusal {
+    Refusal {
+        status: 404,
+        body: json!({"error": {
+            "message": format!("Not found: {method} {path}"),
+            "type": "invalid_request_error",
+            "param": null,
+            "code": 404
+        }}),
+    }
+}
+
+/// Answer to a wrong method on the chat-completions path (405).
+pub(crate) fn method_not_allowed(method: &str, path: &str) -> Refusal {
+    Refusal {
+        status: 405,
+        body: json!({"error": {
+            "message": format!("Method not allowed: {method} {path}"),
+            "type": "invalid_request_error",
+            "param": null,
+            "code": 405
+        }}),
+    }
+}

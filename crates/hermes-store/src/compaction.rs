@@ -1,0 +1,156 @@
+//! Storing a compaction: archive rows, and put the new rows where the archived ones stood.
+
+use hermes_core::Message;
+
+use crate::row::MessageRow;
+use crate::{DbResult as _, Store, StoreError, now_ms};
+
+/// What a compaction changes in a session's rows, applied by [`Store::apply_compaction`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CompactionPlan {
+    /// Positions of the active rows the compaction replaces; they are archived, never deleted.
+    pub archive: Vec<i64>,
+    /// The rows it adds to the active view, each standing where an existing row stands.
+    pub inserts: Vec<PlannedInsert>,
+}
+
+/// One row a compaction adds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedInsert {
+    /// Position of the existing row whose place in the active view the new row takes (a summary
+    /// goes where the summarised rows began, a shrunk tool output where the original was).
+    pub slot: i64,
+    /// The message stored.
+    pub message: Message,
+    /// What the row is.
+    pub kind: RowKind,
+}
+
+/// What a stored row is (the `kind` column).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RowKind {
+    /// An ordinary message (a shrunk tool output is one too).
+    #[default]
+    Message,
+    /// A compaction checkpoint: the summary of the rows it replaces
+    /// ([`StoredMessage::checkpoint`](crate::StoredMessage::checkpoint)).
+    Checkpoint,
+}
+
+impl RowKind {
+    /// The `kind` column's value.
+    fn as_sql(self) -> &'static str {
+        match self {
+            RowKind::Message => "message",
+            RowKind::Checkpoint => "checkpoint",
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn from_checkpoint(checkpoint: bool) -> Self {
+        if checkpoint {
+            RowKind::Checkpoint
+        } else {
+            RowKind::Message
+        }
+    }
+}
+
+impl Store {
+    /// Applies `plan` in one transaction: adds each planned row into the active view where the
+    /// row at its `slot` stands, then archives the rows at `plan.archive`. No row is deleted
+    /// (`all_messages` still lists the originals); a failure (a slot or an archived position that
+    /// is not an active row of the session) leaves the session as it was.
+    pub async fn apply_compaction(
+        &self,
+        session: &str,
+        plan: &CompactionPlan,
+    ) -> Result<(), StoreError> {
+        let inserts: Vec<_> = plan
+            .inserts
+            .iter()
+            .map(|i| (i.slot, &i.message, i.kind))
+            .collect();
+        self.store_compaction(session, &plan.archive, &inserts)
+            .await
+    }
+
+    /// The one implementation behind [`Store::apply_compaction`] and [`Store::compact`].
+    pub(crate) async fn store_compaction(
+        &self,
+        session: &str,
+        archive: &[i64],
+        inserts: &[(i64, &Message, RowKind)],
+    ) -> Result<(), StoreError> {
+        let mut tx = self.write_tx().await?;
+        let now = now_ms();
+        let corrupt = |position: i64, message: &str| StoreError::Corrupt {
+            session: session.to_owned(),
+            position,
+            message: message.to_owned(),
+        };
+        let mut next: i64 = sqlx::query_scalar::<_, Option<i64>>(
+            "SELECT MAX(position) FROM messages WHERE session_id = $1",
+        )
+        .bind(session)
+        .fetch_one(&mut *tx)
+        .await
+        .db()?
+        .map_or(0, |p| p + 1);
+        for &(slot, message, kind) in inserts {
+            let key: Option<i64> = sqlx::query_scalar(
+                "SELECT COALESCE(sort_key, position) FROM messages WHERE session_id = $1 AND position = $2",
+            )
+            .bind(session)
+            .bind(slot)
+            .fetch_optional(&mut *tx)
+            .await
+            .db()?;
+            let key = key.ok_or_else(|| corrupt(slot, "no such message to take the place of"))?;
+            let row = MessageRow::from_message(next, message)?;
+            row.insert(&mut tx, session, now).await?;
+            sqlx::query(
+                "UPDATE messages SET sort_key = $1, kind = $2 WHERE session_id = $3 AND position = $4",
+            )
+            .bind(key)
+            .bind(kind.as_sql())
+            .bind(session)
+            .bind(next)
+            .execute(&mut *tx)
+            .await
+            .db()?;
+            next += 1;
+        }
+        for &position in archive {
+            let done = sqlx::query(
+                "UPDATE messages SET archived_at = $1 WHERE session_id = $2 AND position = $3 AND archived_at IS NULL",
+            )
+            .bind(now)
+            .bind(session)
+            .bind(position)
+            .execute(&mut *tx)
+            .await
+            .db()?;
+            if done.rows_affected() != 1 {
+                return Err(corrupt(position, "not an active message of this session"));
+            }
+        }
+        sqlx::query(
+            "UPDATE sessions SET message_count = message_count + $1, updated_at = $2 WHERE id = $3",
+        )
+        .bind(inserts.len() as i64)
+        .bind(now)
+        .bind(session)
+        .execute(&mut *tx)
+        .await
+        .db()?;
+        tx.commit().await.db()?;
+        tracing::info!(
+            session,
+            archived = archive.len(),
+            inserted = inserts.len(),
+            "compaction stored"
+        );
+        Ok(())
+    }
+}
