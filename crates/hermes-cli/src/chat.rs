@@ -115,13 +115,10 @@ fn print_outcome(
     let reply = reply_text(outcome);
     let mut out = crate::out::stdout();
     if args.json {
-        let sum = |k: &str| {
-            outcome
-                .usage
-                .iter()
-                .filter_map(|u| u.get(k).and_then(Value::as_i64))
-                .sum::<i64>()
-        };
+        let usage = outcome
+            .usage
+            .iter()
+            .fold(hermes_core::Usage::default(), |acc, u| acc.plus(*u));
         let messages: Vec<Value> = outcome
             .new_messages
             .iter()
@@ -142,8 +139,9 @@ fn print_outcome(
             "reply": reply,
             "route": chat.decision().id(),
             "requests": outcome.requests,
-            "usage": {"prompt_tokens": sum("prompt_tokens"), "completion_tokens": sum("completion_tokens"),
-                      "total_tokens": sum("total_tokens")},
+            "usage": {"prompt_tokens": usage.input, "completion_tokens": usage.output,
+                      "total_tokens": usage.input + usage.output, "reasoning": usage.reasoning,
+                      "cache_read": usage.cache_read, "cache_write": usage.cache_write},
             "messages": messages,
         });
         serde_json::to_writer_pretty(&mut out, &body)?;

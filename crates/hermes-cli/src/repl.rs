@@ -120,8 +120,15 @@ fn command(
                         .iter()
                         .filter(|m| m.role == Role::User)
                         .count();
+                    let tokens = match runtime.block_on(chat.store().session(id)) {
+                        Ok(m) => format!(
+                            "  tokens: {} in, {} out ({} thinking)\n",
+                            m.input_tokens, m.output_tokens, m.reasoning_tokens
+                        ),
+                        Err(e) => format!("  tokens: unknown ({e})\n"),
+                    };
                     format!(
-                        "session {id}\n  provider {} · model {} · route {}{}\n  {} messages, {turns} user turns\n",
+                        "session {id}\n  provider {} · model {} · route {}{}\n  {} messages, {turns} user turns\n{tokens}",
                         d.target.provider,
                         d.target.model,
                         d.id(),

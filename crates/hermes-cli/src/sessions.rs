@@ -75,6 +75,9 @@ fn meta_json(meta: &SessionMeta) -> Value {
         "message_count": meta.message_count,
         "input_tokens": meta.input_tokens,
         "output_tokens": meta.output_tokens,
+        "reasoning_tokens": meta.reasoning_tokens,
+        "cache_read_tokens": meta.cache_read_tokens,
+        "cache_write_tokens": meta.cache_write_tokens,
     })
 }
 
@@ -96,6 +99,15 @@ fn show_text(
         writeln!(out, "  branched from: {parent}")?;
     }
     writeln!(out, "  messages: {}", messages.len())?;
+    writeln!(
+        out,
+        "  tokens:   {} in ({} from cache, {} written to it), {} out ({} thinking)",
+        meta.input_tokens,
+        meta.cache_read_tokens,
+        meta.cache_write_tokens,
+        meta.output_tokens,
+        meta.reasoning_tokens
+    )?;
     for row in messages {
         let (i, msg) = (row.position, &row.message);
         let s = stored(msg);

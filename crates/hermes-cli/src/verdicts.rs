@@ -65,6 +65,7 @@ async fn run_async(command: &VerdictsCommand, store: Store) -> anyhow::Result<()
             let filter = VerdictFilter {
                 provider: provider.clone(),
                 model: model.clone(),
+                wire: None,
             };
             let mut cleared = 0;
             for s in sessions

@@ -335,6 +335,18 @@ async fn chat_with_the_simulator_needs_no_key_and_no_network() {
         again["messages"][0]["carriers"],
         json!(["reasoning_content"])
     );
+    // The simulator reports its reasoning tokens; they are shown apart and summed per session.
+    let reasoning = again["usage"]["reasoning"].as_u64().unwrap();
+    assert!(reasoning > 0, "{again}");
+    assert!(again["usage"]["completion_tokens"].as_u64().unwrap() >= reasoning);
+    let list: Value =
+        serde_json::from_str(&home.ok(&["sessions", "list", "--json"]).await).unwrap();
+    assert!(
+        list[0]["reasoning_tokens"].as_i64().unwrap() > reasoning as i64,
+        "{list}"
+    );
+    let shown = home.ok(&["sessions", "show", &id]).await;
+    assert!(shown.contains(" thinking)"), "{shown}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -133,7 +133,7 @@ fn logs_show_which_carriers_each_request_carried() {
         .collect();
     assert_eq!(requests.len(), 2, "{logs}");
     assert!(
-        requests[1].contains(r#"carriers={"reasoning_content"}"#),
+        requests[1].contains(r#"carriers=["reasoning_content"]"#),
         "{logs}"
     );
     assert!(

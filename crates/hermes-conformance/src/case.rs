@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use hermes_core::{
-    ChatRequest, Effort, Message, ResolveOptions, Role, RouteTable, RouteTarget, ThinkingRequest,
-    Verdicts,
+    CHAT_WIRE, ChatRequest, Effort, Message, RequestParts, ResolveOptions, Role, RouteTable,
+    RouteTarget, ThinkingRequest, Verdicts, Wire, WireVerdicts,
 };
 use serde::Deserialize;
 
@@ -45,6 +45,14 @@ pub struct Case {
     /// Recorded verdicts (`[provider, host, model, [fields]]`).
     #[serde(default)]
     pub verdicts: Verdicts,
+    /// The wire the request is built for (`chat` when absent). A native wire's case is built
+    /// through the `Wire` registered with [`crate::Suite::wire`] and checked with
+    /// `expect.body`.
+    #[serde(default)]
+    pub wire: Option<String>,
+    /// Recorded verdicts of other wires (`[wire, provider, host, model, [fields]]`).
+    #[serde(default)]
+    pub wire_verdicts: WireVerdicts,
     /// The stored history.
     pub history: Vec<Message>,
     /// What must come out.
@@ -66,6 +74,10 @@ pub struct CaseExpect {
     /// absent).
     #[serde(default)]
     pub messages: Option<Vec<serde_json::Value>>,
+    /// The exact JSON of the whole request body, keys in sending order (unchecked when
+    /// absent; the way to pin a native wire's body).
+    #[serde(default)]
+    pub body: Option<serde_json::Value>,
     /// The exact top-level fields after `model` and `messages` (unchecked when absent).
     #[serde(default)]
     pub fields: Option<serde_json::Map<String, serde_json::Value>>,
@@ -94,6 +106,16 @@ fn canonical(value: &serde_json::Value) -> String {
 impl Case {
     /// Runs the case against `table`; `route` is the folder it was found in.
     pub fn run(&self, table: &RouteTable, route: &str) -> Result<(), String> {
+        self.run_with(table, route, &[])
+    }
+
+    /// Runs the case, building a native wire's body through the matching wire of `wires`.
+    pub fn run_with(
+        &self,
+        table: &RouteTable,
+        route: &str,
+        wires: &[&dyn Wire],
+    ) -> Result<(), String> {
         if self.schema_version != SCHEMA_VERSION {
             return Err(format!(
                 "schema_version {} (this suite reads {SCHEMA_VERSION})",
@@ -126,16 +148,36 @@ impl Case {
             }
         }
         let before = serde_json::to_string(&self.history).map_err(|e| e.to_string())?;
-        let request = ChatRequest::build(
-            &self.history,
-            &decision,
-            &self.verdicts,
-            thinking(self.thinking.as_deref())?,
-        );
-        let body = serde_json::to_value(&request).map_err(|e| e.to_string())?;
+        let thinking = thinking(self.thinking.as_deref())?;
+        let wire_id = self.wire.as_deref().unwrap_or(CHAT_WIRE);
+        let body: serde_json::Value = if wire_id == CHAT_WIRE {
+            let request = ChatRequest::build(&self.history, &decision, &self.verdicts, thinking);
+            serde_json::to_value(&request).map_err(|e| e.to_string())?
+        } else {
+            let wire = wires.iter().find(|w| w.id() == wire_id).ok_or_else(|| {
+                format!("no `{wire_id}` wire registered with the suite (Suite::wire)")
+            })?;
+            let parts = RequestParts::new(&self.history, &decision, &self.verdicts)
+                .wire_verdicts(&self.wire_verdicts)
+                .thinking(thinking);
+            let out = wire.encode(&parts).map_err(|e| e.to_string())?;
+            serde_json::from_slice(&out.body).map_err(|e| format!("the body is not JSON: {e}"))?
+        };
         let after = serde_json::to_string(&self.history).map_err(|e| e.to_string())?;
         if before != after {
             return Err("shaping changed the stored history".to_owned());
+        }
+        if let Some(want) = &self.expect.body {
+            let (got, want) = (canonical(&body), canonical(want));
+            if got != want {
+                return Err(format!(
+                    "request body differs\n  expected: {want}\n  got:      {got}"
+                ));
+            }
+        }
+        if wire_id != CHAT_WIRE {
+            // A native wire's messages are its own shape: the body says it all.
+            return Ok(());
         }
 
         let messages = body

@@ -18,7 +18,7 @@ pub mod live;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use hermes_core::RouteTable;
+use hermes_core::{RouteTable, Wire};
 
 pub use case::{Case, CaseExpect, SCHEMA_VERSION, load_cases, parse_case};
 pub use invariants::check_invariants;
@@ -101,11 +101,22 @@ impl fmt::Display for Report {
 }
 
 /// The suite: a route table and where its case files live.
-#[derive(Debug)]
 pub struct Suite<'t> {
     table: &'t RouteTable,
     cases_dir: Option<PathBuf>,
     require_cases: bool,
+    wires: Vec<&'t dyn Wire>,
+}
+
+impl fmt::Debug for Suite<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let wires: Vec<&str> = self.wires.iter().map(|w| w.id()).collect();
+        f.debug_struct("Suite")
+            .field("cases_dir", &self.cases_dir)
+            .field("require_cases", &self.require_cases)
+            .field("wires", &wires)
+            .finish()
+    }
 }
 
 impl<'t> Suite<'t> {
@@ -115,7 +126,15 @@ impl<'t> Suite<'t> {
             table,
             cases_dir: None,
             require_cases: true,
+            wires: Vec::new(),
         }
+    }
+
+    /// Registers a native wire: case files naming its id (`"wire": "…"`) are built through it
+    /// and checked against `expect.body`.
+    pub fn wire(mut self, wire: &'t dyn Wire) -> Self {
+        self.wires.push(wire);
+        self
     }
 
     /// Reads case files from `dir/<route-id>/*.json`.
@@ -163,7 +182,7 @@ impl<'t> Suite<'t> {
                     for (name, case) in cases {
                         report.checks.push(Check {
                             route: id.to_owned(),
-                            failure: case.run(self.table, id).err(),
+                            failure: case.run_with(self.table, id, &self.wires).err(),
                             name,
                         });
                     }

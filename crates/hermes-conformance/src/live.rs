@@ -1,12 +1,14 @@
-//! Live conformance: drive a route through a real wire (any `Transport`, normally HTTP to a
-//! strict simulator) — a 3-step tool loop, then a follow-up user turn — and check what the
-//! server received.
+//! Live conformance: drive a route through a real wire (any `Wire`, normally HTTP to a strict
+//! simulator) with the turn driver itself — a 3-step tool loop, then a follow-up user turn — and
+//! check what the server received.
 
 use std::collections::BTreeSet;
+use std::sync::Mutex;
 
+use hermes_core::driver::{Conversation, Driver, DriverConfig, LogError, SessionLog, Tools};
 use hermes_core::{
-    Carrier, CarrierSet, ChatRequest, Message, Origin, Role, RouteDecision, ThinkingRequest,
-    Transport, Verdicts,
+    Carrier, CarrierSet, Message, Role, RouteDecision, RouteTarget, Usage, Verdicts, Wire,
+    WireVerdicts,
 };
 use serde_json::Value;
 
@@ -36,61 +38,100 @@ pub struct LiveRun {
     pub requests: usize,
 }
 
-fn tool_result(call_id: &str) -> Message {
-    let mut msg = Message::text(Role::Tool, "12:00");
-    msg.tool_call_id = Some(call_id.to_owned());
-    msg
+/// A session log in memory, for live runs: what the driver stores, nothing persisted.
+#[derive(Debug, Default)]
+pub struct MemoryLog {
+    messages: Mutex<Vec<Message>>,
+    verdicts: Mutex<Verdicts>,
+    wire_verdicts: Mutex<WireVerdicts>,
 }
 
-/// Drives the tool loop and the follow-up through `transport` for `decision`.
+impl MemoryLog {
+    /// Everything appended so far.
+    pub fn messages(&self) -> Vec<Message> {
+        self.messages.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionLog for MemoryLog {
+    async fn append(&self, messages: &[Message]) -> Result<(), LogError> {
+        self.messages
+            .lock()
+            .map_err(|e| e.to_string())?
+            .extend_from_slice(messages);
+        Ok(())
+    }
+
+    async fn record_verdict(
+        &self,
+        target: &RouteTarget,
+        carriers: CarrierSet,
+    ) -> Result<Verdicts, LogError> {
+        let mut verdicts = self.verdicts.lock().map_err(|e| e.to_string())?;
+        verdicts.record(target, carriers);
+        Ok(verdicts.clone())
+    }
+
+    async fn record_wire_verdict(
+        &self,
+        wire: &str,
+        target: &RouteTarget,
+        fields: &[&str],
+    ) -> Result<WireVerdicts, LogError> {
+        let mut verdicts = self.wire_verdicts.lock().map_err(|e| e.to_string())?;
+        verdicts.record(wire, target, fields);
+        Ok(verdicts.clone())
+    }
+
+    async fn add_usage(&self, _: &Usage) -> Result<(), LogError> {
+        Ok(())
+    }
+}
+
+/// Every tool answers the time.
+struct Clock;
+
+#[async_trait::async_trait]
+impl Tools for Clock {
+    async fn call(&self, _: &str, _: &str) -> String {
+        "12:00".to_owned()
+    }
+}
+
+/// Drives the tool loop and the follow-up through `wire` for `decision`, with the turn driver
+/// itself (negotiation, creation rules and tool loop included) over an in-memory log.
 pub async fn drive_tool_loop(
-    transport: &dyn Transport,
+    wire: &dyn Wire,
     decision: &RouteDecision,
     stream: bool,
 ) -> Result<LiveRun, String> {
-    let target = &decision.target;
-    let origin = Origin {
-        provider: target.provider.clone(),
-        host: target.host_key(),
-        model: target.model.clone(),
+    let log = MemoryLog::default();
+    let mut config = DriverConfig::default();
+    config.stream = stream;
+    config.max_steps = 10;
+    config.base_delay = std::time::Duration::from_millis(10);
+    let driver = Driver {
+        decision,
+        wire,
+        log: &log,
+        tools: &Clock,
+        config: &config,
+        notify: &|_| {},
     };
-    let mut history = vec![Message::text(Role::User, TOOL_LOOP_PROMPT)];
+    let mut conversation = Conversation::default();
     let mut requests = 0;
-    for turn in 0..2 {
-        if turn == 1 {
-            history.push(Message::text(Role::User, "thanks, and in one sentence?"));
-        }
-        loop {
-            if requests > 10 {
-                return Err("the tool loop did not end after 10 requests".to_owned());
-            }
-            let mut request = ChatRequest::build(
-                &history,
-                decision,
-                &Verdicts::default(),
-                ThinkingRequest::NoPreference,
-            );
-            request.stream = stream;
-            requests += 1;
-            let reply = transport
-                .send(&request, origin.clone())
-                .await
-                .map_err(|e| format!("request {requests} failed: {e}"))?;
-            let calls: Vec<String> = reply
-                .message
-                .tool_calls
-                .iter()
-                .flatten()
-                .filter_map(|c| c.id.clone())
-                .collect();
-            history.push(reply.message);
-            if calls.is_empty() {
-                break;
-            }
-            history.extend(calls.iter().map(|id| tool_result(id)));
-        }
+    for text in [TOOL_LOOP_PROMPT, "thanks, and in one sentence?"] {
+        let outcome = driver
+            .run_turn(&mut conversation, Message::text(Role::User, text))
+            .await
+            .map_err(|e| format!("request {} failed: {e}", requests + 1))?;
+        requests += outcome.requests;
     }
-    Ok(LiveRun { history, requests })
+    Ok(LiveRun {
+        history: conversation.messages,
+        requests,
+    })
 }
 
 fn carrier_keys(msg: &Value) -> BTreeSet<&'static str> {

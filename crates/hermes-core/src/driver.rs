@@ -1,19 +1,17 @@
-//! The turn driver: one user turn through the route and the transport, with the refusal
-//! fallback of SPEC §6, a bounded backoff for 429/5xx/timeouts, the creation rules of §3a and
-//! the tool loop. It does no IO itself: the transport, the session log and the tools are traits.
+//! The turn driver: one user turn through the route and any wire, with the refusal fallback of
+//! SPEC §6, a bounded backoff for 429/5xx/timeouts, the creation rules of §3a and the tool
+//! loop. It does no IO itself: the wire, the session log and the tools are traits.
 
 use std::time::Duration;
 
-use serde_json::Value;
-
 use crate::message::{Message, Origin, Role, ToolCall};
 use crate::raw::TextCarrier;
-use crate::refusal;
-use crate::route::{CarrierSet, RouteDecision, ThinkingRequest};
-use crate::shape::{ChatRequest, PAD};
+use crate::route::{Carrier, CarrierSet, RouteDecision, ThinkingRequest};
+use crate::shape::PAD;
 use crate::target::RouteTarget;
-use crate::transport::{Reply, Transport, TransportError};
-use crate::verdict::Verdicts;
+use crate::transport::{Delta, Reply, TransportError, Usage};
+use crate::verdict::{Verdicts, WireVerdicts};
+use crate::wire::{CHAT_WIRE, RequestParts, Wire, delta_event};
 
 /// The refusal fallback retries exactly once per request (SPEC §6).
 pub const REFUSAL_RETRIES: usize = 1;
@@ -34,8 +32,16 @@ pub trait SessionLog: Send + Sync {
         target: &RouteTarget,
         carriers: CarrierSet,
     ) -> Result<Verdicts, LogError>;
-    /// Adds a reply's `usage` to the session's counters.
-    async fn add_usage(&self, usage: &Value) -> Result<(), LogError>;
+    /// Merges one verdict learned on a wire other than chat completions (stored beside the chat
+    /// verdicts), in one read-modify-write, and returns the wire verdicts now stored.
+    async fn record_wire_verdict(
+        &self,
+        wire: &str,
+        target: &RouteTarget,
+        fields: &[&str],
+    ) -> Result<WireVerdicts, LogError>;
+    /// Adds a reply's usage to the session's counters.
+    async fn add_usage(&self, usage: &Usage) -> Result<(), LogError>;
 }
 
 /// Tools the model may call. A failing tool returns its error text: the model sees it.
@@ -131,8 +137,8 @@ pub enum DriverEvent {
 pub struct TurnOutcome {
     /// Messages appended by this turn after the user message (assistant turns and tool results).
     pub new_messages: Vec<Message>,
-    /// `usage` of every reply, in order.
-    pub usage: Vec<Value>,
+    /// The usage of every reply, in order.
+    pub usage: Vec<Usage>,
     /// HTTP requests sent.
     pub requests: usize,
 }
@@ -157,8 +163,10 @@ pub enum DriverError {
 pub struct Conversation {
     /// The stored history.
     pub messages: Vec<Message>,
-    /// The session's verdicts.
+    /// The session's chat-completions verdicts.
     pub verdicts: Verdicts,
+    /// The session's verdicts on other wires.
+    pub wire_verdicts: WireVerdicts,
 }
 
 fn tool_result(call: &ToolCall, text: &str) -> Message {
@@ -209,8 +217,8 @@ fn backoff(config: &DriverConfig, attempt: u32, error: &TransportError) -> Durat
 pub struct Driver<'a> {
     /// The resolved route.
     pub decision: &'a RouteDecision,
-    /// The wire.
-    pub transport: &'a dyn Transport,
+    /// The wire: request building, sending and capture, and its refusal reading.
+    pub wire: &'a dyn Wire,
     /// Where the session is stored.
     pub log: &'a dyn SessionLog,
     /// Tools the model may call.
@@ -222,6 +230,41 @@ pub struct Driver<'a> {
 }
 
 impl Driver<'_> {
+    /// Records a refusal of `fields` as a verdict for this wire and target, in memory and — before
+    /// any retry — in the log (whose merged verdicts become the conversation's). False when it
+    /// adds nothing new.
+    async fn record_refusal(
+        &self,
+        conversation: &mut Conversation,
+        fields: &[&'static str],
+    ) -> Result<bool, DriverError> {
+        let target = &self.decision.target;
+        if self.wire.id() == CHAT_WIRE {
+            let carriers = CarrierSet::of(fields.iter().filter_map(|f| Carrier::parse(f)));
+            if !conversation.verdicts.record(target, carriers) {
+                return Ok(false);
+            }
+            conversation.verdicts = self
+                .log
+                .record_verdict(target, carriers)
+                .await
+                .map_err(DriverError::Log)?;
+            conversation.verdicts.record(target, carriers);
+        } else {
+            let wire = self.wire.id();
+            if !conversation.wire_verdicts.record(wire, target, fields) {
+                return Ok(false);
+            }
+            conversation.wire_verdicts = self
+                .log
+                .record_wire_verdict(wire, target, fields)
+                .await
+                .map_err(DriverError::Log)?;
+            conversation.wire_verdicts.record(wire, target, fields);
+        }
+        Ok(true)
+    }
+
     /// Sends one request for the current history: refusal fallback (once) and bounded backoff.
     async fn request(
         &self,
@@ -230,8 +273,7 @@ impl Driver<'_> {
     ) -> Result<Reply, DriverError> {
         let Driver {
             decision,
-            transport,
-            log,
+            wire,
             config,
             notify,
             ..
@@ -245,38 +287,29 @@ impl Driver<'_> {
         let mut retries = 0;
         loop {
             let (result, sent) = {
-                let mut request = ChatRequest::build(
-                    &conversation.messages,
+                let parts = RequestParts {
+                    history: &conversation.messages,
                     decision,
-                    &conversation.verdicts,
-                    config.thinking,
-                );
-                request.stream = config.stream;
-                request.tools = config.tools.as_ref();
-                let sent = request.sent_carriers();
+                    verdicts: &conversation.verdicts,
+                    wire_verdicts: &conversation.wire_verdicts,
+                    thinking: config.thinking,
+                    tools: config.tools.as_ref(),
+                    stream: config.stream,
+                };
+                let request = wire.encode(&parts)?;
                 tracing::info!(
+                    wire = wire.id(),
                     route = decision.id(),
                     model = %decision.target.model,
-                    carriers = ?sent,
-                    messages = request.messages.len(),
+                    carriers = ?request.refusable,
+                    messages = request.messages,
                     "sending request"
                 );
                 *requests += 1;
-                let on_delta = |delta: crate::transport::Delta<'_>| {
-                    let (reasoning, text) = match delta {
-                        crate::transport::Delta::Reasoning(t) => (true, t),
-                        crate::transport::Delta::Content(t) => (false, t),
-                    };
-                    notify(&DriverEvent::Delta {
-                        reasoning,
-                        text: text.to_owned(),
-                    });
-                };
+                let on_delta = |delta: Delta<'_>| notify(&delta_event(delta));
                 (
-                    transport
-                        .send_streaming(&request, origin.clone(), &on_delta)
-                        .await,
-                    sent,
+                    wire.send(&request, origin.clone(), &on_delta).await,
+                    request.refusable,
                 )
             };
             let error = match result {
@@ -284,28 +317,20 @@ impl Driver<'_> {
                 Err(error) => error,
             };
             if refusals < REFUSAL_RETRIES {
-                let body = error.body().map(str::to_owned);
-                let refused = body.and_then(|b| {
-                    refusal::classify(error.status(), &b, sent, decision.echo.is_some())
+                let refused = error.body().and_then(|body| {
+                    wire.refused(error.status(), body, &sent, decision.echo.is_some())
                 });
-                if let Some(carriers) = refused {
-                    if conversation.verdicts.record(&decision.target, carriers) {
-                        // Persist before the retry, so a crash mid-retry never re-learns it;
-                        // the store's merged verdicts become this conversation's.
-                        conversation.verdicts = log
-                            .record_verdict(&decision.target, carriers)
-                            .await
-                            .map_err(DriverError::Log)?;
-                        conversation.verdicts.record(&decision.target, carriers);
-                        let fields = conversation.verdicts.refused_for(&decision.target).fields();
+                if let Some(fields) = refused {
+                    if self.record_refusal(conversation, &fields).await? {
                         tracing::warn!(
+                            wire = wire.id(),
                             route = decision.id(),
                             provider = %decision.target.provider,
                             host = %decision.target.host_key(),
                             model = %decision.target.model,
                             status = error.status(),
                             refused = ?fields,
-                            "provider refused replayed carriers; verdict stored, retrying once without them"
+                            "provider refused replayed fields; verdict stored, retrying once without them"
                         );
                         notify(&DriverEvent::Refused {
                             carriers: fields,

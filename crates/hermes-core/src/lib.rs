@@ -15,6 +15,7 @@ pub mod stream;
 pub mod target;
 pub mod transport;
 pub mod verdict;
+pub mod wire;
 
 pub use estimate::{estimate_history, estimate_message};
 pub use message::{DetailItem, FunctionCall, Message, NativeRecord, Origin, Role, ToolCall};
@@ -26,7 +27,8 @@ pub use route::{
 };
 pub use session::{HistoryError, SessionFile, parse_history};
 pub use shape::{ChatRequest, ShapeContext, WireMessage};
-pub use stream::{CaptureError, ReplyMeta, StreamAccumulator, capture_message};
+pub use stream::{CaptureError, StreamAccumulator, capture_message, chat_usage};
 pub use target::{RouteTarget, TargetHost};
-pub use transport::{Delta, Reply, Transport, TransportError};
-pub use verdict::{Verdict, Verdicts};
+pub use transport::{Delta, FinishReason, Reply, ReplyMeta, TransportError, Usage};
+pub use verdict::{Verdict, Verdicts, WireVerdict, WireVerdicts};
+pub use wire::{CHAT_WIRE, Outgoing, RequestParts, Wire};

@@ -86,6 +86,36 @@ pub(crate) fn classify(
     Some(refused)
 }
 
+/// [`classify`] over field names, for any wire: the chat carriers among `sent` follow SPEC §6
+/// exactly; any other field is refused when the body, carrying one of the unknown-field
+/// phrases, names it as a whole word.
+pub(crate) fn classify_fields(
+    status: Option<u16>,
+    body: &str,
+    sent: &[&'static str],
+    must_echo: bool,
+) -> Option<Vec<&'static str>> {
+    if status.is_some_and(|s| !(400..500).contains(&s)) {
+        return None;
+    }
+    let lower = body.to_lowercase();
+    if !UNKNOWN_FIELD_PHRASES.iter().any(|p| lower.contains(p)) {
+        return None;
+    }
+    let carriers = CarrierSet::of(sent.iter().filter_map(|f| Carrier::parse(f)));
+    let mut refused: Vec<&'static str> = classify(status, body, carriers, must_echo)
+        .map(|set| set.iter().map(Carrier::field).collect())
+        .unwrap_or_default();
+    for field in sent.iter().filter(|f| Carrier::parse(f).is_none()) {
+        if whole_words(&lower, &field.to_lowercase()).next().is_some() {
+            refused.push(field);
+        }
+    }
+    refused.sort_unstable();
+    refused.dedup();
+    (!refused.is_empty()).then_some(refused)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

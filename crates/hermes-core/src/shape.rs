@@ -716,7 +716,7 @@ impl<'a> ChatRequest<'a> {
 impl ChatRequest<'_> {
     /// The carriers actually present on at least one assistant wire message (the pad counts as
     /// `reasoning_content`): what a refusal can name (SPEC §6).
-    pub(crate) fn sent_carriers(&self) -> CarrierSet {
+    pub fn sent_carriers(&self) -> CarrierSet {
         self.messages
             .iter()
             .filter_map(|m| m.plan.as_ref())

@@ -10,17 +10,26 @@ use serde_json::{Map, Value};
 
 use crate::message::{DetailItem, Message, NativeRecord, Origin, Role};
 use crate::raw::{RawJson, TextCarrier};
+pub use crate::transport::ReplyMeta;
+use crate::transport::{FinishReason, Usage};
 
 /// Keys of a `reasoning_details` item whose string fragments are joined across chunks.
 const JOINED_ITEM_KEYS: [&str; 2] = ["text", "summary"];
 
-/// The end of a streamed (or non-streamed) reply besides the message itself.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ReplyMeta {
-    /// `finish_reason` of the choice.
-    pub finish_reason: Option<String>,
-    /// `usage` as the provider sent it.
-    pub usage: Option<Value>,
+/// A chat-completions `usage` object as normalised [`Usage`]: `prompt_tokens`,
+/// `completion_tokens`, `completion_tokens_details.reasoning_tokens`, cache reads from
+/// `prompt_tokens_details.cached_tokens` (or DeepSeek's `prompt_cache_hit_tokens`) and cache
+/// writes from `prompt_tokens_details.cache_write_tokens` / `cache_creation_input_tokens`
+/// (gateways relaying Anthropic).
+pub fn chat_usage(usage: &Value) -> Usage {
+    let n = |path: &str| usage.pointer(path).and_then(Value::as_u64).unwrap_or(0);
+    Usage::new(
+        n("/prompt_tokens"),
+        n("/completion_tokens"),
+        n("/completion_tokens_details/reasoning_tokens"),
+        n("/prompt_tokens_details/cached_tokens").max(n("/prompt_cache_hit_tokens")),
+        n("/prompt_tokens_details/cache_write_tokens").max(n("/cache_creation_input_tokens")),
+    )
 }
 
 /// One `reasoning_details` item being built: its merged fields, and its bytes as they arrived
@@ -118,7 +127,7 @@ impl StreamAccumulator {
 
     /// True once a chunk carried a `finish_reason`.
     pub fn finished(&self) -> bool {
-        self.meta.finish_reason.is_some()
+        self.meta.finish.is_some()
     }
 
     /// Absorbs one chunk, given both parsed and as the text it arrived as: like
@@ -142,13 +151,13 @@ impl StreamAccumulator {
     fn feed_with(&mut self, chunk: &Value, raws: &[&serde_json::value::RawValue]) {
         self.chunks += 1;
         if let Some(usage) = chunk.get("usage").filter(|u| !u.is_null()) {
-            self.meta.usage = Some(usage.clone());
+            self.meta.usage = Some(chat_usage(usage));
         }
         let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
             return;
         };
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-            self.meta.finish_reason = Some(reason.to_owned());
+            self.meta.finish = Some(FinishReason::from_chat(reason));
         }
         let Some(delta) = choice.get("delta").and_then(Value::as_object) else {
             return;
@@ -395,8 +404,12 @@ pub fn capture_message(body: &str, origin: Origin) -> Result<(Message, ReplyMeta
     }
     msg.origin = Some(origin);
     let meta = ReplyMeta {
-        finish_reason: choice.finish_reason,
-        usage: reply.usage.filter(|u| !u.is_null()),
+        finish: choice.finish_reason.as_deref().map(FinishReason::from_chat),
+        usage: reply
+            .usage
+            .as_ref()
+            .filter(|u| !u.is_null())
+            .map(chat_usage),
     };
     Ok((msg, meta))
 }
@@ -491,7 +504,7 @@ mod tests {
         );
         assert_eq!(msg.content.as_ref().unwrap().get(), r#""caf\u00e9""#);
         assert!(msg.extra.is_empty(), "response-only keys are not stored");
-        assert_eq!(meta.finish_reason.as_deref(), Some("stop"));
+        assert_eq!(meta.finish, Some(FinishReason::Stop));
     }
 
     #[test]

@@ -1,11 +1,10 @@
-//! The transport seam: what the turn driver needs from a wire (implemented in
-//! hermes-providers), and the typed errors a wire reports. No HTTP types cross it.
+//! What a wire reports back to the driver: the captured reply with its normalised usage and
+//! finish reason, streamed text, and the typed errors of a request. No HTTP types cross it
+//! (the wire itself is [`crate::wire::Wire`]).
 
 use std::time::Duration;
 
-use crate::message::{Message, Origin};
-use crate::shape::ChatRequest;
-use crate::stream::ReplyMeta;
+use crate::message::Message;
 
 /// A piece of reply text as it streams in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,26 +15,90 @@ pub enum Delta<'a> {
     Content(&'a str),
 }
 
-/// Sends one request and captures the reply.
-#[async_trait::async_trait]
-pub trait Transport: Send + Sync {
-    /// Sends `request`; the captured assistant message records `origin`.
-    async fn send(
-        &self,
-        request: &ChatRequest<'_>,
-        origin: Origin,
-    ) -> Result<Reply, TransportError>;
+/// Token counts of one reply, normalised across wires (each wire fills them from its own
+/// fields; absent counts are 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct Usage {
+    /// Prompt (input) tokens, cached ones included.
+    pub input: u64,
+    /// Completion (output) tokens, reasoning included.
+    pub output: u64,
+    /// Of `output`, the tokens spent thinking.
+    pub reasoning: u64,
+    /// Of `input`, the tokens read from the provider's prompt cache.
+    pub cache_read: u64,
+    /// Tokens written to the provider's prompt cache.
+    pub cache_write: u64,
+}
 
-    /// Like [`Transport::send`], calling `on_delta` with each piece of text as it arrives (a
-    /// wire that cannot stream calls it never).
-    async fn send_streaming(
-        &self,
-        request: &ChatRequest<'_>,
-        origin: Origin,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Result<Reply, TransportError> {
-        let _ = on_delta;
-        self.send(request, origin).await
+impl Usage {
+    /// A usage with these counts.
+    pub fn new(input: u64, output: u64, reasoning: u64, cache_read: u64, cache_write: u64) -> Self {
+        Usage {
+            input,
+            output,
+            reasoning,
+            cache_read,
+            cache_write,
+        }
+    }
+
+    /// The sum of two usages.
+    pub fn plus(self, other: Usage) -> Usage {
+        Usage {
+            input: self.input + other.input,
+            output: self.output + other.output,
+            reasoning: self.reasoning + other.reasoning,
+            cache_read: self.cache_read + other.cache_read,
+            cache_write: self.cache_write + other.cache_write,
+        }
+    }
+}
+
+/// Why a reply ended, normalised across wires.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FinishReason {
+    /// The model finished its answer.
+    Stop,
+    /// The output limit cut it.
+    Length,
+    /// It called tools.
+    ToolCalls,
+    /// A content filter stopped it.
+    ContentFilter,
+    /// Anything else, as the wire spelled it.
+    Other(String),
+}
+
+impl FinishReason {
+    /// Reads the chat-completions spelling (`stop`, `length`, `tool_calls`, `content_filter`).
+    pub fn from_chat(reason: &str) -> FinishReason {
+        match reason {
+            "stop" => FinishReason::Stop,
+            "length" => FinishReason::Length,
+            "tool_calls" | "function_call" => FinishReason::ToolCalls,
+            "content_filter" => FinishReason::ContentFilter,
+            other => FinishReason::Other(other.to_owned()),
+        }
+    }
+}
+
+/// The end of a reply besides the message itself, normalised by its wire.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ReplyMeta {
+    /// Why it ended.
+    pub finish: Option<FinishReason>,
+    /// Its token counts.
+    pub usage: Option<Usage>,
+}
+
+impl ReplyMeta {
+    /// A reply's end.
+    pub fn new(finish: Option<FinishReason>, usage: Option<Usage>) -> Self {
+        ReplyMeta { finish, usage }
     }
 }
 

@@ -116,6 +116,125 @@ impl Verdicts {
     }
 }
 
+/// Where the verdicts of wires other than chat completions live in `model_config`, beside
+/// [`VERDICTS_KEY`] (whose shape the Python original shares and which stays chat-only).
+pub const WIRE_VERDICTS_KEY: &str = "hermes_wire_verdicts";
+
+/// A refusal learned on a wire other than chat completions: which of that wire's fields the
+/// provider refused for one provider, host and model. Stored as
+/// `[wire, provider, host, model, [fields]]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WireVerdict {
+    /// The wire's id (`anthropic`, `gemini`, …).
+    pub wire: String,
+    /// Provider, lowercased.
+    pub provider: String,
+    /// Host without port.
+    pub host: String,
+    /// Model id, case kept.
+    pub model: String,
+    /// Refused fields, in the wire's spelling, sorted.
+    pub fields: Vec<String>,
+}
+
+impl WireVerdict {
+    /// True when the verdict is about `wire` and `target`.
+    pub fn applies_to(&self, wire: &str, target: &RouteTarget) -> bool {
+        self.wire == wire
+            && self.provider == target.provider
+            && self.model == target.model
+            && self.host == target.host_key()
+    }
+}
+
+impl Serialize for WireVerdict {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(5))?;
+        seq.serialize_element(&self.wire)?;
+        seq.serialize_element(&self.provider)?;
+        seq.serialize_element(&self.host)?;
+        seq.serialize_element(&self.model)?;
+        seq.serialize_element(&self.fields)?;
+        seq.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for WireVerdict {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let (wire, provider, host, model, mut fields): (
+            String,
+            String,
+            String,
+            String,
+            Vec<String>,
+        ) = Deserialize::deserialize(deserializer)?;
+        fields.sort();
+        fields.dedup();
+        Ok(WireVerdict {
+            wire,
+            provider: provider.trim().to_lowercase(),
+            host,
+            model,
+            fields,
+        })
+    }
+}
+
+/// The verdicts of the other wires, in learning order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct WireVerdicts(pub Vec<WireVerdict>);
+
+impl WireVerdicts {
+    /// Reads [`WIRE_VERDICTS_KEY`] of a `model_config` (empty when absent).
+    pub fn from_model_config(
+        config: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Self, serde_json::Error> {
+        match config.get(WIRE_VERDICTS_KEY) {
+            None | Some(serde_json::Value::Null) => Ok(WireVerdicts::default()),
+            Some(value) => WireVerdicts::deserialize(value),
+        }
+    }
+
+    /// The fields refused on `wire` for `target`.
+    pub fn refused_for(&self, wire: &str, target: &RouteTarget) -> Vec<&str> {
+        let mut out: Vec<&str> = self
+            .0
+            .iter()
+            .filter(|v| v.applies_to(wire, target))
+            .flat_map(|v| v.fields.iter().map(String::as_str))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Records that `target` refused `fields` on `wire`; true when that is new.
+    pub fn record(&mut self, wire: &str, target: &RouteTarget, fields: &[&str]) -> bool {
+        if let Some(v) = self.0.iter_mut().find(|v| v.applies_to(wire, target)) {
+            let before = v.fields.len();
+            v.fields.extend(fields.iter().map(|f| (*f).to_owned()));
+            v.fields.sort();
+            v.fields.dedup();
+            return v.fields.len() != before;
+        }
+        if fields.is_empty() {
+            return false;
+        }
+        let mut fields: Vec<String> = fields.iter().map(|f| (*f).to_owned()).collect();
+        fields.sort();
+        fields.dedup();
+        self.0.push(WireVerdict {
+            wire: wire.to_owned(),
+            provider: target.provider.clone(),
+            host: target.host_key(),
+            model: target.model.clone(),
+            fields,
+        });
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

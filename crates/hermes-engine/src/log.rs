@@ -2,9 +2,8 @@
 //! call, errors typed by the store.
 
 use hermes_core::driver::{LogError, SessionLog};
-use hermes_core::{CarrierSet, Message, RouteTarget, Verdicts};
+use hermes_core::{CarrierSet, Message, RouteTarget, Usage, Verdicts, WireVerdicts};
 use hermes_store::Store;
-use serde_json::Value;
 
 /// Stores a driven session as the driver goes.
 pub(crate) struct StoreLog<'a> {
@@ -29,11 +28,19 @@ impl SessionLog for StoreLog<'_> {
             .await?)
     }
 
-    async fn add_usage(&self, usage: &Value) -> Result<(), LogError> {
-        let n = |k: &str| usage.get(k).and_then(Value::as_i64).unwrap_or(0);
+    async fn record_wire_verdict(
+        &self,
+        wire: &str,
+        target: &RouteTarget,
+        fields: &[&str],
+    ) -> Result<WireVerdicts, LogError> {
         Ok(self
             .store
-            .add_usage(self.session, n("prompt_tokens"), n("completion_tokens"))
+            .record_wire_verdict(self.session, wire, target, fields)
             .await?)
+    }
+
+    async fn add_usage(&self, usage: &Usage) -> Result<(), LogError> {
+        Ok(self.store.add_usage(self.session, usage).await?)
     }
 }

@@ -218,7 +218,19 @@ impl ChatSession {
                         message: format!("unreadable verdicts: {e}"),
                     }
                 })?;
-                (Some(meta.id), Conversation { messages, verdicts })
+                let wire_verdicts = hermes_core::WireVerdicts::from_model_config(
+                    &meta.model_config,
+                )
+                .map_err(|e| EngineError::Corrupt {
+                    session: meta.id.clone(),
+                    message: format!("unreadable wire verdicts: {e}"),
+                })?;
+                let conversation = Conversation {
+                    messages,
+                    verdicts,
+                    wire_verdicts,
+                };
+                (Some(meta.id), conversation)
             }
             None => (None, Conversation::default()),
         };
@@ -306,7 +318,7 @@ impl ChatSession {
         };
         let driver = Driver {
             decision: &self.target.decision,
-            transport: &self.target.transport,
+            wire: &self.target.transport,
             log: &log,
             tools: self.tools.tools.as_ref(),
             config: &self.driver_config,
@@ -374,9 +386,10 @@ impl ChatSession {
             session: &id,
         };
         let summarizer = TransportSummarizer {
-            transport: &self.target.transport,
+            wire: &self.target.transport,
             decision: &self.target.decision,
             verdicts: &self.conversation.verdicts,
+            wire_verdicts: &self.conversation.wire_verdicts,
             log: &log,
         };
         let decision = &self.target.decision;

@@ -2,13 +2,14 @@
 //! driver's request path (refusal fallback and backoff included), with no tools.
 
 use hermes_core::driver::{Conversation, Driver, DriverConfig, SessionLog, Tools};
-use hermes_core::{Message, Role, RouteDecision, Transport, Verdicts};
+use hermes_core::{Message, Role, RouteDecision, Verdicts, Wire, WireVerdicts};
 
 /// Writes summaries with the session's own provider and route.
 pub(crate) struct TransportSummarizer<'a> {
-    pub(crate) transport: &'a dyn Transport,
+    pub(crate) wire: &'a dyn Wire,
     pub(crate) decision: &'a RouteDecision,
     pub(crate) verdicts: &'a Verdicts,
+    pub(crate) wire_verdicts: &'a WireVerdicts,
     pub(crate) log: &'a dyn SessionLog,
 }
 
@@ -18,6 +19,7 @@ impl hermes_compaction::Summarizer for TransportSummarizer<'_> {
         let mut conversation = Conversation {
             messages: messages.to_vec(),
             verdicts: self.verdicts.clone(),
+            wire_verdicts: self.wire_verdicts.clone(),
         };
         conversation.messages.push(Message::text(
             Role::User,
@@ -26,7 +28,7 @@ impl hermes_compaction::Summarizer for TransportSummarizer<'_> {
         let config = DriverConfig::default();
         let driver = Driver {
             decision: self.decision,
-            transport: self.transport,
+            wire: self.wire,
             log: self.log,
             tools: &NoTools,
             config: &config,

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use eventsource_stream::Eventsource as _;
 use futures_util::StreamExt as _;
-use hermes_core::transport::{Delta, Reply, Transport, TransportError};
+use hermes_core::transport::{Delta, Reply, TransportError};
+use hermes_core::{CHAT_WIRE, Outgoing, RequestParts, Wire};
 use hermes_core::{CaptureError, ChatRequest, Origin, StreamAccumulator, capture_message};
 use serde_json::Value;
 
@@ -136,19 +137,19 @@ impl ChatTransport {
         request: &ChatRequest<'_>,
         origin: Origin,
     ) -> Result<Reply, TransportError> {
-        self.send_with(endpoint, request, origin, &|_| {}).await
+        let out = encode(request)?;
+        self.send_with(endpoint, &out, origin, &|_| {}).await
     }
 
-    /// Like [`ChatTransport::send`], calling `on_delta` with each piece of streamed text.
+    /// Sends an encoded body, calling `on_delta` with each piece of streamed text.
     pub async fn send_with(
         &self,
         endpoint: &Endpoint,
-        request: &ChatRequest<'_>,
+        request: &Outgoing,
         origin: Origin,
         on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
     ) -> Result<Reply, TransportError> {
-        let body =
-            serde_json::to_vec(request).map_err(|e| TransportError::Request(e.to_string()))?;
+        let body = request.body.clone();
         let url = endpoint.url();
         tracing::debug!(url = %url, stream = request.stream, bytes = body.len(), "sending chat request");
         tracing::trace!(body = %String::from_utf8_lossy(&body), "chat request body");
@@ -289,19 +290,40 @@ pub struct HttpChat {
     pub endpoint: Endpoint,
 }
 
+/// The chat-completions body of `request`, with the carriers it replays (the fields a
+/// provider may refuse, SPEC §6).
+pub fn encode(request: &ChatRequest<'_>) -> Result<Outgoing, TransportError> {
+    let body = serde_json::to_vec(request).map_err(|e| TransportError::Request(e.to_string()))?;
+    let refusable = request.sent_carriers().fields();
+    Ok(Outgoing::new(
+        body,
+        request.stream,
+        refusable,
+        request.messages.len(),
+    ))
+}
+
 #[async_trait::async_trait]
-impl Transport for HttpChat {
-    async fn send(
-        &self,
-        request: &ChatRequest<'_>,
-        origin: Origin,
-    ) -> Result<Reply, TransportError> {
-        self.client.send(&self.endpoint, request, origin).await
+impl Wire for HttpChat {
+    fn id(&self) -> &'static str {
+        CHAT_WIRE
     }
 
-    async fn send_streaming(
+    fn encode(&self, parts: &RequestParts<'_>) -> Result<Outgoing, TransportError> {
+        let mut request = ChatRequest::build(
+            parts.history,
+            parts.decision,
+            parts.verdicts,
+            parts.thinking,
+        );
+        request.stream = parts.stream;
+        request.tools = parts.tools;
+        encode(&request)
+    }
+
+    async fn send(
         &self,
-        request: &ChatRequest<'_>,
+        request: &Outgoing,
         origin: Origin,
         on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
     ) -> Result<Reply, TransportError> {

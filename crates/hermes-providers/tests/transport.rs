@@ -65,7 +65,9 @@ async fn sends_the_shaped_body_with_the_key_and_captures_carriers() {
         .respond_with(ResponseTemplate::new(200).set_body_json(json!({
             "choices": [{"index": 0, "finish_reason": "stop", "message": {
                 "role": "assistant", "content": "yes", "reasoning_content": "thïnk", "refusal": null}}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}
+            "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7,
+                      "completion_tokens_details": {"reasoning_tokens": 1},
+                      "prompt_tokens_details": {"cached_tokens": 3}}
         })))
         .expect(1)
         .mount(&server)
@@ -86,8 +88,12 @@ async fn sends_the_shaped_body_with_the_key_and_captures_carriers() {
         json!({"role": "assistant", "content": "yes", "reasoning_content": "thïnk",
                "origin": {"provider": "deepseek", "host": "127.0.0.1", "model": "deepseek-v4-pro"}})
     );
-    assert_eq!(reply.meta.finish_reason.as_deref(), Some("stop"));
-    assert_eq!(reply.meta.usage.unwrap()["total_tokens"], 7);
+    assert_eq!(reply.meta.finish, Some(hermes_core::FinishReason::Stop));
+    assert_eq!(
+        reply.meta.usage,
+        Some(hermes_core::Usage::new(5, 2, 1, 3, 0)),
+        "usage normalised: input, output, reasoning, cache read, cache write"
+    );
 }
 
 #[tokio::test]

@@ -10,10 +10,13 @@
 //! changes: write transactions begin with `BEGIN IMMEDIATE` (the write lock is taken before the
 //! first read), so concurrent handles, in one process or several, never lose each other's
 //! updates.
-//! - Verdicts (SPEC §6, `reasoning_rejected_carriers` in the session's `model_config`):
-//!   [`Store::verdicts`], [`Store::record_verdict`] (merge one refusal into what is stored now)
-//!   and [`Store::clear_verdicts`] (remove what a [`VerdictFilter`] matches). They rewrite only
-//!   that member of `model_config`; every other member keeps its exact text and place.
+//! - Verdicts (SPEC §6) in the session's `model_config`: the chat-completions ones under
+//!   `reasoning_rejected_carriers` ([`Store::verdicts`], [`Store::record_verdict`]), the other
+//!   wires' under `hermes_wire_verdicts` ([`Store::wire_verdicts`],
+//!   [`Store::record_wire_verdict`]); a record merges one refusal into what is stored now, and
+//!   [`Store::clear_verdicts`] removes what a [`VerdictFilter`] matches, of either kind. Each
+//!   change rewrites only the member it changes; every other member of `model_config` keeps its
+//!   exact text and place.
 //!   [`Store::set_model_config`] replaces the whole object and is kept for older callers: a
 //!   caller that writes back a copy it read earlier overwrites changes made since.
 //! - Compaction: [`Store::apply_compaction`] applies a [`CompactionPlan`] (rows to archive, and
@@ -34,7 +37,7 @@ use std::path::Path;
 use std::sync::LazyLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use hermes_core::{Message, SessionFile};
+use hermes_core::{Message, SessionFile, Usage};
 use serde_json::{Map, Value};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -71,6 +74,13 @@ static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
             "key order".into(),
             MigrationType::Simple,
             sqlx::SqlStr::from_static(include_str!("../migrations/sqlite/0004_key_order.sql")),
+            false,
+        ),
+        Migration::new(
+            5,
+            "usage".into(),
+            MigrationType::Simple,
+            sqlx::SqlStr::from_static(include_str!("../migrations/sqlite/0005_usage.sql")),
             false,
         ),
     ])
@@ -182,7 +192,8 @@ pub struct SessionMeta {
     /// The user named `base_url` (command line or config) for this session: only then may an
     /// API key be sent there. Imported sessions start unconfirmed.
     pub base_url_confirmed: bool,
-    /// Model configuration, holding `reasoning_rejected_carriers`.
+    /// Model configuration, holding the verdicts (`reasoning_rejected_carriers`,
+    /// `hermes_wire_verdicts`).
     pub model_config: Map<String, Value>,
     /// Creation time, Unix milliseconds.
     pub created_at: i64,
@@ -192,8 +203,14 @@ pub struct SessionMeta {
     pub message_count: i64,
     /// Prompt tokens reported by providers.
     pub input_tokens: i64,
-    /// Completion tokens reported by providers.
+    /// Completion tokens reported by providers (reasoning included).
     pub output_tokens: i64,
+    /// Of `output_tokens`, the tokens spent thinking.
+    pub reasoning_tokens: i64,
+    /// Of `input_tokens`, the tokens read from the provider's prompt cache.
+    pub cache_read_tokens: i64,
+    /// Tokens written to the provider's prompt cache.
+    pub cache_write_tokens: i64,
 }
 
 /// A stored message with its place in the session (read from the store; new fields may be
@@ -279,6 +296,9 @@ fn meta_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SessionMeta, StoreErro
         message_count: row.try_get("message_count").db()?,
         input_tokens: row.try_get("input_tokens").db()?,
         output_tokens: row.try_get("output_tokens").db()?,
+        reasoning_tokens: row.try_get("reasoning_tokens").db()?,
+        cache_read_tokens: row.try_get("cache_read_tokens").db()?,
+        cache_write_tokens: row.try_get("cache_write_tokens").db()?,
         id,
     })
 }
@@ -287,7 +307,8 @@ fn meta_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SessionMeta, StoreErro
 macro_rules! session_columns {
     () => {
         "id, title, parent_id, provider, model, base_url, base_url_confirmed, model_config, created_at, \
-         updated_at, message_count, input_tokens, output_tokens"
+         updated_at, message_count, input_tokens, output_tokens, reasoning_tokens, cache_read_tokens, \
+         cache_write_tokens"
     };
 }
 
@@ -366,19 +387,24 @@ impl Store {
         Ok(())
     }
 
-    /// Adds provider-reported token counts to the session's counters.
-    pub async fn add_usage(
-        &self,
-        session: &str,
-        input: i64,
-        output: i64,
-    ) -> Result<(), StoreError> {
-        sqlx::query("UPDATE sessions SET input_tokens = input_tokens + $1, output_tokens = output_tokens + $2 WHERE id = $3")
-            .bind(input)
-            .bind(output)
-            .bind(session)
-            .execute(&self.pool)
-            .await.db()?;
+    /// Adds a provider-reported usage to the session's five counters, in one statement (a count
+    /// beyond `i64::MAX` is taken as `i64::MAX`).
+    pub async fn add_usage(&self, session: &str, usage: &Usage) -> Result<(), StoreError> {
+        let n = |count: u64| i64::try_from(count).unwrap_or(i64::MAX);
+        sqlx::query(
+            "UPDATE sessions SET input_tokens = input_tokens + $1, output_tokens = output_tokens + $2, \
+             reasoning_tokens = reasoning_tokens + $3, cache_read_tokens = cache_read_tokens + $4, \
+             cache_write_tokens = cache_write_tokens + $5 WHERE id = $6",
+        )
+        .bind(n(usage.input))
+        .bind(n(usage.output))
+        .bind(n(usage.reasoning))
+        .bind(n(usage.cache_read))
+        .bind(n(usage.cache_write))
+        .bind(session)
+        .execute(&self.pool)
+        .await
+        .db()?;
         Ok(())
     }
 

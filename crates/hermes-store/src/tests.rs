@@ -493,6 +493,7 @@ async fn verdict_changes_keep_every_other_member_of_model_config_byte_for_byte()
     let filter = |provider: Option<&str>, model: Option<&str>| crate::VerdictFilter {
         provider: provider.map(str::to_owned),
         model: model.map(str::to_owned),
+        wire: None,
     };
     assert_eq!(
         store
@@ -557,6 +558,321 @@ async fn verdict_changes_keep_every_other_member_of_model_config_byte_for_byte()
         .unwrap_err();
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
     assert_eq!(raw_config(&store, &id).await, damaged);
+}
+
+fn wire_filter(
+    wire: Option<&str>,
+    provider: Option<&str>,
+    model: Option<&str>,
+) -> crate::VerdictFilter {
+    crate::VerdictFilter {
+        provider: provider.map(str::to_owned),
+        model: model.map(str::to_owned),
+        wire: wire.map(str::to_owned),
+    }
+}
+
+#[tokio::test]
+async fn wire_verdicts_are_recorded_merged_and_cleared() {
+    let (dir, store) = store().await;
+    let id = store.create_session(&NewSession::default()).await.unwrap();
+    let t = target("Anthropic", "claude-x");
+    assert_eq!(
+        store.wire_verdicts(&id).await.unwrap(),
+        hermes_core::WireVerdicts::default()
+    );
+    let v = store
+        .record_wire_verdict(&id, "anthropic", &t, &["thinking"])
+        .await
+        .unwrap();
+    assert_eq!(v.refused_for("anthropic", &t), ["thinking"]);
+    assert!(v.refused_for("gemini", &t).is_empty());
+    assert_eq!(
+        raw_config(&store, &id).await,
+        r#"{"hermes_wire_verdicts":[["anthropic","anthropic","api.example","claude-x",["thinking"]]]}"#
+    );
+    // Widening merges into the stored verdict; the fields stay sorted.
+    let v = store
+        .record_wire_verdict(&id, "anthropic", &t, &["signature", "thinking"])
+        .await
+        .unwrap();
+    assert_eq!(v.0.len(), 1);
+    assert_eq!(v.refused_for("anthropic", &t), ["signature", "thinking"]);
+    // Nothing new learned: nothing written.
+    let before = store.session(&id).await.unwrap().updated_at;
+    store
+        .record_wire_verdict(&id, "anthropic", &t, &["thinking"])
+        .await
+        .unwrap();
+    assert_eq!(store.session(&id).await.unwrap().updated_at, before);
+    // Another wire for the same target is a verdict of its own.
+    store
+        .record_wire_verdict(&id, "gemini", &t, &["thought_signature"])
+        .await
+        .unwrap();
+
+    // The merge happens on what is stored now: a clear by another handle stays cleared.
+    let other = Store::open(&dir.path().join("home/state.db"))
+        .await
+        .unwrap();
+    assert_eq!(
+        other
+            .clear_verdicts(&id, &wire_filter(Some("gemini"), None, None))
+            .await
+            .unwrap(),
+        1
+    );
+    let merged = store
+        .record_wire_verdict(&id, "anthropic", &target("p", "m"), &["x"])
+        .await
+        .unwrap();
+    assert_eq!(merged.0.len(), 2, "{merged:?}");
+    assert!(merged.refused_for("gemini", &t).is_empty(), "came back");
+    assert_eq!(other.wire_verdicts(&id).await.unwrap(), merged);
+
+    // The default filter clears every wire; the key leaves model_config.
+    assert_eq!(
+        store
+            .clear_verdicts(&id, &crate::VerdictFilter::default())
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(raw_config(&store, &id).await, "{}");
+
+    for result in [
+        store.wire_verdicts("nope").await.map(drop),
+        store
+            .record_wire_verdict("nope", "anthropic", &t, &["thinking"])
+            .await
+            .map(drop),
+    ] {
+        assert!(matches!(result, Err(StoreError::NotFound(_))), "{result:?}");
+    }
+    // Unreadable wire verdicts are reported, never overwritten.
+    let damaged = r#"{"hermes_wire_verdicts":[["anthropic","p","h","m"]]}"#;
+    set_raw_config(&store, &id, damaged).await;
+    let err = store
+        .record_wire_verdict(&id, "anthropic", &t, &["thinking"])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+    assert_eq!(raw_config(&store, &id).await, damaged);
+}
+
+#[tokio::test]
+async fn chat_and_wire_verdicts_share_model_config_and_each_change_rewrites_only_its_member() {
+    let (_dir, store) = store().await;
+    let id = store.create_session(&NewSession::default()).await.unwrap();
+    set_raw_config(
+        &store,
+        &id,
+        r#"{"a":1.0e5,"reasoning_rejected_carriers":[["p","api.example","m",["reasoning"]]],"mid":"caf\u00e9","hermes_wire_verdicts":[["anthropic","p","api.example","m",["thinking"]]],"z":[1 ,2]}"#,
+    )
+    .await;
+    // A chat verdict rewrites only its own member.
+    store
+        .record_verdict(&id, &target("p", "m"), rd())
+        .await
+        .unwrap();
+    assert_eq!(
+        raw_config(&store, &id).await,
+        r#"{"a":1.0e5,"reasoning_rejected_carriers":[["p","api.example","m",["reasoning","reasoning_details"]]],"mid":"caf\u00e9","hermes_wire_verdicts":[["anthropic","p","api.example","m",["thinking"]]],"z":[1 ,2]}"#
+    );
+    // A wire verdict rewrites only its own member.
+    store
+        .record_wire_verdict(&id, "anthropic", &target("p", "m"), &["signature"])
+        .await
+        .unwrap();
+    let both = r#"{"a":1.0e5,"reasoning_rejected_carriers":[["p","api.example","m",["reasoning","reasoning_details"]]],"mid":"caf\u00e9","hermes_wire_verdicts":[["anthropic","p","api.example","m",["signature","thinking"]]],"z":[1 ,2]}"#;
+    assert_eq!(raw_config(&store, &id).await, both);
+    // Both are kept, each read by its own accessor.
+    assert_eq!(
+        store.verdicts(&id).await.unwrap().0.len(),
+        1,
+        "chat verdicts"
+    );
+    assert_eq!(
+        store
+            .wire_verdicts(&id)
+            .await
+            .unwrap()
+            .refused_for("anthropic", &target("p", "m")),
+        ["signature", "thinking"]
+    );
+    // A filter that selects nothing writes nothing.
+    assert_eq!(
+        store
+            .clear_verdicts(&id, &wire_filter(None, Some("q"), None))
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(raw_config(&store, &id).await, both);
+    // Clearing every wire removes both members in one change; the rest stays as it was.
+    assert_eq!(
+        store
+            .clear_verdicts(&id, &wire_filter(None, Some("P"), Some("m")))
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        raw_config(&store, &id).await,
+        r#"{"a":1.0e5,"mid":"caf\u00e9","z":[1 ,2]}"#
+    );
+    // New members go at the end, each keeping the other's place.
+    store
+        .record_wire_verdict(&id, "gemini", &target("p", "m"), &["thought_signature"])
+        .await
+        .unwrap();
+    store
+        .record_verdict(&id, &target("p", "m"), rd())
+        .await
+        .unwrap();
+    assert_eq!(
+        raw_config(&store, &id).await,
+        r#"{"a":1.0e5,"mid":"caf\u00e9","z":[1 ,2],"hermes_wire_verdicts":[["gemini","p","api.example","m",["thought_signature"]]],"reasoning_rejected_carriers":[["p","api.example","m",["reasoning_details"]]]}"#
+    );
+}
+
+#[tokio::test]
+async fn the_wire_filter_selects_chat_one_wire_or_every_wire() {
+    let (_dir, store) = store().await;
+    let id = store.create_session(&NewSession::default()).await.unwrap();
+    let fill = || async {
+        set_raw_config(&store, &id, "{}").await;
+        store
+            .record_verdict(&id, &target("p", "m"), rd())
+            .await
+            .unwrap();
+        for wire in ["anthropic", "gemini"] {
+            store
+                .record_wire_verdict(&id, wire, &target("p", "m"), &["f"])
+                .await
+                .unwrap();
+        }
+    };
+    let wires =
+        |v: hermes_core::WireVerdicts| -> Vec<String> { v.0.into_iter().map(|v| v.wire).collect() };
+
+    fill().await;
+    assert_eq!(
+        store
+            .clear_verdicts(&id, &wire_filter(Some("chat"), None, None))
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(store.verdicts(&id).await.unwrap().0.is_empty());
+    assert_eq!(
+        wires(store.wire_verdicts(&id).await.unwrap()),
+        ["anthropic", "gemini"]
+    );
+
+    fill().await;
+    assert_eq!(
+        store
+            .clear_verdicts(&id, &wire_filter(Some(" Gemini "), None, None))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(store.verdicts(&id).await.unwrap().0.len(), 1);
+    assert_eq!(
+        wires(store.wire_verdicts(&id).await.unwrap()),
+        ["anthropic"]
+    );
+    // A wire filter still narrows by provider and model.
+    assert_eq!(
+        store
+            .clear_verdicts(&id, &wire_filter(Some("anthropic"), Some("p"), Some("M")))
+            .await
+            .unwrap(),
+        0
+    );
+
+    fill().await;
+    assert_eq!(
+        store
+            .clear_verdicts(&id, &wire_filter(None, Some("p"), None))
+            .await
+            .unwrap(),
+        3
+    );
+    assert_eq!(raw_config(&store, &id).await, "{}");
+
+    // A chat-only clear does not read the wire member, so a damaged one does not block it
+    // (and is left as it was).
+    set_raw_config(
+        &store,
+        &id,
+        r#"{"hermes_wire_verdicts":7,"reasoning_rejected_carriers":[["p","h","m",["reasoning"]]]}"#,
+    )
+    .await;
+    assert_eq!(
+        store
+            .clear_verdicts(&id, &wire_filter(Some("chat"), None, None))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        raw_config(&store, &id).await,
+        r#"{"hermes_wire_verdicts":7}"#
+    );
+    let err = store
+        .clear_verdicts(&id, &crate::VerdictFilter::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn usage_sums_every_counter_across_calls() {
+    let (_dir, store) = store().await;
+    let id = store.create_session(&NewSession::default()).await.unwrap();
+    let meta = store.session(&id).await.unwrap();
+    assert_eq!(
+        (
+            meta.input_tokens,
+            meta.output_tokens,
+            meta.reasoning_tokens,
+            meta.cache_read_tokens,
+            meta.cache_write_tokens
+        ),
+        (0, 0, 0, 0, 0)
+    );
+    store
+        .add_usage(&id, &hermes_core::Usage::new(100, 40, 25, 60, 10))
+        .await
+        .unwrap();
+    store
+        .add_usage(&id, &hermes_core::Usage::new(7, 5, 3, 2, 0))
+        .await
+        .unwrap();
+    for meta in [
+        store.session(&id).await.unwrap(),
+        store.list().await.unwrap().remove(0),
+    ] {
+        assert_eq!(
+            (
+                meta.input_tokens,
+                meta.output_tokens,
+                meta.reasoning_tokens,
+                meta.cache_read_tokens,
+                meta.cache_write_tokens
+            ),
+            (107, 45, 28, 62, 10)
+        );
+    }
+    // A count beyond what SQLite holds is taken as the largest it does.
+    let other = store.create_session(&NewSession::default()).await.unwrap();
+    store
+        .add_usage(&other, &hermes_core::Usage::new(u64::MAX, 0, 0, 0, 0))
+        .await
+        .unwrap();
+    assert_eq!(store.session(&other).await.unwrap().input_tokens, i64::MAX);
 }
 
 /// A session of six alternating messages `m0`..`m5`.

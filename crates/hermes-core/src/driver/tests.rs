@@ -14,10 +14,10 @@ use crate::route::{
     CarrierSet, DataRoute, MustEchoFamily, PadRule, ResolveOptions, RouteMatcher, RouteTable,
 };
 use crate::shape::ChatRequest;
-use crate::stream::ReplyMeta;
 use crate::target::RouteTarget;
-use crate::transport::{Reply, Transport, TransportError};
-use crate::verdict::Verdicts;
+use crate::transport::{Delta, Reply, ReplyMeta, TransportError, Usage};
+use crate::verdict::{Verdicts, WireVerdicts};
+use crate::wire::{CHAT_WIRE, Outgoing, RequestParts, Wire};
 
 /// Replies from a script, recording every body it was sent.
 struct Scripted {
@@ -27,16 +27,38 @@ struct Scripted {
 }
 
 #[async_trait::async_trait]
-impl Transport for Scripted {
+impl Wire for Scripted {
+    fn id(&self) -> &'static str {
+        CHAT_WIRE
+    }
+
+    fn encode(&self, parts: &RequestParts<'_>) -> Result<Outgoing, TransportError> {
+        let mut request = ChatRequest::build(
+            parts.history,
+            parts.decision,
+            parts.verdicts,
+            parts.thinking,
+        );
+        request.stream = parts.stream;
+        request.tools = parts.tools;
+        Ok(Outgoing::new(
+            serde_json::to_vec(&request).unwrap(),
+            request.stream,
+            request.sent_carriers().fields(),
+            request.messages.len(),
+        ))
+    }
+
     async fn send(
         &self,
-        request: &ChatRequest<'_>,
+        request: &Outgoing,
         origin: Origin,
+        _: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
     ) -> Result<Reply, TransportError> {
         self.sent
             .lock()
             .unwrap()
-            .push(serde_json::to_value(request).unwrap());
+            .push(serde_json::from_slice(&request.body).unwrap());
         self.journal.lock().unwrap().push("send".into());
         let next = self.script.lock().unwrap().remove(0)?;
         let mut message: Message = serde_json::from_value(next).unwrap();
@@ -52,6 +74,8 @@ impl Transport for Scripted {
 struct MemLog {
     messages: Mutex<Vec<Message>>,
     verdicts: Mutex<Option<Verdicts>>,
+    wire_verdicts: Mutex<WireVerdicts>,
+    usage: Mutex<Usage>,
     journal: Arc<Mutex<Vec<String>>>,
 }
 
@@ -73,7 +97,23 @@ impl SessionLog for MemLog {
         *stored = Some(verdicts.clone());
         Ok(verdicts)
     }
-    async fn add_usage(&self, _: &Value) -> Result<(), crate::driver::LogError> {
+    async fn record_wire_verdict(
+        &self,
+        wire: &str,
+        target: &crate::target::RouteTarget,
+        fields: &[&str],
+    ) -> Result<WireVerdicts, crate::driver::LogError> {
+        self.journal
+            .lock()
+            .unwrap()
+            .push(format!("save_{wire}_verdicts"));
+        let mut stored = self.wire_verdicts.lock().unwrap();
+        stored.record(wire, target, fields);
+        Ok(stored.clone())
+    }
+    async fn add_usage(&self, usage: &Usage) -> Result<(), crate::driver::LogError> {
+        let mut total = self.usage.lock().unwrap();
+        *total = total.plus(*usage);
         Ok(())
     }
 }
@@ -159,7 +199,7 @@ async fn run_with(
     let notify = |e: &DriverEvent| events.lock().unwrap().push(e.clone());
     let driver = Driver {
         decision: &decision,
-        transport: &transport,
+        wire: &transport,
         log: &log,
         tools,
         config: &config,
@@ -167,7 +207,7 @@ async fn run_with(
     };
     let mut conversation = Conversation {
         messages: serde_json::from_value(history).unwrap(),
-        verdicts: Verdicts::default(),
+        ..Conversation::default()
     };
     let result = driver
         .run_turn(&mut conversation, Message::text(Role::User, "go"))
@@ -521,4 +561,206 @@ async fn a_tool_that_never_answers_times_out_and_the_turn_goes_on() {
     assert_eq!(results[0].0, "c0");
     assert_eq!(results[0].1, "error: hang timed out after 0.1 s");
     assert_eq!(results[1].1, "xx");
+}
+
+/// A second wire, made up for this test: its own JSON (`turns`, `who`, `say`, `thought`), its
+/// own refusable field and reply shape. The driver runs it with no change.
+mod mini_wire {
+    use super::*;
+
+    /// Replies from a script in the wire's own shape, recording every body.
+    struct Mini {
+        script: Mutex<Vec<Result<Value, TransportError>>>,
+        sent: Mutex<Vec<Value>>,
+    }
+
+    #[async_trait::async_trait]
+    impl Wire for Mini {
+        fn id(&self) -> &'static str {
+            "mini"
+        }
+
+        fn encode(&self, parts: &RequestParts<'_>) -> Result<Outgoing, TransportError> {
+            let target = &parts.decision.target;
+            let refused = parts.wire_verdicts.refused_for("mini", target);
+            let keep_thoughts = !refused.contains(&"thought");
+            let mut refusable = Vec::new();
+            let turns: Vec<Value> = parts
+                .history
+                .iter()
+                .map(|m| {
+                    let text = m
+                        .content
+                        .as_ref()
+                        .and_then(|c| c.as_str().map(|s| s.into_owned()))
+                        .unwrap_or_default();
+                    let mut turn = json!({"who": m.role.as_str(), "say": text});
+                    if let Some(rc) = m.reasoning_content.as_ref().filter(|_| keep_thoughts) {
+                        turn["thought"] = json!(rc.text());
+                        refusable.push("thought");
+                    }
+                    turn
+                })
+                .collect();
+            let body = json!({"model": target.model, "turns": turns, "stream": parts.stream});
+            Ok(Outgoing::new(
+                serde_json::to_vec(&body).unwrap(),
+                parts.stream,
+                refusable,
+                parts.history.len(),
+            ))
+        }
+
+        async fn send(
+            &self,
+            request: &Outgoing,
+            origin: Origin,
+            on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+        ) -> Result<Reply, TransportError> {
+            self.sent
+                .lock()
+                .unwrap()
+                .push(serde_json::from_slice(&request.body).unwrap());
+            let reply = self.script.lock().unwrap().remove(0)?;
+            let thought = reply["thought"].as_str().unwrap_or_default();
+            let say = reply["say"].as_str().unwrap_or_default();
+            if request.stream {
+                on_delta(Delta::Reasoning(thought));
+                on_delta(Delta::Content(say));
+            }
+            let mut message = Message::text(Role::Assistant, say);
+            message.reasoning_content = Some(crate::raw::TextCarrier::new(thought));
+            if let Some(call) = reply["call"].as_str() {
+                message.tool_calls =
+                    Some(vec![crate::message::ToolCall::function("c1", call, "{}")]);
+            }
+            message.origin = Some(origin);
+            let usage = Usage::new(
+                reply["in"].as_u64().unwrap_or(0),
+                reply["out"].as_u64().unwrap_or(0),
+                reply["thinking"].as_u64().unwrap_or(0),
+                0,
+                0,
+            );
+            Ok(Reply {
+                message,
+                meta: ReplyMeta::new(None, Some(usage)),
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_second_wire_gets_negotiation_backoff_tools_deltas_and_usage() {
+        let wire = Mini {
+            script: Mutex::new(vec![
+                Err(http(
+                    400,
+                    r#"{"error":"unknown field `thought` in turns[1]"}"#,
+                )),
+                Err(http(503, "busy")),
+                Ok(
+                    json!({"say": "", "thought": "need the time", "call": "now", "in": 10, "out": 4, "thinking": 3}),
+                ),
+                Ok(json!({"say": "noon", "thought": "got it", "in": 12, "out": 5, "thinking": 2})),
+            ]),
+            sent: Mutex::new(Vec::new()),
+        };
+        let log = MemLog::default();
+        let t = table();
+        let decision = t.resolve(
+            &RouteTarget::new("acme", None, "m"),
+            ResolveOptions::default(),
+        );
+        let config = DriverConfig {
+            stream: true,
+            base_delay: Duration::from_millis(1),
+            ..DriverConfig::default()
+        };
+        let events = Mutex::new(Vec::new());
+        let notify = |e: &DriverEvent| events.lock().unwrap().push(e.clone());
+        let driver = Driver {
+            decision: &decision,
+            wire: &wire,
+            log: &log,
+            tools: &Clock,
+            config: &config,
+            notify: &notify,
+        };
+        let mut conversation = Conversation {
+            messages: serde_json::from_value(json!([
+                {"role": "user", "content": "q"},
+                {"role": "assistant", "content": "a", "reasoning_content": "old thought"}
+            ]))
+            .unwrap(),
+            ..Conversation::default()
+        };
+        let outcome = driver
+            .run_turn(&mut conversation, Message::text(Role::User, "time?"))
+            .await
+            .unwrap();
+
+        let sent = wire.sent.lock().unwrap().clone();
+        assert_eq!(
+            sent.len(),
+            4,
+            "refused, retried into a 503, backed off, tool step"
+        );
+        assert_eq!(sent[0]["turns"][1]["thought"], "old thought");
+        for body in &sent[1..] {
+            assert!(
+                body["turns"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|t| t.get("thought").is_none()),
+                "after the verdict no thought is sent: {body}"
+            );
+        }
+        // The verdict is this wire's, persisted before the retry; chat verdicts are untouched.
+        let target = &decision.target;
+        assert_eq!(
+            log.wire_verdicts
+                .lock()
+                .unwrap()
+                .refused_for("mini", target),
+            ["thought"]
+        );
+        assert_eq!(
+            conversation.wire_verdicts.refused_for("mini", target),
+            ["thought"]
+        );
+        assert!(log.verdicts.lock().unwrap().is_none());
+        assert!(conversation.verdicts.0.is_empty());
+
+        let events = events.lock().unwrap().clone();
+        assert!(events.contains(&DriverEvent::Refused {
+            carriers: vec!["thought"],
+            status: Some(400)
+        }));
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, DriverEvent::Retrying { attempt: 1, .. }))
+        );
+        assert!(events.contains(&DriverEvent::ToolCall { name: "now".into() }));
+        assert!(events.contains(&DriverEvent::Delta {
+            reasoning: true,
+            text: "need the time".into()
+        }));
+        assert!(events.contains(&DriverEvent::Delta {
+            reasoning: false,
+            text: "noon".into()
+        }));
+
+        // Tool loop: assistant call, tool result, answer; usage summed in the log.
+        let roles: Vec<&str> = outcome
+            .new_messages
+            .iter()
+            .map(|m| m.role.as_str())
+            .collect();
+        assert_eq!(roles, ["assistant", "tool", "assistant"]);
+        assert_eq!(outcome.requests, 4);
+        assert_eq!(outcome.usage.len(), 2);
+        assert_eq!(*log.usage.lock().unwrap(), Usage::new(22, 9, 5, 0, 0));
+    }
 }

@@ -1,0 +1,160 @@
+//! The wire seam: what the turn driver needs from any wire (chat completions, Anthropic
+//! Messages, Bedrock Converse, Gemini, Responses, or a third party's). A wire builds its request
+//! body from the history, the route decision, the verdicts and the thinking request; says which
+//! fields it sent that a provider may refuse; sends it and captures the reply into the canonical
+//! message; and reads its own refusal errors. The driver negotiates over any wire the same way.
+//! No HTTP type crosses this seam; wires live in hermes-providers (or a third party's crate).
+
+use crate::driver::DriverEvent;
+use crate::message::{Message, Origin};
+use crate::raw::RawJson;
+use crate::route::{RouteDecision, ThinkingRequest};
+use crate::transport::{Delta, Reply, TransportError};
+use crate::verdict::{Verdicts, WireVerdicts};
+
+static NO_WIRE_VERDICTS: WireVerdicts = WireVerdicts(Vec::new());
+
+/// The id of the chat-completions wire (its verdicts are SPEC §6's `reasoning_rejected_carriers`).
+pub const CHAT_WIRE: &str = "chat";
+
+/// What a wire builds a request from.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct RequestParts<'a> {
+    /// The stored history (never changed: the wire shapes a per-request copy).
+    pub history: &'a [Message],
+    /// The resolved route.
+    pub decision: &'a RouteDecision,
+    /// The session's chat-completions verdicts (the chat wire reads them).
+    pub verdicts: &'a Verdicts,
+    /// The session's verdicts on other wires (each wire reads its own).
+    pub wire_verdicts: &'a WireVerdicts,
+    /// The thinking request.
+    pub thinking: ThinkingRequest,
+    /// Tool definitions, as the JSON array the chat wire takes (a native wire converts them).
+    pub tools: Option<&'a RawJson>,
+    /// Ask for a stream.
+    pub stream: bool,
+}
+
+impl<'a> RequestParts<'a> {
+    /// Parts for `history` on `decision` with `verdicts`, no thinking preference, no tools,
+    /// not streamed.
+    pub fn new(
+        history: &'a [Message],
+        decision: &'a RouteDecision,
+        verdicts: &'a Verdicts,
+    ) -> Self {
+        RequestParts {
+            history,
+            decision,
+            verdicts,
+            wire_verdicts: &NO_WIRE_VERDICTS,
+            thinking: ThinkingRequest::NoPreference,
+            tools: None,
+            stream: false,
+        }
+    }
+
+    /// With the other wires' verdicts.
+    pub fn wire_verdicts(mut self, wire_verdicts: &'a WireVerdicts) -> Self {
+        self.wire_verdicts = wire_verdicts;
+        self
+    }
+
+    /// With a thinking request.
+    pub fn thinking(mut self, thinking: ThinkingRequest) -> Self {
+        self.thinking = thinking;
+        self
+    }
+
+    /// With tool definitions.
+    pub fn tools(mut self, tools: Option<&'a RawJson>) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Streamed or not.
+    pub fn stream(mut self, stream: bool) -> Self {
+        self.stream = stream;
+        self
+    }
+}
+
+/// A request body ready to send.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Outgoing {
+    /// The exact bytes of the body.
+    pub body: Vec<u8>,
+    /// Streamed.
+    pub stream: bool,
+    /// The fields this body carries that a provider may refuse (the wire's spelling), sorted.
+    pub refusable: Vec<&'static str>,
+    /// Number of history messages on the wire, for logs.
+    pub messages: usize,
+}
+
+impl Outgoing {
+    /// A body with the refusable fields it carries.
+    pub fn new(
+        body: Vec<u8>,
+        stream: bool,
+        mut refusable: Vec<&'static str>,
+        messages: usize,
+    ) -> Self {
+        refusable.sort_unstable();
+        refusable.dedup();
+        Outgoing {
+            body,
+            stream,
+            refusable,
+            messages,
+        }
+    }
+}
+
+/// One wire: request building, sending, capture and its refusal reading.
+#[async_trait::async_trait]
+pub trait Wire: Send + Sync {
+    /// The wire's id (`chat`, `anthropic`, …): verdicts are kept per wire.
+    fn id(&self) -> &'static str;
+
+    /// Builds the body for `parts`, leaving out what the verdicts refused on this wire.
+    fn encode(&self, parts: &RequestParts<'_>) -> Result<Outgoing, TransportError>;
+
+    /// Sends `request`; the captured assistant message records `origin`. Streamed text is
+    /// reported through `on_delta` as it arrives. A failed or half-finished reply is an error
+    /// and yields no message.
+    async fn send(
+        &self,
+        request: &Outgoing,
+        origin: Origin,
+        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+    ) -> Result<Reply, TransportError>;
+
+    /// The refused fields an error names (SPEC §6): a subset of `sent`, or `None` when the
+    /// error is not a refusal of a replayed field. `must_echo` routes never refuse
+    /// `reasoning_content`. The default reads the SPEC §6 phrases and whole-word field names.
+    fn refused(
+        &self,
+        status: Option<u16>,
+        body: &str,
+        sent: &[&'static str],
+        must_echo: bool,
+    ) -> Option<Vec<&'static str>> {
+        crate::refusal::classify_fields(status, body, sent, must_echo)
+    }
+}
+
+/// Streamed text as a driver event.
+pub(crate) fn delta_event(delta: Delta<'_>) -> DriverEvent {
+    let (reasoning, text) = match delta {
+        Delta::Reasoning(t) => (true, t),
+        Delta::Content(t) => (false, t),
+    };
+    DriverEvent::Delta {
+        reasoning,
+        text: text.to_owned(),
+    }
+}
