@@ -11,7 +11,7 @@ use crate::shape::PAD;
 use crate::target::RouteTarget;
 use crate::transport::{Delta, Reply, TransportError, Usage};
 use crate::verdict::{Verdicts, WireVerdicts};
-use crate::wire::{CHAT_WIRE, RequestParts, Wire, delta_event};
+use crate::wire::{CHAT_WIRE, RequestParts, Wire};
 
 /// The refusal fallback retries exactly once per request (SPEC §6).
 pub const REFUSAL_RETRIES: usize = 1;
@@ -203,6 +203,18 @@ fn prefix(text: &str, max: usize) -> &str {
         end -= 1;
     }
     &text[..end]
+}
+
+/// Streamed text as a driver event.
+fn delta_event(delta: Delta<'_>) -> DriverEvent {
+    let (reasoning, text) = match delta {
+        Delta::Reasoning(t) => (true, t),
+        Delta::Content(t) => (false, t),
+    };
+    DriverEvent::Delta {
+        reasoning,
+        text: text.to_owned(),
+    }
 }
 
 fn backoff(config: &DriverConfig, attempt: u32, error: &TransportError) -> Duration {

@@ -5,7 +5,6 @@
 //! message; and reads its own refusal errors. The driver negotiates over any wire the same way.
 //! No HTTP type crosses this seam; wires live in hermes-providers (or a third party's crate).
 
-use crate::driver::DriverEvent;
 use crate::message::{Message, Origin};
 use crate::raw::RawJson;
 use crate::route::{RouteDecision, ThinkingRequest};
@@ -144,17 +143,5 @@ pub trait Wire: Send + Sync {
         must_echo: bool,
     ) -> Option<Vec<&'static str>> {
         crate::refusal::classify_fields(status, body, sent, must_echo)
-    }
-}
-
-/// Streamed text as a driver event.
-pub(crate) fn delta_event(delta: Delta<'_>) -> DriverEvent {
-    let (reasoning, text) = match delta {
-        Delta::Reasoning(t) => (true, t),
-        Delta::Content(t) => (false, t),
-    };
-    DriverEvent::Delta {
-        reasoning,
-        text: text.to_owned(),
     }
 }
