@@ -248,8 +248,10 @@ pub fn shaped_messages(
         &hermes_core::RouteTarget::new(provider, Some(base_url), model),
         hermes_core::ResolveOptions::default(),
     );
-    let wire =
-        hermes_core::ShapeContext::new(&decision, &hermes_core::Verdicts::default()).shape(history);
+    let wire = hermes_providers::chat::shape(
+        &hermes_core::ShapeContext::new(&decision, &hermes_core::Verdicts::default()),
+        history,
+    );
     serde_json::to_vec(&wire)
 }
 

@@ -18,9 +18,9 @@ use std::time::Duration;
 use hermes_bench::storage::{AppendCost, Ratio, ResumeCost, append_cost, resume_cost};
 use hermes_bench::{FINGERPRINTS, median, sample, sha256_hex, standard_history_bytes};
 use hermes_core::{
-    ChatRequest, Message, ResolveOptions, RouteDecision, RouteTable, RouteTarget, ThinkingRequest,
-    Verdicts,
+    Message, ResolveOptions, RouteDecision, RouteTable, RouteTarget, ThinkingRequest, Verdicts,
 };
+use hermes_providers::chat::{self, ChatRequest};
 use peak_alloc::PeakAlloc;
 
 #[global_allocator]
@@ -116,9 +116,7 @@ fn compaction(table: &RouteTable) -> Result<(), Box<dyn std::error::Error>> {
     for _ in 0..runs {
         estimate.extend(sample(1, || estimate_history(&history, &decision)));
         views.extend(sample(1, || {
-            ShapeContext::new(&decision, &verdicts)
-                .shape(&history)
-                .len()
+            chat::shape(&ShapeContext::new(&decision, &verdicts), &history).len()
         }));
         body.extend(sample(1, || {
             let request = ChatRequest::build(
@@ -176,7 +174,7 @@ fn compaction(table: &RouteTable) -> Result<(), Box<dyn std::error::Error>> {
     times.sort();
     let shape_big = {
         let mut t = sample(7, || {
-            ShapeContext::new(&decision, &verdicts).shape(&big).len()
+            chat::shape(&ShapeContext::new(&decision, &verdicts), &big).len()
         });
         t.sort();
         ms(median(&t))

@@ -13,7 +13,8 @@ use std::error::Error;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use hermes_core::{ChatRequest, Message, RouteDecision, ThinkingRequest, Verdicts, parse_history};
+use hermes_core::{Message, RouteDecision, ThinkingRequest, Verdicts, parse_history};
+use hermes_providers::chat::ChatRequest;
 use hermes_store::{NewSession, Store};
 use peak_alloc::PeakAlloc;
 use serde_json::Value;

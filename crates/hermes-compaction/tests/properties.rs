@@ -118,9 +118,9 @@ proptest! {
         let decision = &[echo_route(), all_gemini_route(), all_copilot_route(), strict_route()][route];
         let verdicts = Verdicts::default();
         let ctx = ShapeContext::new(decision, &verdicts);
-        let once = serde_json::to_string(&ctx.shape(&history)).unwrap();
+        let once = serde_json::to_string(&hermes_providers::chat::shape(&ctx, &history)).unwrap();
         let reparsed: Vec<Message> = serde_json::from_str(&once).unwrap();
-        let twice = serde_json::to_string(&ctx.shape(&reparsed)).unwrap();
+        let twice = serde_json::to_string(&hermes_providers::chat::shape(&ctx, &reparsed)).unwrap();
         prop_assert_eq!(once, twice);
     }
 

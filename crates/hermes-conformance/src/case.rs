@@ -3,9 +3,10 @@
 use std::path::Path;
 
 use hermes_core::{
-    CHAT_WIRE, ChatRequest, Effort, Message, RequestParts, ResolveOptions, Role, RouteTable,
-    RouteTarget, ThinkingRequest, Verdicts, Wire, WireVerdicts,
+    CHAT_WIRE, Effort, Message, RequestParts, ResolveOptions, Role, RouteTable, RouteTarget,
+    ThinkingRequest, Verdicts, Wire, WireVerdicts,
 };
+use hermes_providers::chat::ChatRequest;
 use serde::Deserialize;
 
 /// The case-file format version this crate reads.

@@ -5,6 +5,7 @@ use hermes_core::{
     Carrier, CarrierSet, DetailItem, Message, PadRule, ResolveOptions, Role, RouteDecision,
     RouteTable, RouteTarget, ShapeContext, Verdicts,
 };
+use hermes_providers::chat;
 use serde_json::Value;
 
 use crate::Check;
@@ -128,7 +129,7 @@ fn shape(
     decision: &RouteDecision,
     verdicts: &Verdicts,
 ) -> Result<Vec<Value>, String> {
-    let wire = ShapeContext::new(decision, verdicts).shape(history);
+    let wire = chat::shape(&ShapeContext::new(decision, verdicts), history);
     let value = serde_json::to_value(&wire).map_err(|e| e.to_string())?;
     Ok(value.as_array().cloned().unwrap_or_default())
 }
@@ -321,7 +322,7 @@ fn byte_for_byte(
         return Ok(());
     }
     // Compare against the exact bytes the wire copy serialises to.
-    let wire = ShapeContext::new(decision, &Verdicts::default()).shape(history);
+    let wire = chat::shape(&ShapeContext::new(decision, &Verdicts::default()), history);
     let text = serde_json::to_string(&wire).map_err(|e| e.to_string())?;
     for msg in history.iter().filter(|m| own(m)) {
         for item in msg.reasoning_details.iter().flatten() {

@@ -11,7 +11,6 @@ pub mod refusal;
 pub mod route;
 pub mod session;
 pub mod shape;
-pub mod stream;
 pub mod target;
 pub mod transport;
 pub mod verdict;
@@ -26,8 +25,7 @@ pub use route::{
     RouteMatcher, RouteTable, ThinkingFields, ThinkingRequest,
 };
 pub use session::{HistoryError, SessionFile, parse_history};
-pub use shape::{ChatRequest, ShapeContext, WireMessage};
-pub use stream::{CaptureError, StreamAccumulator, capture_message, chat_usage};
+pub use shape::ShapeContext;
 pub use target::{RouteTarget, TargetHost};
 pub use transport::{Delta, FinishReason, Reply, ReplyMeta, TransportError, Usage};
 pub use verdict::{Verdict, Verdicts, WireVerdict, WireVerdicts};

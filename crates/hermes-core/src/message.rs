@@ -434,7 +434,7 @@ impl fmt::Display for KeyOrder {
 
 /// One slot of a message walked in its stored key order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Slot {
+pub enum Slot {
     /// A known key.
     Known(Key),
     /// `extra[i]`.
@@ -445,7 +445,7 @@ pub(crate) enum Slot {
 /// the next unknown key), then any known key it did not list in canonical order, then any
 /// unknown key left. Every key appears exactly once; absent values are the caller's to skip.
 #[derive(Clone, Debug)]
-pub(crate) struct KeyWalk<'a> {
+pub struct KeyWalk<'a> {
     order: &'a [Key],
     at: usize,
     done: u16,
@@ -536,7 +536,7 @@ impl Message {
     }
 
     /// The message's keys in stored order (see [`KeyWalk`]).
-    pub(crate) fn key_walk(&self) -> KeyWalk<'_> {
+    pub fn key_walk(&self) -> KeyWalk<'_> {
         KeyWalk {
             order: self.key_order.as_ref().map_or(&[], |o| o.keys()),
             at: 0,

@@ -2,9 +2,11 @@
 //! `chat`: no network, nothing stored.
 
 use hermes_core::{
-    Carrier, CarrierSet, ChatRequest, Message, Role, RouteDecision, SessionFile, ShapeContext,
-    ThinkingRequest, Verdicts,
+    Carrier, CarrierSet, Message, Role, RouteDecision, SessionFile, ShapeContext, ThinkingRequest,
+    Verdicts,
 };
+
+use hermes_providers::chat::ChatRequest;
 
 use crate::Engine;
 use crate::error::EngineError;

@@ -1,6 +1,7 @@
 //! hermes-providers: the built-in chat-completions route table (SPEC §3) and the provider
 //! registry (SPEC §8a), and the chat-completions HTTP transport.
 
+pub mod chat;
 pub mod registry;
 pub mod routes;
 pub mod transport;

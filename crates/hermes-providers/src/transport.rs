@@ -6,9 +6,11 @@ use std::time::Duration;
 
 use eventsource_stream::Eventsource as _;
 use futures_util::StreamExt as _;
+use hermes_core::Origin;
 use hermes_core::transport::{Delta, Reply, TransportError};
 use hermes_core::{CHAT_WIRE, Outgoing, RequestParts, Wire};
-use hermes_core::{CaptureError, ChatRequest, Origin, StreamAccumulator, capture_message};
+
+use crate::chat::{CaptureError, ChatRequest, StreamAccumulator, capture_message};
 use serde_json::Value;
 
 /// How long to wait for a connection.

@@ -3,9 +3,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use hermes_core::{
-    ChatRequest, DetailItem, Message, Origin, RawJson, ResolveOptions, Role, RouteTarget,
-    ThinkingRequest, Verdicts,
+    DetailItem, Message, Origin, RawJson, ResolveOptions, Role, RouteTarget, ThinkingRequest,
+    Verdicts,
 };
+use hermes_providers::chat::ChatRequest;
 use hermes_providers::{ChatTransport, Endpoint, TransportError, builtin_table};
 use hermes_sim::Sim;
 

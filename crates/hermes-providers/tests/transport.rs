@@ -4,9 +4,8 @@
 
 use std::time::Duration;
 
-use hermes_core::{
-    ChatRequest, Message, Origin, ResolveOptions, RouteTarget, ThinkingRequest, Verdicts,
-};
+use hermes_core::{Message, Origin, ResolveOptions, RouteTarget, ThinkingRequest, Verdicts};
+use hermes_providers::chat::ChatRequest;
 use hermes_providers::{ChatTransport, Endpoint, TransportError, builtin_table};
 use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};

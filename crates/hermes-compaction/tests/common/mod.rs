@@ -460,7 +460,7 @@ pub fn minimal_view(history: &[Message], config: &CompactionConfig, summary: &st
 /// the wire except object keys and opaque carriers.
 pub fn reference_estimate(history: &[Message], decision: &RouteDecision) -> usize {
     let ctx = hermes_core::ShapeContext::new(decision, &hermes_core::Verdicts::default());
-    let wire = serde_json::to_value(ctx.shape(history)).unwrap();
+    let wire = serde_json::to_value(hermes_providers::chat::shape(&ctx, history)).unwrap();
     wire.as_array()
         .unwrap()
         .iter()

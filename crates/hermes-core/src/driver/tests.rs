@@ -13,7 +13,7 @@ use crate::message::{Message, Origin, Role};
 use crate::route::{
     CarrierSet, DataRoute, MustEchoFamily, PadRule, ResolveOptions, RouteMatcher, RouteTable,
 };
-use crate::shape::ChatRequest;
+use crate::shape::{DetailsPlan, FieldPlan, PAD, RcPlan, ShapeContext};
 use crate::target::RouteTarget;
 use crate::transport::{Delta, Reply, ReplyMeta, TransportError, Usage};
 use crate::verdict::{Verdicts, WireVerdicts};
@@ -32,20 +32,51 @@ impl Wire for Scripted {
         CHAT_WIRE
     }
 
+    /// A small rendering of core's plans (the real chat body lives in hermes-providers): role
+    /// and content, then the carriers each plan sends.
     fn encode(&self, parts: &RequestParts<'_>) -> Result<Outgoing, TransportError> {
-        let mut request = ChatRequest::build(
-            parts.history,
-            parts.decision,
-            parts.verdicts,
-            parts.thinking,
-        );
-        request.stream = parts.stream;
-        request.tools = parts.tools;
+        let ctx = ShapeContext::new(parts.decision, parts.verdicts);
+        let mut refusable = Vec::new();
+        let messages: Vec<Value> = parts
+            .history
+            .iter()
+            .zip(ctx.plans(parts.history))
+            .map(|(m, plan)| {
+                let mut wire = json!({"role": m.role.as_str(), "content": m.content});
+                let Some(plan) = plan else { return wire };
+                let rc = match plan.reasoning_content {
+                    RcPlan::Stored => m.reasoning_content.as_ref().map(|c| c.text().into_owned()),
+                    RcPlan::FromReasoning => m.reasoning.as_ref().map(|c| c.text().into_owned()),
+                    RcPlan::Pad(_) => Some(PAD.to_owned()),
+                    RcPlan::Absent(_) => None,
+                };
+                if let Some(rc) = rc {
+                    wire["reasoning_content"] = json!(rc);
+                    refusable.push("reasoning_content");
+                }
+                if plan.reasoning == FieldPlan::Sent
+                    && let Some(r) = &m.reasoning
+                {
+                    wire["reasoning"] = json!(r.text());
+                    refusable.push("reasoning");
+                }
+                if let (DetailsPlan::Items { kept, .. }, Some(items)) =
+                    (&plan.reasoning_details, &m.reasoning_details)
+                {
+                    let kept: Vec<Value> =
+                        kept.iter().map(|i| items[*i].raw().to_value()).collect();
+                    wire["reasoning_details"] = json!(kept);
+                    refusable.push("reasoning_details");
+                }
+                wire
+            })
+            .collect();
+        let body = json!({"model": parts.decision.target.model, "messages": messages});
         Ok(Outgoing::new(
-            serde_json::to_vec(&request).unwrap(),
-            request.stream,
-            request.sent_carriers().fields(),
-            request.messages.len(),
+            serde_json::to_vec(&body).unwrap(),
+            parts.stream,
+            refusable,
+            parts.history.len(),
         ))
     }
 

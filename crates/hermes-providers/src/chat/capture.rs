@@ -8,10 +8,10 @@
 
 use serde_json::{Map, Value};
 
-use crate::message::{DetailItem, Message, NativeRecord, Origin, Role};
-use crate::raw::{RawJson, TextCarrier};
-pub use crate::transport::ReplyMeta;
-use crate::transport::{FinishReason, Usage};
+use hermes_core::{
+    DetailItem, FinishReason, Message, NativeRecord, Origin, RawJson, ReplyMeta, Role, TextCarrier,
+    Usage,
+};
 
 /// Keys of a `reasoning_details` item whose string fragments are joined across chunks.
 const JOINED_ITEM_KEYS: [&str; 2] = ["text", "summary"];
@@ -291,7 +291,7 @@ impl StreamAccumulator {
                 calls
                     .into_iter()
                     .map(|(_, acc)| {
-                        let mut call = crate::message::ToolCall::function(
+                        let mut call = hermes_core::ToolCall::function(
                             acc.id.as_deref().unwrap_or_default(),
                             &acc.name,
                             &acc.arguments,
@@ -403,14 +403,14 @@ pub fn capture_message(body: &str, origin: Origin) -> Result<(Message, ReplyMeta
         items.push(native);
     }
     msg.origin = Some(origin);
-    let meta = ReplyMeta {
-        finish: choice.finish_reason.as_deref().map(FinishReason::from_chat),
-        usage: reply
+    let meta = ReplyMeta::new(
+        choice.finish_reason.as_deref().map(FinishReason::from_chat),
+        reply
             .usage
             .as_ref()
             .filter(|u| !u.is_null())
             .map(chat_usage),
-    };
+    );
     Ok((msg, meta))
 }
 

@@ -5,14 +5,12 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::message::Message;
-use crate::route::{
-    CarrierSet, DataRoute, MustEchoFamily, PadRule, ResolveOptions, RouteMatcher, RouteTable,
-    ThinkingRequest,
+use hermes_core::{
+    CarrierSet, DataRoute, Message, MustEchoFamily, PadRule, ResolveOptions, RouteMatcher,
+    RouteTable, RouteTarget, ShapeContext, ThinkingRequest, Verdicts,
 };
-use crate::shape::{ChatRequest, ShapeContext};
-use crate::target::RouteTarget;
-use crate::verdict::Verdicts;
+
+use crate::chat::{ChatRequest, shape};
 
 fn table() -> RouteTable {
     let mut t = RouteTable::new(Arc::new(
@@ -57,7 +55,7 @@ fn shaped(
         &RouteTarget::new(provider, base, model),
         ResolveOptions::default(),
     );
-    serde_json::to_value(ShapeContext::new(&decision, verdicts).shape(h)).unwrap()
+    serde_json::to_value(shape(&ShapeContext::new(&decision, verdicts), h)).unwrap()
 }
 
 fn mixed() -> Vec<Message> {
@@ -121,9 +119,11 @@ fn reasoning_echo_config_pads_an_rc_route() {
         decision.echo.as_ref().map(|e| e.family.as_str()),
         Some("config")
     );
-    let out =
-        serde_json::to_value(ShapeContext::new(&decision, &Verdicts::default()).shape(&mixed()))
-            .unwrap();
+    let out = serde_json::to_value(shape(
+        &ShapeContext::new(&decision, &Verdicts::default()),
+        &mixed(),
+    ))
+    .unwrap();
     assert_eq!(out[3]["reasoning_content"], " ");
 }
 
@@ -333,7 +333,7 @@ fn the_request_body_orders_model_messages_then_thinking_fields() {
         &h,
         &decision,
         &Verdicts::default(),
-        ThinkingRequest::Effort(crate::route::Effort::Max),
+        ThinkingRequest::Effort(hermes_core::Effort::Max),
     );
     let text = serde_json::to_string(&body).unwrap();
     assert!(text.starts_with(r#"{"model":"m","messages":["#), "{text}");
