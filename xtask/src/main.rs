@@ -12,6 +12,8 @@ commands:
   ci                   fmt --check, clippy -D warnings, the whole test suite (conformance included)
   conformance [ROUTE]  the route conformance suite, built-in routes and the third-party example
                        (every route, or the ones named)
+  chaos                signals during tool loops, many processes on one home, racing resumes
+                       and simultaneous first opens, at full size (200 signals, 8 x 20 turns)
   bench [N...]         release-build benchmarks on the standard history (default N: 100 1000 5000)";
 
 fn cargo() -> Command {
@@ -78,6 +80,31 @@ fn main() -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("conformance") => conformance(&args[1..]),
+        Some("chaos") => {
+            let mut cmd = cargo();
+            cmd.args([
+                "test",
+                "--release",
+                "-p",
+                "hermes-cli",
+                "--test",
+                "chaos",
+                "--",
+                "--nocapture",
+                "--test-threads=1",
+            ]);
+            for (var, default) in [
+                ("HERMES_CHAOS_KILLS", "200"),
+                ("HERMES_CHAOS_PROCESSES", "8"),
+                ("HERMES_CHAOS_TURNS", "20"),
+                ("HERMES_CHAOS_OPENS", "20"),
+            ] {
+                if std::env::var_os(var).is_none() {
+                    cmd.env(var, default);
+                }
+            }
+            step("chaos", cmd)
+        }
         Some("bench") => {
             // The whole-process preview figure runs the release `hermes` binary.
             let mut build = cargo();

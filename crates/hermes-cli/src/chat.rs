@@ -52,6 +52,12 @@ pub(crate) fn event_line(event: &DriverEvent) -> Option<String> {
             format!("{error}; retry {attempt} in {:.1}s", delay.as_secs_f64())
         }
         DriverEvent::ToolCall { name } => format!("tool {name}"),
+        DriverEvent::Repaired {
+            unanswered,
+            orphans,
+        } => format!(
+            "this session holds {unanswered} tool call(s) never answered and {orphans} result(s) answering no call (an interrupted older run); they are sent as interrupted, nothing stored changes"
+        ),
         DriverEvent::Delta { .. } => return None,
         // Events added later are not lines until a front end learns them.
         _ => return None,
@@ -95,6 +101,7 @@ pub(crate) async fn open(
         ))
         .stream(!args.no_stream)
         .compaction(config.compaction.overrides())
+        .limits(config.limits.limits())
         .key(Arc::new(|var: &str| std::env::var(var).ok()));
     Ok(ChatSession::open(engine, store, options, tools).await?)
 }
@@ -163,13 +170,21 @@ pub(crate) fn run_once(engine: &Engine, args: &ChatArgs, query: &str) -> anyhow:
             let _ = writeln!(io::stderr(), "hermes: {status}");
         }
         let before = chat.conversation.messages.len();
-        let id = chat.ensure_session(query).await?;
-        let outcome = chat.turn(query, &say).await.map_err(|e| {
-            anyhow::Error::new(e).context(format!(
-                "session {id}: the turn failed (everything before it is stored)"
-            ))
-        })?;
-        print_outcome(args, &chat, before, &outcome)
+        let outcome = match chat.turn(query, &say).await {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                let context = match chat.id() {
+                    Some(id) => format!(
+                        "session {id}: the turn failed (every step before it is stored whole)"
+                    ),
+                    None => "the turn failed; nothing was stored".to_owned(),
+                };
+                return Err(anyhow::Error::new(e).context(context));
+            }
+        };
+        print_outcome(args, &chat, before, &outcome)?;
+        chat.close().await?;
+        Ok(())
     })
 }
 
@@ -197,6 +212,7 @@ pub(crate) fn compact_session(engine: &Engine, id: &str) -> anyhow::Result<()> {
             .await?
             .unwrap_or_else(|| "nothing to compact".to_owned());
         writeln!(io::stdout(), "{line}")?;
+        chat.close().await?;
         Ok(())
     })
 }

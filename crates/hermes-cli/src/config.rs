@@ -49,9 +49,55 @@ pub(crate) struct Config {
     /// Send API keys over plain `http://` to hosts that are neither loopback nor private.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) allow_insecure_http: bool,
+    /// Bounded waits (`[limits]`, seconds).
+    #[serde(default, skip_serializing_if = "LimitsSection::is_empty")]
+    pub(crate) limits: LimitsSection,
     /// Compaction overrides (defaults per model family otherwise).
     #[serde(default, skip_serializing_if = "CompactionSection::is_empty")]
     pub(crate) compaction: CompactionSection,
+}
+
+/// `[limits]`: bounded waits, in seconds (defaults: connect 15, first_byte 120, idle 120,
+/// turn 1800, lease_wait 10).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LimitsSection {
+    /// To connect to a provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) connect: Option<u64>,
+    /// From a request to the first byte of its response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) first_byte: Option<u64>,
+    /// Silence between two chunks of a streamed reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) idle: Option<u64>,
+    /// A whole user turn, tool loop included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) turn: Option<u64>,
+    /// Waiting for another process to finish with a session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) lease_wait: Option<u64>,
+}
+
+impl LimitsSection {
+    fn is_empty(&self) -> bool {
+        *self == LimitsSection::default()
+    }
+
+    /// As the engine's limits (defaults where unset).
+    pub(crate) fn limits(&self) -> hermes_engine::Limits {
+        let d = hermes_engine::Limits::default();
+        let secs = |v: Option<u64>, default: std::time::Duration| {
+            v.map_or(default, std::time::Duration::from_secs)
+        };
+        hermes_engine::Limits::new(
+            secs(self.connect, d.connect),
+            secs(self.first_byte, d.first_byte),
+            secs(self.idle, d.idle),
+            secs(self.turn, d.turn),
+            secs(self.lease_wait, d.lease_wait),
+        )
+    }
 }
 
 /// `[compaction]`: overrides of the per-model defaults.

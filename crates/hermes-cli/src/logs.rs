@@ -83,9 +83,9 @@ pub(crate) fn run(args: &LogsArgs, home: &Path) -> anyhow::Result<()> {
     for path in files(&dir) {
         let file = std::fs::File::open(&path)?;
         let mut reader = io::BufReader::new(file);
-        let mut line = String::new();
-        while reader.read_line(&mut line)? > 0 {
-            if let Some(text) = render(line.trim_end(), min) {
+        let mut line = Vec::new();
+        while reader.read_until(b'\n', &mut line)? > 0 {
+            if let Some(text) = render(String::from_utf8_lossy(&line).trim_end(), min) {
                 writeln!(out, "{text}")?;
             }
             line.clear();
@@ -111,14 +111,15 @@ pub(crate) fn run(args: &LogsArgs, home: &Path) -> anyhow::Result<()> {
         let mut file = std::fs::File::open(&newest)?;
         file.seek(io::SeekFrom::Start(offset))?;
         let mut reader = io::BufReader::new(file);
-        let mut line = String::new();
+        let mut line = Vec::new();
         let mut consumed = offset;
-        while reader.read_line(&mut line)? > 0 {
-            if !line.ends_with('\n') {
+        while reader.read_until(b'\n', &mut line)? > 0 {
+            if !line.ends_with(b"\n") {
                 break; // a line still being written
             }
             consumed += line.len() as u64;
-            if let Some(text) = render(line.trim_end(), min) {
+            // One bad byte spoils one line, never the listing.
+            if let Some(text) = render(String::from_utf8_lossy(&line).trim_end(), min) {
                 writeln!(out, "{text}")?;
             }
             line.clear();

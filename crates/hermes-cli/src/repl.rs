@@ -250,6 +250,7 @@ fn turn(
         state.1 = !text.ends_with('\n');
         write_out(out, &text);
     };
+    let before = chat.conversation.messages.len();
     let result = runtime.block_on(async {
         tokio::select! {
             r = chat.turn(text, &notify) => Some(r),
@@ -272,9 +273,20 @@ fn turn(
             &format!("{}error: {e:#}\n", if printed_delta { "\n" } else { "" }),
         ),
         None => {
-            // Whatever was stored is whole (user turn with its reply, tool results); reload it.
-            let _ = runtime.block_on(chat.reload());
-            write_out(out, "\n[cancelled; nothing of this reply was stored]\n");
+            // Each finished step was stored whole (the first one with the user message); the
+            // interrupted one was not. Reload, and say exactly that.
+            let stored = match runtime.block_on(chat.reload()) {
+                Ok(()) => chat.conversation.messages.len().saturating_sub(before),
+                Err(_) => 0,
+            };
+            let text = if stored == 0 {
+                "\n[cancelled; nothing of this turn was stored]\n".to_owned()
+            } else {
+                format!(
+                    "\n[cancelled; {stored} message(s) of this turn were stored (the user message and each finished step, whole); the interrupted step was not]\n"
+                )
+            };
+            write_out(out, &text);
         }
     }
 }
@@ -331,6 +343,7 @@ pub(crate) fn run(engine: &Engine, args: &ChatArgs) -> anyhow::Result<()> {
     let mut lines = Editor { editor, history };
     let out: Out = Arc::new(Mutex::new(io::stdout()));
     repl_loop(&mut chat, &mut lines, &out, style, runtime);
+    runtime.block_on(chat.close())?;
     Ok(())
 }
 

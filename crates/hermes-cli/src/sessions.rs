@@ -239,7 +239,12 @@ async fn run_async(command: &SessionsCommand, store: Store) -> anyhow::Result<()
             }
         }
         SessionsCommand::Branch { id, at } => {
-            let branch = store.branch(id, *at).await?;
+            let branch = store.branch(id, *at).await.map_err(|e| match e {
+                e @ hermes_engine::store::StoreError::BranchBeyondEnd { .. } => {
+                    anyhow::Error::new(crate::error::UsageError(format!("--at: {e}")))
+                }
+                e => e.into(),
+            })?;
             writeln!(out, "{branch}")?;
         }
         SessionsCommand::Compact { .. } => {}

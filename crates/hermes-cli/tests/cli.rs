@@ -377,3 +377,24 @@ fn debug_logs_show_which_carriers_each_message_carried() {
         "{err}"
     );
 }
+
+#[test]
+fn an_invalid_base_url_is_a_usage_error() {
+    let out = hermes(&[
+        "chat",
+        "--provider",
+        "custom",
+        "--model",
+        "m",
+        "--base-url",
+        "http://exa mple/v1",
+        "-q",
+        "hi",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("http://exa mple/v1") && err.contains("invalid"),
+        "{err}"
+    );
+}

@@ -294,15 +294,14 @@ fn ctrl_c_during_a_reply_cancels_it_and_stores_nothing() {
     );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.contains("[cancelled; nothing of this reply was stored]"),
+        text.contains("[cancelled; nothing of this turn was stored]"),
         "{text}"
     );
     let sessions: Vec<Value> =
         serde_json::from_str(&ok(home.path(), &["sessions", "list", "--json"])).unwrap();
-    assert_eq!(sessions.len(), 1);
-    assert_eq!(
-        sessions[0]["message_count"], 0,
-        "the cancelled turn left nothing behind"
+    assert!(
+        sessions.is_empty(),
+        "the cancelled first turn left nothing behind, not even an empty session: {sessions:?}"
     );
 }
 
@@ -342,4 +341,115 @@ fn preview_applies_the_config_chat_would_use() {
         String::from_utf8_lossy(&explain.stderr).starts_with("route local-endpoint"),
         "the config's base URL is used"
     );
+}
+
+#[test]
+fn branching_beyond_the_end_fails_and_creates_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let id = import_with_verdicts(home.path());
+    let out = hermes(
+        home.path(),
+        &["sessions", "branch", &id, "--at", "999999"],
+        None,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("999999") && err.contains("2 messages"),
+        "{err}"
+    );
+    let list: Vec<Value> =
+        serde_json::from_str(&ok(home.path(), &["sessions", "list", "--json"])).unwrap();
+    assert_eq!(list.len(), 1, "nothing was created");
+}
+
+#[test]
+fn importing_a_number_content_or_a_duplicate_tool_call_key_stores_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("bad.json");
+    for (messages, path, needle) in [
+        (
+            r#"[{"role":"user","content":"a"},{"role":"user","content":42}]"#,
+            "messages[1].content",
+            "expected a string, an array of content parts or null",
+        ),
+        (
+            r#"[{"role":"assistant","content":"","tool_calls":[{"id":"c","function":{"name":"f","thought_signature":"A","thought_signature":"B"}}]}]"#,
+            "messages[0].tool_calls[0].function",
+            "duplicate field `thought_signature`",
+        ),
+    ] {
+        std::fs::write(
+            &file,
+            format!(r#"{{"format":"hermes.session.v1","messages":{messages}}}"#),
+        )
+        .unwrap();
+        let out = hermes(
+            home.path(),
+            &["sessions", "import", file.to_str().unwrap()],
+            None,
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(err.contains(path) && err.contains(needle), "{err}");
+        let list: Vec<Value> =
+            serde_json::from_str(&ok(home.path(), &["sessions", "list", "--json"])).unwrap();
+        assert!(list.is_empty(), "nothing was stored: {list:?}");
+    }
+}
+
+#[test]
+fn logs_survive_an_invalid_utf8_byte_in_a_line() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("logs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let line = |message: &str| {
+        format!(
+            r#"{{"timestamp":"2026-01-01T00:00:00Z","level":"INFO","fields":{{"message":"{message}"}},"target":"t"}}"#
+        )
+        .into_bytes()
+    };
+    let mut bytes = line("before the bad byte");
+    bytes.push(b'\n');
+    bytes.extend_from_slice(&line("bad \u{0}"));
+    // Replace the NUL with a byte that is never UTF-8.
+    let nul = bytes.iter().rposition(|b| *b == 0).unwrap();
+    bytes.splice(nul..=nul, [0xff]);
+    bytes.push(b'\n');
+    bytes.extend_from_slice(&line("after the bad byte"));
+    bytes.push(b'\n');
+    let file = dir.join("hermes.2026-01-01.jsonl");
+    std::fs::write(&file, &bytes).unwrap();
+    let logs = ok(home.path(), &["logs"]);
+    assert!(logs.contains("before the bad byte"), "{logs}");
+    assert!(logs.contains("after the bad byte"), "{logs}");
+    assert!(logs.contains("bad \u{fffd}"), "decoded lossily: {logs}");
+
+    // And in --follow, for lines appended later.
+    let mut follow = Command::new(env!("CARGO_BIN_EXE_hermes"))
+        .args(["logs", "--follow"])
+        .env("HERMES_HOME", home.path())
+        .env_remove("HERMES_LOG")
+        .env_remove("HERMES_FILE_LOG")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(follow.stdout.take().unwrap()).lines();
+    for _ in 0..3 {
+        lines.next().unwrap().unwrap();
+    }
+    let mut more = b"{\"bad\xff\n".to_vec();
+    more.extend_from_slice(&line("followed after the bad byte"));
+    more.push(b'\n');
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .unwrap()
+        .write_all(&more)
+        .unwrap();
+    let next = lines.next().map(Result::unwrap);
+    follow.kill().unwrap();
+    follow.wait().unwrap();
+    let next = next.unwrap_or_default();
+    assert!(next.contains("followed after the bad byte"), "{next:?}");
 }

@@ -120,6 +120,10 @@ pub fn check_invariants(table: &RouteTable, id: &str) -> Vec<Check> {
             allow_list(&history, &shaped, &decision),
         );
         check("verdicts honoured", verdicts_honoured(&history, &decision));
+        check(
+            "tool calls paired",
+            tools_paired_on_wire(&history, &shaped, &decision),
+        );
     }
     checks
 }
@@ -435,11 +439,144 @@ fn verdicts_honoured(history: &[Message], decision: &RouteDecision) -> Result<()
     Ok(())
 }
 
+/// The wire copy keeps every tool call paired: shaped as sent, and shaped again with every
+/// carrier the route reads refused (a verdict must never take a call or a result with it).
+fn tools_paired_on_wire(
+    history: &[Message],
+    shaped: &[Value],
+    decision: &RouteDecision,
+) -> Result<(), String> {
+    tools_paired(shaped)?;
+    let mut verdicts = Verdicts::default();
+    verdicts.record(&decision.target, decision.carriers);
+    tools_paired(&shape(history, decision, &verdicts)?)
+        .map_err(|e| format!("after a verdict refusing {:?}: {e}", decision.carriers))
+}
+
+/// Every wire (PROVIDERS.md, "Tool-call pairing"): each id in an assistant message's
+/// `tool_calls` is answered by a `tool` message's `tool_call_id` before the next non-tool
+/// message, and each `tool` message answers a call of the assistant message it follows.
+fn tools_paired(wire: &[Value]) -> Result<(), String> {
+    let id_at = |v: Option<&Value>, what: &str, i: usize| -> Result<String, String> {
+        match v.and_then(Value::as_str) {
+            Some(id) if !id.is_empty() => Ok(id.to_owned()),
+            _ => Err(format!("wire message {i}: {what} has no id")),
+        }
+    };
+    // The calls still waiting for a result, and the wire index of the message that made them.
+    let mut pending: Vec<String> = Vec::new();
+    let mut caller = 0;
+    for (i, w) in wire.iter().enumerate() {
+        let role = w.get("role").and_then(Value::as_str).unwrap_or("");
+        if role == "tool" {
+            let id = id_at(w.get("tool_call_id"), "a tool result", i)?;
+            let Some(at) = pending.iter().position(|p| *p == id) else {
+                return Err(format!(
+                    "wire message {i}: tool result `{id}` answers no call of the assistant message before it"
+                ));
+            };
+            pending.remove(at);
+            continue;
+        }
+        if !pending.is_empty() {
+            return Err(format!(
+                "wire message {caller}: tool calls {} have no result before message {i} ({role})",
+                pending.join(", ")
+            ));
+        }
+        let calls = w.get("tool_calls").and_then(Value::as_array);
+        if role == "assistant"
+            && let Some(calls) = calls
+        {
+            for call in calls {
+                pending.push(id_at(call.get("id"), "a tool call", i)?);
+            }
+            caller = i;
+        }
+    }
+    match pending.is_empty() {
+        true => Ok(()),
+        false => Err(format!(
+            "wire message {caller}: tool calls {} have no result before the end",
+            pending.join(", ")
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use hermes_core::{DataRoute, NativeFields, ReasoningRoute, RouteMatcher};
     use std::sync::Arc;
+
+    #[test]
+    fn tools_paired_reads_the_wire_array() {
+        use serde_json::json;
+        let call = |ids: &[&str]| {
+            let calls: Vec<Value> = ids
+                .iter()
+                .map(|id| json!({"id": id, "type": "function", "function": {"name": "f", "arguments": "{}"}}))
+                .collect();
+            json!({"role": "assistant", "content": null, "tool_calls": calls})
+        };
+        let result = |id: &str| json!({"role": "tool", "tool_call_id": id, "content": "x"});
+        let user = json!({"role": "user", "content": "u"});
+        let done = json!({"role": "assistant", "content": "done"});
+
+        let paired = [
+            user.clone(),
+            call(&["a", "b"]),
+            result("b"),
+            result("a"),
+            done.clone(),
+        ];
+        assert_eq!(tools_paired(&paired), Ok(()));
+
+        let unpaired = [
+            user.clone(),
+            call(&["a", "b"]),
+            result("a"),
+            done.clone(),
+            user.clone(),
+        ];
+        let err = tools_paired(&unpaired).unwrap_err();
+        assert!(
+            err.contains("tool calls b have no result before message 3"),
+            "{err}"
+        );
+        let err = tools_paired(&[user.clone(), call(&["a"])]).unwrap_err();
+        assert!(err.contains("before the end"), "{err}");
+
+        let orphan = [user.clone(), done.clone(), result("a")];
+        let err = tools_paired(&orphan).unwrap_err();
+        assert!(err.contains("tool result `a` answers no call"), "{err}");
+        let twice = [user.clone(), call(&["a"]), result("a"), result("a")];
+        assert!(tools_paired(&twice).is_err());
+        let late = [user.clone(), call(&["a"]), user, result("a")];
+        assert!(tools_paired(&late).is_err());
+    }
+
+    #[test]
+    fn the_corpus_wire_copy_is_checked_for_pairing() {
+        let table = hermes_providers::builtin_table();
+        let checks = check_invariants(&table, "deepseek");
+        let paired: Vec<_> = checks
+            .iter()
+            .filter(|c| c.name.starts_with("tool calls paired"))
+            .collect();
+        assert_eq!(paired.len(), 3, "{checks:#?}");
+        assert!(paired.iter().all(|c| c.failure.is_none()), "{paired:#?}");
+        // The check reads the shaped JSON: the corpus shaped for the route is paired, and the
+        // same copy with one result removed is not.
+        let corpus: Vec<Message> = serde_json::from_str(CORPUS).unwrap();
+        let target = RouteTarget::new("deepseek", None, "model-a");
+        let decision = table.resolve(&target, ResolveOptions::default());
+        let mut shaped = shape(&corpus, &decision, &Verdicts::default()).unwrap();
+        assert_eq!(tools_paired_on_wire(&corpus, &shaped, &decision), Ok(()));
+        let at = shaped.iter().position(|w| w["role"] == "tool").unwrap();
+        shaped.remove(at);
+        assert!(tools_paired_on_wire(&corpus, &shaped, &decision).is_err());
+    }
 
     #[test]
     fn corpus_parses_and_has_the_minted_markers() {

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::message::{Message, Origin, Role, ToolCall};
+use crate::pairing::paired;
 use crate::raw::TextCarrier;
 use crate::route::{Carrier, CarrierSet, RouteDecision, ThinkingRequest};
 use crate::shape::PAD;
@@ -128,6 +129,14 @@ pub enum DriverEvent {
     ToolCall {
         /// Tool name.
         name: String,
+    },
+    /// The stored history holds tool calls that were never answered (or results that answer no
+    /// call); the wire copy pairs them (a synthetic "interrupted" result; orphans left out).
+    Repaired {
+        /// Calls given a synthetic result.
+        unanswered: usize,
+        /// Results left out.
+        orphans: usize,
     },
 }
 
@@ -299,8 +308,10 @@ impl Driver<'_> {
         let mut retries = 0;
         loop {
             let (result, sent) = {
+                // Every call paired with a result on the wire, whatever the stored history holds.
+                let (history, _) = paired(&conversation.messages);
                 let parts = RequestParts {
-                    history: &conversation.messages,
+                    history: &history,
                     decision,
                     verdicts: &conversation.verdicts,
                     wire_verdicts: &conversation.wire_verdicts,
@@ -381,31 +392,45 @@ impl Driver<'_> {
         self.request(conversation, &mut requests).await
     }
 
-    /// Runs one user turn: requests, stores each reply (the first together with `user`), runs its
-    /// tool calls and stores their results, until the model answers without calling a tool.
+    /// Runs one user turn: requests, runs each reply's tool calls, and stores each step (the
+    /// reply with all its results, the first step together with `user`) in one transaction,
+    /// until the model answers without calling a tool.
     pub async fn run_turn(
         &self,
         conversation: &mut Conversation,
         user: Message,
     ) -> Result<TurnOutcome, DriverError> {
         let Driver {
-            decision,
             log,
-            tools,
             config,
             notify,
             ..
         } = *self;
-        // The user message is stored together with the first reply, in one transaction: a turn
-        // that fails or is cancelled before any reply leaves the session as it was.
+        // The user message is stored together with the first step, and a step — the reply and
+        // the result of every tool call it made — is stored in one transaction: an interruption
+        // (a signal, a failed write) never leaves a call without its result, and a turn that
+        // fails or is cancelled before its first step is stored leaves the session as it was.
         let mut pending = vec![user.clone()];
         conversation.messages.push(user);
+        let repairs = paired(&conversation.messages).1;
+        if !repairs.is_empty() {
+            tracing::warn!(
+                unanswered = repairs.unanswered,
+                orphans = repairs.orphans,
+                "the stored history has unpaired tool calls; the wire copy pairs them"
+            );
+            notify(&DriverEvent::Repaired {
+                unanswered: repairs.unanswered,
+                orphans: repairs.orphans,
+            });
+        }
         let mut outcome = TurnOutcome::default();
         // Tool output of this turn so far, in bytes.
         let mut output = 0usize;
         for _ in 0..config.max_steps {
-            let reply = match self.request(conversation, &mut outcome.requests).await {
-                Ok(reply) => reply,
+            let step = self.step(conversation, &mut outcome, &mut output).await;
+            let (message, results, usage) = match step {
+                Ok(step) => step,
                 Err(err) => {
                     if !pending.is_empty() {
                         conversation.messages.pop();
@@ -413,94 +438,116 @@ impl Driver<'_> {
                     return Err(err);
                 }
             };
-            let mut message = reply.message;
-            apply_creation_rules(&mut message, decision);
-            pending.push(message.clone());
-            log.append(&pending).await.map_err(DriverError::Log)?;
-            pending.clear();
-            if let Some(usage) = reply.meta.usage {
+            let mut stored = std::mem::take(&mut pending);
+            stored.push(message.clone());
+            stored.extend(results.iter().cloned());
+            if let Err(err) = log.append(&stored).await {
+                if stored.first().is_some_and(|m| m.role == Role::User) {
+                    conversation.messages.pop();
+                }
+                return Err(DriverError::Log(err));
+            }
+            if let Some(usage) = usage {
                 log.add_usage(&usage).await.map_err(DriverError::Log)?;
                 outcome.usage.push(usage);
             }
-            let calls: Vec<ToolCall> = message.tool_calls.clone().unwrap_or_default();
+            let done = results.is_empty();
             conversation.messages.push(message.clone());
+            conversation.messages.extend(results.iter().cloned());
             outcome.new_messages.push(message);
-            if calls.is_empty() {
+            outcome.new_messages.extend(results);
+            if done {
                 return Ok(outcome);
             }
-            let mut results = Vec::with_capacity(calls.len());
-            for (i, call) in calls.iter().enumerate() {
-                let name = &call.function.name;
-                if i >= config.max_tool_calls {
-                    if i == config.max_tool_calls {
-                        tracing::warn!(
-                            calls = calls.len(),
-                            max = config.max_tool_calls,
-                            "more tool calls in one reply than the cap; the rest are refused"
-                        );
-                    }
-                    results.push(tool_result(
-                        call,
-                        &format!(
-                            "refused: more than {} tool calls in one reply",
-                            config.max_tool_calls
-                        ),
-                    ));
-                    continue;
-                }
-                if output >= config.max_tool_output {
-                    tracing::debug!(tool = %name, max = config.max_tool_output, "tool output of the turn over its cap; not run");
-                    results.push(tool_result(
-                        call,
-                        &format!(
-                            "refused: the tool output of this turn exceeded {} bytes",
-                            config.max_tool_output
-                        ),
-                    ));
-                    continue;
-                }
-                notify(&DriverEvent::ToolCall { name: name.clone() });
-                let arguments = call
-                    .function
-                    .arguments
-                    .as_ref()
-                    .and_then(|a| a.as_str())
-                    .unwrap_or_default();
-                let text = match tokio::time::timeout(
-                    config.tool_timeout,
-                    tools.call(name, &arguments),
-                )
-                .await
-                {
-                    Ok(text) => text,
-                    Err(_) => {
-                        tracing::warn!(tool = %name, timeout_ms = config.tool_timeout.as_millis() as u64, "tool timed out");
-                        format!(
-                            "error: {name} timed out after {:.1} s",
-                            config.tool_timeout.as_secs_f64()
-                        )
-                    }
-                };
-                let room = config.max_tool_output - output;
-                let text = if text.len() > room {
-                    output = config.max_tool_output;
-                    format!(
-                        "{}\n[cut: the tool output of this turn exceeded {} bytes]",
-                        prefix(&text, room),
-                        config.max_tool_output
-                    )
-                } else {
-                    output += text.len();
-                    text
-                };
-                tracing::debug!(tool = %name, bytes = text.len(), "tool ran");
-                results.push(tool_result(call, &text));
-            }
-            log.append(&results).await.map_err(DriverError::Log)?;
-            conversation.messages.extend(results.iter().cloned());
-            outcome.new_messages.extend(results);
         }
         Err(DriverError::ToolLoop(config.max_steps))
+    }
+
+    /// One step, not yet stored: the reply (creation rules applied), the results of its tool
+    /// calls (run in order, capped), and its usage.
+    async fn step(
+        &self,
+        conversation: &mut Conversation,
+        outcome: &mut TurnOutcome,
+        output: &mut usize,
+    ) -> Result<(Message, Vec<Message>, Option<Usage>), DriverError> {
+        let Driver {
+            decision,
+            tools,
+            config,
+            notify,
+            ..
+        } = *self;
+        let reply = self.request(conversation, &mut outcome.requests).await?;
+        let mut message = reply.message;
+        apply_creation_rules(&mut message, decision);
+        let calls: Vec<ToolCall> = message.tool_calls.clone().unwrap_or_default();
+        let mut results = Vec::with_capacity(calls.len());
+        for (i, call) in calls.iter().enumerate() {
+            let name = &call.function.name;
+            if i >= config.max_tool_calls {
+                if i == config.max_tool_calls {
+                    tracing::warn!(
+                        calls = calls.len(),
+                        max = config.max_tool_calls,
+                        "more tool calls in one reply than the cap; the rest are refused"
+                    );
+                }
+                results.push(tool_result(
+                    call,
+                    &format!(
+                        "refused: more than {} tool calls in one reply",
+                        config.max_tool_calls
+                    ),
+                ));
+                continue;
+            }
+            if *output >= config.max_tool_output {
+                tracing::debug!(tool = %name, max = config.max_tool_output, "tool output of the turn over its cap; not run");
+                results.push(tool_result(
+                    call,
+                    &format!(
+                        "refused: the tool output of this turn exceeded {} bytes",
+                        config.max_tool_output
+                    ),
+                ));
+                continue;
+            }
+            notify(&DriverEvent::ToolCall { name: name.clone() });
+            let arguments = call
+                .function
+                .arguments
+                .as_ref()
+                .and_then(|a| a.as_str())
+                .unwrap_or_default();
+            let text = match tokio::time::timeout(config.tool_timeout, tools.call(name, &arguments))
+                .await
+            {
+                Ok(text) => text,
+                Err(_) => {
+                    tracing::warn!(tool = %name, timeout_ms = config.tool_timeout.as_millis() as u64, "tool timed out");
+                    format!(
+                        "error: {name} timed out after {:.1} s",
+                        config.tool_timeout.as_secs_f64()
+                    )
+                }
+            };
+            let room = config.max_tool_output - *output;
+            let text = if text.len() > room {
+                *output = config.max_tool_output;
+                format!(
+                    "{}\n[cut: the tool output of this turn exceeded {} bytes]",
+                    prefix(&text, room),
+                    config.max_tool_output
+                )
+            } else {
+                *output += text.len();
+                text
+            };
+            tracing::debug!(tool = %name, bytes = text.len(), "tool ran");
+            results.push(tool_result(call, &text));
+        }
+        Ok((message, results, reply.meta.usage))
     }
 }
 

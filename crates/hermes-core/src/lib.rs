@@ -6,6 +6,7 @@
 pub mod driver;
 pub mod estimate;
 pub mod message;
+pub mod pairing;
 pub mod raw;
 pub mod refusal;
 pub mod route;

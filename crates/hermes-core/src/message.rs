@@ -3,6 +3,7 @@
 //! Serde is hand-written: carriers are `RawValue`s (which `#[serde(flatten)]` cannot hold), unknown
 //! keys are kept in arrival order, and top-level native fields are folded into the native record.
 
+use std::collections::BTreeSet;
 use std::fmt;
 
 use serde::de::{self, MapAccess, Visitor};
@@ -699,6 +700,33 @@ fn once<T, E: de::Error>(slot: &Option<T>, key: &'static str) -> Result<(), E> {
     Ok(())
 }
 
+/// Fails on a key seen twice, whatever its value (`null` included); `seen` holds the keys read.
+fn first_time<E: de::Error>(seen: &mut BTreeSet<String>, key: &str) -> Result<(), E> {
+    if seen.insert(key.to_owned()) {
+        Ok(())
+    } else {
+        Err(E::custom(format!("duplicate field `{key}`")))
+    }
+}
+
+/// A message's `content` while deserialising: a string, an array of content parts, or null.
+struct Content(RawJson);
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = RawJson::deserialize(deserializer)?;
+        let found = match raw.get().as_bytes().first() {
+            Some(b'"' | b'[' | b'n') => return Ok(Content(raw)),
+            Some(b'{') => "an object",
+            Some(b't' | b'f') => "a boolean",
+            _ => "a number",
+        };
+        Err(de::Error::custom(format!(
+            "`content`: expected a string, an array of content parts or null, found {found}"
+        )))
+    }
+}
+
 impl<'de> Deserialize<'de> for Message {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct V;
@@ -736,7 +764,7 @@ impl<'de> Deserialize<'de> for Message {
                         }
                         "content" => {
                             once(&msg.content, "content")?;
-                            msg.content = Some(map.next_value()?);
+                            msg.content = Some(map.next_value::<Content>()?.0);
                         }
                         "tool_calls" => {
                             once(&msg.tool_calls, "tool_calls")?;
@@ -774,6 +802,9 @@ impl<'de> Deserialize<'de> for Message {
                             msg.origin = map.next_value()?;
                         }
                         "extra_content" | "reasoning_opaque" | "reasoning_text" => {
+                            if native_keys.iter().any(|(k, _)| *k == key) {
+                                return Err(de::Error::custom(format!("duplicate field `{key}`")));
+                            }
                             let value = map.next_value()?;
                             native_keys.push((key, value));
                         }
@@ -851,7 +882,9 @@ impl<'de> Deserialize<'de> for ToolCall {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ToolCall, A::Error> {
                 let (mut id, mut kind, mut function, mut extra_content) = (None, None, None, None);
                 let mut extra: Vec<(String, RawJson)> = Vec::new();
+                let mut seen = BTreeSet::new();
                 while let Some(key) = map.next_key::<String>()? {
+                    first_time(&mut seen, &key)?;
                     match key.as_str() {
                         "id" => {
                             once(&id, "id")?;
@@ -897,7 +930,9 @@ impl<'de> Deserialize<'de> for FunctionCall {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FunctionCall, A::Error> {
                 let (mut name, mut arguments, mut thought_signature) = (None, None, None);
                 let mut extra: Vec<(String, RawJson)> = Vec::new();
+                let mut seen = BTreeSet::new();
                 while let Some(key) = map.next_key::<String>()? {
+                    first_time(&mut seen, &key)?;
                     match key.as_str() {
                         "name" => {
                             once(&name, "name")?;

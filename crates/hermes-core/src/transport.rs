@@ -125,9 +125,10 @@ pub enum TransportError {
         /// `Retry-After`, when given in seconds.
         retry_after: Option<Duration>,
     },
-    /// No answer in time.
-    #[error("the request timed out")]
-    Timeout,
+    /// No answer in time (the text says which limit: connecting, the first byte, the silence
+    /// between stream chunks).
+    #[error("the request timed out: {0}")]
+    Timeout(String),
     /// The connection could not be made.
     #[error("cannot connect: {0}")]
     Connect(String),
@@ -187,7 +188,7 @@ impl TransportError {
     pub fn is_retryable(&self) -> bool {
         match self {
             TransportError::Http { status, .. } => *status == 429 || *status >= 500,
-            TransportError::Timeout | TransportError::Connect(_) => true,
+            TransportError::Timeout(_) | TransportError::Connect(_) => true,
             _ => false,
         }
     }

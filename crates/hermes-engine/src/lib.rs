@@ -11,6 +11,7 @@
 mod compaction;
 mod error;
 mod home;
+mod lease;
 mod log;
 mod preview;
 mod session;
@@ -24,7 +25,7 @@ use hermes_core::{ReasoningRoute, ResolveOptions, RouteDecision, RouteTable, Rou
 pub use error::EngineError;
 pub use home::{OWN_DB, STATE_DB, open_store, store_path};
 pub use preview::{Preview, PreviewOptions};
-pub use session::{ChatSession, KeyLookup, OpenOptions, Toolset, reply_text};
+pub use session::{ChatSession, KeyLookup, Limits, OpenOptions, Toolset, reply_text};
 pub use settle::{Choice, Defaults, ProviderDefaults, Purpose, Settled, Stored, settle};
 
 pub use hermes_compaction::CompactionOverrides;
@@ -90,7 +91,10 @@ impl Engine {
     }
 
     /// The HTTP client of the chat-completions wire.
-    pub(crate) fn client(&self) -> Result<hermes_providers::ChatTransport, EngineError> {
-        session::client()
+    pub(crate) fn client(
+        &self,
+        waits: hermes_providers::Waits,
+    ) -> Result<hermes_providers::ChatTransport, EngineError> {
+        Ok(hermes_providers::ChatTransport::with_waits(waits)?)
     }
 }

@@ -1,20 +1,111 @@
 //! The store adapter: the driver's [`SessionLog`] over a stored session, one transaction per
-//! call, errors typed by the store.
+//! call, errors typed by the store. A new session is created together with its first step, so a
+//! first turn that fails leaves no empty session behind; verdicts learned before that are
+//! written with it.
+
+use std::sync::Mutex;
 
 use hermes_core::driver::{LogError, SessionLog};
+use hermes_core::verdict::{VERDICTS_KEY, WIRE_VERDICTS_KEY};
 use hermes_core::{CarrierSet, Message, RouteTarget, Usage, Verdicts, WireVerdicts};
-use hermes_store::Store;
+use hermes_store::{NewSession, Store};
+
+/// The session a log writes to: stored, or still to be created with the first step.
+enum Session {
+    Stored(String),
+    New {
+        new: Box<NewSession>,
+        verdicts: Verdicts,
+        wire_verdicts: WireVerdicts,
+    },
+}
 
 /// Stores a driven session as the driver goes.
 pub(crate) struct StoreLog<'a> {
-    pub(crate) store: &'a Store,
-    pub(crate) session: &'a str,
+    store: &'a Store,
+    session: Mutex<Session>,
+    /// Where the id of a session created here is written at once, so a front end that drops
+    /// the turn mid-way (Ctrl-C) still knows the session exists.
+    created: Option<&'a Mutex<Option<String>>>,
+}
+
+fn poisoned<T>(_: T) -> LogError {
+    "the session log's lock was poisoned".into()
+}
+
+impl<'a> StoreLog<'a> {
+    /// A log over the stored session `id`.
+    pub(crate) fn stored(store: &'a Store, id: &str) -> Self {
+        StoreLog {
+            store,
+            session: Mutex::new(Session::Stored(id.to_owned())),
+            created: None,
+        }
+    }
+
+    /// A log that creates `new` with the first step it stores, and writes its id to `created`.
+    pub(crate) fn new_session(
+        store: &'a Store,
+        new: NewSession,
+        created: &'a Mutex<Option<String>>,
+    ) -> Self {
+        StoreLog {
+            store,
+            session: Mutex::new(Session::New {
+                new: Box::new(new),
+                verdicts: Verdicts::default(),
+                wire_verdicts: WireVerdicts::default(),
+            }),
+            created: Some(created),
+        }
+    }
+
+    fn stored_id(&self) -> Result<Option<String>, LogError> {
+        Ok(match &*self.session.lock().map_err(poisoned)? {
+            Session::Stored(id) => Some(id.clone()),
+            Session::New { .. } => None,
+        })
+    }
 }
 
 #[async_trait::async_trait]
 impl SessionLog for StoreLog<'_> {
     async fn append(&self, messages: &[Message]) -> Result<(), LogError> {
-        Ok(self.store.append(self.session, messages).await?)
+        let pending = {
+            let session = self.session.lock().map_err(poisoned)?;
+            match &*session {
+                Session::Stored(id) => Err(id.clone()),
+                Session::New {
+                    new,
+                    verdicts,
+                    wire_verdicts,
+                } => {
+                    let mut new = (**new).clone();
+                    if !verdicts.0.is_empty() {
+                        new.model_config
+                            .insert(VERDICTS_KEY.to_owned(), serde_json::to_value(verdicts)?);
+                    }
+                    if !wire_verdicts.0.is_empty() {
+                        new.model_config.insert(
+                            WIRE_VERDICTS_KEY.to_owned(),
+                            serde_json::to_value(wire_verdicts)?,
+                        );
+                    }
+                    Ok(new)
+                }
+            }
+        };
+        match pending {
+            Err(id) => Ok(self.store.append(&id, messages).await?),
+            Ok(new) => {
+                let id = self.store.create_with_messages(&new, messages).await?;
+                if let Some(created) = self.created {
+                    *created.lock().map_err(poisoned)? = Some(id.clone());
+                }
+                *self.session.lock().map_err(poisoned)? = Session::Stored(id);
+                Ok(())
+            }
+        }
     }
 
     async fn record_verdict(
@@ -22,10 +113,17 @@ impl SessionLog for StoreLog<'_> {
         target: &RouteTarget,
         carriers: CarrierSet,
     ) -> Result<Verdicts, LogError> {
-        Ok(self
-            .store
-            .record_verdict(self.session, target, carriers)
-            .await?)
+        if let Some(id) = self.stored_id()? {
+            return Ok(self.store.record_verdict(&id, target, carriers).await?);
+        }
+        // No session yet: kept until the first step creates it.
+        match &mut *self.session.lock().map_err(poisoned)? {
+            Session::New { verdicts, .. } => {
+                verdicts.record(target, carriers);
+                Ok(verdicts.clone())
+            }
+            Session::Stored(_) => Err("the session was created meanwhile; retry".into()),
+        }
     }
 
     async fn record_wire_verdict(
@@ -34,13 +132,26 @@ impl SessionLog for StoreLog<'_> {
         target: &RouteTarget,
         fields: &[&str],
     ) -> Result<WireVerdicts, LogError> {
-        Ok(self
-            .store
-            .record_wire_verdict(self.session, wire, target, fields)
-            .await?)
+        if let Some(id) = self.stored_id()? {
+            return Ok(self
+                .store
+                .record_wire_verdict(&id, wire, target, fields)
+                .await?);
+        }
+        match &mut *self.session.lock().map_err(poisoned)? {
+            Session::New { wire_verdicts, .. } => {
+                wire_verdicts.record(wire, target, fields);
+                Ok(wire_verdicts.clone())
+            }
+            Session::Stored(_) => Err("the session was created meanwhile; retry".into()),
+        }
     }
 
     async fn add_usage(&self, usage: &Usage) -> Result<(), LogError> {
-        Ok(self.store.add_usage(self.session, usage).await?)
+        match self.stored_id()? {
+            Some(id) => Ok(self.store.add_usage(&id, usage).await?),
+            // Usage follows a stored step; without one there is nothing to count against.
+            None => Ok(()),
+        }
     }
 }

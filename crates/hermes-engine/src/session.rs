@@ -3,16 +3,18 @@
 //! compacted, branched and switched to another model.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use hermes_core::driver::{Conversation, Driver, DriverConfig, DriverEvent, Tools, TurnOutcome};
 use hermes_core::{
     Message, RawJson, ResolveOptions, Role, RouteDecision, RouteTarget, ThinkingRequest, Verdicts,
 };
-use hermes_providers::{ChatTransport, Endpoint, HttpChat};
+use hermes_providers::{Endpoint, HttpChat};
 use hermes_store::{NewSession, Store};
 
 use crate::Engine;
 use crate::error::EngineError;
+use crate::lease::Held;
 use crate::log::StoreLog;
 use crate::settle::{Choice, Defaults, Purpose, Settled, Stored, settle};
 use crate::summarize::TransportSummarizer;
@@ -64,6 +66,55 @@ pub struct OpenOptions {
     pub compaction: hermes_compaction::CompactionOverrides,
     /// Environment lookups for keys.
     pub key: KeyLookup,
+    /// Bounded waits.
+    pub limits: Limits,
+}
+
+/// Every wait a chat session bounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// To connect to the provider.
+    pub connect: Duration,
+    /// From a request to the first byte of its response.
+    pub first_byte: Duration,
+    /// Silence between two chunks of a stream (or while a whole body arrives).
+    pub idle: Duration,
+    /// A whole user turn, tool loop included.
+    pub turn: Duration,
+    /// Waiting for another process to finish with a session.
+    pub lease_wait: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            connect: Duration::from_secs(15),
+            first_byte: Duration::from_secs(120),
+            idle: Duration::from_secs(120),
+            turn: Duration::from_secs(30 * 60),
+            lease_wait: Duration::from_secs(10),
+        }
+    }
+}
+
+impl Limits {
+    /// Limits with these values.
+    pub fn new(
+        connect: Duration,
+        first_byte: Duration,
+        idle: Duration,
+        turn: Duration,
+        lease_wait: Duration,
+    ) -> Self {
+        Limits {
+            connect,
+            first_byte,
+            idle,
+            turn,
+            lease_wait,
+        }
+    }
 }
 
 impl OpenOptions {
@@ -78,7 +129,14 @@ impl OpenOptions {
             stream: false,
             compaction: hermes_compaction::CompactionOverrides::default(),
             key: Arc::new(|_| None),
+            limits: Limits::default(),
         }
+    }
+
+    /// With these limits.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// With `config.toml`'s defaults.
@@ -128,7 +186,11 @@ struct Target {
 }
 
 impl Target {
-    async fn start(engine: &Engine, settled: Settled) -> Result<Target, EngineError> {
+    async fn start(
+        engine: &Engine,
+        settled: Settled,
+        limits: &Limits,
+    ) -> Result<Target, EngineError> {
         // The simulator runs in this process; a resumed sim session gets a fresh one.
         let sim = match settled.sim {
             Some(profile) => Some(
@@ -144,7 +206,11 @@ impl Target {
         };
         let decision = engine.resolve_live(&settled, Some(&live_base));
         let transport = HttpChat {
-            client: engine.client()?,
+            client: engine.client(hermes_providers::Waits::new(
+                limits.connect,
+                limits.first_byte,
+                limits.idle,
+            ))?,
             endpoint: Endpoint {
                 base_url: live_base,
                 api_key: settled.api_key.as_ref().map(|k| k.expose().to_owned()),
@@ -173,6 +239,12 @@ pub struct ChatSession {
     /// History length when automatic compaction last could not get under the trigger.
     unfit_at: Option<usize>,
     id: Option<String>,
+    /// Written by the store adapter when a turn creates the session.
+    created: std::sync::Mutex<Option<String>>,
+    /// Bounded waits.
+    limits: Limits,
+    /// This process's lease on the stored session.
+    lease: Option<Held>,
     /// The conversation: the stored active view and the verdicts.
     pub conversation: Conversation,
 }
@@ -186,6 +258,14 @@ impl ChatSession {
         options: OpenOptions,
         tools: Toolset,
     ) -> Result<ChatSession, EngineError> {
+        // One process drives a session at a time: take the lease before reading it.
+        let lease = match &options.resume {
+            Some(id) => {
+                store.session(id).await?;
+                Some(Held::acquire(&store, id, options.limits.lease_wait).await?)
+            }
+            None => None,
+        };
         let resumed = match &options.resume {
             Some(id) => Some(store.load(id).await?),
             None => None,
@@ -236,7 +316,7 @@ impl ChatSession {
         };
         let compaction =
             hermes_compaction::CompactionConfig::for_model(&settled.model, &options.compaction);
-        let target = Target::start(engine, settled).await?;
+        let target = Target::start(engine, settled, &options.limits).await?;
         let mut driver_config = DriverConfig::default();
         driver_config.thinking = options.thinking;
         driver_config.stream = options.stream;
@@ -253,6 +333,9 @@ impl ChatSession {
             compaction,
             unfit_at: None,
             id,
+            created: std::sync::Mutex::new(None),
+            limits: options.limits,
+            lease,
             conversation,
         })
     }
@@ -282,39 +365,33 @@ impl ChatSession {
         self.driver_config.stream
     }
 
-    /// The stored session's id, creating the session (titled after `title`) on first use.
-    pub async fn ensure_session(&mut self, title: &str) -> Result<String, EngineError> {
-        if let Some(id) = &self.id {
-            return Ok(id.clone());
-        }
+    /// What a new session (titled after `title`) is created with, with its first step.
+    fn new_session(&self, title: &str) -> NewSession {
         let settled = &self.target.settled;
-        let id = self
-            .store
-            .create_session(&NewSession {
-                title: Some(title.chars().take(60).collect()),
-                provider: Some(settled.provider.clone()),
-                model: Some(settled.model.clone()),
-                base_url: settled.base_url.clone(),
-                // Every way a new session gets its URL is the user's word: the command line,
-                // config.toml or the registry.
-                base_url_confirmed: true,
-                ..NewSession::default()
-            })
-            .await?;
-        self.id = Some(id.clone());
-        Ok(id)
+        NewSession {
+            title: Some(title.chars().take(60).collect()),
+            provider: Some(settled.provider.clone()),
+            model: Some(settled.model.clone()),
+            base_url: settled.base_url.clone(),
+            // Every way a new session gets its URL is the user's word: the command line,
+            // config.toml or the registry.
+            base_url_confirmed: true,
+            ..NewSession::default()
+        }
     }
 
-    /// Runs one user turn with its tool loop; everything before a failure stays stored.
+    /// Runs one user turn with its tool loop. Each step is stored whole; a new session is
+    /// created with its first step, so a first turn that fails stores nothing.
     pub async fn turn(
         &mut self,
         text: &str,
         notify: &(dyn Fn(&DriverEvent) + Send + Sync),
     ) -> Result<TurnOutcome, EngineError> {
-        let id = self.ensure_session(text).await?;
-        let log = StoreLog {
-            store: &self.store,
-            session: &id,
+        self.hold_lease().await?;
+        let new = self.new_session(text);
+        let log = match &self.id {
+            Some(id) => StoreLog::stored(&self.store, id),
+            None => StoreLog::new_session(&self.store, new, &self.created),
         };
         let driver = Driver {
             decision: &self.target.decision,
@@ -324,9 +401,28 @@ impl ChatSession {
             config: &self.driver_config,
             notify,
         };
-        Ok(driver
-            .run_turn(&mut self.conversation, Message::text(Role::User, text))
-            .await?)
+        let deadline = self.limits.turn;
+        let result = tokio::time::timeout(
+            deadline,
+            driver.run_turn(&mut self.conversation, Message::text(Role::User, text)),
+        )
+        .await;
+        self.adopt_created();
+        match result {
+            Ok(result) => {
+                let outcome = result?;
+                self.hold_lease().await?;
+                Ok(outcome)
+            }
+            Err(_) => {
+                // Every finished step is stored whole; memory goes back to what is stored.
+                self.reload().await?;
+                Err(EngineError::Failed(format!(
+                    "the turn took longer than {} s (turn limit); every finished step is stored, the unfinished one is not",
+                    deadline.as_secs()
+                )))
+            }
+        }
     }
 
     /// Continues on another provider and model (`/model`), through the same settlement; the
@@ -350,7 +446,7 @@ impl ChatSession {
             &settled.model,
             &self.compaction_overrides,
         );
-        self.target = Target::start(&self.engine, settled).await?;
+        self.target = Target::start(&self.engine, settled, &self.limits).await?;
         self.unfit_at = None;
         if let Some(id) = &self.id {
             let settled = &self.target.settled;
@@ -381,10 +477,7 @@ impl ChatSession {
         if manual {
             config.target_percent = 0;
         }
-        let log = StoreLog {
-            store: &self.store,
-            session: &id,
-        };
+        let log = StoreLog::stored(&self.store, &id);
         let summarizer = TransportSummarizer {
             wire: &self.target.transport,
             decision: &self.target.decision,
@@ -431,10 +524,51 @@ impl ChatSession {
         self.compact(false).await
     }
 
-    /// Reloads the conversation from the store (after a cancelled turn).
+    /// Holds the lease on the stored session (taking it when this session was just created or
+    /// branched) and reloads the active view, so a request never carries stale history.
+    async fn hold_lease(&mut self) -> Result<(), EngineError> {
+        self.adopt_created();
+        let Some(id) = self.id.clone() else {
+            return Ok(());
+        };
+        if self.lease.as_ref().is_none_or(|l| l.session() != id) {
+            if let Some(old) = self.lease.take() {
+                old.release().await?;
+            }
+            self.lease = Some(Held::acquire(&self.store, &id, self.limits.lease_wait).await?);
+        }
+        // What another process stored meanwhile (a compaction, a verdict cleared) counts.
+        self.conversation.messages = self.store.messages(&id).await?;
+        self.conversation.verdicts = self.store.verdicts(&id).await?;
+        self.conversation.wire_verdicts = self.store.wire_verdicts(&id).await?;
+        Ok(())
+    }
+
+    /// Gives the session back to other processes (its lease). Dropping a session without
+    /// closing it lets its lease run out instead.
+    pub async fn close(mut self) -> Result<(), EngineError> {
+        if let Some(lease) = self.lease.take() {
+            lease.release().await?;
+        }
+        Ok(())
+    }
+
+    /// Takes the id of a session a turn created (even one cancelled after its first step).
+    fn adopt_created(&mut self) {
+        if self.id.is_none()
+            && let Ok(mut created) = self.created.lock()
+        {
+            self.id = created.take();
+        }
+    }
+
+    /// Reloads the conversation from the store (after a cancelled turn): what memory holds is
+    /// what is stored, and nothing else.
     pub async fn reload(&mut self) -> Result<(), EngineError> {
-        if let Some(id) = &self.id {
-            self.conversation.messages = self.store.messages(id).await?;
+        self.adopt_created();
+        match &self.id {
+            Some(id) => self.conversation.messages = self.store.messages(id).await?,
+            None => self.conversation.messages.clear(),
         }
         Ok(())
     }
@@ -473,9 +607,4 @@ pub fn reply_text(outcome: &TurnOutcome) -> String {
         .and_then(|m| m.content.as_ref())
         .and_then(|c| c.as_str().map(|s| s.into_owned()))
         .unwrap_or_default()
-}
-
-/// Builds the shared HTTP client.
-pub(crate) fn client() -> Result<ChatTransport, EngineError> {
-    Ok(ChatTransport::new()?)
 }

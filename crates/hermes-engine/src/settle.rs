@@ -238,6 +238,10 @@ pub fn settle(
         .or_else(|| stored.and_then(|s| s.model).map(str::to_owned))
         .or_else(config_model);
 
+    if let Some(url) = base_url.as_deref() {
+        check_base_url(url, provider == "sim").map_err(EngineError::Usage)?;
+    }
+
     if provider == "sim" {
         let profile =
             sim_profile(sim_profile_name(base_url.as_deref()).unwrap_or(DEFAULT_SIM_PROFILE))?;
@@ -290,6 +294,48 @@ pub fn settle(
         )?;
     }
     Ok(settled)
+}
+
+/// Checks a base URL before anything is sent to it: an `http`/`https` URL with a host (a URL
+/// without a scheme is read as https, as routing does, when that gives a host), or
+/// `sim://PROFILE` for the simulator (`sim`). The error names the URL and what is wrong.
+pub fn check_base_url(base_url: &str, sim: bool) -> Result<(), String> {
+    let trimmed = base_url.trim();
+    let bad = |why: &str| Err(format!("invalid base URL `{base_url}`: {why}"));
+    if trimmed.is_empty() {
+        return bad("it is empty");
+    }
+    if let Some(profile) = trimmed.strip_prefix("sim://") {
+        return match (sim, profile.is_empty()) {
+            (true, false) => Ok(()),
+            (true, true) => bad("`sim://` names no simulator profile (try sim://deepseek-v4)"),
+            (false, _) => {
+                bad("a `sim://` URL picks a simulator profile; use it with --provider sim")
+            }
+        };
+    }
+    let url = match url::Url::parse(trimmed) {
+        Ok(url) => url,
+        Err(url::ParseError::RelativeUrlWithoutBase) => {
+            return match TargetHost::from_base_url(trimmed) {
+                Some(_) => Ok(()),
+                None => {
+                    bad("it has no scheme and is not a host name; write it as https://HOST/PATH")
+                }
+            };
+        }
+        Err(e) => return bad(&e.to_string()),
+    };
+    if !matches!(url.scheme(), "http" | "https") {
+        return bad(&format!(
+            "the scheme `{}` is not http or https (write http://{trimmed} or https://{trimmed})",
+            url.scheme()
+        ));
+    }
+    if TargetHost::from_base_url(trimmed).is_none() {
+        return bad("it has no host");
+    }
+    Ok(())
 }
 
 /// The key a request to `settled` may carry, and the checks of "keys only where the user sent

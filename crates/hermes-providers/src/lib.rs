@@ -9,4 +9,4 @@ pub mod transport;
 pub use hermes_core::transport::{Reply, TransportError};
 pub use registry::{ProviderSpec, Wire, provider};
 pub use routes::builtin_table;
-pub use transport::{ChatTransport, Endpoint, HttpChat};
+pub use transport::{ChatTransport, Endpoint, HttpChat, Waits};

@@ -13,10 +13,39 @@ use hermes_core::{CHAT_WIRE, Outgoing, RequestParts, Wire};
 use crate::chat::{CaptureError, ChatRequest, StreamAccumulator, capture_message};
 use serde_json::Value;
 
-/// How long to wait for a connection.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
-/// How long a reply may stay silent (between stream chunks, or before a whole body).
-pub const READ_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long a request may wait, at each stage. Each limit ends the request with a clear
+/// [`TransportError::Timeout`] naming it; nothing of the reply is kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Waits {
+    /// To connect.
+    pub connect: Duration,
+    /// From sending the request to the first byte of the response (its status line).
+    pub first_byte: Duration,
+    /// Silence between two chunks of a streamed reply, or while a whole body arrives.
+    pub idle: Duration,
+}
+
+impl Default for Waits {
+    fn default() -> Self {
+        Waits {
+            connect: Duration::from_secs(15),
+            first_byte: Duration::from_secs(120),
+            idle: Duration::from_secs(120),
+        }
+    }
+}
+
+impl Waits {
+    /// Limits with these values.
+    pub fn new(connect: Duration, first_byte: Duration, idle: Duration) -> Self {
+        Waits {
+            connect,
+            first_byte,
+            idle,
+        }
+    }
+}
 /// At most this much of an error body is kept.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
@@ -50,7 +79,11 @@ fn map_reqwest(err: reqwest::Error) -> TransportError {
     // reqwest's message names the URL, which never holds the key (it travels in a header).
     let text = err.to_string();
     if err.is_timeout() {
-        TransportError::Timeout
+        TransportError::Timeout(if err.is_connect() {
+            "could not connect in time (connect limit)".to_owned()
+        } else {
+            "the reply was silent for longer than the idle limit".to_owned()
+        })
     } else if err.is_connect() {
         TransportError::Connect(text)
     } else if err.is_body() || err.is_decode() {
@@ -70,13 +103,73 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
         .map(Duration::from_secs_f64)
 }
 
-/// The message of an `{"error":…}` payload.
+/// The message of an `{"error":…}` payload (`"error": null` is no error).
 fn error_text(value: &Value) -> Option<String> {
-    let err = value.get("error")?;
-    Some(match err.get("message").and_then(Value::as_str) {
-        Some(m) => m.to_owned(),
-        None => err.to_string(),
-    })
+    value
+        .get("error")
+        .filter(|e| !e.is_null())
+        .map(provider_message)
+}
+
+/// The provider's own words in an error value: a string as is, else its `message` or nested
+/// `error` (followed down, however deep the provider nests them), else the JSON text.
+fn provider_message(err: &Value) -> String {
+    let mut at = err;
+    loop {
+        match at {
+            Value::String(text) => return text.clone(),
+            Value::Object(map) => match map
+                .get("message")
+                .or_else(|| map.get("error"))
+                .filter(|v| v.is_string() || v.is_object())
+            {
+                Some(inner) => at = inner,
+                None => return at.to_string(),
+            },
+            _ => return at.to_string(),
+        }
+    }
+}
+
+/// The message of an SSE `event: error` frame: a JSON payload's message, or its text.
+fn error_event_text(data: &str) -> String {
+    if data.is_empty() {
+        return "the provider sent an error event with no message".to_owned();
+    }
+    match serde_json::from_str::<Value>(data) {
+        Ok(value) => error_text(&value).unwrap_or_else(|| provider_message(&value)),
+        Err(_) => data.to_owned(),
+    }
+}
+
+/// Reads at most [`ERROR_BODY_LIMIT`] bytes of an error body (never the rest), noting a cut.
+async fn read_error_body(response: reqwest::Response) -> Result<String, TransportError> {
+    let mut stream = response.bytes_stream();
+    let mut bytes = Vec::new();
+    let mut cut = false;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(map_reqwest)?;
+        let room = ERROR_BODY_LIMIT - bytes.len();
+        if chunk.len() >= room {
+            bytes.extend_from_slice(&chunk[..room]);
+            // Cut only when something is left over (this chunk or another).
+            cut = chunk.len() > room || stream.next().await.is_some();
+            break;
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    if !cut {
+        return Ok(String::from_utf8_lossy(&bytes).into_owned());
+    }
+    // Do not end on half a character.
+    if let Err(e) = std::str::from_utf8(&bytes)
+        && e.error_len().is_none()
+    {
+        bytes.truncate(e.valid_up_to());
+    }
+    let mut body = String::from_utf8_lossy(&bytes).into_owned();
+    body.push_str(&format!("\n… (error body cut at {ERROR_BODY_LIMIT} bytes)"));
+    Ok(body)
 }
 
 fn snippet(text: &str) -> String {
@@ -113,21 +206,28 @@ fn same_origin_redirects(attempt: reqwest::redirect::Attempt<'_>) -> reqwest::re
 #[derive(Clone, Debug)]
 pub struct ChatTransport {
     client: reqwest::Client,
+    waits: Waits,
 }
 
 impl ChatTransport {
-    /// Builds the shared client (rustls with the ring provider, HTTP/2, timeouts).
+    /// Builds the shared client (rustls with the ring provider, HTTP/2) with the default
+    /// [`Waits`].
     pub fn new() -> Result<Self, TransportError> {
+        ChatTransport::with_waits(Waits::default())
+    }
+
+    /// Builds the shared client with these limits.
+    pub fn with_waits(waits: Waits) -> Result<Self, TransportError> {
         // Installing twice is harmless; reqwest needs a process-wide provider.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::custom(same_origin_redirects))
-            .connect_timeout(CONNECT_TIMEOUT)
-            .read_timeout(READ_TIMEOUT)
+            .connect_timeout(waits.connect)
+            .read_timeout(waits.idle)
             .user_agent(concat!("hermes/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(map_reqwest)?;
-        Ok(ChatTransport { client })
+        Ok(ChatTransport { client, waits })
     }
 
     /// Sends `request` and captures the reply as an assistant message with `origin`.
@@ -166,7 +266,16 @@ impl ChatTransport {
         if let Some(key) = &endpoint.api_key {
             builder = builder.bearer_auth(key);
         }
-        let response = builder.send().await.map_err(map_reqwest)?;
+        let first_byte = self.waits.first_byte;
+        let response = tokio::time::timeout(first_byte, builder.send())
+            .await
+            .map_err(|_| {
+                TransportError::Timeout(format!(
+                    "no response within {} s (time-to-first-byte limit)",
+                    first_byte.as_secs_f64()
+                ))
+            })?
+            .map_err(map_reqwest)?;
         let status = response.status();
         if status.is_redirection() {
             let location = response
@@ -189,9 +298,7 @@ impl ChatTransport {
         }
         if !status.is_success() {
             let retry_after = retry_after(response.headers());
-            let bytes = response.bytes().await.map_err(map_reqwest)?;
-            let body =
-                String::from_utf8_lossy(&bytes[..bytes.len().min(ERROR_BODY_LIMIT)]).into_owned();
+            let body = read_error_body(response).await?;
             tracing::debug!(status = status.as_u16(), body = %snippet(&body), "chat request refused");
             return Err(TransportError::Http {
                 status: status.as_u16(),
@@ -247,12 +354,35 @@ async fn read_stream(
     origin: Origin,
     on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
 ) -> Result<Reply, TransportError> {
-    let mut events = response.bytes_stream().eventsource();
+    // The first bytes, kept to explain a reply that is not an event stream at all (a
+    // provider's JSON error body sent with status 200).
+    let mut head: Vec<u8> = Vec::new();
+    let mut events = response
+        .bytes_stream()
+        .inspect(|chunk| {
+            if let Ok(chunk) = chunk {
+                let room = ERROR_BODY_LIMIT.saturating_sub(head.len());
+                head.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            }
+        })
+        .eventsource();
     let mut acc = StreamAccumulator::new();
     let mut done = false;
     while let Some(event) = events.next().await {
-        let event = event.map_err(|e| TransportError::Stream(e.to_string()))?;
+        let event = event.map_err(|e| match e {
+            // A silent stream: reqwest's read timeout is the idle limit.
+            eventsource_stream::EventStreamError::Transport(t) if t.is_timeout() => {
+                TransportError::Timeout(format!(
+                    "the stream was silent for longer than the idle limit after {} chunks",
+                    acc.chunks()
+                ))
+            }
+            other => TransportError::Stream(other.to_string()),
+        })?;
         let data = event.data.trim();
+        if event.event.eq_ignore_ascii_case("error") {
+            return Err(TransportError::AfterOk(error_event_text(data)));
+        }
         if data.is_empty() {
             continue;
         }
@@ -273,7 +403,29 @@ async fn read_stream(
         emit_deltas(&chunk, on_delta);
         acc.feed_with_text(&chunk, data);
     }
+    drop(events);
     if !done && !acc.finished() {
+        if acc.chunks() == 0 {
+            let text = String::from_utf8_lossy(&head);
+            let text = text.trim();
+            if let Some(err) = serde_json::from_str::<Value>(text)
+                .ok()
+                .as_ref()
+                .and_then(error_text)
+            {
+                return Err(TransportError::AfterOk(err));
+            }
+            let framed = text.lines().any(|l| {
+                let l = l.trim_start();
+                l.starts_with("data:") || l.starts_with("event:") || l.starts_with(':')
+            });
+            if !text.is_empty() && !framed {
+                return Err(TransportError::Stream(format!(
+                    "the reply is not an event stream: {}",
+                    snippet(text)
+                )));
+            }
+        }
         return Err(TransportError::Stream(format!(
             "the stream ended after {} chunks without a finish_reason or [DONE]",
             acc.chunks()

@@ -169,6 +169,97 @@ async fn an_error_after_the_200_is_an_error_and_no_message() {
     );
 }
 
+/// Serves `body` as a 200 event stream and returns the provider message of the error.
+async fn after_ok(body: &str) -> String {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(body),
+        )
+        .mount(&server)
+        .await;
+    match send(&server, true).await {
+        Err(TransportError::AfterOk(message)) => message,
+        // Nothing is captured: an error is never a message.
+        other => panic!("{body:?}: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_provider_error_inside_a_200_stream_keeps_its_message() {
+    const PARTIAL: &str = r#"data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"par"}}]}
+
+"#;
+    // Anthropic style: an `event: error` frame with a JSON payload, first or later.
+    let json = r#"event: error
+data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded right now"}}
+
+"#;
+    assert_eq!(after_ok(json).await, "Overloaded right now");
+    assert_eq!(
+        after_ok(&format!("{PARTIAL}{json}")).await,
+        "Overloaded right now"
+    );
+    // An `event: error` frame with plain text.
+    assert_eq!(
+        after_ok(&format!(
+            "{PARTIAL}event: error\ndata: upstream went away\n\n"
+        ))
+        .await,
+        "upstream went away"
+    );
+    // A `{"error": …}` payload that is not the first chunk, with its message nested.
+    assert_eq!(
+        after_ok(&format!(
+            "{PARTIAL}data: {{\"error\":{{\"code\":502,\"error\":{{\"message\":\"nested provider failure\"}}}}}}\n\n"
+        ))
+        .await,
+        "nested provider failure"
+    );
+    assert_eq!(
+        after_ok(&format!(
+            "{PARTIAL}data: {{\"error\":\"plain string error\"}}\n\n"
+        ))
+        .await,
+        "plain string error"
+    );
+    // A JSON error body sent with 200 instead of an event stream.
+    assert_eq!(
+        after_ok(r#"{"error":{"message":"quota exhausted","type":"insufficient_quota"}}"#).await,
+        "quota exhausted"
+    );
+}
+
+#[tokio::test]
+async fn a_huge_error_body_is_read_only_up_to_the_limit() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(400).set_body_bytes(vec![b'x'; 50 * 1024 * 1024]))
+        .mount(&server)
+        .await;
+    let err = send(&server, false).await.unwrap_err();
+    assert_eq!(err.status(), Some(400));
+    let body = err.body().unwrap();
+    let kept = body.bytes().take_while(|b| *b == b'x').count();
+    assert_eq!(kept, 64 * 1024, "exactly the limit is kept");
+    assert!(body.len() <= 64 * 1024 + 100, "{}", body.len());
+    assert!(
+        body.ends_with("(error body cut at 65536 bytes)"),
+        "{}",
+        &body[kept..]
+    );
+    // A small body is kept whole, without a note.
+    let small = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(400).set_body_bytes(vec![b'y'; 64 * 1024]))
+        .mount(&small)
+        .await;
+    let err = send(&small, false).await.unwrap_err();
+    assert_eq!(err.body().unwrap().len(), 64 * 1024);
+}
+
 #[tokio::test]
 async fn a_stream_that_stops_early_is_an_error() {
     let server = MockServer::start().await;

@@ -4,6 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::Switches;
+use crate::rules::{ORPHAN_RESULT_TEXT, PairingFault, UNPAIRED_CALLS_PREFIX, tool_pairing};
 use crate::wire::{
     Carrier, Refusal, assistants, bad_json_text, has_string, messages_of, switched_field,
     tool_calls,
@@ -74,8 +75,9 @@ pub enum ReplyCarrier {
 /// `{role}` are replaced where the method says so. Every refusal is an HTTP 400 whose body is the
 /// [`error_envelope`](ProfileSpec::error_envelope) with the text in place of `"{message}"`.
 /// Checks run in this order: the body is an object with `messages`, the [`crate::Switches`],
-/// top-level names, parameter values (in the order added), then each assistant message (its keys,
-/// then the must-echo field).
+/// top-level names, parameter values (in the order added), each assistant message (its keys,
+/// then the must-echo field), then the tool-call pairing rule (on by default, with OpenAI's
+/// texts: see [`unpaired_calls_text`](ProfileSpec::unpaired_calls_text)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProfileSpec {
     name: String,
@@ -87,14 +89,15 @@ pub struct ProfileSpec {
     unknown_field: String,
     echo: Option<(String, EchoTurns)>,
     missing_echo: String,
+    pairing: Option<(String, String)>,
     thinking_off: Option<(String, Value)>,
     reply: ReplyCarrier,
     envelope: Value,
 }
 
 impl ProfileSpec {
-    /// A profile named `name` that accepts every request and replies with `reasoning_content`,
-    /// in an OpenAI-style error envelope.
+    /// A profile named `name` that accepts every request whose tool calls are paired with their
+    /// results and replies with `reasoning_content`, in an OpenAI-style error envelope.
     pub fn new(name: impl Into<String>) -> ProfileSpec {
         ProfileSpec {
             name: name.into(),
@@ -107,6 +110,10 @@ impl ProfileSpec {
                 .to_owned(),
             echo: None,
             missing_echo: "Missing `{field}` in the assistant message at index {index}.".to_owned(),
+            pairing: Some((
+                format!("{UNPAIRED_CALLS_PREFIX}{{ids}}"),
+                ORPHAN_RESULT_TEXT.to_owned(),
+            )),
             thinking_off: None,
             reply: ReplyCarrier::ReasoningContent,
             envelope: json!({"error": {
@@ -173,6 +180,39 @@ impl ProfileSpec {
     /// Text for a missing must-echo field (`{field}`, `{index}`).
     pub fn missing_echo_text(mut self, template: impl Into<String>) -> Self {
         self.missing_echo = template.into();
+        self
+    }
+
+    /// Text for an assistant message's tool calls left without `tool` results before the next
+    /// non-tool message (`{ids}`: the ids, comma-separated). The default is OpenAI's:
+    /// "An assistant message with 'tool_calls' must be followed by tool messages responding to
+    /// each 'tool_call_id'. The following tool_call_ids did not have response messages: {ids}".
+    /// Turns the pairing rule back on after [`without_tool_pairing`](Self::without_tool_pairing).
+    pub fn unpaired_calls_text(mut self, template: impl Into<String>) -> Self {
+        let orphan = self
+            .pairing
+            .take()
+            .map_or_else(|| ORPHAN_RESULT_TEXT.to_owned(), |p| p.1);
+        self.pairing = Some((template.into(), orphan));
+        self
+    }
+
+    /// Text for a `tool` message answering no call of the assistant message it follows (`{id}`:
+    /// its `tool_call_id`). The default is OpenAI's: "Invalid parameter: messages with role
+    /// 'tool' must be a response to a preceeding message with 'tool_calls'.". Turns the pairing
+    /// rule back on after [`without_tool_pairing`](Self::without_tool_pairing).
+    pub fn orphan_result_text(mut self, template: impl Into<String>) -> Self {
+        let unpaired = self
+            .pairing
+            .take()
+            .map_or_else(|| format!("{UNPAIRED_CALLS_PREFIX}{{ids}}"), |p| p.0);
+        self.pairing = Some((unpaired, template.into()));
+        self
+    }
+
+    /// Accepts tool calls without results and results without calls (a permissive server).
+    pub fn without_tool_pairing(mut self) -> Self {
+        self.pairing = None;
         self
     }
 
@@ -257,7 +297,18 @@ impl ProfileSpec {
         for (i, m) in assistants(messages) {
             self.check_assistant(i, m)?;
         }
-        Ok(())
+        self.check_pairing(messages)
+    }
+
+    fn check_pairing(&self, messages: &[Value]) -> Result<(), Refusal> {
+        let (Some((unpaired, orphan)), Some(fault)) = (&self.pairing, tool_pairing(messages))
+        else {
+            return Ok(());
+        };
+        Err(self.refuse(&match fault {
+            PairingFault::Unpaired(ids) => fill(unpaired, &[("ids", &ids.join(", "))]),
+            PairingFault::Orphan(id) => fill(orphan, &[("id", id)]),
+        }))
     }
 
     fn check_assistant(&self, i: usize, m: &Map<String, Value>) -> Result<(), Refusal> {

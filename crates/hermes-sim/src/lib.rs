@@ -4,6 +4,9 @@
 //! crate) and answers violations with the provider's real status, envelope and message. Behind
 //! the profiles sits a deterministic scripted reasoning model that mints HMAC-signed reasoning
 //! items and runs `[tools=N]` tool loops. Everything listens on 127.0.0.1 only.
+//! Every profile (and a [`ProfileSpec`], unless told otherwise) refuses a tool call without its
+//! `tool` result and a result without its call, with the provider's text (PROVIDERS.md,
+//! "Tool-call pairing and turn-order rules").
 //!
 //! [`PROFILES`] is the one table of built-in profiles (name, stand-in provider, default model,
 //! `--help` line). A provider that is not built in is simulated from its own rules with a

@@ -149,7 +149,10 @@ pub(crate) fn script(body: &Value) -> Reply {
                 snippet(&user_text)
             ),
             content: Some(format!(
-                "Hello from the scripted model {model}. You said: {}",
+                "Hello from the scripted model {}. You said: {}",
+                // A snippet: every streamed chunk repeats the whole id, so echoing it whole
+                // would make the stream grow with the square of its length.
+                snippet(&model),
                 snippet(&user_text)
             )),
             tool_call: None,
@@ -302,8 +305,13 @@ pub(crate) fn completion(carrier: Carrier, raw: &[u8], reply: &Reply, key: &[u8]
     })
 }
 
-/// Splits `s` into at least three pieces on char boundaries (empty leading pieces when `s` is
-/// shorter than three chars, as OpenAI's first tool-call delta carries `"arguments": ""`).
+/// Most pieces a streamed field is split into: every piece is a chunk that repeats the id and
+/// the model id, so the count must not grow with the text.
+const MAX_PIECES: usize = 32;
+
+/// Splits `s` into at least three (at most [`MAX_PIECES`]) pieces on char boundaries (empty
+/// leading pieces when `s` is shorter than three chars, as OpenAI's first tool-call delta
+/// carries `"arguments": ""`).
 pub(crate) fn pieces(s: &str) -> Vec<String> {
     let chars: Vec<char> = s.chars().collect();
     let n = chars.len();
@@ -312,7 +320,7 @@ pub(crate) fn pieces(s: &str) -> Vec<String> {
         out.extend(chars.iter().map(char::to_string));
         return out;
     }
-    let k = n.div_ceil(10).max(3);
+    let k = n.div_ceil(10).clamp(3, MAX_PIECES);
     (0..k)
         .map(|i| chars[i * n / k..(i + 1) * n / k].iter().collect())
         .collect()
@@ -468,5 +476,8 @@ mod tests {
             assert_eq!(p.concat(), s);
         }
         assert_eq!(pieces("{}"), vec!["", "{", "}"]);
+        let long = "x".repeat(5_000);
+        assert_eq!(pieces(&long).len(), MAX_PIECES);
+        assert_eq!(pieces(&long).concat(), long);
     }
 }

@@ -2,6 +2,7 @@
 //!
 //! Texts are the real ones from PROVIDERS.md unless a comment says "simulator-chosen" (PROVIDERS.md
 //! has no exact text for that case). Rules PROVIDERS.md marks UNCONFIRMED are not enforced.
+//! Every profile also enforces the tool-call pairing rule ([`tool_pairing`]), after its own rules.
 
 use serde_json::{Map, Value, json};
 
@@ -47,6 +48,76 @@ pub(crate) fn validate(
         Builtin::Cerebras => cerebras(messages),
         Builtin::GeminiOpenAi => gemini(obj, messages, key),
         Builtin::Copilot => copilot(body, messages, key),
+    }?;
+    match tool_pairing(messages) {
+        Some(fault) => Err(error_400(profile, &pairing_text(profile, &fault))),
+        None => Ok(()),
+    }
+}
+
+// ---------------------------------------------------------------- tool-call pairing (every profile)
+
+/// OpenAI's text for tool calls left without results; the ids follow, comma-separated
+/// (PROVIDERS.md, "Tool-call pairing": BerriAI/litellm#10083, aliasrobotics/cai#111).
+pub(crate) const UNPAIRED_CALLS_PREFIX: &str = "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ";
+
+/// The variant DeepSeek's API uses (agno-agi/agno#3105, langgenius/dify#32222); MiMo, which
+/// answers with DeepSeek's texts, uses it too.
+pub(crate) const UNPAIRED_CALLS_DEEPSEEK: &str = "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. (insufficient tool messages following tool_calls message)";
+
+/// OpenAI's text for a tool result that answers no preceding call (its spelling, typo included).
+pub(crate) const ORPHAN_RESULT_TEXT: &str = "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.";
+
+/// How a request breaks the tool-call pairing rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum PairingFault<'a> {
+    /// An assistant message's calls with no `tool` result before the next non-tool message (or
+    /// the end of `messages`), in call order.
+    Unpaired(Vec<&'a str>),
+    /// A `tool` message whose `tool_call_id` answers no call of the assistant message it follows.
+    Orphan(&'a str),
+}
+
+/// The first pairing fault of `messages`, or `None` when every call is answered right after its
+/// assistant message and every result answers a call. A missing id counts as `""`.
+pub(crate) fn tool_pairing(messages: &[Value]) -> Option<PairingFault<'_>> {
+    fn id_at(v: Option<&Value>) -> &str {
+        v.and_then(Value::as_str).unwrap_or("")
+    }
+    let mut pending: Vec<&str> = Vec::new();
+    for m in messages {
+        let mo = m.as_object();
+        if mo.is_some_and(|o| role_of(o) == "tool") {
+            let id = id_at(mo.and_then(|o| o.get("tool_call_id")));
+            match pending.iter().position(|p| *p == id) {
+                Some(at) => {
+                    pending.remove(at);
+                }
+                None => return Some(PairingFault::Orphan(id)),
+            }
+            continue;
+        }
+        if !pending.is_empty() {
+            return Some(PairingFault::Unpaired(pending));
+        }
+        if let Some(calls) = mo
+            .filter(|o| role_of(o) == "assistant")
+            .and_then(tool_calls)
+        {
+            pending = calls.iter().map(|c| id_at(c.get("id"))).collect();
+        }
+    }
+    (!pending.is_empty()).then_some(PairingFault::Unpaired(pending))
+}
+
+/// The built-in profile's text for a pairing fault.
+fn pairing_text(profile: Builtin, fault: &PairingFault<'_>) -> String {
+    match fault {
+        PairingFault::Unpaired(_) if profile.is_deepseek() || profile == Builtin::Mimo => {
+            UNPAIRED_CALLS_DEEPSEEK.to_owned()
+        }
+        PairingFault::Unpaired(ids) => format!("{UNPAIRED_CALLS_PREFIX}{}", ids.join(", ")),
+        PairingFault::Orphan(_) => ORPHAN_RESULT_TEXT.to_owned(),
     }
 }
 

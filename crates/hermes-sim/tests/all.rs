@@ -1699,3 +1699,232 @@ async fn an_empty_spec_accepts_anything_and_replies_with_reasoning_content() {
     );
     assert!(hermes_sim::Profile::builtin("acme").is_err());
 }
+
+// ---------------------------------------------------------------- tool-call pairing (every profile)
+
+const UNPAIRED_OPENAI: &str = "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ";
+const UNPAIRED_DEEPSEEK: &str = "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. (insufficient tool messages following tool_calls message)";
+const ORPHAN: &str = "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.";
+
+/// An assistant tool-call turn the profile accepts apart from pairing: `reasoning_content`
+/// where thinking needs it, the skip sentinel where Gemini needs a signature.
+fn pairing_call_turn(profile: &str, ids: &[&str]) -> Value {
+    let calls: Vec<Value> = ids
+        .iter()
+        .map(|id| match profile {
+            "gemini-openai" => gemini_call(id, Some("skip_thought_signature_validator")),
+            _ => json!({"id": id, "type": "function", "function": {"name": "now", "arguments": "{}"}}),
+        })
+        .collect();
+    let mut m = json!({"role": "assistant", "content": null, "tool_calls": calls});
+    if matches!(profile, "deepseek-v4" | "deepseek-v3" | "kimi" | "mimo") {
+        m["reasoning_content"] = json!("thinking");
+    }
+    m
+}
+
+fn pairing_text_turn(profile: &str, text: &str) -> Value {
+    let mut m = json!({"role": "assistant", "content": text});
+    if profile == "deepseek-v4" {
+        m["reasoning_content"] = json!("thinking");
+    }
+    m
+}
+
+fn result_for(id: &str) -> Value {
+    json!({"role": "tool", "tool_call_id": id, "content": "12:00"})
+}
+
+fn unpaired_text(profile: &str, ids: &str) -> String {
+    match profile {
+        "deepseek-v4" | "deepseek-v3" | "mimo" => UNPAIRED_DEEPSEEK.to_owned(),
+        _ => format!("{UNPAIRED_OPENAI}{ids}"),
+    }
+}
+
+#[tokio::test]
+async fn every_profile_enforces_tool_call_pairing() {
+    for info in PROFILES {
+        let p = info.name;
+        let sim = Sim::start(p).await.unwrap();
+        let body = |messages: Vec<Value>| req(info.model, messages);
+        let call = |ids: &[&str]| pairing_call_turn(p, ids);
+        let unpaired = [
+            // One of two calls answered, then the next user turn.
+            (
+                body(vec![
+                    user("a"),
+                    call(&["call_a", "call_b"]),
+                    result_for("call_a"),
+                    user("b"),
+                ]),
+                "call_b",
+            ),
+            // Neither answered, in an earlier turn.
+            (
+                body(vec![
+                    user("a"),
+                    call(&["call_a", "call_b"]),
+                    pairing_text_turn(p, "ok"),
+                    user("b"),
+                ]),
+                "call_a, call_b",
+            ),
+            // The history ends on the call.
+            (body(vec![user("a"), call(&["call_x"])]), "call_x"),
+        ];
+        for (req_body, ids) in unpaired {
+            let r = post(&sim, &req_body).await;
+            assert_eq!(r.status, 400, "{p}: {}", r.text());
+            assert_eq!(error_text(&r.json()), unpaired_text(p, ids), "{p}");
+        }
+        let orphans = [
+            // A result after a turn without calls.
+            body(vec![
+                user("a"),
+                pairing_text_turn(p, "ok"),
+                result_for("call_z"),
+            ]),
+            // A result for an id the calls do not have.
+            body(vec![user("a"), call(&["call_a"]), result_for("call_q")]),
+            // A second result for the same call.
+            body(vec![
+                user("a"),
+                call(&["call_a"]),
+                result_for("call_a"),
+                result_for("call_a"),
+            ]),
+            // A result in the first position.
+            body(vec![result_for("call_a"), user("a")]),
+        ];
+        for req_body in orphans {
+            let r = post(&sim, &req_body).await;
+            assert_eq!(r.status, 400, "{p}: {}", r.text());
+            assert_eq!(error_text(&r.json()), ORPHAN, "{p}");
+        }
+        // Well paired: results in any order right after their calls, over two loops.
+        let paired = body(vec![
+            user("a"),
+            call(&["call_a", "call_b"]),
+            result_for("call_b"),
+            result_for("call_a"),
+            call(&["call_c"]),
+            result_for("call_c"),
+            pairing_text_turn(p, "noon"),
+            user("b"),
+        ]);
+        ok_message(&sim, &paired).await;
+    }
+}
+
+#[tokio::test]
+async fn pairing_refusals_use_each_profile_envelope() {
+    let unpaired = |p: &str, model: &str| {
+        req(
+            model,
+            vec![
+                user("a"),
+                pairing_call_turn(p, &["call_1", "call_2"]),
+                user("b"),
+            ],
+        )
+    };
+    let orphan = |model: &str| req(model, vec![user("a"), result_for("call_9")]);
+
+    let sim = Sim::start("openai").await.unwrap();
+    let openai = |m: &str| json!({"error": {"message": m, "type": "invalid_request_error", "param": null, "code": null}});
+    let text = format!("{UNPAIRED_OPENAI}call_1, call_2");
+    refused(&sim, &unpaired("openai", "gpt-5"), 400, openai(&text)).await;
+    refused(&sim, &orphan("gpt-5"), 400, openai(ORPHAN)).await;
+
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let body = unpaired("deepseek-v4", "deepseek-v4-pro");
+    refused(&sim, &body, 400, deepseek_error(UNPAIRED_DEEPSEEK)).await;
+    refused(
+        &sim,
+        &orphan("deepseek-v4-pro"),
+        400,
+        deepseek_error(ORPHAN),
+    )
+    .await;
+
+    let sim = Sim::start("gemini-openai").await.unwrap();
+    let body = unpaired("gemini-openai", GEMINI_MODEL);
+    refused(&sim, &body, 400, google_error(&text)).await;
+    refused(&sim, &orphan(GEMINI_MODEL), 400, google_error(ORPHAN)).await;
+
+    let sim = Sim::start("mimo").await.unwrap();
+    let body = unpaired("mimo", "mimo-v2.5-pro");
+    refused(&sim, &body, 400, openai(UNPAIRED_DEEPSEEK)).await;
+}
+
+#[tokio::test]
+async fn the_scripted_tool_loop_stays_paired_on_the_wire() {
+    // The simulator's own tool loop, replayed as hermes sends it, is accepted by every profile
+    // (`tools_3_runs_a_three_step_loop_on_every_profile`); dropping one result is not.
+    for p in ["openai", "deepseek-v4", "gemini-openai"] {
+        let sim = Sim::start(p).await.unwrap();
+        let model = PROFILES.iter().find(|i| i.name == p).unwrap().model;
+        let mut messages = vec![user("What time is it? [tools=2]")];
+        let first = ok_message(&sim, &req(model, messages.clone())).await;
+        let id = first["tool_calls"][0]["id"].as_str().unwrap().to_owned();
+        messages.push(first);
+        let mut without = messages.clone();
+        without.push(user("never mind"));
+        let r = post(&sim, &req(model, without)).await;
+        assert_eq!(r.status, 400, "{p}");
+        assert_eq!(error_text(&r.json()), unpaired_text(p, &id), "{p}");
+        messages.push(result_for(&id));
+        ok_message(&sim, &req(model, messages)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_spec_profile_pairs_tool_calls_by_default_with_overridable_texts() {
+    use hermes_sim::ProfileSpec;
+    let unpaired = req(
+        "m",
+        vec![
+            user("a"),
+            json!({"role":"assistant","content":null,"tool_calls":[{"id":"call_7","type":"function","function":{"name":"f","arguments":"{}"}}]}),
+            user("b"),
+        ],
+    );
+    let orphan = req("m", vec![user("a"), result_for("call_8")]);
+    let openai = |m: &str| json!({"error": {"message": m, "type": "invalid_request_error", "param": null, "code": null}});
+
+    let sim = Sim::builder(ProfileSpec::new("plain"))
+        .start()
+        .await
+        .unwrap();
+    let text = format!("{UNPAIRED_OPENAI}call_7");
+    refused(&sim, &unpaired, 400, openai(&text)).await;
+    refused(&sim, &orphan, 400, openai(ORPHAN)).await;
+
+    let spec = ProfileSpec::new("own")
+        .unpaired_calls_text("calls {ids} have no results")
+        .orphan_result_text("result {id} answers nothing")
+        .error_envelope(json!({"fault": "{message}"}));
+    let sim = Sim::builder(spec).start().await.unwrap();
+    refused(
+        &sim,
+        &unpaired,
+        400,
+        json!({"fault": "calls call_7 have no results"}),
+    )
+    .await;
+    refused(
+        &sim,
+        &orphan,
+        400,
+        json!({"fault": "result call_8 answers nothing"}),
+    )
+    .await;
+
+    let sim = Sim::builder(ProfileSpec::new("lax").without_tool_pairing())
+        .start()
+        .await
+        .unwrap();
+    ok_message(&sim, &unpaired).await;
+    ok_message(&sim, &orphan).await;
+}

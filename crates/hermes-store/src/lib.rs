@@ -26,10 +26,12 @@
 #[macro_use]
 mod row;
 mod compaction;
+mod leases;
 mod ownership;
 mod verdicts;
 
 pub use compaction::{CompactionPlan, PlannedInsert, RowKind};
+pub use leases::Lease;
 pub use ownership::{Ownership, ownership};
 pub use verdicts::VerdictFilter;
 
@@ -83,6 +85,13 @@ static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
             sqlx::SqlStr::from_static(include_str!("../migrations/sqlite/0005_usage.sql")),
             false,
         ),
+        Migration::new(
+            6,
+            "session leases".into(),
+            MigrationType::Simple,
+            sqlx::SqlStr::from_static(include_str!("../migrations/sqlite/0006_session_leases.sql")),
+            false,
+        ),
     ])
 });
 
@@ -125,6 +134,16 @@ pub enum StoreError {
     /// A value could not be encoded.
     #[error("cannot encode {0}")]
     Encode(String),
+    /// A branch point beyond the end of the session.
+    #[error("cannot branch session `{session}` at message {at}: it has {count} messages")]
+    BranchBeyondEnd {
+        /// Session id.
+        session: String,
+        /// The branch point asked for.
+        at: usize,
+        /// How many messages the session has.
+        count: usize,
+    },
 }
 
 /// A failed query, as the database driver reported it. The driver's error type stays private so
@@ -339,6 +358,9 @@ impl Store {
             Ownership::Absent => create_private(path).map_err(|e| open_err(e.to_string()))?,
             Ownership::Ours => {}
         }
+        // Several processes opening a fresh home at once: one at a time switches the file to
+        // WAL and migrates (SQLite cannot wait for the lock WAL mode needs), the others wait.
+        let _opening = open_lock(path).await.map_err(|e| open_err(e.to_string()))?;
         let options = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
@@ -612,6 +634,21 @@ impl Store {
         Ok(id)
     }
 
+    /// Creates a session together with its first messages, in one transaction: a session never
+    /// exists without the turn that made it (a first turn that fails stores nothing).
+    pub async fn create_with_messages(
+        &self,
+        new: &NewSession,
+        messages: &[Message],
+    ) -> Result<String, StoreError> {
+        let mut tx = self.write_tx().await?;
+        let id = insert_session(&mut tx, new).await?;
+        append_rows(&mut tx, &id, messages).await?;
+        tx.commit().await.db()?;
+        tracing::debug!(session = %id, appended = messages.len(), "session created with its first messages");
+        Ok(id)
+    }
+
     /// The session as a `hermes.session.v1` document.
     pub async fn export(&self, session: &str) -> Result<SessionFile, StoreError> {
         let (meta, messages) = self.load(session).await?;
@@ -631,6 +668,13 @@ impl Store {
     pub async fn branch(&self, session: &str, at: Option<usize>) -> Result<String, StoreError> {
         let (meta, mut messages) = self.load(session).await?;
         if let Some(at) = at {
+            if at > messages.len() {
+                return Err(StoreError::BranchBeyondEnd {
+                    session: meta.id,
+                    at,
+                    count: messages.len(),
+                });
+            }
             messages.truncate(at);
         }
         let mut tx = self.write_tx().await?;
@@ -650,6 +694,41 @@ impl Store {
         append_rows(&mut tx, &id, &messages).await?;
         tx.commit().await.db()?;
         Ok(id)
+    }
+}
+
+/// Longest wait for another process that is opening the same database.
+const OPEN_LOCK_WAIT: Duration = Duration::from_secs(60);
+
+/// An exclusive advisory lock on `<db>.lock`, held while the database is opened and migrated;
+/// released when dropped.
+async fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let file = options.open(&lock_path)?;
+    let started = std::time::Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < OPEN_LOCK_WAIT => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(std::io::Error::other(format!(
+                    "another process kept {} locked for {} s",
+                    std::path::Path::new(&lock_path).display(),
+                    OPEN_LOCK_WAIT.as_secs()
+                )));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
     }
 }
 

@@ -108,6 +108,37 @@ async fn branch_copies_carriers_verdicts_and_parent() {
 }
 
 #[tokio::test]
+async fn branch_beyond_the_end_fails_and_creates_nothing() {
+    let (_dir, store) = store().await;
+    let id = store
+        .import(&parse_history(SESSION).unwrap())
+        .await
+        .unwrap();
+    // At the end is the whole session; one past it is an error naming the count.
+    let at_end = store.branch(&id, Some(3)).await.unwrap();
+    assert_eq!(store.messages(&at_end).await.unwrap().len(), 3);
+    let err = store.branch(&id, Some(999_999)).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::BranchBeyondEnd {
+                at: 999_999,
+                count: 3,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("999999") && text.contains("3 messages"),
+        "{text}"
+    );
+    assert!(store.branch(&id, Some(4)).await.is_err());
+    assert_eq!(store.list().await.unwrap().len(), 2, "nothing was created");
+}
+
+#[tokio::test]
 async fn delete_removes_the_session_and_its_messages() {
     let (_dir, store) = store().await;
     let id = store

@@ -107,12 +107,28 @@ struct MemLog {
     verdicts: Mutex<Option<Verdicts>>,
     wire_verdicts: Mutex<WireVerdicts>,
     usage: Mutex<Usage>,
+    /// Each append's roles, in order.
+    batches: Mutex<Vec<Vec<String>>>,
+    /// Fail the append after this many succeed.
+    fail_appends: Mutex<Option<usize>>,
     journal: Arc<Mutex<Vec<String>>>,
 }
 
 #[async_trait::async_trait]
 impl SessionLog for MemLog {
     async fn append(&self, messages: &[Message]) -> Result<(), crate::driver::LogError> {
+        self.batches.lock().unwrap().push(
+            messages
+                .iter()
+                .map(|m| m.role.as_str().to_owned())
+                .collect(),
+        );
+        if self.fail_appends.lock().unwrap().is_some_and(|n| n == 0) {
+            return Err("disk full".into());
+        }
+        if let Some(n) = self.fail_appends.lock().unwrap().as_mut() {
+            *n -= 1;
+        }
         self.messages.lock().unwrap().extend_from_slice(messages);
         Ok(())
     }
@@ -794,4 +810,109 @@ mod mini_wire {
         assert_eq!(outcome.usage.len(), 2);
         assert_eq!(*log.usage.lock().unwrap(), Usage::new(22, 9, 5, 0, 0));
     }
+}
+
+#[tokio::test]
+async fn a_step_is_stored_whole_with_every_tool_result() {
+    let r = run(
+        "agg",
+        json!([]),
+        vec![
+            Ok(json!({"role": "assistant", "content": null,
+                      "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "now", "arguments": "{}"}},
+                                     {"id": "c2", "type": "function", "function": {"name": "now", "arguments": "{}"}}]})),
+            Ok(json!({"role": "assistant", "content": "done"})),
+        ],
+        0,
+    )
+    .await;
+    r.result.unwrap();
+    let batches = r.log.batches.lock().unwrap().clone();
+    assert_eq!(
+        batches,
+        [vec!["user", "assistant", "tool", "tool"], vec!["assistant"]],
+        "one transaction per step: the reply with all its results"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_step_write_stores_nothing_of_the_step() {
+    let log = MemLog::default();
+    *log.fail_appends.lock().unwrap() = Some(1);
+    let wire = Scripted {
+        script: Mutex::new(vec![
+            Ok(json!({"role": "assistant", "content": null,
+                      "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "now", "arguments": "{}"}}]})),
+            Ok(json!({"role": "assistant", "content": null,
+                      "tool_calls": [{"id": "c2", "type": "function", "function": {"name": "now", "arguments": "{}"}}]})),
+        ]),
+        sent: Mutex::new(Vec::new()),
+        journal: Arc::new(Mutex::new(Vec::new())),
+    };
+    let t = table();
+    let decision = t.resolve(
+        &RouteTarget::new("agg", None, "m"),
+        ResolveOptions::default(),
+    );
+    let config = DriverConfig::default();
+    let driver = Driver {
+        decision: &decision,
+        wire: &wire,
+        log: &log,
+        tools: &Clock,
+        config: &config,
+        notify: &|_| {},
+    };
+    let mut conversation = Conversation::default();
+    let err = driver
+        .run_turn(&mut conversation, Message::text(Role::User, "go"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, DriverError::Log(_)), "{err}");
+    let stored = log.messages.lock().unwrap().clone();
+    let roles: Vec<&str> = stored.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool"],
+        "the first step, whole; nothing of the second"
+    );
+    assert_eq!(conversation.messages, stored, "memory holds what is stored");
+}
+
+#[tokio::test]
+async fn a_dangling_stored_call_is_paired_on_the_wire_and_told_once() {
+    let r = run(
+        "agg",
+        json!([
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": null,
+             "tool_calls": [{"id": "lost", "type": "function", "function": {"name": "now", "arguments": "{}"}}]}
+        ]),
+        vec![Ok(json!({"role": "assistant", "content": "fine"}))],
+        0,
+    )
+    .await;
+    r.result.unwrap();
+    let sent = r.sent[0]["messages"].as_array().unwrap().clone();
+    let roles: Vec<&str> = sent.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "user"]);
+    assert_eq!(sent[2]["content"], crate::pairing::INTERRUPTED_RESULT);
+    assert_eq!(
+        r.events
+            .iter()
+            .filter(|e| matches!(
+                e,
+                DriverEvent::Repaired {
+                    unanswered: 1,
+                    orphans: 0
+                }
+            ))
+            .count(),
+        1
+    );
+    let stored = r.log.messages.lock().unwrap().clone();
+    assert!(
+        stored.iter().all(|m| m.role != Role::Tool),
+        "the synthetic result is never stored"
+    );
 }

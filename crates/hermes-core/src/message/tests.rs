@@ -165,6 +165,87 @@ fn bad_messages_name_the_path_and_what_was_expected() {
 }
 
 #[test]
+fn content_must_be_a_string_an_array_or_null() {
+    for (content, found) in [
+        ("42", "a number"),
+        ("-1.5e3", "a number"),
+        ("true", "a boolean"),
+        (r#"{"text":"x"}"#, "an object"),
+    ] {
+        let text = format!(
+            r#"{{"format":"hermes.session.v1","messages":[{{"role":"user","content":"a"}},{{"role":"user","content":{content}}}]}}"#
+        );
+        let err = parse_history(&text).unwrap_err();
+        assert_eq!(err.path, "messages[1].content", "{err}");
+        let shown = err.to_string();
+        assert!(
+            shown.contains("`content`")
+                && shown.contains("expected a string, an array of content parts or null")
+                && shown.contains(found),
+            "{shown}"
+        );
+    }
+    for content in [r#""a""#, r#"[{"type":"text","text":"a"}]"#, "null"] {
+        let msg: Message =
+            serde_json::from_str(&format!(r#"{{"role":"user","content":{content}}}"#)).unwrap();
+        assert_eq!(msg.content.unwrap().get(), content);
+    }
+}
+
+#[test]
+fn a_duplicate_key_inside_a_tool_call_is_an_error() {
+    let call = |inner: &str| {
+        format!(
+            r#"{{"format":"hermes.session.v1","messages":[{{"role":"assistant","tool_calls":[{inner}]}}]}}"#
+        )
+    };
+    for (inner, path, key) in [
+        (
+            r#"{"id":"c","function":{"name":"f"},"extra_content":{"google":{"thought_signature":"A"}},"extra_content":{"google":{"thought_signature":"B"}}}"#,
+            "messages[0].tool_calls[0]",
+            "extra_content",
+        ),
+        (
+            r#"{"id":null,"id":"c","function":{"name":"f"}}"#,
+            "messages[0].tool_calls[0]",
+            "id",
+        ),
+        (
+            r#"{"id":"c","x":1,"x":2,"function":{"name":"f"}}"#,
+            "messages[0].tool_calls[0]",
+            "x",
+        ),
+        (
+            r#"{"id":"c","function":{"name":"f","thought_signature":"A","thought_signature":"B"}}"#,
+            "messages[0].tool_calls[0].function",
+            "thought_signature",
+        ),
+        (
+            r#"{"id":"c","function":{"name":"f","y":1,"y":1}}"#,
+            "messages[0].tool_calls[0].function",
+            "y",
+        ),
+    ] {
+        let err = parse_history(&call(inner)).unwrap_err();
+        assert_eq!(err.path, path, "{inner}: {err}");
+        assert!(
+            err.to_string()
+                .contains(&format!("duplicate field `{key}`")),
+            "{inner}: {err}"
+        );
+    }
+    // A message's own native keys may not repeat either.
+    let err = parse_history(
+        r#"[{"role":"assistant","content":"a","extra_content":{"google":{"thought_signature":"A"}},"extra_content":{}}]"#,
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("duplicate field `extra_content`"),
+        "{err}"
+    );
+}
+
+#[test]
 fn session_file_round_trips() {
     let text = format!(
         r#"{{"format":"hermes.session.v1","provider":"deepseek","model":"deepseek-v4","base_url":"https://api.deepseek.com/v1","title":"t","model_config":{{"reasoning_rejected_carriers":[["deepseek","api.deepseek.com","deepseek-v4",["reasoning"]]]}},"messages":[{TRICKY}]}}"#

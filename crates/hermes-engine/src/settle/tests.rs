@@ -175,3 +175,53 @@ fn flags_then_stored_session_then_config_then_registry() {
     let s = settle(&choice, Some(stored), &defaults, Purpose::Preview, &none).unwrap();
     assert_eq!(s.base_url.as_deref(), Some("https://api.deepseek.com/v1"));
 }
+
+#[test]
+fn an_invalid_base_url_is_a_usage_error_naming_it() {
+    let none = |_: &str| None;
+    for (provider, url, why) in [
+        (
+            "custom",
+            "http://exa mple/v1",
+            "invalid international domain name",
+        ),
+        ("custom", "ftp://gw.example/v1", "scheme `ftp`"),
+        ("custom", "https://:443/v1", "empty host"),
+        ("custom", "localhost:8080/v1", "scheme `localhost`"),
+        ("custom", "   ", "empty"),
+        ("custom", "sim://deepseek-v4", "--provider sim"),
+        ("sim", "sim://", "names no simulator profile"),
+        (
+            "sim",
+            "http://exa mple/v1",
+            "invalid international domain name",
+        ),
+    ] {
+        let choice = Choice::new(Some(provider), Some("m"), Some(url));
+        for purpose in [Purpose::Send, Purpose::Preview] {
+            let err = settle(&choice, None, &Defaults::default(), purpose, &none).unwrap_err();
+            assert!(err.is_usage(), "{url}: {err}");
+            let text = err.to_string();
+            assert!(text.contains(url) && text.contains(why), "{url}: {text}");
+        }
+    }
+    // A URL without a scheme is read as https, as routing does.
+    for url in [
+        "gw.example/v1",
+        "HTTPS://GW.example:8443/v1/",
+        "http://[::1]:8/v1",
+    ] {
+        let choice = Choice::new(Some("custom"), Some("m"), Some(url));
+        let s = settle(&choice, None, &Defaults::default(), Purpose::Preview, &none).unwrap();
+        assert_eq!(s.base_url.as_deref(), Some(url));
+    }
+    // A stored or configured URL is checked too.
+    let mut defaults = Defaults::default();
+    defaults.providers.insert(
+        "custom".into(),
+        ProviderDefaults::new(Some("http://a b/v1".into()), None, None, false),
+    );
+    let choice = Choice::new(Some("custom"), Some("m"), None);
+    let err = settle(&choice, None, &defaults, Purpose::Preview, &none).unwrap_err();
+    assert!(err.is_usage(), "{err}");
+}
