@@ -188,6 +188,31 @@ fn command(
     true
 }
 
+/// Resolves at the next SIGINT (Ctrl-C). On Unix the handler is registered when this is
+/// called, not when it is first polled.
+fn interrupt() -> impl std::future::Future<Output = ()> {
+    #[cfg(unix)]
+    {
+        let signal = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt());
+        async move {
+            match signal {
+                Ok(mut signal) => {
+                    signal.recv().await;
+                }
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
 /// Runs one turn, streaming its output; Ctrl-C cancels it.
 fn turn(
     text: &str,
@@ -252,9 +277,12 @@ fn turn(
     };
     let before = chat.conversation.messages.len();
     let result = runtime.block_on(async {
+        // The handler is in place before the turn starts (a Ctrl-C that arrives while the
+        // request is still being sent cancels it too, instead of killing the process).
+        let interrupted = interrupt();
         tokio::select! {
             r = chat.turn(text, &notify) => Some(r),
-            _ = tokio::signal::ctrl_c() => None,
+            _ = interrupted => None,
         }
     });
     if let Some(bar) = &spinner {
