@@ -14,6 +14,7 @@ commands:
                        (every route, or the ones named)
   chaos                signals during tool loops, many processes on one home, racing resumes
                        and simultaneous first opens, at full size (200 signals, 8 x 20 turns)
+  fuzz [SECONDS]       the stable-toolchain fuzz harness on every target (default 60 s each)
   bench [N...]         release-build benchmarks on the standard history (default N: 100 1000 5000)";
 
 fn cargo() -> Command {
@@ -104,6 +105,22 @@ fn main() -> anyhow::Result<()> {
                 }
             }
             step("chaos", cmd)
+        }
+        Some("fuzz") => {
+            let seconds = args.get(1).map_or("60", String::as_str);
+            let mut cmd = cargo();
+            cmd.args([
+                "run",
+                "--release",
+                "--quiet",
+                "-p",
+                "hermes-fuzz",
+                "--",
+                "all",
+                "--seconds",
+                seconds,
+            ]);
+            step("fuzz", cmd)
         }
         Some("bench") => {
             // The whole-process preview figure runs the release `hermes` binary.
