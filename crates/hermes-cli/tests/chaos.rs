@@ -142,12 +142,16 @@ async fn signals_during_tool_loops_leave_every_session_resumable() {
                 "run {i} (seed {seed}): integrity"
             );
         }
-        // A strict resume of every session: the simulator refuses an unpaired tool call.
-        for s in sessions(home.path()) {
-            let id = s["id"].as_str().unwrap();
+        // A strict resume of the session the run touched (the simulator refuses an unpaired
+        // tool call); every session is resumed again at the end.
+        let touched = resume.or_else(|| {
+            let after = sessions(home.path());
+            (after.len() > existing.len()).then(|| after[0]["id"].as_str().unwrap().to_owned())
+        });
+        if let Some(id) = touched {
             let out = run(
                 home.path(),
-                &chat_args(&base, &["--resume", id, "-q", "still there?"]),
+                &chat_args(&base, &["--resume", &id, "-q", "still there?"]),
             );
             resumes += 1;
             assert!(
@@ -156,6 +160,19 @@ async fn signals_during_tool_loops_leave_every_session_resumable() {
                 String::from_utf8_lossy(&out.stderr)
             );
         }
+    }
+    for s in sessions(home.path()) {
+        let id = s["id"].as_str().unwrap();
+        let out = run(
+            home.path(),
+            &chat_args(&base, &["--resume", id, "-q", "and at the end?"]),
+        );
+        resumes += 1;
+        assert!(
+            out.status.success(),
+            "(seed {seed}) session {id} does not resume at the end: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     println!(
         "chaos: {kills} signalled runs ({killed_alive} still running when signalled), {resumes} strict resumes, seed {seed}, {:.1} s",
