@@ -214,6 +214,23 @@ fn shaping(table: &RouteTable, sizes: Vec<usize>) {
             }
         };
         drop(bytes);
+        // The Python original's shaped `messages` arrays for this size (shared/bench/README.md).
+        for &(label, provider, model, base, _, len, sha) in
+            hermes_bench::PYTHON_SHAPED.iter().filter(|r| r.4 == n)
+        {
+            let shaped = hermes_bench::shaped_messages(table, &history, provider, model, base)
+                .unwrap_or_default();
+            let same = shaped.len() == len && sha256_hex(&shaped) == sha;
+            println!(
+                "-- N={n}: {label} messages array, {} bytes: {}",
+                shaped.len(),
+                if same {
+                    "byte-identical to the Python original's"
+                } else {
+                    "DIFFERS from the Python original's"
+                }
+            );
+        }
         let json_size = serde_json::to_vec(&history).map(|v| v.len()).unwrap_or(1);
         let runs = runs_for(n);
         let verdicts = Verdicts::default();
