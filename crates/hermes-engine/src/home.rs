@@ -35,6 +35,39 @@ pub async fn store_path(home: &Path) -> Result<(PathBuf, Option<String>), Engine
     }
 }
 
+/// An exclusive advisory lock on `home/hermes.lock`, waited for up to a minute.
+async fn home_lock(home: &Path) -> Result<std::fs::File, EngineError> {
+    let path = home.join("hermes.lock");
+    let failed =
+        |e: std::io::Error| EngineError::Failed(format!("cannot lock {}: {e}", path.display()));
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let file = options.open(&path).map_err(failed)?;
+    let started = std::time::Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock)
+                if started.elapsed() < std::time::Duration::from_secs(60) =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(EngineError::Failed(format!(
+                    "another process kept {} locked for a minute",
+                    path.display()
+                )));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(failed(e)),
+        }
+    }
+}
+
 /// Creates `home` (0700) when missing and opens hermes' database in it; the second value is a
 /// notice to show once (see [`store_path`]).
 pub async fn open_store(home: &Path) -> Result<(Store, Option<String>), EngineError> {
@@ -47,6 +80,9 @@ pub async fn open_store(home: &Path) -> Result<(Store, Option<String>), EngineEr
     }
     dir.create(home)
         .map_err(|e| EngineError::Failed(format!("cannot create {}: {e}", home.display())))?;
+    // Deciding which file is ours and creating it happen under one lock, so processes opening a
+    // fresh home at once all see the same answer.
+    let _deciding = home_lock(home).await?;
     let (path, notice) = store_path(home).await?;
     Ok((Store::open(&path).await?, notice))
 }

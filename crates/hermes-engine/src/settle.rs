@@ -243,6 +243,13 @@ pub fn settle(
     }
 
     if provider == "sim" {
+        if let Some(url) = choice.base_url.as_deref()
+            && sim_profile_name(Some(url)).is_none()
+        {
+            return Err(EngineError::Usage(format!(
+                "with --provider sim, --base-url picks a simulator profile (sim://PROFILE, e.g. sim://deepseek-v4), not `{url}`"
+            )));
+        }
         let profile =
             sim_profile(sim_profile_name(base_url.as_deref()).unwrap_or(DEFAULT_SIM_PROFILE))?;
         return Ok(Settled {

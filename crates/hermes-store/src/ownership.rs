@@ -78,6 +78,14 @@ pub async fn ownership(path: &Path) -> Result<Ownership, StoreError> {
             shown.join(", ")
         )));
     }
+    if tables
+        .iter()
+        .all(|t| t == "_sqlx_migrations" || t.starts_with("sqlite_"))
+    {
+        // Only the migrations table, nothing applied yet: a hermes database another process is
+        // creating right now.
+        return Ok(Ownership::Ours);
+    }
     match first_migration_is_ours(path).await {
         Ok(true) => Ok(Ownership::Ours),
         Ok(false) => Ok(Ownership::Foreign(

@@ -1005,3 +1005,32 @@ async fn a_failed_query_is_a_database_error_without_sqlx_in_its_type() {
     assert!(err.to_string().starts_with("database error: "), "{err}");
     assert!(err.to_string().contains("FOREIGN KEY"), "{err}");
 }
+
+#[tokio::test]
+async fn a_database_another_hermes_is_creating_counts_as_ours() {
+    use sqlx::Connection as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    // The moment sqlx's migrator has made its table and applied nothing yet.
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&path)
+        .create_if_missing(true);
+    let mut conn = sqlx::SqliteConnection::connect_with(&options)
+        .await
+        .unwrap();
+    sqlx::query(
+        "CREATE TABLE _sqlx_migrations (version BIGINT PRIMARY KEY, description TEXT NOT NULL, \
+         installed_on TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, success BOOLEAN NOT NULL, \
+         checksum BLOB NOT NULL, execution_time BIGINT NOT NULL)",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    conn.close().await.unwrap();
+    assert_eq!(
+        crate::ownership(&path).await.unwrap(),
+        crate::Ownership::Ours
+    );
+    let store = Store::open(&path).await.unwrap();
+    assert!(store.list().await.unwrap().is_empty(), "and it migrates");
+}

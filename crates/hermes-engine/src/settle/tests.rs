@@ -98,6 +98,12 @@ fn chat_and_preview_settle_every_registry_provider_alike() {
                 }
                 (Err(chat), Err(preview)) => {
                     assert_eq!(chat.to_string(), preview.to_string(), "{provider}");
+                    if provider == "sim" {
+                        // A simulator is picked by sim://PROFILE, never by an http URL.
+                        assert!(chat.is_usage(), "{chat}");
+                        assert!(chat.to_string().contains("sim://PROFILE"), "{chat}");
+                        continue;
+                    }
                     assert!(
                         matches!(chat, EngineError::Unsupported(_)),
                         "{provider}: {chat}"
