@@ -105,6 +105,9 @@ async fn signals_during_tool_loops_leave_every_session_resumable() {
     let mut rng = Rng(seed);
     let started = Instant::now();
     let (mut resumes, mut killed_alive) = (0, 0);
+    // The longest random delay before the signal adapts to how long a run takes here, so that
+    // about half the signals land while hermes is still working.
+    let mut max_delay: u64 = 120;
     for i in 0..kills {
         // Half the runs start a session, half continue one.
         let existing = sessions(home.path());
@@ -124,9 +127,12 @@ async fn signals_during_tool_loops_leave_every_session_resumable() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        tokio::time::sleep(Duration::from_millis(rng.below(120))).await;
+        tokio::time::sleep(Duration::from_millis(rng.below(max_delay))).await;
         let signal = ["-KILL", "-INT", "-TERM"][rng.below(3) as usize];
-        if child.try_wait().unwrap().is_none() {
+        if child.try_wait().unwrap().is_some() {
+            max_delay = (max_delay / 2).max(4);
+        } else {
+            max_delay = (max_delay + max_delay / 10 + 1).min(2_000);
             killed_alive += 1;
             let _ = Command::new("kill")
                 .args([signal, &child.id().to_string()])
