@@ -38,34 +38,9 @@ pub async fn store_path(home: &Path) -> Result<(PathBuf, Option<String>), Engine
 /// An exclusive advisory lock on `home/hermes.lock`, waited for up to a minute.
 async fn home_lock(home: &Path) -> Result<std::fs::File, EngineError> {
     let path = home.join("hermes.lock");
-    let failed =
-        |e: std::io::Error| EngineError::Failed(format!("cannot lock {}: {e}", path.display()));
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600);
-    }
-    let file = options.open(&path).map_err(failed)?;
-    let started = std::time::Instant::now();
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(file),
-            Err(std::fs::TryLockError::WouldBlock)
-                if started.elapsed() < std::time::Duration::from_secs(60) =>
-            {
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(EngineError::Failed(format!(
-                    "another process kept {} locked for a minute",
-                    path.display()
-                )));
-            }
-            Err(std::fs::TryLockError::Error(e)) => return Err(failed(e)),
-        }
-    }
+    hermes_store::lock_file(&path, std::time::Duration::from_secs(60))
+        .await
+        .map_err(|e| EngineError::Failed(format!("cannot lock {}: {e}", path.display())))
 }
 
 /// Creates `home` (0700) when missing and opens hermes' database in it; the second value is a

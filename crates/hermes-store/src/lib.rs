@@ -705,6 +705,12 @@ const OPEN_LOCK_WAIT: Duration = Duration::from_secs(60);
 async fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
     let mut lock_path = path.as_os_str().to_owned();
     lock_path.push(".lock");
+    lock_file(Path::new(&lock_path), OPEN_LOCK_WAIT).await
+}
+
+/// Takes an exclusive advisory lock on `path` (created 0600 when missing), waiting up to `wait`
+/// for another process to let go; the lock lasts as long as the returned file.
+pub async fn lock_file(path: &Path, wait: Duration) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true).write(true).create(true).truncate(false);
     #[cfg(unix)]
@@ -712,19 +718,19 @@ async fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
         use std::os::unix::fs::OpenOptionsExt as _;
         options.mode(0o600);
     }
-    let file = options.open(&lock_path)?;
+    let file = options.open(path)?;
     let started = std::time::Instant::now();
     loop {
         match file.try_lock() {
             Ok(()) => return Ok(file),
-            Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < OPEN_LOCK_WAIT => {
+            Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < wait => {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             Err(std::fs::TryLockError::WouldBlock) => {
                 return Err(std::io::Error::other(format!(
                     "another process kept {} locked for {} s",
-                    std::path::Path::new(&lock_path).display(),
-                    OPEN_LOCK_WAIT.as_secs()
+                    path.display(),
+                    wait.as_secs()
                 )));
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(e),
