@@ -58,6 +58,7 @@ pub(crate) fn event_line(event: &DriverEvent) -> Option<String> {
         } => format!(
             "this session holds {unanswered} tool call(s) never answered and {orphans} result(s) answering no call (an interrupted older run); they are sent as interrupted, nothing stored changes"
         ),
+        DriverEvent::Notice { text } => text.clone(),
         DriverEvent::Delta { .. } => return None,
         // Events added later are not lines until a front end learns them.
         _ => return None,

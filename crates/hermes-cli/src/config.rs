@@ -55,6 +55,27 @@ pub(crate) struct Config {
     /// Compaction overrides (defaults per model family otherwise).
     #[serde(default, skip_serializing_if = "CompactionSection::is_empty")]
     pub(crate) compaction: CompactionSection,
+    /// `[vertex]`: Google Cloud project and region of the Vertex providers.
+    #[serde(default, skip_serializing_if = "VertexSection::is_empty")]
+    pub(crate) vertex: VertexSection,
+}
+
+/// `[vertex]`: where `vertex-anthropic` (and later `vertex-gemini`) requests go.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct VertexSection {
+    /// The Google Cloud project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) project: Option<String>,
+    /// The region (`us-east5`, …) or `global` (the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) region: Option<String>,
+}
+
+impl VertexSection {
+    fn is_empty(&self) -> bool {
+        self.project.is_none() && self.region.is_none()
+    }
 }
 
 /// `[limits]`: bounded waits, in seconds (defaults: connect 15, first_byte 120, idle 120,
@@ -160,6 +181,10 @@ impl Config {
         defaults.provider = self.provider.clone();
         defaults.model = self.model.clone();
         defaults.allow_insecure_http = self.allow_insecure_http;
+        defaults.vertex = hermes_engine::VertexDefaults::new(
+            self.vertex.project.clone(),
+            self.vertex.region.clone(),
+        );
         defaults.providers = self
             .providers
             .iter()

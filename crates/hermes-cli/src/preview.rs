@@ -52,7 +52,7 @@ pub(crate) fn run(engine: &Engine, args: &PreviewArgs) -> anyhow::Result<()> {
         }
     }
     let mut out = crate::out::stdout();
-    serde_json::to_writer_pretty(&mut out, &preview.request())?;
+    out.write_all(&preview.body()?)?;
     writeln!(out)?;
     out.flush()?;
     Ok(())

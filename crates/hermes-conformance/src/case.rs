@@ -2,12 +2,16 @@
 
 use std::path::Path;
 
+use hermes_core::pairing::paired;
 use hermes_core::{
     CHAT_WIRE, Effort, Message, RequestParts, ResolveOptions, Role, RouteTable, RouteTarget,
     ThinkingRequest, Verdicts, Wire, WireVerdicts,
 };
 use hermes_providers::chat::ChatRequest;
 use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::{WireTarget, Wires};
 
 /// The case-file format version this crate reads.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -23,6 +27,22 @@ pub const SCHEMA_VERSION: u32 = 1;
 ///             "assistant": [ …exact JSON of each assistant wire message… ],
 ///             "fields": {"thinking": {"type": "enabled"}}}}
 /// ```
+///
+/// **Native wires.** A case with `"wire": "<id>"` (any id but `chat`) is built through the
+/// [`Wire`] of that id registered with the suite: a factory registered with
+/// [`crate::Suite::wire_factory`] builds one for the case's own `provider` and `base_url`
+/// (so one folder can hold direct, Vertex, Foundry and relay cases), else the wire registered
+/// with [`crate::Suite::wire`] is used (its own target must then agree with the case's
+/// `base_url`). As the driver does before every request, the history first goes through
+/// `hermes_core::pairing::paired` (a dangling call gets its synthetic result, an orphan result
+/// and a turn stored with `hermes_not_replayed` are left out). Such a case pins the whole body
+/// with `expect.body`, compared **byte for byte** with the body the wire encoded, once both are
+/// stripped of whitespace outside strings (so a case file may be pretty-printed): escapes
+/// (`\u00e9`, `\/`), number spellings (integers above 2^64) and key order are checked as
+/// written. (A stored item's own whitespace is checked by the native-wire invariants,
+/// [`crate::check_wire_invariants`].) `expect.assistant` is not read for a native wire (give `[]`);
+/// `expect.notes` may pin the lines the wire tells the user with that body. All of this uses
+/// optional fields only: `schema_version` stays 1.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Case {
@@ -76,9 +96,17 @@ pub struct CaseExpect {
     #[serde(default)]
     pub messages: Option<Vec<serde_json::Value>>,
     /// The exact JSON of the whole request body, keys in sending order (unchecked when
-    /// absent; the way to pin a native wire's body).
+    /// absent; the way to pin a native wire's body, compared byte for byte for a native wire).
     #[serde(default)]
     pub body: Option<serde_json::Value>,
+    /// `body` exactly as written in the case file (filled by [`parse_case`]): what a native
+    /// wire's body is compared with, escapes and big integers included.
+    #[serde(skip)]
+    pub body_text: Option<String>,
+    /// The exact lines a native wire tells the user when it sends this body
+    /// (`Outgoing::notes`; unchecked when absent).
+    #[serde(default)]
+    pub notes: Option<Vec<String>>,
     /// The exact top-level fields after `model` and `messages` (unchecked when absent).
     #[serde(default)]
     pub fields: Option<serde_json::Map<String, serde_json::Value>>,
@@ -104,6 +132,31 @@ fn canonical(value: &serde_json::Value) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
+/// JSON text without the whitespace outside its strings: every other byte (escapes, number
+/// spellings, key order) kept as written.
+pub(crate) fn compact_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !c.is_whitespace() {
+            out.push(c);
+        }
+    }
+    out
+}
+
 impl Case {
     /// Runs the case against `table`; `route` is the folder it was found in.
     pub fn run(&self, table: &RouteTable, route: &str) -> Result<(), String> {
@@ -116,6 +169,16 @@ impl Case {
         table: &RouteTable,
         route: &str,
         wires: &[&dyn Wire],
+    ) -> Result<(), String> {
+        self.run_in(table, route, &Wires::fixed(wires))
+    }
+
+    /// Runs the case with the suite's wires (fixed and factories).
+    pub(crate) fn run_in(
+        &self,
+        table: &RouteTable,
+        route: &str,
+        wires: &Wires<'_>,
     ) -> Result<(), String> {
         if self.schema_version != SCHEMA_VERSION {
             return Err(format!(
@@ -151,19 +214,58 @@ impl Case {
         let before = serde_json::to_string(&self.history).map_err(|e| e.to_string())?;
         let thinking = thinking(self.thinking.as_deref())?;
         let wire_id = self.wire.as_deref().unwrap_or(CHAT_WIRE);
-        let body: serde_json::Value = if wire_id == CHAT_WIRE {
-            let request = ChatRequest::build(&self.history, &decision, &self.verdicts, thinking);
-            serde_json::to_value(&request).map_err(|e| e.to_string())?
-        } else {
-            let wire = wires.iter().find(|w| w.id() == wire_id).ok_or_else(|| {
-                format!("no `{wire_id}` wire registered with the suite (Suite::wire)")
-            })?;
-            let parts = RequestParts::new(&self.history, &decision, &self.verdicts)
+        if wire_id != CHAT_WIRE {
+            let target = WireTarget {
+                provider: &self.provider,
+                base_url: self.base_url.as_deref(),
+                model: &self.model,
+            };
+            let wire = wires.choose(wire_id, &target)?;
+            // As the driver does before every request, on every wire.
+            let (history, _) = paired(&self.history);
+            let parts = RequestParts::new(&history, &decision, &self.verdicts)
                 .wire_verdicts(&self.wire_verdicts)
                 .thinking(thinking);
-            let out = wire.encode(&parts).map_err(|e| e.to_string())?;
-            serde_json::from_slice(&out.body).map_err(|e| format!("the body is not JSON: {e}"))?
-        };
+            let out = wire.get().encode(&parts).map_err(|e| e.to_string())?;
+            let after = serde_json::to_string(&self.history).map_err(|e| e.to_string())?;
+            if before != after {
+                return Err("encoding changed the stored history".to_owned());
+            }
+            let got = std::str::from_utf8(&out.body)
+                .map_err(|e| format!("the body is not UTF-8: {e}"))?;
+            let body: serde_json::Value =
+                serde_json::from_str(got).map_err(|e| format!("the body is not JSON: {e}"))?;
+            if let Some(want) = &self.expect.body {
+                let want_text = match &self.expect.body_text {
+                    Some(text) => compact_text(text),
+                    None => canonical(want),
+                };
+                let got_text = compact_text(got);
+                if got_text != want_text {
+                    let same_value = canonical(&body) == canonical(want);
+                    return Err(format!(
+                        "request body differs{}\n  expected: {want_text}\n  got:      {got_text}",
+                        if same_value {
+                            " (same JSON value, other bytes: escapes, number spelling or key order)"
+                        } else {
+                            ""
+                        }
+                    ));
+                }
+            }
+            if let Some(want) = &self.expect.notes
+                && *want != out.notes
+            {
+                return Err(format!(
+                    "wire notes differ\n  expected: {want:?}\n  got:      {:?}",
+                    out.notes
+                ));
+            }
+            // A native wire's messages are its own shape: the body says it all.
+            return Ok(());
+        }
+        let request = ChatRequest::build(&self.history, &decision, &self.verdicts, thinking);
+        let body = serde_json::to_value(&request).map_err(|e| e.to_string())?;
         let after = serde_json::to_string(&self.history).map_err(|e| e.to_string())?;
         if before != after {
             return Err("shaping changed the stored history".to_owned());
@@ -175,10 +277,6 @@ impl Case {
                     "request body differs\n  expected: {want}\n  got:      {got}"
                 ));
             }
-        }
-        if wire_id != CHAT_WIRE {
-            // A native wire's messages are its own shape: the body says it all.
-            return Ok(());
         }
 
         let messages = body
@@ -273,8 +371,25 @@ pub fn load_cases(dir: &Path) -> Result<Vec<(String, Case)>, String> {
 /// Parses one case file, naming the JSON path of any error.
 pub fn parse_case(text: &str) -> Result<Case, String> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let case: Case = serde_path_to_error::deserialize(&mut de)
+    let mut case: Case = serde_path_to_error::deserialize(&mut de)
         .map_err(|e| format!("at `{}`: {}", e.path(), e.inner()))?;
     de.end().map_err(|e| e.to_string())?;
+    // The body's text as written, for the byte-for-byte comparison of native wires.
+    #[derive(Deserialize)]
+    struct RawCase<'a> {
+        #[serde(borrow)]
+        expect: RawExpect<'a>,
+    }
+    #[derive(Deserialize)]
+    struct RawExpect<'a> {
+        #[serde(borrow, default)]
+        body: Option<&'a RawValue>,
+    }
+    let raw: RawCase<'_> = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    case.expect.body_text = raw
+        .expect
+        .body
+        .filter(|b| b.get() != "null")
+        .map(|b| b.get().to_owned());
     Ok(case)
 }

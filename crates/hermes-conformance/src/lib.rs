@@ -9,11 +9,20 @@
 //!   to the model that minted them and then byte for byte, verdicts honoured, input unchanged,
 //!   shaping idempotent).
 //!
+//! Native wires (a [`Wire`] other than chat completions) are proven the same two ways: case
+//! files naming the wire pin its whole body (`expect.body`, byte for byte), and
+//! [`Suite::wire_invariants`] runs the wire over a built-in corpus of histories
+//! ([`check_wire_invariants`]: input unchanged, same bytes twice, opaque items byte for byte and
+//! only to their minter, no stored bookkeeping key on the wire, and on Messages-shaped bodies the
+//! wire's own schema, every `tool_use` answered in the next user turn and no cache breakpoint
+//! on a thinking block).
+//!
 //! This crate reads case files; `hermes-core` itself does no IO.
 
 mod case;
 mod invariants;
 pub mod live;
+mod wire_invariants;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -22,6 +31,89 @@ use hermes_core::{RouteTable, Wire};
 
 pub use case::{Case, CaseExpect, SCHEMA_VERSION, load_cases, parse_case};
 pub use invariants::check_invariants;
+pub use wire_invariants::{WIRE_CORPUS_MODELS, check_wire_invariants};
+
+/// What a native wire is built for: a case's (or an invariant run's) provider, base URL and
+/// model, handed to a factory registered with [`Suite::wire_factory`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WireTarget<'a> {
+    /// Provider name as the case gives it.
+    pub provider: &'a str,
+    /// Base URL, if any (the whole URL, path included: `/anthropic` relays are told apart by
+    /// it).
+    pub base_url: Option<&'a str>,
+    /// Target model.
+    pub model: &'a str,
+}
+
+/// Builds a wire for one target, or declines (`None`: the wire registered with
+/// [`Suite::wire`] under the same id is used).
+pub type WireFactory<'t> = dyn Fn(&WireTarget<'_>) -> Option<Box<dyn Wire>> + 't;
+
+/// The native wires a suite builds bodies through: fixed wires ([`Suite::wire`]) and
+/// factories ([`Suite::wire_factory`]), looked up by wire id.
+#[derive(Default)]
+pub(crate) struct Wires<'t> {
+    pub(crate) fixed: Vec<&'t dyn Wire>,
+    pub(crate) factories: Vec<(String, Box<WireFactory<'t>>)>,
+}
+
+/// A wire chosen for one target: registered, or built for it.
+pub(crate) enum Chosen<'a> {
+    Borrowed(&'a dyn Wire),
+    Owned(Box<dyn Wire>),
+}
+
+impl Chosen<'_> {
+    pub(crate) fn get(&self) -> &dyn Wire {
+        match self {
+            Chosen::Borrowed(w) => *w,
+            Chosen::Owned(w) => w.as_ref(),
+        }
+    }
+}
+
+impl<'t> Wires<'t> {
+    /// Fixed wires only (the [`Case::run_with`] of earlier versions).
+    pub(crate) fn fixed(wires: &[&'t dyn Wire]) -> Self {
+        Wires {
+            fixed: wires.to_vec(),
+            factories: Vec::new(),
+        }
+    }
+
+    /// The wire `id` for `target`: a factory registered for the id builds it unless it
+    /// declines, else the fixed wire of that id.
+    pub(crate) fn choose(&self, id: &str, target: &WireTarget<'_>) -> Result<Chosen<'_>, String> {
+        for (_, factory) in self.factories.iter().filter(|(fid, _)| fid == id) {
+            if let Some(wire) = factory(target) {
+                if wire.id() != id {
+                    return Err(format!(
+                        "the `{id}` wire factory built a `{}` wire",
+                        wire.id()
+                    ));
+                }
+                return Ok(Chosen::Owned(wire));
+            }
+        }
+        self.fixed
+            .iter()
+            .find(|w| w.id() == id)
+            .map(|w| Chosen::Borrowed(*w))
+            .ok_or_else(|| {
+                format!(
+                    "no `{id}` wire registered with the suite for base URL {} (Suite::wire or Suite::wire_factory)",
+                    target.base_url.unwrap_or("(none)")
+                )
+            })
+    }
+
+    fn ids(&self) -> Vec<&str> {
+        let mut ids: Vec<&str> = self.fixed.iter().map(|w| w.id()).collect();
+        ids.extend(self.factories.iter().map(|(id, _)| id.as_str()));
+        ids
+    }
+}
 
 /// The outcome of one check.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,21 +192,30 @@ impl fmt::Display for Report {
     }
 }
 
+/// A native-wire invariant run registered with [`Suite::wire_invariants`].
+#[derive(Clone, Debug)]
+struct WireRun {
+    wire: String,
+    provider: String,
+    base_url: Option<String>,
+}
+
 /// The suite: a route table and where its case files live.
 pub struct Suite<'t> {
     table: &'t RouteTable,
     cases_dir: Option<PathBuf>,
     require_cases: bool,
-    wires: Vec<&'t dyn Wire>,
+    wires: Wires<'t>,
+    wire_runs: Vec<WireRun>,
 }
 
 impl fmt::Debug for Suite<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let wires: Vec<&str> = self.wires.iter().map(|w| w.id()).collect();
         f.debug_struct("Suite")
             .field("cases_dir", &self.cases_dir)
             .field("require_cases", &self.require_cases)
-            .field("wires", &wires)
+            .field("wires", &self.wires.ids())
+            .field("wire_invariants", &self.wire_runs)
             .finish()
     }
 }
@@ -126,14 +227,49 @@ impl<'t> Suite<'t> {
             table,
             cases_dir: None,
             require_cases: true,
-            wires: Vec::new(),
+            wires: Wires::default(),
+            wire_runs: Vec::new(),
         }
     }
 
     /// Registers a native wire: case files naming its id (`"wire": "…"`) are built through it
-    /// and checked against `expect.body`.
+    /// and checked against `expect.body`. The wire is bound to its own target, so the cases
+    /// it builds should name that target's base URL; cases on other hosts need
+    /// [`Suite::wire_factory`].
     pub fn wire(mut self, wire: &'t dyn Wire) -> Self {
-        self.wires.push(wire);
+        self.wires.fixed.push(wire);
+        self
+    }
+
+    /// Registers a factory for the wire `id`: each case naming `id` (and each
+    /// [`Suite::wire_invariants`] run) gets a wire built for its own provider and base URL
+    /// (Vertex, Foundry, a relay…). When the factory declines (`None`), the wire registered
+    /// with [`Suite::wire`] under `id` is used.
+    pub fn wire_factory(
+        mut self,
+        id: &str,
+        factory: impl Fn(&WireTarget<'_>) -> Option<Box<dyn Wire>> + 't,
+    ) -> Self {
+        self.wires
+            .factories
+            .push((id.to_owned(), Box::new(factory)));
+        self
+    }
+
+    /// Runs the native-wire invariants ([`check_wire_invariants`]) through the wire `wire_id`
+    /// for `provider` at `base_url`; the checks are reported under the route that target
+    /// resolves to, named `<wire> wire: …`. Register once per host family worth proving.
+    pub fn wire_invariants(
+        mut self,
+        wire_id: &str,
+        provider: &str,
+        base_url: Option<&str>,
+    ) -> Self {
+        self.wire_runs.push(WireRun {
+            wire: wire_id.to_owned(),
+            provider: provider.to_owned(),
+            base_url: base_url.map(str::to_owned),
+        });
         self
     }
 
@@ -152,6 +288,37 @@ impl<'t> Suite<'t> {
     /// Runs the checks for the routes whose id is in `only` (all routes when empty).
     pub fn run_routes(&self, only: &[&str]) -> Report {
         let mut report = Report::default();
+        let mut wire_checks: Vec<Check> = Vec::new();
+        for run in &self.wire_runs {
+            let target = WireTarget {
+                provider: &run.provider,
+                base_url: run.base_url.as_deref(),
+                model: WIRE_CORPUS_MODELS[0],
+            };
+            match self.wires.choose(&run.wire, &target) {
+                Ok(wire) => wire_checks.extend(check_wire_invariants(
+                    self.table,
+                    wire.get(),
+                    &run.provider,
+                    run.base_url.as_deref(),
+                )),
+                Err(e) => {
+                    let decision = self.table.resolve(
+                        &hermes_core::RouteTarget::new(
+                            &run.provider,
+                            run.base_url.as_deref(),
+                            target.model,
+                        ),
+                        hermes_core::ResolveOptions::default(),
+                    );
+                    wire_checks.push(Check {
+                        route: decision.id().to_owned(),
+                        name: format!("{} wire invariants", run.wire),
+                        failure: Some(e),
+                    });
+                }
+            }
+        }
         for route in self.table.routes() {
             let id = route.id();
             if !only.is_empty() && !only.contains(&id) {
@@ -182,13 +349,16 @@ impl<'t> Suite<'t> {
                     for (name, case) in cases {
                         report.checks.push(Check {
                             route: id.to_owned(),
-                            failure: case.run_with(self.table, id, &self.wires).err(),
+                            failure: case.run_in(self.table, id, &self.wires).err(),
                             name,
                         });
                     }
                 }
             }
             report.checks.extend(check_invariants(self.table, id));
+            report
+                .checks
+                .extend(wire_checks.iter().filter(|c| c.route == id).cloned());
         }
         report
     }

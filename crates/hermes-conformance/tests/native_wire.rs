@@ -11,9 +11,14 @@ use hermes_core::{
 };
 use serde_json::{Value, json};
 
-/// A made-up wire: `{"model", "turns": [{"who", "say", "thought"?}]}`; `thought` is the field a
-/// provider may refuse (its verdicts are this wire's own).
-struct Turns;
+/// A made-up wire: `{"model", "at"?, "turns": [{"who", "say", "thought"?}]}`; `thought` is the
+/// field a provider may refuse (its verdicts are this wire's own); `at` is the base URL a wire
+/// built by a factory was built for.
+struct Turns {
+    at: Option<String>,
+}
+
+const TURNS: Turns = Turns { at: None };
 
 #[async_trait::async_trait]
 impl Wire for Turns {
@@ -38,7 +43,11 @@ impl Wire for Turns {
                 turn
             })
             .collect();
-        let body = json!({"model": target.model, "turns": turns});
+        let mut body = json!({"model": target.model});
+        if let Some(at) = &self.at {
+            body["at"] = json!(at);
+        }
+        body["turns"] = json!(turns);
         Ok(Outgoing::new(
             serde_json::to_vec(&body).unwrap(),
             false,
@@ -94,7 +103,7 @@ fn run(cases: &[(&str, Value)]) -> hermes_conformance::Report {
     let table = table();
     Suite::new(&table)
         .cases_dir(dir.path())
-        .wire(&Turns)
+        .wire(&TURNS)
         .run_routes(&["turns-route"])
 }
 
@@ -136,6 +145,184 @@ fn a_native_wire_case_pins_the_exact_body() {
             .failure
             .as_deref()
             .is_some_and(|f| f.starts_with("request body differs")),
+        "{report}"
+    );
+}
+
+fn write_cases(cases: &[(&str, String)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let route_dir = dir.path().join("turns-route");
+    std::fs::create_dir_all(&route_dir).unwrap();
+    for (name, text) in cases {
+        std::fs::write(route_dir.join(name), text).unwrap();
+    }
+    dir
+}
+
+fn case_at(base_url: &str, history: Value, body_text: &str) -> String {
+    let head = json!({
+        "schema_version": 1,
+        "description": "built for its own base URL",
+        "provider": "turns-cloud",
+        "base_url": base_url,
+        "model": "t-1",
+        "wire": "turns",
+        "history": history,
+    })
+    .to_string();
+    // The body is written as text, so its escapes are exactly as given.
+    format!(
+        r#"{},"expect":{{"route":"turns-route","assistant":[],"body":{body_text}}}}}"#,
+        head.trim_end_matches('}')
+    )
+}
+
+#[test]
+fn a_factory_builds_the_wire_for_each_case_and_histories_are_paired_first() {
+    let plain = json!([{"role": "user", "content": "q"}]);
+    let unpaired = json!([
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "now", "arguments": "{}"}}]},
+        {"role": "user", "content": "again"},
+        {"role": "assistant", "content": null, "reasoning_content": "cut",
+         "hermes_not_replayed": true},
+        {"role": "tool", "tool_call_id": "zzz", "content": "orphan"},
+        {"role": "user", "content": "more"}
+    ]);
+    let dir = write_cases(&[
+        (
+            "fixed.json",
+            case_at(
+                "https://fixed.example",
+                plain.clone(),
+                r#"{"model":"t-1","turns":[{"who":"user","say":"q"}]}"#,
+            ),
+        ),
+        (
+            "built.json",
+            case_at(
+                "https://other.example/v1",
+                plain.clone(),
+                r#"{"model":"t-1","at":"https://other.example/v1","turns":[{"who":"user","say":"q"}]}"#,
+            ),
+        ),
+        (
+            "paired.json",
+            case_at(
+                "https://fixed.example",
+                unpaired,
+                &json!({"model": "t-1", "turns": [
+                    {"who": "user", "say": "q"},
+                    {"who": "assistant", "say": null},
+                    {"who": "tool", "say": hermes_core::pairing::INTERRUPTED_RESULT},
+                    {"who": "user", "say": "again"},
+                    {"who": "user", "say": "more"}]})
+                .to_string(),
+            ),
+        ),
+    ]);
+    let table = table();
+    let report = Suite::new(&table)
+        .cases_dir(dir.path())
+        .wire(&TURNS)
+        .wire_factory("turns", |t| match t.base_url {
+            Some("https://fixed.example") | None => None,
+            Some(base) => Some(Box::new(Turns {
+                at: Some(base.to_owned()),
+            })),
+        })
+        .run_routes(&["turns-route"]);
+    let cases: Vec<_> = report
+        .checks
+        .iter()
+        .filter(|c| c.name.ends_with(".json"))
+        .collect();
+    assert_eq!(cases.len(), 3, "{report}");
+    assert!(cases.iter().all(|c| c.failure.is_none()), "{report}");
+
+    // Without a factory, a case is built by the registered wire whatever its base URL.
+    let report = Suite::new(&table)
+        .cases_dir(dir.path())
+        .wire(&TURNS)
+        .run_routes(&["turns-route"]);
+    let built = report
+        .checks
+        .iter()
+        .find(|c| c.name == "built.json")
+        .unwrap();
+    assert!(
+        built
+            .failure
+            .as_deref()
+            .is_some_and(|f| f.starts_with("request body differs")),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_native_body_is_compared_byte_for_byte() {
+    let history = json!([{"role": "user", "content": "caf\u{e9}"}]);
+    // The wire writes `é` as UTF-8; the same value spelt `\u00e9` is other bytes.
+    let dir = write_cases(&[
+        (
+            "utf8.json",
+            case_at(
+                "https://fixed.example",
+                history.clone(),
+                "{\"model\": \"t-1\",\n \"turns\": [{\"who\": \"user\", \"say\": \"caf\u{e9}\"}]}",
+            ),
+        ),
+        (
+            "escaped.json",
+            case_at(
+                "https://fixed.example",
+                history,
+                r#"{"model":"t-1","turns":[{"who":"user","say":"caf\u00e9"}]}"#,
+            ),
+        ),
+    ]);
+    let table = table();
+    let report = Suite::new(&table)
+        .cases_dir(dir.path())
+        .wire(&TURNS)
+        .run_routes(&["turns-route"]);
+    let by_name = |n: &str| report.checks.iter().find(|c| c.name == n).unwrap();
+    assert_eq!(by_name("utf8.json").failure, None, "{report}");
+    let escaped = by_name("escaped.json").failure.clone().unwrap_or_default();
+    assert!(
+        escaped.contains("same JSON value, other bytes"),
+        "{escaped}"
+    );
+}
+
+#[test]
+fn wire_invariants_run_through_a_registered_wire_under_the_resolved_route() {
+    let table = table();
+    let report = Suite::new(&table)
+        .require_cases(false)
+        .wire(&TURNS)
+        .wire_invariants("turns", "turns-cloud", None)
+        .run_routes(&["turns-route"]);
+    let wire_checks: Vec<_> = report
+        .checks
+        .iter()
+        .filter(|c| c.name.starts_with("turns wire: "))
+        .collect();
+    assert_eq!(wire_checks.len(), 27, "{report}");
+    assert!(wire_checks.iter().all(|c| c.route == "turns-route"));
+    // The made-up wire keeps no stored key out of its body (`thought` is not one), but it
+    // sends none of the Messages schema either: those checks do not apply to it.
+    assert!(wire_checks.iter().all(|c| c.failure.is_none()), "{report}");
+    let report = Suite::new(&table)
+        .require_cases(false)
+        .wire_invariants("missing", "turns-cloud", None)
+        .run_routes(&["turns-route"]);
+    assert!(
+        report.checks.iter().any(|c| c
+            .failure
+            .as_deref()
+            .is_some_and(|f| f.contains("no `missing` wire"))),
         "{report}"
     );
 }

@@ -12,7 +12,7 @@ use crate::shape::PAD;
 use crate::target::RouteTarget;
 use crate::transport::{Delta, Reply, TransportError, Usage};
 use crate::verdict::{Verdicts, WireVerdicts};
-use crate::wire::{CHAT_WIRE, RequestParts, Wire};
+use crate::wire::{CHAT_WIRE, Outgoing, RequestParts, Wire};
 
 /// The refusal fallback retries exactly once per request (SPEC §6).
 pub const REFUSAL_RETRIES: usize = 1;
@@ -129,6 +129,13 @@ pub enum DriverEvent {
     ToolCall {
         /// Tool name.
         name: String,
+    },
+    /// The wire changed this request's copy of the history and says why (e.g. thinking
+    /// disabled because the latest turn has no thinking block this model may receive, or
+    /// signed blocks left out after an `Invalid signature` answer).
+    Notice {
+        /// The line to show.
+        text: String,
     },
     /// The stored history holds tool calls that were never answered (or results that answer no
     /// call); the wire copy pairs them (a synthetic "interrupted" result; orphans left out).
@@ -306,20 +313,21 @@ impl Driver<'_> {
         };
         let mut refusals = 0;
         let mut retries = 0;
+        let mut recovered: Option<Outgoing> = None;
+        let mut recoveries = 0;
         loop {
             let (result, sent) = {
                 // Every call paired with a result on the wire, whatever the stored history holds.
                 let (history, _) = paired(&conversation.messages);
-                let parts = RequestParts {
-                    history: &history,
-                    decision,
-                    verdicts: &conversation.verdicts,
-                    wire_verdicts: &conversation.wire_verdicts,
-                    thinking: config.thinking,
-                    tools: config.tools.as_ref(),
-                    stream: config.stream,
+                let parts = self.parts(&history, conversation);
+                let request = match recovered.take() {
+                    Some(request) => request,
+                    None => wire.encode(&parts)?,
                 };
-                let request = wire.encode(&parts)?;
+                for note in &request.notes {
+                    tracing::info!(wire = wire.id(), route = decision.id(), note = %note, "wire notice");
+                    notify(&DriverEvent::Notice { text: note.clone() });
+                }
                 tracing::info!(
                     wire = wire.id(),
                     route = decision.id(),
@@ -368,6 +376,27 @@ impl Driver<'_> {
                     );
                 }
             }
+            if recoveries == 0
+                && let Some(body) = error.body()
+            {
+                let (history, _) = paired(&conversation.messages);
+                let parts = self.parts(&history, conversation);
+                if let Some(recovery) = wire.recover(&parts, error.status(), body) {
+                    tracing::warn!(
+                        wire = wire.id(),
+                        route = decision.id(),
+                        status = error.status(),
+                        note = %recovery.note,
+                        "wire recovers once; nothing persisted"
+                    );
+                    notify(&DriverEvent::Notice {
+                        text: recovery.note,
+                    });
+                    recoveries += 1;
+                    recovered = Some(recovery.outgoing);
+                    continue;
+                }
+            }
             if error.is_retryable() && retries < config.max_backoff_retries {
                 let delay = backoff(config, retries, &error);
                 retries += 1;
@@ -381,6 +410,24 @@ impl Driver<'_> {
                 continue;
             }
             return Err(error.into());
+        }
+    }
+
+    /// What the wire builds a request from: `history` (already paired) with the session's
+    /// verdicts and this driver's settings.
+    fn parts<'h>(
+        &'h self,
+        history: &'h [Message],
+        conversation: &'h Conversation,
+    ) -> RequestParts<'h> {
+        RequestParts {
+            history,
+            decision: self.decision,
+            verdicts: &conversation.verdicts,
+            wire_verdicts: &conversation.wire_verdicts,
+            thinking: self.config.thinking,
+            tools: self.config.tools.as_ref(),
+            stream: self.config.stream,
         }
     }
 

@@ -30,4 +30,4 @@ pub use shape::ShapeContext;
 pub use target::{RouteTarget, TargetHost};
 pub use transport::{Delta, FinishReason, Reply, ReplyMeta, TransportError, Usage};
 pub use verdict::{Verdict, Verdicts, WireVerdict, WireVerdicts};
-pub use wire::{CHAT_WIRE, Outgoing, RequestParts, Wire};
+pub use wire::{CHAT_WIRE, Outgoing, Recovery, RequestParts, Wire};

@@ -15,6 +15,16 @@ use crate::raw::{RawJson, TextCarrier};
 /// The `type` of the private native record inside `reasoning_details`.
 pub const NATIVE_RECORD_TYPE: &str = "hermes.native_assistant";
 
+/// The key that marks a stored assistant turn as not replayable (SPEC §2, "Turns that are not
+/// replayed"): a reply that ended with reasoning only. Its value is `true`; the turn is kept for
+/// the record and exported, and no wire sends it back.
+pub const NOT_REPLAYED_KEY: &str = "hermes_not_replayed";
+
+/// The key under which a native wire records the order of an assistant turn's content blocks
+/// (`["thinking","text","tool_use",…]`), so the turn is rebuilt exactly as received. Never
+/// sent on any wire.
+pub const BLOCK_ORDER_KEY: &str = "hermes_block_order";
+
 /// True when an opaque item minted at `origin` may be replayed to `target` (SPEC §2): the same
 /// model id on the same host (host compared case-insensitively, port ignored). The one rule every
 /// wire uses.
@@ -120,6 +130,16 @@ impl DetailItem {
                 Some("reasoning.encrypted" | "redacted_thinking")
             );
         Ok(DetailItem::Provider { raw, opaque })
+    }
+
+    /// True for an Anthropic-shaped item (`thinking` / `redacted_thinking`): only the Anthropic
+    /// and Bedrock codecs render it; a chat-completions route never gets one (SPEC §2).
+    pub fn is_anthropic_shaped(&self) -> bool {
+        let DetailItem::Provider { raw, .. } = self else {
+            return false;
+        };
+        serde_json::from_str::<ItemProbe>(raw.get())
+            .is_ok_and(|p| matches!(p.kind.as_deref(), Some("thinking" | "redacted_thinking")))
     }
 
     /// The item as stored.
@@ -557,6 +577,15 @@ impl Message {
                 DetailItem::Native { record, .. } => Some(record),
                 DetailItem::Provider { .. } => None,
             })
+    }
+
+    /// False for a turn stored for the record only (it ended with reasoning only, SPEC §2):
+    /// no wire sends it back.
+    pub fn replayable(&self) -> bool {
+        !self
+            .extra
+            .iter()
+            .any(|(k, v)| k == NOT_REPLAYED_KEY && v.get() == "true")
     }
 
     /// The non-blank `reasoning_content`, else the non-blank `reasoning` (SPEC §3).

@@ -19,6 +19,9 @@ pub struct Repairs {
     pub unanswered: usize,
     /// Results left out because no call asked for them.
     pub orphans: usize,
+    /// Assistant turns left out because they are stored for the record only (SPEC §2: a reply
+    /// that ended with reasoning only). Not a repair: nothing is told to the user.
+    pub not_replayed: usize,
 }
 
 impl Repairs {
@@ -60,6 +63,10 @@ fn walk<'a>(history: &'a [Message], mut emit: Option<&mut Vec<Message>>) -> Repa
             }
             continue;
         }
+        if msg.role == Role::Assistant && !msg.replayable() {
+            repairs.not_replayed += 1;
+            continue;
+        }
         close(&mut open, &mut repairs, &mut emit);
         if let Some(out) = emit.as_deref_mut() {
             out.push(msg.clone());
@@ -79,11 +86,12 @@ fn walk<'a>(history: &'a [Message], mut emit: Option<&mut Vec<Message>>) -> Repa
 
 /// The history with every tool call paired, for a wire copy: a call whose step ended without
 /// its result gets [`INTERRUPTED_RESULT`] right after the step's other results, and a result
-/// that answers no call is left out. Borrowed (no copy) when the history is already paired.
+/// that answers no call is left out; a turn stored for the record only
+/// ([`Message::replayable`] false) is left out too. Borrowed (no copy) when the history is already paired.
 /// Calls of the last message are the in-flight step and are left as they are.
 pub fn paired(history: &[Message]) -> (Cow<'_, [Message]>, Repairs) {
     let repairs = walk(history, None);
-    if repairs.is_empty() {
+    if repairs.is_empty() && repairs.not_replayed == 0 {
         return (Cow::Borrowed(history), repairs);
     }
     let mut out = Vec::with_capacity(history.len() + repairs.unanswered);
@@ -133,7 +141,8 @@ mod tests {
             repairs,
             Repairs {
                 unanswered: 1,
-                orphans: 1
+                orphans: 1,
+                not_replayed: 0,
             }
         );
         let ids: Vec<(&str, Option<&str>)> = out
@@ -167,5 +176,24 @@ mod tests {
         let (out, repairs) = paired(&h);
         assert!(repairs.is_empty());
         assert_eq!(out.len(), 2);
+    }
+
+    #[test]
+    fn a_turn_stored_for_the_record_only_is_left_out_of_the_wire_copy() {
+        let h = history(json!([
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": null, "reasoning_content": "cut short",
+             "hermes_not_replayed": true},
+            {"role": "user", "content": "again"},
+        ]));
+        let (out, repairs) = paired(&h);
+        assert!(
+            repairs.is_empty(),
+            "leaving it out is not a repair to report"
+        );
+        assert_eq!(repairs.not_replayed, 1);
+        let roles: Vec<&str> = out.iter().map(|m| m.role.as_str()).collect();
+        assert_eq!(roles, ["user", "user"]);
+        assert_eq!(h.len(), 3, "the stored history is untouched");
     }
 }

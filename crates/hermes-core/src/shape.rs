@@ -214,6 +214,8 @@ impl<'d> ShapeContext<'d> {
             for (i, item) in items.iter().enumerate() {
                 match item {
                     DetailItem::Native { .. } => {}
+                    // Rendered only by the Anthropic and Bedrock codecs (SPEC §2).
+                    DetailItem::Provider { .. } if item.is_anthropic_shaped() => {}
                     DetailItem::Provider { opaque: true, .. } if !origin_ok => foreign += 1,
                     DetailItem::Provider { .. } => kept.push(i),
                 }

@@ -92,6 +92,12 @@ pub struct Outgoing {
     pub refusable: Vec<&'static str>,
     /// Number of history messages on the wire, for logs.
     pub messages: usize,
+    /// Lines the user is told when this body is sent (e.g. "thinking is disabled for this
+    /// request because …"), each once.
+    pub notes: Vec<String>,
+    /// Keys the wire stores on the captured reply for its own later requests (the Anthropic
+    /// wire: a digest of the conversation its signed thinking is bound to). Never sent.
+    pub stamp: Vec<(String, RawJson)>,
 }
 
 impl Outgoing {
@@ -109,7 +115,39 @@ impl Outgoing {
             stream,
             refusable,
             messages,
+            notes: Vec::new(),
+            stamp: Vec::new(),
         }
+    }
+
+    /// With lines the user is told when it is sent.
+    pub fn notes(mut self, notes: Vec<String>) -> Self {
+        self.notes = notes;
+        self
+    }
+
+    /// With keys stored on the captured reply.
+    pub fn stamp(mut self, stamp: Vec<(String, RawJson)>) -> Self {
+        self.stamp = stamp;
+        self
+    }
+}
+
+/// A wire's one-time answer to an error it understands: the body to send instead, and the line
+/// the user is told. Nothing is persisted (unlike a refusal's verdict).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Recovery {
+    /// The body to resend.
+    pub outgoing: Outgoing,
+    /// What changed, in one line.
+    pub note: String,
+}
+
+impl Recovery {
+    /// A recovery sending `outgoing`, told as `note`.
+    pub fn new(outgoing: Outgoing, note: String) -> Self {
+        Recovery { outgoing, note }
     }
 }
 
@@ -143,5 +181,20 @@ pub trait Wire: Send + Sync {
         must_echo: bool,
     ) -> Option<Vec<&'static str>> {
         crate::refusal::classify_fields(status, body, sent, must_echo)
+    }
+
+    /// A one-time recovery from an error that is not a refusal of a replayed field but that
+    /// this wire can answer by sending a different copy of the same history (the Anthropic
+    /// wire: an `Invalid signature` 400 is resent once without the refused blocks). The driver
+    /// asks at most once per request, after the refusal classifier and before any backoff;
+    /// nothing is persisted and the history is never changed. The default recovers nothing.
+    fn recover(
+        &self,
+        parts: &RequestParts<'_>,
+        status: Option<u16>,
+        body: &str,
+    ) -> Option<Recovery> {
+        let _ = (parts, status, body);
+        None
     }
 }

@@ -26,7 +26,10 @@ pub use error::EngineError;
 pub use home::{OWN_DB, STATE_DB, open_store, store_path};
 pub use preview::{Preview, PreviewOptions};
 pub use session::{ChatSession, KeyLookup, Limits, OpenOptions, Toolset, reply_text};
-pub use settle::{Choice, Defaults, ProviderDefaults, Purpose, Settled, Stored, settle};
+pub use settle::{
+    Choice, Defaults, ProviderDefaults, Purpose, Settled, Stored, VertexDefaults, VertexLocation,
+    settle,
+};
 
 pub use hermes_compaction::CompactionOverrides;
 

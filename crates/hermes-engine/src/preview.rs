@@ -6,6 +6,9 @@ use hermes_core::{
     Verdicts,
 };
 
+use hermes_core::RequestParts;
+use hermes_providers::Wire;
+use hermes_providers::anthropic;
 use hermes_providers::chat::ChatRequest;
 
 use crate::Engine;
@@ -73,6 +76,8 @@ pub struct Preview {
     pub verdicts: Verdicts,
     /// The history, with `-q` appended.
     pub history: Vec<Message>,
+    /// The session's verdicts on other wires.
+    pub wire_verdicts: hermes_core::WireVerdicts,
     thinking: ThinkingRequest,
 }
 
@@ -110,6 +115,8 @@ impl Preview {
             )));
         }
         verdicts.record(&decision.target, options.reject);
+        let wire_verdicts = hermes_core::WireVerdicts::from_model_config(&file.model_config)
+            .map_err(|e| EngineError::Failed(format!("model_config: {e}")))?;
         let mut history = file.messages;
         if let Some(text) = &options.query {
             history.push(Message::text(Role::User, text));
@@ -119,18 +126,46 @@ impl Preview {
             decision,
             verdicts,
             history,
+            wire_verdicts,
             thinking: options.thinking.unwrap_or(ThinkingRequest::NoPreference),
         })
     }
 
-    /// The request body.
+    /// The request body of the chat-completions wire.
     pub fn request(&self) -> ChatRequest<'_> {
         ChatRequest::build(&self.history, &self.decision, &self.verdicts, self.thinking)
+    }
+
+    /// The exact body of the next request on the target's wire, pretty-printed (stored
+    /// carriers are written as stored).
+    pub fn body(&self) -> Result<Vec<u8>, EngineError> {
+        match self.settled.wire {
+            Wire::Anthropic => Ok(self.anthropic()?.body),
+            _ => serde_json::to_vec_pretty(&self.request())
+                .map_err(|e| EngineError::Failed(format!("could not encode the request: {e}"))),
+        }
+    }
+
+    fn anthropic(&self) -> Result<anthropic::Encoded, EngineError> {
+        let base = self.settled.base_url.clone().unwrap_or_default();
+        let target = anthropic_target(&self.settled, &base);
+        let (history, _) = hermes_core::pairing::paired(&self.history);
+        let parts = RequestParts::new(&history, &self.decision, &self.verdicts)
+            .wire_verdicts(&self.wire_verdicts)
+            .thinking(self.thinking);
+        anthropic::body::encode_pretty(&parts, &target, &anthropic::Drops::default())
+            .map_err(|e| EngineError::Failed(format!("could not encode the request: {e}")))
     }
 
     /// `--explain`: the route line, then one line per message saying why each carrier is
     /// present, padded or absent and what stored keys stay out.
     pub fn explain(&self) -> Vec<String> {
+        if self.settled.wire == Wire::Anthropic {
+            return match self.anthropic() {
+                Ok(encoded) => encoded.explain,
+                Err(e) => vec![e.to_string()],
+            };
+        }
         let decision = &self.decision;
         let ctx = ShapeContext::new(decision, &self.verdicts);
         let echo = decision
@@ -155,5 +190,23 @@ impl Preview {
         )];
         lines.extend(ctx.explain(&self.history));
         lines
+    }
+}
+
+/// The Anthropic target of a settled command, with requests going to `base_url` (a started
+/// simulator's loopback URL, or the settled one).
+pub(crate) fn anthropic_target(settled: &Settled, base_url: &str) -> anthropic::Target {
+    let flavor = match (&settled.vertex, settled.provider.as_str()) {
+        (Some(v), _) => anthropic::Flavor::Vertex {
+            project: v.project.clone(),
+            region: v.region.clone(),
+        },
+        (None, "foundry-anthropic") => anthropic::Flavor::Foundry,
+        _ => anthropic::Flavor::Direct,
+    };
+    anthropic::Target {
+        flavor,
+        base_url: base_url.to_owned(),
+        max_tokens: None,
     }
 }

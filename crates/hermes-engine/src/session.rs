@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use hermes_core::driver::{Conversation, Driver, DriverConfig, DriverEvent, Tools, TurnOutcome};
 use hermes_core::{
-    Message, RawJson, ResolveOptions, Role, RouteDecision, RouteTarget, ThinkingRequest, Verdicts,
+    Message, RawJson, ResolveOptions, Role, RouteDecision, RouteTarget, ThinkingRequest,
+    TransportError, Verdicts,
 };
-use hermes_providers::{Endpoint, HttpChat};
+use hermes_providers::anthropic::AnthropicWire;
+use hermes_providers::{Auth, Endpoint, HttpChat, Wire};
 use hermes_store::{NewSession, Store};
 
 use crate::Engine;
@@ -180,7 +182,7 @@ impl OpenOptions {
 struct Target {
     settled: Settled,
     decision: RouteDecision,
-    transport: HttpChat,
+    transport: LiveWire,
     /// Keeps the in-process simulator alive.
     _sim: Option<hermes_sim::Sim>,
 }
@@ -205,16 +207,34 @@ impl Target {
             None => settled.base_url.clone().unwrap_or_default(),
         };
         let decision = engine.resolve_live(&settled, Some(&live_base));
-        let transport = HttpChat {
-            client: engine.client(hermes_providers::Waits::new(
-                limits.connect,
-                limits.first_byte,
-                limits.idle,
-            ))?,
-            endpoint: Endpoint {
-                base_url: live_base,
-                api_key: settled.api_key.as_ref().map(|k| k.expose().to_owned()),
-            },
+        let client = engine.client(hermes_providers::Waits::new(
+            limits.connect,
+            limits.first_byte,
+            limits.idle,
+        ))?;
+        let key = settled.api_key.as_ref().map(|k| k.expose().to_owned());
+        let transport = match settled.wire {
+            Wire::Anthropic => LiveWire::Anthropic(AnthropicWire {
+                client,
+                target: crate::preview::anthropic_target(&settled, &live_base),
+                auth: key.map(|key| match settled.vertex {
+                    Some(_) => Auth::Bearer(key),
+                    None => Auth::Header("x-api-key", key),
+                }),
+            }),
+            Wire::Chat => LiveWire::Chat(HttpChat {
+                client,
+                endpoint: Endpoint {
+                    base_url: live_base,
+                    api_key: key,
+                },
+            }),
+            other => {
+                return Err(EngineError::Unsupported(format!(
+                    "the {} wire cannot send yet",
+                    other.as_str()
+                )));
+            }
         };
         Ok(Target {
             settled,
@@ -222,6 +242,21 @@ impl Target {
             transport,
             _sim: sim,
         })
+    }
+}
+
+/// The wire a target speaks.
+enum LiveWire {
+    Chat(HttpChat),
+    Anthropic(AnthropicWire),
+}
+
+impl LiveWire {
+    fn wire(&self) -> &dyn hermes_core::Wire {
+        match self {
+            LiveWire::Chat(w) => w,
+            LiveWire::Anthropic(w) => w,
+        }
     }
 }
 
@@ -395,7 +430,7 @@ impl ChatSession {
         };
         let driver = Driver {
             decision: &self.target.decision,
-            wire: &self.target.transport,
+            wire: self.target.transport.wire(),
             log: &log,
             tools: self.tools.tools.as_ref(),
             config: &self.driver_config,
@@ -410,7 +445,7 @@ impl ChatSession {
         self.adopt_created();
         match result {
             Ok(result) => {
-                let outcome = result?;
+                let outcome = result.map_err(|e| credential_error(&self.target.settled, e))?;
                 self.hold_lease().await?;
                 Ok(outcome)
             }
@@ -479,7 +514,7 @@ impl ChatSession {
         }
         let log = StoreLog::stored(&self.store, &id);
         let summarizer = TransportSummarizer {
-            wire: &self.target.transport,
+            wire: self.target.transport.wire(),
             decision: &self.target.decision,
             verdicts: &self.conversation.verdicts,
             wire_verdicts: &self.conversation.wire_verdicts,
@@ -607,4 +642,36 @@ pub fn reply_text(outcome: &TurnOutcome) -> String {
         .and_then(|m| m.content.as_ref())
         .and_then(|c| c.as_str().map(|s| s.into_owned()))
         .unwrap_or_default()
+}
+
+/// A 401/403 becomes one clear line naming the variable the key or token came from (an
+/// expired Vertex token, a revoked key); any other error is kept as it is.
+fn credential_error(settled: &Settled, error: hermes_core::driver::DriverError) -> EngineError {
+    use hermes_core::driver::DriverError;
+    let DriverError::Transport(TransportError::Http { status, body, .. }) = &error else {
+        return error.into();
+    };
+    if !matches!(status, 401 | 403) {
+        return error.into();
+    }
+    let said = serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .or_else(|| v.pointer("/0/error/message"))
+                .or_else(|| v.get("message"))
+                .and_then(|m| m.as_str().map(str::to_owned))
+        })
+        .unwrap_or_else(|| body.chars().take(200).collect());
+    let var = settled.key_var.as_deref().unwrap_or("HERMES_API_KEY");
+    EngineError::Failed(format!(
+        "{} refused the credentials (HTTP {status}: {}): the key or token in {var} is missing, wrong or expired{}",
+        settled.provider,
+        said.trim(),
+        if var == "GOOGLE_OAUTH_ACCESS_TOKEN" {
+            " (a fresh one: `gcloud auth print-access-token`)"
+        } else {
+            ""
+        }
+    ))
 }

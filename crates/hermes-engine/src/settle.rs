@@ -85,6 +85,45 @@ pub struct Defaults {
     pub providers: BTreeMap<String, ProviderDefaults>,
     /// Send keys over plain http to public hosts.
     pub allow_insecure_http: bool,
+    /// `[vertex]`: the Google Cloud project and region of the Vertex providers.
+    pub vertex: VertexDefaults,
+}
+
+/// `[vertex]` in `config.toml` (shared by `vertex-anthropic` and `vertex-gemini`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct VertexDefaults {
+    /// The Google Cloud project.
+    pub project: Option<String>,
+    /// The region (`us-east5`, `europe-west1`, …) or `global`.
+    pub region: Option<String>,
+}
+
+impl VertexDefaults {
+    /// A project and region (each optional).
+    pub fn new(project: Option<String>, region: Option<String>) -> Self {
+        VertexDefaults { project, region }
+    }
+}
+
+/// Where a Vertex request goes: project and region (`global` included).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VertexLocation {
+    /// The Google Cloud project.
+    pub project: String,
+    /// The region, or `global`.
+    pub region: String,
+}
+
+impl VertexLocation {
+    /// The regional host, or the global one for `global` (SPEC §8a).
+    pub fn base_url(&self) -> String {
+        if self.region == "global" {
+            "https://aiplatform.googleapis.com".to_owned()
+        } else {
+            format!("https://{}-aiplatform.googleapis.com", self.region)
+        }
+    }
 }
 
 impl Defaults {
@@ -162,6 +201,8 @@ pub struct Settled {
     pub sim: Option<&'static hermes_sim::ProfileInfo>,
     /// `reasoning_echo` from config.
     pub reasoning_echo: bool,
+    /// The Vertex project and region (Vertex providers only).
+    pub vertex: Option<VertexLocation>,
 }
 
 /// The symbolic base URL of a simulator profile.
@@ -252,29 +293,55 @@ pub fn settle(
         }
         let profile =
             sim_profile(sim_profile_name(base_url.as_deref()).unwrap_or(DEFAULT_SIM_PROFILE))?;
+        let wire = hermes_providers::provider(profile.provider).map_or(Wire::Chat, |p| p.wire);
         return Ok(Settled {
             provider,
             route_provider: profile.provider.to_owned(),
             model: model.unwrap_or_else(|| profile.model.to_owned()),
             base_url: Some(sim_url(profile.name)),
             base_url_named: choice.base_url.is_some(),
-            wire: Wire::Chat,
+            wire,
             key_var: None,
             api_key: None,
             sim: Some(profile),
             reasoning_echo: section.reasoning_echo,
+            vertex: None,
         });
     }
 
     let spec = hermes_providers::provider(&provider);
-    if let Some(spec) = spec.filter(|s| s.wire != Wire::Chat) {
+    if let Some(spec) = spec.filter(|s| !matches!(s.wire, Wire::Chat | Wire::Anthropic)) {
         return Err(EngineError::Unsupported(format!(
             "provider `{}` speaks the {} wire, which this build cannot send yet; chat-completions providers work today",
             spec.id,
             spec.wire.as_str()
         )));
     }
-    let base_url = base_url.or_else(|| spec.and_then(|s| s.base_url).map(str::to_owned));
+    let vertex = (provider.starts_with("vertex-")).then(|| VertexLocation {
+        project: defaults
+            .vertex
+            .project
+            .clone()
+            .unwrap_or_else(|| "PROJECT".to_owned()),
+        region: defaults
+            .vertex
+            .region
+            .clone()
+            .unwrap_or_else(|| "global".to_owned()),
+    });
+    if purpose == Purpose::Send && vertex.is_some() && defaults.vertex.project.is_none() {
+        return Err(EngineError::Usage(format!(
+            "provider `{provider}` needs a Google Cloud project: set `project` (and `region`, default global) under [vertex] in config.toml"
+        )));
+    }
+    if provider == "foundry-anthropic" && base_url.is_none() {
+        return Err(EngineError::Usage(
+            "provider `foundry-anthropic` needs your resource's URL: pass --base-url https://RESOURCE.services.ai.azure.com/anthropic (or set base_url in config.toml)".into(),
+        ));
+    }
+    let base_url = base_url
+        .or_else(|| spec.and_then(|s| s.base_url).map(str::to_owned))
+        .or_else(|| vertex.as_ref().map(VertexLocation::base_url));
     let model = model.ok_or_else(|| {
         EngineError::Usage("no model: pass --model (or set one in config.toml)".into())
     })?;
@@ -289,11 +356,12 @@ pub fn settle(
         model,
         base_url_named: choice.base_url.is_some(),
         base_url,
-        wire: Wire::Chat,
+        wire: spec.map_or(Wire::Chat, |s| s.wire),
         key_var: Some(key_var),
         api_key: None,
         sim: None,
         reasoning_echo: section.reasoning_echo,
+        vertex,
     };
     if purpose == Purpose::Send {
         settled.api_key = send_key(

@@ -1,6 +1,7 @@
 //! hermes-providers: the built-in chat-completions route table (SPEC §3) and the provider
 //! registry (SPEC §8a), and the chat-completions HTTP transport.
 
+pub mod anthropic;
 pub mod chat;
 pub mod registry;
 pub mod routes;
@@ -9,4 +10,4 @@ pub mod transport;
 pub use hermes_core::transport::{Reply, TransportError};
 pub use registry::{ProviderSpec, Wire, provider};
 pub use routes::builtin_table;
-pub use transport::{ChatTransport, Endpoint, HttpChat, Waits};
+pub use transport::{Auth, ChatTransport, Endpoint, HttpChat, Waits};

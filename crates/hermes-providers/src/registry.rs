@@ -143,10 +143,11 @@ pub const PROVIDERS: &[ProviderSpec] = &[
         key_var: Some("GOOGLE_OAUTH_ACCESS_TOKEN"),
     },
     ProviderSpec {
+        // https://{resource}.services.ai.azure.com/anthropic: the resource is the user's.
         id: "foundry-anthropic",
         wire: Wire::Anthropic,
         base_url: None,
-        key_var: Some("AZURE_FOUNDRY_API_KEY"),
+        key_var: Some("ANTHROPIC_FOUNDRY_API_KEY"),
     },
     ProviderSpec {
         id: "bedrock",

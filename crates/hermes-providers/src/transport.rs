@@ -47,7 +47,7 @@ impl Waits {
     }
 }
 /// At most this much of an error body is kept.
-const ERROR_BODY_LIMIT: usize = 64 * 1024;
+pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
 /// Where requests go.
 #[derive(Clone)]
@@ -75,7 +75,7 @@ impl Endpoint {
 }
 
 /// The one place reqwest errors become transport errors.
-fn map_reqwest(err: reqwest::Error) -> TransportError {
+pub(crate) fn map_reqwest(err: reqwest::Error) -> TransportError {
     // reqwest's message names the URL, which never holds the key (it travels in a header).
     let text = err.to_string();
     if err.is_timeout() {
@@ -131,8 +131,26 @@ fn provider_message(err: &Value) -> String {
     }
 }
 
+/// A failed SSE read as a transport error: a silent stream (reqwest's read timeout is the idle
+/// limit) is a timeout naming how far it got (`seen` `unit`, e.g. "12 chunks"), the rest a
+/// stream error.
+pub(crate) fn stream_error(
+    error: eventsource_stream::EventStreamError<reqwest::Error>,
+    seen: usize,
+    unit: &str,
+) -> TransportError {
+    match error {
+        eventsource_stream::EventStreamError::Transport(t) if t.is_timeout() => {
+            TransportError::Timeout(format!(
+                "the stream was silent for longer than the idle limit after {seen} {unit}"
+            ))
+        }
+        other => TransportError::Stream(other.to_string()),
+    }
+}
+
 /// The message of an SSE `event: error` frame: a JSON payload's message, or its text.
-fn error_event_text(data: &str) -> String {
+pub(crate) fn error_event_text(data: &str) -> String {
     if data.is_empty() {
         return "the provider sent an error event with no message".to_owned();
     }
@@ -172,7 +190,7 @@ async fn read_error_body(response: reqwest::Response) -> Result<String, Transpor
     Ok(body)
 }
 
-fn snippet(text: &str) -> String {
+pub(crate) fn snippet(text: &str) -> String {
     let mut s: String = text.chars().take(200).collect();
     if s.len() < text.len() {
         s.push('…');
@@ -251,20 +269,93 @@ impl ChatTransport {
         origin: Origin,
         on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
     ) -> Result<Reply, TransportError> {
-        let body = request.body.clone();
         let url = endpoint.url();
-        tracing::debug!(url = %url, stream = request.stream, bytes = body.len(), "sending chat request");
-        tracing::trace!(body = %String::from_utf8_lossy(&body), "chat request body");
+        tracing::debug!(url = %url, stream = request.stream, bytes = request.body.len(), "sending chat request");
+        tracing::trace!(body = %String::from_utf8_lossy(&request.body), "chat request body");
+        let auth = endpoint
+            .api_key
+            .as_ref()
+            .map(|key| Auth::Bearer(key.clone()));
+        let response = self
+            .post(
+                &url,
+                request.body.clone(),
+                request.stream,
+                auth.as_ref(),
+                &[],
+            )
+            .await?;
+        if request.stream {
+            read_stream(response, origin, on_delta).await
+        } else {
+            let bytes = response.bytes().await.map_err(map_reqwest)?;
+            let text = std::str::from_utf8(&bytes)
+                .map_err(|e| TransportError::Decode(format!("the reply is not UTF-8: {e}")))?;
+            // Decoded from the bytes, never through a `Value`: carriers keep their bytes.
+            match capture_message(text, origin) {
+                Ok((message, meta)) => Ok(Reply { message, meta }),
+                Err(CaptureError::Provider(err)) => Err(TransportError::AfterOk(err)),
+                Err(CaptureError::Malformed(e)) => {
+                    Err(TransportError::Decode(format!("{e}: {}", snippet(text))))
+                }
+            }
+        }
+    }
+}
+
+/// How a request authenticates. Values are secrets: `Debug` never shows them.
+#[derive(Clone)]
+pub enum Auth {
+    /// `Authorization: Bearer …`.
+    Bearer(String),
+    /// A named header holding the key (`x-api-key`, `x-goog-api-key`).
+    Header(&'static str, String),
+}
+
+impl fmt::Debug for Auth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Auth::Bearer(_) => f.write_str("Auth::Bearer(<redacted>)"),
+            Auth::Header(name, _) => write!(f, "Auth::Header({name}, <redacted>)"),
+        }
+    }
+}
+
+impl ChatTransport {
+    /// POSTs a JSON `body` to `url` with `auth` and extra `headers`, within the time-to-first-byte
+    /// limit; a redirect not followed and a non-success status become typed errors (the error
+    /// body read up to its cap). Every wire sends through here.
+    pub(crate) async fn post(
+        &self,
+        url: &str,
+        body: Vec<u8>,
+        stream: bool,
+        auth: Option<&Auth>,
+        headers: &[(&'static str, String)],
+    ) -> Result<reqwest::Response, TransportError> {
         let mut builder = self
             .client
-            .post(&url)
+            .post(url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body);
-        if request.stream {
+        if stream {
             builder = builder.header(reqwest::header::ACCEPT, "text/event-stream");
         }
-        if let Some(key) = &endpoint.api_key {
-            builder = builder.bearer_auth(key);
+        match auth {
+            Some(Auth::Bearer(key)) => builder = builder.bearer_auth(key),
+            Some(Auth::Header(name, key)) => {
+                let mut value = reqwest::header::HeaderValue::from_str(key).map_err(|_| {
+                    TransportError::Request(format!(
+                        "the key for the {name} header holds characters a header cannot carry"
+                    ))
+                })?;
+                value.set_sensitive(true);
+                builder = builder.header(*name, value);
+            }
+            None => {}
+        }
+        for (name, value) in headers {
+            builder = builder.header(*name, value);
         }
         let first_byte = self.waits.first_byte;
         let response = tokio::time::timeout(first_byte, builder.send())
@@ -299,28 +390,14 @@ impl ChatTransport {
         if !status.is_success() {
             let retry_after = retry_after(response.headers());
             let body = read_error_body(response).await?;
-            tracing::debug!(status = status.as_u16(), body = %snippet(&body), "chat request refused");
+            tracing::debug!(status = status.as_u16(), body = %snippet(&body), "request refused");
             return Err(TransportError::Http {
                 status: status.as_u16(),
                 body,
                 retry_after,
             });
         }
-        if request.stream {
-            read_stream(response, origin, on_delta).await
-        } else {
-            let bytes = response.bytes().await.map_err(map_reqwest)?;
-            let text = std::str::from_utf8(&bytes)
-                .map_err(|e| TransportError::Decode(format!("the reply is not UTF-8: {e}")))?;
-            // Decoded from the bytes, never through a `Value`: carriers keep their bytes.
-            match capture_message(text, origin) {
-                Ok((message, meta)) => Ok(Reply { message, meta }),
-                Err(CaptureError::Provider(err)) => Err(TransportError::AfterOk(err)),
-                Err(CaptureError::Malformed(e)) => {
-                    Err(TransportError::Decode(format!("{e}: {}", snippet(text))))
-                }
-            }
-        }
+        Ok(response)
     }
 }
 
@@ -369,16 +446,7 @@ async fn read_stream(
     let mut acc = StreamAccumulator::new();
     let mut done = false;
     while let Some(event) = events.next().await {
-        let event = event.map_err(|e| match e {
-            // A silent stream: reqwest's read timeout is the idle limit.
-            eventsource_stream::EventStreamError::Transport(t) if t.is_timeout() => {
-                TransportError::Timeout(format!(
-                    "the stream was silent for longer than the idle limit after {} chunks",
-                    acc.chunks()
-                ))
-            }
-            other => TransportError::Stream(other.to_string()),
-        })?;
+        let event = event.map_err(|e| stream_error(e, acc.chunks(), "chunks"))?;
         let data = event.data.trim();
         if event.event.eq_ignore_ascii_case("error") {
             return Err(TransportError::AfterOk(error_event_text(data)));

@@ -1,11 +1,83 @@
 //! The conformance suite over the built-in route table: case files under `tests/cases/<route>/`,
 //! the invariants of `hermes-conformance`, and live runs against the strict simulator.
+//! The Anthropic Messages wire runs through the same suite: its cases (`"wire": "anthropic"`,
+//! files `anthropic-…` in the folder of the route their target resolves to) are encoded by an
+//! [`AnthropicWire`] built for each case's base URL, and the native-wire invariants run through
+//! it for one target of each host family.
 //! Prints the route → profile mapping, one line per route and `N passed, M failed`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod live;
 
 use std::process::ExitCode;
+
+use hermes_conformance::WireTarget;
+use hermes_core::{TargetHost, Wire};
+use hermes_providers::ChatTransport;
+use hermes_providers::anthropic::{AnthropicWire, Flavor, Target};
+
+/// The Anthropic wire's default base URL (SPEC §8a): the wire registered with `Suite::wire`.
+const ANTHROPIC_DIRECT: &str = "https://api.anthropic.com";
+
+/// The targets the Anthropic wire's invariants run on, one per host family (SPEC §5): direct,
+/// Vertex, Foundry, MiniMax's and DeepSeek's `/anthropic` relays, Kimi's `/coding`, an unknown
+/// relay and a lookalike host.
+const ANTHROPIC_INVARIANT_TARGETS: &[(&str, &str)] = &[
+    ("anthropic", ANTHROPIC_DIRECT),
+    (
+        "vertex-anthropic",
+        "https://us-east5-aiplatform.googleapis.com",
+    ),
+    (
+        "foundry-anthropic",
+        "https://my-resource.services.ai.azure.com/anthropic",
+    ),
+    ("anthropic", "https://api.minimax.io/anthropic"),
+    ("anthropic", "https://api.deepseek.com/anthropic"),
+    ("anthropic", "https://api.kimi.com/coding"),
+    ("anthropic", "https://relay.example.com/anthropic"),
+    ("anthropic", "https://api.anthropic.com.evil.example"),
+];
+
+/// An Anthropic wire on `base_url`: Vertex on an `aiplatform.googleapis.com` host (project
+/// `p1`, the region its host names), Foundry on `services.ai.azure.com`, else direct. Encoding
+/// needs no network and no key.
+fn anthropic_wire(base_url: &str) -> AnthropicWire {
+    let host = TargetHost::from_base_url(base_url).map(|h| h.to_string());
+    let host = host.as_deref().unwrap_or("");
+    let flavor = if host == "aiplatform.googleapis.com" {
+        Flavor::Vertex {
+            project: "p1".into(),
+            region: "global".into(),
+        }
+    } else if let Some(region) = host.strip_suffix("-aiplatform.googleapis.com") {
+        Flavor::Vertex {
+            project: "p1".into(),
+            region: region.into(),
+        }
+    } else if host.ends_with(".services.ai.azure.com") {
+        Flavor::Foundry
+    } else {
+        Flavor::Direct
+    };
+    AnthropicWire {
+        client: ChatTransport::new().expect("the HTTP client builds"),
+        target: Target {
+            flavor,
+            base_url: base_url.to_owned(),
+            max_tokens: None,
+        },
+        auth: None,
+    }
+}
+
+/// Builds the Anthropic wire for a case's own base URL; the direct one is the registered wire.
+fn anthropic_for(target: &WireTarget<'_>) -> Option<Box<dyn Wire>> {
+    match target.base_url {
+        None | Some(ANTHROPIC_DIRECT) => None,
+        Some(base) => Some(Box::new(anthropic_wire(base))),
+    }
+}
 
 fn main() -> ExitCode {
     // `cargo test` passes harness flags (e.g. `--quiet`); route ids are the other arguments.
@@ -16,9 +88,15 @@ fn main() -> ExitCode {
     let only: Vec<&str> = only.iter().map(String::as_str).collect();
     let table = hermes_providers::builtin_table();
     let cases = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cases");
-    let mut report = hermes_conformance::Suite::new(&table)
+    let direct = anthropic_wire(ANTHROPIC_DIRECT);
+    let mut suite = hermes_conformance::Suite::new(&table)
         .cases_dir(cases)
-        .run_routes(&only);
+        .wire(&direct)
+        .wire_factory(hermes_providers::anthropic::WIRE_ID, anthropic_for);
+    for (provider, base) in ANTHROPIC_INVARIANT_TARGETS {
+        suite = suite.wire_invariants(hermes_providers::anthropic::WIRE_ID, provider, Some(base));
+    }
+    let mut report = suite.run_routes(&only);
     println!("live route -> simulator profile:");
     for pair in live::PAIRS
         .iter()
@@ -27,6 +105,20 @@ fn main() -> ExitCode {
         println!("  {:<15} -> {}", pair.route, pair.profile);
     }
     report.checks.extend(live::run(&table, &only));
+    println!(
+        "anthropic wire: cases `anthropic-*.json`, invariants `anthropic wire: ...` (target -> route):"
+    );
+    for (provider, base) in ANTHROPIC_INVARIANT_TARGETS {
+        let target = hermes_core::RouteTarget::new(
+            provider,
+            Some(base),
+            hermes_conformance::WIRE_CORPUS_MODELS[0],
+        );
+        let route = table.resolve(&target, hermes_core::ResolveOptions::default());
+        if only.is_empty() || only.contains(&route.id()) {
+            println!("  {base:<52} -> {}", route.id());
+        }
+    }
     // Group each route's checks together for the per-route lines.
     let order: Vec<String> = table.routes().map(|r| r.id().to_owned()).collect();
     report.checks.sort_by_key(|c| {

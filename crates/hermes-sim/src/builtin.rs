@@ -46,6 +46,9 @@ pub(crate) enum Builtin {
     GeminiOpenAi,
     /// GitHub Copilot chat: `reasoning_text` / signed `reasoning_opaque`, verified when replayed.
     Copilot,
+    /// Anthropic Messages (direct, Vertex, Azure Foundry): strict schema, signed thinking blocks
+    /// verified on replay. Served by `crate::anthropic`, not by the chat-completions rules.
+    Anthropic,
 }
 
 const fn info(
@@ -63,7 +66,7 @@ const fn info(
 }
 
 /// The table: every built-in, its name, stand-in provider, default model and `--help` line.
-const TABLE: [(ProfileInfo, Builtin); 12] = [
+const TABLE: [(ProfileInfo, Builtin); 13] = [
     (
         info(
             "deepseek-v4",
@@ -172,6 +175,15 @@ const TABLE: [(ProfileInfo, Builtin); 12] = [
         ),
         Builtin::Copilot,
     ),
+    (
+        info(
+            "anthropic",
+            "anthropic",
+            "claude-opus-4-6",
+            "Anthropic Messages: signed thinking verified on replay; /v1/messages, Vertex rawPredict, Foundry /anthropic",
+        ),
+        Builtin::Anthropic,
+    ),
 ];
 
 const fn infos() -> [ProfileInfo; TABLE.len()] {
@@ -263,6 +275,13 @@ pub(crate) fn error_400(profile: Builtin, message: &str) -> Refusal {
             "message": message,
             "code": "invalid_request_body"
         }}),
+        // The Messages envelope (the `anthropic` profile builds its own, with request ids per
+        // path family; this arm only keeps the match whole).
+        Builtin::Anthropic => json!({
+            "type": "error",
+            "error": {"type": "invalid_request_error", "message": message},
+            "request_id": format!("req_{}", crate::wire::short_hash(message, 24))
+        }),
     };
     Refusal { status: 400, body }
 }

@@ -1,4 +1,5 @@
-//! Loopback simulator of OpenAI-compatible chat-completions providers with strict per-provider profiles.
+//! Loopback simulator of OpenAI-compatible chat-completions providers and of Anthropic's Messages
+//! API, with strict per-provider profiles.
 //!
 //! Each profile validates requests independently from PROVIDERS.md (it depends on no other hermes
 //! crate) and answers violations with the provider's real status, envelope and message. Behind
@@ -8,11 +9,25 @@
 //! `tool` result and a result without its call, with the provider's text (PROVIDERS.md,
 //! "Tool-call pairing and turn-order rules").
 //!
+//! The chat-completions profiles answer `POST {base}/chat/completions` and
+//! `POST {base}/v1/chat/completions`. The `anthropic` profile answers the Messages API on three
+//! path families: direct `POST {base}/v1/messages` (`anthropic-version` header required,
+//! `x-api-key` optional, an `Authorization` header refused), Azure Foundry
+//! `POST {base}/anthropic/v1/messages` (`x-api-key` and `anthropic-version` required) and Google
+//! Vertex `POST {base}/v1/projects/{project}/locations/{region}/publishers/anthropic/models/{model}:rawPredict`
+//! / `:streamRawPredict` (`Authorization: Bearer` required, `anthropic_version` in the body, the
+//! model from the path). Its replies start with a `thinking` block (plus a `redacted_thinking`
+//! block when the user text says `[redacted]`) while thinking is enabled or adaptive; signatures
+//! bind the block text to the conversation prefix and are verified when replayed, and the latest
+//! assistant turn of an in-flight tool loop must carry its thinking blocks unmodified.
+//! Streams are Anthropic SSE (`message_start` … `message_stop`).
+//!
 //! [`PROFILES`] is the one table of built-in profiles (name, stand-in provider, default model,
 //! `--help` line). A provider that is not built in is simulated from its own rules with a
 //! [`ProfileSpec`] passed to [`Sim::builder`]. The library neither reads the environment nor
 //! prints: binaries pass the signing key ([`KEY_ENV`]) and print [`Sim::base_url`] themselves.
 
+mod anthropic;
 mod builtin;
 mod custom;
 mod model;
@@ -23,11 +38,13 @@ mod sign;
 mod wire;
 
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+pub use anthropic::rules::ANTHROPIC_TOP_LEVEL;
 pub use builtin::{PROFILES, ProfileInfo};
 pub use custom::{EchoTurns, ProfileSpec, ReplyCarrier, ValueRule};
 pub use profile::Profile;
@@ -41,13 +58,15 @@ pub const KEY_ENV: &str = "HERMES_SIM_KEY";
 /// Per-test rule switches.
 #[derive(Clone, Debug, Default)]
 pub struct Switches {
-    /// Message keys refused as unknown fields (on any message), with the profile's own
+    /// Message keys refused as unknown fields (on any message; not used by the `anthropic`
+    /// profile, whose schema refuses every unknown key already), with the profile's own
     /// unknown-field refusal (Mistral: 422 `extra_forbidden`; Groq, Cerebras: their
     /// "is unsupported" forms; a [`ProfileSpec`]: its
     /// [`unknown_field_text`](ProfileSpec::unknown_field_text)) or a generic 400
     /// "Unrecognized request argument supplied: messages.N.FIELD" in the profile's envelope.
     pub reject_message_fields: Vec<String>,
-    /// Streams emit a few deltas after the 200, then `data: {"error":{...,"code":502}}` and end.
+    /// Streams emit a few deltas after the 200, then `data: {"error":{...,"code":502}}` and end
+    /// (the `anthropic` profile: `event: error` with an `overloaded_error`).
     pub fail_mid_stream: bool,
 }
 
@@ -70,6 +89,10 @@ impl Switches {
 pub struct RecordedRequest {
     /// Request path, e.g. `/v1/chat/completions`.
     pub path: String,
+    /// Request headers in arrival order (names lower case). Credential values (`authorization`,
+    /// `proxy-authorization`, `x-api-key`, `api-key`, `x-goog-api-key`, `cookie`) are recorded as
+    /// `<redacted>`.
+    pub headers: Vec<(String, String)>,
     /// Parsed JSON body (`Value::Null` when the body was not JSON).
     pub body: serde_json::Value,
     /// Raw body bytes.
@@ -98,6 +121,9 @@ pub(crate) struct Shared {
     pub(crate) key: Vec<u8>,
     pub(crate) switches: Mutex<Switches>,
     pub(crate) requests: Mutex<Vec<RecordedRequest>>,
+    /// Accepted `anthropic` requests with a `cache_control` breakpoint so far (the first one
+    /// writes the cache, later ones read it).
+    pub(crate) cached_requests: AtomicU64,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -150,6 +176,7 @@ impl SimBuilder {
             key: self.key,
             switches: Mutex::new(self.switches),
             requests: Mutex::new(Vec::new()),
+            cached_requests: AtomicU64::new(0),
         });
         let task = tokio::spawn(server::accept_loop(listener, Arc::clone(&shared)));
         Ok(Sim { shared, addr, task })
@@ -200,7 +227,10 @@ impl Sim {
             .await
             .map_err(|e| SimError::Io(std::io::Error::other(e)))
     }
-    /// Base URL, e.g. `http://127.0.0.1:41234`; the endpoint is `{base}/chat/completions`.
+
+    /// Base URL, e.g. `http://127.0.0.1:41234`; clients append the path: `/chat/completions` (or
+    /// `/v1/chat/completions`) for the chat profiles; `/v1/messages`, `/anthropic/v1/messages` or
+    /// the Vertex `/v1/projects/…:rawPredict` path for the `anthropic` profile.
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
     }

@@ -70,7 +70,8 @@ pub(crate) fn tools_wanted(text: &str) -> Option<usize> {
     None
 }
 
-fn snippet(text: &str) -> String {
+/// The first 60 chars of `text` (with `…` when cut).
+pub(crate) fn snippet(text: &str) -> String {
     let t: String = text.chars().take(60).collect();
     if t.chars().count() < text.chars().count() {
         format!("{t}…")

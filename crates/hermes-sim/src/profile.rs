@@ -37,6 +37,12 @@ impl Profile {
         }
     }
 
+    /// The profile speaks Anthropic's Messages API (served by `crate::anthropic`) rather than
+    /// chat completions.
+    pub(crate) fn is_messages(&self) -> bool {
+        matches!(self.0, Kind::Builtin(Builtin::Anthropic))
+    }
+
     /// Validates a parsed request against the profile and the switches.
     pub(crate) fn validate(
         &self,

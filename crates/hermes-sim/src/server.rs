@@ -1,4 +1,6 @@
-//! HTTP/1.1 plumbing (hyper): routing, request recording, JSON replies and chunked SSE bodies.
+//! HTTP/1.1 plumbing (hyper): routing (the `anthropic` profile to `crate::anthropic`, every other
+//! profile to the chat-completions path), request recording (credential headers redacted), JSON
+//! replies and chunked SSE bodies.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -17,7 +19,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::wire::{self, Refusal};
-use crate::{RecordedRequest, Shared, lock, model};
+use crate::{RecordedRequest, Shared, anthropic, lock, model};
 
 /// Byte sizes the SSE text is cut into, cycled; none divides an event, so cuts land mid-line.
 const CUTS: [usize; 7] = [7, 13, 5, 19, 11, 3, 17];
@@ -99,16 +101,46 @@ fn json_response(status: u16, text: String) -> Response<SimBody> {
     resp
 }
 
+/// Header names whose values are never recorded.
+const SECRET_HEADERS: [&str; 6] = [
+    "authorization",
+    "proxy-authorization",
+    "x-api-key",
+    "api-key",
+    "x-goog-api-key",
+    "cookie",
+];
+
+/// The headers as recorded: credential values replaced by `<redacted>`.
+fn redacted(headers: &[(String, String)]) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(k, v)| {
+            let secret = SECRET_HEADERS.iter().any(|s| k.eq_ignore_ascii_case(s));
+            let v = if secret { "<redacted>" } else { v.as_str() };
+            (k.clone(), v.to_owned())
+        })
+        .collect()
+}
+
+/// What is recorded of a request besides its body and answer.
+struct Seen<'a> {
+    path: &'a str,
+    /// Already redacted.
+    headers: &'a [(String, String)],
+}
+
 fn record(
     shared: &Shared,
-    path: &str,
+    seen: &Seen<'_>,
     body: serde_json::Value,
     raw: Vec<u8>,
     status: u16,
     response: &str,
 ) {
     lock(&shared.requests).push(RecordedRequest {
-        path: path.to_owned(),
+        path: seen.path.to_owned(),
+        headers: seen.headers.to_vec(),
         body,
         raw,
         status,
@@ -118,56 +150,19 @@ fn record(
 
 fn refuse(
     shared: &Shared,
-    path: &str,
+    seen: &Seen<'_>,
     body: serde_json::Value,
     raw: Vec<u8>,
     refusal: Refusal,
 ) -> Response<SimBody> {
     let text = refusal.body.to_string();
-    record(shared, path, body, raw, refusal.status, &text);
+    record(shared, seen, body, raw, refusal.status, &text);
     json_response(refusal.status, text)
 }
 
-async fn handle(
-    shared: Arc<Shared>,
-    req: Request<Incoming>,
-) -> Result<Response<SimBody>, Infallible> {
-    let path = req.uri().path().to_owned();
-    let method = req.method().clone();
-    let raw = read_body(req.into_body()).await;
-    let null = serde_json::Value::Null;
-
-    if path != "/chat/completions" && path != "/v1/chat/completions" {
-        let r = wire::not_found(method.as_str(), &path);
-        return Ok(refuse(&shared, &path, null, raw, r));
-    }
-    if method != hyper::Method::POST {
-        let r = wire::method_not_allowed(method.as_str(), &path);
-        return Ok(refuse(&shared, &path, null, raw, r));
-    }
-    let body: serde_json::Value = match serde_json::from_slice(&raw) {
-        Ok(v) => v,
-        Err(e) => {
-            let r = shared.profile.bad_json(&e);
-            return Ok(refuse(&shared, &path, null, raw, r));
-        }
-    };
-    let switches = lock(&shared.switches).clone();
-    if let Err(r) = shared.profile.validate(&body, &switches, &shared.key) {
-        return Ok(refuse(&shared, &path, body, raw, r));
-    }
-
-    let reply = model::script(&body);
-    let carrier = shared.profile.carrier(&body);
-    let stream = body.get("stream").and_then(serde_json::Value::as_bool) == Some(true);
-    if !stream {
-        let text = model::completion(carrier, &raw, &reply, &shared.key).to_string();
-        record(&shared, &path, body, raw, 200, &text);
-        return Ok(json_response(200, text));
-    }
-
-    let text = model::sse(carrier, &raw, &reply, &shared.key, switches.fail_mid_stream);
-    record(&shared, &path, body, raw, 200, &text);
+/// A `text/event-stream` response whose body `text` is written in small cuts ([`CUTS`]) that
+/// land mid-line, with a pause now and then so reads see partial events.
+fn sse_response(text: String) -> Response<SimBody> {
     let (tx, rx) = mpsc::channel::<Bytes>(4);
     tokio::spawn(async move {
         let bytes = Bytes::from(text);
@@ -193,5 +188,71 @@ async fn handle(
     let headers = resp.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    Ok(resp)
+    resp
+}
+
+async fn handle(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+) -> Result<Response<SimBody>, Infallible> {
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path().to_owned();
+    let method = parts.method.clone();
+    let headers: Vec<(String, String)> = parts
+        .headers
+        .iter()
+        .map(|(k, v)| {
+            let v = String::from_utf8_lossy(v.as_bytes()).into_owned();
+            (k.as_str().to_owned(), v)
+        })
+        .collect();
+    let raw = read_body(body).await;
+    let recorded = redacted(&headers);
+    let seen = Seen {
+        path: &path,
+        headers: &recorded,
+    };
+    let null = serde_json::Value::Null;
+
+    if shared.profile.is_messages() {
+        let a = anthropic::answer(&shared, method.as_str(), &path, &headers, &raw);
+        record(&shared, &seen, a.body, raw, a.status, &a.text);
+        return Ok(if a.stream {
+            sse_response(a.text)
+        } else {
+            json_response(a.status, a.text)
+        });
+    }
+    if path != "/chat/completions" && path != "/v1/chat/completions" {
+        let r = wire::not_found(method.as_str(), &path);
+        return Ok(refuse(&shared, &seen, null, raw, r));
+    }
+    if method != hyper::Method::POST {
+        let r = wire::method_not_allowed(method.as_str(), &path);
+        return Ok(refuse(&shared, &seen, null, raw, r));
+    }
+    let body: serde_json::Value = match serde_json::from_slice(&raw) {
+        Ok(v) => v,
+        Err(e) => {
+            let r = shared.profile.bad_json(&e);
+            return Ok(refuse(&shared, &seen, null, raw, r));
+        }
+    };
+    let switches = lock(&shared.switches).clone();
+    if let Err(r) = shared.profile.validate(&body, &switches, &shared.key) {
+        return Ok(refuse(&shared, &seen, body, raw, r));
+    }
+
+    let reply = model::script(&body);
+    let carrier = shared.profile.carrier(&body);
+    let stream = body.get("stream").and_then(serde_json::Value::as_bool) == Some(true);
+    if !stream {
+        let text = model::completion(carrier, &raw, &reply, &shared.key).to_string();
+        record(&shared, &seen, body, raw, 200, &text);
+        return Ok(json_response(200, text));
+    }
+
+    let text = model::sse(carrier, &raw, &reply, &shared.key, switches.fail_mid_stream);
+    record(&shared, &seen, body, raw, 200, &text);
+    Ok(sse_response(text))
 }

@@ -3,6 +3,8 @@
 //! A `reasoning.text` signature is `base64(HMAC(key, "text" ‖ model ‖ text))`; a
 //! `reasoning.encrypted` blob is `base64(payload ‖ HMAC(key, "data" ‖ model ‖ payload))`.
 //! Both are bound to the model id, so replaying an item to another model fails verification.
+//! The `anthropic` profile's thinking signatures and redacted data use [`seal_bound`]: a small
+//! carried header plus a tag over data that is not carried (block text, conversation prefix).
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -61,6 +63,38 @@ pub(crate) fn verify_data(key: &[u8], model: &str, data: &str) -> bool {
     mac(key, "data", model, payload).is_some_and(|m| m.verify_slice(tag).is_ok())
 }
 
+/// Seals `included` (carried in the result) under a tag that also covers `bound` (not carried):
+/// `base64(included ‖ HMAC(key, domain ‖ len(included) ‖ included ‖ bound))`. The `anthropic`
+/// profile binds thinking signatures to the block text and the conversation prefix this way.
+pub(crate) fn seal_bound(key: &[u8], domain: &str, included: &[u8], bound: &[u8]) -> String {
+    let Some(m) = mac(key, domain, "", &bound_payload(included, bound)) else {
+        return String::new();
+    };
+    let mut bytes = included.to_vec();
+    bytes.extend_from_slice(&m.finalize().into_bytes());
+    STANDARD.encode(bytes)
+}
+
+/// The `included` bytes of a [`seal_bound`] result when its tag verifies against `bound`
+/// (constant-time comparison); `None` otherwise.
+pub(crate) fn open_bound(key: &[u8], domain: &str, data: &str, bound: &[u8]) -> Option<Vec<u8>> {
+    let bytes = STANDARD.decode(data).ok()?;
+    if bytes.len() < TAG_LEN {
+        return None;
+    }
+    let (included, tag) = bytes.split_at(bytes.len() - TAG_LEN);
+    let m = mac(key, domain, "", &bound_payload(included, bound))?;
+    m.verify_slice(tag).ok()?;
+    Some(included.to_vec())
+}
+
+fn bound_payload(included: &[u8], bound: &[u8]) -> Vec<u8> {
+    let mut payload = (included.len() as u64).to_be_bytes().to_vec();
+    payload.extend_from_slice(included);
+    payload.extend_from_slice(bound);
+    payload
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +118,18 @@ mod tests {
         chars[3] = if chars[3] == 'A' { 'B' } else { 'A' };
         let tampered: String = chars.into_iter().collect();
         assert!(!verify_data(DEFAULT_KEY, "m1", &tampered));
+    }
+
+    #[test]
+    fn bound_seal_covers_the_unsent_part() {
+        let d = seal_bound(DEFAULT_KEY, "dom", b"head", b"bound");
+        assert_eq!(
+            open_bound(DEFAULT_KEY, "dom", &d, b"bound"),
+            Some(b"head".to_vec())
+        );
+        assert_eq!(open_bound(DEFAULT_KEY, "dom", &d, b"bounD"), None);
+        assert_eq!(open_bound(DEFAULT_KEY, "other", &d, b"bound"), None);
+        assert_eq!(open_bound(b"k2", "dom", &d, b"bound"), None);
+        assert_eq!(open_bound(DEFAULT_KEY, "dom", "!!", b"bound"), None);
     }
 }

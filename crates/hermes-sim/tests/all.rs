@@ -5,77 +5,18 @@ use std::collections::BTreeMap;
 
 use hermes_sim::{PROFILES, Sim, Switches};
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
-// ---------------------------------------------------------------- tiny HTTP/1.1 client
-
-struct Resp {
-    status: u16,
-    headers: String,
-    body: Vec<u8>,
-    /// Transfer-encoding chunks as written by the server (empty when not chunked).
-    chunks: Vec<Vec<u8>>,
+/// The chat-completions profiles (the `anthropic` profile speaks the Messages API; its tests are
+/// in `tests/anthropic.rs`).
+fn chat_profiles() -> impl Iterator<Item = &'static hermes_sim::ProfileInfo> {
+    PROFILES.iter().filter(|p| p.name != "anthropic")
 }
 
-impl Resp {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
-    }
-    fn text(&self) -> String {
-        String::from_utf8(self.body.clone()).unwrap()
-    }
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
+mod common;
+use common::Resp;
 
 async fn send(base: &str, method: &str, path: &str, body: &[u8]) -> Resp {
-    let host = base.strip_prefix("http://").unwrap();
-    let mut stream = TcpStream::connect(host).await.unwrap();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
-    stream.write_all(body).await.unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).await.unwrap();
-    let split = find(&raw, b"\r\n\r\n").unwrap();
-    let headers = String::from_utf8(raw[..split].to_vec()).unwrap();
-    let status: u16 = headers.split(' ').nth(1).unwrap().parse().unwrap();
-    let mut rest = &raw[split + 4..];
-    let mut chunks = Vec::new();
-    let body = if headers
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        let mut out = Vec::new();
-        loop {
-            let eol = find(rest, b"\r\n").unwrap();
-            let size_txt = std::str::from_utf8(&rest[..eol]).unwrap();
-            let size =
-                usize::from_str_radix(size_txt.split(';').next().unwrap().trim(), 16).unwrap();
-            rest = &rest[eol + 2..];
-            if size == 0 {
-                break;
-            }
-            chunks.push(rest[..size].to_vec());
-            out.extend_from_slice(&rest[..size]);
-            rest = &rest[size + 2..];
-        }
-        out
-    } else {
-        rest.to_vec()
-    };
-    Resp {
-        status,
-        headers,
-        body,
-        chunks,
-    }
+    common::send(base, method, path, &[], body).await
 }
 
 async fn post(sim: &Sim, body: &Value) -> Resp {
@@ -495,7 +436,7 @@ async fn local_accepts_anything_and_returns_reasoning_content() {
 
 #[tokio::test]
 async fn bad_json_and_unknown_path() {
-    for p in PROFILES.iter().map(|p| p.name) {
+    for p in chat_profiles().map(|p| p.name) {
         let sim = Sim::start(p).await.unwrap();
         let r = send(
             &sim.base_url(),
@@ -749,7 +690,7 @@ fn count_deltas(events: &[Value], pick: impl Fn(&Value) -> Option<&Value>) -> us
 
 #[tokio::test]
 async fn streams_split_fields_and_reassemble_to_the_non_streamed_reply() {
-    for p in PROFILES.iter().map(|p| p.name) {
+    for p in chat_profiles().map(|p| p.name) {
         let sim = Sim::start(p).await.unwrap();
         for text in ["hello there, simulator", "[tools=2] go"] {
             let body = req("some/model-1", vec![user(text)]);
@@ -893,7 +834,7 @@ async fn run_loop(sim: &Sim, model: &str, stream: bool) -> (Vec<String>, Value) 
 
 #[tokio::test]
 async fn tools_3_runs_a_three_step_loop_on_every_profile() {
-    for p in PROFILES.iter().map(|p| p.name) {
+    for p in chat_profiles().map(|p| p.name) {
         let sim = Sim::start(p).await.unwrap();
         for stream in [false, true] {
             let (ids, last) = run_loop(&sim, "some/model-1", stream).await;
@@ -1744,7 +1685,7 @@ fn unpaired_text(profile: &str, ids: &str) -> String {
 
 #[tokio::test]
 async fn every_profile_enforces_tool_call_pairing() {
-    for info in PROFILES {
+    for info in chat_profiles() {
         let p = info.name;
         let sim = Sim::start(p).await.unwrap();
         let body = |messages: Vec<Value>| req(info.model, messages);

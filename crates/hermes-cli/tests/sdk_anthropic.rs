@@ -1,0 +1,835 @@
+//! Independent evidence, from the official Python `anthropic` SDK, that the Anthropic Messages
+//! bodies `hermes preview` prints (SPEC §3c, §5) are bodies the SDK would send and accept.
+//!
+//! The SDK is pinned in `.ci/sdk-requirements.txt` and installed by `.ci/run` into
+//! `target/sdk-venv`; this test finds its Python in `HERMES_SDK_PYTHON`. Without a usable one the
+//! tests print a skip note and pass, unless `HERMES_REQUIRE_SDK` is set (CI sets it): then they
+//! fail. The scripts in `tests/sdk/` say how they work:
+//! - `anthropic_validate.py` validates bodies with pydantic against the SDK's request types
+//!   (`MessageCreateParamsNonStreaming` / `…Streaming`) with unknown keys forbidden on every
+//!   object the SDK types declare, eager list validation and strict scalars;
+//! - `anthropic_record.py` converts a history the way an SDK user would (its own code, written
+//!   from the SPEC) and records what `messages.create` really sends to a loopback server.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use serde_json::{Value, json};
+
+const VALIDATE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/sdk/anthropic_validate.py"
+);
+const RECORD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/anthropic_record.py");
+
+/// An adaptive model (`{"type":"adaptive"}` + `output_config.effort`) and a budget model
+/// (`budget_tokens`), SPEC §3c.
+const ADAPTIVE: &str = "claude-opus-4-6";
+const BUDGET: &str = "claude-sonnet-4-5";
+const MODELS: [&str; 2] = [ADAPTIVE, BUDGET];
+
+/// The key the negative controls inject: no SDK type declares it.
+const PROBE: &str = "hermes_probe_unknown_key";
+
+// ---------------------------------------------------------------------------------------------
+// The SDK's Python
+
+/// Prints what the probe found: the SDK, pydantic and the API version the SDK sends.
+const PROBE_SCRIPT: &str = "import anthropic, pydantic\n\
+from anthropic._constants import ANTHROPIC_API_VERSION\n\
+print(f'anthropic {anthropic.__version__}, pydantic {pydantic.VERSION}, API {ANTHROPIC_API_VERSION}')";
+
+/// The SDK's Python, or `None` (after a skip note) when there is none and none is required.
+/// Panics when `HERMES_REQUIRE_SDK` is set and the SDK cannot be used: CI must fail, not skip.
+fn sdk_python() -> Option<&'static Path> {
+    static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            let required =
+                std::env::var_os("HERMES_REQUIRE_SDK").is_some_and(|v| !v.is_empty() && v != "0");
+            let problem = match std::env::var_os("HERMES_SDK_PYTHON").filter(|p| !p.is_empty()) {
+                None => "HERMES_SDK_PYTHON is not set".to_owned(),
+                Some(python) => {
+                    let python = PathBuf::from(python);
+                    match Command::new(&python).args(["-c", PROBE_SCRIPT]).output() {
+                        Ok(out) if out.status.success() => {
+                            eprintln!(
+                                "sdk_anthropic: {} ({})",
+                                String::from_utf8_lossy(&out.stdout).trim(),
+                                python.display()
+                            );
+                            return Some(python);
+                        }
+                        Ok(out) => format!(
+                            "{} cannot import the SDK: {}",
+                            python.display(),
+                            String::from_utf8_lossy(&out.stderr).trim()
+                        ),
+                        Err(err) => format!("cannot run {}: {err}", python.display()),
+                    }
+                }
+            };
+            assert!(
+                !required,
+                "HERMES_REQUIRE_SDK is set but the Anthropic SDK is unusable: {problem}. \
+                 Run .ci/run, or make target/sdk-venv from .ci/sdk-requirements.txt and set \
+                 HERMES_SDK_PYTHON to its python"
+            );
+            eprintln!(
+                "sdk_anthropic: SKIPPED: {problem} (set HERMES_SDK_PYTHON to a Python with \
+                 .ci/sdk-requirements.txt installed; HERMES_REQUIRE_SDK=1 makes this an error)"
+            );
+            None
+        })
+        .as_deref()
+}
+
+fn python(py: &Path) -> Command {
+    let mut cmd = Command::new(py);
+    cmd.env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONIOENCODING", "utf-8");
+    cmd
+}
+
+/// Runs the validator over `bodies` (one run, `--each`) and returns one verdict per body:
+/// `None` when valid, else the validator's reason.
+fn validate(py: &Path, variant: &str, bodies: &[String]) -> Vec<Option<String>> {
+    let mut child = python(py)
+        .args([VALIDATE, "--each", "--variant", variant])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        for body in bodies {
+            stdin.write_all(body.as_bytes()).unwrap();
+            stdin.write_all(b"\n").unwrap();
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    let code = out.status.code();
+    assert!(
+        matches!(code, Some(0 | 1)),
+        "the validator failed to run ({code:?}): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let verdicts: Vec<Option<String>> = stdout
+        .lines()
+        .map(|line| {
+            if line == "ok" {
+                None
+            } else {
+                Some(
+                    line.strip_prefix("invalid ")
+                        .unwrap_or_else(|| panic!("unexpected validator line {line:?}"))
+                        .to_owned(),
+                )
+            }
+        })
+        .collect();
+    assert_eq!(
+        verdicts.len(),
+        bodies.len(),
+        "one verdict per body: {stdout}"
+    );
+    assert_eq!(
+        code == Some(0),
+        verdicts.iter().all(Option::is_none),
+        "exit status and verdicts disagree"
+    );
+    verdicts
+}
+
+/// What `anthropic_record.py` saw the SDK send.
+struct Recorded {
+    path: String,
+    version_header: Value,
+    body: Value,
+    body_text: String,
+}
+
+fn record(py: &Path, history: &Path, variant: &Variant, model: &str, opts: &[&str]) -> Recorded {
+    let out = python(py)
+        .arg(RECORD)
+        .args(["--history", history.to_str().unwrap(), "--model", model])
+        .args(["--variant", variant.sdk])
+        .args(opts)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "anthropic_record.py {opts:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    Recorded {
+        path: v["path"].as_str().unwrap().to_owned(),
+        version_header: v["anthropic_version_header"].clone(),
+        body: v["body"].clone(),
+        body_text: v["body_text"].as_str().unwrap().to_owned(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Targets, histories and hermes
+
+/// One way to reach Claude over the Anthropic Messages wire.
+struct Variant {
+    provider: &'static str,
+    base_url: &'static str,
+    /// The host hermes records as a turn's origin there (SPEC §2).
+    host: &'static str,
+    /// The validator's and recorder's `--variant`.
+    sdk: &'static str,
+}
+
+const VARIANTS: [Variant; 3] = [
+    Variant {
+        provider: "anthropic",
+        base_url: "https://api.anthropic.com",
+        host: "api.anthropic.com",
+        sdk: "direct",
+    },
+    Variant {
+        provider: "vertex-anthropic",
+        base_url: "https://us-east5-aiplatform.googleapis.com",
+        host: "us-east5-aiplatform.googleapis.com",
+        sdk: "vertex",
+    },
+    Variant {
+        provider: "foundry-anthropic",
+        base_url: "https://myres.services.ai.azure.com/anthropic",
+        host: "myres.services.ai.azure.com",
+        sdk: "foundry",
+    },
+];
+
+/// The thinking requests every history is previewed with (none = no preference).
+const THINKING: [&[&str]; 5] = [
+    &["--effort", "low"],
+    &["--effort", "high"],
+    &["--effort", "max"],
+    &["--no-thinking"],
+    &[],
+];
+
+fn session(variant: &Variant, model: &str, messages: Value) -> Value {
+    json!({
+        "format": "hermes.session.v1",
+        "provider": variant.provider,
+        "model": model,
+        "base_url": variant.base_url,
+        "title": "SDK evidence",
+        "model_config": {},
+        "messages": messages,
+    })
+}
+
+/// Where a captured turn came from: the same provider, host and model as the target, so its
+/// signed blocks are replayed (SPEC §2) and nothing is left for hermes to decide.
+fn origin(variant: &Variant, model: &str) -> Value {
+    json!({"provider": variant.provider, "host": variant.host, "model": model})
+}
+
+fn plain_chat(variant: &Variant, model: &str) -> Value {
+    session(
+        variant,
+        model,
+        json!([
+            {"role": "user", "content": "Hello! Can you help me name a build step?"},
+            {"role": "assistant", "content": "Of course. What does the step do?",
+             "origin": origin(variant, model), "hermes_block_order": ["text"]},
+            {"role": "user", "content": "It links the release binary."},
+        ]),
+    )
+}
+
+fn with_system(variant: &Variant, model: &str) -> Value {
+    session(
+        variant,
+        model,
+        json!([
+            {"role": "system", "content": "You are a careful build engineer. Answer in one sentence."},
+            {"role": "user", "content": "Why would `cc` fail to find -lsqlite3?"},
+        ]),
+    )
+}
+
+/// A finished signed turn before a new question (prior thinking: kept for models that keep it,
+/// left out for others, SPEC §5). Used for validity only: the converter does not decide that.
+fn prior_thinking(variant: &Variant, model: &str) -> Value {
+    session(
+        variant,
+        model,
+        json!([
+            {"role": "user", "content": "Is 2^61-1 prime?"},
+            {"role": "assistant", "content": "Yes: it is a Mersenne prime.",
+             "reasoning_content": "2^61-1 is M61, a known Mersenne prime.",
+             "reasoning_details": [{"type": "thinking", "thinking": "2^61-1 is M61, a known Mersenne prime.",
+                                    "signature": "RXJVQkNrWUlCaGdDSWtBODE="}],
+             "origin": origin(variant, model), "hermes_block_order": ["thinking", "text"]},
+            {"role": "user", "content": "And 2^67-1?"},
+        ]),
+    )
+}
+
+/// A 2-step signed tool loop still in flight (the last message is a tool result): step 1 has
+/// thinking + redacted_thinking + tool_use, step 2 thinking + tool_use; both from the target.
+fn tool_loop(variant: &Variant, model: &str) -> Value {
+    session(
+        variant,
+        model,
+        json!([
+            {"role": "system", "content": "You are a careful build engineer. Use tools before guessing."},
+            {"role": "user", "content": "The nightly build failed again. Can you look at the log?"},
+            {"role": "assistant", "content": null,
+             "reasoning_content": "Read the log first; last time it was the linker. \u{e9}",
+             "reasoning_details": [
+                 {"type": "thinking", "thinking": "Read the log first; last time it was the linker. \u{e9}",
+                  "signature": "ErUBCkYIBhgCIkD8u0c0f3Vd+Qe0Wm3q2Zb8w7mJmQ9rT5xk0Y2lE4sVb1NqQ=="},
+                 {"type": "redacted_thinking", "data": "RWRhY3RlZF9ibG9iX3RoYXRfbXVzdF9yZXR1cm5fYnl0ZV9mb3JfYnl0ZQ=="}
+             ],
+             "tool_calls": [{"id": "toolu_01log", "type": "function",
+                             "function": {"name": "read_file",
+                                          "arguments": "{\"path\":\"logs/nightly.log\",\"tail\":{\"lines\":200,\"follow\":false},\"filters\":[\"error\",\"ld\"]}"}}],
+             "origin": origin(variant, model),
+             "hermes_block_order": ["thinking", "redacted_thinking", "tool_use"]},
+            {"role": "tool", "tool_call_id": "toolu_01log",
+             "content": "error: linking with `cc` failed: exit status: 1\nnote: /usr/bin/ld: cannot find -lsqlite3"},
+            {"role": "assistant", "content": "",
+             "reasoning_content": "The linker lacks libsqlite3; check which packages are installed.",
+             "reasoning_details": [
+                 {"type": "thinking", "thinking": "The linker lacks libsqlite3; check which packages are installed.",
+                  "signature": "EpYCCkYIBhgCKkBzZWNvbmRfc3RlcF9zaWduYXR1cmU="}
+             ],
+             "tool_calls": [{"id": "toolu_02pkg", "type": "function",
+                             "function": {"name": "run", "arguments": "{\"cmd\":\"dpkg -l libsqlite3-dev\"}"}}],
+             "origin": origin(variant, model),
+             "hermes_block_order": ["thinking", "tool_use"]},
+            {"role": "tool", "tool_call_id": "toolu_02pkg", "content": "dpkg-query: no packages found matching libsqlite3-dev"},
+        ]),
+    )
+}
+
+type History = fn(&Variant, &str) -> Value;
+
+const HISTORIES: [(&str, History); 4] = [
+    ("plain chat", plain_chat),
+    ("system prompt", with_system),
+    ("prior thinking", prior_thinking),
+    ("signed tool loop", tool_loop),
+];
+
+/// A scratch directory (history files) and an empty HERMES_HOME.
+struct Scratch {
+    dir: tempfile::TempDir,
+    home: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new() -> Self {
+        Scratch {
+            dir: tempfile::tempdir().unwrap(),
+            home: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn write(&self, name: &str, session: &Value) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, serde_json::to_vec_pretty(session).unwrap()).unwrap();
+        path
+    }
+
+    /// `hermes preview` for this target: the exact text it prints on stdout.
+    fn preview(&self, history: &Path, variant: &Variant, model: &str, opts: &[&str]) -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_hermes"))
+            .args(["preview", "--provider", variant.provider])
+            .args(["--base-url", variant.base_url, "--model", model])
+            .args(["--history", history.to_str().unwrap()])
+            .args(opts)
+            .env("HERMES_HOME", self.home.path())
+            .env_remove("HERMES_LOG")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "hermes preview --provider {} --model {model} {opts:?} failed: {}",
+            variant.provider,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Comparison
+
+/// Keys hermes sends that the SDK-user conversion does not, each with its reason and the only
+/// value allowed there. Paths are dotted; `*` stands for one segment (an index).
+const ALLOWED_EXTRAS: &[(&str, &str)] = &[
+    (
+        "system.*.cache_control",
+        "hermes's own prompt-caching breakpoint on the system prompt: a choice the SPEC leaves to \
+         hermes; the SDK types declare the key (TextBlockParam.cache_control) and the validity \
+         tests prove its shape with extras forbidden",
+    ),
+    (
+        "messages.*.content.*.cache_control",
+        "hermes's own prompt-caching breakpoint on the last block of the conversation: as above \
+         (TextBlockParam / ToolResultBlockParam.cache_control)",
+    ),
+];
+
+/// The one value an allowed extra may have.
+fn allowed_extra_value() -> Value {
+    json!({"type": "ephemeral"})
+}
+
+fn matches_pattern(path: &[String], pattern: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('.').collect();
+    parts.len() == path.len() && parts.iter().zip(path).all(|(p, seg)| *p == "*" || p == seg)
+}
+
+/// The string shorthand the SDK documents for `system` and message `content` ("Using a string
+/// for `content` is shorthand for an array of one content block of type `text`",
+/// `MessageCreateParamsBase.messages`; `system: Union[str, Iterable[TextBlockParam]]`), written
+/// out as that one block, so the two spellings compare equal.
+fn expand_shorthand(body: &Value) -> Value {
+    fn block(v: &Value) -> Value {
+        match v {
+            Value::String(s) => json!([{"type": "text", "text": s}]),
+            other => other.clone(),
+        }
+    }
+    let mut body = body.clone();
+    if let Some(system) = body.get("system").map(block) {
+        body["system"] = system;
+    }
+    if let Some(messages) = body.get_mut("messages").and_then(Value::as_array_mut) {
+        for message in messages {
+            if let Some(content) = message.get("content").map(block) {
+                message["content"] = content;
+            }
+        }
+    }
+    body
+}
+
+/// Every way `ours` differs from `sdk`: a key the SDK sent that we lack or send differently
+/// (objects compared key by key, order ignored; arrays element by element, order significant;
+/// scalars by JSON value), or a key we send that the SDK did not, unless it is an allowed extra
+/// with the allowed value.
+fn differences(ours: &Value, sdk: &Value, path: &mut Vec<String>, out: &mut Vec<String>) {
+    let here = |path: &[String]| {
+        if path.is_empty() {
+            "(body)".to_owned()
+        } else {
+            path.join(".")
+        }
+    };
+    match (ours, sdk) {
+        (Value::Object(o), Value::Object(s)) => {
+            for (key, sv) in s {
+                path.push(key.clone());
+                match o.get(key) {
+                    Some(ov) => differences(ov, sv, path, out),
+                    None => out.push(format!("{}: the SDK sent it, hermes did not", here(path))),
+                }
+                path.pop();
+            }
+            for (key, ov) in o {
+                if s.contains_key(key) {
+                    continue;
+                }
+                path.push(key.clone());
+                let allowed = ALLOWED_EXTRAS.iter().any(|(p, _)| matches_pattern(path, p));
+                if !allowed {
+                    out.push(format!(
+                        "{}: hermes sent it, the SDK did not ({ov})",
+                        here(path)
+                    ));
+                } else if *ov != allowed_extra_value() {
+                    out.push(format!(
+                        "{}: allowed extra with an unexpected value {ov}",
+                        here(path)
+                    ));
+                }
+                path.pop();
+            }
+        }
+        (Value::Array(o), Value::Array(s)) => {
+            if o.len() != s.len() {
+                out.push(format!(
+                    "{}: hermes has {} items, the SDK {}",
+                    here(path),
+                    o.len(),
+                    s.len()
+                ));
+            }
+            for (i, (ov, sv)) in o.iter().zip(s).enumerate() {
+                path.push(i.to_string());
+                differences(ov, sv, path, out);
+                path.pop();
+            }
+        }
+        _ if ours == sdk => {}
+        _ => out.push(format!("{}: hermes {ours}, the SDK {sdk}", here(path))),
+    }
+}
+
+fn disagreements(ours: &Value, sdk: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    differences(
+        &expand_shorthand(ours),
+        &expand_shorthand(sdk),
+        &mut Vec::new(),
+        &mut out,
+    );
+    out
+}
+
+/// A copy of `body` with [`PROBE`] added to the object at `path`.
+fn inject(body: &Value, path: &[Value]) -> Value {
+    let mut copy = body.clone();
+    let mut node = &mut copy;
+    for step in path {
+        node = match step {
+            Value::String(key) => &mut node[key.as_str()],
+            Value::Number(i) => &mut node[usize::try_from(i.as_u64().unwrap()).unwrap()],
+            _ => unreachable!(),
+        };
+    }
+    node.as_object_mut()
+        .unwrap_or_else(|| panic!("no object at {path:?}"))
+        .insert(PROBE.to_owned(), json!(true));
+    copy
+}
+
+/// The path of every object in `value`, skipping the free-form ones (a tool_use `input` is
+/// `Dict[str, object]` in the SDK: any key is data there).
+fn object_paths(value: &Value, path: &mut Vec<Value>, out: &mut Vec<Vec<Value>>) {
+    match value {
+        Value::Object(map) => {
+            out.push(path.clone());
+            for (key, v) in map {
+                if key == "input" && value.get("type") == Some(&json!("tool_use")) {
+                    continue;
+                }
+                path.push(json!(key));
+                object_paths(v, path, out);
+                path.pop();
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                path.push(json!(i));
+                object_paths(v, path, out);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+fn dotted(path: &[Value]) -> String {
+    path.iter()
+        .map(|s| match s {
+            Value::String(k) => k.clone(),
+            other => other.to_string(),
+        })
+        .chain(std::iter::once(PROBE.to_owned()))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests
+
+#[test]
+fn every_previewed_body_is_one_the_sdk_accepts_with_extras_forbidden() {
+    let Some(py) = sdk_python() else { return };
+    let scratch = Scratch::new();
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for variant in &VARIANTS {
+        let mut labels = Vec::new();
+        let mut bodies = Vec::new();
+        for (name, history) in HISTORIES {
+            for model in MODELS {
+                let file = scratch.write(
+                    &format!("{}-{}-{model}.json", variant.sdk, name.replace(' ', "_")),
+                    &history(variant, model),
+                );
+                for opts in THINKING {
+                    bodies.push(scratch.preview(&file, variant, model, opts));
+                    labels.push(format!(
+                        "{} / {name} / {model} / {}",
+                        variant.provider,
+                        if opts.is_empty() {
+                            "no preference".to_owned()
+                        } else {
+                            opts.join(" ")
+                        }
+                    ));
+                }
+            }
+        }
+        for (label, verdict) in labels.iter().zip(validate(py, variant.sdk, &bodies)) {
+            checked += 1;
+            if let Some(reason) = verdict {
+                failures.push(format!("{label}: {reason}"));
+            }
+        }
+    }
+    assert_eq!(
+        checked,
+        VARIANTS.len() * HISTORIES.len() * MODELS.len() * THINKING.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} previewed bodies are not what the SDK accepts:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn unknown_keys_fail_the_validator_at_every_level() {
+    let Some(py) = sdk_python() else { return };
+    let scratch = Scratch::new();
+    for variant in &VARIANTS {
+        let file = scratch.write(
+            &format!("{}-loop.json", variant.sdk),
+            &tool_loop(variant, ADAPTIVE),
+        );
+        let text = scratch.preview(&file, variant, ADAPTIVE, &["--effort", "high"]);
+        let body: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            body["messages"][1]["content"][0]["type"], "thinking",
+            "the probes need the signed thinking block in place: {text}"
+        );
+
+        // (label, body, Some(path the validator must name) | None when the body must pass)
+        let mut cases: Vec<(String, Value, Option<String>)> = vec![
+            ("the unchanged body".into(), body.clone(), None),
+            (
+                "an unknown key at the top level".into(),
+                inject(&body, &[]),
+                Some(PROBE.to_owned()),
+            ),
+            (
+                "an unknown key inside a message".into(),
+                inject(&body, &[json!("messages"), json!(1)]),
+                Some(format!("messages.1.{PROBE}")),
+            ),
+            (
+                "an unknown key inside a thinking block".into(),
+                inject(
+                    &body,
+                    &[json!("messages"), json!(1), json!("content"), json!(0)],
+                ),
+                Some(format!("messages.1.content.0.{PROBE}")),
+            ),
+            (
+                "a key inside a tool_use input (free-form data, must pass)".into(),
+                inject(
+                    &body,
+                    &[
+                        json!("messages"),
+                        json!(1),
+                        json!("content"),
+                        json!(2),
+                        json!("input"),
+                    ],
+                ),
+                None,
+            ),
+        ];
+        // A thinking block without its signature: list items are validated, not skipped.
+        let mut unsigned = body.clone();
+        unsigned["messages"][1]["content"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("signature");
+        cases.push((
+            "a thinking block without its signature".into(),
+            unsigned,
+            Some("messages.1.content.0.signature".into()),
+        ));
+        // The sweep: every object of the body, one at a time.
+        let mut paths = Vec::new();
+        object_paths(&body, &mut Vec::new(), &mut paths);
+        assert!(paths.len() > 10, "too few objects to sweep: {paths:?}");
+        for path in paths {
+            cases.push((
+                format!("sweep: an unknown key at {}", dotted(&path)),
+                inject(&body, &path),
+                Some(dotted(&path)),
+            ));
+        }
+
+        let bodies: Vec<String> = cases.iter().map(|(_, b, _)| b.to_string()).collect();
+        let verdicts = validate(py, variant.sdk, &bodies);
+        for ((label, _, expected), verdict) in cases.iter().zip(verdicts) {
+            match (expected, verdict) {
+                (None, None) => {}
+                (None, Some(reason)) => {
+                    panic!(
+                        "{}: {label} should pass, the validator says: {reason}",
+                        variant.sdk
+                    )
+                }
+                (Some(_), None) => panic!("{}: {label} passed the validator", variant.sdk),
+                (Some(path), Some(reason)) => assert!(
+                    reason.starts_with(&format!("{path}: ")),
+                    "{}: {label}: the reason should name {path}: {reason}",
+                    variant.sdk
+                ),
+            }
+        }
+    }
+}
+
+#[test]
+fn the_tool_loop_body_agrees_with_what_the_sdk_sends() {
+    let Some(py) = sdk_python() else { return };
+    let scratch = Scratch::new();
+    let cases: [(&str, &[&str]); 3] = [
+        (ADAPTIVE, &["--effort", "high"]),
+        (BUDGET, &["--effort", "high"]),
+        (BUDGET, &["--no-thinking"]),
+    ];
+    let mut failures = Vec::new();
+    for variant in &VARIANTS {
+        for (model, opts) in cases {
+            let file = scratch.write(
+                &format!("{}-agree-{model}.json", variant.sdk),
+                &tool_loop(variant, model),
+            );
+            let ours: Value =
+                serde_json::from_str(&scratch.preview(&file, variant, model, opts)).unwrap();
+            let sdk = record(py, &file, variant, model, opts);
+
+            // What the SDK sent is itself valid (the validator is not too strict) ...
+            assert_eq!(
+                validate(py, variant.sdk, std::slice::from_ref(&sdk.body_text)),
+                vec![None],
+                "{}: the SDK's own body fails the validator",
+                variant.sdk
+            );
+            // ... went where each client sends it ...
+            match variant.sdk {
+                "vertex" => {
+                    assert_eq!(
+                        sdk.path,
+                        format!(
+                            "/projects/test-project/locations/us-east5/publishers/anthropic/models/{model}:rawPredict"
+                        )
+                    );
+                    assert!(sdk.body.get("model").is_none());
+                }
+                "foundry" => assert_eq!(sdk.path, "/anthropic/v1/messages"),
+                _ => assert_eq!(sdk.path, "/v1/messages"),
+            }
+            if variant.sdk != "vertex" {
+                assert_eq!(
+                    sdk.version_header,
+                    json!("2026-10-21"),
+                    "the pinned SDK's version"
+                );
+            }
+            // ... and agrees with hermes.
+            for d in disagreements(&ours, &sdk.body) {
+                failures.push(format!(
+                    "{} / {model} / {}: {d}",
+                    variant.provider,
+                    opts.join(" ")
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "hermes and the SDK disagree on the tool-loop body:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn a_streamed_request_is_the_same_body_with_stream_true() {
+    let Some(py) = sdk_python() else { return };
+    let scratch = Scratch::new();
+    let variant = &VARIANTS[0];
+    let file = scratch.write("stream-loop.json", &tool_loop(variant, ADAPTIVE));
+    let sdk = record(
+        py,
+        &file,
+        variant,
+        ADAPTIVE,
+        &["--effort", "high", "--stream"],
+    );
+    assert_eq!(sdk.body["stream"], json!(true));
+    assert_eq!(
+        validate(py, "direct", std::slice::from_ref(&sdk.body_text)),
+        vec![None]
+    );
+    let mut ours: Value =
+        serde_json::from_str(&scratch.preview(&file, variant, ADAPTIVE, &["--effort", "high"]))
+            .unwrap();
+    ours["stream"] = json!(true);
+    assert_eq!(disagreements(&ours, &sdk.body), Vec::<String>::new());
+    assert_eq!(validate(py, "direct", &[ours.to_string()]), vec![None]);
+}
+
+#[test]
+fn the_comparison_catches_what_it_must() {
+    // No SDK needed: the rules of `disagreements` on hand-made bodies.
+    let sdk = json!({"model": "m", "system": "S", "messages": [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "t", "signature": "s"},
+                                          {"type": "tool_use", "id": "a", "name": "f", "input": {"x": [1, 2]}}]}]});
+    let ours = json!({"messages": [
+        {"content": [{"type": "text", "text": "q", "cache_control": {"type": "ephemeral"}}], "role": "user"},
+        {"role": "assistant", "content": [{"type": "thinking", "signature": "s", "thinking": "t"},
+                                          {"type": "tool_use", "id": "a", "name": "f", "input": {"x": [1, 2]}}]}],
+        "system": [{"type": "text", "text": "S", "cache_control": {"type": "ephemeral"}}], "model": "m"});
+    assert_eq!(disagreements(&ours, &sdk), Vec::<String>::new());
+
+    let mut extra = ours.clone();
+    extra["temperature"] = json!(1);
+    assert_eq!(
+        disagreements(&extra, &sdk),
+        vec!["temperature: hermes sent it, the SDK did not (1)"]
+    );
+    let mut reordered = ours.clone();
+    reordered["messages"][1]["content"]
+        .as_array_mut()
+        .unwrap()
+        .reverse();
+    assert!(
+        !disagreements(&reordered, &sdk).is_empty(),
+        "array order counts"
+    );
+    let mut changed = ours.clone();
+    changed["messages"][1]["content"][1]["input"]["x"][1] = json!(3);
+    assert_eq!(
+        disagreements(&changed, &sdk),
+        vec!["messages.1.content.1.input.x.1: hermes 3, the SDK 2"]
+    );
+    let mut bad_cache = ours.clone();
+    bad_cache["system"][0]["cache_control"] = json!({"type": "ephemeral", "ttl": "1h"});
+    assert_eq!(disagreements(&bad_cache, &sdk).len(), 1);
+    let mut missing = ours;
+    missing.as_object_mut().unwrap().remove("model");
+    assert_eq!(
+        disagreements(&missing, &sdk),
+        vec!["model: the SDK sent it, hermes did not"]
+    );
+}

@@ -1,0 +1,1014 @@
+//! The Anthropic Messages request body, rendered from the canonical history (SPEC §5): system
+//! prompt, merged user turns of tool results, assistant turns rebuilt in their captured block
+//! order with the thinking blocks this target may receive, the thinking request of SPEC §3c and
+//! prompt-cache breakpoints. Stored blocks are written byte for byte; nothing is parsed and
+//! re-serialised on the way out.
+
+use std::collections::BTreeSet;
+
+use hermes_core::message::{BLOCK_ORDER_KEY, same_minter};
+use hermes_core::route::{Effort, ThinkingRequest};
+use hermes_core::{DetailItem, Message, RawJson, RequestParts, Role, TargetHost, ToolCall};
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
+use sha2::{Digest, Sha256};
+
+use super::model::{self, ClaudeModel};
+
+/// The key of the prefix digest a captured reply is stamped with: the conversation its signed
+/// thinking is bound to. Never sent.
+pub const PREFIX_KEY: &str = "hermes_prefix_digest";
+
+/// The `anthropic-version` the official SDK sends today (header, and Vertex's body field):
+/// `ANTHROPIC_API_VERSION` in anthropic-sdk-python 2.16.0 (`anthropic/_constants.py`), which
+/// its `AnthropicVertex` client also puts in the body (`lib/vertex/_client.py`).
+pub const ANTHROPIC_VERSION: &str = "2026-10-21";
+
+/// The beta that lets budget thinking run between tool calls (PROVIDERS.md).
+pub const INTERLEAVED_BETA: &str = "interleaved-thinking-2025-05-14";
+
+/// How the Messages API is addressed (SPEC §8a).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// `{base}/v1/messages` with `x-api-key` (api.anthropic.com and the `/anthropic` relays).
+    Direct,
+    /// Azure Foundry: `{base}/v1/messages` with `x-api-key` on `{resource}.services.ai.azure.com/anthropic`.
+    Foundry,
+    /// Google Vertex: `{base}/v1/projects/{project}/locations/{region}/publishers/anthropic/
+    /// models/{model}:rawPredict` (`:streamRawPredict`), bearer token, `anthropic_version` in
+    /// the body and no `model`.
+    Vertex {
+        /// The Google Cloud project.
+        project: String,
+        /// The region, or `global`.
+        region: String,
+    },
+}
+
+/// Who serves the Messages API at a host, which decides what thinking is replayed (SPEC §5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// Claude (direct, Vertex, Foundry, Bedrock, Nous, or a loopback/private proxy): signed
+    /// blocks replayed verbatim to the model that minted them.
+    Claude,
+    /// MiniMax's `/anthropic` endpoints: their own signed blocks replayed on every turn.
+    MiniMax,
+    /// Kimi's `/coding` endpoint: stored blocks replayed as they are, readable text unsigned.
+    Kimi,
+    /// DeepSeek's and MiMo's `/anthropic` endpoints (must-echo): stored thinking as unsigned
+    /// blocks, and the SPEC §3a pad where none is stored.
+    Echo,
+    /// An unknown relay or a lookalike host: no thinking at all.
+    Unknown,
+}
+
+impl Family {
+    /// The family serving `base_url`.
+    pub fn of(base_url: &str) -> Family {
+        let Some(host) = TargetHost::from_base_url(base_url) else {
+            return Family::Unknown;
+        };
+        if host.is_local_endpoint() {
+            return Family::Claude;
+        }
+        let TargetHost::Domain(name) = &host else {
+            return Family::Unknown;
+        };
+        let vertex = name == "aiplatform.googleapis.com"
+            || name
+                .strip_suffix("-aiplatform.googleapis.com")
+                .is_some_and(|region| {
+                    !region.is_empty()
+                        && region
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                });
+        let bedrock = name.starts_with("bedrock-runtime.") && host.is_within("amazonaws.com");
+        if vertex
+            || bedrock
+            || host.is_within("api.anthropic.com")
+            || host.is_within("services.ai.azure.com")
+            || host.is_within("inference-api.nousresearch.com")
+        {
+            Family::Claude
+        } else if host.is_within("minimax.io") || host.is_within("minimaxi.com") {
+            Family::MiniMax
+        } else if ["moonshot.ai", "moonshot.cn", "kimi.com"]
+            .iter()
+            .any(|d| host.is_within(d))
+        {
+            Family::Kimi
+        } else if host.is_within("deepseek.com") || host.is_within("xiaomimimo.com") {
+            Family::Echo
+        } else {
+            Family::Unknown
+        }
+    }
+
+    /// How the family is named to users.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Family::Claude => "Claude (signed thinking replayed to the model that minted it)",
+            Family::MiniMax => "MiniMax /anthropic (its own signed thinking replayed)",
+            Family::Kimi => "Kimi /coding (stored thinking replayed as is)",
+            Family::Echo => "must-echo relay (thinking replayed unsigned, \" \" pad)",
+            Family::Unknown => "unknown relay (no thinking sent or requested)",
+        }
+    }
+}
+
+/// Where a request goes: what the body depends on besides the history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// How the API is addressed.
+    pub flavor: Flavor,
+    /// The base URL (its host decides the [`Family`]).
+    pub base_url: String,
+    /// `max_tokens` when no thinking budget sets it (config), else the default.
+    pub max_tokens: Option<u32>,
+}
+
+impl Target {
+    /// The family serving this target.
+    pub fn family(&self) -> Family {
+        Family::of(&self.base_url)
+    }
+}
+
+/// What a request leaves out beyond the route's rules: the answer to an `Invalid signature`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Drops {
+    /// History indices whose thinking blocks are left out.
+    pub blocks_of: BTreeSet<usize>,
+    /// Send this request with thinking disabled.
+    pub thinking_off: bool,
+}
+
+/// An encoded body and what the wire needs to know about it.
+#[derive(Clone, Debug)]
+pub struct Encoded {
+    /// The exact body.
+    pub body: Vec<u8>,
+    /// Refusable fields sent (`thinking`, `redacted_thinking`, `signature`).
+    pub refusable: Vec<&'static str>,
+    /// Wire messages.
+    pub messages: usize,
+    /// Lines for the user.
+    pub notes: Vec<String>,
+    /// The digest of the conversation this request sends (stamped on the reply).
+    pub digest: String,
+    /// For each wire message, the history indices merged into it.
+    pub sources: Vec<Vec<usize>>,
+    /// Per assistant message (history index), what happened to its thinking.
+    pub explain: Vec<String>,
+    /// The `anthropic-beta` header value, when one is needed.
+    pub beta: Option<&'static str>,
+}
+
+/// One content block of the wire copy.
+enum Block<'h> {
+    /// A stored Anthropic-shaped item, byte for byte.
+    Stored(&'h RawJson),
+    /// An unsigned thinking block from readable text (must-echo relays, Kimi).
+    Unsigned(String),
+    /// A text block; `text` is a JSON string literal as stored.
+    Text(Box<RawValue>),
+    /// A tool call.
+    ToolUse {
+        id: &'h str,
+        name: &'h str,
+        input: Box<RawValue>,
+    },
+    /// A tool result.
+    ToolResult {
+        tool_use_id: &'h str,
+        content: Option<&'h RawJson>,
+    },
+}
+
+impl Block<'_> {
+    fn is_thinking(&self) -> bool {
+        matches!(self, Block::Stored(_) | Block::Unsigned(_))
+    }
+}
+
+struct CachedBlock<'a, 'h> {
+    block: &'a Block<'h>,
+    cache: bool,
+}
+
+impl Serialize for CachedBlock<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if let Block::Stored(raw) = self.block {
+            return raw.serialize(s);
+        }
+        let mut map = s.serialize_map(None)?;
+        match self.block {
+            Block::Stored(_) => {}
+            Block::Unsigned(text) => {
+                map.serialize_entry("type", "thinking")?;
+                map.serialize_entry("thinking", text)?;
+            }
+            Block::Text(text) => {
+                map.serialize_entry("type", "text")?;
+                map.serialize_entry("text", text)?;
+            }
+            Block::ToolUse { id, name, input } => {
+                map.serialize_entry("type", "tool_use")?;
+                map.serialize_entry("id", id)?;
+                map.serialize_entry("name", name)?;
+                map.serialize_entry("input", input)?;
+            }
+            Block::ToolResult {
+                tool_use_id,
+                content,
+            } => {
+                map.serialize_entry("type", "tool_result")?;
+                map.serialize_entry("tool_use_id", tool_use_id)?;
+                if let Some(content) = content {
+                    map.serialize_entry("content", content)?;
+                }
+            }
+        }
+        if self.cache {
+            map.serialize_entry("cache_control", &Ephemeral)?;
+        }
+        map.end()
+    }
+}
+
+struct Ephemeral;
+
+impl Serialize for Ephemeral {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(1))?;
+        map.serialize_entry("type", "ephemeral")?;
+        map.end()
+    }
+}
+
+/// One wire message: a role and its blocks, or a user's plain string content.
+struct WireMessage<'h> {
+    role: &'static str,
+    blocks: Vec<Block<'h>>,
+    /// A lone user message's string content, sent as a string (the SDK's own shape).
+    plain: Option<&'h RawJson>,
+    cache: bool,
+    sources: Vec<usize>,
+}
+
+impl Serialize for WireMessage<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(2))?;
+        map.serialize_entry("role", self.role)?;
+        match self.plain {
+            Some(text) if !self.cache => map.serialize_entry("content", text)?,
+            _ => map.serialize_entry("content", &Blocks(self))?,
+        }
+        map.end()
+    }
+}
+
+struct Blocks<'a, 'h>(&'a WireMessage<'h>);
+
+impl Serialize for Blocks<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let msg = self.0;
+        let plain = msg.plain.map(|text| Block::Text(raw_box(text.get())));
+        let blocks: Vec<&Block<'_>> = plain.iter().chain(msg.blocks.iter()).collect();
+        // The breakpoint goes on the last block that is not thinking (SPEC: never on thinking).
+        let cached = if msg.cache {
+            blocks.iter().rposition(|b| !b.is_thinking())
+        } else {
+            None
+        };
+        let mut seq = s.serialize_seq(Some(blocks.len()))?;
+        for (i, block) in blocks.iter().enumerate() {
+            seq.serialize_element(&CachedBlock {
+                block,
+                cache: cached == Some(i),
+            })?;
+        }
+        seq.end()
+    }
+}
+
+fn raw_box(text: &str) -> Box<RawValue> {
+    RawValue::from_string(text.to_owned())
+        .unwrap_or_else(|_| RawValue::from_string("\"\"".to_owned()).unwrap_or_default())
+}
+
+/// The system prompt: every `system` message's text, each a text block, the last one cached.
+struct System(Vec<Box<RawValue>>);
+
+impl Serialize for System {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        let last = self.0.len().saturating_sub(1);
+        for (i, text) in self.0.iter().enumerate() {
+            seq.serialize_element(&CachedBlock {
+                block: &Block::Text(text.clone()),
+                cache: i == last,
+            })?;
+        }
+        seq.end()
+    }
+}
+
+/// A chat-completions tool definition, read without touching its schema's bytes.
+#[derive(serde::Deserialize)]
+struct ChatTool<'a> {
+    #[serde(borrow)]
+    function: ChatFunction<'a>,
+}
+
+#[derive(serde::Deserialize)]
+struct ChatFunction<'a> {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(borrow, default)]
+    parameters: Option<&'a RawValue>,
+}
+
+struct Tool<'a>(ChatFunction<'a>);
+
+impl Serialize for Tool<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let f = &self.0;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("name", &f.name)?;
+        if let Some(d) = &f.description {
+            map.serialize_entry("description", d)?;
+        }
+        match f.parameters {
+            Some(p) => map.serialize_entry("input_schema", p)?,
+            None => map.serialize_entry("input_schema", &EmptySchema)?,
+        }
+        map.end()
+    }
+}
+
+struct EmptySchema;
+
+impl Serialize for EmptySchema {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(1))?;
+        map.serialize_entry("type", "object")?;
+        map.end()
+    }
+}
+
+/// The thinking request of SPEC §3c for this target.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ThinkingPlan {
+    /// `thinking`, as JSON text.
+    pub thinking: Option<String>,
+    /// `output_config.effort`.
+    pub effort: Option<&'static str>,
+    /// `max_tokens`.
+    pub max_tokens: u32,
+    /// The `anthropic-beta` header.
+    pub beta: Option<&'static str>,
+    /// Thinking is on (enabled or adaptive).
+    pub on: bool,
+    /// How thinking is turned off for one request on this model (`{"type":"disabled"}`, or
+    /// nothing on adaptive models).
+    pub off: Option<String>,
+    /// What was decided, for `--explain`.
+    pub explain: String,
+}
+
+/// The thinking request for `request` on `model` at `target` (SPEC §3c).
+pub fn thinking_plan(
+    request: ThinkingRequest,
+    model: &str,
+    target: &Target,
+    tools: bool,
+) -> ThinkingPlan {
+    let default_max = target.max_tokens.unwrap_or(model::DEFAULT_MAX_TOKENS);
+    let family = target.family();
+    let claude = ClaudeModel::parse(model);
+    let adaptive = family == Family::Claude && claude.as_ref().is_some_and(ClaudeModel::adaptive);
+    let disabled = r#"{"type":"disabled"}"#.to_owned();
+    let mut plan = ThinkingPlan {
+        max_tokens: default_max,
+        off: (!adaptive).then(|| disabled.clone()),
+        ..ThinkingPlan::default()
+    };
+    if family == Family::Unknown {
+        plan.off = None;
+        plan.explain = format!(
+            "no thinking request: {} ({})",
+            target.base_url,
+            family.describe()
+        );
+        return plan;
+    }
+    match request {
+        ThinkingRequest::NoPreference => {
+            plan.explain = "no thinking preference: no thinking request".into();
+        }
+        ThinkingRequest::Off => {
+            plan.thinking = plan.off.clone();
+            plan.explain = match &plan.thinking {
+                Some(_) => "--no-thinking → thinking {\"type\":\"disabled\"}".into(),
+                None => "--no-thinking → no thinking request (adaptive model)".into(),
+            };
+        }
+        ThinkingRequest::Effort(effort) if adaptive => {
+            let model = claude.unwrap_or(ClaudeModel {
+                family: None,
+                version: None,
+            });
+            let e = model.effort(effort);
+            plan.thinking = Some(r#"{"type":"adaptive","display":"summarized"}"#.into());
+            plan.effort = Some(e);
+            plan.on = true;
+            plan.explain = format!(
+                "--effort {} → thinking adaptive (display summarized), output_config.effort {e}",
+                effort_name(effort)
+            );
+        }
+        ThinkingRequest::Effort(effort) => {
+            let budget = model::budget(effort);
+            plan.thinking = Some(format!(r#"{{"type":"enabled","budget_tokens":{budget}}}"#));
+            plan.max_tokens = budget + model::ABOVE_BUDGET;
+            plan.on = true;
+            // No `temperature`: SPEC §3c sets temperature 1 on budget models only where the
+            // API takes one, and Messages API version 2026-10-21 does not (the official
+            // `anthropic` SDK 2.16.0's `MessageCreateParamsBase` has no `temperature`, `top_p`
+            // or `top_k`); a model that rejects `temperature` never gets one.
+            if family == Family::Claude
+                && tools
+                && claude
+                    .as_ref()
+                    .is_some_and(ClaudeModel::needs_interleaved_beta)
+            {
+                plan.beta = Some(INTERLEAVED_BETA);
+            }
+            plan.explain = format!(
+                "--effort {} → thinking enabled, budget_tokens {budget}, max_tokens {}{}",
+                effort_name(effort),
+                plan.max_tokens,
+                if plan.beta.is_some() {
+                    ", anthropic-beta interleaved-thinking-2025-05-14"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    plan
+}
+
+fn effort_name(effort: Effort) -> &'static str {
+    match effort {
+        Effort::Minimal => "minimal",
+        Effort::Low => "low",
+        Effort::Medium => "medium",
+        Effort::High => "high",
+        Effort::XHigh => "xhigh",
+        Effort::Max => "max",
+    }
+}
+
+/// The kind of a stored Anthropic-shaped item (`thinking` or `redacted_thinking`), if it is one.
+fn anthropic_kind(item: &DetailItem) -> Option<(&'static str, bool)> {
+    let DetailItem::Provider { raw, .. } = item else {
+        return None;
+    };
+    #[derive(serde::Deserialize)]
+    struct Probe<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: Option<std::borrow::Cow<'a, str>>,
+        #[serde(default)]
+        signature: Option<serde::de::IgnoredAny>,
+    }
+    let probe: Probe<'_> = serde_json::from_str(raw.get()).ok()?;
+    match probe.kind.as_deref() {
+        Some("thinking") => Some(("thinking", probe.signature.is_some())),
+        Some("redacted_thinking") => Some(("redacted_thinking", true)),
+        _ => None,
+    }
+}
+
+/// The digest of a conversation prefix: roles, content, tool calls and results — never
+/// carriers, origins or stored bookkeeping — so leaving an earlier turn's thinking out does not
+/// change it, and editing a message before a block does.
+#[derive(Clone)]
+pub struct PrefixDigest(Sha256);
+
+impl PrefixDigest {
+    /// An empty prefix.
+    pub fn new() -> Self {
+        PrefixDigest(Sha256::new())
+    }
+
+    /// Adds one message.
+    pub fn add(&mut self, msg: &Message) {
+        let h = &mut self.0;
+        let mut field = |tag: &str, text: &str| {
+            h.update(tag.as_bytes());
+            h.update((text.len() as u64).to_le_bytes());
+            h.update(text.as_bytes());
+        };
+        field("role", msg.role.as_str());
+        if let Some(c) = &msg.content {
+            field("content", c.get());
+        }
+        for call in msg.tool_calls.iter().flatten() {
+            field("call", call.id.as_deref().unwrap_or(""));
+            field("name", &call.function.name);
+            field(
+                "args",
+                call.function.arguments.as_ref().map_or("", |a| a.get()),
+            );
+        }
+        if let Some(id) = &msg.tool_call_id {
+            field("result", id);
+        }
+    }
+
+    /// The digest so far, as hex.
+    pub fn hex(&self) -> String {
+        let bytes = self.0.clone().finalize();
+        bytes.iter().take(16).map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+impl Default for PrefixDigest {
+    fn default() -> Self {
+        PrefixDigest::new()
+    }
+}
+
+fn stored_digest(msg: &Message) -> Option<String> {
+    msg.extra
+        .iter()
+        .find(|(k, _)| k == PREFIX_KEY)
+        .and_then(|(_, v)| v.as_str().map(|s| s.into_owned()))
+}
+
+fn block_order(msg: &Message) -> Option<Vec<String>> {
+    let (_, raw) = msg.extra.iter().find(|(k, _)| k == BLOCK_ORDER_KEY)?;
+    serde_json::from_str(raw.get()).ok()
+}
+
+/// The text parts of a content value: a string literal as is, or each `text` of an array of
+/// parts. Empty texts are left out (the API refuses empty text blocks).
+fn text_parts(content: Option<&RawJson>) -> Vec<Box<RawValue>> {
+    let Some(content) = content else {
+        return Vec::new();
+    };
+    if content.is_string() {
+        return match content.as_str() {
+            Some(t) if !t.is_empty() => vec![raw_box(content.get())],
+            _ => Vec::new(),
+        };
+    }
+    #[derive(serde::Deserialize)]
+    struct Part<'a> {
+        #[serde(rename = "type", default)]
+        kind: Option<String>,
+        #[serde(borrow, default)]
+        text: Option<&'a RawValue>,
+    }
+    let parts: Vec<Part<'_>> = serde_json::from_str(content.get()).unwrap_or_default();
+    parts
+        .into_iter()
+        .filter(|p| p.kind.as_deref().is_none_or(|k| k == "text"))
+        .filter_map(|p| p.text)
+        .filter(|t| t.get() != "\"\"")
+        .map(|t| raw_box(t.get()))
+        .collect()
+}
+
+/// A tool call's arguments as the `input` object: the stored JSON text when it is an object,
+/// else `{}`.
+fn tool_input(call: &ToolCall) -> Box<RawValue> {
+    let text = call
+        .function
+        .arguments
+        .as_ref()
+        .and_then(|a| a.as_str().map(|s| s.into_owned()));
+    match text {
+        Some(t) if t.trim_start().starts_with('{') && RawValue::from_string(t.clone()).is_ok() => {
+            raw_box(t.trim())
+        }
+        _ => raw_box("{}"),
+    }
+}
+
+/// Builds the body of `parts` for `target`, leaving out what `drops` says.
+pub fn encode(
+    parts: &RequestParts<'_>,
+    target: &Target,
+    drops: &Drops,
+) -> Result<Encoded, serde_json::Error> {
+    encode_with(parts, target, drops, false)
+}
+
+/// As [`encode`], pretty-printed (`hermes preview`); stored blocks are still written as stored.
+pub fn encode_pretty(
+    parts: &RequestParts<'_>,
+    target: &Target,
+    drops: &Drops,
+) -> Result<Encoded, serde_json::Error> {
+    encode_with(parts, target, drops, true)
+}
+
+fn encode_with(
+    parts: &RequestParts<'_>,
+    target: &Target,
+    drops: &Drops,
+    pretty: bool,
+) -> Result<Encoded, serde_json::Error> {
+    let history = parts.history;
+    let decision = parts.decision;
+    let model = decision.target.model.as_str();
+    let family = target.family();
+    let claude = ClaudeModel::parse(model);
+    let keeps_prior = claude
+        .as_ref()
+        .is_none_or(ClaudeModel::keeps_prior_thinking);
+    let refused: Vec<&str> = parts
+        .wire_verdicts
+        .refused_for(super::WIRE_ID, &decision.target);
+    let mut plan = thinking_plan(parts.thinking, model, target, parts.tools.is_some());
+    let mut notes = Vec::new();
+    let mut explain = vec![format!(
+        "anthropic wire: {} — {}",
+        target.base_url,
+        family.describe()
+    )];
+    explain.push(plan.explain.clone());
+
+    // The in-flight loop: everything after the last real user message.
+    let loop_start = history
+        .iter()
+        .rposition(|m| m.role == Role::User)
+        .map_or(0, |i| i + 1);
+
+    let mut system = Vec::new();
+    let mut wire: Vec<WireMessage<'_>> = Vec::new();
+    let mut sent_kinds: BTreeSet<&'static str> = BTreeSet::new();
+    let mut digest = PrefixDigest::new();
+    // For the latest assistant turn: did its blocks start with thinking?
+    let mut latest_starts_with_thinking = None;
+    let last_assistant = history.iter().rposition(|m| m.role == Role::Assistant);
+
+    for (i, msg) in history.iter().enumerate() {
+        let prefix = digest.hex();
+        digest.add(msg);
+        match msg.role {
+            Role::System | Role::Developer => {
+                system.extend(text_parts(msg.content.as_ref()));
+            }
+            Role::User => {
+                let mut blocks = Vec::new();
+                let plain = msg.content.as_ref().filter(|c| c.is_string());
+                if plain.is_none() {
+                    blocks.extend(
+                        text_parts(msg.content.as_ref())
+                            .into_iter()
+                            .map(Block::Text),
+                    );
+                }
+                push(&mut wire, "user", blocks, plain, i);
+            }
+            Role::Tool => {
+                let block = Block::ToolResult {
+                    tool_use_id: msg.tool_call_id.as_deref().unwrap_or(""),
+                    content: msg.content.as_ref().filter(|c| !c.is_null()),
+                };
+                push(&mut wire, "user", vec![block], None, i);
+            }
+            Role::Assistant => {
+                let in_loop = i >= loop_start;
+                let (thinking, why) = assistant_thinking(
+                    msg,
+                    in_loop,
+                    &prefix,
+                    family,
+                    keeps_prior,
+                    &refused,
+                    drops.blocks_of.contains(&i),
+                    &decision.target,
+                );
+                explain.push(format!("message {i}: {why}"));
+                let blocks = assemble(msg, thinking, &mut sent_kinds);
+                if Some(i) == last_assistant {
+                    latest_starts_with_thinking =
+                        Some(blocks.first().is_some_and(Block::is_thinking));
+                }
+                if blocks.is_empty() {
+                    explain.push(format!("message {i}: left out (no content to send)"));
+                    continue;
+                }
+                push(&mut wire, "assistant", blocks, None, i);
+            }
+        }
+    }
+
+    // Inside the loop, a latest turn without a thinking block this target may receive would
+    // draw "Expected `thinking`… found `tool_use`": send this request with thinking disabled.
+    let in_loop_now = history.last().is_some_and(|m| m.role == Role::Tool)
+        && last_assistant.is_some_and(|i| i >= loop_start);
+    let must_disable = plan.on
+        && (drops.thinking_off || (in_loop_now && latest_starts_with_thinking == Some(false)));
+    if must_disable {
+        let why = if drops.thinking_off {
+            "a refused block belonged to the tool loop in flight".to_owned()
+        } else {
+            format!("the latest turn of the tool loop has no thinking block {model} may receive")
+        };
+        notes.push(format!(
+            "thinking is disabled for this request: {why} (the stored history is unchanged)"
+        ));
+        explain.push(format!("thinking disabled for this request: {why}"));
+        plan = ThinkingPlan {
+            thinking: plan.off.clone(),
+            max_tokens: target.max_tokens.unwrap_or(model::DEFAULT_MAX_TOKENS),
+            ..ThinkingPlan::default()
+        };
+    }
+
+    if let Some(last) = wire.last_mut() {
+        last.cache = true;
+    }
+    let tools = match parts.tools {
+        Some(t) => Some(serde_json::from_str::<Vec<ChatTool<'_>>>(t.get())?),
+        None => None,
+    };
+    let body = Body {
+        model: (!matches!(target.flavor, Flavor::Vertex { .. })).then_some(model),
+        anthropic_version: matches!(target.flavor, Flavor::Vertex { .. })
+            .then_some(ANTHROPIC_VERSION),
+        max_tokens: plan.max_tokens,
+        system: (!system.is_empty()).then_some(System(system)),
+        messages: &wire,
+        tools: tools.map(|t| t.into_iter().map(|t| Tool(t.function)).collect()),
+        thinking: plan.thinking.as_deref().map(raw_box),
+        effort: plan.effort,
+        stream: parts.stream,
+    };
+    let bytes = if pretty {
+        serde_json::to_vec_pretty(&body)?
+    } else {
+        serde_json::to_vec(&body)?
+    };
+    Ok(Encoded {
+        body: bytes,
+        refusable: sent_kinds.into_iter().collect(),
+        messages: wire.len(),
+        notes,
+        digest: digest.hex(),
+        sources: wire.iter().map(|w| w.sources.clone()).collect(),
+        explain,
+        beta: plan.beta,
+    })
+}
+
+/// Adds blocks to the wire, merging into the previous message of the same role (the API wants
+/// alternating turns; consecutive tool results become one user turn).
+fn push<'h>(
+    wire: &mut Vec<WireMessage<'h>>,
+    role: &'static str,
+    blocks: Vec<Block<'h>>,
+    plain: Option<&'h RawJson>,
+    source: usize,
+) {
+    if let Some(last) = wire.last_mut()
+        && last.role == role
+    {
+        if let Some(text) = last.plain.take() {
+            last.blocks.insert(0, Block::Text(raw_box(text.get())));
+        }
+        if let Some(text) = plain {
+            last.blocks.push(Block::Text(raw_box(text.get())));
+        }
+        last.blocks.extend(blocks);
+        last.sources.push(source);
+        return;
+    }
+    wire.push(WireMessage {
+        role,
+        blocks,
+        plain,
+        cache: false,
+        sources: vec![source],
+    });
+}
+
+/// Which thinking blocks an assistant message sends, and why.
+#[allow(clippy::too_many_arguments)]
+fn assistant_thinking<'h>(
+    msg: &'h Message,
+    in_loop: bool,
+    prefix: &str,
+    family: Family,
+    keeps_prior: bool,
+    refused: &[&str],
+    dropped: bool,
+    target: &hermes_core::RouteTarget,
+) -> (Thinking<'h>, String) {
+    let items: Vec<(&'h RawJson, &'static str, bool)> = msg
+        .reasoning_details
+        .iter()
+        .flatten()
+        .filter_map(|item| anthropic_kind(item).map(|(kind, signed)| (item.raw(), kind, signed)))
+        .collect();
+    let origin_ok = msg.origin.as_ref().is_none_or(|o| same_minter(o, target));
+    let readable = msg.replayable_text().map(|t| t.text().into_owned());
+    if refused.contains(&"thinking") {
+        return (
+            Thinking::None,
+            "thinking blocks refused by this target (verdict)".into(),
+        );
+    }
+    if dropped {
+        return (
+            Thinking::None,
+            "thinking blocks left out after an `Invalid signature` answer".into(),
+        );
+    }
+    match family {
+        Family::Unknown => (Thinking::None, "no thinking to an unknown relay".into()),
+        Family::Echo => match readable {
+            Some(text) => (Thinking::Unsigned(text), "readable thinking sent unsigned".into()),
+            None => (
+                Thinking::Unsigned(hermes_core::shape::PAD.to_owned()),
+                "no stored thinking: must-echo pad \" \" sent as an unsigned block".into(),
+            ),
+        },
+        Family::Kimi if items.is_empty() => match readable {
+            Some(text) => (Thinking::Unsigned(text), "readable thinking sent unsigned".into()),
+            None => (Thinking::None, "no stored thinking".into()),
+        },
+        _ if items.is_empty() => (Thinking::None, "no stored thinking blocks".into()),
+        _ if !origin_ok => (
+            Thinking::None,
+            "thinking blocks minted by another model or host: left out (provenance)".into(),
+        ),
+        _ if refused.contains(&"signature") && items.iter().any(|i| i.2) => (
+            Thinking::None,
+            "signed blocks refused by this target (verdict)".into(),
+        ),
+        _ if refused.contains(&"redacted_thinking")
+            && items.iter().any(|i| i.1 == "redacted_thinking") =>
+        {
+            (
+                Thinking::None,
+                "redacted blocks refused by this target (verdict): the turn's blocks left out"
+                    .into(),
+            )
+        }
+        Family::Claude if in_loop => (
+            Thinking::Stored(items.iter().map(|i| i.0).collect()),
+            "in the tool loop in flight: signed blocks replayed verbatim".into(),
+        ),
+        Family::Claude if !keeps_prior => (
+            Thinking::None,
+            "before the tool loop, and this model does not keep earlier thinking".into(),
+        ),
+        Family::Claude if stored_digest(msg).is_some_and(|d| d != prefix) => (
+            Thinking::None,
+            "the conversation before this turn changed (compaction, branch or system prompt): its signed blocks are left out".into(),
+        ),
+        Family::Claude => (
+            Thinking::Stored(items.iter().map(|i| i.0).collect()),
+            "signed blocks replayed verbatim (model keeps earlier thinking)".into(),
+        ),
+        Family::Kimi | Family::MiniMax => (
+            Thinking::Stored(items.iter().map(|i| i.0).collect()),
+            "stored thinking blocks replayed as they are".into(),
+        ),
+    }
+}
+
+enum Thinking<'h> {
+    None,
+    Stored(Vec<&'h RawJson>),
+    Unsigned(String),
+}
+
+/// The blocks of an assistant turn, in its captured order.
+fn assemble<'h>(
+    msg: &'h Message,
+    thinking: Thinking<'h>,
+    sent: &mut BTreeSet<&'static str>,
+) -> Vec<Block<'h>> {
+    let mut texts = text_parts(msg.content.as_ref()).into_iter();
+    let mut calls = msg
+        .tool_calls
+        .iter()
+        .flatten()
+        .filter(|c| c.id.is_some())
+        .map(|c| Block::ToolUse {
+            id: c.id.as_deref().unwrap_or_default(),
+            name: &c.function.name,
+            input: tool_input(c),
+        });
+    let mut blocks = Vec::new();
+    let mut stored = match thinking {
+        Thinking::None => Vec::new(),
+        Thinking::Stored(items) => items,
+        Thinking::Unsigned(text) => {
+            sent.insert("thinking");
+            blocks.push(Block::Unsigned(text));
+            Vec::new()
+        }
+    }
+    .into_iter();
+    for raw in stored.clone() {
+        let kind = if raw.get().contains("\"redacted_thinking\"") {
+            "redacted_thinking"
+        } else {
+            "thinking"
+        };
+        sent.insert(kind);
+        if raw.get().contains("\"signature\"") {
+            sent.insert("signature");
+        }
+    }
+    match block_order(msg) {
+        // Rebuilt exactly as received, then whatever the order did not place.
+        Some(order) => {
+            for kind in order {
+                match kind.as_str() {
+                    "thinking" | "redacted_thinking" => {
+                        blocks.extend(stored.next().map(Block::Stored))
+                    }
+                    "text" => blocks.extend(texts.next().map(Block::Text)),
+                    "tool_use" => blocks.extend(calls.next()),
+                    _ => {}
+                }
+            }
+            let mut rest: Vec<Block<'h>> = stored.map(Block::Stored).collect();
+            // Unplaced thinking still leads the turn.
+            if !rest.is_empty() {
+                rest.append(&mut blocks);
+                blocks = rest;
+            }
+        }
+        // No recorded order: thinking, then text, then tool calls.
+        None => blocks.extend(stored.map(Block::Stored)),
+    }
+    blocks.extend(texts.map(Block::Text));
+    blocks.extend(calls);
+    blocks
+}
+
+struct Body<'a, 'h> {
+    model: Option<&'a str>,
+    anthropic_version: Option<&'static str>,
+    max_tokens: u32,
+    system: Option<System>,
+    messages: &'a [WireMessage<'h>],
+    tools: Option<Vec<Tool<'a>>>,
+    thinking: Option<Box<RawValue>>,
+    effort: Option<&'static str>,
+    stream: bool,
+}
+
+impl Serialize for Body<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        if let Some(model) = self.model {
+            map.serialize_entry("model", model)?;
+        }
+        if let Some(v) = self.anthropic_version {
+            map.serialize_entry("anthropic_version", v)?;
+        }
+        map.serialize_entry("max_tokens", &self.max_tokens)?;
+        if let Some(system) = &self.system {
+            map.serialize_entry("system", system)?;
+        }
+        map.serialize_entry("messages", self.messages)?;
+        if let Some(tools) = &self.tools {
+            map.serialize_entry("tools", tools)?;
+        }
+        if let Some(thinking) = &self.thinking {
+            map.serialize_entry("thinking", thinking)?;
+        }
+        if let Some(effort) = self.effort {
+            map.serialize_entry("output_config", &EffortConfig(effort))?;
+        }
+        if self.stream {
+            map.serialize_entry("stream", &true)?;
+        }
+        map.end()
+    }
+}
+
+struct EffortConfig(&'static str);
+
+impl Serialize for EffortConfig {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(1))?;
+        map.serialize_entry("effort", self.0)?;
+        map.end()
+    }
+}

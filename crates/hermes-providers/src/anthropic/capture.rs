@@ -1,0 +1,1108 @@
+//! Reply capture of the Anthropic Messages wire (SPEC §2, §5): a whole `message` object, or its
+//! SSE events, in; one canonical assistant message out.
+//!
+//! The content blocks become carriers: text blocks the `content` (a string for one block, an
+//! array of text parts for several), `tool_use` blocks the `tool_calls` (the input object as the
+//! arguments text), `thinking` / `redacted_thinking` blocks Anthropic-shaped `reasoning_details`
+//! items in received order, and the thinking texts `reasoning_content` (joined with a blank line,
+//! "Readable text always travels"). The kind of every block is recorded under
+//! [`BLOCK_ORDER_KEY`] so the turn is rebuilt as received; a turn with neither text nor a tool
+//! call is marked [`NOT_REPLAYED_KEY`].
+//!
+//! A whole reply is decoded from its bytes through borrowed [`RawValue`]s, never through a
+//! `serde_json::Value`: each block keeps its bytes as received (escapes, big integers, key
+//! order). A streamed turn and the same turn non-streamed capture the same carriers.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use hermes_core::message::{BLOCK_ORDER_KEY, NOT_REPLAYED_KEY};
+use hermes_core::transport::Delta;
+use hermes_core::{
+    DetailItem, FinishReason, Message, Origin, RawJson, ReplyMeta, Role, TextCarrier, ToolCall,
+    Usage,
+};
+
+use crate::transport::error_event_text;
+
+/// Why a reply could not be captured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum CaptureError {
+    /// The provider reported an error after answering 200 (an `{"type":"error",…}` body or an
+    /// `error` event): its message.
+    Provider(String),
+    /// The reply is not a usable Messages reply, or the stream ended before `message_stop`.
+    Malformed(String),
+}
+
+impl fmt::Display for CaptureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CaptureError::Provider(message) | CaptureError::Malformed(message) => {
+                f.write_str(message)
+            }
+        }
+    }
+}
+
+impl std::error::Error for CaptureError {}
+
+fn malformed(what: impl fmt::Display) -> CaptureError {
+    CaptureError::Malformed(what.to_string())
+}
+
+/// The normalised finish reason of a `stop_reason`.
+fn finish_reason(stop_reason: &str) -> FinishReason {
+    match stop_reason {
+        "end_turn" | "stop_sequence" => FinishReason::Stop,
+        "max_tokens" => FinishReason::Length,
+        "tool_use" => FinishReason::ToolCalls,
+        "refusal" => FinishReason::ContentFilter,
+        other => FinishReason::Other(other.to_owned()),
+    }
+}
+
+/// A Messages `usage` object (unknown fields such as `server_tool_use` are ignored).
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+struct UsageBody {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+}
+
+/// Token counts as Anthropic reports them: `input_tokens` excludes the cached prefix, so the
+/// normalised input adds cache reads and writes back.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_write: u64,
+}
+
+impl Counts {
+    fn of(usage: &UsageBody) -> Counts {
+        Counts {
+            input: usage.input_tokens.unwrap_or(0),
+            output: usage.output_tokens.unwrap_or(0),
+            cache_read: usage.cache_read_input_tokens.unwrap_or(0),
+            cache_write: usage.cache_creation_input_tokens.unwrap_or(0),
+        }
+    }
+
+    /// Absorbs a later `usage`: input and cache counts when non-zero, output when present.
+    fn absorb(&mut self, usage: &UsageBody) {
+        let later = |slot: &mut u64, value: Option<u64>| {
+            if let Some(v) = value.filter(|v| *v > 0) {
+                *slot = v;
+            }
+        };
+        later(&mut self.input, usage.input_tokens);
+        later(&mut self.cache_read, usage.cache_read_input_tokens);
+        later(&mut self.cache_write, usage.cache_creation_input_tokens);
+        if let Some(output) = usage.output_tokens {
+            self.output = output;
+        }
+    }
+
+    fn usage(self) -> Usage {
+        Usage::new(
+            self.input
+                .saturating_add(self.cache_read)
+                .saturating_add(self.cache_write),
+            self.output,
+            0,
+            self.cache_read,
+            self.cache_write,
+        )
+    }
+}
+
+/// One content block, resolved: what the message is built from.
+enum Block {
+    /// A `text` block: its text as a JSON string literal.
+    Text(RawJson),
+    /// A `thinking` block: the stored item and its readable text.
+    Thinking { item: RawJson, text: String },
+    /// A `redacted_thinking` block, as stored.
+    Redacted(RawJson),
+    /// A `tool_use` block: its id, name and input (JSON text).
+    ToolUse {
+        id: Option<String>,
+        name: String,
+        input: String,
+    },
+    /// Any other block: only its kind is kept.
+    Other(String),
+}
+
+impl Block {
+    fn kind(&self) -> &str {
+        match self {
+            Block::Text(_) => "text",
+            Block::Thinking { .. } => "thinking",
+            Block::Redacted(_) => "redacted_thinking",
+            Block::ToolUse { .. } => "tool_use",
+            Block::Other(kind) => kind,
+        }
+    }
+}
+
+/// A text part of an array `content`.
+#[derive(Serialize)]
+struct TextPart {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: RawJson,
+}
+
+/// A streamed thinking block as stored, in the API's key order.
+#[derive(Serialize)]
+struct ThinkingItem<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    thinking: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signature: Option<&'a str>,
+}
+
+/// A streamed redacted block, when its bytes could not be kept.
+#[derive(Serialize)]
+struct RedactedItem<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    data: &'a str,
+}
+
+/// Builds the captured assistant message from its content blocks, in received order.
+fn build(blocks: Vec<Block>, origin: Origin) -> Result<Message, CaptureError> {
+    let order: Vec<String> = blocks.iter().map(|b| b.kind().to_owned()).collect();
+    let mut texts = Vec::new();
+    let mut thinking = Vec::new();
+    let mut items = Vec::new();
+    let mut calls = Vec::new();
+    for block in blocks {
+        match block {
+            Block::Text(text) => texts.push(text),
+            Block::Thinking { item, text } => {
+                if !text.is_empty() {
+                    thinking.push(text);
+                }
+                items.push(DetailItem::from_raw(item).map_err(malformed)?);
+            }
+            Block::Redacted(item) => items.push(DetailItem::from_raw(item).map_err(malformed)?),
+            Block::ToolUse { id, name, input } => {
+                let mut call = ToolCall::function(id.as_deref().unwrap_or_default(), &name, &input);
+                call.id = id;
+                calls.push(call);
+            }
+            Block::Other(_) => {}
+        }
+    }
+    let mut msg = Message::text(Role::Assistant, "");
+    let has_text = !texts.is_empty();
+    msg.content = Some(match texts.len() {
+        0 => RawJson::null(),
+        1 => texts.swap_remove(0),
+        _ => {
+            let parts: Vec<TextPart> = texts
+                .into_iter()
+                .map(|text| TextPart { kind: "text", text })
+                .collect();
+            RawJson::from_serialize(&parts).map_err(malformed)?
+        }
+    });
+    msg.reasoning_content =
+        (!thinking.is_empty()).then(|| TextCarrier::new(&thinking.join("\n\n")));
+    msg.reasoning_details = (!items.is_empty()).then_some(items);
+    let has_calls = !calls.is_empty();
+    msg.tool_calls = has_calls.then_some(calls);
+    if !order.is_empty() {
+        msg.extra.push((
+            BLOCK_ORDER_KEY.to_owned(),
+            RawJson::from_serialize(&order).map_err(malformed)?,
+        ));
+    }
+    if !has_text && !has_calls {
+        msg.extra.push((
+            NOT_REPLAYED_KEY.to_owned(),
+            RawJson::from_serialize(&true).map_err(malformed)?,
+        ));
+    }
+    msg.origin = Some(origin);
+    Ok(msg)
+}
+
+/// Just enough of a whole Messages reply, borrowed from its bytes.
+#[derive(Deserialize)]
+struct ReplyBody<'a> {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+    #[serde(default)]
+    role: Option<String>,
+    #[serde(borrow, default)]
+    content: Option<Vec<&'a RawValue>>,
+    #[serde(default)]
+    stop_reason: Option<String>,
+    #[serde(default)]
+    usage: Option<UsageBody>,
+}
+
+/// The fields of a content block the capture reads, borrowed from its bytes.
+#[derive(Deserialize)]
+struct BlockBody<'a> {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(borrow, default)]
+    text: Option<&'a RawValue>,
+    #[serde(default)]
+    thinking: Option<String>,
+    #[serde(default)]
+    signature: Option<String>,
+    #[serde(default)]
+    data: Option<String>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
+}
+
+/// Exact JSON text as a [`RawJson`] (the text is already known to be one valid value).
+fn exact(raw: &RawValue) -> Result<RawJson, CaptureError> {
+    RawJson::from_text(raw.get()).map_err(malformed)
+}
+
+/// Resolves one block of a whole reply, keeping its bytes.
+fn whole_block(index: usize, raw: &RawValue) -> Result<Block, CaptureError> {
+    let block: BlockBody<'_> = serde_json::from_str(raw.get())
+        .map_err(|e| malformed(format!("`content[{index}]`: {e}")))?;
+    let kind = block
+        .kind
+        .ok_or_else(|| malformed(format!("`content[{index}]` has no `type`")))?;
+    Ok(match kind.as_str() {
+        "text" => {
+            let text = block
+                .text
+                .filter(|t| t.get().starts_with('"'))
+                .ok_or_else(|| malformed(format!("`content[{index}].text` is not a string")))?;
+            Block::Text(exact(text)?)
+        }
+        "thinking" => Block::Thinking {
+            item: exact(raw)?,
+            text: block.thinking.unwrap_or_default(),
+        },
+        "redacted_thinking" => Block::Redacted(exact(raw)?),
+        "tool_use" => Block::ToolUse {
+            id: block.id,
+            name: block.name.unwrap_or_default(),
+            input: block.input.map_or("{}", RawValue::get).to_owned(),
+        },
+        _ => Block::Other(kind),
+    })
+}
+
+/// Captures a whole (non-streamed) Messages reply from its bytes: the assistant message with
+/// `origin`, and the reply's finish reason and usage. An `{"type":"error",…}` body is
+/// [`CaptureError::Provider`] with the provider's message.
+pub(crate) fn capture_reply(
+    text: &str,
+    origin: Origin,
+) -> Result<(Message, ReplyMeta), CaptureError> {
+    let reply: ReplyBody<'_> = serde_json::from_str(text).map_err(malformed)?;
+    let error = reply.error.filter(|e| e.get() != "null");
+    if error.is_some() || reply.kind.as_deref() == Some("error") {
+        return Err(CaptureError::Provider(error_event_text(text.trim())));
+    }
+    if let Some(kind) = reply.kind.as_deref().filter(|k| *k != "message") {
+        return Err(malformed(format!(
+            "reply `type` is {kind}, expected message"
+        )));
+    }
+    if let Some(role) = reply.role.as_deref().filter(|r| *r != "assistant") {
+        return Err(malformed(format!(
+            "reply `role` is {role}, expected assistant"
+        )));
+    }
+    let content = reply
+        .content
+        .ok_or_else(|| malformed("reply has no `content`"))?;
+    let blocks = content
+        .into_iter()
+        .enumerate()
+        .map(|(i, raw)| whole_block(i, raw))
+        .collect::<Result<Vec<_>, _>>()?;
+    let message = build(blocks, origin)?;
+    let meta = ReplyMeta::new(
+        reply.stop_reason.as_deref().map(finish_reason),
+        reply.usage.as_ref().map(|u| Counts::of(u).usage()),
+    );
+    Ok((message, meta))
+}
+
+/// A block being streamed.
+enum Acc {
+    Text(String),
+    Thinking {
+        text: String,
+        signature: Option<String>,
+    },
+    Redacted(RawJson),
+    ToolUse {
+        id: Option<String>,
+        name: String,
+        input: String,
+    },
+    Other(String),
+}
+
+impl Acc {
+    fn resolve(self) -> Result<Block, CaptureError> {
+        Ok(match self {
+            Acc::Text(text) => Block::Text(RawJson::string(&text)),
+            Acc::Thinking { text, signature } => {
+                let item = ThinkingItem {
+                    kind: "thinking",
+                    thinking: &text,
+                    signature: signature.as_deref(),
+                };
+                Block::Thinking {
+                    item: RawJson::from_serialize(&item).map_err(malformed)?,
+                    text,
+                }
+            }
+            Acc::Redacted(raw) => Block::Redacted(raw),
+            Acc::ToolUse { id, name, input } => Block::ToolUse {
+                id,
+                name,
+                input: if input.trim().is_empty() {
+                    "{}".to_owned()
+                } else {
+                    input
+                },
+            },
+            Acc::Other(kind) => Block::Other(kind),
+        })
+    }
+}
+
+/// `{"type":…}` of an event's data (when the event has no name).
+#[derive(Deserialize)]
+struct TypeProbe<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct MessageStart {
+    #[serde(default)]
+    message: Option<StartMessage>,
+}
+
+#[derive(Deserialize)]
+struct StartMessage {
+    #[serde(default)]
+    stop_reason: Option<String>,
+    #[serde(default)]
+    usage: Option<UsageBody>,
+}
+
+#[derive(Deserialize)]
+struct BlockStart<'a> {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(borrow)]
+    content_block: &'a RawValue,
+}
+
+#[derive(Deserialize)]
+struct BlockDelta<'a> {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(borrow)]
+    delta: DeltaBody<'a>,
+}
+
+#[derive(Deserialize)]
+struct DeltaBody<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    signature: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    partial_json: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct MessageDelta {
+    #[serde(default)]
+    delta: Option<MessageDeltaBody>,
+    #[serde(default)]
+    usage: Option<UsageBody>,
+}
+
+#[derive(Deserialize)]
+struct MessageDeltaBody {
+    #[serde(default)]
+    stop_reason: Option<String>,
+}
+
+fn parse<'a, T: Deserialize<'a>>(event: &str, data: &'a str) -> Result<T, CaptureError> {
+    serde_json::from_str(data).map_err(|e| malformed(format!("`{event}` event: {e}")))
+}
+
+/// Builds one assistant message from the SSE events of a streamed Messages reply.
+#[derive(Default)]
+pub(crate) struct StreamCapture {
+    /// Blocks in the order they started, with their `index`.
+    blocks: Vec<(Option<u64>, Acc)>,
+    counts: Option<Counts>,
+    stop_reason: Option<String>,
+    stopped: bool,
+    events: usize,
+}
+
+impl StreamCapture {
+    /// A fresh capture.
+    pub(crate) fn new() -> Self {
+        StreamCapture::default()
+    }
+
+    /// Number of events fed so far.
+    pub(crate) fn events(&self) -> usize {
+        self.events
+    }
+
+    /// Absorbs one SSE event (`event` its name, `data` its data), calling `on_delta` with the
+    /// thinking and answer text it carries. An `error` event is [`CaptureError::Provider`];
+    /// `ping` and unknown events are ignored.
+    pub(crate) fn feed(
+        &mut self,
+        event: &str,
+        data: &str,
+        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+    ) -> Result<(), CaptureError> {
+        self.events += 1;
+        let name = match event.trim() {
+            "" | "message" => serde_json::from_str::<TypeProbe<'_>>(data)
+                .ok()
+                .and_then(|p| p.kind)
+                .unwrap_or_default(),
+            named => Cow::Borrowed(named),
+        };
+        match name.as_ref() {
+            "message_start" => {
+                let start: MessageStart = parse("message_start", data)?;
+                if let Some(message) = start.message {
+                    if let Some(usage) = &message.usage {
+                        self.absorb(usage);
+                    }
+                    if message.stop_reason.is_some() {
+                        self.stop_reason = message.stop_reason;
+                    }
+                }
+            }
+            "content_block_start" => self.start(data, on_delta)?,
+            "content_block_delta" => self.delta(data, on_delta)?,
+            "message_delta" => {
+                let delta: MessageDelta = parse("message_delta", data)?;
+                if let Some(reason) = delta.delta.and_then(|d| d.stop_reason) {
+                    self.stop_reason = Some(reason);
+                }
+                if let Some(usage) = &delta.usage {
+                    self.absorb(usage);
+                }
+            }
+            "message_stop" => self.stopped = true,
+            "error" => return Err(CaptureError::Provider(error_event_text(data.trim()))),
+            // `content_block_stop`, `ping` and events this capture does not know.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn absorb(&mut self, usage: &UsageBody) {
+        match &mut self.counts {
+            Some(counts) => counts.absorb(usage),
+            None => self.counts = Some(Counts::of(usage)),
+        }
+    }
+
+    fn start(
+        &mut self,
+        data: &str,
+        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+    ) -> Result<(), CaptureError> {
+        let start: BlockStart<'_> = parse("content_block_start", data)?;
+        let raw = start.content_block;
+        let block: BlockBody<'_> = serde_json::from_str(raw.get())
+            .map_err(|e| malformed(format!("`content_block_start` block: {e}")))?;
+        let kind = block
+            .kind
+            .ok_or_else(|| malformed("`content_block_start` block has no `type`"))?;
+        let acc = match kind.as_str() {
+            "text" => {
+                let text = match block.text {
+                    Some(t) => serde_json::from_str::<String>(t.get())
+                        .map_err(|e| malformed(format!("`content_block_start` text: {e}")))?,
+                    None => String::new(),
+                };
+                if !text.is_empty() {
+                    on_delta(Delta::Content(&text));
+                }
+                Acc::Text(text)
+            }
+            "thinking" => {
+                let text = block.thinking.unwrap_or_default();
+                if !text.is_empty() {
+                    on_delta(Delta::Reasoning(&text));
+                }
+                Acc::Thinking {
+                    text,
+                    signature: block.signature.filter(|s| !s.is_empty()),
+                }
+            }
+            "redacted_thinking" => Acc::Redacted(match exact(raw) {
+                Ok(raw) => raw,
+                Err(_) => RawJson::from_serialize(&RedactedItem {
+                    kind: "redacted_thinking",
+                    data: block.data.as_deref().unwrap_or_default(),
+                })
+                .map_err(malformed)?,
+            }),
+            "tool_use" => Acc::ToolUse {
+                id: block.id,
+                name: block.name.unwrap_or_default(),
+                input: String::new(),
+            },
+            _ => Acc::Other(kind),
+        };
+        self.blocks.push((start.index, acc));
+        Ok(())
+    }
+
+    fn delta(
+        &mut self,
+        data: &str,
+        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+    ) -> Result<(), CaptureError> {
+        let event: BlockDelta<'_> = parse("content_block_delta", data)?;
+        let slot = match event.index {
+            Some(index) => self
+                .blocks
+                .iter_mut()
+                .rev()
+                .find(|(i, _)| *i == Some(index)),
+            None => self.blocks.last_mut(),
+        };
+        let Some((_, acc)) = slot else {
+            return Err(malformed(format!(
+                "`content_block_delta` for block {} that never started",
+                event
+                    .index
+                    .map_or_else(|| "?".to_owned(), |i| i.to_string())
+            )));
+        };
+        let delta = event.delta;
+        match (delta.kind.as_deref(), acc) {
+            (Some("text_delta"), Acc::Text(text)) => {
+                if let Some(piece) = delta.text.as_deref().filter(|p| !p.is_empty()) {
+                    on_delta(Delta::Content(piece));
+                    text.push_str(piece);
+                }
+            }
+            (Some("thinking_delta"), Acc::Thinking { text, .. }) => {
+                if let Some(piece) = delta.thinking.as_deref().filter(|p| !p.is_empty()) {
+                    on_delta(Delta::Reasoning(piece));
+                    text.push_str(piece);
+                }
+            }
+            (Some("signature_delta"), Acc::Thinking { signature, .. }) => {
+                // Signatures arrive whole: the latest non-empty one is the block's.
+                if let Some(sig) = delta.signature.filter(|s| !s.is_empty()) {
+                    *signature = Some(sig.into_owned());
+                }
+            }
+            (Some("input_json_delta"), Acc::ToolUse { input, .. }) => {
+                if let Some(piece) = delta.partial_json.as_deref() {
+                    input.push_str(piece);
+                }
+            }
+            (
+                Some(
+                    kind @ ("text_delta" | "thinking_delta" | "signature_delta"
+                    | "input_json_delta"),
+                ),
+                acc,
+            ) => {
+                return Err(malformed(format!(
+                    "`{kind}` for a `{}` block",
+                    acc_kind(acc)
+                )));
+            }
+            // `citations_delta` and delta kinds this capture does not know.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The captured message (with `origin`) and the reply's finish reason and usage. A stream
+    /// that ended before `message_stop` is an error: a half turn is never a message.
+    pub(crate) fn finish(self, origin: Origin) -> Result<(Message, ReplyMeta), CaptureError> {
+        if !self.stopped {
+            return Err(malformed(format!(
+                "the stream ended before `message_stop` (after {} events); the half turn is not stored",
+                self.events
+            )));
+        }
+        let blocks = self
+            .blocks
+            .into_iter()
+            .map(|(_, acc)| acc.resolve())
+            .collect::<Result<Vec<_>, _>>()?;
+        let message = build(blocks, origin)?;
+        let meta = ReplyMeta::new(
+            self.stop_reason.as_deref().map(finish_reason),
+            self.counts.map(Counts::usage),
+        );
+        Ok((message, meta))
+    }
+}
+
+fn acc_kind(acc: &Acc) -> &str {
+    match acc {
+        Acc::Text(_) => "text",
+        Acc::Thinking { .. } => "thinking",
+        Acc::Redacted(_) => "redacted_thinking",
+        Acc::ToolUse { .. } => "tool_use",
+        Acc::Other(kind) => kind,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn origin() -> Origin {
+        Origin {
+            provider: "anthropic".into(),
+            host: "api.anthropic.com".into(),
+            model: "claude-opus-4-6".into(),
+        }
+    }
+
+    /// The thinking block of [`WHOLE`]: escapes a `Value` round trip would rewrite.
+    const THINKING: &str =
+        r#"{"type":"thinking","thinking":"Caf\u00e9 first: a\/b.","signature":"c2ln\/LTE="}"#;
+    const REDACTED: &str = r#"{"type":"redacted_thinking","data":"ZW5j\/cnlwdGVk"}"#;
+    const TEXT: &str = r#""Let me check \u00e9\/.""#;
+    const INPUT: &str = r#"{"n":123456789012345678901234567890,"tz":"UTC"}"#;
+
+    fn whole() -> String {
+        format!(
+            r#"{{"id":"msg_01","type":"message","role":"assistant","model":"claude-opus-4-6","content":[{THINKING},{REDACTED},{{"type":"text","text":{TEXT}}},{{"type":"tool_use","id":"toolu_01","name":"now","input":{INPUT}}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{{"input_tokens":10,"cache_creation_input_tokens":5,"cache_read_input_tokens":100,"output_tokens":42}}}}"#
+        )
+    }
+
+    /// The SSE events of the same turn as [`whole`]: thinking split, a signature-only final
+    /// delta, a redacted block, text split, tool input split mid-token.
+    fn events() -> Vec<(&'static str, String)> {
+        let start = |i: u32, block: &str| {
+            format!(r#"{{"type":"content_block_start","index":{i},"content_block":{block}}}"#)
+        };
+        let delta = |i: u32, d: Value| {
+            json!({"type": "content_block_delta", "index": i, "delta": d}).to_string()
+        };
+        let stop = |i: u32| format!(r#"{{"type":"content_block_stop","index":{i}}}"#);
+        vec![
+            ("message_start", r#"{"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","model":"claude-opus-4-6","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"cache_creation_input_tokens":5,"cache_read_input_tokens":100,"output_tokens":1}}}"#.to_owned()),
+            ("ping", r#"{"type":"ping"}"#.to_owned()),
+            ("content_block_start", start(0, r#"{"type":"thinking","thinking":"","signature":""}"#)),
+            ("content_block_delta", delta(0, json!({"type": "thinking_delta", "thinking": "Café fi"}))),
+            ("content_block_delta", delta(0, json!({"type": "thinking_delta", "thinking": "rst: a/b."}))),
+            ("content_block_delta", r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"c2ln\/LTE="}}"#.to_owned()),
+            ("content_block_stop", stop(0)),
+            ("content_block_start", start(1, REDACTED)),
+            ("content_block_stop", stop(1)),
+            ("content_block_start", start(2, r#"{"type":"text","text":""}"#)),
+            ("content_block_delta", delta(2, json!({"type": "text_delta", "text": "Let me "}))),
+            ("content_block_delta", delta(2, json!({"type": "citations_delta", "citation": {"type": "char_location"}}))),
+            ("content_block_delta", delta(2, json!({"type": "text_delta", "text": "check é/."}))),
+            ("content_block_stop", stop(2)),
+            ("content_block_start", start(3, r#"{"type":"tool_use","id":"toolu_01","name":"now","input":{}}"#)),
+            ("content_block_delta", delta(3, json!({"type": "input_json_delta", "partial_json": ""}))),
+            ("content_block_delta", delta(3, json!({"type": "input_json_delta", "partial_json": "{\"n\":1234567890"}))),
+            ("content_block_delta", delta(3, json!({"type": "input_json_delta", "partial_json": "12345678901234567890,\"t"}))),
+            ("content_block_delta", delta(3, json!({"type": "input_json_delta", "partial_json": "z\":\"UTC\"}"}))),
+            ("content_block_stop", stop(3)),
+            ("some_future_event", r#"{"type":"some_future_event"}"#.to_owned()),
+            ("message_delta", r#"{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":42}}"#.to_owned()),
+            ("message_stop", r#"{"type":"message_stop"}"#.to_owned()),
+        ]
+    }
+
+    type Captured = Result<(Message, ReplyMeta), CaptureError>;
+
+    /// Feeds `events`, collecting the reported deltas (`true` for thinking).
+    fn stream(events: &[(&str, String)]) -> (Captured, Vec<(bool, String)>) {
+        let seen = Mutex::new(Vec::new());
+        let on_delta = |d: Delta<'_>| {
+            let entry = match d {
+                Delta::Reasoning(t) => (true, t.to_owned()),
+                Delta::Content(t) => (false, t.to_owned()),
+            };
+            seen.lock().unwrap().push(entry);
+        };
+        let mut capture = StreamCapture::new();
+        for (event, data) in events {
+            if let Err(e) = capture.feed(event, data, &on_delta) {
+                return (Err(e), seen.into_inner().unwrap());
+            }
+        }
+        assert_eq!(capture.events(), events.len());
+        (capture.finish(origin()), seen.into_inner().unwrap())
+    }
+
+    fn extra<'m>(msg: &'m Message, key: &str) -> Option<&'m str> {
+        msg.extra
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.get())
+    }
+
+    fn details(msg: &Message) -> Vec<&str> {
+        msg.reasoning_details
+            .iter()
+            .flatten()
+            .map(|i| i.raw().get())
+            .collect()
+    }
+
+    fn arguments(msg: &Message) -> Vec<String> {
+        msg.tool_calls
+            .iter()
+            .flatten()
+            .map(|c| {
+                c.function
+                    .arguments
+                    .as_ref()
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .into_owned()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_whole_reply_keeps_every_block_byte_as_received() {
+        let (msg, meta) = capture_reply(&whole(), origin()).unwrap();
+        assert_eq!(msg.role, Role::Assistant);
+        assert_eq!(msg.origin, Some(origin()));
+        assert_eq!(details(&msg), [THINKING, REDACTED]);
+        assert!(
+            msg.reasoning_details
+                .as_ref()
+                .unwrap()
+                .iter()
+                .all(|i| i.is_anthropic_shaped())
+        );
+        assert_eq!(msg.content.as_ref().unwrap().get(), TEXT);
+        assert_eq!(arguments(&msg), [INPUT]);
+        let call = &msg.tool_calls.as_ref().unwrap()[0];
+        assert_eq!(call.id.as_deref(), Some("toolu_01"));
+        assert_eq!(call.kind.as_deref(), Some("function"));
+        assert_eq!(call.function.name, "now");
+        assert_eq!(
+            msg.reasoning_content.as_ref().unwrap().text(),
+            "Café first: a/b."
+        );
+        assert_eq!(
+            extra(&msg, BLOCK_ORDER_KEY),
+            Some(r#"["thinking","redacted_thinking","text","tool_use"]"#)
+        );
+        assert_eq!(extra(&msg, NOT_REPLAYED_KEY), None);
+        assert!(msg.replayable());
+        assert_eq!(meta.finish, Some(FinishReason::ToolCalls));
+        assert_eq!(meta.usage, Some(Usage::new(115, 42, 0, 100, 5)));
+        // Stored as one canonical assistant message.
+        let stored: Value = serde_json::to_value(&msg).unwrap();
+        assert_eq!(stored["tool_calls"][0]["type"], "function");
+        assert_eq!(stored["content"], "Let me check é/.");
+    }
+
+    #[test]
+    fn a_whole_reply_keeps_key_order_and_spacing_of_blocks() {
+        let thinking = r#"{"signature":"c2ln","thinking":"x","type":"thinking"}"#;
+        let input = r#"{ "z": 1, "a": [1.0, 2e3] }"#;
+        let body = format!(
+            r#"{{"type":"message","role":"assistant","content":[{thinking}, {{"input":{input},"name":"f","id":"toolu_9","type":"tool_use"}}],"stop_reason":"tool_use","usage":{{"input_tokens":3,"output_tokens":4}}}}"#
+        );
+        let (msg, meta) = capture_reply(&body, origin()).unwrap();
+        assert_eq!(details(&msg), [thinking]);
+        assert_eq!(arguments(&msg), [input]);
+        assert!(msg.content.as_ref().unwrap().is_null());
+        assert_eq!(meta.usage, Some(Usage::new(3, 4, 0, 0, 0)));
+    }
+
+    #[test]
+    fn a_streamed_turn_captures_what_the_whole_reply_captures() {
+        let (whole, whole_meta) = capture_reply(&whole(), origin()).unwrap();
+        let (streamed, meta) = stream(&events()).0.unwrap();
+        assert_eq!(meta, whole_meta);
+        assert_eq!(
+            streamed.reasoning_content.as_ref().unwrap().text(),
+            whole.reasoning_content.as_ref().unwrap().text()
+        );
+        assert_eq!(arguments(&streamed), arguments(&whole));
+        assert_eq!(
+            extra(&streamed, BLOCK_ORDER_KEY),
+            extra(&whole, BLOCK_ORDER_KEY)
+        );
+        // The signature-only final delta is the block's signature; the thinking is rebuilt in
+        // the API's key order.
+        assert_eq!(
+            details(&streamed)[0],
+            r#"{"type":"thinking","thinking":"Café first: a/b.","signature":"c2ln/LTE="}"#
+        );
+        // The redacted block keeps the bytes of its start event.
+        assert_eq!(details(&streamed)[1], REDACTED);
+        let as_value = |m: &Message| serde_json::to_value(m).unwrap();
+        assert_eq!(as_value(&streamed), as_value(&whole));
+        assert_eq!(streamed.extra, whole.extra);
+    }
+
+    #[test]
+    fn a_stream_reports_thinking_and_text_deltas() {
+        let (result, seen) = stream(&events());
+        result.unwrap();
+        let seen: Vec<(bool, &str)> = seen.iter().map(|(r, t)| (*r, t.as_str())).collect();
+        assert_eq!(
+            seen,
+            [
+                (true, "Café fi"),
+                (true, "rst: a/b."),
+                (false, "Let me "),
+                (false, "check é/.")
+            ]
+        );
+    }
+
+    #[test]
+    fn an_error_event_is_the_providers_error() {
+        let mut events = events();
+        events.truncate(5);
+        events.push((
+            "error",
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+                .to_owned(),
+        ));
+        let (result, _) = stream(&events);
+        assert_eq!(
+            result.unwrap_err(),
+            CaptureError::Provider("Overloaded".into())
+        );
+        let body = r#"{"type":"error","error":{"type":"invalid_request_error","message":"messages.1.content.0: Invalid `signature` in `thinking` block"},"request_id":"req_1"}"#;
+        assert_eq!(
+            capture_reply(body, origin()).unwrap_err(),
+            CaptureError::Provider(
+                "messages.1.content.0: Invalid `signature` in `thinking` block".into()
+            )
+        );
+    }
+
+    #[test]
+    fn a_stream_without_message_stop_is_not_a_message() {
+        let mut events = events();
+        events.pop();
+        let err = stream(&events).0.unwrap_err();
+        assert!(
+            matches!(&err, CaptureError::Malformed(m) if m.contains("message_stop")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_thinking_only_max_tokens_turn_is_not_replayed() {
+        let body = format!(
+            r#"{{"type":"message","role":"assistant","content":[{THINKING}],"stop_reason":"max_tokens","usage":{{"input_tokens":7,"output_tokens":9}}}}"#
+        );
+        let (whole, whole_meta) = capture_reply(&body, origin()).unwrap();
+        let events: Vec<(&str, String)> = vec![
+            ("message_start", r#"{"type":"message_start","message":{"usage":{"input_tokens":7,"output_tokens":1}}}"#.into()),
+            ("content_block_start", r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}"#.into()),
+            ("content_block_delta", r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Caf\u00e9 first: a\/b."}}"#.into()),
+            ("content_block_delta", r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"c2ln\/LTE="}}"#.into()),
+            ("content_block_stop", r#"{"type":"content_block_stop","index":0}"#.into()),
+            ("message_delta", r#"{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":9}}"#.into()),
+            ("message_stop", r#"{"type":"message_stop"}"#.into()),
+        ];
+        let (streamed, meta) = stream(&events).0.unwrap();
+        for msg in [&whole, &streamed] {
+            assert!(!msg.replayable());
+            assert_eq!(extra(msg, NOT_REPLAYED_KEY), Some("true"));
+            assert_eq!(extra(msg, BLOCK_ORDER_KEY), Some(r#"["thinking"]"#));
+            assert!(msg.content.as_ref().unwrap().is_null());
+            assert!(msg.tool_calls.is_none());
+            assert_eq!(
+                msg.reasoning_content.as_ref().unwrap().text(),
+                "Café first: a/b."
+            );
+        }
+        assert_eq!(meta, whole_meta);
+        assert_eq!(meta.finish, Some(FinishReason::Length));
+        assert_eq!(meta.usage, Some(Usage::new(7, 9, 0, 0, 0)));
+    }
+
+    #[test]
+    fn an_empty_turn_is_not_replayed_and_records_no_order() {
+        let (msg, meta) = capture_reply(
+            r#"{"type":"message","role":"assistant","content":[],"stop_reason":"end_turn"}"#,
+            origin(),
+        )
+        .unwrap();
+        assert!(!msg.replayable());
+        assert_eq!(extra(&msg, BLOCK_ORDER_KEY), None);
+        assert!(msg.reasoning_details.is_none());
+        assert!(msg.reasoning_content.is_none());
+        assert_eq!(meta.finish, Some(FinishReason::Stop));
+        assert_eq!(meta.usage, None);
+    }
+
+    #[test]
+    fn several_text_blocks_become_text_parts_on_both_paths() {
+        let body = r#"{"type":"message","role":"assistant","content":[{"type":"text","text":"a\u00e9"},{"type":"thinking","thinking":"","signature":"s"},{"type":"text","text":"b","citations":[]}],"stop_reason":"end_turn"}"#;
+        let (whole, _) = capture_reply(body, origin()).unwrap();
+        assert_eq!(
+            whole.content.as_ref().unwrap().get(),
+            r#"[{"type":"text","text":"a\u00e9"},{"type":"text","text":"b"}]"#
+        );
+        // An empty thinking text (display omitted) gives no readable text, but keeps its item.
+        assert!(whole.reasoning_content.is_none());
+        assert_eq!(
+            details(&whole),
+            [r#"{"type":"thinking","thinking":"","signature":"s"}"#]
+        );
+        let events: Vec<(&str, String)> = vec![
+            ("message_start", r#"{"type":"message_start","message":{}}"#.into()),
+            ("content_block_start", r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#.into()),
+            ("content_block_delta", r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"aé"}}"#.into()),
+            ("content_block_start", r#"{"type":"content_block_start","index":1,"content_block":{"type":"thinking","thinking":"","signature":""}}"#.into()),
+            ("content_block_delta", r#"{"type":"content_block_delta","index":1,"delta":{"type":"signature_delta","signature":"s"}}"#.into()),
+            ("content_block_start", r#"{"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}"#.into()),
+            ("content_block_delta", r#"{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"b"}}"#.into()),
+            ("message_delta", r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"}}"#.into()),
+            ("message_stop", r#"{"type":"message_stop"}"#.into()),
+        ];
+        let (streamed, meta) = stream(&events).0.unwrap();
+        assert_eq!(meta.usage, None);
+        let as_value = |m: &Message| serde_json::to_value(m).unwrap();
+        assert_eq!(as_value(&streamed), as_value(&whole));
+        assert_eq!(
+            extra(&streamed, BLOCK_ORDER_KEY),
+            Some(r#"["text","thinking","text"]"#)
+        );
+    }
+
+    #[test]
+    fn a_tool_use_without_input_deltas_has_empty_object_arguments() {
+        let events: Vec<(&str, String)> = vec![
+            ("content_block_start", r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"now","input":{}}}"#.into()),
+            ("content_block_stop", r#"{"type":"content_block_stop","index":0}"#.into()),
+            ("message_delta", r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"}}"#.into()),
+            ("message_stop", r#"{"type":"message_stop"}"#.into()),
+        ];
+        let (msg, _) = stream(&events).0.unwrap();
+        assert_eq!(arguments(&msg), ["{}"]);
+        assert!(msg.replayable());
+        assert!(msg.content.as_ref().unwrap().is_null());
+    }
+
+    #[test]
+    fn stop_reasons_map_to_finish_reasons() {
+        for (stop, finish) in [
+            ("end_turn", FinishReason::Stop),
+            ("stop_sequence", FinishReason::Stop),
+            ("max_tokens", FinishReason::Length),
+            ("tool_use", FinishReason::ToolCalls),
+            ("refusal", FinishReason::ContentFilter),
+            ("pause_turn", FinishReason::Other("pause_turn".into())),
+        ] {
+            assert_eq!(finish_reason(stop), finish);
+        }
+        let (_, meta) = capture_reply(
+            r#"{"type":"message","role":"assistant","content":[{"type":"text","text":"x"}]}"#,
+            origin(),
+        )
+        .unwrap();
+        assert_eq!(meta.finish, None);
+    }
+
+    #[test]
+    fn later_usage_counts_win_in_a_stream() {
+        let events: Vec<(&str, String)> = vec![
+            ("message_start", r#"{"type":"message_start","message":{"usage":{"input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}}"#.into()),
+            ("message_delta", r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":20,"cache_read_input_tokens":0,"cache_creation_input_tokens":30,"output_tokens":5}}"#.into()),
+            ("message_delta", r#"{"type":"message_delta","delta":{},"usage":{"output_tokens":8}}"#.into()),
+            ("message_stop", r#"{"type":"message_stop"}"#.into()),
+        ];
+        let (msg, meta) = stream(&events).0.unwrap();
+        assert_eq!(meta.usage, Some(Usage::new(50, 8, 0, 0, 30)));
+        assert_eq!(meta.finish, Some(FinishReason::Stop));
+        assert!(!msg.replayable());
+    }
+
+    #[test]
+    fn events_without_a_name_are_read_by_their_type() {
+        let events: Vec<(&str, String)> =
+            events().into_iter().map(|(_, data)| ("", data)).collect();
+        let (streamed, _) = stream(&events).0.unwrap();
+        let (whole, _) = capture_reply(&whole(), origin()).unwrap();
+        assert_eq!(
+            serde_json::to_value(&streamed).unwrap(),
+            serde_json::to_value(&whole).unwrap()
+        );
+    }
+
+    #[test]
+    fn malformed_replies_are_errors() {
+        for body in [
+            "not json",
+            r#"{"type":"message","role":"assistant"}"#,
+            r#"{"type":"message","role":"user","content":[]}"#,
+            r#"{"type":"message","role":"assistant","content":[{"text":"x"}]}"#,
+            r#"{"type":"message","role":"assistant","content":[{"type":"text","text":1}]}"#,
+        ] {
+            let err = capture_reply(body, origin()).unwrap_err();
+            assert!(matches!(err, CaptureError::Malformed(_)), "{body}: {err:?}");
+        }
+        let mut capture = StreamCapture::new();
+        let err = capture
+            .feed(
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":4,"delta":{"type":"text_delta","text":"x"}}"#,
+                &|_| {},
+            )
+            .unwrap_err();
+        assert!(matches!(err, CaptureError::Malformed(_)), "{err:?}");
+    }
+}

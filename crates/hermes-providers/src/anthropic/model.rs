@@ -1,0 +1,231 @@
+//! What a Claude model id tells the Anthropic wire: its family and version, and from them the
+//! thinking form it takes (adaptive or budget), its effort vocabulary, whether it keeps earlier
+//! turns' thinking, and whether budget thinking needs the interleaved-thinking beta.
+
+use hermes_core::route::Effort;
+
+/// A Claude model id, parsed. Ids put the numbers after the family (`claude-opus-4-6`,
+/// `claude-haiku-4-5@20251001`, `anthropic.claude-sonnet-4-6-v1`) or before it
+/// (`claude-3-7-sonnet-20250219`); an eight-digit date and `v1`-style suffixes are not versions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaudeModel {
+    /// `opus`, `sonnet`, `haiku`, or a newer family name (`mythos`, `fable`, …).
+    pub family: Option<String>,
+    /// Major and minor version, when the id has them.
+    pub version: Option<(u32, u32)>,
+}
+
+impl ClaudeModel {
+    /// Parses `model`; `None` when it is not a Claude id.
+    pub fn parse(model: &str) -> Option<ClaudeModel> {
+        let lower = model.to_ascii_lowercase();
+        let at = lower.find("claude")?;
+        let rest = &lower[at + "claude".len()..];
+        let mut family = None;
+        let mut numbers = Vec::new();
+        for token in rest.split(['-', '.', '@', '_', ':', '/']) {
+            if token.is_empty() {
+                continue;
+            }
+            if token.bytes().all(|b| b.is_ascii_digit()) {
+                // A date (20250219) or a long build number is not a version.
+                if token.len() <= 2 && numbers.len() < 2 {
+                    numbers.push(token.parse::<u32>().ok()?);
+                }
+                continue;
+            }
+            let is_suffix = token.len() > 1
+                && token.starts_with('v')
+                && token[1..].bytes().all(|b| b.is_ascii_digit());
+            if family.is_none() && !is_suffix && token.bytes().all(|b| b.is_ascii_alphabetic()) {
+                family = Some(token.to_owned());
+            }
+        }
+        let version = match numbers.as_slice() {
+            [] => None,
+            [major] => Some((*major, 0)),
+            [major, minor, ..] => Some((*major, *minor)),
+        };
+        Some(ClaudeModel { family, version })
+    }
+
+    fn at_least(&self, major: u32, minor: u32) -> bool {
+        self.version.is_some_and(|v| v >= (major, minor))
+    }
+
+    fn family_is(&self, name: &str) -> bool {
+        self.family.as_deref() == Some(name)
+    }
+
+    /// A family other than opus, sonnet and haiku (mythos, fable, …).
+    fn newer_family(&self) -> bool {
+        !matches!(
+            self.family.as_deref(),
+            Some("opus" | "sonnet" | "haiku") | None
+        )
+    }
+
+    /// Takes `{"type":"adaptive"}` with `output_config.effort`: Opus and Sonnet 4.6 and later,
+    /// every 5.x model and the newer families (platform.claude.com/docs/en/build-with-claude/
+    /// adaptive-thinking; docs.aws.amazon.com/bedrock/latest/userguide/
+    /// claude-messages-adaptive-thinking.html, which lists Opus 4.6/4.7, Sonnet 4.6, Opus 5,
+    /// Sonnet 5, Mythos and Fable).
+    pub fn adaptive(&self) -> bool {
+        if self.newer_family() {
+            return true;
+        }
+        if self.at_least(5, 0) {
+            return true;
+        }
+        (self.family_is("opus") || self.family_is("sonnet")) && self.at_least(4, 6)
+    }
+
+    /// Takes only the adaptive form: `{"type":"enabled"}` and `{"type":"disabled"}` are refused
+    /// (Opus 4.7, the 5.x models and the newer families, same pages).
+    pub fn adaptive_only(&self) -> bool {
+        self.newer_family()
+            || self.at_least(5, 0)
+            || (self.family_is("opus") && self.at_least(4, 7))
+    }
+
+    /// The efforts `output_config.effort` takes on this model (adaptive models only): `xhigh`
+    /// from Opus 4.7 and the 5.x models on.
+    pub fn efforts(&self) -> &'static [&'static str] {
+        if self.adaptive_only() {
+            &["low", "medium", "high", "xhigh", "max"]
+        } else {
+            &["low", "medium", "high", "max"]
+        }
+    }
+
+    /// The `output_config.effort` for `effort` (SPEC §3c): minimal → low, xhigh → max where the
+    /// model lacks it.
+    pub fn effort(&self, effort: Effort) -> &'static str {
+        let has = |e: &str| self.efforts().contains(&e);
+        match effort {
+            Effort::Minimal | Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+            Effort::XHigh if has("xhigh") => "xhigh",
+            Effort::XHigh | Effort::Max => "max",
+        }
+    }
+
+    /// Keeps earlier turns' thinking in context (SPEC §5): Opus ≥ 4.5, Sonnet ≥ 4.6, Haiku ≥ 5.5,
+    /// newer families ≥ 5.0; never Claude 3.x; an id without a version keeps it.
+    pub fn keeps_prior_thinking(&self) -> bool {
+        let Some(version) = self.version else {
+            return true;
+        };
+        if version.0 < 4 {
+            return false;
+        }
+        match self.family.as_deref() {
+            Some("opus") => self.at_least(4, 5),
+            Some("sonnet") => self.at_least(4, 6),
+            Some("haiku") => self.at_least(5, 5),
+            _ => self.at_least(5, 0),
+        }
+    }
+
+    /// Budget thinking between tool calls needs the `interleaved-thinking-2025-05-14` beta on
+    /// the Claude 4 models before 4.6 (adaptive models interleave by themselves; Claude 3.x
+    /// cannot).
+    pub fn needs_interleaved_beta(&self) -> bool {
+        !self.adaptive() && self.version.is_some_and(|v| v.0 >= 4)
+    }
+}
+
+/// The `budget_tokens` of SPEC §3c for each effort.
+pub fn budget(effort: Effort) -> u32 {
+    match effort {
+        Effort::Minimal => 1024,
+        Effort::Low => 4096,
+        Effort::Medium => 8192,
+        Effort::High => 16000,
+        Effort::XHigh => 24000,
+        Effort::Max => 32000,
+    }
+}
+
+/// `max_tokens` when no thinking budget sets it.
+pub const DEFAULT_MAX_TOKENS: u32 = 16384;
+
+/// What `max_tokens` adds above a thinking budget (SPEC §3c).
+pub const ABOVE_BUDGET: u32 = 8192;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(id: &str) -> ClaudeModel {
+        ClaudeModel::parse(id).unwrap()
+    }
+
+    #[test]
+    fn ids_parse_with_numbers_after_or_before_the_family_and_dates_ignored() {
+        assert_eq!(m("claude-opus-4-6").version, Some((4, 6)));
+        assert_eq!(m("claude-opus-4-6").family.as_deref(), Some("opus"));
+        assert_eq!(m("claude-3-7-sonnet-20250219").version, Some((3, 7)));
+        assert_eq!(
+            m("claude-3-7-sonnet-20250219").family.as_deref(),
+            Some("sonnet")
+        );
+        assert_eq!(m("claude-haiku-4-5@20251001").version, Some((4, 5)));
+        assert_eq!(m("us.anthropic.claude-opus-4-6-v1").version, Some((4, 6)));
+        assert_eq!(m("claude-opus-5").version, Some((5, 0)));
+        assert_eq!(m("claude-mythos-preview").version, None);
+        assert!(ClaudeModel::parse("deepseek-v4-pro").is_none());
+    }
+
+    #[test]
+    fn adaptive_and_budget_models_are_told_apart() {
+        for id in [
+            "claude-opus-4-6",
+            "claude-sonnet-4-6",
+            "claude-opus-4-7",
+            "claude-sonnet-5",
+            "claude-mythos-preview",
+            "claude-fable-5-1",
+        ] {
+            assert!(m(id).adaptive(), "{id}");
+        }
+        for id in [
+            "claude-sonnet-4-5",
+            "claude-opus-4-5",
+            "claude-haiku-4-5",
+            "claude-3-7-sonnet-20250219",
+        ] {
+            assert!(!m(id).adaptive(), "{id}");
+        }
+        assert!(m("claude-opus-4-7").adaptive_only());
+        assert!(!m("claude-opus-4-6").adaptive_only());
+    }
+
+    #[test]
+    fn efforts_map_into_the_models_vocabulary() {
+        assert_eq!(m("claude-opus-4-6").effort(Effort::Minimal), "low");
+        assert_eq!(m("claude-opus-4-6").effort(Effort::XHigh), "max");
+        assert_eq!(m("claude-opus-4-7").effort(Effort::XHigh), "xhigh");
+        assert_eq!(m("claude-opus-4-7").effort(Effort::Max), "max");
+    }
+
+    #[test]
+    fn which_models_keep_prior_thinking() {
+        assert!(m("claude-opus-4-5").keeps_prior_thinking());
+        assert!(!m("claude-opus-4-1").keeps_prior_thinking());
+        assert!(m("claude-sonnet-4-6").keeps_prior_thinking());
+        assert!(!m("claude-sonnet-4-5").keeps_prior_thinking());
+        assert!(!m("claude-haiku-4-5").keeps_prior_thinking());
+        assert!(!m("claude-3-7-sonnet-20250219").keeps_prior_thinking());
+        assert!(m("claude-mythos-preview").keeps_prior_thinking());
+        assert!(m("claude-fable-5-1").keeps_prior_thinking());
+    }
+
+    #[test]
+    fn the_interleaved_beta_is_for_budget_claude_4_models() {
+        assert!(m("claude-sonnet-4-5").needs_interleaved_beta());
+        assert!(!m("claude-opus-4-6").needs_interleaved_beta());
+        assert!(!m("claude-3-7-sonnet-20250219").needs_interleaved_beta());
+    }
+}

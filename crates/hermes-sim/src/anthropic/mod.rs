@@ -1,0 +1,305 @@
+//! The `anthropic` profile: Anthropic's Messages API served directly (`POST /v1/messages`), by
+//! Azure Foundry (`POST /anthropic/v1/messages`) and by Google Vertex
+//! (`POST /v1/projects/{project}/locations/{region}/publishers/anthropic/models/{model}:rawPredict`
+//! and `…:streamRawPredict`), written from PROVIDERS.md ("Anthropic Messages (and Vertex, Azure
+//! Foundry)", "Azure Foundry (Claude) — confirmed", "Tool-call pairing").
+//!
+//! Unlike the chat-completions profiles it reads the path and headers: each path family has its
+//! own authentication and version rules ([`answer`]). Request rules live in [`rules`], the signed
+//! thinking in [`thinking`], the scripted reply and its SSE rendering in [`reply`].
+
+mod reply;
+pub(crate) mod rules;
+mod thinking;
+
+use std::sync::atomic::Ordering;
+
+use serde_json::{Value, json};
+
+use crate::wire::short_hash;
+use crate::{Shared, lock};
+use reply::{Ask, Cache};
+use rules::Via;
+
+/// Which door a request came in by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Family {
+    /// `POST /v1/messages`.
+    Direct,
+    /// `POST /anthropic/v1/messages` (Azure Foundry).
+    Foundry,
+    /// Vertex `rawPredict` (`stream: false`) or `streamRawPredict` (`stream: true`).
+    Vertex { model: String, stream: bool },
+}
+
+/// The simulator's answer to one request.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    /// HTTP status.
+    pub(crate) status: u16,
+    /// The parsed request body (`Value::Null` when it was not read or not JSON).
+    pub(crate) body: Value,
+    /// The response body: JSON, or the SSE text of a stream.
+    pub(crate) text: String,
+    /// `text` is an SSE stream.
+    pub(crate) stream: bool,
+}
+
+impl Answer {
+    fn refused(status: u16, body: &Value, envelope: Value) -> Answer {
+        Answer {
+            status,
+            body: body.clone(),
+            text: envelope.to_string(),
+            stream: false,
+        }
+    }
+}
+
+/// Anthropic's error envelope.
+fn envelope(kind: &str, message: &str, request_id: &str) -> Value {
+    json!({
+        "type": "error",
+        "error": {"type": kind, "message": message},
+        "request_id": request_id
+    })
+}
+
+/// Google's 401 (Vertex, no usable bearer token).
+fn google_unauthenticated() -> Value {
+    json!({"error": {
+        "code": 401,
+        "message": "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.",
+        "status": "UNAUTHENTICATED"
+    }})
+}
+
+/// `%XX` decoding of one path segment (left as is when malformed).
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| s.to_owned())
+}
+
+/// The path family, or `None` for a path the profile does not serve.
+fn route(path: &str) -> Option<Family> {
+    match path {
+        "/v1/messages" => return Some(Family::Direct),
+        "/anthropic/v1/messages" => return Some(Family::Foundry),
+        _ => {}
+    }
+    let rest = path.strip_prefix("/v1/projects/")?;
+    let (project, rest) = rest.split_once("/locations/")?;
+    let (region, rest) = rest.split_once("/publishers/anthropic/models/")?;
+    let (model, verb) = rest.rsplit_once(':')?;
+    let segment = |s: &str| !s.is_empty() && !s.contains('/');
+    if !segment(project) || !segment(region) || !segment(model) {
+        return None;
+    }
+    let stream = match verb {
+        "rawPredict" => false,
+        "streamRawPredict" => true,
+        _ => return None,
+    };
+    Some(Family::Vertex {
+        model: percent_decode(model),
+        stream,
+    })
+}
+
+/// Answers one request to the `anthropic` profile. `headers` are the request's (names lower
+/// case, values unredacted: they are only read here).
+pub(crate) fn answer(
+    shared: &Shared,
+    method: &str,
+    path: &str,
+    headers: &[(String, String)],
+    raw: &[u8],
+) -> Answer {
+    let null = Value::Null;
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim())
+    };
+    let family = route(path);
+    let vertex = matches!(family, Some(Family::Vertex { .. }));
+    let request_id = format!(
+        "{}{}",
+        if vertex { "req_vrtx_" } else { "req_" },
+        short_hash(
+            &format!("{method} {path}\u{0}{}", String::from_utf8_lossy(raw)),
+            24
+        )
+    );
+    let invalid = |body: &Value, message: &str| {
+        Answer::refused(
+            400,
+            body,
+            envelope("invalid_request_error", message, &request_id),
+        )
+    };
+    let Some(family) = family else {
+        return Answer::refused(
+            404,
+            &null,
+            envelope("not_found_error", "Not Found", &request_id),
+        );
+    };
+    if method != "POST" {
+        // Simulator-chosen wording.
+        return Answer::refused(
+            405,
+            &null,
+            envelope(
+                "invalid_request_error",
+                &format!("Method Not Allowed: {method} {path}"),
+                &request_id,
+            ),
+        );
+    }
+    let unauthenticated = |message: &str| {
+        Answer::refused(
+            401,
+            &null,
+            envelope("authentication_error", message, &request_id),
+        )
+    };
+    // Simulator-chosen wording (PROVIDERS.md gives the requirement, not the text).
+    const VERSION_REQUIRED: &str = "anthropic-version: header is required";
+    let has_version = header("anthropic-version").is_some_and(|v| !v.is_empty());
+    match &family {
+        Family::Direct => {
+            if header("authorization").is_some() {
+                return unauthenticated("invalid x-api-key");
+            }
+            if !has_version {
+                return invalid(&null, VERSION_REQUIRED);
+            }
+        }
+        Family::Foundry => {
+            if header("x-api-key").is_none_or(str::is_empty) {
+                // Simulator-chosen wording.
+                return unauthenticated("x-api-key header is required");
+            }
+            if !has_version {
+                return invalid(&null, VERSION_REQUIRED);
+            }
+        }
+        Family::Vertex { .. } => {
+            let bearer = header("authorization")
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .is_some_and(|t| !t.trim().is_empty());
+            if !bearer {
+                return Answer::refused(401, &null, google_unauthenticated());
+            }
+        }
+    }
+    let body: Value = match serde_json::from_slice(raw) {
+        Ok(v) => v,
+        Err(e) => return invalid(&null, &crate::wire::bad_json_text(&e)), // simulator-chosen
+    };
+    let via = match &family {
+        Family::Vertex { stream, .. } => Via::Vertex { stream: *stream },
+        _ => Via::Body,
+    };
+    let beta = header("anthropic-beta").unwrap_or("");
+    let checked = match rules::validate(&body, via, beta, &shared.key) {
+        Ok(c) => c,
+        Err(message) => return invalid(&body, &message),
+    };
+
+    let fail_mid_stream = lock(&shared.switches).fail_mid_stream;
+    let cache = if checked.breakpoints == 0 {
+        Cache::None
+    } else if shared.cached_requests.fetch_add(1, Ordering::SeqCst) == 0 {
+        Cache::Write
+    } else {
+        Cache::Read
+    };
+    let model = match &family {
+        Family::Vertex { model, .. } => model.clone(),
+        _ => body
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+    };
+    let reply = reply::script(&Ask {
+        body: &body,
+        raw,
+        model: &model,
+        thinking: checked.thinking,
+        cache,
+        id_prefix: if vertex { "msg_vrtx_" } else { "msg_" },
+        key: &shared.key,
+    });
+    let stream = body.get("stream").and_then(Value::as_bool) == Some(true);
+    let text = if stream {
+        reply.sse(fail_mid_stream)
+    } else {
+        reply.json().to_string()
+    };
+    Answer {
+        status: 200,
+        body,
+        text,
+        stream,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes() {
+        assert_eq!(route("/v1/messages"), Some(Family::Direct));
+        assert_eq!(route("/anthropic/v1/messages"), Some(Family::Foundry));
+        assert_eq!(
+            route(
+                "/v1/projects/p-1/locations/us-east5/publishers/anthropic/models/claude-opus-4-6%40001:streamRawPredict"
+            ),
+            Some(Family::Vertex {
+                model: "claude-opus-4-6@001".into(),
+                stream: true
+            })
+        );
+        assert_eq!(
+            route("/v1/projects/p/locations/global/publishers/anthropic/models/m:rawPredict"),
+            Some(Family::Vertex {
+                model: "m".into(),
+                stream: false
+            })
+        );
+        for bad in [
+            "/v1/chat/completions",
+            "/v1/messages/",
+            "/v1/projects//locations/r/publishers/anthropic/models/m:rawPredict",
+            "/v1/projects/p/locations/r/publishers/google/models/m:rawPredict",
+            "/v1/projects/p/locations/r/publishers/anthropic/models/m:predict",
+            "/v1/projects/p/locations/r/publishers/anthropic/models/a/b:rawPredict",
+        ] {
+            assert_eq!(route(bad), None, "{bad}");
+        }
+        assert_eq!(percent_decode("a%2Fb%zz"), "a/b%zz");
+    }
+}

@@ -1,0 +1,413 @@
+//! The scripted model's Messages reply (signed thinking, `[tools=N]` tool loops) and how it is
+//! rendered: one `message` object, or Anthropic's SSE events.
+
+use serde_json::{Value, json};
+
+use super::rules::Thinking;
+use super::thinking::{self, Token};
+use crate::model::{TOOL_NAME, pieces, snippet, tools_wanted};
+use crate::wire::short_hash;
+
+/// Whether the reply reports a cache write, a cache read or neither.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cache {
+    /// The request has no `cache_control` breakpoint.
+    None,
+    /// The first request with a breakpoint: the prefix is written.
+    Write,
+    /// A later request with a breakpoint: the prefix is read.
+    Read,
+}
+
+/// What the scripted model answers for one request.
+#[derive(Clone, Debug)]
+pub(crate) struct Reply {
+    id: String,
+    model: String,
+    content: Vec<Value>,
+    stop_reason: &'static str,
+    input_tokens: usize,
+    cache_creation: usize,
+    cache_read: usize,
+    output_tokens: usize,
+}
+
+/// Everything the script reads.
+pub(crate) struct Ask<'a> {
+    pub(crate) body: &'a Value,
+    pub(crate) raw: &'a [u8],
+    pub(crate) model: &'a str,
+    pub(crate) thinking: Thinking,
+    pub(crate) cache: Cache,
+    /// `msg_` or `msg_vrtx_`.
+    pub(crate) id_prefix: &'a str,
+    pub(crate) key: &'a [u8],
+}
+
+fn role_of(m: &Value) -> &str {
+    m.get("role").and_then(Value::as_str).unwrap_or("")
+}
+
+/// The text of a `content` value: a string, or its text blocks joined.
+fn text_of(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+fn has_text(m: &Value) -> bool {
+    match m.get("content") {
+        Some(Value::String(_)) => true,
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .any(|b| b.get("type").and_then(Value::as_str) == Some("text")),
+        _ => false,
+    }
+}
+
+/// The tool the script calls: `now` when offered (or when no tools are), else the first tool.
+fn tool_name(body: &Value) -> String {
+    let names: Vec<&str> = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.get("name").and_then(Value::as_str))
+        .collect();
+    match names.first() {
+        Some(first) if !names.contains(&TOOL_NAME) => (*first).to_owned(),
+        _ => TOOL_NAME.to_owned(),
+    }
+}
+
+/// Runs the script over a validated request.
+pub(crate) fn script(ask: &Ask<'_>) -> Reply {
+    let body = ask.body;
+    let empty = Vec::new();
+    let messages = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    let last_user = messages
+        .iter()
+        .rposition(|m| role_of(m) == "user" && has_text(m));
+    let user_text = last_user
+        .map(|i| text_of(messages[i].get("content")))
+        .unwrap_or_default();
+    let after = last_user.map_or(&messages[..], |i| &messages[i + 1..]);
+    let results: Vec<&Value> = after
+        .iter()
+        .filter(|m| role_of(m) == "user")
+        .filter_map(|m| m.get("content").and_then(Value::as_array))
+        .flatten()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+        .collect();
+    let wanted = tools_wanted(&user_text);
+    let model = ask.model;
+    let seed = format!("{model}\u{0}{user_text}\u{0}{}", results.len());
+
+    enum Step {
+        Call { step: usize, of: usize },
+        Final(String),
+    }
+    let (reasoning, step) = match wanted {
+        Some(n) if results.len() < n => {
+            let step = results.len() + 1;
+            (
+                format!(
+                    "Step {step} of {n}: the user asked for {n} tool calls and {done} results are in, so I call the tool again.",
+                    done = results.len()
+                ),
+                Step::Call { step, of: n },
+            )
+        }
+        Some(n) => {
+            let last = results
+                .last()
+                .map(|r| text_of(r.get("content")))
+                .unwrap_or_default();
+            (
+                format!(
+                    "All {n} tool results are in; the last one says \"{}\", so I can write the final answer.",
+                    snippet(&last)
+                ),
+                Step::Final(format!(
+                    "Done after {n} tool calls. The last tool result was: {}",
+                    snippet(&last)
+                )),
+            )
+        }
+        None => (
+            format!(
+                "The user wrote \"{}\"; no tool is needed, so I answer directly and briefly.",
+                snippet(&user_text)
+            ),
+            Step::Final(format!(
+                "Hello from the scripted model {}. You said: {}",
+                snippet(model),
+                snippet(&user_text)
+            )),
+        ),
+    };
+
+    let cut_short = user_text.contains("[max_tokens]");
+    let mut content = Vec::new();
+    if let Thinking::On { omitted } = ask.thinking {
+        let digest = thinking::prefix_digest(body.get("system"), messages);
+        let text = if omitted { "" } else { reasoning.as_str() };
+        let redacted = user_text.contains("[redacted]") && !cut_short;
+        let count = if redacted { 2 } else { 1 };
+        let mut id_seed = digest.to_vec();
+        id_seed.extend_from_slice(seed.as_bytes());
+        let reply = Token::reply_id(&id_seed);
+        let token = |pos| Token { reply, pos, count };
+        content.push(json!({
+            "type": "thinking",
+            "thinking": text,
+            "signature": thinking::sign_thinking(ask.key, &digest, text, token(0))
+        }));
+        if redacted {
+            let payload = format!(
+                "hermes-sim redacted thinking {}",
+                short_hash(&format!("redacted\u{0}{seed}"), 32)
+            );
+            content.push(json!({
+                "type": "redacted_thinking",
+                "data": thinking::seal_redacted(ask.key, &digest, token(1), payload.as_bytes())
+            }));
+        }
+    }
+    let stop_reason = if cut_short {
+        if !ask.thinking.on() {
+            let words: Vec<&str> = reasoning.split(' ').take(4).collect();
+            content.push(json!({"type": "text", "text": words.join(" ")}));
+        }
+        "max_tokens"
+    } else {
+        match step {
+            Step::Call { step, of } => {
+                content.push(json!({
+                    "type": "tool_use",
+                    "id": format!("toolu_{step:02}{}", short_hash(&seed, 22)),
+                    "name": tool_name(body),
+                    "input": {"step": step, "of": of, "note": format!("call {step} of {of}: \"what time is it?\" ⏱")}
+                }));
+                "tool_use"
+            }
+            Step::Final(text) => {
+                content.push(json!({"type": "text", "text": text}));
+                "end_turn"
+            }
+        }
+    };
+
+    let total = ask.raw.len().div_ceil(4).max(1);
+    let (cache_creation, cache_read) = match ask.cache {
+        Cache::None => (0, 0),
+        Cache::Write => (total / 2, 0),
+        Cache::Read => (0, (total / 2).max(1)),
+    };
+    let output_tokens = content.iter().map(block_len).sum::<usize>().div_ceil(4) + 1;
+    Reply {
+        id: format!(
+            "{}{}",
+            ask.id_prefix,
+            short_hash(&String::from_utf8_lossy(ask.raw), 24)
+        ),
+        model: model.to_owned(),
+        content,
+        stop_reason,
+        input_tokens: total - cache_creation - cache_read,
+        cache_creation,
+        cache_read,
+        output_tokens,
+    }
+}
+
+/// Rough size of a block's visible text.
+fn block_len(b: &Value) -> usize {
+    ["text", "thinking", "data"]
+        .iter()
+        .filter_map(|k| b.get(*k).and_then(Value::as_str))
+        .map(str::len)
+        .sum::<usize>()
+        + b.get("input").map_or(0, |i| i.to_string().len())
+}
+
+impl Reply {
+    fn usage(&self, output_tokens: usize) -> Value {
+        json!({
+            "input_tokens": self.input_tokens,
+            "cache_creation_input_tokens": self.cache_creation,
+            "cache_read_input_tokens": self.cache_read,
+            "output_tokens": output_tokens
+        })
+    }
+
+    fn message(&self, content: Value, stop_reason: Value, output_tokens: usize) -> Value {
+        json!({
+            "id": self.id,
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": null,
+            "usage": self.usage(output_tokens)
+        })
+    }
+
+    /// The non-streamed `message` object.
+    pub(crate) fn json(&self) -> Value {
+        self.message(
+            Value::Array(self.content.clone()),
+            json!(self.stop_reason),
+            self.output_tokens,
+        )
+    }
+
+    /// The SSE events, in order: `(event name, data)`.
+    fn events(&self) -> Vec<(&'static str, Value)> {
+        let mut out = vec![
+            (
+                "message_start",
+                json!({"type": "message_start", "message": self.message(json!([]), Value::Null, 1)}),
+            ),
+            ("ping", json!({"type": "ping"})),
+        ];
+        for (index, block) in self.content.iter().enumerate() {
+            let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
+            let str_of = |k: &str| block.get(k).and_then(Value::as_str).unwrap_or("");
+            let start = |b: Value| {
+                (
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": index, "content_block": b}),
+                )
+            };
+            let delta = |d: Value| {
+                (
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": index, "delta": d}),
+                )
+            };
+            match kind {
+                "thinking" => {
+                    out.push(start(
+                        json!({"type": "thinking", "thinking": "", "signature": ""}),
+                    ));
+                    for p in pieces(str_of("thinking"))
+                        .into_iter()
+                        .filter(|p| !p.is_empty())
+                    {
+                        out.push(delta(json!({"type": "thinking_delta", "thinking": p})));
+                    }
+                    out.push(delta(
+                        json!({"type": "signature_delta", "signature": str_of("signature")}),
+                    ));
+                }
+                "text" => {
+                    out.push(start(json!({"type": "text", "text": ""})));
+                    for p in pieces(str_of("text")).into_iter().filter(|p| !p.is_empty()) {
+                        out.push(delta(json!({"type": "text_delta", "text": p})));
+                    }
+                }
+                "tool_use" => {
+                    out.push(start(json!({
+                        "type": "tool_use",
+                        "id": block.get("id"),
+                        "name": block.get("name"),
+                        "input": {}
+                    })));
+                    let input = block.get("input").map(Value::to_string).unwrap_or_default();
+                    for p in ragged(&input) {
+                        out.push(delta(
+                            json!({"type": "input_json_delta", "partial_json": p}),
+                        ));
+                    }
+                }
+                // redacted_thinking (and anything else) arrives whole in its start event.
+                _ => out.push(start(block.clone())),
+            }
+            out.push((
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": index}),
+            ));
+        }
+        out.push((
+            "message_delta",
+            json!({
+                "type": "message_delta",
+                "delta": {"stop_reason": self.stop_reason, "stop_sequence": null},
+                "usage": {"output_tokens": self.output_tokens}
+            }),
+        ));
+        out.push(("message_stop", json!({"type": "message_stop"})));
+        out
+    }
+
+    /// The full SSE text; with `fail_mid_stream`, a few events then an `overloaded_error` event.
+    pub(crate) fn sse(&self, fail_mid_stream: bool) -> String {
+        let events = self.events();
+        let take = if fail_mid_stream { 5 } else { events.len() };
+        let mut out = String::new();
+        let mut push = |name: &str, data: &Value| {
+            out.push_str("event: ");
+            out.push_str(name);
+            out.push_str("\ndata: ");
+            out.push_str(&data.to_string());
+            out.push_str("\n\n");
+        };
+        for (name, data) in events.iter().take(take) {
+            push(name, data);
+        }
+        if fail_mid_stream {
+            push(
+                "error",
+                &json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+            );
+        }
+        out
+    }
+}
+
+/// Char counts the input JSON is cut into, cycled (uneven, so cuts land anywhere).
+const RAGGED: [usize; 6] = [1, 7, 3, 11, 2, 5];
+
+/// Splits `s` at uneven char boundaries, after an empty first piece (as the API's first
+/// `input_json_delta` carries `""`).
+fn ragged(s: &str) -> Vec<String> {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = vec![String::new()];
+    let mut at = 0;
+    for n in RAGGED.iter().cycle() {
+        if at >= chars.len() {
+            break;
+        }
+        let end = (at + n).min(chars.len());
+        out.push(chars[at..end].iter().collect());
+        at = end;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ragged_pieces_cover_the_text() {
+        let s = r#"{"step":1,"note":"ünï ⏱"}"#;
+        let p = ragged(s);
+        assert_eq!(p[0], "");
+        assert!(p.len() > 4);
+        assert_eq!(p.concat(), s);
+        assert_eq!(ragged(""), vec![String::new()]);
+    }
+}

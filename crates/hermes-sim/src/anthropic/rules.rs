@@ -1,0 +1,883 @@
+//! Request rules of the `anthropic` profile, written from PROVIDERS.md ("Anthropic Messages (and
+//! Vertex, Azure Foundry)", "Tool-call pairing") and the profile's contract.
+//!
+//! Every refusal here is an HTTP 400 `invalid_request_error`; the caller wraps the text in the
+//! envelope. Texts are the real ones unless a comment says "simulator-chosen" (no exact wording
+//! in PROVIDERS.md). Checks run in this order: top-level names and values, `system`, `tools`,
+//! `tool_choice`, `thinking`, `output_config`, each message and block (schema), the number of
+//! `cache_control` breakpoints, the thinking settings against `max_tokens` / `temperature` /
+//! `tool_choice`, the turn order, tool-use pairing, every thinking signature, then (in an
+//! in-flight tool loop with thinking on) the first block and the unmodified thinking blocks of
+//! the latest assistant turn.
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use serde_json::{Map, Value};
+
+use super::thinking::{self, PrefixDigest, Token};
+
+/// Top-level names the `anthropic` profile knows (on Vertex `model` is refused and
+/// `anthropic_version` is required instead).
+pub const ANTHROPIC_TOP_LEVEL: &[&str] = &[
+    "model",
+    "messages",
+    "max_tokens",
+    "system",
+    "stream",
+    "thinking",
+    "output_config",
+    "tools",
+    "tool_choice",
+    "temperature",
+    "top_p",
+    "top_k",
+    "stop_sequences",
+    "metadata",
+    "service_tier",
+    "cache_control",
+];
+
+/// `anthropic_version` values Vertex accepts in the body.
+pub(crate) const VERTEX_VERSIONS: &[&str] = &["vertex-2023-10-16", "2026-10-21"];
+
+/// The beta that lets `budget_tokens` exceed `max_tokens` (interleaved thinking).
+const INTERLEAVED_BETA: &str = "interleaved-thinking-2025-05-14";
+
+/// Most `cache_control` breakpoints in one request.
+const MAX_BREAKPOINTS: usize = 4;
+
+/// The block tags a message may hold, in the order the union-tag error lists them.
+const BLOCK_TAGS: &[&str] = &[
+    "text",
+    "image",
+    "tool_use",
+    "tool_result",
+    "thinking",
+    "redacted_thinking",
+];
+
+/// Where the request came in, as far as the rules care.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Via {
+    /// `/v1/messages` or Foundry's `/anthropic/v1/messages`: `model` in the body.
+    Body,
+    /// Vertex: the model in the path, `anthropic_version` in the body, `stream` fixed by the verb.
+    Vertex { stream: bool },
+}
+
+/// The request's thinking mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Thinking {
+    /// Absent or `{"type":"disabled"}`.
+    Off,
+    /// `enabled` or `adaptive`; `omitted` is adaptive's `display: "omitted"` (empty thinking text).
+    On { omitted: bool },
+}
+
+impl Thinking {
+    pub(crate) fn on(self) -> bool {
+        matches!(self, Thinking::On { .. })
+    }
+}
+
+/// What the rules learned about an accepted request.
+#[derive(Clone, Debug)]
+pub(crate) struct Checked {
+    pub(crate) thinking: Thinking,
+    /// Number of `cache_control` breakpoints.
+    pub(crate) breakpoints: usize,
+}
+
+// ---------------------------------------------------------------- texts
+
+/// Pydantic's unknown-key text (PROVIDERS.md: `messages.13.content.0.thinking.cache_control: …`).
+fn extra(path: &str, key: &str) -> String {
+    format!("{}: Extra inputs are not permitted", join(path, key))
+}
+
+fn required(path: &str, key: &str) -> String {
+    format!("{}: Field required", join(path, key))
+}
+
+/// Simulator-chosen (pydantic's wording for a wrong type).
+fn wrong_type(path: &str, key: &str, what: &str) -> String {
+    format!("{}: Input should be a valid {what}", join(path, key))
+}
+
+fn join(path: &str, key: &str) -> String {
+    match (path.is_empty(), key.is_empty()) {
+        (true, _) => key.to_owned(),
+        (_, true) => path.to_owned(),
+        _ => format!("{path}.{key}"),
+    }
+}
+
+/// Simulator-chosen (pydantic's wording for a discriminated union with an unknown tag).
+fn unknown_tag(path: &str, tag: &str, tags: &[&str]) -> String {
+    let expected: Vec<String> = tags.iter().map(|t| format!("'{t}'")).collect();
+    format!(
+        "{path}: Input tag '{tag}' found using 'type' does not match any of the expected tags: {}",
+        expected.join(", ")
+    )
+}
+
+/// Simulator-chosen (pydantic's literal-error wording).
+fn literal(path: &str, allowed: &[&str]) -> String {
+    let quoted: Vec<String> = allowed.iter().map(|a| format!("'{a}'")).collect();
+    let list = match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => quoted.concat(),
+    };
+    format!("{path}: Input should be {list}")
+}
+
+/// The contract's text for more than four breakpoints.
+pub(crate) fn too_many_breakpoints(found: usize) -> String {
+    format!(
+        "A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {found}."
+    )
+}
+
+/// The contract's text for a budget under 1024.
+pub(crate) const BUDGET_TOO_SMALL: &str =
+    "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024";
+
+/// Simulator-chosen: PROVIDERS.md states the rule (`budget_tokens` < `max_tokens` unless
+/// interleaved) without the wording.
+pub(crate) const BUDGET_NOT_UNDER_MAX: &str = "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size";
+
+/// The contract's text for a temperature other than 1 while thinking.
+pub(crate) const TEMPERATURE_WITH_THINKING: &str =
+    "temperature may only be set to 1 when thinking is enabled or in adaptive mode";
+
+/// Simulator-chosen: PROVIDERS.md says `tool_choice` is limited to auto/none while thinking.
+pub(crate) const FORCED_TOOL_WITH_THINKING: &str =
+    "Thinking may not be enabled when tool_choice forces tool use.";
+
+/// Simulator-chosen.
+pub(crate) const NO_MESSAGES: &str = "messages: at least one message is required";
+
+/// Simulator-chosen (PROVIDERS.md states the rule, not the wording).
+pub(crate) const FIRST_NOT_USER: &str = "messages: first message must use the \"user\" role";
+
+/// PROVIDERS.md, "Tool-call pairing": `tool_use` ids without results right after.
+pub(crate) fn unpaired_text(index: usize, ids: &[&str]) -> String {
+    format!(
+        "messages.{index}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+        ids.join(", ")
+    )
+}
+
+/// The contract's text for a result answering no `tool_use` of the previous message.
+pub(crate) fn orphan_text(index: usize, block: usize, id: &str) -> String {
+    format!(
+        "messages.{index}.content.{block}: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+    )
+}
+
+/// PROVIDERS.md: a signature (or redacted data, with `redacted_thinking`) that does not verify.
+pub(crate) fn invalid_signature_text(index: usize, block: usize, kind: &str) -> String {
+    format!("messages.{index}.content.{block}: Invalid `signature` in `{kind}` block")
+}
+
+/// PROVIDERS.md (Kilo-Org/kilocode#5219), typo "preceeding" included.
+pub(crate) fn expected_thinking_text(index: usize, block: usize, found: &str) -> String {
+    format!(
+        "messages.{index}.content.{block}.type: Expected `thinking` or `redacted_thinking`, but found `{found}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+    )
+}
+
+/// PROVIDERS.md (anthropics/claude-code#19539).
+pub(crate) fn modified_text(index: usize, block: usize) -> String {
+    format!(
+        "messages.{index}.content.{block}: `thinking` or `redacted_thinking` blocks in the latest assistant message cannot be modified. These blocks must remain as they were in the original response."
+    )
+}
+
+/// Simulator-chosen: a block type in a message of the wrong role.
+fn wrong_role_text(index: usize, block: usize, kind: &str, role: &str) -> String {
+    format!(
+        "messages.{index}.content.{block}: `{kind}` blocks are not allowed in `{role}` messages"
+    )
+}
+
+// ---------------------------------------------------------------- small readers
+
+fn kind_of(v: &Value) -> &str {
+    v.get("type").and_then(Value::as_str).unwrap_or("")
+}
+
+fn role_of(m: &Value) -> &str {
+    m.get("role").and_then(Value::as_str).unwrap_or("")
+}
+
+/// The message's blocks with their index (string content has none).
+fn blocks(m: &Value) -> impl Iterator<Item = (usize, &Value)> {
+    m.get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+}
+
+fn is_integer(v: &Value) -> bool {
+    v.is_i64() || v.is_u64()
+}
+
+/// Runs of consecutive same-role messages (the API combines them into one turn).
+fn turns(messages: &[Value]) -> Vec<(&str, Range<usize>)> {
+    let mut out: Vec<(&str, Range<usize>)> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        let role = role_of(m);
+        match out.last_mut() {
+            Some((r, range)) if *r == role => range.end = i + 1,
+            _ => out.push((role, i..i + 1)),
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------- schema
+
+/// Walks the body's schema, counting `cache_control` breakpoints.
+#[derive(Default)]
+struct Schema {
+    breakpoints: usize,
+}
+
+impl Schema {
+    /// Checks the keys of `o` against `allowed`, then that `needed` are present.
+    fn keys(
+        &self,
+        o: &Map<String, Value>,
+        path: &str,
+        allowed: &[&str],
+        needed: &[&str],
+    ) -> Result<(), String> {
+        if let Some(k) = o.keys().find(|k| !allowed.contains(&k.as_str())) {
+            return Err(extra(path, k));
+        }
+        match needed.iter().find(|k| !o.contains_key(**k)) {
+            Some(k) => Err(required(path, k)),
+            None => Ok(()),
+        }
+    }
+
+    /// `{type:"ephemeral", ttl?}`, counted as a breakpoint.
+    fn cache_control(&mut self, v: &Value, path: &str) -> Result<(), String> {
+        let o = v
+            .as_object()
+            .ok_or_else(|| wrong_type(path, "", "dictionary"))?;
+        self.keys(o, path, &["type", "ttl"], &["type"])?;
+        if o.get("type").and_then(Value::as_str) != Some("ephemeral") {
+            return Err(literal(&join(path, "type"), &["ephemeral"]));
+        }
+        if let Some(ttl) = o.get("ttl")
+            && !matches!(ttl.as_str(), Some("5m" | "1h"))
+        {
+            return Err(literal(&join(path, "ttl"), &["5m", "1h"]));
+        }
+        self.breakpoints += 1;
+        Ok(())
+    }
+
+    /// A string field that must hold a string when present.
+    fn string(o: &Map<String, Value>, path: &str, key: &str) -> Result<(), String> {
+        match o.get(key) {
+            Some(v) if !v.is_string() => Err(wrong_type(path, key, "string")),
+            _ => Ok(()),
+        }
+    }
+
+    /// One content block at `path` (`messages.N.content.M`, or a `tool_result`'s inner block),
+    /// whose allowed tags are `tags`.
+    fn block(&mut self, b: &Value, path: &str, tags: &[&str]) -> Result<(), String> {
+        let o = b
+            .as_object()
+            .ok_or_else(|| wrong_type(path, "", "dictionary"))?;
+        let Some(tag) = o.get("type").and_then(Value::as_str) else {
+            // Simulator-chosen (pydantic's missing-discriminator wording).
+            return Err(format!(
+                "{path}: Unable to extract tag using discriminator 'type'"
+            ));
+        };
+        if !tags.contains(&tag) {
+            return Err(unknown_tag(path, tag, tags));
+        }
+        let at = join(path, tag);
+        let (allowed, needed, strings): (&[&str], &[&str], &[&str]) = match tag {
+            "text" => (
+                &["type", "text", "cache_control", "citations"],
+                &["text"],
+                &["text"],
+            ),
+            "thinking" => (
+                &["type", "thinking", "signature"],
+                &["thinking", "signature"],
+                &["thinking", "signature"],
+            ),
+            "redacted_thinking" => (&["type", "data"], &["data"], &["data"]),
+            "tool_use" => (
+                &["type", "id", "name", "input", "cache_control"],
+                &["id", "name", "input"],
+                &["id", "name"],
+            ),
+            "tool_result" => (
+                &[
+                    "type",
+                    "tool_use_id",
+                    "content",
+                    "is_error",
+                    "cache_control",
+                ],
+                &["tool_use_id"],
+                &["tool_use_id"],
+            ),
+            // "image"
+            _ => (&["type", "source", "cache_control"], &["source"], &[]),
+        };
+        self.keys(o, &at, allowed, needed)?;
+        for key in strings {
+            Schema::string(o, &at, key)?;
+        }
+        if tag == "tool_use" && o.get("input").is_some_and(|i| !i.is_object()) {
+            return Err(wrong_type(&at, "input", "dictionary"));
+        }
+        if tag == "image" && o.get("source").is_some_and(|s| !s.is_object()) {
+            return Err(wrong_type(&at, "source", "dictionary"));
+        }
+        if tag == "tool_result" {
+            if o.get("is_error").is_some_and(|e| !e.is_boolean()) {
+                return Err(wrong_type(&at, "is_error", "boolean"));
+            }
+            match o.get("content") {
+                None | Some(Value::String(_)) => {}
+                Some(Value::Array(items)) => {
+                    for (k, item) in items.iter().enumerate() {
+                        self.block(item, &format!("{at}.content.{k}"), &["text", "image"])?;
+                    }
+                }
+                Some(_) => return Err(wrong_type(&at, "content", "list")),
+            }
+        }
+        if let Some(cc) = o.get("cache_control") {
+            self.cache_control(cc, &join(&at, "cache_control"))?;
+        }
+        Ok(())
+    }
+
+    fn system(&mut self, v: &Value) -> Result<(), String> {
+        match v {
+            Value::String(_) => Ok(()),
+            Value::Array(items) => {
+                for (m, b) in items.iter().enumerate() {
+                    let path = format!("system.{m}");
+                    let o = b
+                        .as_object()
+                        .ok_or_else(|| wrong_type(&path, "", "dictionary"))?;
+                    if o.get("type").and_then(Value::as_str) != Some("text") {
+                        return Err(literal(&join(&path, "type"), &["text"]));
+                    }
+                    self.keys(
+                        o,
+                        &path,
+                        &["type", "text", "cache_control", "citations"],
+                        &["text"],
+                    )?;
+                    Schema::string(o, &path, "text")?;
+                    if let Some(cc) = o.get("cache_control") {
+                        self.cache_control(cc, &join(&path, "cache_control"))?;
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(wrong_type("system", "", "string")),
+        }
+    }
+
+    fn tools(&mut self, v: &Value) -> Result<(), String> {
+        let items = v
+            .as_array()
+            .ok_or_else(|| wrong_type("tools", "", "list"))?;
+        for (m, t) in items.iter().enumerate() {
+            let path = format!("tools.{m}");
+            let o = t
+                .as_object()
+                .ok_or_else(|| wrong_type(&path, "", "dictionary"))?;
+            self.keys(
+                o,
+                &path,
+                &[
+                    "name",
+                    "description",
+                    "input_schema",
+                    "cache_control",
+                    "type",
+                ],
+                &["name"],
+            )?;
+            Schema::string(o, &path, "name")?;
+            Schema::string(o, &path, "description")?;
+            if o.get("input_schema").is_some_and(|s| !s.is_object()) {
+                return Err(wrong_type(&path, "input_schema", "dictionary"));
+            }
+            if let Some(cc) = o.get("cache_control") {
+                self.cache_control(cc, &join(&path, "cache_control"))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn messages(&mut self, messages: &[Value]) -> Result<(), String> {
+        for (n, m) in messages.iter().enumerate() {
+            let path = format!("messages.{n}");
+            let o = m
+                .as_object()
+                .ok_or_else(|| wrong_type(&path, "", "dictionary"))?;
+            self.keys(o, &path, &["role", "content"], &["role", "content"])?;
+            let role = o.get("role").and_then(Value::as_str).unwrap_or("");
+            if role != "user" && role != "assistant" {
+                return Err(literal(&join(&path, "role"), &["user", "assistant"]));
+            }
+            match o.get("content") {
+                Some(Value::String(_)) => {}
+                Some(Value::Array(items)) => {
+                    for (j, b) in items.iter().enumerate() {
+                        let at = format!("{path}.content.{j}");
+                        self.block(b, &at, BLOCK_TAGS)?;
+                        let kind = kind_of(b);
+                        let wrong = match role {
+                            "user" => {
+                                matches!(kind, "thinking" | "redacted_thinking" | "tool_use")
+                            }
+                            _ => kind == "tool_result",
+                        };
+                        if wrong {
+                            return Err(wrong_role_text(n, j, kind, role));
+                        }
+                    }
+                }
+                _ => return Err(wrong_type(&path, "content", "list")),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The thinking mode and (for `enabled`) the budget.
+fn thinking(v: Option<&Value>) -> Result<(Thinking, Option<u64>), String> {
+    let Some(v) = v else {
+        return Ok((Thinking::Off, None));
+    };
+    let o = v
+        .as_object()
+        .ok_or_else(|| wrong_type("thinking", "", "dictionary"))?;
+    let Some(tag) = o.get("type").and_then(Value::as_str) else {
+        return Err(
+            "thinking: Unable to extract tag using discriminator 'type'".to_owned(), // simulator-chosen
+        );
+    };
+    let s = Schema::default();
+    match tag {
+        "enabled" => {
+            s.keys(
+                o,
+                "thinking.enabled",
+                &["type", "budget_tokens"],
+                &["budget_tokens"],
+            )?;
+            let budget = o
+                .get("budget_tokens")
+                .filter(|b| is_integer(b))
+                .ok_or_else(|| wrong_type("thinking.enabled", "budget_tokens", "integer"))?;
+            match budget.as_u64() {
+                Some(b) if b >= 1024 => Ok((Thinking::On { omitted: false }, Some(b))),
+                _ => Err(BUDGET_TOO_SMALL.to_owned()),
+            }
+        }
+        "disabled" => {
+            s.keys(o, "thinking.disabled", &["type"], &[])?;
+            Ok((Thinking::Off, None))
+        }
+        "adaptive" => {
+            s.keys(o, "thinking.adaptive", &["type", "display"], &[])?;
+            let omitted = match o.get("display") {
+                None => false,
+                Some(d) => match d.as_str() {
+                    Some("summarized") => false,
+                    Some("omitted") => true,
+                    _ => {
+                        return Err(literal(
+                            "thinking.adaptive.display",
+                            &["summarized", "omitted"],
+                        ));
+                    }
+                },
+            };
+            Ok((Thinking::On { omitted }, None))
+        }
+        other => Err(unknown_tag(
+            "thinking",
+            other,
+            &["enabled", "disabled", "adaptive"],
+        )),
+    }
+}
+
+fn tool_choice(v: &Value) -> Result<&str, String> {
+    let o = v
+        .as_object()
+        .ok_or_else(|| wrong_type("tool_choice", "", "dictionary"))?;
+    let tags = ["auto", "any", "tool", "none"];
+    let tag = o.get("type").and_then(Value::as_str).unwrap_or("");
+    if !tags.contains(&tag) {
+        return Err(unknown_tag("tool_choice", tag, &tags));
+    }
+    let path = format!("tool_choice.{tag}");
+    let s = Schema::default();
+    match tag {
+        "tool" => s.keys(
+            o,
+            &path,
+            &["type", "name", "disable_parallel_tool_use"],
+            &["name"],
+        )?,
+        "none" => s.keys(o, &path, &["type"], &[])?,
+        _ => s.keys(o, &path, &["type", "disable_parallel_tool_use"], &[])?,
+    }
+    Ok(tag)
+}
+
+fn output_config(v: &Value) -> Result<(), String> {
+    let o = v
+        .as_object()
+        .ok_or_else(|| wrong_type("output_config", "", "dictionary"))?;
+    Schema::default().keys(o, "output_config", &["effort"], &[])?;
+    let efforts = ["low", "medium", "high", "xhigh", "max"];
+    match o.get("effort") {
+        Some(e) if !e.as_str().is_some_and(|e| efforts.contains(&e)) => {
+            Err(literal("output_config.effort", &efforts))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Top-level names and scalar values.
+fn top_level(o: &Map<String, Value>, via: Via) -> Result<(), String> {
+    let vertex = matches!(via, Via::Vertex { .. });
+    for k in o.keys() {
+        let known = match k.as_str() {
+            "model" => !vertex,
+            "anthropic_version" => vertex,
+            k => ANTHROPIC_TOP_LEVEL.contains(&k),
+        };
+        if !known {
+            return Err(extra("", k));
+        }
+    }
+    if let Via::Vertex { stream } = via {
+        let version = o
+            .get("anthropic_version")
+            .ok_or_else(|| required("", "anthropic_version"))?;
+        if !version
+            .as_str()
+            .is_some_and(|v| VERTEX_VERSIONS.contains(&v))
+        {
+            return Err(literal("anthropic_version", VERTEX_VERSIONS));
+        }
+        let streamed = o.get("stream").and_then(Value::as_bool) == Some(true);
+        if stream && !streamed {
+            // Simulator-chosen.
+            return Err(
+                "stream: `:streamRawPredict` requires `\"stream\": true`; use `:rawPredict` for a non-streamed message".to_owned(),
+            );
+        }
+        if !stream && streamed {
+            // Simulator-chosen.
+            return Err(
+                "stream: `:rawPredict` does not stream; use `:streamRawPredict` with `\"stream\": true`".to_owned(),
+            );
+        }
+    } else {
+        match o.get("model") {
+            None => return Err(required("", "model")),
+            Some(m) if !m.is_string() => return Err(wrong_type("model", "", "string")),
+            _ => {}
+        }
+    }
+    match o.get("messages") {
+        None => return Err(required("", "messages")),
+        Some(m) if !m.is_array() => return Err(wrong_type("messages", "", "list")),
+        _ => {}
+    }
+    match o.get("max_tokens") {
+        None => return Err(required("", "max_tokens")),
+        Some(m) if !is_integer(m) => return Err(wrong_type("max_tokens", "", "integer")),
+        Some(m) if m.as_u64().is_none_or(|m| m < 1) => {
+            // Simulator-chosen.
+            return Err("max_tokens: Input should be greater than or equal to 1".to_owned());
+        }
+        _ => {}
+    }
+    if o.get("stream").is_some_and(|s| !s.is_boolean()) {
+        return Err(wrong_type("stream", "", "boolean"));
+    }
+    for key in ["temperature", "top_p"] {
+        if o.get(key).is_some_and(|t| !t.is_number()) {
+            return Err(wrong_type(key, "", "number"));
+        }
+    }
+    if o.get("top_k").is_some_and(|t| !is_integer(t)) {
+        return Err(wrong_type("top_k", "", "integer"));
+    }
+    if let Some(stops) = o.get("stop_sequences") {
+        let ok = stops
+            .as_array()
+            .is_some_and(|s| s.iter().all(Value::is_string));
+        if !ok {
+            return Err(wrong_type("stop_sequences", "", "list"));
+        }
+    }
+    if let Some(meta) = o.get("metadata") {
+        let mo = meta
+            .as_object()
+            .ok_or_else(|| wrong_type("metadata", "", "dictionary"))?;
+        Schema::default().keys(mo, "metadata", &["user_id"], &[])?;
+    }
+    if let Some(tier) = o.get("service_tier")
+        && !matches!(tier.as_str(), Some("auto" | "standard_only"))
+    {
+        return Err(literal("service_tier", &["auto", "standard_only"]));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- validate
+
+/// Validates a parsed Messages request. `beta` is the `anthropic-beta` header (`""` when absent).
+pub(crate) fn validate(body: &Value, via: Via, beta: &str, key: &[u8]) -> Result<Checked, String> {
+    let o = body
+        .as_object()
+        .ok_or_else(|| "Input should be a valid dictionary".to_owned())?; // simulator-chosen
+    top_level(o, via)?;
+    let mut schema = Schema::default();
+    if let Some(system) = o.get("system") {
+        schema.system(system)?;
+    }
+    if let Some(tools) = o.get("tools") {
+        schema.tools(tools)?;
+    }
+    let choice = o.get("tool_choice").map(tool_choice).transpose()?;
+    let (mode, budget) = thinking(o.get("thinking"))?;
+    if let Some(oc) = o.get("output_config") {
+        output_config(oc)?;
+    }
+    let empty = Vec::new();
+    let messages = o
+        .get("messages")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    schema.messages(messages)?;
+    if let Some(cc) = o.get("cache_control") {
+        schema.cache_control(cc, "cache_control")?;
+    }
+    if schema.breakpoints > MAX_BREAKPOINTS {
+        return Err(too_many_breakpoints(schema.breakpoints));
+    }
+
+    if let Some(budget) = budget {
+        let max = o.get("max_tokens").and_then(Value::as_u64).unwrap_or(0);
+        if budget >= max && !beta.contains(INTERLEAVED_BETA) {
+            return Err(BUDGET_NOT_UNDER_MAX.to_owned());
+        }
+    }
+    if mode.on() {
+        if o.get("temperature")
+            .and_then(Value::as_f64)
+            .is_some_and(|t| t != 1.0)
+        {
+            return Err(TEMPERATURE_WITH_THINKING.to_owned());
+        }
+        if matches!(choice, Some("any" | "tool")) {
+            return Err(FORCED_TOOL_WITH_THINKING.to_owned());
+        }
+    }
+
+    match messages.first() {
+        None => return Err(NO_MESSAGES.to_owned()),
+        Some(m) if role_of(m) != "user" => return Err(FIRST_NOT_USER.to_owned()),
+        _ => {}
+    }
+    let turns = turns(messages);
+    pairing(messages, &turns)?;
+    let tokens = signatures(o.get("system"), messages, &turns, key)?;
+    if mode.on() {
+        latest_turn(messages, &turns, &tokens)?;
+    }
+    Ok(Checked {
+        thinking: mode,
+        breakpoints: schema.breakpoints,
+    })
+}
+
+/// Every `tool_use` answered by a `tool_result` in the next turn; every `tool_result` answering a
+/// `tool_use` of the previous turn (each once).
+fn pairing(messages: &[Value], turns: &[(&str, Range<usize>)]) -> Result<(), String> {
+    fn tagged<'a>(
+        messages: &'a [Value],
+        range: &Range<usize>,
+        kind: &str,
+        id_key: &str,
+    ) -> Vec<(usize, usize, &'a str)> {
+        range
+            .clone()
+            .flat_map(|n| blocks(&messages[n]).map(move |(j, b)| (n, j, b)))
+            .filter(|(_, _, b)| kind_of(b) == kind)
+            .map(|(n, j, b)| (n, j, b.get(id_key).and_then(Value::as_str).unwrap_or("")))
+            .collect()
+    }
+    for (t, (role, range)) in turns.iter().enumerate() {
+        if *role == "assistant" {
+            let uses = tagged(messages, range, "tool_use", "id");
+            let answered = match turns.get(t + 1) {
+                Some((next, r)) if *next == "user" => {
+                    tagged(messages, r, "tool_result", "tool_use_id")
+                }
+                _ => Vec::new(),
+            };
+            let missing: Vec<&(usize, usize, &str)> = uses
+                .iter()
+                .filter(|(_, _, id)| !answered.iter().any(|(_, _, a)| a == id))
+                .collect();
+            if let Some((n, _, _)) = missing.first() {
+                let ids: Vec<&str> = missing.iter().map(|(_, _, id)| *id).collect();
+                return Err(unpaired_text(*n, &ids));
+            }
+        } else {
+            let mut pending: Vec<&str> = match t.checked_sub(1).and_then(|p| turns.get(p)) {
+                Some((prev, r)) if *prev == "assistant" => tagged(messages, r, "tool_use", "id")
+                    .into_iter()
+                    .map(|(_, _, id)| id)
+                    .collect(),
+                _ => Vec::new(),
+            };
+            for (n, j, id) in tagged(messages, range, "tool_result", "tool_use_id") {
+                match pending.iter().position(|p| *p == id) {
+                    Some(at) => {
+                        pending.remove(at);
+                    }
+                    None => return Err(orphan_text(n, j, id)),
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Verifies every thinking signature and redacted blob of every assistant message against the
+/// prefix before its turn; returns each block's token by (message, block).
+fn signatures(
+    system: Option<&Value>,
+    messages: &[Value],
+    turns: &[(&str, Range<usize>)],
+    key: &[u8],
+) -> Result<HashMap<(usize, usize), Token>, String> {
+    let mut tokens = HashMap::new();
+    for (role, range) in turns {
+        if *role != "assistant" {
+            continue;
+        }
+        let mut digest: Option<PrefixDigest> = None;
+        for n in range.clone() {
+            for (j, b) in blocks(&messages[n]) {
+                let kind = kind_of(b);
+                if kind != "thinking" && kind != "redacted_thinking" {
+                    continue;
+                }
+                let d = *digest.get_or_insert_with(|| {
+                    thinking::prefix_digest(system, &messages[..range.start])
+                });
+                let token = if kind == "thinking" {
+                    let text = b.get("thinking").and_then(Value::as_str).unwrap_or("");
+                    let sig = b.get("signature").and_then(Value::as_str).unwrap_or("");
+                    thinking::verify_thinking(key, &d, text, sig)
+                } else {
+                    let data = b.get("data").and_then(Value::as_str).unwrap_or("");
+                    thinking::open_redacted(key, &d, data)
+                };
+                match token {
+                    Some(t) => {
+                        tokens.insert((n, j), t);
+                    }
+                    None => return Err(invalid_signature_text(n, j, kind)),
+                }
+            }
+        }
+    }
+    Ok(tokens)
+}
+
+/// In an in-flight tool loop (the request ends with a user turn made only of `tool_result`
+/// blocks) the latest assistant turn starts with a thinking block and carries exactly the
+/// thinking blocks the simulator issued for it, in order.
+fn latest_turn(
+    messages: &[Value],
+    turns: &[(&str, Range<usize>)],
+    tokens: &HashMap<(usize, usize), Token>,
+) -> Result<(), String> {
+    let Some(((last_role, last), rest)) = turns.split_last() else {
+        return Ok(());
+    };
+    let only_results = last.clone().all(|n| {
+        messages[n]
+            .get("content")
+            .and_then(Value::as_array)
+            .is_some_and(|c| !c.is_empty() && c.iter().all(|b| kind_of(b) == "tool_result"))
+    });
+    if *last_role != "user" || !only_results {
+        return Ok(());
+    }
+    let Some((_, turn)) = rest.last() else {
+        return Ok(());
+    };
+    // The turn's blocks in order, a string content read as one text block.
+    let mut flat: Vec<(usize, usize, &str)> = Vec::new();
+    for n in turn.clone() {
+        match messages[n].get("content") {
+            Some(Value::String(_)) => flat.push((n, 0, "text")),
+            _ => flat.extend(blocks(&messages[n]).map(|(j, b)| (n, j, kind_of(b)))),
+        }
+    }
+    let is_thinking = |k: &str| k == "thinking" || k == "redacted_thinking";
+    let Some(&(n0, j0, first)) = flat.first() else {
+        return Ok(());
+    };
+    if !is_thinking(first) {
+        return Err(expected_thinking_text(n0, j0, first));
+    }
+    let Some(issued) = tokens.get(&(n0, j0)) else {
+        return Ok(());
+    };
+    let count = usize::from(issued.count);
+    for (i, &(n, j, kind)) in flat.iter().enumerate() {
+        let ok = if i < count {
+            let want = Token {
+                pos: u8::try_from(i).unwrap_or(u8::MAX),
+                ..*issued
+            };
+            is_thinking(kind) && tokens.get(&(n, j)) == Some(&want)
+        } else {
+            !is_thinking(kind)
+        };
+        if !ok {
+            return Err(modified_text(n, j));
+        }
+    }
+    if flat.len() < count {
+        let (n, _, _) = flat[flat.len() - 1];
+        let len = blocks(&messages[n]).count();
+        return Err(modified_text(n, len));
+    }
+    Ok(())
+}

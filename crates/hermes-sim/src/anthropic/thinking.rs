@@ -1,0 +1,328 @@
+//! Signed thinking for the `anthropic` profile: the digest of the conversation prefix a reply was
+//! made for, and the `thinking` signatures and `redacted_thinking` data the scripted model mints
+//! and later verifies.
+//!
+//! A signature is `base64(token ‖ HMAC(key, token ‖ prefix digest ‖ thinking text))` (see
+//! [`crate::sign::seal_bound`]); redacted data is `base64(token ‖ payload ‖ HMAC(…, prefix
+//! digest))`. The token names the reply the block came from, its position among the reply's
+//! thinking blocks and their count, so the profile can tell a genuine block from a forged one
+//! (signature check) and a complete, ordered latest turn from a modified one (sequence check)
+//! without remembering anything: a fresh simulator with the same key verifies old blocks.
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::sign;
+
+/// Domain of thinking signatures.
+const THINKING_DOMAIN: &str = "anthropic thinking";
+/// Domain of redacted-thinking data.
+const REDACTED_DOMAIN: &str = "anthropic redacted_thinking";
+/// Version tag at the start of every token.
+const MAGIC: &[u8; 4] = b"hsa1";
+/// Length of the reply id inside a token.
+const REPLY_LEN: usize = 12;
+/// Length of an encoded token.
+const TOKEN_LEN: usize = MAGIC.len() + REPLY_LEN + 2;
+
+/// SHA-256 of a normalised conversation prefix ([`prefix_digest`]).
+pub(crate) type PrefixDigest = [u8; 32];
+
+/// Where a minted block sits: the reply it came from, its position among that reply's thinking
+/// and redacted-thinking blocks, and how many the reply had.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Token {
+    pub(crate) reply: [u8; REPLY_LEN],
+    pub(crate) pos: u8,
+    pub(crate) count: u8,
+}
+
+impl Token {
+    /// A reply id derived from `seed` (deterministic).
+    pub(crate) fn reply_id(seed: &[u8]) -> [u8; REPLY_LEN] {
+        let digest = Sha256::digest(seed);
+        let mut id = [0u8; REPLY_LEN];
+        id.copy_from_slice(&digest[..REPLY_LEN]);
+        id
+    }
+
+    fn bytes(self) -> Vec<u8> {
+        let mut out = MAGIC.to_vec();
+        out.extend_from_slice(&self.reply);
+        out.push(self.pos);
+        out.push(self.count);
+        out
+    }
+
+    fn parse(bytes: &[u8]) -> Option<Token> {
+        if bytes.len() < TOKEN_LEN || !bytes.starts_with(MAGIC) {
+            return None;
+        }
+        let mut reply = [0u8; REPLY_LEN];
+        reply.copy_from_slice(&bytes[MAGIC.len()..MAGIC.len() + REPLY_LEN]);
+        Some(Token {
+            reply,
+            pos: bytes[TOKEN_LEN - 2],
+            count: bytes[TOKEN_LEN - 1],
+        })
+    }
+}
+
+/// Signs a thinking block's text for the conversation prefix `digest`.
+pub(crate) fn sign_thinking(key: &[u8], digest: &PrefixDigest, text: &str, token: Token) -> String {
+    sign::seal_bound(
+        key,
+        THINKING_DOMAIN,
+        &token.bytes(),
+        &thinking_bound(digest, text),
+    )
+}
+
+/// The token of a thinking signature that verifies against `text` and `digest`.
+pub(crate) fn verify_thinking(
+    key: &[u8],
+    digest: &PrefixDigest,
+    text: &str,
+    signature: &str,
+) -> Option<Token> {
+    let token = sign::open_bound(
+        key,
+        THINKING_DOMAIN,
+        signature,
+        &thinking_bound(digest, text),
+    )?;
+    (token.len() == TOKEN_LEN).then(|| Token::parse(&token))?
+}
+
+fn thinking_bound(digest: &PrefixDigest, text: &str) -> Vec<u8> {
+    let mut bound = digest.to_vec();
+    bound.extend_from_slice(text.as_bytes());
+    bound
+}
+
+/// Seals a redacted-thinking payload for the conversation prefix `digest`.
+pub(crate) fn seal_redacted(
+    key: &[u8],
+    digest: &PrefixDigest,
+    token: Token,
+    payload: &[u8],
+) -> String {
+    let mut included = token.bytes();
+    included.extend_from_slice(payload);
+    sign::seal_bound(key, REDACTED_DOMAIN, &included, digest)
+}
+
+/// The token of redacted data that verifies against `digest`.
+pub(crate) fn open_redacted(key: &[u8], digest: &PrefixDigest, data: &str) -> Option<Token> {
+    let included = sign::open_bound(key, REDACTED_DOMAIN, data, digest)?;
+    Token::parse(&included)
+}
+
+/// Digest of the conversation prefix: `system` (a string and an array of text blocks with the
+/// same texts are the same) and every message's `(role, block)` pairs, with thinking and
+/// redacted-thinking blocks dropped, `cache_control` removed, string content read as one text
+/// block and a `false` `is_error` read as absent. Consecutive messages of one role give the same
+/// digest as their merge (the API combines them); object keys are compared sorted.
+pub(crate) fn prefix_digest(system: Option<&Value>, messages: &[Value]) -> PrefixDigest {
+    let mut h = Sha256::new();
+    h.update(b"system\0");
+    for block in system_blocks(system) {
+        h.update(canonical(&block));
+        h.update([0]);
+    }
+    h.update(b"messages\0");
+    for m in messages {
+        let role = m.get("role").and_then(Value::as_str).unwrap_or("");
+        for block in content_blocks(m.get("content")) {
+            if let Some(block) = normalized(block) {
+                h.update(role.as_bytes());
+                h.update([0]);
+                h.update(canonical(&block));
+                h.update([0]);
+            }
+        }
+    }
+    h.finalize().into()
+}
+
+/// `{"type":"text","text":s}`.
+fn text_block(s: &str) -> Value {
+    json!({"type": "text", "text": s})
+}
+
+fn system_blocks(system: Option<&Value>) -> Vec<Value> {
+    match system {
+        Some(Value::String(s)) => vec![text_block(s)],
+        Some(Value::Array(blocks)) => blocks.iter().map(without_cache_control).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A message's content as blocks (a string is one text block).
+pub(crate) fn content_blocks(content: Option<&Value>) -> Vec<Value> {
+    match content {
+        Some(Value::String(s)) => vec![text_block(s)],
+        Some(Value::Array(blocks)) => blocks.clone(),
+        _ => Vec::new(),
+    }
+}
+
+fn without_cache_control(block: &Value) -> Value {
+    let mut block = block.clone();
+    if let Some(o) = block.as_object_mut() {
+        o.shift_remove("cache_control");
+    }
+    block
+}
+
+/// The block as it counts for the prefix, or `None` for thinking blocks.
+fn normalized(block: Value) -> Option<Value> {
+    let Value::Object(mut o) = block else {
+        return Some(block);
+    };
+    let kind = o.get("type").and_then(Value::as_str).unwrap_or("");
+    if kind == "thinking" || kind == "redacted_thinking" {
+        return None;
+    }
+    let tool_result = kind == "tool_result";
+    o.shift_remove("cache_control");
+    if tool_result {
+        if o.get("is_error") == Some(&Value::Bool(false)) {
+            o.shift_remove("is_error");
+        }
+        let content = o.get("content").map(|c| match c {
+            Value::String(s) => json!([text_block(s)]),
+            Value::Array(items) => Value::Array(items.iter().map(without_cache_control).collect()),
+            other => other.clone(),
+        });
+        if let Some(c) = content {
+            o.insert("content".into(), c);
+        }
+    }
+    Some(Value::Object(o))
+}
+
+/// JSON text with object keys sorted at every level.
+fn canonical(v: &Value) -> Vec<u8> {
+    let mut out = String::new();
+    write_canonical(v, &mut out);
+    out.into_bytes()
+}
+
+fn write_canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(o) => {
+            let mut keys: Vec<&String> = o.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String((*k).clone()).to_string());
+                out.push(':');
+                if let Some(x) = o.get(k.as_str()) {
+                    write_canonical(x, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, x) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(x, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DEFAULT_KEY;
+
+    fn digest(system: Value, messages: Value) -> PrefixDigest {
+        let sys = (!system.is_null()).then_some(&system);
+        prefix_digest(sys, messages.as_array().map_or(&[][..], Vec::as_slice))
+    }
+
+    #[test]
+    fn the_prefix_ignores_thinking_cache_control_and_string_form() {
+        let a = digest(
+            json!("be brief"),
+            json!([
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": [
+                    {"type": "thinking", "thinking": "t", "signature": "s"},
+                    {"type": "tool_use", "id": "toolu_1", "name": "now", "input": {"b": 1, "a": 2}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "12:00", "is_error": false}
+                ]}
+            ]),
+        );
+        let b = digest(
+            json!([{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}]),
+            json!([
+                {"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "toolu_1", "name": "now", "input": {"a": 2, "b": 1}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "12:00"}]}
+                ]}
+            ]),
+        );
+        assert_eq!(a, b);
+        let c = digest(
+            json!("be briefer"),
+            json!([{"role": "user", "content": "hi"}]),
+        );
+        let d = digest(
+            json!("be brief"),
+            json!([{"role": "user", "content": "hi"}]),
+        );
+        assert_ne!(c, d);
+        let split = digest(
+            Value::Null,
+            json!([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]),
+        );
+        let merged = digest(
+            Value::Null,
+            json!([{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]),
+        );
+        assert_eq!(split, merged);
+    }
+
+    #[test]
+    fn signatures_bind_text_prefix_and_token() {
+        let d = digest(Value::Null, json!([{"role": "user", "content": "hi"}]));
+        let other = digest(Value::Null, json!([{"role": "user", "content": "ho"}]));
+        let token = Token {
+            reply: Token::reply_id(b"x"),
+            pos: 0,
+            count: 2,
+        };
+        let sig = sign_thinking(DEFAULT_KEY, &d, "because", token);
+        assert_eq!(
+            verify_thinking(DEFAULT_KEY, &d, "because", &sig),
+            Some(token)
+        );
+        assert_eq!(verify_thinking(DEFAULT_KEY, &d, "becausE", &sig), None);
+        assert_eq!(verify_thinking(DEFAULT_KEY, &other, "because", &sig), None);
+        let data = seal_redacted(DEFAULT_KEY, &d, Token { pos: 1, ..token }, b"secret");
+        assert_eq!(
+            open_redacted(DEFAULT_KEY, &d, &data),
+            Some(Token { pos: 1, ..token })
+        );
+        assert_eq!(open_redacted(DEFAULT_KEY, &other, &data), None);
+        // A signature is not redacted data and the other way round.
+        assert_eq!(open_redacted(DEFAULT_KEY, &d, &sig), None);
+        assert_eq!(verify_thinking(DEFAULT_KEY, &d, "because", &data), None);
+    }
+}
