@@ -77,10 +77,11 @@ pub(crate) async fn open(
         Some(dir) => dir,
         None => std::env::current_dir()?,
     };
+    let secrets = crate::secrets::gather(None, &config);
     let toolbox = Toolbox::new(ToolPolicy {
         workspace,
         home: home.to_path_buf(),
-        secrets: crate::secrets::gather(None, &config),
+        secrets: secrets.clone(),
     })?;
     let tools = Toolset {
         definitions: toolbox.definitions(),
@@ -92,8 +93,12 @@ pub(crate) async fn open(
         args.base_url.as_deref(),
     )
     .allow_insecure_http(args.allow_insecure_http);
+    let mut defaults = config.defaults();
+    if defaults.aws_region.is_none() {
+        defaults.aws_region = crate::aws::region().await;
+    }
     let options = OpenOptions::new(choice)
-        .defaults(config.defaults())
+        .defaults(defaults)
         .resume(args.resume.clone())
         .thinking(crate::cli::thinking(
             args.effort,
@@ -103,7 +108,8 @@ pub(crate) async fn open(
         .stream(!args.no_stream)
         .compaction(config.compaction.overrides())
         .limits(config.limits.limits())
-        .key(Arc::new(|var: &str| std::env::var(var).ok()));
+        .key(Arc::new(|var: &str| std::env::var(var).ok()))
+        .aws(Arc::new(crate::aws::AwsEnv { secrets }));
     Ok(ChatSession::open(engine, store, options, tools).await?)
 }
 

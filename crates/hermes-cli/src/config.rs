@@ -58,6 +58,26 @@ pub(crate) struct Config {
     /// `[vertex]`: Google Cloud project and region of the Vertex providers.
     #[serde(default, skip_serializing_if = "VertexSection::is_empty")]
     pub(crate) vertex: VertexSection,
+    /// `[bedrock]`: the AWS region of the Bedrock providers.
+    #[serde(default, skip_serializing_if = "BedrockSection::is_empty")]
+    pub(crate) bedrock: BedrockSection,
+}
+
+/// `[bedrock]`: where `bedrock` and `bedrock-anthropic` requests go (credentials come from the
+/// AWS environment and shared files, never from this file).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BedrockSection {
+    /// The AWS region (`us-east-1`, …); else `AWS_REGION`, `AWS_DEFAULT_REGION` or the
+    /// profile's region.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) region: Option<String>,
+}
+
+impl BedrockSection {
+    fn is_empty(&self) -> bool {
+        self.region.is_none()
+    }
 }
 
 /// `[vertex]`: where `vertex-anthropic` (and later `vertex-gemini`) requests go.
@@ -185,6 +205,7 @@ impl Config {
             self.vertex.project.clone(),
             self.vertex.region.clone(),
         );
+        defaults.aws_region = self.bedrock.region.clone();
         defaults.providers = self
             .providers
             .iter()

@@ -3,6 +3,7 @@
 //! Also a library entry point, [`run`], so a third party ships its own `hermes` binary with its
 //! route in the engine.
 
+mod aws;
 mod chat;
 mod cli;
 mod config;

@@ -35,8 +35,16 @@ pub(crate) fn run(engine: &Engine, args: &PreviewArgs) -> anyhow::Result<()> {
         args.model.as_deref(),
         args.base_url.as_deref(),
     );
+    let mut defaults = config.defaults();
+    if defaults.aws_region.is_none() {
+        // The environment's region (the profile's needs the async chain; a preview shows
+        // us-east-1 when neither names one).
+        defaults.aws_region = ["AWS_REGION", "AWS_DEFAULT_REGION"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok().filter(|r| !r.trim().is_empty()));
+    }
     let options = PreviewOptions::new(choice)
-        .defaults(config.defaults())
+        .defaults(defaults)
         .thinking(crate::cli::thinking(
             args.effort,
             args.no_thinking,

@@ -3,6 +3,8 @@
 //! database credentials. Each exact value is replaced by [`REDACTED`] before a tool result is
 //! stored or sent.
 
+use std::sync::{Arc, RwLock};
+
 use crate::config::Config;
 
 /// What a secret is replaced with.
@@ -18,15 +20,17 @@ const WELL_KNOWN: &[&str] = &[
     "PGPASSWORD",
 ];
 
-/// Exact secret values, longest first. `Debug` shows only how many there are.
+/// Exact secret values, longest first; clones share them, so a secret learned later (AWS
+/// credentials from SSO or `credential_process`) is redacted everywhere. `Debug` shows only how
+/// many there are.
 #[derive(Clone, Default)]
 pub(crate) struct Secrets {
-    values: Vec<Vec<u8>>,
+    values: Arc<RwLock<Vec<Vec<u8>>>>,
 }
 
 impl std::fmt::Debug for Secrets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Secrets({} values)", self.values.len())
+        write!(f, "Secrets({} values)", self.read().len())
     }
 }
 
@@ -58,7 +62,14 @@ impl Secrets {
     /// These values (blank ones dropped; a value with surrounding whitespace also counts
     /// trimmed).
     pub(crate) fn new(values: impl IntoIterator<Item = Vec<u8>>) -> Self {
-        let mut out: Vec<Vec<u8>> = Vec::new();
+        let secrets = Secrets::default();
+        secrets.add(values);
+        secrets
+    }
+
+    /// Adds `values` (blank ones dropped, as in [`Secrets::new`]) for every clone.
+    pub(crate) fn add(&self, values: impl IntoIterator<Item = Vec<u8>>) {
+        let mut out = self.values.write().unwrap_or_else(|e| e.into_inner());
         for value in values {
             let trimmed = value.trim_ascii();
             if trimmed.is_empty() {
@@ -71,13 +82,16 @@ impl Secrets {
         }
         out.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         out.dedup();
-        Secrets { values: out }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Vec<u8>>> {
+        self.values.read().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The longest secret's length in bytes (0 when there is none). A reader that will keep
     /// `n` bytes reads `n + longest()` so that a secret straddling the cut is seen whole.
     pub(crate) fn longest(&self) -> usize {
-        self.values.first().map_or(0, Vec::len)
+        self.read().first().map_or(0, Vec::len)
     }
 
     /// The first `limit` bytes of `bytes` with every secret occurrence replaced by
@@ -85,7 +99,7 @@ impl Secrets {
     /// `limit` and ends after it is replaced whole: no prefix of it is kept.
     pub(crate) fn redact_prefix(&self, bytes: &[u8], limit: usize) -> Vec<u8> {
         let mut masked = vec![false; bytes.len()];
-        for secret in &self.values {
+        for secret in self.read().iter() {
             let mut start = 0;
             while let Some(at) = find(&bytes[start..], secret) {
                 let from = start + at;
@@ -112,7 +126,7 @@ impl Secrets {
 
     /// `text` with every secret occurrence replaced by [`REDACTED`].
     pub(crate) fn redact(&self, text: &str) -> String {
-        if self.values.is_empty() {
+        if self.read().is_empty() {
             return text.to_owned();
         }
         String::from_utf8_lossy(&self.redact_prefix(text.as_bytes(), text.len())).into_owned()

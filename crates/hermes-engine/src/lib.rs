@@ -25,7 +25,9 @@ use hermes_core::{ReasoningRoute, ResolveOptions, RouteDecision, RouteTable, Rou
 pub use error::EngineError;
 pub use home::{OWN_DB, STATE_DB, open_store, store_path};
 pub use preview::{Preview, PreviewOptions};
-pub use session::{ChatSession, KeyLookup, Limits, OpenOptions, Toolset, reply_text};
+pub use session::{
+    AwsLookup, AwsSecrets, ChatSession, KeyLookup, Limits, OpenOptions, Toolset, reply_text,
+};
 pub use settle::{
     Choice, Defaults, ProviderDefaults, Purpose, Settled, Stored, VertexDefaults, VertexLocation,
     settle,

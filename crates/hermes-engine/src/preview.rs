@@ -8,8 +8,8 @@ use hermes_core::{
 
 use hermes_core::RequestParts;
 use hermes_providers::Wire;
-use hermes_providers::anthropic;
 use hermes_providers::chat::ChatRequest;
+use hermes_providers::{anthropic, bedrock};
 
 use crate::Engine;
 use crate::error::EngineError;
@@ -141,9 +141,20 @@ impl Preview {
     pub fn body(&self) -> Result<Vec<u8>, EngineError> {
         match self.settled.wire {
             Wire::Anthropic => Ok(self.anthropic()?.body),
+            Wire::BedrockConverse => Ok(self.bedrock()?.body),
             _ => serde_json::to_vec_pretty(&self.request())
                 .map_err(|e| EngineError::Failed(format!("could not encode the request: {e}"))),
         }
+    }
+
+    fn bedrock(&self) -> Result<bedrock::Encoded, EngineError> {
+        let base = self.settled.base_url.clone().unwrap_or_default();
+        let (history, _) = hermes_core::pairing::paired(&self.history);
+        let parts = RequestParts::new(&history, &self.decision, &self.verdicts)
+            .wire_verdicts(&self.wire_verdicts)
+            .thinking(self.thinking);
+        bedrock::encode_pretty(&parts, &bedrock_target(&base), &bedrock::Drops::default())
+            .map_err(|e| EngineError::Failed(format!("could not encode the request: {e}")))
     }
 
     fn anthropic(&self) -> Result<anthropic::Encoded, EngineError> {
@@ -160,9 +171,25 @@ impl Preview {
     /// `--explain`: the route line, then one line per message saying why each carrier is
     /// present, padded or absent and what stored keys stay out.
     pub fn explain(&self) -> Vec<String> {
+        if self.settled.wire == Wire::BedrockConverse {
+            return match self.bedrock() {
+                Ok(encoded) => encoded.explain,
+                Err(e) => vec![e.to_string()],
+            };
+        }
         if self.settled.wire == Wire::Anthropic {
             return match self.anthropic() {
-                Ok(encoded) => encoded.explain,
+                Ok(encoded) => {
+                    let base = self.settled.base_url.clone().unwrap_or_default();
+                    let url = anthropic::url(
+                        &anthropic_target(&self.settled, &base),
+                        &self.settled.model,
+                        false,
+                    );
+                    std::iter::once(format!("POST {url}"))
+                        .chain(encoded.explain)
+                        .collect()
+                }
                 Err(e) => vec![e.to_string()],
             };
         }
@@ -193,6 +220,14 @@ impl Preview {
     }
 }
 
+/// The Bedrock Converse target for requests to `base_url`.
+pub(crate) fn bedrock_target(base_url: &str) -> bedrock::Target {
+    bedrock::Target {
+        base_url: base_url.to_owned(),
+        max_tokens: None,
+    }
+}
+
 /// The Anthropic target of a settled command, with requests going to `base_url` (a started
 /// simulator's loopback URL, or the settled one).
 pub(crate) fn anthropic_target(settled: &Settled, base_url: &str) -> anthropic::Target {
@@ -202,6 +237,7 @@ pub(crate) fn anthropic_target(settled: &Settled, base_url: &str) -> anthropic::
             region: v.region.clone(),
         },
         (None, "foundry-anthropic") => anthropic::Flavor::Foundry,
+        (None, "bedrock-anthropic") => anthropic::Flavor::Bedrock,
         _ => anthropic::Flavor::Direct,
     };
     anthropic::Target {

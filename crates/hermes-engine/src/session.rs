@@ -3,7 +3,7 @@
 //! compacted, branched and switched to another model.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use hermes_core::driver::{Conversation, Driver, DriverConfig, DriverEvent, Tools, TurnOutcome};
 use hermes_core::{
@@ -11,6 +11,8 @@ use hermes_core::{
     TransportError, Verdicts,
 };
 use hermes_providers::anthropic::AnthropicWire;
+use hermes_providers::aws::{AwsAuth, AwsCredentials};
+use hermes_providers::bedrock::BedrockWire;
 use hermes_providers::{Auth, Endpoint, HttpChat, Wire};
 use hermes_store::{NewSession, Store};
 
@@ -23,6 +25,19 @@ use crate::summarize::TransportSummarizer;
 
 /// Looks up an environment variable (the engine never reads the environment itself).
 pub type KeyLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// Where AWS credentials come from (the Bedrock providers). The caller reads the AWS
+/// environment, shared `credentials`/`config` files, SSO caches and `credential_process`; the
+/// engine asks when a Bedrock target starts.
+#[async_trait::async_trait]
+pub trait AwsSecrets: Send + Sync {
+    /// SigV4 credentials, or a Bedrock API key, for `region`. An error is one line saying what
+    /// is missing or expired and how to fix it; it never holds a secret.
+    async fn auth(&self, region: &str) -> Result<AwsAuth, String>;
+}
+
+/// The caller's AWS credentials source.
+pub type AwsLookup = Arc<dyn AwsSecrets>;
 
 /// The tools a front end offers the model, with their definitions.
 pub struct Toolset {
@@ -68,6 +83,8 @@ pub struct OpenOptions {
     pub compaction: hermes_compaction::CompactionOverrides,
     /// Environment lookups for keys.
     pub key: KeyLookup,
+    /// AWS credentials (Bedrock providers); none means Bedrock cannot be reached.
+    pub aws: Option<AwsLookup>,
     /// Bounded waits.
     pub limits: Limits,
 }
@@ -131,8 +148,15 @@ impl OpenOptions {
             stream: false,
             compaction: hermes_compaction::CompactionOverrides::default(),
             key: Arc::new(|_| None),
+            aws: None,
             limits: Limits::default(),
         }
+    }
+
+    /// With an AWS credentials source.
+    pub fn aws(mut self, aws: AwsLookup) -> Self {
+        self.aws = Some(aws);
+        self
     }
 
     /// With these limits.
@@ -192,6 +216,7 @@ impl Target {
         engine: &Engine,
         settled: Settled,
         limits: &Limits,
+        aws: Option<&AwsLookup>,
     ) -> Result<Target, EngineError> {
         // The simulator runs in this process; a resumed sim session gets a fresh one.
         let sim = match settled.sim {
@@ -213,14 +238,44 @@ impl Target {
             limits.idle,
         ))?;
         let key = settled.api_key.as_ref().map(|k| k.expose().to_owned());
+        let aws_auth = match (settled.aws_region.as_deref(), &sim, aws) {
+            (None, _, _) => None,
+            // The in-process simulator knows one credential pair, and nothing else may sign.
+            (Some(region), Some(_), _) => Some(AwsAuth::SigV4 {
+                credentials: AwsCredentials {
+                    access_key_id: hermes_sim::SIM_AWS_ACCESS_KEY_ID.to_owned(),
+                    secret_access_key: hermes_sim::SIM_AWS_SECRET_ACCESS_KEY.to_owned(),
+                    session_token: None,
+                },
+                region: region.to_owned(),
+            }),
+            (Some(region), None, Some(source)) => {
+                Some(source.auth(region).await.map_err(EngineError::Failed)?)
+            }
+            (Some(_), None, None) => {
+                return Err(EngineError::Failed(format!(
+                    "provider `{}` needs AWS credentials, and this front end supplies none",
+                    settled.provider
+                )));
+            }
+        };
         let transport = match settled.wire {
             Wire::Anthropic => LiveWire::Anthropic(AnthropicWire {
                 client,
                 target: crate::preview::anthropic_target(&settled, &live_base),
-                auth: key.map(|key| match settled.vertex {
-                    Some(_) => Auth::Bearer(key),
-                    None => Auth::Header("x-api-key", key),
-                }),
+                auth: match aws_auth {
+                    Some(aws) => Some(Auth::Aws(aws, SystemTime::now)),
+                    None => key.map(|key| match settled.vertex {
+                        Some(_) => Auth::Bearer(key),
+                        None => Auth::Header("x-api-key", key),
+                    }),
+                },
+            }),
+            Wire::BedrockConverse => LiveWire::Bedrock(BedrockWire {
+                client,
+                target: crate::preview::bedrock_target(&live_base),
+                auth: aws_auth,
+                clock: SystemTime::now,
             }),
             Wire::Chat => LiveWire::Chat(HttpChat {
                 client,
@@ -249,6 +304,7 @@ impl Target {
 enum LiveWire {
     Chat(HttpChat),
     Anthropic(AnthropicWire),
+    Bedrock(BedrockWire),
 }
 
 impl LiveWire {
@@ -256,6 +312,7 @@ impl LiveWire {
         match self {
             LiveWire::Chat(w) => w,
             LiveWire::Anthropic(w) => w,
+            LiveWire::Bedrock(w) => w,
         }
     }
 }
@@ -267,6 +324,7 @@ pub struct ChatSession {
     target: Target,
     defaults: Defaults,
     key: KeyLookup,
+    aws: Option<AwsLookup>,
     tools: Toolset,
     driver_config: DriverConfig,
     compaction_overrides: hermes_compaction::CompactionOverrides,
@@ -351,7 +409,7 @@ impl ChatSession {
         };
         let compaction =
             hermes_compaction::CompactionConfig::for_model(&settled.model, &options.compaction);
-        let target = Target::start(engine, settled, &options.limits).await?;
+        let target = Target::start(engine, settled, &options.limits, options.aws.as_ref()).await?;
         let mut driver_config = DriverConfig::default();
         driver_config.thinking = options.thinking;
         driver_config.stream = options.stream;
@@ -362,6 +420,7 @@ impl ChatSession {
             target,
             defaults: options.defaults,
             key: options.key,
+            aws: options.aws,
             tools,
             driver_config,
             compaction_overrides: options.compaction,
@@ -481,7 +540,7 @@ impl ChatSession {
             &settled.model,
             &self.compaction_overrides,
         );
-        self.target = Target::start(&self.engine, settled, &self.limits).await?;
+        self.target = Target::start(&self.engine, settled, &self.limits, self.aws.as_ref()).await?;
         self.unfit_at = None;
         if let Some(id) = &self.id {
             let settled = &self.target.settled;
@@ -519,19 +578,28 @@ impl ChatSession {
             verdicts: &self.conversation.verdicts,
             wire_verdicts: &self.conversation.wire_verdicts,
             log: &log,
+            tools: self.tools.definitions.as_ref(),
         };
         let decision = &self.target.decision;
+        let mut summary_failed = None;
         let result =
             match hermes_compaction::compress(&history, decision, &config, &summarizer).await {
                 Ok(result) => result,
                 // The summary request failed: clearing old tool outputs may still be enough.
                 Err(e) => {
                     tracing::warn!(error = %e, "summary failed; trying the salvage pass");
+                    summary_failed = Some(e);
                     hermes_compaction::salvage(&history, decision, &config)
                 }
             };
         let Some(result) = result else {
-            return Ok(None);
+            // Asked for by the user, a failed summary is their answer, not "nothing to do".
+            return match summary_failed {
+                Some(e) if manual => Err(EngineError::Failed(format!(
+                    "could not compact: the summary request failed ({e}); nothing was changed"
+                ))),
+                _ => Ok(None),
+            };
         };
         let plan = crate::compaction::plan(&id, &rows, &result)?;
         self.store.apply_compaction(&id, &plan).await?;
@@ -663,6 +731,13 @@ fn credential_error(settled: &Settled, error: hermes_core::driver::DriverError) 
                 .and_then(|m| m.as_str().map(str::to_owned))
         })
         .unwrap_or_else(|| body.chars().take(200).collect());
+    if settled.aws_region.is_some() {
+        return EngineError::Failed(format!(
+            "{} refused the AWS credentials (HTTP {status}: {}): they are missing, wrong or expired — refresh them (e.g. `aws sso login`, new keys in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, or a new AWS_BEARER_TOKEN_BEDROCK)",
+            settled.provider,
+            said.trim(),
+        ));
+    }
     let var = settled.key_var.as_deref().unwrap_or("HERMES_API_KEY");
     EngineError::Failed(format!(
         "{} refused the credentials (HTTP {status}: {}): the key or token in {var} is missing, wrong or expired{}",

@@ -87,6 +87,9 @@ pub struct Defaults {
     pub allow_insecure_http: bool,
     /// `[vertex]`: the Google Cloud project and region of the Vertex providers.
     pub vertex: VertexDefaults,
+    /// The AWS region of the Bedrock providers (`[bedrock] region` in config.toml, else what
+    /// the caller found in the AWS environment or shared config).
+    pub aws_region: Option<String>,
 }
 
 /// `[vertex]` in `config.toml` (shared by `vertex-anthropic` and `vertex-gemini`).
@@ -203,7 +206,18 @@ pub struct Settled {
     pub reasoning_echo: bool,
     /// The Vertex project and region (Vertex providers only).
     pub vertex: Option<VertexLocation>,
+    /// The AWS region (Bedrock providers only; `us-east-1` in a preview when none is set).
+    pub aws_region: Option<String>,
 }
+
+/// The AWS providers: credentials from the AWS environment and shared files (through the
+/// caller's [`AwsSecrets`](crate::AwsSecrets)), the host from the region.
+pub fn is_aws_provider(provider: &str) -> bool {
+    matches!(provider, "bedrock" | "bedrock-anthropic")
+}
+
+/// The region a preview shows when none is configured.
+pub const PREVIEW_AWS_REGION: &str = "us-east-1";
 
 /// The symbolic base URL of a simulator profile.
 pub fn sim_url(profile: &str) -> String {
@@ -306,11 +320,14 @@ pub fn settle(
             sim: Some(profile),
             reasoning_echo: section.reasoning_echo,
             vertex: None,
+            aws_region: is_aws_provider(profile.provider).then(|| PREVIEW_AWS_REGION.to_owned()),
         });
     }
 
     let spec = hermes_providers::provider(&provider);
-    if let Some(spec) = spec.filter(|s| !matches!(s.wire, Wire::Chat | Wire::Anthropic)) {
+    if let Some(spec) =
+        spec.filter(|s| !matches!(s.wire, Wire::Chat | Wire::Anthropic | Wire::BedrockConverse))
+    {
         return Err(EngineError::Unsupported(format!(
             "provider `{}` speaks the {} wire, which this build cannot send yet; chat-completions providers work today",
             spec.id,
@@ -339,17 +356,36 @@ pub fn settle(
             "provider `foundry-anthropic` needs your resource's URL: pass --base-url https://RESOURCE.services.ai.azure.com/anthropic (or set base_url in config.toml)".into(),
         ));
     }
+    let aws = is_aws_provider(&provider);
+    if aws && purpose == Purpose::Send && defaults.aws_region.is_none() && base_url.is_none() {
+        return Err(EngineError::Usage(format!(
+            "provider `{provider}` needs an AWS region: set AWS_REGION, `region` for your profile in ~/.aws/config, or `region` under [bedrock] in config.toml"
+        )));
+    }
+    let aws_region = aws.then(|| {
+        defaults
+            .aws_region
+            .clone()
+            .unwrap_or_else(|| PREVIEW_AWS_REGION.to_owned())
+    });
     let base_url = base_url
         .or_else(|| spec.and_then(|s| s.base_url).map(str::to_owned))
-        .or_else(|| vertex.as_ref().map(VertexLocation::base_url));
+        .or_else(|| vertex.as_ref().map(VertexLocation::base_url))
+        .or_else(|| {
+            aws_region
+                .as_deref()
+                .map(hermes_providers::aws::runtime_base_url)
+        });
     let model = model.ok_or_else(|| {
         EngineError::Usage("no model: pass --model (or set one in config.toml)".into())
     })?;
-    let key_var = section
-        .key_var
-        .clone()
-        .or_else(|| spec.and_then(|s| s.key_var).map(str::to_owned))
-        .unwrap_or_else(|| "HERMES_API_KEY".to_owned());
+    let key_var = (!aws).then(|| {
+        section
+            .key_var
+            .clone()
+            .or_else(|| spec.and_then(|s| s.key_var).map(str::to_owned))
+            .unwrap_or_else(|| "HERMES_API_KEY".to_owned())
+    });
     let mut settled = Settled {
         route_provider: provider.clone(),
         provider,
@@ -357,13 +393,32 @@ pub fn settle(
         base_url_named: choice.base_url.is_some(),
         base_url,
         wire: spec.map_or(Wire::Chat, |s| s.wire),
-        key_var: Some(key_var),
+        key_var,
         api_key: None,
         sim: None,
         reasoning_echo: section.reasoning_echo,
         vertex,
+        aws_region,
     };
-    if purpose == Purpose::Send {
+    if purpose == Purpose::Send && aws {
+        // AWS credentials go only where the user sent them, like a key.
+        let base_url = settled.base_url.as_deref().unwrap_or_default();
+        let user_named = choice.base_url.is_some()
+            || stored_url.is_none()
+            || stored.is_some_and(|s| s.base_url_confirmed)
+            || section.base_url.as_deref() == Some(base_url);
+        let regional = settled
+            .aws_region
+            .as_deref()
+            .map(hermes_providers::aws::runtime_base_url);
+        may_receive_key(
+            base_url,
+            user_named,
+            regional.as_deref(),
+            choice.allow_insecure_http || defaults.allow_insecure_http,
+        )
+        .map_err(|why| EngineError::Failed(why.message(base_url, "AWS credentials")))?;
+    } else if purpose == Purpose::Send {
         settled.api_key = send_key(
             &settled, spec, choice, stored, stored_url, &section, defaults, key,
         )?;

@@ -2,7 +2,10 @@
 //! driver's request path (refusal fallback and backoff included), with no tools.
 
 use hermes_core::driver::{Conversation, Driver, DriverConfig, SessionLog, Tools};
-use hermes_core::{Message, Role, RouteDecision, Verdicts, Wire, WireVerdicts};
+use hermes_core::{Message, RawJson, Role, RouteDecision, Verdicts, Wire, WireVerdicts};
+
+/// The user turn put before a summarised span that starts with the assistant.
+const CONTINUED: &str = "(The conversation so far continues below.)";
 
 /// Writes summaries with the session's own provider and route.
 pub(crate) struct TransportSummarizer<'a> {
@@ -11,13 +14,23 @@ pub(crate) struct TransportSummarizer<'a> {
     pub(crate) verdicts: &'a Verdicts,
     pub(crate) wire_verdicts: &'a WireVerdicts,
     pub(crate) log: &'a dyn SessionLog,
+    /// The session's tool definitions: the Messages and Converse APIs refuse a history with
+    /// tool calls and results unless the request defines tools (the summary calls none).
+    pub(crate) tools: Option<&'a RawJson>,
 }
 
 #[async_trait::async_trait]
 impl hermes_compaction::Summarizer for TransportSummarizer<'_> {
     async fn summarize(&self, messages: &[Message]) -> Result<String, String> {
+        let mut history = Vec::with_capacity(messages.len() + 2);
+        // The middle of a conversation may start with an assistant turn; the Messages and
+        // Converse APIs want a user turn first.
+        if messages.first().is_some_and(|m| m.role != Role::User) {
+            history.push(Message::text(Role::User, CONTINUED));
+        }
+        history.extend_from_slice(messages);
         let mut conversation = Conversation {
-            messages: messages.to_vec(),
+            messages: history,
             verdicts: self.verdicts.clone(),
             wire_verdicts: self.wire_verdicts.clone(),
         };
@@ -25,7 +38,8 @@ impl hermes_compaction::Summarizer for TransportSummarizer<'_> {
             Role::User,
             hermes_compaction::SUMMARY_INSTRUCTIONS,
         ));
-        let config = DriverConfig::default();
+        let mut config = DriverConfig::default();
+        config.tools = self.tools.cloned();
         let driver = Driver {
             decision: self.decision,
             wire: self.wire,

@@ -2,6 +2,8 @@
 //! registry (SPEC §8a), and the chat-completions HTTP transport.
 
 pub mod anthropic;
+pub mod aws;
+pub mod bedrock;
 pub mod chat;
 pub mod registry;
 pub mod routes;

@@ -149,9 +149,18 @@ pub const PROVIDERS: &[ProviderSpec] = &[
         base_url: None,
         key_var: Some("ANTHROPIC_FOUNDRY_API_KEY"),
     },
+    // Bedrock: the host follows the AWS region; credentials come from the AWS environment and
+    // shared files (or a Bedrock API key), never from one key variable.
     ProviderSpec {
         id: "bedrock",
         wire: Wire::BedrockConverse,
+        base_url: None,
+        key_var: None,
+    },
+    ProviderSpec {
+        // Claude's Messages bodies over Bedrock InvokeModel.
+        id: "bedrock-anthropic",
+        wire: Wire::Anthropic,
         base_url: None,
         key_var: None,
     },

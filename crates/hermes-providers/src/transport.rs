@@ -10,6 +10,7 @@ use hermes_core::Origin;
 use hermes_core::transport::{Delta, Reply, TransportError};
 use hermes_core::{CHAT_WIRE, Outgoing, RequestParts, Wire};
 
+use crate::aws::{self, AwsAuth, Clock};
 use crate::chat::{CaptureError, ChatRequest, StreamAccumulator, capture_message};
 use serde_json::Value;
 
@@ -310,6 +311,8 @@ pub enum Auth {
     Bearer(String),
     /// A named header holding the key (`x-api-key`, `x-goog-api-key`).
     Header(&'static str, String),
+    /// AWS: SigV4 over the exact URL and body bytes, dated by `clock`, or a Bedrock API key.
+    Aws(AwsAuth, Clock),
 }
 
 impl fmt::Debug for Auth {
@@ -317,6 +320,7 @@ impl fmt::Debug for Auth {
         match self {
             Auth::Bearer(_) => f.write_str("Auth::Bearer(<redacted>)"),
             Auth::Header(name, _) => write!(f, "Auth::Header({name}, <redacted>)"),
+            Auth::Aws(auth, _) => write!(f, "Auth::Aws({auth:?})"),
         }
     }
 }
@@ -333,14 +337,28 @@ impl ChatTransport {
         auth: Option<&Auth>,
         headers: &[(&'static str, String)],
     ) -> Result<reqwest::Response, TransportError> {
-        let mut builder = self
-            .client
-            .post(url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body);
-        if stream {
+        let mut builder = self.client.post(url);
+        // An AWS stream is event-stream framed, not SSE.
+        if stream && !matches!(auth, Some(Auth::Aws(..))) {
             builder = builder.header(reqwest::header::ACCEPT, "text/event-stream");
         }
+        match auth {
+            Some(Auth::Aws(aws, clock)) => {
+                let signed = aws::request_headers(aws, url, "application/json", &body, clock())?;
+                for (name, value) in signed {
+                    let mut value =
+                        reqwest::header::HeaderValue::from_str(&value).map_err(|_| {
+                            TransportError::Request(format!(
+                                "the {name} header holds characters a header cannot carry"
+                            ))
+                        })?;
+                    value.set_sensitive(name == "authorization" || name == "x-amz-security-token");
+                    builder = builder.header(name, value);
+                }
+            }
+            _ => builder = builder.header(reqwest::header::CONTENT_TYPE, "application/json"),
+        }
+        builder = builder.body(body);
         match auth {
             Some(Auth::Bearer(key)) => builder = builder.bearer_auth(key),
             Some(Auth::Header(name, key)) => {
@@ -352,7 +370,7 @@ impl ChatTransport {
                 value.set_sensitive(true);
                 builder = builder.header(*name, value);
             }
-            None => {}
+            Some(Auth::Aws(..)) | None => {}
         }
         for (name, value) in headers {
             builder = builder.header(*name, value);

@@ -4,6 +4,8 @@
 //! files `anthropic-…` in the folder of the route their target resolves to) are encoded by an
 //! [`AnthropicWire`] built for each case's base URL, and the native-wire invariants run through
 //! it for one target of each host family.
+//! The Bedrock Converse wire's cases (`"wire": "bedrock"`, files `bedrock-…`) are encoded by a
+//! [`BedrockWire`] built for each case's runtime base URL (no credentials: encoding signs nothing).
 //! Prints the route → profile mapping, one line per route and `N passed, M failed`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -15,6 +17,7 @@ use hermes_conformance::WireTarget;
 use hermes_core::{TargetHost, Wire};
 use hermes_providers::ChatTransport;
 use hermes_providers::anthropic::{AnthropicWire, Flavor, Target};
+use hermes_providers::bedrock::BedrockWire;
 
 /// The Anthropic wire's default base URL (SPEC §8a): the wire registered with `Suite::wire`.
 const ANTHROPIC_DIRECT: &str = "https://api.anthropic.com";
@@ -79,6 +82,22 @@ fn anthropic_for(target: &WireTarget<'_>) -> Option<Box<dyn Wire>> {
     }
 }
 
+/// The Bedrock runtime the Converse wire's cases default to (SPEC §8a).
+const BEDROCK_US_EAST_1: &str = "https://bedrock-runtime.us-east-1.amazonaws.com";
+
+/// Builds the Bedrock Converse wire for a case's own base URL (us-east-1 when it names none).
+fn bedrock_for(target: &WireTarget<'_>) -> Option<Box<dyn Wire>> {
+    Some(Box::new(BedrockWire {
+        client: ChatTransport::new().expect("the HTTP client builds"),
+        target: hermes_providers::bedrock::Target {
+            base_url: target.base_url.unwrap_or(BEDROCK_US_EAST_1).to_owned(),
+            max_tokens: None,
+        },
+        auth: None,
+        clock: std::time::SystemTime::now,
+    }))
+}
+
 fn main() -> ExitCode {
     // `cargo test` passes harness flags (e.g. `--quiet`); route ids are the other arguments.
     let only: Vec<String> = std::env::args()
@@ -92,7 +111,8 @@ fn main() -> ExitCode {
     let mut suite = hermes_conformance::Suite::new(&table)
         .cases_dir(cases)
         .wire(&direct)
-        .wire_factory(hermes_providers::anthropic::WIRE_ID, anthropic_for);
+        .wire_factory(hermes_providers::anthropic::WIRE_ID, anthropic_for)
+        .wire_factory(hermes_providers::bedrock::WIRE_ID, bedrock_for);
     for (provider, base) in ANTHROPIC_INVARIANT_TARGETS {
         suite = suite.wire_invariants(hermes_providers::anthropic::WIRE_ID, provider, Some(base));
     }

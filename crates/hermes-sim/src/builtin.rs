@@ -49,6 +49,9 @@ pub(crate) enum Builtin {
     /// Anthropic Messages (direct, Vertex, Azure Foundry): strict schema, signed thinking blocks
     /// verified on replay. Served by `crate::anthropic`, not by the chat-completions rules.
     Anthropic,
+    /// AWS Bedrock Runtime (Converse, ConverseStream, InvokeModel, InvokeModelWithResponseStream):
+    /// SigV4 or API-key auth, per-model reasoning replay policy. Served by `crate::bedrock`.
+    Bedrock,
 }
 
 const fn info(
@@ -66,7 +69,7 @@ const fn info(
 }
 
 /// The table: every built-in, its name, stand-in provider, default model and `--help` line.
-const TABLE: [(ProfileInfo, Builtin); 13] = [
+const TABLE: [(ProfileInfo, Builtin); 14] = [
     (
         info(
             "deepseek-v4",
@@ -184,6 +187,15 @@ const TABLE: [(ProfileInfo, Builtin); 13] = [
         ),
         Builtin::Anthropic,
     ),
+    (
+        info(
+            "bedrock",
+            "bedrock",
+            "anthropic.claude-opus-4-6-v1:0",
+            "AWS Bedrock: SigV4 or API key; Converse (signed reasoningContent per model) and InvokeModel, event streams",
+        ),
+        Builtin::Bedrock,
+    ),
 ];
 
 const fn infos() -> [ProfileInfo; TABLE.len()] {
@@ -282,6 +294,9 @@ pub(crate) fn error_400(profile: Builtin, message: &str) -> Refusal {
             "error": {"type": "invalid_request_error", "message": message},
             "request_id": format!("req_{}", crate::wire::short_hash(message, 24))
         }),
+        // Bedrock's `ValidationException` body (its `x-amzn-ErrorType` header is set by
+        // `crate::bedrock`; this arm only keeps the match whole).
+        Builtin::Bedrock => json!({"message": message}),
     };
     Refusal { status: 400, body }
 }

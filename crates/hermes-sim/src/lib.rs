@@ -1,5 +1,5 @@
-//! Loopback simulator of OpenAI-compatible chat-completions providers and of Anthropic's Messages
-//! API, with strict per-provider profiles.
+//! Loopback simulator of OpenAI-compatible chat-completions providers, of Anthropic's Messages
+//! API and of AWS Bedrock Runtime, with strict per-provider profiles.
 //!
 //! Each profile validates requests independently from PROVIDERS.md (it depends on no other hermes
 //! crate) and answers violations with the provider's real status, envelope and message. Behind
@@ -22,12 +22,27 @@
 //! assistant turn of an in-flight tool loop must carry its thinking blocks unmodified.
 //! Streams are Anthropic SSE (`message_start` … `message_stop`).
 //!
+//! The `bedrock` profile answers AWS Bedrock Runtime: `POST {base}/model/{modelId}/converse`,
+//! `/converse-stream`, `/invoke` and `/invoke-with-response-stream` (the model id percent-encoded
+//! in the path). Requests authenticate with a Bedrock API key (`Authorization: Bearer`, see
+//! [`SIM_BEDROCK_API_KEY`]) or with AWS Signature Version 4, recomputed with the official
+//! `aws-sigv4` crate over the request as received for the credential pair
+//! [`SIM_AWS_ACCESS_KEY_ID`] / [`SIM_AWS_SECRET_ACCESS_KEY`] (or the pair given to
+//! [`SimBuilder::aws_credentials`]). Converse bodies are validated strictly
+//! ([`BEDROCK_CONVERSE_TOP_LEVEL`], one-member unions, turn order, tool pairing) and replayed
+//! reasoning is checked per model: Claude's `reasoningContent` is signed and verified, DeepSeek-R1
+//! and Kimi K3 take reasoning only inside the in-flight tool loop, other models take it unsigned.
+//! Streams are AWS event-stream frames written with `aws-smithy-eventstream`. InvokeModel takes an
+//! Anthropic Messages body (`anthropic_version: "bedrock-2023-05-31"`) and is served by the
+//! `anthropic` profile's rules and model.
+//!
 //! [`PROFILES`] is the one table of built-in profiles (name, stand-in provider, default model,
 //! `--help` line). A provider that is not built in is simulated from its own rules with a
 //! [`ProfileSpec`] passed to [`Sim::builder`]. The library neither reads the environment nor
 //! prints: binaries pass the signing key ([`KEY_ENV`]) and print [`Sim::base_url`] themselves.
 
 mod anthropic;
+mod bedrock;
 mod builtin;
 mod custom;
 mod model;
@@ -45,6 +60,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 pub use anthropic::rules::ANTHROPIC_TOP_LEVEL;
+pub use bedrock::rules::CONVERSE_TOP_LEVEL as BEDROCK_CONVERSE_TOP_LEVEL;
 pub use builtin::{PROFILES, ProfileInfo};
 pub use custom::{EchoTurns, ProfileSpec, ReplyCarrier, ValueRule};
 pub use profile::Profile;
@@ -54,6 +70,20 @@ pub use sign::DEFAULT_KEY;
 /// Environment variable the simulator binaries (`hermes-sim`, `hermes sim serve`) read to override
 /// the signing key; the library never reads it (pass the key to [`SimBuilder::key`]).
 pub const KEY_ENV: &str = "HERMES_SIM_KEY";
+
+/// The AWS access key id the `bedrock` profile knows by default (SigV4).
+pub const SIM_AWS_ACCESS_KEY_ID: &str = "AKIDHERMESSIM";
+
+/// The secret access key paired with [`SIM_AWS_ACCESS_KEY_ID`].
+pub const SIM_AWS_SECRET_ACCESS_KEY: &str = "hermes+sim/Secret/Access/Key/EXAMPLEKEY0000";
+
+/// A session token for tests of temporary credentials: the `bedrock` profile requires it only when
+/// started with it ([`SimBuilder::aws_credentials`]); by default a request carrying any
+/// `x-amz-security-token` is refused as an unrecognized client.
+pub const SIM_AWS_SESSION_TOKEN: &str = "hermes-sim-session-token//EXAMPLE";
+
+/// The Bedrock API key (`Authorization: Bearer …`) the `bedrock` profile accepts by default.
+pub const SIM_BEDROCK_API_KEY: &str = "ABSKaGVybWVzLXNpbS1iZWRyb2NrLWFwaS1rZXk=";
 
 /// Per-test rule switches.
 #[derive(Clone, Debug, Default)]
@@ -66,8 +96,22 @@ pub struct Switches {
     /// "Unrecognized request argument supplied: messages.N.FIELD" in the profile's envelope.
     pub reject_message_fields: Vec<String>,
     /// Streams emit a few deltas after the 200, then `data: {"error":{...,"code":502}}` and end
-    /// (the `anthropic` profile: `event: error` with an `overloaded_error`).
+    /// (the `anthropic` profile: `event: error` with an `overloaded_error`; the `bedrock` profile:
+    /// an event-stream frame with `:message-type: exception`, `throttlingException` unless
+    /// [`model_stream_error`](Switches::model_stream_error)).
     pub fail_mid_stream: bool,
+    /// `bedrock`: the mid-stream exception is `modelStreamErrorException` instead of
+    /// `throttlingException`.
+    pub model_stream_error: bool,
+    /// `bedrock`: Claude replies with thinking on carry a `redactedContent` reasoning block after
+    /// the signed `reasoningText` (as a user text containing `[redacted]` does).
+    pub redacted_reasoning: bool,
+    /// `bedrock`: any replayed `redactedContent` is refused with a `ValidationException` about
+    /// redacted content (to test a client's one-time strip-and-resend recovery).
+    pub refuse_redacted: bool,
+    /// `bedrock`: SigV4 requests whose `x-amz-date` is more than 5 minutes from the clock are
+    /// refused (`Signature expired` / `Signature not yet current`); off by default.
+    pub check_clock_skew: bool,
 }
 
 impl Switches {
@@ -82,6 +126,53 @@ impl Switches {
         self.fail_mid_stream = true;
         self
     }
+
+    /// Turns on the mid-stream failure as a Bedrock `modelStreamErrorException`.
+    pub fn failing_with_model_stream_error(mut self) -> Self {
+        self.fail_mid_stream = true;
+        self.model_stream_error = true;
+        self
+    }
+
+    /// Makes Bedrock Claude replies carry a `redactedContent` block.
+    pub fn with_redacted_reasoning(mut self) -> Self {
+        self.redacted_reasoning = true;
+        self
+    }
+
+    /// Makes the `bedrock` profile refuse any replayed `redactedContent`.
+    pub fn refusing_redacted(mut self) -> Self {
+        self.refuse_redacted = true;
+        self
+    }
+
+    /// Makes the `bedrock` profile refuse SigV4 requests signed more than 5 minutes off.
+    pub fn checking_clock_skew(mut self) -> Self {
+        self.check_clock_skew = true;
+        self
+    }
+}
+
+/// The AWS credential pair (and optional session token) the `bedrock` profile accepts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AwsCredentials {
+    /// Access key id (the `Credential=` scope's first part).
+    pub access_key_id: String,
+    /// Secret access key.
+    pub secret_access_key: String,
+    /// Session token required in `x-amz-security-token`; `None`: no token may be sent.
+    pub session_token: Option<String>,
+}
+
+impl Default for AwsCredentials {
+    /// [`SIM_AWS_ACCESS_KEY_ID`] / [`SIM_AWS_SECRET_ACCESS_KEY`], no session token.
+    fn default() -> AwsCredentials {
+        AwsCredentials {
+            access_key_id: SIM_AWS_ACCESS_KEY_ID.to_owned(),
+            secret_access_key: SIM_AWS_SECRET_ACCESS_KEY.to_owned(),
+            session_token: None,
+        }
+    }
 }
 
 /// One request as the simulator saw and answered it.
@@ -90,8 +181,8 @@ pub struct RecordedRequest {
     /// Request path, e.g. `/v1/chat/completions`.
     pub path: String,
     /// Request headers in arrival order (names lower case). Credential values (`authorization`,
-    /// `proxy-authorization`, `x-api-key`, `api-key`, `x-goog-api-key`, `cookie`) are recorded as
-    /// `<redacted>`.
+    /// `proxy-authorization`, `x-api-key`, `api-key`, `x-goog-api-key`, `cookie`,
+    /// `x-amz-security-token`) are recorded as `<redacted>`.
     pub headers: Vec<(String, String)>,
     /// Parsed JSON body (`Value::Null` when the body was not JSON).
     pub body: serde_json::Value,
@@ -99,7 +190,10 @@ pub struct RecordedRequest {
     pub raw: Vec<u8>,
     /// HTTP status returned.
     pub status: u16,
-    /// The response body, or the full SSE text sent for a stream.
+    /// The response body, or the full SSE text sent for a stream. A Bedrock event stream is
+    /// recorded as text, one line per frame: `event <event-type> <payload>` or
+    /// `exception <exception-type> <payload>` (a `chunk` frame's payload with its `bytes`
+    /// decoded).
     pub response: String,
 }
 
@@ -124,6 +218,10 @@ pub(crate) struct Shared {
     /// Accepted `anthropic` requests with a `cache_control` breakpoint so far (the first one
     /// writes the cache, later ones read it).
     pub(crate) cached_requests: AtomicU64,
+    /// The credential pair the `bedrock` profile accepts (SigV4).
+    pub(crate) aws: AwsCredentials,
+    /// The Bedrock API key the `bedrock` profile accepts (`Authorization: Bearer`).
+    pub(crate) bedrock_api_key: String,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -146,9 +244,36 @@ pub struct SimBuilder {
     switches: Switches,
     key: Vec<u8>,
     port: u16,
+    aws: AwsCredentials,
+    bedrock_api_key: String,
 }
 
 impl SimBuilder {
+    /// The AWS credentials the `bedrock` profile accepts for SigV4 (default
+    /// [`AwsCredentials::default`]: [`SIM_AWS_ACCESS_KEY_ID`] / [`SIM_AWS_SECRET_ACCESS_KEY`], no
+    /// session token). With a session token, signed requests must carry it in
+    /// `x-amz-security-token`.
+    pub fn aws_credentials(
+        mut self,
+        access_key_id: impl Into<String>,
+        secret_access_key: impl Into<String>,
+        session_token: Option<String>,
+    ) -> Self {
+        self.aws = AwsCredentials {
+            access_key_id: access_key_id.into(),
+            secret_access_key: secret_access_key.into(),
+            session_token,
+        };
+        self
+    }
+
+    /// The Bedrock API key the `bedrock` profile accepts as `Authorization: Bearer KEY` (default
+    /// [`SIM_BEDROCK_API_KEY`]).
+    pub fn bedrock_api_key(mut self, key: impl Into<String>) -> Self {
+        self.bedrock_api_key = key.into();
+        self
+    }
+
     /// Rule switches (default: none).
     pub fn switches(mut self, switches: Switches) -> Self {
         self.switches = switches;
@@ -177,6 +302,8 @@ impl SimBuilder {
             switches: Mutex::new(self.switches),
             requests: Mutex::new(Vec::new()),
             cached_requests: AtomicU64::new(0),
+            aws: self.aws,
+            bedrock_api_key: self.bedrock_api_key,
         });
         let task = tokio::spawn(server::accept_loop(listener, Arc::clone(&shared)));
         Ok(Sim { shared, addr, task })
@@ -192,6 +319,8 @@ impl Sim {
             switches: Switches::default(),
             key: DEFAULT_KEY.to_vec(),
             port: 0,
+            aws: AwsCredentials::default(),
+            bedrock_api_key: SIM_BEDROCK_API_KEY.to_owned(),
         }
     }
 
@@ -230,7 +359,9 @@ impl Sim {
 
     /// Base URL, e.g. `http://127.0.0.1:41234`; clients append the path: `/chat/completions` (or
     /// `/v1/chat/completions`) for the chat profiles; `/v1/messages`, `/anthropic/v1/messages` or
-    /// the Vertex `/v1/projects/…:rawPredict` path for the `anthropic` profile.
+    /// the Vertex `/v1/projects/…:rawPredict` path for the `anthropic` profile;
+    /// `/model/{modelId}/converse` (and `-stream`, `/invoke`, `/invoke-with-response-stream`) for
+    /// the `bedrock` profile.
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
     }

@@ -1,4 +1,6 @@
-//! Standalone simulator: `hermes-sim <profile> [port] [--fail-mid-stream] [--reject-message-field F]...`.
+//! Standalone simulator: `hermes-sim <profile> [port] [--fail-mid-stream] [--reject-message-field F]...`
+//! (plus the `bedrock` switches `--model-stream-error`, `--redacted-reasoning`,
+//! `--refuse-redacted`, `--check-clock-skew`).
 //!
 //! Prints the base URL (e.g. `http://127.0.0.1:41234`) as the first line of stdout, then serves
 //! until killed. The signing key is [`hermes_sim::DEFAULT_KEY`] unless [`hermes_sim::KEY_ENV`] is
@@ -9,8 +11,7 @@ use std::process::ExitCode;
 
 use hermes_sim::{DEFAULT_KEY, KEY_ENV, PROFILES, Profile, Sim, SimError, Switches};
 
-const USAGE: &str =
-    "usage: hermes-sim <profile> [port] [--fail-mid-stream] [--reject-message-field FIELD]...";
+const USAGE: &str = "usage: hermes-sim <profile> [port] [--fail-mid-stream] [--reject-message-field FIELD]... [--model-stream-error] [--redacted-reasoning] [--refuse-redacted] [--check-clock-skew]";
 
 fn usage_with_profiles() -> String {
     let mut out = format!("{USAGE}\nprofiles:");
@@ -48,6 +49,10 @@ async fn main() -> ExitCode {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--fail-mid-stream" => switches.fail_mid_stream = true,
+            "--model-stream-error" => switches = switches.failing_with_model_stream_error(),
+            "--redacted-reasoning" => switches.redacted_reasoning = true,
+            "--refuse-redacted" => switches.refuse_redacted = true,
+            "--check-clock-skew" => switches.check_clock_skew = true,
             "--reject-message-field" => match args.next() {
                 Some(f) => switches.reject_message_fields.push(f),
                 None => {

@@ -43,6 +43,11 @@ impl Profile {
         matches!(self.0, Kind::Builtin(Builtin::Anthropic))
     }
 
+    /// The profile speaks AWS Bedrock Runtime (served by `crate::bedrock`).
+    pub(crate) fn is_bedrock(&self) -> bool {
+        matches!(self.0, Kind::Builtin(Builtin::Bedrock))
+    }
+
     /// Validates a parsed request against the profile and the switches.
     pub(crate) fn validate(
         &self,

@@ -48,8 +48,8 @@ pub(crate) fn validate(
         Builtin::Cerebras => cerebras(messages),
         Builtin::GeminiOpenAi => gemini(obj, messages, key),
         Builtin::Copilot => copilot(body, messages, key),
-        // Served by `crate::anthropic` (the server never validates it here).
-        Builtin::Anthropic => return Ok(()),
+        // Served by `crate::anthropic` / `crate::bedrock` (the server never validates them here).
+        Builtin::Anthropic | Builtin::Bedrock => return Ok(()),
     }?;
     match tool_pairing(messages) {
         Some(fault) => Err(error_400(profile, &pairing_text(profile, &fault))),

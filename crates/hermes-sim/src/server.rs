@@ -1,6 +1,6 @@
-//! HTTP/1.1 plumbing (hyper): routing (the `anthropic` profile to `crate::anthropic`, every other
-//! profile to the chat-completions path), request recording (credential headers redacted), JSON
-//! replies and chunked SSE bodies.
+//! HTTP/1.1 plumbing (hyper): routing (the `anthropic` profile to `crate::anthropic`, the `bedrock`
+//! profile to `crate::bedrock`, every other profile to the chat-completions path), request
+//! recording (credential headers redacted), JSON replies, chunked SSE and event-stream bodies.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -19,10 +19,13 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::wire::{self, Refusal};
-use crate::{RecordedRequest, Shared, anthropic, lock, model};
+use crate::{RecordedRequest, Shared, anthropic, bedrock, lock, model};
 
 /// Byte sizes the SSE text is cut into, cycled; none divides an event, so cuts land mid-line.
 const CUTS: [usize; 7] = [7, 13, 5, 19, 11, 3, 17];
+
+/// Byte sizes an event stream is cut into, cycled: frames land split across chunks.
+const FRAME_CUTS: [usize; 7] = [37, 101, 13, 211, 59, 7, 149];
 
 /// Response body: a whole buffer, or byte chunks fed by a writer task.
 #[derive(Debug)]
@@ -102,13 +105,14 @@ fn json_response(status: u16, text: String) -> Response<SimBody> {
 }
 
 /// Header names whose values are never recorded.
-const SECRET_HEADERS: [&str; 6] = [
+const SECRET_HEADERS: [&str; 7] = [
     "authorization",
     "proxy-authorization",
     "x-api-key",
     "api-key",
     "x-goog-api-key",
     "cookie",
+    "x-amz-security-token",
 ];
 
 /// The headers as recorded: credential values replaced by `<redacted>`.
@@ -163,11 +167,19 @@ fn refuse(
 /// A `text/event-stream` response whose body `text` is written in small cuts ([`CUTS`]) that
 /// land mid-line, with a pause now and then so reads see partial events.
 fn sse_response(text: String) -> Response<SimBody> {
+    let mut resp = chunked(Bytes::from(text), &CUTS);
+    let headers = resp.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    resp
+}
+
+/// A body written in `cuts` (cycled), with a pause now and then so reads see partial data.
+fn chunked(bytes: Bytes, cuts: &'static [usize]) -> Response<SimBody> {
     let (tx, rx) = mpsc::channel::<Bytes>(4);
     tokio::spawn(async move {
-        let bytes = Bytes::from(text);
         let mut at = 0;
-        for (n, cut) in CUTS.iter().cycle().enumerate() {
+        for (n, cut) in cuts.iter().cycle().enumerate() {
             if at >= bytes.len() {
                 break;
             }
@@ -184,10 +196,27 @@ fn sse_response(text: String) -> Response<SimBody> {
             }
         }
     });
-    let mut resp = Response::new(SimBody::Chunks(rx));
-    let headers = resp.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    Response::new(SimBody::Chunks(rx))
+}
+
+/// The HTTP response for a `bedrock` answer.
+fn bedrock_response(a: bedrock::Answer) -> Response<SimBody> {
+    let mut resp = match a.out {
+        bedrock::Out::Json(text) => json_response(a.status, text),
+        bedrock::Out::Stream { bytes, .. } => {
+            let mut resp = chunked(Bytes::from(bytes), &FRAME_CUTS);
+            resp.headers_mut().insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static(bedrock::EVENT_STREAM),
+            );
+            resp
+        }
+    };
+    for (name, value) in a.headers {
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            resp.headers_mut().insert(name, v);
+        }
+    }
     resp
 }
 
@@ -197,6 +226,10 @@ async fn handle(
 ) -> Result<Response<SimBody>, Infallible> {
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_owned();
+    let path_and_query = parts
+        .uri
+        .path_and_query()
+        .map_or_else(|| path.clone(), |p| p.as_str().to_owned());
     let method = parts.method.clone();
     let headers: Vec<(String, String)> = parts
         .headers
@@ -222,6 +255,12 @@ async fn handle(
         } else {
             json_response(a.status, a.text)
         });
+    }
+    if shared.profile.is_bedrock() {
+        let a = bedrock::answer(&shared, method.as_str(), &path_and_query, &headers, &raw);
+        let text = a.recorded().to_owned();
+        record(&shared, &seen, a.body.clone(), raw, a.status, &text);
+        return Ok(bedrock_response(a));
     }
     if path != "/chat/completions" && path != "/v1/chat/completions" {
         let r = wire::not_found(method.as_str(), &path);

@@ -6,10 +6,12 @@ use std::collections::BTreeMap;
 use hermes_sim::{PROFILES, Sim, Switches};
 use serde_json::{Map, Value, json};
 
-/// The chat-completions profiles (the `anthropic` profile speaks the Messages API; its tests are
-/// in `tests/anthropic.rs`).
+/// The chat-completions profiles (the `anthropic` profile speaks the Messages API, the `bedrock`
+/// profile AWS Bedrock Runtime; their tests are in `tests/anthropic.rs` and `tests/bedrock.rs`).
 fn chat_profiles() -> impl Iterator<Item = &'static hermes_sim::ProfileInfo> {
-    PROFILES.iter().filter(|p| p.name != "anthropic")
+    PROFILES
+        .iter()
+        .filter(|p| p.name != "anthropic" && p.name != "bedrock")
 }
 
 mod common;

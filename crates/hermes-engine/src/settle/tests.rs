@@ -114,10 +114,11 @@ fn chat_and_preview_settle_every_registry_provider_alike() {
                 }
                 (chat, preview) => {
                     // Only what the request's address needs may differ (a missing base URL,
-                    // Vertex's project): preview needs no network.
+                    // Vertex's project, the AWS region): preview needs no network.
                     let chat = chat.err().map(|e| e.to_string()).unwrap_or_default();
                     let address = (base.is_none() && chat.contains("no base URL"))
-                        || chat.contains("under [vertex]");
+                        || chat.contains("under [vertex]")
+                        || (base.is_none() && chat.contains("needs an AWS region"));
                     assert!(
                         address && preview.is_ok(),
                         "{provider}: chat {chat:?}, preview {preview:?}"
@@ -235,4 +236,54 @@ fn an_invalid_base_url_is_a_usage_error_naming_it() {
     let choice = Choice::new(Some("custom"), Some("m"), None);
     let err = settle(&choice, None, &defaults, Purpose::Preview, &none).unwrap_err();
     assert!(err.is_usage(), "{err}");
+}
+
+#[test]
+fn bedrock_goes_to_the_regional_host_and_needs_a_region_but_no_key_variable() {
+    let choice = Choice::new(
+        Some("bedrock"),
+        Some("anthropic.claude-opus-4-6-v1:0"),
+        None,
+    );
+    let mut defaults = Defaults::default();
+    let no_region = settle(&choice, None, &defaults, Purpose::Send, &|_| None).unwrap_err();
+    assert!(no_region.is_usage(), "{no_region}");
+    assert!(no_region.to_string().contains("AWS_REGION"), "{no_region}");
+
+    defaults.aws_region = Some("eu-west-3".into());
+    for provider in ["bedrock", "bedrock-anthropic"] {
+        let choice = Choice::new(Some(provider), Some("anthropic.claude-opus-4-6-v1:0"), None);
+        let s = settle(&choice, None, &defaults, Purpose::Send, &|var| {
+            panic!("AWS credentials never come from a key variable ({var})")
+        })
+        .unwrap();
+        assert_eq!(
+            s.base_url.as_deref(),
+            Some("https://bedrock-runtime.eu-west-3.amazonaws.com")
+        );
+        assert_eq!(s.aws_region.as_deref(), Some("eu-west-3"));
+        assert_eq!(s.key_var, None);
+        assert!(s.api_key.is_none());
+    }
+}
+
+#[test]
+fn aws_credentials_go_only_where_the_user_sent_them() {
+    let defaults = Defaults {
+        aws_region: Some("us-east-1".into()),
+        ..Defaults::default()
+    };
+    // A stored session's plain-http URL the user never named: refused for credentials too.
+    let stored = Stored {
+        provider: Some("bedrock"),
+        model: Some("m"),
+        base_url: Some("http://203.0.113.9:8080"),
+        base_url_confirmed: false,
+    };
+    let choice = Choice::new(Some("bedrock"), None, None);
+    let err = settle(&choice, Some(stored), &defaults, Purpose::Send, &|_| None).unwrap_err();
+    assert!(err.to_string().contains("AWS credentials"), "{err}");
+    // Named on the command line, a loopback endpoint is fine.
+    let choice = Choice::new(Some("bedrock"), Some("m"), Some("http://127.0.0.1:9"));
+    assert!(settle(&choice, None, &defaults, Purpose::Send, &|_| None).is_ok());
 }

@@ -25,6 +25,16 @@ pub const PREFIX_KEY: &str = "hermes_prefix_digest";
 /// its `AnthropicVertex` client also puts in the body (`lib/vertex/_client.py`).
 pub const ANTHROPIC_VERSION: &str = "2026-10-21";
 
+/// The `anthropic_version` a Bedrock InvokeModel body carries (SPEC §8a, row
+/// `bedrock-anthropic`; the only value Bedrock's Anthropic Messages schema takes,
+/// docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages.html).
+///
+/// Not what anthropic-sdk-python 2.16.0 sends: its `AnthropicBedrock` client fills the body's
+/// `anthropic_version` with the first-party `ANTHROPIC_API_VERSION` (`2026-10-21`) through
+/// `options.json_data.setdefault("anthropic_version", ANTHROPIC_API_VERSION)`
+/// (`anthropic/lib/bedrock/_client.py`, line 45, `_prepare_options`). hermes follows the SPEC.
+pub const BEDROCK_VERSION: &str = "bedrock-2023-05-31";
+
 /// The beta that lets budget thinking run between tool calls (PROVIDERS.md).
 pub const INTERLEAVED_BETA: &str = "interleaved-thinking-2025-05-14";
 
@@ -44,6 +54,13 @@ pub enum Flavor {
         /// The region, or `global`.
         region: String,
     },
+    /// AWS Bedrock InvokeModel: `{base}/model/{model id, percent-encoded}/invoke`
+    /// (`/invoke-with-response-stream`, an AWS event stream), SigV4 or a Bedrock API key, and a
+    /// body with `anthropic_version` [`BEDROCK_VERSION`], no `model`, no `stream` and the beta
+    /// as the body's `anthropic_beta` list — the three as anthropic-sdk-python 2.16.0's
+    /// `AnthropicBedrock` client does them (`anthropic/lib/bedrock/_client.py` lines 47-50 and
+    /// 62-73, `_prepare_options`).
+    Bedrock,
 }
 
 /// Who serves the Messages API at a host, which decides what thinking is replayed (SPEC §5).
@@ -162,7 +179,8 @@ pub struct Encoded {
     pub sources: Vec<Vec<usize>>,
     /// Per assistant message (history index), what happened to its thinking.
     pub explain: Vec<String>,
-    /// The `anthropic-beta` header value, when one is needed.
+    /// The `anthropic-beta` header value, when one is needed (never on Bedrock, whose body
+    /// carries the beta).
     pub beta: Option<&'static str>,
 }
 
@@ -452,10 +470,12 @@ pub fn thinking_plan(
                 "--effort {} → thinking enabled, budget_tokens {budget}, max_tokens {}{}",
                 effort_name(effort),
                 plan.max_tokens,
-                if plan.beta.is_some() {
-                    ", anthropic-beta interleaved-thinking-2025-05-14"
-                } else {
-                    ""
+                match (plan.beta.is_some(), &target.flavor) {
+                    (false, _) => "",
+                    (true, Flavor::Bedrock) => {
+                        ", anthropic_beta [\"interleaved-thinking-2025-05-14\"] in the body"
+                    }
+                    (true, _) => ", anthropic-beta interleaved-thinking-2025-05-14",
                 }
             );
         }
@@ -742,17 +762,24 @@ fn encode_with(
         Some(t) => Some(serde_json::from_str::<Vec<ChatTool<'_>>>(t.get())?),
         None => None,
     };
+    let bedrock = target.flavor == Flavor::Bedrock;
     let body = Body {
-        model: (!matches!(target.flavor, Flavor::Vertex { .. })).then_some(model),
-        anthropic_version: matches!(target.flavor, Flavor::Vertex { .. })
-            .then_some(ANTHROPIC_VERSION),
+        model: matches!(target.flavor, Flavor::Direct | Flavor::Foundry).then_some(model),
+        anthropic_version: match target.flavor {
+            Flavor::Vertex { .. } => Some(ANTHROPIC_VERSION),
+            Flavor::Bedrock => Some(BEDROCK_VERSION),
+            Flavor::Direct | Flavor::Foundry => None,
+        },
+        anthropic_beta: plan.beta.filter(|_| bedrock),
         max_tokens: plan.max_tokens,
         system: (!system.is_empty()).then_some(System(system)),
         messages: &wire,
         tools: tools.map(|t| t.into_iter().map(|t| Tool(t.function)).collect()),
         thinking: plan.thinking.as_deref().map(raw_box),
         effort: plan.effort,
-        stream: parts.stream,
+        // Bedrock: the operation streams, and the `AnthropicBedrock` client pops `stream` off
+        // the body (`lib/bedrock/_client.py` line 69).
+        stream: parts.stream && !bedrock,
     };
     let bytes = if pretty {
         serde_json::to_vec_pretty(&body)?
@@ -767,7 +794,7 @@ fn encode_with(
         digest: digest.hex(),
         sources: wire.iter().map(|w| w.sources.clone()).collect(),
         explain,
-        beta: plan.beta,
+        beta: plan.beta.filter(|_| !bedrock),
     })
 }
 
@@ -964,6 +991,8 @@ fn assemble<'h>(
 struct Body<'a, 'h> {
     model: Option<&'a str>,
     anthropic_version: Option<&'static str>,
+    /// Bedrock's `anthropic_beta` (a one-element list).
+    anthropic_beta: Option<&'static str>,
     max_tokens: u32,
     system: Option<System>,
     messages: &'a [WireMessage<'h>],
@@ -981,6 +1010,9 @@ impl Serialize for Body<'_, '_> {
         }
         if let Some(v) = self.anthropic_version {
             map.serialize_entry("anthropic_version", v)?;
+        }
+        if let Some(beta) = self.anthropic_beta {
+            map.serialize_entry("anthropic_beta", &[beta])?;
         }
         map.serialize_entry("max_tokens", &self.max_tokens)?;
         if let Some(system) = &self.system {

@@ -11,7 +11,8 @@
 //!
 //! A whole reply is decoded from its bytes through borrowed [`RawValue`]s, never through a
 //! `serde_json::Value`: each block keeps its bytes as received (escapes, big integers, key
-//! order). A streamed turn and the same turn non-streamed capture the same carriers.
+//! order). A streamed turn and the same turn non-streamed capture the same carriers, whether the
+//! events come as SSE or, from Bedrock, inside AWS event-stream frames ([`FrameCapture`]).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -26,6 +27,10 @@ use hermes_core::{
     Usage,
 };
 
+use base64::Engine as _;
+use hermes_core::transport::TransportError;
+
+use crate::aws::{Frame, FrameReader};
 use crate::transport::error_event_text;
 
 /// Why a reply could not be captured.
@@ -684,6 +689,109 @@ impl StreamCapture {
     }
 }
 
+/// The payload of a Bedrock `chunk` event: one Anthropic stream event, base64-encoded (the `p`
+/// padding field and anything else is ignored).
+#[derive(Deserialize)]
+struct ChunkPayload {
+    bytes: String,
+}
+
+/// A capture error of a streamed reply as a transport error: the provider's own error is an
+/// error after the 200, a malformed event a decode error.
+fn stream_capture_error(e: CaptureError) -> TransportError {
+    match e {
+        CaptureError::Provider(err) => TransportError::AfterOk(err),
+        CaptureError::Malformed(err) => TransportError::Decode(err),
+    }
+}
+
+/// Builds one assistant message from the AWS event stream of a Bedrock
+/// `invoke-with-response-stream` reply: each `chunk` event's payload `{"bytes":"<base64>",
+/// "p":…}` holds one Anthropic stream event, fed to a [`StreamCapture`] by its `type`, as
+/// anthropic-sdk-python's `AWSEventStreamDecoder` does (`anthropic/lib/bedrock/
+/// _stream_decoder.py`). An exception frame is the provider's error after the 200, and nothing
+/// of the turn is kept.
+#[derive(Default)]
+pub(crate) struct FrameCapture {
+    reader: FrameReader,
+    capture: StreamCapture,
+}
+
+impl FrameCapture {
+    /// A fresh capture.
+    pub(crate) fn new() -> Self {
+        FrameCapture::default()
+    }
+
+    /// Number of frames read so far.
+    pub(crate) fn frames(&self) -> usize {
+        self.reader.frames()
+    }
+
+    /// Absorbs the next chunk of the body (frames may be cut anywhere), calling `on_delta` with
+    /// the thinking and answer text of every whole frame it completes.
+    pub(crate) fn push(
+        &mut self,
+        chunk: &[u8],
+        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+    ) -> Result<(), TransportError> {
+        self.reader.push(chunk);
+        while let Some(frame) = self.reader.next_frame()? {
+            self.frame(&frame, on_delta)?;
+        }
+        Ok(())
+    }
+
+    fn frame(
+        &mut self,
+        frame: &Frame,
+        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+    ) -> Result<(), TransportError> {
+        if frame.is_error() {
+            return Err(TransportError::AfterOk(frame.error_text()));
+        }
+        if frame.event_type.as_deref() != Some("chunk") {
+            // No other event is declared for InvokeModelWithResponseStream; a new one is not
+            // part of the turn.
+            return Ok(());
+        }
+        let n = self.reader.frames();
+        let payload: ChunkPayload = serde_json::from_slice(&frame.payload).map_err(|e| {
+            TransportError::Decode(format!("event-stream frame {n}: `chunk` payload: {e}"))
+        })?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(payload.bytes.as_bytes())
+            .map_err(|e| {
+                TransportError::Decode(format!("event-stream frame {n}: `chunk.bytes`: {e}"))
+            })?;
+        let event = String::from_utf8(bytes).map_err(|e| {
+            TransportError::Decode(format!(
+                "event-stream frame {n}: `chunk.bytes` is not UTF-8: {e}"
+            ))
+        })?;
+        self.capture
+            .feed("", &event, on_delta)
+            .map_err(stream_capture_error)
+    }
+
+    /// The captured message (with `origin`) and the reply's finish reason and usage. A body that
+    /// ends inside a frame, or before `message_stop`, is a stream error: the half turn is not
+    /// stored.
+    pub(crate) fn finish(self, origin: Origin) -> Result<(Message, ReplyMeta), TransportError> {
+        if self.reader.pending() > 0 {
+            return Err(TransportError::Stream(format!(
+                "the event stream ended inside a frame ({} bytes after {} whole frames); the half turn is not stored",
+                self.reader.pending(),
+                self.reader.frames()
+            )));
+        }
+        self.capture.finish(origin).map_err(|e| match e {
+            CaptureError::Provider(err) => TransportError::AfterOk(err),
+            CaptureError::Malformed(err) => TransportError::Stream(err),
+        })
+    }
+}
+
 fn acc_kind(acc: &Acc) -> &str {
     match acc {
         Acc::Text(_) => "text",
@@ -1104,5 +1212,189 @@ mod tests {
             )
             .unwrap_err();
         assert!(matches!(err, CaptureError::Malformed(_)), "{err:?}");
+    }
+
+    // ---------------------------------------------------------------- Bedrock event stream
+
+    use aws_smithy_eventstream::frame::write_message_to;
+    use aws_smithy_types::event_stream::{Header, HeaderValue, Message as EventMessage};
+
+    fn frame(headers: Vec<(&'static str, &str)>, payload: &str) -> Vec<u8> {
+        let headers = headers
+            .into_iter()
+            .map(|(k, v)| Header::new(k, HeaderValue::String(v.to_owned().into())))
+            .collect();
+        let mut out = Vec::new();
+        write_message_to(
+            &EventMessage::new_from_parts(headers, payload.as_bytes().to_vec()),
+            &mut out,
+        )
+        .unwrap();
+        out
+    }
+
+    /// A `chunk` frame carrying one Anthropic stream event, with Bedrock's `p` padding.
+    fn chunk(event: &str) -> Vec<u8> {
+        let bytes = base64::engine::general_purpose::STANDARD.encode(event);
+        frame(
+            vec![
+                (":event-type", "chunk"),
+                (":content-type", "application/json"),
+                (":message-type", "event"),
+            ],
+            &format!(r#"{{"bytes":"{bytes}","p":"abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"}}"#),
+        )
+    }
+
+    fn exception(kind: &str, message: &str) -> Vec<u8> {
+        frame(
+            vec![
+                (":exception-type", kind),
+                (":content-type", "application/json"),
+                (":message-type", "exception"),
+            ],
+            &json!({ "message": message }).to_string(),
+        )
+    }
+
+    /// The frames of [`events`] as Bedrock streams them.
+    fn frames() -> Vec<u8> {
+        events().iter().flat_map(|(_, data)| chunk(data)).collect()
+    }
+
+    type FrameResult = Result<(Message, ReplyMeta), TransportError>;
+
+    /// Feeds `bytes` in chunks of `cut` bytes, collecting the reported deltas.
+    fn frame_stream(bytes: &[u8], cut: usize) -> (FrameResult, Vec<(bool, String)>) {
+        let seen = Mutex::new(Vec::new());
+        let on_delta = |d: Delta<'_>| {
+            let entry = match d {
+                Delta::Reasoning(t) => (true, t.to_owned()),
+                Delta::Content(t) => (false, t.to_owned()),
+            };
+            seen.lock().unwrap().push(entry);
+        };
+        let mut capture = FrameCapture::new();
+        for piece in bytes.chunks(cut) {
+            if let Err(e) = capture.push(piece, &on_delta) {
+                return (Err(e), seen.into_inner().unwrap());
+            }
+        }
+        (capture.finish(origin()), seen.into_inner().unwrap())
+    }
+
+    #[test]
+    fn bedrock_frames_cut_anywhere_capture_what_the_sse_stream_captures() {
+        let (sse, sse_meta) = stream(&events()).0.unwrap();
+        let bytes = frames();
+        for cut in [1, 2, 7, 12, 13, 64, 333, bytes.len()] {
+            let (result, seen) = frame_stream(&bytes, cut);
+            let (msg, meta) = result.unwrap_or_else(|e| panic!("cut {cut}: {e:?}"));
+            assert_eq!(meta, sse_meta, "cut {cut}");
+            assert_eq!(details(&msg), details(&sse), "cut {cut}");
+            assert_eq!(
+                serde_json::to_value(&msg).unwrap(),
+                serde_json::to_value(&sse).unwrap(),
+                "cut {cut}"
+            );
+            assert_eq!(msg.extra, sse.extra, "cut {cut}");
+            assert_eq!(
+                seen,
+                stream(&events()).1,
+                "cut {cut}: the same deltas, in order"
+            );
+        }
+        // The signed block is kept with its signature, and the whole reply agrees.
+        let (whole, _) = capture_reply(&whole(), origin()).unwrap();
+        let (msg, _) = frame_stream(&bytes, 5).0.unwrap();
+        assert_eq!(arguments(&msg), arguments(&whole));
+        assert_eq!(
+            details(&msg)[0],
+            r#"{"type":"thinking","thinking":"Café first: a/b.","signature":"c2ln/LTE="}"#
+        );
+    }
+
+    #[test]
+    fn a_bedrock_exception_frame_is_an_error_after_the_200_and_no_message() {
+        let events = events();
+        let mut bytes: Vec<u8> = events[..6].iter().flat_map(|(_, d)| chunk(d)).collect();
+        bytes.extend(exception(
+            "modelStreamErrorException",
+            "The model stopped: try again",
+        ));
+        bytes.extend(events[6..].iter().flat_map(|(_, d)| chunk(d)));
+        for cut in [1, 9, 100, bytes.len()] {
+            let (result, _) = frame_stream(&bytes, cut);
+            let err = result.unwrap_err();
+            assert!(
+                matches!(&err, TransportError::AfterOk(m) if m == "modelStreamErrorException: The model stopped: try again"),
+                "cut {cut}: {err:?}"
+            );
+        }
+        // An Anthropic `error` event inside a chunk is the provider's error too.
+        let mut bytes: Vec<u8> = events[..3].iter().flat_map(|(_, d)| chunk(d)).collect();
+        bytes.extend(chunk(
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        ));
+        let err = frame_stream(&bytes, 10).0.unwrap_err();
+        assert!(
+            matches!(&err, TransportError::AfterOk(m) if m == "Overloaded"),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_bedrock_stream_cut_short_or_malformed_is_not_a_message() {
+        let bytes = frames();
+        // Ends inside a frame.
+        let err = frame_stream(&bytes[..bytes.len() - 3], 50).0.unwrap_err();
+        assert!(
+            matches!(&err, TransportError::Stream(m) if m.contains("inside a frame")),
+            "{err:?}"
+        );
+        // Ends on a frame boundary before `message_stop`.
+        let events = events();
+        let short: Vec<u8> = events[..events.len() - 1]
+            .iter()
+            .flat_map(|(_, d)| chunk(d))
+            .collect();
+        let err = frame_stream(&short, 50).0.unwrap_err();
+        assert!(
+            matches!(&err, TransportError::Stream(m) if m.contains("message_stop")),
+            "{err:?}"
+        );
+        // A chunk whose bytes are not base64, or whose payload is not JSON.
+        let bad = frame(
+            vec![(":event-type", "chunk"), (":message-type", "event")],
+            r#"{"bytes":"not base64!","p":"x"}"#,
+        );
+        let err = frame_stream(&bad, 50).0.unwrap_err();
+        assert!(
+            matches!(&err, TransportError::Decode(m) if m.contains("chunk.bytes")),
+            "{err:?}"
+        );
+        let bad = frame(vec![(":event-type", "chunk")], "nope");
+        assert!(matches!(
+            frame_stream(&bad, 50).0,
+            Err(TransportError::Decode(_))
+        ));
+        // A corrupted frame fails its checksum.
+        let mut corrupt = chunk(&events[0].1);
+        let last = corrupt.len() - 1;
+        corrupt[last] ^= 1;
+        assert!(matches!(
+            frame_stream(&corrupt, 50).0,
+            Err(TransportError::Stream(_))
+        ));
+        // An event other than `chunk` is not part of the turn.
+        let mut other = frame(
+            vec![
+                (":event-type", "someFutureEvent"),
+                (":message-type", "event"),
+            ],
+            "{}",
+        );
+        other.extend(frames());
+        assert!(frame_stream(&other, 64).0.is_ok());
     }
 }

@@ -1,7 +1,7 @@
-//! The Anthropic Messages wire (direct, Vertex, Azure Foundry and the `/anthropic` relays):
-//! the request body (`body`), what a Claude model id implies (`model`), reply capture
-//! (`capture`) and the HTTP side with its auth and its one-time recovery from `Invalid
-//! signature` (this module).
+//! The Anthropic Messages wire (direct, Vertex, Azure Foundry, Bedrock InvokeModel and the
+//! `/anthropic` relays): the request body (`body`), what a Claude model id implies (`model`),
+//! reply capture (`capture`: SSE, or Bedrock's AWS event stream) and the HTTP side with its auth
+//! and its one-time recovery from `Invalid signature` (this module).
 
 pub mod body;
 pub(crate) mod capture;
@@ -13,9 +13,12 @@ use hermes_core::transport::{Delta, Reply, TransportError};
 use hermes_core::{Origin, RawJson};
 use hermes_core::{Outgoing, Recovery, RequestParts, Role, Wire};
 
+use crate::aws;
 use crate::transport::{Auth, ChatTransport, error_event_text, map_reqwest, snippet, stream_error};
 
-pub use body::{ANTHROPIC_VERSION, Drops, Encoded, Family, Flavor, PREFIX_KEY, Target};
+pub use body::{
+    ANTHROPIC_VERSION, BEDROCK_VERSION, Drops, Encoded, Family, Flavor, PREFIX_KEY, Target,
+};
 
 /// The wire's id (its verdicts are kept under it).
 pub const WIRE_ID: &str = "anthropic";
@@ -27,7 +30,8 @@ pub struct AnthropicWire {
     pub client: ChatTransport,
     /// Where requests go.
     pub target: Target,
-    /// The key (`x-api-key`) or token (Vertex: bearer); none for a loopback endpoint.
+    /// The key (`x-api-key`), token (Vertex: bearer) or AWS auth (Bedrock: [`Auth::Aws`], SigV4
+    /// over the exact URL and body); none for a loopback endpoint.
     pub auth: Option<Auth>,
 }
 
@@ -38,11 +42,25 @@ impl AnthropicWire {
     }
 }
 
-/// The URL of a request to `target` for `model` (SPEC §8a).
+/// The URL of a request to `target` for `model` (SPEC §8a). On Bedrock the model id (or
+/// inference-profile ARN) is one percent-encoded path segment ([`aws::path_segment`]: `:` is
+/// `%3A`, `/` is `%2F`), as boto3 sends it (`tests/sdk_bedrock.rs` compares the two).
+/// anthropic-sdk-python 2.16.0's `AnthropicBedrock` leaves `:` (and `;`) bare instead
+/// (`urllib.parse.quote(model, safe=":;")`, `anthropic/lib/bedrock/_client.py` line 68): the
+/// same resource to Bedrock, but hermes follows the AWS SDK, whose signing it is proven against.
 pub fn url(target: &Target, model: &str, stream: bool) -> String {
     let base = target.base_url.trim_end_matches('/');
     match &target.flavor {
         Flavor::Direct | Flavor::Foundry => format!("{base}/v1/messages"),
+        Flavor::Bedrock => format!(
+            "{base}/model/{}/{}",
+            aws::path_segment(model),
+            if stream {
+                "invoke-with-response-stream"
+            } else {
+                "invoke"
+            }
+        ),
         Flavor::Vertex { project, region } => format!(
             "{base}/v1/projects/{project}/locations/{region}/publishers/anthropic/models/{model}:{}",
             if stream {
@@ -107,7 +125,8 @@ impl Wire for AnthropicWire {
     ) -> Result<Reply, TransportError> {
         let url = self.url(&origin.model, request.stream);
         let mut headers = Vec::new();
-        if !matches!(self.target.flavor, Flavor::Vertex { .. }) {
+        // Vertex and Bedrock carry the version in the body.
+        if matches!(self.target.flavor, Flavor::Direct | Flavor::Foundry) {
             headers.push(("anthropic-version", ANTHROPIC_VERSION.to_owned()));
         }
         let beta = request
@@ -130,7 +149,9 @@ impl Wire for AnthropicWire {
                 &headers,
             )
             .await?;
-        let mut reply = if request.stream {
+        let mut reply = if request.stream && self.target.flavor == Flavor::Bedrock {
+            read_event_stream(response, origin, on_delta).await?
+        } else if request.stream {
             read_stream(response, origin, on_delta).await?
         } else {
             let bytes = response.bytes().await.map_err(map_reqwest)?;
@@ -245,6 +266,33 @@ async fn read_stream(
         capture::CaptureError::Provider(err) => TransportError::AfterOk(err),
         other => TransportError::Stream(other.to_string()),
     })?;
+    Ok(Reply { message, meta })
+}
+
+/// Reads a Bedrock `invoke-with-response-stream` reply: AWS event-stream frames, each `chunk`
+/// one Anthropic stream event ([`capture::FrameCapture`]).
+async fn read_event_stream(
+    response: reqwest::Response,
+    origin: Origin,
+    on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+) -> Result<Reply, TransportError> {
+    let mut body = response.bytes_stream();
+    let mut capture = capture::FrameCapture::new();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| {
+            if e.is_timeout() {
+                TransportError::Timeout(format!(
+                    "the stream was silent for longer than the idle limit after {} frames",
+                    capture.frames()
+                ))
+            } else {
+                map_reqwest(e)
+            }
+        })?;
+        capture.push(&chunk, on_delta)?;
+    }
+    drop(body);
+    let (message, meta) = capture.finish(origin)?;
     Ok(Reply { message, meta })
 }
 

@@ -424,3 +424,357 @@ fn an_invalid_signature_is_resent_once_without_the_named_blocks_and_nothing_is_p
             .is_none()
     );
 }
+
+// ------------------------------------------------------------------------------- Bedrock
+
+const BEDROCK_BASE: &str = "https://bedrock-runtime.us-east-1.amazonaws.com";
+/// A budget model on Bedrock (its id has the `:` that is `%3A` in the path).
+const BEDROCK_SONNET: &str = "anthropic.claude-sonnet-4-5-20250929-v1:0";
+
+fn bedrock(base: &str) -> Target {
+    Target {
+        flavor: Flavor::Bedrock,
+        base_url: base.to_owned(),
+        max_tokens: None,
+    }
+}
+
+/// The in-flight loop of [`loop_history`], minted by `model` on the Bedrock host.
+fn bedrock_loop(model: &str) -> Vec<Message> {
+    let mut h = loop_history(model);
+    h[2].origin =
+        serde_json::from_value(origin_at("bedrock-runtime.us-east-1.amazonaws.com", model))
+            .unwrap();
+    h
+}
+
+const TOOLS: &str = r#"[{"type":"function","function":{"name":"now","description":"The time","parameters":{"type":"object","properties":{}}}}]"#;
+
+fn bedrock_encoded(stream: bool) -> super::Encoded {
+    let h = bedrock_loop(BEDROCK_SONNET);
+    let target = bedrock(BEDROCK_BASE);
+    let table = crate::builtin_table();
+    let decision = table.resolve(
+        &RouteTarget::new("bedrock-anthropic", Some(BEDROCK_BASE), BEDROCK_SONNET),
+        ResolveOptions::default(),
+    );
+    let verdicts = Verdicts::default();
+    let tools = hermes_core::RawJson::from_text(TOOLS).unwrap();
+    let parts = RequestParts::new(&h, &decision, &verdicts)
+        .thinking(ThinkingRequest::Effort(Effort::Low))
+        .tools(Some(&tools))
+        .stream(stream);
+    encode(&parts, &target, &Drops::default()).unwrap()
+}
+
+#[test]
+fn bedrock_bodies_carry_the_bedrock_version_and_the_beta_list_and_no_model_or_stream() {
+    let expected = format!(
+        concat!(
+            r#"{{"anthropic_version":"bedrock-2023-05-31","anthropic_beta":["interleaved-thinking-2025-05-14"],"#,
+            r#""max_tokens":12288,"system":[{{"type":"text","text":"Be brief.","cache_control":{{"type":"ephemeral"}}}}],"#,
+            r#""messages":[{{"role":"user","content":"time?"}},"#,
+            r#"{{"role":"assistant","content":[{SIG},{RED},{{"type":"tool_use","id":"toolu_1","name":"now","input":{{"n":123456789012345678901234567890}}}}]}},"#,
+            r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_1","content":"12:00","cache_control":{{"type":"ephemeral"}}}}]}}],"#,
+            r#""tools":[{{"name":"now","description":"The time","input_schema":{{"type":"object","properties":{{}}}}}}],"#,
+            r#""thinking":{{"type":"enabled","budget_tokens":4096}}}}"#
+        ),
+        SIG = SIG,
+        RED = RED
+    );
+    for stream in [false, true] {
+        let encoded = bedrock_encoded(stream);
+        assert_eq!(
+            String::from_utf8(encoded.body).unwrap(),
+            expected,
+            "stream {stream}: the operation streams, the body never says so"
+        );
+        assert_eq!(encoded.beta, None, "no anthropic-beta header on Bedrock");
+        assert!(
+            encoded
+                .explain
+                .iter()
+                .any(|l| l.contains("anthropic_beta [\"interleaved-thinking-2025-05-14\"]")),
+            "{:?}",
+            encoded.explain
+        );
+    }
+    // The same request direct carries the header instead, `model` and `stream`.
+    let h = bedrock_loop(BEDROCK_SONNET);
+    let out = body_for(
+        &h,
+        "https://api.anthropic.com",
+        BEDROCK_SONNET,
+        ThinkingRequest::NoPreference,
+    );
+    assert_eq!(out.json["model"], json!(BEDROCK_SONNET));
+    assert!(out.json.get("anthropic_version").is_none());
+    assert!(out.json.get("anthropic_beta").is_none());
+}
+
+#[test]
+fn bedrock_urls_put_the_model_id_or_arn_in_one_encoded_path_segment() {
+    let t = bedrock(&format!("{BEDROCK_BASE}/"));
+    assert_eq!(
+        url(&t, "anthropic.claude-3-haiku-20240307-v1:0", false),
+        "https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-3-haiku-20240307-v1%3A0/invoke"
+    );
+    assert_eq!(
+        url(&t, "anthropic.claude-3-haiku-20240307-v1:0", true),
+        "https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-3-haiku-20240307-v1%3A0/invoke-with-response-stream"
+    );
+    assert_eq!(
+        url(
+            &t,
+            "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-opus-4-6-v1:0",
+            true
+        ),
+        "https://bedrock-runtime.us-east-1.amazonaws.com/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Ainference-profile%2Fus.anthropic.claude-opus-4-6-v1%3A0/invoke-with-response-stream"
+    );
+    assert_eq!(
+        url(&t, "us.anthropic.claude-opus-4-6-v1", false),
+        "https://bedrock-runtime.us-east-1.amazonaws.com/model/us.anthropic.claude-opus-4-6-v1/invoke"
+    );
+    // The Bedrock host is Claude: the loop's signed blocks go back (see the body test).
+    assert_eq!(t.family(), super::Family::Claude);
+}
+
+#[test]
+fn bedrock_adaptive_bodies_and_the_invalid_signature_recovery_work_as_elsewhere() {
+    let opus = "us.anthropic.claude-opus-4-6-v1";
+    let h = bedrock_loop(opus);
+    let target = bedrock(BEDROCK_BASE);
+    let out = body_with(
+        &h,
+        &target,
+        opus,
+        ThinkingRequest::Effort(Effort::High),
+        &Drops::default(),
+    );
+    assert!(
+        out.text
+            .starts_with(r#"{"anthropic_version":"bedrock-2023-05-31","max_tokens":"#)
+    );
+    assert!(out.text.contains(SIG), "{}", out.text);
+    assert_eq!(out.json["output_config"], json!({"effort": "high"}));
+    // Provenance: blocks minted on another host are not sent to Bedrock.
+    let direct = loop_history(opus);
+    let out = body_with(
+        &direct,
+        &target,
+        opus,
+        ThinkingRequest::Effort(Effort::High),
+        &Drops::default(),
+    );
+    assert!(!out.text.contains("signature"), "{}", out.text);
+    // Bedrock's ValidationException carries the model's text: the same one-time recovery.
+    let table = crate::builtin_table();
+    let decision = table.resolve(
+        &RouteTarget::new("bedrock-anthropic", Some(BEDROCK_BASE), opus),
+        ResolveOptions::default(),
+    );
+    let verdicts = Verdicts::default();
+    let parts =
+        RequestParts::new(&h, &decision, &verdicts).thinking(ThinkingRequest::Effort(Effort::High));
+    let wire = AnthropicWire {
+        client: crate::ChatTransport::new().unwrap(),
+        target,
+        auth: None,
+    };
+    let err = r#"{"message":"messages.1.content.0: Invalid `signature` in `thinking` block"}"#;
+    let recovery = wire.recover(&parts, Some(400), err).unwrap();
+    let text = String::from_utf8(recovery.outgoing.body.clone()).unwrap();
+    assert!(!text.contains("signature"), "{text}");
+    assert!(text.starts_with(r#"{"anthropic_version":"bedrock-2023-05-31""#));
+}
+
+mod bedrock_wire {
+    //! A Bedrock request end to end against a loopback server: the signed request and the
+    //! frame-stream reply.
+
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+    use aws_smithy_eventstream::frame::write_message_to;
+    use aws_smithy_types::event_stream::{Header, HeaderValue, Message as EventMessage};
+    use base64::Engine as _;
+    use hermes_core::transport::TransportError;
+    use hermes_core::{Origin, Wire};
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    use super::*;
+    use crate::aws::{AwsAuth, AwsCredentials};
+    use crate::transport::Auth;
+
+    fn fixed_clock() -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(1_700_000_000)
+    }
+
+    fn frame(headers: &[(&'static str, &str)], payload: &str) -> Vec<u8> {
+        let headers = headers
+            .iter()
+            .map(|(k, v)| Header::new(*k, HeaderValue::String((*v).to_owned().into())))
+            .collect();
+        let mut out = Vec::new();
+        write_message_to(
+            &EventMessage::new_from_parts(headers, payload.as_bytes().to_vec()),
+            &mut out,
+        )
+        .unwrap();
+        out
+    }
+
+    fn chunk(event: &str) -> Vec<u8> {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(event);
+        frame(
+            &[(":event-type", "chunk"), (":message-type", "event")],
+            &format!(r#"{{"bytes":"{b64}","p":"abcdefghijkl"}}"#),
+        )
+    }
+
+    const EVENTS: &[&str] = &[
+        r#"{"type":"message_start","message":{"id":"msg_bdrk_1","type":"message","role":"assistant","content":[],"usage":{"input_tokens":12,"output_tokens":1}}}"#,
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Noon, say it."}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"QmVkcm9jaw=="}}"#,
+        r#"{"type":"content_block_stop","index":0}"#,
+        r#"{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}"#,
+        r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"It is noon."}}"#,
+        r#"{"type":"content_block_stop","index":1}"#,
+        r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}"#,
+        r#"{"type":"message_stop","amazon-bedrock-invocationMetrics":{"inputTokenCount":12,"outputTokenCount":9}}"#,
+    ];
+
+    const OPUS_ARN: &str = "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-opus-4-6-v1:0";
+    const OPUS_PATH: &str = "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Ainference-profile%2Fus.anthropic.claude-opus-4-6-v1%3A0/invoke-with-response-stream";
+
+    fn wire(server: &MockServer) -> AnthropicWire {
+        AnthropicWire {
+            client: crate::ChatTransport::new().unwrap(),
+            target: bedrock(&server.uri()),
+            auth: Some(Auth::Aws(
+                AwsAuth::SigV4 {
+                    credentials: AwsCredentials {
+                        access_key_id: "AKIDEXAMPLE".into(),
+                        secret_access_key: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".into(),
+                        session_token: None,
+                    },
+                    region: "us-east-1".into(),
+                },
+                fixed_clock,
+            )),
+        }
+    }
+
+    fn origin() -> Origin {
+        Origin {
+            provider: "bedrock-anthropic".into(),
+            host: "127.0.0.1".into(),
+            model: OPUS_ARN.into(),
+        }
+    }
+
+    async fn send(server: &MockServer) -> Result<hermes_core::transport::Reply, TransportError> {
+        let wire = wire(server);
+        let h = hermes_core::parse_history(r#"[{"role":"user","content":"time?"}]"#)
+            .unwrap()
+            .messages;
+        let table = crate::builtin_table();
+        let decision = table.resolve(
+            &RouteTarget::new("bedrock-anthropic", Some(&server.uri()), OPUS_ARN),
+            ResolveOptions::default(),
+        );
+        let verdicts = Verdicts::default();
+        let parts = RequestParts::new(&h, &decision, &verdicts)
+            .thinking(ThinkingRequest::Effort(Effort::High))
+            .stream(true);
+        let out = wire.encode(&parts).unwrap();
+        wire.send(&out, origin(), &|_| {}).await
+    }
+
+    #[tokio::test]
+    async fn a_streamed_bedrock_turn_is_signed_and_captured_from_its_frames() {
+        let server = MockServer::start().await;
+        let body: Vec<u8> = EVENTS.iter().flat_map(|e| chunk(e)).collect();
+        Mock::given(method("POST"))
+            .and(path(OPUS_PATH))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .insert_header("content-type", "application/vnd.amazon.eventstream")
+                    .set_body_bytes(body),
+            )
+            .expect(1)
+            .mount(&server)
+            .await;
+        let reply = send(&server).await.unwrap();
+        let msg = &reply.message;
+        assert_eq!(msg.content.as_ref().unwrap().get(), r#""It is noon.""#);
+        let details: Vec<&str> = msg
+            .reasoning_details
+            .iter()
+            .flatten()
+            .map(|i| i.raw().get())
+            .collect();
+        assert_eq!(
+            details,
+            [r#"{"type":"thinking","thinking":"Noon, say it.","signature":"QmVkcm9jaw=="}"#]
+        );
+        assert!(msg.extra.iter().any(|(k, _)| k == PREFIX_KEY));
+        assert_eq!(
+            reply.meta.usage,
+            Some(hermes_core::Usage::new(12, 9, 0, 0, 0))
+        );
+
+        let requests = server.received_requests().await.unwrap();
+        let sent = &requests[0];
+        let header = |name: &str| {
+            sent.headers
+                .get(name)
+                .map(|v| v.to_str().unwrap().to_owned())
+        };
+        let auth = header("authorization").unwrap();
+        assert!(
+            auth.starts_with("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20231114/us-east-1/bedrock/aws4_request, SignedHeaders=content-type;host;x-amz-date, Signature="),
+            "{auth}"
+        );
+        assert_eq!(header("x-amz-date").as_deref(), Some("20231114T221320Z"));
+        assert_eq!(header("content-type").as_deref(), Some("application/json"));
+        assert_eq!(
+            header("anthropic-version"),
+            None,
+            "the version is in the body"
+        );
+        assert_eq!(header("anthropic-beta"), None);
+        assert_ne!(
+            header("accept").as_deref(),
+            Some("text/event-stream"),
+            "an AWS event stream, not SSE"
+        );
+        let body: Value = serde_json::from_slice(&sent.body).unwrap();
+        assert_eq!(body["anthropic_version"], json!("bedrock-2023-05-31"));
+        assert!(body.get("model").is_none() && body.get("stream").is_none());
+    }
+
+    #[tokio::test]
+    async fn a_bedrock_exception_frame_after_the_200_stores_nothing() {
+        let server = MockServer::start().await;
+        let mut body: Vec<u8> = EVENTS[..3].iter().flat_map(|e| chunk(e)).collect();
+        body.extend(frame(
+            &[
+                (":message-type", "exception"),
+                (":exception-type", "throttlingException"),
+            ],
+            r#"{"message":"Too many tokens, please wait before trying again."}"#,
+        ));
+        Mock::given(method("POST"))
+            .and(path(OPUS_PATH))
+            .respond_with(ResponseTemplate::new(200).set_body_bytes(body))
+            .mount(&server)
+            .await;
+        let err = send(&server).await.unwrap_err();
+        assert!(
+            matches!(&err, TransportError::AfterOk(m) if m == "throttlingException: Too many tokens, please wait before trying again."),
+            "{err:?}"
+        );
+    }
+}

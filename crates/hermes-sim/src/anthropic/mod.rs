@@ -8,9 +8,9 @@
 //! own authentication and version rules ([`answer`]). Request rules live in [`rules`], the signed
 //! thinking in [`thinking`], the scripted reply and its SSE rendering in [`reply`].
 
-mod reply;
+pub(crate) mod reply;
 pub(crate) mod rules;
-mod thinking;
+pub(crate) mod thinking;
 
 use std::sync::atomic::Ordering;
 
@@ -75,7 +75,7 @@ fn google_unauthenticated() -> Value {
 }
 
 /// `%XX` decoding of one path segment (left as is when malformed).
-fn percent_decode(s: &str) -> String {
+pub(crate) fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -264,6 +264,42 @@ pub(crate) fn answer(
         text,
         stream,
     }
+}
+
+/// Bedrock InvokeModel with an Anthropic Messages body (`crate::bedrock`'s `/invoke` and
+/// `/invoke-with-response-stream` doors): the same rules and scripted model as the other doors,
+/// with the model from the path, `anthropic_version: "bedrock-2023-05-31"` and `anthropic_beta`
+/// in the body. `Err` is the rule's text (Bedrock wraps it in a `ValidationException`).
+pub(crate) fn invoke_bedrock(
+    shared: &Shared,
+    model: &str,
+    body: &Value,
+    raw: &[u8],
+) -> Result<reply::Reply, String> {
+    let betas: Vec<&str> = body
+        .get("anthropic_beta")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let checked = rules::validate(body, Via::Bedrock, &betas.join(","), &shared.key)?;
+    let cache = if checked.breakpoints == 0 {
+        Cache::None
+    } else if shared.cached_requests.fetch_add(1, Ordering::SeqCst) == 0 {
+        Cache::Write
+    } else {
+        Cache::Read
+    };
+    Ok(reply::script(&Ask {
+        body,
+        raw,
+        model,
+        thinking: checked.thinking,
+        cache,
+        id_prefix: "msg_bdrk_",
+        key: &shared.key,
+    }))
 }
 
 #[cfg(test)]

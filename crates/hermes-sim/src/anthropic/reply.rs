@@ -39,7 +39,7 @@ pub(crate) struct Ask<'a> {
     pub(crate) model: &'a str,
     pub(crate) thinking: Thinking,
     pub(crate) cache: Cache,
-    /// `msg_` or `msg_vrtx_`.
+    /// `msg_`, `msg_vrtx_` or `msg_bdrk_`.
     pub(crate) id_prefix: &'a str,
     pub(crate) key: &'a [u8],
 }
@@ -242,6 +242,16 @@ fn block_len(b: &Value) -> usize {
 }
 
 impl Reply {
+    /// Input tokens billed (cache reads and writes included).
+    pub(crate) fn input_token_count(&self) -> usize {
+        self.input_tokens + self.cache_creation + self.cache_read
+    }
+
+    /// Output tokens billed.
+    pub(crate) fn output_token_count(&self) -> usize {
+        self.output_tokens
+    }
+
     fn usage(&self, output_tokens: usize) -> Value {
         json!({
             "input_tokens": self.input_tokens,
@@ -274,7 +284,7 @@ impl Reply {
     }
 
     /// The SSE events, in order: `(event name, data)`.
-    fn events(&self) -> Vec<(&'static str, Value)> {
+    pub(crate) fn events(&self) -> Vec<(&'static str, Value)> {
         let mut out = vec![
             (
                 "message_start",

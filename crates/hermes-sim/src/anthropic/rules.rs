@@ -41,8 +41,11 @@ pub const ANTHROPIC_TOP_LEVEL: &[&str] = &[
 /// `anthropic_version` values Vertex accepts in the body.
 pub(crate) const VERTEX_VERSIONS: &[&str] = &["vertex-2023-10-16", "2026-10-21"];
 
+/// The `anthropic_version` Bedrock's InvokeModel requires in the body.
+pub(crate) const BEDROCK_VERSION: &str = "bedrock-2023-05-31";
+
 /// The beta that lets `budget_tokens` exceed `max_tokens` (interleaved thinking).
-const INTERLEAVED_BETA: &str = "interleaved-thinking-2025-05-14";
+pub(crate) const INTERLEAVED_BETA: &str = "interleaved-thinking-2025-05-14";
 
 /// Most `cache_control` breakpoints in one request.
 const MAX_BREAKPOINTS: usize = 4;
@@ -64,6 +67,9 @@ pub(crate) enum Via {
     Body,
     /// Vertex: the model in the path, `anthropic_version` in the body, `stream` fixed by the verb.
     Vertex { stream: bool },
+    /// AWS Bedrock InvokeModel: the model in the path, `anthropic_version: "bedrock-2023-05-31"`
+    /// in the body, no `stream` key (the operation decides), betas in the body's `anthropic_beta`.
+    Bedrock,
 }
 
 /// The request's thinking mode.
@@ -466,7 +472,7 @@ impl Schema {
 }
 
 /// The thinking mode and (for `enabled`) the budget.
-fn thinking(v: Option<&Value>) -> Result<(Thinking, Option<u64>), String> {
+pub(crate) fn thinking(v: Option<&Value>) -> Result<(Thinking, Option<u64>), String> {
     let Some(v) = v else {
         return Ok((Thinking::Off, None));
     };
@@ -549,7 +555,7 @@ fn tool_choice(v: &Value) -> Result<&str, String> {
     Ok(tag)
 }
 
-fn output_config(v: &Value) -> Result<(), String> {
+pub(crate) fn output_config(v: &Value) -> Result<(), String> {
     let o = v
         .as_object()
         .ok_or_else(|| wrong_type("output_config", "", "dictionary"))?;
@@ -566,14 +572,34 @@ fn output_config(v: &Value) -> Result<(), String> {
 /// Top-level names and scalar values.
 fn top_level(o: &Map<String, Value>, via: Via) -> Result<(), String> {
     let vertex = matches!(via, Via::Vertex { .. });
+    let bedrock = via == Via::Bedrock;
     for k in o.keys() {
         let known = match k.as_str() {
-            "model" => !vertex,
-            "anthropic_version" => vertex,
+            "model" => !vertex && !bedrock,
+            "anthropic_version" => vertex || bedrock,
+            // Bedrock takes betas in the body; the operation decides streaming
+            // (sigoden/aichat#543: "extraneous key [stream] is not permitted").
+            "anthropic_beta" => bedrock,
+            "stream" => !bedrock,
             k => ANTHROPIC_TOP_LEVEL.contains(&k),
         };
         if !known {
             return Err(extra("", k));
+        }
+    }
+    if bedrock {
+        let version = o
+            .get("anthropic_version")
+            .ok_or_else(|| required("", "anthropic_version"))?;
+        if version.as_str() != Some(BEDROCK_VERSION) {
+            return Err(literal("anthropic_version", &[BEDROCK_VERSION]));
+        }
+        if let Some(betas) = o.get("anthropic_beta")
+            && !betas
+                .as_array()
+                .is_some_and(|b| b.iter().all(Value::is_string))
+        {
+            return Err(wrong_type("anthropic_beta", "", "list"));
         }
     }
     if let Via::Vertex { stream } = via {
@@ -599,7 +625,7 @@ fn top_level(o: &Map<String, Value>, via: Via) -> Result<(), String> {
                 "stream: `:rawPredict` does not stream; use `:streamRawPredict` with `\"stream\": true`".to_owned(),
             );
         }
-    } else {
+    } else if !bedrock {
         match o.get("model") {
             None => return Err(required("", "model")),
             Some(m) if !m.is_string() => return Err(wrong_type("model", "", "string")),

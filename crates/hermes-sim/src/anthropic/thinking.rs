@@ -203,7 +203,7 @@ fn normalized(block: Value) -> Option<Value> {
 }
 
 /// JSON text with object keys sorted at every level.
-fn canonical(v: &Value) -> Vec<u8> {
+pub(crate) fn canonical(v: &Value) -> Vec<u8> {
     let mut out = String::new();
     write_canonical(v, &mut out);
     out.into_bytes()

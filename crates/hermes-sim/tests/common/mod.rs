@@ -28,8 +28,22 @@ pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// One request with `headers`; the connection is closed after the reply.
+/// One request with `headers` (plus `Content-Type: application/json`); the connection is closed
+/// after the reply.
 pub(crate) async fn send(
+    base: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Resp {
+    let mut all = vec![("Content-Type", "application/json")];
+    all.extend_from_slice(headers);
+    send_exact(base, method, path, &all, body).await
+}
+
+/// One request with exactly `headers` besides `Host`, `Content-Length` and `Connection: close`.
+pub(crate) async fn send_exact(
     base: &str,
     method: &str,
     path: &str,
@@ -39,7 +53,7 @@ pub(crate) async fn send(
     let host = base.strip_prefix("http://").unwrap();
     let mut stream = TcpStream::connect(host).await.unwrap();
     let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {}\r\nConnection: close\r\n",
         body.len()
     );
     for (k, v) in headers {

@@ -1,0 +1,824 @@
+//! Issue 16 end to end: the real binary against the strict `anthropic` simulator.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use hermes_sim::{RecordedRequest, Sim};
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+const OPUS: &str = "claude-opus-4-6";
+const SONNET: &str = "claude-sonnet-4-5";
+
+struct Home(tempfile::TempDir);
+
+impl Home {
+    fn new() -> Self {
+        Home(tempfile::tempdir().unwrap())
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    fn db(&self) -> PathBuf {
+        self.path().join("state.db")
+    }
+
+    /// Runs hermes with this home, off the async runtime (the simulator serves meanwhile).
+    async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
+        cmd.args(args)
+            .env("HERMES_HOME", self.path())
+            .env("NO_COLOR", "1")
+            .env_remove("HERMES_LOG")
+            .env_remove("HERMES_FILE_LOG")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("ANTHROPIC_FOUNDRY_API_KEY")
+            .env_remove("GOOGLE_OAUTH_ACCESS_TOKEN")
+            .env_remove("DEEPSEEK_API_KEY");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+            .await
+            .unwrap()
+    }
+
+    /// Runs hermes, expects success and returns (stdout, stderr).
+    async fn ok_with(&self, args: &[&str], env: &[(&str, &str)]) -> (String, String) {
+        let out = self.run(args, env).await;
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        (String::from_utf8(out.stdout).unwrap(), stderr)
+    }
+
+    async fn ok(&self, args: &[&str]) -> String {
+        self.ok_with(args, &[]).await.0
+    }
+
+    /// `chat --json ARGS` (with `env`): the JSON summary and stderr.
+    async fn chat(&self, args: &[&str], env: &[(&str, &str)]) -> (Value, String) {
+        let mut all = vec!["chat", "--json"];
+        all.extend_from_slice(args);
+        let (stdout, stderr) = self.ok_with(&all, env).await;
+        (serde_json::from_str(&stdout).unwrap(), stderr)
+    }
+
+    /// A new session on the direct `anthropic` provider with thinking on: its id.
+    async fn start_claude(&self, base: &str, query: &str) -> String {
+        let (out, _) = self
+            .chat(
+                &[
+                    "--provider",
+                    "anthropic",
+                    "--model",
+                    OPUS,
+                    "--base-url",
+                    base,
+                    "--effort",
+                    "high",
+                    "-q",
+                    query,
+                ],
+                KEY,
+            )
+            .await;
+        out["session_id"].as_str().unwrap().to_owned()
+    }
+
+    /// One more thinking turn of a stored session on its own target.
+    async fn turn(&self, id: &str, query: &str) -> Value {
+        self.chat(&["--resume", id, "--effort", "high", "-q", query], KEY)
+            .await
+            .0
+    }
+
+    /// The exported session as text (`hermes sessions export`).
+    async fn export(&self, id: &str) -> String {
+        self.ok(&["sessions", "export", id]).await
+    }
+
+    /// Every row of the session in state.db: (position, role, reasoning_details, archived).
+    async fn rows(&self, id: &str) -> Vec<Row> {
+        use sqlx::Connection as _;
+        let options = sqlx::sqlite::SqliteConnectOptions::new().filename(self.db());
+        let mut conn = sqlx::SqliteConnection::connect_with(&options)
+            .await
+            .unwrap();
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT position, role, reasoning_details, archived_at IS NOT NULL FROM messages WHERE session_id = ? ORDER BY position",
+        )
+        .bind(id)
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+        conn.close().await.unwrap();
+        rows
+    }
+}
+
+type Row = (i64, String, Option<String>, bool);
+
+const KEY: &[(&str, &str)] = &[("ANTHROPIC_API_KEY", "sk-ant-test")];
+
+// ---------------------------------------------------------------------------------------------
+// Stored blocks, as exported
+
+#[derive(Deserialize)]
+struct Exported {
+    messages: Vec<ExportedMessage>,
+}
+
+#[derive(Deserialize)]
+struct ExportedMessage {
+    role: String,
+    #[serde(default)]
+    content: Option<Value>,
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    #[serde(default)]
+    reasoning_details: Option<Vec<Box<RawValue>>>,
+    #[serde(default)]
+    origin: Option<Value>,
+}
+
+/// An assistant message of an export: its origin model and the exact text of each stored
+/// `reasoning_details` item.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Turn {
+    model: String,
+    items: Vec<String>,
+    reasoning_content: Option<String>,
+}
+
+impl Turn {
+    fn signatures(&self) -> Vec<String> {
+        self.items.iter().map(|i| signature(i)).collect()
+    }
+}
+
+/// The assistant messages of an export, in order.
+fn turns(export: &str) -> Vec<Turn> {
+    let exported: Exported = serde_json::from_str(export).unwrap();
+    exported
+        .messages
+        .into_iter()
+        .filter(|m| m.role == "assistant")
+        .map(|m| Turn {
+            model: m
+                .origin
+                .as_ref()
+                .and_then(|o| o["model"].as_str())
+                .unwrap_or_default()
+                .to_owned(),
+            items: m
+                .reasoning_details
+                .unwrap_or_default()
+                .iter()
+                .map(|i| i.get().to_owned())
+                .collect(),
+            reasoning_content: m.reasoning_content,
+        })
+        .collect()
+}
+
+/// The user texts of an export, in order (a checkpoint included).
+fn user_texts(export: &str) -> Vec<String> {
+    let exported: Exported = serde_json::from_str(export).unwrap();
+    exported
+        .messages
+        .iter()
+        .filter(|m| m.role == "user")
+        .map(|m| {
+            m.content
+                .as_ref()
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// The signature of one stored `thinking` item.
+fn signature(item: &str) -> String {
+    let v: Value = serde_json::from_str(item).unwrap();
+    assert_eq!(v["type"], "thinking", "{item}");
+    v["signature"].as_str().unwrap().to_owned()
+}
+
+/// The signatures of the `thinking` blocks of each assistant message of a request body.
+fn sent_signatures(request: &RecordedRequest) -> Vec<Vec<String>> {
+    request.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .map(|m| {
+            m["content"]
+                .as_array()
+                .map(|blocks| {
+                    blocks
+                        .iter()
+                        .filter(|b| b["type"] == "thinking")
+                        .map(|b| b["signature"].as_str().unwrap().to_owned())
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+fn raw(request: &RecordedRequest) -> String {
+    String::from_utf8(request.raw.clone()).unwrap()
+}
+
+fn all_ok(requests: &[RecordedRequest]) {
+    for (i, r) in requests.iter().enumerate() {
+        assert_eq!(r.status, 200, "request {i} to {}: {}", r.path, r.response);
+    }
+}
+
+/// Every stored item of `turns` reaches `request` byte for byte, and its thinking blocks carry
+/// exactly their signatures, turn by turn.
+fn replays(request: &RecordedRequest, turns: &[Turn]) {
+    let text = raw(request);
+    for turn in turns {
+        assert!(!turn.items.is_empty(), "a signed turn: {turn:?}");
+        for item in &turn.items {
+            assert!(text.contains(item.as_str()), "{item} not in {text}");
+        }
+    }
+    let sent = sent_signatures(request);
+    let stored: Vec<Vec<String>> = turns.iter().map(Turn::signatures).collect();
+    assert_eq!(sent[..stored.len()], stored[..], "{text}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. A signed tool loop on every host family, streamed and not, then resumed
+
+#[derive(Clone, Copy, Debug)]
+enum Family {
+    Direct,
+    Vertex,
+    Foundry,
+}
+
+impl Family {
+    fn provider(self) -> &'static str {
+        match self {
+            Family::Direct => "anthropic",
+            Family::Vertex => "vertex-anthropic",
+            Family::Foundry => "foundry-anthropic",
+        }
+    }
+
+    fn base_url(self, sim: &Sim) -> String {
+        match self {
+            Family::Foundry => format!("{}/anthropic", sim.base_url()),
+            _ => sim.base_url(),
+        }
+    }
+
+    fn env(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Family::Direct => KEY,
+            Family::Vertex => &[("GOOGLE_OAUTH_ACCESS_TOKEN", "ya29.test-token")],
+            Family::Foundry => &[("ANTHROPIC_FOUNDRY_API_KEY", "foundry-test-key")],
+        }
+    }
+
+    fn path(self, stream: bool) -> String {
+        match self {
+            Family::Direct => "/v1/messages".to_owned(),
+            Family::Foundry => "/anthropic/v1/messages".to_owned(),
+            Family::Vertex => format!(
+                "/v1/projects/p/locations/us-east5/publishers/anthropic/models/{OPUS}:{}",
+                if stream {
+                    "streamRawPredict"
+                } else {
+                    "rawPredict"
+                }
+            ),
+        }
+    }
+
+    /// The path, headers and body shape this family must send.
+    fn check_request(self, r: &RecordedRequest, stream: bool) {
+        assert_eq!(r.path, self.path(stream), "{self:?}");
+        let has = |k: &str| r.headers.iter().any(|(h, _)| h == k);
+        let body = r.body.as_object().unwrap();
+        match self {
+            Family::Vertex => {
+                assert!(has("authorization"), "{:?}", r.headers);
+                assert!(!has("x-api-key"), "{:?}", r.headers);
+                assert!(body.contains_key("anthropic_version"), "{}", r.body);
+                assert!(!body.contains_key("model"), "{}", r.body);
+            }
+            Family::Direct | Family::Foundry => {
+                assert!(
+                    has("x-api-key") && has("anthropic-version"),
+                    "{:?}",
+                    r.headers
+                );
+                assert!(!has("authorization"), "{:?}", r.headers);
+                assert_eq!(r.body["model"], OPUS);
+                assert!(!body.contains_key("anthropic_version"), "{}", r.body);
+            }
+        }
+        assert_eq!(
+            body.get("stream").and_then(Value::as_bool).unwrap_or(false),
+            stream,
+            "{}",
+            r.body
+        );
+        assert!(!r.body["thinking"].is_null(), "thinking is on: {}", r.body);
+    }
+}
+
+async fn signed_tool_loop_then_resume(family: Family) {
+    let sim = Sim::start("anthropic").await.unwrap();
+    let home = Home::new();
+    if matches!(family, Family::Vertex) {
+        std::fs::write(
+            home.path().join("config.toml"),
+            "[vertex]\nproject = \"p\"\nregion = \"us-east5\"\n",
+        )
+        .unwrap();
+    }
+    let base = family.base_url(&sim);
+    for stream in [true, false] {
+        sim.clear_requests();
+        let mut args = vec![
+            "--provider",
+            family.provider(),
+            "--model",
+            OPUS,
+            "--base-url",
+            &base,
+            "--effort",
+            "high",
+            "-q",
+            "[tools=3] what time is it?",
+        ];
+        if !stream {
+            args.push("--no-stream");
+        }
+        let (out, _) = home.chat(&args, family.env()).await;
+        let id = out["session_id"].as_str().unwrap().to_owned();
+        assert_eq!(out["requests"], 4, "{out}");
+        assert!(
+            out["reply"]
+                .as_str()
+                .unwrap()
+                .starts_with("Done after 3 tool calls"),
+            "{out}"
+        );
+        let requests = sim.requests();
+        assert_eq!(requests.len(), 4, "{family:?} stream={stream}");
+        all_ok(&requests);
+        let stored = turns(&home.export(&id).await);
+        assert_eq!(stored.len(), 4);
+        for turn in &stored {
+            assert_eq!(turn.model, OPUS);
+            assert_eq!(turn.items.len(), 1, "{turn:?}");
+            assert!(
+                turn.items[0].starts_with(r#"{"type":"thinking""#),
+                "{turn:?}"
+            );
+        }
+        for (k, r) in requests.iter().enumerate() {
+            family.check_request(r, stream);
+            // Request k carries the k earlier steps' thinking, exactly as stored.
+            replays(r, &stored[..k]);
+            assert_eq!(sent_signatures(r).len(), k);
+        }
+
+        // A fresh process resumes the session on the same family.
+        sim.clear_requests();
+        let mut args = vec![
+            "--resume",
+            &id,
+            "--effort",
+            "high",
+            "-q",
+            "[tools=1] and now?",
+        ];
+        if !stream {
+            args.push("--no-stream");
+        }
+        let (out, _) = home.chat(&args, family.env()).await;
+        assert_eq!(out["session_id"], id.as_str());
+        assert_eq!(out["requests"], 2, "{out}");
+        let requests = sim.requests();
+        assert_eq!(requests.len(), 2);
+        all_ok(&requests);
+        let after = turns(&home.export(&id).await);
+        assert_eq!(after.len(), 6);
+        assert_eq!(after[..4], stored[..], "the stored turns are unchanged");
+        for (k, r) in requests.iter().enumerate() {
+            family.check_request(r, stream);
+            replays(r, &after[..4 + k]);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_signed_tool_loop_replays_stored_blocks_streamed_and_not_and_after_resume() {
+    signed_tool_loop_then_resume(Family::Direct).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vertex_signed_tool_loop_uses_raw_predict_and_replays_stored_blocks_after_resume() {
+    signed_tool_loop_then_resume(Family::Vertex).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foundry_signed_tool_loop_uses_the_anthropic_path_and_replays_stored_blocks_after_resume() {
+    signed_tool_loop_then_resume(Family::Foundry).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. A tampered stored signature
+
+/// `s` with the byte at `at` changed (base64 stays base64).
+fn one_byte_changed(s: &str, at: usize) -> String {
+    let mut b = s.as_bytes().to_vec();
+    b[at] = if b[at] == b'A' { b'B' } else { b'A' };
+    String::from_utf8(b).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_byte_change_to_a_stored_signature_is_refused_then_resent_once_without_it() {
+    let sim = Sim::start("anthropic").await.unwrap();
+    let home = Home::new();
+    let base = sim.base_url();
+    let id = home.start_claude(&base, "[tools=3] what time is it?").await;
+    let stored = turns(&home.export(&id).await);
+    assert_eq!(stored.len(), 4);
+
+    // Change one byte of the second step's signature (position 3) right in state.db.
+    let rows = home.rows(&id).await;
+    let (position, role, details, _) = &rows[3];
+    assert_eq!((*position, role.as_str()), (3, "assistant"));
+    let details = details.clone().unwrap();
+    let good = stored[1].signatures()[0].clone();
+    assert!(details.contains(&good), "{details}");
+    let bad = one_byte_changed(&good, good.len() / 2);
+    assert_ne!(bad, good);
+    assert_eq!(bad.len(), good.len());
+    let tampered = details.replace(&good, &bad);
+    {
+        use sqlx::Connection as _;
+        let options = sqlx::sqlite::SqliteConnectOptions::new().filename(home.db());
+        let mut conn = sqlx::SqliteConnection::connect_with(&options)
+            .await
+            .unwrap();
+        let done = sqlx::query(
+            "UPDATE messages SET reasoning_details = ? WHERE session_id = ? AND position = 3",
+        )
+        .bind(&tampered)
+        .bind(&id)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        assert_eq!(done.rows_affected(), 1);
+        conn.close().await.unwrap();
+    }
+    let before = home.export(&id).await;
+    let before_turns = turns(&before);
+    assert_eq!(before_turns[1].signatures(), vec![bad.clone()]);
+
+    sim.clear_requests();
+    let (out, stderr) = home
+        .chat(
+            &["--resume", &id, "--effort", "high", "-q", "and now?"],
+            KEY,
+        )
+        .await;
+    assert_eq!(out["session_id"], id.as_str());
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 2, "one refusal, one resend");
+    // The simulator's own error text for the refused block (wire message 3, block 0).
+    assert_eq!(requests[0].status, 400, "{}", requests[0].response);
+    let error: Value = serde_json::from_str(&requests[0].response).unwrap();
+    assert_eq!(error["error"]["type"], "invalid_request_error");
+    assert_eq!(
+        error["error"]["message"],
+        "messages.3.content.0: Invalid `signature` in `thinking` block"
+    );
+    assert!(raw(&requests[0]).contains(&bad));
+    // hermes says so once and resends without the refused blocks, keeping the others.
+    assert!(
+        stderr.contains(
+            "the provider refused a stored thinking signature (message 3): resending once without those blocks (the stored history is unchanged, no verdict kept)"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(requests[1].status, 200, "{}", requests[1].response);
+    let resent = raw(&requests[1]);
+    assert!(!resent.contains(&bad), "{resent}");
+    let sent = sent_signatures(&requests[1]);
+    assert_eq!(
+        sent[1],
+        Vec::<String>::new(),
+        "message 3's blocks are left out"
+    );
+    for k in [0, 2, 3] {
+        assert!(resent.contains(&stored[k].items[0]), "turn {k}: {resent}");
+        assert_eq!(sent[k], stored[k].signatures());
+    }
+    assert!(
+        out["reply"]
+            .as_str()
+            .unwrap()
+            .contains("You said: and now?"),
+        "{out}"
+    );
+
+    // History is never mutated: the tampered bytes are still exactly what is stored.
+    let after = home.export(&id).await;
+    let after_turns = turns(&after);
+    assert_eq!(after_turns[..4], before_turns[..]);
+    assert_eq!(home.rows(&id).await[3].2, Some(tampered));
+    let exported: Value = serde_json::from_str(&after).unwrap();
+    let exported_before: Value = serde_json::from_str(&before).unwrap();
+    assert_eq!(
+        exported["messages"].as_array().unwrap()[..8],
+        exported_before["messages"].as_array().unwrap()[..]
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Claude → DeepSeek → Claude, then another Claude model
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_that_minted_them() {
+    let claude = Sim::start("anthropic").await.unwrap();
+    let deepseek = Sim::start("deepseek-v4").await.unwrap();
+    let home = Home::new();
+    let claude_base = claude.base_url();
+    let deepseek_base = deepseek.base_url();
+    let id = home
+        .start_claude(&claude_base, "[tools=2] what time is it?")
+        .await;
+    all_ok(&claude.requests());
+    let opus = turns(&home.export(&id).await);
+    assert_eq!(opus.len(), 3);
+    let opus_signatures: Vec<String> = opus.iter().flat_map(Turn::signatures).collect();
+    assert_eq!(opus_signatures.len(), 3);
+
+    // On DeepSeek: the readable thinking goes, no signed block does.
+    let (out, _) = home
+        .chat(
+            &[
+                "--resume",
+                &id,
+                "--provider",
+                "deepseek",
+                "--model",
+                "deepseek-v4-pro",
+                "--base-url",
+                &deepseek_base,
+                "-q",
+                "[tools=1] and on deepseek?",
+            ],
+            &[],
+        )
+        .await;
+    assert_eq!(out["route"], "deepseek");
+    let requests = deepseek.requests();
+    assert_eq!(requests.len(), 2);
+    all_ok(&requests);
+    for r in &requests {
+        // The bytes as sent and the same body re-serialised compactly.
+        let text = format!("{}\n{}", raw(r), r.body);
+        for forbidden in [
+            "\"signature\"",
+            "redacted_thinking",
+            "\"type\":\"thinking\"",
+            "reasoning_details",
+        ] {
+            assert!(!text.contains(forbidden), "{forbidden} in {text}");
+        }
+        for sig in &opus_signatures {
+            assert!(!text.contains(sig.as_str()), "{sig} in {text}");
+        }
+        let sent_rcs: Vec<&str> = r.body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "assistant")
+            .map(|m| m["reasoning_content"].as_str().unwrap())
+            .collect();
+        let stored_rcs: Vec<&str> = opus
+            .iter()
+            .map(|t| t.reasoning_content.as_deref().unwrap())
+            .collect();
+        assert_eq!(
+            sent_rcs[..3],
+            stored_rcs[..],
+            "Claude's readable thinking, as stored"
+        );
+    }
+
+    // Back on the same Claude model: the signed blocks are replayed again.
+    claude.clear_requests();
+    let (out, _) = home
+        .chat(
+            &[
+                "--resume",
+                &id,
+                "--provider",
+                "anthropic",
+                "--model",
+                OPUS,
+                "--base-url",
+                &claude_base,
+                "--effort",
+                "high",
+                "-q",
+                "[tools=1] and back on claude?",
+            ],
+            KEY,
+        )
+        .await;
+    assert_eq!(out["requests"], 2, "{out}");
+    let requests = claude.requests();
+    assert_eq!(requests.len(), 2);
+    all_ok(&requests);
+    for r in &requests {
+        replays(r, &opus);
+    }
+    let all = turns(&home.export(&id).await);
+    assert_eq!(all[..3], opus[..], "stored Claude turns unchanged");
+    assert!(all[3..5].iter().all(|t| t.model == "deepseek-v4-pro"));
+    let opus_again: Vec<String> = all[5..].iter().flat_map(Turn::signatures).collect();
+    assert_eq!(opus_again.len(), 2);
+
+    // Another Claude model: no signature minted by claude-opus-4-6 reaches it.
+    claude.clear_requests();
+    let (out, _) = home
+        .chat(
+            &[
+                "--resume",
+                &id,
+                "--provider",
+                "anthropic",
+                "--model",
+                SONNET,
+                "--base-url",
+                &claude_base,
+                "--effort",
+                "high",
+                "-q",
+                "[tools=1] and on sonnet?",
+            ],
+            KEY,
+        )
+        .await;
+    assert_eq!(out["requests"], 2, "{out}");
+    let requests = claude.requests();
+    assert_eq!(requests.len(), 2);
+    all_ok(&requests);
+    for r in &requests {
+        assert_eq!(r.body["model"], SONNET);
+        let text = raw(r);
+        for sig in opus_signatures.iter().chain(&opus_again) {
+            assert!(!text.contains(sig.as_str()), "stale {sig} in {text}");
+        }
+    }
+    // Within its own loop Sonnet gets its own fresh block back.
+    let sonnet = turns(&home.export(&id).await);
+    let own = &sonnet[7];
+    assert_eq!(own.model, SONNET);
+    assert!(raw(&requests[1]).contains(own.items[0].as_str()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Compaction and branching
+
+/// A Claude session of several thinking turns (the first without tools).
+async fn long_claude_session(home: &Home, base: &str) -> String {
+    let id = home.start_claude(base, "hello").await;
+    for q in [
+        "[tools=2] second",
+        "[tools=1] third",
+        "[tools=2] fourth",
+        "fifth",
+    ] {
+        home.turn(&id, q).await;
+    }
+    id
+}
+
+/// `after` keeps the head turn and a tail of `before`'s turns, each byte for byte.
+fn retained_unchanged(before: &[Turn], after: &[Turn]) {
+    assert!(after.len() < before.len(), "some turns were summarised");
+    assert!(after.len() >= 2, "{after:?}");
+    assert_eq!(after[0], before[0], "the head turn");
+    let tail = after.len() - 1;
+    assert_eq!(after[1..], before[before.len() - tail..], "the tail turns");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compaction_and_branching_keep_signed_blocks_byte_identical_and_both_branches_continue() {
+    let sim = Sim::start("anthropic").await.unwrap();
+    let home = Home::new();
+    let id = long_claude_session(&home, &sim.base_url()).await;
+    all_ok(&sim.requests());
+    let before = turns(&home.export(&id).await);
+    assert_eq!(before.len(), 10);
+    assert!(before.iter().all(|t| t.items.len() == 1));
+    let rows_before = home.rows(&id).await;
+    // A branch cut before compaction, after the second user turn's loop (messages 0..8).
+    let early = home
+        .ok(&["sessions", "branch", &id, "--at", "8"])
+        .await
+        .trim()
+        .to_owned();
+    assert_ne!(early, id);
+    assert_eq!(turns(&home.export(&early).await), before[..4]);
+
+    sim.clear_requests();
+    let status = home.ok(&["sessions", "compact", &id]).await;
+    assert!(status.contains("context compacted"), "{status}");
+    let summary_requests = sim.requests();
+    assert_eq!(summary_requests.len(), 1, "one summary request");
+    all_ok(&summary_requests);
+    let compacted = home.export(&id).await;
+    assert!(
+        user_texts(&compacted)
+            .iter()
+            .any(|t| t.starts_with("[Summary of the earlier conversation]")),
+        "{compacted}"
+    );
+    let kept = turns(&compacted);
+    retained_unchanged(&before, &kept);
+    // In state.db nothing was rewritten: every original row (archived or not) keeps its bytes.
+    let rows_after = home.rows(&id).await;
+    assert!(rows_after.len() > rows_before.len());
+    for (b, a) in rows_before.iter().zip(&rows_after) {
+        assert_eq!((b.0, &b.1, &b.2), (a.0, &a.1, &a.2));
+    }
+    assert!(rows_after.iter().any(|r| r.3), "summarised rows archived");
+
+    // A branch of the compacted session copies the same bytes.
+    let branch = home
+        .ok(&["sessions", "branch", &id])
+        .await
+        .trim()
+        .to_owned();
+    assert_ne!(branch, id);
+    let branch_export = home.export(&branch).await;
+    assert_eq!(turns(&branch_export), kept);
+
+    // The next request is accepted on each of them, with the head turn's blocks replayed.
+    for session in [&id, &branch, &early] {
+        sim.clear_requests();
+        let out = home.turn(session, "[tools=1] next").await;
+        assert_eq!(out["requests"], 2, "{out}");
+        let requests = sim.requests();
+        assert_eq!(requests.len(), 2, "{session}: no refusal, no resend");
+        all_ok(&requests);
+        replays(&requests[0], &before[..1]);
+        let now = turns(&home.export(session).await);
+        assert_eq!(now[0], before[0]);
+    }
+    // The parent's stored turns did not change through all this.
+    assert_eq!(turns(&home.export(&id).await)[..kept.len()], kept[..]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claude_session_that_opens_with_a_tool_loop_can_be_compacted() {
+    let sim = Sim::start("anthropic").await.unwrap();
+    let home = Home::new();
+    let id = home
+        .start_claude(&sim.base_url(), "[tools=3] what time is it?")
+        .await;
+    for q in [
+        "[tools=2] second",
+        "[tools=1] third",
+        "[tools=2] fourth",
+        "fifth",
+    ] {
+        home.turn(&id, q).await;
+    }
+    let before = turns(&home.export(&id).await);
+    sim.clear_requests();
+    let status = home.ok(&["sessions", "compact", &id]).await;
+    let requests = sim.requests();
+    assert!(!requests.is_empty(), "a summary request");
+    for r in &requests {
+        assert_eq!(
+            r.body["messages"][0]["role"], "user",
+            "the summary request opens with a user message: {}",
+            r.response
+        );
+    }
+    all_ok(&requests);
+    assert!(status.contains("context compacted"), "{status}");
+    retained_unchanged(&before, &turns(&home.export(&id).await));
+}

@@ -1,0 +1,933 @@
+//! The Converse request body, rendered from the canonical history (SPEC §5): strictly
+//! alternating user and assistant turns (consecutive tool results one user turn of `toolResult`
+//! blocks), the system prompt with its cache point, the tools, the thinking request of SPEC §3c
+//! and each assistant turn's reasoning per the model's replay [`Policy`].
+//!
+//! The body is written as botocore writes it (module `pyjson`: the separators, escapes and
+//! number spellings of `json.dumps`), keys in the order of the service model's members
+//! (`botocore/data/bedrock-runtime/2023-09-30/service-2.json`): `messages`, `system`,
+//! `inferenceConfig`, `toolConfig`, `additionalModelRequestFields`; `role`, `content`;
+//! `toolUseId`, `name`, `input`; `toolUseId`, `content`; `reasoningText {text, signature}`;
+//! `maxTokens`, `temperature`; `toolSpec {name, description, inputSchema {json}}`. Inside
+//! `additionalModelRequestFields`: `thinking`, then `output_config` or `anthropic_beta`; or
+//! `reasoningConfig {type, maxReasoningEffort}`. Stored reasoning travels as the exact strings
+//! captured; documents (tool inputs and schemas) as `json.loads` reads them.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use hermes_core::message::{BLOCK_ORDER_KEY, same_minter};
+use hermes_core::route::{Effort, ThinkingRequest};
+use hermes_core::{DetailItem, Message, RawJson, RequestParts, Role, RouteTarget, ToolCall};
+use serde_json::value::RawValue;
+
+use super::model::{BedrockModel, Policy};
+use super::pyjson::Json;
+use crate::anthropic::body::{INTERLEAVED_BETA, PREFIX_KEY, PrefixDigest};
+use crate::anthropic::model as claude;
+
+/// Where a request goes: what the body depends on besides the history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// The runtime base URL (`https://bedrock-runtime.{region}.amazonaws.com`).
+    pub base_url: String,
+    /// `inferenceConfig.maxTokens` (config); none leaves the model's default, except that a
+    /// thinking budget always sets it above the budget.
+    pub max_tokens: Option<u32>,
+}
+
+/// What a request leaves out beyond the policy: the answer to an error [`super::BedrockWire`]
+/// recovers from once.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Drops {
+    /// History indices whose reasoning blocks are left out (`Invalid signature`).
+    pub blocks_of: BTreeSet<usize>,
+    /// Leave out every `redactedContent` block (a ValidationException about redacted or
+    /// encrypted content).
+    pub redacted: bool,
+    /// Send this request without the thinking request.
+    pub thinking_off: bool,
+}
+
+/// An encoded body and what the wire needs to know about it.
+#[derive(Clone, Debug)]
+pub struct Encoded {
+    /// The exact body.
+    pub body: Vec<u8>,
+    /// Refusable fields sent (`reasoningContent`, `signature`, `redactedContent`).
+    pub refusable: Vec<&'static str>,
+    /// Wire messages.
+    pub messages: usize,
+    /// Lines for the user.
+    pub notes: Vec<String>,
+    /// The digest of the conversation this request sends (stamped on the reply, as the
+    /// Anthropic wire does: Claude's signatures are bound to it).
+    pub digest: String,
+    /// For each wire message, the history indices merged into it.
+    pub sources: Vec<Vec<usize>>,
+    /// What was decided, for `hermes preview --explain`: first the operation and path
+    /// (`POST /model/…/converse`), then the policy, the thinking mapping and each assistant
+    /// message's reasoning.
+    pub explain: Vec<String>,
+}
+
+/// Why a body could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EncodeError {
+    /// The tool definitions are not the chat-completions array of function tools.
+    Tools(String),
+    /// The thinking request cannot be expressed for this model (SPEC §3c: a clear error before
+    /// anything is sent).
+    Effort(String),
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EncodeError::Tools(why) => write!(f, "the tool definitions cannot be sent: {why}"),
+            EncodeError::Effort(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for EncodeError {}
+
+/// The operation path a request for `model` goes to (`/model/{id}/converse` or
+/// `/converse-stream`), the model id percent-encoded as one segment.
+pub fn operation_path(model: &str, stream: bool) -> String {
+    format!(
+        "/model/{}/{}",
+        crate::aws::path_segment(model),
+        if stream {
+            "converse-stream"
+        } else {
+            "converse"
+        }
+    )
+}
+
+/// One content block of the wire copy.
+#[derive(Clone, Debug)]
+enum Block {
+    Text(String),
+    ToolUse {
+        id: String,
+        name: String,
+        input: Json,
+    },
+    ToolResult {
+        id: String,
+        content: Vec<String>,
+    },
+    /// `reasoningContent.reasoningText`, with the stored signature when one is sent.
+    Reasoning {
+        text: String,
+        signature: Option<String>,
+    },
+    /// `reasoningContent.redactedContent`: the stored base64 text.
+    Redacted(String),
+}
+
+impl Block {
+    fn is_reasoning(&self) -> bool {
+        matches!(self, Block::Reasoning { .. } | Block::Redacted(_))
+    }
+
+    fn to_json(&self) -> Json {
+        match self {
+            Block::Text(text) => Json::object([("text", Json::str(text))]),
+            Block::ToolUse { id, name, input } => Json::object([(
+                "toolUse",
+                Json::object([
+                    ("toolUseId", Json::str(id)),
+                    ("name", Json::str(name)),
+                    ("input", input.clone()),
+                ]),
+            )]),
+            Block::ToolResult { id, content } => Json::object([(
+                "toolResult",
+                Json::object([
+                    ("toolUseId", Json::str(id)),
+                    (
+                        "content",
+                        Json::Array(
+                            content
+                                .iter()
+                                .map(|t| Json::object([("text", Json::str(t))]))
+                                .collect(),
+                        ),
+                    ),
+                ]),
+            )]),
+            Block::Reasoning { text, signature } => {
+                let mut inner = vec![("text", Json::str(text))];
+                if let Some(sig) = signature {
+                    inner.push(("signature", Json::str(sig)));
+                }
+                Json::object([(
+                    "reasoningContent",
+                    Json::object([("reasoningText", Json::object(inner))]),
+                )])
+            }
+            Block::Redacted(data) => Json::object([(
+                "reasoningContent",
+                Json::object([("redactedContent", Json::str(data))]),
+            )]),
+        }
+    }
+}
+
+/// One wire message.
+struct WireMessage {
+    role: &'static str,
+    blocks: Vec<Block>,
+    sources: Vec<usize>,
+}
+
+/// The text a message left empty by a recovery carries, so the turns still alternate.
+pub const PLACEHOLDER: &str = "[reasoning left out]";
+
+/// The thinking request of SPEC §3c for one request.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ThinkingPlan {
+    /// `additionalModelRequestFields`, in sending order.
+    fields: Vec<(&'static str, Json)>,
+    /// `inferenceConfig.maxTokens`.
+    max_tokens: Option<u32>,
+    /// `inferenceConfig.temperature` 1 (budget thinking).
+    temperature: bool,
+    /// Claude thinking is on (enabled or adaptive): the in-loop rule applies.
+    on: bool,
+    /// What was decided.
+    explain: String,
+}
+
+fn effort_name(effort: Effort) -> &'static str {
+    match effort {
+        Effort::Minimal => "minimal",
+        Effort::Low => "low",
+        Effort::Medium => "medium",
+        Effort::High => "high",
+        Effort::XHigh => "xhigh",
+        Effort::Max => "max",
+    }
+}
+
+/// The thinking request for `request` on `model` (SPEC §3c): Claude adaptive or budget
+/// thinking, Nova 2's `reasoningConfig`; no preference sends nothing; an effort any other model
+/// cannot take is an error.
+pub(crate) fn thinking_plan(
+    request: ThinkingRequest,
+    model: &BedrockModel,
+    target: &Target,
+) -> Result<ThinkingPlan, EncodeError> {
+    let mut plan = ThinkingPlan {
+        max_tokens: target.max_tokens,
+        ..ThinkingPlan::default()
+    };
+    let adaptive = model
+        .claude
+        .as_ref()
+        .is_some_and(claude::ClaudeModel::adaptive);
+    match request {
+        ThinkingRequest::NoPreference => {
+            plan.explain = "no thinking preference: no thinking request".into();
+        }
+        ThinkingRequest::Off => match &model.claude {
+            Some(_) if !adaptive => {
+                plan.fields
+                    .push(("thinking", Json::object([("type", Json::str("disabled"))])));
+                plan.explain = "--no-thinking → additionalModelRequestFields.thinking {\"type\": \"disabled\"}".into();
+            }
+            Some(_) => {
+                plan.explain =
+                    "--no-thinking → no thinking request (adaptive model: off unless asked)".into();
+            }
+            None => {
+                plan.explain = format!(
+                    "--no-thinking → no reasoning request ({} is not asked to reason)",
+                    model.base
+                );
+            }
+        },
+        ThinkingRequest::Effort(effort) => {
+            let name = effort_name(effort);
+            if let Some(claude_model) = &model.claude {
+                if adaptive {
+                    let e = claude_model.effort(effort);
+                    plan.fields.push((
+                        "thinking",
+                        Json::object([
+                            ("type", Json::str("adaptive")),
+                            ("display", Json::str("summarized")),
+                        ]),
+                    ));
+                    plan.fields
+                        .push(("output_config", Json::object([("effort", Json::str(e))])));
+                    plan.on = true;
+                    plan.explain = format!(
+                        "--effort {name} → additionalModelRequestFields.thinking adaptive (display summarized), output_config.effort {e}"
+                    );
+                } else {
+                    let budget = claude::budget(effort);
+                    let max = target
+                        .max_tokens
+                        .filter(|m| *m > budget)
+                        .unwrap_or(budget + claude::ABOVE_BUDGET);
+                    plan.fields.push((
+                        "thinking",
+                        Json::object([
+                            ("type", Json::str("enabled")),
+                            ("budget_tokens", Json::int(u64::from(budget))),
+                        ]),
+                    ));
+                    // botocore's `InferenceConfiguration` has `temperature` (a float, 0–1), and
+                    // thinking takes no temperature but the default 1 (docs.aws.amazon.com/
+                    // bedrock/latest/userguide/claude-messages-extended-thinking.html): SPEC §3c
+                    // sends 1 on budget models.
+                    plan.temperature = true;
+                    let beta = claude_model.needs_interleaved_beta();
+                    if beta {
+                        plan.fields.push((
+                            "anthropic_beta",
+                            Json::Array(vec![Json::str(INTERLEAVED_BETA)]),
+                        ));
+                    }
+                    plan.max_tokens = Some(max);
+                    plan.on = true;
+                    plan.explain = format!(
+                        "--effort {name} → additionalModelRequestFields.thinking enabled, budget_tokens {budget}; inferenceConfig.maxTokens {max}, temperature 1.0{}",
+                        if beta {
+                            ", anthropic_beta [interleaved-thinking-2025-05-14]"
+                        } else {
+                            " (no interleaved-thinking beta: Claude 3)"
+                        }
+                    );
+                }
+            } else if model.is_nova2() {
+                let level = match effort {
+                    Effort::Minimal | Effort::Low => "low",
+                    Effort::Medium => "medium",
+                    Effort::High | Effort::XHigh | Effort::Max => "high",
+                };
+                plan.fields.push((
+                    "reasoningConfig",
+                    Json::object([
+                        ("type", Json::str("enabled")),
+                        ("maxReasoningEffort", Json::str(level)),
+                    ]),
+                ));
+                let high = level == "high";
+                if high {
+                    // At high, Nova 2 takes no temperature, topP or maxTokens (SPEC §3c).
+                    plan.max_tokens = None;
+                }
+                plan.explain = format!(
+                    "--effort {name} → additionalModelRequestFields.reasoningConfig enabled, maxReasoningEffort {level}{}",
+                    if high {
+                        " (maxTokens, temperature and topP left out)"
+                    } else {
+                        ""
+                    }
+                );
+            } else {
+                return Err(EncodeError::Effort(format!(
+                    "--effort {name} cannot be sent to {}: on Bedrock Converse hermes requests thinking only from Claude (additionalModelRequestFields.thinking) and Nova 2 (reasoningConfig) models; drop --effort for this model",
+                    model.base
+                )));
+            }
+        }
+    }
+    Ok(plan)
+}
+
+/// A stored Anthropic-shaped item, read: thinking with its text and signature, or a redacted
+/// block's data.
+enum Stored {
+    Thinking {
+        text: String,
+        signature: Option<String>,
+    },
+    Redacted(String),
+}
+
+fn stored_item(item: &DetailItem) -> Option<Stored> {
+    let DetailItem::Provider { raw, .. } = item else {
+        return None;
+    };
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        #[serde(rename = "type", default)]
+        kind: Option<String>,
+        #[serde(default)]
+        thinking: Option<String>,
+        #[serde(default)]
+        signature: Option<String>,
+        #[serde(default)]
+        data: Option<String>,
+    }
+    let probe: Probe = serde_json::from_str(raw.get()).ok()?;
+    match probe.kind.as_deref() {
+        Some("thinking") => Some(Stored::Thinking {
+            text: probe.thinking.unwrap_or_default(),
+            signature: probe.signature,
+        }),
+        Some("redacted_thinking") => probe.data.map(Stored::Redacted),
+        _ => None,
+    }
+}
+
+/// The reasoning an assistant turn sends.
+enum Reasoning {
+    /// Nothing.
+    None,
+    /// One entry per stored Anthropic-shaped item, in stored order (`None`: left out), placed
+    /// by the turn's recorded block order.
+    Items(Vec<Option<Block>>),
+    /// Readable text with no stored items: leads the turn.
+    Leading(Vec<Block>),
+}
+
+/// What one assistant turn's reasoning decision depends on.
+struct Ctx<'a> {
+    policy: Policy,
+    in_loop: bool,
+    /// The digest of the conversation before this turn.
+    prefix: &'a str,
+    keeps_prior: bool,
+    refused: &'a [&'a str],
+    dropped: bool,
+    drop_redacted: bool,
+    target: &'a RouteTarget,
+}
+
+fn stored_digest(msg: &Message) -> Option<String> {
+    msg.extra
+        .iter()
+        .find(|(k, _)| k == PREFIX_KEY)
+        .and_then(|(_, v)| v.as_str().map(|s| s.into_owned()))
+}
+
+/// Unsigned `reasoningText` blocks from the turn's stored thinking texts, else its readable
+/// `reasoning_content` (or `reasoning`).
+fn unsigned(msg: &Message, items: &[Stored]) -> Reasoning {
+    let from_items: Vec<Option<Block>> = items
+        .iter()
+        .map(|item| match item {
+            Stored::Thinking { text, .. } if !text.trim().is_empty() => Some(Block::Reasoning {
+                text: text.clone(),
+                signature: None,
+            }),
+            _ => None,
+        })
+        .collect();
+    if from_items.iter().any(Option::is_some) {
+        return Reasoning::Items(from_items);
+    }
+    match msg.replayable_text() {
+        Some(text) => Reasoning::Leading(vec![Block::Reasoning {
+            text: text.text().into_owned(),
+            signature: None,
+        }]),
+        None => Reasoning::None,
+    }
+}
+
+/// Which reasoning an assistant message sends, and why.
+fn assistant_reasoning(msg: &Message, ctx: &Ctx<'_>) -> (Reasoning, String) {
+    let items: Vec<Stored> = msg
+        .reasoning_details
+        .iter()
+        .flatten()
+        .filter_map(stored_item)
+        .collect();
+    let own = msg
+        .origin
+        .as_ref()
+        .is_none_or(|o| same_minter(o, ctx.target));
+    if ["reasoningContent", "reasoningText"]
+        .iter()
+        .any(|f| ctx.refused.contains(f))
+    {
+        return (
+            Reasoning::None,
+            "reasoning refused by this target (verdict)".into(),
+        );
+    }
+    if ctx.dropped {
+        return (
+            Reasoning::None,
+            "reasoning left out after an `Invalid signature` answer".into(),
+        );
+    }
+    match ctx.policy {
+        Policy::Unsigned => {
+            let r = unsigned(msg, &items);
+            let why = match r {
+                Reasoning::None => "no stored reasoning",
+                _ => "reasoning text sent unsigned (no signature, no redacted blocks)",
+            };
+            (r, why.into())
+        }
+        Policy::Strip if !ctx.in_loop => (
+            Reasoning::None,
+            "before the tool loop: no reasoning (strip policy)".into(),
+        ),
+        Policy::Strip if !own => (
+            Reasoning::None,
+            "reasoning of another model or host: left out (strip policy sends only its own)".into(),
+        ),
+        Policy::Strip => {
+            let r = unsigned(msg, &items);
+            let why = match r {
+                Reasoning::None => "no stored reasoning",
+                _ => "in the tool loop in flight: its own reasoning sent unsigned",
+            };
+            (r, why.into())
+        }
+        Policy::Signed => {
+            let signed = items.iter().any(|i| match i {
+                Stored::Thinking { signature, .. } => signature.is_some(),
+                Stored::Redacted(_) => true,
+            });
+            let redacted = items.iter().any(|i| matches!(i, Stored::Redacted(_)));
+            if items.is_empty() {
+                return (Reasoning::None, "no stored reasoning blocks".into());
+            }
+            if !own {
+                return (
+                    Reasoning::None,
+                    "reasoning blocks minted by another model or host: left out (provenance)"
+                        .into(),
+                );
+            }
+            if ctx.refused.contains(&"signature") && signed {
+                return (
+                    Reasoning::None,
+                    "signed blocks refused by this target (verdict)".into(),
+                );
+            }
+            if ctx.refused.contains(&"redactedContent") && redacted {
+                return (
+                    Reasoning::None,
+                    "redacted blocks refused by this target (verdict): the turn's blocks left out"
+                        .into(),
+                );
+            }
+            let why = if ctx.in_loop {
+                "in the tool loop in flight: signed blocks replayed verbatim"
+            } else if !ctx.keeps_prior {
+                return (
+                    Reasoning::None,
+                    "before the tool loop, and this model does not keep earlier thinking".into(),
+                );
+            } else if stored_digest(msg).is_some_and(|d| d != ctx.prefix) {
+                return (
+                    Reasoning::None,
+                    "the conversation before this turn changed (compaction, branch or system prompt): its signed blocks are left out".into(),
+                );
+            } else {
+                "signed blocks replayed verbatim (model keeps earlier thinking)"
+            };
+            let blocks = items
+                .into_iter()
+                .map(|item| match item {
+                    Stored::Thinking { text, signature } => {
+                        Some(Block::Reasoning { text, signature })
+                    }
+                    Stored::Redacted(_) if ctx.drop_redacted => None,
+                    Stored::Redacted(data) => Some(Block::Redacted(data)),
+                })
+                .collect();
+            let why = if ctx.drop_redacted && redacted {
+                format!("{why}, redacted blocks left out for this request")
+            } else {
+                why.to_owned()
+            };
+            (Reasoning::Items(blocks), why)
+        }
+    }
+}
+
+fn block_order(msg: &Message) -> Option<Vec<String>> {
+    let (_, raw) = msg.extra.iter().find(|(k, _)| k == BLOCK_ORDER_KEY)?;
+    serde_json::from_str(raw.get()).ok()
+}
+
+/// The texts of a content value: a string as is, or each `text` of an array of parts. Empty
+/// texts are left out (Converse refuses blank text blocks).
+fn texts(content: Option<&RawJson>) -> Vec<String> {
+    let Some(content) = content else {
+        return Vec::new();
+    };
+    if content.is_string() {
+        return content
+            .as_str()
+            .filter(|t| !t.is_empty())
+            .map(|t| vec![t.into_owned()])
+            .unwrap_or_default();
+    }
+    #[derive(serde::Deserialize)]
+    struct Part {
+        #[serde(rename = "type", default)]
+        kind: Option<String>,
+        #[serde(default)]
+        text: Option<String>,
+    }
+    let parts: Vec<Part> = serde_json::from_str(content.get()).unwrap_or_default();
+    parts
+        .into_iter()
+        .filter(|p| p.kind.as_deref().is_none_or(|k| k == "text"))
+        .filter_map(|p| p.text)
+        .filter(|t| !t.is_empty())
+        .collect()
+}
+
+/// A tool call's arguments as the `input` document: the stored JSON text when it is an object,
+/// else `{}`.
+fn tool_input(call: &ToolCall) -> Json {
+    call.function
+        .arguments
+        .as_ref()
+        .and_then(|a| a.as_str())
+        .and_then(|t| Json::parse(&t).ok())
+        .filter(|j| matches!(j, Json::Object(_)))
+        .unwrap_or(Json::Object(Vec::new()))
+}
+
+/// The blocks of an assistant turn, in its captured order.
+fn assemble(msg: &Message, reasoning: Reasoning) -> Vec<Block> {
+    let mut texts = texts(msg.content.as_ref()).into_iter().map(Block::Text);
+    let mut calls = msg
+        .tool_calls
+        .iter()
+        .flatten()
+        .filter_map(|c| {
+            Some(Block::ToolUse {
+                id: c.id.clone()?,
+                name: c.function.name.clone(),
+                input: tool_input(c),
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter();
+    let mut blocks = Vec::new();
+    let items = match reasoning {
+        Reasoning::None => Vec::new(),
+        Reasoning::Leading(lead) => {
+            blocks = lead;
+            Vec::new()
+        }
+        Reasoning::Items(items) => items,
+    };
+    let mut items = items.into_iter();
+    match block_order(msg) {
+        // Rebuilt as received; reasoning the order did not place still leads the turn.
+        Some(order) => {
+            for kind in order {
+                match kind.as_str() {
+                    "thinking" | "redacted_thinking" => {
+                        blocks.extend(items.next().flatten());
+                    }
+                    "text" => blocks.extend(texts.next()),
+                    "tool_use" => blocks.extend(calls.next()),
+                    _ => {}
+                }
+            }
+            let mut rest: Vec<Block> = items.flatten().collect();
+            if !rest.is_empty() {
+                rest.append(&mut blocks);
+                blocks = rest;
+            }
+        }
+        // No recorded order: reasoning, then text, then tool calls.
+        None => blocks.extend(items.flatten()),
+    }
+    blocks.extend(texts);
+    blocks.extend(calls);
+    blocks
+}
+
+/// Adds blocks to the wire, merging into the previous message of the same role (Converse wants
+/// strictly alternating turns: "A conversation must alternate between user and assistant
+/// roles", PROVIDERS.md).
+fn push(wire: &mut Vec<WireMessage>, role: &'static str, blocks: Vec<Block>, source: usize) {
+    if let Some(last) = wire.last_mut()
+        && last.role == role
+    {
+        last.blocks.extend(blocks);
+        last.sources.push(source);
+        return;
+    }
+    wire.push(WireMessage {
+        role,
+        blocks,
+        sources: vec![source],
+    });
+}
+
+/// A chat-completions tool definition.
+#[derive(serde::Deserialize)]
+struct ChatTool<'a> {
+    #[serde(borrow)]
+    function: ChatFunction<'a>,
+}
+
+#[derive(serde::Deserialize)]
+struct ChatFunction<'a> {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(borrow, default)]
+    parameters: Option<&'a RawValue>,
+}
+
+/// `toolConfig.tools` from the chat-completions tool definitions.
+fn tool_specs(tools: &RawJson) -> Result<Vec<Json>, EncodeError> {
+    let defs: Vec<ChatTool<'_>> =
+        serde_json::from_str(tools.get()).map_err(|e| EncodeError::Tools(e.to_string()))?;
+    defs.into_iter()
+        .map(|t| {
+            let f = t.function;
+            let schema = match f.parameters.filter(|p| p.get() != "null") {
+                Some(p) => Json::parse(p.get()).map_err(EncodeError::Tools)?,
+                None => Json::object([("type", Json::str("object"))]),
+            };
+            let mut spec = vec![("name", Json::str(f.name))];
+            if let Some(d) = f.description.filter(|d| !d.is_empty()) {
+                spec.push(("description", Json::str(d)));
+            }
+            spec.push(("inputSchema", Json::object([("json", schema)])));
+            Ok(Json::object([("toolSpec", Json::object(spec))]))
+        })
+        .collect()
+}
+
+/// Builds the body of `parts` for `target`, leaving out what `drops` says.
+pub fn encode(
+    parts: &RequestParts<'_>,
+    target: &Target,
+    drops: &Drops,
+) -> Result<Encoded, EncodeError> {
+    encode_with(parts, target, drops, false)
+}
+
+/// As [`encode`], indented for `hermes preview`: the same keys, order and string escapes (only
+/// whitespace outside strings differs).
+pub fn encode_pretty(
+    parts: &RequestParts<'_>,
+    target: &Target,
+    drops: &Drops,
+) -> Result<Encoded, EncodeError> {
+    encode_with(parts, target, drops, true)
+}
+
+fn encode_with(
+    parts: &RequestParts<'_>,
+    target: &Target,
+    drops: &Drops,
+    pretty: bool,
+) -> Result<Encoded, EncodeError> {
+    let history = parts.history;
+    let decision = parts.decision;
+    let model_id = decision.target.model.as_str();
+    let model = BedrockModel::parse(model_id);
+    let policy = model.policy();
+    let keeps_prior = model
+        .claude
+        .as_ref()
+        .is_none_or(claude::ClaudeModel::keeps_prior_thinking);
+    let refused: Vec<&str> = parts
+        .wire_verdicts
+        .refused_for(super::WIRE_ID, &decision.target);
+    let mut plan = thinking_plan(parts.thinking, &model, target)?;
+    let mut notes = Vec::new();
+    let mut explain = vec![
+        format!("POST {}", operation_path(model_id, parts.stream)),
+        format!(
+            "bedrock converse wire: {} — model {} — replay policy {}",
+            target.base_url,
+            model.base,
+            policy.describe()
+        ),
+        plan.explain.clone(),
+    ];
+
+    // The in-flight loop: everything after the last real user message.
+    let loop_start = history
+        .iter()
+        .rposition(|m| m.role == Role::User)
+        .map_or(0, |i| i + 1);
+    let last_assistant = history.iter().rposition(|m| m.role == Role::Assistant);
+
+    let mut system: Vec<String> = Vec::new();
+    let mut wire: Vec<WireMessage> = Vec::new();
+    let mut digest = PrefixDigest::new();
+    let mut latest_starts_with_reasoning = None;
+
+    for (i, msg) in history.iter().enumerate() {
+        let prefix = digest.hex();
+        digest.add(msg);
+        match msg.role {
+            Role::System | Role::Developer => system.extend(texts(msg.content.as_ref())),
+            Role::User => {
+                let blocks: Vec<Block> = texts(msg.content.as_ref())
+                    .into_iter()
+                    .map(Block::Text)
+                    .collect();
+                if !blocks.is_empty() {
+                    push(&mut wire, "user", blocks, i);
+                }
+            }
+            Role::Tool => {
+                let block = Block::ToolResult {
+                    id: msg.tool_call_id.clone().unwrap_or_default(),
+                    content: texts(msg.content.as_ref()),
+                };
+                push(&mut wire, "user", vec![block], i);
+            }
+            Role::Assistant => {
+                if !msg.replayable() {
+                    explain.push(format!("message {i}: not replayed (stored for the record)"));
+                    continue;
+                }
+                let ctx = Ctx {
+                    policy,
+                    in_loop: i >= loop_start,
+                    prefix: &prefix,
+                    keeps_prior,
+                    refused: &refused,
+                    dropped: drops.blocks_of.contains(&i),
+                    drop_redacted: drops.redacted,
+                    target: &decision.target,
+                };
+                let (reasoning, why) = assistant_reasoning(msg, &ctx);
+                let had_reasoning = !matches!(reasoning, Reasoning::None);
+                explain.push(format!("message {i}: {why}"));
+                let mut blocks = assemble(msg, reasoning);
+                if Some(i) == last_assistant {
+                    latest_starts_with_reasoning =
+                        Some(blocks.first().is_some_and(Block::is_reasoning));
+                }
+                if blocks.is_empty() {
+                    if had_reasoning && drops.redacted {
+                        // Emptied by this request's drops: a placeholder keeps the turns
+                        // alternating.
+                        blocks.push(Block::Text(PLACEHOLDER.to_owned()));
+                        explain.push(format!(
+                            "message {i}: emptied by the drops, sent as {PLACEHOLDER:?}"
+                        ));
+                    } else {
+                        explain.push(format!("message {i}: left out (no content to send)"));
+                        continue;
+                    }
+                }
+                push(&mut wire, "assistant", blocks, i);
+            }
+        }
+    }
+
+    // Inside the loop, a latest turn without a reasoning block this model may receive would
+    // draw "Expected `thinking` or `redacted_thinking`… found `tool_use`": this request goes
+    // without the thinking request.
+    let in_loop_now = history.last().is_some_and(|m| m.role == Role::Tool)
+        && last_assistant.is_some_and(|i| i >= loop_start);
+    if plan.on
+        && (drops.thinking_off || (in_loop_now && latest_starts_with_reasoning == Some(false)))
+    {
+        let why = if drops.thinking_off {
+            "a refused block belonged to the tool loop in flight".to_owned()
+        } else {
+            format!("the latest turn of the tool loop has no thinking block {model_id} may receive")
+        };
+        notes.push(format!(
+            "thinking is not requested for this request: {why} (the stored history is unchanged)"
+        ));
+        explain.push(format!("thinking request left out for this request: {why}"));
+        plan = ThinkingPlan {
+            max_tokens: target.max_tokens,
+            ..ThinkingPlan::default()
+        };
+    }
+
+    let mut refusable: BTreeSet<&'static str> = BTreeSet::new();
+    for block in wire.iter().flat_map(|w| &w.blocks) {
+        match block {
+            Block::Reasoning { signature, .. } => {
+                refusable.insert("reasoningContent");
+                if signature.is_some() {
+                    refusable.insert("signature");
+                }
+            }
+            Block::Redacted(_) => {
+                refusable.insert("reasoningContent");
+                refusable.insert("redactedContent");
+            }
+            _ => {}
+        }
+    }
+
+    let mut body: Vec<(&str, Json)> = vec![(
+        "messages",
+        Json::Array(
+            wire.iter()
+                .map(|w| {
+                    Json::object([
+                        ("role", Json::str(w.role)),
+                        (
+                            "content",
+                            Json::Array(w.blocks.iter().map(Block::to_json).collect()),
+                        ),
+                    ])
+                })
+                .collect(),
+        ),
+    )];
+    if !system.is_empty() {
+        let mut blocks: Vec<Json> = system
+            .into_iter()
+            .map(|t| Json::object([("text", Json::str(t))]))
+            .collect();
+        if model.caches_prompts() {
+            blocks.push(Json::object([(
+                "cachePoint",
+                Json::object([("type", Json::str("default"))]),
+            )]));
+        }
+        body.push(("system", Json::Array(blocks)));
+    }
+    let mut inference = Vec::new();
+    if let Some(max) = plan.max_tokens {
+        inference.push(("maxTokens", Json::int(u64::from(max))));
+    }
+    if plan.temperature {
+        inference.push(("temperature", Json::Number("1.0".into())));
+    }
+    if !inference.is_empty() {
+        body.push(("inferenceConfig", Json::object(inference)));
+    }
+    if let Some(tools) = parts.tools {
+        let specs = tool_specs(tools)?;
+        if !specs.is_empty() {
+            body.push(("toolConfig", Json::object([("tools", Json::Array(specs))])));
+        }
+    }
+    if !plan.fields.is_empty() {
+        body.push(("additionalModelRequestFields", Json::object(plan.fields)));
+    }
+    let body = Json::object(body);
+    let text = if pretty {
+        body.to_pretty()
+    } else {
+        body.to_python()
+    };
+    Ok(Encoded {
+        body: text.into_bytes(),
+        refusable: refusable.into_iter().collect(),
+        messages: wire.len(),
+        notes,
+        digest: digest.hex(),
+        sources: wire.iter().map(|w| w.sources.clone()).collect(),
+        explain,
+    })
+}

@@ -1,0 +1,681 @@
+//! Reply capture of the Converse wire (SPEC §2, §5): a whole Converse reply, or the frames of a
+//! ConverseStream reply, in; one canonical assistant message out.
+//!
+//! Content blocks become carriers as on the Anthropic wire, so a Bedrock turn reloaded from the
+//! store replays on either wire: `text` blocks the `content`, `toolUse` blocks the `tool_calls`
+//! (id = `toolUseId`, arguments = the input's JSON text), `reasoningContent` blocks
+//! Anthropic-shaped `reasoning_details` items (`{"type":"thinking","thinking","signature"}`,
+//! `{"type":"redacted_thinking","data"}`, serialised once from the captured strings), their
+//! texts `reasoning_content` (joined with a blank line) and the kinds of all blocks
+//! [`BLOCK_ORDER_KEY`] (`thinking`, `redacted_thinking`, `text`, `tool_use`). A turn with
+//! neither text nor a tool call is marked [`NOT_REPLAYED_KEY`].
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use hermes_core::message::{BLOCK_ORDER_KEY, NOT_REPLAYED_KEY};
+use hermes_core::transport::Delta;
+use hermes_core::{
+    DetailItem, FinishReason, Message, Origin, RawJson, ReplyMeta, Role, TextCarrier, ToolCall,
+    Usage,
+};
+
+use crate::aws::Frame;
+
+/// Why a reply could not be captured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum CaptureError {
+    /// The provider reported an error after answering 200 (an exception frame, or an error
+    /// envelope instead of a reply): its words.
+    Provider(String),
+    /// The reply is not a usable Converse reply, or the stream ended before `messageStop`.
+    Malformed(String),
+}
+
+impl fmt::Display for CaptureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CaptureError::Provider(message) | CaptureError::Malformed(message) => {
+                f.write_str(message)
+            }
+        }
+    }
+}
+
+impl std::error::Error for CaptureError {}
+
+fn malformed(what: impl fmt::Display) -> CaptureError {
+    CaptureError::Malformed(what.to_string())
+}
+
+/// The normalised finish reason of a Converse `stopReason`.
+pub(crate) fn finish_reason(stop_reason: &str) -> FinishReason {
+    match stop_reason {
+        "end_turn" | "stop_sequence" => FinishReason::Stop,
+        "max_tokens" | "model_context_window_exceeded" => FinishReason::Length,
+        "tool_use" => FinishReason::ToolCalls,
+        "guardrail_intervened" | "content_filtered" => FinishReason::ContentFilter,
+        other => FinishReason::Other(other.to_owned()),
+    }
+}
+
+/// A Converse `usage` object (`TokenUsage`).
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UsageBody {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_write_input_tokens: Option<u64>,
+}
+
+impl UsageBody {
+    /// `inputTokens` leaves out the cached prefix (`totalTokens` adds cache reads and writes
+    /// back), so the normalised input adds them.
+    fn usage(&self) -> Usage {
+        let read = self.cache_read_input_tokens.unwrap_or(0);
+        let write = self.cache_write_input_tokens.unwrap_or(0);
+        Usage::new(
+            self.input_tokens
+                .unwrap_or(0)
+                .saturating_add(read)
+                .saturating_add(write),
+            self.output_tokens.unwrap_or(0),
+            0,
+            read,
+            write,
+        )
+    }
+}
+
+/// One content block, resolved.
+enum Block {
+    /// A `text` block: its text as a JSON string literal.
+    Text(RawJson),
+    /// A `reasoningText` block: its text and signature.
+    Thinking {
+        text: String,
+        signature: Option<String>,
+    },
+    /// A `redactedContent` block: the base64 text.
+    Redacted(String),
+    /// A `toolUse` block.
+    ToolUse {
+        id: Option<String>,
+        name: String,
+        input: String,
+    },
+    /// Any other block: only its kind is kept.
+    Other(String),
+}
+
+impl Block {
+    fn kind(&self) -> &str {
+        match self {
+            Block::Text(_) => "text",
+            Block::Thinking { .. } => "thinking",
+            Block::Redacted(_) => "redacted_thinking",
+            Block::ToolUse { .. } => "tool_use",
+            Block::Other(kind) => kind,
+        }
+    }
+}
+
+/// A text part of an array `content`.
+#[derive(Serialize)]
+struct TextPart {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: RawJson,
+}
+
+/// A thinking block as stored: the Anthropic Messages key order.
+#[derive(Serialize)]
+struct ThinkingItem<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    thinking: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signature: Option<&'a str>,
+}
+
+/// A redacted block as stored.
+#[derive(Serialize)]
+struct RedactedItem<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    data: &'a str,
+}
+
+/// Builds the captured assistant message from its content blocks, in received order.
+fn build(blocks: Vec<Block>, origin: Origin) -> Result<Message, CaptureError> {
+    let order: Vec<String> = blocks.iter().map(|b| b.kind().to_owned()).collect();
+    let mut texts = Vec::new();
+    let mut thinking = Vec::new();
+    let mut items = Vec::new();
+    let mut calls = Vec::new();
+    for block in blocks {
+        match block {
+            Block::Text(text) => texts.push(text),
+            Block::Thinking { text, signature } => {
+                let item = RawJson::from_serialize(&ThinkingItem {
+                    kind: "thinking",
+                    thinking: &text,
+                    signature: signature.as_deref(),
+                })
+                .map_err(malformed)?;
+                items.push(DetailItem::from_raw(item).map_err(malformed)?);
+                if !text.is_empty() {
+                    thinking.push(text);
+                }
+            }
+            Block::Redacted(data) => {
+                let item = RawJson::from_serialize(&RedactedItem {
+                    kind: "redacted_thinking",
+                    data: &data,
+                })
+                .map_err(malformed)?;
+                items.push(DetailItem::from_raw(item).map_err(malformed)?);
+            }
+            Block::ToolUse { id, name, input } => {
+                let mut call = ToolCall::function(id.as_deref().unwrap_or_default(), &name, &input);
+                call.id = id;
+                calls.push(call);
+            }
+            Block::Other(_) => {}
+        }
+    }
+    let mut msg = Message::text(Role::Assistant, "");
+    let has_text = !texts.is_empty();
+    msg.content = Some(match texts.len() {
+        0 => RawJson::null(),
+        1 => texts.swap_remove(0),
+        _ => {
+            let parts: Vec<TextPart> = texts
+                .into_iter()
+                .map(|text| TextPart { kind: "text", text })
+                .collect();
+            RawJson::from_serialize(&parts).map_err(malformed)?
+        }
+    });
+    msg.reasoning_content =
+        (!thinking.is_empty()).then(|| TextCarrier::new(&thinking.join("\n\n")));
+    msg.reasoning_details = (!items.is_empty()).then_some(items);
+    let has_calls = !calls.is_empty();
+    msg.tool_calls = has_calls.then_some(calls);
+    if !order.is_empty() {
+        msg.extra.push((
+            BLOCK_ORDER_KEY.to_owned(),
+            RawJson::from_serialize(&order).map_err(malformed)?,
+        ));
+    }
+    if !has_text && !has_calls {
+        msg.extra.push((
+            NOT_REPLAYED_KEY.to_owned(),
+            RawJson::from_serialize(&true).map_err(malformed)?,
+        ));
+    }
+    msg.origin = Some(origin);
+    Ok(msg)
+}
+
+/// Just enough of a whole Converse reply (`ConverseResponse`), borrowed from its bytes.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReplyBody<'a> {
+    #[serde(borrow, default)]
+    output: Option<Output<'a>>,
+    #[serde(default)]
+    stop_reason: Option<String>,
+    #[serde(default)]
+    usage: Option<UsageBody>,
+    /// An error envelope's words (`{"message": …}`).
+    #[serde(default, alias = "Message")]
+    message: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Output<'a> {
+    #[serde(borrow, default)]
+    message: Option<OutputMessage<'a>>,
+}
+
+#[derive(Deserialize)]
+struct OutputMessage<'a> {
+    #[serde(default)]
+    role: Option<String>,
+    #[serde(borrow, default)]
+    content: Option<Vec<&'a RawValue>>,
+}
+
+/// The members of a `ContentBlock` union the capture reads.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct BlockBody<'a> {
+    #[serde(borrow, default)]
+    text: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tool_use: Option<ToolUseBody<'a>>,
+    #[serde(default)]
+    reasoning_content: Option<ReasoningBody>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolUseBody<'a> {
+    #[serde(default)]
+    tool_use_id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReasoningBody {
+    #[serde(default)]
+    reasoning_text: Option<ReasoningTextBody>,
+    #[serde(default)]
+    redacted_content: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ReasoningTextBody {
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    signature: Option<String>,
+}
+
+/// Resolves one block of a whole reply.
+fn whole_block(index: usize, raw: &RawValue) -> Result<Block, CaptureError> {
+    let block: BlockBody<'_> = serde_json::from_str(raw.get())
+        .map_err(|e| malformed(format!("`content[{index}]`: {e}")))?;
+    if let Some(text) = block.text {
+        if !text.get().starts_with('"') {
+            return Err(malformed(format!(
+                "`content[{index}].text` is not a string"
+            )));
+        }
+        return RawJson::from_text(text.get())
+            .map(Block::Text)
+            .map_err(malformed);
+    }
+    if let Some(tool) = block.tool_use {
+        return Ok(Block::ToolUse {
+            id: tool.tool_use_id,
+            name: tool.name.unwrap_or_default(),
+            input: tool.input.map_or("{}", RawValue::get).to_owned(),
+        });
+    }
+    if let Some(reasoning) = block.reasoning_content {
+        return match (reasoning.reasoning_text, reasoning.redacted_content) {
+            (Some(t), None) => Ok(Block::Thinking {
+                text: t.text.unwrap_or_default(),
+                signature: t.signature.filter(|s| !s.is_empty()),
+            }),
+            (None, Some(data)) => Ok(Block::Redacted(data)),
+            _ => Err(malformed(format!(
+                "`content[{index}].reasoningContent` is not exactly one of reasoningText, redactedContent"
+            ))),
+        };
+    }
+    // `image`, `citationsContent`, … : only the kind is kept.
+    let kind = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(raw.get())
+        .ok()
+        .and_then(|m| m.keys().next().cloned())
+        .ok_or_else(|| malformed(format!("`content[{index}]` is not a content block")))?;
+    Ok(Block::Other(kind))
+}
+
+/// Captures a whole (non-streamed) Converse reply from its bytes: the assistant message with
+/// `origin`, and the reply's finish reason and usage. An error envelope is
+/// [`CaptureError::Provider`].
+pub(crate) fn capture_reply(
+    text: &str,
+    origin: Origin,
+) -> Result<(Message, ReplyMeta), CaptureError> {
+    let reply: ReplyBody<'_> = serde_json::from_str(text).map_err(malformed)?;
+    let Some(output) = reply.output else {
+        return Err(match reply.message {
+            Some(message) => CaptureError::Provider(message),
+            None => malformed("reply has no `output`"),
+        });
+    };
+    let message = output
+        .message
+        .ok_or_else(|| malformed("reply has no `output.message`"))?;
+    if let Some(role) = message.role.as_deref().filter(|r| *r != "assistant") {
+        return Err(malformed(format!(
+            "reply `role` is {role}, expected assistant"
+        )));
+    }
+    let content = message
+        .content
+        .ok_or_else(|| malformed("reply has no `output.message.content`"))?;
+    let blocks = content
+        .into_iter()
+        .enumerate()
+        .map(|(i, raw)| whole_block(i, raw))
+        .collect::<Result<Vec<_>, _>>()?;
+    let message = build(blocks, origin)?;
+    let meta = ReplyMeta::new(
+        reply.stop_reason.as_deref().map(finish_reason),
+        reply.usage.as_ref().map(UsageBody::usage),
+    );
+    Ok((message, meta))
+}
+
+/// A block being streamed.
+enum Acc {
+    Text(String),
+    Thinking {
+        text: String,
+        signature: Option<String>,
+    },
+    Redacted(String),
+    ToolUse {
+        id: Option<String>,
+        name: String,
+        input: String,
+    },
+}
+
+impl Acc {
+    fn kind(&self) -> &'static str {
+        match self {
+            Acc::Text(_) => "text",
+            Acc::Thinking { .. } => "reasoningText",
+            Acc::Redacted(_) => "redactedContent",
+            Acc::ToolUse { .. } => "toolUse",
+        }
+    }
+
+    fn resolve(self) -> Block {
+        match self {
+            Acc::Text(text) => Block::Text(RawJson::string(&text)),
+            Acc::Thinking { text, signature } => Block::Thinking { text, signature },
+            Acc::Redacted(data) => Block::Redacted(data),
+            Acc::ToolUse { id, name, input } => Block::ToolUse {
+                id,
+                name,
+                input: if input.trim().is_empty() {
+                    "{}".to_owned()
+                } else {
+                    input
+                },
+            },
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct MessageStart {
+    #[serde(default)]
+    role: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct BlockStart {
+    #[serde(default)]
+    content_block_index: Option<u64>,
+    #[serde(default)]
+    start: Option<StartBody>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StartBody {
+    #[serde(default)]
+    tool_use: Option<ToolUseStart>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolUseStart {
+    #[serde(default)]
+    tool_use_id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct BlockDelta<'a> {
+    #[serde(default)]
+    content_block_index: Option<u64>,
+    #[serde(borrow)]
+    delta: DeltaBody<'a>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DeltaBody<'a> {
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool_use: Option<ToolUseDelta<'a>>,
+    #[serde(borrow, default)]
+    reasoning_content: Option<ReasoningDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ToolUseDelta<'a> {
+    #[serde(borrow, default)]
+    input: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReasoningDelta<'a> {
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    signature: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    redacted_content: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MessageStop {
+    #[serde(default)]
+    stop_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Metadata {
+    #[serde(default)]
+    usage: Option<UsageBody>,
+}
+
+fn parse<'a, T: Deserialize<'a>>(event: &str, data: &'a [u8]) -> Result<T, CaptureError> {
+    serde_json::from_slice(data).map_err(|e| malformed(format!("`{event}` event: {e}")))
+}
+
+/// Builds one assistant message from the frames of a ConverseStream reply. Every payload may
+/// carry a `p` padding field (ignored like any unknown field).
+#[derive(Default)]
+pub(crate) struct StreamCapture {
+    /// Blocks in the order they started, with their `contentBlockIndex`.
+    blocks: Vec<(Option<u64>, Acc)>,
+    usage: Option<UsageBody>,
+    stop_reason: Option<String>,
+    stopped: bool,
+    frames: usize,
+}
+
+impl StreamCapture {
+    /// A fresh capture.
+    pub(crate) fn new() -> Self {
+        StreamCapture::default()
+    }
+
+    /// Absorbs one frame, calling `on_delta` with the reasoning and answer text it carries. An
+    /// exception (or error) frame is [`CaptureError::Provider`]; unknown events are ignored.
+    pub(crate) fn feed(
+        &mut self,
+        frame: &Frame,
+        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+    ) -> Result<(), CaptureError> {
+        self.frames += 1;
+        if frame.is_error() {
+            return Err(CaptureError::Provider(frame.error_text()));
+        }
+        let data = frame.payload.as_ref();
+        match frame.event_type.as_deref().unwrap_or_default() {
+            "messageStart" => {
+                let start: MessageStart = parse("messageStart", data)?;
+                if let Some(role) = start.role.filter(|r| r != "assistant") {
+                    return Err(malformed(format!(
+                        "`messageStart` role is {role}, expected assistant"
+                    )));
+                }
+            }
+            "contentBlockStart" => {
+                let start: BlockStart = parse("contentBlockStart", data)?;
+                if let Some(tool) = start.start.and_then(|s| s.tool_use) {
+                    self.blocks.push((
+                        start.content_block_index,
+                        Acc::ToolUse {
+                            id: tool.tool_use_id,
+                            name: tool.name.unwrap_or_default(),
+                            input: String::new(),
+                        },
+                    ));
+                }
+            }
+            "contentBlockDelta" => self.delta(data, on_delta)?,
+            "messageStop" => {
+                let stop: MessageStop = parse("messageStop", data)?;
+                self.stop_reason = stop.stop_reason;
+                self.stopped = true;
+            }
+            "metadata" => {
+                let meta: Metadata = parse("metadata", data)?;
+                if meta.usage.is_some() {
+                    self.usage = meta.usage;
+                }
+            }
+            // `contentBlockStop` and events this capture does not know.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn delta(
+        &mut self,
+        data: &[u8],
+        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+    ) -> Result<(), CaptureError> {
+        let event: BlockDelta<'_> = parse("contentBlockDelta", data)?;
+        let index = event.content_block_index;
+        let delta = event.delta;
+        let position = match index {
+            Some(_) => self.blocks.iter().rposition(|(i, _)| *i == index),
+            None => self.blocks.len().checked_sub(1),
+        };
+        // Text and reasoning blocks have no start event: their first delta opens them.
+        let opened = match (&delta.text, &delta.reasoning_content) {
+            (Some(_), _) => Some(Acc::Text(String::new())),
+            (None, Some(r)) if r.redacted_content.is_some() => Some(Acc::Redacted(String::new())),
+            (None, Some(_)) => Some(Acc::Thinking {
+                text: String::new(),
+                signature: None,
+            }),
+            (None, None) => None,
+        };
+        let position = match (position, opened) {
+            (Some(p), _) => p,
+            (None, Some(acc)) => {
+                self.blocks.push((index, acc));
+                self.blocks.len() - 1
+            }
+            (None, None) => {
+                return Err(malformed(format!(
+                    "`contentBlockDelta` for block {} that never started",
+                    index.map_or_else(|| "?".to_owned(), |i| i.to_string())
+                )));
+            }
+        };
+        let Some((_, acc)) = self.blocks.get_mut(position) else {
+            return Err(malformed("`contentBlockDelta` for a lost block"));
+        };
+        let mismatch = |what: &str, acc: &Acc| {
+            Err(malformed(format!(
+                "a `{what}` delta for a `{}` block",
+                acc.kind()
+            )))
+        };
+        if let Some(piece) = delta.text {
+            let Acc::Text(text) = &mut *acc else {
+                return mismatch("text", acc);
+            };
+            if !piece.is_empty() {
+                on_delta(Delta::Content(&piece));
+                text.push_str(&piece);
+            }
+        } else if let Some(tool) = delta.tool_use {
+            let Acc::ToolUse { input, .. } = &mut *acc else {
+                return mismatch("toolUse", acc);
+            };
+            if let Some(piece) = tool.input {
+                input.push_str(&piece);
+            }
+        } else if let Some(reasoning) = delta.reasoning_content {
+            match acc {
+                Acc::Thinking { text, signature } if reasoning.redacted_content.is_none() => {
+                    if let Some(piece) = reasoning.text.filter(|p| !p.is_empty()) {
+                        on_delta(Delta::Reasoning(&piece));
+                        text.push_str(&piece);
+                    }
+                    // Signature pieces are joined in order (Bedrock sends one, at the end).
+                    if let Some(piece) = reasoning.signature.filter(|p| !p.is_empty()) {
+                        signature.get_or_insert_with(String::new).push_str(&piece);
+                    }
+                }
+                Acc::Redacted(data)
+                    if reasoning.text.is_none() && reasoning.signature.is_none() =>
+                {
+                    if let Some(piece) = reasoning.redacted_content {
+                        data.push_str(&piece);
+                    }
+                }
+                other => return mismatch("reasoningContent", other),
+            }
+        }
+        // Deltas this capture does not know (`citation`, `image`, `toolResult`) are ignored.
+        Ok(())
+    }
+
+    /// The captured message (with `origin`) and the reply's finish reason and usage. A stream
+    /// that ended before `messageStop` is an error: a half turn is never a message.
+    pub(crate) fn finish(self, origin: Origin) -> Result<(Message, ReplyMeta), CaptureError> {
+        if !self.stopped {
+            return Err(malformed(format!(
+                "the stream ended before `messageStop` (after {} frames); the half turn is not stored",
+                self.frames
+            )));
+        }
+        let blocks = self
+            .blocks
+            .into_iter()
+            .map(|(_, acc)| acc.resolve())
+            .collect();
+        let message = build(blocks, origin)?;
+        let meta = ReplyMeta::new(
+            self.stop_reason.as_deref().map(finish_reason),
+            self.usage.as_ref().map(UsageBody::usage),
+        );
+        Ok((message, meta))
+    }
+}

@@ -1,0 +1,384 @@
+//! The `bedrock` profile: AWS Bedrock Runtime's `POST /model/{modelId}/converse`,
+//! `/converse-stream`, `/invoke` and `/invoke-with-response-stream`, written from PROVIDERS.md
+//! ("AWS Bedrock Converse", "Bedrock SigV4 detail", "Tool-call pairing and turn-order rules",
+//! "Notes for the simulator", "Anthropic Messages") and SPEC §5.
+//!
+//! Every request authenticates first ([`auth`]: a Bedrock API key or SigV4 recomputed with
+//! `aws-sigv4`). Converse bodies go through [`rules`] and the scripted model in [`reply`]
+//! (signed reasoning in [`reasoning`]); InvokeModel bodies are Anthropic Messages bodies served by
+//! `crate::anthropic`. Streams are event-stream frames ([`frames`]). Errors carry the
+//! `x-amzn-ErrorType` header and a `{"message": …}` body.
+
+mod auth;
+mod frames;
+mod reasoning;
+mod reply;
+pub(crate) mod rules;
+
+use std::time::SystemTime;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Value, json};
+
+use crate::anthropic::percent_decode;
+use crate::wire::short_hash;
+use crate::{Shared, lock};
+use frames::Frame;
+
+/// The `x-amzn-ErrorType` suffix Bedrock's own errors carry.
+const BEDROCK_CORAL: &str = ":http://internal.amazon.com/coral/com.amazon.bedrock/";
+
+/// The event-stream content type.
+pub(crate) const EVENT_STREAM: &str = "application/vnd.amazon.eventstream";
+
+/// The four operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Converse,
+    ConverseStream,
+    Invoke,
+    InvokeStream,
+}
+
+impl Op {
+    fn stream(self) -> bool {
+        matches!(self, Op::ConverseStream | Op::InvokeStream)
+    }
+}
+
+/// The model id (percent-decoded) and operation of a path, or `None` for a path the profile does
+/// not serve. The id is one path segment: `/` and `:` inside it arrive as `%2F` / `%3A`.
+fn route(path: &str) -> Option<(String, Op)> {
+    let rest = path.strip_prefix("/model/")?;
+    let (model, verb) = rest.split_once('/')?;
+    let op = match verb {
+        "converse" => Op::Converse,
+        "converse-stream" => Op::ConverseStream,
+        "invoke" => Op::Invoke,
+        "invoke-with-response-stream" => Op::InvokeStream,
+        _ => return None,
+    };
+    let model = percent_decode(model);
+    (!model.is_empty()).then_some((model, op))
+}
+
+/// The body of a response.
+#[derive(Debug)]
+pub(crate) enum Out {
+    /// A JSON document.
+    Json(String),
+    /// Event-stream bytes and their text rendering (for the record).
+    Stream { bytes: Vec<u8>, text: String },
+}
+
+/// The simulator's answer to one request.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    /// Response headers besides `content-type` (`x-amzn-RequestId`, `x-amzn-ErrorType`, …).
+    pub(crate) headers: Vec<(&'static str, String)>,
+    /// The parsed request body (`Value::Null` when not read or not JSON).
+    pub(crate) body: Value,
+    pub(crate) out: Out,
+}
+
+impl Answer {
+    /// The text recorded as the response.
+    pub(crate) fn recorded(&self) -> &str {
+        match &self.out {
+            Out::Json(t) => t,
+            Out::Stream { text, .. } => text,
+        }
+    }
+}
+
+/// A request id in AWS's UUID form, derived from the request.
+fn request_id(seed: &str) -> String {
+    let h = short_hash(seed, 32);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+fn refusal(rid: &str, status: u16, error_type: String, body: &Value, message: Value) -> Answer {
+    Answer {
+        status,
+        headers: vec![
+            ("x-amzn-requestid", rid.to_owned()),
+            ("x-amzn-errortype", error_type),
+        ],
+        body: body.clone(),
+        out: Out::Json(message.to_string()),
+    }
+}
+
+/// A `ValidationException` (HTTP 400).
+fn validation(rid: &str, body: &Value, message: &str) -> Answer {
+    refusal(
+        rid,
+        400,
+        format!("ValidationException{BEDROCK_CORAL}"),
+        body,
+        json!({"message": message}),
+    )
+}
+
+/// Answers one request to the `bedrock` profile. `path_and_query` is as sent (percent-encoded);
+/// `headers` are the request's (names lower case, values unredacted: they are only read here).
+pub(crate) fn answer(
+    shared: &Shared,
+    method: &str,
+    path_and_query: &str,
+    headers: &[(String, String)],
+    raw: &[u8],
+) -> Answer {
+    let null = Value::Null;
+    let path = path_and_query.split('?').next().unwrap_or("");
+    let rid = request_id(&format!(
+        "{method} {path_and_query}\u{0}{}",
+        String::from_utf8_lossy(raw)
+    ));
+    let switches = lock(&shared.switches).clone();
+    let received = auth::Received {
+        method,
+        path_and_query,
+        headers,
+        body: raw,
+    };
+    if let Err(d) = auth::check(
+        &received,
+        &shared.aws,
+        &shared.bedrock_api_key,
+        switches.check_clock_skew,
+        SystemTime::now(),
+    ) {
+        return refusal(&rid, d.status, d.error_type, &null, d.body);
+    }
+    let Some((model, op)) = route(path).filter(|_| method == "POST") else {
+        // Simulator-chosen: AWS's answer to an operation it does not know.
+        return refusal(
+            &rid,
+            404,
+            "UnknownOperationException".to_owned(),
+            &null,
+            json!({"message": format!("Unknown operation: {method} {path}")}),
+        );
+    };
+    let body: Value = match serde_json::from_slice(raw) {
+        Ok(v) => v,
+        Err(e) => {
+            // Simulator-chosen wording.
+            return refusal(
+                &rid,
+                400,
+                "SerializationException".to_owned(),
+                &null,
+                json!({"message": crate::wire::bad_json_text(&e)}),
+            );
+        }
+    };
+    match op {
+        Op::Converse | Op::ConverseStream => {
+            converse(shared, &switches, &rid, &model, op, body, raw)
+        }
+        Op::Invoke | Op::InvokeStream => invoke(shared, &switches, &rid, &model, op, body, raw),
+    }
+}
+
+fn ok(rid: &str, body: Value, out: Out, extra: Vec<(&'static str, String)>) -> Answer {
+    let mut headers = vec![("x-amzn-requestid", rid.to_owned())];
+    headers.extend(extra);
+    Answer {
+        status: 200,
+        headers,
+        body,
+        out,
+    }
+}
+
+/// The exception frame a failing stream ends with.
+fn exception(switches: &crate::Switches) -> Frame {
+    if switches.model_stream_error {
+        // Simulator-chosen message; the member names are the API's.
+        Frame::Exception(
+            "modelStreamErrorException",
+            json!({
+                "message": "The model's stream ended with an error (hermes-sim fail_mid_stream).",
+                "originalStatusCode": 500,
+                "originalMessage": "Internal server error"
+            }),
+        )
+    } else {
+        // aws-samples/aws-genai-llm-chatbot#220, BerriAI/litellm#589 (two spaces included).
+        Frame::Exception(
+            "throttlingException",
+            json!({"message": "Too many requests, please wait before trying again. You have sent too many requests.  Wait before trying again."}),
+        )
+    }
+}
+
+/// Events cut short by the mid-stream failure: the first few, then the exception.
+const EVENTS_BEFORE_FAILURE: usize = 4;
+
+fn converse(
+    shared: &Shared,
+    switches: &crate::Switches,
+    rid: &str,
+    model: &str,
+    op: Op,
+    body: Value,
+    raw: &[u8],
+) -> Answer {
+    let checked = match rules::validate(model, &body, &shared.key, switches.refuse_redacted) {
+        Ok(c) => c,
+        Err(message) => return validation(rid, &body, &message),
+    };
+    let reply = reply::script(&reply::Ask {
+        body: &body,
+        raw,
+        model,
+        reasoning: checked.reasoning,
+        redacted: switches.redacted_reasoning,
+        key: &shared.key,
+    });
+    if !op.stream() {
+        let text = reply.json().to_string();
+        return ok(rid, body, Out::Json(text), Vec::new());
+    }
+    let events = reply.events();
+    let take = if switches.fail_mid_stream {
+        EVENTS_BEFORE_FAILURE
+    } else {
+        events.len()
+    };
+    let mut list: Vec<Frame> = events
+        .into_iter()
+        .take(take)
+        .map(|(kind, payload)| Frame::Event(kind, payload))
+        .collect();
+    if switches.fail_mid_stream {
+        list.push(exception(switches));
+    }
+    let (bytes, text) = frames::encode(&list, rid);
+    ok(rid, body, Out::Stream { bytes, text }, Vec::new())
+}
+
+fn invoke(
+    shared: &Shared,
+    switches: &crate::Switches,
+    rid: &str,
+    model: &str,
+    op: Op,
+    body: Value,
+    raw: &[u8],
+) -> Answer {
+    if rules::policy(model) != rules::Policy::Signed {
+        // Simulator-chosen: only Anthropic bodies are modelled on InvokeModel.
+        return validation(
+            rid,
+            &body,
+            "hermes-sim serves InvokeModel for anthropic.claude models only (an Anthropic Messages body); use Converse for this model.",
+        );
+    }
+    // Anthropic's text as is: InvokeModel does not wrap it (anthropics/claude-code-action#1005:
+    // "API Error: 400 output_config.effort: Extra inputs are not permitted").
+    let reply = match crate::anthropic::invoke_bedrock(shared, model, &body, raw) {
+        Ok(r) => r,
+        Err(message) => return validation(rid, &body, &message),
+    };
+    let input = reply.input_token_count();
+    let output = reply.output_token_count();
+    let latency = 40 + raw.len() % 200;
+    if op == Op::Invoke {
+        let text = reply.json().to_string();
+        let extra = vec![
+            ("x-amzn-bedrock-input-token-count", input.to_string()),
+            ("x-amzn-bedrock-output-token-count", output.to_string()),
+            ("x-amzn-bedrock-invocation-latency", latency.to_string()),
+        ];
+        return ok(rid, body, Out::Json(text), extra);
+    }
+    // Bedrock drops Anthropic's `ping` and adds its metrics to `message_stop`.
+    let events: Vec<Value> = reply
+        .events()
+        .into_iter()
+        .filter(|(name, _)| *name != "ping")
+        .map(|(name, mut data)| {
+            if name == "message_stop" {
+                data["amazon-bedrock-invocationMetrics"] = json!({
+                    "inputTokenCount": input,
+                    "outputTokenCount": output,
+                    "invocationLatency": latency,
+                    "firstByteLatency": latency / 2
+                });
+            }
+            data
+        })
+        .collect();
+    let take = if switches.fail_mid_stream {
+        EVENTS_BEFORE_FAILURE
+    } else {
+        events.len()
+    };
+    let mut list: Vec<Frame> = events
+        .iter()
+        .take(take)
+        .map(|e| Frame::Event("chunk", json!({"bytes": STANDARD.encode(e.to_string())})))
+        .collect();
+    if switches.fail_mid_stream {
+        list.push(exception(switches));
+    }
+    let (bytes, _) = frames::encode(&list, rid);
+    // The record shows each chunk's event decoded.
+    let mut text = String::new();
+    for e in events.iter().take(take) {
+        text.push_str("event chunk ");
+        text.push_str(&e.to_string());
+        text.push('\n');
+    }
+    if let Some(Frame::Exception(kind, payload)) = list.last() {
+        text.push_str(&format!("exception {kind} {payload}\n"));
+    }
+    ok(rid, body, Out::Stream { bytes, text }, Vec::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes() {
+        assert_eq!(
+            route("/model/anthropic.claude-opus-4-6-v1%3A0/converse"),
+            Some(("anthropic.claude-opus-4-6-v1:0".into(), Op::Converse))
+        );
+        assert_eq!(
+            route("/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Ainference-profile%2Fus.anthropic.claude-sonnet-4-6/converse-stream"),
+            Some((
+                "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-sonnet-4-6".into(),
+                Op::ConverseStream
+            ))
+        );
+        assert_eq!(
+            route("/model/m/invoke-with-response-stream"),
+            Some(("m".into(), Op::InvokeStream))
+        );
+        assert_eq!(route("/model/m/invoke"), Some(("m".into(), Op::Invoke)));
+        for bad in [
+            "/model//converse",
+            "/model/a/b/converse",
+            "/model/m/chat",
+            "/v1/messages",
+            "/model/m",
+        ] {
+            assert_eq!(route(bad), None, "{bad}");
+        }
+        assert_eq!(request_id("x").len(), 36);
+    }
+}

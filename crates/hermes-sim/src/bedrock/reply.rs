@@ -1,0 +1,319 @@
+//! The scripted model's Converse reply (reasoning per model, `[tools=N]` tool loops) and how it is
+//! rendered: the Converse JSON object, or ConverseStream's events.
+
+use serde_json::{Value, json};
+
+use super::rules::Reasoning;
+use crate::anthropic::thinking::{self as signing, Token};
+use crate::model::{TOOL_NAME, pieces, snippet, tools_wanted};
+use crate::wire::short_hash;
+
+/// What the scripted model answers for one Converse request.
+#[derive(Clone, Debug)]
+pub(crate) struct Reply {
+    /// Converse content blocks.
+    pub(crate) content: Vec<Value>,
+    pub(crate) stop_reason: &'static str,
+    input_tokens: usize,
+    output_tokens: usize,
+    latency_ms: usize,
+}
+
+/// Everything the script reads.
+pub(crate) struct Ask<'a> {
+    pub(crate) body: &'a Value,
+    pub(crate) raw: &'a [u8],
+    pub(crate) model: &'a str,
+    pub(crate) reasoning: Reasoning,
+    /// Claude: add a `redactedContent` block (switch).
+    pub(crate) redacted: bool,
+    pub(crate) key: &'a [u8],
+}
+
+fn role_of(m: &Value) -> &str {
+    m.get("role").and_then(Value::as_str).unwrap_or("")
+}
+
+fn blocks(m: &Value) -> &[Value] {
+    m.get("content")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// The message's top-level text blocks, joined.
+fn text_of(m: &Value) -> String {
+    blocks(m)
+        .iter()
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+/// A tool result's content as text (`text` items, `json` items serialised).
+fn result_text(result: &Value) -> String {
+    result
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| match (c.get("text"), c.get("json")) {
+            (Some(Value::String(t)), _) => t.clone(),
+            (_, Some(j)) => j.to_string(),
+            _ => String::new(),
+        })
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+/// The tool the script calls: `now` when offered (or when no tools are), else the first tool.
+fn tool_name(body: &Value) -> String {
+    let names: Vec<&str> = body
+        .pointer("/toolConfig/tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.pointer("/toolSpec/name").and_then(Value::as_str))
+        .collect();
+    match names.first() {
+        Some(first) if !names.contains(&TOOL_NAME) => (*first).to_owned(),
+        _ => TOOL_NAME.to_owned(),
+    }
+}
+
+/// Runs the script over a validated Converse request.
+pub(crate) fn script(ask: &Ask<'_>) -> Reply {
+    let body = ask.body;
+    let messages = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let last_user = messages
+        .iter()
+        .rposition(|m| role_of(m) == "user" && blocks(m).iter().any(|b| b.get("text").is_some()));
+    let user_text = last_user.map(|i| text_of(&messages[i])).unwrap_or_default();
+    let after = last_user.map_or(messages, |i| &messages[i + 1..]);
+    let results: Vec<&Value> = after
+        .iter()
+        .filter(|m| role_of(m) == "user")
+        .flat_map(blocks)
+        .filter_map(|b| b.get("toolResult"))
+        .collect();
+    let wanted = tools_wanted(&user_text);
+    let model = ask.model;
+    let seed = format!("bedrock\u{0}{model}\u{0}{user_text}\u{0}{}", results.len());
+
+    enum Step {
+        Call { step: usize, of: usize },
+        Final(String),
+    }
+    let (reasoning, step) = match wanted {
+        Some(n) if results.len() < n => {
+            let step = results.len() + 1;
+            (
+                format!(
+                    "Step {step} of {n}: the user asked for {n} tool calls and {done} results are in, so I call the tool again.",
+                    done = results.len()
+                ),
+                Step::Call { step, of: n },
+            )
+        }
+        Some(n) => {
+            let last = results.last().map(|r| result_text(r)).unwrap_or_default();
+            (
+                format!(
+                    "All {n} tool results are in; the last one says \"{}\", so I can write the final answer.",
+                    snippet(&last)
+                ),
+                Step::Final(format!(
+                    "Done after {n} tool calls. The last tool result was: {}",
+                    snippet(&last)
+                )),
+            )
+        }
+        None => (
+            format!(
+                "The user wrote \"{}\"; no tool is needed, so I answer directly and briefly.",
+                snippet(&user_text)
+            ),
+            Step::Final(format!(
+                "Hello from the scripted model {}. You said: {}",
+                snippet(model),
+                snippet(&user_text)
+            )),
+        ),
+    };
+
+    let cut_short = user_text.contains("[max_tokens]");
+    let mut content = Vec::new();
+    match ask.reasoning {
+        Reasoning::Off => {}
+        Reasoning::Text => {
+            content.push(json!({"reasoningContent": {"reasoningText": {"text": reasoning}}}));
+        }
+        Reasoning::Signed { omitted } => {
+            let digest = super::reasoning::prefix_digest(body.get("system"), messages);
+            let text = if omitted { "" } else { reasoning.as_str() };
+            let redacted = (ask.redacted || user_text.contains("[redacted]")) && !cut_short;
+            let count = if redacted { 2 } else { 1 };
+            let mut id_seed = digest.to_vec();
+            id_seed.extend_from_slice(seed.as_bytes());
+            let reply = Token::reply_id(&id_seed);
+            let token = |pos| Token { reply, pos, count };
+            content.push(json!({"reasoningContent": {"reasoningText": {
+                "text": text,
+                "signature": signing::sign_thinking(ask.key, &digest, text, token(0))
+            }}}));
+            if redacted {
+                let payload = format!(
+                    "hermes-sim redacted reasoning {}",
+                    short_hash(&format!("redacted\u{0}{seed}"), 32)
+                );
+                content.push(json!({"reasoningContent": {
+                    "redactedContent": signing::seal_redacted(ask.key, &digest, token(1), payload.as_bytes())
+                }}));
+            }
+        }
+    }
+    let stop_reason = if cut_short {
+        if ask.reasoning == Reasoning::Off {
+            let words: Vec<&str> = reasoning.split(' ').take(4).collect();
+            content.push(json!({"text": words.join(" ")}));
+        }
+        "max_tokens"
+    } else {
+        match step {
+            Step::Call { step, of } => {
+                content.push(json!({"toolUse": {
+                    "toolUseId": format!("tooluse_{step:02}{}", short_hash(&seed, 20)),
+                    "name": tool_name(body),
+                    "input": {"step": step, "of": of, "note": format!("call {step} of {of}: \"what time is it?\" ⏱")}
+                }}));
+                "tool_use"
+            }
+            Step::Final(text) => {
+                content.push(json!({"text": text}));
+                "end_turn"
+            }
+        }
+    };
+    let output_tokens = content
+        .iter()
+        .map(|b| b.to_string().len())
+        .sum::<usize>()
+        .div_ceil(4)
+        + 1;
+    Reply {
+        content,
+        stop_reason,
+        input_tokens: ask.raw.len().div_ceil(4).max(1),
+        output_tokens,
+        latency_ms: 40 + ask.raw.len() % 200,
+    }
+}
+
+/// Char counts a tool's input JSON is cut into, cycled.
+const RAGGED: [usize; 5] = [5, 11, 2, 7, 13];
+
+/// Splits `s` at uneven char boundaries (at least one piece).
+fn ragged(s: &str) -> Vec<String> {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = Vec::new();
+    let mut at = 0;
+    for n in RAGGED.iter().cycle() {
+        if at >= chars.len() {
+            break;
+        }
+        let end = (at + n).min(chars.len());
+        out.push(chars[at..end].iter().collect());
+        at = end;
+    }
+    if out.is_empty() {
+        out.push(String::new());
+    }
+    out
+}
+
+impl Reply {
+    fn usage(&self) -> Value {
+        json!({
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "totalTokens": self.input_tokens + self.output_tokens
+        })
+    }
+
+    /// The Converse response object.
+    pub(crate) fn json(&self) -> Value {
+        json!({
+            "output": {"message": {"role": "assistant", "content": self.content}},
+            "stopReason": self.stop_reason,
+            "usage": self.usage(),
+            "metrics": {"latencyMs": self.latency_ms}
+        })
+    }
+
+    /// ConverseStream's events in order: `(event type, payload)` (without the `p` padding).
+    pub(crate) fn events(&self) -> Vec<(&'static str, Value)> {
+        let mut out = vec![("messageStart", json!({"role": "assistant"}))];
+        for (index, block) in self.content.iter().enumerate() {
+            let delta = |d: Value| {
+                (
+                    "contentBlockDelta",
+                    json!({"contentBlockIndex": index, "delta": d}),
+                )
+            };
+            if let Some(t) = block.get("text").and_then(Value::as_str) {
+                for p in pieces(t).into_iter().filter(|p| !p.is_empty()) {
+                    out.push(delta(json!({"text": p})));
+                }
+            } else if let Some(r) = block.get("reasoningContent") {
+                if let Some(rt) = r.get("reasoningText") {
+                    let text = rt.get("text").and_then(Value::as_str).unwrap_or("");
+                    for p in pieces(text).into_iter().filter(|p| !p.is_empty()) {
+                        out.push(delta(json!({"reasoningContent": {"text": p}})));
+                    }
+                    if let Some(sig) = rt.get("signature") {
+                        out.push(delta(json!({"reasoningContent": {"signature": sig}})));
+                    }
+                } else if let Some(data) = r.get("redactedContent") {
+                    out.push(delta(
+                        json!({"reasoningContent": {"redactedContent": data}}),
+                    ));
+                }
+            } else if let Some(tu) = block.get("toolUse") {
+                out.push((
+                    "contentBlockStart",
+                    json!({"contentBlockIndex": index, "start": {"toolUse": {
+                        "toolUseId": tu.get("toolUseId"),
+                        "name": tu.get("name")
+                    }}}),
+                ));
+                let input = tu.get("input").map(Value::to_string).unwrap_or_default();
+                for p in ragged(&input) {
+                    out.push(delta(json!({"toolUse": {"input": p}})));
+                }
+            }
+            out.push(("contentBlockStop", json!({"contentBlockIndex": index})));
+        }
+        out.push(("messageStop", json!({"stopReason": self.stop_reason})));
+        out.push((
+            "metadata",
+            json!({"usage": self.usage(), "metrics": {"latencyMs": self.latency_ms}}),
+        ));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ragged_pieces_cover_the_text() {
+        let s = r#"{"step":1,"note":"ünï ⏱"}"#;
+        let p = ragged(s);
+        assert!(p.len() > 2);
+        assert_eq!(p.concat(), s);
+        assert_eq!(ragged(""), vec![String::new()]);
+    }
+}
