@@ -12,10 +12,11 @@
 //! Native wires (a [`Wire`] other than chat completions) are proven the same two ways: case
 //! files naming the wire pin its whole body (`expect.body`, byte for byte), and
 //! [`Suite::wire_invariants`] runs the wire over a built-in corpus of histories
-//! ([`check_wire_invariants`]: input unchanged, same bytes twice, opaque items byte for byte and
-//! only to their minter, no stored bookkeeping key on the wire, and on Messages-shaped bodies the
-//! wire's own schema, every `tool_use` answered in the next user turn and no cache breakpoint
-//! on a thinking block).
+//! ([`check_wire_invariants`]: input unchanged, same bytes twice, opaque items exactly as stored
+//! and only to their minter, no stored bookkeeping key on the wire, and on Anthropic Messages
+//! and Bedrock Converse bodies the body's own schema, every tool call answered in the next user
+//! turn and no cache breakpoint on a thinking block). A wire whose provider knows the corpus's
+//! models by other ids names its own ([`Suite::wire_models`], [`check_wire_invariants_for`]).
 //!
 //! This crate reads case files; `hermes-core` itself does no IO.
 
@@ -31,7 +32,7 @@ use hermes_core::{RouteTable, Wire};
 
 pub use case::{Case, CaseExpect, SCHEMA_VERSION, load_cases, parse_case};
 pub use invariants::check_invariants;
-pub use wire_invariants::{WIRE_CORPUS_MODELS, check_wire_invariants};
+pub use wire_invariants::{WIRE_CORPUS_MODELS, check_wire_invariants, check_wire_invariants_for};
 
 /// What a native wire is built for: a case's (or an invariant run's) provider, base URL and
 /// model, handed to a factory registered with [`Suite::wire_factory`].
@@ -207,6 +208,7 @@ pub struct Suite<'t> {
     require_cases: bool,
     wires: Wires<'t>,
     wire_runs: Vec<WireRun>,
+    wire_models: Vec<(String, [String; 2])>,
 }
 
 impl fmt::Debug for Suite<'_> {
@@ -216,6 +218,7 @@ impl fmt::Debug for Suite<'_> {
             .field("require_cases", &self.require_cases)
             .field("wires", &self.wires.ids())
             .field("wire_invariants", &self.wire_runs)
+            .field("wire_models", &self.wire_models)
             .finish()
     }
 }
@@ -229,6 +232,7 @@ impl<'t> Suite<'t> {
             require_cases: true,
             wires: Wires::default(),
             wire_runs: Vec::new(),
+            wire_models: Vec::new(),
         }
     }
 
@@ -258,7 +262,8 @@ impl<'t> Suite<'t> {
 
     /// Runs the native-wire invariants ([`check_wire_invariants`]) through the wire `wire_id`
     /// for `provider` at `base_url`; the checks are reported under the route that target
-    /// resolves to, named `<wire> wire: …`. Register once per host family worth proving.
+    /// resolves to, named `<wire> wire: …`, for the wire's models ([`Suite::wire_models`]).
+    /// Register once per host family worth proving.
     pub fn wire_invariants(
         mut self,
         wire_id: &str,
@@ -271,6 +276,26 @@ impl<'t> Suite<'t> {
             base_url: base_url.map(str::to_owned),
         });
         self
+    }
+
+    /// Names the two models the invariants of the wire `id` run for: the ids the wire's
+    /// provider knows them by (Bedrock's `us.anthropic.claude-…`, say), standing for the
+    /// corpus's `model-a` and `model-b` in place of [`WIRE_CORPUS_MODELS`], so that the wire
+    /// applies the replay policy those models have. Its factory is asked for the first one. The
+    /// last call for an id wins.
+    pub fn wire_models(mut self, id: &str, models: [&str; 2]) -> Self {
+        self.wire_models.retain(|(w, _)| w != id);
+        self.wire_models
+            .push((id.to_owned(), models.map(str::to_owned)));
+        self
+    }
+
+    /// The models the invariants of the wire `id` run for.
+    fn models_for(&self, id: &str) -> [&str; 2] {
+        self.wire_models
+            .iter()
+            .find(|(w, _)| w == id)
+            .map_or(WIRE_CORPUS_MODELS, |(_, m)| [m[0].as_str(), m[1].as_str()])
     }
 
     /// Reads case files from `dir/<route-id>/*.json`.
@@ -290,17 +315,19 @@ impl<'t> Suite<'t> {
         let mut report = Report::default();
         let mut wire_checks: Vec<Check> = Vec::new();
         for run in &self.wire_runs {
+            let models = self.models_for(&run.wire);
             let target = WireTarget {
                 provider: &run.provider,
                 base_url: run.base_url.as_deref(),
-                model: WIRE_CORPUS_MODELS[0],
+                model: models[0],
             };
             match self.wires.choose(&run.wire, &target) {
-                Ok(wire) => wire_checks.extend(check_wire_invariants(
+                Ok(wire) => wire_checks.extend(check_wire_invariants_for(
                     self.table,
                     wire.get(),
                     &run.provider,
                     run.base_url.as_deref(),
+                    models,
                 )),
                 Err(e) => {
                     let decision = self.table.resolve(

@@ -312,7 +312,7 @@ fn wire_invariants_run_through_a_registered_wire_under_the_resolved_route() {
     assert_eq!(wire_checks.len(), 27, "{report}");
     assert!(wire_checks.iter().all(|c| c.route == "turns-route"));
     // The made-up wire keeps no stored key out of its body (`thought` is not one), but it
-    // sends none of the Messages schema either: those checks do not apply to it.
+    // has neither the Messages nor the Converse shape: the structural checks do not apply.
     assert!(wire_checks.iter().all(|c| c.failure.is_none()), "{report}");
     let report = Suite::new(&table)
         .require_cases(false)
@@ -325,4 +325,37 @@ fn wire_invariants_run_through_a_registered_wire_under_the_resolved_route() {
             .is_some_and(|f| f.contains("no `missing` wire"))),
         "{report}"
     );
+}
+
+#[test]
+fn wire_models_name_the_models_the_invariants_of_a_wire_run_for() {
+    let table = table();
+    let asked = std::sync::Mutex::new(Vec::new());
+    let report = Suite::new(&table)
+        .require_cases(false)
+        .wire_factory("turns", |t| {
+            asked.lock().unwrap().push(t.model.to_owned());
+            Some(Box::new(Turns { at: None }) as Box<dyn Wire>)
+        })
+        .wire_models("turns", ["t-old", "t-other"])
+        .wire_models("turns", ["t-a", "t-b"])
+        .wire_invariants("turns", "turns-cloud", None)
+        .run_routes(&["turns-route"]);
+    assert_eq!(
+        *asked.lock().unwrap(),
+        ["t-a"],
+        "the factory builds for the first"
+    );
+    let labels: std::collections::BTreeSet<&str> = report
+        .checks
+        .iter()
+        .filter_map(|c| c.name.strip_prefix("turns wire: "))
+        .filter_map(|n| n.split_once(" [").map(|(_, label)| label))
+        .collect();
+    assert_eq!(
+        labels.into_iter().collect::<Vec<_>>(),
+        ["t-a @ , minted on another host]", "t-a @ ]", "t-b @ ]"],
+        "{report}"
+    );
+    assert_eq!(report.failed(), 0, "{report}");
 }

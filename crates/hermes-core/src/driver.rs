@@ -353,7 +353,8 @@ impl Driver<'_> {
                 });
                 if let Some(fields) = refused {
                     if self.record_refusal(conversation, &fields).await? {
-                        tracing::warn!(
+                        // Told to the user in one line (the Refused event); logged in full.
+                        tracing::info!(
                             wire = wire.id(),
                             route = decision.id(),
                             provider = %decision.target.provider,
@@ -382,7 +383,9 @@ impl Driver<'_> {
                 let (history, _) = paired(&conversation.messages);
                 let parts = self.parts(&history, conversation);
                 if let Some(recovery) = wire.recover(&parts, error.status(), body) {
-                    tracing::warn!(
+                    // The user reads the note as one line (the Notice event); the log keeps
+                    // the structured record.
+                    tracing::info!(
                         wire = wire.id(),
                         route = decision.id(),
                         status = error.status(),

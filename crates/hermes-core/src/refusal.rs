@@ -86,10 +86,14 @@ pub(crate) fn classify(
     Some(refused)
 }
 
-/// [`classify`] over field names, for any wire: the chat carriers among `sent` follow SPEC §6
-/// exactly; any other field is refused when the body, carrying one of the unknown-field
-/// phrases, names it as a whole word.
-pub(crate) fn classify_fields(
+/// The refusal classifier over field names, for any wire (what the default
+/// [`Wire::refused`](crate::Wire::refused) calls, and what a wire that first unwraps its own
+/// error envelope calls on the words inside): the refused fields among `sent`, or `None` when
+/// the error is not a refusal. `status` is `None` for an error with no status; anything but a
+/// 4xx is no refusal. The chat carriers among `sent` follow SPEC §6 exactly (a `must_echo`
+/// route never refuses `reasoning_content`); any other field is refused when the body, carrying
+/// one of the unknown-field phrases, names it as a whole word.
+pub fn classify_fields(
     status: Option<u16>,
     body: &str,
     sent: &[&'static str],

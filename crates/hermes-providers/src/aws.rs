@@ -258,10 +258,8 @@ impl FrameReader {
 mod tests {
     use std::time::{Duration, UNIX_EPOCH};
 
-    use aws_smithy_eventstream::frame::write_message_to;
-    use aws_smithy_types::event_stream::{Header, Message};
-
     use super::*;
+    use crate::testing::frame;
 
     fn creds(token: Option<&str>) -> AwsAuth {
         AwsAuth::SigV4 {
@@ -345,32 +343,16 @@ mod tests {
         assert!(!shown.contains("ABSKkey") && !shown.contains("wJalr") && !shown.contains("TOKEN"));
     }
 
-    fn frame_bytes(headers: Vec<Header>, payload: &str) -> Vec<u8> {
-        let mut out = Vec::new();
-        write_message_to(
-            &Message::new_from_parts(headers, payload.as_bytes().to_vec()),
-            &mut out,
-        )
-        .unwrap();
-        out
-    }
-
     #[test]
     fn frames_cut_anywhere_are_read_whole_in_order() {
-        let mut bytes = frame_bytes(
-            vec![
-                Header::new(":message-type", HeaderValue::String("event".into())),
-                Header::new(":event-type", HeaderValue::String("messageStart".into())),
-            ],
+        let mut bytes = frame(
+            &[(":message-type", "event"), (":event-type", "messageStart")],
             r#"{"role":"assistant","p":"abc"}"#,
         );
-        bytes.extend(frame_bytes(
-            vec![
-                Header::new(":message-type", HeaderValue::String("exception".into())),
-                Header::new(
-                    ":exception-type",
-                    HeaderValue::String("throttlingException".into()),
-                ),
+        bytes.extend(frame(
+            &[
+                (":message-type", "exception"),
+                (":exception-type", "throttlingException"),
             ],
             r#"{"message":"slow down"}"#,
         ));
@@ -394,13 +376,7 @@ mod tests {
 
     #[test]
     fn a_corrupted_frame_is_a_stream_error() {
-        let mut bytes = frame_bytes(
-            vec![Header::new(
-                ":event-type",
-                HeaderValue::String("messageStart".into()),
-            )],
-            "{}",
-        );
+        let mut bytes = frame(&[(":event-type", "messageStart")], "{}");
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
         let mut reader = FrameReader::new();

@@ -7,6 +7,10 @@ pub mod bedrock;
 pub mod chat;
 pub mod registry;
 pub mod routes;
+mod signed;
+#[cfg(test)]
+mod testing;
+mod tools;
 pub mod transport;
 
 pub use hermes_core::transport::{Reply, TransportError};

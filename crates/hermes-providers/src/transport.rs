@@ -141,13 +141,27 @@ pub(crate) fn stream_error(
     unit: &str,
 ) -> TransportError {
     match error {
-        eventsource_stream::EventStreamError::Transport(t) if t.is_timeout() => {
-            TransportError::Timeout(format!(
-                "the stream was silent for longer than the idle limit after {seen} {unit}"
-            ))
-        }
+        eventsource_stream::EventStreamError::Transport(t) if t.is_timeout() => silent(seen, unit),
         other => TransportError::Stream(other.to_string()),
     }
+}
+
+/// A failed read of a streamed body's bytes (an AWS event stream) as a transport error: a
+/// silent stream is a timeout naming how far it got (`seen` `unit`, e.g. "12 frames"), the
+/// rest as [`map_reqwest`] maps them.
+pub(crate) fn chunk_error(error: reqwest::Error, seen: usize, unit: &str) -> TransportError {
+    if error.is_timeout() {
+        silent(seen, unit)
+    } else {
+        map_reqwest(error)
+    }
+}
+
+/// A stream silent for longer than the idle limit, after `seen` `unit`.
+fn silent(seen: usize, unit: &str) -> TransportError {
+    TransportError::Timeout(format!(
+        "the stream was silent for longer than the idle limit after {seen} {unit}"
+    ))
 }
 
 /// The message of an SSE `event: error` frame: a JSON payload's message, or its text.
@@ -271,20 +285,12 @@ impl ChatTransport {
         on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
     ) -> Result<Reply, TransportError> {
         let url = endpoint.url();
-        tracing::debug!(url = %url, stream = request.stream, bytes = request.body.len(), "sending chat request");
-        tracing::trace!(body = %String::from_utf8_lossy(&request.body), "chat request body");
         let auth = endpoint
             .api_key
             .as_ref()
             .map(|key| Auth::Bearer(key.clone()));
         let response = self
-            .post(
-                &url,
-                request.body.clone(),
-                request.stream,
-                auth.as_ref(),
-                &[],
-            )
+            .send_request("chat", &url, request, auth.as_ref(), &[])
             .await?;
         if request.stream {
             read_stream(response, origin, on_delta).await
@@ -326,6 +332,22 @@ impl fmt::Debug for Auth {
 }
 
 impl ChatTransport {
+    /// POSTs the body of `request` (encoded by the wire named `wire`) to `url` as [`Self::post`]
+    /// does, logging where it goes and how big it is (its bytes only at trace level).
+    pub(crate) async fn send_request(
+        &self,
+        wire: &str,
+        url: &str,
+        request: &Outgoing,
+        auth: Option<&Auth>,
+        headers: &[(&'static str, String)],
+    ) -> Result<reqwest::Response, TransportError> {
+        tracing::debug!(url = %url, stream = request.stream, bytes = request.body.len(), "sending {wire} request");
+        tracing::trace!(body = %String::from_utf8_lossy(&request.body), "{wire} request body");
+        self.post(url, request.body.clone(), request.stream, auth, headers)
+            .await
+    }
+
     /// POSTs a JSON `body` to `url` with `auth` and extra `headers`, within the time-to-first-byte
     /// limit; a redirect not followed and a non-success status become typed errors (the error
     /// body read up to its cap). Every wire sends through here.

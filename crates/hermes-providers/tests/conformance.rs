@@ -5,7 +5,9 @@
 //! [`AnthropicWire`] built for each case's base URL, and the native-wire invariants run through
 //! it for one target of each host family.
 //! The Bedrock Converse wire's cases (`"wire": "bedrock"`, files `bedrock-…`) are encoded by a
-//! [`BedrockWire`] built for each case's runtime base URL (no credentials: encoding signs nothing).
+//! [`BedrockWire`] built for each case's runtime base URL (no credentials: encoding signs nothing),
+//! and the native-wire invariants run through it too, the corpus's models named by their Bedrock
+//! ids (`Suite::wire_models`) so that Claude's signed replay policy applies.
 //! Prints the route → profile mapping, one line per route and `N passed, M failed`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -85,6 +87,17 @@ fn anthropic_for(target: &WireTarget<'_>) -> Option<Box<dyn Wire>> {
 /// The Bedrock runtime the Converse wire's cases default to (SPEC §8a).
 const BEDROCK_US_EAST_1: &str = "https://bedrock-runtime.us-east-1.amazonaws.com";
 
+/// The Bedrock ids of the wire corpus's two models (Claude Opus 4.6 and Sonnet 4.5 through the
+/// US inference profiles): what the Converse wire's invariants target.
+const BEDROCK_CORPUS_MODELS: [&str; 2] = [
+    "us.anthropic.claude-opus-4-6-v1:0",
+    "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+];
+
+/// The targets the Bedrock Converse wire's invariants run on: a regional runtime (the third pass
+/// of each run proves provenance across hosts).
+const BEDROCK_INVARIANT_TARGETS: &[(&str, &str)] = &[("bedrock", BEDROCK_US_EAST_1)];
+
 /// Builds the Bedrock Converse wire for a case's own base URL (us-east-1 when it names none).
 fn bedrock_for(target: &WireTarget<'_>) -> Option<Box<dyn Wire>> {
     Some(Box::new(BedrockWire {
@@ -112,9 +125,13 @@ fn main() -> ExitCode {
         .cases_dir(cases)
         .wire(&direct)
         .wire_factory(hermes_providers::anthropic::WIRE_ID, anthropic_for)
-        .wire_factory(hermes_providers::bedrock::WIRE_ID, bedrock_for);
+        .wire_factory(hermes_providers::bedrock::WIRE_ID, bedrock_for)
+        .wire_models(hermes_providers::bedrock::WIRE_ID, BEDROCK_CORPUS_MODELS);
     for (provider, base) in ANTHROPIC_INVARIANT_TARGETS {
         suite = suite.wire_invariants(hermes_providers::anthropic::WIRE_ID, provider, Some(base));
+    }
+    for (provider, base) in BEDROCK_INVARIANT_TARGETS {
+        suite = suite.wire_invariants(hermes_providers::bedrock::WIRE_ID, provider, Some(base));
     }
     let mut report = suite.run_routes(&only);
     println!("live route -> simulator profile:");
@@ -125,18 +142,27 @@ fn main() -> ExitCode {
         println!("  {:<15} -> {}", pair.route, pair.profile);
     }
     report.checks.extend(live::run(&table, &only));
-    println!(
-        "anthropic wire: cases `anthropic-*.json`, invariants `anthropic wire: ...` (target -> route):"
-    );
-    for (provider, base) in ANTHROPIC_INVARIANT_TARGETS {
-        let target = hermes_core::RouteTarget::new(
-            provider,
-            Some(base),
+    for (wire, targets, model) in [
+        (
+            hermes_providers::anthropic::WIRE_ID,
+            ANTHROPIC_INVARIANT_TARGETS,
             hermes_conformance::WIRE_CORPUS_MODELS[0],
+        ),
+        (
+            hermes_providers::bedrock::WIRE_ID,
+            BEDROCK_INVARIANT_TARGETS,
+            BEDROCK_CORPUS_MODELS[0],
+        ),
+    ] {
+        println!(
+            "{wire} wire: cases `{wire}-*.json`, invariants `{wire} wire: ...` (target -> route):"
         );
-        let route = table.resolve(&target, hermes_core::ResolveOptions::default());
-        if only.is_empty() || only.contains(&route.id()) {
-            println!("  {base:<52} -> {}", route.id());
+        for (provider, base) in targets {
+            let target = hermes_core::RouteTarget::new(provider, Some(base), model);
+            let route = table.resolve(&target, hermes_core::ResolveOptions::default());
+            if only.is_empty() || only.contains(&route.id()) {
+                println!("  {base:<52} -> {}", route.id());
+            }
         }
     }
     // Group each route's checks together for the per-route lines.

@@ -52,6 +52,9 @@ pub(crate) enum Builtin {
     /// AWS Bedrock Runtime (Converse, ConverseStream, InvokeModel, InvokeModelWithResponseStream):
     /// SigV4 or API-key auth, per-model reasoning replay policy. Served by `crate::bedrock`.
     Bedrock,
+    /// Google's native generateContent API (AI Studio and Vertex doors): strict schema, signed
+    /// `thoughtSignature`s enforced in the current turn. Served by `crate::gemini`.
+    Gemini,
 }
 
 const fn info(
@@ -69,7 +72,7 @@ const fn info(
 }
 
 /// The table: every built-in, its name, stand-in provider, default model and `--help` line.
-const TABLE: [(ProfileInfo, Builtin); 14] = [
+const TABLE: [(ProfileInfo, Builtin); 15] = [
     (
         info(
             "deepseek-v4",
@@ -196,6 +199,15 @@ const TABLE: [(ProfileInfo, Builtin); 14] = [
         ),
         Builtin::Bedrock,
     ),
+    (
+        info(
+            "gemini",
+            "gemini",
+            "gemini-3-pro-preview",
+            "Gemini generateContent (AI Studio, Vertex): strict schema, signed thoughtSignatures enforced in the current turn, SSE",
+        ),
+        Builtin::Gemini,
+    ),
 ];
 
 const fn infos() -> [ProfileInfo; TABLE.len()] {
@@ -297,6 +309,13 @@ pub(crate) fn error_400(profile: Builtin, message: &str) -> Refusal {
         // Bedrock's `ValidationException` body (its `x-amzn-ErrorType` header is set by
         // `crate::bedrock`; this arm only keeps the match whole).
         Builtin::Bedrock => json!({"message": message}),
+        // Google's envelope (`crate::gemini` builds its own, with field violations; this arm
+        // only keeps the match whole).
+        Builtin::Gemini => json!({"error": {
+            "code": 400,
+            "message": message,
+            "status": "INVALID_ARGUMENT"
+        }}),
     };
     Refusal { status: 400, body }
 }

@@ -1,5 +1,6 @@
 //! Loopback simulator of OpenAI-compatible chat-completions providers, of Anthropic's Messages
-//! API and of AWS Bedrock Runtime, with strict per-provider profiles.
+//! API, of AWS Bedrock Runtime and of Google's generateContent API, with strict per-provider
+//! profiles.
 //!
 //! Each profile validates requests independently from PROVIDERS.md (it depends on no other hermes
 //! crate) and answers violations with the provider's real status, envelope and message. Behind
@@ -36,6 +37,21 @@
 //! Anthropic Messages body (`anthropic_version: "bedrock-2023-05-31"`) and is served by the
 //! `anthropic` profile's rules and model.
 //!
+//! The `gemini` profile answers Google's native generateContent API: AI Studio
+//! `POST {base}/v1beta/models/{model}:generateContent` and `:streamGenerateContent?alt=sse` (also
+//! without the `/v1beta` prefix, for a client whose base URL ends in `/v1beta`; key in
+//! `x-goog-api-key`, a `?key=` in the URL refused) and Vertex
+//! `POST {base}/v1/projects/{p}/locations/{r}/publishers/google/models/{model}:generateContent`
+//! (`Authorization: Bearer` required). Its schema refuses every unknown name with Google's
+//! `Invalid JSON payload received. Unknown name …: Cannot find field.` and field violations;
+//! `thoughtSignature`s are minted bound to the model and the turn's content (in the sealed format
+//! `gemini-openai` uses, so each door verifies the other's) and enforced on the first
+//! `functionCall` part of each model turn of the current turn (Gemini 3). Misplaced signatures it
+//! accepts are reported in the `x-hermes-sim-degraded` response header and
+//! [`RecordedRequest::notes`]. Streams are SSE with CRLF line ends, or a JSON array without
+//! `alt=sse`. The scripted model takes `[tools=N]` (N sequential steps) and `[parallel=M]` (M
+//! parallel calls per step).
+//!
 //! [`PROFILES`] is the one table of built-in profiles (name, stand-in provider, default model,
 //! `--help` line). A provider that is not built in is simulated from its own rules with a
 //! [`ProfileSpec`] passed to [`Sim::builder`]. The library neither reads the environment nor
@@ -45,6 +61,7 @@ mod anthropic;
 mod bedrock;
 mod builtin;
 mod custom;
+mod gemini;
 mod model;
 mod profile;
 mod rules;
@@ -88,9 +105,9 @@ pub const SIM_BEDROCK_API_KEY: &str = "ABSKaGVybWVzLXNpbS1iZWRyb2NrLWFwaS1rZXk="
 /// Per-test rule switches.
 #[derive(Clone, Debug, Default)]
 pub struct Switches {
-    /// Message keys refused as unknown fields (on any message; not used by the `anthropic`
-    /// profile, whose schema refuses every unknown key already), with the profile's own
-    /// unknown-field refusal (Mistral: 422 `extra_forbidden`; Groq, Cerebras: their
+    /// Message keys refused as unknown fields (on any message; not used by the `anthropic`,
+    /// `bedrock` and `gemini` profiles, whose schemas refuse every unknown key already), with the
+    /// profile's own unknown-field refusal (Mistral: 422 `extra_forbidden`; Groq, Cerebras: their
     /// "is unsupported" forms; a [`ProfileSpec`]: its
     /// [`unknown_field_text`](ProfileSpec::unknown_field_text)) or a generic 400
     /// "Unrecognized request argument supplied: messages.N.FIELD" in the profile's envelope.
@@ -98,7 +115,8 @@ pub struct Switches {
     /// Streams emit a few deltas after the 200, then `data: {"error":{...,"code":502}}` and end
     /// (the `anthropic` profile: `event: error` with an `overloaded_error`; the `bedrock` profile:
     /// an event-stream frame with `:message-type: exception`, `throttlingException` unless
-    /// [`model_stream_error`](Switches::model_stream_error)).
+    /// [`model_stream_error`](Switches::model_stream_error); the `gemini` profile: three chunks,
+    /// then `data: {"error":{"code":503,…,"status":"UNAVAILABLE"}}`).
     pub fail_mid_stream: bool,
     /// `bedrock`: the mid-stream exception is `modelStreamErrorException` instead of
     /// `throttlingException`.
@@ -112,6 +130,13 @@ pub struct Switches {
     /// `bedrock`: SigV4 requests whose `x-amz-date` is more than 5 minutes from the clock are
     /// refused (`Signature expired` / `Signature not yet current`); off by default.
     pub check_clock_skew: bool,
+    /// `gemini`: the AI Studio door refuses a request without `x-goog-api-key` (or a bearer
+    /// token) with Google's 403 `PERMISSION_DENIED` "Method doesn't allow unregistered callers
+    /// …"; off by default (a loopback base URL needs no key).
+    pub require_api_key: bool,
+    /// `gemini`: a streamed text turn's `thoughtSignature` rides on its last text fragment instead
+    /// of on a trailing `{"text":"","thoughtSignature":…}` part (the default).
+    pub signature_on_text_fragment: bool,
 }
 
 impl Switches {
@@ -151,6 +176,18 @@ impl Switches {
         self.check_clock_skew = true;
         self
     }
+
+    /// Makes the `gemini` profile's AI Studio door require an API key.
+    pub fn requiring_api_key(mut self) -> Self {
+        self.require_api_key = true;
+        self
+    }
+
+    /// Makes the `gemini` profile sign a streamed text turn on its last text fragment.
+    pub fn signing_text_fragment(mut self) -> Self {
+        self.signature_on_text_fragment = true;
+        self
+    }
 }
 
 /// The AWS credential pair (and optional session token) the `bedrock` profile accepts.
@@ -178,7 +215,8 @@ impl Default for AwsCredentials {
 /// One request as the simulator saw and answered it.
 #[derive(Clone, Debug)]
 pub struct RecordedRequest {
-    /// Request path, e.g. `/v1/chat/completions`.
+    /// Request path, e.g. `/v1/chat/completions` (the `gemini` profile records the query too,
+    /// e.g. `…:streamGenerateContent?alt=sse`, with any `key` value as `<redacted>`).
     pub path: String,
     /// Request headers in arrival order (names lower case). Credential values (`authorization`,
     /// `proxy-authorization`, `x-api-key`, `api-key`, `x-goog-api-key`, `cookie`,
@@ -195,6 +233,12 @@ pub struct RecordedRequest {
     /// `exception <exception-type> <payload>` (a `chunk` frame's payload with its `bytes`
     /// decoded).
     pub response: String,
+    /// The simulator's notes on an accepted request it found degraded: the `gemini` profile's
+    /// misplaced `thoughtSignature`s (on a parallel call other than the first, on a non-call part
+    /// of a function-call turn, not on the last part of a text turn, on a user turn), signatures
+    /// that do not verify outside the current turn, and Gemini 3 model turns replayed without
+    /// one. Each note starts with the location, e.g. `contents[3].parts[2]: …`. Empty otherwise.
+    pub notes: Vec<String>,
 }
 
 /// Errors starting the simulator.
@@ -361,7 +405,9 @@ impl Sim {
     /// `/v1/chat/completions`) for the chat profiles; `/v1/messages`, `/anthropic/v1/messages` or
     /// the Vertex `/v1/projects/…:rawPredict` path for the `anthropic` profile;
     /// `/model/{modelId}/converse` (and `-stream`, `/invoke`, `/invoke-with-response-stream`) for
-    /// the `bedrock` profile.
+    /// the `bedrock` profile; `/v1beta/models/{model}:generateContent` (or
+    /// `:streamGenerateContent?alt=sse`, or the Vertex `/v1/projects/…/publishers/google/models/…`
+    /// path) for the `gemini` profile.
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
     }
@@ -398,7 +444,8 @@ impl Sim {
 
     /// Checks a `reasoning.encrypted` `data` blob minted for `model` with [`DEFAULT_KEY`].
     ///
-    /// The same sealed format carries gemini-openai's `thought_signature`s and copilot's
+    /// The same sealed format carries gemini-openai's `thought_signature`s, the `gemini`
+    /// profile's `thoughtSignature`s (whose content binding this does not check) and copilot's
     /// `reasoning_opaque` / `function.thought_signature`, so this checks those too.
     pub fn verify_encrypted(model: &str, data: &str) -> bool {
         sign::verify_data(DEFAULT_KEY, model, data)

@@ -1,6 +1,7 @@
 //! Standalone simulator: `hermes-sim <profile> [port] [--fail-mid-stream] [--reject-message-field F]...`
 //! (plus the `bedrock` switches `--model-stream-error`, `--redacted-reasoning`,
-//! `--refuse-redacted`, `--check-clock-skew`).
+//! `--refuse-redacted`, `--check-clock-skew`, and the `gemini` switches `--require-api-key`,
+//! `--signature-on-text-fragment`).
 //!
 //! Prints the base URL (e.g. `http://127.0.0.1:41234`) as the first line of stdout, then serves
 //! until killed. The signing key is [`hermes_sim::DEFAULT_KEY`] unless [`hermes_sim::KEY_ENV`] is
@@ -11,7 +12,7 @@ use std::process::ExitCode;
 
 use hermes_sim::{DEFAULT_KEY, KEY_ENV, PROFILES, Profile, Sim, SimError, Switches};
 
-const USAGE: &str = "usage: hermes-sim <profile> [port] [--fail-mid-stream] [--reject-message-field FIELD]... [--model-stream-error] [--redacted-reasoning] [--refuse-redacted] [--check-clock-skew]";
+const USAGE: &str = "usage: hermes-sim <profile> [port] [--fail-mid-stream] [--reject-message-field FIELD]... [--model-stream-error] [--redacted-reasoning] [--refuse-redacted] [--check-clock-skew] [--require-api-key] [--signature-on-text-fragment]";
 
 fn usage_with_profiles() -> String {
     let mut out = format!("{USAGE}\nprofiles:");
@@ -53,6 +54,8 @@ async fn main() -> ExitCode {
             "--redacted-reasoning" => switches.redacted_reasoning = true,
             "--refuse-redacted" => switches.refuse_redacted = true,
             "--check-clock-skew" => switches.check_clock_skew = true,
+            "--require-api-key" => switches.require_api_key = true,
+            "--signature-on-text-fragment" => switches.signature_on_text_fragment = true,
             "--reject-message-field" => match args.next() {
                 Some(f) => switches.reject_message_fields.push(f),
                 None => {

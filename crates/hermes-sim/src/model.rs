@@ -55,9 +55,14 @@ fn text_of(content: Option<&Value>) -> String {
 
 /// The N of the first `[tools=N]` marker with N ≥ 1.
 pub(crate) fn tools_wanted(text: &str) -> Option<usize> {
+    marker_wanted(text, "[tools=")
+}
+
+/// The N of the first `{open}N]` marker with N ≥ 1 (`open` is e.g. `[tools=`).
+pub(crate) fn marker_wanted(text: &str, open: &str) -> Option<usize> {
     let mut rest = text;
-    while let Some(pos) = rest.find("[tools=") {
-        rest = &rest[pos + "[tools=".len()..];
+    while let Some(pos) = rest.find(open) {
+        rest = &rest[pos + open.len()..];
         let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
         if !digits.is_empty()
             && rest[digits.len()..].starts_with(']')
@@ -462,6 +467,10 @@ mod tests {
         assert_eq!(tools_wanted("[tools=x] [tools=2]"), Some(2));
         assert_eq!(tools_wanted("[tools=2"), None);
         assert_eq!(tools_wanted("nothing"), None);
+        assert_eq!(
+            marker_wanted("[tools=2] [parallel=3]", "[parallel="),
+            Some(3)
+        );
     }
 
     #[test]

@@ -48,6 +48,11 @@ impl Profile {
         matches!(self.0, Kind::Builtin(Builtin::Bedrock))
     }
 
+    /// The profile speaks Google's native generateContent API (served by `crate::gemini`).
+    pub(crate) fn is_gemini(&self) -> bool {
+        matches!(self.0, Kind::Builtin(Builtin::Gemini))
+    }
+
     /// Validates a parsed request against the profile and the switches.
     pub(crate) fn validate(
         &self,

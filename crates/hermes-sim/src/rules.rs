@@ -48,8 +48,9 @@ pub(crate) fn validate(
         Builtin::Cerebras => cerebras(messages),
         Builtin::GeminiOpenAi => gemini(obj, messages, key),
         Builtin::Copilot => copilot(body, messages, key),
-        // Served by `crate::anthropic` / `crate::bedrock` (the server never validates them here).
-        Builtin::Anthropic | Builtin::Bedrock => return Ok(()),
+        // Served by `crate::anthropic` / `crate::bedrock` / `crate::gemini` (the server never
+        // validates them here).
+        Builtin::Anthropic | Builtin::Bedrock | Builtin::Gemini => return Ok(()),
     }?;
     match tool_pairing(messages) {
         Some(fault) => Err(error_400(profile, &pairing_text(profile, &fault))),

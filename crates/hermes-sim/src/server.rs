@@ -1,6 +1,7 @@
 //! HTTP/1.1 plumbing (hyper): routing (the `anthropic` profile to `crate::anthropic`, the `bedrock`
-//! profile to `crate::bedrock`, every other profile to the chat-completions path), request
-//! recording (credential headers redacted), JSON replies, chunked SSE and event-stream bodies.
+//! profile to `crate::bedrock`, the `gemini` profile to `crate::gemini`, every other profile to
+//! the chat-completions path), request recording (credential headers redacted), JSON replies,
+//! chunked SSE and event-stream bodies.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -19,7 +20,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::wire::{self, Refusal};
-use crate::{RecordedRequest, Shared, anthropic, bedrock, lock, model};
+use crate::{RecordedRequest, Shared, anthropic, bedrock, gemini, lock, model};
 
 /// Byte sizes the SSE text is cut into, cycled; none divides an event, so cuts land mid-line.
 const CUTS: [usize; 7] = [7, 13, 5, 19, 11, 3, 17];
@@ -142,6 +143,18 @@ fn record(
     status: u16,
     response: &str,
 ) {
+    record_with_notes(shared, seen, body, raw, status, response, Vec::new());
+}
+
+fn record_with_notes(
+    shared: &Shared,
+    seen: &Seen<'_>,
+    body: serde_json::Value,
+    raw: Vec<u8>,
+    status: u16,
+    response: &str,
+    notes: Vec<String>,
+) {
     lock(&shared.requests).push(RecordedRequest {
         path: seen.path.to_owned(),
         headers: seen.headers.to_vec(),
@@ -149,6 +162,7 @@ fn record(
         raw,
         status,
         response: response.to_owned(),
+        notes,
     });
 }
 
@@ -220,6 +234,26 @@ fn bedrock_response(a: bedrock::Answer) -> Response<SimBody> {
     resp
 }
 
+/// The HTTP response for a `gemini` answer.
+fn gemini_response(a: &gemini::Answer) -> Response<SimBody> {
+    let mut resp = match a.kind {
+        gemini::Body::Json => json_response(a.status, a.text.clone()),
+        gemini::Body::Sse => sse_response(a.text.clone()),
+        gemini::Body::JsonArray => {
+            let mut resp = chunked(Bytes::from(a.text.clone()), &CUTS);
+            resp.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            resp
+        }
+    };
+    for (name, value) in &a.headers {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            resp.headers_mut().insert(*name, v);
+        }
+    }
+    resp
+}
+
 async fn handle(
     shared: Arc<Shared>,
     req: Request<Incoming>,
@@ -261,6 +295,18 @@ async fn handle(
         let text = a.recorded().to_owned();
         record(&shared, &seen, a.body.clone(), raw, a.status, &text);
         return Ok(bedrock_response(a));
+    }
+    if shared.profile.is_gemini() {
+        let a = gemini::answer(&shared, method.as_str(), &path_and_query, &headers, &raw);
+        // The query is recorded too (`alt=sse`), with any `key` value redacted.
+        let shown = gemini::recorded_path(&path_and_query);
+        let seen = Seen {
+            path: &shown,
+            headers: &recorded,
+        };
+        let resp = gemini_response(&a);
+        record_with_notes(&shared, &seen, a.body, raw, a.status, &a.text, a.notes);
+        return Ok(resp);
     }
     if path != "/chat/completions" && path != "/v1/chat/completions" {
         let r = wire::not_found(method.as_str(), &path);

@@ -7,11 +7,12 @@ use hermes_sim::{PROFILES, Sim, Switches};
 use serde_json::{Map, Value, json};
 
 /// The chat-completions profiles (the `anthropic` profile speaks the Messages API, the `bedrock`
-/// profile AWS Bedrock Runtime; their tests are in `tests/anthropic.rs` and `tests/bedrock.rs`).
+/// profile AWS Bedrock Runtime, the `gemini` profile Google's generateContent; their tests are in
+/// `tests/anthropic.rs`, `tests/bedrock.rs` and `tests/gemini.rs`).
 fn chat_profiles() -> impl Iterator<Item = &'static hermes_sim::ProfileInfo> {
     PROFILES
         .iter()
-        .filter(|p| p.name != "anthropic" && p.name != "bedrock")
+        .filter(|p| !["anthropic", "bedrock", "gemini"].contains(&p.name))
 }
 
 mod common;

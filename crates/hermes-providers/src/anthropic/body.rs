@@ -6,19 +6,17 @@
 
 use std::collections::BTreeSet;
 
-use hermes_core::message::{BLOCK_ORDER_KEY, same_minter};
-use hermes_core::route::{Effort, ThinkingRequest};
+use hermes_core::message::same_minter;
+use hermes_core::route::ThinkingRequest;
 use hermes_core::{DetailItem, Message, RawJson, RequestParts, Role, TargetHost, ToolCall};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
-use sha2::{Digest, Sha256};
 
 use super::model::{self, ClaudeModel};
-
-/// The key of the prefix digest a captured reply is stamped with: the conversation its signed
-/// thinking is bound to. Never sent.
-pub const PREFIX_KEY: &str = "hermes_prefix_digest";
+use crate::signed::replay;
+pub use crate::signed::replay::{PREFIX_KEY, PrefixDigest};
+use crate::tools::{ChatFunction, ChatTool};
 
 /// The `anthropic-version` the official SDK sends today (header, and Vertex's body field):
 /// `ANTHROPIC_API_VERSION` in anthropic-sdk-python 2.16.0 (`anthropic/_constants.py`), which
@@ -334,22 +332,6 @@ impl Serialize for System {
     }
 }
 
-/// A chat-completions tool definition, read without touching its schema's bytes.
-#[derive(serde::Deserialize)]
-struct ChatTool<'a> {
-    #[serde(borrow)]
-    function: ChatFunction<'a>,
-}
-
-#[derive(serde::Deserialize)]
-struct ChatFunction<'a> {
-    name: String,
-    #[serde(default)]
-    description: Option<String>,
-    #[serde(borrow, default)]
-    parameters: Option<&'a RawValue>,
-}
-
 struct Tool<'a>(ChatFunction<'a>);
 
 impl Serialize for Tool<'_> {
@@ -446,7 +428,7 @@ pub fn thinking_plan(
             plan.on = true;
             plan.explain = format!(
                 "--effort {} → thinking adaptive (display summarized), output_config.effort {e}",
-                effort_name(effort)
+                effort.as_str()
             );
         }
         ThinkingRequest::Effort(effort) => {
@@ -468,7 +450,7 @@ pub fn thinking_plan(
             }
             plan.explain = format!(
                 "--effort {} → thinking enabled, budget_tokens {budget}, max_tokens {}{}",
-                effort_name(effort),
+                effort.as_str(),
                 plan.max_tokens,
                 match (plan.beta.is_some(), &target.flavor) {
                     (false, _) => "",
@@ -481,17 +463,6 @@ pub fn thinking_plan(
         }
     }
     plan
-}
-
-fn effort_name(effort: Effort) -> &'static str {
-    match effort {
-        Effort::Minimal => "minimal",
-        Effort::Low => "low",
-        Effort::Medium => "medium",
-        Effort::High => "high",
-        Effort::XHigh => "xhigh",
-        Effort::Max => "max",
-    }
 }
 
 /// The kind of a stored Anthropic-shaped item (`thinking` or `redacted_thinking`), if it is one.
@@ -512,68 +483,6 @@ fn anthropic_kind(item: &DetailItem) -> Option<(&'static str, bool)> {
         Some("redacted_thinking") => Some(("redacted_thinking", true)),
         _ => None,
     }
-}
-
-/// The digest of a conversation prefix: roles, content, tool calls and results — never
-/// carriers, origins or stored bookkeeping — so leaving an earlier turn's thinking out does not
-/// change it, and editing a message before a block does.
-#[derive(Clone)]
-pub struct PrefixDigest(Sha256);
-
-impl PrefixDigest {
-    /// An empty prefix.
-    pub fn new() -> Self {
-        PrefixDigest(Sha256::new())
-    }
-
-    /// Adds one message.
-    pub fn add(&mut self, msg: &Message) {
-        let h = &mut self.0;
-        let mut field = |tag: &str, text: &str| {
-            h.update(tag.as_bytes());
-            h.update((text.len() as u64).to_le_bytes());
-            h.update(text.as_bytes());
-        };
-        field("role", msg.role.as_str());
-        if let Some(c) = &msg.content {
-            field("content", c.get());
-        }
-        for call in msg.tool_calls.iter().flatten() {
-            field("call", call.id.as_deref().unwrap_or(""));
-            field("name", &call.function.name);
-            field(
-                "args",
-                call.function.arguments.as_ref().map_or("", |a| a.get()),
-            );
-        }
-        if let Some(id) = &msg.tool_call_id {
-            field("result", id);
-        }
-    }
-
-    /// The digest so far, as hex.
-    pub fn hex(&self) -> String {
-        let bytes = self.0.clone().finalize();
-        bytes.iter().take(16).map(|b| format!("{b:02x}")).collect()
-    }
-}
-
-impl Default for PrefixDigest {
-    fn default() -> Self {
-        PrefixDigest::new()
-    }
-}
-
-fn stored_digest(msg: &Message) -> Option<String> {
-    msg.extra
-        .iter()
-        .find(|(k, _)| k == PREFIX_KEY)
-        .and_then(|(_, v)| v.as_str().map(|s| s.into_owned()))
-}
-
-fn block_order(msg: &Message) -> Option<Vec<String>> {
-    let (_, raw) = msg.extra.iter().find(|(k, _)| k == BLOCK_ORDER_KEY)?;
-    serde_json::from_str(raw.get()).ok()
 }
 
 /// The text parts of a content value: a string literal as is, or each `text` of an array of
@@ -665,11 +574,7 @@ fn encode_with(
     )];
     explain.push(plan.explain.clone());
 
-    // The in-flight loop: everything after the last real user message.
-    let loop_start = history
-        .iter()
-        .rposition(|m| m.role == Role::User)
-        .map_or(0, |i| i + 1);
+    let loop_start = replay::loop_start(history);
 
     let mut system = Vec::new();
     let mut wire: Vec<WireMessage<'_>> = Vec::new();
@@ -734,16 +639,13 @@ fn encode_with(
 
     // Inside the loop, a latest turn without a thinking block this target may receive would
     // draw "Expected `thinking`… found `tool_use`": send this request with thinking disabled.
-    let in_loop_now = history.last().is_some_and(|m| m.role == Role::Tool)
-        && last_assistant.is_some_and(|i| i >= loop_start);
-    let must_disable = plan.on
-        && (drops.thinking_off || (in_loop_now && latest_starts_with_thinking == Some(false)));
-    if must_disable {
-        let why = if drops.thinking_off {
-            "a refused block belonged to the tool loop in flight".to_owned()
-        } else {
-            format!("the latest turn of the tool loop has no thinking block {model} may receive")
-        };
+    if let Some(why) = replay::thinking_must_go(
+        history,
+        plan.on,
+        drops.thinking_off,
+        latest_starts_with_thinking,
+        model,
+    ) {
         notes.push(format!(
             "thinking is disabled for this request: {why} (the stored history is unchanged)"
         ));
@@ -864,14 +766,20 @@ fn assistant_thinking<'h>(
     match family {
         Family::Unknown => (Thinking::None, "no thinking to an unknown relay".into()),
         Family::Echo => match readable {
-            Some(text) => (Thinking::Unsigned(text), "readable thinking sent unsigned".into()),
+            Some(text) => (
+                Thinking::Unsigned(text),
+                "readable thinking sent unsigned".into(),
+            ),
             None => (
                 Thinking::Unsigned(hermes_core::shape::PAD.to_owned()),
                 "no stored thinking: must-echo pad \" \" sent as an unsigned block".into(),
             ),
         },
         Family::Kimi if items.is_empty() => match readable {
-            Some(text) => (Thinking::Unsigned(text), "readable thinking sent unsigned".into()),
+            Some(text) => (
+                Thinking::Unsigned(text),
+                "readable thinking sent unsigned".into(),
+            ),
             None => (Thinking::None, "no stored thinking".into()),
         },
         _ if items.is_empty() => (Thinking::None, "no stored thinking blocks".into()),
@@ -879,39 +787,23 @@ fn assistant_thinking<'h>(
             Thinking::None,
             "thinking blocks minted by another model or host: left out (provenance)".into(),
         ),
-        _ if refused.contains(&"signature") && items.iter().any(|i| i.2) => (
-            Thinking::None,
-            "signed blocks refused by this target (verdict)".into(),
-        ),
-        _ if refused.contains(&"redacted_thinking")
-            && items.iter().any(|i| i.1 == "redacted_thinking") =>
-        {
-            (
-                Thinking::None,
-                "redacted blocks refused by this target (verdict): the turn's blocks left out"
-                    .into(),
-            )
+        Family::Claude | Family::Kimi | Family::MiniMax => {
+            let signed = items.iter().any(|i| i.2);
+            let redacted = items.iter().any(|i| i.1 == "redacted_thinking");
+            if let Some(why) =
+                replay::verdict_leaves_out(refused, "redacted_thinking", signed, redacted)
+            {
+                return (Thinking::None, why.into());
+            }
+            let stored = Thinking::Stored(items.iter().map(|i| i.0).collect());
+            if family != Family::Claude {
+                return (stored, "stored thinking blocks replayed as they are".into());
+            }
+            match replay::signed_replay(msg, in_loop, keeps_prior, prefix) {
+                Ok(why) => (stored, why.into()),
+                Err(why) => (Thinking::None, why.into()),
+            }
         }
-        Family::Claude if in_loop => (
-            Thinking::Stored(items.iter().map(|i| i.0).collect()),
-            "in the tool loop in flight: signed blocks replayed verbatim".into(),
-        ),
-        Family::Claude if !keeps_prior => (
-            Thinking::None,
-            "before the tool loop, and this model does not keep earlier thinking".into(),
-        ),
-        Family::Claude if stored_digest(msg).is_some_and(|d| d != prefix) => (
-            Thinking::None,
-            "the conversation before this turn changed (compaction, branch or system prompt): its signed blocks are left out".into(),
-        ),
-        Family::Claude => (
-            Thinking::Stored(items.iter().map(|i| i.0).collect()),
-            "signed blocks replayed verbatim (model keeps earlier thinking)".into(),
-        ),
-        Family::Kimi | Family::MiniMax => (
-            Thinking::Stored(items.iter().map(|i| i.0).collect()),
-            "stored thinking blocks replayed as they are".into(),
-        ),
     }
 }
 
@@ -927,8 +819,10 @@ fn assemble<'h>(
     thinking: Thinking<'h>,
     sent: &mut BTreeSet<&'static str>,
 ) -> Vec<Block<'h>> {
-    let mut texts = text_parts(msg.content.as_ref()).into_iter();
-    let mut calls = msg
+    let texts = text_parts(msg.content.as_ref())
+        .into_iter()
+        .map(Block::Text);
+    let calls = msg
         .tool_calls
         .iter()
         .flatten()
@@ -938,18 +832,15 @@ fn assemble<'h>(
             name: &c.function.name,
             input: tool_input(c),
         });
-    let mut blocks = Vec::new();
-    let mut stored = match thinking {
-        Thinking::None => Vec::new(),
-        Thinking::Stored(items) => items,
+    let (lead, stored) = match thinking {
+        Thinking::None => (Vec::new(), Vec::new()),
+        Thinking::Stored(items) => (Vec::new(), items),
         Thinking::Unsigned(text) => {
             sent.insert("thinking");
-            blocks.push(Block::Unsigned(text));
-            Vec::new()
+            (vec![Block::Unsigned(text)], Vec::new())
         }
-    }
-    .into_iter();
-    for raw in stored.clone() {
+    };
+    for raw in &stored {
         let kind = if raw.get().contains("\"redacted_thinking\"") {
             "redacted_thinking"
         } else {
@@ -960,32 +851,8 @@ fn assemble<'h>(
             sent.insert("signature");
         }
     }
-    match block_order(msg) {
-        // Rebuilt exactly as received, then whatever the order did not place.
-        Some(order) => {
-            for kind in order {
-                match kind.as_str() {
-                    "thinking" | "redacted_thinking" => {
-                        blocks.extend(stored.next().map(Block::Stored))
-                    }
-                    "text" => blocks.extend(texts.next().map(Block::Text)),
-                    "tool_use" => blocks.extend(calls.next()),
-                    _ => {}
-                }
-            }
-            let mut rest: Vec<Block<'h>> = stored.map(Block::Stored).collect();
-            // Unplaced thinking still leads the turn.
-            if !rest.is_empty() {
-                rest.append(&mut blocks);
-                blocks = rest;
-            }
-        }
-        // No recorded order: thinking, then text, then tool calls.
-        None => blocks.extend(stored.map(Block::Stored)),
-    }
-    blocks.extend(texts.map(Block::Text));
-    blocks.extend(calls);
-    blocks
+    let stored = stored.into_iter().map(|raw| Some(Block::Stored(raw)));
+    replay::arrange(msg, lead, stored, texts, calls)
 }
 
 struct Body<'a, 'h> {

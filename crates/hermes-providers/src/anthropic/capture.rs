@@ -1,13 +1,10 @@
 //! Reply capture of the Anthropic Messages wire (SPEC §2, §5): a whole `message` object, or its
 //! SSE events, in; one canonical assistant message out.
 //!
-//! The content blocks become carriers: text blocks the `content` (a string for one block, an
-//! array of text parts for several), `tool_use` blocks the `tool_calls` (the input object as the
-//! arguments text), `thinking` / `redacted_thinking` blocks Anthropic-shaped `reasoning_details`
-//! items in received order, and the thinking texts `reasoning_content` (joined with a blank line,
-//! "Readable text always travels"). The kind of every block is recorded under
-//! [`BLOCK_ORDER_KEY`] so the turn is rebuilt as received; a turn with neither text nor a tool
-//! call is marked [`NOT_REPLAYED_KEY`].
+//! The content blocks become carriers as `crate::signed::carriers` builds them for both Claude
+//! wires: text blocks the `content`, `tool_use` blocks the `tool_calls` (the input object as the
+//! arguments text), `thinking` / `redacted_thinking` blocks the `reasoning_details` items they
+//! are, the thinking texts `reasoning_content`, and every block's kind the recorded block order.
 //!
 //! A whole reply is decoded from its bytes through borrowed [`RawValue`]s, never through a
 //! `serde_json::Value`: each block keeps its bytes as received (escapes, big integers, key
@@ -15,49 +12,20 @@
 //! events come as SSE or, from Bedrock, inside AWS event-stream frames ([`FrameCapture`]).
 
 use std::borrow::Cow;
-use std::fmt;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use hermes_core::message::{BLOCK_ORDER_KEY, NOT_REPLAYED_KEY};
 use hermes_core::transport::Delta;
-use hermes_core::{
-    DetailItem, FinishReason, Message, Origin, RawJson, ReplyMeta, Role, TextCarrier, ToolCall,
-    Usage,
-};
+use hermes_core::{FinishReason, Message, Origin, RawJson, ReplyMeta, Usage};
 
 use base64::Engine as _;
 use hermes_core::transport::TransportError;
 
 use crate::aws::{Frame, FrameReader};
+pub(crate) use crate::signed::carriers::CaptureError;
+use crate::signed::carriers::{Acc, Block, build, half_turn, malformed};
 use crate::transport::error_event_text;
-
-/// Why a reply could not be captured.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum CaptureError {
-    /// The provider reported an error after answering 200 (an `{"type":"error",…}` body or an
-    /// `error` event): its message.
-    Provider(String),
-    /// The reply is not a usable Messages reply, or the stream ended before `message_stop`.
-    Malformed(String),
-}
-
-impl fmt::Display for CaptureError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CaptureError::Provider(message) | CaptureError::Malformed(message) => {
-                f.write_str(message)
-            }
-        }
-    }
-}
-
-impl std::error::Error for CaptureError {}
-
-fn malformed(what: impl fmt::Display) -> CaptureError {
-    CaptureError::Malformed(what.to_string())
-}
 
 /// The normalised finish reason of a `stop_reason`.
 fn finish_reason(stop_reason: &str) -> FinishReason {
@@ -129,121 +97,6 @@ impl Counts {
             self.cache_write,
         )
     }
-}
-
-/// One content block, resolved: what the message is built from.
-enum Block {
-    /// A `text` block: its text as a JSON string literal.
-    Text(RawJson),
-    /// A `thinking` block: the stored item and its readable text.
-    Thinking { item: RawJson, text: String },
-    /// A `redacted_thinking` block, as stored.
-    Redacted(RawJson),
-    /// A `tool_use` block: its id, name and input (JSON text).
-    ToolUse {
-        id: Option<String>,
-        name: String,
-        input: String,
-    },
-    /// Any other block: only its kind is kept.
-    Other(String),
-}
-
-impl Block {
-    fn kind(&self) -> &str {
-        match self {
-            Block::Text(_) => "text",
-            Block::Thinking { .. } => "thinking",
-            Block::Redacted(_) => "redacted_thinking",
-            Block::ToolUse { .. } => "tool_use",
-            Block::Other(kind) => kind,
-        }
-    }
-}
-
-/// A text part of an array `content`.
-#[derive(Serialize)]
-struct TextPart {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    text: RawJson,
-}
-
-/// A streamed thinking block as stored, in the API's key order.
-#[derive(Serialize)]
-struct ThinkingItem<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    thinking: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    signature: Option<&'a str>,
-}
-
-/// A streamed redacted block, when its bytes could not be kept.
-#[derive(Serialize)]
-struct RedactedItem<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    data: &'a str,
-}
-
-/// Builds the captured assistant message from its content blocks, in received order.
-fn build(blocks: Vec<Block>, origin: Origin) -> Result<Message, CaptureError> {
-    let order: Vec<String> = blocks.iter().map(|b| b.kind().to_owned()).collect();
-    let mut texts = Vec::new();
-    let mut thinking = Vec::new();
-    let mut items = Vec::new();
-    let mut calls = Vec::new();
-    for block in blocks {
-        match block {
-            Block::Text(text) => texts.push(text),
-            Block::Thinking { item, text } => {
-                if !text.is_empty() {
-                    thinking.push(text);
-                }
-                items.push(DetailItem::from_raw(item).map_err(malformed)?);
-            }
-            Block::Redacted(item) => items.push(DetailItem::from_raw(item).map_err(malformed)?),
-            Block::ToolUse { id, name, input } => {
-                let mut call = ToolCall::function(id.as_deref().unwrap_or_default(), &name, &input);
-                call.id = id;
-                calls.push(call);
-            }
-            Block::Other(_) => {}
-        }
-    }
-    let mut msg = Message::text(Role::Assistant, "");
-    let has_text = !texts.is_empty();
-    msg.content = Some(match texts.len() {
-        0 => RawJson::null(),
-        1 => texts.swap_remove(0),
-        _ => {
-            let parts: Vec<TextPart> = texts
-                .into_iter()
-                .map(|text| TextPart { kind: "text", text })
-                .collect();
-            RawJson::from_serialize(&parts).map_err(malformed)?
-        }
-    });
-    msg.reasoning_content =
-        (!thinking.is_empty()).then(|| TextCarrier::new(&thinking.join("\n\n")));
-    msg.reasoning_details = (!items.is_empty()).then_some(items);
-    let has_calls = !calls.is_empty();
-    msg.tool_calls = has_calls.then_some(calls);
-    if !order.is_empty() {
-        msg.extra.push((
-            BLOCK_ORDER_KEY.to_owned(),
-            RawJson::from_serialize(&order).map_err(malformed)?,
-        ));
-    }
-    if !has_text && !has_calls {
-        msg.extra.push((
-            NOT_REPLAYED_KEY.to_owned(),
-            RawJson::from_serialize(&true).map_err(malformed)?,
-        ));
-    }
-    msg.origin = Some(origin);
-    Ok(msg)
 }
 
 /// Just enough of a whole Messages reply, borrowed from its bytes.
@@ -346,60 +199,13 @@ pub(crate) fn capture_reply(
     let blocks = content
         .into_iter()
         .enumerate()
-        .map(|(i, raw)| whole_block(i, raw))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|(i, raw)| whole_block(i, raw));
     let message = build(blocks, origin)?;
     let meta = ReplyMeta::new(
         reply.stop_reason.as_deref().map(finish_reason),
         reply.usage.as_ref().map(|u| Counts::of(u).usage()),
     );
     Ok((message, meta))
-}
-
-/// A block being streamed.
-enum Acc {
-    Text(String),
-    Thinking {
-        text: String,
-        signature: Option<String>,
-    },
-    Redacted(RawJson),
-    ToolUse {
-        id: Option<String>,
-        name: String,
-        input: String,
-    },
-    Other(String),
-}
-
-impl Acc {
-    fn resolve(self) -> Result<Block, CaptureError> {
-        Ok(match self {
-            Acc::Text(text) => Block::Text(RawJson::string(&text)),
-            Acc::Thinking { text, signature } => {
-                let item = ThinkingItem {
-                    kind: "thinking",
-                    thinking: &text,
-                    signature: signature.as_deref(),
-                };
-                Block::Thinking {
-                    item: RawJson::from_serialize(&item).map_err(malformed)?,
-                    text,
-                }
-            }
-            Acc::Redacted(raw) => Block::Redacted(raw),
-            Acc::ToolUse { id, name, input } => Block::ToolUse {
-                id,
-                name,
-                input: if input.trim().is_empty() {
-                    "{}".to_owned()
-                } else {
-                    input
-                },
-            },
-            Acc::Other(kind) => Block::Other(kind),
-        })
-    }
 }
 
 /// `{"type":…}` of an event's data (when the event has no name).
@@ -582,20 +388,16 @@ impl StreamCapture {
                     signature: block.signature.filter(|s| !s.is_empty()),
                 }
             }
-            "redacted_thinking" => Acc::Redacted(match exact(raw) {
-                Ok(raw) => raw,
-                Err(_) => RawJson::from_serialize(&RedactedItem {
-                    kind: "redacted_thinking",
-                    data: block.data.as_deref().unwrap_or_default(),
-                })
-                .map_err(malformed)?,
+            "redacted_thinking" => Acc::Whole(match exact(raw) {
+                Ok(raw) => Block::Redacted(raw),
+                Err(_) => Block::redacted(block.data.as_deref().unwrap_or_default())?,
             }),
             "tool_use" => Acc::ToolUse {
                 id: block.id,
                 name: block.name.unwrap_or_default(),
                 input: String::new(),
             },
-            _ => Acc::Other(kind),
+            _ => Acc::Whole(Block::Other(kind)),
         };
         self.blocks.push((start.index, acc));
         Ok(())
@@ -655,10 +457,7 @@ impl StreamCapture {
                 ),
                 acc,
             ) => {
-                return Err(malformed(format!(
-                    "`{kind}` for a `{}` block",
-                    acc_kind(acc)
-                )));
+                return Err(malformed(format!("`{kind}` for a `{}` block", acc.kind())));
             }
             // `citations_delta` and delta kinds this capture does not know.
             _ => {}
@@ -670,16 +469,9 @@ impl StreamCapture {
     /// that ended before `message_stop` is an error: a half turn is never a message.
     pub(crate) fn finish(self, origin: Origin) -> Result<(Message, ReplyMeta), CaptureError> {
         if !self.stopped {
-            return Err(malformed(format!(
-                "the stream ended before `message_stop` (after {} events); the half turn is not stored",
-                self.events
-            )));
+            return Err(half_turn("message_stop", self.events, "events"));
         }
-        let blocks = self
-            .blocks
-            .into_iter()
-            .map(|(_, acc)| acc.resolve())
-            .collect::<Result<Vec<_>, _>>()?;
+        let blocks = self.blocks.into_iter().map(|(_, acc)| acc.resolve());
         let message = build(blocks, origin)?;
         let meta = ReplyMeta::new(
             self.stop_reason.as_deref().map(finish_reason),
@@ -694,15 +486,6 @@ impl StreamCapture {
 #[derive(Deserialize)]
 struct ChunkPayload {
     bytes: String,
-}
-
-/// A capture error of a streamed reply as a transport error: the provider's own error is an
-/// error after the 200, a malformed event a decode error.
-fn stream_capture_error(e: CaptureError) -> TransportError {
-    match e {
-        CaptureError::Provider(err) => TransportError::AfterOk(err),
-        CaptureError::Malformed(err) => TransportError::Decode(err),
-    }
 }
 
 /// Builds one assistant message from the AWS event stream of a Bedrock
@@ -771,7 +554,7 @@ impl FrameCapture {
         })?;
         self.capture
             .feed("", &event, on_delta)
-            .map_err(stream_capture_error)
+            .map_err(CaptureError::mid_stream)
     }
 
     /// The captured message (with `origin`) and the reply's finish reason and usage. A body that
@@ -785,30 +568,19 @@ impl FrameCapture {
                 self.reader.frames()
             )));
         }
-        self.capture.finish(origin).map_err(|e| match e {
-            CaptureError::Provider(err) => TransportError::AfterOk(err),
-            CaptureError::Malformed(err) => TransportError::Stream(err),
-        })
-    }
-}
-
-fn acc_kind(acc: &Acc) -> &str {
-    match acc {
-        Acc::Text(_) => "text",
-        Acc::Thinking { .. } => "thinking",
-        Acc::Redacted(_) => "redacted_thinking",
-        Acc::ToolUse { .. } => "tool_use",
-        Acc::Other(kind) => kind,
+        self.capture.finish(origin).map_err(CaptureError::at_end)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-
+    use hermes_core::Role;
+    use hermes_core::message::{BLOCK_ORDER_KEY, NOT_REPLAYED_KEY};
     use serde_json::{Value, json};
 
     use super::*;
+    use crate::signed::carriers::Captured;
+    use crate::testing::{Seen, arguments, details, extra, frame};
 
     fn origin() -> Origin {
         Origin {
@@ -868,57 +640,18 @@ mod tests {
         ]
     }
 
-    type Captured = Result<(Message, ReplyMeta), CaptureError>;
-
     /// Feeds `events`, collecting the reported deltas (`true` for thinking).
     fn stream(events: &[(&str, String)]) -> (Captured, Vec<(bool, String)>) {
-        let seen = Mutex::new(Vec::new());
-        let on_delta = |d: Delta<'_>| {
-            let entry = match d {
-                Delta::Reasoning(t) => (true, t.to_owned()),
-                Delta::Content(t) => (false, t.to_owned()),
-            };
-            seen.lock().unwrap().push(entry);
-        };
+        let seen = Seen::default();
+        let on_delta = |d: Delta<'_>| seen.record(d);
         let mut capture = StreamCapture::new();
         for (event, data) in events {
             if let Err(e) = capture.feed(event, data, &on_delta) {
-                return (Err(e), seen.into_inner().unwrap());
+                return (Err(e), seen.take());
             }
         }
         assert_eq!(capture.events(), events.len());
-        (capture.finish(origin()), seen.into_inner().unwrap())
-    }
-
-    fn extra<'m>(msg: &'m Message, key: &str) -> Option<&'m str> {
-        msg.extra
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.get())
-    }
-
-    fn details(msg: &Message) -> Vec<&str> {
-        msg.reasoning_details
-            .iter()
-            .flatten()
-            .map(|i| i.raw().get())
-            .collect()
-    }
-
-    fn arguments(msg: &Message) -> Vec<String> {
-        msg.tool_calls
-            .iter()
-            .flatten()
-            .map(|c| {
-                c.function
-                    .arguments
-                    .as_ref()
-                    .unwrap()
-                    .as_str()
-                    .unwrap()
-                    .into_owned()
-            })
-            .collect()
+        (capture.finish(origin()), seen.take())
     }
 
     #[test]
@@ -1216,28 +949,11 @@ mod tests {
 
     // ---------------------------------------------------------------- Bedrock event stream
 
-    use aws_smithy_eventstream::frame::write_message_to;
-    use aws_smithy_types::event_stream::{Header, HeaderValue, Message as EventMessage};
-
-    fn frame(headers: Vec<(&'static str, &str)>, payload: &str) -> Vec<u8> {
-        let headers = headers
-            .into_iter()
-            .map(|(k, v)| Header::new(k, HeaderValue::String(v.to_owned().into())))
-            .collect();
-        let mut out = Vec::new();
-        write_message_to(
-            &EventMessage::new_from_parts(headers, payload.as_bytes().to_vec()),
-            &mut out,
-        )
-        .unwrap();
-        out
-    }
-
     /// A `chunk` frame carrying one Anthropic stream event, with Bedrock's `p` padding.
     fn chunk(event: &str) -> Vec<u8> {
         let bytes = base64::engine::general_purpose::STANDARD.encode(event);
         frame(
-            vec![
+            &[
                 (":event-type", "chunk"),
                 (":content-type", "application/json"),
                 (":message-type", "event"),
@@ -1248,7 +964,7 @@ mod tests {
 
     fn exception(kind: &str, message: &str) -> Vec<u8> {
         frame(
-            vec![
+            &[
                 (":exception-type", kind),
                 (":content-type", "application/json"),
                 (":message-type", "exception"),
@@ -1266,21 +982,15 @@ mod tests {
 
     /// Feeds `bytes` in chunks of `cut` bytes, collecting the reported deltas.
     fn frame_stream(bytes: &[u8], cut: usize) -> (FrameResult, Vec<(bool, String)>) {
-        let seen = Mutex::new(Vec::new());
-        let on_delta = |d: Delta<'_>| {
-            let entry = match d {
-                Delta::Reasoning(t) => (true, t.to_owned()),
-                Delta::Content(t) => (false, t.to_owned()),
-            };
-            seen.lock().unwrap().push(entry);
-        };
+        let seen = Seen::default();
+        let on_delta = |d: Delta<'_>| seen.record(d);
         let mut capture = FrameCapture::new();
         for piece in bytes.chunks(cut) {
             if let Err(e) = capture.push(piece, &on_delta) {
-                return (Err(e), seen.into_inner().unwrap());
+                return (Err(e), seen.take());
             }
         }
-        (capture.finish(origin()), seen.into_inner().unwrap())
+        (capture.finish(origin()), seen.take())
     }
 
     #[test]
@@ -1365,7 +1075,7 @@ mod tests {
         );
         // A chunk whose bytes are not base64, or whose payload is not JSON.
         let bad = frame(
-            vec![(":event-type", "chunk"), (":message-type", "event")],
+            &[(":event-type", "chunk"), (":message-type", "event")],
             r#"{"bytes":"not base64!","p":"x"}"#,
         );
         let err = frame_stream(&bad, 50).0.unwrap_err();
@@ -1373,7 +1083,7 @@ mod tests {
             matches!(&err, TransportError::Decode(m) if m.contains("chunk.bytes")),
             "{err:?}"
         );
-        let bad = frame(vec![(":event-type", "chunk")], "nope");
+        let bad = frame(&[(":event-type", "chunk")], "nope");
         assert!(matches!(
             frame_stream(&bad, 50).0,
             Err(TransportError::Decode(_))
@@ -1388,7 +1098,7 @@ mod tests {
         ));
         // An event other than `chunk` is not part of the turn.
         let mut other = frame(
-            vec![
+            &[
                 (":event-type", "someFutureEvent"),
                 (":message-type", "event"),
             ],

@@ -11,10 +11,12 @@ use eventsource_stream::Eventsource as _;
 use futures_util::StreamExt as _;
 use hermes_core::transport::{Delta, Reply, TransportError};
 use hermes_core::{Origin, RawJson};
-use hermes_core::{Outgoing, Recovery, RequestParts, Role, Wire};
+use hermes_core::{Outgoing, Recovery, RequestParts, Wire};
 
 use crate::aws;
-use crate::transport::{Auth, ChatTransport, error_event_text, map_reqwest, snippet, stream_error};
+use crate::signed::carriers::{CaptureError, read_whole};
+use crate::signed::replay::{prefix_stamp, signature_drops};
+use crate::transport::{Auth, ChatTransport, chunk_error, error_event_text, stream_error};
 
 pub use body::{
     ANTHROPIC_VERSION, BEDROCK_VERSION, Drops, Encoded, Family, Flavor, PREFIX_KEY, Target,
@@ -84,7 +86,7 @@ pub fn outgoing(
 }
 
 fn into_outgoing(encoded: Encoded, stream: bool) -> Outgoing {
-    let mut stamp = vec![(PREFIX_KEY.to_owned(), RawJson::string(&encoded.digest))];
+    let mut stamp = vec![prefix_stamp(&encoded.digest)];
     if let Some(beta) = encoded.beta {
         // The beta header rides along to `send` (never stored: `send` takes it off).
         stamp.push((BETA_STAMP.to_owned(), RawJson::string(beta)));
@@ -96,16 +98,6 @@ fn into_outgoing(encoded: Encoded, stream: bool) -> Outgoing {
 
 /// Carries the `anthropic-beta` header from `encode` to `send`; never stored.
 const BETA_STAMP: &str = "hermes_anthropic_beta";
-
-/// The wire message index an Anthropic error names (`messages.N…`).
-fn named_message(body: &str) -> Option<usize> {
-    let at = body.find("messages.")? + "messages.".len();
-    let digits: String = body[at..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse().ok()
-}
 
 #[async_trait::async_trait]
 impl Wire for AnthropicWire {
@@ -137,31 +129,16 @@ impl Wire for AnthropicWire {
         if let Some(beta) = beta {
             headers.push(("anthropic-beta", beta));
         }
-        tracing::debug!(url = %url, stream = request.stream, bytes = request.body.len(), "sending anthropic request");
-        tracing::trace!(body = %String::from_utf8_lossy(&request.body), "anthropic request body");
         let response = self
             .client
-            .post(
-                &url,
-                request.body.clone(),
-                request.stream,
-                self.auth.as_ref(),
-                &headers,
-            )
+            .send_request("anthropic", &url, request, self.auth.as_ref(), &headers)
             .await?;
         let mut reply = if request.stream && self.target.flavor == Flavor::Bedrock {
             read_event_stream(response, origin, on_delta).await?
         } else if request.stream {
             read_stream(response, origin, on_delta).await?
         } else {
-            let bytes = response.bytes().await.map_err(map_reqwest)?;
-            let text = std::str::from_utf8(&bytes)
-                .map_err(|e| TransportError::Decode(format!("the reply is not UTF-8: {e}")))?;
-            let (message, meta) = capture::capture_reply(text, origin).map_err(|e| match e {
-                capture::CaptureError::Provider(err) => TransportError::AfterOk(err),
-                other => TransportError::Decode(format!("{other}: {}", snippet(text))),
-            })?;
-            Reply { message, meta }
+            read_whole(response, origin, capture::capture_reply).await?
         };
         // The conversation the reply's signed thinking is bound to.
         reply.message.extra.extend(
@@ -191,51 +168,16 @@ impl Wire for AnthropicWire {
             return None;
         }
         let encoded = body::encode(parts, &self.target, &Drops::default()).ok()?;
-        let history = parts.history;
-        let loop_start = history
-            .iter()
-            .rposition(|m| m.role == Role::User)
-            .map_or(0, |i| i + 1);
         let mut drops = Drops::default();
         let note;
         if expected {
             drops.thinking_off = true;
             note = "the provider wants a thinking block before the tool loop's calls and none may be sent: resending once with thinking disabled (nothing stored changes)".to_owned();
         } else {
-            let named = named_message(body)
-                .and_then(|n| encoded.sources.get(n))
-                .and_then(|sources| {
-                    sources
-                        .iter()
-                        .copied()
-                        .find(|&i| history.get(i).is_some_and(|m| m.role == Role::Assistant))
-                });
-            match named {
-                Some(i) => {
-                    drops.blocks_of.insert(i);
-                    drops.thinking_off = i >= loop_start;
-                }
-                None => {
-                    // Not told which: leave out every turn's blocks.
-                    drops.blocks_of.extend(
-                        history
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, m)| m.role == Role::Assistant)
-                            .map(|(i, _)| i),
-                    );
-                    drops.thinking_off = true;
-                }
-            }
-            note = format!(
-                "the provider refused a stored thinking signature{}: resending once without those blocks{} (the stored history is unchanged, no verdict kept)",
-                named.map_or(String::new(), |i| format!(" (message {i})")),
-                if drops.thinking_off {
-                    ", with thinking disabled"
-                } else {
-                    ""
-                }
-            );
+            let refused = signature_drops(parts.history, &encoded.sources, body);
+            note = refused.note("a stored thinking signature", ", with thinking disabled");
+            drops.blocks_of = refused.blocks_of;
+            drops.thinking_off = refused.thinking_off;
         }
         let outgoing = outgoing(parts, &self.target, &drops).ok()?;
         Some(Recovery::new(outgoing, note))
@@ -256,16 +198,10 @@ async fn read_stream(
         }
         capture
             .feed(&event.event, &event.data, on_delta)
-            .map_err(|e| match e {
-                capture::CaptureError::Provider(err) => TransportError::AfterOk(err),
-                other => TransportError::Decode(other.to_string()),
-            })?;
+            .map_err(CaptureError::mid_stream)?;
     }
     drop(events);
-    let (message, meta) = capture.finish(origin).map_err(|e| match e {
-        capture::CaptureError::Provider(err) => TransportError::AfterOk(err),
-        other => TransportError::Stream(other.to_string()),
-    })?;
+    let (message, meta) = capture.finish(origin).map_err(CaptureError::at_end)?;
     Ok(Reply { message, meta })
 }
 
@@ -279,16 +215,7 @@ async fn read_event_stream(
     let mut body = response.bytes_stream();
     let mut capture = capture::FrameCapture::new();
     while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| {
-            if e.is_timeout() {
-                TransportError::Timeout(format!(
-                    "the stream was silent for longer than the idle limit after {} frames",
-                    capture.frames()
-                ))
-            } else {
-                map_reqwest(e)
-            }
-        })?;
+        let chunk = chunk.map_err(|e| chunk_error(e, capture.frames(), "frames"))?;
         capture.push(&chunk, on_delta)?;
     }
     drop(body);

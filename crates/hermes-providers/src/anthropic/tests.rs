@@ -1,27 +1,14 @@
 //! The Anthropic request body: what each target family receives, asserted on the exact JSON.
 
 use hermes_core::route::{Effort, ThinkingRequest};
-use hermes_core::{
-    Message, RequestParts, ResolveOptions, RouteTarget, Verdicts, Wire, WireVerdicts,
-};
+use hermes_core::{Message, RequestParts, Verdicts, Wire, WireVerdicts};
 use serde_json::{Value, json};
 
 use super::body::{Drops, Flavor, PREFIX_KEY, PrefixDigest, Target, encode};
 use super::{AnthropicWire, url};
+use crate::testing::{RED, SIG, decision, history};
 
-const SIG: &str = r#"{"type":"thinking","thinking":"Call now \u00e9\/.","signature":"c2lnLTE="}"#;
-const RED: &str = r#"{"type":"redacted_thinking","data":"ZW5jcnlwdGVk"}"#;
 const OPUS: &str = "claude-opus-4-6";
-
-/// Parses a history from JSON text, first writing the stored items [`SIG`] and [`RED`] in
-/// where `step` left their placeholders, so their bytes are exactly as captured.
-fn history(value: Value) -> Vec<Message> {
-    let text = value
-        .to_string()
-        .replace("\"@SIG\"", SIG)
-        .replace("\"@RED\"", RED);
-    hermes_core::parse_history(&text).unwrap().messages
-}
 
 fn origin(model: &str) -> Value {
     origin_at("api.anthropic.com", model)
@@ -33,19 +20,7 @@ fn origin_at(host: &str, model: &str) -> Value {
 
 /// A signed tool step as captured from `model`, with its prefix digest.
 fn step(model: &str, id: &str, digest: Option<String>) -> Value {
-    let mut msg = json!({
-        "role": "assistant", "content": null,
-        "tool_calls": [{"id": id, "type": "function",
-                        "function": {"name": "now", "arguments": "{\"n\":123456789012345678901234567890}"}}],
-        "reasoning_content": "Call now é/.",
-        "reasoning_details": ["@SIG", "@RED"],
-        "origin": origin(model),
-        "hermes_block_order": ["thinking", "redacted_thinking", "tool_use"],
-    });
-    if let Some(d) = digest {
-        msg[PREFIX_KEY] = json!(d);
-    }
-    msg
+    crate::testing::step(origin(model), id, digest)
 }
 
 fn target(base: &str) -> Target {
@@ -73,11 +48,7 @@ fn body_with(
     thinking: ThinkingRequest,
     drops: &Drops,
 ) -> Out {
-    let table = crate::builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new("anthropic", Some(&target.base_url), model),
-        ResolveOptions::default(),
-    );
+    let decision = decision("anthropic", &target.base_url, model);
     let verdicts = Verdicts::default();
     let parts = RequestParts::new(h, &decision, &verdicts).thinking(thinking);
     let encoded = encode(&parts, target, drops).unwrap();
@@ -98,12 +69,7 @@ fn digest_of(h: &[Message]) -> String {
 }
 
 fn loop_history(model: &str) -> Vec<Message> {
-    history(json!([
-        {"role": "system", "content": "Be brief."},
-        {"role": "user", "content": "time?"},
-        step(model, "toolu_1", None),
-        {"role": "tool", "tool_call_id": "toolu_1", "content": "12:00"},
-    ]))
+    crate::testing::loop_history(step(model, "toolu_1", None))
 }
 
 #[test]
@@ -387,11 +353,7 @@ fn vertex_bodies_carry_anthropic_version_and_no_model() {
 #[test]
 fn an_invalid_signature_is_resent_once_without_the_named_blocks_and_nothing_is_persisted() {
     let h = loop_history(OPUS);
-    let table = crate::builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new("anthropic", Some("https://api.anthropic.com"), OPUS),
-        ResolveOptions::default(),
-    );
+    let decision = decision("anthropic", "https://api.anthropic.com", OPUS);
     let verdicts = Verdicts::default();
     let wv = WireVerdicts::default();
     let parts = RequestParts::new(&h, &decision, &verdicts)
@@ -453,11 +415,7 @@ const TOOLS: &str = r#"[{"type":"function","function":{"name":"now","description
 fn bedrock_encoded(stream: bool) -> super::Encoded {
     let h = bedrock_loop(BEDROCK_SONNET);
     let target = bedrock(BEDROCK_BASE);
-    let table = crate::builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new("bedrock-anthropic", Some(BEDROCK_BASE), BEDROCK_SONNET),
-        ResolveOptions::default(),
-    );
+    let decision = decision("bedrock-anthropic", BEDROCK_BASE, BEDROCK_SONNET);
     let verdicts = Verdicts::default();
     let tools = hermes_core::RawJson::from_text(TOOLS).unwrap();
     let parts = RequestParts::new(&h, &decision, &verdicts)
@@ -568,11 +526,7 @@ fn bedrock_adaptive_bodies_and_the_invalid_signature_recovery_work_as_elsewhere(
     );
     assert!(!out.text.contains("signature"), "{}", out.text);
     // Bedrock's ValidationException carries the model's text: the same one-time recovery.
-    let table = crate::builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new("bedrock-anthropic", Some(BEDROCK_BASE), opus),
-        ResolveOptions::default(),
-    );
+    let decision = decision("bedrock-anthropic", BEDROCK_BASE, opus);
     let verdicts = Verdicts::default();
     let parts =
         RequestParts::new(&h, &decision, &verdicts).thinking(ThinkingRequest::Effort(Effort::High));
@@ -594,8 +548,6 @@ mod bedrock_wire {
 
     use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-    use aws_smithy_eventstream::frame::write_message_to;
-    use aws_smithy_types::event_stream::{Header, HeaderValue, Message as EventMessage};
     use base64::Engine as _;
     use hermes_core::transport::TransportError;
     use hermes_core::{Origin, Wire};
@@ -604,24 +556,11 @@ mod bedrock_wire {
 
     use super::*;
     use crate::aws::{AwsAuth, AwsCredentials};
+    use crate::testing::frame;
     use crate::transport::Auth;
 
     fn fixed_clock() -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(1_700_000_000)
-    }
-
-    fn frame(headers: &[(&'static str, &str)], payload: &str) -> Vec<u8> {
-        let headers = headers
-            .iter()
-            .map(|(k, v)| Header::new(*k, HeaderValue::String((*v).to_owned().into())))
-            .collect();
-        let mut out = Vec::new();
-        write_message_to(
-            &EventMessage::new_from_parts(headers, payload.as_bytes().to_vec()),
-            &mut out,
-        )
-        .unwrap();
-        out
     }
 
     fn chunk(event: &str) -> Vec<u8> {
@@ -679,11 +618,7 @@ mod bedrock_wire {
         let h = hermes_core::parse_history(r#"[{"role":"user","content":"time?"}]"#)
             .unwrap()
             .messages;
-        let table = crate::builtin_table();
-        let decision = table.resolve(
-            &RouteTarget::new("bedrock-anthropic", Some(&server.uri()), OPUS_ARN),
-            ResolveOptions::default(),
-        );
+        let decision = decision("bedrock-anthropic", &server.uri(), OPUS_ARN);
         let verdicts = Verdicts::default();
         let parts = RequestParts::new(&h, &decision, &verdicts)
             .thinking(ThinkingRequest::Effort(Effort::High))

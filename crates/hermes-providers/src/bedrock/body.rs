@@ -16,15 +16,16 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use hermes_core::message::{BLOCK_ORDER_KEY, same_minter};
+use hermes_core::message::same_minter;
 use hermes_core::route::{Effort, ThinkingRequest};
 use hermes_core::{DetailItem, Message, RawJson, RequestParts, Role, RouteTarget, ToolCall};
-use serde_json::value::RawValue;
 
 use super::model::{BedrockModel, Policy};
 use super::pyjson::Json;
-use crate::anthropic::body::{INTERLEAVED_BETA, PREFIX_KEY, PrefixDigest};
+use crate::anthropic::body::INTERLEAVED_BETA;
 use crate::anthropic::model as claude;
+use crate::signed::replay::{self, PrefixDigest};
+use crate::tools::ChatTool;
 
 /// Where a request goes: what the body depends on besides the history.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -202,17 +203,6 @@ pub(crate) struct ThinkingPlan {
     explain: String,
 }
 
-fn effort_name(effort: Effort) -> &'static str {
-    match effort {
-        Effort::Minimal => "minimal",
-        Effort::Low => "low",
-        Effort::Medium => "medium",
-        Effort::High => "high",
-        Effort::XHigh => "xhigh",
-        Effort::Max => "max",
-    }
-}
-
 /// The thinking request for `request` on `model` (SPEC §3c): Claude adaptive or budget
 /// thinking, Nova 2's `reasoningConfig`; no preference sends nothing; an effort any other model
 /// cannot take is an error.
@@ -251,7 +241,7 @@ pub(crate) fn thinking_plan(
             }
         },
         ThinkingRequest::Effort(effort) => {
-            let name = effort_name(effort);
+            let name = effort.as_str();
             if let Some(claude_model) = &model.claude {
                 if adaptive {
                     let e = claude_model.effort(effort);
@@ -401,13 +391,6 @@ struct Ctx<'a> {
     target: &'a RouteTarget,
 }
 
-fn stored_digest(msg: &Message) -> Option<String> {
-    msg.extra
-        .iter()
-        .find(|(k, _)| k == PREFIX_KEY)
-        .and_then(|(_, v)| v.as_str().map(|s| s.into_owned()))
-}
-
 /// Unsigned `reasoningText` blocks from the turn's stored thinking texts, else its readable
 /// `reasoning_content` (or `reasoning`).
 fn unsigned(msg: &Message, items: &[Stored]) -> Reasoning {
@@ -501,33 +484,14 @@ fn assistant_reasoning(msg: &Message, ctx: &Ctx<'_>) -> (Reasoning, String) {
                         .into(),
                 );
             }
-            if ctx.refused.contains(&"signature") && signed {
-                return (
-                    Reasoning::None,
-                    "signed blocks refused by this target (verdict)".into(),
-                );
+            if let Some(why) =
+                replay::verdict_leaves_out(ctx.refused, "redactedContent", signed, redacted)
+            {
+                return (Reasoning::None, why.into());
             }
-            if ctx.refused.contains(&"redactedContent") && redacted {
-                return (
-                    Reasoning::None,
-                    "redacted blocks refused by this target (verdict): the turn's blocks left out"
-                        .into(),
-                );
-            }
-            let why = if ctx.in_loop {
-                "in the tool loop in flight: signed blocks replayed verbatim"
-            } else if !ctx.keeps_prior {
-                return (
-                    Reasoning::None,
-                    "before the tool loop, and this model does not keep earlier thinking".into(),
-                );
-            } else if stored_digest(msg).is_some_and(|d| d != ctx.prefix) {
-                return (
-                    Reasoning::None,
-                    "the conversation before this turn changed (compaction, branch or system prompt): its signed blocks are left out".into(),
-                );
-            } else {
-                "signed blocks replayed verbatim (model keeps earlier thinking)"
+            let why = match replay::signed_replay(msg, ctx.in_loop, ctx.keeps_prior, ctx.prefix) {
+                Ok(why) => why,
+                Err(why) => return (Reasoning::None, why.into()),
             };
             let blocks = items
                 .into_iter()
@@ -547,11 +511,6 @@ fn assistant_reasoning(msg: &Message, ctx: &Ctx<'_>) -> (Reasoning, String) {
             (Reasoning::Items(blocks), why)
         }
     }
-}
-
-fn block_order(msg: &Message) -> Option<Vec<String>> {
-    let (_, raw) = msg.extra.iter().find(|(k, _)| k == BLOCK_ORDER_KEY)?;
-    serde_json::from_str(raw.get()).ok()
 }
 
 /// The texts of a content value: a string as is, or each `text` of an array of parts. Empty
@@ -597,55 +556,20 @@ fn tool_input(call: &ToolCall) -> Json {
 
 /// The blocks of an assistant turn, in its captured order.
 fn assemble(msg: &Message, reasoning: Reasoning) -> Vec<Block> {
-    let mut texts = texts(msg.content.as_ref()).into_iter().map(Block::Text);
-    let mut calls = msg
-        .tool_calls
-        .iter()
-        .flatten()
-        .filter_map(|c| {
-            Some(Block::ToolUse {
-                id: c.id.clone()?,
-                name: c.function.name.clone(),
-                input: tool_input(c),
-            })
+    let texts = texts(msg.content.as_ref()).into_iter().map(Block::Text);
+    let calls = msg.tool_calls.iter().flatten().filter_map(|c| {
+        Some(Block::ToolUse {
+            id: c.id.clone()?,
+            name: c.function.name.clone(),
+            input: tool_input(c),
         })
-        .collect::<Vec<_>>()
-        .into_iter();
-    let mut blocks = Vec::new();
-    let items = match reasoning {
-        Reasoning::None => Vec::new(),
-        Reasoning::Leading(lead) => {
-            blocks = lead;
-            Vec::new()
-        }
-        Reasoning::Items(items) => items,
+    });
+    let (lead, items) = match reasoning {
+        Reasoning::None => (Vec::new(), Vec::new()),
+        Reasoning::Leading(lead) => (lead, Vec::new()),
+        Reasoning::Items(items) => (Vec::new(), items),
     };
-    let mut items = items.into_iter();
-    match block_order(msg) {
-        // Rebuilt as received; reasoning the order did not place still leads the turn.
-        Some(order) => {
-            for kind in order {
-                match kind.as_str() {
-                    "thinking" | "redacted_thinking" => {
-                        blocks.extend(items.next().flatten());
-                    }
-                    "text" => blocks.extend(texts.next()),
-                    "tool_use" => blocks.extend(calls.next()),
-                    _ => {}
-                }
-            }
-            let mut rest: Vec<Block> = items.flatten().collect();
-            if !rest.is_empty() {
-                rest.append(&mut blocks);
-                blocks = rest;
-            }
-        }
-        // No recorded order: reasoning, then text, then tool calls.
-        None => blocks.extend(items.flatten()),
-    }
-    blocks.extend(texts);
-    blocks.extend(calls);
-    blocks
+    replay::arrange(msg, lead, items.into_iter(), texts, calls)
 }
 
 /// Adds blocks to the wire, merging into the previous message of the same role (Converse wants
@@ -664,22 +588,6 @@ fn push(wire: &mut Vec<WireMessage>, role: &'static str, blocks: Vec<Block>, sou
         blocks,
         sources: vec![source],
     });
-}
-
-/// A chat-completions tool definition.
-#[derive(serde::Deserialize)]
-struct ChatTool<'a> {
-    #[serde(borrow)]
-    function: ChatFunction<'a>,
-}
-
-#[derive(serde::Deserialize)]
-struct ChatFunction<'a> {
-    name: String,
-    #[serde(default)]
-    description: Option<String>,
-    #[serde(borrow, default)]
-    parameters: Option<&'a RawValue>,
 }
 
 /// `toolConfig.tools` from the chat-completions tool definitions.
@@ -753,11 +661,7 @@ fn encode_with(
         plan.explain.clone(),
     ];
 
-    // The in-flight loop: everything after the last real user message.
-    let loop_start = history
-        .iter()
-        .rposition(|m| m.role == Role::User)
-        .map_or(0, |i| i + 1);
+    let loop_start = replay::loop_start(history);
     let last_assistant = history.iter().rposition(|m| m.role == Role::Assistant);
 
     let mut system: Vec<String> = Vec::new();
@@ -830,16 +734,13 @@ fn encode_with(
     // Inside the loop, a latest turn without a reasoning block this model may receive would
     // draw "Expected `thinking` or `redacted_thinking`… found `tool_use`": this request goes
     // without the thinking request.
-    let in_loop_now = history.last().is_some_and(|m| m.role == Role::Tool)
-        && last_assistant.is_some_and(|i| i >= loop_start);
-    if plan.on
-        && (drops.thinking_off || (in_loop_now && latest_starts_with_reasoning == Some(false)))
-    {
-        let why = if drops.thinking_off {
-            "a refused block belonged to the tool loop in flight".to_owned()
-        } else {
-            format!("the latest turn of the tool loop has no thinking block {model_id} may receive")
-        };
+    if let Some(why) = replay::thinking_must_go(
+        history,
+        plan.on,
+        drops.thinking_off,
+        latest_starts_with_reasoning,
+        model_id,
+    ) {
         notes.push(format!(
             "thinking is not requested for this request: {why} (the stored history is unchanged)"
         ));

@@ -1,55 +1,25 @@
 //! Reply capture of the Converse wire (SPEC §2, §5): a whole Converse reply, or the frames of a
 //! ConverseStream reply, in; one canonical assistant message out.
 //!
-//! Content blocks become carriers as on the Anthropic wire, so a Bedrock turn reloaded from the
-//! store replays on either wire: `text` blocks the `content`, `toolUse` blocks the `tool_calls`
-//! (id = `toolUseId`, arguments = the input's JSON text), `reasoningContent` blocks
-//! Anthropic-shaped `reasoning_details` items (`{"type":"thinking","thinking","signature"}`,
-//! `{"type":"redacted_thinking","data"}`, serialised once from the captured strings), their
-//! texts `reasoning_content` (joined with a blank line) and the kinds of all blocks
-//! [`BLOCK_ORDER_KEY`] (`thinking`, `redacted_thinking`, `text`, `tool_use`). A turn with
-//! neither text nor a tool call is marked [`NOT_REPLAYED_KEY`].
+//! Content blocks become carriers as on the Anthropic wire (`crate::signed::carriers` builds
+//! both), so a Bedrock turn reloaded from the store replays on either wire: `text` blocks the
+//! `content`, `toolUse` blocks the `tool_calls` (id = `toolUseId`, arguments = the input's JSON
+//! text), `reasoningContent` blocks Anthropic-shaped `reasoning_details` items
+//! (`{"type":"thinking","thinking","signature"}`, `{"type":"redacted_thinking","data"}`,
+//! serialised once from the captured strings), their texts `reasoning_content` and the kinds of
+//! all blocks the recorded block order (`thinking`, `redacted_thinking`, `text`, `tool_use`).
 
 use std::borrow::Cow;
-use std::fmt;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use hermes_core::message::{BLOCK_ORDER_KEY, NOT_REPLAYED_KEY};
 use hermes_core::transport::Delta;
-use hermes_core::{
-    DetailItem, FinishReason, Message, Origin, RawJson, ReplyMeta, Role, TextCarrier, ToolCall,
-    Usage,
-};
+use hermes_core::{FinishReason, Message, Origin, RawJson, ReplyMeta, Usage};
 
 use crate::aws::Frame;
-
-/// Why a reply could not be captured.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum CaptureError {
-    /// The provider reported an error after answering 200 (an exception frame, or an error
-    /// envelope instead of a reply): its words.
-    Provider(String),
-    /// The reply is not a usable Converse reply, or the stream ended before `messageStop`.
-    Malformed(String),
-}
-
-impl fmt::Display for CaptureError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CaptureError::Provider(message) | CaptureError::Malformed(message) => {
-                f.write_str(message)
-            }
-        }
-    }
-}
-
-impl std::error::Error for CaptureError {}
-
-fn malformed(what: impl fmt::Display) -> CaptureError {
-    CaptureError::Malformed(what.to_string())
-}
+pub(crate) use crate::signed::carriers::CaptureError;
+use crate::signed::carriers::{Acc, Block, build, half_turn, malformed};
 
 /// The normalised finish reason of a Converse `stopReason`.
 pub(crate) fn finish_reason(stop_reason: &str) -> FinishReason {
@@ -93,137 +63,6 @@ impl UsageBody {
             write,
         )
     }
-}
-
-/// One content block, resolved.
-enum Block {
-    /// A `text` block: its text as a JSON string literal.
-    Text(RawJson),
-    /// A `reasoningText` block: its text and signature.
-    Thinking {
-        text: String,
-        signature: Option<String>,
-    },
-    /// A `redactedContent` block: the base64 text.
-    Redacted(String),
-    /// A `toolUse` block.
-    ToolUse {
-        id: Option<String>,
-        name: String,
-        input: String,
-    },
-    /// Any other block: only its kind is kept.
-    Other(String),
-}
-
-impl Block {
-    fn kind(&self) -> &str {
-        match self {
-            Block::Text(_) => "text",
-            Block::Thinking { .. } => "thinking",
-            Block::Redacted(_) => "redacted_thinking",
-            Block::ToolUse { .. } => "tool_use",
-            Block::Other(kind) => kind,
-        }
-    }
-}
-
-/// A text part of an array `content`.
-#[derive(Serialize)]
-struct TextPart {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    text: RawJson,
-}
-
-/// A thinking block as stored: the Anthropic Messages key order.
-#[derive(Serialize)]
-struct ThinkingItem<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    thinking: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    signature: Option<&'a str>,
-}
-
-/// A redacted block as stored.
-#[derive(Serialize)]
-struct RedactedItem<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    data: &'a str,
-}
-
-/// Builds the captured assistant message from its content blocks, in received order.
-fn build(blocks: Vec<Block>, origin: Origin) -> Result<Message, CaptureError> {
-    let order: Vec<String> = blocks.iter().map(|b| b.kind().to_owned()).collect();
-    let mut texts = Vec::new();
-    let mut thinking = Vec::new();
-    let mut items = Vec::new();
-    let mut calls = Vec::new();
-    for block in blocks {
-        match block {
-            Block::Text(text) => texts.push(text),
-            Block::Thinking { text, signature } => {
-                let item = RawJson::from_serialize(&ThinkingItem {
-                    kind: "thinking",
-                    thinking: &text,
-                    signature: signature.as_deref(),
-                })
-                .map_err(malformed)?;
-                items.push(DetailItem::from_raw(item).map_err(malformed)?);
-                if !text.is_empty() {
-                    thinking.push(text);
-                }
-            }
-            Block::Redacted(data) => {
-                let item = RawJson::from_serialize(&RedactedItem {
-                    kind: "redacted_thinking",
-                    data: &data,
-                })
-                .map_err(malformed)?;
-                items.push(DetailItem::from_raw(item).map_err(malformed)?);
-            }
-            Block::ToolUse { id, name, input } => {
-                let mut call = ToolCall::function(id.as_deref().unwrap_or_default(), &name, &input);
-                call.id = id;
-                calls.push(call);
-            }
-            Block::Other(_) => {}
-        }
-    }
-    let mut msg = Message::text(Role::Assistant, "");
-    let has_text = !texts.is_empty();
-    msg.content = Some(match texts.len() {
-        0 => RawJson::null(),
-        1 => texts.swap_remove(0),
-        _ => {
-            let parts: Vec<TextPart> = texts
-                .into_iter()
-                .map(|text| TextPart { kind: "text", text })
-                .collect();
-            RawJson::from_serialize(&parts).map_err(malformed)?
-        }
-    });
-    msg.reasoning_content =
-        (!thinking.is_empty()).then(|| TextCarrier::new(&thinking.join("\n\n")));
-    msg.reasoning_details = (!items.is_empty()).then_some(items);
-    let has_calls = !calls.is_empty();
-    msg.tool_calls = has_calls.then_some(calls);
-    if !order.is_empty() {
-        msg.extra.push((
-            BLOCK_ORDER_KEY.to_owned(),
-            RawJson::from_serialize(&order).map_err(malformed)?,
-        ));
-    }
-    if !has_text && !has_calls {
-        msg.extra.push((
-            NOT_REPLAYED_KEY.to_owned(),
-            RawJson::from_serialize(&true).map_err(malformed)?,
-        ));
-    }
-    msg.origin = Some(origin);
-    Ok(msg)
 }
 
 /// Just enough of a whole Converse reply (`ConverseResponse`), borrowed from its bytes.
@@ -318,11 +157,11 @@ fn whole_block(index: usize, raw: &RawValue) -> Result<Block, CaptureError> {
     }
     if let Some(reasoning) = block.reasoning_content {
         return match (reasoning.reasoning_text, reasoning.redacted_content) {
-            (Some(t), None) => Ok(Block::Thinking {
-                text: t.text.unwrap_or_default(),
-                signature: t.signature.filter(|s| !s.is_empty()),
-            }),
-            (None, Some(data)) => Ok(Block::Redacted(data)),
+            (Some(t), None) => Block::thinking(
+                t.text.unwrap_or_default(),
+                t.signature.as_deref().filter(|s| !s.is_empty()),
+            ),
+            (None, Some(data)) => Block::redacted(&data),
             _ => Err(malformed(format!(
                 "`content[{index}].reasoningContent` is not exactly one of reasoningText, redactedContent"
             ))),
@@ -364,8 +203,7 @@ pub(crate) fn capture_reply(
     let blocks = content
         .into_iter()
         .enumerate()
-        .map(|(i, raw)| whole_block(i, raw))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|(i, raw)| whole_block(i, raw));
     let message = build(blocks, origin)?;
     let meta = ReplyMeta::new(
         reply.stop_reason.as_deref().map(finish_reason),
@@ -374,46 +212,13 @@ pub(crate) fn capture_reply(
     Ok((message, meta))
 }
 
-/// A block being streamed.
-enum Acc {
-    Text(String),
-    Thinking {
-        text: String,
-        signature: Option<String>,
-    },
-    Redacted(String),
-    ToolUse {
-        id: Option<String>,
-        name: String,
-        input: String,
-    },
-}
-
-impl Acc {
-    fn kind(&self) -> &'static str {
-        match self {
-            Acc::Text(_) => "text",
-            Acc::Thinking { .. } => "reasoningText",
-            Acc::Redacted(_) => "redactedContent",
-            Acc::ToolUse { .. } => "toolUse",
-        }
-    }
-
-    fn resolve(self) -> Block {
-        match self {
-            Acc::Text(text) => Block::Text(RawJson::string(&text)),
-            Acc::Thinking { text, signature } => Block::Thinking { text, signature },
-            Acc::Redacted(data) => Block::Redacted(data),
-            Acc::ToolUse { id, name, input } => Block::ToolUse {
-                id,
-                name,
-                input: if input.trim().is_empty() {
-                    "{}".to_owned()
-                } else {
-                    input
-                },
-            },
-        }
+/// The Converse name of a block kind (as [`Acc::kind`] names it), for errors.
+fn converse_name(kind: &str) -> &str {
+    match kind {
+        "thinking" => "reasoningText",
+        "redacted_thinking" => "redactedContent",
+        "tool_use" => "toolUse",
+        other => other,
     }
 }
 
@@ -613,7 +418,7 @@ impl StreamCapture {
         let mismatch = |what: &str, acc: &Acc| {
             Err(malformed(format!(
                 "a `{what}` delta for a `{}` block",
-                acc.kind()
+                converse_name(acc.kind())
             )))
         };
         if let Some(piece) = delta.text {
@@ -661,16 +466,9 @@ impl StreamCapture {
     /// that ended before `messageStop` is an error: a half turn is never a message.
     pub(crate) fn finish(self, origin: Origin) -> Result<(Message, ReplyMeta), CaptureError> {
         if !self.stopped {
-            return Err(malformed(format!(
-                "the stream ended before `messageStop` (after {} frames); the half turn is not stored",
-                self.frames
-            )));
+            return Err(half_turn("messageStop", self.frames, "frames"));
         }
-        let blocks = self
-            .blocks
-            .into_iter()
-            .map(|(_, acc)| acc.resolve())
-            .collect();
+        let blocks = self.blocks.into_iter().map(|(_, acc)| acc.resolve());
         let message = build(blocks, origin)?;
         let meta = ReplyMeta::new(
             self.stop_reason.as_deref().map(finish_reason),

@@ -9,12 +9,14 @@ pub mod model;
 mod pyjson;
 
 use futures_util::StreamExt as _;
+use hermes_core::refusal::classify_fields;
 use hermes_core::transport::{Delta, Reply, TransportError};
-use hermes_core::{Origin, Outgoing, RawJson, Recovery, RequestParts, Role, Wire};
+use hermes_core::{Origin, Outgoing, Recovery, RequestParts, Wire};
 
-use crate::anthropic::body::PREFIX_KEY;
 use crate::aws::{AwsAuth, Clock, FrameReader};
-use crate::transport::{Auth, ChatTransport, map_reqwest, snippet};
+use crate::signed::carriers::{CaptureError, read_whole};
+use crate::signed::replay::{prefix_stamp, signature_drops};
+use crate::transport::{Auth, ChatTransport, chunk_error};
 
 pub use body::{Drops, EncodeError, Encoded, PLACEHOLDER, Target, encode, encode_pretty};
 pub use model::{BedrockModel, Policy};
@@ -68,10 +70,7 @@ pub fn outgoing(
 fn into_outgoing(encoded: Encoded, stream: bool) -> Outgoing {
     Outgoing::new(encoded.body, stream, encoded.refusable, encoded.messages)
         .notes(encoded.notes)
-        .stamp(vec![(
-            PREFIX_KEY.to_owned(),
-            RawJson::string(&encoded.digest),
-        )])
+        .stamp(vec![prefix_stamp(&encoded.digest)])
 }
 
 /// What `hermes preview --explain` prints for `parts` on `target`, one line each: first the
@@ -95,44 +94,6 @@ fn error_message(body: &str) -> String {
         .unwrap_or_else(|| body.to_owned())
 }
 
-/// The wire message index a Claude error passed through by Bedrock names (`messages.N…`).
-fn named_message(text: &str) -> Option<usize> {
-    let at = text.find("messages.")? + "messages.".len();
-    let digits: String = text[at..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse().ok()
-}
-
-/// Calls the core refusal classifier (the default [`Wire::refused`]): the one place SPEC §6's
-/// unknown-field phrases are read.
-struct CoreClassifier;
-
-#[async_trait::async_trait]
-impl Wire for CoreClassifier {
-    fn id(&self) -> &'static str {
-        WIRE_ID
-    }
-
-    fn encode(&self, _: &RequestParts<'_>) -> Result<Outgoing, TransportError> {
-        Err(TransportError::Request(
-            "the classifier encodes nothing".into(),
-        ))
-    }
-
-    async fn send(
-        &self,
-        _: &Outgoing,
-        _: Origin,
-        _: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Result<Reply, TransportError> {
-        Err(TransportError::Request(
-            "the classifier sends nothing".into(),
-        ))
-    }
-}
-
 #[async_trait::async_trait]
 impl Wire for BedrockWire {
     fn id(&self) -> &'static str {
@@ -150,30 +111,15 @@ impl Wire for BedrockWire {
         on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
     ) -> Result<Reply, TransportError> {
         let url = self.url(&origin.model, request.stream);
-        tracing::debug!(url = %url, stream = request.stream, bytes = request.body.len(), "sending bedrock converse request");
-        tracing::trace!(body = %String::from_utf8_lossy(&request.body), "bedrock converse request body");
         let auth = self.auth.clone().map(|a| Auth::Aws(a, self.clock));
         let response = self
             .client
-            .post(
-                &url,
-                request.body.clone(),
-                request.stream,
-                auth.as_ref(),
-                &[],
-            )
+            .send_request("bedrock converse", &url, request, auth.as_ref(), &[])
             .await?;
         let mut reply = if request.stream {
             read_stream(response, origin, on_delta).await?
         } else {
-            let bytes = response.bytes().await.map_err(map_reqwest)?;
-            let text = std::str::from_utf8(&bytes)
-                .map_err(|e| TransportError::Decode(format!("the reply is not UTF-8: {e}")))?;
-            let (message, meta) = capture::capture_reply(text, origin).map_err(|e| match e {
-                capture::CaptureError::Provider(err) => TransportError::AfterOk(err),
-                other => TransportError::Decode(format!("{other}: {}", snippet(text))),
-            })?;
-            Reply { message, meta }
+            read_whole(response, origin, capture::capture_reply).await?
         };
         // The conversation the reply's signed reasoning is bound to.
         reply.message.extra.extend(request.stamp.iter().cloned());
@@ -198,7 +144,7 @@ impl Wire for BedrockWire {
                 text = format!("{text} (unknown key {key})");
             }
         }
-        CoreClassifier.refused(status, &text, sent, must_echo)
+        classify_fields(status, &text, sent, must_echo)
     }
 
     /// Two one-time recoveries from a 400, nothing persisted: a `ValidationException` about
@@ -230,11 +176,6 @@ impl Wire for BedrockWire {
             return None;
         }
         let encoded = body::encode(parts, &self.target, &Drops::default()).ok()?;
-        let history = parts.history;
-        let loop_start = history
-            .iter()
-            .rposition(|m| m.role == Role::User)
-            .map_or(0, |i| i + 1);
         let mut drops = Drops::default();
         let note = if redacted {
             if !encoded.refusable.contains(&"redactedContent") {
@@ -246,39 +187,11 @@ impl Wire for BedrockWire {
             drops.thinking_off = true;
             "the provider wants a thinking block before the tool loop's calls and none may be sent: resending once without the thinking request (the stored history is unchanged)".to_owned()
         } else {
-            let named = named_message(&message)
-                .and_then(|n| encoded.sources.get(n))
-                .and_then(|sources| {
-                    sources
-                        .iter()
-                        .copied()
-                        .find(|&i| history.get(i).is_some_and(|m| m.role == Role::Assistant))
-                });
-            match named {
-                Some(i) => {
-                    drops.blocks_of.insert(i);
-                    drops.thinking_off = i >= loop_start;
-                }
-                None => {
-                    drops.blocks_of.extend(
-                        history
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, m)| m.role == Role::Assistant)
-                            .map(|(i, _)| i),
-                    );
-                    drops.thinking_off = true;
-                }
-            }
-            format!(
-                "the provider refused stored reasoning{}: resending once without those blocks{} (the stored history is unchanged, no verdict kept)",
-                named.map_or(String::new(), |i| format!(" (message {i})")),
-                if drops.thinking_off {
-                    ", without the thinking request"
-                } else {
-                    ""
-                }
-            )
+            let refused = signature_drops(parts.history, &encoded.sources, &message);
+            let note = refused.note("stored reasoning", ", without the thinking request");
+            drops.blocks_of = refused.blocks_of;
+            drops.thinking_off = refused.thinking_off;
+            note
         };
         let outgoing = outgoing(parts, &self.target, &drops).ok()?;
         Some(Recovery::new(outgoing, note))
@@ -306,16 +219,7 @@ async fn read_stream(
             .map(|t| TransportError::AfterOk(error_message(&t)))
     };
     while let Some(chunk) = chunks.next().await {
-        let chunk = chunk.map_err(|e| {
-            if e.is_timeout() {
-                TransportError::Timeout(format!(
-                    "the stream was silent for longer than the idle limit after {} frames",
-                    reader.frames()
-                ))
-            } else {
-                map_reqwest(e)
-            }
-        })?;
+        let chunk = chunk.map_err(|e| chunk_error(e, reader.frames(), "frames"))?;
         if head.len() < 4096 {
             head.extend_from_slice(&chunk[..chunk.len().min(4096 - head.len())]);
         }
@@ -326,10 +230,9 @@ async fn read_stream(
                 Ok(None) => break,
                 Err(e) => return Err(not_a_stream(&head, reader.frames()).unwrap_or(e)),
             };
-            capture.feed(&frame, on_delta).map_err(|e| match e {
-                capture::CaptureError::Provider(err) => TransportError::AfterOk(err),
-                other => TransportError::Decode(other.to_string()),
-            })?;
+            capture
+                .feed(&frame, on_delta)
+                .map_err(CaptureError::mid_stream)?;
         }
     }
     drop(chunks);
@@ -342,10 +245,7 @@ async fn read_stream(
             ))
         }));
     }
-    let (message, meta) = capture.finish(origin).map_err(|e| match e {
-        capture::CaptureError::Provider(err) => TransportError::AfterOk(err),
-        other => TransportError::Stream(other.to_string()),
-    })?;
+    let (message, meta) = capture.finish(origin).map_err(CaptureError::at_end)?;
     Ok(Reply { message, meta })
 }
 

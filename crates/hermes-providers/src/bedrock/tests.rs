@@ -1,46 +1,32 @@
 //! The Converse wire: bodies per policy and model family asserted on their exact bytes, reply
 //! and event-stream capture, provenance, the in-loop fallback, refusals and recoveries.
 
-use std::sync::Mutex;
-
-use aws_smithy_eventstream::frame::write_message_to;
-use aws_smithy_types::event_stream::{Header, HeaderValue, Message as EventMessage};
 use hermes_core::message::{BLOCK_ORDER_KEY, NOT_REPLAYED_KEY};
 use hermes_core::route::{Effort, ThinkingRequest};
 use hermes_core::transport::Delta;
 use hermes_core::{
-    FinishReason, Message, Origin, RawJson, RequestParts, ResolveOptions, RouteTarget, Usage,
-    Verdicts, Wire, WireVerdict, WireVerdicts,
+    FinishReason, Message, Origin, RawJson, RequestParts, Usage, Verdicts, Wire, WireVerdict,
+    WireVerdicts,
 };
 use serde_json::{Value, json};
 
 use super::body::{Drops, PLACEHOLDER, Target, encode, encode_pretty};
 use super::capture::{CaptureError, StreamCapture, capture_reply};
 use super::{BedrockWire, WIRE_ID, explain, url};
-use crate::anthropic::body::{PREFIX_KEY, PrefixDigest};
 use crate::aws::FrameReader;
+use crate::signed::carriers::Captured;
+use crate::signed::replay::PrefixDigest;
+use crate::testing::{Seen, arguments, decision, details, extra, history};
 
 const BASE: &str = "https://bedrock-runtime.us-east-1.amazonaws.com";
 const HOST: &str = "bedrock-runtime.us-east-1.amazonaws.com";
 const OPUS: &str = "us.anthropic.claude-opus-4-6-v1:0";
 const SONNET45: &str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
-const SIG: &str = r#"{"type":"thinking","thinking":"Call now \u00e9\/.","signature":"c2lnLTE="}"#;
-const RED: &str = r#"{"type":"redacted_thinking","data":"ZW5jcnlwdGVk"}"#;
 /// [`SIG`] and [`RED`] as Converse blocks, written the botocore way.
 const SIG_BLOCK: &str = r#"{"reasoningContent": {"reasoningText": {"text": "Call now \u00e9/.", "signature": "c2lnLTE="}}}"#;
 const RED_BLOCK: &str = r#"{"reasoningContent": {"redactedContent": "ZW5jcnlwdGVk"}}"#;
 const TOOL_USE: &str = r#"{"toolUse": {"toolUseId": "toolu_1", "name": "now", "input": {"n": 123456789012345678901234567890}}}"#;
 const TOOL_RESULT: &str = r#"{"role": "user", "content": [{"toolResult": {"toolUseId": "toolu_1", "content": [{"text": "12:00"}]}}]}"#;
-
-/// A history from JSON text, the stored items [`SIG`] and [`RED`] written in where their
-/// placeholders stand, so their bytes are exactly as captured.
-fn history(value: Value) -> Vec<Message> {
-    let text = value
-        .to_string()
-        .replace("\"@SIG\"", SIG)
-        .replace("\"@RED\"", RED);
-    hermes_core::parse_history(&text).unwrap().messages
-}
 
 fn origin_at(host: &str, model: &str) -> Value {
     json!({"provider": "bedrock", "host": host, "model": model})
@@ -48,28 +34,11 @@ fn origin_at(host: &str, model: &str) -> Value {
 
 /// A signed tool step as captured from `model` on the Bedrock host.
 fn step(model: &str, id: &str, digest: Option<String>) -> Value {
-    let mut msg = json!({
-        "role": "assistant", "content": null,
-        "tool_calls": [{"id": id, "type": "function",
-                        "function": {"name": "now", "arguments": "{\"n\":123456789012345678901234567890}"}}],
-        "reasoning_content": "Call now é/.",
-        "reasoning_details": ["@SIG", "@RED"],
-        "origin": origin_at(HOST, model),
-        "hermes_block_order": ["thinking", "redacted_thinking", "tool_use"],
-    });
-    if let Some(d) = digest {
-        msg[PREFIX_KEY] = json!(d);
-    }
-    msg
+    crate::testing::step(origin_at(HOST, model), id, digest)
 }
 
 fn loop_history(model: &str) -> Vec<Message> {
-    history(json!([
-        {"role": "system", "content": "Be brief."},
-        {"role": "user", "content": "time?"},
-        step(model, "toolu_1", None),
-        {"role": "tool", "tool_call_id": "toolu_1", "content": "12:00"},
-    ]))
+    crate::testing::loop_history(step(model, "toolu_1", None))
 }
 
 fn target() -> Target {
@@ -108,11 +77,7 @@ impl Default for Setup {
 }
 
 fn check_body(h: &[Message], model: &str, setup: Setup) -> Out {
-    let table = crate::builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new("bedrock", Some(&setup.target.base_url), model),
-        ResolveOptions::default(),
-    );
+    let decision = decision("bedrock", &setup.target.base_url, model);
     let verdicts = Verdicts::default();
     let parts = RequestParts::new(h, &decision, &verdicts)
         .wire_verdicts(&setup.wire_verdicts)
@@ -269,16 +234,12 @@ fn nova_2_takes_reasoning_config_and_leaves_out_max_tokens_at_high() {
 #[test]
 fn an_effort_a_model_cannot_take_is_an_error_before_anything_is_sent() {
     let h = history(json!([{"role": "user", "content": "hi"}]));
-    let table = crate::builtin_table();
     for model in [
         "amazon.nova-pro-v1:0",
         "meta.llama3-3-70b-instruct-v1:0",
         "deepseek.r1-v1:0",
     ] {
-        let decision = table.resolve(
-            &RouteTarget::new("bedrock", Some(BASE), model),
-            ResolveOptions::default(),
-        );
+        let decision = decision("bedrock", BASE, model);
         let verdicts = Verdicts::default();
         let parts = RequestParts::new(&h, &decision, &verdicts).thinking(high());
         let err = encode(&parts, &target(), &Drops::default()).unwrap_err();
@@ -465,11 +426,7 @@ fn turns_alternate_tool_results_merge_and_tools_become_tool_specs() {
 
 #[test]
 fn the_pretty_body_differs_only_in_whitespace_outside_strings() {
-    let table = crate::builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new("bedrock", Some(BASE), OPUS),
-        ResolveOptions::default(),
-    );
+    let decision = decision("bedrock", BASE, OPUS);
     let verdicts = Verdicts::default();
     let h = loop_history(OPUS);
     let parts = RequestParts::new(&h, &decision, &verdicts).thinking(high());
@@ -512,11 +469,7 @@ fn the_pretty_body_differs_only_in_whitespace_outside_strings() {
 
 #[test]
 fn explain_names_the_path_first_then_the_thinking_mapping() {
-    let table = crate::builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new("bedrock", Some(BASE), OPUS),
-        ResolveOptions::default(),
-    );
+    let decision = decision("bedrock", BASE, OPUS);
     let verdicts = Verdicts::default();
     let h = loop_history(OPUS);
     let parts = RequestParts::new(&h, &decision, &verdicts)
@@ -603,11 +556,7 @@ fn a_redacted_content_validation_error_is_resent_once_without_redacted_blocks() 
          "origin": origin_at(HOST, OPUS), "hermes_block_order": ["redacted_thinking"]},
         {"role": "user", "content": "more"},
     ]));
-    let table = crate::builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new("bedrock", Some(BASE), OPUS),
-        ResolveOptions::default(),
-    );
+    let decision = decision("bedrock", BASE, OPUS);
     let verdicts = Verdicts::default();
     let parts = RequestParts::new(&h, &decision, &verdicts);
     let error = r#"{"message":"The model returned the following errors: redacted thinking is not supported for this request"}"#;
@@ -664,11 +613,7 @@ fn a_message_emptied_by_the_recovery_gets_a_placeholder() {
 #[test]
 fn an_invalid_signature_is_resent_once_without_the_named_turns_blocks() {
     let h = loop_history(OPUS);
-    let table = crate::builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new("bedrock", Some(BASE), OPUS),
-        ResolveOptions::default(),
-    );
+    let decision = decision("bedrock", BASE, OPUS);
     let verdicts = Verdicts::default();
     let parts = RequestParts::new(&h, &decision, &verdicts).thinking(high());
     let error = r#"{"message":"The model returned the following errors: messages.1.content.0: Invalid `signature` in `thinking` block"}"#;
@@ -764,37 +709,6 @@ const THINKING_ITEM: &str =
     r#"{"type":"thinking","thinking":"Café first: a/b.","signature":"c2ln/LTE="}"#;
 const REDACTED_ITEM: &str = r#"{"type":"redacted_thinking","data":"ZW5jcnlwdGVk"}"#;
 
-fn extra<'m>(msg: &'m Message, key: &str) -> Option<&'m str> {
-    msg.extra
-        .iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.get())
-}
-
-fn details(msg: &Message) -> Vec<&str> {
-    msg.reasoning_details
-        .iter()
-        .flatten()
-        .map(|i| i.raw().get())
-        .collect()
-}
-
-fn arguments(msg: &Message) -> Vec<String> {
-    msg.tool_calls
-        .iter()
-        .flatten()
-        .map(|c| {
-            c.function
-                .arguments
-                .as_ref()
-                .unwrap()
-                .as_str()
-                .unwrap()
-                .into_owned()
-        })
-        .collect()
-}
-
 #[test]
 fn a_whole_reply_becomes_anthropic_shaped_carriers() {
     let (msg, meta) = capture_reply(&whole(), origin()).unwrap();
@@ -847,42 +761,21 @@ fn a_captured_turn_replays_on_this_wire_exactly_as_received() {
 }
 
 fn frame(event: &str, payload: Value) -> Vec<u8> {
-    let mut out = Vec::new();
-    write_message_to(
-        &EventMessage::new_from_parts(
-            vec![
-                Header::new(":message-type", HeaderValue::String("event".into())),
-                Header::new(":event-type", HeaderValue::String(event.to_owned().into())),
-                Header::new(
-                    ":content-type",
-                    HeaderValue::String("application/json".into()),
-                ),
-            ],
-            payload.to_string().into_bytes(),
-        ),
-        &mut out,
+    crate::testing::frame(
+        &[
+            (":message-type", "event"),
+            (":event-type", event),
+            (":content-type", "application/json"),
+        ],
+        &payload.to_string(),
     )
-    .unwrap();
-    out
 }
 
 fn exception(kind: &str, message: &str) -> Vec<u8> {
-    let mut out = Vec::new();
-    write_message_to(
-        &EventMessage::new_from_parts(
-            vec![
-                Header::new(":message-type", HeaderValue::String("exception".into())),
-                Header::new(
-                    ":exception-type",
-                    HeaderValue::String(kind.to_owned().into()),
-                ),
-            ],
-            json!({"message": message}).to_string().into_bytes(),
-        ),
-        &mut out,
+    crate::testing::frame(
+        &[(":message-type", "exception"), (":exception-type", kind)],
+        &json!({"message": message}).to_string(),
     )
-    .unwrap();
-    out
 }
 
 /// The event stream of the turn [`whole`] captures, each payload padded with `p`.
@@ -938,36 +831,22 @@ pub(super) fn stream_frames() -> Vec<Vec<u8>> {
     ]
 }
 
-type Seen = Vec<(bool, String)>;
-
 /// Feeds `bytes` cut into `cut`-byte chunks through a frame reader into a capture.
-fn feed(
-    bytes: &[u8],
-    cut: usize,
-) -> (
-    Result<(Message, hermes_core::ReplyMeta), CaptureError>,
-    Seen,
-) {
-    let seen = Mutex::new(Vec::new());
-    let on_delta = |d: Delta<'_>| {
-        let entry = match d {
-            Delta::Reasoning(t) => (true, t.to_owned()),
-            Delta::Content(t) => (false, t.to_owned()),
-        };
-        seen.lock().unwrap().push(entry);
-    };
+fn feed(bytes: &[u8], cut: usize) -> (Captured, Vec<(bool, String)>) {
+    let seen = Seen::default();
+    let on_delta = |d: Delta<'_>| seen.record(d);
     let mut reader = FrameReader::new();
     let mut capture = StreamCapture::new();
     for chunk in bytes.chunks(cut) {
         reader.push(chunk);
         while let Some(frame) = reader.next_frame().unwrap() {
             if let Err(e) = capture.feed(&frame, &on_delta) {
-                return (Err(e), seen.into_inner().unwrap());
+                return (Err(e), seen.take());
             }
         }
     }
     assert_eq!(reader.pending(), 0);
-    (capture.finish(origin()), seen.into_inner().unwrap())
+    (capture.finish(origin()), seen.take())
 }
 
 #[test]

@@ -1,0 +1,311 @@
+//! Reply blocks into one canonical assistant message (SPEC §2, §5), for both Claude wires.
+//!
+//! Text blocks become the `content` (a string for one block, an array of text parts for
+//! several), tool calls the `tool_calls`, thinking and redacted blocks Anthropic-shaped
+//! `reasoning_details` items in received order, and the thinking texts `reasoning_content`
+//! (joined with a blank line, "Readable text always travels"). The kind of every block is
+//! recorded under [`BLOCK_ORDER_KEY`] so the turn is rebuilt as received; a turn with neither
+//! text nor a tool call is marked [`NOT_REPLAYED_KEY`].
+
+use std::fmt;
+
+use serde::Serialize;
+
+use hermes_core::message::{BLOCK_ORDER_KEY, NOT_REPLAYED_KEY};
+use hermes_core::transport::{Reply, TransportError};
+use hermes_core::{DetailItem, Message, Origin, RawJson, ReplyMeta, Role, TextCarrier, ToolCall};
+
+use crate::transport::{map_reqwest, snippet};
+
+/// Why a reply could not be captured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum CaptureError {
+    /// The provider reported an error after answering 200 (an error body or envelope instead of
+    /// a reply, an `error` event or an exception frame): its words.
+    Provider(String),
+    /// The reply is not a usable reply of its wire, or the stream ended before its last event.
+    Malformed(String),
+}
+
+impl fmt::Display for CaptureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CaptureError::Provider(message) | CaptureError::Malformed(message) => {
+                f.write_str(message)
+            }
+        }
+    }
+}
+
+impl std::error::Error for CaptureError {}
+
+impl CaptureError {
+    /// As a transport error while a stream is read: the provider's own error is an error after
+    /// the 200, a malformed event a decode error.
+    pub(crate) fn mid_stream(self) -> TransportError {
+        match self {
+            CaptureError::Provider(err) => TransportError::AfterOk(err),
+            CaptureError::Malformed(err) => TransportError::Decode(err),
+        }
+    }
+
+    /// As a transport error when a stream has ended: the provider's own error is an error after
+    /// the 200, anything else a broken stream.
+    pub(crate) fn at_end(self) -> TransportError {
+        match self {
+            CaptureError::Provider(err) => TransportError::AfterOk(err),
+            CaptureError::Malformed(err) => TransportError::Stream(err),
+        }
+    }
+
+    /// As a transport error for the whole reply `text`: the provider's own error is an error
+    /// after the 200, a malformed reply a decode error quoting the start of the body.
+    fn of_whole(self, text: &str) -> TransportError {
+        match self {
+            CaptureError::Provider(err) => TransportError::AfterOk(err),
+            CaptureError::Malformed(err) => {
+                TransportError::Decode(format!("{err}: {}", snippet(text)))
+            }
+        }
+    }
+}
+
+/// A [`CaptureError::Malformed`] saying `what`.
+pub(crate) fn malformed(what: impl fmt::Display) -> CaptureError {
+    CaptureError::Malformed(what.to_string())
+}
+
+/// A captured reply: the assistant message, and the reply's finish reason and usage.
+pub(crate) type Captured = Result<(Message, ReplyMeta), CaptureError>;
+
+/// Reads a whole (non-streamed) reply and captures it with `capture`, decoding from the bytes
+/// themselves so that every block keeps them.
+pub(crate) async fn read_whole(
+    response: reqwest::Response,
+    origin: Origin,
+    capture: fn(&str, Origin) -> Captured,
+) -> Result<Reply, TransportError> {
+    let bytes = response.bytes().await.map_err(map_reqwest)?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|e| TransportError::Decode(format!("the reply is not UTF-8: {e}")))?;
+    let (message, meta) = capture(text, origin).map_err(|e| e.of_whole(text))?;
+    Ok(Reply { message, meta })
+}
+
+/// One content block, resolved: what the message is built from.
+pub(crate) enum Block {
+    /// A text block: its text as a JSON string literal.
+    Text(RawJson),
+    /// A thinking block: the stored item and its readable text.
+    Thinking {
+        /// The Anthropic-shaped item, as stored.
+        item: RawJson,
+        /// The thinking text.
+        text: String,
+    },
+    /// A redacted thinking block, as stored.
+    Redacted(RawJson),
+    /// A tool call: its id, name and input (JSON text).
+    ToolUse {
+        /// The call id.
+        id: Option<String>,
+        /// The tool's name.
+        name: String,
+        /// The input object's JSON text.
+        input: String,
+    },
+    /// Any other block: only its kind is kept.
+    Other(String),
+}
+
+impl Block {
+    /// The block's kind as [`BLOCK_ORDER_KEY`] records it (the Anthropic Messages names).
+    pub(crate) fn kind(&self) -> &str {
+        match self {
+            Block::Text(_) => "text",
+            Block::Thinking { .. } => "thinking",
+            Block::Redacted(_) => "redacted_thinking",
+            Block::ToolUse { .. } => "tool_use",
+            Block::Other(kind) => kind,
+        }
+    }
+
+    /// A thinking block from its text and signature, stored as the Messages API writes it:
+    /// `{"type":"thinking","thinking":…,"signature":…}`.
+    pub(crate) fn thinking(text: String, signature: Option<&str>) -> Result<Block, CaptureError> {
+        let item = RawJson::from_serialize(&ThinkingItem {
+            kind: "thinking",
+            thinking: &text,
+            signature,
+        })
+        .map_err(malformed)?;
+        Ok(Block::Thinking { item, text })
+    }
+
+    /// A redacted block from its data, stored as `{"type":"redacted_thinking","data":…}`.
+    pub(crate) fn redacted(data: &str) -> Result<Block, CaptureError> {
+        RawJson::from_serialize(&RedactedItem {
+            kind: "redacted_thinking",
+            data,
+        })
+        .map(Block::Redacted)
+        .map_err(malformed)
+    }
+}
+
+/// A block being streamed, on either wire: what its events have carried so far.
+pub(crate) enum Acc {
+    /// Text, its pieces joined.
+    Text(String),
+    /// Thinking: its text pieces joined, and its signature.
+    Thinking {
+        /// The text so far.
+        text: String,
+        /// The signature, once one came.
+        signature: Option<String>,
+    },
+    /// A tool call: its id, name and input pieces joined.
+    ToolUse {
+        /// The call id.
+        id: Option<String>,
+        /// The tool's name.
+        name: String,
+        /// The input's JSON text so far.
+        input: String,
+    },
+    /// Redacted data, its pieces joined (Converse `redactedContent`).
+    Redacted(String),
+    /// A block that arrives whole in its start event (Messages: `redacted_thinking`, its bytes
+    /// as received, or a kind the capture does not know).
+    Whole(Block),
+}
+
+impl Acc {
+    /// The kind of block this becomes, as [`Block::kind`] names it.
+    pub(crate) fn kind(&self) -> &str {
+        match self {
+            Acc::Text(_) => "text",
+            Acc::Thinking { .. } => "thinking",
+            Acc::ToolUse { .. } => "tool_use",
+            Acc::Redacted(_) => "redacted_thinking",
+            Acc::Whole(block) => block.kind(),
+        }
+    }
+
+    /// The block streamed: a tool call with no input pieces has `{}`.
+    pub(crate) fn resolve(self) -> Result<Block, CaptureError> {
+        Ok(match self {
+            Acc::Text(text) => Block::Text(RawJson::string(&text)),
+            Acc::Thinking { text, signature } => Block::thinking(text, signature.as_deref())?,
+            Acc::ToolUse { id, name, input } => Block::ToolUse {
+                id,
+                name,
+                input: if input.trim().is_empty() {
+                    "{}".to_owned()
+                } else {
+                    input
+                },
+            },
+            Acc::Redacted(data) => Block::redacted(&data)?,
+            Acc::Whole(block) => block,
+        })
+    }
+}
+
+/// The error of a stream that ended before its `last` event, after `seen` `unit` (e.g. "12
+/// events"): a half turn is never a message.
+pub(crate) fn half_turn(last: &str, seen: usize, unit: &str) -> CaptureError {
+    malformed(format!(
+        "the stream ended before `{last}` (after {seen} {unit}); the half turn is not stored"
+    ))
+}
+
+/// A text part of an array `content`.
+#[derive(Serialize)]
+struct TextPart {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: RawJson,
+}
+
+/// A thinking block as stored, in the Messages API's key order.
+#[derive(Serialize)]
+struct ThinkingItem<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    thinking: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signature: Option<&'a str>,
+}
+
+/// A redacted block as stored.
+#[derive(Serialize)]
+struct RedactedItem<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    data: &'a str,
+}
+
+/// Builds the captured assistant message from its content blocks as they resolve, in received
+/// order; the first block that does not resolve is the error.
+pub(crate) fn build(
+    blocks: impl IntoIterator<Item = Result<Block, CaptureError>>,
+    origin: Origin,
+) -> Result<Message, CaptureError> {
+    let blocks = blocks.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let order: Vec<String> = blocks.iter().map(|b| b.kind().to_owned()).collect();
+    let mut texts = Vec::new();
+    let mut thinking = Vec::new();
+    let mut items = Vec::new();
+    let mut calls = Vec::new();
+    for block in blocks {
+        match block {
+            Block::Text(text) => texts.push(text),
+            Block::Thinking { item, text } => {
+                if !text.is_empty() {
+                    thinking.push(text);
+                }
+                items.push(DetailItem::from_raw(item).map_err(malformed)?);
+            }
+            Block::Redacted(item) => items.push(DetailItem::from_raw(item).map_err(malformed)?),
+            Block::ToolUse { id, name, input } => {
+                let mut call = ToolCall::function(id.as_deref().unwrap_or_default(), &name, &input);
+                call.id = id;
+                calls.push(call);
+            }
+            Block::Other(_) => {}
+        }
+    }
+    let mut msg = Message::text(Role::Assistant, "");
+    let has_text = !texts.is_empty();
+    msg.content = Some(match texts.len() {
+        0 => RawJson::null(),
+        1 => texts.swap_remove(0),
+        _ => {
+            let parts: Vec<TextPart> = texts
+                .into_iter()
+                .map(|text| TextPart { kind: "text", text })
+                .collect();
+            RawJson::from_serialize(&parts).map_err(malformed)?
+        }
+    });
+    msg.reasoning_content =
+        (!thinking.is_empty()).then(|| TextCarrier::new(&thinking.join("\n\n")));
+    msg.reasoning_details = (!items.is_empty()).then_some(items);
+    let has_calls = !calls.is_empty();
+    msg.tool_calls = has_calls.then_some(calls);
+    if !order.is_empty() {
+        msg.extra.push((
+            BLOCK_ORDER_KEY.to_owned(),
+            RawJson::from_serialize(&order).map_err(malformed)?,
+        ));
+    }
+    if !has_text && !has_calls {
+        msg.extra.push((
+            NOT_REPLAYED_KEY.to_owned(),
+            RawJson::from_serialize(&true).map_err(malformed)?,
+        ));
+    }
+    msg.origin = Some(origin);
+    Ok(msg)
+}

@@ -1,0 +1,135 @@
+//! Helpers shared by the unit tests of the Claude wires.
+//!
+//! Stored items written in byte for byte, the route of a target, readers of a captured
+//! message's carriers, AWS event-stream frames and a delta recorder.
+
+use std::sync::Mutex;
+
+use aws_smithy_eventstream::frame::write_message_to;
+use aws_smithy_types::event_stream::{Header, HeaderValue, Message as EventMessage};
+use hermes_core::transport::Delta;
+use hermes_core::{Message, ResolveOptions, RouteDecision, RouteTarget};
+use serde_json::{Value, json};
+
+use crate::signed::replay::PREFIX_KEY;
+
+/// A signed thinking item as captured, with escapes a `Value` round trip would rewrite.
+pub(crate) const SIG: &str =
+    r#"{"type":"thinking","thinking":"Call now \u00e9\/.","signature":"c2lnLTE="}"#;
+/// A redacted thinking item as captured.
+pub(crate) const RED: &str = r#"{"type":"redacted_thinking","data":"ZW5jcnlwdGVk"}"#;
+
+/// Parses a history from JSON text, first writing the stored items [`SIG`] and [`RED`] in
+/// where [`step`] left their placeholders, so their bytes are exactly as captured.
+pub(crate) fn history(value: Value) -> Vec<Message> {
+    let text = value
+        .to_string()
+        .replace("\"@SIG\"", SIG)
+        .replace("\"@RED\"", RED);
+    hermes_core::parse_history(&text).unwrap().messages
+}
+
+/// How the built-in table routes `model` at `provider` on `base_url`.
+pub(crate) fn decision(provider: &str, base_url: &str, model: &str) -> RouteDecision {
+    crate::builtin_table().resolve(
+        &RouteTarget::new(provider, Some(base_url), model),
+        ResolveOptions::default(),
+    )
+}
+
+/// A signed tool step as captured from `origin`, with its prefix digest when one is given.
+pub(crate) fn step(origin: Value, id: &str, digest: Option<String>) -> Value {
+    let mut msg = json!({
+        "role": "assistant", "content": null,
+        "tool_calls": [{"id": id, "type": "function",
+                        "function": {"name": "now", "arguments": "{\"n\":123456789012345678901234567890}"}}],
+        "reasoning_content": "Call now é/.",
+        "reasoning_details": ["@SIG", "@RED"],
+        "origin": origin,
+        "hermes_block_order": ["thinking", "redacted_thinking", "tool_use"],
+    });
+    if let Some(d) = digest {
+        msg[PREFIX_KEY] = json!(d);
+    }
+    msg
+}
+
+/// A tool loop in flight: a system prompt, the user's question, the signed `step` (a call
+/// `toolu_1`) and its result.
+pub(crate) fn loop_history(step: Value) -> Vec<Message> {
+    history(json!([
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "time?"},
+        step,
+        {"role": "tool", "tool_call_id": "toolu_1", "content": "12:00"},
+    ]))
+}
+
+/// The stored bookkeeping value under `key`, as JSON text.
+pub(crate) fn extra<'m>(msg: &'m Message, key: &str) -> Option<&'m str> {
+    msg.extra
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.get())
+}
+
+/// The `reasoning_details` items, as JSON text.
+pub(crate) fn details(msg: &Message) -> Vec<&str> {
+    msg.reasoning_details
+        .iter()
+        .flatten()
+        .map(|i| i.raw().get())
+        .collect()
+}
+
+/// The arguments text of every tool call.
+pub(crate) fn arguments(msg: &Message) -> Vec<String> {
+    msg.tool_calls
+        .iter()
+        .flatten()
+        .map(|c| {
+            c.function
+                .arguments
+                .as_ref()
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .into_owned()
+        })
+        .collect()
+}
+
+/// One AWS event-stream frame with string `headers` and `payload`.
+pub(crate) fn frame(headers: &[(&'static str, &str)], payload: &str) -> Vec<u8> {
+    let headers = headers
+        .iter()
+        .map(|(k, v)| Header::new(*k, HeaderValue::String((*v).to_owned().into())))
+        .collect();
+    let mut out = Vec::new();
+    write_message_to(
+        &EventMessage::new_from_parts(headers, payload.as_bytes().to_vec()),
+        &mut out,
+    )
+    .unwrap();
+    out
+}
+
+/// Records the deltas a capture reports, `true` for thinking.
+#[derive(Default)]
+pub(crate) struct Seen(Mutex<Vec<(bool, String)>>);
+
+impl Seen {
+    /// Records one delta.
+    pub(crate) fn record(&self, delta: Delta<'_>) {
+        let entry = match delta {
+            Delta::Reasoning(t) => (true, t.to_owned()),
+            Delta::Content(t) => (false, t.to_owned()),
+        };
+        self.0.lock().unwrap().push(entry);
+    }
+
+    /// The deltas recorded, in order.
+    pub(crate) fn take(self) -> Vec<(bool, String)> {
+        self.0.into_inner().unwrap()
+    }
+}
