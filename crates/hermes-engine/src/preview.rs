@@ -9,7 +9,7 @@ use hermes_core::{
 use hermes_core::RequestParts;
 use hermes_providers::Wire;
 use hermes_providers::chat::ChatRequest;
-use hermes_providers::{anthropic, bedrock};
+use hermes_providers::{anthropic, bedrock, gemini};
 
 use crate::Engine;
 use crate::error::EngineError;
@@ -142,9 +142,20 @@ impl Preview {
         match self.settled.wire {
             Wire::Anthropic => Ok(self.anthropic()?.body),
             Wire::BedrockConverse => Ok(self.bedrock()?.body),
+            Wire::Gemini => Ok(self.gemini()?.body),
             _ => serde_json::to_vec_pretty(&self.request())
                 .map_err(|e| EngineError::Failed(format!("could not encode the request: {e}"))),
         }
+    }
+
+    fn gemini(&self) -> Result<gemini::Encoded, EngineError> {
+        let base = self.settled.base_url.clone().unwrap_or_default();
+        let (history, _) = hermes_core::pairing::paired(&self.history);
+        let parts = RequestParts::new(&history, &self.decision, &self.verdicts)
+            .wire_verdicts(&self.wire_verdicts)
+            .thinking(self.thinking);
+        gemini::encode_pretty(&parts, &gemini_target(&self.settled, &base))
+            .map_err(|e| EngineError::Failed(format!("could not encode the request: {e}")))
     }
 
     fn bedrock(&self) -> Result<bedrock::Encoded, EngineError> {
@@ -171,6 +182,12 @@ impl Preview {
     /// `--explain`: the route line, then one line per message saying why each carrier is
     /// present, padded or absent and what stored keys stay out.
     pub fn explain(&self) -> Vec<String> {
+        if self.settled.wire == Wire::Gemini {
+            return match self.gemini() {
+                Ok(encoded) => encoded.explain,
+                Err(e) => vec![e.to_string()],
+            };
+        }
         if self.settled.wire == Wire::BedrockConverse {
             return match self.bedrock() {
                 Ok(encoded) => encoded.explain,
@@ -217,6 +234,22 @@ impl Preview {
         )];
         lines.extend(ctx.explain(&self.history));
         lines
+    }
+}
+
+/// The Gemini target of a settled command (Vertex for `vertex-gemini`), with requests going to
+/// `base_url`.
+pub(crate) fn gemini_target(settled: &Settled, base_url: &str) -> gemini::Target {
+    let flavor = match &settled.vertex {
+        Some(v) => gemini::Flavor::Vertex {
+            project: v.project.clone(),
+            region: v.region.clone(),
+        },
+        None => gemini::Flavor::AiStudio,
+    };
+    gemini::Target {
+        flavor,
+        base_url: base_url.to_owned(),
     }
 }
 

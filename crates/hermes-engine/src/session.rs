@@ -13,6 +13,7 @@ use hermes_core::{
 use hermes_providers::anthropic::AnthropicWire;
 use hermes_providers::aws::{AwsAuth, AwsCredentials};
 use hermes_providers::bedrock::BedrockWire;
+use hermes_providers::gemini::GeminiWire;
 use hermes_providers::{Auth, Endpoint, HttpChat, Wire};
 use hermes_store::{NewSession, Store};
 
@@ -284,12 +285,14 @@ impl Target {
                     api_key: key,
                 },
             }),
-            other => {
-                return Err(EngineError::Unsupported(format!(
-                    "the {} wire cannot send yet",
-                    other.as_str()
-                )));
-            }
+            Wire::Gemini => LiveWire::Gemini(GeminiWire {
+                client,
+                target: crate::preview::gemini_target(&settled, &live_base),
+                auth: key.map(|key| match settled.vertex {
+                    Some(_) => Auth::Bearer(key),
+                    None => Auth::Header("x-goog-api-key", key),
+                }),
+            }),
         };
         Ok(Target {
             settled,
@@ -305,6 +308,7 @@ enum LiveWire {
     Chat(HttpChat),
     Anthropic(AnthropicWire),
     Bedrock(BedrockWire),
+    Gemini(GeminiWire),
 }
 
 impl LiveWire {
@@ -313,6 +317,7 @@ impl LiveWire {
             LiveWire::Chat(w) => w,
             LiveWire::Anthropic(w) => w,
             LiveWire::Bedrock(w) => w,
+            LiveWire::Gemini(w) => w,
         }
     }
 }

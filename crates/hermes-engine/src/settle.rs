@@ -325,15 +325,6 @@ pub fn settle(
     }
 
     let spec = hermes_providers::provider(&provider);
-    if let Some(spec) =
-        spec.filter(|s| !matches!(s.wire, Wire::Chat | Wire::Anthropic | Wire::BedrockConverse))
-    {
-        return Err(EngineError::Unsupported(format!(
-            "provider `{}` speaks the {} wire, which this build cannot send yet; chat-completions providers work today",
-            spec.id,
-            spec.wire.as_str()
-        )));
-    }
     let vertex = (provider.starts_with("vertex-")).then(|| VertexLocation {
         project: defaults
             .vertex

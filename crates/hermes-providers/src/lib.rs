@@ -5,6 +5,7 @@ pub mod anthropic;
 pub mod aws;
 pub mod bedrock;
 pub mod chat;
+pub mod gemini;
 pub mod registry;
 pub mod routes;
 mod signed;

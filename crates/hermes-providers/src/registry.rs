@@ -170,6 +170,13 @@ pub const PROVIDERS: &[ProviderSpec] = &[
         base_url: Some("https://generativelanguage.googleapis.com/v1beta"),
         key_var: Some("GEMINI_API_KEY"),
     },
+    ProviderSpec {
+        // `[vertex] project`, `region` in config.toml; a bearer token.
+        id: "vertex-gemini",
+        wire: Wire::Gemini,
+        base_url: None,
+        key_var: Some("GOOGLE_OAUTH_ACCESS_TOKEN"),
+    },
 ];
 
 /// The registry entry for `id` (trimmed, case-insensitive).

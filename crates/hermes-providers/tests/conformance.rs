@@ -111,6 +111,49 @@ fn bedrock_for(target: &WireTarget<'_>) -> Option<Box<dyn Wire>> {
     }))
 }
 
+/// The targets the Gemini wire's invariants run on: a regional Vertex host (the AI Studio host
+/// resolves to the `gemini-openai` chat route).
+const GEMINI_INVARIANT_TARGETS: &[(&str, &str)] = &[(
+    "vertex-gemini",
+    "https://us-central1-aiplatform.googleapis.com",
+)];
+
+/// The Gemini wire's invariant corpus is minted by Gemini 3 models, whose signatures the wire
+/// replays (and which take an effort).
+const GEMINI_CORPUS_MODELS: [&str; 2] = ["gemini-3-pro-preview", "gemini-3-flash-preview"];
+
+/// Builds the Gemini wire for a case's own base URL: Vertex on an `aiplatform.googleapis.com`
+/// host (project `p1`, the region its host names, `global` on the global host), else AI
+/// Studio. No key: encoding sends nothing.
+fn gemini_for(target: &WireTarget<'_>) -> Option<Box<dyn Wire>> {
+    use hermes_providers::gemini;
+    let base = target.base_url.unwrap_or(gemini::AI_STUDIO_BASE);
+    let host = TargetHost::from_base_url(base)
+        .map(|h| h.to_string())
+        .unwrap_or_default();
+    let flavor = if host == "aiplatform.googleapis.com" {
+        gemini::Flavor::Vertex {
+            project: "p1".into(),
+            region: "global".into(),
+        }
+    } else if let Some(region) = host.strip_suffix("-aiplatform.googleapis.com") {
+        gemini::Flavor::Vertex {
+            project: "p1".into(),
+            region: region.into(),
+        }
+    } else {
+        gemini::Flavor::AiStudio
+    };
+    Some(Box::new(gemini::GeminiWire {
+        client: ChatTransport::new().expect("the HTTP client builds"),
+        target: gemini::Target {
+            flavor,
+            base_url: base.to_owned(),
+        },
+        auth: None,
+    }))
+}
+
 fn main() -> ExitCode {
     // `cargo test` passes harness flags (e.g. `--quiet`); route ids are the other arguments.
     let only: Vec<String> = std::env::args()
@@ -126,12 +169,17 @@ fn main() -> ExitCode {
         .wire(&direct)
         .wire_factory(hermes_providers::anthropic::WIRE_ID, anthropic_for)
         .wire_factory(hermes_providers::bedrock::WIRE_ID, bedrock_for)
-        .wire_models(hermes_providers::bedrock::WIRE_ID, BEDROCK_CORPUS_MODELS);
+        .wire_models(hermes_providers::bedrock::WIRE_ID, BEDROCK_CORPUS_MODELS)
+        .wire_factory(hermes_providers::gemini::WIRE_ID, gemini_for)
+        .wire_models(hermes_providers::gemini::WIRE_ID, GEMINI_CORPUS_MODELS);
     for (provider, base) in ANTHROPIC_INVARIANT_TARGETS {
         suite = suite.wire_invariants(hermes_providers::anthropic::WIRE_ID, provider, Some(base));
     }
     for (provider, base) in BEDROCK_INVARIANT_TARGETS {
         suite = suite.wire_invariants(hermes_providers::bedrock::WIRE_ID, provider, Some(base));
+    }
+    for (provider, base) in GEMINI_INVARIANT_TARGETS {
+        suite = suite.wire_invariants(hermes_providers::gemini::WIRE_ID, provider, Some(base));
     }
     let mut report = suite.run_routes(&only);
     println!("live route -> simulator profile:");
@@ -152,6 +200,11 @@ fn main() -> ExitCode {
             hermes_providers::bedrock::WIRE_ID,
             BEDROCK_INVARIANT_TARGETS,
             BEDROCK_CORPUS_MODELS[0],
+        ),
+        (
+            hermes_providers::gemini::WIRE_ID,
+            GEMINI_INVARIANT_TARGETS,
+            GEMINI_CORPUS_MODELS[0],
         ),
     ] {
         println!(

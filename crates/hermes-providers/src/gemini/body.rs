@@ -1,0 +1,806 @@
+//! The `generateContent` request body, rendered from the canonical history (SPEC §5):
+//! `contents` of `user` and `model` turns (neighbouring turns of one role merged; tool results a
+//! user turn of `functionResponse` parts matched to their calls by id, else by name and order),
+//! `systemInstruction`, the tools as `functionDeclarations`, and `generationConfig.thinkingConfig`
+//! per SPEC §3c. Thought signatures go back where they were captured, byte for byte, and only to
+//! the model and host that minted them; readable thinking is never sent.
+//!
+//! Keys are in the order google-genai 3.6 (`google/genai/models.py`,
+//! `_GenerateContentParameters_to_mldev`) writes them: `contents`, `systemInstruction`, `tools`,
+//! `generationConfig`; a content's `parts` before its `role`; a part's data before its
+//! `thoughtSignature`; `functionCall {id, args, name}`; `functionResponse {id, name, response}`;
+//! a declaration's `description`, `name`, `parametersJsonSchema`.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use hermes_core::message::{same_minter, thought_signature};
+use hermes_core::{Message, RawJson, RequestParts, Role, ToolCall};
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
+
+use super::model::{GeminiModel, ThinkingPlan, thinking_plan};
+use crate::tools::{ChatFunction, ChatTool};
+
+/// The AI Studio base URL (SPEC §8a).
+pub const AI_STUDIO_BASE: &str = "https://generativelanguage.googleapis.com/v1beta";
+
+/// The key on a stored tool call whose id hermes made up (Gemini sent the `functionCall`
+/// without one): `true`. Such an id only pairs the call with its result inside hermes; it is
+/// never sent to any provider as a Gemini call id. Stored, never sent (it starts with `hermes_`).
+pub const MADE_UP_ID_KEY: &str = "hermes_made_up_id";
+
+/// The field a refusal can name on this wire: the thought signatures it replays.
+pub const SIGNATURE_FIELD: &str = "thoughtSignature";
+
+/// How the Gemini API is addressed (SPEC §8a).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// Google AI Studio: `{base}/models/{model}:generateContent`, the key in `x-goog-api-key`.
+    AiStudio,
+    /// Vertex AI: `{base}/v1/projects/{project}/locations/{region}/publishers/google/models/
+    /// {model}:generateContent`, a bearer token.
+    Vertex {
+        /// The Google Cloud project.
+        project: String,
+        /// The region, or `global`.
+        region: String,
+    },
+}
+
+/// Where a request goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// How the API is addressed.
+    pub flavor: Flavor,
+    /// The base URL: [`AI_STUDIO_BASE`], or `https://{region}-aiplatform.googleapis.com` (the
+    /// `global` location: `https://aiplatform.googleapis.com`) for Vertex.
+    pub base_url: String,
+}
+
+impl Target {
+    /// AI Studio at its default base URL.
+    pub fn ai_studio() -> Self {
+        Target {
+            flavor: Flavor::AiStudio,
+            base_url: AI_STUDIO_BASE.to_owned(),
+        }
+    }
+
+    /// Vertex AI for `project` in `region`, at the region's host (`global` →
+    /// `aiplatform.googleapis.com`).
+    pub fn vertex(project: &str, region: &str) -> Self {
+        Target {
+            flavor: Flavor::Vertex {
+                project: project.to_owned(),
+                region: region.to_owned(),
+            },
+            base_url: vertex_base_url(region),
+        }
+    }
+}
+
+/// The Vertex AI host for `region` (SPEC §8a: `{region}-aiplatform.googleapis.com`, the
+/// global location `aiplatform.googleapis.com`).
+pub fn vertex_base_url(region: &str) -> String {
+    if region == "global" {
+        "https://aiplatform.googleapis.com".to_owned()
+    } else {
+        format!("https://{region}-aiplatform.googleapis.com")
+    }
+}
+
+/// An encoded body and what the wire needs to know about it.
+#[derive(Clone, Debug)]
+pub struct Encoded {
+    /// The exact body.
+    pub body: Vec<u8>,
+    /// Refusable fields sent ([`SIGNATURE_FIELD`] when a signature is replayed).
+    pub refusable: Vec<&'static str>,
+    /// Wire contents.
+    pub messages: usize,
+    /// Lines for the user.
+    pub notes: Vec<String>,
+    /// For each wire content, the history indices merged into it.
+    pub sources: Vec<Vec<usize>>,
+    /// What was decided, for `hermes preview --explain` (the `POST` line is added by
+    /// [`super::explain`]).
+    pub explain: Vec<String>,
+}
+
+/// Why a body could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EncodeError {
+    /// The tool definitions are not the chat-completions array of function tools.
+    Tools(String),
+    /// The thinking request cannot be expressed for this model (SPEC §3c: a clear error before
+    /// anything is sent).
+    Thinking(String),
+    /// The body could not be written.
+    Json(String),
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EncodeError::Tools(why) => write!(f, "the tool definitions cannot be sent: {why}"),
+            EncodeError::Thinking(why) => f.write_str(why),
+            EncodeError::Json(why) => write!(f, "the body cannot be written: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for EncodeError {}
+
+/// One part of the wire copy.
+enum Part<'h> {
+    /// A text part; the JSON string literal as stored.
+    Text {
+        text: Box<RawValue>,
+        signature: Option<Box<RawValue>>,
+    },
+    /// A `functionCall` part.
+    Call {
+        id: Option<&'h str>,
+        name: &'h str,
+        args: Box<RawValue>,
+        signature: Option<Box<RawValue>>,
+    },
+    /// A `functionResponse` part: `response` is `{"output": <text>}`.
+    Response {
+        id: Option<&'h str>,
+        name: &'h str,
+        output: Box<RawValue>,
+    },
+}
+
+impl Serialize for Part<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        match self {
+            Part::Text { text, signature } => {
+                map.serialize_entry("text", text)?;
+                if let Some(sig) = signature {
+                    map.serialize_entry("thoughtSignature", sig)?;
+                }
+            }
+            Part::Call {
+                id,
+                name,
+                args,
+                signature,
+            } => {
+                map.serialize_entry(
+                    "functionCall",
+                    &CallBody {
+                        id: *id,
+                        name,
+                        args,
+                    },
+                )?;
+                if let Some(sig) = signature {
+                    map.serialize_entry("thoughtSignature", sig)?;
+                }
+            }
+            Part::Response { id, name, output } => {
+                map.serialize_entry(
+                    "functionResponse",
+                    &ResponseBody {
+                        id: *id,
+                        name,
+                        output,
+                    },
+                )?;
+            }
+        }
+        map.end()
+    }
+}
+
+struct CallBody<'a> {
+    id: Option<&'a str>,
+    name: &'a str,
+    args: &'a RawValue,
+}
+
+impl Serialize for CallBody<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        if let Some(id) = self.id {
+            map.serialize_entry("id", id)?;
+        }
+        map.serialize_entry("args", self.args)?;
+        map.serialize_entry("name", self.name)?;
+        map.end()
+    }
+}
+
+struct ResponseBody<'a> {
+    id: Option<&'a str>,
+    name: &'a str,
+    output: &'a RawValue,
+}
+
+impl Serialize for ResponseBody<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        if let Some(id) = self.id {
+            map.serialize_entry("id", id)?;
+        }
+        map.serialize_entry("name", self.name)?;
+        map.serialize_entry("response", &Output(self.output))?;
+        map.end()
+    }
+}
+
+/// `{"output": …}`: the key the API reference gives for a function's output
+/// (`FunctionResponse.response`: "Use "output" key to specify function output and "error" key
+/// to specify error details"; google-genai 3.6 `types.py`, `FunctionResponse.response`).
+struct Output<'a>(&'a RawValue);
+
+impl Serialize for Output<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(1))?;
+        map.serialize_entry("output", self.0)?;
+        map.end()
+    }
+}
+
+/// One wire content: a role and its parts.
+struct Content<'h> {
+    role: &'static str,
+    parts: Vec<Part<'h>>,
+    sources: Vec<usize>,
+}
+
+impl Serialize for Content<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(2))?;
+        map.serialize_entry("parts", &self.parts)?;
+        map.serialize_entry("role", self.role)?;
+        map.end()
+    }
+}
+
+/// The system instruction: one text part per system message, with the `user` role
+/// google-genai gives it.
+struct System<'a>(&'a [Box<RawValue>]);
+
+impl Serialize for System<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct TextPart<'a>(&'a RawValue);
+        impl Serialize for TextPart<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut map = s.serialize_map(Some(1))?;
+                map.serialize_entry("text", self.0)?;
+                map.end()
+            }
+        }
+        let parts: Vec<TextPart<'_>> = self.0.iter().map(|t| TextPart(t)).collect();
+        let mut map = s.serialize_map(Some(2))?;
+        map.serialize_entry("parts", &parts)?;
+        map.serialize_entry("role", "user")?;
+        map.end()
+    }
+}
+
+/// One `functionDeclarations` entry. The chat definitions' `parameters` are JSON Schema, so
+/// they travel as `parametersJsonSchema` (API reference, `FunctionDeclaration`: "Describes the
+/// parameters to the function in JSON Schema format"), byte for byte; `parameters` takes
+/// Google's OpenAPI subset instead, which refuses an object schema with no properties
+/// (`parameters.properties: should be non-empty for OBJECT type`, agno-agi/agno#2112) such as a
+/// tool without arguments.
+struct Declaration<'a>(&'a ChatFunction<'a>);
+
+impl Serialize for Declaration<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let f = self.0;
+        let mut map = s.serialize_map(None)?;
+        if let Some(d) = f.description.as_deref().filter(|d| !d.is_empty()) {
+            map.serialize_entry("description", d)?;
+        }
+        map.serialize_entry("name", &f.name)?;
+        if let Some(p) = f.parameters.filter(|p| p.get() != "null") {
+            map.serialize_entry("parametersJsonSchema", p)?;
+        }
+        map.end()
+    }
+}
+
+struct Tools<'a>(&'a [ChatTool<'a>]);
+
+impl Serialize for Tools<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Group<'a>(&'a [ChatTool<'a>]);
+        impl Serialize for Group<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let decls: Vec<Declaration<'_>> =
+                    self.0.iter().map(|t| Declaration(&t.function)).collect();
+                let mut map = s.serialize_map(Some(1))?;
+                map.serialize_entry("functionDeclarations", &decls)?;
+                map.end()
+            }
+        }
+        s.collect_seq([Group(self.0)])
+    }
+}
+
+/// `generationConfig`: only `thinkingConfig` today.
+struct Generation<'a>(&'a ThinkingPlan);
+
+impl Serialize for Generation<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Config<'a>(&'a ThinkingPlan);
+        impl Serialize for Config<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let p = self.0;
+                let mut map = s.serialize_map(None)?;
+                if p.include_thoughts {
+                    map.serialize_entry("includeThoughts", &true)?;
+                }
+                if let Some(budget) = p.budget {
+                    map.serialize_entry("thinkingBudget", &budget)?;
+                }
+                if let Some(level) = p.level {
+                    map.serialize_entry("thinkingLevel", level)?;
+                }
+                map.end()
+            }
+        }
+        let mut map = s.serialize_map(Some(1))?;
+        map.serialize_entry("thinkingConfig", &Config(self.0))?;
+        map.end()
+    }
+}
+
+struct Body<'a, 'h> {
+    contents: &'a [Content<'h>],
+    system: &'a [Box<RawValue>],
+    tools: Option<&'a [ChatTool<'a>]>,
+    thinking: &'a ThinkingPlan,
+}
+
+impl Serialize for Body<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("contents", self.contents)?;
+        if !self.system.is_empty() {
+            map.serialize_entry("systemInstruction", &System(self.system))?;
+        }
+        if let Some(tools) = self.tools.filter(|t| !t.is_empty()) {
+            map.serialize_entry("tools", &Tools(tools))?;
+        }
+        if self.thinking.any() {
+            map.serialize_entry("generationConfig", &Generation(self.thinking))?;
+        }
+        map.end()
+    }
+}
+
+fn raw_box(text: &str) -> Box<RawValue> {
+    RawValue::from_string(text.to_owned()).unwrap_or_else(|_| empty_string())
+}
+
+fn empty_string() -> Box<RawValue> {
+    serde_json::value::to_raw_value("").unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+/// The stored JSON string literal of the Gemini signature in an `extra_content` value
+/// (`{"google":{"thought_signature":…}}`, or the flat spelling), when it is a non-blank string:
+/// what goes back as `thoughtSignature`, byte for byte.
+pub(crate) fn stored_signature(extra: &RawJson) -> Option<Box<RawValue>> {
+    thought_signature(extra)?;
+    #[derive(serde::Deserialize)]
+    struct Google<'a> {
+        #[serde(borrow, default)]
+        thought_signature: Option<&'a RawValue>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Extra<'a> {
+        #[serde(borrow, default)]
+        google: Option<Google<'a>>,
+        #[serde(borrow, default)]
+        thought_signature: Option<&'a RawValue>,
+    }
+    let extra: Extra<'_> = serde_json::from_str(extra.get()).ok()?;
+    extra
+        .google
+        .and_then(|g| g.thought_signature)
+        .or(extra.thought_signature)
+        .map(|raw| raw.to_owned())
+}
+
+/// The text literals of a content value: a string as stored, or each `text` of an array of
+/// parts. Empty texts are left out (a part must hold data).
+fn text_parts(content: Option<&RawJson>) -> Vec<Box<RawValue>> {
+    let Some(content) = content else {
+        return Vec::new();
+    };
+    if content.is_string() {
+        return match content.as_str() {
+            Some(t) if !t.is_empty() => vec![raw_box(content.get())],
+            _ => Vec::new(),
+        };
+    }
+    #[derive(serde::Deserialize)]
+    struct ChatPart<'a> {
+        #[serde(rename = "type", default)]
+        kind: Option<String>,
+        #[serde(borrow, default)]
+        text: Option<&'a RawValue>,
+    }
+    let parts: Vec<ChatPart<'_>> = serde_json::from_str(content.get()).unwrap_or_default();
+    parts
+        .into_iter()
+        .filter(|p| p.kind.as_deref().is_none_or(|k| k == "text"))
+        .filter_map(|p| p.text)
+        .filter(|t| t.get().starts_with('"') && t.get() != "\"\"")
+        .map(|t| t.to_owned())
+        .collect()
+}
+
+/// A tool result's text as one JSON string: the stored string literal as is, the texts of an
+/// array of parts joined, else `""`.
+fn result_text(content: Option<&RawJson>) -> Box<RawValue> {
+    match content {
+        Some(c) if c.is_string() => raw_box(c.get()),
+        Some(c) if c.get().starts_with('[') => {
+            let joined: String = text_parts(Some(c))
+                .iter()
+                .filter_map(|t| serde_json::from_str::<String>(t.get()).ok())
+                .collect::<Vec<_>>()
+                .join("\n");
+            serde_json::value::to_raw_value(&joined).unwrap_or_else(|_| empty_string())
+        }
+        _ => empty_string(),
+    }
+}
+
+/// A tool call's arguments as the `args` object: the stored JSON text when it is an object,
+/// else `{}`.
+fn call_args(call: &ToolCall) -> Box<RawValue> {
+    let text = call
+        .function
+        .arguments
+        .as_ref()
+        .and_then(|a| a.as_str().map(|s| s.into_owned()));
+    match text {
+        Some(t) if t.trim_start().starts_with('{') => {
+            RawValue::from_string(t.trim().to_owned()).unwrap_or_else(|_| raw_box("{}"))
+        }
+        _ => raw_box("{}"),
+    }
+}
+
+/// True when hermes made this call's id up (Gemini sent none).
+pub fn made_up_id(call: &ToolCall) -> bool {
+    call.extra
+        .iter()
+        .any(|(k, v)| k == MADE_UP_ID_KEY && v.get() == "true")
+}
+
+/// A call of the latest model turn, waiting for its result.
+struct Open<'h> {
+    /// The id stored on the call (made up or not): what a tool result names.
+    stored: Option<&'h str>,
+    /// The id sent back to Gemini: the stored one unless hermes made it up.
+    sent: Option<&'h str>,
+    name: &'h str,
+    answered: bool,
+}
+
+/// How a tool result found its call.
+enum Matched {
+    Id,
+    Name,
+    Order,
+}
+
+/// The open call a tool result answers: by id; else, among the calls it could answer (every
+/// unanswered call for a result without an id, only calls stored without one for a result with
+/// an id), by its `name` in order, else the first (older calls and results may lack ids: SPEC
+/// §5). A result whose id no call holds finds no call with an id.
+fn match_result(open: &[Open<'_>], msg: &Message) -> Option<(usize, Matched)> {
+    let id = msg.tool_call_id.as_deref();
+    if let Some(i) = id.and_then(|id| {
+        open.iter()
+            .position(|c| !c.answered && c.stored == Some(id))
+    }) {
+        return Some((i, Matched::Id));
+    }
+    let candidate = |c: &Open<'_>| !c.answered && (id.is_none() || c.stored.is_none());
+    if let Some(i) = msg
+        .name
+        .as_deref()
+        .and_then(|name| open.iter().position(|c| candidate(c) && c.name == name))
+    {
+        return Some((i, Matched::Name));
+    }
+    open.iter().position(candidate).map(|i| (i, Matched::Order))
+}
+
+/// Adds parts to the wire, merging into the previous content of the same role (the API wants
+/// alternating turns; consecutive tool results become one user turn).
+fn push<'h>(wire: &mut Vec<Content<'h>>, role: &'static str, parts: Vec<Part<'h>>, source: usize) {
+    if let Some(last) = wire.last_mut()
+        && last.role == role
+    {
+        last.parts.extend(parts);
+        last.sources.push(source);
+        return;
+    }
+    wire.push(Content {
+        role,
+        parts,
+        sources: vec![source],
+    });
+}
+
+/// Builds the body of `parts` for `target`.
+pub fn encode(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, EncodeError> {
+    encode_with(parts, target, false)
+}
+
+/// As [`encode`], pretty-printed for `hermes preview`; stored values (signatures, arguments,
+/// texts) are still written as stored.
+pub fn encode_pretty(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, EncodeError> {
+    encode_with(parts, target, true)
+}
+
+fn encode_with(
+    parts: &RequestParts<'_>,
+    target: &Target,
+    pretty: bool,
+) -> Result<Encoded, EncodeError> {
+    let history = parts.history;
+    let decision = parts.decision;
+    let model_id = decision.target.model.as_str();
+    let model = GeminiModel::parse(model_id);
+    let plan = thinking_plan(parts.thinking, model_id).map_err(EncodeError::Thinking)?;
+    let refused: Vec<&str> = parts
+        .wire_verdicts
+        .refused_for(super::WIRE_ID, &decision.target);
+    let signatures_refused = refused.contains(&SIGNATURE_FIELD);
+    let mut explain = vec![
+        format!(
+            "gemini wire: {} ({}) — model {model_id}",
+            target.base_url,
+            match &target.flavor {
+                Flavor::AiStudio => "AI Studio".to_owned(),
+                Flavor::Vertex { project, region } =>
+                    format!("Vertex AI, project {project}, location {region}"),
+            }
+        ),
+        plan.explain.clone(),
+    ];
+    let mut notes = Vec::new();
+
+    // The tool loop in flight: everything after the last real user message.
+    let loop_start = history
+        .iter()
+        .rposition(|m| m.role == Role::User)
+        .map_or(0, |i| i + 1);
+
+    let mut system: Vec<Box<RawValue>> = Vec::new();
+    let mut wire: Vec<Content<'_>> = Vec::new();
+    let mut open: Vec<Open<'_>> = Vec::new();
+    let mut signed = false;
+    let mut unsigned_in_loop: Option<usize> = None;
+
+    for (i, msg) in history.iter().enumerate() {
+        match msg.role {
+            Role::System | Role::Developer => system.extend(text_parts(msg.content.as_ref())),
+            Role::User => {
+                open.clear();
+                let texts: Vec<Part<'_>> = text_parts(msg.content.as_ref())
+                    .into_iter()
+                    .map(|text| Part::Text {
+                        text,
+                        signature: None,
+                    })
+                    .collect();
+                if texts.is_empty() {
+                    explain.push(format!("message {i}: left out (no text to send)"));
+                    continue;
+                }
+                push(&mut wire, "user", texts, i);
+            }
+            Role::Tool => {
+                let Some((at, how)) = match_result(&open, msg) else {
+                    explain.push(format!(
+                        "message {i}: tool result left out (it answers no call of the model turn before it)"
+                    ));
+                    continue;
+                };
+                let call = &mut open[at];
+                call.answered = true;
+                match how {
+                    Matched::Id => {}
+                    Matched::Name => explain.push(format!(
+                        "message {i}: tool result matched to call `{}` by name",
+                        call.name
+                    )),
+                    Matched::Order => explain.push(format!(
+                        "message {i}: tool result matched to call `{}` by order",
+                        call.name
+                    )),
+                }
+                let part = Part::Response {
+                    id: call.sent,
+                    name: call.name,
+                    output: result_text(msg.content.as_ref()),
+                };
+                push(&mut wire, "user", vec![part], i);
+            }
+            Role::Assistant => {
+                open.clear();
+                if !msg.replayable() {
+                    explain.push(format!("message {i}: not replayed (stored for the record)"));
+                    continue;
+                }
+                let own = msg
+                    .origin
+                    .as_ref()
+                    .is_none_or(|o| same_minter(o, &decision.target));
+                let send_signatures = own && !signatures_refused;
+                let calls: Vec<&ToolCall> = msg.tool_calls.iter().flatten().collect();
+                let text_signature = msg
+                    .native_record()
+                    .and_then(|r| r.extra_content.as_ref())
+                    .and_then(stored_signature);
+                let call_signatures = calls
+                    .iter()
+                    .filter(|c| {
+                        c.extra_content
+                            .as_ref()
+                            .is_some_and(|e| stored_signature(e).is_some())
+                    })
+                    .count();
+                let stored_any = call_signatures > 0 || text_signature.is_some();
+
+                let mut model_parts: Vec<Part<'_>> = text_parts(msg.content.as_ref())
+                    .into_iter()
+                    .map(|text| Part::Text {
+                        text,
+                        signature: None,
+                    })
+                    .collect();
+                let mut made_up = Vec::new();
+                for call in &calls {
+                    let made = made_up_id(call);
+                    if made {
+                        made_up.push(call.function.name.as_str());
+                    }
+                    let sent = if made { None } else { call.id.as_deref() };
+                    open.push(Open {
+                        stored: call.id.as_deref(),
+                        sent,
+                        name: &call.function.name,
+                        answered: false,
+                    });
+                    model_parts.push(Part::Call {
+                        id: sent,
+                        name: &call.function.name,
+                        args: call_args(call),
+                        signature: if send_signatures {
+                            call.extra_content.as_ref().and_then(stored_signature)
+                        } else {
+                            None
+                        },
+                    });
+                }
+                if model_parts.is_empty() {
+                    // A signature alone is no turn: nothing to send.
+                    explain.push(format!("message {i}: left out (no content to send)"));
+                    continue;
+                }
+                // The text-turn signature goes back on the turn's last part when that is text,
+                // else on an empty text part after the calls (as a stream delivers it); never
+                // on a function call, which carries only its own.
+                let mut text_sent = false;
+                if send_signatures && let Some(sig) = text_signature {
+                    text_sent = true;
+                    match model_parts.last_mut() {
+                        Some(Part::Text { signature, .. }) => *signature = Some(sig),
+                        _ => model_parts.push(Part::Text {
+                            text: empty_string(),
+                            signature: Some(sig),
+                        }),
+                    }
+                }
+                let calls_sent = model_parts
+                    .iter()
+                    .filter(|p| {
+                        matches!(
+                            p,
+                            Part::Call {
+                                signature: Some(_),
+                                ..
+                            }
+                        )
+                    })
+                    .count();
+                signed |= calls_sent > 0 || text_sent;
+                if i >= loop_start && !calls.is_empty() && calls_sent == 0 {
+                    unsigned_in_loop.get_or_insert(i);
+                }
+                let why = if !stored_any {
+                    "no stored thought signature".to_owned()
+                } else if signatures_refused {
+                    "thought signatures refused by this target (verdict): left out".to_owned()
+                } else if !own {
+                    let who = msg
+                        .origin
+                        .as_ref()
+                        .map_or_else(String::new, |o| format!(" by {} on {}", o.model, o.host));
+                    format!("thought signatures minted{who}: left out (provenance)")
+                } else {
+                    let mut what = Vec::new();
+                    if calls_sent > 0 {
+                        what.push(format!(
+                            "{calls_sent} function-call signature(s) replayed on their calls"
+                        ));
+                    }
+                    if text_sent {
+                        what.push("the text-turn signature replayed on the last part".to_owned());
+                    }
+                    what.join("; ")
+                };
+                let mut line = format!("message {i}: {why}");
+                if msg.replayable_text().is_some() {
+                    line.push_str("; readable thinking not sent (this wire has no field for it)");
+                }
+                if !made_up.is_empty() {
+                    line.push_str(&format!(
+                        "; id hermes made up for {} not sent",
+                        made_up.join(", ")
+                    ));
+                }
+                explain.push(line);
+                push(&mut wire, "model", model_parts, i);
+            }
+        }
+    }
+
+    if let Some(i) = unsigned_in_loop
+        && model.enforces_signatures()
+    {
+        let line = format!(
+            "the model turn at message {i} in the tool loop in flight has function calls without a thought signature {model_id} may receive; Gemini 3 models refuse that, and hermes never invents a signature"
+        );
+        explain.push(line.clone());
+        notes.push(line);
+    }
+
+    let tools: Option<Vec<ChatTool<'_>>> = match parts.tools {
+        Some(t) => {
+            Some(serde_json::from_str(t.get()).map_err(|e| EncodeError::Tools(e.to_string()))?)
+        }
+        None => None,
+    };
+    let body = Body {
+        contents: &wire,
+        system: &system,
+        tools: tools.as_deref(),
+        thinking: &plan,
+    };
+    let bytes = if pretty {
+        serde_json::to_vec_pretty(&body)
+    } else {
+        serde_json::to_vec(&body)
+    }
+    .map_err(|e| EncodeError::Json(e.to_string()))?;
+    let mut refusable: BTreeSet<&'static str> = BTreeSet::new();
+    if signed {
+        refusable.insert(SIGNATURE_FIELD);
+    }
+    Ok(Encoded {
+        body: bytes,
+        refusable: refusable.into_iter().collect(),
+        messages: wire.len(),
+        notes,
+        sources: wire.iter().map(|w| w.sources.clone()).collect(),
+        explain,
+    })
+}
