@@ -100,11 +100,8 @@ pub(crate) async fn open(
     let options = OpenOptions::new(choice)
         .defaults(defaults)
         .resume(args.resume.clone())
-        .thinking(crate::cli::thinking(
-            args.effort,
-            args.no_thinking,
-            config.effort(),
-        ))
+        // The flags alone: config's effort is in `defaults`, below what the session stores.
+        .thinking(crate::cli::thinking(args.effort, args.no_thinking))
         .stream(!args.no_stream)
         .compaction(config.compaction.overrides())
         .limits(config.limits.limits())

@@ -72,11 +72,12 @@ pub(crate) struct ChatArgs {
     #[arg(long = "base-url", value_name = "URL")]
     pub(crate) base_url: Option<String>,
 
-    /// Request this reasoning effort.
+    /// Request this reasoning effort (the session remembers it: a resume without --effort or
+    /// --no-thinking keeps it).
     #[arg(long, value_name = "E", conflicts_with = "no_thinking")]
     pub(crate) effort: Option<EffortArg>,
 
-    /// Ask the provider not to think.
+    /// Ask the provider not to think (the session remembers it, as --effort).
     #[arg(long = "no-thinking")]
     pub(crate) no_thinking: bool,
 
@@ -270,15 +271,13 @@ impl clap::ValueEnum for CarrierArg {
     }
 }
 
-/// The thinking request of `--effort` / `--no-thinking`, else of config's default effort.
-pub(crate) fn thinking(
-    effort: Option<EffortArg>,
-    no_thinking: bool,
-    default: Option<Effort>,
-) -> ThinkingRequest {
-    match (effort.map(|e| e.0).or(default), no_thinking) {
+/// The thinking request of `--effort` / `--no-thinking` alone ([`ThinkingRequest::NoPreference`]
+/// when neither is given). The engine settles it against the stored session's request and
+/// config's default effort (`hermes_engine::settle_thinking`).
+pub(crate) fn thinking(effort: Option<EffortArg>, no_thinking: bool) -> ThinkingRequest {
+    match (effort, no_thinking) {
         (_, true) => ThinkingRequest::Off,
-        (Some(effort), false) => ThinkingRequest::Effort(effort),
+        (Some(effort), false) => ThinkingRequest::Effort(effort.0),
         (None, false) => ThinkingRequest::NoPreference,
     }
 }

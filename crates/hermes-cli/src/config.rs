@@ -206,6 +206,7 @@ impl Config {
             self.vertex.region.clone(),
         );
         defaults.aws_region = self.bedrock.region.clone();
+        defaults.effort = self.effort();
         defaults.providers = self
             .providers
             .iter()

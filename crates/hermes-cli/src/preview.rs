@@ -45,11 +45,8 @@ pub(crate) fn run(engine: &Engine, args: &PreviewArgs) -> anyhow::Result<()> {
     }
     let options = PreviewOptions::new(choice)
         .defaults(defaults)
-        .thinking(crate::cli::thinking(
-            args.effort,
-            args.no_thinking,
-            config.effort(),
-        ))
+        // The flags alone: config's effort is in `defaults`, below what the history stores.
+        .thinking(crate::cli::thinking(args.effort, args.no_thinking))
         .reject(CarrierSet::of(args.reject.iter().map(|c| c.0)))
         .query(args.query.clone());
     let preview = Preview::new(engine, file, options)?;

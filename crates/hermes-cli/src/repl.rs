@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hermes_core::Role;
 use hermes_core::driver::DriverEvent;
+use hermes_core::{Role, ThinkingRequest};
 
 use hermes_engine::{ChatSession, Engine, reply_text};
 
@@ -71,7 +71,7 @@ const HELP: &str = "commands:
   /compact   summarise the earlier conversation now (originals stay archived)
   /branch    copy this session (every carrier, the verdicts) into a new one and continue there
   /model P/M continue this session on provider P, model M (what each route may receive is decided per request)
-  /session   show the session id, route and counts
+  /session   show the session id, route, counts and thinking request
   /verdicts  show which carriers providers refused for this session
   /help      this list
   /exit      leave (Ctrl-D too; Ctrl-C cancels a reply, or leaves at the prompt)";
@@ -127,8 +127,25 @@ fn command(
                         ),
                         Err(e) => format!("  tokens: unknown ({e})\n"),
                     };
+                    let asked = crate::sessions::thinking_words(chat.thinking());
+                    let thinking = match runtime.block_on(chat.store().thinking(id)) {
+                        Ok(Some(s)) if s.request() == chat.thinking() => {
+                            format!("  thinking: {asked} (stored with the session)\n")
+                        }
+                        Ok(Some(s)) => format!(
+                            "  thinking: {asked} (the session now stores {}, for its next resume)\n",
+                            crate::sessions::thinking_words(s.request())
+                        ),
+                        Ok(None) if chat.thinking() == ThinkingRequest::NoPreference => {
+                            format!("  thinking: {asked} (none stored)\n")
+                        }
+                        Ok(None) => {
+                            format!("  thinking: {asked} (config.toml's effort; none stored)\n")
+                        }
+                        Err(e) => format!("  thinking: {asked} (stored request: {e})\n"),
+                    };
                     format!(
-                        "session {id}\n  provider {} · model {} · route {}{}\n  {} messages, {turns} user turns\n{tokens}",
+                        "session {id}\n  provider {} · model {} · route {}{}\n  {} messages, {turns} user turns\n{tokens}{thinking}",
                         d.target.provider,
                         d.target.model,
                         d.id(),

@@ -3,8 +3,8 @@
 use std::io::{self, Write as _};
 
 use anyhow::Context as _;
-use hermes_core::{DetailItem, Message, Verdicts, parse_history};
-use hermes_engine::store::{SessionMeta, Store, StoredMessage};
+use hermes_core::{DetailItem, Message, ThinkingRequest, Verdicts, parse_history};
+use hermes_engine::store::{SessionMeta, Store, StoredMessage, StoredThinking, THINKING_KEY};
 use serde_json::{Value, json};
 
 use crate::cli::SessionsCommand;
@@ -62,6 +62,37 @@ fn stored(msg: &Message) -> Value {
     })
 }
 
+/// A thinking request in words: `effort high`, `off`, `no preference`.
+pub(crate) fn thinking_words(request: ThinkingRequest) -> String {
+    match request {
+        ThinkingRequest::Effort(effort) => format!("effort {}", effort.as_str()),
+        ThinkingRequest::Off => "off".to_owned(),
+        ThinkingRequest::NoPreference => "no preference".to_owned(),
+    }
+}
+
+/// The session's stored thinking request, read from its `model_config` (an unreadable member
+/// is an error naming it).
+fn stored_thinking(meta: &SessionMeta) -> Result<Option<StoredThinking>, String> {
+    StoredThinking::from_model_config(&meta.model_config)
+        .map_err(|e| format!("model_config: member `{THINKING_KEY}`: {e}"))
+}
+
+/// The `thinking:` line of `sessions show`.
+fn thinking_line(stored: &Result<Option<StoredThinking>, String>) -> String {
+    match stored {
+        Ok(Some(thinking)) => format!(
+            "{} (stored; a resume without --effort or --no-thinking keeps it)",
+            thinking_words(thinking.request())
+        ),
+        Ok(None) => {
+            "none stored (a resume uses --effort or --no-thinking, else config.toml's effort)"
+                .to_owned()
+        }
+        Err(e) => format!("unreadable: {e}"),
+    }
+}
+
 fn meta_json(meta: &SessionMeta) -> Value {
     json!({
         "id": meta.id,
@@ -78,6 +109,8 @@ fn meta_json(meta: &SessionMeta) -> Value {
         "reasoning_tokens": meta.reasoning_tokens,
         "cache_read_tokens": meta.cache_read_tokens,
         "cache_write_tokens": meta.cache_write_tokens,
+        // `"off"`, an effort word, or null (none stored, or unreadable).
+        "thinking": stored_thinking(meta).ok().flatten().map(StoredThinking::as_str),
     })
 }
 
@@ -98,6 +131,7 @@ fn show_text(
     if let Some(parent) = &meta.parent_id {
         writeln!(out, "  branched from: {parent}")?;
     }
+    writeln!(out, "  thinking: {}", thinking_line(&stored_thinking(meta)))?;
     writeln!(out, "  messages: {}", messages.len())?;
     writeln!(
         out,
@@ -206,12 +240,15 @@ async fn run_async(command: &SessionsCommand, store: Store) -> anyhow::Result<()
                         v
                     })
                     .collect();
-                let body = json!({
+                let mut body = json!({
                     "session": meta_json(&meta),
                     "model_config": meta.model_config,
                     "verdicts": Verdicts::from_model_config(&meta.model_config).unwrap_or_default(),
                     "messages": rows,
                 });
+                if let Err(e) = stored_thinking(&meta) {
+                    body["thinking_error"] = json!(e);
+                }
                 serde_json::to_writer_pretty(&mut out, &body)?;
                 writeln!(out)?;
             } else {

@@ -1,9 +1,12 @@
 //! hermes-engine: the application layer between the libraries and a front end. It owns the
-//! one settlement of provider, model, base URL and key ([`settle`]), the [`Engine`] (the route
-//! table, a third party's routes first, and the wires), the chat session ([`ChatSession`]:
-//! open, resume, turn, pre-flight, compact, branch, switch model), the store adapter the
-//! driver writes through, the summarizer and the compaction → store mapping, the preview body,
-//! and where the database lives in a home folder. Wires and storage meet only here.
+//! one settlement of provider, model, base URL and key ([`settle`]) and of the thinking request
+//! ([`settle_thinking`]: flags > the stored session's > config's `effort`; a session stores the
+//! request it was created with, a resumed one the flags it is given), the [`Engine`] (the
+//! route table, a third party's routes first, and the wires), the chat session
+//! ([`ChatSession`]: open, resume, turn, pre-flight, compact, branch, switch model), the store
+//! adapter the driver writes through, the summarizer and the compaction → store mapping, the
+//! preview body, and where the database lives in a home folder. Wires and storage meet only
+//! here.
 //!
 //! It reads no environment (keys come through a caller's lookup function), parses no argv and
 //! prints nothing: the CLI and a server call it alike.
@@ -30,7 +33,7 @@ pub use session::{
 };
 pub use settle::{
     Choice, Defaults, ProviderDefaults, Purpose, Settled, Stored, VertexDefaults, VertexLocation,
-    settle,
+    settle, settle_thinking,
 };
 
 pub use hermes_compaction::CompactionOverrides;

@@ -13,7 +13,7 @@ use hermes_providers::{anthropic, bedrock, gemini};
 
 use crate::Engine;
 use crate::error::EngineError;
-use crate::settle::{Choice, Defaults, Purpose, Settled, Stored, settle};
+use crate::settle::{Choice, Defaults, Purpose, Settled, Stored, settle, settle_thinking};
 
 /// How to preview.
 #[derive(Clone, Debug, Default)]
@@ -23,7 +23,10 @@ pub struct PreviewOptions {
     pub choice: Choice,
     /// `config.toml`'s defaults.
     pub defaults: Defaults,
-    /// The thinking request.
+    /// The command line's thinking request (`--effort` / `--no-thinking`; `None` or
+    /// [`ThinkingRequest::NoPreference`] when it gave neither). The preview's request settles as
+    /// chat's does ([`settle_thinking`]): this, else the one the history stores in its
+    /// `model_config`, else `defaults.effort`.
     pub thinking: Option<ThinkingRequest>,
     /// Carriers to treat as refused for this provider, host and model (`--reject`).
     pub reject: CarrierSet,
@@ -46,7 +49,8 @@ impl PreviewOptions {
         self
     }
 
-    /// With a thinking request.
+    /// With the command line's thinking request (flags only: config's default effort goes in
+    /// [`Defaults::effort`]).
     pub fn thinking(mut self, thinking: ThinkingRequest) -> Self {
         self.thinking = Some(thinking);
         self
@@ -117,6 +121,18 @@ impl Preview {
         verdicts.record(&decision.target, options.reject);
         let wire_verdicts = hermes_core::WireVerdicts::from_model_config(&file.model_config)
             .map_err(|e| EngineError::Failed(format!("model_config: {e}")))?;
+        let stored_thinking = hermes_store::StoredThinking::from_model_config(&file.model_config)
+            .map_err(|e| {
+            EngineError::Failed(format!(
+                "model_config: member `{}`: {e}",
+                hermes_store::THINKING_KEY
+            ))
+        })?;
+        let thinking = settle_thinking(
+            options.thinking.unwrap_or_default(),
+            stored_thinking,
+            options.defaults.effort,
+        );
         let mut history = file.messages;
         if let Some(text) = &options.query {
             history.push(Message::text(Role::User, text));
@@ -127,7 +143,7 @@ impl Preview {
             verdicts,
             history,
             wire_verdicts,
-            thinking: options.thinking.unwrap_or(ThinkingRequest::NoPreference),
+            thinking,
         })
     }
 

@@ -15,13 +15,13 @@ use hermes_providers::aws::{AwsAuth, AwsCredentials};
 use hermes_providers::bedrock::BedrockWire;
 use hermes_providers::gemini::GeminiWire;
 use hermes_providers::{Auth, Endpoint, HttpChat, Wire};
-use hermes_store::{NewSession, Store};
+use hermes_store::{NewSession, Store, StoredThinking};
 
 use crate::Engine;
 use crate::error::EngineError;
 use crate::lease::Held;
 use crate::log::StoreLog;
-use crate::settle::{Choice, Defaults, Purpose, Settled, Stored, settle};
+use crate::settle::{Choice, Defaults, Purpose, Settled, Stored, settle, settle_thinking};
 use crate::summarize::TransportSummarizer;
 
 /// Looks up an environment variable (the engine never reads the environment itself).
@@ -76,7 +76,10 @@ pub struct OpenOptions {
     pub defaults: Defaults,
     /// Continue this stored session.
     pub resume: Option<String>,
-    /// The thinking request.
+    /// The command line's thinking request (`--effort E` / `--no-thinking`;
+    /// [`ThinkingRequest::NoPreference`] when it gave neither). The session's request settles
+    /// as [`settle_thinking`] says: this, else the resumed session's stored request, else
+    /// `defaults.effort` (config.toml).
     pub thinking: ThinkingRequest,
     /// Stream replies.
     pub stream: bool,
@@ -178,7 +181,8 @@ impl OpenOptions {
         self
     }
 
-    /// With a thinking request.
+    /// With the command line's thinking request (`--effort` / `--no-thinking` only: config's
+    /// default effort goes in [`Defaults::effort`]).
     pub fn thinking(mut self, thinking: ThinkingRequest) -> Self {
         self.thinking = thinking;
         self
@@ -348,8 +352,11 @@ pub struct ChatSession {
 }
 
 impl ChatSession {
-    /// Settles the target (flags > resumed session > config > registry), resumes when asked,
-    /// and starts the simulator for `--provider sim`.
+    /// Settles the target (flags > resumed session > config > registry) and the thinking request
+    /// ([`settle_thinking`]: flags > resumed session > config's `effort`), resumes when asked,
+    /// and starts the simulator for `--provider sim`. A resumed session given a thinking flag
+    /// stores it, so its next resume keeps it; a new session stores its request with its first
+    /// step.
     pub async fn open(
         engine: &Engine,
         store: Store,
@@ -388,6 +395,11 @@ impl ChatSession {
             // The user named the URL again: from now on the session's URL is their word.
             store.confirm_base_url(&meta.id, url).await?;
         }
+        let stored_thinking = match &resumed {
+            Some((meta, _)) => store.thinking(&meta.id).await?,
+            None => None,
+        };
+        let thinking = settle_thinking(options.thinking, stored_thinking, options.defaults.effort);
         let (id, conversation) = match resumed {
             Some((meta, messages)) => {
                 let verdicts = Verdicts::from_model_config(&meta.model_config).map_err(|e| {
@@ -415,8 +427,12 @@ impl ChatSession {
         let compaction =
             hermes_compaction::CompactionConfig::for_model(&settled.model, &options.compaction);
         let target = Target::start(engine, settled, &options.limits, options.aws.as_ref()).await?;
+        if let (Some(id), Some(flags)) = (&id, StoredThinking::from_request(options.thinking)) {
+            // The user asked again: from now on the session thinks this way.
+            store.set_thinking(id, Some(flags)).await?;
+        }
         let mut driver_config = DriverConfig::default();
-        driver_config.thinking = options.thinking;
+        driver_config.thinking = thinking;
         driver_config.stream = options.stream;
         driver_config.tools = tools.definitions.clone();
         Ok(ChatSession {
@@ -464,6 +480,12 @@ impl ChatSession {
         self.driver_config.stream
     }
 
+    /// The thinking request every request of this session carries (settled when it was opened;
+    /// `/model` keeps it). What the session stores is [`Store::thinking`].
+    pub fn thinking(&self) -> ThinkingRequest {
+        self.driver_config.thinking
+    }
+
     /// What a new session (titled after `title`) is created with, with its first step.
     fn new_session(&self, title: &str) -> NewSession {
         let settled = &self.target.settled;
@@ -477,6 +499,8 @@ impl ChatSession {
             base_url_confirmed: true,
             ..NewSession::default()
         }
+        // The request it starts with (flags, else config's effort), so a resume keeps it.
+        .with_thinking(StoredThinking::from_request(self.driver_config.thinking))
     }
 
     /// Runs one user turn with its tool loop. Each step is stored whole; a new session is
@@ -526,7 +550,7 @@ impl ChatSession {
 
     /// Continues on another provider and model (`/model`), through the same settlement; the
     /// stored history does not change — what the new target may receive is decided per
-    /// request (SPEC §2).
+    /// request (SPEC §2). The session's thinking request stays as it is.
     pub async fn switch_model(
         &mut self,
         provider: &str,

@@ -2,11 +2,13 @@
 //! flags, then the stored session (or history file), then `config.toml`, then the registry.
 //! `chat`, the REPL, `preview` and `sessions compact` all call [`settle`], so they cannot
 //! disagree. The engine never reads the environment: keys come through a caller's function.
+//! The thinking request settles the same way, in [`settle_thinking`].
 
 use std::collections::BTreeMap;
 
-use hermes_core::TargetHost;
+use hermes_core::{Effort, TargetHost, ThinkingRequest};
 use hermes_providers::{ProviderSpec, Wire};
+use hermes_store::StoredThinking;
 
 use crate::error::EngineError;
 
@@ -90,6 +92,9 @@ pub struct Defaults {
     /// The AWS region of the Bedrock providers (`[bedrock] region` in config.toml, else what
     /// the caller found in the AWS environment or shared config).
     pub aws_region: Option<String>,
+    /// `effort` in config.toml: the thinking request when neither the command line nor the
+    /// stored session asks for one ([`settle_thinking`]).
+    pub effort: Option<Effort>,
 }
 
 /// `[vertex]` in `config.toml` (shared by `vertex-anthropic` and `vertex-gemini`).
@@ -218,6 +223,21 @@ pub fn is_aws_provider(provider: &str) -> bool {
 
 /// The region a preview shows when none is configured.
 pub const PREVIEW_AWS_REGION: &str = "us-east-1";
+
+/// Settles the thinking request of a command: the command line's `--effort` / `--no-thinking`
+/// (`flags`; [`ThinkingRequest::NoPreference`] when it gave neither) > the stored session's
+/// request (`stored`) > `effort` in config.toml (`default`) > no preference.
+pub fn settle_thinking(
+    flags: ThinkingRequest,
+    stored: Option<StoredThinking>,
+    default: Option<Effort>,
+) -> ThinkingRequest {
+    match (flags, stored, default) {
+        (ThinkingRequest::NoPreference, Some(stored), _) => stored.request(),
+        (ThinkingRequest::NoPreference, None, Some(effort)) => ThinkingRequest::Effort(effort),
+        (flags, _, _) => flags,
+    }
+}
 
 /// The symbolic base URL of a simulator profile.
 pub fn sim_url(profile: &str) -> String {

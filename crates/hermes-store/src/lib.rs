@@ -14,9 +14,16 @@
 //!   `reasoning_rejected_carriers` ([`Store::verdicts`], [`Store::record_verdict`]), the other
 //!   wires' under `hermes_wire_verdicts` ([`Store::wire_verdicts`],
 //!   [`Store::record_wire_verdict`]); a record merges one refusal into what is stored now, and
-//!   [`Store::clear_verdicts`] removes what a [`VerdictFilter`] matches, of either kind. Each
-//!   change rewrites only the member it changes; every other member of `model_config` keeps its
-//!   exact text and place.
+//!   [`Store::clear_verdicts`] removes what a [`VerdictFilter`] matches, of either kind.
+//! - The thinking request the session was asked for (`--effort E` / `--no-thinking`), so a
+//!   resumed session keeps thinking the same way: the member `hermes_thinking` ([`THINKING_KEY`])
+//!   of `model_config`, `"off"` or an effort word ([`StoredThinking`]; no preference is no
+//!   member), read with [`Store::thinking`], changed with [`Store::set_thinking`] and given to a
+//!   new session with [`NewSession::with_thinking`].
+//!
+//!   Each change of a `model_config` member (verdicts, thinking) rewrites only that member; every
+//!   other member of `model_config` keeps its exact text and place. A member that does not
+//!   decode is [`StoreError::Corrupt`] naming it, and is never overwritten.
 //!   [`Store::set_model_config`] replaces the whole object and is kept for older callers: a
 //!   caller that writes back a copy it read earlier overwrites changes made since.
 //! - Compaction: [`Store::apply_compaction`] applies a [`CompactionPlan`] (rows to archive, and
@@ -28,11 +35,13 @@ mod row;
 mod compaction;
 mod leases;
 mod ownership;
+mod thinking;
 mod verdicts;
 
 pub use compaction::{CompactionPlan, PlannedInsert, RowKind};
 pub use leases::Lease;
 pub use ownership::{Ownership, ownership};
+pub use thinking::{StoredThinking, THINKING_KEY};
 pub use verdicts::VerdictFilter;
 
 use std::path::Path;
@@ -111,11 +120,12 @@ pub enum StoreError {
         message: String,
     },
     /// A stored row does not decode (the database was edited by hand, or is damaged).
-    #[error("session `{session}` message {position} does not decode: {message}")]
+    #[error("session `{session}` {} does not decode: {message}", Place(*.position))]
     Corrupt {
         /// Session id.
         session: String,
-        /// Message position.
+        /// Message position; `-1` for the session's own row (its `model_config`, whose damaged
+        /// member `message` names).
         position: i64,
         /// What went wrong.
         message: String,
@@ -144,6 +154,18 @@ pub enum StoreError {
         /// How many messages the session has.
         count: usize,
     },
+}
+
+/// Where a [`StoreError::Corrupt`] is: a message, or (position `-1`) the session's own row.
+struct Place(i64);
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            p if p < 0 => f.write_str("metadata"),
+            p => write!(f, "message {p}"),
+        }
+    }
 }
 
 /// A failed query, as the database driver reported it. The driver's error type stays private so
@@ -212,7 +234,7 @@ pub struct SessionMeta {
     /// API key be sent there. Imported sessions start unconfirmed.
     pub base_url_confirmed: bool,
     /// Model configuration, holding the verdicts (`reasoning_rejected_carriers`,
-    /// `hermes_wire_verdicts`).
+    /// `hermes_wire_verdicts`) and the thinking request (`hermes_thinking`).
     pub model_config: Map<String, Value>,
     /// Creation time, Unix milliseconds.
     pub created_at: i64,

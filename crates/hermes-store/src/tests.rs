@@ -1034,3 +1034,181 @@ async fn a_database_another_hermes_is_creating_counts_as_ours() {
     let store = Store::open(&path).await.unwrap();
     assert!(store.list().await.unwrap().is_empty(), "and it migrates");
 }
+
+#[tokio::test]
+async fn the_thinking_request_round_trips_as_its_own_member() {
+    use crate::{StoredThinking, THINKING_KEY};
+    use hermes_core::{Effort, ThinkingRequest};
+
+    let (dir, store) = store().await;
+    let id = store.create_session(&NewSession::default()).await.unwrap();
+    assert_eq!(store.thinking(&id).await.unwrap(), None);
+    for effort in Effort::ALL {
+        let thinking = StoredThinking::Effort(effort);
+        assert_eq!(StoredThinking::parse(thinking.as_str()), Some(thinking));
+        assert_eq!(thinking.request(), ThinkingRequest::Effort(effort));
+        store.set_thinking(&id, Some(thinking)).await.unwrap();
+        assert_eq!(store.thinking(&id).await.unwrap(), Some(thinking));
+        assert_eq!(
+            raw_config(&store, &id).await,
+            format!(r#"{{"{THINKING_KEY}":"{}"}}"#, effort.as_str())
+        );
+    }
+    let before = store
+        .set_thinking(&id, Some(StoredThinking::Off))
+        .await
+        .unwrap();
+    assert_eq!(before, Some(StoredThinking::Effort(Effort::Max)));
+    assert_eq!(
+        raw_config(&store, &id).await,
+        r#"{"hermes_thinking":"off"}"#
+    );
+    // Another handle (another process) reads what was stored.
+    let other = Store::open(&dir.path().join("home/state.db"))
+        .await
+        .unwrap();
+    assert_eq!(
+        other.thinking(&id).await.unwrap(),
+        Some(StoredThinking::Off)
+    );
+    assert_eq!(
+        other.session(&id).await.unwrap().model_config[THINKING_KEY],
+        "off"
+    );
+    // The same value again writes nothing.
+    let updated = store.session(&id).await.unwrap().updated_at;
+    store
+        .set_thinking(&id, Some(StoredThinking::Off))
+        .await
+        .unwrap();
+    assert_eq!(store.session(&id).await.unwrap().updated_at, updated);
+    // No preference is no member at all.
+    store.set_thinking(&id, None).await.unwrap();
+    assert_eq!(raw_config(&store, &id).await, "{}");
+    assert_eq!(store.thinking(&id).await.unwrap(), None);
+    assert_eq!(
+        StoredThinking::from_request(ThinkingRequest::NoPreference),
+        None
+    );
+    assert_eq!(
+        StoredThinking::from_request(ThinkingRequest::Off),
+        Some(StoredThinking::Off)
+    );
+
+    // A new session stores it with its first messages; a branch inherits it.
+    let new = NewSession::default().with_thinking(Some(StoredThinking::Effort(Effort::High)));
+    let id = store
+        .create_with_messages(&new, &[Message::text(hermes_core::Role::User, "q")])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.thinking(&id).await.unwrap(),
+        Some(StoredThinking::Effort(Effort::High))
+    );
+    let branch = store.branch(&id, None).await.unwrap();
+    assert_eq!(
+        store.thinking(&branch).await.unwrap(),
+        Some(StoredThinking::Effort(Effort::High))
+    );
+
+    for result in [
+        store.thinking("nope").await.map(drop),
+        store
+            .set_thinking("nope", Some(StoredThinking::Off))
+            .await
+            .map(drop),
+    ] {
+        assert!(matches!(result, Err(StoreError::NotFound(_))), "{result:?}");
+    }
+}
+
+#[tokio::test]
+async fn writing_the_thinking_request_keeps_every_other_member_byte_identical() {
+    use crate::StoredThinking;
+    use hermes_core::Effort;
+
+    let (_dir, store) = store().await;
+    let id = store.create_session(&NewSession::default()).await.unwrap();
+    let others = (
+        r#"{"a":1.0e5,"reasoning_rejected_carriers":[["p","api.example","m",["reasoning"]]],"mid":"caf\u00e9","#,
+        r#""hermes_wire_verdicts":[["anthropic","p","api.example","m",["thinking"]]],"z":[1 ,2]}"#,
+    );
+    set_raw_config(&store, &id, &format!("{}{}", others.0, others.1)).await;
+    // Absent: added at the end, everything before it untouched.
+    store
+        .set_thinking(&id, Some(StoredThinking::Effort(Effort::High)))
+        .await
+        .unwrap();
+    let with_high = r#"{"a":1.0e5,"reasoning_rejected_carriers":[["p","api.example","m",["reasoning"]]],"mid":"caf\u00e9","hermes_wire_verdicts":[["anthropic","p","api.example","m",["thinking"]]],"z":[1 ,2],"hermes_thinking":"high"}"#;
+    assert_eq!(raw_config(&store, &id).await, with_high);
+    // Present in the middle: rewritten where it stands.
+    let middle = format!(r#"{}"hermes_thinking" : "low" ,{}"#, others.0, others.1);
+    set_raw_config(&store, &id, &middle).await;
+    assert_eq!(
+        store.thinking(&id).await.unwrap(),
+        Some(StoredThinking::Effort(Effort::Low))
+    );
+    store
+        .set_thinking(&id, Some(StoredThinking::Off))
+        .await
+        .unwrap();
+    assert_eq!(
+        raw_config(&store, &id).await,
+        format!(r#"{}"hermes_thinking":"off",{}"#, others.0, others.1)
+    );
+    // The verdicts still read as before, and a verdict change keeps the thinking member.
+    assert_eq!(store.verdicts(&id).await.unwrap().0.len(), 1);
+    store
+        .record_verdict(&id, &target("p", "m"), rd())
+        .await
+        .unwrap();
+    assert!(
+        raw_config(&store, &id)
+            .await
+            .contains(r#""mid":"caf\u00e9","hermes_thinking":"off","hermes_wire_verdicts""#)
+    );
+    // Removed: only that member leaves.
+    let before = raw_config(&store, &id).await;
+    store.set_thinking(&id, None).await.unwrap();
+    assert_eq!(
+        raw_config(&store, &id).await,
+        before.replace(r#""hermes_thinking":"off","#, "")
+    );
+}
+
+#[tokio::test]
+async fn a_damaged_thinking_member_is_an_error_naming_it_and_is_never_overwritten() {
+    use crate::StoredThinking;
+
+    let (_dir, store) = store().await;
+    let id = store.create_session(&NewSession::default()).await.unwrap();
+    for damaged in [
+        r#"{"a":1,"hermes_thinking":"loud"}"#,
+        r#"{"hermes_thinking":3,"b":[]}"#,
+        r#"{"hermes_thinking":{"effort":"high"}}"#,
+    ] {
+        set_raw_config(&store, &id, damaged).await;
+        let err = store.thinking(&id).await.unwrap_err();
+        assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("session `{id}` metadata does not decode"))
+                && text.contains("model_config: member `hermes_thinking`")
+                && text.contains(
+                    r#"expected "off" or an effort word (minimal, low, medium, high, xhigh, max)"#
+                ),
+            "{text}"
+        );
+        let err = store
+            .set_thinking(&id, Some(StoredThinking::Off))
+            .await
+            .unwrap_err();
+        assert!(text == err.to_string(), "{err}");
+        assert_eq!(raw_config(&store, &id).await, damaged);
+        // The verdicts, another member, are still read and written.
+        store.verdicts(&id).await.unwrap();
+    }
+    // `null` is no request, not damage.
+    set_raw_config(&store, &id, r#"{"hermes_thinking":null}"#).await;
+    assert_eq!(store.thinking(&id).await.unwrap(), None);
+}

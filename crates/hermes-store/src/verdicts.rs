@@ -5,6 +5,11 @@
 //! [`VERDICTS_KEY`], the other wires' under [`WIRE_VERDICTS_KEY`]. Changing them rewrites only
 //! the member that changed: every other member of the stored JSON object keeps its exact text
 //! and place.
+//!
+//! The machinery is shared by every member the store owns ([`Member`]: the verdicts here, the
+//! thinking request in [`crate::thinking`]): [`Store::read_member`] reads one, and
+//! [`Store::change_members`] changes one or several in one `BEGIN IMMEDIATE` transaction. A
+//! member that does not decode is [`StoreError::Corrupt`] naming it, and is never overwritten.
 
 use std::borrow::Cow;
 
@@ -58,7 +63,7 @@ impl VerdictFilter {
 }
 
 /// A member of `model_config` the store reads and rewrites on its own.
-trait Member: Clone + PartialEq + Serialize {
+pub(crate) trait Member: Clone + PartialEq + Serialize {
     /// Its key in `model_config`.
     const KEY: &'static str;
     /// Reads it out of a `model_config` (absent means empty).
@@ -88,7 +93,7 @@ impl Member for WireVerdicts {
 }
 
 /// One member, or several, changed together in one transaction.
-trait Members: Clone + PartialEq {
+pub(crate) trait Members: Clone + PartialEq {
     /// Reads them out of the stored object.
     fn read(config: &RawConfig<'_>) -> Result<Self, serde_json::Error>;
     /// Pushes `(key, new text)` for each member that differs from `before` (`None`: remove it).
@@ -133,7 +138,7 @@ impl<A: Member, B: Member> Members for (A, B) {
 }
 
 /// A stored `model_config` object as its members' exact texts (key and value), in stored order.
-struct RawConfig<'a>(Vec<(&'a RawValue, &'a RawValue)>);
+pub(crate) struct RawConfig<'a>(Vec<(&'a RawValue, &'a RawValue)>);
 
 impl<'de> Deserialize<'de> for RawConfig<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -165,13 +170,21 @@ impl<'a> RawConfig<'a> {
     }
 
     /// The member `M`, read as its `from_model_config` reads it (a repeated key counts once, its
-    /// last value, as when the object is read into a map).
+    /// last value, as when the object is read into a map). An error names the member's key.
     fn member<M: Member>(&self) -> Result<M, serde_json::Error> {
-        let mut config = Map::new();
-        if let Some((_, value)) = self.0.iter().rev().find(|(k, _)| Self::is_key(k, M::KEY)) {
-            config.insert(M::KEY.to_owned(), serde_json::from_str(value.get())?);
-        }
-        M::from_model_config(&config)
+        let read = || {
+            let mut config = Map::new();
+            if let Some((_, value)) = self.0.iter().rev().find(|(k, _)| Self::is_key(k, M::KEY)) {
+                config.insert(M::KEY.to_owned(), serde_json::from_str(value.get())?);
+            }
+            M::from_model_config(&config)
+        };
+        read().map_err(|e| {
+            <serde_json::Error as serde::de::Error>::custom(format_args!(
+                "member `{}`: {e}",
+                M::KEY
+            ))
+        })
     }
 
     /// The object's text with each `(key, text)` of `rewrites` in place of the stored member:
@@ -312,7 +325,8 @@ impl Store {
         Ok(removed)
     }
 
-    async fn read_member<M: Member>(&self, session: &str) -> Result<M, StoreError> {
+    /// Reads the stored member `M` of the session's `model_config`.
+    pub(crate) async fn read_member<M: Member>(&self, session: &str) -> Result<M, StoreError> {
         let text: Option<String> =
             sqlx::query_scalar("SELECT model_config FROM sessions WHERE id = $1")
                 .bind(session)
@@ -328,7 +342,7 @@ impl Store {
     /// Reads the stored members `M`, applies `change` and writes back those that changed, all in
     /// one `BEGIN IMMEDIATE` transaction ([`Store::write_tx`]: the write lock is held from
     /// before the read, so no other writer commits in between).
-    async fn change_members<M: Members, R>(
+    pub(crate) async fn change_members<M: Members, R>(
         &self,
         session: &str,
         change: impl FnOnce(&mut M) -> R,
@@ -359,7 +373,7 @@ impl Store {
                 .db()?;
             tx.commit().await.db()?;
             let keys: Vec<&str> = rewrites.iter().map(|(key, _)| *key).collect();
-            tracing::debug!(session, ?keys, "verdicts stored");
+            tracing::debug!(session, ?keys, "model_config members stored");
         } else {
             // Nothing to write: end the transaction without touching the row.
             tx.rollback().await.db()?;

@@ -179,3 +179,92 @@ fn hidden_reasoning_is_not_printed() {
     assert!(shown.contains(&thinking), "{shown}");
     assert!(!hidden.contains(&thinking), "{hidden}");
 }
+
+/// Runs `lines` through the REPL; returns what it printed.
+fn script(
+    chat: &mut ChatSession,
+    runtime: &tokio::runtime::Runtime,
+    lines: Vec<&'static str>,
+) -> String {
+    let buffer = Arc::new(Mutex::new(Vec::<u8>::new()));
+    let out: Out = buffer.clone();
+    let style = Style {
+        color: false,
+        hide_reasoning: false,
+        spinner: false,
+    };
+    repl_loop(chat, &mut Script(lines), &out, style, runtime);
+    String::from_utf8(buffer.lock().unwrap().clone()).unwrap()
+}
+
+#[test]
+fn the_thinking_request_is_stored_shown_and_kept_across_a_model_switch() {
+    use hermes_core::{Effort, ThinkingRequest};
+    use hermes_engine::store::StoredThinking;
+
+    let home = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut high = args();
+    high.effort = Some(crate::cli::EffortArg(Effort::High));
+    let mut chat = runtime
+        .block_on(crate::chat::open(&Engine::builtin(), &high, home.path()))
+        .unwrap();
+    let text = script(
+        &mut chat,
+        &runtime,
+        vec![
+            "hello",
+            "/session",
+            "/model sim/deepseek-v3.2",
+            "/session",
+            "after",
+        ],
+    );
+    let line = "  thinking: effort high (stored with the session)\n";
+    assert_eq!(text.matches(line).count(), 2, "{text}");
+    assert!(text.contains("now on deepseek · deepseek-v3.2"), "{text}");
+    assert_eq!(chat.thinking(), ThinkingRequest::Effort(Effort::High));
+    let id = chat.id().unwrap().to_owned();
+    let store = chat.store().clone();
+    assert_eq!(
+        runtime.block_on(store.thinking(&id)).unwrap(),
+        Some(StoredThinking::Effort(Effort::High))
+    );
+    runtime.block_on(chat.close()).unwrap();
+
+    // A session that stores nothing, resumed under config.toml's effort.
+    let mut plain = runtime
+        .block_on(crate::chat::open(&Engine::builtin(), &args(), home.path()))
+        .unwrap();
+    let text = script(&mut plain, &runtime, vec!["hello", "/session"]);
+    assert!(
+        text.contains("  thinking: no preference (none stored)\n"),
+        "{text}"
+    );
+    let plain_id = plain.id().unwrap().to_owned();
+    runtime.block_on(plain.close()).unwrap();
+    std::fs::write(home.path().join("config.toml"), "effort = \"low\"\n").unwrap();
+    let mut resume = args();
+    resume.resume = Some(plain_id.clone());
+    let mut resumed = runtime
+        .block_on(crate::chat::open(&Engine::builtin(), &resume, home.path()))
+        .unwrap();
+    assert_eq!(resumed.thinking(), ThinkingRequest::Effort(Effort::Low));
+    let text = script(&mut resumed, &runtime, vec!["/session"]);
+    assert!(
+        text.contains("  thinking: effort low (config.toml's effort; none stored)\n"),
+        "{text}"
+    );
+    runtime.block_on(resumed.close()).unwrap();
+    // The stored session's request wins over config's.
+    resume.resume = Some(id);
+    let resumed = runtime
+        .block_on(crate::chat::open(&Engine::builtin(), &resume, home.path()))
+        .unwrap();
+    assert_eq!(resumed.thinking(), ThinkingRequest::Effort(Effort::High));
+    runtime.block_on(resumed.close()).unwrap();
+}

@@ -287,3 +287,33 @@ fn aws_credentials_go_only_where_the_user_sent_them() {
     let choice = Choice::new(Some("bedrock"), Some("m"), Some("http://127.0.0.1:9"));
     assert!(settle(&choice, None, &defaults, Purpose::Send, &|_| None).is_ok());
 }
+
+#[test]
+fn thinking_settles_flags_then_the_stored_session_then_config() {
+    use hermes_core::{Effort, ThinkingRequest as T};
+    use hermes_store::StoredThinking as S;
+
+    let high = Some(S::Effort(Effort::High));
+    let low = Some(Effort::Low);
+    // Flags win over everything.
+    assert_eq!(settle_thinking(T::Off, high, low), T::Off);
+    assert_eq!(
+        settle_thinking(T::Effort(Effort::Max), Some(S::Off), low),
+        T::Effort(Effort::Max)
+    );
+    // Then what the session stores, over config.
+    assert_eq!(
+        settle_thinking(T::NoPreference, high, low),
+        T::Effort(Effort::High)
+    );
+    assert_eq!(settle_thinking(T::NoPreference, Some(S::Off), low), T::Off);
+    // Then config's effort, then nothing.
+    assert_eq!(
+        settle_thinking(T::NoPreference, None, low),
+        T::Effort(Effort::Low)
+    );
+    assert_eq!(
+        settle_thinking(T::NoPreference, None, None),
+        T::NoPreference
+    );
+}
