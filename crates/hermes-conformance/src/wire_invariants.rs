@@ -876,13 +876,28 @@ fn no_bookkeeping(history: &[Message], body: &Value) -> Result<(), String> {
             || BOOKKEEPING_PREFIXES.iter().any(|p| key.starts_with(p))
             || stored.contains(key)
     };
-    walk_keys(body, "$", None, &mut |path, key| {
-        if forbidden(key) {
+    walk_keys(body, "$", None, &mut |path, obj, key| {
+        if forbidden(key) && !schema_field(path, obj, key) {
             Err(format!("stored key `{key}` reached the body at {path}"))
         } else {
             Ok(())
         }
     })
+}
+
+/// Whether `key` of `obj` (at `path`) is a field of the wire's own schema that merely shares
+/// its name with a stored key: the OpenAI Responses items (`function_call` with `call_id`,
+/// `name`, `arguments`; `function_call_output` with `call_id`, `output`; `reasoning` with its
+/// `summary` and encrypted content) and the Responses request's top-level `reasoning`.
+fn schema_field(path: &str, obj: &serde_json::Map<String, Value>, key: &str) -> bool {
+    let item = obj.get("type").and_then(Value::as_str);
+    match (item, key) {
+        (Some("function_call"), "call_id" | "name" | "arguments") => true,
+        (Some("function_call_output"), "call_id" | "output") => true,
+        (Some("reasoning"), "summary" | "encrypted_content" | "content") => true,
+        (_, "reasoning") => path == "$" && obj.contains_key("input"),
+        _ => false,
+    }
 }
 
 /// Whether the value under `key` of `obj` (itself under `parent`) is user data whose keys are
@@ -901,18 +916,22 @@ fn user_data(parent: Option<&str>, obj: &serde_json::Map<String, Value>, key: &s
     }
 }
 
-/// Calls `visit` with every object key of `value` and its path, not descending into user data
+/// What [`walk_keys`] calls for each key: its path, its object and the key.
+type KeyVisitor<'a> =
+    dyn FnMut(&str, &serde_json::Map<String, Value>, &str) -> Result<(), String> + 'a;
+
+/// Calls `visit` with every object key of `value`, its object and its path, not descending into user data
 /// ([`user_data`]); `parent` is the key `value` is under (an array passes its own on).
 fn walk_keys(
     value: &Value,
     path: &str,
     parent: Option<&str>,
-    visit: &mut dyn FnMut(&str, &str) -> Result<(), String>,
+    visit: &mut KeyVisitor<'_>,
 ) -> Result<(), String> {
     match value {
         Value::Object(obj) => {
             for (key, inner) in obj {
-                visit(path, key)?;
+                visit(path, obj, key)?;
                 if user_data(parent, obj, key) {
                     continue;
                 }

@@ -9,7 +9,7 @@ use hermes_core::{
 use hermes_core::RequestParts;
 use hermes_providers::Wire;
 use hermes_providers::chat::ChatRequest;
-use hermes_providers::{anthropic, bedrock, gemini};
+use hermes_providers::{anthropic, bedrock, gemini, responses};
 
 use crate::Engine;
 use crate::error::EngineError;
@@ -159,9 +159,19 @@ impl Preview {
             Wire::Anthropic => Ok(self.anthropic()?.body),
             Wire::BedrockConverse => Ok(self.bedrock()?.body),
             Wire::Gemini => Ok(self.gemini()?.body),
+            Wire::Responses => Ok(self.responses()?.body),
             _ => serde_json::to_vec_pretty(&self.request())
                 .map_err(|e| EngineError::Failed(format!("could not encode the request: {e}"))),
         }
+    }
+
+    fn responses(&self) -> Result<responses::Encoded, EngineError> {
+        let (history, _) = hermes_core::pairing::paired(&self.history);
+        let parts = RequestParts::new(&history, &self.decision, &self.verdicts)
+            .wire_verdicts(&self.wire_verdicts)
+            .thinking(self.thinking);
+        responses::encode_pretty(&parts, &responses::Drops::default())
+            .map_err(|e| EngineError::Failed(format!("could not encode the request: {e}")))
     }
 
     fn gemini(&self) -> Result<gemini::Encoded, EngineError> {
@@ -198,6 +208,12 @@ impl Preview {
     /// `--explain`: the route line, then one line per message saying why each carrier is
     /// present, padded or absent and what stored keys stay out.
     pub fn explain(&self) -> Vec<String> {
+        if self.settled.wire == Wire::Responses {
+            return match self.responses() {
+                Ok(encoded) => encoded.explain,
+                Err(e) => vec![e.to_string()],
+            };
+        }
         if self.settled.wire == Wire::Gemini {
             return match self.gemini() {
                 Ok(encoded) => encoded.explain,

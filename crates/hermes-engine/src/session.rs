@@ -14,6 +14,7 @@ use hermes_providers::anthropic::AnthropicWire;
 use hermes_providers::aws::{AwsAuth, AwsCredentials};
 use hermes_providers::bedrock::BedrockWire;
 use hermes_providers::gemini::GeminiWire;
+use hermes_providers::responses::ResponsesWire;
 use hermes_providers::{Auth, Endpoint, HttpChat, Wire};
 use hermes_store::{NewSession, Store, StoredThinking};
 
@@ -289,6 +290,14 @@ impl Target {
                     api_key: key,
                 },
             }),
+            Wire::Responses => LiveWire::Responses(ResponsesWire {
+                client,
+                base_url: live_base,
+                // The in-process simulator wants a bearer token, as OpenAI does; any will do.
+                auth: key
+                    .or_else(|| sim.is_some().then(|| "hermes-sim".to_owned()))
+                    .map(Auth::Bearer),
+            }),
             Wire::Gemini => LiveWire::Gemini(GeminiWire {
                 client,
                 target: crate::preview::gemini_target(&settled, &live_base),
@@ -313,6 +322,7 @@ enum LiveWire {
     Anthropic(AnthropicWire),
     Bedrock(BedrockWire),
     Gemini(GeminiWire),
+    Responses(ResponsesWire),
 }
 
 impl LiveWire {
@@ -322,6 +332,7 @@ impl LiveWire {
             LiveWire::Anthropic(w) => w,
             LiveWire::Bedrock(w) => w,
             LiveWire::Gemini(w) => w,
+            LiveWire::Responses(w) => w,
         }
     }
 }

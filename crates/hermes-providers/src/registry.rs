@@ -11,6 +11,8 @@ pub enum Wire {
     BedrockConverse,
     /// Gemini generateContent.
     Gemini,
+    /// OpenAI Responses.
+    Responses,
 }
 
 impl Wire {
@@ -21,6 +23,7 @@ impl Wire {
             Wire::Anthropic => "anthropic",
             Wire::BedrockConverse => "bedrock-converse",
             Wire::Gemini => "gemini",
+            Wire::Responses => "openai-responses",
         }
     }
 }
@@ -163,6 +166,13 @@ pub const PROVIDERS: &[ProviderSpec] = &[
         wire: Wire::Anthropic,
         base_url: None,
         key_var: None,
+    },
+    ProviderSpec {
+        // Reasoning items kept encrypted between turns (`store: false`).
+        id: "openai-responses",
+        wire: Wire::Responses,
+        base_url: Some("https://api.openai.com/v1"),
+        key_var: Some("OPENAI_API_KEY"),
     },
     ProviderSpec {
         id: "gemini",

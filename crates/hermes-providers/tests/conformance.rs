@@ -154,6 +154,25 @@ fn gemini_for(target: &WireTarget<'_>) -> Option<Box<dyn Wire>> {
     }))
 }
 
+/// The Responses wire's invariant targets (OpenAI's own API) and corpus models.
+const RESPONSES_INVARIANT_TARGETS: &[(&str, &str)] = &[(
+    "openai-responses",
+    hermes_providers::responses::DEFAULT_BASE,
+)];
+const RESPONSES_CORPUS_MODELS: [&str; 2] = ["gpt-5", "gpt-5-mini"];
+
+/// Builds the Responses wire for a case's own base URL (OpenAI's when it names none).
+fn responses_for(target: &WireTarget<'_>) -> Option<Box<dyn Wire>> {
+    Some(Box::new(hermes_providers::responses::ResponsesWire {
+        client: ChatTransport::new().expect("the HTTP client builds"),
+        base_url: target
+            .base_url
+            .unwrap_or(hermes_providers::responses::DEFAULT_BASE)
+            .to_owned(),
+        auth: None,
+    }))
+}
+
 fn main() -> ExitCode {
     // `cargo test` passes harness flags (e.g. `--quiet`); route ids are the other arguments.
     let only: Vec<String> = std::env::args()
@@ -171,7 +190,12 @@ fn main() -> ExitCode {
         .wire_factory(hermes_providers::bedrock::WIRE_ID, bedrock_for)
         .wire_models(hermes_providers::bedrock::WIRE_ID, BEDROCK_CORPUS_MODELS)
         .wire_factory(hermes_providers::gemini::WIRE_ID, gemini_for)
-        .wire_models(hermes_providers::gemini::WIRE_ID, GEMINI_CORPUS_MODELS);
+        .wire_models(hermes_providers::gemini::WIRE_ID, GEMINI_CORPUS_MODELS)
+        .wire_factory(hermes_providers::responses::WIRE_ID, responses_for)
+        .wire_models(
+            hermes_providers::responses::WIRE_ID,
+            RESPONSES_CORPUS_MODELS,
+        );
     for (provider, base) in ANTHROPIC_INVARIANT_TARGETS {
         suite = suite.wire_invariants(hermes_providers::anthropic::WIRE_ID, provider, Some(base));
     }
@@ -180,6 +204,9 @@ fn main() -> ExitCode {
     }
     for (provider, base) in GEMINI_INVARIANT_TARGETS {
         suite = suite.wire_invariants(hermes_providers::gemini::WIRE_ID, provider, Some(base));
+    }
+    for (provider, base) in RESPONSES_INVARIANT_TARGETS {
+        suite = suite.wire_invariants(hermes_providers::responses::WIRE_ID, provider, Some(base));
     }
     let mut report = suite.run_routes(&only);
     println!("live route -> simulator profile:");
@@ -205,6 +232,11 @@ fn main() -> ExitCode {
             hermes_providers::gemini::WIRE_ID,
             GEMINI_INVARIANT_TARGETS,
             GEMINI_CORPUS_MODELS[0],
+        ),
+        (
+            hermes_providers::responses::WIRE_ID,
+            RESPONSES_INVARIANT_TARGETS,
+            RESPONSES_CORPUS_MODELS[0],
         ),
     ] {
         println!(

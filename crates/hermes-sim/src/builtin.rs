@@ -55,6 +55,9 @@ pub(crate) enum Builtin {
     /// Google's native generateContent API (AI Studio and Vertex doors): strict schema, signed
     /// `thoughtSignature`s enforced in the current turn. Served by `crate::gemini`.
     Gemini,
+    /// OpenAI's Responses API: strict schema, verified `encrypted_content` on replayed reasoning
+    /// items, reasoning ↔ following-item pairing. Served by `crate::openai_responses`.
+    OpenAiResponses,
 }
 
 const fn info(
@@ -72,7 +75,7 @@ const fn info(
 }
 
 /// The table: every built-in, its name, stand-in provider, default model and `--help` line.
-const TABLE: [(ProfileInfo, Builtin); 15] = [
+const TABLE: [(ProfileInfo, Builtin); 16] = [
     (
         info(
             "deepseek-v4",
@@ -208,6 +211,15 @@ const TABLE: [(ProfileInfo, Builtin); 15] = [
         ),
         Builtin::Gemini,
     ),
+    (
+        info(
+            "openai-responses",
+            "openai-responses",
+            "gpt-5.2",
+            "OpenAI Responses: strict schema, store:false replay with verified encrypted_content, reasoning item pairing, SSE",
+        ),
+        Builtin::OpenAiResponses,
+    ),
 ];
 
 const fn infos() -> [ProfileInfo; TABLE.len()] {
@@ -316,6 +328,14 @@ pub(crate) fn error_400(profile: Builtin, message: &str) -> Refusal {
             "message": message,
             "status": "INVALID_ARGUMENT"
         }}),
+        // OpenAI's envelope (`crate::openai_responses` builds its own, with `param` and `code`;
+        // this arm only keeps the match whole).
+        Builtin::OpenAiResponses => json!({"error": {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": null,
+            "code": null
+        }}),
     };
     Refusal { status: 400, body }
 }
@@ -323,7 +343,7 @@ pub(crate) fn error_400(profile: Builtin, message: &str) -> Refusal {
 /// Answer to a body that is not valid JSON (always 400).
 pub(crate) fn bad_json(profile: Builtin, err: &serde_json::Error) -> Refusal {
     match profile {
-        Builtin::OpenAi => error_400(profile, OPENAI_BAD_JSON),
+        Builtin::OpenAi | Builtin::OpenAiResponses => error_400(profile, OPENAI_BAD_JSON),
         Builtin::GeminiOpenAi => {
             error_400(profile, &format!("Invalid JSON payload received. {err}"))
         }

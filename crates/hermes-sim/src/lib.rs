@@ -52,6 +52,16 @@
 //! `alt=sse`. The scripted model takes `[tools=N]` (N sequential steps) and `[parallel=M]` (M
 //! parallel calls per step).
 //!
+//! The `openai-responses` profile answers OpenAI's Responses API: `POST {base}/v1/responses` and
+//! `POST {base}/responses` (`Authorization: Bearer` required). Its schema refuses unknown keys at
+//! every level with `Unknown parameter: 'X'.` ([`OPENAI_RESPONSES_TOP_LEVEL`]); it stores
+//! nothing, so `previous_response_id` is never found and every replayed `reasoning` item must
+//! carry `encrypted_content` minted for the same model and organisation
+//! ([`SimBuilder::openai_organization`]), immediately followed by its function call or assistant
+//! message; `fc_…` / `msg_…` ids it minted need their `rs_…` item, and tool calls and outputs pair
+//! by `call_id`. Replies are a `reasoning` item then a `function_call` (`[tools=N]`) or a
+//! `message`; streams are Responses SSE (`response.created` … `response.completed`).
+//!
 //! [`PROFILES`] is the one table of built-in profiles (name, stand-in provider, default model,
 //! `--help` line). A provider that is not built in is simulated from its own rules with a
 //! [`ProfileSpec`] passed to [`Sim::builder`]. The library neither reads the environment nor
@@ -63,6 +73,7 @@ mod builtin;
 mod custom;
 mod gemini;
 mod model;
+mod openai_responses;
 mod profile;
 mod rules;
 mod server;
@@ -80,6 +91,7 @@ pub use anthropic::rules::ANTHROPIC_TOP_LEVEL;
 pub use bedrock::rules::CONVERSE_TOP_LEVEL as BEDROCK_CONVERSE_TOP_LEVEL;
 pub use builtin::{PROFILES, ProfileInfo};
 pub use custom::{EchoTurns, ProfileSpec, ReplyCarrier, ValueRule};
+pub use openai_responses::schema::TOP_LEVEL as OPENAI_RESPONSES_TOP_LEVEL;
 pub use profile::Profile;
 pub use rules::{GEMINI_TOP_LEVEL, OPENAI_TOP_LEVEL};
 pub use sign::DEFAULT_KEY;
@@ -102,6 +114,9 @@ pub const SIM_AWS_SESSION_TOKEN: &str = "hermes-sim-session-token//EXAMPLE";
 /// The Bedrock API key (`Authorization: Bearer …`) the `bedrock` profile accepts by default.
 pub const SIM_BEDROCK_API_KEY: &str = "ABSKaGVybWVzLXNpbS1iZWRyb2NrLWFwaS1rZXk=";
 
+/// The organisation the `openai-responses` profile mints `encrypted_content` for by default.
+pub const SIM_OPENAI_ORGANIZATION: &str = "org-hermes-sim";
+
 /// Per-test rule switches.
 #[derive(Clone, Debug, Default)]
 pub struct Switches {
@@ -116,7 +131,8 @@ pub struct Switches {
     /// (the `anthropic` profile: `event: error` with an `overloaded_error`; the `bedrock` profile:
     /// an event-stream frame with `:message-type: exception`, `throttlingException` unless
     /// [`model_stream_error`](Switches::model_stream_error); the `gemini` profile: three chunks,
-    /// then `data: {"error":{"code":503,…,"status":"UNAVAILABLE"}}`).
+    /// then `data: {"error":{"code":503,…,"status":"UNAVAILABLE"}}`; the `openai-responses`
+    /// profile: the reasoning item's first events, then `response.failed` with a `server_error`).
     pub fail_mid_stream: bool,
     /// `bedrock`: the mid-stream exception is `modelStreamErrorException` instead of
     /// `throttlingException`.
@@ -137,6 +153,10 @@ pub struct Switches {
     /// `gemini`: a streamed text turn's `thoughtSignature` rides on its last text fragment instead
     /// of on a trailing `{"text":"","thoughtSignature":…}` part (the default).
     pub signature_on_text_fragment: bool,
+    /// `openai-responses`: every reply stops after its reasoning item as `incomplete` with
+    /// `incomplete_details: {"reason":"max_output_tokens"}` (a stream ends with
+    /// `response.incomplete`).
+    pub max_output_tokens_reached: bool,
 }
 
 impl Switches {
@@ -180,6 +200,12 @@ impl Switches {
     /// Makes the `gemini` profile's AI Studio door require an API key.
     pub fn requiring_api_key(mut self) -> Self {
         self.require_api_key = true;
+        self
+    }
+
+    /// Makes `openai-responses` replies stop as `incomplete` after the reasoning item.
+    pub fn reaching_max_output_tokens(mut self) -> Self {
+        self.max_output_tokens_reached = true;
         self
     }
 
@@ -266,6 +292,8 @@ pub(crate) struct Shared {
     pub(crate) aws: AwsCredentials,
     /// The Bedrock API key the `bedrock` profile accepts (`Authorization: Bearer`).
     pub(crate) bedrock_api_key: String,
+    /// The organisation the `openai-responses` profile mints and verifies ciphertext for.
+    pub(crate) openai_org: String,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -290,9 +318,18 @@ pub struct SimBuilder {
     port: u16,
     aws: AwsCredentials,
     bedrock_api_key: String,
+    openai_org: String,
 }
 
 impl SimBuilder {
+    /// The organisation the `openai-responses` profile mints `encrypted_content` for and accepts
+    /// it from (default [`SIM_OPENAI_ORGANIZATION`]); ciphertext minted by a simulator of
+    /// another organisation is refused with OpenAI's `organization_id did not match` text.
+    pub fn openai_organization(mut self, org: impl Into<String>) -> Self {
+        self.openai_org = org.into();
+        self
+    }
+
     /// The AWS credentials the `bedrock` profile accepts for SigV4 (default
     /// [`AwsCredentials::default`]: [`SIM_AWS_ACCESS_KEY_ID`] / [`SIM_AWS_SECRET_ACCESS_KEY`], no
     /// session token). With a session token, signed requests must carry it in
@@ -348,6 +385,7 @@ impl SimBuilder {
             cached_requests: AtomicU64::new(0),
             aws: self.aws,
             bedrock_api_key: self.bedrock_api_key,
+            openai_org: self.openai_org,
         });
         let task = tokio::spawn(server::accept_loop(listener, Arc::clone(&shared)));
         Ok(Sim { shared, addr, task })
@@ -365,6 +403,7 @@ impl Sim {
             port: 0,
             aws: AwsCredentials::default(),
             bedrock_api_key: SIM_BEDROCK_API_KEY.to_owned(),
+            openai_org: SIM_OPENAI_ORGANIZATION.to_owned(),
         }
     }
 
@@ -407,7 +446,8 @@ impl Sim {
     /// `/model/{modelId}/converse` (and `-stream`, `/invoke`, `/invoke-with-response-stream`) for
     /// the `bedrock` profile; `/v1beta/models/{model}:generateContent` (or
     /// `:streamGenerateContent?alt=sse`, or the Vertex `/v1/projects/…/publishers/google/models/…`
-    /// path) for the `gemini` profile.
+    /// path) for the `gemini` profile; `/v1/responses` (or `/responses`) for the
+    /// `openai-responses` profile.
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
     }

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use hermes_sim::{DEFAULT_KEY, KEY_ENV, PROFILES, Profile, Sim, SimError, Switches};
 
-const USAGE: &str = "usage: hermes-sim <profile> [port] [--fail-mid-stream] [--reject-message-field FIELD]... [--model-stream-error] [--redacted-reasoning] [--refuse-redacted] [--check-clock-skew] [--require-api-key] [--signature-on-text-fragment]";
+const USAGE: &str = "usage: hermes-sim <profile> [port] [--fail-mid-stream] [--reject-message-field FIELD]... [--model-stream-error] [--redacted-reasoning] [--refuse-redacted] [--check-clock-skew] [--require-api-key] [--signature-on-text-fragment] [--max-output-tokens-reached]";
 
 fn usage_with_profiles() -> String {
     let mut out = format!("{USAGE}\nprofiles:");
@@ -56,6 +56,7 @@ async fn main() -> ExitCode {
             "--check-clock-skew" => switches.check_clock_skew = true,
             "--require-api-key" => switches.require_api_key = true,
             "--signature-on-text-fragment" => switches.signature_on_text_fragment = true,
+            "--max-output-tokens-reached" => switches.max_output_tokens_reached = true,
             "--reject-message-field" => match args.next() {
                 Some(f) => switches.reject_message_fields.push(f),
                 None => {

@@ -53,6 +53,11 @@ impl Profile {
         matches!(self.0, Kind::Builtin(Builtin::Gemini))
     }
 
+    /// The profile speaks OpenAI's Responses API (served by `crate::openai_responses`).
+    pub(crate) fn is_responses(&self) -> bool {
+        matches!(self.0, Kind::Builtin(Builtin::OpenAiResponses))
+    }
+
     /// Validates a parsed request against the profile and the switches.
     pub(crate) fn validate(
         &self,

@@ -50,7 +50,9 @@ pub(crate) fn validate(
         Builtin::Copilot => copilot(body, messages, key),
         // Served by `crate::anthropic` / `crate::bedrock` / `crate::gemini` (the server never
         // validates them here).
-        Builtin::Anthropic | Builtin::Bedrock | Builtin::Gemini => return Ok(()),
+        Builtin::Anthropic | Builtin::Bedrock | Builtin::Gemini | Builtin::OpenAiResponses => {
+            return Ok(());
+        }
     }?;
     match tool_pairing(messages) {
         Some(fault) => Err(error_400(profile, &pairing_text(profile, &fault))),

@@ -1,6 +1,6 @@
 //! HTTP/1.1 plumbing (hyper): routing (the `anthropic` profile to `crate::anthropic`, the `bedrock`
-//! profile to `crate::bedrock`, the `gemini` profile to `crate::gemini`, every other profile to
-//! the chat-completions path), request recording (credential headers redacted), JSON replies,
+//! profile to `crate::bedrock`, the `gemini` profile to `crate::gemini`, the `openai-responses`
+//! profile to `crate::openai_responses`, every other profile to the chat-completions path), request recording (credential headers redacted), JSON replies,
 //! chunked SSE and event-stream bodies.
 
 use std::convert::Infallible;
@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::wire::{self, Refusal};
-use crate::{RecordedRequest, Shared, anthropic, bedrock, gemini, lock, model};
+use crate::{RecordedRequest, Shared, anthropic, bedrock, gemini, lock, model, openai_responses};
 
 /// Byte sizes the SSE text is cut into, cycled; none divides an event, so cuts land mid-line.
 const CUTS: [usize; 7] = [7, 13, 5, 19, 11, 3, 17];
@@ -283,6 +283,15 @@ async fn handle(
 
     if shared.profile.is_messages() {
         let a = anthropic::answer(&shared, method.as_str(), &path, &headers, &raw);
+        record(&shared, &seen, a.body, raw, a.status, &a.text);
+        return Ok(if a.stream {
+            sse_response(a.text)
+        } else {
+            json_response(a.status, a.text)
+        });
+    }
+    if shared.profile.is_responses() {
+        let a = openai_responses::answer(&shared, method.as_str(), &path, &headers, &raw);
         record(&shared, &seen, a.body, raw, a.status, &a.text);
         return Ok(if a.stream {
             sse_response(a.text)

@@ -88,6 +88,22 @@ pub(crate) fn open_bound(key: &[u8], domain: &str, data: &str, bound: &[u8]) -> 
     Some(included.to_vec())
 }
 
+/// The first `len` hex digits of `HMAC(key, domain ‖ payload)`: a short tag for ids that must be
+/// recognised later without state (the `openai-responses` profile's `fc_…` / `msg_…` ids name
+/// their paired `rs_…` id this way).
+pub(crate) fn tag_hex(key: &[u8], domain: &str, payload: &[u8], len: usize) -> String {
+    let Some(m) = mac(key, domain, "", payload) else {
+        return String::new();
+    };
+    let hex: String = m
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    hex[..len.min(hex.len())].to_owned()
+}
+
 fn bound_payload(included: &[u8], bound: &[u8]) -> Vec<u8> {
     let mut payload = (included.len() as u64).to_be_bytes().to_vec();
     payload.extend_from_slice(included);

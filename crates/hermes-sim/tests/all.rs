@@ -7,12 +7,13 @@ use hermes_sim::{PROFILES, Sim, Switches};
 use serde_json::{Map, Value, json};
 
 /// The chat-completions profiles (the `anthropic` profile speaks the Messages API, the `bedrock`
-/// profile AWS Bedrock Runtime, the `gemini` profile Google's generateContent; their tests are in
-/// `tests/anthropic.rs`, `tests/bedrock.rs` and `tests/gemini.rs`).
+/// profile AWS Bedrock Runtime, the `gemini` profile Google's generateContent, the
+/// `openai-responses` profile OpenAI's Responses API; their tests are in `tests/anthropic.rs`,
+/// `tests/bedrock.rs`, `tests/gemini.rs` and `tests/openai_responses.rs`).
 fn chat_profiles() -> impl Iterator<Item = &'static hermes_sim::ProfileInfo> {
     PROFILES
         .iter()
-        .filter(|p| !["anthropic", "bedrock", "gemini"].contains(&p.name))
+        .filter(|p| !["anthropic", "bedrock", "gemini", "openai-responses"].contains(&p.name))
 }
 
 mod common;

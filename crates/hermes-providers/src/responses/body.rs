@@ -1,0 +1,798 @@
+//! The `POST /responses` request body, rendered from the canonical history (SPEC §2, §3c;
+//! PROVIDERS.md "OpenAI Responses API", "Tool-call pairing").
+//!
+//! Keys are in the order openai-python 3.51.0 writes them (`resources/responses/responses.py`,
+//! `Responses.create`: `model`, `stream`, …, `include`, `input`, `instructions`, …,
+//! `reasoning`, …, `store`, …, `tools`). The leading system / developer messages become
+//! `instructions`; later ones, and user messages, are `{role, content}` input items (string
+//! content as stored, parts as `input_text`); tool results are `function_call_output` items.
+//! An assistant turn captured by this wire goes back as the output items it stored
+//! (`codex_reasoning_items`, `codex_message_items`), each exactly as received, in the stored
+//! output order: a reasoning item only with its encrypted content, only to the model and host
+//! that minted it, and only immediately followed by its paired item; when a reasoning item is
+//! left out, the items after it (up to the next reasoning item sent) go without their `id`, so
+//! the API cannot ask for the reasoning it did not get. Any other assistant turn is rebuilt
+//! from `content` and `tool_calls` (`message` with `output_text`, `function_call`).
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use hermes_core::message::{BLOCK_ORDER_KEY, same_minter};
+use hermes_core::{Message, RawJson, RequestParts, Role, ToolCall};
+use serde::de::{MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+
+use super::model::{ReasoningPlan, reasoning_plan};
+
+/// The default base URL (SPEC §8a): requests go to `{base}/responses`.
+pub const DEFAULT_BASE: &str = "https://api.openai.com/v1";
+
+/// The stored key holding a turn's reasoning output items, as a JSON array of the items
+/// exactly as received (the Python original's column of the same name, SPEC §9). Only this
+/// wire sends them.
+pub const REASONING_ITEMS_KEY: &str = "codex_reasoning_items";
+
+/// The stored key holding a turn's other output items (`message`, `function_call`, …), as a
+/// JSON array of the items exactly as received (SPEC §9).
+pub const MESSAGE_ITEMS_KEY: &str = "codex_message_items";
+
+/// The field a refusal can name on this wire: the encrypted content of the reasoning items it
+/// replays. A verdict on it leaves every reasoning item out for that target.
+pub const ENCRYPTED_FIELD: &str = "encrypted_content";
+
+/// What this request leaves out beyond the verdicts (a one-time recovery): never persisted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Drops {
+    /// History indices (of the wire copy) whose reasoning items are left out.
+    pub reasoning_of: BTreeSet<usize>,
+    /// Every reasoning item is left out.
+    pub all_reasoning: bool,
+}
+
+/// An encoded body and what the wire needs to know about it.
+#[derive(Clone, Debug)]
+pub struct Encoded {
+    /// The exact body.
+    pub body: Vec<u8>,
+    /// Refusable fields sent ([`ENCRYPTED_FIELD`] when a reasoning item is replayed).
+    pub refusable: Vec<&'static str>,
+    /// Number of `input` items.
+    pub messages: usize,
+    /// Lines for the user.
+    pub notes: Vec<String>,
+    /// What was decided, for `hermes preview --explain` (the `POST` line is added by
+    /// [`super::explain`]).
+    pub explain: Vec<String>,
+}
+
+/// Why a body could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EncodeError {
+    /// The tool definitions are not the chat-completions array of function tools.
+    Tools(String),
+    /// The thinking request cannot be expressed for this model (SPEC §3c).
+    Thinking(String),
+    /// The body could not be written.
+    Json(String),
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EncodeError::Tools(why) => write!(f, "the tool definitions cannot be sent: {why}"),
+            EncodeError::Thinking(why) => f.write_str(why),
+            EncodeError::Json(why) => write!(f, "the body cannot be written: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for EncodeError {}
+
+/// One `input` item.
+enum Item<'h> {
+    /// A stored output item, as received (or without its `id`).
+    Raw(Box<RawValue>),
+    /// `{role, content}`: a user, system or developer message.
+    Said { role: &'static str, content: Said },
+    /// A rebuilt assistant message: `output_text` parts.
+    AssistantText(Vec<Box<RawValue>>),
+    /// A rebuilt `function_call`.
+    Call {
+        call_id: &'h str,
+        name: &'h str,
+        arguments: Box<RawValue>,
+    },
+    /// A `function_call_output`.
+    Output {
+        call_id: &'h str,
+        output: Box<RawValue>,
+    },
+}
+
+/// A said message's content: the stored string literal, or `input_text` parts.
+enum Said {
+    Text(Box<RawValue>),
+    Parts(Vec<Box<RawValue>>),
+}
+
+struct TypedText<'a>(&'static str, &'a RawValue);
+
+impl Serialize for TypedText<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(2))?;
+        map.serialize_entry("type", self.0)?;
+        map.serialize_entry("text", self.1)?;
+        map.end()
+    }
+}
+
+struct Parts<'a>(&'static str, &'a [Box<RawValue>]);
+
+impl Serialize for Parts<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.1.iter().map(|t| TypedText(self.0, t)))
+    }
+}
+
+impl Serialize for Item<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Item::Raw(raw) => raw.serialize(s),
+            Item::Said { role, content } => {
+                let mut map = s.serialize_map(Some(2))?;
+                map.serialize_entry("role", role)?;
+                match content {
+                    Said::Text(t) => map.serialize_entry("content", t)?,
+                    Said::Parts(p) => map.serialize_entry("content", &Parts("input_text", p))?,
+                }
+                map.end()
+            }
+            Item::AssistantText(texts) => {
+                let mut map = s.serialize_map(Some(3))?;
+                map.serialize_entry("type", "message")?;
+                map.serialize_entry("role", "assistant")?;
+                map.serialize_entry("content", &Parts("output_text", texts))?;
+                map.end()
+            }
+            Item::Call {
+                call_id,
+                name,
+                arguments,
+            } => {
+                let mut map = s.serialize_map(Some(4))?;
+                map.serialize_entry("type", "function_call")?;
+                map.serialize_entry("call_id", call_id)?;
+                map.serialize_entry("name", name)?;
+                map.serialize_entry("arguments", arguments)?;
+                map.end()
+            }
+            Item::Output { call_id, output } => {
+                let mut map = s.serialize_map(Some(3))?;
+                map.serialize_entry("type", "function_call_output")?;
+                map.serialize_entry("call_id", call_id)?;
+                map.serialize_entry("output", output)?;
+                map.end()
+            }
+        }
+    }
+}
+
+/// A chat-completions tool definition, as this wire reads it.
+#[derive(Deserialize)]
+struct ChatToolDef<'a> {
+    #[serde(borrow)]
+    function: FunctionDef<'a>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDef<'a> {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(borrow, default)]
+    parameters: Option<&'a RawValue>,
+    #[serde(default)]
+    strict: Option<bool>,
+}
+
+/// A Responses function tool: flat `{type, name, description, parameters, strict}` (openai-python
+/// `FunctionToolParam`). `strict` is the chat definition's, else `false`, the chat-completions
+/// default (the Responses API would otherwise validate the schema strictly).
+struct ToolOut<'a>(&'a FunctionDef<'a>);
+
+impl Serialize for ToolOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let f = self.0;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("type", "function")?;
+        map.serialize_entry("name", &f.name)?;
+        if let Some(d) = f.description.as_deref().filter(|d| !d.is_empty()) {
+            map.serialize_entry("description", d)?;
+        }
+        match f.parameters {
+            Some(p) => map.serialize_entry("parameters", p)?,
+            None => map.serialize_entry("parameters", &())?,
+        }
+        map.serialize_entry("strict", &f.strict.unwrap_or(false))?;
+        map.end()
+    }
+}
+
+struct Reasoning<'a>(&'a ReasoningPlan);
+
+impl Serialize for Reasoning<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        if let Some(e) = self.0.effort {
+            map.serialize_entry("effort", e)?;
+        }
+        if self.0.summary {
+            map.serialize_entry("summary", "auto")?;
+        }
+        map.end()
+    }
+}
+
+struct Body<'a, 'h> {
+    model: &'a str,
+    stream: bool,
+    input: &'a [Item<'h>],
+    instructions: Option<&'a str>,
+    reasoning: &'a ReasoningPlan,
+    tools: Option<&'a [ChatToolDef<'a>]>,
+}
+
+impl Serialize for Body<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("model", self.model)?;
+        map.serialize_entry("stream", &self.stream)?;
+        if self.reasoning.include_encrypted {
+            map.serialize_entry("include", &["reasoning.encrypted_content"])?;
+        }
+        map.serialize_entry("input", self.input)?;
+        if let Some(i) = self.instructions {
+            map.serialize_entry("instructions", i)?;
+        }
+        if self.reasoning.any() {
+            map.serialize_entry("reasoning", &Reasoning(self.reasoning))?;
+        }
+        map.serialize_entry("store", &false)?;
+        if let Some(tools) = self.tools.filter(|t| !t.is_empty()) {
+            let out: Vec<ToolOut<'_>> = tools.iter().map(|t| ToolOut(&t.function)).collect();
+            map.serialize_entry("tools", &out)?;
+        }
+        map.end()
+    }
+}
+
+fn raw_string(text: &str) -> Box<RawValue> {
+    serde_json::value::to_raw_value(text).unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+fn raw_box(text: &str) -> Box<RawValue> {
+    RawValue::from_string(text.to_owned()).unwrap_or_else(|_| raw_string(""))
+}
+
+/// The text literals of a content value: a string as stored, or each `text` of an array of
+/// parts. Empty texts are left out.
+fn text_parts(content: Option<&RawJson>) -> Vec<Box<RawValue>> {
+    let Some(content) = content else {
+        return Vec::new();
+    };
+    if content.is_string() {
+        return match content.as_str() {
+            Some(t) if !t.is_empty() => vec![raw_box(content.get())],
+            _ => Vec::new(),
+        };
+    }
+    #[derive(Deserialize)]
+    struct ChatPart<'a> {
+        #[serde(rename = "type", default)]
+        kind: Option<String>,
+        #[serde(borrow, default)]
+        text: Option<&'a RawValue>,
+    }
+    let parts: Vec<ChatPart<'_>> = serde_json::from_str(content.get()).unwrap_or_default();
+    parts
+        .into_iter()
+        .filter(|p| {
+            p.kind
+                .as_deref()
+                .is_none_or(|k| matches!(k, "text" | "input_text" | "output_text"))
+        })
+        .filter_map(|p| p.text)
+        .filter(|t| t.get().starts_with('"') && t.get() != "\"\"")
+        .map(|t| t.to_owned())
+        .collect()
+}
+
+/// The decoded texts of a content value, joined with `sep`.
+fn joined_text(content: Option<&RawJson>, sep: &str) -> String {
+    text_parts(content)
+        .iter()
+        .filter_map(|t| serde_json::from_str::<String>(t.get()).ok())
+        .collect::<Vec<_>>()
+        .join(sep)
+}
+
+/// A tool result's `output`: the stored string literal as is, the texts of parts joined, else
+/// `""`.
+fn output_text(content: Option<&RawJson>) -> Box<RawValue> {
+    match content {
+        Some(c) if c.is_string() => raw_box(c.get()),
+        Some(c) if c.get().starts_with('[') => raw_string(&joined_text(Some(c), "\n")),
+        _ => raw_string(""),
+    }
+}
+
+/// A tool call's `arguments` as a JSON string: the stored string literal as is; any other
+/// stored JSON as its text in a string; `"{}"` when absent.
+fn call_arguments(call: &ToolCall) -> Box<RawValue> {
+    match &call.function.arguments {
+        Some(a) if a.is_string() => raw_box(a.get()),
+        Some(a) if !a.is_null() => raw_string(a.get()),
+        _ => raw_string("{}"),
+    }
+}
+
+/// One stored output item.
+pub(crate) struct StoredItem {
+    /// The item exactly as stored.
+    pub(crate) raw: Box<RawValue>,
+    /// Its `type`.
+    pub(crate) kind: String,
+    /// Its `id`.
+    pub(crate) id: Option<String>,
+    /// A `function_call`'s `call_id`.
+    pub(crate) call_id: Option<String>,
+    /// A reasoning item carrying non-empty `encrypted_content`.
+    pub(crate) encrypted: bool,
+}
+
+#[derive(Deserialize)]
+struct ItemProbe<'a> {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    call_id: Option<String>,
+    #[serde(borrow, default)]
+    encrypted_content: Option<&'a RawValue>,
+}
+
+/// The items stored under `key`, or `None` when the key is absent or holds no array of
+/// objects.
+pub(crate) fn stored_items(msg: &Message, key: &str) -> Option<Vec<StoredItem>> {
+    let (_, value) = msg.extra.iter().find(|(k, _)| k == key)?;
+    let raws: Vec<&RawValue> = serde_json::from_str(value.get()).ok()?;
+    raws.into_iter()
+        .map(|raw| {
+            let probe: ItemProbe<'_> = serde_json::from_str(raw.get()).ok()?;
+            let encrypted = probe
+                .encrypted_content
+                .and_then(|e| serde_json::from_str::<String>(e.get()).ok())
+                .is_some_and(|e| !e.is_empty());
+            Some(StoredItem {
+                raw: raw.to_owned(),
+                kind: probe.kind.unwrap_or_default(),
+                id: probe.id,
+                call_id: probe.call_id,
+                encrypted,
+            })
+        })
+        .collect()
+}
+
+/// An object's members in order, each value as its raw text.
+struct Members<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Members<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(k) = map.next_key::<String>()? {
+                    out.push((k, map.next_value::<&'de RawValue>()?));
+                }
+                Ok(Members(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The item without its `id` member; every other member's value byte for byte, in order.
+pub(crate) fn without_id(raw: &RawValue) -> Box<RawValue> {
+    let Ok(members) = serde_json::from_str::<Members<'_>>(raw.get()) else {
+        return raw.to_owned();
+    };
+    let mut text = String::from("{");
+    for (k, v) in members.0.iter().filter(|(k, _)| k != "id") {
+        if text.len() > 1 {
+            text.push(',');
+        }
+        text.push_str(&serde_json::to_string(k).unwrap_or_default());
+        text.push(':');
+        text.push_str(v.get());
+    }
+    text.push('}');
+    RawValue::from_string(text).unwrap_or_else(|_| raw.to_owned())
+}
+
+/// One slot of a turn's output order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    Reasoning(usize),
+    Other(usize),
+}
+
+/// The output order of a turn with `reasoning` reasoning items and `others` other items: the
+/// stored [`BLOCK_ORDER_KEY`] when it counts the same items; else each reasoning item
+/// followed by the next other item, the rest after (an imported turn keeps no order).
+fn output_order(msg: &Message, reasoning: usize, others: usize) -> Vec<Slot> {
+    let stored: Option<Vec<String>> = msg
+        .extra
+        .iter()
+        .find(|(k, _)| k == BLOCK_ORDER_KEY)
+        .and_then(|(_, v)| serde_json::from_str(v.get()).ok());
+    if let Some(order) = stored {
+        let r = order.iter().filter(|k| *k == "reasoning").count();
+        if r == reasoning && order.len() - r == others {
+            let (mut ri, mut oi) = (0, 0);
+            return order
+                .iter()
+                .map(|k| {
+                    if k == "reasoning" {
+                        ri += 1;
+                        Slot::Reasoning(ri - 1)
+                    } else {
+                        oi += 1;
+                        Slot::Other(oi - 1)
+                    }
+                })
+                .collect();
+        }
+    }
+    let mut out = Vec::with_capacity(reasoning + others);
+    for k in 0..reasoning.max(others) {
+        if k < reasoning {
+            out.push(Slot::Reasoning(k));
+        }
+        if k < others {
+            out.push(Slot::Other(k));
+        }
+    }
+    out
+}
+
+/// The items rebuilt from a turn's `content` and `tool_calls`.
+fn rebuilt<'h>(msg: &'h Message) -> Vec<Item<'h>> {
+    let mut out = Vec::new();
+    let texts = text_parts(msg.content.as_ref());
+    if !texts.is_empty() {
+        out.push(Item::AssistantText(texts));
+    }
+    for call in msg.tool_calls.iter().flatten() {
+        let Some(id) = call.id.as_deref() else {
+            continue;
+        };
+        out.push(Item::Call {
+            call_id: id,
+            name: &call.function.name,
+            arguments: call_arguments(call),
+        });
+    }
+    out
+}
+
+/// True when the stored `function_call` items answer exactly the turn's tool calls (so their
+/// results pair with them).
+fn calls_agree(msg: &Message, items: &[StoredItem]) -> bool {
+    let stored: BTreeSet<&str> = items
+        .iter()
+        .filter(|i| i.kind == "function_call")
+        .filter_map(|i| i.call_id.as_deref())
+        .collect();
+    let calls: BTreeSet<&str> = msg
+        .tool_calls
+        .iter()
+        .flatten()
+        .filter_map(|c| c.id.as_deref())
+        .collect();
+    let n = items.iter().filter(|i| i.kind == "function_call").count();
+    stored == calls && n == stored.len()
+}
+
+/// Why a turn's reasoning items may not go.
+fn reasoning_block(
+    i: usize,
+    msg: &Message,
+    own: bool,
+    refused: bool,
+    drops: &Drops,
+) -> Option<String> {
+    if !own {
+        let who = msg
+            .origin
+            .as_ref()
+            .map_or_else(String::new, |o| format!(" by {} on {}", o.model, o.host));
+        return Some(format!("minted{who} (provenance)"));
+    }
+    if refused {
+        return Some(format!(
+            "`{ENCRYPTED_FIELD}` refused by this target (verdict)"
+        ));
+    }
+    if drops.all_reasoning || drops.reasoning_of.contains(&i) {
+        return Some("the provider could not verify them (this request only)".to_owned());
+    }
+    None
+}
+
+/// Adds an assistant turn's items; returns how many reasoning items went.
+fn assistant<'h>(
+    i: usize,
+    msg: &'h Message,
+    own: bool,
+    refused: bool,
+    drops: &Drops,
+    input: &mut Vec<Item<'h>>,
+    explain: &mut Vec<String>,
+) -> usize {
+    let reasoning: Vec<StoredItem> = stored_items(msg, REASONING_ITEMS_KEY)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r.kind == "reasoning")
+        .collect();
+    let stored_others = stored_items(msg, MESSAGE_ITEMS_KEY);
+    let mut line = format!("message {i}:");
+    let others: Vec<Option<&StoredItem>>;
+    let mut rebuilt_items: Vec<Option<Item<'h>>>;
+    let agreed = stored_others
+        .as_deref()
+        .filter(|items| calls_agree(msg, items));
+    match agreed {
+        Some(items) => {
+            others = items.iter().map(Some).collect();
+            rebuilt_items = Vec::new();
+        }
+        None => {
+            if stored_others.is_some() {
+                line.push_str(" stored output items disagree with its tool calls: rebuilt from content and tool calls;");
+            }
+            rebuilt_items = rebuilt(msg).into_iter().map(Some).collect();
+            others = vec![None; rebuilt_items.len()];
+        }
+    }
+    if reasoning.is_empty() && agreed.is_none() {
+        let n = rebuilt_items.len();
+        input.extend(rebuilt_items.into_iter().flatten());
+        line.push_str(&format!(
+            " rebuilt from content and tool calls ({n} item(s))"
+        ));
+        if msg.replayable_text().is_some() {
+            line.push_str("; readable thinking not sent (this wire has no field for it)");
+        }
+        explain.push(line);
+        return 0;
+    }
+    let blocked = reasoning_block(i, msg, own, refused, drops);
+    let order = output_order(msg, reasoning.len(), others.len());
+    let (mut sent, mut unpaired, mut sealed, mut stripped, mut skipped) = (0, 0, 0, 0, 0);
+    let mut after_dropped = false;
+    for (pos, slot) in order.iter().enumerate() {
+        match *slot {
+            Slot::Reasoning(r) => {
+                let item = &reasoning[r];
+                let paired = matches!(order.get(pos + 1), Some(Slot::Other(_)));
+                if blocked.is_none() && item.encrypted && paired {
+                    input.push(Item::Raw(item.raw.clone()));
+                    sent += 1;
+                    after_dropped = false;
+                } else {
+                    if blocked.is_none() && !item.encrypted {
+                        sealed += 1;
+                    } else if blocked.is_none() {
+                        unpaired += 1;
+                    }
+                    after_dropped = true;
+                }
+            }
+            Slot::Other(o) => match others[o] {
+                Some(item) => {
+                    if !matches!(item.kind.as_str(), "message" | "function_call") {
+                        skipped += 1;
+                        continue;
+                    }
+                    let keep_id = own && !after_dropped;
+                    if keep_id || item.id.is_none() {
+                        input.push(Item::Raw(item.raw.clone()));
+                    } else {
+                        stripped += 1;
+                        input.push(Item::Raw(without_id(&item.raw)));
+                    }
+                }
+                None => {
+                    if let Some(it) = rebuilt_items[o].take() {
+                        input.push(it);
+                    }
+                }
+            },
+        }
+    }
+    let n_other = others.len() - skipped;
+    line.push_str(&format!(
+        " {} output item(s) replayed in stored order",
+        sent + n_other
+    ));
+    if agreed.is_none() {
+        line.push_str(" (message and calls rebuilt)");
+    }
+    line.push_str(&format!(
+        "; {sent} of {} reasoning item(s) sent",
+        reasoning.len()
+    ));
+    if let Some(why) = &blocked
+        && !reasoning.is_empty()
+    {
+        line.push_str(&format!("; reasoning left out: {why}"));
+    }
+    if sealed > 0 {
+        line.push_str(&format!(
+            "; {sealed} left out: no encrypted content (cannot be replayed with store:false)"
+        ));
+    }
+    if unpaired > 0 {
+        line.push_str(&format!(
+            "; {unpaired} left out: no paired message or call follows it"
+        ));
+    }
+    if stripped > 0 {
+        line.push_str(&format!(
+            "; {stripped} item(s) sent without their id (their reasoning is not sent)"
+        ));
+    }
+    if skipped > 0 {
+        line.push_str(&format!(
+            "; {skipped} item(s) of other types not sent (no input form here)"
+        ));
+    }
+    explain.push(line);
+    sent
+}
+
+/// Builds the body of `parts`, leaving out what `drops` names.
+pub fn encode(parts: &RequestParts<'_>, drops: &Drops) -> Result<Encoded, EncodeError> {
+    encode_with(parts, drops, false)
+}
+
+/// As [`encode`], pretty-printed for `hermes preview`; stored items are still written as
+/// stored.
+pub fn encode_pretty(parts: &RequestParts<'_>, drops: &Drops) -> Result<Encoded, EncodeError> {
+    encode_with(parts, drops, true)
+}
+
+fn encode_with(
+    parts: &RequestParts<'_>,
+    drops: &Drops,
+    pretty: bool,
+) -> Result<Encoded, EncodeError> {
+    let history = parts.history;
+    let decision = parts.decision;
+    let model = decision.target.model.as_str();
+    let plan = reasoning_plan(parts.thinking, model).map_err(EncodeError::Thinking)?;
+    let refused = parts
+        .wire_verdicts
+        .refused_for(super::WIRE_ID, &decision.target)
+        .contains(&ENCRYPTED_FIELD);
+    let mut explain = vec![
+        format!(
+            "responses wire: model {model}, store false{}",
+            if plan.include_encrypted {
+                ", include reasoning.encrypted_content"
+            } else {
+                ""
+            }
+        ),
+        plan.explain.clone(),
+    ];
+    let mut instructions: Vec<String> = Vec::new();
+    let mut input: Vec<Item<'_>> = Vec::new();
+    let mut reasoning_sent = 0;
+    let mut leading = true;
+    for (i, msg) in history.iter().enumerate() {
+        match msg.role {
+            Role::System | Role::Developer if leading => {
+                let text = joined_text(msg.content.as_ref(), "\n\n");
+                if !text.is_empty() {
+                    instructions.push(text);
+                }
+                explain.push(format!("message {i}: into `instructions`"));
+            }
+            Role::System | Role::Developer | Role::User => {
+                leading = false;
+                let role = match msg.role {
+                    Role::System => "system",
+                    Role::Developer => "developer",
+                    _ => "user",
+                };
+                let content = match &msg.content {
+                    Some(c) if c.is_string() => Said::Text(raw_box(c.get())),
+                    c => Said::Parts(text_parts(c.as_ref())),
+                };
+                if matches!(&content, Said::Parts(p) if p.is_empty()) {
+                    explain.push(format!("message {i}: left out (no text to send)"));
+                    continue;
+                }
+                input.push(Item::Said { role, content });
+            }
+            Role::Tool => {
+                leading = false;
+                let Some(call_id) = msg.tool_call_id.as_deref() else {
+                    explain.push(format!(
+                        "message {i}: tool result without a call id left out"
+                    ));
+                    continue;
+                };
+                input.push(Item::Output {
+                    call_id,
+                    output: output_text(msg.content.as_ref()),
+                });
+            }
+            Role::Assistant => {
+                leading = false;
+                if !msg.replayable() {
+                    explain.push(format!("message {i}: not replayed (stored for the record)"));
+                    continue;
+                }
+                let own = msg
+                    .origin
+                    .as_ref()
+                    .is_none_or(|o| same_minter(o, &decision.target));
+                reasoning_sent += assistant(i, msg, own, refused, drops, &mut input, &mut explain);
+            }
+        }
+    }
+    let tools: Option<Vec<ChatToolDef<'_>>> = match parts.tools {
+        Some(t) => {
+            Some(serde_json::from_str(t.get()).map_err(|e| EncodeError::Tools(e.to_string()))?)
+        }
+        None => None,
+    };
+    let instructions = instructions.join("\n\n");
+    let body = Body {
+        model,
+        stream: parts.stream,
+        input: &input,
+        instructions: (!instructions.is_empty()).then_some(instructions.as_str()),
+        reasoning: &plan,
+        tools: tools.as_deref(),
+    };
+    let bytes = if pretty {
+        serde_json::to_vec_pretty(&body)
+    } else {
+        serde_json::to_vec(&body)
+    }
+    .map_err(|e| EncodeError::Json(e.to_string()))?;
+    let refusable = if reasoning_sent > 0 {
+        vec![ENCRYPTED_FIELD]
+    } else {
+        Vec::new()
+    };
+    Ok(Encoded {
+        body: bytes,
+        refusable,
+        messages: input.len(),
+        notes: Vec::new(),
+        explain,
+    })
+}

@@ -1,0 +1,273 @@
+//! The OpenAI Responses wire (`POST {base}/responses`): the request body (`body`), what an
+//! OpenAI model id implies for reasoning (`model`), reply capture of whole replies and SSE
+//! streams (`capture`), and the HTTP side with its bearer auth, its reading of OpenAI's error
+//! envelope and its one-time recovery from foreign encrypted reasoning (this module).
+
+pub mod body;
+pub(crate) mod capture;
+pub mod model;
+
+use eventsource_stream::{EventStreamError, Eventsource as _};
+use futures_util::{Stream, StreamExt as _};
+use hermes_core::transport::{Delta, Reply, TransportError};
+use hermes_core::{Message, Origin, Outgoing, Recovery, RequestParts, Role, Wire};
+use serde::Deserialize;
+
+use crate::transport::{Auth, ChatTransport, error_event_text, map_reqwest, snippet, stream_error};
+
+pub use body::{
+    DEFAULT_BASE, Drops, ENCRYPTED_FIELD, EncodeError, Encoded, MESSAGE_ITEMS_KEY,
+    REASONING_ITEMS_KEY, encode, encode_pretty,
+};
+pub use model::{ModelKind, ReasoningPlan, Vocabulary, model_kind, reasoning_plan};
+
+/// The wire's id (its verdicts are kept under it).
+pub const WIRE_ID: &str = "openai-responses";
+
+/// The Responses wire bound to one base URL.
+#[derive(Clone, Debug)]
+pub struct ResponsesWire {
+    /// The shared client.
+    pub client: ChatTransport,
+    /// The base URL ([`DEFAULT_BASE`] for OpenAI); requests go to `{base}/responses`.
+    pub base_url: String,
+    /// The key (`Auth::Bearer`); none for a loopback endpoint.
+    pub auth: Option<Auth>,
+}
+
+impl ResponsesWire {
+    /// The URL requests go to.
+    pub fn url(&self) -> String {
+        url(&self.base_url)
+    }
+}
+
+/// `{base}/responses` (SPEC §8a).
+pub fn url(base: &str) -> String {
+    format!("{}/responses", base.trim_end_matches('/'))
+}
+
+/// The path of a URL, for the `POST` line of `--explain`.
+fn path_of(url: &str) -> &str {
+    let after_scheme = url.find("://").map_or(url, |i| &url[i + 3..]);
+    after_scheme.find('/').map_or("/", |i| &after_scheme[i..])
+}
+
+/// The body of `parts` as an [`Outgoing`], leaving out what `drops` names.
+pub fn outgoing(parts: &RequestParts<'_>, drops: &Drops) -> Result<Outgoing, TransportError> {
+    let encoded = body::encode(parts, drops)
+        .map_err(|e| TransportError::Request(format!("could not encode the request: {e}")))?;
+    Ok(Outgoing::new(
+        encoded.body,
+        parts.stream,
+        encoded.refusable,
+        encoded.messages,
+    )
+    .notes(encoded.notes))
+}
+
+/// What `hermes preview --explain` prints for `parts` sent to `base`, one line each: first
+/// `POST <path>` (`POST /v1/responses`), then the model, the reasoning mapping and what each
+/// message sends.
+pub fn explain(parts: &RequestParts<'_>, base: &str) -> Result<Vec<String>, EncodeError> {
+    let encoded = body::encode(parts, &Drops::default())?;
+    Ok(std::iter::once(format!("POST {}", path_of(&url(base))))
+        .chain(encoded.explain)
+        .collect())
+}
+
+/// OpenAI's error envelope: `{"error":{"message","type","param","code"}}`.
+#[derive(Deserialize)]
+struct Envelope {
+    error: ErrorBody,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    param: Option<String>,
+}
+
+/// The words of an error body: the envelope's message and its `param`, else the body.
+fn error_text(body: &str) -> String {
+    match serde_json::from_str::<Envelope>(body.trim()) {
+        Ok(e) => {
+            let mut text = e.error.message.unwrap_or_default();
+            if let Some(p) = e.error.param.filter(|p| !p.is_empty()) {
+                text.push_str(&format!(" (param {p})"));
+            }
+            text
+        }
+        Err(_) => body.to_owned(),
+    }
+}
+
+/// The reasoning item id an `The encrypted content for item rs_… could not be verified` error
+/// names.
+fn unverified_item(body: &str) -> Option<String> {
+    let text = error_text(body);
+    let lower = text.to_lowercase();
+    if !lower.contains("encrypted content") || !lower.contains("could not be verified") {
+        return None;
+    }
+    let at = text.find("for item ")? + "for item ".len();
+    let id: String = text[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .collect();
+    (!id.is_empty()).then_some(id)
+}
+
+/// The history indices whose reasoning items go with the item `id`: every turn of the same
+/// origin as the turn that stored it (that turn alone when it has no origin).
+fn same_origin_turns(history: &[Message], id: &str) -> Option<Vec<usize>> {
+    let holder = history.iter().position(|m| {
+        m.role == Role::Assistant
+            && body::stored_items(m, REASONING_ITEMS_KEY)
+                .is_some_and(|items| items.iter().any(|i| i.id.as_deref() == Some(id)))
+    })?;
+    let Some(origin) = &history[holder].origin else {
+        return Some(vec![holder]);
+    };
+    Some(
+        history
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.role == Role::Assistant && m.origin.as_ref() == Some(origin))
+            .map(|(i, _)| i)
+            .collect(),
+    )
+}
+
+#[async_trait::async_trait]
+impl Wire for ResponsesWire {
+    fn id(&self) -> &'static str {
+        WIRE_ID
+    }
+
+    fn encode(&self, parts: &RequestParts<'_>) -> Result<Outgoing, TransportError> {
+        outgoing(parts, &Drops::default())
+    }
+
+    async fn send(
+        &self,
+        request: &Outgoing,
+        origin: Origin,
+        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+    ) -> Result<Reply, TransportError> {
+        let url = self.url();
+        let response = self
+            .client
+            .send_request("responses", &url, request, self.auth.as_ref(), &[])
+            .await?;
+        if request.stream {
+            read_sse(response.bytes_stream(), origin, on_delta, |e, seen| {
+                stream_error(e, seen, "events")
+            })
+            .await
+        } else {
+            let bytes = response.bytes().await.map_err(map_reqwest)?;
+            let text = std::str::from_utf8(&bytes)
+                .map_err(|e| TransportError::Decode(format!("the reply is not UTF-8: {e}")))?;
+            let (message, meta) = capture::capture_reply(text, origin).map_err(|e| match e {
+                capture::CaptureError::Provider(err) => TransportError::AfterOk(err),
+                other => TransportError::Decode(format!("{other}: {}", snippet(text))),
+            })?;
+            Ok(Reply { message, meta })
+        }
+    }
+
+    /// Reads OpenAI's envelope (`Unknown parameter: 'input[1].encrypted_content'.`, with its
+    /// `param`) and hands its words to the core classifier: a refused replayed field is a
+    /// refusal with one retry.
+    fn refused(
+        &self,
+        status: Option<u16>,
+        body: &str,
+        sent: &[&'static str],
+        must_echo: bool,
+    ) -> Option<Vec<&'static str>> {
+        hermes_core::refusal::classify_fields(status, &error_text(body), sent, must_echo)
+    }
+
+    /// `The encrypted content for item rs_… could not be verified` (another organisation's or
+    /// host's ciphertext, PROVIDERS.md): the reasoning items of that item's origin are left out
+    /// of this request's copy (the items paired with them go without their ids) and it is sent
+    /// once more; the history is never changed and nothing is persisted.
+    fn recover(
+        &self,
+        parts: &RequestParts<'_>,
+        status: Option<u16>,
+        body: &str,
+    ) -> Option<Recovery> {
+        if status.is_some_and(|s| s != 400) {
+            return None;
+        }
+        let id = unverified_item(body)?;
+        let mut drops = Drops::default();
+        let note = match same_origin_turns(parts.history, &id) {
+            Some(turns) => {
+                let who = parts.history[turns[0]].origin.as_ref().map_or_else(
+                    || "one imported turn".to_owned(),
+                    |o| format!("{} on {}", o.model, o.host),
+                );
+                drops.reasoning_of.extend(turns);
+                format!(
+                    "the provider could not verify the encrypted reasoning item {id}: resending once without the reasoning items minted by {who} (their messages and calls go without ids; nothing stored changes)"
+                )
+            }
+            None => {
+                drops.all_reasoning = true;
+                format!(
+                    "the provider could not verify the encrypted reasoning item {id}: resending once without any reasoning item (nothing stored changes)"
+                )
+            }
+        };
+        let outgoing = outgoing(parts, &drops).ok()?;
+        Some(Recovery::new(outgoing, note))
+    }
+}
+
+/// Reads a streamed reply (SSE, its bytes cut anywhere) into one captured message: each
+/// event's data is one Responses stream event. `stream_err` maps a failed read (`seen` events
+/// so far).
+pub(crate) async fn read_sse<S, B, E>(
+    bytes: S,
+    origin: Origin,
+    on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+    stream_err: impl Fn(EventStreamError<E>, usize) -> TransportError,
+) -> Result<Reply, TransportError>
+where
+    S: Stream<Item = Result<B, E>> + Unpin,
+    B: AsRef<[u8]>,
+{
+    let mut events = bytes.eventsource();
+    let mut capture = capture::TurnCapture::new();
+    while let Some(event) = events.next().await {
+        let event = event.map_err(|e| stream_err(e, capture.events()))?;
+        let data = event.data.trim();
+        if event.event.eq_ignore_ascii_case("error") {
+            return Err(TransportError::AfterOk(error_event_text(data)));
+        }
+        if data.is_empty() || data == "[DONE]" {
+            continue;
+        }
+        capture.feed(data, on_delta).map_err(|e| match e {
+            capture::CaptureError::Provider(err) => TransportError::AfterOk(err),
+            capture::CaptureError::Malformed(m) => {
+                TransportError::Decode(format!("{m}: {}", snippet(data)))
+            }
+        })?;
+    }
+    drop(events);
+    let (message, meta) = capture.finish(origin).map_err(|e| match e {
+        capture::CaptureError::Provider(err) => TransportError::AfterOk(err),
+        capture::CaptureError::Malformed(m) => TransportError::Stream(m),
+    })?;
+    Ok(Reply { message, meta })
+}
+
+#[cfg(test)]
+mod tests;

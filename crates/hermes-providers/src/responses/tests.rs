@@ -1,0 +1,585 @@
+//! Unit tests of the Responses wire: exact bodies (a tool loop replayed in stored order with
+//! its pairs, provenance, unpaired items, effort mapping, `--no-thinking`, stored bytes kept),
+//! capture of whole replies and streams cut anywhere, refusals and the one-time recovery.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Mutex;
+
+use hermes_core::message::NOT_REPLAYED_KEY;
+use hermes_core::transport::Delta;
+use hermes_core::{
+    Effort, FinishReason, Message, Origin, RawJson, RequestParts, Role, ThinkingRequest, Verdicts,
+    Wire, WireVerdicts,
+};
+
+use super::body::{Drops, encode};
+use super::capture::capture_reply;
+use super::model::reasoning_plan;
+use super::{ResponsesWire, WIRE_ID, explain, read_sse, url};
+use crate::testing::{decision, extra};
+use crate::{ChatTransport, TransportError};
+
+const BASE: &str = "https://api.openai.com/v1";
+const GPT5: &str = "gpt-5";
+
+/// Reasoning items and calls as captured: keys in the API's order, escapes a `Value` round
+/// trip would rewrite.
+const RS1: &str = r#"{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"Need the time in Z\u00fcrich."}],"encrypted_content":"gAAAA\/one=="}"#;
+const FC1: &str = r#"{"id":"fc_1","type":"function_call","status":"completed","arguments":"{\"city\":\"Z\\u00fcrich\"}","call_id":"call_1","name":"now"}"#;
+const RS2: &str =
+    r#"{"id":"rs_2","type":"reasoning","summary":[],"encrypted_content":"gAAAA-two"}"#;
+const FC2: &str = r#"{"id":"fc_2","type":"function_call","status":"completed","arguments":"{}","call_id":"call_2","name":"date"}"#;
+const RS3: &str = r#"{"id":"rs_3","type":"reasoning","summary":[{"type":"summary_text","text":"Answer."},{"type":"summary_text","text":"Briefly."}],"encrypted_content":"gAAAA-three"}"#;
+const MSG3: &str = r#"{"id":"msg_3","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"It is noon, Monday."}],"role":"assistant"}"#;
+
+fn origin(model: &str) -> Origin {
+    Origin {
+        provider: "openai-responses".into(),
+        host: "api.openai.com".into(),
+        model: model.into(),
+    }
+}
+
+/// A completed Responses object with `items` as its output.
+fn reply(items: &[&str]) -> String {
+    format!(
+        r#"{{"id":"resp_1","object":"response","status":"completed","error":null,"incomplete_details":null,"output":[{}],"usage":{{"input_tokens":10,"input_tokens_details":{{"cached_tokens":4}},"output_tokens":20,"output_tokens_details":{{"reasoning_tokens":12}},"total_tokens":30}}}}"#,
+        items.join(",")
+    )
+}
+
+/// The assistant message captured from a reply of `items` by `model`.
+fn turn(items: &[&str], model: &str) -> Message {
+    capture_reply(&reply(items), origin(model)).unwrap().0
+}
+
+fn tool(id: &str, content: &str) -> Message {
+    let mut m = Message::text(Role::Tool, content);
+    m.tool_call_id = Some(id.into());
+    m
+}
+
+/// A three-step loop: two calls, then the answer, then a new question.
+fn three_steps(model: &str) -> Vec<Message> {
+    vec![
+        Message::text(Role::System, "Be brief."),
+        Message::text(Role::User, "Time and date in Zürich?"),
+        turn(&[RS1, FC1], model),
+        tool("call_1", "12:00"),
+        turn(&[RS2, FC2], model),
+        tool("call_2", "Monday"),
+        turn(&[RS3, MSG3], model),
+        Message::text(Role::User, "Thanks. And tomorrow?"),
+    ]
+}
+
+fn body_for(history: &[Message], model: &str, thinking: ThinkingRequest, drops: &Drops) -> String {
+    let d = decision("openai-responses", BASE, model);
+    let verdicts = Verdicts::default();
+    let parts = RequestParts::new(history, &d, &verdicts).thinking(thinking);
+    String::from_utf8(encode(&parts, drops).unwrap().body).unwrap()
+}
+
+fn body(history: &[Message], model: &str) -> String {
+    body_for(
+        history,
+        model,
+        ThinkingRequest::NoPreference,
+        &Drops::default(),
+    )
+}
+
+/// The head of a body for `model` with no preference, not streamed.
+fn head(model: &str) -> String {
+    format!(
+        r#"{{"model":"{model}","stream":false,"include":["reasoning.encrypted_content"],"input":["#
+    )
+}
+
+const TAIL: &str = r#"],"instructions":"Be brief.","reasoning":{"summary":"auto"},"store":false}"#;
+
+const OUT1: &str = r#"{"type":"function_call_output","call_id":"call_1","output":"12:00"}"#;
+const OUT2: &str = r#"{"type":"function_call_output","call_id":"call_2","output":"Monday"}"#;
+const Q1: &str = r#"{"role":"user","content":"Time and date in Zürich?"}"#;
+const Q2: &str = r#"{"role":"user","content":"Thanks. And tomorrow?"}"#;
+
+#[test]
+fn a_three_step_loop_goes_back_in_stored_order_each_reasoning_item_before_its_pair() {
+    let h = three_steps(GPT5);
+    let want = format!(
+        "{}{}{TAIL}",
+        head(GPT5),
+        [Q1, RS1, FC1, OUT1, RS2, FC2, OUT2, RS3, MSG3, Q2].join(",")
+    );
+    assert_eq!(body(&h, GPT5), want);
+    // The history is not changed by encoding.
+    assert_eq!(h, three_steps(GPT5));
+}
+
+#[test]
+fn another_models_reasoning_stays_out_and_its_pairs_go_without_ids() {
+    let h = three_steps(GPT5);
+    let fc1 = r#"{"type":"function_call","status":"completed","arguments":"{\"city\":\"Z\\u00fcrich\"}","call_id":"call_1","name":"now"}"#;
+    let fc2 = r#"{"type":"function_call","status":"completed","arguments":"{}","call_id":"call_2","name":"date"}"#;
+    let msg3 = r#"{"type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"It is noon, Monday."}],"role":"assistant"}"#;
+    let want = format!(
+        "{}{}{TAIL}",
+        head("gpt-5-mini"),
+        [Q1, fc1, OUT1, fc2, OUT2, msg3, Q2].join(",")
+    );
+    assert_eq!(body(&h, "gpt-5-mini"), want);
+    // The same model on another host is another minter too.
+    let mut moved = three_steps(GPT5);
+    for m in &mut moved {
+        if let Some(o) = &mut m.origin {
+            o.host = "my-resource.openai.azure.com".into();
+        }
+    }
+    assert!(!body(&moved, GPT5).contains("rs_"));
+}
+
+#[test]
+fn a_verdict_or_a_recovery_drop_leaves_reasoning_out_and_pairs_id_less() {
+    let h = three_steps(GPT5);
+    let d = decision("openai-responses", BASE, GPT5);
+    let verdicts = Verdicts::default();
+    let mut wv = WireVerdicts::default();
+    wv.record(WIRE_ID, &d.target, &["encrypted_content"]);
+    let parts = RequestParts::new(&h, &d, &verdicts).wire_verdicts(&wv);
+    let out = String::from_utf8(encode(&parts, &Drops::default()).unwrap().body).unwrap();
+    assert!(!out.contains("\"encrypted_content\":"), "{out}");
+    assert!(!out.contains("\"id\":"), "{out}");
+
+    let mut drops = Drops::default();
+    drops.reasoning_of.insert(2);
+    let out = body_for(&h, GPT5, ThinkingRequest::NoPreference, &drops);
+    assert!(!out.contains("rs_1") && out.contains("rs_2") && out.contains("rs_3"));
+    assert!(!out.contains("fc_1") && out.contains(FC2) && out.contains(MSG3));
+}
+
+#[test]
+fn a_reasoning_item_without_its_pair_is_never_sent() {
+    let rs_a = r#"{"id":"rs_a","type":"reasoning","summary":[],"encrypted_content":"A"}"#;
+    let rs_b = r#"{"id":"rs_b","type":"reasoning","summary":[],"encrypted_content":"B"}"#;
+    let msg = r#"{"id":"msg_b","type":"message","content":[{"type":"output_text","text":"ok"}],"role":"assistant"}"#;
+    let h = vec![
+        Message::text(Role::System, "Be brief."),
+        Message::text(Role::User, "q"),
+        turn(&[rs_a, rs_b, msg], GPT5),
+        Message::text(Role::User, "q2"),
+        // A reasoning item after the message has nothing to pair with; the message before it
+        // follows no left-out reasoning, so it keeps its id.
+        turn(&[msg, rs_a], GPT5),
+        Message::text(Role::User, "q3"),
+    ];
+    let want = format!(
+        r#"{}{{"role":"user","content":"q"}},{rs_b},{msg},{{"role":"user","content":"q2"}},{msg},{{"role":"user","content":"q3"}}{TAIL}"#,
+        head(GPT5)
+    );
+    assert_eq!(body(&h, GPT5), want);
+}
+
+#[test]
+fn a_reasoning_item_without_encrypted_content_is_not_sent_and_its_pair_loses_its_id() {
+    let sealed = r#"{"id":"rs_s","type":"reasoning","summary":[]}"#;
+    let h = vec![
+        Message::text(Role::User, "q"),
+        turn(&[sealed, MSG3], GPT5),
+        Message::text(Role::User, "q2"),
+    ];
+    let out = body(&h, GPT5);
+    assert!(!out.contains("rs_s") && !out.contains("msg_3"), "{out}");
+    assert!(
+        out.contains(r#"{"type":"message","status":"completed""#),
+        "{out}"
+    );
+}
+
+#[test]
+fn an_imported_turn_without_stored_items_is_rebuilt_from_content_and_tool_calls() {
+    let h: Vec<Message> = serde_json::from_str(
+        r#"[{"role":"user","content":[{"type":"text","text":"q"}]},
+            {"role":"assistant","content":"calling","reasoning_content":"hidden",
+             "tool_calls":[{"id":"c1","type":"function","function":{"name":"now","arguments":"{\"a\":1}"}}]},
+            {"role":"tool","tool_call_id":"c1","content":[{"type":"text","text":"12:00"}]}]"#,
+    )
+    .unwrap();
+    let want = r#"{"model":"gpt-5","stream":false,"include":["reasoning.encrypted_content"],"input":[{"role":"user","content":[{"type":"input_text","text":"q"}]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"calling"}]},{"type":"function_call","call_id":"c1","name":"now","arguments":"{\"a\":1}"},{"type":"function_call_output","call_id":"c1","output":"12:00"}],"reasoning":{"summary":"auto"},"store":false}"#;
+    assert_eq!(body(&h, GPT5), want);
+}
+
+#[test]
+fn tools_are_flat_function_tools() {
+    let h = vec![Message::text(Role::User, "q")];
+    let d = decision("openai-responses", BASE, GPT5);
+    let verdicts = Verdicts::default();
+    let tools = RawJson::from_text(
+        r#"[{"type":"function","function":{"name":"now","description":"The time.","parameters":{"type":"object","properties":{"tz":{"type":"string"}}}}}]"#,
+    )
+    .unwrap();
+    let parts = RequestParts::new(&h, &d, &verdicts)
+        .tools(Some(&tools))
+        .stream(true);
+    let out = String::from_utf8(encode(&parts, &Drops::default()).unwrap().body).unwrap();
+    assert_eq!(
+        out,
+        r#"{"model":"gpt-5","stream":true,"include":["reasoning.encrypted_content"],"input":[{"role":"user","content":"q"}],"reasoning":{"summary":"auto"},"store":false,"tools":[{"type":"function","name":"now","description":"The time.","parameters":{"type":"object","properties":{"tz":{"type":"string"}}},"strict":false}]}"#
+    );
+}
+
+#[test]
+fn effort_maps_into_each_models_vocabulary() {
+    use Effort::*;
+    let effort = |e, m: &str| reasoning_plan(ThinkingRequest::Effort(e), m).map(|p| p.effort);
+    assert_eq!(effort(Medium, "gpt-5"), Ok(Some("medium")));
+    assert_eq!(effort(Minimal, "gpt-5"), Ok(Some("minimal")));
+    assert_eq!(effort(XHigh, "gpt-5"), Ok(Some("high")));
+    assert_eq!(effort(Max, "gpt-5"), Ok(Some("high")));
+    assert_eq!(effort(Max, "gpt-5.2"), Ok(Some("xhigh")));
+    assert_eq!(effort(XHigh, "gpt-5.2"), Ok(Some("xhigh")));
+    assert_eq!(effort(Minimal, "gpt-5.1"), Ok(Some("low")));
+    assert_eq!(effort(Minimal, "o3"), Ok(Some("low")));
+    assert_eq!(effort(Max, "o4-mini"), Ok(Some("high")));
+    assert_eq!(effort(Low, "gpt-5-pro"), Ok(Some("high")));
+    assert_eq!(effort(Max, "some-local-model"), Ok(Some("xhigh")));
+    assert!(
+        effort(High, "gpt-4.1")
+            .unwrap_err()
+            .contains("no reasoning model")
+    );
+    let h = vec![Message::text(Role::User, "q")];
+    let out = body_for(
+        &h,
+        "gpt-5",
+        ThinkingRequest::Effort(XHigh),
+        &Drops::default(),
+    );
+    assert!(
+        out.contains(r#""reasoning":{"effort":"high","summary":"auto"},"store":false"#),
+        "{out}"
+    );
+}
+
+#[test]
+fn no_thinking_sends_none_where_the_model_takes_it_else_minimal() {
+    let h = vec![Message::text(Role::User, "q")];
+    let off = |m: &str| body_for(&h, m, ThinkingRequest::Off, &Drops::default());
+    assert!(off("gpt-5.1").contains(r#""reasoning":{"effort":"none"}"#));
+    assert!(off("gpt-5.2").contains(r#""reasoning":{"effort":"none"}"#));
+    assert!(off("gpt-5").contains(r#""reasoning":{"effort":"minimal","summary":"auto"}"#));
+    assert_eq!(
+        off("gpt-4o"),
+        r#"{"model":"gpt-4o","stream":false,"input":[{"role":"user","content":"q"}],"store":false}"#
+    );
+    let err = reasoning_plan(ThinkingRequest::Off, "o3").unwrap_err();
+    assert!(err.contains("cannot turn reasoning off"), "{err}");
+}
+
+#[test]
+fn stored_items_keep_their_bytes_and_key_order() {
+    // Keys in an unusual order, escapes and a big number: replayed exactly as stored.
+    let odd = r#"{"encrypted_content":"gAAAA\u002fx","summary":[{"text":"caf\u00e9","type":"summary_text"}],"type":"reasoning","id":"rs_odd","n":123456789012345678901234567890}"#;
+    let msg = r#"{"role":"assistant","type":"message","id":"msg_odd","content":[{"text":"\u00e9t\u00e9","type":"output_text"}]}"#;
+    let captured = turn(&[odd, msg], GPT5);
+    assert_eq!(
+        extra(&captured, "codex_reasoning_items"),
+        Some(format!("[{odd}]").as_str())
+    );
+    assert_eq!(
+        extra(&captured, "codex_message_items"),
+        Some(format!("[{msg}]").as_str())
+    );
+    // Through storage (serialise, parse) and onto the wire.
+    let stored = serde_json::to_string(&vec![
+        Message::text(Role::User, "q"),
+        captured,
+        Message::text(Role::User, "q2"),
+    ])
+    .unwrap();
+    let h = hermes_core::parse_history(&stored).unwrap().messages;
+    let out = body(&h, GPT5);
+    assert!(out.contains(&format!("{odd},{msg}")), "{out}");
+}
+
+#[test]
+fn a_whole_reply_is_captured_with_every_item_exact() {
+    let (msg, meta) = capture_reply(&reply(&[RS1, FC1]), origin(GPT5)).unwrap();
+    assert_eq!(msg.role, Role::Assistant);
+    assert_eq!(msg.content.as_ref().unwrap().get(), "null");
+    assert_eq!(
+        msg.reasoning_content.as_ref().unwrap().text(),
+        "Need the time in Zürich."
+    );
+    let call = &msg.tool_calls.as_ref().unwrap()[0];
+    assert_eq!(call.id.as_deref(), Some("call_1"));
+    assert_eq!(call.function.name, "now");
+    assert_eq!(
+        call.function.arguments.as_ref().unwrap().get(),
+        r#""{\"city\":\"Z\\u00fcrich\"}""#
+    );
+    assert_eq!(
+        serde_json::to_string(&call.extra).unwrap(),
+        r#"[["call_id","call_1"],["response_item_id","fc_1"]]"#
+    );
+    assert_eq!(
+        extra(&msg, "codex_reasoning_items"),
+        Some(format!("[{RS1}]").as_str())
+    );
+    assert_eq!(
+        extra(&msg, "codex_message_items"),
+        Some(format!("[{FC1}]").as_str())
+    );
+    assert_eq!(
+        extra(&msg, "hermes_block_order"),
+        Some(r#"["reasoning","function_call"]"#)
+    );
+    assert_eq!(msg.origin, Some(origin(GPT5)));
+    assert!(msg.replayable());
+    assert_eq!(meta.finish, Some(FinishReason::ToolCalls));
+    let usage = meta.usage.unwrap();
+    assert_eq!(
+        (usage.input, usage.output, usage.reasoning, usage.cache_read),
+        (10, 20, 12, 4)
+    );
+
+    let (answer, meta) = capture_reply(&reply(&[RS3, MSG3]), origin(GPT5)).unwrap();
+    assert_eq!(
+        answer.content.as_ref().unwrap().get(),
+        r#""It is noon, Monday.""#
+    );
+    assert_eq!(
+        answer.reasoning_content.as_ref().unwrap().text(),
+        "Answer.\n\nBriefly."
+    );
+    assert_eq!(meta.finish, Some(FinishReason::Stop));
+}
+
+#[test]
+fn an_incomplete_reply_is_stored_for_the_record_only_and_a_failed_one_not_at_all() {
+    let incomplete = r#"{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[{"id":"rs_x","type":"reasoning","summary":[],"encrypted_content":"X"}]}"#;
+    let (msg, meta) = capture_reply(incomplete, origin(GPT5)).unwrap();
+    assert!(!msg.replayable());
+    assert_eq!(extra(&msg, NOT_REPLAYED_KEY), Some("true"));
+    assert_eq!(meta.finish, Some(FinishReason::Length));
+    let h = vec![
+        Message::text(Role::User, "q"),
+        msg,
+        Message::text(Role::User, "q2"),
+    ];
+    assert!(!body(&h, GPT5).contains("rs_x"));
+
+    let failed = r#"{"status":"failed","error":{"code":"server_error","message":"The model failed."},"output":[]}"#;
+    let err = capture_reply(failed, origin(GPT5)).unwrap_err();
+    assert_eq!(err.to_string(), "The model failed. (server_error)");
+}
+
+/// A stream of `items`: each item announced by `.added` with an incomplete body (no
+/// encrypted content yet, empty arguments), its deltas, then `.done` with the whole item.
+fn stream_of(items: &[(&str, &str)], end: &str) -> String {
+    let mut out = String::from(
+        "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"status\":\"in_progress\",\"output\":[]}}\n\n",
+    );
+    for (i, (item, delta)) in items.iter().enumerate() {
+        let v: serde_json::Value = serde_json::from_str(item).unwrap();
+        let kind = v["type"].as_str().unwrap();
+        let partial = format!(
+            r#"{{"id":"{}","type":"{kind}","status":"in_progress"}}"#,
+            v["id"].as_str().unwrap()
+        );
+        out.push_str(&format!(
+            "event: response.output_item.added\ndata: {{\"type\":\"response.output_item.added\",\"output_index\":{i},\"item\":{partial}}}\n\n"
+        ));
+        let event = match kind {
+            "reasoning" => "response.reasoning_summary_text.delta",
+            "message" => "response.output_text.delta",
+            _ => "response.function_call_arguments.delta",
+        };
+        out.push_str(&format!(
+            "event: {event}\ndata: {{\"type\":\"{event}\",\"output_index\":{i},\"delta\":{}}}\n\n",
+            serde_json::to_string(delta).unwrap()
+        ));
+        out.push_str(&format!(
+            "event: response.output_item.done\ndata: {{\"type\":\"response.output_item.done\",\"output_index\":{i},\"item\":{item}}}\n\n"
+        ));
+    }
+    out.push_str(end);
+    out
+}
+
+const COMPLETED: &str = "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"status\":\"completed\",\"output\":[],\"usage\":{\"input_tokens\":10,\"input_tokens_details\":{\"cached_tokens\":4},\"output_tokens\":20,\"output_tokens_details\":{\"reasoning_tokens\":12},\"total_tokens\":30}}}\n\n";
+
+#[derive(Default)]
+struct Deltas(Mutex<Vec<String>>);
+
+impl Deltas {
+    fn push(&self, d: Delta<'_>) {
+        let s = match d {
+            Delta::Reasoning(t) => format!("R:{t}"),
+            Delta::Content(t) => format!("C:{t}"),
+        };
+        self.0.lock().unwrap().push(s);
+    }
+}
+
+async fn read_cut(
+    text: &str,
+    size: usize,
+    deltas: &Deltas,
+) -> Result<hermes_core::Reply, TransportError> {
+    let pieces: Vec<Result<Vec<u8>, std::io::Error>> = text
+        .as_bytes()
+        .chunks(size)
+        .map(|c| Ok(c.to_vec()))
+        .collect();
+    read_sse(
+        futures_util::stream::iter(pieces),
+        origin(GPT5),
+        &|d| deltas.push(d),
+        |e, _| TransportError::Stream(e.to_string()),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_stream_cut_anywhere_stores_the_done_items_as_the_whole_reply_does() {
+    let (whole, whole_meta) = capture_reply(&reply(&[RS3, MSG3]), origin(GPT5)).unwrap();
+    let text = stream_of(
+        &[(RS3, "Answer."), (MSG3, "It is noon, Monday.")],
+        COMPLETED,
+    );
+    for size in [1, 7, 64, text.len()] {
+        let deltas = Deltas::default();
+        let got = read_cut(&text, size, &deltas).await.unwrap();
+        assert_eq!(
+            serde_json::to_string(&got.message).unwrap(),
+            serde_json::to_string(&whole).unwrap(),
+            "cut at {size}"
+        );
+        assert_eq!(got.meta, whole_meta);
+        assert_eq!(
+            deltas.0.into_inner().unwrap(),
+            ["R:Answer.", "C:It is noon, Monday."]
+        );
+    }
+    let calls = stream_of(&[(RS1, "Need"), (FC1, "{}")], COMPLETED);
+    let got = read_cut(&calls, 5, &Deltas::default()).await.unwrap();
+    assert_eq!(
+        extra(&got.message, "codex_reasoning_items"),
+        Some(format!("[{RS1}]").as_str())
+    );
+    assert_eq!(got.meta.finish, Some(FinishReason::ToolCalls));
+}
+
+#[tokio::test]
+async fn failed_error_and_unfinished_streams_store_nothing_and_incomplete_is_not_replayed() {
+    let failed = stream_of(
+        &[(RS1, "Need")],
+        "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"Boom.\"},\"output\":[]}}\n\n",
+    );
+    let err = read_cut(&failed, 9, &Deltas::default()).await.unwrap_err();
+    assert!(
+        matches!(&err, TransportError::AfterOk(m) if m == "Boom. (server_error)"),
+        "{err}"
+    );
+
+    let error = stream_of(
+        &[(RS1, "Need")],
+        "event: error\ndata: {\"type\":\"error\",\"code\":\"rate_limit_exceeded\",\"message\":\"Slow down.\",\"param\":null}\n\n",
+    );
+    let err = read_cut(&error, 9, &Deltas::default()).await.unwrap_err();
+    assert!(
+        matches!(&err, TransportError::AfterOk(m) if m.contains("Slow down.")),
+        "{err}"
+    );
+
+    let cut = stream_of(&[(RS1, "Need")], "");
+    let err = read_cut(&cut, 9, &Deltas::default()).await.unwrap_err();
+    assert!(
+        matches!(&err, TransportError::Stream(m) if m.contains("not stored")),
+        "{err}"
+    );
+
+    let incomplete = stream_of(
+        &[(RS1, "Need")],
+        "event: response.incomplete\ndata: {\"type\":\"response.incomplete\",\"response\":{\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"},\"output\":[]}}\n\n",
+    );
+    let got = read_cut(&incomplete, 9, &Deltas::default()).await.unwrap();
+    assert!(!got.message.replayable());
+    assert_eq!(got.meta.finish, Some(FinishReason::Length));
+}
+
+fn wire() -> ResponsesWire {
+    ResponsesWire {
+        client: ChatTransport::new().unwrap(),
+        base_url: BASE.into(),
+        auth: None,
+    }
+}
+
+#[test]
+fn an_unknown_parameter_naming_the_replayed_ciphertext_is_a_refusal() {
+    let body = r#"{"error":{"message":"Unknown parameter: 'input[1].encrypted_content'.","type":"invalid_request_error","param":"input[1].encrypted_content","code":"unknown_parameter"}}"#;
+    let w = wire();
+    assert_eq!(
+        w.refused(Some(400), body, &["encrypted_content"], false),
+        Some(vec!["encrypted_content"])
+    );
+    assert_eq!(w.refused(Some(400), body, &[], false), None);
+    assert_eq!(
+        w.refused(Some(500), body, &["encrypted_content"], false),
+        None
+    );
+    let other = r#"{"error":{"message":"Invalid value for 'input'.","type":"invalid_request_error","param":"input","code":null}}"#;
+    assert_eq!(
+        w.refused(Some(400), other, &["encrypted_content"], false),
+        None
+    );
+}
+
+#[test]
+fn foreign_ciphertext_is_recovered_once_without_that_origins_reasoning() {
+    let h = three_steps(GPT5);
+    let d = decision("openai-responses", BASE, GPT5);
+    let verdicts = Verdicts::default();
+    let parts = RequestParts::new(&h, &d, &verdicts);
+    let w = wire();
+    let body = r#"{"error":{"message":"The encrypted content for item rs_2 could not be verified. Reason: Encrypted content organization_id did not match the target organization.","type":"invalid_request_error","param":null,"code":"invalid_encrypted_content"}}"#;
+    let r = w.recover(&parts, Some(400), body).unwrap();
+    let out = String::from_utf8(r.outgoing.body.clone()).unwrap();
+    assert!(!out.contains("\"encrypted_content\":"), "{out}");
+    assert!(!out.contains("\"id\":"), "{out}");
+    assert!(
+        r.note.contains("rs_2") && r.note.contains("gpt-5 on api.openai.com"),
+        "{}",
+        r.note
+    );
+    assert_eq!(
+        w.recover(&parts, Some(400), r#"{"error":{"message":"other"}}"#),
+        None
+    );
+    assert_eq!(w.recover(&parts, Some(500), body), None);
+}
+
+#[test]
+fn the_url_and_the_explain_lines() {
+    assert_eq!(
+        url("https://api.openai.com/v1/"),
+        "https://api.openai.com/v1/responses"
+    );
+    let h = three_steps("gpt-5-mini");
+    let d = decision("openai-responses", BASE, GPT5);
+    let verdicts = Verdicts::default();
+    let parts = RequestParts::new(&h, &d, &verdicts).thinking(ThinkingRequest::Effort(Effort::Max));
+    let lines = explain(&parts, BASE).unwrap();
+    assert_eq!(lines[0], "POST /v1/responses");
+    assert!(
+        lines.iter().any(|l| l.contains("effort max → high")),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("message 2:")
+            && l.contains("provenance")
+            && l.contains("without their id")),
+        "{lines:?}"
+    );
+}

@@ -1,0 +1,169 @@
+//! The `openai-responses` profile: OpenAI's Responses API (`POST {base}/v1/responses` and
+//! `POST {base}/responses`, `Authorization: Bearer` required), written from PROVIDERS.md ("OpenAI
+//! Responses API", "Tool-call pairing and turn-order rules", "Notes for the simulator") and SPEC
+//! §2, §3c.
+//!
+//! Requests go through the strict [`schema`] (`Unknown parameter: '…'.`), then [`rules`]
+//! (`previous_response_id`, verified `encrypted_content` on every replayed reasoning item,
+//! reasoning ↔ following-item pairing, tool-call pairing) and the scripted model in [`reply`]
+//! (JSON or SSE). [`seal`] mints and opens the reasoning ciphertext (bound to the model and the
+//! simulator's organisation) and the `fc_…` / `msg_…` ids that name their paired `rs_…` item, so
+//! the simulator keeps no state and still knows what it minted. Errors use OpenAI's envelope
+//! `{"error":{"message","type","param","code"}}`.
+
+pub(crate) mod reply;
+pub(crate) mod rules;
+pub(crate) mod schema;
+pub(crate) mod seal;
+
+use serde_json::{Value, json};
+
+use crate::{Shared, lock};
+
+/// OpenAI's 401 when no bearer token is sent (the text the real API answers with).
+const NO_API_KEY: &str = "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the basic auth username and password. You can obtain an API key from https://platform.openai.com/account/api-keys.";
+
+/// OpenAI's answer to a body that is not JSON.
+const BAD_JSON: &str = "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. If you have trouble figuring out how to fix this, please contact us through our help center at help.openai.com.)";
+
+/// A refusal: status, message, `param` and `code` of OpenAI's envelope.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Fault {
+    pub(crate) status: u16,
+    pub(crate) message: String,
+    pub(crate) param: Option<String>,
+    pub(crate) code: Option<&'static str>,
+}
+
+impl Fault {
+    /// A 400 `invalid_request_error`.
+    pub(crate) fn bad(message: String, param: Option<&str>, code: Option<&'static str>) -> Fault {
+        Fault {
+            status: 400,
+            message,
+            param: param.map(str::to_owned),
+            code,
+        }
+    }
+
+    /// OpenAI's error envelope.
+    pub(crate) fn envelope(&self) -> Value {
+        json!({"error": {
+            "message": self.message,
+            "type": "invalid_request_error",
+            "param": self.param,
+            "code": self.code
+        }})
+    }
+}
+
+/// The simulator's answer to one request.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    /// HTTP status.
+    pub(crate) status: u16,
+    /// The parsed request body (`Value::Null` when it was not read or not JSON).
+    pub(crate) body: Value,
+    /// The response body: JSON, or the SSE text of a stream.
+    pub(crate) text: String,
+    /// `text` is an SSE stream.
+    pub(crate) stream: bool,
+}
+
+impl Answer {
+    fn refused(body: &Value, fault: &Fault) -> Answer {
+        Answer {
+            status: fault.status,
+            body: body.clone(),
+            text: fault.envelope().to_string(),
+            stream: false,
+        }
+    }
+}
+
+/// Answers one request to the `openai-responses` profile. `headers` are the request's (names
+/// lower case, values unredacted: they are only read here).
+pub(crate) fn answer(
+    shared: &Shared,
+    method: &str,
+    path: &str,
+    headers: &[(String, String)],
+    raw: &[u8],
+) -> Answer {
+    let null = Value::Null;
+    if path != "/v1/responses" && path != "/responses" {
+        // OpenAI's wording for an unknown route.
+        let f = Fault {
+            status: 404,
+            message: format!("Invalid URL ({method} {path})"),
+            param: None,
+            code: None,
+        };
+        return Answer::refused(&null, &f);
+    }
+    if method != "POST" {
+        let f = Fault {
+            status: 405,
+            message: format!("Invalid method for URL ({method} {path})"),
+            param: None,
+            code: None,
+        };
+        return Answer::refused(&null, &f);
+    }
+    let bearer = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        .and_then(|(_, v)| v.trim().strip_prefix("Bearer "))
+        .is_some_and(|t| !t.trim().is_empty());
+    if !bearer {
+        let f = Fault {
+            status: 401,
+            message: NO_API_KEY.to_owned(),
+            param: None,
+            code: None,
+        };
+        return Answer::refused(&null, &f);
+    }
+    let body: Value = match serde_json::from_slice(raw) {
+        Ok(v) => v,
+        Err(_) => return Answer::refused(&null, &Fault::bad(BAD_JSON.to_owned(), None, None)),
+    };
+    if let Err(f) = schema::validate(&body) {
+        return Answer::refused(&body, &f);
+    }
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    if let Err(f) = rules::validate(&body, &model, &shared.key, &shared.openai_org) {
+        return Answer::refused(&body, &f);
+    }
+    let switches = lock(&shared.switches).clone();
+    let reply = reply::script(&reply::Ask {
+        body: &body,
+        raw,
+        model: &model,
+        key: &shared.key,
+        org: &shared.openai_org,
+    });
+    let stream = body.get("stream").and_then(Value::as_bool) == Some(true);
+    let end = if switches.max_output_tokens_reached {
+        reply::End::Incomplete
+    } else if switches.fail_mid_stream && stream {
+        reply::End::Failed
+    } else {
+        reply::End::Completed
+    };
+    let text = if stream {
+        reply.sse(end)
+    } else {
+        reply.json(end).to_string()
+    };
+    Answer {
+        status: 200,
+        body,
+        text,
+        stream,
+    }
+}

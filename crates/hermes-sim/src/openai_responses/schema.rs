@@ -1,0 +1,428 @@
+//! The strict request schema of the `openai-responses` profile: every key outside
+//! [`TOP_LEVEL`] and the item shapes is refused with OpenAI's 400
+//! `{"error":{"message":"Unknown parameter: 'X'.","type":"invalid_request_error","param":"X","code":"unknown_parameter"}}`
+//! (exact form seen in ding113/claude-code-hub#1387, decolua/9router#2497, 1jehuang/jcode#1028).
+//! Missing fields, wrong types and wrong values use OpenAI's `Missing required parameter: 'X'.`,
+//! `Invalid type for 'X': …` and `Invalid value: '…'. Supported values are: …` forms (the
+//! lists of supported values are the simulator's).
+
+use serde_json::{Map, Value};
+
+use super::Fault;
+
+/// The top-level keys the profile accepts.
+pub const TOP_LEVEL: [&str; 18] = [
+    "model",
+    "input",
+    "instructions",
+    "tools",
+    "tool_choice",
+    "reasoning",
+    "store",
+    "include",
+    "stream",
+    "max_output_tokens",
+    "parallel_tool_calls",
+    "text",
+    "metadata",
+    "previous_response_id",
+    "truncation",
+    "user",
+    "service_tier",
+    "prompt_cache_key",
+];
+
+/// `include` values the profile knows.
+const INCLUDE: [&str; 4] = [
+    "reasoning.encrypted_content",
+    "message.output_text.logprobs",
+    "file_search_call.results",
+    "web_search_call.action.sources",
+];
+
+/// `Unknown parameter: 'X'.`
+pub(crate) fn unknown(path: &str) -> Fault {
+    Fault::bad(
+        format!("Unknown parameter: '{path}'."),
+        Some(path),
+        Some("unknown_parameter"),
+    )
+}
+
+fn missing(path: &str) -> Fault {
+    Fault::bad(
+        format!("Missing required parameter: '{path}'."),
+        Some(path),
+        Some("missing_required_parameter"),
+    )
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "an integer",
+        Value::Number(_) => "a decimal",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn wrong_type(path: &str, expected: &str, got: &Value) -> Fault {
+    Fault::bad(
+        format!(
+            "Invalid type for '{path}': expected {expected}, but got {} instead.",
+            kind(got)
+        ),
+        Some(path),
+        Some("invalid_type"),
+    )
+}
+
+fn wrong_value(path: &str, got: &str, supported: &[&str]) -> Fault {
+    let list: Vec<String> = supported.iter().map(|s| format!("'{s}'")).collect();
+    let list = match list.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{}, and {last}", rest.join(", ")),
+        Some((last, _)) => last.clone(),
+        None => String::new(),
+    };
+    Fault::bad(
+        format!("Invalid value: '{got}'. Supported values are: {list}."),
+        Some(path),
+        Some("invalid_value"),
+    )
+}
+
+/// The first key of `o` outside `allowed`, as an unknown parameter under `path`.
+fn only(o: &Map<String, Value>, path: &str, allowed: &[&str]) -> Result<(), Fault> {
+    match o.keys().find(|k| !allowed.contains(&k.as_str())) {
+        Some(k) if path.is_empty() => Err(unknown(k)),
+        Some(k) => Err(unknown(&format!("{path}.{k}"))),
+        None => Ok(()),
+    }
+}
+
+fn object<'a>(v: &'a Value, path: &str) -> Result<&'a Map<String, Value>, Fault> {
+    v.as_object()
+        .ok_or_else(|| wrong_type(path, "an object", v))
+}
+
+/// A required string field.
+fn string<'a>(o: &'a Map<String, Value>, path: &str, key: &str) -> Result<&'a str, Fault> {
+    let p = format!("{path}.{key}");
+    match o.get(key) {
+        None => Err(missing(&p)),
+        Some(Value::String(s)) => Ok(s),
+        Some(v) => Err(wrong_type(&p, "a string", v)),
+    }
+}
+
+/// An optional field of one JSON kind.
+fn optional(
+    o: &Map<String, Value>,
+    path: &str,
+    key: &str,
+    expected: &str,
+    ok: fn(&Value) -> bool,
+) -> Result<(), Fault> {
+    match o.get(key) {
+        Some(v) if !v.is_null() && !ok(v) => {
+            let p = if path.is_empty() {
+                key.to_owned()
+            } else {
+                format!("{path}.{key}")
+            };
+            Err(wrong_type(&p, expected, v))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// An optional `id` that must start with `prefix` (OpenAI:
+/// `Invalid 'input[N].id': 'X'. Expected an ID that begins with 'fc'.`).
+fn id_prefix(o: &Map<String, Value>, path: &str, prefix: &str) -> Result<(), Fault> {
+    optional(o, path, "id", "a string", Value::is_string)?;
+    match o.get("id").and_then(Value::as_str) {
+        Some(id) if !id.starts_with(&format!("{prefix}_")) => {
+            let p = format!("{path}.id");
+            Err(Fault::bad(
+                format!("Invalid '{p}': '{id}'. Expected an ID that begins with '{prefix}'."),
+                Some(&p),
+                Some("invalid_value"),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Validates a request body; `Err` is the first violation.
+pub(crate) fn validate(body: &Value) -> Result<(), Fault> {
+    let o = object(body, "body")?;
+    only(o, "", &TOP_LEVEL)?;
+    match o.get("model") {
+        None | Some(Value::Null) => return Err(missing("model")),
+        Some(Value::String(_)) => {}
+        Some(v) => return Err(wrong_type("model", "a string", v)),
+    }
+    for key in ["store", "stream", "parallel_tool_calls"] {
+        optional(o, "", key, "a boolean", Value::is_boolean)?;
+    }
+    for key in [
+        "instructions",
+        "previous_response_id",
+        "user",
+        "service_tier",
+        "prompt_cache_key",
+        "truncation",
+    ] {
+        optional(o, "", key, "a string", Value::is_string)?;
+    }
+    optional(o, "", "max_output_tokens", "an integer", |v| v.is_u64())?;
+    optional(o, "", "metadata", "an object", Value::is_object)?;
+    if let Some(r) = o.get("reasoning").filter(|v| !v.is_null()) {
+        let r = object(r, "reasoning")?;
+        only(r, "reasoning", &["effort", "summary"])?;
+        let effort = ["none", "minimal", "low", "medium", "high", "xhigh"];
+        let summary = ["auto", "concise", "detailed"];
+        for (key, allowed) in [("effort", &effort[..]), ("summary", &summary[..])] {
+            match r.get(key) {
+                None | Some(Value::Null) => {}
+                Some(Value::String(s)) if allowed.contains(&s.as_str()) => {}
+                Some(Value::String(s)) => {
+                    return Err(wrong_value(&format!("reasoning.{key}"), s, allowed));
+                }
+                Some(v) => return Err(wrong_type(&format!("reasoning.{key}"), "a string", v)),
+            }
+        }
+    }
+    if let Some(inc) = o.get("include").filter(|v| !v.is_null()) {
+        let items = inc
+            .as_array()
+            .ok_or_else(|| wrong_type("include", "an array", inc))?;
+        for (i, v) in items.iter().enumerate() {
+            let p = format!("include[{i}]");
+            match v.as_str() {
+                Some(s) if INCLUDE.contains(&s) => {}
+                Some(s) => return Err(wrong_value(&p, s, &INCLUDE)),
+                None => return Err(wrong_type(&p, "a string", v)),
+            }
+        }
+    }
+    if let Some(t) = o.get("text").filter(|v| !v.is_null()) {
+        only(object(t, "text")?, "text", &["format", "verbosity"])?;
+    }
+    if let Some(tools) = o.get("tools").filter(|v| !v.is_null()) {
+        let tools = tools
+            .as_array()
+            .ok_or_else(|| wrong_type("tools", "an array", tools))?;
+        for (i, t) in tools.iter().enumerate() {
+            let p = format!("tools[{i}]");
+            let t = object(t, &p)?;
+            match t.get("type").and_then(Value::as_str) {
+                Some("function") => {}
+                Some(other) => return Err(wrong_value(&format!("{p}.type"), other, &["function"])),
+                None => return Err(missing(&format!("{p}.type"))),
+            }
+            only(
+                t,
+                &p,
+                &["type", "name", "description", "parameters", "strict"],
+            )?;
+            string(t, &p, "name")?;
+        }
+    }
+    match o.get("input") {
+        None | Some(Value::Null | Value::String(_)) => Ok(()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, it)| item(it, &format!("input[{i}]"))),
+        Some(v) => Err(wrong_type("input", "one of a string or array", v)),
+    }
+}
+
+/// One input item.
+fn item(v: &Value, path: &str) -> Result<(), Fault> {
+    let o = object(v, path)?;
+    let kind = match o.get("type") {
+        None if o.contains_key("role") => "message",
+        None => return Err(missing(&format!("{path}.role"))),
+        Some(Value::String(s)) => s.as_str(),
+        Some(v) => return Err(wrong_type(&format!("{path}.type"), "a string", v)),
+    };
+    match kind {
+        "message" => message(o, path),
+        "function_call" => {
+            only(
+                o,
+                path,
+                &["type", "call_id", "name", "arguments", "id", "status"],
+            )?;
+            id_prefix(o, path, "fc")?;
+            for key in ["call_id", "name", "arguments"] {
+                string(o, path, key)?;
+            }
+            optional(o, path, "status", "a string", Value::is_string)
+        }
+        "function_call_output" => {
+            only(o, path, &["type", "call_id", "output", "id"])?;
+            string(o, path, "call_id")?;
+            optional(o, path, "id", "a string", Value::is_string)?;
+            match o.get("output") {
+                None => Err(missing(&format!("{path}.output"))),
+                Some(Value::String(_) | Value::Array(_)) => Ok(()),
+                Some(v) => Err(wrong_type(
+                    &format!("{path}.output"),
+                    "one of a string or array",
+                    v,
+                )),
+            }
+        }
+        "reasoning" => {
+            only(
+                o,
+                path,
+                &[
+                    "type",
+                    "id",
+                    "summary",
+                    "encrypted_content",
+                    "content",
+                    "status",
+                ],
+            )?;
+            string(o, path, "id")?;
+            id_prefix(o, path, "rs")?;
+            optional(o, path, "encrypted_content", "a string", Value::is_string)?;
+            optional(o, path, "content", "an array", Value::is_array)?;
+            optional(o, path, "status", "a string", Value::is_string)?;
+            let sp = format!("{path}.summary");
+            let summary = match o.get("summary") {
+                None => return Err(missing(&sp)),
+                Some(Value::Array(s)) => s,
+                Some(v) => return Err(wrong_type(&sp, "an array", v)),
+            };
+            for (j, s) in summary.iter().enumerate() {
+                let p = format!("{sp}[{j}]");
+                let s = object(s, &p)?;
+                only(s, &p, &["type", "text"])?;
+                let t = string(s, &p, "type")?;
+                if t != "summary_text" {
+                    return Err(wrong_value(&format!("{p}.type"), t, &["summary_text"]));
+                }
+                string(s, &p, "text")?;
+            }
+            Ok(())
+        }
+        other => Err(wrong_value(
+            &format!("{path}.type"),
+            other,
+            &[
+                "message",
+                "function_call",
+                "function_call_output",
+                "reasoning",
+            ],
+        )),
+    }
+}
+
+/// A message item: `role`, `content` (string or text parts), optional `type`, `id`, `status`.
+fn message(o: &Map<String, Value>, path: &str) -> Result<(), Fault> {
+    only(o, path, &["type", "role", "content", "id", "status"])?;
+    let role = string(o, path, "role")?;
+    let roles = ["user", "assistant", "system", "developer"];
+    if !roles.contains(&role) {
+        return Err(wrong_value(&format!("{path}.role"), role, &roles));
+    }
+    id_prefix(o, path, "msg")?;
+    optional(o, path, "status", "a string", Value::is_string)?;
+    let cp = format!("{path}.content");
+    let parts = match o.get("content") {
+        None => return Err(missing(&cp)),
+        Some(Value::String(_)) => return Ok(()),
+        Some(Value::Array(parts)) => parts,
+        Some(v) => return Err(wrong_type(&cp, "one of a string or array", v)),
+    };
+    for (j, part) in parts.iter().enumerate() {
+        let p = format!("{cp}[{j}]");
+        let part = object(part, &p)?;
+        only(part, &p, &["type", "text", "annotations"])?;
+        let t = string(part, &p, "type")?;
+        if t != "input_text" && t != "output_text" {
+            return Err(wrong_value(
+                &format!("{p}.type"),
+                t,
+                &["input_text", "output_text"],
+            ));
+        }
+        string(part, &p, "text")?;
+        optional(part, &p, "annotations", "an array", Value::is_array)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn err(body: Value) -> String {
+        validate(&body).unwrap_err().message
+    }
+
+    #[test]
+    fn unknown_keys_are_named_by_path() {
+        assert_eq!(
+            err(json!({"model": "m", "temperature": 1})),
+            "Unknown parameter: 'temperature'."
+        );
+        assert_eq!(
+            err(
+                json!({"model": "m", "input": [{"role": "user", "content": "hi"},
+                {"type": "reasoning", "id": "rs_1", "summary": [], "foo": 1}]})
+            ),
+            "Unknown parameter: 'input[1].foo'."
+        );
+        assert_eq!(
+            err(json!({"model": "m", "reasoning": {"effort": "high", "x": 1}})),
+            "Unknown parameter: 'reasoning.x'."
+        );
+        assert_eq!(
+            err(json!({"model": "m", "input": [{"role": "user",
+                "content": [{"type": "input_text", "text": "a", "b": 1}]}]})),
+            "Unknown parameter: 'input[0].content[0].b'."
+        );
+        assert!(validate(&json!({"model": "m", "input": "hi", "store": false})).is_ok());
+    }
+
+    #[test]
+    fn shapes_and_values() {
+        assert_eq!(
+            err(json!({"input": "x"})),
+            "Missing required parameter: 'model'."
+        );
+        assert_eq!(
+            err(
+                json!({"model": "m", "input": [{"type": "function_call", "call_id": "c", "name": "n"}]})
+            ),
+            "Missing required parameter: 'input[0].arguments'."
+        );
+        assert_eq!(
+            err(
+                json!({"model": "m", "input": [{"type": "function_call", "id": "call_1",
+                "call_id": "c", "name": "n", "arguments": "{}"}]})
+            ),
+            "Invalid 'input[0].id': 'call_1'. Expected an ID that begins with 'fc'."
+        );
+        assert_eq!(
+            err(json!({"model": "m", "reasoning": {"effort": "max"}})),
+            "Invalid value: 'max'. Supported values are: 'none', 'minimal', 'low', 'medium', 'high', and 'xhigh'."
+        );
+        assert_eq!(
+            err(json!({"model": "m", "stream": "yes"})),
+            "Invalid type for 'stream': expected a boolean, but got a string instead."
+        );
+    }
+}
