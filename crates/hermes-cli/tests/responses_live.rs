@@ -1,0 +1,637 @@
+//! Issue 19 end to end: the real binary against the strict `openai-responses` simulator.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use hermes_sim::{RecordedRequest, Sim};
+use serde_json::Value;
+
+const MODEL: &str = "gpt-5.2";
+const OTHER_MODEL: &str = "gpt-5.1";
+const KEY: &[(&str, &str)] = &[("OPENAI_API_KEY", "sk-test")];
+
+struct Home(tempfile::TempDir);
+
+impl Home {
+    fn new() -> Self {
+        Home(tempfile::tempdir().unwrap())
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    /// Runs hermes with this home and no credential but `env`, off the async runtime (the
+    /// simulators serve meanwhile).
+    async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
+        cmd.args(args)
+            .env("HERMES_HOME", self.path())
+            .env("NO_COLOR", "1");
+        for k in [
+            "HERMES_LOG",
+            "HERMES_FILE_LOG",
+            "HERMES_API_KEY",
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            "OPENAI_ORG_ID",
+            "DEEPSEEK_API_KEY",
+        ] {
+            cmd.env_remove(k);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+            .await
+            .unwrap()
+    }
+
+    /// Runs hermes, expects success and returns (stdout, stderr).
+    async fn ok_with(&self, args: &[&str], env: &[(&str, &str)]) -> (String, String) {
+        let out = self.run(args, env).await;
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        (String::from_utf8(out.stdout).unwrap(), stderr)
+    }
+
+    async fn ok(&self, args: &[&str]) -> String {
+        self.ok_with(args, &[]).await.0
+    }
+
+    /// `chat --json ARGS` (with `env`): the JSON summary.
+    async fn chat(&self, args: &[&str], env: &[(&str, &str)]) -> Value {
+        let mut all = vec!["chat", "--json"];
+        all.extend_from_slice(args);
+        serde_json::from_str(&self.ok_with(&all, env).await.0).unwrap()
+    }
+
+    /// The exported session (`hermes sessions export`).
+    async fn export(&self, id: &str) -> Value {
+        serde_json::from_str(&self.ok(&["sessions", "export", id]).await).unwrap()
+    }
+
+    /// The stored assistant turns of a session.
+    async fn turns(&self, id: &str) -> Vec<Turn> {
+        turns(&self.export(id).await)
+    }
+}
+
+/// `--provider openai-responses` on `base` with `model` and thinking on, asking `query`.
+fn responses_args<'a>(base: &'a str, model: &'a str, stream: bool, query: &'a str) -> Vec<&'a str> {
+    let mut args = vec![
+        "--provider",
+        "openai-responses",
+        "--model",
+        model,
+        "--base-url",
+        base,
+    ];
+    turn_args(&mut args, stream, query);
+    args
+}
+
+fn turn_args<'a>(args: &mut Vec<&'a str>, stream: bool, query: &'a str) {
+    args.extend(["--effort", "high", "-q", query]);
+    if !stream {
+        args.push("--no-stream");
+    }
+}
+
+fn resume_args<'a>(id: &'a str, stream: bool, query: &'a str) -> Vec<&'a str> {
+    let mut args = vec!["--resume", id];
+    turn_args(&mut args, stream, query);
+    args
+}
+
+fn session_id(out: &Value) -> String {
+    out["session_id"].as_str().unwrap().to_owned()
+}
+
+/// A finished loop of `steps` tool steps in `steps + 1` requests.
+fn loop_done(out: &Value, steps: usize) {
+    assert_eq!(out["requests"], steps + 1, "{out}");
+    let reply = out["reply"].as_str().unwrap();
+    assert!(
+        reply.starts_with(&format!("Done after {steps} tool")),
+        "{out}"
+    );
+}
+
+fn raw(r: &RecordedRequest) -> String {
+    String::from_utf8(r.raw.clone()).unwrap()
+}
+
+fn header<'a>(r: &'a RecordedRequest, name: &str) -> Option<&'a str> {
+    r.headers
+        .iter()
+        .find(|(h, _)| h == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// A Responses request accepted whole: 200, no simulator note, `store:false`, encrypted
+/// reasoning asked for, the bearer sent (recorded redacted) and never in the body.
+fn accepted(r: &RecordedRequest, stream: bool) {
+    assert_eq!(r.status, 200, "{}: {}\n{}", r.path, r.response, raw(r));
+    assert!(r.notes.is_empty(), "{}: {:?}", r.path, r.notes);
+    assert_eq!(r.path, "/v1/responses");
+    assert_eq!(r.body["store"], false, "{}", r.body);
+    assert!(
+        r.body["include"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("reasoning.encrypted_content")),
+        "{}",
+        r.body
+    );
+    assert_eq!(r.body["stream"].as_bool().unwrap_or(false), stream);
+    assert!(header(r, "authorization").is_some());
+    assert!(!raw(r).contains("sk-test"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stored items, as exported
+
+/// A stored assistant message: its origin model, its reasoning items as received, the
+/// `response_item_id` of each of its tool calls, the ids of its message items, its summary.
+#[derive(Clone, Debug, PartialEq)]
+struct Turn {
+    model: String,
+    reasoning: Vec<Value>,
+    calls: Vec<(String, Option<String>)>,
+    messages: Vec<String>,
+    reasoning_content: Option<String>,
+}
+
+impl Turn {
+    fn ciphertexts(&self) -> Vec<String> {
+        self.reasoning
+            .iter()
+            .map(|i| i["encrypted_content"].as_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+fn turns(export: &Value) -> Vec<Turn> {
+    export["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .map(|m| Turn {
+            model: m["origin"]["model"].as_str().unwrap_or_default().to_owned(),
+            reasoning: m["codex_reasoning_items"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+            calls: m["tool_calls"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    (
+                        // A call of another wire has only its `id`.
+                        c["call_id"]
+                            .as_str()
+                            .or(c["id"].as_str())
+                            .unwrap()
+                            .to_owned(),
+                        c["response_item_id"].as_str().map(str::to_owned),
+                    )
+                })
+                .collect(),
+            messages: m["codex_message_items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|i| i["id"].as_str().map(str::to_owned))
+                .collect(),
+            reasoning_content: m["reasoning_content"].as_str().map(str::to_owned),
+        })
+        .collect()
+}
+
+fn ciphertexts(turns: &[Turn]) -> Vec<String> {
+    turns.iter().flat_map(Turn::ciphertexts).collect()
+}
+
+fn input(r: &RecordedRequest) -> &Vec<Value> {
+    r.body["input"].as_array().unwrap()
+}
+
+/// Every stored reasoning item of `stored` reaches `r` once, its `encrypted_content` byte for
+/// byte, directly followed by its paired item with its id; and no other reasoning item is sent
+/// but `own` more (minted within the loop in flight).
+fn replays(r: &RecordedRequest, stored: &[Turn], own: usize) {
+    let text = raw(r);
+    let input = input(r);
+    let sent: Vec<usize> = (0..input.len())
+        .filter(|&i| input[i]["type"] == "reasoning")
+        .collect();
+    assert_eq!(
+        sent.len(),
+        ciphertexts(stored).len() + own,
+        "reasoning items in {text}"
+    );
+    for turn in stored {
+        assert!(!turn.reasoning.is_empty(), "a reasoning turn: {turn:?}");
+        for item in &turn.reasoning {
+            let ct = item["encrypted_content"].as_str().unwrap();
+            assert_eq!(
+                text.matches(&format!("\"encrypted_content\":\"{ct}\""))
+                    .count(),
+                1,
+                "{ct} once in {text}"
+            );
+            let at = sent
+                .iter()
+                .copied()
+                .find(|&i| input[i]["encrypted_content"] == ct)
+                .unwrap();
+            assert_eq!(input[at]["id"], item["id"], "{text}");
+            let next = &input[at + 1];
+            let id = next["id"].as_str().unwrap_or_else(|| panic!("{next}"));
+            match next["type"].as_str() {
+                Some("function_call") => {
+                    let call = turn
+                        .calls
+                        .iter()
+                        .find(|(_, rid)| rid.as_deref() == Some(id))
+                        .unwrap_or_else(|| panic!("{id} not a stored call of {turn:?}"));
+                    assert_eq!(next["call_id"], call.0.as_str());
+                }
+                _ => {
+                    assert_eq!(next["role"], "assistant", "{next}");
+                    assert!(turn.messages.iter().any(|m| m == id), "{id}: {turn:?}");
+                }
+            }
+        }
+    }
+}
+
+/// No reasoning item reaches `r` and no function call carries an `id`.
+fn replays_nothing(r: &RecordedRequest, stale: &[String]) {
+    let text = raw(r);
+    for item in input(r) {
+        assert_ne!(item["type"], "reasoning", "{text}");
+        if item["type"] == "function_call" {
+            assert!(item.get("id").is_none(), "{item} in {text}");
+        }
+        if item["role"] == "assistant" {
+            assert!(item.get("id").is_none(), "{item} in {text}");
+        }
+    }
+    for ct in stale {
+        assert!(!text.contains(ct.as_str()), "stale {ct} in {text}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. A three-step loop, streamed and not, resumed, compacted and branched
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_three_step_loop_replays_each_reasoning_item_before_its_call_streamed_and_not_and_after_resume()
+ {
+    let sim = Sim::start("openai-responses").await.unwrap();
+    let home = Home::new();
+    let base = format!("{}/v1", sim.base_url());
+    for stream in [true, false] {
+        sim.clear_requests();
+        let out = home
+            .chat(
+                &responses_args(&base, MODEL, stream, "[tools=3] what time is it?"),
+                KEY,
+            )
+            .await;
+        let id = session_id(&out);
+        loop_done(&out, 3);
+        let stored = home.turns(&id).await;
+        assert_eq!(stored.len(), 4);
+        for turn in &stored {
+            assert_eq!(turn.model, MODEL);
+            assert_eq!(turn.reasoning.len(), 1, "{turn:?}");
+            assert!(turn.reasoning_content.is_some(), "a summary: {turn:?}");
+        }
+        for turn in &stored[..3] {
+            assert_eq!(turn.calls.len(), 1, "{turn:?}");
+            assert!(turn.calls[0].1.is_some(), "{turn:?}");
+        }
+        let requests = sim.requests();
+        assert_eq!(requests.len(), 4);
+        for (k, r) in requests.iter().enumerate() {
+            accepted(r, stream);
+            replays(r, &stored[..k], 0);
+        }
+
+        // A fresh process resumes: every stored item goes back, before its call.
+        sim.clear_requests();
+        let out = home
+            .chat(&resume_args(&id, stream, "[tools=1] and now?"), KEY)
+            .await;
+        assert_eq!(session_id(&out), id);
+        loop_done(&out, 1);
+        let after = home.turns(&id).await;
+        assert_eq!(after[..4], stored[..], "the stored turns are unchanged");
+        let requests = sim.requests();
+        assert_eq!(requests.len(), 2);
+        for (k, r) in requests.iter().enumerate() {
+            accepted(r, stream);
+            replays(r, &after[..4 + k], 0);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compacted_responses_session_and_its_branch_both_continue() {
+    let sim = Sim::start("openai-responses").await.unwrap();
+    let home = Home::new();
+    let base = format!("{}/v1", sim.base_url());
+    let out = home
+        .chat(
+            &responses_args(&base, MODEL, true, "[tools=3] what time is it?"),
+            KEY,
+        )
+        .await;
+    let id = session_id(&out);
+    for q in ["[tools=2] second", "[tools=1] third", "fourth", "fifth"] {
+        home.chat(&resume_args(&id, true, q), KEY).await;
+    }
+    for r in sim.requests() {
+        accepted(&r, true);
+    }
+    let before = home.turns(&id).await;
+
+    sim.clear_requests();
+    let status = home.ok_with(&["sessions", "compact", &id], KEY).await.0;
+    assert!(status.contains("context compacted"), "{status}");
+    let summary_requests = sim.requests();
+    assert!(!summary_requests.is_empty(), "a summary request");
+    for r in summary_requests {
+        assert_eq!(
+            r.status,
+            200,
+            "summary request: {}\n{}",
+            r.response,
+            raw(&r)
+        );
+    }
+    let kept = home.turns(&id).await;
+    assert!(kept.len() < before.len(), "some turns were summarised");
+    for turn in &kept {
+        assert!(before.contains(turn), "kept as stored: {turn:?}");
+    }
+
+    let branch = home
+        .ok(&["sessions", "branch", &id])
+        .await
+        .trim()
+        .to_owned();
+    assert_ne!(branch, id);
+    assert_eq!(home.turns(&branch).await, kept);
+
+    for session in [&id, &branch] {
+        sim.clear_requests();
+        let out = home
+            .chat(&resume_args(session, true, "[tools=1] next"), KEY)
+            .await;
+        loop_done(&out, 1);
+        let now = home.turns(session).await;
+        assert_eq!(now[..kept.len()], kept[..]);
+        let requests = sim.requests();
+        assert_eq!(requests.len(), 2, "{session}: no refusal, no resend");
+        for (k, r) in requests.iter().enumerate() {
+            accepted(r, true);
+            replays(r, &now[..kept.len() + k], 0);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Responses → DeepSeek → Responses, then another model
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn items_go_only_to_the_model_and_host_that_minted_them_never_to_deepseek() {
+    let sim = Sim::start("openai-responses").await.unwrap();
+    let deepseek = Sim::start("deepseek-v4").await.unwrap();
+    let home = Home::new();
+    let base = format!("{}/v1", sim.base_url());
+    let out = home
+        .chat(
+            &responses_args(&base, MODEL, true, "[tools=2] what time is it?"),
+            KEY,
+        )
+        .await;
+    let id = session_id(&out);
+    loop_done(&out, 2);
+    let minted = home.turns(&id).await;
+    let minted_cts = ciphertexts(&minted);
+    assert_eq!(minted_cts.len(), 3);
+
+    // DeepSeek: no ciphertext, no item, no Responses-only key; the summaries as
+    // `reasoning_content`.
+    let out = home
+        .chat(
+            &[
+                "--resume",
+                &id,
+                "--provider",
+                "deepseek",
+                "--model",
+                "deepseek-v4-pro",
+                "--base-url",
+                &deepseek.base_url(),
+                "-q",
+                "[tools=1] on deepseek?",
+            ],
+            &[("DEEPSEEK_API_KEY", "sk-deepseek-test")],
+        )
+        .await;
+    assert_eq!(out["route"], "deepseek");
+    let requests = deepseek.requests();
+    assert_eq!(requests.len(), 2);
+    for r in &requests {
+        assert_eq!(r.status, 200, "{}", r.response);
+        let text = format!("{}\n{}", raw(r), r.body);
+        for forbidden in [
+            "encrypted_content",
+            "codex_",
+            "\"rs_",
+            "\"call_id\"",
+            "\"response_item_id\"",
+            "hermes_block_order",
+        ] {
+            assert!(!text.contains(forbidden), "{forbidden} in {text}");
+        }
+        for ct in &minted_cts {
+            assert!(!text.contains(ct.as_str()), "{ct} in {text}");
+        }
+        let sent: Vec<Option<&str>> = r.body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "assistant")
+            .map(|m| m["reasoning_content"].as_str())
+            .collect();
+        let stored: Vec<Option<&str>> = minted
+            .iter()
+            .map(|t| t.reasoning_content.as_deref())
+            .collect();
+        assert!(stored.iter().all(Option::is_some), "{minted:?}");
+        assert_eq!(sent[..3], stored[..], "the summaries, as stored");
+    }
+    let after_deepseek = home.turns(&id).await;
+    assert_eq!(after_deepseek[..3], minted[..]);
+    assert!(after_deepseek[3..].iter().all(|t| t.reasoning.is_empty()));
+
+    // Back on the same model and host: the items are replayed again.
+    sim.clear_requests();
+    let out = home
+        .chat(
+            &[
+                &["--resume", &id][..],
+                &responses_args(&base, MODEL, true, "[tools=1] back?"),
+            ]
+            .concat(),
+            KEY,
+        )
+        .await;
+    loop_done(&out, 1);
+    let back = home.turns(&id).await;
+    assert_eq!(back[..5], after_deepseek[..]);
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 2);
+    for (k, r) in requests.iter().enumerate() {
+        accepted(r, true);
+        // The DeepSeek turns carry no item; their calls go without `id`.
+        replays(r, &minted, k);
+    }
+    // Its own step and answer, each with its item; the step's item went back within the loop.
+    let own: Vec<String> = ciphertexts(&back[5..]);
+    assert_eq!(own.len(), 2);
+    assert!(raw(&requests[1]).contains(&own[0]));
+
+    // Another model: no reasoning item at all, and the calls go without `id`.
+    sim.clear_requests();
+    let mut stale = minted_cts.clone();
+    stale.extend(own);
+    let out = home
+        .chat(
+            &[
+                &["--resume", &id][..],
+                &responses_args(&base, OTHER_MODEL, true, "[tools=1] on 5.1?"),
+            ]
+            .concat(),
+            KEY,
+        )
+        .await;
+    loop_done(&out, 1);
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 2);
+    accepted(&requests[0], true);
+    assert_eq!(requests[0].body["model"], OTHER_MODEL);
+    replays_nothing(&requests[0], &stale);
+    accepted(&requests[1], true);
+    for ct in &stale {
+        assert!(!raw(&requests[1]).contains(ct.as_str()), "stale {ct}");
+    }
+    let last = home.turns(&id).await;
+    assert_eq!(last[7].model, OTHER_MODEL);
+    replays(&requests[1], &last[7..8], 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. A Python-original session, imported
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_imported_python_original_session_continues_with_its_items_replayed() {
+    let sim = Sim::start("openai-responses").await.unwrap();
+    let home = Home::new();
+    let base = format!("{}/v1", sim.base_url());
+    let out = home
+        .chat(
+            &responses_args(&base, MODEL, false, "[tools=2] what time is it?"),
+            KEY,
+        )
+        .await;
+    let id = session_id(&out);
+    let mut export = home.export(&id).await;
+    let stored = turns(&export);
+    for m in export["messages"].as_array_mut().unwrap() {
+        let m = m.as_object_mut().unwrap();
+        let hermes_only: Vec<String> = m
+            .keys()
+            .filter(|k| k.starts_with("hermes_") || k.as_str() == "origin")
+            .cloned()
+            .collect();
+        for k in hermes_only {
+            m.remove(&k);
+        }
+    }
+    let text = export.to_string();
+    assert!(text.contains("codex_reasoning_items"), "{text}");
+    assert!(!text.contains("hermes_block_order") && !text.contains("\"origin\""));
+    let file = home.path().join("original.json");
+    std::fs::write(&file, &text).unwrap();
+    let imported = home
+        .ok(&["sessions", "import", file.to_str().unwrap()])
+        .await
+        .trim()
+        .to_owned();
+    assert_ne!(imported, id);
+
+    sim.clear_requests();
+    let out = home
+        .chat(
+            &[
+                &["--resume", &imported][..],
+                &responses_args(&base, MODEL, true, "[tools=1] and now?"),
+            ]
+            .concat(),
+            KEY,
+        )
+        .await;
+    loop_done(&out, 1);
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 2);
+    for (k, r) in requests.iter().enumerate() {
+        accepted(r, true);
+        replays(r, &stored, k);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Offline
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_offline_responses_simulator_runs_a_reasoning_tool_loop_with_no_environment() {
+    let home = Home::new();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
+    cmd.env_clear().env("HERMES_HOME", home.path()).args([
+        "chat",
+        "--provider",
+        "sim",
+        "--base-url",
+        "sim://openai-responses",
+        "--effort",
+        "high",
+        "-q",
+        "[tools=2] time?",
+    ]);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.starts_with("Done after 2 tool"), "{stdout}");
+    let id = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("hermes: session "))
+        .unwrap()
+        .trim();
+    let stored = home.turns(id).await;
+    assert_eq!(stored.len(), 3);
+    assert!(stored.iter().all(|t| t.reasoning.len() == 1), "{stored:?}");
+    assert!(stored[..2].iter().all(|t| t.calls.len() == 1));
+}
