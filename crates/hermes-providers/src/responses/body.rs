@@ -149,11 +149,23 @@ impl Serialize for Item<'_> {
                 }
                 map.end()
             }
+            // An assistant message without an id: the SDK's `EasyInputMessageParam` (role and
+            // text), the only input item that takes an assistant turn with no id —
+            // `ResponseOutputMessageParam` requires `id` (openai-python 3.57.0,
+            // types/responses/response_output_message_param.py, easy_input_message_param.py).
             Item::AssistantText(texts) => {
-                let mut map = s.serialize_map(Some(3))?;
-                map.serialize_entry("type", "message")?;
+                let mut map = s.serialize_map(Some(2))?;
                 map.serialize_entry("role", "assistant")?;
-                map.serialize_entry("content", &Parts("output_text", texts))?;
+                match texts.as_slice() {
+                    [one] => map.serialize_entry("content", one)?,
+                    many => {
+                        let joined: String = many
+                            .iter()
+                            .filter_map(|t| serde_json::from_str::<String>(t.get()).ok())
+                            .collect();
+                        map.serialize_entry("content", &joined)?;
+                    }
+                }
                 map.end()
             }
             Item::Call {
@@ -410,6 +422,31 @@ impl<'de: 'a, 'a> Deserialize<'de> for Members<'a> {
     }
 }
 
+/// The texts of a stored `message` output item (its `output_text` parts, as stored).
+fn output_texts(raw: &RawValue) -> Vec<Box<RawValue>> {
+    #[derive(Deserialize)]
+    struct Part<'a> {
+        #[serde(rename = "type", default)]
+        kind: Option<String>,
+        #[serde(borrow, default)]
+        text: Option<&'a RawValue>,
+    }
+    #[derive(Deserialize)]
+    struct Msg<'a> {
+        #[serde(borrow, default)]
+        content: Vec<Part<'a>>,
+    }
+    serde_json::from_str::<Msg<'_>>(raw.get())
+        .map(|m| {
+            m.content
+                .into_iter()
+                .filter(|p| p.kind.as_deref() == Some("output_text"))
+                .filter_map(|p| p.text.map(RawValue::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The item without its `id` member; every other member's value byte for byte, in order.
 pub(crate) fn without_id(raw: &RawValue) -> Box<RawValue> {
     let Ok(members) = serde_json::from_str::<Members<'_>>(raw.get()) else {
@@ -616,6 +653,9 @@ fn assistant<'h>(
                     let keep_id = own && !after_dropped;
                     if keep_id || item.id.is_none() {
                         input.push(Item::Raw(item.raw.clone()));
+                    } else if item.kind == "message" {
+                        stripped += 1;
+                        input.push(Item::AssistantText(output_texts(&item.raw)));
                     } else {
                         stripped += 1;
                         input.push(Item::Raw(without_id(&item.raw)));

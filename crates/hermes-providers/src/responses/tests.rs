@@ -121,7 +121,8 @@ fn another_models_reasoning_stays_out_and_its_pairs_go_without_ids() {
     let h = three_steps(GPT5);
     let fc1 = r#"{"type":"function_call","status":"completed","arguments":"{\"city\":\"Z\\u00fcrich\"}","call_id":"call_1","name":"now"}"#;
     let fc2 = r#"{"type":"function_call","status":"completed","arguments":"{}","call_id":"call_2","name":"date"}"#;
-    let msg3 = r#"{"type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"It is noon, Monday."}],"role":"assistant"}"#;
+    // Without its id an assistant message goes as the SDK's EasyInputMessageParam.
+    let msg3 = r#"{"role":"assistant","content":"It is noon, Monday."}"#;
     let want = format!(
         "{}{}{TAIL}",
         head("gpt-5-mini"),
@@ -190,7 +191,7 @@ fn a_reasoning_item_without_encrypted_content_is_not_sent_and_its_pair_loses_its
     let out = body(&h, GPT5);
     assert!(!out.contains("rs_s") && !out.contains("msg_3"), "{out}");
     assert!(
-        out.contains(r#"{"type":"message","status":"completed""#),
+        out.contains(r#"{"role":"assistant","content":"It is noon, Monday."}"#),
         "{out}"
     );
 }
@@ -204,7 +205,7 @@ fn an_imported_turn_without_stored_items_is_rebuilt_from_content_and_tool_calls(
             {"role":"tool","tool_call_id":"c1","content":[{"type":"text","text":"12:00"}]}]"#,
     )
     .unwrap();
-    let want = r#"{"model":"gpt-5","stream":false,"include":["reasoning.encrypted_content"],"input":[{"role":"user","content":[{"type":"input_text","text":"q"}]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"calling"}]},{"type":"function_call","call_id":"c1","name":"now","arguments":"{\"a\":1}"},{"type":"function_call_output","call_id":"c1","output":"12:00"}],"reasoning":{"summary":"auto"},"store":false}"#;
+    let want = r#"{"model":"gpt-5","stream":false,"include":["reasoning.encrypted_content"],"input":[{"role":"user","content":[{"type":"input_text","text":"q"}]},{"role":"assistant","content":"calling"},{"type":"function_call","call_id":"c1","name":"now","arguments":"{\"a\":1}"},{"type":"function_call_output","call_id":"c1","output":"12:00"}],"reasoning":{"summary":"auto"},"store":false}"#;
     assert_eq!(body(&h, GPT5), want);
 }
 

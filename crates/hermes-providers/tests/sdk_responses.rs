@@ -1,0 +1,475 @@
+//! Independent evidence, from the official Python `openai` client, that hermes' OpenAI
+//! Responses wire (`hermes_providers::responses`) sends what the SDK sends for the same
+//! conversation, and that every body `hermes preview` prints is one the SDK's own request types
+//! accept with no key they do not declare.
+//!
+//! openai is pinned in `.ci/sdk-requirements.txt` and installed by `.ci/run` into
+//! `target/sdk-venv`; these tests find its Python in `HERMES_SDK_PYTHON`. Without a usable one
+//! they print a skip note and pass, unless `HERMES_REQUIRE_SDK` is set (CI sets it): then they
+//! fail. The scripts in `tests/sdk/` say how they work:
+//! - `openai_record.py` calls `OpenAI(api_key, base_url, max_retries=0).responses.create(**p)`
+//!   with hermes' parsed body as `p` (key order kept; no `extra_body`, so a key the SDK's
+//!   signature does not take fails the call) against the loopback recorder this test runs;
+//! - `openai_validate.py` walks `ResponseCreateParamsNonStreaming` / `…Streaming` (the
+//!   TypedDicts of `openai/types/responses/response_create_params.py`) recursively, unknown keys
+//!   forbidden at every depth, required keys required.
+//!
+//! An assistant message replayed without its id (its turn's reasoning left out: another model
+//! or host minted it, a recovery drop, a non-reasoning model) goes as the SDK's
+//! `EasyInputMessageParam` (`{"role":"assistant","content":TEXT}`): `ResponseOutputMessageParam`
+//! requires `id` (`response_output_message_param.py`), so that is the only input item type an
+//! id-less assistant turn fits (openai 3.57.0). This test first found hermes sending the output
+//! message shape without its id; every body now validates.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use hermes_core::{
+    Effort, Message, RawJson, RequestParts, ResolveOptions, RouteTarget, ThinkingRequest, Verdicts,
+};
+use hermes_providers::builtin_table;
+use hermes_providers::responses::{self, Drops, WIRE_ID};
+use serde_json::{Map, Value, json};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+const RECORD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/openai_record.py");
+const VALIDATE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/openai_validate.py");
+
+const GPT5: &str = "gpt-5";
+const KEY: &str = "sk-hermes-sdk-test-key";
+const BASE: &str = "https://api.openai.com/v1";
+
+/// The key the negative controls inject: no SDK type declares it.
+const PROBE: &str = "hermes_probe_unknown_key";
+
+// ---------------------------------------------------------------------------------------------
+// The SDK's Python
+
+const PROBE_SCRIPT: &str = "import openai, pydantic\n\
+from openai.types.responses import response_create_params\n\
+print(f'openai {openai.__version__}, pydantic {pydantic.VERSION}')";
+
+/// The SDK's Python, or `None` (after a skip note) when there is none and none is required.
+/// Panics when `HERMES_REQUIRE_SDK` is set and openai cannot be used: CI must fail, not skip.
+fn sdk_python() -> Option<&'static Path> {
+    static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            let required =
+                std::env::var_os("HERMES_REQUIRE_SDK").is_some_and(|v| !v.is_empty() && v != "0");
+            let problem = match std::env::var_os("HERMES_SDK_PYTHON").filter(|p| !p.is_empty()) {
+                None => "HERMES_SDK_PYTHON is not set".to_owned(),
+                Some(python) => {
+                    let python = PathBuf::from(python);
+                    match Command::new(&python).args(["-c", PROBE_SCRIPT]).output() {
+                        Ok(out) if out.status.success() => {
+                            eprintln!(
+                                "sdk_responses: {} ({})",
+                                String::from_utf8_lossy(&out.stdout).trim(),
+                                python.display()
+                            );
+                            return Some(python);
+                        }
+                        Ok(out) => format!(
+                            "{} cannot import openai: {}",
+                            python.display(),
+                            String::from_utf8_lossy(&out.stderr).trim()
+                        ),
+                        Err(err) => format!("cannot run {}: {err}", python.display()),
+                    }
+                }
+            };
+            assert!(
+                !required,
+                "HERMES_REQUIRE_SDK is set but openai is unusable: {problem}. Run .ci/run, or \
+                 make target/sdk-venv from .ci/sdk-requirements.txt and set HERMES_SDK_PYTHON \
+                 to its python"
+            );
+            eprintln!(
+                "sdk_responses: SKIPPED: {problem} (set HERMES_SDK_PYTHON to a Python with \
+                 .ci/sdk-requirements.txt installed; HERMES_REQUIRE_SDK=1 makes this an error)"
+            );
+            None
+        })
+        .as_deref()
+}
+
+/// Runs `script` with `input` on standard input, with none of the machine's OpenAI settings
+/// and no proxy: its exit code, standard output and error.
+fn run(py: &Path, script: &str, input: &str) -> (Option<i32>, String, String) {
+    let mut cmd = Command::new(py);
+    for (key, _) in std::env::vars_os() {
+        let name = key.to_string_lossy().to_ascii_uppercase();
+        if name.starts_with("OPENAI_") || name.ends_with("_PROXY") {
+            cmd.env_remove(&key);
+        }
+    }
+    let mut child = cmd
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONIOENCODING", "utf-8")
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// The conversation
+
+/// Items as the API returned them: keys in the API's order, escapes a `Value` round trip would
+/// rewrite, summaries (one, none, two) and encrypted content.
+const RS1: &str = r#"{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"Need the time in Z\u00fcrich."}],"encrypted_content":"gAAAA\/one=="}"#;
+const FC1: &str = r#"{"id":"fc_1","type":"function_call","status":"completed","arguments":"{\"city\":\"Z\\u00fcrich\"}","call_id":"call_1","name":"now"}"#;
+const RS2: &str =
+    r#"{"id":"rs_2","type":"reasoning","summary":[],"encrypted_content":"gAAAA-two"}"#;
+const FC2: &str = r#"{"id":"fc_2","type":"function_call","status":"completed","arguments":"{}","call_id":"call_2","name":"date"}"#;
+const RS3: &str = r#"{"id":"rs_3","type":"reasoning","summary":[{"type":"summary_text","text":"Answer."},{"type":"summary_text","text":"Briefly."}],"encrypted_content":"gAAAA-three"}"#;
+const MSG3: &str = r#"{"id":"msg_3","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"It is noon, Monday."}],"role":"assistant"}"#;
+
+/// The chat-completions tool definitions hermes stores.
+const TOOLS: &str = r#"[{"type":"function","function":{"name":"now","description":"The time in a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}},{"type":"function","function":{"name":"date","parameters":{"type":"object","properties":{}}}}]"#;
+
+/// A two-step tool loop minted by `model` on api.openai.com, as hermes stores it: each turn's
+/// reasoning item before its call, then the answer, then a new question.
+fn history(model: &str) -> Vec<Message> {
+    let host = RouteTarget::new(WIRE_ID, Some(BASE), model).host_key();
+    let origin = format!(r#"{{"provider":"{WIRE_ID}","host":"{host}","model":"{model}"}}"#);
+    let text = format!(
+        r#"[{{"role":"system","content":"Be brief."}},
+            {{"role":"user","content":"Time and date in Zürich?"}},
+            {{"role":"assistant","content":null,"reasoning_content":"Need the time in Zürich.",
+              "tool_calls":[{{"id":"call_1","type":"function","function":{{"name":"now","arguments":"{{\"city\":\"Z\\u00fcrich\"}}"}},"call_id":"call_1","response_item_id":"fc_1"}}],
+              "codex_reasoning_items":[{RS1}],"codex_message_items":[{FC1}],
+              "hermes_block_order":["reasoning","function_call"],"origin":{origin}}},
+            {{"role":"tool","tool_call_id":"call_1","content":"12:00"}},
+            {{"role":"assistant","content":null,
+              "tool_calls":[{{"id":"call_2","type":"function","function":{{"name":"date","arguments":"{{}}"}},"call_id":"call_2","response_item_id":"fc_2"}}],
+              "codex_reasoning_items":[{RS2}],"codex_message_items":[{FC2}],
+              "hermes_block_order":["reasoning","function_call"],"origin":{origin}}},
+            {{"role":"tool","tool_call_id":"call_2","content":"Monday"}},
+            {{"role":"assistant","content":"It is noon, Monday.","reasoning_content":"Answer.\n\nBriefly.",
+              "codex_reasoning_items":[{RS3}],"codex_message_items":[{MSG3}],
+              "hermes_block_order":["reasoning","message"],"origin":{origin}}},
+            {{"role":"user","content":"Thanks. And tomorrow?"}}]"#
+    );
+    hermes_core::parse_history(&text).unwrap().messages
+}
+
+/// One body of the corpus.
+struct Case {
+    label: &'static str,
+    /// The model the history was minted by.
+    minted_by: &'static str,
+    /// The model the request goes to.
+    model: &'static str,
+    thinking: ThinkingRequest,
+    tools: bool,
+    stream: bool,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        label: "tool loop, own reasoning replayed",
+        minted_by: GPT5,
+        model: GPT5,
+        thinking: ThinkingRequest::NoPreference,
+        tools: true,
+        stream: false,
+    },
+    Case {
+        label: "tool loop, streamed, effort high",
+        minted_by: GPT5,
+        model: GPT5,
+        thinking: ThinkingRequest::Effort(Effort::High),
+        tools: true,
+        stream: true,
+    },
+    Case {
+        label: "--no-thinking",
+        minted_by: GPT5,
+        model: GPT5,
+        thinking: ThinkingRequest::Off,
+        tools: true,
+        stream: false,
+    },
+    Case {
+        label: "another model's turns: reasoning left out, pairs id-less",
+        minted_by: GPT5,
+        model: "gpt-5-mini",
+        thinking: ThinkingRequest::NoPreference,
+        tools: true,
+        stream: false,
+    },
+    Case {
+        label: "a non-reasoning model",
+        minted_by: GPT5,
+        model: "gpt-4.1",
+        thinking: ThinkingRequest::NoPreference,
+        tools: false,
+        stream: true,
+    },
+];
+
+/// hermes' body for `case`, compact (as sent) or pretty (as `hermes preview` prints it).
+fn hermes_body(case: &Case, pretty: bool) -> String {
+    let table = builtin_table();
+    let decision = table.resolve(
+        &RouteTarget::new(WIRE_ID, Some(BASE), case.model),
+        ResolveOptions::default(),
+    );
+    let verdicts = Verdicts::default();
+    let h = history(case.minted_by);
+    let tools = RawJson::from_text(TOOLS).unwrap();
+    let parts = RequestParts::new(&h, &decision, &verdicts)
+        .thinking(case.thinking)
+        .tools(case.tools.then_some(&tools))
+        .stream(case.stream);
+    let encoded = if pretty {
+        responses::encode_pretty(&parts, &Drops::default())
+    } else {
+        responses::encode(&parts, &Drops::default())
+    };
+    String::from_utf8(encoded.unwrap().body).unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The recorder
+
+const REPLY: &str = r#"{"id":"resp_sdk","object":"response","created_at":0,"model":"gpt-5","status":"completed","output":[{"id":"msg_sdk","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","annotations":[],"text":"ok"}]}],"parallel_tool_calls":true,"tool_choice":"auto","tools":[]}"#;
+
+/// A loopback server that records every request and answers a minimal valid Response: JSON,
+/// or for a streamed request one `response.completed` event.
+async fn recorder() -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(|request: &Request| {
+            let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+            if body["stream"] == json!(true) {
+                let event = format!(
+                    r#"{{"type":"response.completed","sequence_number":0,"response":{REPLY}}}"#
+                );
+                ResponseTemplate::new(200).set_body_raw(
+                    format!("event: response.completed\ndata: {event}\n\n"),
+                    "text/event-stream",
+                )
+            } else {
+                ResponseTemplate::new(200).set_body_raw(REPLY, "application/json")
+            }
+        })
+        .mount(&server)
+        .await;
+    server
+}
+
+fn header<'r>(request: &'r Request, name: &str) -> Option<&'r str> {
+    request.headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Where two JSON values differ, key by key (object key order aside), as `path: ours vs sdk`.
+fn differences(ours: &Value, sdk: &Value, path: &str, out: &mut Vec<String>) {
+    match (ours, sdk) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in a {
+                let p = format!("{path}.{k}");
+                match b.get(k) {
+                    Some(w) => differences(v, w, &p, out),
+                    None => out.push(format!("{p}: hermes sends {v}, the SDK does not send it")),
+                }
+            }
+            for (k, w) in b {
+                if !a.contains_key(k) {
+                    out.push(format!("{path}.{k}: the SDK sends {w}, hermes does not"));
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            for (i, (v, w)) in a.iter().zip(b).enumerate() {
+                differences(v, w, &format!("{path}.{i}"), out);
+            }
+        }
+        _ if ours == sdk => {}
+        _ => out.push(format!("{path}: hermes {ours} vs the SDK {sdk}")),
+    }
+}
+
+#[tokio::test]
+async fn hermes_sends_what_the_openai_sdk_sends_for_the_same_conversation() {
+    let Some(py) = sdk_python() else { return };
+    let server = recorder().await;
+    let bodies: Vec<String> = CASES.iter().map(|c| hermes_body(c, false)).collect();
+    // The bodies go in as text so the SDK gets the keyword arguments in hermes' key order.
+    let spec = format!(
+        r#"{{"base_url":{},"api_key":{},"calls":[{}]}}"#,
+        json!(format!("{}/v1", server.uri())),
+        json!(KEY),
+        bodies.join(",")
+    );
+    let (code, stdout, stderr) = run(py, RECORD, &spec);
+    assert_eq!(
+        code,
+        Some(0),
+        "openai_record.py failed:\n{stdout}\n{stderr}"
+    );
+    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(report["calls"], json!(CASES.len()), "{stdout}");
+    for (case, result) in CASES.iter().zip(report["results"].as_array().unwrap()) {
+        let want = if case.stream {
+            json!(["response.completed"])
+        } else {
+            json!("resp_sdk")
+        };
+        assert_eq!(result, &want, "the SDK read the reply of {}", case.label);
+    }
+    let received = server.received_requests().await.unwrap();
+    assert_eq!(received.len(), CASES.len(), "one request per call");
+    for ((case, ours), request) in CASES.iter().zip(&bodies).zip(&received) {
+        assert_eq!(request.url.path(), "/v1/responses", "{}", case.label);
+        assert_eq!(
+            header(request, "authorization"),
+            Some(format!("Bearer {KEY}").as_str()),
+            "{}",
+            case.label
+        );
+        let ours: Value = serde_json::from_str(ours).unwrap();
+        let sdk: Value = serde_json::from_slice(&request.body).unwrap();
+        let mut diffs = Vec::new();
+        differences(&ours, &sdk, "", &mut diffs);
+        assert!(
+            diffs.is_empty(),
+            "{}: hermes' body and the SDK's differ:\n{}",
+            case.label,
+            diffs.join("\n")
+        );
+    }
+    // The corpus covers what it says: replayed reasoning with summaries and encrypted
+    // content, a streamed body, tools, and a body with no reasoning items at all.
+    assert!(bodies[0].contains(RS1) && bodies[0].contains(RS3) && bodies[0].contains("tools"));
+    assert!(bodies[1].contains(r#""effort":"high""#) && bodies[1].contains(r#""stream":true"#));
+    assert!(!bodies[3].contains(r#""type":"reasoning""#) && !bodies[3].contains("fc_1"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+
+/// What `openai_validate.py` says of each of `bodies`: its exit code and one line per body.
+fn validate(py: &Path, bodies: &[String]) -> (Option<i32>, Vec<String>, String) {
+    let (code, stdout, stderr) = run(py, VALIDATE, &bodies.join("\n"));
+    (code, stdout.lines().map(str::to_owned).collect(), stderr)
+}
+
+#[test]
+fn every_preview_body_validates_against_the_sdks_request_types() {
+    let Some(py) = sdk_python() else { return };
+    let bodies: Vec<String> = CASES.iter().map(|c| hermes_body(c, true)).collect();
+    let (_, lines, stderr) = validate(py, &bodies);
+    // Every body is valid, reasoning items and id-less paired items included.
+    assert_eq!(lines, vec!["ok"; CASES.len()], "{stderr}");
+    // The id-less assistant message is the SDK's easy input message.
+    let body: Value = serde_json::from_str(&bodies[3]).unwrap();
+    assert!(
+        body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|item| item["role"] == "assistant" && item["content"].is_string()),
+        "{body}"
+    );
+}
+
+/// `body` with `PROBE` added to the object `at` picks.
+fn inject(body: &str, at: impl Fn(&mut Value) -> &mut Map<String, Value>) -> String {
+    let mut value: Value = serde_json::from_str(body).unwrap();
+    at(&mut value).insert(PROBE.to_owned(), json!(1));
+    value.to_string()
+}
+
+#[test]
+fn negative_controls_an_unknown_key_anywhere_fails() {
+    let Some(py) = sdk_python() else { return };
+    let body = hermes_body(&CASES[0], true);
+    let streamed = hermes_body(&CASES[1], true);
+    let controls = [
+        (
+            inject(&body, |v| v.as_object_mut().unwrap()),
+            format!("invalid {PROBE}: unknown key for ResponseCreateParamsNonStreaming"),
+        ),
+        (
+            inject(&streamed, |v| v.as_object_mut().unwrap()),
+            format!("invalid {PROBE}: unknown key for ResponseCreateParamsStreaming"),
+        ),
+        (
+            // The user message.
+            inject(&body, |v| v["input"][0].as_object_mut().unwrap()),
+            format!("invalid input.0.{PROBE}: unknown key for EasyInputMessageParam"),
+        ),
+        (
+            // A function call output.
+            inject(&body, |v| v["input"][3].as_object_mut().unwrap()),
+            format!("invalid input.3.{PROBE}: unknown key for FunctionCallOutput"),
+        ),
+        (
+            // A reasoning item, and a summary inside one.
+            inject(&body, |v| v["input"][1].as_object_mut().unwrap()),
+            format!("invalid input.1.{PROBE}: unknown key for ResponseReasoningItemParam"),
+        ),
+        (
+            inject(&body, |v| {
+                v["input"][1]["summary"][0].as_object_mut().unwrap()
+            }),
+            format!("invalid input.1.summary.0.{PROBE}: unknown key for Summary"),
+        ),
+        (
+            inject(&body, |v| v["reasoning"].as_object_mut().unwrap()),
+            format!("invalid reasoning.{PROBE}: unknown key for Reasoning"),
+        ),
+        (
+            inject(&body, |v| v["tools"][0].as_object_mut().unwrap()),
+            format!("invalid tools.0.{PROBE}: unknown key for FunctionToolParam"),
+        ),
+    ];
+    for (bad, want) in &controls {
+        assert!(bad.contains(PROBE));
+        let (code, lines, stderr) = validate(py, std::slice::from_ref(bad));
+        assert_eq!(code, Some(1), "{want}: {lines:?} {stderr}");
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with(want.as_str()),
+            "want {want}, got {}",
+            lines[0]
+        );
+    }
+    // Wrong values fail too: an unknown effort, a string for `store`, a missing `type`.
+    let mut wrong: Value = serde_json::from_str(&body).unwrap();
+    wrong["reasoning"]["effort"] = json!("extreme");
+    let mut store: Value = serde_json::from_str(&body).unwrap();
+    store["store"] = json!("false");
+    let (code, lines, _) = validate(py, &[wrong.to_string(), store.to_string()]);
+    assert_eq!(code, Some(1));
+    assert!(
+        lines[0].starts_with("invalid reasoning.effort:"),
+        "{lines:?}"
+    );
+    assert!(lines[1].starts_with("invalid store:"), "{lines:?}");
+    // And the unchanged body, in the same run, still passes: the controls fail for the key.
+    let (code, lines, _) = validate(py, &[body]);
+    assert_eq!((code, lines), (Some(0), vec!["ok".to_owned()]));
+}
