@@ -10,7 +10,8 @@ pub enum EngineError {
     /// A failure the user can act on (a missing key, an untrusted URL): exit code 1.
     #[error("{0}")]
     Failed(String),
-    /// The provider's wire is not built yet (the same error in `chat` and `preview`).
+    /// The provider's wire cannot be used by this build (the same error in `chat` and
+    /// `preview`); every built-in provider's wire is built today.
     #[error("{0}")]
     Unsupported(String),
     /// The store failed.
