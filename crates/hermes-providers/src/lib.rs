@@ -7,6 +7,7 @@ pub mod bedrock;
 pub mod chat;
 pub mod gemini;
 pub mod registry;
+mod reply;
 pub mod responses;
 pub mod routes;
 mod signed;

@@ -579,7 +579,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::signed::carriers::Captured;
+    use crate::reply::Captured;
     use crate::testing::{Seen, arguments, details, extra, frame};
 
     fn origin() -> Origin {

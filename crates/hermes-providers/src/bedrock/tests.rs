@@ -14,7 +14,7 @@ use super::body::{Drops, PLACEHOLDER, Target, encode, encode_pretty};
 use super::capture::{CaptureError, StreamCapture, capture_reply};
 use super::{BedrockWire, WIRE_ID, explain, url};
 use crate::aws::FrameReader;
-use crate::signed::carriers::Captured;
+use crate::reply::Captured;
 use crate::signed::replay::PrefixDigest;
 use crate::testing::{Seen, arguments, decision, details, extra, history};
 

@@ -12,7 +12,6 @@
 //! one hermes makes up, marked [`MADE_UP_ID_KEY`], so its result pairs with it; that id never
 //! goes back to Gemini. A reply with neither text nor a call is stored not replayable.
 
-use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -28,28 +27,8 @@ use sha2::{Digest, Sha256};
 
 use super::body::MADE_UP_ID_KEY;
 
-/// Why a reply could not be captured.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum CaptureError {
-    /// The provider reported an error (an `error` payload, a blocked prompt): its words.
-    Provider(String),
-    /// The reply is not a usable `GenerateContentResponse`.
-    Malformed(String),
-}
-
-impl fmt::Display for CaptureError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CaptureError::Provider(m) | CaptureError::Malformed(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for CaptureError {}
-
-fn malformed(what: impl fmt::Display) -> CaptureError {
-    CaptureError::Malformed(what.to_string())
-}
+pub(crate) use crate::reply::CaptureError;
+use crate::reply::malformed;
 
 /// The `finishReason` spellings (API reference, `Candidate.FinishReason`) as normalised
 /// reasons; a `STOP` with function calls is a tool-call stop.

@@ -13,7 +13,7 @@ use hermes_core::transport::{Delta, Reply, TransportError};
 use hermes_core::{Origin, Outgoing, RequestParts, Wire};
 use serde::Deserialize;
 
-use crate::transport::{Auth, ChatTransport, ERROR_BODY_LIMIT, map_reqwest, snippet, stream_error};
+use crate::transport::{Auth, ChatTransport, ERROR_BODY_LIMIT, snippet, stream_error};
 
 pub use body::{
     AI_STUDIO_BASE, EncodeError, Encoded, Flavor, MADE_UP_ID_KEY, SIGNATURE_FIELD, Target, encode,
@@ -265,14 +265,7 @@ impl Wire for GeminiWire {
             })
             .await
         } else {
-            let bytes = response.bytes().await.map_err(map_reqwest)?;
-            let text = std::str::from_utf8(&bytes)
-                .map_err(|e| TransportError::Decode(format!("the reply is not UTF-8: {e}")))?;
-            let (message, meta) = capture::capture_reply(text, origin).map_err(|e| match e {
-                capture::CaptureError::Provider(err) => TransportError::AfterOk(err),
-                other => TransportError::Decode(format!("{other}: {}", snippet(text))),
-            })?;
-            Ok(Reply { message, meta })
+            crate::reply::read_whole(response, origin, capture::capture_reply).await
         }
     }
 
@@ -366,10 +359,9 @@ where
             )));
         }
     }
-    let (message, meta) = capture.finish(origin).map_err(|e| match e {
-        capture::CaptureError::Provider(err) => TransportError::AfterOk(err),
-        capture::CaptureError::Malformed(m) => TransportError::Stream(m),
-    })?;
+    let (message, meta) = capture
+        .finish(origin)
+        .map_err(capture::CaptureError::at_end)?;
     Ok(Reply { message, meta })
 }
 

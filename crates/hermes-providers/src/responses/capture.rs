@@ -13,8 +13,6 @@
 //! provider's error (nothing stored); `response.incomplete` stores the turn for the record,
 //! marked not replayed (SPEC §2, "Turns that are not replayed").
 
-use std::fmt;
-
 use hermes_core::message::{BLOCK_ORDER_KEY, NOT_REPLAYED_KEY};
 use hermes_core::transport::Delta;
 use hermes_core::{
@@ -25,28 +23,8 @@ use serde_json::value::RawValue;
 
 use super::body::{MESSAGE_ITEMS_KEY, REASONING_ITEMS_KEY};
 
-/// Why a reply could not be captured.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum CaptureError {
-    /// The provider reported an error (`response.failed`, an `error` event): its words.
-    Provider(String),
-    /// The reply is not a usable Responses object or stream.
-    Malformed(String),
-}
-
-impl fmt::Display for CaptureError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CaptureError::Provider(m) | CaptureError::Malformed(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for CaptureError {}
-
-fn malformed(what: impl fmt::Display) -> CaptureError {
-    CaptureError::Malformed(what.to_string())
-}
+pub(crate) use crate::reply::CaptureError;
+use crate::reply::malformed;
 
 #[derive(Clone, Copy, Default, Deserialize)]
 struct Details {

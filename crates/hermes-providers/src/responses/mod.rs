@@ -13,7 +13,7 @@ use hermes_core::transport::{Delta, Reply, TransportError};
 use hermes_core::{Message, Origin, Outgoing, Recovery, RequestParts, Role, Wire};
 use serde::Deserialize;
 
-use crate::transport::{Auth, ChatTransport, error_event_text, map_reqwest, snippet, stream_error};
+use crate::transport::{Auth, ChatTransport, error_event_text, snippet, stream_error};
 
 pub use body::{
     DEFAULT_BASE, Drops, ENCRYPTED_FIELD, EncodeError, Encoded, MESSAGE_ITEMS_KEY,
@@ -168,14 +168,7 @@ impl Wire for ResponsesWire {
             })
             .await
         } else {
-            let bytes = response.bytes().await.map_err(map_reqwest)?;
-            let text = std::str::from_utf8(&bytes)
-                .map_err(|e| TransportError::Decode(format!("the reply is not UTF-8: {e}")))?;
-            let (message, meta) = capture::capture_reply(text, origin).map_err(|e| match e {
-                capture::CaptureError::Provider(err) => TransportError::AfterOk(err),
-                other => TransportError::Decode(format!("{other}: {}", snippet(text))),
-            })?;
-            Ok(Reply { message, meta })
+            crate::reply::read_whole(response, origin, capture::capture_reply).await
         }
     }
 
@@ -262,10 +255,9 @@ where
         })?;
     }
     drop(events);
-    let (message, meta) = capture.finish(origin).map_err(|e| match e {
-        capture::CaptureError::Provider(err) => TransportError::AfterOk(err),
-        capture::CaptureError::Malformed(m) => TransportError::Stream(m),
-    })?;
+    let (message, meta) = capture
+        .finish(origin)
+        .map_err(capture::CaptureError::at_end)?;
     Ok(Reply { message, meta })
 }
 

@@ -1,0 +1,84 @@
+//! What every native wire's reply capture shares: why a reply could not be captured
+//! ([`CaptureError`]), how that becomes a transport error, and reading a whole reply.
+
+use std::fmt;
+
+use hermes_core::transport::{Reply, TransportError};
+use hermes_core::{Message, Origin, ReplyMeta};
+
+use crate::transport::{map_reqwest, snippet};
+
+/// Why a reply could not be captured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum CaptureError {
+    /// The provider reported an error after answering 200 (an error body or envelope instead of
+    /// a reply, an `error` event or an exception frame): its words.
+    Provider(String),
+    /// The reply is not a usable reply of its wire, or the stream ended before its last event.
+    Malformed(String),
+}
+
+impl fmt::Display for CaptureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CaptureError::Provider(message) | CaptureError::Malformed(message) => {
+                f.write_str(message)
+            }
+        }
+    }
+}
+
+impl std::error::Error for CaptureError {}
+
+impl CaptureError {
+    /// As a transport error while a stream is read: the provider's own error is an error after
+    /// the 200, a malformed event a decode error.
+    pub(crate) fn mid_stream(self) -> TransportError {
+        match self {
+            CaptureError::Provider(err) => TransportError::AfterOk(err),
+            CaptureError::Malformed(err) => TransportError::Decode(err),
+        }
+    }
+
+    /// As a transport error when a stream has ended: the provider's own error is an error after
+    /// the 200, anything else a broken stream.
+    pub(crate) fn at_end(self) -> TransportError {
+        match self {
+            CaptureError::Provider(err) => TransportError::AfterOk(err),
+            CaptureError::Malformed(err) => TransportError::Stream(err),
+        }
+    }
+
+    /// As a transport error for the whole reply `text`: the provider's own error is an error
+    /// after the 200, a malformed reply a decode error quoting the start of the body.
+    fn of_whole(self, text: &str) -> TransportError {
+        match self {
+            CaptureError::Provider(err) => TransportError::AfterOk(err),
+            CaptureError::Malformed(err) => {
+                TransportError::Decode(format!("{err}: {}", snippet(text)))
+            }
+        }
+    }
+}
+
+/// A [`CaptureError::Malformed`] saying `what`.
+pub(crate) fn malformed(what: impl fmt::Display) -> CaptureError {
+    CaptureError::Malformed(what.to_string())
+}
+
+/// A captured reply: the assistant message, and the reply's finish reason and usage.
+pub(crate) type Captured = Result<(Message, ReplyMeta), CaptureError>;
+
+/// Reads a whole (non-streamed) reply and captures it with `capture`, decoding from the bytes
+/// themselves so that every block keeps them.
+pub(crate) async fn read_whole(
+    response: reqwest::Response,
+    origin: Origin,
+    capture: fn(&str, Origin) -> Captured,
+) -> Result<Reply, TransportError> {
+    let bytes = response.bytes().await.map_err(map_reqwest)?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|e| TransportError::Decode(format!("the reply is not UTF-8: {e}")))?;
+    let (message, meta) = capture(text, origin).map_err(|e| e.of_whole(text))?;
+    Ok(Reply { message, meta })
+}
