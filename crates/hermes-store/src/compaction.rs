@@ -82,7 +82,7 @@ impl Store {
         archive: &[i64],
         inserts: &[(i64, &Message, RowKind)],
     ) -> Result<(), StoreError> {
-        let mut tx = self.write_tx().await?;
+        let mut tx = self.write_tx(session).await?;
         let now = now_ms();
         let corrupt = |position: i64, message: &str| StoreError::Corrupt {
             session: session.to_owned(),

@@ -33,7 +33,7 @@ impl Store {
         ttl: Duration,
         gone: &(dyn Fn(&str) -> bool + Send + Sync),
     ) -> Result<Lease, StoreError> {
-        let mut tx = self.write_tx().await?;
+        let mut tx = self.write_tx(session).await?;
         let now = now_ms();
         let current =
             sqlx::query("SELECT holder, expires_at FROM session_leases WHERE session_id = $1")

@@ -33,73 +33,113 @@
 #[macro_use]
 mod row;
 mod compaction;
+mod copy;
+mod fleet;
 mod leases;
 mod ownership;
+#[cfg(feature = "test-support")]
+pub mod testing;
 mod thinking;
 mod verdicts;
 
 pub use compaction::{CompactionPlan, PlannedInsert, RowKind};
+pub use copy::CopyReport;
+pub use fleet::FleetVerdict;
 pub use leases::Lease;
 pub use ownership::{Ownership, ownership};
 pub use thinking::{StoredThinking, THINKING_KEY};
 pub use verdicts::VerdictFilter;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::str::FromStr as _;
 use std::sync::LazyLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hermes_core::{Message, SessionFile, Usage};
 use serde_json::{Map, Value};
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Row as _, SqlitePool};
+use sqlx::postgres::PgConnectOptions;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+use sqlx::{AnyPool, ConnectOptions as _, Connection as _, Executor as _, Row as _};
 
 use crate::row::MessageRow;
 
-/// The schema, embedded: applied by sqlx's migrator, recorded in `_sqlx_migrations`.
+/// A row as every backend returns it (sqlx's `Any` driver).
+pub(crate) type DbRow = sqlx::any::AnyRow;
+
+/// Builds a migrator from embedded `(version, description, sql)` steps.
+fn migrator(steps: &[(i64, &'static str, &'static str)]) -> Migrator {
+    Migrator::with_migrations(
+        steps
+            .iter()
+            .map(|&(version, description, sql)| {
+                Migration::new(
+                    version,
+                    description.into(),
+                    MigrationType::Simple,
+                    sqlx::SqlStr::from_static(sql),
+                    false,
+                )
+            })
+            .collect(),
+    )
+}
+
+/// The SQLite schema, embedded: applied by sqlx's migrator, recorded in `_sqlx_migrations`.
 static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
-    Migrator::with_migrations(vec![
-        Migration::new(
+    migrator(&[
+        (
             1,
-            "init".into(),
-            MigrationType::Simple,
-            sqlx::SqlStr::from_static(include_str!("../migrations/sqlite/0001_init.sql")),
-            false,
+            "init",
+            include_str!("../migrations/sqlite/0001_init.sql"),
         ),
-        Migration::new(
+        (
             2,
-            "compaction".into(),
-            MigrationType::Simple,
-            sqlx::SqlStr::from_static(include_str!("../migrations/sqlite/0002_compaction.sql")),
-            false,
+            "compaction",
+            include_str!("../migrations/sqlite/0002_compaction.sql"),
         ),
-        Migration::new(
+        (
             3,
-            "base url trust".into(),
-            MigrationType::Simple,
-            sqlx::SqlStr::from_static(include_str!("../migrations/sqlite/0003_base_url_trust.sql")),
-            false,
+            "base url trust",
+            include_str!("../migrations/sqlite/0003_base_url_trust.sql"),
         ),
-        Migration::new(
+        (
             4,
-            "key order".into(),
-            MigrationType::Simple,
-            sqlx::SqlStr::from_static(include_str!("../migrations/sqlite/0004_key_order.sql")),
-            false,
+            "key order",
+            include_str!("../migrations/sqlite/0004_key_order.sql"),
         ),
-        Migration::new(
+        (
             5,
-            "usage".into(),
-            MigrationType::Simple,
-            sqlx::SqlStr::from_static(include_str!("../migrations/sqlite/0005_usage.sql")),
-            false,
+            "usage",
+            include_str!("../migrations/sqlite/0005_usage.sql"),
         ),
-        Migration::new(
+        (
             6,
-            "session leases".into(),
-            MigrationType::Simple,
-            sqlx::SqlStr::from_static(include_str!("../migrations/sqlite/0006_session_leases.sql")),
-            false,
+            "session leases",
+            include_str!("../migrations/sqlite/0006_session_leases.sql"),
+        ),
+        (
+            7,
+            "fleet verdicts",
+            include_str!("../migrations/sqlite/0007_fleet_verdicts.sql"),
+        ),
+    ])
+});
+
+/// The PostgreSQL schema (the same tables and columns as SQLite's after all its steps; carriers
+/// in `text`, never `jsonb`), embedded likewise.
+static PG_MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
+    migrator(&[
+        (
+            1,
+            "init",
+            include_str!("../migrations/postgres/0001_init.sql"),
+        ),
+        (
+            2,
+            "fleet verdicts",
+            include_str!("../migrations/postgres/0002_fleet_verdicts.sql"),
         ),
     ])
 });
@@ -269,7 +309,7 @@ pub struct StoredMessage {
     pub message: Message,
 }
 
-fn stored_message(session: &str, r: &sqlx::sqlite::SqliteRow) -> Result<StoredMessage, StoreError> {
+fn stored_message(session: &str, r: &DbRow) -> Result<StoredMessage, StoreError> {
     let row = MessageRow::from_sql(r)?;
     let archived: Option<i64> = r.try_get("archived_at").db()?;
     let kind: String = r.try_get("kind").db()?;
@@ -316,7 +356,7 @@ pub(crate) fn encode_config(config: &Map<String, Value>) -> Result<String, Store
     serde_json::to_string(config).map_err(|e| StoreError::Encode(format!("model_config: {e}")))
 }
 
-fn meta_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SessionMeta, StoreError> {
+fn meta_from_row(row: &DbRow) -> Result<SessionMeta, StoreError> {
     let id: String = row.try_get("id").db()?;
     let config: String = row.try_get("model_config").db()?;
     let model_config = serde_json::from_str(&config).map_err(|e| StoreError::Corrupt {
@@ -344,22 +384,219 @@ fn meta_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SessionMeta, StoreErro
     })
 }
 
-/// The session columns read back (a macro so queries stay `&'static str`).
-macro_rules! session_columns {
-    () => {
-        "id, title, parent_id, provider, model, base_url, base_url_confirmed, model_config, created_at, \
-         updated_at, message_count, input_tokens, output_tokens, reasoning_tokens, cache_read_tokens, \
-         cache_write_tokens"
-    };
+/// Which database a [`Store`] talks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// An SQLite file (`state.db` in `$HERMES_HOME`, the default).
+    Sqlite,
+    /// A PostgreSQL server, shared by many machines.
+    Postgres,
 }
 
-/// The session store.
+/// Where a store lives: an SQLite file or a PostgreSQL server. Its `Display` and `Debug` never
+/// show a password ([`Location::redacted`]).
+#[derive(Clone, PartialEq, Eq)]
+pub enum Location {
+    /// An SQLite file.
+    Sqlite(PathBuf),
+    /// A PostgreSQL server: a `postgres://` or `postgresql://` URL (`sslmode`, `sslrootcert` and
+    /// the other libpq parameters honoured; the password from the URL, `PGPASSWORD` or
+    /// `.pgpass`).
+    Postgres(String),
+}
+
+impl Location {
+    /// Reads a database URL: `postgres://…` / `postgresql://…` for PostgreSQL, `sqlite://PATH`
+    /// or `sqlite:PATH` for an SQLite file. Anything else is an error naming what was expected
+    /// (the text itself is shown redacted).
+    pub fn parse(text: &str) -> Result<Location, StoreError> {
+        let text = text.trim();
+        let lower = text.to_ascii_lowercase();
+        if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+            PgConnectOptions::from_str(text).map_err(|e| StoreError::Open {
+                path: redact_url(text),
+                message: scrub(&e.to_string(), text),
+            })?;
+            return Ok(Location::Postgres(text.to_owned()));
+        }
+        if let Some(path) = text
+            .strip_prefix("sqlite://")
+            .or_else(|| text.strip_prefix("sqlite:"))
+            .filter(|p| !p.is_empty())
+        {
+            return Ok(Location::Sqlite(PathBuf::from(path)));
+        }
+        Err(StoreError::Open {
+            path: redact_url(text),
+            message: "not a database URL: expected postgres://USER@HOST/DB (or postgresql://…) \
+                      or sqlite://PATH"
+                .into(),
+        })
+    }
+
+    /// The backend this location names.
+    pub fn backend(&self) -> Backend {
+        match self {
+            Location::Sqlite(_) => Backend::Sqlite,
+            Location::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// The location as it may be shown or logged: a URL's password (in its user part or a
+    /// `password` parameter) replaced by `***`.
+    pub fn redacted(&self) -> String {
+        match self {
+            Location::Sqlite(path) => path.display().to_string(),
+            Location::Postgres(url) => redact_url(url),
+        }
+    }
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl std::fmt::Debug for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
+            Location::Postgres(_) => f.debug_tuple("Postgres").field(&self.redacted()).finish(),
+        }
+    }
+}
+
+/// `url` with its password (user part, or a `password`/`sslpassword` parameter) replaced by
+/// `***`; text that is not a URL is shown only up to its scheme.
+pub fn redact_url(url: &str) -> String {
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        return match url.split_once("://") {
+            Some((scheme, _)) => format!("{scheme}://…"),
+            None => "(not a URL)".to_owned(),
+        };
+    };
+    if parsed.password().is_some() {
+        let _ = parsed.set_password(Some("***"));
+    }
+    if parsed.query().is_some() {
+        let pairs: Vec<(String, String)> = parsed
+            .query_pairs()
+            .map(|(k, v)| {
+                let secret =
+                    k.eq_ignore_ascii_case("password") || k.eq_ignore_ascii_case("sslpassword");
+                (
+                    k.into_owned(),
+                    if secret {
+                        "***".to_owned()
+                    } else {
+                        v.into_owned()
+                    },
+                )
+            })
+            .collect();
+        parsed.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    parsed.to_string()
+}
+
+/// `text` with every secret of `url` (its password, in clear and percent-encoded) cut out, for
+/// error messages that might quote it.
+fn scrub(text: &str, url: &str) -> String {
+    let mut out = text.to_owned();
+    if let Ok(parsed) = url::Url::parse(url) {
+        let mut secrets: Vec<String> = parsed
+            .query_pairs()
+            .filter(|(k, _)| {
+                k.eq_ignore_ascii_case("password") || k.eq_ignore_ascii_case("sslpassword")
+            })
+            .map(|(_, v)| v.into_owned())
+            .collect();
+        if let Some(password) = parsed.password() {
+            secrets.push(password.to_owned());
+            if let Ok(decoded) = percent_encoding::percent_decode_str(password).decode_utf8() {
+                secrets.push(decoded.into_owned());
+            }
+        }
+        for secret in secrets.into_iter().filter(|s| !s.is_empty()) {
+            out = out.replace(&secret, "***");
+        }
+    }
+    out
+}
+
+/// The session store: the same API on either [`Backend`].
 #[derive(Clone, Debug)]
 pub struct Store {
-    pool: SqlitePool,
+    pool: AnyPool,
+    backend: Backend,
+}
+
+/// Installs sqlx's `Any` drivers (SQLite and PostgreSQL) once per process.
+fn install_drivers() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(sqlx::any::install_default_drivers);
+}
+
+/// The SQLite URL the `Any` driver opens `path` with (read-write, never creating: the file was
+/// created and migrated before).
+fn sqlite_url(path: &Path) -> String {
+    /// Everything but unreserved characters and `/` is escaped, `%` included.
+    const ESCAPE: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~')
+        .remove(b'/');
+    let path = percent_encoding::percent_encode(path.as_os_str().as_encoded_bytes(), ESCAPE);
+    format!("sqlite://{path}?mode=rw")
 }
 
 impl Store {
+    /// Opens the store at `location`: [`Store::open`] for an SQLite file,
+    /// [`Store::connect_postgres`] for a PostgreSQL URL.
+    pub async fn open_at(location: &Location) -> Result<Store, StoreError> {
+        match location {
+            Location::Sqlite(path) => Store::open(path).await,
+            Location::Postgres(url) => Store::connect_postgres(url).await,
+        }
+    }
+
+    /// Which database this store talks to.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Connects to the PostgreSQL database at `url` and applies pending migrations (sqlx holds
+    /// an advisory lock while it migrates, so machines starting at once take turns). TLS follows
+    /// `sslmode` (rustls with the system's roots, or `sslrootcert`). Errors show the URL
+    /// redacted and never a password.
+    pub async fn connect_postgres(url: &str) -> Result<Store, StoreError> {
+        let open_err = |message: String| StoreError::Open {
+            path: redact_url(url),
+            message: scrub(&message, url),
+        };
+        install_drivers();
+        let options = AnyConnectOptions::from_str(url)
+            .map_err(|e| open_err(e.to_string()))?
+            .disable_statement_logging();
+        let pool = AnyPoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(options)
+            .await
+            .map_err(|e| open_err(e.to_string()))?;
+        PG_MIGRATOR
+            .run(&pool)
+            .await
+            .map_err(|e| open_err(e.to_string()))?;
+        tracing::debug!(url = %redact_url(url), "PostgreSQL store open");
+        Ok(Store {
+            pool,
+            backend: Backend::Postgres,
+        })
+    }
+
     /// Opens (creating if needed) the database at `path`, in WAL mode with a busy timeout and
     /// foreign keys on, and applies pending migrations. A file that is not hermes' own
     /// ([`ownership`]) is refused untouched ([`StoreError::Foreign`]). A new database and its
@@ -380,51 +617,96 @@ impl Store {
             Ownership::Absent => create_private(path).map_err(|e| open_err(e.to_string()))?,
             Ownership::Ours => {}
         }
-        // Several processes opening a fresh home at once: one at a time switches the file to
-        // WAL and migrates (SQLite cannot wait for the lock WAL mode needs), the others wait.
-        let _opening = open_lock(path).await.map_err(|e| open_err(e.to_string()))?;
-        let options = SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(5));
-        let pool = SqlitePoolOptions::new()
+        {
+            // Several processes opening a fresh home at once: one at a time switches the file
+            // to WAL (persistent in the file) and migrates (SQLite cannot wait for the lock WAL
+            // mode needs), the others wait.
+            let _opening = open_lock(path).await.map_err(|e| open_err(e.to_string()))?;
+            let mut conn = SqliteConnectOptions::new()
+                .filename(path)
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .foreign_keys(true)
+                .busy_timeout(Duration::from_secs(5))
+                .connect()
+                .await
+                .map_err(|e| open_err(e.to_string()))?;
+            MIGRATOR
+                .run(&mut conn)
+                .await
+                .map_err(|e| open_err(e.to_string()))?;
+            conn.close().await.map_err(|e| open_err(e.to_string()))?;
+        }
+        install_drivers();
+        let options = AnyConnectOptions::from_str(&sqlite_url(path))
+            .map_err(|e| open_err(e.to_string()))?
+            .disable_statement_logging();
+        let pool = AnyPoolOptions::new()
             .max_connections(4)
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    conn.execute(
+                        "PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; \
+                         PRAGMA foreign_keys = ON;",
+                    )
+                    .await
+                    .map(drop)
+                })
+            })
             .connect_with(options)
             .await
             .map_err(|e| open_err(e.to_string()))?;
-        MIGRATOR
-            .run(&pool)
-            .await
-            .map_err(|e| open_err(e.to_string()))?;
-        Ok(Store { pool })
+        Ok(Store {
+            pool,
+            backend: Backend::Sqlite,
+        })
     }
 
-    /// A transaction that will write: `BEGIN IMMEDIATE`, so SQLite takes the database's write
-    /// lock before the first read (waiting up to the busy timeout while another connection or
-    /// process holds it). Whatever the transaction then reads is the latest committed state, and
-    /// no other writer can commit between that read and this transaction's writes, so a
-    /// read-modify-write inside it cannot lose another writer's update. sqlx's `begin()` issues
-    /// a deferred `BEGIN` instead: its read takes a WAL snapshot, and when another connection
-    /// commits before the upgrade to a write lock, SQLite fails the write with
-    /// `SQLITE_BUSY_SNAPSHOT` at once (the busy timeout does not apply).
-    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
-        self.pool.begin_with("BEGIN IMMEDIATE").await.db()
+    /// A transaction that will write, holding the write lock of `scope` (a session id) from
+    /// before its first read until it ends, so a read-modify-write inside it cannot lose
+    /// another writer's update, in this process or any other, on this machine or another.
+    ///
+    /// - SQLite: `BEGIN IMMEDIATE`, the database's one write lock (waiting up to the busy
+    ///   timeout while another connection or process holds it). sqlx's `begin()` issues a
+    ///   deferred `BEGIN` instead: its read takes a WAL snapshot, and when another connection
+    ///   commits before the upgrade to a write lock, SQLite fails the write with
+    ///   `SQLITE_BUSY_SNAPSHOT` at once (the busy timeout does not apply).
+    /// - PostgreSQL: `BEGIN` (read committed) and a transaction-scoped advisory lock on the
+    ///   scope's hash (`pg_advisory_xact_lock`): writers of one session take turns, writers of
+    ///   different sessions run side by side, and every statement after the lock reads what
+    ///   the previous holder committed. The server releases the lock when the transaction ends,
+    ///   or when its connection dies.
+    async fn write_tx(
+        &self,
+        scope: &str,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Any>, StoreError> {
+        match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await.db(),
+            Backend::Postgres => {
+                let mut tx = self.pool.begin().await.db()?;
+                sqlx::query("SELECT 1 FROM pg_advisory_xact_lock(hashtextextended($1, 0))")
+                    .bind(scope)
+                    .execute(&mut *tx)
+                    .await
+                    .db()?;
+                Ok(tx)
+            }
+        }
     }
 
     /// Creates an empty session and returns its id.
     pub async fn create_session(&self, new: &NewSession) -> Result<String, StoreError> {
-        let mut tx = self.write_tx().await?;
-        let id = insert_session(&mut tx, new).await?;
+        let id = new_session_id();
+        let mut tx = self.write_tx(&id).await?;
+        insert_session(&mut tx, &id, new).await?;
         tx.commit().await.db()?;
         Ok(id)
     }
 
     /// Appends `messages` after the session's last message, in one transaction.
     pub async fn append(&self, session: &str, messages: &[Message]) -> Result<(), StoreError> {
-        let mut tx = self.write_tx().await?;
+        let mut tx = self.write_tx(session).await?;
         append_rows(&mut tx, session, messages).await?;
         tx.commit().await.db()?;
         tracing::debug!(session, appended = messages.len(), "messages stored");
@@ -636,9 +918,11 @@ impl Store {
 
     /// Imports a `hermes.session.v1` document as a new session, in one transaction.
     pub async fn import(&self, file: &SessionFile) -> Result<String, StoreError> {
-        let mut tx = self.write_tx().await?;
-        let id = insert_session(
+        let id = new_session_id();
+        let mut tx = self.write_tx(&id).await?;
+        insert_session(
             &mut tx,
+            &id,
             &NewSession {
                 title: file.title.clone(),
                 parent_id: None,
@@ -663,8 +947,9 @@ impl Store {
         new: &NewSession,
         messages: &[Message],
     ) -> Result<String, StoreError> {
-        let mut tx = self.write_tx().await?;
-        let id = insert_session(&mut tx, new).await?;
+        let id = new_session_id();
+        let mut tx = self.write_tx(&id).await?;
+        insert_session(&mut tx, &id, new).await?;
         append_rows(&mut tx, &id, messages).await?;
         tx.commit().await.db()?;
         tracing::debug!(session = %id, appended = messages.len(), "session created with its first messages");
@@ -699,9 +984,11 @@ impl Store {
             }
             messages.truncate(at);
         }
-        let mut tx = self.write_tx().await?;
-        let id = insert_session(
+        let id = new_session_id();
+        let mut tx = self.write_tx(&id).await?;
+        insert_session(
             &mut tx,
+            &id,
             &NewSession {
                 title: meta.title,
                 parent_id: Some(meta.id),
@@ -779,17 +1066,22 @@ fn create_private(path: &Path) -> std::io::Result<()> {
     file.open(path).map(drop)
 }
 
+/// A new session id (time-ordered).
+fn new_session_id() -> String {
+    uuid::Uuid::now_v7().simple().to_string()
+}
+
 async fn insert_session(
-    tx: &mut sqlx::SqliteConnection,
+    tx: &mut sqlx::AnyConnection,
+    id: &str,
     new: &NewSession,
-) -> Result<String, StoreError> {
-    let id = uuid::Uuid::now_v7().simple().to_string();
+) -> Result<(), StoreError> {
     let now = now_ms();
     sqlx::query(
         "INSERT INTO sessions (id, title, parent_id, provider, model, base_url, base_url_confirmed, \
          model_config, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)",
     )
-    .bind(&id)
+    .bind(id)
     .bind(&new.title)
     .bind(&new.parent_id)
     .bind(&new.provider)
@@ -800,11 +1092,11 @@ async fn insert_session(
     .bind(now)
     .execute(&mut *tx)
     .await.db()?;
-    Ok(id)
+    Ok(())
 }
 
 async fn append_rows(
-    tx: &mut sqlx::SqliteConnection,
+    tx: &mut sqlx::AnyConnection,
     session: &str,
     messages: &[Message],
 ) -> Result<(), StoreError> {

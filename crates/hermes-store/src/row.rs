@@ -93,7 +93,7 @@ impl MessageRow {
         })
     }
 
-    pub(crate) fn from_sql(row: &sqlx::sqlite::SqliteRow) -> Result<Self, StoreError> {
+    pub(crate) fn from_sql(row: &crate::DbRow) -> Result<Self, StoreError> {
         Ok(MessageRow {
             position: row.try_get(0).db()?,
             role: row.try_get(1).db()?,
@@ -168,7 +168,7 @@ impl MessageRow {
 
     pub(crate) async fn insert(
         &self,
-        conn: &mut sqlx::SqliteConnection,
+        conn: &mut sqlx::AnyConnection,
         session: &str,
         now: i64,
     ) -> Result<(), StoreError> {
@@ -197,4 +197,13 @@ impl MessageRow {
         .await.db()?;
         Ok(())
     }
+}
+
+/// The session columns read back (a macro so queries stay `&'static str`).
+macro_rules! session_columns {
+    () => {
+        "id, title, parent_id, provider, model, base_url, base_url_confirmed, model_config, created_at, \
+         updated_at, message_count, input_tokens, output_tokens, reasoning_tokens, cache_read_tokens, \
+         cache_write_tokens"
+    };
 }

@@ -1,22 +1,38 @@
-//! Store tests on real SQLite files.
+//! Store tests on real SQLite files and, for every test not about SQLite itself, on a real
+//! PostgreSQL server too ([`both!`]).
 
 use hermes_core::{Message, parse_history};
 
-use crate::{NewSession, Store, StoreError};
+use crate::testing::TestDb;
+use crate::{Backend, NewSession, Store, StoreError};
 
 const SESSION: &str = r#"{"format":"hermes.session.v1","provider":"openrouter","model":"a/m","base_url":"https://openrouter.ai/api/v1","title":"t","model_config":{"reasoning_rejected_carriers":[["openrouter","openrouter.ai","a/m",["reasoning"]]],"temperature":0.5},"messages":[{"role":"user","content":"caf\u00e9"},{"role":"assistant","content":"","reasoning_content":"th\u00efnk \"q\"","reasoning":"r","reasoning_details":[{"signature":"c2ln/+==","text":"t","type":"reasoning.text","n":123456789012345678901234567890},{"type":"reasoning.encrypted","data":"QUJD"},{"type":"hermes.native_assistant","extra_content":{"google":{"thought_signature":"GS"}}}],"tool_calls":[{"id":"c1","type":"function","function":{"name":"now","arguments":"{\"a\":\u00201}","thought_signature":"FS"},"extra_content":{"google":{"thought_signature":"TS"}},"x":1}],"x_unknown":{"b":2,"a":1},"origin":{"provider":"openrouter","host":"openrouter.ai","model":"a/m"}},{"role":"tool","content":"12:00","tool_call_id":"c1","name":"now"}]}"#;
 
-async fn store() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("home/state.db"))
-        .await
-        .unwrap();
-    (dir, store)
+/// Runs the async test `$name(db: TestDb)` once per backend: `$name::sqlite` on a fresh SQLite
+/// file, `$name::postgres` on a fresh schema of the test server (see [`crate::testing`]).
+macro_rules! both {
+    ($name:ident) => {
+        mod $name {
+            #[tokio::test]
+            async fn sqlite() {
+                let db = crate::testing::TestDb::new(crate::Backend::Sqlite)
+                    .await
+                    .unwrap();
+                super::$name(db).await;
+            }
+            #[tokio::test]
+            async fn postgres() {
+                if let Some(db) = crate::testing::TestDb::new(crate::Backend::Postgres).await {
+                    super::$name(db).await;
+                }
+            }
+        }
+    };
 }
 
-#[tokio::test]
-async fn import_then_export_is_byte_identical() {
-    let (dir, store) = store().await;
+both!(import_then_export_is_byte_identical);
+async fn import_then_export_is_byte_identical(db: TestDb) {
+    let store = db.open().await;
     let file = parse_history(SESSION).unwrap();
     let id = store.import(&file).await.unwrap();
     assert_eq!(
@@ -24,18 +40,16 @@ async fn import_then_export_is_byte_identical() {
         SESSION
     );
     // And from a fresh connection to the same file.
-    let reopened = Store::open(&dir.path().join("home/state.db"))
-        .await
-        .unwrap();
+    let reopened = db.open().await;
     assert_eq!(
         serde_json::to_string(&reopened.export(&id).await.unwrap()).unwrap(),
         SESSION
     );
 }
 
-#[tokio::test]
-async fn carriers_are_stored_as_the_exact_text_received() {
-    let (_dir, store) = store().await;
+both!(carriers_are_stored_as_the_exact_text_received);
+async fn carriers_are_stored_as_the_exact_text_received(db: TestDb) {
+    let store = db.open().await;
     let id = store
         .import(&parse_history(SESSION).unwrap())
         .await
@@ -50,16 +64,33 @@ async fn carriers_are_stored_as_the_exact_text_received() {
     assert_eq!(row.0, r#""th\u00efnk \"q\"""#);
     assert!(row.1.starts_with(r#"[{"signature":"c2ln/+==","text":"t","type":"reasoning.text","n":123456789012345678901234567890}"#));
     assert!(row.2.contains(r#""arguments":"{\"a\":\u00201}""#));
-    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+    let column_type: String = match store.backend() {
+        Backend::Sqlite => {
+            let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+                .fetch_one(&store.pool)
+                .await
+                .unwrap();
+            assert_eq!(mode, "wal");
+            sqlx::query_scalar("SELECT type FROM pragma_table_info('messages') WHERE name = 'reasoning_details'")
+                .fetch_one(&store.pool)
+                .await
+                .unwrap()
+        }
+        // Never jsonb, which would reorder keys and rewrite whitespace.
+        Backend::Postgres => sqlx::query_scalar(
+            "SELECT data_type::text FROM information_schema.columns \
+             WHERE table_schema = current_schema() AND table_name = 'messages' AND column_name = 'reasoning_details'",
+        )
         .fetch_one(&store.pool)
         .await
-        .unwrap();
-    assert_eq!(mode, "wal");
+        .unwrap(),
+    };
+    assert_eq!(column_type.to_lowercase(), "text");
 }
 
-#[tokio::test]
-async fn append_continues_positions_and_counts() {
-    let (_dir, store) = store().await;
+both!(append_continues_positions_and_counts);
+async fn append_continues_positions_and_counts(db: TestDb) {
+    let store = db.open().await;
     let id = store.create_session(&NewSession::default()).await.unwrap();
     let hi: Vec<Message> = serde_json::from_str(
         r#"[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]"#,
@@ -87,9 +118,9 @@ async fn append_continues_positions_and_counts() {
     assert_eq!(rows, 3);
 }
 
-#[tokio::test]
-async fn branch_copies_carriers_verdicts_and_parent() {
-    let (_dir, store) = store().await;
+both!(branch_copies_carriers_verdicts_and_parent);
+async fn branch_copies_carriers_verdicts_and_parent(db: TestDb) {
+    let store = db.open().await;
     let id = store
         .import(&parse_history(SESSION).unwrap())
         .await
@@ -107,9 +138,9 @@ async fn branch_copies_carriers_verdicts_and_parent() {
     assert_eq!(store.messages(&all).await.unwrap(), original);
 }
 
-#[tokio::test]
-async fn branch_beyond_the_end_fails_and_creates_nothing() {
-    let (_dir, store) = store().await;
+both!(branch_beyond_the_end_fails_and_creates_nothing);
+async fn branch_beyond_the_end_fails_and_creates_nothing(db: TestDb) {
+    let store = db.open().await;
     let id = store
         .import(&parse_history(SESSION).unwrap())
         .await
@@ -138,9 +169,9 @@ async fn branch_beyond_the_end_fails_and_creates_nothing() {
     assert_eq!(store.list().await.unwrap().len(), 2, "nothing was created");
 }
 
-#[tokio::test]
-async fn delete_removes_the_session_and_its_messages() {
-    let (_dir, store) = store().await;
+both!(delete_removes_the_session_and_its_messages);
+async fn delete_removes_the_session_and_its_messages(db: TestDb) {
+    let store = db.open().await;
     let id = store
         .import(&parse_history(SESSION).unwrap())
         .await
@@ -164,9 +195,9 @@ async fn delete_removes_the_session_and_its_messages() {
     ));
 }
 
-#[tokio::test]
-async fn model_config_updates_and_listing() {
-    let (_dir, store) = store().await;
+both!(model_config_updates_and_listing);
+async fn model_config_updates_and_listing(db: TestDb) {
+    let store = db.open().await;
     let a = store
         .create_session(&NewSession {
             title: Some("a".into()),
@@ -188,9 +219,9 @@ async fn model_config_updates_and_listing() {
     ));
 }
 
-#[tokio::test]
-async fn compaction_archives_rows_and_the_checkpoint_takes_their_place() {
-    let (_dir, store) = store().await;
+both!(compaction_archives_rows_and_the_checkpoint_takes_their_place);
+async fn compaction_archives_rows_and_the_checkpoint_takes_their_place(db: TestDb) {
+    let store = db.open().await;
     let id = store.create_session(&NewSession::default()).await.unwrap();
     let msgs: Vec<Message> = (0..6)
         .map(|i| {
@@ -350,9 +381,9 @@ async fn a_new_database_and_its_folder_are_private() {
     }
 }
 
-#[tokio::test]
-async fn a_base_url_is_confirmed_only_by_the_user() {
-    let (_dir, store) = store().await;
+both!(a_base_url_is_confirmed_only_by_the_user);
+async fn a_base_url_is_confirmed_only_by_the_user(db: TestDb) {
+    let store = db.open().await;
     let imported = store
         .import(&parse_history(SESSION).unwrap())
         .await
@@ -379,14 +410,12 @@ async fn a_base_url_is_confirmed_only_by_the_user() {
     assert!(store.session(&made).await.unwrap().base_url_confirmed);
 }
 
-#[tokio::test]
-async fn stored_key_order_survives_storage_byte_for_byte() {
-    let (dir, store) = store().await;
+both!(stored_key_order_survives_storage_byte_for_byte);
+async fn stored_key_order_survives_storage_byte_for_byte(db: TestDb) {
+    let store = db.open().await;
     let text = r#"{"format":"hermes.session.v1","model_config":{},"messages":[{"content":"q","role":"user"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"now","arguments":"{}"}}],"x_first":1,"reasoning_content":"t","content":null,"x_last":[2]},{"role":"tool","tool_call_id":"c1","timestamp":1.5,"content":"12:00"}]}"#;
     let id = store.import(&parse_history(text).unwrap()).await.unwrap();
-    let reopened = Store::open(&dir.path().join("home/state.db"))
-        .await
-        .unwrap();
+    let reopened = db.open().await;
     assert_eq!(
         serde_json::to_string(&reopened.export(&id).await.unwrap()).unwrap(),
         text
@@ -419,9 +448,9 @@ async fn raw_config(store: &Store, id: &str) -> String {
         .unwrap()
 }
 
-#[tokio::test]
-async fn a_verdict_cleared_by_another_handle_is_not_brought_back_by_the_next_record() {
-    let (dir, chat) = store().await;
+both!(a_verdict_cleared_by_another_handle_is_not_brought_back_by_the_next_record);
+async fn a_verdict_cleared_by_another_handle_is_not_brought_back_by_the_next_record(db: TestDb) {
+    let chat = db.open().await;
     let id = chat.create_session(&NewSession::default()).await.unwrap();
     let v1 = target("p", "old-model");
     let v2 = target("p", "new-model");
@@ -431,9 +460,7 @@ async fn a_verdict_cleared_by_another_handle_is_not_brought_back_by_the_next_rec
     assert_eq!(in_memory.refused_for(&v1), rd());
 
     // Meanwhile `hermes verdicts clear`, through its own handle on the same file, clears V1.
-    let other = Store::open(&dir.path().join("home/state.db"))
-        .await
-        .unwrap();
+    let other = db.open().await;
     assert_eq!(
         other
             .clear_verdicts(&id, &crate::VerdictFilter::default())
@@ -453,12 +480,10 @@ async fn a_verdict_cleared_by_another_handle_is_not_brought_back_by_the_next_rec
     }
 }
 
-#[tokio::test]
-async fn two_handles_recording_at_once_keep_every_verdict() {
-    let (dir, a) = store().await;
-    let b = Store::open(&dir.path().join("home/state.db"))
-        .await
-        .unwrap();
+both!(two_handles_recording_at_once_keep_every_verdict);
+async fn two_handles_recording_at_once_keep_every_verdict(db: TestDb) {
+    let a = db.open().await;
+    let b = db.open().await;
     let id = a.create_session(&NewSession::default()).await.unwrap();
     let record_many = |store: Store, prefix: &'static str| {
         let id = id.clone();
@@ -488,9 +513,9 @@ async fn two_handles_recording_at_once_keep_every_verdict() {
     }
 }
 
-#[tokio::test]
-async fn verdict_changes_keep_every_other_member_of_model_config_byte_for_byte() {
-    let (_dir, store) = store().await;
+both!(verdict_changes_keep_every_other_member_of_model_config_byte_for_byte);
+async fn verdict_changes_keep_every_other_member_of_model_config_byte_for_byte(db: TestDb) {
+    let store = db.open().await;
     let id = store.create_session(&NewSession::default()).await.unwrap();
     set_raw_config(
         &store,
@@ -603,9 +628,9 @@ fn wire_filter(
     }
 }
 
-#[tokio::test]
-async fn wire_verdicts_are_recorded_merged_and_cleared() {
-    let (dir, store) = store().await;
+both!(wire_verdicts_are_recorded_merged_and_cleared);
+async fn wire_verdicts_are_recorded_merged_and_cleared(db: TestDb) {
+    let store = db.open().await;
     let id = store.create_session(&NewSession::default()).await.unwrap();
     let t = target("Anthropic", "claude-x");
     assert_eq!(
@@ -643,9 +668,7 @@ async fn wire_verdicts_are_recorded_merged_and_cleared() {
         .unwrap();
 
     // The merge happens on what is stored now: a clear by another handle stays cleared.
-    let other = Store::open(&dir.path().join("home/state.db"))
-        .await
-        .unwrap();
+    let other = db.open().await;
     assert_eq!(
         other
             .clear_verdicts(&id, &wire_filter(Some("gemini"), None, None))
@@ -691,9 +714,11 @@ async fn wire_verdicts_are_recorded_merged_and_cleared() {
     assert_eq!(raw_config(&store, &id).await, damaged);
 }
 
-#[tokio::test]
-async fn chat_and_wire_verdicts_share_model_config_and_each_change_rewrites_only_its_member() {
-    let (_dir, store) = store().await;
+both!(chat_and_wire_verdicts_share_model_config_and_each_change_rewrites_only_its_member);
+async fn chat_and_wire_verdicts_share_model_config_and_each_change_rewrites_only_its_member(
+    db: TestDb,
+) {
+    let store = db.open().await;
     let id = store.create_session(&NewSession::default()).await.unwrap();
     set_raw_config(
         &store,
@@ -767,9 +792,9 @@ async fn chat_and_wire_verdicts_share_model_config_and_each_change_rewrites_only
     );
 }
 
-#[tokio::test]
-async fn the_wire_filter_selects_chat_one_wire_or_every_wire() {
-    let (_dir, store) = store().await;
+both!(the_wire_filter_selects_chat_one_wire_or_every_wire);
+async fn the_wire_filter_selects_chat_one_wire_or_every_wire(db: TestDb) {
+    let store = db.open().await;
     let id = store.create_session(&NewSession::default()).await.unwrap();
     let fill = || async {
         set_raw_config(&store, &id, "{}").await;
@@ -859,9 +884,9 @@ async fn the_wire_filter_selects_chat_one_wire_or_every_wire() {
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
 }
 
-#[tokio::test]
-async fn usage_sums_every_counter_across_calls() {
-    let (_dir, store) = store().await;
+both!(usage_sums_every_counter_across_calls);
+async fn usage_sums_every_counter_across_calls(db: TestDb) {
+    let store = db.open().await;
     let id = store.create_session(&NewSession::default()).await.unwrap();
     let meta = store.session(&id).await.unwrap();
     assert_eq!(
@@ -923,10 +948,10 @@ async fn six_messages(store: &Store) -> String {
     id
 }
 
-#[tokio::test]
-async fn a_typed_compaction_plan_is_stored_as_the_tuples_are() {
+both!(a_typed_compaction_plan_is_stored_as_the_tuples_are);
+async fn a_typed_compaction_plan_is_stored_as_the_tuples_are(db: TestDb) {
     use crate::{CompactionPlan, PlannedInsert, RowKind};
-    let (_dir, store) = store().await;
+    let store = db.open().await;
     let summary = Message::text(hermes_core::Role::User, "[Summary] m1..m3");
     let cleared = Message::text(hermes_core::Role::Assistant, "[cleared]");
 
@@ -987,9 +1012,9 @@ async fn a_typed_compaction_plan_is_stored_as_the_tuples_are() {
     assert_eq!(store.active(&typed).await.unwrap(), active);
 }
 
-#[tokio::test]
-async fn a_failed_query_is_a_database_error_without_sqlx_in_its_type() {
-    let (_dir, store) = store().await;
+both!(a_failed_query_is_a_database_error_without_sqlx_in_its_type);
+async fn a_failed_query_is_a_database_error_without_sqlx_in_its_type(db: TestDb) {
+    let store = db.open().await;
     let err = store
         .create_session(&NewSession {
             parent_id: Some("no-such-parent".into()),
@@ -1000,10 +1025,15 @@ async fn a_failed_query_is_a_database_error_without_sqlx_in_its_type() {
     let StoreError::Database(db) = &err else {
         panic!("{err:?}")
     };
-    // SQLITE_CONSTRAINT_FOREIGNKEY.
-    assert_eq!(db.code().as_deref(), Some("787"), "{db}");
+    let (code, text) = match store.backend() {
+        // SQLITE_CONSTRAINT_FOREIGNKEY.
+        Backend::Sqlite => ("787", "FOREIGN KEY"),
+        // foreign_key_violation.
+        Backend::Postgres => ("23503", "foreign key"),
+    };
+    assert_eq!(db.code().as_deref(), Some(code), "{db}");
     assert!(err.to_string().starts_with("database error: "), "{err}");
-    assert!(err.to_string().contains("FOREIGN KEY"), "{err}");
+    assert!(err.to_string().contains(text), "{err}");
 }
 
 #[tokio::test]
@@ -1035,12 +1065,12 @@ async fn a_database_another_hermes_is_creating_counts_as_ours() {
     assert!(store.list().await.unwrap().is_empty(), "and it migrates");
 }
 
-#[tokio::test]
-async fn the_thinking_request_round_trips_as_its_own_member() {
+both!(the_thinking_request_round_trips_as_its_own_member);
+async fn the_thinking_request_round_trips_as_its_own_member(db: TestDb) {
     use crate::{StoredThinking, THINKING_KEY};
     use hermes_core::{Effort, ThinkingRequest};
 
-    let (dir, store) = store().await;
+    let store = db.open().await;
     let id = store.create_session(&NewSession::default()).await.unwrap();
     assert_eq!(store.thinking(&id).await.unwrap(), None);
     for effort in Effort::ALL {
@@ -1064,9 +1094,7 @@ async fn the_thinking_request_round_trips_as_its_own_member() {
         r#"{"hermes_thinking":"off"}"#
     );
     // Another handle (another process) reads what was stored.
-    let other = Store::open(&dir.path().join("home/state.db"))
-        .await
-        .unwrap();
+    let other = db.open().await;
     assert_eq!(
         other.thinking(&id).await.unwrap(),
         Some(StoredThinking::Off)
@@ -1122,12 +1150,12 @@ async fn the_thinking_request_round_trips_as_its_own_member() {
     }
 }
 
-#[tokio::test]
-async fn writing_the_thinking_request_keeps_every_other_member_byte_identical() {
+both!(writing_the_thinking_request_keeps_every_other_member_byte_identical);
+async fn writing_the_thinking_request_keeps_every_other_member_byte_identical(db: TestDb) {
     use crate::StoredThinking;
     use hermes_core::Effort;
 
-    let (_dir, store) = store().await;
+    let store = db.open().await;
     let id = store.create_session(&NewSession::default()).await.unwrap();
     let others = (
         r#"{"a":1.0e5,"reasoning_rejected_carriers":[["p","api.example","m",["reasoning"]]],"mid":"caf\u00e9","#,
@@ -1176,11 +1204,11 @@ async fn writing_the_thinking_request_keeps_every_other_member_byte_identical() 
     );
 }
 
-#[tokio::test]
-async fn a_damaged_thinking_member_is_an_error_naming_it_and_is_never_overwritten() {
+both!(a_damaged_thinking_member_is_an_error_naming_it_and_is_never_overwritten);
+async fn a_damaged_thinking_member_is_an_error_naming_it_and_is_never_overwritten(db: TestDb) {
     use crate::StoredThinking;
 
-    let (_dir, store) = store().await;
+    let store = db.open().await;
     let id = store.create_session(&NewSession::default()).await.unwrap();
     for damaged in [
         r#"{"a":1,"hermes_thinking":"loud"}"#,
@@ -1211,4 +1239,342 @@ async fn a_damaged_thinking_member_is_an_error_naming_it_and_is_never_overwritte
     // `null` is no request, not damage.
     set_raw_config(&store, &id, r#"{"hermes_thinking":null}"#).await;
     assert_eq!(store.thinking(&id).await.unwrap(), None);
+}
+
+both!(fleet_verdicts_are_learned_for_the_whole_store_and_claimed_once);
+async fn fleet_verdicts_are_learned_for_the_whole_store_and_claimed_once(db: TestDb) {
+    let a = db.open().await;
+    let b = db.open().await;
+    let t =
+        hermes_core::RouteTarget::new("OpenRouter", Some("https://openrouter.ai/api/v1"), "a/M");
+    a.learn_fleet_verdicts("chat", &t, &["reasoning_details"])
+        .await
+        .unwrap();
+    a.learn_fleet_verdicts("anthropic", &t, &["thinking"])
+        .await
+        .unwrap();
+    // Another handle (another process, another machine) sees them, keyed as verdicts are.
+    let seen = b.fleet_verdicts_for("chat", &t).await.unwrap();
+    assert_eq!(seen.len(), 1);
+    let v = &seen[0];
+    assert_eq!(
+        (
+            v.wire.as_str(),
+            v.provider.as_str(),
+            v.host.as_str(),
+            v.model.as_str(),
+            v.field.as_str()
+        ),
+        (
+            "chat",
+            "openrouter",
+            "openrouter.ai",
+            "a/M",
+            "reasoning_details"
+        )
+    );
+    assert_eq!(v.probing_since, None);
+    assert_eq!(b.fleet_verdicts().await.unwrap().len(), 2);
+
+    // Not old enough: nobody claims it.
+    assert_eq!(a.claim_fleet_probe(v, v.learned_at, 0).await.unwrap(), None);
+    // Old enough: of two claimants exactly one wins.
+    let later = v.learned_at + 1;
+    let (x, y) = tokio::join!(
+        a.claim_fleet_probe(v, later, 0),
+        b.claim_fleet_probe(v, later, 0)
+    );
+    let wins: Vec<i64> = [x.unwrap(), y.unwrap()].into_iter().flatten().collect();
+    assert_eq!(wins.len(), 1, "{wins:?}");
+    let since = wins[0];
+    // A claim left behind by a dead process is taken over once stale.
+    assert_eq!(a.claim_fleet_probe(v, later, since).await.unwrap(), None);
+    // Given back unprobed: the verdict stays, unclaimed.
+    a.release_fleet_probes("chat", &t, &["reasoning_details"], since)
+        .await
+        .unwrap();
+    assert_eq!(
+        a.fleet_verdicts_for("chat", &t).await.unwrap()[0].probing_since,
+        None
+    );
+    // Claimed, then refused again: re-learned, fresh, claim gone.
+    let since = a.claim_fleet_probe(v, later, 0).await.unwrap().unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+    a.learn_fleet_verdicts("chat", &t, &["reasoning_details"])
+        .await
+        .unwrap();
+    let relearned = &a.fleet_verdicts_for("chat", &t).await.unwrap()[0];
+    assert!(relearned.learned_at > v.learned_at && relearned.probing_since.is_none());
+    assert_eq!(
+        a.forget_probed_fleet_verdicts("chat", &t, &["reasoning_details"], since)
+            .await
+            .unwrap(),
+        0,
+        "a re-learned verdict is not dropped by a stale acceptance"
+    );
+    // Claimed, then accepted: dropped.
+    let since = a
+        .claim_fleet_probe(relearned, relearned.learned_at + 1, 0)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        b.forget_probed_fleet_verdicts("chat", &t, &["reasoning_details"], since)
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(a.fleet_verdicts_for("chat", &t).await.unwrap().is_empty());
+    // Clearing by filter.
+    a.learn_fleet_verdicts("chat", &t, &["reasoning"])
+        .await
+        .unwrap();
+    let only_anthropic = crate::VerdictFilter {
+        wire: Some("Anthropic".into()),
+        ..crate::VerdictFilter::default()
+    };
+    assert_eq!(a.clear_fleet_verdicts(&only_anthropic).await.unwrap(), 1);
+    assert_eq!(a.fleet_verdicts().await.unwrap().len(), 1);
+    assert_eq!(
+        a.clear_fleet_verdicts(&crate::VerdictFilter::default())
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(b.fleet_verdicts().await.unwrap().is_empty());
+}
+
+/// A source SQLite store with a compaction, a branch, verdicts, usage and a fleet verdict.
+async fn rich_sqlite_source(dir: &std::path::Path) -> (Store, Vec<String>) {
+    let source = Store::open(&dir.join("source/state.db")).await.unwrap();
+    let imported = source
+        .import(&parse_history(SESSION).unwrap())
+        .await
+        .unwrap();
+    let compacted = six_messages(&source).await;
+    source
+        .compact(
+            &compacted,
+            &[1, 2, 3],
+            &[(
+                1,
+                Message::text(hermes_core::Role::User, "[Summary] m1..m3"),
+                true,
+            )],
+        )
+        .await
+        .unwrap();
+    source
+        .add_usage(&compacted, &hermes_core::Usage::new(10, 20, 5, 3, 1))
+        .await
+        .unwrap();
+    let branch = source.branch(&imported, Some(2)).await.unwrap();
+    source
+        .record_verdict(&branch, &target("p", "m"), rd())
+        .await
+        .unwrap();
+    source
+        .learn_fleet_verdicts("chat", &target("p", "m"), &["reasoning_details"])
+        .await
+        .unwrap();
+    (source, vec![imported, compacted, branch])
+}
+
+both!(a_copy_holds_every_row_byte_for_byte_and_a_second_copy_copies_nothing);
+async fn a_copy_holds_every_row_byte_for_byte_and_a_second_copy_copies_nothing(db: TestDb) {
+    let dir = tempfile::tempdir().unwrap();
+    let (source, ids) = rich_sqlite_source(dir.path()).await;
+    let dest = db.open().await;
+    let report = source.copy_into(&dest).await.unwrap();
+    assert_eq!(report.copied.len(), 3, "{report:?}");
+    assert!(report.conflicts.is_empty() && report.present.is_empty());
+    assert_eq!(report.messages, 3 + 7 + 2);
+    assert_eq!(report.fleet_verdicts, 1);
+    // Parents first: the branch came after the session it branched from.
+    let pos = |id: &str| report.copied.iter().position(|c| c == id).unwrap();
+    assert!(pos(&ids[0]) < pos(&ids[2]));
+    for id in &ids {
+        // The export is byte-identical from either backend …
+        assert_eq!(
+            serde_json::to_string(&source.export(id).await.unwrap()).unwrap(),
+            serde_json::to_string(&dest.export(id).await.unwrap()).unwrap()
+        );
+        // … and so is every row, archived ones and checkpoints included.
+        assert_eq!(
+            source.all_messages(id).await.unwrap(),
+            dest.all_messages(id).await.unwrap()
+        );
+        assert_eq!(
+            source.session(id).await.unwrap(),
+            dest.session(id).await.unwrap()
+        );
+    }
+    assert_eq!(
+        dest.session(&ids[2]).await.unwrap().parent_id.as_deref(),
+        Some(ids[0].as_str())
+    );
+    assert_eq!(
+        dest.verdicts(&ids[2])
+            .await
+            .unwrap()
+            .refused_for(&target("p", "m")),
+        rd()
+    );
+    assert_eq!(
+        dest.fleet_verdicts().await.unwrap(),
+        source.fleet_verdicts().await.unwrap()
+    );
+    // The raw carrier text survived the trip.
+    let raw: String = sqlx::query_scalar(
+        "SELECT reasoning_details FROM messages WHERE session_id = $1 AND position = 1",
+    )
+    .bind(&ids[0])
+    .fetch_one(&dest.pool)
+    .await
+    .unwrap();
+    assert!(raw.starts_with(r#"[{"signature":"c2ln/+==","text":"t","type":"reasoning.text","n":123456789012345678901234567890}"#), "{raw}");
+
+    // Idempotent: a second run copies nothing and finds every session identical.
+    let again = source.copy_into(&dest).await.unwrap();
+    assert!(again.copied.is_empty(), "{again:?}");
+    assert_eq!(again.present.len(), 3);
+    assert_eq!(again.fleet_verdicts, 0);
+    // A session that changed on one side since is a conflict, reported and left alone.
+    source
+        .append(&ids[1], &[Message::text(hermes_core::Role::User, "more")])
+        .await
+        .unwrap();
+    let third = source.copy_into(&dest).await.unwrap();
+    assert_eq!(third.conflicts.len(), 1, "{third:?}");
+    assert_eq!(third.conflicts[0].0, ids[1]);
+    assert_eq!(
+        dest.messages(&ids[1]).await.unwrap().len(),
+        4,
+        "left as it was"
+    );
+}
+
+both!(eight_concurrent_writers_lose_and_duplicate_nothing);
+async fn eight_concurrent_writers_lose_and_duplicate_nothing(db: TestDb) {
+    let mut handles = Vec::new();
+    for w in 0..8 {
+        let store = db.open().await;
+        handles.push(tokio::spawn(async move {
+            let id = store.create_session(&NewSession::default()).await.unwrap();
+            for turn in 0..50 {
+                store
+                    .append(
+                        &id,
+                        &[
+                            Message::text(hermes_core::Role::User, &format!("w{w} t{turn}")),
+                            Message::text(hermes_core::Role::Assistant, &format!("a{w} t{turn}")),
+                        ],
+                    )
+                    .await
+                    .unwrap();
+            }
+            id
+        }));
+    }
+    let mut ids = Vec::new();
+    for h in handles {
+        ids.push(h.await.unwrap());
+    }
+    let store = db.open().await;
+    for (w, id) in ids.iter().enumerate() {
+        let all = store.all_messages(id).await.unwrap();
+        assert_eq!(all.len(), 100);
+        assert_eq!(store.session(id).await.unwrap().message_count, 100);
+        for (i, m) in all.iter().enumerate() {
+            assert_eq!(m.position, i as i64, "dense and ordered");
+            let prefix = if i % 2 == 0 { "w" } else { "a" };
+            assert_eq!(
+                m.message.content.as_ref().unwrap().as_str().unwrap(),
+                format!("{prefix}{w} t{}", i / 2)
+            );
+        }
+    }
+}
+
+both!(appends_to_one_session_from_two_handles_never_interleave_a_batch);
+async fn appends_to_one_session_from_two_handles_never_interleave_a_batch(db: TestDb) {
+    let a = db.open().await;
+    let b = db.open().await;
+    let id = a.create_session(&NewSession::default()).await.unwrap();
+    let writer = |store: Store, name: &'static str| {
+        let id = id.clone();
+        async move {
+            for turn in 0..25 {
+                let batch: Vec<Message> = (0..3)
+                    .map(|k| Message::text(hermes_core::Role::User, &format!("{name}{turn}.{k}")))
+                    .collect();
+                store.append(&id, &batch).await.unwrap();
+            }
+        }
+    };
+    tokio::join!(writer(a.clone(), "a"), writer(b.clone(), "b"));
+    let all = a.all_messages(&id).await.unwrap();
+    assert_eq!(all.len(), 150);
+    for (i, chunk) in all.chunks(3).enumerate() {
+        let texts: Vec<String> = chunk
+            .iter()
+            .map(|m| {
+                m.message
+                    .content
+                    .as_ref()
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .into_owned()
+            })
+            .collect();
+        let stem = texts[0].trim_end_matches(".0");
+        assert_eq!(texts, [0, 1, 2].map(|k| format!("{stem}.{k}")), "batch {i}");
+        for (k, m) in chunk.iter().enumerate() {
+            assert_eq!(m.position, (i * 3 + k) as i64);
+        }
+    }
+}
+
+both!(a_lease_is_held_by_one_handle_at_a_time);
+async fn a_lease_is_held_by_one_handle_at_a_time(db: TestDb) {
+    let a = db.open().await;
+    let b = db.open().await;
+    let id = a.create_session(&NewSession::default()).await.unwrap();
+    let ttl = std::time::Duration::from_secs(30);
+    let never_gone = |_: &str| false;
+    assert_eq!(
+        a.acquire_lease(&id, "host-a:1:x", ttl, &never_gone)
+            .await
+            .unwrap(),
+        crate::Lease::Held
+    );
+    match b
+        .acquire_lease(&id, "host-b:2:y", ttl, &never_gone)
+        .await
+        .unwrap()
+    {
+        crate::Lease::Busy {
+            holder,
+            remaining_ms,
+        } => {
+            assert_eq!(holder, "host-a:1:x");
+            assert!(remaining_ms > 0 && remaining_ms <= 30_000);
+        }
+        other => panic!("{other:?}"),
+    }
+    a.release_lease(&id, "host-a:1:x").await.unwrap();
+    assert_eq!(
+        b.acquire_lease(&id, "host-b:2:y", ttl, &never_gone)
+            .await
+            .unwrap(),
+        crate::Lease::Held
+    );
+    // A lease whose holder is known to be gone is taken over.
+    assert_eq!(
+        a.acquire_lease(&id, "host-a:1:x", ttl, &|h: &str| h == "host-b:2:y")
+            .await
+            .unwrap(),
+        crate::Lease::Held
+    );
 }

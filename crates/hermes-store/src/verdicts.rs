@@ -347,7 +347,7 @@ impl Store {
         session: &str,
         change: impl FnOnce(&mut M) -> R,
     ) -> Result<(M, R), StoreError> {
-        let mut tx = self.write_tx().await?;
+        let mut tx = self.write_tx(session).await?;
         let text: Option<String> =
             sqlx::query_scalar("SELECT model_config FROM sessions WHERE id = $1")
                 .bind(session)
