@@ -3,6 +3,8 @@
 //! `HERMES_CRASH_WRITER`) that appends big batches in a loop, waits until the child is inside a
 //! write transaction, kills it, and reads what is stored.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
