@@ -72,7 +72,7 @@ pub(crate) async fn open(
     home: &Path,
 ) -> anyhow::Result<ChatSession> {
     let config = crate::config::load(home)?;
-    let store = home::open_store_in(home).await?;
+    let store = home::open_store_in(home, &config).await?;
     let workspace = match args.workspace.clone().or_else(|| config.workspace.clone()) {
         Some(dir) => dir,
         None => std::env::current_dir()?,
@@ -105,6 +105,7 @@ pub(crate) async fn open(
         .stream(!args.no_stream)
         .compaction(config.compaction.overrides())
         .limits(config.limits.limits())
+        .reprobe_after(config.reprobe_after())
         .key(Arc::new(|var: &str| std::env::var(var).ok()))
         .aws(Arc::new(crate::aws::AwsEnv { secrets }));
     Ok(ChatSession::open(engine, store, options, tools).await?)

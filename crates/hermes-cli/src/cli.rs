@@ -159,18 +159,35 @@ pub(crate) enum SessionsCommand {
         #[arg(value_name = "ID")]
         id: String,
     },
+    /// Copy every session (archived rows, checkpoints, verdicts, origins, lineage) and the
+    /// fleet verdicts from the local database into another one, e.g. a shared PostgreSQL; each
+    /// copy is verified byte for byte, and running it again copies nothing.
+    Migrate {
+        /// The destination: `postgres://USER@HOST/DB[?sslmode=…]` (password from the URL,
+        /// `PGPASSWORD` or `~/.pgpass`) or `sqlite://PATH`.
+        #[arg(long, value_name = "URL")]
+        to: String,
+        /// The source (default: the SQLite database in $HERMES_HOME).
+        #[arg(long, value_name = "URL")]
+        from: Option<String>,
+    },
 }
 
 /// `hermes verdicts …`
 #[derive(Debug, Subcommand)]
 pub(crate) enum VerdictsCommand {
-    /// List every verdict of every session.
+    /// List every verdict of every session; with `--all`, also the verdicts the whole store
+    /// shares (fleet verdicts), with when each was learned.
     List {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Include the fleet verdicts.
+        #[arg(long)]
+        all: bool,
     },
-    /// Forget verdicts (all, or those matching the filters), so carriers are sent again.
+    /// Forget verdicts (all, or those matching the filters), the sessions' and the fleet's, so
+    /// carriers are sent again.
     Clear {
         /// Only this session.
         #[arg(long, value_name = "ID")]

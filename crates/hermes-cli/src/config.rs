@@ -61,6 +61,45 @@ pub(crate) struct Config {
     /// `[bedrock]`: the AWS region of the Bedrock providers.
     #[serde(default, skip_serializing_if = "BedrockSection::is_empty")]
     pub(crate) bedrock: BedrockSection,
+    /// `[store]`: where sessions live (`HERMES_DATABASE_URL` wins over it).
+    #[serde(default, skip_serializing_if = "StoreSection::is_empty")]
+    pub(crate) store: StoreSection,
+    /// `[verdicts]`: how long a verdict the whole store shares holds before it is re-probed.
+    #[serde(default, skip_serializing_if = "VerdictsSection::is_empty")]
+    pub(crate) verdicts: VerdictsSection,
+}
+
+/// `[store]`: the database sessions live in.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StoreSection {
+    /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=…]` (the password may instead come
+    /// from `PGPASSWORD` or `~/.pgpass`) or `sqlite://PATH`; the SQLite file in `$HERMES_HOME`
+    /// when unset. A secret: `config show` prints it redacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) url: Option<toml::Spanned<String>>,
+}
+
+impl StoreSection {
+    fn is_empty(&self) -> bool {
+        self.url.is_none()
+    }
+}
+
+/// `[verdicts]`: fleet verdicts (shared by every session of the store).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct VerdictsSection {
+    /// How old a fleet verdict may grow before a session re-probes it once (`30d`, `12h`,
+    /// `90s`, …; default 30 days).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) reprobe_after: Option<toml::Spanned<String>>,
+}
+
+impl VerdictsSection {
+    fn is_empty(&self) -> bool {
+        self.reprobe_after.is_none()
+    }
 }
 
 /// `[bedrock]`: where `bedrock` and `bedrock-anthropic` requests go (credentials come from the
@@ -188,6 +227,25 @@ impl CompactionSection {
 }
 
 impl Config {
+    /// How old a fleet verdict may grow before it is re-probed (validated when the file was
+    /// read).
+    pub(crate) fn reprobe_after(&self) -> std::time::Duration {
+        self.verdicts
+            .reprobe_after
+            .as_ref()
+            .and_then(|d| humantime::parse_duration(d.get_ref().trim()).ok())
+            .unwrap_or(hermes_engine::DEFAULT_REPROBE_AFTER)
+    }
+
+    /// A copy fit to print: the store URL's password replaced by `***`.
+    pub(crate) fn redacted(&self) -> Config {
+        let mut shown = self.clone();
+        if let Some(url) = &mut shown.store.url {
+            *url.get_mut() = hermes_engine::store::redact_url(url.get_ref());
+        }
+        shown
+    }
+
     /// The default effort (validated when the file was read).
     pub(crate) fn effort(&self) -> Option<Effort> {
         self.effort
@@ -255,6 +313,25 @@ pub(crate) fn parse(path: &Path, text: &str) -> anyhow::Result<Config> {
             Effort::ALL.map(Effort::as_str).join(", ")
         );
     }
+    if let Some(age) = &config.verdicts.reprobe_after
+        && let Err(e) = humantime::parse_duration(age.get_ref().trim())
+    {
+        anyhow::bail!(
+            "{}: line {}: `reprobe_after = {:?}`: {e} (write e.g. \"30d\", \"12h\" or \"90s\")",
+            path.display(),
+            line_of(text, age.span().start),
+            age.get_ref(),
+        );
+    }
+    if let Some(url) = &config.store.url
+        && let Err(e) = hermes_engine::store::Location::parse(url.get_ref())
+    {
+        anyhow::bail!(
+            "{}: line {}: [store] url: {e}",
+            path.display(),
+            line_of(text, url.span().start),
+        );
+    }
     Ok(config)
 }
 
@@ -284,7 +361,7 @@ pub(crate) fn run(command: &crate::cli::ConfigCommand, home: &Path) -> anyhow::R
                     path.display()
                 )?;
             }
-            write!(out, "{}", toml::to_string_pretty(&config)?)?;
+            write!(out, "{}", toml::to_string_pretty(&config.redacted())?)?;
         }
     }
     Ok(())

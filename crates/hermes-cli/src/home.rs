@@ -4,7 +4,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use hermes_engine::store::Store;
+use hermes_engine::store::{Location, Store};
+
+use crate::config::Config;
 
 /// The data directory.
 pub(crate) fn hermes_home() -> anyhow::Result<PathBuf> {
@@ -26,9 +28,29 @@ pub(crate) fn private_files() {
     }
 }
 
-/// Opens hermes' database in `home` (the engine picks `hermes.db` beside another program's
+/// Where sessions live when it is not the SQLite file in the home: `HERMES_DATABASE_URL`, else
+/// `[store] url` in config.toml. Errors name where the bad URL came from and never show its
+/// password.
+pub(crate) fn database_location(config: &Config) -> anyhow::Result<Option<Location>> {
+    if let Some(url) = std::env::var("HERMES_DATABASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+    {
+        return Location::parse(&url)
+            .map(Some)
+            .map_err(|e| anyhow::anyhow!("HERMES_DATABASE_URL: {e}"));
+    }
+    match &config.store.url {
+        Some(url) => Location::parse(url.get_ref())
+            .map(Some)
+            .map_err(|e| anyhow::anyhow!("[store] url: {e}")),
+        None => Ok(None),
+    }
+}
+
+/// Opens the local database in `home` (the engine picks `hermes.db` beside another program's
 /// `state.db`, and the notice about it is shown here, once).
-pub(crate) async fn open_store_in(home: &Path) -> anyhow::Result<Store> {
+pub(crate) async fn open_local_store(home: &Path) -> anyhow::Result<Store> {
     let (store, notice) = hermes_engine::open_store(home).await?;
     if let Some(notice) = notice {
         let _ = writeln!(std::io::stderr(), "hermes: {notice}");
@@ -36,9 +58,20 @@ pub(crate) async fn open_store_in(home: &Path) -> anyhow::Result<Store> {
     Ok(store)
 }
 
-/// Opens hermes' database in `$HERMES_HOME`.
+/// Opens the sessions' database: the one [`database_location`] names, else the local one in
+/// `home`.
+pub(crate) async fn open_store_in(home: &Path, config: &Config) -> anyhow::Result<Store> {
+    match database_location(config)? {
+        Some(location) => Ok(Store::open_at(&location).await?),
+        None => open_local_store(home).await,
+    }
+}
+
+/// Opens the sessions' database for `$HERMES_HOME` and its config.
 pub(crate) async fn open_store() -> anyhow::Result<Store> {
-    open_store_in(&hermes_home()?).await
+    let home = hermes_home()?;
+    let config = crate::config::load(&home)?;
+    open_store_in(&home, &config).await
 }
 
 /// A runtime for the async commands.

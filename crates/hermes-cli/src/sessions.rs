@@ -284,7 +284,7 @@ async fn run_async(command: &SessionsCommand, store: Store) -> anyhow::Result<()
             })?;
             writeln!(out, "{branch}")?;
         }
-        SessionsCommand::Compact { .. } => {}
+        SessionsCommand::Compact { .. } | SessionsCommand::Migrate { .. } => {}
         SessionsCommand::Delete { id } => {
             store.delete(id).await?;
             let _ = writeln!(io::stderr(), "hermes: deleted session {id}");
@@ -299,8 +299,79 @@ pub(crate) fn run(engine: &hermes_engine::Engine, command: &SessionsCommand) -> 
     if let SessionsCommand::Compact { id } = command {
         return crate::chat::compact_session(engine, id);
     }
+    if let SessionsCommand::Migrate { to, from } = command {
+        return home::runtime()?.block_on(migrate(to, from.as_deref()));
+    }
     home::runtime()?.block_on(async {
         let store = home::open_store().await?;
         run_async(command, store).await
     })
+}
+
+/// `hermes sessions migrate --to URL [--from URL]`: copies every session and the fleet verdicts,
+/// verified byte for byte; sessions the destination already holds identically are skipped, and
+/// ones it holds differently are named and left alone (the command then fails).
+async fn migrate(to: &str, from: Option<&str>) -> anyhow::Result<()> {
+    use hermes_engine::store::Location;
+    let dest_location =
+        Location::parse(to).map_err(|e| crate::error::UsageError(format!("--to: {e}")))?;
+    let (source, source_name) = match from {
+        Some(url) => {
+            let location = Location::parse(url)
+                .map_err(|e| crate::error::UsageError(format!("--from: {e}")))?;
+            if location == dest_location {
+                return Err(crate::error::UsageError(
+                    "--from and --to name the same database".into(),
+                )
+                .into());
+            }
+            (Store::open_at(&location).await?, location.redacted())
+        }
+        None => {
+            let home = home::hermes_home()?;
+            let (path, _) = hermes_engine::store_path(&home).await?;
+            if Location::Sqlite(path.clone()) == dest_location {
+                return Err(crate::error::UsageError(
+                    "--to names the local database itself".into(),
+                )
+                .into());
+            }
+            (
+                home::open_local_store(&home).await?,
+                path.display().to_string(),
+            )
+        }
+    };
+    let dest = Store::open_at(&dest_location).await?;
+    let report = source.copy_into(&dest).await?;
+    let mut out = crate::out::stdout();
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    writeln!(
+        out,
+        "copied {} session{} ({} message{}) from {source_name} to {}, each verified byte for byte; \
+         {} already there; {} fleet verdict{}",
+        report.copied.len(),
+        plural(report.copied.len()),
+        report.messages,
+        plural(report.messages),
+        dest_location.redacted(),
+        report.present.len(),
+        report.fleet_verdicts,
+        plural(report.fleet_verdicts),
+    )?;
+    out.flush()?;
+    if !report.conflicts.is_empty() {
+        for (id, what) in &report.conflicts {
+            let _ = writeln!(
+                io::stderr(),
+                "hermes: session {id} differs in the destination ({what}); left as it is on both sides"
+            );
+        }
+        anyhow::bail!(
+            "{} session{} differ between the two databases and were not copied",
+            report.conflicts.len(),
+            plural(report.conflicts.len())
+        );
+    }
+    Ok(())
 }

@@ -1,4 +1,5 @@
-//! `hermes verdicts list|clear`: what the refusal fallback learned, across sessions.
+//! `hermes verdicts list|clear`: what the refusal fallback learned, per session and (fleet
+//! verdicts) for the whole store.
 
 use std::io::Write as _;
 
@@ -13,7 +14,12 @@ async fn run_async(command: &VerdictsCommand, store: Store) -> anyhow::Result<()
     let mut out = crate::out::stdout();
     let sessions = store.list().await?;
     match command {
-        VerdictsCommand::List { json } => {
+        VerdictsCommand::List { json, all } => {
+            let fleet = if *all {
+                store.fleet_verdicts().await?
+            } else {
+                Vec::new()
+            };
             let mut rows = Vec::new();
             for s in &sessions {
                 let verdicts = Verdicts::from_model_config(&s.model_config).unwrap_or_default();
@@ -23,6 +29,13 @@ async fn run_async(command: &VerdictsCommand, store: Store) -> anyhow::Result<()
                         "carriers": v.carriers,
                     }));
                 }
+            }
+            for v in &fleet {
+                rows.push(json!({
+                    "fleet": true, "wire": v.wire, "provider": v.provider, "host": v.host,
+                    "model": v.model, "carriers": [v.field], "learned_at": learned(v.learned_at),
+                    "reprobing_since": v.probing_since.map(learned),
+                }));
             }
             if *json {
                 serde_json::to_writer_pretty(&mut out, &rows)?;
@@ -34,6 +47,23 @@ async fn run_async(command: &VerdictsCommand, store: Store) -> anyhow::Result<()
                 )?;
             } else {
                 for r in &rows {
+                    if r["fleet"] == true {
+                        writeln!(
+                            out,
+                            "fleet  {} {} @ {} / {}: refused {} (learned {}{})",
+                            r["wire"].as_str().unwrap_or_default(),
+                            r["provider"].as_str().unwrap_or_default(),
+                            r["host"].as_str().unwrap_or_default(),
+                            r["model"].as_str().unwrap_or_default(),
+                            r["carriers"][0].as_str().unwrap_or_default(),
+                            r["learned_at"].as_str().unwrap_or_default(),
+                            r["reprobing_since"]
+                                .as_str()
+                                .map(|t| format!("; being re-probed since {t}"))
+                                .unwrap_or_default(),
+                        )?;
+                        continue;
+                    }
                     let carriers: Vec<&str> = r["carriers"]
                         .as_array()
                         .into_iter()
@@ -67,7 +97,12 @@ async fn run_async(command: &VerdictsCommand, store: Store) -> anyhow::Result<()
                 model: model.clone(),
                 wire: None,
             };
-            let mut cleared = 0;
+            // The fleet's verdicts belong to no session: a `--session` filter leaves them.
+            let mut cleared = if session.is_none() {
+                store.clear_fleet_verdicts(&filter).await?
+            } else {
+                0
+            };
             for s in sessions
                 .iter()
                 .filter(|s| session.as_ref().is_none_or(|id| *id == s.id))
@@ -84,6 +119,13 @@ async fn run_async(command: &VerdictsCommand, store: Store) -> anyhow::Result<()
     }
     out.flush()?;
     Ok(())
+}
+
+/// A Unix-milliseconds time as RFC 3339 (UTC, seconds).
+fn learned(ms: i64) -> String {
+    let at =
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    humantime::format_rfc3339_seconds(at).to_string()
 }
 
 /// Runs `hermes verdicts …`.

@@ -43,6 +43,18 @@ pub trait SessionLog: Send + Sync {
     ) -> Result<WireVerdicts, LogError>;
     /// Adds a reply's usage to the session's counters.
     async fn add_usage(&self, usage: &Usage) -> Result<(), LogError>;
+    /// A provider accepted a request carrying `fields` (the wire's spelling of the refusable
+    /// fields the body held) on `wire` for `target`. A log that re-probes old verdicts learns
+    /// here that one no longer holds; the default does nothing.
+    async fn accepted(
+        &self,
+        wire: &str,
+        target: &RouteTarget,
+        fields: &[&'static str],
+    ) -> Result<(), LogError> {
+        let _ = (wire, target, fields);
+        Ok(())
+    }
 }
 
 /// Tools the model may call. A failing tool returns its error text: the model sees it.
@@ -344,7 +356,15 @@ impl Driver<'_> {
                 )
             };
             let error = match result {
-                Ok(reply) => return Ok(reply),
+                Ok(reply) => {
+                    if !sent.is_empty() {
+                        self.log
+                            .accepted(wire.id(), &decision.target, &sent)
+                            .await
+                            .map_err(DriverError::Log)?;
+                    }
+                    return Ok(reply);
+                }
                 Err(error) => error,
             };
             if refusals < REFUSAL_RETRIES {

@@ -13,6 +13,7 @@
 
 mod compaction;
 mod error;
+mod fleet;
 mod home;
 mod lease;
 mod log;
@@ -26,6 +27,7 @@ use std::sync::Arc;
 use hermes_core::{ReasoningRoute, ResolveOptions, RouteDecision, RouteTable, RouteTarget};
 
 pub use error::EngineError;
+pub use fleet::DEFAULT_REPROBE_AFTER;
 pub use home::{OWN_DB, STATE_DB, open_store, store_path};
 pub use preview::{Preview, PreviewOptions};
 pub use session::{

@@ -7,8 +7,10 @@ use std::sync::Mutex;
 
 use hermes_core::driver::{LogError, SessionLog};
 use hermes_core::verdict::{VERDICTS_KEY, WIRE_VERDICTS_KEY};
-use hermes_core::{CarrierSet, Message, RouteTarget, Usage, Verdicts, WireVerdicts};
+use hermes_core::{CHAT_WIRE, CarrierSet, Message, RouteTarget, Usage, Verdicts, WireVerdicts};
 use hermes_store::{NewSession, Store};
+
+use crate::fleet::FleetTurn;
 
 /// The session a log writes to: stored, or still to be created with the first step.
 enum Session {
@@ -27,6 +29,9 @@ pub(crate) struct StoreLog<'a> {
     /// Where the id of a session created here is written at once, so a front end that drops
     /// the turn mid-way (Ctrl-C) still knows the session exists.
     created: Option<&'a Mutex<Option<String>>>,
+    /// The turn's fleet verdicts: merged into what the driver is handed back, told what was
+    /// accepted.
+    fleet: Option<&'a FleetTurn>,
 }
 
 fn poisoned<T>(_: T) -> LogError {
@@ -40,6 +45,7 @@ impl<'a> StoreLog<'a> {
             store,
             session: Mutex::new(Session::Stored(id.to_owned())),
             created: None,
+            fleet: None,
         }
     }
 
@@ -57,7 +63,30 @@ impl<'a> StoreLog<'a> {
                 wire_verdicts: WireVerdicts::default(),
             }),
             created: Some(created),
+            fleet: None,
         }
+    }
+
+    /// The same log, merging and re-probing the turn's fleet verdicts.
+    pub(crate) fn with_fleet(mut self, fleet: &'a FleetTurn) -> Self {
+        self.fleet = Some(fleet);
+        self
+    }
+
+    /// Learns a refusal for the whole store (every session, every process).
+    async fn learn_for_fleet(
+        &self,
+        wire: &str,
+        target: &RouteTarget,
+        fields: &[&str],
+    ) -> Result<(), LogError> {
+        self.store
+            .learn_fleet_verdicts(wire, target, fields)
+            .await?;
+        if let Some(fleet) = self.fleet {
+            fleet.refused(fields);
+        }
+        Ok(())
     }
 
     fn stored_id(&self) -> Result<Option<String>, LogError> {
@@ -113,17 +142,23 @@ impl SessionLog for StoreLog<'_> {
         target: &RouteTarget,
         carriers: CarrierSet,
     ) -> Result<Verdicts, LogError> {
-        if let Some(id) = self.stored_id()? {
-            return Ok(self.store.record_verdict(&id, target, carriers).await?);
+        let fields: Vec<&str> = carriers.iter().map(|c| c.field()).collect();
+        self.learn_for_fleet(CHAT_WIRE, target, &fields).await?;
+        let mut verdicts = match self.stored_id()? {
+            Some(id) => self.store.record_verdict(&id, target, carriers).await?,
+            // No session yet: kept until the first step creates it.
+            None => match &mut *self.session.lock().map_err(poisoned)? {
+                Session::New { verdicts, .. } => {
+                    verdicts.record(target, carriers);
+                    verdicts.clone()
+                }
+                Session::Stored(_) => return Err("the session was created meanwhile; retry".into()),
+            },
+        };
+        if let Some(fleet) = self.fleet {
+            fleet.merge_chat(&mut verdicts);
         }
-        // No session yet: kept until the first step creates it.
-        match &mut *self.session.lock().map_err(poisoned)? {
-            Session::New { verdicts, .. } => {
-                verdicts.record(target, carriers);
-                Ok(verdicts.clone())
-            }
-            Session::Stored(_) => Err("the session was created meanwhile; retry".into()),
-        }
+        Ok(verdicts)
     }
 
     async fn record_wire_verdict(
@@ -132,19 +167,37 @@ impl SessionLog for StoreLog<'_> {
         target: &RouteTarget,
         fields: &[&str],
     ) -> Result<WireVerdicts, LogError> {
-        if let Some(id) = self.stored_id()? {
-            return Ok(self
-                .store
-                .record_wire_verdict(&id, wire, target, fields)
-                .await?);
-        }
-        match &mut *self.session.lock().map_err(poisoned)? {
-            Session::New { wire_verdicts, .. } => {
-                wire_verdicts.record(wire, target, fields);
-                Ok(wire_verdicts.clone())
+        self.learn_for_fleet(wire, target, fields).await?;
+        let mut verdicts = match self.stored_id()? {
+            Some(id) => {
+                self.store
+                    .record_wire_verdict(&id, wire, target, fields)
+                    .await?
             }
-            Session::Stored(_) => Err("the session was created meanwhile; retry".into()),
+            None => match &mut *self.session.lock().map_err(poisoned)? {
+                Session::New { wire_verdicts, .. } => {
+                    wire_verdicts.record(wire, target, fields);
+                    wire_verdicts.clone()
+                }
+                Session::Stored(_) => return Err("the session was created meanwhile; retry".into()),
+            },
+        };
+        if let Some(fleet) = self.fleet {
+            fleet.merge_wire(&mut verdicts);
         }
+        Ok(verdicts)
+    }
+
+    async fn accepted(
+        &self,
+        wire: &str,
+        target: &RouteTarget,
+        fields: &[&'static str],
+    ) -> Result<(), LogError> {
+        if let Some(fleet) = self.fleet {
+            fleet.accepted(self.store, wire, target, fields).await?;
+        }
+        Ok(())
     }
 
     async fn add_usage(&self, usage: &Usage) -> Result<(), LogError> {

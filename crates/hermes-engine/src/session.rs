@@ -20,6 +20,7 @@ use hermes_store::{NewSession, Store, StoredThinking};
 
 use crate::Engine;
 use crate::error::EngineError;
+use crate::fleet::FleetTurn;
 use crate::lease::Held;
 use crate::log::StoreLog;
 use crate::settle::{Choice, Defaults, Purpose, Settled, Stored, settle, settle_thinking};
@@ -92,6 +93,9 @@ pub struct OpenOptions {
     pub aws: Option<AwsLookup>,
     /// Bounded waits.
     pub limits: Limits,
+    /// How old a fleet verdict (one the whole store shares) may grow before a session re-probes
+    /// it once ([`DEFAULT_REPROBE_AFTER`](crate::DEFAULT_REPROBE_AFTER) unless set).
+    pub reprobe_after: Duration,
 }
 
 /// Every wait a chat session bounds.
@@ -155,7 +159,14 @@ impl OpenOptions {
             key: Arc::new(|_| None),
             aws: None,
             limits: Limits::default(),
+            reprobe_after: crate::fleet::DEFAULT_REPROBE_AFTER,
         }
+    }
+
+    /// Re-probing fleet verdicts older than `age`.
+    pub fn reprobe_after(mut self, age: Duration) -> Self {
+        self.reprobe_after = age;
+        self
     }
 
     /// With an AWS credentials source.
@@ -358,6 +369,8 @@ pub struct ChatSession {
     limits: Limits,
     /// This process's lease on the stored session.
     lease: Option<Held>,
+    /// How old a fleet verdict may grow before it is re-probed.
+    reprobe_after: Duration,
     /// The conversation: the stored active view and the verdicts.
     pub conversation: Conversation,
 }
@@ -461,6 +474,7 @@ impl ChatSession {
             id,
             created: std::sync::Mutex::new(None),
             limits: options.limits,
+            reprobe_after: options.reprobe_after,
             lease,
             conversation,
         })
@@ -523,10 +537,21 @@ impl ChatSession {
     ) -> Result<TurnOutcome, EngineError> {
         self.hold_lease().await?;
         let new = self.new_session(text);
+        let fleet = FleetTurn::start(
+            &self.store,
+            self.target.transport.wire().id(),
+            &self.target.decision.target,
+            &mut self.conversation,
+            self.reprobe_after,
+            // A claim older than any turn can last was left by a process that died.
+            self.limits.turn + Duration::from_secs(60),
+        )
+        .await?;
         let log = match &self.id {
             Some(id) => StoreLog::stored(&self.store, id),
             None => StoreLog::new_session(&self.store, new, &self.created),
-        };
+        }
+        .with_fleet(&fleet);
         let driver = Driver {
             decision: &self.target.decision,
             wire: self.target.transport.wire(),
@@ -541,6 +566,9 @@ impl ChatSession {
             driver.run_turn(&mut self.conversation, Message::text(Role::User, text)),
         )
         .await;
+        if let Err(e) = fleet.finish(&self.store).await {
+            tracing::warn!(error = %e, "cannot give back fleet verdict re-probe claims; they lapse on their own");
+        }
         self.adopt_created();
         match result {
             Ok(result) => {

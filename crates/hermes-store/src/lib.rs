@@ -518,7 +518,10 @@ fn scrub(text: &str, url: &str) -> String {
                 secrets.push(decoded.into_owned());
             }
         }
-        for secret in secrets.into_iter().filter(|s| !s.is_empty()) {
+        // Drivers do not quote passwords; this is a second line of defence. A password shorter
+        // than four characters is left alone: cutting it out of every word that holds it would
+        // garble the message (and says which letters it has).
+        for secret in secrets.into_iter().filter(|s| s.chars().count() >= 4) {
             out = out.replace(&secret, "***");
         }
     }
@@ -580,6 +583,15 @@ impl Store {
         let options = AnyConnectOptions::from_str(url)
             .map_err(|e| open_err(e.to_string()))?
             .disable_statement_logging();
+        // One connection first, so a wrong host, password or certificate fails at once with
+        // the server's or the TLS library's own words (a pool would retry until it timed out
+        // and say only that).
+        sqlx::AnyConnection::connect_with(&options)
+            .await
+            .map_err(|e| open_err(e.to_string()))?
+            .close()
+            .await
+            .map_err(|e| open_err(e.to_string()))?;
         let pool = AnyPoolOptions::new()
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(30))
