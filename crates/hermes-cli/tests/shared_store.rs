@@ -389,10 +389,18 @@ async fn a_fleet_verdict_learned_in_one_process_is_honoured_by_a_new_session_in_
 }
 
 #[tokio::test]
-async fn an_old_fleet_verdict_is_reprobed_exactly_once() {
-    let Some(db) = TestDb::new(Backend::Postgres).await else {
-        return;
-    };
+async fn an_old_fleet_verdict_is_reprobed_exactly_once_on_postgres() {
+    if let Some(db) = TestDb::new(Backend::Postgres).await {
+        old_fleet_verdict_reprobed_exactly_once(db).await;
+    }
+}
+
+#[tokio::test]
+async fn an_old_fleet_verdict_is_reprobed_exactly_once_on_sqlite() {
+    old_fleet_verdict_reprobed_exactly_once(TestDb::new(Backend::Sqlite).await.unwrap()).await;
+}
+
+async fn old_fleet_verdict_reprobed_exactly_once(db: TestDb) {
     let sim = Sim::start("openrouter").await.unwrap();
     let url = db.url();
     let home = |age: &str| {
