@@ -106,11 +106,25 @@ pub(crate) struct ChatArgs {
 /// `hermes sessions …`
 #[derive(Debug, Subcommand)]
 pub(crate) enum SessionsCommand {
-    /// Import a hermes.session.v1 file (or a bare JSON array of messages); prints the new id.
+    /// Import a hermes.session.v1 file (or a bare JSON array of messages) and print the new id;
+    /// or, with `--from-hermes-agent`, every session of the Python original's state.db.
     Import {
         /// The file.
-        #[arg(value_name = "FILE")]
-        file: PathBuf,
+        #[arg(
+            value_name = "FILE",
+            required_unless_present = "from_hermes_agent",
+            conflicts_with = "from_hermes_agent"
+        )]
+        file: Option<PathBuf>,
+        /// Import every session of the Python original's `state.db` (read-only; default: the
+        /// one in $HERMES_HOME), keeping its ids, archived rows, lineage, titles, verdicts and
+        /// token counters; sessions imported before are skipped.
+        #[arg(long = "from-hermes-agent", value_name = "PATH", num_args = 0..=1)]
+        #[allow(clippy::option_option)]
+        from_hermes_agent: Option<Option<PathBuf>>,
+        /// With `--from-hermes-agent`: report what would be imported, import nothing.
+        #[arg(long, requires = "from_hermes_agent")]
+        dry_run: bool,
     },
     /// Print a session as hermes.session.v1.
     Export {

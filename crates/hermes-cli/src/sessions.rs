@@ -1,6 +1,7 @@
 //! `hermes sessions import|export|show|list|branch|delete`.
 
 use std::io::{self, Write as _};
+use std::path::Path;
 
 use anyhow::Context as _;
 use hermes_core::{DetailItem, Message, ThinkingRequest, Verdicts, parse_history};
@@ -209,7 +210,17 @@ fn show_text(
 async fn run_async(command: &SessionsCommand, store: Store) -> anyhow::Result<()> {
     let mut out = crate::out::stdout();
     match command {
-        SessionsCommand::Import { file } => {
+        SessionsCommand::Import {
+            from_hermes_agent: Some(path),
+            dry_run,
+            ..
+        } => {
+            import_original(&store, path.as_deref(), *dry_run).await?;
+        }
+        SessionsCommand::Import { file: None, .. } => {}
+        SessionsCommand::Import {
+            file: Some(file), ..
+        } => {
             let text = std::fs::read_to_string(file)
                 .with_context(|| format!("cannot read {}", file.display()))?;
             let session = parse_history(&text)
@@ -371,6 +382,98 @@ async fn migrate(to: &str, from: Option<&str>) -> anyhow::Result<()> {
             "{} session{} differ between the two databases and were not copied",
             report.conflicts.len(),
             plural(report.conflicts.len())
+        );
+    }
+    Ok(())
+}
+
+/// `hermes sessions import --from-hermes-agent [PATH] [--dry-run]`: every session of the Python
+/// original's `state.db` (read-only), each in one transaction under its own id; sessions stored
+/// before are skipped, one that cannot be read or stored is named with the reason and skipped
+/// (the others still import, and the command then fails).
+async fn import_original(store: &Store, path: Option<&Path>, dry_run: bool) -> anyhow::Result<()> {
+    let path = if let Some(path) = path {
+        path.to_path_buf()
+    } else {
+        let candidate = home::hermes_home()?.join(hermes_engine::STATE_DB);
+        if !hermes_engine::store::is_python_original(&candidate).await {
+            return Err(crate::error::UsageError(format!(
+                "no Python original's state.db at {} (the file is {}): pass its path, \
+                 --from-hermes-agent PATH",
+                candidate.display(),
+                if candidate.exists() {
+                    "something else"
+                } else {
+                    "missing"
+                }
+            ))
+            .into());
+        }
+        candidate
+    };
+    let original = hermes_engine::store::read_original(&path).await?;
+    let mut out = crate::out::stdout();
+    let (mut new, mut present, mut messages, mut archived) = (0usize, 0usize, 0usize, 0usize);
+    let mut failed: Vec<(String, String)> = original.failed;
+    for session in &original.sessions {
+        let imported = if store.has_session(&session.id).await? {
+            false
+        } else if dry_run {
+            true
+        } else {
+            match store.import_original(session).await {
+                Ok(imported) => imported,
+                Err(e) => {
+                    failed.push((session.id.clone(), e.to_string()));
+                    continue;
+                }
+            }
+        };
+        if !imported {
+            present += 1;
+            continue;
+        }
+        new += 1;
+        messages += session.rows.len();
+        archived += session.rows.len() - session.active();
+        writeln!(
+            out,
+            "{} {}  {}  {} messages{}{}",
+            if dry_run { "would import" } else { "imported" },
+            session.id,
+            session.title.as_deref().unwrap_or("(untitled)"),
+            session.rows.len(),
+            match session.rows.len() - session.active() {
+                0 => String::new(),
+                n => format!(" ({n} archived)"),
+            },
+            session
+                .parent_id
+                .as_deref()
+                .map(|p| format!(", parent {p}"))
+                .unwrap_or_default(),
+        )?;
+    }
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    writeln!(
+        out,
+        "{} {new} new session{} ({messages} message{}, {archived} archived) from {}; {present} already imported; {} skipped",
+        if dry_run { "would import" } else { "imported" },
+        plural(new),
+        plural(messages),
+        path.display(),
+        failed.len(),
+    )?;
+    out.flush()?;
+    for (id, reason) in &failed {
+        let _ = writeln!(io::stderr(), "hermes: skipped session {id}: {reason}");
+    }
+    if !failed.is_empty() {
+        anyhow::bail!(
+            "{} session{} of {} could not be imported (named above); the others were",
+            failed.len(),
+            plural(failed.len()),
+            path.display()
         );
     }
     Ok(())

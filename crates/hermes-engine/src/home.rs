@@ -25,11 +25,17 @@ pub async fn store_path(home: &Path) -> Result<(PathBuf, Option<String>), Engine
     match hermes_store::ownership(&state).await? {
         Ownership::Absent | Ownership::Ours => Ok((state, None)),
         Ownership::Foreign(what) => {
-            let notice = format!(
+            let mut notice = format!(
                 "{} is {what}; hermes leaves it untouched and keeps its own sessions in {}",
                 state.display(),
                 own.display()
             );
+            if hermes_store::is_python_original(&state).await {
+                notice.push_str(
+                    ". It is the Python original's: `hermes sessions import --from-hermes-agent` \
+                     copies its sessions in (read-only; `--dry-run` first to see what)",
+                );
+            }
             Ok((own, Some(notice)))
         }
     }

@@ -39,7 +39,7 @@ pub enum RowKind {
 
 impl RowKind {
     /// The `kind` column's value.
-    fn as_sql(self) -> &'static str {
+    pub(crate) fn as_sql(self) -> &'static str {
         match self {
             RowKind::Message => "message",
             RowKind::Checkpoint => "checkpoint",

@@ -36,6 +36,7 @@ mod compaction;
 mod copy;
 mod fleet;
 mod leases;
+mod original;
 mod ownership;
 #[cfg(feature = "test-support")]
 pub mod testing;
@@ -46,6 +47,7 @@ pub use compaction::{CompactionPlan, PlannedInsert, RowKind};
 pub use copy::CopyReport;
 pub use fleet::FleetVerdict;
 pub use leases::Lease;
+pub use original::{OriginalDb, OriginalRow, OriginalSession, is_python_original, read_original};
 pub use ownership::{Ownership, ownership};
 pub use thinking::{StoredThinking, THINKING_KEY};
 pub use verdicts::VerdictFilter;

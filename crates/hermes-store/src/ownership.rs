@@ -95,7 +95,10 @@ pub async fn ownership(path: &Path) -> Result<Ownership, StoreError> {
     }
 }
 
-async fn connect(path: &Path, immutable: bool) -> Result<sqlx::SqliteConnection, String> {
+pub(crate) async fn connect(
+    path: &Path,
+    immutable: bool,
+) -> Result<sqlx::SqliteConnection, String> {
     SqliteConnectOptions::new()
         .filename(path)
         .read_only(true)

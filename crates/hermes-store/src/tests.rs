@@ -1578,3 +1578,179 @@ async fn a_lease_is_held_by_one_handle_at_a_time(db: TestDb) {
         crate::Lease::Held
     );
 }
+
+/// Every raw JSON-text column of the fixture, with its session id.
+async fn fixture_raw_columns(path: &std::path::Path) -> Vec<(String, String)> {
+    use sqlx::{ConnectOptions as _, Connection as _, Row as _};
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .read_only(true)
+        .immutable(true)
+        .connect()
+        .await
+        .unwrap();
+    let rows = sqlx::query(
+        "SELECT session_id, tool_calls, reasoning_details, codex_reasoning_items, codex_message_items \
+         FROM messages ORDER BY id",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    let mut out = Vec::new();
+    for r in &rows {
+        let id: String = r.get(0);
+        for i in 1..5 {
+            if let Some(text) = r.get::<Option<String>, _>(i) {
+                out.push((id.clone(), text));
+            }
+        }
+    }
+    let configs = sqlx::query("SELECT id, model_config FROM sessions")
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+    for r in &configs {
+        out.push((r.get(0), r.get(1)));
+    }
+    conn.close().await.unwrap();
+    out
+}
+
+both!(the_python_originals_sessions_import_with_every_carrier_byte_once);
+async fn the_python_originals_sessions_import_with_every_carrier_byte_once(db: TestDb) {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("state.db");
+    let ids = crate::testing::write_python_original(
+        &original,
+        &crate::testing::OriginalFixture::default(),
+    )
+    .await;
+    let bytes_before = std::fs::read(&original).unwrap();
+    assert!(crate::is_python_original(&original).await);
+
+    let read = crate::read_original(&original).await.unwrap();
+    assert!(read.failed.is_empty(), "{:?}", read.failed);
+    assert_eq!(read.sessions.len(), 7);
+    let pos = |id: &str| read.sessions.iter().position(|s| s.id == id).unwrap();
+    assert!(
+        pos(&ids.compacted) < pos(&ids.continuation),
+        "parents first"
+    );
+    assert!(pos(&ids.deepseek) < pos(&ids.branch));
+
+    let store = db.open().await;
+    for s in &read.sessions {
+        assert!(store.import_original(s).await.unwrap(), "{}", s.id);
+    }
+    // Every JSON-text column of the fixture is in the export of its session, byte for byte
+    // (and model_config is stored as its exact text).
+    for (id, raw) in fixture_raw_columns(&original).await {
+        // The export (active view), and the archived rows as `sessions show --all` reads them.
+        let mut export = serde_json::to_string(&store.export(&id).await.unwrap()).unwrap();
+        for m in store.all_messages(&id).await.unwrap() {
+            export.push_str(&serde_json::to_string(&m.message).unwrap());
+        }
+        let config: String = sqlx::query_scalar("SELECT model_config FROM sessions WHERE id = $1")
+            .bind(&id)
+            .fetch_one(&store.pool)
+            .await
+            .unwrap();
+        if export.contains(&raw) || config == raw {
+            continue;
+        }
+        // `tool_calls` is the one column the message model holds call by call: every value in
+        // it (arguments, `extra_content` with Gemini's signature, unknown keys) keeps its exact
+        // text; only the whitespace between them is the export's own.
+        type Members = Vec<std::collections::BTreeMap<String, Box<serde_json::value::RawValue>>>;
+        let calls: Members = serde_json::from_str(&raw)
+            .unwrap_or_else(|e| panic!("{id}: {raw} not kept byte for byte ({e})"));
+        for call in &calls {
+            for (key, value) in call {
+                let values: Vec<String> = if key == "function" {
+                    let f: std::collections::BTreeMap<String, Box<serde_json::value::RawValue>> =
+                        serde_json::from_str(value.get()).unwrap();
+                    f.values().map(|v| v.get().to_owned()).collect()
+                } else {
+                    vec![value.get().to_owned()]
+                };
+                for v in values {
+                    assert!(
+                        export.contains(&v),
+                        "{id}: {key} value {v} not kept byte for byte"
+                    );
+                }
+            }
+        }
+    }
+    // Plain-text reasoning and structured content.
+    let deepseek = store.messages(&ids.deepseek).await.unwrap();
+    assert_eq!(deepseek.len(), 4);
+    let export = serde_json::to_value(store.export(&ids.deepseek).await.unwrap()).unwrap();
+    assert_eq!(
+        export["messages"][1]["reasoning_content"],
+        "L'utilisateur veut l'heure : j'appelle « now ». 🤔"
+    );
+    assert_eq!(export["messages"][2]["name"], "now");
+    let gemini = serde_json::to_value(store.export(&ids.gemini).await.unwrap()).unwrap();
+    assert_eq!(
+        gemini["messages"][0]["content"],
+        serde_json::json!([{"type": "text", "text": "Décris l'heure"}])
+    );
+    // Archived rows archived, the summary a checkpoint, lineage kept, verdicts read.
+    let all = store.all_messages(&ids.compacted).await.unwrap();
+    assert_eq!(all.len(), 7);
+    assert_eq!(all.iter().filter(|m| m.archived).count(), 4);
+    assert!(all[4].checkpoint && !all[4].archived);
+    assert_eq!(store.messages(&ids.compacted).await.unwrap().len(), 3);
+    assert_eq!(
+        store
+            .session(&ids.continuation)
+            .await
+            .unwrap()
+            .parent_id
+            .as_deref(),
+        Some(ids.compacted.as_str())
+    );
+    assert_eq!(
+        store
+            .session(&ids.branch)
+            .await
+            .unwrap()
+            .parent_id
+            .as_deref(),
+        Some(ids.deepseek.as_str())
+    );
+    let verdicts = store.verdicts(&ids.openrouter).await.unwrap();
+    assert_eq!(
+        verdicts.refused_for(&hermes_core::RouteTarget::new(
+            "openrouter",
+            Some("https://openrouter.ai/api/v1"),
+            crate::testing::OPENROUTER_MODEL
+        )),
+        hermes_core::CarrierSet::NONE.with(hermes_core::Carrier::Reasoning)
+    );
+    let meta = store.session(&ids.openrouter).await.unwrap();
+    assert_eq!(meta.title.as_deref(), Some("Signed thinking"));
+    assert_eq!(meta.provider.as_deref(), Some("openrouter"));
+    assert!(!meta.base_url_confirmed);
+    assert_eq!(
+        (
+            meta.input_tokens,
+            meta.output_tokens,
+            meta.reasoning_tokens,
+            meta.cache_read_tokens,
+            meta.cache_write_tokens
+        ),
+        (1200, 340, 120, 800, 64)
+    );
+
+    // Idempotent, and the original untouched: same bytes, no -wal or -shm made.
+    let again = crate::read_original(&original).await.unwrap();
+    for s in &again.sessions {
+        assert!(!store.import_original(s).await.unwrap());
+    }
+    assert_eq!(std::fs::read(&original).unwrap(), bytes_before);
+    for side in ["state.db-wal", "state.db-shm"] {
+        assert!(!dir.path().join(side).exists(), "{side} created");
+    }
+}

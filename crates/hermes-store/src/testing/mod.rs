@@ -11,6 +11,11 @@ use sqlx::Connection as _;
 
 use crate::{Backend, Location, Store};
 
+mod original;
+pub use original::{
+    DEEPSEEK_MODEL, FixtureIds, OPENROUTER_MODEL, OriginalFixture, Signer, write_python_original,
+};
+
 /// The PostgreSQL server for tests: `HERMES_TEST_PG_URL`, or `None` (the test skips) when it is
 /// unset and `HERMES_REQUIRE_PG` is not.
 ///

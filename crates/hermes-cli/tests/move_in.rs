@@ -1,0 +1,314 @@
+//! Issue 21 end to end: moving in from the Python original through the real binary — its
+//! `state.db` (the repository's fixture builder) beside a fresh hermes home, imported read-only,
+//! every carrier byte kept, idempotent, and imported sessions continued against the strict
+//! simulator of their route.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use hermes_sim::Sim;
+use hermes_store::testing::{FixtureIds, OriginalFixture, write_python_original};
+use serde_json::Value;
+
+struct Home(tempfile::TempDir);
+
+impl Home {
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    async fn run(&self, args: &[&str]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
+        cmd.args(args)
+            .env("HERMES_HOME", self.path())
+            .env("NO_COLOR", "1")
+            .env("DEEPSEEK_API_KEY", "sk-ds-test")
+            .env("OPENROUTER_API_KEY", "sk-or-test");
+        for k in ["HERMES_LOG", "HERMES_DATABASE_URL"] {
+            cmd.env_remove(k);
+        }
+        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+            .await
+            .unwrap()
+    }
+
+    async fn ok(&self, args: &[&str]) -> (String, String) {
+        let out = self.run(args).await;
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        (String::from_utf8(out.stdout).unwrap(), stderr)
+    }
+
+    async fn export(&self, id: &str) -> String {
+        self.ok(&["sessions", "export", id]).await.0
+    }
+}
+
+/// A hermes home holding the Python original's `state.db`, its sessions pointing at `deepseek`
+/// and `openrouter` (strict simulators) with signatures those verify.
+async fn home_beside_the_original(deepseek: &Sim, openrouter: &Sim) -> (Home, FixtureIds) {
+    let home = Home(tempfile::tempdir().unwrap());
+    let fixture = OriginalFixture {
+        deepseek_base_url: deepseek.base_url(),
+        openrouter_base_url: openrouter.base_url(),
+        sign: Box::new(Sim::sign),
+    };
+    let ids = write_python_original(&home.path().join("state.db"), &fixture).await;
+    (home, ids)
+}
+
+fn sides(home: &Home) -> Vec<String> {
+    std::fs::read_dir(home.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("state.db-"))
+        .collect()
+}
+
+/// The fixture's JSON-text columns (session id, column, text), read from the file itself.
+async fn raw_columns(path: &Path) -> Vec<(String, String, String)> {
+    use sqlx::{ConnectOptions as _, Connection as _, Row as _};
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .read_only(true)
+        .immutable(true)
+        .connect()
+        .await
+        .unwrap();
+    let rows = sqlx::query(
+        "SELECT session_id, reasoning_details, codex_reasoning_items, codex_message_items, \
+         tool_calls, active FROM messages ORDER BY id",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    let mut out = Vec::new();
+    for r in &rows {
+        if r.get::<i64, _>(5) == 0 {
+            continue; // archived: not in the export (checked through `show --all`)
+        }
+        for (i, column) in [
+            (1, "reasoning_details"),
+            (2, "codex_reasoning_items"),
+            (3, "codex_message_items"),
+            (4, "tool_calls"),
+        ] {
+            if let Some(text) = r.get::<Option<String>, _>(i) {
+                out.push((r.get(0), column.to_owned(), text));
+            }
+        }
+    }
+    conn.close().await.unwrap();
+    out
+}
+
+#[tokio::test]
+async fn the_python_originals_sessions_move_in_with_every_carrier_byte_and_continue() {
+    let deepseek = Sim::start("deepseek-v4").await.unwrap();
+    let openrouter = Sim::start("openrouter").await.unwrap();
+    let (home, ids) = home_beside_the_original(&deepseek, &openrouter).await;
+    let state = home.path().join("state.db");
+    let before = std::fs::read(&state).unwrap();
+
+    // First run beside it: hermes keeps its own database and says once how to import.
+    let (_, stderr) = home.ok(&["sessions", "list"]).await;
+    assert!(
+        stderr.contains("hermes sessions import --from-hermes-agent"),
+        "{stderr}"
+    );
+    let (_, stderr) = home.ok(&["sessions", "list"]).await;
+    assert!(
+        !stderr.contains("--from-hermes-agent"),
+        "said once: {stderr}"
+    );
+
+    // A dry run imports nothing.
+    let (dry, _) = home
+        .ok(&["sessions", "import", "--from-hermes-agent", "--dry-run"])
+        .await;
+    assert!(dry.contains("would import 7 new sessions"), "{dry}");
+    let (listed, _) = home.ok(&["sessions", "list", "--json"]).await;
+    assert_eq!(listed.trim(), "[]");
+
+    let (out, _) = home
+        .ok(&["sessions", "import", "--from-hermes-agent"])
+        .await;
+    assert!(
+        out.contains("imported 7 new sessions (29 messages, 4 archived)"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("imported {}  Compacted #2", ids.continuation)),
+        "{out}"
+    );
+    // Read-only: the original is byte-identical and nothing was made beside it.
+    assert_eq!(std::fs::read(&state).unwrap(), before);
+    assert_eq!(sides(&home), Vec::<String>::new());
+    // A second import adds nothing.
+    let (again, _) = home
+        .ok(&["sessions", "import", "--from-hermes-agent"])
+        .await;
+    assert!(again.contains("imported 0 new sessions"), "{again}");
+    assert!(again.contains("7 already imported"), "{again}");
+
+    // Every carrier byte of the fixture is in its session's export.
+    for (id, column, raw) in raw_columns(&state).await {
+        let export = home.export(&id).await;
+        if column == "tool_calls" {
+            // Held call by call: each value keeps its text (a Gemini signature, the arguments).
+            let calls: Vec<Value> = serde_json::from_str(&raw).unwrap();
+            for call in calls {
+                if let Some(extra) = call.get("extra_content") {
+                    let sig = extra["google"]["thought_signature"].as_str().unwrap();
+                    assert!(export.contains(sig), "{id}: {sig}");
+                }
+                let args = call["function"]["arguments"].as_str().unwrap();
+                assert!(
+                    export.contains(&serde_json::to_string(args).unwrap()),
+                    "{id}"
+                );
+            }
+        } else {
+            // `sessions export` pretty-prints; compare the exported value's raw text.
+            let doc: Value = serde_json::from_str(&export).unwrap();
+            let stored: Vec<String> = doc["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|m| m.get(&column))
+                .map(|v| v.to_string())
+                .collect();
+            let expected = serde_json::from_str::<Value>(&raw).unwrap().to_string();
+            assert!(stored.contains(&expected), "{id} {column}: {raw}");
+        }
+    }
+
+    // Lineage and compaction show in `sessions show --all`.
+    let (shown, _) = home.ok(&["sessions", "show", &ids.continuation]).await;
+    assert!(
+        shown.contains(&format!("branched from: {}", ids.compacted)),
+        "{shown}"
+    );
+    let (all, _) = home
+        .ok(&["sessions", "show", &ids.compacted, "--all", "--json"])
+        .await;
+    let all: Value = serde_json::from_str(&all).unwrap();
+    let rows = all["messages"].as_array().unwrap();
+    assert_eq!(rows.len(), 7);
+    assert_eq!(
+        rows.iter().filter(|r| r["archived"] == true).count(),
+        4,
+        "{all}"
+    );
+
+    // The DeepSeek session continues against the strict must-echo simulator.
+    let base = deepseek.base_url();
+    let (out, _) = home
+        .ok(&[
+            "chat",
+            "--json",
+            "--no-stream",
+            "--resume",
+            &ids.deepseek,
+            "--base-url",
+            &base,
+            "-q",
+            "Et demain ?",
+        ])
+        .await;
+    let out: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(out["session_id"], ids.deepseek.as_str());
+    let requests = deepseek.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].status, 200, "{}", requests[0].response);
+    assert!(requests[0].notes.is_empty(), "{:?}", requests[0].notes);
+    let sent = requests[0].body["messages"].as_array().unwrap();
+    assert_eq!(
+        sent[1]["reasoning_content"],
+        "L'utilisateur veut l'heure : j'appelle « now ». 🤔"
+    );
+
+    // The OpenRouter session continues with its signed items replayed byte for byte, and its
+    // imported verdict (no `reasoning`) honoured.
+    let base = openrouter.base_url();
+    home.ok(&[
+        "chat",
+        "--json",
+        "--no-stream",
+        "--resume",
+        &ids.openrouter,
+        "--base-url",
+        &base,
+        "-q",
+        "[tools=1] and now?",
+    ])
+    .await;
+    let requests = openrouter.requests();
+    assert_eq!(requests.len(), 2);
+    for r in &requests {
+        assert_eq!(r.status, 200, "{}", r.response);
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+    }
+    let first = &requests[0].body["messages"].as_array().unwrap();
+    let original_rd: Vec<String> = raw_columns(&state)
+        .await
+        .into_iter()
+        .filter(|(id, column, _)| *id == ids.openrouter && column == "reasoning_details")
+        .map(|(_, _, raw)| serde_json::from_str::<Value>(&raw).unwrap().to_string())
+        .collect();
+    let sent_rd: Vec<String> = first
+        .iter()
+        .filter_map(|m| m.get("reasoning_details"))
+        .map(Value::to_string)
+        .collect();
+    assert_eq!(sent_rd, original_rd);
+    for m in first.iter().filter(|m| m["role"] == "assistant") {
+        assert!(
+            m.get("reasoning").is_none(),
+            "the imported verdict refuses reasoning: {m}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_session_that_cannot_be_read_is_named_and_skipped_and_the_others_import() {
+    let deepseek = Sim::start("deepseek-v4").await.unwrap();
+    let openrouter = Sim::start("openrouter").await.unwrap();
+    let (home, ids) = home_beside_the_original(&deepseek, &openrouter).await;
+    let copy = home.path().join("copy.db");
+    std::fs::copy(home.path().join("state.db"), &copy).unwrap();
+    {
+        use sqlx::{ConnectOptions as _, Connection as _};
+        let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(&copy)
+            .connect()
+            .await
+            .unwrap();
+        sqlx::query("UPDATE messages SET reasoning_details = '[{\"type\": broken' WHERE session_id = $1 AND reasoning_details IS NOT NULL")
+            .bind(&ids.gemini)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        conn.close().await.unwrap();
+    }
+    let out = home
+        .run(&[
+            "sessions",
+            "import",
+            "--from-hermes-agent",
+            copy.to_str().unwrap(),
+        ])
+        .await;
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stdout.contains("imported 6 new sessions"), "{stdout}");
+    assert!(
+        stderr.contains(&format!("skipped session {}: message", ids.gemini)),
+        "{stderr}"
+    );
+    // Nothing half-imported: the broken session is not there at all.
+    let bad = home.run(&["sessions", "show", &ids.gemini]).await;
+    assert!(!bad.status.success());
+}
