@@ -2,7 +2,7 @@
 //! as stored, column by column, archived rows, checkpoints, verdicts, origins and lineage
 //! included; each session in one transaction, then read back and compared byte for byte.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use sqlx::Row as _;
 
@@ -162,7 +162,11 @@ impl Store {
     /// is a conflict, reported and left alone. Running it again copies nothing.
     pub async fn copy_into(&self, dest: &Store) -> Result<CopyReport, StoreError> {
         let mut report = CopyReport::default();
-        for session in parents_first(self.raw_sessions().await?) {
+        for session in crate::lineage::parents_first(
+            self.raw_sessions().await?,
+            |s| &s.id,
+            |s| s.parent_id.as_deref(),
+        ) {
             let messages = self.raw_messages(&session.id).await?;
             if let Some(there) = dest.raw_session(&session.id).await? {
                 let there_messages = dest.raw_messages(&session.id).await?;
@@ -289,34 +293,6 @@ impl Store {
         }
         tx.commit().await.db()
     }
-}
-
-/// Sessions ordered so that each parent comes before its branches (a parent the list does not
-/// hold counts as absent).
-fn parents_first(sessions: Vec<RawSession>) -> Vec<RawSession> {
-    let ids: HashSet<String> = sessions.iter().map(|s| s.id.clone()).collect();
-    let mut placed: HashSet<String> = HashSet::new();
-    let mut pending = sessions;
-    let mut out = Vec::with_capacity(pending.len());
-    while !pending.is_empty() {
-        let before = pending.len();
-        let (ready, rest): (Vec<_>, Vec<_>) = pending.into_iter().partition(|s| {
-            s.parent_id
-                .as_ref()
-                .is_none_or(|p| !ids.contains(p) || placed.contains(p))
-        });
-        for s in &ready {
-            placed.insert(s.id.clone());
-        }
-        out.extend(ready);
-        pending = rest;
-        if pending.len() == before {
-            // A parent cycle (only a hand-edited database has one): keep the stored order.
-            out.extend(pending);
-            break;
-        }
-    }
-    out
 }
 
 /// What differs between two copies of a session, if anything.

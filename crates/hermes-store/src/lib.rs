@@ -36,6 +36,7 @@ mod compaction;
 mod copy;
 mod fleet;
 mod leases;
+mod lineage;
 mod original;
 mod ownership;
 #[cfg(feature = "test-support")]

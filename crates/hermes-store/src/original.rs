@@ -232,7 +232,8 @@ async fn read_all(conn: &mut sqlx::SqliteConnection) -> Result<OriginalDb, sqlx:
             Err(reason) => out.failed.push((id, reason)),
         }
     }
-    out.sessions = parents_first(out.sessions);
+    out.sessions =
+        crate::lineage::parents_first(out.sessions, |s| &s.id, |s| s.parent_id.as_deref());
     Ok(out)
 }
 
@@ -364,30 +365,6 @@ fn message_row(row: &sqlx::sqlite::SqliteRow) -> Result<OriginalRow, String> {
         checkpoint: flag("_compressed_summary", 0)? != 0,
         created_at: millis(timestamp).unwrap_or(0),
     })
-}
-
-/// Sessions ordered so that each parent comes before its children.
-fn parents_first(sessions: Vec<OriginalSession>) -> Vec<OriginalSession> {
-    let ids: HashSet<String> = sessions.iter().map(|s| s.id.clone()).collect();
-    let mut placed: HashSet<String> = HashSet::new();
-    let mut pending = sessions;
-    let mut out = Vec::with_capacity(pending.len());
-    while !pending.is_empty() {
-        let before = pending.len();
-        let (ready, rest): (Vec<_>, Vec<_>) = pending.into_iter().partition(|s| {
-            s.parent_id
-                .as_ref()
-                .is_none_or(|p| !ids.contains(p) || placed.contains(p))
-        });
-        placed.extend(ready.iter().map(|s| s.id.clone()));
-        out.extend(ready);
-        pending = rest;
-        if pending.len() == before {
-            out.extend(pending);
-            break;
-        }
-    }
-    out
 }
 
 impl Store {
