@@ -8,7 +8,9 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use hermes_sim::Sim;
-use hermes_store::testing::{FixtureIds, OriginalFixture, write_python_original};
+use hermes_store::testing::{
+    FixtureIds, OriginalFixture, original_json_columns, write_python_original,
+};
 use serde_json::Value;
 
 struct Home(tempfile::TempDir);
@@ -66,41 +68,15 @@ fn sides(home: &Home) -> Vec<String> {
         .collect()
 }
 
-/// The fixture's JSON-text columns (session id, column, text), read from the file itself.
+/// The fixture's JSON-text columns of active message rows (session id, column, text), read
+/// from the file itself (archived rows are checked through `show --all`).
 async fn raw_columns(path: &Path) -> Vec<(String, String, String)> {
-    use sqlx::{ConnectOptions as _, Connection as _, Row as _};
-    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(path)
-        .read_only(true)
-        .immutable(true)
-        .connect()
+    original_json_columns(path)
         .await
-        .unwrap();
-    let rows = sqlx::query(
-        "SELECT session_id, reasoning_details, codex_reasoning_items, codex_message_items, \
-         tool_calls, active FROM messages ORDER BY id",
-    )
-    .fetch_all(&mut conn)
-    .await
-    .unwrap();
-    let mut out = Vec::new();
-    for r in &rows {
-        if r.get::<i64, _>(5) == 0 {
-            continue; // archived: not in the export (checked through `show --all`)
-        }
-        for (i, column) in [
-            (1, "reasoning_details"),
-            (2, "codex_reasoning_items"),
-            (3, "codex_message_items"),
-            (4, "tool_calls"),
-        ] {
-            if let Some(text) = r.get::<Option<String>, _>(i) {
-                out.push((r.get(0), column.to_owned(), text));
-            }
-        }
-    }
-    conn.close().await.unwrap();
-    out
+        .into_iter()
+        .filter(|c| c.active && c.column != "model_config")
+        .map(|c| (c.session, c.column.to_owned(), c.text))
+        .collect()
 }
 
 #[tokio::test]

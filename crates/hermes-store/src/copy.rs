@@ -213,20 +213,8 @@ impl Store {
             {
                 continue;
             }
-            sqlx::query(
-                "INSERT INTO fleet_verdicts (wire, provider, host, model, field, learned_at, probing_since) \
-                 VALUES ($1, $2, $3, $4, $5, $6, NULL) ON CONFLICT (wire, provider, host, model, field) \
-                 DO UPDATE SET learned_at = excluded.learned_at, probing_since = NULL",
-            )
-            .bind(&v.wire)
-            .bind(&v.provider)
-            .bind(&v.host)
-            .bind(&v.model)
-            .bind(&v.field)
-            .bind(v.learned_at)
-            .execute(&dest.pool)
-            .await
-            .db()?;
+            dest.put_fleet_verdict(&crate::fleet::RowKey::of(&v), v.learned_at)
+                .await?;
             report.fleet_verdicts += 1;
         }
         tracing::info!(

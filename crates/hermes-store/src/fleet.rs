@@ -74,6 +74,41 @@ fn key(target: &RouteTarget) -> (String, String, &str) {
 
 const COLUMNS: &str = "wire, provider, host, model, field, learned_at, probing_since";
 
+/// One row's key, bound as `$1`..`$5` (wire, provider, host, model, field) of every statement
+/// that names one row.
+pub(crate) struct RowKey<'a> {
+    wire: &'a str,
+    provider: &'a str,
+    host: &'a str,
+    model: &'a str,
+    field: &'a str,
+}
+
+impl<'a> RowKey<'a> {
+    pub(crate) fn of(verdict: &'a FleetVerdict) -> Self {
+        RowKey {
+            wire: &verdict.wire,
+            provider: &verdict.provider,
+            host: &verdict.host,
+            model: &verdict.model,
+            field: &verdict.field,
+        }
+    }
+
+    /// `sql` with the key bound; its own values are `$6` on.
+    fn query(
+        &self,
+        sql: &'static str,
+    ) -> sqlx::query::Query<'a, sqlx::Any, sqlx::any::AnyArguments> {
+        sqlx::query(sql)
+            .bind(self.wire)
+            .bind(self.provider)
+            .bind(self.host)
+            .bind(self.model)
+            .bind(self.field)
+    }
+}
+
 impl Store {
     /// Records that `target` refused `fields` on `wire`, for the whole store: each row is
     /// (re)learned now, and any re-probe claim on it ends. One statement per field, each an
@@ -87,20 +122,14 @@ impl Store {
         let (provider, host, model) = key(target);
         let now = now_ms();
         for field in fields {
-            sqlx::query(
-                "INSERT INTO fleet_verdicts (wire, provider, host, model, field, learned_at, probing_since) \
-                 VALUES ($1, $2, $3, $4, $5, $6, NULL) ON CONFLICT (wire, provider, host, model, field) \
-                 DO UPDATE SET learned_at = excluded.learned_at, probing_since = NULL",
-            )
-            .bind(wire)
-            .bind(&provider)
-            .bind(&host)
-            .bind(model)
-            .bind(*field)
-            .bind(now)
-            .execute(&self.pool)
-            .await
-            .db()?;
+            let key = RowKey {
+                wire,
+                provider: &provider,
+                host: &host,
+                model,
+                field,
+            };
+            self.put_fleet_verdict(&key, now).await?;
         }
         tracing::debug!(
             wire,
@@ -110,6 +139,25 @@ impl Store {
             ?fields,
             "fleet verdict learned"
         );
+        Ok(())
+    }
+
+    /// Stores the verdict `key` as learned at `learned_at`, unclaimed (an upsert: concurrent
+    /// writers never lose a row).
+    pub(crate) async fn put_fleet_verdict(
+        &self,
+        key: &RowKey<'_>,
+        learned_at: i64,
+    ) -> Result<(), StoreError> {
+        key.query(
+            "INSERT INTO fleet_verdicts (wire, provider, host, model, field, learned_at, probing_since) \
+             VALUES ($1, $2, $3, $4, $5, $6, NULL) ON CONFLICT (wire, provider, host, model, field) \
+             DO UPDATE SET learned_at = excluded.learned_at, probing_since = NULL",
+        )
+        .bind(learned_at)
+        .execute(&self.pool)
+        .await
+        .db()?;
         Ok(())
     }
 
@@ -156,22 +204,18 @@ impl Store {
         stale_before: i64,
     ) -> Result<Option<i64>, StoreError> {
         let now = now_ms();
-        let done = sqlx::query(
-            "UPDATE fleet_verdicts SET probing_since = $1 WHERE wire = $2 AND provider = $3 \
-             AND host = $4 AND model = $5 AND field = $6 AND learned_at < $7 \
-             AND (probing_since IS NULL OR probing_since < $8)",
-        )
-        .bind(now)
-        .bind(&verdict.wire)
-        .bind(&verdict.provider)
-        .bind(&verdict.host)
-        .bind(&verdict.model)
-        .bind(&verdict.field)
-        .bind(learned_before)
-        .bind(stale_before)
-        .execute(&self.pool)
-        .await
-        .db()?;
+        let done = RowKey::of(verdict)
+            .query(
+                "UPDATE fleet_verdicts SET probing_since = $6 WHERE wire = $1 AND provider = $2 \
+                 AND host = $3 AND model = $4 AND field = $5 AND learned_at < $7 \
+                 AND (probing_since IS NULL OR probing_since < $8)",
+            )
+            .bind(now)
+            .bind(learned_before)
+            .bind(stale_before)
+            .execute(&self.pool)
+            .await
+            .db()?;
         Ok((done.rows_affected() == 1).then_some(now))
     }
 
@@ -188,19 +232,22 @@ impl Store {
         let (provider, host, model) = key(target);
         let mut dropped = 0;
         for field in fields {
-            let done = sqlx::query(
-                "DELETE FROM fleet_verdicts WHERE wire = $1 AND provider = $2 AND host = $3 \
-                 AND model = $4 AND field = $5 AND probing_since = $6",
-            )
-            .bind(wire)
-            .bind(&provider)
-            .bind(&host)
-            .bind(model)
-            .bind(*field)
-            .bind(since)
-            .execute(&self.pool)
-            .await
-            .db()?;
+            let key = RowKey {
+                wire,
+                provider: &provider,
+                host: &host,
+                model,
+                field,
+            };
+            let done = key
+                .query(
+                    "DELETE FROM fleet_verdicts WHERE wire = $1 AND provider = $2 AND host = $3 \
+                     AND model = $4 AND field = $5 AND probing_since = $6",
+                )
+                .bind(since)
+                .execute(&self.pool)
+                .await
+                .db()?;
             dropped += done.rows_affected() as usize;
         }
         if dropped > 0 {
@@ -227,15 +274,17 @@ impl Store {
     ) -> Result<(), StoreError> {
         let (provider, host, model) = key(target);
         for field in fields {
-            sqlx::query(
+            let key = RowKey {
+                wire,
+                provider: &provider,
+                host: &host,
+                model,
+                field,
+            };
+            key.query(
                 "UPDATE fleet_verdicts SET probing_since = NULL WHERE wire = $1 AND provider = $2 \
                  AND host = $3 AND model = $4 AND field = $5 AND probing_since = $6",
             )
-            .bind(wire)
-            .bind(&provider)
-            .bind(&host)
-            .bind(model)
-            .bind(*field)
             .bind(since)
             .execute(&self.pool)
             .await
@@ -251,18 +300,14 @@ impl Store {
             if !v.matches(filter) {
                 continue;
             }
-            let done = sqlx::query(
-                "DELETE FROM fleet_verdicts WHERE wire = $1 AND provider = $2 AND host = $3 \
-                 AND model = $4 AND field = $5",
-            )
-            .bind(&v.wire)
-            .bind(&v.provider)
-            .bind(&v.host)
-            .bind(&v.model)
-            .bind(&v.field)
-            .execute(&self.pool)
-            .await
-            .db()?;
+            let done = RowKey::of(&v)
+                .query(
+                    "DELETE FROM fleet_verdicts WHERE wire = $1 AND provider = $2 AND host = $3 \
+                     AND model = $4 AND field = $5",
+                )
+                .execute(&self.pool)
+                .await
+                .db()?;
             cleared += done.rows_affected() as usize;
         }
         Ok(cleared)

@@ -1579,43 +1579,6 @@ async fn a_lease_is_held_by_one_handle_at_a_time(db: TestDb) {
     );
 }
 
-/// Every raw JSON-text column of the fixture, with its session id.
-async fn fixture_raw_columns(path: &std::path::Path) -> Vec<(String, String)> {
-    use sqlx::{ConnectOptions as _, Connection as _, Row as _};
-    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(path)
-        .read_only(true)
-        .immutable(true)
-        .connect()
-        .await
-        .unwrap();
-    let rows = sqlx::query(
-        "SELECT session_id, tool_calls, reasoning_details, codex_reasoning_items, codex_message_items \
-         FROM messages ORDER BY id",
-    )
-    .fetch_all(&mut conn)
-    .await
-    .unwrap();
-    let mut out = Vec::new();
-    for r in &rows {
-        let id: String = r.get(0);
-        for i in 1..5 {
-            if let Some(text) = r.get::<Option<String>, _>(i) {
-                out.push((id.clone(), text));
-            }
-        }
-    }
-    let configs = sqlx::query("SELECT id, model_config FROM sessions")
-        .fetch_all(&mut conn)
-        .await
-        .unwrap();
-    for r in &configs {
-        out.push((r.get(0), r.get(1)));
-    }
-    conn.close().await.unwrap();
-    out
-}
-
 both!(the_python_originals_sessions_import_with_every_carrier_byte_once);
 async fn the_python_originals_sessions_import_with_every_carrier_byte_once(db: TestDb) {
     let dir = tempfile::tempdir().unwrap();
@@ -1644,7 +1607,12 @@ async fn the_python_originals_sessions_import_with_every_carrier_byte_once(db: T
     }
     // Every JSON-text column of the fixture is in the export of its session, byte for byte
     // (and model_config is stored as its exact text).
-    for (id, raw) in fixture_raw_columns(&original).await {
+    for crate::testing::JsonColumn {
+        session: id,
+        text: raw,
+        ..
+    } in crate::testing::original_json_columns(&original).await
+    {
         // The export (active view), and the archived rows as `sessions show --all` reads them.
         let mut export = serde_json::to_string(&store.export(&id).await.unwrap()).unwrap();
         for m in store.all_messages(&id).await.unwrap() {

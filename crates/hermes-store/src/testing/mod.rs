@@ -13,7 +13,8 @@ use crate::{Backend, Location, Store};
 
 mod original;
 pub use original::{
-    DEEPSEEK_MODEL, FixtureIds, OPENROUTER_MODEL, OriginalFixture, Signer, write_python_original,
+    DEEPSEEK_MODEL, FixtureIds, JsonColumn, OPENROUTER_MODEL, OriginalFixture, Signer,
+    original_json_columns, write_python_original,
 };
 
 /// The PostgreSQL server for tests: `HERMES_TEST_PG_URL`, or `None` (the test skips) when it is

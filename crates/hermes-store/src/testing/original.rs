@@ -462,3 +462,76 @@ pub async fn write_python_original(path: &Path, fixture: &OriginalFixture) -> Fi
     conn.close().await.unwrap_or_else(|e| panic!("close: {e}"));
     ids
 }
+
+/// One JSON-text value of an original's database, as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct JsonColumn {
+    /// The session it belongs to.
+    pub session: String,
+    /// The column (`tool_calls`, `reasoning_details`, `codex_reasoning_items`,
+    /// `codex_message_items`, or the session's `model_config`).
+    pub column: &'static str,
+    /// Its exact text.
+    pub text: String,
+    /// False for a message row archived by compaction (`active = 0`).
+    pub active: bool,
+}
+
+/// Every non-NULL JSON-text value of the original's database at `path`, read through an
+/// immutable read-only connection: messages in `id` order, then each session's `model_config`.
+///
+/// # Panics
+/// When the file cannot be read.
+pub async fn original_json_columns(path: &Path) -> Vec<JsonColumn> {
+    use sqlx::Row as _;
+    let mut conn = SqliteConnectOptions::new()
+        .filename(path)
+        .read_only(true)
+        .immutable(true)
+        .connect()
+        .await
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let columns = [
+        "tool_calls",
+        "reasoning_details",
+        "codex_reasoning_items",
+        "codex_message_items",
+    ];
+    let rows = sqlx::query(
+        "SELECT session_id, active, tool_calls, reasoning_details, codex_reasoning_items, \
+         codex_message_items FROM messages ORDER BY id",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap_or_else(|e| panic!("messages: {e}"));
+    let mut out = Vec::new();
+    for r in &rows {
+        for (i, column) in columns.into_iter().enumerate() {
+            if let Some(text) = r.get::<Option<String>, _>(i + 2) {
+                out.push(JsonColumn {
+                    session: r.get(0),
+                    column,
+                    text,
+                    active: r.get::<i64, _>(1) != 0,
+                });
+            }
+        }
+    }
+    let sessions = sqlx::query("SELECT id, model_config FROM sessions ORDER BY id")
+        .fetch_all(&mut conn)
+        .await
+        .unwrap_or_else(|e| panic!("sessions: {e}"));
+    for r in &sessions {
+        if let Some(text) = r.get::<Option<String>, _>(1) {
+            out.push(JsonColumn {
+                session: r.get(0),
+                column: "model_config",
+                text,
+                active: true,
+            });
+        }
+    }
+    let _ = conn.close().await;
+    out
+}
