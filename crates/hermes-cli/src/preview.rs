@@ -49,7 +49,18 @@ pub(crate) fn run(engine: &Engine, args: &PreviewArgs) -> anyhow::Result<()> {
         .thinking(crate::cli::thinking(args.effort, args.no_thinking))
         .reject(CarrierSet::of(args.reject.iter().map(|c| c.0)))
         .query(args.query.clone());
-    let preview = Preview::new(engine, file, options)?;
+    let mut preview = Preview::new(engine, file, options)?;
+    if args.session.is_some() {
+        // What any session of the store learned a provider refuses, as chat would apply it.
+        preview = crate::home::runtime()?.block_on(async {
+            let store = crate::home::open_store().await?;
+            anyhow::Ok(
+                preview
+                    .with_fleet_verdicts(&store, config.reprobe_after())
+                    .await?,
+            )
+        })?;
+    }
     if args.explain {
         let mut err = io::stderr().lock();
         for line in preview.explain() {

@@ -350,6 +350,28 @@ async fn fleet_verdict_honoured_across_processes(db: TestDb) {
             .is_none(),
         "{export}"
     );
+    // `hermes preview` of that session applies the fleet's verdicts as chat does: the stored
+    // signed items stay out of the body.
+    let id = session_id(&out);
+    let stored: Value = serde_json::from_str(&other.export(&id).await).unwrap();
+    assert!(
+        stored["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m.get("reasoning_details").is_some()),
+        "the session stores signed items: {stored}"
+    );
+    let (body, _) = other.ok(&["preview", "--session", &id]).await;
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert!(
+        !body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m.get("reasoning_details").is_some()),
+        "{body}"
+    );
     // `verdicts list --all` shows the fleet verdict; `verdicts clear` forgets it.
     let (listed, _) = other.ok(&["verdicts", "list", "--all", "--json"]).await;
     let listed: Value = serde_json::from_str(&listed).unwrap();

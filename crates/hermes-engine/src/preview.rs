@@ -147,6 +147,38 @@ impl Preview {
         })
     }
 
+    /// Adds the store's fleet verdicts for this target that are younger than `reprobe_after`
+    /// (an older one would be re-probed, so the next request would carry its field), as a chat
+    /// of any session would.
+    pub async fn with_fleet_verdicts(
+        mut self,
+        store: &hermes_store::Store,
+        reprobe_after: std::time::Duration,
+    ) -> Result<Preview, EngineError> {
+        let target = &self.decision.target;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let cutoff = now.saturating_sub(reprobe_after).as_millis();
+        let provider = target.provider.trim().to_lowercase();
+        let host = target.host_key();
+        for v in store.fleet_verdicts().await? {
+            let fresh = u128::try_from(v.learned_at).is_ok_and(|at| at >= cutoff);
+            if !fresh || v.provider != provider || v.host != host || v.model != target.model {
+                continue;
+            }
+            if v.wire == hermes_core::CHAT_WIRE {
+                if let Some(carrier) = Carrier::parse(&v.field) {
+                    self.verdicts
+                        .record(target, hermes_core::CarrierSet::of([carrier]));
+                }
+            } else {
+                self.wire_verdicts.record(&v.wire, target, &[&v.field]);
+            }
+        }
+        Ok(self)
+    }
+
     /// The request body of the chat-completions wire.
     pub fn request(&self) -> ChatRequest<'_> {
         ChatRequest::build(&self.history, &self.decision, &self.verdicts, self.thinking)
