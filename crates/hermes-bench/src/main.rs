@@ -5,9 +5,11 @@
 //! the median time to serialise the already-shaped body alone, their ratio (with its spread over
 //! the runs), and the peak heap of the shaping step divided by the history's JSON size.
 //!
-//! Storage (a real SQLite file in WAL mode, in a temporary directory): the cost of storing a turn
-//! at turn 10,000 against at turn 10; resuming a 1,000-turn session (open, load, shape) against a
-//! raw read of its rows; and the resume's peak heap against the session's JSON size.
+//! Storage, on each backend (a real SQLite file in WAL mode, in a temporary directory; and new
+//! schemas on the PostgreSQL server named by `HERMES_TEST_PG_URL`, dropped afterwards, the
+//! PostgreSQL lines skipped when it is unset): the cost of storing a turn at turn 10,000 against
+//! at turn 10; resuming a 1,000-turn session (open, load, shape) against a raw read of its rows
+//! with the backend's own sqlx driver; and the resume's peak heap against the session's JSON size.
 //!
 //! Everything runs in one process, side by side, so the ratios cancel the machine's speed.
 //! Arguments: the shaping sizes (default 100 1000 5000), `--shaping-only`, `--storage-only`,
@@ -15,12 +17,15 @@
 
 use std::time::Duration;
 
-use hermes_bench::storage::{AppendCost, Ratio, ResumeCost, append_cost, resume_cost};
+use hermes_bench::storage::{
+    AppendCost, BenchError, Ratio, ResumeCost, Scratch, append_cost, postgres_server, resume_cost,
+};
 use hermes_bench::{FINGERPRINTS, median, sample, sha256_hex, standard_history_bytes};
 use hermes_core::{
     Message, ResolveOptions, RouteDecision, RouteTable, RouteTarget, ThinkingRequest, Verdicts,
 };
 use hermes_providers::chat::{self, ChatRequest};
+use hermes_store::Backend;
 use peak_alloc::PeakAlloc;
 
 #[global_allocator]
@@ -377,10 +382,27 @@ fn preview_process() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// Storage table targets: append ratio, resume time ratio, resume peak heap ratio (the same on
+/// both backends).
+const APPEND_TARGET: f64 = 1.2;
+const RESUME_TARGET: f64 = 2.0;
+const PEAK_TARGET: f64 = 2.5;
+
+/// What the PostgreSQL lines say when there is no server to measure on.
+const PG_SKIPPED: &str = "skipped: set HERMES_TEST_PG_URL (e.g. `source .ci/postgres.sh`)";
+
+fn backend_name(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
+    }
+}
+
 /// One line of the storage table.
-fn storage_line(measure: &str, ratio: Ratio, target: f64) {
+fn storage_line(measure: &str, backend: Backend, ratio: Ratio, target: f64) {
     println!(
-        "{measure:<42} {:>7.3} {:>7} {:>13} {:>6}",
+        "{measure:<40} {:<8} {:>7.3} {:>7} {:>13} {:>6}",
+        backend_name(backend),
         ratio.value,
         format!("<= {target}"),
         format!("{:.2}-{:.2}", ratio.lo, ratio.hi),
@@ -392,60 +414,135 @@ fn storage_line(measure: &str, ratio: Ratio, target: f64) {
     );
 }
 
-/// The storage table: append cost, resume time and resume memory, on SQLite files in a
-/// temporary directory.
-fn storage(
-    table: &RouteTable,
+/// One backend's storage measures.
+struct StorageCosts {
+    append: AppendCost,
+    resume: ResumeCost,
+}
+
+/// Runs the storage measures on the fresh stores `scratch` makes, then drops what it made (also
+/// when a measure failed).
+async fn storage_costs(
+    mut scratch: Scratch,
     late_turn: usize,
     resume_turns: usize,
-) -> Result<(), hermes_bench::storage::BenchError> {
-    let decision: RouteDecision = table.resolve(
-        &RouteTarget::new("deepseek", None, "deepseek-v4-pro"),
-        ResolveOptions::default(),
-    );
-    let dir = tempfile::tempdir()?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let (append, resume): (AppendCost, ResumeCost) = runtime.block_on(async {
+    decision: &RouteDecision,
+) -> Result<StorageCosts, BenchError> {
+    let costs = async {
+        let early = scratch.fresh("early").await?;
+        let late = scratch.fresh("late").await?;
         let append = append_cost(
-            dir.path(),
+            &early,
+            &late,
             EARLY_TURN,
             late_turn,
             APPEND_ROUNDS,
             APPEND_PER_ROUND,
         )
         .await?;
-        let resume = resume_cost(dir.path(), resume_turns, RESUME_RUNS, &decision, &ALLOC).await?;
-        Ok::<_, hermes_bench::storage::BenchError>((append, resume))
-    })?;
+        let at = scratch.fresh("resume").await?;
+        let resume = resume_cost(&at, resume_turns, RESUME_RUNS, decision, &ALLOC).await?;
+        Ok::<_, BenchError>(StorageCosts { append, resume })
+    }
+    .await;
+    let cleaned = scratch.cleanup().await;
+    let costs = costs?;
+    cleaned?;
+    Ok(costs)
+}
+
+/// The storage table: append cost, resume time and resume memory, on SQLite files in a
+/// temporary directory and on PostgreSQL schemas (skipped without `HERMES_TEST_PG_URL`).
+fn storage(table: &RouteTable, late_turn: usize, resume_turns: usize) -> Result<(), BenchError> {
+    let decision: RouteDecision = table.resolve(
+        &RouteTarget::new("deepseek", None, "deepseek-v4-pro"),
+        ResolveOptions::default(),
+    );
+    let server = postgres_server()?;
+    let dir = tempfile::tempdir()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let sqlite = runtime.block_on(storage_costs(
+        Scratch::sqlite(dir.path()),
+        late_turn,
+        resume_turns,
+        &decision,
+    ))?;
+    drop(dir);
+    let postgres = match &server {
+        Some(url) => Some(runtime.block_on(storage_costs(
+            Scratch::postgres(url),
+            late_turn,
+            resume_turns,
+            &decision,
+        ))?),
+        None => None,
+    };
+    let measured: Vec<&StorageCosts> = std::iter::once(&sqlite).chain(&postgres).collect();
 
     println!();
     println!(
-        "{:<42} {:>7} {:>7} {:>13} {:>6}",
-        "storage (SQLite file, WAL) | measure", "value", "target", "spread", ""
+        "{:<40} {:<8} {:>7} {:>7} {:>13} {:>6}",
+        "storage | measure", "backend", "value", "target", "spread", ""
     );
-    storage_line(
-        &format!("append at turn {late_turn} / at turn {EARLY_TURN}"),
-        append.ratio(),
-        1.2,
-    );
-    storage_line(
-        &format!("resume {resume_turns} turns / raw read"),
-        resume.time_ratio(),
-        2.0,
-    );
-    storage_line(
-        "resume peak heap / session JSON size",
-        resume.memory_ratio(),
-        2.5,
-    );
+    let skipped = |measure: &str| {
+        if postgres.is_none() {
+            println!("{measure:<40} {:<8} {PG_SKIPPED}", "postgres");
+        }
+    };
+    let append_measure = format!("append at turn {late_turn} / at turn {EARLY_TURN}");
+    for costs in &measured {
+        storage_line(
+            &append_measure,
+            costs.append.backend,
+            costs.append.ratio(),
+            APPEND_TARGET,
+        );
+    }
+    skipped(&append_measure);
+    let resume_measure = format!("resume {resume_turns} turns / raw read");
+    for costs in &measured {
+        storage_line(
+            &resume_measure,
+            costs.resume.backend,
+            costs.resume.time_ratio(),
+            RESUME_TARGET,
+        );
+    }
+    skipped(&resume_measure);
+    let peak_measure = "resume peak heap / session JSON size";
+    for costs in &measured {
+        storage_line(
+            peak_measure,
+            costs.resume.backend,
+            costs.resume.memory_ratio(),
+            PEAK_TARGET,
+        );
+    }
+    skipped(peak_measure);
+    for costs in &measured {
+        storage_notes(costs);
+    }
+    Ok(())
+}
+
+/// The notes under the storage table for one backend: the medians behind the ratios.
+fn storage_notes(StorageCosts { append, resume }: &StorageCosts) {
+    let backend = backend_name(append.backend);
+    let (db, heap) = match append.backend {
+        Backend::Sqlite => ("DB file and WAL", "SQLite's own page cache is not counted"),
+        Backend::Postgres => (
+            "schema's tables, indexes and TOAST",
+            "the server's memory is not counted",
+        ),
+    };
     let (rounds, per_round) = (append.round_ratios.len(), APPEND_PER_ROUND);
     println!(
-        "-- append: a turn = its 4 appends, as the driver stores it; medians of {} turns each: \
-         turns {}..{} of {rounds} fresh sessions {:.3} ms vs turns {}..{} of one long session \
-         {:.3} ms, interleaved (spread over the {rounds} rounds); long session DB {:.1} MB, \
-         grown in {:.1} s",
+        "-- {backend} append: a turn = its 4 appends, as the driver stores it; medians of {} \
+         turns each: turns {}..{} of {rounds} fresh sessions {:.3} ms vs turns {}..{} of one long \
+         session {:.3} ms, interleaved (spread over the {rounds} rounds); long session {:.1} MB \
+         ({db}), grown in {:.1} s",
         append.early.len(),
         append.early_turn,
         append.early_turn + per_round,
@@ -457,9 +554,9 @@ fn storage(
         append.grow.as_secs_f64(),
     );
     println!(
-        "-- resume: {} turns ({} messages, {} JSON bytes, DB {:.1} MB), median of {} runs: \
-         open+load+shape {:.3} ms vs fresh pool + raw read {:.3} ms; peak heap {:.1} MB \
-         (SQLite's own page cache is not counted)",
+        "-- {backend} resume: {} turns ({} messages, {} JSON bytes, {:.1} MB in the {db}), median \
+         of {} runs: open+load+shape {:.3} ms vs fresh pool + raw read {:.3} ms; peak heap \
+         {:.1} MB ({heap})",
         resume.turns,
         resume.messages,
         resume.json_bytes,
@@ -474,5 +571,4 @@ fn storage(
             .unwrap_or(0) as f64
             / 1e6,
     );
-    Ok(())
 }

@@ -531,6 +531,25 @@ fn scrub(text: &str, url: &str) -> String {
     out
 }
 
+/// True when every embedded PostgreSQL migration is recorded as applied and none failed (a
+/// missing table or any error says no). Checksums are left to the migrator, which runs whenever
+/// this says no.
+async fn schema_is_current(conn: &mut sqlx::AnyConnection) -> bool {
+    let latest = PG_MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+    let row = sqlx::query(
+        "SELECT COUNT(*) AS applied, COUNT(*) FILTER (WHERE NOT success) AS failed, \
+         COALESCE(MAX(version), 0) AS latest FROM _sqlx_migrations",
+    )
+    .fetch_one(&mut *conn)
+    .await;
+    let Ok(row) = row else {
+        return false;
+    };
+    let get = |column: &str| row.try_get::<i64, _>(column).ok();
+    let expected = i64::try_from(PG_MIGRATOR.iter().count()).unwrap_or(i64::MAX);
+    get("applied") == Some(expected) && get("failed") == Some(0) && get("latest") == Some(latest)
+}
+
 /// The session store: the same API on either [`Backend`].
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -589,22 +608,26 @@ impl Store {
         // One connection first, so a wrong host, password or certificate fails at once with
         // the server's or the TLS library's own words (a pool would retry until it timed out
         // and say only that).
-        sqlx::AnyConnection::connect_with(&options)
-            .await
-            .map_err(|e| open_err(e.to_string()))?
-            .close()
+        let mut first = sqlx::AnyConnection::connect_with(&options)
             .await
             .map_err(|e| open_err(e.to_string()))?;
+        // The schema is usually current: then the migrator (seven statements under an advisory
+        // lock, on every process start) is skipped. Anything else — the table missing, a
+        // version behind, a failed step — goes through the migrator as always.
+        let current = schema_is_current(&mut first).await;
+        first.close().await.map_err(|e| open_err(e.to_string()))?;
         let pool = AnyPoolOptions::new()
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(30))
             .connect_with(options)
             .await
             .map_err(|e| open_err(e.to_string()))?;
-        PG_MIGRATOR
-            .run(&pool)
-            .await
-            .map_err(|e| open_err(e.to_string()))?;
+        if !current {
+            PG_MIGRATOR
+                .run(&pool)
+                .await
+                .map_err(|e| open_err(e.to_string()))?;
+        }
         tracing::debug!(url = %redact_url(url), "PostgreSQL store open");
         Ok(Store {
             pool,
