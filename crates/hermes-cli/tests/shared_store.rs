@@ -550,3 +550,34 @@ async fn tls_to_postgres_honours_sslmode() {
     let plain = hermes_store::testing::with_param(&base, "sslmode", "disable");
     home_for(plain).ok(&["sessions", "list"]).await;
 }
+
+#[tokio::test]
+async fn the_postgres_password_may_come_from_pgpassword_and_is_never_printed() {
+    let Some(url) = hermes_store::testing::fresh_postgres_url().await else {
+        return;
+    };
+    let mut parsed = url::Url::parse(&url).unwrap();
+    let Some(password) = parsed.password().map(str::to_owned) else {
+        return; // a server without a password: nothing to move out of the URL
+    };
+    parsed.set_password(None).unwrap();
+    let bare = parsed.to_string();
+    let home = Home::new(Some(&bare));
+    // Without it the server refuses, and says so without a password to hide.
+    let refused = home.run(&["sessions", "list"]).await;
+    assert!(!refused.status.success());
+    // With PGPASSWORD it opens; the password is in no output.
+    let mut cmd = home.command(&["sessions", "list", "--json"]);
+    cmd.env("PGPASSWORD", &password);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for stream in [&out.stdout, &out.stderr, &refused.stdout, &refused.stderr] {
+        assert!(!String::from_utf8_lossy(stream).contains(&password));
+    }
+}
