@@ -531,13 +531,13 @@ fn scrub(text: &str, url: &str) -> String {
     out
 }
 
-/// True when every embedded PostgreSQL migration is recorded as applied and none failed (a
-/// missing table or any error says no). Checksums are left to the migrator, which runs whenever
-/// this says no.
-async fn schema_is_current(conn: &mut sqlx::AnyConnection) -> bool {
-    let latest = PG_MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+/// True when every step of `migrator` is recorded as applied and none failed (a missing table
+/// or any error says no). Checksums are left to the migrator, which runs whenever this says no.
+async fn schema_is_current(conn: &mut sqlx::AnyConnection, migrator: &Migrator) -> bool {
+    let latest = migrator.iter().map(|m| m.version).max().unwrap_or(0);
+    let expected = i64::try_from(migrator.iter().count()).unwrap_or(i64::MAX);
     let row = sqlx::query(
-        "SELECT COUNT(*) AS applied, COUNT(*) FILTER (WHERE NOT success) AS failed, \
+        "SELECT COUNT(*) AS applied, COALESCE(SUM(CASE WHEN success THEN 0 ELSE 1 END), 0) AS failed, \
          COALESCE(MAX(version), 0) AS latest FROM _sqlx_migrations",
     )
     .fetch_one(&mut *conn)
@@ -546,7 +546,6 @@ async fn schema_is_current(conn: &mut sqlx::AnyConnection) -> bool {
         return false;
     };
     let get = |column: &str| row.try_get::<i64, _>(column).ok();
-    let expected = i64::try_from(PG_MIGRATOR.iter().count()).unwrap_or(i64::MAX);
     get("applied") == Some(expected) && get("failed") == Some(0) && get("latest") == Some(latest)
 }
 
@@ -614,7 +613,7 @@ impl Store {
         // The schema is usually current: then the migrator (seven statements under an advisory
         // lock, on every process start) is skipped. Anything else — the table missing, a
         // version behind, a failed step — goes through the migrator as always.
-        let current = schema_is_current(&mut first).await;
+        let current = schema_is_current(&mut first, &PG_MIGRATOR).await;
         first.close().await.map_err(|e| open_err(e.to_string()))?;
         let pool = AnyPoolOptions::new()
             .max_connections(8)
@@ -645,7 +644,8 @@ impl Store {
             path: path.display().to_string(),
             message,
         };
-        match ownership(path).await? {
+        let owner = ownership(path).await?;
+        match owner.clone() {
             Ownership::Foreign(what) => {
                 return Err(StoreError::Foreign {
                     path: path.display().to_string(),
@@ -654,6 +654,49 @@ impl Store {
             }
             Ownership::Absent => create_private(path).map_err(|e| open_err(e.to_string()))?,
             Ownership::Ours => {}
+        }
+        install_drivers();
+        let pool = || async {
+            let options = AnyConnectOptions::from_str(&sqlite_url(path))
+                .map_err(|e| open_err(e.to_string()))?
+                .disable_statement_logging();
+            AnyPoolOptions::new()
+                .max_connections(4)
+                .after_connect(|conn, _| {
+                    Box::pin(async move {
+                        conn.execute(
+                            "PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; \
+                             PRAGMA foreign_keys = ON;",
+                        )
+                        .await
+                        .map(drop)
+                    })
+                })
+                .connect_with(options)
+                .await
+                .map_err(|e| open_err(e.to_string()))
+        };
+        // The usual case, a database this hermes made before: in WAL mode and migrated, so
+        // nothing is set up again.
+        if owner == Ownership::Ours {
+            let pool = pool().await?;
+            let ready = match pool.acquire().await {
+                Ok(mut conn) => {
+                    let wal = sqlx::query_scalar::<_, String>("PRAGMA journal_mode")
+                        .fetch_one(&mut *conn)
+                        .await
+                        .is_ok_and(|mode| mode.eq_ignore_ascii_case("wal"));
+                    wal && schema_is_current(&mut conn, &MIGRATOR).await
+                }
+                Err(_) => false,
+            };
+            if ready {
+                return Ok(Store {
+                    pool,
+                    backend: Backend::Sqlite,
+                });
+            }
+            pool.close().await;
         }
         {
             // Several processes opening a fresh home at once: one at a time switches the file
@@ -676,25 +719,7 @@ impl Store {
                 .map_err(|e| open_err(e.to_string()))?;
             conn.close().await.map_err(|e| open_err(e.to_string()))?;
         }
-        install_drivers();
-        let options = AnyConnectOptions::from_str(&sqlite_url(path))
-            .map_err(|e| open_err(e.to_string()))?
-            .disable_statement_logging();
-        let pool = AnyPoolOptions::new()
-            .max_connections(4)
-            .after_connect(|conn, _| {
-                Box::pin(async move {
-                    conn.execute(
-                        "PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; \
-                         PRAGMA foreign_keys = ON;",
-                    )
-                    .await
-                    .map(drop)
-                })
-            })
-            .connect_with(options)
-            .await
-            .map_err(|e| open_err(e.to_string()))?;
+        let pool = pool().await?;
         Ok(Store {
             pool,
             backend: Backend::Sqlite,
