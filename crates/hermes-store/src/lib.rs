@@ -1,15 +1,17 @@
-//! hermes-store: sessions in `state.db` (SQLite through sqlx, embedded migrations, runtime
-//! queries only). The only crate that knows SQL; it knows no HTTP. sqlx stays out of the public
-//! API: a failed query is a [`StoreError::Database`] holding an opaque [`DatabaseError`].
+//! hermes-store: sessions in `state.db` (SQLite, the default) or on a PostgreSQL server shared by
+//! many machines, through sqlx (embedded migrations per backend, runtime queries only, one body of
+//! SQL through sqlx's `Any` driver). The only crate that knows SQL; it knows no HTTP. sqlx stays
+//! out of the public API: a failed query is a [`StoreError::Database`] holding an opaque
+//! [`DatabaseError`]; where the store lives is a [`Location`], whose password is never shown.
 //!
-//! Every message field is stored as the exact JSON text it holds in the canonical model, so
-//! carriers come back byte for byte. Appending a turn is one transaction and never rewrites the
-//! session's earlier rows.
+//! Every message field is stored as the exact JSON text it holds in the canonical model (`TEXT`
+//! on both backends, never `jsonb`), so carriers come back byte for byte. Appending a turn is one
+//! transaction and never rewrites the session's earlier rows.
 //!
 //! The store owns what it persists, so every change is one transaction that reads what it
-//! changes: write transactions begin with `BEGIN IMMEDIATE` (the write lock is taken before the
-//! first read), so concurrent handles, in one process or several, never lose each other's
-//! updates.
+//! changes under the session's write lock ([`Store::write_tx`]: `BEGIN IMMEDIATE` on SQLite, a
+//! per-session advisory lock on PostgreSQL), so concurrent handles, in one process or several,
+//! on one machine or many, never lose each other's updates.
 //! - Verdicts (SPEC §6) in the session's `model_config`: the chat-completions ones under
 //!   `reasoning_rejected_carriers` ([`Store::verdicts`], [`Store::record_verdict`]), the other
 //!   wires' under `hermes_wire_verdicts` ([`Store::wire_verdicts`],
