@@ -606,23 +606,32 @@ impl Store {
         let options = AnyConnectOptions::from_str(url)
             .map_err(|e| open_err(e.to_string()))?
             .disable_statement_logging();
-        // One connection first, so a wrong host, password or certificate fails at once with
-        // the server's or the TLS library's own words (a pool would retry until it timed out
-        // and say only that).
-        let mut first = sqlx::AnyConnection::connect_with(&options)
-            .await
-            .map_err(|e| open_err(e.to_string()))?;
+        let pool = AnyPoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_lazy_with(options.clone());
+        // The pool's first connection: a wrong password or certificate fails at once in the
+        // server's or the TLS library's own words. A refused connection the pool would retry
+        // until it timed out, saying only that: after a short wait one direct attempt names
+        // the cause (or, when the server has come up meanwhile, the pool waits its full time).
+        let mut first = match tokio::time::timeout(FIRST_CONNECT_WAIT, pool.acquire()).await {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(e)) if !matches!(e, sqlx::Error::PoolTimedOut) => {
+                return Err(open_err(e.to_string()));
+            }
+            _ => {
+                let direct = sqlx::AnyConnection::connect_with(&options)
+                    .await
+                    .map_err(|e| open_err(e.to_string()))?;
+                let _ = direct.close().await;
+                pool.acquire().await.map_err(|e| open_err(e.to_string()))?
+            }
+        };
         // The schema is usually current: then the migrator (seven statements under an advisory
         // lock, on every process start) is skipped. Anything else — the table missing, a
         // version behind, a failed step — goes through the migrator as always.
         let current = schema_is_current(&mut first, &PG_MIGRATOR).await;
-        first.close().await.map_err(|e| open_err(e.to_string()))?;
-        let pool = AnyPoolOptions::new()
-            .max_connections(8)
-            .acquire_timeout(Duration::from_secs(30))
-            .connect_with(options)
-            .await
-            .map_err(|e| open_err(e.to_string()))?;
+        drop(first);
         if !current {
             PG_MIGRATOR
                 .run(&pool)
@@ -1070,6 +1079,9 @@ impl Store {
         Ok(id)
     }
 }
+
+/// How long opening a PostgreSQL store waits for the server before asking it directly why not.
+const FIRST_CONNECT_WAIT: Duration = Duration::from_secs(3);
 
 /// Longest wait for another process that is opening the same database.
 const OPEN_LOCK_WAIT: Duration = Duration::from_secs(60);
