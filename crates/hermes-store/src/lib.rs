@@ -606,6 +606,10 @@ impl Store {
         let options = AnyConnectOptions::from_str(url)
             .map_err(|e| open_err(e.to_string()))?
             .disable_statement_logging();
+        // Known cost: sqlx 0.9.0 leaves Nagle's algorithm on (transact-rs/sqlx#4335, fixed by
+        // #4336, unreleased), so over TLS each new connection and each statement's first run
+        // waits on a delayed ACK; the fewer round trips an open makes, the less it pays. Bump
+        // sqlx when the fix ships.
         let pool = AnyPoolOptions::new()
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(30))
