@@ -12,10 +12,12 @@
 //!   from the SPEC) and records what `messages.create` really sends to a loopback server.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../../hermes-providers/tests/support/sdk_python.rs"]
+mod sdk_support;
+
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
@@ -42,49 +44,10 @@ const PROBE_SCRIPT: &str = "import anthropic, pydantic\n\
 from anthropic._constants import ANTHROPIC_API_VERSION\n\
 print(f'anthropic {anthropic.__version__}, pydantic {pydantic.VERSION}, API {ANTHROPIC_API_VERSION}')";
 
-/// The SDK's Python, or `None` (after a skip note) when there is none and none is required.
-/// Panics when `HERMES_REQUIRE_SDK` is set and the SDK cannot be used: CI must fail, not skip.
+/// The SDK's Python, or `None` when there is none and none is required (see
+/// [`sdk_support::sdk_python`]).
 fn sdk_python() -> Option<&'static Path> {
-    static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
-    PYTHON
-        .get_or_init(|| {
-            let required =
-                std::env::var_os("HERMES_REQUIRE_SDK").is_some_and(|v| !v.is_empty() && v != "0");
-            let problem = match std::env::var_os("HERMES_SDK_PYTHON").filter(|p| !p.is_empty()) {
-                None => "HERMES_SDK_PYTHON is not set".to_owned(),
-                Some(python) => {
-                    let python = PathBuf::from(python);
-                    match Command::new(&python).args(["-c", PROBE_SCRIPT]).output() {
-                        Ok(out) if out.status.success() => {
-                            eprintln!(
-                                "sdk_anthropic: {} ({})",
-                                String::from_utf8_lossy(&out.stdout).trim(),
-                                python.display()
-                            );
-                            return Some(python);
-                        }
-                        Ok(out) => format!(
-                            "{} cannot import the SDK: {}",
-                            python.display(),
-                            String::from_utf8_lossy(&out.stderr).trim()
-                        ),
-                        Err(err) => format!("cannot run {}: {err}", python.display()),
-                    }
-                }
-            };
-            assert!(
-                !required,
-                "HERMES_REQUIRE_SDK is set but the Anthropic SDK is unusable: {problem}. \
-                 Run .ci/run, or make target/sdk-venv from .ci/sdk-requirements.txt and set \
-                 HERMES_SDK_PYTHON to its python"
-            );
-            eprintln!(
-                "sdk_anthropic: SKIPPED: {problem} (set HERMES_SDK_PYTHON to a Python with \
-                 .ci/sdk-requirements.txt installed; HERMES_REQUIRE_SDK=1 makes this an error)"
-            );
-            None
-        })
-        .as_deref()
+    sdk_support::sdk_python("sdk_anthropic", "anthropic", PROBE_SCRIPT)
 }
 
 fn python(py: &Path) -> Command {

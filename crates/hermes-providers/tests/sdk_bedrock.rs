@@ -24,10 +24,12 @@
 //!   writes a Converse body exactly as botocore does.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/sdk_python.rs"]
+mod sdk_support;
+
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_smithy_eventstream::frame::write_message_to;
@@ -76,49 +78,10 @@ const FIXED_STAMP: &str = "20231114T221320Z";
 const PROBE_SCRIPT: &str = "import boto3, botocore\n\
 print(f'boto3 {boto3.__version__}, botocore {botocore.__version__}')";
 
-/// The SDK's Python, or `None` (after a skip note) when there is none and none is required.
-/// Panics when `HERMES_REQUIRE_SDK` is set and boto3 cannot be used: CI must fail, not skip.
+/// The SDK's Python, or `None` when there is none and none is required (see
+/// [`sdk_support::sdk_python`]).
 fn sdk_python() -> Option<&'static Path> {
-    static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
-    PYTHON
-        .get_or_init(|| {
-            let required =
-                std::env::var_os("HERMES_REQUIRE_SDK").is_some_and(|v| !v.is_empty() && v != "0");
-            let problem = match std::env::var_os("HERMES_SDK_PYTHON").filter(|p| !p.is_empty()) {
-                None => "HERMES_SDK_PYTHON is not set".to_owned(),
-                Some(python) => {
-                    let python = PathBuf::from(python);
-                    match Command::new(&python).args(["-c", PROBE_SCRIPT]).output() {
-                        Ok(out) if out.status.success() => {
-                            eprintln!(
-                                "sdk_bedrock: {} ({})",
-                                String::from_utf8_lossy(&out.stdout).trim(),
-                                python.display()
-                            );
-                            return Some(python);
-                        }
-                        Ok(out) => format!(
-                            "{} cannot import boto3: {}",
-                            python.display(),
-                            String::from_utf8_lossy(&out.stderr).trim()
-                        ),
-                        Err(err) => format!("cannot run {}: {err}", python.display()),
-                    }
-                }
-            };
-            assert!(
-                !required,
-                "HERMES_REQUIRE_SDK is set but boto3 is unusable: {problem}. Run .ci/run, or \
-                 make target/sdk-venv from .ci/sdk-requirements.txt and set HERMES_SDK_PYTHON \
-                 to its python"
-            );
-            eprintln!(
-                "sdk_bedrock: SKIPPED: {problem} (set HERMES_SDK_PYTHON to a Python with \
-                 .ci/sdk-requirements.txt installed; HERMES_REQUIRE_SDK=1 makes this an error)"
-            );
-            None
-        })
-        .as_deref()
+    sdk_support::sdk_python("sdk_bedrock", "boto3", PROBE_SCRIPT)
 }
 
 /// A Python command with no AWS settings of the machine's own: no `AWS_*` variables, no

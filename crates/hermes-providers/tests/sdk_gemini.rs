@@ -38,10 +38,12 @@
 //!   default, so hermes leaving it out is the same request.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/sdk_python.rs"]
+mod sdk_support;
+
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 
 use base64::Engine as _;
 use hermes_core::{
@@ -78,50 +80,10 @@ const PROBE: &str = "hermesProbeUnknownKey";
 const PROBE_SCRIPT: &str = "from google import genai\nimport pydantic\n\
 print(f'google-genai {genai.__version__}, pydantic {pydantic.VERSION}')";
 
-/// The SDK's Python, or `None` (after a skip note) when there is none and none is required.
-/// Panics when `HERMES_REQUIRE_SDK` is set and google-genai cannot be used: CI must fail, not
-/// skip.
+/// The SDK's Python, or `None` when there is none and none is required (see
+/// [`sdk_support::sdk_python`]).
 fn sdk_python() -> Option<&'static Path> {
-    static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
-    PYTHON
-        .get_or_init(|| {
-            let required =
-                std::env::var_os("HERMES_REQUIRE_SDK").is_some_and(|v| !v.is_empty() && v != "0");
-            let problem = match std::env::var_os("HERMES_SDK_PYTHON").filter(|p| !p.is_empty()) {
-                None => "HERMES_SDK_PYTHON is not set".to_owned(),
-                Some(python) => {
-                    let python = PathBuf::from(python);
-                    match Command::new(&python).args(["-c", PROBE_SCRIPT]).output() {
-                        Ok(out) if out.status.success() => {
-                            eprintln!(
-                                "sdk_gemini: {} ({})",
-                                String::from_utf8_lossy(&out.stdout).trim(),
-                                python.display()
-                            );
-                            return Some(python);
-                        }
-                        Ok(out) => format!(
-                            "{} cannot import google-genai: {}",
-                            python.display(),
-                            String::from_utf8_lossy(&out.stderr).trim()
-                        ),
-                        Err(err) => format!("cannot run {}: {err}", python.display()),
-                    }
-                }
-            };
-            assert!(
-                !required,
-                "HERMES_REQUIRE_SDK is set but google-genai is unusable: {problem}. Run .ci/run, \
-                 or make target/sdk-venv from .ci/sdk-requirements.txt and set \
-                 HERMES_SDK_PYTHON to its python"
-            );
-            eprintln!(
-                "sdk_gemini: SKIPPED: {problem} (set HERMES_SDK_PYTHON to a Python with \
-                 .ci/sdk-requirements.txt installed; HERMES_REQUIRE_SDK=1 makes this an error)"
-            );
-            None
-        })
-        .as_deref()
+    sdk_support::sdk_python("sdk_gemini", "google-genai", PROBE_SCRIPT)
 }
 
 /// A Python command with none of the machine's Google settings (`GOOGLE_*`: API key, Vertex
