@@ -5,16 +5,20 @@
 //! conformance cases (`tests/cases/default/gemini-*.json`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/memory_log.rs"]
+mod memory_log;
+
 use std::sync::Mutex;
 
-use hermes_core::driver::{Conversation, Driver, DriverConfig, LogError, SessionLog, Tools};
+use hermes_core::driver::{Conversation, Driver, DriverConfig};
 use hermes_core::transport::Delta;
 use hermes_core::{
-    CarrierSet, FinishReason, Message, Origin, RequestParts, ResolveOptions, Role, RouteTarget,
-    ThinkingRequest, Usage, Verdicts, Wire, WireVerdicts,
+    FinishReason, Message, Origin, RequestParts, ResolveOptions, Role, RouteTarget,
+    ThinkingRequest, Verdicts, Wire,
 };
 use hermes_providers::gemini::{self, Flavor, GeminiWire, Target};
 use hermes_providers::{Auth, ChatTransport, TransportError, builtin_table};
+use memory_log::{Log, NoTools};
 use wiremock::matchers::{header, method, path, query_param};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
@@ -295,46 +299,6 @@ async fn a_missing_signature_comes_back_as_one_clear_line() {
         w.refused(err.status(), err.body().unwrap(), &out.refusable, false),
         None
     );
-}
-
-/// A session log in memory.
-#[derive(Default)]
-struct Log {
-    wire_verdicts: Mutex<WireVerdicts>,
-    appended: Mutex<Vec<Message>>,
-}
-
-#[async_trait::async_trait]
-impl SessionLog for Log {
-    async fn append(&self, messages: &[Message]) -> Result<(), LogError> {
-        self.appended.lock().unwrap().extend_from_slice(messages);
-        Ok(())
-    }
-    async fn record_verdict(&self, _: &RouteTarget, _: CarrierSet) -> Result<Verdicts, LogError> {
-        Ok(Verdicts::default())
-    }
-    async fn record_wire_verdict(
-        &self,
-        wire: &str,
-        target: &RouteTarget,
-        fields: &[&str],
-    ) -> Result<WireVerdicts, LogError> {
-        let mut v = self.wire_verdicts.lock().unwrap();
-        v.record(wire, target, fields);
-        Ok(v.clone())
-    }
-    async fn add_usage(&self, _: &Usage) -> Result<(), LogError> {
-        Ok(())
-    }
-}
-
-struct NoTools;
-
-#[async_trait::async_trait]
-impl Tools for NoTools {
-    async fn call(&self, _: &str, _: &str) -> String {
-        "unused".into()
-    }
 }
 
 #[tokio::test]

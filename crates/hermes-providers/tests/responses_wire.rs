@@ -5,15 +5,19 @@
 //! items and with their paired items id-less).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/memory_log.rs"]
+mod memory_log;
+
 use std::sync::Mutex;
 
-use hermes_core::driver::{Conversation, Driver, DriverConfig, LogError, SessionLog, Tools};
+use hermes_core::driver::{Conversation, Driver, DriverConfig};
 use hermes_core::{
-    CarrierSet, FinishReason, Message, Origin, RequestParts, ResolveOptions, Role, RouteTarget,
-    ThinkingRequest, Usage, Verdicts, Wire, WireVerdicts,
+    FinishReason, Message, Origin, RequestParts, ResolveOptions, Role, RouteTarget,
+    ThinkingRequest, Usage, Verdicts, Wire,
 };
 use hermes_providers::responses::{ResponsesWire, WIRE_ID};
 use hermes_providers::{Auth, ChatTransport, TransportError, builtin_table};
+use memory_log::{Log, NoTools};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
@@ -171,46 +175,6 @@ async fn an_error_event_after_the_200_is_an_error_and_nothing_is_stored() {
         matches!(&err, TransportError::AfterOk(m) if m.contains("Something broke.")),
         "{err}"
     );
-}
-
-/// A session log in memory.
-#[derive(Default)]
-struct Log {
-    wire_verdicts: Mutex<WireVerdicts>,
-    appended: Mutex<Vec<Message>>,
-}
-
-#[async_trait::async_trait]
-impl SessionLog for Log {
-    async fn append(&self, messages: &[Message]) -> Result<(), LogError> {
-        self.appended.lock().unwrap().extend_from_slice(messages);
-        Ok(())
-    }
-    async fn record_verdict(&self, _: &RouteTarget, _: CarrierSet) -> Result<Verdicts, LogError> {
-        Ok(Verdicts::default())
-    }
-    async fn record_wire_verdict(
-        &self,
-        wire: &str,
-        target: &RouteTarget,
-        fields: &[&str],
-    ) -> Result<WireVerdicts, LogError> {
-        let mut v = self.wire_verdicts.lock().unwrap();
-        v.record(wire, target, fields);
-        Ok(v.clone())
-    }
-    async fn add_usage(&self, _: &Usage) -> Result<(), LogError> {
-        Ok(())
-    }
-}
-
-struct NoTools;
-
-#[async_trait::async_trait]
-impl Tools for NoTools {
-    async fn call(&self, _: &str, _: &str) -> String {
-        "unused".into()
-    }
 }
 
 #[tokio::test]
