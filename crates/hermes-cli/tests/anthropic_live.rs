@@ -1,8 +1,11 @@
 //! Issue 16 end to end: the real binary against the strict `anthropic` simulator.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/hermes.rs"]
+mod hermes;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use hermes_sim::{RecordedRequest, Sim};
 use serde::Deserialize;
@@ -29,22 +32,7 @@ impl Home {
 
     /// Runs hermes with this home, off the async runtime (the simulator serves meanwhile).
     async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
-        cmd.args(args)
-            .env("HERMES_HOME", self.path())
-            .env("NO_COLOR", "1")
-            .env_remove("HERMES_LOG")
-            .env_remove("HERMES_FILE_LOG")
-            .env_remove("ANTHROPIC_API_KEY")
-            .env_remove("ANTHROPIC_FOUNDRY_API_KEY")
-            .env_remove("GOOGLE_OAUTH_ACCESS_TOKEN")
-            .env_remove("DEEPSEEK_API_KEY");
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        tokio::task::spawn_blocking(move || cmd.output().unwrap())
-            .await
-            .unwrap()
+        hermes::output(hermes::hermes(self.path(), args, env)).await
     }
 
     /// Runs hermes, expects success and returns (stdout, stderr).

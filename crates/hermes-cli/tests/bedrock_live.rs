@@ -1,8 +1,11 @@
 //! Issue 17 end to end: the real binary against the strict `bedrock` simulator (SigV4 and API key).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/hermes.rs"]
+mod hermes;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use hermes_sim::{
     RecordedRequest, SIM_AWS_ACCESS_KEY_ID, SIM_AWS_SECRET_ACCESS_KEY, SIM_BEDROCK_API_KEY, Sim,
@@ -18,23 +21,6 @@ const GPT_OSS: &str = "openai.gpt-oss-120b-1:0";
 const NOVA: &str = "amazon.nova-2-lite-v1:0";
 const LOOP: &str = "[tools=3] what time is it?";
 const AGAIN: &str = "[tools=1] and now?";
-
-/// Every variable through which aws-config could find credentials or a region on its own.
-const AWS_VARS: &[&str] = &[
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_PROFILE",
-    "AWS_BEARER_TOKEN_BEDROCK",
-    "AWS_REGION",
-    "AWS_DEFAULT_REGION",
-    "AWS_CONFIG_FILE",
-    "AWS_SHARED_CREDENTIALS_FILE",
-    "AWS_WEB_IDENTITY_TOKEN_FILE",
-    "AWS_ROLE_ARN",
-    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-];
 
 const SIGV4: &[(&str, &str)] = &[
     ("AWS_ACCESS_KEY_ID", SIM_AWS_ACCESS_KEY_ID),
@@ -65,23 +51,13 @@ impl Home {
     /// Runs hermes with this home (also `HOME`, so no real `~/.aws` is read) and no AWS
     /// variable but `env`, off the async runtime (the simulator serves meanwhile).
     async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
-        cmd.args(args)
-            .env("HERMES_HOME", self.path())
-            .env("HOME", self.path())
-            .env("NO_COLOR", "1")
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .env_remove("HERMES_LOG")
-            .env_remove("HERMES_FILE_LOG");
-        for k in AWS_VARS {
-            cmd.env_remove(k);
-        }
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        tokio::task::spawn_blocking(move || cmd.output().unwrap())
-            .await
-            .unwrap()
+        let home = self.path().to_string_lossy().into_owned();
+        let mut all = vec![
+            ("HOME", home.as_str()),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+        ];
+        all.extend_from_slice(env);
+        hermes::output(hermes::hermes(self.path(), args, &all)).await
     }
 
     /// Runs hermes, expects success and returns (stdout, stderr).

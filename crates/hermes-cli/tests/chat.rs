@@ -2,6 +2,9 @@
 //! refusal fallback, and secrets kept out of every output.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/hermes.rs"]
+mod hermes;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -21,19 +24,7 @@ impl Home {
 
     /// Runs hermes with this home, off the async runtime (the simulator serves meanwhile).
     async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
-        cmd.args(args)
-            .env("HERMES_HOME", self.path())
-            .env("NO_COLOR", "1")
-            .env_remove("HERMES_LOG")
-            .env_remove("OPENROUTER_API_KEY")
-            .env_remove("DEEPSEEK_API_KEY");
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        tokio::task::spawn_blocking(move || cmd.output().unwrap())
-            .await
-            .unwrap()
+        hermes::output(hermes::hermes(self.path(), args, env)).await
     }
 
     async fn ok(&self, args: &[&str]) -> String {

@@ -1,6 +1,9 @@
 //! Issue 18 end to end: the real binary against the strict `gemini` (and `gemini-openai`) simulators.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/hermes.rs"]
+mod hermes;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -31,27 +34,7 @@ impl Home {
     /// Runs hermes with this home and no credential but `env`, off the async runtime (the
     /// simulators serve meanwhile).
     async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
-        cmd.args(args)
-            .env("HERMES_HOME", self.path())
-            .env("NO_COLOR", "1");
-        for k in [
-            "HERMES_LOG",
-            "HERMES_FILE_LOG",
-            "HERMES_API_KEY",
-            "GEMINI_API_KEY",
-            "GOOGLE_API_KEY",
-            "GOOGLE_OAUTH_ACCESS_TOKEN",
-            "DEEPSEEK_API_KEY",
-        ] {
-            cmd.env_remove(k);
-        }
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        tokio::task::spawn_blocking(move || cmd.output().unwrap())
-            .await
-            .unwrap()
+        hermes::output(hermes::hermes(self.path(), args, env)).await
     }
 
     /// Runs hermes, expects success and returns (stdout, stderr).

@@ -4,8 +4,11 @@
 //! simulator of their route.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/hermes.rs"]
+mod hermes;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use hermes_sim::Sim;
 use hermes_store::testing::{
@@ -21,18 +24,11 @@ impl Home {
     }
 
     async fn run(&self, args: &[&str]) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
-        cmd.args(args)
-            .env("HERMES_HOME", self.path())
-            .env("NO_COLOR", "1")
-            .env("DEEPSEEK_API_KEY", "sk-ds-test")
-            .env("OPENROUTER_API_KEY", "sk-or-test");
-        for k in ["HERMES_LOG", "HERMES_DATABASE_URL"] {
-            cmd.env_remove(k);
-        }
-        tokio::task::spawn_blocking(move || cmd.output().unwrap())
-            .await
-            .unwrap()
+        let keys = [
+            ("DEEPSEEK_API_KEY", "sk-ds-test"),
+            ("OPENROUTER_API_KEY", "sk-or-test"),
+        ];
+        hermes::output(hermes::hermes(self.path(), args, &keys)).await
     }
 
     async fn ok(&self, args: &[&str]) -> (String, String) {

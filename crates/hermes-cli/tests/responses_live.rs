@@ -1,6 +1,9 @@
 //! Issue 19 end to end: the real binary against the strict `openai-responses` simulator.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/hermes.rs"]
+mod hermes;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -25,27 +28,7 @@ impl Home {
     /// Runs hermes with this home and no credential but `env`, off the async runtime (the
     /// simulators serve meanwhile).
     async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
-        cmd.args(args)
-            .env("HERMES_HOME", self.path())
-            .env("NO_COLOR", "1");
-        for k in [
-            "HERMES_LOG",
-            "HERMES_FILE_LOG",
-            "HERMES_API_KEY",
-            "OPENAI_API_KEY",
-            "OPENAI_BASE_URL",
-            "OPENAI_ORG_ID",
-            "DEEPSEEK_API_KEY",
-        ] {
-            cmd.env_remove(k);
-        }
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        tokio::task::spawn_blocking(move || cmd.output().unwrap())
-            .await
-            .unwrap()
+        hermes::output(hermes::hermes(self.path(), args, env)).await
     }
 
     /// Runs hermes, expects success and returns (stdout, stderr).

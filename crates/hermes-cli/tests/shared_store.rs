@@ -5,6 +5,9 @@
 //! `HERMES_REQUIRE_PG` a missing server fails these tests).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/hermes.rs"]
+mod hermes;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -35,26 +38,16 @@ impl Home {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
-        cmd.args(args)
-            .env("HERMES_HOME", self.path())
-            .env("NO_COLOR", "1")
-            .env(KEY.0, KEY.1);
-        for k in ["HERMES_LOG", "HERMES_DATABASE_URL", "PGPASSWORD"] {
-            cmd.env_remove(k);
-        }
+        let mut env = vec![KEY];
         if let Some(db) = &self.db {
-            cmd.env("HERMES_DATABASE_URL", db);
+            env.push(("HERMES_DATABASE_URL", db));
         }
-        cmd
+        hermes::hermes(self.path(), args, &env)
     }
 
     /// Runs hermes off the async runtime (the simulator serves meanwhile).
     async fn run(&self, args: &[&str]) -> Output {
-        let mut cmd = self.command(args);
-        tokio::task::spawn_blocking(move || cmd.output().unwrap())
-            .await
-            .unwrap()
+        hermes::output(self.command(args)).await
     }
 
     async fn ok(&self, args: &[&str]) -> (String, String) {
