@@ -111,6 +111,27 @@ pub(crate) async fn open(
     Ok(ChatSession::open(engine, store, options, tools).await?)
 }
 
+/// Adds to a refused-key error the command line that says yes: `rerun` runs the same command
+/// again, and the flag this command accepts for it is added (`--base-url` confirms a stored
+/// URL, `--allow-insecure-http` plain http). Other errors pass unchanged.
+pub(crate) fn with_confirm_line(err: anyhow::Error, rerun: &str) -> anyhow::Error {
+    let Some(hermes_engine::EngineError::KeyRefused {
+        refusal, base_url, ..
+    }) = err.downcast_ref::<hermes_engine::EngineError>()
+    else {
+        return err;
+    };
+    let hint = match refusal {
+        hermes_engine::KeyRefusal::NotNamed => {
+            format!("if you trust it, run again as: {rerun} --base-url {base_url}")
+        }
+        hermes_engine::KeyRefusal::PlainHttp => {
+            format!("to send it anyway, run again as: {rerun} --allow-insecure-http")
+        }
+    };
+    anyhow::anyhow!("{err}; {hint}")
+}
+
 fn say(event: &DriverEvent) {
     if let Some(line) = event_line(event) {
         let _ = writeln!(io::stderr(), "hermes: {line}");
@@ -170,7 +191,9 @@ fn print_outcome(
 pub(crate) fn run_once(engine: &Engine, args: &ChatArgs, query: &str) -> anyhow::Result<()> {
     let home = home::hermes_home()?;
     home::runtime()?.block_on(async {
-        let mut chat = open(engine, args, &home).await?;
+        let mut chat = open(engine, args, &home)
+            .await
+            .map_err(|e| with_confirm_line(e, &args.rerun_line()))?;
         if let Some(status) = chat.preflight().await? {
             let _ = writeln!(io::stderr(), "hermes: {status}");
         }
@@ -193,25 +216,36 @@ pub(crate) fn run_once(engine: &Engine, args: &ChatArgs, query: &str) -> anyhow:
     })
 }
 
-/// Runs `hermes sessions compact ID`.
-pub(crate) fn compact_session(engine: &Engine, id: &str) -> anyhow::Result<()> {
+/// Runs `hermes sessions compact ID [--base-url URL] [--allow-insecure-http]`.
+pub(crate) fn compact_session(
+    engine: &Engine,
+    id: &str,
+    base_url: Option<&str>,
+    allow_insecure_http: bool,
+) -> anyhow::Result<()> {
     let home = home::hermes_home()?;
     let args = ChatArgs {
         query: None,
         json: false,
         provider: None,
         model: None,
-        base_url: None,
+        base_url: base_url.map(str::to_owned),
         effort: None,
         no_thinking: false,
         resume: Some(id.to_owned()),
         no_stream: true,
         hide_reasoning: false,
         workspace: None,
-        allow_insecure_http: false,
+        allow_insecure_http,
     };
+    let mut rerun = format!("hermes sessions compact {id}");
+    if let Some(url) = base_url {
+        rerun.push_str(&format!(" --base-url {url}"));
+    }
     home::runtime()?.block_on(async {
-        let mut chat = open(engine, &args, &home).await?;
+        let mut chat = open(engine, &args, &home)
+            .await
+            .map_err(|e| with_confirm_line(e, &rerun))?;
         let line = chat
             .compact(true)
             .await?

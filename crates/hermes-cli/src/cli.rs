@@ -103,6 +103,25 @@ pub(crate) struct ChatArgs {
     pub(crate) allow_insecure_http: bool,
 }
 
+impl ChatArgs {
+    /// The command line that runs this chat again (the choices that pick its target, not the
+    /// query), for errors that say which flag to add.
+    pub(crate) fn rerun_line(&self) -> String {
+        let mut line = String::from("hermes chat");
+        for (flag, value) in [
+            ("--resume", &self.resume),
+            ("--provider", &self.provider),
+            ("--model", &self.model),
+            ("--base-url", &self.base_url),
+        ] {
+            if let Some(value) = value {
+                line.push_str(&format!(" {flag} {value}"));
+            }
+        }
+        line
+    }
+}
+
 /// `hermes sessions …`
 #[derive(Debug, Subcommand)]
 pub(crate) enum SessionsCommand {
@@ -166,6 +185,14 @@ pub(crate) enum SessionsCommand {
         /// Session id.
         #[arg(value_name = "ID")]
         id: String,
+        /// Confirm the session's base URL: the summary request goes there with your API key
+        /// (needed once for a session imported from elsewhere; the session remembers it).
+        #[arg(long = "base-url", value_name = "URL")]
+        base_url: Option<String>,
+        /// Send the API key over plain `http://` to a host that is neither loopback nor
+        /// private.
+        #[arg(long = "allow-insecure-http")]
+        allow_insecure_http: bool,
     },
     /// Delete a session.
     Delete {

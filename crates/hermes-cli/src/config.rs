@@ -67,6 +67,11 @@ pub(crate) struct Config {
     /// `[verdicts]`: how long a verdict the whole store shares holds before it is re-probed.
     #[serde(default, skip_serializing_if = "VerdictsSection::is_empty")]
     pub(crate) verdicts: VerdictsSection,
+    /// `[max_tokens]`: the output limit per model family on the native wires (Anthropic
+    /// `max_tokens`, Converse `maxTokens`), keyed by a substring of the model id (the longest
+    /// key the id contains wins), e.g. `"claude-opus-4-8" = 64000`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) max_tokens: BTreeMap<String, std::num::NonZeroU32>,
 }
 
 /// `[store]`: the database sessions live in.
@@ -262,9 +267,15 @@ impl Config {
         defaults.vertex = hermes_engine::VertexDefaults::new(
             self.vertex.project.clone(),
             self.vertex.region.clone(),
-        );
+        )
+        .with_variables(|var| std::env::var(var).ok());
         defaults.aws_region = self.bedrock.region.clone();
         defaults.effort = self.effort();
+        defaults.max_tokens = self
+            .max_tokens
+            .iter()
+            .map(|(family, max)| (family.trim().to_lowercase(), max.get()))
+            .collect();
         defaults.providers = self
             .providers
             .iter()
@@ -323,6 +334,12 @@ pub(crate) fn parse(path: &Path, text: &str) -> anyhow::Result<Config> {
             age.get_ref(),
         );
     }
+    if config.max_tokens.keys().any(|k| k.trim().is_empty()) {
+        anyhow::bail!(
+            "{}: [max_tokens]: a key is blank (write a part of the model id, e.g. \"claude-opus-4-8\" = 64000)",
+            path.display()
+        );
+    }
     if let Some(url) = &config.store.url
         && let Err(e) = hermes_engine::store::Location::parse(url.get_ref())
     {
@@ -370,6 +387,29 @@ pub(crate) fn run(command: &crate::cli::ConfigCommand, home: &Path) -> anyhow::R
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn max_tokens_per_model_family_parse_and_the_longest_key_wins() {
+        let config = parse(
+            Path::new("config.toml"),
+            "[max_tokens]\nclaude = 32000\n\"Claude-Opus-4-8\" = 64000\n",
+        )
+        .unwrap();
+        let defaults = config.defaults();
+        assert_eq!(defaults.max_tokens_for("claude-opus-4-8"), Some(64000));
+        assert_eq!(defaults.max_tokens_for("claude-sonnet-4-5"), Some(32000));
+        assert_eq!(defaults.max_tokens_for("gemini-3-pro"), None);
+        for (text, named) in [
+            ("[max_tokens]\nclaude = 0\n", "line 2"),
+            ("[max_tokens]\nclaude = -5\n", "line 2"),
+            ("[max_tokens]\n\" \" = 5\n", "a key is blank"),
+        ] {
+            let err = parse(Path::new("config.toml"), text)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(named), "{text}: {err}");
+        }
+    }
 
     #[test]
     fn a_full_config_parses() {

@@ -375,7 +375,9 @@ pub(crate) fn run(engine: &Engine, args: &ChatArgs) -> anyhow::Result<()> {
     let home = crate::home::hermes_home()?;
     let runtime = crate::home::runtime()?;
     let runtime = &runtime;
-    let mut chat = runtime.block_on(crate::chat::open(engine, args, &home))?;
+    let mut chat = runtime
+        .block_on(crate::chat::open(engine, args, &home))
+        .map_err(|e| crate::chat::with_confirm_line(e, &args.rerun_line()))?;
     let stdout_tty = io::stdout().is_terminal();
     let style = Style {
         color: stdout_tty && std::env::var_os("NO_COLOR").is_none(),

@@ -10,6 +10,11 @@ use crate::config::Config;
 /// What a secret is replaced with.
 pub(crate) const REDACTED: &str = "[redacted]";
 
+/// Values shorter than this are not redacted: a one-character `PGPASSWORD` would otherwise
+/// blank that character in every tool result, and so short a value protects nothing that
+/// redaction could (it cannot be told apart from ordinary text).
+pub(crate) const MIN_SECRET_LEN: usize = 8;
+
 /// Credential variables redacted although no provider of the registry names them.
 const WELL_KNOWN: &[&str] = &[
     "AWS_SECRET_ACCESS_KEY",
@@ -59,20 +64,20 @@ pub(crate) fn gather(api_key: Option<&str>, config: &Config) -> Secrets {
 }
 
 impl Secrets {
-    /// These values (blank ones dropped; a value with surrounding whitespace also counts
-    /// trimmed).
+    /// These values (blank ones and ones shorter than [`MIN_SECRET_LEN`] bytes dropped; a value
+    /// with surrounding whitespace also counts trimmed).
     pub(crate) fn new(values: impl IntoIterator<Item = Vec<u8>>) -> Self {
         let secrets = Secrets::default();
         secrets.add(values);
         secrets
     }
 
-    /// Adds `values` (blank ones dropped, as in [`Secrets::new`]) for every clone.
+    /// Adds `values` (blank and short ones dropped, as in [`Secrets::new`]) for every clone.
     pub(crate) fn add(&self, values: impl IntoIterator<Item = Vec<u8>>) {
         let mut out = self.values.write().unwrap_or_else(|e| e.into_inner());
         for value in values {
             let trimmed = value.trim_ascii();
-            if trimmed.is_empty() {
+            if trimmed.len() < MIN_SECRET_LEN {
                 continue;
             }
             if trimmed.len() != value.len() {
@@ -152,26 +157,36 @@ mod tests {
 
     #[test]
     fn every_occurrence_is_redacted_and_blank_values_are_not_secrets() {
-        let s = secrets(&["sk-abc", "  ", ""]);
-        assert_eq!(s.longest(), 6);
+        let s = secrets(&["sk-abc12", "  ", ""]);
+        assert_eq!(s.longest(), 8);
         assert_eq!(
-            s.redact("a sk-abc b sk-abcsk-abc"),
+            s.redact("a sk-abc12 b sk-abc12sk-abc12"),
             "a [redacted] b [redacted]"
         );
-        assert_eq!(secrets(&[]).redact("sk-abc"), "sk-abc");
+        assert_eq!(secrets(&[]).redact("sk-abc12"), "sk-abc12");
+    }
+
+    #[test]
+    fn values_too_short_to_be_secrets_redact_nothing() {
+        // A one-character PGPASSWORD must not blank that character in every tool result.
+        let s = secrets(&["x", " 1234567 ", "1234567"]);
+        assert_eq!(s.longest(), 0);
+        assert_eq!(s.redact("xylophone x 1234567"), "xylophone x 1234567");
+        let s = secrets(&["x", "12345678"]);
+        assert_eq!(s.redact("x 12345678 x"), "x [redacted] x");
     }
 
     #[test]
     fn overlapping_secrets_and_surrounding_whitespace() {
-        let s = secrets(&["abcd", "cdef", " pad\n"]);
-        assert_eq!(s.redact("xabcdefx"), "x[redacted]x");
-        assert_eq!(s.redact("[pad]"), "[[redacted]]");
+        let s = secrets(&["abcd1234", "1234cdef", " pad-pad-\n"]);
+        assert_eq!(s.redact("xabcd1234cdefx"), "x[redacted]x");
+        assert_eq!(s.redact("[pad-pad-]"), "[[redacted]]");
     }
 
     #[test]
     fn a_secret_straddling_the_cut_leaves_no_prefix() {
-        let s = secrets(&["SECRET"]);
-        let bytes = b"0123SECRET9";
+        let s = secrets(&["SECRET-X"]);
+        let bytes = b"0123SECRET-X9";
         assert_eq!(s.redact_prefix(bytes, 6), b"0123[redacted]");
         assert_eq!(s.redact_prefix(bytes, 4), b"0123");
         assert_eq!(s.redact_prefix(bytes, 100), b"0123[redacted]9");
@@ -179,6 +194,6 @@ mod tests {
 
     #[test]
     fn debug_shows_no_value() {
-        assert_eq!(format!("{:?}", secrets(&["sk-abc"])), "Secrets(1 values)");
+        assert_eq!(format!("{:?}", secrets(&["sk-abc12"])), "Secrets(1 values)");
     }
 }

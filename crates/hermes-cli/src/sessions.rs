@@ -307,8 +307,13 @@ async fn run_async(command: &SessionsCommand, store: Store) -> anyhow::Result<()
 
 /// Runs `hermes sessions …`.
 pub(crate) fn run(engine: &hermes_engine::Engine, command: &SessionsCommand) -> anyhow::Result<()> {
-    if let SessionsCommand::Compact { id } = command {
-        return crate::chat::compact_session(engine, id);
+    if let SessionsCommand::Compact {
+        id,
+        base_url,
+        allow_insecure_http,
+    } = command
+    {
+        return crate::chat::compact_session(engine, id, base_url.as_deref(), *allow_insecure_http);
     }
     if let SessionsCommand::Migrate { to, from } = command {
         return home::runtime()?.block_on(migrate(to, from.as_deref()));

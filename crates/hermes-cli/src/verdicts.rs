@@ -3,7 +3,7 @@
 
 use std::io::Write as _;
 
-use hermes_core::Verdicts;
+use hermes_core::{CHAT_WIRE, Verdicts, WireVerdicts};
 use hermes_engine::store::{Store, VerdictFilter};
 use serde_json::{Value, json};
 
@@ -21,12 +21,22 @@ async fn run_async(command: &VerdictsCommand, store: Store) -> anyhow::Result<()
                 Vec::new()
             };
             let mut rows = Vec::new();
+            // Each session's own verdicts, every wire's: chat completions' (SPEC §6's
+            // `reasoning_rejected_carriers`), then the native wires' (`hermes_wire_verdicts`).
             for s in &sessions {
                 let verdicts = Verdicts::from_model_config(&s.model_config).unwrap_or_default();
                 for v in verdicts.0 {
                     rows.push(json!({
-                        "session_id": s.id, "provider": v.provider, "host": v.host, "model": v.model,
+                        "session_id": s.id, "wire": CHAT_WIRE,
+                        "provider": v.provider, "host": v.host, "model": v.model,
                         "carriers": v.carriers,
+                    }));
+                }
+                let wire = WireVerdicts::from_model_config(&s.model_config).unwrap_or_default();
+                for v in wire.0 {
+                    rows.push(json!({
+                        "session_id": s.id, "wire": v.wire, "provider": v.provider,
+                        "host": v.host, "model": v.model, "carriers": v.fields,
                     }));
                 }
             }
@@ -72,8 +82,9 @@ async fn run_async(command: &VerdictsCommand, store: Store) -> anyhow::Result<()
                         .collect();
                     writeln!(
                         out,
-                        "{}  {} @ {} / {}: refused {}",
+                        "{}  {} {} @ {} / {}: refused {}",
                         r["session_id"].as_str().unwrap_or_default(),
+                        r["wire"].as_str().unwrap_or_default(),
                         r["provider"].as_str().unwrap_or_default(),
                         r["host"].as_str().unwrap_or_default(),
                         r["model"].as_str().unwrap_or_default(),

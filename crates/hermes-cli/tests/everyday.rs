@@ -184,7 +184,9 @@ fn import_with_verdicts(home: &Path) -> String {
                "base_url": "https://openrouter.ai/api/v1", "title": "verdicts",
                "model_config": {"reasoning_rejected_carriers": [
                    ["openrouter", "openrouter.ai", "x/m", ["reasoning_details"]],
-                   ["groq", "api.groq.com", "qwen", ["reasoning_content", "reasoning"]]]},
+                   ["groq", "api.groq.com", "qwen", ["reasoning_content", "reasoning"]]],
+                   "hermes_wire_verdicts": [
+                   ["anthropic", "anthropic", "api.anthropic.com", "claude-x", ["thinking"]]]},
                "messages": [{"role": "user", "content": "q"},
                             {"role": "assistant", "content": "a", "reasoning": "r",
                              "reasoning_details": [{"type": "reasoning.text", "text": "t", "signature": "S"},
@@ -204,8 +206,12 @@ fn verdicts_list_and_clear() {
     let id = import_with_verdicts(home.path());
     let list: Vec<Value> =
         serde_json::from_str(&ok(home.path(), &["verdicts", "list", "--json"])).unwrap();
-    assert_eq!(list.len(), 2);
+    // Every wire's verdicts: chat completions' and the native wires'.
+    assert_eq!(list.len(), 3);
     assert_eq!(list[0]["session_id"], id.as_str());
+    assert_eq!(list[0]["wire"], "chat");
+    assert_eq!(list[2]["wire"], "anthropic");
+    assert_eq!(list[2]["carriers"], json!(["thinking"]));
     let text = ok(home.path(), &["verdicts", "list"]).replace(&id, "SESSION");
     insta::assert_snapshot!("verdicts_list", text);
     assert_eq!(
@@ -214,11 +220,11 @@ fn verdicts_list_and_clear() {
     );
     let list: Vec<Value> =
         serde_json::from_str(&ok(home.path(), &["verdicts", "list", "--json"])).unwrap();
-    assert_eq!(list.len(), 1);
+    assert_eq!(list.len(), 2);
     assert_eq!(list[0]["provider"], "openrouter");
     assert_eq!(
         ok(home.path(), &["verdicts", "clear", "--session", &id]).trim(),
-        "cleared 1 verdict"
+        "cleared 2 verdicts"
     );
     let export: Value =
         serde_json::from_str(&ok(home.path(), &["sessions", "export", &id])).unwrap();

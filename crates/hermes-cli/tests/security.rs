@@ -65,16 +65,21 @@ fn import(home: &Path, file: Value) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
+/// An imported two-message OpenAI session whose stored base URL is `base`; returns its id.
+fn import_openai_session(home: &Path, base: &str) -> String {
+    import(
+        home,
+        json!({"format": "hermes.session.v1", "provider": "openai", "model": "gpt-5", "base_url": base,
+               "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}),
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_imported_base_url_gets_no_key_until_the_user_names_it() {
     let server = provider().await;
     let home = tempfile::tempdir().unwrap();
     let base = format!("{}/v1", server.uri());
-    let id = import(
-        home.path(),
-        json!({"format": "hermes.session.v1", "provider": "openai", "model": "gpt-5", "base_url": base,
-               "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}),
-    );
+    let id = import_openai_session(home.path(), &base);
     let key = [("OPENAI_API_KEY", PLANTED)];
 
     let out = run(
@@ -87,7 +92,9 @@ async fn an_imported_base_url_gets_no_key_until_the_user_names_it() {
     let err = stderr(&out);
     assert!(err.contains("did not come from you"), "{err}");
     assert!(
-        err.contains(&format!("run again with --base-url {base}")),
+        err.contains(&format!(
+            "run again as: hermes chat --resume {id} --base-url {base}"
+        )),
         "{err}"
     );
     assert!(
@@ -162,8 +169,36 @@ async fn plain_http_to_a_public_host_gets_no_key_without_the_opt_in() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("http://203.0.113.7/v1 is plain http"), "{err}");
-    assert!(err.contains("--allow-insecure-http"), "{err}");
+    assert!(
+        err.contains(
+            "run again as: hermes chat --provider openai --model gpt-5 --base-url http://203.0.113.7/v1 --allow-insecure-http"
+        ),
+        "{err}"
+    );
     assert!(!err.contains(PLANTED), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_on_an_imported_session_names_a_command_line_it_accepts() {
+    let server = provider().await;
+    let home = tempfile::tempdir().unwrap();
+    let base = format!("{}/v1", server.uri());
+    let id = import_openai_session(home.path(), &base);
+    let key = [("OPENAI_API_KEY", PLANTED)];
+
+    let out = run(home.path(), &["sessions", "compact", &id], &key).await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    let line = format!("hermes sessions compact {id} --base-url {base}");
+    assert!(err.contains(&format!("run again as: {line}")), "{err}");
+    assert!(!err.contains(PLANTED), "{err}");
+    assert!(server.received_requests().await.unwrap().is_empty());
+
+    // The command line the error names is accepted and confirms the URL.
+    let args: Vec<&str> = line.split(' ').skip(1).collect();
+    let out = run(home.path(), &args, &key).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains(PLANTED));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

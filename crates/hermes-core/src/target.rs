@@ -35,6 +35,14 @@ impl TargetHost {
         if !matches!(url.scheme(), "http" | "https") {
             return None;
         }
+        // WHATWG parsing reads `http:///v1`, `http:/v1` and `http:v1` as host `v1`: a base URL
+        // names its host right after `scheme://`, or it has none.
+        if let Some(after) = trimmed.get(url.scheme().len()..)
+            && after.starts_with(':')
+            && (!after.starts_with("://") || after[3..].starts_with(['/', '\\']))
+        {
+            return None;
+        }
         match url.host()? {
             Host::Domain(d) => {
                 let d = d.trim_end_matches('.').to_ascii_lowercase();
@@ -204,5 +212,26 @@ mod tests {
     fn symbolic_and_empty_urls_have_no_host() {
         assert_eq!(host("sim://deepseek-v4"), None);
         assert_eq!(host(""), None);
+    }
+
+    #[test]
+    fn a_url_with_nothing_between_its_slashes_has_no_host() {
+        // WHATWG parsing alone would read each of these as host `v1`.
+        for url in [
+            "http:///v1",
+            "https:///v1",
+            "HTTP:///v1",
+            "http:/v1",
+            "http:v1",
+            "http:\\\\v1",
+        ] {
+            assert_eq!(host(url), None, "{url}");
+        }
+        assert_eq!(host("http://v1/x"), Some(TargetHost::Domain("v1".into())));
+        assert_eq!(host("v1/x"), Some(TargetHost::Domain("v1".into())));
+        assert_eq!(
+            host("  https://API.openai.com/v1"),
+            Some(TargetHost::Domain("api.openai.com".into()))
+        );
     }
 }

@@ -10,6 +10,17 @@ pub enum EngineError {
     /// A failure the user can act on (a missing key, an untrusted URL): exit code 1.
     #[error("{0}")]
     Failed(String),
+    /// A key would go to a base URL the user has not confirmed (exit code 1). The message says
+    /// what was refused; the front end adds how to confirm it on its own command line.
+    #[error("{}", refusal.message(base_url, key_var))]
+    KeyRefused {
+        /// Why the key may not go there.
+        refusal: KeyRefusal,
+        /// The base URL the key would have gone to.
+        base_url: String,
+        /// The variable that holds the key.
+        key_var: String,
+    },
     /// The provider's wire cannot be used by this build (the same error in `chat` and
     /// `preview`); every built-in provider's wire is built today.
     #[error("{0}")]
@@ -40,5 +51,29 @@ impl EngineError {
     /// True for a usage error (exit code 2).
     pub fn is_usage(&self) -> bool {
         matches!(self, EngineError::Usage(_))
+    }
+}
+
+/// Why a key may not go to a base URL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyRefusal {
+    /// The URL came with a stored or imported session, not from the user.
+    NotNamed,
+    /// Plain http to a host that is neither loopback nor private.
+    PlainHttp,
+}
+
+impl KeyRefusal {
+    /// What was refused, in the user's words; how to say yes depends on the front end (the
+    /// CLI names the command line that confirms it).
+    pub fn message(&self, base_url: &str, key_var: &str) -> String {
+        match self {
+            KeyRefusal::NotNamed => format!(
+                "the stored session's base URL {base_url} did not come from you (it was imported or written elsewhere), so hermes will not send your {key_var} there"
+            ),
+            KeyRefusal::PlainHttp => format!(
+                "{base_url} is plain http to a host that is neither loopback nor private, so hermes will not send your {key_var} over it; use https, or allow it (allow_insecure_http = true in config.toml)"
+            ),
+        }
     }
 }

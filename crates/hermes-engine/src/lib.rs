@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use hermes_core::{ReasoningRoute, ResolveOptions, RouteDecision, RouteTable, RouteTarget};
 
-pub use error::EngineError;
+pub use error::{EngineError, KeyRefusal};
 pub use fleet::DEFAULT_REPROBE_AFTER;
 pub use home::{OWN_DB, STATE_DB, open_store, store_path};
 pub use preview::{Preview, PreviewOptions};
@@ -34,8 +34,8 @@ pub use session::{
     AwsLookup, AwsSecrets, ChatSession, KeyLookup, Limits, OpenOptions, Toolset, reply_text,
 };
 pub use settle::{
-    Choice, Defaults, ProviderDefaults, Purpose, Settled, Stored, VertexDefaults, VertexLocation,
-    settle, settle_thinking,
+    Choice, Defaults, ProviderDefaults, Purpose, Settled, Stored, VERTEX_VARIABLES, VertexDefaults,
+    VertexLocation, settle, settle_thinking,
 };
 
 pub use hermes_compaction::CompactionOverrides;

@@ -222,8 +222,12 @@ impl Preview {
         let parts = RequestParts::new(&history, &self.decision, &self.verdicts)
             .wire_verdicts(&self.wire_verdicts)
             .thinking(self.thinking);
-        bedrock::encode_pretty(&parts, &bedrock_target(&base), &bedrock::Drops::default())
-            .map_err(|e| EngineError::Failed(format!("could not encode the request: {e}")))
+        bedrock::encode_pretty(
+            &parts,
+            &bedrock_target(&self.settled, &base),
+            &bedrock::Drops::default(),
+        )
+        .map_err(|e| EngineError::Failed(format!("could not encode the request: {e}")))
     }
 
     fn anthropic(&self) -> Result<anthropic::Encoded, EngineError> {
@@ -317,11 +321,11 @@ pub(crate) fn gemini_target(settled: &Settled, base_url: &str) -> gemini::Target
     }
 }
 
-/// The Bedrock Converse target for requests to `base_url`.
-pub(crate) fn bedrock_target(base_url: &str) -> bedrock::Target {
+/// The Bedrock Converse target of a settled command, with requests going to `base_url`.
+pub(crate) fn bedrock_target(settled: &Settled, base_url: &str) -> bedrock::Target {
     bedrock::Target {
         base_url: base_url.to_owned(),
-        max_tokens: None,
+        max_tokens: settled.max_tokens,
     }
 }
 
@@ -340,6 +344,6 @@ pub(crate) fn anthropic_target(settled: &Settled, base_url: &str) -> anthropic::
     anthropic::Target {
         flavor,
         base_url: base_url.to_owned(),
-        max_tokens: None,
+        max_tokens: settled.max_tokens,
     }
 }

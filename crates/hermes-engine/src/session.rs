@@ -290,7 +290,7 @@ impl Target {
             }),
             Wire::BedrockConverse => LiveWire::Bedrock(BedrockWire {
                 client,
-                target: crate::preview::bedrock_target(&live_base),
+                target: crate::preview::bedrock_target(&settled, &live_base),
                 auth: aws_auth,
                 clock: SystemTime::now,
             }),

@@ -11,6 +11,7 @@ use hermes_providers::{ProviderSpec, Wire};
 use hermes_store::StoredThinking;
 
 use crate::error::EngineError;
+pub use crate::error::KeyRefusal;
 
 /// What the user asked for on this command line.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -95,9 +96,26 @@ pub struct Defaults {
     /// `effort` in config.toml: the thinking request when neither the command line nor the
     /// stored session asks for one ([`settle_thinking`]).
     pub effort: Option<Effort>,
+    /// `[max_tokens]` in config.toml: the output limit per model family, keyed by a
+    /// lowercase substring of the model id (the longest key the id contains wins).
+    pub max_tokens: BTreeMap<String, u32>,
 }
 
-/// `[vertex]` in `config.toml` (shared by `vertex-anthropic` and `vertex-gemini`).
+impl Defaults {
+    /// The configured output limit for `model` ([`Defaults::max_tokens`]): the value of the
+    /// longest key the lowercased id contains.
+    pub fn max_tokens_for(&self, model: &str) -> Option<u32> {
+        let model = model.to_ascii_lowercase();
+        self.max_tokens
+            .iter()
+            .filter(|(key, _)| model.contains(key.to_ascii_lowercase().as_str()))
+            .max_by_key(|(key, _)| key.len())
+            .map(|(_, max)| *max)
+    }
+}
+
+/// `[vertex]` in `config.toml` (shared by `vertex-anthropic` and `vertex-gemini`), and what the
+/// official SDKs' variables say where config is silent.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct VertexDefaults {
@@ -105,12 +123,81 @@ pub struct VertexDefaults {
     pub project: Option<String>,
     /// The region (`us-east5`, `europe-west1`, …) or `global`.
     pub region: Option<String>,
+    /// The values of [`VERTEX_VARIABLES`] the front end found (non-blank), by name.
+    pub variables: BTreeMap<String, String>,
 }
+
+/// The variables the official SDKs read for a Vertex project and region, which hermes honours
+/// after `[vertex]` in config: Anthropic's Vertex client (`AnthropicVertex`:
+/// `ANTHROPIC_VERTEX_PROJECT_ID`, `CLOUD_ML_REGION`) and google-genai (`GOOGLE_CLOUD_PROJECT`,
+/// `GOOGLE_CLOUD_LOCATION`; google-auth's default credentials also take their project from
+/// `GOOGLE_CLOUD_PROJECT`). Sources: anthropic-sdk-python `lib/vertex/_client.py`,
+/// googleapis/python-genai `google/genai/_api_client.py`.
+pub const VERTEX_VARIABLES: [&str; 4] = [
+    "ANTHROPIC_VERTEX_PROJECT_ID",
+    "CLOUD_ML_REGION",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+];
 
 impl VertexDefaults {
     /// A project and region (each optional).
     pub fn new(project: Option<String>, region: Option<String>) -> Self {
-        VertexDefaults { project, region }
+        VertexDefaults {
+            project,
+            region,
+            variables: BTreeMap::new(),
+        }
+    }
+
+    /// With the values `lookup` gives for [`VERTEX_VARIABLES`] (blank ones ignored).
+    pub fn with_variables(mut self, lookup: impl Fn(&str) -> Option<String>) -> Self {
+        self.variables = VERTEX_VARIABLES
+            .iter()
+            .filter_map(|var| {
+                let value = lookup(var)?;
+                let value = value.trim();
+                (!value.is_empty()).then(|| ((*var).to_owned(), value.to_owned()))
+            })
+            .collect();
+        self
+    }
+
+    /// The variables provider `provider` reads, project first then region, in order of
+    /// preference: its own SDK's, then the other's as google-auth would.
+    fn variables_for(provider: &str) -> ([&'static str; 2], [&'static str; 2]) {
+        if provider == "vertex-anthropic" {
+            (
+                ["ANTHROPIC_VERTEX_PROJECT_ID", "GOOGLE_CLOUD_PROJECT"],
+                ["CLOUD_ML_REGION", "GOOGLE_CLOUD_LOCATION"],
+            )
+        } else {
+            (
+                ["GOOGLE_CLOUD_PROJECT", "ANTHROPIC_VERTEX_PROJECT_ID"],
+                ["GOOGLE_CLOUD_LOCATION", "CLOUD_ML_REGION"],
+            )
+        }
+    }
+
+    /// The first value among `vars`.
+    fn variable(&self, vars: [&str; 2]) -> Option<String> {
+        vars.iter().find_map(|v| self.variables.get(*v).cloned())
+    }
+
+    /// Where `provider`'s requests go: config first, then the SDKs' variables; the region
+    /// defaults to `global`. `None` when no project is known.
+    pub fn location(&self, provider: &str) -> Option<VertexLocation> {
+        let (project_vars, region_vars) = Self::variables_for(provider);
+        let project = self
+            .project
+            .clone()
+            .or_else(|| self.variable(project_vars))?;
+        let region = self
+            .region
+            .clone()
+            .or_else(|| self.variable(region_vars))
+            .unwrap_or_else(|| "global".to_owned());
+        Some(VertexLocation { project, region })
     }
 }
 
@@ -213,6 +300,8 @@ pub struct Settled {
     pub vertex: Option<VertexLocation>,
     /// The AWS region (Bedrock providers only; `us-east-1` in a preview when none is set).
     pub aws_region: Option<String>,
+    /// The output limit `[max_tokens]` in config sets for this model (native wires).
+    pub max_tokens: Option<u32>,
 }
 
 /// The AWS providers: credentials from the AWS environment and shared files (through the
@@ -328,10 +417,12 @@ pub fn settle(
         let profile =
             sim_profile(sim_profile_name(base_url.as_deref()).unwrap_or(DEFAULT_SIM_PROFILE))?;
         let wire = hermes_providers::provider(profile.provider).map_or(Wire::Chat, |p| p.wire);
+        let model = model.unwrap_or_else(|| profile.model.to_owned());
         return Ok(Settled {
             provider,
             route_provider: profile.provider.to_owned(),
-            model: model.unwrap_or_else(|| profile.model.to_owned()),
+            max_tokens: defaults.max_tokens_for(&model),
+            model,
             base_url: Some(sim_url(profile.name)),
             base_url_named: choice.base_url.is_some(),
             wire,
@@ -345,23 +436,16 @@ pub fn settle(
     }
 
     let spec = hermes_providers::provider(&provider);
-    let vertex = (provider.starts_with("vertex-")).then(|| VertexLocation {
-        project: defaults
-            .vertex
-            .project
-            .clone()
-            .unwrap_or_else(|| "PROJECT".to_owned()),
-        region: defaults
-            .vertex
-            .region
-            .clone()
-            .unwrap_or_else(|| "global".to_owned()),
-    });
-    if purpose == Purpose::Send && vertex.is_some() && defaults.vertex.project.is_none() {
-        return Err(EngineError::Usage(format!(
-            "provider `{provider}` needs a Google Cloud project: set `project` (and `region`, default global) under [vertex] in config.toml"
-        )));
-    }
+    let vertex = if provider.starts_with("vertex-") {
+        let ([p1, p2], [r1, r2]) = VertexDefaults::variables_for(&provider);
+        Some(defaults.vertex.location(&provider).ok_or_else(|| {
+            EngineError::Usage(format!(
+                "provider `{provider}` needs a Google Cloud project: set `project` under [vertex] in config.toml, or {p1} (or {p2}); the region comes from `region` under [vertex], {r1} or {r2} (default global)"
+            ))
+        })?)
+    } else {
+        None
+    };
     if provider == "foundry-anthropic" && base_url.is_none() {
         return Err(EngineError::Usage(
             "provider `foundry-anthropic` needs your resource's URL: pass --base-url https://RESOURCE.services.ai.azure.com/anthropic (or set base_url in config.toml)".into(),
@@ -400,6 +484,7 @@ pub fn settle(
     let mut settled = Settled {
         route_provider: provider.clone(),
         provider,
+        max_tokens: defaults.max_tokens_for(&model),
         model,
         base_url_named: choice.base_url.is_some(),
         base_url,
@@ -519,32 +604,13 @@ fn send_key(
             spec.and_then(|s| s.base_url),
             insecure_ok,
         )
-        .map_err(|why| EngineError::Failed(why.message(base_url, key_var)))?;
+        .map_err(|refusal| EngineError::KeyRefused {
+            refusal,
+            base_url: base_url.to_owned(),
+            key_var: key_var.to_owned(),
+        })?;
     }
     Ok(api_key.map(ApiKey))
-}
-
-/// Why a key may not go to a base URL.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KeyRefusal {
-    /// The URL came with a stored or imported session, not from the user.
-    NotNamed,
-    /// Plain http to a host that is neither loopback nor private.
-    PlainHttp,
-}
-
-impl KeyRefusal {
-    /// The error the user reads: what was refused and how to say yes.
-    pub fn message(&self, base_url: &str, key_var: &str) -> String {
-        match self {
-            KeyRefusal::NotNamed => format!(
-                "the stored session's base URL {base_url} did not come from you (it was imported or written elsewhere), so hermes will not send your {key_var} there; if you trust it, run again with --base-url {base_url}"
-            ),
-            KeyRefusal::PlainHttp => format!(
-                "{base_url} is plain http to a host that is neither loopback nor private, so hermes will not send your {key_var} over it; use https, or pass --allow-insecure-http (or set allow_insecure_http = true in config.toml) to send it anyway"
-            ),
-        }
-    }
 }
 
 /// Keys only where the user sent them: the registry's own host (over https), or a URL the user

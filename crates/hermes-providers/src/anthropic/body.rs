@@ -140,7 +140,8 @@ pub struct Target {
     pub flavor: Flavor,
     /// The base URL (its host decides the [`Family`]).
     pub base_url: String,
-    /// `max_tokens` when no thinking budget sets it (config), else the default.
+    /// `max_tokens` from config (`[max_tokens]`): sent as it is, and with budget thinking when
+    /// it is above the budget; else the model's default ([`default_max_tokens`]).
     pub max_tokens: Option<u32>,
 }
 
@@ -380,6 +381,20 @@ pub struct ThinkingPlan {
     pub explain: String,
 }
 
+/// `max_tokens` when no thinking budget sets it: the configured value, else the model's
+/// documented output ceiling where hermes knows one (adaptive Claude models on a Claude host,
+/// [`ClaudeModel::output_ceiling`]), else [`model::DEFAULT_MAX_TOKENS`].
+pub fn default_max_tokens(target: &Target, model: &str) -> u32 {
+    target
+        .max_tokens
+        .or_else(|| {
+            (target.family() == Family::Claude)
+                .then(|| ClaudeModel::parse(model)?.output_ceiling())
+                .flatten()
+        })
+        .unwrap_or(model::DEFAULT_MAX_TOKENS)
+}
+
 /// The thinking request for `request` on `model` at `target` (SPEC §3c).
 pub fn thinking_plan(
     request: ThinkingRequest,
@@ -387,7 +402,7 @@ pub fn thinking_plan(
     target: &Target,
     tools: bool,
 ) -> ThinkingPlan {
-    let default_max = target.max_tokens.unwrap_or(model::DEFAULT_MAX_TOKENS);
+    let default_max = default_max_tokens(target, model);
     let family = target.family();
     let claude = ClaudeModel::parse(model);
     let adaptive = family == Family::Claude && claude.as_ref().is_some_and(ClaudeModel::adaptive);
@@ -434,7 +449,12 @@ pub fn thinking_plan(
         ThinkingRequest::Effort(effort) => {
             let budget = model::budget(effort);
             plan.thinking = Some(format!(r#"{{"type":"enabled","budget_tokens":{budget}}}"#));
-            plan.max_tokens = budget + model::ABOVE_BUDGET;
+            // `max_tokens` must exceed the budget: a configured value that does not is
+            // replaced by budget + 8192 (SPEC §3c), as the Converse wire does.
+            plan.max_tokens = target
+                .max_tokens
+                .filter(|m| *m > budget)
+                .unwrap_or(budget + model::ABOVE_BUDGET);
             plan.on = true;
             // No `temperature`: SPEC §3c sets temperature 1 on budget models only where the
             // API takes one, and Messages API version 2026-10-21 does not (the official
@@ -652,7 +672,7 @@ fn encode_with(
         explain.push(format!("thinking disabled for this request: {why}"));
         plan = ThinkingPlan {
             thinking: plan.off.clone(),
-            max_tokens: target.max_tokens.unwrap_or(model::DEFAULT_MAX_TOKENS),
+            max_tokens: default_max_tokens(target, model),
             ..ThinkingPlan::default()
         };
     }

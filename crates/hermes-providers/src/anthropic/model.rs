@@ -128,6 +128,16 @@ impl ClaudeModel {
         }
     }
 
+    /// The model's documented output ceiling (max output tokens), the default `max_tokens` of
+    /// an adaptive model so that thinking has room: 128K for every adaptive model
+    /// (platform.claude.com/docs/en/models/opus-4-8/overview, …/opus-4-6/overview,
+    /// …/sonnet-4-6/overview, …/opus-5-5/overview, …/sonnet-5-5/overview: "Max output: 128K
+    /// tokens"; the Python original sends 128,000 to claude-opus-4-8). `None` for budget models,
+    /// which keep [`DEFAULT_MAX_TOKENS`] (or the budget plus [`ABOVE_BUDGET`]).
+    pub fn output_ceiling(&self) -> Option<u32> {
+        self.adaptive().then_some(ADAPTIVE_OUTPUT_CEILING)
+    }
+
     /// Budget thinking between tool calls needs the `interleaved-thinking-2025-05-14` beta on
     /// the Claude 4 models before 4.6 (adaptive models interleave by themselves; Claude 3.x
     /// cannot).
@@ -148,7 +158,11 @@ pub fn budget(effort: Effort) -> u32 {
     }
 }
 
-/// `max_tokens` when no thinking budget sets it.
+/// The documented output ceiling of every adaptive Claude model (128K tokens).
+pub const ADAPTIVE_OUTPUT_CEILING: u32 = 128_000;
+
+/// `max_tokens` when no thinking budget sets it, on models that document no larger ceiling
+/// hermes uses ([`ClaudeModel::output_ceiling`]).
 pub const DEFAULT_MAX_TOKENS: u32 = 16384;
 
 /// What `max_tokens` adds above a thinking budget (SPEC §3c).

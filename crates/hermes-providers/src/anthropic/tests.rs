@@ -115,7 +115,56 @@ fn system_and_the_last_block_carry_cache_breakpoints_never_a_thinking_block() {
         out.json.get("thinking").is_none(),
         "no preference, no request"
     );
-    assert_eq!(out.json["max_tokens"], json!(16384));
+    // An adaptive model gets its documented output ceiling.
+    assert_eq!(out.json["max_tokens"], json!(128000));
+}
+
+#[test]
+fn max_tokens_is_the_adaptive_ceiling_the_default_or_the_configured_value() {
+    let h = history(json!([{"role": "user", "content": "hi"}]));
+    let claude = "https://api.anthropic.com";
+    let max = |model: &str, thinking: ThinkingRequest, configured: Option<u32>, base: &str| {
+        let mut t = target(base);
+        t.max_tokens = configured;
+        body_with(&h, &t, model, thinking, &Drops::default()).json["max_tokens"].clone()
+    };
+    let none = ThinkingRequest::NoPreference;
+    let high = ThinkingRequest::Effort(Effort::High);
+    // Adaptive models: 128K, with or without an effort (the Python original sends 128,000 to
+    // claude-opus-4-8).
+    assert_eq!(max("claude-opus-4-8", none, None, claude), json!(128000));
+    assert_eq!(max("claude-opus-4-8", high, None, claude), json!(128000));
+    assert_eq!(max("claude-sonnet-5-5", none, None, claude), json!(128000));
+    // Budget models keep 16384, or the budget + 8192 with thinking.
+    assert_eq!(max("claude-sonnet-4-5", none, None, claude), json!(16384));
+    assert_eq!(max("claude-sonnet-4-5", high, None, claude), json!(24192));
+    // A relay's models are not Claude's: no ceiling is assumed.
+    assert_eq!(
+        max(
+            "claude-opus-4-8",
+            none,
+            None,
+            "https://api.minimax.io/anthropic"
+        ),
+        json!(16384)
+    );
+    // `[max_tokens]` in config wins; with budget thinking only when above the budget.
+    assert_eq!(
+        max("claude-opus-4-8", high, Some(64000), claude),
+        json!(64000)
+    );
+    assert_eq!(
+        max("claude-sonnet-4-5", none, Some(4096), claude),
+        json!(4096)
+    );
+    assert_eq!(
+        max("claude-sonnet-4-5", high, Some(20000), claude),
+        json!(20000)
+    );
+    assert_eq!(
+        max("claude-sonnet-4-5", high, Some(4096), claude),
+        json!(24192)
+    );
 }
 
 #[test]
