@@ -317,6 +317,9 @@ impl Scratch {
             .args(["--history", history.to_str().unwrap()])
             .args(opts)
             .env("HERMES_HOME", self.home.path())
+            // Vertex's project as Anthropic's Vertex client reads it (no [vertex] in config).
+            .env("ANTHROPIC_VERTEX_PROJECT_ID", "test-project")
+            .env("CLOUD_ML_REGION", "us-east5")
             .env_remove("HERMES_LOG")
             .env("NO_COLOR", "1")
             .output()

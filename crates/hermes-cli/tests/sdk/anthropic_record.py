@@ -45,7 +45,9 @@ decide that hermes decides, e.g. which earlier thinking blocks to leave out):
     `{"type": "disabled"}`. No `temperature`: `Messages.create` in this SDK has no such
     parameter (API version 2026-10-21 removed it), so an SDK user cannot send one without
     `extra_body`;
-  * `max_tokens`: `--max-tokens`, else B + 8192 with a budget, else 16384.
+  * `max_tokens`: `--max-tokens`, else B + 8192 with a budget, else the documented output ceiling
+    of an adaptive model (128K: platform.claude.com/docs/en/models/<model>/overview, "Max output:
+    128K tokens", for every model of the adaptive list), else 16384.
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ except ImportError as exc:  # pragma: no cover - reported to the caller
 BUDGETS = {"minimal": 1024, "low": 4096, "medium": 8192, "high": 16000, "xhigh": 24000, "max": 32000}
 ADAPTIVE_EFFORTS = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "max": "max"}
 DEFAULT_MAX_TOKENS = 16384
+ADAPTIVE_MAX_TOKENS = 128000
 BUDGET_HEADROOM = 8192
 FAKE_KEY = "sk-test"
 
@@ -189,6 +192,8 @@ def convert(
         params["max_tokens"] = max_tokens
     elif budget is not None:
         params["max_tokens"] = budget + BUDGET_HEADROOM
+    elif adaptive:
+        params["max_tokens"] = ADAPTIVE_MAX_TOKENS
     else:
         params["max_tokens"] = DEFAULT_MAX_TOKENS
     if stream:
