@@ -23,6 +23,8 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// List the chat-completions route table this build knows, in matching order.
     Routes(RoutesArgs),
+    /// List every provider id `--provider` takes: its wire, default base URL and key variable.
+    Providers(ProvidersArgs),
     /// Print the exact JSON body of the next request (no network, nothing stored).
     Preview(PreviewArgs),
     /// Chat: interactively, or one user turn (with its tool loop) with -q.
@@ -273,8 +275,8 @@ pub(crate) enum SimCommand {
 /// `hermes sim serve`
 #[derive(Debug, Args)]
 pub(crate) struct SimServeArgs {
-    /// Provider contract to simulate (deepseek-v4, deepseek-v3, mistral, openrouter, openai, local).
-    #[arg(long, value_name = "NAME")]
+    /// Provider contract to simulate.
+    #[arg(long, value_name = "NAME", value_parser = sim_profiles())]
     pub(crate) profile: String,
 
     /// Port on 127.0.0.1 (0 picks a free one).
@@ -282,10 +284,28 @@ pub(crate) struct SimServeArgs {
     pub(crate) port: u16,
 }
 
+/// Every simulator profile (the simulator's one table, `hermes_sim::PROFILES`), each with its
+/// help line, so `sim serve --help` lists them all.
+fn sim_profiles() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        hermes_sim::PROFILES
+            .iter()
+            .map(|p| clap::builder::PossibleValue::new(p.name).help(p.about)),
+    )
+}
+
 /// `hermes routes`
 #[derive(Debug, Args)]
 pub(crate) struct RoutesArgs {
     /// Print a JSON array instead of the table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `hermes providers`
+#[derive(Debug, Args)]
+pub(crate) struct ProvidersArgs {
+    /// Print JSON instead of the table.
     #[arg(long)]
     pub(crate) json: bool,
 }

@@ -12,6 +12,7 @@ mod home;
 mod logs;
 mod out;
 mod preview;
+mod providers;
 mod repl;
 mod routes;
 mod secrets;
@@ -75,6 +76,7 @@ fn init_tracing(to_file: bool) -> Option<tracing_appender::non_blocking::WorkerG
 fn dispatch(engine: &Engine, cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Routes(args) => routes::run(engine, &args),
+        Command::Providers(args) => providers::run(engine, &args),
         Command::Preview(args) => preview::run(engine, &args),
         Command::Sim(SimCommand::Serve(args)) => sim::serve(&args),
         Command::Chat(args) => match &args.query {
@@ -117,6 +119,12 @@ pub fn run(engine: Engine) -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             let _ = writeln!(io::stderr(), "hermes: error: {err:#}");
+            if let Some(hermes_engine::EngineError::UnknownProvider(_)) = err.downcast_ref() {
+                let _ = writeln!(
+                    io::stderr(),
+                    "hermes: `hermes providers` lists every provider id"
+                );
+            }
             ExitCode::from(error::exit_code(&err))
         }
     }

@@ -155,10 +155,12 @@ fn show_text(
             .collect();
         if !carriers.is_empty() {
             let mut text = carriers.join(", ");
-            if s["reasoning_details_items"].as_u64().unwrap_or(0) > 0 {
+            let items = s["reasoning_details_items"].as_u64().unwrap_or(0);
+            if items > 0 {
                 text.push_str(&format!(
-                    " ({} items, {} opaque)",
-                    s["reasoning_details_items"], s["opaque_items"]
+                    " ({items} item{}, {} opaque)",
+                    if items == 1 { "" } else { "s" },
+                    s["opaque_items"]
                 ));
             }
             parts.push(text);
@@ -167,10 +169,12 @@ fn show_text(
             let fields: Vec<&str> = native.iter().filter_map(Value::as_str).collect();
             parts.push(format!("native record: {}", fields.join(", ")));
         }
-        if s["tool_calls"].as_u64().unwrap_or(0) > 0 {
+        let calls = s["tool_calls"].as_u64().unwrap_or(0);
+        if calls > 0 {
             parts.push(format!(
-                "{} tool calls ({} signed)",
-                s["tool_calls"], s["tool_call_signatures"]
+                "{calls} tool call{} ({} signed)",
+                if calls == 1 { "" } else { "s" },
+                s["tool_call_signatures"]
             ));
         }
         if let Some(o) = &msg.origin {
@@ -188,20 +192,39 @@ fn show_text(
         };
         writeln!(out, "  #{i:<3} {:<9}{detail}{mark}", msg.role.as_str())?;
     }
-    let verdicts = Verdicts::from_model_config(&meta.model_config).unwrap_or_default();
-    if verdicts.0.is_empty() {
-        writeln!(out, "  verdicts: none")?;
-    } else {
-        writeln!(out, "  verdicts:")?;
-        for v in &verdicts.0 {
-            writeln!(
-                out,
-                "    {} @ {} / {}: refused {}",
+    // Every wire's verdicts: chat completions' (SPEC §6) and the native wires'.
+    let chat = Verdicts::from_model_config(&meta.model_config).unwrap_or_default();
+    let wire = hermes_core::WireVerdicts::from_model_config(&meta.model_config).unwrap_or_default();
+    let lines: Vec<String> = chat
+        .0
+        .iter()
+        .map(|v| {
+            format!(
+                "{} {} @ {} / {}: refused {}",
+                hermes_core::CHAT_WIRE,
                 v.provider,
                 v.host,
                 v.model,
                 v.carriers.fields().join(", ")
-            )?;
+            )
+        })
+        .chain(wire.0.iter().map(|v| {
+            format!(
+                "{} {} @ {} / {}: refused {}",
+                v.wire,
+                v.provider,
+                v.host,
+                v.model,
+                v.fields.join(", ")
+            )
+        }))
+        .collect();
+    if lines.is_empty() {
+        writeln!(out, "  verdicts: none")?;
+    } else {
+        writeln!(out, "  verdicts:")?;
+        for line in &lines {
+            writeln!(out, "    {line}")?;
         }
     }
     Ok(())

@@ -311,6 +311,18 @@ async fn a_planted_key_appears_in_no_output_log_or_database_byte() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_show_counts_one_tool_call_in_the_singular() {
+    let home = Home::new();
+    let reply = home
+        .chat_json(&["--provider", "sim", "-q", "[tools=1] time?"])
+        .await;
+    let id = reply["session_id"].as_str().unwrap().to_owned();
+    let shown = home.ok(&["sessions", "show", &id]).await;
+    assert!(shown.contains("; 1 tool call ("), "{shown}");
+    assert!(!shown.contains("1 tool calls"), "{shown}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chat_with_the_simulator_needs_no_key_and_no_network() {
     let home = Home::new();
     let out = home.ok(&["chat", "--provider", "sim", "-q", "hello"]).await;
@@ -396,8 +408,11 @@ async fn sessions_branch_show_and_delete() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_serve_prints_its_base_url_first_and_serves_until_killed() {
     use std::io::BufRead as _;
+    let home = Home::new();
+    // Its own home: `sim serve` writes logs, never into the user's real one.
     let mut child = Command::new(env!("CARGO_BIN_EXE_hermes"))
         .args(["sim", "serve", "--profile", "deepseek-v4", "--port", "0"])
+        .env("HERMES_HOME", home.path())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -413,7 +428,6 @@ async fn sim_serve_prints_its_base_url_first_and_serves_until_killed() {
     .unwrap();
     assert!(base.starts_with("http://127.0.0.1:"), "{base}");
 
-    let home = Home::new();
     let reply = home.start_deepseek(&base, "hi").await;
     assert_eq!(
         reply["messages"][0]["carriers"],
@@ -424,7 +438,12 @@ async fn sim_serve_prints_its_base_url_first_and_serves_until_killed() {
 
     let out = home.run(&["sim", "serve", "--profile", "nope"], &[]).await;
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown profile `nope`"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("invalid value 'nope'"), "{err}");
+    assert!(
+        err.contains("openai-responses"),
+        "the profiles are listed: {err}"
+    );
 }
 
 /// Builds a session of several tool-using turns against `sim`, compacts it, and returns its id.

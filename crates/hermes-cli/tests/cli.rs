@@ -29,11 +29,16 @@ fn hermes(args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn preview(extra: &[&str]) -> Value {
+/// `hermes preview --history <the example>` with `extra`, as it ran.
+fn preview_output(extra: &[&str]) -> Output {
     let example = example();
     let mut args = vec!["preview", "--history", example.to_str().unwrap()];
     args.extend_from_slice(extra);
-    let out = hermes(&args);
+    hermes(&args)
+}
+
+fn preview(extra: &[&str]) -> Value {
+    let out = preview_output(extra);
     assert!(
         out.status.success(),
         "{}",
@@ -397,4 +402,111 @@ fn an_invalid_base_url_is_a_usage_error() {
         err.contains("http://exa mple/v1") && err.contains("invalid"),
         "{err}"
     );
+}
+
+#[test]
+fn providers_lists_every_registry_id_with_its_wire_base_url_and_key() {
+    let out = hermes(&["providers", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = listed["providers"].as_array().unwrap();
+    let row = |id: &str| rows.iter().find(|r| r["id"] == id).cloned();
+    assert_eq!(
+        row("deepseek").unwrap(),
+        json!({"id": "deepseek", "wire": "chat", "base_url": "https://api.deepseek.com/v1",
+               "key": "DEEPSEEK_API_KEY"})
+    );
+    assert_eq!(row("anthropic").unwrap()["wire"], "anthropic");
+    assert_eq!(row("gemini").unwrap()["wire"], "gemini");
+    assert!(
+        row("bedrock").unwrap()["base_url"]
+            .as_str()
+            .unwrap()
+            .contains("bedrock-runtime.{region}.amazonaws.com")
+    );
+    assert!(row("sim").is_some());
+    // Route-only names stay accepted (with a base URL) and are listed apart.
+    let route_names = listed["route_names"].as_array().unwrap();
+    for name in ["upstage", "minimax-cn"] {
+        assert!(route_names.contains(&json!(name)), "{name}: {listed}");
+    }
+    let text = String::from_utf8(hermes(&["providers"]).stdout).unwrap();
+    for id in [
+        "openai",
+        "deepseek",
+        "vertex-gemini",
+        "openai-responses",
+        "sim",
+    ] {
+        assert!(text.lines().any(|l| l.starts_with(id)), "{id}: {text}");
+    }
+}
+
+#[test]
+fn a_mistyped_provider_is_unknown_with_the_nearest_id_and_the_list_command() {
+    let out = hermes(&[
+        "chat",
+        "--provider",
+        "deepseeek",
+        "--model",
+        "deepseek-v4-pro",
+        "-q",
+        "hi",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown provider `deepseeek`; did you mean `deepseek`?"),
+        "{err}"
+    );
+    assert!(
+        err.contains("`hermes providers` lists every provider id"),
+        "{err}"
+    );
+    assert!(!err.contains("no base URL"), "{err}");
+    // Preview says the same.
+    let out = preview_output(&["--provider", "deepseeek"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("did you mean `deepseek`?"));
+    // A route-only name without a base URL still gets the base-URL error, and any name with a
+    // base URL is a provider of the user's own.
+    let out = preview_output(&["--provider", "upstage"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("unknown provider"));
+    let own = [
+        "--provider",
+        "my-relay",
+        "--model",
+        "m",
+        "--base-url",
+        "https://relay.example/v1",
+    ];
+    let out = preview_output(&own);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn sim_serve_help_lists_every_profile() {
+    let out = hermes(&["sim", "serve", "--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    for profile in [
+        "deepseek-v4",
+        "mistral",
+        "copilot",
+        "anthropic",
+        "bedrock",
+        "gemini",
+        "gemini-openai",
+        "openai-responses",
+    ] {
+        assert!(help.contains(&format!("- {profile}:")), "{profile}: {help}");
+    }
 }

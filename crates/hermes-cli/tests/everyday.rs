@@ -329,6 +329,13 @@ fn preview_applies_the_config_chat_would_use() {
         "--model",
         "m",
     ];
+    // A provider of the user's own needs a base URL (without one, `acme` is an unknown
+    // provider): config gives it.
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[providers.acme]\nbase_url = \"http://127.0.0.1:9/v1\"\n",
+    )
+    .unwrap();
     let plain: Value = serde_json::from_str(&ok(home.path(), &args)).unwrap();
     assert!(plain["messages"][1].get("reasoning_content").is_none());
     std::fs::write(

@@ -7,6 +7,10 @@ pub enum EngineError {
     /// The way the command was called is wrong (a missing or unknown choice): exit code 2.
     #[error("{0}")]
     Usage(String),
+    /// A provider name nothing knows, with no base URL to go to (exit code 2); the message
+    /// suggests the nearest known name. The front end may add how to list them.
+    #[error("{0}")]
+    UnknownProvider(String),
     /// A failure the user can act on (a missing key, an untrusted URL): exit code 1.
     #[error("{0}")]
     Failed(String),
@@ -50,7 +54,10 @@ pub enum EngineError {
 impl EngineError {
     /// True for a usage error (exit code 2).
     pub fn is_usage(&self) -> bool {
-        matches!(self, EngineError::Usage(_))
+        matches!(
+            self,
+            EngineError::Usage(_) | EngineError::UnknownProvider(_)
+        )
     }
 }
 

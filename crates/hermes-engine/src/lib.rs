@@ -83,6 +83,73 @@ impl Engine {
         &self.table
     }
 
+    /// Every name `--provider` accepts without a base URL of its own: the registry's ids, `sim`,
+    /// and the provider names the route table's rows and must-echo families answer to, sorted.
+    /// Any other name needs a base URL (a provider of the user's own).
+    pub fn provider_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = hermes_providers::registry::PROVIDERS
+            .iter()
+            .map(|p| p.id.to_owned())
+            .chain(std::iter::once("sim".to_owned()))
+            .chain(
+                self.table
+                    .routes()
+                    .flat_map(|r| r.matcher().providers.iter().cloned()),
+            )
+            .chain(
+                self.table
+                    .families()
+                    .iter()
+                    .flat_map(|f| f.matcher.providers.iter().cloned()),
+            )
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// Refuses a provider name this engine does not know, named on the command line or as
+    /// config's default, when nothing gives it a base URL (a mistyped `--provider deepseeek`):
+    /// "unknown provider", with the nearest known name. A name with a base URL is a provider of
+    /// the user's own and stays accepted.
+    pub(crate) fn check_provider(
+        &self,
+        choice: &Choice,
+        stored_provider: Option<&str>,
+        defaults: &Defaults,
+    ) -> Result<(), EngineError> {
+        let Some(name) = choice
+            .provider
+            .as_deref()
+            .or(stored_provider)
+            .or(defaults.provider.as_deref())
+        else {
+            return Ok(());
+        };
+        let name = name.trim().to_lowercase();
+        let from_flag_or_config = choice.provider.is_some() || stored_provider.is_none();
+        if !from_flag_or_config
+            || choice.base_url.is_some()
+            || defaults.provider(&name).base_url.is_some()
+        {
+            return Ok(());
+        }
+        let names = self.provider_names();
+        if names.contains(&name) {
+            return Ok(());
+        }
+        let nearest = names
+            .iter()
+            .map(|known| (strsim::damerau_levenshtein(&name, known), known))
+            .filter(|(distance, _)| *distance <= 2.max(name.len() / 3))
+            .min()
+            .map(|(_, known)| format!("; did you mean `{known}`?"))
+            .unwrap_or_default();
+        Err(EngineError::UnknownProvider(format!(
+            "unknown provider `{name}`{nearest} (a provider of your own needs a base URL)"
+        )))
+    }
+
     /// The route a settled target resolves to (for a simulator, its stand-in provider).
     pub fn resolve(&self, settled: &Settled) -> RouteDecision {
         self.resolve_live(settled, settled.base_url.as_deref())

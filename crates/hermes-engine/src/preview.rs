@@ -98,6 +98,7 @@ impl Preview {
             base_url: file.base_url.as_deref(),
             base_url_confirmed: false,
         };
+        engine.check_provider(&options.choice, stored.provider, &options.defaults)?;
         let settled = settle(
             &options.choice,
             Some(stored),

@@ -406,6 +406,11 @@ impl ChatSession {
             base_url_confirmed: meta.base_url_confirmed,
         });
         let key = Arc::clone(&options.key);
+        engine.check_provider(
+            &options.choice,
+            stored.and_then(|s| s.provider),
+            &options.defaults,
+        )?;
         let settled = settle(
             &options.choice,
             stored,
@@ -597,6 +602,7 @@ impl ChatSession {
     ) -> Result<&Settled, EngineError> {
         let choice = Choice::new(Some(provider), Some(model), None);
         let key = Arc::clone(&self.key);
+        self.engine.check_provider(&choice, None, &self.defaults)?;
         let settled = settle(
             &choice,
             None,

@@ -1,0 +1,94 @@
+//! `hermes providers`: every provider id `--provider` takes, with its wire, default base URL and
+//! key variable (the registry of SPEC §8a), as text or JSON.
+
+use std::io::Write;
+
+use hermes_engine::Engine;
+use hermes_engine::providers::registry::{PROVIDERS, ProviderSpec};
+use serde_json::{Value, json};
+
+use crate::cli::ProvidersArgs;
+
+/// Where a provider's requests go when the registry has no fixed base URL.
+fn base_url(spec: &ProviderSpec) -> String {
+    match (spec.base_url, spec.id) {
+        (Some(url), _) => url.to_owned(),
+        (None, "vertex-anthropic" | "vertex-gemini") => {
+            "https://{region}-aiplatform.googleapis.com ([vertex] project, region)".to_owned()
+        }
+        (None, "bedrock" | "bedrock-anthropic") => {
+            format!(
+                "{} (the AWS region)",
+                hermes_engine::providers::aws::runtime_base_url("{region}")
+            )
+        }
+        (None, "foundry-anthropic") => {
+            "--base-url https://{resource}.services.ai.azure.com/anthropic".to_owned()
+        }
+        (None, _) => "--base-url required".to_owned(),
+    }
+}
+
+/// Where a provider's credentials come from.
+fn key(spec: &ProviderSpec) -> String {
+    match (spec.key_var, spec.id) {
+        (Some(var), _) => var.to_owned(),
+        (None, "bedrock" | "bedrock-anthropic") => {
+            "AWS credential chain, or AWS_BEARER_TOKEN_BEDROCK".to_owned()
+        }
+        (None, _) => "none".to_owned(),
+    }
+}
+
+/// Runs `hermes providers [--json]`.
+pub(crate) fn run(engine: &Engine, args: &ProvidersArgs) -> anyhow::Result<()> {
+    let rows: Vec<Value> = PROVIDERS
+        .iter()
+        .map(|p| {
+            json!({"id": p.id, "wire": p.wire.as_str(), "base_url": base_url(p), "key": key(p)})
+        })
+        .chain(std::iter::once(json!({
+            "id": "sim", "wire": "chat (in-process simulator)",
+            "base_url": "sim://PROFILE (hermes sim serve --help lists them)", "key": "none",
+        })))
+        .collect();
+    // Names the route table answers to that are not registry ids: accepted with --base-url.
+    let route_only: Vec<String> = engine
+        .provider_names()
+        .into_iter()
+        .filter(|n| n != "sim" && !PROVIDERS.iter().any(|p| p.id == n))
+        .collect();
+    let mut out = crate::out::stdout();
+    if args.json {
+        serde_json::to_writer_pretty(
+            &mut out,
+            &json!({"providers": rows, "route_names": route_only}),
+        )?;
+        writeln!(out)?;
+    } else {
+        let width = rows
+            .iter()
+            .map(|r| r["id"].as_str().unwrap_or_default().len())
+            .max()
+            .unwrap_or(0);
+        for r in &rows {
+            writeln!(
+                out,
+                "{:<width$}  {:<16}  {}  [{}]",
+                r["id"].as_str().unwrap_or_default(),
+                r["wire"].as_str().unwrap_or_default(),
+                r["base_url"].as_str().unwrap_or_default(),
+                r["key"].as_str().unwrap_or_default(),
+            )?;
+        }
+        if !route_only.is_empty() {
+            writeln!(
+                out,
+                "\nalso route names (with --base-url): {}",
+                route_only.join(", ")
+            )?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
