@@ -70,6 +70,14 @@ impl Image {
         }
     }
 
+    /// The image's bytes (a data URL's, decoded; `None` for a URL).
+    pub(crate) fn bytes(&self) -> Option<Vec<u8>> {
+        match &self.source {
+            Source::Data { data, .. } => STANDARD.decode(data).ok(),
+            Source::Url(_) => None,
+        }
+    }
+
     /// The URL for an error message: a data URL by its media type only, a long URL cut.
     pub(crate) fn shown(&self) -> String {
         match &self.source {
