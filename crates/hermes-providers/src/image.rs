@@ -11,7 +11,7 @@ use std::fmt;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use hermes_core::RawJson;
+use hermes_core::{Message, RawJson};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -128,6 +128,32 @@ impl fmt::Display for ImageError {
 /// before taking the image path; a text-only array keeps its old rendering).
 pub(crate) fn has_images(content: Option<&RawJson>) -> bool {
     content.is_some_and(|c| c.get().starts_with('[') && c.get().contains("\"image_url\""))
+}
+
+/// The parts of message `index`'s content in stored order (none when it is not an array), every
+/// `data:` image checked against `media_types`, what `wire` takes (a URL's type is the
+/// provider's to judge); an error is `message {index}: …`.
+pub(crate) fn message_pieces<'m>(
+    msg: &'m Message,
+    index: usize,
+    wire: &str,
+    media_types: &[&str],
+) -> Result<Vec<Piece<'m>>, String> {
+    let Some(content) = msg.content.as_ref() else {
+        return Ok(Vec::new());
+    };
+    let pieces = pieces(content)
+        .map_err(|e| e.at(index))?
+        .unwrap_or_default();
+    for piece in &pieces {
+        if let Piece::Image(img) = piece
+            && let Source::Data { .. } = img.source
+        {
+            img.check_media_type(wire, media_types)
+                .map_err(|e| e.at(index))?;
+        }
+    }
+    Ok(pieces)
 }
 
 #[derive(Deserialize)]

@@ -12,7 +12,7 @@ use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use super::body::{Block, raw_box};
-use crate::image::{self, Image, ImageError, Piece, Source};
+use crate::image::{self, Image, Piece, Source};
 
 /// The media types a base64 source takes: `Base64ImageSourceParam.media_type`
 /// (`Literal["image/jpeg", "image/png", "image/gif", "image/webp"]`).
@@ -25,20 +25,8 @@ pub(super) fn has_images(msg: &Message) -> bool {
 
 /// Reads the parts of message `index`, checking every image against what this wire takes.
 fn pieces(msg: &Message, index: usize) -> Result<Vec<Piece<'_>>, serde_json::Error> {
-    let fail = |e: ImageError| serde_json::Error::custom(e.at(index));
-    let Some(content) = msg.content.as_ref() else {
-        return Ok(Vec::new());
-    };
-    let pieces = image::pieces(content).map_err(fail)?.unwrap_or_default();
-    for piece in &pieces {
-        if let Piece::Image(img) = piece
-            && matches!(img.source, Source::Data { .. })
-        {
-            img.check_media_type("the Anthropic Messages API", MEDIA_TYPES)
-                .map_err(fail)?;
-        }
-    }
-    Ok(pieces)
+    image::message_pieces(msg, index, "the Anthropic Messages API", MEDIA_TYPES)
+        .map_err(serde_json::Error::custom)
 }
 
 /// A user turn's blocks: each non-empty text part a text block, each image an image block,

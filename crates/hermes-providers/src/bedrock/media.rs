@@ -29,8 +29,8 @@ pub(super) fn has_images(msg: &Message) -> bool {
     image::has_images(msg.content.as_ref())
 }
 
-/// `{"image": {"format", "source": {"bytes"}}}` of a data-URL image; a URL, or a media type
-/// Converse does not take, is an error.
+/// `{"image": {"format", "source": {"bytes"}}}` of a data-URL image (its media type already
+/// checked); a URL is an error.
 fn image_block(img: &Image) -> Result<Json, ImageError> {
     if let Source::Url(_) = img.source {
         return Err(ImageError(format!(
@@ -38,8 +38,6 @@ fn image_block(img: &Image) -> Result<Json, ImageError> {
             img.shown()
         )));
     }
-    let accepted: Vec<&str> = FORMATS.iter().map(|(t, _)| *t).collect();
-    img.check_media_type("Bedrock Converse", &accepted)?;
     let format = FORMATS
         .iter()
         .find(|(t, _)| Some(*t) == img.media_type())
@@ -60,12 +58,11 @@ fn image_block(img: &Image) -> Result<Json, ImageError> {
 /// The content blocks of message `index`: non-empty texts and images, in stored order; other
 /// parts are left out, as a text-only message leaves them out.
 pub(super) fn user_blocks(msg: &Message, index: usize) -> Result<Vec<Block>, EncodeError> {
-    let fail = |e: ImageError| EncodeError::Image(e.at(index));
-    let Some(content) = msg.content.as_ref() else {
-        return Ok(Vec::new());
-    };
+    let accepted: Vec<&str> = FORMATS.iter().map(|(t, _)| *t).collect();
+    let pieces = image::message_pieces(msg, index, "Bedrock Converse", &accepted)
+        .map_err(EncodeError::Image)?;
     let mut out = Vec::new();
-    for piece in image::pieces(content).map_err(fail)?.unwrap_or_default() {
+    for piece in pieces {
         match piece {
             Piece::Text { text, .. } => {
                 if let Ok(t) = serde_json::from_str::<String>(text.get())
@@ -74,7 +71,9 @@ pub(super) fn user_blocks(msg: &Message, index: usize) -> Result<Vec<Block>, Enc
                     out.push(Block::Text(t));
                 }
             }
-            Piece::Image(img) => out.push(Block::Image(image_block(&img).map_err(fail)?)),
+            Piece::Image(img) => out.push(Block::Image(
+                image_block(&img).map_err(|e| EncodeError::Image(e.at(index)))?,
+            )),
             Piece::Other(_) => {}
         }
     }

@@ -13,7 +13,7 @@ use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use super::body::EncodeError;
-use crate::image::{self, Image, ImageError, Piece, Source};
+use crate::image::{self, Image, Piece};
 
 /// The `detail` values the API takes (`ImageDetail`, `types/responses/image_detail.py`).
 const DETAILS: &[&str] = &["low", "high", "auto", "original"];
@@ -57,28 +57,22 @@ impl Serialize for InputPart {
 /// left out, as a text-only message leaves them out. A detail or a data URL's media type the
 /// API does not take is an error.
 pub(super) fn input_parts(msg: &Message, index: usize) -> Result<Vec<InputPart>, EncodeError> {
-    let fail = |e: ImageError| EncodeError::Image(e.at(index));
-    let Some(content) = msg.content.as_ref() else {
-        return Ok(Vec::new());
-    };
+    let pieces = image::message_pieces(msg, index, "the Responses API", MEDIA_TYPES)
+        .map_err(EncodeError::Image)?;
     let mut out = Vec::new();
-    for piece in image::pieces(content).map_err(fail)?.unwrap_or_default() {
+    for piece in pieces {
         match piece {
             Piece::Text { text, .. } if text.get() != "\"\"" => {
                 out.push(InputPart::Text(text.to_owned()));
             }
             Piece::Image(img) => {
-                if let Source::Data { .. } = img.source {
-                    img.check_media_type("the Responses API", MEDIA_TYPES)
-                        .map_err(fail)?;
-                }
                 let detail = img.detail.clone().unwrap_or_else(|| "auto".to_owned());
                 if !DETAILS.contains(&detail.as_str()) {
-                    return Err(fail(ImageError(format!(
-                        "the image {} has detail `{detail}`; the Responses API takes {}",
+                    return Err(EncodeError::Image(format!(
+                        "message {index}: the image {} has detail `{detail}`; the Responses API takes {}",
                         img.shown(),
                         DETAILS.join(", ")
-                    ))));
+                    )));
                 }
                 out.push(InputPart::Image(img, detail));
             }
