@@ -27,6 +27,10 @@
 #[path = "support/sdk_python.rs"]
 mod sdk_support;
 
+#[path = "support/images.rs"]
+mod images;
+use images::PNG;
+
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -725,24 +729,9 @@ async fn botocore_accepts_hermes_converse_requests_and_refuses_each_injected_unk
 // ---------------------------------------------------------------------------------------------
 // Images
 
-/// A 1×1 PNG.
-const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
-
-/// hermes' Converse body for a user turn and a tool result with chat-style PNG images.
+/// hermes' Converse body over [`images::history`] (no URL image: Converse takes none).
 fn converse_images(server: &MockServer, model: &str) -> hermes_core::Outgoing {
-    let image =
-        json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{PNG}")}});
-    let h = hermes_core::parse_history(
-        &json!([
-            {"role": "user", "content": [{"type": "text", "text": "What is this?"}, image]},
-            {"role": "assistant", "content": null, "tool_calls": [{"id": "toolu_1", "type": "function",
-                "function": {"name": "now", "arguments": "{}"}}]},
-            {"role": "tool", "tool_call_id": "toolu_1", "content": [{"type": "text", "text": "shot"}, image]},
-        ])
-        .to_string(),
-    )
-    .unwrap()
-    .messages;
+    let h = images::history(false);
     let table = builtin_table();
     let decision = table.resolve(
         &RouteTarget::new("bedrock", Some(&server.uri()), model),

@@ -25,6 +25,9 @@
 #[path = "support/sdk_python.rs"]
 mod sdk_support;
 
+#[path = "support/images.rs"]
+mod images;
+
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -440,27 +443,9 @@ fn negative_controls_an_unknown_key_anywhere_fails() {
 // ---------------------------------------------------------------------------------------------
 // Images
 
-/// hermes' body for a user message and a tool result with chat-style images (a PNG data: URL,
-/// an https URL with `detail`), as compact text.
+/// hermes' body over [`images::history`], compact or pretty.
 fn image_body(pretty: bool) -> String {
-    let png = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
-    let h = hermes_core::parse_history(
-        &json!([
-            {"role": "system", "content": "Be brief."},
-            {"role": "user", "content": [
-                {"type": "text", "text": "What is in these?"},
-                {"type": "image_url", "image_url": {"url": png}},
-                {"type": "image_url", "image_url": {"url": "https://example.com/cat.jpg", "detail": "low"}}]},
-            {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
-                "function": {"name": "now", "arguments": "{}"}}]},
-            {"role": "tool", "tool_call_id": "call_1", "content": [
-                {"type": "text", "text": "the screen"},
-                {"type": "image_url", "image_url": {"url": png}}]},
-        ])
-        .to_string(),
-    )
-    .unwrap()
-    .messages;
+    let h = images::history(true);
     let table = builtin_table();
     let decision = table.resolve(
         &RouteTarget::new(WIRE_ID, Some(BASE), "gpt-4.1"),
