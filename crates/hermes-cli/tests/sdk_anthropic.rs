@@ -799,3 +799,70 @@ fn the_comparison_catches_what_it_must() {
         vec!["model: the SDK sent it, hermes did not"]
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Images
+
+/// A user turn with chat-style images (a PNG `data:` URL, an https URL) and a tool result with
+/// text and the PNG, as the canonical history holds them.
+fn images(variant: &Variant, model: &str) -> Value {
+    let png = json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="}});
+    session(
+        variant,
+        model,
+        json!([
+            {"role": "user", "content": [
+                {"type": "text", "text": "What is in these?"},
+                png,
+                {"type": "image_url", "image_url": {"url": "https://example.com/cat.jpg", "detail": "low"}}]},
+            {"role": "assistant", "content": null,
+             "tool_calls": [{"id": "toolu_01shot", "type": "function",
+                             "function": {"name": "screenshot", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "toolu_01shot",
+             "content": [{"type": "text", "text": "the screen"}, png]},
+        ]),
+    )
+}
+
+#[test]
+fn image_bodies_are_ones_the_sdk_accepts_and_the_chat_shape_is_not() {
+    let Some(py) = sdk_python() else { return };
+    let scratch = Scratch::new();
+    for variant in &VARIANTS {
+        let mut bodies = Vec::new();
+        for model in MODELS {
+            let file = scratch.write(
+                &format!("{}-images-{model}.json", variant.sdk),
+                &images(variant, model),
+            );
+            for opts in [&["--no-thinking"][..], &[]] {
+                bodies.push(scratch.preview(&file, variant, model, opts));
+            }
+        }
+        let body: Value = serde_json::from_str(&bodies[0]).unwrap();
+        assert_eq!(body["messages"][0]["content"][1]["type"], "image", "{body}");
+        assert_eq!(
+            body["messages"][0]["content"][2]["source"],
+            json!({"type": "url", "url": "https://example.com/cat.jpg"})
+        );
+        assert_eq!(
+            body["messages"][2]["content"][0]["content"][1]["source"]["type"],
+            "base64"
+        );
+        // Control: the chat shape inside the tool result, as hermes used to send it.
+        let mut chat = body.clone();
+        chat["messages"][2]["content"][0]["content"][1] =
+            json!({"type": "image_url", "image_url": {"url": "https://example.com/a.png"}});
+        let valid = bodies.len();
+        bodies.push(chat.to_string());
+        let verdicts = validate(py, variant.sdk, &bodies);
+        for (i, v) in verdicts[..valid].iter().enumerate() {
+            assert_eq!(v, &None, "{} body {i}: {}", variant.provider, bodies[i]);
+        }
+        let refused = verdicts[valid].as_deref().unwrap();
+        assert!(
+            refused.contains("messages.2.content.0.content.1"),
+            "{refused}"
+        );
+    }
+}

@@ -6,6 +6,7 @@ pub mod aws;
 pub mod bedrock;
 pub mod chat;
 pub mod gemini;
+mod image;
 pub mod registry;
 mod reply;
 pub mod responses;

@@ -133,3 +133,31 @@ impl Seen {
         self.0.into_inner().unwrap()
     }
 }
+
+/// A 1×1 PNG, base64: what the image tests of every wire send.
+pub(crate) const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
+/// A history with chat-style images, as the canonical history holds them: a user turn of text,
+/// a PNG `data:` URL and (when `remote`) an https image URL with `detail`, a tool call, and its
+/// result of text and a PNG.
+pub(crate) fn image_history(remote: bool) -> Vec<Message> {
+    let data = format!("data:image/png;base64,{PNG}");
+    let mut user = vec![
+        json!({"type": "text", "text": "What is in these?"}),
+        json!({"type": "image_url", "image_url": {"url": data}}),
+    ];
+    if remote {
+        user.push(json!({"type": "image_url",
+                         "image_url": {"url": "https://example.com/cat.jpg", "detail": "low"}}));
+    }
+    history(json!([
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": user},
+        {"role": "assistant", "content": null,
+         "tool_calls": [{"id": "call_1", "type": "function",
+                         "function": {"name": "screenshot", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1",
+         "content": [{"type": "text", "text": "the screen"},
+                     {"type": "image_url", "image_url": {"url": data}}]},
+    ]))
+}

@@ -27,6 +27,10 @@
 #[path = "support/sdk_python.rs"]
 mod sdk_support;
 
+#[path = "support/images.rs"]
+mod images;
+use images::PNG;
+
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -720,4 +724,69 @@ async fn botocore_accepts_hermes_converse_requests_and_refuses_each_injected_unk
         r#"{"body":"{}","contentType":"application/json"}"#,
     );
     assert_eq!(validate(py, &[invoke]), [None]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Images
+
+/// hermes' Converse body over [`images::history`] (no URL image: Converse takes none).
+fn converse_images(server: &MockServer, model: &str) -> hermes_core::Outgoing {
+    let h = images::history(false);
+    let table = builtin_table();
+    let decision = table.resolve(
+        &RouteTarget::new("bedrock", Some(&server.uri()), model),
+        ResolveOptions::default(),
+    );
+    let verdicts = Verdicts::default();
+    let tools = RawJson::from_text(TOOLS).unwrap();
+    let parts = RequestParts::new(&h, &decision, &verdicts).tools(Some(&tools));
+    hermes_core::Wire::encode(&converse_wire(server, &credentials(None)), &parts).unwrap()
+}
+
+#[tokio::test]
+async fn boto3_sends_hermes_converse_images_byte_for_byte_and_botocore_accepts_them() {
+    let Some(py) = sdk_python() else { return };
+    let server = recorder().await;
+    let model = MODELS[1];
+    let out = converse_images(&server, model);
+    let text = std::str::from_utf8(&out.body).unwrap();
+    assert!(
+        text.contains(&format!(
+            r#"{{"image": {{"format": "png", "source": {{"bytes": "{PNG}"}}}}}}"#
+        )),
+        "{text}"
+    );
+    // botocore's validator accepts it; the same body with an image URL source does not.
+    let mut by_url: Value = serde_json::from_str(text).unwrap();
+    by_url["messages"][0]["content"][1]["image"]["source"] =
+        json!({"url": "https://example.com/a.png"});
+    let verdicts = validate(
+        py,
+        &[
+            converse_request(model, &serde_json::from_str(text).unwrap()),
+            converse_request(model, &by_url),
+        ],
+    );
+    assert_eq!(verdicts[0], None);
+    let refused = verdicts[1].as_deref().unwrap();
+    assert!(
+        refused.contains(r#"Unknown parameter in messages[0].content[1].image.source: "url""#),
+        "{refused}"
+    );
+    // boto3 given the body as parameters (the blob decoded to bytes) writes the same bytes.
+    let spec = json!({
+        "endpoint": server.uri(), "region": REGION, "access_key_id": ACCESS_KEY,
+        "secret_access_key": SECRET_KEY, "session_token": null, "time": FIXED_STAMP,
+    })
+    .to_string();
+    let spec = format!(
+        "{},\"calls\":[{}]}}",
+        &spec[..spec.len() - 1],
+        item("converse", model, text)
+    );
+    let (code, stdout, stderr) = run(py, RECORD, &spec);
+    assert_eq!(code, Some(0), "boto3_record.py failed:\n{stdout}\n{stderr}");
+    let received = server.received_requests().await.unwrap();
+    assert_eq!(received.len(), 1);
+    assert_eq!(String::from_utf8_lossy(&received[0].body), text);
 }

@@ -41,6 +41,9 @@
 #[path = "support/sdk_python.rs"]
 mod sdk_support;
 
+#[path = "support/images.rs"]
+mod images;
+
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -1339,4 +1342,68 @@ fn the_validator_refuses_each_injected_key_and_wrong_spelling() {
             ),
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Images
+
+/// hermes' body for `model` (AI Studio or Vertex) over [`images::history`].
+fn image_body(model: &str, vertex: bool) -> String {
+    let h = images::history(true);
+    let target = if vertex {
+        Target::vertex("my-project", REGION)
+    } else {
+        Target::ai_studio()
+    };
+    let table = builtin_table();
+    let decision = table.resolve(
+        &RouteTarget::new("gemini", Some(&target.base_url), model),
+        ResolveOptions::default(),
+    );
+    let verdicts = Verdicts::default();
+    let parts = RequestParts::new(&h, &decision, &verdicts);
+    String::from_utf8(gemini::encode_pretty(&parts, &target).unwrap().body).unwrap()
+}
+
+#[test]
+fn image_bodies_validate_against_the_sdk_types_inline_file_and_function_response_parts() {
+    let Some(py) = sdk_python() else { return };
+    let mut bodies = Vec::new();
+    for model in [PRO3, FLASH3, PRO25, FLASH25] {
+        for vertex in [false, true] {
+            bodies.push(image_body(model, vertex));
+        }
+    }
+    // Gemini 3 puts the result's image inside the function response, earlier models after it.
+    let gemini3: Value = serde_json::from_str(&bodies[0]).unwrap();
+    assert!(
+        gemini3["contents"][2]["parts"][0]["functionResponse"]["parts"][0]["inlineData"]
+            .is_object()
+    );
+    let earlier: Value = serde_json::from_str(&bodies[4]).unwrap();
+    assert!(earlier["contents"][2]["parts"][1]["inlineData"].is_object());
+    assert!(earlier["contents"][0]["parts"][2]["fileData"]["fileUri"].is_string());
+    // Controls: the chat shape inside a function response, and a blob that is not base64.
+    let mut chat = gemini3.clone();
+    chat["contents"][2]["parts"][0]["functionResponse"]["parts"][0] =
+        json!({"image_url": {"url": "https://example.com/a.png"}});
+    let mut not_base64 = earlier.clone();
+    not_base64["contents"][0]["parts"][1]["inlineData"]["data"] = json!("not base64!");
+    let valid = bodies.len();
+    bodies.push(chat.to_string());
+    bodies.push(not_base64.to_string());
+    let verdicts = validate(py, &bodies);
+    for (i, v) in verdicts[..valid].iter().enumerate() {
+        assert_eq!(v, &None, "body {i}: {}", bodies[i]);
+    }
+    let chat = verdicts[valid].as_deref().unwrap();
+    assert!(
+        chat.starts_with("contents.2.parts.0.functionResponse.parts.0"),
+        "{chat}"
+    );
+    let blob = verdicts[valid + 1].as_deref().unwrap();
+    assert!(
+        blob.starts_with("contents.0.parts.1.inlineData.data"),
+        "{blob}"
+    );
 }

@@ -25,6 +25,9 @@
 #[path = "support/sdk_python.rs"]
 mod sdk_support;
 
+#[path = "support/images.rs"]
+mod images;
+
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -435,4 +438,76 @@ fn negative_controls_an_unknown_key_anywhere_fails() {
     // And the unchanged body, in the same run, still passes: the controls fail for the key.
     let (code, lines, _) = validate(py, &[body]);
     assert_eq!((code, lines), (Some(0), vec!["ok".to_owned()]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Images
+
+/// hermes' body over [`images::history`], compact or pretty.
+fn image_body(pretty: bool) -> String {
+    let h = images::history(true);
+    let table = builtin_table();
+    let decision = table.resolve(
+        &RouteTarget::new(WIRE_ID, Some(BASE), "gpt-4.1"),
+        ResolveOptions::default(),
+    );
+    let verdicts = Verdicts::default();
+    let tools = RawJson::from_text(TOOLS).unwrap();
+    let parts = RequestParts::new(&h, &decision, &verdicts).tools(Some(&tools));
+    let encoded = if pretty {
+        responses::encode_pretty(&parts, &Drops::default())
+    } else {
+        responses::encode(&parts, &Drops::default())
+    };
+    String::from_utf8(encoded.unwrap().body).unwrap()
+}
+
+#[tokio::test]
+async fn image_inputs_validate_and_the_sdk_sends_them_as_hermes_does() {
+    let Some(py) = sdk_python() else { return };
+    let body = image_body(true);
+    let value: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(value["input"][0]["content"][1]["type"], "input_image");
+    assert_eq!(value["input"][2]["output"][1]["type"], "input_image");
+    // The SDK's types accept the body; an image part without `detail` (required by
+    // `ResponseInputImageParam`) or with the chat shape is refused.
+    let mut no_detail = value.clone();
+    no_detail["input"][0]["content"][1]
+        .as_object_mut()
+        .unwrap()
+        .remove("detail");
+    let mut chat = value.clone();
+    chat["input"][0]["content"][1] =
+        json!({"type": "image_url", "image_url": {"url": "https://example.com/a.png"}});
+    let (code, lines, stderr) =
+        validate(py, &[body.clone(), no_detail.to_string(), chat.to_string()]);
+    assert_eq!(code, Some(1), "{lines:?} {stderr}");
+    assert_eq!(lines[0], "ok", "{stderr}");
+    assert!(
+        lines[1].starts_with("invalid input.0.content.1"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[2].starts_with("invalid input.0.content.1"),
+        "{lines:?}"
+    );
+    // The SDK sends the same body.
+    let server = recorder().await;
+    let ours = image_body(false);
+    let spec = format!(
+        r#"{{"base_url":{},"api_key":{},"calls":[{ours}]}}"#,
+        json!(format!("{}/v1", server.uri())),
+        json!(KEY),
+    );
+    let (code, stdout, stderr) = run(py, RECORD, &spec);
+    assert_eq!(
+        code,
+        Some(0),
+        "openai_record.py failed:\n{stdout}\n{stderr}"
+    );
+    let received = server.received_requests().await.unwrap();
+    let sdk: Value = serde_json::from_slice(&received[0].body).unwrap();
+    let mut diffs = Vec::new();
+    differences(&serde_json::from_str(&ours).unwrap(), &sdk, "", &mut diffs);
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
 }

@@ -1195,3 +1195,61 @@ async fn max_tokens_marker_and_cache_usage() {
     assert_eq!(v["content"][0]["name"], "clock");
     assert_eq!(v["stop_reason"], "tool_use");
 }
+
+#[tokio::test]
+async fn image_blocks_are_checked_and_chat_shaped_images_are_refused() {
+    let sim = Sim::start("anthropic").await.unwrap();
+    // A 1×1 PNG.
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+    let base64 = |media_type: &str, data: &str| json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}});
+    let url =
+        json!({"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}});
+    let with_result = |content: Value| {
+        vec![
+            user("a"),
+            assistant(&json!([tool_use("toolu_1")])),
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": content}]}),
+        ]
+    };
+    // Images in a user turn and in a tool result, base64 and by URL.
+    let user_images = json!({"role": "user", "content": [{"type": "text", "text": "look"}, base64("image/png", png), url]});
+    accepted(&sim, &plain(&[user_images])).await;
+    accepted(
+        &sim,
+        &plain(&with_result(
+            json!([{"type": "text", "text": "x"}, base64("image/png", png)]),
+        )),
+    )
+    .await;
+
+    // The chat-completions shape inside a tool result.
+    let chat =
+        json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{png}")}});
+    refused(
+        &sim,
+        &plain(&with_result(json!([chat]))),
+        "messages.2.content.0.tool_result.content.0: Input tag 'image_url' found using 'type' does not match any of the expected tags: 'text', 'image'",
+    )
+    .await;
+    // A media type the API does not take, and data that is not of the named type.
+    refused(
+        &sim,
+        &plain(&with_result(json!([base64("image/bmp", png)]))),
+        "messages.2.content.0.tool_result.content.0.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'",
+    )
+    .await;
+    let m = json!({"role": "user", "content": [base64("image/webp", png)]});
+    refused(
+        &sim,
+        &plain(&[m]),
+        "messages.0.content.0.image.source.base64.data: Image does not match the provided media type image/webp",
+    )
+    .await;
+    let m = json!({"role": "user", "content": [{"type": "image", "source": {"type": "url"}}]});
+    refused(
+        &sim,
+        &plain(&[m]),
+        "messages.0.content.0.image.source.url.url: Field required",
+    )
+    .await;
+}

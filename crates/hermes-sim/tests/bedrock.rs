@@ -1530,3 +1530,49 @@ async fn unknown_operations_and_bodies_that_are_not_json() {
     .await;
     assert!(validation(&r).contains("InvokeModel"));
 }
+
+#[tokio::test]
+async fn images_take_bytes_of_a_known_format_in_user_turns_and_tool_results() {
+    let sim = Sim::start("bedrock").await.unwrap();
+    // A 1×1 PNG.
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+    let image = |format: &str, bytes: &str| json!({"image": {"format": format, "source": {"bytes": bytes}}});
+    let loop_with = |result_content: Value| {
+        plain(&[
+            json!({"role": "user", "content": [{"text": "look"}, image("png", png)]}),
+            assistant(&json!([{"toolUse": {"toolUseId": "t1", "name": "now", "input": {}}}])),
+            json!({"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": result_content}}]}),
+        ])
+    };
+    let (content, _) = converse(
+        &sim,
+        CLAUDE,
+        &loop_with(json!([{"text": "x"}, image("png", png)])),
+        false,
+    )
+    .await;
+    assert!(content.is_array());
+    refused_with(
+        &sim,
+        CLAUDE,
+        &loop_with(json!([image("bmp", png)])),
+        "1 validation error detected: Value 'bmp' at 'messages.3.member.content.1.member.toolResult.content.1.member.image.format' failed to satisfy constraint: Member must satisfy enum value set: [png, jpeg, gif, webp]",
+    )
+    .await;
+    refused_with(
+        &sim,
+        CLAUDE,
+        &loop_with(json!([image("png", "not base64!")])),
+        "Invalid base64 value at messages[2].content[0].toolResult.content[0].image.source.bytes.",
+    )
+    .await;
+    let by_url =
+        json!({"image": {"format": "png", "source": {"url": "https://example.com/a.png"}}});
+    refused_with(
+        &sim,
+        CLAUDE,
+        &loop_with(json!([by_url])),
+        "Unknown parameter in messages[2].content[0].toolResult.content[0].image.source: \"url\", must be one of: bytes, s3Location",
+    )
+    .await;
+}

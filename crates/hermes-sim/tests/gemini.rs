@@ -1093,3 +1093,48 @@ async fn a_signature_verifies_on_both_doors_of_the_same_host() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn images_in_user_parts_and_function_response_parts_are_accepted_and_unknown_names_refused() {
+    let sim = Sim::start("gemini").await.unwrap();
+    // A 1×1 PNG.
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+    let first = json!({"role": "user", "parts": [
+        {"text": "What time is it? [tools=1]"},
+        {"inlineData": {"data": png, "mimeType": "image/png"}},
+        {"fileData": {"fileUri": "https://example.com/a.jpg", "mimeType": "image/jpeg"}},
+    ]});
+    let content = ok(&sim, MODEL, std::slice::from_ref(&first)).await;
+    let mut answer = responses(&content, "12:00");
+    answer["parts"][0]["functionResponse"]["parts"] =
+        json!([{"inlineData": {"mimeType": "image/png", "data": png}}]);
+    ok(
+        &sim,
+        MODEL,
+        &[first.clone(), content.clone(), answer.clone()],
+    )
+    .await;
+
+    let mut chat = answer.clone();
+    chat["parts"][0]["functionResponse"]["parts"] =
+        json!([{"image_url": {"url": "https://example.com/a.png"}}]);
+    refused(
+        &sim,
+        MODEL,
+        &[first.clone(), content.clone(), chat],
+        "Invalid JSON payload received. Unknown name \"image_url\" at 'contents[2].parts[0].function_response.parts[0]': Cannot find field.",
+    )
+    .await;
+    let mut not_base64 = answer;
+    not_base64["parts"][0]["functionResponse"]["parts"][0]["inlineData"]["data"] =
+        json!("not base64!");
+    let r = post(&sim, MODEL, &body(&[first, content, not_base64])).await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(
+        error_of(&r)
+            .1
+            .contains("contents[2].parts[0].function_response.parts[0].inline_data.data"),
+        "{}",
+        r.text()
+    );
+}

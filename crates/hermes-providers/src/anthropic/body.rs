@@ -13,7 +13,9 @@ use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
+use super::media;
 use super::model::{self, ClaudeModel};
+use crate::image::Image;
 use crate::signed::replay;
 pub use crate::signed::replay::{PREFIX_KEY, PrefixDigest};
 use crate::tools::{ChatFunction, ChatTool};
@@ -184,7 +186,7 @@ pub struct Encoded {
 }
 
 /// One content block of the wire copy.
-enum Block<'h> {
+pub(super) enum Block<'h> {
     /// A stored Anthropic-shaped item, byte for byte.
     Stored(&'h RawJson),
     /// An unsigned thinking block from readable text (must-echo relays, Kimi).
@@ -201,6 +203,13 @@ enum Block<'h> {
     ToolResult {
         tool_use_id: &'h str,
         content: Option<&'h RawJson>,
+    },
+    /// An image of a chat-style `image_url` part (module [`media`]).
+    Image(Image),
+    /// A tool result whose content holds images: its parts as stored, images rebuilt.
+    ToolResultParts {
+        tool_use_id: &'h str,
+        parts: Vec<media::ResultPart<'h>>,
     },
 }
 
@@ -246,6 +255,15 @@ impl Serialize for CachedBlock<'_, '_> {
                 if let Some(content) = content {
                     map.serialize_entry("content", content)?;
                 }
+            }
+            Block::Image(image) => {
+                map.serialize_entry("type", "image")?;
+                map.serialize_entry("source", &media::ImageSource(image))?;
+            }
+            Block::ToolResultParts { tool_use_id, parts } => {
+                map.serialize_entry("type", "tool_result")?;
+                map.serialize_entry("tool_use_id", tool_use_id)?;
+                map.serialize_entry("content", parts)?;
             }
         }
         if self.cache {
@@ -311,7 +329,7 @@ impl Serialize for Blocks<'_, '_> {
     }
 }
 
-fn raw_box(text: &str) -> Box<RawValue> {
+pub(super) fn raw_box(text: &str) -> Box<RawValue> {
     RawValue::from_string(text.to_owned())
         .unwrap_or_else(|_| RawValue::from_string("\"\"".to_owned()).unwrap_or_default())
 }
@@ -614,7 +632,9 @@ fn encode_with(
             Role::User => {
                 let mut blocks = Vec::new();
                 let plain = msg.content.as_ref().filter(|c| c.is_string());
-                if plain.is_none() {
+                if media::has_images(msg) {
+                    blocks.extend(media::user_blocks(msg, i)?);
+                } else if plain.is_none() {
                     blocks.extend(
                         text_parts(msg.content.as_ref())
                             .into_iter()
@@ -624,9 +644,17 @@ fn encode_with(
                 push(&mut wire, "user", blocks, plain, i);
             }
             Role::Tool => {
-                let block = Block::ToolResult {
-                    tool_use_id: msg.tool_call_id.as_deref().unwrap_or(""),
-                    content: msg.content.as_ref().filter(|c| !c.is_null()),
+                let tool_use_id = msg.tool_call_id.as_deref().unwrap_or("");
+                let block = if media::has_images(msg) {
+                    Block::ToolResultParts {
+                        tool_use_id,
+                        parts: media::result_parts(msg, i)?,
+                    }
+                } else {
+                    Block::ToolResult {
+                        tool_use_id,
+                        content: msg.content.as_ref().filter(|c| !c.is_null()),
+                    }
                 };
                 push(&mut wire, "user", vec![block], None, i);
             }

@@ -20,6 +20,7 @@ use hermes_core::message::same_minter;
 use hermes_core::route::{Effort, ThinkingRequest};
 use hermes_core::{DetailItem, Message, RawJson, RequestParts, Role, RouteTarget, ToolCall};
 
+use super::media;
 use super::model::{BedrockModel, Policy};
 use super::pyjson::Json;
 use crate::anthropic::body::INTERLEAVED_BETA;
@@ -80,13 +81,16 @@ pub enum EncodeError {
     /// The thinking request cannot be expressed for this model (SPEC §3c: a clear error before
     /// anything is sent).
     Effort(String),
+    /// A message holds an image Converse cannot take (module [`super::media`]): which message,
+    /// and why.
+    Image(String),
 }
 
 impl fmt::Display for EncodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             EncodeError::Tools(why) => write!(f, "the tool definitions cannot be sent: {why}"),
-            EncodeError::Effort(why) => f.write_str(why),
+            EncodeError::Effort(why) | EncodeError::Image(why) => f.write_str(why),
         }
     }
 }
@@ -109,7 +113,7 @@ pub fn operation_path(model: &str, stream: bool) -> String {
 
 /// One content block of the wire copy.
 #[derive(Clone, Debug)]
-enum Block {
+pub(super) enum Block {
     Text(String),
     ToolUse {
         id: String,
@@ -118,8 +122,11 @@ enum Block {
     },
     ToolResult {
         id: String,
-        content: Vec<String>,
+        /// The `content` blocks (`{"text"}`, `{"image"}`).
+        content: Vec<Json>,
     },
+    /// An `image` block (module [`super::media`]).
+    Image(Json),
     /// `reasoningContent.reasoningText`, with the stored signature when one is sent.
     Reasoning {
         text: String,
@@ -134,7 +141,7 @@ impl Block {
         matches!(self, Block::Reasoning { .. } | Block::Redacted(_))
     }
 
-    fn to_json(&self) -> Json {
+    pub(super) fn to_json(&self) -> Json {
         match self {
             Block::Text(text) => Json::object([("text", Json::str(text))]),
             Block::ToolUse { id, name, input } => Json::object([(
@@ -149,17 +156,10 @@ impl Block {
                 "toolResult",
                 Json::object([
                     ("toolUseId", Json::str(id)),
-                    (
-                        "content",
-                        Json::Array(
-                            content
-                                .iter()
-                                .map(|t| Json::object([("text", Json::str(t))]))
-                                .collect(),
-                        ),
-                    ),
+                    ("content", Json::Array(content.clone())),
                 ]),
             )]),
+            Block::Image(image) => image.clone(),
             Block::Reasoning { text, signature } => {
                 let mut inner = vec![("text", Json::str(text))];
                 if let Some(sig) = signature {
@@ -675,18 +675,30 @@ fn encode_with(
         match msg.role {
             Role::System | Role::Developer => system.extend(texts(msg.content.as_ref())),
             Role::User => {
-                let blocks: Vec<Block> = texts(msg.content.as_ref())
-                    .into_iter()
-                    .map(Block::Text)
-                    .collect();
+                let blocks: Vec<Block> = if media::has_images(msg) {
+                    media::user_blocks(msg, i)?
+                } else {
+                    texts(msg.content.as_ref())
+                        .into_iter()
+                        .map(Block::Text)
+                        .collect()
+                };
                 if !blocks.is_empty() {
                     push(&mut wire, "user", blocks, i);
                 }
             }
             Role::Tool => {
+                let content = if media::has_images(msg) {
+                    media::result_content(msg, i)?
+                } else {
+                    texts(msg.content.as_ref())
+                        .into_iter()
+                        .map(|t| Block::Text(t).to_json())
+                        .collect()
+                };
                 let block = Block::ToolResult {
                     id: msg.tool_call_id.clone().unwrap_or_default(),
-                    content: texts(msg.content.as_ref()),
+                    content,
                 };
                 push(&mut wire, "user", vec![block], i);
             }

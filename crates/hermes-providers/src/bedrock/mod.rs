@@ -5,6 +5,7 @@
 
 pub mod body;
 pub(crate) mod capture;
+mod media;
 pub mod model;
 mod pyjson;
 

@@ -396,7 +396,7 @@ fn turns_alternate_tool_results_merge_and_tools_become_tool_specs() {
         {"role": "system", "content": "One."},
         {"role": "developer", "content": [{"type": "text", "text": "Two."}]},
         {"role": "user", "content": "two calls"},
-        {"role": "user", "content": [{"type": "text", "text": "please"}, {"type": "image_url", "image_url": {"url": "x"}}]},
+        {"role": "user", "content": [{"type": "text", "text": "please"}, {"type": "input_audio", "input_audio": {"data": "eA==", "format": "wav"}}]},
         {"role": "assistant", "content": "Calling.", "tool_calls": [
             {"id": "a", "type": "function", "function": {"name": "now", "arguments": "{\"tz\": \"Europe/Zürich\", \"x\": 1.50}"}},
             {"id": "b", "type": "function", "function": {"name": "now", "arguments": "not json"}}]},

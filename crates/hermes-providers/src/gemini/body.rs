@@ -20,6 +20,7 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
+use super::media::{self, Media, ResponseParts, UserPart};
 use super::model::{GeminiModel, ThinkingPlan, thinking_plan};
 use crate::tools::{ChatFunction, ChatTool};
 
@@ -119,13 +120,15 @@ pub enum EncodeError {
     Thinking(String),
     /// The body could not be written.
     Json(String),
+    /// A message holds an image this wire cannot take (module [`super::media`]).
+    Image(String),
 }
 
 impl fmt::Display for EncodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             EncodeError::Tools(why) => write!(f, "the tool definitions cannot be sent: {why}"),
-            EncodeError::Thinking(why) => f.write_str(why),
+            EncodeError::Thinking(why) | EncodeError::Image(why) => f.write_str(why),
             EncodeError::Json(why) => write!(f, "the body cannot be written: {why}"),
         }
     }
@@ -147,16 +150,23 @@ enum Part<'h> {
         args: Box<RawValue>,
         signature: Option<Box<RawValue>>,
     },
-    /// A `functionResponse` part: `response` is `{"output": <text>}`.
+    /// A `functionResponse` part: `response` is `{"output": <text>}`; `media` its images
+    /// (`parts`, Gemini 3).
     Response {
         id: Option<&'h str>,
         name: &'h str,
         output: Box<RawValue>,
+        media: Vec<Media>,
     },
+    /// An `inlineData` or `fileData` part.
+    Media(Media),
 }
 
 impl Serialize for Part<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if let Part::Media(m) = self {
+            return m.serialize(s);
+        }
         let mut map = s.serialize_map(None)?;
         match self {
             Part::Text { text, signature } => {
@@ -183,16 +193,23 @@ impl Serialize for Part<'_> {
                     map.serialize_entry("thoughtSignature", sig)?;
                 }
             }
-            Part::Response { id, name, output } => {
+            Part::Response {
+                id,
+                name,
+                output,
+                media,
+            } => {
                 map.serialize_entry(
                     "functionResponse",
                     &ResponseBody {
                         id: *id,
                         name,
                         output,
+                        media,
                     },
                 )?;
             }
+            Part::Media(_) => {}
         }
         map.end()
     }
@@ -220,11 +237,16 @@ struct ResponseBody<'a> {
     id: Option<&'a str>,
     name: &'a str,
     output: &'a RawValue,
+    media: &'a [Media],
 }
 
 impl Serialize for ResponseBody<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(None)?;
+        // `parts` first: google-genai 3.6's `FunctionResponse` field order.
+        if !self.media.is_empty() {
+            map.serialize_entry("parts", &ResponseParts(self.media))?;
+        }
         if let Some(id) = self.id {
             map.serialize_entry("id", id)?;
         }
@@ -575,6 +597,7 @@ fn encode_with(
         plan.explain.clone(),
     ];
     let mut notes = Vec::new();
+    let vertex = matches!(target.flavor, Flavor::Vertex { .. });
 
     // The tool loop in flight: everything after the last real user message.
     let loop_start = history
@@ -593,13 +616,26 @@ fn encode_with(
             Role::System | Role::Developer => system.extend(text_parts(msg.content.as_ref())),
             Role::User => {
                 open.clear();
-                let texts: Vec<Part<'_>> = text_parts(msg.content.as_ref())
-                    .into_iter()
-                    .map(|text| Part::Text {
-                        text,
-                        signature: None,
-                    })
-                    .collect();
+                let texts: Vec<Part<'_>> = if media::has_images(msg) {
+                    media::user_parts(msg, i, vertex)?
+                        .into_iter()
+                        .map(|p| match p {
+                            UserPart::Text(text) => Part::Text {
+                                text,
+                                signature: None,
+                            },
+                            UserPart::Media(m) => Part::Media(m),
+                        })
+                        .collect()
+                } else {
+                    text_parts(msg.content.as_ref())
+                        .into_iter()
+                        .map(|text| Part::Text {
+                            text,
+                            signature: None,
+                        })
+                        .collect()
+                };
                 if texts.is_empty() {
                     explain.push(format!("message {i}: left out (no text to send)"));
                     continue;
@@ -626,12 +662,26 @@ fn encode_with(
                         call.name
                     )),
                 }
-                let part = Part::Response {
+                let images = if media::has_images(msg) {
+                    media::images(msg, i, vertex)?
+                } else {
+                    Vec::new()
+                };
+                // Gemini 3 takes a result's images inside the function response; earlier
+                // models get them as parts after it, in the same turn (module `media`).
+                let (inside, after) = if model.multimodal_function_responses() {
+                    (images, Vec::new())
+                } else {
+                    (Vec::new(), images)
+                };
+                let mut parts = vec![Part::Response {
                     id: call.sent,
                     name: call.name,
                     output: result_text(msg.content.as_ref()),
-                };
-                push(&mut wire, "user", vec![part], i);
+                    media: inside,
+                }];
+                parts.extend(after.into_iter().map(Part::Media));
+                push(&mut wire, "user", parts, i);
             }
             Role::Assistant => {
                 open.clear();

@@ -5,6 +5,7 @@
 
 pub mod body;
 pub(crate) mod capture;
+mod media;
 pub mod model;
 
 use eventsource_stream::{EventStreamError, Eventsource as _};

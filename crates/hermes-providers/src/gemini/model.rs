@@ -120,6 +120,13 @@ impl GeminiModel {
     pub fn enforces_signatures(&self) -> bool {
         self.version.is_some_and(|(major, _)| major >= 3)
     }
+
+    /// True for the models that take media inside a function response (`functionResponse.
+    /// parts`): the Gemini 3 series ("Multimodal function responses",
+    /// ai.google.dev/gemini-api/docs/function-calling).
+    pub fn multimodal_function_responses(&self) -> bool {
+        self.version.is_some_and(|(major, _)| major >= 3)
+    }
 }
 
 /// The position of an effort on the four-level scale (xhigh and max are high).

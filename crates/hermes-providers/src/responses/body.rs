@@ -24,6 +24,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
+use super::media;
 use super::model::{ReasoningPlan, reasoning_plan};
 
 /// The default base URL (SPEC §8a): requests go to `{base}/responses`.
@@ -76,13 +77,15 @@ pub enum EncodeError {
     Thinking(String),
     /// The body could not be written.
     Json(String),
+    /// A message holds an image this wire cannot take (module [`super::media`]).
+    Image(String),
 }
 
 impl fmt::Display for EncodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             EncodeError::Tools(why) => write!(f, "the tool definitions cannot be sent: {why}"),
-            EncodeError::Thinking(why) => f.write_str(why),
+            EncodeError::Thinking(why) | EncodeError::Image(why) => f.write_str(why),
             EncodeError::Json(why) => write!(f, "the body cannot be written: {why}"),
         }
     }
@@ -109,12 +112,20 @@ enum Item<'h> {
         call_id: &'h str,
         output: Box<RawValue>,
     },
+    /// A `function_call_output` whose output holds images: a list of `input_text` and
+    /// `input_image` parts (module [`super::media`]).
+    OutputParts {
+        call_id: &'h str,
+        parts: Vec<media::InputPart>,
+    },
 }
 
-/// A said message's content: the stored string literal, or `input_text` parts.
+/// A said message's content: the stored string literal, or `input_text` parts, or
+/// `input_text` and `input_image` parts.
 enum Said {
     Text(Box<RawValue>),
     Parts(Vec<Box<RawValue>>),
+    Mixed(Vec<media::InputPart>),
 }
 
 struct TypedText<'a>(&'static str, &'a RawValue);
@@ -146,6 +157,7 @@ impl Serialize for Item<'_> {
                 match content {
                     Said::Text(t) => map.serialize_entry("content", t)?,
                     Said::Parts(p) => map.serialize_entry("content", &Parts("input_text", p))?,
+                    Said::Mixed(p) => map.serialize_entry("content", p)?,
                 }
                 map.end()
             }
@@ -185,6 +197,13 @@ impl Serialize for Item<'_> {
                 map.serialize_entry("type", "function_call_output")?;
                 map.serialize_entry("call_id", call_id)?;
                 map.serialize_entry("output", output)?;
+                map.end()
+            }
+            Item::OutputParts { call_id, parts } => {
+                let mut map = s.serialize_map(Some(3))?;
+                map.serialize_entry("type", "function_call_output")?;
+                map.serialize_entry("call_id", call_id)?;
+                map.serialize_entry("output", parts)?;
                 map.end()
             }
         }
@@ -767,6 +786,9 @@ fn encode_with(
                 };
                 let content = match &msg.content {
                     Some(c) if c.is_string() => Said::Text(raw_box(c.get())),
+                    _ if role == "user" && media::has_images(msg) => {
+                        Said::Mixed(media::input_parts(msg, i)?)
+                    }
                     c => Said::Parts(text_parts(c.as_ref())),
                 };
                 if matches!(&content, Said::Parts(p) if p.is_empty()) {
@@ -783,9 +805,16 @@ fn encode_with(
                     ));
                     continue;
                 };
-                input.push(Item::Output {
-                    call_id,
-                    output: output_text(msg.content.as_ref()),
+                input.push(if media::has_images(msg) {
+                    Item::OutputParts {
+                        call_id,
+                        parts: media::input_parts(msg, i)?,
+                    }
+                } else {
+                    Item::Output {
+                        call_id,
+                        output: output_text(msg.content.as_ref()),
+                    }
                 });
             }
             Role::Assistant => {

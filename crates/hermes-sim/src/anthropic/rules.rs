@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
+use base64::Engine as _;
 use serde_json::{Map, Value};
 
 use super::thinking::{self, PrefixDigest, Token};
@@ -208,6 +209,33 @@ fn wrong_role_text(index: usize, block: usize, kind: &str, role: &str) -> String
     )
 }
 
+/// The media types a base64 image source takes, in the order the API's error lists them
+/// (`…image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or
+/// 'image/webp'`, anthropics/claude-code#5955).
+const IMAGE_MEDIA_TYPES: &[&str] = &["image/jpeg", "image/png", "image/gif", "image/webp"];
+
+/// The real text for base64 data that is not an image of its `media_type` (`messages.0.content.4.
+/// image.source.base64.data: Image does not match the provided media type image/webp`, a Claude
+/// Code report of the API's 400).
+fn image_mismatch(path: &str, media_type: &str) -> String {
+    format!("{path}: Image does not match the provided media type {media_type}")
+}
+
+/// The media type the bytes' signature names (PNG, JPEG, GIF, WebP), if any.
+fn sniff(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some("image/jpeg")
+    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if bytes.len() >= 12 && bytes.starts_with(b"RIFF") && &bytes[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
 // ---------------------------------------------------------------- small readers
 
 fn kind_of(v: &Value) -> &str {
@@ -350,8 +378,10 @@ impl Schema {
         if tag == "tool_use" && o.get("input").is_some_and(|i| !i.is_object()) {
             return Err(wrong_type(&at, "input", "dictionary"));
         }
-        if tag == "image" && o.get("source").is_some_and(|s| !s.is_object()) {
-            return Err(wrong_type(&at, "source", "dictionary"));
+        if tag == "image"
+            && let Some(source) = o.get("source")
+        {
+            self.image_source(source, &join(&at, "source"))?;
         }
         if tag == "tool_result" {
             if o.get("is_error").is_some_and(|e| !e.is_boolean()) {
@@ -371,6 +401,50 @@ impl Schema {
             self.cache_control(cc, &join(&at, "cache_control"))?;
         }
         Ok(())
+    }
+
+    /// An image block's `source`: `base64` (`media_type` one of [`IMAGE_MEDIA_TYPES`], `data`
+    /// base64 whose bytes are of that type) or `url`.
+    fn image_source(&self, v: &Value, path: &str) -> Result<(), String> {
+        let o = v
+            .as_object()
+            .ok_or_else(|| wrong_type(path, "", "dictionary"))?;
+        let Some(tag) = o.get("type").and_then(Value::as_str) else {
+            // Simulator-chosen (pydantic's missing-discriminator wording).
+            return Err(format!(
+                "{path}: Unable to extract tag using discriminator 'type'"
+            ));
+        };
+        let at = join(path, tag);
+        match tag {
+            "base64" => {
+                self.keys(
+                    o,
+                    &at,
+                    &["type", "media_type", "data"],
+                    &["media_type", "data"],
+                )?;
+                let media_type = o.get("media_type").and_then(Value::as_str).unwrap_or("");
+                if !IMAGE_MEDIA_TYPES.contains(&media_type) {
+                    return Err(literal(&join(&at, "media_type"), IMAGE_MEDIA_TYPES));
+                }
+                Schema::string(o, &at, "data")?;
+                let data = o.get("data").and_then(Value::as_str).unwrap_or("");
+                let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data) else {
+                    // Simulator-chosen.
+                    return Err(format!("{}: Invalid base64 data", join(&at, "data")));
+                };
+                if sniff(&bytes) != Some(media_type) {
+                    return Err(image_mismatch(&join(&at, "data"), media_type));
+                }
+                Ok(())
+            }
+            "url" => {
+                self.keys(o, &at, &["type", "url"], &["url"])?;
+                Schema::string(o, &at, "url")
+            }
+            other => Err(unknown_tag(path, other, &["base64", "url"])),
+        }
     }
 
     fn system(&mut self, v: &Value) -> Result<(), String> {

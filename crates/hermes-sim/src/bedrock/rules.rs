@@ -313,7 +313,22 @@ fn media(v: &Value, name: &str, formats: &[&str], coral: &str) -> Result<(), Str
     keys(o, name, &["format", "source"], &["format", "source"])?;
     enumerated(o, "format", &format!("{coral}.format"), formats)?;
     if let Some(src) = o.get("source") {
-        union(src, &format!("{name}.source"), &["bytes", "s3Location"])?;
+        let (member, v) = union(src, &format!("{name}.source"), &["bytes", "s3Location"])?;
+        let at = format!("{name}.source.{member}");
+        if member == "bytes" {
+            // A blob: base64 text on the wire (botocore encodes the raw bytes).
+            let data = v.as_str().ok_or_else(|| {
+                wrong_type(
+                    &at,
+                    v,
+                    "<class 'bytes'>, <class 'bytearray'>, file-like object",
+                )
+            })?;
+            if STANDARD.decode(data).is_err() {
+                // Simulator-chosen.
+                return Err(format!("Invalid base64 value at {at}."));
+            }
+        }
     }
     Ok(())
 }
@@ -398,6 +413,14 @@ fn block(b: &Value, n: usize, m: usize) -> Result<(), String> {
                     let (kind, iv) = union(item, &item_name, TOOL_RESULT_MEMBERS)?;
                     if kind == "text" && !iv.is_string() {
                         return Err(wrong_type(&format!("{item_name}.text"), iv, STR));
+                    }
+                    if kind == "image" {
+                        media(
+                            iv,
+                            &format!("{item_name}.image"),
+                            &["png", "jpeg", "gif", "webp"],
+                            &format!("{coral_at}.content.{}.member.image", k + 1),
+                        )?;
                     }
                 }
             }

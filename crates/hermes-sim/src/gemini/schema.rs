@@ -119,7 +119,35 @@ static FUNCTION_RESPONSE: Message = Message {
         ("response", Shape::Any),
         ("willContinue", Shape::Bool),
         ("scheduling", Shape::Str),
-        ("parts", Shape::Any),
+        ("parts", Shape::List(&Shape::Msg(&FUNCTION_RESPONSE_PART))),
+    ],
+};
+
+/// A function response's media (`FunctionResponsePart`: a oneof of `inlineData` and `fileData`,
+/// google-genai 3.6 `types.py`).
+static FUNCTION_RESPONSE_PART: Message = Message {
+    name: "FunctionResponsePart",
+    fields: &[
+        ("inlineData", Shape::Msg(&FUNCTION_RESPONSE_BLOB)),
+        ("fileData", Shape::Msg(&FUNCTION_RESPONSE_FILE_DATA)),
+    ],
+};
+
+static FUNCTION_RESPONSE_BLOB: Message = Message {
+    name: "FunctionResponseBlob",
+    fields: &[
+        ("mimeType", Shape::Str),
+        ("data", Shape::Bytes),
+        ("displayName", Shape::Str),
+    ],
+};
+
+static FUNCTION_RESPONSE_FILE_DATA: Message = Message {
+    name: "FunctionResponseFileData",
+    fields: &[
+        ("fileUri", Shape::Str),
+        ("mimeType", Shape::Str),
+        ("displayName", Shape::Str),
     ],
 };
 

@@ -271,7 +271,14 @@ fn item(v: &Value, path: &str) -> Result<(), Fault> {
             optional(o, path, "id", "a string", Value::is_string)?;
             match o.get("output") {
                 None => Err(missing(&format!("{path}.output"))),
-                Some(Value::String(_) | Value::Array(_)) => Ok(()),
+                Some(Value::String(_)) => Ok(()),
+                Some(Value::Array(parts)) => parts.iter().enumerate().try_for_each(|(j, part)| {
+                    content_part(
+                        part,
+                        &format!("{path}.output[{j}]"),
+                        &["input_text", "input_image", "input_file"],
+                    )
+                }),
                 Some(v) => Err(wrong_type(
                     &format!("{path}.output"),
                     "one of a string or array",
@@ -346,21 +353,57 @@ fn message(o: &Map<String, Value>, path: &str) -> Result<(), Fault> {
         Some(v) => return Err(wrong_type(&cp, "one of a string or array", v)),
     };
     for (j, part) in parts.iter().enumerate() {
-        let p = format!("{cp}[{j}]");
-        let part = object(part, &p)?;
-        only(part, &p, &["type", "text", "annotations"])?;
-        let t = string(part, &p, "type")?;
-        if t != "input_text" && t != "output_text" {
-            return Err(wrong_value(
-                &format!("{p}.type"),
-                t,
-                &["input_text", "output_text"],
-            ));
-        }
-        string(part, &p, "text")?;
-        optional(part, &p, "annotations", "an array", Value::is_array)?;
+        content_part(
+            part,
+            &format!("{cp}[{j}]"),
+            &["input_text", "output_text", "input_image"],
+        )?;
     }
     Ok(())
+}
+
+/// `detail` values of an image part.
+const DETAILS: [&str; 4] = ["low", "high", "auto", "original"];
+
+/// One content part (of a message, or of a `function_call_output`'s output list) whose `type`
+/// is one of `kinds`: text parts `{type, text, annotations?}`, an `input_image` with an
+/// `image_url` or a `file_id` and an optional `detail`, an `input_file`.
+fn content_part(v: &Value, p: &str, kinds: &[&str]) -> Result<(), Fault> {
+    let part = object(v, p)?;
+    let t = match part.get("type") {
+        None => return Err(missing(&format!("{p}.type"))),
+        Some(Value::String(t)) => t.as_str(),
+        Some(v) => return Err(wrong_type(&format!("{p}.type"), "a string", v)),
+    };
+    if !kinds.contains(&t) {
+        return Err(wrong_value(&format!("{p}.type"), t, kinds));
+    }
+    match t {
+        "input_image" => {
+            only(part, p, &["type", "image_url", "file_id", "detail"])?;
+            optional(part, p, "image_url", "a string", Value::is_string)?;
+            optional(part, p, "file_id", "a string", Value::is_string)?;
+            if !part.contains_key("image_url") && !part.contains_key("file_id") {
+                return Err(missing(&format!("{p}.image_url")));
+            }
+            match part.get("detail") {
+                None | Some(Value::Null) => Ok(()),
+                Some(Value::String(d)) if DETAILS.contains(&d.as_str()) => Ok(()),
+                Some(Value::String(d)) => Err(wrong_value(&format!("{p}.detail"), d, &DETAILS)),
+                Some(v) => Err(wrong_type(&format!("{p}.detail"), "a string", v)),
+            }
+        }
+        "input_file" => only(
+            part,
+            p,
+            &["type", "file_id", "file_data", "file_url", "filename"],
+        ),
+        _ => {
+            only(part, p, &["type", "text", "annotations"])?;
+            string(part, p, "text")?;
+            optional(part, p, "annotations", "an array", Value::is_array)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -395,6 +438,48 @@ mod tests {
             "Unknown parameter: 'input[0].content[0].b'."
         );
         assert!(validate(&json!({"model": "m", "input": "hi", "store": false})).is_ok());
+    }
+
+    #[test]
+    fn image_parts_in_user_messages_and_function_outputs() {
+        let image = json!({"type": "input_image", "image_url": "https://example.com/a.png", "detail": "low"});
+        let body = |content: Value, output: Value| {
+            json!({"model": "m", "input": [
+                {"role": "user", "content": content},
+                {"type": "function_call", "call_id": "c", "name": "n", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c", "output": output},
+            ]})
+        };
+        let text = json!({"type": "input_text", "text": "x"});
+        assert!(validate(&body(json!([text, image]), json!([text, image]))).is_ok());
+        assert_eq!(
+            err(body(
+                json!([{"type": "image_url", "image_url": {"url": "u"}}]),
+                json!("x")
+            )),
+            "Invalid value: 'image_url'. Supported values are: 'input_text', 'output_text', and 'input_image'."
+        );
+        assert_eq!(
+            err(body(
+                json!([text]),
+                json!([{"type": "input_image", "image_url": "u", "detail": "huge"}])
+            )),
+            "Invalid value: 'huge'. Supported values are: 'low', 'high', 'auto', and 'original'."
+        );
+        assert_eq!(
+            err(body(
+                json!([{"type": "input_image", "detail": "auto"}]),
+                json!("x")
+            )),
+            "Missing required parameter: 'input[0].content[0].image_url'."
+        );
+        assert_eq!(
+            err(body(
+                json!([{"type": "input_image", "image_url": "u", "url": "u"}]),
+                json!("x")
+            )),
+            "Unknown parameter: 'input[0].content[0].url'."
+        );
     }
 
     #[test]
