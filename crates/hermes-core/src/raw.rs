@@ -85,6 +85,79 @@ impl RawJson {
     }
 }
 
+/// True for a key kept for the record inside a stored item — one starting with `_`, such as
+/// the Python original's `_issuer_kind` and `_issuer_model` on its Responses items. No wire
+/// sends such a key inside an item it replays (SPEC §2).
+pub fn is_private_key(key: &str) -> bool {
+    key.starts_with('_')
+}
+
+/// `raw` without the top-level members `drop` names (by key): every other member is kept in
+/// order and byte for byte — its key as spelled, its value, the white space between them — and
+/// nothing is re-serialised. Borrowed when nothing is dropped or `raw` is not an object.
+pub fn without_members<'a>(raw: &'a RawValue, drop: impl Fn(&str) -> bool) -> Cow<'a, RawValue> {
+    let text = raw.get();
+    let Some(members) = members(text) else {
+        return Cow::Borrowed(raw);
+    };
+    if !members.iter().any(|(key, _)| drop(key)) {
+        return Cow::Borrowed(raw);
+    }
+    let mut out = String::from("{");
+    for (_, span) in members.iter().filter(|(key, _)| !drop(key)) {
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push_str(&text[span.clone()]);
+    }
+    out.push('}');
+    RawValue::from_string(out).map_or(Cow::Borrowed(raw), Cow::Owned)
+}
+
+/// `raw` without its private members ([`is_private_key`]), as [`without_members`] keeps the
+/// rest.
+pub fn without_private(raw: &RawValue) -> Cow<'_, RawValue> {
+    without_members(raw, is_private_key)
+}
+
+/// The members of the JSON object `text`, in order: each decoded key and the span of its
+/// `"key": value` in `text`; `None` when `text` is not an object.
+fn members(text: &str) -> Option<Vec<(String, std::ops::Range<usize>)>> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Vec<(String, &'de RawValue)>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(key) = map.next_key::<String>()? {
+                out.push((key, map.next_value::<&'de RawValue>()?));
+            }
+            Ok(out)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let values = serde::Deserializer::deserialize_map(&mut de, V).ok()?;
+    // Each value is a slice of `text`: a member starts after the previous member's value (or
+    // the `{`) and the separators after it, and ends where its own value ends.
+    let base = text.as_ptr() as usize;
+    let open = text.find('{')?;
+    let mut from = open + 1;
+    let mut out = Vec::with_capacity(values.len());
+    for (key, value) in values {
+        let start = (value.get().as_ptr() as usize).checked_sub(base)?;
+        let end = start + value.get().len();
+        let key_at = from + text[from..start].find('"')?;
+        out.push((key, key_at..end));
+        from = end;
+    }
+    Some(out)
+}
+
 #[cold]
 fn unreachable_string() -> RawJson {
     // `to_raw_value(&str)` only fails on a serializer error, which a string never produces.
@@ -185,6 +258,35 @@ mod tests {
         let text = r#"{"z":1,"a":123456789012345678901234567890,"s":"caf\u00e9 \/ \ud83d\ude00"}"#;
         let raw = RawJson::from_text(text).unwrap();
         assert_eq!(serde_json::to_string(&raw).unwrap(), text);
+    }
+
+    #[test]
+    fn private_members_go_and_everything_else_keeps_its_bytes() {
+        let text = r#"{ "id" :"rs_1","_issuer_kind":"codex",  "summary":[ ],"encrypted_content":"gA\/=","n":123456789012345678901234567890 ,"_issuer_model":{"a":1}}"#;
+        let raw = RawJson::from_text(text).unwrap();
+        let out = without_private(raw.as_raw());
+        assert_eq!(
+            out.get(),
+            r#"{"id" :"rs_1","summary":[ ],"encrypted_content":"gA\/=","n":123456789012345678901234567890}"#
+        );
+        // Nothing to drop, or not an object: the value itself, borrowed.
+        let clean = RawJson::from_text(r#"{"type":"thinking","x_":1}"#).unwrap();
+        assert!(matches!(without_private(clean.as_raw()), Cow::Borrowed(_)));
+        // A key is read as the API reads it: an escaped `_` is still one.
+        let escaped = RawJson::from_text(r#"{"type":"thinking","\u005fx":1}"#).unwrap();
+        assert_eq!(
+            without_private(escaped.as_raw()).get(),
+            r#"{"type":"thinking"}"#
+        );
+        let list = RawJson::from_text(r#"[{"_a":1}]"#).unwrap();
+        assert_eq!(without_private(list.as_raw()).get(), r#"[{"_a":1}]"#);
+        let only = RawJson::from_text(r#"{"_a":1}"#).unwrap();
+        assert_eq!(without_private(only.as_raw()).get(), "{}");
+        let keys = RawJson::from_text(r#"{"a\"b":1,"id":2,"c":"}"}"#).unwrap();
+        assert_eq!(
+            without_members(keys.as_raw(), |k| k == "id").get(),
+            r#"{"a\"b":1,"c":"}"}"#
+        );
     }
 
     #[test]
