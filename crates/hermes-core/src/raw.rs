@@ -71,18 +71,83 @@ impl RawJson {
         self.get().starts_with('"')
     }
 
-    /// The decoded string when the value is a JSON string (borrowed when it has no escapes).
+    /// The decoded string when the value is a JSON string (borrowed when it has no escapes; a
+    /// lone surrogate escape reads as U+FFFD, [`parse_lenient`]).
     pub fn as_str(&self) -> Option<Cow<'_, str>> {
         if !self.is_string() {
             return None;
         }
-        serde_json::from_str::<Cow<'_, str>>(self.get()).ok()
+        serde_json::from_str::<Cow<'_, str>>(self.get())
+            .ok()
+            .or_else(|| parse_lenient::<String>(self.get()).ok().map(Cow::Owned))
     }
 
-    /// Parses the value into a `serde_json::Value` (for inspection, never for replay).
+    /// Parses the value into a `serde_json::Value` (for inspection, never for replay). A lone
+    /// surrogate escape (`"\ud800"`, valid JSON text that no Rust string holds) reads as U+FFFD
+    /// there, so the rest of the value is still seen ([`parse_lenient`]).
     pub fn to_value(&self) -> serde_json::Value {
-        serde_json::from_str(self.get()).unwrap_or(serde_json::Value::Null)
+        parse_lenient(self.get()).unwrap_or(serde_json::Value::Null)
     }
+}
+
+/// Parses JSON text as `T`; where the text holds a lone surrogate escape (`\ud800` without its
+/// pair, or a lone `\udc00`), which the JSON grammar allows and a Rust string cannot hold, the
+/// escape reads as U+FFFD. For reading only: what is replayed is always the text itself.
+pub fn parse_lenient<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
+    serde_json::from_str(text).or_else(|e| match without_lone_surrogates(text) {
+        Some(fixed) => serde_json::from_str(&fixed),
+        None => Err(e),
+    })
+}
+
+/// `text` with every lone surrogate escape replaced by `\ufffd`, or `None` when it has none.
+/// Backslashes only occur inside JSON strings, so escapes are found by walking them in order.
+fn without_lone_surrogates(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let unit = |at: usize| -> Option<u16> {
+        let hex = bytes.get(at..at + 6)?;
+        if hex[0] != b'\\' || hex[1] != b'u' {
+            return None;
+        }
+        u16::from_str_radix(std::str::from_utf8(&hex[2..]).ok()?, 16).ok()
+    };
+    let mut lone: Vec<usize> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        match unit(i) {
+            Some(0xD800..=0xDBFF) => {
+                if matches!(unit(i + 6), Some(0xDC00..=0xDFFF)) {
+                    i += 12;
+                } else {
+                    lone.push(i);
+                    i += 6;
+                }
+            }
+            Some(0xDC00..=0xDFFF) => {
+                lone.push(i);
+                i += 6;
+            }
+            Some(_) => i += 6,
+            // Any other escape: the backslash and the escaped character.
+            None => i += 2,
+        }
+    }
+    if lone.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut from = 0;
+    for at in lone {
+        out.push_str(&text[from..at]);
+        out.push_str("\\ufffd");
+        from = at + 6;
+    }
+    out.push_str(&text[from..]);
+    Some(out)
 }
 
 /// True for a key kept for the record inside a stored item — one starting with `_`, such as
@@ -258,6 +323,22 @@ mod tests {
         let text = r#"{"z":1,"a":123456789012345678901234567890,"s":"caf\u00e9 \/ \ud83d\ude00"}"#;
         let raw = RawJson::from_text(text).unwrap();
         assert_eq!(serde_json::to_string(&raw).unwrap(), text);
+    }
+
+    #[test]
+    fn a_lone_surrogate_keeps_the_rest_of_the_value_readable() {
+        let raw = RawJson::from_text(
+            r#"{"google":{"thought_signature":"c2ln\/X="},"note":"a\ud800b\udc00c","pair":"\ud83d\ude00","esc":"\\ud800"}"#,
+        )
+        .unwrap();
+        let value = raw.to_value();
+        assert_eq!(value["google"]["thought_signature"], "c2ln/X=");
+        assert_eq!(value["note"], "a\u{fffd}b\u{fffd}c");
+        assert_eq!(value["pair"], "\u{1f600}");
+        assert_eq!(value["esc"], "\\ud800");
+        let text = RawJson::from_text(r#""x\udbff""#).unwrap();
+        assert_eq!(text.as_str().unwrap(), "x\u{fffd}");
+        assert!(parse_lenient::<serde_json::Value>("{").is_err());
     }
 
     #[test]

@@ -538,6 +538,37 @@ fn a_whole_reply_is_captured_with_signatures_as_received() {
     );
 }
 
+/// A lone surrogate escape (`\ud83d` without its pair: valid JSON, which no Rust string holds)
+/// in a part's text beside a signature, and one inside a signature literal: the reply is
+/// captured, the text reads it as U+FFFD, and each signature goes back byte for byte after
+/// storage (found by fuzzing: the signature was lost).
+#[test]
+fn a_lone_surrogate_beside_or_inside_a_signature_keeps_it_through_capture_and_replay() {
+    let reply = r#"{"candidates":[{"content":{"parts":[
+        {"text":"Noon \ud83d.","thoughtSignature":"VFMt"},
+        {"functionCall":{"id":"c1","name":"now","args":{"tz":"\udc00"}},"thoughtSignature":"U0lH\udfffLTE="}],"role":"model"},
+        "finishReason":"STOP","index":0}]}"#;
+    let (msg, _) = capture_reply(reply, origin(PRO3)).unwrap();
+    assert_eq!(
+        msg.content.as_ref().unwrap().as_str().unwrap(),
+        "Noon \u{fffd}."
+    );
+    let stored = serde_json::to_string(&[Message::text(hermes_core::Role::User, "Time?"), msg, {
+        let mut m = Message::text(hermes_core::Role::Tool, "12:00");
+        m.tool_call_id = Some("c1".into());
+        m
+    }])
+    .unwrap();
+    let out = body(&history(&stored), PRO3);
+    assert!(
+        out.contains(&format!(
+            r#"{{"parts":[{{"text":"Noon {}."}},{{"functionCall":{{"id":"c1","args":{{"tz":"\udc00"}},"name":"now"}},"thoughtSignature":"U0lH\udfffLTE="}},{{"text":"","thoughtSignature":"VFMt"}}],"role":"model"}}"#,
+            '\u{fffd}'
+        )),
+        "{out}"
+    );
+}
+
 /// `WHOLE` as a stream: a thought in two fragments, text pieces, one call per chunk, and a
 /// last chunk holding only a signed empty text part and the finish reason.
 const STREAM: &str = concat!(
