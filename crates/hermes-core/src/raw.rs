@@ -157,26 +157,60 @@ pub fn is_private_key(key: &str) -> bool {
     key.starts_with('_')
 }
 
-/// `raw` without the top-level members `drop` names (by key): every other member is kept in
-/// order and byte for byte — its key as spelled, its value, the white space between them — and
-/// nothing is re-serialised. Borrowed when nothing is dropped or `raw` is not an object.
-pub fn without_members<'a>(raw: &'a RawValue, drop: impl Fn(&str) -> bool) -> Cow<'a, RawValue> {
+/// What [`edit_members`] does with one member.
+pub enum MemberEdit {
+    /// Keep it as it is.
+    Keep,
+    /// Leave it out.
+    Drop,
+    /// Keep its key, with this value instead.
+    Replace(Box<RawValue>),
+}
+
+/// `raw` with each top-level member kept, left out or given another value as `edit` says (by
+/// key and value): every member kept is kept in order and byte for byte — its key as spelled,
+/// its value, the white space between them — and nothing is re-serialised. Borrowed when
+/// nothing changes or `raw` is not an object.
+pub fn edit_members<'a>(
+    raw: &'a RawValue,
+    mut edit: impl FnMut(&str, &'a RawValue) -> MemberEdit,
+) -> Cow<'a, RawValue> {
     let text = raw.get();
     let Some(members) = members(text) else {
         return Cow::Borrowed(raw);
     };
-    if !members.iter().any(|(key, _)| drop(key)) {
+    let edits: Vec<MemberEdit> = members.iter().map(|m| edit(&m.key, m.value)).collect();
+    if edits.iter().all(|e| matches!(e, MemberEdit::Keep)) {
         return Cow::Borrowed(raw);
     }
     let mut out = String::from("{");
-    for (_, span) in members.iter().filter(|(key, _)| !drop(key)) {
+    for (m, e) in members.iter().zip(&edits) {
+        let piece = match e {
+            MemberEdit::Drop => continue,
+            MemberEdit::Keep => text[m.span.clone()].to_owned(),
+            MemberEdit::Replace(value) => {
+                format!("{}{}", &text[m.span.start..m.value_at], value.get())
+            }
+        };
         if out.len() > 1 {
             out.push(',');
         }
-        out.push_str(&text[span.clone()]);
+        out.push_str(&piece);
     }
     out.push('}');
     RawValue::from_string(out).map_or(Cow::Borrowed(raw), Cow::Owned)
+}
+
+/// `raw` without the top-level members `drop` names (by key), as [`edit_members`] keeps the
+/// rest.
+pub fn without_members<'a>(raw: &'a RawValue, drop: impl Fn(&str) -> bool) -> Cow<'a, RawValue> {
+    edit_members(raw, |key, _| {
+        if drop(key) {
+            MemberEdit::Drop
+        } else {
+            MemberEdit::Keep
+        }
+    })
 }
 
 /// `raw` without its private members ([`is_private_key`]), as [`without_members`] keeps the
@@ -185,9 +219,20 @@ pub fn without_private(raw: &RawValue) -> Cow<'_, RawValue> {
     without_members(raw, is_private_key)
 }
 
-/// The members of the JSON object `text`, in order: each decoded key and the span of its
-/// `"key": value` in `text`; `None` when `text` is not an object.
-fn members(text: &str) -> Option<Vec<(String, std::ops::Range<usize>)>> {
+/// One member of an object read by [`members`].
+struct Member<'a> {
+    /// The decoded key.
+    key: String,
+    /// The value's text.
+    value: &'a RawValue,
+    /// `"key": value` in the object's text.
+    span: std::ops::Range<usize>,
+    /// Where the value starts in the object's text.
+    value_at: usize,
+}
+
+/// The members of the JSON object `text`, in order; `None` when `text` is not an object.
+fn members(text: &str) -> Option<Vec<Member<'_>>> {
     struct V;
     impl<'de> serde::de::Visitor<'de> for V {
         type Value = Vec<(String, &'de RawValue)>;
@@ -217,7 +262,12 @@ fn members(text: &str) -> Option<Vec<(String, std::ops::Range<usize>)>> {
         let start = (value.get().as_ptr() as usize).checked_sub(base)?;
         let end = start + value.get().len();
         let key_at = from + text[from..start].find('"')?;
-        out.push((key, key_at..end));
+        out.push(Member {
+            key,
+            value,
+            span: key_at..end,
+            value_at: start,
+        });
         from = end;
     }
     Some(out)
@@ -368,6 +418,17 @@ mod tests {
             without_members(keys.as_raw(), |k| k == "id").get(),
             r#"{"a\"b":1,"c":"}"}"#
         );
+    }
+
+    #[test]
+    fn a_member_replaced_keeps_its_key_as_spelled_and_every_other_member() {
+        let raw = RawJson::from_text(r#"{"a" : [1, 2],"\u0062":"x","c":{}}"#).unwrap();
+        let out = edit_members(raw.as_raw(), |key, value| match key {
+            "a" => MemberEdit::Replace(RawValue::from_string("[1]".to_owned()).unwrap()),
+            "c" if value.get() == "{}" => MemberEdit::Drop,
+            _ => MemberEdit::Keep,
+        });
+        assert_eq!(out.get(), r#"{"a" : [1],"\u0062":"x"}"#);
     }
 
     #[test]
