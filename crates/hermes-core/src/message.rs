@@ -12,7 +12,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::raw::{RawJson, TextCarrier};
 
-/// The `type` of the private native record inside `reasoning_details`.
+/// The `type` of the private native record inside `reasoning_details`. Only hermes writes it:
+/// a provider's item of this type is dropped at capture ([`DetailItem::from_provider`]), so
+/// nothing a provider sends is ever taken as hermes' own record.
 pub const NATIVE_RECORD_TYPE: &str = "hermes.native_assistant";
 
 /// The key that marks a stored assistant turn as not replayable (SPEC §2, "Turns that are not
@@ -130,6 +132,20 @@ impl DetailItem {
                 Some("reasoning.encrypted" | "redacted_thinking")
             );
         Ok(DetailItem::Provider { raw, opaque })
+    }
+
+    /// A `reasoning_details` item a provider sent, as capture keeps it (the one rule for a
+    /// streamed and a whole reply): `None` for anything that is not a JSON object, and for an
+    /// item typed [`NATIVE_RECORD_TYPE`] — a provider's item never poses as hermes' own record
+    /// (SPEC §4); hermes builds that record itself from the reply's native fields.
+    pub fn from_provider(raw: RawJson) -> Option<Self> {
+        if !raw.get().starts_with('{') {
+            return None;
+        }
+        match DetailItem::from_raw(raw).ok()? {
+            item @ DetailItem::Provider { .. } => Some(item),
+            DetailItem::Native { .. } => None,
+        }
     }
 
     /// True for an Anthropic-shaped item (`thinking` / `redacted_thinking`): only the Anthropic

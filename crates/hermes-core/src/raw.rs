@@ -71,18 +71,206 @@ impl RawJson {
         self.get().starts_with('"')
     }
 
-    /// The decoded string when the value is a JSON string (borrowed when it has no escapes).
+    /// The decoded string when the value is a JSON string (borrowed when it has no escapes; a
+    /// lone surrogate escape reads as U+FFFD, [`parse_lenient`]).
     pub fn as_str(&self) -> Option<Cow<'_, str>> {
         if !self.is_string() {
             return None;
         }
-        serde_json::from_str::<Cow<'_, str>>(self.get()).ok()
+        serde_json::from_str::<Cow<'_, str>>(self.get())
+            .ok()
+            .or_else(|| parse_lenient::<String>(self.get()).ok().map(Cow::Owned))
     }
 
-    /// Parses the value into a `serde_json::Value` (for inspection, never for replay).
+    /// Parses the value into a `serde_json::Value` (for inspection, never for replay). A lone
+    /// surrogate escape (`"\ud800"`, valid JSON text that no Rust string holds) reads as U+FFFD
+    /// there, so the rest of the value is still seen ([`parse_lenient`]).
     pub fn to_value(&self) -> serde_json::Value {
-        serde_json::from_str(self.get()).unwrap_or(serde_json::Value::Null)
+        parse_lenient(self.get()).unwrap_or(serde_json::Value::Null)
     }
+}
+
+/// Parses JSON text as `T`; where the text holds a lone surrogate escape (`\ud800` without its
+/// pair, or a lone `\udc00`), which the JSON grammar allows and a Rust string cannot hold, the
+/// escape reads as U+FFFD. For reading only: what is replayed is always the text itself.
+pub fn parse_lenient<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
+    serde_json::from_str(text).or_else(|e| match without_lone_surrogates(text) {
+        Some(fixed) => serde_json::from_str(&fixed),
+        None => Err(e),
+    })
+}
+
+/// `text` with every lone surrogate escape replaced by `\ufffd`, or `None` when it has none.
+/// Backslashes only occur inside JSON strings, so escapes are found by walking them in order.
+fn without_lone_surrogates(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let unit = |at: usize| -> Option<u16> {
+        let hex = bytes.get(at..at + 6)?;
+        if hex[0] != b'\\' || hex[1] != b'u' {
+            return None;
+        }
+        u16::from_str_radix(std::str::from_utf8(&hex[2..]).ok()?, 16).ok()
+    };
+    let mut lone: Vec<usize> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        match unit(i) {
+            Some(0xD800..=0xDBFF) => {
+                if matches!(unit(i + 6), Some(0xDC00..=0xDFFF)) {
+                    i += 12;
+                } else {
+                    lone.push(i);
+                    i += 6;
+                }
+            }
+            Some(0xDC00..=0xDFFF) => {
+                lone.push(i);
+                i += 6;
+            }
+            Some(_) => i += 6,
+            // Any other escape: the backslash and the escaped character.
+            None => i += 2,
+        }
+    }
+    if lone.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut from = 0;
+    for at in lone {
+        out.push_str(&text[from..at]);
+        out.push_str("\\ufffd");
+        from = at + 6;
+    }
+    out.push_str(&text[from..]);
+    Some(out)
+}
+
+/// True for a key kept for the record inside a stored item — one starting with `_`, such as
+/// the Python original's `_issuer_kind` and `_issuer_model` on its Responses items. No wire
+/// sends such a key inside an item it replays (SPEC §2).
+pub fn is_private_key(key: &str) -> bool {
+    key.starts_with('_')
+}
+
+/// What [`edit_members`] does with one member.
+pub enum MemberEdit {
+    /// Keep it as it is.
+    Keep,
+    /// Leave it out.
+    Drop,
+    /// Keep its key, with this value instead.
+    Replace(Box<RawValue>),
+}
+
+/// `raw` with each top-level member kept, left out or given another value as `edit` says (by
+/// key and value): every member kept is kept in order and byte for byte — its key as spelled,
+/// its value, the white space between them — and nothing is re-serialised. Borrowed when
+/// nothing changes or `raw` is not an object.
+pub fn edit_members<'a>(
+    raw: &'a RawValue,
+    mut edit: impl FnMut(&str, &'a RawValue) -> MemberEdit,
+) -> Cow<'a, RawValue> {
+    let text = raw.get();
+    let Some(members) = members(text) else {
+        return Cow::Borrowed(raw);
+    };
+    let edits: Vec<MemberEdit> = members.iter().map(|m| edit(&m.key, m.value)).collect();
+    if edits.iter().all(|e| matches!(e, MemberEdit::Keep)) {
+        return Cow::Borrowed(raw);
+    }
+    let mut out = String::from("{");
+    for (m, e) in members.iter().zip(&edits) {
+        let piece = match e {
+            MemberEdit::Drop => continue,
+            MemberEdit::Keep => text[m.span.clone()].to_owned(),
+            MemberEdit::Replace(value) => {
+                format!("{}{}", &text[m.span.start..m.value_at], value.get())
+            }
+        };
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push_str(&piece);
+    }
+    out.push('}');
+    RawValue::from_string(out).map_or(Cow::Borrowed(raw), Cow::Owned)
+}
+
+/// `raw` without the top-level members `drop` names (by key), as [`edit_members`] keeps the
+/// rest.
+pub fn without_members<'a>(raw: &'a RawValue, drop: impl Fn(&str) -> bool) -> Cow<'a, RawValue> {
+    edit_members(raw, |key, _| {
+        if drop(key) {
+            MemberEdit::Drop
+        } else {
+            MemberEdit::Keep
+        }
+    })
+}
+
+/// `raw` without its private members ([`is_private_key`]), as [`without_members`] keeps the
+/// rest.
+pub fn without_private(raw: &RawValue) -> Cow<'_, RawValue> {
+    without_members(raw, is_private_key)
+}
+
+/// One member of an object read by [`members`].
+struct Member<'a> {
+    /// The decoded key.
+    key: String,
+    /// The value's text.
+    value: &'a RawValue,
+    /// `"key": value` in the object's text.
+    span: std::ops::Range<usize>,
+    /// Where the value starts in the object's text.
+    value_at: usize,
+}
+
+/// The members of the JSON object `text`, in order; `None` when `text` is not an object.
+fn members(text: &str) -> Option<Vec<Member<'_>>> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Vec<(String, &'de RawValue)>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(key) = map.next_key::<String>()? {
+                out.push((key, map.next_value::<&'de RawValue>()?));
+            }
+            Ok(out)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let values = serde::Deserializer::deserialize_map(&mut de, V).ok()?;
+    // Each value is a slice of `text`: a member starts after the previous member's value (or
+    // the `{`) and the separators after it, and ends where its own value ends.
+    let base = text.as_ptr() as usize;
+    let open = text.find('{')?;
+    let mut from = open + 1;
+    let mut out = Vec::with_capacity(values.len());
+    for (key, value) in values {
+        let start = (value.get().as_ptr() as usize).checked_sub(base)?;
+        let end = start + value.get().len();
+        let key_at = from + text[from..start].find('"')?;
+        out.push(Member {
+            key,
+            value,
+            span: key_at..end,
+            value_at: start,
+        });
+        from = end;
+    }
+    Some(out)
 }
 
 #[cold]
@@ -185,6 +373,62 @@ mod tests {
         let text = r#"{"z":1,"a":123456789012345678901234567890,"s":"caf\u00e9 \/ \ud83d\ude00"}"#;
         let raw = RawJson::from_text(text).unwrap();
         assert_eq!(serde_json::to_string(&raw).unwrap(), text);
+    }
+
+    #[test]
+    fn a_lone_surrogate_keeps_the_rest_of_the_value_readable() {
+        let raw = RawJson::from_text(
+            r#"{"google":{"thought_signature":"c2ln\/X="},"note":"a\ud800b\udc00c","pair":"\ud83d\ude00","esc":"\\ud800"}"#,
+        )
+        .unwrap();
+        let value = raw.to_value();
+        assert_eq!(value["google"]["thought_signature"], "c2ln/X=");
+        assert_eq!(value["note"], "a\u{fffd}b\u{fffd}c");
+        assert_eq!(value["pair"], "\u{1f600}");
+        assert_eq!(value["esc"], "\\ud800");
+        let text = RawJson::from_text(r#""x\udbff""#).unwrap();
+        assert_eq!(text.as_str().unwrap(), "x\u{fffd}");
+        assert!(parse_lenient::<serde_json::Value>("{").is_err());
+    }
+
+    #[test]
+    fn private_members_go_and_everything_else_keeps_its_bytes() {
+        let text = r#"{ "id" :"rs_1","_issuer_kind":"codex",  "summary":[ ],"encrypted_content":"gA\/=","n":123456789012345678901234567890 ,"_issuer_model":{"a":1}}"#;
+        let raw = RawJson::from_text(text).unwrap();
+        let out = without_private(raw.as_raw());
+        assert_eq!(
+            out.get(),
+            r#"{"id" :"rs_1","summary":[ ],"encrypted_content":"gA\/=","n":123456789012345678901234567890}"#
+        );
+        // Nothing to drop, or not an object: the value itself, borrowed.
+        let clean = RawJson::from_text(r#"{"type":"thinking","x_":1}"#).unwrap();
+        assert!(matches!(without_private(clean.as_raw()), Cow::Borrowed(_)));
+        // A key is read as the API reads it: an escaped `_` is still one.
+        let escaped = RawJson::from_text(r#"{"type":"thinking","\u005fx":1}"#).unwrap();
+        assert_eq!(
+            without_private(escaped.as_raw()).get(),
+            r#"{"type":"thinking"}"#
+        );
+        let list = RawJson::from_text(r#"[{"_a":1}]"#).unwrap();
+        assert_eq!(without_private(list.as_raw()).get(), r#"[{"_a":1}]"#);
+        let only = RawJson::from_text(r#"{"_a":1}"#).unwrap();
+        assert_eq!(without_private(only.as_raw()).get(), "{}");
+        let keys = RawJson::from_text(r#"{"a\"b":1,"id":2,"c":"}"}"#).unwrap();
+        assert_eq!(
+            without_members(keys.as_raw(), |k| k == "id").get(),
+            r#"{"a\"b":1,"c":"}"}"#
+        );
+    }
+
+    #[test]
+    fn a_member_replaced_keeps_its_key_as_spelled_and_every_other_member() {
+        let raw = RawJson::from_text(r#"{"a" : [1, 2],"\u0062":"x","c":{}}"#).unwrap();
+        let out = edit_members(raw.as_raw(), |key, value| match key {
+            "a" => MemberEdit::Replace(RawValue::from_string("[1]".to_owned()).unwrap()),
+            "c" if value.get() == "{}" => MemberEdit::Drop,
+            _ => MemberEdit::Keep,
+        });
+        assert_eq!(out.get(), r#"{"a" : [1],"\u0062":"x"}"#);
     }
 
     #[test]

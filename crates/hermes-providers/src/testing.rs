@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use aws_smithy_eventstream::frame::write_message_to;
 use aws_smithy_types::event_stream::{Header, HeaderValue, Message as EventMessage};
 use hermes_core::transport::Delta;
-use hermes_core::{Message, ResolveOptions, RouteDecision, RouteTarget};
+use hermes_core::{DetailItem, Message, RawJson, ResolveOptions, RouteDecision, RouteTarget};
 use serde_json::{Value, json};
 
 use crate::signed::replay::PREFIX_KEY;
@@ -18,6 +18,27 @@ pub(crate) const SIG: &str =
     r#"{"type":"thinking","thinking":"Call now \u00e9\/.","signature":"c2lnLTE="}"#;
 /// A redacted thinking item as captured.
 pub(crate) const RED: &str = r#"{"type":"redacted_thinking","data":"ZW5jcnlwdGVk"}"#;
+
+/// [`SIG`] and [`RED`] as another program stored them, with keys of its own (`_issuer_kind`,
+/// …) that no wire sends.
+pub(crate) const STAMPED: [&str; 2] = [
+    r#"{"_issuer_kind":"anthropic_messages","type":"thinking","thinking":"Call now \u00e9\/.","signature":"c2lnLTE=","_issuer_model":"claude-opus-4-6"}"#,
+    r#"{"type":"redacted_thinking","_turn":3,"data":"ZW5jcnlwdGVk"}"#,
+];
+
+/// `h` with every stored `reasoning_details` replaced by [`STAMPED`].
+pub(crate) fn stamped(mut h: Vec<Message>) -> Vec<Message> {
+    for m in &mut h {
+        if let Some(items) = &mut m.reasoning_details {
+            *items = STAMPED
+                .iter()
+                .filter_map(|t| RawJson::from_text(*t).ok())
+                .filter_map(|raw| DetailItem::from_raw(raw).ok())
+                .collect();
+        }
+    }
+    h
+}
 
 /// Parses a history from JSON text, first writing the stored items [`SIG`] and [`RED`] in
 /// where [`step`] left their placeholders, so their bytes are exactly as captured.

@@ -114,26 +114,56 @@ const MSG3: &str = r#"{"id":"msg_3","type":"message","status":"completed","conte
 /// The chat-completions tool definitions hermes stores.
 const TOOLS: &str = r#"[{"type":"function","function":{"name":"now","description":"The time in a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}},{"type":"function","function":{"name":"date","parameters":{"type":"object","properties":{}}}}]"#;
 
+/// `item` as the Python original stores it: stamped with its issuer (`_issuer_kind`,
+/// `_issuer_model`), and for a reasoning item with `summary: []`, without its summary.
+fn stamped(item: &str, model: &str) -> String {
+    let item = item.replace(r#""summary":[],"#, "");
+    format!(
+        r#"{{"_issuer_kind":"codex_responses",{},"_issuer_model":"{model}"}}"#,
+        &item[1..item.len() - 1]
+    )
+}
+
 /// A two-step tool loop minted by `model` on api.openai.com, as hermes stores it: each turn's
-/// reasoning item before its call, then the answer, then a new question.
-fn history(model: &str) -> Vec<Message> {
+/// reasoning item before its call, then the answer, then a new question. `imported`: as the
+/// Python original stores it instead (no origin, every item stamped, a summary not kept).
+fn history(model: &str, imported: bool) -> Vec<Message> {
     let host = RouteTarget::new(WIRE_ID, Some(BASE), model).host_key();
-    let origin = format!(r#"{{"provider":"{WIRE_ID}","host":"{host}","model":"{model}"}}"#);
+    let origin = if imported {
+        "null".to_owned()
+    } else {
+        format!(r#"{{"provider":"{WIRE_ID}","host":"{host}","model":"{model}"}}"#)
+    };
+    let item = |i: &str| {
+        if imported {
+            stamped(i, model)
+        } else {
+            i.to_owned()
+        }
+    };
+    let (rs1, fc1, rs2, fc2, rs3, msg3) = (
+        item(RS1),
+        item(FC1),
+        item(RS2),
+        item(FC2),
+        item(RS3),
+        item(MSG3),
+    );
     let text = format!(
         r#"[{{"role":"system","content":"Be brief."}},
             {{"role":"user","content":"Time and date in Zürich?"}},
             {{"role":"assistant","content":null,"reasoning_content":"Need the time in Zürich.",
               "tool_calls":[{{"id":"call_1","type":"function","function":{{"name":"now","arguments":"{{\"city\":\"Z\\u00fcrich\"}}"}},"call_id":"call_1","response_item_id":"fc_1"}}],
-              "codex_reasoning_items":[{RS1}],"codex_message_items":[{FC1}],
+              "codex_reasoning_items":[{rs1}],"codex_message_items":[{fc1}],
               "hermes_block_order":["reasoning","function_call"],"origin":{origin}}},
             {{"role":"tool","tool_call_id":"call_1","content":"12:00"}},
             {{"role":"assistant","content":null,
               "tool_calls":[{{"id":"call_2","type":"function","function":{{"name":"date","arguments":"{{}}"}},"call_id":"call_2","response_item_id":"fc_2"}}],
-              "codex_reasoning_items":[{RS2}],"codex_message_items":[{FC2}],
+              "codex_reasoning_items":[{rs2}],"codex_message_items":[{fc2}],
               "hermes_block_order":["reasoning","function_call"],"origin":{origin}}},
             {{"role":"tool","tool_call_id":"call_2","content":"Monday"}},
             {{"role":"assistant","content":"It is noon, Monday.","reasoning_content":"Answer.\n\nBriefly.",
-              "codex_reasoning_items":[{RS3}],"codex_message_items":[{MSG3}],
+              "codex_reasoning_items":[{rs3}],"codex_message_items":[{msg3}],
               "hermes_block_order":["reasoning","message"],"origin":{origin}}},
             {{"role":"user","content":"Thanks. And tomorrow?"}}]"#
     );
@@ -150,6 +180,8 @@ struct Case {
     thinking: ThinkingRequest,
     tools: bool,
     stream: bool,
+    /// The history as the Python original stores it ([`history`]).
+    imported: bool,
 }
 
 const CASES: &[Case] = &[
@@ -160,6 +192,7 @@ const CASES: &[Case] = &[
         thinking: ThinkingRequest::NoPreference,
         tools: true,
         stream: false,
+        imported: false,
     },
     Case {
         label: "tool loop, streamed, effort high",
@@ -168,6 +201,7 @@ const CASES: &[Case] = &[
         thinking: ThinkingRequest::Effort(Effort::High),
         tools: true,
         stream: true,
+        imported: false,
     },
     Case {
         label: "--no-thinking",
@@ -176,6 +210,7 @@ const CASES: &[Case] = &[
         thinking: ThinkingRequest::Off,
         tools: true,
         stream: false,
+        imported: false,
     },
     Case {
         label: "another model's turns: reasoning left out, pairs id-less",
@@ -184,6 +219,7 @@ const CASES: &[Case] = &[
         thinking: ThinkingRequest::NoPreference,
         tools: true,
         stream: false,
+        imported: false,
     },
     Case {
         label: "a non-reasoning model",
@@ -192,6 +228,16 @@ const CASES: &[Case] = &[
         thinking: ThinkingRequest::NoPreference,
         tools: false,
         stream: true,
+        imported: false,
+    },
+    Case {
+        label: "imported from the Python original: stamped items, a summary not kept",
+        minted_by: GPT5,
+        model: GPT5,
+        thinking: ThinkingRequest::NoPreference,
+        tools: true,
+        stream: false,
+        imported: true,
     },
 ];
 
@@ -203,7 +249,7 @@ fn hermes_body(case: &Case, pretty: bool) -> String {
         ResolveOptions::default(),
     );
     let verdicts = Verdicts::default();
-    let h = history(case.minted_by);
+    let h = history(case.minted_by, case.imported);
     let tools = RawJson::from_text(TOOLS).unwrap();
     let parts = RequestParts::new(&h, &decision, &verdicts)
         .thinking(case.thinking)
@@ -331,6 +377,16 @@ async fn hermes_sends_what_the_openai_sdk_sends_for_the_same_conversation() {
     assert!(bodies[0].contains(RS1) && bodies[0].contains(RS3) && bodies[0].contains("tools"));
     assert!(bodies[1].contains(r#""effort":"high""#) && bodies[1].contains(r#""stream":true"#));
     assert!(!bodies[3].contains(r#""type":"reasoning""#) && !bodies[3].contains("fc_1"));
+    // The imported items go as the API returned them: no issuer stamp, the summary as `[]`.
+    assert!(!bodies[5].contains("_issuer"), "{}", bodies[5]);
+    assert!(bodies[5].contains(RS1) && bodies[5].contains(FC1) && bodies[5].contains(MSG3));
+    assert!(
+        bodies[5].contains(
+            r#"{"id":"rs_2","type":"reasoning","encrypted_content":"gAAAA-two","summary":[]}"#
+        ),
+        "{}",
+        bodies[5]
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -180,6 +180,47 @@ async fn unknown_parameters_are_refused_with_openai_s_text() {
     .await;
 }
 
+/// The Python original's issuer stamps on a replayed item, and a reasoning item without
+/// `summary`: OpenAI's whole 400 envelope (the missing summary as reported in public issue
+/// threads: `Missing required parameter: 'input[22].summary'.`, `param` the same path).
+#[tokio::test]
+async fn issuer_stamps_and_a_reasoning_item_without_summary_are_refused() {
+    let sim = Sim::start(PROFILE).await.unwrap();
+    let (mut input, id) = first_step(&sim).await;
+    input.push(output_for(&id, "12:00"));
+    let mut stamped = input.clone();
+    stamped[1]["_issuer_kind"] = json!("codex_responses");
+    stamped[1]["_issuer_model"] = json!(MODEL);
+    let mut bare = input.clone();
+    assert_eq!(bare[1]["type"], "reasoning");
+    bare[1].as_object_mut().unwrap().remove("summary");
+    for (items, message, param, code) in [
+        (
+            &stamped,
+            "Unknown parameter: 'input[1]._issuer_kind'.",
+            "input[1]._issuer_kind",
+            "unknown_parameter",
+        ),
+        (
+            &bare,
+            "Missing required parameter: 'input[1].summary'.",
+            "input[1].summary",
+            "missing_required_parameter",
+        ),
+    ] {
+        let r = post(&sim, &req(items)).await;
+        assert_eq!(r.status, 400, "{}", r.text());
+        assert_eq!(
+            r.json(),
+            json!({"error": {"message": message, "type": "invalid_request_error",
+                             "param": param, "code": code}})
+        );
+    }
+    // With `summary: []` and no stamp the same item is accepted.
+    bare[1]["summary"] = json!([]);
+    ok(&sim, &req(&bare)).await;
+}
+
 // ---------------------------------------------------------------- the replayed loop
 
 #[tokio::test]

@@ -254,3 +254,28 @@ fn session_file_round_trips() {
     assert_eq!(serde_json::to_string(&session).unwrap(), text);
     assert_eq!(session.verdicts().unwrap().0.len(), 1);
 }
+
+#[test]
+fn a_provider_item_is_kept_only_as_an_object_that_is_not_the_native_record() {
+    let item = |text: &str| DetailItem::from_provider(crate::RawJson::from_text(text).unwrap());
+    let kept = item(r#"{"type":"reasoning.encrypted","data":"E"}"#).unwrap();
+    assert!(matches!(kept, DetailItem::Provider { opaque: true, .. }));
+    for refused in [
+        r#"{"type":"hermes.native_assistant","reasoning_opaque":"FAKE"}"#,
+        r#"{"type":"hermes\u002enative_assistant"}"#,
+        r#"{"type":"hermes.native_assistant","reasoning_opaque":5}"#,
+        "[]",
+        "7",
+        r#""junk""#,
+        "null",
+    ] {
+        assert!(item(refused).is_none(), "{refused}");
+    }
+    // A stored record is still the record when hermes loads its own history.
+    let stored = r#"{"type":"hermes.native_assistant","reasoning_opaque":"O"}"#;
+    let raw = crate::RawJson::from_text(stored).unwrap();
+    assert!(matches!(
+        DetailItem::from_raw(raw).unwrap(),
+        DetailItem::Native { .. }
+    ));
+}

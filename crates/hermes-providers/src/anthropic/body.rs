@@ -227,7 +227,8 @@ struct CachedBlock<'a, 'h> {
 impl Serialize for CachedBlock<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         if let Block::Stored(raw) = self.block {
-            return raw.serialize(s);
+            // As stored, less any private key (`_…`, SPEC §2): the rest byte for byte.
+            return hermes_core::raw::without_private(raw.as_raw()).serialize(s);
         }
         let mut map = s.serialize_map(None)?;
         match self.block {

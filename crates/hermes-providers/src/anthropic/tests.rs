@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::body::{Drops, Flavor, PREFIX_KEY, PrefixDigest, Target, encode};
 use super::{AnthropicWire, url};
-use crate::testing::{RED, SIG, decision, history};
+use crate::testing::{RED, SIG, decision, history, stamped};
 
 const OPUS: &str = "claude-opus-4-6";
 
@@ -91,6 +91,38 @@ fn in_the_loop_signed_blocks_go_back_verbatim_in_captured_order_before_tool_use(
     assert_eq!(out.json["output_config"], json!({"effort": "high"}));
     assert!(out.json.get("temperature").is_none());
     assert!(out.notes.is_empty());
+}
+
+/// Keys another program stored on the blocks (`_issuer_kind`, …) never go: the body is the
+/// one the same blocks without them give, byte for byte (the signed blocks as captured).
+#[test]
+fn stored_blocks_go_back_without_private_keys_and_otherwise_byte_for_byte() {
+    let direct = |h: &[Message]| {
+        body_for(
+            h,
+            "https://api.anthropic.com",
+            OPUS,
+            ThinkingRequest::Effort(Effort::High),
+        )
+        .text
+    };
+    let out = direct(&stamped(loop_history(OPUS)));
+    assert_eq!(out, direct(&loop_history(OPUS)));
+    assert!(out.contains(&format!("[{SIG},{RED},")), "{out}");
+    // The same on Bedrock's InvokeModel, which shares the codec.
+    let invoke = |h: &[Message]| {
+        body_with(
+            h,
+            &bedrock(BEDROCK_BASE),
+            BEDROCK_SONNET,
+            ThinkingRequest::Effort(Effort::Low),
+            &Drops::default(),
+        )
+        .text
+    };
+    let out = invoke(&stamped(bedrock_loop(BEDROCK_SONNET)));
+    assert_eq!(out, invoke(&bedrock_loop(BEDROCK_SONNET)));
+    assert!(out.contains(&format!("[{SIG},{RED},")), "{out}");
 }
 
 #[test]

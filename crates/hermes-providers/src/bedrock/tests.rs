@@ -123,6 +123,16 @@ fn in_the_loop_signed_blocks_go_back_verbatim_first_and_in_captured_order() {
     );
 }
 
+/// Converse blocks are written field by field from the stored items, so a key another program
+/// stored on them (`_issuer_kind`, …) never reaches the body.
+#[test]
+fn stored_blocks_stamped_with_private_keys_go_back_without_them() {
+    let plain = body_for(&loop_history(OPUS), OPUS, high());
+    let out = body_for(&crate::testing::stamped(loop_history(OPUS)), OPUS, high());
+    assert_eq!(out.text, plain.text);
+    assert!(!out.text.contains("\"_"), "{}", out.text);
+}
+
 #[test]
 fn budget_models_get_budget_max_tokens_above_it_temperature_one_and_the_beta_but_claude_3() {
     let h = history(json!([{"role": "user", "content": "hi"}]));

@@ -6,6 +6,10 @@
 //! `reasoning_opaque` (latest non-empty) and `reasoning_text` (all fragments in order) build the
 //! native record. A streamed turn and the same turn non-streamed capture the same carriers.
 
+use std::borrow::Cow;
+
+use hermes_core::raw::{MemberEdit, edit_members};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use hermes_core::{
@@ -282,7 +286,7 @@ impl StreamAccumulator {
             .details
             .into_iter()
             .filter_map(|d| d.raw.or_else(|| RawJson::from_serialize(&d.fields).ok()))
-            .filter_map(|raw| DetailItem::from_raw(raw).ok())
+            .filter_map(DetailItem::from_provider)
             .collect();
         if !self.tool_calls.is_empty() {
             let mut calls = self.tool_calls;
@@ -356,6 +360,39 @@ pub enum CaptureError {
     Malformed(String),
 }
 
+/// The reply's message with its `reasoning_details` as the accumulator keeps a stream's: only
+/// the items [`DetailItem::from_provider`] keeps (objects, none posing as hermes' native
+/// record), each byte for byte; the key left out when none is left or it holds no array.
+fn provider_details(message: &RawValue) -> Cow<'_, RawValue> {
+    edit_members(message, |key, value| {
+        if key != "reasoning_details" || value.get() == "null" {
+            return MemberEdit::Keep;
+        }
+        let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(value.get()) else {
+            return MemberEdit::Drop;
+        };
+        let kept: Vec<&RawValue> = items
+            .iter()
+            .copied()
+            .filter(|item| {
+                RawJson::from_text(item.get())
+                    .ok()
+                    .and_then(DetailItem::from_provider)
+                    .is_some()
+            })
+            .collect();
+        if kept.is_empty() {
+            return MemberEdit::Drop;
+        }
+        if kept.len() == items.len() {
+            return MemberEdit::Keep;
+        }
+        let text: Vec<&str> = kept.iter().map(|item| item.get()).collect();
+        RawValue::from_string(format!("[{}]", text.join(",")))
+            .map_or(MemberEdit::Drop, MemberEdit::Replace)
+    })
+}
+
 /// Captures a non-streamed `chat.completion` reply from its bytes the way the accumulator
 /// captures a stream: the known fields of `choices[0].message` (unknown response-only keys such
 /// as `refusal` are not stored), the native record, and `origin`. The message is decoded from
@@ -379,6 +416,7 @@ pub fn capture_message(body: &str, origin: Origin) -> Result<(Message, ReplyMeta
     let message = choice
         .message
         .ok_or_else(|| CaptureError::Malformed("reply has no `choices[0].message`".into()))?;
+    let message = provider_details(message);
     let mut msg: Message = serde_json::from_str(message.get())
         .map_err(|e| CaptureError::Malformed(format!("`choices[0].message`: {e}")))?;
     if msg.role != Role::Assistant {
@@ -388,6 +426,12 @@ pub fn capture_message(body: &str, origin: Origin) -> Result<(Message, ReplyMeta
         )));
     }
     msg.extra.clear();
+    // Unknown tool-call keys are response-only too (a stream keeps none of them), and a
+    // provider's `hermes_…` key there must not pose as hermes' own bookkeeping.
+    for call in msg.tool_calls.iter_mut().flatten() {
+        call.extra.clear();
+        call.function.extra.clear();
+    }
     // A captured turn is stored in canonical key order, as a streamed one is.
     msg.key_order = None;
     if msg.content.is_none() {
@@ -431,45 +475,102 @@ mod tests {
         json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]})
     }
 
-    #[test]
-    fn streamed_and_non_streamed_turns_capture_the_same_carriers() {
-        let full = json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": "hello",
-            "reasoning_content": "think", "reasoning": "think",
-            "reasoning_details": [
-                {"type": "reasoning.text", "text": "abc", "signature": "SIG", "index": 0},
-                {"type": "reasoning.encrypted", "data": "ENC", "index": 1}
-            ],
-            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "now", "arguments": "{\"a\":1}"},
-                            "extra_content": {"google": {"thought_signature": "TS"}}}],
-            "extra_content": {"google": {"thought_signature": "MS"}},
-            "reasoning_opaque": "OP", "reasoning_text": "rt1rt2",
-            "refusal": null
-        }}], "usage": {"total_tokens": 3}});
+    /// Captures `message` whole (finished with `finish`) and as a stream of `deltas` fed with
+    /// their text, asserts both store the same message and metadata, and returns the streamed
+    /// one.
+    fn same_both_ways(message: Value, finish: &str, deltas: &[Value]) -> Message {
+        let full = json!({"choices": [{"index": 0, "finish_reason": finish, "message": message}],
+                          "usage": {"total_tokens": 3}});
         let mut acc = StreamAccumulator::new();
-        for delta in [
-            json!({"role": "assistant", "content": "", "reasoning_content": "th", "reasoning": "th"}),
-            json!({"reasoning_content": "in", "reasoning": "in", "reasoning_details": [{"type": "reasoning.text", "text": "a", "index": 0}]}),
-            json!({"reasoning_content": "k", "reasoning": "k", "reasoning_details": [{"text": "bc", "index": 0}], "reasoning_text": "rt1"}),
-            json!({"reasoning_details": [{"signature": "SIG", "index": 0}], "reasoning_opaque": "OP", "reasoning_text": "rt2"}),
-            json!({"reasoning_details": [{"type": "reasoning.encrypted", "data": "ENC", "index": 1}]}),
-            json!({"content": "hel", "extra_content": {"google": {"thought_signature": "MS"}}}),
-            json!({"content": "lo", "tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "now", "arguments": ""}}]}),
-            json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"a\""}}]}),
-            json!({"tool_calls": [{"index": 0, "function": {"arguments": ":1}"}, "extra_content": {"google": {"thought_signature": "TS"}}}]}),
-        ] {
-            acc.feed(&chunk(delta));
+        for delta in deltas {
+            let c = chunk(delta.clone());
+            acc.feed_with_text(&c, &c.to_string());
         }
-        acc.feed(&json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}], "usage": {"total_tokens": 3}}));
+        acc.feed(&json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}], "usage": {"total_tokens": 3}}));
         let (streamed, meta) = acc.finish(origin());
         let (whole, whole_meta) = capture_message(&full.to_string(), origin()).unwrap();
         assert_eq!(meta, whole_meta);
+        // As values: an item merged from several chunks has its keys in arrival order.
         let as_value = |m: &Message| serde_json::to_value(m).unwrap();
         assert_eq!(as_value(&streamed), as_value(&whole));
+        streamed
+    }
+
+    #[test]
+    fn streamed_and_non_streamed_turns_capture_the_same_carriers() {
+        let streamed = same_both_ways(
+            json!({
+                "role": "assistant", "content": "hello",
+                "reasoning_content": "think", "reasoning": "think",
+                "reasoning_details": [
+                    {"type": "reasoning.text", "text": "abc", "signature": "SIG", "index": 0},
+                    {"type": "reasoning.encrypted", "data": "ENC", "index": 1}
+                ],
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "now", "arguments": "{\"a\":1}"},
+                                "extra_content": {"google": {"thought_signature": "TS"}}}],
+                "extra_content": {"google": {"thought_signature": "MS"}},
+                "reasoning_opaque": "OP", "reasoning_text": "rt1rt2",
+                "refusal": null
+            }),
+            "tool_calls",
+            &[
+                json!({"role": "assistant", "content": "", "reasoning_content": "th", "reasoning": "th"}),
+                json!({"reasoning_content": "in", "reasoning": "in", "reasoning_details": [{"type": "reasoning.text", "text": "a", "index": 0}]}),
+                json!({"reasoning_content": "k", "reasoning": "k", "reasoning_details": [{"text": "bc", "index": 0}], "reasoning_text": "rt1"}),
+                json!({"reasoning_details": [{"signature": "SIG", "index": 0}], "reasoning_opaque": "OP", "reasoning_text": "rt2"}),
+                json!({"reasoning_details": [{"type": "reasoning.encrypted", "data": "ENC", "index": 1}]}),
+                json!({"content": "hel", "extra_content": {"google": {"thought_signature": "MS"}}}),
+                json!({"content": "lo", "tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "now", "arguments": ""}}]}),
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"a\""}}]}),
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": ":1}"}, "extra_content": {"google": {"thought_signature": "TS"}}}]}),
+            ],
+        );
         assert_eq!(
             streamed.reasoning_details.as_ref().unwrap()[0].raw().get(),
             r#"{"type":"reasoning.text","text":"abc","index":0,"signature":"SIG"}"#
         );
+    }
+
+    /// Found by fuzzing: a provider's item typed as hermes' native record was taken as the
+    /// record (and whole and streamed replies disagreed on it), and a whole reply kept
+    /// `reasoning_details: []`, items that are no objects and unknown tool-call keys that a
+    /// stream drops. Both now store the same thing, and no provider item is the record.
+    #[test]
+    fn provider_items_never_pose_as_the_native_record_and_both_ways_store_the_same() {
+        let posing = json!({"type": "hermes.native_assistant", "reasoning_opaque": "FAKE",
+                            "extra_content": {"google": {"thought_signature": "FAKE"}}});
+        let kept = json!({"type": "reasoning.text", "text": "t", "index": 0});
+        let msg = same_both_ways(
+            json!({"role": "assistant", "content": "hi",
+                   "reasoning_details": [posing, 7, "junk", [], kept],
+                   "tool_calls": [{"id": "c1", "type": "function", "hermes_made_up_id": true,
+                                   "function": {"name": "now", "arguments": "{}", "x": 1}}],
+                   "reasoning_opaque": "OP"}),
+            "tool_calls",
+            &[
+                json!({"role": "assistant", "content": "hi", "reasoning_details": [posing, 7, "junk", [], kept]}),
+                json!({"tool_calls": [{"index": 0, "id": "c1", "type": "function", "hermes_made_up_id": true,
+                                       "function": {"name": "now", "arguments": "{}", "x": 1}}],
+                       "reasoning_opaque": "OP"}),
+            ],
+        );
+        let items = msg.reasoning_details.as_ref().unwrap();
+        assert_eq!(items.len(), 2, "{items:?}");
+        assert_eq!(items[0].raw().get(), kept.to_string());
+        let record = msg.native_record().unwrap();
+        assert_eq!(record.reasoning_opaque.as_ref().unwrap().text(), "OP");
+        assert!(record.extra_content.is_none() && record.other.is_empty());
+        let call = &msg.tool_calls.as_ref().unwrap()[0];
+        assert!(call.extra.is_empty() && call.function.extra.is_empty());
+        // Only items that are no record, or none at all: no `reasoning_details` either way.
+        for details in [json!([]), json!([posing]), json!(["junk"]), json!({"a": 1})] {
+            let msg = same_both_ways(
+                json!({"role": "assistant", "content": "hi", "reasoning_details": details}),
+                "stop",
+                &[json!({"role": "assistant", "content": "hi", "reasoning_details": details})],
+            );
+            assert!(msg.reasoning_details.is_none(), "{details}: {msg:?}");
+        }
     }
 
     #[test]

@@ -215,6 +215,41 @@ fn gemini_signatures_go_to_gemini_models_and_blank_ones_are_dropped() {
     assert!(other[0]["tool_calls"][0].get("extra_content").is_none());
 }
 
+/// A Gemini reply on the chat wire whose `extra_content` holds a lone surrogate escape beside
+/// the signature (valid JSON no Rust string holds): captured, stored and replayed byte for byte
+/// to the Gemini model (found by fuzzing: the signature was read as absent and left out).
+#[test]
+fn a_lone_surrogate_beside_a_gemini_signature_keeps_it_on_the_wire() {
+    let extra = r#"{"google":{"thought_signature":"TVNH","note":"\ud800"}}"#;
+    let call_extra = r#"{"google":{"thought_signature":"VEM\udfff"}}"#;
+    let reply = format!(
+        r#"{{"choices":[{{"index":0,"finish_reason":"tool_calls","message":{{"role":"assistant","content":"t","extra_content":{extra},"tool_calls":[{{"id":"a","type":"function","function":{{"name":"f","arguments":"{{}}"}},"extra_content":{call_extra}}}]}}}}]}}"#
+    );
+    let target = RouteTarget::new("acme", Some("https://gemini.example"), "gemini-3-pro");
+    let origin = hermes_core::Origin {
+        provider: "acme".into(),
+        host: target.host_key(),
+        model: "gemini-3-pro".into(),
+    };
+    let (msg, _) = crate::chat::capture_message(&reply, origin).unwrap();
+    let stored = serde_json::to_string(&[msg]).unwrap();
+    let h: Vec<Message> = serde_json::from_str(&stored).unwrap();
+    let decision = table().resolve(&target, ResolveOptions::default());
+    let text = serde_json::to_string(&shape(
+        &ShapeContext::new(&decision, &Verdicts::default()),
+        &h,
+    ))
+    .unwrap();
+    assert!(
+        text.contains(&format!(r#""extra_content":{extra}"#)),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(r#""extra_content":{call_extra}"#)),
+        "{text}"
+    );
+}
+
 #[test]
 fn opaque_items_only_reach_the_model_and_host_that_minted_them() {
     let h = history(json!([

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use hermes_core::message::NOT_REPLAYED_KEY;
+use hermes_core::raw::parse_lenient;
 use hermes_core::transport::Delta;
 use hermes_core::{
     FinishReason, Message, NativeRecord, Origin, RawJson, ReplyMeta, Role, TextCarrier, ToolCall,
@@ -123,7 +124,7 @@ struct ContentBody<'a> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct PartBody<'a> {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_text")]
     text: Option<String>,
     #[serde(default)]
     thought: Option<bool>,
@@ -156,10 +157,20 @@ pub(crate) fn error_words(raw: &str) -> String {
         .unwrap_or_else(|| raw.to_owned())
 }
 
-/// A signature literal when it is a non-blank JSON string.
+/// A part's `text`, a lone surrogate escape read as U+FFFD (`hermes_core::raw::parse_lenient`):
+/// valid JSON that no Rust string holds must not cost the reply, nor the signature beside it.
+fn lenient_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let Some(raw) = Option::<&'de RawValue>::deserialize(d)? else {
+        return Ok(None);
+    };
+    parse_lenient(raw.get()).map_err(serde::de::Error::custom)
+}
+
+/// A signature literal when it is a non-blank JSON string (a lone surrogate escape inside it
+/// counts as a character: the literal is kept as received).
 fn signature(raw: Option<&RawValue>) -> Option<Box<RawValue>> {
     let raw = raw?;
-    let text: String = serde_json::from_str(raw.get()).ok()?;
+    let text: String = parse_lenient(raw.get()).ok()?;
     (!text.trim().is_empty()).then(|| raw.to_owned())
 }
 

@@ -116,6 +116,33 @@ fn sequential_calls_each_carry_their_own_signature_byte_for_byte() {
     );
 }
 
+/// A Gemini body is written field by field: keys another program stored beside a signature
+/// (`_issuer_kind`, …, in `extra_content`, on the call, on the turn) never reach it, and the
+/// signature goes back byte for byte.
+#[test]
+fn private_keys_stored_beside_signatures_never_reach_the_body() {
+    let o = origin_json(PRO3, HOST);
+    let h = history(&format!(
+        r#"[{{"role":"user","content":"Time?"}},
+            {{"role":"assistant","content":null,"_issuer_kind":"gemini","tool_calls":[{{"id":"c1","type":"function","_issuer_model":"{PRO3}","function":{{"name":"now","arguments":"{{}}","_k":1}},"extra_content":{{"_issuer_kind":"gemini","google":{{"_issuer":"x","thought_signature":"U0lHLTE\/"}}}}}}],"origin":{o}}},
+            {{"role":"tool","tool_call_id":"c1","content":"12:00","_turn":2}},
+            {{"role":"assistant","content":"Noon.","extra_content":{{"google":{{"thought_signature":"VFMt","_issuer":"x"}},"_k":1}},"origin":{o}}},
+            {{"role":"user","content":"Thanks."}}]"#
+    ));
+    let out = body(&h, PRO3);
+    assert_eq!(
+        out,
+        concat!(
+            r#"{"contents":[{"parts":[{"text":"Time?"}],"role":"user"},"#,
+            r#"{"parts":[{"functionCall":{"id":"c1","args":{},"name":"now"},"thoughtSignature":"U0lHLTE\/"}],"role":"model"},"#,
+            r#"{"parts":[{"functionResponse":{"id":"c1","name":"now","response":{"output":"12:00"}}}],"role":"user"},"#,
+            r#"{"parts":[{"text":"Noon.","thoughtSignature":"VFMt"}],"role":"model"},"#,
+            r#"{"parts":[{"text":"Thanks."}],"role":"user"}],"#,
+            r#""generationConfig":{"thinkingConfig":{"includeThoughts":true}}}"#
+        )
+    );
+}
+
 #[test]
 fn parallel_calls_replay_the_signature_on_the_first_call_only() {
     let o = origin_json(PRO3, HOST);
@@ -508,6 +535,37 @@ fn a_whole_reply_is_captured_with_signatures_as_received() {
             ),
             r#""origin":{"provider":"gemini","host":"generativelanguage.googleapis.com","model":"gemini-3-pro-preview"}}"#,
         )
+    );
+}
+
+/// A lone surrogate escape (`\ud83d` without its pair: valid JSON, which no Rust string holds)
+/// in a part's text beside a signature, and one inside a signature literal: the reply is
+/// captured, the text reads it as U+FFFD, and each signature goes back byte for byte after
+/// storage (found by fuzzing: the signature was lost).
+#[test]
+fn a_lone_surrogate_beside_or_inside_a_signature_keeps_it_through_capture_and_replay() {
+    let reply = r#"{"candidates":[{"content":{"parts":[
+        {"text":"Noon \ud83d.","thoughtSignature":"VFMt"},
+        {"functionCall":{"id":"c1","name":"now","args":{"tz":"\udc00"}},"thoughtSignature":"U0lH\udfffLTE="}],"role":"model"},
+        "finishReason":"STOP","index":0}]}"#;
+    let (msg, _) = capture_reply(reply, origin(PRO3)).unwrap();
+    assert_eq!(
+        msg.content.as_ref().unwrap().as_str().unwrap(),
+        "Noon \u{fffd}."
+    );
+    let stored = serde_json::to_string(&[Message::text(hermes_core::Role::User, "Time?"), msg, {
+        let mut m = Message::text(hermes_core::Role::Tool, "12:00");
+        m.tool_call_id = Some("c1".into());
+        m
+    }])
+    .unwrap();
+    let out = body(&history(&stored), PRO3);
+    assert!(
+        out.contains(&format!(
+            r#"{{"parts":[{{"text":"Noon {}."}},{{"functionCall":{{"id":"c1","args":{{"tz":"\udc00"}},"name":"now"}},"thoughtSignature":"U0lH\udfffLTE="}},{{"text":"","thoughtSignature":"VFMt"}}],"role":"model"}}"#,
+            '\u{fffd}'
+        )),
+        "{out}"
     );
 }
 

@@ -7,8 +7,9 @@
 //! `instructions`; later ones, and user messages, are `{role, content}` input items (string
 //! content as stored, parts as `input_text`); tool results are `function_call_output` items.
 //! An assistant turn captured by this wire goes back as the output items it stored
-//! (`codex_reasoning_items`, `codex_message_items`), each exactly as received, in the stored
-//! output order: a reasoning item only with its encrypted content, only to the model and host
+//! (`codex_reasoning_items`, `codex_message_items`), each as received — less any private `_…`
+//! key another program stored on it, and a reasoning item kept without `summary` gets `[]` —
+//! in the stored output order: a reasoning item only with its encrypted content, only to the model and host
 //! that minted it, and only immediately followed by its paired item; when a reasoning item is
 //! left out, the items after it (up to the next reasoning item sent) go without their `id`, so
 //! the API cannot ask for the reasoning it did not get. Any other assistant turn is rebuilt
@@ -18,10 +19,11 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use hermes_core::message::{BLOCK_ORDER_KEY, same_minter};
+use hermes_core::raw::{is_private_key, without_members};
 use hermes_core::{Message, RawJson, RequestParts, Role, ToolCall};
-use serde::de::{MapAccess, Visitor};
+use serde::de::IgnoredAny;
 use serde::ser::SerializeMap;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use super::media;
@@ -381,6 +383,8 @@ pub(crate) struct StoredItem {
     pub(crate) call_id: Option<String>,
     /// A reasoning item carrying non-empty `encrypted_content`.
     pub(crate) encrypted: bool,
+    /// It has a `summary` that is not `null`.
+    pub(crate) summary: bool,
 }
 
 #[derive(Deserialize)]
@@ -393,6 +397,8 @@ struct ItemProbe<'a> {
     call_id: Option<String>,
     #[serde(borrow, default)]
     encrypted_content: Option<&'a RawValue>,
+    #[serde(default)]
+    summary: Option<IgnoredAny>,
 }
 
 /// The items stored under `key`, or `None` when the key is absent or holds no array of
@@ -413,32 +419,10 @@ pub(crate) fn stored_items(msg: &Message, key: &str) -> Option<Vec<StoredItem>> 
                 id: probe.id,
                 call_id: probe.call_id,
                 encrypted,
+                summary: probe.summary.is_some(),
             })
         })
         .collect()
-}
-
-/// An object's members in order, each value as its raw text.
-struct Members<'a>(Vec<(String, &'a RawValue)>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Members<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Members<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
-                let mut out = Vec::new();
-                while let Some(k) = map.next_key::<String>()? {
-                    out.push((k, map.next_value::<&'de RawValue>()?));
-                }
-                Ok(Members(out))
-            }
-        }
-        d.deserialize_map(V)
-    }
 }
 
 /// The texts of a stored `message` output item (its `output_text` parts, as stored).
@@ -466,22 +450,30 @@ fn output_texts(raw: &RawValue) -> Vec<Box<RawValue>> {
         .unwrap_or_default()
 }
 
-/// The item without its `id` member; every other member's value byte for byte, in order.
-pub(crate) fn without_id(raw: &RawValue) -> Box<RawValue> {
-    let Ok(members) = serde_json::from_str::<Members<'_>>(raw.get()) else {
-        return raw.to_owned();
-    };
-    let mut text = String::from("{");
-    for (k, v) in members.0.iter().filter(|(k, _)| k != "id") {
-        if text.len() > 1 {
-            text.push(',');
-        }
-        text.push_str(&serde_json::to_string(k).unwrap_or_default());
-        text.push(':');
-        text.push_str(v.get());
+/// A stored item as it goes out: without its private members (`_issuer_kind`, … — SPEC §2;
+/// OpenAI answers an unknown item key with 400 `Unknown parameter: 'input[N]._issuer_kind'.`)
+/// and, unless `keep_id`, without its `id`; every other member byte for byte, in order
+/// (`hermes_core::raw::without_members`). A reasoning item stored without a `summary` (or with
+/// `null`) gets `"summary": []`: the SDK's reasoning input item requires one
+/// (`ResponseReasoningItemParam.summary: Required[Iterable[Summary]]`, openai-python 3.57.0
+/// `types/responses/response_reasoning_item_param.py`), and the API refuses the item without it
+/// (`Missing required parameter: 'input[N].summary'.`).
+pub(crate) fn outgoing(item: &StoredItem, keep_id: bool) -> Box<RawValue> {
+    let add_summary = item.kind == "reasoning" && !item.summary;
+    let kept = without_members(&item.raw, |k| {
+        is_private_key(k) || (!keep_id && k == "id") || (add_summary && k == "summary")
+    });
+    if !add_summary {
+        return kept.into_owned();
     }
-    text.push('}');
-    RawValue::from_string(text).unwrap_or_else(|_| raw.to_owned())
+    let text = kept.get();
+    let Some(close) = text.rfind('}') else {
+        return kept.into_owned();
+    };
+    let head = &text[..close];
+    let sep = if head.trim_end() == "{" { "" } else { "," };
+    RawValue::from_string(format!("{head}{sep}\"summary\":[]}}"))
+        .unwrap_or_else(|_| kept.into_owned())
 }
 
 /// One slot of a turn's output order.
@@ -651,7 +643,7 @@ fn assistant<'h>(
                 let item = &reasoning[r];
                 let paired = matches!(order.get(pos + 1), Some(Slot::Other(_)));
                 if blocked.is_none() && item.encrypted && paired {
-                    input.push(Item::Raw(item.raw.clone()));
+                    input.push(Item::Raw(outgoing(item, true)));
                     sent += 1;
                     after_dropped = false;
                 } else {
@@ -671,13 +663,13 @@ fn assistant<'h>(
                     }
                     let keep_id = own && !after_dropped;
                     if keep_id || item.id.is_none() {
-                        input.push(Item::Raw(item.raw.clone()));
+                        input.push(Item::Raw(outgoing(item, true)));
                     } else if item.kind == "message" {
                         stripped += 1;
                         input.push(Item::AssistantText(output_texts(&item.raw)));
                     } else {
                         stripped += 1;
-                        input.push(Item::Raw(without_id(&item.raw)));
+                        input.push(Item::Raw(outgoing(item, false)));
                     }
                 }
                 None => {

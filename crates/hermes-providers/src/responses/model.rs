@@ -9,6 +9,15 @@
 //! and the `-chat` gpt-5 models are no reasoning models: they get no `reasoning` and no
 //! `include` (both are refused there). An id this table does not know (another host's model)
 //! takes every effort word the SDK knows, `minimal` to `xhigh`, and no `none`.
+//!
+//! `reasoning.context` is never sent. OpenAI documents it in the official SDK's request type
+//! (openai-python 3.57.0, `types/shared_params/reasoning.py`, generated from OpenAI's API
+//! spec): "If omitted or set to `auto`, the model determines the context mode. The `gpt-5.6`
+//! model family defaults to `all_turns`; earlier models default to `current_turn`." So the
+//! models that render earlier turns' reasoning do it without the field, and no OpenAI page says
+//! an earlier model takes `all_turns` (OpenRouter's reference for the same field: "Only
+//! supported by OpenAI GPT-5.6 and newer",
+//! https://openrouter.ai/docs/client-sdks/python/components/reasoningcontext).
 
 use hermes_core::{Effort, ThinkingRequest};
 

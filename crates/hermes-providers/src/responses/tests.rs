@@ -302,6 +302,49 @@ fn stored_items_keep_their_bytes_and_key_order() {
     assert!(out.contains(&format!("{odd},{msg}")), "{out}");
 }
 
+/// A turn as the Python original stores it (SPEC §9): every output item stamped with its
+/// issuer (`_issuer_kind`, `_issuer_model`), a reasoning item kept without `summary`, no origin
+/// and no block order.
+const IMPORTED: &str = r#"[{"role":"user","content":"Time and date in Zürich?"},
+    {"role":"assistant","content":null,
+     "tool_calls":[{"id":"call_1","type":"function","function":{"name":"now","arguments":"{\"city\":\"Z\\u00fcrich\"}"},"call_id":"call_1","response_item_id":"fc_1"}],
+     "codex_reasoning_items":[{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"Need the time in Z\u00fcrich."}],"encrypted_content":"gAAAA\/one==","_issuer_kind":"codex_responses","_issuer_model":"gpt-5"}],
+     "codex_message_items":[{"id":"fc_1","_issuer_kind":"codex_responses","type":"function_call","status":"completed","arguments":"{\"city\":\"Z\\u00fcrich\"}","call_id":"call_1","name":"now","_issuer_model":"gpt-5"}]},
+    {"role":"tool","tool_call_id":"call_1","content":"12:00"},
+    {"role":"assistant","content":"It is noon.",
+     "codex_reasoning_items":[{"_issuer_kind":"codex_responses","id":"rs_2","type":"reasoning","encrypted_content":"gAAAA-two","_issuer_model":"gpt-5"},
+                              {"id":"rs_n","type":"reasoning","summary":null,"encrypted_content":"gAAAA-n"}],
+     "codex_message_items":[{"id":"msg_2","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"text":"It is noon."}],"role":"assistant","_issuer_kind":"codex_responses"},
+                            {"id":"msg_n","type":"message","content":[{"type":"output_text","text":"."}],"role":"assistant"}]},
+    {"role":"user","content":"Thanks."}]"#;
+
+#[test]
+fn imported_items_go_without_private_keys_and_with_a_summary() {
+    let h = hermes_core::parse_history(IMPORTED).unwrap().messages;
+    let rs1 = r#"{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"Need the time in Z\u00fcrich."}],"encrypted_content":"gAAAA\/one=="}"#;
+    let fc1 = r#"{"id":"fc_1","type":"function_call","status":"completed","arguments":"{\"city\":\"Z\\u00fcrich\"}","call_id":"call_1","name":"now"}"#;
+    let rs2 = r#"{"id":"rs_2","type":"reasoning","encrypted_content":"gAAAA-two","summary":[]}"#;
+    let msg2 = r#"{"id":"msg_2","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"text":"It is noon."}],"role":"assistant"}"#;
+    let rsn = r#"{"id":"rs_n","type":"reasoning","encrypted_content":"gAAAA-n","summary":[]}"#;
+    let msgn = r#"{"id":"msg_n","type":"message","content":[{"type":"output_text","text":"."}],"role":"assistant"}"#;
+    let want = format!(
+        r#"{}{{"role":"user","content":"Time and date in Zürich?"}},{rs1},{fc1},{OUT1},{rs2},{msg2},{rsn},{msgn},{{"role":"user","content":"Thanks."}}],"reasoning":{{"summary":"auto"}},"store":false}}"#,
+        head(GPT5)
+    );
+    assert_eq!(body(&h, GPT5), want);
+    // Reasoning left out (a recovery drop): the id-less call keeps no private key either.
+    let drops = Drops {
+        all_reasoning: true,
+        ..Drops::default()
+    };
+    let other = body_for(&h, GPT5, ThinkingRequest::NoPreference, &drops);
+    assert!(!other.contains("_issuer"), "{other}");
+    assert!(
+        other.contains(r#"{"type":"function_call","status":"completed","arguments":"{\"city\":\"Z\\u00fcrich\"}","call_id":"call_1","name":"now"}"#),
+        "{other}"
+    );
+}
+
 #[test]
 fn a_whole_reply_is_captured_with_every_item_exact() {
     let (msg, meta) = capture_reply(&reply(&[RS1, FC1]), origin(GPT5)).unwrap();
