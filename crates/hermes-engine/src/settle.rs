@@ -211,7 +211,8 @@ pub struct Settled {
     pub reasoning_echo: bool,
     /// The Vertex project and region (Vertex providers only).
     pub vertex: Option<VertexLocation>,
-    /// The AWS region (Bedrock providers only; `us-east-1` in a preview when none is set).
+    /// The AWS region (Bedrock providers only): the one a Bedrock runtime base URL names, else
+    /// the configured one (`us-east-1` in a preview when none is set). SigV4 signs for it.
     pub aws_region: Option<String>,
 }
 
@@ -373,10 +374,15 @@ pub fn settle(
             "provider `{provider}` needs an AWS region: set AWS_REGION, `region` for your profile in ~/.aws/config, or `region` under [bedrock] in config.toml"
         )));
     }
+    // A Bedrock runtime host names its region (FIPS, dual-stack, GovCloud and China hosts
+    // included), and SigV4 must be scoped to it; any other base URL signs for the configured one.
+    let host_region = base_url
+        .as_deref()
+        .and_then(hermes_providers::aws::RuntimeHost::of)
+        .map(|host| host.region);
     let aws_region = aws.then(|| {
-        defaults
-            .aws_region
-            .clone()
+        host_region
+            .or_else(|| defaults.aws_region.clone())
             .unwrap_or_else(|| PREVIEW_AWS_REGION.to_owned())
     });
     let base_url = base_url
