@@ -325,6 +325,59 @@ fn a_bedrock_runtime_base_url_names_the_signing_region() {
 }
 
 #[test]
+fn foundry_takes_an_entra_id_token_when_its_key_is_not_set() {
+    let choice = Choice::new(
+        Some("foundry-anthropic"),
+        Some("claude-opus-4-6"),
+        Some("https://res.services.ai.azure.com/anthropic"),
+    );
+    let defaults = Defaults::default();
+    let env = |vars: &'static [(&'static str, &'static str)]| {
+        move |var: &str| {
+            vars.iter()
+                .find(|(k, _)| *k == var)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    };
+    let token = env(&[("ANTHROPIC_FOUNDRY_AUTH_TOKEN", "entra-token")]);
+    let s = settle(&choice, None, &defaults, Purpose::Send, &token).unwrap();
+    assert!(s.bearer);
+    assert_eq!(s.key_var.as_deref(), Some("ANTHROPIC_FOUNDRY_AUTH_TOKEN"));
+    assert_eq!(s.api_key.as_ref().map(ApiKey::expose), Some("entra-token"));
+    assert!(!format!("{s:?}").contains("entra-token"));
+    // The key wins when both are set; a blank key counts as unset.
+    let both = env(&[
+        ("ANTHROPIC_FOUNDRY_AUTH_TOKEN", "entra-token"),
+        ("ANTHROPIC_FOUNDRY_API_KEY", "resource-key"),
+    ]);
+    let s = settle(&choice, None, &defaults, Purpose::Send, &both).unwrap();
+    assert!(!s.bearer);
+    assert_eq!(s.api_key.as_ref().map(ApiKey::expose), Some("resource-key"));
+    let blank = env(&[
+        ("ANTHROPIC_FOUNDRY_AUTH_TOKEN", "entra-token"),
+        ("ANTHROPIC_FOUNDRY_API_KEY", " "),
+    ]);
+    assert!(
+        settle(&choice, None, &defaults, Purpose::Send, &blank)
+            .unwrap()
+            .bearer
+    );
+    // Neither: the error names both.
+    let err = settle(&choice, None, &defaults, Purpose::Send, &|_| None).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "missing API key for `foundry-anthropic`: set ANTHROPIC_FOUNDRY_API_KEY (or ANTHROPIC_FOUNDRY_AUTH_TOKEN, a Microsoft Entra ID token)"
+    );
+    // Another provider never reads the Foundry token.
+    let other = Choice::new(Some("anthropic"), Some("claude-opus-4-6"), None);
+    let s = settle(&other, None, &defaults, Purpose::Send, &|var: &str| {
+        (var == "ANTHROPIC_API_KEY").then(|| "sk-ant".to_owned())
+    })
+    .unwrap();
+    assert!(!s.bearer);
+}
+
+#[test]
 fn aws_credentials_go_only_where_the_user_sent_them() {
     let defaults = Defaults {
         aws_region: Some("us-east-1".into()),
