@@ -5,6 +5,7 @@ use std::fmt;
 use std::time::SystemTime;
 
 use aws_credential_types::Credentials;
+use aws_credential_types::provider::{ProvideCredentials as _, SharedCredentialsProvider};
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
 use aws_sigv4::sign::v4;
 use aws_smithy_eventstream::frame::{DecodedFrame, MessageFrameDecoder};
@@ -215,9 +216,10 @@ impl fmt::Debug for AwsCredentials {
     }
 }
 
-/// How a Bedrock request is authorised: SigV4 with credentials, or a Bedrock API key
-/// (`AWS_BEARER_TOKEN_BEDROCK`, sent as a bearer token). `Debug` shows neither secret.
-#[derive(Clone, PartialEq, Eq)]
+/// How a Bedrock request is authorised: SigV4 with credentials (fixed, or asked of a provider
+/// for every request), or a Bedrock API key (`AWS_BEARER_TOKEN_BEDROCK`, sent as a bearer
+/// token). `Debug` shows no secret.
+#[derive(Clone)]
 pub enum AwsAuth {
     /// SigV4 with these credentials for `region`.
     SigV4 {
@@ -226,8 +228,58 @@ pub enum AwsAuth {
         /// The signing region (the runtime host's region).
         region: String,
     },
+    /// SigV4 with the credentials `provider` gives for each request (it caches and refreshes
+    /// them, so temporary credentials that expire during a long session are replaced).
+    Provider {
+        /// The credentials source (aws-config's chain, in the CLI).
+        provider: SharedCredentialsProvider,
+        /// The signing region (the runtime host's region).
+        region: String,
+    },
     /// A Bedrock API key.
     Bearer(String),
+}
+
+impl PartialEq for AwsAuth {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (
+                AwsAuth::SigV4 {
+                    credentials: a,
+                    region: ra,
+                },
+                AwsAuth::SigV4 {
+                    credentials: b,
+                    region: rb,
+                },
+            ) => a == b && ra == rb,
+            (AwsAuth::Bearer(a), AwsAuth::Bearer(b)) => a == b,
+            // Two providers are never known to give the same credentials.
+            _ => false,
+        }
+    }
+}
+
+impl AwsAuth {
+    /// The auth to sign one request with: a provider is asked for its current credentials; an
+    /// error is one line naming what failed (never a secret).
+    pub async fn current(&self) -> Result<AwsAuth, TransportError> {
+        let AwsAuth::Provider { provider, region } = self else {
+            return Ok(self.clone());
+        };
+        let credentials = provider
+            .provide_credentials()
+            .await
+            .map_err(|e| TransportError::Request(format!("could not get AWS credentials: {e}")))?;
+        Ok(AwsAuth::SigV4 {
+            credentials: AwsCredentials {
+                access_key_id: credentials.access_key_id().to_owned(),
+                secret_access_key: credentials.secret_access_key().to_owned(),
+                session_token: credentials.session_token().map(str::to_owned),
+            },
+            region: region.clone(),
+        })
+    }
 }
 
 impl fmt::Debug for AwsAuth {
@@ -241,6 +293,10 @@ impl fmt::Debug for AwsAuth {
                 .field("credentials", credentials)
                 .field("region", region)
                 .finish(),
+            AwsAuth::Provider { region, .. } => f
+                .debug_struct("AwsAuth::Provider")
+                .field("region", region)
+                .finish_non_exhaustive(),
             AwsAuth::Bearer(_) => f.write_str("AwsAuth::Bearer(<redacted>)"),
         }
     }
@@ -250,7 +306,8 @@ impl fmt::Debug for AwsAuth {
 pub type Clock = fn() -> SystemTime;
 
 /// The headers to send with a POST of `body` to `url` (already percent-encoded, as it goes on
-/// the wire): `content-type` as given, then the authorisation headers. With SigV4 the signed
+/// the wire): `content-type` as given, then the authorisation headers (an
+/// [`AwsAuth::Provider`] must be made [`AwsAuth::current`] first). With SigV4 the signed
 /// headers are `content-type`, `host`, `x-amz-date` and, for temporary credentials,
 /// `x-amz-security-token` — the set the AWS SDKs sign — and the path is signed encoded once
 /// more, as every AWS service but S3 expects (`aws-sigv4`'s default; PROVIDERS.md "Bedrock SigV4
@@ -266,6 +323,11 @@ pub fn request_headers(
     match auth {
         AwsAuth::Bearer(key) => {
             headers.push(("authorization".to_owned(), format!("Bearer {key}")));
+        }
+        AwsAuth::Provider { .. } => {
+            return Err(TransportError::Request(
+                "the AWS credentials were not resolved before signing".to_owned(),
+            ));
         }
         AwsAuth::SigV4 {
             credentials,

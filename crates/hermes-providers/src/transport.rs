@@ -387,7 +387,9 @@ impl ChatTransport {
         }
         match auth {
             Some(Auth::Aws(aws, clock)) => {
-                let signed = aws::request_headers(aws, url, "application/json", &body, clock())?;
+                // A provider's current credentials: refreshed ones once the old ones expire.
+                let aws = aws.current().await?;
+                let signed = aws::request_headers(&aws, url, "application/json", &body, clock())?;
                 for (name, value) in signed {
                     let mut value =
                         reqwest::header::HeaderValue::from_str(&value).map_err(|_| {
