@@ -7,15 +7,20 @@
 //! assume-role, web identity), then the container and instance metadata endpoints. The region:
 //! `[bedrock] region` in config.toml, else `AWS_REGION` / `AWS_DEFAULT_REGION`, else the
 //! profile's `region` (never the instance metadata endpoint, so a laptop does not wait on it).
+//! Credentials are asked for again before each request and refreshed ahead of their expiry, so
+//! a long session outlives temporary credentials.
 
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
 
 use aws_config::BehaviorVersion;
 use aws_config::environment::EnvironmentVariableRegionProvider;
 use aws_config::meta::region::RegionProviderChain;
 use aws_config::profile::ProfileFileRegionProvider;
-use aws_credential_types::provider::ProvideCredentials as _;
-use hermes_engine::providers::aws::{AwsAuth, AwsCredentials};
+use aws_credential_types::Credentials;
+use aws_credential_types::provider::error::CredentialsError;
+use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider, future};
+use hermes_engine::providers::aws::AwsAuth;
 
 use crate::secrets::Secrets;
 
@@ -46,20 +51,76 @@ impl hermes_engine::AwsSecrets for AwsEnv {
         {
             return Ok(AwsAuth::Bearer(key.trim().to_owned()));
         }
-        let http = aws_smithy_http_client::Builder::new()
-            .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
-                aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
-            ))
-            .build_https();
         let config = aws_config::defaults(BehaviorVersion::latest())
             .region(aws_config::Region::new(region.to_owned()))
-            .http_client(http)
+            .http_client(http_client())
             .load()
             .await;
-        let provider = config.credentials_provider().ok_or_else(|| {
+        let chain = config.credentials_provider().ok_or_else(|| {
             "no AWS credentials provider could be built; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or AWS_BEARER_TOKEN_BEDROCK".to_owned()
         })?;
-        let credentials = tokio::time::timeout(CHAIN_LIMIT, provider.provide_credentials())
+        refreshing(chain, self.secrets.clone(), region).await
+    }
+}
+
+/// The AWS chain's HTTP client (SSO, STS, metadata endpoints): rustls with ring, no aws-lc.
+fn http_client() -> aws_smithy_runtime_api::client::http::SharedHttpClient {
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
+            aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
+        ))
+        .build_https()
+}
+
+/// SigV4 auth for `region` whose credentials come from `chain` for every request, through a
+/// [`Refreshing`] cache; the first ones are fetched now, so a missing or expired credential is
+/// a clear error before anything is sent.
+async fn refreshing(
+    chain: SharedCredentialsProvider,
+    secrets: Secrets,
+    region: &str,
+) -> Result<AwsAuth, String> {
+    let cache = Refreshing {
+        chain,
+        secrets,
+        cached: Mutex::new(None),
+    };
+    cache.get().await?;
+    Ok(AwsAuth::Provider {
+        provider: SharedCredentialsProvider::new(cache),
+        region: region.to_owned(),
+    })
+}
+
+/// Credentials are fetched again when they expire within this (the AWS SDKs refresh cached
+/// credentials ahead of expiry the same way), so no request is signed with ones about to lapse.
+const REFRESH_BEFORE: Duration = Duration::from_secs(5 * 60);
+
+/// The aws-config chain behind a cache: its credentials are kept until they come within
+/// [`REFRESH_BEFORE`] of their expiry (forever when they have none, as for static keys), then
+/// fetched again — so a session outliving temporary credentials (SSO, `credential_process`,
+/// assume-role) signs with new ones. Every credential fetched is added to the redaction list.
+#[derive(Debug)]
+struct Refreshing {
+    chain: SharedCredentialsProvider,
+    secrets: Secrets,
+    cached: Mutex<Option<Credentials>>,
+}
+
+impl Refreshing {
+    /// The current credentials, or one line saying what is missing or expired.
+    async fn get(&self) -> Result<Credentials, String> {
+        let now = SystemTime::now();
+        let cached = self
+            .cached
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .filter(|c| c.expiry().is_none_or(|at| at > now + REFRESH_BEFORE));
+        if let Some(credentials) = cached {
+            return Ok(credentials);
+        }
+        let credentials = tokio::time::timeout(CHAIN_LIMIT, self.chain.provide_credentials())
             .await
             .map_err(|_| {
                 format!(
@@ -73,31 +134,32 @@ impl hermes_engine::AwsSecrets for AwsEnv {
                     first_line(&e)
                 )
             })?;
-        if credentials
-            .expiry()
-            .is_some_and(|at| at <= std::time::SystemTime::now())
-        {
-            return Err(
-                "the AWS credentials have expired: refresh them (e.g. `aws sso login`, or new keys in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN)".to_owned(),
-            );
-        }
-        let credentials = AwsCredentials {
-            access_key_id: credentials.access_key_id().to_owned(),
-            secret_access_key: credentials.secret_access_key().to_owned(),
-            session_token: credentials.session_token().map(str::to_owned),
-        };
         self.secrets.add(
             [
-                Some(credentials.secret_access_key.clone()),
-                credentials.session_token.clone(),
+                Some(credentials.secret_access_key().to_owned()),
+                credentials.session_token().map(str::to_owned),
             ]
             .into_iter()
             .flatten()
             .map(String::into_bytes),
         );
-        Ok(AwsAuth::SigV4 {
-            credentials,
-            region: region.to_owned(),
+        if credentials.expiry().is_some_and(|at| at <= now) {
+            return Err(
+                "the AWS credentials have expired: refresh them (e.g. `aws sso login`, or new keys in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN)".to_owned(),
+            );
+        }
+        *self.cached.lock().unwrap_or_else(|e| e.into_inner()) = Some(credentials.clone());
+        Ok(credentials)
+    }
+}
+
+impl ProvideCredentials for Refreshing {
+    fn provide_credentials<'a>(&'a self) -> future::ProvideCredentials<'a>
+    where
+        Self: 'a,
+    {
+        future::ProvideCredentials::new(async move {
+            self.get().await.map_err(CredentialsError::provider_error)
         })
     }
 }
@@ -114,4 +176,138 @@ fn first_line(error: &(dyn std::error::Error + 'static)) -> String {
         .next()
         .unwrap_or_default()
         .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use hermes_core::Wire as _;
+    use hermes_core::{Message, Origin, RequestParts, ResolveOptions, Role, RouteTarget, Verdicts};
+    use hermes_engine::providers::bedrock::{BedrockWire, Target};
+    use hermes_engine::providers::{ChatTransport, builtin_table};
+    use hermes_sim::Sim;
+
+    use super::*;
+
+    const MODEL: &str = "us.anthropic.claude-opus-4-6-v1:0";
+
+    /// A `credential_process` profile whose script prints the key in `dir/key` (its secret and
+    /// token derived from it) expiring in `dir/minutes` minutes: what an SSO or STS helper does.
+    #[allow(deprecated)] // aws-config's own names for aws-runtime's profile-file types
+    fn credential_process(dir: &Path) -> SharedCredentialsProvider {
+        use aws_config::profile::profile_file::{ProfileFileKind, ProfileFiles};
+        use std::os::unix::fs::PermissionsExt as _;
+        let script = dir.join("creds.sh");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\nk=$(cat {d}/key); m=$(cat {d}/minutes)\nprintf '{{\"Version\":1,\"AccessKeyId\":\"%s\",\"SecretAccessKey\":\"secret-%s\",\"SessionToken\":\"token-%s\",\"Expiration\":\"%s\"}}' \"$k\" \"$k\" \"$k\" \"$(date -u -d \"+$m minutes\" +%Y-%m-%dT%H:%M:%SZ)\"\n",
+                d = dir.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let config = dir.join("config");
+        std::fs::write(
+            &config,
+            format!("[profile p]\ncredential_process = {}\n", script.display()),
+        )
+        .unwrap();
+        SharedCredentialsProvider::new(
+            aws_config::profile::ProfileFileCredentialsProvider::builder()
+                .configure(
+                    &aws_config::provider_config::ProviderConfig::empty()
+                        .with_http_client(http_client()),
+                )
+                .profile_files(
+                    ProfileFiles::builder()
+                        .with_file(ProfileFileKind::Config, config)
+                        .build(),
+                )
+                .profile_name("p")
+                .build(),
+        )
+    }
+
+    fn set(dir: &Path, key: &str, minutes: u32) {
+        std::fs::write(dir.join("key"), key).unwrap();
+        std::fs::write(dir.join("minutes"), minutes.to_string()).unwrap();
+    }
+
+    fn rotate(sim: &Sim, key: &str) {
+        sim.set_aws_credentials(key, format!("secret-{key}"), Some(format!("token-{key}")));
+    }
+
+    /// One Converse turn through the wire: the simulator's status.
+    async fn turn(wire: &BedrockWire, sim: &Sim) -> u16 {
+        let history = [Message::text(Role::User, "hi")];
+        let decision = builtin_table().resolve(
+            &RouteTarget::new("bedrock", Some(&sim.base_url()), MODEL),
+            ResolveOptions::default(),
+        );
+        let verdicts = Verdicts::default();
+        let out = wire
+            .encode(&RequestParts::new(&history, &decision, &verdicts))
+            .unwrap();
+        let origin = Origin {
+            provider: "bedrock".into(),
+            host: "127.0.0.1".into(),
+            model: MODEL.into(),
+        };
+        let _ = wire.send(&out, origin, &|_| {}).await;
+        sim.requests().last().unwrap().status
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn each_request_signs_with_the_current_credentials_of_the_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        set(dir.path(), "AKIDFIRST", 2);
+        let sim = Sim::builder(hermes_sim::Profile::builtin("bedrock").unwrap())
+            .aws_credentials(
+                "AKIDFIRST",
+                "secret-AKIDFIRST",
+                Some("token-AKIDFIRST".into()),
+            )
+            .start()
+            .await
+            .unwrap();
+        let secrets = Secrets::default();
+        let auth = refreshing(credential_process(dir.path()), secrets.clone(), "us-east-1")
+            .await
+            .unwrap();
+        let wire = BedrockWire {
+            client: ChatTransport::new().unwrap(),
+            target: Target {
+                base_url: sim.base_url(),
+                max_tokens: None,
+            },
+            auth: Some(auth),
+            clock: SystemTime::now,
+        };
+        assert_eq!(turn(&wire, &sim).await, 200);
+
+        // The temporary credentials are replaced (they expire within the refresh window): the
+        // next request of the same session signs with the new ones, which AWS now wants.
+        set(dir.path(), "AKIDSECOND", 2);
+        rotate(&sim, "AKIDSECOND");
+        assert_eq!(
+            turn(&wire, &sim).await,
+            200,
+            "{}",
+            sim.requests().last().unwrap().response
+        );
+        assert_eq!(
+            secrets.redact("secret-AKIDSECOND token-AKIDSECOND secret-AKIDFIRST"),
+            "[redacted] [redacted] [redacted]",
+            "every credential fetched is redacted"
+        );
+
+        // Credentials far from expiry are kept: the chain is not run for every request.
+        set(dir.path(), "AKIDTHIRD", 60);
+        rotate(&sim, "AKIDTHIRD");
+        assert_eq!(turn(&wire, &sim).await, 200);
+        set(dir.path(), "AKIDFOURTH", 60);
+        assert_eq!(turn(&wire, &sim).await, 200, "still the cached third key");
+    }
 }

@@ -58,21 +58,7 @@ impl Home {
     /// A new session on the direct `anthropic` provider with thinking on: its id.
     async fn start_claude(&self, base: &str, query: &str) -> String {
         let (out, _) = self
-            .chat(
-                &[
-                    "--provider",
-                    "anthropic",
-                    "--model",
-                    OPUS,
-                    "--base-url",
-                    base,
-                    "--effort",
-                    "high",
-                    "-q",
-                    query,
-                ],
-                KEY,
-            )
+            .chat(&thinking_query("anthropic", base, query), KEY)
             .await;
         out["session_id"].as_str().unwrap().to_owned()
     }
@@ -326,6 +312,22 @@ impl Family {
     }
 }
 
+/// The arguments of one `--effort high` query to `OPUS` on `provider` at `base`.
+fn thinking_query<'a>(provider: &'a str, base: &'a str, query: &'a str) -> Vec<&'a str> {
+    vec![
+        "--provider",
+        provider,
+        "--model",
+        OPUS,
+        "--base-url",
+        base,
+        "--effort",
+        "high",
+        "-q",
+        query,
+    ]
+}
+
 async fn signed_tool_loop_then_resume(family: Family) {
     let sim = Sim::start("anthropic").await.unwrap();
     let home = Home::new();
@@ -339,18 +341,7 @@ async fn signed_tool_loop_then_resume(family: Family) {
     let base = family.base_url(&sim);
     for stream in [true, false] {
         sim.clear_requests();
-        let mut args = vec![
-            "--provider",
-            family.provider(),
-            "--model",
-            OPUS,
-            "--base-url",
-            &base,
-            "--effort",
-            "high",
-            "-q",
-            "[tools=3] what time is it?",
-        ];
+        let mut args = thinking_query(family.provider(), &base, "[tools=3] what time is it?");
         if !stream {
             args.push("--no-stream");
         }
@@ -436,6 +427,64 @@ fn one_byte_changed(s: &str, at: usize) -> String {
     let mut b = s.as_bytes().to_vec();
     b[at] = if b[at] == b'A' { b'B' } else { b'A' };
     String::from_utf8(b).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foundry_takes_a_microsoft_entra_id_token_as_a_bearer_and_never_shows_it() {
+    const TOKEN: &str = "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.entra-test-token";
+    let sim = Sim::start("anthropic").await.unwrap();
+    let home = Home::new();
+    let base = Family::Foundry.base_url(&sim);
+    let args = thinking_query("foundry-anthropic", &base, "[tools=1] what time is it?");
+    let env = &[("ANTHROPIC_FOUNDRY_AUTH_TOKEN", TOKEN)];
+    let (out, stderr) = home.chat(&args, env).await;
+    let id = out["session_id"].as_str().unwrap().to_owned();
+    assert_eq!(out["requests"], 2, "{out}");
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 2);
+    all_ok(&requests);
+    for r in &requests {
+        assert_eq!(r.path, "/anthropic/v1/messages");
+        let has = |k: &str| r.headers.iter().any(|(h, _)| h == k);
+        assert!(
+            has("authorization") && has("anthropic-version"),
+            "{:?}",
+            r.headers
+        );
+        assert!(
+            !has("x-api-key"),
+            "the token replaces the key: {:?}",
+            r.headers
+        );
+        assert_eq!(r.body["model"], OPUS);
+    }
+    // The token is nowhere hermes writes: not in its output, the session or the logs.
+    let export = home.export(&id).await;
+    assert!(!out.to_string().contains(TOKEN) && !stderr.contains(TOKEN));
+    assert!(!export.contains(TOKEN));
+    let mut files = vec![home.db()];
+    if let Ok(logs) = std::fs::read_dir(home.path().join("logs")) {
+        files.extend(logs.map(|e| e.unwrap().path()));
+    }
+    for file in files {
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        assert!(
+            !bytes.windows(TOKEN.len()).any(|w| w == TOKEN.as_bytes()),
+            "{}",
+            file.display()
+        );
+    }
+    // With the key set too, the key is used (the token is the alternative).
+    sim.clear_requests();
+    let both = &[
+        ("ANTHROPIC_FOUNDRY_AUTH_TOKEN", TOKEN),
+        ("ANTHROPIC_FOUNDRY_API_KEY", "foundry-test-key"),
+    ];
+    home.chat(&args, both).await;
+    for r in &sim.requests() {
+        let has = |k: &str| r.headers.iter().any(|(h, _)| h == k);
+        assert!(has("x-api-key") && !has("authorization"), "{:?}", r.headers);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

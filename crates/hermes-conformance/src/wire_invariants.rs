@@ -1011,13 +1011,16 @@ fn block_schema(block: &Value, what: &str) -> Result<(), String> {
 }
 
 /// A Messages body uses only the Messages API's own keys (top level, messages, blocks,
-/// system, tools, thinking): nothing else reaches the wire.
+/// system, tools, thinking): nothing else reaches the wire. Bedrock InvokeModel bodies carry
+/// the beta list as `anthropic_beta` (Bedrock's Anthropic Messages request,
+/// docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages.html).
 fn messages_schema(body: &Value) -> Result<(), String> {
     keys_within(
         body,
         &[
             "model",
             "anthropic_version",
+            "anthropic_beta",
             "max_tokens",
             "system",
             "messages",

@@ -282,9 +282,12 @@ impl Target {
                 target: crate::preview::anthropic_target(&settled, &live_base),
                 auth: match aws_auth {
                     Some(aws) => Some(Auth::Aws(aws, SystemTime::now)),
-                    None => key.map(|key| match settled.vertex {
-                        Some(_) => Auth::Bearer(key),
-                        None => Auth::Header("x-api-key", key),
+                    None => key.map(|key| {
+                        if settled.vertex.is_some() || settled.bearer {
+                            Auth::Bearer(key)
+                        } else {
+                            Auth::Header("x-api-key", key)
+                        }
                     }),
                 },
             }),

@@ -292,13 +292,18 @@ pub struct Settled {
     pub key_var: Option<String>,
     /// The key, when one is sent.
     pub api_key: Option<ApiKey>,
+    /// The key is a bearer token sent as `Authorization: Bearer` where the provider's own key
+    /// header would go: Foundry with a Microsoft Entra ID token
+    /// ([`FOUNDRY_TOKEN_VAR`](hermes_providers::anthropic::FOUNDRY_TOKEN_VAR)).
+    pub bearer: bool,
     /// The simulator profile, for `--provider sim`.
     pub sim: Option<&'static hermes_sim::ProfileInfo>,
     /// `reasoning_echo` from config.
     pub reasoning_echo: bool,
     /// The Vertex project and region (Vertex providers only).
     pub vertex: Option<VertexLocation>,
-    /// The AWS region (Bedrock providers only; `us-east-1` in a preview when none is set).
+    /// The AWS region (Bedrock providers only): the one a Bedrock runtime base URL names, else
+    /// the configured one (`us-east-1` in a preview when none is set). SigV4 signs for it.
     pub aws_region: Option<String>,
     /// The output limit `[max_tokens]` in config sets for this model (native wires).
     pub max_tokens: Option<u32>,
@@ -428,6 +433,7 @@ pub fn settle(
             wire,
             key_var: None,
             api_key: None,
+            bearer: false,
             sim: Some(profile),
             reasoning_echo: section.reasoning_echo,
             vertex: None,
@@ -457,10 +463,15 @@ pub fn settle(
             "provider `{provider}` needs an AWS region: set AWS_REGION, `region` for your profile in ~/.aws/config, or `region` under [bedrock] in config.toml"
         )));
     }
+    // A Bedrock runtime host names its region (FIPS, dual-stack, GovCloud and China hosts
+    // included), and SigV4 must be scoped to it; any other base URL signs for the configured one.
+    let host_region = base_url
+        .as_deref()
+        .and_then(hermes_providers::aws::RuntimeHost::of)
+        .map(|host| host.region);
     let aws_region = aws.then(|| {
-        defaults
-            .aws_region
-            .clone()
+        host_region
+            .or_else(|| defaults.aws_region.clone())
             .unwrap_or_else(|| PREVIEW_AWS_REGION.to_owned())
     });
     let base_url = base_url
@@ -491,6 +502,7 @@ pub fn settle(
         wire: spec.map_or(Wire::Chat, |s| s.wire),
         key_var,
         api_key: None,
+        bearer: false,
         sim: None,
         reasoning_echo: section.reasoning_echo,
         vertex,
@@ -515,6 +527,19 @@ pub fn settle(
         )
         .map_err(|why| EngineError::Failed(why.message(base_url, "AWS credentials")))?;
     } else if purpose == Purpose::Send {
+        // Foundry also takes a Microsoft Entra ID token, when its key is not set.
+        let foundry_token = hermes_providers::anthropic::FOUNDRY_TOKEN_VAR;
+        if settled.provider == "foundry-anthropic"
+            && settled
+                .key_var
+                .as_deref()
+                .and_then(key)
+                .is_none_or(|k| k.trim().is_empty())
+            && key(foundry_token).is_some_and(|t| !t.trim().is_empty())
+        {
+            settled.key_var = Some(foundry_token.to_owned());
+            settled.bearer = true;
+        }
         settled.api_key = send_key(
             &settled, spec, choice, stored, stored_url, &section, defaults, key,
         )?;
@@ -588,8 +613,16 @@ fn send_key(
     let local = TargetHost::from_base_url(base_url).is_some_and(|h| h.is_local_endpoint());
     let optional = spec.is_none_or(|s| matches!(s.id, "custom" | "lmstudio"));
     if api_key.is_none() && !local && !optional {
+        let or_token = if provider == "foundry-anthropic" {
+            format!(
+                " (or {}, a Microsoft Entra ID token)",
+                hermes_providers::anthropic::FOUNDRY_TOKEN_VAR
+            )
+        } else {
+            String::new()
+        };
         return Err(EngineError::Failed(format!(
-            "missing API key for `{provider}`: set {key_var}"
+            "missing API key for `{provider}`: set {key_var}{or_token}"
         )));
     }
     if api_key.is_some() {

@@ -251,15 +251,36 @@ impl ChatTransport {
 
     /// Builds the shared client with these limits.
     pub fn with_waits(waits: Waits) -> Result<Self, TransportError> {
+        ChatTransport::build(waits, None)
+    }
+
+    /// Builds the shared client with these limits, connecting to `addr` for `host` instead of
+    /// resolving it (what curl's `--resolve` does): the request still names `host` (its URL,
+    /// `Host` header and signature), so a loopback simulator can stand in for a provider's own
+    /// host name.
+    pub fn resolving(
+        waits: Waits,
+        host: &str,
+        addr: std::net::SocketAddr,
+    ) -> Result<Self, TransportError> {
+        ChatTransport::build(waits, Some((host, addr)))
+    }
+
+    fn build(
+        waits: Waits,
+        resolve: Option<(&str, std::net::SocketAddr)>,
+    ) -> Result<Self, TransportError> {
         // Installing twice is harmless; reqwest needs a process-wide provider.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::custom(same_origin_redirects))
             .connect_timeout(waits.connect)
             .read_timeout(waits.idle)
-            .user_agent(concat!("hermes/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(map_reqwest)?;
+            .user_agent(concat!("hermes/", env!("CARGO_PKG_VERSION")));
+        if let Some((host, addr)) = resolve {
+            builder = builder.resolve(host, addr);
+        }
+        let client = builder.build().map_err(map_reqwest)?;
         Ok(ChatTransport { client, waits })
     }
 
@@ -366,7 +387,9 @@ impl ChatTransport {
         }
         match auth {
             Some(Auth::Aws(aws, clock)) => {
-                let signed = aws::request_headers(aws, url, "application/json", &body, clock())?;
+                // A provider's current credentials: refreshed ones once the old ones expire.
+                let aws = aws.current().await?;
+                let signed = aws::request_headers(&aws, url, "application/json", &body, clock())?;
                 for (name, value) in signed {
                     let mut value =
                         reqwest::header::HeaderValue::from_str(&value).map_err(|_| {

@@ -25,8 +25,8 @@ use hermes_providers::bedrock::BedrockWire;
 const ANTHROPIC_DIRECT: &str = "https://api.anthropic.com";
 
 /// The targets the Anthropic wire's invariants run on, one per host family (SPEC §5): direct,
-/// Vertex, Foundry, MiniMax's and DeepSeek's `/anthropic` relays, Kimi's `/coding`, an unknown
-/// relay and a lookalike host.
+/// Vertex, Foundry, Bedrock InvokeModel on a FIPS GovCloud host, MiniMax's and DeepSeek's
+/// `/anthropic` relays, Kimi's `/coding`, an unknown relay and a lookalike host.
 const ANTHROPIC_INVARIANT_TARGETS: &[(&str, &str)] = &[
     ("anthropic", ANTHROPIC_DIRECT),
     (
@@ -37,6 +37,10 @@ const ANTHROPIC_INVARIANT_TARGETS: &[(&str, &str)] = &[
         "foundry-anthropic",
         "https://my-resource.services.ai.azure.com/anthropic",
     ),
+    (
+        "bedrock-anthropic",
+        "https://bedrock-runtime-fips.us-gov-west-1.amazonaws.com",
+    ),
     ("anthropic", "https://api.minimax.io/anthropic"),
     ("anthropic", "https://api.deepseek.com/anthropic"),
     ("anthropic", "https://api.kimi.com/coding"),
@@ -44,13 +48,16 @@ const ANTHROPIC_INVARIANT_TARGETS: &[(&str, &str)] = &[
     ("anthropic", "https://api.anthropic.com.evil.example"),
 ];
 
-/// An Anthropic wire on `base_url`: Vertex on an `aiplatform.googleapis.com` host (project
-/// `p1`, the region its host names), Foundry on `services.ai.azure.com`, else direct. Encoding
-/// needs no network and no key.
-fn anthropic_wire(base_url: &str) -> AnthropicWire {
+/// An Anthropic wire for `provider` on `base_url`: Bedrock InvokeModel for `bedrock-anthropic`
+/// (as the engine picks it, by provider), Vertex on an `aiplatform.googleapis.com` host
+/// (project `p1`, the region its host names), Foundry on `services.ai.azure.com`, else direct.
+/// Encoding needs no network and no key.
+fn anthropic_wire(provider: &str, base_url: &str) -> AnthropicWire {
     let host = TargetHost::from_base_url(base_url).map(|h| h.to_string());
     let host = host.as_deref().unwrap_or("");
-    let flavor = if host == "aiplatform.googleapis.com" {
+    let flavor = if provider == "bedrock-anthropic" {
+        Flavor::Bedrock
+    } else if host == "aiplatform.googleapis.com" {
         Flavor::Vertex {
             project: "p1".into(),
             region: "global".into(),
@@ -80,7 +87,7 @@ fn anthropic_wire(base_url: &str) -> AnthropicWire {
 fn anthropic_for(target: &WireTarget<'_>) -> Option<Box<dyn Wire>> {
     match target.base_url {
         None | Some(ANTHROPIC_DIRECT) => None,
-        Some(base) => Some(Box::new(anthropic_wire(base))),
+        Some(base) => Some(Box::new(anthropic_wire(target.provider, base))),
     }
 }
 
@@ -182,7 +189,7 @@ fn main() -> ExitCode {
     let only: Vec<&str> = only.iter().map(String::as_str).collect();
     let table = hermes_providers::builtin_table();
     let cases = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cases");
-    let direct = anthropic_wire(ANTHROPIC_DIRECT);
+    let direct = anthropic_wire("anthropic", ANTHROPIC_DIRECT);
     let mut suite = hermes_conformance::Suite::new(&table)
         .cases_dir(cases)
         .wire(&direct)

@@ -288,8 +288,9 @@ pub(crate) struct Shared {
     /// Accepted `anthropic` requests with a `cache_control` breakpoint so far (the first one
     /// writes the cache, later ones read it).
     pub(crate) cached_requests: AtomicU64,
-    /// The credential pair the `bedrock` profile accepts (SigV4).
-    pub(crate) aws: AwsCredentials,
+    /// The credential pair the `bedrock` profile accepts (SigV4); [`Sim::set_aws_credentials`]
+    /// rotates it.
+    pub(crate) aws: Mutex<AwsCredentials>,
     /// The Bedrock API key the `bedrock` profile accepts (`Authorization: Bearer`).
     pub(crate) bedrock_api_key: String,
     /// The organisation the `openai-responses` profile mints and verifies ciphertext for.
@@ -383,7 +384,7 @@ impl SimBuilder {
             switches: Mutex::new(self.switches),
             requests: Mutex::new(Vec::new()),
             cached_requests: AtomicU64::new(0),
-            aws: self.aws,
+            aws: Mutex::new(self.aws),
             bedrock_api_key: self.bedrock_api_key,
             openai_org: self.openai_org,
         });
@@ -470,6 +471,21 @@ impl Sim {
     /// Forgets the recorded requests.
     pub fn clear_requests(&self) {
         lock(&self.shared.requests).clear();
+    }
+
+    /// Rotates the AWS credentials the `bedrock` profile accepts, as AWS does when temporary
+    /// credentials expire: from now on only these sign.
+    pub fn set_aws_credentials(
+        &self,
+        access_key_id: impl Into<String>,
+        secret_access_key: impl Into<String>,
+        session_token: Option<String>,
+    ) {
+        *lock(&self.shared.aws) = AwsCredentials {
+            access_key_id: access_key_id.into(),
+            secret_access_key: secret_access_key.into(),
+            session_token,
+        };
     }
 
     /// Replaces the rule switches for subsequent requests.

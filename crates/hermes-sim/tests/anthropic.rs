@@ -940,7 +940,7 @@ async fn vertex_takes_the_model_from_the_path_and_the_version_from_the_body() {
 }
 
 #[tokio::test]
-async fn foundry_needs_an_api_key_and_direct_refuses_bearer_auth() {
+async fn foundry_needs_an_api_key_or_an_entra_id_bearer_and_direct_refuses_bearer_auth() {
     let sim = Sim::start("anthropic").await.unwrap();
     let base = sim.base_url();
     let body = plain(&[user("hi")]).to_string();
@@ -959,6 +959,16 @@ async fn foundry_needs_an_api_key_and_direct_refuses_bearer_auth() {
         &base,
         "POST",
         foundry,
+        &[("Authorization", "Bearer "), ("anthropic-version", VERSION)],
+        body,
+    )
+    .await;
+    error_message(&r, 401, "authentication_error", "req_");
+    // A Microsoft Entra ID token instead of the key.
+    let r = send(
+        &base,
+        "POST",
+        foundry,
         &[
             ("Authorization", "Bearer t"),
             ("anthropic-version", VERSION),
@@ -966,7 +976,7 @@ async fn foundry_needs_an_api_key_and_direct_refuses_bearer_auth() {
         body,
     )
     .await;
-    error_message(&r, 401, "authentication_error", "req_");
+    assert_eq!(r.status, 200, "{}", r.text());
     let r = send(&base, "POST", foundry, &[("x-api-key", "k")], body).await;
     error_message(&r, 400, "invalid_request_error", "req_");
     let r = send(
@@ -1021,8 +1031,8 @@ async fn foundry_needs_an_api_key_and_direct_refuses_bearer_auth() {
     error_message(&r, 404, "not_found_error", "req_");
 
     let rec = sim.requests();
-    assert_eq!(rec.len(), 10);
-    assert_eq!(rec[8].status, 405);
+    assert_eq!(rec.len(), 11);
+    assert_eq!(rec[9].status, 405);
     for r in &rec {
         for (k, v) in &r.headers {
             if k == "authorization" || k == "x-api-key" {

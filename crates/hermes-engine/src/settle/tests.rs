@@ -278,6 +278,116 @@ fn bedrock_goes_to_the_regional_host_and_needs_a_region_but_no_key_variable() {
 }
 
 #[test]
+fn a_bedrock_runtime_base_url_names_the_signing_region() {
+    // The configured region is another one: SigV4 must still be scoped to the host's.
+    let defaults = Defaults {
+        aws_region: Some("eu-west-3".into()),
+        ..Defaults::default()
+    };
+    for (url, region) in [
+        (
+            "https://bedrock-runtime-fips.us-gov-west-1.amazonaws.com",
+            "us-gov-west-1",
+        ),
+        (
+            "https://bedrock-runtime-fips.us-east-1.amazonaws.com",
+            "us-east-1",
+        ),
+        (
+            "https://bedrock-runtime.us-gov-east-1.api.aws",
+            "us-gov-east-1",
+        ),
+        (
+            "https://bedrock-runtime.cn-north-1.amazonaws.com.cn",
+            "cn-north-1",
+        ),
+        (
+            "https://bedrock-runtime-fips.us-west-2.api.aws",
+            "us-west-2",
+        ),
+        // Not a runtime host: the configured region.
+        (
+            "https://bedrock-runtime-fips.us-gov-west-1.amazonaws.com.evil.test",
+            "eu-west-3",
+        ),
+        ("http://127.0.0.1:9", "eu-west-3"),
+    ] {
+        for provider in ["bedrock", "bedrock-anthropic"] {
+            let choice = Choice::new(Some(provider), Some("m"), Some(url));
+            for purpose in [Purpose::Send, Purpose::Preview] {
+                let s = settle(&choice, None, &defaults, purpose, &|_| None).unwrap();
+                assert_eq!(s.aws_region.as_deref(), Some(region), "{provider} {url}");
+                assert_eq!(s.base_url.as_deref(), Some(url));
+            }
+        }
+    }
+    // No region configured at all: the host's is enough to send.
+    let choice = Choice::new(
+        Some("bedrock"),
+        Some("m"),
+        Some("https://bedrock-runtime-fips.us-gov-west-1.amazonaws.com"),
+    );
+    let s = settle(&choice, None, &Defaults::default(), Purpose::Send, &|_| {
+        None
+    })
+    .unwrap();
+    assert_eq!(s.aws_region.as_deref(), Some("us-gov-west-1"));
+}
+
+#[test]
+fn foundry_takes_an_entra_id_token_when_its_key_is_not_set() {
+    let choice = Choice::new(
+        Some("foundry-anthropic"),
+        Some("claude-opus-4-6"),
+        Some("https://res.services.ai.azure.com/anthropic"),
+    );
+    let defaults = Defaults::default();
+    let env = |vars: &'static [(&'static str, &'static str)]| {
+        move |var: &str| {
+            vars.iter()
+                .find(|(k, _)| *k == var)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    };
+    let token = env(&[("ANTHROPIC_FOUNDRY_AUTH_TOKEN", "entra-token")]);
+    let s = settle(&choice, None, &defaults, Purpose::Send, &token).unwrap();
+    assert!(s.bearer);
+    assert_eq!(s.key_var.as_deref(), Some("ANTHROPIC_FOUNDRY_AUTH_TOKEN"));
+    assert_eq!(s.api_key.as_ref().map(ApiKey::expose), Some("entra-token"));
+    assert!(!format!("{s:?}").contains("entra-token"));
+    // The key wins when both are set; a blank key counts as unset.
+    let both = env(&[
+        ("ANTHROPIC_FOUNDRY_AUTH_TOKEN", "entra-token"),
+        ("ANTHROPIC_FOUNDRY_API_KEY", "resource-key"),
+    ]);
+    let s = settle(&choice, None, &defaults, Purpose::Send, &both).unwrap();
+    assert!(!s.bearer);
+    assert_eq!(s.api_key.as_ref().map(ApiKey::expose), Some("resource-key"));
+    let blank = env(&[
+        ("ANTHROPIC_FOUNDRY_AUTH_TOKEN", "entra-token"),
+        ("ANTHROPIC_FOUNDRY_API_KEY", " "),
+    ]);
+    assert!(
+        settle(&choice, None, &defaults, Purpose::Send, &blank)
+            .unwrap()
+            .bearer
+    );
+    // Neither: the error names both.
+    let err = settle(&choice, None, &defaults, Purpose::Send, &|_| None).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "missing API key for `foundry-anthropic`: set ANTHROPIC_FOUNDRY_API_KEY (or ANTHROPIC_FOUNDRY_AUTH_TOKEN, a Microsoft Entra ID token)"
+    );
+    // Another provider never reads the Foundry token.
+    let other = Choice::new(Some("anthropic"), Some("claude-opus-4-6"), None);
+    let s = settle(&other, None, &defaults, Purpose::Send, &|var: &str| {
+        (var == "ANTHROPIC_API_KEY").then(|| "sk-ant".to_owned())
+    })
+    .unwrap();
+    assert!(!s.bearer);
+}
+
+#[test]
 fn aws_credentials_go_only_where_the_user_sent_them() {
     let defaults = Defaults {
         aws_region: Some("us-east-1".into()),

@@ -101,7 +101,7 @@ impl Family {
                             .bytes()
                             .all(|b| b.is_ascii_alphanumeric() || b == b'-')
                 });
-        let bedrock = name.starts_with("bedrock-runtime.") && host.is_within("amazonaws.com");
+        let bedrock = crate::aws::RuntimeHost::of_host(&host).is_some();
         if vertex
             || bedrock
             || host.is_within("api.anthropic.com")

@@ -26,6 +26,14 @@ pub use body::{
 /// The wire's id (its verdicts are kept under it).
 pub const WIRE_ID: &str = "anthropic";
 
+/// The variable holding a Microsoft Entra ID access token for Azure Foundry, sent as
+/// `Authorization: Bearer` instead of the `ANTHROPIC_FOUNDRY_API_KEY` key: Claude Code's name
+/// for it (code.claude.com/docs/en/microsoft-foundry, "Microsoft Entra ID authentication"), and
+/// the header anthropic-sdk-python's `AnthropicFoundry` sends for its `azure_ad_token_provider`
+/// (`src/anthropic/lib/foundry.py`, `_prepare_options`: `Authorization: Bearer {token}` and no
+/// key header).
+pub const FOUNDRY_TOKEN_VAR: &str = "ANTHROPIC_FOUNDRY_AUTH_TOKEN";
+
 /// The Anthropic Messages wire bound to one target.
 #[derive(Clone, Debug)]
 pub struct AnthropicWire {
@@ -33,8 +41,9 @@ pub struct AnthropicWire {
     pub client: ChatTransport,
     /// Where requests go.
     pub target: Target,
-    /// The key (`x-api-key`), token (Vertex: bearer) or AWS auth (Bedrock: [`Auth::Aws`], SigV4
-    /// over the exact URL and body); none for a loopback endpoint.
+    /// The key (`x-api-key`), token (bearer: Vertex, and Foundry with an Entra ID token) or AWS
+    /// auth (Bedrock: [`Auth::Aws`], SigV4 over the exact URL and body); none for a loopback
+    /// endpoint.
     pub auth: Option<Auth>,
 }
 

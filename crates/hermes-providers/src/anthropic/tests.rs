@@ -579,6 +579,37 @@ fn bedrock_urls_put_the_model_id_or_arn_in_one_encoded_path_segment() {
 }
 
 #[test]
+fn every_bedrock_runtime_host_is_claude_and_its_lookalikes_are_unknown_relays() {
+    use super::Family;
+    // FIPS, dual-stack, GovCloud and China: the forms botocore's endpoint rules build.
+    for host in [
+        "bedrock-runtime-fips.us-gov-west-1.amazonaws.com",
+        "bedrock-runtime-fips.us-east-1.amazonaws.com",
+        "bedrock-runtime.us-gov-east-1.amazonaws.com",
+        "bedrock-runtime.us-west-2.api.aws",
+        "bedrock-runtime-fips.us-east-2.api.aws",
+        "bedrock-runtime.cn-north-1.amazonaws.com.cn",
+        "bedrock-runtime-fips.cn-northwest-1.api.amazonwebservices.com.cn",
+    ] {
+        assert_eq!(
+            Family::of(&format!("https://{host}")),
+            Family::Claude,
+            "{host}"
+        );
+    }
+    for url in [
+        "https://bedrock-runtime.us-east-1.amazonaws.com.evil.test",
+        "https://bedrock-runtime-fips.us-gov-west-1.amazonaws.com.evil.test",
+        "https://evilbedrock-runtime.us-east-1.amazonaws.com",
+        "https://bedrock-runtime.us-east-1.amazonaws.com@evil.test",
+        "https://bedrock-runtime.anything.else.amazonaws.com",
+        "https://bedrock-runtime.cn-north-1.amazonaws.com",
+    ] {
+        assert_eq!(Family::of(url), Family::Unknown, "{url}");
+    }
+}
+
+#[test]
 fn bedrock_adaptive_bodies_and_the_invalid_signature_recovery_work_as_elsewhere() {
     let opus = "us.anthropic.claude-opus-4-6-v1";
     let h = bedrock_loop(opus);

@@ -10,7 +10,7 @@
 //! `toolUseId`, `name`, `input`; `toolUseId`, `content`; `reasoningText {text, signature}`;
 //! `maxTokens`, `temperature`; `toolSpec {name, description, inputSchema {json}}`. Inside
 //! `additionalModelRequestFields`: `thinking`, then `output_config` or `anthropic_beta`; or
-//! `reasoningConfig {type, maxReasoningEffort}`. Stored reasoning travels as the exact strings
+//! `reasoningConfig {type, maxReasoningEffort}`; or `reasoning_effort`. Stored reasoning travels as the exact strings
 //! captured; documents (tool inputs and schemas) as `json.loads` reads them.
 
 use std::collections::BTreeSet;
@@ -204,8 +204,8 @@ pub(crate) struct ThinkingPlan {
 }
 
 /// The thinking request for `request` on `model` (SPEC §3c): Claude adaptive or budget
-/// thinking, Nova 2's `reasoningConfig`; no preference sends nothing; an effort any other model
-/// cannot take is an error.
+/// thinking, Nova 2's `reasoningConfig`, gpt-oss's `reasoning_effort`; no preference sends
+/// nothing; an effort any other model cannot take is an error.
 pub(crate) fn thinking_plan(
     request: ThinkingRequest,
     model: &BedrockModel,
@@ -320,9 +320,30 @@ pub(crate) fn thinking_plan(
                         ""
                     }
                 );
+            } else if model.is_gpt_oss() {
+                // A Converse request carries every Chat Completions field but the mapped ones
+                // in additionalModelRequestFields (docs.aws.amazon.com/bedrock/latest/userguide/
+                // model-parameters-openai.html, "In a Converse request … Include any other
+                // fields in the additionalModelRequestFields object"); gpt-oss's effort is
+                // Chat Completions' `reasoning_effort`, `low`, `medium` or `high` (OpenAI's
+                // gpt-oss model card: three reasoning levels).
+                let level = match effort {
+                    Effort::Minimal | Effort::Low => "low",
+                    Effort::Medium => "medium",
+                    Effort::High | Effort::XHigh | Effort::Max => "high",
+                };
+                plan.fields.push(("reasoning_effort", Json::str(level)));
+                plan.explain = format!(
+                    "--effort {name} → additionalModelRequestFields.reasoning_effort {level}"
+                );
+            } else if model.always_reasons() {
+                return Err(EncodeError::Effort(format!(
+                    "--effort {name} cannot be sent to {}: it always reasons and Bedrock documents no control over how much; drop --effort for this model",
+                    model.base
+                )));
             } else {
                 return Err(EncodeError::Effort(format!(
-                    "--effort {name} cannot be sent to {}: on Bedrock Converse hermes requests thinking only from Claude (additionalModelRequestFields.thinking) and Nova 2 (reasoningConfig) models; drop --effort for this model",
+                    "--effort {name} cannot be sent to {}: on Bedrock Converse hermes requests thinking only from Claude (additionalModelRequestFields.thinking), Nova 2 (reasoningConfig) and gpt-oss (reasoning_effort) models, the ones whose reasoning control Bedrock documents; drop --effort for this model",
                     model.base
                 )));
             }

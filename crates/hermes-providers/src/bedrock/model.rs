@@ -95,6 +95,22 @@ impl BedrockModel {
         self.base.starts_with("amazon.nova-2")
     }
 
+    /// OpenAI's open-weight gpt-oss models (`openai.gpt-oss-20b-1:0`, `openai.gpt-oss-120b-1:0`,
+    /// docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-openai.html): take
+    /// `reasoning_effort` (SPEC §3c).
+    pub fn is_gpt_oss(&self) -> bool {
+        self.base.starts_with("openai.gpt-oss-")
+    }
+
+    /// Models that always reason and document no control over it on Bedrock: DeepSeek-R1
+    /// ("Reasoning is always enabled for this model. The model does not support toggling the
+    /// reasoning capability on and off", docs.aws.amazon.com/bedrock/latest/userguide/
+    /// inference-reasoning.html) and Kimi K2 Thinking (`moonshot.kimi-k2-thinking`, a
+    /// thinking-only model).
+    pub fn always_reasons(&self) -> bool {
+        self.base.starts_with("deepseek.r1") || self.base.starts_with("moonshot.kimi-k2-thinking")
+    }
+
     /// Amazon Nova of the first generation (micro, lite, pro, premier): no reasoning request
     /// (a `reasoningConfig` is "Malformed input request", PROVIDERS.md).
     pub fn is_nova1(&self) -> bool {

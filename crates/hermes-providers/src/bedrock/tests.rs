@@ -242,21 +242,84 @@ fn nova_2_takes_reasoning_config_and_leaves_out_max_tokens_at_high() {
 }
 
 #[test]
+fn gpt_oss_takes_its_effort_as_reasoning_effort_in_the_additional_fields() {
+    let h = history(
+        json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]),
+    );
+    for model in ["openai.gpt-oss-120b-1:0", "us.openai.gpt-oss-20b-1:0"] {
+        for (effort, level) in [
+            (Effort::Minimal, "low"),
+            (Effort::Low, "low"),
+            (Effort::Medium, "medium"),
+            (Effort::High, "high"),
+            (Effort::XHigh, "high"),
+            (Effort::Max, "high"),
+        ] {
+            let out = check_body(
+                &h,
+                model,
+                Setup {
+                    thinking: ThinkingRequest::Effort(effort),
+                    ..Setup::default()
+                },
+            );
+            assert_eq!(
+                out.text,
+                format!(
+                    r#"{{"messages": [{{"role": "user", "content": [{{"text": "hi"}}]}}], "system": [{{"text": "Be brief."}}], "additionalModelRequestFields": {{"reasoning_effort": "{level}"}}}}"#
+                ),
+                "{model} {effort:?}"
+            );
+            assert!(
+                out.explain.iter().any(|l| l.contains(&format!(
+                    "--effort {} → additionalModelRequestFields.reasoning_effort {level}",
+                    effort.as_str()
+                ))),
+                "{:?}",
+                out.explain
+            );
+        }
+        // No effort: nothing asked.
+        let none = body_for(&h, model, ThinkingRequest::NoPreference);
+        assert!(none.json.get("additionalModelRequestFields").is_none());
+    }
+}
+
+#[test]
 fn an_effort_a_model_cannot_take_is_an_error_before_anything_is_sent() {
     let h = history(json!([{"role": "user", "content": "hi"}]));
-    for model in [
-        "amazon.nova-pro-v1:0",
-        "meta.llama3-3-70b-instruct-v1:0",
-        "deepseek.r1-v1:0",
+    for (model, why) in [
+        (
+            "amazon.nova-pro-v1:0",
+            "whose reasoning control Bedrock documents",
+        ),
+        (
+            "meta.llama3-3-70b-instruct-v1:0",
+            "whose reasoning control Bedrock documents",
+        ),
+        (
+            "qwen.qwen3-32b-v1:0",
+            "whose reasoning control Bedrock documents",
+        ),
+        (
+            "deepseek.r1-v1:0",
+            "it always reasons and Bedrock documents no control",
+        ),
+        (
+            "moonshot.kimi-k2-thinking",
+            "it always reasons and Bedrock documents no control",
+        ),
     ] {
         let decision = decision("bedrock", BASE, model);
         let verdicts = Verdicts::default();
         let parts = RequestParts::new(&h, &decision, &verdicts).thinking(high());
         let err = encode(&parts, &target(), &Drops::default()).unwrap_err();
         assert!(
-            err.to_string().contains("--effort high cannot be sent"),
+            err.to_string()
+                .starts_with(&format!("--effort high cannot be sent to {model}: ")),
             "{err}"
         );
+        assert!(err.to_string().contains(why), "{err}");
         // Without an effort the same model encodes fine.
         let parts = RequestParts::new(&h, &decision, &verdicts);
         assert!(encode(&parts, &target(), &Drops::default()).is_ok());

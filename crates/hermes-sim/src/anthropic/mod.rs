@@ -196,7 +196,13 @@ pub(crate) fn answer(
             }
         }
         Family::Foundry => {
-            if header("x-api-key").is_none_or(str::is_empty) {
+            // A resource key in `x-api-key`, or a Microsoft Entra ID token as a bearer
+            // (PROVIDERS.md "Azure Foundry (Claude)": "Entra ID bearer tokens are the
+            // alternative").
+            let bearer = header("authorization")
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .is_some_and(|t| !t.trim().is_empty());
+            if header("x-api-key").is_none_or(str::is_empty) && !bearer {
                 // Simulator-chosen wording.
                 return unauthenticated("x-api-key header is required");
             }

@@ -151,9 +151,10 @@ pub(crate) fn answer(
         headers,
         body: raw,
     };
+    let aws = crate::lock(&shared.aws).clone();
     if let Err(d) = auth::check(
         &received,
-        &shared.aws,
+        &aws,
         &shared.bedrock_api_key,
         switches.check_clock_skew,
         SystemTime::now(),
