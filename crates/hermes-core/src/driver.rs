@@ -110,6 +110,29 @@ impl Default for DriverConfig {
     }
 }
 
+impl DriverConfig {
+    /// What a wire builds the next request from: `history` (already paired,
+    /// [`paired`](crate::pairing::paired)) on `decision` with `conversation`'s verdicts and this
+    /// config's thinking request, tools and stream — the one place both the driver's requests
+    /// and a preview of the next one get their parts.
+    pub fn parts<'h>(
+        &'h self,
+        decision: &'h RouteDecision,
+        history: &'h [Message],
+        conversation: &'h Conversation,
+    ) -> RequestParts<'h> {
+        RequestParts {
+            history,
+            decision,
+            verdicts: &conversation.verdicts,
+            wire_verdicts: &conversation.wire_verdicts,
+            thinking: self.thinking,
+            tools: self.tools.as_ref(),
+            stream: self.stream,
+        }
+    }
+}
+
 /// Something the user should be told, in one line.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -443,15 +466,7 @@ impl Driver<'_> {
         history: &'h [Message],
         conversation: &'h Conversation,
     ) -> RequestParts<'h> {
-        RequestParts {
-            history,
-            decision: self.decision,
-            verdicts: &conversation.verdicts,
-            wire_verdicts: &conversation.wire_verdicts,
-            thinking: self.config.thinking,
-            tools: self.config.tools.as_ref(),
-            stream: self.config.stream,
-        }
+        self.config.parts(self.decision, history, conversation)
     }
 
     /// Sends one request for `conversation` as it is — refusal fallback (recording the verdict
