@@ -17,8 +17,30 @@ commands:
   fuzz [SECONDS]       the stable-toolchain fuzz harness on every target (default 60 s each)
   bench [N...]         release-build benchmarks on the standard history (default N: 100 1000 5000)";
 
+/// The variables cargo sets for the binary it runs (`cargo xtask` is `cargo run -p xtask`):
+/// the nested cargo must not see them, or build scripts that watch one of them
+/// (`rerun-if-env-changed`) rerun, and `cargo xtask ci` and a plain `cargo` would keep
+/// invalidating each other's builds.
+fn set_by_cargo_run(name: &str) -> bool {
+    matches!(
+        name,
+        "CARGO_MANIFEST_DIR"
+            | "CARGO_MANIFEST_PATH"
+            | "CARGO_CRATE_NAME"
+            | "CARGO_BIN_NAME"
+            | "CARGO_PRIMARY_PACKAGE"
+    ) || name.starts_with("CARGO_PKG_")
+}
+
+/// The cargo that ran xtask, with the environment a plain `cargo` in this shell would see.
 fn cargo() -> Command {
-    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(set_by_cargo_run) {
+            cmd.env_remove(name);
+        }
+    }
+    cmd
 }
 
 /// Runs one step, failing with its name when it fails.

@@ -3,7 +3,7 @@
 //! (`repl.rs`) opens its session through [`open`] too.
 
 use std::io::{self, Write as _};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use hermes_core::driver::{DriverEvent, TurnOutcome};
@@ -65,6 +65,35 @@ pub(crate) fn event_line(event: &DriverEvent) -> Option<String> {
     })
 }
 
+/// The tools a chat offers: the built-in ones confined to `workspace` (`--workspace`), else
+/// config's, else the working directory. `hermes preview` sends the same definitions.
+pub(crate) fn toolbox(
+    workspace: Option<PathBuf>,
+    config: &crate::config::Config,
+    home: &Path,
+    secrets: crate::secrets::Secrets,
+) -> anyhow::Result<Toolbox> {
+    let workspace = match workspace.or_else(|| config.workspace.clone()) {
+        Some(dir) => dir,
+        None => std::env::current_dir()?,
+    };
+    Toolbox::new(ToolPolicy {
+        workspace,
+        home: home.to_path_buf(),
+        secrets,
+    })
+}
+
+/// `config.toml`'s defaults, with the AWS region of the environment or the shared AWS config
+/// when config.toml names none — what `chat` and `preview` settle with.
+pub(crate) async fn defaults(config: &crate::config::Config) -> hermes_engine::Defaults {
+    let mut defaults = config.defaults();
+    if defaults.aws_region.is_none() {
+        defaults.aws_region = crate::aws::region().await;
+    }
+    defaults
+}
+
 /// Opens the chat session `args` ask for, with the built-in tools confined to the workspace.
 pub(crate) async fn open(
     engine: &Engine,
@@ -73,16 +102,8 @@ pub(crate) async fn open(
 ) -> anyhow::Result<ChatSession> {
     let config = crate::config::load(home)?;
     let store = home::open_store_in(home, &config).await?;
-    let workspace = match args.workspace.clone().or_else(|| config.workspace.clone()) {
-        Some(dir) => dir,
-        None => std::env::current_dir()?,
-    };
     let secrets = crate::secrets::gather(None, &config);
-    let toolbox = Toolbox::new(ToolPolicy {
-        workspace,
-        home: home.to_path_buf(),
-        secrets: secrets.clone(),
-    })?;
+    let toolbox = toolbox(args.workspace.clone(), &config, home, secrets.clone())?;
     let tools = Toolset {
         definitions: toolbox.definitions(),
         tools: Box::new(toolbox),
@@ -93,12 +114,8 @@ pub(crate) async fn open(
         args.base_url.as_deref(),
     )
     .allow_insecure_http(args.allow_insecure_http);
-    let mut defaults = config.defaults();
-    if defaults.aws_region.is_none() {
-        defaults.aws_region = crate::aws::region().await;
-    }
     let options = OpenOptions::new(choice)
-        .defaults(defaults)
+        .defaults(defaults(&config).await)
         .resume(args.resume.clone())
         // The flags alone: config's effort is in `defaults`, below what the session stores.
         .thinking(crate::cli::thinking(args.effort, args.no_thinking))

@@ -408,4 +408,12 @@ pub(crate) struct PreviewArgs {
     /// Say on stderr why each carrier is present, padded or absent on each assistant message.
     #[arg(long)]
     pub(crate) explain: bool,
+
+    /// The body as the next `chat --no-stream` would send it (without it: as a streamed chat).
+    #[arg(long = "no-stream")]
+    pub(crate) no_stream: bool,
+
+    /// Print the body exactly as sent (compact), instead of pretty-printed.
+    #[arg(long)]
+    pub(crate) compact: bool,
 }

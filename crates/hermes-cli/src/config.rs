@@ -169,6 +169,18 @@ impl LimitsSection {
         *self == LimitsSection::default()
     }
 
+    /// Every key with its effective value (the default where unset), for `config show`.
+    fn effective(&self) -> LimitsSection {
+        let limits = self.limits();
+        LimitsSection {
+            connect: Some(limits.connect.as_secs()),
+            first_byte: Some(limits.first_byte.as_secs()),
+            idle: Some(limits.idle.as_secs()),
+            turn: Some(limits.turn.as_secs()),
+            lease_wait: Some(limits.lease_wait.as_secs()),
+        }
+    }
+
     /// As the engine's limits (defaults where unset).
     pub(crate) fn limits(&self) -> hermes_engine::Limits {
         let d = hermes_engine::Limits::default();
@@ -378,7 +390,10 @@ pub(crate) fn run(command: &crate::cli::ConfigCommand, home: &Path) -> anyhow::R
                     path.display()
                 )?;
             }
-            write!(out, "{}", toml::to_string_pretty(&config.redacted())?)?;
+            let mut shown = config.redacted();
+            // Every wait's effective value, defaults included, so the limits are never a guess.
+            shown.limits = config.limits.effective();
+            write!(out, "{}", toml::to_string_pretty(&shown)?)?;
         }
     }
     Ok(())

@@ -1,5 +1,6 @@
-//! `hermes preview`: the exact body of the next request, with no network and nothing stored,
-//! settled by the engine exactly as `hermes chat` would be.
+//! `hermes preview`: the exact body of the next request — the bytes the wire encodes, with the
+//! tools, stream and thinking request chat sends — with no network and nothing stored, settled
+//! by the engine exactly as `hermes chat` would be.
 
 use std::io::{self, Write};
 
@@ -29,30 +30,29 @@ fn load(args: &PreviewArgs) -> anyhow::Result<SessionFile> {
 pub(crate) fn run(engine: &Engine, args: &PreviewArgs) -> anyhow::Result<()> {
     let file = load(args)?;
     // The same config.toml `hermes chat` reads, so the preview is the request chat would send.
-    let config = crate::home::hermes_home().and_then(|home| crate::config::load(&home))?;
+    let home = crate::home::hermes_home()?;
+    let config = crate::config::load(&home)?;
     let choice = Choice::new(
         args.provider.as_deref(),
         args.model.as_deref(),
         args.base_url.as_deref(),
     );
-    let mut defaults = config.defaults();
-    if defaults.aws_region.is_none() {
-        // The environment's region (the profile's needs the async chain; a preview shows
-        // us-east-1 when neither names one).
-        defaults.aws_region = ["AWS_REGION", "AWS_DEFAULT_REGION"]
-            .iter()
-            .find_map(|v| std::env::var(v).ok().filter(|r| !r.trim().is_empty()));
-    }
+    let runtime = crate::home::runtime()?;
+    // The tools chat offers, so the body carries the `tools` chat's would.
+    let tools = crate::chat::toolbox(None, &config, &home, crate::secrets::gather(None, &config))?
+        .definitions();
     let options = PreviewOptions::new(choice)
-        .defaults(defaults)
+        .defaults(runtime.block_on(crate::chat::defaults(&config)))
         // The flags alone: config's effort is in `defaults`, below what the history stores.
         .thinking(crate::cli::thinking(args.effort, args.no_thinking))
         .reject(CarrierSet::of(args.reject.iter().map(|c| c.0)))
-        .query(args.query.clone());
+        .query(args.query.clone())
+        .stream(!args.no_stream)
+        .tools(tools);
     let mut preview = Preview::new(engine, file, options)?;
     if args.session.is_some() {
         // What any session of the store learned a provider refuses, as chat would apply it.
-        preview = crate::home::runtime()?.block_on(async {
+        preview = runtime.block_on(async {
             let store = crate::home::open_store().await?;
             anyhow::Ok(
                 preview
@@ -67,8 +67,13 @@ pub(crate) fn run(engine: &Engine, args: &PreviewArgs) -> anyhow::Result<()> {
             writeln!(err, "{line}")?;
         }
     }
+    let body = if args.compact {
+        preview.compact_body()?
+    } else {
+        preview.body()?
+    };
     let mut out = crate::out::stdout();
-    out.write_all(&preview.body()?)?;
+    out.write_all(&body)?;
     writeln!(out)?;
     out.flush()?;
     Ok(())

@@ -112,7 +112,13 @@ fn preview_bodies_differ_per_route_on_the_shipped_example() {
 #[test]
 fn signed_items_reach_the_wire_byte_for_byte() {
     let example = example();
-    let out = hermes(&["preview", "--history", example.to_str().unwrap()]);
+    // `--compact`: the bytes as sent (the pretty form re-indents stored items too).
+    let out = hermes(&[
+        "preview",
+        "--history",
+        example.to_str().unwrap(),
+        "--compact",
+    ]);
     let stdout = String::from_utf8(out.stdout).unwrap();
     let stored = std::fs::read_to_string(example).unwrap();
     for item in [
@@ -167,7 +173,26 @@ fn query_and_effort_shape_the_body() {
     ]);
     let obj = body.as_object().unwrap();
     let keys: Vec<&str> = obj.keys().map(String::as_str).collect();
-    assert_eq!(keys, ["model", "messages", "thinking", "reasoning_effort"]);
+    // The whole body: chat streams and offers its tools.
+    assert_eq!(
+        keys,
+        [
+            "model",
+            "messages",
+            "stream",
+            "tools",
+            "thinking",
+            "reasoning_effort"
+        ]
+    );
+    assert_eq!(body["stream"], true);
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["read_file", "list_dir", "now"]);
     assert_eq!(body["thinking"], json!({"type": "enabled"}));
     assert_eq!(body["reasoning_effort"], "high");
     assert_eq!(

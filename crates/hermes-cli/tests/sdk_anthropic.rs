@@ -117,11 +117,24 @@ struct Recorded {
     body_text: String,
 }
 
-fn record(py: &Path, history: &Path, variant: &Variant, model: &str, opts: &[&str]) -> Recorded {
+/// What the SDK sends for `history`, with `tools` (hermes' own tool definitions, which are not
+/// this comparison's subject: the SDK user offers the same ones, so everything else compares,
+/// and the validator checks them against the SDK's `ToolParam`).
+fn record(
+    py: &Path,
+    history: &Path,
+    variant: &Variant,
+    model: &str,
+    opts: &[&str],
+    tools: &Value,
+) -> Recorded {
+    let tools_file = history.with_extension("tools.json");
+    std::fs::write(&tools_file, tools.to_string()).unwrap();
     let out = python(py)
         .arg(RECORD)
         .args(["--history", history.to_str().unwrap(), "--model", model])
         .args(["--variant", variant.sdk])
+        .args(["--tools", tools_file.to_str().unwrap()])
         .args(opts)
         .output()
         .unwrap();
@@ -309,10 +322,11 @@ impl Scratch {
         path
     }
 
-    /// `hermes preview` for this target: the exact text it prints on stdout.
+    /// `hermes preview` for this target: the exact text it prints on stdout (the body of a
+    /// chat with whole replies, as the SDK's `messages.create` sends without `stream`).
     fn preview(&self, history: &Path, variant: &Variant, model: &str, opts: &[&str]) -> String {
         let out = Command::new(env!("CARGO_BIN_EXE_hermes"))
-            .args(["preview", "--provider", variant.provider])
+            .args(["preview", "--no-stream", "--provider", variant.provider])
             .args(["--base-url", variant.base_url, "--model", model])
             .args(["--history", history.to_str().unwrap()])
             .args(opts)
@@ -485,7 +499,10 @@ fn object_paths(value: &Value, path: &mut Vec<Value>, out: &mut Vec<Vec<Value>>)
         Value::Object(map) => {
             out.push(path.clone());
             for (key, v) in map {
-                if key == "input" && value.get("type") == Some(&json!("tool_use")) {
+                // Free-form: a tool call's arguments and a tool's JSON Schema.
+                if (key == "input" && value.get("type") == Some(&json!("tool_use")))
+                    || key == "input_schema"
+                {
                     continue;
                 }
                 path.push(json!(key));
@@ -681,7 +698,7 @@ fn the_tool_loop_body_agrees_with_what_the_sdk_sends() {
             );
             let ours: Value =
                 serde_json::from_str(&scratch.preview(&file, variant, model, opts)).unwrap();
-            let sdk = record(py, &file, variant, model, opts);
+            let sdk = record(py, &file, variant, model, opts, &ours["tools"]);
 
             // What the SDK sent is itself valid (the validator is not too strict) ...
             assert_eq!(
@@ -734,21 +751,22 @@ fn a_streamed_request_is_the_same_body_with_stream_true() {
     let scratch = Scratch::new();
     let variant = &VARIANTS[0];
     let file = scratch.write("stream-loop.json", &tool_loop(variant, ADAPTIVE));
+    let mut ours: Value =
+        serde_json::from_str(&scratch.preview(&file, variant, ADAPTIVE, &["--effort", "high"]))
+            .unwrap();
     let sdk = record(
         py,
         &file,
         variant,
         ADAPTIVE,
         &["--effort", "high", "--stream"],
+        &ours["tools"],
     );
     assert_eq!(sdk.body["stream"], json!(true));
     assert_eq!(
         validate(py, "direct", std::slice::from_ref(&sdk.body_text)),
         vec![None]
     );
-    let mut ours: Value =
-        serde_json::from_str(&scratch.preview(&file, variant, ADAPTIVE, &["--effort", "high"]))
-            .unwrap();
     ours["stream"] = json!(true);
     assert_eq!(disagreements(&ours, &sdk.body), Vec::<String>::new());
     assert_eq!(validate(py, "direct", &[ours.to_string()]), vec![None]);

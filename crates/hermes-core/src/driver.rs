@@ -17,6 +17,12 @@ use crate::wire::{CHAT_WIRE, Outgoing, RequestParts, Wire};
 /// The refusal fallback retries exactly once per request (SPEC §6).
 pub const REFUSAL_RETRIES: usize = 1;
 
+/// A request whose stream stalled (went silent after it began) is retried at most once: the
+/// stall already waited the whole idle limit, so each further retry would add another, and the
+/// turn would wait minutes on a provider that stopped answering. The retry also counts against
+/// [`DriverConfig::max_backoff_retries`], and its time against the front end's turn limit.
+pub const STALL_RETRIES: u32 = 1;
+
 /// Why a [`SessionLog`] could not store something: the store's own typed error, boxed.
 pub type LogError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -110,6 +116,29 @@ impl Default for DriverConfig {
     }
 }
 
+impl DriverConfig {
+    /// What a wire builds the next request from: `history` (already paired,
+    /// [`paired`](crate::pairing::paired)) on `decision` with `conversation`'s verdicts and this
+    /// config's thinking request, tools and stream — the one place both the driver's requests
+    /// and a preview of the next one get their parts.
+    pub fn parts<'h>(
+        &'h self,
+        decision: &'h RouteDecision,
+        history: &'h [Message],
+        conversation: &'h Conversation,
+    ) -> RequestParts<'h> {
+        RequestParts {
+            history,
+            decision,
+            verdicts: &conversation.verdicts,
+            wire_verdicts: &conversation.wire_verdicts,
+            thinking: self.thinking,
+            tools: self.tools.as_ref(),
+            stream: self.stream,
+        }
+    }
+}
+
 /// Something the user should be told, in one line.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -184,6 +213,9 @@ pub enum DriverError {
     /// The model kept calling tools.
     #[error("the model was still calling tools after {0} steps")]
     ToolLoop(usize),
+    /// The stream stalled again on its one retry ([`STALL_RETRIES`]).
+    #[error("{0}, again on the retry after the first stall; not retried further")]
+    StalledAgain(TransportError),
 }
 
 /// A session being driven: its history and verdicts.
@@ -325,6 +357,7 @@ impl Driver<'_> {
         };
         let mut refusals = 0;
         let mut retries = 0;
+        let mut stalls = 0;
         let mut recovered: Option<Outgoing> = None;
         let mut recoveries = 0;
         loop {
@@ -420,10 +453,17 @@ impl Driver<'_> {
                     continue;
                 }
             }
+            if error.is_stall() {
+                if stalls >= STALL_RETRIES {
+                    return Err(DriverError::StalledAgain(error));
+                }
+                stalls += 1;
+            }
             if error.is_retryable() && retries < config.max_backoff_retries {
                 let delay = backoff(config, retries, &error);
                 retries += 1;
-                tracing::warn!(route = decision.id(), attempt = retries, delay_ms = delay.as_millis() as u64, error = %error, "transient failure, retrying");
+                // Told to the user in one line (the Retrying event); logged in full.
+                tracing::info!(route = decision.id(), attempt = retries, delay_ms = delay.as_millis() as u64, error = %error, "transient failure, retrying");
                 notify(&DriverEvent::Retrying {
                     attempt: retries,
                     delay,
@@ -443,15 +483,7 @@ impl Driver<'_> {
         history: &'h [Message],
         conversation: &'h Conversation,
     ) -> RequestParts<'h> {
-        RequestParts {
-            history,
-            decision: self.decision,
-            verdicts: &conversation.verdicts,
-            wire_verdicts: &conversation.wire_verdicts,
-            thinking: self.config.thinking,
-            tools: self.config.tools.as_ref(),
-            stream: self.config.stream,
-        }
+        self.config.parts(self.decision, history, conversation)
     }
 
     /// Sends one request for `conversation` as it is — refusal fallback (recording the verdict

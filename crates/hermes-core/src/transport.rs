@@ -138,6 +138,11 @@ pub enum TransportError {
     /// The stream broke or ended early.
     #[error("the stream broke: {0}")]
     Stream(String),
+    /// A streamed reply went silent for longer than the idle limit after it had begun (the
+    /// text says how far it got). Retried at most once ([`crate::driver::STALL_RETRIES`]): the
+    /// stall itself already waited the whole idle limit.
+    #[error("the stream stalled: {0}")]
+    Stalled(String),
     /// The provider reported an error after answering 200 (nothing is stored).
     #[error("the provider reported an error mid-reply: {0}")]
     AfterOk(String),
@@ -188,8 +193,15 @@ impl TransportError {
     pub fn is_retryable(&self) -> bool {
         match self {
             TransportError::Http { status, .. } => *status == 429 || *status >= 500,
-            TransportError::Timeout(_) | TransportError::Connect(_) => true,
+            TransportError::Timeout(_)
+            | TransportError::Connect(_)
+            | TransportError::Stalled(_) => true,
             _ => false,
         }
+    }
+
+    /// True for a stream that went silent after it had begun ([`TransportError::Stalled`]).
+    pub fn is_stall(&self) -> bool {
+        matches!(self, TransportError::Stalled(_))
     }
 }

@@ -16,6 +16,7 @@ mod error;
 mod fleet;
 mod home;
 mod lease;
+mod live;
 mod log;
 mod preview;
 mod session;

@@ -1,18 +1,17 @@
-//! The body of the next request for a stored conversation, through the same settlement as
-//! `chat`: no network, nothing stored.
+//! The body of the next request for a stored conversation, through the same settlement, the
+//! same wire and the same request parts as `chat`: no network, nothing stored.
 
+use hermes_core::driver::{Conversation, DriverConfig};
+use hermes_core::pairing::paired;
 use hermes_core::{
-    Carrier, CarrierSet, Message, Role, RouteDecision, SessionFile, ShapeContext, ThinkingRequest,
-    Verdicts,
+    Carrier, CarrierSet, Message, Outgoing, RawJson, RequestParts, Role, RouteDecision,
+    SessionFile, ShapeContext, ThinkingRequest,
 };
-
-use hermes_core::RequestParts;
-use hermes_providers::Wire;
-use hermes_providers::chat::ChatRequest;
 use hermes_providers::{anthropic, bedrock, gemini, responses};
 
 use crate::Engine;
 use crate::error::EngineError;
+use crate::live::{Credentials, LiveWire, live_base};
 use crate::settle::{Choice, Defaults, Purpose, Settled, Stored, settle, settle_thinking};
 
 /// How to preview.
@@ -32,6 +31,11 @@ pub struct PreviewOptions {
     pub reject: CarrierSet,
     /// A user message to append (`-q`).
     pub query: Option<String>,
+    /// The next request is streamed (as `chat` streams unless `--no-stream`).
+    pub stream: bool,
+    /// The tool definitions the next request carries (the front end's, as its chat offers
+    /// them).
+    pub tools: Option<RawJson>,
 }
 
 impl PreviewOptions {
@@ -67,26 +71,49 @@ impl PreviewOptions {
         self.query = text;
         self
     }
+
+    /// Streamed or not.
+    pub fn stream(mut self, stream: bool) -> Self {
+        self.stream = stream;
+        self
+    }
+
+    /// With the tool definitions chat would send.
+    pub fn tools(mut self, tools: Option<RawJson>) -> Self {
+        self.tools = tools;
+        self
+    }
 }
 
-/// A settled preview: the target, its route, the verdicts and the history to shape.
-#[derive(Debug)]
+/// A settled preview: the target, its route and wire, and the conversation to encode.
 pub struct Preview {
     /// Where the request would go.
     pub settled: Settled,
-    /// Its route.
+    /// Its route (resolved for the host requests go to, as chat resolves it).
     pub decision: RouteDecision,
-    /// The session's verdicts plus `--reject`.
-    pub verdicts: Verdicts,
-    /// The history, with `-q` appended.
-    pub history: Vec<Message>,
-    /// The session's verdicts on other wires.
-    pub wire_verdicts: hermes_core::WireVerdicts,
-    thinking: ThinkingRequest,
+    /// The history (with `-q` appended) and the verdicts: the session's, `--reject`'s and the
+    /// fleet's in effect.
+    pub conversation: Conversation,
+    /// Thinking request, stream and tools, as chat's driver would send them.
+    config: DriverConfig,
+    /// The wire chat would send through (built by the same function, without credentials).
+    wire: LiveWire,
+}
+
+impl std::fmt::Debug for Preview {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Preview")
+            .field("settled", &self.settled)
+            .field("route", &self.decision.id())
+            .field("wire", &self.wire.wire().id())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Preview {
-    /// Settles `file`'s conversation for `options` exactly as `chat` would.
+    /// Settles `file`'s conversation for `options` exactly as `chat` would: the same
+    /// settlement, the host chat's requests go to (for a simulator, the loopback host it
+    /// binds), the same route and the same wire.
     pub fn new(
         engine: &Engine,
         file: SessionFile,
@@ -106,7 +133,8 @@ impl Preview {
             Purpose::Preview,
             &|_| None,
         )?;
-        let decision = engine.resolve(&settled);
+        let live_base = live_base(&settled, None);
+        let decision = engine.resolve_live(&settled, Some(&live_base));
         let mut verdicts = file
             .verdicts()
             .map_err(|e| EngineError::Failed(e.to_string()))?;
@@ -134,17 +162,32 @@ impl Preview {
             stored_thinking,
             options.defaults.effort,
         );
-        let mut history = file.messages;
+        let mut messages = file.messages;
         if let Some(text) = &options.query {
-            history.push(Message::text(Role::User, text));
+            messages.push(Message::text(Role::User, text));
         }
+        // No request is sent: the client only completes the wire, and no credential is needed
+        // (auth never changes a body).
+        let client = engine.client(hermes_providers::Waits::default())?;
+        let wire = LiveWire::new(
+            &settled,
+            &live_base,
+            client,
+            Credentials {
+                sim: settled.sim.is_some(),
+                ..Credentials::default()
+            },
+        );
         Ok(Preview {
             settled,
             decision,
-            verdicts,
-            history,
-            wire_verdicts,
-            thinking,
+            conversation: Conversation {
+                messages,
+                verdicts,
+                wire_verdicts,
+            },
+            config: crate::session::driver_config(thinking, options.stream, options.tools),
+            wire,
         })
     }
 
@@ -170,117 +213,86 @@ impl Preview {
             }
             if v.wire == hermes_core::CHAT_WIRE {
                 if let Some(carrier) = Carrier::parse(&v.field) {
-                    self.verdicts
+                    self.conversation
+                        .verdicts
                         .record(target, hermes_core::CarrierSet::of([carrier]));
                 }
             } else {
-                self.wire_verdicts.record(&v.wire, target, &[&v.field]);
+                self.conversation
+                    .wire_verdicts
+                    .record(&v.wire, target, &[&v.field]);
             }
         }
         Ok(self)
     }
 
-    /// The request body of the chat-completions wire.
-    pub fn request(&self) -> ChatRequest<'_> {
-        ChatRequest::build(&self.history, &self.decision, &self.verdicts, self.thinking)
+    /// Builds the parts of the next request, as the driver does, and hands them to `f`.
+    fn with_parts<T>(&self, f: impl FnOnce(&RequestParts<'_>) -> T) -> T {
+        // Every call paired with a result on the wire, as the driver sends it.
+        let (history, _) = paired(&self.conversation.messages);
+        f(&self
+            .config
+            .parts(&self.decision, &history, &self.conversation))
     }
 
-    /// The exact body of the next request on the target's wire, pretty-printed (stored
-    /// carriers are written as stored).
+    /// The next request exactly as the wire encodes it for sending.
+    pub fn outgoing(&self) -> Result<Outgoing, EngineError> {
+        self.with_parts(|parts| self.wire.wire().encode(parts))
+            .map_err(|e| EngineError::Failed(format!("could not encode the request: {e}")))
+    }
+
+    /// The exact bytes of the next request's body (`hermes preview --compact`).
+    pub fn compact_body(&self) -> Result<Vec<u8>, EngineError> {
+        Ok(self.outgoing()?.body)
+    }
+
+    /// The next request's body, pretty-printed: the bytes of [`Preview::compact_body`] with
+    /// whitespace between tokens and nothing else changed (stored carriers, numbers and escapes
+    /// stay as sent).
     pub fn body(&self) -> Result<Vec<u8>, EngineError> {
-        match self.settled.wire {
-            Wire::Anthropic => Ok(self.anthropic()?.body),
-            Wire::BedrockConverse => Ok(self.bedrock()?.body),
-            Wire::Gemini => Ok(self.gemini()?.body),
-            Wire::Responses => Ok(self.responses()?.body),
-            _ => serde_json::to_vec_pretty(&self.request())
-                .map_err(|e| EngineError::Failed(format!("could not encode the request: {e}"))),
-        }
-    }
-
-    fn responses(&self) -> Result<responses::Encoded, EngineError> {
-        let (history, _) = hermes_core::pairing::paired(&self.history);
-        let parts = RequestParts::new(&history, &self.decision, &self.verdicts)
-            .wire_verdicts(&self.wire_verdicts)
-            .thinking(self.thinking);
-        responses::encode_pretty(&parts, &responses::Drops::default())
-            .map_err(|e| EngineError::Failed(format!("could not encode the request: {e}")))
-    }
-
-    fn gemini(&self) -> Result<gemini::Encoded, EngineError> {
-        let base = self.settled.base_url.clone().unwrap_or_default();
-        let (history, _) = hermes_core::pairing::paired(&self.history);
-        let parts = RequestParts::new(&history, &self.decision, &self.verdicts)
-            .wire_verdicts(&self.wire_verdicts)
-            .thinking(self.thinking);
-        gemini::encode_pretty(&parts, &gemini_target(&self.settled, &base))
-            .map_err(|e| EngineError::Failed(format!("could not encode the request: {e}")))
-    }
-
-    fn bedrock(&self) -> Result<bedrock::Encoded, EngineError> {
-        let base = self.settled.base_url.clone().unwrap_or_default();
-        let (history, _) = hermes_core::pairing::paired(&self.history);
-        let parts = RequestParts::new(&history, &self.decision, &self.verdicts)
-            .wire_verdicts(&self.wire_verdicts)
-            .thinking(self.thinking);
-        bedrock::encode_pretty(
-            &parts,
-            &bedrock_target(&self.settled, &base),
-            &bedrock::Drops::default(),
-        )
-        .map_err(|e| EngineError::Failed(format!("could not encode the request: {e}")))
-    }
-
-    fn anthropic(&self) -> Result<anthropic::Encoded, EngineError> {
-        let base = self.settled.base_url.clone().unwrap_or_default();
-        let target = anthropic_target(&self.settled, &base);
-        let (history, _) = hermes_core::pairing::paired(&self.history);
-        let parts = RequestParts::new(&history, &self.decision, &self.verdicts)
-            .wire_verdicts(&self.wire_verdicts)
-            .thinking(self.thinking);
-        anthropic::body::encode_pretty(&parts, &target, &anthropic::Drops::default())
-            .map_err(|e| EngineError::Failed(format!("could not encode the request: {e}")))
+        Ok(pretty(&self.compact_body()?))
     }
 
     /// `--explain`: the route line, then one line per message saying why each carrier is
     /// present, padded or absent and what stored keys stay out.
     pub fn explain(&self) -> Vec<String> {
-        if self.settled.wire == Wire::Responses {
-            return match self.responses() {
-                Ok(encoded) => encoded.explain,
-                Err(e) => vec![e.to_string()],
-            };
-        }
-        if self.settled.wire == Wire::Gemini {
-            return match self.gemini() {
-                Ok(encoded) => encoded.explain,
-                Err(e) => vec![e.to_string()],
-            };
-        }
-        if self.settled.wire == Wire::BedrockConverse {
-            return match self.bedrock() {
-                Ok(encoded) => encoded.explain,
-                Err(e) => vec![e.to_string()],
-            };
-        }
-        if self.settled.wire == Wire::Anthropic {
-            return match self.anthropic() {
-                Ok(encoded) => {
-                    let base = self.settled.base_url.clone().unwrap_or_default();
-                    let url = anthropic::url(
-                        &anthropic_target(&self.settled, &base),
-                        &self.settled.model,
-                        false,
-                    );
-                    std::iter::once(format!("POST {url}"))
-                        .chain(encoded.explain)
-                        .collect()
+        let fail = |e: &dyn std::fmt::Display| vec![format!("could not encode the request: {e}")];
+        self.with_parts(|parts| match &self.wire {
+            LiveWire::Responses(_) => {
+                match responses::encode(parts, &responses::Drops::default()) {
+                    Ok(encoded) => encoded.explain,
+                    Err(e) => fail(&e),
                 }
-                Err(e) => vec![e.to_string()],
-            };
-        }
+            }
+            LiveWire::Gemini(w) => match gemini::encode(parts, &w.target) {
+                Ok(encoded) => encoded.explain,
+                Err(e) => fail(&e),
+            },
+            LiveWire::Bedrock(w) => {
+                match bedrock::encode(parts, &w.target, &bedrock::Drops::default()) {
+                    Ok(encoded) => encoded.explain,
+                    Err(e) => fail(&e),
+                }
+            }
+            LiveWire::Anthropic(w) => {
+                match anthropic::body::encode(parts, &w.target, &anthropic::Drops::default()) {
+                    Ok(encoded) => {
+                        let url = w.url(&self.settled.model, parts.stream);
+                        std::iter::once(format!("POST {url}"))
+                            .chain(encoded.explain)
+                            .collect()
+                    }
+                    Err(e) => fail(&e),
+                }
+            }
+            LiveWire::Chat(_) => self.explain_chat(parts),
+        })
+    }
+
+    /// `--explain` on the chat-completions wire: the route and the shaping of each message.
+    fn explain_chat(&self, parts: &RequestParts<'_>) -> Vec<String> {
         let decision = &self.decision;
-        let ctx = ShapeContext::new(decision, &self.verdicts);
+        let ctx = ShapeContext::new(decision, parts.verdicts);
         let echo = decision
             .echo
             .as_ref()
@@ -301,50 +313,82 @@ impl Preview {
                 refused.join(", ")
             },
         )];
-        lines.extend(ctx.explain(&self.history));
+        lines.extend(ctx.explain(&self.conversation.messages));
         lines
     }
 }
 
-/// The Gemini target of a settled command (Vertex for `vertex-gemini`), with requests going to
-/// `base_url`.
-pub(crate) fn gemini_target(settled: &Settled, base_url: &str) -> gemini::Target {
-    let flavor = match &settled.vertex {
-        Some(v) => gemini::Flavor::Vertex {
-            project: v.project.clone(),
-            region: v.region.clone(),
-        },
-        None => gemini::Flavor::AiStudio,
+/// `json` (valid JSON, as a wire encodes it) re-indented the way `serde_json`'s pretty printer
+/// writes (two spaces, `": "`, empty containers as `{}` / `[]`). Only whitespace between
+/// tokens changes: every string, number and literal keeps its exact bytes, so a signature, a
+/// big integer or an escape reads as it is sent.
+pub(crate) fn pretty(json: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(json.len() * 2);
+    let mut depth = 0usize;
+    let newline = |out: &mut Vec<u8>, depth: usize| {
+        out.push(b'\n');
+        out.extend(std::iter::repeat_n(b' ', depth * 2));
     };
-    gemini::Target {
-        flavor,
-        base_url: base_url.to_owned(),
+    let mut i = 0;
+    while i < json.len() {
+        let c = json[i];
+        match c {
+            b'"' => {
+                // A string, copied whole (escapes included).
+                let start = i;
+                i += 1;
+                while i < json.len() && json[i] != b'"' {
+                    i += if json[i] == b'\\' { 2 } else { 1 };
+                }
+                out.extend_from_slice(&json[start..(i + 1).min(json.len())]);
+            }
+            b'{' | b'[' => {
+                let close = if c == b'{' { b'}' } else { b']' };
+                let next = json[i + 1..]
+                    .iter()
+                    .position(|b| !b.is_ascii_whitespace())
+                    .map(|p| i + 1 + p);
+                if next.is_some_and(|n| json[n] == close) {
+                    out.extend_from_slice(&[c, close]);
+                    i = next.unwrap_or(i);
+                } else {
+                    out.push(c);
+                    depth += 1;
+                    newline(&mut out, depth);
+                }
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                newline(&mut out, depth);
+                out.push(c);
+            }
+            b',' => {
+                out.push(c);
+                newline(&mut out, depth);
+            }
+            b':' => out.extend_from_slice(b": "),
+            c if c.is_ascii_whitespace() => {}
+            c => out.push(c),
+        }
+        i += 1;
     }
+    out
 }
 
-/// The Bedrock Converse target of a settled command, with requests going to `base_url`.
-pub(crate) fn bedrock_target(settled: &Settled, base_url: &str) -> bedrock::Target {
-    bedrock::Target {
-        base_url: base_url.to_owned(),
-        max_tokens: settled.max_tokens,
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::pretty;
 
-/// The Anthropic target of a settled command, with requests going to `base_url` (a started
-/// simulator's loopback URL, or the settled one).
-pub(crate) fn anthropic_target(settled: &Settled, base_url: &str) -> anthropic::Target {
-    let flavor = match (&settled.vertex, settled.provider.as_str()) {
-        (Some(v), _) => anthropic::Flavor::Vertex {
-            project: v.project.clone(),
-            region: v.region.clone(),
-        },
-        (None, "foundry-anthropic") => anthropic::Flavor::Foundry,
-        (None, "bedrock-anthropic") => anthropic::Flavor::Bedrock,
-        _ => anthropic::Flavor::Direct,
-    };
-    anthropic::Target {
-        flavor,
-        base_url: base_url.to_owned(),
-        max_tokens: settled.max_tokens,
+    #[test]
+    fn pretty_printing_changes_only_whitespace_and_matches_serde_json() {
+        let sent = br#"{"a": [1, {"b":"x\"y,:{}"}], "e":{}, "f":[ ], "n":123456789012345678901234567890,"s":"\ud800"}"#;
+        let got = String::from_utf8(pretty(sent)).unwrap();
+        assert_eq!(
+            got,
+            "{\n  \"a\": [\n    1,\n    {\n      \"b\": \"x\\\"y,:{}\"\n    }\n  ],\n  \"e\": {},\n  \"f\": [],\n  \"n\": 123456789012345678901234567890,\n  \"s\": \"\\ud800\"\n}"
+        );
+        let plain = br#"{"a":[1,{"b":"c"}],"d":{},"e":[true,null,-1.5]}"#;
+        let value: serde_json::Value = serde_json::from_slice(plain).unwrap();
+        assert_eq!(pretty(plain), serde_json::to_vec_pretty(&value).unwrap());
     }
 }

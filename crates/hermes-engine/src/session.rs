@@ -3,25 +3,21 @@
 //! compacted, branched and switched to another model.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use hermes_core::driver::{Conversation, Driver, DriverConfig, DriverEvent, Tools, TurnOutcome};
 use hermes_core::{
     Message, RawJson, ResolveOptions, Role, RouteDecision, RouteTarget, ThinkingRequest,
     TransportError, Verdicts,
 };
-use hermes_providers::anthropic::AnthropicWire;
 use hermes_providers::aws::{AwsAuth, AwsCredentials};
-use hermes_providers::bedrock::BedrockWire;
-use hermes_providers::gemini::GeminiWire;
-use hermes_providers::responses::ResponsesWire;
-use hermes_providers::{Auth, Endpoint, HttpChat, Wire};
 use hermes_store::{NewSession, Store, StoredThinking};
 
 use crate::Engine;
 use crate::error::EngineError;
 use crate::fleet::FleetTurn;
 use crate::lease::Held;
+use crate::live::{Credentials, LiveWire, live_base};
 use crate::log::StoreLog;
 use crate::settle::{Choice, Defaults, Purpose, Settled, Stored, settle, settle_thinking};
 use crate::summarize::TransportSummarizer;
@@ -224,8 +220,8 @@ struct Target {
     settled: Settled,
     decision: RouteDecision,
     transport: LiveWire,
-    /// Keeps the in-process simulator alive.
-    _sim: Option<hermes_sim::Sim>,
+    /// The in-process simulator (kept alive while the target is).
+    sim: Option<hermes_sim::Sim>,
 }
 
 impl Target {
@@ -244,10 +240,7 @@ impl Target {
             ),
             None => None,
         };
-        let live_base = match &sim {
-            Some(sim) => sim.base_url(),
-            None => settled.base_url.clone().unwrap_or_default(),
-        };
+        let live_base = live_base(&settled, sim.as_ref());
         let decision = engine.resolve_live(&settled, Some(&live_base));
         let client = engine.client(hermes_providers::Waits::new(
             limits.connect,
@@ -276,79 +269,37 @@ impl Target {
                 )));
             }
         };
-        let transport = match settled.wire {
-            Wire::Anthropic => LiveWire::Anthropic(AnthropicWire {
-                client,
-                target: crate::preview::anthropic_target(&settled, &live_base),
-                auth: match aws_auth {
-                    Some(aws) => Some(Auth::Aws(aws, SystemTime::now)),
-                    None => key.map(|key| {
-                        if settled.vertex.is_some() || settled.bearer {
-                            Auth::Bearer(key)
-                        } else {
-                            Auth::Header("x-api-key", key)
-                        }
-                    }),
-                },
-            }),
-            Wire::BedrockConverse => LiveWire::Bedrock(BedrockWire {
-                client,
-                target: crate::preview::bedrock_target(&settled, &live_base),
-                auth: aws_auth,
-                clock: SystemTime::now,
-            }),
-            Wire::Chat => LiveWire::Chat(HttpChat {
-                client,
-                endpoint: Endpoint {
-                    base_url: live_base,
-                    api_key: key,
-                },
-            }),
-            Wire::Responses => LiveWire::Responses(ResponsesWire {
-                client,
-                base_url: live_base,
-                // The in-process simulator wants a bearer token, as OpenAI does; any will do.
-                auth: key
-                    .or_else(|| sim.is_some().then(|| "hermes-sim".to_owned()))
-                    .map(Auth::Bearer),
-            }),
-            Wire::Gemini => LiveWire::Gemini(GeminiWire {
-                client,
-                target: crate::preview::gemini_target(&settled, &live_base),
-                auth: key.map(|key| match settled.vertex {
-                    Some(_) => Auth::Bearer(key),
-                    None => Auth::Header("x-goog-api-key", key),
-                }),
-            }),
-        };
+        let transport = LiveWire::new(
+            &settled,
+            &live_base,
+            client,
+            Credentials {
+                key,
+                aws: aws_auth,
+                sim: sim.is_some(),
+            },
+        );
         Ok(Target {
             settled,
             decision,
             transport,
-            _sim: sim,
+            sim,
         })
     }
 }
 
-/// The wire a target speaks.
-enum LiveWire {
-    Chat(HttpChat),
-    Anthropic(AnthropicWire),
-    Bedrock(BedrockWire),
-    Gemini(GeminiWire),
-    Responses(ResponsesWire),
-}
-
-impl LiveWire {
-    fn wire(&self) -> &dyn hermes_core::Wire {
-        match self {
-            LiveWire::Chat(w) => w,
-            LiveWire::Anthropic(w) => w,
-            LiveWire::Bedrock(w) => w,
-            LiveWire::Gemini(w) => w,
-            LiveWire::Responses(w) => w,
-        }
-    }
+/// How a session's driver sends: its thinking request, streamed or not, its tool definitions
+/// (a preview of the next request builds it here too).
+pub(crate) fn driver_config(
+    thinking: ThinkingRequest,
+    stream: bool,
+    tools: Option<RawJson>,
+) -> DriverConfig {
+    let mut config = DriverConfig::default();
+    config.thinking = thinking;
+    config.stream = stream;
+    config.tools = tools;
+    config
 }
 
 /// A chat in progress.
@@ -463,10 +414,7 @@ impl ChatSession {
             // The user asked again: from now on the session thinks this way.
             store.set_thinking(id, Some(flags)).await?;
         }
-        let mut driver_config = DriverConfig::default();
-        driver_config.thinking = thinking;
-        driver_config.stream = options.stream;
-        driver_config.tools = tools.definitions.clone();
+        let driver_config = driver_config(thinking, options.stream, tools.definitions.clone());
         Ok(ChatSession {
             engine: engine.clone(),
             store,
@@ -496,6 +444,12 @@ impl ChatSession {
     /// Where the session runs.
     pub fn settled(&self) -> &Settled {
         &self.target.settled
+    }
+
+    /// The in-process simulator of `--provider sim` (it records every request it received);
+    /// none for a real provider.
+    pub fn simulator(&self) -> Option<&hermes_sim::Sim> {
+        self.target.sim.as_ref()
     }
 
     /// The stored session's id, once the first turn (or `--resume`) made one.

@@ -157,10 +157,11 @@ pub(crate) fn chunk_error(error: reqwest::Error, seen: usize, unit: &str) -> Tra
     }
 }
 
-/// A stream silent for longer than the idle limit, after `seen` `unit`.
+/// A stream silent for longer than the idle limit, after `seen` `unit`: a stall, which the
+/// driver retries at most once.
 fn silent(seen: usize, unit: &str) -> TransportError {
-    TransportError::Timeout(format!(
-        "the stream was silent for longer than the idle limit after {seen} {unit}"
+    TransportError::Stalled(format!(
+        "silent for longer than the idle limit after {seen} {unit}"
     ))
 }
 

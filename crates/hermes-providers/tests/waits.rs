@@ -107,7 +107,7 @@ async fn a_stalled_stream_ends_at_the_idle_limit() {
     );
     let err = send(&base, true, waits).await.unwrap_err();
     assert!(
-        matches!(&err, TransportError::Timeout(why) if why.contains("idle limit after 1 chunks")),
+        matches!(&err, TransportError::Stalled(why) if why.contains("idle limit after 1 chunks")),
         "a stalled stream is a timeout naming the idle limit: {err}"
     );
 }

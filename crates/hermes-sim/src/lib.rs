@@ -100,6 +100,11 @@ pub use sign::DEFAULT_KEY;
 /// the signing key; the library never reads it (pass the key to [`SimBuilder::key`]).
 pub const KEY_ENV: &str = "HERMES_SIM_KEY";
 
+/// The loopback address every simulator binds. A client that has not started one (a preview of
+/// the next request) can still name the host its requests would go to: routes and provenance
+/// read the host, never the port.
+pub const HOST: &str = "127.0.0.1";
+
 /// The AWS access key id the `bedrock` profile knows by default (SigV4).
 pub const SIM_AWS_ACCESS_KEY_ID: &str = "AKIDHERMESSIM";
 
@@ -376,7 +381,7 @@ impl SimBuilder {
 
     /// Binds 127.0.0.1 and starts serving in a background task.
     pub async fn start(self) -> Result<Sim, SimError> {
-        let listener = TcpListener::bind(("127.0.0.1", self.port)).await?;
+        let listener = TcpListener::bind((HOST, self.port)).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             profile: self.profile,

@@ -2,7 +2,7 @@
 """Record the exact Messages request the official Python SDK sends for a hermes history.
 
 Usage:
-    anthropic_record.py --history FILE --model M [--effort E | --no-thinking] [--stream]
+    anthropic_record.py --history FILE --model M [--effort E | --no-thinking] [--stream] [--tools FILE]
                         [-q TEXT] [--variant direct|vertex|foundry] [--max-tokens N]
 
 FILE is a `hermes.session.v1` file (or a bare JSON array of messages). The script turns it into
@@ -145,6 +145,7 @@ def convert(
     stream: bool,
     question: str | None,
     max_tokens: int | None,
+    tools: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     history = session["messages"] if isinstance(session, dict) else session
     system: list[str] = []
@@ -196,6 +197,8 @@ def convert(
         params["max_tokens"] = ADAPTIVE_MAX_TOKENS
     else:
         params["max_tokens"] = DEFAULT_MAX_TOKENS
+    if tools:
+        params["tools"] = tools
     if stream:
         params["stream"] = True
     return params
@@ -328,7 +331,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("-q", dest="question")
     parser.add_argument("--variant", choices=("direct", "vertex", "foundry"), default="direct")
     parser.add_argument("--max-tokens", type=int)
+    parser.add_argument("--tools", help="a JSON file of tool definitions (ToolParam), sent as given")
     args = parser.parse_args(argv)
+    tools = None
+    if args.tools:
+        with open(args.tools, encoding="utf-8") as fh:
+            tools = json.load(fh)
 
     with open(args.history, encoding="utf-8") as fh:
         session = json.load(fh)
@@ -341,6 +349,7 @@ def main(argv: list[str]) -> int:
             stream=args.stream,
             question=args.question,
             max_tokens=args.max_tokens,
+            tools=tools,
         )
     except ConversionError as exc:
         print(f"anthropic_record: {exc}", file=sys.stderr)

@@ -1,0 +1,198 @@
+//! `hermes preview --session ID` prints the body the next `hermes chat --resume ID` sends: with
+//! `--compact` the same bytes the provider receives (tools, stream, thinking and sampling
+//! fields included), pretty-printed otherwise; on every wire, through the real binary against
+//! the strict simulators. And after the README's own offline runs (`--provider sim`), its
+//! `--explain` replays what chat replays.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/hermes.rs"]
+mod hermes;
+
+use std::path::Path;
+use std::process::Output;
+
+use hermes_sim::{SIM_AWS_ACCESS_KEY_ID, SIM_AWS_SECRET_ACCESS_KEY, Sim};
+use serde_json::Value;
+
+const LOOP: &str = "[tools=3] time?";
+const AGAIN: &str = "and now?";
+
+struct Home(tempfile::TempDir);
+
+impl Home {
+    fn new() -> Self {
+        Home(tempfile::tempdir().unwrap())
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    /// Runs hermes with this home (also `HOME`, so no real `~/.aws` is read), off the async
+    /// runtime (the simulator serves meanwhile).
+    async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let home = self.path().to_string_lossy().into_owned();
+        let mut all = vec![
+            ("HOME", home.as_str()),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+        ];
+        all.extend_from_slice(env);
+        hermes::output(hermes::hermes(self.path(), args, &all)).await
+    }
+
+    async fn ok(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let out = self.run(args, env).await;
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// A `chat --json` turn; returns the session id.
+    async fn chat(&self, args: &[&str], env: &[(&str, &str)]) -> String {
+        let all = [&["chat", "--json"], args].concat();
+        let out: Value = serde_json::from_slice(&self.ok(&all, env).await.stdout).unwrap();
+        out["session_id"].as_str().unwrap().to_owned()
+    }
+}
+
+/// Environment variables a run sets.
+type Env = &'static [(&'static str, &'static str)];
+
+/// One target per wire: (provider, simulator profile, model, environment).
+const WIRES: &[(&str, &str, &str, Env)] = &[
+    (
+        "deepseek",
+        "deepseek-v4",
+        "deepseek-v4-pro",
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+    ),
+    (
+        "anthropic",
+        "anthropic",
+        "claude-opus-4-6",
+        &[("ANTHROPIC_API_KEY", "sk-ant-test")],
+    ),
+    (
+        "gemini",
+        "gemini",
+        "gemini-3-pro-preview",
+        &[("GEMINI_API_KEY", "test-key")],
+    ),
+    (
+        "openai-responses",
+        "openai-responses",
+        "gpt-5.2",
+        &[("OPENAI_API_KEY", "sk-test")],
+    ),
+    (
+        "bedrock",
+        "bedrock",
+        "anthropic.claude-opus-4-6-v1:0",
+        &[
+            ("AWS_ACCESS_KEY_ID", SIM_AWS_ACCESS_KEY_ID),
+            ("AWS_SECRET_ACCESS_KEY", SIM_AWS_SECRET_ACCESS_KEY),
+            ("AWS_REGION", "us-east-1"),
+        ],
+    ),
+    (
+        "bedrock-anthropic",
+        "bedrock",
+        "anthropic.claude-opus-4-6-v1:0",
+        &[
+            ("AWS_ACCESS_KEY_ID", SIM_AWS_ACCESS_KEY_ID),
+            ("AWS_SECRET_ACCESS_KEY", SIM_AWS_SECRET_ACCESS_KEY),
+            ("AWS_REGION", "us-east-1"),
+        ],
+    ),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preview_compact_is_the_body_the_next_resume_sends_on_every_wire() {
+    for (provider, profile, model, env) in WIRES {
+        for stream in [true, false] {
+            let sim = Sim::start(profile).await.unwrap();
+            let base = sim.base_url();
+            let home = Home::new();
+            let no_stream: &[&str] = if stream { &[] } else { &["--no-stream"] };
+            let start = [
+                &[
+                    "--provider",
+                    provider,
+                    "--model",
+                    model,
+                    "--base-url",
+                    &base,
+                ][..],
+                &["--effort", "high", "-q", LOOP],
+                no_stream,
+            ]
+            .concat();
+            let id = home.chat(&start, env).await;
+
+            let preview = [
+                &["preview", "--session", id.as_str(), "-q", AGAIN][..],
+                no_stream,
+            ]
+            .concat();
+            let pretty = home.ok(&preview, env).await.stdout;
+            let compact = [&preview[..], &["--compact"]].concat();
+            let previewed = home.ok(&compact, env).await.stdout;
+
+            sim.clear_requests();
+            let resume = [&["--resume", id.as_str(), "-q", AGAIN][..], no_stream].concat();
+            home.chat(&resume, env).await;
+            let sent = sim.requests();
+            assert_eq!(sent[0].status, 200, "{provider}: {}", sent[0].response);
+            // One line: the body as sent, then the newline preview ends its output with.
+            assert_eq!(
+                String::from_utf8_lossy(&previewed),
+                format!("{}\n", String::from_utf8_lossy(&sent[0].raw)),
+                "{provider} (stream {stream}): preview --compact differs from the resumed request"
+            );
+            for field in ["tools", "stream", "messages", "contents", "input"] {
+                if sent[0].body.get(field).is_some() {
+                    assert!(
+                        String::from_utf8_lossy(&previewed).contains(&format!("\"{field}\"")),
+                        "{provider}: {field}"
+                    );
+                }
+            }
+            let pretty: Value = serde_json::from_slice(&pretty).unwrap();
+            assert_eq!(pretty, sent[0].body, "{provider}: pretty preview");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_readmes_offline_runs_preview_explain_replays_what_chat_replays() {
+    for profile in ["anthropic", "gemini", "openai-responses", "bedrock"] {
+        let home = Home::new();
+        let url = format!("sim://{profile}");
+        let start = [
+            "--provider",
+            "sim",
+            "--base-url",
+            url.as_str(),
+            "--effort",
+            "high",
+            "-q",
+            LOOP,
+        ];
+        let id = home.chat(&start, &[]).await;
+        let out = home
+            .ok(&["preview", "--session", &id, "--explain"], &[])
+            .await;
+        let explain = String::from_utf8_lossy(&out.stderr);
+        for wrong in ["unknown relay", "(provenance)", "left out"] {
+            assert!(!explain.contains(wrong), "{profile}: {wrong}\n{explain}");
+        }
+        let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            body.get("tools").is_some() || body.get("toolConfig").is_some(),
+            "{profile}: {body}"
+        );
+    }
+}
