@@ -254,6 +254,17 @@ struct Content<'h> {
     sources: Vec<usize>,
 }
 
+impl Content<'_> {
+    /// A user turn of function responses.
+    fn answers_calls(&self) -> bool {
+        self.role == "user"
+            && self
+                .parts
+                .iter()
+                .any(|p| matches!(p, Part::Response { .. }))
+    }
+}
+
 impl Serialize for Content<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(2))?;
@@ -537,6 +548,19 @@ fn push<'h>(wire: &mut Vec<Content<'h>>, role: &'static str, parts: Vec<Part<'h>
     });
 }
 
+/// The model turn sent between function responses and the user's words that follow them (a
+/// steer typed while a tool ran). Gemini takes a function-response turn as the answer to the
+/// call turn before it, part for part ("Please ensure that the number of function response parts
+/// is equal to the number of function call parts of the function call turn"), and refuses text
+/// beside the responses (google/oss-rebuild#1559 on Gemini 3 Flash; sibling parts,
+/// google-gemini/gemini-cli#16137); Google's function-calling guide sends the responses as a
+/// `Content` of their own (https://ai.google.dev/gemini-api/docs/function-calling). The user's
+/// words then go as the next user turn, and turns alternate, so a short model turn goes between.
+/// It carries no thought signature (a text turn's signature is not validated: only function
+/// calls of the current turn are, https://ai.google.dev/gemini-api/docs/thought-signatures) and
+/// is never stored.
+pub const STEER_BRIDGE: &str = "Tool results received.";
+
 /// Builds the body of `parts` for `target`.
 pub fn encode(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, EncodeError> {
     encode_with(parts, target, false)
@@ -603,6 +627,20 @@ fn encode_with(
                 if texts.is_empty() {
                     explain.push(format!("message {i}: left out (no text to send)"));
                     continue;
+                }
+                if wire.last().is_some_and(Content::answers_calls) {
+                    wire.push(Content {
+                        role: "model",
+                        parts: vec![Part::Text {
+                            text: serde_json::value::to_raw_value(STEER_BRIDGE)
+                                .unwrap_or_else(|_| empty_string()),
+                            signature: None,
+                        }],
+                        sources: Vec::new(),
+                    });
+                    explain.push(format!(
+                        "message {i}: text after function responses sent as a user turn of its own, after a model turn {STEER_BRIDGE:?} (Gemini refuses text beside function responses)"
+                    ));
                 }
                 push(&mut wire, "user", texts, i);
             }

@@ -86,6 +86,32 @@ fn origin_json(model: &str, host: &str) -> String {
 const CONFIG_DEFAULT: &str = r#""generationConfig":{"thinkingConfig":{"includeThoughts":true}}"#;
 
 #[test]
+fn a_steer_after_function_responses_goes_as_a_user_turn_of_its_own_after_a_model_turn() {
+    // The user typed while the tool ran: the words do not join the function-response turn
+    // (Gemini refuses text beside function responses); a short unsigned model turn separates
+    // them, and the signed call turn goes back as captured.
+    let o = origin_json(PRO3, HOST);
+    let h = history(&format!(
+        r#"[{{"role":"user","content":"Time in Zurich?"}},
+            {{"role":"assistant","content":null,"tool_calls":[{}],"origin":{o}}},
+            {{"role":"tool","tool_call_id":"c1","content":"12:00"}},
+            {{"role":"user","content":"and in Tokyo?"}}]"#,
+        call("c1", r#""{}""#, Some(r#""U0lHLTE=""#)),
+    ));
+    assert_eq!(
+        body(&h, PRO3),
+        concat!(
+            r#"{"contents":[{"parts":[{"text":"Time in Zurich?"}],"role":"user"},"#,
+            r#"{"parts":[{"functionCall":{"id":"c1","args":{},"name":"now"},"thoughtSignature":"U0lHLTE="}],"role":"model"},"#,
+            r#"{"parts":[{"functionResponse":{"id":"c1","name":"now","response":{"output":"12:00"}}}],"role":"user"},"#,
+            r#"{"parts":[{"text":"Tool results received."}],"role":"model"},"#,
+            r#"{"parts":[{"text":"and in Tokyo?"}],"role":"user"}],"#,
+            r#""generationConfig":{"thinkingConfig":{"includeThoughts":true}}}"#,
+        )
+    );
+}
+
+#[test]
 fn sequential_calls_each_carry_their_own_signature_byte_for_byte() {
     let o = origin_json(PRO3, HOST);
     let h = history(&format!(
