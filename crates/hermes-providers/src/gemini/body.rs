@@ -15,7 +15,8 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use hermes_core::message::{same_minter, thought_signature};
-use hermes_core::{Message, RawJson, RequestParts, Role, ToolCall};
+use hermes_core::pairing::{Matched, OpenCall, match_result};
+use hermes_core::{RawJson, RequestParts, Role, ToolCall};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
@@ -491,46 +492,6 @@ pub fn made_up_id(call: &ToolCall) -> bool {
         .any(|(k, v)| k == MADE_UP_ID_KEY && v.get() == "true")
 }
 
-/// A call of the latest model turn, waiting for its result.
-struct Open<'h> {
-    /// The id stored on the call (made up or not): what a tool result names.
-    stored: Option<&'h str>,
-    /// The id sent back to Gemini: the stored one unless hermes made it up.
-    sent: Option<&'h str>,
-    name: &'h str,
-    answered: bool,
-}
-
-/// How a tool result found its call.
-enum Matched {
-    Id,
-    Name,
-    Order,
-}
-
-/// The open call a tool result answers: by id; else, among the calls it could answer (every
-/// unanswered call for a result without an id, only calls stored without one for a result with
-/// an id), by its `name` in order, else the first (older calls and results may lack ids: SPEC
-/// §5). A result whose id no call holds finds no call with an id.
-fn match_result(open: &[Open<'_>], msg: &Message) -> Option<(usize, Matched)> {
-    let id = msg.tool_call_id.as_deref();
-    if let Some(i) = id.and_then(|id| {
-        open.iter()
-            .position(|c| !c.answered && c.stored == Some(id))
-    }) {
-        return Some((i, Matched::Id));
-    }
-    let candidate = |c: &Open<'_>| !c.answered && (id.is_none() || c.stored.is_none());
-    if let Some(i) = msg
-        .name
-        .as_deref()
-        .and_then(|name| open.iter().position(|c| candidate(c) && c.name == name))
-    {
-        return Some((i, Matched::Name));
-    }
-    open.iter().position(candidate).map(|i| (i, Matched::Order))
-}
-
 /// Adds parts to the wire, merging into the previous content of the same role (the API wants
 /// alternating turns; consecutive tool results become one user turn).
 fn push<'h>(wire: &mut Vec<Content<'h>>, role: &'static str, parts: Vec<Part<'h>>, source: usize) {
@@ -608,7 +569,10 @@ fn encode_with(
 
     let mut system: Vec<Box<RawValue>> = Vec::new();
     let mut wire: Vec<Content<'_>> = Vec::new();
-    let mut open: Vec<Open<'_>> = Vec::new();
+    // The calls of the latest model turn waiting for their results, and the id each went out
+    // with (none when hermes made it up).
+    let mut open: Vec<OpenCall<'_>> = Vec::new();
+    let mut sent_ids: Vec<Option<&str>> = Vec::new();
     let mut signed = false;
     let mut unsigned_in_loop: Option<usize> = None;
 
@@ -617,6 +581,7 @@ fn encode_with(
             Role::System | Role::Developer => system.extend(text_parts(msg.content.as_ref())),
             Role::User => {
                 open.clear();
+                sent_ids.clear();
                 let texts: Vec<Part<'_>> = text_parts(msg.content.as_ref())
                     .into_iter()
                     .map(|text| Part::Text {
@@ -653,6 +618,7 @@ fn encode_with(
                 };
                 let call = &mut open[at];
                 call.answered = true;
+                let call = *call;
                 match how {
                     Matched::Id => {}
                     Matched::Name => explain.push(format!(
@@ -665,7 +631,7 @@ fn encode_with(
                     )),
                 }
                 let part = Part::Response {
-                    id: call.sent,
+                    id: sent_ids[at],
                     name: call.name,
                     output: result_text(msg.content.as_ref()),
                 };
@@ -673,6 +639,7 @@ fn encode_with(
             }
             Role::Assistant => {
                 open.clear();
+                sent_ids.clear();
                 if !msg.replayable() {
                     explain.push(format!("message {i}: not replayed (stored for the record)"));
                     continue;
@@ -711,12 +678,12 @@ fn encode_with(
                         made_up.push(call.function.name.as_str());
                     }
                     let sent = if made { None } else { call.id.as_deref() };
-                    open.push(Open {
-                        stored: call.id.as_deref(),
-                        sent,
+                    open.push(OpenCall {
+                        id: call.id.as_deref(),
                         name: &call.function.name,
                         answered: false,
                     });
+                    sent_ids.push(sent);
                     model_parts.push(Part::Call {
                         id: sent,
                         name: &call.function.name,

@@ -112,6 +112,35 @@ fn a_steer_after_function_responses_goes_as_a_user_turn_of_its_own_after_a_model
 }
 
 #[test]
+fn an_imported_step_without_ids_keeps_every_result_after_its_call() {
+    // As the Python original stores Gemini steps: calls without ids and results carrying the
+    // tool name only, or calls with ids their results do not repeat. Every functionCall is
+    // answered by its functionResponse, matched by name, then order.
+    let h = history(
+        r#"[{"role":"user","content":"Time and city?"},
+            {"role":"assistant","content":null,"tool_calls":[
+              {"type":"function","function":{"name":"now","arguments":"{}"}},
+              {"type":"function","function":{"name":"city","arguments":"{}"}}]},
+            {"role":"tool","name":"city","content":"Zurich"},
+            {"role":"tool","content":"12:00"},
+            {"role":"assistant","content":null,"tool_calls":[
+              {"id":"c9","type":"function","function":{"name":"now","arguments":"{}"}}]},
+            {"role":"tool","name":"now","content":"12:01"}]"#,
+    );
+    assert_eq!(
+        body(&h, "gemini-2.5-flash"),
+        concat!(
+            r#"{"contents":[{"parts":[{"text":"Time and city?"}],"role":"user"},"#,
+            r#"{"parts":[{"functionCall":{"args":{},"name":"now"}},{"functionCall":{"args":{},"name":"city"}}],"role":"model"},"#,
+            r#"{"parts":[{"functionResponse":{"name":"city","response":{"output":"Zurich"}}},{"functionResponse":{"name":"now","response":{"output":"12:00"}}}],"role":"user"},"#,
+            r#"{"parts":[{"functionCall":{"id":"c9","args":{},"name":"now"}}],"role":"model"},"#,
+            r#"{"parts":[{"functionResponse":{"id":"c9","name":"now","response":{"output":"12:01"}}}],"role":"user"}],"#,
+            r#""generationConfig":{"thinkingConfig":{"includeThoughts":true}}}"#,
+        )
+    );
+}
+
+#[test]
 fn sequential_calls_each_carry_their_own_signature_byte_for_byte() {
     let o = origin_json(PRO3, HOST);
     let h = history(&format!(
