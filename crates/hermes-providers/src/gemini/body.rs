@@ -469,20 +469,44 @@ fn result_text(content: Option<&RawJson>) -> Box<RawValue> {
     }
 }
 
-/// A tool call's arguments as the `args` object: the stored JSON text when it is an object,
-/// else `{}`.
-fn call_args(call: &ToolCall) -> Box<RawValue> {
-    let text = call
-        .function
-        .arguments
-        .as_ref()
-        .and_then(|a| a.as_str().map(|s| s.into_owned()));
-    match text {
-        Some(t) if t.trim_start().starts_with('{') => {
-            RawValue::from_string(t.trim().to_owned()).unwrap_or_else(|_| raw_box("{}"))
-        }
-        _ => raw_box("{}"),
+/// The key a call's arguments go under when they are not a JSON object.
+pub const WRAPPED_ARGS_KEY: &str = "value";
+
+/// A tool call's arguments as the `args` object, and whether they had to be wrapped.
+///
+/// `functionCall.args` is a JSON object (a protobuf `Struct`: "The function parameters and
+/// values in JSON object format", https://ai.google.dev/api/caching#FunctionCall); any other
+/// value is refused. Storage keeps what the provider sent (capture stores the `args` text as
+/// received), so a stored object goes back byte for byte, no arguments (or blank ones) as `{}`,
+/// and anything else — another JSON value, or text that is not JSON — goes under
+/// [`WRAPPED_ARGS_KEY`] (`{"value": …}`, the text as a JSON string when it is not JSON) rather
+/// than being dropped for `{}`; the caller tells the user.
+fn call_args(call: &ToolCall) -> (Box<RawValue>, bool) {
+    let text = match call.function.arguments.as_ref() {
+        None => return (raw_box("{}"), false),
+        Some(a) => match a.as_str() {
+            Some(s) => s.into_owned(),
+            // Arguments stored as JSON rather than as a string of JSON.
+            None => a.get().to_owned(),
+        },
+    };
+    let t = text.trim();
+    if t.is_empty() {
+        return (raw_box("{}"), false);
     }
+    match RawValue::from_string(t.to_owned()) {
+        Ok(raw) if t.starts_with('{') => (raw, false),
+        Ok(raw) => (wrap_args(raw.get()), true),
+        Err(_) => {
+            let literal = serde_json::to_string(t).unwrap_or_else(|_| "\"\"".to_owned());
+            (wrap_args(&literal), true)
+        }
+    }
+}
+
+/// `{"value": <json>}` for a JSON value's text.
+fn wrap_args(json: &str) -> Box<RawValue> {
+    raw_box(&format!("{{\"{WRAPPED_ARGS_KEY}\":{json}}}"))
 }
 
 /// True when hermes made this call's id up (Gemini sent none).
@@ -672,6 +696,7 @@ fn encode_with(
                     })
                     .collect();
                 let mut made_up = Vec::new();
+                let mut wrapped = Vec::new();
                 for call in &calls {
                     let made = made_up_id(call);
                     if made {
@@ -684,10 +709,14 @@ fn encode_with(
                         answered: false,
                     });
                     sent_ids.push(sent);
+                    let (args, was_wrapped) = call_args(call);
+                    if was_wrapped {
+                        wrapped.push(call.function.name.as_str());
+                    }
                     model_parts.push(Part::Call {
                         id: sent,
                         name: &call.function.name,
-                        args: call_args(call),
+                        args,
                         signature: if send_signatures {
                             call.extra_content.as_ref().and_then(stored_signature)
                         } else {
@@ -755,6 +784,14 @@ fn encode_with(
                 let mut line = format!("message {i}: {why}");
                 if msg.replayable_text().is_some() {
                     line.push_str("; readable thinking not sent (this wire has no field for it)");
+                }
+                if !wrapped.is_empty() {
+                    let note = format!(
+                        "message {i}: the arguments of {} are not a JSON object, which Gemini's functionCall.args must be: sent wrapped as {{\"{WRAPPED_ARGS_KEY}\": …}} (the stored history is unchanged)",
+                        wrapped.join(", ")
+                    );
+                    explain.push(note.clone());
+                    notes.push(note);
                 }
                 if !made_up.is_empty() {
                     line.push_str(&format!(

@@ -141,6 +141,59 @@ fn an_imported_step_without_ids_keeps_every_result_after_its_call() {
 }
 
 #[test]
+fn arguments_that_are_not_an_object_are_kept_in_storage_and_sent_wrapped_with_a_note() {
+    // Capture keeps args exactly as received, whatever the JSON value.
+    let reply = r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"now","args":[1,"\u00e9"]}}],"role":"model"},"finishReason":"STOP","index":0}]}"#;
+    let (msg, _) = capture_reply(reply, origin(PRO3)).unwrap();
+    assert_eq!(
+        msg.tool_calls.as_ref().unwrap()[0]
+            .function
+            .arguments
+            .as_ref()
+            .unwrap()
+            .as_str()
+            .unwrap(),
+        r#"[1,"\u00e9"]"#
+    );
+    // Sending: an object as stored, no arguments as {}, anything else under "value" and said.
+    let h = history(
+        r#"[{"role":"user","content":"go"},
+            {"role":"assistant","content":null,"tool_calls":[
+              {"id":"a","type":"function","function":{"name":"list","arguments":"[1,\"\\u00e9\"]"}},
+              {"id":"b","type":"function","function":{"name":"text","arguments":"not json"}},
+              {"id":"c","type":"function","function":{"name":"obj","arguments":"{\"n\":1}"}},
+              {"id":"d","type":"function","function":{"name":"none","arguments":""}}]},
+            {"role":"tool","tool_call_id":"a","content":"1"},
+            {"role":"tool","tool_call_id":"b","content":"2"},
+            {"role":"tool","tool_call_id":"c","content":"3"},
+            {"role":"tool","tool_call_id":"d","content":"4"}]"#,
+    );
+    let (text, encoded) = encoded_at(
+        &h,
+        "gemini-2.5-flash",
+        AI_STUDIO_BASE,
+        ThinkingRequest::NoPreference,
+        &WireVerdicts::default(),
+    )
+    .unwrap();
+    assert!(
+        text.contains(concat!(
+            r#"{"parts":[{"functionCall":{"id":"a","args":{"value":[1,"\u00e9"]},"name":"list"}},"#,
+            r#"{"functionCall":{"id":"b","args":{"value":"not json"},"name":"text"}},"#,
+            r#"{"functionCall":{"id":"c","args":{"n":1},"name":"obj"}},"#,
+            r#"{"functionCall":{"id":"d","args":{},"name":"none"}}],"role":"model"}"#
+        )),
+        "{text}"
+    );
+    assert_eq!(
+        encoded.notes,
+        [
+            "message 1: the arguments of list, text are not a JSON object, which Gemini's functionCall.args must be: sent wrapped as {\"value\": …} (the stored history is unchanged)"
+        ]
+    );
+}
+
+#[test]
 fn sequential_calls_each_carry_their_own_signature_byte_for_byte() {
     let o = origin_json(PRO3, HOST);
     let h = history(&format!(
