@@ -1,8 +1,8 @@
 //! The `generateContent` request body, rendered from the canonical history (SPEC §5):
 //! `contents` of `user` and `model` turns (neighbouring turns of one role merged; tool results a
 //! user turn of `functionResponse` parts matched to their calls by id, else by name and order),
-//! `systemInstruction`, the tools as `functionDeclarations`, and `generationConfig.thinkingConfig`
-//! per SPEC §3c. Thought signatures go back where they were captured, byte for byte, and only to
+//! `systemInstruction`, the tools as `functionDeclarations`, and `generationConfig`: the model's
+//! documented output ceiling as `maxOutputTokens` and `thinkingConfig` per SPEC §3c. Thought signatures go back where they were captured, byte for byte, and only to
 //! the model and host that minted them; readable thinking is never sent.
 //!
 //! Keys are in the order google-genai 3.6 (`google/genai/models.py`,
@@ -21,7 +21,7 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use super::model::{GeminiModel, ThinkingPlan, thinking_plan};
+use super::model::{GeminiModel, ThinkingPlan, output_ceiling, thinking_plan};
 use crate::tools::{ChatFunction, ChatTool};
 
 /// The AI Studio base URL (SPEC §8a).
@@ -338,8 +338,12 @@ impl Serialize for Tools<'_> {
     }
 }
 
-/// `generationConfig`: only `thinkingConfig` today.
-struct Generation<'a>(&'a ThinkingPlan);
+/// `generationConfig`: `maxOutputTokens` (before `thinkingConfig`, as google-genai's
+/// `_GenerationConfig_to_mldev` writes them) and `thinkingConfig`.
+struct Generation<'a> {
+    max_output_tokens: Option<u32>,
+    thinking: &'a ThinkingPlan,
+}
 
 impl Serialize for Generation<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -360,8 +364,13 @@ impl Serialize for Generation<'_> {
                 map.end()
             }
         }
-        let mut map = s.serialize_map(Some(1))?;
-        map.serialize_entry("thinkingConfig", &Config(self.0))?;
+        let mut map = s.serialize_map(None)?;
+        if let Some(max) = self.max_output_tokens {
+            map.serialize_entry("maxOutputTokens", &max)?;
+        }
+        if self.thinking.any() {
+            map.serialize_entry("thinkingConfig", &Config(self.thinking))?;
+        }
         map.end()
     }
 }
@@ -371,6 +380,7 @@ struct Body<'a, 'h> {
     system: &'a [Box<RawValue>],
     tools: Option<&'a [ChatTool<'a>]>,
     thinking: &'a ThinkingPlan,
+    max_output_tokens: Option<u32>,
 }
 
 impl Serialize for Body<'_, '_> {
@@ -383,8 +393,12 @@ impl Serialize for Body<'_, '_> {
         if let Some(tools) = self.tools.filter(|t| !t.is_empty()) {
             map.serialize_entry("tools", &Tools(tools))?;
         }
-        if self.thinking.any() {
-            map.serialize_entry("generationConfig", &Generation(self.thinking))?;
+        if self.thinking.any() || self.max_output_tokens.is_some() {
+            let generation = Generation {
+                max_output_tokens: self.max_output_tokens,
+                thinking: self.thinking,
+            };
+            map.serialize_entry("generationConfig", &generation)?;
         }
         map.end()
     }
@@ -583,6 +597,11 @@ fn encode_with(
         ),
         plan.explain.clone(),
     ];
+    if let Some(max) = output_ceiling(model_id) {
+        explain.push(format!(
+            "maxOutputTokens {max}: the output ceiling Google documents for {model_id}"
+        ));
+    }
     let mut notes = Vec::new();
 
     // The tool loop in flight: everything after the last real user message.
@@ -826,6 +845,7 @@ fn encode_with(
         system: &system,
         tools: tools.as_deref(),
         thinking: &plan,
+        max_output_tokens: output_ceiling(model_id),
     };
     let bytes = if pretty {
         serde_json::to_vec_pretty(&body)

@@ -83,7 +83,8 @@ fn origin_json(model: &str, host: &str) -> String {
     format!(r#"{{"provider":"gemini","host":"{host}","model":"{model}"}}"#)
 }
 
-const CONFIG_DEFAULT: &str = r#""generationConfig":{"thinkingConfig":{"includeThoughts":true}}"#;
+const CONFIG_DEFAULT: &str =
+    r#""generationConfig":{"maxOutputTokens":65536,"thinkingConfig":{"includeThoughts":true}}"#;
 
 #[test]
 fn a_steer_after_function_responses_goes_as_a_user_turn_of_its_own_after_a_model_turn() {
@@ -106,7 +107,7 @@ fn a_steer_after_function_responses_goes_as_a_user_turn_of_its_own_after_a_model
             r#"{"parts":[{"functionResponse":{"id":"c1","name":"now","response":{"output":"12:00"}}}],"role":"user"},"#,
             r#"{"parts":[{"text":"Tool results received."}],"role":"model"},"#,
             r#"{"parts":[{"text":"and in Tokyo?"}],"role":"user"}],"#,
-            r#""generationConfig":{"thinkingConfig":{"includeThoughts":true}}}"#,
+            r#""generationConfig":{"maxOutputTokens":65536,"thinkingConfig":{"includeThoughts":true}}}"#,
         )
     );
 }
@@ -135,7 +136,7 @@ fn an_imported_step_without_ids_keeps_every_result_after_its_call() {
             r#"{"parts":[{"functionResponse":{"name":"city","response":{"output":"Zurich"}}},{"functionResponse":{"name":"now","response":{"output":"12:00"}}}],"role":"user"},"#,
             r#"{"parts":[{"functionCall":{"id":"c9","args":{},"name":"now"}}],"role":"model"},"#,
             r#"{"parts":[{"functionResponse":{"id":"c9","name":"now","response":{"output":"12:01"}}}],"role":"user"}],"#,
-            r#""generationConfig":{"thinkingConfig":{"includeThoughts":true}}}"#,
+            r#""generationConfig":{"maxOutputTokens":65536,"thinkingConfig":{"includeThoughts":true}}}"#,
         )
     );
 }
@@ -219,7 +220,7 @@ fn sequential_calls_each_carry_their_own_signature_byte_for_byte() {
             r#"{"parts":[{"functionCall":{"id":"c2","args":{"city":"Paris"},"name":"now"},"thoughtSignature":"U0lHLTI="}],"role":"model"},"#,
             r#"{"parts":[{"functionResponse":{"id":"c2","name":"now","response":{"output":"13:00"}}}],"role":"user"}],"#,
             r#""systemInstruction":{"parts":[{"text":"Be brief."}],"role":"user"},"#,
-            r#""generationConfig":{"thinkingConfig":{"includeThoughts":true}}}"#
+            r#""generationConfig":{"maxOutputTokens":65536,"thinkingConfig":{"includeThoughts":true}}}"#
         )
     );
 }
@@ -447,9 +448,22 @@ fn thinking_config(model: &str, thinking: ThinkingRequest) -> Result<String, Str
         &WireVerdicts::default(),
     )
     .map(|(b, _)| {
-        let body: serde_json::Value = serde_json::from_str(&b).unwrap();
-        body.get("generationConfig")
-            .map_or("none".to_owned(), ToString::to_string)
+        // The thinking part of `generationConfig`: `maxOutputTokens` has its own test.
+        let mut body: serde_json::Value = serde_json::from_str(&b).unwrap();
+        let config = body
+            .get_mut("generationConfig")
+            .and_then(|c| c.as_object_mut());
+        match config {
+            Some(c) => {
+                c.remove("maxOutputTokens");
+                if c.is_empty() {
+                    "none".to_owned()
+                } else {
+                    serde_json::Value::Object(c.clone()).to_string()
+                }
+            }
+            None => "none".to_owned(),
+        }
     })
     .map_err(|e| e.to_string())
 }
@@ -533,6 +547,39 @@ fn thinking_config_follows_the_model_family() {
         err.contains("--effort high cannot be sent to gemini-2.0-flash"),
         "{err}"
     );
+}
+
+#[test]
+fn max_output_tokens_is_the_model_s_documented_ceiling() {
+    let h = history(r#"[{"role":"user","content":"Hi"}]"#);
+    let config = |model: &str, thinking| {
+        let (b, e) = encoded_at(
+            &h,
+            model,
+            AI_STUDIO_BASE,
+            thinking,
+            &WireVerdicts::default(),
+        )
+        .unwrap();
+        let body: serde_json::Value = serde_json::from_str(&b).unwrap();
+        (body.get("generationConfig").cloned(), e.explain)
+    };
+    let (pro, explain) = config(PRO3, ThinkingRequest::Effort(Effort::High));
+    assert_eq!(
+        pro.unwrap().to_string(),
+        r#"{"maxOutputTokens":65536,"thinkingConfig":{"includeThoughts":true,"thinkingLevel":"HIGH"}}"#
+    );
+    assert!(
+        explain
+            .iter()
+            .any(|l| l == "maxOutputTokens 65536: the output ceiling Google documents for gemini-3-pro-preview"),
+        "{explain:?}"
+    );
+    let (flash20, _) = config("gemini-2.0-flash", ThinkingRequest::NoPreference);
+    assert_eq!(flash20.unwrap().to_string(), r#"{"maxOutputTokens":8192}"#);
+    // No documented ceiling: no generationConfig at all.
+    let (gemma, _) = config("gemma-3-27b-it", ThinkingRequest::NoPreference);
+    assert_eq!(gemma, None);
 }
 
 #[test]
