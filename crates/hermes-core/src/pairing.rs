@@ -22,6 +22,9 @@ pub struct Repairs {
     /// Assistant turns left out because they are stored for the record only (SPEC §2: a reply
     /// that ended with reasoning only). Not a repair: nothing is told to the user.
     pub not_replayed: usize,
+    /// Results without their call's id (older histories) matched to a call with one by name or
+    /// order: the wire copy carries the call's id. Not a repair either.
+    pub matched_without_id: usize,
 }
 
 impl Repairs {
@@ -31,32 +34,100 @@ impl Repairs {
     }
 }
 
-fn synthetic(id: &str) -> Message {
+/// A tool call of the latest assistant turn, waiting for its result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenCall<'h> {
+    /// The id stored on the call, if it has one.
+    pub id: Option<&'h str>,
+    /// The function name.
+    pub name: &'h str,
+    /// A result has answered it.
+    pub answered: bool,
+}
+
+impl<'h> OpenCall<'h> {
+    /// The open calls of an assistant turn, in order.
+    pub fn of(msg: &'h Message) -> impl Iterator<Item = OpenCall<'h>> {
+        msg.tool_calls.iter().flatten().map(|c| OpenCall {
+            id: c.id.as_deref(),
+            name: &c.function.name,
+            answered: false,
+        })
+    }
+}
+
+/// How a tool result found its call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Matched {
+    /// By its id.
+    Id,
+    /// By the function name it carries.
+    Name,
+    /// The first call still waiting.
+    Order,
+}
+
+/// The open call the tool result `msg` answers: by id; else, among the calls it could answer
+/// (every unanswered call for a result without an id, only calls stored without one for a
+/// result with an id), by its `name` in order, else the first. Older histories — the Python
+/// original's Gemini steps among them — hold calls and results without ids (SPEC §5: "Older
+/// function calls may lack ids: match responses by name and order"). A result whose id no call
+/// holds finds no call with an id.
+pub fn match_result(open: &[OpenCall<'_>], msg: &Message) -> Option<(usize, Matched)> {
+    let id = msg.tool_call_id.as_deref();
+    if let Some(i) = id.and_then(|id| open.iter().position(|c| !c.answered && c.id == Some(id))) {
+        return Some((i, Matched::Id));
+    }
+    let candidate = |c: &OpenCall<'_>| !c.answered && (id.is_none() || c.id.is_none());
+    if let Some(i) = msg
+        .name
+        .as_deref()
+        .and_then(|name| open.iter().position(|c| candidate(c) && c.name == name))
+    {
+        return Some((i, Matched::Name));
+    }
+    open.iter().position(candidate).map(|i| (i, Matched::Order))
+}
+
+fn synthetic(call: &OpenCall<'_>) -> Message {
     let mut msg = Message::text(Role::Tool, INTERRUPTED_RESULT);
-    msg.tool_call_id = Some(id.to_owned());
+    msg.tool_call_id = call.id.map(str::to_owned);
+    if call.id.is_none() {
+        msg.name = Some(call.name.to_owned());
+    }
     msg
 }
 
 /// Walks `history` once; `emit` receives the paired sequence when `Some`.
 fn walk<'a>(history: &'a [Message], mut emit: Option<&mut Vec<Message>>) -> Repairs {
     let mut repairs = Repairs::default();
-    let mut open: Vec<&'a str> = Vec::new();
-    let close =
-        |open: &mut Vec<&str>, repairs: &mut Repairs, emit: &mut Option<&mut Vec<Message>>| {
-            repairs.unanswered += open.len();
+    let mut open: Vec<OpenCall<'a>> = Vec::new();
+    let close = |open: &mut Vec<OpenCall<'_>>,
+                 repairs: &mut Repairs,
+                 emit: &mut Option<&mut Vec<Message>>| {
+        for call in open.iter().filter(|c| !c.answered) {
+            repairs.unanswered += 1;
             if let Some(out) = emit.as_deref_mut() {
-                out.extend(open.iter().map(|id| synthetic(id)));
+                out.push(synthetic(call));
             }
-            open.clear();
-        };
+        }
+        open.clear();
+    };
     for msg in history {
         if msg.role == Role::Tool {
-            let id = msg.tool_call_id.as_deref();
-            match id.and_then(|id| open.iter().position(|o| *o == id)) {
-                Some(pos) => {
-                    open.remove(pos);
+            match match_result(&open, msg) {
+                Some((at, how)) => {
+                    let call = &mut open[at];
+                    call.answered = true;
+                    // Matched without its id: the wire copy names the call it answers.
+                    let named = how != Matched::Id && call.id.is_some();
+                    repairs.matched_without_id += usize::from(named);
                     if let Some(out) = emit.as_deref_mut() {
-                        out.push(msg.clone());
+                        let mut result = msg.clone();
+                        if named {
+                            result.tool_call_id = call.id.map(str::to_owned);
+                        }
+                        out.push(result);
                     }
                 }
                 None => repairs.orphans += 1,
@@ -72,26 +143,22 @@ fn walk<'a>(history: &'a [Message], mut emit: Option<&mut Vec<Message>>) -> Repa
             out.push(msg.clone());
         }
         if msg.role == Role::Assistant {
-            open.extend(
-                msg.tool_calls
-                    .iter()
-                    .flatten()
-                    .filter_map(|c| c.id.as_deref()),
-            );
+            open.extend(OpenCall::of(msg));
         }
     }
     // A call at the very end is the in-flight step: its results are not due yet.
     repairs
 }
 
-/// The history with every tool call paired, for a wire copy: a call whose step ended without
-/// its result gets [`INTERRUPTED_RESULT`] right after the step's other results, and a result
-/// that answers no call is left out; a turn stored for the record only
+/// The history with every tool call paired, for a wire copy: each result is matched to its call
+/// by [`match_result`] (a result matched without its call's id gets that id), a call whose step
+/// ended without its result gets [`INTERRUPTED_RESULT`] right after the step's other results,
+/// and a result that answers no call is left out; a turn stored for the record only
 /// ([`Message::replayable`] false) is left out too. Borrowed (no copy) when the history is already paired.
 /// Calls of the last message are the in-flight step and are left as they are.
 pub fn paired(history: &[Message]) -> (Cow<'_, [Message]>, Repairs) {
     let repairs = walk(history, None);
-    if repairs.is_empty() && repairs.not_replayed == 0 {
+    if repairs.is_empty() && repairs.not_replayed == 0 && repairs.matched_without_id == 0 {
         return (Cow::Borrowed(history), repairs);
     }
     let mut out = Vec::with_capacity(history.len() + repairs.unanswered);
@@ -143,6 +210,7 @@ mod tests {
                 unanswered: 1,
                 orphans: 1,
                 not_replayed: 0,
+                matched_without_id: 0,
             }
         );
         let ids: Vec<(&str, Option<&str>)> = out
@@ -165,6 +233,80 @@ mod tests {
             INTERRUPTED_RESULT
         );
         assert_eq!(h.len(), 6, "the stored history is untouched");
+    }
+
+    #[test]
+    fn results_without_ids_are_matched_by_name_then_order() {
+        // As the Python original stores Gemini steps: calls without ids, results without ids
+        // (the tool name in `name`), or calls with ids their results do not carry.
+        let h = history(json!([
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"type": "function", "function": {"name": "now", "arguments": "{}"}},
+                {"type": "function", "function": {"name": "city", "arguments": "{}"}}]},
+            {"role": "tool", "name": "city", "content": "Z"},
+            {"role": "tool", "content": "12:00"},
+            {"role": "assistant", "content": null, "tool_calls": [call("c1"), call("c2")]},
+            {"role": "tool", "content": "1"},
+            {"role": "user", "content": "again"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"type": "function", "function": {"name": "now", "arguments": "{}"}}]},
+            {"role": "user", "content": "still there?"},
+        ]));
+        let (out, repairs) = paired(&h);
+        assert_eq!(
+            repairs,
+            Repairs {
+                unanswered: 2,
+                orphans: 0,
+                not_replayed: 0,
+                matched_without_id: 1,
+            }
+        );
+        let results: Vec<(Option<&str>, Option<&str>, String)> = out
+            .iter()
+            .filter(|m| m.role == Role::Tool)
+            .map(|m| {
+                let text = m.content.as_ref().unwrap().as_str().unwrap();
+                (
+                    m.tool_call_id.as_deref(),
+                    m.name.as_deref(),
+                    text.into_owned(),
+                )
+            })
+            .collect();
+        let interrupted = INTERRUPTED_RESULT.to_owned();
+        assert_eq!(
+            results,
+            [
+                (None, Some("city"), "Z".to_owned()),
+                (None, None, "12:00".to_owned()),
+                (Some("c1"), None, "1".to_owned()),
+                (Some("c2"), None, interrupted.clone()),
+                (None, Some("now"), interrupted),
+            ]
+        );
+        let roles: Vec<&str> = out.iter().map(|m| m.role.as_str()).collect();
+        assert_eq!(
+            roles,
+            [
+                "user",
+                "assistant",
+                "tool",
+                "tool",
+                "assistant",
+                "tool",
+                "tool",
+                "user",
+                "assistant",
+                "tool",
+                "user"
+            ]
+        );
+        assert!(
+            h[5].tool_call_id.is_none(),
+            "the stored history is untouched"
+        );
     }
 
     #[test]

@@ -122,7 +122,7 @@ async fn a_whole_reply_is_sent_with_the_key_in_its_header_and_captured() {
             r#"{"parts":[{"functionCall":{"id":"fc1","args":{"city":"Z\u00fcrich"},"name":"now"},"thoughtSignature":"U0lHLTE\/"}],"role":"model"},"#,
             r#"{"parts":[{"functionResponse":{"id":"fc1","name":"now","response":{"output":"12:00"}}}],"role":"user"}],"#,
             r#""systemInstruction":{"parts":[{"text":"Be brief."}],"role":"user"},"#,
-            r#""generationConfig":{"thinkingConfig":{"includeThoughts":true}}}"#
+            r#""generationConfig":{"maxOutputTokens":65536,"thinkingConfig":{"includeThoughts":true}}}"#
         )
     );
     let reply = w.send(&out, origin(&server), &|_| {}).await.unwrap();

@@ -762,6 +762,7 @@ fn sdk_call(scenario: &Scenario, stream: bool) -> Value {
         "contents": contents,
         "tools": sdk_tools(),
         "thinking": scenario.sdk_thinking,
+        "max_output_tokens": gemini::output_ceiling(scenario.model),
     });
     if scenario.vertex {
         call["flavor"] = json!("vertex");
@@ -1094,6 +1095,7 @@ fn every_previewed_body_validates_part_by_part_against_the_sdk_types() {
         ("\"functionResponse\"", "tool results"),
         ("\"parametersJsonSchema\"", "tool declarations"),
         ("\"systemInstruction\"", "a system instruction"),
+        ("\"maxOutputTokens\": 65536", "an output ceiling"),
     ] {
         assert!(
             bodies.iter().any(|b| b.contains(needle)),
@@ -1101,7 +1103,7 @@ fn every_previewed_body_validates_part_by_part_against_the_sdk_types() {
         );
     }
     assert!(
-        bodies.iter().any(|b| !b.contains("generationConfig")),
+        bodies.iter().any(|b| !b.contains("thinkingConfig")),
         "the corpus lacks a body without a thinking request"
     );
     let verdicts = validate(py, &bodies);

@@ -571,6 +571,36 @@ async fn the_final_assistant_turn_of_a_tool_loop_must_start_with_thinking() {
 }
 
 #[tokio::test]
+async fn text_after_the_tool_results_still_leaves_the_loop_in_flight() {
+    // A user turn that carries `tool_result` blocks and then text (tool results first, text after
+    // them, as the Messages API takes a user's words beside tool results) is still the loop's
+    // "lastmost set of `tool_use` and `tool_result` blocks": the step before it must start with
+    // its thinking, unmodified.
+    let sim = Sim::start("anthropic").await.unwrap();
+    let (messages, content) = first_step(&sim, "time? [tools=2]").await;
+    let call = content[1].clone();
+    let steered = |step: &Value| {
+        let mut out = in_flight(&messages, step);
+        out.last_mut().unwrap()["content"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"type": "text", "text": "and in Tokyo?"}));
+        out
+    };
+    refused(
+        &sim,
+        &direct(&steered(&json!([call]))),
+        &expected_thinking(1, "tool_use"),
+    )
+    .await;
+    let mut tampered = content.clone();
+    tampered[0]["thinking"] = json!("edited");
+    let r = post(&sim, &direct(&steered(&tampered))).await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    accepted(&sim, &direct(&steered(&content))).await;
+}
+
+#[tokio::test]
 async fn the_latest_turns_thinking_blocks_cannot_be_modified() {
     let sim = Sim::start("anthropic").await.unwrap();
     let (messages, content) = first_step(&sim, "time? [tools=2] [redacted]").await;

@@ -876,6 +876,35 @@ async fn tampered_or_missing_claude_reasoning_is_refused() {
 }
 
 #[tokio::test]
+async fn text_after_the_tool_results_leaves_claude_s_loop_in_flight() {
+    // Converse takes a user's words in the same message as the tool results (roles alternate);
+    // Claude still reads that message as the loop's "lastmost set of `tool_use` and
+    // `tool_result` blocks", so the step before it must start with its reasoning.
+    let sim = Sim::start("bedrock").await.unwrap();
+    let (mut messages, content) = in_flight(&sim, "time? [tools=2]").await;
+    messages[2]["content"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"text": "and in Tokyo?"}));
+    let call: Vec<Value> = content
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b.get("reasoningContent").is_none())
+        .cloned()
+        .collect();
+    refused_with(
+        &sim,
+        CLAUDE,
+        &thinking_body(&with_content(&messages, json!(call))),
+        &format!("{WRAP}messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`. {EXPECTED_THINKING}"),
+    )
+    .await;
+    let r = post_signed(&sim, &path(CLAUDE, "converse"), &thinking_body(&messages)).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+#[tokio::test]
 async fn refusing_redacted_content_lets_a_client_strip_it_and_resend_once() {
     let sim = Sim::start_with(
         "bedrock",

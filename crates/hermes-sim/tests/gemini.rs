@@ -683,6 +683,41 @@ async fn pairing_violations_are_refused() {
 }
 
 #[tokio::test]
+async fn text_beside_function_responses_is_refused_and_a_turn_of_its_own_is_accepted() {
+    // A user's words in the function-response turn (`{"functionResponse":…},{"text":…}`) draw a
+    // 400 (google/oss-rebuild#1559 on Gemini 3 Flash; google-gemini/gemini-cli#16137 for sibling
+    // parts). The same words as a user turn of their own, after a model turn without calls, are a
+    // new user turn: accepted, and the earlier signed call turn is no longer the current turn.
+    for model in [MODEL, "gemini-2.5-flash"] {
+        let sim = Sim::start("gemini").await.unwrap();
+        let first = user("time? [tools=2]");
+        let call = ok(&sim, model, std::slice::from_ref(&first)).await;
+        let answer = responses(&call, "12:00");
+        let mut fused = answer.clone();
+        fused["parts"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"text": "and in Tokyo?"}));
+        refused(
+            &sim,
+            model,
+            &[first.clone(), call.clone(), fused],
+            RESPONSE_COUNT,
+        )
+        .await;
+        let apart = [
+            first,
+            call,
+            answer,
+            json!({"role": "model", "parts": [{"text": "(tool results received)"}]}),
+            user("and in Tokyo?"),
+        ];
+        let r = post(&sim, model, &body(&apart)).await;
+        assert_eq!(r.status, 200, "{model}: {}", r.text());
+    }
+}
+
+#[tokio::test]
 async fn a_streamed_text_turn_signs_a_trailing_empty_part() {
     let sim = Sim::start("gemini").await.unwrap();
     let contents = [user(

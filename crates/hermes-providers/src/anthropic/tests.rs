@@ -232,6 +232,43 @@ fn consecutive_tool_results_become_one_user_turn() {
     assert_eq!(results, ["a", "b"]);
 }
 
+/// A tool loop in flight from `model` with a steer: the user typed while the tool ran.
+fn steered_history(model: &str) -> Vec<Message> {
+    let before = history(json!([
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "time?"},
+    ]));
+    history(json!([
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "time?"},
+        step(model, "toolu_1", Some(digest_of(&before))),
+        {"role": "tool", "tool_call_id": "toolu_1", "content": "12:00"},
+        {"role": "user", "content": "and in Tokyo?"},
+    ]))
+}
+
+#[test]
+fn a_steer_merged_into_the_tool_result_turn_keeps_the_step_s_signed_thinking_and_thinking_on() {
+    // claude-sonnet-4-5 keeps only the in-flight loop's thinking; claude-opus-4-5 keeps earlier
+    // thinking too. Both get the step's signed blocks back: the steer goes in the tool_result
+    // turn, so the step is still the loop's latest ("a final `assistant` message must start
+    // with a thinking block").
+    for model in ["claude-sonnet-4-5", "claude-opus-4-5"] {
+        let out = body_for(
+            &steered_history(model),
+            "https://api.anthropic.com",
+            model,
+            ThinkingRequest::Effort(Effort::High),
+        );
+        let messages = format!(
+            r#""messages":[{{"role":"user","content":"time?"}},{{"role":"assistant","content":[{SIG},{RED},{{"type":"tool_use","id":"toolu_1","name":"now","input":{{"n":123456789012345678901234567890}}}}]}},{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_1","content":"12:00"}},{{"type":"text","text":"and in Tokyo?","cache_control":{{"type":"ephemeral"}}}}]}}]"#
+        );
+        assert!(out.text.contains(&messages), "{model}: {}", out.text);
+        assert_eq!(out.json["thinking"]["type"], json!("enabled"), "{model}");
+        assert!(out.notes.is_empty(), "{model}: {:?}", out.notes);
+    }
+}
+
 #[test]
 fn another_model_gets_no_stale_signature_and_the_loop_goes_with_thinking_disabled() {
     let out = body_for(

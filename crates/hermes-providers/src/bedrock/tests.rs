@@ -134,6 +134,33 @@ fn stored_blocks_stamped_with_private_keys_go_back_without_them() {
 }
 
 #[test]
+fn a_steer_merged_into_the_tool_result_turn_keeps_the_step_s_signed_reasoning_and_thinking_on() {
+    // The user typed while the tool ran: Converse merges the text into the toolResult turn, so
+    // the step is still the loop's latest and must start with its reasoning (Claude: "a final
+    // `assistant` message must start with a thinking block"). Sonnet 4.5 keeps only the
+    // in-flight loop's thinking, Opus 4.5 earlier thinking too.
+    for model in [SONNET45, "us.anthropic.claude-opus-4-5-20251101-v1:0"] {
+        let mut h = loop_history(model);
+        h.extend(history(
+            json!([{"role": "user", "content": "and in Tokyo?"}]),
+        ));
+        let out = body_for(&h, model, high());
+        let messages = format!(
+            r#"{{"messages": [{{"role": "user", "content": [{{"text": "time?"}}]}}, {{"role": "assistant", "content": [{SIG_BLOCK}, {RED_BLOCK}, {TOOL_USE}]}}, {{"role": "user", "content": [{{"toolResult": {{"toolUseId": "toolu_1", "content": [{{"text": "12:00"}}]}}}}, {{"text": "and in Tokyo?"}}]}}], "#
+        );
+        assert!(out.text.starts_with(&messages), "{model}: {}", out.text);
+        assert!(
+            out.json["additionalModelRequestFields"]["thinking"]["type"]
+                .as_str()
+                .is_some_and(|t| t != "disabled"),
+            "{model}: {}",
+            out.text
+        );
+        assert!(out.notes.is_empty(), "{model}: {:?}", out.notes);
+    }
+}
+
+#[test]
 fn budget_models_get_budget_max_tokens_above_it_temperature_one_and_the_beta_but_claude_3() {
     let h = history(json!([{"role": "user", "content": "hi"}]));
     let out = body_for(&h, SONNET45, ThinkingRequest::Effort(Effort::Max));

@@ -1,8 +1,8 @@
 //! The `generateContent` request body, rendered from the canonical history (SPEC §5):
 //! `contents` of `user` and `model` turns (neighbouring turns of one role merged; tool results a
 //! user turn of `functionResponse` parts matched to their calls by id, else by name and order),
-//! `systemInstruction`, the tools as `functionDeclarations`, and `generationConfig.thinkingConfig`
-//! per SPEC §3c. Thought signatures go back where they were captured, byte for byte, and only to
+//! `systemInstruction`, the tools as `functionDeclarations`, and `generationConfig`: the model's
+//! documented output ceiling as `maxOutputTokens` and `thinkingConfig` per SPEC §3c. Thought signatures go back where they were captured, byte for byte, and only to
 //! the model and host that minted them; readable thinking is never sent.
 //!
 //! Keys are in the order google-genai 3.6 (`google/genai/models.py`,
@@ -15,13 +15,14 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use hermes_core::message::{same_minter, thought_signature};
-use hermes_core::{Message, RawJson, RequestParts, Role, ToolCall};
+use hermes_core::pairing::{Matched, OpenCall, match_result};
+use hermes_core::{RawJson, RequestParts, Role, ToolCall};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use super::media::{self, Media, ResponseParts, UserPart};
-use super::model::{GeminiModel, ThinkingPlan, thinking_plan};
+use super::model::{GeminiModel, ThinkingPlan, output_ceiling, thinking_plan};
 use crate::tools::{ChatFunction, ChatTool};
 
 /// The AI Studio base URL (SPEC §8a).
@@ -276,6 +277,17 @@ struct Content<'h> {
     sources: Vec<usize>,
 }
 
+impl Content<'_> {
+    /// A user turn of function responses.
+    fn answers_calls(&self) -> bool {
+        self.role == "user"
+            && self
+                .parts
+                .iter()
+                .any(|p| matches!(p, Part::Response { .. }))
+    }
+}
+
 impl Serialize for Content<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(2))?;
@@ -348,8 +360,12 @@ impl Serialize for Tools<'_> {
     }
 }
 
-/// `generationConfig`: only `thinkingConfig` today.
-struct Generation<'a>(&'a ThinkingPlan);
+/// `generationConfig`: `maxOutputTokens` (before `thinkingConfig`, as google-genai's
+/// `_GenerationConfig_to_mldev` writes them) and `thinkingConfig`.
+struct Generation<'a> {
+    max_output_tokens: Option<u32>,
+    thinking: &'a ThinkingPlan,
+}
 
 impl Serialize for Generation<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -370,8 +386,13 @@ impl Serialize for Generation<'_> {
                 map.end()
             }
         }
-        let mut map = s.serialize_map(Some(1))?;
-        map.serialize_entry("thinkingConfig", &Config(self.0))?;
+        let mut map = s.serialize_map(None)?;
+        if let Some(max) = self.max_output_tokens {
+            map.serialize_entry("maxOutputTokens", &max)?;
+        }
+        if self.thinking.any() {
+            map.serialize_entry("thinkingConfig", &Config(self.thinking))?;
+        }
         map.end()
     }
 }
@@ -381,6 +402,7 @@ struct Body<'a, 'h> {
     system: &'a [Box<RawValue>],
     tools: Option<&'a [ChatTool<'a>]>,
     thinking: &'a ThinkingPlan,
+    max_output_tokens: Option<u32>,
 }
 
 impl Serialize for Body<'_, '_> {
@@ -393,8 +415,12 @@ impl Serialize for Body<'_, '_> {
         if let Some(tools) = self.tools.filter(|t| !t.is_empty()) {
             map.serialize_entry("tools", &Tools(tools))?;
         }
-        if self.thinking.any() {
-            map.serialize_entry("generationConfig", &Generation(self.thinking))?;
+        if self.thinking.any() || self.max_output_tokens.is_some() {
+            let generation = Generation {
+                max_output_tokens: self.max_output_tokens,
+                thinking: self.thinking,
+            };
+            map.serialize_entry("generationConfig", &generation)?;
         }
         map.end()
     }
@@ -479,20 +505,44 @@ fn result_text(content: Option<&RawJson>) -> Box<RawValue> {
     }
 }
 
-/// A tool call's arguments as the `args` object: the stored JSON text when it is an object,
-/// else `{}`.
-fn call_args(call: &ToolCall) -> Box<RawValue> {
-    let text = call
-        .function
-        .arguments
-        .as_ref()
-        .and_then(|a| a.as_str().map(|s| s.into_owned()));
-    match text {
-        Some(t) if t.trim_start().starts_with('{') => {
-            RawValue::from_string(t.trim().to_owned()).unwrap_or_else(|_| raw_box("{}"))
-        }
-        _ => raw_box("{}"),
+/// The key a call's arguments go under when they are not a JSON object.
+pub const WRAPPED_ARGS_KEY: &str = "value";
+
+/// A tool call's arguments as the `args` object, and whether they had to be wrapped.
+///
+/// `functionCall.args` is a JSON object (a protobuf `Struct`: "The function parameters and
+/// values in JSON object format", https://ai.google.dev/api/caching#FunctionCall); any other
+/// value is refused. Storage keeps what the provider sent (capture stores the `args` text as
+/// received), so a stored object goes back byte for byte, no arguments (or blank ones) as `{}`,
+/// and anything else — another JSON value, or text that is not JSON — goes under
+/// [`WRAPPED_ARGS_KEY`] (`{"value": …}`, the text as a JSON string when it is not JSON) rather
+/// than being dropped for `{}`; the caller tells the user.
+fn call_args(call: &ToolCall) -> (Box<RawValue>, bool) {
+    let text = match call.function.arguments.as_ref() {
+        None => return (raw_box("{}"), false),
+        Some(a) => match a.as_str() {
+            Some(s) => s.into_owned(),
+            // Arguments stored as JSON rather than as a string of JSON.
+            None => a.get().to_owned(),
+        },
+    };
+    let t = text.trim();
+    if t.is_empty() {
+        return (raw_box("{}"), false);
     }
+    match RawValue::from_string(t.to_owned()) {
+        Ok(raw) if t.starts_with('{') => (raw, false),
+        Ok(raw) => (wrap_args(raw.get()), true),
+        Err(_) => {
+            let literal = serde_json::to_string(t).unwrap_or_else(|_| "\"\"".to_owned());
+            (wrap_args(&literal), true)
+        }
+    }
+}
+
+/// `{"value": <json>}` for a JSON value's text.
+fn wrap_args(json: &str) -> Box<RawValue> {
+    raw_box(&format!("{{\"{WRAPPED_ARGS_KEY}\":{json}}}"))
 }
 
 /// True when hermes made this call's id up (Gemini sent none).
@@ -500,46 +550,6 @@ pub fn made_up_id(call: &ToolCall) -> bool {
     call.extra
         .iter()
         .any(|(k, v)| k == MADE_UP_ID_KEY && v.get() == "true")
-}
-
-/// A call of the latest model turn, waiting for its result.
-struct Open<'h> {
-    /// The id stored on the call (made up or not): what a tool result names.
-    stored: Option<&'h str>,
-    /// The id sent back to Gemini: the stored one unless hermes made it up.
-    sent: Option<&'h str>,
-    name: &'h str,
-    answered: bool,
-}
-
-/// How a tool result found its call.
-enum Matched {
-    Id,
-    Name,
-    Order,
-}
-
-/// The open call a tool result answers: by id; else, among the calls it could answer (every
-/// unanswered call for a result without an id, only calls stored without one for a result with
-/// an id), by its `name` in order, else the first (older calls and results may lack ids: SPEC
-/// §5). A result whose id no call holds finds no call with an id.
-fn match_result(open: &[Open<'_>], msg: &Message) -> Option<(usize, Matched)> {
-    let id = msg.tool_call_id.as_deref();
-    if let Some(i) = id.and_then(|id| {
-        open.iter()
-            .position(|c| !c.answered && c.stored == Some(id))
-    }) {
-        return Some((i, Matched::Id));
-    }
-    let candidate = |c: &Open<'_>| !c.answered && (id.is_none() || c.stored.is_none());
-    if let Some(i) = msg
-        .name
-        .as_deref()
-        .and_then(|name| open.iter().position(|c| candidate(c) && c.name == name))
-    {
-        return Some((i, Matched::Name));
-    }
-    open.iter().position(candidate).map(|i| (i, Matched::Order))
 }
 
 /// Adds parts to the wire, merging into the previous content of the same role (the API wants
@@ -558,6 +568,52 @@ fn push<'h>(wire: &mut Vec<Content<'h>>, role: &'static str, parts: Vec<Part<'h>
         sources: vec![source],
     });
 }
+
+/// Sends the images of a run of tool results (`pending`, for models that take none inside a
+/// function response) as a user turn of their own after it: the bridge model turn
+/// ([`STEER_BRIDGE`]), then the images, since Gemini refuses other parts beside function
+/// responses. `source` is the message that ends the run (for `--explain`).
+fn flush_media<'h>(
+    wire: &mut Vec<Content<'h>>,
+    pending: &mut Vec<Media>,
+    source: usize,
+    explain: &mut Vec<String>,
+) {
+    if pending.is_empty() {
+        return;
+    }
+    // The images belong to the tool results of the turn before.
+    let sources = wire.last().map(|c| c.sources.clone()).unwrap_or_default();
+    wire.push(Content {
+        role: "model",
+        parts: vec![Part::Text {
+            text: serde_json::value::to_raw_value(STEER_BRIDGE).unwrap_or_else(|_| empty_string()),
+            signature: None,
+        }],
+        sources: Vec::new(),
+    });
+    wire.push(Content {
+        role: "user",
+        parts: pending.drain(..).map(Part::Media).collect(),
+        sources,
+    });
+    explain.push(format!(
+        "before message {source}: the tool results' images sent as a user turn of their own after a model turn {STEER_BRIDGE:?} (this model takes no images inside a function response)"
+    ));
+}
+
+/// The model turn sent between function responses and the user's words that follow them (a
+/// steer typed while a tool ran). Gemini takes a function-response turn as the answer to the
+/// call turn before it, part for part ("Please ensure that the number of function response parts
+/// is equal to the number of function call parts of the function call turn"), and refuses text
+/// beside the responses (google/oss-rebuild#1559 on Gemini 3 Flash; sibling parts,
+/// google-gemini/gemini-cli#16137); Google's function-calling guide sends the responses as a
+/// `Content` of their own (https://ai.google.dev/gemini-api/docs/function-calling). The user's
+/// words then go as the next user turn, and turns alternate, so a short model turn goes between.
+/// It carries no thought signature (a text turn's signature is not validated: only function
+/// calls of the current turn are, https://ai.google.dev/gemini-api/docs/thought-signatures) and
+/// is never stored.
+pub const STEER_BRIDGE: &str = "Tool results received.";
 
 /// Builds the body of `parts` for `target`.
 pub fn encode(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, EncodeError> {
@@ -596,6 +652,11 @@ fn encode_with(
         ),
         plan.explain.clone(),
     ];
+    if let Some(max) = output_ceiling(model_id) {
+        explain.push(format!(
+            "maxOutputTokens {max}: the output ceiling Google documents for {model_id}"
+        ));
+    }
     let mut notes = Vec::new();
     let vertex = matches!(target.flavor, Flavor::Vertex { .. });
 
@@ -607,15 +668,25 @@ fn encode_with(
 
     let mut system: Vec<Box<RawValue>> = Vec::new();
     let mut wire: Vec<Content<'_>> = Vec::new();
-    let mut open: Vec<Open<'_>> = Vec::new();
+    // The calls of the latest model turn waiting for their results, and the id each went out
+    // with (none when hermes made it up).
+    let mut open: Vec<OpenCall<'_>> = Vec::new();
+    let mut sent_ids: Vec<Option<&str>> = Vec::new();
     let mut signed = false;
     let mut unsigned_in_loop: Option<usize> = None;
 
+    // Tool-result images for models that take none inside a function response, sent after the
+    // run of responses (see the `Role::Tool` arm).
+    let mut pending_media: Vec<Media> = Vec::new();
     for (i, msg) in history.iter().enumerate() {
+        if msg.role != Role::Tool {
+            flush_media(&mut wire, &mut pending_media, i, &mut explain);
+        }
         match msg.role {
             Role::System | Role::Developer => system.extend(text_parts(msg.content.as_ref())),
             Role::User => {
                 open.clear();
+                sent_ids.clear();
                 let texts: Vec<Part<'_>> = if media::has_images(msg) {
                     media::user_parts(msg, i, vertex)?
                         .into_iter()
@@ -640,6 +711,20 @@ fn encode_with(
                     explain.push(format!("message {i}: left out (no text to send)"));
                     continue;
                 }
+                if wire.last().is_some_and(Content::answers_calls) {
+                    wire.push(Content {
+                        role: "model",
+                        parts: vec![Part::Text {
+                            text: serde_json::value::to_raw_value(STEER_BRIDGE)
+                                .unwrap_or_else(|_| empty_string()),
+                            signature: None,
+                        }],
+                        sources: Vec::new(),
+                    });
+                    explain.push(format!(
+                        "message {i}: text after function responses sent as a user turn of its own, after a model turn {STEER_BRIDGE:?} (Gemini refuses text beside function responses)"
+                    ));
+                }
                 push(&mut wire, "user", texts, i);
             }
             Role::Tool => {
@@ -651,6 +736,7 @@ fn encode_with(
                 };
                 let call = &mut open[at];
                 call.answered = true;
+                let call = *call;
                 match how {
                     Matched::Id => {}
                     Matched::Name => explain.push(format!(
@@ -668,23 +754,26 @@ fn encode_with(
                     Vec::new()
                 };
                 // Gemini 3 takes a result's images inside the function response; earlier
-                // models get them as parts after it, in the same turn (module `media`).
-                let (inside, after) = if model.multimodal_function_responses() {
-                    (images, Vec::new())
+                // models get them in a user turn of their own after the run of function
+                // responses (Gemini refuses other parts beside function responses, see
+                // `STEER_BRIDGE`), flushed by `flush_media`.
+                let inside = if model.multimodal_function_responses() {
+                    images
                 } else {
-                    (Vec::new(), images)
+                    pending_media.extend(images);
+                    Vec::new()
                 };
-                let mut parts = vec![Part::Response {
-                    id: call.sent,
+                let parts = vec![Part::Response {
+                    id: sent_ids[at],
                     name: call.name,
                     output: result_text(msg.content.as_ref()),
                     media: inside,
                 }];
-                parts.extend(after.into_iter().map(Part::Media));
                 push(&mut wire, "user", parts, i);
             }
             Role::Assistant => {
                 open.clear();
+                sent_ids.clear();
                 if !msg.replayable() {
                     explain.push(format!("message {i}: not replayed (stored for the record)"));
                     continue;
@@ -717,22 +806,27 @@ fn encode_with(
                     })
                     .collect();
                 let mut made_up = Vec::new();
+                let mut wrapped = Vec::new();
                 for call in &calls {
                     let made = made_up_id(call);
                     if made {
                         made_up.push(call.function.name.as_str());
                     }
                     let sent = if made { None } else { call.id.as_deref() };
-                    open.push(Open {
-                        stored: call.id.as_deref(),
-                        sent,
+                    open.push(OpenCall {
+                        id: call.id.as_deref(),
                         name: &call.function.name,
                         answered: false,
                     });
+                    sent_ids.push(sent);
+                    let (args, was_wrapped) = call_args(call);
+                    if was_wrapped {
+                        wrapped.push(call.function.name.as_str());
+                    }
                     model_parts.push(Part::Call {
                         id: sent,
                         name: &call.function.name,
-                        args: call_args(call),
+                        args,
                         signature: if send_signatures {
                             call.extra_content.as_ref().and_then(stored_signature)
                         } else {
@@ -801,6 +895,14 @@ fn encode_with(
                 if msg.replayable_text().is_some() {
                     line.push_str("; readable thinking not sent (this wire has no field for it)");
                 }
+                if !wrapped.is_empty() {
+                    let note = format!(
+                        "message {i}: the arguments of {} are not a JSON object, which Gemini's functionCall.args must be: sent wrapped as {{\"{WRAPPED_ARGS_KEY}\": …}} (the stored history is unchanged)",
+                        wrapped.join(", ")
+                    );
+                    explain.push(note.clone());
+                    notes.push(note);
+                }
                 if !made_up.is_empty() {
                     line.push_str(&format!(
                         "; id hermes made up for {} not sent",
@@ -812,6 +914,7 @@ fn encode_with(
             }
         }
     }
+    flush_media(&mut wire, &mut pending_media, history.len(), &mut explain);
 
     if let Some(i) = unsigned_in_loop
         && model.enforces_signatures()
@@ -834,6 +937,7 @@ fn encode_with(
         system: &system,
         tools: tools.as_deref(),
         thinking: &plan,
+        max_output_tokens: output_ceiling(model_id),
     };
     let bytes = if pretty {
         serde_json::to_vec_pretty(&body)

@@ -20,7 +20,7 @@ pub use body::{
     AI_STUDIO_BASE, EncodeError, Encoded, Flavor, MADE_UP_ID_KEY, SIGNATURE_FIELD, Target, encode,
     encode_pretty, made_up_id, vertex_base_url,
 };
-pub use model::{GeminiModel, Thinking, ThinkingPlan, Variant, thinking_plan};
+pub use model::{GeminiModel, Thinking, ThinkingPlan, Variant, output_ceiling, thinking_plan};
 
 /// The wire's id (its verdicts are kept under it).
 pub const WIRE_ID: &str = "gemini";

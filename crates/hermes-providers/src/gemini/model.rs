@@ -252,8 +252,56 @@ pub fn thinking_plan(request: ThinkingRequest, model_id: &str) -> Result<Thinkin
     Ok(plan)
 }
 
+/// The output ceiling Google documents for `model_id` (its "Output token limit"), sent as
+/// `generationConfig.maxOutputTokens` unless configured otherwise; `None` for ids without a
+/// documented text-model ceiling here (Gemma, image, TTS, Live and audio models, unknown names),
+/// which then send none. The one table of ceilings, so a configured per-family value can replace
+/// it later. Sources, ai.google.dev/gemini-api/docs/models/<id>: gemini-3-pro-preview and
+/// gemini-3.1-pro-preview 65,536; gemini-3-flash-preview 65,536 (also
+/// docs.cloud.google.com/…/models/gemini/3-flash); gemini-2.5-pro, gemini-2.5-flash and
+/// gemini-2.5-flash-lite 65,536; gemini-2.0-flash and gemini-2.0-flash-lite 8,192 (Vertex lists
+/// more for 2.0 Flash; the smaller limit is valid on both).
+pub fn output_ceiling(model_id: &str) -> Option<u32> {
+    let lower = model_id.to_ascii_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    if ["image", "tts", "live", "audio", "embedding"]
+        .iter()
+        .any(|kind| name.contains(kind))
+    {
+        return None;
+    }
+    let model = GeminiModel::parse(name);
+    if model.variant == Variant::Other {
+        return None;
+    }
+    match model.version? {
+        (major, _) if major >= 3 => Some(65_536),
+        (2, 5) => Some(65_536),
+        (2, 0) => Some(8_192),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn output_ceilings_are_the_documented_ones() {
+        for (id, want) in [
+            ("gemini-3-pro-preview", Some(65_536)),
+            ("gemini-3.1-pro-preview", Some(65_536)),
+            ("models/gemini-3-flash-preview", Some(65_536)),
+            ("gemini-2.5-pro", Some(65_536)),
+            ("gemini-2.5-flash-lite-preview-09-2025", Some(65_536)),
+            ("gemini-2.0-flash", Some(8_192)),
+            ("gemini-2.5-flash-image", None),
+            ("gemini-2.5-flash-preview-tts", None),
+            ("gemma-3-27b-it", None),
+            ("gemini-exp-1206", None),
+        ] {
+            assert_eq!(output_ceiling(id), want, "{id}");
+        }
+    }
+
     use super::*;
 
     #[test]

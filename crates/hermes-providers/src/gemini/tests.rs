@@ -83,7 +83,116 @@ fn origin_json(model: &str, host: &str) -> String {
     format!(r#"{{"provider":"gemini","host":"{host}","model":"{model}"}}"#)
 }
 
-const CONFIG_DEFAULT: &str = r#""generationConfig":{"thinkingConfig":{"includeThoughts":true}}"#;
+const CONFIG_DEFAULT: &str =
+    r#""generationConfig":{"maxOutputTokens":65536,"thinkingConfig":{"includeThoughts":true}}"#;
+
+#[test]
+fn a_steer_after_function_responses_goes_as_a_user_turn_of_its_own_after_a_model_turn() {
+    // The user typed while the tool ran: the words do not join the function-response turn
+    // (Gemini refuses text beside function responses); a short unsigned model turn separates
+    // them, and the signed call turn goes back as captured.
+    let o = origin_json(PRO3, HOST);
+    let h = history(&format!(
+        r#"[{{"role":"user","content":"Time in Zurich?"}},
+            {{"role":"assistant","content":null,"tool_calls":[{}],"origin":{o}}},
+            {{"role":"tool","tool_call_id":"c1","content":"12:00"}},
+            {{"role":"user","content":"and in Tokyo?"}}]"#,
+        call("c1", r#""{}""#, Some(r#""U0lHLTE=""#)),
+    ));
+    assert_eq!(
+        body(&h, PRO3),
+        concat!(
+            r#"{"contents":[{"parts":[{"text":"Time in Zurich?"}],"role":"user"},"#,
+            r#"{"parts":[{"functionCall":{"id":"c1","args":{},"name":"now"},"thoughtSignature":"U0lHLTE="}],"role":"model"},"#,
+            r#"{"parts":[{"functionResponse":{"id":"c1","name":"now","response":{"output":"12:00"}}}],"role":"user"},"#,
+            r#"{"parts":[{"text":"Tool results received."}],"role":"model"},"#,
+            r#"{"parts":[{"text":"and in Tokyo?"}],"role":"user"}],"#,
+            r#""generationConfig":{"maxOutputTokens":65536,"thinkingConfig":{"includeThoughts":true}}}"#,
+        )
+    );
+}
+
+#[test]
+fn an_imported_step_without_ids_keeps_every_result_after_its_call() {
+    // As the Python original stores Gemini steps: calls without ids and results carrying the
+    // tool name only, or calls with ids their results do not repeat. Every functionCall is
+    // answered by its functionResponse, matched by name, then order.
+    let h = history(
+        r#"[{"role":"user","content":"Time and city?"},
+            {"role":"assistant","content":null,"tool_calls":[
+              {"type":"function","function":{"name":"now","arguments":"{}"}},
+              {"type":"function","function":{"name":"city","arguments":"{}"}}]},
+            {"role":"tool","name":"city","content":"Zurich"},
+            {"role":"tool","content":"12:00"},
+            {"role":"assistant","content":null,"tool_calls":[
+              {"id":"c9","type":"function","function":{"name":"now","arguments":"{}"}}]},
+            {"role":"tool","name":"now","content":"12:01"}]"#,
+    );
+    assert_eq!(
+        body(&h, "gemini-2.5-flash"),
+        concat!(
+            r#"{"contents":[{"parts":[{"text":"Time and city?"}],"role":"user"},"#,
+            r#"{"parts":[{"functionCall":{"args":{},"name":"now"}},{"functionCall":{"args":{},"name":"city"}}],"role":"model"},"#,
+            r#"{"parts":[{"functionResponse":{"name":"city","response":{"output":"Zurich"}}},{"functionResponse":{"name":"now","response":{"output":"12:00"}}}],"role":"user"},"#,
+            r#"{"parts":[{"functionCall":{"id":"c9","args":{},"name":"now"}}],"role":"model"},"#,
+            r#"{"parts":[{"functionResponse":{"id":"c9","name":"now","response":{"output":"12:01"}}}],"role":"user"}],"#,
+            r#""generationConfig":{"maxOutputTokens":65536,"thinkingConfig":{"includeThoughts":true}}}"#,
+        )
+    );
+}
+
+#[test]
+fn arguments_that_are_not_an_object_are_kept_in_storage_and_sent_wrapped_with_a_note() {
+    // Capture keeps args exactly as received, whatever the JSON value.
+    let reply = r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"now","args":[1,"\u00e9"]}}],"role":"model"},"finishReason":"STOP","index":0}]}"#;
+    let (msg, _) = capture_reply(reply, origin(PRO3)).unwrap();
+    assert_eq!(
+        msg.tool_calls.as_ref().unwrap()[0]
+            .function
+            .arguments
+            .as_ref()
+            .unwrap()
+            .as_str()
+            .unwrap(),
+        r#"[1,"\u00e9"]"#
+    );
+    // Sending: an object as stored, no arguments as {}, anything else under "value" and said.
+    let h = history(
+        r#"[{"role":"user","content":"go"},
+            {"role":"assistant","content":null,"tool_calls":[
+              {"id":"a","type":"function","function":{"name":"list","arguments":"[1,\"\\u00e9\"]"}},
+              {"id":"b","type":"function","function":{"name":"text","arguments":"not json"}},
+              {"id":"c","type":"function","function":{"name":"obj","arguments":"{\"n\":1}"}},
+              {"id":"d","type":"function","function":{"name":"none","arguments":""}}]},
+            {"role":"tool","tool_call_id":"a","content":"1"},
+            {"role":"tool","tool_call_id":"b","content":"2"},
+            {"role":"tool","tool_call_id":"c","content":"3"},
+            {"role":"tool","tool_call_id":"d","content":"4"}]"#,
+    );
+    let (text, encoded) = encoded_at(
+        &h,
+        "gemini-2.5-flash",
+        AI_STUDIO_BASE,
+        ThinkingRequest::NoPreference,
+        &WireVerdicts::default(),
+    )
+    .unwrap();
+    assert!(
+        text.contains(concat!(
+            r#"{"parts":[{"functionCall":{"id":"a","args":{"value":[1,"\u00e9"]},"name":"list"}},"#,
+            r#"{"functionCall":{"id":"b","args":{"value":"not json"},"name":"text"}},"#,
+            r#"{"functionCall":{"id":"c","args":{"n":1},"name":"obj"}},"#,
+            r#"{"functionCall":{"id":"d","args":{},"name":"none"}}],"role":"model"}"#
+        )),
+        "{text}"
+    );
+    assert_eq!(
+        encoded.notes,
+        [
+            "message 1: the arguments of list, text are not a JSON object, which Gemini's functionCall.args must be: sent wrapped as {\"value\": …} (the stored history is unchanged)"
+        ]
+    );
+}
 
 #[test]
 fn sequential_calls_each_carry_their_own_signature_byte_for_byte() {
@@ -111,7 +220,7 @@ fn sequential_calls_each_carry_their_own_signature_byte_for_byte() {
             r#"{"parts":[{"functionCall":{"id":"c2","args":{"city":"Paris"},"name":"now"},"thoughtSignature":"U0lHLTI="}],"role":"model"},"#,
             r#"{"parts":[{"functionResponse":{"id":"c2","name":"now","response":{"output":"13:00"}}}],"role":"user"}],"#,
             r#""systemInstruction":{"parts":[{"text":"Be brief."}],"role":"user"},"#,
-            r#""generationConfig":{"thinkingConfig":{"includeThoughts":true}}}"#
+            r#""generationConfig":{"maxOutputTokens":65536,"thinkingConfig":{"includeThoughts":true}}}"#
         )
     );
 }
@@ -366,9 +475,22 @@ fn thinking_config(model: &str, thinking: ThinkingRequest) -> Result<String, Str
         &WireVerdicts::default(),
     )
     .map(|(b, _)| {
-        let body: serde_json::Value = serde_json::from_str(&b).unwrap();
-        body.get("generationConfig")
-            .map_or("none".to_owned(), ToString::to_string)
+        // The thinking part of `generationConfig`: `maxOutputTokens` has its own test.
+        let mut body: serde_json::Value = serde_json::from_str(&b).unwrap();
+        let config = body
+            .get_mut("generationConfig")
+            .and_then(|c| c.as_object_mut());
+        match config {
+            Some(c) => {
+                c.remove("maxOutputTokens");
+                if c.is_empty() {
+                    "none".to_owned()
+                } else {
+                    serde_json::Value::Object(c.clone()).to_string()
+                }
+            }
+            None => "none".to_owned(),
+        }
     })
     .map_err(|e| e.to_string())
 }
@@ -452,6 +574,39 @@ fn thinking_config_follows_the_model_family() {
         err.contains("--effort high cannot be sent to gemini-2.0-flash"),
         "{err}"
     );
+}
+
+#[test]
+fn max_output_tokens_is_the_model_s_documented_ceiling() {
+    let h = history(r#"[{"role":"user","content":"Hi"}]"#);
+    let config = |model: &str, thinking| {
+        let (b, e) = encoded_at(
+            &h,
+            model,
+            AI_STUDIO_BASE,
+            thinking,
+            &WireVerdicts::default(),
+        )
+        .unwrap();
+        let body: serde_json::Value = serde_json::from_str(&b).unwrap();
+        (body.get("generationConfig").cloned(), e.explain)
+    };
+    let (pro, explain) = config(PRO3, ThinkingRequest::Effort(Effort::High));
+    assert_eq!(
+        pro.unwrap().to_string(),
+        r#"{"maxOutputTokens":65536,"thinkingConfig":{"includeThoughts":true,"thinkingLevel":"HIGH"}}"#
+    );
+    assert!(
+        explain
+            .iter()
+            .any(|l| l == "maxOutputTokens 65536: the output ceiling Google documents for gemini-3-pro-preview"),
+        "{explain:?}"
+    );
+    let (flash20, _) = config("gemini-2.0-flash", ThinkingRequest::NoPreference);
+    assert_eq!(flash20.unwrap().to_string(), r#"{"maxOutputTokens":8192}"#);
+    // No documented ceiling: no generationConfig at all.
+    let (gemma, _) = config("gemma-3-27b-it", ThinkingRequest::NoPreference);
+    assert_eq!(gemma, None);
 }
 
 #[test]

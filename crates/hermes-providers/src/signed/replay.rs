@@ -83,12 +83,33 @@ fn block_order(msg: &Message) -> Option<Vec<String>> {
     serde_json::from_str(raw.get()).ok()
 }
 
-/// Where the tool loop in flight starts: after the last real user message.
+/// Where the tool loop in flight starts: after the last real user message. A user message that
+/// follows tool results with no assistant turn between (a steer typed while a tool ran) is not
+/// one: both Claude wires merge it into the `tool_result` turn, which Claude still reads as the
+/// loop's "lastmost set of `tool_use` and `tool_result` blocks" (PROVIDERS.md, Anthropic
+/// errors), so the step before it keeps its signed thinking.
 pub(crate) fn loop_start(history: &[Message]) -> usize {
+    let mut start = 0;
+    let mut after_results = false;
+    for (i, msg) in history.iter().enumerate() {
+        match msg.role {
+            Role::Tool => after_results = true,
+            Role::Assistant => after_results = false,
+            Role::User if !after_results => start = i + 1,
+            Role::User | Role::System | Role::Developer => {}
+        }
+    }
+    start
+}
+
+/// Whether the request ends in a tool loop step's results: a tool result after the last
+/// assistant turn (a steer merged into that turn keeps it one).
+fn ends_in_results(history: &[Message]) -> bool {
     history
         .iter()
-        .rposition(|m| m.role == Role::User)
-        .map_or(0, |i| i + 1)
+        .rev()
+        .take_while(|m| m.role != Role::Assistant)
+        .any(|m| m.role == Role::Tool)
 }
 
 /// Whether a turn's own signed blocks go back to a Claude model, by where the turn stands:
@@ -182,8 +203,8 @@ pub(crate) fn thinking_must_go(
     model: &str,
 ) -> Option<String> {
     let last_assistant = history.iter().rposition(|m| m.role == Role::Assistant);
-    let in_loop_now = history.last().is_some_and(|m| m.role == Role::Tool)
-        && last_assistant.is_some_and(|i| i >= loop_start(history));
+    let in_loop_now =
+        ends_in_results(history) && last_assistant.is_some_and(|i| i >= loop_start(history));
     let must = on && (thinking_off || (in_loop_now && latest_starts_with_thinking == Some(false)));
     must.then(|| {
         if thinking_off {
@@ -307,6 +328,34 @@ mod tests {
             arranged(None, vec!["lead"], vec![Some("a")]),
             ["lead", "a", "t1", "t2", "c1"]
         );
+    }
+
+    #[test]
+    fn a_steer_after_tool_results_does_not_start_a_new_loop() {
+        let history = hermes_core::parse_history(
+            &json!([
+                {"role": "user", "content": "q"},
+                {"role": "assistant", "content": null,
+                 "tool_calls": [{"id": "t", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "t", "content": "1"},
+                {"role": "user", "content": "steer"},
+                {"role": "user", "content": "and another"},
+            ])
+            .to_string(),
+        )
+        .unwrap()
+        .messages;
+        assert_eq!(loop_start(&history), 1);
+        assert!(ends_in_results(&history));
+        // A user message after an answer (no results since) starts one.
+        let mut answered = history[..3].to_vec();
+        answered.extend(history[..1].iter().cloned().map(|mut m| {
+            m.role = Role::Assistant;
+            m
+        }));
+        answered.push(history[3].clone());
+        assert_eq!(loop_start(&answered), 5);
+        assert!(!ends_in_results(&answered));
     }
 
     #[test]

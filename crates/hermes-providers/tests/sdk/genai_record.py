@@ -40,7 +40,8 @@ How the calls are made, the way an application using the SDK makes them:
     is decoded here (either base64 alphabet) and the SDK encodes it again when it sends;
   * the config is `types.GenerateContentConfig(system_instruction=..., tools=[types.Tool(
     function_declarations=[types.FunctionDeclaration(name=, description=,
-    parameters_json_schema=)])], thinking_config=types.ThinkingConfig(**thinking))`, each only
+    parameters_json_schema=)])], max_output_tokens=, thinking_config=types.ThinkingConfig(
+    **thinking))`, each only
     when given; one system text is passed as a string, several as a list of strings (the SDK
     makes either a `user` content of text parts, `_transformers.t_content`);
   * `client.models.generate_content(model=, contents=, config=)`, or
@@ -119,6 +120,8 @@ def config(call: dict) -> types.GenerateContentConfig | None:
         kwargs["tools"] = [
             types.Tool(function_declarations=[types.FunctionDeclaration(**d) for d in call["tools"]])
         ]
+    if call.get("max_output_tokens") is not None:
+        kwargs["max_output_tokens"] = call["max_output_tokens"]
     if call.get("thinking") is not None:
         kwargs["thinking_config"] = types.ThinkingConfig(**call["thinking"])
     return types.GenerateContentConfig(**kwargs) if kwargs else None

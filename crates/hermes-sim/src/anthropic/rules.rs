@@ -918,9 +918,10 @@ fn signatures(
     Ok(tokens)
 }
 
-/// In an in-flight tool loop (the request ends with a user turn made only of `tool_result`
-/// blocks) the latest assistant turn starts with a thinking block and carries exactly the
-/// thinking blocks the simulator issued for it, in order.
+/// In an in-flight tool loop (the request ends with a user turn carrying `tool_result` blocks,
+/// with or without text after them: Claude's refusal names "the lastmost set of `tool_use` and
+/// `tool_result` blocks", PROVIDERS.md) the latest assistant turn starts with a thinking block
+/// and carries exactly the thinking blocks the simulator issued for it, in order.
 fn latest_turn(
     messages: &[Value],
     turns: &[(&str, Range<usize>)],
@@ -929,13 +930,13 @@ fn latest_turn(
     let Some(((last_role, last), rest)) = turns.split_last() else {
         return Ok(());
     };
-    let only_results = last.clone().all(|n| {
+    let carries_results = last.clone().any(|n| {
         messages[n]
             .get("content")
             .and_then(Value::as_array)
-            .is_some_and(|c| !c.is_empty() && c.iter().all(|b| kind_of(b) == "tool_result"))
+            .is_some_and(|c| c.iter().any(|b| kind_of(b) == "tool_result"))
     });
-    if *last_role != "user" || !only_results {
+    if *last_role != "user" || !carries_results {
         return Ok(());
     }
     let Some((_, turn)) = rest.last() else {

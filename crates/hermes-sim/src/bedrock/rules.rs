@@ -673,11 +673,17 @@ fn blocks(m: &Value) -> &[Value] {
 }
 
 /// The index where the in-flight tool loop starts: right after the last user message with a text
-/// block (0 when there is none).
+/// block and no `toolResult` (0 when there is none). Text after tool results in the same message
+/// (a steer) leaves the loop in flight: Claude's refusal names "the lastmost set of `tool_use`
+/// and `tool_result` blocks" (PROVIDERS.md, Bedrock and Anthropic errors).
 pub(crate) fn loop_start(messages: &[Value]) -> usize {
     messages
         .iter()
-        .rposition(|m| role(m) == "user" && blocks(m).iter().any(|b| member(b) == "text"))
+        .rposition(|m| {
+            role(m) == "user"
+                && blocks(m).iter().any(|b| member(b) == "text")
+                && !blocks(m).iter().any(|b| member(b) == "toolResult")
+        })
         .map_or(0, |i| i + 1)
 }
 

@@ -53,7 +53,10 @@ pub(crate) const RESPONSE_AFTER_CALL: &str =
 
 /// The count of response parts differs from the call turn's calls (google-gemini/gemini-cli#4217,
 /// #17208, #17857). Also used, by the simulator's choice, for a call turn followed by no response
-/// turn at all.
+/// turn at all, and for a function-response turn carrying other parts beside its
+/// `functionResponse` parts (text or data as siblings: google-gemini/gemini-cli#16137 reports that
+/// shape refused with a 400 INVALID_ARGUMENT, google/oss-rebuild#1559 on Gemini 3 Flash; which of
+/// the texts it draws is not quoted there).
 pub(crate) const RESPONSE_COUNT: &str = "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.";
 
 /// A function-call turn first in `contents` or right after another model turn
@@ -409,6 +412,12 @@ fn pairing(contents: &[Value]) -> Result<(), Fault> {
                 return Err(Fault::plain(RESPONSE_AFTER_CALL));
             }
         } else if !responses(c).is_empty() {
+            if parts_of(c)
+                .iter()
+                .any(|p| part_field(p, "functionResponse").is_none())
+            {
+                return Err(Fault::plain(RESPONSE_COUNT));
+            }
             let after_calls = i > 0
                 && role_of(&contents[i - 1]) == "model"
                 && !calls_of(&contents[i - 1]).is_empty();
