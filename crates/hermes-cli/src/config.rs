@@ -68,8 +68,8 @@ pub(crate) struct Config {
     #[serde(default, skip_serializing_if = "VerdictsSection::is_empty")]
     pub(crate) verdicts: VerdictsSection,
     /// `[max_tokens]`: the output limit per model family on the native wires (Anthropic
-    /// `max_tokens`, Converse `maxTokens`), keyed by a substring of the model id (the longest
-    /// key the id contains wins), e.g. `"claude-opus-4-8" = 64000`.
+    /// `max_tokens`, Converse `maxTokens`, Gemini `maxOutputTokens`), keyed by a substring of
+    /// the model id (the longest key the id contains wins), e.g. `"claude-opus-4-8" = 64000`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) max_tokens: BTreeMap<String, std::num::NonZeroU32>,
 }

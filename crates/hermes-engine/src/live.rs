@@ -127,6 +127,7 @@ fn gemini_target(settled: &Settled, base_url: &str) -> gemini::Target {
     gemini::Target {
         flavor,
         base_url: base_url.to_owned(),
+        max_tokens: settled.max_tokens,
     }
 }
 

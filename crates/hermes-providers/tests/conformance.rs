@@ -156,6 +156,7 @@ fn gemini_for(target: &WireTarget<'_>) -> Option<Box<dyn Wire>> {
         target: gemini::Target {
             flavor,
             base_url: base.to_owned(),
+            max_tokens: None,
         },
         auth: None,
     }))

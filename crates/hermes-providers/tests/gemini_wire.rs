@@ -33,6 +33,7 @@ fn studio(server: &MockServer) -> GeminiWire {
         target: Target {
             flavor: Flavor::AiStudio,
             base_url: format!("{}/v1beta", server.uri()),
+            max_tokens: None,
         },
         auth: Some(Auth::Header("x-goog-api-key", KEY.into())),
     }
@@ -252,6 +253,7 @@ async fn vertex_gets_its_project_path_and_a_bearer_token() {
                 region: "us-central1".into(),
             },
             base_url: server.uri(),
+            max_tokens: None,
         },
         auth: Some(Auth::Bearer("ya29.token".into())),
     };

@@ -481,11 +481,13 @@ fn target(scenario: &Scenario, base: &str) -> Target {
                 region: REGION.into(),
             },
             base_url: base.to_owned(),
+            max_tokens: None,
         }
     } else {
         Target {
             flavor: Flavor::AiStudio,
             base_url: format!("{base}/v1beta"),
+            max_tokens: None,
         }
     }
 }
@@ -1376,14 +1378,17 @@ fn image_bodies_validate_against_the_sdk_types_inline_file_and_function_response
             bodies.push(image_body(model, vertex));
         }
     }
-    // Gemini 3 puts the result's image inside the function response, earlier models after it.
+    // Gemini 3 puts the result's image inside the function response, earlier models in a user
+    // turn of its own after the bridge model turn.
     let gemini3: Value = serde_json::from_str(&bodies[0]).unwrap();
     assert!(
         gemini3["contents"][2]["parts"][0]["functionResponse"]["parts"][0]["inlineData"]
             .is_object()
     );
     let earlier: Value = serde_json::from_str(&bodies[4]).unwrap();
-    assert!(earlier["contents"][2]["parts"][1]["inlineData"].is_object());
+    assert_eq!(earlier["contents"][2]["parts"].as_array().unwrap().len(), 1);
+    assert_eq!(earlier["contents"][3]["role"], "model");
+    assert!(earlier["contents"][4]["parts"][0]["inlineData"].is_object());
     assert!(earlier["contents"][0]["parts"][2]["fileData"]["fileUri"].is_string());
     // Controls: the chat shape inside a function response, and a blob that is not base64.
     let mut chat = gemini3.clone();

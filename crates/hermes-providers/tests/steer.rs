@@ -127,6 +127,7 @@ async fn a_steer_on_gemini_goes_as_its_own_turn_and_the_simulator_accepts_it() {
         target: gemini::Target {
             flavor: gemini::Flavor::AiStudio,
             base_url: base.clone(),
+            max_tokens: None,
         },
         auth: Some(Auth::Header("x-goog-api-key", "AIza-test".into())),
     };

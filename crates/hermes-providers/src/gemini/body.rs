@@ -59,6 +59,9 @@ pub struct Target {
     /// The base URL: [`AI_STUDIO_BASE`], or `https://{region}-aiplatform.googleapis.com` (the
     /// `global` location: `https://aiplatform.googleapis.com`) for Vertex.
     pub base_url: String,
+    /// `maxOutputTokens` from config (`[max_tokens]`); else the model's documented ceiling
+    /// ([`output_ceiling`]).
+    pub max_tokens: Option<u32>,
 }
 
 impl Target {
@@ -67,6 +70,7 @@ impl Target {
         Target {
             flavor: Flavor::AiStudio,
             base_url: AI_STUDIO_BASE.to_owned(),
+            max_tokens: None,
         }
     }
 
@@ -79,6 +83,7 @@ impl Target {
                 region: region.to_owned(),
             },
             base_url: vertex_base_url(region),
+            max_tokens: None,
         }
     }
 }
@@ -652,10 +657,13 @@ fn encode_with(
         ),
         plan.explain.clone(),
     ];
-    if let Some(max) = output_ceiling(model_id) {
-        explain.push(format!(
+    let max_output_tokens = target.max_tokens.or_else(|| output_ceiling(model_id));
+    match (target.max_tokens, max_output_tokens) {
+        (Some(max), _) => explain.push(format!("maxOutputTokens {max}: [max_tokens] in config")),
+        (None, Some(max)) => explain.push(format!(
             "maxOutputTokens {max}: the output ceiling Google documents for {model_id}"
-        ));
+        )),
+        (None, None) => {}
     }
     let mut notes = Vec::new();
     let vertex = matches!(target.flavor, Flavor::Vertex { .. });
@@ -937,7 +945,7 @@ fn encode_with(
         system: &system,
         tools: tools.as_deref(),
         thinking: &plan,
-        max_output_tokens: output_ceiling(model_id),
+        max_output_tokens,
     };
     let bytes = if pretty {
         serde_json::to_vec_pretty(&body)

@@ -235,20 +235,26 @@ mod tests {
     }
 
     #[test]
-    fn earlier_models_get_a_results_images_after_the_function_response() {
+    fn earlier_models_get_a_results_images_in_a_user_turn_of_their_own_after_it() {
         let body = encoded(
             &image_history(true),
             &Target::ai_studio(),
             "gemini-2.5-flash",
         )
         .unwrap();
+        // Gemini refuses other parts beside function responses: the function response alone,
+        // the bridge model turn, then the images.
         assert_eq!(
-            body["contents"][2],
-            json!({"parts": [
-                {"functionResponse": {"id": "call_1", "name": "screenshot",
-                                      "response": {"output": "the screen"}}},
-                {"inlineData": {"data": PNG, "mimeType": "image/png"}},
-            ], "role": "user"})
+            body["contents"].as_array().unwrap()[2..],
+            [
+                json!({"parts": [
+                    {"functionResponse": {"id": "call_1", "name": "screenshot",
+                                          "response": {"output": "the screen"}}},
+                ], "role": "user"}),
+                json!({"parts": [{"text": super::super::body::STEER_BRIDGE}], "role": "model"}),
+                json!({"parts": [{"inlineData": {"data": PNG, "mimeType": "image/png"}}],
+                       "role": "user"}),
+            ]
         );
         assert_eq!(body["contents"][0], user_turn());
     }

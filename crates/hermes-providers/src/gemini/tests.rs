@@ -52,6 +52,7 @@ fn encoded_at(
     let target = Target {
         flavor: super::Flavor::AiStudio,
         base_url: base.to_owned(),
+        max_tokens: None,
     };
     let e = encode(&parts, &target)?;
     Ok((String::from_utf8(e.body.clone()).unwrap(), e))
@@ -247,7 +248,7 @@ fn private_keys_stored_beside_signatures_never_reach_the_body() {
             r#"{"parts":[{"functionResponse":{"id":"c1","name":"now","response":{"output":"12:00"}}}],"role":"user"},"#,
             r#"{"parts":[{"text":"Noon.","thoughtSignature":"VFMt"}],"role":"model"},"#,
             r#"{"parts":[{"text":"Thanks."}],"role":"user"}],"#,
-            r#""generationConfig":{"thinkingConfig":{"includeThoughts":true}}}"#
+            r#""generationConfig":{"maxOutputTokens":65536,"thinkingConfig":{"includeThoughts":true}}}"#
         )
     );
 }
@@ -607,6 +608,36 @@ fn max_output_tokens_is_the_model_s_documented_ceiling() {
     // No documented ceiling: no generationConfig at all.
     let (gemma, _) = config("gemma-3-27b-it", ThinkingRequest::NoPreference);
     assert_eq!(gemma, None);
+}
+
+#[test]
+fn a_configured_max_tokens_wins_over_the_documented_ceiling() {
+    let h = history(r#"[{"role":"user","content":"Hi"}]"#);
+    let table = crate::builtin_table();
+    for (model, expected) in [
+        (
+            PRO3,
+            r#"{"maxOutputTokens":4096,"thinkingConfig":{"includeThoughts":true}}"#,
+        ),
+        ("gemma-3-27b-it", r#"{"maxOutputTokens":4096}"#),
+    ] {
+        let decision = table.resolve(
+            &RouteTarget::new("gemini", Some(AI_STUDIO_BASE), model),
+            ResolveOptions::default(),
+        );
+        let verdicts = Verdicts::default();
+        let parts = RequestParts::new(&h, &decision, &verdicts);
+        let mut target = Target::ai_studio();
+        target.max_tokens = Some(4096);
+        let e = encode(&parts, &target).unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&e.body).unwrap();
+        assert_eq!(body["generationConfig"].to_string(), expected, "{model}");
+        assert!(
+            e.explain
+                .iter()
+                .any(|l| l == "maxOutputTokens 4096: [max_tokens] in config")
+        );
+    }
 }
 
 #[test]
