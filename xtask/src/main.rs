@@ -9,7 +9,9 @@ use anyhow::{Context as _, bail};
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci                   fmt --check, clippy -D warnings, the whole test suite (conformance included)
+  ci                   fmt --check, clippy -D warnings, the whole test suite (conformance included),
+                       with the official SDKs (a venv under target/) and a throwaway PostgreSQL
+                       provisioned; what cannot be is named as skipped at the end
   conformance [ROUTE]  the route conformance suite, built-in routes and the third-party example
                        (every route, or the ones named)
   chaos                signals during tool loops, many processes on one home, racing resumes
@@ -78,6 +80,52 @@ fn conformance(routes: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Exit code of `.ci/with-postgres.sh` when PostgreSQL could not be provisioned.
+const PG_UNAVAILABLE: i32 = 97;
+
+/// True when the variable is set to anything but `0` or the empty string.
+fn flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// The official provider SDKs for the SDK-evidence tests: `HERMES_SDK_PYTHON` when set, else a
+/// venv under `target/sdk-venv` made (or repaired) and filled from `.ci/sdk-requirements.txt`.
+/// `Err` says why they could not be provisioned.
+fn sdk_python() -> Result<std::path::PathBuf, String> {
+    if let Some(python) = std::env::var_os("HERMES_SDK_PYTHON") {
+        return Ok(python.into());
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| std::path::PathBuf::from("target"), Into::into);
+    let venv = std::path::absolute(target.join("sdk-venv")).map_err(|e| e.to_string())?;
+    let python = venv.join("bin").join("python");
+    let works = |cmd: &mut Command| cmd.status().is_ok_and(|s| s.success());
+    if !works(Command::new(&python).args(["-c", "import sys"])) {
+        let _ = std::fs::remove_dir_all(&venv);
+        if !works(Command::new("python3").arg("-m").arg("venv").arg(&venv)) {
+            return Err("`python3 -m venv` failed (is Python 3 with venv installed?)".into());
+        }
+    }
+    let mut pip = Command::new(&python);
+    pip.args([
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--disable-pip-version-check",
+        "-r",
+    ])
+    .arg(".ci/sdk-requirements.txt");
+    if !works(&mut pip) {
+        return Err("pip could not install .ci/sdk-requirements.txt (is PyPI reachable?)".into());
+    }
+    Ok(python)
+}
+
+/// fmt, clippy, then every test of the workspace (conformance included) with what the tests
+/// need provisioned: the official SDKs in a venv and a throwaway PostgreSQL (`.ci/with-postgres.sh`,
+/// Debian's packages). What cannot be provisioned is skipped loudly, named in the summary with
+/// how to enable it; `HERMES_REQUIRE_SDK` / `HERMES_REQUIRE_PG` (CI) make it a failure instead.
 fn ci() -> anyhow::Result<()> {
     let mut fmt = cargo();
     fmt.args(["fmt", "--all", "--", "--check"]);
@@ -92,10 +140,79 @@ fn ci() -> anyhow::Result<()> {
         "warnings",
     ]);
     step("cargo clippy", clippy)?;
+
+    let mut skipped: Vec<String> = Vec::new();
+    let sdk = match sdk_python() {
+        Ok(python) => Some(python),
+        Err(why) if flag("HERMES_REQUIRE_SDK") => {
+            bail!("the official SDKs could not be provisioned: {why}")
+        }
+        Err(why) => {
+            skipped.push(format!(
+                "official-SDK evidence tests (sdk_anthropic, sdk_bedrock, sdk_gemini, sdk_responses): {why}; enable with a reachable PyPI, or HERMES_SDK_PYTHON=<a python with .ci/sdk-requirements.txt>"
+            ));
+            None
+        }
+    };
     // The whole workspace, conformance included (both suites are test targets): run once.
-    let mut test = cargo();
-    test.args(["test", "--workspace"]);
-    step("cargo test --workspace", test)
+    let test = || {
+        let mut test = cargo();
+        test.args(["test", "--workspace"]);
+        if let Some(python) = &sdk {
+            test.env("HERMES_SDK_PYTHON", python);
+        }
+        test
+    };
+    let mut pg_note = "PostgreSQL: HERMES_TEST_PG_URL".to_owned();
+    if std::env::var_os("HERMES_TEST_PG_URL").is_some() {
+        step("cargo test --workspace", test())?;
+    } else {
+        let inner = test();
+        let mut wrapped = Command::new("bash");
+        wrapped.arg(".ci/with-postgres.sh").arg(inner.get_program());
+        wrapped.args(inner.get_args());
+        for (key, value) in inner.get_envs() {
+            match value {
+                Some(value) => wrapped.env(key, value),
+                None => wrapped.env_remove(key),
+            };
+        }
+        eprintln!("xtask: cargo test --workspace (beside a throwaway PostgreSQL)");
+        let status = wrapped
+            .status()
+            .context("cannot start bash .ci/with-postgres.sh")?;
+        match status.code() {
+            Some(0) => pg_note = "PostgreSQL: a throwaway cluster".to_owned(),
+            Some(PG_UNAVAILABLE) if flag("HERMES_REQUIRE_PG") => {
+                bail!("PostgreSQL could not be provisioned (.ci/postgres.sh)")
+            }
+            Some(PG_UNAVAILABLE) => {
+                skipped.push(
+                    "PostgreSQL tests (the store suite's second backend, fleet and migrate tests): PostgreSQL could not be installed or started (.ci/postgres.sh needs Debian's packages); enable with HERMES_TEST_PG_URL=postgres://…".to_owned(),
+                );
+                step("cargo test --workspace", test())?;
+                pg_note = "PostgreSQL: skipped".to_owned();
+            }
+            _ => bail!("cargo test --workspace failed ({status})"),
+        }
+    }
+    if skipped.is_empty() {
+        eprintln!(
+            "xtask: every test group ran ({pg_note}; official SDKs: {})",
+            sdk.map_or_else(String::new, |p| p.display().to_string())
+        );
+    } else {
+        eprintln!(
+            "\nxtask: ============ SKIPPED TEST GROUPS (they passed by not running) ============"
+        );
+        for line in &skipped {
+            eprintln!("xtask: SKIPPED {line}");
+        }
+        eprintln!(
+            "xtask: =========================================================================="
+        );
+    }
+    Ok(())
 }
 
 fn main() -> anyhow::Result<()> {
