@@ -12,4 +12,9 @@ if ! source .ci/postgres.sh || [ -z "${HERMES_TEST_PG_URL:-}" ]; then
   exit 97
 fi
 trap hermes_pg_stop EXIT
+# A cluster that did not start is no cluster: check it answers before running anything.
+if ! PGSSLMODE=disable psql -q -At "$HERMES_TEST_PG_URL" -c 'SELECT 1' >/dev/null 2>&1; then
+  echo "with-postgres: the PostgreSQL cluster did not start (pg_ctl says why above)" >&2
+  exit 97
+fi
 "$@"
