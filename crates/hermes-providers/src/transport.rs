@@ -86,12 +86,63 @@ pub(crate) fn map_reqwest(err: reqwest::Error) -> TransportError {
             "the reply was silent for longer than the idle limit".to_owned()
         })
     } else if err.is_connect() {
-        TransportError::Connect(text)
+        TransportError::Connect(connect_cause(&err))
     } else if err.is_body() || err.is_decode() {
         TransportError::Stream(text)
     } else {
         TransportError::Request(text)
     }
+}
+
+/// Why a connection could not be made, in one line the user can act on: the host name did not
+/// resolve (DNS), the host refused the connection, the TLS handshake failed, or else the
+/// innermost cause reqwest wraps (its own message, "error sending request for url", names none).
+fn connect_cause(err: &reqwest::Error) -> String {
+    let mut chain: Vec<&(dyn std::error::Error + 'static)> = Vec::new();
+    let mut next = std::error::Error::source(err);
+    while let Some(e) = next {
+        chain.push(e);
+        next = e.source();
+    }
+    let innermost = chain
+        .last()
+        .map_or_else(|| err.to_string(), ToString::to_string);
+    let texts: Vec<String> = chain.iter().map(|e| e.to_string().to_lowercase()).collect();
+    let any = |needles: &[&str]| texts.iter().any(|t| needles.iter().any(|n| t.contains(n)));
+    let refused = chain.iter().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+    });
+    let tls = chain.iter().any(|e| is_rustls(*e));
+    let url = err.url();
+    let host = url.and_then(|u| u.host_str()).unwrap_or("the host");
+    let port = url.and_then(reqwest::Url::port_or_known_default);
+    let address = port.map_or_else(|| host.to_owned(), |p| format!("{host}:{p}"));
+    if any(&[
+        "dns error",
+        "lookup address",
+        "name or service not known",
+        "no such host",
+    ]) {
+        format!("the host name {host} could not be resolved (DNS: {innermost})")
+    } else if refused {
+        format!("{address} refused the connection (nothing listens there?)")
+    } else if tls || any(&["certificate", "tls handshake"]) {
+        format!("the TLS handshake with {address} failed: {innermost}")
+    } else {
+        format!("{address}: {innermost}")
+    }
+}
+
+/// True when `e` is a rustls error, or `io::Error`s wrapping one (their `source()` skips what
+/// they wrap, so the chain alone never shows it).
+fn is_rustls(e: &(dyn std::error::Error + 'static)) -> bool {
+    if e.is::<rustls::Error>() {
+        return true;
+    }
+    e.downcast_ref::<std::io::Error>()
+        .and_then(std::io::Error::get_ref)
+        .is_some_and(|inner| is_rustls(inner))
 }
 
 fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {

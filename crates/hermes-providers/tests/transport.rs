@@ -290,3 +290,63 @@ fn the_key_never_shows_in_debug_output() {
     assert!(!text.contains("sk-live-very-secret"), "{text}");
     assert!(text.contains("<redacted>"));
 }
+
+/// Sends the test request to `base_url` and returns the connect error's text.
+async fn connect_error(base_url: &str) -> String {
+    let table = builtin_table();
+    let decision = table.resolve(
+        &RouteTarget::new("custom", Some(base_url), "m"),
+        ResolveOptions::default(),
+    );
+    let history = history();
+    let request = ChatRequest::build(
+        &history,
+        &decision,
+        &Verdicts::default(),
+        ThinkingRequest::NoPreference,
+    );
+    let endpoint = Endpoint {
+        base_url: base_url.to_owned(),
+        api_key: None,
+    };
+    match ChatTransport::new()
+        .unwrap()
+        .send(&endpoint, &request, origin())
+        .await
+    {
+        Err(TransportError::Connect(text)) => text,
+        other => panic!("{base_url}: expected a connect error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_connect_failure_names_its_cause_dns_refused_or_tls() {
+    // A loopback port nothing listens on.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let refused = connect_error(&format!("http://127.0.0.1:{port}/v1")).await;
+    assert_eq!(
+        refused,
+        format!("127.0.0.1:{port} refused the connection (nothing listens there?)")
+    );
+    // `.invalid` never resolves (RFC 6761).
+    let dns = connect_error("http://hermes-test.invalid/v1").await;
+    assert!(
+        dns.starts_with("the host name hermes-test.invalid could not be resolved (DNS: "),
+        "{dns}"
+    );
+    // https to a server that speaks plain http: the handshake fails.
+    let server = MockServer::start().await;
+    let tls = connect_error(&server.uri().replace("http://", "https://")).await;
+    assert!(
+        tls.starts_with(&format!(
+            "the TLS handshake with {} failed: ",
+            server.address()
+        )),
+        "{tls}"
+    );
+    for text in [&refused, &dns, &tls] {
+        assert!(!text.contains("error sending request"), "{text}");
+    }
+}
