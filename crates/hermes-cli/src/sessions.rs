@@ -192,32 +192,9 @@ fn show_text(
         };
         writeln!(out, "  #{i:<3} {:<9}{detail}{mark}", msg.role.as_str())?;
     }
-    // Every wire's verdicts: chat completions' (SPEC §6) and the native wires'.
-    let chat = Verdicts::from_model_config(&meta.model_config).unwrap_or_default();
-    let wire = hermes_core::WireVerdicts::from_model_config(&meta.model_config).unwrap_or_default();
-    let lines: Vec<String> = chat
-        .0
+    let lines: Vec<String> = crate::verdicts::session_rows(&meta.model_config)
         .iter()
-        .map(|v| {
-            format!(
-                "{} {} @ {} / {}: refused {}",
-                hermes_core::CHAT_WIRE,
-                v.provider,
-                v.host,
-                v.model,
-                v.carriers.fields().join(", ")
-            )
-        })
-        .chain(wire.0.iter().map(|v| {
-            format!(
-                "{} {} @ {} / {}: refused {}",
-                v.wire,
-                v.provider,
-                v.host,
-                v.model,
-                v.fields.join(", ")
-            )
-        }))
+        .map(crate::verdicts::row_line)
         .collect();
     if lines.is_empty() {
         writeln!(out, "  verdicts: none")?;

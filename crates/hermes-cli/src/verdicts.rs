@@ -21,23 +21,12 @@ async fn run_async(command: &VerdictsCommand, store: Store) -> anyhow::Result<()
                 Vec::new()
             };
             let mut rows = Vec::new();
-            // Each session's own verdicts, every wire's: chat completions' (SPEC §6's
-            // `reasoning_rejected_carriers`), then the native wires' (`hermes_wire_verdicts`).
             for s in &sessions {
-                let verdicts = Verdicts::from_model_config(&s.model_config).unwrap_or_default();
-                for v in verdicts.0 {
-                    rows.push(json!({
-                        "session_id": s.id, "wire": CHAT_WIRE,
-                        "provider": v.provider, "host": v.host, "model": v.model,
-                        "carriers": v.carriers,
-                    }));
-                }
-                let wire = WireVerdicts::from_model_config(&s.model_config).unwrap_or_default();
-                for v in wire.0 {
-                    rows.push(json!({
-                        "session_id": s.id, "wire": v.wire, "provider": v.provider,
-                        "host": v.host, "model": v.model, "carriers": v.fields,
-                    }));
+                for row in session_rows(&s.model_config) {
+                    let mut with_id = serde_json::Map::new();
+                    with_id.insert("session_id".into(), json!(s.id));
+                    with_id.extend(row.as_object().cloned().unwrap_or_default());
+                    rows.push(Value::Object(with_id));
                 }
             }
             for v in &fleet {
@@ -74,21 +63,11 @@ async fn run_async(command: &VerdictsCommand, store: Store) -> anyhow::Result<()
                         )?;
                         continue;
                     }
-                    let carriers: Vec<&str> = r["carriers"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(Value::as_str)
-                        .collect();
                     writeln!(
                         out,
-                        "{}  {} {} @ {} / {}: refused {}",
+                        "{}  {}",
                         r["session_id"].as_str().unwrap_or_default(),
-                        r["wire"].as_str().unwrap_or_default(),
-                        r["provider"].as_str().unwrap_or_default(),
-                        r["host"].as_str().unwrap_or_default(),
-                        r["model"].as_str().unwrap_or_default(),
-                        carriers.join(", ")
+                        row_line(r)
                     )?;
                 }
             }
@@ -130,6 +109,43 @@ async fn run_async(command: &VerdictsCommand, store: Store) -> anyhow::Result<()
     }
     out.flush()?;
     Ok(())
+}
+
+/// A session's own verdicts, every wire's: chat completions' (SPEC §6's
+/// `reasoning_rejected_carriers`), then the native wires' (`hermes_wire_verdicts`), each as
+/// `{"wire", "provider", "host", "model", "carriers"}`.
+pub(crate) fn session_rows(model_config: &serde_json::Map<String, Value>) -> Vec<Value> {
+    let chat = Verdicts::from_model_config(model_config).unwrap_or_default();
+    let wire = WireVerdicts::from_model_config(model_config).unwrap_or_default();
+    chat.0
+        .into_iter()
+        .map(|v| {
+            json!({"wire": CHAT_WIRE, "provider": v.provider, "host": v.host, "model": v.model,
+                   "carriers": v.carriers})
+        })
+        .chain(wire.0.into_iter().map(|v| {
+            json!({"wire": v.wire, "provider": v.provider, "host": v.host, "model": v.model,
+                   "carriers": v.fields})
+        }))
+        .collect()
+}
+
+/// How a verdict row reads: `WIRE PROVIDER @ HOST / MODEL: refused A, B`.
+pub(crate) fn row_line(r: &Value) -> String {
+    let carriers: Vec<&str> = r["carriers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    format!(
+        "{} {} @ {} / {}: refused {}",
+        r["wire"].as_str().unwrap_or_default(),
+        r["provider"].as_str().unwrap_or_default(),
+        r["host"].as_str().unwrap_or_default(),
+        r["model"].as_str().unwrap_or_default(),
+        carriers.join(", ")
+    )
 }
 
 /// A Unix-milliseconds time as RFC 3339 (UTC, seconds).

@@ -574,6 +574,19 @@ fn push<'h>(wire: &mut Vec<Content<'h>>, role: &'static str, parts: Vec<Part<'h>
     });
 }
 
+/// The short unsigned model turn ([`STEER_BRIDGE`]) between function responses and a user turn
+/// that follows them (a steer, or a result's images); it stands for no stored message.
+fn bridge_turn<'h>() -> Content<'h> {
+    Content {
+        role: "model",
+        parts: vec![Part::Text {
+            text: serde_json::value::to_raw_value(STEER_BRIDGE).unwrap_or_else(|_| empty_string()),
+            signature: None,
+        }],
+        sources: Vec::new(),
+    }
+}
+
 /// Sends the images of a run of tool results (`pending`, for models that take none inside a
 /// function response) as a user turn of their own after it: the bridge model turn
 /// ([`STEER_BRIDGE`]), then the images, since Gemini refuses other parts beside function
@@ -589,14 +602,7 @@ fn flush_media<'h>(
     }
     // The images belong to the tool results of the turn before.
     let sources = wire.last().map(|c| c.sources.clone()).unwrap_or_default();
-    wire.push(Content {
-        role: "model",
-        parts: vec![Part::Text {
-            text: serde_json::value::to_raw_value(STEER_BRIDGE).unwrap_or_else(|_| empty_string()),
-            signature: None,
-        }],
-        sources: Vec::new(),
-    });
+    wire.push(bridge_turn());
     wire.push(Content {
         role: "user",
         parts: pending.drain(..).map(Part::Media).collect(),
@@ -720,15 +726,7 @@ fn encode_with(
                     continue;
                 }
                 if wire.last().is_some_and(Content::answers_calls) {
-                    wire.push(Content {
-                        role: "model",
-                        parts: vec![Part::Text {
-                            text: serde_json::value::to_raw_value(STEER_BRIDGE)
-                                .unwrap_or_else(|_| empty_string()),
-                            signature: None,
-                        }],
-                        sources: Vec::new(),
-                    });
+                    wire.push(bridge_turn());
                     explain.push(format!(
                         "message {i}: text after function responses sent as a user turn of its own, after a model turn {STEER_BRIDGE:?} (Gemini refuses text beside function responses)"
                     ));
