@@ -17,21 +17,24 @@ pub use original::{
     original_json_columns, write_python_original,
 };
 
-/// The PostgreSQL server for tests: `HERMES_TEST_PG_URL`, or `None` (the test skips) when it is
-/// unset and `HERMES_REQUIRE_PG` is not.
+/// The PostgreSQL server for tests: `HERMES_TEST_PG_URL`, or `None` (the test is recorded as
+/// skipped, see `hermes_test_support::skip`) when it is unset and `HERMES_REQUIRE_PG` is not.
 ///
 /// # Panics
 /// When `HERMES_REQUIRE_PG` is set and `HERMES_TEST_PG_URL` is not.
 pub fn postgres_url() -> Option<String> {
     match std::env::var("HERMES_TEST_PG_URL") {
         Ok(url) if !url.trim().is_empty() => Some(url),
-        _ if std::env::var_os("HERMES_REQUIRE_PG").is_some() => {
+        _ if hermes_test_support::skip::flag("HERMES_REQUIRE_PG") => {
             panic!(
                 "HERMES_REQUIRE_PG is set but HERMES_TEST_PG_URL is not: PostgreSQL tests cannot run"
             )
         }
         _ => {
-            eprintln!("HERMES_TEST_PG_URL is unset: PostgreSQL test skipped");
+            hermes_test_support::skip::skipped(
+                hermes_test_support::skip::group::POSTGRES,
+                "HERMES_TEST_PG_URL is unset (`cargo xtask ci` starts a server; or set it to postgres://…)",
+            );
             None
         }
     }

@@ -1,0 +1,13 @@
+//! What hermes' test suites share, so no test file carries its own copy: running the `hermes`
+//! binary in a home of its own with a clean environment ([`home`]), recording a test that
+//! skipped so `cargo xtask ci` counts it ([`skip`]), finding the Python with the official SDKs
+//! ([`sdk`]), and a session log in memory with a tool set never called ([`memory`]).
+//!
+//! For tests only: no production crate depends on it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test helper that fails panics, as the test would
+
+pub mod home;
+pub mod memory;
+pub mod sdk;
+pub mod skip;
