@@ -95,9 +95,7 @@ fn sdk_python() -> Result<std::path::PathBuf, String> {
     if let Some(python) = std::env::var_os("HERMES_SDK_PYTHON") {
         return Ok(python.into());
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| std::path::PathBuf::from("target"), Into::into);
-    let venv = std::path::absolute(target.join("sdk-venv")).map_err(|e| e.to_string())?;
+    let venv = std::path::absolute(target_dir().join("sdk-venv")).map_err(|e| e.to_string())?;
     let python = venv.join("bin").join("python");
     let works = |cmd: &mut Command| cmd.status().is_ok_and(|s| s.success());
     if !works(Command::new(&python).args(["-c", "import sys"])) {
@@ -141,19 +139,20 @@ fn ci() -> anyhow::Result<()> {
     ]);
     step("cargo clippy", clippy)?;
 
-    let mut skipped: Vec<String> = Vec::new();
+    // Why a group could not be provisioned, by skip group (see `SKIP_GROUPS`).
+    let mut unprovisioned: Vec<(&str, String)> = Vec::new();
     let sdk = match sdk_python() {
         Ok(python) => Some(python),
         Err(why) if flag("HERMES_REQUIRE_SDK") => {
             bail!("the official SDKs could not be provisioned: {why}")
         }
         Err(why) => {
-            skipped.push(format!(
-                "official-SDK evidence tests (sdk_anthropic, sdk_bedrock, sdk_gemini, sdk_responses): {why}; enable with a reachable PyPI, or HERMES_SDK_PYTHON=<a python with .ci/sdk-requirements.txt>"
-            ));
+            unprovisioned.push(("sdk", why));
             None
         }
     };
+    let skip_log = std::path::absolute(target_dir().join("xtask-skipped-tests.log"))
+        .context("cannot name the skip log")?;
     // The whole workspace, conformance included (both suites are test targets): run once.
     let test = || {
         let mut test = cargo();
@@ -161,11 +160,13 @@ fn ci() -> anyhow::Result<()> {
         if let Some(python) = &sdk {
             test.env("HERMES_SDK_PYTHON", python);
         }
+        test.env("HERMES_SKIP_LOG", &skip_log);
         test
     };
+    let _ = std::fs::remove_file(&skip_log);
     let mut pg_note = "PostgreSQL: HERMES_TEST_PG_URL".to_owned();
-    if std::env::var_os("HERMES_TEST_PG_URL").is_some() {
-        step("cargo test --workspace", test())?;
+    let tally = if std::env::var_os("HERMES_TEST_PG_URL").is_some() {
+        run_tests("cargo test --workspace", test())?
     } else {
         let inner = test();
         let mut wrapped = Command::new("bash");
@@ -177,42 +178,186 @@ fn ci() -> anyhow::Result<()> {
                 None => wrapped.env_remove(key),
             };
         }
-        eprintln!("xtask: cargo test --workspace (beside a throwaway PostgreSQL)");
-        let status = wrapped
-            .status()
-            .context("cannot start bash .ci/with-postgres.sh")?;
-        match status.code() {
-            Some(0) => pg_note = "PostgreSQL: a throwaway cluster".to_owned(),
-            Some(PG_UNAVAILABLE) if flag("HERMES_REQUIRE_PG") => {
+        match run_tests(
+            "cargo test --workspace (beside a throwaway PostgreSQL)",
+            wrapped,
+        ) {
+            Ok(tally) => {
+                pg_note = "PostgreSQL: a throwaway cluster".to_owned();
+                tally
+            }
+            Err(TestsFailed::Code(PG_UNAVAILABLE)) if flag("HERMES_REQUIRE_PG") => {
                 bail!("PostgreSQL could not be provisioned (.ci/postgres.sh)")
             }
-            Some(PG_UNAVAILABLE) => {
-                skipped.push(
-                    "PostgreSQL tests (the store suite's second backend, fleet and migrate tests): PostgreSQL could not be installed or started (.ci/postgres.sh needs Debian's packages); enable with HERMES_TEST_PG_URL=postgres://…".to_owned(),
-                );
-                step("cargo test --workspace", test())?;
+            Err(TestsFailed::Code(PG_UNAVAILABLE)) => {
+                unprovisioned.push((
+                    "postgres",
+                    "PostgreSQL could not be installed or started (.ci/postgres.sh needs Debian's packages)".to_owned(),
+                ));
                 pg_note = "PostgreSQL: skipped".to_owned();
+                run_tests("cargo test --workspace", test())?
             }
-            _ => bail!("cargo test --workspace failed ({status})"),
+            Err(failed) => return Err(failed.into()),
         }
-    }
-    if skipped.is_empty() {
+    };
+    let skipped = std::fs::read_to_string(&skip_log).unwrap_or_default();
+    let _ = std::fs::remove_file(&skip_log);
+    report(&tally, &skipped, &unprovisioned, &pg_note, sdk.as_deref());
+    Ok(())
+}
+
+/// The groups a test can record itself as skipped in (`hermes_test_support::skip::group`), with
+/// what they need and how to enable them.
+const SKIP_GROUPS: [(&str, &str, &str); 2] = [
+    (
+        "postgres",
+        "PostgreSQL tests (the store suite's second backend, fleet, migrate and TLS tests)",
+        "enable with Debian's packages for .ci/postgres.sh, or HERMES_TEST_PG_URL=postgres://…",
+    ),
+    (
+        "sdk",
+        "official-SDK evidence tests (request bodies validated by anthropic, openai, botocore, google-genai)",
+        "enable with a reachable PyPI, or HERMES_SDK_PYTHON=<a python with .ci/sdk-requirements.txt>",
+    ),
+];
+
+/// The end of `cargo xtask ci`: how many tests ran and checked something, and a loud block
+/// naming every group whose tests skipped (counted from the skip log), why, and how to enable it.
+fn report(
+    tally: &Tally,
+    skip_log: &str,
+    unprovisioned: &[(&str, String)],
+    pg_note: &str,
+    sdk: Option<&std::path::Path>,
+) {
+    let skipped_total = skip_log.lines().filter(|l| !l.trim().is_empty()).count();
+    eprintln!(
+        "xtask: tests: {} passed, of which {} checked something and {skipped_total} skipped; {} ignored",
+        tally.passed,
+        tally.passed.saturating_sub(skipped_total),
+        tally.ignored
+    );
+    let lines = skipped_lines(skip_log, unprovisioned);
+    if lines.is_empty() {
         eprintln!(
             "xtask: every test group ran ({pg_note}; official SDKs: {})",
             sdk.map_or_else(String::new, |p| p.display().to_string())
         );
-    } else {
-        eprintln!(
-            "\nxtask: ============ SKIPPED TEST GROUPS (they passed by not running) ============"
-        );
-        for line in &skipped {
-            eprintln!("xtask: SKIPPED {line}");
-        }
-        eprintln!(
-            "xtask: =========================================================================="
-        );
+        return;
     }
-    Ok(())
+    eprintln!(
+        "\nxtask: ============ SKIPPED TESTS (they passed without checking anything) ============"
+    );
+    for line in &lines {
+        eprintln!("xtask: SKIPPED {line}");
+    }
+    eprintln!(
+        "xtask: ==================================================================================="
+    );
+}
+
+/// One line per group that skipped tests or could not be provisioned: how many tests skipped,
+/// what the group is, why it did not run and how to enable it. Records of an unknown group are
+/// listed as they are.
+fn skipped_lines(skip_log: &str, unprovisioned: &[(&str, String)]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (group, what, enable) in SKIP_GROUPS {
+        let n = skip_log
+            .lines()
+            .filter(|line| line.split('\t').next() == Some(group))
+            .count();
+        let why = unprovisioned
+            .iter()
+            .find(|(g, _)| *g == group)
+            .map(|(_, why)| why.as_str());
+        if n == 0 && why.is_none() {
+            continue;
+        }
+        let tests = if n == 1 { "test" } else { "tests" };
+        lines.push(format!(
+            "{group}: {n} {tests} skipped — {what}: {}; {enable}",
+            why.unwrap_or("not provisioned")
+        ));
+    }
+    for line in skip_log.lines() {
+        let group = line.split('\t').next().unwrap_or_default();
+        if !group.is_empty() && !SKIP_GROUPS.iter().any(|(g, _, _)| *g == group) {
+            lines.push(line.replace('\t', ": "));
+        }
+    }
+    lines
+}
+
+/// What libtest reported over all test binaries of a run.
+#[derive(Default)]
+struct Tally {
+    passed: usize,
+    ignored: usize,
+}
+
+/// Why a test run did not succeed.
+#[derive(Debug)]
+enum TestsFailed {
+    /// It could not be started or read.
+    Start(String),
+    /// It ended with this exit code (none: killed by a signal).
+    Code(i32),
+}
+
+impl std::fmt::Display for TestsFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TestsFailed::Start(why) => write!(f, "{why}"),
+            TestsFailed::Code(code) => write!(f, "the tests failed (exit code {code})"),
+        }
+    }
+}
+
+impl std::error::Error for TestsFailed {}
+
+/// Runs a test command, passing its output through and adding up libtest's
+/// `test result: ok. N passed; M failed; K ignored; …` lines.
+fn run_tests(name: &str, mut cmd: Command) -> Result<Tally, TestsFailed> {
+    use std::io::{BufRead as _, Write as _};
+    eprintln!("xtask: {name}");
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| TestsFailed::Start(format!("cannot start {name}: {e}")))?;
+    let mut tally = Tally::default();
+    if let Some(stdout) = child.stdout.take() {
+        let mut out = std::io::stdout().lock();
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let _ = writeln!(out, "{line}");
+            if let Some(result) = line.strip_prefix("test result: ") {
+                tally.passed += field(result, "passed");
+                tally.ignored += field(result, "ignored");
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| TestsFailed::Start(format!("{name}: {e}")))?;
+    match status.code() {
+        Some(0) => Ok(tally),
+        code => Err(TestsFailed::Code(code.unwrap_or(-1))),
+    }
+}
+
+/// The number before ` NAME` in a libtest result line (`ok. 12 passed; 0 failed; …`).
+fn field(result: &str, name: &str) -> usize {
+    result
+        .split([';', '.'])
+        .filter_map(|part| part.trim().strip_suffix(name))
+        .find_map(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The target directory cargo builds into (`CARGO_TARGET_DIR`, or `target`).
+fn target_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| std::path::PathBuf::from("target"), Into::into)
 }
 
 fn main() -> anyhow::Result<()> {
@@ -280,5 +425,40 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Some(other) => bail!("unknown command `{other}`\n\n{USAGE}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn libtest_result_lines_are_added_up_by_field() {
+        let line =
+            "ok. 12 passed; 0 failed; 3 ignored; 0 measured; 0 filtered out; finished in 0.01s";
+        assert_eq!(field(line, "passed"), 12);
+        assert_eq!(field(line, "ignored"), 3);
+        assert_eq!(field(line, "failed"), 0);
+    }
+
+    #[test]
+    fn skipped_tests_are_counted_per_group_with_why_and_how_to_enable() {
+        let log = "postgres\tstore::a\npostgres\tstore::b\nsdk\tsdk_gemini::c\n";
+        let lines = skipped_lines(log, &[("postgres", "no Debian".to_owned())]);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].starts_with("postgres: 2 tests skipped — PostgreSQL tests"));
+        assert!(
+            lines[0].contains(": no Debian; enable with"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[1].starts_with("sdk: 1 test skipped — official-SDK"),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[1].contains("HERMES_SDK_PYTHON"), "{}", lines[1]);
+        assert!(skipped_lines("", &[]).is_empty());
+        assert_eq!(skipped_lines("pty\tcli::repl\n", &[]), ["pty: cli::repl"]);
     }
 }
