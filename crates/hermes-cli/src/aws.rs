@@ -1,22 +1,21 @@
 //! AWS credentials and region for the Bedrock providers, read here (the only reader of the
-//! environment) through the official `aws-config` chain and handed to the engine.
+//! environment) and handed to the engine.
 //!
-//! Credentials: `AWS_BEARER_TOKEN_BEDROCK` (a Bedrock API key) first; else the standard chain —
-//! `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` / `AWS_SESSION_TOKEN`, then the shared
-//! `credentials` and `config` files for `AWS_PROFILE` (static keys, SSO, `credential_process`,
-//! assume-role, web identity), then the container and instance metadata endpoints. The region:
-//! `[bedrock] region` in config.toml, else `AWS_REGION` / `AWS_DEFAULT_REGION`, else the
-//! profile's `region` (never the instance metadata endpoint, so a laptop does not wait on it).
-//! Credentials are asked for again before each request and refreshed ahead of their expiry, so
-//! a long session outlives temporary credentials.
+//! Credentials: `AWS_BEARER_TOKEN_BEDROCK` (a Bedrock API key) first; else
+//! `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` / `AWS_SESSION_TOKEN`. With the `aws-chain`
+//! feature the rest of the official `aws-config` chain follows: the shared `credentials` and
+//! `config` files for `AWS_PROFILE` (static keys, SSO, `credential_process`, assume-role, web
+//! identity), then the container and instance metadata endpoints. The feature is off by default
+//! because the chain (the STS, SSO and SSO-OIDC clients) is an eighth of a cold build that most
+//! users never use. The region: `[bedrock] region` in config.toml, else `AWS_REGION` /
+//! `AWS_DEFAULT_REGION`, else (with `aws-chain`) the profile's `region` — never the instance
+//! metadata endpoint, so a laptop does not wait on it. Credentials are asked for again before
+//! each request and refreshed ahead of their expiry, so a long session outlives temporary
+//! credentials.
 
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use aws_config::BehaviorVersion;
-use aws_config::environment::EnvironmentVariableRegionProvider;
-use aws_config::meta::region::RegionProviderChain;
-use aws_config::profile::ProfileFileRegionProvider;
 use aws_credential_types::Credentials;
 use aws_credential_types::provider::error::CredentialsError;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider, future};
@@ -24,16 +23,41 @@ use hermes_engine::providers::aws::AwsAuth;
 
 use crate::secrets::Secrets;
 
+/// How to install a hermes that reads AWS profiles, SSO and `credential_process`.
+const CHAIN_INSTALL: &str = "cargo install --path crates/hermes-cli --features aws-chain";
+
 /// How long the whole credential chain may take (SSO and metadata endpoints are network calls).
 const CHAIN_LIMIT: Duration = Duration::from_secs(30);
 
 /// The region from the environment or the profile's shared config, if any.
+#[cfg(feature = "aws-chain")]
 pub(crate) async fn region() -> Option<String> {
+    use aws_config::environment::EnvironmentVariableRegionProvider;
+    use aws_config::meta::region::RegionProviderChain;
+    use aws_config::profile::ProfileFileRegionProvider;
     RegionProviderChain::first_try(EnvironmentVariableRegionProvider::new())
         .or_else(ProfileFileRegionProvider::new())
         .region()
         .await
         .map(|r| r.as_ref().to_owned())
+}
+
+/// The region from the environment (see [`env_region`]); a profile's region needs the
+/// `aws-chain` feature.
+#[cfg(not(feature = "aws-chain"))]
+#[allow(clippy::unused_async)] // the same signature as the chain's reader
+pub(crate) async fn region() -> Option<String> {
+    env_region(|name| std::env::var(name).ok())
+}
+
+/// `AWS_REGION`, then `AWS_DEFAULT_REGION` (read through `var`), if either is set.
+#[cfg_attr(feature = "aws-chain", allow(dead_code))] // the chain reads these itself
+fn env_region(var: impl Fn(&str) -> Option<String>) -> Option<String> {
+    ["AWS_REGION", "AWS_DEFAULT_REGION"]
+        .into_iter()
+        .filter_map(var)
+        .map(|region| region.trim().to_owned())
+        .find(|region| !region.is_empty())
 }
 
 /// The engine's AWS credentials source; every secret it hands out is added to `secrets`, so
@@ -51,19 +75,64 @@ impl hermes_engine::AwsSecrets for AwsEnv {
         {
             return Ok(AwsAuth::Bearer(key.trim().to_owned()));
         }
-        let config = aws_config::defaults(BehaviorVersion::latest())
-            .region(aws_config::Region::new(region.to_owned()))
-            .http_client(http_client())
-            .load()
-            .await;
-        let chain = config.credentials_provider().ok_or_else(|| {
-            "no AWS credentials provider could be built; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or AWS_BEARER_TOKEN_BEDROCK".to_owned()
-        })?;
-        refreshing(chain, self.secrets.clone(), region).await
+        refreshing(chain(region).await?, self.secrets.clone(), region).await
+    }
+}
+
+/// The official credential chain (environment, profiles, SSO, `credential_process`,
+/// assume-role, web identity, container and instance metadata).
+#[cfg(feature = "aws-chain")]
+async fn chain(region: &str) -> Result<SharedCredentialsProvider, String> {
+    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new(region.to_owned()))
+        .http_client(http_client())
+        .load()
+        .await;
+    config.credentials_provider().ok_or_else(|| {
+        "no AWS credentials provider could be built; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or AWS_BEARER_TOKEN_BEDROCK".to_owned()
+    })
+}
+
+/// The credentials in the environment (see [`env_credentials`]).
+#[cfg(not(feature = "aws-chain"))]
+#[allow(clippy::unused_async)] // the same signature as the chain
+async fn chain(_region: &str) -> Result<SharedCredentialsProvider, String> {
+    env_credentials(|name| std::env::var(name).ok())
+}
+
+/// The credentials in `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` / `AWS_SESSION_TOKEN` (read
+/// through `var`), or an error naming them and, for profiles, SSO and `credential_process`, the
+/// build that reads them.
+#[cfg_attr(feature = "aws-chain", allow(dead_code))] // the chain reads these itself
+fn env_credentials(
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<SharedCredentialsProvider, String> {
+    let var = |name: &str| {
+        var(name)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
+        (Some(key), Some(secret)) => Ok(SharedCredentialsProvider::new(Credentials::new(
+            key,
+            secret,
+            var("AWS_SESSION_TOKEN"),
+            None,
+            "environment",
+        ))),
+        _ => {
+            let profile = var("AWS_PROFILE").map_or_else(String::new, |p| {
+                format!(" (AWS_PROFILE={p} is set, but this hermes does not read profiles)")
+            });
+            Err(format!(
+                "no AWS credentials in the environment{profile}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), or AWS_BEARER_TOKEN_BEDROCK (a Bedrock API key); profiles, SSO and credential_process need a hermes built with the AWS credential chain: {CHAIN_INSTALL}"
+            ))
+        }
     }
 }
 
 /// The AWS chain's HTTP client (SSO, STS, metadata endpoints): rustls with ring, no aws-lc.
+#[cfg(feature = "aws-chain")]
 fn http_client() -> aws_smithy_runtime_api::client::http::SharedHttpClient {
     aws_smithy_http_client::Builder::new()
         .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
@@ -194,6 +263,7 @@ mod tests {
 
     /// A `credential_process` profile whose script prints the key in `dir/key` (its secret and
     /// token derived from it) expiring in `dir/minutes` minutes: what an SSO or STS helper does.
+    #[cfg(feature = "aws-chain")]
     #[allow(deprecated)] // aws-config's own names for aws-runtime's profile-file types
     fn credential_process(dir: &Path) -> SharedCredentialsProvider {
         use aws_config::profile::profile_file::{ProfileFileKind, ProfileFiles};
@@ -259,6 +329,66 @@ mod tests {
         sim.requests().last().unwrap().status
     }
 
+    /// An environment of `pairs`, read as `std::env::var` would.
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    #[tokio::test]
+    async fn without_the_chain_keys_come_from_the_environment_and_a_profile_names_the_build() {
+        let provider = env_credentials(env(&[
+            ("AWS_ACCESS_KEY_ID", " AKIDENV "),
+            ("AWS_SECRET_ACCESS_KEY", "secret-env"),
+            ("AWS_SESSION_TOKEN", "token-env"),
+        ]))
+        .unwrap();
+        let credentials = provider.provide_credentials().await.unwrap();
+        assert_eq!(credentials.access_key_id(), "AKIDENV");
+        assert_eq!(credentials.secret_access_key(), "secret-env");
+        assert_eq!(credentials.session_token(), Some("token-env"));
+        assert_eq!(credentials.expiry(), None);
+
+        let err = env_credentials(env(&[
+            ("AWS_ACCESS_KEY_ID", "AKIDENV"),
+            ("AWS_PROFILE", "work"),
+        ]))
+        .err()
+        .unwrap();
+        assert!(
+            err.starts_with("no AWS credentials in the environment (AWS_PROFILE=work is set, but this hermes does not read profiles): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
+            "{err}"
+        );
+        assert!(err.ends_with(&format!(": {CHAIN_INSTALL}")), "{err}");
+        assert!(CHAIN_INSTALL.contains("--features aws-chain"));
+        let err = env_credentials(env(&[])).err().unwrap();
+        assert!(
+            err.starts_with("no AWS credentials in the environment: "),
+            "{err}"
+        );
+
+        assert_eq!(env_region(env(&[])), None);
+        assert_eq!(
+            env_region(env(&[
+                ("AWS_REGION", " "),
+                ("AWS_DEFAULT_REGION", "eu-west-3")
+            ])),
+            Some("eu-west-3".to_owned())
+        );
+        assert_eq!(
+            env_region(env(&[
+                ("AWS_REGION", "us-east-2"),
+                ("AWS_DEFAULT_REGION", "eu-west-3")
+            ])),
+            Some("us-east-2".to_owned())
+        );
+    }
+
+    #[cfg(feature = "aws-chain")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn each_request_signs_with_the_current_credentials_of_the_chain() {
         let dir = tempfile::tempdir().unwrap();
