@@ -90,7 +90,8 @@ pub(crate) fn map_reqwest(err: reqwest::Error) -> TransportError {
     } else if err.is_body() || err.is_decode() {
         TransportError::Stream(text)
     } else {
-        TransportError::Request(text)
+        // "error sending request for url (…)" names no cause: say who broke off and why.
+        TransportError::Request(send_cause(&err))
     }
 }
 
@@ -98,6 +99,13 @@ pub(crate) fn map_reqwest(err: reqwest::Error) -> TransportError {
 /// resolve (DNS), the host refused the connection, the TLS handshake failed, or else the
 /// innermost cause reqwest wraps (its own message, "error sending request for url", names none).
 fn connect_cause(err: &reqwest::Error) -> String {
+    send_cause(err)
+}
+
+/// Why a request could not be sent or answered, in one line: the causes of [`connect_cause`],
+/// else the address and the innermost cause (e.g. the server closed the connection before it
+/// answered).
+fn send_cause(err: &reqwest::Error) -> String {
     let mut chain: Vec<&(dyn std::error::Error + 'static)> = Vec::new();
     let mut next = std::error::Error::source(err);
     while let Some(e) = next {

@@ -350,3 +350,48 @@ async fn a_connect_failure_names_its_cause_dns_refused_or_tls() {
         assert!(!text.contains("error sending request"), "{text}");
     }
 }
+
+#[tokio::test]
+async fn a_server_that_closes_before_answering_is_named_with_the_cause() {
+    // Accepts, reads the request, and closes without a byte of reply.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        use tokio::io::AsyncReadExt as _;
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut buf = [0u8; 4096];
+            let _ = socket.read(&mut buf).await;
+            drop(socket);
+        }
+    });
+    let base_url = format!("http://{address}/v1");
+    let table = builtin_table();
+    let decision = table.resolve(
+        &RouteTarget::new("deepseek", Some(&base_url), "deepseek-v4-pro"),
+        ResolveOptions::default(),
+    );
+    let history = history();
+    let request = ChatRequest::build(
+        &history,
+        &decision,
+        &Verdicts::default(),
+        ThinkingRequest::NoPreference,
+    );
+    let endpoint = Endpoint {
+        base_url,
+        api_key: None,
+    };
+    let err = ChatTransport::new()
+        .unwrap()
+        .send(&endpoint, &request, origin())
+        .await
+        .err()
+        .unwrap();
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!("cannot send the request: {address}: ")),
+        "{text}"
+    );
+    assert!(text.contains("closed"), "{text}");
+    assert!(!text.contains("error sending request"), "{text}");
+}
