@@ -1,16 +1,12 @@
 //! Issue 17 end to end: the real binary against the strict `bedrock` simulator (SigV4 and API key).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/hermes.rs"]
-mod hermes;
-
-use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::path::PathBuf;
 
 use hermes_sim::{
     RecordedRequest, SIM_AWS_ACCESS_KEY_ID, SIM_AWS_SECRET_ACCESS_KEY, SIM_BEDROCK_API_KEY, Sim,
     Switches,
 };
+use hermes_test_support::home::Home;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -33,61 +29,18 @@ const API_KEY: &[(&str, &str)] = &[
     ("AWS_REGION", "us-east-1"),
 ];
 
-struct Home(tempfile::TempDir);
-
-impl Home {
-    fn new() -> Self {
-        Home(tempfile::tempdir().unwrap())
-    }
-
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-
-    fn db(&self) -> PathBuf {
-        self.path().join("state.db")
-    }
-
-    /// Runs hermes with this home (also `HOME`, so no real `~/.aws` is read) and no AWS
-    /// variable but `env`, off the async runtime (the simulator serves meanwhile).
-    async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let home = self.path().to_string_lossy().into_owned();
-        let mut all = vec![
-            ("HOME", home.as_str()),
-            ("AWS_EC2_METADATA_DISABLED", "true"),
-        ];
-        all.extend_from_slice(env);
-        hermes::output(hermes::hermes(self.path(), args, &all)).await
-    }
-
-    /// Runs hermes, expects success and returns (stdout, stderr).
-    async fn ok_with(&self, args: &[&str], env: &[(&str, &str)]) -> (String, String) {
-        let out = self.run(args, env).await;
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{args:?}: {stderr}");
-        (String::from_utf8(out.stdout).unwrap(), stderr)
-    }
-
-    /// `chat --json ARGS` (with `env`): the JSON summary and stderr.
-    async fn chat(&self, args: &[&str], env: &[(&str, &str)]) -> (Value, String) {
-        let mut all = vec!["chat", "--json"];
-        all.extend_from_slice(args);
-        let (stdout, stderr) = self.ok_with(&all, env).await;
-        (serde_json::from_str(&stdout).unwrap(), stderr)
-    }
-
-    /// The exported session as text (`hermes sessions export`).
-    async fn export(&self, id: &str) -> String {
-        self.ok_with(&["sessions", "export", id], &[]).await.0
-    }
-
+/// What these tests ask of a home beyond running hermes.
+trait BedrockHome {
     /// Every row of the messages table: (session, position, reasoning_details).
+    async fn rows(&self) -> Vec<(String, i64, Option<String>)>;
+    /// The bytes of every file under the home (state.db, its journal, the logs), by path.
+    fn files(&self) -> Vec<(PathBuf, Vec<u8>)>;
+}
+
+impl BedrockHome for Home {
     async fn rows(&self) -> Vec<(String, i64, Option<String>)> {
         use sqlx::Connection as _;
-        let options = sqlx::sqlite::SqliteConnectOptions::new().filename(self.db());
-        let mut conn = sqlx::SqliteConnection::connect_with(&options)
-            .await
-            .unwrap();
+        let mut conn = self.sqlite().await;
         let rows = sqlx::query_as(
             "SELECT session_id, position, reasoning_details FROM messages ORDER BY session_id, position",
         )
@@ -98,21 +51,14 @@ impl Home {
         rows
     }
 
-    /// The bytes of every file under the home (state.db, its journal, the logs), by path.
     fn files(&self) -> Vec<(PathBuf, Vec<u8>)> {
-        fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
-            for entry in std::fs::read_dir(dir).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    walk(&path, out);
-                } else {
-                    out.push((path.clone(), std::fs::read(&path).unwrap()));
-                }
-            }
-        }
-        let mut out = Vec::new();
-        walk(self.path(), &mut out);
-        out
+        crate::support::files_under(self.path())
+            .into_iter()
+            .map(|path| {
+                let bytes = std::fs::read(&path).unwrap();
+                (path, bytes)
+            })
+            .collect()
     }
 }
 
@@ -351,18 +297,18 @@ impl Policy {
 
 async fn converse_tool_loop_then_resume(model: &str, effort: bool, policy: Policy) {
     let sim = Sim::start("bedrock").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::own_home();
     let base = sim.base_url();
     for stream in [true, false] {
         sim.clear_requests();
         let args = start_args("bedrock", model, &base, effort, stream);
-        let (out, _) = home.chat(&args, SIGV4).await;
+        let (out, _) = home.chat_stderr(&args, SIGV4).await;
         let id = session_id(&out);
         loop_done(&out, 3, 4);
         let requests = sim.requests();
         assert_eq!(requests.len(), 4, "{model} stream={stream}");
         all_ok(&requests);
-        let stored = turns(&home.export(&id).await);
+        let stored = turns(&home.export_text(&id).await);
         assert_eq!(stored.len(), 4);
         for turn in &stored {
             assert_eq!(turn.model, model);
@@ -383,13 +329,13 @@ async fn converse_tool_loop_then_resume(model: &str, effort: bool, policy: Polic
         sim.clear_requests();
         let mut args = vec!["--resume", &id];
         turn_args(&mut args, effort, stream, AGAIN);
-        let (out, _) = home.chat(&args, SIGV4).await;
+        let (out, _) = home.chat_stderr(&args, SIGV4).await;
         assert_eq!(out["session_id"], id.as_str());
         loop_done(&out, 1, 2);
         let requests = sim.requests();
         assert_eq!(requests.len(), 2);
         all_ok(&requests);
-        let after = turns(&home.export(&id).await);
+        let after = turns(&home.export_text(&id).await);
         assert_eq!(after.len(), 6);
         assert_eq!(after[..4], stored[..], "the stored turns are unchanged");
         for (k, r) in requests.iter().enumerate() {
@@ -465,18 +411,18 @@ fn invoke_request(r: &RecordedRequest, stream: bool, turns: &[Turn]) {
 async fn bedrock_anthropic_invoke_replays_the_stored_thinking_blocks_streamed_and_not_and_after_resume()
  {
     let sim = Sim::start("bedrock").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::own_home();
     let base = sim.base_url();
     for stream in [true, false] {
         sim.clear_requests();
         let args = start_args("bedrock-anthropic", CLAUDE, &base, true, stream);
-        let (out, _) = home.chat(&args, SIGV4).await;
+        let (out, _) = home.chat_stderr(&args, SIGV4).await;
         let id = session_id(&out);
         loop_done(&out, 3, 4);
         let requests = sim.requests();
         assert_eq!(requests.len(), 4, "stream={stream}");
         all_ok(&requests);
-        let stored = turns(&home.export(&id).await);
+        let stored = turns(&home.export_text(&id).await);
         assert_eq!(stored.len(), 4);
         for turn in &stored {
             assert_eq!(turn.model, CLAUDE);
@@ -489,13 +435,13 @@ async fn bedrock_anthropic_invoke_replays_the_stored_thinking_blocks_streamed_an
         sim.clear_requests();
         let mut args = vec!["--resume", &id];
         turn_args(&mut args, true, stream, AGAIN);
-        let (out, _) = home.chat(&args, SIGV4).await;
+        let (out, _) = home.chat_stderr(&args, SIGV4).await;
         assert_eq!(out["session_id"], id.as_str());
         loop_done(&out, 1, 2);
         let requests = sim.requests();
         assert_eq!(requests.len(), 2);
         all_ok(&requests);
-        let after = turns(&home.export(&id).await);
+        let after = turns(&home.export_text(&id).await);
         assert_eq!(after.len(), 6);
         assert_eq!(after[..4], stored[..], "the stored turns are unchanged");
         for (k, r) in requests.iter().enumerate() {
@@ -510,10 +456,10 @@ async fn bedrock_anthropic_invoke_replays_the_stored_thinking_blocks_streamed_an
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bedrock_api_key_alone_is_sent_as_a_bearer_header_without_a_sigv4_date() {
     let sim = Sim::start("bedrock").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::own_home();
     let base = sim.base_url();
     let args = start_args("bedrock", CLAUDE, &base, true, true);
-    let (out, _) = home.chat(&args, API_KEY).await;
+    let (out, _) = home.chat_stderr(&args, API_KEY).await;
     loop_done(&out, 3, 4);
     let requests = sim.requests();
     assert_eq!(requests.len(), 4);
@@ -540,13 +486,13 @@ async fn refused_redacted_content_is_resent_once_without_it_and_the_stored_histo
     let sim = Sim::start_with("bedrock", Switches::default().with_redacted_reasoning())
         .await
         .unwrap();
-    let home = Home::new();
+    let home = crate::support::own_home();
     let base = sim.base_url();
     let args = start_args("bedrock", CLAUDE, &base, true, true);
-    let (out, _) = home.chat(&args, SIGV4).await;
+    let (out, _) = home.chat_stderr(&args, SIGV4).await;
     let id = session_id(&out);
     all_ok(&sim.requests());
-    let before = home.export(&id).await;
+    let before = home.export_text(&id).await;
     let stored = turns(&before);
     assert_eq!(stored.len(), 4);
     for turn in &stored {
@@ -562,7 +508,7 @@ async fn refused_redacted_content_is_resent_once_without_it_and_the_stored_histo
     );
     sim.clear_requests();
     let (out, stderr) = home
-        .chat(
+        .chat_stderr(
             &["--resume", &id, "--effort", "high", "-q", "and now?"],
             SIGV4,
         )
@@ -616,7 +562,7 @@ async fn refused_redacted_content_is_resent_once_without_it_and_the_stored_histo
     );
 
     // The stored history keeps its bytes: the export's items and state.db's rows.
-    let after = turns(&home.export(&id).await);
+    let after = turns(&home.export_text(&id).await);
     assert_eq!(after.len(), 5);
     assert_eq!(after[..4], stored[..]);
     let rows_after = home.rows().await;
@@ -630,7 +576,7 @@ async fn refused_redacted_content_is_resent_once_without_it_and_the_stored_histo
 async fn a_wrong_secret_key_fails_with_one_line_naming_aws_credentials_and_stores_nothing() {
     const WRONG: &str = "hermes+sim/Wrong/Secret/Key/EXAMPLEKEY9999";
     let sim = Sim::start("bedrock").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::own_home();
     let base = sim.base_url();
     let args = ["chat", "--json", "--provider", "bedrock", "--model", CLAUDE];
     let args = [&args[..], &["--base-url", base.as_str(), "-q", LOOP]].concat();
@@ -681,7 +627,7 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn neither_the_secret_key_nor_the_api_key_reaches_output_logs_or_state_db() {
     let sim = Sim::start("bedrock").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::own_home();
     let base = sim.base_url();
     // The most verbose logging, to the terminal and to the files.
     let verbose = [("HERMES_LOG", "trace"), ("HERMES_FILE_LOG", "trace")];
@@ -723,9 +669,9 @@ async fn neither_the_secret_key_nor_the_api_key_reaches_output_logs_or_state_db(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_in_process_bedrock_simulator_needs_no_aws_environment() {
-    let home = Home::new();
+    let home = crate::support::own_home();
     let (out, _) = home
-        .chat(
+        .chat_stderr(
             &[
                 "--provider",
                 "sim",
@@ -740,7 +686,7 @@ async fn the_in_process_bedrock_simulator_needs_no_aws_environment() {
         )
         .await;
     loop_done(&out, 2, 3);
-    let stored = turns(&home.export(&session_id(&out)).await);
+    let stored = turns(&home.export_text(&session_id(&out)).await);
     assert_eq!(stored.len(), 3);
     for turn in &stored {
         assert_eq!(turn.signatures().len(), 1, "signed thinking: {turn:?}");

@@ -1,13 +1,7 @@
 //! Issue 16 end to end: the real binary against the strict `anthropic` simulator.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "support/hermes.rs"]
-mod hermes;
-
-use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use hermes_sim::{RecordedRequest, Sim};
+use hermes_test_support::home::Home;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -15,73 +9,32 @@ use serde_json::value::RawValue;
 const OPUS: &str = "claude-opus-4-6";
 const SONNET: &str = "claude-sonnet-4-5";
 
-struct Home(tempfile::TempDir);
-
-impl Home {
-    fn new() -> Self {
-        Home(tempfile::tempdir().unwrap())
-    }
-
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-
-    fn db(&self) -> PathBuf {
-        self.path().join("state.db")
-    }
-
-    /// Runs hermes with this home, off the async runtime (the simulator serves meanwhile).
-    async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        hermes::output(hermes::hermes(self.path(), args, env)).await
-    }
-
-    /// Runs hermes, expects success and returns (stdout, stderr).
-    async fn ok_with(&self, args: &[&str], env: &[(&str, &str)]) -> (String, String) {
-        let out = self.run(args, env).await;
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{args:?}: {stderr}");
-        (String::from_utf8(out.stdout).unwrap(), stderr)
-    }
-
-    async fn ok(&self, args: &[&str]) -> String {
-        self.ok_with(args, &[]).await.0
-    }
-
-    /// `chat --json ARGS` (with `env`): the JSON summary and stderr.
-    async fn chat(&self, args: &[&str], env: &[(&str, &str)]) -> (Value, String) {
-        let mut all = vec!["chat", "--json"];
-        all.extend_from_slice(args);
-        let (stdout, stderr) = self.ok_with(&all, env).await;
-        (serde_json::from_str(&stdout).unwrap(), stderr)
-    }
-
+/// What these tests ask of a home beyond running hermes.
+trait ClaudeHome {
     /// A new session on the direct `anthropic` provider with thinking on: its id.
+    async fn start_claude(&self, base: &str, query: &str) -> String;
+    /// One more thinking turn of a stored session on its own target.
+    async fn turn(&self, id: &str, query: &str) -> Value;
+    /// Every row of the session in state.db: (position, role, reasoning_details, archived).
+    async fn rows(&self, id: &str) -> Vec<Row>;
+}
+
+impl ClaudeHome for Home {
     async fn start_claude(&self, base: &str, query: &str) -> String {
-        let (out, _) = self
+        let out = self
             .chat(&thinking_query("anthropic", base, query), KEY)
             .await;
         out["session_id"].as_str().unwrap().to_owned()
     }
 
-    /// One more thinking turn of a stored session on its own target.
     async fn turn(&self, id: &str, query: &str) -> Value {
         self.chat(&["--resume", id, "--effort", "high", "-q", query], KEY)
             .await
-            .0
     }
 
-    /// The exported session as text (`hermes sessions export`).
-    async fn export(&self, id: &str) -> String {
-        self.ok(&["sessions", "export", id]).await
-    }
-
-    /// Every row of the session in state.db: (position, role, reasoning_details, archived).
     async fn rows(&self, id: &str) -> Vec<Row> {
         use sqlx::Connection as _;
-        let options = sqlx::sqlite::SqliteConnectOptions::new().filename(self.db());
-        let mut conn = sqlx::SqliteConnection::connect_with(&options)
-            .await
-            .unwrap();
+        let mut conn = self.sqlite().await;
         let rows: Vec<Row> = sqlx::query_as(
             "SELECT position, role, reasoning_details, archived_at IS NOT NULL FROM messages WHERE session_id = ? ORDER BY position",
         )
@@ -330,7 +283,7 @@ fn thinking_query<'a>(provider: &'a str, base: &'a str, query: &'a str) -> Vec<&
 
 async fn signed_tool_loop_then_resume(family: Family) {
     let sim = Sim::start("anthropic").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     if matches!(family, Family::Vertex) {
         std::fs::write(
             home.path().join("config.toml"),
@@ -345,7 +298,7 @@ async fn signed_tool_loop_then_resume(family: Family) {
         if !stream {
             args.push("--no-stream");
         }
-        let (out, _) = home.chat(&args, family.env()).await;
+        let (out, _) = home.chat_stderr(&args, family.env()).await;
         let id = out["session_id"].as_str().unwrap().to_owned();
         assert_eq!(out["requests"], 4, "{out}");
         assert!(
@@ -358,7 +311,7 @@ async fn signed_tool_loop_then_resume(family: Family) {
         let requests = sim.requests();
         assert_eq!(requests.len(), 4, "{family:?} stream={stream}");
         all_ok(&requests);
-        let stored = turns(&home.export(&id).await);
+        let stored = turns(&home.export_text(&id).await);
         assert_eq!(stored.len(), 4);
         for turn in &stored {
             assert_eq!(turn.model, OPUS);
@@ -388,13 +341,13 @@ async fn signed_tool_loop_then_resume(family: Family) {
         if !stream {
             args.push("--no-stream");
         }
-        let (out, _) = home.chat(&args, family.env()).await;
+        let (out, _) = home.chat_stderr(&args, family.env()).await;
         assert_eq!(out["session_id"], id.as_str());
         assert_eq!(out["requests"], 2, "{out}");
         let requests = sim.requests();
         assert_eq!(requests.len(), 2);
         all_ok(&requests);
-        let after = turns(&home.export(&id).await);
+        let after = turns(&home.export_text(&id).await);
         assert_eq!(after.len(), 6);
         assert_eq!(after[..4], stored[..], "the stored turns are unchanged");
         for (k, r) in requests.iter().enumerate() {
@@ -433,11 +386,11 @@ fn one_byte_changed(s: &str, at: usize) -> String {
 async fn foundry_takes_a_microsoft_entra_id_token_as_a_bearer_and_never_shows_it() {
     const TOKEN: &str = "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.entra-test-token";
     let sim = Sim::start("anthropic").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = Family::Foundry.base_url(&sim);
     let args = thinking_query("foundry-anthropic", &base, "[tools=1] what time is it?");
     let env = &[("ANTHROPIC_FOUNDRY_AUTH_TOKEN", TOKEN)];
-    let (out, stderr) = home.chat(&args, env).await;
+    let (out, stderr) = home.chat_stderr(&args, env).await;
     let id = out["session_id"].as_str().unwrap().to_owned();
     assert_eq!(out["requests"], 2, "{out}");
     let requests = sim.requests();
@@ -459,7 +412,7 @@ async fn foundry_takes_a_microsoft_entra_id_token_as_a_bearer_and_never_shows_it
         assert_eq!(r.body["model"], OPUS);
     }
     // The token is nowhere hermes writes: not in its output, the session or the logs.
-    let export = home.export(&id).await;
+    let export = home.export_text(&id).await;
     assert!(!out.to_string().contains(TOKEN) && !stderr.contains(TOKEN));
     assert!(!export.contains(TOKEN));
     let mut files = vec![home.db()];
@@ -480,7 +433,7 @@ async fn foundry_takes_a_microsoft_entra_id_token_as_a_bearer_and_never_shows_it
         ("ANTHROPIC_FOUNDRY_AUTH_TOKEN", TOKEN),
         ("ANTHROPIC_FOUNDRY_API_KEY", "foundry-test-key"),
     ];
-    home.chat(&args, both).await;
+    home.chat_stderr(&args, both).await;
     for r in &sim.requests() {
         let has = |k: &str| r.headers.iter().any(|(h, _)| h == k);
         assert!(has("x-api-key") && !has("authorization"), "{:?}", r.headers);
@@ -490,10 +443,10 @@ async fn foundry_takes_a_microsoft_entra_id_token_as_a_bearer_and_never_shows_it
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_one_byte_change_to_a_stored_signature_is_refused_then_resent_once_without_it() {
     let sim = Sim::start("anthropic").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = sim.base_url();
     let id = home.start_claude(&base, "[tools=3] what time is it?").await;
-    let stored = turns(&home.export(&id).await);
+    let stored = turns(&home.export_text(&id).await);
     assert_eq!(stored.len(), 4);
 
     // Change one byte of the second step's signature (position 3) right in state.db.
@@ -524,13 +477,13 @@ async fn a_one_byte_change_to_a_stored_signature_is_refused_then_resent_once_wit
         assert_eq!(done.rows_affected(), 1);
         conn.close().await.unwrap();
     }
-    let before = home.export(&id).await;
+    let before = home.export_text(&id).await;
     let before_turns = turns(&before);
     assert_eq!(before_turns[1].signatures(), vec![bad.clone()]);
 
     sim.clear_requests();
     let (out, stderr) = home
-        .chat(
+        .chat_stderr(
             &["--resume", &id, "--effort", "high", "-q", "and now?"],
             KEY,
         )
@@ -576,7 +529,7 @@ async fn a_one_byte_change_to_a_stored_signature_is_refused_then_resent_once_wit
     );
 
     // History is never mutated: the tampered bytes are still exactly what is stored.
-    let after = home.export(&id).await;
+    let after = home.export_text(&id).await;
     let after_turns = turns(&after);
     assert_eq!(after_turns[..4], before_turns[..]);
     assert_eq!(home.rows(&id).await[3].2, Some(tampered));
@@ -595,21 +548,21 @@ async fn a_one_byte_change_to_a_stored_signature_is_refused_then_resent_once_wit
 async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_that_minted_them() {
     let claude = Sim::start("anthropic").await.unwrap();
     let deepseek = Sim::start("deepseek-v4").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let claude_base = claude.base_url();
     let deepseek_base = deepseek.base_url();
     let id = home
         .start_claude(&claude_base, "[tools=2] what time is it?")
         .await;
     all_ok(&claude.requests());
-    let opus = turns(&home.export(&id).await);
+    let opus = turns(&home.export_text(&id).await);
     assert_eq!(opus.len(), 3);
     let opus_signatures: Vec<String> = opus.iter().flat_map(Turn::signatures).collect();
     assert_eq!(opus_signatures.len(), 3);
 
     // On DeepSeek: the readable thinking goes, no signed block does.
     let (out, _) = home
-        .chat(
+        .chat_stderr(
             &[
                 "--resume",
                 &id,
@@ -664,7 +617,7 @@ async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_
     // Back on the same Claude model: the signed blocks are replayed again.
     claude.clear_requests();
     let (out, _) = home
-        .chat(
+        .chat_stderr(
             &[
                 "--resume",
                 &id,
@@ -689,7 +642,7 @@ async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_
     for r in &requests {
         replays(r, &opus);
     }
-    let all = turns(&home.export(&id).await);
+    let all = turns(&home.export_text(&id).await);
     assert_eq!(all[..3], opus[..], "stored Claude turns unchanged");
     assert!(all[3..5].iter().all(|t| t.model == "deepseek-v4-pro"));
     let opus_again: Vec<String> = all[5..].iter().flat_map(Turn::signatures).collect();
@@ -698,7 +651,7 @@ async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_
     // Another Claude model: no signature minted by claude-opus-4-6 reaches it.
     claude.clear_requests();
     let (out, _) = home
-        .chat(
+        .chat_stderr(
             &[
                 "--resume",
                 &id,
@@ -728,7 +681,7 @@ async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_
         }
     }
     // Within its own loop Sonnet gets its own fresh block back.
-    let sonnet = turns(&home.export(&id).await);
+    let sonnet = turns(&home.export_text(&id).await);
     let own = &sonnet[7];
     assert_eq!(own.model, SONNET);
     assert!(raw(&requests[1]).contains(own.items[0].as_str()));
@@ -763,10 +716,10 @@ fn retained_unchanged(before: &[Turn], after: &[Turn]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compaction_and_branching_keep_signed_blocks_byte_identical_and_both_branches_continue() {
     let sim = Sim::start("anthropic").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let id = long_claude_session(&home, &sim.base_url()).await;
     all_ok(&sim.requests());
-    let before = turns(&home.export(&id).await);
+    let before = turns(&home.export_text(&id).await);
     assert_eq!(before.len(), 10);
     assert!(before.iter().all(|t| t.items.len() == 1));
     let rows_before = home.rows(&id).await;
@@ -777,7 +730,7 @@ async fn compaction_and_branching_keep_signed_blocks_byte_identical_and_both_bra
         .trim()
         .to_owned();
     assert_ne!(early, id);
-    assert_eq!(turns(&home.export(&early).await), before[..4]);
+    assert_eq!(turns(&home.export_text(&early).await), before[..4]);
 
     sim.clear_requests();
     let status = home.ok(&["sessions", "compact", &id]).await;
@@ -785,7 +738,7 @@ async fn compaction_and_branching_keep_signed_blocks_byte_identical_and_both_bra
     let summary_requests = sim.requests();
     assert_eq!(summary_requests.len(), 1, "one summary request");
     all_ok(&summary_requests);
-    let compacted = home.export(&id).await;
+    let compacted = home.export_text(&id).await;
     assert!(
         user_texts(&compacted)
             .iter()
@@ -809,7 +762,7 @@ async fn compaction_and_branching_keep_signed_blocks_byte_identical_and_both_bra
         .trim()
         .to_owned();
     assert_ne!(branch, id);
-    let branch_export = home.export(&branch).await;
+    let branch_export = home.export_text(&branch).await;
     assert_eq!(turns(&branch_export), kept);
 
     // The next request is accepted on each of them, with the head turn's blocks replayed.
@@ -821,17 +774,17 @@ async fn compaction_and_branching_keep_signed_blocks_byte_identical_and_both_bra
         assert_eq!(requests.len(), 2, "{session}: no refusal, no resend");
         all_ok(&requests);
         replays(&requests[0], &before[..1]);
-        let now = turns(&home.export(session).await);
+        let now = turns(&home.export_text(session).await);
         assert_eq!(now[0], before[0]);
     }
     // The parent's stored turns did not change through all this.
-    assert_eq!(turns(&home.export(&id).await)[..kept.len()], kept[..]);
+    assert_eq!(turns(&home.export_text(&id).await)[..kept.len()], kept[..]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claude_session_that_opens_with_a_tool_loop_can_be_compacted() {
     let sim = Sim::start("anthropic").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let id = home
         .start_claude(&sim.base_url(), "[tools=3] what time is it?")
         .await;
@@ -843,7 +796,7 @@ async fn a_claude_session_that_opens_with_a_tool_loop_can_be_compacted() {
     ] {
         home.turn(&id, q).await;
     }
-    let before = turns(&home.export(&id).await);
+    let before = turns(&home.export_text(&id).await);
     sim.clear_requests();
     let status = home.ok(&["sessions", "compact", &id]).await;
     let requests = sim.requests();
@@ -857,5 +810,5 @@ async fn a_claude_session_that_opens_with_a_tool_loop_can_be_compacted() {
     }
     all_ok(&requests);
     assert!(status.contains("context compacted"), "{status}");
-    retained_unchanged(&before, &turns(&home.export(&id).await));
+    retained_unchanged(&before, &turns(&home.export_text(&id).await));
 }

@@ -1,14 +1,9 @@
 //! Issue 18 end to end: the real binary against the strict `gemini` (and `gemini-openai`) simulators.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "support/hermes.rs"]
-mod hermes;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use hermes_sim::{RecordedRequest, Sim};
+use hermes_test_support::home::Home;
 use serde_json::Value;
 
 const MODEL: &str = "gemini-3-pro-preview";
@@ -16,59 +11,24 @@ const API_KEY: &str = "AIzaSyHERMES-live-test-key-0123456789";
 const KEY: &[(&str, &str)] = &[("GEMINI_API_KEY", API_KEY)];
 const TOKEN: &str = "ya29.hermes-live-test-token";
 
-struct Home(tempfile::TempDir);
-
-impl Home {
-    fn new() -> Self {
-        Home(tempfile::tempdir().unwrap())
-    }
-
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-
-    fn db(&self) -> PathBuf {
-        self.path().join("state.db")
-    }
-
-    /// Runs hermes with this home and no credential but `env`, off the async runtime (the
-    /// simulators serve meanwhile).
-    async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        hermes::output(hermes::hermes(self.path(), args, env)).await
-    }
-
-    /// Runs hermes, expects success and returns (stdout, stderr).
-    async fn ok_with(&self, args: &[&str], env: &[(&str, &str)]) -> (String, String) {
-        let out = self.run(args, env).await;
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{args:?}: {stderr}");
-        (String::from_utf8(out.stdout).unwrap(), stderr)
-    }
-
-    /// `chat --json ARGS` (with `env`): the JSON summary.
-    async fn chat(&self, args: &[&str], env: &[(&str, &str)]) -> Value {
-        let mut all = vec!["chat", "--json"];
-        all.extend_from_slice(args);
-        serde_json::from_str(&self.ok_with(&all, env).await.0).unwrap()
-    }
-
+/// What these tests ask of a home beyond running hermes.
+trait GeminiHome {
     /// The stored assistant turns of a session, as `hermes sessions export` gives them.
-    async fn turns(&self, id: &str) -> Vec<Turn> {
-        turns(&self.ok_with(&["sessions", "export", id], &[]).await.0)
-    }
-
-    async fn connect(&self) -> sqlx::SqliteConnection {
-        use sqlx::Connection as _;
-        let options = sqlx::sqlite::SqliteConnectOptions::new().filename(self.db());
-        sqlx::SqliteConnection::connect_with(&options)
-            .await
-            .unwrap()
-    }
-
+    async fn turns(&self, id: &str) -> Vec<Turn>;
     /// The session's rows in state.db: (position, role, tool_calls).
+    async fn rows(&self, id: &str) -> Vec<(i64, String, Option<String>)>;
+    /// Replaces the stored `tool_calls` text of one row.
+    async fn set_tool_calls(&self, id: &str, position: i64, text: &str);
+}
+
+impl GeminiHome for Home {
+    async fn turns(&self, id: &str) -> Vec<Turn> {
+        turns(&self.export_text(id).await)
+    }
+
     async fn rows(&self, id: &str) -> Vec<(i64, String, Option<String>)> {
         use sqlx::Connection as _;
-        let mut conn = self.connect().await;
+        let mut conn = self.sqlite().await;
         let rows = sqlx::query_as(
             "SELECT position, role, tool_calls FROM messages WHERE session_id = ? ORDER BY position",
         )
@@ -80,10 +40,9 @@ impl Home {
         rows
     }
 
-    /// Replaces the stored `tool_calls` text of one row.
     async fn set_tool_calls(&self, id: &str, position: i64, text: &str) {
         use sqlx::Connection as _;
-        let mut conn = self.connect().await;
+        let mut conn = self.sqlite().await;
         let done =
             sqlx::query("UPDATE messages SET tool_calls = ? WHERE session_id = ? AND position = ?")
                 .bind(text)
@@ -315,7 +274,7 @@ fn studio(r: &RecordedRequest, stream: bool) {
 
 async fn tool_loop_then_resume(query: &str, steps: usize, parallel: usize) {
     let sim = Sim::start("gemini").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = format!("{}/v1beta", sim.base_url());
     for stream in [true, false] {
         sim.clear_requests();
@@ -456,7 +415,7 @@ async fn a_signature_damaged_inside_the_loop_in_flight_is_refused_and_reported_i
     // hermes stores it exactly, and sends it back on the next step of the same loop.
     let sim = Sim::start("gemini").await.unwrap();
     let relay = damaging_relay(sim.addr(), 0).await;
-    let home = Home::new();
+    let home = crate::support::home();
     let base = format!("http://{relay}/v1beta");
     let out = home
         .run(
@@ -530,7 +489,7 @@ fn minted_call_signature(r: &RecordedRequest) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signature_edited_in_state_db_is_replayed_exactly_as_stored_never_repaired() {
     let sim = Sim::start("gemini").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = format!("{}/v1beta", sim.base_url());
     let out = home
         .chat(&gemini_args(&base, true, "[tools=3] what time is it?"), KEY)
@@ -586,7 +545,7 @@ fn sse_chunks(text: &str) -> Vec<Value> {
 async fn a_text_turn_signed_only_on_a_trailing_empty_part_is_stored_and_replayed_on_its_last_part()
 {
     let sim = Sim::start("gemini").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = format!("{}/v1beta", sim.base_url());
     let out = home.chat(&gemini_args(&base, true, "hello"), KEY).await;
     let id = session_id(&out);
@@ -638,7 +597,7 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
     let native = Sim::start("gemini").await.unwrap();
     let chat = Sim::start("gemini-openai").await.unwrap();
     let deepseek = Sim::start("deepseek-v4").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let native_base = format!("{}/v1beta", native.base_url());
     let chat_base = chat.base_url();
     let out = home
@@ -799,7 +758,7 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vertex_gemini_uses_the_publisher_path_and_a_bearer_token_and_resumes() {
     let sim = Sim::start("gemini").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     std::fs::write(
         home.path().join("config.toml"),
         "[vertex]\nproject = \"p\"\nregion = \"us-central1\"\n",
@@ -860,22 +819,23 @@ async fn vertex_gemini_uses_the_publisher_path_and_a_bearer_token_and_resumes() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_offline_gemini_simulator_runs_a_signed_tool_loop_with_no_environment() {
-    let home = Home::new();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
-    cmd.env_clear().env("HERMES_HOME", home.path()).args([
-        "chat",
-        "--provider",
-        "sim",
-        "--base-url",
-        "sim://gemini",
-        "--effort",
-        "high",
-        "-q",
-        "[tools=2] time?",
-    ]);
-    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap();
+    let home = crate::support::home();
+    let cmd = crate::support::bare_command(
+        home.path(),
+        &[
+            "chat",
+            "--provider",
+            "sim",
+            "--base-url",
+            "sim://gemini",
+            "--effort",
+            "high",
+            "-q",
+            "[tools=2] time?",
+        ],
+        &[],
+    );
+    let out = hermes_test_support::home::output(cmd).await;
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
     let stdout = String::from_utf8(out.stdout).unwrap();

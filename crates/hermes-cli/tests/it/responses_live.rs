@@ -1,61 +1,20 @@
 //! Issue 19 end to end: the real binary against the strict `openai-responses` simulator.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "support/hermes.rs"]
-mod hermes;
-
-use std::path::Path;
-use std::process::{Command, Output};
 
 use hermes_sim::{RecordedRequest, Sim};
+use hermes_test_support::home::Home;
 use serde_json::Value;
 
 const MODEL: &str = "gpt-5.2";
 const OTHER_MODEL: &str = "gpt-5.1";
 const KEY: &[(&str, &str)] = &[("OPENAI_API_KEY", "sk-test")];
 
-struct Home(tempfile::TempDir);
-
-impl Home {
-    fn new() -> Self {
-        Home(tempfile::tempdir().unwrap())
-    }
-
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-
-    /// Runs hermes with this home and no credential but `env`, off the async runtime (the
-    /// simulators serve meanwhile).
-    async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        hermes::output(hermes::hermes(self.path(), args, env)).await
-    }
-
-    /// Runs hermes, expects success and returns (stdout, stderr).
-    async fn ok_with(&self, args: &[&str], env: &[(&str, &str)]) -> (String, String) {
-        let out = self.run(args, env).await;
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{args:?}: {stderr}");
-        (String::from_utf8(out.stdout).unwrap(), stderr)
-    }
-
-    async fn ok(&self, args: &[&str]) -> String {
-        self.ok_with(args, &[]).await.0
-    }
-
-    /// `chat --json ARGS` (with `env`): the JSON summary.
-    async fn chat(&self, args: &[&str], env: &[(&str, &str)]) -> Value {
-        let mut all = vec!["chat", "--json"];
-        all.extend_from_slice(args);
-        serde_json::from_str(&self.ok_with(&all, env).await.0).unwrap()
-    }
-
-    /// The exported session (`hermes sessions export`).
-    async fn export(&self, id: &str) -> Value {
-        serde_json::from_str(&self.ok(&["sessions", "export", id]).await).unwrap()
-    }
-
+/// What these tests ask of a home beyond running hermes.
+trait ResponsesHome {
     /// The stored assistant turns of a session.
+    async fn turns(&self, id: &str) -> Vec<Turn>;
+}
+
+impl ResponsesHome for Home {
     async fn turns(&self, id: &str) -> Vec<Turn> {
         turns(&self.export(id).await)
     }
@@ -277,7 +236,7 @@ fn replays_nothing(r: &RecordedRequest, stale: &[String]) {
 async fn a_three_step_loop_replays_each_reasoning_item_before_its_call_streamed_and_not_and_after_resume()
  {
     let sim = Sim::start("openai-responses").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = format!("{}/v1", sim.base_url());
     for stream in [true, false] {
         sim.clear_requests();
@@ -328,7 +287,7 @@ async fn a_three_step_loop_replays_each_reasoning_item_before_its_call_streamed_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compacted_responses_session_and_its_branch_both_continue() {
     let sim = Sim::start("openai-responses").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = format!("{}/v1", sim.base_url());
     let out = home
         .chat(
@@ -397,7 +356,7 @@ async fn a_compacted_responses_session_and_its_branch_both_continue() {
 async fn items_go_only_to_the_model_and_host_that_minted_them_never_to_deepseek() {
     let sim = Sim::start("openai-responses").await.unwrap();
     let deepseek = Sim::start("deepseek-v4").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = format!("{}/v1", sim.base_url());
     let out = home
         .chat(
@@ -529,7 +488,7 @@ async fn items_go_only_to_the_model_and_host_that_minted_them_never_to_deepseek(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_imported_python_original_session_continues_with_its_items_replayed() {
     let sim = Sim::start("openai-responses").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = format!("{}/v1", sim.base_url());
     let out = home
         .chat(
@@ -588,22 +547,23 @@ async fn an_imported_python_original_session_continues_with_its_items_replayed()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_offline_responses_simulator_runs_a_reasoning_tool_loop_with_no_environment() {
-    let home = Home::new();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
-    cmd.env_clear().env("HERMES_HOME", home.path()).args([
-        "chat",
-        "--provider",
-        "sim",
-        "--base-url",
-        "sim://openai-responses",
-        "--effort",
-        "high",
-        "-q",
-        "[tools=2] time?",
-    ]);
-    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap();
+    let home = crate::support::home();
+    let cmd = crate::support::bare_command(
+        home.path(),
+        &[
+            "chat",
+            "--provider",
+            "sim",
+            "--base-url",
+            "sim://openai-responses",
+            "--effort",
+            "high",
+            "-q",
+            "[tools=2] time?",
+        ],
+        &[],
+    );
+    let out = hermes_test_support::home::output(cmd).await;
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
     let stdout = String::from_utf8(out.stdout).unwrap();
