@@ -2,9 +2,11 @@
 
 use hermes_sim::{RecordedRequest, Sim};
 use hermes_test_support::home::Home;
-use serde::Deserialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
+
+use crate::wire::{
+    Turn, all_ok, carries_none, on_deepseek, raw, sent_signatures, turns, user_texts,
+};
 
 const OPUS: &str = "claude-opus-4-6";
 const SONNET: &str = "claude-sonnet-4-5";
@@ -33,17 +35,12 @@ impl ClaudeHome for Home {
     }
 
     async fn rows(&self, id: &str) -> Vec<Row> {
-        use sqlx::Connection as _;
-        let mut conn = self.sqlite().await;
-        let rows: Vec<Row> = sqlx::query_as(
+        crate::support::rows(
+            self,
             "SELECT position, role, reasoning_details, archived_at IS NOT NULL FROM messages WHERE session_id = ? ORDER BY position",
+            Some(id),
         )
-        .bind(id)
-        .fetch_all(&mut conn)
         .await
-        .unwrap();
-        conn.close().await.unwrap();
-        rows
     }
 }
 
@@ -53,120 +50,6 @@ const KEY: &[(&str, &str)] = &[("ANTHROPIC_API_KEY", "sk-ant-test")];
 
 // ---------------------------------------------------------------------------------------------
 // Stored blocks, as exported
-
-#[derive(Deserialize)]
-struct Exported {
-    messages: Vec<ExportedMessage>,
-}
-
-#[derive(Deserialize)]
-struct ExportedMessage {
-    role: String,
-    #[serde(default)]
-    content: Option<Value>,
-    #[serde(default)]
-    reasoning_content: Option<String>,
-    #[serde(default)]
-    reasoning_details: Option<Vec<Box<RawValue>>>,
-    #[serde(default)]
-    origin: Option<Value>,
-}
-
-/// An assistant message of an export: its origin model and the exact text of each stored
-/// `reasoning_details` item.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Turn {
-    model: String,
-    items: Vec<String>,
-    reasoning_content: Option<String>,
-}
-
-impl Turn {
-    fn signatures(&self) -> Vec<String> {
-        self.items.iter().map(|i| signature(i)).collect()
-    }
-}
-
-/// The assistant messages of an export, in order.
-fn turns(export: &str) -> Vec<Turn> {
-    let exported: Exported = serde_json::from_str(export).unwrap();
-    exported
-        .messages
-        .into_iter()
-        .filter(|m| m.role == "assistant")
-        .map(|m| Turn {
-            model: m
-                .origin
-                .as_ref()
-                .and_then(|o| o["model"].as_str())
-                .unwrap_or_default()
-                .to_owned(),
-            items: m
-                .reasoning_details
-                .unwrap_or_default()
-                .iter()
-                .map(|i| i.get().to_owned())
-                .collect(),
-            reasoning_content: m.reasoning_content,
-        })
-        .collect()
-}
-
-/// The user texts of an export, in order (a checkpoint included).
-fn user_texts(export: &str) -> Vec<String> {
-    let exported: Exported = serde_json::from_str(export).unwrap();
-    exported
-        .messages
-        .iter()
-        .filter(|m| m.role == "user")
-        .map(|m| {
-            m.content
-                .as_ref()
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        })
-        .collect()
-}
-
-/// The signature of one stored `thinking` item.
-fn signature(item: &str) -> String {
-    let v: Value = serde_json::from_str(item).unwrap();
-    assert_eq!(v["type"], "thinking", "{item}");
-    v["signature"].as_str().unwrap().to_owned()
-}
-
-/// The signatures of the `thinking` blocks of each assistant message of a request body.
-fn sent_signatures(request: &RecordedRequest) -> Vec<Vec<String>> {
-    request.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .map(|m| {
-            m["content"]
-                .as_array()
-                .map(|blocks| {
-                    blocks
-                        .iter()
-                        .filter(|b| b["type"] == "thinking")
-                        .map(|b| b["signature"].as_str().unwrap().to_owned())
-                        .collect()
-                })
-                .unwrap_or_default()
-        })
-        .collect()
-}
-
-fn raw(request: &RecordedRequest) -> String {
-    String::from_utf8(request.raw.clone()).unwrap()
-}
-
-fn all_ok(requests: &[RecordedRequest]) {
-    for (i, r) in requests.iter().enumerate() {
-        assert_eq!(r.status, 200, "request {i} to {}: {}", r.path, r.response);
-    }
-}
 
 /// Every stored item of `turns` reaches `request` byte for byte, and its thinking blocks carry
 /// exactly their signatures, turn by turn.
@@ -179,7 +62,7 @@ fn replays(request: &RecordedRequest, turns: &[Turn]) {
         }
     }
     let sent = sent_signatures(request);
-    let stored: Vec<Vec<String>> = turns.iter().map(Turn::signatures).collect();
+    let stored: Vec<Vec<String>> = turns.iter().map(Turn::thinking_signatures).collect();
     assert_eq!(sent[..stored.len()], stored[..], "{text}");
 }
 
@@ -454,7 +337,7 @@ async fn a_one_byte_change_to_a_stored_signature_is_refused_then_resent_once_wit
     let (position, role, details, _) = &rows[3];
     assert_eq!((*position, role.as_str()), (3, "assistant"));
     let details = details.clone().unwrap();
-    let good = stored[1].signatures()[0].clone();
+    let good = stored[1].thinking_signatures()[0].clone();
     assert!(details.contains(&good), "{details}");
     let bad = one_byte_changed(&good, good.len() / 2);
     assert_ne!(bad, good);
@@ -479,7 +362,7 @@ async fn a_one_byte_change_to_a_stored_signature_is_refused_then_resent_once_wit
     }
     let before = home.export_text(&id).await;
     let before_turns = turns(&before);
-    assert_eq!(before_turns[1].signatures(), vec![bad.clone()]);
+    assert_eq!(before_turns[1].thinking_signatures(), vec![bad.clone()]);
 
     sim.clear_requests();
     let (out, stderr) = home
@@ -518,7 +401,7 @@ async fn a_one_byte_change_to_a_stored_signature_is_refused_then_resent_once_wit
     );
     for k in [0, 2, 3] {
         assert!(resent.contains(&stored[k].items[0]), "turn {k}: {resent}");
-        assert_eq!(sent[k], stored[k].signatures());
+        assert_eq!(sent[k], stored[k].thinking_signatures());
     }
     assert!(
         out["reply"]
@@ -557,24 +440,13 @@ async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_
     all_ok(&claude.requests());
     let opus = turns(&home.export_text(&id).await);
     assert_eq!(opus.len(), 3);
-    let opus_signatures: Vec<String> = opus.iter().flat_map(Turn::signatures).collect();
+    let opus_signatures: Vec<String> = opus.iter().flat_map(Turn::thinking_signatures).collect();
     assert_eq!(opus_signatures.len(), 3);
 
     // On DeepSeek: the readable thinking goes, no signed block does.
     let (out, _) = home
         .chat_stderr(
-            &[
-                "--resume",
-                &id,
-                "--provider",
-                "deepseek",
-                "--model",
-                "deepseek-v4-pro",
-                "--base-url",
-                &deepseek_base,
-                "-q",
-                "[tools=1] and on deepseek?",
-            ],
+            &on_deepseek(&id, &deepseek_base, "[tools=1] and on deepseek?"),
             &[],
         )
         .await;
@@ -583,24 +455,17 @@ async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_
     assert_eq!(requests.len(), 2);
     all_ok(&requests);
     for r in &requests {
-        // The bytes as sent and the same body re-serialised compactly.
-        let text = format!("{}\n{}", raw(r), r.body);
-        for forbidden in [
-            "\"signature\"",
-            "redacted_thinking",
-            "\"type\":\"thinking\"",
-            "reasoning_details",
-        ] {
-            assert!(!text.contains(forbidden), "{forbidden} in {text}");
-        }
-        for sig in &opus_signatures {
-            assert!(!text.contains(sig.as_str()), "{sig} in {text}");
-        }
-        let sent_rcs: Vec<&str> = r.body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["role"] == "assistant")
+        carries_none(
+            r,
+            &[
+                "\"signature\"",
+                "redacted_thinking",
+                "\"type\":\"thinking\"",
+                "reasoning_details",
+            ],
+            &opus_signatures,
+        );
+        let sent_rcs: Vec<&str> = crate::support::assistants(&r.body)
             .map(|m| m["reasoning_content"].as_str().unwrap())
             .collect();
         let stored_rcs: Vec<&str> = opus
@@ -645,7 +510,10 @@ async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_
     let all = turns(&home.export_text(&id).await);
     assert_eq!(all[..3], opus[..], "stored Claude turns unchanged");
     assert!(all[3..5].iter().all(|t| t.model == "deepseek-v4-pro"));
-    let opus_again: Vec<String> = all[5..].iter().flat_map(Turn::signatures).collect();
+    let opus_again: Vec<String> = all[5..]
+        .iter()
+        .flat_map(Turn::thinking_signatures)
+        .collect();
     assert_eq!(opus_again.len(), 2);
 
     // Another Claude model: no signature minted by claude-opus-4-6 reaches it.

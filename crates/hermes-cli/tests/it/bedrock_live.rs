@@ -7,9 +7,9 @@ use hermes_sim::{
     Switches,
 };
 use hermes_test_support::home::Home;
-use serde::Deserialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
+
+use crate::wire::{Turn, all_ok, loop_done, raw, sent_signatures, session_id, turns};
 
 const CLAUDE: &str = "anthropic.claude-opus-4-6-v1:0";
 const R1: &str = "deepseek.r1-v1:0";
@@ -39,16 +39,12 @@ trait BedrockHome {
 
 impl BedrockHome for Home {
     async fn rows(&self) -> Vec<(String, i64, Option<String>)> {
-        use sqlx::Connection as _;
-        let mut conn = self.sqlite().await;
-        let rows = sqlx::query_as(
+        crate::support::rows(
+            self,
             "SELECT session_id, position, reasoning_details FROM messages ORDER BY session_id, position",
+            None,
         )
-        .fetch_all(&mut conn)
         .await
-        .unwrap();
-        conn.close().await.unwrap();
-        rows
     }
 
     fn files(&self) -> Vec<(PathBuf, Vec<u8>)> {
@@ -85,106 +81,11 @@ fn turn_args<'a>(args: &mut Vec<&'a str>, effort: bool, stream: bool, query: &'a
     args.extend(["-q", query]);
 }
 
-fn session_id(out: &Value) -> String {
-    out["session_id"].as_str().unwrap().to_owned()
-}
-
-/// A finished `[tools=n]` loop of `requests` requests.
-fn loop_done(out: &Value, n: usize, requests: usize) {
-    assert_eq!(out["requests"], requests, "{out}");
-    let reply = out["reply"].as_str().unwrap();
-    assert!(
-        reply.starts_with(&format!("Done after {n} tool calls")),
-        "{out}"
-    );
-}
-
 // ---------------------------------------------------------------------------------------------
 // Stored blocks, as exported
 
-#[derive(Deserialize)]
-struct Exported {
-    messages: Vec<ExportedMessage>,
-}
-
-#[derive(Deserialize)]
-struct ExportedMessage {
-    role: String,
-    #[serde(default)]
-    reasoning_details: Option<Vec<Box<RawValue>>>,
-    #[serde(default)]
-    origin: Option<Value>,
-}
-
-/// An assistant message of an export: its origin model and the exact text of each stored
-/// `reasoning_details` item.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Turn {
-    model: String,
-    items: Vec<String>,
-}
-
-impl Turn {
-    /// `(kind, thinking text, signature)` of each stored item.
-    fn parsed(&self) -> Vec<(String, String, Option<String>)> {
-        self.items
-            .iter()
-            .map(|i| {
-                let v: Value = serde_json::from_str(i).unwrap();
-                (
-                    v["type"].as_str().unwrap().to_owned(),
-                    v["thinking"].as_str().unwrap_or_default().to_owned(),
-                    v["signature"].as_str().map(str::to_owned),
-                )
-            })
-            .collect()
-    }
-
-    /// The signatures of its `thinking` items.
-    fn signatures(&self) -> Vec<String> {
-        self.parsed()
-            .into_iter()
-            .filter_map(|(_, _, s)| s)
-            .collect()
-    }
-}
-
-/// The assistant messages of an export, in order.
-fn turns(export: &str) -> Vec<Turn> {
-    let exported: Exported = serde_json::from_str(export).unwrap();
-    exported
-        .messages
-        .into_iter()
-        .filter(|m| m.role == "assistant")
-        .map(|m| Turn {
-            model: m
-                .origin
-                .as_ref()
-                .and_then(|o| o["model"].as_str())
-                .unwrap_or_default()
-                .to_owned(),
-            items: m
-                .reasoning_details
-                .unwrap_or_default()
-                .iter()
-                .map(|i| i.get().to_owned())
-                .collect(),
-        })
-        .collect()
-}
-
 // ---------------------------------------------------------------------------------------------
 // What the simulator received
-
-fn raw(request: &RecordedRequest) -> String {
-    String::from_utf8(request.raw.clone()).unwrap()
-}
-
-fn all_ok(requests: &[RecordedRequest]) {
-    for (i, r) in requests.iter().enumerate() {
-        assert_eq!(r.status, 200, "request {i} to {}: {}", r.path, r.response);
-    }
-}
 
 fn has_header(r: &RecordedRequest, name: &str) -> bool {
     r.headers.iter().any(|(h, _)| h == name)
@@ -229,11 +130,7 @@ fn converse_request(r: &RecordedRequest, model: &str, stream: bool) {
 
 /// The `reasoningContent` blocks of each assistant message of a Converse request.
 fn sent_reasoning(r: &RecordedRequest) -> Vec<Vec<Value>> {
-    r.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
+    crate::support::assistants(&r.body)
         .map(|m| {
             m["content"]
                 .as_array()
@@ -365,25 +262,6 @@ async fn gpt_oss_on_converse_replays_reasoning_unsigned_streamed_and_not_and_aft
 async fn nova_2_with_effort_on_converse_replays_reasoning_unsigned_streamed_and_not_and_after_resume()
  {
     converse_tool_loop_then_resume(NOVA, true, Policy::Unsigned).await;
-}
-
-/// The signatures of the `thinking` blocks of each assistant message of a Messages body.
-fn sent_signatures(r: &RecordedRequest) -> Vec<Vec<String>> {
-    r.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .map(|m| {
-            m["content"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|b| b["type"] == "thinking")
-                .map(|b| b["signature"].as_str().unwrap().to_owned())
-                .collect()
-        })
-        .collect()
 }
 
 /// An InvokeModel request: the path, SigV4, and an Anthropic body for Bedrock carrying every

@@ -34,11 +34,7 @@ impl ChatHome for Home {
 }
 
 fn assistant_rcs(session: &Value) -> Vec<String> {
-    session["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
+    crate::support::assistants(session)
         .map(|m| m["reasoning_content"].as_str().unwrap().to_owned())
         .collect()
 }

@@ -36,13 +36,7 @@ fn preview(extra: &[&str]) -> Value {
 }
 
 fn assistants(body: &Value) -> Vec<Value> {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .cloned()
-        .collect()
+    crate::support::assistants(body).cloned().collect()
 }
 
 const RC: &str = "The user wants the cause of a failing nightly build. I should read the log before guessing; the last failure was a timeout in the linker step.";

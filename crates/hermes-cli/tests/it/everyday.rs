@@ -61,11 +61,7 @@ fn the_repl_runs_two_turns_branches_and_exits() {
         &["sessions", "show", branch["id"].as_str().unwrap(), "--json"],
     ))
     .unwrap();
-    let carriers: Vec<&Value> = show["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
+    let carriers: Vec<&Value> = crate::support::assistants(&show)
         .map(|m| &m["carriers"])
         .collect();
     assert_eq!(carriers.len(), 4);

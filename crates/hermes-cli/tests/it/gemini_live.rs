@@ -6,6 +6,10 @@ use hermes_sim::{RecordedRequest, Sim};
 use hermes_test_support::home::Home;
 use serde_json::Value;
 
+use crate::wire::{
+    carries_none, header, loop_done, on_deepseek, raw, resume_args, session_id, turn_args,
+};
+
 const MODEL: &str = "gemini-3-pro-preview";
 const API_KEY: &str = "AIzaSyHERMES-live-test-key-0123456789";
 const KEY: &[(&str, &str)] = &[("GEMINI_API_KEY", API_KEY)];
@@ -27,17 +31,12 @@ impl GeminiHome for Home {
     }
 
     async fn rows(&self, id: &str) -> Vec<(i64, String, Option<String>)> {
-        use sqlx::Connection as _;
-        let mut conn = self.sqlite().await;
-        let rows = sqlx::query_as(
+        crate::support::rows(
+            self,
             "SELECT position, role, tool_calls FROM messages WHERE session_id = ? ORDER BY position",
+            Some(id),
         )
-        .bind(id)
-        .fetch_all(&mut conn)
         .await
-        .unwrap();
-        conn.close().await.unwrap();
-        rows
     }
 
     async fn set_tool_calls(&self, id: &str, position: i64, text: &str) {
@@ -61,33 +60,6 @@ fn gemini_args<'a>(base: &'a str, stream: bool, query: &'a str) -> Vec<&'a str> 
     let mut args = vec!["--provider", "gemini", "--model", MODEL, "--base-url", base];
     turn_args(&mut args, stream, query);
     args
-}
-
-fn turn_args<'a>(args: &mut Vec<&'a str>, stream: bool, query: &'a str) {
-    args.extend(["--effort", "high", "-q", query]);
-    if !stream {
-        args.push("--no-stream");
-    }
-}
-
-fn resume_args<'a>(id: &'a str, stream: bool, query: &'a str) -> Vec<&'a str> {
-    let mut args = vec!["--resume", id];
-    turn_args(&mut args, stream, query);
-    args
-}
-
-fn session_id(out: &Value) -> String {
-    out["session_id"].as_str().unwrap().to_owned()
-}
-
-/// A finished loop of `steps` tool steps in `requests` requests.
-fn loop_done(out: &Value, steps: usize, requests: usize) {
-    assert_eq!(out["requests"], requests, "{out}");
-    let reply = out["reply"].as_str().unwrap();
-    assert!(
-        reply.starts_with(&format!("Done after {steps} tool")),
-        "{out}"
-    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -126,11 +98,7 @@ fn google(extra: &Value) -> Option<String> {
 /// `extra_content`, the text-turn signature from the native record.
 fn turns(export: &str) -> Vec<Turn> {
     let v: Value = serde_json::from_str(export).unwrap();
-    v["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
+    crate::support::assistants(&v)
         .map(|m| {
             let native: Vec<&Value> = m["reasoning_details"]
                 .as_array()
@@ -204,20 +172,12 @@ fn sent_native(r: &RecordedRequest) -> Vec<Signed> {
 
 /// The assistant messages of a chat-completions request, in the same shape.
 fn sent_chat(r: &RecordedRequest) -> Vec<Signed> {
-    r.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
+    crate::support::assistants(&r.body)
         .map(|m| Signed {
             calls: calls(&m["tool_calls"], |c| google(&c["extra_content"])),
             text: google(&m["extra_content"]),
         })
         .collect()
-}
-
-fn raw(r: &RecordedRequest) -> String {
-    String::from_utf8(r.raw.clone()).unwrap()
 }
 
 /// The native request carries exactly `stored`'s signatures, each on its own part and byte for
@@ -229,13 +189,6 @@ fn replays(r: &RecordedRequest, stored: &[Turn]) {
         let literal = format!("\"thoughtSignature\":\"{sig}\"");
         assert_eq!(text.matches(&literal).count(), 1, "{literal} in {text}");
     }
-}
-
-fn header<'a>(r: &'a RecordedRequest, name: &str) -> Option<&'a str> {
-    r.headers
-        .iter()
-        .find(|(h, _)| h == name)
-        .map(|(_, v)| v.as_str())
 }
 
 /// Accepted whole: 200, and none of the simulator's degraded notes.
@@ -674,18 +627,7 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
     let every = all_signatures(&gemini_turns);
     let out = home
         .chat(
-            &[
-                "--resume",
-                &id,
-                "--provider",
-                "deepseek",
-                "--model",
-                "deepseek-v4-pro",
-                "--base-url",
-                &deepseek.base_url(),
-                "-q",
-                "[tools=1] on deepseek?",
-            ],
+            &on_deepseek(&id, &deepseek.base_url(), "[tools=1] on deepseek?"),
             &[("DEEPSEEK_API_KEY", "sk-deepseek-test")],
         )
         .await;
@@ -694,19 +636,17 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
     assert_eq!(requests.len(), 2);
     for r in &requests {
         assert_eq!(r.status, 200, "{}", r.response);
-        let text = format!("{}\n{}", raw(r), r.body);
-        for forbidden in [
-            "extra_content",
-            "thought_signature",
-            "thoughtSignature",
-            "hermes.native_assistant",
-            "reasoning_details",
-        ] {
-            assert!(!text.contains(forbidden), "{forbidden} in {text}");
-        }
-        for sig in &every {
-            assert!(!text.contains(sig.as_str()), "{sig} in {text}");
-        }
+        carries_none(
+            r,
+            &[
+                "extra_content",
+                "thought_signature",
+                "thoughtSignature",
+                "hermes.native_assistant",
+                "reasoning_details",
+            ],
+            &every,
+        );
     }
 
     // Another host (`localhost` is not `127.0.0.1` to hermes, though the same server): none of

@@ -23,3 +23,4 @@ mod support;
 mod thinking_memory;
 #[cfg(unix)]
 mod tool_security;
+mod wire;

@@ -4,9 +4,16 @@ use hermes_sim::{RecordedRequest, Sim};
 use hermes_test_support::home::Home;
 use serde_json::Value;
 
+use crate::wire::{carries_none, header, on_deepseek, raw, resume_args, session_id, turn_args};
+
 const MODEL: &str = "gpt-5.2";
 const OTHER_MODEL: &str = "gpt-5.1";
 const KEY: &[(&str, &str)] = &[("OPENAI_API_KEY", "sk-test")];
+
+/// A finished loop of `steps` tool steps in `steps + 1` requests.
+fn loop_done(out: &Value, steps: usize) {
+    crate::wire::loop_done(out, steps, steps + 1);
+}
 
 /// What these tests ask of a home beyond running hermes.
 trait ResponsesHome {
@@ -32,44 +39,6 @@ fn responses_args<'a>(base: &'a str, model: &'a str, stream: bool, query: &'a st
     ];
     turn_args(&mut args, stream, query);
     args
-}
-
-fn turn_args<'a>(args: &mut Vec<&'a str>, stream: bool, query: &'a str) {
-    args.extend(["--effort", "high", "-q", query]);
-    if !stream {
-        args.push("--no-stream");
-    }
-}
-
-fn resume_args<'a>(id: &'a str, stream: bool, query: &'a str) -> Vec<&'a str> {
-    let mut args = vec!["--resume", id];
-    turn_args(&mut args, stream, query);
-    args
-}
-
-fn session_id(out: &Value) -> String {
-    out["session_id"].as_str().unwrap().to_owned()
-}
-
-/// A finished loop of `steps` tool steps in `steps + 1` requests.
-fn loop_done(out: &Value, steps: usize) {
-    assert_eq!(out["requests"], steps + 1, "{out}");
-    let reply = out["reply"].as_str().unwrap();
-    assert!(
-        reply.starts_with(&format!("Done after {steps} tool")),
-        "{out}"
-    );
-}
-
-fn raw(r: &RecordedRequest) -> String {
-    String::from_utf8(r.raw.clone()).unwrap()
-}
-
-fn header<'a>(r: &'a RecordedRequest, name: &str) -> Option<&'a str> {
-    r.headers
-        .iter()
-        .find(|(h, _)| h == name)
-        .map(|(_, v)| v.as_str())
 }
 
 /// A Responses request accepted whole: 200, no simulator note, `store:false`, encrypted
@@ -116,11 +85,7 @@ impl Turn {
 }
 
 fn turns(export: &Value) -> Vec<Turn> {
-    export["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
+    crate::support::assistants(export)
         .map(|m| Turn {
             model: m["origin"]["model"].as_str().unwrap_or_default().to_owned(),
             reasoning: m["codex_reasoning_items"]
@@ -374,18 +339,7 @@ async fn items_go_only_to_the_model_and_host_that_minted_them_never_to_deepseek(
     // `reasoning_content`.
     let out = home
         .chat(
-            &[
-                "--resume",
-                &id,
-                "--provider",
-                "deepseek",
-                "--model",
-                "deepseek-v4-pro",
-                "--base-url",
-                &deepseek.base_url(),
-                "-q",
-                "[tools=1] on deepseek?",
-            ],
+            &on_deepseek(&id, &deepseek.base_url(), "[tools=1] on deepseek?"),
             &[("DEEPSEEK_API_KEY", "sk-deepseek-test")],
         )
         .await;
@@ -394,25 +348,19 @@ async fn items_go_only_to_the_model_and_host_that_minted_them_never_to_deepseek(
     assert_eq!(requests.len(), 2);
     for r in &requests {
         assert_eq!(r.status, 200, "{}", r.response);
-        let text = format!("{}\n{}", raw(r), r.body);
-        for forbidden in [
-            "encrypted_content",
-            "codex_",
-            "\"rs_",
-            "\"call_id\"",
-            "\"response_item_id\"",
-            "hermes_block_order",
-        ] {
-            assert!(!text.contains(forbidden), "{forbidden} in {text}");
-        }
-        for ct in &minted_cts {
-            assert!(!text.contains(ct.as_str()), "{ct} in {text}");
-        }
-        let sent: Vec<Option<&str>> = r.body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["role"] == "assistant")
+        carries_none(
+            r,
+            &[
+                "encrypted_content",
+                "codex_",
+                "\"rs_",
+                "\"call_id\"",
+                "\"response_item_id\"",
+                "hermes_block_order",
+            ],
+            &minted_cts,
+        );
+        let sent: Vec<Option<&str>> = crate::support::assistants(&r.body)
             .map(|m| m["reasoning_content"].as_str())
             .collect();
         let stored: Vec<Option<&str>> = minted

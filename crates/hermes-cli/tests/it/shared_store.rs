@@ -13,6 +13,8 @@ use hermes_test_support::home::Home;
 use hermes_test_support::skip;
 use serde_json::{Value, json};
 
+use crate::wire::{session_id, user_texts};
+
 const MODEL: &str = "anthropic/claude-sonnet-5";
 const KEY: (&str, &str) = ("OPENROUTER_API_KEY", "sk-or-test");
 
@@ -50,10 +52,6 @@ impl SharedHome for Home {
     }
 }
 
-fn session_id(out: &Value) -> String {
-    out["session_id"].as_str().unwrap().to_owned()
-}
-
 /// Every request was accepted whole by the strict simulator.
 fn all_accepted(requests: &[RecordedRequest]) {
     assert!(!requests.is_empty());
@@ -71,17 +69,6 @@ fn details_texts(export: &str) -> Vec<String> {
         .unwrap()
         .iter()
         .filter_map(|m| m.get("reasoning_details").map(Value::to_string))
-        .collect()
-}
-
-fn user_texts(export: &str) -> Vec<String> {
-    let doc: Value = serde_json::from_str(export).unwrap();
-    doc["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].as_str().unwrap().to_owned())
         .collect()
 }
 

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use hermes_test_support::home::Home;
+use serde_json::Value;
 
 /// The binary under test.
 pub(crate) fn bin() -> &'static Path {
@@ -52,4 +53,30 @@ pub(crate) fn files_under(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// The assistant messages of a request body or an export (its `messages`), in order.
+pub(crate) fn assistants(body: &Value) -> impl Iterator<Item = &Value> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+}
+
+/// The rows `sql` selects from the home's `state.db`, with `id` (a session id) bound to its one
+/// parameter when given.
+pub(crate) async fn rows<T>(home: &Home, sql: &'static str, id: Option<&str>) -> Vec<T>
+where
+    T: for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow> + Send + Unpin,
+{
+    use sqlx::Connection as _;
+    let mut conn = home.sqlite().await;
+    let mut query = sqlx::query_as::<_, T>(sql);
+    if let Some(id) = id {
+        query = query.bind(id);
+    }
+    let rows = query.fetch_all(&mut conn).await.unwrap();
+    conn.close().await.unwrap();
+    rows
 }
