@@ -2,13 +2,15 @@
 
 use hermes_sim::{RecordedRequest, Sim};
 use hermes_test_support::home::Home;
+
+use crate::tool_loop::{Row, Wire};
 use serde_json::Value;
 
 use crate::wire::{
     Turn, all_ok, carries_none, on_deepseek, raw, sent_signatures, turns, user_texts,
 };
 
-const OPUS: &str = "claude-opus-4-6";
+pub(crate) const OPUS: &str = "claude-opus-4-6";
 const SONNET: &str = "claude-sonnet-4-5";
 
 /// What these tests ask of a home beyond running hermes.
@@ -18,7 +20,7 @@ trait ClaudeHome {
     /// One more thinking turn of a stored session on its own target.
     async fn turn(&self, id: &str, query: &str) -> Value;
     /// Every row of the session in state.db: (position, role, reasoning_details, archived).
-    async fn rows(&self, id: &str) -> Vec<Row>;
+    async fn rows(&self, id: &str) -> Vec<StoredRow>;
 }
 
 impl ClaudeHome for Home {
@@ -34,7 +36,7 @@ impl ClaudeHome for Home {
             .await
     }
 
-    async fn rows(&self, id: &str) -> Vec<Row> {
+    async fn rows(&self, id: &str) -> Vec<StoredRow> {
         crate::support::rows(
             self,
             "SELECT position, role, reasoning_details, archived_at IS NOT NULL FROM messages WHERE session_id = ? ORDER BY position",
@@ -44,9 +46,9 @@ impl ClaudeHome for Home {
     }
 }
 
-type Row = (i64, String, Option<String>, bool);
+type StoredRow = (i64, String, Option<String>, bool);
 
-const KEY: &[(&str, &str)] = &[("ANTHROPIC_API_KEY", "sk-ant-test")];
+pub(crate) const KEY: &[(&str, &str)] = &[("ANTHROPIC_API_KEY", "sk-ant-test")];
 
 // ---------------------------------------------------------------------------------------------
 // Stored blocks, as exported
@@ -70,33 +72,17 @@ fn replays(request: &RecordedRequest, turns: &[Turn]) {
 // 1. A signed tool loop on every host family, streamed and not, then resumed
 
 #[derive(Clone, Copy, Debug)]
-enum Family {
+pub(crate) enum Family {
     Direct,
     Vertex,
     Foundry,
 }
 
 impl Family {
-    fn provider(self) -> &'static str {
-        match self {
-            Family::Direct => "anthropic",
-            Family::Vertex => "vertex-anthropic",
-            Family::Foundry => "foundry-anthropic",
-        }
-    }
-
     fn base_url(self, sim: &Sim) -> String {
         match self {
             Family::Foundry => format!("{}/anthropic", sim.base_url()),
             _ => sim.base_url(),
-        }
-    }
-
-    fn env(self) -> &'static [(&'static str, &'static str)] {
-        match self {
-            Family::Direct => KEY,
-            Family::Vertex => &[("GOOGLE_OAUTH_ACCESS_TOKEN", "ya29.test-token")],
-            Family::Foundry => &[("ANTHROPIC_FOUNDRY_API_KEY", "foundry-test-key")],
         }
     }
 
@@ -148,6 +134,40 @@ impl Family {
     }
 }
 
+/// A signed tool loop on the family, then resumed: see [`crate::tool_loop`].
+impl Wire for Family {
+    type Turn = Turn;
+
+    async fn turns(&self, home: &Home, id: &str) -> Vec<Turn> {
+        turns(&home.export_text(id).await)
+    }
+
+    fn stored(&self, row: &Row, turn: &Turn, _: usize) {
+        assert_eq!(turn.model, row.model);
+        assert_eq!(turn.items.len(), 1, "{turn:?}");
+        assert!(
+            turn.items[0].starts_with(r#"{"type":"thinking""#),
+            "{turn:?}"
+        );
+    }
+
+    fn request(
+        &self,
+        _: &Row,
+        r: &RecordedRequest,
+        stream: bool,
+        earlier: &[Turn],
+        in_loop: usize,
+    ) {
+        all_ok(std::slice::from_ref(r));
+        self.check_request(r, stream);
+        replays(r, earlier);
+        if in_loop == 0 {
+            assert_eq!(sent_signatures(r).len(), earlier.len());
+        }
+    }
+}
+
 /// The arguments of one `--effort high` query to `OPUS` on `provider` at `base`.
 fn thinking_query<'a>(provider: &'a str, base: &'a str, query: &'a str) -> Vec<&'a str> {
     vec![
@@ -162,97 +182,6 @@ fn thinking_query<'a>(provider: &'a str, base: &'a str, query: &'a str) -> Vec<&
         "-q",
         query,
     ]
-}
-
-async fn signed_tool_loop_then_resume(family: Family) {
-    let sim = Sim::start("anthropic").await.unwrap();
-    let home = crate::support::home();
-    if matches!(family, Family::Vertex) {
-        std::fs::write(
-            home.path().join("config.toml"),
-            "[vertex]\nproject = \"p\"\nregion = \"us-east5\"\n",
-        )
-        .unwrap();
-    }
-    let base = family.base_url(&sim);
-    for stream in [true, false] {
-        sim.clear_requests();
-        let mut args = thinking_query(family.provider(), &base, "[tools=3] what time is it?");
-        if !stream {
-            args.push("--no-stream");
-        }
-        let (out, _) = home.chat_stderr(&args, family.env()).await;
-        let id = out["session_id"].as_str().unwrap().to_owned();
-        assert_eq!(out["requests"], 4, "{out}");
-        assert!(
-            out["reply"]
-                .as_str()
-                .unwrap()
-                .starts_with("Done after 3 tool calls"),
-            "{out}"
-        );
-        let requests = sim.requests();
-        assert_eq!(requests.len(), 4, "{family:?} stream={stream}");
-        all_ok(&requests);
-        let stored = turns(&home.export_text(&id).await);
-        assert_eq!(stored.len(), 4);
-        for turn in &stored {
-            assert_eq!(turn.model, OPUS);
-            assert_eq!(turn.items.len(), 1, "{turn:?}");
-            assert!(
-                turn.items[0].starts_with(r#"{"type":"thinking""#),
-                "{turn:?}"
-            );
-        }
-        for (k, r) in requests.iter().enumerate() {
-            family.check_request(r, stream);
-            // Request k carries the k earlier steps' thinking, exactly as stored.
-            replays(r, &stored[..k]);
-            assert_eq!(sent_signatures(r).len(), k);
-        }
-
-        // A fresh process resumes the session on the same family.
-        sim.clear_requests();
-        let mut args = vec![
-            "--resume",
-            &id,
-            "--effort",
-            "high",
-            "-q",
-            "[tools=1] and now?",
-        ];
-        if !stream {
-            args.push("--no-stream");
-        }
-        let (out, _) = home.chat_stderr(&args, family.env()).await;
-        assert_eq!(out["session_id"], id.as_str());
-        assert_eq!(out["requests"], 2, "{out}");
-        let requests = sim.requests();
-        assert_eq!(requests.len(), 2);
-        all_ok(&requests);
-        let after = turns(&home.export_text(&id).await);
-        assert_eq!(after.len(), 6);
-        assert_eq!(after[..4], stored[..], "the stored turns are unchanged");
-        for (k, r) in requests.iter().enumerate() {
-            family.check_request(r, stream);
-            replays(r, &after[..4 + k]);
-        }
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn direct_signed_tool_loop_replays_stored_blocks_streamed_and_not_and_after_resume() {
-    signed_tool_loop_then_resume(Family::Direct).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn vertex_signed_tool_loop_uses_raw_predict_and_replays_stored_blocks_after_resume() {
-    signed_tool_loop_then_resume(Family::Vertex).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn foundry_signed_tool_loop_uses_the_anthropic_path_and_replays_stored_blocks_after_resume() {
-    signed_tool_loop_then_resume(Family::Foundry).await;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -7,18 +7,19 @@ use hermes_sim::{
     Switches,
 };
 use hermes_test_support::home::Home;
+
+use crate::tool_loop::{Row, Wire};
 use serde_json::Value;
 
 use crate::wire::{Turn, all_ok, loop_done, raw, sent_signatures, session_id, turns};
 
-const CLAUDE: &str = "anthropic.claude-opus-4-6-v1:0";
-const R1: &str = "deepseek.r1-v1:0";
-const GPT_OSS: &str = "openai.gpt-oss-120b-1:0";
-const NOVA: &str = "amazon.nova-2-lite-v1:0";
+pub(crate) const CLAUDE: &str = "anthropic.claude-opus-4-6-v1:0";
+pub(crate) const R1: &str = "deepseek.r1-v1:0";
+pub(crate) const GPT_OSS: &str = "openai.gpt-oss-120b-1:0";
+pub(crate) const NOVA: &str = "amazon.nova-2-lite-v1:0";
 const LOOP: &str = "[tools=3] what time is it?";
-const AGAIN: &str = "[tools=1] and now?";
 
-const SIGV4: &[(&str, &str)] = &[
+pub(crate) const SIGV4: &[(&str, &str)] = &[
     ("AWS_ACCESS_KEY_ID", SIM_AWS_ACCESS_KEY_ID),
     ("AWS_SECRET_ACCESS_KEY", SIM_AWS_SECRET_ACCESS_KEY),
     ("AWS_REGION", "us-east-1"),
@@ -144,7 +145,7 @@ fn sent_reasoning(r: &RecordedRequest) -> Vec<Vec<Value>> {
 
 /// The replay policy of a Bedrock Converse model (SPEC §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Policy {
+pub(crate) enum Policy {
     Signed,
     Strip,
     Unsigned,
@@ -192,76 +193,62 @@ impl Policy {
 // ---------------------------------------------------------------------------------------------
 // 1. A 3-step tool loop per replay policy, streamed and not, then resumed
 
-async fn converse_tool_loop_then_resume(model: &str, effort: bool, policy: Policy) {
-    let sim = Sim::start("bedrock").await.unwrap();
-    let home = crate::support::own_home();
-    let base = sim.base_url();
-    for stream in [true, false] {
-        sim.clear_requests();
-        let args = start_args("bedrock", model, &base, effort, stream);
-        let (out, _) = home.chat_stderr(&args, SIGV4).await;
-        let id = session_id(&out);
-        loop_done(&out, 3, 4);
-        let requests = sim.requests();
-        assert_eq!(requests.len(), 4, "{model} stream={stream}");
-        all_ok(&requests);
-        let stored = turns(&home.export_text(&id).await);
-        assert_eq!(stored.len(), 4);
-        for turn in &stored {
-            assert_eq!(turn.model, model);
-            let parsed = turn.parsed();
-            assert_eq!(parsed.len(), 1, "{turn:?}");
-            assert_eq!(parsed[0].0, "thinking", "{turn:?}");
-            assert!(!parsed[0].1.is_empty(), "{turn:?}");
-            assert_eq!(parsed[0].2.is_some(), policy == Policy::Signed, "{turn:?}");
-        }
-        for (k, r) in requests.iter().enumerate() {
-            converse_request(r, model, stream);
-            let fields = &r.body["additionalModelRequestFields"];
-            assert_eq!(!fields.is_null(), effort, "{}", r.body);
-            policy.check(r, &stored[..k], 0);
-        }
+/// A 3-step tool loop on Converse under the replay policy, then resumed: see
+/// [`crate::tool_loop`].
+impl Wire for Policy {
+    type Turn = Turn;
 
-        // A fresh process resumes the session on the same model.
-        sim.clear_requests();
-        let mut args = vec!["--resume", &id];
-        turn_args(&mut args, effort, stream, AGAIN);
-        let (out, _) = home.chat_stderr(&args, SIGV4).await;
-        assert_eq!(out["session_id"], id.as_str());
-        loop_done(&out, 1, 2);
-        let requests = sim.requests();
-        assert_eq!(requests.len(), 2);
-        all_ok(&requests);
-        let after = turns(&home.export_text(&id).await);
-        assert_eq!(after.len(), 6);
-        assert_eq!(after[..4], stored[..], "the stored turns are unchanged");
-        for (k, r) in requests.iter().enumerate() {
-            converse_request(r, model, stream);
-            policy.check(r, &after[..4 + k], 4);
+    async fn turns(&self, home: &Home, id: &str) -> Vec<Turn> {
+        turns(&home.export_text(id).await)
+    }
+
+    fn stored(&self, row: &Row, turn: &Turn, _: usize) {
+        assert_eq!(turn.model, row.model);
+        let parsed = turn.parsed();
+        assert_eq!(parsed.len(), 1, "{turn:?}");
+        assert_eq!(parsed[0].0, "thinking", "{turn:?}");
+        assert!(!parsed[0].1.is_empty(), "{turn:?}");
+        assert_eq!(parsed[0].2.is_some(), *self == Policy::Signed, "{turn:?}");
+    }
+
+    fn request(
+        &self,
+        row: &Row,
+        r: &RecordedRequest,
+        stream: bool,
+        earlier: &[Turn],
+        in_loop: usize,
+    ) {
+        all_ok(std::slice::from_ref(r));
+        converse_request(r, row.model, stream);
+        if in_loop == 0 {
+            let fields = &r.body["additionalModelRequestFields"];
+            assert_eq!(!fields.is_null(), row.effort, "{}", r.body);
         }
+        self.check(r, earlier, in_loop);
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_on_converse_replays_the_stored_signatures_streamed_and_not_and_after_resume() {
-    converse_tool_loop_then_resume(CLAUDE, true, Policy::Signed).await;
-}
+/// A 3-step tool loop on InvokeModel (Anthropic's body for Bedrock), then resumed: see
+/// [`crate::tool_loop`].
+pub(crate) struct Invoke;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deepseek_r1_on_converse_sends_no_reasoning_before_the_tool_loop_streamed_and_not_and_after_resume()
- {
-    converse_tool_loop_then_resume(R1, false, Policy::Strip).await;
-}
+impl Wire for Invoke {
+    type Turn = Turn;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn gpt_oss_on_converse_replays_reasoning_unsigned_streamed_and_not_and_after_resume() {
-    converse_tool_loop_then_resume(GPT_OSS, false, Policy::Unsigned).await;
-}
+    async fn turns(&self, home: &Home, id: &str) -> Vec<Turn> {
+        turns(&home.export_text(id).await)
+    }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn nova_2_with_effort_on_converse_replays_reasoning_unsigned_streamed_and_not_and_after_resume()
- {
-    converse_tool_loop_then_resume(NOVA, true, Policy::Unsigned).await;
+    fn stored(&self, row: &Row, turn: &Turn, _: usize) {
+        assert_eq!(turn.model, row.model);
+        assert_eq!(turn.signatures().len(), 1, "{turn:?}");
+    }
+
+    fn request(&self, _: &Row, r: &RecordedRequest, stream: bool, earlier: &[Turn], _: usize) {
+        all_ok(std::slice::from_ref(r));
+        invoke_request(r, stream, earlier);
+    }
 }
 
 /// An InvokeModel request: the path, SigV4, and an Anthropic body for Bedrock carrying every
@@ -283,49 +270,6 @@ fn invoke_request(r: &RecordedRequest, stream: bool, turns: &[Turn]) {
     }
     let stored: Vec<Vec<String>> = turns.iter().map(Turn::signatures).collect();
     assert_eq!(sent_signatures(r), stored, "{text}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bedrock_anthropic_invoke_replays_the_stored_thinking_blocks_streamed_and_not_and_after_resume()
- {
-    let sim = Sim::start("bedrock").await.unwrap();
-    let home = crate::support::own_home();
-    let base = sim.base_url();
-    for stream in [true, false] {
-        sim.clear_requests();
-        let args = start_args("bedrock-anthropic", CLAUDE, &base, true, stream);
-        let (out, _) = home.chat_stderr(&args, SIGV4).await;
-        let id = session_id(&out);
-        loop_done(&out, 3, 4);
-        let requests = sim.requests();
-        assert_eq!(requests.len(), 4, "stream={stream}");
-        all_ok(&requests);
-        let stored = turns(&home.export_text(&id).await);
-        assert_eq!(stored.len(), 4);
-        for turn in &stored {
-            assert_eq!(turn.model, CLAUDE);
-            assert_eq!(turn.signatures().len(), 1, "{turn:?}");
-        }
-        for (k, r) in requests.iter().enumerate() {
-            invoke_request(r, stream, &stored[..k]);
-        }
-
-        sim.clear_requests();
-        let mut args = vec!["--resume", &id];
-        turn_args(&mut args, true, stream, AGAIN);
-        let (out, _) = home.chat_stderr(&args, SIGV4).await;
-        assert_eq!(out["session_id"], id.as_str());
-        loop_done(&out, 1, 2);
-        let requests = sim.requests();
-        assert_eq!(requests.len(), 2);
-        all_ok(&requests);
-        let after = turns(&home.export_text(&id).await);
-        assert_eq!(after.len(), 6);
-        assert_eq!(after[..4], stored[..], "the stored turns are unchanged");
-        for (k, r) in requests.iter().enumerate() {
-            invoke_request(r, stream, &after[..4 + k]);
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -4,15 +4,17 @@ use std::net::SocketAddr;
 
 use hermes_sim::{RecordedRequest, Sim};
 use hermes_test_support::home::Home;
+
+use crate::tool_loop::{Row, Wire};
 use serde_json::Value;
 
 use crate::wire::{
     carries_none, header, loop_done, on_deepseek, raw, resume_args, session_id, turn_args,
 };
 
-const MODEL: &str = "gemini-3-pro-preview";
-const API_KEY: &str = "AIzaSyHERMES-live-test-key-0123456789";
-const KEY: &[(&str, &str)] = &[("GEMINI_API_KEY", API_KEY)];
+pub(crate) const MODEL: &str = "gemini-3-pro-preview";
+pub(crate) const API_KEY: &str = "AIzaSyHERMES-live-test-key-0123456789";
+pub(crate) const KEY: &[(&str, &str)] = &[("GEMINI_API_KEY", API_KEY)];
 const TOKEN: &str = "ya29.hermes-live-test-token";
 
 /// What these tests ask of a home beyond running hermes.
@@ -55,6 +57,47 @@ impl GeminiHome for Home {
     }
 }
 
+/// A Gemini tool loop whose steps make `parallel` calls each, then resumed: see
+/// [`crate::tool_loop`].
+pub(crate) struct Gemini {
+    /// The calls of each step.
+    pub(crate) parallel: usize,
+}
+
+impl Wire for Gemini {
+    type Turn = Turn;
+
+    async fn turns(&self, home: &Home, id: &str) -> Vec<Turn> {
+        GeminiHome::turns(home, id).await
+    }
+
+    fn stored(&self, row: &Row, turn: &Turn, k: usize) {
+        assert_eq!(
+            (turn.model.as_str(), turn.host.as_str()),
+            (row.model, "127.0.0.1")
+        );
+        if k < row.steps {
+            // Gemini signs the first of parallel calls only; hermes stores what came.
+            let calls = &turn.signed.calls;
+            assert_eq!(calls.len(), self.parallel, "{turn:?}");
+            assert!(calls[0].1.is_some(), "{turn:?}");
+            assert!(calls[1..].iter().all(|(_, s)| s.is_none()), "{turn:?}");
+            assert_eq!(turn.signed.text, None);
+        } else {
+            let answer = &turn.signed;
+            assert!(
+                answer.calls.is_empty() && answer.text.is_some(),
+                "{answer:?}"
+            );
+        }
+    }
+
+    fn request(&self, _: &Row, r: &RecordedRequest, stream: bool, earlier: &[Turn], _: usize) {
+        studio(r, stream);
+        replays(r, earlier);
+    }
+}
+
 /// `--provider gemini` on `base` with thinking on, streamed or not, asking `query`.
 fn gemini_args<'a>(base: &'a str, stream: bool, query: &'a str) -> Vec<&'a str> {
     let mut args = vec!["--provider", "gemini", "--model", MODEL, "--base-url", base];
@@ -82,7 +125,7 @@ impl Signed {
 
 /// A stored assistant message: its origin and its signatures.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Turn {
+pub(crate) struct Turn {
     model: String,
     host: String,
     signed: Signed,
@@ -224,81 +267,6 @@ fn studio(r: &RecordedRequest, stream: bool) {
 
 // ---------------------------------------------------------------------------------------------
 // 1. Sequential and parallel tool loops, streamed and not, then resumed
-
-async fn tool_loop_then_resume(query: &str, steps: usize, parallel: usize) {
-    let sim = Sim::start("gemini").await.unwrap();
-    let home = crate::support::home();
-    let base = format!("{}/v1beta", sim.base_url());
-    for stream in [true, false] {
-        sim.clear_requests();
-        let out = home.chat(&gemini_args(&base, stream, query), KEY).await;
-        let id = session_id(&out);
-        loop_done(&out, steps, steps + 1);
-        let stored = home.turns(&id).await;
-        assert_eq!(stored.len(), steps + 1);
-        for turn in &stored {
-            assert_eq!(
-                (turn.model.as_str(), turn.host.as_str()),
-                (MODEL, "127.0.0.1")
-            );
-        }
-        for turn in &stored[..steps] {
-            // Gemini signs the first of parallel calls only; hermes stores what came.
-            let calls = &turn.signed.calls;
-            assert_eq!(calls.len(), parallel, "{turn:?}");
-            assert!(calls[0].1.is_some(), "{turn:?}");
-            assert!(calls[1..].iter().all(|(_, s)| s.is_none()), "{turn:?}");
-            assert_eq!(turn.signed.text, None);
-        }
-        let answer = &stored[steps].signed;
-        assert!(
-            answer.calls.is_empty() && answer.text.is_some(),
-            "{answer:?}"
-        );
-        let requests = sim.requests();
-        assert_eq!(requests.len(), steps + 1);
-        for (k, r) in requests.iter().enumerate() {
-            studio(r, stream);
-            replays(r, &stored[..k]);
-        }
-
-        // A fresh process resumes the session: every stored signature goes back.
-        sim.clear_requests();
-        let out = home
-            .chat(&resume_args(&id, stream, "[tools=1] and now?"), KEY)
-            .await;
-        assert_eq!(session_id(&out), id);
-        loop_done(&out, 1, 2);
-        let after = home.turns(&id).await;
-        assert_eq!(
-            after[..=steps],
-            stored[..],
-            "the stored turns are unchanged"
-        );
-        let requests = sim.requests();
-        assert_eq!(requests.len(), 2);
-        for (k, r) in requests.iter().enumerate() {
-            studio(r, stream);
-            replays(r, &after[..=steps + k]);
-        }
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sequential_gemini_tool_loop_replays_each_call_signature_streamed_and_not_and_after_resume()
-{
-    tool_loop_then_resume("[tools=3] what time is it?", 3, 1).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn parallel_gemini_calls_replay_the_signature_on_the_first_call_only_and_after_resume() {
-    tool_loop_then_resume("[parallel=2] what time is it twice?", 1, 2).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sequential_steps_of_parallel_gemini_calls_replay_first_call_signatures_and_after_resume() {
-    tool_loop_then_resume("[tools=2] [parallel=2] what time is it?", 2, 2).await;
-}
 
 /// `s` with one base64 character changed, the length kept.
 fn one_char_changed(s: &str, at: usize) -> String {

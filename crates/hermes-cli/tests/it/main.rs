@@ -21,6 +21,7 @@ mod shared_store;
 mod stall;
 mod support;
 mod thinking_memory;
+mod tool_loop;
 #[cfg(unix)]
 mod tool_security;
 mod wire;

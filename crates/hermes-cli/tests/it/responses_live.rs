@@ -2,13 +2,15 @@
 
 use hermes_sim::{RecordedRequest, Sim};
 use hermes_test_support::home::Home;
+
+use crate::tool_loop::{Row, Wire};
 use serde_json::Value;
 
 use crate::wire::{carries_none, header, on_deepseek, raw, resume_args, session_id, turn_args};
 
-const MODEL: &str = "gpt-5.2";
+pub(crate) const MODEL: &str = "gpt-5.2";
 const OTHER_MODEL: &str = "gpt-5.1";
-const KEY: &[(&str, &str)] = &[("OPENAI_API_KEY", "sk-test")];
+pub(crate) const KEY: &[(&str, &str)] = &[("OPENAI_API_KEY", "sk-test")];
 
 /// A finished loop of `steps` tool steps in `steps + 1` requests.
 fn loop_done(out: &Value, steps: usize) {
@@ -24,6 +26,33 @@ trait ResponsesHome {
 impl ResponsesHome for Home {
     async fn turns(&self, id: &str) -> Vec<Turn> {
         turns(&self.export(id).await)
+    }
+}
+
+/// A Responses tool loop, each encrypted reasoning item before its call, then resumed: see
+/// [`crate::tool_loop`].
+pub(crate) struct Responses;
+
+impl Wire for Responses {
+    type Turn = Turn;
+
+    async fn turns(&self, home: &Home, id: &str) -> Vec<Turn> {
+        ResponsesHome::turns(home, id).await
+    }
+
+    fn stored(&self, row: &Row, turn: &Turn, k: usize) {
+        assert_eq!(turn.model, row.model);
+        assert_eq!(turn.reasoning.len(), 1, "{turn:?}");
+        assert!(turn.reasoning_content.is_some(), "a summary: {turn:?}");
+        if k < row.steps {
+            assert_eq!(turn.calls.len(), 1, "{turn:?}");
+            assert!(turn.calls[0].1.is_some(), "{turn:?}");
+        }
+    }
+
+    fn request(&self, _: &Row, r: &RecordedRequest, stream: bool, earlier: &[Turn], _: usize) {
+        accepted(r, stream);
+        replays(r, earlier, 0);
     }
 }
 
@@ -67,7 +96,7 @@ fn accepted(r: &RecordedRequest, stream: bool) {
 /// A stored assistant message: its origin model, its reasoning items as received, the
 /// `response_item_id` of each of its tool calls, the ids of its message items, its summary.
 #[derive(Clone, Debug, PartialEq)]
-struct Turn {
+pub(crate) struct Turn {
     model: String,
     reasoning: Vec<Value>,
     calls: Vec<(String, Option<String>)>,
@@ -196,58 +225,6 @@ fn replays_nothing(r: &RecordedRequest, stale: &[String]) {
 
 // ---------------------------------------------------------------------------------------------
 // 1. A three-step loop, streamed and not, resumed, compacted and branched
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_three_step_loop_replays_each_reasoning_item_before_its_call_streamed_and_not_and_after_resume()
- {
-    let sim = Sim::start("openai-responses").await.unwrap();
-    let home = crate::support::home();
-    let base = format!("{}/v1", sim.base_url());
-    for stream in [true, false] {
-        sim.clear_requests();
-        let out = home
-            .chat(
-                &responses_args(&base, MODEL, stream, "[tools=3] what time is it?"),
-                KEY,
-            )
-            .await;
-        let id = session_id(&out);
-        loop_done(&out, 3);
-        let stored = home.turns(&id).await;
-        assert_eq!(stored.len(), 4);
-        for turn in &stored {
-            assert_eq!(turn.model, MODEL);
-            assert_eq!(turn.reasoning.len(), 1, "{turn:?}");
-            assert!(turn.reasoning_content.is_some(), "a summary: {turn:?}");
-        }
-        for turn in &stored[..3] {
-            assert_eq!(turn.calls.len(), 1, "{turn:?}");
-            assert!(turn.calls[0].1.is_some(), "{turn:?}");
-        }
-        let requests = sim.requests();
-        assert_eq!(requests.len(), 4);
-        for (k, r) in requests.iter().enumerate() {
-            accepted(r, stream);
-            replays(r, &stored[..k], 0);
-        }
-
-        // A fresh process resumes: every stored item goes back, before its call.
-        sim.clear_requests();
-        let out = home
-            .chat(&resume_args(&id, stream, "[tools=1] and now?"), KEY)
-            .await;
-        assert_eq!(session_id(&out), id);
-        loop_done(&out, 1);
-        let after = home.turns(&id).await;
-        assert_eq!(after[..4], stored[..], "the stored turns are unchanged");
-        let requests = sim.requests();
-        assert_eq!(requests.len(), 2);
-        for (k, r) in requests.iter().enumerate() {
-            accepted(r, stream);
-            replays(r, &after[..4 + k], 0);
-        }
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compacted_responses_session_and_its_branch_both_continue() {
