@@ -377,8 +377,9 @@ fn main() -> anyhow::Result<()> {
                 "-p",
                 "hermes-cli",
                 "--test",
-                "chaos",
+                "it",
                 "--",
+                "chaos::",
                 "--nocapture",
                 "--test-threads=1",
             ]);

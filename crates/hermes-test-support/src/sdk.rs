@@ -16,7 +16,9 @@ use crate::skip;
 pub fn sdk_python(sdk: &str, probe: &str) -> Option<&'static Path> {
     static PROBED: Mutex<Vec<(String, Result<&'static Path, String>)>> = Mutex::new(Vec::new());
     let found = {
-        let mut probed = PROBED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut probed = PROBED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         match probed.iter().find(|(name, _)| name == sdk) {
             Some((_, found)) => found.clone(),
             None => {

@@ -3,11 +3,9 @@
 //! `$HERMES_HOME` (inside the workspace too), `/proc/self/environ`, `.env`, a FIFO, `/dev/zero`,
 //! and 200 calls in one reply. Nothing of theirs, and never the planted key, may reach the
 //! provider, `state.db` or the terminal; every call gets exactly one result; the turn ends.
-#![cfg(unix)]
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -122,15 +120,19 @@ async fn chat(server: &MockServer, home: &Path, cwd: &Path, extra: &[&str]) -> R
     args.extend(extra.iter().map(|s| (*s).to_owned()));
     let out = tempfile::tempdir().unwrap();
     let (stdout_path, stderr_path) = (out.path().join("stdout"), out.path().join("stderr"));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
-    cmd.args(&args)
-        .current_dir(cwd)
-        .env_clear()
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    // Deliberately none of this machine's environment but PATH.
+    let mut cmd = crate::support::bare_command(
+        home,
+        &args,
+        &[
+            ("HOME", home.to_str().unwrap()),
+            ("HERMES_API_KEY", KEY),
+            ("HERMES_LOG", "debug"),
+        ],
+    );
+    cmd.current_dir(cwd)
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HERMES_HOME", home)
-        .env("HERMES_API_KEY", KEY)
-        .env("HERMES_LOG", "debug")
-        .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&stdout_path).unwrap())
         .stderr(std::fs::File::create(&stderr_path).unwrap());
@@ -177,21 +179,6 @@ async fn hostile_server(calls: &[(&str, &str)]) -> MockServer {
     server
 }
 
-/// Every file under `dir`, recursively (`state.db`, its `-wal` and `-shm`, the logs).
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let entry = entry.unwrap();
-        let kind = entry.file_type().unwrap();
-        if kind.is_dir() {
-            out.extend(files_under(&entry.path()));
-        } else if kind.is_file() {
-            out.push(entry.path());
-        }
-    }
-    out
-}
-
 /// None of `needles` in any request body, the output, or any byte hermes wrote under `home`.
 fn assert_nowhere(run: &Run, home: &Path, needles: &[&str]) {
     let db = home.join("state.db");
@@ -204,7 +191,7 @@ fn assert_nowhere(run: &Run, home: &Path, needles: &[&str]) {
         places.push((format!("request {i}"), body.clone()));
     }
     // config.toml is where the config marker was planted; everything else hermes wrote.
-    for file in files_under(home)
+    for file in crate::support::files_under(home)
         .into_iter()
         .filter(|f| !f.ends_with("config.toml"))
     {
@@ -307,7 +294,7 @@ async fn hostile_paths_are_refused_and_nothing_leaks() {
     }
 
     // The scan below can see tool results: the redacted one is stored.
-    let stored = files_under(&home).iter().any(|f| {
+    let stored = crate::support::files_under(&home).iter().any(|f| {
         let bytes = std::fs::read(f).unwrap();
         let needle = b"the key is [redacted] ok";
         bytes.windows(needle.len()).any(|w| w == needle)
@@ -319,7 +306,7 @@ async fn hostile_paths_are_refused_and_nothing_leaks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_calls_in_one_reply_each_get_one_result_and_stay_small() {
     let ws = tempfile::tempdir().unwrap();
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let elsewhere = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("notes.txt"), "plain notes\n").unwrap();
     let calls: Vec<(&str, &str)> = (0..200).map(|_| ("read_file", "/dev/zero")).collect();
@@ -348,7 +335,7 @@ async fn two_hundred_calls_in_one_reply_each_get_one_result_and_stay_small() {
         }
     }
     assert_eq!(refused_by_cap, 184);
-    let stored: u64 = files_under(home.path())
+    let stored: u64 = crate::support::files_under(home.path())
         .iter()
         .filter(|p| {
             p.file_name()
@@ -368,19 +355,31 @@ async fn two_hundred_calls_in_one_reply_each_get_one_result_and_stay_small() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_workspace_is_an_error_naming_it() {
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let server = hostile_server(&[]).await;
     let missing = home.path().join("no-such-folder");
-    let out = Command::new(env!("CARGO_BIN_EXE_hermes"))
-        .args(["chat", "--provider", "custom", "--base-url"])
-        .arg(format!("{}/v1", server.uri()))
-        .args(["--model", "m", "--no-stream", "-q", "hi", "--workspace"])
-        .arg(&missing)
-        .env("HERMES_HOME", home.path())
-        .env_remove("HERMES_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let base = format!("{}/v1", server.uri());
+    let out = crate::support::command(
+        home.path(),
+        &[
+            "chat",
+            "--provider",
+            "custom",
+            "--base-url",
+            &base,
+            "--model",
+            "m",
+            "--no-stream",
+            "-q",
+            "hi",
+            "--workspace",
+            missing.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -1,7 +1,6 @@
 //! Keys only where the user sent them, conversations never re-sent to another host, a private
 //! home, and another program's `state.db` left untouched — through the real binary against
 //! loopback servers that record every request.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -13,25 +12,12 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 const PLANTED: &str = "sk-planted-key-2f9c41d7e08b";
 
 fn hermes(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
-    cmd.args(args)
-        .env("HERMES_HOME", home)
-        .env("NO_COLOR", "1")
-        .env_remove("HERMES_LOG")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("HERMES_API_KEY");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd
+    crate::support::command(home, args, env)
 }
 
 /// Runs hermes off the async runtime (the loopback servers serve meanwhile).
 async fn run(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = hermes(home, args, env);
-    tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap()
+    hermes_test_support::home::output(hermes(home, args, env)).await
 }
 
 fn stderr(out: &Output) -> String {
@@ -77,7 +63,7 @@ fn import_openai_session(home: &Path, base: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_imported_base_url_gets_no_key_until_the_user_names_it() {
     let server = provider().await;
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let base = format!("{}/v1", server.uri());
     let id = import_openai_session(home.path(), &base);
     let key = [("OPENAI_API_KEY", PLANTED)];
@@ -147,7 +133,7 @@ async fn an_imported_base_url_gets_no_key_until_the_user_names_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_http_to_a_public_host_gets_no_key_without_the_opt_in() {
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     // 203.0.113.0/24 is a documentation range: public, never reached (refused before sending).
     let out = run(
         home.path(),
@@ -181,7 +167,7 @@ async fn plain_http_to_a_public_host_gets_no_key_without_the_opt_in() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compact_on_an_imported_session_names_a_command_line_it_accepts() {
     let server = provider().await;
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let base = format!("{}/v1", server.uri());
     let id = import_openai_session(home.path(), &base);
     let key = [("OPENAI_API_KEY", PLANTED)];
@@ -214,7 +200,7 @@ async fn a_redirect_to_another_host_is_not_followed() {
         .respond_with(ResponseTemplate::new(307).insert_header("location", target.as_str()))
         .mount(&first)
         .await;
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let base = format!("{}/v1", first.uri());
     let out = run(
         home.path(),
@@ -274,7 +260,7 @@ async fn a_redirect_on_the_same_host_keeps_the_request() {
         .mount(&moved)
         .await;
     drop(server);
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let base = format!("{}/old", moved.uri());
     let out = run(
         home.path(),
@@ -309,16 +295,24 @@ async fn a_fresh_home_is_private_whatever_the_umask() {
     use std::os::unix::fs::PermissionsExt as _;
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("fresh-home");
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg("umask 022 && exec \"$0\" \"$@\"")
-        .arg(env!("CARGO_BIN_EXE_hermes"))
-        .args(["chat", "--provider", "sim", "-q", "hi"])
-        .env("HERMES_HOME", &home)
-        .env("NO_COLOR", "1");
-    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap();
+    // hermes started by `sh` after `umask 022`, in the same clean environment as every run.
+    let bin = crate::support::bin().to_str().unwrap();
+    let cmd = hermes_test_support::home::command(
+        Path::new("sh"),
+        &home,
+        &[
+            "-c",
+            "umask 022 && exec \"$0\" \"$@\"",
+            bin,
+            "chat",
+            "--provider",
+            "sim",
+            "-q",
+            "hi",
+        ],
+        &[],
+    );
+    let out = hermes_test_support::home::output(cmd).await;
     assert!(out.status.success(), "{}", stderr(&out));
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&home), 0o700, "the home");
@@ -359,7 +353,7 @@ async fn python_original_db(path: &Path) {
         .await
         .unwrap();
     sqlx::raw_sql(sqlx::AssertSqlSafe(include_str!(
-        "../../hermes-store/tests/fixtures/python_original.sql"
+        "../../../hermes-store/tests/fixtures/python_original.sql"
     )))
     .execute(&mut conn)
     .await
@@ -378,7 +372,7 @@ fn listing(dir: &Path) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_originals_state_db_is_left_byte_identical() {
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let state = home.path().join("state.db");
     python_original_db(&state).await;
     let before = std::fs::read(&state).unwrap();

@@ -6,7 +6,6 @@
 //! `HERMES_CHAOS_KILLS` (default 12), `HERMES_CHAOS_PROCESSES` (default 4),
 //! `HERMES_CHAOS_TURNS` (default 5), `HERMES_CHAOS_OPENS` (default 20). Each run prints its
 //! figures.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -22,14 +21,10 @@ fn size(var: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// `hermes ARGS` in `home` with nothing on stdin.
 fn hermes(home: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
-    cmd.args(args)
-        .env("HERMES_HOME", home)
-        .env("NO_COLOR", "1")
-        .env_remove("HERMES_LOG")
-        .env_remove("DEEPSEEK_API_KEY")
-        .stdin(Stdio::null());
+    let mut cmd = crate::support::command(home, args, &[]);
+    cmd.stdin(Stdio::null());
     cmd
 }
 
@@ -96,7 +91,7 @@ async fn signals_during_tool_loops_leave_every_session_resumable() {
     let kills = size("HERMES_CHAOS_KILLS", 12);
     let sim = Sim::start("deepseek-v4").await.unwrap();
     let base = sim.base_url();
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -190,7 +185,7 @@ async fn signals_during_tool_loops_leave_every_session_resumable() {
 fn many_processes_on_one_home_complete_every_turn() {
     let processes = size("HERMES_CHAOS_PROCESSES", 4);
     let turns = size("HERMES_CHAOS_TURNS", 5);
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let started = Instant::now();
     let workers: Vec<_> = (0..processes)
         .map(|p| {
@@ -239,7 +234,7 @@ fn many_processes_on_one_home_complete_every_turn() {
 #[test]
 fn processes_racing_on_one_session_never_interleave() {
     let processes = size("HERMES_CHAOS_PROCESSES", 4);
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let first = run(
         home.path(),
         &["chat", "--provider", "sim", "--json", "-q", "start"],
@@ -313,7 +308,7 @@ fn processes_racing_on_one_session_never_interleave() {
 #[test]
 fn simultaneous_first_opens_of_a_fresh_home_all_succeed() {
     let opens = size("HERMES_CHAOS_OPENS", 20);
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let fresh = home.path().join("fresh");
     let children: Vec<_> = (0..opens)
         .map(|_| {

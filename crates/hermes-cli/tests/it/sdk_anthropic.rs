@@ -10,15 +10,12 @@
 //!   object the SDK types declare, eager list validation and strict scalars;
 //! - `anthropic_record.py` converts a history the way an SDK user would (its own code, written
 //!   from the SPEC) and records what `messages.create` really sends to a loopback server.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "../../hermes-providers/tests/support/sdk_python.rs"]
-mod sdk_support;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use hermes_test_support::home::Home;
 use serde_json::{Value, json};
 
 const VALIDATE: &str = concat!(
@@ -44,10 +41,10 @@ const PROBE_SCRIPT: &str = "import anthropic, pydantic\n\
 from anthropic._constants import ANTHROPIC_API_VERSION\n\
 print(f'anthropic {anthropic.__version__}, pydantic {pydantic.VERSION}, API {ANTHROPIC_API_VERSION}')";
 
-/// The SDK's Python, or `None` when there is none and none is required (see
-/// [`sdk_support::sdk_python`]).
+/// The SDK's Python, or `None` (the test recorded as skipped) when there is none and none is
+/// required (see [`hermes_test_support::sdk::sdk_python`]).
 fn sdk_python() -> Option<&'static Path> {
-    sdk_support::sdk_python("sdk_anthropic", "anthropic", PROBE_SCRIPT)
+    hermes_test_support::sdk::sdk_python("anthropic", PROBE_SCRIPT)
 }
 
 fn python(py: &Path) -> Command {
@@ -305,14 +302,14 @@ const HISTORIES: [(&str, History); 4] = [
 /// A scratch directory (history files) and an empty HERMES_HOME.
 struct Scratch {
     dir: tempfile::TempDir,
-    home: tempfile::TempDir,
+    home: Home,
 }
 
 impl Scratch {
     fn new() -> Self {
         Scratch {
             dir: tempfile::tempdir().unwrap(),
-            home: tempfile::tempdir().unwrap(),
+            home: crate::support::home(),
         }
     }
 
@@ -325,19 +322,30 @@ impl Scratch {
     /// `hermes preview` for this target: the exact text it prints on stdout (the body of a
     /// chat with whole replies, as the SDK's `messages.create` sends without `stream`).
     fn preview(&self, history: &Path, variant: &Variant, model: &str, opts: &[&str]) -> String {
-        let out = Command::new(env!("CARGO_BIN_EXE_hermes"))
-            .args(["preview", "--no-stream", "--provider", variant.provider])
-            .args(["--base-url", variant.base_url, "--model", model])
-            .args(["--history", history.to_str().unwrap()])
-            .args(opts)
-            .env("HERMES_HOME", self.home.path())
+        let args = [
+            &[
+                "preview",
+                "--no-stream",
+                "--provider",
+                variant.provider,
+                "--base-url",
+                variant.base_url,
+                "--model",
+                model,
+                "--history",
+                history.to_str().unwrap(),
+            ],
+            opts,
+        ]
+        .concat();
+        let out = self.home.run_sync(
+            &args,
             // Vertex's project as Anthropic's Vertex client reads it (no [vertex] in config).
-            .env("ANTHROPIC_VERTEX_PROJECT_ID", "test-project")
-            .env("CLOUD_ML_REGION", "us-east5")
-            .env_remove("HERMES_LOG")
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap();
+            &[
+                ("ANTHROPIC_VERTEX_PROJECT_ID", "test-project"),
+                ("CLOUD_ML_REGION", "us-east5"),
+            ],
+        );
         assert!(
             out.status.success(),
             "hermes preview --provider {} --model {model} {opts:?} failed: {}",

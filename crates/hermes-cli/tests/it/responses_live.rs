@@ -1,63 +1,58 @@
 //! Issue 19 end to end: the real binary against the strict `openai-responses` simulator.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "support/hermes.rs"]
-mod hermes;
-
-use std::path::Path;
-use std::process::{Command, Output};
 
 use hermes_sim::{RecordedRequest, Sim};
+use hermes_test_support::home::Home;
+
+use crate::tool_loop::{Row, Wire};
 use serde_json::Value;
 
-const MODEL: &str = "gpt-5.2";
+use crate::wire::{carries_none, header, on_deepseek, raw, resume_args, session_id, turn_args};
+
+pub(crate) const MODEL: &str = "gpt-5.2";
 const OTHER_MODEL: &str = "gpt-5.1";
-const KEY: &[(&str, &str)] = &[("OPENAI_API_KEY", "sk-test")];
+pub(crate) const KEY: &[(&str, &str)] = &[("OPENAI_API_KEY", "sk-test")];
 
-struct Home(tempfile::TempDir);
+/// A finished loop of `steps` tool steps in `steps + 1` requests.
+fn loop_done(out: &Value, steps: usize) {
+    crate::wire::loop_done(out, steps, steps + 1);
+}
 
-impl Home {
-    fn new() -> Self {
-        Home(tempfile::tempdir().unwrap())
-    }
-
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-
-    /// Runs hermes with this home and no credential but `env`, off the async runtime (the
-    /// simulators serve meanwhile).
-    async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        hermes::output(hermes::hermes(self.path(), args, env)).await
-    }
-
-    /// Runs hermes, expects success and returns (stdout, stderr).
-    async fn ok_with(&self, args: &[&str], env: &[(&str, &str)]) -> (String, String) {
-        let out = self.run(args, env).await;
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{args:?}: {stderr}");
-        (String::from_utf8(out.stdout).unwrap(), stderr)
-    }
-
-    async fn ok(&self, args: &[&str]) -> String {
-        self.ok_with(args, &[]).await.0
-    }
-
-    /// `chat --json ARGS` (with `env`): the JSON summary.
-    async fn chat(&self, args: &[&str], env: &[(&str, &str)]) -> Value {
-        let mut all = vec!["chat", "--json"];
-        all.extend_from_slice(args);
-        serde_json::from_str(&self.ok_with(&all, env).await.0).unwrap()
-    }
-
-    /// The exported session (`hermes sessions export`).
-    async fn export(&self, id: &str) -> Value {
-        serde_json::from_str(&self.ok(&["sessions", "export", id]).await).unwrap()
-    }
-
+/// What these tests ask of a home beyond running hermes.
+trait ResponsesHome {
     /// The stored assistant turns of a session.
+    async fn turns(&self, id: &str) -> Vec<Turn>;
+}
+
+impl ResponsesHome for Home {
     async fn turns(&self, id: &str) -> Vec<Turn> {
         turns(&self.export(id).await)
+    }
+}
+
+/// A Responses tool loop, each encrypted reasoning item before its call, then resumed: see
+/// [`crate::tool_loop`].
+pub(crate) struct Responses;
+
+impl Wire for Responses {
+    type Turn = Turn;
+
+    async fn turns(&self, home: &Home, id: &str) -> Vec<Turn> {
+        ResponsesHome::turns(home, id).await
+    }
+
+    fn stored(&self, row: &Row, turn: &Turn, k: usize) {
+        assert_eq!(turn.model, row.model);
+        assert_eq!(turn.reasoning.len(), 1, "{turn:?}");
+        assert!(turn.reasoning_content.is_some(), "a summary: {turn:?}");
+        if k < row.steps {
+            assert_eq!(turn.calls.len(), 1, "{turn:?}");
+            assert!(turn.calls[0].1.is_some(), "{turn:?}");
+        }
+    }
+
+    fn request(&self, _: &Row, r: &RecordedRequest, stream: bool, earlier: &[Turn], _: usize) {
+        accepted(r, stream);
+        replays(r, earlier, 0);
     }
 }
 
@@ -73,44 +68,6 @@ fn responses_args<'a>(base: &'a str, model: &'a str, stream: bool, query: &'a st
     ];
     turn_args(&mut args, stream, query);
     args
-}
-
-fn turn_args<'a>(args: &mut Vec<&'a str>, stream: bool, query: &'a str) {
-    args.extend(["--effort", "high", "-q", query]);
-    if !stream {
-        args.push("--no-stream");
-    }
-}
-
-fn resume_args<'a>(id: &'a str, stream: bool, query: &'a str) -> Vec<&'a str> {
-    let mut args = vec!["--resume", id];
-    turn_args(&mut args, stream, query);
-    args
-}
-
-fn session_id(out: &Value) -> String {
-    out["session_id"].as_str().unwrap().to_owned()
-}
-
-/// A finished loop of `steps` tool steps in `steps + 1` requests.
-fn loop_done(out: &Value, steps: usize) {
-    assert_eq!(out["requests"], steps + 1, "{out}");
-    let reply = out["reply"].as_str().unwrap();
-    assert!(
-        reply.starts_with(&format!("Done after {steps} tool")),
-        "{out}"
-    );
-}
-
-fn raw(r: &RecordedRequest) -> String {
-    String::from_utf8(r.raw.clone()).unwrap()
-}
-
-fn header<'a>(r: &'a RecordedRequest, name: &str) -> Option<&'a str> {
-    r.headers
-        .iter()
-        .find(|(h, _)| h == name)
-        .map(|(_, v)| v.as_str())
 }
 
 /// A Responses request accepted whole: 200, no simulator note, `store:false`, encrypted
@@ -139,7 +96,7 @@ fn accepted(r: &RecordedRequest, stream: bool) {
 /// A stored assistant message: its origin model, its reasoning items as received, the
 /// `response_item_id` of each of its tool calls, the ids of its message items, its summary.
 #[derive(Clone, Debug, PartialEq)]
-struct Turn {
+pub(crate) struct Turn {
     model: String,
     reasoning: Vec<Value>,
     calls: Vec<(String, Option<String>)>,
@@ -157,11 +114,7 @@ impl Turn {
 }
 
 fn turns(export: &Value) -> Vec<Turn> {
-    export["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
+    crate::support::assistants(export)
         .map(|m| Turn {
             model: m["origin"]["model"].as_str().unwrap_or_default().to_owned(),
             reasoning: m["codex_reasoning_items"]
@@ -274,61 +227,9 @@ fn replays_nothing(r: &RecordedRequest, stale: &[String]) {
 // 1. A three-step loop, streamed and not, resumed, compacted and branched
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_three_step_loop_replays_each_reasoning_item_before_its_call_streamed_and_not_and_after_resume()
- {
-    let sim = Sim::start("openai-responses").await.unwrap();
-    let home = Home::new();
-    let base = format!("{}/v1", sim.base_url());
-    for stream in [true, false] {
-        sim.clear_requests();
-        let out = home
-            .chat(
-                &responses_args(&base, MODEL, stream, "[tools=3] what time is it?"),
-                KEY,
-            )
-            .await;
-        let id = session_id(&out);
-        loop_done(&out, 3);
-        let stored = home.turns(&id).await;
-        assert_eq!(stored.len(), 4);
-        for turn in &stored {
-            assert_eq!(turn.model, MODEL);
-            assert_eq!(turn.reasoning.len(), 1, "{turn:?}");
-            assert!(turn.reasoning_content.is_some(), "a summary: {turn:?}");
-        }
-        for turn in &stored[..3] {
-            assert_eq!(turn.calls.len(), 1, "{turn:?}");
-            assert!(turn.calls[0].1.is_some(), "{turn:?}");
-        }
-        let requests = sim.requests();
-        assert_eq!(requests.len(), 4);
-        for (k, r) in requests.iter().enumerate() {
-            accepted(r, stream);
-            replays(r, &stored[..k], 0);
-        }
-
-        // A fresh process resumes: every stored item goes back, before its call.
-        sim.clear_requests();
-        let out = home
-            .chat(&resume_args(&id, stream, "[tools=1] and now?"), KEY)
-            .await;
-        assert_eq!(session_id(&out), id);
-        loop_done(&out, 1);
-        let after = home.turns(&id).await;
-        assert_eq!(after[..4], stored[..], "the stored turns are unchanged");
-        let requests = sim.requests();
-        assert_eq!(requests.len(), 2);
-        for (k, r) in requests.iter().enumerate() {
-            accepted(r, stream);
-            replays(r, &after[..4 + k], 0);
-        }
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compacted_responses_session_and_its_branch_both_continue() {
     let sim = Sim::start("openai-responses").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = format!("{}/v1", sim.base_url());
     let out = home
         .chat(
@@ -397,7 +298,7 @@ async fn a_compacted_responses_session_and_its_branch_both_continue() {
 async fn items_go_only_to_the_model_and_host_that_minted_them_never_to_deepseek() {
     let sim = Sim::start("openai-responses").await.unwrap();
     let deepseek = Sim::start("deepseek-v4").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = format!("{}/v1", sim.base_url());
     let out = home
         .chat(
@@ -415,18 +316,7 @@ async fn items_go_only_to_the_model_and_host_that_minted_them_never_to_deepseek(
     // `reasoning_content`.
     let out = home
         .chat(
-            &[
-                "--resume",
-                &id,
-                "--provider",
-                "deepseek",
-                "--model",
-                "deepseek-v4-pro",
-                "--base-url",
-                &deepseek.base_url(),
-                "-q",
-                "[tools=1] on deepseek?",
-            ],
+            &on_deepseek(&id, &deepseek.base_url(), "[tools=1] on deepseek?"),
             &[("DEEPSEEK_API_KEY", "sk-deepseek-test")],
         )
         .await;
@@ -435,25 +325,19 @@ async fn items_go_only_to_the_model_and_host_that_minted_them_never_to_deepseek(
     assert_eq!(requests.len(), 2);
     for r in &requests {
         assert_eq!(r.status, 200, "{}", r.response);
-        let text = format!("{}\n{}", raw(r), r.body);
-        for forbidden in [
-            "encrypted_content",
-            "codex_",
-            "\"rs_",
-            "\"call_id\"",
-            "\"response_item_id\"",
-            "hermes_block_order",
-        ] {
-            assert!(!text.contains(forbidden), "{forbidden} in {text}");
-        }
-        for ct in &minted_cts {
-            assert!(!text.contains(ct.as_str()), "{ct} in {text}");
-        }
-        let sent: Vec<Option<&str>> = r.body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["role"] == "assistant")
+        carries_none(
+            r,
+            &[
+                "encrypted_content",
+                "codex_",
+                "\"rs_",
+                "\"call_id\"",
+                "\"response_item_id\"",
+                "hermes_block_order",
+            ],
+            &minted_cts,
+        );
+        let sent: Vec<Option<&str>> = crate::support::assistants(&r.body)
             .map(|m| m["reasoning_content"].as_str())
             .collect();
         let stored: Vec<Option<&str>> = minted
@@ -529,7 +413,7 @@ async fn items_go_only_to_the_model_and_host_that_minted_them_never_to_deepseek(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_imported_python_original_session_continues_with_its_items_replayed() {
     let sim = Sim::start("openai-responses").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = format!("{}/v1", sim.base_url());
     let out = home
         .chat(
@@ -588,22 +472,23 @@ async fn an_imported_python_original_session_continues_with_its_items_replayed()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_offline_responses_simulator_runs_a_reasoning_tool_loop_with_no_environment() {
-    let home = Home::new();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
-    cmd.env_clear().env("HERMES_HOME", home.path()).args([
-        "chat",
-        "--provider",
-        "sim",
-        "--base-url",
-        "sim://openai-responses",
-        "--effort",
-        "high",
-        "-q",
-        "[tools=2] time?",
-    ]);
-    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap();
+    let home = crate::support::home();
+    let cmd = crate::support::bare_command(
+        home.path(),
+        &[
+            "chat",
+            "--provider",
+            "sim",
+            "--base-url",
+            "sim://openai-responses",
+            "--effort",
+            "high",
+            "-q",
+            "[tools=2] time?",
+        ],
+        &[],
+    );
+    let out = hermes_test_support::home::output(cmd).await;
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
     let stdout = String::from_utf8(out.stdout).unwrap();

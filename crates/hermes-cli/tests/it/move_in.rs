@@ -2,51 +2,22 @@
 //! `state.db` (the repository's fixture builder) beside a fresh hermes home, imported read-only,
 //! every carrier byte kept, idempotent, and imported sessions continued against the strict
 //! simulator of their route.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "support/hermes.rs"]
-mod hermes;
 
 use std::path::Path;
-use std::process::Output;
 
 use hermes_sim::Sim;
 use hermes_store::testing::{
     FixtureIds, OriginalFixture, original_json_columns, write_python_original,
 };
+use hermes_test_support::home::Home;
 use serde_json::Value;
-
-struct Home(tempfile::TempDir);
-
-impl Home {
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-
-    async fn run(&self, args: &[&str]) -> Output {
-        let keys = [
-            ("DEEPSEEK_API_KEY", "sk-ds-test"),
-            ("OPENROUTER_API_KEY", "sk-or-test"),
-        ];
-        hermes::output(hermes::hermes(self.path(), args, &keys)).await
-    }
-
-    async fn ok(&self, args: &[&str]) -> (String, String) {
-        let out = self.run(args).await;
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{args:?}: {stderr}");
-        (String::from_utf8(out.stdout).unwrap(), stderr)
-    }
-
-    async fn export(&self, id: &str) -> String {
-        self.ok(&["sessions", "export", id]).await.0
-    }
-}
 
 /// A hermes home holding the Python original's `state.db`, its sessions pointing at `deepseek`
 /// and `openrouter` (strict simulators) with signatures those verify.
 async fn home_beside_the_original(deepseek: &Sim, openrouter: &Sim) -> (Home, FixtureIds) {
-    let home = Home(tempfile::tempdir().unwrap());
+    let home = crate::support::home()
+        .with_env("DEEPSEEK_API_KEY", "sk-ds-test")
+        .with_env("OPENROUTER_API_KEY", "sk-or-test");
     let fixture = OriginalFixture {
         deepseek_base_url: deepseek.base_url(),
         openrouter_base_url: openrouter.base_url(),
@@ -84,12 +55,12 @@ async fn the_python_originals_sessions_move_in_with_every_carrier_byte_and_conti
     let before = std::fs::read(&state).unwrap();
 
     // First run beside it: hermes keeps its own database and says once how to import.
-    let (_, stderr) = home.ok(&["sessions", "list"]).await;
+    let (_, stderr) = home.ok_with(&["sessions", "list"], &[]).await;
     assert!(
         stderr.contains("hermes sessions import --from-hermes-agent"),
         "{stderr}"
     );
-    let (_, stderr) = home.ok(&["sessions", "list"]).await;
+    let (_, stderr) = home.ok_with(&["sessions", "list"], &[]).await;
     assert!(
         !stderr.contains("--from-hermes-agent"),
         "said once: {stderr}"
@@ -97,14 +68,17 @@ async fn the_python_originals_sessions_move_in_with_every_carrier_byte_and_conti
 
     // A dry run imports nothing.
     let (dry, _) = home
-        .ok(&["sessions", "import", "--from-hermes-agent", "--dry-run"])
+        .ok_with(
+            &["sessions", "import", "--from-hermes-agent", "--dry-run"],
+            &[],
+        )
         .await;
     assert!(dry.contains("would import 7 new sessions"), "{dry}");
-    let (listed, _) = home.ok(&["sessions", "list", "--json"]).await;
+    let (listed, _) = home.ok_with(&["sessions", "list", "--json"], &[]).await;
     assert_eq!(listed.trim(), "[]");
 
     let (out, _) = home
-        .ok(&["sessions", "import", "--from-hermes-agent"])
+        .ok_with(&["sessions", "import", "--from-hermes-agent"], &[])
         .await;
     assert!(
         out.contains("imported 7 new sessions (29 messages, 4 archived)"),
@@ -119,14 +93,14 @@ async fn the_python_originals_sessions_move_in_with_every_carrier_byte_and_conti
     assert_eq!(sides(&home), Vec::<String>::new());
     // A second import adds nothing.
     let (again, _) = home
-        .ok(&["sessions", "import", "--from-hermes-agent"])
+        .ok_with(&["sessions", "import", "--from-hermes-agent"], &[])
         .await;
     assert!(again.contains("imported 0 new sessions"), "{again}");
     assert!(again.contains("7 already imported"), "{again}");
 
     // Every carrier byte of the fixture is in its session's export.
     for (id, column, raw) in raw_columns(&state).await {
-        let export = home.export(&id).await;
+        let export = home.export_text(&id).await;
         if column == "tool_calls" {
             // Held call by call: each value keeps its text (a Gemini signature, the arguments).
             let calls: Vec<Value> = serde_json::from_str(&raw).unwrap();
@@ -157,13 +131,18 @@ async fn the_python_originals_sessions_move_in_with_every_carrier_byte_and_conti
     }
 
     // Lineage and compaction show in `sessions show --all`.
-    let (shown, _) = home.ok(&["sessions", "show", &ids.continuation]).await;
+    let (shown, _) = home
+        .ok_with(&["sessions", "show", &ids.continuation], &[])
+        .await;
     assert!(
         shown.contains(&format!("branched from: {}", ids.compacted)),
         "{shown}"
     );
     let (all, _) = home
-        .ok(&["sessions", "show", &ids.compacted, "--all", "--json"])
+        .ok_with(
+            &["sessions", "show", &ids.compacted, "--all", "--json"],
+            &[],
+        )
         .await;
     let all: Value = serde_json::from_str(&all).unwrap();
     let rows = all["messages"].as_array().unwrap();
@@ -177,17 +156,20 @@ async fn the_python_originals_sessions_move_in_with_every_carrier_byte_and_conti
     // The DeepSeek session continues against the strict must-echo simulator.
     let base = deepseek.base_url();
     let (out, _) = home
-        .ok(&[
-            "chat",
-            "--json",
-            "--no-stream",
-            "--resume",
-            &ids.deepseek,
-            "--base-url",
-            &base,
-            "-q",
-            "Et demain ?",
-        ])
+        .ok_with(
+            &[
+                "chat",
+                "--json",
+                "--no-stream",
+                "--resume",
+                &ids.deepseek,
+                "--base-url",
+                &base,
+                "-q",
+                "Et demain ?",
+            ],
+            &[],
+        )
         .await;
     let out: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(out["session_id"], ids.deepseek.as_str());
@@ -204,17 +186,20 @@ async fn the_python_originals_sessions_move_in_with_every_carrier_byte_and_conti
     // The OpenRouter session continues with its signed items replayed byte for byte, and its
     // imported verdict (no `reasoning`) honoured.
     let base = openrouter.base_url();
-    home.ok(&[
-        "chat",
-        "--json",
-        "--no-stream",
-        "--resume",
-        &ids.openrouter,
-        "--base-url",
-        &base,
-        "-q",
-        "[tools=1] and now?",
-    ])
+    home.ok_with(
+        &[
+            "chat",
+            "--json",
+            "--no-stream",
+            "--resume",
+            &ids.openrouter,
+            "--base-url",
+            &base,
+            "-q",
+            "[tools=1] and now?",
+        ],
+        &[],
+    )
     .await;
     let requests = openrouter.requests();
     assert_eq!(requests.len(), 2);
@@ -265,12 +250,15 @@ async fn a_session_that_cannot_be_read_is_named_and_skipped_and_the_others_impor
         conn.close().await.unwrap();
     }
     let out = home
-        .run(&[
-            "sessions",
-            "import",
-            "--from-hermes-agent",
-            copy.to_str().unwrap(),
-        ])
+        .run(
+            &[
+                "sessions",
+                "import",
+                "--from-hermes-agent",
+                copy.to_str().unwrap(),
+            ],
+            &[],
+        )
         .await;
     assert!(!out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -281,6 +269,6 @@ async fn a_session_that_cannot_be_read_is_named_and_skipped_and_the_others_impor
         "{stderr}"
     );
     // Nothing half-imported: the broken session is not there at all.
-    let bad = home.run(&["sessions", "show", &ids.gemini]).await;
+    let bad = home.run(&["sessions", "show", &ids.gemini], &[]).await;
     assert!(!bad.status.success());
 }

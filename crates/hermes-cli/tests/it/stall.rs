@@ -1,10 +1,6 @@
 //! A stream that goes silent after its first chunk: the turn waits the idle limit, retries once,
 //! and fails naming the stall, saying each wait once. And `config show` prints the effective
 //! `[limits]`. Requests are counted and output read; no assertion is about time.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "support/hermes.rs"]
-mod hermes;
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpListener;
@@ -58,24 +54,24 @@ fn stalling_server() -> (String, Arc<AtomicUsize>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_stalled_after_its_first_chunk_is_retried_once_and_each_wait_is_said_once() {
     let (base, requests) = stalling_server();
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     std::fs::write(home.path().join("config.toml"), "[limits]\nidle = 1\n").unwrap();
-    let out = hermes::output(hermes::hermes(
-        home.path(),
-        &[
-            "chat",
-            "--provider",
-            "deepseek",
-            "--model",
-            "deepseek-v4-pro",
-            "--base-url",
-            &base,
-            "-q",
-            "hi",
-        ],
-        &[("DEEPSEEK_API_KEY", "sk-test")],
-    ))
-    .await;
+    let out = home
+        .run(
+            &[
+                "chat",
+                "--provider",
+                "deepseek",
+                "--model",
+                "deepseek-v4-pro",
+                "--base-url",
+                &base,
+                "-q",
+                "hi",
+            ],
+            &[("DEEPSEEK_API_KEY", "sk-test")],
+        )
+        .await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_eq!(requests.load(Ordering::SeqCst), 2, "{stderr}");
@@ -99,11 +95,9 @@ async fn a_stream_stalled_after_its_first_chunk_is_retried_once_and_each_wait_is
 
 #[test]
 fn config_show_prints_the_effective_limits() {
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let show = || {
-        let out = hermes::hermes(home.path(), &["config", "show"], &[])
-            .output()
-            .unwrap();
+        let out = home.run_sync(&["config", "show"], &[]);
         assert!(out.status.success());
         String::from_utf8(out.stdout).unwrap()
     };

@@ -1,6 +1,5 @@
 //! The everyday CLI through the real binary: the REPL on piped input, config.toml, logs,
 //! verdicts, completions, and pinned output.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead as _, Write as _};
 use std::path::Path;
@@ -9,12 +8,7 @@ use std::process::{Command, Output, Stdio};
 use serde_json::{Value, json};
 
 fn hermes(home: &Path, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hermes"))
-        .args(args)
-        .env("HERMES_HOME", home)
-        .env("NO_COLOR", "1")
-        .env_remove("HERMES_LOG")
-        .env_remove("HERMES_FILE_LOG")
+    let mut child = crate::support::command(home, args, &[])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -40,7 +34,7 @@ fn ok(home: &Path, args: &[&str]) -> String {
 
 #[test]
 fn the_repl_runs_two_turns_branches_and_exits() {
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let out = hermes(
         home.path(),
         &["chat", "--provider", "sim"],
@@ -67,11 +61,7 @@ fn the_repl_runs_two_turns_branches_and_exits() {
         &["sessions", "show", branch["id"].as_str().unwrap(), "--json"],
     ))
     .unwrap();
-    let carriers: Vec<&Value> = show["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
+    let carriers: Vec<&Value> = crate::support::assistants(&show)
         .map(|m| &m["carriers"])
         .collect();
     assert_eq!(carriers.len(), 4);
@@ -80,7 +70,7 @@ fn the_repl_runs_two_turns_branches_and_exits() {
 
 #[test]
 fn config_sets_defaults_and_a_bad_file_names_line_and_key() {
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     std::fs::write(
         home.path().join("config.toml"),
         "provider = \"sim\"\neffort = \"max\"\n\n[providers.sim]\nmodel = \"deepseek-v4-flash\"\n",
@@ -121,7 +111,7 @@ fn config_sets_defaults_and_a_bad_file_names_line_and_key() {
 
 #[test]
 fn logs_show_which_carriers_each_request_carried() {
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     ok(
         home.path(),
         &["chat", "--provider", "sim", "-q", "[tools=1] hi"],
@@ -146,14 +136,13 @@ fn logs_show_which_carriers_each_request_carried() {
 
 #[test]
 fn logs_follow_prints_new_lines_as_they_are_written() {
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     ok(home.path(), &["chat", "--provider", "sim", "-q", "first"]);
-    let mut follow = Command::new(env!("CARGO_BIN_EXE_hermes"))
-        .args(["logs", "--follow", "--level", "info"])
-        .env("HERMES_HOME", home.path())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut follow =
+        crate::support::command(home.path(), &["logs", "--follow", "--level", "info"], &[])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
     let mut lines = std::io::BufReader::new(follow.stdout.take().unwrap()).lines();
     // The existing request first, then the new one.
     let first = lines.next().unwrap().unwrap();
@@ -202,7 +191,7 @@ fn import_with_verdicts(home: &Path) -> String {
 
 #[test]
 fn verdicts_list_and_clear() {
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let id = import_with_verdicts(home.path());
     let list: Vec<Value> =
         serde_json::from_str(&ok(home.path(), &["verdicts", "list", "--json"])).unwrap();
@@ -237,7 +226,7 @@ fn verdicts_list_and_clear() {
 
 #[test]
 fn sessions_show_is_pinned() {
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let id = import_with_verdicts(home.path());
     let text = ok(home.path(), &["sessions", "show", &id]).replace(&id, "SESSION");
     insta::assert_snapshot!("sessions_show", text);
@@ -245,7 +234,7 @@ fn sessions_show_is_pinned() {
 
 #[test]
 fn top_level_help_is_pinned_and_completions_generate() {
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     insta::assert_snapshot!("help", ok(home.path(), &["--help"]));
     let bash = ok(home.path(), &["completions", "bash"]);
     assert!(
@@ -260,9 +249,10 @@ fn ctrl_c_during_a_reply_cancels_it_and_stores_nothing() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}/v1", listener.local_addr().unwrap());
     let held = std::thread::spawn(move || listener.accept().map(|(stream, _)| stream));
-    let home = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hermes"))
-        .args([
+    let home = crate::support::home();
+    let mut child = crate::support::command(
+        home.path(),
+        &[
             "chat",
             "--provider",
             "custom",
@@ -270,14 +260,14 @@ fn ctrl_c_during_a_reply_cancels_it_and_stores_nothing() {
             "m",
             "--base-url",
             &base,
-        ])
-        .env("HERMES_HOME", home.path())
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        ],
+        &[],
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
     child.stdin.as_mut().unwrap().write_all(b"hello\n").unwrap();
     let _connection = held.join().unwrap().unwrap();
     let status = Command::new("kill")
@@ -313,7 +303,7 @@ fn ctrl_c_during_a_reply_cancels_it_and_stores_nothing() {
 
 #[test]
 fn preview_applies_the_config_chat_would_use() {
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let file = home.path().join("h.json");
     std::fs::write(
         &file,
@@ -358,7 +348,7 @@ fn preview_applies_the_config_chat_would_use() {
 
 #[test]
 fn branching_beyond_the_end_fails_and_creates_nothing() {
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let id = import_with_verdicts(home.path());
     let out = hermes(
         home.path(),
@@ -378,7 +368,7 @@ fn branching_beyond_the_end_fails_and_creates_nothing() {
 
 #[test]
 fn importing_a_number_content_or_a_duplicate_tool_call_key_stores_nothing() {
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let file = home.path().join("bad.json");
     for (messages, path, needle) in [
         (
@@ -413,7 +403,7 @@ fn importing_a_number_content_or_a_duplicate_tool_call_key_stores_nothing() {
 
 #[test]
 fn logs_survive_an_invalid_utf8_byte_in_a_line() {
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let dir = home.path().join("logs");
     std::fs::create_dir_all(&dir).unwrap();
     let line = |message: &str| {
@@ -439,11 +429,7 @@ fn logs_survive_an_invalid_utf8_byte_in_a_line() {
     assert!(logs.contains("bad \u{fffd}"), "decoded lossily: {logs}");
 
     // And in --follow, for lines appended later.
-    let mut follow = Command::new(env!("CARGO_BIN_EXE_hermes"))
-        .args(["logs", "--follow"])
-        .env("HERMES_HOME", home.path())
-        .env_remove("HERMES_LOG")
-        .env_remove("HERMES_FILE_LOG")
+    let mut follow = crate::support::command(home.path(), &["logs", "--follow"], &[])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();

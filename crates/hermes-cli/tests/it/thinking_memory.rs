@@ -2,12 +2,9 @@
 //! session, a resume without either flag keeps it, a new flag replaces it, and config.toml's
 //! `effort` counts only when neither a flag nor the session says anything. Through the real
 //! binary against the strict simulators, asserting on the request bodies they recorded.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use hermes_sim::{RecordedRequest, Sim};
+use hermes_test_support::home::Home;
 use serde_json::{Value, json};
 
 /// A budget-thinking Claude: `--no-thinking` sends `thinking: {"type":"disabled"}`, so off and
@@ -15,81 +12,49 @@ use serde_json::{Value, json};
 const SONNET: &str = "claude-sonnet-4-5";
 const KEY: &[(&str, &str)] = &[("ANTHROPIC_API_KEY", "sk-ant-test")];
 
-struct Home(tempfile::TempDir);
+/// What these tests ask of a home beyond running hermes.
+trait ThinkingHome {
+    /// Writes the home's `config.toml`.
+    fn config(&self, text: &str);
+    /// `chat --json ARGS`: the session id.
+    async fn chat_id(&self, args: &[&str], env: &[(&str, &str)]) -> String;
+    /// `sessions show ID --json`.
+    async fn show_json(&self, id: &str) -> Value;
+    /// `sessions show ID`.
+    async fn show_text(&self, id: &str) -> String;
+    /// The session's `model_config` text, exactly as state.db holds it.
+    async fn raw_config(&self, id: &str) -> String;
+    /// Reads the session's `model_config` text, or replaces it with `set`.
+    async fn sql(&self, id: &str, set: Option<&str>) -> Option<String>;
+}
 
-impl Home {
-    fn new() -> Self {
-        Home(tempfile::tempdir().unwrap())
-    }
-
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-
-    fn db(&self) -> PathBuf {
-        self.path().join("state.db")
-    }
-
+impl ThinkingHome for Home {
     fn config(&self, text: &str) {
         std::fs::write(self.path().join("config.toml"), text).unwrap();
     }
 
-    /// Runs hermes with this home, off the async runtime (the simulator serves meanwhile).
-    async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
-        cmd.args(args)
-            .env("HERMES_HOME", self.path())
-            .env("NO_COLOR", "1")
-            .env_remove("HERMES_LOG")
-            .env_remove("HERMES_FILE_LOG")
-            .env_remove("ANTHROPIC_API_KEY")
-            .env_remove("DEEPSEEK_API_KEY");
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        tokio::task::spawn_blocking(move || cmd.output().unwrap())
-            .await
+    async fn chat_id(&self, args: &[&str], env: &[(&str, &str)]) -> String {
+        self.chat(args, env).await["session_id"]
+            .as_str()
             .unwrap()
-    }
-
-    async fn ok(&self, args: &[&str], env: &[(&str, &str)]) -> String {
-        let out = self.run(args, env).await;
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    /// `chat --json ARGS`: the session id.
-    async fn chat(&self, args: &[&str], env: &[(&str, &str)]) -> String {
-        let mut all = vec!["chat", "--json"];
-        all.extend_from_slice(args);
-        let out: Value = serde_json::from_str(&self.ok(&all, env).await).unwrap();
-        out["session_id"].as_str().unwrap().to_owned()
+            .to_owned()
     }
 
     async fn show_json(&self, id: &str) -> Value {
-        serde_json::from_str(&self.ok(&["sessions", "show", id, "--json"], &[]).await).unwrap()
+        serde_json::from_str(&self.ok(&["sessions", "show", id, "--json"]).await).unwrap()
     }
 
     async fn show_text(&self, id: &str) -> String {
-        self.ok(&["sessions", "show", id], &[]).await
+        self.ok(&["sessions", "show", id]).await
     }
 
-    /// The session's `model_config` text, exactly as state.db holds it.
     async fn raw_config(&self, id: &str) -> String {
         self.sql(id, None).await.unwrap()
     }
 
-    /// Reads the session's `model_config` text, or replaces it with `set`.
     async fn sql(&self, id: &str, set: Option<&str>) -> Option<String> {
         use sqlx::Connection as _;
-        let options = sqlx::sqlite::SqliteConnectOptions::new().filename(self.db());
-        let mut conn = sqlx::SqliteConnection::connect_with(&options)
-            .await
-            .unwrap();
+        let mut conn = self.sqlite().await;
         let text = match set {
             Some(text) => {
                 sqlx::query("UPDATE sessions SET model_config = ? WHERE id = ?")
@@ -140,13 +105,13 @@ fn deepseek_thinking(r: &RecordedRequest) -> (Value, Value) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_anthropic_session_keeps_its_effort_and_then_its_no_thinking_across_resumes() {
     let sim = Sim::start("anthropic").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = sim.base_url();
 
     // Started with --effort high: every request of the tool loop thinks, and the session
     // stores the request.
     let id = home
-        .chat(
+        .chat_id(
             &[
                 "--provider",
                 "anthropic",
@@ -181,7 +146,7 @@ async fn an_anthropic_session_keeps_its_effort_and_then_its_no_thinking_across_r
     );
 
     // Resumed without a flag, in a new process, mid tool loop: the same thinking request.
-    home.chat(&["--resume", &id, "-q", "[tools=1] and now?"], KEY)
+    home.chat_id(&["--resume", &id, "-q", "[tools=1] and now?"], KEY)
         .await;
     let resumed = taken(&sim);
     assert_eq!(resumed.len(), 2);
@@ -191,22 +156,23 @@ async fn an_anthropic_session_keeps_its_effort_and_then_its_no_thinking_across_r
     // The preview of the stored session shows the request chat sends.
     let preview: Value = serde_json::from_str(
         &home
-            .ok(&["preview", "--session", &id, "-q", "next"], KEY)
-            .await,
+            .ok_with(&["preview", "--session", &id, "-q", "next"], KEY)
+            .await
+            .0,
     )
     .unwrap();
     assert_eq!(preview["thinking"], high.0, "{preview}");
 
     // A branch inherits it.
     let branch = home
-        .ok(&["sessions", "branch", &id], &[])
+        .ok(&["sessions", "branch", &id])
         .await
         .trim()
         .to_owned();
     assert_eq!(home.show_json(&branch).await["session"]["thinking"], "high");
 
     // Resumed with --no-thinking: disabled, and stored so.
-    home.chat(&["--resume", &id, "--no-thinking", "-q", "quick one"], KEY)
+    home.chat_id(&["--resume", &id, "--no-thinking", "-q", "quick one"], KEY)
         .await;
     let off = taken(&sim);
     assert_eq!(off.len(), 1);
@@ -224,7 +190,7 @@ async fn an_anthropic_session_keeps_its_effort_and_then_its_no_thinking_across_r
     );
 
     // The next resume without a flag stays disabled.
-    home.chat(&["--resume", &id, "-q", "still quick?"], KEY)
+    home.chat_id(&["--resume", &id, "-q", "still quick?"], KEY)
         .await;
     let still = taken(&sim);
     assert_eq!(still.len(), 1);
@@ -236,7 +202,7 @@ async fn an_anthropic_session_keeps_its_effort_and_then_its_no_thinking_across_r
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn config_effort_counts_only_when_neither_a_flag_nor_the_session_asks() {
     let sim = Sim::start("deepseek-v4").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = sim.base_url();
     let start = |extra: &'static [&'static str]| {
         let base = base.clone();
@@ -253,7 +219,7 @@ async fn config_effort_counts_only_when_neither_a_flag_nor_the_session_asks() {
                 "hello",
             ];
             args.extend_from_slice(extra);
-            home.chat(&args, &[]).await
+            home.chat_id(&args, &[]).await
         }
     };
 
@@ -287,7 +253,7 @@ async fn config_effort_counts_only_when_neither_a_flag_nor_the_session_asks() {
         async move {
             let mut args = vec!["--resume", id.as_str(), "-q", "again"];
             args.extend_from_slice(extra);
-            home.chat(&args, &[]).await;
+            home.chat_id(&args, &[]).await;
         }
     };
     // The session that stores nothing takes config's effort (and still stores nothing).
@@ -329,10 +295,10 @@ async fn config_effort_counts_only_when_neither_a_flag_nor_the_session_asks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_stored_request_is_one_member_and_a_damaged_one_is_named() {
     let sim = Sim::start("deepseek-v4").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = sim.base_url();
     let id = home
-        .chat(
+        .chat_id(
             &[
                 "--provider",
                 "deepseek",
@@ -357,7 +323,7 @@ async fn the_stored_request_is_one_member_and_a_damaged_one_is_named() {
         Some(r#"{"a":1.0e5,"hermes_thinking":"high","z":["caf\u00e9" ,1]}"#),
     )
     .await;
-    home.chat(&["--resume", &id, "--effort", "low", "-q", "again"], &[])
+    home.chat_id(&["--resume", &id, "--effort", "low", "-q", "again"], &[])
         .await;
     taken(&sim);
     assert_eq!(

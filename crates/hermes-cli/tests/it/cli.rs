@@ -1,8 +1,7 @@
 //! End-to-end tests of the `hermes` binary: exact output, exit codes, error texts.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Output;
 
 use serde_json::{Value, json};
 
@@ -13,20 +12,9 @@ fn example() -> PathBuf {
     ))
 }
 
-/// An empty home, so the machine's own ~/.hermes never leaks into a test.
-fn empty_home() -> &'static Path {
-    static HOME: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
-    HOME.get_or_init(|| tempfile::tempdir().unwrap()).path()
-}
-
+/// `hermes ARGS` in an empty home of its own, so the machine's own ~/.hermes never leaks in.
 fn hermes(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hermes"))
-        .args(args)
-        .env("HERMES_HOME", empty_home())
-        .env_remove("HERMES_LOG")
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
+    crate::support::home().run_sync(args, &[])
 }
 
 /// `hermes preview --history <the example>` with `extra`, as it ran.
@@ -48,13 +36,7 @@ fn preview(extra: &[&str]) -> Value {
 }
 
 fn assistants(body: &Value) -> Vec<Value> {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .cloned()
-        .collect()
+    crate::support::assistants(body).cloned().collect()
 }
 
 const RC: &str = "The user wants the cause of a failing nightly build. I should read the log before guessing; the last failure was a timeout in the linker step.";
@@ -378,8 +360,8 @@ fn help_is_pinned() {
 #[test]
 fn debug_logs_show_which_carriers_each_message_carried() {
     let example = example();
-    let out = Command::new(env!("CARGO_BIN_EXE_hermes"))
-        .args([
+    let out = crate::support::home().run_sync(
+        &[
             "preview",
             "--history",
             example.to_str().unwrap(),
@@ -387,12 +369,9 @@ fn debug_logs_show_which_carriers_each_message_carried() {
             "deepseek",
             "--model",
             "deepseek-v4-pro",
-        ])
-        .env("HERMES_HOME", empty_home())
-        .env("HERMES_LOG", "debug")
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
+        ],
+        &[("HERMES_LOG", "debug")],
+    );
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -1,29 +1,16 @@
 //! Wire fidelity through the real binary: carriers captured byte for byte from a whole reply and
 //! replayed unchanged, and the Python original's persistence keys kept in storage but never sent.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{Value, json};
 use wiremock::matchers::{body_string_contains, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-fn hermes(home: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
-    cmd.args(args)
-        .env("HERMES_HOME", home)
-        .env("NO_COLOR", "1")
-        .env_remove("HERMES_LOG")
-        .env_remove("OPENROUTER_API_KEY");
-    cmd
-}
-
+/// Runs hermes in `home` off the async runtime and expects success.
 async fn run(home: &Path, args: &[&str]) -> Output {
-    let mut cmd = hermes(home, args);
-    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap();
+    let out = hermes_test_support::home::output(crate::support::command(home, args, &[])).await;
     assert!(
         out.status.success(),
         "{args:?}: {}",
@@ -52,7 +39,7 @@ async fn a_whole_replys_carriers_are_stored_and_replayed_byte_for_byte() {
         .respond_with(ResponseTemplate::new(200).set_body_raw(first, "application/json"))
         .mount(&server)
         .await;
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let base = format!("{}/v1", server.uri());
     let common = [
         "--provider",
@@ -91,7 +78,7 @@ async fn a_whole_replys_carriers_are_stored_and_replayed_byte_for_byte() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_originals_keys_are_exported_but_never_previewed() {
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let file = home.path().join("original.json");
     let assistant = json!({"role": "assistant", "content": "", "reasoning_content": "plan",
         "tool_calls": [{"id": "c1", "call_id": "c1", "response_item_id": "fc_1", "type": "function",

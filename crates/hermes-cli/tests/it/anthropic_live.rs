@@ -1,219 +1,57 @@
 //! Issue 16 end to end: the real binary against the strict `anthropic` simulator.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "support/hermes.rs"]
-mod hermes;
-
-use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use hermes_sim::{RecordedRequest, Sim};
-use serde::Deserialize;
-use serde_json::Value;
-use serde_json::value::RawValue;
+use hermes_test_support::home::Home;
 
-const OPUS: &str = "claude-opus-4-6";
+use crate::tool_loop::{Row, Wire};
+use serde_json::Value;
+
+use crate::wire::{
+    Turn, all_ok, carries_none, on_deepseek, raw, sent_signatures, turns, user_texts,
+};
+
+pub(crate) const OPUS: &str = "claude-opus-4-6";
 const SONNET: &str = "claude-sonnet-4-5";
 
-struct Home(tempfile::TempDir);
-
-impl Home {
-    fn new() -> Self {
-        Home(tempfile::tempdir().unwrap())
-    }
-
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-
-    fn db(&self) -> PathBuf {
-        self.path().join("state.db")
-    }
-
-    /// Runs hermes with this home, off the async runtime (the simulator serves meanwhile).
-    async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        hermes::output(hermes::hermes(self.path(), args, env)).await
-    }
-
-    /// Runs hermes, expects success and returns (stdout, stderr).
-    async fn ok_with(&self, args: &[&str], env: &[(&str, &str)]) -> (String, String) {
-        let out = self.run(args, env).await;
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{args:?}: {stderr}");
-        (String::from_utf8(out.stdout).unwrap(), stderr)
-    }
-
-    async fn ok(&self, args: &[&str]) -> String {
-        self.ok_with(args, &[]).await.0
-    }
-
-    /// `chat --json ARGS` (with `env`): the JSON summary and stderr.
-    async fn chat(&self, args: &[&str], env: &[(&str, &str)]) -> (Value, String) {
-        let mut all = vec!["chat", "--json"];
-        all.extend_from_slice(args);
-        let (stdout, stderr) = self.ok_with(&all, env).await;
-        (serde_json::from_str(&stdout).unwrap(), stderr)
-    }
-
+/// What these tests ask of a home beyond running hermes.
+trait ClaudeHome {
     /// A new session on the direct `anthropic` provider with thinking on: its id.
+    async fn start_claude(&self, base: &str, query: &str) -> String;
+    /// One more thinking turn of a stored session on its own target.
+    async fn turn(&self, id: &str, query: &str) -> Value;
+    /// Every row of the session in state.db: (position, role, reasoning_details, archived).
+    async fn rows(&self, id: &str) -> Vec<StoredRow>;
+}
+
+impl ClaudeHome for Home {
     async fn start_claude(&self, base: &str, query: &str) -> String {
-        let (out, _) = self
+        let out = self
             .chat(&thinking_query("anthropic", base, query), KEY)
             .await;
         out["session_id"].as_str().unwrap().to_owned()
     }
 
-    /// One more thinking turn of a stored session on its own target.
     async fn turn(&self, id: &str, query: &str) -> Value {
         self.chat(&["--resume", id, "--effort", "high", "-q", query], KEY)
             .await
-            .0
     }
 
-    /// The exported session as text (`hermes sessions export`).
-    async fn export(&self, id: &str) -> String {
-        self.ok(&["sessions", "export", id]).await
-    }
-
-    /// Every row of the session in state.db: (position, role, reasoning_details, archived).
-    async fn rows(&self, id: &str) -> Vec<Row> {
-        use sqlx::Connection as _;
-        let options = sqlx::sqlite::SqliteConnectOptions::new().filename(self.db());
-        let mut conn = sqlx::SqliteConnection::connect_with(&options)
-            .await
-            .unwrap();
-        let rows: Vec<Row> = sqlx::query_as(
+    async fn rows(&self, id: &str) -> Vec<StoredRow> {
+        crate::support::rows(
+            self,
             "SELECT position, role, reasoning_details, archived_at IS NOT NULL FROM messages WHERE session_id = ? ORDER BY position",
+            Some(id),
         )
-        .bind(id)
-        .fetch_all(&mut conn)
         .await
-        .unwrap();
-        conn.close().await.unwrap();
-        rows
     }
 }
 
-type Row = (i64, String, Option<String>, bool);
+type StoredRow = (i64, String, Option<String>, bool);
 
-const KEY: &[(&str, &str)] = &[("ANTHROPIC_API_KEY", "sk-ant-test")];
+pub(crate) const KEY: &[(&str, &str)] = &[("ANTHROPIC_API_KEY", "sk-ant-test")];
 
 // ---------------------------------------------------------------------------------------------
 // Stored blocks, as exported
-
-#[derive(Deserialize)]
-struct Exported {
-    messages: Vec<ExportedMessage>,
-}
-
-#[derive(Deserialize)]
-struct ExportedMessage {
-    role: String,
-    #[serde(default)]
-    content: Option<Value>,
-    #[serde(default)]
-    reasoning_content: Option<String>,
-    #[serde(default)]
-    reasoning_details: Option<Vec<Box<RawValue>>>,
-    #[serde(default)]
-    origin: Option<Value>,
-}
-
-/// An assistant message of an export: its origin model and the exact text of each stored
-/// `reasoning_details` item.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Turn {
-    model: String,
-    items: Vec<String>,
-    reasoning_content: Option<String>,
-}
-
-impl Turn {
-    fn signatures(&self) -> Vec<String> {
-        self.items.iter().map(|i| signature(i)).collect()
-    }
-}
-
-/// The assistant messages of an export, in order.
-fn turns(export: &str) -> Vec<Turn> {
-    let exported: Exported = serde_json::from_str(export).unwrap();
-    exported
-        .messages
-        .into_iter()
-        .filter(|m| m.role == "assistant")
-        .map(|m| Turn {
-            model: m
-                .origin
-                .as_ref()
-                .and_then(|o| o["model"].as_str())
-                .unwrap_or_default()
-                .to_owned(),
-            items: m
-                .reasoning_details
-                .unwrap_or_default()
-                .iter()
-                .map(|i| i.get().to_owned())
-                .collect(),
-            reasoning_content: m.reasoning_content,
-        })
-        .collect()
-}
-
-/// The user texts of an export, in order (a checkpoint included).
-fn user_texts(export: &str) -> Vec<String> {
-    let exported: Exported = serde_json::from_str(export).unwrap();
-    exported
-        .messages
-        .iter()
-        .filter(|m| m.role == "user")
-        .map(|m| {
-            m.content
-                .as_ref()
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        })
-        .collect()
-}
-
-/// The signature of one stored `thinking` item.
-fn signature(item: &str) -> String {
-    let v: Value = serde_json::from_str(item).unwrap();
-    assert_eq!(v["type"], "thinking", "{item}");
-    v["signature"].as_str().unwrap().to_owned()
-}
-
-/// The signatures of the `thinking` blocks of each assistant message of a request body.
-fn sent_signatures(request: &RecordedRequest) -> Vec<Vec<String>> {
-    request.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .map(|m| {
-            m["content"]
-                .as_array()
-                .map(|blocks| {
-                    blocks
-                        .iter()
-                        .filter(|b| b["type"] == "thinking")
-                        .map(|b| b["signature"].as_str().unwrap().to_owned())
-                        .collect()
-                })
-                .unwrap_or_default()
-        })
-        .collect()
-}
-
-fn raw(request: &RecordedRequest) -> String {
-    String::from_utf8(request.raw.clone()).unwrap()
-}
-
-fn all_ok(requests: &[RecordedRequest]) {
-    for (i, r) in requests.iter().enumerate() {
-        assert_eq!(r.status, 200, "request {i} to {}: {}", r.path, r.response);
-    }
-}
 
 /// Every stored item of `turns` reaches `request` byte for byte, and its thinking blocks carry
 /// exactly their signatures, turn by turn.
@@ -226,7 +64,7 @@ fn replays(request: &RecordedRequest, turns: &[Turn]) {
         }
     }
     let sent = sent_signatures(request);
-    let stored: Vec<Vec<String>> = turns.iter().map(Turn::signatures).collect();
+    let stored: Vec<Vec<String>> = turns.iter().map(Turn::thinking_signatures).collect();
     assert_eq!(sent[..stored.len()], stored[..], "{text}");
 }
 
@@ -234,33 +72,17 @@ fn replays(request: &RecordedRequest, turns: &[Turn]) {
 // 1. A signed tool loop on every host family, streamed and not, then resumed
 
 #[derive(Clone, Copy, Debug)]
-enum Family {
+pub(crate) enum Family {
     Direct,
     Vertex,
     Foundry,
 }
 
 impl Family {
-    fn provider(self) -> &'static str {
-        match self {
-            Family::Direct => "anthropic",
-            Family::Vertex => "vertex-anthropic",
-            Family::Foundry => "foundry-anthropic",
-        }
-    }
-
     fn base_url(self, sim: &Sim) -> String {
         match self {
             Family::Foundry => format!("{}/anthropic", sim.base_url()),
             _ => sim.base_url(),
-        }
-    }
-
-    fn env(self) -> &'static [(&'static str, &'static str)] {
-        match self {
-            Family::Direct => KEY,
-            Family::Vertex => &[("GOOGLE_OAUTH_ACCESS_TOKEN", "ya29.test-token")],
-            Family::Foundry => &[("ANTHROPIC_FOUNDRY_API_KEY", "foundry-test-key")],
         }
     }
 
@@ -312,6 +134,40 @@ impl Family {
     }
 }
 
+/// A signed tool loop on the family, then resumed: see [`crate::tool_loop`].
+impl Wire for Family {
+    type Turn = Turn;
+
+    async fn turns(&self, home: &Home, id: &str) -> Vec<Turn> {
+        turns(&home.export_text(id).await)
+    }
+
+    fn stored(&self, row: &Row, turn: &Turn, _: usize) {
+        assert_eq!(turn.model, row.model);
+        assert_eq!(turn.items.len(), 1, "{turn:?}");
+        assert!(
+            turn.items[0].starts_with(r#"{"type":"thinking""#),
+            "{turn:?}"
+        );
+    }
+
+    fn request(
+        &self,
+        _: &Row,
+        r: &RecordedRequest,
+        stream: bool,
+        earlier: &[Turn],
+        in_loop: usize,
+    ) {
+        all_ok(std::slice::from_ref(r));
+        self.check_request(r, stream);
+        replays(r, earlier);
+        if in_loop == 0 {
+            assert_eq!(sent_signatures(r).len(), earlier.len());
+        }
+    }
+}
+
 /// The arguments of one `--effort high` query to `OPUS` on `provider` at `base`.
 fn thinking_query<'a>(provider: &'a str, base: &'a str, query: &'a str) -> Vec<&'a str> {
     vec![
@@ -328,97 +184,6 @@ fn thinking_query<'a>(provider: &'a str, base: &'a str, query: &'a str) -> Vec<&
     ]
 }
 
-async fn signed_tool_loop_then_resume(family: Family) {
-    let sim = Sim::start("anthropic").await.unwrap();
-    let home = Home::new();
-    if matches!(family, Family::Vertex) {
-        std::fs::write(
-            home.path().join("config.toml"),
-            "[vertex]\nproject = \"p\"\nregion = \"us-east5\"\n",
-        )
-        .unwrap();
-    }
-    let base = family.base_url(&sim);
-    for stream in [true, false] {
-        sim.clear_requests();
-        let mut args = thinking_query(family.provider(), &base, "[tools=3] what time is it?");
-        if !stream {
-            args.push("--no-stream");
-        }
-        let (out, _) = home.chat(&args, family.env()).await;
-        let id = out["session_id"].as_str().unwrap().to_owned();
-        assert_eq!(out["requests"], 4, "{out}");
-        assert!(
-            out["reply"]
-                .as_str()
-                .unwrap()
-                .starts_with("Done after 3 tool calls"),
-            "{out}"
-        );
-        let requests = sim.requests();
-        assert_eq!(requests.len(), 4, "{family:?} stream={stream}");
-        all_ok(&requests);
-        let stored = turns(&home.export(&id).await);
-        assert_eq!(stored.len(), 4);
-        for turn in &stored {
-            assert_eq!(turn.model, OPUS);
-            assert_eq!(turn.items.len(), 1, "{turn:?}");
-            assert!(
-                turn.items[0].starts_with(r#"{"type":"thinking""#),
-                "{turn:?}"
-            );
-        }
-        for (k, r) in requests.iter().enumerate() {
-            family.check_request(r, stream);
-            // Request k carries the k earlier steps' thinking, exactly as stored.
-            replays(r, &stored[..k]);
-            assert_eq!(sent_signatures(r).len(), k);
-        }
-
-        // A fresh process resumes the session on the same family.
-        sim.clear_requests();
-        let mut args = vec![
-            "--resume",
-            &id,
-            "--effort",
-            "high",
-            "-q",
-            "[tools=1] and now?",
-        ];
-        if !stream {
-            args.push("--no-stream");
-        }
-        let (out, _) = home.chat(&args, family.env()).await;
-        assert_eq!(out["session_id"], id.as_str());
-        assert_eq!(out["requests"], 2, "{out}");
-        let requests = sim.requests();
-        assert_eq!(requests.len(), 2);
-        all_ok(&requests);
-        let after = turns(&home.export(&id).await);
-        assert_eq!(after.len(), 6);
-        assert_eq!(after[..4], stored[..], "the stored turns are unchanged");
-        for (k, r) in requests.iter().enumerate() {
-            family.check_request(r, stream);
-            replays(r, &after[..4 + k]);
-        }
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn direct_signed_tool_loop_replays_stored_blocks_streamed_and_not_and_after_resume() {
-    signed_tool_loop_then_resume(Family::Direct).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn vertex_signed_tool_loop_uses_raw_predict_and_replays_stored_blocks_after_resume() {
-    signed_tool_loop_then_resume(Family::Vertex).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn foundry_signed_tool_loop_uses_the_anthropic_path_and_replays_stored_blocks_after_resume() {
-    signed_tool_loop_then_resume(Family::Foundry).await;
-}
-
 // ---------------------------------------------------------------------------------------------
 // 2. A tampered stored signature
 
@@ -433,11 +198,11 @@ fn one_byte_changed(s: &str, at: usize) -> String {
 async fn foundry_takes_a_microsoft_entra_id_token_as_a_bearer_and_never_shows_it() {
     const TOKEN: &str = "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.entra-test-token";
     let sim = Sim::start("anthropic").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = Family::Foundry.base_url(&sim);
     let args = thinking_query("foundry-anthropic", &base, "[tools=1] what time is it?");
     let env = &[("ANTHROPIC_FOUNDRY_AUTH_TOKEN", TOKEN)];
-    let (out, stderr) = home.chat(&args, env).await;
+    let (out, stderr) = home.chat_stderr(&args, env).await;
     let id = out["session_id"].as_str().unwrap().to_owned();
     assert_eq!(out["requests"], 2, "{out}");
     let requests = sim.requests();
@@ -459,7 +224,7 @@ async fn foundry_takes_a_microsoft_entra_id_token_as_a_bearer_and_never_shows_it
         assert_eq!(r.body["model"], OPUS);
     }
     // The token is nowhere hermes writes: not in its output, the session or the logs.
-    let export = home.export(&id).await;
+    let export = home.export_text(&id).await;
     assert!(!out.to_string().contains(TOKEN) && !stderr.contains(TOKEN));
     assert!(!export.contains(TOKEN));
     let mut files = vec![home.db()];
@@ -480,7 +245,7 @@ async fn foundry_takes_a_microsoft_entra_id_token_as_a_bearer_and_never_shows_it
         ("ANTHROPIC_FOUNDRY_AUTH_TOKEN", TOKEN),
         ("ANTHROPIC_FOUNDRY_API_KEY", "foundry-test-key"),
     ];
-    home.chat(&args, both).await;
+    home.chat_stderr(&args, both).await;
     for r in &sim.requests() {
         let has = |k: &str| r.headers.iter().any(|(h, _)| h == k);
         assert!(has("x-api-key") && !has("authorization"), "{:?}", r.headers);
@@ -490,10 +255,10 @@ async fn foundry_takes_a_microsoft_entra_id_token_as_a_bearer_and_never_shows_it
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_one_byte_change_to_a_stored_signature_is_refused_then_resent_once_without_it() {
     let sim = Sim::start("anthropic").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = sim.base_url();
     let id = home.start_claude(&base, "[tools=3] what time is it?").await;
-    let stored = turns(&home.export(&id).await);
+    let stored = turns(&home.export_text(&id).await);
     assert_eq!(stored.len(), 4);
 
     // Change one byte of the second step's signature (position 3) right in state.db.
@@ -501,7 +266,7 @@ async fn a_one_byte_change_to_a_stored_signature_is_refused_then_resent_once_wit
     let (position, role, details, _) = &rows[3];
     assert_eq!((*position, role.as_str()), (3, "assistant"));
     let details = details.clone().unwrap();
-    let good = stored[1].signatures()[0].clone();
+    let good = stored[1].thinking_signatures()[0].clone();
     assert!(details.contains(&good), "{details}");
     let bad = one_byte_changed(&good, good.len() / 2);
     assert_ne!(bad, good);
@@ -524,13 +289,13 @@ async fn a_one_byte_change_to_a_stored_signature_is_refused_then_resent_once_wit
         assert_eq!(done.rows_affected(), 1);
         conn.close().await.unwrap();
     }
-    let before = home.export(&id).await;
+    let before = home.export_text(&id).await;
     let before_turns = turns(&before);
-    assert_eq!(before_turns[1].signatures(), vec![bad.clone()]);
+    assert_eq!(before_turns[1].thinking_signatures(), vec![bad.clone()]);
 
     sim.clear_requests();
     let (out, stderr) = home
-        .chat(
+        .chat_stderr(
             &["--resume", &id, "--effort", "high", "-q", "and now?"],
             KEY,
         )
@@ -565,7 +330,7 @@ async fn a_one_byte_change_to_a_stored_signature_is_refused_then_resent_once_wit
     );
     for k in [0, 2, 3] {
         assert!(resent.contains(&stored[k].items[0]), "turn {k}: {resent}");
-        assert_eq!(sent[k], stored[k].signatures());
+        assert_eq!(sent[k], stored[k].thinking_signatures());
     }
     assert!(
         out["reply"]
@@ -576,7 +341,7 @@ async fn a_one_byte_change_to_a_stored_signature_is_refused_then_resent_once_wit
     );
 
     // History is never mutated: the tampered bytes are still exactly what is stored.
-    let after = home.export(&id).await;
+    let after = home.export_text(&id).await;
     let after_turns = turns(&after);
     assert_eq!(after_turns[..4], before_turns[..]);
     assert_eq!(home.rows(&id).await[3].2, Some(tampered));
@@ -595,33 +360,22 @@ async fn a_one_byte_change_to_a_stored_signature_is_refused_then_resent_once_wit
 async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_that_minted_them() {
     let claude = Sim::start("anthropic").await.unwrap();
     let deepseek = Sim::start("deepseek-v4").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let claude_base = claude.base_url();
     let deepseek_base = deepseek.base_url();
     let id = home
         .start_claude(&claude_base, "[tools=2] what time is it?")
         .await;
     all_ok(&claude.requests());
-    let opus = turns(&home.export(&id).await);
+    let opus = turns(&home.export_text(&id).await);
     assert_eq!(opus.len(), 3);
-    let opus_signatures: Vec<String> = opus.iter().flat_map(Turn::signatures).collect();
+    let opus_signatures: Vec<String> = opus.iter().flat_map(Turn::thinking_signatures).collect();
     assert_eq!(opus_signatures.len(), 3);
 
     // On DeepSeek: the readable thinking goes, no signed block does.
     let (out, _) = home
-        .chat(
-            &[
-                "--resume",
-                &id,
-                "--provider",
-                "deepseek",
-                "--model",
-                "deepseek-v4-pro",
-                "--base-url",
-                &deepseek_base,
-                "-q",
-                "[tools=1] and on deepseek?",
-            ],
+        .chat_stderr(
+            &on_deepseek(&id, &deepseek_base, "[tools=1] and on deepseek?"),
             &[],
         )
         .await;
@@ -630,24 +384,17 @@ async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_
     assert_eq!(requests.len(), 2);
     all_ok(&requests);
     for r in &requests {
-        // The bytes as sent and the same body re-serialised compactly.
-        let text = format!("{}\n{}", raw(r), r.body);
-        for forbidden in [
-            "\"signature\"",
-            "redacted_thinking",
-            "\"type\":\"thinking\"",
-            "reasoning_details",
-        ] {
-            assert!(!text.contains(forbidden), "{forbidden} in {text}");
-        }
-        for sig in &opus_signatures {
-            assert!(!text.contains(sig.as_str()), "{sig} in {text}");
-        }
-        let sent_rcs: Vec<&str> = r.body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["role"] == "assistant")
+        carries_none(
+            r,
+            &[
+                "\"signature\"",
+                "redacted_thinking",
+                "\"type\":\"thinking\"",
+                "reasoning_details",
+            ],
+            &opus_signatures,
+        );
+        let sent_rcs: Vec<&str> = crate::support::assistants(&r.body)
             .map(|m| m["reasoning_content"].as_str().unwrap())
             .collect();
         let stored_rcs: Vec<&str> = opus
@@ -664,7 +411,7 @@ async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_
     // Back on the same Claude model: the signed blocks are replayed again.
     claude.clear_requests();
     let (out, _) = home
-        .chat(
+        .chat_stderr(
             &[
                 "--resume",
                 &id,
@@ -689,16 +436,19 @@ async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_
     for r in &requests {
         replays(r, &opus);
     }
-    let all = turns(&home.export(&id).await);
+    let all = turns(&home.export_text(&id).await);
     assert_eq!(all[..3], opus[..], "stored Claude turns unchanged");
     assert!(all[3..5].iter().all(|t| t.model == "deepseek-v4-pro"));
-    let opus_again: Vec<String> = all[5..].iter().flat_map(Turn::signatures).collect();
+    let opus_again: Vec<String> = all[5..]
+        .iter()
+        .flat_map(Turn::thinking_signatures)
+        .collect();
     assert_eq!(opus_again.len(), 2);
 
     // Another Claude model: no signature minted by claude-opus-4-6 reaches it.
     claude.clear_requests();
     let (out, _) = home
-        .chat(
+        .chat_stderr(
             &[
                 "--resume",
                 &id,
@@ -728,7 +478,7 @@ async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_
         }
     }
     // Within its own loop Sonnet gets its own fresh block back.
-    let sonnet = turns(&home.export(&id).await);
+    let sonnet = turns(&home.export_text(&id).await);
     let own = &sonnet[7];
     assert_eq!(own.model, SONNET);
     assert!(raw(&requests[1]).contains(own.items[0].as_str()));
@@ -763,10 +513,10 @@ fn retained_unchanged(before: &[Turn], after: &[Turn]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compaction_and_branching_keep_signed_blocks_byte_identical_and_both_branches_continue() {
     let sim = Sim::start("anthropic").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let id = long_claude_session(&home, &sim.base_url()).await;
     all_ok(&sim.requests());
-    let before = turns(&home.export(&id).await);
+    let before = turns(&home.export_text(&id).await);
     assert_eq!(before.len(), 10);
     assert!(before.iter().all(|t| t.items.len() == 1));
     let rows_before = home.rows(&id).await;
@@ -777,7 +527,7 @@ async fn compaction_and_branching_keep_signed_blocks_byte_identical_and_both_bra
         .trim()
         .to_owned();
     assert_ne!(early, id);
-    assert_eq!(turns(&home.export(&early).await), before[..4]);
+    assert_eq!(turns(&home.export_text(&early).await), before[..4]);
 
     sim.clear_requests();
     let status = home.ok(&["sessions", "compact", &id]).await;
@@ -785,7 +535,7 @@ async fn compaction_and_branching_keep_signed_blocks_byte_identical_and_both_bra
     let summary_requests = sim.requests();
     assert_eq!(summary_requests.len(), 1, "one summary request");
     all_ok(&summary_requests);
-    let compacted = home.export(&id).await;
+    let compacted = home.export_text(&id).await;
     assert!(
         user_texts(&compacted)
             .iter()
@@ -809,7 +559,7 @@ async fn compaction_and_branching_keep_signed_blocks_byte_identical_and_both_bra
         .trim()
         .to_owned();
     assert_ne!(branch, id);
-    let branch_export = home.export(&branch).await;
+    let branch_export = home.export_text(&branch).await;
     assert_eq!(turns(&branch_export), kept);
 
     // The next request is accepted on each of them, with the head turn's blocks replayed.
@@ -821,17 +571,17 @@ async fn compaction_and_branching_keep_signed_blocks_byte_identical_and_both_bra
         assert_eq!(requests.len(), 2, "{session}: no refusal, no resend");
         all_ok(&requests);
         replays(&requests[0], &before[..1]);
-        let now = turns(&home.export(session).await);
+        let now = turns(&home.export_text(session).await);
         assert_eq!(now[0], before[0]);
     }
     // The parent's stored turns did not change through all this.
-    assert_eq!(turns(&home.export(&id).await)[..kept.len()], kept[..]);
+    assert_eq!(turns(&home.export_text(&id).await)[..kept.len()], kept[..]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claude_session_that_opens_with_a_tool_loop_can_be_compacted() {
     let sim = Sim::start("anthropic").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let id = home
         .start_claude(&sim.base_url(), "[tools=3] what time is it?")
         .await;
@@ -843,7 +593,7 @@ async fn a_claude_session_that_opens_with_a_tool_loop_can_be_compacted() {
     ] {
         home.turn(&id, q).await;
     }
-    let before = turns(&home.export(&id).await);
+    let before = turns(&home.export_text(&id).await);
     sim.clear_requests();
     let status = home.ok(&["sessions", "compact", &id]).await;
     let requests = sim.requests();
@@ -857,5 +607,5 @@ async fn a_claude_session_that_opens_with_a_tool_loop_can_be_compacted() {
     }
     all_ok(&requests);
     assert!(status.contains("context compacted"), "{status}");
-    retained_unchanged(&before, &turns(&home.export(&id).await));
+    retained_unchanged(&before, &turns(&home.export_text(&id).await));
 }

@@ -3,44 +3,26 @@
 //! fields included), pretty-printed otherwise; on every wire, through the real binary against
 //! the strict simulators. And after the README's own offline runs (`--provider sim`), its
 //! `--explain` replays what chat replays.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/hermes.rs"]
-mod hermes;
-
-use std::path::Path;
 use std::process::Output;
 
 use hermes_sim::{SIM_AWS_ACCESS_KEY_ID, SIM_AWS_SECRET_ACCESS_KEY, Sim};
+use hermes_test_support::home::Home;
 use serde_json::Value;
 
 const LOOP: &str = "[tools=3] time?";
 const AGAIN: &str = "and now?";
 
-struct Home(tempfile::TempDir);
+/// What these tests ask of a home beyond running hermes.
+trait PreviewHome {
+    /// Runs hermes and expects success.
+    async fn succeed(&self, args: &[&str], env: &[(&str, &str)]) -> Output;
+    /// A `chat --json` turn; returns the session id.
+    async fn chat_id(&self, args: &[&str], env: &[(&str, &str)]) -> String;
+}
 
-impl Home {
-    fn new() -> Self {
-        Home(tempfile::tempdir().unwrap())
-    }
-
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-
-    /// Runs hermes with this home (also `HOME`, so no real `~/.aws` is read), off the async
-    /// runtime (the simulator serves meanwhile).
-    async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let home = self.path().to_string_lossy().into_owned();
-        let mut all = vec![
-            ("HOME", home.as_str()),
-            ("AWS_EC2_METADATA_DISABLED", "true"),
-        ];
-        all.extend_from_slice(env);
-        hermes::output(hermes::hermes(self.path(), args, &all)).await
-    }
-
-    async fn ok(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+impl PreviewHome for Home {
+    async fn succeed(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let out = self.run(args, env).await;
         assert!(
             out.status.success(),
@@ -50,11 +32,11 @@ impl Home {
         out
     }
 
-    /// A `chat --json` turn; returns the session id.
-    async fn chat(&self, args: &[&str], env: &[(&str, &str)]) -> String {
-        let all = [&["chat", "--json"], args].concat();
-        let out: Value = serde_json::from_slice(&self.ok(&all, env).await.stdout).unwrap();
-        out["session_id"].as_str().unwrap().to_owned()
+    async fn chat_id(&self, args: &[&str], env: &[(&str, &str)]) -> String {
+        self.chat(args, env).await["session_id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
     }
 }
 
@@ -115,7 +97,7 @@ async fn preview_compact_is_the_body_the_next_resume_sends_on_every_wire() {
         for stream in [true, false] {
             let sim = Sim::start(profile).await.unwrap();
             let base = sim.base_url();
-            let home = Home::new();
+            let home = crate::support::own_home();
             let no_stream: &[&str] = if stream { &[] } else { &["--no-stream"] };
             let start = [
                 &[
@@ -130,20 +112,20 @@ async fn preview_compact_is_the_body_the_next_resume_sends_on_every_wire() {
                 no_stream,
             ]
             .concat();
-            let id = home.chat(&start, env).await;
+            let id = home.chat_id(&start, env).await;
 
             let preview = [
                 &["preview", "--session", id.as_str(), "-q", AGAIN][..],
                 no_stream,
             ]
             .concat();
-            let pretty = home.ok(&preview, env).await.stdout;
+            let pretty = home.succeed(&preview, env).await.stdout;
             let compact = [&preview[..], &["--compact"]].concat();
-            let previewed = home.ok(&compact, env).await.stdout;
+            let previewed = home.succeed(&compact, env).await.stdout;
 
             sim.clear_requests();
             let resume = [&["--resume", id.as_str(), "-q", AGAIN][..], no_stream].concat();
-            home.chat(&resume, env).await;
+            home.chat_id(&resume, env).await;
             let sent = sim.requests();
             assert_eq!(sent[0].status, 200, "{provider}: {}", sent[0].response);
             // One line: the body as sent, then the newline preview ends its output with.
@@ -169,7 +151,7 @@ async fn preview_compact_is_the_body_the_next_resume_sends_on_every_wire() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_the_readmes_offline_runs_preview_explain_replays_what_chat_replays() {
     for profile in ["anthropic", "gemini", "openai-responses", "bedrock"] {
-        let home = Home::new();
+        let home = crate::support::own_home();
         let url = format!("sim://{profile}");
         let start = [
             "--provider",
@@ -181,9 +163,9 @@ async fn after_the_readmes_offline_runs_preview_explain_replays_what_chat_replay
             "-q",
             LOOP,
         ];
-        let id = home.chat(&start, &[]).await;
+        let id = home.chat_id(&start, &[]).await;
         let out = home
-            .ok(&["preview", "--session", &id, "--explain"], &[])
+            .succeed(&["preview", "--session", &id, "--explain"], &[])
             .await;
         let explain = String::from_utf8_lossy(&out.stderr);
         for wrong in ["unknown relay", "(provenance)", "left out"] {

@@ -2,11 +2,9 @@
 //! standard history (N = 2) on every built-in chat-completions route, pinned as SHA-256 so a
 //! refactor cannot change a byte unnoticed. Regenerate deliberately with
 //! `HERMES_BLESS=1 cargo test -p hermes-cli --test goldens`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use sha2::{Digest as _, Sha256};
 
@@ -51,12 +49,19 @@ fn preview(
     model: &str,
     base: Option<&str>,
 ) -> Vec<u8> {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
-    cmd.args(["preview", "--history"])
-        .arg(history)
-        .args(["--provider", provider, "--model", model])
-        .env("HERMES_HOME", home)
-        .env_remove("HERMES_LOG");
+    let mut cmd = crate::support::command(
+        home,
+        &[
+            "preview",
+            "--history",
+            history.to_str().unwrap(),
+            "--provider",
+            provider,
+            "--model",
+            model,
+        ],
+        &[],
+    );
     if let Some(base) = base {
         cmd.args(["--base-url", base]);
     }
@@ -71,7 +76,7 @@ fn preview(
 
 #[test]
 fn preview_bodies_are_byte_identical_to_the_pinned_goldens() {
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::support::home();
     let histories = [
         ("session", root().join("examples/session.json")),
         (

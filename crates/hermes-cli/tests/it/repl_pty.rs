@@ -1,30 +1,32 @@
 //! The interactive chat on a real terminal: `script` gives hermes a pseudo-terminal, the test
 //! types into it, and `/model` switches the running session to another model mid-conversation.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write as _;
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 #[test]
 fn model_switches_mid_session_on_a_terminal() {
-    let home = tempfile::tempdir().unwrap();
-    let hermes = env!("CARGO_BIN_EXE_hermes");
-    // util-linux's `script` runs the command on a new pseudo-terminal and relays our input.
-    let mut child = Command::new("script")
-        .args([
+    let home = crate::support::home();
+    let hermes = crate::support::bin().display();
+    // util-linux's `script` runs the command on a new pseudo-terminal and relays our input, in
+    // the same clean environment as every run.
+    let mut child = hermes_test_support::home::command(
+        Path::new("script"),
+        home.path(),
+        &[
             "-qfec",
             &format!("{hermes} chat --provider sim"),
             "/dev/null",
-        ])
-        .env("HERMES_HOME", home.path())
-        .env("NO_COLOR", "1")
-        .env("TERM", "dumb")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("util-linux `script` runs the REPL on a pseudo-terminal");
+        ],
+        &[("TERM", "dumb")],
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("util-linux `script` runs the REPL on a pseudo-terminal");
     let mut stdin = child.stdin.take().unwrap();
     for line in [
         "hello there",
@@ -62,11 +64,7 @@ fn model_switches_mid_session_on_a_terminal() {
     );
 
     // The one stored session continued on the new model.
-    let list = Command::new(hermes)
-        .args(["sessions", "list", "--json"])
-        .env("HERMES_HOME", home.path())
-        .output()
-        .unwrap();
+    let list = home.run_sync(&["sessions", "list", "--json"], &[]);
     let sessions: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
     assert_eq!(sessions.as_array().unwrap().len(), 1, "{sessions}");
     assert_eq!(sessions[0]["model"], "deepseek-v3.2");

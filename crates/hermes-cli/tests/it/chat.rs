@@ -1,49 +1,23 @@
 //! End to end through the real binary and the strict simulator: sessions that remember, the
 //! refusal fallback, and secrets kept out of every output.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "support/hermes.rs"]
-mod hermes;
-
-use std::path::Path;
-use std::process::{Command, Output};
 
 use hermes_sim::{Sim, Switches};
+use hermes_test_support::home::Home;
 use serde_json::{Value, json};
 
-struct Home(tempfile::TempDir);
-
-impl Home {
-    fn new() -> Self {
-        Home(tempfile::tempdir().unwrap())
-    }
-
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-
-    /// Runs hermes with this home, off the async runtime (the simulator serves meanwhile).
-    async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        hermes::output(hermes::hermes(self.path(), args, env)).await
-    }
-
-    async fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args, &[]).await;
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    async fn chat_json(&self, args: &[&str]) -> Value {
-        let mut all = vec!["chat", "--json"];
-        all.extend_from_slice(args);
-        serde_json::from_str(&self.ok(&all).await).unwrap()
-    }
-
+/// What these tests ask of a home beyond running hermes.
+trait ChatHome {
+    /// `chat --json ARGS`: the JSON summary.
+    async fn chat_json(&self, args: &[&str]) -> Value;
     /// Starts a session on the deepseek route against `base` (a simulator) with `query`.
+    async fn start_deepseek(&self, base: &str, query: &str) -> Value;
+}
+
+impl ChatHome for Home {
+    async fn chat_json(&self, args: &[&str]) -> Value {
+        self.chat(args, &[]).await
+    }
+
     async fn start_deepseek(&self, base: &str, query: &str) -> Value {
         self.chat_json(&[
             "--provider",
@@ -57,18 +31,10 @@ impl Home {
         ])
         .await
     }
-
-    async fn export(&self, id: &str) -> Value {
-        serde_json::from_str(&self.ok(&["sessions", "export", id]).await).unwrap()
-    }
 }
 
 fn assistant_rcs(session: &Value) -> Vec<String> {
-    session["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
+    crate::support::assistants(session)
         .map(|m| m["reasoning_content"].as_str().unwrap().to_owned())
         .collect()
 }
@@ -76,7 +42,7 @@ fn assistant_rcs(session: &Value) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resumed_deepseek_session_replays_every_stored_reasoning_content() {
     let sim = Sim::start("deepseek-v4").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = sim.base_url();
     let first = home.start_deepseek(&base, "[tools=3] time?").await;
     let id = first["session_id"].as_str().unwrap().to_owned();
@@ -110,7 +76,7 @@ async fn resumed_deepseek_session_replays_every_stored_reasoning_content() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_carrier_is_learned_once_persisted_and_kept_after_resume() {
     let sim = Sim::start("openrouter").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = sim.base_url();
     let model = "anthropic/claude-sonnet-5";
     let file = home.path().join("import.json");
@@ -219,7 +185,7 @@ async fn a_refused_carrier_is_learned_once_persisted_and_kept_after_resume() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_must_echo_route_complaining_about_reasoning_content_gets_no_verdict_and_no_retry() {
     let sim = Sim::start("deepseek-v4").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = sim.base_url();
     let first = home.start_deepseek(&base, "hi").await;
     let id = first["session_id"].as_str().unwrap().to_owned();
@@ -247,7 +213,7 @@ async fn a_must_echo_route_complaining_about_reasoning_content_gets_no_verdict_a
 async fn a_planted_key_appears_in_no_output_log_or_database_byte() {
     const KEY: &str = "sk-planted-7f3a9c2e1b5d4e8f";
     let sim = Sim::start("openrouter").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = sim.base_url();
     let mut outputs = Vec::new();
     let out = home
@@ -312,7 +278,7 @@ async fn a_planted_key_appears_in_no_output_log_or_database_byte() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_show_counts_one_tool_call_in_the_singular() {
-    let home = Home::new();
+    let home = crate::support::home();
     let reply = home
         .chat_json(&["--provider", "sim", "-q", "[tools=1] time?"])
         .await;
@@ -324,7 +290,7 @@ async fn sessions_show_counts_one_tool_call_in_the_singular() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chat_with_the_simulator_needs_no_key_and_no_network() {
-    let home = Home::new();
+    let home = crate::support::home();
     let out = home.ok(&["chat", "--provider", "sim", "-q", "hello"]).await;
     assert!(out.contains("hello"), "{out}");
     let list: Value =
@@ -354,7 +320,7 @@ async fn chat_with_the_simulator_needs_no_key_and_no_network() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_key_names_the_variable() {
-    let home = Home::new();
+    let home = crate::support::home();
     let out = home
         .run(
             &[
@@ -375,7 +341,7 @@ async fn a_missing_key_names_the_variable() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_branch_show_and_delete() {
-    let home = Home::new();
+    let home = crate::support::home();
     let first = home
         .chat_json(&["--provider", "sim", "-q", "[tools=1] go"])
         .await;
@@ -408,11 +374,13 @@ async fn sessions_branch_show_and_delete() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_serve_prints_its_base_url_first_and_serves_until_killed() {
     use std::io::BufRead as _;
-    let home = Home::new();
+    let home = crate::support::home();
     // Its own home: `sim serve` writes logs, never into the user's real one.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hermes"))
-        .args(["sim", "serve", "--profile", "deepseek-v4", "--port", "0"])
-        .env("HERMES_HOME", home.path())
+    let mut child = home
+        .command(
+            &["sim", "serve", "--profile", "deepseek-v4", "--port", "0"],
+            &[],
+        )
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -483,7 +451,7 @@ fn assistants_of(messages: &Value) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compacted_session_resumed_and_branched_still_replays_its_reasoning() {
     let sim = Sim::start("deepseek-v4").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let id = compacted_session(&home, &sim, "deepseek", "deepseek-v4-pro").await;
 
     // Originals stay archived; the active view has one checkpoint.
@@ -531,7 +499,7 @@ async fn a_compacted_session_resumed_and_branched_still_replays_its_reasoning() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gemini_tool_call_signature_survives_compaction_and_branch() {
     let sim = Sim::start("gemini-openai").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let id = compacted_session(&home, &sim, "gemini-openai", "gemini-3-pro-preview").await;
     let stored = home.export(&id).await;
     let signed: Vec<Value> = stored["messages"]
@@ -575,7 +543,7 @@ async fn a_gemini_tool_call_signature_survives_compaction_and_branch() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chat_compacts_automatically_when_the_estimate_crosses_the_trigger() {
-    let home = Home::new();
+    let home = crate::support::home();
     std::fs::write(
         home.path().join("config.toml"),
         "[compaction]\ncontext_window = 400\nmax_output = 100\ntrigger_percent = 80\n",
@@ -621,7 +589,7 @@ async fn a_502_naming_a_field_is_retried_with_backoff_and_records_no_verdict() {
         .expect(4)
         .mount(&server)
         .await;
-    let home = Home::new();
+    let home = crate::support::home();
     let file = home.path().join("s.json");
     std::fs::write(
         &file,

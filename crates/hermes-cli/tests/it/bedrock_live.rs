@@ -1,28 +1,25 @@
 //! Issue 17 end to end: the real binary against the strict `bedrock` simulator (SigV4 and API key).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/hermes.rs"]
-mod hermes;
-
-use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::path::PathBuf;
 
 use hermes_sim::{
     RecordedRequest, SIM_AWS_ACCESS_KEY_ID, SIM_AWS_SECRET_ACCESS_KEY, SIM_BEDROCK_API_KEY, Sim,
     Switches,
 };
-use serde::Deserialize;
+use hermes_test_support::home::Home;
+
+use crate::tool_loop::{Row, Wire};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
-const CLAUDE: &str = "anthropic.claude-opus-4-6-v1:0";
-const R1: &str = "deepseek.r1-v1:0";
-const GPT_OSS: &str = "openai.gpt-oss-120b-1:0";
-const NOVA: &str = "amazon.nova-2-lite-v1:0";
+use crate::wire::{Turn, all_ok, loop_done, raw, sent_signatures, session_id, turns};
+
+pub(crate) const CLAUDE: &str = "anthropic.claude-opus-4-6-v1:0";
+pub(crate) const R1: &str = "deepseek.r1-v1:0";
+pub(crate) const GPT_OSS: &str = "openai.gpt-oss-120b-1:0";
+pub(crate) const NOVA: &str = "amazon.nova-2-lite-v1:0";
 const LOOP: &str = "[tools=3] what time is it?";
-const AGAIN: &str = "[tools=1] and now?";
 
-const SIGV4: &[(&str, &str)] = &[
+pub(crate) const SIGV4: &[(&str, &str)] = &[
     ("AWS_ACCESS_KEY_ID", SIM_AWS_ACCESS_KEY_ID),
     ("AWS_SECRET_ACCESS_KEY", SIM_AWS_SECRET_ACCESS_KEY),
     ("AWS_REGION", "us-east-1"),
@@ -33,86 +30,32 @@ const API_KEY: &[(&str, &str)] = &[
     ("AWS_REGION", "us-east-1"),
 ];
 
-struct Home(tempfile::TempDir);
-
-impl Home {
-    fn new() -> Self {
-        Home(tempfile::tempdir().unwrap())
-    }
-
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-
-    fn db(&self) -> PathBuf {
-        self.path().join("state.db")
-    }
-
-    /// Runs hermes with this home (also `HOME`, so no real `~/.aws` is read) and no AWS
-    /// variable but `env`, off the async runtime (the simulator serves meanwhile).
-    async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let home = self.path().to_string_lossy().into_owned();
-        let mut all = vec![
-            ("HOME", home.as_str()),
-            ("AWS_EC2_METADATA_DISABLED", "true"),
-        ];
-        all.extend_from_slice(env);
-        hermes::output(hermes::hermes(self.path(), args, &all)).await
-    }
-
-    /// Runs hermes, expects success and returns (stdout, stderr).
-    async fn ok_with(&self, args: &[&str], env: &[(&str, &str)]) -> (String, String) {
-        let out = self.run(args, env).await;
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{args:?}: {stderr}");
-        (String::from_utf8(out.stdout).unwrap(), stderr)
-    }
-
-    /// `chat --json ARGS` (with `env`): the JSON summary and stderr.
-    async fn chat(&self, args: &[&str], env: &[(&str, &str)]) -> (Value, String) {
-        let mut all = vec!["chat", "--json"];
-        all.extend_from_slice(args);
-        let (stdout, stderr) = self.ok_with(&all, env).await;
-        (serde_json::from_str(&stdout).unwrap(), stderr)
-    }
-
-    /// The exported session as text (`hermes sessions export`).
-    async fn export(&self, id: &str) -> String {
-        self.ok_with(&["sessions", "export", id], &[]).await.0
-    }
-
+/// What these tests ask of a home beyond running hermes.
+trait BedrockHome {
     /// Every row of the messages table: (session, position, reasoning_details).
+    async fn rows(&self) -> Vec<(String, i64, Option<String>)>;
+    /// The bytes of every file under the home (state.db, its journal, the logs), by path.
+    fn files(&self) -> Vec<(PathBuf, Vec<u8>)>;
+}
+
+impl BedrockHome for Home {
     async fn rows(&self) -> Vec<(String, i64, Option<String>)> {
-        use sqlx::Connection as _;
-        let options = sqlx::sqlite::SqliteConnectOptions::new().filename(self.db());
-        let mut conn = sqlx::SqliteConnection::connect_with(&options)
-            .await
-            .unwrap();
-        let rows = sqlx::query_as(
+        crate::support::rows(
+            self,
             "SELECT session_id, position, reasoning_details FROM messages ORDER BY session_id, position",
+            None,
         )
-        .fetch_all(&mut conn)
         .await
-        .unwrap();
-        conn.close().await.unwrap();
-        rows
     }
 
-    /// The bytes of every file under the home (state.db, its journal, the logs), by path.
     fn files(&self) -> Vec<(PathBuf, Vec<u8>)> {
-        fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
-            for entry in std::fs::read_dir(dir).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    walk(&path, out);
-                } else {
-                    out.push((path.clone(), std::fs::read(&path).unwrap()));
-                }
-            }
-        }
-        let mut out = Vec::new();
-        walk(self.path(), &mut out);
-        out
+        crate::support::files_under(self.path())
+            .into_iter()
+            .map(|path| {
+                let bytes = std::fs::read(&path).unwrap();
+                (path, bytes)
+            })
+            .collect()
     }
 }
 
@@ -139,106 +82,11 @@ fn turn_args<'a>(args: &mut Vec<&'a str>, effort: bool, stream: bool, query: &'a
     args.extend(["-q", query]);
 }
 
-fn session_id(out: &Value) -> String {
-    out["session_id"].as_str().unwrap().to_owned()
-}
-
-/// A finished `[tools=n]` loop of `requests` requests.
-fn loop_done(out: &Value, n: usize, requests: usize) {
-    assert_eq!(out["requests"], requests, "{out}");
-    let reply = out["reply"].as_str().unwrap();
-    assert!(
-        reply.starts_with(&format!("Done after {n} tool calls")),
-        "{out}"
-    );
-}
-
 // ---------------------------------------------------------------------------------------------
 // Stored blocks, as exported
 
-#[derive(Deserialize)]
-struct Exported {
-    messages: Vec<ExportedMessage>,
-}
-
-#[derive(Deserialize)]
-struct ExportedMessage {
-    role: String,
-    #[serde(default)]
-    reasoning_details: Option<Vec<Box<RawValue>>>,
-    #[serde(default)]
-    origin: Option<Value>,
-}
-
-/// An assistant message of an export: its origin model and the exact text of each stored
-/// `reasoning_details` item.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Turn {
-    model: String,
-    items: Vec<String>,
-}
-
-impl Turn {
-    /// `(kind, thinking text, signature)` of each stored item.
-    fn parsed(&self) -> Vec<(String, String, Option<String>)> {
-        self.items
-            .iter()
-            .map(|i| {
-                let v: Value = serde_json::from_str(i).unwrap();
-                (
-                    v["type"].as_str().unwrap().to_owned(),
-                    v["thinking"].as_str().unwrap_or_default().to_owned(),
-                    v["signature"].as_str().map(str::to_owned),
-                )
-            })
-            .collect()
-    }
-
-    /// The signatures of its `thinking` items.
-    fn signatures(&self) -> Vec<String> {
-        self.parsed()
-            .into_iter()
-            .filter_map(|(_, _, s)| s)
-            .collect()
-    }
-}
-
-/// The assistant messages of an export, in order.
-fn turns(export: &str) -> Vec<Turn> {
-    let exported: Exported = serde_json::from_str(export).unwrap();
-    exported
-        .messages
-        .into_iter()
-        .filter(|m| m.role == "assistant")
-        .map(|m| Turn {
-            model: m
-                .origin
-                .as_ref()
-                .and_then(|o| o["model"].as_str())
-                .unwrap_or_default()
-                .to_owned(),
-            items: m
-                .reasoning_details
-                .unwrap_or_default()
-                .iter()
-                .map(|i| i.get().to_owned())
-                .collect(),
-        })
-        .collect()
-}
-
 // ---------------------------------------------------------------------------------------------
 // What the simulator received
-
-fn raw(request: &RecordedRequest) -> String {
-    String::from_utf8(request.raw.clone()).unwrap()
-}
-
-fn all_ok(requests: &[RecordedRequest]) {
-    for (i, r) in requests.iter().enumerate() {
-        assert_eq!(r.status, 200, "request {i} to {}: {}", r.path, r.response);
-    }
-}
 
 fn has_header(r: &RecordedRequest, name: &str) -> bool {
     r.headers.iter().any(|(h, _)| h == name)
@@ -283,11 +131,7 @@ fn converse_request(r: &RecordedRequest, model: &str, stream: bool) {
 
 /// The `reasoningContent` blocks of each assistant message of a Converse request.
 fn sent_reasoning(r: &RecordedRequest) -> Vec<Vec<Value>> {
-    r.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
+    crate::support::assistants(&r.body)
         .map(|m| {
             m["content"]
                 .as_array()
@@ -301,7 +145,7 @@ fn sent_reasoning(r: &RecordedRequest) -> Vec<Vec<Value>> {
 
 /// The replay policy of a Bedrock Converse model (SPEC §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Policy {
+pub(crate) enum Policy {
     Signed,
     Strip,
     Unsigned,
@@ -349,95 +193,62 @@ impl Policy {
 // ---------------------------------------------------------------------------------------------
 // 1. A 3-step tool loop per replay policy, streamed and not, then resumed
 
-async fn converse_tool_loop_then_resume(model: &str, effort: bool, policy: Policy) {
-    let sim = Sim::start("bedrock").await.unwrap();
-    let home = Home::new();
-    let base = sim.base_url();
-    for stream in [true, false] {
-        sim.clear_requests();
-        let args = start_args("bedrock", model, &base, effort, stream);
-        let (out, _) = home.chat(&args, SIGV4).await;
-        let id = session_id(&out);
-        loop_done(&out, 3, 4);
-        let requests = sim.requests();
-        assert_eq!(requests.len(), 4, "{model} stream={stream}");
-        all_ok(&requests);
-        let stored = turns(&home.export(&id).await);
-        assert_eq!(stored.len(), 4);
-        for turn in &stored {
-            assert_eq!(turn.model, model);
-            let parsed = turn.parsed();
-            assert_eq!(parsed.len(), 1, "{turn:?}");
-            assert_eq!(parsed[0].0, "thinking", "{turn:?}");
-            assert!(!parsed[0].1.is_empty(), "{turn:?}");
-            assert_eq!(parsed[0].2.is_some(), policy == Policy::Signed, "{turn:?}");
-        }
-        for (k, r) in requests.iter().enumerate() {
-            converse_request(r, model, stream);
-            let fields = &r.body["additionalModelRequestFields"];
-            assert_eq!(!fields.is_null(), effort, "{}", r.body);
-            policy.check(r, &stored[..k], 0);
-        }
+/// A 3-step tool loop on Converse under the replay policy, then resumed: see
+/// [`crate::tool_loop`].
+impl Wire for Policy {
+    type Turn = Turn;
 
-        // A fresh process resumes the session on the same model.
-        sim.clear_requests();
-        let mut args = vec!["--resume", &id];
-        turn_args(&mut args, effort, stream, AGAIN);
-        let (out, _) = home.chat(&args, SIGV4).await;
-        assert_eq!(out["session_id"], id.as_str());
-        loop_done(&out, 1, 2);
-        let requests = sim.requests();
-        assert_eq!(requests.len(), 2);
-        all_ok(&requests);
-        let after = turns(&home.export(&id).await);
-        assert_eq!(after.len(), 6);
-        assert_eq!(after[..4], stored[..], "the stored turns are unchanged");
-        for (k, r) in requests.iter().enumerate() {
-            converse_request(r, model, stream);
-            policy.check(r, &after[..4 + k], 4);
+    async fn turns(&self, home: &Home, id: &str) -> Vec<Turn> {
+        turns(&home.export_text(id).await)
+    }
+
+    fn stored(&self, row: &Row, turn: &Turn, _: usize) {
+        assert_eq!(turn.model, row.model);
+        let parsed = turn.parsed();
+        assert_eq!(parsed.len(), 1, "{turn:?}");
+        assert_eq!(parsed[0].0, "thinking", "{turn:?}");
+        assert!(!parsed[0].1.is_empty(), "{turn:?}");
+        assert_eq!(parsed[0].2.is_some(), *self == Policy::Signed, "{turn:?}");
+    }
+
+    fn request(
+        &self,
+        row: &Row,
+        r: &RecordedRequest,
+        stream: bool,
+        earlier: &[Turn],
+        in_loop: usize,
+    ) {
+        all_ok(std::slice::from_ref(r));
+        converse_request(r, row.model, stream);
+        if in_loop == 0 {
+            let fields = &r.body["additionalModelRequestFields"];
+            assert_eq!(!fields.is_null(), row.effort, "{}", r.body);
         }
+        self.check(r, earlier, in_loop);
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_on_converse_replays_the_stored_signatures_streamed_and_not_and_after_resume() {
-    converse_tool_loop_then_resume(CLAUDE, true, Policy::Signed).await;
-}
+/// A 3-step tool loop on InvokeModel (Anthropic's body for Bedrock), then resumed: see
+/// [`crate::tool_loop`].
+pub(crate) struct Invoke;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deepseek_r1_on_converse_sends_no_reasoning_before_the_tool_loop_streamed_and_not_and_after_resume()
- {
-    converse_tool_loop_then_resume(R1, false, Policy::Strip).await;
-}
+impl Wire for Invoke {
+    type Turn = Turn;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn gpt_oss_on_converse_replays_reasoning_unsigned_streamed_and_not_and_after_resume() {
-    converse_tool_loop_then_resume(GPT_OSS, false, Policy::Unsigned).await;
-}
+    async fn turns(&self, home: &Home, id: &str) -> Vec<Turn> {
+        turns(&home.export_text(id).await)
+    }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn nova_2_with_effort_on_converse_replays_reasoning_unsigned_streamed_and_not_and_after_resume()
- {
-    converse_tool_loop_then_resume(NOVA, true, Policy::Unsigned).await;
-}
+    fn stored(&self, row: &Row, turn: &Turn, _: usize) {
+        assert_eq!(turn.model, row.model);
+        assert_eq!(turn.signatures().len(), 1, "{turn:?}");
+    }
 
-/// The signatures of the `thinking` blocks of each assistant message of a Messages body.
-fn sent_signatures(r: &RecordedRequest) -> Vec<Vec<String>> {
-    r.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .map(|m| {
-            m["content"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|b| b["type"] == "thinking")
-                .map(|b| b["signature"].as_str().unwrap().to_owned())
-                .collect()
-        })
-        .collect()
+    fn request(&self, _: &Row, r: &RecordedRequest, stream: bool, earlier: &[Turn], _: usize) {
+        all_ok(std::slice::from_ref(r));
+        invoke_request(r, stream, earlier);
+    }
 }
 
 /// An InvokeModel request: the path, SigV4, and an Anthropic body for Bedrock carrying every
@@ -461,59 +272,16 @@ fn invoke_request(r: &RecordedRequest, stream: bool, turns: &[Turn]) {
     assert_eq!(sent_signatures(r), stored, "{text}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bedrock_anthropic_invoke_replays_the_stored_thinking_blocks_streamed_and_not_and_after_resume()
- {
-    let sim = Sim::start("bedrock").await.unwrap();
-    let home = Home::new();
-    let base = sim.base_url();
-    for stream in [true, false] {
-        sim.clear_requests();
-        let args = start_args("bedrock-anthropic", CLAUDE, &base, true, stream);
-        let (out, _) = home.chat(&args, SIGV4).await;
-        let id = session_id(&out);
-        loop_done(&out, 3, 4);
-        let requests = sim.requests();
-        assert_eq!(requests.len(), 4, "stream={stream}");
-        all_ok(&requests);
-        let stored = turns(&home.export(&id).await);
-        assert_eq!(stored.len(), 4);
-        for turn in &stored {
-            assert_eq!(turn.model, CLAUDE);
-            assert_eq!(turn.signatures().len(), 1, "{turn:?}");
-        }
-        for (k, r) in requests.iter().enumerate() {
-            invoke_request(r, stream, &stored[..k]);
-        }
-
-        sim.clear_requests();
-        let mut args = vec!["--resume", &id];
-        turn_args(&mut args, true, stream, AGAIN);
-        let (out, _) = home.chat(&args, SIGV4).await;
-        assert_eq!(out["session_id"], id.as_str());
-        loop_done(&out, 1, 2);
-        let requests = sim.requests();
-        assert_eq!(requests.len(), 2);
-        all_ok(&requests);
-        let after = turns(&home.export(&id).await);
-        assert_eq!(after.len(), 6);
-        assert_eq!(after[..4], stored[..], "the stored turns are unchanged");
-        for (k, r) in requests.iter().enumerate() {
-            invoke_request(r, stream, &after[..4 + k]);
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // 2. A Bedrock API key
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bedrock_api_key_alone_is_sent_as_a_bearer_header_without_a_sigv4_date() {
     let sim = Sim::start("bedrock").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::own_home();
     let base = sim.base_url();
     let args = start_args("bedrock", CLAUDE, &base, true, true);
-    let (out, _) = home.chat(&args, API_KEY).await;
+    let (out, _) = home.chat_stderr(&args, API_KEY).await;
     loop_done(&out, 3, 4);
     let requests = sim.requests();
     assert_eq!(requests.len(), 4);
@@ -540,13 +308,13 @@ async fn refused_redacted_content_is_resent_once_without_it_and_the_stored_histo
     let sim = Sim::start_with("bedrock", Switches::default().with_redacted_reasoning())
         .await
         .unwrap();
-    let home = Home::new();
+    let home = crate::support::own_home();
     let base = sim.base_url();
     let args = start_args("bedrock", CLAUDE, &base, true, true);
-    let (out, _) = home.chat(&args, SIGV4).await;
+    let (out, _) = home.chat_stderr(&args, SIGV4).await;
     let id = session_id(&out);
     all_ok(&sim.requests());
-    let before = home.export(&id).await;
+    let before = home.export_text(&id).await;
     let stored = turns(&before);
     assert_eq!(stored.len(), 4);
     for turn in &stored {
@@ -562,7 +330,7 @@ async fn refused_redacted_content_is_resent_once_without_it_and_the_stored_histo
     );
     sim.clear_requests();
     let (out, stderr) = home
-        .chat(
+        .chat_stderr(
             &["--resume", &id, "--effort", "high", "-q", "and now?"],
             SIGV4,
         )
@@ -616,7 +384,7 @@ async fn refused_redacted_content_is_resent_once_without_it_and_the_stored_histo
     );
 
     // The stored history keeps its bytes: the export's items and state.db's rows.
-    let after = turns(&home.export(&id).await);
+    let after = turns(&home.export_text(&id).await);
     assert_eq!(after.len(), 5);
     assert_eq!(after[..4], stored[..]);
     let rows_after = home.rows().await;
@@ -630,7 +398,7 @@ async fn refused_redacted_content_is_resent_once_without_it_and_the_stored_histo
 async fn a_wrong_secret_key_fails_with_one_line_naming_aws_credentials_and_stores_nothing() {
     const WRONG: &str = "hermes+sim/Wrong/Secret/Key/EXAMPLEKEY9999";
     let sim = Sim::start("bedrock").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::own_home();
     let base = sim.base_url();
     let args = ["chat", "--json", "--provider", "bedrock", "--model", CLAUDE];
     let args = [&args[..], &["--base-url", base.as_str(), "-q", LOOP]].concat();
@@ -681,7 +449,7 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn neither_the_secret_key_nor_the_api_key_reaches_output_logs_or_state_db() {
     let sim = Sim::start("bedrock").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::own_home();
     let base = sim.base_url();
     // The most verbose logging, to the terminal and to the files.
     let verbose = [("HERMES_LOG", "trace"), ("HERMES_FILE_LOG", "trace")];
@@ -723,9 +491,9 @@ async fn neither_the_secret_key_nor_the_api_key_reaches_output_logs_or_state_db(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_in_process_bedrock_simulator_needs_no_aws_environment() {
-    let home = Home::new();
+    let home = crate::support::own_home();
     let (out, _) = home
-        .chat(
+        .chat_stderr(
             &[
                 "--provider",
                 "sim",
@@ -740,7 +508,7 @@ async fn the_in_process_bedrock_simulator_needs_no_aws_environment() {
         )
         .await;
     loop_done(&out, 2, 3);
-    let stored = turns(&home.export(&session_id(&out)).await);
+    let stored = turns(&home.export_text(&session_id(&out)).await);
     assert_eq!(stored.len(), 3);
     for turn in &stored {
         assert_eq!(turn.signatures().len(), 1, "signed thinking: {turn:?}");

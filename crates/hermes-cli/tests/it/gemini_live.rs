@@ -1,89 +1,49 @@
 //! Issue 18 end to end: the real binary against the strict `gemini` (and `gemini-openai`) simulators.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "support/hermes.rs"]
-mod hermes;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use hermes_sim::{RecordedRequest, Sim};
+use hermes_test_support::home::Home;
+
+use crate::tool_loop::{Row, Wire};
 use serde_json::Value;
 
-const MODEL: &str = "gemini-3-pro-preview";
-const API_KEY: &str = "AIzaSyHERMES-live-test-key-0123456789";
-const KEY: &[(&str, &str)] = &[("GEMINI_API_KEY", API_KEY)];
+use crate::wire::{
+    carries_none, header, loop_done, on_deepseek, raw, resume_args, session_id, turn_args,
+};
+
+pub(crate) const MODEL: &str = "gemini-3-pro-preview";
+pub(crate) const API_KEY: &str = "AIzaSyHERMES-live-test-key-0123456789";
+pub(crate) const KEY: &[(&str, &str)] = &[("GEMINI_API_KEY", API_KEY)];
 const TOKEN: &str = "ya29.hermes-live-test-token";
 
-struct Home(tempfile::TempDir);
-
-impl Home {
-    fn new() -> Self {
-        Home(tempfile::tempdir().unwrap())
-    }
-
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-
-    fn db(&self) -> PathBuf {
-        self.path().join("state.db")
-    }
-
-    /// Runs hermes with this home and no credential but `env`, off the async runtime (the
-    /// simulators serve meanwhile).
-    async fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        hermes::output(hermes::hermes(self.path(), args, env)).await
-    }
-
-    /// Runs hermes, expects success and returns (stdout, stderr).
-    async fn ok_with(&self, args: &[&str], env: &[(&str, &str)]) -> (String, String) {
-        let out = self.run(args, env).await;
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{args:?}: {stderr}");
-        (String::from_utf8(out.stdout).unwrap(), stderr)
-    }
-
-    /// `chat --json ARGS` (with `env`): the JSON summary.
-    async fn chat(&self, args: &[&str], env: &[(&str, &str)]) -> Value {
-        let mut all = vec!["chat", "--json"];
-        all.extend_from_slice(args);
-        serde_json::from_str(&self.ok_with(&all, env).await.0).unwrap()
-    }
-
+/// What these tests ask of a home beyond running hermes.
+trait GeminiHome {
     /// The stored assistant turns of a session, as `hermes sessions export` gives them.
-    async fn turns(&self, id: &str) -> Vec<Turn> {
-        turns(&self.ok_with(&["sessions", "export", id], &[]).await.0)
-    }
-
-    async fn connect(&self) -> sqlx::SqliteConnection {
-        use sqlx::Connection as _;
-        let options = sqlx::sqlite::SqliteConnectOptions::new().filename(self.db());
-        sqlx::SqliteConnection::connect_with(&options)
-            .await
-            .unwrap()
-    }
-
+    async fn turns(&self, id: &str) -> Vec<Turn>;
     /// The session's rows in state.db: (position, role, tool_calls).
-    async fn rows(&self, id: &str) -> Vec<(i64, String, Option<String>)> {
-        use sqlx::Connection as _;
-        let mut conn = self.connect().await;
-        let rows = sqlx::query_as(
-            "SELECT position, role, tool_calls FROM messages WHERE session_id = ? ORDER BY position",
-        )
-        .bind(id)
-        .fetch_all(&mut conn)
-        .await
-        .unwrap();
-        conn.close().await.unwrap();
-        rows
+    async fn rows(&self, id: &str) -> Vec<(i64, String, Option<String>)>;
+    /// Replaces the stored `tool_calls` text of one row.
+    async fn set_tool_calls(&self, id: &str, position: i64, text: &str);
+}
+
+impl GeminiHome for Home {
+    async fn turns(&self, id: &str) -> Vec<Turn> {
+        turns(&self.export_text(id).await)
     }
 
-    /// Replaces the stored `tool_calls` text of one row.
+    async fn rows(&self, id: &str) -> Vec<(i64, String, Option<String>)> {
+        crate::support::rows(
+            self,
+            "SELECT position, role, tool_calls FROM messages WHERE session_id = ? ORDER BY position",
+            Some(id),
+        )
+        .await
+    }
+
     async fn set_tool_calls(&self, id: &str, position: i64, text: &str) {
         use sqlx::Connection as _;
-        let mut conn = self.connect().await;
+        let mut conn = self.sqlite().await;
         let done =
             sqlx::query("UPDATE messages SET tool_calls = ? WHERE session_id = ? AND position = ?")
                 .bind(text)
@@ -97,38 +57,52 @@ impl Home {
     }
 }
 
+/// A Gemini tool loop whose steps make `parallel` calls each, then resumed: see
+/// [`crate::tool_loop`].
+pub(crate) struct Gemini {
+    /// The calls of each step.
+    pub(crate) parallel: usize,
+}
+
+impl Wire for Gemini {
+    type Turn = Turn;
+
+    async fn turns(&self, home: &Home, id: &str) -> Vec<Turn> {
+        GeminiHome::turns(home, id).await
+    }
+
+    fn stored(&self, row: &Row, turn: &Turn, k: usize) {
+        assert_eq!(
+            (turn.model.as_str(), turn.host.as_str()),
+            (row.model, "127.0.0.1")
+        );
+        if k < row.steps {
+            // Gemini signs the first of parallel calls only; hermes stores what came.
+            let calls = &turn.signed.calls;
+            assert_eq!(calls.len(), self.parallel, "{turn:?}");
+            assert!(calls[0].1.is_some(), "{turn:?}");
+            assert!(calls[1..].iter().all(|(_, s)| s.is_none()), "{turn:?}");
+            assert_eq!(turn.signed.text, None);
+        } else {
+            let answer = &turn.signed;
+            assert!(
+                answer.calls.is_empty() && answer.text.is_some(),
+                "{answer:?}"
+            );
+        }
+    }
+
+    fn request(&self, _: &Row, r: &RecordedRequest, stream: bool, earlier: &[Turn], _: usize) {
+        studio(r, stream);
+        replays(r, earlier);
+    }
+}
+
 /// `--provider gemini` on `base` with thinking on, streamed or not, asking `query`.
 fn gemini_args<'a>(base: &'a str, stream: bool, query: &'a str) -> Vec<&'a str> {
     let mut args = vec!["--provider", "gemini", "--model", MODEL, "--base-url", base];
     turn_args(&mut args, stream, query);
     args
-}
-
-fn turn_args<'a>(args: &mut Vec<&'a str>, stream: bool, query: &'a str) {
-    args.extend(["--effort", "high", "-q", query]);
-    if !stream {
-        args.push("--no-stream");
-    }
-}
-
-fn resume_args<'a>(id: &'a str, stream: bool, query: &'a str) -> Vec<&'a str> {
-    let mut args = vec!["--resume", id];
-    turn_args(&mut args, stream, query);
-    args
-}
-
-fn session_id(out: &Value) -> String {
-    out["session_id"].as_str().unwrap().to_owned()
-}
-
-/// A finished loop of `steps` tool steps in `requests` requests.
-fn loop_done(out: &Value, steps: usize, requests: usize) {
-    assert_eq!(out["requests"], requests, "{out}");
-    let reply = out["reply"].as_str().unwrap();
-    assert!(
-        reply.starts_with(&format!("Done after {steps} tool")),
-        "{out}"
-    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -151,7 +125,7 @@ impl Signed {
 
 /// A stored assistant message: its origin and its signatures.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Turn {
+pub(crate) struct Turn {
     model: String,
     host: String,
     signed: Signed,
@@ -167,11 +141,7 @@ fn google(extra: &Value) -> Option<String> {
 /// `extra_content`, the text-turn signature from the native record.
 fn turns(export: &str) -> Vec<Turn> {
     let v: Value = serde_json::from_str(export).unwrap();
-    v["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
+    crate::support::assistants(&v)
         .map(|m| {
             let native: Vec<&Value> = m["reasoning_details"]
                 .as_array()
@@ -245,20 +215,12 @@ fn sent_native(r: &RecordedRequest) -> Vec<Signed> {
 
 /// The assistant messages of a chat-completions request, in the same shape.
 fn sent_chat(r: &RecordedRequest) -> Vec<Signed> {
-    r.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
+    crate::support::assistants(&r.body)
         .map(|m| Signed {
             calls: calls(&m["tool_calls"], |c| google(&c["extra_content"])),
             text: google(&m["extra_content"]),
         })
         .collect()
-}
-
-fn raw(r: &RecordedRequest) -> String {
-    String::from_utf8(r.raw.clone()).unwrap()
 }
 
 /// The native request carries exactly `stored`'s signatures, each on its own part and byte for
@@ -270,13 +232,6 @@ fn replays(r: &RecordedRequest, stored: &[Turn]) {
         let literal = format!("\"thoughtSignature\":\"{sig}\"");
         assert_eq!(text.matches(&literal).count(), 1, "{literal} in {text}");
     }
-}
-
-fn header<'a>(r: &'a RecordedRequest, name: &str) -> Option<&'a str> {
-    r.headers
-        .iter()
-        .find(|(h, _)| h == name)
-        .map(|(_, v)| v.as_str())
 }
 
 /// Accepted whole: 200, and none of the simulator's degraded notes.
@@ -312,81 +267,6 @@ fn studio(r: &RecordedRequest, stream: bool) {
 
 // ---------------------------------------------------------------------------------------------
 // 1. Sequential and parallel tool loops, streamed and not, then resumed
-
-async fn tool_loop_then_resume(query: &str, steps: usize, parallel: usize) {
-    let sim = Sim::start("gemini").await.unwrap();
-    let home = Home::new();
-    let base = format!("{}/v1beta", sim.base_url());
-    for stream in [true, false] {
-        sim.clear_requests();
-        let out = home.chat(&gemini_args(&base, stream, query), KEY).await;
-        let id = session_id(&out);
-        loop_done(&out, steps, steps + 1);
-        let stored = home.turns(&id).await;
-        assert_eq!(stored.len(), steps + 1);
-        for turn in &stored {
-            assert_eq!(
-                (turn.model.as_str(), turn.host.as_str()),
-                (MODEL, "127.0.0.1")
-            );
-        }
-        for turn in &stored[..steps] {
-            // Gemini signs the first of parallel calls only; hermes stores what came.
-            let calls = &turn.signed.calls;
-            assert_eq!(calls.len(), parallel, "{turn:?}");
-            assert!(calls[0].1.is_some(), "{turn:?}");
-            assert!(calls[1..].iter().all(|(_, s)| s.is_none()), "{turn:?}");
-            assert_eq!(turn.signed.text, None);
-        }
-        let answer = &stored[steps].signed;
-        assert!(
-            answer.calls.is_empty() && answer.text.is_some(),
-            "{answer:?}"
-        );
-        let requests = sim.requests();
-        assert_eq!(requests.len(), steps + 1);
-        for (k, r) in requests.iter().enumerate() {
-            studio(r, stream);
-            replays(r, &stored[..k]);
-        }
-
-        // A fresh process resumes the session: every stored signature goes back.
-        sim.clear_requests();
-        let out = home
-            .chat(&resume_args(&id, stream, "[tools=1] and now?"), KEY)
-            .await;
-        assert_eq!(session_id(&out), id);
-        loop_done(&out, 1, 2);
-        let after = home.turns(&id).await;
-        assert_eq!(
-            after[..=steps],
-            stored[..],
-            "the stored turns are unchanged"
-        );
-        let requests = sim.requests();
-        assert_eq!(requests.len(), 2);
-        for (k, r) in requests.iter().enumerate() {
-            studio(r, stream);
-            replays(r, &after[..=steps + k]);
-        }
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sequential_gemini_tool_loop_replays_each_call_signature_streamed_and_not_and_after_resume()
-{
-    tool_loop_then_resume("[tools=3] what time is it?", 3, 1).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn parallel_gemini_calls_replay_the_signature_on_the_first_call_only_and_after_resume() {
-    tool_loop_then_resume("[parallel=2] what time is it twice?", 1, 2).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sequential_steps_of_parallel_gemini_calls_replay_first_call_signatures_and_after_resume() {
-    tool_loop_then_resume("[tools=2] [parallel=2] what time is it?", 2, 2).await;
-}
 
 /// `s` with one base64 character changed, the length kept.
 fn one_char_changed(s: &str, at: usize) -> String {
@@ -456,7 +336,7 @@ async fn a_signature_damaged_inside_the_loop_in_flight_is_refused_and_reported_i
     // hermes stores it exactly, and sends it back on the next step of the same loop.
     let sim = Sim::start("gemini").await.unwrap();
     let relay = damaging_relay(sim.addr(), 0).await;
-    let home = Home::new();
+    let home = crate::support::home();
     let base = format!("http://{relay}/v1beta");
     let out = home
         .run(
@@ -530,7 +410,7 @@ fn minted_call_signature(r: &RecordedRequest) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signature_edited_in_state_db_is_replayed_exactly_as_stored_never_repaired() {
     let sim = Sim::start("gemini").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = format!("{}/v1beta", sim.base_url());
     let out = home
         .chat(&gemini_args(&base, true, "[tools=3] what time is it?"), KEY)
@@ -586,7 +466,7 @@ fn sse_chunks(text: &str) -> Vec<Value> {
 async fn a_text_turn_signed_only_on_a_trailing_empty_part_is_stored_and_replayed_on_its_last_part()
 {
     let sim = Sim::start("gemini").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let base = format!("{}/v1beta", sim.base_url());
     let out = home.chat(&gemini_args(&base, true, "hello"), KEY).await;
     let id = session_id(&out);
@@ -638,7 +518,7 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
     let native = Sim::start("gemini").await.unwrap();
     let chat = Sim::start("gemini-openai").await.unwrap();
     let deepseek = Sim::start("deepseek-v4").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     let native_base = format!("{}/v1beta", native.base_url());
     let chat_base = chat.base_url();
     let out = home
@@ -715,18 +595,7 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
     let every = all_signatures(&gemini_turns);
     let out = home
         .chat(
-            &[
-                "--resume",
-                &id,
-                "--provider",
-                "deepseek",
-                "--model",
-                "deepseek-v4-pro",
-                "--base-url",
-                &deepseek.base_url(),
-                "-q",
-                "[tools=1] on deepseek?",
-            ],
+            &on_deepseek(&id, &deepseek.base_url(), "[tools=1] on deepseek?"),
             &[("DEEPSEEK_API_KEY", "sk-deepseek-test")],
         )
         .await;
@@ -735,19 +604,17 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
     assert_eq!(requests.len(), 2);
     for r in &requests {
         assert_eq!(r.status, 200, "{}", r.response);
-        let text = format!("{}\n{}", raw(r), r.body);
-        for forbidden in [
-            "extra_content",
-            "thought_signature",
-            "thoughtSignature",
-            "hermes.native_assistant",
-            "reasoning_details",
-        ] {
-            assert!(!text.contains(forbidden), "{forbidden} in {text}");
-        }
-        for sig in &every {
-            assert!(!text.contains(sig.as_str()), "{sig} in {text}");
-        }
+        carries_none(
+            r,
+            &[
+                "extra_content",
+                "thought_signature",
+                "thoughtSignature",
+                "hermes.native_assistant",
+                "reasoning_details",
+            ],
+            &every,
+        );
     }
 
     // Another host (`localhost` is not `127.0.0.1` to hermes, though the same server): none of
@@ -799,7 +666,7 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vertex_gemini_uses_the_publisher_path_and_a_bearer_token_and_resumes() {
     let sim = Sim::start("gemini").await.unwrap();
-    let home = Home::new();
+    let home = crate::support::home();
     std::fs::write(
         home.path().join("config.toml"),
         "[vertex]\nproject = \"p\"\nregion = \"us-central1\"\n",
@@ -860,22 +727,23 @@ async fn vertex_gemini_uses_the_publisher_path_and_a_bearer_token_and_resumes() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_offline_gemini_simulator_runs_a_signed_tool_loop_with_no_environment() {
-    let home = Home::new();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
-    cmd.env_clear().env("HERMES_HOME", home.path()).args([
-        "chat",
-        "--provider",
-        "sim",
-        "--base-url",
-        "sim://gemini",
-        "--effort",
-        "high",
-        "-q",
-        "[tools=2] time?",
-    ]);
-    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap();
+    let home = crate::support::home();
+    let cmd = crate::support::bare_command(
+        home.path(),
+        &[
+            "chat",
+            "--provider",
+            "sim",
+            "--base-url",
+            "sim://gemini",
+            "--effort",
+            "high",
+            "-q",
+            "[tools=2] time?",
+        ],
+        &[],
+    );
+    let out = hermes_test_support::home::output(cmd).await;
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
     let stdout = String::from_utf8(out.stdout).unwrap();

@@ -3,64 +3,40 @@
 //! session; fleet verdicts honoured across processes and re-probed once when old — against the
 //! strict simulator. PostgreSQL comes from `HERMES_TEST_PG_URL` (`.ci/run` starts one; with
 //! `HERMES_REQUIRE_PG` a missing server fails these tests).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "support/hermes.rs"]
-mod hermes;
 
 use std::path::Path;
-use std::process::{Command, Output};
 
 use hermes_sim::{RecordedRequest, Sim, Switches};
 use hermes_store::Backend;
 use hermes_store::testing::TestDb;
+use hermes_test_support::home::Home;
+use hermes_test_support::skip;
 use serde_json::{Value, json};
+
+use crate::wire::{session_id, user_texts};
 
 const MODEL: &str = "anthropic/claude-sonnet-5";
 const KEY: (&str, &str) = ("OPENROUTER_API_KEY", "sk-or-test");
 
-/// A home folder; `db` (a database URL) when sessions live elsewhere.
-struct Home {
-    dir: tempfile::TempDir,
-    db: Option<String>,
+/// A home with the OpenRouter key; `db` (a database URL) when sessions live elsewhere.
+fn shared_home(db: Option<&str>) -> Home {
+    let home = crate::support::home().with_env(KEY.0, KEY.1);
+    match db {
+        Some(db) => home.with_env("HERMES_DATABASE_URL", db),
+        None => home,
+    }
 }
 
-impl Home {
-    fn new(db: Option<&str>) -> Self {
-        Home {
-            dir: tempfile::tempdir().unwrap(),
-            db: db.map(str::to_owned),
-        }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut env = vec![KEY];
-        if let Some(db) = &self.db {
-            env.push(("HERMES_DATABASE_URL", db));
-        }
-        hermes::hermes(self.path(), args, &env)
-    }
-
-    /// Runs hermes off the async runtime (the simulator serves meanwhile).
-    async fn run(&self, args: &[&str]) -> Output {
-        hermes::output(self.command(args)).await
-    }
-
-    async fn ok(&self, args: &[&str]) -> (String, String) {
-        let out = self.run(args).await;
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{args:?}: {stderr}");
-        (String::from_utf8(out.stdout).unwrap(), stderr)
-    }
-
+/// What these tests ask of a home beyond running hermes.
+trait SharedHome {
     /// `chat --json` on the OpenRouter route of `sim`, new or resuming `resume`.
-    async fn chat(&self, sim: &Sim, resume: Option<&str>, query: &str) -> (Value, String) {
+    async fn chat_on(&self, sim: &Sim, resume: Option<&str>, query: &str) -> (Value, String);
+}
+
+impl SharedHome for Home {
+    async fn chat_on(&self, sim: &Sim, resume: Option<&str>, query: &str) -> (Value, String) {
         let base = sim.base_url();
-        let mut args = vec!["chat", "--json", "--no-stream", "-q", query];
+        let mut args = vec!["--no-stream", "-q", query];
         match resume {
             Some(id) => args.extend(["--resume", id, "--base-url", &base]),
             None => args.extend([
@@ -72,17 +48,8 @@ impl Home {
                 &base,
             ]),
         }
-        let (out, stderr) = self.ok(&args).await;
-        (serde_json::from_str(&out).unwrap(), stderr)
+        self.chat_stderr(&args, &[]).await
     }
-
-    async fn export(&self, id: &str) -> String {
-        self.ok(&["sessions", "export", id]).await.0
-    }
-}
-
-fn session_id(out: &Value) -> String {
-    out["session_id"].as_str().unwrap().to_owned()
 }
 
 /// Every request was accepted whole by the strict simulator.
@@ -105,17 +72,6 @@ fn details_texts(export: &str) -> Vec<String> {
         .collect()
 }
 
-fn user_texts(export: &str) -> Vec<String> {
-    let doc: Value = serde_json::from_str(export).unwrap();
-    doc["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].as_str().unwrap().to_owned())
-        .collect()
-}
-
 #[tokio::test]
 async fn a_sqlite_session_migrated_then_continued_by_two_processes_on_postgres_keeps_every_turn_and_byte()
  {
@@ -123,11 +79,13 @@ async fn a_sqlite_session_migrated_then_continued_by_two_processes_on_postgres_k
         return;
     };
     let sim = Sim::start("openrouter").await.unwrap();
-    let local = Home::new(None);
-    let (first, _) = local.chat(&sim, None, "[tools=2] what time is it?").await;
+    let local = shared_home(None);
+    let (first, _) = local
+        .chat_on(&sim, None, "[tools=2] what time is it?")
+        .await;
     let id = session_id(&first);
     all_accepted(&sim.requests());
-    let sqlite_export = local.export(&id).await;
+    let sqlite_export = local.export_text(&id).await;
     assert!(
         !details_texts(&sqlite_export).is_empty(),
         "signed reasoning stored"
@@ -135,13 +93,17 @@ async fn a_sqlite_session_migrated_then_continued_by_two_processes_on_postgres_k
 
     // Migrate: every session, verified; a second run copies nothing.
     let url = pg.url();
-    let (out, _) = local.ok(&["sessions", "migrate", "--to", &url]).await;
+    let (out, _) = local
+        .ok_with(&["sessions", "migrate", "--to", &url], &[])
+        .await;
     assert!(out.starts_with("copied 1 session ("), "{out}");
     assert!(
         !out.contains("hermes-ci-secret") && !out.contains(":hermes@"),
         "{out}"
     );
-    let (again, _) = local.ok(&["sessions", "migrate", "--to", &url]).await;
+    let (again, _) = local
+        .ok_with(&["sessions", "migrate", "--to", &url], &[])
+        .await;
     assert!(
         again.starts_with("copied 0 sessions (0 messages)"),
         "{again}"
@@ -149,9 +111,9 @@ async fn a_sqlite_session_migrated_then_continued_by_two_processes_on_postgres_k
     assert!(again.contains("1 already there"), "{again}");
 
     // The export is byte-identical from either backend.
-    let machine_a = Home::new(Some(&url));
-    let machine_b = Home::new(Some(&url));
-    assert_eq!(machine_a.export(&id).await, sqlite_export);
+    let machine_a = shared_home(Some(&url));
+    let machine_b = shared_home(Some(&url));
+    assert_eq!(machine_a.export_text(&id).await, sqlite_export);
 
     // Two machines take turns, each resuming the other's last turn.
     let mut expected_users = user_texts(&sqlite_export);
@@ -164,7 +126,7 @@ async fn a_sqlite_session_migrated_then_continued_by_two_processes_on_postgres_k
         };
         sim.clear_requests();
         let query = format!("[tools=1] round {round}");
-        let (out, _) = machine.chat(&sim, Some(&id), &query).await;
+        let (out, _) = machine.chat_on(&sim, Some(&id), &query).await;
         assert_eq!(session_id(&out), id);
         let requests = sim.requests();
         all_accepted(&requests);
@@ -175,7 +137,7 @@ async fn a_sqlite_session_migrated_then_continued_by_two_processes_on_postgres_k
             expected_users.len() + 1,
             "round {round}"
         );
-        let now = machine.export(&id).await;
+        let now = machine.export_text(&id).await;
         // Every earlier carrier is stored byte for byte as it was.
         let before = details_texts(&previous);
         assert_eq!(
@@ -193,7 +155,7 @@ async fn a_sqlite_session_migrated_then_continued_by_two_processes_on_postgres_k
     }
     // Positions dense and ordered, seen through `sessions show --all`.
     let (shown, _) = machine_a
-        .ok(&["sessions", "show", &id, "--json", "--all"])
+        .ok_with(&["sessions", "show", &id, "--json", "--all"], &[])
         .await;
     let shown: Value = serde_json::from_str(&shown).unwrap();
     let positions: Vec<i64> = shown["messages"]
@@ -214,18 +176,13 @@ async fn a_sqlite_session_migrated_then_continued_by_two_processes_on_postgres_k
 
 /// No file under `dir` holds `secret`.
 fn assert_no_file_holds(dir: &Path, secret: &str) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            assert_no_file_holds(&path, secret);
-        } else {
-            let bytes = std::fs::read(&path).unwrap();
-            assert!(
-                !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
-                "{} holds the database password",
-                path.display()
-            );
-        }
+    for path in crate::support::files_under(dir) {
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(
+            !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "{} holds the database password",
+            path.display()
+        );
     }
 }
 
@@ -235,24 +192,27 @@ async fn two_processes_on_one_postgres_session_take_turns_through_the_lease() {
         return;
     };
     let sim = Sim::start("openrouter").await.unwrap();
-    let a = Home::new(Some(&pg.url()));
-    let b = Home::new(Some(&pg.url()));
-    let (first, _) = a.chat(&sim, None, "start").await;
+    let a = shared_home(Some(&pg.url()));
+    let b = shared_home(Some(&pg.url()));
+    let (first, _) = a.chat_on(&sim, None, "start").await;
     let id = session_id(&first);
     sim.clear_requests();
     let base = sim.base_url();
     let spawn = |home: &Home, query: &str| {
-        let mut cmd = home.command(&[
-            "chat",
-            "--json",
-            "--no-stream",
-            "--resume",
-            &id,
-            "--base-url",
-            &base,
-            "-q",
-            query,
-        ]);
+        let mut cmd = home.command(
+            &[
+                "chat",
+                "--json",
+                "--no-stream",
+                "--resume",
+                &id,
+                "--base-url",
+                &base,
+                "-q",
+                query,
+            ],
+            &[],
+        );
         // Off the runtime: the simulator serves on it meanwhile.
         tokio::task::spawn_blocking(move || cmd.output().unwrap())
     };
@@ -290,7 +250,7 @@ async fn two_processes_on_one_postgres_session_take_turns_through_the_lease() {
         .iter()
         .any(|m| m["content"] == json!(order[0]));
     assert!(second_sees_first, "the second turn carried stale history");
-    let export = a.export(&id).await;
+    let export = a.export_text(&id).await;
     let users = user_texts(&export);
     assert_eq!(users.len(), 3);
     assert_eq!(users[1], order[0]);
@@ -301,7 +261,7 @@ async fn two_processes_on_one_postgres_session_take_turns_through_the_lease() {
 /// simulator refuses that field.
 async fn learn_refusal(home: &Home, sim: &Sim) {
     sim.set_switches(Switches::default().reject_message_field("reasoning_details"));
-    let (out, _) = home.chat(sim, None, "[tools=1] first").await;
+    let (out, _) = home.chat_on(sim, None, "[tools=1] first").await;
     let requests = sim.requests();
     assert_eq!(requests.len(), 3, "one refusal, one retry: {out}");
     assert_eq!(requests[1].status, 400);
@@ -324,19 +284,19 @@ fn carrying_details(requests: &[RecordedRequest]) -> usize {
 async fn fleet_verdict_honoured_across_processes(db: TestDb) {
     let sim = Sim::start("openrouter").await.unwrap();
     let url = db.url();
-    let learner = Home::new(Some(&url));
+    let learner = shared_home(Some(&url));
     learn_refusal(&learner, &sim).await;
 
     // Another process, another home, a new session: it starts without the refused field.
-    let other = Home::new(Some(&url));
-    let (out, stderr) = other.chat(&sim, None, "[tools=2] second").await;
+    let other = shared_home(Some(&url));
+    let (out, stderr) = other.chat_on(&sim, None, "[tools=2] second").await;
     assert_eq!(out["requests"], 3, "{out}");
     let requests = sim.requests();
     all_accepted(&requests);
     assert_eq!(carrying_details(&requests), 0);
     assert!(!stderr.contains("refused"), "{stderr}");
     // The new session's own record stays empty: the fleet's verdicts are the fleet's.
-    let export: Value = serde_json::from_str(&other.export(&session_id(&out)).await).unwrap();
+    let export: Value = serde_json::from_str(&other.export_text(&session_id(&out)).await).unwrap();
     assert!(
         export["model_config"]
             .get("reasoning_rejected_carriers")
@@ -346,7 +306,7 @@ async fn fleet_verdict_honoured_across_processes(db: TestDb) {
     // `hermes preview` of that session applies the fleet's verdicts as chat does: the stored
     // signed items stay out of the body.
     let id = session_id(&out);
-    let stored: Value = serde_json::from_str(&other.export(&id).await).unwrap();
+    let stored: Value = serde_json::from_str(&other.export_text(&id).await).unwrap();
     assert!(
         stored["messages"]
             .as_array()
@@ -355,7 +315,7 @@ async fn fleet_verdict_honoured_across_processes(db: TestDb) {
             .any(|m| m.get("reasoning_details").is_some()),
         "the session stores signed items: {stored}"
     );
-    let (body, _) = other.ok(&["preview", "--session", &id]).await;
+    let (body, _) = other.ok_with(&["preview", "--session", &id], &[]).await;
     let body: Value = serde_json::from_str(&body).unwrap();
     assert!(
         !body["messages"]
@@ -366,7 +326,9 @@ async fn fleet_verdict_honoured_across_processes(db: TestDb) {
         "{body}"
     );
     // `verdicts list --all` shows the fleet verdict; `verdicts clear` forgets it.
-    let (listed, _) = other.ok(&["verdicts", "list", "--all", "--json"]).await;
+    let (listed, _) = other
+        .ok_with(&["verdicts", "list", "--all", "--json"], &[])
+        .await;
     let listed: Value = serde_json::from_str(&listed).unwrap();
     let fleet: Vec<&Value> = listed
         .as_array()
@@ -380,11 +342,13 @@ async fn fleet_verdict_honoured_across_processes(db: TestDb) {
         assert_eq!(r["model"], MODEL);
         assert!(r["learned_at"].as_str().unwrap().ends_with('Z'));
     }
-    let (text, _) = other.ok(&["verdicts", "list", "--all"]).await;
+    let (text, _) = other.ok_with(&["verdicts", "list", "--all"], &[]).await;
     assert!(text.contains("fleet  chat openrouter @ 127.0.0.1 / anthropic/claude-sonnet-5: refused reasoning_details (learned "), "{text}");
-    let (cleared, _) = other.ok(&["verdicts", "clear"]).await;
+    let (cleared, _) = other.ok_with(&["verdicts", "clear"], &[]).await;
     assert!(cleared.starts_with("cleared "), "{cleared}");
-    let (listed, _) = other.ok(&["verdicts", "list", "--all", "--json"]).await;
+    let (listed, _) = other
+        .ok_with(&["verdicts", "list", "--all", "--json"], &[])
+        .await;
     assert_eq!(listed.trim(), "[]");
 }
 
@@ -419,7 +383,7 @@ async fn old_fleet_verdict_reprobed_exactly_once(db: TestDb) {
     let sim = Sim::start("openrouter").await.unwrap();
     let url = db.url();
     let home = |age: &str| {
-        let h = Home::new(Some(&url));
+        let h = shared_home(Some(&url));
         std::fs::write(
             h.path().join("config.toml"),
             format!("[verdicts]\nreprobe_after = \"{age}\"\n"),
@@ -429,9 +393,9 @@ async fn old_fleet_verdict_reprobed_exactly_once(db: TestDb) {
     };
     let learner = home("1h");
     learn_refusal(&learner, &sim).await;
-    let fresh_before = Home::new(Some(&url));
+    let fresh_before = shared_home(Some(&url));
     // Young: honoured.
-    let _ = fresh_before.chat(&sim, None, "[tools=1] young").await;
+    let _ = fresh_before.chat_on(&sim, None, "[tools=1] young").await;
     assert_eq!(carrying_details(&sim.requests()), 0);
     sim.clear_requests();
 
@@ -439,13 +403,15 @@ async fn old_fleet_verdict_reprobed_exactly_once(db: TestDb) {
     // Old (age limit 1 s), still refused: one request carries the field, is refused, the turn
     // goes on without it, and the verdict is fresh again.
     let prober = home("1s");
-    let (out, stderr) = prober.chat(&sim, None, "[tools=2] probe").await;
+    let (out, stderr) = prober.chat_on(&sim, None, "[tools=2] probe").await;
     let requests = sim.requests();
     assert_eq!(carrying_details(&requests), 1, "{out}");
     assert_eq!(requests.iter().filter(|r| r.status == 400).count(), 1);
     assert!(stderr.contains("refused"), "{stderr}");
     sim.clear_requests();
-    let (_, _) = prober.chat(&sim, None, "[tools=2] after the probe").await;
+    let (_, _) = prober
+        .chat_on(&sim, None, "[tools=2] after the probe")
+        .await;
     assert_eq!(
         carrying_details(&sim.requests()),
         0,
@@ -456,12 +422,14 @@ async fn old_fleet_verdict_reprobed_exactly_once(db: TestDb) {
     // Old again, and now accepted: the probe's request goes through and the verdict is gone.
     sim.set_switches(Switches::default());
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
-    let (_, stderr) = prober.chat(&sim, None, "[tools=1] accepted").await;
+    let (_, stderr) = prober.chat_on(&sim, None, "[tools=1] accepted").await;
     let requests = sim.requests();
     all_accepted(&requests);
     assert_eq!(carrying_details(&requests), 1);
     assert!(!stderr.contains("refused"), "{stderr}");
-    let (listed, _) = prober.ok(&["verdicts", "list", "--all", "--json"]).await;
+    let (listed, _) = prober
+        .ok_with(&["verdicts", "list", "--all", "--json"], &[])
+        .await;
     let listed: Value = serde_json::from_str(&listed).unwrap();
     assert!(
         !listed
@@ -473,26 +441,28 @@ async fn old_fleet_verdict_reprobed_exactly_once(db: TestDb) {
     );
     // A new session with the default age now sends the field.
     sim.clear_requests();
-    let _ = fresh_before.chat(&sim, None, "[tools=1] free again").await;
+    let _ = fresh_before
+        .chat_on(&sim, None, "[tools=1] free again")
+        .await;
     assert_eq!(carrying_details(&sim.requests()), 1);
 }
 
 #[tokio::test]
 async fn the_store_url_is_a_secret_in_config_show_and_errors() {
-    let home = Home::new(None);
+    let home = shared_home(None);
     std::fs::write(
         home.path().join("config.toml"),
         "[store]\nurl = \"postgres://fleet:s3cr3t-pw@127.0.0.1:1/hermes?sslmode=disable\"\n",
     )
     .unwrap();
-    let (shown, _) = home.ok(&["config", "show"]).await;
+    let (shown, _) = home.ok_with(&["config", "show"], &[]).await;
     assert!(
         shown.contains("postgres://fleet:***@127.0.0.1:1/hermes?sslmode=disable"),
         "{shown}"
     );
     assert!(!shown.contains("s3cr3t-pw"), "{shown}");
     // Nothing listens on port 1: the error names the server, redacted.
-    let out = home.run(&["sessions", "list"]).await;
+    let out = home.run(&["sessions", "list"], &[]).await;
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -501,8 +471,8 @@ async fn the_store_url_is_a_secret_in_config_show_and_errors() {
     );
     assert!(!stderr.contains("s3cr3t-pw"), "{stderr}");
     // A URL that is no database URL is refused naming the setting.
-    let bad = Home::new(Some("mysql://root:pw@db/x"));
-    let out = bad.run(&["sessions", "list"]).await;
+    let bad = shared_home(Some("mysql://root:pw@db/x"));
+    let out = bad.run(&["sessions", "list"], &[]).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
@@ -518,7 +488,7 @@ async fn tls_to_postgres_honours_sslmode() {
         return;
     };
     let ca = std::env::var("HERMES_TEST_PG_CA").ok();
-    let home_for = |url: String| Home::new(Some(&url));
+    let home_for = |url: String| shared_home(Some(&url));
     // Encrypted and verified against the test CA.
     if let Some(ca) = &ca {
         let verified = hermes_store::testing::with_param(
@@ -526,22 +496,27 @@ async fn tls_to_postgres_honours_sslmode() {
             "sslrootcert",
             ca,
         );
-        home_for(verified).ok(&["sessions", "list"]).await;
+        home_for(verified).ok_with(&["sessions", "list"], &[]).await;
         // verify-full without the CA: the server's certificate is not trusted.
         let unverified = hermes_store::testing::with_param(&base, "sslmode", "verify-full");
-        let out = home_for(unverified).run(&["sessions", "list"]).await;
+        let out = home_for(unverified).run(&["sessions", "list"], &[]).await;
         assert!(!out.status.success());
         let stderr = String::from_utf8_lossy(&out.stderr).to_lowercase();
         assert!(
             stderr.contains("certificate") || stderr.contains("tls"),
             "{stderr}"
         );
-    } else if std::env::var_os("HERMES_REQUIRE_PG").is_some() {
+    } else if skip::flag("HERMES_REQUIRE_PG") {
         panic!("HERMES_TEST_PG_CA is unset: the TLS test cannot run");
+    } else {
+        skip::skipped(
+            skip::group::POSTGRES,
+            "HERMES_TEST_PG_CA is unset: TLS with verify-full is not checked",
+        );
     }
     // sslmode=disable talks plain text.
     let plain = hermes_store::testing::with_param(&base, "sslmode", "disable");
-    home_for(plain).ok(&["sessions", "list"]).await;
+    home_for(plain).ok_with(&["sessions", "list"], &[]).await;
 }
 
 #[tokio::test]
@@ -551,16 +526,21 @@ async fn the_postgres_password_may_come_from_pgpassword_and_is_never_printed() {
     };
     let mut parsed = url::Url::parse(&url).unwrap();
     let Some(password) = parsed.password().map(str::to_owned) else {
-        return; // a server without a password: nothing to move out of the URL
+        // A server without a password: nothing to move out of the URL.
+        skip::skipped(
+            skip::group::POSTGRES,
+            "the test server has no password: PGPASSWORD is not checked",
+        );
+        return;
     };
     parsed.set_password(None).unwrap();
     let bare = parsed.to_string();
-    let home = Home::new(Some(&bare));
+    let home = shared_home(Some(&bare));
     // Without it the server refuses, and says so without a password to hide.
-    let refused = home.run(&["sessions", "list"]).await;
+    let refused = home.run(&["sessions", "list"], &[]).await;
     assert!(!refused.status.success());
     // With PGPASSWORD it opens; the password is in no output.
-    let mut cmd = home.command(&["sessions", "list", "--json"]);
+    let mut cmd = home.command(&["sessions", "list", "--json"], &[]);
     cmd.env("PGPASSWORD", &password);
     let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
         .await

@@ -1,0 +1,82 @@
+//! What the test modules share: the `hermes` binary under test, run in a home of its own with a
+//! clean environment (`hermes_test_support::home`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use hermes_test_support::home::Home;
+use serde_json::Value;
+
+/// The binary under test.
+pub(crate) fn bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_hermes"))
+}
+
+/// A fresh, empty home for the binary under test.
+pub(crate) fn home() -> Home {
+    Home::new(bin())
+}
+
+/// A fresh home that is also `HOME` (no real `~/.aws` or other dotfile is read, no EC2 metadata
+/// lookups).
+pub(crate) fn own_home() -> Home {
+    home().own_home()
+}
+
+/// `hermes ARGS` with `home` as `HERMES_HOME`, a clean environment, then `env` (not started).
+pub(crate) fn command(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
+    hermes_test_support::home::command(bin(), home, args, env)
+}
+
+/// `hermes ARGS` in `home` with nothing of this machine's environment, not even `PATH`: only
+/// what [`command`] sets (`HERMES_HOME`, `NO_COLOR`) and `env`.
+pub(crate) fn bare_command(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut cmd = command(home, args, env);
+    let set: Vec<_> = cmd
+        .get_envs()
+        .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())))
+        .collect();
+    cmd.env_clear().envs(set);
+    cmd
+}
+
+/// Every regular file under `dir`, at any depth.
+pub(crate) fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let kind = entry.file_type().unwrap();
+        if kind.is_dir() {
+            out.extend(files_under(&entry.path()));
+        } else if kind.is_file() {
+            out.push(entry.path());
+        }
+    }
+    out
+}
+
+/// The assistant messages of a request body or an export (its `messages`), in order.
+pub(crate) fn assistants(body: &Value) -> impl Iterator<Item = &Value> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+}
+
+/// The rows `sql` selects from the home's `state.db`, with `id` (a session id) bound to its one
+/// parameter when given.
+pub(crate) async fn rows<T>(home: &Home, sql: &'static str, id: Option<&str>) -> Vec<T>
+where
+    T: for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow> + Send + Unpin,
+{
+    use sqlx::Connection as _;
+    let mut conn = home.sqlite().await;
+    let mut query = sqlx::query_as::<_, T>(sql);
+    if let Some(id) = id {
+        query = query.bind(id);
+    }
+    let rows = query.fetch_all(&mut conn).await.unwrap();
+    conn.close().await.unwrap();
+    rows
+}
