@@ -3,22 +3,17 @@
 //! an error after the 200, Vertex's path with a bearer token, a refused `thoughtSignature`
 //! retried once through the turn driver, a missing signature told in one line, and the wire's
 //! conformance cases (`tests/cases/default/gemini-*.json`).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/memory_log.rs"]
-mod memory_log;
-
+use crate::support;
 use std::sync::Mutex;
 
-use hermes_core::driver::{Conversation, Driver, DriverConfig};
+use hermes_core::driver::Conversation;
 use hermes_core::transport::Delta;
 use hermes_core::{
-    FinishReason, Message, Origin, RequestParts, ResolveOptions, Role, RouteTarget,
-    ThinkingRequest, Verdicts, Wire,
+    FinishReason, Message, Origin, RequestParts, ResolveOptions, Role, RouteTarget, Verdicts, Wire,
 };
 use hermes_providers::gemini::{self, Flavor, GeminiWire, Target};
 use hermes_providers::{Auth, ChatTransport, TransportError, builtin_table};
-use memory_log::{Log, NoTools};
 use wiremock::matchers::{header, method, path, query_param};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
@@ -307,41 +302,13 @@ async fn a_missing_signature_comes_back_as_one_clear_line() {
 async fn an_unknown_thought_signature_field_is_refused_once_and_resent_without_signatures() {
     let server = MockServer::start().await;
     let refusal = r#"[{"error":{"code":400,"message":"Invalid JSON payload received. Unknown name \"thoughtSignature\" at 'contents[1].parts[0]': Cannot find field.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"field":"contents[1].parts[0]","description":"Invalid JSON payload received. Unknown name \"thoughtSignature\" at 'contents[1].parts[0]': Cannot find field."}]}]}}]"#;
-    Mock::given(method("POST"))
-        .and(path(PATH))
-        .and(|r: &Request| String::from_utf8_lossy(&r.body).contains("thoughtSignature"))
-        .respond_with(ResponseTemplate::new(400).set_body_raw(refusal, "application/json"))
-        .expect(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .and(path(PATH))
-        .and(|r: &Request| !String::from_utf8_lossy(&r.body).contains("thoughtSignature"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(REPLY, "application/json"))
-        .expect(1)
-        .mount(&server)
-        .await;
+    support::refused_once(&server, PATH, "thoughtSignature", refusal, REPLY).await;
     let w = studio(&server);
     let table = builtin_table();
     let decision = table.resolve(
         &RouteTarget::new("gemini", Some(&server.uri()), MODEL),
         ResolveOptions::default(),
     );
-    let log = Log::default();
-    let mut config = DriverConfig::default();
-    config.thinking = ThinkingRequest::NoPreference;
-    config.max_backoff_retries = 0;
-    let events = Mutex::new(Vec::new());
-    let notify =
-        |e: &hermes_core::driver::DriverEvent| events.lock().unwrap().push(format!("{e:?}"));
-    let driver = Driver {
-        decision: &decision,
-        wire: &w,
-        log: &log,
-        tools: &NoTools,
-        config: &config,
-        notify: &notify,
-    };
     let mut history = loop_history(&server);
     let user = history.remove(1);
     // A finished loop before this turn: the stored step is replayed, signed.
@@ -350,10 +317,7 @@ async fn an_unknown_thought_signature_field_is_refused_once_and_resent_without_s
         ..Conversation::default()
     };
     conversation.messages.extend(history);
-    let outcome = driver
-        .run_turn(&mut conversation, Message::text(Role::User, "And now?"))
-        .await
-        .unwrap();
+    let (outcome, events, stored) = support::recovery_turn(&decision, &w, &mut conversation).await;
     assert_eq!(outcome.requests, 2, "one refusal, one retry");
     assert_eq!(
         conversation
@@ -363,11 +327,8 @@ async fn an_unknown_thought_signature_field_is_refused_once_and_resent_without_s
     );
     assert!(
         events
-            .into_inner()
-            .unwrap()
             .iter()
             .any(|e| e.contains("Refused") && e.contains("thoughtSignature"))
     );
-    let stored = log.appended.into_inner().unwrap();
     assert_eq!(stored.last().unwrap().role, Role::Assistant);
 }

@@ -1,7 +1,6 @@
 //! A steer mid tool loop (the user typed while a tool ran: user, step, result, user) through the
 //! Anthropic, Bedrock Converse and Gemini wires against the strict simulators: the step is
 //! captured from the simulator, the steered request is encoded by the wire and accepted.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::SystemTime;
 

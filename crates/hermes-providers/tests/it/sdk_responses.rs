@@ -20,17 +20,11 @@
 //! requires `id` (`response_output_message_param.py`), so that is the only input item type an
 //! id-less assistant turn fits (openai 3.57.0). This test first found hermes sending the output
 //! message shape without its id; every body now validates.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/sdk_python.rs"]
-mod sdk_support;
+use crate::images;
+use crate::support::{self, header};
 
-#[path = "support/images.rs"]
-mod images;
-
-use std::io::Write as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use hermes_core::{
     Effort, Message, RawJson, RequestParts, ResolveOptions, RouteTarget, ThinkingRequest, Verdicts,
@@ -59,43 +53,15 @@ from openai.types.responses import response_create_params\n\
 print(f'openai {openai.__version__}, pydantic {pydantic.VERSION}')";
 
 /// The SDK's Python, or `None` when there is none and none is required (see
-/// [`sdk_support::sdk_python`]).
+/// [`hermes_test_support::sdk::sdk_python`]).
 fn sdk_python() -> Option<&'static Path> {
-    sdk_support::sdk_python("sdk_responses", "openai", PROBE_SCRIPT)
+    hermes_test_support::sdk::sdk_python("openai", PROBE_SCRIPT)
 }
 
 /// Runs `script` with `input` on standard input, with none of the machine's OpenAI settings
-/// and no proxy: its exit code, standard output and error.
+/// and no proxy (see [`support::python`]): its exit code, standard output and error.
 fn run(py: &Path, script: &str, input: &str) -> (Option<i32>, String, String) {
-    let mut cmd = Command::new(py);
-    for (key, _) in std::env::vars_os() {
-        let name = key.to_string_lossy().to_ascii_uppercase();
-        if name.starts_with("OPENAI_") || name.ends_with("_PROXY") {
-            cmd.env_remove(&key);
-        }
-    }
-    let mut child = cmd
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONIOENCODING", "utf-8")
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .arg(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    support::run(support::python(py, &["OPENAI_"]), script, input)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -290,10 +256,6 @@ async fn recorder() -> MockServer {
         .mount(&server)
         .await;
     server
-}
-
-fn header<'r>(request: &'r Request, name: &str) -> Option<&'r str> {
-    request.headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 /// Where two JSON values differ, key by key (object key order aside), as `path: ours vs sdk`.

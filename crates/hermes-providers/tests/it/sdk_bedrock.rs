@@ -22,18 +22,12 @@
 //!   encoded Converse body, which boto3 is given as the call's parameters (its JSON text as is,
 //!   blobs decoded): botocore serialises the request itself, so equal body bytes mean hermes
 //!   writes a Converse body exactly as botocore does.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/sdk_python.rs"]
-mod sdk_support;
+use crate::images::{self, PNG};
+use crate::support::{self, header};
 
-#[path = "support/images.rs"]
-mod images;
-use images::PNG;
-
-use std::io::Write as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_smithy_eventstream::frame::write_message_to;
@@ -49,7 +43,7 @@ use hermes_providers::bedrock::{self, BedrockWire};
 use hermes_providers::{Auth, ChatTransport, builtin_table};
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path_regex};
-use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const RECORD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/boto3_record.py");
 const VALIDATE: &str = concat!(
@@ -83,55 +77,28 @@ const PROBE_SCRIPT: &str = "import boto3, botocore\n\
 print(f'boto3 {boto3.__version__}, botocore {botocore.__version__}')";
 
 /// The SDK's Python, or `None` when there is none and none is required (see
-/// [`sdk_support::sdk_python`]).
+/// [`hermes_test_support::sdk::sdk_python`]).
 fn sdk_python() -> Option<&'static Path> {
-    sdk_support::sdk_python("sdk_bedrock", "boto3", PROBE_SCRIPT)
+    hermes_test_support::sdk::sdk_python("boto3", PROBE_SCRIPT)
 }
 
 /// A Python command with no AWS settings of the machine's own: no `AWS_*` variables, no
 /// config or credentials files, no proxy for the loopback recorder.
 fn python(py: &Path) -> Command {
-    let mut cmd = Command::new(py);
-    for (key, _) in std::env::vars_os() {
-        let name = key.to_string_lossy().to_ascii_uppercase();
-        if name.starts_with("AWS_") || name.ends_with("_PROXY") {
-            cmd.env_remove(&key);
-        }
-    }
-    cmd.env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONIOENCODING", "utf-8")
-        .env("AWS_CONFIG_FILE", "/nonexistent/hermes-sdk-test/config")
+    let mut cmd = support::python(py, &["AWS_"]);
+    cmd.env("AWS_CONFIG_FILE", "/nonexistent/hermes-sdk-test/config")
         .env(
             "AWS_SHARED_CREDENTIALS_FILE",
             "/nonexistent/hermes-sdk-test/credentials",
         )
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("NO_PROXY", "127.0.0.1,localhost");
+        .env("AWS_EC2_METADATA_DISABLED", "true");
     cmd
 }
 
 /// Runs `script` with `input` (JSON text) on standard input: its exit code, standard output
 /// and standard error.
 fn run(py: &Path, script: &str, input: &str) -> (Option<i32>, String, String) {
-    let mut child = python(py)
-        .arg(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    support::run(python(py), script, input)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -450,13 +417,6 @@ fn calls(server: &MockServer) -> Vec<Call> {
     calls
 }
 
-fn header(request: &Request, name: &str) -> Option<String> {
-    request
-        .headers
-        .get(name)
-        .map(|v| v.to_str().unwrap().to_owned())
-}
-
 /// Makes every call with boto3, then with hermes, against one recorder, and compares each pair.
 async fn prove_signing(py: &Path, token: Option<&str>) {
     let server = recorder().await;
@@ -521,8 +481,8 @@ async fn prove_signing(py: &Path, token: Option<&str>) {
         assert_eq!(h.url.path(), b.url.path(), "{what}: path");
         let b_auth = header(b, "authorization").unwrap();
         assert_eq!(
-            header(h, "authorization").as_deref(),
-            Some(b_auth.as_str()),
+            header(h, "authorization"),
+            Some(b_auth),
             "{what}: Authorization"
         );
         let signed = if token.is_some() {
@@ -539,7 +499,7 @@ async fn prove_signing(py: &Path, token: Option<&str>) {
         for name in ["x-amz-date", "x-amz-security-token", "content-type", "host"] {
             assert_eq!(header(h, name), header(b, name), "{what}: {name}");
         }
-        assert_eq!(header(h, "x-amz-security-token").as_deref(), token);
+        assert_eq!(header(h, "x-amz-security-token"), token);
         assert_eq!(
             String::from_utf8_lossy(&b.body),
             String::from_utf8_lossy(&call.out.body),
@@ -607,32 +567,10 @@ async fn a_different_clock_body_or_path_changes_the_signature() {
 /// Runs the validator over request items (JSON texts): one verdict per request, `None` when
 /// valid.
 fn validate(py: &Path, requests: &[String]) -> Vec<Option<String>> {
-    let (code, stdout, stderr) = run(py, VALIDATE, &format!("[{}]", requests.join(",")));
-    assert!(
-        matches!(code, Some(0 | 1)),
-        "the validator failed to run ({code:?}): {stderr}"
-    );
-    let verdicts: Vec<Option<String>> = stdout
-        .lines()
-        .map(|line| {
-            if line == "ok" {
-                None
-            } else {
-                Some(
-                    line.strip_prefix("invalid ")
-                        .unwrap_or_else(|| panic!("unexpected validator line {line:?}"))
-                        .to_owned(),
-                )
-            }
-        })
-        .collect();
-    assert_eq!(verdicts.len(), requests.len(), "{stdout}");
-    assert_eq!(
-        code == Some(0),
-        verdicts.iter().all(Option::is_none),
-        "exit status and verdicts disagree: {stderr}"
-    );
-    verdicts
+    support::verdicts(
+        run(py, VALIDATE, &format!("[{}]", requests.join(","))),
+        requests.len(),
+    )
 }
 
 fn converse_request(model: &str, body: &Value) -> String {

@@ -1,12 +1,11 @@
 //! Bounded waits against raw loopback servers: a server that accepts and says nothing ends at
 //! the time-to-first-byte limit; a stream that stalls after its first chunk ends at the idle
 //! limit. Each is a clear timeout error and captures nothing.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::support;
 use std::time::Duration;
 
-use hermes_core::{Message, Origin, ResolveOptions, RouteTarget, ThinkingRequest, Verdicts};
-use hermes_providers::chat::ChatRequest;
+use hermes_core::{Message, Origin, ResolveOptions, RouteTarget};
 use hermes_providers::{ChatTransport, Endpoint, TransportError, Waits, builtin_table};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
@@ -40,13 +39,7 @@ async fn send(
         ResolveOptions::default(),
     );
     let history: Vec<Message> = vec![Message::text(hermes_core::Role::User, "hi")];
-    let mut request = ChatRequest::build(
-        &history,
-        &decision,
-        &Verdicts::default(),
-        ThinkingRequest::NoPreference,
-    );
-    request.stream = stream;
+    let request = support::chat_request(&history, &decision, stream);
     let endpoint = Endpoint {
         base_url: base.to_owned(),
         api_key: None,

@@ -2,10 +2,8 @@
 //! user turn and a tool result with chat-style images (a PNG `data:` URL, an https URL) over
 //! loopback HTTP, and the simulator, which refuses the chat shape and checks each image, takes
 //! the body and answers.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/images.rs"]
-mod images;
+use crate::images;
 
 use hermes_core::{Origin, RequestParts, ResolveOptions, RouteTarget, Verdicts, Wire};
 use hermes_providers::anthropic::{AnthropicWire, Flavor, Target};

@@ -3,23 +3,18 @@
 //! error event after the 200, and the one-time recovery from foreign encrypted reasoning
 //! through the turn driver (exactly two requests, the second without that origin's reasoning
 //! items and with their paired items id-less).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/memory_log.rs"]
-mod memory_log;
-
+use crate::support;
 use std::sync::Mutex;
 
-use hermes_core::driver::{Conversation, Driver, DriverConfig};
+use hermes_core::driver::Conversation;
 use hermes_core::{
-    FinishReason, Message, Origin, RequestParts, ResolveOptions, Role, RouteTarget,
-    ThinkingRequest, Usage, Verdicts, Wire,
+    FinishReason, Message, Origin, RequestParts, ResolveOptions, RouteTarget, Usage, Verdicts, Wire,
 };
 use hermes_providers::responses::{ResponsesWire, WIRE_ID};
 use hermes_providers::{Auth, ChatTransport, TransportError, builtin_table};
-use memory_log::{Log, NoTools};
 use wiremock::matchers::{header, method, path};
-use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const MODEL: &str = "gpt-5";
 const KEY: &str = "sk-test-key-123";
@@ -181,47 +176,16 @@ async fn an_error_event_after_the_200_is_an_error_and_nothing_is_stored() {
 async fn foreign_ciphertext_is_resent_once_without_it_and_its_pair_goes_id_less() {
     let server = MockServer::start().await;
     let refusal = r#"{"error":{"message":"The encrypted content for item rs_1 could not be verified. Reason: Encrypted content organization_id did not match the target organization.","type":"invalid_request_error","param":null,"code":"invalid_encrypted_content"}}"#;
-    Mock::given(method("POST"))
-        .and(path(PATH))
-        .and(|r: &Request| String::from_utf8_lossy(&r.body).contains("rs_1"))
-        .respond_with(ResponseTemplate::new(400).set_body_raw(refusal, "application/json"))
-        .expect(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .and(path(PATH))
-        .and(|r: &Request| !String::from_utf8_lossy(&r.body).contains("rs_1"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(REPLY, "application/json"))
-        .expect(1)
-        .mount(&server)
-        .await;
+    support::refused_once(&server, PATH, "rs_1", refusal, REPLY).await;
     let w = wire(&server);
     let table = builtin_table();
     let decision = table.resolve(&target(&server), ResolveOptions::default());
-    let log = Log::default();
-    let mut config = DriverConfig::default();
-    config.thinking = ThinkingRequest::NoPreference;
-    config.max_backoff_retries = 0;
-    let events = Mutex::new(Vec::new());
-    let notify =
-        |e: &hermes_core::driver::DriverEvent| events.lock().unwrap().push(format!("{e:?}"));
-    let driver = Driver {
-        decision: &decision,
-        wire: &w,
-        log: &log,
-        tools: &NoTools,
-        config: &config,
-        notify: &notify,
-    };
     let mut conversation = Conversation {
         messages: history(&server),
         ..Conversation::default()
     };
     let before = serde_json::to_string(&conversation.messages).unwrap();
-    let outcome = driver
-        .run_turn(&mut conversation, Message::text(Role::User, "And now?"))
-        .await
-        .unwrap();
+    let (outcome, told, _) = support::recovery_turn(&decision, &w, &mut conversation).await;
     assert_eq!(outcome.requests, 2, "one refusal, one resend");
     let received = server.received_requests().await.unwrap();
     assert_eq!(received.len(), 2);
@@ -242,7 +206,6 @@ async fn foreign_ciphertext_is_resent_once_without_it_and_its_pair_goes_id_less(
     );
     let after = serde_json::to_string(&conversation.messages[..4]).unwrap();
     assert_eq!(after, before);
-    let told = events.into_inner().unwrap();
     assert!(
         told.iter().any(|e| e.contains("could not verify")),
         "{told:?}"

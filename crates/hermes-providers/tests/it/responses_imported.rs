@@ -7,10 +7,6 @@
 //! parameter: 'input[N].summary'.`, and the simulator does the same. The resumed turn must be
 //! accepted, with every replayed item exactly as the API returned it (no private key, a missing
 //! summary sent as `[]`).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-#[path = "support/memory_log.rs"]
-mod memory_log;
 
 use hermes_core::driver::{Conversation, Driver, DriverConfig};
 use hermes_core::message::BLOCK_ORDER_KEY;
@@ -19,7 +15,7 @@ use hermes_core::{Message, RawJson, ResolveOptions, Role, RouteTarget, ThinkingR
 use hermes_providers::responses::{ResponsesWire, WIRE_ID};
 use hermes_providers::{Auth, ChatTransport, builtin_table};
 use hermes_sim::Sim;
-use memory_log::{Log, NoTools};
+use hermes_test_support::memory::{Log, NoTools};
 use serde_json::value::RawValue;
 
 const MODEL: &str = "gpt-5.2";

@@ -1,11 +1,10 @@
 //! The chat-completions transport against a real loopback server (wiremock): the body sent,
 //! captured carriers, and every failure mode as a typed error.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::support;
 use std::time::Duration;
 
-use hermes_core::{Message, Origin, ResolveOptions, RouteTarget, ThinkingRequest, Verdicts};
-use hermes_providers::chat::ChatRequest;
+use hermes_core::{Message, Origin, ResolveOptions, RouteTarget};
 use hermes_providers::{ChatTransport, Endpoint, TransportError, builtin_table};
 use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
@@ -38,13 +37,7 @@ async fn send(
         ResolveOptions::default(),
     );
     let history = history();
-    let mut request = ChatRequest::build(
-        &history,
-        &decision,
-        &Verdicts::default(),
-        ThinkingRequest::NoPreference,
-    );
-    request.stream = stream;
+    let request = support::chat_request(&history, &decision, stream);
     let endpoint = Endpoint {
         base_url: format!("{}/v1", server.uri()),
         api_key: Some("sk-test-secret".into()),
@@ -299,12 +292,7 @@ async fn connect_error(base_url: &str) -> String {
         ResolveOptions::default(),
     );
     let history = history();
-    let request = ChatRequest::build(
-        &history,
-        &decision,
-        &Verdicts::default(),
-        ThinkingRequest::NoPreference,
-    );
+    let request = support::chat_request(&history, &decision, false);
     let endpoint = Endpoint {
         base_url: base_url.to_owned(),
         api_key: None,

@@ -1,17 +1,11 @@
 //! Capture → replay against the strict simulator: signed items travel byte for byte, streamed
 //! and not, and the simulator catches a one-byte change; the Bedrock InvokeModel wire does the
 //! same under a FIPS host name.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/memory_log.rs"]
-#[allow(dead_code)] // `NoTools`: this file's loop calls a tool
-mod memory_log;
-
+use crate::support;
 use hermes_core::{
     DetailItem, Message, Origin, RawJson, ResolveOptions, Role, RouteTarget, ThinkingRequest,
-    Verdicts,
 };
-use hermes_providers::chat::ChatRequest;
 use hermes_providers::{ChatTransport, Endpoint, TransportError, builtin_table};
 use hermes_sim::Sim;
 
@@ -23,13 +17,7 @@ async fn turn(sim: &Sim, history: &[Message], stream: bool) -> Result<Message, T
     let decision = table
         .resolve_with("aggregator", &target, ResolveOptions::default())
         .unwrap();
-    let mut request = ChatRequest::build(
-        history,
-        &decision,
-        &Verdicts::default(),
-        ThinkingRequest::NoPreference,
-    );
-    request.stream = stream;
+    let request = support::chat_request(history, &decision, stream);
     let endpoint = Endpoint {
         base_url: sim.base_url(),
         api_key: None,
@@ -163,7 +151,7 @@ async fn bedrock_anthropic_loop(host: &str, stream: bool) -> Vec<hermes_sim::Rec
     config.tools = Some(RawJson::from_text(
         r#"[{"type":"function","function":{"name":"now","description":"The time","parameters":{"type":"object","properties":{}}}}]"#,
     ).unwrap());
-    let log = memory_log::Log::default();
+    let log = hermes_test_support::memory::Log::default();
     let driver = Driver {
         decision: &decision,
         wire: &wire as &dyn hermes_core::Wire,

@@ -1,6 +1,6 @@
 //! The history with chat-style images the SDK-evidence tests of the native wires encode: a user
 //! turn of text, a PNG `data:` URL and (when `remote`) an https image URL, a call of `now`, and
-//! its result of text and the PNG. Each test includes this file with `#[path]`.
+//! its result of text and the PNG. Shared by `images_sim` and the `sdk_*` modules.
 
 use hermes_core::Message;
 use serde_json::json;

@@ -36,17 +36,12 @@
 //!   instruction or tools only), the SDK still writes the empty object
 //!   (`models.py:1769`, `_GenerateContentParameters_to_mldev`); an empty message is the field's
 //!   default, so hermes leaving it out is the same request.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/sdk_python.rs"]
-mod sdk_support;
+use crate::images;
+use crate::support::{self, header};
 
-#[path = "support/images.rs"]
-mod images;
-
-use std::io::Write as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use base64::Engine as _;
 use hermes_core::{
@@ -84,52 +79,21 @@ const PROBE_SCRIPT: &str = "from google import genai\nimport pydantic\n\
 print(f'google-genai {genai.__version__}, pydantic {pydantic.VERSION}')";
 
 /// The SDK's Python, or `None` when there is none and none is required (see
-/// [`sdk_support::sdk_python`]).
+/// [`hermes_test_support::sdk::sdk_python`]).
 fn sdk_python() -> Option<&'static Path> {
-    sdk_support::sdk_python("sdk_gemini", "google-genai", PROBE_SCRIPT)
+    hermes_test_support::sdk::sdk_python("google-genai", PROBE_SCRIPT)
 }
 
 /// A Python command with none of the machine's Google settings (`GOOGLE_*`: API key, Vertex
-/// switch, project, application credentials; `GEMINI_*`) and no proxy for the loopback recorder.
+/// switch, project, application credentials; `GEMINI_*`, `CLOUDSDK_*`) and no proxy for the
+/// loopback recorder.
 fn python(py: &Path) -> Command {
-    let mut cmd = Command::new(py);
-    for (key, _) in std::env::vars_os() {
-        let name = key.to_string_lossy().to_ascii_uppercase();
-        if name.starts_with("GOOGLE_")
-            || name.starts_with("GEMINI_")
-            || name.starts_with("CLOUDSDK_")
-            || name.ends_with("_PROXY")
-        {
-            cmd.env_remove(&key);
-        }
-    }
-    cmd.env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONIOENCODING", "utf-8")
-        .env("NO_PROXY", "127.0.0.1,localhost");
-    cmd
+    support::python(py, &["GOOGLE_", "GEMINI_", "CLOUDSDK_"])
 }
 
 /// Runs `script` with `input` on standard input: its exit code, standard output and error.
 fn run(py: &Path, script: &str, input: &str) -> (Option<i32>, String, String) {
-    let mut child = python(py)
-        .arg(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    support::run(python(py), script, input)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -572,10 +536,6 @@ async fn recorder() -> MockServer {
     server
 }
 
-fn header<'r>(request: &'r Request, name: &str) -> Option<&'r str> {
-    request.headers.get(name).and_then(|v| v.to_str().ok())
-}
-
 /// The path and query of `url`.
 fn path_and_query(url: &str) -> &str {
     let after_scheme = url.find("://").map_or(url, |i| &url[i + 3..]);
@@ -995,32 +955,7 @@ fn the_comparison_sees_a_changed_value_a_missing_key_an_extra_key_and_other_byte
 
 /// Runs the validator over `bodies`: one verdict per body, `None` when valid.
 fn validate(py: &Path, bodies: &[String]) -> Vec<Option<String>> {
-    let (code, stdout, stderr) = run(py, VALIDATE, &bodies.join("\n"));
-    assert!(
-        matches!(code, Some(0 | 1)),
-        "the validator failed to run ({code:?}): {stderr}"
-    );
-    let verdicts: Vec<Option<String>> = stdout
-        .lines()
-        .map(|line| {
-            if line == "ok" {
-                None
-            } else {
-                Some(
-                    line.strip_prefix("invalid ")
-                        .unwrap_or_else(|| panic!("unexpected validator line {line:?}"))
-                        .to_owned(),
-                )
-            }
-        })
-        .collect();
-    assert_eq!(verdicts.len(), bodies.len(), "{stdout}");
-    assert_eq!(
-        code == Some(0),
-        verdicts.iter().all(Option::is_none),
-        "exit status and verdicts disagree: {stderr}"
-    );
-    verdicts
+    support::verdicts(run(py, VALIDATE, &bodies.join("\n")), bodies.len())
 }
 
 const ALL_THINKING: [ThinkingRequest; 8] = [

@@ -1,7 +1,6 @@
 //! The Bedrock Converse wire against a real loopback server (wiremock): the percent-encoded
 //! path, the SigV4 headers, the exact body bytes, whole and streamed replies, an exception
 //! frame after the 200, and a refusal answered by the one-time recovery.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
