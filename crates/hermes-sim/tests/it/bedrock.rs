@@ -2,7 +2,6 @@
 //! AWS SDKs sign) and API-key auth, the strict Converse schema, turn order and tool pairing, the
 //! per-model reasoning replay policy, ConverseStream event-stream frames (decoded with
 //! `aws-smithy-eventstream`), and InvokeModel with an Anthropic Messages body.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, SystemTime};
 
@@ -20,8 +19,7 @@ use hermes_sim::{
 };
 use serde_json::{Value, json};
 
-mod common;
-use common::{Resp, send, send_exact};
+use crate::common::{Resp, send, send_exact};
 
 const CLAUDE: &str = "anthropic.claude-opus-4-6-v1:0";
 const MISMATCH: &str = "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.";

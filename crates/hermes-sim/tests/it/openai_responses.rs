@@ -1,13 +1,11 @@
 //! The `openai-responses` profile over real loopback HTTP: bearer auth, the strict schema, the
 //! `store:false` replay of verified reasoning items, reasoning ↔ item pairing, tool pairing, and
 //! the SSE event sequence (with the failure and incomplete switches).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use hermes_sim::{OPENAI_RESPONSES_TOP_LEVEL, PROFILES, SIM_OPENAI_ORGANIZATION, Sim, Switches};
 use serde_json::{Value, json};
 
-mod common;
-use common::{Resp, send};
+use crate::common::{Resp, send};
 
 const MODEL: &str = "gpt-5.2";
 const PROFILE: &str = "openai-responses";

@@ -1,13 +1,11 @@
 //! The `anthropic` profile over real loopback HTTP: the three path families (direct `/v1/messages`,
 //! Azure Foundry `/anthropic/v1/messages`, Vertex `:rawPredict` / `:streamRawPredict`), the strict
 //! schema, tool pairing, signed thinking verified on replay, and the SSE shape.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use hermes_sim::{PROFILES, Sim, Switches};
 use serde_json::{Value, json};
 
-mod common;
-use common::{Resp, send};
+use crate::common::{Resp, send};
 
 // ---------------------------------------------------------------- the three doors
 

@@ -1,23 +1,22 @@
-//! Integration tests of hermes-sim over real loopback HTTP with a tiny hand-written client.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The chat-completions profiles and what every profile shares (switches, spec profiles, tool
+//! call pairing, the standalone binary), over real loopback HTTP with a tiny hand-written client.
 
 use std::collections::BTreeMap;
 
 use hermes_sim::{PROFILES, Sim, Switches};
 use serde_json::{Map, Value, json};
 
+use crate::common::{self, Resp};
+
 /// The chat-completions profiles (the `anthropic` profile speaks the Messages API, the `bedrock`
 /// profile AWS Bedrock Runtime, the `gemini` profile Google's generateContent, the
-/// `openai-responses` profile OpenAI's Responses API; their tests are in `tests/anthropic.rs`,
-/// `tests/bedrock.rs`, `tests/gemini.rs` and `tests/openai_responses.rs`).
+/// `openai-responses` profile OpenAI's Responses API; their tests are in the modules `anthropic`,
+/// `bedrock`, `gemini` and `openai_responses`).
 fn chat_profiles() -> impl Iterator<Item = &'static hermes_sim::ProfileInfo> {
     PROFILES
         .iter()
         .filter(|p| !["anthropic", "bedrock", "gemini", "openai-responses"].contains(&p.name))
 }
-
-mod common;
-use common::Resp;
 
 async fn send(base: &str, method: &str, path: &str, body: &[u8]) -> Resp {
     common::send(base, method, path, &[], body).await

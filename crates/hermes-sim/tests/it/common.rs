@@ -1,6 +1,5 @@
 //! A tiny hand-written HTTP/1.1 client for the simulator's integration tests (independent of
 //! reqwest, so the tests see exactly the bytes and chunks the server writes).
-#![allow(dead_code)]
 
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

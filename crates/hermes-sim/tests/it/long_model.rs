@@ -1,50 +1,17 @@
 //! A 5,000-character model id gets its answer, streamed or not, and the stream does not grow
 //! with the square of the id (every chunk repeats the id, so the chunk count must stay bounded).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 
 use hermes_sim::Sim;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::TcpStream;
 
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
+use crate::common;
 
 /// Posts `body` to the chat-completions path; returns the status and the de-chunked body.
 async fn post(base: &str, body: &[u8]) -> (u16, String) {
-    let host = base.strip_prefix("http://").unwrap();
-    let mut stream = TcpStream::connect(host).await.unwrap();
-    let head = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
-    stream.write_all(body).await.unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).await.unwrap();
-    let split = find(&raw, b"\r\n\r\n").unwrap();
-    let headers = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
-    let status = headers.split(' ').nth(1).unwrap().parse().unwrap();
-    let mut rest = &raw[split + 4..];
-    if !headers.contains("transfer-encoding: chunked") {
-        return (status, String::from_utf8(rest.to_vec()).unwrap());
-    }
-    let mut out = Vec::new();
-    loop {
-        let eol = find(rest, b"\r\n").unwrap();
-        let size = std::str::from_utf8(&rest[..eol]).unwrap();
-        let size = usize::from_str_radix(size.split(';').next().unwrap().trim(), 16).unwrap();
-        rest = &rest[eol + 2..];
-        if size == 0 {
-            break;
-        }
-        out.extend_from_slice(&rest[..size]);
-        rest = &rest[size + 2..];
-    }
-    (status, String::from_utf8(out).unwrap())
+    let resp = common::send(base, "POST", "/v1/chat/completions", &[], body).await;
+    (resp.status, resp.text())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,13 +3,11 @@
 //! sequential and parallel tool loops (replayed verbatim, tampered, missing, misplaced), pairing,
 //! thinking configuration per model generation, SSE and JSON-array streams, and signatures that
 //! verify across the native and the OpenAI-compatible doors.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use hermes_sim::{PROFILES, Sim, Switches};
 use serde_json::{Value, json};
 
-mod common;
-use common::{Resp, send};
+use crate::common::{Resp, send};
 
 const MODEL: &str = "gemini-3-pro-preview";
 const KEY: &str = "AIzaSyHERMESSIMTESTKEY";
