@@ -1,6 +1,5 @@
 //! Compaction's summary request goes through the driver's negotiation: refused once, recorded,
 //! retried without the refused carriers.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use hermes_core::Carrier;
 use hermes_engine::store::Store;

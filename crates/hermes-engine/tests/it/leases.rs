@@ -1,7 +1,6 @@
 //! One process drives a session at a time: a second driver of a busy session waits a bounded
 //! time, then fails and stores nothing; once the first lets go, the second resumes with the
 //! latest stored history.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! A chat session remembers its thinking request: settled flags > stored > config's effort,
 //! stored with a new session's first step, replaced by a resume's flag, and kept by `/model`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::path::Path;
 use std::sync::Arc;
 
 use hermes_core::{Effort, ThinkingRequest};
@@ -30,6 +30,24 @@ fn options(sim: &Sim, resume: Option<&str>, flags: ThinkingRequest) -> OpenOptio
         .key(Arc::new(|_| Some("sk-test".to_owned())))
 }
 
+/// A chat on the store at `db` with [`options`].
+async fn open(
+    engine: &Engine,
+    db: &Path,
+    sim: &Sim,
+    resume: Option<&str>,
+    flags: ThinkingRequest,
+) -> ChatSession {
+    ChatSession::open(
+        engine,
+        Store::open(db).await.unwrap(),
+        options(sim, resume, flags),
+        Toolset::none(),
+    )
+    .await
+    .unwrap()
+}
+
 /// The DeepSeek thinking fields of every request since the last call.
 fn sent(sim: &Sim) -> Vec<(Value, Value)> {
     let requests = sim.requests();
@@ -55,14 +73,7 @@ async fn a_session_keeps_its_thinking_request_across_resume_and_model_switch() {
     let high = ThinkingRequest::Effort(Effort::High);
 
     // New, with a flag: the flag wins over config's effort and is stored with the first step.
-    let mut chat = ChatSession::open(
-        &engine,
-        Store::open(&db).await.unwrap(),
-        options(&sim, None, high),
-        Toolset::none(),
-    )
-    .await
-    .unwrap();
+    let mut chat = open(&engine, &db, &sim, None, high).await;
     assert_eq!(chat.thinking(), high);
     chat.turn("hello", &|_| {}).await.unwrap();
     let id = chat.id().unwrap().to_owned();
@@ -83,40 +94,19 @@ async fn a_session_keeps_its_thinking_request_across_resume_and_model_switch() {
     chat.close().await.unwrap();
 
     // Resumed without a flag: the stored request, not config's effort.
-    let chat = ChatSession::open(
-        &engine,
-        Store::open(&db).await.unwrap(),
-        options(&sim, Some(&id), ThinkingRequest::NoPreference),
-        Toolset::none(),
-    )
-    .await
-    .unwrap();
+    let chat = open(&engine, &db, &sim, Some(&id), ThinkingRequest::NoPreference).await;
     assert_eq!(chat.thinking(), high);
     chat.close().await.unwrap();
 
     // Resumed with a flag: it is stored for the next resume.
-    let chat = ChatSession::open(
-        &engine,
-        Store::open(&db).await.unwrap(),
-        options(&sim, Some(&id), ThinkingRequest::Off),
-        Toolset::none(),
-    )
-    .await
-    .unwrap();
+    let chat = open(&engine, &db, &sim, Some(&id), ThinkingRequest::Off).await;
     assert_eq!(chat.thinking(), ThinkingRequest::Off);
     chat.close().await.unwrap();
     assert_eq!(
         store.thinking(&id).await.unwrap(),
         Some(StoredThinking::Off)
     );
-    let mut chat = ChatSession::open(
-        &engine,
-        Store::open(&db).await.unwrap(),
-        options(&sim, Some(&id), ThinkingRequest::NoPreference),
-        Toolset::none(),
-    )
-    .await
-    .unwrap();
+    let mut chat = open(&engine, &db, &sim, Some(&id), ThinkingRequest::NoPreference).await;
     assert_eq!(chat.thinking(), ThinkingRequest::Off);
     chat.turn("quick", &|_| {}).await.unwrap();
     assert_eq!(sent(&sim), [(json!({"type": "disabled"}), Value::Null)]);
@@ -130,14 +120,7 @@ async fn a_session_keeps_its_thinking_request_across_resume_and_model_switch() {
 
     // With nothing stored, config's effort applies, and a resume without a flag stores nothing.
     store.set_thinking(&id, None).await.unwrap();
-    let chat = ChatSession::open(
-        &engine,
-        Store::open(&db).await.unwrap(),
-        options(&sim, Some(&id), ThinkingRequest::NoPreference),
-        Toolset::none(),
-    )
-    .await
-    .unwrap();
+    let chat = open(&engine, &db, &sim, Some(&id), ThinkingRequest::NoPreference).await;
     assert_eq!(chat.thinking(), ThinkingRequest::Effort(Effort::Low));
     chat.close().await.unwrap();
     assert_eq!(store.thinking(&id).await.unwrap(), None);

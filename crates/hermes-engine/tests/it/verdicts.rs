@@ -1,6 +1,5 @@
 //! The store owns the verdicts: a `hermes verdicts clear` made by another process while a chat
 //! runs is not undone by that chat's next save, which merges only what it learned.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 

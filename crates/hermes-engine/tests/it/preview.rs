@@ -2,7 +2,6 @@
 //! simulator profile (`--provider sim --base-url sim://PROFILE`): the same settlement, the same
 //! host (the loopback one every simulator binds, though each chat starts a fresh simulator on a
 //! fresh port), the same wire, tools, stream and thinking request.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use hermes_core::driver::Tools;
 use hermes_core::{Effort, RawJson, ThinkingRequest};
