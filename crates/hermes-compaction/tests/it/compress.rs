@@ -1,11 +1,8 @@
 //! Example-based tests for compress() and the salvage pass: checkpoints, fallbacks, errors.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
 
 use std::sync::Mutex;
 
-use common::*;
+use crate::common::*;
 use hermes_compaction::{
     CLEARED_TOOL_OUTPUT, CompactionConfig, CompactionError, CompactionOverrides, FixedSummarizer,
     SUMMARY_MARKER, SUMMARY_TRUNCATED, Source, Summarizer, compress, is_checkpoint, salvage,

@@ -1,5 +1,4 @@
 //! Shared helpers for the compaction tests: routes, generated histories and structural checks.
-#![allow(dead_code, unreachable_pub, missing_docs)]
 
 use std::future::Future;
 use std::pin::pin;
@@ -17,7 +16,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 /// Runs a future that never waits (the fake summarizers answer at once).
-pub fn now<F: Future>(future: F) -> F::Output {
+pub(crate) fn now<F: Future>(future: F) -> F::Output {
     let mut future = pin!(future);
     match future
         .as_mut()
@@ -29,11 +28,11 @@ pub fn now<F: Future>(future: F) -> F::Output {
 }
 
 /// The model that minted the "own" opaque items.
-pub const OWN_MODEL: &str = "gemini-own";
+pub(crate) const OWN_MODEL: &str = "gemini-own";
 
 /// A route that replays readable thinking only on the newest assistant turn.
 #[derive(Debug)]
-pub struct NewestOnly(RouteMatcher);
+pub(crate) struct NewestOnly(RouteMatcher);
 
 impl ReasoningRoute for NewestOnly {
     fn id(&self) -> &str {
@@ -61,7 +60,7 @@ fn decide(route: Arc<dyn ReasoningRoute>, provider: &str, base: &str) -> RouteDe
 }
 
 /// RC-only must-echo (DeepSeek-like).
-pub fn echo_route() -> RouteDecision {
+pub(crate) fn echo_route() -> RouteDecision {
     decide(
         Arc::new(
             DataRoute::new("echo", CarrierSet::RC).with_echo("deepseek", PadRule::EveryAssistant),
@@ -72,7 +71,7 @@ pub fn echo_route() -> RouteDecision {
 }
 
 /// Every carrier, on a Gemini endpoint (native Gemini fields rendered).
-pub fn all_gemini_route() -> RouteDecision {
+pub(crate) fn all_gemini_route() -> RouteDecision {
     decide(
         Arc::new(DataRoute::new("all", CarrierSet::ALL)),
         "gemini-openai",
@@ -81,7 +80,7 @@ pub fn all_gemini_route() -> RouteDecision {
 }
 
 /// Every carrier on Copilot (Copilot and Gemini native fields rendered).
-pub fn all_copilot_route() -> RouteDecision {
+pub(crate) fn all_copilot_route() -> RouteDecision {
     decide(
         Arc::new(DataRoute::new("all-copilot", CarrierSet::ALL)),
         "copilot",
@@ -90,7 +89,7 @@ pub fn all_copilot_route() -> RouteDecision {
 }
 
 /// A strict-schema route (Mistral-like).
-pub fn strict_route() -> RouteDecision {
+pub(crate) fn strict_route() -> RouteDecision {
     decide(
         Arc::new(DataRoute::new("strict", CarrierSet::NONE).strict_schema()),
         "mistral",
@@ -99,7 +98,7 @@ pub fn strict_route() -> RouteDecision {
 }
 
 /// Every carrier, readable thinking only on the newest turn.
-pub fn newest_only_route() -> RouteDecision {
+pub(crate) fn newest_only_route() -> RouteDecision {
     decide(
         Arc::new(NewestOnly(RouteMatcher::new())),
         "custom",
@@ -107,7 +106,7 @@ pub fn newest_only_route() -> RouteDecision {
     )
 }
 
-pub fn routes() -> Vec<RouteDecision> {
+pub(crate) fn routes() -> Vec<RouteDecision> {
     vec![
         echo_route(),
         all_gemini_route(),
@@ -118,7 +117,7 @@ pub fn routes() -> Vec<RouteDecision> {
 }
 
 /// A config whose trigger is `threshold` tokens.
-pub fn config_with_threshold(
+pub(crate) fn config_with_threshold(
     threshold: usize,
     protect_first: usize,
     protect_last: usize,
@@ -138,14 +137,14 @@ pub fn config_with_threshold(
     }
 }
 
-pub fn parse(value: &Value) -> Vec<Message> {
+pub(crate) fn parse(value: &Value) -> Vec<Message> {
     serde_json::from_str(&value.to_string()).unwrap()
 }
 
 // ---- generated histories ----
 
 /// A piece of text: ASCII with escapes, CJK, Hangul, fullwidth and astral characters.
-pub fn text() -> impl Strategy<Value = String> {
+pub(crate) fn text() -> impl Strategy<Value = String> {
     prop::collection::vec(
         prop::sample::select(vec![
             "a",
@@ -171,7 +170,7 @@ pub fn text() -> impl Strategy<Value = String> {
 }
 
 /// An opaque blob (base64-like), of varied length.
-pub fn blob() -> impl Strategy<Value = String> {
+pub(crate) fn blob() -> impl Strategy<Value = String> {
     (
         1usize..60,
         prop::sample::select(vec!["QUJD", "c2ln+/==", "ZW5j"]),
@@ -207,7 +206,7 @@ fn native_record() -> impl Strategy<Value = Option<Value>> {
 }
 
 #[derive(Clone, Debug)]
-pub struct CallSpec {
+pub(crate) struct CallSpec {
     args: String,
     gemini_sig: Option<String>,
     copilot_sig: Option<String>,
@@ -224,7 +223,7 @@ fn call_spec() -> impl Strategy<Value = CallSpec> {
 }
 
 #[derive(Clone, Debug)]
-pub struct AsstSpec {
+pub(crate) struct AsstSpec {
     content: Option<String>,
     rc: Option<String>,
     r: Option<String>,
@@ -267,7 +266,7 @@ fn asst(calls: std::ops::RangeInclusive<usize>) -> impl Strategy<Value = AsstSpe
 }
 
 #[derive(Clone, Debug)]
-pub struct TurnSpec {
+pub(crate) struct TurnSpec {
     user: String,
     steps: Vec<(AsstSpec, Vec<String>)>,
     answer: Option<AsstSpec>,
@@ -295,7 +294,7 @@ fn turn(in_flight: bool) -> impl Strategy<Value = TurnSpec> {
 
 /// A generated history: an optional system prompt, 1–14 turns (plain answers and tool loops of
 /// 1–3 steps with 1–3 parallel calls each), the last one possibly an in-flight tool loop.
-pub fn history() -> impl Strategy<Value = Vec<Message>> {
+pub(crate) fn history() -> impl Strategy<Value = Vec<Message>> {
     (
         any::<bool>(),
         prop::collection::vec(turn(false), 1..14),
@@ -364,7 +363,7 @@ fn assistant_json(a: &AsstSpec, next_id: &mut usize, ids: &mut Vec<String>) -> V
     Value::Object(m)
 }
 
-pub fn build(system: bool, turns: &[TurnSpec]) -> Vec<Message> {
+pub(crate) fn build(system: bool, turns: &[TurnSpec]) -> Vec<Message> {
     let mut out = Vec::new();
     if system {
         out.push(json!({"role": "system", "content": "You are a careful agent."}));
@@ -390,7 +389,7 @@ pub fn build(system: bool, turns: &[TurnSpec]) -> Vec<Message> {
 
 /// Every tool result follows its call's assistant message (with only tool results between), and
 /// every call of an assistant message is answered right after it.
-pub fn assert_units_whole(view: &[Message]) {
+pub(crate) fn assert_units_whole(view: &[Message]) {
     for (j, m) in view.iter().enumerate() {
         if m.role == Role::Tool {
             let owner = view[..j]
@@ -430,7 +429,7 @@ pub fn assert_units_whole(view: &[Message]) {
 
 /// The view compress must at least keep (head, one checkpoint, the minimal tail), built
 /// independently of the implementation's walk: its estimate is what the guarantee rests on.
-pub fn minimal_view(history: &[Message], config: &CompactionConfig, summary: &str) -> Vec<Message> {
+pub(crate) fn minimal_view(history: &[Message], config: &CompactionConfig, summary: &str) -> Vec<Message> {
     let n = history.len();
     let mut head = config.protect_first.min(n);
     while head < n && history[head].role == Role::Tool {
@@ -458,7 +457,7 @@ pub fn minimal_view(history: &[Message], config: &CompactionConfig, summary: &st
 
 /// A slow reference estimate: shape the history, serialise it, and price every string value on
 /// the wire except object keys and opaque carriers.
-pub fn reference_estimate(history: &[Message], decision: &RouteDecision) -> usize {
+pub(crate) fn reference_estimate(history: &[Message], decision: &RouteDecision) -> usize {
     let ctx = hermes_core::ShapeContext::new(decision, &hermes_core::Verdicts::default());
     let wire = serde_json::to_value(hermes_providers::chat::shape(&ctx, history)).unwrap();
     wire.as_array()

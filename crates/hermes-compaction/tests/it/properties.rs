@@ -1,10 +1,7 @@
 //! Property tests over generated histories: byte-identical retained turns, no compaction loop,
 //! serde round trips, idempotent shaping, whole tool units, and the estimator against shaping.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use hermes_compaction::{FixedSummarizer, Source, compress, is_checkpoint};
 use hermes_core::estimate::estimate_history;
 use hermes_core::{Message, Role, ShapeContext, Verdicts};
