@@ -25,6 +25,7 @@
 
 use crate::images::{self, PNG};
 use crate::support::{self, header};
+use hermes_test_support::validator;
 
 use std::path::Path;
 use std::process::Command;
@@ -567,10 +568,8 @@ async fn a_different_clock_body_or_path_changes_the_signature() {
 /// Runs the validator over request items (JSON texts): one verdict per request, `None` when
 /// valid.
 fn validate(py: &Path, requests: &[String]) -> Vec<Option<String>> {
-    support::verdicts(
-        run(py, VALIDATE, &format!("[{}]", requests.join(","))),
-        requests.len(),
-    )
+    let (code, stdout, stderr) = run(py, VALIDATE, &format!("[{}]", requests.join(",")));
+    validator::verdicts(code, &stdout, &stderr, requests.len())
 }
 
 fn converse_request(model: &str, body: &Value) -> String {

@@ -39,6 +39,7 @@
 
 use crate::images;
 use crate::support::{self, header};
+use hermes_test_support::validator;
 
 use std::path::Path;
 use std::process::Command;
@@ -955,7 +956,8 @@ fn the_comparison_sees_a_changed_value_a_missing_key_an_extra_key_and_other_byte
 
 /// Runs the validator over `bodies`: one verdict per body, `None` when valid.
 fn validate(py: &Path, bodies: &[String]) -> Vec<Option<String>> {
-    support::verdicts(run(py, VALIDATE, &bodies.join("\n")), bodies.len())
+    let (code, stdout, stderr) = run(py, VALIDATE, &bodies.join("\n"));
+    validator::verdicts(code, &stdout, &stderr, bodies.len())
 }
 
 const ALL_THINKING: [ThinkingRequest; 8] = [
@@ -1062,63 +1064,9 @@ fn every_previewed_body_validates_part_by_part_against_the_sdk_types() {
     );
 }
 
-/// A copy of `body` with [`PROBE`] added to the object at `path`.
+/// `body` with [`PROBE`] added at `path` (see [`validator::inject`]).
 fn inject(body: &Value, path: &[Value]) -> Value {
-    let mut copy = body.clone();
-    let mut node = &mut copy;
-    for step in path {
-        node = match step {
-            Value::String(key) => &mut node[key.as_str()],
-            Value::Number(i) => &mut node[usize::try_from(i.as_u64().unwrap()).unwrap()],
-            _ => unreachable!(),
-        };
-    }
-    node.as_object_mut()
-        .unwrap_or_else(|| panic!("no object at {path:?}"))
-        .insert(PROBE.to_owned(), json!(true));
-    copy
-}
-
-/// The path of every object in `value` outside free-form values.
-fn object_paths(value: &Value, path: &mut Vec<Value>, out: &mut Vec<Vec<Value>>) {
-    match value {
-        Value::Object(map) => {
-            out.push(path.clone());
-            for (key, v) in map {
-                if FREE_FORM.contains(&key.as_str()) {
-                    continue;
-                }
-                path.push(json!(key));
-                object_paths(v, path, out);
-                path.pop();
-            }
-        }
-        Value::Array(items) => {
-            for (i, v) in items.iter().enumerate() {
-                path.push(json!(i));
-                object_paths(v, path, out);
-                path.pop();
-            }
-        }
-        _ => {}
-    }
-}
-
-fn dotted(path: &[Value]) -> String {
-    path.iter()
-        .map(|s| match s {
-            Value::String(k) => k.clone(),
-            other => other.to_string(),
-        })
-        .chain(std::iter::once(PROBE.to_owned()))
-        .collect::<Vec<_>>()
-        .join(".")
-}
-
-fn at(path: &[&str]) -> Vec<Value> {
-    path.iter()
-        .map(|s| s.parse::<u64>().map_or_else(|_| json!(s), |i| json!(i)))
-        .collect()
+    validator::inject(body, path, PROBE)
 }
 
 #[test]
@@ -1158,34 +1106,40 @@ fn the_validator_refuses_each_injected_key_and_wrong_spelling() {
         ),
         (
             "an unknown key in a Content".into(),
-            inject(&body, &at(&["contents", "3"])),
+            inject(&body, &validator::at(&["contents", "3"])),
             Some(format!("contents.3.{PROBE}")),
         ),
         (
             "an unknown key in a Part".into(),
-            inject(&body, &at(&["contents", "3", "parts", "1"])),
+            inject(&body, &validator::at(&["contents", "3", "parts", "1"])),
             Some(format!("contents.3.parts.1.{PROBE}")),
         ),
         (
             "an unknown key in a functionCall".into(),
-            inject(&body, &at(&["contents", "3", "parts", "1", "functionCall"])),
+            inject(
+                &body,
+                &validator::at(&["contents", "3", "parts", "1", "functionCall"]),
+            ),
             Some(format!("contents.3.parts.1.functionCall.{PROBE}")),
         ),
         (
             "an unknown key in generationConfig".into(),
-            inject(&body, &at(&["generationConfig"])),
+            inject(&body, &validator::at(&["generationConfig"])),
             Some(format!("generationConfig.{PROBE}")),
         ),
         (
             "an unknown key in thinkingConfig".into(),
-            inject(&body, &at(&["generationConfig", "thinkingConfig"])),
+            inject(
+                &body,
+                &validator::at(&["generationConfig", "thinkingConfig"]),
+            ),
             Some(format!("generationConfig.thinkingConfig.{PROBE}")),
         ),
         (
             "a key inside functionCall.args (data: must pass)".into(),
             inject(
                 &body,
-                &at(&["contents", "3", "parts", "1", "functionCall", "args"]),
+                &validator::at(&["contents", "3", "parts", "1", "functionCall", "args"]),
             ),
             None,
         ),
@@ -1193,7 +1147,7 @@ fn the_validator_refuses_each_injected_key_and_wrong_spelling() {
             "a key inside a declaration's parametersJsonSchema (data: must pass)".into(),
             inject(
                 &body,
-                &at(&[
+                &validator::at(&[
                     "tools",
                     "0",
                     "functionDeclarations",
@@ -1257,14 +1211,16 @@ fn the_validator_refuses_each_injected_key_and_wrong_spelling() {
         &|b| b["model"] = json!(PRO3),
     );
     // The sweep: every object of the body, one at a time.
-    let mut paths = Vec::new();
-    object_paths(&body, &mut Vec::new(), &mut paths);
+    let paths = validator::object_paths(&body, &|_, key| FREE_FORM.contains(&key));
     assert!(paths.len() > 15, "too few objects to sweep: {paths:?}");
     for path in paths {
         cases.push((
-            format!("sweep: an unknown key at {}", dotted(&path)),
+            format!(
+                "sweep: an unknown key at {}",
+                validator::dotted(&path, PROBE)
+            ),
             inject(&body, &path),
-            Some(dotted(&path)),
+            Some(validator::dotted(&path, PROBE)),
         ));
     }
 

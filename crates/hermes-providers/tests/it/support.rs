@@ -1,6 +1,6 @@
 //! What several modules share: for the SDK-evidence modules (`sdk_bedrock`, `sdk_gemini`,
 //! `sdk_responses`), running a script with the SDK's Python away from the machine's own provider
-//! settings, reading its validator's verdicts and a header of a request the loopback recorder
+//! settings and reading a header of a request the loopback recorder
 //! took; for the wire modules, a server that refuses once and then answers, a turn through the
 //! turn driver for a one-refusal recovery, and a plain chat-completions request.
 
@@ -60,40 +60,6 @@ pub(crate) fn run(mut python: Command, script: &str, input: &str) -> (Option<i32
 /// The value of header `name` of `request`, when it has one in visible ASCII.
 pub(crate) fn header<'r>(request: &'r Request, name: &str) -> Option<&'r str> {
     request.headers.get(name).and_then(|v| v.to_str().ok())
-}
-
-/// The verdicts of a validator script that ran over `count` requests (`run`'s exit code, output
-/// and error): one per request, `None` for a line `ok`, the reason for a line `invalid REASON`.
-/// The script must have run (exit 0: all valid, 1: some not) and printed one line per request.
-pub(crate) fn verdicts(
-    (code, stdout, stderr): (Option<i32>, String, String),
-    count: usize,
-) -> Vec<Option<String>> {
-    assert!(
-        matches!(code, Some(0 | 1)),
-        "the validator failed to run ({code:?}): {stderr}"
-    );
-    let verdicts: Vec<Option<String>> = stdout
-        .lines()
-        .map(|line| {
-            if line == "ok" {
-                None
-            } else {
-                Some(
-                    line.strip_prefix("invalid ")
-                        .unwrap_or_else(|| panic!("unexpected validator line {line:?}"))
-                        .to_owned(),
-                )
-            }
-        })
-        .collect();
-    assert_eq!(verdicts.len(), count, "{stdout}");
-    assert_eq!(
-        code == Some(0),
-        verdicts.iter().all(Option::is_none),
-        "exit status and verdicts disagree: {stderr}"
-    );
-    verdicts
 }
 
 /// Mounts on `server`, for POSTs to `at`: exactly one whose body contains `marker`, answered
