@@ -4,70 +4,68 @@
 //! the body and answers.
 
 use crate::images;
+use crate::support;
 
-use hermes_core::{Origin, RequestParts, ResolveOptions, RouteTarget, Verdicts, Wire};
-use hermes_providers::anthropic::{AnthropicWire, Flavor, Target};
-use hermes_providers::responses::ResponsesWire;
-use hermes_providers::{Auth, ChatTransport, builtin_table};
-use hermes_sim::Sim;
-use serde_json::Value;
+use hermes_core::{Origin, RequestParts, ResolveOptions, RouteTarget, Verdicts};
+use hermes_providers::builtin_table;
 
-/// Encodes [`images::history`] for `model` at `provider` on `wire`, sends it, and returns the
-/// body the simulator received.
-async fn round_trip(sim: &Sim, wire: &dyn Wire, provider: &str, base: &str, model: &str) -> Value {
+/// What each simulator must take: (simulator profile, model, where the user turn's and the tool
+/// result's PNG land in the body, the block type both must have there).
+const ROWS: [(&str, &str, [&str; 2], &str); 2] = [
+    (
+        "anthropic",
+        "claude-opus-4-6",
+        [
+            "/messages/0/content/1/type",
+            "/messages/2/content/0/content/1/type",
+        ],
+        "image",
+    ),
+    (
+        "openai-responses",
+        "gpt-4.1",
+        ["/input/0/content/1/type", "/input/2/output/1/type"],
+        "input_image",
+    ),
+];
+
+/// Encodes [`images::history`] on the wire of `profile` for its [`ROWS`] model, sends it to the
+/// simulator, and checks where the images landed in the body the simulator took.
+async fn takes_images(profile: &str) {
+    let (_, model, at, kind) = ROWS.iter().find(|row| row.0 == profile).unwrap();
+    let s = support::sim_wire(profile).await;
     let h = images::history(true);
     let table = builtin_table();
     let decision = table.resolve(
-        &RouteTarget::new(provider, Some(base), model),
+        &RouteTarget::new(s.provider, Some(&s.base), model),
         ResolveOptions::default(),
     );
     let verdicts = Verdicts::default();
-    let out = wire
+    let out = s
+        .wire
         .encode(&RequestParts::new(&h, &decision, &verdicts))
         .unwrap();
     let origin = Origin {
-        provider: provider.into(),
+        provider: s.provider.into(),
         host: "127.0.0.1".into(),
-        model: model.into(),
+        model: (*model).into(),
     };
-    let reply = wire.send(&out, origin, &|_| {}).await;
-    let reply = reply.unwrap_or_else(|e| panic!("{provider}: the simulator refused: {e}"));
+    let reply = s.wire.send(&out, origin, &|_| {}).await;
+    let reply = reply.unwrap_or_else(|e| panic!("{}: the simulator refused: {e}", s.provider));
     assert!(reply.message.content.is_some());
-    let received = sim.requests();
-    let last = received.last().unwrap();
-    last.body.clone()
+    let received = s.sim.requests();
+    let body = &received.last().unwrap().body;
+    for pointer in at {
+        assert_eq!(body.pointer(pointer).unwrap(), kind, "{profile}: {pointer}");
+    }
 }
 
 #[tokio::test]
 async fn the_messages_simulator_takes_hermes_image_blocks() {
-    let sim = Sim::start("anthropic").await.unwrap();
-    let wire = AnthropicWire {
-        client: ChatTransport::new().unwrap(),
-        target: Target {
-            flavor: Flavor::Direct,
-            base_url: sim.base_url(),
-            max_tokens: None,
-        },
-        auth: None,
-    };
-    let body = round_trip(&sim, &wire, "anthropic", &sim.base_url(), "claude-opus-4-6").await;
-    assert_eq!(body["messages"][0]["content"][1]["type"], "image");
-    assert_eq!(
-        body["messages"][2]["content"][0]["content"][1]["type"],
-        "image"
-    );
+    takes_images("anthropic").await;
 }
 
 #[tokio::test]
 async fn the_responses_simulator_takes_hermes_input_images() {
-    let sim = Sim::start("openai-responses").await.unwrap();
-    let base = format!("{}/v1", sim.base_url());
-    let wire = ResponsesWire {
-        client: ChatTransport::new().unwrap(),
-        base_url: base.clone(),
-        auth: Some(Auth::Bearer("sk-sim".into())),
-    };
-    let body = round_trip(&sim, &wire, "openai-responses", &base, "gpt-4.1").await;
-    assert_eq!(body["input"][0]["content"][1]["type"], "input_image");
-    assert_eq!(body["input"][2]["output"][1]["type"], "input_image");
+    takes_images("openai-responses").await;
 }

@@ -2,18 +2,13 @@
 //! Anthropic, Bedrock Converse and Gemini wires against the strict simulators: the step is
 //! captured from the simulator, the steered request is encoded by the wire and accepted.
 
-use std::time::SystemTime;
+use crate::support;
 
 use hermes_core::{
     Effort, Message, Origin, RawJson, RequestParts, ResolveOptions, RouteTarget, ThinkingRequest,
     Verdicts, Wire,
 };
-use hermes_providers::anthropic::{AnthropicWire, Flavor, Target};
-use hermes_providers::aws::{AwsAuth, AwsCredentials};
-use hermes_providers::bedrock::{self, BedrockWire};
-use hermes_providers::gemini::{self, GeminiWire};
-use hermes_providers::{Auth, ChatTransport, builtin_table};
-use hermes_sim::{SIM_AWS_ACCESS_KEY_ID, SIM_AWS_SECRET_ACCESS_KEY, Sim};
+use hermes_providers::builtin_table;
 
 /// Sends `history` to `model` of `provider` at `base` on `wire` with thinking at high effort;
 /// the reply's message.
@@ -65,74 +60,39 @@ async fn steer(wire: &dyn Wire, provider: &str, base: &str, model: &str) -> Resu
         .map(|_| ())
 }
 
+/// Every steer the simulators must accept: (simulator profile, model). On Claude,
+/// claude-sonnet-4-5 keeps only the in-flight loop's thinking, claude-opus-4-5 earlier thinking
+/// too; Bedrock's Converse wire carries Claude; on Gemini 3 and 2.5 the steer goes as its own
+/// turn.
+const STEERS: [(&str, &str); 5] = [
+    ("anthropic", "claude-sonnet-4-5"),
+    ("anthropic", "claude-opus-4-5"),
+    ("bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+    ("gemini", "gemini-3-flash-preview"),
+    ("gemini", "gemini-2.5-flash"),
+];
+
+/// Runs the [`STEERS`] of `profile` through its wire against its simulator.
+async fn steers_on(profile: &str) {
+    let s = support::sim_wire(profile).await;
+    for (_, model) in STEERS.iter().filter(|(p, _)| *p == profile) {
+        steer(&*s.wire, s.provider, &s.base, model)
+            .await
+            .unwrap_or_else(|e| panic!("{profile} {model}: {e}"));
+    }
+}
+
 #[tokio::test]
 async fn a_steer_on_claude_keeps_the_loop_in_flight_and_the_simulator_accepts_it() {
-    let sim = Sim::start("anthropic").await.unwrap();
-    let base = sim.base_url();
-    let wire = AnthropicWire {
-        client: ChatTransport::new().unwrap(),
-        target: Target {
-            flavor: Flavor::Direct,
-            base_url: base.clone(),
-            max_tokens: None,
-        },
-        auth: Some(Auth::Header("x-api-key", "sk-ant-test".into())),
-    };
-    // claude-sonnet-4-5 keeps only the in-flight loop's thinking; claude-opus-4-5 earlier
-    // thinking too.
-    for model in ["claude-sonnet-4-5", "claude-opus-4-5"] {
-        steer(&wire, "anthropic", &base, model)
-            .await
-            .unwrap_or_else(|e| panic!("{model}: {e}"));
-    }
+    steers_on("anthropic").await;
 }
 
 #[tokio::test]
 async fn a_steer_on_bedrock_claude_keeps_the_loop_in_flight_and_the_simulator_accepts_it() {
-    let sim = Sim::start("bedrock").await.unwrap();
-    let base = sim.base_url();
-    let wire = BedrockWire {
-        client: ChatTransport::new().unwrap(),
-        target: bedrock::Target {
-            base_url: base.clone(),
-            max_tokens: None,
-        },
-        auth: Some(AwsAuth::SigV4 {
-            credentials: AwsCredentials {
-                access_key_id: SIM_AWS_ACCESS_KEY_ID.into(),
-                secret_access_key: SIM_AWS_SECRET_ACCESS_KEY.into(),
-                session_token: None,
-            },
-            region: "us-east-1".into(),
-        }),
-        clock: SystemTime::now,
-    };
-    steer(
-        &wire,
-        "bedrock",
-        &base,
-        "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
-    )
-    .await
-    .unwrap();
+    steers_on("bedrock").await;
 }
 
 #[tokio::test]
 async fn a_steer_on_gemini_goes_as_its_own_turn_and_the_simulator_accepts_it() {
-    let sim = Sim::start("gemini").await.unwrap();
-    let base = format!("{}/v1beta", sim.base_url());
-    let wire = GeminiWire {
-        client: ChatTransport::new().unwrap(),
-        target: gemini::Target {
-            flavor: gemini::Flavor::AiStudio,
-            base_url: base.clone(),
-            max_tokens: None,
-        },
-        auth: Some(Auth::Header("x-goog-api-key", "AIza-test".into())),
-    };
-    for model in ["gemini-3-flash-preview", "gemini-2.5-flash"] {
-        steer(&wire, "gemini", &base, model)
-            .await
-            .unwrap_or_else(|e| panic!("{model}: {e}"));
-    }
+    steers_on("gemini").await;
 }

@@ -2,16 +2,25 @@
 //! `sdk_responses`), running a script with the SDK's Python away from the machine's own provider
 //! settings and reading a header of a request the loopback recorder
 //! took; for the wire modules, a server that refuses once and then answers, a turn through the
-//! turn driver for a one-refusal recovery, and a plain chat-completions request.
+//! turn driver for a one-refusal recovery, and a plain chat-completions request; for the modules
+//! checking the native wires against their strict simulators, each wire built for its simulator.
 
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
+use std::time::SystemTime;
 
 use hermes_core::driver::{Conversation, Driver, DriverConfig, DriverEvent, TurnOutcome};
 use hermes_core::{Message, Role, RouteDecision, ThinkingRequest, Verdicts, Wire};
+use hermes_providers::anthropic::{self, AnthropicWire};
+use hermes_providers::aws::{AwsAuth, AwsCredentials};
+use hermes_providers::bedrock::{self, BedrockWire};
 use hermes_providers::chat::ChatRequest;
+use hermes_providers::gemini::{self, GeminiWire};
+use hermes_providers::responses::ResponsesWire;
+use hermes_providers::{Auth, ChatTransport};
+use hermes_sim::{SIM_AWS_ACCESS_KEY_ID, SIM_AWS_SECRET_ACCESS_KEY, Sim};
 use hermes_test_support::memory::{Log, NoTools};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
@@ -136,4 +145,88 @@ pub(crate) fn chat_request<'a>(
     );
     request.stream = stream;
     request
+}
+
+/// A native wire in front of its strict simulator (see [`sim_wire`]).
+pub(crate) struct SimWire {
+    /// The simulator; its recorded requests are the wire's.
+    pub(crate) sim: Sim,
+    /// The base URL the wire sends to and the route target names.
+    pub(crate) base: String,
+    /// The provider the route target names.
+    pub(crate) provider: &'static str,
+    /// The wire.
+    pub(crate) wire: Box<dyn Wire>,
+}
+
+/// The simulator `profile` started and its native wire built for it: `anthropic` (the Messages
+/// wire, an API key), `bedrock` (Converse, SigV4 with the simulator's credentials), `gemini` (AI
+/// Studio, an API key) or `openai-responses` (a bearer key).
+pub(crate) async fn sim_wire(profile: &str) -> SimWire {
+    let sim = Sim::start(profile).await.unwrap();
+    let client = ChatTransport::new().unwrap();
+    let (provider, base, wire): (_, _, Box<dyn Wire>) = match profile {
+        "anthropic" => {
+            let base = sim.base_url();
+            let wire = AnthropicWire {
+                client,
+                target: anthropic::Target {
+                    flavor: anthropic::Flavor::Direct,
+                    base_url: base.clone(),
+                    max_tokens: None,
+                },
+                auth: Some(Auth::Header("x-api-key", "sk-ant-test".into())),
+            };
+            ("anthropic", base, Box::new(wire))
+        }
+        "bedrock" => {
+            let base = sim.base_url();
+            let wire = BedrockWire {
+                client,
+                target: bedrock::Target {
+                    base_url: base.clone(),
+                    max_tokens: None,
+                },
+                auth: Some(AwsAuth::SigV4 {
+                    credentials: AwsCredentials {
+                        access_key_id: SIM_AWS_ACCESS_KEY_ID.into(),
+                        secret_access_key: SIM_AWS_SECRET_ACCESS_KEY.into(),
+                        session_token: None,
+                    },
+                    region: "us-east-1".into(),
+                }),
+                clock: SystemTime::now,
+            };
+            ("bedrock", base, Box::new(wire))
+        }
+        "gemini" => {
+            let base = format!("{}/v1beta", sim.base_url());
+            let wire = GeminiWire {
+                client,
+                target: gemini::Target {
+                    flavor: gemini::Flavor::AiStudio,
+                    base_url: base.clone(),
+                    max_tokens: None,
+                },
+                auth: Some(Auth::Header("x-goog-api-key", "AIza-test".into())),
+            };
+            ("gemini", base, Box::new(wire))
+        }
+        "openai-responses" => {
+            let base = format!("{}/v1", sim.base_url());
+            let wire = ResponsesWire {
+                client,
+                base_url: base.clone(),
+                auth: Some(Auth::Bearer("sk-sim".into())),
+            };
+            ("openai-responses", base, Box::new(wire))
+        }
+        other => panic!("no native wire for the simulator profile {other}"),
+    };
+    SimWire {
+        sim,
+        base,
+        provider,
+        wire,
+    }
 }
