@@ -429,7 +429,11 @@ pub(crate) fn assert_units_whole(view: &[Message]) {
 
 /// The view compress must at least keep (head, one checkpoint, the minimal tail), built
 /// independently of the implementation's walk: its estimate is what the guarantee rests on.
-pub(crate) fn minimal_view(history: &[Message], config: &CompactionConfig, summary: &str) -> Vec<Message> {
+pub(crate) fn minimal_view(
+    history: &[Message],
+    config: &CompactionConfig,
+    summary: &str,
+) -> Vec<Message> {
     let n = history.len();
     let mut head = config.protect_first.min(n);
     while head < n && history[head].role == Role::Tool {

@@ -2,7 +2,6 @@
 
 use std::sync::Mutex;
 
-use crate::common::*;
 use hermes_compaction::{
     CLEARED_TOOL_OUTPUT, CompactionConfig, CompactionError, CompactionOverrides, FixedSummarizer,
     SUMMARY_MARKER, SUMMARY_TRUNCATED, Source, Summarizer, compress, is_checkpoint, salvage,
@@ -10,6 +9,8 @@ use hermes_compaction::{
 use hermes_core::estimate::estimate_history;
 use hermes_core::{Message, Role};
 use serde_json::{Value, json};
+
+use crate::common::*;
 
 /// Records what it was asked to summarise.
 #[derive(Default)]

@@ -1,11 +1,12 @@
 //! Property tests over generated histories: byte-identical retained turns, no compaction loop,
 //! serde round trips, idempotent shaping, whole tool units, and the estimator against shaping.
 
-use crate::common::*;
 use hermes_compaction::{FixedSummarizer, Source, compress, is_checkpoint};
 use hermes_core::estimate::estimate_history;
 use hermes_core::{Message, Role, ShapeContext, Verdicts};
 use proptest::prelude::*;
+
+use crate::common::*;
 
 const SUMMARY: &str = "The user asked for searches; results were found and reported.";
 

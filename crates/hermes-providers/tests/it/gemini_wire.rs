@@ -4,7 +4,6 @@
 //! retried once through the turn driver, a missing signature told in one line, and the wire's
 //! conformance cases (`tests/cases/default/gemini-*.json`).
 
-use crate::support;
 use std::sync::Mutex;
 
 use hermes_core::driver::Conversation;
@@ -16,6 +15,8 @@ use hermes_providers::gemini::{self, Flavor, GeminiWire, Target};
 use hermes_providers::{Auth, ChatTransport, TransportError, builtin_table};
 use wiremock::matchers::{header, method, path, query_param};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+use crate::support;
 
 const MODEL: &str = "gemini-3-pro-preview";
 const KEY: &str = "AIza-test-key-123";

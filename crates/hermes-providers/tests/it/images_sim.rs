@@ -3,11 +3,11 @@
 //! loopback HTTP, and the simulator, which refuses the chat shape and checks each image, takes
 //! the body and answers.
 
-use crate::images;
-use crate::support;
-
 use hermes_core::{Origin, RequestParts, ResolveOptions, RouteTarget, Verdicts};
 use hermes_providers::builtin_table;
+
+use crate::images;
+use crate::support;
 
 /// What each simulator must take: (simulator profile, model, where the user turn's and the tool
 /// result's PNG land in the body, the block type both must have there).

@@ -4,7 +4,6 @@
 //! through the turn driver (exactly two requests, the second without that origin's reasoning
 //! items and with their paired items id-less).
 
-use crate::support;
 use std::sync::Mutex;
 
 use hermes_core::driver::Conversation;
@@ -15,6 +14,8 @@ use hermes_providers::responses::{ResponsesWire, WIRE_ID};
 use hermes_providers::{Auth, ChatTransport, TransportError, builtin_table};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support;
 
 const MODEL: &str = "gpt-5";
 const KEY: &str = "sk-test-key-123";

@@ -23,10 +23,6 @@
 //!   blobs decoded): botocore serialises the request itself, so equal body bytes mean hermes
 //!   writes a Converse body exactly as botocore does.
 
-use crate::images::{self, PNG};
-use crate::support::{self, header};
-use hermes_test_support::validator;
-
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -42,9 +38,13 @@ use hermes_providers::anthropic::{AnthropicWire, Flavor, Target};
 use hermes_providers::aws::{self, AwsAuth, AwsCredentials};
 use hermes_providers::bedrock::{self, BedrockWire};
 use hermes_providers::{Auth, ChatTransport, builtin_table};
+use hermes_test_support::validator;
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path_regex};
 use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::images::{self, PNG};
+use crate::support::{self, header};
 
 const RECORD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/boto3_record.py");
 const VALIDATE: &str = concat!(

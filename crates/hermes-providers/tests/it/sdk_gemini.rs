@@ -37,10 +37,6 @@
 //!   (`models.py:1769`, `_GenerateContentParameters_to_mldev`); an empty message is the field's
 //!   default, so hermes leaving it out is the same request.
 
-use crate::images;
-use crate::support::{self, header};
-use hermes_test_support::validator;
-
 use std::path::Path;
 use std::process::Command;
 
@@ -51,9 +47,13 @@ use hermes_core::{
 };
 use hermes_providers::gemini::{self, Flavor, GeminiWire, Target};
 use hermes_providers::{Auth, ChatTransport, builtin_table};
+use hermes_test_support::validator;
 use serde_json::{Map, Value, json};
 use wiremock::matchers::{method, path_regex};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+use crate::images;
+use crate::support::{self, header};
 
 const RECORD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/genai_record.py");
 const VALIDATE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/genai_validate.py");

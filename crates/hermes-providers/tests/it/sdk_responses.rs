@@ -21,9 +21,6 @@
 //! id-less assistant turn fits (openai 3.57.0). This test first found hermes sending the output
 //! message shape without its id; every body now validates.
 
-use crate::images;
-use crate::support::{self, header};
-
 use std::path::Path;
 
 use hermes_core::{
@@ -34,6 +31,9 @@ use hermes_providers::responses::{self, Drops, WIRE_ID};
 use serde_json::{Map, Value, json};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+use crate::images;
+use crate::support::{self, header};
 
 const RECORD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/openai_record.py");
 const VALIDATE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/openai_validate.py");

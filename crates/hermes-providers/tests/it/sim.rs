@@ -2,12 +2,13 @@
 //! and not, and the simulator catches a one-byte change; the Bedrock InvokeModel wire does the
 //! same under a FIPS host name.
 
-use crate::support;
 use hermes_core::{
     DetailItem, Message, Origin, RawJson, ResolveOptions, Role, RouteTarget, ThinkingRequest,
 };
 use hermes_providers::{ChatTransport, Endpoint, TransportError, builtin_table};
 use hermes_sim::Sim;
+
+use crate::support;
 
 const MODEL: &str = "anthropic/claude-sonnet-5";
 

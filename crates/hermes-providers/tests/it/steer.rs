@@ -2,13 +2,13 @@
 //! Anthropic, Bedrock Converse and Gemini wires against the strict simulators: the step is
 //! captured from the simulator, the steered request is encoded by the wire and accepted.
 
-use crate::support;
-
 use hermes_core::{
     Effort, Message, Origin, RawJson, RequestParts, ResolveOptions, RouteTarget, ThinkingRequest,
     Verdicts, Wire,
 };
 use hermes_providers::builtin_table;
+
+use crate::support;
 
 /// Sends `history` to `model` of `provider` at `base` on `wire` with thinking at high effort;
 /// the reply's message.

@@ -1,7 +1,6 @@
 //! The chat-completions transport against a real loopback server (wiremock): the body sent,
 //! captured carriers, and every failure mode as a typed error.
 
-use crate::support;
 use std::time::Duration;
 
 use hermes_core::{Message, Origin, ResolveOptions, RouteTarget};
@@ -9,6 +8,8 @@ use hermes_providers::{ChatTransport, Endpoint, TransportError, builtin_table};
 use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support;
 
 fn origin() -> Origin {
     Origin {

@@ -2,13 +2,14 @@
 //! the time-to-first-byte limit; a stream that stalls after its first chunk ends at the idle
 //! limit. Each is a clear timeout error and captures nothing.
 
-use crate::support;
 use std::time::Duration;
 
 use hermes_core::{Message, Origin, ResolveOptions, RouteTarget};
 use hermes_providers::{ChatTransport, Endpoint, TransportError, Waits, builtin_table};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
+
+use crate::support;
 
 /// A server that accepts, reads the request, then runs `answer` on the connection.
 async fn server<F, Fut>(answer: F) -> String
