@@ -476,44 +476,48 @@ async fn a_request_signed_like_the_sdks_is_accepted_and_a_change_after_signing_i
     let r = send_with(p.clone(), "application/jsoN", body.clone()).await;
     denied(&r, "InvalidSignatureException", MISMATCH);
 
-    // A wrong secret, an unknown key, another service.
-    let wrong = Signer {
-        secret: "not-the-secret",
-        ..Signer::default()
-    };
-    denied(
-        &post_signed_as(&sim, &wrong, &p, body.as_bytes()).await,
-        "InvalidSignatureException",
-        MISMATCH,
-    );
-    let stranger = Signer {
-        akid: "AKIDSTRANGER",
-        ..Signer::default()
-    };
-    denied(
-        &post_signed_as(&sim, &stranger, &p, body.as_bytes()).await,
-        "UnrecognizedClientException",
-        BAD_TOKEN,
-    );
-    let s3 = Signer {
-        service: "s3",
-        ..Signer::default()
-    };
-    denied(
-        &post_signed_as(&sim, &s3, &p, body.as_bytes()).await,
-        "InvalidSignatureException",
-        "Credential should be scoped to correct service: 'bedrock'. ",
-    );
-    // A session token the simulator does not expect.
-    let with_token = Signer {
-        token: Some(SIM_AWS_SESSION_TOKEN),
-        ..Signer::default()
-    };
-    denied(
-        &post_signed_as(&sim, &with_token, &p, body.as_bytes()).await,
-        "UnrecognizedClientException",
-        BAD_TOKEN,
-    );
+    // A wrong secret, an unknown key, another service, a session token the simulator does not
+    // expect.
+    for (signer, kind, message) in [
+        (
+            Signer {
+                secret: "not-the-secret",
+                ..Signer::default()
+            },
+            "InvalidSignatureException",
+            MISMATCH,
+        ),
+        (
+            Signer {
+                akid: "AKIDSTRANGER",
+                ..Signer::default()
+            },
+            "UnrecognizedClientException",
+            BAD_TOKEN,
+        ),
+        (
+            Signer {
+                service: "s3",
+                ..Signer::default()
+            },
+            "InvalidSignatureException",
+            "Credential should be scoped to correct service: 'bedrock'. ",
+        ),
+        (
+            Signer {
+                token: Some(SIM_AWS_SESSION_TOKEN),
+                ..Signer::default()
+            },
+            "UnrecognizedClientException",
+            BAD_TOKEN,
+        ),
+    ] {
+        denied(
+            &post_signed_as(&sim, &signer, &p, body.as_bytes()).await,
+            kind,
+            message,
+        );
+    }
     // No credentials at all.
     let r = send(&base, "POST", &p, &[], body.as_bytes()).await;
     assert_eq!(r.status, 403);
@@ -767,93 +771,81 @@ async fn tampered_or_missing_claude_reasoning_is_refused() {
     let sig = content[0]["reasoningContent"]["reasoningText"]["signature"]
         .as_str()
         .unwrap();
-    let mut c = content.clone();
-    c[0]["reasoningContent"]["reasoningText"]["signature"] = json!(flip_one_byte(sig, 10));
-    let invalid = format!("{WRAP}messages.1.content.0: Invalid `signature` in `thinking` block");
-    refused_with(
-        &sim,
-        CLAUDE,
-        &thinking_body(&with_content(&messages, c)),
-        &invalid,
-    )
-    .await;
-
     let text = content[0]["reasoningContent"]["reasoningText"]["text"]
         .as_str()
         .unwrap();
-    let mut c = content.clone();
-    c[0]["reasoningContent"]["reasoningText"]["text"] = json!(flip_one_byte(text, 3));
-    refused_with(
-        &sim,
-        CLAUDE,
-        &thinking_body(&with_content(&messages, c)),
-        &invalid,
-    )
-    .await;
-
-    let mut c = content.clone();
-    c[0]["reasoningContent"]["reasoningText"]
-        .as_object_mut()
-        .unwrap()
-        .shift_remove("signature");
-    refused_with(
-        &sim,
-        CLAUDE,
-        &thinking_body(&with_content(&messages, c)),
-        &format!("{WRAP}messages.1.content.0.thinking.signature: Field required"),
-    )
-    .await;
-
     let data = content[1]["reasoningContent"]["redactedContent"]
         .as_str()
         .unwrap();
-    let mut c = content.clone();
-    c[1]["reasoningContent"]["redactedContent"] = json!(flip_one_byte(data, 12));
-    refused_with(
-        &sim,
-        CLAUDE,
-        &thinking_body(&with_content(&messages, c)),
-        &format!("{WRAP}messages.1.content.1: Invalid `signature` in `redacted_thinking` block"),
-    )
-    .await;
-
-    // Dropping the reasoning of the in-flight step.
-    let without: Vec<Value> = content.as_array().unwrap()[2..].to_vec();
-    refused_with(
-        &sim,
-        CLAUDE,
-        &thinking_body(&with_content(&messages, Value::Array(without))),
-        &format!("{WRAP}messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`. {EXPECTED_THINKING}"),
-    )
-    .await;
-    // Dropping only the redacted block, or swapping the two.
-    let mut c = content.as_array().unwrap().clone();
-    c.remove(1);
-    refused_with(
-        &sim,
-        CLAUDE,
-        &thinking_body(&with_content(&messages, Value::Array(c))),
-        &format!("{WRAP}messages.1.content.1: `thinking` or `redacted_thinking` blocks in the latest assistant message cannot be modified. These blocks must remain as they were in the original response."),
-    )
-    .await;
-    let mut c = content.as_array().unwrap().clone();
-    c.swap(0, 1);
-    refused_with(
-        &sim,
-        CLAUDE,
-        &thinking_body(&with_content(&messages, Value::Array(c))),
-        &format!("{WRAP}messages.1.content.0: `thinking` or `redacted_thinking` blocks in the latest assistant message cannot be modified. These blocks must remain as they were in the original response."),
-    )
-    .await;
-    // A text before the tool call instead of the reasoning.
-    let c = json!([{"text": "let me check"}, content[2]]);
-    refused_with(
-        &sim,
-        CLAUDE,
-        &thinking_body(&with_content(&messages, c)),
-        &format!("{WRAP}messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `text`. {EXPECTED_THINKING}"),
-    )
-    .await;
+    let invalid = format!("{WRAP}messages.1.content.0: Invalid `signature` in `thinking` block");
+    let modified = "`thinking` or `redacted_thinking` blocks in the latest assistant message cannot be modified. These blocks must remain as they were in the original response.";
+    // The step's content (reasoning, redacted reasoning, the tool call) edited one way per row.
+    let edited = |edit: &dyn Fn(&mut Vec<Value>)| {
+        let mut c = content.as_array().unwrap().clone();
+        edit(&mut c);
+        thinking_body(&with_content(&messages, Value::Array(c)))
+    };
+    let rows = [
+        // A changed signature or reasoning text, a missing signature, changed redacted bytes.
+        (
+            edited(&|c| {
+                c[0]["reasoningContent"]["reasoningText"]["signature"] =
+                    json!(flip_one_byte(sig, 10));
+            }),
+            invalid.clone(),
+        ),
+        (
+            edited(&|c| {
+                c[0]["reasoningContent"]["reasoningText"]["text"] = json!(flip_one_byte(text, 3));
+            }),
+            invalid.clone(),
+        ),
+        (
+            edited(&|c| {
+                c[0]["reasoningContent"]["reasoningText"]
+                    .as_object_mut()
+                    .unwrap()
+                    .shift_remove("signature");
+            }),
+            format!("{WRAP}messages.1.content.0.thinking.signature: Field required"),
+        ),
+        (
+            edited(&|c| {
+                c[1]["reasoningContent"]["redactedContent"] = json!(flip_one_byte(data, 12));
+            }),
+            format!("{WRAP}messages.1.content.1: Invalid `signature` in `redacted_thinking` block"),
+        ),
+        // Dropping the reasoning of the in-flight step.
+        (
+            edited(&|c| {
+                c.drain(..2);
+            }),
+            format!(
+                "{WRAP}messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`. {EXPECTED_THINKING}"
+            ),
+        ),
+        // Dropping only the redacted block, or swapping the two.
+        (
+            edited(&|c| {
+                c.remove(1);
+            }),
+            format!("{WRAP}messages.1.content.1: {modified}"),
+        ),
+        (
+            edited(&|c| c.swap(0, 1)),
+            format!("{WRAP}messages.1.content.0: {modified}"),
+        ),
+        // A text before the tool call instead of the reasoning.
+        (
+            edited(&|c| *c = vec![json!({"text": "let me check"}), c[2].clone()]),
+            format!(
+                "{WRAP}messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `text`. {EXPECTED_THINKING}"
+            ),
+        ),
+    ];
+    for (body, message) in rows {
+        refused_with(&sim, CLAUDE, &body, &message).await;
+    }
     // A signature is bound to its conversation: another system prompt breaks it.
     let mut b = thinking_body(&messages);
     b["system"] = json!([{"text": "You are verbose."}]);

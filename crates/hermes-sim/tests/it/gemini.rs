@@ -615,54 +615,37 @@ async fn pairing_violations_are_refused() {
     let call = ok(&sim, MODEL, std::slice::from_ref(&first)).await;
     let answer = responses(&call, "noon");
 
-    // One response for two calls.
     let mut short = answer.clone();
     short["parts"].as_array_mut().unwrap().pop();
-    refused(
-        &sim,
-        MODEL,
-        &[first.clone(), call.clone(), short],
-        RESPONSE_COUNT,
-    )
-    .await;
-    // No response turn at all.
-    refused(
-        &sim,
-        MODEL,
-        &[first.clone(), call.clone(), user("hm")],
-        RESPONSE_COUNT,
-    )
-    .await;
-    // A response with an id no call has.
     let mut wrong = answer.clone();
     wrong["parts"][1]["functionResponse"]["id"] = json!("fc_nope");
-    refused(
-        &sim,
-        MODEL,
-        &[first.clone(), call.clone(), wrong],
-        RESPONSE_AFTER_CALL,
-    )
-    .await;
-    // A response turn with no call turn before it.
-    refused(
-        &sim,
-        MODEL,
-        &[
-            first.clone(),
-            json!({"role": "model", "parts": [{"text": "ok"}]}),
-            answer.clone(),
-        ],
-        RESPONSE_AFTER_CALL,
-    )
-    .await;
-    // A call turn first in the history.
-    refused(
-        &sim,
-        MODEL,
-        &[call.clone(), answer.clone()],
-        CALL_AFTER_USER,
-    )
-    .await;
+    for (contents, message) in [
+        // One response for two calls.
+        (vec![first.clone(), call.clone(), short], RESPONSE_COUNT),
+        // No response turn at all.
+        (
+            vec![first.clone(), call.clone(), user("hm")],
+            RESPONSE_COUNT,
+        ),
+        // A response with an id no call has.
+        (
+            vec![first.clone(), call.clone(), wrong],
+            RESPONSE_AFTER_CALL,
+        ),
+        // A response turn with no call turn before it.
+        (
+            vec![
+                first.clone(),
+                json!({"role": "model", "parts": [{"text": "ok"}]}),
+                answer.clone(),
+            ],
+            RESPONSE_AFTER_CALL,
+        ),
+        // A call turn first in the history.
+        (vec![call.clone(), answer.clone()], CALL_AFTER_USER),
+    ] {
+        refused(&sim, MODEL, &contents, message).await;
+    }
     // Without ids (Gemini 2.5), responses are matched by name and order.
     let model = "gemini-2.5-pro";
     let call = ok(&sim, model, std::slice::from_ref(&first)).await;
@@ -925,68 +908,48 @@ async fn thinking_configuration_follows_the_model_generation() {
         b["generationConfig"]["thinkingConfig"] = tc;
         b
     };
-    let check = |r: Resp, want: &str| {
+    // Refused, each with the API's message.
+    for (model, tc, want) in [
+        (
+            "gemini-2.5-pro",
+            json!({"thinkingLevel": "high"}),
+            "Thinking level is not supported for this model.",
+        ),
+        (
+            "gemini-2.5-flash",
+            json!({"thinkingLevel": "low", "includeThoughts": true}),
+            "Thinking level is not supported for this model.",
+        ),
+        (
+            "gemini-2.5-pro",
+            json!({"thinkingBudget": 0}),
+            "Budget 0 is invalid. This model only works in thinking mode.",
+        ),
+        (
+            "gemini-2.5-pro",
+            json!({"thinkingBudget": 40000}),
+            "The thinking budget 40000 is invalid. Please choose a value between 128 and 32768.",
+        ),
+        (
+            "gemini-2.5-flash",
+            json!({"thinkingBudget": 24577}),
+            "The thinking budget 24577 is invalid. Please choose a value between 0 and 24576.",
+        ),
+        (
+            "gemini-2.0-flash",
+            json!({"includeThoughts": true}),
+            "thinking_config is not supported.",
+        ),
+        (
+            MODEL,
+            json!({"thinkingLevel": "high", "thinkingBudget": 1024}),
+            "You cannot set both thinking_level and thinking_budget in the same request. Use thinking_level for Gemini 3 models.",
+        ),
+    ] {
+        let r = post(&sim, model, &with(tc)).await;
         assert_eq!(r.status, 400, "{}", r.text());
         assert_eq!(error_of(&r).1, want);
-    };
-    check(
-        post(
-            &sim,
-            "gemini-2.5-pro",
-            &with(json!({"thinkingLevel": "high"})),
-        )
-        .await,
-        "Thinking level is not supported for this model.",
-    );
-    check(
-        post(
-            &sim,
-            "gemini-2.5-flash",
-            &with(json!({"thinkingLevel": "low", "includeThoughts": true})),
-        )
-        .await,
-        "Thinking level is not supported for this model.",
-    );
-    check(
-        post(&sim, "gemini-2.5-pro", &with(json!({"thinkingBudget": 0}))).await,
-        "Budget 0 is invalid. This model only works in thinking mode.",
-    );
-    check(
-        post(
-            &sim,
-            "gemini-2.5-pro",
-            &with(json!({"thinkingBudget": 40000})),
-        )
-        .await,
-        "The thinking budget 40000 is invalid. Please choose a value between 128 and 32768.",
-    );
-    check(
-        post(
-            &sim,
-            "gemini-2.5-flash",
-            &with(json!({"thinkingBudget": 24577})),
-        )
-        .await,
-        "The thinking budget 24577 is invalid. Please choose a value between 0 and 24576.",
-    );
-    check(
-        post(
-            &sim,
-            "gemini-2.0-flash",
-            &with(json!({"includeThoughts": true})),
-        )
-        .await,
-        "thinking_config is not supported.",
-    );
-    check(
-        post(
-            &sim,
-            MODEL,
-            &with(json!({"thinkingLevel": "high", "thinkingBudget": 1024})),
-        )
-        .await,
-        "You cannot set both thinking_level and thinking_budget in the same request. Use thinking_level for Gemini 3 models.",
-    );
+    }
     let r = post(&sim, MODEL, &with(json!({"thinkingLevel": "extreme"}))).await;
     assert_eq!(r.status, 400);
     let v = r.json();
