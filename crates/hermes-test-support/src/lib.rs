@@ -1,7 +1,8 @@
 //! What hermes' test suites share, so no test file carries its own copy: running the `hermes`
 //! binary in a home of its own with a clean environment ([`home`]), recording a test that
 //! skipped so `cargo xtask ci` counts it ([`skip`]), finding the Python with the official SDKs
-//! ([`sdk`]), and a session log in memory with a tool set never called ([`memory`]).
+//! ([`sdk`]) and reading its validator's verdicts ([`validator`]), and a session log in memory
+//! with a tool set never called ([`memory`]).
 //!
 //! For tests only: no production crate depends on it.
 
@@ -11,3 +12,4 @@ pub mod home;
 pub mod memory;
 pub mod sdk;
 pub mod skip;
+pub mod validator;

@@ -32,10 +32,15 @@ from __future__ import annotations
 
 import collections.abc
 import json
+import os
 import sys
 import types as pytypes
 import typing
 from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import verdicts
 
 try:
     import typing_extensions
@@ -208,39 +213,5 @@ def validate(body: Any) -> None:
         check(params.ResponseCreateParamsNonStreaming, body, [])
 
 
-def read_bodies(text: str) -> list[Any]:
-    decoder = json.JSONDecoder()
-    bodies = []
-    pos = 0
-    while True:
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-        if pos >= len(text):
-            return bodies
-        value, pos = decoder.raw_decode(text, pos)
-        bodies.append(value)
-
-
-def main() -> int:
-    try:
-        bodies = read_bodies(sys.stdin.read())
-    except json.JSONDecodeError as exc:
-        print(f"openai_validate: the input is not JSON bodies: {exc}", file=sys.stderr)
-        return 2
-    if not bodies:
-        print("openai_validate: no body given", file=sys.stderr)
-        return 2
-    bad = 0
-    for i, body in enumerate(bodies):
-        try:
-            validate(body)
-            print("ok")
-        except Invalid as exc:
-            bad += 1
-            print(f"invalid {exc}")
-            print(f"openai_validate: body {i}: {exc}", file=sys.stderr)
-    return 1 if bad else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(verdicts.main("openai_validate", validate, Invalid))

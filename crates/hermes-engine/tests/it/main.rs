@@ -1,0 +1,8 @@
+//! The integration tests of hermes-engine, one binary: each module was a test file of its own.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod leases;
+mod preview;
+mod summary;
+mod thinking;
+mod verdicts;

@@ -1,0 +1,531 @@
+//! Independent evidence, from the official Python `openai` client, that hermes' OpenAI
+//! Responses wire (`hermes_providers::responses`) sends what the SDK sends for the same
+//! conversation, and that every body `hermes preview` prints is one the SDK's own request types
+//! accept with no key they do not declare.
+//!
+//! openai is pinned in `.ci/sdk-requirements.txt` and installed by `.ci/run` into
+//! `target/sdk-venv`; these tests find its Python in `HERMES_SDK_PYTHON`. Without a usable one
+//! they print a skip note and pass, unless `HERMES_REQUIRE_SDK` is set (CI sets it): then they
+//! fail. The scripts in `tests/sdk/` say how they work:
+//! - `openai_record.py` calls `OpenAI(api_key, base_url, max_retries=0).responses.create(**p)`
+//!   with hermes' parsed body as `p` (key order kept; no `extra_body`, so a key the SDK's
+//!   signature does not take fails the call) against the loopback recorder this test runs;
+//! - `openai_validate.py` walks `ResponseCreateParamsNonStreaming` / `…Streaming` (the
+//!   TypedDicts of `openai/types/responses/response_create_params.py`) recursively, unknown keys
+//!   forbidden at every depth, required keys required.
+//!
+//! An assistant message replayed without its id (its turn's reasoning left out: another model
+//! or host minted it, a recovery drop, a non-reasoning model) goes as the SDK's
+//! `EasyInputMessageParam` (`{"role":"assistant","content":TEXT}`): `ResponseOutputMessageParam`
+//! requires `id` (`response_output_message_param.py`), so that is the only input item type an
+//! id-less assistant turn fits (openai 3.57.0). This test first found hermes sending the output
+//! message shape without its id; every body now validates.
+
+use std::path::Path;
+
+use hermes_core::{
+    Effort, Message, RawJson, RequestParts, ResolveOptions, RouteTarget, ThinkingRequest, Verdicts,
+};
+use hermes_providers::builtin_table;
+use hermes_providers::responses::{self, Drops, WIRE_ID};
+use serde_json::{Map, Value, json};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+use crate::images;
+use crate::support::{self, header};
+
+const RECORD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/openai_record.py");
+const VALIDATE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/openai_validate.py");
+
+const GPT5: &str = "gpt-5";
+const KEY: &str = "sk-hermes-sdk-test-key";
+const BASE: &str = "https://api.openai.com/v1";
+
+/// The key the negative controls inject: no SDK type declares it.
+const PROBE: &str = "hermes_probe_unknown_key";
+
+// ---------------------------------------------------------------------------------------------
+// The SDK's Python
+
+const PROBE_SCRIPT: &str = "import openai, pydantic\n\
+from openai.types.responses import response_create_params\n\
+print(f'openai {openai.__version__}, pydantic {pydantic.VERSION}')";
+
+/// The SDK's Python, or `None` when there is none and none is required (see
+/// [`hermes_test_support::sdk::sdk_python`]).
+fn sdk_python() -> Option<&'static Path> {
+    hermes_test_support::sdk::sdk_python("openai", PROBE_SCRIPT)
+}
+
+/// Runs `script` with `input` on standard input, with none of the machine's OpenAI settings
+/// and no proxy (see [`support::python`]): its exit code, standard output and error.
+fn run(py: &Path, script: &str, input: &str) -> (Option<i32>, String, String) {
+    support::run(support::python(py, &["OPENAI_"]), script, input)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The conversation
+
+/// Items as the API returned them: keys in the API's order, escapes a `Value` round trip would
+/// rewrite, summaries (one, none, two) and encrypted content.
+const RS1: &str = r#"{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"Need the time in Z\u00fcrich."}],"encrypted_content":"gAAAA\/one=="}"#;
+const FC1: &str = r#"{"id":"fc_1","type":"function_call","status":"completed","arguments":"{\"city\":\"Z\\u00fcrich\"}","call_id":"call_1","name":"now"}"#;
+const RS2: &str =
+    r#"{"id":"rs_2","type":"reasoning","summary":[],"encrypted_content":"gAAAA-two"}"#;
+const FC2: &str = r#"{"id":"fc_2","type":"function_call","status":"completed","arguments":"{}","call_id":"call_2","name":"date"}"#;
+const RS3: &str = r#"{"id":"rs_3","type":"reasoning","summary":[{"type":"summary_text","text":"Answer."},{"type":"summary_text","text":"Briefly."}],"encrypted_content":"gAAAA-three"}"#;
+const MSG3: &str = r#"{"id":"msg_3","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"It is noon, Monday."}],"role":"assistant"}"#;
+
+/// The chat-completions tool definitions hermes stores.
+const TOOLS: &str = r#"[{"type":"function","function":{"name":"now","description":"The time in a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}},{"type":"function","function":{"name":"date","parameters":{"type":"object","properties":{}}}}]"#;
+
+/// `item` as the Python original stores it: stamped with its issuer (`_issuer_kind`,
+/// `_issuer_model`), and for a reasoning item with `summary: []`, without its summary.
+fn stamped(item: &str, model: &str) -> String {
+    let item = item.replace(r#""summary":[],"#, "");
+    format!(
+        r#"{{"_issuer_kind":"codex_responses",{},"_issuer_model":"{model}"}}"#,
+        &item[1..item.len() - 1]
+    )
+}
+
+/// A two-step tool loop minted by `model` on api.openai.com, as hermes stores it: each turn's
+/// reasoning item before its call, then the answer, then a new question. `imported`: as the
+/// Python original stores it instead (no origin, every item stamped, a summary not kept).
+fn history(model: &str, imported: bool) -> Vec<Message> {
+    let host = RouteTarget::new(WIRE_ID, Some(BASE), model).host_key();
+    let origin = if imported {
+        "null".to_owned()
+    } else {
+        format!(r#"{{"provider":"{WIRE_ID}","host":"{host}","model":"{model}"}}"#)
+    };
+    let item = |i: &str| {
+        if imported {
+            stamped(i, model)
+        } else {
+            i.to_owned()
+        }
+    };
+    let (rs1, fc1, rs2, fc2, rs3, msg3) = (
+        item(RS1),
+        item(FC1),
+        item(RS2),
+        item(FC2),
+        item(RS3),
+        item(MSG3),
+    );
+    let text = format!(
+        r#"[{{"role":"system","content":"Be brief."}},
+            {{"role":"user","content":"Time and date in Zürich?"}},
+            {{"role":"assistant","content":null,"reasoning_content":"Need the time in Zürich.",
+              "tool_calls":[{{"id":"call_1","type":"function","function":{{"name":"now","arguments":"{{\"city\":\"Z\\u00fcrich\"}}"}},"call_id":"call_1","response_item_id":"fc_1"}}],
+              "codex_reasoning_items":[{rs1}],"codex_message_items":[{fc1}],
+              "hermes_block_order":["reasoning","function_call"],"origin":{origin}}},
+            {{"role":"tool","tool_call_id":"call_1","content":"12:00"}},
+            {{"role":"assistant","content":null,
+              "tool_calls":[{{"id":"call_2","type":"function","function":{{"name":"date","arguments":"{{}}"}},"call_id":"call_2","response_item_id":"fc_2"}}],
+              "codex_reasoning_items":[{rs2}],"codex_message_items":[{fc2}],
+              "hermes_block_order":["reasoning","function_call"],"origin":{origin}}},
+            {{"role":"tool","tool_call_id":"call_2","content":"Monday"}},
+            {{"role":"assistant","content":"It is noon, Monday.","reasoning_content":"Answer.\n\nBriefly.",
+              "codex_reasoning_items":[{rs3}],"codex_message_items":[{msg3}],
+              "hermes_block_order":["reasoning","message"],"origin":{origin}}},
+            {{"role":"user","content":"Thanks. And tomorrow?"}}]"#
+    );
+    hermes_core::parse_history(&text).unwrap().messages
+}
+
+/// One body of the corpus.
+struct Case {
+    label: &'static str,
+    /// The model the history was minted by.
+    minted_by: &'static str,
+    /// The model the request goes to.
+    model: &'static str,
+    thinking: ThinkingRequest,
+    tools: bool,
+    stream: bool,
+    /// The history as the Python original stores it ([`history`]).
+    imported: bool,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        label: "tool loop, own reasoning replayed",
+        minted_by: GPT5,
+        model: GPT5,
+        thinking: ThinkingRequest::NoPreference,
+        tools: true,
+        stream: false,
+        imported: false,
+    },
+    Case {
+        label: "tool loop, streamed, effort high",
+        minted_by: GPT5,
+        model: GPT5,
+        thinking: ThinkingRequest::Effort(Effort::High),
+        tools: true,
+        stream: true,
+        imported: false,
+    },
+    Case {
+        label: "--no-thinking",
+        minted_by: GPT5,
+        model: GPT5,
+        thinking: ThinkingRequest::Off,
+        tools: true,
+        stream: false,
+        imported: false,
+    },
+    Case {
+        label: "another model's turns: reasoning left out, pairs id-less",
+        minted_by: GPT5,
+        model: "gpt-5-mini",
+        thinking: ThinkingRequest::NoPreference,
+        tools: true,
+        stream: false,
+        imported: false,
+    },
+    Case {
+        label: "a non-reasoning model",
+        minted_by: GPT5,
+        model: "gpt-4.1",
+        thinking: ThinkingRequest::NoPreference,
+        tools: false,
+        stream: true,
+        imported: false,
+    },
+    Case {
+        label: "imported from the Python original: stamped items, a summary not kept",
+        minted_by: GPT5,
+        model: GPT5,
+        thinking: ThinkingRequest::NoPreference,
+        tools: true,
+        stream: false,
+        imported: true,
+    },
+];
+
+/// hermes' body for `case`, compact (as sent) or pretty (as `hermes preview` prints it).
+fn hermes_body(case: &Case, pretty: bool) -> String {
+    let table = builtin_table();
+    let decision = table.resolve(
+        &RouteTarget::new(WIRE_ID, Some(BASE), case.model),
+        ResolveOptions::default(),
+    );
+    let verdicts = Verdicts::default();
+    let h = history(case.minted_by, case.imported);
+    let tools = RawJson::from_text(TOOLS).unwrap();
+    let parts = RequestParts::new(&h, &decision, &verdicts)
+        .thinking(case.thinking)
+        .tools(case.tools.then_some(&tools))
+        .stream(case.stream);
+    let encoded = if pretty {
+        responses::encode_pretty(&parts, &Drops::default())
+    } else {
+        responses::encode(&parts, &Drops::default())
+    };
+    String::from_utf8(encoded.unwrap().body).unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The recorder
+
+const REPLY: &str = r#"{"id":"resp_sdk","object":"response","created_at":0,"model":"gpt-5","status":"completed","output":[{"id":"msg_sdk","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","annotations":[],"text":"ok"}]}],"parallel_tool_calls":true,"tool_choice":"auto","tools":[]}"#;
+
+/// A loopback server that records every request and answers a minimal valid Response: JSON,
+/// or for a streamed request one `response.completed` event.
+async fn recorder() -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(|request: &Request| {
+            let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+            if body["stream"] == json!(true) {
+                let event = format!(
+                    r#"{{"type":"response.completed","sequence_number":0,"response":{REPLY}}}"#
+                );
+                ResponseTemplate::new(200).set_body_raw(
+                    format!("event: response.completed\ndata: {event}\n\n"),
+                    "text/event-stream",
+                )
+            } else {
+                ResponseTemplate::new(200).set_body_raw(REPLY, "application/json")
+            }
+        })
+        .mount(&server)
+        .await;
+    server
+}
+
+/// Where two JSON values differ, key by key (object key order aside), as `path: ours vs sdk`.
+fn differences(ours: &Value, sdk: &Value, path: &str, out: &mut Vec<String>) {
+    match (ours, sdk) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in a {
+                let p = format!("{path}.{k}");
+                match b.get(k) {
+                    Some(w) => differences(v, w, &p, out),
+                    None => out.push(format!("{p}: hermes sends {v}, the SDK does not send it")),
+                }
+            }
+            for (k, w) in b {
+                if !a.contains_key(k) {
+                    out.push(format!("{path}.{k}: the SDK sends {w}, hermes does not"));
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            for (i, (v, w)) in a.iter().zip(b).enumerate() {
+                differences(v, w, &format!("{path}.{i}"), out);
+            }
+        }
+        _ if ours == sdk => {}
+        _ => out.push(format!("{path}: hermes {ours} vs the SDK {sdk}")),
+    }
+}
+
+#[tokio::test]
+async fn hermes_sends_what_the_openai_sdk_sends_for_the_same_conversation() {
+    let Some(py) = sdk_python() else { return };
+    let server = recorder().await;
+    let bodies: Vec<String> = CASES.iter().map(|c| hermes_body(c, false)).collect();
+    // The bodies go in as text so the SDK gets the keyword arguments in hermes' key order.
+    let spec = format!(
+        r#"{{"base_url":{},"api_key":{},"calls":[{}]}}"#,
+        json!(format!("{}/v1", server.uri())),
+        json!(KEY),
+        bodies.join(",")
+    );
+    let (code, stdout, stderr) = run(py, RECORD, &spec);
+    assert_eq!(
+        code,
+        Some(0),
+        "openai_record.py failed:\n{stdout}\n{stderr}"
+    );
+    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(report["calls"], json!(CASES.len()), "{stdout}");
+    for (case, result) in CASES.iter().zip(report["results"].as_array().unwrap()) {
+        let want = if case.stream {
+            json!(["response.completed"])
+        } else {
+            json!("resp_sdk")
+        };
+        assert_eq!(result, &want, "the SDK read the reply of {}", case.label);
+    }
+    let received = server.received_requests().await.unwrap();
+    assert_eq!(received.len(), CASES.len(), "one request per call");
+    for ((case, ours), request) in CASES.iter().zip(&bodies).zip(&received) {
+        assert_eq!(request.url.path(), "/v1/responses", "{}", case.label);
+        assert_eq!(
+            header(request, "authorization"),
+            Some(format!("Bearer {KEY}").as_str()),
+            "{}",
+            case.label
+        );
+        let ours: Value = serde_json::from_str(ours).unwrap();
+        let sdk: Value = serde_json::from_slice(&request.body).unwrap();
+        let mut diffs = Vec::new();
+        differences(&ours, &sdk, "", &mut diffs);
+        assert!(
+            diffs.is_empty(),
+            "{}: hermes' body and the SDK's differ:\n{}",
+            case.label,
+            diffs.join("\n")
+        );
+    }
+    // The corpus covers what it says: replayed reasoning with summaries and encrypted
+    // content, a streamed body, tools, and a body with no reasoning items at all.
+    assert!(bodies[0].contains(RS1) && bodies[0].contains(RS3) && bodies[0].contains("tools"));
+    assert!(bodies[1].contains(r#""effort":"high""#) && bodies[1].contains(r#""stream":true"#));
+    assert!(!bodies[3].contains(r#""type":"reasoning""#) && !bodies[3].contains("fc_1"));
+    // The imported items go as the API returned them: no issuer stamp, the summary as `[]`.
+    assert!(!bodies[5].contains("_issuer"), "{}", bodies[5]);
+    assert!(bodies[5].contains(RS1) && bodies[5].contains(FC1) && bodies[5].contains(MSG3));
+    assert!(
+        bodies[5].contains(
+            r#"{"id":"rs_2","type":"reasoning","encrypted_content":"gAAAA-two","summary":[]}"#
+        ),
+        "{}",
+        bodies[5]
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+
+/// What `openai_validate.py` says of each of `bodies`: its exit code and one line per body.
+fn validate(py: &Path, bodies: &[String]) -> (Option<i32>, Vec<String>, String) {
+    let (code, stdout, stderr) = run(py, VALIDATE, &bodies.join("\n"));
+    (code, stdout.lines().map(str::to_owned).collect(), stderr)
+}
+
+#[test]
+fn every_preview_body_validates_against_the_sdks_request_types() {
+    let Some(py) = sdk_python() else { return };
+    let bodies: Vec<String> = CASES.iter().map(|c| hermes_body(c, true)).collect();
+    let (_, lines, stderr) = validate(py, &bodies);
+    // Every body is valid, reasoning items and id-less paired items included.
+    assert_eq!(lines, vec!["ok"; CASES.len()], "{stderr}");
+    // The id-less assistant message is the SDK's easy input message.
+    let body: Value = serde_json::from_str(&bodies[3]).unwrap();
+    assert!(
+        body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|item| item["role"] == "assistant" && item["content"].is_string()),
+        "{body}"
+    );
+}
+
+/// `body` with `PROBE` added to the object `at` picks.
+fn inject(body: &str, at: impl Fn(&mut Value) -> &mut Map<String, Value>) -> String {
+    let mut value: Value = serde_json::from_str(body).unwrap();
+    at(&mut value).insert(PROBE.to_owned(), json!(1));
+    value.to_string()
+}
+
+#[test]
+fn negative_controls_an_unknown_key_anywhere_fails() {
+    let Some(py) = sdk_python() else { return };
+    let body = hermes_body(&CASES[0], true);
+    let streamed = hermes_body(&CASES[1], true);
+    let controls = [
+        (
+            inject(&body, |v| v.as_object_mut().unwrap()),
+            format!("invalid {PROBE}: unknown key for ResponseCreateParamsNonStreaming"),
+        ),
+        (
+            inject(&streamed, |v| v.as_object_mut().unwrap()),
+            format!("invalid {PROBE}: unknown key for ResponseCreateParamsStreaming"),
+        ),
+        (
+            // The user message.
+            inject(&body, |v| v["input"][0].as_object_mut().unwrap()),
+            format!("invalid input.0.{PROBE}: unknown key for EasyInputMessageParam"),
+        ),
+        (
+            // A function call output.
+            inject(&body, |v| v["input"][3].as_object_mut().unwrap()),
+            format!("invalid input.3.{PROBE}: unknown key for FunctionCallOutput"),
+        ),
+        (
+            // A reasoning item, and a summary inside one.
+            inject(&body, |v| v["input"][1].as_object_mut().unwrap()),
+            format!("invalid input.1.{PROBE}: unknown key for ResponseReasoningItemParam"),
+        ),
+        (
+            inject(&body, |v| {
+                v["input"][1]["summary"][0].as_object_mut().unwrap()
+            }),
+            format!("invalid input.1.summary.0.{PROBE}: unknown key for Summary"),
+        ),
+        (
+            inject(&body, |v| v["reasoning"].as_object_mut().unwrap()),
+            format!("invalid reasoning.{PROBE}: unknown key for Reasoning"),
+        ),
+        (
+            inject(&body, |v| v["tools"][0].as_object_mut().unwrap()),
+            format!("invalid tools.0.{PROBE}: unknown key for FunctionToolParam"),
+        ),
+    ];
+    for (bad, want) in &controls {
+        assert!(bad.contains(PROBE));
+        let (code, lines, stderr) = validate(py, std::slice::from_ref(bad));
+        assert_eq!(code, Some(1), "{want}: {lines:?} {stderr}");
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with(want.as_str()),
+            "want {want}, got {}",
+            lines[0]
+        );
+    }
+    // Wrong values fail too: an unknown effort, a string for `store`, a missing `type`.
+    let mut wrong: Value = serde_json::from_str(&body).unwrap();
+    wrong["reasoning"]["effort"] = json!("extreme");
+    let mut store: Value = serde_json::from_str(&body).unwrap();
+    store["store"] = json!("false");
+    let (code, lines, _) = validate(py, &[wrong.to_string(), store.to_string()]);
+    assert_eq!(code, Some(1));
+    assert!(
+        lines[0].starts_with("invalid reasoning.effort:"),
+        "{lines:?}"
+    );
+    assert!(lines[1].starts_with("invalid store:"), "{lines:?}");
+    // And the unchanged body, in the same run, still passes: the controls fail for the key.
+    let (code, lines, _) = validate(py, &[body]);
+    assert_eq!((code, lines), (Some(0), vec!["ok".to_owned()]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Images
+
+/// hermes' body over [`images::history`], compact or pretty.
+fn image_body(pretty: bool) -> String {
+    let h = images::history(true);
+    let table = builtin_table();
+    let decision = table.resolve(
+        &RouteTarget::new(WIRE_ID, Some(BASE), "gpt-4.1"),
+        ResolveOptions::default(),
+    );
+    let verdicts = Verdicts::default();
+    let tools = RawJson::from_text(TOOLS).unwrap();
+    let parts = RequestParts::new(&h, &decision, &verdicts).tools(Some(&tools));
+    let encoded = if pretty {
+        responses::encode_pretty(&parts, &Drops::default())
+    } else {
+        responses::encode(&parts, &Drops::default())
+    };
+    String::from_utf8(encoded.unwrap().body).unwrap()
+}
+
+#[tokio::test]
+async fn image_inputs_validate_and_the_sdk_sends_them_as_hermes_does() {
+    let Some(py) = sdk_python() else { return };
+    let body = image_body(true);
+    let value: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(value["input"][0]["content"][1]["type"], "input_image");
+    assert_eq!(value["input"][2]["output"][1]["type"], "input_image");
+    // The SDK's types accept the body; an image part without `detail` (required by
+    // `ResponseInputImageParam`) or with the chat shape is refused.
+    let mut no_detail = value.clone();
+    no_detail["input"][0]["content"][1]
+        .as_object_mut()
+        .unwrap()
+        .remove("detail");
+    let mut chat = value.clone();
+    chat["input"][0]["content"][1] =
+        json!({"type": "image_url", "image_url": {"url": "https://example.com/a.png"}});
+    let (code, lines, stderr) =
+        validate(py, &[body.clone(), no_detail.to_string(), chat.to_string()]);
+    assert_eq!(code, Some(1), "{lines:?} {stderr}");
+    assert_eq!(lines[0], "ok", "{stderr}");
+    assert!(
+        lines[1].starts_with("invalid input.0.content.1"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[2].starts_with("invalid input.0.content.1"),
+        "{lines:?}"
+    );
+    // The SDK sends the same body.
+    let server = recorder().await;
+    let ours = image_body(false);
+    let spec = format!(
+        r#"{{"base_url":{},"api_key":{},"calls":[{ours}]}}"#,
+        json!(format!("{}/v1", server.uri())),
+        json!(KEY),
+    );
+    let (code, stdout, stderr) = run(py, RECORD, &spec);
+    assert_eq!(
+        code,
+        Some(0),
+        "openai_record.py failed:\n{stdout}\n{stderr}"
+    );
+    let received = server.received_requests().await.unwrap();
+    let sdk: Value = serde_json::from_slice(&received[0].body).unwrap();
+    let mut diffs = Vec::new();
+    differences(&serde_json::from_str(&ours).unwrap(), &sdk, "", &mut diffs);
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+}

@@ -1,0 +1,232 @@
+//! What several modules share: for the SDK-evidence modules (`sdk_bedrock`, `sdk_gemini`,
+//! `sdk_responses`), running a script with the SDK's Python away from the machine's own provider
+//! settings and reading a header of a request the loopback recorder
+//! took; for the wire modules, a server that refuses once and then answers, a turn through the
+//! turn driver for a one-refusal recovery, and a plain chat-completions request; for the modules
+//! checking the native wires against their strict simulators, each wire built for its simulator.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use hermes_core::driver::{Conversation, Driver, DriverConfig, DriverEvent, TurnOutcome};
+use hermes_core::{Message, Role, RouteDecision, ThinkingRequest, Verdicts, Wire};
+use hermes_providers::anthropic::{self, AnthropicWire};
+use hermes_providers::aws::{AwsAuth, AwsCredentials};
+use hermes_providers::bedrock::{self, BedrockWire};
+use hermes_providers::chat::ChatRequest;
+use hermes_providers::gemini::{self, GeminiWire};
+use hermes_providers::responses::ResponsesWire;
+use hermes_providers::{Auth, ChatTransport};
+use hermes_sim::{SIM_AWS_ACCESS_KEY_ID, SIM_AWS_SECRET_ACCESS_KEY, Sim};
+use hermes_test_support::memory::{Log, NoTools};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+/// A command running `py` with none of the machine's settings for the provider: every variable
+/// whose name (upper-cased) starts with one of `prefixes` or ends with `_PROXY` removed, no
+/// bytecode written, UTF-8 standard streams, and no proxy for the loopback recorder.
+pub(crate) fn python(py: &Path, prefixes: &[&str]) -> Command {
+    let mut cmd = Command::new(py);
+    for (key, _) in std::env::vars_os() {
+        let name = key.to_string_lossy().to_ascii_uppercase();
+        if prefixes.iter().any(|p| name.starts_with(p)) || name.ends_with("_PROXY") {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONIOENCODING", "utf-8")
+        .env("NO_PROXY", "127.0.0.1,localhost");
+    cmd
+}
+
+/// Runs `script` with `python` (see [`python`]) and `input` on standard input: its exit code,
+/// standard output and standard error.
+pub(crate) fn run(mut python: Command, script: &str, input: &str) -> (Option<i32>, String, String) {
+    let mut child = python
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// The value of header `name` of `request`, when it has one in visible ASCII.
+pub(crate) fn header<'r>(request: &'r Request, name: &str) -> Option<&'r str> {
+    request.headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Mounts on `server`, for POSTs to `at`: exactly one whose body contains `marker`, answered
+/// 400 with `refusal`, and exactly one whose body does not, answered 200 with `reply` (JSON).
+pub(crate) async fn refused_once(
+    server: &MockServer,
+    at: &str,
+    marker: &'static str,
+    refusal: &str,
+    reply: &str,
+) {
+    Mock::given(method("POST"))
+        .and(path(at))
+        .and(move |r: &Request| String::from_utf8_lossy(&r.body).contains(marker))
+        .respond_with(ResponseTemplate::new(400).set_body_raw(refusal, "application/json"))
+        .expect(1)
+        .mount(server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(at))
+        .and(move |r: &Request| !String::from_utf8_lossy(&r.body).contains(marker))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(reply, "application/json"))
+        .expect(1)
+        .mount(server)
+        .await;
+}
+
+/// The user's turn "And now?" on `conversation`, on `wire` under `decision`, through the turn
+/// driver set for a recovery test (no thinking preference, no backoff retry: a refusal is
+/// answered by the wire's one-time recovery or not at all; tools never called): its outcome, the
+/// driver's events (debug-printed) and the messages it stored.
+pub(crate) async fn recovery_turn(
+    decision: &RouteDecision,
+    wire: &dyn Wire,
+    conversation: &mut Conversation,
+) -> (TurnOutcome, Vec<String>, Vec<Message>) {
+    let log = Log::default();
+    let mut config = DriverConfig::default();
+    config.thinking = ThinkingRequest::NoPreference;
+    config.max_backoff_retries = 0;
+    let events = Mutex::new(Vec::new());
+    let notify = |e: &DriverEvent| events.lock().unwrap().push(format!("{e:?}"));
+    let driver = Driver {
+        decision,
+        wire,
+        log: &log,
+        tools: &NoTools,
+        config: &config,
+        notify: &notify,
+    };
+    let outcome = driver
+        .run_turn(conversation, Message::text(Role::User, "And now?"))
+        .await
+        .unwrap();
+    (
+        outcome,
+        events.into_inner().unwrap(),
+        log.appended.into_inner().unwrap(),
+    )
+}
+
+/// The chat-completions request for `history` under `decision`: no verdicts, no thinking
+/// preference, streamed when `stream`.
+pub(crate) fn chat_request<'a>(
+    history: &'a [Message],
+    decision: &'a RouteDecision,
+    stream: bool,
+) -> ChatRequest<'a> {
+    let mut request = ChatRequest::build(
+        history,
+        decision,
+        &Verdicts::default(),
+        ThinkingRequest::NoPreference,
+    );
+    request.stream = stream;
+    request
+}
+
+/// A native wire in front of its strict simulator (see [`sim_wire`]).
+pub(crate) struct SimWire {
+    /// The simulator; its recorded requests are the wire's.
+    pub(crate) sim: Sim,
+    /// The base URL the wire sends to and the route target names.
+    pub(crate) base: String,
+    /// The provider the route target names.
+    pub(crate) provider: &'static str,
+    /// The wire.
+    pub(crate) wire: Box<dyn Wire>,
+}
+
+/// The simulator `profile` started and its native wire built for it: `anthropic` (the Messages
+/// wire, an API key), `bedrock` (Converse, SigV4 with the simulator's credentials), `gemini` (AI
+/// Studio, an API key) or `openai-responses` (a bearer key).
+pub(crate) async fn sim_wire(profile: &str) -> SimWire {
+    let sim = Sim::start(profile).await.unwrap();
+    let client = ChatTransport::new().unwrap();
+    let (provider, base, wire): (_, _, Box<dyn Wire>) = match profile {
+        "anthropic" => {
+            let base = sim.base_url();
+            let wire = AnthropicWire {
+                client,
+                target: anthropic::Target {
+                    flavor: anthropic::Flavor::Direct,
+                    base_url: base.clone(),
+                    max_tokens: None,
+                },
+                auth: Some(Auth::Header("x-api-key", "sk-ant-test".into())),
+            };
+            ("anthropic", base, Box::new(wire))
+        }
+        "bedrock" => {
+            let base = sim.base_url();
+            let wire = BedrockWire {
+                client,
+                target: bedrock::Target {
+                    base_url: base.clone(),
+                    max_tokens: None,
+                },
+                auth: Some(AwsAuth::SigV4 {
+                    credentials: AwsCredentials {
+                        access_key_id: SIM_AWS_ACCESS_KEY_ID.into(),
+                        secret_access_key: SIM_AWS_SECRET_ACCESS_KEY.into(),
+                        session_token: None,
+                    },
+                    region: "us-east-1".into(),
+                }),
+                clock: SystemTime::now,
+            };
+            ("bedrock", base, Box::new(wire))
+        }
+        "gemini" => {
+            let base = format!("{}/v1beta", sim.base_url());
+            let wire = GeminiWire {
+                client,
+                target: gemini::Target {
+                    flavor: gemini::Flavor::AiStudio,
+                    base_url: base.clone(),
+                    max_tokens: None,
+                },
+                auth: Some(Auth::Header("x-goog-api-key", "AIza-test".into())),
+            };
+            ("gemini", base, Box::new(wire))
+        }
+        "openai-responses" => {
+            let base = format!("{}/v1", sim.base_url());
+            let wire = ResponsesWire {
+                client,
+                base_url: base.clone(),
+                auth: Some(Auth::Bearer("sk-sim".into())),
+            };
+            ("openai-responses", base, Box::new(wire))
+        }
+        other => panic!("no native wire for the simulator profile {other}"),
+    };
+    SimWire {
+        sim,
+        base,
+        provider,
+        wire,
+    }
+}

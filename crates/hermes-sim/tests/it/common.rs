@@ -1,0 +1,99 @@
+//! A tiny hand-written HTTP/1.1 client for the simulator's integration tests (independent of
+//! reqwest, so the tests see exactly the bytes and chunks the server writes).
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+pub(crate) struct Resp {
+    pub(crate) status: u16,
+    pub(crate) headers: String,
+    pub(crate) body: Vec<u8>,
+    /// Transfer-encoding chunks as written by the server (empty when not chunked).
+    pub(crate) chunks: Vec<Vec<u8>>,
+}
+
+impl Resp {
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8(self.body.clone()).unwrap()
+    }
+    pub(crate) fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+    }
+}
+
+pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// One request with `headers` (plus `Content-Type: application/json`); the connection is closed
+/// after the reply.
+pub(crate) async fn send(
+    base: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Resp {
+    let mut all = vec![("Content-Type", "application/json")];
+    all.extend_from_slice(headers);
+    send_exact(base, method, path, &all, body).await
+}
+
+/// One request with exactly `headers` besides `Host`, `Content-Length` and `Connection: close`.
+pub(crate) async fn send_exact(
+    base: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Resp {
+    let host = base.strip_prefix("http://").unwrap();
+    let mut stream = TcpStream::connect(host).await.unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body).await.unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await.unwrap();
+    let split = find(&raw, b"\r\n\r\n").unwrap();
+    let headers = String::from_utf8(raw[..split].to_vec()).unwrap();
+    let status: u16 = headers.split(' ').nth(1).unwrap().parse().unwrap();
+    let mut rest = &raw[split + 4..];
+    let mut chunks = Vec::new();
+    let body = if headers
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        let mut out = Vec::new();
+        loop {
+            let eol = find(rest, b"\r\n").unwrap();
+            let size_txt = std::str::from_utf8(&rest[..eol]).unwrap();
+            let size =
+                usize::from_str_radix(size_txt.split(';').next().unwrap().trim(), 16).unwrap();
+            rest = &rest[eol + 2..];
+            if size == 0 {
+                break;
+            }
+            chunks.push(rest[..size].to_vec());
+            out.extend_from_slice(&rest[..size]);
+            rest = &rest[size + 2..];
+        }
+        out
+    } else {
+        rest.to_vec()
+    };
+    Resp {
+        status,
+        headers,
+        body,
+        chunks,
+    }
+}

@@ -1,0 +1,10 @@
+//! The integration tests of hermes-sim, one binary: each module was a test file of its own.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod anthropic;
+mod bedrock;
+mod chat_profiles;
+mod common;
+mod gemini;
+mod long_model;
+mod openai_responses;
