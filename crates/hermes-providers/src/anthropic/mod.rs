@@ -56,7 +56,7 @@ impl AnthropicWire {
 
 /// The URL of a request to `target` for `model` (SPEC §8a). On Bedrock the model id (or
 /// inference-profile ARN) is one percent-encoded path segment ([`aws::path_segment`]: `:` is
-/// `%3A`, `/` is `%2F`), as boto3 sends it (`tests/sdk_bedrock.rs` compares the two).
+/// `%3A`, `/` is `%2F`), as boto3 sends it (`tests/it/sdk_bedrock.rs` compares the two).
 /// anthropic-sdk-python 2.16.0's `AnthropicBedrock` leaves `:` (and `;`) bare instead
 /// (`urllib.parse.quote(model, safe=":;")`, `anthropic/lib/bedrock/_client.py` line 68): the
 /// same resource to Bedrock, but hermes follows the AWS SDK, whose signing it is proven against.
