@@ -728,32 +728,9 @@ async fn vertex_gemini_uses_the_publisher_path_and_a_bearer_token_and_resumes() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_offline_gemini_simulator_runs_a_signed_tool_loop_with_no_environment() {
     let home = crate::support::home();
-    let cmd = crate::support::bare_command(
-        home.path(),
-        &[
-            "chat",
-            "--provider",
-            "sim",
-            "--base-url",
-            "sim://gemini",
-            "--effort",
-            "high",
-            "-q",
-            "[tools=2] time?",
-        ],
-        &[],
-    );
-    let out = hermes_test_support::home::output(cmd).await;
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{stderr}");
-    let stdout = String::from_utf8(out.stdout).unwrap();
+    let (stdout, id) = crate::support::offline_tool_loop(&home, "gemini").await;
     assert!(stdout.starts_with("Done after 2 tool steps"), "{stdout}");
-    let id = stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("hermes: session "))
-        .unwrap()
-        .trim();
-    let stored = home.turns(id).await;
+    let stored = home.turns(&id).await;
     assert_eq!(stored.len(), 3);
     assert!(stored[..2].iter().all(|t| t.signed.calls[0].1.is_some()));
     assert!(stored[2].signed.text.is_some());

@@ -473,32 +473,8 @@ async fn an_imported_python_original_session_continues_with_its_items_replayed()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_offline_responses_simulator_runs_a_reasoning_tool_loop_with_no_environment() {
     let home = crate::support::home();
-    let cmd = crate::support::bare_command(
-        home.path(),
-        &[
-            "chat",
-            "--provider",
-            "sim",
-            "--base-url",
-            "sim://openai-responses",
-            "--effort",
-            "high",
-            "-q",
-            "[tools=2] time?",
-        ],
-        &[],
-    );
-    let out = hermes_test_support::home::output(cmd).await;
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{stderr}");
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    assert!(stdout.starts_with("Done after 2 tool"), "{stdout}");
-    let id = stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("hermes: session "))
-        .unwrap()
-        .trim();
-    let stored = home.turns(id).await;
+    let (_, id) = crate::support::offline_tool_loop(&home, "openai-responses").await;
+    let stored = home.turns(&id).await;
     assert_eq!(stored.len(), 3);
     assert!(stored.iter().all(|t| t.reasoning.len() == 1), "{stored:?}");
     assert!(stored[..2].iter().all(|t| t.calls.len() == 1));

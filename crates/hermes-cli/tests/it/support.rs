@@ -40,6 +40,40 @@ pub(crate) fn bare_command(home: &Path, args: &[&str], env: &[(&str, &str)]) -> 
     cmd
 }
 
+/// `hermes chat --provider sim --base-url sim://PROFILE --effort high -q "[tools=2] time?"` in
+/// `home` with no environment at all ([`bare_command`]): it must succeed and say it is done after
+/// two tool steps. Returns stdout and the new session's id.
+pub(crate) async fn offline_tool_loop(home: &Home, profile: &str) -> (String, String) {
+    let base = format!("sim://{profile}");
+    let cmd = bare_command(
+        home.path(),
+        &[
+            "chat",
+            "--provider",
+            "sim",
+            "--base-url",
+            &base,
+            "--effort",
+            "high",
+            "-q",
+            "[tools=2] time?",
+        ],
+        &[],
+    );
+    let out = hermes_test_support::home::output(cmd).await;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.starts_with("Done after 2 tool"), "{stdout}");
+    let id = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("hermes: session "))
+        .unwrap()
+        .trim()
+        .to_owned();
+    (stdout, id)
+}
+
 /// Every regular file under `dir`, at any depth.
 pub(crate) fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
