@@ -80,10 +80,13 @@ pub(crate) fn map_reqwest(err: reqwest::Error) -> TransportError {
     // reqwest's message names the URL, which never holds the key (it travels in a header).
     let text = err.to_string();
     if err.is_timeout() {
+        let address = address(&err);
         TransportError::Timeout(if err.is_connect() {
-            "could not connect in time (connect limit)".to_owned()
+            format!("{address}: could not connect within the connect limit ([limits] connect)")
         } else {
-            "the reply was silent for longer than the idle limit".to_owned()
+            format!(
+                "{address}: the reply was silent for longer than the idle limit ([limits] idle)"
+            )
         })
     } else if err.is_connect() {
         TransportError::Connect(connect_cause(&err))
@@ -122,10 +125,8 @@ fn send_cause(err: &reqwest::Error) -> String {
             .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
     });
     let tls = chain.iter().any(|e| is_rustls(*e));
-    let url = err.url();
-    let host = url.and_then(|u| u.host_str()).unwrap_or("the host");
-    let port = url.and_then(reqwest::Url::port_or_known_default);
-    let address = port.map_or_else(|| host.to_owned(), |p| format!("{host}:{p}"));
+    let host = err.url().and_then(|u| u.host_str()).unwrap_or("the host");
+    let address = address(err);
     if any(&[
         "dns error",
         "lookup address",
@@ -140,6 +141,14 @@ fn send_cause(err: &reqwest::Error) -> String {
     } else {
         format!("{address}: {innermost}")
     }
+}
+
+/// `host:port` of the URL a reqwest error is about (`the host` when it names none).
+fn address(err: &reqwest::Error) -> String {
+    let url = err.url();
+    let host = url.and_then(|u| u.host_str()).unwrap_or("the host");
+    let port = url.and_then(reqwest::Url::port_or_known_default);
+    port.map_or_else(|| host.to_owned(), |p| format!("{host}:{p}"))
 }
 
 /// True when `e` is a rustls error, or `io::Error`s wrapping one (their `source()` skips what
@@ -192,7 +201,7 @@ fn provider_message(err: &Value) -> String {
 }
 
 /// A failed SSE read as a transport error: a silent stream (reqwest's read timeout is the idle
-/// limit) is a timeout naming how far it got (`seen` `unit`, e.g. "12 chunks"), the rest a
+/// limit) is a timeout naming how far it got (`seen` `unit`s, e.g. "12 chunks"), the rest a
 /// stream error.
 pub(crate) fn stream_error(
     error: eventsource_stream::EventStreamError<reqwest::Error>,
@@ -206,7 +215,7 @@ pub(crate) fn stream_error(
 }
 
 /// A failed read of a streamed body's bytes (an AWS event stream) as a transport error: a
-/// silent stream is a timeout naming how far it got (`seen` `unit`, e.g. "12 frames"), the
+/// silent stream is a timeout naming how far it got (`seen` `unit`s, e.g. "12 frames"), the
 /// rest as [`map_reqwest`] maps them.
 pub(crate) fn chunk_error(error: reqwest::Error, seen: usize, unit: &str) -> TransportError {
     if error.is_timeout() {
@@ -216,11 +225,12 @@ pub(crate) fn chunk_error(error: reqwest::Error, seen: usize, unit: &str) -> Tra
     }
 }
 
-/// A stream silent for longer than the idle limit, after `seen` `unit`: a stall, which the
+/// A stream silent for longer than the idle limit, after `seen` `unit`s: a stall, which the
 /// driver retries at most once.
 fn silent(seen: usize, unit: &str) -> TransportError {
+    let plural = if seen == 1 { "" } else { "s" };
     TransportError::Stalled(format!(
-        "silent for longer than the idle limit after {seen} {unit}"
+        "silent for longer than the idle limit ([limits] idle) after {seen} {unit}{plural}"
     ))
 }
 
@@ -485,7 +495,7 @@ impl ChatTransport {
             .await
             .map_err(|_| {
                 TransportError::Timeout(format!(
-                    "no response within {} s (time-to-first-byte limit)",
+                    "no response within {} s (the time-to-first-byte limit, [limits] first_byte)",
                     first_byte.as_secs_f64()
                 ))
             })?
@@ -569,7 +579,7 @@ async fn read_stream(
     let mut acc = StreamAccumulator::new();
     let mut done = false;
     while let Some(event) = events.next().await {
-        let event = event.map_err(|e| stream_error(e, acc.chunks(), "chunks"))?;
+        let event = event.map_err(|e| stream_error(e, acc.chunks(), "chunk"))?;
         let data = event.data.trim();
         if event.event.eq_ignore_ascii_case("error") {
             return Err(TransportError::AfterOk(error_event_text(data)));

@@ -81,14 +81,14 @@ async fn a_stream_stalled_after_its_first_chunk_is_retried_once_and_each_wait_is
     assert_eq!(waits.len(), 1, "{stderr}");
     assert!(
         waits[0].starts_with(
-            "hermes: the stream stalled: silent for longer than the idle limit after 1 chunks; retry 1 in "
+            "hermes: the stream stalled: silent for longer than the idle limit ([limits] idle) after 1 chunk; retry 1 in "
         ),
         "{stderr}"
     );
     // Then the failure, naming the stall: two lines in all, each said once.
     assert_eq!(lines.len(), 2, "{stderr}");
     assert!(
-        lines[1].starts_with("hermes: error: the turn failed; nothing was stored: the stream stalled: silent for longer than the idle limit after 1 chunks, again on the retry"),
+        lines[1].starts_with("hermes: error: the turn failed; nothing was stored: the stream stalled: silent for longer than the idle limit ([limits] idle) after 1 chunk, again on the retry"),
         "{stderr}"
     );
 }

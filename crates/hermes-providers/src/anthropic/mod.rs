@@ -202,7 +202,7 @@ async fn read_stream(
     let mut events = response.bytes_stream().eventsource();
     let mut capture = capture::StreamCapture::new();
     while let Some(event) = events.next().await {
-        let event = event.map_err(|e| stream_error(e, capture.events(), "events"))?;
+        let event = event.map_err(|e| stream_error(e, capture.events(), "event"))?;
         if event.event.eq_ignore_ascii_case("error") {
             return Err(TransportError::AfterOk(error_event_text(event.data.trim())));
         }
@@ -225,7 +225,7 @@ async fn read_event_stream(
     let mut body = response.bytes_stream();
     let mut capture = capture::FrameCapture::new();
     while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| chunk_error(e, capture.frames(), "frames"))?;
+        let chunk = chunk.map_err(|e| chunk_error(e, capture.frames(), "frame"))?;
         capture.push(&chunk, on_delta)?;
     }
     drop(body);

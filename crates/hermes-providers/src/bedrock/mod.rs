@@ -220,7 +220,7 @@ async fn read_stream(
             .map(|t| TransportError::AfterOk(error_message(&t)))
     };
     while let Some(chunk) = chunks.next().await {
-        let chunk = chunk.map_err(|e| chunk_error(e, reader.frames(), "frames"))?;
+        let chunk = chunk.map_err(|e| chunk_error(e, reader.frames(), "frame"))?;
         if head.len() < 4096 {
             head.extend_from_slice(&chunk[..chunk.len().min(4096 - head.len())]);
         }

@@ -262,7 +262,7 @@ impl Wire for GeminiWire {
             })?;
         if request.stream {
             read_sse(response.bytes_stream(), origin, on_delta, |e, seen| {
-                stream_error(e, seen, "chunks")
+                stream_error(e, seen, "chunk")
             })
             .await
         } else {

@@ -165,7 +165,7 @@ impl Wire for ResponsesWire {
             .await?;
         if request.stream {
             read_sse(response.bytes_stream(), origin, on_delta, |e, seen| {
-                stream_error(e, seen, "events")
+                stream_error(e, seen, "event")
             })
             .await
         } else {
