@@ -3,6 +3,7 @@
 
 mod leases;
 mod preview;
+mod send;
 mod summary;
 mod thinking;
 mod verdicts;
