@@ -83,11 +83,38 @@ pub(crate) struct StoreSection {
     /// when unset. A secret: `config show` prints it redacted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) url: Option<toml::Spanned<String>>,
+    /// Connections in the store's pool (default 4 on an SQLite file, 8 on PostgreSQL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_connections: Option<toml::Spanned<u32>>,
+    /// Seconds an SQLite write waits for another process's lock before "database is locked"
+    /// (default 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) busy_timeout: Option<u64>,
+    /// Seconds a request waits for a free connection of the pool (default 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) acquire_timeout: Option<toml::Spanned<u64>>,
 }
 
 impl StoreSection {
     fn is_empty(&self) -> bool {
-        self.url.is_none()
+        *self == StoreSection::default()
+    }
+
+    /// The store's pool settings (defaults where unset).
+    pub(crate) fn pool(&self) -> hermes_engine::store::PoolOptions {
+        let d = hermes_engine::store::PoolOptions::default();
+        hermes_engine::store::PoolOptions {
+            max_connections: self.max_connections.as_ref().map(|n| *n.get_ref()),
+            busy_timeout: self
+                .busy_timeout
+                .map_or(d.busy_timeout, std::time::Duration::from_secs),
+            acquire_timeout: self
+                .acquire_timeout
+                .as_ref()
+                .map_or(d.acquire_timeout, |s| {
+                    std::time::Duration::from_secs(*s.get_ref())
+                }),
+        }
     }
 }
 
@@ -352,6 +379,24 @@ pub(crate) fn parse(path: &Path, text: &str) -> anyhow::Result<Config> {
             path.display()
         );
     }
+    if let Some(n) = &config.store.max_connections
+        && *n.get_ref() == 0
+    {
+        anyhow::bail!(
+            "{}: line {}: [store] max_connections = 0: the pool needs at least 1 connection",
+            path.display(),
+            line_of(text, n.span().start),
+        );
+    }
+    if let Some(n) = &config.store.acquire_timeout
+        && *n.get_ref() == 0
+    {
+        anyhow::bail!(
+            "{}: line {}: [store] acquire_timeout = 0: give at least 1 second",
+            path.display(),
+            line_of(text, n.span().start),
+        );
+    }
     if let Some(url) = &config.store.url
         && let Err(e) = hermes_engine::store::Location::parse(url.get_ref())
     {
@@ -393,6 +438,7 @@ pub(crate) fn run(command: &crate::cli::ConfigCommand, home: &Path) -> anyhow::R
             let mut shown = config.redacted();
             // Every wait's effective value, defaults included, so the limits are never a guess.
             shown.limits = config.limits.effective();
+            shown.store.busy_timeout = Some(config.store.pool().busy_timeout.as_secs());
             write!(out, "{}", toml::to_string_pretty(&shown)?)?;
         }
     }
@@ -402,6 +448,38 @@ pub(crate) fn run(command: &crate::cli::ConfigCommand, home: &Path) -> anyhow::R
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn store_pool_settings_parse_default_and_refuse_zero_with_the_line() {
+        let config = parse(
+            Path::new("config.toml"),
+            "[store]\nmax_connections = 2\nbusy_timeout = 1\nacquire_timeout = 7\n",
+        )
+        .unwrap();
+        let pool = config.store.pool();
+        assert_eq!(pool.max_connections, Some(2));
+        assert_eq!(pool.busy_timeout, std::time::Duration::from_secs(1));
+        assert_eq!(pool.acquire_timeout, std::time::Duration::from_secs(7));
+        assert_eq!(
+            Config::default().store.pool(),
+            hermes_engine::store::PoolOptions::default()
+        );
+        for (text, said) in [
+            (
+                "[store]\n\nmax_connections = 0\n",
+                "config.toml: line 3: [store] max_connections = 0: the pool needs at least 1 connection",
+            ),
+            (
+                "[store]\nacquire_timeout = 0\n",
+                "config.toml: line 2: [store] acquire_timeout = 0: give at least 1 second",
+            ),
+        ] {
+            let err = parse(Path::new("config.toml"), text)
+                .unwrap_err()
+                .to_string();
+            assert_eq!(err, said);
+        }
+    }
 
     #[test]
     fn max_tokens_per_model_family_parse_and_the_longest_key_wins() {

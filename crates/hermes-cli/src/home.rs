@@ -50,8 +50,8 @@ pub(crate) fn database_location(config: &Config) -> anyhow::Result<Option<Locati
 
 /// Opens the local database in `home` (the engine picks `hermes.db` beside another program's
 /// `state.db`, and the notice about it is shown here, once).
-pub(crate) async fn open_local_store(home: &Path) -> anyhow::Result<Store> {
-    let (store, notice) = hermes_engine::open_store(home).await?;
+pub(crate) async fn open_local_store(home: &Path, config: &Config) -> anyhow::Result<Store> {
+    let (store, notice) = hermes_engine::open_store_with(home, config.store.pool()).await?;
     if let Some(notice) = notice {
         let _ = writeln!(std::io::stderr(), "hermes: {notice}");
     }
@@ -62,8 +62,8 @@ pub(crate) async fn open_local_store(home: &Path) -> anyhow::Result<Store> {
 /// `home`.
 pub(crate) async fn open_store_in(home: &Path, config: &Config) -> anyhow::Result<Store> {
     match database_location(config)? {
-        Some(location) => Ok(Store::open_at(&location).await?),
-        None => open_local_store(home).await,
+        Some(location) => Ok(Store::open_at_with(&location, config.store.pool()).await?),
+        None => open_local_store(home, config).await,
     }
 }
 

@@ -329,6 +329,9 @@ pub(crate) fn run(engine: &hermes_engine::Engine, command: &SessionsCommand) -> 
 /// ones it holds differently are named and left alone (the command then fails).
 async fn migrate(to: &str, from: Option<&str>) -> anyhow::Result<()> {
     use hermes_engine::store::Location;
+    let home = home::hermes_home()?;
+    let config = crate::config::load(&home)?;
+    let pool = config.store.pool();
     let dest_location =
         Location::parse(to).map_err(|e| crate::error::UsageError(format!("--to: {e}")))?;
     let (source, source_name) = match from {
@@ -341,10 +344,12 @@ async fn migrate(to: &str, from: Option<&str>) -> anyhow::Result<()> {
                 )
                 .into());
             }
-            (Store::open_at(&location).await?, location.redacted())
+            (
+                Store::open_at_with(&location, pool).await?,
+                location.redacted(),
+            )
         }
         None => {
-            let home = home::hermes_home()?;
             let (path, _) = hermes_engine::store_path(&home).await?;
             if Location::Sqlite(path.clone()) == dest_location {
                 return Err(crate::error::UsageError(
@@ -353,12 +358,12 @@ async fn migrate(to: &str, from: Option<&str>) -> anyhow::Result<()> {
                 .into());
             }
             (
-                home::open_local_store(&home).await?,
+                home::open_local_store(&home, &config).await?,
                 path.display().to_string(),
             )
         }
     };
-    let dest = Store::open_at(&dest_location).await?;
+    let dest = Store::open_at_with(&dest_location, pool).await?;
     let report = source.copy_into(&dest).await?;
     let mut out = crate::out::stdout();
     let plural = |n: usize| if n == 1 { "" } else { "s" };

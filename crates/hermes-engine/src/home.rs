@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use hermes_store::{Ownership, Store};
+use hermes_store::{Ownership, PoolOptions, Store};
 
 use crate::error::EngineError;
 
@@ -52,6 +52,14 @@ async fn home_lock(home: &Path) -> Result<std::fs::File, EngineError> {
 /// Creates `home` (0700) when missing and opens hermes' database in it; the second value is a
 /// notice to show once (see [`store_path`]).
 pub async fn open_store(home: &Path) -> Result<(Store, Option<String>), EngineError> {
+    open_store_with(home, PoolOptions::default()).await
+}
+
+/// [`open_store`] with the store's pool sized and timed by `pool` (`[store]` in config.toml).
+pub async fn open_store_with(
+    home: &Path,
+    pool: PoolOptions,
+) -> Result<(Store, Option<String>), EngineError> {
     let mut dir = std::fs::DirBuilder::new();
     dir.recursive(true);
     #[cfg(unix)]
@@ -65,5 +73,5 @@ pub async fn open_store(home: &Path) -> Result<(Store, Option<String>), EngineEr
     // fresh home at once all see the same answer.
     let _deciding = home_lock(home).await?;
     let (path, notice) = store_path(home).await?;
-    Ok((Store::open(&path).await?, notice))
+    Ok((Store::open_with(&path, pool).await?, notice))
 }

@@ -29,7 +29,7 @@ use hermes_core::{ReasoningRoute, ResolveOptions, RouteDecision, RouteTable, Rou
 
 pub use error::{EngineError, KeyRefusal};
 pub use fleet::DEFAULT_REPROBE_AFTER;
-pub use home::{OWN_DB, STATE_DB, open_store, store_path};
+pub use home::{OWN_DB, STATE_DB, open_store, open_store_with, store_path};
 pub use preview::{Preview, PreviewOptions};
 pub use session::{
     AwsLookup, AwsSecrets, ChatSession, KeyLookup, Limits, OpenOptions, Toolset, reply_text,

@@ -578,14 +578,66 @@ fn sqlite_url(path: &Path) -> String {
     format!("sqlite://{path}?mode=rw")
 }
 
+/// How a store's connection pool is sized and how long it waits (`[store]` in config.toml).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolOptions {
+    /// Connections in the pool; `None`: [`PoolOptions::SQLITE_CONNECTIONS`] for an SQLite file,
+    /// [`PoolOptions::POSTGRES_CONNECTIONS`] for PostgreSQL.
+    pub max_connections: Option<u32>,
+    /// How long an SQLite statement waits for another connection's or process's write lock
+    /// before it fails with "database is locked" (SQLite's `busy_timeout`).
+    pub busy_timeout: Duration,
+    /// How long a request waits for a free connection of the pool.
+    pub acquire_timeout: Duration,
+}
+
+impl PoolOptions {
+    /// The default pool size on an SQLite file (one writer at a time; readers beside it).
+    pub const SQLITE_CONNECTIONS: u32 = 4;
+    /// The default pool size on PostgreSQL.
+    pub const POSTGRES_CONNECTIONS: u32 = 8;
+    /// The default SQLite busy timeout.
+    pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+    /// The default wait for a free connection.
+    pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// The pool size on `backend`.
+    pub fn connections(&self, backend: Backend) -> u32 {
+        self.max_connections.unwrap_or(match backend {
+            Backend::Sqlite => Self::SQLITE_CONNECTIONS,
+            Backend::Postgres => Self::POSTGRES_CONNECTIONS,
+        })
+    }
+}
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        PoolOptions {
+            max_connections: None,
+            busy_timeout: Self::BUSY_TIMEOUT,
+            acquire_timeout: Self::ACQUIRE_TIMEOUT,
+        }
+    }
+}
+
 impl Store {
     /// Opens the store at `location`: [`Store::open`] for an SQLite file,
     /// [`Store::connect_postgres`] for a PostgreSQL URL.
     pub async fn open_at(location: &Location) -> Result<Store, StoreError> {
+        Store::open_at_with(location, PoolOptions::default()).await
+    }
+
+    /// [`Store::open_at`] with a pool sized and timed by `pool`.
+    pub async fn open_at_with(location: &Location, pool: PoolOptions) -> Result<Store, StoreError> {
         match location {
-            Location::Sqlite(path) => Store::open(path).await,
-            Location::Postgres(url) => Store::connect_postgres(url).await,
+            Location::Sqlite(path) => Store::open_with(path, pool).await,
+            Location::Postgres(url) => Store::connect_postgres_with(url, pool).await,
         }
+    }
+
+    /// The pool's size (the connections it may open at once).
+    pub fn max_connections(&self) -> u32 {
+        self.pool.options().get_max_connections()
     }
 
     /// Which database this store talks to.
@@ -598,6 +650,15 @@ impl Store {
     /// `sslmode` (rustls with the system's roots, or `sslrootcert`). Errors show the URL
     /// redacted and never a password.
     pub async fn connect_postgres(url: &str) -> Result<Store, StoreError> {
+        Store::connect_postgres_with(url, PoolOptions::default()).await
+    }
+
+    /// [`Store::connect_postgres`] with a pool sized and timed by `pool` (`busy_timeout` is
+    /// SQLite's alone).
+    pub async fn connect_postgres_with(
+        url: &str,
+        pool_options: PoolOptions,
+    ) -> Result<Store, StoreError> {
         let open_err = |message: String| StoreError::Open {
             path: redact_url(url),
             message: scrub(&message, url),
@@ -611,8 +672,8 @@ impl Store {
         // waits on a delayed ACK; the fewer round trips an open makes, the less it pays. Bump
         // sqlx when the fix ships.
         let pool = AnyPoolOptions::new()
-            .max_connections(8)
-            .acquire_timeout(Duration::from_secs(30))
+            .max_connections(pool_options.connections(Backend::Postgres))
+            .acquire_timeout(pool_options.acquire_timeout)
             .connect_lazy_with(options.clone());
         // The pool's first connection: a wrong password or certificate fails at once in the
         // server's or the TLS library's own words. A refused connection the pool would retry
@@ -655,6 +716,11 @@ impl Store {
     /// folder are private to the user (0600 / 0700; SQLite gives `-wal` and `-shm` the
     /// database's mode).
     pub async fn open(path: &Path) -> Result<Store, StoreError> {
+        Store::open_with(path, PoolOptions::default()).await
+    }
+
+    /// [`Store::open`] with a pool sized and timed by `pool`.
+    pub async fn open_with(path: &Path, pool_options: PoolOptions) -> Result<Store, StoreError> {
         let open_err = |message: String| StoreError::Open {
             path: path.display().to_string(),
             message,
@@ -675,14 +741,16 @@ impl Store {
             let options = AnyConnectOptions::from_str(&sqlite_url(path))
                 .map_err(|e| open_err(e.to_string()))?
                 .disable_statement_logging();
+            let busy_ms = pool_options.busy_timeout.as_millis();
             AnyPoolOptions::new()
-                .max_connections(4)
-                .after_connect(|conn, _| {
+                .max_connections(pool_options.connections(Backend::Sqlite))
+                .acquire_timeout(pool_options.acquire_timeout)
+                .after_connect(move |conn, _| {
                     Box::pin(async move {
-                        conn.execute(
-                            "PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; \
-                             PRAGMA foreign_keys = ON;",
-                        )
+                        conn.execute(sqlx::AssertSqlSafe(format!(
+                            "PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = {busy_ms}; \
+                             PRAGMA foreign_keys = ON;"
+                        )))
                         .await
                         .map(drop)
                     })
@@ -724,7 +792,7 @@ impl Store {
                 .journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal)
                 .foreign_keys(true)
-                .busy_timeout(Duration::from_secs(5))
+                .busy_timeout(pool_options.busy_timeout)
                 .connect()
                 .await
                 .map_err(|e| open_err(e.to_string()))?;

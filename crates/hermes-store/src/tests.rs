@@ -1754,3 +1754,43 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     assert!(reopened.fleet_verdicts().await.unwrap().is_empty());
     assert!(reopened.has_session(&id).await.unwrap());
 }
+
+both!(pool_options_size_the_pool_and_set_sqlites_busy_timeout);
+async fn pool_options_size_the_pool_and_set_sqlites_busy_timeout(db: TestDb) {
+    let backend = match db.location {
+        crate::Location::Sqlite(_) => Backend::Sqlite,
+        crate::Location::Postgres(_) => Backend::Postgres,
+    };
+    let defaults = db.open().await;
+    let expected = match backend {
+        Backend::Sqlite => 4,
+        Backend::Postgres => 8,
+    };
+    assert_eq!(defaults.max_connections(), expected);
+    let options = crate::PoolOptions {
+        max_connections: Some(2),
+        busy_timeout: std::time::Duration::from_millis(1234),
+        acquire_timeout: std::time::Duration::from_secs(3),
+    };
+    let store = Store::open_at_with(&db.location, options).await.unwrap();
+    assert_eq!(store.max_connections(), 2);
+    assert_eq!(store.pool.options().get_acquire_timeout().as_secs(), 3);
+    // The store works through the smaller pool.
+    let id = store.create_session(&NewSession::default()).await.unwrap();
+    assert!(store.session(&id).await.is_ok());
+    if backend == Backend::Sqlite {
+        let busy: i64 = sqlx::query_scalar("PRAGMA busy_timeout")
+            .fetch_one(&store.pool)
+            .await
+            .unwrap();
+        assert_eq!(
+            busy, 1234,
+            "every pooled connection waits the configured busy timeout"
+        );
+        let default_busy: i64 = sqlx::query_scalar("PRAGMA busy_timeout")
+            .fetch_one(&defaults.pool)
+            .await
+            .unwrap();
+        assert_eq!(default_busy, 5000);
+    }
+}

@@ -93,7 +93,17 @@ fn config_sets_defaults_and_a_bad_file_names_line_and_key() {
         ok(home.path(), &["config", "path"]).trim(),
         home.path().join("config.toml").to_str().unwrap()
     );
-    assert!(ok(home.path(), &["config", "show"]).contains("effort = \"max\""));
+    let shown = ok(home.path(), &["config", "show"]);
+    assert!(shown.contains("effort = \"max\""), "{shown}");
+    assert!(shown.contains("[store]\nbusy_timeout = 5\n"), "{shown}");
+
+    // The store's pool settings reach the store: a chat through a pool of one connection.
+    std::fs::write(
+        home.path().join("config.toml"),
+        "provider = \"sim\"\n[store]\nmax_connections = 1\nbusy_timeout = 2\n",
+    )
+    .unwrap();
+    ok(home.path(), &["chat", "-q", "[tools=2] hi"]);
 
     std::fs::write(
         home.path().join("config.toml"),
