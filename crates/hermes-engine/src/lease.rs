@@ -14,35 +14,68 @@ const RENEW_EVERY: Duration = Duration::from_secs(10);
 /// How often a waiting process asks again.
 const POLL: Duration = Duration::from_millis(100);
 
-/// This process's host name (for telling whether a lease's holder still runs here).
+/// This process's host name (shown in a busy session's error).
 fn host() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_owned())
         .unwrap_or_default()
 }
 
-/// A new holder name: `host:pid:nonce`.
+/// Where this process's PIDs mean something: the kernel's boot id and this process's PID
+/// namespace (`/proc/self/ns/pid`). Two containers with the same host name have different PID
+/// namespaces, and two machines (or two boots) different boot ids, so a PID is only looked up
+/// where it was issued. Empty when either cannot be read (then no holder is ever judged gone:
+/// its lease runs out instead).
+fn pid_place() -> String {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|b| b.trim().to_owned())
+        .unwrap_or_default();
+    let namespace = std::fs::read_link("/proc/self/ns/pid")
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if boot.is_empty() || namespace.is_empty() {
+        return String::new();
+    }
+    // `pid:[4026531836]` → `4026531836`: no `:` inside the holder's own fields.
+    let namespace = namespace.trim_start_matches("pid:[").trim_end_matches(']');
+    format!("{boot}/{namespace}")
+}
+
+/// A new holder name: `host:pid:nonce:place` (see [`pid_place`]).
 fn holder() -> String {
     let nonce = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    format!("{}:{}:{nonce:x}", host(), std::process::id())
+    format!(
+        "{}:{}:{nonce:x}:{}",
+        host(),
+        std::process::id(),
+        pid_place()
+    )
 }
 
-/// True when `holder` names a process on this host that no longer runs (a crashed or killed
-/// hermes): its lease may be taken over at once instead of after it runs out.
+/// True when `holder` names a process that no longer runs in this PID namespace of this boot (a
+/// crashed or killed hermes): its lease may be taken over at once instead of after it runs out.
 fn gone(holder: &str) -> bool {
-    let mut parts = holder.splitn(3, ':');
-    let (Some(host_name), Some(pid)) = (parts.next(), parts.next()) else {
+    gone_from(holder, &pid_place(), std::process::id(), &|pid| {
+        std::path::Path::new(&format!("/proc/{pid}")).exists()
+    })
+}
+
+/// [`gone`] seen from `place` by the process `me`, with `runs` telling whether a PID runs here.
+/// A holder from another place (another container with the same host name, another machine, an
+/// earlier boot) or in the older `host:pid:nonce` form is never judged gone.
+fn gone_from(holder: &str, place: &str, me: u32, runs: &dyn Fn(u32) -> bool) -> bool {
+    let mut parts = holder.splitn(4, ':');
+    let (Some(_host), Some(pid), Some(_nonce), Some(theirs)) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
         return false;
     };
     let Ok(pid) = pid.parse::<u32>() else {
         return false;
     };
-    host_name == host()
-        && pid != std::process::id()
-        && cfg!(target_os = "linux")
-        && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+    !place.is_empty() && theirs == place && pid != me && cfg!(target_os = "linux") && !runs(pid)
 }
 
 /// A held lease on one session, renewed in the background until released or dropped.
@@ -114,5 +147,59 @@ impl Drop for Held {
         // Without an explicit release the lease runs out (or is taken over once this process
         // is gone); stop renewing it.
         self.renewer.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_holder_of_this_pid_namespace_and_boot_is_judged_gone() {
+        let here = "8d2f4ff7-2227-42d0-8588-cde91f818e29/4026531836";
+        let dead = |_pid: u32| false;
+        let alive = |_pid: u32| true;
+        // Same boot, same namespace, PID not running: gone.
+        assert!(gone_from(&format!("box:4242:1f:{here}"), here, 1, &dead));
+        assert!(!gone_from(&format!("box:4242:1f:{here}"), here, 1, &alive));
+        // Our own PID is never gone.
+        assert!(!gone_from(&format!("box:1:1f:{here}"), here, 1, &dead));
+        // Another container with the same host name: another PID namespace.
+        let other_ns = "8d2f4ff7-2227-42d0-8588-cde91f818e29/4026532999";
+        assert!(!gone_from(
+            &format!("box:4242:1f:{other_ns}"),
+            here,
+            1,
+            &dead
+        ));
+        // Another machine or boot: another boot id, even with the initial namespace.
+        let other_boot = "00000000-0000-0000-0000-000000000000/4026531836";
+        assert!(!gone_from(
+            &format!("box:4242:1f:{other_boot}"),
+            here,
+            1,
+            &dead
+        ));
+        // An older holder without its place, or a place we cannot read: wait for the TTL.
+        assert!(!gone_from("box:4242:1f", here, 1, &dead));
+        assert!(!gone_from(&format!("box:4242:1f:{here}"), "", 1, &dead));
+    }
+
+    #[test]
+    fn this_process_holder_names_its_place_and_is_not_gone() {
+        let me = holder();
+        let place = pid_place();
+        assert!(me.ends_with(&format!(":{place}")), "{me}");
+        assert_eq!(me.splitn(4, ':').count(), 4, "{me}");
+        assert!(!gone(&me));
+        if cfg!(target_os = "linux") {
+            assert!(
+                !place.is_empty(),
+                "boot id and PID namespace are readable on Linux"
+            );
+            // A PID that cannot exist (above Linux's pid_max limit of 2^22), here: gone.
+            let dead = format!("{}:{}:1f:{place}", host(), 4_194_305);
+            assert!(gone(&dead));
+        }
     }
 }
