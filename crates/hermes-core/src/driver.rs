@@ -383,8 +383,22 @@ impl Driver<'_> {
                 );
                 *requests += 1;
                 let on_delta = |delta: Delta<'_>| notify(&delta_event(delta));
+                // One span per upstream request (inside the caller's turn span, if any), so a
+                // server's logs and traces can follow a request through its retries.
+                let span = tracing::info_span!(
+                    "upstream_request",
+                    wire = wire.id(),
+                    provider = %origin.provider,
+                    host = %origin.host,
+                    model = %origin.model,
+                    attempt = *requests,
+                );
                 (
-                    wire.send(&request, origin.clone(), &on_delta).await,
+                    tracing::Instrument::instrument(
+                        wire.send(&request, origin.clone(), &on_delta),
+                        span,
+                    )
+                    .await,
                     request.refusable,
                 )
             };

@@ -109,14 +109,19 @@ impl Held {
         }
         let renewer = {
             let (store, session, me) = (store.clone(), session.to_owned(), me.clone());
-            tokio::spawn(async move {
-                loop {
-                    tokio::time::sleep(RENEW_EVERY).await;
-                    if let Err(e) = store.acquire_lease(&session, &me, TTL, &gone).await {
-                        tracing::warn!(session = %session, error = %e, "cannot renew the session lease");
+            // A root span: the renewer outlives the open or turn that took the lease.
+            let span = tracing::info_span!(parent: None, "lease_renewer", session = %session, holder = %me);
+            tokio::spawn(tracing::Instrument::instrument(
+                async move {
+                    loop {
+                        tokio::time::sleep(RENEW_EVERY).await;
+                        if let Err(e) = store.acquire_lease(&session, &me, TTL, &gone).await {
+                            tracing::warn!(session = %session, error = %e, "cannot renew the session lease");
+                        }
                     }
-                }
-            })
+                },
+                span,
+            ))
         };
         tracing::debug!(session, holder = %me, "session lease held");
         Ok(Held {

@@ -335,6 +335,7 @@ impl ChatSession {
     /// and starts the simulator for `--provider sim`. A resumed session given a thinking flag
     /// stores it, so its next resume keeps it; a new session stores its request with its first
     /// step.
+    #[tracing::instrument(name = "session_open", skip_all, fields(resume = options.resume.as_deref()))]
     pub async fn open(
         engine: &Engine,
         store: Store,
@@ -492,7 +493,35 @@ impl ChatSession {
 
     /// Runs one user turn with its tool loop. Each step is stored whole; a new session is
     /// created with its first step, so a first turn that fails stores nothing.
+    ///
+    /// Runs in a `session_turn` span carrying the session id (recorded once a new session has
+    /// one), a fresh `request_id`, the provider and the model; each upstream request is an
+    /// `upstream_request` span inside it.
     pub async fn turn(
+        &mut self,
+        text: &str,
+        notify: &(dyn Fn(&DriverEvent) + Send + Sync),
+    ) -> Result<TurnOutcome, EngineError> {
+        let span = tracing::info_span!(
+            "session_turn",
+            session = tracing::field::Empty,
+            request_id = %uuid::Uuid::now_v7().simple(),
+            provider = %self.target.decision.target.provider,
+            model = %self.target.decision.target.model,
+        );
+        if let Some(id) = &self.id {
+            span.record("session", id.as_str());
+        }
+        let result =
+            tracing::Instrument::instrument(self.turn_in_span(text, notify), span.clone()).await;
+        if let Some(id) = &self.id {
+            span.record("session", id.as_str());
+        }
+        result
+    }
+
+    /// [`ChatSession::turn`] inside its span.
+    async fn turn_in_span(
         &mut self,
         text: &str,
         notify: &(dyn Fn(&DriverEvent) + Send + Sync),

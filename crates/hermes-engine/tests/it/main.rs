@@ -4,6 +4,7 @@
 mod leases;
 mod preview;
 mod send;
+mod spans;
 mod summary;
 mod thinking;
 mod verdicts;
