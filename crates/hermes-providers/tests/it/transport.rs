@@ -360,12 +360,7 @@ async fn a_server_that_closes_before_answering_is_named_with_the_cause() {
         ResolveOptions::default(),
     );
     let history = history();
-    let request = ChatRequest::build(
-        &history,
-        &decision,
-        &Verdicts::default(),
-        ThinkingRequest::NoPreference,
-    );
+    let request = support::chat_request(&history, &decision, false);
     let endpoint = Endpoint {
         base_url,
         api_key: None,
