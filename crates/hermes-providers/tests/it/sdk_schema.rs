@@ -7,14 +7,13 @@
 //! 2. be refused, with the reason naming the place, once an unknown key is injected at any one
 //!    of its objects, each in turn (free-form values, whose keys are data, aside): the negative
 //!    control that proves the validator sees that object. One control per distinct object in
-//!    its place (see [`sweep_key`]): rows that differ only in thinking share their turns.
+//!    its place (see `validator::sweep_key`): rows that differ only in thinking share their turns.
 //!
 //! The Python runs once per wire, every row's body and control in one batch. A failing row is
 //! named by its wire, provider, model and scenario. What is not "validates / refuses an injected
 //! key" (signing, the bytes the SDK sends, wrong spellings and values) stays in the wire's own
 //! module (`sdk_bedrock`, `sdk_gemini`, `sdk_responses`), whose conversations this table renders.
 
-use std::collections::HashSet;
 use std::fmt;
 use std::path::Path;
 
@@ -441,39 +440,6 @@ impl Wire {
     }
 }
 
-/// What makes the control at `path` of `body` the same as one already made: the path, and the
-/// item it lies in (the top-level member, or the item of a top-level array: a Content, an input
-/// item, a message). What a validator checks at an object depends on the path there and that
-/// item only, so one control per distinct (path, item) proves the validator sees it, however
-/// many rows share it (rows differing only in thinking share their contents).
-fn sweep_key(body: &Value, path: &[Value]) -> (String, String) {
-    let item_end = match path.get(1) {
-        Some(Value::Number(_)) => 2,
-        _ => path.len().min(1),
-    };
-    let item = if item_end == 0 {
-        body.to_string()
-    } else {
-        let mut node = body;
-        for step in &path[..item_end] {
-            node = match step {
-                Value::String(key) => &node[key.as_str()],
-                index => &node[usize::try_from(index.as_u64().unwrap()).unwrap()],
-            };
-        }
-        node.to_string()
-    };
-    (validator::dotted(path, ""), item)
-}
-
-/// One request the validator checks: the row it comes from, and for a control the path of the
-/// injected key.
-struct Check<'a> {
-    row: &'a Row,
-    injected_at: Option<Vec<Value>>,
-    request: String,
-}
-
 #[test]
 fn every_row_validates_against_its_sdk_and_refuses_an_unknown_key_at_each_object() {
     let rows = rows();
@@ -483,77 +449,50 @@ fn every_row_validates_against_its_sdk_and_refuses_an_unknown_key_at_each_object
     for wire in Wire::ALL {
         let Some(py) = wire.python() else { continue };
         let started = std::time::Instant::now();
-        let mut checks = Vec::new();
-        let mut swept = HashSet::new();
-        let (mut valid, mut refused) = (0, 0);
+        let mut refused = 0;
+        let mut bodies = Vec::new();
         for row in rows.iter().filter(|r| r.wire == wire) {
-            let Some(body) = wire.encode(row) else {
-                refused += 1;
-                continue;
-            };
-            valid += 1;
-            checks.push(Check {
-                row,
-                injected_at: None,
-                request: wire.request(row, &body),
-            });
-            let paths = validator::object_paths(&body, &|o, k| wire.free_form(o, k));
-            assert!(paths.len() > 3, "{row}: too few objects to sweep: {body}");
-            for path in paths {
-                if !swept.insert(sweep_key(&body, &path)) {
-                    continue;
-                }
-                let bad = validator::inject(&body, &path, wire.probe());
-                checks.push(Check {
-                    row,
-                    request: wire.request(row, &bad),
-                    injected_at: Some(path),
-                });
+            match wire.encode(row) {
+                Some(body) => bodies.push((row, body)),
+                None => refused += 1,
             }
         }
+        let valid = bodies.len();
+        let checks = validator::sweep(bodies, &|o, k| wire.free_form(o, k), wire.probe(), 4);
+        let requests: Vec<String> = checks
+            .iter()
+            .map(|c| wire.request(c.row, &c.body))
+            .collect();
         for needle in wire.corpus().split(' ') {
             assert!(
                 checks
                     .iter()
-                    .any(|c| c.injected_at.is_none() && c.request.contains(needle)),
+                    .zip(&requests)
+                    .any(|(c, r)| c.injected_at.is_none() && r.contains(needle)),
                 "{wire:?}: no row's body has {needle}"
             );
-        }
-        let requests: Vec<String> = checks.iter().map(|c| c.request.clone()).collect();
-        let verdicts = wire.validate(py, &requests);
-        checked += checks.len();
-        for (check, verdict) in checks.iter().zip(verdicts) {
-            let row = check.row;
-            match (&check.injected_at, verdict) {
-                (None, None) => {}
-                (None, Some(reason)) => failures.push(format!(
-                    "{row}: the SDK's validator refuses hermes' body: {reason}"
-                )),
-                (Some(path), None) => failures.push(format!(
-                    "{row}: the validator accepted an unknown key at {}",
-                    validator::dotted(path, wire.probe())
-                )),
-                (Some(path), Some(reason)) if !wire.names(path, &reason) => failures.push(format!(
-                    "{row}: the refusal of the key at {} does not name it: {reason}",
-                    validator::dotted(path, wire.probe())
-                )),
-                (Some(_), Some(_)) => {}
-            }
         }
         if wire == Wire::Gemini {
             assert!(valid >= 200, "{valid} Gemini bodies, {refused} refused");
             assert!(
-                checks
-                    .iter()
-                    .any(|c| c.injected_at.is_none() && !c.request.contains("thinkingConfig")),
+                checks.iter().any(|c| c.injected_at.is_none()
+                    && c.body["generationConfig"].get("thinkingConfig").is_none()),
                 "no Gemini body without a thinking request"
             );
         } else {
             assert_eq!(refused, 0, "{wire:?} refuses no row before a body");
         }
+        let verdicts = wire.validate(py, &requests);
+        checked += checks.len();
+        failures.extend(validator::failures(
+            &checks,
+            verdicts,
+            wire.probe(),
+            &|path, reason| wire.names(path, reason),
+        ));
         eprintln!(
-            "sdk_schema: {wire:?}: {valid} bodies, {} controls ({refused} rows \
-             refused before a body), {:.1?}",
+            "sdk_schema: {wire:?}: {valid} bodies, {} controls ({refused} rows refused before a \
+             body), {:.1?}",
             checks.len() - valid,
             started.elapsed()
         );
