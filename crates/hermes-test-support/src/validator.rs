@@ -124,3 +124,103 @@ pub fn at(steps: &[&str]) -> Vec<Value> {
         .map(|s| s.parse::<u64>().map_or_else(|_| json!(s), |i| json!(i)))
         .collect()
 }
+
+/// What makes the control at `path` of `body` the same as one already made: the path, and the
+/// item it lies in (the top-level member, or the item of a top-level array: a message, a
+/// Content, an input item; the whole body for the top level). What a validator checks at an
+/// object depends on the path there and that item only, so one control per distinct key proves
+/// the validator sees it, however many bodies share it (bodies that differ only in thinking
+/// share their turns).
+pub fn sweep_key(body: &Value, path: &[Value]) -> (String, String) {
+    let item_end = match path.get(1) {
+        Some(Value::Number(_)) => 2,
+        _ => path.len().min(1),
+    };
+    let mut item = body;
+    for step in &path[..item_end] {
+        item = match step {
+            Value::String(key) => &item[key.as_str()],
+            index => &item[usize::try_from(index.as_u64().unwrap()).unwrap()],
+        };
+    }
+    (dotted(path, ""), item.to_string())
+}
+
+/// One body a validator checks: the row it comes from, and for a negative control the path of
+/// the injected key.
+pub struct Check<'a, R> {
+    /// The row whose body this is (it names the check when it fails).
+    pub row: &'a R,
+    /// Where the probe key was injected (a negative control), or `None` (the body as encoded).
+    pub injected_at: Option<Vec<Value>>,
+    /// The body to validate.
+    pub body: Value,
+}
+
+/// The checks of `rows` (each with its body): every body as it is, then `probe` injected at
+/// each of its objects (see [`object_paths`]) whose [`sweep_key`] is not in `seen` yet.
+///
+/// # Panics
+/// When a body has fewer than `min_objects` objects to sweep.
+pub fn sweep<'a, R: std::fmt::Display>(
+    rows: impl IntoIterator<Item = (&'a R, Value)>,
+    free_form: &dyn Fn(&Map<String, Value>, &str) -> bool,
+    probe: &str,
+    min_objects: usize,
+) -> Vec<Check<'a, R>> {
+    let mut seen = std::collections::HashSet::new();
+    let mut checks = Vec::new();
+    for (row, body) in rows {
+        let paths = object_paths(&body, free_form);
+        assert!(
+            paths.len() >= min_objects,
+            "{row}: too few objects to sweep: {body}"
+        );
+        for path in paths {
+            if seen.insert(sweep_key(&body, &path)) {
+                checks.push(Check {
+                    row,
+                    body: inject(&body, &path, probe),
+                    injected_at: Some(path),
+                });
+            }
+        }
+        checks.push(Check {
+            row,
+            injected_at: None,
+            body,
+        });
+    }
+    checks
+}
+
+/// What went wrong with `checks` given the validator's `verdicts` (in order), each naming its
+/// row: a body refused, a control accepted, or a control refused for a reason `names(path,
+/// reason)` says does not name the injected key's place.
+pub fn failures<R: std::fmt::Display>(
+    checks: &[Check<'_, R>],
+    verdicts: Vec<Option<String>>,
+    probe: &str,
+    names: &dyn Fn(&[Value], &str) -> bool,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (check, verdict) in checks.iter().zip(verdicts) {
+        let row = check.row;
+        match (&check.injected_at, verdict) {
+            (None, None) => {}
+            (None, Some(reason)) => out.push(format!(
+                "{row}: the SDK's validator refuses hermes' body: {reason}"
+            )),
+            (Some(path), None) => out.push(format!(
+                "{row}: the validator accepted an unknown key at {}",
+                dotted(path, probe)
+            )),
+            (Some(path), Some(reason)) if !names(path, &reason) => out.push(format!(
+                "{row}: the refusal of the key at {} does not name it: {reason}",
+                dotted(path, probe)
+            )),
+            (Some(_), Some(_)) => {}
+        }
+    }
+    out
+}

@@ -11,6 +11,7 @@ mod responses_wire;
 mod sdk_bedrock;
 mod sdk_gemini;
 mod sdk_responses;
+mod sdk_schema;
 mod sim;
 mod steer;
 mod support;

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from typing import Any
 
 #: snake_case client method -> API operation name.
@@ -44,8 +45,10 @@ def method_name(name: str) -> str:
     raise ValueError(f"unknown operation {name!r}; one of {sorted(OPERATIONS)}")
 
 
+@functools.cache
 def service_model():
-    """botocore's own `bedrock-runtime` service model (the JSON shipped in botocore/data)."""
+    """botocore's own `bedrock-runtime` service model (the JSON shipped in botocore/data), loaded
+    once per process (a batch of requests validates against one)."""
     import botocore.session
 
     return botocore.session.get_session().get_service_model("bedrock-runtime")
