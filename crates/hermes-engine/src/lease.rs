@@ -138,8 +138,11 @@ impl Held {
     }
 
     /// Gives the lease back.
-    pub(crate) async fn release(self) -> Result<(), EngineError> {
+    pub(crate) async fn release(mut self) -> Result<(), EngineError> {
+        // Wait until the renewer has stopped: a renewal already inside its transaction would
+        // otherwise write the lease back after the delete below.
         self.renewer.abort();
+        let _ = (&mut self.renewer).await;
         self.store
             .release_lease(&self.session, &self.holder)
             .await?;

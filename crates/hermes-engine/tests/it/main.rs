@@ -4,7 +4,6 @@
 mod leases;
 mod preview;
 mod send;
-mod spans;
 mod summary;
 mod thinking;
 mod verdicts;

@@ -1,6 +1,12 @@
 //! A server's logs and traces can follow one request: opening a session, each turn (with the
 //! session id and a request id), each upstream request inside it and the lease renewer are
 //! `tracing` spans with those fields.
+//!
+//! A test binary of its own (the crate's other integration tests are `tests/it`): tracing caches
+//! whether a callsite is enabled process-wide, so tests running beside this one on other
+//! threads, with no subscriber, could leave a span callsite disabled while this test's
+//! subscriber wants it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -28,11 +34,26 @@ impl Write for Lines {
 }
 
 impl Lines {
-    /// Every span-close record: (span name, its fields, the names of its parents).
+    /// Records of this thread's spans, until the returned guard is dropped.
+    fn capture() -> (Lines, tracing::subscriber::DefaultGuard) {
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .json()
+            .with_span_events(FmtSpan::CLOSE)
+            .with_span_list(true)
+            .with_max_level(tracing::Level::INFO)
+            .with_writer(move || writer.clone())
+            .finish();
+        let guard = tracing::subscriber::set_default(subscriber);
+        (lines, guard)
+    }
+
+    /// Every span-close record: (span name, its fields, its parents' names).
     fn closed(&self) -> Vec<(String, Value, Vec<String>)> {
         let text = String::from_utf8(self.0.lock().unwrap().clone()).unwrap();
         text.lines()
-            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
             .filter(|v| v["fields"]["message"] == "close")
             .map(|v| {
                 let parents = v["spans"]
@@ -56,16 +77,7 @@ impl Lines {
 
 #[tokio::test]
 async fn open_turn_upstream_requests_and_the_lease_renewer_are_spans_with_their_ids() {
-    let lines = Lines::default();
-    let writer = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .json()
-        .with_span_events(FmtSpan::CLOSE)
-        .with_span_list(true)
-        .with_max_level(tracing::Level::INFO)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _default = tracing::subscriber::set_default(subscriber);
+    let (lines, _capture) = Lines::capture();
 
     let sim = Sim::start("deepseek-v4").await.unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -86,7 +98,6 @@ async fn open_turn_upstream_requests_and_the_lease_renewer_are_spans_with_their_
     let id = chat.id().unwrap().to_owned();
     chat.turn("again", &|_| {}).await.unwrap();
     chat.close().await.unwrap();
-    tokio::task::yield_now().await;
 
     let closed = lines.closed();
     let named = |name: &str| -> Vec<&(String, Value, Vec<String>)> {
