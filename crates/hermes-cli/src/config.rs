@@ -379,23 +379,34 @@ pub(crate) fn parse(path: &Path, text: &str) -> anyhow::Result<Config> {
             path.display()
         );
     }
-    if let Some(n) = &config.store.max_connections
-        && *n.get_ref() == 0
-    {
-        anyhow::bail!(
-            "{}: line {}: [store] max_connections = 0: the pool needs at least 1 connection",
-            path.display(),
-            line_of(text, n.span().start),
-        );
-    }
-    if let Some(n) = &config.store.acquire_timeout
-        && *n.get_ref() == 0
-    {
-        anyhow::bail!(
-            "{}: line {}: [store] acquire_timeout = 0: give at least 1 second",
-            path.display(),
-            line_of(text, n.span().start),
-        );
+    let zero_refused = [
+        (
+            "max_connections",
+            config
+                .store
+                .max_connections
+                .as_ref()
+                .map(|n| (u64::from(*n.get_ref()), n.span())),
+            "the pool needs at least 1 connection",
+        ),
+        (
+            "acquire_timeout",
+            config
+                .store
+                .acquire_timeout
+                .as_ref()
+                .map(|n| (*n.get_ref(), n.span())),
+            "give at least 1 second",
+        ),
+    ];
+    for (key, value, fix) in zero_refused {
+        if let Some((0, span)) = value {
+            anyhow::bail!(
+                "{}: line {}: [store] {key} = 0: {fix}",
+                path.display(),
+                line_of(text, span.start),
+            );
+        }
     }
     if let Some(url) = &config.store.url
         && let Err(e) = hermes_engine::store::Location::parse(url.get_ref())
