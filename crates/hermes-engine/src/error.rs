@@ -29,7 +29,19 @@ pub enum EngineError {
     /// `preview`); every built-in provider's wire is built today.
     #[error("{0}")]
     Unsupported(String),
-    /// The store failed.
+    /// Another holder (another process, or another request of a server) is driving the
+    /// session and did not let go within the wait (exit code 1); nothing was stored. A server
+    /// maps it to "conflict, try again" without reading the text.
+    #[error(
+        "session {session} is in use by another process ({holder}); nothing was stored — try again when it finishes"
+    )]
+    Busy {
+        /// The session asked for.
+        session: String,
+        /// Who holds it (`host:pid:nonce:place`).
+        holder: String,
+    },
+    /// The store failed (a session that does not exist is `StoreError::NotFound`).
     #[error(transparent)]
     Store(#[from] hermes_store::StoreError),
     /// The turn failed.

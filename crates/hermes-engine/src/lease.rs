@@ -100,9 +100,10 @@ impl Held {
             match store.acquire_lease(session, &me, TTL, &gone).await? {
                 Lease::Held => break,
                 Lease::Busy { holder, .. } if started.elapsed() >= wait => {
-                    return Err(EngineError::Failed(format!(
-                        "session {session} is in use by another process ({holder}); nothing was stored — try again when it finishes"
-                    )));
+                    return Err(EngineError::Busy {
+                        session: session.to_owned(),
+                        holder,
+                    });
                 }
                 Lease::Busy { .. } => tokio::time::sleep(POLL).await,
             }

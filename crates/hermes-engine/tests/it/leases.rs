@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use hermes_engine::store::Store;
-use hermes_engine::{ChatSession, Choice, Engine, Limits, OpenOptions, Toolset};
+use hermes_engine::{ChatSession, Choice, Engine, EngineError, Limits, OpenOptions, Toolset};
 
 fn options(resume: Option<String>) -> OpenOptions {
     let d = Limits::default();
@@ -41,6 +41,10 @@ async fn a_busy_session_is_refused_after_a_bounded_wait_and_nothing_is_stored() 
     )
     .await;
     let err = second.err().expect("the session is busy");
+    assert!(
+        matches!(&err, EngineError::Busy { session, holder } if *session == id && holder.contains(':')),
+        "a typed error a server can map: {err:?}"
+    );
     assert!(
         err.to_string()
             .contains(&format!("session {id} is in use by another process")),
