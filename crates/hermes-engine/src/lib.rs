@@ -50,6 +50,9 @@ pub use hermes_store as store;
 #[derive(Clone)]
 pub struct Engine {
     table: Arc<RouteTable>,
+    /// One HTTP client per set of waits, shared by every session and preview of this engine
+    /// (and its clones), so requests reuse connections instead of each session dialling anew.
+    clients: Arc<std::sync::Mutex<Vec<hermes_providers::ChatTransport>>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -69,6 +72,7 @@ impl Engine {
     pub fn with_table(table: RouteTable) -> Self {
         Engine {
             table: Arc::new(table),
+            clients: Arc::default(),
         }
     }
 
@@ -168,11 +172,21 @@ impl Engine {
         )
     }
 
-    /// The HTTP client of the chat-completions wire.
+    /// The engine's HTTP client for `waits` (built on first use, then shared: a clone shares
+    /// the connection pool).
     pub(crate) fn client(
         &self,
         waits: hermes_providers::Waits,
     ) -> Result<hermes_providers::ChatTransport, EngineError> {
-        Ok(hermes_providers::ChatTransport::with_waits(waits)?)
+        let mut clients = self
+            .clients
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(client) = clients.iter().find(|c| c.waits() == waits) {
+            return Ok(client.clone());
+        }
+        let client = hermes_providers::ChatTransport::with_waits(waits)?;
+        clients.push(client.clone());
+        Ok(client)
     }
 }

@@ -319,6 +319,11 @@ impl ChatTransport {
         ChatTransport::with_waits(Waits::default())
     }
 
+    /// The limits this client waits by.
+    pub fn waits(&self) -> Waits {
+        self.waits
+    }
+
     /// Builds the shared client with these limits.
     pub fn with_waits(waits: Waits) -> Result<Self, TransportError> {
         ChatTransport::build(waits, None)
