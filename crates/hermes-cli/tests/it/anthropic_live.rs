@@ -7,7 +7,7 @@ use crate::tool_loop::{Row, Wire};
 use serde_json::Value;
 
 use crate::wire::{
-    Turn, all_ok, carries_none, on_deepseek, raw, sent_signatures, turns, user_texts,
+    Turn, all_ok, carries_none, continue_on_deepseek, raw, sent_signatures, turns, user_texts,
 };
 
 pub(crate) const OPUS: &str = "claude-opus-4-6";
@@ -362,7 +362,6 @@ async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_
     let deepseek = Sim::start("deepseek-v4").await.unwrap();
     let home = crate::support::home();
     let claude_base = claude.base_url();
-    let deepseek_base = deepseek.base_url();
     let id = home
         .start_claude(&claude_base, "[tools=2] what time is it?")
         .await;
@@ -373,16 +372,8 @@ async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_
     assert_eq!(opus_signatures.len(), 3);
 
     // On DeepSeek: the readable thinking goes, no signed block does.
-    let (out, _) = home
-        .chat_stderr(
-            &on_deepseek(&id, &deepseek_base, "[tools=1] and on deepseek?"),
-            &[],
-        )
-        .await;
-    assert_eq!(out["route"], "deepseek");
-    let requests = deepseek.requests();
-    assert_eq!(requests.len(), 2);
-    all_ok(&requests);
+    let requests =
+        continue_on_deepseek(&home, &id, &deepseek, "[tools=1] and on deepseek?", &[]).await;
     for r in &requests {
         carries_none(
             r,

@@ -1,7 +1,8 @@
 //! What the per-wire end-to-end modules share: the arguments of a thinking turn, a `chat --json`
 //! summary, what a simulator recorded, and the stored `reasoning_details` of an export.
 
-use hermes_sim::RecordedRequest;
+use hermes_sim::{RecordedRequest, Sim};
+use hermes_test_support::home::Home;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -193,6 +194,26 @@ pub(crate) fn user_texts(export: &str) -> Vec<String> {
 
 // ---------------------------------------------------------------------------------------------
 // A session continued on DeepSeek
+
+/// Continues session `id` on the DeepSeek simulator `deepseek` with `query` (one tool call, so
+/// two requests) and `env`: the route is DeepSeek's and every request was accepted. Returns the
+/// requests, for what each wire must not have left behind.
+pub(crate) async fn continue_on_deepseek(
+    home: &Home,
+    id: &str,
+    deepseek: &Sim,
+    query: &str,
+    env: &[(&str, &str)],
+) -> Vec<RecordedRequest> {
+    let out = home
+        .chat(&on_deepseek(id, &deepseek.base_url(), query), env)
+        .await;
+    assert_eq!(out["route"], "deepseek");
+    let requests = deepseek.requests();
+    assert_eq!(requests.len(), 2);
+    all_ok(&requests);
+    requests
+}
 
 /// The arguments continuing session `id` on DeepSeek (`deepseek-v4-pro` at `base`) with `query`.
 pub(crate) fn on_deepseek<'a>(id: &'a str, base: &'a str, query: &'a str) -> Vec<&'a str> {
