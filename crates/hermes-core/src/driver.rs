@@ -10,7 +10,7 @@ use crate::raw::TextCarrier;
 use crate::route::{Carrier, CarrierSet, RouteDecision, ThinkingRequest};
 use crate::shape::PAD;
 use crate::target::RouteTarget;
-use crate::transport::{Delta, Reply, TransportError, Usage};
+use crate::transport::{Delta, FinishReason, Reply, TransportError, Usage};
 use crate::verdict::{Verdicts, WireVerdicts};
 use crate::wire::{CHAT_WIRE, Outgoing, RequestParts, Wire};
 
@@ -97,6 +97,10 @@ pub struct DriverConfig {
     pub max_tool_output: usize,
     /// Longest one tool call may run (default 30 s); its result then says it timed out.
     pub tool_timeout: Duration,
+    /// The caller runs the tools (a gateway's client does): a reply that calls tools is stored
+    /// as its own step and returned, with finish reason `ToolCalls`, instead of running
+    /// [`Tools::call`]; the caller's next turn brings the results as its input. Off by default.
+    pub client_tools: bool,
 }
 
 impl Default for DriverConfig {
@@ -112,6 +116,7 @@ impl Default for DriverConfig {
             max_tool_calls: 16,
             max_tool_output: 512 * 1024,
             tool_timeout: Duration::from_secs(30),
+            client_tools: false,
         }
     }
 }
@@ -198,6 +203,9 @@ pub struct TurnOutcome {
     pub usage: Vec<Usage>,
     /// HTTP requests sent.
     pub requests: usize,
+    /// Why the last reply ended, as its wire reported it (`ToolCalls` when it called tools the
+    /// caller runs, see [`DriverConfig::client_tools`]).
+    pub finish: Option<FinishReason>,
 }
 
 /// Why a turn failed. Everything stored before the failure stays stored.
@@ -216,6 +224,27 @@ pub enum DriverError {
     /// The stream stalled again on its one retry ([`STALL_RETRIES`]).
     #[error("{0}, again on the retry after the first stall; not retried further")]
     StalledAgain(TransportError),
+    /// The request failed after part of its reply had already reached the caller (streamed
+    /// text): it is not retried, since the caller would see that output twice. Nothing of the
+    /// unfinished step is stored.
+    #[error("{0} (after part of the reply had streamed, so it was not retried)")]
+    AfterOutput(TransportError),
+    /// The turn's input cannot continue this history (e.g. a tool result that answers no call
+    /// of the last reply); nothing was sent or stored.
+    #[error("invalid input: {0}")]
+    Input(String),
+}
+
+impl DriverError {
+    /// The transport error underneath, if the turn failed on the wire.
+    pub fn transport(&self) -> Option<&TransportError> {
+        match self {
+            DriverError::Transport(e)
+            | DriverError::StalledAgain(e)
+            | DriverError::AfterOutput(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 /// A session being driven: its history and verdicts.
@@ -254,6 +283,48 @@ pub(crate) fn apply_creation_rules(message: &mut Message, decision: &RouteDecisi
         pinned_pad = pinned,
         "must-echo tool-call turn given reasoning_content"
     );
+}
+
+/// Checks a turn's input against the history it continues: it is not empty, and tool results
+/// answer calls of the last assistant reply that no result answers yet (a caller that runs its
+/// own tools brings them). Nothing is sent or stored when it fails.
+fn check_input(history: &[Message], input: &[Message]) -> Result<(), DriverError> {
+    if input.is_empty() {
+        return Err(DriverError::Input("a turn needs a new message".into()));
+    }
+    let results: Vec<&Message> = input.iter().filter(|m| m.role == Role::Tool).collect();
+    if results.is_empty() {
+        return Ok(());
+    }
+    let last = history.iter().rposition(|m| m.role == Role::Assistant);
+    let open: Vec<&str> = last
+        .map(|i| {
+            let answered: Vec<&str> = history[i + 1..]
+                .iter()
+                .filter_map(|m| m.tool_call_id.as_deref())
+                .collect();
+            history[i]
+                .tool_calls
+                .iter()
+                .flatten()
+                .filter_map(|c| c.id.as_deref())
+                .filter(|id| !answered.contains(id))
+                .collect()
+        })
+        .unwrap_or_default();
+    for result in results {
+        let Some(id) = result.tool_call_id.as_deref() else {
+            return Err(DriverError::Input(
+                "a tool result has no tool_call_id".into(),
+            ));
+        };
+        if !open.contains(&id) {
+            return Err(DriverError::Input(format!(
+                "tool result `{id}` answers no open call of the last reply"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
@@ -360,6 +431,9 @@ impl Driver<'_> {
         let mut stalls = 0;
         let mut recovered: Option<Outgoing> = None;
         let mut recoveries = 0;
+        // Set once any streamed piece of a reply has reached the caller: from then on nothing
+        // of this request is retried (the caller would see that output twice).
+        let streamed = std::sync::atomic::AtomicBool::new(false);
         loop {
             let (result, sent) = {
                 // Every call paired with a result on the wire, whatever the stored history holds.
@@ -382,7 +456,10 @@ impl Driver<'_> {
                     "sending request"
                 );
                 *requests += 1;
-                let on_delta = |delta: Delta<'_>| notify(&delta_event(delta));
+                let on_delta = |delta: Delta<'_>| {
+                    streamed.store(true, std::sync::atomic::Ordering::Relaxed);
+                    notify(&delta_event(delta));
+                };
                 // One span per upstream request (inside the caller's turn span, if any), so a
                 // server's logs and traces can follow a request through its retries.
                 let span = tracing::info_span!(
@@ -414,6 +491,10 @@ impl Driver<'_> {
                 }
                 Err(error) => error,
             };
+            if streamed.load(std::sync::atomic::Ordering::Relaxed) {
+                tracing::info!(route = decision.id(), error = %error, "failed after part of the reply streamed; not retried");
+                return Err(DriverError::AfterOutput(error));
+            }
             if refusals < REFUSAL_RETRIES {
                 let refused = error.body().and_then(|body| {
                     wire.refused(error.status(), body, &sent, decision.echo.is_some())
@@ -516,18 +597,35 @@ impl Driver<'_> {
         conversation: &mut Conversation,
         user: Message,
     ) -> Result<TurnOutcome, DriverError> {
+        self.run(conversation, vec![user]).await
+    }
+
+    /// Runs one turn whose input is `input`: a user message, or the results of the tool calls
+    /// the last stored reply made (a caller that runs its own tools,
+    /// [`DriverConfig::client_tools`]). Each step is stored in one transaction — the first
+    /// together with `input` — so a turn that fails before its first step leaves the session as
+    /// it was. With server-side tools the driver runs each reply's calls and goes on until the
+    /// model answers without calling one; with client-side tools it stops at the first reply
+    /// that calls tools and returns it.
+    pub async fn run(
+        &self,
+        conversation: &mut Conversation,
+        input: Vec<Message>,
+    ) -> Result<TurnOutcome, DriverError> {
         let Driver {
             log,
             config,
             notify,
             ..
         } = *self;
-        // The user message is stored together with the first step, and a step — the reply and
-        // the result of every tool call it made — is stored in one transaction: an interruption
+        check_input(&conversation.messages, &input)?;
+        // The input is stored together with the first step, and a step — the reply and the
+        // result of every tool call it made — is stored in one transaction: an interruption
         // (a signal, a failed write) never leaves a call without its result, and a turn that
         // fails or is cancelled before its first step is stored leaves the session as it was.
-        let mut pending = vec![user.clone()];
-        conversation.messages.push(user);
+        let before = conversation.messages.len();
+        let mut pending = input.clone();
+        conversation.messages.extend(input);
         let repairs = paired(&conversation.messages).1;
         if !repairs.is_empty() {
             tracing::warn!(
@@ -545,29 +643,37 @@ impl Driver<'_> {
         let mut output = 0usize;
         for _ in 0..config.max_steps {
             let step = self.step(conversation, &mut outcome, &mut output).await;
-            let (message, results, usage) = match step {
+            let (message, results, meta) = match step {
                 Ok(step) => step,
                 Err(err) => {
                     if !pending.is_empty() {
-                        conversation.messages.pop();
+                        conversation.messages.truncate(before);
                     }
                     return Err(err);
                 }
             };
+            let first = !pending.is_empty();
             let mut stored = std::mem::take(&mut pending);
             stored.push(message.clone());
             stored.extend(results.iter().cloned());
             if let Err(err) = log.append(&stored).await {
-                if stored.first().is_some_and(|m| m.role == Role::User) {
-                    conversation.messages.pop();
+                if first {
+                    conversation.messages.truncate(before);
                 }
                 return Err(DriverError::Log(err));
             }
-            if let Some(usage) = usage {
+            if let Some(usage) = meta.usage {
                 log.add_usage(&usage).await.map_err(DriverError::Log)?;
                 outcome.usage.push(usage);
             }
+            let calls = message.tool_calls.as_ref().is_some_and(|c| !c.is_empty());
             let done = results.is_empty();
+            outcome.finish = match meta.finish {
+                // A reply that calls tools the caller runs ends the turn for that reason,
+                // whatever its wire called it.
+                _ if calls && done => Some(FinishReason::ToolCalls),
+                finish => finish,
+            };
             conversation.messages.push(message.clone());
             conversation.messages.extend(results.iter().cloned());
             outcome.new_messages.push(message);
@@ -586,7 +692,7 @@ impl Driver<'_> {
         conversation: &mut Conversation,
         outcome: &mut TurnOutcome,
         output: &mut usize,
-    ) -> Result<(Message, Vec<Message>, Option<Usage>), DriverError> {
+    ) -> Result<(Message, Vec<Message>, crate::transport::ReplyMeta), DriverError> {
         let Driver {
             decision,
             tools,
@@ -597,7 +703,12 @@ impl Driver<'_> {
         let reply = self.request(conversation, &mut outcome.requests).await?;
         let mut message = reply.message;
         apply_creation_rules(&mut message, decision);
-        let calls: Vec<ToolCall> = message.tool_calls.clone().unwrap_or_default();
+        let calls: Vec<ToolCall> = if config.client_tools {
+            // The caller runs them: the reply is the step.
+            Vec::new()
+        } else {
+            message.tool_calls.clone().unwrap_or_default()
+        };
         let mut results = Vec::with_capacity(calls.len());
         for (i, call) in calls.iter().enumerate() {
             let name = &call.function.name;
@@ -663,7 +774,7 @@ impl Driver<'_> {
             tracing::debug!(tool = %name, bytes = text.len(), "tool ran");
             results.push(tool_result(call, &text));
         }
-        Ok((message, results, reply.meta.usage))
+        Ok((message, results, reply.meta))
     }
 }
 

@@ -1,5 +1,6 @@
-//! A stream that goes silent after its first chunk: the turn waits the idle limit, retries once,
-//! and fails naming the stall, saying each wait once. And `config show` prints the effective
+//! A stream that goes silent after its first chunk: before any text reached the user the turn
+//! waits the idle limit, retries once, and fails naming the stall, saying each wait once; after
+//! text reached the user it is not retried (the text would be printed twice). And `config show` prints the effective
 //! `[limits]`. Requests are counted and output read; no assertion is about time.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
@@ -8,9 +9,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A loopback server answering every POST with a 200 event stream that sends one chat
-/// completions chunk and then nothing, holding the connection open. Returns its base URL and
-/// the count of requests it received.
-fn stalling_server() -> (String, Arc<AtomicUsize>) {
+/// completions chunk (its delta `delta`) and then nothing, holding the connection open. Returns
+/// its base URL and the count of requests it received.
+fn stalling_server(delta: &'static str) -> (String, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let count = Arc::new(AtomicUsize::new(0));
@@ -38,7 +39,9 @@ fn stalling_server() -> (String, Arc<AtomicUsize>) {
                 let mut body = vec![0; length];
                 reader.read_exact(&mut body).unwrap();
                 seen.fetch_add(1, Ordering::SeqCst);
-                let chunk = "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"deepseek-v4-pro\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Hel\"},\"finish_reason\":null}]}\n\n";
+                let chunk = format!(
+                    "data: {{\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"deepseek-v4-pro\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":null}}]}}\n\n"
+                );
                 let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
                 let _ = write!(stream, "{head}{:x}\r\n{chunk}\r\n", chunk.len());
                 let _ = stream.flush();
@@ -52,26 +55,9 @@ fn stalling_server() -> (String, Arc<AtomicUsize>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stream_stalled_after_its_first_chunk_is_retried_once_and_each_wait_is_said_once() {
-    let (base, requests) = stalling_server();
-    let home = crate::support::home();
-    std::fs::write(home.path().join("config.toml"), "[limits]\nidle = 1\n").unwrap();
-    let out = home
-        .run(
-            &[
-                "chat",
-                "--provider",
-                "deepseek",
-                "--model",
-                "deepseek-v4-pro",
-                "--base-url",
-                &base,
-                "-q",
-                "hi",
-            ],
-            &[("DEEPSEEK_API_KEY", "sk-test")],
-        )
-        .await;
+async fn a_stream_stalled_before_any_text_is_retried_once_and_each_wait_is_said_once() {
+    let (base, requests) = stalling_server(r#"{"role":"assistant"}"#);
+    let out = chat_with_idle_1(&base).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_eq!(requests.load(Ordering::SeqCst), 2, "{stderr}");
@@ -91,6 +77,50 @@ async fn a_stream_stalled_after_its_first_chunk_is_retried_once_and_each_wait_is
         lines[1].starts_with("hermes: error: the turn failed; nothing was stored: the stream stalled: silent for longer than the idle limit ([limits] idle) after 1 chunk, again on the retry"),
         "{stderr}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_stalled_after_text_reached_the_user_is_not_retried() {
+    let (base, requests) = stalling_server(r#"{"role":"assistant","content":"Hel"}"#);
+    let out = chat_with_idle_1(&base).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(requests.load(Ordering::SeqCst), 1, "{stderr}");
+    // One-shot prints only a whole answer; the engine's caller saw the streamed text.
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "hermes: error: the turn failed; nothing was stored: the stream stalled: silent for longer than the idle limit ([limits] idle) after 1 chunk (after part of the reply had streamed, so it was not retried)"
+        ],
+        "{stderr}"
+    );
+}
+
+/// `hermes chat` on DeepSeek at `base` with `[limits] idle = 1`.
+async fn chat_with_idle_1(base: &str) -> std::process::Output {
+    let home = crate::support::home();
+    std::fs::write(home.path().join("config.toml"), "[limits]\nidle = 1\n").unwrap();
+    home.run(
+        &[
+            "chat",
+            "--provider",
+            "deepseek",
+            "--model",
+            "deepseek-v4-pro",
+            "--base-url",
+            &base,
+            "-q",
+            "hi",
+        ],
+        &[("DEEPSEEK_API_KEY", "sk-test")],
+    )
+    .await
 }
 
 #[test]

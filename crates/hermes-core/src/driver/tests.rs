@@ -84,8 +84,12 @@ impl Wire for Scripted {
         &self,
         request: &Outgoing,
         origin: Origin,
-        _: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
     ) -> Result<Reply, TransportError> {
+        // A streamed request gets a piece of text before its scripted answer (or failure).
+        if request.stream {
+            on_delta(Delta::Content("Hel"));
+        }
         self.sent
             .lock()
             .unwrap()
@@ -915,4 +919,207 @@ async fn a_dangling_stored_call_is_paired_on_the_wire_and_told_once() {
         stored.iter().all(|m| m.role != Role::Tool),
         "the synthetic result is never stored"
     );
+}
+
+#[tokio::test]
+async fn a_failure_after_text_streamed_to_the_caller_is_not_retried() {
+    let config = DriverConfig {
+        max_backoff_retries: 3,
+        base_delay: Duration::from_millis(1),
+        stream: true,
+        ..DriverConfig::default()
+    };
+    let r = run_with(
+        "agg",
+        json!([]),
+        vec![
+            Err(http(503, "overloaded")),
+            Ok(json!({"role": "assistant", "content": "hi"})),
+        ],
+        config,
+        &Clock,
+    )
+    .await;
+    let err = r.result.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            DriverError::AfterOutput(TransportError::Http { status: 503, .. })
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        r.sent.len(),
+        1,
+        "one request: the caller already saw its text"
+    );
+    assert_eq!(
+        err.to_string(),
+        "HTTP 503: overloaded (after part of the reply had streamed, so it was not retried)"
+    );
+    assert!(r.log.messages.lock().unwrap().is_empty(), "nothing stored");
+    assert!(
+        r.conversation.messages.is_empty(),
+        "memory is what is stored"
+    );
+    assert_eq!(
+        r.events,
+        [DriverEvent::Delta {
+            reasoning: false,
+            text: "Hel".into()
+        }]
+    );
+}
+
+#[tokio::test]
+async fn a_failure_before_any_text_streamed_is_still_retried() {
+    let config = DriverConfig {
+        max_backoff_retries: 3,
+        base_delay: Duration::from_millis(1),
+        ..DriverConfig::default()
+    };
+    let r = run_with(
+        "agg",
+        json!([]),
+        vec![
+            Err(http(503, "overloaded")),
+            Ok(json!({"role": "assistant", "content": "hi"})),
+        ],
+        config,
+        &Clock,
+    )
+    .await;
+    assert_eq!(r.result.unwrap().requests, 2);
+    assert_eq!(r.sent.len(), 2);
+}
+
+/// Drives `input` on `conversation` with client-side tools (the caller runs them).
+async fn client_turn(
+    conversation: &mut Conversation,
+    log: &MemLog,
+    script: Vec<Result<Value, TransportError>>,
+    input: Vec<Message>,
+) -> (Result<crate::driver::TurnOutcome, DriverError>, Vec<Value>) {
+    let wire = Scripted {
+        script: Mutex::new(script),
+        sent: Mutex::new(Vec::new()),
+        journal: Arc::new(Mutex::new(Vec::new())),
+    };
+    let t = table();
+    let decision = t.resolve(
+        &RouteTarget::new("deepseek", None, "m"),
+        ResolveOptions::default(),
+    );
+    let config = DriverConfig {
+        client_tools: true,
+        ..DriverConfig::default()
+    };
+    let driver = Driver {
+        decision: &decision,
+        wire: &wire,
+        log,
+        tools: &Sized::default(),
+        config: &config,
+        notify: &|_| {},
+    };
+    let result = driver.run(conversation, input).await;
+    let sent = wire.sent.lock().unwrap().clone();
+    (result, sent)
+}
+
+fn result_for(id: &str, text: &str) -> Message {
+    let mut m = Message::text(Role::Tool, text);
+    m.tool_call_id = Some(id.into());
+    m
+}
+
+#[tokio::test]
+async fn client_side_tools_store_the_calling_reply_and_the_next_turn_brings_the_results() {
+    let log = MemLog::default();
+    let mut conversation = Conversation::default();
+    let (first, _) = client_turn(
+        &mut conversation,
+        &log,
+        vec![Ok(calling(&["now", "weather"]))],
+        vec![Message::text(Role::User, "go")],
+    )
+    .await;
+    let first = first.unwrap();
+    assert_eq!(
+        first.finish,
+        Some(crate::transport::FinishReason::ToolCalls)
+    );
+    assert_eq!(
+        first.requests, 1,
+        "the driver ran no tool and sent nothing more"
+    );
+    assert_eq!(first.new_messages.len(), 1);
+    assert_eq!(
+        *log.batches.lock().unwrap(),
+        [vec!["user", "assistant"]],
+        "the calling reply is a step of its own"
+    );
+    assert_eq!(
+        first.new_messages[0]
+            .reasoning_content
+            .as_ref()
+            .unwrap()
+            .text(),
+        " ",
+        "creation rules hold: a must-echo tool turn is pinned its pad"
+    );
+
+    let (second, sent) = client_turn(
+        &mut conversation,
+        &log,
+        vec![Ok(json!({"role": "assistant", "content": "12:00, sunny"}))],
+        vec![result_for("c0", "12:00"), result_for("c1", "sunny")],
+    )
+    .await;
+    let second = second.unwrap();
+    assert_eq!(second.finish, None, "the scripted wire reports no reason");
+    assert_eq!(
+        log.batches.lock().unwrap()[1],
+        ["tool", "tool", "assistant"],
+        "the results are stored with the step they led to"
+    );
+    let roles: Vec<&str> = sent[0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "tool"]);
+    assert_eq!(sent[0]["messages"][1]["reasoning_content"], " ");
+    assert_eq!(conversation.messages.len(), 5);
+}
+
+#[tokio::test]
+async fn a_tool_result_answering_no_open_call_is_refused_before_anything_is_sent() {
+    let log = MemLog::default();
+    let mut conversation = Conversation::default();
+    client_turn(
+        &mut conversation,
+        &log,
+        vec![Ok(calling(&["now"]))],
+        vec![Message::text(Role::User, "go")],
+    )
+    .await
+    .0
+    .unwrap();
+    let (result, sent) = client_turn(
+        &mut conversation,
+        &log,
+        vec![Ok(json!({"role": "assistant", "content": "x"}))],
+        vec![result_for("c9", "?")],
+    )
+    .await;
+    let err = result.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid input: tool result `c9` answers no open call of the last reply"
+    );
+    assert!(sent.is_empty());
+    assert_eq!(conversation.messages.len(), 2, "memory unchanged");
+    assert_eq!(log.batches.lock().unwrap().len(), 1, "nothing more stored");
 }
