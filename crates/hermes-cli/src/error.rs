@@ -21,3 +21,24 @@ pub(crate) fn exit_code(err: &anyhow::Error) -> u8 {
             .is_some_and(hermes_engine::EngineError::is_usage);
     if usage { 2 } else { 1 }
 }
+
+/// The CLI's advice for a typed engine error: how to give what is missing on this command line
+/// (`chat` and `preview` both accept `--provider`, `--model` and `--base-url`). Empty for any
+/// other error.
+pub(crate) fn advice(err: &anyhow::Error) -> String {
+    use hermes_engine::{EngineError, Setting};
+    let Some(EngineError::Missing { setting, .. }) =
+        err.chain().find_map(|e| e.downcast_ref::<EngineError>())
+    else {
+        return String::new();
+    };
+    match setting {
+        Setting::Provider => ": pass --provider (try `--provider sim`, which needs no key)".into(),
+        Setting::Model => ": pass --model (or set one in config.toml)".into(),
+        Setting::BaseUrl => ": pass --base-url".into(),
+        Setting::ResourceUrl { example } => {
+            format!(": pass --base-url {example} (or set base_url in config.toml)")
+        }
+        _ => String::new(),
+    }
+}

@@ -118,7 +118,11 @@ pub fn run(engine: Engine) -> ExitCode {
             if broken_pipe {
                 return ExitCode::SUCCESS;
             }
-            let _ = writeln!(io::stderr(), "hermes: error: {err:#}");
+            let _ = writeln!(
+                io::stderr(),
+                "hermes: error: {err:#}{}",
+                error::advice(&err)
+            );
             if let Some(hermes_engine::EngineError::UnknownProvider(_)) = err.downcast_ref() {
                 let _ = writeln!(
                     io::stderr(),

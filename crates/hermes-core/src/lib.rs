@@ -28,6 +28,6 @@ pub use route::{
 pub use session::{HistoryError, SessionFile, parse_history};
 pub use shape::ShapeContext;
 pub use target::{RouteTarget, TargetHost};
-pub use transport::{Delta, FinishReason, Reply, ReplyMeta, TransportError, Usage};
+pub use transport::{Delta, FinishReason, Reply, ReplyMeta, TransportError, Usage, Wait};
 pub use verdict::{Verdict, Verdicts, WireVerdict, WireVerdicts};
 pub use wire::{CHAT_WIRE, Outgoing, Recovery, RequestParts, Wire};

@@ -111,6 +111,36 @@ pub struct Reply {
     pub meta: ReplyMeta,
 }
 
+/// A bounded wait, so a front end can say which limit ran out without reading text (the CLI
+/// names its `[limits]` key; a server maps it to a gateway timeout).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Wait {
+    /// Connecting to the provider.
+    Connect,
+    /// From a request to the first byte of its response.
+    FirstByte,
+    /// Silence between two chunks of a stream (or while a whole body arrives).
+    Idle,
+    /// A whole turn, tool loop included.
+    Turn,
+    /// Waiting for another holder to let go of a session.
+    LeaseWait,
+}
+
+impl Wait {
+    /// The limit's name as `config.toml`'s `[limits]` spells it (`connect`, `first_byte`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Wait::Connect => "connect",
+            Wait::FirstByte => "first_byte",
+            Wait::Idle => "idle",
+            Wait::Turn => "turn",
+            Wait::LeaseWait => "lease_wait",
+        }
+    }
+}
+
 /// Why a request failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -125,10 +155,14 @@ pub enum TransportError {
         /// `Retry-After`, when given in seconds.
         retry_after: Option<Duration>,
     },
-    /// No answer in time (the text says which limit: connecting, the first byte, the silence
-    /// between stream chunks).
-    #[error("the request timed out: {0}")]
-    Timeout(String),
+    /// No answer in time: `wait` is the limit that ran out, `detail` says where and how long.
+    #[error("the request timed out: {detail}")]
+    Timeout {
+        /// The limit that ran out.
+        wait: Wait,
+        /// Where and how long, in words.
+        detail: String,
+    },
     /// The connection could not be made.
     #[error("cannot connect: {0}")]
     Connect(String),
@@ -193,10 +227,19 @@ impl TransportError {
     pub fn is_retryable(&self) -> bool {
         match self {
             TransportError::Http { status, .. } => *status == 429 || *status >= 500,
-            TransportError::Timeout(_)
+            TransportError::Timeout { .. }
             | TransportError::Connect(_)
             | TransportError::Stalled(_) => true,
             _ => false,
+        }
+    }
+
+    /// The limit that ran out, for a timeout or a stall.
+    pub fn wait(&self) -> Option<Wait> {
+        match self {
+            TransportError::Timeout { wait, .. } => Some(*wait),
+            TransportError::Stalled(_) => Some(Wait::Idle),
+            _ => None,
         }
     }
 

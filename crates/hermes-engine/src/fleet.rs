@@ -26,6 +26,7 @@ pub const DEFAULT_REPROBE_AFTER: Duration = Duration::from_secs(30 * 24 * 3600);
 /// The fleet verdicts of one turn's (wire, target).
 #[derive(Debug)]
 pub(crate) struct FleetTurn {
+    store: Store,
     wire: String,
     target: RouteTarget,
     /// Fields refused fleet-wide and not being re-probed by this turn.
@@ -84,6 +85,7 @@ impl FleetTurn {
             in_effect.push(verdict.field);
         }
         let turn = FleetTurn {
+            store: store.clone(),
             wire: wire.to_owned(),
             target: target.clone(),
             in_effect,
@@ -157,15 +159,50 @@ impl FleetTurn {
     }
 
     /// Gives back the claims whose field this turn never sent.
-    pub(crate) async fn finish(&self, store: &Store) -> Result<(), EngineError> {
+    pub(crate) async fn finish(&self) -> Result<(), EngineError> {
         let left: Vec<(String, i64)> =
             std::mem::take(&mut *self.probes.lock().map_err(|_| poisoned())?);
-        for (field, since) in left {
-            store
-                .release_fleet_probes(&self.wire, &self.target, &[&field], since)
-                .await?;
+        give_back(&self.store, &self.wire, &self.target, left).await
+    }
+}
+
+async fn give_back(
+    store: &Store,
+    wire: &str,
+    target: &RouteTarget,
+    claims: Vec<(String, i64)>,
+) -> Result<(), EngineError> {
+    for (field, since) in claims {
+        store
+            .release_fleet_probes(wire, target, &[&field], since)
+            .await?;
+    }
+    Ok(())
+}
+
+impl Drop for FleetTurn {
+    /// A turn dropped before [`FleetTurn::finish`] (its request was cancelled) gives its
+    /// claims back from a task of its own, so another session may re-probe now rather than
+    /// after the claims lapse.
+    fn drop(&mut self) {
+        let claims = std::mem::take(
+            &mut *self
+                .probes
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        if claims.is_empty() {
+            return;
         }
-        Ok(())
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (store, wire, target) = (self.store.clone(), self.wire.clone(), self.target.clone());
+        runtime.spawn(async move {
+            if let Err(e) = give_back(&store, &wire, &target, claims).await {
+                tracing::warn!(error = %e, "cannot give back a cancelled turn's re-probe claims; they lapse on their own");
+            }
+        });
     }
 }
 

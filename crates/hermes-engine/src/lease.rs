@@ -1,6 +1,8 @@
 //! One process drives a session at a time: a lease in the store, held while a chat session is
 //! open and renewed in the background, waited for a bounded time when another process holds it.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hermes_store::{Lease, Store};
@@ -78,24 +80,91 @@ fn gone_from(holder: &str, place: &str, me: u32, runs: &dyn Fn(u32) -> bool) -> 
     !place.is_empty() && theirs == place && pid != me && cfg!(target_os = "linux") && !runs(pid)
 }
 
-/// A held lease on one session, renewed in the background until released or dropped.
+/// The sessions this process drives, one in-process lock each: two holders in one process
+/// queue on it instead of polling the store's lease row. Shared by an engine and its clones.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Local(Arc<std::sync::Mutex<HashMap<String, Entry>>>);
+
+/// One session's in-process lock and the name of its holder (for a busy error).
+#[derive(Debug)]
+struct Entry {
+    lock: std::sync::Weak<tokio::sync::Mutex<()>>,
+    holder: String,
+}
+
+impl Local {
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The lock of `session` (made on first use; forgotten once no holder or waiter has it).
+    fn lock(&self, session: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut entries = self.entries();
+        entries.retain(|_, entry| entry.lock.strong_count() > 0);
+        if let Some(lock) = entries.get(session).and_then(|e| e.lock.upgrade()) {
+            return lock;
+        }
+        let lock = Arc::new(tokio::sync::Mutex::new(()));
+        entries.insert(
+            session.to_owned(),
+            Entry {
+                lock: Arc::downgrade(&lock),
+                holder: String::new(),
+            },
+        );
+        lock
+    }
+
+    /// Who holds `session` in this process now.
+    fn holder(&self, session: &str) -> String {
+        self.entries()
+            .get(session)
+            .map(|e| e.holder.clone())
+            .unwrap_or_default()
+    }
+
+    fn set_holder(&self, session: &str, holder: &str) {
+        if let Some(entry) = self.entries().get_mut(session) {
+            holder.clone_into(&mut entry.holder);
+        }
+    }
+}
+
+/// A held lease on one session, renewed in the background until released or dropped. Dropped
+/// without [`Held::release`] (a request whose client went away), it gives the lease back at
+/// once from a task of its own.
 #[derive(Debug)]
 pub(crate) struct Held {
     store: Store,
     session: String,
     holder: String,
-    renewer: tokio::task::JoinHandle<()>,
+    /// `None` once released.
+    renewer: Option<tokio::task::JoinHandle<()>>,
+    /// This process's lock on the session, held as long as the lease.
+    local: Option<tokio::sync::OwnedMutexGuard<()>>,
 }
 
 impl Held {
     /// Takes the lease on `session`, waiting up to `wait` for another process to finish.
+    /// Another holder in this process (`local`) is waited for on an in-process lock; one in
+    /// another process by polling the store.
     pub(crate) async fn acquire(
+        local: &Local,
         store: &Store,
         session: &str,
         wait: Duration,
     ) -> Result<Held, EngineError> {
         let me = holder();
         let started = Instant::now();
+        let guard = tokio::time::timeout(wait, local.lock(session).lock_owned())
+            .await
+            .map_err(|_| EngineError::Busy {
+                session: session.to_owned(),
+                holder: local.holder(session),
+            })?;
+        local.set_holder(session, &me);
         loop {
             match store.acquire_lease(session, &me, TTL, &gone).await? {
                 Lease::Held => break,
@@ -129,7 +198,8 @@ impl Held {
             store: store.clone(),
             session: session.to_owned(),
             holder: me,
-            renewer,
+            renewer: Some(renewer),
+            local: Some(guard),
         })
     }
 
@@ -140,22 +210,54 @@ impl Held {
 
     /// Gives the lease back.
     pub(crate) async fn release(mut self) -> Result<(), EngineError> {
-        // Wait until the renewer has stopped: a renewal already inside its transaction would
-        // otherwise write the lease back after the delete below.
-        self.renewer.abort();
-        let _ = (&mut self.renewer).await;
-        self.store
-            .release_lease(&self.session, &self.holder)
-            .await?;
+        let renewer = self.renewer.take();
+        let local = self.local.take();
+        give_back(&self.store, &self.session, &self.holder, renewer).await?;
+        drop(local);
         Ok(())
     }
 }
 
+/// Stops `renewer` and deletes the lease row. Waits until the renewer has stopped: a renewal
+/// already inside its transaction would otherwise write the lease back after the delete.
+async fn give_back(
+    store: &Store,
+    session: &str,
+    holder: &str,
+    renewer: Option<tokio::task::JoinHandle<()>>,
+) -> Result<(), EngineError> {
+    if let Some(renewer) = renewer {
+        renewer.abort();
+        let _ = renewer.await;
+    }
+    store.release_lease(session, holder).await?;
+    Ok(())
+}
+
 impl Drop for Held {
     fn drop(&mut self) {
-        // Without an explicit release the lease runs out (or is taken over once this process
-        // is gone); stop renewing it.
-        self.renewer.abort();
+        let Some(renewer) = self.renewer.take() else {
+            return;
+        };
+        renewer.abort();
+        // Dropped mid-turn (a client gone, a cancelled future): give the lease back now rather
+        // than after its TTL, keeping this process's lock until then so a queued request of
+        // this process finds the row gone. Without a runtime the lease runs out instead.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (store, session, holder, local) = (
+            self.store.clone(),
+            std::mem::take(&mut self.session),
+            std::mem::take(&mut self.holder),
+            self.local.take(),
+        );
+        runtime.spawn(async move {
+            if let Err(e) = give_back(&store, &session, &holder, Some(renewer)).await {
+                tracing::warn!(session = %session, error = %e, "cannot give back a dropped session lease; it runs out on its own");
+            }
+            drop(local);
+        });
     }
 }
 

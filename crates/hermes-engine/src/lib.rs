@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use hermes_core::{ReasoningRoute, ResolveOptions, RouteDecision, RouteTable, RouteTarget};
 
-pub use error::{EngineError, KeyRefusal};
+pub use error::{EngineError, ErrorKind, KeyRefusal, Setting};
 pub use fleet::DEFAULT_REPROBE_AFTER;
 pub use home::{OWN_DB, STATE_DB, open_store, open_store_with, store_path};
 pub use preview::{Preview, PreviewOptions};
@@ -53,6 +53,9 @@ pub struct Engine {
     /// One HTTP client per set of waits, shared by every session and preview of this engine
     /// (and its clones), so requests reuse connections instead of each session dialling anew.
     clients: Arc<std::sync::Mutex<Vec<hermes_providers::ChatTransport>>>,
+    /// The sessions this process holds, one in-process lock each (two holders in one process
+    /// queue on it rather than polling the store).
+    local: lease::Local,
 }
 
 impl std::fmt::Debug for Engine {
@@ -73,6 +76,7 @@ impl Engine {
         Engine {
             table: Arc::new(table),
             clients: Arc::default(),
+            local: lease::Local::default(),
         }
     }
 

@@ -141,11 +141,14 @@ impl Preview {
         if options.reject.contains(Carrier::ReasoningContent)
             && let Some(echo) = &decision.echo
         {
-            return Err(EngineError::Usage(format!(
-                "--reject reasoning_content is refused: route `{}` is must-echo (family {}), where reasoning_content is required",
-                decision.id(),
-                echo.family
-            )));
+            return Err(EngineError::InvalidParameter {
+                parameter: "reject".into(),
+                why: format!(
+                    "reasoning_content may not be rejected: route `{}` is must-echo (family {}), where reasoning_content is required",
+                    decision.id(),
+                    echo.family
+                ),
+            });
         }
         verdicts.record(&decision.target, options.reject);
         let wire_verdicts = hermes_core::WireVerdicts::from_model_config(&file.model_config)

@@ -259,14 +259,24 @@ impl Target {
                 },
                 region: region.to_owned(),
             }),
-            (Some(region), None, Some(source)) => {
-                Some(source.auth(region).await.map_err(EngineError::Failed)?)
-            }
+            (Some(region), None, Some(source)) => Some(source.auth(region).await.map_err(
+                |message| EngineError::Credentials {
+                    provider: settled.provider.clone(),
+                    var: None,
+                    status: None,
+                    message,
+                },
+            )?),
             (Some(_), None, None) => {
-                return Err(EngineError::Failed(format!(
-                    "provider `{}` needs AWS credentials, and this front end supplies none",
-                    settled.provider
-                )));
+                return Err(EngineError::Credentials {
+                    provider: settled.provider.clone(),
+                    var: None,
+                    status: None,
+                    message: format!(
+                        "provider `{}` needs AWS credentials, and this front end supplies none",
+                        settled.provider
+                    ),
+                });
             }
         };
         let transport = LiveWire::new(
@@ -346,7 +356,7 @@ impl ChatSession {
         let lease = match &options.resume {
             Some(id) => {
                 store.session(id).await?;
-                Some(Held::acquire(&store, id, options.limits.lease_wait).await?)
+                Some(Held::acquire(&engine.local, &store, id, options.limits.lease_wait).await?)
             }
             None => None,
         };
@@ -557,7 +567,7 @@ impl ChatSession {
             driver.run_turn(&mut self.conversation, Message::text(Role::User, text)),
         )
         .await;
-        if let Err(e) = fleet.finish(&self.store).await {
+        if let Err(e) = fleet.finish().await {
             tracing::warn!(error = %e, "cannot give back fleet verdict re-probe claims; they lapse on their own");
         }
         self.adopt_created();
@@ -570,10 +580,13 @@ impl ChatSession {
             Err(_) => {
                 // Every finished step is stored whole; memory goes back to what is stored.
                 self.reload().await?;
-                Err(EngineError::Failed(format!(
-                    "the turn took longer than {} s (turn limit); every finished step is stored, the unfinished one is not",
-                    deadline.as_secs()
-                )))
+                Err(EngineError::Timeout {
+                    wait: hermes_core::Wait::Turn,
+                    message: format!(
+                        "the turn took longer than {} s (turn limit); every finished step is stored, the unfinished one is not",
+                        deadline.as_secs()
+                    ),
+                })
             }
         }
     }
@@ -698,7 +711,9 @@ impl ChatSession {
             if let Some(old) = self.lease.take() {
                 old.release().await?;
             }
-            self.lease = Some(Held::acquire(&self.store, &id, self.limits.lease_wait).await?);
+            self.lease = Some(
+                Held::acquire(&self.engine.local, &self.store, &id, self.limits.lease_wait).await?,
+            );
         }
         // What another process stored meanwhile (a compaction, a verdict cleared) counts.
         self.conversation.messages = self.store.messages(&id).await?;
@@ -791,22 +806,35 @@ fn credential_error(settled: &Settled, error: hermes_core::driver::DriverError) 
                 .and_then(|m| m.as_str().map(str::to_owned))
         })
         .unwrap_or_else(|| body.chars().take(200).collect());
-    if settled.aws_region.is_some() {
-        return EngineError::Failed(format!(
+    let var = (settled.aws_region.is_none()).then(|| {
+        settled
+            .key_var
+            .clone()
+            .unwrap_or_else(|| "HERMES_API_KEY".to_owned())
+    });
+    let message = if settled.aws_region.is_some() {
+        format!(
             "{} refused the AWS credentials (HTTP {status}: {}): they are missing, wrong or expired — refresh them (e.g. `aws sso login`, new keys in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, or a new AWS_BEARER_TOKEN_BEDROCK)",
             settled.provider,
             said.trim(),
-        ));
+        )
+    } else {
+        let var = var.as_deref().unwrap_or_default();
+        format!(
+            "{} refused the credentials (HTTP {status}: {}): the key or token in {var} is missing, wrong or expired{}",
+            settled.provider,
+            said.trim(),
+            if var == "GOOGLE_OAUTH_ACCESS_TOKEN" {
+                " (a fresh one: `gcloud auth print-access-token`)"
+            } else {
+                ""
+            }
+        )
+    };
+    EngineError::Credentials {
+        provider: settled.provider.clone(),
+        var,
+        status: Some(*status),
+        message,
     }
-    let var = settled.key_var.as_deref().unwrap_or("HERMES_API_KEY");
-    EngineError::Failed(format!(
-        "{} refused the credentials (HTTP {status}: {}): the key or token in {var} is missing, wrong or expired{}",
-        settled.provider,
-        said.trim(),
-        if var == "GOOGLE_OAUTH_ACCESS_TOKEN" {
-            " (a fresh one: `gcloud auth print-access-token`)"
-        } else {
-            ""
-        }
-    ))
 }

@@ -10,8 +10,8 @@ use hermes_core::{Effort, TargetHost, ThinkingRequest};
 use hermes_providers::{ProviderSpec, Wire};
 use hermes_store::StoredThinking;
 
-use crate::error::EngineError;
 pub use crate::error::KeyRefusal;
+use crate::error::{EngineError, Setting};
 
 /// What the user asked for on this command line.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -372,10 +372,9 @@ pub fn settle(
         .as_deref()
         .or(stored.and_then(|s| s.provider))
         .or(defaults.provider.as_deref())
-        .ok_or_else(|| {
-            EngineError::Usage(
-                "no provider: pass --provider (try `--provider sim`, which needs no key)".into(),
-            )
+        .ok_or(EngineError::Missing {
+            setting: Setting::Provider,
+            provider: None,
         })?
         .trim()
         .to_lowercase();
@@ -416,7 +415,7 @@ pub fn settle(
             && sim_profile_name(Some(url)).is_none()
         {
             return Err(EngineError::Usage(format!(
-                "with --provider sim, --base-url picks a simulator profile (sim://PROFILE, e.g. sim://deepseek-v4), not `{url}`"
+                "the simulator's base URL picks a simulator profile (sim://PROFILE, e.g. sim://deepseek-v4), not `{url}`"
             )));
         }
         let profile =
@@ -453,9 +452,12 @@ pub fn settle(
         None
     };
     if provider == "foundry-anthropic" && base_url.is_none() {
-        return Err(EngineError::Usage(
-            "provider `foundry-anthropic` needs your resource's URL: pass --base-url https://RESOURCE.services.ai.azure.com/anthropic (or set base_url in config.toml)".into(),
-        ));
+        return Err(EngineError::Missing {
+            setting: Setting::ResourceUrl {
+                example: "https://RESOURCE.services.ai.azure.com/anthropic",
+            },
+            provider: Some(provider),
+        });
     }
     let aws = is_aws_provider(&provider);
     if aws && purpose == Purpose::Send && defaults.aws_region.is_none() && base_url.is_none() {
@@ -482,8 +484,9 @@ pub fn settle(
                 .as_deref()
                 .map(hermes_providers::aws::runtime_base_url)
         });
-    let model = model.ok_or_else(|| {
-        EngineError::Usage("no model: pass --model (or set one in config.toml)".into())
+    let model = model.ok_or(EngineError::Missing {
+        setting: Setting::Model,
+        provider: None,
     })?;
     let key_var = (!aws).then(|| {
         section
@@ -603,11 +606,13 @@ fn send_key(
     key: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<ApiKey>, EngineError> {
     let provider = &settled.provider;
-    let base_url = settled.base_url.as_deref().ok_or_else(|| {
-        EngineError::Usage(format!(
-            "no base URL for provider `{provider}`: pass --base-url"
-        ))
-    })?;
+    let base_url = settled
+        .base_url
+        .as_deref()
+        .ok_or_else(|| EngineError::Missing {
+            setting: Setting::BaseUrl,
+            provider: Some(provider.clone()),
+        })?;
     let key_var = settled.key_var.as_deref().unwrap_or("HERMES_API_KEY");
     let api_key = key(key_var).filter(|k| !k.trim().is_empty());
     let local = TargetHost::from_base_url(base_url).is_some_and(|h| h.is_local_endpoint());
@@ -621,9 +626,12 @@ fn send_key(
         } else {
             String::new()
         };
-        return Err(EngineError::Failed(format!(
-            "missing API key for `{provider}`: set {key_var}{or_token}"
-        )));
+        return Err(EngineError::Credentials {
+            provider: provider.clone(),
+            var: Some(key_var.to_owned()),
+            status: None,
+            message: format!("missing API key for `{provider}`: set {key_var}{or_token}"),
+        });
     }
     if api_key.is_some() {
         let user_named = choice.base_url.is_some()

@@ -7,7 +7,7 @@ use std::time::Duration;
 use eventsource_stream::Eventsource as _;
 use futures_util::StreamExt as _;
 use hermes_core::Origin;
-use hermes_core::transport::{Delta, Reply, TransportError};
+use hermes_core::transport::{Delta, Reply, TransportError, Wait};
 use hermes_core::{CHAT_WIRE, Outgoing, RequestParts, Wire};
 
 use crate::aws::{self, AwsAuth, Clock};
@@ -81,13 +81,21 @@ pub(crate) fn map_reqwest(err: reqwest::Error) -> TransportError {
     let text = err.to_string();
     if err.is_timeout() {
         let address = address(&err);
-        TransportError::Timeout(if err.is_connect() {
-            format!("{address}: could not connect within the connect limit ([limits] connect)")
+        if err.is_connect() {
+            TransportError::Timeout {
+                wait: Wait::Connect,
+                detail: format!(
+                    "{address}: could not connect within the connect limit ([limits] connect)"
+                ),
+            }
         } else {
-            format!(
-                "{address}: the reply was silent for longer than the idle limit ([limits] idle)"
-            )
-        })
+            TransportError::Timeout {
+                wait: Wait::Idle,
+                detail: format!(
+                    "{address}: the reply was silent for longer than the idle limit ([limits] idle)"
+                ),
+            }
+        }
     } else if err.is_connect() {
         TransportError::Connect(connect_cause(&err))
     } else if err.is_body() || err.is_decode() {
@@ -498,11 +506,12 @@ impl ChatTransport {
         let first_byte = self.waits.first_byte;
         let response = tokio::time::timeout(first_byte, builder.send())
             .await
-            .map_err(|_| {
-                TransportError::Timeout(format!(
+            .map_err(|_| TransportError::Timeout {
+                wait: Wait::FirstByte,
+                detail: format!(
                     "no response within {} s (the time-to-first-byte limit, [limits] first_byte)",
                     first_byte.as_secs_f64()
-                ))
+                ),
             })?
             .map_err(map_reqwest)?;
         let status = response.status();

@@ -114,7 +114,7 @@ async fn chat_with_idle_1(base: &str) -> std::process::Output {
             "--model",
             "deepseek-v4-pro",
             "--base-url",
-            &base,
+            base,
             "-q",
             "hi",
         ],

@@ -110,7 +110,14 @@ fn chat_and_preview_settle_every_registry_provider_alike() {
                     // Vertex's project: preview names them as chat does, no placeholder).
                     assert!(
                         matches!(chat, EngineError::Unsupported(_))
-                            || (chat.is_usage() && chat.to_string().contains("--base-url"))
+                            || matches!(
+                                chat,
+                                EngineError::Missing {
+                                    setting: crate::Setting::BaseUrl
+                                        | crate::Setting::ResourceUrl { .. },
+                                    ..
+                                }
+                            )
                             || (chat.is_usage() && chat.to_string().contains("under [vertex]")),
                         "{provider}: {chat}"
                     );

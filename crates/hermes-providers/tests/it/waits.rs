@@ -75,7 +75,7 @@ async fn a_silent_server_ends_at_the_first_byte_limit() {
     );
     let err = send(&base, false, waits).await.unwrap_err();
     assert!(
-        matches!(&err, TransportError::Timeout(why) if why.contains("time-to-first-byte") && why.contains("[limits] first_byte")),
+        matches!(&err, TransportError::Timeout { wait: hermes_core::Wait::FirstByte, detail: why } if why.contains("time-to-first-byte") && why.contains("[limits] first_byte")),
         "{err}"
     );
 }
