@@ -144,6 +144,8 @@ pub(crate) struct Held {
     renewer: Option<tokio::task::JoinHandle<()>>,
     /// This process's lock on the session, held as long as the lease.
     local: Option<tokio::sync::OwnedMutexGuard<()>>,
+    /// Set by the renewer when another holder took the lease over (it ran out meanwhile).
+    lost: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Held {
@@ -177,16 +179,26 @@ impl Held {
                 Lease::Busy { .. } => tokio::time::sleep(POLL).await,
             }
         }
+        let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let renewer = {
             let (store, session, me) = (store.clone(), session.to_owned(), me.clone());
+            let lost = Arc::clone(&lost);
             // A root span: the renewer outlives the open or turn that took the lease.
             let span = tracing::info_span!(parent: None, "lease_renewer", session = %session, holder = %me);
             tokio::spawn(tracing::Instrument::instrument(
                 async move {
                     loop {
                         tokio::time::sleep(RENEW_EVERY).await;
-                        if let Err(e) = store.acquire_lease(&session, &me, TTL, &gone).await {
-                            tracing::warn!(session = %session, error = %e, "cannot renew the session lease");
+                        match store.acquire_lease(&session, &me, TTL, &gone).await {
+                            Ok(Lease::Held) => {}
+                            Ok(Lease::Busy { holder, .. }) => {
+                                tracing::warn!(session = %session, holder = %holder, "the session lease ran out and was taken over");
+                                lost.store(true, std::sync::atomic::Ordering::Relaxed);
+                                return;
+                            }
+                            Err(e) => {
+                                tracing::warn!(session = %session, error = %e, "cannot renew the session lease");
+                            }
                         }
                     }
                 },
@@ -200,12 +212,19 @@ impl Held {
             holder: me,
             renewer: Some(renewer),
             local: Some(guard),
+            lost,
         })
     }
 
     /// The session it is for.
     pub(crate) fn session(&self) -> &str {
         &self.session
+    }
+
+    /// True when another holder took the lease over (it ran out unrenewed): what memory holds
+    /// of the session may be stale.
+    pub(crate) fn lost(&self) -> bool {
+        self.lost.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Gives the lease back.

@@ -19,9 +19,11 @@ mod lease;
 mod live;
 mod log;
 mod preview;
+mod request;
 mod session;
 pub mod settle;
 mod summarize;
+mod turn;
 
 use std::sync::Arc;
 
@@ -31,6 +33,7 @@ pub use error::{EngineError, ErrorKind, KeyRefusal, Setting};
 pub use fleet::DEFAULT_REPROBE_AFTER;
 pub use home::{OWN_DB, STATE_DB, open_store, open_store_with, store_path};
 pub use preview::{Preview, PreviewOptions};
+pub use request::{Completion, Event, Events, Request, Settings, ToolMode};
 pub use session::{
     AwsLookup, AwsSecrets, ChatSession, KeyLookup, Limits, OpenOptions, Toolset, reply_text,
 };
@@ -56,6 +59,8 @@ pub struct Engine {
     /// The sessions this process holds, one in-process lock each (two holders in one process
     /// queue on it rather than polling the store).
     local: lease::Local,
+    /// The store and settings requests are served with ([`Engine::with_store`]).
+    runtime: Option<Arc<request::Runtime>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -77,6 +82,7 @@ impl Engine {
             table: Arc::new(table),
             clients: Arc::default(),
             local: lease::Local::default(),
+            runtime: None,
         }
     }
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hermes_core::driver::{Conversation, Driver, DriverConfig, DriverEvent, Tools, TurnOutcome};
+use hermes_core::driver::{Conversation, DriverConfig, DriverEvent, Tools, TurnOutcome};
 use hermes_core::{
     Message, RawJson, ResolveOptions, Role, RouteDecision, RouteTarget, ThinkingRequest,
     TransportError, Verdicts,
@@ -15,12 +15,12 @@ use hermes_store::{NewSession, Store, StoredThinking};
 
 use crate::Engine;
 use crate::error::EngineError;
-use crate::fleet::FleetTurn;
 use crate::lease::Held;
 use crate::live::{Credentials, LiveWire, live_base};
 use crate::log::StoreLog;
 use crate::settle::{Choice, Defaults, Purpose, Settled, Stored, settle, settle_thinking};
 use crate::summarize::TransportSummarizer;
+use crate::turn::{Destination, TurnParts};
 
 /// Looks up an environment variable (the engine never reads the environment itself).
 pub type KeyLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -56,7 +56,8 @@ impl Toolset {
     }
 }
 
-struct NoTools;
+/// Tools that answer every call with an error (no tools offered).
+pub(crate) struct NoTools;
 
 #[async_trait::async_trait]
 impl Tools for NoTools {
@@ -216,16 +217,16 @@ impl OpenOptions {
 }
 
 /// The live side of a settled target: the route, the wire, and the simulator when it is one.
-struct Target {
-    settled: Settled,
-    decision: RouteDecision,
-    transport: LiveWire,
+pub(crate) struct Target {
+    pub(crate) settled: Settled,
+    pub(crate) decision: RouteDecision,
+    pub(crate) transport: LiveWire,
     /// The in-process simulator (kept alive while the target is).
     sim: Option<hermes_sim::Sim>,
 }
 
 impl Target {
-    async fn start(
+    pub(crate) async fn start(
         engine: &Engine,
         settled: Settled,
         limits: &Limits,
@@ -396,19 +397,7 @@ impl ChatSession {
         let thinking = settle_thinking(options.thinking, stored_thinking, options.defaults.effort);
         let (id, conversation) = match resumed {
             Some((meta, messages)) => {
-                let verdicts = Verdicts::from_model_config(&meta.model_config).map_err(|e| {
-                    EngineError::Corrupt {
-                        session: meta.id.clone(),
-                        message: format!("unreadable verdicts: {e}"),
-                    }
-                })?;
-                let wire_verdicts = hermes_core::WireVerdicts::from_model_config(
-                    &meta.model_config,
-                )
-                .map_err(|e| EngineError::Corrupt {
-                    session: meta.id.clone(),
-                    message: format!("unreadable wire verdicts: {e}"),
-                })?;
+                let (verdicts, wire_verdicts) = verdicts_of(&meta)?;
                 let conversation = Conversation {
                     messages,
                     verdicts,
@@ -484,23 +473,6 @@ impl ChatSession {
         self.driver_config.thinking
     }
 
-    /// What a new session (titled after `title`) is created with, with its first step.
-    fn new_session(&self, title: &str) -> NewSession {
-        let settled = &self.target.settled;
-        NewSession {
-            title: Some(title.chars().take(60).collect()),
-            provider: Some(settled.provider.clone()),
-            model: Some(settled.model.clone()),
-            base_url: settled.base_url.clone(),
-            // Every way a new session gets its URL is the user's word: the command line,
-            // config.toml or the registry.
-            base_url_confirmed: true,
-            ..NewSession::default()
-        }
-        // The request it starts with (flags, else config's effort), so a resume keeps it.
-        .with_thinking(StoredThinking::from_request(self.driver_config.thinking))
-    }
-
     /// Runs one user turn with its tool loop. Each step is stored whole; a new session is
     /// created with its first step, so a first turn that fails stores nothing.
     ///
@@ -537,57 +509,45 @@ impl ChatSession {
         notify: &(dyn Fn(&DriverEvent) + Send + Sync),
     ) -> Result<TurnOutcome, EngineError> {
         self.hold_lease().await?;
-        let new = self.new_session(text);
-        let fleet = FleetTurn::start(
-            &self.store,
-            self.target.transport.wire().id(),
-            &self.target.decision.target,
-            &mut self.conversation,
-            self.reprobe_after,
-            // A claim older than any turn can last was left by a process that died.
-            self.limits.turn + Duration::from_secs(60),
-        )
-        .await?;
-        let log = match &self.id {
-            Some(id) => StoreLog::stored(&self.store, id),
-            None => StoreLog::new_session(&self.store, new, &self.created),
-        }
-        .with_fleet(&fleet);
-        let driver = Driver {
-            decision: &self.target.decision,
-            wire: self.target.transport.wire(),
-            log: &log,
+        let new = new_session(&self.target.settled, self.driver_config.thinking, text);
+        let destination = match &self.id {
+            Some(id) => Destination::Stored(id),
+            None => Destination::New {
+                new,
+                created: &self.created,
+            },
+        };
+        let parts = TurnParts {
+            store: &self.store,
+            target: &self.target,
             tools: self.tools.tools.as_ref(),
             config: &self.driver_config,
-            notify,
+            limits: &self.limits,
+            reprobe_after: self.reprobe_after,
         };
-        let deadline = self.limits.turn;
-        let result = tokio::time::timeout(
-            deadline,
-            driver.run_turn(&mut self.conversation, Message::text(Role::User, text)),
+        let result = crate::turn::drive(
+            &parts,
+            destination,
+            &mut self.conversation,
+            vec![Message::text(Role::User, text)],
+            notify,
         )
         .await;
-        if let Err(e) = fleet.finish().await {
-            tracing::warn!(error = %e, "cannot give back fleet verdict re-probe claims; they lapse on their own");
-        }
         self.adopt_created();
         match result {
-            Ok(result) => {
-                let outcome = result.map_err(|e| credential_error(&self.target.settled, e))?;
-                self.hold_lease().await?;
+            Ok(outcome) => {
+                // A turn that created the session takes its lease now; memory is what it stored.
+                if self.lease.is_none() {
+                    self.hold_lease().await?;
+                }
                 Ok(outcome)
             }
-            Err(_) => {
+            Err(e @ EngineError::Timeout { .. }) => {
                 // Every finished step is stored whole; memory goes back to what is stored.
                 self.reload().await?;
-                Err(EngineError::Timeout {
-                    wait: hermes_core::Wait::Turn,
-                    message: format!(
-                        "the turn took longer than {} s (turn limit); every finished step is stored, the unfinished one is not",
-                        deadline.as_secs()
-                    ),
-                })
+                Err(e)
             }
+            Err(e) => Err(e),
         }
     }
 
@@ -701,24 +661,31 @@ impl ChatSession {
     }
 
     /// Holds the lease on the stored session (taking it when this session was just created or
-    /// branched) and reloads the active view, so a request never carries stale history.
+    /// branched, or when it was lost) and brings memory up to what is stored, with as few reads
+    /// as that needs: after taking the lease, the active view and the verdicts (another process
+    /// may have stored anything meanwhile); while holding it, only the session row, for the
+    /// verdicts (`hermes verdicts clear` may run beside a chat) — the history cannot change
+    /// under a lease held throughout, so it is not read again.
     async fn hold_lease(&mut self) -> Result<(), EngineError> {
         self.adopt_created();
         let Some(id) = self.id.clone() else {
             return Ok(());
         };
-        if self.lease.as_ref().is_none_or(|l| l.session() != id) {
+        let held = self
+            .lease
+            .as_ref()
+            .is_some_and(|l| l.session() == id && !l.lost());
+        if !held {
             if let Some(old) = self.lease.take() {
                 old.release().await?;
             }
             self.lease = Some(
                 Held::acquire(&self.engine.local, &self.store, &id, self.limits.lease_wait).await?,
             );
+            self.conversation.messages = self.store.messages(&id).await?;
         }
-        // What another process stored meanwhile (a compaction, a verdict cleared) counts.
-        self.conversation.messages = self.store.messages(&id).await?;
-        self.conversation.verdicts = self.store.verdicts(&id).await?;
-        self.conversation.wire_verdicts = self.store.wire_verdicts(&id).await?;
+        let meta = self.store.session(&id).await?;
+        (self.conversation.verdicts, self.conversation.wire_verdicts) = verdicts_of(&meta)?;
         Ok(())
     }
 
@@ -775,6 +742,39 @@ impl ChatSession {
     }
 }
 
+/// What a new session (titled after `title`) is created with, with its first step: the settled
+/// target, and the thinking request it starts with (flags, else config's effort), so a resume
+/// keeps it.
+pub(crate) fn new_session(settled: &Settled, thinking: ThinkingRequest, title: &str) -> NewSession {
+    NewSession {
+        title: Some(title.chars().take(60).collect()),
+        provider: Some(settled.provider.clone()),
+        model: Some(settled.model.clone()),
+        base_url: settled.base_url.clone(),
+        // Every way a new session gets its URL is the user's word: the command line,
+        // config.toml or the registry.
+        base_url_confirmed: true,
+        ..NewSession::default()
+    }
+    .with_thinking(StoredThinking::from_request(thinking))
+}
+
+/// The verdicts a stored session's row holds: its chat-completions verdicts and its verdicts on
+/// other wires.
+pub(crate) fn verdicts_of(
+    meta: &hermes_store::SessionMeta,
+) -> Result<(Verdicts, hermes_core::WireVerdicts), EngineError> {
+    let corrupt = |what: &str, e: &dyn std::fmt::Display| EngineError::Corrupt {
+        session: meta.id.clone(),
+        message: format!("unreadable {what}: {e}"),
+    };
+    let verdicts =
+        Verdicts::from_model_config(&meta.model_config).map_err(|e| corrupt("verdicts", &e))?;
+    let wire_verdicts = hermes_core::WireVerdicts::from_model_config(&meta.model_config)
+        .map_err(|e| corrupt("wire verdicts", &e))?;
+    Ok((verdicts, wire_verdicts))
+}
+
 /// The text of a turn's final answer.
 pub fn reply_text(outcome: &TurnOutcome) -> String {
     outcome
@@ -789,7 +789,10 @@ pub fn reply_text(outcome: &TurnOutcome) -> String {
 
 /// A 401/403 becomes one clear line naming the variable the key or token came from (an
 /// expired Vertex token, a revoked key); any other error is kept as it is.
-fn credential_error(settled: &Settled, error: hermes_core::driver::DriverError) -> EngineError {
+pub(crate) fn credential_error(
+    settled: &Settled,
+    error: hermes_core::driver::DriverError,
+) -> EngineError {
     use hermes_core::driver::DriverError;
     let DriverError::Transport(TransportError::Http { status, body, .. }) = &error else {
         return error.into();

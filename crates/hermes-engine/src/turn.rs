@@ -1,0 +1,95 @@
+//! One turn through the driver, the same for a chat session and a request: the fleet verdicts
+//! of the turn, the store adapter, the driver, the turn limit, and credential refusals turned
+//! into one clear error.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use hermes_core::driver::{Conversation, Driver, DriverConfig, DriverEvent, Tools, TurnOutcome};
+use hermes_core::{Message, Wait};
+use hermes_store::{NewSession, Store};
+
+use crate::error::EngineError;
+use crate::fleet::FleetTurn;
+use crate::log::StoreLog;
+use crate::session::{Limits, Target};
+
+/// Where a turn's steps are stored.
+pub(crate) enum Destination<'a> {
+    /// Appended to this stored session.
+    Stored(&'a str),
+    /// A new session, created with the first step; its id is written to `created` at once.
+    New {
+        /// What it is created with.
+        new: NewSession,
+        /// Where its id is written.
+        created: &'a Mutex<Option<String>>,
+    },
+}
+
+/// Everything a turn runs with besides its conversation and input.
+pub(crate) struct TurnParts<'a> {
+    pub(crate) store: &'a Store,
+    pub(crate) target: &'a Target,
+    pub(crate) tools: &'a dyn Tools,
+    pub(crate) config: &'a DriverConfig,
+    pub(crate) limits: &'a Limits,
+    pub(crate) reprobe_after: Duration,
+}
+
+/// Runs one turn whose input is `input` (a user message, or tool results) on `conversation`,
+/// storing each step at `destination`, within the turn limit. Fleet re-probe claims are given
+/// back when it ends (or, if it is dropped, by the turn's own drop).
+pub(crate) async fn drive(
+    parts: &TurnParts<'_>,
+    destination: Destination<'_>,
+    conversation: &mut Conversation,
+    input: Vec<Message>,
+    notify: &(dyn Fn(&DriverEvent) + Send + Sync),
+) -> Result<TurnOutcome, EngineError> {
+    let TurnParts {
+        store,
+        target,
+        tools,
+        config,
+        limits,
+        reprobe_after,
+    } = *parts;
+    let fleet = FleetTurn::start(
+        store,
+        target.transport.wire().id(),
+        &target.decision.target,
+        conversation,
+        reprobe_after,
+        // A claim older than any turn can last was left by a process that died.
+        limits.turn + Duration::from_secs(60),
+    )
+    .await?;
+    let log = match destination {
+        Destination::Stored(id) => StoreLog::stored(store, id),
+        Destination::New { new, created } => StoreLog::new_session(store, new, created),
+    }
+    .with_fleet(&fleet);
+    let driver = Driver {
+        decision: &target.decision,
+        wire: target.transport.wire(),
+        log: &log,
+        tools,
+        config,
+        notify,
+    };
+    let result = tokio::time::timeout(limits.turn, driver.run(conversation, input)).await;
+    if let Err(e) = fleet.finish().await {
+        tracing::warn!(error = %e, "cannot give back fleet verdict re-probe claims; they lapse on their own");
+    }
+    match result {
+        Ok(result) => result.map_err(|e| crate::session::credential_error(&target.settled, e)),
+        Err(_) => Err(EngineError::Timeout {
+            wait: Wait::Turn,
+            message: format!(
+                "the turn took longer than {} s (turn limit); every finished step is stored, the unfinished one is not",
+                limits.turn.as_secs()
+            ),
+        }),
+    }
+}
