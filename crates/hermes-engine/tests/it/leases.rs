@@ -24,7 +24,7 @@ fn options(resume: Option<String>) -> OpenOptions {
 async fn a_busy_session_is_refused_after_a_bounded_wait_and_nothing_is_stored() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("state.db");
-    let engine = Engine::builtin();
+    let engine: Engine = crate::sim_engine();
     let store = Store::open(&db).await.unwrap();
     let mut first = ChatSession::open(&engine, store.clone(), options(None), Toolset::none())
         .await
