@@ -125,7 +125,9 @@ pub(crate) async fn open(
         .reprobe_after(config.reprobe_after())
         .key(Arc::new(|var: &str| std::env::var(var).ok()))
         .aws(Arc::new(crate::aws::AwsEnv { secrets }));
-    Ok(ChatSession::open(engine, store, options, tools).await?)
+    // `run` gave its engine simulators; a direct caller (the REPL's tests) may not have.
+    let engine = crate::sim::simulated(engine.clone());
+    Ok(ChatSession::open(&engine, store, options, tools).await?)
 }
 
 /// Adds to a refused-key error the command line that says yes: `rerun` runs the same command

@@ -26,6 +26,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 pub use hermes_engine::Engine;
+pub use sim::HermesSimulators;
 
 use crate::cli::{Cli, Command, SimCommand};
 
@@ -97,8 +98,10 @@ fn dispatch(engine: &Engine, cli: Cli) -> anyhow::Result<()> {
 
 /// Runs the `hermes` command line with `engine`'s routes: the built-in binary passes
 /// [`Engine::builtin`]; a third party passes an engine with its own route first and ships its
-/// own `hermes` in a few lines (see `examples/third-party-route`).
+/// own `hermes` in a few lines (see `examples/third-party-route`). `--provider sim` runs the
+/// engine's simulators, hermes-sim's ([`HermesSimulators`]) unless it has its own.
 pub fn run(engine: Engine) -> ExitCode {
+    let engine = sim::simulated(engine);
     home::private_files();
     let cli = Cli::parse();
     let to_file = matches!(

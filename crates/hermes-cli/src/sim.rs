@@ -1,17 +1,78 @@
-//! `hermes sim serve`: the strict provider simulator as a standalone loopback server.
+//! The simulators behind `--provider sim` (hermes-sim's, given to the engine here and nowhere
+//! else) and `hermes sim serve`, the strict provider simulator as a standalone loopback server.
+
+use std::sync::Arc;
+
+use hermes_engine::providers::aws::AwsCredentials;
+use hermes_engine::{Engine, SimProfile, Simulators, StartedSim};
 
 use crate::cli::SimServeArgs;
 use crate::error::UsageError;
 
+/// hermes-sim's strict provider simulators as the engine's [`Simulators`]: every profile of
+/// `hermes_sim::PROFILES`, each started in-process on loopback with its default signing key and
+/// AWS key pair. The one adapter between the two crates: the `hermes` command line runs with
+/// it, and the engine's integration tests use it too. A started simulator is a
+/// `hermes_sim::Sim` (`ChatSession::simulator::<hermes_sim::Sim>()`).
+#[derive(Debug)]
+pub struct HermesSimulators {
+    profiles: Vec<SimProfile>,
+}
+
+impl HermesSimulators {
+    /// Every built-in profile.
+    pub fn new() -> Self {
+        HermesSimulators {
+            profiles: hermes_sim::PROFILES
+                .iter()
+                .map(|p| SimProfile::new(p.name, p.provider, p.model, p.about))
+                .collect(),
+        }
+    }
+}
+
+impl Default for HermesSimulators {
+    fn default() -> Self {
+        HermesSimulators::new()
+    }
+}
+
+#[async_trait::async_trait]
+impl Simulators for HermesSimulators {
+    fn profiles(&self) -> &[SimProfile] {
+        &self.profiles
+    }
+
+    async fn start(&self, profile: &str) -> Result<StartedSim, String> {
+        let sim = hermes_sim::Sim::start(profile)
+            .await
+            .map_err(|e| e.to_string())?;
+        let aws = AwsCredentials {
+            access_key_id: hermes_sim::SIM_AWS_ACCESS_KEY_ID.to_owned(),
+            secret_access_key: hermes_sim::SIM_AWS_SECRET_ACCESS_KEY.to_owned(),
+            session_token: None,
+        };
+        Ok(StartedSim::new(sim.base_url(), aws, sim))
+    }
+}
+
+/// `engine`, with hermes-sim's simulators behind `--provider sim` unless it has its own.
+pub(crate) fn simulated(engine: Engine) -> Engine {
+    if engine.simulators().is_some() {
+        return engine;
+    }
+    engine.with_simulators(Arc::new(HermesSimulators::new()))
+}
+
 /// Runs `hermes sim serve` until killed; the first stdout line is the base URL.
 pub(crate) fn serve(args: &SimServeArgs) -> anyhow::Result<()> {
-    hermes_engine::settle::sim_profile(&args.profile).map_err(|e| UsageError(e.to_string()))?;
+    let profile =
+        hermes_sim::Profile::builtin(&args.profile).map_err(|e| UsageError(e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let profile = hermes_sim::Profile::builtin(&args.profile)?;
         // The signing key: the environment's (for simulators shared between processes), else
         // the simulator's default.
         let key = std::env::var(hermes_sim::KEY_ENV)
@@ -32,4 +93,42 @@ pub(crate) fn serve(args: &SimServeArgs) -> anyhow::Result<()> {
         sim.serve().await?;
         anyhow::Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_engines_unknown_profile_text_is_the_simulators_own() {
+        let sims = HermesSimulators::new();
+        let err = hermes_engine::settle::sim_profile(sims.profiles(), "nope").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            hermes_sim::SimError::UnknownProfile("nope".to_owned()).to_string()
+        );
+        assert!(err.is_usage());
+    }
+
+    #[test]
+    fn every_simulator_profile_is_offered_in_the_simulators_order() {
+        let sims = HermesSimulators::new();
+        let names: Vec<&str> = sims.profiles().iter().map(|p| p.name.as_str()).collect();
+        let expected: Vec<&str> = hermes_sim::PROFILES.iter().map(|p| p.name).collect();
+        assert_eq!(names, expected);
+    }
+
+    #[test]
+    fn an_engine_keeps_simulators_of_its_own() {
+        let theirs = Engine::builtin().with_simulators(Arc::new(HermesSimulators {
+            profiles: vec![SimProfile::new("acme", "acme", "acme-1", "Acme's contract")],
+        }));
+        let profiles = simulated(theirs).sim_profiles().to_vec();
+        assert_eq!(profiles.len(), 1);
+        assert_eq!(profiles[0].name, "acme");
+        assert_eq!(
+            simulated(Engine::builtin()).sim_profiles().len(),
+            hermes_sim::PROFILES.len()
+        );
+    }
 }

@@ -10,6 +10,11 @@
 //!
 //! It reads no environment (keys come through a caller's lookup function), parses no argv and
 //! prints nothing: the CLI and a server call it alike.
+//!
+//! It ships no simulator: `--provider sim` runs the [`Simulators`] a front end hands it with
+//! [`Engine::with_simulators`] (the `hermes` command line gives it hermes-sim's, a test tool the
+//! engine does not depend on); an engine without any refuses `--provider sim` as a usage error
+//! saying this build has no simulator.
 
 mod compaction;
 mod error;
@@ -22,6 +27,7 @@ mod preview;
 mod request;
 mod session;
 pub mod settle;
+mod simulators;
 mod summarize;
 mod turn;
 
@@ -41,6 +47,7 @@ pub use settle::{
     Choice, Defaults, ProviderDefaults, Purpose, Settled, Stored, VERTEX_VARIABLES, VertexDefaults,
     VertexLocation, settle, settle_thinking,
 };
+pub use simulators::{SIM_HOST, SimProfile, Simulators, StartedSim};
 
 pub use hermes_compaction::CompactionOverrides;
 
@@ -61,12 +68,22 @@ pub struct Engine {
     local: lease::Local,
     /// The store and settings requests are served with ([`Engine::with_store`]).
     runtime: Option<Arc<request::Runtime>>,
+    /// What `--provider sim` runs (none unless a front end gives some).
+    simulators: Option<Arc<dyn Simulators>>,
 }
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let ids: Vec<&str> = self.table.routes().map(|r| r.id()).collect();
-        f.debug_struct("Engine").field("routes", &ids).finish()
+        let sims: Vec<&str> = self
+            .sim_profiles()
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        f.debug_struct("Engine")
+            .field("routes", &ids)
+            .field("simulators", &sims)
+            .finish()
     }
 }
 
@@ -83,14 +100,45 @@ impl Engine {
             clients: Arc::default(),
             local: lease::Local::default(),
             runtime: None,
+            simulators: None,
         }
     }
 
     /// Puts a third party's route first: it wins over every built-in row it matches.
     pub fn with_route_first(self, route: Arc<dyn ReasoningRoute>) -> Self {
+        let simulators = self.simulators;
         let mut table = Arc::unwrap_or_clone(self.table);
         table.register_first(route);
-        Engine::with_table(table)
+        Engine {
+            simulators,
+            ..Engine::with_table(table)
+        }
+    }
+
+    /// With `simulators` behind `--provider sim` (instead of any it had). Without any,
+    /// `--provider sim` is a usage error saying this build has no simulator.
+    pub fn with_simulators(mut self, simulators: Arc<dyn Simulators>) -> Self {
+        self.simulators = Some(simulators);
+        self
+    }
+
+    /// The simulators behind `--provider sim`, if this engine has any.
+    pub fn simulators(&self) -> Option<&Arc<dyn Simulators>> {
+        self.simulators.as_ref()
+    }
+
+    /// The simulator profiles `--provider sim` may pick (none without simulators).
+    pub fn sim_profiles(&self) -> &[SimProfile] {
+        self.simulators.as_deref().map_or(&[], |s| s.profiles())
+    }
+
+    /// Starts the simulator of `profile` (a settled target's).
+    pub(crate) async fn start_simulator(&self, profile: &str) -> Result<StartedSim, EngineError> {
+        let simulators = self
+            .simulators
+            .as_deref()
+            .ok_or_else(|| EngineError::Usage(settle::NO_SIMULATOR.to_owned()))?;
+        simulators.start(profile).await.map_err(EngineError::Sim)
     }
 
     /// The route table, in matching order.
@@ -98,14 +146,15 @@ impl Engine {
         &self.table
     }
 
-    /// Every name `--provider` accepts without a base URL of its own: the registry's ids, `sim`,
-    /// and the provider names the route table's rows and must-echo families answer to, sorted.
-    /// Any other name needs a base URL (a provider of the user's own).
+    /// Every name `--provider` accepts without a base URL of its own: the registry's ids, `sim`
+    /// (when the engine has simulators), and the provider names the route table's rows and
+    /// must-echo families answer to, sorted. Any other name needs a base URL (a provider of the
+    /// user's own).
     pub fn provider_names(&self) -> Vec<String> {
         let mut names: Vec<String> = hermes_providers::registry::PROVIDERS
             .iter()
             .map(|p| p.id.to_owned())
-            .chain(std::iter::once("sim".to_owned()))
+            .chain(self.simulators.is_some().then(|| "sim".to_owned()))
             .chain(
                 self.table
                     .routes()
@@ -150,7 +199,8 @@ impl Engine {
             return Ok(());
         }
         let names = self.provider_names();
-        if names.contains(&name) {
+        // `sim` without simulators is settlement's usage error, which says so.
+        if names.contains(&name) || name == "sim" {
             return Ok(());
         }
         let nearest = names

@@ -11,6 +11,7 @@ use hermes_providers::responses::ResponsesWire;
 use hermes_providers::{Auth, ChatTransport, Endpoint, HttpChat, Wire};
 
 use crate::settle::Settled;
+use crate::simulators::{SIM_HOST, StartedSim};
 
 /// The wire a target speaks.
 pub(crate) enum LiveWire {
@@ -34,13 +35,13 @@ pub(crate) struct Credentials {
 
 /// Where requests to `settled` go: a started simulator's loopback URL (`started`); for a
 /// simulator not started — a preview — the loopback host every simulator binds
-/// ([`hermes_sim::HOST`]), which is all routing and provenance read of it (the port is never
-/// part of a route or of a minter, so each run's fresh port changes nothing); otherwise the
-/// settled base URL.
-pub(crate) fn live_base(settled: &Settled, started: Option<&hermes_sim::Sim>) -> String {
-    match (started, settled.sim) {
-        (Some(sim), _) => sim.base_url(),
-        (None, Some(_)) => format!("http://{}", hermes_sim::HOST),
+/// ([`SIM_HOST`]), which is all routing and provenance read of it (the port is never part of a
+/// route or of a minter, so each run's fresh port changes nothing); otherwise the settled base
+/// URL.
+pub(crate) fn live_base(settled: &Settled, started: Option<&StartedSim>) -> String {
+    match (started, &settled.sim) {
+        (Some(sim), _) => sim.base_url().to_owned(),
+        (None, Some(_)) => format!("http://{SIM_HOST}"),
         (None, None) => settled.base_url.clone().unwrap_or_default(),
     }
 }

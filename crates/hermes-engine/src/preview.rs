@@ -130,6 +130,7 @@ impl Preview {
             &options.choice,
             Some(stored),
             &options.defaults,
+            engine.sim_profiles(),
             Purpose::Preview,
             &|_| None,
         )?;

@@ -297,6 +297,7 @@ impl Engine {
             &choice,
             stored,
             &settings.defaults,
+            self.sim_profiles(),
             Purpose::Send,
             &|var: &str| key(var),
         )?;

@@ -10,7 +10,7 @@ use hermes_core::{
     Message, RawJson, ResolveOptions, Role, RouteDecision, RouteTarget, ThinkingRequest,
     TransportError, Verdicts,
 };
-use hermes_providers::aws::{AwsAuth, AwsCredentials};
+use hermes_providers::aws::AwsAuth;
 use hermes_store::{NewSession, Store, StoredThinking};
 
 use crate::Engine;
@@ -19,6 +19,7 @@ use crate::lease::Held;
 use crate::live::{Credentials, LiveWire, live_base};
 use crate::log::StoreLog;
 use crate::settle::{Choice, Defaults, Purpose, Settled, Stored, settle, settle_thinking};
+use crate::simulators::StartedSim;
 use crate::summarize::TransportSummarizer;
 use crate::turn::{Destination, TurnParts};
 
@@ -222,7 +223,7 @@ pub(crate) struct Target {
     pub(crate) decision: RouteDecision,
     pub(crate) transport: LiveWire,
     /// The in-process simulator (kept alive while the target is).
-    sim: Option<hermes_sim::Sim>,
+    sim: Option<StartedSim>,
 }
 
 impl Target {
@@ -233,12 +234,8 @@ impl Target {
         aws: Option<&AwsLookup>,
     ) -> Result<Target, EngineError> {
         // The simulator runs in this process; a resumed sim session gets a fresh one.
-        let sim = match settled.sim {
-            Some(profile) => Some(
-                hermes_sim::Sim::start(profile.name)
-                    .await
-                    .map_err(|e| EngineError::Sim(e.to_string()))?,
-            ),
+        let sim = match &settled.sim {
+            Some(profile) => Some(engine.start_simulator(&profile.name).await?),
             None => None,
         };
         let live_base = live_base(&settled, sim.as_ref());
@@ -252,12 +249,8 @@ impl Target {
         let aws_auth = match (settled.aws_region.as_deref(), &sim, aws) {
             (None, _, _) => None,
             // The in-process simulator knows one credential pair, and nothing else may sign.
-            (Some(region), Some(_), _) => Some(AwsAuth::SigV4 {
-                credentials: AwsCredentials {
-                    access_key_id: hermes_sim::SIM_AWS_ACCESS_KEY_ID.to_owned(),
-                    secret_access_key: hermes_sim::SIM_AWS_SECRET_ACCESS_KEY.to_owned(),
-                    session_token: None,
-                },
+            (Some(region), Some(sim), _) => Some(AwsAuth::SigV4 {
+                credentials: sim.aws_credentials().clone(),
                 region: region.to_owned(),
             }),
             (Some(region), None, Some(source)) => Some(source.auth(region).await.map_err(
@@ -381,6 +374,7 @@ impl ChatSession {
             &options.choice,
             stored,
             &options.defaults,
+            engine.sim_profiles(),
             Purpose::Send,
             &|var: &str| key(var),
         )?;
@@ -446,10 +440,11 @@ impl ChatSession {
         &self.target.settled
     }
 
-    /// The in-process simulator of `--provider sim` (it records every request it received);
-    /// none for a real provider.
-    pub fn simulator(&self) -> Option<&hermes_sim::Sim> {
-        self.target.sim.as_ref()
+    /// The in-process simulator of `--provider sim`, when it is a `T` (the engine's
+    /// [`Simulators`](crate::Simulators) started it; hermes-sim's records every request it
+    /// received); none for a real provider.
+    pub fn simulator<T: std::any::Any>(&self) -> Option<&T> {
+        self.target.sim.as_ref()?.simulator()
     }
 
     /// The stored session's id, once the first turn (or `--resume`) made one.
@@ -566,6 +561,7 @@ impl ChatSession {
             &choice,
             None,
             &self.defaults,
+            self.engine.sim_profiles(),
             Purpose::Send,
             &|var: &str| key(var),
         )?;

@@ -12,6 +12,7 @@ use hermes_store::StoredThinking;
 
 pub use crate::error::KeyRefusal;
 use crate::error::{EngineError, Setting};
+use crate::simulators::SimProfile;
 
 /// What the user asked for on this command line.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -297,7 +298,7 @@ pub struct Settled {
     /// ([`FOUNDRY_TOKEN_VAR`](hermes_providers::anthropic::FOUNDRY_TOKEN_VAR)).
     pub bearer: bool,
     /// The simulator profile, for `--provider sim`.
-    pub sim: Option<&'static hermes_sim::ProfileInfo>,
+    pub sim: Option<SimProfile>,
     /// `reasoning_echo` from config.
     pub reasoning_echo: bool,
     /// The Vertex project and region (Vertex providers only).
@@ -343,27 +344,43 @@ pub fn sim_profile_name(base_url: Option<&str>) -> Option<&str> {
     base_url?.strip_prefix("sim://")
 }
 
-/// The simulator profile `name` (an unknown name is a usage error with the simulator's own
-/// text, listing its profiles).
-pub fn sim_profile(name: &str) -> Result<&'static hermes_sim::ProfileInfo, EngineError> {
-    hermes_sim::PROFILES
-        .iter()
-        .find(|p| p.name == name)
-        .ok_or_else(|| {
-            EngineError::Usage(hermes_sim::SimError::UnknownProfile(name.to_owned()).to_string())
-        })
+/// The simulator profile `name` among `profiles` (the engine's, [`Engine::sim_profiles`]): an
+/// unknown name is a usage error listing them, in the simulator's own words; with no profiles,
+/// one saying this build has no simulator.
+///
+/// [`Engine::sim_profiles`]: crate::Engine::sim_profiles
+pub fn sim_profile<'a>(
+    profiles: &'a [SimProfile],
+    name: &str,
+) -> Result<&'a SimProfile, EngineError> {
+    if profiles.is_empty() {
+        return Err(EngineError::Usage(NO_SIMULATOR.to_owned()));
+    }
+    profiles.iter().find(|p| p.name == name).ok_or_else(|| {
+        let names: Vec<&str> = profiles.iter().map(|p| p.name.as_str()).collect();
+        EngineError::Usage(format!(
+            "unknown profile `{name}`, expected one of {}",
+            names.join(", ")
+        ))
+    })
 }
+
+/// The usage error of `--provider sim` in a build whose engine has no simulators.
+pub const NO_SIMULATOR: &str = "provider `sim` is not available: this build has no simulator (the `hermes` command line adds them)";
 
 /// The simulator profile used when `--provider sim` names none.
 pub const DEFAULT_SIM_PROFILE: &str = "deepseek-v4";
 
 /// Settles the target of a command (SPEC §8a): flags > stored session > `config.toml` >
-/// registry. `key` looks up an environment variable for [`Purpose::Send`]; it is never called
-/// for a preview.
+/// registry. `sims` are the simulator profiles `--provider sim` may pick (the engine's,
+/// [`Engine::sim_profiles`](crate::Engine::sim_profiles); none in a build without simulators).
+/// `key` looks up an environment variable for [`Purpose::Send`]; it is never called for a
+/// preview.
 pub fn settle(
     choice: &Choice,
     stored: Option<Stored<'_>>,
     defaults: &Defaults,
+    sims: &[SimProfile],
     purpose: Purpose,
     key: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Settled, EngineError> {
@@ -411,6 +428,9 @@ pub fn settle(
     }
 
     if provider == "sim" {
+        if sims.is_empty() {
+            return Err(EngineError::Usage(NO_SIMULATOR.to_owned()));
+        }
         if let Some(url) = choice.base_url.as_deref()
             && sim_profile_name(Some(url)).is_none()
         {
@@ -418,25 +438,28 @@ pub fn settle(
                 "the simulator's base URL picks a simulator profile (sim://PROFILE, e.g. sim://deepseek-v4), not `{url}`"
             )));
         }
-        let profile =
-            sim_profile(sim_profile_name(base_url.as_deref()).unwrap_or(DEFAULT_SIM_PROFILE))?;
-        let wire = hermes_providers::provider(profile.provider).map_or(Wire::Chat, |p| p.wire);
-        let model = model.unwrap_or_else(|| profile.model.to_owned());
+        let profile = sim_profile(
+            sims,
+            sim_profile_name(base_url.as_deref()).unwrap_or(DEFAULT_SIM_PROFILE),
+        )?
+        .clone();
+        let wire = hermes_providers::provider(&profile.provider).map_or(Wire::Chat, |p| p.wire);
+        let model = model.unwrap_or_else(|| profile.model.clone());
         return Ok(Settled {
             provider,
-            route_provider: profile.provider.to_owned(),
+            route_provider: profile.provider.clone(),
             max_tokens: defaults.max_tokens_for(&model),
             model,
-            base_url: Some(sim_url(profile.name)),
+            base_url: Some(sim_url(&profile.name)),
             base_url_named: choice.base_url.is_some(),
             wire,
             key_var: None,
             api_key: None,
             bearer: false,
+            aws_region: is_aws_provider(&profile.provider).then(|| PREVIEW_AWS_REGION.to_owned()),
             sim: Some(profile),
             reasoning_echo: section.reasoning_echo,
             vertex: None,
-            aws_region: is_aws_provider(profile.provider).then(|| PREVIEW_AWS_REGION.to_owned()),
         });
     }
 

@@ -3,6 +3,25 @@
 use super::*;
 use crate::Engine;
 
+/// hermes-sim's profiles, as the `hermes` command line gives them to the engine.
+fn sims() -> Vec<SimProfile> {
+    hermes_sim::PROFILES
+        .iter()
+        .map(|p| SimProfile::new(p.name, p.provider, p.model, p.about))
+        .collect()
+}
+
+/// [`super::settle`] with hermes-sim's profiles, as the `hermes` command line settles.
+fn settle(
+    choice: &Choice,
+    stored: Option<Stored<'_>>,
+    defaults: &Defaults,
+    purpose: Purpose,
+    key: &dyn Fn(&str) -> Option<String>,
+) -> Result<Settled, EngineError> {
+    super::settle(choice, stored, defaults, &sims(), purpose, key)
+}
+
 const OPENAI: Option<&str> = Some("https://api.openai.com/v1");
 
 #[test]
@@ -148,6 +167,56 @@ fn sim_without_a_url_routes_as_its_default_profile_everywhere() {
         assert_eq!(s.base_url.as_deref(), Some("sim://deepseek-v4"));
         assert_eq!(s.model, "deepseek-v4-pro");
         assert_eq!(engine.resolve(&s).id(), "deepseek");
+    }
+}
+
+#[test]
+fn without_simulators_provider_sim_is_a_usage_error_saying_the_build_has_none() {
+    let bare = Engine::builtin();
+    assert!(!bare.provider_names().contains(&"sim".to_owned()));
+    for base in [None, Some("sim://deepseek-v4")] {
+        let choice = Choice::new(Some("sim"), None, base);
+        // Not an unknown provider with a guess: settlement says what is missing.
+        bare.check_provider(&choice, None, &Defaults::default())
+            .unwrap();
+        for purpose in [Purpose::Send, Purpose::Preview] {
+            let defaults = Defaults::default();
+            let err = super::settle(
+                &choice,
+                None,
+                &defaults,
+                bare.sim_profiles(),
+                purpose,
+                &|_| None,
+            )
+            .unwrap_err();
+            assert!(err.is_usage(), "{err}");
+            assert_eq!(err.to_string(), NO_SIMULATOR);
+        }
+    }
+    let named = Engine::builtin().with_simulators(std::sync::Arc::new(Offered(sims())));
+    assert!(named.provider_names().contains(&"sim".to_owned()));
+    assert_eq!(named.sim_profiles(), sims().as_slice());
+    // A third party's route first keeps the simulators.
+    let table = hermes_providers::builtin_table();
+    let first = table.routes().next().unwrap().clone();
+    assert_eq!(
+        named.with_route_first(first).sim_profiles().len(),
+        sims().len()
+    );
+}
+
+/// Simulators that offer `0` and start none.
+struct Offered(Vec<SimProfile>);
+
+#[async_trait::async_trait]
+impl crate::Simulators for Offered {
+    fn profiles(&self) -> &[SimProfile] {
+        &self.0
+    }
+
+    async fn start(&self, profile: &str) -> Result<crate::StartedSim, String> {
+        Err(format!("{profile} is not started in unit tests"))
     }
 }
 

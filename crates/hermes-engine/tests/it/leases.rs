@@ -25,7 +25,7 @@ fn options(resume: Option<String>) -> OpenOptions {
 async fn a_busy_session_is_refused_after_a_bounded_wait_and_nothing_is_stored() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("state.db");
-    let engine = Engine::builtin();
+    let engine: Engine = crate::sim_engine();
     let store = Store::open(&db).await.unwrap();
     let mut first = ChatSession::open(&engine, store.clone(), options(None), Toolset::none())
         .await
@@ -36,7 +36,7 @@ async fn a_busy_session_is_refused_after_a_bounded_wait_and_nothing_is_stored() 
 
     // Another engine: another process as far as the lease knows.
     let second = ChatSession::open(
-        &Engine::builtin(),
+        &crate::sim_engine(),
         Store::open(&db).await.unwrap(),
         options(Some(id.clone())),
         Toolset::none(),
@@ -74,7 +74,7 @@ async fn a_busy_session_is_refused_after_a_bounded_wait_and_nothing_is_stored() 
 async fn two_holders_in_one_process_queue_and_the_second_goes_on_once_the_first_lets_go() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("state.db")).await.unwrap();
-    let engine = Engine::builtin();
+    let engine = crate::sim_engine();
     let mut first = ChatSession::open(&engine, store.clone(), options(None), Toolset::none())
         .await
         .unwrap();

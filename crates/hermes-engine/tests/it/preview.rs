@@ -50,7 +50,7 @@ async fn open(engine: &Engine, db: &std::path::Path, options: OpenOptions) -> Ch
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn preview_of_a_sim_session_is_the_next_resumes_body_byte_for_byte_on_every_profile() {
-    let engine = Engine::builtin();
+    let engine = crate::sim_engine();
     for profile in hermes_sim::PROFILES {
         for stream in [true, false] {
             let dir = tempfile::tempdir().unwrap();
@@ -100,7 +100,7 @@ async fn preview_of_a_sim_session_is_the_next_resumes_body_byte_for_byte_on_ever
                 .turn("and now?", &|_| {})
                 .await
                 .unwrap_or_else(|e| panic!("{} resumed turn: {e}", profile.name));
-            let sent = resumed.simulator().unwrap().requests();
+            let sent = resumed.simulator::<hermes_sim::Sim>().unwrap().requests();
             assert_eq!(
                 sent[0].status, 200,
                 "{}: {}",
