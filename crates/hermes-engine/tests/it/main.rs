@@ -4,6 +4,7 @@
 mod connections;
 mod leases;
 mod preview;
+mod requests;
 mod send;
 mod summary;
 mod thinking;

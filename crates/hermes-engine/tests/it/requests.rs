@@ -1,0 +1,220 @@
+//! The request-shaped entry point against the strict DeepSeek V4 simulator and a real SQLite
+//! file: `Engine::complete` starts and continues stored sessions with carriers intact, runs
+//! client-side tools by returning the calling reply, streams its events, and its futures are
+//! `Send` (they run as spawned tasks).
+
+use std::sync::Arc;
+
+use hermes_core::driver::DriverEvent;
+use hermes_core::{FinishReason, Message, RawJson, Role};
+use hermes_engine::store::Store;
+use hermes_engine::{
+    Choice, Completion, Defaults, Engine, Event, ProviderDefaults, Request, Settings, ToolMode,
+};
+use hermes_sim::Sim;
+
+/// An engine serving requests from `store`, DeepSeek at `sim`.
+fn engine(sim: &Sim, store: &Store) -> Engine {
+    let mut defaults = Defaults::default();
+    defaults.providers.insert(
+        "deepseek".into(),
+        ProviderDefaults::new(Some(sim.base_url()), None, None, false),
+    );
+    Engine::builtin().with_store(
+        store.clone(),
+        Settings::new(defaults, Arc::new(|_| Some("sk-test".to_owned()))),
+    )
+}
+
+fn deepseek() -> Choice {
+    Choice::new(Some("deepseek"), Some("deepseek-v4-pro"), None)
+}
+
+fn tool_definitions() -> RawJson {
+    RawJson::from_text(
+        r#"[{"type":"function","function":{"name":"now","description":"The time","parameters":{"type":"object","properties":{}}}}]"#,
+    )
+    .unwrap()
+}
+
+fn result_for(id: &str, text: &str) -> Message {
+    let mut m = Message::text(Role::Tool, text);
+    m.tool_call_id = Some(id.to_owned());
+    m
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_starts_a_session_and_the_next_continues_it_with_its_reasoning() {
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("state.db")).await.unwrap();
+    let engine = engine(&sim, &store);
+
+    let first = engine
+        .complete(Request::user("hello").choice(deepseek()), &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(first.finish, Some(FinishReason::Stop));
+    assert_eq!(first.messages.len(), 1);
+    assert!(
+        first.usage.output > 0 && first.usage.reasoning > 0,
+        "{:?}",
+        first.usage
+    );
+    let reasoning = first.messages[0]
+        .reasoning_content
+        .as_ref()
+        .expect("DeepSeek thinks")
+        .text()
+        .into_owned();
+
+    let second = engine
+        .complete(Request::user("and then?").session(&first.session), &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(second.session, first.session);
+    let stored = store.messages(&first.session).await.unwrap();
+    assert_eq!(stored.len(), 4);
+    // The stored session's provider and model served the second request, and the first
+    // reply's thinking went back to DeepSeek byte for byte.
+    let bodies = sim.requests();
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(bodies[1].body["model"], "deepseek-v4-pro");
+    assert_eq!(
+        bodies[1].body["messages"][1]["reasoning_content"],
+        reasoning
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_side_tools_return_the_calling_reply_and_the_results_continue_it() {
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("state.db")).await.unwrap();
+    let engine = engine(&sim, &store);
+
+    let calling = engine
+        .complete(
+            Request::user("[tools=1] what time is it?")
+                .choice(deepseek())
+                .tools(ToolMode::Client(tool_definitions())),
+            &|_| {},
+        )
+        .await
+        .unwrap();
+    assert_eq!(calling.finish, Some(FinishReason::ToolCalls));
+    assert_eq!(calling.requests, 1, "the engine ran no tool");
+    let calls = calling.messages[0].tool_calls.clone().unwrap();
+    assert_eq!(calls.len(), 1);
+    let id = calls[0].id.clone().unwrap();
+    assert_eq!(
+        store.messages(&calling.session).await.unwrap().len(),
+        2,
+        "the calling reply is stored, paired by the next request"
+    );
+    let reasoning = calling.messages[0]
+        .reasoning_content
+        .as_ref()
+        .unwrap()
+        .text()
+        .into_owned();
+
+    let answered = engine
+        .complete(
+            Request::user("")
+                .session(&calling.session)
+                .input(vec![result_for(&id, "12:00")])
+                .tools(ToolMode::Client(tool_definitions())),
+            &|_| {},
+        )
+        .await
+        .unwrap();
+    assert_eq!(answered.finish, Some(FinishReason::Stop));
+    let stored = store.messages(&calling.session).await.unwrap();
+    let roles: Vec<&str> = stored.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
+    // The strict simulator accepted the tool-call turn with its reasoning echoed back.
+    let body = &sim.requests()[1].body;
+    assert_eq!(body["messages"][1]["reasoning_content"], reasoning);
+    assert_eq!(body["messages"][2]["tool_call_id"], id.as_str());
+
+    // A result that answers nothing is refused before anything is sent or stored.
+    let err = engine
+        .complete(
+            Request::user("")
+                .session(&calling.session)
+                .input(vec![result_for("nope", "?")]),
+            &|_| {},
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.kind(),
+        hermes_engine::ErrorKind::InvalidParameter {
+            parameter: "messages"
+        },
+        "{err}"
+    );
+    assert_eq!(sim.requests().len(), 2);
+    assert_eq!(store.messages(&calling.session).await.unwrap().len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_request_sends_its_deltas_then_the_completion_from_a_spawned_task() {
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("state.db")).await.unwrap();
+    let engine = engine(&sim, &store);
+
+    let mut events = engine.stream(Request::user("hello").choice(deepseek()));
+    let (mut thinking, mut answer) = (String::new(), String::new());
+    let mut done: Option<Completion> = None;
+    while let Some(event) = events.next().await {
+        match event {
+            Event::Driver(DriverEvent::Delta { reasoning, text }) => {
+                if reasoning {
+                    thinking.push_str(&text);
+                } else {
+                    answer.push_str(&text);
+                }
+            }
+            Event::Done(completion) => done = Some(completion),
+            Event::Failed(e) => panic!("{e}"),
+            _ => {}
+        }
+    }
+    let done = done.expect("the stream ends with its completion");
+    let message = &done.messages[0];
+    assert_eq!(
+        answer,
+        message.content.as_ref().unwrap().as_str().unwrap(),
+        "the deltas are the stored answer"
+    );
+    assert_eq!(thinking, message.reasoning_content.as_ref().unwrap().text());
+    assert_eq!(sim.requests()[0].body["stream"], true);
+    assert_eq!(store.messages(&done.session).await.unwrap().len(), 2);
+
+    // `complete` itself runs as a spawned task: its future is `Send + 'static` once owned.
+    let spawned = tokio::spawn({
+        let engine = engine.clone();
+        let session = done.session.clone();
+        async move {
+            engine
+                .complete(Request::user("again").session(session), &|_| {})
+                .await
+        }
+    });
+    assert_eq!(spawned.await.unwrap().unwrap().session, done.session);
+}
+
+#[tokio::test]
+async fn an_engine_without_a_store_refuses_requests_in_words() {
+    let err = Engine::builtin()
+        .complete(Request::user("hi"), &|_| {})
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "this engine serves no requests: it has no store"
+    );
+}
