@@ -97,6 +97,8 @@ pub struct DriverConfig {
     pub max_tool_output: usize,
     /// Longest one tool call may run (default 30 s); its result then says it timed out.
     pub tool_timeout: Duration,
+    /// Sampling parameters sent with every request (none by default).
+    pub sampling: crate::sampling::Sampling,
 }
 
 impl Default for DriverConfig {
@@ -112,6 +114,7 @@ impl Default for DriverConfig {
             max_tool_calls: 16,
             max_tool_output: 512 * 1024,
             tool_timeout: Duration::from_secs(30),
+            sampling: crate::sampling::Sampling::default(),
         }
     }
 }
@@ -135,6 +138,7 @@ impl DriverConfig {
             thinking: self.thinking,
             tools: self.tools.as_ref(),
             stream: self.stream,
+            sampling: &self.sampling,
         }
     }
 }
@@ -165,6 +169,18 @@ pub enum DriverEvent {
         reasoning: bool,
         /// The text.
         text: String,
+    },
+    /// A fragment of a tool call arrived (streaming): `id` and `name` with the call's first
+    /// fragment, `arguments` in pieces (see [`Delta::ToolCall`]).
+    ToolCallDelta {
+        /// Which call of the reply (0-based).
+        index: usize,
+        /// The call's id, on its first fragment.
+        id: Option<String>,
+        /// The function's name, on its first fragment.
+        name: Option<String>,
+        /// The next piece of the arguments text.
+        arguments: String,
     },
     /// The model called a tool.
     ToolCall {
@@ -265,11 +281,24 @@ fn prefix(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
-/// Streamed text as a driver event.
+/// Streamed text or a tool-call fragment as a driver event.
 fn delta_event(delta: Delta<'_>) -> DriverEvent {
     let (reasoning, text) = match delta {
         Delta::Reasoning(t) => (true, t),
         Delta::Content(t) => (false, t),
+        Delta::ToolCall {
+            index,
+            id,
+            name,
+            arguments,
+        } => {
+            return DriverEvent::ToolCallDelta {
+                index,
+                id: id.map(str::to_owned),
+                name: name.map(str::to_owned),
+                arguments: arguments.to_owned(),
+            };
+        }
     };
     DriverEvent::Delta {
         reasoning,

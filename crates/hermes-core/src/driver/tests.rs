@@ -916,3 +916,44 @@ async fn a_dangling_stored_call_is_paired_on_the_wire_and_told_once() {
         "the synthetic result is never stored"
     );
 }
+
+#[test]
+fn a_tool_call_fragment_becomes_a_tool_call_delta_event() {
+    let first = Delta::ToolCall {
+        index: 1,
+        id: Some("call_2"),
+        name: Some("now"),
+        arguments: "{\"tz\":",
+    };
+    assert_eq!(
+        crate::driver::delta_event(first),
+        DriverEvent::ToolCallDelta {
+            index: 1,
+            id: Some("call_2".into()),
+            name: Some("now".into()),
+            arguments: "{\"tz\":".into(),
+        }
+    );
+    let later = Delta::ToolCall {
+        index: 1,
+        id: None,
+        name: None,
+        arguments: "\"UTC\"}",
+    };
+    assert_eq!(
+        crate::driver::delta_event(later),
+        DriverEvent::ToolCallDelta {
+            index: 1,
+            id: None,
+            name: None,
+            arguments: "\"UTC\"}".into(),
+        }
+    );
+    assert_eq!(
+        crate::driver::delta_event(Delta::Content("hi")),
+        DriverEvent::Delta {
+            reasoning: false,
+            text: "hi".into(),
+        }
+    );
+}

@@ -20,14 +20,18 @@ use std::fmt;
 
 use hermes_core::message::{BLOCK_ORDER_KEY, same_minter};
 use hermes_core::raw::{is_private_key, without_members};
+use hermes_core::sampling::{ResponseFormat, Sampling, ToolChoice};
+use hermes_core::transport::TransportError;
 use hermes_core::{Message, RawJson, RequestParts, Role, ToolCall};
 use serde::de::IgnoredAny;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
+use serde_json::{Value, json};
 
 use super::media;
 use super::model::{ReasoningPlan, reasoning_plan};
+use crate::sampling::{Unsupported, openai_tool_choice, schema_value};
 
 /// The default base URL (SPEC §8a): requests go to `{base}/responses`.
 pub const DEFAULT_BASE: &str = "https://api.openai.com/v1";
@@ -81,6 +85,8 @@ pub enum EncodeError {
     Json(String),
     /// A message holds an image this wire cannot take (module [`super::media`]).
     Image(String),
+    /// A sampling parameter this wire cannot send.
+    Unsupported(Unsupported),
 }
 
 impl fmt::Display for EncodeError {
@@ -89,11 +95,103 @@ impl fmt::Display for EncodeError {
             EncodeError::Tools(why) => write!(f, "the tool definitions cannot be sent: {why}"),
             EncodeError::Thinking(why) | EncodeError::Image(why) => f.write_str(why),
             EncodeError::Json(why) => write!(f, "the body cannot be written: {why}"),
+            EncodeError::Unsupported(u) => u.fmt(f),
         }
     }
 }
 
 impl std::error::Error for EncodeError {}
+
+impl From<EncodeError> for TransportError {
+    fn from(e: EncodeError) -> Self {
+        match e {
+            EncodeError::Unsupported(u) => u.into(),
+            e => TransportError::Request(format!("could not encode the request: {e}")),
+        }
+    }
+}
+
+/// The top-level Responses fields for `sampling`, in writing order, as the official `openai`
+/// SDK 3.57.0 types them (`ResponseCreateParamsBase`: `max_output_tokens`, `temperature`,
+/// `top_p`, `tool_choice` (`"auto"|"none"|"required"` or `ToolChoiceFunctionParam {type,
+/// name}`), `parallel_tool_calls`, `text.format` (`text`, `json_object`, `json_schema {name,
+/// schema, strict}`), `safety_identifier` (the end-user id; `user` "is being replaced by
+/// `safety_identifier`")); the API has no `stop` and no `seed`.
+fn sampling_fields(
+    sampling: &Sampling,
+    model: &str,
+    explain: &mut Vec<String>,
+) -> Result<Vec<(&'static str, Value)>, Unsupported> {
+    let wire = || format!("the OpenAI Responses API ({model})");
+    if !sampling.stop.is_empty() {
+        return Err(Unsupported::new(
+            "stop",
+            wire(),
+            "Responses has no stop sequences (ResponseCreateParams)",
+        ));
+    }
+    if sampling.seed.is_some() {
+        return Err(Unsupported::new(
+            "seed",
+            wire(),
+            "Responses has no seed (ResponseCreateParams)",
+        ));
+    }
+    let mut out: Vec<(&'static str, Value)> = Vec::new();
+    if let Some(max) = sampling.max_tokens {
+        out.push(("max_output_tokens", json!(max)));
+    }
+    if let Some(t) = sampling.temperature {
+        out.push(("temperature", json!(t)));
+    }
+    if let Some(p) = sampling.top_p {
+        out.push(("top_p", json!(p)));
+    }
+    if let Some(choice) = &sampling.tool_choice {
+        let value = match choice {
+            ToolChoice::Function(name) => json!({"type": "function", "name": name}),
+            other => openai_tool_choice(other),
+        };
+        out.push(("tool_choice", value));
+    }
+    if let Some(parallel) = sampling.parallel_tool_calls {
+        out.push(("parallel_tool_calls", json!(parallel)));
+    }
+    if let Some(format) = &sampling.response_format {
+        let format = match format {
+            ResponseFormat::Text => json!({"type": "text"}),
+            ResponseFormat::JsonObject => json!({"type": "json_object"}),
+            ResponseFormat::JsonSchema {
+                name,
+                schema,
+                strict,
+            } => {
+                let mut f =
+                    json!({"type": "json_schema", "name": name, "schema": schema_value(schema)});
+                if let Some(strict) = strict {
+                    f["strict"] = json!(strict);
+                }
+                f
+            }
+            other => {
+                return Err(Unsupported::new(
+                    "response_format",
+                    wire(),
+                    format!("{other:?} has no text.format"),
+                ));
+            }
+        };
+        out.push(("text", json!({ "format": format })));
+    }
+    if let Some(user) = &sampling.user {
+        out.push(("safety_identifier", json!(user)));
+    }
+    if !out.is_empty() {
+        let keys: Vec<&str> = out.iter().map(|(k, _)| *k).collect();
+        explain.push(format!("sampling: {}", keys.join(", ")));
+    }
+    Ok(out)
+}
 
 /// One `input` item.
 enum Item<'h> {
@@ -275,6 +373,7 @@ struct Body<'a, 'h> {
     instructions: Option<&'a str>,
     reasoning: &'a ReasoningPlan,
     tools: Option<&'a [ChatToolDef<'a>]>,
+    sampling: &'a [(&'static str, Value)],
 }
 
 impl Serialize for Body<'_, '_> {
@@ -296,6 +395,9 @@ impl Serialize for Body<'_, '_> {
         if let Some(tools) = self.tools.filter(|t| !t.is_empty()) {
             let out: Vec<ToolOut<'_>> = tools.iter().map(|t| ToolOut(&t.function)).collect();
             map.serialize_entry("tools", &out)?;
+        }
+        for (k, v) in self.sampling {
+            map.serialize_entry(k, v)?;
         }
         map.end()
     }
@@ -830,6 +932,8 @@ fn encode_with(
         None => None,
     };
     let instructions = instructions.join("\n\n");
+    let sampling =
+        sampling_fields(parts.sampling, model, &mut explain).map_err(EncodeError::Unsupported)?;
     let body = Body {
         model,
         stream: parts.stream,
@@ -837,6 +941,7 @@ fn encode_with(
         instructions: (!instructions.is_empty()).then_some(instructions.as_str()),
         reasoning: &plan,
         tools: tools.as_deref(),
+        sampling: &sampling,
     };
     let bytes = if pretty {
         serde_json::to_vec_pretty(&body)

@@ -15,5 +15,6 @@ mod sdk_schema;
 mod sim;
 mod steer;
 mod support;
+mod tool_deltas;
 mod transport;
 mod waits;

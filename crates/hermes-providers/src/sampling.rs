@@ -1,0 +1,192 @@
+//! Sampling parameters (`hermes_core::Sampling`) as the wires share them: the refusal of one a
+//! wire cannot send (it becomes `TransportError::Unsupported`, naming the parameter) and the
+//! chat-completions spellings per route (SPEC §2: a strict-schema route gets no key its schema
+//! lacks). Each native wire maps the parameters into its own body.
+
+use std::fmt;
+
+use hermes_core::sampling::{ResponseFormat, Sampling, ToolChoice};
+use hermes_core::{RouteDecision, RouteMatcher, TransportError};
+use serde_json::{Value, json};
+
+/// A parameter a wire cannot send, and why: the request is not sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unsupported {
+    /// The parameter, as `Sampling` names it.
+    pub parameter: &'static str,
+    /// The wire, provider or model that cannot take it.
+    pub wire: String,
+    /// Why, and what to do instead.
+    pub why: String,
+}
+
+impl Unsupported {
+    /// `parameter` cannot go to `wire` because `why`.
+    pub fn new(parameter: &'static str, wire: impl Into<String>, why: impl Into<String>) -> Self {
+        Unsupported {
+            parameter,
+            wire: wire.into(),
+            why: why.into(),
+        }
+    }
+}
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "cannot send {} to {}: {}",
+            self.parameter, self.wire, self.why
+        )
+    }
+}
+
+impl std::error::Error for Unsupported {}
+
+impl From<Unsupported> for TransportError {
+    fn from(u: Unsupported) -> Self {
+        TransportError::unsupported(u.parameter, u.wire, u.why)
+    }
+}
+
+/// A JSON Schema given as a response format, as a value (it is the user's document: sent as
+/// given, key order kept by `serde_json`'s `preserve_order`).
+pub(crate) fn schema_value(schema: &hermes_core::RawJson) -> Value {
+    schema.to_value()
+}
+
+/// How a chat-completions provider spells the sampling parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dialect {
+    /// OpenAI itself: `max_completion_tokens` (`max_tokens` is deprecated and refused by its
+    /// reasoning models: platform.openai.com/docs/api-reference/chat/create).
+    OpenAi,
+    /// Groq and Cerebras (strict schemas): OpenAI's names with `max_completion_tokens`
+    /// (console.groq.com/docs/api-reference#chat-create, inference-docs.cerebras.ai
+    /// /api-reference/chat-completions).
+    Completion,
+    /// Mistral (strict, `extra="forbid"`): `max_tokens`, `random_seed` for the seed, no `user`;
+    /// `max_completion_tokens` is refused with 422 (docs.mistral.ai/api
+    /// `ChatCompletionRequest`; PROVIDERS.md, Mistral).
+    Mistral,
+    /// Every other OpenAI-compatible server: OpenAI's names with `max_tokens`, the spelling
+    /// they document (DeepSeek, OpenRouter, vLLM, Ollama, …).
+    Compatible,
+}
+
+impl Dialect {
+    fn of(decision: &RouteDecision) -> Dialect {
+        let target = &decision.target;
+        let on = |providers: &[&str], hosts: &[&str]| {
+            RouteMatcher::new()
+                .providers(providers.iter().copied())
+                .hosts(hosts.iter().copied())
+                .matches(target)
+                .is_some()
+        };
+        if decision.strict && on(&["mistral"], &["mistral.ai"]) {
+            Dialect::Mistral
+        } else if decision.strict && on(&["groq", "cerebras"], &["groq.com", "cerebras.ai"]) {
+            Dialect::Completion
+        } else if on(&["openai"], &["api.openai.com", "openai.azure.com"]) {
+            Dialect::OpenAi
+        } else {
+            Dialect::Compatible
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Dialect::OpenAi => "OpenAI chat completions",
+            Dialect::Completion => "this chat-completions provider (Groq/Cerebras schema)",
+            Dialect::Mistral => "Mistral chat completions",
+            Dialect::Compatible => "chat completions",
+        }
+    }
+}
+
+/// OpenAI's `tool_choice` value.
+pub(crate) fn openai_tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Function(name) => json!({"type": "function", "function": {"name": name}}),
+        other => json!(format!("{other:?}").to_lowercase()),
+    }
+}
+
+/// The top-level chat-completions fields for `sampling` on `decision`'s route, in the order
+/// they are written, or the parameter the route cannot take.
+pub fn chat_fields(
+    decision: &RouteDecision,
+    sampling: &Sampling,
+) -> Result<Vec<(&'static str, Value)>, Unsupported> {
+    let dialect = Dialect::of(decision);
+    let mut out: Vec<(&'static str, Value)> = Vec::new();
+    if let Some(max) = sampling.max_tokens {
+        let key = match dialect {
+            Dialect::OpenAi | Dialect::Completion => "max_completion_tokens",
+            Dialect::Mistral | Dialect::Compatible => "max_tokens",
+        };
+        out.push((key, json!(max)));
+    }
+    if let Some(t) = sampling.temperature {
+        out.push(("temperature", json!(t)));
+    }
+    if let Some(p) = sampling.top_p {
+        out.push(("top_p", json!(p)));
+    }
+    if !sampling.stop.is_empty() {
+        out.push(("stop", json!(sampling.stop)));
+    }
+    if let Some(choice) = &sampling.tool_choice {
+        out.push(("tool_choice", openai_tool_choice(choice)));
+    }
+    if let Some(parallel) = sampling.parallel_tool_calls {
+        out.push(("parallel_tool_calls", json!(parallel)));
+    }
+    if let Some(format) = &sampling.response_format {
+        let value = match format {
+            ResponseFormat::Text => json!({"type": "text"}),
+            ResponseFormat::JsonObject => json!({"type": "json_object"}),
+            ResponseFormat::JsonSchema {
+                name,
+                schema,
+                strict,
+            } => {
+                let mut inner = json!({"name": name, "schema": schema_value(schema)});
+                if let Some(strict) = strict {
+                    inner["strict"] = json!(strict);
+                }
+                json!({"type": "json_schema", "json_schema": inner})
+            }
+            other => {
+                return Err(Unsupported::new(
+                    "response_format",
+                    dialect.name(),
+                    format!("{other:?} has no chat-completions spelling"),
+                ));
+            }
+        };
+        out.push(("response_format", value));
+    }
+    if let Some(seed) = sampling.seed {
+        let key = match dialect {
+            Dialect::Mistral => "random_seed",
+            _ => "seed",
+        };
+        out.push((key, json!(seed)));
+    }
+    if let Some(user) = &sampling.user {
+        if dialect == Dialect::Mistral {
+            return Err(Unsupported::new(
+                "user",
+                dialect.name(),
+                "Mistral's request schema has no end-user id and refuses unknown fields with 422",
+            ));
+        }
+        out.push(("user", json!(user)));
+    }
+    Ok(out)
+}
