@@ -8,6 +8,7 @@ mod images;
 mod images_sim;
 mod responses_imported;
 mod responses_wire;
+mod sampling;
 mod sdk_bedrock;
 mod sdk_gemini;
 mod sdk_responses;
