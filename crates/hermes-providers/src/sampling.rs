@@ -105,15 +105,14 @@ impl Dialect {
     }
 }
 
-/// OpenAI's `tool_choice` value.
-pub(crate) fn openai_tool_choice(choice: &ToolChoice) -> Value {
-    match choice {
-        ToolChoice::Auto => json!("auto"),
-        ToolChoice::None => json!("none"),
-        ToolChoice::Required => json!("required"),
-        ToolChoice::Function(name) => json!({"type": "function", "function": {"name": name}}),
-        other => json!(format!("{other:?}").to_lowercase()),
-    }
+/// Which OpenAI API a body is for: the two spell a named function and a JSON schema
+/// differently, and only chat completions take `stop` and `seed`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OpenAiApi {
+    /// Chat completions, in a route's dialect.
+    Chat(Dialect),
+    /// Responses.
+    Responses,
 }
 
 /// The top-level chat-completions fields for `sampling` on `decision`'s route, in the order
@@ -122,12 +121,62 @@ pub fn chat_fields(
     decision: &RouteDecision,
     sampling: &Sampling,
 ) -> Result<Vec<(&'static str, Value)>, Unsupported> {
-    let dialect = Dialect::of(decision);
+    openai_fields(sampling, OpenAiApi::Chat(Dialect::of(decision)), "")
+}
+
+/// The top-level Responses fields for `sampling` sent to `model`, in writing order, as the
+/// official `openai` SDK 3.57.0 types them (`ResponseCreateParamsBase`: `max_output_tokens`,
+/// `temperature`, `top_p`, `tool_choice` (`"auto"|"none"|"required"` or
+/// `ToolChoiceFunctionParam {type, name}`), `parallel_tool_calls`, `text.format` (`text`,
+/// `json_object`, `json_schema {name, schema, strict}`), `safety_identifier` (the end-user id:
+/// `user` "is being replaced by `safety_identifier`")); the API has no `stop` and no `seed`.
+pub(crate) fn responses_fields(
+    sampling: &Sampling,
+    model: &str,
+) -> Result<Vec<(&'static str, Value)>, Unsupported> {
+    openai_fields(sampling, OpenAiApi::Responses, model)
+}
+
+fn openai_fields(
+    sampling: &Sampling,
+    api: OpenAiApi,
+    model: &str,
+) -> Result<Vec<(&'static str, Value)>, Unsupported> {
+    let (dialect, wire) = match api {
+        OpenAiApi::Chat(dialect) => (dialect, dialect.name().to_owned()),
+        OpenAiApi::Responses => (
+            Dialect::OpenAi,
+            format!("the OpenAI Responses API ({model})"),
+        ),
+    };
+    let responses = api == OpenAiApi::Responses;
+    if responses && !sampling.stop.is_empty() {
+        return Err(Unsupported::new(
+            "stop",
+            wire,
+            "Responses has no stop sequences (ResponseCreateParams)",
+        ));
+    }
+    if responses && sampling.seed.is_some() {
+        return Err(Unsupported::new(
+            "seed",
+            wire,
+            "Responses has no seed (ResponseCreateParams)",
+        ));
+    }
+    if dialect == Dialect::Mistral && sampling.user.is_some() {
+        return Err(Unsupported::new(
+            "user",
+            wire,
+            "Mistral's request schema has no end-user id and refuses unknown fields with 422",
+        ));
+    }
     let mut out: Vec<(&'static str, Value)> = Vec::new();
     if let Some(max) = sampling.max_tokens {
-        let key = match dialect {
-            Dialect::OpenAi | Dialect::Completion => "max_completion_tokens",
-            Dialect::Mistral | Dialect::Compatible => "max_tokens",
+        let key = match api {
+            OpenAiApi::Responses => "max_output_tokens",
+            OpenAiApi::Chat(Dialect::OpenAi | Dialect::Completion) => "max_completion_tokens",
+            OpenAiApi::Chat(Dialect::Mistral | Dialect::Compatible) => "max_tokens",
         };
         out.push((key, json!(max)));
     }
@@ -141,7 +190,23 @@ pub fn chat_fields(
         out.push(("stop", json!(sampling.stop)));
     }
     if let Some(choice) = &sampling.tool_choice {
-        out.push(("tool_choice", openai_tool_choice(choice)));
+        let value = match choice {
+            ToolChoice::Auto => json!("auto"),
+            ToolChoice::None => json!("none"),
+            ToolChoice::Required => json!("required"),
+            ToolChoice::Function(name) if responses => json!({"type": "function", "name": name}),
+            ToolChoice::Function(name) => {
+                json!({"type": "function", "function": {"name": name}})
+            }
+            other => {
+                return Err(Unsupported::new(
+                    "tool_choice",
+                    wire,
+                    format!("{other:?} has no OpenAI spelling"),
+                ));
+            }
+        };
+        out.push(("tool_choice", value));
     }
     if let Some(parallel) = sampling.parallel_tool_calls {
         out.push(("parallel_tool_calls", json!(parallel)));
@@ -155,21 +220,34 @@ pub fn chat_fields(
                 schema,
                 strict,
             } => {
-                let mut inner = json!({"name": name, "schema": schema_value(schema)});
+                let mut members = json!({"name": name, "schema": schema_value(schema)});
                 if let Some(strict) = strict {
-                    inner["strict"] = json!(strict);
+                    members["strict"] = json!(strict);
                 }
-                json!({"type": "json_schema", "json_schema": inner})
+                if responses {
+                    let mut flat = json!({"type": "json_schema"});
+                    if let (Some(flat), Some(members)) = (flat.as_object_mut(), members.as_object())
+                    {
+                        flat.extend(members.clone());
+                    }
+                    flat
+                } else {
+                    json!({"type": "json_schema", "json_schema": members})
+                }
             }
             other => {
                 return Err(Unsupported::new(
                     "response_format",
-                    dialect.name(),
-                    format!("{other:?} has no chat-completions spelling"),
+                    wire,
+                    format!("{other:?} has no OpenAI spelling"),
                 ));
             }
         };
-        out.push(("response_format", value));
+        if responses {
+            out.push(("text", json!({ "format": value })));
+        } else {
+            out.push(("response_format", value));
+        }
     }
     if let Some(seed) = sampling.seed {
         let key = match dialect {
@@ -179,14 +257,12 @@ pub fn chat_fields(
         out.push((key, json!(seed)));
     }
     if let Some(user) = &sampling.user {
-        if dialect == Dialect::Mistral {
-            return Err(Unsupported::new(
-                "user",
-                dialect.name(),
-                "Mistral's request schema has no end-user id and refuses unknown fields with 422",
-            ));
-        }
-        out.push(("user", json!(user)));
+        let key = if responses {
+            "safety_identifier"
+        } else {
+            "user"
+        };
+        out.push((key, json!(user)));
     }
     Ok(out)
 }

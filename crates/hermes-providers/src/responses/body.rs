@@ -20,18 +20,18 @@ use std::fmt;
 
 use hermes_core::message::{BLOCK_ORDER_KEY, same_minter};
 use hermes_core::raw::{is_private_key, without_members};
-use hermes_core::sampling::{ResponseFormat, Sampling, ToolChoice};
+use hermes_core::sampling::Sampling;
 use hermes_core::transport::TransportError;
 use hermes_core::{Message, RawJson, RequestParts, Role, ToolCall};
 use serde::de::IgnoredAny;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 
 use super::media;
 use super::model::{ReasoningPlan, reasoning_plan};
-use crate::sampling::{Unsupported, openai_tool_choice, schema_value};
+use crate::sampling::{Unsupported, responses_fields};
 
 /// The default base URL (SPEC §8a): requests go to `{base}/responses`.
 pub const DEFAULT_BASE: &str = "https://api.openai.com/v1";
@@ -111,81 +111,14 @@ impl From<EncodeError> for TransportError {
     }
 }
 
-/// The top-level Responses fields for `sampling`, in writing order, as the official `openai`
-/// SDK 3.57.0 types them (`ResponseCreateParamsBase`: `max_output_tokens`, `temperature`,
-/// `top_p`, `tool_choice` (`"auto"|"none"|"required"` or `ToolChoiceFunctionParam {type,
-/// name}`), `parallel_tool_calls`, `text.format` (`text`, `json_object`, `json_schema {name,
-/// schema, strict}`), `safety_identifier` (the end-user id; `user` "is being replaced by
-/// `safety_identifier`")); the API has no `stop` and no `seed`.
+/// The top-level Responses fields for `sampling` ([`crate::sampling::responses_fields`]), and
+/// an `--explain` line naming them.
 fn sampling_fields(
     sampling: &Sampling,
     model: &str,
     explain: &mut Vec<String>,
 ) -> Result<Vec<(&'static str, Value)>, Unsupported> {
-    let wire = || format!("the OpenAI Responses API ({model})");
-    if !sampling.stop.is_empty() {
-        return Err(Unsupported::new(
-            "stop",
-            wire(),
-            "Responses has no stop sequences (ResponseCreateParams)",
-        ));
-    }
-    if sampling.seed.is_some() {
-        return Err(Unsupported::new(
-            "seed",
-            wire(),
-            "Responses has no seed (ResponseCreateParams)",
-        ));
-    }
-    let mut out: Vec<(&'static str, Value)> = Vec::new();
-    if let Some(max) = sampling.max_tokens {
-        out.push(("max_output_tokens", json!(max)));
-    }
-    if let Some(t) = sampling.temperature {
-        out.push(("temperature", json!(t)));
-    }
-    if let Some(p) = sampling.top_p {
-        out.push(("top_p", json!(p)));
-    }
-    if let Some(choice) = &sampling.tool_choice {
-        let value = match choice {
-            ToolChoice::Function(name) => json!({"type": "function", "name": name}),
-            other => openai_tool_choice(other),
-        };
-        out.push(("tool_choice", value));
-    }
-    if let Some(parallel) = sampling.parallel_tool_calls {
-        out.push(("parallel_tool_calls", json!(parallel)));
-    }
-    if let Some(format) = &sampling.response_format {
-        let format = match format {
-            ResponseFormat::Text => json!({"type": "text"}),
-            ResponseFormat::JsonObject => json!({"type": "json_object"}),
-            ResponseFormat::JsonSchema {
-                name,
-                schema,
-                strict,
-            } => {
-                let mut f =
-                    json!({"type": "json_schema", "name": name, "schema": schema_value(schema)});
-                if let Some(strict) = strict {
-                    f["strict"] = json!(strict);
-                }
-                f
-            }
-            other => {
-                return Err(Unsupported::new(
-                    "response_format",
-                    wire(),
-                    format!("{other:?} has no text.format"),
-                ));
-            }
-        };
-        out.push(("text", json!({ "format": format })));
-    }
-    if let Some(user) = &sampling.user {
-        out.push(("safety_identifier", json!(user)));
-    }
+    let out = responses_fields(sampling, model)?;
     if !out.is_empty() {
         let keys: Vec<&str> = out.iter().map(|(k, _)| *k).collect();
         explain.push(format!("sampling: {}", keys.join(", ")));

@@ -78,6 +78,17 @@ fn encode(
     thinking: ThinkingRequest,
     sampling: &Sampling,
 ) -> Result<String, TransportError> {
+    encode_streamed(wire, (provider, base_url, model), thinking, sampling, false)
+}
+
+/// As [`encode`], streamed or not; `at` is the provider, base URL and model.
+fn encode_streamed(
+    wire: &dyn Wire,
+    (provider, base_url, model): (&str, &str, &str),
+    thinking: ThinkingRequest,
+    sampling: &Sampling,
+    stream: bool,
+) -> Result<String, TransportError> {
     let decision = builtin_table().resolve(
         &RouteTarget::new(provider, Some(base_url), model),
         ResolveOptions::default(),
@@ -88,6 +99,7 @@ fn encode(
     let parts = RequestParts::new(&h, &decision, &verdicts)
         .tools(Some(&tools))
         .thinking(thinking)
+        .stream(stream)
         .sampling(sampling);
     wire.encode(&parts)
         .map(|out| String::from_utf8(out.body).unwrap())
@@ -125,18 +137,8 @@ pub(crate) fn sdk_body(wire_id: &str, model: &str, stream: bool) -> String {
                 auth: None,
             };
             let sampling = without(&["stop", "seed"]);
-            let decision = builtin_table().resolve(
-                &RouteTarget::new(wire_id, Some("https://api.openai.com/v1"), model),
-                ResolveOptions::default(),
-            );
-            let verdicts = Verdicts::default();
-            let h = history();
-            let tools = RawJson::from_text(TOOLS).unwrap();
-            let parts = RequestParts::new(&h, &decision, &verdicts)
-                .tools(Some(&tools))
-                .stream(stream)
-                .sampling(&sampling);
-            w.encode(&parts).map(|o| String::from_utf8(o.body).unwrap())
+            let at = (wire_id, "https://api.openai.com/v1", model);
+            encode_streamed(&w, at, none, &sampling, stream)
         }
     };
     body.unwrap_or_else(|e| panic!("{wire_id} {model}: {e}"))
