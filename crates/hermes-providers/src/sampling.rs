@@ -266,3 +266,48 @@ fn openai_fields(
     }
     Ok(out)
 }
+
+/// A tool choice or a parallel-call switch needs tools in the request, and a named function
+/// must be one of them: every provider refuses either (OpenAI: "'tool_choice' is only allowed
+/// when 'tools' are specified"), so hermes says so before sending, naming the parameter.
+pub(crate) fn check_tool_choice(
+    sampling: &Sampling,
+    tools: Option<&hermes_core::RawJson>,
+    wire: &str,
+) -> Result<(), Unsupported> {
+    let names: Vec<String> = tools
+        .and_then(|t| serde_json::from_str::<Vec<crate::tools::ChatTool<'_>>>(t.get()).ok())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|t| t.function.name)
+        .collect();
+    let asked = [
+        ("tool_choice", sampling.tool_choice.is_some()),
+        (
+            "parallel_tool_calls",
+            sampling.parallel_tool_calls.is_some(),
+        ),
+    ];
+    if let Some((parameter, _)) = asked.iter().find(|(_, set)| *set)
+        && names.is_empty()
+    {
+        return Err(Unsupported::new(
+            parameter,
+            wire,
+            "no tools are sent with this request",
+        ));
+    }
+    if let Some(ToolChoice::Function(name)) = &sampling.tool_choice
+        && !names.contains(name)
+    {
+        return Err(Unsupported::new(
+            "tool_choice",
+            wire,
+            format!(
+                "it names `{name}`, which is not among the tools sent ({})",
+                names.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}

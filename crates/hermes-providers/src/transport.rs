@@ -714,6 +714,7 @@ impl Wire for HttpChat {
         );
         request.stream = parts.stream;
         request.tools = parts.tools;
+        crate::sampling::check_tool_choice(parts.sampling, parts.tools, "chat completions")?;
         request.sampling = crate::sampling::chat_fields(parts.decision, parts.sampling)?;
         encode(&request)
     }

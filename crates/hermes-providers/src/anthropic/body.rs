@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::media;
 use super::model::{self, ClaudeModel};
 use crate::image::Image;
-use crate::sampling::{Unsupported, schema_value};
+use crate::sampling::{Unsupported, check_tool_choice, schema_value};
 use crate::signed::replay;
 pub use crate::signed::replay::{PREFIX_KEY, PrefixDigest};
 use crate::tools::{ChatFunction, ChatTool};
@@ -721,6 +721,7 @@ fn encode_with(
         Some(t) => Some(serde_json::from_str::<Vec<ChatTool<'_>>>(t.get())?),
         None => None,
     };
+    check_tool_choice(parts.sampling, parts.tools, "the Anthropic Messages API")?;
     let sampling = sampling_plan(parts.sampling, &plan, model)?;
     if let Some(max) = parts.sampling.max_tokens {
         plan.max_tokens = max;

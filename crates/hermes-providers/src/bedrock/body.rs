@@ -27,7 +27,7 @@ use super::model::{BedrockModel, Policy};
 use super::pyjson::{Json, float_repr};
 use crate::anthropic::body::INTERLEAVED_BETA;
 use crate::anthropic::model as claude;
-use crate::sampling::Unsupported;
+use crate::sampling::{Unsupported, check_tool_choice};
 use crate::signed::replay::{self, PrefixDigest};
 use crate::tools::ChatTool;
 
@@ -1022,6 +1022,7 @@ fn encode_with(
         }
         body.push(("system", Json::Array(blocks)));
     }
+    check_tool_choice(parts.sampling, parts.tools, "Bedrock Converse")?;
     let sampling = sampling_plan(parts.sampling, &plan, &model)?;
     explain.extend(sampling.explain);
     let mut inference = Vec::new();
@@ -1051,21 +1052,11 @@ fn encode_with(
         Some(tools) => tool_specs(tools)?,
         None => Vec::new(),
     };
-    match (specs.is_empty(), sampling.tool_choice) {
-        (false, choice) => {
-            let mut config = vec![("tools", Json::Array(specs))];
-            config.extend(choice.map(|c| ("toolChoice", c)));
-            body.push(("toolConfig", Json::object(config)));
-        }
-        (true, Some(_)) => {
-            return Err(Unsupported::new(
-                "tool_choice",
-                "Bedrock Converse",
-                "a toolChoice needs tools in the request (toolConfig.tools); none are sent",
-            )
-            .into());
-        }
-        (true, None) => {}
+    // `check_tool_choice` refused a choice without tools.
+    if !specs.is_empty() {
+        let mut config = vec![("tools", Json::Array(specs))];
+        config.extend(sampling.tool_choice.map(|c| ("toolChoice", c)));
+        body.push(("toolConfig", Json::object(config)));
     }
     if !plan.fields.is_empty() {
         body.push(("additionalModelRequestFields", Json::object(plan.fields)));

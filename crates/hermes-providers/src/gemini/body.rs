@@ -25,7 +25,7 @@ use serde_json::value::RawValue;
 
 use super::media::{self, Media, ResponseParts, UserPart};
 use super::model::{GeminiModel, ThinkingPlan, output_ceiling, thinking_plan};
-use crate::sampling::Unsupported;
+use crate::sampling::{Unsupported, check_tool_choice};
 use crate::tools::{ChatFunction, ChatTool};
 
 /// The AI Studio base URL (SPEC §8a).
@@ -830,6 +830,8 @@ fn encode_with(
         .max_tokens
         .or(target.max_tokens)
         .or_else(|| output_ceiling(model_id));
+    check_tool_choice(parts.sampling, parts.tools, "Gemini generateContent")
+        .map_err(EncodeError::Unsupported)?;
     let sampling =
         sampling_plan(parts.sampling, model_id, &mut explain).map_err(EncodeError::Unsupported)?;
     match (

@@ -31,7 +31,7 @@ use serde_json::value::RawValue;
 
 use super::media;
 use super::model::{ReasoningPlan, reasoning_plan};
-use crate::sampling::{Unsupported, responses_fields};
+use crate::sampling::{Unsupported, check_tool_choice, responses_fields};
 
 /// The default base URL (SPEC §8a): requests go to `{base}/responses`.
 pub const DEFAULT_BASE: &str = "https://api.openai.com/v1";
@@ -865,6 +865,8 @@ fn encode_with(
         None => None,
     };
     let instructions = instructions.join("\n\n");
+    check_tool_choice(parts.sampling, parts.tools, "the OpenAI Responses API")
+        .map_err(EncodeError::Unsupported)?;
     let sampling =
         sampling_fields(parts.sampling, model, &mut explain).map_err(EncodeError::Unsupported)?;
     let body = Body {

@@ -742,3 +742,59 @@ fn chat_and_anthropic_sampling_bodies_validate_against_their_official_sdk_types(
         }
     }
 }
+
+#[test]
+fn every_wire_refuses_a_tool_choice_without_tools_or_naming_a_tool_not_sent() {
+    let compatible = "https://api.together.xyz/v1";
+    let responses = ResponsesWire {
+        client: ChatTransport::new().unwrap(),
+        base_url: "https://api.openai.com/v1".into(),
+        auth: None,
+    };
+    let (chat, anthropic, bedrock, gemini) =
+        (chat(compatible), anthropic(ANTHROPIC), bedrock(), gemini());
+    let wires: [(&dyn Wire, &str, &str, &str); 5] = [
+        (&chat, "together", compatible, "m"),
+        (&anthropic, "anthropic", ANTHROPIC, "claude-opus-4-6"),
+        (&bedrock, "bedrock", BEDROCK, CLAUDE45),
+        (&gemini, "gemini", GEMINI, "gemini-2.5-flash"),
+        (
+            &responses,
+            "openai-responses",
+            "https://api.openai.com/v1",
+            "gpt-5",
+        ),
+    ];
+    let none = ThinkingRequest::NoPreference;
+    for (wire, provider, base, model) in wires {
+        // Named, but not among the tools sent.
+        let other = Sampling::new().tool_choice(ToolChoice::Function("nope".into()));
+        check_unsupported(
+            encode(wire, provider, base, model, none, &other),
+            "tool_choice",
+            "it names `nope`, which is not among the tools sent (now)",
+        );
+        // No tools at all.
+        let decision = builtin_table().resolve(
+            &RouteTarget::new(provider, Some(base), model),
+            ResolveOptions::default(),
+        );
+        let verdicts = Verdicts::default();
+        let h = history();
+        for (sampling, parameter) in [
+            (Sampling::new().tool_choice(ToolChoice::Auto), "tool_choice"),
+            (
+                Sampling::new().parallel_tool_calls(false),
+                "parallel_tool_calls",
+            ),
+        ] {
+            let parts = RequestParts::new(&h, &decision, &verdicts).sampling(&sampling);
+            check_unsupported(
+                wire.encode(&parts)
+                    .map(|o| String::from_utf8(o.body).unwrap()),
+                parameter,
+                "no tools are sent with this request",
+            );
+        }
+    }
+}
