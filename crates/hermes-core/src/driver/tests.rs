@@ -957,3 +957,23 @@ fn a_tool_call_fragment_becomes_a_tool_call_delta_event() {
         }
     );
 }
+
+#[test]
+fn the_config_s_sampling_reaches_the_parts_a_wire_encodes() {
+    let decision = table().resolve(
+        &RouteTarget::new("plain", None, "m"),
+        ResolveOptions::default(),
+    );
+    let sampling = crate::sampling::Sampling::new()
+        .seed(7)
+        .tool_choice(crate::sampling::ToolChoice::Required);
+    let config = DriverConfig {
+        sampling: sampling.clone(),
+        ..DriverConfig::default()
+    };
+    let conversation = Conversation::default();
+    let parts = config.parts(&decision, &[], &conversation);
+    assert_eq!(parts.sampling, &sampling);
+    let empty = RequestParts::new(&[], &decision, &conversation.verdicts);
+    assert!(empty.sampling.is_empty());
+}
