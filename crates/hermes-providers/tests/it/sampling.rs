@@ -136,9 +136,10 @@ pub(crate) fn sdk_body(wire_id: &str, model: &str, stream: bool) -> String {
                 base_url: "https://api.openai.com/v1".into(),
                 auth: None,
             };
+            // Reasoning off: OpenAI's reasoning models take temperature and top_p only so.
             let sampling = without(&["stop", "seed"]);
             let at = (wire_id, "https://api.openai.com/v1", model);
-            encode_streamed(&w, at, none, &sampling, stream)
+            encode_streamed(&w, at, ThinkingRequest::Off, &sampling, stream)
         }
     };
     body.unwrap_or_else(|e| panic!("{wire_id} {model}: {e}"))
@@ -561,27 +562,28 @@ fn gemini_maps_generation_config_and_function_calling_and_refuses_the_rest() {
 }
 
 #[test]
-fn responses_maps_its_fields_and_refuses_stop_and_seed() {
+fn responses_maps_its_fields_and_refuses_stop_seed_and_temperature_while_reasoning() {
     let w = ResponsesWire {
         client: ChatTransport::new().unwrap(),
         base_url: "https://api.openai.com/v1".into(),
         auth: None,
     };
     let base = "https://api.openai.com/v1";
+    // Reasoning off: OpenAI's reasoning models take temperature and top_p only so.
     let sampling = without(&["stop", "seed"]);
     let body = encode(
         &w,
         "openai-responses",
         base,
-        "gpt-5",
-        ThinkingRequest::NoPreference,
+        "gpt-5.1",
+        ThinkingRequest::Off,
         &sampling,
     )
     .unwrap();
     assert_eq!(
         body,
         format!(
-            r#"{{"model":"gpt-5","stream":false,"include":["reasoning.encrypted_content"],"input":[{{"role":"user","content":"Time?"}}],"instructions":"Be brief.","reasoning":{{"summary":"auto"}},"store":false,"tools":[{{"type":"function","name":"now","description":"The time.","parameters":{{"type":"object","properties":{{"tz":{{"type":"string"}}}}}},"strict":false}}],"max_output_tokens":512,"temperature":0.2,"top_p":0.9,"tool_choice":{{"type":"function","name":"now"}},"parallel_tool_calls":false,"text":{{"format":{{"type":"json_schema","name":"answer","schema":{SCHEMA},"strict":true}}}},"safety_identifier":"user-1"}}"#
+            r#"{{"model":"gpt-5.1","stream":false,"include":["reasoning.encrypted_content"],"input":[{{"role":"user","content":"Time?"}}],"instructions":"Be brief.","reasoning":{{"effort":"none"}},"store":false,"tools":[{{"type":"function","name":"now","description":"The time.","parameters":{{"type":"object","properties":{{"tz":{{"type":"string"}}}}}},"strict":false}}],"max_output_tokens":512,"temperature":0.2,"top_p":0.9,"tool_choice":{{"type":"function","name":"now"}},"parallel_tool_calls":false,"text":{{"format":{{"type":"json_schema","name":"answer","schema":{SCHEMA},"strict":true}}}},"safety_identifier":"user-1"}}"#
         )
     );
     let refused = |sampling: &Sampling| {
@@ -600,6 +602,32 @@ fn responses_maps_its_fields_and_refuses_stop_and_seed() {
         "no stop sequences",
     );
     check_unsupported(refused(&Sampling::new().seed(7)), "seed", "no seed");
+    // A reasoning model takes temperature (but 1) and top_p only with reasoning effort none.
+    check_unsupported(
+        refused(&Sampling::new().temperature(0.2)),
+        "temperature",
+        "only with reasoning effort none; this model cannot turn reasoning off",
+    );
+    let on_51 = |sampling: &Sampling, thinking| {
+        encode(&w, "openai-responses", base, "gpt-5.1", thinking, sampling)
+    };
+    check_unsupported(
+        on_51(
+            &Sampling::new().top_p(0.9),
+            ThinkingRequest::Effort(Effort::Low),
+        ),
+        "top_p",
+        "ask with --no-thinking (effort none) to set it",
+    );
+    let body = on_51(
+        &Sampling::new().temperature(1.0),
+        ThinkingRequest::Effort(Effort::Low),
+    )
+    .unwrap();
+    assert!(
+        body.ends_with(r#""strict":false}],"temperature":1.0}"#),
+        "{body}"
+    );
 }
 
 /// Runs the TypedDict validator over `bodies` as `kind` (`chat`, `anthropic`): one verdict line

@@ -265,7 +265,7 @@ fn rows() -> Vec<Row> {
         rows.push(row(
             Wire::Responses,
             WIRE_ID,
-            sdk_responses::GPT5,
+            "gpt-5.1",
             Sampling,
             ThinkingRequest::NoPreference,
             stream,
