@@ -9,6 +9,8 @@ use hermes_core::sampling::{ResponseFormat, Sampling, ToolChoice};
 use hermes_core::{RouteDecision, RouteMatcher, TransportError};
 use serde_json::{Value, json};
 
+use crate::responses::model::{ModelKind, model_kind};
+
 /// A parameter a wire cannot send, and why: the request is not sent.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unsupported {
@@ -116,12 +118,66 @@ enum OpenAiApi {
 }
 
 /// The top-level chat-completions fields for `sampling` on `decision`'s route, in the order
-/// they are written, or the parameter the route cannot take.
+/// they are written, or the parameter the route cannot take. On OpenAI itself a reasoning
+/// model's sampling is checked against the `reasoning_effort` in `thinking`
+/// ([`openai_reasoning`]).
 pub fn chat_fields(
     decision: &RouteDecision,
     sampling: &Sampling,
+    thinking: &hermes_core::ThinkingFields,
 ) -> Result<Vec<(&'static str, Value)>, Unsupported> {
-    openai_fields(sampling, OpenAiApi::Chat(Dialect::of(decision)), "")
+    let dialect = Dialect::of(decision);
+    if dialect == Dialect::OpenAi {
+        let effort = thinking
+            .iter()
+            .find(|(k, _)| *k == "reasoning_effort")
+            .and_then(|(_, v)| v.as_str());
+        openai_reasoning(sampling, &decision.target.model, effort, dialect.name())?;
+    }
+    openai_fields(sampling, OpenAiApi::Chat(dialect), "")
+}
+
+/// OpenAI's reasoning models refuse a `temperature` other than one, and any `top_p`, unless
+/// reasoning is off with effort `none` (platform.openai.com/docs/guides/reasoning,
+/// "limitations"; GPT-5.1 and later take them with effort `none`, their default — "gpt-5.1
+/// defaults to none … models before gpt-5.1 default to medium and do not support none",
+/// learn.microsoft.com ReasoningEffort): refused here by name, with what to ask instead.
+/// `effort` is the effort the request sends, if any.
+pub(crate) fn openai_reasoning(
+    sampling: &Sampling,
+    model: &str,
+    effort: Option<&str>,
+    wire: &str,
+) -> Result<(), Unsupported> {
+    let ModelKind::Reasoning(vocabulary) = model_kind(model) else {
+        return Ok(());
+    };
+    // No effort sent: the model's default, `none` exactly on the models that take it.
+    if effort.map_or(vocabulary.takes_none, |e| e == "none") {
+        return Ok(());
+    }
+    let refused = [
+        (
+            "temperature",
+            sampling.temperature.is_some_and(|t| t != 1.0),
+        ),
+        ("top_p", sampling.top_p.is_some()),
+    ];
+    match refused.iter().find(|(_, set)| *set) {
+        Some((parameter, _)) => Err(Unsupported::new(
+            parameter,
+            format!("{wire} ({model})"),
+            format!(
+                "OpenAI's reasoning models take {parameter} only with reasoning effort none; {}",
+                if vocabulary.takes_none {
+                    "ask with --no-thinking (effort none) to set it"
+                } else {
+                    "this model cannot turn reasoning off; leave it unset"
+                }
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The top-level Responses fields for `sampling` sent to `model`, in writing order, as the

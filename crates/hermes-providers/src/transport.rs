@@ -715,7 +715,8 @@ impl Wire for HttpChat {
         request.stream = parts.stream;
         request.tools = parts.tools;
         crate::sampling::check_tool_choice(parts.sampling, parts.tools, "chat completions")?;
-        request.sampling = crate::sampling::chat_fields(parts.decision, parts.sampling)?;
+        request.sampling =
+            crate::sampling::chat_fields(parts.decision, parts.sampling, &request.thinking)?;
         encode(&request)
     }
 

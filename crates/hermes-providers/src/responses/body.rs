@@ -30,8 +30,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::media;
-use super::model::{ModelKind, ReasoningPlan, model_kind, reasoning_plan};
-use crate::sampling::{Unsupported, check_tool_choice, responses_fields};
+use super::model::{ReasoningPlan, reasoning_plan};
+use crate::sampling::{Unsupported, check_tool_choice, openai_reasoning, responses_fields};
 
 /// The default base URL (SPEC §8a): requests go to `{base}/responses`.
 pub const DEFAULT_BASE: &str = "https://api.openai.com/v1";
@@ -112,41 +112,15 @@ impl From<EncodeError> for TransportError {
 }
 
 /// The top-level Responses fields for `sampling` ([`crate::sampling::responses_fields`]), and
-/// an `--explain` line naming them. OpenAI's reasoning models refuse a `temperature` other
-/// than one, and any `top_p`, unless reasoning is off with effort `none`
-/// (platform.openai.com/docs/guides/reasoning, "limitations"; GPT-5.1 and later take them with
-/// effort `none`): refused here by name, with what to ask instead.
+/// an `--explain` line naming them; a reasoning model's sampling is checked first
+/// ([`crate::sampling::openai_reasoning`]).
 fn sampling_fields(
     sampling: &Sampling,
     model: &str,
     plan: &ReasoningPlan,
     explain: &mut Vec<String>,
 ) -> Result<Vec<(&'static str, Value)>, Unsupported> {
-    if let ModelKind::Reasoning(vocabulary) = model_kind(model)
-        && plan.effort != Some("none")
-    {
-        let refused = [
-            (
-                "temperature",
-                sampling.temperature.is_some_and(|t| t != 1.0),
-            ),
-            ("top_p", sampling.top_p.is_some()),
-        ];
-        if let Some((parameter, _)) = refused.iter().find(|(_, set)| *set) {
-            let instead = if vocabulary.takes_none {
-                "ask with --no-thinking (effort none) to set it"
-            } else {
-                "this model cannot turn reasoning off; leave it unset"
-            };
-            return Err(Unsupported::new(
-                parameter,
-                format!("the OpenAI Responses API ({model})"),
-                format!(
-                    "OpenAI's reasoning models take {parameter} only with reasoning effort none; {instead}"
-                ),
-            ));
-        }
-    }
+    openai_reasoning(sampling, model, plan.effort, "the OpenAI Responses API")?;
     let out = responses_fields(sampling, model)?;
     if !out.is_empty() {
         let keys: Vec<&str> = out.iter().map(|(k, _)| *k).collect();

@@ -197,7 +197,7 @@ fn chat_completions_spell_sampling_per_route() {
         &chat(openai),
         "openai",
         openai,
-        "gpt-5",
+        "gpt-5.1",
         ThinkingRequest::NoPreference,
         &without(&["response_format", "tool_choice"]),
     )
@@ -205,8 +205,21 @@ fn chat_completions_spell_sampling_per_route() {
     assert_eq!(
         body,
         format!(
-            r#"{{"model":"gpt-5",{CHAT_MESSAGES},"tools":{TOOLS},"max_completion_tokens":512,"temperature":0.2,"top_p":0.9,"stop":["END"],"parallel_tool_calls":false,"seed":7,"user":"user-1"}}"#
+            r#"{{"model":"gpt-5.1",{CHAT_MESSAGES},"tools":{TOOLS},"max_completion_tokens":512,"temperature":0.2,"top_p":0.9,"stop":["END"],"parallel_tool_calls":false,"seed":7,"user":"user-1"}}"#
         )
+    );
+    // An OpenAI reasoning model that cannot turn reasoning off takes no temperature but 1.
+    check_unsupported(
+        encode(
+            &chat(openai),
+            "openai",
+            openai,
+            "gpt-5",
+            ThinkingRequest::NoPreference,
+            &Sampling::new().temperature(0.2),
+        ),
+        "temperature",
+        "only with reasoning effort none; this model cannot turn reasoning off",
     );
     // Strict Groq: `max_completion_tokens`, the thinking request after the sampling.
     let groq = "https://api.groq.com/openai/v1";
@@ -674,14 +687,14 @@ fn chat_and_anthropic_sampling_bodies_validate_against_their_official_sdk_types(
                 openai,
                 "gpt-5",
                 ThinkingRequest::Effort(Effort::High),
-                &full(),
+                &without(&["temperature", "top_p"]),
             )
             .unwrap(),
             encode(
                 &chat(openai),
                 "openai",
                 openai,
-                "gpt-5",
+                "gpt-4.1",
                 none,
                 &full()
                     .response_format(ResponseFormat::JsonObject)
