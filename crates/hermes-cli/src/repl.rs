@@ -277,6 +277,8 @@ fn turn(
                 state.0 = false;
                 format!("{sep}{text}")
             }
+            // Tool-call fragments are not lines: the call is announced when it runs.
+            DriverEvent::ToolCallDelta { .. } => return,
             other => {
                 let sep = if state.1 { "\n" } else { "" };
                 state.0 = false;

@@ -101,6 +101,8 @@ pub struct DriverConfig {
     /// as its own step and returned, with finish reason `ToolCalls`, instead of running
     /// [`Tools::call`]; the caller's next turn brings the results as its input. Off by default.
     pub client_tools: bool,
+    /// Sampling parameters sent with every request (none by default).
+    pub sampling: crate::sampling::Sampling,
 }
 
 impl Default for DriverConfig {
@@ -117,6 +119,7 @@ impl Default for DriverConfig {
             max_tool_output: 512 * 1024,
             tool_timeout: Duration::from_secs(30),
             client_tools: false,
+            sampling: crate::sampling::Sampling::default(),
         }
     }
 }
@@ -140,6 +143,7 @@ impl DriverConfig {
             thinking: self.thinking,
             tools: self.tools.as_ref(),
             stream: self.stream,
+            sampling: &self.sampling,
         }
     }
 }
@@ -170,6 +174,18 @@ pub enum DriverEvent {
         reasoning: bool,
         /// The text.
         text: String,
+    },
+    /// A fragment of a tool call arrived (streaming): `id` and `name` with the call's first
+    /// fragment, `arguments` in pieces (see [`Delta::ToolCall`]).
+    ToolCallDelta {
+        /// Which call of the reply (0-based).
+        index: usize,
+        /// The call's id, on its first fragment.
+        id: Option<String>,
+        /// The function's name, on its first fragment.
+        name: Option<String>,
+        /// The next piece of the arguments text.
+        arguments: String,
     },
     /// The model called a tool.
     ToolCall {
@@ -336,11 +352,24 @@ fn prefix(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
-/// Streamed text as a driver event.
+/// Streamed text or a tool-call fragment as a driver event.
 fn delta_event(delta: Delta<'_>) -> DriverEvent {
     let (reasoning, text) = match delta {
         Delta::Reasoning(t) => (true, t),
         Delta::Content(t) => (false, t),
+        Delta::ToolCall {
+            index,
+            id,
+            name,
+            arguments,
+        } => {
+            return DriverEvent::ToolCallDelta {
+                index,
+                id: id.map(str::to_owned),
+                name: name.map(str::to_owned),
+                arguments: arguments.to_owned(),
+            };
+        }
     };
     DriverEvent::Delta {
         reasoning,

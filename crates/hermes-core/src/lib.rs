@@ -10,6 +10,7 @@ pub mod pairing;
 pub mod raw;
 pub mod refusal;
 pub mod route;
+pub mod sampling;
 pub mod session;
 pub mod shape;
 pub mod target;
@@ -25,6 +26,7 @@ pub use route::{
     MustEchoFamily, NativeFields, PadRule, ReasoningRoute, ResolveOptions, RouteDecision,
     RouteMatcher, RouteTable, ThinkingFields, ThinkingRequest,
 };
+pub use sampling::{ResponseFormat, Sampling, ToolChoice};
 pub use session::{HistoryError, SessionFile, parse_history};
 pub use shape::ShapeContext;
 pub use target::{RouteTarget, TargetHost};

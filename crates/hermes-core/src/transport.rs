@@ -13,6 +13,20 @@ pub enum Delta<'a> {
     Reasoning(&'a str),
     /// Answer text.
     Content(&'a str),
+    /// A fragment of a tool call, as OpenAI streams `tool_calls`: the call's `id` and `name`
+    /// arrive with its first fragment (`None` after), its `arguments` text in pieces whose
+    /// concatenation is the captured call's arguments (a wire that receives them whole reports
+    /// one fragment). `index` counts the reply's tool calls from 0, in the order they began.
+    ToolCall {
+        /// Which call of the reply (0-based, in the order the calls began).
+        index: usize,
+        /// The call's id, on its first fragment.
+        id: Option<&'a str>,
+        /// The function's name, on its first fragment.
+        name: Option<&'a str>,
+        /// The next piece of the arguments text (may be empty).
+        arguments: &'a str,
+    },
 }
 
 /// Token counts of one reply, normalised across wires (each wire fills them from its own
@@ -183,6 +197,17 @@ pub enum TransportError {
     /// The request could not be built or sent.
     #[error("cannot send the request: {0}")]
     Request(String),
+    /// A parameter was asked for that this wire (or this provider or model on it) cannot send;
+    /// nothing was sent.
+    #[error("cannot send {parameter} to {wire}: {why}")]
+    Unsupported {
+        /// The parameter, as [`crate::sampling::Sampling`] names it (`seed`, `stop`, …).
+        parameter: &'static str,
+        /// The wire, provider or model that cannot take it.
+        wire: String,
+        /// Why, and what to do instead.
+        why: String,
+    },
     /// The provider redirected the request somewhere hermes does not follow (another host, or
     /// a redirect that would turn the POST into a GET): the conversation is not re-sent there.
     #[error(
@@ -197,6 +222,19 @@ pub enum TransportError {
 }
 
 impl TransportError {
+    /// `parameter` cannot be sent to `wire`, because `why`.
+    pub fn unsupported(
+        parameter: &'static str,
+        wire: impl Into<String>,
+        why: impl Into<String>,
+    ) -> Self {
+        TransportError::Unsupported {
+            parameter,
+            wire: wire.into(),
+            why: why.into(),
+        }
+    }
+
     /// The HTTP status, for an HTTP error.
     pub fn status(&self) -> Option<u16> {
         match self {

@@ -8,6 +8,7 @@
 use crate::message::{Message, Origin};
 use crate::raw::RawJson;
 use crate::route::{RouteDecision, ThinkingRequest};
+use crate::sampling::{NO_SAMPLING, Sampling};
 use crate::transport::{Delta, Reply, TransportError};
 use crate::verdict::{Verdicts, WireVerdicts};
 
@@ -34,6 +35,9 @@ pub struct RequestParts<'a> {
     pub tools: Option<&'a RawJson>,
     /// Ask for a stream.
     pub stream: bool,
+    /// Sampling parameters (none set by default); a wire refuses what it cannot send
+    /// ([`TransportError::Unsupported`]).
+    pub sampling: &'a Sampling,
 }
 
 impl<'a> RequestParts<'a> {
@@ -52,6 +56,7 @@ impl<'a> RequestParts<'a> {
             thinking: ThinkingRequest::NoPreference,
             tools: None,
             stream: false,
+            sampling: &NO_SAMPLING,
         }
     }
 
@@ -76,6 +81,12 @@ impl<'a> RequestParts<'a> {
     /// Streamed or not.
     pub fn stream(mut self, stream: bool) -> Self {
         self.stream = stream;
+        self
+    }
+
+    /// With sampling parameters.
+    pub fn sampling(mut self, sampling: &'a Sampling) -> Self {
+        self.sampling = sampling;
         self
     }
 }

@@ -253,6 +253,7 @@ fn transport_kind(error: &hermes_core::TransportError) -> ErrorKind<'_> {
         return ErrorKind::Timeout { wait };
     }
     match error {
+        TransportError::Unsupported { parameter, .. } => ErrorKind::InvalidParameter { parameter },
         TransportError::Http { status, body, .. } => ErrorKind::Upstream {
             status: Some(*status),
             body,

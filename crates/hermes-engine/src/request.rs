@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hermes_core::driver::{Conversation, DriverEvent, Tools};
-use hermes_core::{FinishReason, Message, RawJson, Role, ThinkingRequest, Usage};
+use hermes_core::{FinishReason, Message, RawJson, Role, Sampling, ThinkingRequest, Usage};
 use hermes_store::{Store, StoredThinking};
 
 use crate::Engine;
@@ -98,6 +98,12 @@ pub struct Request {
     pub thinking: ThinkingRequest,
     /// Ask the provider for a stream (deltas reach the caller as they arrive).
     pub stream: bool,
+    /// Sampling parameters (`max_tokens`, `temperature`, `top_p`, `stop`, `tool_choice`,
+    /// `parallel_tool_calls`, `response_format`, `seed`, `user`). A value the provider's wire
+    /// cannot send, or not with the thinking asked for, fails the request naming it
+    /// ([`ErrorKind::InvalidParameter`](crate::ErrorKind::InvalidParameter)); nothing is
+    /// dropped silently.
+    pub sampling: Sampling,
 }
 
 impl Request {
@@ -110,6 +116,7 @@ impl Request {
             tools: ToolMode::None,
             thinking: ThinkingRequest::NoPreference,
             stream: false,
+            sampling: Sampling::default(),
         }
     }
 
@@ -146,6 +153,12 @@ impl Request {
     /// Streamed or not.
     pub fn stream(mut self, stream: bool) -> Self {
         self.stream = stream;
+        self
+    }
+
+    /// With these sampling parameters.
+    pub fn sampling(mut self, sampling: Sampling) -> Self {
+        self.sampling = sampling;
         self
     }
 }
@@ -280,6 +293,7 @@ impl Engine {
             tools,
             thinking,
             stream,
+            sampling,
         } = request;
         let loaded = match &session {
             Some(id) => Some(store.load(id).await?),
@@ -339,6 +353,7 @@ impl Engine {
         };
         let mut config = driver_config(thinking, stream, definitions);
         config.client_tools = client_tools;
+        config.sampling = sampling;
         let created = Mutex::new(None);
         let title = input
             .iter()

@@ -11,6 +11,7 @@ pub mod registry;
 mod reply;
 pub mod responses;
 pub mod routes;
+pub mod sampling;
 mod signed;
 #[cfg(test)]
 mod testing;

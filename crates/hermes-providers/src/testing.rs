@@ -135,22 +135,49 @@ pub(crate) fn frame(headers: &[(&'static str, &str)], payload: &str) -> Vec<u8> 
     out
 }
 
-/// Records the deltas a capture reports, `true` for thinking.
+/// One delta as a line: `R:` thinking, `C:` answer text, `T<index>:<id>:<name>:<arguments>` a
+/// tool-call fragment (`-` for an id or name the fragment does not carry).
+pub(crate) fn delta_line(delta: Delta<'_>) -> String {
+    match delta {
+        Delta::Reasoning(t) => format!("R:{t}"),
+        Delta::Content(t) => format!("C:{t}"),
+        Delta::ToolCall {
+            index,
+            id,
+            name,
+            arguments,
+        } => format!(
+            "T{index}:{}:{}:{arguments}",
+            id.unwrap_or("-"),
+            name.unwrap_or("-")
+        ),
+    }
+}
+
+/// Records the deltas a capture reports.
 #[derive(Default)]
-pub(crate) struct Seen(Mutex<Vec<(bool, String)>>);
+pub(crate) struct Seen(Mutex<Vec<String>>);
 
 impl Seen {
     /// Records one delta.
     pub(crate) fn record(&self, delta: Delta<'_>) {
-        let entry = match delta {
-            Delta::Reasoning(t) => (true, t.to_owned()),
-            Delta::Content(t) => (false, t.to_owned()),
-        };
-        self.0.lock().unwrap().push(entry);
+        self.0.lock().unwrap().push(delta_line(delta));
     }
 
-    /// The deltas recorded, in order.
+    /// The text deltas recorded, in order, `true` for thinking.
     pub(crate) fn take(self) -> Vec<(bool, String)> {
+        self.lines()
+            .into_iter()
+            .filter_map(|l| match l.split_at(2) {
+                ("R:", t) => Some((true, t.to_owned())),
+                ("C:", t) => Some((false, t.to_owned())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every delta recorded, in order, as [`delta_line`] writes it.
+    pub(crate) fn lines(self) -> Vec<String> {
         self.0.into_inner().unwrap()
     }
 }

@@ -571,6 +571,42 @@ fn emit_deltas(chunk: &Value, on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Syn
     {
         on_delta(Delta::Content(text));
     }
+    // Streamed tool calls are already fragments: `index` names the call, `id` and
+    // `function.name` come with its first fragment, `function.arguments` in pieces.
+    for (i, call) in delta
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let index = call
+            .get("index")
+            .and_then(Value::as_u64)
+            .map_or(i, |n| n as usize);
+        let function = call.get("function");
+        let id = call
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
+        let name = function
+            .and_then(|f| f.get("name"))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
+        let arguments = function
+            .and_then(|f| f.get("arguments"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if id.is_none() && name.is_none() && arguments.is_empty() {
+            continue;
+        }
+        on_delta(Delta::ToolCall {
+            index,
+            id,
+            name,
+            arguments,
+        });
+    }
 }
 
 async fn read_stream(
@@ -687,6 +723,9 @@ impl Wire for HttpChat {
         );
         request.stream = parts.stream;
         request.tools = parts.tools;
+        crate::sampling::check_tool_choice(parts.sampling, parts.tools, "chat completions")?;
+        request.sampling =
+            crate::sampling::chat_fields(parts.decision, parts.sampling, &request.thinking)?;
         encode(&request)
     }
 

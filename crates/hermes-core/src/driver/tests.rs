@@ -1123,3 +1123,64 @@ async fn a_tool_result_answering_no_open_call_is_refused_before_anything_is_sent
     assert_eq!(conversation.messages.len(), 2, "memory unchanged");
     assert_eq!(log.batches.lock().unwrap().len(), 1, "nothing more stored");
 }
+
+#[test]
+fn a_tool_call_fragment_becomes_a_tool_call_delta_event() {
+    let first = Delta::ToolCall {
+        index: 1,
+        id: Some("call_2"),
+        name: Some("now"),
+        arguments: "{\"tz\":",
+    };
+    assert_eq!(
+        crate::driver::delta_event(first),
+        DriverEvent::ToolCallDelta {
+            index: 1,
+            id: Some("call_2".into()),
+            name: Some("now".into()),
+            arguments: "{\"tz\":".into(),
+        }
+    );
+    let later = Delta::ToolCall {
+        index: 1,
+        id: None,
+        name: None,
+        arguments: "\"UTC\"}",
+    };
+    assert_eq!(
+        crate::driver::delta_event(later),
+        DriverEvent::ToolCallDelta {
+            index: 1,
+            id: None,
+            name: None,
+            arguments: "\"UTC\"}".into(),
+        }
+    );
+    assert_eq!(
+        crate::driver::delta_event(Delta::Content("hi")),
+        DriverEvent::Delta {
+            reasoning: false,
+            text: "hi".into(),
+        }
+    );
+}
+
+#[test]
+fn the_config_s_sampling_reaches_the_parts_a_wire_encodes() {
+    let decision = table().resolve(
+        &RouteTarget::new("plain", None, "m"),
+        ResolveOptions::default(),
+    );
+    let sampling = crate::sampling::Sampling::new()
+        .seed(7)
+        .tool_choice(crate::sampling::ToolChoice::Required);
+    let config = DriverConfig {
+        sampling: sampling.clone(),
+        ..DriverConfig::default()
+    };
+    let conversation = Conversation::default();
+    let parts = config.parts(&decision, &[], &conversation);
+    assert_eq!(parts.sampling, &sampling);
+    let empty = RequestParts::new(&[], &decision, &conversation.verdicts);
+    assert!(empty.sampling.is_empty());
+}

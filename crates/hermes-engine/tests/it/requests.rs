@@ -218,3 +218,49 @@ async fn an_engine_without_a_store_refuses_requests_in_words() {
         "this engine serves no requests: it has no store"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampling_reaches_the_wire_and_a_value_it_cannot_send_is_refused_by_name() {
+    use hermes_core::{Sampling, ToolChoice};
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("state.db")).await.unwrap();
+    let engine = engine(&sim, &store);
+
+    let sampled = Sampling::new().temperature(0.25).max_tokens(100).seed(7);
+    engine
+        .complete(
+            Request::user("hello").choice(deepseek()).sampling(sampled),
+            &|_| {},
+        )
+        .await
+        .unwrap();
+    let body = &sim.requests()[0].body;
+    assert_eq!(body["temperature"], 0.25);
+    assert_eq!(body["max_tokens"], 100);
+    assert_eq!(body["seed"], 7);
+
+    // A tool choice with no tools cannot be sent: refused by name, nothing sent or stored.
+    let err = engine
+        .complete(
+            Request::user("hi")
+                .choice(deepseek())
+                .sampling(Sampling::new().tool_choice(ToolChoice::Required)),
+            &|_| {},
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.kind(),
+        hermes_engine::ErrorKind::InvalidParameter {
+            parameter: "tool_choice"
+        },
+        "{err}"
+    );
+    assert_eq!(sim.requests().len(), 1);
+    assert_eq!(
+        store.list().await.unwrap().len(),
+        1,
+        "no session for the refused one"
+    );
+}

@@ -5,17 +5,22 @@
 //! re-serialised on the way out.
 
 use std::collections::BTreeSet;
+use std::fmt;
 
 use hermes_core::message::same_minter;
 use hermes_core::route::ThinkingRequest;
+use hermes_core::sampling::{ResponseFormat, Sampling, ToolChoice};
+use hermes_core::transport::TransportError;
 use hermes_core::{DetailItem, Message, RawJson, RequestParts, Role, TargetHost, ToolCall};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
+use serde_json::{Value, json};
 
 use super::media;
 use super::model::{self, ClaudeModel};
 use crate::image::Image;
+use crate::sampling::{Unsupported, check_tool_choice, schema_value};
 use crate::signed::replay;
 pub use crate::signed::replay::{PREFIX_KEY, PrefixDigest};
 use crate::tools::{ChatFunction, ChatTool};
@@ -393,6 +398,8 @@ pub struct ThinkingPlan {
     pub beta: Option<&'static str>,
     /// Thinking is on (enabled or adaptive).
     pub on: bool,
+    /// The thinking budget, on budget models.
+    pub budget: Option<u32>,
     /// How thinking is turned off for one request on this model (`{"type":"disabled"}`, or
     /// nothing on adaptive models).
     pub off: Option<String>,
@@ -475,6 +482,7 @@ pub fn thinking_plan(
                 .filter(|m| *m > budget)
                 .unwrap_or(budget + model::ABOVE_BUDGET);
             plan.on = true;
+            plan.budget = Some(budget);
             // No `temperature`: SPEC §3c sets temperature 1 on budget models only where the
             // API takes one, and Messages API version 2026-10-21 does not (the official
             // `anthropic` SDK 2.16.0's `MessageCreateParamsBase` has no `temperature`, `top_p`
@@ -574,7 +582,7 @@ pub fn encode(
     parts: &RequestParts<'_>,
     target: &Target,
     drops: &Drops,
-) -> Result<Encoded, serde_json::Error> {
+) -> Result<Encoded, EncodeError> {
     encode_with(parts, target, drops, false)
 }
 
@@ -583,7 +591,7 @@ pub fn encode_pretty(
     parts: &RequestParts<'_>,
     target: &Target,
     drops: &Drops,
-) -> Result<Encoded, serde_json::Error> {
+) -> Result<Encoded, EncodeError> {
     encode_with(parts, target, drops, true)
 }
 
@@ -592,7 +600,7 @@ fn encode_with(
     target: &Target,
     drops: &Drops,
     pretty: bool,
-) -> Result<Encoded, serde_json::Error> {
+) -> Result<Encoded, EncodeError> {
     let history = parts.history;
     let decision = parts.decision;
     let model = decision.target.model.as_str();
@@ -713,6 +721,12 @@ fn encode_with(
         Some(t) => Some(serde_json::from_str::<Vec<ChatTool<'_>>>(t.get())?),
         None => None,
     };
+    check_tool_choice(parts.sampling, parts.tools, "the Anthropic Messages API")?;
+    let sampling = sampling_plan(parts.sampling, &plan, model)?;
+    if let Some(max) = parts.sampling.max_tokens {
+        plan.max_tokens = max;
+    }
+    explain.extend(sampling.explain.iter().cloned());
     let bedrock = target.flavor == Flavor::Bedrock;
     let body = Body {
         model: matches!(target.flavor, Flavor::Direct | Flavor::Foundry).then_some(model),
@@ -728,6 +742,10 @@ fn encode_with(
         tools: tools.map(|t| t.into_iter().map(|t| Tool(t.function)).collect()),
         thinking: plan.thinking.as_deref().map(raw_box),
         effort: plan.effort,
+        tool_choice: sampling.tool_choice,
+        format: sampling.format,
+        stop_sequences: &parts.sampling.stop,
+        user: parts.sampling.user.as_deref(),
         // Bedrock: the operation streams, and the `AnthropicBedrock` client pops `stream` off
         // the body (`lib/bedrock/_client.py` line 69).
         stream: parts.stream && !bedrock,
@@ -915,6 +933,12 @@ struct Body<'a, 'h> {
     tools: Option<Vec<Tool<'a>>>,
     thinking: Option<Box<RawValue>>,
     effort: Option<&'static str>,
+    tool_choice: Option<Value>,
+    /// `output_config.format`.
+    format: Option<Value>,
+    stop_sequences: &'a [String],
+    /// `metadata.user_id`.
+    user: Option<&'a str>,
     stream: bool,
 }
 
@@ -938,11 +962,26 @@ impl Serialize for Body<'_, '_> {
         if let Some(tools) = &self.tools {
             map.serialize_entry("tools", tools)?;
         }
+        if let Some(choice) = &self.tool_choice {
+            map.serialize_entry("tool_choice", choice)?;
+        }
         if let Some(thinking) = &self.thinking {
             map.serialize_entry("thinking", thinking)?;
         }
-        if let Some(effort) = self.effort {
-            map.serialize_entry("output_config", &EffortConfig(effort))?;
+        if self.effort.is_some() || self.format.is_some() {
+            map.serialize_entry(
+                "output_config",
+                &OutputConfig {
+                    effort: self.effort,
+                    format: self.format.as_ref(),
+                },
+            )?;
+        }
+        if !self.stop_sequences.is_empty() {
+            map.serialize_entry("stop_sequences", self.stop_sequences)?;
+        }
+        if let Some(user) = self.user {
+            map.serialize_entry("metadata", &serde_json::json!({ "user_id": user }))?;
         }
         if self.stream {
             map.serialize_entry("stream", &true)?;
@@ -951,12 +990,194 @@ impl Serialize for Body<'_, '_> {
     }
 }
 
-struct EffortConfig(&'static str);
+/// `output_config`: the effort of adaptive thinking and the structured-output format.
+struct OutputConfig<'a> {
+    effort: Option<&'static str>,
+    format: Option<&'a Value>,
+}
 
-impl Serialize for EffortConfig {
+impl Serialize for OutputConfig<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(1))?;
-        map.serialize_entry("effort", self.0)?;
+        let mut map = s.serialize_map(None)?;
+        if let Some(effort) = self.effort {
+            map.serialize_entry("effort", effort)?;
+        }
+        if let Some(format) = self.format {
+            map.serialize_entry("format", format)?;
+        }
         map.end()
     }
+}
+
+/// Why a Messages body could not be built.
+#[derive(Debug)]
+pub enum EncodeError {
+    /// A stored value or a tool definition is not the JSON it should be.
+    Json(serde_json::Error),
+    /// A sampling parameter this wire cannot send.
+    Unsupported(Unsupported),
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EncodeError::Json(e) => e.fmt(f),
+            EncodeError::Unsupported(u) => u.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for EncodeError {}
+
+impl From<serde_json::Error> for EncodeError {
+    fn from(e: serde_json::Error) -> Self {
+        EncodeError::Json(e)
+    }
+}
+
+impl From<Unsupported> for EncodeError {
+    fn from(u: Unsupported) -> Self {
+        EncodeError::Unsupported(u)
+    }
+}
+
+impl From<EncodeError> for TransportError {
+    fn from(e: EncodeError) -> Self {
+        match e {
+            EncodeError::Unsupported(u) => u.into(),
+            EncodeError::Json(e) => {
+                TransportError::Request(format!("could not encode the request: {e}"))
+            }
+        }
+    }
+}
+
+/// The sampling parameters in Messages spelling.
+struct SamplingPlan {
+    tool_choice: Option<Value>,
+    format: Option<Value>,
+    explain: Vec<String>,
+}
+
+/// Maps `sampling` onto the Messages API as the official `anthropic` SDK 2.16.0 types it
+/// (`MessageCreateParamsBase`: `max_tokens`, `stop_sequences`, `tool_choice`
+/// (`ToolChoiceAuto/Any/Tool/NoneParam`, `disable_parallel_tool_use`), `metadata.user_id`,
+/// `output_config.format` `{"type":"json_schema","schema"}`; no `temperature`, `top_p` or
+/// `seed`). With thinking on, a forced tool choice is refused (docs.claude.com extended
+/// thinking: "tool_choice: any / tool … not supported"; PROVIDERS.md, Anthropic), as is a
+/// `max_tokens` not above the budget: an error, never a silent change (SPEC §3c).
+fn sampling_plan(
+    sampling: &Sampling,
+    plan: &ThinkingPlan,
+    model: &str,
+) -> Result<SamplingPlan, Unsupported> {
+    let wire = || format!("the Anthropic Messages API ({model})");
+    let none = |parameter| {
+        Unsupported::new(
+            parameter,
+            wire(),
+            format!(
+                "Messages API version {ANTHROPIC_VERSION} has no {parameter} (the anthropic SDK 2.16.0 MessageCreateParams)"
+            ),
+        )
+    };
+    let mut out = SamplingPlan {
+        tool_choice: None,
+        format: None,
+        explain: Vec::new(),
+    };
+    if sampling.temperature.is_some() {
+        return Err(none("temperature"));
+    }
+    if sampling.top_p.is_some() {
+        return Err(none("top_p"));
+    }
+    if sampling.seed.is_some() {
+        return Err(none("seed"));
+    }
+    if let Some(max) = sampling.max_tokens {
+        if let Some(budget) = plan.budget.filter(|b| max <= *b) {
+            return Err(Unsupported::new(
+                "max_tokens",
+                wire(),
+                format!(
+                    "max_tokens {max} is not above the thinking budget {budget} (budget_tokens must be below max_tokens); raise it or lower --effort"
+                ),
+            ));
+        }
+        out.explain.push(format!("max_tokens {max}: sampling"));
+    }
+    if !sampling.stop.is_empty() {
+        out.explain
+            .push("stop → stop_sequences: sampling".to_owned());
+    }
+    let mut choice = match &sampling.tool_choice {
+        None => None,
+        Some(ToolChoice::Auto) => Some(json!({"type": "auto"})),
+        Some(ToolChoice::None) => Some(json!({"type": "none"})),
+        Some(forced @ (ToolChoice::Required | ToolChoice::Function(_))) if plan.on => {
+            return Err(Unsupported::new(
+                "tool_choice",
+                wire(),
+                format!(
+                    "with thinking on, Claude takes only tool_choice auto or none, not {forced:?}; ask without --effort (or with --no-thinking) to force a tool"
+                ),
+            ));
+        }
+        Some(ToolChoice::Required) => Some(json!({"type": "any"})),
+        Some(ToolChoice::Function(name)) => Some(json!({"type": "tool", "name": name})),
+        Some(other) => {
+            return Err(Unsupported::new(
+                "tool_choice",
+                wire(),
+                format!("{other:?} has no Messages spelling"),
+            ));
+        }
+    };
+    if let Some(parallel) = sampling.parallel_tool_calls {
+        let object = choice.get_or_insert_with(|| json!({"type": "auto"}));
+        if object["type"] == "none" {
+            return Err(Unsupported::new(
+                "parallel_tool_calls",
+                wire(),
+                "tool_choice none takes no disable_parallel_tool_use (no tool is called)",
+            ));
+        }
+        object["disable_parallel_tool_use"] = json!(!parallel);
+        out.explain.push(format!(
+            "parallel_tool_calls {parallel} → tool_choice.disable_parallel_tool_use {}",
+            !parallel
+        ));
+    }
+    out.tool_choice = choice;
+    match &sampling.response_format {
+        None => {}
+        Some(ResponseFormat::Text) => out
+            .explain
+            .push("response_format text: Claude's default, nothing sent".to_owned()),
+        Some(ResponseFormat::JsonObject) => {
+            return Err(Unsupported::new(
+                "response_format",
+                wire(),
+                "Claude has no schema-less JSON mode; its structured outputs take a JSON schema (output_config.format json_schema)",
+            ));
+        }
+        Some(ResponseFormat::JsonSchema { name, schema, .. }) => {
+            out.format = Some(json!({"type": "json_schema", "schema": schema_value(schema)}));
+            out.explain.push(format!(
+                "response_format json_schema {name} → output_config.format (the name is not sent; Claude's structured outputs are always strict)"
+            ));
+        }
+        Some(other) => {
+            return Err(Unsupported::new(
+                "response_format",
+                wire(),
+                format!("{other:?} has no Messages spelling"),
+            ));
+        }
+    }
+    if sampling.user.is_some() {
+        out.explain.push("user → metadata.user_id".to_owned());
+    }
+    Ok(out)
 }

@@ -24,7 +24,9 @@ use hermes_core::transport::TransportError;
 
 use crate::aws::{Frame, FrameReader};
 pub(crate) use crate::signed::carriers::CaptureError;
-use crate::signed::carriers::{Acc, Block, build, half_turn, malformed};
+use crate::signed::carriers::{
+    Acc, Block, build, call_ordinal, close_call, half_turn, malformed, open_call,
+};
 use crate::transport::error_event_text;
 
 /// The normalised finish reason of a `stop_reason`.
@@ -230,6 +232,12 @@ struct StartMessage {
 }
 
 #[derive(Deserialize)]
+struct BlockStop {
+    #[serde(default)]
+    index: Option<u64>,
+}
+
+#[derive(Deserialize)]
 struct BlockStart<'a> {
     #[serde(default)]
     index: Option<u64>,
@@ -330,6 +338,10 @@ impl StreamCapture {
             }
             "content_block_start" => self.start(data, on_delta)?,
             "content_block_delta" => self.delta(data, on_delta)?,
+            "content_block_stop" => {
+                let stop: BlockStop = parse("content_block_stop", data)?;
+                close_call(&self.blocks, stop.index, on_delta);
+            }
             "message_delta" => {
                 let delta: MessageDelta = parse("message_delta", data)?;
                 if let Some(reason) = delta.delta.and_then(|d| d.stop_reason) {
@@ -341,7 +353,7 @@ impl StreamCapture {
             }
             "message_stop" => self.stopped = true,
             "error" => return Err(CaptureError::Provider(error_event_text(data.trim()))),
-            // `content_block_stop`, `ping` and events this capture does not know.
+            // `ping` and events this capture does not know.
             _ => {}
         }
         Ok(())
@@ -400,6 +412,7 @@ impl StreamCapture {
             _ => Acc::Whole(Block::Other(kind)),
         };
         self.blocks.push((start.index, acc));
+        open_call(&self.blocks, on_delta);
         Ok(())
     }
 
@@ -409,15 +422,12 @@ impl StreamCapture {
         on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
     ) -> Result<(), CaptureError> {
         let event: BlockDelta<'_> = parse("content_block_delta", data)?;
-        let slot = match event.index {
-            Some(index) => self
-                .blocks
-                .iter_mut()
-                .rev()
-                .find(|(i, _)| *i == Some(index)),
-            None => self.blocks.last_mut(),
+        let position = match event.index {
+            Some(index) => self.blocks.iter().rposition(|(i, _)| *i == Some(index)),
+            None => self.blocks.len().checked_sub(1),
         };
-        let Some((_, acc)) = slot else {
+        let call = position.map_or(0, |p| call_ordinal(&self.blocks, p));
+        let Some((_, acc)) = position.and_then(|p| self.blocks.get_mut(p)) else {
             return Err(malformed(format!(
                 "`content_block_delta` for block {} that never started",
                 event
@@ -446,8 +456,14 @@ impl StreamCapture {
                 }
             }
             (Some("input_json_delta"), Acc::ToolUse { input, .. }) => {
-                if let Some(piece) = delta.partial_json.as_deref() {
+                if let Some(piece) = delta.partial_json.as_deref().filter(|p| !p.is_empty()) {
                     input.push_str(piece);
+                    on_delta(Delta::ToolCall {
+                        index: call,
+                        id: None,
+                        name: None,
+                        arguments: piece,
+                    });
                 }
             }
             (

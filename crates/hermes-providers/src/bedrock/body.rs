@@ -18,13 +18,16 @@ use std::fmt;
 
 use hermes_core::message::same_minter;
 use hermes_core::route::{Effort, ThinkingRequest};
+use hermes_core::sampling::{ResponseFormat, Sampling, ToolChoice};
+use hermes_core::transport::TransportError;
 use hermes_core::{DetailItem, Message, RawJson, RequestParts, Role, RouteTarget, ToolCall};
 
 use super::media;
 use super::model::{BedrockModel, Policy};
-use super::pyjson::Json;
+use super::pyjson::{Json, float_repr};
 use crate::anthropic::body::INTERLEAVED_BETA;
 use crate::anthropic::model as claude;
+use crate::sampling::{Unsupported, check_tool_choice};
 use crate::signed::replay::{self, PrefixDigest};
 use crate::tools::ChatTool;
 
@@ -84,6 +87,8 @@ pub enum EncodeError {
     /// A message holds an image Converse cannot take (module [`super::media`]): which message,
     /// and why.
     Image(String),
+    /// A sampling parameter Converse (or this model on it) cannot take.
+    Unsupported(Unsupported),
 }
 
 impl fmt::Display for EncodeError {
@@ -91,11 +96,27 @@ impl fmt::Display for EncodeError {
         match self {
             EncodeError::Tools(why) => write!(f, "the tool definitions cannot be sent: {why}"),
             EncodeError::Effort(why) | EncodeError::Image(why) => f.write_str(why),
+            EncodeError::Unsupported(u) => u.fmt(f),
         }
     }
 }
 
 impl std::error::Error for EncodeError {}
+
+impl From<Unsupported> for EncodeError {
+    fn from(u: Unsupported) -> Self {
+        EncodeError::Unsupported(u)
+    }
+}
+
+impl From<EncodeError> for TransportError {
+    fn from(e: EncodeError) -> Self {
+        match e {
+            EncodeError::Unsupported(u) => u.into(),
+            e => TransportError::Request(format!("could not encode the request: {e}")),
+        }
+    }
+}
 
 /// The operation path a request for `model` goes to (`/model/{id}/converse` or
 /// `/converse-stream`), the model id percent-encoded as one segment.
@@ -199,6 +220,10 @@ pub(crate) struct ThinkingPlan {
     temperature: bool,
     /// Claude thinking is on (enabled or adaptive): the in-loop rule applies.
     on: bool,
+    /// The Claude thinking budget, on budget models.
+    budget: Option<u32>,
+    /// Nova 2 at high effort: no `maxTokens`, `temperature` or `topP` (SPEC §3c).
+    bare: bool,
     /// What was decided.
     explain: String,
 }
@@ -284,6 +309,7 @@ pub(crate) fn thinking_plan(
                         ));
                     }
                     plan.max_tokens = Some(max);
+                    plan.budget = Some(budget);
                     plan.on = true;
                     plan.explain = format!(
                         "--effort {name} → additionalModelRequestFields.thinking enabled, budget_tokens {budget}; inferenceConfig.maxTokens {max}, temperature 1.0{}",
@@ -311,6 +337,7 @@ pub(crate) fn thinking_plan(
                 if high {
                     // At high, Nova 2 takes no temperature, topP or maxTokens (SPEC §3c).
                     plan.max_tokens = None;
+                    plan.bare = true;
                 }
                 plan.explain = format!(
                     "--effort {name} → additionalModelRequestFields.reasoningConfig enabled, maxReasoningEffort {level}{}",
@@ -350,6 +377,171 @@ pub(crate) fn thinking_plan(
         }
     }
     Ok(plan)
+}
+
+/// The sampling parameters in Converse spelling, besides `inferenceConfig` (written in place).
+struct SamplingPlan {
+    /// `toolConfig.toolChoice`.
+    tool_choice: Option<Json>,
+    /// `outputConfig.textFormat`.
+    format: Option<Json>,
+    explain: Vec<String>,
+}
+
+/// Maps `sampling` onto Converse as botocore 1.44.8's `bedrock-runtime` model types it
+/// (`InferenceConfiguration {maxTokens, temperature, topP, stopSequences}`, `ToolChoice {auto |
+/// any | tool {name}}`, `OutputConfig.textFormat {type json_schema, structure.jsonSchema
+/// {schema (a JSON string), name}}`; no seed, no end-user id, no parallel-call switch, no
+/// "none" choice). Claude's thinking rules hold on Bedrock (docs.aws.amazon.com/bedrock/latest/
+/// userguide/claude-messages-extended-thinking.html: temperature only 1, topP 0.95–1, no forced
+/// tool choice), as does SPEC §3c's Nova 2 high effort (no maxTokens, temperature or topP):
+/// each conflict is an error naming the parameter, never a silent change.
+fn sampling_plan(
+    sampling: &Sampling,
+    plan: &ThinkingPlan,
+    model: &BedrockModel,
+) -> Result<SamplingPlan, Unsupported> {
+    let wire = || format!("Bedrock Converse ({})", model.base);
+    let none = |parameter: &'static str, what: &str| {
+        Unsupported::new(parameter, wire(), format!("Converse has no {what}"))
+    };
+    let thinking = |parameter: &'static str, why: &str| {
+        Unsupported::new(
+            parameter,
+            wire(),
+            format!("with Claude's thinking on, {why}; ask without --effort to set it"),
+        )
+    };
+    if sampling.seed.is_some() {
+        return Err(none("seed", "seed (botocore InferenceConfiguration)"));
+    }
+    if sampling.user.is_some() {
+        return Err(none("user", "end-user id"));
+    }
+    if sampling.parallel_tool_calls.is_some() {
+        return Err(none(
+            "parallel_tool_calls",
+            "switch for parallel tool calls (botocore ToolChoice: auto, any, tool)",
+        ));
+    }
+    if plan.bare {
+        for (set, parameter) in [
+            (sampling.max_tokens.is_some(), "max_tokens"),
+            (sampling.temperature.is_some(), "temperature"),
+            (sampling.top_p.is_some(), "top_p"),
+        ] {
+            if set {
+                return Err(Unsupported::new(
+                    parameter,
+                    wire(),
+                    "Nova 2 at high reasoning effort takes no maxTokens, temperature or topP (SPEC §3c); lower --effort or leave it unset",
+                ));
+            }
+        }
+    }
+    if let (Some(max), Some(budget)) = (sampling.max_tokens, plan.budget)
+        && max <= budget
+    {
+        return Err(thinking(
+            "max_tokens",
+            &format!("maxTokens must be above the thinking budget {budget}, not {max}"),
+        ));
+    }
+    if plan.on {
+        if sampling.temperature.is_some_and(|t| t != 1.0) {
+            return Err(thinking("temperature", "temperature can only be 1"));
+        }
+        if sampling.top_p.is_some_and(|p| !(0.95..=1.0).contains(&p)) {
+            return Err(thinking("top_p", "topP must be between 0.95 and 1"));
+        }
+    }
+    let mut out = SamplingPlan {
+        tool_choice: None,
+        format: None,
+        explain: Vec::new(),
+    };
+    for (set, line) in [
+        (
+            sampling.max_tokens.is_some(),
+            "max_tokens → inferenceConfig.maxTokens",
+        ),
+        (
+            sampling.temperature.is_some(),
+            "temperature → inferenceConfig.temperature",
+        ),
+        (sampling.top_p.is_some(), "top_p → inferenceConfig.topP"),
+        (
+            !sampling.stop.is_empty(),
+            "stop → inferenceConfig.stopSequences",
+        ),
+    ] {
+        if set {
+            out.explain.push(format!("{line}: sampling"));
+        }
+    }
+    out.tool_choice = match &sampling.tool_choice {
+        None => None,
+        Some(ToolChoice::None) => {
+            return Err(none(
+                "tool_choice",
+                "tool choice none (botocore ToolChoice: auto, any, tool); send no tools instead",
+            ));
+        }
+        Some(ToolChoice::Required | ToolChoice::Function(_)) if plan.on => {
+            return Err(thinking(
+                "tool_choice",
+                "the model cannot be forced to call a tool",
+            ));
+        }
+        Some(ToolChoice::Auto) => Some(Json::object([("auto", Json::object::<&str>([]))])),
+        Some(ToolChoice::Required) => Some(Json::object([("any", Json::object::<&str>([]))])),
+        Some(ToolChoice::Function(name)) => Some(Json::object([(
+            "tool",
+            Json::object([("name", Json::str(name.as_str()))]),
+        )])),
+        Some(other) => {
+            return Err(none("tool_choice", &format!("tool choice {other:?}")));
+        }
+    };
+    out.format = match &sampling.response_format {
+        None => None,
+        Some(ResponseFormat::Text) => {
+            out.explain
+                .push("response_format text: the default, nothing sent".to_owned());
+            None
+        }
+        Some(ResponseFormat::JsonSchema { name, schema, .. }) => {
+            out.explain.push(format!(
+                "response_format json_schema {name} → outputConfig.textFormat"
+            ));
+            Some(Json::object([
+                ("type", Json::str("json_schema")),
+                (
+                    "structure",
+                    Json::object([(
+                        "jsonSchema",
+                        Json::object([
+                            ("schema", Json::str(schema.get())),
+                            ("name", Json::str(name.as_str())),
+                        ]),
+                    )]),
+                ),
+            ]))
+        }
+        Some(ResponseFormat::JsonObject) => {
+            return Err(none(
+                "response_format",
+                "schema-less JSON mode (outputConfig.textFormat takes a JSON schema)",
+            ));
+        }
+        Some(other) => {
+            return Err(none(
+                "response_format",
+                &format!("response format {other:?}"),
+            ));
+        }
+    };
+    Ok(out)
 }
 
 /// A stored Anthropic-shaped item, read: thinking with its text and signature, or a redacted
@@ -830,24 +1022,47 @@ fn encode_with(
         }
         body.push(("system", Json::Array(blocks)));
     }
+    check_tool_choice(parts.sampling, parts.tools, "Bedrock Converse")?;
+    let sampling = sampling_plan(parts.sampling, &plan, &model)?;
+    explain.extend(sampling.explain);
     let mut inference = Vec::new();
-    if let Some(max) = plan.max_tokens {
+    if let Some(max) = parts.sampling.max_tokens.or(plan.max_tokens) {
         inference.push(("maxTokens", Json::int(u64::from(max))));
     }
-    if plan.temperature {
-        inference.push(("temperature", Json::Number("1.0".into())));
+    match parts.sampling.temperature {
+        Some(t) => inference.push(("temperature", Json::Number(float_repr(t)))),
+        None if plan.temperature => {
+            inference.push(("temperature", Json::Number("1.0".into())));
+        }
+        None => {}
+    }
+    if let Some(p) = parts.sampling.top_p {
+        inference.push(("topP", Json::Number(float_repr(p))));
+    }
+    if !parts.sampling.stop.is_empty() {
+        inference.push((
+            "stopSequences",
+            Json::Array(parts.sampling.stop.iter().map(Json::str).collect()),
+        ));
     }
     if !inference.is_empty() {
         body.push(("inferenceConfig", Json::object(inference)));
     }
-    if let Some(tools) = parts.tools {
-        let specs = tool_specs(tools)?;
-        if !specs.is_empty() {
-            body.push(("toolConfig", Json::object([("tools", Json::Array(specs))])));
-        }
+    let specs = match parts.tools {
+        Some(tools) => tool_specs(tools)?,
+        None => Vec::new(),
+    };
+    // `check_tool_choice` refused a choice without tools.
+    if !specs.is_empty() {
+        let mut config = vec![("tools", Json::Array(specs))];
+        config.extend(sampling.tool_choice.map(|c| ("toolChoice", c)));
+        body.push(("toolConfig", Json::object(config)));
     }
     if !plan.fields.is_empty() {
         body.push(("additionalModelRequestFields", Json::object(plan.fields)));
+    }
+    if let Some(format) = sampling.format {
+        body.push(("outputConfig", Json::object([("textFormat", format)])));
     }
     let body = Json::object(body);
     let text = if pretty {

@@ -19,7 +19,9 @@ use hermes_core::{FinishReason, Message, Origin, RawJson, ReplyMeta, Usage};
 
 use crate::aws::Frame;
 pub(crate) use crate::signed::carriers::CaptureError;
-use crate::signed::carriers::{Acc, Block, build, half_turn, malformed};
+use crate::signed::carriers::{
+    Acc, Block, build, call_ordinal, close_call, half_turn, malformed, open_call,
+};
 
 /// The normalised finish reason of a Converse `stopReason`.
 pub(crate) fn finish_reason(stop_reason: &str) -> FinishReason {
@@ -255,6 +257,13 @@ struct ToolUseStart {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
+struct BlockStop {
+    #[serde(default)]
+    content_block_index: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct BlockDelta<'a> {
     #[serde(default)]
     content_block_index: Option<u64>,
@@ -357,7 +366,12 @@ impl StreamCapture {
                             input: String::new(),
                         },
                     ));
+                    open_call(&self.blocks, on_delta);
                 }
+            }
+            "contentBlockStop" => {
+                let stop: BlockStop = parse("contentBlockStop", data)?;
+                close_call(&self.blocks, stop.content_block_index, on_delta);
             }
             "contentBlockDelta" => self.delta(data, on_delta)?,
             "messageStop" => {
@@ -371,7 +385,7 @@ impl StreamCapture {
                     self.usage = meta.usage;
                 }
             }
-            // `contentBlockStop` and events this capture does not know.
+            // Events this capture does not know.
             _ => {}
         }
         Ok(())
@@ -412,6 +426,7 @@ impl StreamCapture {
                 )));
             }
         };
+        let call = call_ordinal(&self.blocks, position);
         let Some((_, acc)) = self.blocks.get_mut(position) else {
             return Err(malformed("`contentBlockDelta` for a lost block"));
         };
@@ -433,8 +448,14 @@ impl StreamCapture {
             let Acc::ToolUse { input, .. } = &mut *acc else {
                 return mismatch("toolUse", acc);
             };
-            if let Some(piece) = tool.input {
+            if let Some(piece) = tool.input.filter(|p| !p.is_empty()) {
                 input.push_str(&piece);
+                on_delta(Delta::ToolCall {
+                    index: call,
+                    id: None,
+                    name: None,
+                    arguments: &piece,
+                });
             }
         } else if let Some(reasoning) = delta.reasoning_content {
             match acc {

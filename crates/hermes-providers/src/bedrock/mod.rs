@@ -63,8 +63,7 @@ pub fn outgoing(
     target: &Target,
     drops: &Drops,
 ) -> Result<Outgoing, TransportError> {
-    let encoded = body::encode(parts, target, drops)
-        .map_err(|e| TransportError::Request(format!("could not encode the request: {e}")))?;
+    let encoded = body::encode(parts, target, drops)?;
     Ok(into_outgoing(encoded, parts.stream))
 }
 

@@ -252,6 +252,9 @@ pub struct ChatRequest<'a> {
     pub stream: bool,
     /// Tool definitions (`tools`), as the JSON array the wire takes.
     pub tools: Option<&'a RawJson>,
+    /// Sampling parameters in the route's spelling (`crate::sampling::chat_fields`), written
+    /// after `tools`.
+    pub sampling: Vec<(&'static str, serde_json::Value)>,
     /// Keep-thinking flags and effort.
     pub thinking: ThinkingFields,
 }
@@ -270,6 +273,7 @@ impl<'a> ChatRequest<'a> {
             messages: shape(&ctx, history),
             stream: false,
             tools: None,
+            sampling: Vec::new(),
             thinking: decision.route.thinking_fields(&decision.target, thinking),
         }
     }
@@ -308,6 +312,9 @@ impl Serialize for ChatRequest<'_> {
         }
         if let Some(tools) = self.tools {
             map.serialize_entry("tools", tools)?;
+        }
+        for (k, v) in &self.sampling {
+            map.serialize_entry(k, v)?;
         }
         for (k, v) in &self.thinking {
             map.serialize_entry(k, v)?;

@@ -16,6 +16,8 @@ use std::fmt;
 
 use hermes_core::message::{same_minter, thought_signature};
 use hermes_core::pairing::{Matched, OpenCall, match_result};
+use hermes_core::sampling::{ResponseFormat, Sampling, ToolChoice};
+use hermes_core::transport::TransportError;
 use hermes_core::{RawJson, RequestParts, Role, ToolCall};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
@@ -23,6 +25,7 @@ use serde_json::value::RawValue;
 
 use super::media::{self, Media, ResponseParts, UserPart};
 use super::model::{GeminiModel, ThinkingPlan, output_ceiling, thinking_plan};
+use crate::sampling::{Unsupported, check_tool_choice};
 use crate::tools::{ChatFunction, ChatTool};
 
 /// The AI Studio base URL (SPEC §8a).
@@ -128,6 +131,8 @@ pub enum EncodeError {
     Json(String),
     /// A message holds an image this wire cannot take (module [`super::media`]).
     Image(String),
+    /// A sampling parameter this wire cannot send.
+    Unsupported(Unsupported),
 }
 
 impl fmt::Display for EncodeError {
@@ -136,11 +141,143 @@ impl fmt::Display for EncodeError {
             EncodeError::Tools(why) => write!(f, "the tool definitions cannot be sent: {why}"),
             EncodeError::Thinking(why) | EncodeError::Image(why) => f.write_str(why),
             EncodeError::Json(why) => write!(f, "the body cannot be written: {why}"),
+            EncodeError::Unsupported(u) => u.fmt(f),
         }
     }
 }
 
 impl std::error::Error for EncodeError {}
+
+impl From<EncodeError> for TransportError {
+    fn from(e: EncodeError) -> Self {
+        match e {
+            EncodeError::Unsupported(u) => u.into(),
+            e => TransportError::Request(format!("could not encode the request: {e}")),
+        }
+    }
+}
+
+/// The sampling parameters in `generateContent` spelling.
+struct SamplingPlan<'s> {
+    sampling: &'s Sampling,
+    /// `toolConfig.functionCallingConfig`: the mode and the one allowed name.
+    mode: Option<(&'static str, Option<&'s str>)>,
+    /// `responseMimeType` and `responseJsonSchema`.
+    mime: Option<&'static str>,
+    schema: Option<&'s RawJson>,
+}
+
+/// Maps `sampling` onto `generateContent` as google-genai 3.6.1 writes a
+/// `GenerateContentConfig` (`_GenerateContentConfig_to_mldev`: `generationConfig.{temperature,
+/// topP, maxOutputTokens, stopSequences, seed (int32), responseMimeType, responseJsonSchema}`,
+/// `toolConfig.functionCallingConfig {mode AUTO|ANY|NONE, allowedFunctionNames}`); Gemini has
+/// no end-user id and no parallel-call switch. A JSON schema is sent as `responseJsonSchema`
+/// (plain JSON Schema, as the tools' `parametersJsonSchema`); Gemini always holds the answer to
+/// it, so `strict` needs no field.
+fn sampling_plan<'s>(
+    sampling: &'s Sampling,
+    model: &str,
+    explain: &mut Vec<String>,
+) -> Result<SamplingPlan<'s>, Unsupported> {
+    let wire = || format!("Gemini generateContent ({model})");
+    if sampling.user.is_some() {
+        return Err(Unsupported::new(
+            "user",
+            wire(),
+            "GenerateContentConfig has no end-user id",
+        ));
+    }
+    if sampling.parallel_tool_calls.is_some() {
+        return Err(Unsupported::new(
+            "parallel_tool_calls",
+            wire(),
+            "Gemini has no switch for parallel function calls (FunctionCallingConfig: mode, allowedFunctionNames)",
+        ));
+    }
+    if let Some(seed) = sampling.seed
+        && i32::try_from(seed).is_err()
+    {
+        return Err(Unsupported::new(
+            "seed",
+            wire(),
+            format!("seed {seed} does not fit Gemini's int32 seed"),
+        ));
+    }
+    let mode = match &sampling.tool_choice {
+        None => None,
+        Some(ToolChoice::Auto) => Some(("AUTO", None)),
+        Some(ToolChoice::None) => Some(("NONE", None)),
+        Some(ToolChoice::Required) => Some(("ANY", None)),
+        Some(ToolChoice::Function(name)) => Some(("ANY", Some(name.as_str()))),
+        Some(other) => {
+            return Err(Unsupported::new(
+                "tool_choice",
+                wire(),
+                format!("{other:?} has no functionCallingConfig mode"),
+            ));
+        }
+    };
+    if let Some((mode, name)) = mode {
+        explain.push(match name {
+            Some(name) => format!(
+                "tool_choice → toolConfig.functionCallingConfig mode {mode}, allowedFunctionNames [{name}]"
+            ),
+            None => format!("tool_choice → toolConfig.functionCallingConfig mode {mode}"),
+        });
+    }
+    let (mime, schema) = match &sampling.response_format {
+        None => (None, None),
+        Some(ResponseFormat::Text) => (Some("text/plain"), None),
+        Some(ResponseFormat::JsonObject) => (Some("application/json"), None),
+        Some(ResponseFormat::JsonSchema { name, schema, .. }) => {
+            explain.push(format!(
+                "response_format json_schema {name} → responseMimeType application/json, responseJsonSchema (the name is not sent)"
+            ));
+            (Some("application/json"), Some(schema))
+        }
+        Some(other) => {
+            return Err(Unsupported::new(
+                "response_format",
+                wire(),
+                format!("{other:?} has no responseMimeType"),
+            ));
+        }
+    };
+    Ok(SamplingPlan {
+        sampling,
+        mode,
+        mime,
+        schema,
+    })
+}
+
+impl SamplingPlan<'_> {
+    /// True when `generationConfig` carries something of it.
+    fn any(&self) -> bool {
+        let s = self.sampling;
+        s.temperature.is_some()
+            || s.top_p.is_some()
+            || !s.stop.is_empty()
+            || s.seed.is_some()
+            || self.mime.is_some()
+    }
+}
+
+/// `toolConfig`.
+struct ToolConfig<'a>(&'static str, Option<&'a str>);
+
+impl Serialize for ToolConfig<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut calling = serde_json::Map::new();
+        calling.insert("mode".into(), self.0.into());
+        if let Some(name) = self.1 {
+            calling.insert("allowedFunctionNames".into(), serde_json::json!([name]));
+        }
+        let mut map = s.serialize_map(Some(1))?;
+        map.serialize_entry("functionCallingConfig", &calling)?;
+        map.end()
+    }
+}
 
 /// One part of the wire copy.
 enum Part<'h> {
@@ -370,6 +507,7 @@ impl Serialize for Tools<'_> {
 struct Generation<'a> {
     max_output_tokens: Option<u32>,
     thinking: &'a ThinkingPlan,
+    sampling: &'a SamplingPlan<'a>,
 }
 
 impl Serialize for Generation<'_> {
@@ -392,8 +530,27 @@ impl Serialize for Generation<'_> {
             }
         }
         let mut map = s.serialize_map(None)?;
+        let sampling = self.sampling.sampling;
+        if let Some(t) = sampling.temperature {
+            map.serialize_entry("temperature", &t)?;
+        }
+        if let Some(p) = sampling.top_p {
+            map.serialize_entry("topP", &p)?;
+        }
         if let Some(max) = self.max_output_tokens {
             map.serialize_entry("maxOutputTokens", &max)?;
+        }
+        if !sampling.stop.is_empty() {
+            map.serialize_entry("stopSequences", &sampling.stop)?;
+        }
+        if let Some(seed) = sampling.seed {
+            map.serialize_entry("seed", &seed)?;
+        }
+        if let Some(mime) = self.sampling.mime {
+            map.serialize_entry("responseMimeType", mime)?;
+        }
+        if let Some(schema) = self.sampling.schema {
+            map.serialize_entry("responseJsonSchema", schema)?;
         }
         if self.thinking.any() {
             map.serialize_entry("thinkingConfig", &Config(self.thinking))?;
@@ -408,6 +565,7 @@ struct Body<'a, 'h> {
     tools: Option<&'a [ChatTool<'a>]>,
     thinking: &'a ThinkingPlan,
     max_output_tokens: Option<u32>,
+    sampling: &'a SamplingPlan<'a>,
 }
 
 impl Serialize for Body<'_, '_> {
@@ -420,10 +578,14 @@ impl Serialize for Body<'_, '_> {
         if let Some(tools) = self.tools.filter(|t| !t.is_empty()) {
             map.serialize_entry("tools", &Tools(tools))?;
         }
-        if self.thinking.any() || self.max_output_tokens.is_some() {
+        if let Some((mode, name)) = self.sampling.mode {
+            map.serialize_entry("toolConfig", &ToolConfig(mode, name))?;
+        }
+        if self.thinking.any() || self.max_output_tokens.is_some() || self.sampling.any() {
             let generation = Generation {
                 max_output_tokens: self.max_output_tokens,
                 thinking: self.thinking,
+                sampling: self.sampling,
             };
             map.serialize_entry("generationConfig", &generation)?;
         }
@@ -663,13 +825,28 @@ fn encode_with(
         ),
         plan.explain.clone(),
     ];
-    let max_output_tokens = target.max_tokens.or_else(|| output_ceiling(model_id));
-    match (target.max_tokens, max_output_tokens) {
-        (Some(max), _) => explain.push(format!("maxOutputTokens {max}: [max_tokens] in config")),
-        (None, Some(max)) => explain.push(format!(
+    let max_output_tokens = parts
+        .sampling
+        .max_tokens
+        .or(target.max_tokens)
+        .or_else(|| output_ceiling(model_id));
+    check_tool_choice(parts.sampling, parts.tools, "Gemini generateContent")
+        .map_err(EncodeError::Unsupported)?;
+    let sampling =
+        sampling_plan(parts.sampling, model_id, &mut explain).map_err(EncodeError::Unsupported)?;
+    match (
+        parts.sampling.max_tokens,
+        target.max_tokens,
+        max_output_tokens,
+    ) {
+        (Some(max), _, _) => explain.push(format!("maxOutputTokens {max}: sampling")),
+        (None, Some(max), _) => {
+            explain.push(format!("maxOutputTokens {max}: [max_tokens] in config"))
+        }
+        (None, None, Some(max)) => explain.push(format!(
             "maxOutputTokens {max}: the output ceiling Google documents for {model_id}"
         )),
-        (None, None) => {}
+        (None, None, None) => {}
     }
     let mut notes = Vec::new();
     let vertex = matches!(target.flavor, Flavor::Vertex { .. });
@@ -944,6 +1121,7 @@ fn encode_with(
         tools: tools.as_deref(),
         thinking: &plan,
         max_output_tokens,
+        sampling: &sampling,
     };
     let bytes = if pretty {
         serde_json::to_vec_pretty(&body)

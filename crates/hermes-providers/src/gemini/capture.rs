@@ -202,7 +202,9 @@ fn make_up_id() -> String {
 
 /// One function call being captured.
 struct CallAcc {
-    id: Option<String>,
+    /// The call's id: Gemini's, or one hermes made up (`made_up`) for a call without one.
+    id: String,
+    made_up: bool,
     name: String,
     /// The `args` object's text as received (`{}` when absent).
     args: String,
@@ -281,14 +283,25 @@ impl TurnCapture {
         let sig = signature(part.thought_signature);
         if let Some(call) = part.function_call {
             self.in_thought = false;
-            self.calls.push(CallAcc {
-                id: call.id.filter(|id| !id.is_empty()),
+            let id = call.id.filter(|id| !id.is_empty());
+            let made_up = id.is_none();
+            let acc = CallAcc {
+                id: id.unwrap_or_else(make_up_id),
+                made_up,
                 name: call.name.unwrap_or_default(),
                 args: call
                     .args
                     .map_or_else(|| "{}".to_owned(), |a| a.get().to_owned()),
                 signature: sig,
+            };
+            // A function call arrives whole: one fragment with its id, name and arguments.
+            on_delta(Delta::ToolCall {
+                index: self.calls.len(),
+                id: Some(&acc.id),
+                name: Some(&acc.name),
+                arguments: &acc.args,
             });
+            self.calls.push(acc);
             return;
         }
         // Any other part: its signature is the text-turn signature (the latest wins).
@@ -339,9 +352,8 @@ impl TurnCapture {
         let has_calls = !self.calls.is_empty();
         let mut calls = Vec::with_capacity(self.calls.len());
         for acc in self.calls {
-            let made_up = acc.id.is_none();
-            let id = acc.id.unwrap_or_else(make_up_id);
-            let mut call = ToolCall::function(&id, &acc.name, &acc.args);
+            let made_up = acc.made_up;
+            let mut call = ToolCall::function(&acc.id, &acc.name, &acc.args);
             if let Some(sig) = &acc.signature {
                 call.extra_content = Some(google_extra(sig)?);
             }

@@ -73,8 +73,7 @@ fn path_of(url: &str) -> &str {
 
 /// The body of `parts` for `target` as an [`Outgoing`].
 pub fn outgoing(parts: &RequestParts<'_>, target: &Target) -> Result<Outgoing, TransportError> {
-    let encoded = body::encode(parts, target)
-        .map_err(|e| TransportError::Request(format!("could not encode the request: {e}")))?;
+    let encoded = body::encode(parts, target)?;
     Ok(Outgoing::new(
         encoded.body,
         parts.stream,

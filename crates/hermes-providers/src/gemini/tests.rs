@@ -680,6 +680,8 @@ impl Deltas {
         let item = match d {
             Delta::Reasoning(t) => (true, t.to_owned()),
             Delta::Content(t) => (false, t.to_owned()),
+            // Tool-call fragments: `tool_call_fragments_*` below.
+            _ => return,
         };
         self.0.lock().unwrap().push(item);
     }

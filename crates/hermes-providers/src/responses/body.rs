@@ -20,14 +20,18 @@ use std::fmt;
 
 use hermes_core::message::{BLOCK_ORDER_KEY, same_minter};
 use hermes_core::raw::{is_private_key, without_members};
+use hermes_core::sampling::Sampling;
+use hermes_core::transport::TransportError;
 use hermes_core::{Message, RawJson, RequestParts, Role, ToolCall};
 use serde::de::IgnoredAny;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::media;
 use super::model::{ReasoningPlan, reasoning_plan};
+use crate::sampling::{Unsupported, check_tool_choice, openai_reasoning, responses_fields};
 
 /// The default base URL (SPEC §8a): requests go to `{base}/responses`.
 pub const DEFAULT_BASE: &str = "https://api.openai.com/v1";
@@ -81,6 +85,8 @@ pub enum EncodeError {
     Json(String),
     /// A message holds an image this wire cannot take (module [`super::media`]).
     Image(String),
+    /// A sampling parameter this wire cannot send.
+    Unsupported(Unsupported),
 }
 
 impl fmt::Display for EncodeError {
@@ -89,11 +95,39 @@ impl fmt::Display for EncodeError {
             EncodeError::Tools(why) => write!(f, "the tool definitions cannot be sent: {why}"),
             EncodeError::Thinking(why) | EncodeError::Image(why) => f.write_str(why),
             EncodeError::Json(why) => write!(f, "the body cannot be written: {why}"),
+            EncodeError::Unsupported(u) => u.fmt(f),
         }
     }
 }
 
 impl std::error::Error for EncodeError {}
+
+impl From<EncodeError> for TransportError {
+    fn from(e: EncodeError) -> Self {
+        match e {
+            EncodeError::Unsupported(u) => u.into(),
+            e => TransportError::Request(format!("could not encode the request: {e}")),
+        }
+    }
+}
+
+/// The top-level Responses fields for `sampling` ([`crate::sampling::responses_fields`]), and
+/// an `--explain` line naming them; a reasoning model's sampling is checked first
+/// ([`crate::sampling::openai_reasoning`]).
+fn sampling_fields(
+    sampling: &Sampling,
+    model: &str,
+    plan: &ReasoningPlan,
+    explain: &mut Vec<String>,
+) -> Result<Vec<(&'static str, Value)>, Unsupported> {
+    openai_reasoning(sampling, model, plan.effort, "the OpenAI Responses API")?;
+    let out = responses_fields(sampling, model)?;
+    if !out.is_empty() {
+        let keys: Vec<&str> = out.iter().map(|(k, _)| *k).collect();
+        explain.push(format!("sampling: {}", keys.join(", ")));
+    }
+    Ok(out)
+}
 
 /// One `input` item.
 enum Item<'h> {
@@ -275,6 +309,7 @@ struct Body<'a, 'h> {
     instructions: Option<&'a str>,
     reasoning: &'a ReasoningPlan,
     tools: Option<&'a [ChatToolDef<'a>]>,
+    sampling: &'a [(&'static str, Value)],
 }
 
 impl Serialize for Body<'_, '_> {
@@ -296,6 +331,9 @@ impl Serialize for Body<'_, '_> {
         if let Some(tools) = self.tools.filter(|t| !t.is_empty()) {
             let out: Vec<ToolOut<'_>> = tools.iter().map(|t| ToolOut(&t.function)).collect();
             map.serialize_entry("tools", &out)?;
+        }
+        for (k, v) in self.sampling {
+            map.serialize_entry(k, v)?;
         }
         map.end()
     }
@@ -830,6 +868,10 @@ fn encode_with(
         None => None,
     };
     let instructions = instructions.join("\n\n");
+    check_tool_choice(parts.sampling, parts.tools, "the OpenAI Responses API")
+        .map_err(EncodeError::Unsupported)?;
+    let sampling = sampling_fields(parts.sampling, model, &plan, &mut explain)
+        .map_err(EncodeError::Unsupported)?;
     let body = Body {
         model,
         stream: parts.stream,
@@ -837,6 +879,7 @@ fn encode_with(
         instructions: (!instructions.is_empty()).then_some(instructions.as_str()),
         reasoning: &plan,
         tools: tools.as_deref(),
+        sampling: &sampling,
     };
     let bytes = if pretty {
         serde_json::to_vec_pretty(&body)

@@ -154,9 +154,68 @@ pub(crate) struct TurnCapture {
     end: Option<End>,
     usage: Option<Usage>,
     events: usize,
+    /// The function calls streamed so far, in the order they began: each one's output index
+    /// and whether argument text was reported for it.
+    calls: Vec<(usize, bool)>,
+}
+
+/// A streamed `function_call` item, as much as its tool-call fragments need.
+#[derive(Deserialize)]
+struct CallItem {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    call_id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
 }
 
 impl TurnCapture {
+    /// Reports a `function_call` item added (`done` false) or finished (`done` true) at output
+    /// `index` as tool-call fragments: its id and name when it begins, its arguments whole when
+    /// no delta carried them.
+    fn call_item(
+        &mut self,
+        index: usize,
+        item: &RawValue,
+        done: bool,
+        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+    ) {
+        let Ok(item) = serde_json::from_str::<CallItem>(item.get()) else {
+            return;
+        };
+        if item.kind.as_deref() != Some("function_call") {
+            return;
+        }
+        let arguments = item.arguments.as_deref().unwrap_or_default();
+        let known = self.calls.iter().position(|(i, _)| *i == index);
+        let (call, first) = match known {
+            Some(call) => (call, false),
+            None => {
+                self.calls.push((index, false));
+                (self.calls.len() - 1, true)
+            }
+        };
+        let reported = &mut self.calls[call].1;
+        let pending = if *reported || (!done && !first) {
+            ""
+        } else {
+            arguments
+        };
+        if !first && pending.is_empty() {
+            return;
+        }
+        *reported |= !pending.is_empty();
+        on_delta(Delta::ToolCall {
+            index: call,
+            id: item.call_id.as_deref().filter(|_| first),
+            name: item.name.as_deref().filter(|_| first),
+            arguments: pending,
+        });
+    }
+
     /// A fresh capture.
     pub(crate) fn new() -> Self {
         TurnCapture::default()
@@ -241,11 +300,33 @@ impl TurnCapture {
                     on_delta(Delta::Reasoning(d));
                 }
             }
+            "response.output_item.added" => {
+                if let (Some(item), Some(index)) = (event.item, event.output_index) {
+                    self.call_item(index, item, false, on_delta);
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                let call = event
+                    .output_index
+                    .and_then(|index| self.calls.iter().position(|(i, _)| *i == index));
+                if let (Some(call), Some(d)) =
+                    (call, event.delta.as_deref().filter(|d| !d.is_empty()))
+                {
+                    self.calls[call].1 = true;
+                    on_delta(Delta::ToolCall {
+                        index: call,
+                        id: None,
+                        name: None,
+                        arguments: d,
+                    });
+                }
+            }
             "response.output_item.done" => {
                 let item = event
                     .item
                     .ok_or_else(|| malformed("response.output_item.done without an item"))?;
                 let index = event.output_index.unwrap_or(self.items.len());
+                self.call_item(index, item, true, on_delta);
                 self.items.push((index, item.to_owned()));
             }
             "response.completed" | "response.incomplete" | "response.failed" => {

@@ -56,8 +56,7 @@ fn path_of(url: &str) -> &str {
 
 /// The body of `parts` as an [`Outgoing`], leaving out what `drops` names.
 pub fn outgoing(parts: &RequestParts<'_>, drops: &Drops) -> Result<Outgoing, TransportError> {
-    let encoded = body::encode(parts, drops)
-        .map_err(|e| TransportError::Request(format!("could not encode the request: {e}")))?;
+    let encoded = body::encode(parts, drops)?;
     Ok(Outgoing::new(
         encoded.body,
         parts.stream,

@@ -460,6 +460,8 @@ impl Deltas {
         let s = match d {
             Delta::Reasoning(t) => format!("R:{t}"),
             Delta::Content(t) => format!("C:{t}"),
+            // Tool-call fragments: `tool_call_fragments_*` below.
+            _ => return,
         };
         self.0.lock().unwrap().push(s);
     }

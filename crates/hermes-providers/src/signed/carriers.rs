@@ -10,6 +10,7 @@
 use serde::Serialize;
 
 use hermes_core::message::{BLOCK_ORDER_KEY, NOT_REPLAYED_KEY};
+use hermes_core::transport::Delta;
 use hermes_core::{DetailItem, Message, Origin, RawJson, Role, TextCarrier, ToolCall};
 
 pub(crate) use crate::reply::{CaptureError, malformed, read_whole};
@@ -100,6 +101,57 @@ pub(crate) enum Acc {
     /// A block that arrives whole in its start event (Messages: `redacted_thinking`, its bytes
     /// as received, or a kind the capture does not know).
     Whole(Block),
+}
+
+/// The streamed blocks of a Claude capture (Messages or Converse), each with its block index.
+pub(crate) type Blocks = [(Option<u64>, Acc)];
+
+/// The tool call `blocks[position]` is, counted from 0 among the reply's `tool_use` blocks:
+/// the `index` of its [`Delta::ToolCall`] fragments.
+pub(crate) fn call_ordinal(blocks: &Blocks, position: usize) -> usize {
+    blocks[..position.min(blocks.len())]
+        .iter()
+        .filter(|(_, acc)| matches!(acc, Acc::ToolUse { .. }))
+        .count()
+}
+
+/// Reports the first fragment of the tool call just pushed as the last block (its id and
+/// name, no arguments yet).
+pub(crate) fn open_call(blocks: &Blocks, on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync)) {
+    let position = blocks.len().saturating_sub(1);
+    if let Some((_, Acc::ToolUse { id, name, .. })) = blocks.get(position) {
+        on_delta(Delta::ToolCall {
+            index: call_ordinal(blocks, position),
+            id: id.as_deref(),
+            name: Some(name.as_str()),
+            arguments: "",
+        });
+    }
+}
+
+/// At the stop of block `index`: a tool call that received no input pieces is captured with
+/// `{}` ([`Acc::resolve`]), so `{}` is reported as its last fragment, and its fragments join
+/// to the captured arguments.
+pub(crate) fn close_call(
+    blocks: &Blocks,
+    index: Option<u64>,
+    on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+) {
+    let position = match index {
+        Some(_) => blocks.iter().rposition(|(i, _)| *i == index),
+        None => blocks.len().checked_sub(1),
+    };
+    if let Some(p) = position
+        && let Some((_, Acc::ToolUse { input, .. })) = blocks.get(p)
+        && input.trim().is_empty()
+    {
+        on_delta(Delta::ToolCall {
+            index: call_ordinal(blocks, p),
+            id: None,
+            name: None,
+            arguments: "{}",
+        });
+    }
 }
 
 impl Acc {

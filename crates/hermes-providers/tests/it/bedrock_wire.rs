@@ -121,7 +121,7 @@ fn check_signed(request: &Request, want_path: &str, body: &[u8]) {
     assert_eq!(request.body, body, "the signed body is the encoded body");
 }
 
-fn frame(event: &str, payload: serde_json::Value) -> Vec<u8> {
+pub(crate) fn frame(event: &str, payload: serde_json::Value) -> Vec<u8> {
     let mut out = Vec::new();
     write_message_to(
         &EventMessage::new_from_parts(
@@ -214,6 +214,7 @@ async fn a_streamed_reply_is_read_from_its_frames() {
         seen.lock().unwrap().push(match d {
             Delta::Reasoning(t) => format!("R:{t}"),
             Delta::Content(t) => format!("C:{t}"),
+            other => format!("{other:?}"),
         });
     };
     let reply = wire(&server)

@@ -168,6 +168,7 @@ async fn a_streamed_reply_asks_for_sse_and_keeps_the_trailing_signature() {
         seen.lock().unwrap().push(match d {
             Delta::Reasoning(t) => format!("R:{t}"),
             Delta::Content(t) => format!("C:{t}"),
+            other => format!("{other:?}"),
         });
     };
     let reply = w.send(&out, origin(&server), &on_delta).await.unwrap();

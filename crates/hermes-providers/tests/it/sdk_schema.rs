@@ -23,7 +23,7 @@ use hermes_providers::responses::WIRE_ID;
 use hermes_test_support::validator;
 use serde_json::{Map, Value};
 
-use crate::{sdk_bedrock, sdk_gemini, sdk_responses, support};
+use crate::{sampling, sdk_bedrock, sdk_gemini, sdk_responses, support};
 
 /// A native wire with an SDK validator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,6 +53,9 @@ enum Shape {
     ImportedToolLoop,
     /// A user turn of text and images, a call, and a result with an image.
     Images,
+    /// A question with tools and every sampling parameter the wire can send set
+    /// (`sampling::sdk_body`).
+    Sampling,
 }
 
 /// One conversation as a request asks for it.
@@ -248,6 +251,38 @@ fn rows() -> Vec<Row> {
         false,
         true,
     ));
+    // Every sampling parameter each wire can send.
+    for stream in [false, true] {
+        rows.push(row(
+            Wire::Converse,
+            "bedrock",
+            sdk_bedrock::MODELS[0],
+            Sampling,
+            ThinkingRequest::NoPreference,
+            stream,
+            true,
+        ));
+        rows.push(row(
+            Wire::Responses,
+            WIRE_ID,
+            "gpt-5.1",
+            Sampling,
+            ThinkingRequest::NoPreference,
+            stream,
+            true,
+        ));
+    }
+    for provider in ["gemini", "vertex-gemini"] {
+        rows.push(row(
+            Wire::Gemini,
+            provider,
+            sdk_gemini::FLASH25,
+            Sampling,
+            ThinkingRequest::NoPreference,
+            false,
+            true,
+        ));
+    }
     rows
 }
 
@@ -279,6 +314,7 @@ impl Wire {
     fn encode(self, row: &Row) -> Option<Value> {
         let s = row.scenario;
         let text = match (self, s.shape) {
+            (_, Shape::Sampling) => sampling::sdk_body(row.provider, row.model, s.stream),
             (Wire::Converse, Shape::SignedToolLoop) => {
                 let wire =
                     sdk_bedrock::converse_wire(CONVERSE_BASE, &sdk_bedrock::credentials(None));
@@ -351,13 +387,13 @@ impl Wire {
     fn corpus(self) -> &'static str {
         match self {
             Wire::Converse => {
-                r#""reasoningText":{ "redactedContent" "toolUse" "toolResult" "cachePoint" "inferenceConfig" "budget_tokens" "image":{ "converse_stream""#
+                r#""reasoningText":{ "redactedContent" "toolUse" "toolResult" "cachePoint" "inferenceConfig" "budget_tokens" "image":{ "converse_stream" "stopSequences" "toolChoice" "outputConfig""#
             }
             Wire::Gemini => {
-                r#""thoughtSignature" "thinkingLevel":"HIGH" "thinkingBudget":1024 "thinkingBudget":0 "functionResponse" "parametersJsonSchema" "systemInstruction" "maxOutputTokens":65536 "inlineData" "fileData""#
+                r#""thoughtSignature" "thinkingLevel":"HIGH" "thinkingBudget":1024 "thinkingBudget":0 "functionResponse" "parametersJsonSchema" "systemInstruction" "maxOutputTokens":65536 "inlineData" "fileData" "toolConfig" "responseJsonSchema" "stopSequences""#
             }
             Wire::Responses => {
-                r#""type":"reasoning" "encrypted_content" "type":"summary_text" "function_call_output" "effort":"high" "stream":true "input_image""#
+                r#""type":"reasoning" "encrypted_content" "type":"summary_text" "function_call_output" "effort":"high" "stream":true "input_image" "max_output_tokens" "tool_choice" "safety_identifier""#
             }
         }
     }
@@ -368,7 +404,7 @@ impl Wire {
         match self {
             Wire::Converse => ["input", "json", "additionalModelRequestFields"].contains(&key),
             Wire::Gemini => sdk_gemini::FREE_FORM.contains(&key),
-            Wire::Responses => key == "parameters",
+            Wire::Responses => key == "parameters" || key == "schema",
         }
     }
 

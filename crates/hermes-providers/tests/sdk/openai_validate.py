@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Validate OpenAI Responses request bodies against the official `openai` Python client's own
-request types, with extra keys forbidden at every depth.
+request types, with extra keys forbidden at every depth (and, with `HERMES_VALIDATE_PARAMS`
+set, chat-completions bodies against `openai`'s `CompletionCreateParams*` or Anthropic Messages
+bodies against the official `anthropic` client's `MessageCreateParams*`: the same walk).
 
 Usage:
-    openai_validate.py < BODIES
+    [HERMES_VALIDATE_PARAMS=responses|chat|anthropic] openai_validate.py < BODIES
 
 BODIES holds one or more JSON bodies written one after another (pretty-printed as `hermes
 preview` prints them, or one per line). A body with `"stream": true` is checked as
@@ -42,13 +44,35 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import verdicts
 
+# Which request types the bodies are checked against.
+KIND = os.environ.get("HERMES_VALIDATE_PARAMS", "responses")
+
 try:
     import typing_extensions
     from openai._utils._transform import PropertyInfo
+    from openai.types.chat import completion_create_params as chat_params
     from openai.types.responses import response_create_params as params
 except ImportError as exc:  # pragma: no cover - reported to the caller
     print(f"openai_validate: cannot import openai ({exc}); install .ci/sdk-requirements.txt", file=sys.stderr)
     sys.exit(3)
+
+# anthropic 2.16.0's request TypedDicts carry no aliases (no `PropertyInfo` in its types).
+if KIND == "anthropic":
+    try:
+        from anthropic.types import message_create_params as anthropic_params
+    except ImportError as exc:  # pragma: no cover - reported to the caller
+        print(f"openai_validate: cannot import anthropic ({exc}); install .ci/sdk-requirements.txt", file=sys.stderr)
+        sys.exit(3)
+
+# (streaming, non-streaming) request types per kind.
+TYPES = {
+    "responses": lambda: (params.ResponseCreateParamsStreaming, params.ResponseCreateParamsNonStreaming),
+    "chat": lambda: (chat_params.CompletionCreateParamsStreaming, chat_params.CompletionCreateParamsNonStreaming),
+    "anthropic": lambda: (anthropic_params.MessageCreateParamsStreaming, anthropic_params.MessageCreateParamsNonStreaming),
+}
+if KIND not in TYPES:
+    print(f"openai_validate: HERMES_VALIDATE_PARAMS must be one of {sorted(TYPES)}, not {KIND!r}", file=sys.stderr)
+    sys.exit(2)
 
 
 class Invalid(Exception):
@@ -207,10 +231,11 @@ def check(tp: Any, value: Any, path: list) -> None:
 def validate(body: Any) -> None:
     if not isinstance(body, dict):
         raise Invalid([], f"expected a JSON object, found {type(body).__name__}")
+    streaming, non_streaming = TYPES[KIND]()
     if body.get("stream") is True:
-        check(params.ResponseCreateParamsStreaming, body, [])
+        check(streaming, body, [])
     else:
-        check(params.ResponseCreateParamsNonStreaming, body, [])
+        check(non_streaming, body, [])
 
 
 if __name__ == "__main__":

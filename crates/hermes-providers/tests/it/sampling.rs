@@ -1,0 +1,841 @@
+//! Sampling parameters on every wire: the exact body each wire encodes with every parameter it
+//! can send set (its provider's spelling, in its writing order), and the typed
+//! `TransportError::Unsupported` naming each parameter it cannot send — or cannot send together
+//! with the thinking it was asked for — instead of a silent drop.
+
+use hermes_core::sampling::{ResponseFormat, Sampling, ToolChoice};
+use hermes_core::{
+    Effort, Message, RawJson, RequestParts, ResolveOptions, RouteTarget, ThinkingRequest,
+    TransportError, Verdicts, Wire,
+};
+use hermes_providers::anthropic::{
+    AnthropicWire, Flavor as AnthropicFlavor, Target as AnthropicTarget,
+};
+use hermes_providers::bedrock::{BedrockWire, Target as BedrockTarget};
+use hermes_providers::gemini::{Flavor as GeminiFlavor, GeminiWire, Target as GeminiTarget};
+use hermes_providers::responses::ResponsesWire;
+use hermes_providers::{ChatTransport, Endpoint, HttpChat, builtin_table};
+
+const TOOLS: &str = r#"[{"type":"function","function":{"name":"now","description":"The time.","parameters":{"type":"object","properties":{"tz":{"type":"string"}}}}}]"#;
+const SCHEMA: &str = r#"{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}"#;
+
+fn history() -> Vec<Message> {
+    hermes_core::parse_history(
+        r#"[{"role":"system","content":"Be brief."},{"role":"user","content":"Time?"}]"#,
+    )
+    .unwrap()
+    .messages
+}
+
+fn schema() -> ResponseFormat {
+    ResponseFormat::JsonSchema {
+        name: "answer".into(),
+        schema: RawJson::from_text(SCHEMA).unwrap(),
+        strict: Some(true),
+    }
+}
+
+/// Every parameter set.
+pub(crate) fn full() -> Sampling {
+    Sampling::new()
+        .max_tokens(512)
+        .temperature(0.2)
+        .top_p(0.9)
+        .stop(["END"])
+        .tool_choice(ToolChoice::Function("now".into()))
+        .parallel_tool_calls(false)
+        .response_format(schema())
+        .seed(7)
+        .user("user-1")
+}
+
+/// `full` without the parameters named.
+fn without(names: &[&str]) -> Sampling {
+    let mut s = full();
+    for name in names {
+        match *name {
+            "max_tokens" => s.max_tokens = None,
+            "temperature" => s.temperature = None,
+            "top_p" => s.top_p = None,
+            "stop" => s.stop.clear(),
+            "tool_choice" => s.tool_choice = None,
+            "parallel_tool_calls" => s.parallel_tool_calls = None,
+            "response_format" => s.response_format = None,
+            "seed" => s.seed = None,
+            "user" => s.user = None,
+            other => panic!("no parameter {other}"),
+        }
+    }
+    s
+}
+
+/// The body `wire` encodes for `sampling` on `provider`/`base_url`/`model`, or its error.
+fn encode(
+    wire: &dyn Wire,
+    provider: &str,
+    base_url: &str,
+    model: &str,
+    thinking: ThinkingRequest,
+    sampling: &Sampling,
+) -> Result<String, TransportError> {
+    encode_streamed(wire, (provider, base_url, model), thinking, sampling, false)
+}
+
+/// As [`encode`], streamed or not; `at` is the provider, base URL and model.
+fn encode_streamed(
+    wire: &dyn Wire,
+    (provider, base_url, model): (&str, &str, &str),
+    thinking: ThinkingRequest,
+    sampling: &Sampling,
+    stream: bool,
+) -> Result<String, TransportError> {
+    let decision = builtin_table().resolve(
+        &RouteTarget::new(provider, Some(base_url), model),
+        ResolveOptions::default(),
+    );
+    let verdicts = Verdicts::default();
+    let h = history();
+    let tools = RawJson::from_text(TOOLS).unwrap();
+    let parts = RequestParts::new(&h, &decision, &verdicts)
+        .tools(Some(&tools))
+        .thinking(thinking)
+        .stream(stream)
+        .sampling(sampling);
+    wire.encode(&parts)
+        .map(|out| String::from_utf8(out.body).unwrap())
+}
+
+/// The body `wire_id` (`bedrock`, `gemini`, `vertex-gemini`, `openai-responses`) encodes for
+/// `model` with every sampling parameter it can send set, `stream`ed or not: the SDK schema
+/// table's `Sampling` rows (`sdk_schema`).
+pub(crate) fn sdk_body(wire_id: &str, model: &str, stream: bool) -> String {
+    let none = ThinkingRequest::NoPreference;
+    let body = match wire_id {
+        "bedrock" => {
+            let sampling = without(&["seed", "user", "parallel_tool_calls"]);
+            encode(&bedrock(), "bedrock", BEDROCK, model, none, &sampling)
+        }
+        "gemini" | "vertex-gemini" => {
+            let sampling = without(&["user", "parallel_tool_calls"]);
+            let mut w = gemini();
+            let base = if wire_id == "vertex-gemini" {
+                w.target.flavor = GeminiFlavor::Vertex {
+                    project: "p".into(),
+                    region: "us-central1".into(),
+                };
+                hermes_providers::gemini::vertex_base_url("us-central1")
+            } else {
+                GEMINI.to_owned()
+            };
+            w.target.base_url = base.clone();
+            encode(&w, wire_id, &base, model, none, &sampling)
+        }
+        _ => {
+            let w = ResponsesWire {
+                client: ChatTransport::new().unwrap(),
+                base_url: "https://api.openai.com/v1".into(),
+                auth: None,
+            };
+            // Reasoning off: OpenAI's reasoning models take temperature and top_p only so.
+            let sampling = without(&["stop", "seed"]);
+            let at = (wire_id, "https://api.openai.com/v1", model);
+            encode_streamed(&w, at, ThinkingRequest::Off, &sampling, stream)
+        }
+    };
+    body.unwrap_or_else(|e| panic!("{wire_id} {model}: {e}"))
+}
+
+/// Asserts `result` is the refusal of `parameter`, its text naming it and `why`.
+fn check_unsupported(result: Result<String, TransportError>, parameter: &str, why: &str) {
+    match result {
+        Err(e @ TransportError::Unsupported { parameter: p, .. }) => {
+            assert_eq!(p, parameter, "{e}");
+            let text = e.to_string();
+            assert!(
+                text.starts_with(&format!("cannot send {parameter} to ")) && text.contains(why),
+                "{text}"
+            );
+        }
+        other => panic!("expected {parameter} refused, got {other:?}"),
+    }
+}
+
+fn chat(base_url: &str) -> HttpChat {
+    HttpChat {
+        client: ChatTransport::new().unwrap(),
+        endpoint: Endpoint {
+            base_url: base_url.into(),
+            api_key: None,
+        },
+    }
+}
+
+const CHAT_MESSAGES: &str =
+    r#""messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Time?"}]"#;
+
+#[test]
+fn chat_completions_spell_sampling_per_route() {
+    let compatible = "https://api.together.xyz/v1";
+    let body = encode(
+        &chat(compatible),
+        "together",
+        compatible,
+        "m",
+        ThinkingRequest::NoPreference,
+        &full(),
+    )
+    .unwrap();
+    assert_eq!(
+        body,
+        format!(
+            r#"{{"model":"m",{CHAT_MESSAGES},"tools":{TOOLS},"max_tokens":512,"temperature":0.2,"top_p":0.9,"stop":["END"],"tool_choice":{{"type":"function","function":{{"name":"now"}}}},"parallel_tool_calls":false,"response_format":{{"type":"json_schema","json_schema":{{"name":"answer","schema":{SCHEMA},"strict":true}}}},"seed":7,"user":"user-1"}}"#
+        )
+    );
+    // OpenAI itself: `max_completion_tokens`.
+    let openai = "https://api.openai.com/v1";
+    let body = encode(
+        &chat(openai),
+        "openai",
+        openai,
+        "gpt-5.1",
+        ThinkingRequest::NoPreference,
+        &without(&["response_format", "tool_choice"]),
+    )
+    .unwrap();
+    assert_eq!(
+        body,
+        format!(
+            r#"{{"model":"gpt-5.1",{CHAT_MESSAGES},"tools":{TOOLS},"max_completion_tokens":512,"temperature":0.2,"top_p":0.9,"stop":["END"],"parallel_tool_calls":false,"seed":7,"user":"user-1"}}"#
+        )
+    );
+    // An OpenAI reasoning model that cannot turn reasoning off takes no temperature but 1.
+    check_unsupported(
+        encode(
+            &chat(openai),
+            "openai",
+            openai,
+            "gpt-5",
+            ThinkingRequest::NoPreference,
+            &Sampling::new().temperature(0.2),
+        ),
+        "temperature",
+        "only with reasoning effort none; this model cannot turn reasoning off",
+    );
+    // Strict Groq: `max_completion_tokens`, the thinking request after the sampling.
+    let groq = "https://api.groq.com/openai/v1";
+    let sampling = Sampling::new()
+        .max_tokens(64)
+        .tool_choice(ToolChoice::Required);
+    let body = encode(
+        &chat(groq),
+        "groq",
+        groq,
+        "qwen3",
+        ThinkingRequest::Effort(Effort::High),
+        &sampling,
+    )
+    .unwrap();
+    assert_eq!(
+        body,
+        format!(
+            r#"{{"model":"qwen3",{CHAT_MESSAGES},"tools":{TOOLS},"max_completion_tokens":64,"tool_choice":"required","reasoning_effort":"high"}}"#
+        )
+    );
+    // Strict Mistral: `max_tokens`, `random_seed`, and no `user` (refused: its schema forbids
+    // unknown fields with 422).
+    let mistral = "https://api.mistral.ai/v1";
+    let sampling = Sampling::new()
+        .max_tokens(64)
+        .seed(7)
+        .tool_choice(ToolChoice::None)
+        .response_format(ResponseFormat::JsonObject);
+    let body = encode(
+        &chat(mistral),
+        "mistral",
+        mistral,
+        "mistral-large",
+        ThinkingRequest::NoPreference,
+        &sampling,
+    )
+    .unwrap();
+    assert_eq!(
+        body,
+        format!(
+            r#"{{"model":"mistral-large",{CHAT_MESSAGES},"tools":{TOOLS},"max_tokens":64,"tool_choice":"none","response_format":{{"type":"json_object"}},"random_seed":7}}"#
+        )
+    );
+    check_unsupported(
+        encode(
+            &chat(mistral),
+            "mistral",
+            mistral,
+            "mistral-large",
+            ThinkingRequest::NoPreference,
+            &Sampling::new().user("u"),
+        ),
+        "user",
+        "Mistral",
+    );
+}
+
+fn anthropic(model_base: &str) -> AnthropicWire {
+    AnthropicWire {
+        client: ChatTransport::new().unwrap(),
+        target: AnthropicTarget {
+            flavor: AnthropicFlavor::Direct,
+            base_url: model_base.into(),
+            max_tokens: None,
+        },
+        auth: None,
+    }
+}
+
+const ANTHROPIC: &str = "https://api.anthropic.com";
+
+#[test]
+fn anthropic_messages_map_what_the_api_has_and_refuse_the_rest() {
+    let w = anthropic(ANTHROPIC);
+    let sampling = without(&["temperature", "top_p", "seed"]);
+    let body = encode(
+        &w,
+        "anthropic",
+        ANTHROPIC,
+        "claude-opus-4-6",
+        ThinkingRequest::NoPreference,
+        &sampling,
+    )
+    .unwrap();
+    assert_eq!(
+        body,
+        format!(
+            r#"{{"model":"claude-opus-4-6","max_tokens":512,"system":[{{"type":"text","text":"Be brief.","cache_control":{{"type":"ephemeral"}}}}],"messages":[{{"role":"user","content":[{{"type":"text","text":"Time?","cache_control":{{"type":"ephemeral"}}}}]}}],"tools":[{{"name":"now","description":"The time.","input_schema":{{"type":"object","properties":{{"tz":{{"type":"string"}}}}}}}}],"tool_choice":{{"type":"tool","name":"now","disable_parallel_tool_use":true}},"output_config":{{"format":{{"type":"json_schema","schema":{SCHEMA}}}}},"stop_sequences":["END"],"metadata":{{"user_id":"user-1"}}}}"#
+        )
+    );
+    // Adaptive thinking and a format share `output_config`; parallel calls allowed is said.
+    let sampling = Sampling::new()
+        .tool_choice(ToolChoice::Auto)
+        .parallel_tool_calls(true)
+        .response_format(schema());
+    let body = encode(
+        &w,
+        "anthropic",
+        ANTHROPIC,
+        "claude-opus-4-6",
+        ThinkingRequest::Effort(Effort::High),
+        &sampling,
+    )
+    .unwrap();
+    assert!(
+        body.contains(r#""tool_choice":{"type":"auto","disable_parallel_tool_use":false},"thinking":{"type":"adaptive","display":"summarized"},"output_config":{"effort":"high","format":{"type":"json_schema","schema":"#),
+        "{body}"
+    );
+    let refused = |sampling: &Sampling, thinking| {
+        encode(
+            &w,
+            "anthropic",
+            ANTHROPIC,
+            "claude-sonnet-4-5",
+            thinking,
+            sampling,
+        )
+    };
+    let none = ThinkingRequest::NoPreference;
+    check_unsupported(
+        refused(&Sampling::new().temperature(0.2), none),
+        "temperature",
+        "has no temperature",
+    );
+    check_unsupported(
+        refused(&Sampling::new().top_p(0.9), none),
+        "top_p",
+        "has no top_p",
+    );
+    check_unsupported(
+        refused(&Sampling::new().seed(7), none),
+        "seed",
+        "has no seed",
+    );
+    check_unsupported(
+        refused(
+            &Sampling::new().response_format(ResponseFormat::JsonObject),
+            none,
+        ),
+        "response_format",
+        "no schema-less JSON mode",
+    );
+    check_unsupported(
+        refused(
+            &Sampling::new()
+                .tool_choice(ToolChoice::None)
+                .parallel_tool_calls(false),
+            none,
+        ),
+        "parallel_tool_calls",
+        "tool_choice none",
+    );
+    // With thinking on: no forced tool, and `max_tokens` above the budget (high: 16000).
+    let high = ThinkingRequest::Effort(Effort::High);
+    check_unsupported(
+        refused(&Sampling::new().tool_choice(ToolChoice::Required), high),
+        "tool_choice",
+        "only tool_choice auto or none",
+    );
+    check_unsupported(
+        refused(&Sampling::new().max_tokens(16000), high),
+        "max_tokens",
+        "not above the thinking budget 16000",
+    );
+    let body = refused(&Sampling::new().max_tokens(20000), high).unwrap();
+    assert!(
+        body.contains(r#""max_tokens":20000,"#) && body.contains(r#""budget_tokens":16000"#),
+        "{body}"
+    );
+}
+
+fn bedrock() -> BedrockWire {
+    BedrockWire {
+        client: ChatTransport::new().unwrap(),
+        target: BedrockTarget {
+            base_url: BEDROCK.into(),
+            max_tokens: None,
+        },
+        auth: None,
+        clock: std::time::SystemTime::now,
+    }
+}
+
+const BEDROCK: &str = "https://bedrock-runtime.us-east-1.amazonaws.com";
+const CLAUDE45: &str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
+
+#[test]
+fn bedrock_converse_maps_inference_tool_choice_and_format_and_refuses_the_rest() {
+    let w = bedrock();
+    let sampling = without(&["seed", "user", "parallel_tool_calls"]);
+    let body = encode(
+        &w,
+        "bedrock",
+        BEDROCK,
+        CLAUDE45,
+        ThinkingRequest::NoPreference,
+        &sampling,
+    )
+    .unwrap();
+    assert_eq!(
+        body,
+        format!(
+            r#"{{"messages": [{{"role": "user", "content": [{{"text": "Time?"}}]}}], "system": [{{"text": "Be brief."}}, {{"cachePoint": {{"type": "default"}}}}], "inferenceConfig": {{"maxTokens": 512, "temperature": 0.2, "topP": 0.9, "stopSequences": ["END"]}}, "toolConfig": {{"tools": [{{"toolSpec": {{"name": "now", "description": "The time.", "inputSchema": {{"json": {{"type": "object", "properties": {{"tz": {{"type": "string"}}}}}}}}}}}}], "toolChoice": {{"tool": {{"name": "now"}}}}}}, "outputConfig": {{"textFormat": {{"type": "json_schema", "structure": {{"jsonSchema": {{"schema": {}, "name": "answer"}}}}}}}}}}"#,
+            serde_json::to_string(SCHEMA).unwrap()
+        )
+    );
+    let none = ThinkingRequest::NoPreference;
+    let refused = |sampling: &Sampling, model: &str, thinking| {
+        encode(&w, "bedrock", BEDROCK, model, thinking, sampling)
+    };
+    check_unsupported(
+        refused(&Sampling::new().seed(7), CLAUDE45, none),
+        "seed",
+        "no seed",
+    );
+    check_unsupported(
+        refused(&Sampling::new().user("u"), CLAUDE45, none),
+        "user",
+        "no end-user id",
+    );
+    check_unsupported(
+        refused(&Sampling::new().parallel_tool_calls(false), CLAUDE45, none),
+        "parallel_tool_calls",
+        "no switch for parallel tool calls",
+    );
+    check_unsupported(
+        refused(
+            &Sampling::new().tool_choice(ToolChoice::None),
+            CLAUDE45,
+            none,
+        ),
+        "tool_choice",
+        "no tool choice none",
+    );
+    check_unsupported(
+        refused(
+            &Sampling::new().response_format(ResponseFormat::JsonObject),
+            CLAUDE45,
+            none,
+        ),
+        "response_format",
+        "schema-less JSON mode",
+    );
+    // Claude's budget thinking: temperature only 1, topP 0.95–1, no forced tool, maxTokens
+    // above the budget.
+    let high = ThinkingRequest::Effort(Effort::High);
+    check_unsupported(
+        refused(&Sampling::new().temperature(0.2), CLAUDE45, high),
+        "temperature",
+        "temperature can only be 1",
+    );
+    check_unsupported(
+        refused(&Sampling::new().top_p(0.5), CLAUDE45, high),
+        "top_p",
+        "between 0.95 and 1",
+    );
+    check_unsupported(
+        refused(
+            &Sampling::new().tool_choice(ToolChoice::Required),
+            CLAUDE45,
+            high,
+        ),
+        "tool_choice",
+        "cannot be forced",
+    );
+    check_unsupported(
+        refused(&Sampling::new().max_tokens(100), CLAUDE45, high),
+        "max_tokens",
+        "above the thinking budget 16000",
+    );
+    let body = refused(
+        &Sampling::new().temperature(1.0).top_p(0.95),
+        CLAUDE45,
+        high,
+    )
+    .unwrap();
+    assert!(
+        body.contains(
+            r#""inferenceConfig": {"maxTokens": 24192, "temperature": 1.0, "topP": 0.95}"#
+        ),
+        "{body}"
+    );
+    // Nova 2 at high effort takes no maxTokens, temperature or topP (SPEC §3c).
+    check_unsupported(
+        refused(
+            &Sampling::new().max_tokens(100),
+            "us.amazon.nova-2-lite-v1:0",
+            high,
+        ),
+        "max_tokens",
+        "Nova 2 at high reasoning effort",
+    );
+}
+
+fn gemini() -> GeminiWire {
+    GeminiWire {
+        client: ChatTransport::new().unwrap(),
+        target: GeminiTarget {
+            flavor: GeminiFlavor::AiStudio,
+            base_url: GEMINI.into(),
+            max_tokens: None,
+        },
+        auth: None,
+    }
+}
+
+const GEMINI: &str = "https://generativelanguage.googleapis.com/v1beta";
+
+#[test]
+fn gemini_maps_generation_config_and_function_calling_and_refuses_the_rest() {
+    let w = gemini();
+    let sampling = without(&["user", "parallel_tool_calls"]);
+    let body = encode(
+        &w,
+        "gemini",
+        GEMINI,
+        "gemini-2.5-flash",
+        ThinkingRequest::Effort(Effort::Low),
+        &sampling,
+    )
+    .unwrap();
+    assert_eq!(
+        body,
+        format!(
+            r#"{{"contents":[{{"parts":[{{"text":"Time?"}}],"role":"user"}}],"systemInstruction":{{"parts":[{{"text":"Be brief."}}],"role":"user"}},"tools":[{{"functionDeclarations":[{{"description":"The time.","name":"now","parametersJsonSchema":{{"type":"object","properties":{{"tz":{{"type":"string"}}}}}}}}]}}],"toolConfig":{{"functionCallingConfig":{{"mode":"ANY","allowedFunctionNames":["now"]}}}},"generationConfig":{{"temperature":0.2,"topP":0.9,"maxOutputTokens":512,"stopSequences":["END"],"seed":7,"responseMimeType":"application/json","responseJsonSchema":{SCHEMA},"thinkingConfig":{{"includeThoughts":true,"thinkingBudget":1024}}}}}}"#
+        )
+    );
+    let none = ThinkingRequest::NoPreference;
+    let refused =
+        |sampling: &Sampling| encode(&w, "gemini", GEMINI, "gemini-2.5-flash", none, sampling);
+    check_unsupported(
+        refused(&Sampling::new().user("u")),
+        "user",
+        "no end-user id",
+    );
+    check_unsupported(
+        refused(&Sampling::new().parallel_tool_calls(true)),
+        "parallel_tool_calls",
+        "no switch for parallel function calls",
+    );
+    check_unsupported(refused(&Sampling::new().seed(1 << 40)), "seed", "int32");
+    let body = refused(
+        &Sampling::new()
+            .tool_choice(ToolChoice::None)
+            .response_format(ResponseFormat::Text),
+    )
+    .unwrap();
+    assert!(
+        body.contains(r#""toolConfig":{"functionCallingConfig":{"mode":"NONE"}},"generationConfig":{"maxOutputTokens":65536,"responseMimeType":"text/plain","thinkingConfig":{"includeThoughts":true}}}"#),
+        "{body}"
+    );
+}
+
+#[test]
+fn responses_maps_its_fields_and_refuses_stop_seed_and_temperature_while_reasoning() {
+    let w = ResponsesWire {
+        client: ChatTransport::new().unwrap(),
+        base_url: "https://api.openai.com/v1".into(),
+        auth: None,
+    };
+    let base = "https://api.openai.com/v1";
+    // Reasoning off: OpenAI's reasoning models take temperature and top_p only so.
+    let sampling = without(&["stop", "seed"]);
+    let body = encode(
+        &w,
+        "openai-responses",
+        base,
+        "gpt-5.1",
+        ThinkingRequest::Off,
+        &sampling,
+    )
+    .unwrap();
+    assert_eq!(
+        body,
+        format!(
+            r#"{{"model":"gpt-5.1","stream":false,"include":["reasoning.encrypted_content"],"input":[{{"role":"user","content":"Time?"}}],"instructions":"Be brief.","reasoning":{{"effort":"none"}},"store":false,"tools":[{{"type":"function","name":"now","description":"The time.","parameters":{{"type":"object","properties":{{"tz":{{"type":"string"}}}}}},"strict":false}}],"max_output_tokens":512,"temperature":0.2,"top_p":0.9,"tool_choice":{{"type":"function","name":"now"}},"parallel_tool_calls":false,"text":{{"format":{{"type":"json_schema","name":"answer","schema":{SCHEMA},"strict":true}}}},"safety_identifier":"user-1"}}"#
+        )
+    );
+    let refused = |sampling: &Sampling| {
+        encode(
+            &w,
+            "openai-responses",
+            base,
+            "gpt-5",
+            ThinkingRequest::NoPreference,
+            sampling,
+        )
+    };
+    check_unsupported(
+        refused(&Sampling::new().stop(["END"])),
+        "stop",
+        "no stop sequences",
+    );
+    check_unsupported(refused(&Sampling::new().seed(7)), "seed", "no seed");
+    // A reasoning model takes temperature (but 1) and top_p only with reasoning effort none.
+    check_unsupported(
+        refused(&Sampling::new().temperature(0.2)),
+        "temperature",
+        "only with reasoning effort none; this model cannot turn reasoning off",
+    );
+    let on_51 = |sampling: &Sampling, thinking| {
+        encode(&w, "openai-responses", base, "gpt-5.1", thinking, sampling)
+    };
+    check_unsupported(
+        on_51(
+            &Sampling::new().top_p(0.9),
+            ThinkingRequest::Effort(Effort::Low),
+        ),
+        "top_p",
+        "ask with --no-thinking (effort none) to set it",
+    );
+    let body = on_51(
+        &Sampling::new().temperature(1.0),
+        ThinkingRequest::Effort(Effort::Low),
+    )
+    .unwrap();
+    assert!(
+        body.ends_with(r#""strict":false}],"temperature":1.0}"#),
+        "{body}"
+    );
+}
+
+/// Runs the TypedDict validator over `bodies` as `kind` (`chat`, `anthropic`): one verdict line
+/// per body.
+fn validate(py: &std::path::Path, kind: &str, bodies: &[String]) -> Vec<String> {
+    let mut python = crate::support::python(py, &["OPENAI_", "ANTHROPIC_"]);
+    python.env("HERMES_VALIDATE_PARAMS", kind);
+    let (_, stdout, stderr) =
+        crate::support::run(python, crate::sdk_responses::VALIDATE, &bodies.join("\n"));
+    let lines: Vec<String> = stdout.lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), bodies.len(), "{stderr}");
+    lines
+}
+
+/// `body` with an unknown key added to the object at `pointer`.
+fn probed(body: &str, pointer: &str) -> String {
+    let mut value: serde_json::Value = serde_json::from_str(body).unwrap();
+    value.pointer_mut(pointer).unwrap()["hermes_probe"] = serde_json::json!(1);
+    value.to_string()
+}
+
+#[test]
+fn chat_and_anthropic_sampling_bodies_validate_against_their_official_sdk_types() {
+    const ANTHROPIC_PROBE: &str = "import anthropic\nfrom anthropic.types import message_create_params\nprint(f'anthropic {anthropic.__version__}')";
+    let none = ThinkingRequest::NoPreference;
+    if let Some(py) =
+        hermes_test_support::sdk::sdk_python("openai", crate::sdk_responses::PROBE_SCRIPT)
+    {
+        let compatible = "https://api.together.xyz/v1";
+        let openai = "https://api.openai.com/v1";
+        let mut bodies = vec![
+            encode(
+                &chat(compatible),
+                "together",
+                compatible,
+                "m",
+                none,
+                &full(),
+            )
+            .unwrap(),
+            encode(
+                &chat(openai),
+                "openai",
+                openai,
+                "gpt-5",
+                ThinkingRequest::Effort(Effort::High),
+                &without(&["temperature", "top_p"]),
+            )
+            .unwrap(),
+            encode(
+                &chat(openai),
+                "openai",
+                openai,
+                "gpt-4.1",
+                none,
+                &full()
+                    .response_format(ResponseFormat::JsonObject)
+                    .tool_choice(ToolChoice::Required),
+            )
+            .unwrap(),
+        ];
+        let controls = [
+            probed(&bodies[0], "/response_format/json_schema"),
+            probed(&bodies[1], "/tool_choice/function"),
+        ];
+        bodies.extend(controls);
+        assert_eq!(
+            validate(py, "chat", &bodies),
+            [
+                "ok",
+                "ok",
+                "ok",
+                "invalid response_format.json_schema.hermes_probe: unknown key for JSONSchema [extra_forbidden]",
+                "invalid tool_choice.function.hermes_probe: unknown key for Function [extra_forbidden]",
+            ]
+        );
+    }
+    if let Some(py) = hermes_test_support::sdk::sdk_python("anthropic", ANTHROPIC_PROBE) {
+        let w = anthropic(ANTHROPIC);
+        let mut bodies = vec![
+            encode(
+                &w,
+                "anthropic",
+                ANTHROPIC,
+                "claude-opus-4-6",
+                none,
+                &without(&["temperature", "top_p", "seed"]),
+            )
+            .unwrap(),
+            encode(
+                &w,
+                "anthropic",
+                ANTHROPIC,
+                "claude-opus-4-6",
+                ThinkingRequest::Effort(Effort::High),
+                &Sampling::new()
+                    .tool_choice(ToolChoice::Auto)
+                    .parallel_tool_calls(true)
+                    .response_format(schema())
+                    .stop(["END"])
+                    .max_tokens(4096),
+            )
+            .unwrap(),
+            encode(
+                &w,
+                "anthropic",
+                ANTHROPIC,
+                "claude-sonnet-4-5",
+                none,
+                &Sampling::new().tool_choice(ToolChoice::Required).user("u"),
+            )
+            .unwrap(),
+            encode(
+                &w,
+                "anthropic",
+                ANTHROPIC,
+                "claude-sonnet-4-5",
+                none,
+                &Sampling::new().tool_choice(ToolChoice::None),
+            )
+            .unwrap(),
+        ];
+        let controls = [
+            probed(&bodies[0], "/tool_choice"),
+            probed(&bodies[1], "/output_config/format"),
+            probed(&bodies[2], "/metadata"),
+        ];
+        bodies.extend(controls);
+        let verdicts = validate(py, "anthropic", &bodies);
+        assert_eq!(verdicts[..4], ["ok", "ok", "ok", "ok"], "{verdicts:?}");
+        for (verdict, at) in
+            verdicts[4..]
+                .iter()
+                .zip(["tool_choice", "output_config.format", "metadata"])
+        {
+            assert!(
+                verdict.starts_with(&format!("invalid {at}.hermes_probe: unknown key for ")),
+                "{verdict}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_wire_refuses_a_tool_choice_without_tools_or_naming_a_tool_not_sent() {
+    let compatible = "https://api.together.xyz/v1";
+    let responses = ResponsesWire {
+        client: ChatTransport::new().unwrap(),
+        base_url: "https://api.openai.com/v1".into(),
+        auth: None,
+    };
+    let (chat, anthropic, bedrock, gemini) =
+        (chat(compatible), anthropic(ANTHROPIC), bedrock(), gemini());
+    let wires: [(&dyn Wire, &str, &str, &str); 5] = [
+        (&chat, "together", compatible, "m"),
+        (&anthropic, "anthropic", ANTHROPIC, "claude-opus-4-6"),
+        (&bedrock, "bedrock", BEDROCK, CLAUDE45),
+        (&gemini, "gemini", GEMINI, "gemini-2.5-flash"),
+        (
+            &responses,
+            "openai-responses",
+            "https://api.openai.com/v1",
+            "gpt-5",
+        ),
+    ];
+    let none = ThinkingRequest::NoPreference;
+    for (wire, provider, base, model) in wires {
+        // Named, but not among the tools sent.
+        let other = Sampling::new().tool_choice(ToolChoice::Function("nope".into()));
+        check_unsupported(
+            encode(wire, provider, base, model, none, &other),
+            "tool_choice",
+            "it names `nope`, which is not among the tools sent (now)",
+        );
+        // No tools at all.
+        let decision = builtin_table().resolve(
+            &RouteTarget::new(provider, Some(base), model),
+            ResolveOptions::default(),
+        );
+        let verdicts = Verdicts::default();
+        let h = history();
+        for (sampling, parameter) in [
+            (Sampling::new().tool_choice(ToolChoice::Auto), "tool_choice"),
+            (
+                Sampling::new().parallel_tool_calls(false),
+                "parallel_tool_calls",
+            ),
+        ] {
+            let parts = RequestParts::new(&h, &decision, &verdicts).sampling(&sampling);
+            check_unsupported(
+                wire.encode(&parts)
+                    .map(|o| String::from_utf8(o.body).unwrap()),
+                parameter,
+                "no tools are sent with this request",
+            );
+        }
+    }
+}
