@@ -3,7 +3,7 @@
 use hermes_core::Message;
 
 use crate::row::MessageRow;
-use crate::{DbResult as _, Store, StoreError, now_ms};
+use crate::{DbResult as _, Store, StoreError, next_revision, now_ms};
 
 /// What a compaction changes in a session's rows, applied by [`Store::apply_compaction`].
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -93,17 +93,7 @@ impl Store {
         };
         // The session's new revision, which the archived rows record (so the view as it stood
         // before can be rebuilt, see `crate::tip`).
-        let revision: i64 = sqlx::query_scalar(
-            "UPDATE sessions SET message_count = message_count + $1, updated_at = $2, \
-             revision = revision + 1 WHERE id = $3 RETURNING revision",
-        )
-        .bind(inserts.len() as i64)
-        .bind(now)
-        .bind(session)
-        .fetch_optional(&mut *tx)
-        .await
-        .db()?
-        .ok_or_else(|| StoreError::NotFound(session.to_owned()))?;
+        let revision = next_revision(&mut tx, session, inserts.len(), now).await?;
         let mut next: i64 = sqlx::query_scalar::<_, Option<i64>>(
             "SELECT MAX(position) FROM messages WHERE session_id = $1",
         )

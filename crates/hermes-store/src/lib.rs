@@ -669,8 +669,8 @@ impl Store {
     /// [`Store::open_at_with`], with sqlx's own event for every statement left on (a `tracing`
     /// event with target `sqlx::query` at DEBUG, or WARN for one slower than a second; the
     /// other constructors turn them off). For diagnosis, and for counting the statements an
-    /// operation runs (`cargo xtask bench`). On SQLite, sqlx 0.9 runs `BEGIN` and `COMMIT`
-    /// around its statement log: they have no event.
+    /// operation runs (`cargo xtask bench`). sqlx 0.9 sends `BEGIN` (on either backend) and
+    /// SQLite's `COMMIT` outside its statement log: they have no event.
     pub async fn open_at_logging_statements(
         location: &Location,
         pool: PoolOptions,
@@ -1366,7 +1366,24 @@ pub(crate) async fn store_rows(
         let row = MessageRow::from_message(start + i as i64, msg)?;
         row.insert(&mut *tx, session, now).await?;
     }
-    let revision: i64 = sqlx::query_scalar(
+    let revision = next_revision(tx, session, added, now).await?;
+    Ok(Tip::new(
+        session,
+        revision,
+        start + messages.len() as i64 - 1,
+    ))
+}
+
+/// Records a change of the session's messages on its row, in the caller's write transaction:
+/// `added` more rows in `message_count`, `updated_at` = `now`, the revision moved on. Returns
+/// the new revision.
+pub(crate) async fn next_revision(
+    tx: &mut sqlx::AnyConnection,
+    session: &str,
+    added: usize,
+    now: i64,
+) -> Result<i64, StoreError> {
+    sqlx::query_scalar(
         "UPDATE sessions SET message_count = message_count + $1, updated_at = $2, \
          revision = revision + 1 WHERE id = $3 RETURNING revision",
     )
@@ -1376,12 +1393,7 @@ pub(crate) async fn store_rows(
     .fetch_optional(&mut *tx)
     .await
     .db()?
-    .ok_or_else(|| StoreError::NotFound(session.to_owned()))?;
-    Ok(Tip::new(
-        session,
-        revision,
-        start + messages.len() as i64 - 1,
-    ))
+    .ok_or_else(|| StoreError::NotFound(session.to_owned()))
 }
 
 #[cfg(test)]

@@ -29,15 +29,6 @@ async fn raw_rows(store: &Store, id: &str) -> Vec<Vec<Option<String>>> {
         .collect()
 }
 
-/// The stored `model_config` text.
-async fn config_text(store: &Store, id: &str) -> String {
-    sqlx::query_scalar("SELECT model_config FROM sessions WHERE id = $1")
-        .bind(id)
-        .fetch_one(&store.pool)
-        .await
-        .unwrap()
-}
-
 /// The reasoning text appender `k` sends, as the exact JSON text on the wire (an escape and a
 /// quote in it, which a re-encoding would change).
 fn reasoning_text(k: usize) -> String {
@@ -58,6 +49,11 @@ fn appender_messages(k: usize) -> Vec<Message> {
         )
     };
     serde_json::from_str(&json).unwrap()
+}
+
+/// The texts of a session's active view.
+async fn texts(store: &Store, id: &str) -> Vec<String> {
+    store.messages(id).await.unwrap().iter().map(text).collect()
 }
 
 fn text(m: &Message) -> String {
@@ -85,7 +81,7 @@ async fn sixteen_appenders_at_one_tip_one_continues_and_fifteen_branch_intact(db
         .unwrap();
     let prefix = store.messages(&id).await.unwrap();
     let prefix_raw = raw_rows(&store, &id).await;
-    let parent_config = config_text(&store, &id).await;
+    let parent_config = super::raw_config(&store, &id).await;
     let parent_meta = store.session(&id).await.unwrap();
     // Every appender reads the tip first, then all append at once.
     let barrier = Arc::new(tokio::sync::Barrier::new(N));
@@ -151,7 +147,7 @@ async fn sixteen_appenders_at_one_tip_one_continues_and_fifteen_branch_intact(db
         );
         assert_eq!(meta.base_url_confirmed, parent_meta.base_url_confirmed);
         // model_config (the verdict recorded above included) copied as stored.
-        assert_eq!(config_text(&store, branch).await, parent_config);
+        assert_eq!(super::raw_config(&store, branch).await, parent_config);
         assert_eq!(
             store
                 .verdicts(branch)
@@ -271,9 +267,8 @@ async fn a_tip_made_stale_by_a_compaction_branches_with_the_uncompacted_view(db:
     assert!(done.branched(), "{done:?}");
     let branch = done.session();
     let branched = store.active(branch).await.unwrap();
-    let texts: Vec<String> = branched.iter().map(|m| text(&m.message)).collect();
     assert_eq!(
-        texts,
+        texts(&store, branch).await,
         ["m0", "[Summary] m1..m2", "m3", "m4", "m5", "next"],
         "the view as read, then the new message"
     );
@@ -282,25 +277,13 @@ async fn a_tip_made_stale_by_a_compaction_branches_with_the_uncompacted_view(db:
     assert_eq!(positions, [0, 1, 2, 3, 4, 5]);
     assert!(branched[1].checkpoint && !branched[0].checkpoint);
     // The compacted parent is as the compaction left it.
-    let parent: Vec<String> = store
-        .messages(&id)
-        .await
-        .unwrap()
-        .iter()
-        .map(text)
-        .collect();
+    let parent = texts(&store, &id).await;
     assert_eq!(parent, ["[Summary] m0..m3", "m4", "m5"]);
     // A tip read after the compaction continues.
     let tip = store.tip(&id).await.unwrap();
     let done = store.compare_and_append(&tip, &[user("on")]).await.unwrap();
     assert!(!done.branched());
-    let parent: Vec<String> = store
-        .messages(&id)
-        .await
-        .unwrap()
-        .iter()
-        .map(text)
-        .collect();
+    let parent = texts(&store, &id).await;
     assert_eq!(parent, ["[Summary] m0..m3", "m4", "m5", "on"]);
 }
 
