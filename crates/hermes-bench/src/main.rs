@@ -14,9 +14,16 @@
 //! Everything runs in one process, side by side, so the ratios cancel the machine's speed.
 //! Arguments: the shaping sizes (default 100 1000 5000), `--shaping-only`, `--storage-only`,
 //! `--late-turn=T` (default 10000) and `--resume-turns=N` (default 1000) to iterate quickly.
+//!
+//! Per-request reads (issue 29), on the same backends: the statements (counted from sqlx's own
+//! statement events) and mean time of what a resumed request reads, the engine's way today
+//! (`session`, `messages`, `thinking`, `verdicts`, `wire_verdicts`, before and after the turn)
+//! against one `Store::snapshot`, on a resumed `--resume-turns` session. `--requests-only` runs
+//! that table alone.
 
 use std::time::Duration;
 
+use hermes_bench::requests::{SQLX_QUERY_TARGET, StatementCounter, mean, request_reads};
 use hermes_bench::storage::{
     AppendCost, BenchError, Ratio, ResumeCost, Scratch, append_cost, postgres_server, resume_cost,
 };
@@ -72,24 +79,126 @@ fn main() {
         sizes = FINGERPRINTS.iter().map(|f| f.0).collect();
     }
     let table = hermes_providers::builtin_table();
-    if !flag("--storage-only") && !flag("--compaction-only") {
+    // Every table runs, unless `--TABLE-only` names some.
+    const ONLY: [&str; 4] = [
+        "--shaping-only",
+        "--compaction-only",
+        "--storage-only",
+        "--requests-only",
+    ];
+    let runs = |own: &str| flag(own) || !ONLY.iter().any(|o| flag(o));
+    if runs("--shaping-only") {
         shaping(&table, sizes);
     }
-    if !flag("--shaping-only")
-        && !flag("--storage-only")
+    if runs("--compaction-only")
         && let Err(e) = compaction(&table)
     {
         eprintln!("compaction benchmark failed: {e}");
         std::process::exit(1);
     }
-    if !flag("--shaping-only") && !flag("--compaction-only") {
+    let resume_turns = value("--resume-turns", RESUME_TURNS);
+    if runs("--storage-only") {
         let late_turn = value("--late-turn", LATE_TURN);
-        let resume_turns = value("--resume-turns", RESUME_TURNS);
         if let Err(e) = storage(&table, late_turn, resume_turns) {
             eprintln!("storage benchmark failed: {e}");
             std::process::exit(1);
         }
     }
+    if runs("--requests-only")
+        && let Err(e) = requests(resume_turns)
+    {
+        eprintln!("per-request read benchmark failed: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// Requests timed per pattern in the per-request read table.
+const REQUEST_RUNS: usize = 21;
+
+/// The per-request read table (issue 29): statements and mean time of what a resumed request
+/// reads, the engine's way today (five reads, twice) against one `Store::snapshot`, on an
+/// SQLite file and on PostgreSQL (skipped without `HERMES_TEST_PG_URL`).
+fn requests(turns: usize) -> Result<(), BenchError> {
+    // The counted requests' statements: one number when they agree, else their range.
+    let span = |counts: &[u64]| match (counts.first(), counts.last()) {
+        (Some(lo), Some(hi)) if lo == hi => lo.to_string(),
+        (Some(lo), Some(hi)) => format!("{lo}-{hi}"),
+        _ => "-".to_owned(),
+    };
+    let counter = StatementCounter::default();
+    counter.install()?;
+    let server = postgres_server()?;
+    let dir = tempfile::tempdir()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut scratches = vec![Scratch::sqlite(dir.path())];
+    scratches.extend(server.as_deref().map(Scratch::postgres));
+    let mut measured = Vec::new();
+    for mut scratch in scratches {
+        let backend = scratch.backend();
+        let reads = runtime.block_on(async {
+            let reads = async {
+                let at = scratch.fresh("requests").await?;
+                request_reads(&at, turns, REQUEST_RUNS, &counter).await
+            }
+            .await;
+            let cleaned = scratch.cleanup().await;
+            let reads = reads?;
+            cleaned?;
+            Ok::<_, BenchError>(reads)
+        })?;
+        measured.push((backend, reads));
+    }
+    println!();
+    println!(
+        "per-request reads | resumed {turns}-turn session       backend  statements  mean ms  median ms"
+    );
+    for (backend, reads) in &measured {
+        let name = backend_name(*backend);
+        println!(
+            "old: session+messages+thinking+verdicts+wire_verdicts, x2 {name:<8} {:>10} {:>8.3} {:>10.3}",
+            span(&reads.old_statements),
+            ms(mean(&reads.old)),
+            ms(median(&reads.old)),
+        );
+        println!(
+            "new: one snapshot                                      {name:<8} {:>10} {:>8.3} {:>10.3}",
+            span(&reads.new_statements),
+            ms(mean(&reads.new)),
+            ms(median(&reads.new)),
+        );
+        println!(
+            "old / new                                              {name:<8} {:>10.2} {:>8.2} {:>10.2}",
+            reads.statement_ratio(),
+            reads.time_ratio(),
+            ms(median(&reads.old)) / ms(median(&reads.new)),
+        );
+    }
+    if server.is_none() {
+        println!("{:<55} postgres {PG_SKIPPED}", "");
+    }
+    for (backend, reads) in &measured {
+        let transaction = match backend {
+            Backend::Sqlite => {
+                "sqlx 0.9 runs SQLite's BEGIN and COMMIT outside its statement log, so the \
+                 snapshot's read transaction adds two statements the count does not show"
+            }
+            Backend::Postgres => {
+                "sqlx 0.9 sends PostgreSQL's BEGIN as a simple query outside its statement log, so \
+                 the snapshot's count holds its COMMIT but not its BEGIN"
+            }
+        };
+        println!(
+            "-- {}: {} messages in the active view; statements are sqlx's `{SQLX_QUERY_TARGET}` \
+             events on a one-connection handle that logs them ({transaction}); times over {} interleaved \
+             requests each on a handle opened as hermes opens it",
+            backend_name(*backend),
+            reads.messages,
+            reads.old.len(),
+        );
+    }
+    Ok(())
 }
 
 /// The compaction table: the pre-flight estimate against shaping (cold, and incremental as the

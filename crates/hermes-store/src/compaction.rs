@@ -3,7 +3,7 @@
 use hermes_core::Message;
 
 use crate::row::MessageRow;
-use crate::{DbResult as _, Store, StoreError, now_ms};
+use crate::{DbResult as _, Store, StoreError, next_revision, now_ms};
 
 /// What a compaction changes in a session's rows, applied by [`Store::apply_compaction`].
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -60,7 +60,9 @@ impl Store {
     /// Applies `plan` in one transaction: adds each planned row into the active view where the
     /// row at its `slot` stands, then archives the rows at `plan.archive`. No row is deleted
     /// (`all_messages` still lists the originals); a failure (a slot or an archived position that
-    /// is not an active row of the session) leaves the session as it was.
+    /// is not an active row of the session) leaves the session as it was. The session's revision
+    /// moves on, so a [`Tip`](crate::Tip) read before is stale: an append at it
+    /// ([`Store::compare_and_append`]) branches from the view as it was read.
     pub async fn apply_compaction(
         &self,
         session: &str,
@@ -89,6 +91,9 @@ impl Store {
             position,
             message: message.to_owned(),
         };
+        // The session's new revision, which the archived rows record (so the view as it stood
+        // before can be rebuilt, see `crate::tip`).
+        let revision = next_revision(&mut tx, session, inserts.len(), now).await?;
         let mut next: i64 = sqlx::query_scalar::<_, Option<i64>>(
             "SELECT MAX(position) FROM messages WHERE session_id = $1",
         )
@@ -123,9 +128,11 @@ impl Store {
         }
         for &position in archive {
             let done = sqlx::query(
-                "UPDATE messages SET archived_at = $1 WHERE session_id = $2 AND position = $3 AND archived_at IS NULL",
+                "UPDATE messages SET archived_at = $1, archived_rev = $2 WHERE session_id = $3 \
+                 AND position = $4 AND archived_at IS NULL",
             )
             .bind(now)
+            .bind(revision)
             .bind(session)
             .bind(position)
             .execute(&mut *tx)
@@ -135,15 +142,6 @@ impl Store {
                 return Err(corrupt(position, "not an active message of this session"));
             }
         }
-        sqlx::query(
-            "UPDATE sessions SET message_count = message_count + $1, updated_at = $2 WHERE id = $3",
-        )
-        .bind(inserts.len() as i64)
-        .bind(now)
-        .bind(session)
-        .execute(&mut *tx)
-        .await
-        .db()?;
         tx.commit().await.db()?;
         tracing::info!(
             session,

@@ -27,6 +27,7 @@ struct RawSession {
     reasoning_tokens: i64,
     cache_read_tokens: i64,
     cache_write_tokens: i64,
+    revision: i64,
 }
 
 /// Every column of a `messages` row, as stored.
@@ -37,6 +38,7 @@ struct RawMessage {
     created_at: i64,
     sort_key: Option<i64>,
     archived_at: Option<i64>,
+    archived_rev: Option<i64>,
     kind: String,
 }
 
@@ -93,6 +95,7 @@ impl RawSession {
             reasoning_tokens: r.try_get("reasoning_tokens").db()?,
             cache_read_tokens: r.try_get("cache_read_tokens").db()?,
             cache_write_tokens: r.try_get("cache_write_tokens").db()?,
+            revision: r.try_get("revision").db()?,
         })
     }
 }
@@ -109,6 +112,7 @@ impl RawMessage {
             created_at: r.try_get("created_at").db()?,
             sort_key: r.try_get("sort_key").db()?,
             archived_at: r.try_get("archived_at").db()?,
+            archived_rev: r.try_get("archived_rev").db()?,
             kind: r.try_get("kind").db()?,
         })
     }
@@ -144,7 +148,7 @@ impl Store {
         let rows = sqlx::query(
             "SELECT position, role, content, tool_calls, tool_call_id, name, reasoning_content, \
              reasoning, reasoning_details, origin_provider, origin_host, origin_model, extra, \
-             key_order, created_at, sort_key, archived_at, kind FROM messages \
+             key_order, created_at, sort_key, archived_at, archived_rev, kind FROM messages \
              WHERE session_id = $1 ORDER BY position",
         )
         .bind(id)
@@ -237,7 +241,7 @@ impl Store {
         sqlx::query(concat!(
             "INSERT INTO sessions (",
             session_columns!(),
-            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
+            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
         ))
         .bind(&session.id)
         .bind(&session.title)
@@ -255,6 +259,7 @@ impl Store {
         .bind(session.reasoning_tokens)
         .bind(session.cache_read_tokens)
         .bind(session.cache_write_tokens)
+        .bind(session.revision)
         .execute(&mut *tx)
         .await
         .db()?;
@@ -262,8 +267,9 @@ impl Store {
             let mut query = sqlx::query(
                 "INSERT INTO messages (session_id, position, role, content, tool_calls, tool_call_id, \
                  name, reasoning_content, reasoning, reasoning_details, origin_provider, origin_host, \
-                 origin_model, extra, key_order, created_at, sort_key, archived_at, kind) VALUES \
-                 ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+                 origin_model, extra, key_order, created_at, sort_key, archived_at, archived_rev, kind) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
+                 $19, $20)",
             )
             .bind(&session.id)
             .bind(m.position);
@@ -274,6 +280,7 @@ impl Store {
                 .bind(m.created_at)
                 .bind(m.sort_key)
                 .bind(m.archived_at)
+                .bind(m.archived_rev)
                 .bind(&m.kind)
                 .execute(&mut *tx)
                 .await

@@ -31,6 +31,10 @@
 //! - Compaction: [`Store::apply_compaction`] applies a [`CompactionPlan`] (rows to archive, and
 //!   [`PlannedInsert`]s that take the place of existing rows, each a [`RowKind`]). Rows are
 //!   archived, never deleted. [`Store::compact`] is the same with tuples, kept for older callers.
+//! - Compare-and-append (SPEC §10): [`Store::snapshot`] reads everything a request needs in one
+//!   read transaction, with the session's [`Tip`]; [`Store::compare_and_append`] appends at that
+//!   tip when the session still ends there, else stores a branch of the view that was read
+//!   ([`Appended`]). Every append and compaction moves the session's revision on.
 
 #[macro_use]
 mod row;
@@ -44,6 +48,7 @@ mod ownership;
 #[cfg(feature = "test-support")]
 pub mod testing;
 mod thinking;
+mod tip;
 mod verdicts;
 
 pub use compaction::{CompactionPlan, PlannedInsert, RowKind};
@@ -53,6 +58,7 @@ pub use leases::Lease;
 pub use original::{OriginalDb, OriginalRow, OriginalSession, is_python_original, read_original};
 pub use ownership::{Ownership, ownership};
 pub use thinking::{StoredThinking, THINKING_KEY};
+pub use tip::{Appended, Snapshot, Tip};
 pub use verdicts::VerdictFilter;
 
 use std::path::{Path, PathBuf};
@@ -129,6 +135,11 @@ static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
             "fleet verdicts",
             include_str!("../migrations/sqlite/0007_fleet_verdicts.sql"),
         ),
+        (
+            8,
+            "revisions",
+            include_str!("../migrations/sqlite/0008_revisions.sql"),
+        ),
     ])
 });
 
@@ -145,6 +156,11 @@ static PG_MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
             2,
             "fleet verdicts",
             include_str!("../migrations/postgres/0002_fleet_verdicts.sql"),
+        ),
+        (
+            3,
+            "revisions",
+            include_str!("../migrations/postgres/0003_revisions.sql"),
         ),
     ])
 });
@@ -578,6 +594,24 @@ fn sqlite_url(path: &Path) -> String {
     format!("sqlite://{path}?mode=rw")
 }
 
+/// Whether a store's connections emit sqlx's per-statement events.
+#[derive(Clone, Copy)]
+enum StatementLog {
+    /// No events (the default: the store logs what it does in its own words).
+    Off,
+    /// sqlx's defaults: DEBUG per statement, WARN for slow ones.
+    On,
+}
+
+impl StatementLog {
+    fn apply(self, options: AnyConnectOptions) -> AnyConnectOptions {
+        match self {
+            StatementLog::Off => options.disable_statement_logging(),
+            StatementLog::On => options,
+        }
+    }
+}
+
 /// How a store's connection pool is sized and how long it waits (`[store]` in config.toml).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolOptions {
@@ -629,9 +663,29 @@ impl Store {
 
     /// [`Store::open_at`] with a pool sized and timed by `pool`.
     pub async fn open_at_with(location: &Location, pool: PoolOptions) -> Result<Store, StoreError> {
+        Store::open_at_logging(location, pool, StatementLog::Off).await
+    }
+
+    /// [`Store::open_at_with`], with sqlx's own event for every statement left on (a `tracing`
+    /// event with target `sqlx::query` at DEBUG, or WARN for one slower than a second; the
+    /// other constructors turn them off). For diagnosis, and for counting the statements an
+    /// operation runs (`cargo xtask bench`). sqlx 0.9 sends `BEGIN` (on either backend) and
+    /// SQLite's `COMMIT` outside its statement log: they have no event.
+    pub async fn open_at_logging_statements(
+        location: &Location,
+        pool: PoolOptions,
+    ) -> Result<Store, StoreError> {
+        Store::open_at_logging(location, pool, StatementLog::On).await
+    }
+
+    async fn open_at_logging(
+        location: &Location,
+        pool: PoolOptions,
+        log: StatementLog,
+    ) -> Result<Store, StoreError> {
         match location {
-            Location::Sqlite(path) => Store::open_with(path, pool).await,
-            Location::Postgres(url) => Store::connect_postgres_with(url, pool).await,
+            Location::Sqlite(path) => Store::open_sqlite(path, pool, log).await,
+            Location::Postgres(url) => Store::connect_pg(url, pool, log).await,
         }
     }
 
@@ -659,14 +713,21 @@ impl Store {
         url: &str,
         pool_options: PoolOptions,
     ) -> Result<Store, StoreError> {
+        Store::connect_pg(url, pool_options, StatementLog::Off).await
+    }
+
+    async fn connect_pg(
+        url: &str,
+        pool_options: PoolOptions,
+        log: StatementLog,
+    ) -> Result<Store, StoreError> {
         let open_err = |message: String| StoreError::Open {
             path: redact_url(url),
             message: scrub(&message, url),
         };
         install_drivers();
-        let options = AnyConnectOptions::from_str(url)
-            .map_err(|e| open_err(e.to_string()))?
-            .disable_statement_logging();
+        let options =
+            log.apply(AnyConnectOptions::from_str(url).map_err(|e| open_err(e.to_string()))?);
         // Known cost: sqlx 0.9.0 leaves Nagle's algorithm on (transact-rs/sqlx#4335, fixed by
         // #4336, unreleased), so over TLS each new connection and each statement's first run
         // waits on a delayed ACK; the fewer round trips an open makes, the less it pays. Bump
@@ -721,6 +782,14 @@ impl Store {
 
     /// [`Store::open`] with a pool sized and timed by `pool`.
     pub async fn open_with(path: &Path, pool_options: PoolOptions) -> Result<Store, StoreError> {
+        Store::open_sqlite(path, pool_options, StatementLog::Off).await
+    }
+
+    async fn open_sqlite(
+        path: &Path,
+        pool_options: PoolOptions,
+        log: StatementLog,
+    ) -> Result<Store, StoreError> {
         let open_err = |message: String| StoreError::Open {
             path: path.display().to_string(),
             message,
@@ -738,9 +807,10 @@ impl Store {
         }
         install_drivers();
         let pool = || async {
-            let options = AnyConnectOptions::from_str(&sqlite_url(path))
-                .map_err(|e| open_err(e.to_string()))?
-                .disable_statement_logging();
+            let options = log.apply(
+                AnyConnectOptions::from_str(&sqlite_url(path))
+                    .map_err(|e| open_err(e.to_string()))?,
+            );
             let busy_ms = pool_options.busy_timeout.as_millis();
             AnyPoolOptions::new()
                 .max_connections(pool_options.connections(Backend::Sqlite))
@@ -973,28 +1043,7 @@ impl Store {
 
     /// The active view with each message's position.
     pub async fn active(&self, session: &str) -> Result<Vec<StoredMessage>, StoreError> {
-        // Read in primary-key order (no sort in SQLite: a 23 MB session would spill to a temp
-        // B-tree), then move checkpoints and shrunk rows to their slots with a stable sort.
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            message_columns!(),
-            ", archived_at, kind, sort_key FROM messages WHERE session_id = $1 AND archived_at IS NULL \
-             ORDER BY position"
-        ))
-        .bind(session)
-        .fetch_all(&self.pool)
-        .await.db()?;
-        let mut keyed = rows
-            .iter()
-            .map(|r| {
-                let key: Option<i64> = r.try_get("sort_key").db()?;
-                Ok((key, stored_message(session, r)?))
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        if keyed.iter().any(|(key, _)| key.is_some()) {
-            keyed.sort_by_key(|(key, m)| (key.unwrap_or(m.position), m.position));
-        }
-        Ok(keyed.into_iter().map(|(_, m)| m).collect())
+        read_active(&self.pool, session).await
     }
 
     /// Every row of the session, archived ones included, in append order.
@@ -1244,6 +1293,40 @@ async fn insert_session(
     Ok(())
 }
 
+/// The session's active view, read through `conn` (the pool, or a transaction): archived rows
+/// are left out and each checkpoint or shrunk row stands where the rows it replaces stood.
+pub(crate) async fn read_active<'c, E>(
+    conn: E,
+    session: &str,
+) -> Result<Vec<StoredMessage>, StoreError>
+where
+    E: sqlx::Executor<'c, Database = sqlx::Any>,
+{
+    // Read in primary-key order (no sort in SQLite: a 23 MB session would spill to a temp
+    // B-tree), then move checkpoints and shrunk rows to their slots with a stable sort.
+    let rows = sqlx::query(concat!(
+        "SELECT ",
+        message_columns!(),
+        ", archived_at, kind, sort_key FROM messages WHERE session_id = $1 AND archived_at IS NULL \
+         ORDER BY position"
+    ))
+    .bind(session)
+    .fetch_all(conn)
+    .await
+    .db()?;
+    let mut keyed = rows
+        .iter()
+        .map(|r| {
+            let key: Option<i64> = r.try_get("sort_key").db()?;
+            Ok((key, stored_message(session, r)?))
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    if keyed.iter().any(|(key, _)| key.is_some()) {
+        keyed.sort_by_key(|(key, m)| (key.unwrap_or(m.position), m.position));
+    }
+    Ok(keyed.into_iter().map(|(_, m)| m).collect())
+}
+
 async fn append_rows(
     tx: &mut sqlx::AnyConnection,
     session: &str,
@@ -1264,21 +1347,53 @@ async fn append_rows(
         return Err(StoreError::NotFound(session.to_owned()));
     }
     let start = next.map_or(0, |p| p + 1);
+    store_rows(tx, session, start, messages, messages.len()).await?;
+    Ok(())
+}
+
+/// Inserts `messages` at positions `start..` of an existing session and records the change on
+/// its row: `added` more rows in `message_count` (the messages, and any rows copied in before
+/// them in the same transaction), a new revision. Returns the session's tip after it.
+pub(crate) async fn store_rows(
+    tx: &mut sqlx::AnyConnection,
+    session: &str,
+    start: i64,
+    messages: &[Message],
+    added: usize,
+) -> Result<Tip, StoreError> {
     let now = now_ms();
     for (i, msg) in messages.iter().enumerate() {
         let row = MessageRow::from_message(start + i as i64, msg)?;
         row.insert(&mut *tx, session, now).await?;
     }
-    sqlx::query(
-        "UPDATE sessions SET message_count = message_count + $1, updated_at = $2 WHERE id = $3",
+    let revision = next_revision(tx, session, added, now).await?;
+    Ok(Tip::new(
+        session,
+        revision,
+        start + messages.len() as i64 - 1,
+    ))
+}
+
+/// Records a change of the session's messages on its row, in the caller's write transaction:
+/// `added` more rows in `message_count`, `updated_at` = `now`, the revision moved on. Returns
+/// the new revision.
+pub(crate) async fn next_revision(
+    tx: &mut sqlx::AnyConnection,
+    session: &str,
+    added: usize,
+    now: i64,
+) -> Result<i64, StoreError> {
+    sqlx::query_scalar(
+        "UPDATE sessions SET message_count = message_count + $1, updated_at = $2, \
+         revision = revision + 1 WHERE id = $3 RETURNING revision",
     )
-    .bind(messages.len() as i64)
+    .bind(i64::try_from(added).unwrap_or(i64::MAX))
     .bind(now)
     .bind(session)
-    .execute(&mut *tx)
+    .fetch_optional(&mut *tx)
     .await
-    .db()?;
-    Ok(())
+    .db()?
+    .ok_or_else(|| StoreError::NotFound(session.to_owned()))
 }
 
 #[cfg(test)]

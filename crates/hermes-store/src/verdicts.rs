@@ -179,12 +179,7 @@ impl<'a> RawConfig<'a> {
             }
             M::from_model_config(&config)
         };
-        read().map_err(|e| {
-            <serde_json::Error as serde::de::Error>::custom(format_args!(
-                "member `{}`: {e}",
-                M::KEY
-            ))
-        })
+        read().map_err(named::<M>)
     }
 
     /// The object's text with each `(key, text)` of `rewrites` in place of the stored member:
@@ -225,6 +220,21 @@ impl<'a> RawConfig<'a> {
         out.push('}');
         Ok(out)
     }
+}
+
+/// A member's decoding error, naming the member's key.
+fn named<M: Member>(e: serde_json::Error) -> serde_json::Error {
+    <serde_json::Error as serde::de::Error>::custom(format_args!("member `{}`: {e}", M::KEY))
+}
+
+/// The member `M` of a session's `model_config` already read (one decode of the row serves
+/// every member); an error is [`StoreError::Corrupt`] naming the member, as
+/// [`Store::read_member`] reports it.
+pub(crate) fn member_of<M: Member>(
+    session: &str,
+    config: &Map<String, Value>,
+) -> Result<M, StoreError> {
+    M::from_model_config(config).map_err(|e| corrupt(session, &named::<M>(e)))
 }
 
 fn corrupt(session: &str, e: &serde_json::Error) -> StoreError {

@@ -1,0 +1,277 @@
+//! Compare-and-append and the one read a request needs (SPEC §10, "What is stored"): a
+//! [`Snapshot`] holds everything a resumed request reads, with the session's [`Tip`]; a
+//! [`Store::compare_and_append`] continues the session when it still ends at that tip, and
+//! otherwise stores the messages as a branch of the view that was read. No lock is held between
+//! the read and the append, however long the request streams.
+//!
+//! A tip is the session's `revision` (moved on by every append and compaction, in the same
+//! transaction) and its last row's position at that revision. Rows are never deleted, and a
+//! compaction records its revision on the rows it archives (`archived_rev`), so the active view
+//! as it stood at any tip is the rows up to its position that were not yet archived at its
+//! revision: a stale append branches from exactly what its writer read.
+
+use hermes_core::{Message, Verdicts, WireVerdicts};
+use sqlx::Row as _;
+
+use crate::verdicts::member_of;
+use crate::{
+    DbResult as _, SessionMeta, Store, StoreError, StoredMessage, StoredThinking, meta_from_row,
+    new_session_id, now_ms, read_active, store_rows,
+};
+
+/// Where a session ended when it was read: what [`Store::compare_and_append`] compares. Opaque
+/// and cheap to clone; it names its session. A session without messages has a tip too.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Tip {
+    session: String,
+    revision: i64,
+    /// Position of the session's last row (archived or not) at `revision`; `-1`: none.
+    last: i64,
+}
+
+impl Tip {
+    pub(crate) fn new(session: &str, revision: i64, last: i64) -> Tip {
+        Tip {
+            session: session.to_owned(),
+            revision,
+            last,
+        }
+    }
+
+    /// The session this tip is of.
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+}
+
+/// What [`Store::compare_and_append`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Appended {
+    /// The session still ended at the tip read: the messages follow it there.
+    Continued {
+        /// The session's tip after the append.
+        tip: Tip,
+    },
+    /// The session had moved on (another append, a compaction): the messages were stored as a
+    /// new branch holding the view that was read, then the messages.
+    Branched {
+        /// The new branch's tip ([`Tip::session`] is its id; its parent is the session read).
+        tip: Tip,
+    },
+}
+
+impl Appended {
+    /// The tip after the append: of the session read, or of the new branch.
+    pub fn tip(&self) -> &Tip {
+        match self {
+            Appended::Continued { tip } | Appended::Branched { tip } => tip,
+        }
+    }
+
+    /// The session that holds the messages now (the one read, or the new branch).
+    pub fn session(&self) -> &str {
+        self.tip().session()
+    }
+
+    /// True when the messages were stored as a new branch.
+    pub fn branched(&self) -> bool {
+        matches!(self, Appended::Branched { .. })
+    }
+}
+
+/// Everything a resumed request reads about a session, as of one moment ([`Store::snapshot`]).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Snapshot {
+    /// The session's metadata (what [`Store::session`] returns).
+    pub meta: SessionMeta,
+    /// The active view with positions (what [`Store::active`] returns).
+    pub active: Vec<StoredMessage>,
+    /// The chat-completions verdicts (what [`Store::verdicts`] returns).
+    pub verdicts: Verdicts,
+    /// The other wires' verdicts (what [`Store::wire_verdicts`] returns).
+    pub wire_verdicts: WireVerdicts,
+    /// The stored thinking request (what [`Store::thinking`] returns).
+    pub thinking: Option<StoredThinking>,
+    /// Where the session ends: pass it to [`Store::compare_and_append`].
+    pub tip: Tip,
+}
+
+impl Snapshot {
+    /// The active view's messages, without their positions (what [`Store::messages`] returns).
+    pub fn messages(&self) -> Vec<Message> {
+        self.active.iter().map(|m| m.message.clone()).collect()
+    }
+}
+
+/// The session row with the session's tip: its columns, then `last_position` (an index lookup
+/// on the messages' primary key).
+macro_rules! session_with_tip {
+    () => {
+        concat!(
+            "SELECT ",
+            session_columns!(),
+            ", (SELECT MAX(position) FROM messages WHERE session_id = $1) AS last_position \
+             FROM sessions WHERE id = $1"
+        )
+    };
+}
+
+/// The session's tip alone.
+const TIP: &str = "SELECT revision, (SELECT MAX(position) FROM messages WHERE session_id = $1) \
+                   AS last_position FROM sessions WHERE id = $1";
+
+/// The tip a row of [`session_with_tip!`] or [`TIP`] holds.
+fn tip_of(session: &str, row: &crate::DbRow) -> Result<Tip, StoreError> {
+    let revision: i64 = row.try_get("revision").db()?;
+    let last: Option<i64> = row.try_get("last_position").db()?;
+    Ok(Tip::new(session, revision, last.unwrap_or(-1)))
+}
+
+impl Store {
+    /// The session's tip now (for a caller that stored a session's first messages and goes on
+    /// from there; [`Store::snapshot`] reads it with everything else).
+    pub async fn tip(&self, session: &str) -> Result<Tip, StoreError> {
+        let row = sqlx::query(TIP)
+            .bind(session)
+            .fetch_optional(&self.pool)
+            .await
+            .db()?
+            .ok_or_else(|| StoreError::NotFound(session.to_owned()))?;
+        tip_of(session, &row)
+    }
+
+    /// Everything a resumed request reads, in one read transaction of two statements: the
+    /// session row (metadata, and `model_config`, where the verdicts, the wire verdicts and the
+    /// thinking request live: they are decoded from that same row) with the session's tip, then
+    /// the active view. Each field equals what the separate read returns ([`Store::session`],
+    /// [`Store::active`], [`Store::verdicts`], [`Store::wire_verdicts`], [`Store::thinking`],
+    /// [`Store::tip`]), all as of one moment: an append or compaction committed meanwhile is
+    /// either wholly in it or not at all (SQLite: one deferred transaction, one WAL snapshot;
+    /// PostgreSQL: `REPEATABLE READ, READ ONLY`). A member of `model_config` that does not
+    /// decode is [`StoreError::Corrupt`] naming it, as the separate reads report it.
+    pub async fn snapshot(&self, session: &str) -> Result<Snapshot, StoreError> {
+        let mut tx = match self.backend {
+            crate::Backend::Sqlite => self.pool.begin().await.db()?,
+            crate::Backend::Postgres => self
+                .pool
+                .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                .await
+                .db()?,
+        };
+        let row = sqlx::query(session_with_tip!())
+            .bind(session)
+            .fetch_optional(&mut *tx)
+            .await
+            .db()?
+            .ok_or_else(|| StoreError::NotFound(session.to_owned()))?;
+        let meta = meta_from_row(&row)?;
+        let tip = tip_of(session, &row)?;
+        drop(row);
+        let active = read_active(&mut *tx, session).await?;
+        tx.commit().await.db()?;
+        Ok(Snapshot {
+            verdicts: member_of(session, &meta.model_config)?,
+            wire_verdicts: member_of(session, &meta.model_config)?,
+            thinking: member_of(session, &meta.model_config)?,
+            meta,
+            active,
+            tip,
+        })
+    }
+
+    /// Compare-and-append: appends `messages` to the session of `tip` when the session still
+    /// ends there, else stores them as a new branch, in one write transaction
+    /// ([`Store::write_tx`], the session's write lock: `BEGIN IMMEDIATE` on SQLite, the
+    /// session's advisory lock on PostgreSQL, which every append and compaction of the session
+    /// takes too, so no two of them ever interleave).
+    ///
+    /// A branch is a new session whose parent is the session read, with its title, provider,
+    /// model, base URL (and whether it was confirmed) and `model_config` (verdicts and thinking
+    /// request included) copied as stored, holding the active view as it stood at `tip` (row
+    /// for row, every carrier byte for byte, checkpoints still checkpoints) and then
+    /// `messages`. Two writers that read one tip both succeed: the first continues the session,
+    /// the second branches. Appending nothing at the current tip changes nothing.
+    pub async fn compare_and_append(
+        &self,
+        tip: &Tip,
+        messages: &[Message],
+    ) -> Result<Appended, StoreError> {
+        let session = tip.session();
+        let mut tx = self.write_tx(session).await?;
+        let row = sqlx::query(TIP)
+            .bind(session)
+            .fetch_optional(&mut *tx)
+            .await
+            .db()?
+            .ok_or_else(|| StoreError::NotFound(session.to_owned()))?;
+        let now_tip = tip_of(session, &row)?;
+        if now_tip == *tip {
+            if messages.is_empty() {
+                tx.rollback().await.db()?;
+                return Ok(Appended::Continued { tip: now_tip });
+            }
+            let tip = store_rows(&mut tx, session, tip.last + 1, messages, messages.len()).await?;
+            tx.commit().await.db()?;
+            tracing::debug!(
+                session,
+                appended = messages.len(),
+                "messages stored at the tip read"
+            );
+            return Ok(Appended::Continued { tip });
+        }
+        let id = new_session_id();
+        let now = now_ms();
+        sqlx::query(
+            "INSERT INTO sessions (id, title, parent_id, provider, model, base_url, \
+             base_url_confirmed, model_config, created_at, updated_at) \
+             SELECT $1, title, id, provider, model, base_url, base_url_confirmed, model_config, $2, $2 \
+             FROM sessions WHERE id = $3",
+        )
+        .bind(&id)
+        .bind(now)
+        .bind(session)
+        .execute(&mut *tx)
+        .await
+        .db()?;
+        // The view at `tip`: rows that existed then (positions up to its last) and were not
+        // archived yet (still active, or archived by a later revision), in active-view order.
+        let copied = sqlx::query(
+            "INSERT INTO messages (session_id, position, role, content, tool_calls, tool_call_id, \
+             name, reasoning_content, reasoning, reasoning_details, origin_provider, origin_host, \
+             origin_model, extra, key_order, kind, created_at) \
+             SELECT $1, ROW_NUMBER() OVER (ORDER BY COALESCE(sort_key, position), position) - 1, \
+             role, content, tool_calls, tool_call_id, name, reasoning_content, reasoning, \
+             reasoning_details, origin_provider, origin_host, origin_model, extra, key_order, kind, $2 \
+             FROM messages WHERE session_id = $3 AND position <= $4 \
+             AND (archived_at IS NULL OR archived_rev > $5)",
+        )
+        .bind(&id)
+        .bind(now)
+        .bind(session)
+        .bind(tip.last)
+        .bind(tip.revision)
+        .execute(&mut *tx)
+        .await
+        .db()?
+        .rows_affected();
+        let copied = usize::try_from(copied).unwrap_or(usize::MAX);
+        let branch = store_rows(
+            &mut tx,
+            &id,
+            copied as i64,
+            messages,
+            copied + messages.len(),
+        )
+        .await?;
+        tx.commit().await.db()?;
+        tracing::info!(
+            session,
+            branch = %id,
+            shared = copied,
+            appended = messages.len(),
+            "the session moved on since it was read: stored as a branch"
+        );
+        Ok(Appended::Branched { tip: branch })
+    }
+}
