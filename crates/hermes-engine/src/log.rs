@@ -8,17 +8,22 @@ use std::sync::Mutex;
 use hermes_core::driver::{LogError, SessionLog};
 use hermes_core::verdict::{VERDICTS_KEY, WIRE_VERDICTS_KEY};
 use hermes_core::{CHAT_WIRE, CarrierSet, Message, RouteTarget, Usage, Verdicts, WireVerdicts};
-use hermes_store::{NewSession, Store};
+use hermes_store::{NewSession, Store, Tip};
 
 use crate::fleet::FleetTurn;
 
-/// The session a log writes to: stored, or still to be created with the first step.
+/// The session a log writes to: stored (appended to under a lease), stored and appended to
+/// only at the tip it was read at (compare-and-append: a session that moved on meanwhile gets a
+/// branch instead), or still to be created with the first step.
 enum Session {
     Stored(String),
+    AtTip(Tip),
     New {
         new: Box<NewSession>,
         verdicts: Verdicts,
         wire_verdicts: WireVerdicts,
+        /// After creating it, append at its tip (compare-and-append) rather than plainly.
+        compare: bool,
     },
 }
 
@@ -26,8 +31,9 @@ enum Session {
 pub(crate) struct StoreLog<'a> {
     store: &'a Store,
     session: Mutex<Session>,
-    /// Where the id of a session created here is written at once, so a front end that drops
-    /// the turn mid-way (Ctrl-C) still knows the session exists.
+    /// Where the id of the session the steps went to is written as soon as it changes (a
+    /// session created here, or a branch compare-and-append made), so a front end that drops
+    /// the turn mid-way (Ctrl-C) still knows where its steps are.
     created: Option<&'a Mutex<Option<String>>>,
     /// The turn's fleet verdicts: merged into what the driver is handed back, told what was
     /// accepted.
@@ -49,11 +55,25 @@ impl<'a> StoreLog<'a> {
         }
     }
 
-    /// A log that creates `new` with the first step it stores, and writes its id to `created`.
+    /// A log over the stored session `tip` names, appending only at that tip: a step that
+    /// finds the session moved on is stored as a branch of it (SPEC §10), whose id is written
+    /// to `landed`, and the turn goes on there.
+    pub(crate) fn at_tip(store: &'a Store, tip: Tip, landed: &'a Mutex<Option<String>>) -> Self {
+        StoreLog {
+            store,
+            session: Mutex::new(Session::AtTip(tip)),
+            created: Some(landed),
+            fleet: None,
+        }
+    }
+
+    /// A log that creates `new` with the first step it stores, and writes its id to `created`;
+    /// later steps are appended plainly, or with `compare` at the tip the first left.
     pub(crate) fn new_session(
         store: &'a Store,
         new: NewSession,
         created: &'a Mutex<Option<String>>,
+        compare: bool,
     ) -> Self {
         StoreLog {
             store,
@@ -61,10 +81,19 @@ impl<'a> StoreLog<'a> {
                 new: Box::new(new),
                 verdicts: Verdicts::default(),
                 wire_verdicts: WireVerdicts::default(),
+                compare,
             }),
             created: Some(created),
             fleet: None,
         }
+    }
+
+    /// Writes where the steps are now.
+    fn landed(&self, id: &str) -> Result<(), LogError> {
+        if let Some(created) = self.created {
+            *created.lock().map_err(poisoned)? = Some(id.to_owned());
+        }
+        Ok(())
     }
 
     /// The same log, merging and re-probing the turn's fleet verdicts.
@@ -92,6 +121,7 @@ impl<'a> StoreLog<'a> {
     fn stored_id(&self) -> Result<Option<String>, LogError> {
         Ok(match &*self.session.lock().map_err(poisoned)? {
             Session::Stored(id) => Some(id.clone()),
+            Session::AtTip(tip) => Some(tip.session().to_owned()),
             Session::New { .. } => None,
         })
     }
@@ -100,14 +130,21 @@ impl<'a> StoreLog<'a> {
 #[async_trait::async_trait]
 impl SessionLog for StoreLog<'_> {
     async fn append(&self, messages: &[Message]) -> Result<(), LogError> {
+        enum Pending {
+            Plain(String),
+            Compare(Tip),
+            Create(NewSession, bool),
+        }
         let pending = {
             let session = self.session.lock().map_err(poisoned)?;
             match &*session {
-                Session::Stored(id) => Err(id.clone()),
+                Session::Stored(id) => Pending::Plain(id.clone()),
+                Session::AtTip(tip) => Pending::Compare(tip.clone()),
                 Session::New {
                     new,
                     verdicts,
                     wire_verdicts,
+                    compare,
                 } => {
                     let mut new = (**new).clone();
                     if !verdicts.0.is_empty() {
@@ -120,21 +157,39 @@ impl SessionLog for StoreLog<'_> {
                             serde_json::to_value(wire_verdicts)?,
                         );
                     }
-                    Ok(new)
+                    Pending::Create(new, *compare)
                 }
             }
         };
-        match pending {
-            Err(id) => Ok(self.store.append(&id, messages).await?),
-            Ok(new) => {
-                let id = self.store.create_with_messages(&new, messages).await?;
-                if let Some(created) = self.created {
-                    *created.lock().map_err(poisoned)? = Some(id.clone());
-                }
-                *self.session.lock().map_err(poisoned)? = Session::Stored(id);
-                Ok(())
+        let next = match pending {
+            Pending::Plain(id) => {
+                self.store.append(&id, messages).await?;
+                return Ok(());
             }
-        }
+            Pending::Compare(tip) => {
+                let appended = self.store.compare_and_append(&tip, messages).await?;
+                if appended.branched() {
+                    tracing::info!(
+                        parent = tip.session(),
+                        branch = appended.session(),
+                        "the session moved on since it was read: this turn continues on a branch"
+                    );
+                    self.landed(appended.session())?;
+                }
+                Session::AtTip(appended.tip().clone())
+            }
+            Pending::Create(new, compare) => {
+                let id = self.store.create_with_messages(&new, messages).await?;
+                self.landed(&id)?;
+                if compare {
+                    Session::AtTip(self.store.tip(&id).await?)
+                } else {
+                    Session::Stored(id)
+                }
+            }
+        };
+        *self.session.lock().map_err(poisoned)? = next;
+        Ok(())
     }
 
     async fn record_verdict(
@@ -152,7 +207,9 @@ impl SessionLog for StoreLog<'_> {
                     verdicts.record(target, carriers);
                     verdicts.clone()
                 }
-                Session::Stored(_) => return Err("the session was created meanwhile; retry".into()),
+                Session::Stored(_) | Session::AtTip(_) => {
+                    return Err("the session was created meanwhile; retry".into());
+                }
             },
         };
         if let Some(fleet) = self.fleet {
@@ -179,7 +236,9 @@ impl SessionLog for StoreLog<'_> {
                     wire_verdicts.record(wire, target, fields);
                     wire_verdicts.clone()
                 }
-                Session::Stored(_) => return Err("the session was created meanwhile; retry".into()),
+                Session::Stored(_) | Session::AtTip(_) => {
+                    return Err("the session was created meanwhile; retry".into());
+                }
             },
         };
         if let Some(fleet) = self.fleet {

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use hermes_core::driver::{Conversation, DriverEvent, Tools};
 use hermes_core::{FinishReason, Message, RawJson, Role, Sampling, ThinkingRequest, Usage};
-use hermes_store::{Store, StoredThinking};
+use hermes_store::Store;
 
 use crate::Engine;
 use crate::error::EngineError;
 use crate::session::{
-    AwsLookup, KeyLookup, Limits, NoTools, Target, Toolset, driver_config, new_session, verdicts_of,
+    AwsLookup, KeyLookup, Limits, NoTools, Target, Toolset, driver_config, new_session,
 };
 use crate::settle::{Choice, Defaults, Purpose, Stored, settle, settle_thinking};
 use crate::turn::{Destination, TurnParts, drive};
@@ -167,8 +167,12 @@ impl Request {
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Completion {
-    /// The stored session the turn went to (new, or the one asked for).
+    /// The stored session the turn went to: new, the one asked for, or — when that one had
+    /// moved on since this request read it (another request continued it meanwhile) — a new
+    /// branch of it sharing the history this request read (SPEC §10).
     pub session: String,
+    /// The session asked for, when the turn went to a branch of it.
+    pub branched_from: Option<String>,
     /// The messages the turn added after its input: each reply, and the results of tools the
     /// engine ran.
     pub messages: Vec<Message>,
@@ -295,15 +299,16 @@ impl Engine {
             stream,
             sampling,
         } = request;
-        let loaded = match &session {
-            Some(id) => Some(store.load(id).await?),
+        // The one read of a resumed conversation: its row, its active view and its tip.
+        let snapshot = match &session {
+            Some(id) => Some(store.snapshot(id).await?),
             None => None,
         };
-        let stored = loaded.as_ref().map(|(meta, _)| Stored {
-            provider: meta.provider.as_deref(),
-            model: meta.model.as_deref(),
-            base_url: meta.base_url.as_deref(),
-            base_url_confirmed: meta.base_url_confirmed,
+        let stored = snapshot.as_ref().map(|s| Stored {
+            provider: s.meta.provider.as_deref(),
+            model: s.meta.model.as_deref(),
+            base_url: s.meta.base_url.as_deref(),
+            base_url_confirmed: s.meta.base_url_confirmed,
         });
         self.check_provider(&choice, stored.and_then(|s| s.provider), &settings.defaults)?;
         let key = Arc::clone(&settings.key);
@@ -317,27 +322,20 @@ impl Engine {
         )?;
         span.record("provider", settled.provider.as_str());
         span.record("model", settled.model.as_str());
-        let stored_thinking = match &loaded {
-            Some((meta, _)) => {
-                StoredThinking::from_model_config(&meta.model_config).map_err(|e| {
-                    EngineError::Corrupt {
-                        session: meta.id.clone(),
-                        message: format!("unreadable thinking request: {e}"),
-                    }
-                })?
-            }
-            None => None,
-        };
-        let thinking = settle_thinking(thinking, stored_thinking, settings.defaults.effort);
-        let (id, mut conversation) = match loaded {
-            Some((meta, messages)) => {
-                let (verdicts, wire_verdicts) = verdicts_of(&meta)?;
+        let thinking = settle_thinking(
+            thinking,
+            snapshot.as_ref().and_then(|s| s.thinking),
+            settings.defaults.effort,
+        );
+        let (tip, mut conversation) = match snapshot {
+            Some(snapshot) => {
+                let messages = snapshot.messages();
                 (
-                    Some(meta.id),
+                    Some(snapshot.tip),
                     Conversation {
                         messages,
-                        verdicts,
-                        wire_verdicts,
+                        verdicts: snapshot.verdicts,
+                        wire_verdicts: snapshot.wire_verdicts,
                     },
                 )
             }
@@ -354,18 +352,23 @@ impl Engine {
         let mut config = driver_config(thinking, stream, definitions);
         config.client_tools = client_tools;
         config.sampling = sampling;
-        let created = Mutex::new(None);
+        let landed = Mutex::new(None);
         let title = input
             .iter()
             .find(|m| m.role == Role::User)
             .and_then(|m| m.content.as_ref())
             .and_then(|c| c.as_str().map(|s| s.into_owned()))
             .unwrap_or_default();
-        let destination = match &id {
-            Some(id) => Destination::Stored(id),
+        let read = tip.as_ref().map(|t| t.session().to_owned());
+        let destination = match tip {
+            Some(tip) => Destination::AtTip {
+                tip,
+                landed: &landed,
+            },
             None => Destination::New {
                 new: new_session(&target.settled, thinking, &title),
-                created: &created,
+                created: &landed,
+                compare: true,
             },
         };
         let parts = TurnParts {
@@ -377,16 +380,18 @@ impl Engine {
             reprobe_after: settings.reprobe_after,
         };
         let outcome = drive(&parts, destination, &mut conversation, input, notify).await?;
-        let session = match id {
-            Some(id) => id,
-            None => created
-                .lock()
-                .ok()
-                .and_then(|mut c| c.take())
-                .ok_or_else(|| EngineError::Failed("the new session was not stored".into()))?,
+        let landed = landed.lock().ok().and_then(|mut l| l.take());
+        let (session, branched_from) = match (read, landed) {
+            (Some(read), Some(branch)) => (branch, Some(read)),
+            (Some(read), None) => (read, None),
+            (None, Some(created)) => (created, None),
+            (None, None) => {
+                return Err(EngineError::Failed("the new session was not stored".into()));
+            }
         };
         Ok(Completion {
             session,
+            branched_from,
             usage: outcome
                 .usage
                 .iter()

@@ -354,15 +354,16 @@ impl ChatSession {
             }
             None => None,
         };
+        // One read: the row (verdicts, thinking request) and the active view.
         let resumed = match &options.resume {
-            Some(id) => Some(store.load(id).await?),
+            Some(id) => Some(store.snapshot(id).await?),
             None => None,
         };
-        let stored = resumed.as_ref().map(|(meta, _)| Stored {
-            provider: meta.provider.as_deref(),
-            model: meta.model.as_deref(),
-            base_url: meta.base_url.as_deref(),
-            base_url_confirmed: meta.base_url_confirmed,
+        let stored = resumed.as_ref().map(|s| Stored {
+            provider: s.meta.provider.as_deref(),
+            model: s.meta.model.as_deref(),
+            base_url: s.meta.base_url.as_deref(),
+            base_url_confirmed: s.meta.base_url_confirmed,
         });
         let key = Arc::clone(&options.key);
         engine.check_provider(
@@ -378,26 +379,22 @@ impl ChatSession {
             Purpose::Send,
             &|var: &str| key(var),
         )?;
-        if let (Some((meta, _)), true, Some(url)) =
+        if let (Some(snapshot), true, Some(url)) =
             (&resumed, settled.base_url_named, &settled.base_url)
         {
             // The user named the URL again: from now on the session's URL is their word.
-            store.confirm_base_url(&meta.id, url).await?;
+            store.confirm_base_url(&snapshot.meta.id, url).await?;
         }
-        let stored_thinking = match &resumed {
-            Some((meta, _)) => store.thinking(&meta.id).await?,
-            None => None,
-        };
+        let stored_thinking = resumed.as_ref().and_then(|s| s.thinking);
         let thinking = settle_thinking(options.thinking, stored_thinking, options.defaults.effort);
         let (id, conversation) = match resumed {
-            Some((meta, messages)) => {
-                let (verdicts, wire_verdicts) = verdicts_of(&meta)?;
+            Some(snapshot) => {
                 let conversation = Conversation {
-                    messages,
-                    verdicts,
-                    wire_verdicts,
+                    messages: snapshot.messages(),
+                    verdicts: snapshot.verdicts,
+                    wire_verdicts: snapshot.wire_verdicts,
                 };
-                (Some(meta.id), conversation)
+                (Some(snapshot.meta.id), conversation)
             }
             None => (None, Conversation::default()),
         };
@@ -510,6 +507,7 @@ impl ChatSession {
             None => Destination::New {
                 new,
                 created: &self.created,
+                compare: false,
             },
         };
         let parts = TurnParts {

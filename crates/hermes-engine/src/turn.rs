@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use hermes_core::driver::{Conversation, Driver, DriverConfig, DriverEvent, Tools, TurnOutcome};
 use hermes_core::{Message, Wait};
-use hermes_store::{NewSession, Store};
+use hermes_store::{NewSession, Store, Tip};
 
 use crate::error::EngineError;
 use crate::fleet::FleetTurn;
@@ -16,14 +16,24 @@ use crate::session::{Limits, Target};
 
 /// Where a turn's steps are stored.
 pub(crate) enum Destination<'a> {
-    /// Appended to this stored session.
+    /// Appended to this stored session (its holder holds the lease).
     Stored(&'a str),
+    /// Appended to the session `tip` names only while it still ends there (compare-and-append,
+    /// no lease); otherwise on a branch of it, whose id is written to `landed`.
+    AtTip {
+        /// Where the session ended when the request read it.
+        tip: Tip,
+        /// Where a branch's id is written.
+        landed: &'a Mutex<Option<String>>,
+    },
     /// A new session, created with the first step; its id is written to `created` at once.
     New {
         /// What it is created with.
         new: NewSession,
         /// Where its id is written.
         created: &'a Mutex<Option<String>>,
+        /// Later steps compare-and-append (a request) rather than append under a lease.
+        compare: bool,
     },
 }
 
@@ -67,7 +77,12 @@ pub(crate) async fn drive(
     .await?;
     let log = match destination {
         Destination::Stored(id) => StoreLog::stored(store, id),
-        Destination::New { new, created } => StoreLog::new_session(store, new, created),
+        Destination::AtTip { tip, landed } => StoreLog::at_tip(store, tip, landed),
+        Destination::New {
+            new,
+            created,
+            compare,
+        } => StoreLog::new_session(store, new, created, compare),
     }
     .with_fleet(&fleet);
     let driver = Driver {

@@ -1,6 +1,7 @@
 //! The integration tests of hermes-engine, one binary: each module was a test file of its own.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod concurrency;
 mod connections;
 mod leases;
 mod preview;
