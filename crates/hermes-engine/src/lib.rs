@@ -29,6 +29,7 @@ mod session;
 pub mod settle;
 mod simulators;
 mod summarize;
+mod target;
 mod turn;
 
 use std::sync::Arc;
@@ -40,14 +41,13 @@ pub use fleet::DEFAULT_REPROBE_AFTER;
 pub use home::{OWN_DB, STATE_DB, open_store, open_store_with, store_path};
 pub use preview::{Preview, PreviewOptions};
 pub use request::{Completion, Event, Events, Request, Settings, ToolMode};
-pub use session::{
-    AwsLookup, AwsSecrets, ChatSession, KeyLookup, Limits, OpenOptions, Toolset, reply_text,
-};
+pub use session::{ChatSession, OpenOptions, Toolset, reply_text};
 pub use settle::{
     Choice, Defaults, ProviderDefaults, Purpose, Settled, Stored, VERTEX_VARIABLES, VertexDefaults,
     VertexLocation, settle, settle_thinking,
 };
 pub use simulators::{SIM_HOST, SimProfile, Simulators, StartedSim};
+pub use target::{AwsLookup, AwsSecrets, KeyLookup, Limits};
 
 pub use hermes_compaction::CompactionOverrides;
 

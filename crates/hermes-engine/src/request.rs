@@ -12,10 +12,9 @@ use hermes_store::Store;
 
 use crate::Engine;
 use crate::error::EngineError;
-use crate::session::{
-    AwsLookup, KeyLookup, Limits, NoTools, Target, Toolset, driver_config, new_session,
-};
+use crate::session::{NoTools, Toolset, driver_config, new_session};
 use crate::settle::{Choice, Defaults, Purpose, Stored, settle, settle_thinking};
+use crate::target::{AwsLookup, KeyLookup, Limits, Target};
 use crate::turn::{Destination, TurnParts, drive};
 
 /// What every request of an engine runs with: the store and the process-wide settings a front

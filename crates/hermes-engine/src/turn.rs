@@ -12,7 +12,7 @@ use hermes_store::{NewSession, Store, Tip};
 use crate::error::EngineError;
 use crate::fleet::FleetTurn;
 use crate::log::StoreLog;
-use crate::session::{Limits, Target};
+use crate::target::{Limits, Target};
 
 /// Where a turn's steps are stored.
 pub(crate) enum Destination<'a> {
@@ -98,7 +98,7 @@ pub(crate) async fn drive(
         tracing::warn!(error = %e, "cannot give back fleet verdict re-probe claims; they lapse on their own");
     }
     match result {
-        Ok(result) => result.map_err(|e| crate::session::credential_error(&target.settled, e)),
+        Ok(result) => result.map_err(|e| crate::target::credential_error(&target.settled, e)),
         Err(_) => Err(EngineError::Timeout {
             wait: Wait::Turn,
             message: format!(

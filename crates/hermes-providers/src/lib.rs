@@ -7,6 +7,7 @@ pub mod bedrock;
 pub mod chat;
 pub mod gemini;
 mod image;
+pub mod openai_model;
 pub mod registry;
 mod reply;
 pub mod responses;

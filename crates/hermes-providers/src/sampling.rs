@@ -9,7 +9,7 @@ use hermes_core::sampling::{ResponseFormat, Sampling, ToolChoice};
 use hermes_core::{RouteDecision, RouteMatcher, TransportError};
 use serde_json::{Value, json};
 
-use crate::responses::model::{ModelKind, model_kind};
+use crate::openai_model::{ModelKind, model_kind};
 
 /// A parameter a wire cannot send, and why: the request is not sent.
 #[derive(Clone, Debug, PartialEq, Eq)]

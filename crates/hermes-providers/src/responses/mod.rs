@@ -6,7 +6,8 @@
 pub mod body;
 pub(crate) mod capture;
 mod media;
-pub mod model;
+/// What an OpenAI model id implies for reasoning (shared with the chat wire's sampling rules).
+pub use crate::openai_model as model;
 
 use eventsource_stream::{EventStreamError, Eventsource as _};
 use futures_util::{Stream, StreamExt as _};

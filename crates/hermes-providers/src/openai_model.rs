@@ -1,4 +1,5 @@
-//! What an OpenAI model id implies for the Responses wire's `reasoning` object (SPEC §3c).
+//! What an OpenAI model id implies for the Responses wire's `reasoning` object (SPEC §3c), and
+//! for the sampling parameters a reasoning model takes on either OpenAI wire.
 //!
 //! The effort vocabularies are the ones OpenAI's reasoning guide and model pages give
 //! (https://platform.openai.com/docs/guides/reasoning, the model pages under
