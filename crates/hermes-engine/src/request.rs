@@ -6,14 +6,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hermes_core::driver::{Conversation, DriverEvent, Tools};
+use hermes_core::driver::{DriverEvent, Tools};
 use hermes_core::{FinishReason, Message, RawJson, Role, Sampling, ThinkingRequest, Usage};
 use hermes_store::Store;
 
 use crate::Engine;
 use crate::error::EngineError;
-use crate::session::{NoTools, Toolset, driver_config, new_session};
-use crate::settle::{Choice, Defaults, Purpose, Stored, settle, settle_thinking};
+use crate::session::{NoTools, Opened, Toolset, driver_config, new_session, open_snapshot};
+use crate::settle::{Choice, Defaults};
 use crate::target::{AwsLookup, KeyLookup, Limits, Target};
 use crate::turn::{Destination, TurnParts, drive};
 
@@ -303,43 +303,21 @@ impl Engine {
             Some(id) => Some(store.snapshot(id).await?),
             None => None,
         };
-        let stored = snapshot.as_ref().map(|s| Stored {
-            provider: s.meta.provider.as_deref(),
-            model: s.meta.model.as_deref(),
-            base_url: s.meta.base_url.as_deref(),
-            base_url_confirmed: s.meta.base_url_confirmed,
-        });
-        self.check_provider(&choice, stored.and_then(|s| s.provider), &settings.defaults)?;
-        let key = Arc::clone(&settings.key);
-        let settled = settle(
+        let Opened {
+            settled,
+            thinking,
+            mut conversation,
+            tip,
+        } = open_snapshot(
+            self,
             &choice,
-            stored,
+            snapshot,
             &settings.defaults,
-            self.sim_profiles(),
-            Purpose::Send,
-            &|var: &str| key(var),
+            &settings.key,
+            thinking,
         )?;
         span.record("provider", settled.provider.as_str());
         span.record("model", settled.model.as_str());
-        let thinking = settle_thinking(
-            thinking,
-            snapshot.as_ref().and_then(|s| s.thinking),
-            settings.defaults.effort,
-        );
-        let (tip, mut conversation) = match snapshot {
-            Some(snapshot) => {
-                let messages = snapshot.messages();
-                (
-                    Some(snapshot.tip),
-                    Conversation {
-                        messages,
-                        verdicts: snapshot.verdicts,
-                        wire_verdicts: snapshot.wire_verdicts,
-                    },
-                )
-            }
-            None => (None, Conversation::default()),
-        };
         let target = Target::start(self, settled, &settings.limits, settings.aws.as_ref()).await?;
         let (runner, definitions, client_tools): (&dyn Tools, _, _) = match &tools {
             ToolMode::None => (&NoTools, None, false),

@@ -214,49 +214,28 @@ impl ChatSession {
             None => None,
         };
         // One read: the row (verdicts, thinking request) and the active view.
-        let resumed = match &options.resume {
+        let snapshot = match &options.resume {
             Some(id) => Some(store.snapshot(id).await?),
             None => None,
         };
-        let stored = resumed.as_ref().map(|s| Stored {
-            provider: s.meta.provider.as_deref(),
-            model: s.meta.model.as_deref(),
-            base_url: s.meta.base_url.as_deref(),
-            base_url_confirmed: s.meta.base_url_confirmed,
-        });
-        let key = Arc::clone(&options.key);
-        engine.check_provider(
+        let Opened {
+            settled,
+            thinking,
+            conversation,
+            tip,
+        } = open_snapshot(
+            engine,
             &options.choice,
-            stored.and_then(|s| s.provider),
+            snapshot,
             &options.defaults,
+            &options.key,
+            options.thinking,
         )?;
-        let settled = settle(
-            &options.choice,
-            stored,
-            &options.defaults,
-            engine.sim_profiles(),
-            Purpose::Send,
-            &|var: &str| key(var),
-        )?;
-        if let (Some(snapshot), true, Some(url)) =
-            (&resumed, settled.base_url_named, &settled.base_url)
-        {
+        let id = tip.map(|t| t.session().to_owned());
+        if let (Some(id), true, Some(url)) = (&id, settled.base_url_named, &settled.base_url) {
             // The user named the URL again: from now on the session's URL is their word.
-            store.confirm_base_url(&snapshot.meta.id, url).await?;
+            store.confirm_base_url(id, url).await?;
         }
-        let stored_thinking = resumed.as_ref().and_then(|s| s.thinking);
-        let thinking = settle_thinking(options.thinking, stored_thinking, options.defaults.effort);
-        let (id, conversation) = match resumed {
-            Some(snapshot) => {
-                let conversation = Conversation {
-                    messages: snapshot.messages(),
-                    verdicts: snapshot.verdicts,
-                    wire_verdicts: snapshot.wire_verdicts,
-                };
-                (Some(snapshot.meta.id), conversation)
-            }
-            None => (None, Conversation::default()),
-        };
         let compaction =
             hermes_compaction::CompactionConfig::for_model(&settled.model, &options.compaction);
         let target = Target::start(engine, settled, &options.limits, options.aws.as_ref()).await?;
@@ -610,6 +589,68 @@ pub(crate) fn new_session(settled: &Settled, thinking: ThinkingRequest, title: &
         ..NewSession::default()
     }
     .with_thinking(StoredThinking::from_request(thinking))
+}
+
+/// What a chat session or a request starts from, settled.
+pub(crate) struct Opened {
+    /// The target (flags > the stored session > config > registry).
+    pub(crate) settled: Settled,
+    /// The thinking request (flags > the stored session's > config's effort).
+    pub(crate) thinking: ThinkingRequest,
+    /// The conversation it continues (empty for a new session).
+    pub(crate) conversation: Conversation,
+    /// Where the stored session ended when it was read (none for a new session).
+    pub(crate) tip: Option<hermes_store::Tip>,
+}
+
+/// Settles a chat session or a request on a stored session's `snapshot` (or none, for a new
+/// one): the provider name is checked, the target settled, the thinking request settled, the
+/// conversation taken from the snapshot — the one settlement both entry points share.
+pub(crate) fn open_snapshot(
+    engine: &Engine,
+    choice: &Choice,
+    snapshot: Option<hermes_store::Snapshot>,
+    defaults: &Defaults,
+    key: &KeyLookup,
+    thinking: ThinkingRequest,
+) -> Result<Opened, EngineError> {
+    let stored = snapshot.as_ref().map(|s| Stored {
+        provider: s.meta.provider.as_deref(),
+        model: s.meta.model.as_deref(),
+        base_url: s.meta.base_url.as_deref(),
+        base_url_confirmed: s.meta.base_url_confirmed,
+    });
+    engine.check_provider(choice, stored.and_then(|s| s.provider), defaults)?;
+    let settled = settle(
+        choice,
+        stored,
+        defaults,
+        engine.sim_profiles(),
+        Purpose::Send,
+        &|var: &str| key(var),
+    )?;
+    let thinking = settle_thinking(
+        thinking,
+        snapshot.as_ref().and_then(|s| s.thinking),
+        defaults.effort,
+    );
+    let (tip, conversation) = match snapshot {
+        Some(snapshot) => (
+            Some(snapshot.tip.clone()),
+            Conversation {
+                messages: snapshot.messages(),
+                verdicts: snapshot.verdicts,
+                wire_verdicts: snapshot.wire_verdicts,
+            },
+        ),
+        None => (None, Conversation::default()),
+    };
+    Ok(Opened {
+        settled,
+        thinking,
+        conversation,
+        tip,
+    })
 }
 
 /// The verdicts a stored session's row holds: its chat-completions verdicts and its verdicts on

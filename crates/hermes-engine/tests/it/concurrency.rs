@@ -5,25 +5,12 @@
 //! once, in order, with its reasoning byte for byte, and nothing is interleaved.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use hermes_core::{Message, Role};
+use hermes_engine::store::Backend;
 use hermes_engine::store::testing::TestDb;
-use hermes_engine::store::{Backend, Store};
-use hermes_engine::{Choice, Defaults, Engine, ProviderDefaults, Request, Settings};
+use hermes_engine::{Choice, Request};
 use hermes_sim::Sim;
-
-fn engine(sim: &Sim, store: &Store) -> Engine {
-    let mut defaults = Defaults::default();
-    defaults.providers.insert(
-        "deepseek".into(),
-        ProviderDefaults::new(Some(sim.base_url()), None, None, false),
-    );
-    Engine::builtin().with_store(
-        store.clone(),
-        Settings::new(defaults, Arc::new(|_| Some("sk-test".to_owned()))),
-    )
-}
 
 fn text(message: &Message) -> String {
     message
@@ -39,7 +26,7 @@ async fn thirty_two_requests_over_eight_conversations(backend: Backend) {
     };
     let store = db.open().await;
     let sim = Sim::start("deepseek-v4").await.unwrap();
-    let engine = engine(&sim, &store);
+    let engine = crate::request_engine(&sim, &store);
     let choice = Choice::new(Some("deepseek"), Some("deepseek-v4-pro"), None);
 
     let mut conversations = Vec::new();

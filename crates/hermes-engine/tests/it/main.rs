@@ -17,3 +17,22 @@ fn sim_engine() -> hermes_engine::Engine {
     hermes_engine::Engine::builtin()
         .with_simulators(std::sync::Arc::new(hermes_cli::HermesSimulators::new()))
 }
+
+/// An engine serving requests from `store`, with DeepSeek at `sim` and a test key.
+fn request_engine(
+    sim: &hermes_sim::Sim,
+    store: &hermes_engine::store::Store,
+) -> hermes_engine::Engine {
+    let mut defaults = hermes_engine::Defaults::default();
+    defaults.providers.insert(
+        "deepseek".into(),
+        hermes_engine::ProviderDefaults::new(Some(sim.base_url()), None, None, false),
+    );
+    hermes_engine::Engine::builtin().with_store(
+        store.clone(),
+        hermes_engine::Settings::new(
+            defaults,
+            std::sync::Arc::new(|_| Some("sk-test".to_owned())),
+        ),
+    )
+}

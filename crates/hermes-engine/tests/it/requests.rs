@@ -3,27 +3,21 @@
 //! client-side tools by returning the calling reply, streams its events, and its futures are
 //! `Send` (they run as spawned tasks).
 
-use std::sync::Arc;
-
 use hermes_core::driver::DriverEvent;
 use hermes_core::{FinishReason, Message, RawJson, Role};
 use hermes_engine::store::Store;
-use hermes_engine::{
-    Choice, Completion, Defaults, Engine, Event, ProviderDefaults, Request, Settings, ToolMode,
-};
+use hermes_engine::{Choice, Completion, Engine, Event, Request, ToolMode};
 use hermes_sim::Sim;
 
 /// An engine serving requests from `store`, DeepSeek at `sim`.
-fn engine(sim: &Sim, store: &Store) -> Engine {
-    let mut defaults = Defaults::default();
-    defaults.providers.insert(
-        "deepseek".into(),
-        ProviderDefaults::new(Some(sim.base_url()), None, None, false),
-    );
-    Engine::builtin().with_store(
-        store.clone(),
-        Settings::new(defaults, Arc::new(|_| Some("sk-test".to_owned()))),
-    )
+/// The strict DeepSeek V4 simulator, a fresh SQLite store and an engine serving requests
+/// from it.
+async fn served() -> (Sim, tempfile::TempDir, Store, Engine) {
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("state.db")).await.unwrap();
+    let engine = crate::request_engine(&sim, &store);
+    (sim, dir, store, engine)
 }
 
 fn deepseek() -> Choice {
@@ -45,10 +39,7 @@ fn result_for(id: &str, text: &str) -> Message {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_starts_a_session_and_the_next_continues_it_with_its_reasoning() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("state.db")).await.unwrap();
-    let engine = engine(&sim, &store);
+    let (sim, _dir, store, engine) = served().await;
 
     let first = engine
         .complete(Request::user("hello").choice(deepseek()), &|_| {})
@@ -88,10 +79,7 @@ async fn a_request_starts_a_session_and_the_next_continues_it_with_its_reasoning
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_side_tools_return_the_calling_reply_and_the_results_continue_it() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("state.db")).await.unwrap();
-    let engine = engine(&sim, &store);
+    let (sim, _dir, store, engine) = served().await;
 
     let calling = engine
         .complete(
@@ -161,10 +149,7 @@ async fn client_side_tools_return_the_calling_reply_and_the_results_continue_it(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streamed_request_sends_its_deltas_then_the_completion_from_a_spawned_task() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("state.db")).await.unwrap();
-    let engine = engine(&sim, &store);
+    let (sim, _dir, store, engine) = served().await;
 
     let mut events = engine.stream(Request::user("hello").choice(deepseek()));
     let (mut thinking, mut answer) = (String::new(), String::new());
@@ -222,10 +207,7 @@ async fn an_engine_without_a_store_refuses_requests_in_words() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sampling_reaches_the_wire_and_a_value_it_cannot_send_is_refused_by_name() {
     use hermes_core::{Sampling, ToolChoice};
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("state.db")).await.unwrap();
-    let engine = engine(&sim, &store);
+    let (sim, _dir, store, engine) = served().await;
 
     let sampled = Sampling::new().temperature(0.25).max_tokens(100).seed(7);
     engine
