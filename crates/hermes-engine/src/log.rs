@@ -38,6 +38,10 @@ pub(crate) struct StoreLog<'a> {
     /// The turn's fleet verdicts: merged into what the driver is handed back, told what was
     /// accepted.
     fleet: Option<&'a FleetTurn>,
+    /// Messages stored together with the first step, before it: what a gateway's client sent
+    /// that precedes the turn's input and is not stored yet (a new conversation's history, or
+    /// the tail after a stored prefix).
+    preamble: Mutex<Vec<Message>>,
 }
 
 fn poisoned<T>(_: T) -> LogError {
@@ -52,6 +56,7 @@ impl<'a> StoreLog<'a> {
             session: Mutex::new(Session::Stored(id.to_owned())),
             created: None,
             fleet: None,
+            preamble: Mutex::default(),
         }
     }
 
@@ -64,6 +69,7 @@ impl<'a> StoreLog<'a> {
             session: Mutex::new(Session::AtTip(tip)),
             created: Some(landed),
             fleet: None,
+            preamble: Mutex::default(),
         }
     }
 
@@ -85,6 +91,7 @@ impl<'a> StoreLog<'a> {
             }),
             created: Some(created),
             fleet: None,
+            preamble: Mutex::default(),
         }
     }
 
@@ -94,6 +101,14 @@ impl<'a> StoreLog<'a> {
             *created.lock().map_err(poisoned)? = Some(id.to_owned());
         }
         Ok(())
+    }
+
+    /// The same log, storing `preamble` together with (before) the first step.
+    pub(crate) fn with_preamble(self, preamble: Vec<Message>) -> Self {
+        if let Ok(mut slot) = self.preamble.lock() {
+            *slot = preamble;
+        }
+        self
     }
 
     /// The same log, merging and re-probing the turn's fleet verdicts.
@@ -118,18 +133,8 @@ impl<'a> StoreLog<'a> {
         Ok(())
     }
 
-    fn stored_id(&self) -> Result<Option<String>, LogError> {
-        Ok(match &*self.session.lock().map_err(poisoned)? {
-            Session::Stored(id) => Some(id.clone()),
-            Session::AtTip(tip) => Some(tip.session().to_owned()),
-            Session::New { .. } => None,
-        })
-    }
-}
-
-#[async_trait::async_trait]
-impl SessionLog for StoreLog<'_> {
-    async fn append(&self, messages: &[Message]) -> Result<(), LogError> {
+    /// Stores `messages` where the log writes now (see [`Session`]).
+    async fn append_now(&self, messages: &[Message]) -> Result<(), LogError> {
         enum Pending {
             Plain(String),
             Compare(Tip),
@@ -190,6 +195,32 @@ impl SessionLog for StoreLog<'_> {
         };
         *self.session.lock().map_err(poisoned)? = next;
         Ok(())
+    }
+
+    fn stored_id(&self) -> Result<Option<String>, LogError> {
+        Ok(match &*self.session.lock().map_err(poisoned)? {
+            Session::Stored(id) => Some(id.clone()),
+            Session::AtTip(tip) => Some(tip.session().to_owned()),
+            Session::New { .. } => None,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionLog for StoreLog<'_> {
+    async fn append(&self, messages: &[Message]) -> Result<(), LogError> {
+        let preamble = std::mem::take(&mut *self.preamble.lock().map_err(poisoned)?);
+        if preamble.is_empty() {
+            return self.append_now(messages).await;
+        }
+        let mut all = preamble.clone();
+        all.extend_from_slice(messages);
+        let result = self.append_now(&all).await;
+        if result.is_err() {
+            // Not stored: the next step carries it again.
+            *self.preamble.lock().map_err(poisoned)? = preamble;
+        }
+        result
     }
 
     async fn record_verdict(
