@@ -19,6 +19,7 @@
 mod compaction;
 mod error;
 mod fleet;
+mod history;
 mod home;
 mod lease;
 mod live;
@@ -40,7 +41,7 @@ pub use error::{EngineError, ErrorKind, KeyRefusal, Setting};
 pub use fleet::DEFAULT_REPROBE_AFTER;
 pub use home::{OWN_DB, STATE_DB, open_store, open_store_with, store_path};
 pub use preview::{Preview, PreviewOptions};
-pub use request::{Completion, Event, Events, Request, Settings, ToolMode};
+pub use request::{Completion, Event, Events, History, Request, Settings, ToolMode};
 pub use session::{ChatSession, OpenOptions, Toolset, reply_text};
 pub use settle::{
     Choice, Defaults, ProviderDefaults, Purpose, Settled, Stored, VERTEX_VARIABLES, VertexDefaults,

@@ -12,6 +12,7 @@ use hermes_store::Store;
 
 use crate::Engine;
 use crate::error::EngineError;
+use crate::history::{align, input_start};
 use crate::session::{NoTools, Opened, Toolset, driver_config, new_session, open_snapshot};
 use crate::settle::{Choice, Defaults};
 use crate::target::{AwsLookup, KeyLookup, Limits, Target};
@@ -88,8 +89,14 @@ pub struct Request {
     /// session, then the settings' defaults).
     pub choice: Choice,
     /// The new messages: a user turn, or the results of the tool calls the last stored reply
-    /// made.
+    /// made (unused with [`Request::history`]).
     pub input: Vec<Message>,
+    /// A gateway client's whole history instead of `input` (SPEC §10): lined up with the
+    /// stored session (`session`), every assistant message equal to a stored one gets its
+    /// carriers back, the messages after its last assistant message are the input, and a
+    /// history that leaves the stored one before its tip is stored on a branch from where they
+    /// part.
+    pub history: Option<History>,
     /// Who runs the tools.
     pub tools: ToolMode,
     /// The thinking request ([`ThinkingRequest::NoPreference`]: the stored session's, else the
@@ -112,6 +119,7 @@ impl Request {
             session: None,
             choice: Choice::default(),
             input: vec![Message::text(Role::User, text)],
+            history: None,
             tools: ToolMode::None,
             thinking: ThinkingRequest::NoPreference,
             stream: false,
@@ -137,6 +145,15 @@ impl Request {
         self
     }
 
+    /// A request answering a client's whole `history` (see [`Request::history`]).
+    pub fn from_history(history: History) -> Self {
+        Request {
+            history: Some(history),
+            input: Vec::new(),
+            ..Request::user("")
+        }
+    }
+
     /// With these tools.
     pub fn tools(mut self, tools: ToolMode) -> Self {
         self.tools = tools;
@@ -159,6 +176,21 @@ impl Request {
     pub fn sampling(mut self, sampling: Sampling) -> Self {
         self.sampling = sampling;
         self
+    }
+}
+
+/// A gateway client's whole history, and whose it is.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct History {
+    /// The messages as the client sent them (carriers it kept are passed on unverified).
+    pub messages: Vec<Message>,
+}
+
+impl History {
+    /// The client's `messages`.
+    pub fn new(messages: Vec<Message>) -> Self {
+        History { messages }
     }
 }
 
@@ -293,6 +325,7 @@ impl Engine {
             session,
             choice,
             input,
+            history,
             tools,
             thinking,
             stream,
@@ -318,6 +351,15 @@ impl Engine {
         )?;
         span.record("provider", settled.provider.as_str());
         span.record("model", settled.model.as_str());
+        let landed = Mutex::new(None);
+        let read = tip.as_ref().map(|t| t.session().to_owned());
+        let (input, preamble, place) = match history {
+            None => (input, Vec::new(), tip.map_or(Place::New, Place::Tip)),
+            Some(history) => {
+                let lined = self.line_up(store, &mut conversation, history, tip).await?;
+                (lined.input, lined.preamble, lined.place)
+            }
+        };
         let target = Target::start(self, settled, &settings.limits, settings.aws.as_ref()).await?;
         let (runner, definitions, client_tools): (&dyn Tools, _, _) = match &tools {
             ToolMode::None => (&NoTools, None, false),
@@ -329,20 +371,30 @@ impl Engine {
         let mut config = driver_config(thinking, stream, definitions);
         config.client_tools = client_tools;
         config.sampling = sampling;
-        let landed = Mutex::new(None);
-        let title = input
+        let title = preamble
             .iter()
+            .chain(&input)
             .find(|m| m.role == Role::User)
             .and_then(|m| m.content.as_ref())
             .and_then(|c| c.as_str().map(|s| s.into_owned()))
             .unwrap_or_default();
-        let read = tip.as_ref().map(|t| t.session().to_owned());
-        let destination = match tip {
-            Some(tip) => Destination::AtTip {
+        let destination = match place {
+            Place::Tip(tip) => Destination::AtTip {
                 tip,
                 landed: &landed,
             },
-            None => Destination::New {
+            Place::Branch(parent) => {
+                let mut new = new_session(&target.settled, thinking, &title);
+                new.title = parent.title;
+                new.parent_id = Some(parent.id);
+                new.model_config = parent.model_config;
+                Destination::New {
+                    new,
+                    created: &landed,
+                    compare: true,
+                }
+            }
+            Place::New => Destination::New {
                 new: new_session(&target.settled, thinking, &title),
                 created: &landed,
                 compare: true,
@@ -356,7 +408,15 @@ impl Engine {
             limits: &settings.limits,
             reprobe_after: settings.reprobe_after,
         };
-        let outcome = drive(&parts, destination, &mut conversation, input, notify).await?;
+        let outcome = drive(
+            &parts,
+            destination,
+            preamble,
+            &mut conversation,
+            input,
+            notify,
+        )
+        .await?;
         let landed = landed.lock().ok().and_then(|mut l| l.take());
         let (session, branched_from) = match (read, landed) {
             (Some(read), Some(branch)) => (branch, Some(read)),
@@ -378,4 +438,62 @@ impl Engine {
             requests: outcome.requests,
         })
     }
+
+    /// Lines a client's `history` up with the conversation read (empty for a new session):
+    /// `conversation` becomes the history to send up to the input (stored carriers
+    /// re-attached), and the result says what the turn stores before its input and where: at
+    /// `tip` when the history holds the whole stored view, else on a new branch from where the
+    /// two part, created with the turn's first step (a failed turn leaves no branch).
+    async fn line_up(
+        &self,
+        store: &Store,
+        conversation: &mut hermes_core::driver::Conversation,
+        history: History,
+        tip: Option<hermes_store::Tip>,
+    ) -> Result<LinedUp, EngineError> {
+        let stored = std::mem::take(&mut conversation.messages);
+        let aligned = align(&stored, &history.messages);
+        let start = input_start(&aligned.history).ok_or_else(|| EngineError::InvalidParameter {
+            parameter: "messages".into(),
+            why: "the history ends with an assistant message: there is nothing to answer".into(),
+        })?;
+        let cut = aligned.shared.min(start);
+        let mut all = aligned.history;
+        let input = all.split_off(start);
+        let (place, preamble) = match tip {
+            Some(tip) if cut == stored.len() => (Place::Tip(tip), all[cut..].to_vec()),
+            Some(tip) => {
+                // The histories part at `cut`: a branch holding the stored prefix (full tool
+                // outputs and all), then what the client sent from there.
+                let parent = store.session(tip.session()).await?;
+                let mut preamble = stored[..cut].to_vec();
+                preamble.extend_from_slice(&all[cut..]);
+                (Place::Branch(Box::new(parent)), preamble)
+            }
+            None => (Place::New, all.clone()),
+        };
+        conversation.messages = all;
+        Ok(LinedUp {
+            input,
+            preamble,
+            place,
+        })
+    }
+}
+
+/// A client's history lined up: the turn's input, what is stored before it, and where.
+struct LinedUp {
+    input: Vec<Message>,
+    preamble: Vec<Message>,
+    place: Place,
+}
+
+/// Where a lined-up turn is stored.
+enum Place {
+    /// At the stored session's tip (compare-and-append).
+    Tip(hermes_store::Tip),
+    /// On a new branch of this stored session.
+    Branch(Box<hermes_store::SessionMeta>),
+    /// In a new session.
+    New,
 }

@@ -359,6 +359,7 @@ impl ChatSession {
         let result = crate::turn::drive(
             &parts,
             destination,
+            Vec::new(),
             &mut self.conversation,
             vec![Message::text(Role::User, text)],
             notify,

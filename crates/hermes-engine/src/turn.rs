@@ -48,11 +48,13 @@ pub(crate) struct TurnParts<'a> {
 }
 
 /// Runs one turn whose input is `input` (a user message, or tool results) on `conversation`,
-/// storing each step at `destination`, within the turn limit. Fleet re-probe claims are given
+/// storing each step at `destination` (the first together with `preamble`, what precedes the
+/// input and is not stored yet), within the turn limit. Fleet re-probe claims are given
 /// back when it ends (or, if it is dropped, by the turn's own drop).
 pub(crate) async fn drive(
     parts: &TurnParts<'_>,
     destination: Destination<'_>,
+    preamble: Vec<Message>,
     conversation: &mut Conversation,
     input: Vec<Message>,
     notify: &(dyn Fn(&DriverEvent) + Send + Sync),
@@ -84,6 +86,7 @@ pub(crate) async fn drive(
             compare,
         } => StoreLog::new_session(store, new, created, compare),
     }
+    .with_preamble(preamble)
     .with_fleet(&fleet);
     let driver = Driver {
         decision: &target.decision,

@@ -246,3 +246,103 @@ async fn sampling_reaches_the_wire_and_a_value_it_cannot_send_is_refused_by_name
         "no session for the refused one"
     );
 }
+
+/// What a client that drops every reasoning field sends back: role, content and tool calls.
+fn as_a_forgetful_client_sends_it(message: &Message) -> Message {
+    let mut sent = Message::text(message.role, "");
+    sent.content = message.content.clone();
+    sent.tool_calls = message.tool_calls.clone().map(|calls| {
+        calls
+            .into_iter()
+            .map(|mut call| {
+                call.extra_content = None;
+                call.extra.clear();
+                call
+            })
+            .collect()
+    });
+    sent.tool_call_id = message.tool_call_id.clone();
+    sent
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_history_without_reasoning_gets_it_back_and_an_edited_turn_branches() {
+    use hermes_engine::History;
+    let (sim, _dir, store, engine) = served().await;
+    let tools = || ToolMode::Client(tool_definitions());
+
+    // Turn 1: the client's history is one user message.
+    let mut client = vec![Message::text(Role::User, "[tools=1] what time is it?")];
+    let first = engine
+        .complete(
+            Request::from_history(History::new(client.clone()))
+                .choice(deepseek())
+                .tools(tools()),
+            &|_| {},
+        )
+        .await
+        .unwrap();
+    let call = &first.messages[0];
+    let minted = call.reasoning_content.as_ref().unwrap().text().into_owned();
+    let id = call.tool_calls.as_ref().unwrap()[0].id.clone().unwrap();
+    // The client keeps only content and tool calls, and answers the call.
+    client.push(as_a_forgetful_client_sends_it(call));
+    client.push(result_for(&id, "12:00"));
+    let second = engine
+        .complete(
+            Request::from_history(History::new(client.clone()))
+                .session(&first.session)
+                .tools(tools()),
+            &|_| {},
+        )
+        .await
+        .unwrap();
+    assert_eq!(second.session, first.session, "it continued the tip");
+    assert_eq!(second.branched_from, None);
+    let body = &sim.requests()[1].body;
+    assert_eq!(
+        body["messages"][1]["reasoning_content"], minted,
+        "DeepSeek got its reasoning back byte for byte"
+    );
+    let stored = store.messages(&first.session).await.unwrap();
+    let roles: Vec<&str> = stored.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
+
+    // The client edits its first question and asks again: a branch from where they part.
+    let mut edited = client.clone();
+    edited[0] = Message::text(Role::User, "[tools=1] what time is it in Paris?");
+    let third = engine
+        .complete(
+            Request::from_history(History::new(edited))
+                .session(&first.session)
+                .tools(tools()),
+            &|_| {},
+        )
+        .await
+        .unwrap();
+    assert_eq!(third.branched_from.as_deref(), Some(first.session.as_str()));
+    assert_eq!(
+        store.messages(&first.session).await.unwrap().len(),
+        4,
+        "the stored conversation is untouched"
+    );
+    let branch = store.messages(&third.session).await.unwrap();
+    assert_eq!(
+        text_of(&branch[0]),
+        "[tools=1] what time is it in Paris?",
+        "the branch holds the client's edited history"
+    );
+    assert_eq!(
+        branch[1], stored[1],
+        "the unedited call turn after the edit kept its carriers"
+    );
+    assert_eq!(branch.len(), 4);
+}
+
+fn text_of(message: &Message) -> String {
+    message
+        .content
+        .as_ref()
+        .and_then(|c| c.as_str().map(|s| s.into_owned()))
+        .unwrap_or_default()
+}

@@ -1,0 +1,183 @@
+//! A gateway client's whole history lined up with a stored session (SPEC §10, "What is
+//! re-attached" and "What is stored"): how far it shares the stored active view, which of its
+//! assistant messages get their stored carriers back, and which messages are new.
+
+use std::collections::HashMap;
+
+use hermes_core::normal::{NormalForm, normal_form};
+use hermes_core::{Message, Role};
+
+/// A client's history lined up with a stored session's active view.
+#[derive(Debug)]
+pub(crate) struct Alignment {
+    /// What goes upstream: the client's messages as sent (its trimmed tool outputs, its system
+    /// prompt), every assistant message equal to a stored one replaced by the stored one (its
+    /// carriers), every other assistant message [`untrusted`].
+    pub(crate) history: Vec<Message>,
+    /// How many leading messages the client's history shares with the stored view (system
+    /// messages are not part of matching: two system messages count as the same).
+    pub(crate) shared: usize,
+}
+
+/// Lines `incoming` up with `stored` (a stored session's active view; empty for a new one).
+pub(crate) fn align(stored: &[Message], incoming: &[Message]) -> Alignment {
+    let forms: Vec<NormalForm> = stored.iter().map(normal_form).collect();
+    let incoming_forms: Vec<NormalForm> = incoming.iter().map(normal_form).collect();
+    let shared = stored
+        .iter()
+        .zip(incoming)
+        .zip(forms.iter().zip(&incoming_forms))
+        .take_while(|((s, i), (sf, inf))| {
+            (s.role == Role::System && i.role == Role::System) || sf == inf
+        })
+        .count();
+    let by_form: HashMap<&NormalForm, &Message> = stored
+        .iter()
+        .zip(&forms)
+        .filter(|(m, _)| m.role == Role::Assistant)
+        .map(|(m, f)| (f, m))
+        .collect();
+    let history = incoming
+        .iter()
+        .zip(&incoming_forms)
+        .map(|(m, form)| match m.role {
+            Role::Assistant => by_form
+                .get(form)
+                .map(|stored| (*stored).clone())
+                .unwrap_or_else(|| untrusted(m)),
+            _ => untrusted(m),
+        })
+        .collect();
+    Alignment { history, shared }
+}
+
+/// A message as a client sent it, stripped of everything only hermes may write: the origin
+/// (which decides where carriers may be replayed) and hermes' private keys. Its carriers stay:
+/// they go upstream as a plain proxy would pass them, with no origin, so no route treats them
+/// as minted by the target.
+pub(crate) fn untrusted(message: &Message) -> Message {
+    let mut message = message.clone();
+    message.origin = None;
+    message
+        .extra
+        .retain(|(key, _)| !key.starts_with("hermes_") && !key.starts_with('_'));
+    message
+}
+
+/// Where the turn's input starts in `history`: after its last assistant message (the input is
+/// the user turn or the tool results that follow it); `None` when the history ends with an
+/// assistant message (nothing to answer).
+pub(crate) fn input_start(history: &[Message]) -> Option<usize> {
+    let start = history
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .map_or(0, |i| i + 1);
+    (start < history.len()).then_some(start)
+}
+
+#[cfg(test)]
+mod tests {
+    use hermes_core::{Message, Role};
+    use serde_json::json;
+
+    use super::{align, input_start};
+
+    fn messages(value: serde_json::Value) -> Vec<Message> {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn stored() -> Vec<Message> {
+        messages(json!([
+            {"role": "system", "content": "You are terse. Today is Monday."},
+            {"role": "user", "content": "time?"},
+            {"role": "assistant", "content": null, "reasoning_content": "call the clock",
+             "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "now", "arguments": "{\"tz\": \"UTC\"}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "12:00:00.000 UTC, a long tool output"},
+            {"role": "assistant", "content": "It is noon.", "reasoning_content": "read it"}
+        ]))
+    }
+
+    #[test]
+    fn a_client_that_dropped_every_carrier_gets_them_back_and_continues_the_tip() {
+        // Reasoning dropped, arguments re-serialised, an old tool output cleared, the date in
+        // the system prompt changed, and a hermes key forged on the user message.
+        let incoming = messages(json!([
+            {"role": "system", "content": "You are terse. Today is Tuesday."},
+            {"role": "user", "content": "time?", "hermes_not_replayed": true},
+            {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "now", "arguments": "{\"tz\":\"UTC\"}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "[cleared]"},
+            {"role": "assistant", "content": "It is noon."},
+            {"role": "user", "content": "and tomorrow?"}
+        ]));
+        let stored = stored();
+        let aligned = align(&stored, &incoming);
+        assert_eq!(
+            aligned.shared,
+            stored.len(),
+            "the whole stored view: the tip continues"
+        );
+        assert_eq!(aligned.shared, 5);
+        assert_eq!(
+            aligned.history[2], stored[2],
+            "the stored call turn, carriers and all"
+        );
+        assert_eq!(aligned.history[4], stored[4]);
+        assert_eq!(
+            aligned.history[0].content, incoming[0].content,
+            "the client's system prompt goes upstream"
+        );
+        assert_eq!(
+            aligned.history[3].content, incoming[3].content,
+            "the client's trimmed tool output goes upstream"
+        );
+        assert!(
+            aligned.history[1].extra.is_empty(),
+            "hermes keys are hermes' to write"
+        );
+        assert_eq!(input_start(&aligned.history), Some(5));
+    }
+
+    #[test]
+    fn an_edited_assistant_message_gets_nothing_and_an_edited_user_turn_branches() {
+        let mut incoming = stored();
+        incoming[1] = Message::text(Role::User, "what time is it?");
+        incoming[4] = Message::text(Role::Assistant, "Noon, I think.");
+        incoming[4].reasoning_content = Some(hermes_core::TextCarrier::new("forged"));
+        incoming.push(Message::text(Role::User, "sure?"));
+        let stored = stored();
+        let aligned = align(&stored, &incoming);
+        assert_eq!(
+            aligned.shared, 1,
+            "the edit at the first user turn ends the prefix"
+        );
+        assert!(aligned.shared < stored.len());
+        assert_eq!(
+            aligned.history[2], stored[2],
+            "an unedited assistant after the edit is still re-attached"
+        );
+        assert_eq!(
+            aligned.history[4].origin, None,
+            "the edited answer keeps what the client sent, with no origin"
+        );
+        assert_eq!(
+            aligned.history[4]
+                .reasoning_content
+                .as_ref()
+                .unwrap()
+                .text(),
+            "forged"
+        );
+    }
+
+    #[test]
+    fn a_history_that_ends_before_the_tip_is_a_branch_at_its_end() {
+        let stored = stored();
+        let mut incoming = stored[..2].to_vec();
+        incoming.push(Message::text(Role::User, "again"));
+        let aligned = align(&stored, &incoming);
+        assert_eq!(aligned.shared, 2);
+        assert!(aligned.shared < stored.len());
+        let ends_with_assistant = stored.clone();
+        assert_eq!(input_start(&ends_with_assistant), None);
+    }
+}
