@@ -76,6 +76,13 @@ pub struct Case {
     pub wire_verdicts: WireVerdicts,
     /// The stored history.
     pub history: Vec<Message>,
+    /// What a gateway client sent back instead (SPEC §10): when present, the body is built
+    /// from it lined up with `history` (`hermes_core::reattach::align`): every assistant
+    /// message equal to a stored one by normal form carries the stored carriers, the others go
+    /// as the client sent them with no origin. Re-attachment cases: stripped carriers, edited
+    /// turns, cleared tool outputs, a changed system prompt, forks.
+    #[serde(default)]
+    pub client_history: Option<Vec<Message>>,
     /// What must come out.
     pub expect: CaseExpect,
 }
@@ -213,6 +220,15 @@ impl Case {
         }
         let before = serde_json::to_string(&self.history).map_err(|e| e.to_string())?;
         let thinking = thinking(self.thinking.as_deref())?;
+        // What the request is built from: the stored history, or a client's lined up with it.
+        let lined_up;
+        let sent: &[Message] = match &self.client_history {
+            Some(client) => {
+                lined_up = hermes_core::reattach::align(&self.history, client).history;
+                &lined_up
+            }
+            None => &self.history,
+        };
         let wire_id = self.wire.as_deref().unwrap_or(CHAT_WIRE);
         if wire_id != CHAT_WIRE {
             let target = WireTarget {
@@ -222,7 +238,7 @@ impl Case {
             };
             let wire = wires.choose(wire_id, &target)?;
             // As the driver does before every request, on every wire.
-            let (history, _) = paired(&self.history);
+            let (history, _) = paired(sent);
             let parts = RequestParts::new(&history, &decision, &self.verdicts)
                 .wire_verdicts(&self.wire_verdicts)
                 .thinking(thinking);
@@ -264,7 +280,7 @@ impl Case {
             // A native wire's messages are its own shape: the body says it all.
             return Ok(());
         }
-        let request = ChatRequest::build(&self.history, &decision, &self.verdicts, thinking);
+        let request = ChatRequest::build(sent, &decision, &self.verdicts, thinking);
         let body = serde_json::to_value(&request).map_err(|e| e.to_string())?;
         let after = serde_json::to_string(&self.history).map_err(|e| e.to_string())?;
         if before != after {
@@ -286,7 +302,7 @@ impl Case {
             .unwrap_or_default();
         let got: Vec<&serde_json::Value> = messages
             .iter()
-            .zip(&self.history)
+            .zip(sent)
             .filter(|(_, m)| m.role == Role::Assistant)
             .map(|(w, _)| w)
             .collect();

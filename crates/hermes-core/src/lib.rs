@@ -9,6 +9,7 @@ pub mod message;
 pub mod normal;
 pub mod pairing;
 pub mod raw;
+pub mod reattach;
 pub mod refusal;
 pub mod route;
 pub mod sampling;

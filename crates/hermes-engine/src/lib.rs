@@ -19,7 +19,7 @@
 mod compaction;
 mod error;
 mod fleet;
-mod history;
+
 mod home;
 mod lease;
 mod live;

@@ -12,11 +12,11 @@ use hermes_store::Store;
 
 use crate::Engine;
 use crate::error::EngineError;
-use crate::history::{align, input_start};
 use crate::session::{NoTools, Opened, Toolset, driver_config, new_session, open_snapshot};
 use crate::settle::{Choice, Defaults};
 use crate::target::{AwsLookup, KeyLookup, Limits, Target};
 use crate::turn::{Destination, TurnParts, drive};
+use hermes_core::reattach::{align, input_start};
 
 /// What every request of an engine runs with: the store and the process-wide settings a front
 /// end read once (config, key lookups, limits).

@@ -1,26 +1,28 @@
 //! A gateway client's whole history lined up with a stored session (SPEC §10, "What is
 //! re-attached" and "What is stored"): how far it shares the stored active view, which of its
-//! assistant messages get their stored carriers back, and which messages are new.
+//! assistant messages get their stored carriers back, and which messages are new. Pure: the
+//! engine runs it on what the store holds, and the conformance suite runs it through every
+//! route's shaping.
 
 use std::collections::HashMap;
 
-use hermes_core::normal::{NormalForm, normal_form};
-use hermes_core::{Message, Role};
+use crate::message::{Message, Role};
+use crate::normal::{NormalForm, normal_form};
 
 /// A client's history lined up with a stored session's active view.
 #[derive(Debug)]
-pub(crate) struct Alignment {
+pub struct Alignment {
     /// What goes upstream: the client's messages as sent (its trimmed tool outputs, its system
     /// prompt), every assistant message equal to a stored one replaced by the stored one (its
     /// carriers), every other assistant message [`untrusted`].
-    pub(crate) history: Vec<Message>,
+    pub history: Vec<Message>,
     /// How many leading messages the client's history shares with the stored view (system
     /// messages are not part of matching: two system messages count as the same).
-    pub(crate) shared: usize,
+    pub shared: usize,
 }
 
 /// Lines `incoming` up with `stored` (a stored session's active view; empty for a new one).
-pub(crate) fn align(stored: &[Message], incoming: &[Message]) -> Alignment {
+pub fn align(stored: &[Message], incoming: &[Message]) -> Alignment {
     let forms: Vec<NormalForm> = stored.iter().map(normal_form).collect();
     let incoming_forms: Vec<NormalForm> = incoming.iter().map(normal_form).collect();
     let shared = stored
@@ -55,7 +57,7 @@ pub(crate) fn align(stored: &[Message], incoming: &[Message]) -> Alignment {
 /// (which decides where carriers may be replayed) and hermes' private keys. Its carriers stay:
 /// they go upstream as a plain proxy would pass them, with no origin, so no route treats them
 /// as minted by the target.
-pub(crate) fn untrusted(message: &Message) -> Message {
+pub fn untrusted(message: &Message) -> Message {
     let mut message = message.clone();
     message.origin = None;
     message
@@ -67,7 +69,7 @@ pub(crate) fn untrusted(message: &Message) -> Message {
 /// Where the turn's input starts in `history`: after its last assistant message (the input is
 /// the user turn or the tool results that follow it); `None` when the history ends with an
 /// assistant message (nothing to answer).
-pub(crate) fn input_start(history: &[Message]) -> Option<usize> {
+pub fn input_start(history: &[Message]) -> Option<usize> {
     let start = history
         .iter()
         .rposition(|m| m.role == Role::Assistant)
@@ -77,8 +79,9 @@ pub(crate) fn input_start(history: &[Message]) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use hermes_core::{Message, Role};
     use serde_json::json;
+
+    use crate::message::{Message, Role};
 
     use super::{align, input_start};
 
@@ -142,7 +145,7 @@ mod tests {
         let mut incoming = stored();
         incoming[1] = Message::text(Role::User, "what time is it?");
         incoming[4] = Message::text(Role::Assistant, "Noon, I think.");
-        incoming[4].reasoning_content = Some(hermes_core::TextCarrier::new("forged"));
+        incoming[4].reasoning_content = Some(crate::raw::TextCarrier::new("forged"));
         incoming.push(Message::text(Role::User, "sure?"));
         let stored = stored();
         let aligned = align(&stored, &incoming);
