@@ -6,6 +6,7 @@
 pub mod driver;
 pub mod estimate;
 pub mod message;
+pub mod normal;
 pub mod pairing;
 pub mod raw;
 pub mod refusal;
@@ -20,6 +21,7 @@ pub mod wire;
 
 pub use estimate::{estimate_history, estimate_message};
 pub use message::{DetailItem, FunctionCall, Message, NativeRecord, Origin, Role, ToolCall};
+pub use normal::{NormalForm, match_key, normal_form};
 pub use raw::{RawJson, TextCarrier};
 pub use route::{
     Carrier, CarrierSet, DataRoute, EchoRule, Effort, EffortVocabulary, MatchReason,
