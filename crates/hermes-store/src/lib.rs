@@ -394,10 +394,12 @@ pub struct NewSession {
     pub base_url_confirmed: bool,
     /// Model configuration.
     pub model_config: Map<String, Value>,
-    /// The gateway tenant (SPEC §10); `None` (the default) for CLI sessions.
-    pub tenant: Option<String>,
+    /// The gateway tenant (SPEC §10); `None` (the default) for CLI sessions. A boxed `str`
+    /// (`Some(name.into())`) keeps `NewSession` small: callers hold it in enums beside much
+    /// smaller variants.
+    pub tenant: Option<Box<str>>,
     /// The client's partition within the tenant; `None` (the default) when it named none.
-    pub partition: Option<String>,
+    pub partition: Option<Box<str>>,
 }
 
 pub(crate) fn now_ms() -> i64 {
@@ -1163,8 +1165,8 @@ impl Store {
                 // A URL that arrives in a file is not the user's word.
                 base_url_confirmed: false,
                 model_config: file.model_config.clone(),
-                tenant: file.tenant.clone(),
-                partition: file.partition.clone(),
+                tenant: file.tenant.as_deref().map(Into::into),
+                partition: file.partition.as_deref().map(Into::into),
             },
         )
         .await?;
@@ -1232,8 +1234,8 @@ impl Store {
                 base_url: meta.base_url,
                 base_url_confirmed: meta.base_url_confirmed,
                 model_config: meta.model_config,
-                tenant: meta.tenant,
-                partition: meta.partition,
+                tenant: meta.tenant.map(Into::into),
+                partition: meta.partition.map(Into::into),
             },
         )
         .await?;
@@ -1331,8 +1333,8 @@ async fn insert_session(
     .bind(i64::from(new.base_url_confirmed))
     .bind(encode_config(&new.model_config)?)
     .bind(now)
-    .bind(&new.tenant)
-    .bind(&new.partition)
+    .bind(new.tenant.as_deref())
+    .bind(new.partition.as_deref())
     .execute(&mut *tx)
     .await.db()?;
     Ok(())

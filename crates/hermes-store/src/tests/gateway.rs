@@ -42,12 +42,25 @@ async fn session_of(
     store
         .create_with_messages(
             &NewSession {
-                tenant: tenant.map(str::to_owned),
-                partition: partition.map(str::to_owned),
+                tenant: tenant.map(Into::into),
+                partition: partition.map(Into::into),
                 ..NewSession::default()
             },
             messages,
         )
+        .await
+        .unwrap()
+}
+
+/// [`Store::find_by_keys`] with the match keys of `history`.
+async fn find(
+    store: &Store,
+    tenant: &str,
+    partition: Option<&str>,
+    history: &[Message],
+) -> Option<Found> {
+    store
+        .find_by_keys(tenant, partition, &keys(history))
         .await
         .unwrap()
 }
@@ -219,11 +232,7 @@ async fn the_latest_key_any_session_holds_decides_walking_back(db: TestDb) {
     let short = session_of(&store, Some("acme"), None, &a[..2]).await;
 
     // The whole history: its last assistant message is only in `long`.
-    let found = store
-        .find_by_keys("acme", None, &keys(&a))
-        .await
-        .unwrap()
-        .unwrap();
+    let found = find(&store, "acme", None, &a).await.unwrap();
     assert_eq!(
         found,
         Found {
@@ -236,11 +245,7 @@ async fn the_latest_key_any_session_holds_decides_walking_back(db: TestDb) {
     // both sessions hold it — the most recently updated wins.
     let mut edited = a.clone();
     edited[3] = assistant("an edited reply");
-    let found = store
-        .find_by_keys("acme", None, &keys(&edited))
-        .await
-        .unwrap()
-        .unwrap();
+    let found = find(&store, "acme", None, &edited).await.unwrap();
     assert_eq!(
         found,
         Found {
@@ -252,10 +257,8 @@ async fn the_latest_key_any_session_holds_decides_walking_back(db: TestDb) {
     // A tool call is found by its id whatever its arguments became.
     let mut reargued = c1.clone();
     reargued.tool_calls = Some(vec![ToolCall::function("call_1", "f", r#"{ "a" : 1 }"#)]);
-    let found = store
-        .find_by_keys("acme", None, &keys(&[assistant("nowhere"), reargued]))
+    let found = find(&store, "acme", None, &[assistant("nowhere"), reargued])
         .await
-        .unwrap()
         .unwrap();
     assert_eq!(
         (found.session.as_str(), found.position, found.key_index),
@@ -263,13 +266,31 @@ async fn the_latest_key_any_session_holds_decides_walking_back(db: TestDb) {
     );
     // Nothing held: no session.
     assert_eq!(
-        store
-            .find_by_keys("acme", None, &keys(&[assistant("never said")]))
-            .await
-            .unwrap(),
+        find(&store, "acme", None, &[assistant("never said")]).await,
         None
     );
     assert_eq!(store.find_by_keys("acme", None, &[]).await.unwrap(), None);
+    // A long history: the only key held is the first of 300, beyond the first query's chunk;
+    // a key repeated later in the history counts where it was last seen.
+    let mut many = keys(&a[..2]);
+    many.extend((0..299).map(|i| format!("form:unheld{i}")));
+    let found = store
+        .find_by_keys("acme", None, &many)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (found.session.as_str(), found.key_index),
+        (short.as_str(), 0)
+    );
+    many.push(many[0].clone());
+    many.push("form:unheld-last".to_owned());
+    let found = store
+        .find_by_keys("acme", None, &many)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.key_index, 300);
 }
 
 both!(ties_go_to_the_most_recently_updated_session);
@@ -340,11 +361,7 @@ async fn a_tenant_never_finds_another_tenants_sessions(db: TestDb) {
         .unwrap();
     let mut longer = history.clone();
     longer.extend([user("q3"), assistant("globex only")]);
-    let found = store
-        .find_by_keys("acme", None, &keys(&longer))
-        .await
-        .unwrap()
-        .unwrap();
+    let found = find(&store, "acme", None, &longer).await.unwrap();
     assert_eq!(
         (found.session.as_str(), found.key_index),
         (acme.as_str(), 1)
@@ -418,11 +435,7 @@ async fn archived_rows_are_not_found(db: TestDb) {
         .await
         .unwrap();
     assert_eq!(store.find_by_keys("acme", None, &old).await.unwrap(), None);
-    let found = store
-        .find_by_keys("acme", None, &keys(&history))
-        .await
-        .unwrap()
-        .unwrap();
+    let found = find(&store, "acme", None, &history).await.unwrap();
     assert_eq!((found.session, found.position), (id, 3));
 }
 
@@ -448,20 +461,12 @@ async fn branches_and_copies_keep_tenant_partition_and_keys(db: TestDb) {
     // The branch is found by its own new message, and by the shared prefix (most recent).
     let mut longer = history.clone();
     longer.extend([user("q3"), assistant("c")]);
-    let found = store
-        .find_by_keys("acme", Some("alice"), &keys(&longer))
-        .await
-        .unwrap()
-        .unwrap();
+    let found = find(&store, "acme", Some("alice"), &longer).await.unwrap();
     assert_eq!(
         (found.session.as_str(), found.position),
         (branch.as_str(), 5)
     );
-    let found = store
-        .find_by_keys("acme", Some("alice"), &keys(&history))
-        .await
-        .unwrap()
-        .unwrap();
+    let found = find(&store, "acme", Some("alice"), &history).await.unwrap();
     assert_eq!(found.session, branch);
 
     let copy = store.branch(&id, Some(2)).await.unwrap();
@@ -505,11 +510,7 @@ async fn branches_and_copies_keep_tenant_partition_and_keys(db: TestDb) {
             stored_keys(&dest, session).await
         );
     }
-    let found = dest
-        .find_by_keys("acme", Some("alice"), &keys(&longer))
-        .await
-        .unwrap()
-        .unwrap();
+    let found = find(&dest, "acme", Some("alice"), &longer).await.unwrap();
     assert_eq!(found.session, branch);
 }
 
