@@ -2,8 +2,9 @@
 -- owner) and, when the client names one, a partition of it; CLI sessions have neither (NULL).
 -- Each message carries the key the gateway finds its session by
 -- (`hermes_core::normal::match_key`: `calls:` + the digest of an assistant message's tool-call
--- ids, else `form:` + its normal form's digest; NULL for other roles). It is computed in Rust on every insert, so rows stored before this step keep
--- NULL there: they are never found by the gateway, which only ever continues its own sessions.
+-- ids, else `form:` + its normal form's digest; NULL for other roles). It is computed in Rust
+-- on every insert, so rows stored before this step keep NULL there: they are never found by the
+-- gateway, which only ever continues its own sessions.
 ALTER TABLE sessions ADD COLUMN tenant TEXT;
 ALTER TABLE sessions ADD COLUMN partition_key TEXT;
 ALTER TABLE messages ADD COLUMN match_key TEXT;
