@@ -25,6 +25,13 @@ pub struct SessionFile {
     /// Title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The gateway tenant the session belongs to (SPEC §10); absent for CLI sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    /// The client's partition within the tenant (SPEC §10, "Which conversation"); absent when
+    /// the client named none, and for CLI sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
     /// Per-session model configuration, holding the verdicts.
     #[serde(default)]
     pub model_config: serde_json::Map<String, serde_json::Value>,

@@ -28,13 +28,15 @@ struct RawSession {
     cache_read_tokens: i64,
     cache_write_tokens: i64,
     revision: i64,
+    tenant: Option<String>,
+    partition_key: Option<String>,
 }
 
 /// Every column of a `messages` row, as stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct RawMessage {
     position: i64,
-    texts: [Option<String>; 13],
+    texts: [Option<String>; 14],
     created_at: i64,
     sort_key: Option<i64>,
     archived_at: Option<i64>,
@@ -43,7 +45,7 @@ struct RawMessage {
 }
 
 /// The text columns of `messages`, in [`RawMessage::texts`] order.
-const MESSAGE_TEXTS: [&str; 13] = [
+const MESSAGE_TEXTS: [&str; 14] = [
     "role",
     "content",
     "tool_calls",
@@ -57,6 +59,7 @@ const MESSAGE_TEXTS: [&str; 13] = [
     "origin_model",
     "extra",
     "key_order",
+    "match_key",
 ];
 
 /// What [`Store::copy_into`] did.
@@ -96,13 +99,15 @@ impl RawSession {
             cache_read_tokens: r.try_get("cache_read_tokens").db()?,
             cache_write_tokens: r.try_get("cache_write_tokens").db()?,
             revision: r.try_get("revision").db()?,
+            tenant: r.try_get("tenant").db()?,
+            partition_key: r.try_get("partition_key").db()?,
         })
     }
 }
 
 impl RawMessage {
     fn from_row(r: &crate::DbRow) -> Result<Self, StoreError> {
-        let mut texts: [Option<String>; 13] = Default::default();
+        let mut texts: [Option<String>; 14] = Default::default();
         for (slot, column) in texts.iter_mut().zip(MESSAGE_TEXTS) {
             *slot = r.try_get(column).db()?;
         }
@@ -148,7 +153,7 @@ impl Store {
         let rows = sqlx::query(
             "SELECT position, role, content, tool_calls, tool_call_id, name, reasoning_content, \
              reasoning, reasoning_details, origin_provider, origin_host, origin_model, extra, \
-             key_order, created_at, sort_key, archived_at, archived_rev, kind FROM messages \
+             key_order, match_key, created_at, sort_key, archived_at, archived_rev, kind FROM messages \
              WHERE session_id = $1 ORDER BY position",
         )
         .bind(id)
@@ -241,7 +246,7 @@ impl Store {
         sqlx::query(concat!(
             "INSERT INTO sessions (",
             session_columns!(),
-            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
+            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)"
         ))
         .bind(&session.id)
         .bind(&session.title)
@@ -260,6 +265,8 @@ impl Store {
         .bind(session.cache_read_tokens)
         .bind(session.cache_write_tokens)
         .bind(session.revision)
+        .bind(&session.tenant)
+        .bind(&session.partition_key)
         .execute(&mut *tx)
         .await
         .db()?;
@@ -267,9 +274,9 @@ impl Store {
             let mut query = sqlx::query(
                 "INSERT INTO messages (session_id, position, role, content, tool_calls, tool_call_id, \
                  name, reasoning_content, reasoning, reasoning_details, origin_provider, origin_host, \
-                 origin_model, extra, key_order, created_at, sort_key, archived_at, archived_rev, kind) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
-                 $19, $20)",
+                 origin_model, extra, key_order, match_key, created_at, sort_key, archived_at, archived_rev, \
+                 kind) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+                 $18, $19, $20, $21)",
             )
             .bind(&session.id)
             .bind(m.position);

@@ -35,12 +35,18 @@
 //!   read transaction, with the session's [`Tip`]; [`Store::compare_and_append`] appends at that
 //!   tip when the session still ends there, else stores a branch of the view that was read
 //!   ([`Appended`]). Every append and compaction moves the session's revision on.
+//! - The gateway (SPEC §10): sessions belong to a tenant and partition ([`NewSession::tenant`],
+//!   [`NewSession::partition`]), every message row carries its match key
+//!   ([`hermes_core::normal::match_key`]) and [`Store::find_by_keys`] finds the conversation an
+//!   incoming history continues by them; gateway keys are stored as digests only
+//!   ([`Store::add_gateway_key`], [`Store::tenant_for_key`]).
 
 #[macro_use]
 mod row;
 mod compaction;
 mod copy;
 mod fleet;
+mod gateway;
 mod leases;
 mod lineage;
 mod original;
@@ -54,6 +60,7 @@ mod verdicts;
 pub use compaction::{CompactionPlan, PlannedInsert, RowKind};
 pub use copy::CopyReport;
 pub use fleet::FleetVerdict;
+pub use gateway::{Found, GatewayKey};
 pub use leases::Lease;
 pub use original::{OriginalDb, OriginalRow, OriginalSession, is_python_original, read_original};
 pub use ownership::{Ownership, ownership};
@@ -140,6 +147,11 @@ static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
             "revisions",
             include_str!("../migrations/sqlite/0008_revisions.sql"),
         ),
+        (
+            9,
+            "gateway",
+            include_str!("../migrations/sqlite/0009_gateway.sql"),
+        ),
     ])
 });
 
@@ -161,6 +173,11 @@ static PG_MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
             3,
             "revisions",
             include_str!("../migrations/postgres/0003_revisions.sql"),
+        ),
+        (
+            4,
+            "gateway",
+            include_str!("../migrations/postgres/0004_gateway.sql"),
         ),
     ])
 });
@@ -205,6 +222,14 @@ pub enum StoreError {
     /// A value could not be encoded.
     #[error("cannot encode {0}")]
     Encode(String),
+    /// A tenant name that cannot be used (blank, too long, or holding a control character).
+    #[error("invalid tenant name \"{tenant}\": {why}")]
+    InvalidTenant {
+        /// The name as given (escaped).
+        tenant: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// A branch point beyond the end of the session.
     #[error("cannot branch session `{session}` at message {at}: it has {count} messages")]
     BranchBeyondEnd {
@@ -297,6 +322,11 @@ pub struct SessionMeta {
     /// Model configuration, holding the verdicts (`reasoning_rejected_carriers`,
     /// `hermes_wire_verdicts`) and the thinking request (`hermes_thinking`).
     pub model_config: Map<String, Value>,
+    /// The gateway tenant the session belongs to (SPEC §10); `None` for CLI sessions.
+    pub tenant: Option<String>,
+    /// The client's partition within its tenant; `None` when the client named none, and for
+    /// CLI sessions.
+    pub partition: Option<String>,
     /// Creation time, Unix milliseconds.
     pub created_at: i64,
     /// Last change, Unix milliseconds.
@@ -364,6 +394,12 @@ pub struct NewSession {
     pub base_url_confirmed: bool,
     /// Model configuration.
     pub model_config: Map<String, Value>,
+    /// The gateway tenant (SPEC §10); `None` (the default) for CLI sessions. A boxed `str`
+    /// (`Some(name.into())`) keeps `NewSession` small: callers hold it in enums beside much
+    /// smaller variants.
+    pub tenant: Option<Box<str>>,
+    /// The client's partition within the tenant; `None` (the default) when it named none.
+    pub partition: Option<Box<str>>,
 }
 
 pub(crate) fn now_ms() -> i64 {
@@ -393,6 +429,8 @@ fn meta_from_row(row: &DbRow) -> Result<SessionMeta, StoreError> {
         base_url: row.try_get("base_url").db()?,
         base_url_confirmed: row.try_get::<i64, _>("base_url_confirmed").db()? != 0,
         model_config,
+        tenant: row.try_get("tenant").db()?,
+        partition: row.try_get("partition_key").db()?,
         created_at: row.try_get("created_at").db()?,
         updated_at: row.try_get("updated_at").db()?,
         message_count: row.try_get("message_count").db()?,
@@ -1127,6 +1165,8 @@ impl Store {
                 // A URL that arrives in a file is not the user's word.
                 base_url_confirmed: false,
                 model_config: file.model_config.clone(),
+                tenant: file.tenant.as_deref().map(Into::into),
+                partition: file.partition.as_deref().map(Into::into),
             },
         )
         .await?;
@@ -1160,6 +1200,8 @@ impl Store {
             model: meta.model,
             base_url: meta.base_url,
             title: meta.title,
+            tenant: meta.tenant,
+            partition: meta.partition,
             model_config: meta.model_config,
             messages,
         })
@@ -1192,6 +1234,8 @@ impl Store {
                 base_url: meta.base_url,
                 base_url_confirmed: meta.base_url_confirmed,
                 model_config: meta.model_config,
+                tenant: meta.tenant.map(Into::into),
+                partition: meta.partition.map(Into::into),
             },
         )
         .await?;
@@ -1277,7 +1321,8 @@ async fn insert_session(
     let now = now_ms();
     sqlx::query(
         "INSERT INTO sessions (id, title, parent_id, provider, model, base_url, base_url_confirmed, \
-         model_config, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)",
+         model_config, created_at, updated_at, tenant, partition_key) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11)",
     )
     .bind(id)
     .bind(&new.title)
@@ -1288,6 +1333,8 @@ async fn insert_session(
     .bind(i64::from(new.base_url_confirmed))
     .bind(encode_config(&new.model_config)?)
     .bind(now)
+    .bind(new.tenant.as_deref())
+    .bind(new.partition.as_deref())
     .execute(&mut *tx)
     .await.db()?;
     Ok(())

@@ -31,6 +31,8 @@ pub(crate) struct MessageRow {
     origin_model: Option<String>,
     extra: Option<String>,
     key_order: Option<String>,
+    /// [`hermes_core::normal::match_key`]: written, never read back into the message.
+    match_key: Option<String>,
 }
 
 struct ExtraKeys<'a>(&'a [(String, RawJson)]);
@@ -90,6 +92,7 @@ impl MessageRow {
                 .then(|| encode("extra keys", &ExtraKeys(&msg.extra)))
                 .transpose()?,
             key_order: msg.key_order.as_ref().map(ToString::to_string),
+            match_key: hermes_core::normal::match_key(msg),
         })
     }
 
@@ -109,6 +112,7 @@ impl MessageRow {
             origin_model: row.try_get(11).db()?,
             extra: row.try_get(12).db()?,
             key_order: row.try_get(13).db()?,
+            match_key: None,
         })
     }
 
@@ -174,8 +178,8 @@ impl MessageRow {
     ) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO messages (session_id, position, role, content, tool_calls, tool_call_id, name, \
-             reasoning_content, reasoning, reasoning_details, origin_provider, origin_host, origin_model, extra, key_order, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+             reasoning_content, reasoning, reasoning_details, origin_provider, origin_host, origin_model, extra, key_order, created_at, \
+             match_key) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
         )
         .bind(session)
         .bind(self.position)
@@ -193,6 +197,7 @@ impl MessageRow {
         .bind(&self.extra)
         .bind(&self.key_order)
         .bind(now)
+        .bind(&self.match_key)
         .execute(conn)
         .await.db()?;
         Ok(())
@@ -204,6 +209,6 @@ macro_rules! session_columns {
     () => {
         "id, title, parent_id, provider, model, base_url, base_url_confirmed, model_config, created_at, \
          updated_at, message_count, input_tokens, output_tokens, reasoning_tokens, cache_read_tokens, \
-         cache_write_tokens, revision"
+         cache_write_tokens, revision, tenant, partition_key"
     };
 }

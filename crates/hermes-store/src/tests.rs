@@ -48,6 +48,7 @@ macro_rules! both {
     };
 }
 
+mod gateway;
 mod tip;
 
 both!(import_then_export_is_byte_identical);
@@ -1759,8 +1760,12 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     // The last step undone by hand (as an older hermes would have left it): the next open
     // runs it again.
     for undo in [
-        "ALTER TABLE messages DROP COLUMN archived_rev",
-        "ALTER TABLE sessions DROP COLUMN revision",
+        "DROP TABLE gateway_keys",
+        "DROP INDEX sessions_tenant",
+        "DROP INDEX messages_match_key",
+        "ALTER TABLE messages DROP COLUMN match_key",
+        "ALTER TABLE sessions DROP COLUMN partition_key",
+        "ALTER TABLE sessions DROP COLUMN tenant",
     ] {
         sqlx::query(undo).execute(&store.pool).await.unwrap();
     }
@@ -1774,8 +1779,16 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     let reopened = db.open().await;
     assert_eq!(count(reopened.clone()).await, steps);
     assert!(reopened.has_session(&id).await.unwrap());
-    // The step's columns are back: the tip reads the revision.
-    assert!(reopened.tip(&id).await.is_ok());
+    // The step's tables and columns are back: the session reads its tenant, keys are kept.
+    assert_eq!(reopened.session(&id).await.unwrap().tenant, None);
+    assert!(reopened.add_gateway_key("acme").await.is_ok());
+    assert_eq!(
+        reopened
+            .find_by_keys("acme", None, &["form:x".to_owned()])
+            .await
+            .unwrap(),
+        None
+    );
 }
 
 both!(pool_options_size_the_pool_and_set_sqlites_busy_timeout);

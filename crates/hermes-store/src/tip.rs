@@ -224,9 +224,9 @@ impl Store {
         let now = now_ms();
         sqlx::query(
             "INSERT INTO sessions (id, title, parent_id, provider, model, base_url, \
-             base_url_confirmed, model_config, created_at, updated_at) \
-             SELECT $1, title, id, provider, model, base_url, base_url_confirmed, model_config, $2, $2 \
-             FROM sessions WHERE id = $3",
+             base_url_confirmed, model_config, created_at, updated_at, tenant, partition_key) \
+             SELECT $1, title, id, provider, model, base_url, base_url_confirmed, model_config, $2, $2, \
+             tenant, partition_key FROM sessions WHERE id = $3",
         )
         .bind(&id)
         .bind(now)
@@ -239,10 +239,11 @@ impl Store {
         let copied = sqlx::query(
             "INSERT INTO messages (session_id, position, role, content, tool_calls, tool_call_id, \
              name, reasoning_content, reasoning, reasoning_details, origin_provider, origin_host, \
-             origin_model, extra, key_order, kind, created_at) \
+             origin_model, extra, key_order, kind, created_at, match_key) \
              SELECT $1, ROW_NUMBER() OVER (ORDER BY COALESCE(sort_key, position), position) - 1, \
              role, content, tool_calls, tool_call_id, name, reasoning_content, reasoning, \
-             reasoning_details, origin_provider, origin_host, origin_model, extra, key_order, kind, $2 \
+             reasoning_details, origin_provider, origin_host, origin_model, extra, key_order, kind, $2, \
+             match_key \
              FROM messages WHERE session_id = $3 AND position <= $4 \
              AND (archived_at IS NULL OR archived_rev > $5)",
         )

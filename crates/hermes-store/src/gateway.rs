@@ -1,0 +1,298 @@
+//! What the gateway keeps (SPEC §10): gateway keys (only the SHA-256 of each secret is stored,
+//! compared in constant time) and the lookup that finds which stored session an incoming
+//! history continues, within one tenant and partition, by the messages' match keys.
+
+use sha2::{Digest as _, Sha256};
+use sqlx::Row as _;
+use subtle::ConstantTimeEq as _;
+
+use crate::{DbResult as _, Store, StoreError, now_ms};
+
+/// How a gateway key starts: `hk_<id>_<secret>`.
+const KEY_PREFIX: &str = "hk_";
+/// Random bytes in a key's id (shown in listings; not secret).
+const ID_BYTES: usize = 8;
+/// Random bytes in a key's secret: 256 bits.
+const SECRET_BYTES: usize = 32;
+/// The longest tenant name accepted.
+const MAX_TENANT_LEN: usize = 128;
+/// Match keys looked up per query: [`Store::find_by_keys`] walks the keys back in chunks of
+/// this many (two placeholders each stay far below either backend's limit).
+const KEYS_PER_QUERY: usize = 256;
+
+/// A gateway key as listed: never its secret, which is shown once when it is made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GatewayKey {
+    /// The key's id (the part between `hk_` and the secret).
+    pub id: String,
+    /// The tenant it authenticates.
+    pub tenant: String,
+    /// When it was made, Unix milliseconds.
+    pub created_at: i64,
+}
+
+/// Where [`Store::find_by_keys`] found the conversation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Found {
+    /// The session that holds the message.
+    pub session: String,
+    /// The position of the message in that session (the last active row holding the key).
+    pub position: i64,
+    /// Which of the keys passed decided (an index into them: the latest one any session holds).
+    pub key_index: usize,
+}
+
+/// Lowercase hex of `bytes`.
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}
+
+/// `n` bytes from the operating system's CSPRNG, as lowercase hex.
+fn random_hex(n: usize) -> Result<String, StoreError> {
+    let mut bytes = vec![0u8; n];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| StoreError::Encode(format!("a random gateway key: {e}")))?;
+    Ok(hex(&bytes))
+}
+
+/// The stored digest of a key's secret: lowercase hex SHA-256 of its text.
+fn secret_digest(secret: &str) -> String {
+    hex(&Sha256::digest(secret.as_bytes()))
+}
+
+/// `(id, secret)` of a well-formed key: `hk_`, then hex id and hex secret of the lengths
+/// [`Store::add_gateway_key`] makes, joined by `_`.
+fn parse_key(key: &str) -> Option<(&str, &str)> {
+    let (id, secret) = key.strip_prefix(KEY_PREFIX)?.split_once('_')?;
+    let is_hex = |s: &str, bytes: usize| {
+        s.len() == bytes * 2
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    (is_hex(id, ID_BYTES) && is_hex(secret, SECRET_BYTES)).then_some((id, secret))
+}
+
+/// Checks a tenant name: not blank, at most [`MAX_TENANT_LEN`] bytes, no control characters.
+fn check_tenant(tenant: &str) -> Result<(), StoreError> {
+    let why = if tenant.trim().is_empty() {
+        "it is blank"
+    } else if tenant.len() > MAX_TENANT_LEN {
+        "it is longer than 128 bytes"
+    } else if tenant.chars().any(char::is_control) {
+        "it holds a control character"
+    } else {
+        return Ok(());
+    };
+    Err(StoreError::InvalidTenant {
+        tenant: tenant.escape_debug().to_string(),
+        why,
+    })
+}
+
+impl Store {
+    /// Makes a new gateway key for `tenant` and returns it whole — `hk_<id>_<secret>`, the id
+    /// 64 random bits and the secret 256, both lowercase hex, from the operating system's
+    /// CSPRNG. Only the SHA-256 of the secret is stored: the key cannot be shown again.
+    pub async fn add_gateway_key(&self, tenant: &str) -> Result<String, StoreError> {
+        check_tenant(tenant)?;
+        let id = random_hex(ID_BYTES)?;
+        let secret = random_hex(SECRET_BYTES)?;
+        sqlx::query(
+            "INSERT INTO gateway_keys (id, tenant, digest, created_at) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(&id)
+        .bind(tenant)
+        .bind(secret_digest(&secret))
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await
+        .db()?;
+        tracing::info!(key = %id, tenant, "gateway key created");
+        Ok(format!("{KEY_PREFIX}{id}_{secret}"))
+    }
+
+    /// The tenant a gateway key authenticates, or `None` when the key is malformed, unknown
+    /// (revoked included) or its secret is wrong. The secret's digest is compared with the
+    /// stored one in constant time.
+    pub async fn tenant_for_key(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let Some((id, secret)) = parse_key(key) else {
+            return Ok(None);
+        };
+        let row = sqlx::query("SELECT tenant, digest FROM gateway_keys WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .db()?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let tenant: String = row.try_get("tenant").db()?;
+        let stored: String = row.try_get("digest").db()?;
+        let given = secret_digest(secret);
+        Ok(bool::from(given.as_bytes().ct_eq(stored.as_bytes())).then_some(tenant))
+    }
+
+    /// The gateway keys of `tenant`, oldest first (ids and times; never a secret).
+    pub async fn gateway_keys(&self, tenant: &str) -> Result<Vec<GatewayKey>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, tenant, created_at FROM gateway_keys WHERE tenant = $1 \
+             ORDER BY created_at, id",
+        )
+        .bind(tenant)
+        .fetch_all(&self.pool)
+        .await
+        .db()?;
+        rows.iter()
+            .map(|r| {
+                Ok(GatewayKey {
+                    id: r.try_get("id").db()?,
+                    tenant: r.try_get("tenant").db()?,
+                    created_at: r.try_get("created_at").db()?,
+                })
+            })
+            .collect()
+    }
+
+    /// Revokes the gateway key with this id (the key's `hk_<id>_` part, or the whole key):
+    /// `true` when there was one. The key stops working at once on every replica.
+    pub async fn revoke_gateway_key(&self, id: &str) -> Result<bool, StoreError> {
+        let id = parse_key(id).map_or(id, |(id, _)| id);
+        let done = sqlx::query("DELETE FROM gateway_keys WHERE id = $1")
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        if done.rows_affected() > 0 {
+            tracing::info!(key = %id, "gateway key revoked");
+        }
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Which stored session an incoming history continues (SPEC §10, "Which conversation"):
+    /// `keys` are the history's assistant messages' match keys in order
+    /// ([`hermes_core::normal::match_key`]); walking them from the last to the first, the
+    /// first one that an active (not archived) message of a session of `tenant` and
+    /// `partition` holds decides. Ties go to the most recently updated session (then the
+    /// greater id), and within it to the last row holding the key. `partition: None` matches
+    /// only sessions without a partition; sessions of other tenants, and CLI sessions (no
+    /// tenant), are never found. `None`: no session holds any of the keys.
+    ///
+    /// One indexed query (`messages (match_key)`) per 256 distinct keys, latest first;
+    /// usually one in all.
+    pub async fn find_by_keys(
+        &self,
+        tenant: &str,
+        partition: Option<&str>,
+        keys: &[String],
+    ) -> Result<Option<Found>, StoreError> {
+        // Each distinct key at the latest index it has (a repeated message counts where it
+        // was last seen).
+        let mut latest: Vec<(usize, &str)> = Vec::new();
+        for (i, key) in keys.iter().enumerate().rev() {
+            if !latest.iter().any(|(_, k)| *k == key.as_str()) {
+                latest.push((i, key));
+            }
+        }
+        for chunk in latest.chunks(KEYS_PER_QUERY) {
+            if let Some(found) = self.find_in(tenant, partition, chunk).await? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// [`Store::find_by_keys`] for one chunk of `(index, key)` pairs, in one query.
+    async fn find_in(
+        &self,
+        tenant: &str,
+        partition: Option<&str>,
+        chunk: &[(usize, &str)],
+    ) -> Result<Option<Found>, StoreError> {
+        let sql = find_sql(chunk, partition.is_some());
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(tenant);
+        for (_, key) in chunk {
+            query = query.bind(*key);
+        }
+        if let Some(partition) = partition {
+            query = query.bind(partition);
+        }
+        let Some(row) = query.fetch_optional(&self.pool).await.db()? else {
+            return Ok(None);
+        };
+        let key_index: i64 = row.try_get("key_index").db()?;
+        Ok(Some(Found {
+            session: row.try_get("session_id").db()?,
+            position: row.try_get("position").db()?,
+            key_index: usize::try_from(key_index).unwrap_or_default(),
+        }))
+    }
+}
+
+/// The query of [`Store::find_by_keys`] for one chunk of `(index, key)` pairs: `$1` the tenant,
+/// then one placeholder per key, then the partition when `partitioned`. Each key is bound once
+/// and named twice: in the `IN` that the `messages (match_key)` index serves, and in the rank
+/// that orders the rows by the key's index in the history.
+pub(crate) fn find_sql(chunk: &[(usize, &str)], partitioned: bool) -> String {
+    let first = 2;
+    let placeholders: Vec<String> = (0..chunk.len())
+        .map(|i| format!("${}", first + i))
+        .collect();
+    let rank: String = chunk
+        .iter()
+        .zip(&placeholders)
+        .map(|((index, _), p)| format!(" WHEN {p} THEN {index}"))
+        .collect();
+    let partition_test = if partitioned {
+        format!("s.partition_key = ${}", first + chunk.len())
+    } else {
+        "s.partition_key IS NULL".to_owned()
+    };
+    format!(
+        "SELECT m.session_id, m.position, CAST(CASE m.match_key{rank} END AS BIGINT) AS key_index \
+         FROM messages m JOIN sessions s ON s.id = m.session_id \
+         WHERE m.match_key IN ({}) AND m.archived_at IS NULL AND s.tenant = $1 AND {partition_test} \
+         ORDER BY key_index DESC, s.updated_at DESC, s.id DESC, m.position DESC LIMIT 1",
+        placeholders.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_parse_only_in_the_shape_they_are_made() {
+        let id = "0123456789abcdef";
+        let secret = "ab".repeat(32);
+        assert_eq!(
+            parse_key(&format!("hk_{id}_{secret}")),
+            Some((id, secret.as_str()))
+        );
+        for bad in [
+            String::new(),
+            format!("hk_{id}{secret}"),
+            format!("hx_{id}_{secret}"),
+            format!("hk_{id}_{}", &secret[1..]),
+            format!("hk_{id}_{}", secret.to_uppercase()),
+            format!("hk_{id}_{secret}_"),
+            format!("hk__{secret}"),
+        ] {
+            assert_eq!(parse_key(&bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_tenant_name_is_checked() {
+        assert!(check_tenant("acme").is_ok());
+        for bad in ["", "  ", "a\nb", &"x".repeat(129)] {
+            let err = check_tenant(bad).unwrap_err().to_string();
+            assert!(err.contains("tenant"), "{err}");
+        }
+    }
+}
