@@ -179,18 +179,35 @@ impl Request {
     }
 }
 
-/// A gateway client's whole history, and whose it is.
+/// A gateway client's whole history, and whose it is: the tenant (a gateway key's owner) and
+/// the client's own partition within it, if it names one. A conversation is found, matched and
+/// extended only within them (SPEC §10, "Which conversation").
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct History {
+    /// Whose conversations these are.
+    pub tenant: String,
+    /// The client's partition within the tenant (`X-Hermes-Session`-less clients may name one:
+    /// the OpenAI `user` field, Anthropic `metadata.user_id`, a session header).
+    pub partition: Option<String>,
     /// The messages as the client sent them (carriers it kept are passed on unverified).
     pub messages: Vec<Message>,
 }
 
 impl History {
-    /// The client's `messages`.
-    pub fn new(messages: Vec<Message>) -> Self {
-        History { messages }
+    /// `messages` of `tenant`, in no partition.
+    pub fn new(tenant: impl Into<String>, messages: Vec<Message>) -> Self {
+        History {
+            tenant: tenant.into(),
+            partition: None,
+            messages,
+        }
+    }
+
+    /// In the client's `partition`.
+    pub fn partition(mut self, partition: Option<String>) -> Self {
+        self.partition = partition;
+        self
     }
 }
 
@@ -331,11 +348,28 @@ impl Engine {
             stream,
             sampling,
         } = request;
+        // A client's history names its conversation by what it holds (SPEC §10).
+        let session = match (&history, session) {
+            (Some(history), None) => find_conversation(store, history).await?,
+            (_, session) => session,
+        };
         // The one read of a resumed conversation: its row, its active view and its tip.
         let snapshot = match &session {
             Some(id) => Some(store.snapshot(id).await?),
             None => None,
         };
+        if let (Some(history), Some(snapshot)) = (&history, &snapshot)
+            && (snapshot.meta.tenant.as_deref() != Some(history.tenant.as_str())
+                || snapshot.meta.partition != history.partition)
+        {
+            // Another tenant's (or partition's) session does not exist for this client.
+            return Err(EngineError::NotFound {
+                session: snapshot.meta.id.clone(),
+            });
+        }
+        let owner = history
+            .as_ref()
+            .map(|h| (h.tenant.clone(), h.partition.clone()));
         let Opened {
             settled,
             thinking,
@@ -384,7 +418,7 @@ impl Engine {
                 landed: &landed,
             },
             Place::Branch(parent) => {
-                let mut new = new_session(&target.settled, thinking, &title);
+                let mut new = owned(new_session(&target.settled, thinking, &title), &owner);
                 new.title = parent.title;
                 new.parent_id = Some(parent.id);
                 new.model_config = parent.model_config;
@@ -395,7 +429,7 @@ impl Engine {
                 }
             }
             Place::New => Destination::New {
-                new: new_session(&target.settled, thinking, &title),
+                new: owned(new_session(&target.settled, thinking, &title), &owner),
                 created: &landed,
                 compare: true,
             },
@@ -496,4 +530,37 @@ enum Place {
     Branch(Box<hermes_store::SessionMeta>),
     /// In a new session.
     New,
+}
+
+/// A new session of `owner` (tenant and partition), when a gateway client's history made it.
+fn owned(
+    mut new: hermes_store::NewSession,
+    owner: &Option<(String, Option<String>)>,
+) -> hermes_store::NewSession {
+    if let Some((tenant, partition)) = owner {
+        new.tenant = Some(tenant.as_str().into());
+        new.partition = partition.as_deref().map(Into::into);
+    }
+    new
+}
+
+/// The stored session of the history's tenant and partition that holds the latest of its
+/// assistant messages any session holds, walking back from the end (SPEC §10); none: a new
+/// conversation.
+async fn find_conversation(
+    store: &Store,
+    history: &History,
+) -> Result<Option<String>, EngineError> {
+    let keys: Vec<String> = history
+        .messages
+        .iter()
+        .filter_map(hermes_core::normal::match_key)
+        .collect();
+    if keys.is_empty() {
+        return Ok(None);
+    }
+    let found = store
+        .find_by_keys(&history.tenant, history.partition.as_deref(), &keys)
+        .await?;
+    Ok(found.map(|f| f.session))
 }

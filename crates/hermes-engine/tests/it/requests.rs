@@ -266,7 +266,8 @@ fn as_a_forgetful_client_sends_it(message: &Message) -> Message {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_history_without_reasoning_gets_it_back_and_an_edited_turn_branches() {
+async fn a_client_history_without_reasoning_finds_its_conversation_gets_it_back_and_an_edited_turn_branches()
+ {
     use hermes_engine::History;
     let (sim, _dir, store, engine) = served().await;
     let tools = || ToolMode::Client(tool_definitions());
@@ -275,7 +276,7 @@ async fn a_client_history_without_reasoning_gets_it_back_and_an_edited_turn_bran
     let mut client = vec![Message::text(Role::User, "[tools=1] what time is it?")];
     let first = engine
         .complete(
-            Request::from_history(History::new(client.clone()))
+            Request::from_history(History::new("acme", client.clone()))
                 .choice(deepseek())
                 .tools(tools()),
             &|_| {},
@@ -290,9 +291,8 @@ async fn a_client_history_without_reasoning_gets_it_back_and_an_edited_turn_bran
     client.push(result_for(&id, "12:00"));
     let second = engine
         .complete(
-            Request::from_history(History::new(client.clone()))
-                .session(&first.session)
-                .tools(tools()),
+            // No session named: the history's call turn finds it.
+            Request::from_history(History::new("acme", client.clone())).tools(tools()),
             &|_| {},
         )
         .await
@@ -313,9 +313,7 @@ async fn a_client_history_without_reasoning_gets_it_back_and_an_edited_turn_bran
     edited[0] = Message::text(Role::User, "[tools=1] what time is it in Paris?");
     let third = engine
         .complete(
-            Request::from_history(History::new(edited))
-                .session(&first.session)
-                .tools(tools()),
+            Request::from_history(History::new("acme", edited)).tools(tools()),
             &|_| {},
         )
         .await
@@ -337,6 +335,43 @@ async fn a_client_history_without_reasoning_gets_it_back_and_an_edited_turn_bran
         "the unedited call turn after the edit kept its carriers"
     );
     assert_eq!(branch.len(), 4);
+
+    // Another tenant sending the very same history finds nothing of acme's: a new session,
+    // and its assistant turn goes as the client sent it (DeepSeek gets the pad, not acme's
+    // reasoning).
+    let other = engine
+        .complete(
+            Request::from_history(History::new("globex", client.clone()))
+                .choice(deepseek())
+                .tools(tools()),
+            &|_| {},
+        )
+        .await
+        .unwrap();
+    assert_ne!(other.session, first.session);
+    assert_ne!(other.session, third.session);
+    assert_eq!(other.branched_from, None);
+    let body = sim.requests().last().unwrap().body.clone();
+    assert_eq!(body["messages"][1]["reasoning_content"], " ");
+    let meta = store.session(&other.session).await.unwrap();
+    assert_eq!(meta.tenant.as_deref(), Some("globex"));
+
+    // Naming acme's session does not help either.
+    let err = engine
+        .complete(
+            Request::from_history(History::new("globex", client))
+                .session(&first.session)
+                .tools(tools()),
+            &|_| {},
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.kind(),
+        hermes_engine::ErrorKind::NotFound {
+            session: &first.session
+        }
+    );
 }
 
 fn text_of(message: &Message) -> String {
