@@ -338,7 +338,11 @@ async fn a_silent_upstream_gets_keep_alives_and_a_later_failure_is_an_in_stream_
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status(), 200, "the stream started before the failure");
+    assert_eq!(
+        response.status(),
+        200,
+        "the stream started before the failure"
+    );
     assert_eq!(
         response.headers()["content-type"],
         "text/event-stream",
