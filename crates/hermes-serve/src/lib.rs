@@ -143,6 +143,21 @@ pub struct Gateway {
 struct Inner {
     engine: Engine,
     config: ServeConfig,
+    /// Set when the drain bound ran out: every request still running ends now.
+    cut: tokio::sync::watch::Sender<bool>,
+}
+
+impl Inner {
+    /// Resolves when the drain bound ran out.
+    async fn cut(&self) {
+        let mut cut = self.cut.subscribe();
+        let _ = cut.wait_for(|c| *c).await;
+    }
+}
+
+/// The answer of a request cut by shutdown.
+fn shutting_down() -> ApiError {
+    ApiError::unavailable("the gateway is shutting down; nothing half-done was stored")
 }
 
 impl Gateway {
@@ -153,7 +168,11 @@ impl Gateway {
             return Err(ServeError::NoStore);
         }
         Ok(Gateway {
-            inner: Arc::new(Inner { engine, config }),
+            inner: Arc::new(Inner {
+                engine,
+                config,
+                cut: tokio::sync::watch::channel(false).0,
+            }),
         })
     }
 
@@ -169,8 +188,9 @@ impl Gateway {
     }
 
     /// Serves on `listener` until `shutdown` resolves; then stops accepting, lets in-flight
-    /// requests finish for at most [`ServeConfig::drain`], and cuts the rest (dropping a
-    /// stream cancels its request: its unfinished step is not stored). Refuses
+    /// requests finish for at most [`ServeConfig::drain`], and cuts the rest: each is
+    /// cancelled (its unfinished step is not stored) and answered 503, or, streamed, ended with
+    /// an error event. Refuses
     /// [`Auth::None`] on an address that is not loopback.
     pub async fn serve(
         &self,
@@ -188,6 +208,7 @@ impl Gateway {
                 let _ = stopping.send(());
             })
             .into_future();
+        tokio::pin!(server);
         let drain = self.inner.config.drain;
         let bound = async move {
             if stopped.await.is_err() {
@@ -196,11 +217,18 @@ impl Gateway {
             tokio::time::sleep(drain).await;
         };
         tokio::select! {
-            served = server => Ok(served?),
-            () = bound => {
-                tracing::warn!(drain_secs = drain.as_secs(), "in-flight requests cut after the drain bound");
-                Ok(())
-            }
+            served = &mut server => return Ok(served?),
+            () = bound => {}
+        }
+        tracing::warn!(
+            drain_ms = drain.as_millis() as u64,
+            "cutting the requests still running after the drain bound"
+        );
+        let _ = self.inner.cut.send(true);
+        // Cut requests answer at once; a connection that still does not close is left behind.
+        match tokio::time::timeout(Duration::from_secs(5), server).await {
+            Ok(served) => Ok(served?),
+            Err(_) => Ok(()),
         }
     }
 }
@@ -289,22 +317,31 @@ async fn chat(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response
         include_usage: parsed.include_usage,
     };
     if !parsed.stream {
-        let completion = inner
-            .engine
-            .complete(request, &|_| {})
-            .await
-            .map_err(|e| ApiError::from_engine(&e))?;
+        let completion = tokio::select! {
+            completion = inner.engine.complete(request, &|_| {}) => {
+                completion.map_err(|e| ApiError::from_engine(&e))?
+            }
+            () = inner.cut() => return Err(shutting_down()),
+        };
         return Ok(reply.whole(&completion));
     }
     let mut events = inner.engine.stream(request);
     // Wait a little for the first event, so a request refused before anything streams gets its
     // HTTP status; past that, the stream starts (keep-alives flow) and failures go in-stream.
-    let first = match tokio::time::timeout(inner.config.keep_alive, events.next()).await {
-        Ok(Some(Event::Failed(error))) => return Err(ApiError::from_engine(&error)),
-        Ok(first) => first,
-        Err(_) => None,
+    let first = tokio::select! {
+        first = tokio::time::timeout(inner.config.keep_alive, events.next()) => match first {
+            Ok(Some(Event::Failed(error))) => return Err(ApiError::from_engine(&error)),
+            Ok(first) => first,
+            Err(_) => None,
+        },
+        () = inner.cut() => return Err(shutting_down()),
     };
-    Ok(reply.streamed(events, first, inner.config.keep_alive))
+    Ok(reply.streamed(
+        events,
+        first,
+        inner.config.keep_alive,
+        inner.cut.subscribe(),
+    ))
 }
 
 /// What every object of one reply shares.
@@ -371,9 +408,16 @@ impl Reply {
     /// chunk with `finish_reason` and `hermes_session`, the usage chunk when asked for, and
     /// `[DONE]`; after [`Event::Failed`] an error event, then the end. Dropping the response
     /// (the client went away) drops the [`Events`], which cancels the request.
-    fn streamed(self, events: Events, first: Option<Event>, keep_alive: Duration) -> Response {
+    fn streamed(
+        self,
+        events: Events,
+        first: Option<Event>,
+        keep_alive: Duration,
+        cut: tokio::sync::watch::Receiver<bool>,
+    ) -> Response {
         struct Streaming {
             events: Events,
+            cut: tokio::sync::watch::Receiver<bool>,
             first: Option<Event>,
             queued: std::collections::VecDeque<SseEvent>,
             started: bool,
@@ -381,6 +425,7 @@ impl Reply {
         }
         let state = Streaming {
             events,
+            cut,
             first,
             queued: Default::default(),
             started: false,
@@ -398,7 +443,16 @@ impl Reply {
                     }
                     let event = match s.first.take() {
                         Some(event) => Some(event),
-                        None => s.events.next().await,
+                        None => tokio::select! {
+                            event = s.events.next() => event,
+                            _ = s.cut.wait_for(|c| *c) => {
+                                s.queued.push_back(
+                                    SseEvent::default().data(shutting_down().body().to_string()),
+                                );
+                                s.ended = true;
+                                continue;
+                            }
+                        },
                     };
                     match event {
                         Some(Event::Driver(driver)) => {

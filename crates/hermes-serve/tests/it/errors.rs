@@ -1,8 +1,10 @@
 //! What the gateway answers with reqwest as the client: 401 before anything reaches an
 //! upstream, 400 naming the parameter, 404 for unknown models and sessions, hostile model
 //! strings refused, 413 over the body cap, an upstream's 401 as 502 and its 400 as 400 with its
-//! message, the liveness, readiness and model list, a non-streamed turn naming its session, and
-//! the refusal of `Auth::None` off loopback.
+//! message and its 429 with `Retry-After`, keep-alive comments while the upstream is silent and
+//! a failure after the stream began as an in-stream error, the liveness, readiness and model
+//! list, a non-streamed turn naming its session, the drain bound on shutdown (the cut request
+//! answered 503, nothing stored), and the refusal of `Auth::None` off loopback.
 
 use std::sync::Arc;
 
@@ -361,4 +363,87 @@ async fn a_silent_upstream_gets_keep_alives_and_a_later_failure_is_an_in_stream_
     assert_eq!(error["error"]["message"], "bad things");
     assert!(!text.contains("[DONE]"));
     gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_429_is_passed_on_with_retry_after() {
+    let upstream = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(429)
+                .insert_header("retry-after", "1")
+                .set_body_json(json!({"error": {"message": "slow down", "code": "rate_limited"}})),
+        )
+        .mount(&upstream)
+        .await;
+    let gateway = start(&upstream.uri(), |c| c).await;
+    let (status, headers, body) = post(
+        &gateway,
+        Some(KEY),
+        None,
+        &hello("deepseek/deepseek-v4-pro"),
+    )
+    .await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(headers["retry-after"], "1");
+    assert_eq!(body["error"]["type"], "rate_limit_error");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("slow down")
+    );
+    gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_cuts_a_request_after_the_drain_bound_and_stores_nothing() {
+    let upstream = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(500).set_delay(std::time::Duration::from_secs(30)))
+        .mount(&upstream)
+        .await;
+    let gateway = start(&upstream.uri(), |c| {
+        c.drain(std::time::Duration::from_millis(300))
+    })
+    .await;
+    let url = gateway.url("/v1/chat/completions");
+    let pending = tokio::spawn(async move {
+        reqwest::Client::new()
+            .post(url)
+            .bearer_auth(KEY)
+            .json(&hello("deepseek/deepseek-v4-pro"))
+            .send()
+            .await
+    });
+    // The request reaches the upstream, which stays silent.
+    for _ in 0..100 {
+        if !upstream.received_requests().await.unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(upstream.received_requests().await.unwrap().len(), 1);
+    let store = gateway.store.clone();
+    let started = std::time::Instant::now();
+    gateway.stop().await;
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "the drain bound held: {:?}",
+        started.elapsed()
+    );
+    let cut = pending.await.unwrap().unwrap();
+    assert_eq!(cut.status(), 503, "the cut request is answered");
+    let body: Value = cut.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("shutting down"),
+        "{body}"
+    );
+    assert!(
+        store.list().await.unwrap().is_empty(),
+        "nothing half-done stored"
+    );
 }
