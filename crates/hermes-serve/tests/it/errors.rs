@@ -42,6 +42,12 @@ async fn post(
     (status, headers, json)
 }
 
+/// `hello` to DeepSeek V4 Pro with the gateway key.
+async fn ask(gateway: &Running) -> (u16, reqwest::header::HeaderMap, Value) {
+    post(gateway, Some(KEY), None, &hello("deepseek/deepseek-v4-pro")).await
+}
+
+/// A one-message request to `model`.
 fn hello(model: &str) -> Value {
     json!({"model": model, "messages": [{"role": "user", "content": "hello"}]})
 }
@@ -150,13 +156,7 @@ async fn a_body_over_the_cap_is_413_in_openais_shape() {
         "{answer}"
     );
     // Just under the cap passes.
-    let (status, _, answer) = post(
-        &gateway,
-        Some(KEY),
-        None,
-        &hello("deepseek/deepseek-v4-pro"),
-    )
-    .await;
+    let (status, _, answer) = ask(&gateway).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(sim.requests().len(), 1);
     gateway.stop().await;
@@ -179,13 +179,7 @@ async fn an_upstream_401_is_502_and_an_upstream_400_is_400_with_its_message() {
         .mount(&upstream)
         .await;
     let gateway = start(&upstream.uri(), |c| c).await;
-    let (status, _, body) = post(
-        &gateway,
-        Some(KEY),
-        None,
-        &hello("deepseek/deepseek-v4-pro"),
-    )
-    .await;
+    let (status, _, body) = ask(&gateway).await;
     assert_eq!(status, 502, "never the client's 401: {body}");
     assert_eq!(body["error"]["type"], "upstream_error");
     // Streamed, refused before any delta: the same status, not a 200 stream.
@@ -194,13 +188,7 @@ async fn an_upstream_401_is_502_and_an_upstream_400_is_400_with_its_message() {
     let (status, _, body) = post(&gateway, Some(KEY), None, &streamed).await;
     assert_eq!(status, 502, "{body}");
 
-    let (status, _, body) = post(
-        &gateway,
-        Some(KEY),
-        None,
-        &hello("deepseek/deepseek-v4-pro"),
-    )
-    .await;
+    let (status, _, body) = ask(&gateway).await;
     assert_eq!(status, 400, "{body}");
     assert_eq!(
         body["error"]["message"],
@@ -250,13 +238,7 @@ async fn health_readiness_and_models_answer() {
 async fn a_turn_names_its_session_and_the_header_continues_it() {
     let sim = Sim::start("deepseek-v4").await.unwrap();
     let gateway = start(&sim.base_url(), |c| c).await;
-    let (status, headers, first) = post(
-        &gateway,
-        Some(KEY),
-        None,
-        &hello("deepseek/deepseek-v4-pro"),
-    )
-    .await;
+    let (status, headers, first) = ask(&gateway).await;
     assert_eq!(status, 200, "{first}");
     let session = first["hermes_session"].as_str().unwrap().to_owned();
     assert_eq!(headers["x-hermes-session"], session.as_str());
@@ -377,13 +359,7 @@ async fn an_upstream_429_is_passed_on_with_retry_after() {
         .mount(&upstream)
         .await;
     let gateway = start(&upstream.uri(), |c| c).await;
-    let (status, headers, body) = post(
-        &gateway,
-        Some(KEY),
-        None,
-        &hello("deepseek/deepseek-v4-pro"),
-    )
-    .await;
+    let (status, headers, body) = ask(&gateway).await;
     assert_eq!(status, 429, "{body}");
     assert_eq!(headers["retry-after"], "1");
     assert_eq!(body["error"]["type"], "rate_limit_error");

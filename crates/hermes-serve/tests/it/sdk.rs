@@ -5,9 +5,7 @@
 //! store byte for byte, sends the client's tools as defined, and answers in OpenAI's shape,
 //! streamed and not. Without a usable Python the tests skip, unless `HERMES_REQUIRE_SDK` is set.
 
-use std::io::Write as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use hermes_sim::Sim;
 use serde_json::{Value, json};
@@ -22,36 +20,14 @@ const PROBE: &str = "import openai; print(f'openai {openai.__version__}')";
 
 /// Runs the script with `input`, none of the machine's OpenAI settings and no proxy.
 fn run(python: &Path, input: &Value) -> Value {
-    let mut cmd = Command::new(python);
-    for (key, _) in std::env::vars_os() {
-        let name = key.to_string_lossy().to_ascii_uppercase();
-        if name.starts_with("OPENAI_") || name.ends_with("_PROXY") {
-            cmd.env_remove(&key);
-        }
-    }
-    let mut child = cmd
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONIOENCODING", "utf-8")
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .arg(SCRIPT)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "the script failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let (code, stdout, stderr) = hermes_test_support::sdk::run(
+        hermes_test_support::sdk::python(python, &["OPENAI_"]),
+        SCRIPT,
+        &input.to_string(),
+    )
+    .unwrap();
+    assert_eq!(code, Some(0), "the script failed: {stderr}");
+    serde_json::from_str(&stdout).unwrap()
 }
 
 async fn a_client_that_drops_reasoning_holds_a_tool_conversation(stream: bool) {
