@@ -5,6 +5,7 @@
 
 mod errors;
 mod sdk;
+mod streams;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
