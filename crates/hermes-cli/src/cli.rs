@@ -67,8 +67,16 @@ pub(crate) struct ServeArgs {
 
     /// Serve plain HTTP on an address that is not loopback because a TLS proxy in front
     /// terminates TLS.
-    #[arg(long = "behind-tls-proxy")]
+    #[arg(long = "behind-tls-proxy", conflicts_with = "tls_cert")]
     pub(crate) behind_tls_proxy: bool,
+
+    /// Serve HTTPS with this certificate chain (PEM; with --tls-key).
+    #[arg(long = "tls-cert", value_name = "FILE", requires = "tls_key")]
+    pub(crate) tls_cert: Option<PathBuf>,
+
+    /// The certificate's private key (PEM; with --tls-cert).
+    #[arg(long = "tls-key", value_name = "FILE", requires = "tls_cert")]
+    pub(crate) tls_key: Option<PathBuf>,
 }
 
 /// `hermes chat`

@@ -31,8 +31,8 @@ fn listen_address(args: &ServeArgs, config: &crate::config::Config) -> anyhow::R
 }
 
 /// Refuses what this build cannot serve safely at `addr`: plain HTTP off loopback without
-/// `--behind-tls-proxy` (TLS termination by hermes itself is not built yet), and any address
-/// without `--no-auth` (gateway keys come with the store's tenants, not built yet).
+/// `--tls-cert`/`--tls-key` or `--behind-tls-proxy`, and any address without `--no-auth`
+/// (gateway keys come with the store's tenants, not built yet).
 fn check_exposure(args: &ServeArgs, addr: SocketAddr) -> anyhow::Result<()> {
     let loopback = addr.ip().is_loopback();
     if args.no_auth && !loopback {
@@ -40,9 +40,9 @@ fn check_exposure(args: &ServeArgs, addr: SocketAddr) -> anyhow::Result<()> {
             "--no-auth is for loopback addresses only; {addr} is not one (use 127.0.0.1 or ::1)"
         );
     }
-    if !loopback && !args.behind_tls_proxy {
+    if !loopback && !args.behind_tls_proxy && args.tls_cert.is_none() {
         anyhow::bail!(
-            "{addr} is not a loopback address: hermes serve does not terminate TLS itself yet; \
+            "{addr} is not a loopback address: serve HTTPS (--tls-cert FILE --tls-key FILE), or \
              put a TLS proxy in front and pass --behind-tls-proxy"
         );
     }
@@ -88,6 +88,10 @@ pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
     let config = crate::config::load(&home)?;
     let addr = listen_address(args, &config)?;
     check_exposure(args, addr)?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(hermes_serve::tls::server_config(cert, key)?),
+        _ => None,
+    };
     home::runtime()?.block_on(async {
         let store = home::open_store_in(&home, &config).await?;
         let secrets = crate::secrets::gather(None, &config);
@@ -104,11 +108,15 @@ pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
         let bound = listener.local_addr()?;
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let _ = writeln!(
             std::io::stderr(),
-            "hermes: serving OpenAI chat-completions on http://{bound}/v1"
+            "hermes: serving OpenAI chat-completions on {scheme}://{bound}/v1"
         );
-        gateway.serve(listener, shutdown_signal()).await?;
+        match tls {
+            Some(tls) => gateway.serve_tls(listener, tls, shutdown_signal()).await?,
+            None => gateway.serve(listener, shutdown_signal()).await?,
+        }
         Ok(())
     })
 }

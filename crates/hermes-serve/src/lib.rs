@@ -10,6 +10,7 @@
 mod error;
 pub mod model;
 mod openai;
+pub mod tls;
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -197,10 +198,38 @@ impl Gateway {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
-        let addr = listener.local_addr()?;
+        self.check_auth(listener.local_addr()?)?;
+        self.serve_on(listener, shutdown).await
+    }
+
+    /// [`Gateway::serve`] over TLS with `config` ([`tls::server_config`]).
+    pub async fn serve_tls(
+        &self,
+        listener: tokio::net::TcpListener,
+        config: Arc<rustls::ServerConfig>,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServeError> {
+        self.check_auth(listener.local_addr()?)?;
+        self.serve_on(tls::TlsListener::new(listener, config)?, shutdown)
+            .await
+    }
+
+    /// Refuses [`Auth::None`] on an address that is not loopback.
+    fn check_auth(&self, addr: SocketAddr) -> Result<(), ServeError> {
         if matches!(self.inner.config.auth, Auth::None) && !addr.ip().is_loopback() {
             return Err(ServeError::NoAuthOffLoopback(addr));
         }
+        Ok(())
+    }
+
+    async fn serve_on<L>(
+        &self,
+        listener: L,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServeError>
+    where
+        L: axum::serve::Listener<Addr = SocketAddr>,
+    {
         let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
         let server = axum::serve(listener, self.router())
             .with_graceful_shutdown(async move {

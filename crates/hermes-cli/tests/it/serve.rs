@@ -1,7 +1,8 @@
 //! `hermes serve` through the binary: it serves chat-completions on loopback with `--no-auth`
 //! (here with the in-process simulator as `sim/MODEL`), answers `/healthz`, stops cleanly on
 //! SIGTERM, and refuses what it cannot serve safely (no auth off loopback, plain HTTP off
-//! loopback without `--behind-tls-proxy`, keys it does not have yet).
+//! loopback without TLS or `--behind-tls-proxy`, TLS files it cannot read, keys it does not have
+//! yet).
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
@@ -88,6 +89,19 @@ fn serve_refuses_what_it_cannot_serve_safely() {
         (
             &["serve", "--listen", "0.0.0.0:0"][..],
             "put a TLS proxy in front and pass --behind-tls-proxy",
+        ),
+        (
+            &[
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--no-auth",
+                "--tls-cert",
+                "/nonexistent.pem",
+                "--tls-key",
+                "/nonexistent.key",
+            ][..],
+            "/nonexistent.pem: cannot read a PEM certificate chain",
         ),
         (
             &["serve", "--listen", "127.0.0.1:0"][..],

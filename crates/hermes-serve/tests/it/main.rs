@@ -6,6 +6,7 @@
 mod errors;
 mod sdk;
 mod streams;
+mod tls;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -64,6 +65,15 @@ pub(crate) async fn start(
     deepseek_url: &str,
     adjust: impl FnOnce(ServeConfig) -> ServeConfig,
 ) -> Running {
+    start_with(deepseek_url, adjust, None).await
+}
+
+/// [`start`], over TLS with `tls` when given.
+pub(crate) async fn start_with(
+    deepseek_url: &str,
+    adjust: impl FnOnce(ServeConfig) -> ServeConfig,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> Running {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("state.db")).await.unwrap();
@@ -86,11 +96,13 @@ pub(crate) async fn start(
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
-        gateway
-            .serve(listener, async move {
-                let _ = stopped.await;
-            })
-            .await
+        let shutdown = async move {
+            let _ = stopped.await;
+        };
+        match tls {
+            Some(tls) => gateway.serve_tls(listener, tls, shutdown).await,
+            None => gateway.serve(listener, shutdown).await,
+        }
     });
     Running {
         addr,
