@@ -315,13 +315,7 @@ async fn a_silent_upstream_gets_keep_alives_and_a_later_failure_is_an_in_stream_
     .await;
     let mut body = hello("deepseek/deepseek-v4-pro");
     body["stream"] = json!(true);
-    let response = reqwest::Client::new()
-        .post(gateway.url("/v1/chat/completions"))
-        .bearer_auth(KEY)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let response = gateway.chat(&body).await;
     assert_eq!(
         response.status(),
         200,

@@ -50,6 +50,17 @@ impl Running {
         format!("http://{}{path}", self.addr)
     }
 
+    /// `POST /v1/chat/completions` with `body` and the gateway key.
+    pub(crate) async fn chat(&self, body: &serde_json::Value) -> reqwest::Response {
+        reqwest::Client::new()
+            .post(self.url("/v1/chat/completions"))
+            .bearer_auth(KEY)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
     /// Sends the shutdown signal and waits for the server to stop.
     pub(crate) async fn stop(mut self) {
         if let Some(stop) = self.stop.take() {

@@ -5,7 +5,7 @@
 use hermes_sim::{Sim, Switches};
 use serde_json::{Value, json};
 
-use crate::{KEY, start};
+use crate::start;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failure_after_deltas_is_an_in_stream_error_with_no_retry_and_nothing_stored() {
@@ -13,17 +13,13 @@ async fn a_failure_after_deltas_is_an_in_stream_error_with_no_retry_and_nothing_
         .await
         .unwrap();
     let gateway = start(&sim.base_url(), |c| c).await;
-    let response = reqwest::Client::new()
-        .post(gateway.url("/v1/chat/completions"))
-        .bearer_auth(KEY)
-        .json(&json!({
+    let response = gateway
+        .chat(&json!({
             "model": "deepseek/deepseek-v4-pro",
             "stream": true,
             "messages": [{"role": "user", "content": "hello"}],
         }))
-        .send()
-        .await
-        .unwrap();
+        .await;
     assert_eq!(response.status(), 200);
     let text = response.text().await.unwrap();
     let data: Vec<Value> = text
@@ -53,10 +49,8 @@ async fn a_failure_after_deltas_is_an_in_stream_error_with_no_retry_and_nothing_
 async fn openai_parameters_reach_the_upstream_through_the_engines_mapping() {
     let sim = Sim::start("deepseek-v4").await.unwrap();
     let gateway = start(&sim.base_url(), |c| c).await;
-    let response = reqwest::Client::new()
-        .post(gateway.url("/v1/chat/completions"))
-        .bearer_auth(KEY)
-        .json(&json!({
+    let response = gateway
+        .chat(&json!({
             "model": "deepseek/deepseek-v4-pro",
             "messages": [{"role": "user", "content": "hello"}],
             "reasoning_effort": "high",
@@ -67,9 +61,7 @@ async fn openai_parameters_reach_the_upstream_through_the_engines_mapping() {
             "user": "u-1",
             "some_future_key": {"ignored": true},
         }))
-        .send()
-        .await
-        .unwrap();
+        .await;
     let status = response.status();
     let body: Value = response.json().await.unwrap();
     assert_eq!(status, 200, "{body}");
