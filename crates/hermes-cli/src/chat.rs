@@ -94,6 +94,23 @@ pub(crate) async fn defaults(config: &crate::config::Config) -> hermes_engine::D
     defaults
 }
 
+/// What every request of this process runs with, from `config` and the environment: config's
+/// defaults, keys from the environment, AWS credentials from `secrets`' sources, config's
+/// limits and re-probe age — what `chat` and `serve` settle with.
+pub(crate) async fn settings(
+    config: &crate::config::Config,
+    secrets: crate::secrets::Secrets,
+) -> hermes_engine::Settings {
+    let mut settings = hermes_engine::Settings::new(
+        defaults(config).await,
+        Arc::new(|var: &str| std::env::var(var).ok()),
+    )
+    .aws(Arc::new(crate::aws::AwsEnv { secrets }))
+    .limits(config.limits.limits());
+    settings.reprobe_after = config.reprobe_after();
+    settings
+}
+
 /// Opens the chat session `args` ask for, with the built-in tools confined to the workspace.
 pub(crate) async fn open(
     engine: &Engine,
@@ -114,17 +131,20 @@ pub(crate) async fn open(
         args.base_url.as_deref(),
     )
     .allow_insecure_http(args.allow_insecure_http);
-    let options = OpenOptions::new(choice)
-        .defaults(defaults(&config).await)
+    let settings = settings(&config, secrets).await;
+    let mut options = OpenOptions::new(choice)
+        .defaults(settings.defaults)
         .resume(args.resume.clone())
         // The flags alone: config's effort is in `defaults`, below what the session stores.
         .thinking(crate::cli::thinking(args.effort, args.no_thinking))
         .stream(!args.no_stream)
         .compaction(config.compaction.overrides())
-        .limits(config.limits.limits())
-        .reprobe_after(config.reprobe_after())
-        .key(Arc::new(|var: &str| std::env::var(var).ok()))
-        .aws(Arc::new(crate::aws::AwsEnv { secrets }));
+        .limits(settings.limits)
+        .reprobe_after(settings.reprobe_after)
+        .key(settings.key);
+    if let Some(aws) = settings.aws {
+        options = options.aws(aws);
+    }
     // `run` gave its engine simulators; a direct caller (the REPL's tests) may not have.
     let engine = crate::sim::simulated(engine.clone());
     Ok(ChatSession::open(&engine, store, options, tools).await?)

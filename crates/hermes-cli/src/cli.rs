@@ -49,6 +49,34 @@ pub(crate) enum Command {
     /// The strict provider simulator.
     #[command(subcommand)]
     Sim(SimCommand),
+    /// Serve OpenAI chat-completions (`/v1/chat/completions`, `/v1/models`) over HTTP: clients
+    /// may drop every reasoning field, the gateway restores it from the store.
+    Serve(ServeArgs),
+}
+
+/// `hermes serve`
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The address to listen on (default: `[serve] listen` in config.toml, else 127.0.0.1:8642).
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: Option<std::net::SocketAddr>,
+
+    /// Serve without gateway keys (loopback addresses only).
+    #[arg(long = "no-auth")]
+    pub(crate) no_auth: bool,
+
+    /// Serve plain HTTP on an address that is not loopback because a TLS proxy in front
+    /// terminates TLS.
+    #[arg(long = "behind-tls-proxy", conflicts_with = "tls_cert")]
+    pub(crate) behind_tls_proxy: bool,
+
+    /// Serve HTTPS with this certificate chain (PEM; with --tls-key).
+    #[arg(long = "tls-cert", value_name = "FILE", requires = "tls_key")]
+    pub(crate) tls_cert: Option<PathBuf>,
+
+    /// The certificate's private key (PEM; with --tls-cert).
+    #[arg(long = "tls-key", value_name = "FILE", requires = "tls_cert")]
+    pub(crate) tls_key: Option<PathBuf>,
 }
 
 /// `hermes chat`

@@ -72,6 +72,30 @@ pub(crate) struct Config {
     /// the model id (the longest key the id contains wins), e.g. `"claude-opus-4-8" = 64000`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) max_tokens: BTreeMap<String, std::num::NonZeroU32>,
+    /// `[serve]`: the gateway (`hermes serve`).
+    #[serde(default, skip_serializing_if = "ServeSection::is_empty")]
+    pub(crate) serve: ServeSection,
+}
+
+/// `[serve]`: the gateway's address, body cap and model aliases.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ServeSection {
+    /// The address to listen on (default `127.0.0.1:8642`; `--listen` wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) listen: Option<String>,
+    /// The largest request body in bytes (default 32 MiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_body: Option<std::num::NonZeroUsize>,
+    /// Model aliases: a name clients send → `provider/model`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) models: BTreeMap<String, String>,
+}
+
+impl ServeSection {
+    fn is_empty(&self) -> bool {
+        *self == ServeSection::default()
+    }
 }
 
 /// `[store]`: the database sessions live in.
@@ -530,6 +554,22 @@ mod tests {
             Some("MY_KEY")
         );
         assert!(defaults.provider("openrouter").reasoning_echo);
+    }
+
+    #[test]
+    fn the_serve_section_parses_and_refuses_unknown_keys_and_a_zero_cap() {
+        let config = parse(
+            Path::new("config.toml"),
+            "[serve]\nlisten = \"127.0.0.1:9000\"\nmax_body = 1048576\n\n[serve.models]\nfast = \"deepseek/deepseek-v4-flash\"\n",
+        )
+        .unwrap();
+        assert_eq!(config.serve.listen.as_deref(), Some("127.0.0.1:9000"));
+        assert_eq!(config.serve.max_body.map(|n| n.get()), Some(1_048_576));
+        assert_eq!(config.serve.models["fast"], "deepseek/deepseek-v4-flash");
+        for bad in ["[serve]\nport = 1\n", "[serve]\nmax_body = 0\n"] {
+            let err = parse(Path::new("config.toml"), bad).unwrap_err();
+            assert!(format!("{err:#}").contains("line 2"), "{bad}: {err:#}");
+        }
     }
 
     #[test]

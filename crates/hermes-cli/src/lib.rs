@@ -16,6 +16,7 @@ mod providers;
 mod repl;
 mod routes;
 mod secrets;
+mod serve;
 mod sessions;
 mod sim;
 mod tools;
@@ -80,6 +81,7 @@ fn dispatch(engine: &Engine, cli: Cli) -> anyhow::Result<()> {
         Command::Providers(args) => providers::run(engine, &args),
         Command::Preview(args) => preview::run(engine, &args),
         Command::Sim(SimCommand::Serve(args)) => sim::serve(&args),
+        Command::Serve(args) => serve::run(engine, &args),
         Command::Chat(args) => match &args.query {
             Some(query) => chat::run_once(engine, &args, query),
             None => repl::run(engine, &args),
@@ -106,7 +108,11 @@ pub fn run(engine: Engine) -> ExitCode {
     let cli = Cli::parse();
     let to_file = matches!(
         cli.command,
-        Command::Chat(_) | Command::Sessions(_) | Command::Verdicts(_) | Command::Sim(_)
+        Command::Chat(_)
+            | Command::Sessions(_)
+            | Command::Verdicts(_)
+            | Command::Sim(_)
+            | Command::Serve(_)
     );
     let _guard = init_tracing(to_file);
     match dispatch(&engine, cli) {

@@ -279,6 +279,19 @@ impl Engine {
         self
     }
 
+    /// The settings requests are served with (none without a store).
+    pub fn settings(&self) -> Option<&Settings> {
+        self.runtime.as_deref().map(|r| &r.settings)
+    }
+
+    /// Whether requests can be served: the engine has a store and the store answers.
+    pub async fn ready(&self) -> Result<(), EngineError> {
+        let runtime = self.runtime.as_deref().ok_or_else(|| {
+            EngineError::Usage("this engine serves no requests: it has no store".into())
+        })?;
+        Ok(runtime.store.ping().await?)
+    }
+
     /// Runs `request` as one turn and returns what it added. Deltas and other events reach
     /// `notify` as they happen. The conversation is read once; each step is stored whole as it
     /// finishes.

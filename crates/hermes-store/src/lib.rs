@@ -1123,6 +1123,12 @@ impl Store {
         Ok((self.session(session).await?, self.messages(session).await?))
     }
 
+    /// Answers when the database does (one `SELECT 1`): a server's readiness check.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await.db()?;
+        Ok(())
+    }
+
     /// Every session, most recently changed first.
     pub async fn list(&self) -> Result<Vec<SessionMeta>, StoreError> {
         let rows = sqlx::query(concat!(

@@ -1,8 +1,9 @@
 //! Finding the Python with an official provider SDK installed (`HERMES_SDK_PYTHON`, made by
 //! `cargo xtask ci` from `.ci/sdk-requirements.txt`), for the SDK-evidence tests.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
 use crate::skip;
@@ -71,4 +72,45 @@ fn probe_python(sdk: &str, probe: &str) -> Result<&'static Path, String> {
         )),
         Err(err) => Err(format!("cannot run {}: {err}", python.display())),
     }
+}
+
+/// `python` with none of the machine's variables starting with one of `prefixes` (an SDK's own
+/// settings: `OPENAI_`, `AWS_`, …) and no proxy, loopback reached directly, UTF-8 output and no
+/// bytecode written.
+pub fn python(py: &Path, prefixes: &[&str]) -> Command {
+    let mut cmd = Command::new(py);
+    for (key, _) in std::env::vars_os() {
+        let name = key.to_string_lossy().to_ascii_uppercase();
+        if prefixes.iter().any(|p| name.starts_with(p)) || name.ends_with("_PROXY") {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONIOENCODING", "utf-8")
+        .env("NO_PROXY", "127.0.0.1,localhost");
+    cmd
+}
+
+/// Runs `script` with `python` (see [`python`]) and `input` on standard input: its exit code,
+/// standard output and standard error.
+pub fn run(
+    mut python: Command,
+    script: &str,
+    input: &str,
+) -> std::io::Result<(Option<i32>, String, String)> {
+    let mut child = python
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(input.as_bytes())?;
+    }
+    let out = child.wait_with_output()?;
+    Ok((
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
 }

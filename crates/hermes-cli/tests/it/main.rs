@@ -17,6 +17,7 @@ mod repl_pty;
 mod responses_live;
 mod sdk_anthropic;
 mod security;
+mod serve;
 mod shared_store;
 mod stall;
 mod support;

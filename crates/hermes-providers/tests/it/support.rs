@@ -5,9 +5,7 @@
 //! turn driver for a one-refusal recovery, and a plain chat-completions request; for the modules
 //! checking the native wires against their strict simulators, each wire built for its simulator.
 
-use std::io::Write as _;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
@@ -25,45 +23,12 @@ use hermes_test_support::memory::{Log, NoTools};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-/// A command running `py` with none of the machine's settings for the provider: every variable
-/// whose name (upper-cased) starts with one of `prefixes` or ends with `_PROXY` removed, no
-/// bytecode written, UTF-8 standard streams, and no proxy for the loopback recorder.
-pub(crate) fn python(py: &Path, prefixes: &[&str]) -> Command {
-    let mut cmd = Command::new(py);
-    for (key, _) in std::env::vars_os() {
-        let name = key.to_string_lossy().to_ascii_uppercase();
-        if prefixes.iter().any(|p| name.starts_with(p)) || name.ends_with("_PROXY") {
-            cmd.env_remove(&key);
-        }
-    }
-    cmd.env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONIOENCODING", "utf-8")
-        .env("NO_PROXY", "127.0.0.1,localhost");
-    cmd
-}
+pub(crate) use hermes_test_support::sdk::python;
 
 /// Runs `script` with `python` (see [`python`]) and `input` on standard input: its exit code,
 /// standard output and standard error.
-pub(crate) fn run(mut python: Command, script: &str, input: &str) -> (Option<i32>, String, String) {
-    let mut child = python
-        .arg(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+pub(crate) fn run(python: Command, script: &str, input: &str) -> (Option<i32>, String, String) {
+    hermes_test_support::sdk::run(python, script, input).unwrap()
 }
 
 /// The value of header `name` of `request`, when it has one in visible ASCII.

@@ -1,0 +1,122 @@
+//! `hermes serve`: the gateway (hermes-serve) on the engine, store and settings `chat` uses,
+//! with `[serve]` from config.toml; stops on SIGTERM or Ctrl-C, letting in-flight requests
+//! finish within a bound.
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use hermes_engine::Engine;
+use hermes_serve::{Auth, Gateway, ServeConfig};
+
+use crate::cli::ServeArgs;
+use crate::home;
+
+/// How long in-flight requests may go on after SIGTERM or Ctrl-C.
+const DRAIN: Duration = Duration::from_secs(30);
+
+/// Where to listen: `--listen`, else `[serve] listen`, else 127.0.0.1:8642.
+fn listen_address(args: &ServeArgs, config: &crate::config::Config) -> anyhow::Result<SocketAddr> {
+    if let Some(addr) = args.listen {
+        return Ok(addr);
+    }
+    let text = config
+        .serve
+        .listen
+        .as_deref()
+        .unwrap_or(hermes_serve::DEFAULT_LISTEN);
+    text.parse()
+        .with_context(|| format!("[serve] listen = {text:?} is not an address like 127.0.0.1:8642"))
+}
+
+/// Refuses what this build cannot serve safely at `addr`: plain HTTP off loopback without
+/// `--tls-cert`/`--tls-key` or `--behind-tls-proxy`, and any address without `--no-auth`
+/// (gateway keys come with the store's tenants, not built yet).
+fn check_exposure(args: &ServeArgs, addr: SocketAddr) -> anyhow::Result<()> {
+    let loopback = addr.ip().is_loopback();
+    if args.no_auth && !loopback {
+        anyhow::bail!(
+            "--no-auth is for loopback addresses only; {addr} is not one (use 127.0.0.1 or ::1)"
+        );
+    }
+    if !loopback && !args.behind_tls_proxy && args.tls_cert.is_none() {
+        anyhow::bail!(
+            "{addr} is not a loopback address: serve HTTPS (--tls-cert FILE --tls-key FILE), or \
+             put a TLS proxy in front and pass --behind-tls-proxy"
+        );
+    }
+    if !args.no_auth {
+        anyhow::bail!(
+            "gateway keys are not available in this build yet (they come with the store's \
+             tenants); serve on loopback with --no-auth"
+        );
+    }
+    Ok(())
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "hermes: shutting down: no new connections; in-flight requests have {}s to finish",
+        DRAIN.as_secs()
+    );
+}
+
+/// Runs `hermes serve`.
+pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
+    let home = home::hermes_home()?;
+    let config = crate::config::load(&home)?;
+    let addr = listen_address(args, &config)?;
+    check_exposure(args, addr)?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(hermes_serve::tls::server_config(cert, key)?),
+        _ => None,
+    };
+    home::runtime()?.block_on(async {
+        let store = home::open_store_in(&home, &config).await?;
+        let secrets = crate::secrets::gather(None, &config);
+        let settings = crate::chat::settings(&config, secrets).await;
+        let engine = engine.clone().with_store(store, settings);
+        let mut serve = ServeConfig::new(Auth::None)
+            .models(config.serve.models.clone())
+            .drain(DRAIN);
+        if let Some(max) = config.serve.max_body {
+            serve = serve.max_body(max.get());
+        }
+        let gateway = Gateway::new(engine, serve)?;
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let bound = listener.local_addr()?;
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let _ = writeln!(
+            std::io::stderr(),
+            "hermes: serving OpenAI chat-completions on {scheme}://{bound}/v1"
+        );
+        match tls {
+            Some(tls) => gateway.serve_tls(listener, tls, shutdown_signal()).await?,
+            None => gateway.serve(listener, shutdown_signal()).await?,
+        }
+        Ok(())
+    })
+}

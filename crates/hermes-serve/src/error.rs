@@ -1,0 +1,210 @@
+//! Errors in OpenAI's error shape (`{"error":{"message","type","param","code"}}`), and the one
+//! mapping of an engine failure to an HTTP status.
+
+use std::time::Duration;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use hermes_engine::{EngineError, ErrorKind};
+use serde_json::{Value, json};
+
+/// An error answer: status, OpenAI's error object, and a `Retry-After` when known.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// What was wrong, in words.
+    pub message: String,
+    /// OpenAI's `type` (`invalid_request_error`, `authentication_error`, …).
+    pub kind: &'static str,
+    /// The parameter at fault, when one is.
+    pub param: Option<String>,
+    /// A code (the upstream's, when it gave one).
+    pub code: Option<String>,
+    /// How long the client should wait before retrying (429).
+    pub retry_after: Option<Duration>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, kind: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            message: message.into(),
+            kind,
+            param: None,
+            code: None,
+            retry_after: None,
+        }
+    }
+
+    /// 400: parameter `param` is invalid.
+    pub fn invalid(param: &str, message: impl Into<String>) -> Self {
+        ApiError {
+            param: Some(param.to_owned()),
+            ..ApiError::new(StatusCode::BAD_REQUEST, "invalid_request_error", message)
+        }
+    }
+
+    /// 401: no gateway key, or one no tenant owns.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        ApiError {
+            code: Some("invalid_api_key".to_owned()),
+            ..ApiError::new(StatusCode::UNAUTHORIZED, "authentication_error", message)
+        }
+    }
+
+    /// 404: no such model.
+    pub fn unknown_model(model: &str) -> Self {
+        ApiError {
+            param: Some("model".to_owned()),
+            code: Some("model_not_found".to_owned()),
+            ..ApiError::new(
+                StatusCode::NOT_FOUND,
+                "not_found_error",
+                format!(
+                    "the model `{model}` does not exist: name it `provider/model` (a provider id \
+                     of `hermes providers`) or an alias of [serve.models]; GET /v1/models lists them"
+                ),
+            )
+        }
+    }
+
+    /// 413: the body is over the cap.
+    pub fn too_large(cap: usize) -> Self {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            format!("the request body is over the gateway's limit of {cap} bytes"),
+        )
+    }
+
+    /// 503: something the gateway needs is not answering.
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "api_error", message)
+    }
+
+    /// The JSON body: `{"error":{...}}`.
+    pub fn body(&self) -> Value {
+        json!({"error": {
+            "message": self.message,
+            "type": self.kind,
+            "param": self.param,
+            "code": self.code,
+        }})
+    }
+
+    /// The answer to an engine failure: 400 for an invalid request (naming the parameter) and
+    /// for the upstream's deterministic 4xx (with its code and message); 404 for an unknown
+    /// session or provider; 409 while another request drives the session; 429 passed on with
+    /// `Retry-After`; 502 for an upstream failure, including its 401/403 (the gateway's
+    /// credentials, never the client's); 504 when a bounded wait ran out.
+    pub fn from_engine(error: &EngineError) -> Self {
+        let text = error.to_string();
+        match error.kind() {
+            ErrorKind::InvalidParameter { parameter } => ApiError::invalid(parameter, text),
+            ErrorKind::Usage => match error {
+                EngineError::UnknownProvider(_) => ApiError {
+                    param: Some("model".to_owned()),
+                    code: Some("model_not_found".to_owned()),
+                    ..ApiError::new(StatusCode::NOT_FOUND, "not_found_error", text)
+                },
+                _ => ApiError::new(StatusCode::BAD_REQUEST, "invalid_request_error", text),
+            },
+            ErrorKind::NotFound { .. } => ApiError {
+                code: Some("session_not_found".to_owned()),
+                ..ApiError::new(StatusCode::NOT_FOUND, "not_found_error", text)
+            },
+            ErrorKind::Busy => ApiError::new(StatusCode::CONFLICT, "conflict_error", text),
+            ErrorKind::Credentials { .. } => ApiError::new(
+                StatusCode::BAD_GATEWAY,
+                "upstream_error",
+                format!("the upstream refused the gateway's credentials: {text}"),
+            ),
+            ErrorKind::Timeout { .. } => {
+                ApiError::new(StatusCode::GATEWAY_TIMEOUT, "timeout_error", text)
+            }
+            ErrorKind::Upstream { status, body } => upstream(status, body, retry_after(error)),
+            ErrorKind::Unavailable => {
+                ApiError::new(StatusCode::BAD_GATEWAY, "upstream_error", text)
+            }
+            _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "api_error", text),
+        }
+    }
+}
+
+/// The `Retry-After` an upstream's refusal carried.
+fn retry_after(error: &EngineError) -> Option<Duration> {
+    match error {
+        EngineError::Driver(e) => e.transport().and_then(|t| t.retry_after()),
+        EngineError::Transport(t) => t.retry_after(),
+        _ => None,
+    }
+}
+
+/// An upstream's refusal: its message and code when its body is an error object.
+fn upstream(status: Option<u16>, body: &str, retry_after: Option<Duration>) -> ApiError {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let error = parsed.as_ref().map(|v| v.get("error").unwrap_or(v));
+    let message = error
+        .and_then(|e| e.get("message").and_then(Value::as_str).map(str::to_owned))
+        .or_else(|| error.and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_else(|| body.chars().take(2000).collect());
+    let code = error
+        .and_then(|e| e.get("code").or_else(|| e.get("type")))
+        .and_then(|c| match c {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        });
+    let param = error
+        .and_then(|e| e.get("param").and_then(Value::as_str))
+        .map(str::to_owned);
+    match status {
+        Some(429) => ApiError {
+            code,
+            retry_after,
+            ..ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limit_error",
+                format!("the upstream is rate limiting: {message}"),
+            )
+        },
+        Some(408) => ApiError::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            "timeout_error",
+            format!("the upstream timed out: {message}"),
+        ),
+        Some(401 | 403) => ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "upstream_error",
+            format!("the upstream refused the gateway's credentials: {message}"),
+        ),
+        Some(s) if (400..500).contains(&s) => ApiError {
+            code,
+            param,
+            ..ApiError::new(StatusCode::BAD_REQUEST, "invalid_request_error", message)
+        },
+        Some(s) => ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "upstream_error",
+            format!("the upstream failed (HTTP {s}): {message}"),
+        ),
+        None => ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "upstream_error",
+            format!("the upstream failed: {message}"),
+        ),
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, axum::Json(self.body())).into_response();
+        if let Some(wait) = self.retry_after
+            && let Ok(value) = HeaderValue::from_str(&wait.as_secs().max(1).to_string())
+        {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        response
+    }
+}

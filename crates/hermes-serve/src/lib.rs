@@ -1,0 +1,614 @@
+//! hermes-serve: the gateway. OpenAI chat-completions over HTTP (`POST /v1/chat/completions`,
+//! whole and streamed as SSE), `GET /v1/models`, `GET /healthz` and `GET /readyz`, on axum,
+//! over [`hermes_engine`] only: every request is one [`Engine::complete`] or
+//! [`Engine::stream`] call, the client's tools go upstream as the client defined them and are
+//! never run here, and the store is reached only through the engine.
+//!
+//! Gateway keys are checked per request through [`Keys`] (the store's tenants implement it);
+//! [`Auth::None`] serves loopback addresses only.
+
+mod error;
+pub mod model;
+mod openai;
+pub mod tls;
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::future::{Future, IntoFuture};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use hermes_core::Role;
+use hermes_core::driver::DriverEvent;
+use hermes_engine::{Completion, Engine, Event, Events, Request, ToolMode};
+use serde_json::{Value, json};
+
+pub use error::ApiError;
+
+/// The header that names (in a request) and reports (in a response) the stored session.
+pub const SESSION_HEADER: &str = "x-hermes-session";
+
+/// The default cap of a request body: 32 MiB.
+pub const DEFAULT_MAX_BODY: usize = 32 * 1024 * 1024;
+
+/// The default address of `hermes serve`.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8642";
+
+/// Why a gateway key lookup failed (the store did not answer, …).
+pub type KeysError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Who owns a gateway key: called once per request with the bearer token, before anything
+/// reaches an upstream. `Ok(None)` is a key nobody owns (401).
+#[async_trait::async_trait]
+pub trait Keys: Send + Sync {
+    /// The tenant that owns `bearer`, if any.
+    async fn tenant(&self, bearer: &str) -> Result<Option<String>, KeysError>;
+}
+
+/// How requests authenticate.
+#[derive(Clone)]
+pub enum Auth {
+    /// A gateway key (`Authorization: Bearer …`) that [`Keys`] knows.
+    Keys(Arc<dyn Keys>),
+    /// None: every request is the tenant `local`. [`Gateway::serve`] refuses it on an address
+    /// that is not loopback.
+    None,
+}
+
+/// The gateway's own settings (`[serve]` in config.toml).
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct ServeConfig {
+    /// How requests authenticate.
+    pub auth: Auth,
+    /// The largest request body, in bytes (413 above it).
+    pub max_body: usize,
+    /// Model aliases (`[serve.models]`): a name clients use → `provider/model`.
+    pub models: BTreeMap<String, String>,
+    /// How often a silent stream sends an SSE comment.
+    pub keep_alive: Duration,
+    /// After a shutdown signal, how long in-flight requests may go on before they are cut
+    /// (a cut stream stores no half-done step).
+    pub drain: Duration,
+}
+
+impl ServeConfig {
+    /// Settings with `auth` and the defaults: a 32 MiB body cap, no aliases, a keep-alive
+    /// every 15 s, 30 s to drain.
+    pub fn new(auth: Auth) -> Self {
+        ServeConfig {
+            auth,
+            max_body: DEFAULT_MAX_BODY,
+            models: BTreeMap::new(),
+            keep_alive: Duration::from_secs(15),
+            drain: Duration::from_secs(30),
+        }
+    }
+
+    /// With this body cap.
+    pub fn max_body(mut self, bytes: usize) -> Self {
+        self.max_body = bytes;
+        self
+    }
+
+    /// With these aliases.
+    pub fn models(mut self, models: BTreeMap<String, String>) -> Self {
+        self.models = models;
+        self
+    }
+
+    /// With this keep-alive interval.
+    pub fn keep_alive(mut self, every: Duration) -> Self {
+        self.keep_alive = every;
+        self
+    }
+
+    /// With this drain bound.
+    pub fn drain(mut self, bound: Duration) -> Self {
+        self.drain = bound;
+        self
+    }
+}
+
+/// Why the gateway could not serve.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// Authentication is off and the address is not loopback.
+    #[error(
+        "refusing to serve without authentication on {0}: --no-auth is for loopback addresses only"
+    )]
+    NoAuthOffLoopback(SocketAddr),
+    /// The engine has no store to serve from.
+    #[error("the engine serves no requests: it has no store (Engine::with_store)")]
+    NoStore,
+    /// The listener failed.
+    #[error("the listener failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The gateway: an engine with a store, and its settings.
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: Engine,
+    config: ServeConfig,
+    /// Set when the drain bound ran out: every request still running ends now.
+    cut: tokio::sync::watch::Sender<bool>,
+}
+
+impl Inner {
+    /// Resolves when the drain bound ran out.
+    async fn cut(&self) {
+        let mut cut = self.cut.subscribe();
+        let _ = cut.wait_for(|c| *c).await;
+    }
+}
+
+/// The answer of a request cut by shutdown.
+fn shutting_down() -> ApiError {
+    ApiError::unavailable("the gateway is shutting down; nothing half-done was stored")
+}
+
+impl Gateway {
+    /// A gateway serving requests with `engine` (which must have a store:
+    /// [`Engine::with_store`]).
+    pub fn new(engine: Engine, config: ServeConfig) -> Result<Self, ServeError> {
+        if engine.settings().is_none() {
+            return Err(ServeError::NoStore);
+        }
+        Ok(Gateway {
+            inner: Arc::new(Inner {
+                engine,
+                config,
+                cut: tokio::sync::watch::channel(false).0,
+            }),
+        })
+    }
+
+    /// The routes, with a tracing span per request.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/v1/chat/completions", post(chat_completions))
+            .route("/v1/models", get(models))
+            .route("/healthz", get(|| async { "ok" }))
+            .route("/readyz", get(readyz))
+            .with_state(self.inner.clone())
+            .layer(tower_http::trace::TraceLayer::new_for_http())
+    }
+
+    /// Serves on `listener` until `shutdown` resolves; then stops accepting, lets in-flight
+    /// requests finish for at most [`ServeConfig::drain`], and cuts the rest: each is
+    /// cancelled (its unfinished step is not stored) and answered 503, or, streamed, ended with
+    /// an error event. Refuses
+    /// [`Auth::None`] on an address that is not loopback.
+    pub async fn serve(
+        &self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServeError> {
+        self.check_auth(listener.local_addr()?)?;
+        self.serve_on(listener, shutdown).await
+    }
+
+    /// [`Gateway::serve`] over TLS with `config` ([`tls::server_config`]).
+    pub async fn serve_tls(
+        &self,
+        listener: tokio::net::TcpListener,
+        config: Arc<rustls::ServerConfig>,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServeError> {
+        self.check_auth(listener.local_addr()?)?;
+        self.serve_on(tls::TlsListener::new(listener, config)?, shutdown)
+            .await
+    }
+
+    /// Refuses [`Auth::None`] on an address that is not loopback.
+    fn check_auth(&self, addr: SocketAddr) -> Result<(), ServeError> {
+        if matches!(self.inner.config.auth, Auth::None) && !addr.ip().is_loopback() {
+            return Err(ServeError::NoAuthOffLoopback(addr));
+        }
+        Ok(())
+    }
+
+    async fn serve_on<L>(
+        &self,
+        listener: L,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServeError>
+    where
+        L: axum::serve::Listener<Addr = SocketAddr>,
+    {
+        let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = axum::serve(listener, self.router())
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                let _ = stopping.send(());
+            })
+            .into_future();
+        tokio::pin!(server);
+        let drain = self.inner.config.drain;
+        let bound = async move {
+            if stopped.await.is_err() {
+                std::future::pending::<()>().await;
+            }
+            tokio::time::sleep(drain).await;
+        };
+        tokio::select! {
+            served = &mut server => return Ok(served?),
+            () = bound => {}
+        }
+        tracing::warn!(
+            drain_ms = drain.as_millis() as u64,
+            "cutting the requests still running after the drain bound"
+        );
+        let _ = self.inner.cut.send(true);
+        // Cut requests answer at once; a connection that still does not close is left behind.
+        match tokio::time::timeout(Duration::from_secs(5), server).await {
+            Ok(served) => Ok(served?),
+            Err(_) => Ok(()),
+        }
+    }
+}
+
+/// The tenant of a request, or its 401.
+async fn authenticate(inner: &Inner, headers: &HeaderMap) -> Result<String, ApiError> {
+    let keys = match &inner.config.auth {
+        Auth::None => return Ok("local".to_owned()),
+        Auth::Keys(keys) => keys,
+    };
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .ok_or_else(|| {
+            ApiError::unauthorized("no gateway key: send `Authorization: Bearer <key>`")
+        })?;
+    match keys.tenant(bearer).await {
+        Ok(Some(tenant)) => Ok(tenant),
+        Ok(None) => Err(ApiError::unauthorized("the gateway key is not valid")),
+        Err(e) => {
+            tracing::error!(error = %e, "gateway key lookup failed");
+            Err(ApiError::unavailable(
+                "the gateway cannot check keys right now",
+            ))
+        }
+    }
+}
+
+async fn chat_completions(
+    State(inner): State<Arc<Inner>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    match chat(&inner, &headers, body).await {
+        Ok(response) => response,
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn chat(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
+    let tenant = authenticate(inner, headers).await?;
+    let cap = inner.config.max_body;
+    let body = axum::body::to_bytes(body, cap)
+        .await
+        .map_err(|_| ApiError::too_large(cap))?;
+    let parsed = openai::parse(&body)?;
+    let choice = model::resolve(&inner.engine, &inner.config.models, &parsed.model)?;
+    let session = match headers.get(SESSION_HEADER) {
+        None => None,
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .filter(|s| model::check(s).is_ok() && !s.contains('/'))
+                .ok_or_else(|| {
+                    ApiError::invalid(
+                        SESSION_HEADER,
+                        "X-Hermes-Session must be a session id (letters, digits, - _ . : @ +)",
+                    )
+                })?
+                .to_owned(),
+        ),
+    };
+    tracing::info!(tenant = %tenant, model = %parsed.model, session = session.as_deref(), stream = parsed.stream, "chat completion");
+    let input = openai::input(parsed.messages, session.is_some())?;
+    let mut request = Request::user("")
+        .choice(choice)
+        .input(input)
+        .thinking(parsed.thinking)
+        .sampling(parsed.sampling)
+        .tools(match parsed.tools {
+            Some(definitions) => ToolMode::Client(definitions),
+            None => ToolMode::None,
+        });
+    if let Some(session) = session {
+        request = request.session(session);
+    }
+    let reply = Reply {
+        id: format!("chatcmpl-{}", uuid::Uuid::now_v7().simple()),
+        created: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        model: parsed.model,
+        include_usage: parsed.include_usage,
+    };
+    if !parsed.stream {
+        let completion = tokio::select! {
+            completion = inner.engine.complete(request, &|_| {}) => {
+                completion.map_err(|e| ApiError::from_engine(&e))?
+            }
+            () = inner.cut() => return Err(shutting_down()),
+        };
+        return Ok(reply.whole(&completion));
+    }
+    let mut events = inner.engine.stream(request);
+    // Wait a little for the first event, so a request refused before anything streams gets its
+    // HTTP status; past that, the stream starts (keep-alives flow) and failures go in-stream.
+    let first = tokio::select! {
+        first = tokio::time::timeout(inner.config.keep_alive, events.next()) => match first {
+            Ok(Some(Event::Failed(error))) => return Err(ApiError::from_engine(&error)),
+            Ok(first) => first,
+            Err(_) => None,
+        },
+        () = inner.cut() => return Err(shutting_down()),
+    };
+    Ok(reply.streamed(
+        events,
+        first,
+        inner.config.keep_alive,
+        inner.cut.subscribe(),
+    ))
+}
+
+/// What every object of one reply shares.
+#[derive(Clone)]
+struct Reply {
+    id: String,
+    created: u64,
+    model: String,
+    include_usage: bool,
+}
+
+impl Reply {
+    /// The `chat.completion` object, with `hermes_session` in the body and the header.
+    fn whole(&self, completion: &Completion) -> Response {
+        let reply = completion
+            .messages
+            .iter()
+            .rfind(|m| m.role == Role::Assistant);
+        let body = json!({
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{
+                "index": 0,
+                "message": openai::message(reply),
+                "finish_reason": openai::finish_reason(completion.finish.as_ref()),
+            }],
+            "usage": openai::usage(&completion.usage),
+            "hermes_session": completion.session,
+        });
+        let mut response = (StatusCode::OK, axum::Json(body)).into_response();
+        if let Ok(value) = HeaderValue::from_str(&completion.session) {
+            response
+                .headers_mut()
+                .insert(HeaderName::from_static(SESSION_HEADER), value);
+        }
+        response
+    }
+
+    /// A `chat.completion.chunk` with `choices` and the extra top-level keys.
+    fn chunk(&self, choices: Value, extra: &[(&str, Value)]) -> SseEvent {
+        let mut chunk = json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": choices,
+        });
+        for (key, value) in extra {
+            chunk[*key] = value.clone();
+        }
+        SseEvent::default().data(chunk.to_string())
+    }
+
+    fn delta(&self, delta: Value) -> SseEvent {
+        self.chunk(
+            json!([{"index": 0, "delta": delta, "finish_reason": null}]),
+            &[],
+        )
+    }
+
+    /// The SSE answer: deltas as they come; after [`Event::Done`] (every step stored) the
+    /// chunk with `finish_reason` and `hermes_session`, the usage chunk when asked for, and
+    /// `[DONE]`; after [`Event::Failed`] an error event, then the end. Dropping the response
+    /// (the client went away) drops the [`Events`], which cancels the request.
+    fn streamed(
+        self,
+        events: Events,
+        first: Option<Event>,
+        keep_alive: Duration,
+        cut: tokio::sync::watch::Receiver<bool>,
+    ) -> Response {
+        struct Streaming {
+            events: Events,
+            cut: tokio::sync::watch::Receiver<bool>,
+            first: Option<Event>,
+            queued: std::collections::VecDeque<SseEvent>,
+            started: bool,
+            ended: bool,
+        }
+        let state = Streaming {
+            events,
+            cut,
+            first,
+            queued: Default::default(),
+            started: false,
+            ended: false,
+        };
+        let stream = futures_util::stream::unfold(state, move |mut s| {
+            let reply = self.clone();
+            async move {
+                loop {
+                    if let Some(event) = s.queued.pop_front() {
+                        return Some((Ok::<_, Infallible>(event), s));
+                    }
+                    if s.ended {
+                        return None;
+                    }
+                    let event = match s.first.take() {
+                        Some(event) => Some(event),
+                        None => tokio::select! {
+                            event = s.events.next() => event,
+                            _ = s.cut.wait_for(|c| *c) => {
+                                s.queued.push_back(
+                                    SseEvent::default().data(shutting_down().body().to_string()),
+                                );
+                                s.ended = true;
+                                continue;
+                            }
+                        },
+                    };
+                    match event {
+                        Some(Event::Driver(driver)) => {
+                            if let Some(mut delta) = delta_of(&driver) {
+                                if !s.started {
+                                    delta["role"] = json!("assistant");
+                                    s.started = true;
+                                }
+                                s.queued.push_back(reply.delta(delta));
+                            }
+                        }
+                        Some(Event::Done(completion)) => {
+                            let session = json!(completion.session);
+                            s.queued.push_back(reply.chunk(
+                                json!([{
+                                    "index": 0,
+                                    "delta": {},
+                                    "finish_reason": openai::finish_reason(completion.finish.as_ref()),
+                                }]),
+                                &[("hermes_session", session.clone())],
+                            ));
+                            if reply.include_usage {
+                                s.queued.push_back(reply.chunk(
+                                    json!([]),
+                                    &[
+                                        ("usage", openai::usage(&completion.usage)),
+                                        ("hermes_session", session),
+                                    ],
+                                ));
+                            }
+                            s.queued.push_back(SseEvent::default().data("[DONE]"));
+                            s.ended = true;
+                        }
+                        Some(Event::Failed(error)) => {
+                            let error = ApiError::from_engine(&error);
+                            s.queued
+                                .push_back(SseEvent::default().data(error.body().to_string()));
+                            s.ended = true;
+                        }
+                        Some(_) => {}
+                        None => {
+                            let error = ApiError::unavailable("the request ended without a reply");
+                            s.queued
+                                .push_back(SseEvent::default().data(error.body().to_string()));
+                            s.ended = true;
+                        }
+                    }
+                }
+            }
+        });
+        Sse::new(stream)
+            .keep_alive(KeepAlive::new().interval(keep_alive))
+            .into_response()
+    }
+}
+
+/// The `delta` of a driver event the client sees (thinking, answer text, a tool call's
+/// fragment: its id, type and name in the first only); none for the others.
+fn delta_of(event: &DriverEvent) -> Option<Value> {
+    match event {
+        DriverEvent::Delta { reasoning, text } => Some(if *reasoning {
+            json!({"reasoning_content": text})
+        } else {
+            json!({"content": text})
+        }),
+        DriverEvent::ToolCallDelta {
+            index,
+            id,
+            name,
+            arguments,
+        } => {
+            let mut call = json!({"index": index});
+            if let Some(id) = id {
+                call["id"] = json!(id);
+                call["type"] = json!("function");
+            }
+            let mut function = json!({"arguments": arguments});
+            if let Some(name) = name {
+                function["name"] = json!(name);
+            }
+            call["function"] = function;
+            Some(json!({"tool_calls": [call]}))
+        }
+        _ => None,
+    }
+}
+
+/// `GET /v1/models`: the aliases, then `provider/model` for every provider whose credentials
+/// are configured (its configured model, else `provider/*`: any model of it).
+async fn models(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response {
+    if let Err(error) = authenticate(&inner, &headers).await {
+        return error.into_response();
+    }
+    let mut ids: Vec<String> = inner.config.models.keys().cloned().collect();
+    if let Some(settings) = inner.engine.settings() {
+        let defaults = &settings.defaults;
+        for spec in hermes_engine::providers::registry::PROVIDERS {
+            let configured = defaults.providers.get(spec.id);
+            let var = configured
+                .and_then(|p| p.key_var.as_deref())
+                .or(spec.key_var);
+            let usable = match var {
+                Some(var) => (settings.key)(var).is_some_and(|k| !k.is_empty()),
+                None => configured.is_some_and(|p| p.base_url.is_some()),
+            };
+            if !usable {
+                continue;
+            }
+            let model = configured.and_then(|p| p.model.clone()).or_else(|| {
+                (defaults.provider.as_deref() == Some(spec.id))
+                    .then(|| defaults.model.clone())
+                    .flatten()
+            });
+            ids.push(format!("{}/{}", spec.id, model.as_deref().unwrap_or("*")));
+        }
+    }
+    let data: Vec<Value> = ids
+        .iter()
+        .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "hermes"}))
+        .collect();
+    axum::Json(json!({"object": "list", "data": data})).into_response()
+}
+
+/// `GET /readyz`: 200 when the store answers, else 503.
+async fn readyz(State(inner): State<Arc<Inner>>) -> Response {
+    match inner.engine.ready().await {
+        Ok(()) => (StatusCode::OK, "ready").into_response(),
+        Err(e) => ApiError::unavailable(format!("the store does not answer: {e}")).into_response(),
+    }
+}

@@ -1,0 +1,295 @@
+//! OpenAI chat-completions in and out: the request's known keys parsed strictly (a wrong type
+//! is a 400 naming the key; unknown keys are ignored), and the `chat.completion` object and
+//! `chat.completion.chunk`s built from what the engine returns.
+
+use std::collections::HashMap;
+
+use hermes_core::{
+    Effort, FinishReason, Message, RawJson, ResponseFormat, Role, Sampling, ThinkingRequest,
+    ToolChoice, Usage,
+};
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+
+/// A parsed `POST /v1/chat/completions` body.
+pub(crate) struct ChatRequest {
+    pub(crate) model: String,
+    pub(crate) messages: Vec<Message>,
+    pub(crate) stream: bool,
+    pub(crate) include_usage: bool,
+    pub(crate) tools: Option<RawJson>,
+    pub(crate) thinking: ThinkingRequest,
+    pub(crate) sampling: Sampling,
+}
+
+/// The body's top-level keys, each parsed on its own so an error names it.
+struct Fields(HashMap<String, Box<RawValue>>);
+
+impl Fields {
+    fn get<T: DeserializeOwned>(&self, key: &str, what: &str) -> Result<Option<T>, ApiError> {
+        match self.0.get(key) {
+            None => Ok(None),
+            Some(raw) if raw.get() == "null" => Ok(None),
+            Some(raw) => serde_json::from_str(raw.get())
+                .map(Some)
+                .map_err(|e| ApiError::invalid(key, format!("`{key}` must be {what}: {e}"))),
+        }
+    }
+}
+
+/// Parses a request body.
+pub(crate) fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
+    let fields: HashMap<String, Box<RawValue>> =
+        serde_json::from_slice(body).map_err(|e| ApiError {
+            param: None,
+            ..ApiError::invalid("", format!("the body is not a JSON object: {e}"))
+        })?;
+    let f = Fields(fields);
+    let model: String = f
+        .get("model", "a string")?
+        .ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
+    let messages: Vec<Message> = f
+        .get("messages", "an array of chat messages")?
+        .ok_or_else(|| ApiError::invalid("messages", "`messages` is required"))?;
+    if messages.is_empty() {
+        return Err(ApiError::invalid("messages", "`messages` is empty"));
+    }
+    if let Some(n) = f.get::<u64>("n", "a positive integer")?
+        && n != 1
+    {
+        return Err(ApiError::invalid(
+            "n",
+            format!("n = {n}: the gateway returns one choice (n = 1)"),
+        ));
+    }
+    let stream = f.get::<bool>("stream", "a boolean")?.unwrap_or(false);
+    let include_usage = f
+        .get::<StreamOptions>("stream_options", "an object {include_usage: boolean}")?
+        .and_then(|o| o.include_usage)
+        .unwrap_or(false);
+    let tools = match f.0.get("tools") {
+        Some(raw) if raw.get() != "null" => {
+            f.get::<Vec<Value>>("tools", "an array of tool definitions")?;
+            Some(
+                RawJson::from_text(raw.get())
+                    .map_err(|e| ApiError::invalid("tools", e.to_string()))?,
+            )
+        }
+        _ => None,
+    };
+    let effort = match f.get::<String>("reasoning_effort", "a string")? {
+        Some(e) => Some(("reasoning_effort", e)),
+        None => f
+            .get::<ReasoningObject>("reasoning", "an object {effort: string}")?
+            .and_then(|r| r.effort)
+            .map(|e| ("reasoning", e)),
+    };
+    let thinking = match effort {
+        None => ThinkingRequest::NoPreference,
+        Some((_, e)) if e == "none" => ThinkingRequest::Off,
+        Some((key, e)) => ThinkingRequest::Effort(Effort::parse(&e).ok_or_else(|| {
+            ApiError::invalid(
+                key,
+                format!("unknown effort `{e}` (none, minimal, low, medium, high, xhigh, max)"),
+            )
+        })?),
+    };
+    let mut sampling = Sampling::new();
+    sampling.max_tokens = match f.get::<u32>("max_completion_tokens", "a positive integer")? {
+        Some(n) => Some(n),
+        None => f.get::<u32>("max_tokens", "a positive integer")?,
+    };
+    sampling.temperature = f.get("temperature", "a number")?;
+    sampling.top_p = f.get("top_p", "a number")?;
+    sampling.stop = match f.get::<Stop>("stop", "a string or an array of strings")? {
+        None => Vec::new(),
+        Some(Stop::One(s)) => vec![s],
+        Some(Stop::Many(v)) => v,
+    };
+    sampling.tool_choice = f
+        .get::<Value>("tool_choice", "a string or an object")?
+        .map(|v| tool_choice(&v))
+        .transpose()?;
+    sampling.parallel_tool_calls = f.get("parallel_tool_calls", "a boolean")?;
+    sampling.response_format = f
+        .get::<Value>("response_format", "an object")?
+        .map(|v| response_format(&v))
+        .transpose()?;
+    sampling.seed = f.get("seed", "an integer")?;
+    sampling.user = f.get("user", "a string")?;
+    Ok(ChatRequest {
+        model,
+        messages,
+        stream,
+        include_usage,
+        tools,
+        thinking,
+        sampling,
+    })
+}
+
+#[derive(serde::Deserialize)]
+struct StreamOptions {
+    include_usage: Option<bool>,
+}
+
+#[derive(serde::Deserialize)]
+struct ReasoningObject {
+    effort: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum Stop {
+    One(String),
+    Many(Vec<String>),
+}
+
+fn tool_choice(v: &Value) -> Result<ToolChoice, ApiError> {
+    let bad = || {
+        ApiError::invalid(
+            "tool_choice",
+            "`tool_choice` must be auto, none, required or {\"type\":\"function\",\"function\":{\"name\":…}}",
+        )
+    };
+    match v {
+        Value::String(s) => match s.as_str() {
+            "auto" => Ok(ToolChoice::Auto),
+            "none" => Ok(ToolChoice::None),
+            "required" => Ok(ToolChoice::Required),
+            _ => Err(bad()),
+        },
+        Value::Object(o) => o
+            .get("function")
+            .and_then(|f| f.get("name"))
+            .and_then(Value::as_str)
+            .map(|n| ToolChoice::Function(n.to_owned()))
+            .ok_or_else(bad),
+        _ => Err(bad()),
+    }
+}
+
+fn response_format(v: &Value) -> Result<ResponseFormat, ApiError> {
+    let bad = |why: &str| ApiError::invalid("response_format", why.to_owned());
+    match v.get("type").and_then(Value::as_str) {
+        Some("text") => Ok(ResponseFormat::Text),
+        Some("json_object") => Ok(ResponseFormat::JsonObject),
+        Some("json_schema") => {
+            let spec = v
+                .get("json_schema")
+                .ok_or_else(|| bad("`json_schema` is required with type json_schema"))?;
+            let name = spec
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| bad("`json_schema.name` is required"))?;
+            let schema = spec.get("schema").cloned().unwrap_or_else(|| json!({}));
+            Ok(ResponseFormat::JsonSchema {
+                name: name.to_owned(),
+                schema: RawJson::from_serialize(&schema).map_err(|e| bad(&e.to_string()))?,
+                strict: spec.get("strict").and_then(Value::as_bool),
+            })
+        }
+        _ => Err(bad(
+            "`response_format.type` must be text, json_object or json_schema",
+        )),
+    }
+}
+
+/// OpenAI's spelling of why a reply ended.
+pub(crate) fn finish_reason(finish: Option<&FinishReason>) -> &str {
+    match finish {
+        None | Some(FinishReason::Stop) => "stop",
+        Some(FinishReason::Length) => "length",
+        Some(FinishReason::ToolCalls) => "tool_calls",
+        Some(FinishReason::ContentFilter) => "content_filter",
+        Some(FinishReason::Other(other)) => other,
+        Some(_) => "stop",
+    }
+}
+
+/// OpenAI's `usage` object.
+pub(crate) fn usage(usage: &Usage) -> Value {
+    json!({
+        "prompt_tokens": usage.input,
+        "completion_tokens": usage.output,
+        "total_tokens": usage.input + usage.output,
+        "prompt_tokens_details": {"cached_tokens": usage.cache_read},
+        "completion_tokens_details": {"reasoning_tokens": usage.reasoning},
+    })
+}
+
+/// The readable thinking of a reply (`reasoning_content`, else `reasoning`); opaque items stay
+/// in the store.
+fn readable_thinking(message: &Message) -> Option<String> {
+    message
+        .reasoning_content
+        .as_ref()
+        .or(message.reasoning.as_ref())
+        .map(|t| t.text().into_owned())
+}
+
+/// The client's view of a reply: role, content, readable thinking and tool calls.
+pub(crate) fn message(reply: Option<&Message>) -> Value {
+    let Some(reply) = reply else {
+        return json!({"role": "assistant", "content": null});
+    };
+    let mut out = serde_json::Map::new();
+    out.insert("role".into(), json!("assistant"));
+    out.insert(
+        "content".into(),
+        reply
+            .content
+            .as_ref()
+            .map_or(Value::Null, RawJson::to_value),
+    );
+    if let Some(thinking) = readable_thinking(reply) {
+        out.insert("reasoning_content".into(), json!(thinking));
+    }
+    if let Some(calls) = reply.tool_calls.as_ref().filter(|c| !c.is_empty()) {
+        let calls: Vec<Value> = calls
+            .iter()
+            .map(|c| {
+                json!({
+                    "id": c.id,
+                    "type": c.kind.as_deref().unwrap_or("function"),
+                    "function": {
+                        "name": c.function.name,
+                        "arguments": c.function.arguments.as_ref().map_or_else(
+                            || "{}".to_owned(),
+                            |a| a.as_str().map_or_else(|| a.get().to_owned(), |s| s.into_owned()),
+                        ),
+                    },
+                })
+            })
+            .collect();
+        out.insert("tool_calls".into(), Value::Array(calls));
+    }
+    Value::Object(out)
+}
+
+/// The new input of a request: with a session named, the messages after the client's last
+/// assistant message (a user turn or tool results); without one, the whole history.
+pub(crate) fn input(messages: Vec<Message>, continuing: bool) -> Result<Vec<Message>, ApiError> {
+    if !continuing {
+        return Ok(messages);
+    }
+    let start = messages
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .map_or(0, |i| i + 1);
+    let input: Vec<Message> = messages
+        .into_iter()
+        .skip(start)
+        .filter(|m| m.role != Role::System)
+        .collect();
+    if input.is_empty() {
+        return Err(ApiError::invalid(
+            "messages",
+            "nothing new after the last assistant message: send a user message or tool results",
+        ));
+    }
+    Ok(input)
+}

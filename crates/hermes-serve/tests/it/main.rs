@@ -1,0 +1,125 @@
+//! hermes-serve's integration tests: the gateway on 127.0.0.1:0 over a real SQLite store, its
+//! upstream the strict DeepSeek V4 simulator or a wiremock server, driven with reqwest
+//! (`errors`) and with the official `openai` Python client (`sdk`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod errors;
+mod sdk;
+mod streams;
+mod tls;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use hermes_engine::store::Store;
+use hermes_engine::{Defaults, Engine, ProviderDefaults, Settings};
+use hermes_serve::{Auth, Gateway, Keys, KeysError, ServeConfig};
+
+/// The gateway key the tests' [`TestKeys`] knows, and its tenant.
+pub(crate) const KEY: &str = "hk-test-gateway-key";
+pub(crate) const TENANT: &str = "tenant-a";
+
+/// A key table in memory: the shape of the store's `tenant_for_key`.
+pub(crate) struct TestKeys(HashMap<String, String>);
+
+#[async_trait::async_trait]
+impl Keys for TestKeys {
+    async fn tenant(&self, bearer: &str) -> Result<Option<String>, KeysError> {
+        Ok(self.0.get(bearer).cloned())
+    }
+}
+
+/// A running gateway: its address, store and the means to stop it.
+pub(crate) struct Running {
+    pub(crate) addr: SocketAddr,
+    pub(crate) store: Store,
+    _dir: tempfile::TempDir,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<Result<(), hermes_serve::ServeError>>,
+}
+
+impl Running {
+    /// `http://ADDR/v1`.
+    pub(crate) fn base(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// `http://ADDR` + `path`.
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// `POST /v1/chat/completions` with `body` and the gateway key.
+    pub(crate) async fn chat(&self, body: &serde_json::Value) -> reqwest::Response {
+        reqwest::Client::new()
+            .post(self.url("/v1/chat/completions"))
+            .bearer_auth(KEY)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Sends the shutdown signal and waits for the server to stop.
+    pub(crate) async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        (&mut self.task).await.unwrap().unwrap();
+    }
+}
+
+/// The gateway with DeepSeek at `deepseek_url` (only `DEEPSEEK_API_KEY` is set), gateway keys
+/// checked by [`TestKeys`], and `config` adjusted by `adjust`.
+pub(crate) async fn start(
+    deepseek_url: &str,
+    adjust: impl FnOnce(ServeConfig) -> ServeConfig,
+) -> Running {
+    start_with(deepseek_url, adjust, None).await
+}
+
+/// [`start`], over TLS with `tls` when given.
+pub(crate) async fn start_with(
+    deepseek_url: &str,
+    adjust: impl FnOnce(ServeConfig) -> ServeConfig,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> Running {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("state.db")).await.unwrap();
+    let mut defaults = Defaults::default();
+    defaults.providers.insert(
+        "deepseek".into(),
+        ProviderDefaults::new(Some(deepseek_url.to_owned()), None, None, false),
+    );
+    let engine = Engine::builtin().with_store(
+        store.clone(),
+        Settings::new(
+            defaults,
+            Arc::new(|var: &str| (var == "DEEPSEEK_API_KEY").then(|| "sk-test".to_owned())),
+        ),
+    );
+    let keys = TestKeys(HashMap::from([(KEY.to_owned(), TENANT.to_owned())]));
+    let config = adjust(ServeConfig::new(Auth::Keys(Arc::new(keys))));
+    let gateway = Gateway::new(engine, config).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let shutdown = async move {
+            let _ = stopped.await;
+        };
+        match tls {
+            Some(tls) => gateway.serve_tls(listener, tls, shutdown).await,
+            None => gateway.serve(listener, shutdown).await,
+        }
+    });
+    Running {
+        addr,
+        store,
+        _dir: dir,
+        stop: Some(stop),
+        task,
+    }
+}

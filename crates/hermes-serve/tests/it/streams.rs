@@ -1,0 +1,80 @@
+//! Streams and request parameters against the strict DeepSeek V4 simulator: a failure after
+//! deltas reached the client is an in-stream error with no retry and nothing stored; OpenAI's
+//! parameters reach the upstream through the engine's mapping.
+
+use hermes_sim::{Sim, Switches};
+use serde_json::{Value, json};
+
+use crate::start;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_after_deltas_is_an_in_stream_error_with_no_retry_and_nothing_stored() {
+    let sim = Sim::start_with("deepseek-v4", Switches::default().failing_mid_stream())
+        .await
+        .unwrap();
+    let gateway = start(&sim.base_url(), |c| c).await;
+    let response = gateway
+        .chat(&json!({
+            "model": "deepseek/deepseek-v4-pro",
+            "stream": true,
+            "messages": [{"role": "user", "content": "hello"}],
+        }))
+        .await;
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    let data: Vec<Value> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let (last, deltas) = data.split_last().unwrap();
+    assert!(!deltas.is_empty(), "deltas first: {text}");
+    assert!(
+        deltas.iter().all(|c| c["object"] == "chat.completion.chunk"
+            && c["choices"][0]["finish_reason"].is_null()),
+        "no finish_reason before the end: {text}"
+    );
+    assert_eq!(deltas[0]["choices"][0]["delta"]["role"], "assistant");
+    assert!(last["error"]["message"].is_string(), "{text}");
+    assert!(!text.contains("[DONE]"));
+    assert_eq!(sim.requests().len(), 1, "no retry once a delta was sent");
+    assert!(
+        gateway.store.list().await.unwrap().is_empty(),
+        "the half-done step is not stored"
+    );
+    gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openai_parameters_reach_the_upstream_through_the_engines_mapping() {
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let gateway = start(&sim.base_url(), |c| c).await;
+    let response = gateway
+        .chat(&json!({
+            "model": "deepseek/deepseek-v4-pro",
+            "messages": [{"role": "user", "content": "hello"}],
+            "reasoning_effort": "high",
+            "max_completion_tokens": 300,
+            "max_tokens": 5,
+            "stop": "END",
+            "seed": 7,
+            "user": "u-1",
+            "some_future_key": {"ignored": true},
+        }))
+        .await;
+    let status = response.status();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    let sent = &sim.requests()[0].body;
+    assert_eq!(
+        sent["max_tokens"], 300,
+        "max_completion_tokens wins: {sent}"
+    );
+    assert_eq!(sent["stop"], json!(["END"]), "{sent}");
+    assert_eq!(sent["seed"], 7, "{sent}");
+    assert_eq!(sent["user"], "u-1", "{sent}");
+    assert!(sent.get("some_future_key").is_none());
+    assert_eq!(sent["reasoning_effort"], "high", "{sent}");
+    assert_eq!(sent["thinking"], json!({"type": "enabled"}), "{sent}");
+    gateway.stop().await;
+}
