@@ -56,7 +56,12 @@ pub(crate) enum Command {
 
 /// `hermes serve`
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub(crate) struct ServeArgs {
+    /// Manage gateway keys instead of serving.
+    #[command(subcommand)]
+    pub(crate) command: Option<ServeCommand>,
+
     /// The address to listen on (default: `[serve] listen` in config.toml, else 127.0.0.1:8642).
     #[arg(long, value_name = "ADDR")]
     pub(crate) listen: Option<std::net::SocketAddr>,
@@ -77,6 +82,38 @@ pub(crate) struct ServeArgs {
     /// The certificate's private key (PEM; with --tls-cert).
     #[arg(long = "tls-key", value_name = "FILE", requires = "tls_cert")]
     pub(crate) tls_key: Option<PathBuf>,
+}
+
+/// `hermes serve keys …`
+#[derive(Debug, Subcommand)]
+pub(crate) enum ServeCommand {
+    /// Gateway keys: each one authenticates a tenant, whose sessions only it sees and extends.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+}
+
+/// `hermes serve keys …`
+#[derive(Debug, Subcommand)]
+pub(crate) enum KeysCommand {
+    /// Make a new 256-bit key for TENANT and print it once, alone on the last line of stdout
+    /// (the store keeps only its SHA-256 digest).
+    Create {
+        /// The tenant the key authenticates.
+        #[arg(long, value_name = "NAME")]
+        tenant: String,
+    },
+    /// List a tenant's keys (ids and creation times; never a secret).
+    List {
+        /// The tenant.
+        #[arg(long, value_name = "NAME")]
+        tenant: String,
+    },
+    /// Revoke a key (by its id, or the whole key).
+    Revoke {
+        /// The key's id (`hk_<id>_…`) or the key itself.
+        #[arg(value_name = "ID")]
+        id: String,
+    },
 }
 
 /// `hermes chat`

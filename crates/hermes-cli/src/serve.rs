@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use hermes_engine::Engine;
 use hermes_serve::{Auth, Gateway, ServeConfig};
 
-use crate::cli::ServeArgs;
+use crate::cli::{KeysCommand, ServeArgs, ServeCommand};
 use crate::home;
 
 /// How long in-flight requests may go on after SIGTERM or Ctrl-C.
@@ -30,9 +30,9 @@ fn listen_address(args: &ServeArgs, config: &crate::config::Config) -> anyhow::R
         .with_context(|| format!("[serve] listen = {text:?} is not an address like 127.0.0.1:8642"))
 }
 
-/// Refuses what this build cannot serve safely at `addr`: plain HTTP off loopback without
-/// `--tls-cert`/`--tls-key` or `--behind-tls-proxy`, and any address without `--no-auth`
-/// (gateway keys come with the store's tenants, not built yet).
+/// Refuses what cannot be served safely at `addr`: `--no-auth` off loopback, and plain HTTP off
+/// loopback without `--tls-cert`/`--tls-key` or `--behind-tls-proxy` (keys would travel in
+/// clear).
 fn check_exposure(args: &ServeArgs, addr: SocketAddr) -> anyhow::Result<()> {
     let loopback = addr.ip().is_loopback();
     if args.no_auth && !loopback {
@@ -44,12 +44,6 @@ fn check_exposure(args: &ServeArgs, addr: SocketAddr) -> anyhow::Result<()> {
         anyhow::bail!(
             "{addr} is not a loopback address: serve HTTPS (--tls-cert FILE --tls-key FILE), or \
              put a TLS proxy in front and pass --behind-tls-proxy"
-        );
-    }
-    if !args.no_auth {
-        anyhow::bail!(
-            "gateway keys are not available in this build yet (they come with the store's \
-             tenants); serve on loopback with --no-auth"
         );
     }
     Ok(())
@@ -82,8 +76,53 @@ async fn shutdown_signal() {
     );
 }
 
+/// Gateway keys checked against the store: a key's tenant, or none.
+struct StoreKeys(hermes_engine::store::Store);
+
+#[async_trait::async_trait]
+impl hermes_serve::Keys for StoreKeys {
+    async fn tenant(&self, bearer: &str) -> Result<Option<String>, hermes_serve::KeysError> {
+        Ok(self.0.tenant_for_key(bearer).await?)
+    }
+}
+
+/// Runs `hermes serve keys …`.
+fn keys(command: &KeysCommand) -> anyhow::Result<()> {
+    let home = home::hermes_home()?;
+    let config = crate::config::load(&home)?;
+    home::runtime()?.block_on(async {
+        let store = home::open_store_in(&home, &config).await?;
+        let mut out = std::io::stdout().lock();
+        match command {
+            KeysCommand::Create { tenant } => {
+                let key = store.add_gateway_key(tenant).await?;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "hermes: a new gateway key for tenant `{tenant}`; it is shown this once (the store keeps only its digest):"
+                );
+                writeln!(out, "{key}")?;
+            }
+            KeysCommand::List { tenant } => {
+                for key in store.gateway_keys(tenant).await? {
+                    writeln!(out, "hk_{}\t{}\t{}", key.id, key.tenant, key.created_at)?;
+                }
+            }
+            KeysCommand::Revoke { id } => {
+                if !store.revoke_gateway_key(id).await? {
+                    anyhow::bail!("no gateway key `{id}`");
+                }
+                let _ = writeln!(std::io::stderr(), "hermes: revoked");
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Runs `hermes serve`.
 pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
+    if let Some(ServeCommand::Keys(command)) = &args.command {
+        return keys(command);
+    }
     let home = home::hermes_home()?;
     let config = crate::config::load(&home)?;
     let addr = listen_address(args, &config)?;
@@ -96,8 +135,14 @@ pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
         let store = home::open_store_in(&home, &config).await?;
         let secrets = crate::secrets::gather(None, &config);
         let settings = crate::chat::settings(&config, secrets).await;
-        let engine = engine.clone().with_store(store, settings);
-        let mut serve = ServeConfig::new(Auth::None)
+        let engine = engine.clone();
+        let auth = if args.no_auth {
+            Auth::None
+        } else {
+            Auth::Keys(std::sync::Arc::new(StoreKeys(store.clone())))
+        };
+        let engine = engine.with_store(store, settings);
+        let mut serve = ServeConfig::new(auth)
             .models(config.serve.models.clone())
             .drain(DRAIN);
         if let Some(max) = config.serve.max_body {

@@ -28,7 +28,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use hermes_core::Role;
 use hermes_core::driver::DriverEvent;
-use hermes_engine::{Completion, Engine, Event, Events, Request, ToolMode};
+use hermes_engine::{Completion, Engine, Event, Events, History, Request, ToolMode};
 use serde_json::{Value, json};
 
 pub use error::ApiError;
@@ -324,10 +324,13 @@ async fn chat(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response
         ),
     };
     tracing::info!(tenant = %tenant, model = %parsed.model, session = session.as_deref(), stream = parsed.stream, "chat completion");
-    let input = openai::input(parsed.messages, session.is_some())?;
-    let mut request = Request::user("")
+    // The client's whole history: the engine finds its conversation within the tenant and
+    // the client's partition (its `user`), re-attaches the stored carriers and stores the new
+    // tail (SPEC §10).
+    let partition = parsed.sampling.user.clone();
+    let history = History::new(tenant, parsed.messages).partition(partition);
+    let mut request = Request::from_history(history)
         .choice(choice)
-        .input(input)
         .thinking(parsed.thinking)
         .sampling(parsed.sampling)
         .tools(match parsed.tools {

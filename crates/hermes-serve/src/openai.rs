@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use hermes_core::{
-    Effort, FinishReason, Message, RawJson, ResponseFormat, Role, Sampling, ThinkingRequest,
-    ToolChoice, Usage,
+    Effort, FinishReason, Message, RawJson, ResponseFormat, Sampling, ThinkingRequest, ToolChoice,
+    Usage,
 };
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -268,28 +268,4 @@ pub(crate) fn message(reply: Option<&Message>) -> Value {
         out.insert("tool_calls".into(), Value::Array(calls));
     }
     Value::Object(out)
-}
-
-/// The new input of a request: with a session named, the messages after the client's last
-/// assistant message (a user turn or tool results); without one, the whole history.
-pub(crate) fn input(messages: Vec<Message>, continuing: bool) -> Result<Vec<Message>, ApiError> {
-    if !continuing {
-        return Ok(messages);
-    }
-    let start = messages
-        .iter()
-        .rposition(|m| m.role == Role::Assistant)
-        .map_or(0, |i| i + 1);
-    let input: Vec<Message> = messages
-        .into_iter()
-        .skip(start)
-        .filter(|m| m.role != Role::System)
-        .collect();
-    if input.is_empty() {
-        return Err(ApiError::invalid(
-            "messages",
-            "nothing new after the last assistant message: send a user message or tool results",
-        ));
-    }
-    Ok(input)
 }

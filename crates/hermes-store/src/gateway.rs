@@ -159,10 +159,11 @@ impl Store {
             .collect()
     }
 
-    /// Revokes the gateway key with this id (the key's `hk_<id>_` part, or the whole key):
-    /// `true` when there was one. The key stops working at once on every replica.
+    /// Revokes the gateway key with this id (the key's `<id>` part, as `hk_<id>` the way
+    /// `hermes serve keys list` prints it, or the whole key): `true` when there was one. The
+    /// key stops working at once on every replica.
     pub async fn revoke_gateway_key(&self, id: &str) -> Result<bool, StoreError> {
-        let id = parse_key(id).map_or(id, |(id, _)| id);
+        let id = parse_key(id).map_or_else(|| id.strip_prefix("hk_").unwrap_or(id), |(id, _)| id);
         let done = sqlx::query("DELETE FROM gateway_keys WHERE id = $1")
             .bind(id)
             .execute(&self.pool)

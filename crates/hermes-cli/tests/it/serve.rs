@@ -1,8 +1,9 @@
 //! `hermes serve` through the binary: it serves chat-completions on loopback with `--no-auth`
 //! (here with the in-process simulator as `sim/MODEL`), answers `/healthz`, stops cleanly on
 //! SIGTERM, and refuses what it cannot serve safely (no auth off loopback, plain HTTP off
-//! loopback without TLS or `--behind-tls-proxy`, TLS files it cannot read, keys it does not have
-//! yet).
+//! loopback without TLS or `--behind-tls-proxy`, TLS files it cannot read). Gateway keys:
+//! `hermes serve keys create` prints one once, the store keeps only its digest, and the server
+//! answers only requests that carry a live one.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
@@ -14,10 +15,15 @@ use crate::support::{bare_command, own_home};
 
 /// One HTTP/1.1 request on a fresh connection: the status and the body.
 fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    http_with(addr, method, path, body, "")
+}
+
+/// [`http`] with extra header lines (each ending in `\r\n`).
+fn http_with(addr: &str, method: &str, path: &str, body: &str, headers: &str) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{headers}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -103,14 +109,113 @@ fn serve_refuses_what_it_cannot_serve_safely() {
             ][..],
             "/nonexistent.pem: cannot read a PEM certificate chain",
         ),
-        (
-            &["serve", "--listen", "127.0.0.1:0"][..],
-            "gateway keys are not available in this build yet",
-        ),
     ] {
         let out = bare_command(home.path(), args, &[]).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
+}
+
+/// A child process killed when dropped (a failed assertion must not leave a server running),
+/// with its stderr kept open while it runs.
+struct Killed(
+    std::process::Child,
+    #[allow(dead_code)] BufReader<std::process::ChildStderr>,
+);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `hermes serve` with `args` in `home`; returns the child and the address it serves.
+fn serving(home: &std::path::Path, args: &[&str]) -> (Killed, String) {
+    let mut child = bare_command(home, args, &[])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("hermes: serving OpenAI chat-completions on http://")
+        .and_then(|rest| rest.strip_suffix("/v1"))
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_owned();
+    (Killed(child, stderr), addr)
+}
+
+#[test]
+fn a_gateway_key_is_printed_once_stored_as_a_digest_and_required_by_the_server() {
+    let home = own_home();
+    let out = bare_command(
+        home.path(),
+        &["serve", "keys", "create", "--tenant", "acme"],
+        &[],
+    )
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("shown this once"), "{stderr}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let key = stdout.lines().last().unwrap().to_owned();
+    assert!(key.starts_with("hk_"), "{stdout}");
+    let secret = key.rsplit('_').next().unwrap().to_owned();
+    assert_eq!(secret.len(), 64, "256 bits, hex: {key}");
+    // The database holds neither the key nor its secret.
+    let db = std::fs::read(home.path().join("state.db")).unwrap();
+    let text = String::from_utf8_lossy(&db);
+    assert!(!text.contains(&secret), "the secret is in state.db");
+
+    let (_server, addr) = serving(home.path(), &["serve", "--listen", "127.0.0.1:0"]);
+    let body = r#"{"model":"sim/deepseek-v4-pro","messages":[{"role":"user","content":"hello"}]}"#;
+    let (status, said) = http(&addr, "POST", "/v1/chat/completions", body);
+    assert_eq!(status, 401, "{said}");
+    let (status, said) = http_with(
+        &addr,
+        "POST",
+        "/v1/chat/completions",
+        body,
+        &format!("Authorization: Bearer {key}\r\n"),
+    );
+    assert_eq!(status, 200, "{said}");
+    let wrong = format!("{}0", &key[..key.len() - 1]);
+    let (status, _) = http_with(
+        &addr,
+        "POST",
+        "/v1/chat/completions",
+        body,
+        &format!("Authorization: Bearer {wrong}\r\n"),
+    );
+    assert_eq!(status, 401);
+
+    // Listed by id, never by secret; revoked, it no longer opens the door.
+    let listed = bare_command(
+        home.path(),
+        &["serve", "keys", "list", "--tenant", "acme"],
+        &[],
+    )
+    .output()
+    .unwrap();
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    let id = key.rsplit_once('_').unwrap().0;
+    assert!(listed.starts_with(&format!("{id}\tacme\t")), "{listed}");
+    assert!(!listed.contains(&secret));
+    let revoked = bare_command(home.path(), &["serve", "keys", "revoke", id], &[])
+        .output()
+        .unwrap();
+    assert!(revoked.status.success());
+    let (status, _) = http_with(
+        &addr,
+        "POST",
+        "/v1/chat/completions",
+        body,
+        &format!("Authorization: Bearer {key}\r\n"),
+    );
+    assert_eq!(status, 401);
 }

@@ -85,21 +85,59 @@ pub(crate) async fn start_with(
     adjust: impl FnOnce(ServeConfig) -> ServeConfig,
     tls: Option<Arc<rustls::ServerConfig>>,
 ) -> Running {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("state.db")).await.unwrap();
     let mut defaults = Defaults::default();
     defaults.providers.insert(
         "deepseek".into(),
         ProviderDefaults::new(Some(deepseek_url.to_owned()), None, None, false),
     );
-    let engine = Engine::builtin().with_store(
-        store.clone(),
-        Settings::new(
-            defaults,
-            Arc::new(|var: &str| (var == "DEEPSEEK_API_KEY").then(|| "sk-test".to_owned())),
-        ),
+    let settings = Settings::new(
+        defaults,
+        Arc::new(|var: &str| (var == "DEEPSEEK_API_KEY").then(|| "sk-test".to_owned())),
     );
+    start_over(settings, adjust, tls).await
+}
+
+/// AWS credentials for the simulator: the one pair it accepts.
+struct SimAws;
+
+#[async_trait::async_trait]
+impl hermes_engine::AwsSecrets for SimAws {
+    async fn auth(&self, region: &str) -> Result<hermes_engine::providers::aws::AwsAuth, String> {
+        Ok(hermes_engine::providers::aws::AwsAuth::SigV4 {
+            credentials: hermes_engine::providers::aws::AwsCredentials {
+                access_key_id: hermes_sim::SIM_AWS_ACCESS_KEY_ID.to_owned(),
+                secret_access_key: hermes_sim::SIM_AWS_SECRET_ACCESS_KEY.to_owned(),
+                session_token: None,
+            },
+            region: region.to_owned(),
+        })
+    }
+}
+
+/// The gateway with `provider` at `base_url` (a simulator: every key variable answers
+/// `sk-test`, AWS signs with the simulator's pair).
+pub(crate) async fn start_for(provider: &str, base_url: &str) -> Running {
+    let mut defaults = Defaults::default();
+    defaults.providers.insert(
+        provider.into(),
+        ProviderDefaults::new(Some(base_url.to_owned()), None, None, false),
+    );
+    let settings = Settings::new(defaults, Arc::new(|_: &str| Some("sk-test".to_owned())))
+        .aws(Arc::new(SimAws));
+    start_over(settings, |c| c, None).await
+}
+
+/// The gateway over a fresh SQLite store with `settings`, gateway keys checked by
+/// [`TestKeys`], and `config` adjusted by `adjust`; over TLS with `tls` when given.
+async fn start_over(
+    settings: Settings,
+    adjust: impl FnOnce(ServeConfig) -> ServeConfig,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> Running {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("state.db")).await.unwrap();
+    let engine = Engine::builtin().with_store(store.clone(), settings);
     let keys = TestKeys(HashMap::from([(KEY.to_owned(), TENANT.to_owned())]));
     let config = adjust(ServeConfig::new(Auth::Keys(Arc::new(keys))));
     let gateway = Gateway::new(engine, config).unwrap();

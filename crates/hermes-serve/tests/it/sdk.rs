@@ -30,6 +30,195 @@ fn run(python: &Path, input: &Value) -> Value {
     serde_json::from_str(&stdout).unwrap()
 }
 
+/// Every string a stored message holds under a carrier's key: the thinking, signatures,
+/// encrypted blobs and opaque items an upstream minted, which must come back to it byte for byte.
+fn minted(value: &Value, under_carrier: bool, skip: &[&str], out: &mut Vec<String>) {
+    const CARRIERS: [&str; 10] = [
+        "reasoning_content",
+        "reasoning_details",
+        "signature",
+        "thought_signature",
+        "thoughtSignature",
+        "extra_content",
+        "encrypted_content",
+        "codex_reasoning_items",
+        "native",
+        "data",
+    ];
+    match value {
+        Value::String(text) if under_carrier && text.trim().len() > 1 => out.push(text.clone()),
+        Value::Array(items) => items
+            .iter()
+            .for_each(|v| minted(v, under_carrier, skip, out)),
+        Value::Object(map) => {
+            for (key, v) in map {
+                if skip.contains(&key.as_str()) {
+                    continue;
+                }
+                let carrier = under_carrier || CARRIERS.contains(&key.as_str());
+                minted(v, carrier, skip, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A client that drops every reasoning field holds a two-turn tool conversation through the
+/// gateway with `model`, in front of the strict simulator `profile` standing in for `provider`:
+/// the simulator accepts both requests (it refuses missing or altered carriers), receives the
+/// client's tools, and gets back every carrier it minted, byte for byte. With `header` the
+/// second turn names its session; without it the gateway finds the conversation by its history.
+async fn a_forgetful_client_holds_a_tool_conversation(
+    profile: &str,
+    provider: &str,
+    model: &str,
+    effort: Option<&str>,
+    stream: bool,
+    header: bool,
+) {
+    let Some(python) = hermes_test_support::sdk::sdk_python("openai", PROBE) else {
+        return;
+    };
+    let sim = Sim::start(profile).await.unwrap();
+    let gateway = crate::start_for(provider, &sim.base_url()).await;
+    let base = gateway.base();
+    let model_name = model.to_owned();
+    let effort = effort.map(str::to_owned);
+    let seen = tokio::task::spawn_blocking(move || {
+        run(
+            python,
+            &json!({"base_url": base, "key": KEY, "model": model_name, "stream": stream, "header": header, "effort": effort}),
+        )
+    })
+    .await
+    .unwrap();
+    let (first, second) = (&seen["first"], &seen["second"]);
+    assert_eq!(first["finish"], "tool_calls", "{profile}: {seen}");
+    assert_eq!(second["finish"], "stop", "{profile}: {seen}");
+    let session = first["session"]
+        .as_str()
+        .expect("the reply names its session");
+    assert_eq!(
+        second["session"], session,
+        "{profile}: the second turn continued the conversation"
+    );
+    if stream {
+        assert_eq!(first["repeated_id_or_name"], 0, "{profile}: {seen}");
+        assert_eq!(first["chunks_after_finish"], 0, "{profile}: {seen}");
+    }
+    let requests = sim.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "{profile}: one upstream request per turn"
+    );
+    let stored = gateway.store.messages(session).await.unwrap();
+    let roles: Vec<&str> = stored.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "assistant"],
+        "{profile}"
+    );
+    let mut carriers = Vec::new();
+    // Gemini's readable thought summaries are for the user: its contract replays only the
+    // signatures (SPEC §5).
+    let skip: &[&str] = if provider == "gemini" {
+        &["reasoning_content"]
+    } else {
+        &[]
+    };
+    minted(
+        &serde_json::to_value(&stored[1]).unwrap(),
+        false,
+        skip,
+        &mut carriers,
+    );
+    assert!(
+        !carriers.is_empty(),
+        "{profile}: the call turn stored what it minted: {:?}",
+        stored[1]
+    );
+    let second_body = requests[1].body.to_string();
+    for carrier in &carriers {
+        let encoded = Value::String(carrier.clone()).to_string();
+        assert!(
+            second_body.contains(&encoded),
+            "{profile}: {encoded} did not go back upstream: {second_body}"
+        );
+    }
+    assert!(
+        requests[0].body.to_string().contains("The time"),
+        "{profile}: the client's tool reached the upstream"
+    );
+    gateway.stop().await;
+}
+
+/// Every upstream the issue names, a forgetful client on each, whole and streamed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forgetful_client_holds_tool_conversations_on_every_upstream() {
+    // Native wires think when asked to (`reasoning_effort`); the chat relays think anyway.
+    for (profile, provider, model, effort) in [
+        (
+            "openrouter",
+            "openrouter",
+            "openrouter/anthropic/claude-sonnet-5",
+            None,
+        ),
+        (
+            "gemini-openai",
+            "gemini-openai",
+            "gemini-openai/gemini-3-pro-preview",
+            None,
+        ),
+        (
+            "anthropic",
+            "anthropic",
+            "anthropic/claude-opus-4-6",
+            Some("high"),
+        ),
+        (
+            "gemini",
+            "gemini",
+            "gemini/gemini-3-pro-preview",
+            Some("high"),
+        ),
+        (
+            "openai-responses",
+            "openai-responses",
+            "openai-responses/gpt-5.2",
+            Some("high"),
+        ),
+        (
+            "bedrock",
+            "bedrock",
+            "bedrock/anthropic.claude-opus-4-6-v1:0",
+            Some("high"),
+        ),
+    ] {
+        for stream in [false, true] {
+            a_forgetful_client_holds_a_tool_conversation(
+                profile, provider, model, effort, stream, false,
+            )
+            .await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forgetful_client_is_found_by_its_history_without_a_session_header() {
+    for stream in [false, true] {
+        a_forgetful_client_holds_a_tool_conversation(
+            "deepseek-v4",
+            "deepseek",
+            "deepseek/deepseek-v4-pro",
+            None,
+            stream,
+            false,
+        )
+        .await;
+    }
+}
+
 async fn a_client_that_drops_reasoning_holds_a_tool_conversation(stream: bool) {
     let Some(python) = hermes_test_support::sdk::sdk_python("openai", PROBE) else {
         return;
@@ -40,7 +229,7 @@ async fn a_client_that_drops_reasoning_holds_a_tool_conversation(stream: bool) {
     let seen = tokio::task::spawn_blocking(move || {
         run(
             python,
-            &json!({"base_url": base, "key": KEY, "model": "deepseek/deepseek-v4-pro", "stream": stream}),
+            &json!({"base_url": base, "key": KEY, "model": "deepseek/deepseek-v4-pro", "stream": stream, "header": true}),
         )
     })
     .await

@@ -1,7 +1,8 @@
 """A client of the gateway that drops every reasoning field: a two-turn tool conversation with
-the official openai client (its own request types; the session continued with the
-X-Hermes-Session header through extra_headers). Reads {base_url, key, model, stream} as JSON on
-stdin; prints what it saw as JSON on stdout."""
+the official openai client (its own request types). The second turn names its session with the
+X-Hermes-Session header (extra_headers) when `header` is set; otherwise it sends nothing but the
+history, and the gateway finds the conversation. Reads {base_url, key, model, stream, header, effort} as
+JSON on stdin; prints what it saw as JSON on stdout."""
 
 import json
 import sys
@@ -27,11 +28,14 @@ def extra(obj, key):
     return (obj.model_extra or {}).get(key)
 
 
+EFFORT = {"reasoning_effort": cfg["effort"]} if cfg.get("effort") else {}
+
+
 def turn(messages, session):
     headers = {"X-Hermes-Session": session} if session else None
     if not stream:
         r = client.chat.completions.create(
-            model=cfg["model"], messages=messages, tools=TOOLS, extra_headers=headers
+            model=cfg["model"], messages=messages, tools=TOOLS, extra_headers=headers, **EFFORT
         )
         m = r.choices[0].message
         return {
@@ -50,7 +54,7 @@ def turn(messages, session):
     calls = {}
     for chunk in client.chat.completions.create(
         model=cfg["model"], messages=messages, tools=TOOLS, extra_headers=headers,
-        stream=True, stream_options={"include_usage": True},
+        stream=True, stream_options={"include_usage": True}, **EFFORT,
     ):
         if extra(chunk, "hermes_session"):
             out["session"] = extra(chunk, "hermes_session")
@@ -92,5 +96,5 @@ messages.append({
 })
 for c in first["tool_calls"]:
     messages.append({"role": "tool", "tool_call_id": c["id"], "content": "12:00"})
-second = turn(messages, first["session"])
+second = turn(messages, first["session"] if cfg["header"] else None)
 print(json.dumps({"first": first, "second": second}))
