@@ -536,7 +536,8 @@ impl ChatTransport {
         }
         if !status.is_success() {
             let retry_after = retry_after(response.headers());
-            let body = read_error_body(response).await?;
+            // A provider may echo the key it refused: it goes no further than here.
+            let body = without_key(read_error_body(response).await?, auth);
             tracing::debug!(status = status.as_u16(), body = %snippet(&body), "request refused");
             return Err(TransportError::Http {
                 status: status.as_u16(),
@@ -546,6 +547,19 @@ impl ChatTransport {
         }
         Ok(response)
     }
+}
+
+/// `body` with the request's key or token (bearer, or a key header) replaced by `[redacted]`,
+/// for providers that echo the key they refused ("Incorrect API key provided: sk-…").
+fn without_key(body: String, auth: Option<&Auth>) -> String {
+    let key = match auth {
+        Some(Auth::Bearer(key) | Auth::Header(_, key)) => key.as_str(),
+        Some(Auth::Aws(..)) | None => return body,
+    };
+    if key.trim().is_empty() || !body.contains(key) {
+        return body;
+    }
+    body.replace(key, "[redacted]")
 }
 
 /// Calls `on_delta` for the text a chunk carries.
