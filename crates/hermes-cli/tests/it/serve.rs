@@ -37,23 +37,10 @@ fn http_with(addr: &str, method: &str, path: &str, body: &str, headers: &str) ->
 #[test]
 fn serve_answers_on_loopback_and_stops_on_sigterm() {
     let home = own_home();
-    let mut child = bare_command(
+    let (mut server, addr) = serving(
         home.path(),
         &["serve", "--listen", "127.0.0.1:0", "--no-auth"],
-        &[],
-    )
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("hermes: serving OpenAI chat-completions on http://")
-        .and_then(|rest| rest.strip_suffix("/v1"))
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_owned();
+    );
     assert_eq!(http(&addr, "GET", "/healthz", ""), (200, "ok".to_owned()));
     assert_eq!(http(&addr, "GET", "/readyz", "").0, 200);
     let (status, body) = http(
@@ -75,11 +62,11 @@ fn serve_answers_on_loopback_and_stops_on_sigterm() {
         "{reply}"
     );
 
-    let pid = rustix::process::Pid::from_child(&child);
+    let pid = rustix::process::Pid::from_child(&server.0);
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-    let status = child.wait().unwrap();
+    let status = server.0.wait().unwrap();
     let mut rest = String::new();
-    stderr.read_to_string(&mut rest).unwrap();
+    server.1.read_to_string(&mut rest).unwrap();
     assert!(status.success(), "{status:?}: {rest}");
     assert!(rest.contains("shutting down"), "{rest}");
 }
