@@ -160,9 +160,6 @@ pub(crate) fn credential_error(
     error: hermes_core::driver::DriverError,
 ) -> EngineError {
     use hermes_core::driver::DriverError;
-    // A provider may echo the key it refused ("Incorrect API key provided: sk-…"): whatever
-    // it said, the key goes no further — not to a client, a log line or the terminal.
-    let error = redacted(error, settled.api_key.as_ref().map(|k| k.expose()));
     let DriverError::Transport(TransportError::Http { status, body, .. }) = &error else {
         return error.into();
     };
@@ -209,35 +206,4 @@ pub(crate) fn credential_error(
         status: Some(*status),
         message,
     }
-}
-
-/// `error` with every occurrence of `secret` in the provider's words replaced by `[redacted]`.
-fn redacted(
-    mut error: hermes_core::driver::DriverError,
-    secret: Option<&str>,
-) -> hermes_core::driver::DriverError {
-    use hermes_core::driver::DriverError;
-    let Some(secret) = secret.filter(|s| !s.trim().is_empty()) else {
-        return error;
-    };
-    let scrub = |text: &mut String| {
-        if text.contains(secret) {
-            *text = text.replace(secret, "[redacted]");
-        }
-    };
-    if let DriverError::Transport(e) | DriverError::StalledAgain(e) | DriverError::AfterOutput(e) =
-        &mut error
-    {
-        match e {
-            TransportError::Http { body, .. } => scrub(body),
-            TransportError::AfterOk(text)
-            | TransportError::Decode(text)
-            | TransportError::Stream(text)
-            | TransportError::Stalled(text)
-            | TransportError::Request(text)
-            | TransportError::Connect(text) => scrub(text),
-            _ => {}
-        }
-    }
-    error
 }
