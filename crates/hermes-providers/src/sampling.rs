@@ -137,6 +137,17 @@ pub fn chat_fields(
     openai_fields(sampling, OpenAiApi::Chat(dialect), "")
 }
 
+/// Whether a streamed request on `decision`'s route asks for usage with `stream_options:
+/// {"include_usage": true}`: OpenAI sends a streamed reply's usage only when asked
+/// (platform.openai.com/docs/api-reference/chat/create, `stream_options`), and so do the servers
+/// that copy it (DeepSeek's and Gemini's OpenAI endpoints, vLLM, Ollama; OpenRouter takes it and
+/// always sends usage). The strict schemas get no extra byte (SPEC §2): Mistral puts usage on
+/// its last chunk unasked (docs.mistral.ai, release note 2024-01-16, "token usage in streaming
+/// requests"), and Groq and Cerebras on their final chunk.
+pub fn stream_usage(decision: &RouteDecision) -> bool {
+    matches!(Dialect::of(decision), Dialect::OpenAi | Dialect::Compatible)
+}
+
 /// OpenAI's reasoning models refuse a `temperature` other than one, and any `top_p`, unless
 /// reasoning is off with effort `none` (platform.openai.com/docs/guides/reasoning,
 /// "limitations"; GPT-5.1 and later take them with effort `none`, their default — "gpt-5.1

@@ -736,6 +736,7 @@ impl Wire for HttpChat {
             parts.thinking,
         );
         request.stream = parts.stream;
+        request.stream_usage = parts.stream && crate::sampling::stream_usage(parts.decision);
         request.tools = parts.tools;
         crate::sampling::check_tool_choice(parts.sampling, parts.tools, "chat completions")?;
         request.sampling =

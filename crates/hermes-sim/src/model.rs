@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 
+use crate::profile::StreamUsage;
 use crate::sign;
 use crate::wire::{Carrier, model_of, short_hash};
 
@@ -407,12 +408,14 @@ fn deltas(carrier: Carrier, reply: &Reply, key: &[u8]) -> Vec<Value> {
     out
 }
 
-/// The full SSE text of a streamed reply; with `fail_mid_stream`, a few deltas then an error event.
+/// The full SSE text of a streamed reply, its usage where `usage` says; with
+/// `fail_mid_stream`, a few deltas then an error event.
 pub(crate) fn sse(
     carrier: Carrier,
     raw: &[u8],
     reply: &Reply,
     key: &[u8],
+    usage_at: StreamUsage,
     fail_mid_stream: bool,
 ) -> String {
     let id = completion_id(raw);
@@ -450,8 +453,21 @@ pub(crate) fn sse(
         "delta": {},
         "finish_reason": reply.finish_reason()
     }));
-    last["usage"] = usage(reply, raw.len(), carrier != Carrier::None);
-    push(&last);
+    let counts = usage(reply, raw.len(), carrier != Carrier::None);
+    match usage_at {
+        StreamUsage::OnLastChoice => {
+            last["usage"] = counts;
+            push(&last);
+        }
+        StreamUsage::OwnChunk => {
+            push(&last);
+            let mut own = chunk(Value::Null);
+            own["choices"] = json!([]);
+            own["usage"] = counts;
+            push(&own);
+        }
+        StreamUsage::Omitted => push(&last),
+    }
     out.push_str("data: [DONE]\n\n");
     out
 }

@@ -10,6 +10,17 @@ use crate::custom::ProfileSpec;
 use crate::wire::{Carrier, Refusal, model_of, thinking_on};
 use crate::{SimError, Switches, rules};
 
+/// Where a streamed chat-completions reply carries its token usage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StreamUsage {
+    /// On the chunk that carries `finish_reason`.
+    OnLastChoice,
+    /// In a chunk of its own, with `"choices": []`, after the `finish_reason` chunk.
+    OwnChunk,
+    /// Not at all (OpenAI without `stream_options.include_usage`).
+    Omitted,
+}
+
 /// One simulated provider contract: a built-in (see [`crate::PROFILES`]) or a third party's
 /// [`ProfileSpec`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,6 +87,28 @@ impl Profile {
         match &self.0 {
             Kind::Builtin(b) => builtin::bad_json(*b, err),
             Kind::Custom(spec) => spec.bad_json(err),
+        }
+    }
+
+    /// Where a streamed reply to `body` puts its usage. OpenAI sends it only when asked, in a
+    /// chunk of its own with no choices ("If set, an additional chunk will be streamed before
+    /// the `data: [DONE]` message … the `choices` field will always be an empty array":
+    /// platform.openai.com/docs/api-reference/chat/create, `stream_options.include_usage`);
+    /// the other profiles always put it on the chunk with `finish_reason`.
+    pub(crate) fn stream_usage(&self, body: &Value) -> StreamUsage {
+        match &self.0 {
+            Kind::Builtin(Builtin::OpenAi) => {
+                let asked = body
+                    .pointer("/stream_options/include_usage")
+                    .and_then(Value::as_bool)
+                    == Some(true);
+                if asked {
+                    StreamUsage::OwnChunk
+                } else {
+                    StreamUsage::Omitted
+                }
+            }
+            _ => StreamUsage::OnLastChoice,
         }
     }
 

@@ -346,7 +346,15 @@ async fn handle(
         return Ok(json_response(200, text));
     }
 
-    let text = model::sse(carrier, &raw, &reply, &shared.key, switches.fail_mid_stream);
+    let usage_at = shared.profile.stream_usage(&body);
+    let text = model::sse(
+        carrier,
+        &raw,
+        &reply,
+        &shared.key,
+        usage_at,
+        switches.fail_mid_stream,
+    );
     record(&shared, &seen, body, raw, 200, &text);
     Ok(sse_response(text))
 }

@@ -162,6 +162,7 @@ fn query_and_effort_shape_the_body() {
             "model",
             "messages",
             "stream",
+            "stream_options",
             "tools",
             "thinking",
             "reasoning_effort"

@@ -250,6 +250,9 @@ pub struct ChatRequest<'a> {
     pub messages: Vec<WireMessage<'a>>,
     /// Ask for a server-sent-event stream (`"stream": true`).
     pub stream: bool,
+    /// With `stream`, ask for the reply's usage (`"stream_options": {"include_usage": true}`,
+    /// written right after `stream`); see `crate::sampling::stream_usage`.
+    pub stream_usage: bool,
     /// Tool definitions (`tools`), as the JSON array the wire takes.
     pub tools: Option<&'a RawJson>,
     /// Sampling parameters in the route's spelling (`crate::sampling::chat_fields`), written
@@ -272,6 +275,7 @@ impl<'a> ChatRequest<'a> {
             model: &decision.target.model,
             messages: shape(&ctx, history),
             stream: false,
+            stream_usage: false,
             tools: None,
             sampling: Vec::new(),
             thinking: decision.route.thinking_fields(&decision.target, thinking),
@@ -302,6 +306,12 @@ impl ChatRequest<'_> {
     }
 }
 
+/// `stream_options` as OpenAI's chat completions take it.
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
 impl Serialize for ChatRequest<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
@@ -309,6 +319,14 @@ impl Serialize for ChatRequest<'_> {
         map.serialize_entry("messages", &self.messages)?;
         if self.stream {
             map.serialize_entry("stream", &true)?;
+            if self.stream_usage {
+                map.serialize_entry(
+                    "stream_options",
+                    &StreamOptions {
+                        include_usage: true,
+                    },
+                )?;
+            }
         }
         if let Some(tools) = self.tools {
             map.serialize_entry("tools", tools)?;

@@ -662,6 +662,70 @@ fn probed(body: &str, pointer: &str) -> String {
     value.to_string()
 }
 
+/// A streamed chat-completions request asks for its usage where the route's schema has
+/// `stream_options` (OpenAI only sends a stream's usage when asked; the servers that copy it
+/// too), and strict schemas that send usage unasked get no extra byte; unstreamed, never.
+#[test]
+fn a_streamed_chat_request_asks_for_usage_where_the_schema_has_stream_options() {
+    let asks = r#""stream":true,"stream_options":{"include_usage":true}"#;
+    for (provider, base_url, model, expected) in [
+        ("openai", "https://api.openai.com/v1", "gpt-4.1", asks),
+        (
+            "deepseek",
+            "https://api.deepseek.com",
+            "deepseek-v4-pro",
+            asks,
+        ),
+        ("openrouter", "https://openrouter.ai/api/v1", "x/y", asks),
+        ("together", "https://api.together.xyz/v1", "m", asks),
+        (
+            "mistral",
+            "https://api.mistral.ai/v1",
+            "mistral-large",
+            r#""stream":true"#,
+        ),
+        (
+            "groq",
+            "https://api.groq.com/openai/v1",
+            "qwen3",
+            r#""stream":true"#,
+        ),
+        (
+            "cerebras",
+            "https://api.cerebras.ai/v1",
+            "qwen-3",
+            r#""stream":true"#,
+        ),
+    ] {
+        let at = (provider, base_url, model);
+        let streamed = encode_streamed(
+            &chat(base_url),
+            at,
+            ThinkingRequest::NoPreference,
+            &Sampling::new(),
+            true,
+        )
+        .unwrap();
+        let head = format!(r#"{{"model":"{model}",{CHAT_MESSAGES},{expected},"tools":"#);
+        assert!(
+            streamed.starts_with(&head),
+            "{provider}: streamed body {streamed}\nexpected it to start {head}"
+        );
+        let plain = encode_streamed(
+            &chat(base_url),
+            at,
+            ThinkingRequest::NoPreference,
+            &Sampling::new(),
+            false,
+        )
+        .unwrap();
+        assert!(
+            !plain.contains("stream"),
+            "{provider}: an unstreamed body names no stream option: {plain}"
+        );
+    }
+}
+
 #[test]
 fn chat_and_anthropic_sampling_bodies_validate_against_their_official_sdk_types() {
     const ANTHROPIC_PROBE: &str = "import anthropic\nfrom anthropic.types import message_create_params\nprint(f'anthropic {anthropic.__version__}')";
@@ -701,10 +765,20 @@ fn chat_and_anthropic_sampling_bodies_validate_against_their_official_sdk_types(
                     .tool_choice(ToolChoice::Required),
             )
             .unwrap(),
+            // Streamed: `stream_options.include_usage` as the SDK types it.
+            encode_streamed(
+                &chat(openai),
+                ("openai", openai, "gpt-4.1"),
+                none,
+                &Sampling::new(),
+                true,
+            )
+            .unwrap(),
         ];
         let controls = [
             probed(&bodies[0], "/response_format/json_schema"),
             probed(&bodies[1], "/tool_choice/function"),
+            probed(&bodies[3], "/stream_options"),
         ];
         bodies.extend(controls);
         assert_eq!(
@@ -713,8 +787,10 @@ fn chat_and_anthropic_sampling_bodies_validate_against_their_official_sdk_types(
                 "ok",
                 "ok",
                 "ok",
+                "ok",
                 "invalid response_format.json_schema.hermes_probe: unknown key for JSONSchema [extra_forbidden]",
                 "invalid tool_choice.function.hermes_probe: unknown key for Function [extra_forbidden]",
+                "invalid stream_options.hermes_probe: unknown key for ChatCompletionStreamOptionsParam [extra_forbidden]",
             ]
         );
     }

@@ -78,3 +78,54 @@ async fn openai_parameters_reach_the_upstream_through_the_engines_mapping() {
     assert_eq!(sent["thinking"], json!({"type": "enabled"}), "{sent}");
     gateway.stop().await;
 }
+
+/// The `data:` payloads of an SSE body, `[DONE]` left out.
+fn chunks(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+/// Usage is always asked of the upstream (OpenAI streams it only when asked), and reaches the
+/// client only when the client asks for it, in OpenAI's usage chunk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_asks_the_upstream_for_usage_and_passes_it_on_when_the_client_asks() {
+    let sim = Sim::start("openai").await.unwrap();
+    let gateway = crate::start_for("openai", &sim.base_url()).await;
+    for client_asks in [true, false] {
+        let mut request = json!({
+            "model": "openai/gpt-4.1",
+            "stream": true,
+            "messages": [{"role": "user", "content": "hello"}],
+        });
+        if client_asks {
+            request["stream_options"] = json!({"include_usage": true});
+        }
+        let response = gateway.chat(&request).await;
+        assert_eq!(response.status(), 200);
+        let text = response.text().await.unwrap();
+        let sent = sim.requests().last().unwrap().body.clone();
+        assert_eq!(
+            sent["stream_options"],
+            json!({"include_usage": true}),
+            "asked upstream whatever the client said: {sent}"
+        );
+        let with_usage: Vec<Value> = chunks(&text)
+            .into_iter()
+            .filter(|c| !c["usage"].is_null())
+            .collect();
+        if client_asks {
+            assert_eq!(with_usage.len(), 1, "{text}");
+            assert_eq!(with_usage[0]["choices"], json!([]), "{text}");
+            assert!(
+                with_usage[0]["usage"]["total_tokens"].as_u64().unwrap() > 0,
+                "the upstream's counts, not zeros: {text}"
+            );
+        } else {
+            assert!(with_usage.is_empty(), "{text}");
+        }
+    }
+    gateway.stop().await;
+}

@@ -702,7 +702,8 @@ async fn streams_split_fields_and_reassemble_to_the_non_streamed_reply() {
             assert!(s.done, "{p}: ends with [DONE]");
             assert_eq!(reassemble(&s.events), whole, "{p} {text}");
 
-            // Every chunk is a chat.completion.chunk; the last one has finish_reason and usage.
+            // Every chunk is a chat.completion.chunk; the last one has finish_reason and usage
+            // (OpenAI: no usage unless asked, `openai_streams_usage_only_when_asked`).
             for e in &s.events {
                 assert_eq!(e["object"], "chat.completion.chunk");
             }
@@ -713,7 +714,11 @@ async fn streams_split_fields_and_reassemble_to_the_non_streamed_reply() {
                 "stop"
             };
             assert_eq!(last["choices"][0]["finish_reason"], fr);
-            assert!(last["usage"]["total_tokens"].as_u64().unwrap() > 0);
+            if p == "openai" {
+                assert!(s.events.iter().all(|e| e.get("usage").is_none()), "{p}");
+            } else {
+                assert!(last["usage"]["total_tokens"].as_u64().unwrap() > 0, "{p}");
+            }
             for e in &s.events[..s.events.len() - 1] {
                 assert!(e["choices"][0]["finish_reason"].is_null());
             }
@@ -781,6 +786,32 @@ async fn streams_split_fields_and_reassemble_to_the_non_streamed_reply() {
         assert_eq!(rec.last().unwrap().body["stream"], true);
         assert!(rec.last().unwrap().response.ends_with("data: [DONE]\n\n"));
     }
+}
+
+/// OpenAI streams usage only with `stream_options.include_usage`, in a chunk of its own with no
+/// choices after the `finish_reason` chunk; the other chat profiles put it on that chunk unasked.
+#[tokio::test]
+async fn openai_streams_usage_only_when_asked() {
+    let sim = Sim::start("openai").await.unwrap();
+    let mut body = req("gpt-4.1", vec![user("hello")]);
+    body["stream_options"] = json!({"include_usage": true});
+    let s = post_stream(&sim, &body).await;
+    assert!(s.done);
+    let (usage, before) = s.events.split_last().unwrap();
+    assert_eq!(usage["choices"], json!([]));
+    assert!(usage["usage"]["total_tokens"].as_u64().unwrap() > 0);
+    assert_eq!(
+        before.last().unwrap()["choices"][0]["finish_reason"],
+        "stop"
+    );
+    assert!(before.iter().all(|e| e.get("usage").is_none()));
+    body["stream_options"] = json!({"include_usage": false});
+    let s = post_stream(&sim, &body).await;
+    assert!(s.events.iter().all(|e| e.get("usage").is_none()));
+    assert_eq!(
+        s.events.last().unwrap()["choices"][0]["finish_reason"],
+        "stop"
+    );
 }
 
 #[tokio::test]
