@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use crate::message::{Message, Role};
 use crate::normal::{NormalForm, normal_form};
+use crate::route::{Carrier, CarrierSet};
 
 /// A client's history lined up with a stored session's active view.
 #[derive(Debug)]
@@ -66,6 +67,29 @@ pub fn untrusted(message: &Message) -> Message {
     message
 }
 
+/// The carriers that assistant messages of `history` hold with no origin: a client's own,
+/// unverified bytes (a message the store holds gets its stored carriers and origin back; every
+/// other one is [`untrusted`]). A refusal of one of these fields is the session's verdict only,
+/// never the fleet's (SPEC §10, "What is re-attached").
+pub fn unverified_carriers(history: &[Message]) -> CarrierSet {
+    history
+        .iter()
+        .filter(|m| m.role == Role::Assistant && m.origin.is_none())
+        .fold(CarrierSet::NONE, |set, m| {
+            let mut set = set;
+            if m.reasoning_content.is_some() {
+                set = set.with(Carrier::ReasoningContent);
+            }
+            if m.reasoning.is_some() {
+                set = set.with(Carrier::Reasoning);
+            }
+            if m.reasoning_details.as_ref().is_some_and(|d| !d.is_empty()) {
+                set = set.with(Carrier::ReasoningDetails);
+            }
+            set
+        })
+}
+
 /// Where the turn's input starts in `history`: after its last assistant message (the input is
 /// the user turn or the tool results that follow it); `None` when the history ends with an
 /// assistant message (nothing to answer).
@@ -83,7 +107,9 @@ mod tests {
 
     use crate::message::{Message, Role};
 
-    use super::{align, input_start};
+    use super::{align, input_start, unverified_carriers};
+    use crate::message::Origin;
+    use crate::route::{Carrier, CarrierSet};
 
     fn messages(value: serde_json::Value) -> Vec<Message> {
         serde_json::from_value(value).unwrap()
@@ -98,6 +124,47 @@ mod tests {
             {"role": "tool", "tool_call_id": "c1", "content": "12:00:00.000 UTC, a long tool output"},
             {"role": "assistant", "content": "It is noon.", "reasoning_content": "read it"}
         ]))
+    }
+
+    #[test]
+    fn carriers_a_client_sent_itself_are_unverified_and_stored_ones_are_not() {
+        let mut stored = stored();
+        for m in &mut stored {
+            if m.role == Role::Assistant {
+                m.origin = Some(Origin {
+                    provider: "deepseek".into(),
+                    host: "api.deepseek.com".into(),
+                    model: "deepseek-v4-pro".into(),
+                });
+            }
+        }
+        // Stored turns only (their carriers and origin re-attached): nothing unverified.
+        let incoming = messages(json!([
+            {"role": "user", "content": "time?"},
+            {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "now", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "noon"},
+        ]));
+        let mut stored_call = stored[2].clone();
+        stored_call.tool_calls.as_mut().unwrap()[0]
+            .function
+            .arguments = incoming[1].tool_calls.as_ref().unwrap()[0]
+            .function
+            .arguments
+            .clone();
+        let aligned = align(&[stored[1].clone(), stored_call], &incoming);
+        assert_eq!(unverified_carriers(&aligned.history), CarrierSet::NONE);
+        // A turn the store never saw, with the client's own reasoning and details: unverified.
+        let forged = messages(json!([
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello", "reasoning_content": "mine",
+             "reasoning_details": [{"type": "reasoning.encrypted", "data": "Zm9yZ2Vk"}]},
+            {"role": "user", "content": "again"},
+        ]));
+        let aligned = align(&stored, &forged);
+        let set = unverified_carriers(&aligned.history);
+        assert!(set.contains(Carrier::ReasoningContent));
+        assert!(set.contains(Carrier::ReasoningDetails));
+        assert!(!set.contains(Carrier::Reasoning));
     }
 
     #[test]

@@ -7,7 +7,9 @@ use std::sync::Mutex;
 
 use hermes_core::driver::{LogError, SessionLog};
 use hermes_core::verdict::{VERDICTS_KEY, WIRE_VERDICTS_KEY};
-use hermes_core::{CHAT_WIRE, CarrierSet, Message, RouteTarget, Usage, Verdicts, WireVerdicts};
+use hermes_core::{
+    CHAT_WIRE, Carrier, CarrierSet, Message, RouteTarget, Usage, Verdicts, WireVerdicts,
+};
 use hermes_store::{NewSession, Store, Tip};
 
 use crate::fleet::FleetTurn;
@@ -38,6 +40,9 @@ pub(crate) struct StoreLog<'a> {
     /// The turn's fleet verdicts: merged into what the driver is handed back, told what was
     /// accepted.
     fleet: Option<&'a FleetTurn>,
+    /// Carriers a gateway client sent itself (unverified, SPEC §10): a refusal of one is this
+    /// session's verdict only, never taught to the fleet.
+    session_only: CarrierSet,
     /// Messages stored together with the first step, before it: what a gateway's client sent
     /// that precedes the turn's input and is not stored yet (a new conversation's history, or
     /// the tail after a stored prefix).
@@ -56,6 +61,7 @@ impl<'a> StoreLog<'a> {
             session: Mutex::new(Session::Stored(id.to_owned())),
             created: None,
             fleet: None,
+            session_only: CarrierSet::NONE,
             preamble: Mutex::default(),
         }
     }
@@ -69,6 +75,7 @@ impl<'a> StoreLog<'a> {
             session: Mutex::new(Session::AtTip(tip)),
             created: Some(landed),
             fleet: None,
+            session_only: CarrierSet::NONE,
             preamble: Mutex::default(),
         }
     }
@@ -91,6 +98,7 @@ impl<'a> StoreLog<'a> {
             }),
             created: Some(created),
             fleet: None,
+            session_only: CarrierSet::NONE,
             preamble: Mutex::default(),
         }
     }
@@ -117,13 +125,34 @@ impl<'a> StoreLog<'a> {
         self
     }
 
-    /// Learns a refusal for the whole store (every session, every process).
+    /// The same log, keeping refusals of `carriers` (a client's unverified ones) to the
+    /// session.
+    pub(crate) fn session_only(mut self, carriers: CarrierSet) -> Self {
+        self.session_only = carriers;
+        self
+    }
+
+    /// Learns a refusal for the whole store (every session, every process), except of the
+    /// fields the client sent unverified.
     async fn learn_for_fleet(
         &self,
         wire: &str,
         target: &RouteTarget,
         fields: &[&str],
     ) -> Result<(), LogError> {
+        let (kept, unverified): (Vec<&str>, Vec<&str>) = fields
+            .iter()
+            .partition(|f| Carrier::parse(f).is_none_or(|c| !self.session_only.contains(c)));
+        if !unverified.is_empty() {
+            tracing::info!(
+                ?unverified,
+                "a refusal of carriers the client sent itself stays with its session"
+            );
+        }
+        if kept.is_empty() {
+            return Ok(());
+        }
+        let fields = kept.as_slice();
         self.store
             .learn_fleet_verdicts(wire, target, fields)
             .await?;

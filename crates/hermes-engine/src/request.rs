@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hermes_core::driver::{DriverEvent, Tools};
-use hermes_core::{FinishReason, Message, RawJson, Role, Sampling, ThinkingRequest, Usage};
+use hermes_core::{
+    CarrierSet, FinishReason, Message, RawJson, Role, Sampling, ThinkingRequest, Usage,
+};
 use hermes_store::Store;
 
 use crate::Engine;
@@ -16,7 +18,7 @@ use crate::session::{NoTools, Opened, Toolset, driver_config, new_session, open_
 use crate::settle::{Choice, Defaults};
 use crate::target::{AwsLookup, KeyLookup, Limits, Target};
 use crate::turn::{Destination, TurnParts, drive};
-use hermes_core::reattach::{align, input_start};
+use hermes_core::reattach::{align, input_start, unverified_carriers};
 
 /// What every request of an engine runs with: the store and the process-wide settings a front
 /// end read once (config, key lookups, limits).
@@ -400,11 +402,19 @@ impl Engine {
         span.record("model", settled.model.as_str());
         let landed = Mutex::new(None);
         let read = tip.as_ref().map(|t| t.session().to_owned());
-        let (input, preamble, place) = match history {
-            None => (input, Vec::new(), tip.map_or(Place::New, Place::Tip)),
+        // A gateway client's own carriers (on turns the store does not hold) are unverified:
+        // their refusals stay with this session (SPEC §10).
+        let (input, preamble, place, unverified) = match history {
+            None => (
+                input,
+                Vec::new(),
+                tip.map_or(Place::New, Place::Tip),
+                CarrierSet::NONE,
+            ),
             Some(history) => {
                 let lined = self.line_up(store, &mut conversation, history, tip).await?;
-                (lined.input, lined.preamble, lined.place)
+                let unverified = unverified_carriers(&conversation.messages);
+                (lined.input, lined.preamble, lined.place, unverified)
             }
         };
         let target = Target::start(self, settled, &settings.limits, settings.aws.as_ref()).await?;
@@ -454,6 +464,7 @@ impl Engine {
             config: &config,
             limits: &settings.limits,
             reprobe_after: settings.reprobe_after,
+            unverified,
         };
         let outcome = drive(
             &parts,

@@ -355,6 +355,7 @@ impl ChatSession {
             config: &self.driver_config,
             limits: &self.limits,
             reprobe_after: self.reprobe_after,
+            unverified: hermes_core::CarrierSet::NONE,
         };
         let result = crate::turn::drive(
             &parts,

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use hermes_core::driver::{Conversation, Driver, DriverConfig, DriverEvent, Tools, TurnOutcome};
-use hermes_core::{Message, Wait};
+use hermes_core::{CarrierSet, Message, Wait};
 use hermes_store::{NewSession, Store, Tip};
 
 use crate::error::EngineError;
@@ -45,6 +45,9 @@ pub(crate) struct TurnParts<'a> {
     pub(crate) config: &'a DriverConfig,
     pub(crate) limits: &'a Limits,
     pub(crate) reprobe_after: Duration,
+    /// Carriers the client sent itself (a gateway request's unverified ones): their refusals
+    /// are the session's verdicts only.
+    pub(crate) unverified: CarrierSet,
 }
 
 /// Runs one turn whose input is `input` (a user message, or tool results) on `conversation`,
@@ -66,6 +69,7 @@ pub(crate) async fn drive(
         config,
         limits,
         reprobe_after,
+        unverified,
     } = *parts;
     let fleet = FleetTurn::start(
         store,
@@ -87,7 +91,8 @@ pub(crate) async fn drive(
         } => StoreLog::new_session(store, new, created, compare),
     }
     .with_preamble(preamble)
-    .with_fleet(&fleet);
+    .with_fleet(&fleet)
+    .session_only(unverified);
     let driver = Driver {
         decision: &target.decision,
         wire: target.transport.wire(),

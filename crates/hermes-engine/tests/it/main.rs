@@ -23,9 +23,18 @@ fn request_engine(
     sim: &hermes_sim::Sim,
     store: &hermes_engine::store::Store,
 ) -> hermes_engine::Engine {
+    request_engine_for("deepseek", sim, store)
+}
+
+/// An engine serving requests from `store`, with `provider` at `sim` and a test key.
+fn request_engine_for(
+    provider: &str,
+    sim: &hermes_sim::Sim,
+    store: &hermes_engine::store::Store,
+) -> hermes_engine::Engine {
     let mut defaults = hermes_engine::Defaults::default();
     defaults.providers.insert(
-        "deepseek".into(),
+        provider.into(),
         hermes_engine::ProviderDefaults::new(Some(sim.base_url()), None, None, false),
     );
     hermes_engine::Engine::builtin().with_store(

@@ -381,3 +381,95 @@ fn text_of(message: &Message) -> String {
         .and_then(|c| c.as_str().map(|s| s.into_owned()))
         .unwrap_or_default()
 }
+
+/// A refusal of carriers a gateway client sent itself (bytes the store never held) is that
+/// session's verdict only; the same refusal of carriers the store minted teaches the fleet
+/// (SPEC §10, "What is re-attached").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_of_a_clients_own_carriers_stays_with_its_session_and_of_stored_ones_teaches_the_fleet()
+ {
+    use hermes_engine::History;
+    use hermes_sim::{Sim, Switches};
+    let sim = Sim::start("openrouter").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("state.db")).await.unwrap();
+    let engine = crate::request_engine_for("openrouter", &sim, &store);
+    let openrouter = || Choice::new(Some("openrouter"), Some("anthropic/claude-sonnet-5"), None);
+    sim.set_switches(Switches::default().reject_message_field("reasoning_details"));
+
+    // A history the store never saw, whose assistant turn carries the client's own details.
+    let forged: Vec<Message> = serde_json::from_value(serde_json::json!([
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello",
+         "reasoning_details": [{"type": "reasoning.text", "text": "my own", "format": "unknown", "index": 0}]},
+        {"role": "user", "content": "again"}
+    ]))
+    .unwrap();
+    let done = engine
+        .complete(
+            Request::from_history(History::new("acme", forged)).choice(openrouter()),
+            &|_| {},
+        )
+        .await
+        .unwrap();
+    let statuses: Vec<u16> = sim.requests().iter().map(|r| r.status).collect();
+    assert_eq!(
+        statuses,
+        [400, 200],
+        "refused once, retried without the field"
+    );
+    assert!(
+        store.fleet_verdicts().await.unwrap().is_empty(),
+        "the client's own bytes teach the fleet nothing"
+    );
+    let own = store.verdicts(&done.session).await.unwrap();
+    let target = hermes_core::RouteTarget::new(
+        "openrouter",
+        Some(&sim.base_url()),
+        "anthropic/claude-sonnet-5",
+    );
+    assert!(
+        own.refused_for(&target)
+            .contains(hermes_core::Carrier::ReasoningDetails),
+        "the session keeps its own verdict: {own:?}"
+    );
+
+    // Control: the store's own minted details refused the same way teach the fleet.
+    sim.set_switches(Switches::default());
+    sim.clear_requests();
+    let tools = || ToolMode::Client(tool_definitions());
+    let mut client = vec![Message::text(Role::User, "[tools=1] what time is it?")];
+    let first = engine
+        .complete(
+            Request::from_history(History::new("acme", client.clone()))
+                .choice(openrouter())
+                .tools(tools()),
+            &|_| {},
+        )
+        .await
+        .unwrap();
+    let call = &first.messages[0];
+    assert!(call.reasoning_details.is_some(), "minted details: {call:?}");
+    let id = call.tool_calls.as_ref().unwrap()[0].id.clone().unwrap();
+    client.push(as_a_forgetful_client_sends_it(call));
+    client.push(result_for(&id, "12:00"));
+    sim.set_switches(Switches::default().reject_message_field("reasoning_details"));
+    engine
+        .complete(
+            Request::from_history(History::new("acme", client)).tools(tools()),
+            &|_| {},
+        )
+        .await
+        .unwrap();
+    let fields: Vec<String> = store
+        .fleet_verdicts()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|v| v.field)
+        .collect();
+    assert!(
+        fields.iter().any(|f| f == "reasoning_details"),
+        "{fields:?}"
+    );
+}
