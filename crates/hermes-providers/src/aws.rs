@@ -373,17 +373,7 @@ pub fn request_headers(
 /// `id` as one URL path segment, percent-encoded as the AWS SDKs do: everything but the
 /// unreserved characters (`A-Z a-z 0-9 - . _ ~`), so a model id's `:` is `%3A` and an
 /// inference-profile ARN's `/` is `%2F`.
-pub fn path_segment(id: &str) -> String {
-    let mut out = String::with_capacity(id.len());
-    for byte in id.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
-}
+pub use crate::segment::unreserved as path_segment;
 
 /// One decoded event-stream frame.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -13,6 +13,7 @@ mod reply;
 pub mod responses;
 pub mod routes;
 pub mod sampling;
+mod segment;
 mod signed;
 #[cfg(test)]
 mod testing;

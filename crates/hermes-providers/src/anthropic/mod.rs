@@ -60,6 +60,7 @@ impl AnthropicWire {
 /// anthropic-sdk-python 2.16.0's `AnthropicBedrock` leaves `:` (and `;`) bare instead
 /// (`urllib.parse.quote(model, safe=":;")`, `anthropic/lib/bedrock/_client.py` line 68): the
 /// same resource to Bedrock, but hermes follows the AWS SDK, whose signing it is proven against.
+/// On Vertex the id is one segment too ([`crate::segment::google`], `@` kept for versions).
 pub fn url(target: &Target, model: &str, stream: bool) -> String {
     let base = target.base_url.trim_end_matches('/');
     match &target.flavor {
@@ -74,7 +75,8 @@ pub fn url(target: &Target, model: &str, stream: bool) -> String {
             }
         ),
         Flavor::Vertex { project, region } => format!(
-            "{base}/v1/projects/{project}/locations/{region}/publishers/anthropic/models/{model}:{}",
+            "{base}/v1/projects/{project}/locations/{region}/publishers/anthropic/models/{}:{}",
+            crate::segment::google(model),
             if stream {
                 "streamRawPredict"
             } else {

@@ -48,10 +48,12 @@ impl GeminiWire {
 /// `{base}/models/{model}:generateContent`, Vertex `{base}/v1/projects/{project}/locations/
 /// {region}/publishers/google/models/{model}:generateContent`; streamed, the method is
 /// `:streamGenerateContent?alt=sse` (server-sent events, as google-genai 3.6 asks for them).
-/// A leading `models/` on the id is dropped. The API key never goes in the URL.
+/// A leading `models/` on the id is dropped, and the rest is one path segment
+/// ([`crate::segment::google`]: no id adds a segment, query or method). The API key never goes
+/// in the URL.
 pub fn url(target: &Target, model: &str, stream: bool) -> String {
     let base = target.base_url.trim_end_matches('/');
-    let model = model.strip_prefix("models/").unwrap_or(model);
+    let model = crate::segment::google(model.strip_prefix("models/").unwrap_or(model));
     let method = if stream {
         "streamGenerateContent?alt=sse"
     } else {

@@ -6,6 +6,7 @@ mod bedrock_wire;
 mod gemini_wire;
 mod images;
 mod images_sim;
+mod paths;
 mod responses_imported;
 mod responses_wire;
 mod sampling;
