@@ -30,7 +30,10 @@ pub struct ProviderConfig {
     pub reasoning_echo: bool,
 }
 
-/// The whole file.
+/// The whole file. The values whose line an error names (`effort`, `[store] url`,
+/// `max_connections`, `acquire_timeout`, `[verdicts] reprobe_after`) are read through methods
+/// ([`Config::effort`], [`StoreSection::url`], [`StoreSection::pool`], [`Config::reprobe_after`]),
+/// so the parser's span type stays out of this crate's API.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -42,7 +45,7 @@ pub struct Config {
     pub model: Option<String>,
     /// Default effort.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub effort: Option<toml::Spanned<String>>,
+    pub(crate) effort: Option<toml::Spanned<String>>,
     /// Per-provider settings, by provider id.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub providers: BTreeMap<String, ProviderConfig>,
@@ -119,29 +122,23 @@ pub struct StoreSection {
     /// from `PGPASSWORD` or `~/.pgpass`) or `sqlite://PATH`; the SQLite file in `$HERMES_HOME`
     /// when unset. A secret: `config show` prints it redacted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub url: Option<toml::Spanned<String>>,
+    pub(crate) url: Option<toml::Spanned<String>>,
     /// Connections in the store's pool (default 4 on an SQLite file, 8 on PostgreSQL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_connections: Option<toml::Spanned<u32>>,
+    pub(crate) max_connections: Option<toml::Spanned<u32>>,
     /// Seconds an SQLite write waits for another process's lock before "database is locked"
     /// (default 5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busy_timeout: Option<u64>,
     /// Seconds a request waits for a free connection of the pool (default 30).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub acquire_timeout: Option<toml::Spanned<u64>>,
+    pub(crate) acquire_timeout: Option<toml::Spanned<u64>>,
 }
 
 impl std::fmt::Debug for StoreSection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StoreSection")
-            .field(
-                "url",
-                &self
-                    .url
-                    .as_ref()
-                    .map(|u| hermes_engine::store::redact_url(u.get_ref())),
-            )
+            .field("url", &self.url().map(hermes_engine::store::redact_url))
             .field("max_connections", &self.max_connections)
             .field("busy_timeout", &self.busy_timeout)
             .field("acquire_timeout", &self.acquire_timeout)
@@ -152,6 +149,11 @@ impl std::fmt::Debug for StoreSection {
 impl StoreSection {
     fn is_empty(&self) -> bool {
         *self == StoreSection::default()
+    }
+
+    /// `url`, as written (a secret: show it through [`hermes_engine::store::redact_url`]).
+    pub fn url(&self) -> Option<&str> {
+        self.url.as_ref().map(|u| u.get_ref().as_str())
     }
 
     /// The store's pool settings (defaults where unset).
@@ -179,7 +181,7 @@ pub struct VerdictsSection {
     /// How old a fleet verdict may grow before a session re-probes it once (`30d`, `12h`,
     /// `90s`, …; default 30 days).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reprobe_after: Option<toml::Spanned<String>>,
+    pub(crate) reprobe_after: Option<toml::Spanned<String>>,
 }
 
 impl VerdictsSection {

@@ -44,15 +44,13 @@ pub fn database_location(config: &Config) -> Result<Option<Location>, ConfigErro
                 error,
             });
     }
-    match &config.store.url {
-        Some(url) => {
-            Location::parse(url.get_ref())
-                .map(Some)
-                .map_err(|error| ConfigError::DatabaseUrl {
-                    origin: "[store] url",
-                    error,
-                })
-        }
+    match config.store.url() {
+        Some(url) => Location::parse(url)
+            .map(Some)
+            .map_err(|error| ConfigError::DatabaseUrl {
+                origin: "[store] url",
+                error,
+            }),
         None => Ok(None),
     }
 }
