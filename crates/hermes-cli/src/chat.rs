@@ -4,15 +4,15 @@
 
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
+use hermes_config::Setup;
 use hermes_core::driver::{DriverEvent, TurnOutcome};
 use hermes_core::{Carrier, DetailItem, Message, Role};
 use hermes_engine::{ChatSession, Choice, Engine, OpenOptions, Toolset, reply_text};
 use serde_json::{Value, json};
 
 use crate::cli::ChatArgs;
-use crate::home;
+use crate::setup;
 use crate::tools::{ToolPolicy, Toolbox};
 
 /// The carriers stored on a message.
@@ -66,49 +66,18 @@ pub(crate) fn event_line(event: &DriverEvent) -> Option<String> {
 }
 
 /// The tools a chat offers: the built-in ones confined to `workspace` (`--workspace`), else
-/// config's, else the working directory. `hermes preview` sends the same definitions.
-pub(crate) fn toolbox(
-    workspace: Option<PathBuf>,
-    config: &crate::config::Config,
-    home: &Path,
-    secrets: crate::secrets::Secrets,
-) -> anyhow::Result<Toolbox> {
-    let workspace = match workspace.or_else(|| config.workspace.clone()) {
+/// config's, else the working directory, redacting `setup`'s secrets. `hermes preview` sends the
+/// same definitions.
+pub(crate) fn toolbox(workspace: Option<PathBuf>, setup: &Setup) -> anyhow::Result<Toolbox> {
+    let workspace = match workspace.or_else(|| setup.config.workspace.clone()) {
         Some(dir) => dir,
         None => std::env::current_dir()?,
     };
     Toolbox::new(ToolPolicy {
         workspace,
-        home: home.to_path_buf(),
-        secrets,
+        home: setup.home.clone(),
+        secrets: setup.secrets.clone(),
     })
-}
-
-/// `config.toml`'s defaults, with the AWS region of the environment or the shared AWS config
-/// when config.toml names none — what `chat` and `preview` settle with.
-pub(crate) async fn defaults(config: &crate::config::Config) -> hermes_engine::Defaults {
-    let mut defaults = config.defaults();
-    if defaults.aws_region.is_none() {
-        defaults.aws_region = crate::aws::region().await;
-    }
-    defaults
-}
-
-/// What every request of this process runs with, from `config` and the environment: config's
-/// defaults, keys from the environment, AWS credentials from `secrets`' sources, config's
-/// limits and re-probe age — what `chat` and `serve` settle with.
-pub(crate) async fn settings(
-    config: &crate::config::Config,
-    secrets: crate::secrets::Secrets,
-) -> hermes_engine::Settings {
-    let mut settings = hermes_engine::Settings::new(
-        defaults(config).await,
-        Arc::new(|var: &str| std::env::var(var).ok()),
-    )
-    .aws(Arc::new(crate::aws::AwsEnv { secrets }))
-    .limits(config.limits.limits());
-    settings.reprobe_after = config.reprobe_after();
-    settings
 }
 
 /// Opens the chat session `args` ask for, with the built-in tools confined to the workspace.
@@ -117,10 +86,9 @@ pub(crate) async fn open(
     args: &ChatArgs,
     home: &Path,
 ) -> anyhow::Result<ChatSession> {
-    let config = crate::config::load(home)?;
-    let store = home::open_store_in(home, &config).await?;
-    let secrets = crate::secrets::gather(None, &config);
-    let toolbox = toolbox(args.workspace.clone(), &config, home, secrets.clone())?;
+    let setup = setup::load(home.to_path_buf())?;
+    let (store, settings) = setup::open(&setup).await?;
+    let toolbox = toolbox(args.workspace.clone(), &setup)?;
     let tools = Toolset {
         definitions: toolbox.definitions(),
         tools: Box::new(toolbox),
@@ -131,14 +99,13 @@ pub(crate) async fn open(
         args.base_url.as_deref(),
     )
     .allow_insecure_http(args.allow_insecure_http);
-    let settings = settings(&config, secrets).await;
     let mut options = OpenOptions::new(choice)
         .defaults(settings.defaults)
         .resume(args.resume.clone())
         // The flags alone: config's effort is in `defaults`, below what the session stores.
         .thinking(crate::cli::thinking(args.effort, args.no_thinking))
         .stream(!args.no_stream)
-        .compaction(config.compaction.overrides())
+        .compaction(setup.config.compaction.overrides())
         .limits(settings.limits)
         .reprobe_after(settings.reprobe_after)
         .key(settings.key);
@@ -228,8 +195,8 @@ fn print_outcome(
 
 /// Runs `hermes chat -q TEXT`: one user turn with its tool loop.
 pub(crate) fn run_once(engine: &Engine, args: &ChatArgs, query: &str) -> anyhow::Result<()> {
-    let home = home::hermes_home()?;
-    home::runtime()?.block_on(async {
+    let home = setup::hermes_home()?;
+    setup::runtime()?.block_on(async {
         let mut chat = open(engine, args, &home)
             .await
             .map_err(|e| with_confirm_line(e, &args.rerun_line()))?;
@@ -262,7 +229,7 @@ pub(crate) fn compact_session(
     base_url: Option<&str>,
     allow_insecure_http: bool,
 ) -> anyhow::Result<()> {
-    let home = home::hermes_home()?;
+    let home = setup::hermes_home()?;
     let args = ChatArgs {
         query: None,
         json: false,
@@ -281,7 +248,7 @@ pub(crate) fn compact_session(
     if let Some(url) = base_url {
         rerun.push_str(&format!(" --base-url {url}"));
     }
-    home::runtime()?.block_on(async {
+    setup::runtime()?.block_on(async {
         let mut chat = open(engine, &args, &home)
             .await
             .map_err(|e| with_confirm_line(e, &rerun))?;

@@ -1,23 +1,22 @@
-//! hermes-cli: the `hermes` command line — argv, `config.toml`, the environment, printing, the
-//! REPL and the built-in tools; every session operation is one call into `hermes-engine`.
+//! hermes-cli: the `hermes` command line — argv, printing, the REPL and the built-in tools;
+//! `$HERMES_HOME`, `config.toml`, secrets and the environment are read through `hermes-config`,
+//! and every session operation is one call into `hermes-engine`.
 //! Also a library entry point, [`run`], so a third party ships its own `hermes` binary with its
 //! route in the engine.
 
-mod aws;
 mod chat;
 mod cli;
 mod config;
 mod error;
-mod home;
 mod logs;
 mod out;
 mod preview;
 mod providers;
 mod repl;
 mod routes;
-mod secrets;
 mod serve;
 mod sessions;
+mod setup;
 mod sim;
 mod tools;
 mod verdicts;
@@ -51,7 +50,7 @@ fn init_tracing(to_file: bool) -> Option<tracing_appender::non_blocking::WorkerG
                 && std::io::IsTerminal::is_terminal(&io::stderr()),
         )
         .with_filter(stderr_filter);
-    let (file, guard) = match home::hermes_home()
+    let (file, guard) = match setup::hermes_home()
         .ok()
         .filter(|_| to_file)
         .and_then(|h| logs::appender(&h).ok())
@@ -88,8 +87,8 @@ fn dispatch(engine: &Engine, cli: Cli) -> anyhow::Result<()> {
         },
         Command::Sessions(command) => sessions::run(engine, &command),
         Command::Verdicts(command) => verdicts::run(&command),
-        Command::Logs(args) => logs::run(&args, &home::hermes_home()?),
-        Command::Config(command) => config::run(&command, &home::hermes_home()?),
+        Command::Logs(args) => logs::run(&args, &setup::hermes_home()?),
+        Command::Config(command) => config::run(&command, &setup::hermes_home()?),
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut command, "hermes", &mut io::stdout());
@@ -104,7 +103,7 @@ fn dispatch(engine: &Engine, cli: Cli) -> anyhow::Result<()> {
 /// engine's simulators, hermes-sim's ([`HermesSimulators`]) unless it has its own.
 pub fn run(engine: Engine) -> ExitCode {
     let engine = sim::simulated(engine);
-    home::private_files();
+    hermes_config::private_files();
     let cli = Cli::parse();
     let to_file = matches!(
         cli.command,

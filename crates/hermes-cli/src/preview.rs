@@ -13,8 +13,8 @@ use crate::error::UsageError;
 
 fn load(args: &PreviewArgs) -> anyhow::Result<SessionFile> {
     if let Some(id) = &args.session {
-        return crate::home::runtime()?.block_on(async {
-            let store = crate::home::open_store().await?;
+        return crate::setup::runtime()?.block_on(async {
+            let store = crate::setup::open_home_store().await?;
             Ok(store.export(id).await?)
         });
     }
@@ -30,19 +30,17 @@ fn load(args: &PreviewArgs) -> anyhow::Result<SessionFile> {
 pub(crate) fn run(engine: &Engine, args: &PreviewArgs) -> anyhow::Result<()> {
     let file = load(args)?;
     // The same config.toml `hermes chat` reads, so the preview is the request chat would send.
-    let home = crate::home::hermes_home()?;
-    let config = crate::config::load(&home)?;
+    let setup = crate::setup::load(crate::setup::hermes_home()?)?;
     let choice = Choice::new(
         args.provider.as_deref(),
         args.model.as_deref(),
         args.base_url.as_deref(),
     );
-    let runtime = crate::home::runtime()?;
+    let runtime = crate::setup::runtime()?;
     // The tools chat offers, so the body carries the `tools` chat's would.
-    let tools = crate::chat::toolbox(None, &config, &home, crate::secrets::gather(None, &config))?
-        .definitions();
+    let tools = crate::chat::toolbox(None, &setup)?.definitions();
     let options = PreviewOptions::new(choice)
-        .defaults(runtime.block_on(crate::chat::defaults(&config)))
+        .defaults(runtime.block_on(setup.defaults()))
         // The flags alone: config's effort is in `defaults`, below what the history stores.
         .thinking(crate::cli::thinking(args.effort, args.no_thinking))
         .reject(CarrierSet::of(args.reject.iter().map(|c| c.0)))
@@ -53,10 +51,10 @@ pub(crate) fn run(engine: &Engine, args: &PreviewArgs) -> anyhow::Result<()> {
     if args.session.is_some() {
         // What any session of the store learned a provider refuses, as chat would apply it.
         preview = runtime.block_on(async {
-            let store = crate::home::open_store().await?;
+            let store = crate::setup::open_home_store().await?;
             anyhow::Ok(
                 preview
-                    .with_fleet_verdicts(&store, config.reprobe_after())
+                    .with_fleet_verdicts(&store, setup.config.reprobe_after())
                     .await?,
             )
         })?;

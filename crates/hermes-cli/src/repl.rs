@@ -374,8 +374,8 @@ pub(crate) fn repl_loop(
 
 /// Runs the interactive chat on the terminal.
 pub(crate) fn run(engine: &Engine, args: &ChatArgs) -> anyhow::Result<()> {
-    let home = crate::home::hermes_home()?;
-    let runtime = crate::home::runtime()?;
+    let home = crate::setup::hermes_home()?;
+    let runtime = crate::setup::runtime()?;
     let runtime = &runtime;
     let mut chat = runtime
         .block_on(crate::chat::open(engine, args, &home))

@@ -11,23 +11,20 @@ use hermes_engine::Engine;
 use hermes_serve::{Auth, Gateway, ServeConfig};
 
 use crate::cli::{KeysCommand, ServeArgs, ServeCommand};
-use crate::home;
+use crate::setup;
 
 /// How long in-flight requests may go on after SIGTERM or Ctrl-C.
 const DRAIN: Duration = Duration::from_secs(30);
 
 /// Where to listen: `--listen`, else `[serve] listen`, else 127.0.0.1:8642.
-fn listen_address(args: &ServeArgs, config: &crate::config::Config) -> anyhow::Result<SocketAddr> {
+fn listen_address(args: &ServeArgs, config: &hermes_config::Config) -> anyhow::Result<SocketAddr> {
     if let Some(addr) = args.listen {
         return Ok(addr);
     }
-    let text = config
+    config
         .serve
-        .listen
-        .as_deref()
-        .unwrap_or(hermes_serve::DEFAULT_LISTEN);
-    text.parse()
-        .with_context(|| format!("[serve] listen = {text:?} is not an address like 127.0.0.1:8642"))
+        .listen_or(hermes_serve::DEFAULT_LISTEN)
+        .map_err(setup::error)
 }
 
 /// Refuses what cannot be served safely at `addr`: `--no-auth` off loopback, and plain HTTP off
@@ -88,10 +85,9 @@ impl hermes_serve::Keys for StoreKeys {
 
 /// Runs `hermes serve keys …`.
 fn keys(command: &KeysCommand) -> anyhow::Result<()> {
-    let home = home::hermes_home()?;
-    let config = crate::config::load(&home)?;
-    home::runtime()?.block_on(async {
-        let store = home::open_store_in(&home, &config).await?;
+    let setup = setup::load(setup::hermes_home()?)?;
+    setup::runtime()?.block_on(async {
+        let store = setup::open_store(&setup).await?;
         let mut out = std::io::stdout().lock();
         match command {
             KeysCommand::Create { tenant } => {
@@ -123,18 +119,16 @@ pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
     if let Some(ServeCommand::Keys(command)) = &args.command {
         return keys(command);
     }
-    let home = home::hermes_home()?;
-    let config = crate::config::load(&home)?;
-    let addr = listen_address(args, &config)?;
+    let setup = setup::load(setup::hermes_home()?)?;
+    let config = &setup.config;
+    let addr = listen_address(args, config)?;
     check_exposure(args, addr)?;
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(hermes_serve::tls::server_config(cert, key)?),
         _ => None,
     };
-    home::runtime()?.block_on(async {
-        let store = home::open_store_in(&home, &config).await?;
-        let secrets = crate::secrets::gather(None, &config);
-        let settings = crate::chat::settings(&config, secrets).await;
+    setup::runtime()?.block_on(async {
+        let (store, settings) = setup::open(&setup).await?;
         let engine = engine.clone();
         let auth = if args.no_auth {
             Auth::None

@@ -9,7 +9,7 @@ use hermes_engine::store::{SessionMeta, Store, StoredMessage, StoredThinking, TH
 use serde_json::{Value, json};
 
 use crate::cli::SessionsCommand;
-use crate::home;
+use crate::setup;
 
 /// What is stored on one message, for `show`.
 fn stored(msg: &Message) -> Value {
@@ -316,10 +316,10 @@ pub(crate) fn run(engine: &hermes_engine::Engine, command: &SessionsCommand) -> 
         return crate::chat::compact_session(engine, id, base_url.as_deref(), *allow_insecure_http);
     }
     if let SessionsCommand::Migrate { to, from } = command {
-        return home::runtime()?.block_on(migrate(to, from.as_deref()));
+        return setup::runtime()?.block_on(migrate(to, from.as_deref()));
     }
-    home::runtime()?.block_on(async {
-        let store = home::open_store().await?;
+    setup::runtime()?.block_on(async {
+        let store = setup::open_home_store().await?;
         run_async(command, store).await
     })
 }
@@ -329,9 +329,9 @@ pub(crate) fn run(engine: &hermes_engine::Engine, command: &SessionsCommand) -> 
 /// ones it holds differently are named and left alone (the command then fails).
 async fn migrate(to: &str, from: Option<&str>) -> anyhow::Result<()> {
     use hermes_engine::store::Location;
-    let home = home::hermes_home()?;
-    let config = crate::config::load(&home)?;
-    let pool = config.store.pool();
+    let setup = setup::load(setup::hermes_home()?)?;
+    let home = &setup.home;
+    let pool = setup.config.store.pool();
     let dest_location =
         Location::parse(to).map_err(|e| crate::error::UsageError(format!("--to: {e}")))?;
     let (source, source_name) = match from {
@@ -350,7 +350,7 @@ async fn migrate(to: &str, from: Option<&str>) -> anyhow::Result<()> {
             )
         }
         None => {
-            let (path, _) = hermes_engine::store_path(&home).await?;
+            let (path, _) = hermes_engine::store_path(home).await?;
             if Location::Sqlite(path.clone()) == dest_location {
                 return Err(crate::error::UsageError(
                     "--to names the local database itself".into(),
@@ -358,7 +358,7 @@ async fn migrate(to: &str, from: Option<&str>) -> anyhow::Result<()> {
                 .into());
             }
             (
-                home::open_local_store(&home, &config).await?,
+                setup::open_local_store(&setup).await?,
                 path.display().to_string(),
             )
         }
@@ -405,7 +405,7 @@ async fn import_original(store: &Store, path: Option<&Path>, dry_run: bool) -> a
     let path = if let Some(path) = path {
         path.to_path_buf()
     } else {
-        let candidate = home::hermes_home()?.join(hermes_engine::STATE_DB);
+        let candidate = setup::hermes_home()?.join(hermes_engine::STATE_DB);
         if !hermes_engine::store::is_python_original(&candidate).await {
             return Err(crate::error::UsageError(format!(
                 "no Python original's state.db at {} (the file is {}): pass its path, \

@@ -18,7 +18,7 @@ use cap_std::fs::{Dir, FileType, Metadata};
 use hermes_core::RawJson;
 use serde_json::{Value, json};
 
-use crate::secrets::Secrets;
+use hermes_config::Secrets;
 
 /// Most bytes of one tool result the model sees; the rest is cut, with a note.
 pub(crate) const RESULT_LIMIT: usize = 64 * 1024;

@@ -8,7 +8,7 @@ use hermes_engine::store::{Store, VerdictFilter};
 use serde_json::{Value, json};
 
 use crate::cli::VerdictsCommand;
-use crate::home;
+use crate::setup;
 
 async fn run_async(command: &VerdictsCommand, store: Store) -> anyhow::Result<()> {
     let mut out = crate::out::stdout();
@@ -157,8 +157,8 @@ fn learned(ms: i64) -> String {
 
 /// Runs `hermes verdicts …`.
 pub(crate) fn run(command: &VerdictsCommand) -> anyhow::Result<()> {
-    home::runtime()?.block_on(async {
-        let store = home::open_store().await?;
+    setup::runtime()?.block_on(async {
+        let store = setup::open_home_store().await?;
         run_async(command, store).await
     })
 }

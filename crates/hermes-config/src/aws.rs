@@ -1,4 +1,4 @@
-//! AWS credentials and region for the Bedrock providers, read here (the only reader of the
+//! AWS credentials and region for the Bedrock providers, read here (the engine never reads the
 //! environment) and handed to the engine.
 //!
 //! Credentials: `AWS_BEARER_TOKEN_BEDROCK` (a Bedrock API key) first; else
@@ -31,7 +31,7 @@ const CHAIN_LIMIT: Duration = Duration::from_secs(30);
 
 /// The region from the environment or the profile's shared config, if any.
 #[cfg(feature = "aws-chain")]
-pub(crate) async fn region() -> Option<String> {
+pub async fn region() -> Option<String> {
     use aws_config::environment::EnvironmentVariableRegionProvider;
     use aws_config::meta::region::RegionProviderChain;
     use aws_config::profile::ProfileFileRegionProvider;
@@ -46,7 +46,7 @@ pub(crate) async fn region() -> Option<String> {
 /// `aws-chain` feature.
 #[cfg(not(feature = "aws-chain"))]
 #[allow(clippy::unused_async)] // the same signature as the chain's reader
-pub(crate) async fn region() -> Option<String> {
+pub async fn region() -> Option<String> {
     env_region(|name| std::env::var(name).ok())
 }
 
@@ -62,8 +62,9 @@ fn env_region(var: impl Fn(&str) -> Option<String>) -> Option<String> {
 
 /// The engine's AWS credentials source; every secret it hands out is added to `secrets`, so
 /// tool output never shows it.
-pub(crate) struct AwsEnv {
-    pub(crate) secrets: Secrets,
+pub struct AwsEnv {
+    /// Where every credential fetched is added for redaction.
+    pub secrets: Secrets,
 }
 
 #[async_trait::async_trait]

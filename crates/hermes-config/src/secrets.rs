@@ -1,19 +1,24 @@
 //! The secrets hermes loaded, kept out of everything a tool returns: the API key in use, every
 //! API-key variable the provider registry and config.toml name, and a few well-known cloud and
 //! database credentials. Each exact value is replaced by [`REDACTED`] before a tool result is
-//! stored or sent.
+//! stored or sent. Also the engine's key lookup: API keys come from the environment.
 
 use std::sync::{Arc, RwLock};
+
+/// The engine's key lookup: an API key variable's value in this process's environment.
+pub fn key_lookup() -> hermes_engine::KeyLookup {
+    Arc::new(|var: &str| std::env::var(var).ok())
+}
 
 use crate::config::Config;
 
 /// What a secret is replaced with.
-pub(crate) const REDACTED: &str = "[redacted]";
+pub const REDACTED: &str = "[redacted]";
 
 /// Values shorter than this are not redacted: a one-character `PGPASSWORD` would otherwise
 /// blank that character in every tool result, and so short a value protects nothing that
 /// redaction could (it cannot be told apart from ordinary text).
-pub(crate) const MIN_SECRET_LEN: usize = 8;
+pub const MIN_SECRET_LEN: usize = 8;
 
 /// Credential variables redacted although no provider of the registry names them.
 const WELL_KNOWN: &[&str] = &[
@@ -30,7 +35,7 @@ const WELL_KNOWN: &[&str] = &[
 /// credentials from SSO or `credential_process`) is redacted everywhere. `Debug` shows only how
 /// many there are.
 #[derive(Clone, Default)]
-pub(crate) struct Secrets {
+pub struct Secrets {
     values: Arc<RwLock<Vec<Vec<u8>>>>,
 }
 
@@ -43,7 +48,7 @@ impl std::fmt::Debug for Secrets {
 /// The secrets of this process: `api_key` (the key hermes loaded, if any), and the non-blank
 /// values of every registry `key_var`, every config.toml `[providers.*] key_var`, and
 /// [`WELL_KNOWN`].
-pub(crate) fn gather(api_key: Option<&str>, config: &Config) -> Secrets {
+pub fn gather(api_key: Option<&str>, config: &Config) -> Secrets {
     let mut vars: Vec<&str> = hermes_engine::providers::registry::PROVIDERS
         .iter()
         .filter_map(|p| p.key_var)
@@ -67,14 +72,14 @@ pub(crate) fn gather(api_key: Option<&str>, config: &Config) -> Secrets {
 impl Secrets {
     /// These values (blank ones and ones shorter than [`MIN_SECRET_LEN`] bytes dropped; a value
     /// with surrounding whitespace also counts trimmed).
-    pub(crate) fn new(values: impl IntoIterator<Item = Vec<u8>>) -> Self {
+    pub fn new(values: impl IntoIterator<Item = Vec<u8>>) -> Self {
         let secrets = Secrets::default();
         secrets.add(values);
         secrets
     }
 
     /// Adds `values` (blank and short ones dropped, as in [`Secrets::new`]) for every clone.
-    pub(crate) fn add(&self, values: impl IntoIterator<Item = Vec<u8>>) {
+    pub fn add(&self, values: impl IntoIterator<Item = Vec<u8>>) {
         let mut out = self.values.write().unwrap_or_else(|e| e.into_inner());
         for value in values {
             let trimmed = value.trim_ascii();
@@ -96,14 +101,14 @@ impl Secrets {
 
     /// The longest secret's length in bytes (0 when there is none). A reader that will keep
     /// `n` bytes reads `n + longest()` so that a secret straddling the cut is seen whole.
-    pub(crate) fn longest(&self) -> usize {
+    pub fn longest(&self) -> usize {
         self.read().first().map_or(0, Vec::len)
     }
 
     /// The first `limit` bytes of `bytes` with every secret occurrence replaced by
     /// [`REDACTED`]. Occurrences are found in all of `bytes`, so one that starts before
     /// `limit` and ends after it is replaced whole: no prefix of it is kept.
-    pub(crate) fn redact_prefix(&self, bytes: &[u8], limit: usize) -> Vec<u8> {
+    pub fn redact_prefix(&self, bytes: &[u8], limit: usize) -> Vec<u8> {
         let mut masked = vec![false; bytes.len()];
         for secret in self.read().iter() {
             let mut start = 0;
@@ -131,7 +136,7 @@ impl Secrets {
     }
 
     /// `text` with every secret occurrence replaced by [`REDACTED`].
-    pub(crate) fn redact(&self, text: &str) -> String {
+    pub fn redact(&self, text: &str) -> String {
         if self.read().is_empty() {
             return text.to_owned();
         }
