@@ -138,10 +138,23 @@ fn ci() -> anyhow::Result<()> {
         "warnings",
     ]);
     step("cargo clippy", clippy)?;
-    // The default build of the binary (without the `aws-chain` feature the tests turn on).
+    // The default build of the binary and its configuration crate (without the `aws-chain`
+    // feature the tests turn on).
     let mut default_cli = cargo();
-    default_cli.args(["clippy", "-p", "hermes-cli", "--", "-D", "warnings"]);
-    step("cargo clippy -p hermes-cli (default features)", default_cli)?;
+    default_cli.args([
+        "clippy",
+        "-p",
+        "hermes-cli",
+        "-p",
+        "hermes-config",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    step(
+        "cargo clippy -p hermes-cli -p hermes-config (default features)",
+        default_cli,
+    )?;
 
     // Why a group could not be provisioned, by skip group (see `SKIP_GROUPS`).
     let mut unprovisioned: Vec<(&str, String)> = Vec::new();
