@@ -1,9 +1,10 @@
 //! hermes-serve's integration tests: the gateway on 127.0.0.1:0 over a real SQLite store, its
 //! upstream the strict DeepSeek V4 simulator or a wiremock server, driven with reqwest
-//! (`errors`) and with the official `openai` Python client (`sdk`).
+//! (`errors`, `lifecycle`, `streams`) and with the official `openai` Python client (`sdk`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod errors;
+mod lifecycle;
 mod sdk;
 mod streams;
 mod tls;

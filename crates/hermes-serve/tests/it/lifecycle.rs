@@ -1,0 +1,181 @@
+//! A request's life against the store: a client that disconnects mid-stream stores nothing
+//! half-done and its upstream call is dropped; two requests continuing one tip at once both
+//! succeed, one at the tip and one on a branch of it (SPEC §10, "What is stored").
+
+use std::time::Duration;
+
+use hermes_sim::Sim;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+use crate::{KEY, start};
+
+/// One streamed chat-completions chunk from DeepSeek carrying `delta`.
+fn chunk(delta: Value) -> String {
+    let chunk = json!({
+        "id": "c1", "object": "chat.completion.chunk", "created": 0,
+        "model": "deepseek-v4-pro",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": null}],
+    });
+    format!("data: {chunk}\n\n")
+}
+
+/// Reads one HTTP request (headers and `content-length` body) from `socket`.
+async fn read_request(socket: &mut tokio::net::TcpStream) {
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = socket.read(&mut buf).await.unwrap();
+        assert!(n > 0, "the gateway closed before sending its request");
+        seen.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&seen);
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length: usize = text[..end]
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("content-length")
+                        .then(|| v.trim().parse().unwrap())
+                })
+                .unwrap_or(0);
+            if seen.len() >= end + 4 + length {
+                return;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_disconnects_mid_stream_stores_nothing_and_the_upstream_call_is_dropped() {
+    // An upstream that streams two reasoning deltas, then stays open and silent.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream_url = format!("http://{}", listener.local_addr().unwrap());
+    let (closed_tx, closed_rx) = tokio::sync::oneshot::channel::<usize>();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        read_request(&mut socket).await;
+        let head =
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+        socket.write_all(head.as_bytes()).await.unwrap();
+        for piece in [
+            chunk(json!({"role": "assistant", "reasoning_content": "Let me think"})),
+            chunk(json!({"reasoning_content": " about it."})),
+        ] {
+            socket.write_all(piece.as_bytes()).await.unwrap();
+        }
+        socket.flush().await.unwrap();
+        // Whatever the gateway sends from now on, until it closes the connection.
+        let mut rest = 0;
+        let mut buf = [0u8; 1024];
+        while let Ok(n) = socket.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            rest += n;
+        }
+        let _ = closed_tx.send(rest);
+    });
+    let gateway = start(&upstream_url, |c| c).await;
+    let mut response = gateway
+        .chat(&json!({
+            "model": "deepseek/deepseek-v4-pro",
+            "stream": true,
+            "messages": [{"role": "user", "content": "hello"}],
+        }))
+        .await;
+    assert_eq!(response.status(), 200);
+    // The first delta reaches the client; then it goes away.
+    let mut got = String::new();
+    while !got.contains("reasoning_content") {
+        let bytes = tokio::time::timeout(Duration::from_secs(10), response.chunk())
+            .await
+            .expect("a delta within 10 s")
+            .unwrap()
+            .expect("the stream is still open");
+        got.push_str(&String::from_utf8_lossy(&bytes));
+    }
+    drop(response);
+    let after_close = tokio::time::timeout(Duration::from_secs(10), closed_rx)
+        .await
+        .expect("the gateway drops its upstream call once its client is gone")
+        .unwrap();
+    assert_eq!(after_close, 0, "nothing more was sent upstream");
+    assert!(
+        gateway.store.list().await.unwrap().is_empty(),
+        "nothing half-done is stored"
+    );
+    gateway.stop().await;
+}
+
+/// `POST /v1/chat/completions` with `body`; the status and the JSON answer.
+async fn ask(url: String, body: Value) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(KEY)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_requests_continuing_one_tip_at_once_both_succeed_one_on_a_branch() {
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let gateway = start(&sim.base_url(), |c| c).await;
+    let url = gateway.url("/v1/chat/completions");
+    let hello = json!({"role": "user", "content": "hello"});
+    let (status, first) = ask(
+        url.clone(),
+        json!({"model": "deepseek/deepseek-v4-pro", "messages": [hello]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{first}");
+    let session = first["hermes_session"].as_str().unwrap().to_owned();
+    let answer = json!({"role": "assistant", "content": first["choices"][0]["message"]["content"]});
+    let next = |text: &str| {
+        json!({
+            "model": "deepseek/deepseek-v4-pro",
+            "messages": [hello, answer, {"role": "user", "content": text}],
+        })
+    };
+    let (a, b) = tokio::join!(
+        ask(url.clone(), next("first follow-up")),
+        ask(url.clone(), next("second follow-up")),
+    );
+    assert_eq!(a.0, 200, "{}", a.1);
+    assert_eq!(b.0, 200, "{}", b.1);
+    let landed: Vec<String> = [&a.1, &b.1]
+        .iter()
+        .map(|r| r["hermes_session"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        landed.contains(&session),
+        "one continues the tip: {landed:?}"
+    );
+    let branch = landed.iter().find(|s| **s != session).expect("one branch");
+    let meta = gateway.store.session(branch).await.unwrap();
+    assert_eq!(meta.parent_id.as_deref(), Some(session.as_str()));
+    // Each holds the shared prefix, its own follow-up and its answer, reasoning included.
+    for id in &landed {
+        let messages = gateway.store.messages(id).await.unwrap();
+        assert_eq!(messages.len(), 4, "{id}");
+        let text = |i: usize| {
+            messages[i]
+                .content
+                .as_ref()
+                .and_then(|c| c.as_str().map(|s| s.into_owned()))
+        };
+        assert_eq!(text(0).as_deref(), Some("hello"), "{id}");
+        assert!(text(2).unwrap().ends_with("follow-up"), "{id}");
+        assert!(
+            messages[1].reasoning_content.is_some(),
+            "{id}: re-attached prefix"
+        );
+        assert!(
+            messages[3].reasoning_content.is_some(),
+            "{id}: its own answer"
+        );
+    }
+    gateway.stop().await;
+}
