@@ -1,5 +1,6 @@
 //! A request's life against the store: a client that disconnects mid-stream stores nothing
-//! half-done and its upstream call is dropped; two requests continuing one tip at once both
+//! half-done and its upstream call is dropped; a stream in flight when the server is told to
+//! stop finishes within the drain bound and is stored whole; two requests continuing one tip at once both
 //! succeed, one at the tip and one on a branch of it (SPEC §10, "What is stored").
 
 use std::time::Duration;
@@ -105,6 +106,71 @@ async fn a_client_that_disconnects_mid_stream_stores_nothing_and_the_upstream_ca
         "nothing half-done is stored"
     );
     gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_in_flight_at_shutdown_finishes_within_the_drain_bound_and_is_stored_whole() {
+    // An upstream that streams a reasoning delta, pauses, then finishes.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream_url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        read_request(&mut socket).await;
+        let head =
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+        socket.write_all(head.as_bytes()).await.unwrap();
+        let first = chunk(json!({"role": "assistant", "reasoning_content": "Thinking."}));
+        socket.write_all(first.as_bytes()).await.unwrap();
+        socket.flush().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let last = json!({
+            "id": "c1", "object": "chat.completion.chunk", "created": 0,
+            "model": "deepseek-v4-pro",
+            "choices": [{"index": 0, "delta": {"content": "Done."}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7},
+        });
+        let tail = format!("data: {last}\n\ndata: [DONE]\n\n");
+        socket.write_all(tail.as_bytes()).await.unwrap();
+        socket.shutdown().await.unwrap();
+    });
+    let gateway = start(&upstream_url, |c| c.drain(Duration::from_secs(10))).await;
+    let mut response = gateway
+        .chat(&json!({
+            "model": "deepseek/deepseek-v4-pro",
+            "stream": true,
+            "messages": [{"role": "user", "content": "hello"}],
+        }))
+        .await;
+    assert_eq!(response.status(), 200);
+    let mut got = String::new();
+    while !got.contains("reasoning_content") {
+        let bytes = response.chunk().await.unwrap().expect("still open");
+        got.push_str(&String::from_utf8_lossy(&bytes));
+    }
+    // Told to stop while the stream is in flight.
+    let store = gateway.store.clone();
+    let stopping = tokio::spawn(gateway.stop());
+    while let Some(bytes) = tokio::time::timeout(Duration::from_secs(10), response.chunk())
+        .await
+        .expect("the stream goes on while draining")
+        .unwrap()
+    {
+        got.push_str(&String::from_utf8_lossy(&bytes));
+    }
+    assert!(got.contains("Done."), "{got}");
+    assert!(got.contains("data: [DONE]"), "the stream finished: {got}");
+    tokio::time::timeout(Duration::from_secs(10), stopping)
+        .await
+        .expect("the server stops once its streams are done")
+        .unwrap();
+    let sessions = store.list().await.unwrap();
+    assert_eq!(sessions.len(), 1);
+    let messages = store.messages(&sessions[0].id).await.unwrap();
+    assert_eq!(messages.len(), 2, "the user turn and the whole reply");
+    assert_eq!(
+        messages[1].reasoning_content.as_ref().unwrap().text(),
+        "Thinking."
+    );
 }
 
 /// `POST /v1/chat/completions` with `body`; the status and the JSON answer.
