@@ -138,14 +138,35 @@ pub fn chat_fields(
 }
 
 /// Whether a streamed request on `decision`'s route asks for usage with `stream_options:
-/// {"include_usage": true}`: OpenAI sends a streamed reply's usage only when asked
-/// (platform.openai.com/docs/api-reference/chat/create, `stream_options`), and so do the servers
-/// that copy it (DeepSeek's and Gemini's OpenAI endpoints, vLLM, Ollama; OpenRouter takes it and
-/// always sends usage). The strict schemas get no extra byte (SPEC §2): Mistral puts usage on
-/// its last chunk unasked (docs.mistral.ai, release note 2024-01-16, "token usage in streaming
-/// requests"), and Groq and Cerebras on their final chunk.
+/// {"include_usage": true}`: only where the provider's documented schema has it, since an
+/// OpenAI-compatible server may refuse a parameter it does not know (a third party's strict
+/// server answers "unknown parameter `stream_options`"). OpenAI sends a streamed reply's usage
+/// only when asked (platform.openai.com/docs/api-reference/chat/create, `stream_options`);
+/// DeepSeek (api-docs.deepseek.com, create chat completion), Gemini's OpenAI endpoint and
+/// Alibaba's compatible mode document the same option; OpenRouter takes it and always sends
+/// usage. Strict routes get no extra byte (SPEC §2); Mistral, Groq and Cerebras send usage on
+/// their last chunk unasked (docs.mistral.ai release note 2024-01-16).
 pub fn stream_usage(decision: &RouteDecision) -> bool {
-    matches!(Dialect::of(decision), Dialect::OpenAi | Dialect::Compatible)
+    !decision.strict
+        && RouteMatcher::new()
+            .providers([
+                "openai",
+                "deepseek",
+                "openrouter",
+                "gemini-openai",
+                "alibaba",
+            ])
+            .hosts([
+                "api.openai.com",
+                "openai.azure.com",
+                "api.deepseek.com",
+                "openrouter.ai",
+                "generativelanguage.googleapis.com",
+                "dashscope.aliyuncs.com",
+                "dashscope-intl.aliyuncs.com",
+            ])
+            .matches(&decision.target)
+            .is_some()
 }
 
 /// OpenAI's reasoning models refuse a `temperature` other than one, and any `top_p`, unless

@@ -662,9 +662,10 @@ fn probed(body: &str, pointer: &str) -> String {
     value.to_string()
 }
 
-/// A streamed chat-completions request asks for its usage where the route's schema has
-/// `stream_options` (OpenAI only sends a stream's usage when asked; the servers that copy it
-/// too), and strict schemas that send usage unasked get no extra byte; unstreamed, never.
+/// A streamed chat-completions request asks for its usage where the provider's documented
+/// schema has `stream_options` (OpenAI only sends a stream's usage when asked), and nowhere
+/// else: not to strict schemas (which send usage unasked), not to a server whose schema is
+/// unknown; unstreamed, never.
 #[test]
 fn a_streamed_chat_request_asks_for_usage_where_the_schema_has_stream_options() {
     let asks = r#""stream":true,"stream_options":{"include_usage":true}"#;
@@ -677,7 +678,25 @@ fn a_streamed_chat_request_asks_for_usage_where_the_schema_has_stream_options() 
             asks,
         ),
         ("openrouter", "https://openrouter.ai/api/v1", "x/y", asks),
-        ("together", "https://api.together.xyz/v1", "m", asks),
+        (
+            "alibaba",
+            "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
+            "qwen3.6-plus",
+            asks,
+        ),
+        // A server whose schema is not known to have it (it may refuse what it does not know).
+        (
+            "together",
+            "https://api.together.xyz/v1",
+            "m",
+            r#""stream":true"#,
+        ),
+        (
+            "acme",
+            "https://llm.acme.example/v1",
+            "m",
+            r#""stream":true"#,
+        ),
         (
             "mistral",
             "https://api.mistral.ai/v1",
