@@ -71,6 +71,9 @@ pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
+        // Each write leaves at once (no Nagle): the small cuts reach the client as cut, and a
+        // stream's last bytes never wait for the client's delayed ACK.
+        let _ = stream.set_nodelay(true);
         let shared = Arc::clone(&shared);
         conns.spawn(async move {
             let svc = service_fn(move |req| handle(Arc::clone(&shared), req));
