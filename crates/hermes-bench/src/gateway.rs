@@ -624,8 +624,8 @@ pub struct Report {
     pub gateway: Burst,
     /// The simulator's memory around them (as the gateway's upstream).
     pub through_sim: Burst,
-    /// SSE events in one paced stream.
-    pub paced_events: usize,
+    /// Requests that warmed the streams' gateway before its idle memory was read.
+    pub warmed: usize,
     /// [`machine_load`] before the latency pairs and after the streams.
     pub load: [(usize, Option<f64>); 2],
 }
@@ -669,10 +669,11 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
     runtime
         .block_on(async {
             // Warm up the gateway's paths (store, upstream pool, streaming) once each.
-            for _ in 0..options.warmup.min(5) {
+            let warm = options.warmup.min(5);
+            for _ in 0..warm {
                 through.plain(&client).await?;
             }
-            let paced = through.streamed(&client, Instant::now()).await?;
+            through.streamed(&client, Instant::now()).await?;
             let (direct_run, direct_sim) =
                 burst(&client, &direct, options.streams, &[&sim.process]).await?;
             let (through_run, watched) = burst(
@@ -694,7 +695,7 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
                 through: through_run,
                 gateway: gateway_mem,
                 through_sim,
-                paced_events: paced.events,
+                warmed: warm + 1,
                 load: [load_before, machine_load()],
             })
         })

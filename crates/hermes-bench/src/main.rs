@@ -203,17 +203,15 @@ fn gateway_section(
         report.store_bytes as f64 / 1e6,
         report.gateway_requests,
     );
-    let load = |(cpus, load): (usize, Option<f64>)| {
-        load.map_or_else(
-            || format!("{cpus} CPUs"),
-            |l| format!("{cpus} CPUs, load average {l:.1}"),
-        )
-    };
+    let [(cpus, before), (_, after)] = report.load;
+    let load = |l: Option<f64>| l.map_or_else(|| "-".to_owned(), |l| format!("{l:.1}"));
     println!(
-        "-- the machine: {} before, {} after the section (the p99s are the first to move with \
-         other work on it; the p50s and ratios hold better)",
-        load(report.load[0]),
-        load(report.load[1]),
+        "-- the gateway answers a stream's headers with its first forwarded event (a request \
+         refused before anything streams gets its HTTP status), so its first byte waits for the \
+         upstream's first delta; the machine ({cpus} CPUs): load average {} before, {} after the \
+         section (the p99s move first with other work on it; the p50s and ratios hold better)",
+        load(before),
+        load(after),
     );
 
     let n = options.streams;
@@ -292,20 +290,22 @@ fn gateway_section(
         }
     }
     let reset = sim.reset && gw.reset && report.through_sim.reset;
+    let pauses = report.latency.events.0.saturating_sub(1);
     println!(
-        "-- the upstream paces its streams ({} ms before each of {} SSE events after the first, \
-         `--chunk-delay-ms`), so all {n} are open at once; in flight = most streams between their \
-         first chunk and their last byte at one moment; peaks are VmHWM from /proc/PID/status, {}; \
-         the gateway is a fresh process warmed with {} requests, the same simulator served the \
-         direct streams first",
+        "-- the upstream pauses {} ms before each SSE event after the first \
+         (`--chunk-delay-ms`), {pauses} pauses, so each stream lasts at least {:.1} s and all \
+         {n} can be open at once; in flight = most streams between their first chunk and their \
+         last byte at one moment; peaks are VmHWM from /proc/PID/status, {}; the gateway is a \
+         fresh process warmed with {} requests; the same simulator served the direct streams \
+         first",
         options.chunk_delay.as_millis(),
-        report.paced_events,
+        (options.chunk_delay * u32::try_from(pauses).unwrap_or(u32::MAX)).as_secs_f64(),
         if reset {
             "reset through /proc/PID/clear_refs just before the streams opened"
         } else {
             "NOT reset (clear_refs refused): peaks since the process started"
         },
-        options.warmup.min(5) + 1,
+        report.warmed,
     );
     Ok(())
 }
