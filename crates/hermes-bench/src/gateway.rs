@@ -155,6 +155,14 @@ pub struct Process {
 }
 
 impl Process {
+    /// Starts `cmd`; from here on it is killed when dropped.
+    fn spawn(cmd: &mut Command) -> Result<Process, BenchError> {
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", cmd.get_program().to_string_lossy()))?;
+        Ok(Process { child })
+    }
+
     /// Its process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
@@ -205,15 +213,14 @@ impl SimServer {
     /// Starts `hermes sim serve --profile deepseek-v4 --chunk-delay-ms …` in `home`.
     pub fn start(bin: &Path, home: &Path, chunk_delay: Duration) -> Result<SimServer, BenchError> {
         std::fs::create_dir_all(home)?;
-        let mut child = hermes(bin, home)
-            .args(["sim", "serve", "--profile", PROFILE, "--chunk-delay-ms"])
-            .arg(chunk_delay.as_millis().to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
-        let stdout = child.stdout.take();
-        let process = Process { child };
+        let mut process = Process::spawn(
+            hermes(bin, home)
+                .args(["sim", "serve", "--profile", PROFILE, "--chunk-delay-ms"])
+                .arg(chunk_delay.as_millis().to_string())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit()),
+        )?;
+        let stdout = process.child.stdout.take();
         let mut line = String::new();
         BufReader::new(stdout.ok_or("no stdout")?).read_line(&mut line)?;
         let base = line.trim();
@@ -247,14 +254,13 @@ impl GatewayServer {
         std::fs::create_dir_all(home)?;
         let config = format!("[providers.deepseek]\nbase_url = {}\n", json!(upstream));
         std::fs::write(home.join("config.toml"), config)?;
-        let mut child = hermes(bin, home)
-            .args(["serve", "--listen", "127.0.0.1:0", "--no-auth"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
-        let stderr = child.stderr.take();
-        let process = Process { child };
+        let mut process = Process::spawn(
+            hermes(bin, home)
+                .args(["serve", "--listen", "127.0.0.1:0", "--no-auth"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped()),
+        )?;
+        let stderr = process.child.stderr.take();
         let mut lines = BufReader::new(stderr.ok_or("no stderr")?).lines();
         let mut seen = Vec::new();
         let base = loop {

@@ -224,29 +224,25 @@ fn gateway_section(
         "gateway",
         ""
     );
-    let of_n = |k: usize| format!("{k} / {n}");
-    println!(
-        "{:<38} {:>14} {:>14} {:>6}",
+    // A count of the N streams, each side, marked ok when both reached N.
+    let counted = |label: &str, direct: usize, through: usize| {
+        println!(
+            "{label:<38} {:>14} {:>14} {:>6}",
+            format!("{direct} / {n}"),
+            format!("{through} / {n}"),
+            if direct == n && through == n {
+                "ok"
+            } else {
+                "MISSED"
+            },
+        );
+    };
+    counted(
         "in flight at once (client side)",
-        of_n(direct.in_flight),
-        of_n(through.in_flight),
-        if direct.in_flight == n && through.in_flight == n {
-            "ok"
-        } else {
-            "MISSED"
-        },
+        direct.in_flight,
+        through.in_flight,
     );
-    println!(
-        "{:<38} {:>14} {:>14} {:>6}",
-        "ended with [DONE]",
-        of_n(direct.done),
-        of_n(through.done),
-        if direct.done == n && through.done == n {
-            "ok"
-        } else {
-            "MISSED"
-        },
-    );
+    counted("ended with [DONE]", direct.done, through.done);
     println!(
         "{:<38} {:>14.2} {:>14.2}",
         "wall time s",
