@@ -616,7 +616,7 @@ async fn burst(
 pub struct Report {
     /// The latency pairs.
     pub latency: Latency,
-    /// Requests the latency gateway served (warm-up included), and its store's bytes after.
+    /// Requests the latency gateway served, warm-up included.
     pub gateway_requests: usize,
     /// Bytes of the latency gateway's SQLite store after its requests.
     pub store_bytes: u64,
@@ -680,8 +680,11 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
                 through.plain(&client).await?;
             }
             through.streamed(&client, Instant::now()).await?;
-            let (direct_run, direct_sim) =
+            let (direct_run, watched) =
                 burst(&client, &direct, options.streams, &[&sim.process]).await?;
+            let [direct_sim] = watched[..] else {
+                return Err("one process watched, not one burst".into());
+            };
             let (through_run, watched) = burst(
                 &client,
                 &through,
@@ -697,7 +700,7 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
                 gateway_requests,
                 store_bytes,
                 direct: direct_run,
-                direct_sim: direct_sim[0],
+                direct_sim,
                 through: through_run,
                 gateway: gateway_mem,
                 through_sim,
