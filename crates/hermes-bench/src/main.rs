@@ -28,7 +28,7 @@
 //! --no-auth` in front of it, as child processes in a temporary home with the SQLite store. The
 //! latency table: p50 and p99 of `--gateway-pairs=K` (default 300) interleaved pairs, the same
 //! request to the simulator directly and through the gateway, non-streamed and streamed (time to
-//! the last byte), with the added milliseconds and the gateway/direct ratio. The memory table:
+//! the first and to the last byte), with the added milliseconds and the gateway/direct ratio. The memory table:
 //! `--gateway-streams=N` (default 256) streams opened at once against a simulator that pauses
 //! `--gateway-chunk-delay-ms=D` (default 200) before each event, directly and then through a
 //! fresh gateway: how many were in flight at once, how many ended with `[DONE]`, and the serving
