@@ -1,6 +1,7 @@
 //! hermes-bench: the standard benchmark history (a port of `shared/bench/gen_history.py`) and
 //! the measuring helpers behind `cargo xtask bench`.
 
+pub mod gateway;
 pub mod requests;
 pub mod storage;
 

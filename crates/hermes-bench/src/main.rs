@@ -1,5 +1,5 @@
 //! `cargo xtask bench`: shaping cost against the serialisation floor on the standard history,
-//! then the storage table.
+//! then the compaction, storage, per-request read and gateway tables.
 //!
 //! Shaping, for each route and size: the median time to shape and serialise the request body,
 //! the median time to serialise the already-shaped body alone, their ratio (with its spread over
@@ -11,18 +11,33 @@
 //! at turn 10; resuming a 1,000-turn session (open, load, shape) against a raw read of its rows
 //! with the backend's own sqlx driver; and the resume's peak heap against the session's JSON size.
 //!
-//! Everything runs in one process, side by side, so the ratios cancel the machine's speed.
-//! Arguments: the shaping sizes (default 100 1000 5000), `--shaping-only`, `--storage-only`,
-//! `--late-turn=T` (default 10000) and `--resume-turns=N` (default 1000) to iterate quickly.
+//! Everything but the gateway runs in one process, side by side, so the ratios cancel the
+//! machine's speed (the gateway's baseline is the simulator it fronts, timed in the same run).
+//! Arguments: the shaping sizes (default 100 1000 5000), `--shaping-only`, `--compaction-only`,
+//! `--storage-only`, `--late-turn=T` (default 10000) and `--resume-turns=N` (default 1000) to
+//! iterate quickly.
 //!
 //! Per-request reads (issue 29), on the same backends: the statements (counted from sqlx's own
 //! statement events) and mean time of what a resumed request reads, the engine's way today
 //! (`session`, `messages`, `thinking`, `verdicts`, `wire_verdicts`, before and after the turn)
 //! against one `Store::snapshot`, on a resumed `--resume-turns` session. `--requests-only` runs
 //! that table alone.
+//!
+//! Gateway (issue 30, `gateway.rs`; needs `HERMES_BIN`, the release `hermes` binary that
+//! `cargo xtask bench` builds): `hermes sim serve --profile deepseek-v4` and `hermes serve
+//! --no-auth` in front of it, as child processes in a temporary home with the SQLite store. The
+//! latency table: p50 and p99 of `--gateway-pairs=K` (default 300) interleaved pairs, the same
+//! request to the simulator directly and through the gateway, non-streamed and streamed (time to
+//! the first and to the last byte), with the added milliseconds and the gateway/direct ratio. The memory table:
+//! `--gateway-streams=N` (default 256) streams opened at once against a simulator that pauses
+//! `--gateway-chunk-delay-ms=D` (default 200) before each event, directly and then through a
+//! fresh gateway: how many were in flight at once, how many ended with `[DONE]`, and the serving
+//! process's resident memory at idle and at its peak (`VmHWM`), per stream. `--gateway-only`
+//! runs that section alone.
 
 use std::time::Duration;
 
+use hermes_bench::gateway;
 use hermes_bench::requests::{SQLX_QUERY_TARGET, StatementCounter, mean, request_reads};
 use hermes_bench::storage::{
     AppendCost, BenchError, Ratio, ResumeCost, Scratch, append_cost, postgres_server, resume_cost,
@@ -80,11 +95,12 @@ fn main() {
     }
     let table = hermes_providers::builtin_table();
     // Every table runs, unless `--TABLE-only` names some.
-    const ONLY: [&str; 4] = [
+    const ONLY: [&str; 5] = [
         "--shaping-only",
         "--compaction-only",
         "--storage-only",
         "--requests-only",
+        "--gateway-only",
     ];
     let runs = |own: &str| flag(own) || !ONLY.iter().any(|o| flag(o));
     if runs("--shaping-only") {
@@ -110,6 +126,184 @@ fn main() {
         eprintln!("per-request read benchmark failed: {e}");
         std::process::exit(1);
     }
+    if runs("--gateway-only") {
+        let options = |bin| gateway::Options {
+            bin,
+            warmup: GATEWAY_WARMUP,
+            pairs: value("--gateway-pairs", GATEWAY_PAIRS),
+            streams: value("--gateway-streams", GATEWAY_STREAMS),
+            chunk_delay: Duration::from_millis(value(
+                "--gateway-chunk-delay-ms",
+                GATEWAY_CHUNK_DELAY_MS,
+            ) as u64),
+        };
+        if let Err(e) = gateway_section(options) {
+            eprintln!("gateway benchmark failed: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Gateway section defaults: warm-up requests of each kind, timed pairs per kind, streams in
+/// flight at once, and the paced simulator's pause before each event after the first.
+const GATEWAY_WARMUP: usize = 20;
+const GATEWAY_PAIRS: usize = 300;
+const GATEWAY_STREAMS: usize = 256;
+const GATEWAY_CHUNK_DELAY_MS: usize = 200;
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+/// The gateway section (issue 30): latency added by `hermes serve` on loopback against the same
+/// simulator called directly, and memory with many streams in flight. Needs `HERMES_BIN`.
+fn gateway_section(
+    options: impl FnOnce(std::path::PathBuf) -> gateway::Options,
+) -> Result<(), BenchError> {
+    println!();
+    let Some(bin) = std::env::var_os("HERMES_BIN") else {
+        println!("gateway: skipped (HERMES_BIN is not set; `cargo xtask bench` sets it)");
+        return Ok(());
+    };
+    let options = options(bin.into());
+    let report = gateway::measure(&options)?;
+    let lat = &report.latency;
+    println!(
+        "{:<38} {:>4} {:>10} {:>11} {:>9} {:>15}",
+        "gateway latency | request", "", "direct ms", "gateway ms", "added ms", "gateway/direct"
+    );
+    for (label, pair) in [
+        ("non-streamed (whole body)", &lat.plain),
+        ("streamed (time to first byte)", &lat.first_byte),
+        ("streamed (time to last byte)", &lat.streamed),
+    ] {
+        for (pct, p) in [("p50", 0.5), ("p99", 0.99)] {
+            let (direct, through) = pair.at(p);
+            println!(
+                "{label:<38} {pct:>4} {:>10.3} {:>11.3} {:>9.3} {:>15.2}",
+                ms(direct),
+                ms(through),
+                ms(through) - ms(direct),
+                ms(through) / ms(direct),
+            );
+        }
+    }
+    println!(
+        "-- {} pairs of each kind after {} warm-up requests of each, the order within a pair \
+         alternating; nearest-rank percentiles; upstream `hermes sim serve --profile {}` ({}), \
+         the gateway `hermes serve --no-auth` in front of it on loopback, each request a new \
+         conversation; streams of {} SSE events direct, {} through the gateway; the gateway's \
+         SQLite store {:.1} MB after {} requests",
+        options.pairs,
+        options.warmup,
+        gateway::PROFILE,
+        gateway::MODEL,
+        lat.events.0,
+        lat.events.1,
+        report.store_bytes as f64 / 1e6,
+        report.gateway_requests,
+    );
+    let [(cpus, before), (_, after)] = report.load;
+    let load = |l: Option<f64>| l.map_or_else(|| "-".to_owned(), |l| format!("{l:.1}"));
+    println!(
+        "-- the gateway answers a stream's headers with its first forwarded event (a request \
+         refused before anything streams gets its HTTP status), so its first byte waits for the \
+         upstream's first delta; the machine ({cpus} CPUs): load average {} before, {} after the \
+         section (the p99s move first with other work on it; the p50s and ratios hold better)",
+        load(before),
+        load(after),
+    );
+
+    let n = options.streams;
+    let (direct, through) = (&report.direct, &report.through);
+    println!();
+    println!(
+        "{:<38} {:>14} {:>14} {:>6}",
+        format!("gateway memory | {n} streams at once"),
+        "direct (sim)",
+        "gateway",
+        ""
+    );
+    // A count of the N streams, each side, marked ok when both reached N.
+    let counted = |label: &str, direct: usize, through: usize| {
+        println!(
+            "{label:<38} {:>14} {:>14} {:>6}",
+            format!("{direct} / {n}"),
+            format!("{through} / {n}"),
+            if direct == n && through == n {
+                "ok"
+            } else {
+                "MISSED"
+            },
+        );
+    };
+    counted(
+        "in flight at once (client side)",
+        direct.in_flight,
+        through.in_flight,
+    );
+    counted("ended with [DONE]", direct.done, through.done);
+    println!(
+        "{:<38} {:>14.2} {:>14.2}",
+        "wall time s",
+        direct.wall.as_secs_f64(),
+        through.wall.as_secs_f64(),
+    );
+    let (sim, gw) = (&report.direct_sim, &report.gateway);
+    println!(
+        "{:<38} {:>14.1} {:>14.1}",
+        "serving process RSS at idle MiB",
+        mib(sim.idle.rss_kib),
+        mib(gw.idle.rss_kib),
+    );
+    println!(
+        "{:<38} {:>14.1} {:>14.1}",
+        "serving process peak RSS (VmHWM) MiB",
+        mib(sim.after.peak_kib),
+        mib(gw.after.peak_kib),
+    );
+    println!(
+        "{:<38} {:>14.1} {:>14.1}",
+        "(peak - idle) / stream KiB",
+        sim.per_stream_kib(n),
+        gw.per_stream_kib(n),
+    );
+    println!(
+        "{:<38} {:>14.1} {:>14.1}",
+        "upstream sim peak RSS MiB",
+        mib(sim.after.peak_kib),
+        mib(report.through_sim.after.peak_kib),
+    );
+    println!(
+        "{:<38} {:>14} {:>14.2}",
+        "peak RSS, gateway / sim (direct)",
+        "-",
+        gw.after.peak_kib as f64 / sim.after.peak_kib as f64,
+    );
+    for (name, run) in [("direct", direct), ("gateway", through)] {
+        for e in &run.errors {
+            println!("-- {name} stream failed: {e}");
+        }
+    }
+    let reset = sim.reset && gw.reset && report.through_sim.reset;
+    let pauses = report.latency.events.0.saturating_sub(1);
+    println!(
+        "-- the upstream pauses {} ms before each SSE event after the first \
+         (`--chunk-delay-ms`), {pauses} pauses, so each stream lasts at least {:.1} s and all \
+         {n} can be open at once; in flight = most streams between their first chunk and their \
+         last byte at one moment; peaks are VmHWM from /proc/PID/status, {}; the gateway is a \
+         fresh process warmed with {} requests; the same simulator served the direct streams \
+         first",
+        options.chunk_delay.as_millis(),
+        (options.chunk_delay * u32::try_from(pauses).unwrap_or(u32::MAX)).as_secs_f64(),
+        if reset {
+            "reset through /proc/PID/clear_refs just before the streams opened"
+        } else {
+            "NOT reset (clear_refs refused): peaks since the process started"
+        },
+        report.warmed,
+    );
+    Ok(())
 }
 
 /// Requests timed per pattern in the per-request read table.

@@ -347,6 +347,11 @@ pub(crate) struct SimServeArgs {
     /// Port on 127.0.0.1 (0 picks a free one).
     #[arg(long, value_name = "P", default_value_t = 0)]
     pub(crate) port: u16,
+
+    /// Pause this many milliseconds before each streamed event after the first (a slow
+    /// upstream, for load tests; 0: no pause).
+    #[arg(long = "chunk-delay-ms", value_name = "MS", default_value_t = 0)]
+    pub(crate) chunk_delay_ms: u64,
 }
 
 /// Every simulator profile (the simulator's one table, `hermes_sim::PROFILES`), each with its

@@ -82,6 +82,7 @@ pub(crate) fn serve(args: &SimServeArgs) -> anyhow::Result<()> {
         let sim = hermes_sim::Sim::builder(profile)
             .key(key)
             .port(args.port)
+            .chunk_delay(std::time::Duration::from_millis(args.chunk_delay_ms))
             .start()
             .await?;
         {

@@ -83,6 +83,7 @@ mod wire;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -300,6 +301,8 @@ pub(crate) struct Shared {
     pub(crate) bedrock_api_key: String,
     /// The organisation the `openai-responses` profile mints and verifies ciphertext for.
     pub(crate) openai_org: String,
+    /// The pause before each SSE event after the first ([`SimBuilder::chunk_delay`]).
+    pub(crate) chunk_delay: Duration,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -325,9 +328,22 @@ pub struct SimBuilder {
     aws: AwsCredentials,
     bedrock_api_key: String,
     openai_org: String,
+    chunk_delay: Duration,
 }
 
 impl SimBuilder {
+    /// Paces streamed replies: a pause of `delay` before each SSE event after the first
+    /// (default zero: no pause). While pacing, each event is still written in small cuts, but no
+    /// cut spans two events, so a reader sees the events arrive one at a time, `delay` apart; a
+    /// stream of E events stays open at least (E - 1) × `delay`. This makes the simulator a slow
+    /// upstream, for load tests that need many streams in flight at once (`cargo xtask bench`'s
+    /// gateway section). Every profile's SSE streams are paced; Bedrock's event streams and
+    /// Gemini's JSON-array streams (no `alt=sse`) are not.
+    pub fn chunk_delay(mut self, delay: Duration) -> Self {
+        self.chunk_delay = delay;
+        self
+    }
+
     /// The organisation the `openai-responses` profile mints `encrypted_content` for and accepts
     /// it from (default [`SIM_OPENAI_ORGANIZATION`]); ciphertext minted by a simulator of
     /// another organisation is refused with OpenAI's `organization_id did not match` text.
@@ -392,6 +408,7 @@ impl SimBuilder {
             aws: Mutex::new(self.aws),
             bedrock_api_key: self.bedrock_api_key,
             openai_org: self.openai_org,
+            chunk_delay: self.chunk_delay,
         });
         let task = tokio::spawn(server::accept_loop(listener, Arc::clone(&shared)));
         Ok(Sim { shared, addr, task })
@@ -410,6 +427,7 @@ impl Sim {
             aws: AwsCredentials::default(),
             bedrock_api_key: SIM_BEDROCK_API_KEY.to_owned(),
             openai_org: SIM_OPENAI_ORGANIZATION.to_owned(),
+            chunk_delay: Duration::ZERO,
         }
     }
 

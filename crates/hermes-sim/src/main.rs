@@ -1,7 +1,8 @@
-//! Standalone simulator: `hermes-sim <profile> [port] [--fail-mid-stream] [--reject-message-field F]...`
-//! (plus the `bedrock` switches `--model-stream-error`, `--redacted-reasoning`,
-//! `--refuse-redacted`, `--check-clock-skew`, and the `gemini` switches `--require-api-key`,
-//! `--signature-on-text-fragment`).
+//! Standalone simulator: `hermes-sim <profile> [port] [--chunk-delay-ms N] [--fail-mid-stream]
+//! [--reject-message-field F]...` (`--chunk-delay-ms`: a pause of N ms before each SSE event after
+//! the first, see [`hermes_sim::SimBuilder::chunk_delay`]; plus the `bedrock` switches
+//! `--model-stream-error`, `--redacted-reasoning`, `--refuse-redacted`, `--check-clock-skew`,
+//! and the `gemini` switches `--require-api-key`, `--signature-on-text-fragment`).
 //!
 //! Prints the base URL (e.g. `http://127.0.0.1:41234`) as the first line of stdout, then serves
 //! until killed. The signing key is [`hermes_sim::DEFAULT_KEY`] unless [`hermes_sim::KEY_ENV`] is
@@ -9,10 +10,11 @@
 
 use std::io::Write as _;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use hermes_sim::{DEFAULT_KEY, KEY_ENV, PROFILES, Profile, Sim, SimError, Switches};
 
-const USAGE: &str = "usage: hermes-sim <profile> [port] [--fail-mid-stream] [--reject-message-field FIELD]... [--model-stream-error] [--redacted-reasoning] [--refuse-redacted] [--check-clock-skew] [--require-api-key] [--signature-on-text-fragment] [--max-output-tokens-reached]";
+const USAGE: &str = "usage: hermes-sim <profile> [port] [--chunk-delay-ms N] [--fail-mid-stream] [--reject-message-field FIELD]... [--model-stream-error] [--redacted-reasoning] [--refuse-redacted] [--check-clock-skew] [--require-api-key] [--signature-on-text-fragment] [--max-output-tokens-reached]";
 
 fn usage_with_profiles() -> String {
     let mut out = format!("{USAGE}\nprofiles:");
@@ -22,7 +24,12 @@ fn usage_with_profiles() -> String {
     out
 }
 
-async fn serve(profile: &str, port: u16, switches: Switches) -> Result<(), SimError> {
+async fn serve(
+    profile: &str,
+    port: u16,
+    switches: Switches,
+    chunk_delay: Duration,
+) -> Result<(), SimError> {
     let key = std::env::var(KEY_ENV)
         .ok()
         .filter(|k| !k.is_empty())
@@ -31,6 +38,7 @@ async fn serve(profile: &str, port: u16, switches: Switches) -> Result<(), SimEr
         .switches(switches)
         .key(key)
         .port(port)
+        .chunk_delay(chunk_delay)
         .start()
         .await?;
     {
@@ -47,6 +55,7 @@ async fn main() -> ExitCode {
     let mut profile = None;
     let mut port: u16 = 0;
     let mut switches = Switches::default();
+    let mut chunk_delay = Duration::ZERO;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--fail-mid-stream" => switches.fail_mid_stream = true,
@@ -57,6 +66,13 @@ async fn main() -> ExitCode {
             "--require-api-key" => switches.require_api_key = true,
             "--signature-on-text-fragment" => switches.signature_on_text_fragment = true,
             "--max-output-tokens-reached" => switches.max_output_tokens_reached = true,
+            "--chunk-delay-ms" => match args.next().and_then(|ms| ms.parse().ok()) {
+                Some(ms) => chunk_delay = Duration::from_millis(ms),
+                None => {
+                    eprintln!("{USAGE}");
+                    return ExitCode::from(2);
+                }
+            },
             "--reject-message-field" => match args.next() {
                 Some(f) => switches.reject_message_fields.push(f),
                 None => {
@@ -82,7 +98,7 @@ async fn main() -> ExitCode {
         eprintln!("{}", usage_with_profiles());
         return ExitCode::from(2);
     };
-    match serve(&profile, port, switches).await {
+    match serve(&profile, port, switches, chunk_delay).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("hermes-sim: {e}");

@@ -71,6 +71,9 @@ pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
+        // Each write leaves at once (no Nagle): the small cuts reach the client as cut, and a
+        // stream's last bytes never wait for the client's delayed ACK.
+        let _ = stream.set_nodelay(true);
         let shared = Arc::clone(&shared);
         conns.spawn(async move {
             let svc = service_fn(move |req| handle(Arc::clone(&shared), req));
@@ -179,31 +182,86 @@ fn refuse(
 }
 
 /// A `text/event-stream` response whose body `text` is written in small cuts ([`CUTS`]) that
-/// land mid-line, with a pause now and then so reads see partial events.
-fn sse_response(text: String) -> Response<SimBody> {
-    let mut resp = chunked(Bytes::from(text), &CUTS);
+/// land mid-line, with a pause now and then so reads see partial events; with a `pace`
+/// ([`crate::SimBuilder::chunk_delay`]), no cut spans two events and each event after the first
+/// waits `pace` before its first byte.
+fn sse_response(text: String, pace: Duration) -> Response<SimBody> {
+    let ends = if pace.is_zero() {
+        Vec::new()
+    } else {
+        event_ends(text.as_bytes())
+    };
+    let mut resp = chunked(Bytes::from(text), &CUTS, Paced { ends, pace });
     let headers = resp.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     resp
 }
 
-/// A body written in `cuts` (cycled), with a pause now and then so reads see partial data.
-fn chunked(bytes: Bytes, cuts: &'static [usize]) -> Response<SimBody> {
+/// Where each SSE event of `text` ends: just past every blank line (`\n\n`, or `\r\n\r\n` in
+/// the `gemini` profile's CRLF streams), in order.
+fn event_ends(text: &[u8]) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut at = 0;
+    while at < text.len() {
+        let rest = &text[at..];
+        let blank = if rest.starts_with(b"\n\n") {
+            2
+        } else if rest.starts_with(b"\r\n\r\n") {
+            4
+        } else {
+            0
+        };
+        if blank > 0 {
+            at += blank;
+            ends.push(at);
+        } else {
+            at += 1;
+        }
+    }
+    ends
+}
+
+/// How a chunked body is paced: the offsets where its events end (in order) and the pause
+/// before each event after the first. No ends: no pacing.
+struct Paced {
+    ends: Vec<usize>,
+    pace: Duration,
+}
+
+impl Paced {
+    /// Not paced.
+    const NONE: Paced = Paced {
+        ends: Vec::new(),
+        pace: Duration::ZERO,
+    };
+}
+
+/// A body written in `cuts` (cycled), with a pause now and then so reads see partial data; with
+/// `paced` ends, no cut crosses an event's end and each event after the first waits its pause.
+fn chunked(bytes: Bytes, cuts: &'static [usize], paced: Paced) -> Response<SimBody> {
     let (tx, rx) = mpsc::channel::<Bytes>(4);
     tokio::spawn(async move {
         let mut at = 0;
+        let mut ends = paced.ends.iter().copied().peekable();
         for (n, cut) in cuts.iter().cycle().enumerate() {
             if at >= bytes.len() {
                 break;
             }
-            let end = (at + cut).min(bytes.len());
+            let mut end = (at + cut).min(bytes.len());
+            while ends.next_if(|&e| e <= at).is_some() {}
+            if let Some(&event_end) = ends.peek() {
+                end = end.min(event_end);
+            }
             if tx.send(bytes.slice(at..end)).await.is_err() {
                 break;
             }
             at = end;
-            // Pause now and then so reads on the client side see partial events.
-            if n % 16 == 15 {
+            if ends.peek() == Some(&at) && at < bytes.len() {
+                // An event ends here and another follows: the pause before it.
+                tokio::time::sleep(paced.pace).await;
+            } else if n % 16 == 15 {
+                // Pause now and then so reads on the client side see partial events.
                 tokio::time::sleep(Duration::from_millis(1)).await;
             } else {
                 tokio::task::yield_now().await;
@@ -218,7 +276,7 @@ fn bedrock_response(a: bedrock::Answer) -> Response<SimBody> {
     let mut resp = match a.out {
         bedrock::Out::Json(text) => json_response(a.status, text),
         bedrock::Out::Stream { bytes, .. } => {
-            let mut resp = chunked(Bytes::from(bytes), &FRAME_CUTS);
+            let mut resp = chunked(Bytes::from(bytes), &FRAME_CUTS, Paced::NONE);
             resp.headers_mut().insert(
                 CONTENT_TYPE,
                 HeaderValue::from_static(bedrock::EVENT_STREAM),
@@ -235,12 +293,12 @@ fn bedrock_response(a: bedrock::Answer) -> Response<SimBody> {
 }
 
 /// The HTTP response for a `gemini` answer.
-fn gemini_response(a: &gemini::Answer) -> Response<SimBody> {
+fn gemini_response(a: &gemini::Answer, pace: Duration) -> Response<SimBody> {
     let mut resp = match a.kind {
         gemini::Body::Json => json_response(a.status, a.text.clone()),
-        gemini::Body::Sse => sse_response(a.text.clone()),
+        gemini::Body::Sse => sse_response(a.text.clone(), pace),
         gemini::Body::JsonArray => {
-            let mut resp = chunked(Bytes::from(a.text.clone()), &CUTS);
+            let mut resp = chunked(Bytes::from(a.text.clone()), &CUTS, Paced::NONE);
             resp.headers_mut()
                 .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
             resp
@@ -285,7 +343,7 @@ async fn handle(
         let a = anthropic::answer(&shared, method.as_str(), &path, &headers, &raw);
         record(&shared, &seen, a.body, raw, a.status, &a.text);
         return Ok(if a.stream {
-            sse_response(a.text)
+            sse_response(a.text, shared.chunk_delay)
         } else {
             json_response(a.status, a.text)
         });
@@ -294,7 +352,7 @@ async fn handle(
         let a = openai_responses::answer(&shared, method.as_str(), &path, &headers, &raw);
         record(&shared, &seen, a.body, raw, a.status, &a.text);
         return Ok(if a.stream {
-            sse_response(a.text)
+            sse_response(a.text, shared.chunk_delay)
         } else {
             json_response(a.status, a.text)
         });
@@ -313,7 +371,7 @@ async fn handle(
             path: &shown,
             headers: &recorded,
         };
-        let resp = gemini_response(&a);
+        let resp = gemini_response(&a, shared.chunk_delay);
         record_with_notes(&shared, &seen, a.body, raw, a.status, &a.text, a.notes);
         return Ok(resp);
     }
@@ -356,5 +414,19 @@ async fn handle(
         switches.fail_mid_stream,
     );
     record(&shared, &seen, body, raw, 200, &text);
-    Ok(sse_response(text))
+    Ok(sse_response(text, shared.chunk_delay))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::event_ends;
+
+    #[test]
+    fn events_end_after_each_blank_line_in_lf_and_crlf_streams() {
+        let lf = b"data: a\n\nevent: x\ndata: b\n\ndata: [DONE]\n\n";
+        assert_eq!(event_ends(lf), vec![9, 27, 41]);
+        let crlf = b"data: a\r\n\r\ndata: b\r\n\r\n";
+        assert_eq!(event_ends(crlf), vec![11, 22]);
+        assert!(event_ends(b"data: no end yet\n").is_empty());
+    }
 }

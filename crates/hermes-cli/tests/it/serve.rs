@@ -3,7 +3,8 @@
 //! SIGTERM, and refuses what it cannot serve safely (no auth off loopback, plain HTTP off
 //! loopback without TLS or `--behind-tls-proxy`, TLS files it cannot read). Gateway keys:
 //! `hermes serve keys create` prints one once, the store keeps only its digest, and the server
-//! answers only requests that carry a live one.
+//! answers only requests that carry a live one. Also `hermes sim serve --chunk-delay-ms`, the
+//! slow upstream the gateway benchmark serves streams from.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
@@ -208,4 +209,56 @@ fn a_gateway_key_is_printed_once_stored_as_a_digest_and_required_by_the_server()
         &format!("Authorization: Bearer {key}\r\n"),
     );
     assert_eq!(status, 401);
+}
+
+/// `hermes sim serve --chunk-delay-ms` (the gateway benchmark's slow upstream) pauses before each
+/// streamed event after the first: a stream of E events takes at least (E - 1) × the delay (a
+/// lower bound: a pause never ends early), and still ends with `[DONE]`.
+#[test]
+fn sim_serve_chunk_delay_ms_paces_each_streamed_event() {
+    let home = own_home();
+    let delay = std::time::Duration::from_millis(30);
+    let args = [
+        "sim",
+        "serve",
+        "--profile",
+        "deepseek-v4",
+        "--chunk-delay-ms",
+        "30",
+    ];
+    let mut child = bare_command(home.path(), &args, &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let _sim = Killed(child, stderr);
+    let mut base = String::new();
+    BufReader::new(stdout).read_line(&mut base).unwrap();
+    let addr = base
+        .trim()
+        .strip_prefix("http://")
+        .unwrap_or_else(|| panic!("{base}"))
+        .to_owned();
+    let body = r#"{"model":"deepseek-v4-pro","messages":[{"role":"user","content":"hello"}],"stream":true}"#;
+    let started = std::time::Instant::now();
+    // HTTP/1.0: the body comes whole, not chunked, and ends with the connection.
+    let mut stream = TcpStream::connect(&addr).unwrap();
+    write!(
+        stream,
+        "POST /chat/completions HTTP/1.0\r\nHost: {addr}\r\nAuthorization: Bearer sk-test\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let took = started.elapsed();
+    let (head, sse) = answer.split_once("\r\n\r\n").unwrap();
+    assert!(head.contains(" 200 "), "{head}");
+    assert!(sse.ends_with("data: [DONE]\n\n"), "{sse}");
+    let events = sse.matches("\n\n").count();
+    assert!(events > 10, "{events} events: {sse}");
+    let floor = delay * u32::try_from(events - 1).unwrap();
+    assert!(took >= floor, "{took:?} < {floor:?} for {events} events");
 }

@@ -1903,3 +1903,51 @@ async fn a_spec_profile_pairs_tool_calls_by_default_with_overridable_texts() {
     ok_message(&sim, &unpaired).await;
     ok_message(&sim, &orphan).await;
 }
+
+/// How many of a stream's events end exactly where a transfer chunk ends, of how many events.
+fn events_ending_at_chunk_ends(resp: &Resp) -> (usize, usize) {
+    let mut chunk_ends = std::collections::BTreeSet::new();
+    let mut at = 0;
+    for chunk in &resp.chunks {
+        at += chunk.len();
+        chunk_ends.insert(at);
+    }
+    let body = resp.text();
+    let event_ends: Vec<usize> = body.match_indices("\n\n").map(|(i, _)| i + 2).collect();
+    let aligned = event_ends.iter().filter(|e| chunk_ends.contains(e)).count();
+    (aligned, event_ends.len())
+}
+
+#[tokio::test]
+async fn a_chunk_delay_sends_each_event_apart_and_keeps_the_bytes() {
+    let body = req("deepseek-v4-pro", vec![user("hello")]);
+    let plain = Sim::start("deepseek-v4").await.unwrap();
+    let unpaced = post_stream(&plain, &body).await;
+    let delay = std::time::Duration::from_millis(20);
+    let slow = Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
+        .chunk_delay(delay)
+        .start()
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let paced = post_stream(&slow, &body).await;
+    let took = started.elapsed();
+
+    // The same stream, byte for byte, still cut into small chunks.
+    assert_eq!(paced.resp.text(), unpaced.resp.text());
+    assert!(paced.done);
+    assert!(paced.resp.chunks.iter().all(|c| c.len() < 32));
+    // Unpaced, cuts run across event ends; paced, every event ends with a chunk, so the
+    // events leave one at a time.
+    let (aligned, events) = events_ending_at_chunk_ends(&unpaced.resp);
+    assert!(
+        aligned < events,
+        "{aligned} of {events} events end a chunk unpaced"
+    );
+    let (aligned, events) = events_ending_at_chunk_ends(&paced.resp);
+    assert!(events > 10, "{events} events");
+    assert_eq!(aligned, events, "every paced event ends a chunk");
+    // Each event after the first waited the delay (a lower bound: a sleep never ends early).
+    let floor = delay * u32::try_from(events - 1).unwrap();
+    assert!(took >= floor, "{took:?} < {floor:?} for {events} events");
+}

@@ -1,0 +1,786 @@
+//! The gateway benchmark (issue 30): what `hermes serve` adds to a request on loopback, and its
+//! resident memory with many streams in flight, each against the same simulator called directly
+//! in the same run.
+//!
+//! Everything runs the release `hermes` binary as child processes ([`Process`], killed and reaped
+//! when dropped, whichever way the benchmark ends): `hermes sim serve --profile deepseek-v4` as
+//! the upstream, and `hermes serve --listen 127.0.0.1:0 --no-auth` in front of it, each in a
+//! temporary `HERMES_HOME` (also its `HOME`) with a fake `DEEPSEEK_API_KEY`, the default SQLite
+//! store and an otherwise empty environment (only `PATH` is kept).
+//!
+//! - [`latency`]: after a warm-up, K pairs of the same request sent to the simulator directly and
+//!   through the gateway (which goes first alternates pair by pair), non-streamed (the whole
+//!   body) and streamed (time to the first and to the last byte); nearest-rank p50 and p99 of
+//!   each ([`percentile`]).
+//! - [`streams`]: N streamed requests opened at once against a simulator that paces its events
+//!   (`hermes sim serve --chunk-delay-ms`), so that they are all in flight together; the most
+//!   that were in flight at one moment, counted from the client's side ([`peak_overlap`]: from
+//!   each stream's first chunk to its last byte), and how many ended with `[DONE]`. Around them,
+//!   the serving process's resident memory from `/proc/PID/status` ([`ProcMemory`]): at idle,
+//!   and at its peak (`VmHWM`, reset through `/proc/PID/clear_refs` just before the streams
+//!   open). [`measure`] runs the streams against the simulator directly first (its own memory
+//!   the baseline), then through a fresh gateway in front of it.
+
+use std::collections::VecDeque;
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use eventsource_stream::Eventsource as _;
+use futures_util::{FutureExt as _, StreamExt as _};
+use serde_json::{Value, json};
+
+use crate::storage::BenchError;
+
+/// The simulator profile that stands for the upstream.
+pub const PROFILE: &str = "deepseek-v4";
+
+/// The model asked for, directly and (as `deepseek/MODEL`) through the gateway.
+pub const MODEL: &str = "deepseek-v4-pro";
+
+/// The fake upstream key the gateway is given (and the direct requests send).
+const FAKE_KEY: &str = "sk-hermes-bench-not-a-real-key";
+
+/// Lines of the gateway's stderr kept to explain a failure.
+const LOG_TAIL: usize = 40;
+
+/// What a run of the gateway benchmark does.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The release `hermes` binary.
+    pub bin: PathBuf,
+    /// Requests of each kind sent before anything is timed.
+    pub warmup: usize,
+    /// Timed pairs (direct, gateway) per kind.
+    pub pairs: usize,
+    /// Streams in flight at once for the memory measure.
+    pub streams: usize,
+    /// The simulator's pause before each streamed event after the first, in the memory measure.
+    pub chunk_delay: Duration,
+}
+
+/// The nearest-rank percentile `p` (in (0, 1]) of sorted samples: the smallest sample with at
+/// least `p` of all samples at or below it. Zero for no samples.
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    // The rank is at most the length, so it fits a usize.
+    let rank = (p * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// A `kB` field of a `/proc/PID/status` text (e.g. `VmHWM`), in KiB.
+pub fn status_kib(status: &str, field: &str) -> Option<u64> {
+    status.lines().find_map(|line| {
+        let value = line.strip_prefix(field)?.strip_prefix(':')?;
+        value.trim().strip_suffix("kB")?.trim().parse().ok()
+    })
+}
+
+/// The most intervals that hold one same moment. Each is (start, end); one that ends exactly
+/// when another starts does not overlap it.
+pub fn peak_overlap(intervals: &[(Duration, Duration)]) -> usize {
+    let mut edges: Vec<(Duration, i8)> = intervals
+        .iter()
+        .flat_map(|&(start, end)| [(start, 1), (end, -1)])
+        .collect();
+    // At equal times the ends (-1) sort first.
+    edges.sort();
+    let (mut now, mut peak) = (0i64, 0i64);
+    for (_, step) in edges {
+        now += i64::from(step);
+        peak = peak.max(now);
+    }
+    usize::try_from(peak).unwrap_or(0)
+}
+
+/// The `data` of every event of an SSE body, parsed by `eventsource-stream`.
+pub fn sse_data(body: &[u8]) -> Result<Vec<String>, BenchError> {
+    let chunks = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(body.to_vec())]);
+    let events: Vec<_> = chunks
+        .eventsource()
+        .collect()
+        .now_or_never()
+        .ok_or("an SSE body held in memory did not parse at once")?;
+    events
+        .into_iter()
+        .map(|e| {
+            e.map(|e| e.data)
+                .map_err(|e| format!("bad SSE: {e}").into())
+        })
+        .collect()
+}
+
+/// The machine's CPUs and its 1-minute load average (`/proc/loadavg`), to judge the tails by:
+/// the benchmark shares the machine with whatever else runs.
+pub fn machine_load() -> (usize, Option<f64>) {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next()?.parse().ok());
+    (cpus, load)
+}
+
+/// A process's resident memory, from `/proc/PID/status`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcMemory {
+    /// `VmRSS`: resident now, KiB.
+    pub rss_kib: u64,
+    /// `VmHWM`: the resident peak since start or the last reset, KiB.
+    pub peak_kib: u64,
+}
+
+impl ProcMemory {
+    /// Reads `/proc/PID/status`.
+    pub fn of(pid: u32) -> Result<ProcMemory, BenchError> {
+        let path = format!("/proc/{pid}/status");
+        let status =
+            std::fs::read_to_string(&path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let field =
+            |name: &str| status_kib(&status, name).ok_or_else(|| format!("no {name} in {path}"));
+        Ok(ProcMemory {
+            rss_kib: field("VmRSS")?,
+            peak_kib: field("VmHWM")?,
+        })
+    }
+}
+
+/// A child process, killed and reaped when dropped.
+#[derive(Debug)]
+pub struct Process {
+    child: Child,
+}
+
+impl Process {
+    /// Starts `cmd`; from here on it is killed when dropped.
+    fn spawn(cmd: &mut Command) -> Result<Process, BenchError> {
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", cmd.get_program().to_string_lossy()))?;
+        Ok(Process { child })
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Its resident memory now and at its peak.
+    pub fn memory(&self) -> Result<ProcMemory, BenchError> {
+        ProcMemory::of(self.pid())
+    }
+
+    /// Resets its resident peak (`VmHWM`) to what is resident now, by writing `5` to
+    /// `/proc/PID/clear_refs` (Linux 4.0 and later); false when the kernel refused.
+    pub fn reset_peak(&self) -> bool {
+        std::fs::write(format!("/proc/{}/clear_refs", self.pid()), "5").is_ok()
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `hermes` with `home` as its `HERMES_HOME` and `HOME`, the fake upstream key and `PATH`, and
+/// nothing else from the environment (no store URL, proxy or key of the user's).
+fn hermes(bin: &Path, home: &Path) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HERMES_HOME", home)
+        .env("HOME", home)
+        .env("DEEPSEEK_API_KEY", FAKE_KEY)
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// A running `hermes sim serve`.
+#[derive(Debug)]
+pub struct SimServer {
+    /// The process.
+    pub process: Process,
+    /// Its base URL (the first line it printed).
+    pub base: String,
+}
+
+impl SimServer {
+    /// Starts `hermes sim serve --profile deepseek-v4 --chunk-delay-ms …` in `home`.
+    pub fn start(bin: &Path, home: &Path, chunk_delay: Duration) -> Result<SimServer, BenchError> {
+        std::fs::create_dir_all(home)?;
+        let mut process = Process::spawn(
+            hermes(bin, home)
+                .args(["sim", "serve", "--profile", PROFILE, "--chunk-delay-ms"])
+                .arg(chunk_delay.as_millis().to_string())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit()),
+        )?;
+        let stdout = process.child.stdout.take();
+        let mut line = String::new();
+        BufReader::new(stdout.ok_or("no stdout")?).read_line(&mut line)?;
+        let base = line.trim();
+        if !base.starts_with("http://") {
+            return Err(format!("hermes sim serve printed {line:?}, not its base URL").into());
+        }
+        Ok(SimServer {
+            base: base.to_owned(),
+            process,
+        })
+    }
+}
+
+/// A running `hermes serve --no-auth` on loopback.
+#[derive(Debug)]
+pub struct GatewayServer {
+    /// The process.
+    pub process: Process,
+    /// Its base URL, e.g. `http://127.0.0.1:41234/v1`.
+    pub base: String,
+    /// The home it runs in (its `state.db`).
+    pub home: PathBuf,
+    log: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl GatewayServer {
+    /// Writes `home/config.toml` with `[providers.deepseek] base_url = upstream` and starts
+    /// `hermes serve --listen 127.0.0.1:0 --no-auth` in `home`; its stderr is read on a thread
+    /// from then on (the last lines kept for [`GatewayServer::log_tail`]).
+    pub fn start(bin: &Path, home: &Path, upstream: &str) -> Result<GatewayServer, BenchError> {
+        std::fs::create_dir_all(home)?;
+        let config = format!("[providers.deepseek]\nbase_url = {}\n", json!(upstream));
+        std::fs::write(home.join("config.toml"), config)?;
+        let mut process = Process::spawn(
+            hermes(bin, home)
+                .args(["serve", "--listen", "127.0.0.1:0", "--no-auth"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped()),
+        )?;
+        let stderr = process.child.stderr.take();
+        let mut lines = BufReader::new(stderr.ok_or("no stderr")?).lines();
+        let mut seen = Vec::new();
+        let base = loop {
+            let Some(line) = lines.next().transpose()? else {
+                return Err(format!(
+                    "hermes serve ended before it served; its stderr:\n{}",
+                    seen.join("\n")
+                )
+                .into());
+            };
+            if let Some((_, url)) = line.split_once(" on http://") {
+                break format!("http://{}", url.trim());
+            }
+            seen.push(line);
+        };
+        let log = Arc::new(Mutex::new(VecDeque::from(seen)));
+        let kept = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let mut log = kept.lock().unwrap_or_else(PoisonError::into_inner);
+                if log.len() == LOG_TAIL {
+                    log.pop_front();
+                }
+                log.push_back(line);
+            }
+        });
+        Ok(GatewayServer {
+            process,
+            base,
+            home: home.to_owned(),
+            log,
+        })
+    }
+
+    /// The last lines the gateway wrote to stderr.
+    pub fn log_tail(&self) -> String {
+        let log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+        log.iter().cloned().collect::<Vec<_>>().join("\n")
+    }
+
+    /// Bytes of its SQLite store (`state.db` and its WAL).
+    pub fn store_bytes(&self) -> u64 {
+        ["state.db", "state.db-wal"]
+            .iter()
+            .filter_map(|f| std::fs::metadata(self.home.join(f)).ok())
+            .map(|m| m.len())
+            .sum()
+    }
+}
+
+/// Where a request goes: the simulator directly, or the gateway.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// `direct` or `gateway`, for messages.
+    pub name: &'static str,
+    /// The chat-completions URL.
+    pub url: String,
+    /// The model field.
+    pub model: String,
+    /// An `Authorization: Bearer` value, if any.
+    pub bearer: Option<&'static str>,
+}
+
+impl Target {
+    /// The simulator at `base`, with the fake key.
+    pub fn direct(base: &str) -> Target {
+        Target {
+            name: "direct",
+            url: format!("{base}/chat/completions"),
+            model: MODEL.to_owned(),
+            bearer: Some(FAKE_KEY),
+        }
+    }
+
+    /// The gateway at `base` (ending in `/v1`), the model as `deepseek/MODEL`, no key
+    /// (`--no-auth`).
+    pub fn gateway(base: &str) -> Target {
+        Target {
+            name: "gateway",
+            url: format!("{base}/chat/completions"),
+            model: format!("deepseek/{MODEL}"),
+            bearer: None,
+        }
+    }
+
+    async fn send(
+        &self,
+        client: &reqwest::Client,
+        stream: bool,
+    ) -> Result<reqwest::Response, BenchError> {
+        let body = json!({
+            "model": self.model,
+            "messages": [{"role": "user", "content": "hello"}],
+            "stream": stream,
+        });
+        let mut request = client.post(&self.url).json(&body);
+        if let Some(key) = self.bearer {
+            request = request.bearer_auth(key);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| format!("{}: {e}", self.name))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let text = response.text().await.unwrap_or_default();
+        Err(format!("{} answered {status}: {text}", self.name).into())
+    }
+
+    /// One non-streamed request: the time to its whole body. The body must be a completion.
+    pub async fn plain(&self, client: &reqwest::Client) -> Result<Duration, BenchError> {
+        let started = Instant::now();
+        let body = self.send(client, false).await?.bytes().await?;
+        let took = started.elapsed();
+        let reply: Value = serde_json::from_slice(&body)
+            .map_err(|e| format!("{}: the reply is not JSON ({e})", self.name))?;
+        if reply["choices"][0]["message"]["content"].as_str().is_none() {
+            return Err(format!("{}: no answer in {reply}", self.name).into());
+        }
+        Ok(took)
+    }
+
+    /// One streamed request, its times counted from `since`.
+    pub async fn streamed(
+        &self,
+        client: &reqwest::Client,
+        since: Instant,
+    ) -> Result<Streamed, BenchError> {
+        let mut response = self.send(client, true).await?;
+        let mut body = Vec::new();
+        let mut first = None;
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| format!("{}: {e}", self.name))?
+        {
+            first.get_or_insert_with(|| since.elapsed());
+            body.extend_from_slice(&chunk);
+        }
+        let last = since.elapsed();
+        let data = sse_data(&body)?;
+        Ok(Streamed {
+            first: first.unwrap_or(last),
+            last,
+            events: data.len(),
+            done: data.last().is_some_and(|d| d == "[DONE]"),
+        })
+    }
+}
+
+/// One streamed reply as the client read it.
+#[derive(Clone, Copy, Debug)]
+pub struct Streamed {
+    /// When its first chunk arrived.
+    pub first: Duration,
+    /// When its last byte arrived.
+    pub last: Duration,
+    /// Its SSE events.
+    pub events: usize,
+    /// Whether its last event was `data: [DONE]`.
+    pub done: bool,
+}
+
+/// Samples of one kind of request, direct and through the gateway, each sorted.
+#[derive(Clone, Debug, Default)]
+pub struct Pair {
+    /// To the simulator directly.
+    pub direct: Vec<Duration>,
+    /// Through the gateway.
+    pub gateway: Vec<Duration>,
+}
+
+impl Pair {
+    /// Percentile `p` of (direct, gateway).
+    pub fn at(&self, p: f64) -> (Duration, Duration) {
+        (percentile(&self.direct, p), percentile(&self.gateway, p))
+    }
+}
+
+/// The latency measure: non-streamed and streamed pairs.
+#[derive(Clone, Debug)]
+pub struct Latency {
+    /// Non-streamed: time to the whole body.
+    pub plain: Pair,
+    /// Streamed: time to the first byte of the body.
+    pub first_byte: Pair,
+    /// Streamed: time to the last byte.
+    pub streamed: Pair,
+    /// SSE events in one streamed reply, direct and through the gateway.
+    pub events: (usize, usize),
+}
+
+/// Sends `warmup` requests of each kind to each target, then `pairs` timed pairs of each kind,
+/// the order within a pair alternating.
+pub async fn latency(
+    client: &reqwest::Client,
+    direct: &Target,
+    gateway: &Target,
+    warmup: usize,
+    pairs: usize,
+) -> Result<Latency, BenchError> {
+    let mut events = (0, 0);
+    for _ in 0..warmup {
+        for target in [direct, gateway] {
+            target.plain(client).await?;
+            target.streamed(client, Instant::now()).await?;
+        }
+    }
+    let (mut plain, mut first_byte, mut streamed) =
+        (Pair::default(), Pair::default(), Pair::default());
+    for i in 0..pairs {
+        let order = if i % 2 == 0 {
+            [direct, gateway]
+        } else {
+            [gateway, direct]
+        };
+        for target in order {
+            let took = target.plain(client).await?;
+            if target.name == direct.name {
+                plain.direct.push(took);
+            } else {
+                plain.gateway.push(took);
+            }
+        }
+        for target in order {
+            let reply = target.streamed(client, Instant::now()).await?;
+            if !reply.done {
+                return Err(format!("{}: a stream ended without [DONE]", target.name).into());
+            }
+            if target.name == direct.name {
+                events.0 = reply.events;
+                first_byte.direct.push(reply.first);
+                streamed.direct.push(reply.last);
+            } else {
+                events.1 = reply.events;
+                first_byte.gateway.push(reply.first);
+                streamed.gateway.push(reply.last);
+            }
+        }
+    }
+    for v in [
+        &mut plain.direct,
+        &mut plain.gateway,
+        &mut first_byte.direct,
+        &mut first_byte.gateway,
+        &mut streamed.direct,
+        &mut streamed.gateway,
+    ] {
+        v.sort();
+    }
+    Ok(Latency {
+        plain,
+        first_byte,
+        streamed,
+        events,
+    })
+}
+
+/// N streams opened at once, as the client saw them.
+#[derive(Clone, Debug)]
+pub struct Streams {
+    /// Streams opened.
+    pub opened: usize,
+    /// Streams that ended with `[DONE]`.
+    pub done: usize,
+    /// Errors of the streams that failed (the first few).
+    pub errors: Vec<String>,
+    /// The most streams in flight at one moment (first chunk received, last byte not yet).
+    pub in_flight: usize,
+    /// From opening them to the last one's last byte.
+    pub wall: Duration,
+}
+
+/// Opens `n` streamed requests to `target` at once and reads them all to the end.
+pub async fn streams(
+    client: &reqwest::Client,
+    target: &Target,
+    n: usize,
+) -> Result<Streams, BenchError> {
+    let since = Instant::now();
+    let replies =
+        futures_util::future::join_all((0..n).map(|_| target.streamed(client, since))).await;
+    let wall = since.elapsed();
+    let mut intervals = Vec::new();
+    let mut errors = Vec::new();
+    let mut done = 0;
+    for reply in replies {
+        match reply {
+            Ok(r) => {
+                intervals.push((r.first, r.last));
+                done += usize::from(r.done);
+            }
+            Err(e) if errors.len() < 3 => errors.push(e.to_string()),
+            Err(_) => {}
+        }
+    }
+    Ok(Streams {
+        opened: n,
+        done,
+        errors,
+        in_flight: peak_overlap(&intervals),
+        wall,
+    })
+}
+
+/// One process's memory around a burst of streams.
+#[derive(Clone, Copy, Debug)]
+pub struct Burst {
+    /// Resident at idle, just before the streams opened.
+    pub idle: ProcMemory,
+    /// After the streams ended (`peak_kib` is the peak during the burst when `reset` held).
+    pub after: ProcMemory,
+    /// Whether the resident peak was reset before the burst (else it counts from the start).
+    pub reset: bool,
+}
+
+impl Burst {
+    /// (peak - idle) / `streams`, in KiB.
+    pub fn per_stream_kib(&self, streams: usize) -> f64 {
+        self.after.peak_kib.saturating_sub(self.idle.rss_kib) as f64 / streams.max(1) as f64
+    }
+}
+
+/// Runs [`streams`] while watching `processes`: their memory at idle, peak reset, and after.
+async fn burst(
+    client: &reqwest::Client,
+    target: &Target,
+    n: usize,
+    processes: &[&Process],
+) -> Result<(Streams, Vec<Burst>), BenchError> {
+    // Let the last warm-up's work settle before idle is read.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut before = Vec::new();
+    for p in processes {
+        before.push((p.memory()?, p.reset_peak()));
+    }
+    let run = streams(client, target, n).await?;
+    let mut bursts = Vec::new();
+    for (p, (idle, reset)) in processes.iter().zip(before) {
+        bursts.push(Burst {
+            idle,
+            after: p.memory()?,
+            reset,
+        });
+    }
+    Ok((run, bursts))
+}
+
+/// Everything the gateway section measured.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The latency pairs.
+    pub latency: Latency,
+    /// Requests the latency gateway served, warm-up included.
+    pub gateway_requests: usize,
+    /// Bytes of the latency gateway's SQLite store after its requests.
+    pub store_bytes: u64,
+    /// The streams sent to the paced simulator directly.
+    pub direct: Streams,
+    /// The simulator's memory around them.
+    pub direct_sim: Burst,
+    /// The streams sent through the gateway.
+    pub through: Streams,
+    /// The gateway's memory around them.
+    pub gateway: Burst,
+    /// The simulator's memory around them (as the gateway's upstream).
+    pub through_sim: Burst,
+    /// Requests that warmed the streams' gateway before its idle memory was read.
+    pub warmed: usize,
+    /// [`machine_load`] before the latency pairs and after the streams.
+    pub load: [(usize, Option<f64>); 2],
+}
+
+/// Runs the whole section: latency against an unpaced simulator and its gateway, then (those
+/// two stopped) the streams against a paced simulator directly and through a fresh gateway.
+pub fn measure(options: &Options) -> Result<Report, BenchError> {
+    // Installing twice is harmless; reqwest needs a process-wide provider.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(120))
+        .build()?;
+    let bin = &options.bin;
+    let load_before = machine_load();
+
+    let (latency, gateway_requests, store_bytes) = {
+        let sim = SimServer::start(bin, &dir.path().join("sim"), Duration::ZERO)?;
+        let gateway = GatewayServer::start(bin, &dir.path().join("gateway"), &sim.base)?;
+        let (direct, through) = (Target::direct(&sim.base), Target::gateway(&gateway.base));
+        let latency = runtime
+            .block_on(latency(
+                &client,
+                &direct,
+                &through,
+                options.warmup,
+                options.pairs,
+            ))
+            .map_err(|e| explained(e, &gateway))?;
+        let served = 2 * (options.warmup + options.pairs);
+        (latency, served, gateway.store_bytes())
+    };
+
+    let sim = SimServer::start(bin, &dir.path().join("sim-paced"), options.chunk_delay)?;
+    let gateway = GatewayServer::start(bin, &dir.path().join("gateway-streams"), &sim.base)?;
+    let (direct, through) = (Target::direct(&sim.base), Target::gateway(&gateway.base));
+    runtime
+        .block_on(async {
+            // Warm up the gateway's paths (store, upstream pool, streaming) once each.
+            let warm = options.warmup.min(5);
+            for _ in 0..warm {
+                through.plain(&client).await?;
+            }
+            through.streamed(&client, Instant::now()).await?;
+            let (direct_run, watched) =
+                burst(&client, &direct, options.streams, &[&sim.process]).await?;
+            let [direct_sim] = watched[..] else {
+                return Err("one process watched, not one burst".into());
+            };
+            let (through_run, watched) = burst(
+                &client,
+                &through,
+                options.streams,
+                &[&gateway.process, &sim.process],
+            )
+            .await?;
+            let [gateway_mem, through_sim] = watched[..] else {
+                return Err("two processes watched, not two bursts".into());
+            };
+            Ok(Report {
+                latency,
+                gateway_requests,
+                store_bytes,
+                direct: direct_run,
+                direct_sim,
+                through: through_run,
+                gateway: gateway_mem,
+                through_sim,
+                warmed: warm + 1,
+                load: [load_before, machine_load()],
+            })
+        })
+        .map_err(|e| explained(e, &gateway))
+}
+
+/// `error`, with the gateway's last stderr lines.
+fn explained(error: BenchError, gateway: &GatewayServer) -> BenchError {
+    let tail = gateway.log_tail();
+    if tail.is_empty() {
+        error
+    } else {
+        format!("{error}\n-- hermes serve's last stderr lines:\n{tail}").into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let samples: Vec<Duration> = (1..=300).map(ms).collect();
+        assert_eq!(percentile(&samples, 0.5), ms(150));
+        assert_eq!(percentile(&samples, 0.99), ms(297));
+        assert_eq!(percentile(&samples, 1.0), ms(300));
+        let ten: Vec<Duration> = (1..=10).map(ms).collect();
+        // 0.99 × 10 rounds up to the 10th sample, never past the end.
+        assert_eq!(percentile(&ten, 0.99), ms(10));
+        assert_eq!(percentile(&ten, 0.5), ms(5));
+        assert_eq!(percentile(&[ms(7)], 0.5), ms(7));
+        assert_eq!(percentile(&[], 0.5), Duration::ZERO);
+    }
+
+    #[test]
+    fn proc_status_fields_are_read_in_kib() {
+        let status = "Name:\thermes\nVmPeak:\t  912344 kB\nVmHWM:\t   27544 kB\nVmRSS:\t   21032 kB\nThreads:\t4\n";
+        assert_eq!(status_kib(status, "VmHWM"), Some(27_544));
+        assert_eq!(status_kib(status, "VmRSS"), Some(21_032));
+        // A field whose name another starts with is not confused with it.
+        assert_eq!(status_kib(status, "VmPea"), None);
+        assert_eq!(status_kib(status, "Threads"), None, "no kB unit");
+        assert_eq!(status_kib(status, "VmSwap"), None);
+    }
+
+    #[test]
+    fn this_process_has_a_resident_peak_at_least_its_resident_size() {
+        let mem = ProcMemory::of(std::process::id()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(mem.rss_kib > 0);
+        assert!(mem.peak_kib >= mem.rss_kib, "{mem:?}");
+    }
+
+    #[test]
+    fn overlap_counts_intervals_holding_one_moment() {
+        // All start before any ends: all three at once.
+        assert_eq!(
+            peak_overlap(&[(ms(0), ms(10)), (ms(1), ms(12)), (ms(2), ms(11))]),
+            3
+        );
+        // One ends before the last starts; touching ends do not overlap.
+        assert_eq!(
+            peak_overlap(&[(ms(0), ms(5)), (ms(1), ms(6)), (ms(6), ms(9))]),
+            2
+        );
+        assert_eq!(peak_overlap(&[(ms(0), ms(5)), (ms(5), ms(9))]), 1);
+        assert_eq!(peak_overlap(&[]), 0);
+    }
+
+    #[test]
+    fn sse_data_is_every_event_in_order() {
+        let body = b"data: {\"a\":1}\n\n: keep-alive\n\ndata: {\"b\":\n\ndata: [DONE]\n\n";
+        let data = sse_data(body).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(data, vec!["{\"a\":1}", "{\"b\":", "[DONE]"]);
+    }
+}
