@@ -1,7 +1,373 @@
-//! Ordering sessions so that a parent is always stored before its branches (the `parent_id`
+//! Branches that share their parent's prefix by reference (SPEC §10, "What is stored"), and
+//! ordering sessions so that a parent is always stored before its branches (the `parent_id`
 //! foreign key needs it when sessions are copied or imported).
+//!
+//! A branch made by [`Store::branch`], by a stale [`Store::compare_and_append`] or by a
+//! [`NewSession`] with a [`Fork`] copies no row of its parent: it records the parent's [`Tip`]
+//! where it left it and how many messages of the view at that tip it inherits (`sessions`
+//! columns `fork_revision`, `fork_last`, `fork_count`). Its view is the first `fork_count`
+//! messages of the parent's view at that tip (the rows up to the tip's last position not yet
+//! archived at its revision, recursively for a branch of a branch), then its own active rows.
+//!
+//! Positions: the inherited messages stand at `0..fork_count` in the branch's view (their
+//! place in it), and the branch's own rows are numbered from `fork_count` on, so positions are
+//! the ones a copy of the prefix would have had: a [`Tip`] of the branch, a compaction plan made
+//! from its [`Store::active`] view and an `at` index all mean the same with or without a copy.
+//!
+//! A branch is *materialised* — its inherited messages copied into it as its own rows at
+//! exactly those positions, every column as stored (carriers byte for byte, match keys, kinds),
+//! and its fork columns cleared (its `parent_id` stays) — in the same transaction, and only
+//! when its inherited rows could no longer be read through its parent: before it is compacted
+//! (a compaction archives and re-slots rows the branch must own), and before its parent is
+//! deleted. A parent's own compaction needs nothing: it records its revision on the rows it
+//! archives, so the view at the branch's fork tip still holds them.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
+
+use sqlx::Row as _;
+
+use crate::{DbResult as _, StoreError, StoredMessage, Tip, stored_message};
+
+/// Where a branch leaves its parent: the first [`Fork::count`] messages of the parent's view
+/// as it stood at [`Fork::tip`] (the parent is the tip's session). Give it to a new session
+/// with [`NewSession::fork`](crate::NewSession::fork): the session inherits those messages by
+/// reference, and its own rows follow them.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Fork {
+    tip: Tip,
+    count: i64,
+}
+
+impl Fork {
+    /// The first `count` messages of the view at `tip` (a request's [`Snapshot::tip`](
+    /// crate::Snapshot::tip) and how much of the view it read is shared). A count beyond that
+    /// view is refused when the session is created ([`StoreError::BranchBeyondEnd`]).
+    pub fn new(tip: Tip, count: usize) -> Fork {
+        Fork {
+            tip,
+            count: i64::try_from(count).unwrap_or(i64::MAX),
+        }
+    }
+
+    /// The parent's tip the branch leaves it at.
+    pub fn tip(&self) -> &Tip {
+        &self.tip
+    }
+
+    /// How many messages of the view at the tip the branch inherits.
+    pub fn count(&self) -> usize {
+        usize::try_from(self.count).unwrap_or_default()
+    }
+
+    pub(crate) fn count_i64(&self) -> i64 {
+        self.count
+    }
+}
+
+/// The fork a `sessions` row records (columns `parent_id`, `fork_revision`, `fork_last`,
+/// `fork_count`), if it has one.
+pub(crate) fn fork_of(row: &crate::DbRow) -> Result<Option<Fork>, StoreError> {
+    let parent: Option<String> = row.try_get("parent_id").db()?;
+    let revision: Option<i64> = row.try_get("fork_revision").db()?;
+    let last: Option<i64> = row.try_get("fork_last").db()?;
+    let count: Option<i64> = row.try_get("fork_count").db()?;
+    Ok(match (parent, revision, last, count) {
+        (Some(parent), Some(revision), Some(last), Some(count)) => Some(Fork {
+            tip: Tip::new(&parent, revision, last),
+            count,
+        }),
+        _ => None,
+    })
+}
+
+/// How many ancestors a view is read through at most (a guard against a hand-made cycle).
+const MAX_DEPTH: i64 = 64;
+
+/// A session's view in one statement: its lineage (the session, its parent while it has a fork,
+/// and so on) with, for each ancestor, the tip its child left it at (`lim_rev`, `lim_last`) and
+/// how many messages of its view reach the session read (`cap`); then each level's rows, the
+/// message columns first (`MessageRow::from_sql` reads them by index), left joined so that a
+/// level without rows still says what it inherits: the session's own rows that `$leaf`
+/// selects, and each ancestor's rows as they stood at its `lim_` tip.
+macro_rules! view_query {
+    ($leaf:literal) => {
+        concat!(
+            "WITH RECURSIVE chain (depth, id, parent_id, fork_revision, fork_last, fork_count, \
+             lim_rev, lim_last, cap) AS (\
+             SELECT CAST(0 AS BIGINT), id, parent_id, fork_revision, fork_last, fork_count, \
+             CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT) FROM sessions WHERE id = $1 \
+             UNION ALL \
+             SELECT c.depth + 1, s.id, s.parent_id, s.fork_revision, s.fork_last, s.fork_count, \
+             c.fork_revision, c.fork_last, \
+             CASE WHEN c.cap IS NULL OR c.fork_count < c.cap THEN c.fork_count ELSE c.cap END \
+             FROM chain c JOIN sessions s ON s.id = c.parent_id \
+             WHERE c.fork_count IS NOT NULL AND c.depth < $2) \
+             SELECT ",
+            message_columns!(),
+            ", m.archived_at, m.kind, m.sort_key, c.depth, c.id AS level_id, \
+             c.fork_count AS base, c.cap FROM chain c LEFT JOIN messages m \
+             ON m.session_id = c.id AND ((c.depth = 0 AND ",
+            $leaf,
+            ") OR (c.depth > 0 AND m.position <= c.lim_last \
+             AND (m.archived_at IS NULL OR m.archived_rev > c.lim_rev)))"
+        )
+    };
+}
+
+/// One message of a view, with the row it is read from.
+#[derive(Debug)]
+pub(crate) struct ViewRow {
+    /// The session whose row it is (the one read, or an ancestor).
+    pub(crate) source: String,
+    /// The row's position in that session.
+    pub(crate) source_position: i64,
+    /// The message, at its position in the view read.
+    pub(crate) stored: StoredMessage,
+}
+
+/// A session's view: what it inherits, then its own rows.
+#[derive(Debug, Default)]
+pub(crate) struct View {
+    /// The inherited messages, at positions `0..` (empty for a session without a fork).
+    pub(crate) inherited: Vec<ViewRow>,
+    /// The session's own rows that were asked for, in view order.
+    pub(crate) own: Vec<StoredMessage>,
+}
+
+impl View {
+    /// The whole view, inherited messages first.
+    pub(crate) fn messages(self) -> Vec<StoredMessage> {
+        let mut all: Vec<StoredMessage> = self.inherited.into_iter().map(|r| r.stored).collect();
+        all.extend(self.own);
+        all
+    }
+}
+
+/// Which of its own rows a [`read_view`] returns with the inherited ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OwnRows {
+    /// The active ones, in active-view order (checkpoints where the rows they replace stood).
+    Active,
+    /// Every one, archived included, in position order.
+    All,
+}
+
+/// A row of [`view_query!`], split into its level and its message.
+struct LevelRow {
+    depth: i64,
+    key: i64,
+    position: i64,
+    stored: StoredMessage,
+}
+
+/// Reads `session`'s view through `conn` (the pool or a transaction) in one statement: the
+/// messages it inherits (see the module doc), then its own rows as `own` says. A session
+/// without a fork reads as before (its own rows alone); an unknown session reads as empty.
+/// A branch whose inherited messages cannot all be found (only a hand-edited database has one)
+/// is [`StoreError::Corrupt`].
+pub(crate) async fn read_view<'c, E>(
+    conn: E,
+    session: &str,
+    own: OwnRows,
+) -> Result<View, StoreError>
+where
+    E: sqlx::Executor<'c, Database = sqlx::Any>,
+{
+    let sql = match own {
+        OwnRows::Active => view_query!("m.archived_at IS NULL"),
+        OwnRows::All => view_query!("1 = 1"),
+    };
+    let rows = sqlx::query(sql)
+        .bind(session)
+        .bind(MAX_DEPTH)
+        .fetch_all(conn)
+        .await
+        .db()?;
+    // Per level: its id, what it inherits itself (`base`), how much of its view reaches the
+    // session read (`cap`; none for the session itself), and its rows.
+    let mut levels: BTreeMap<i64, (String, i64, Option<i64>, Vec<LevelRow>)> = BTreeMap::new();
+    for r in &rows {
+        let depth: i64 = r.try_get("depth").db()?;
+        let id: String = r.try_get("level_id").db()?;
+        let base: Option<i64> = r.try_get("base").db()?;
+        let cap: Option<i64> = r.try_get("cap").db()?;
+        let level = levels
+            .entry(depth)
+            .or_insert_with(|| (id.clone(), base.unwrap_or(0), cap, Vec::new()));
+        let position: Option<i64> = r.try_get("position").db()?;
+        if position.is_none() {
+            continue;
+        }
+        let sort_key: Option<i64> = r.try_get("sort_key").db()?;
+        let stored = stored_message(&id, r)?;
+        level.3.push(LevelRow {
+            depth,
+            key: sort_key.unwrap_or(stored.position),
+            position: stored.position,
+            stored,
+        });
+    }
+    let mut view = View::default();
+    let Some((_, expected, _, _)) = levels.get(&0) else {
+        return Ok(view);
+    };
+    let expected = *expected;
+    for (depth, (id, base, cap, mut rows)) in levels.into_iter().rev() {
+        if depth == 0 {
+            match own {
+                OwnRows::Active => rows.sort_by_key(|r| (r.key, r.position)),
+                OwnRows::All => rows.sort_by_key(|r| r.position),
+            }
+            view.own = rows.into_iter().map(|r| r.stored).collect();
+            break;
+        }
+        rows.sort_by_key(|r| (r.key, r.position));
+        let take = cap.unwrap_or(0).saturating_sub(base).max(0);
+        for row in rows.into_iter().take(usize::try_from(take).unwrap_or(0)) {
+            debug_assert_eq!(row.depth, depth);
+            let mut stored = row.stored;
+            let source_position = stored.position;
+            // Active in this view, whatever the parent archived since.
+            stored.archived = false;
+            stored.position = i64::try_from(view.inherited.len()).unwrap_or(i64::MAX);
+            view.inherited.push(ViewRow {
+                source: id.clone(),
+                source_position,
+                stored,
+            });
+        }
+    }
+    if i64::try_from(view.inherited.len()).unwrap_or(i64::MAX) != expected {
+        return Err(StoreError::Corrupt {
+            session: session.to_owned(),
+            position: -1,
+            message: format!(
+                "it inherits {expected} messages from its parent, but {} are there",
+                view.inherited.len()
+            ),
+        });
+    }
+    Ok(view)
+}
+
+/// Copies the messages `session` inherits into it as its own rows (at the positions they have
+/// in its view, every column as stored) and clears its fork, in the caller's write
+/// transaction; nothing for a session without a fork. The view, the tip, the revision and the
+/// message count stay as they were. Returns how many rows were copied.
+pub(crate) async fn materialise(
+    tx: &mut sqlx::AnyConnection,
+    session: &str,
+) -> Result<usize, StoreError> {
+    let forked: Option<i64> = sqlx::query_scalar("SELECT fork_count FROM sessions WHERE id = $1")
+        .bind(session)
+        .fetch_optional(&mut *tx)
+        .await
+        .db()?
+        .flatten();
+    if forked.is_none() {
+        return Ok(0);
+    }
+    let view = read_view(&mut *tx, session, OwnRows::Active).await?;
+    for row in &view.inherited {
+        sqlx::query(
+            "INSERT INTO messages (session_id, position, role, content, tool_calls, tool_call_id, \
+             name, reasoning_content, reasoning, reasoning_details, origin_provider, origin_host, \
+             origin_model, extra, key_order, kind, created_at, match_key) \
+             SELECT $1, $2, role, content, tool_calls, tool_call_id, name, reasoning_content, \
+             reasoning, reasoning_details, origin_provider, origin_host, origin_model, extra, \
+             key_order, kind, created_at, match_key FROM messages \
+             WHERE session_id = $3 AND position = $4",
+        )
+        .bind(session)
+        .bind(row.stored.position)
+        .bind(&row.source)
+        .bind(row.source_position)
+        .execute(&mut *tx)
+        .await
+        .db()?;
+    }
+    sqlx::query(
+        "UPDATE sessions SET fork_revision = NULL, fork_last = NULL, fork_count = NULL \
+         WHERE id = $1",
+    )
+    .bind(session)
+    .execute(&mut *tx)
+    .await
+    .db()?;
+    tracing::info!(
+        session,
+        rows = view.inherited.len(),
+        "branch materialised: its inherited messages copied into it"
+    );
+    Ok(view.inherited.len())
+}
+
+/// How many messages the view at `tip` holds (what a branch from it may inherit at most), read
+/// in the caller's transaction; [`StoreError::NotFound`] when the tip's session is gone.
+pub(crate) async fn view_len_at(
+    tx: &mut sqlx::AnyConnection,
+    tip: &Tip,
+) -> Result<i64, StoreError> {
+    sqlx::query_scalar::<_, i64>(
+        "SELECT COALESCE(s.fork_count, 0) + (SELECT COUNT(*) FROM messages m \
+         WHERE m.session_id = s.id AND m.position <= $2 \
+         AND (m.archived_at IS NULL OR m.archived_rev > $3)) FROM sessions s WHERE s.id = $1",
+    )
+    .bind(tip.session())
+    .bind(tip.last())
+    .bind(tip.revision())
+    .fetch_optional(&mut *tx)
+    .await
+    .db()?
+    .ok_or_else(|| StoreError::NotFound(tip.session().to_owned()))
+}
+
+/// Inserts the branch `id` of `fork`'s session in the caller's write transaction: the parent's
+/// title, provider, model, base URL (and whether it was confirmed), `model_config`, tenant and
+/// partition copied as stored, the fork recorded, and the inherited messages counted in its
+/// `message_count`. The fork's count is checked against the view at its tip first.
+pub(crate) async fn insert_branch(
+    tx: &mut sqlx::AnyConnection,
+    id: &str,
+    fork: &Fork,
+    now: i64,
+) -> Result<(), StoreError> {
+    check_fork(tx, fork).await?;
+    sqlx::query(
+        "INSERT INTO sessions (id, title, parent_id, provider, model, base_url, \
+         base_url_confirmed, model_config, created_at, updated_at, tenant, partition_key, \
+         message_count, fork_revision, fork_last, fork_count) \
+         SELECT $1, title, id, provider, model, base_url, base_url_confirmed, model_config, $2, $2, \
+         tenant, partition_key, $3, $4, $5, $3 FROM sessions WHERE id = $6",
+    )
+    .bind(id)
+    .bind(now)
+    .bind(fork.count)
+    .bind(fork.tip().revision())
+    .bind(fork.tip().last())
+    .bind(fork.tip().session())
+    .execute(&mut *tx)
+    .await
+    .db()?;
+    Ok(())
+}
+
+/// Fails with [`StoreError::BranchBeyondEnd`] when `fork` inherits more than the view at its
+/// tip holds (and [`StoreError::NotFound`] when the tip's session is gone).
+pub(crate) async fn check_fork(
+    tx: &mut sqlx::AnyConnection,
+    fork: &Fork,
+) -> Result<(), StoreError> {
+    let len = view_len_at(tx, fork.tip()).await?;
+    if fork.count > len || fork.count < 0 {
+        return Err(StoreError::BranchBeyondEnd {
+            session: fork.tip().session().to_owned(),
+            at: fork.count(),
+            count: usize::try_from(len).unwrap_or_default(),
+        });
+    }
+    Ok(())
+}
 
 /// `items` reordered so each one whose parent is among them comes after that parent; the
 /// order is otherwise kept. A parent cycle (only a hand-edited database has one) keeps its

@@ -49,6 +49,7 @@ macro_rules! both {
 }
 
 mod gateway;
+mod lineage;
 mod tip;
 
 both!(import_then_export_is_byte_identical);
@@ -1409,7 +1410,8 @@ async fn a_copy_holds_every_row_byte_for_byte_and_a_second_copy_copies_nothing(d
     let report = source.copy_into(&dest).await.unwrap();
     assert_eq!(report.copied.len(), 3, "{report:?}");
     assert!(report.conflicts.is_empty() && report.present.is_empty());
-    assert_eq!(report.messages, 3 + 7 + 2);
+    // The branch shares its two messages with its parent: it has no rows of its own to copy.
+    assert_eq!(report.messages, 3 + 7);
     assert_eq!(report.fleet_verdicts, 1);
     // Parents first: the branch came after the session it branched from.
     let pos = |id: &str| report.copied.iter().position(|c| c == id).unwrap();
@@ -1760,12 +1762,10 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     // The last step undone by hand (as an older hermes would have left it): the next open
     // runs it again.
     for undo in [
-        "DROP TABLE gateway_keys",
-        "DROP INDEX sessions_tenant",
-        "DROP INDEX messages_match_key",
-        "ALTER TABLE messages DROP COLUMN match_key",
-        "ALTER TABLE sessions DROP COLUMN partition_key",
-        "ALTER TABLE sessions DROP COLUMN tenant",
+        "DROP INDEX sessions_parent",
+        "ALTER TABLE sessions DROP COLUMN fork_count",
+        "ALTER TABLE sessions DROP COLUMN fork_last",
+        "ALTER TABLE sessions DROP COLUMN fork_revision",
     ] {
         sqlx::query(undo).execute(&store.pool).await.unwrap();
     }
@@ -1779,16 +1779,10 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     let reopened = db.open().await;
     assert_eq!(count(reopened.clone()).await, steps);
     assert!(reopened.has_session(&id).await.unwrap());
-    // The step's tables and columns are back: the session reads its tenant, keys are kept.
-    assert_eq!(reopened.session(&id).await.unwrap().tenant, None);
-    assert!(reopened.add_gateway_key("acme").await.is_ok());
-    assert_eq!(
-        reopened
-            .find_by_keys("acme", None, &["form:x".to_owned()])
-            .await
-            .unwrap(),
-        None
-    );
+    // The step's columns are back: the session reads without a fork, and a branch records one.
+    assert_eq!(reopened.session(&id).await.unwrap().fork, None);
+    let branch = reopened.branch(&id, None).await.unwrap();
+    assert!(reopened.session(&branch).await.unwrap().fork.is_some());
 }
 
 both!(pool_options_size_the_pool_and_set_sqlites_busy_timeout);
