@@ -85,7 +85,8 @@ const MAX_DEPTH: i64 = 64;
 
 /// A session's view in one statement: its lineage (the session, its parent while it has a fork,
 /// and so on) with, for each ancestor, the tip its child left it at (`lim_rev`, `lim_last`) and
-/// how many messages of its view reach the session read (`cap`); then each level's rows, the
+/// how many messages of its view reach the session read (`cap`; the walk stops where nothing
+/// more is inherited); then each level's rows, the
 /// message columns first (`MessageRow::from_sql` reads them by index), left joined so that a
 /// level without rows still says what it inherits: the session's own rows that `$leaf`
 /// selects, and each ancestor's rows as they stood at its `lim_` tip.
@@ -101,7 +102,7 @@ macro_rules! view_query {
              c.fork_revision, c.fork_last, \
              CASE WHEN c.cap IS NULL OR c.fork_count < c.cap THEN c.fork_count ELSE c.cap END \
              FROM chain c JOIN sessions s ON s.id = c.parent_id \
-             WHERE c.fork_count IS NOT NULL AND c.depth < $2) \
+             WHERE c.fork_count > 0 AND (c.cap IS NULL OR c.cap > 0) AND c.depth < $2) \
              SELECT ",
             message_columns!(),
             ", m.archived_at, m.kind, m.sort_key, c.depth, c.id AS level_id, \
