@@ -3,8 +3,8 @@
 //! branched again, copied, exported or looked up by match key, on both backends.
 
 use hermes_core::{Message, Role, match_key};
-use sqlx::Row as _;
 
+use super::raw_rows;
 use crate::testing::TestDb;
 use crate::{Appended, Fork, NewSession, Store, StoreError};
 
@@ -63,27 +63,6 @@ async fn rows_of(store: &Store, id: &str) -> i64 {
         .fetch_one(&store.pool)
         .await
         .unwrap()
-}
-
-/// Every stored column of a session's rows but the session, the time and the position, in
-/// position order: what "byte for byte" is compared on.
-async fn raw_rows(store: &Store, id: &str) -> Vec<Vec<Option<String>>> {
-    let rows = sqlx::query(
-        "SELECT role, content, tool_calls, tool_call_id, name, reasoning_content, reasoning, \
-         reasoning_details, origin_provider, origin_host, origin_model, extra, key_order, kind, \
-         match_key FROM messages WHERE session_id = $1 ORDER BY position",
-    )
-    .bind(id)
-    .fetch_all(&store.pool)
-    .await
-    .unwrap();
-    rows.iter()
-        .map(|r| {
-            (0..15)
-                .map(|i| r.try_get::<Option<String>, _>(i).unwrap())
-                .collect()
-        })
-        .collect()
 }
 
 /// The session's messages as the exact JSON text a `hermes.session.v1` export holds.
@@ -488,23 +467,12 @@ async fn copies_and_exports_keep_every_branch_view(db: TestDb) {
     assert_eq!(report.copied.len(), 3);
     // The root's fifty rows and its summary; one own row in each branch.
     assert_eq!(report.messages, 51 + 1 + 1);
-    for id in [&root, &child, &grandchild] {
-        assert_eq!(
-            exported(&source, id).await,
-            exported(&dest, id).await,
-            "{id}"
-        );
+    let ids = [root.clone(), child.clone(), grandchild.clone()];
+    super::assert_copied(&source, &dest, &ids).await;
+    for id in &ids {
         assert_eq!(
             source.active(id).await.unwrap(),
             dest.active(id).await.unwrap()
-        );
-        assert_eq!(
-            source.all_messages(id).await.unwrap(),
-            dest.all_messages(id).await.unwrap()
-        );
-        assert_eq!(
-            source.session(id).await.unwrap(),
-            dest.session(id).await.unwrap()
         );
     }
     let mut expected = all[..30].to_vec();

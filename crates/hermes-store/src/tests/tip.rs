@@ -4,30 +4,9 @@ use std::sync::Arc;
 
 use hermes_core::{Message, parse_history};
 
-use super::{SESSION, rd, target};
+use super::{SESSION, raw_rows, rd, target};
 use crate::testing::TestDb;
 use crate::{Appended, NewSession, Store, StoredThinking, Tip};
-
-/// Every stored text of a session's rows (all of them, archived ones included), in position
-/// order: what "byte for byte" is compared on.
-async fn raw_rows(store: &Store, id: &str) -> Vec<Vec<Option<String>>> {
-    let rows = sqlx::query(
-        "SELECT role, content, tool_calls, tool_call_id, name, reasoning_content, reasoning, \
-         reasoning_details, origin_provider, origin_host, origin_model, extra, key_order, kind \
-         FROM messages WHERE session_id = $1 ORDER BY position",
-    )
-    .bind(id)
-    .fetch_all(&store.pool)
-    .await
-    .unwrap();
-    rows.iter()
-        .map(|r| {
-            (0..14)
-                .map(|i| sqlx::Row::try_get::<Option<String>, _>(r, i).unwrap())
-                .collect()
-        })
-        .collect()
-}
 
 /// The reasoning text appender `k` sends, as the exact JSON text on the wire (an escape and a
 /// quote in it, which a re-encoding would change).
