@@ -22,6 +22,7 @@
 //! deleted. A parent's own compaction needs nothing: it records its revision on the rows it
 //! archives, so the view at the branch's fork tip still holds them.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, HashSet};
 
 use sqlx::Row as _;
@@ -189,18 +190,24 @@ where
     let mut levels: BTreeMap<i64, (String, i64, Option<i64>, Vec<LevelRow>)> = BTreeMap::new();
     for r in &rows {
         let depth: i64 = r.try_get("depth").db()?;
-        let id: String = r.try_get("level_id").db()?;
-        let base: Option<i64> = r.try_get("base").db()?;
-        let cap: Option<i64> = r.try_get("cap").db()?;
-        let level = levels
-            .entry(depth)
-            .or_insert_with(|| (id.clone(), base.unwrap_or(0), cap, Vec::new()));
+        let level = match levels.entry(depth) {
+            Entry::Occupied(level) => level.into_mut(),
+            Entry::Vacant(slot) => {
+                let base: Option<i64> = r.try_get("base").db()?;
+                slot.insert((
+                    r.try_get("level_id").db()?,
+                    base.unwrap_or(0),
+                    r.try_get("cap").db()?,
+                    Vec::new(),
+                ))
+            }
+        };
         let position: Option<i64> = r.try_get("position").db()?;
         if position.is_none() {
             continue;
         }
         let sort_key: Option<i64> = r.try_get("sort_key").db()?;
-        let stored = stored_message(&id, r)?;
+        let stored = stored_message(&level.0, r)?;
         level.3.push(LevelRow {
             depth,
             key: sort_key.unwrap_or(stored.position),
