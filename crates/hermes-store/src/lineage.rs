@@ -2,8 +2,8 @@
 //! ordering sessions so that a parent is always stored before its branches (the `parent_id`
 //! foreign key needs it when sessions are copied or imported).
 //!
-//! A branch made by [`Store::branch`], by a stale [`Store::compare_and_append`] or by a
-//! [`NewSession`] with a [`Fork`] copies no row of its parent: it records the parent's [`Tip`]
+//! A branch made by [`Store::branch`](crate::Store::branch), by a stale [`Store::compare_and_append`](crate::Store::compare_and_append) or by a
+//! [`NewSession`](crate::NewSession) with a [`Fork`] copies no row of its parent: it records the parent's [`Tip`]
 //! where it left it and how many messages of the view at that tip it inherits (`sessions`
 //! columns `fork_revision`, `fork_last`, `fork_count`). Its view is the first `fork_count`
 //! messages of the parent's view at that tip (the rows up to the tip's last position not yet
@@ -12,7 +12,7 @@
 //! Positions: the inherited messages stand at `0..fork_count` in the branch's view (their
 //! place in it), and the branch's own rows are numbered from `fork_count` on, so positions are
 //! the ones a copy of the prefix would have had: a [`Tip`] of the branch, a compaction plan made
-//! from its [`Store::active`] view and an `at` index all mean the same with or without a copy.
+//! from its [`Store::active`](crate::Store::active) view and an `at` index all mean the same with or without a copy.
 //!
 //! A branch is *materialised* — its inherited messages copied into it as its own rows at
 //! exactly those positions, every column as stored (carriers byte for byte, match keys, kinds),
