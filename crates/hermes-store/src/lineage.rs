@@ -154,12 +154,12 @@ pub(crate) enum OwnRows {
     All,
 }
 
-/// A row of [`view_query!`], split into its level and its message.
+/// Where a row of [`view_query!`] sorts in its level's view, and which row it is (decoded
+/// only when the view takes it).
 struct LevelRow {
-    depth: i64,
     key: i64,
     position: i64,
-    stored: StoredMessage,
+    row: usize,
 }
 
 /// Reads `session`'s view through `conn` (the pool or a transaction) in one statement: the
@@ -179,7 +179,7 @@ where
         OwnRows::Active => view_query!("m.archived_at IS NULL"),
         OwnRows::All => view_query!("1 = 1"),
     };
-    let rows = sqlx::query(sql)
+    let rows_read = sqlx::query(sql)
         .bind(session)
         .bind(MAX_DEPTH)
         .fetch_all(conn)
@@ -188,7 +188,7 @@ where
     // Per level: its id, what it inherits itself (`base`), how much of its view reaches the
     // session read (`cap`; none for the session itself), and its rows.
     let mut levels: BTreeMap<i64, (String, i64, Option<i64>, Vec<LevelRow>)> = BTreeMap::new();
-    for r in &rows {
+    for (index, r) in rows_read.iter().enumerate() {
         let depth: i64 = r.try_get("depth").db()?;
         let level = match levels.entry(depth) {
             Entry::Occupied(level) => level.into_mut(),
@@ -203,16 +203,14 @@ where
             }
         };
         let position: Option<i64> = r.try_get("position").db()?;
-        if position.is_none() {
+        let Some(position) = position else {
             continue;
-        }
+        };
         let sort_key: Option<i64> = r.try_get("sort_key").db()?;
-        let stored = stored_message(&level.0, r)?;
         level.3.push(LevelRow {
-            depth,
-            key: sort_key.unwrap_or(stored.position),
-            position: stored.position,
-            stored,
+            key: sort_key.unwrap_or(position),
+            position,
+            row: index,
         });
     }
     let mut view = View::default();
@@ -226,15 +224,17 @@ where
                 OwnRows::Active => rows.sort_by_key(|r| (r.key, r.position)),
                 OwnRows::All => rows.sort_by_key(|r| r.position),
             }
-            view.own = rows.into_iter().map(|r| r.stored).collect();
+            view.own = rows
+                .iter()
+                .map(|r| stored_message(&id, &rows_read[r.row]))
+                .collect::<Result<_, _>>()?;
             break;
         }
         rows.sort_by_key(|r| (r.key, r.position));
         let take = cap.unwrap_or(0).saturating_sub(base).max(0);
-        for row in rows.into_iter().take(usize::try_from(take).unwrap_or(0)) {
-            debug_assert_eq!(row.depth, depth);
-            let mut stored = row.stored;
-            let source_position = stored.position;
+        for row in rows.iter().take(usize::try_from(take).unwrap_or(0)) {
+            let mut stored = stored_message(&id, &rows_read[row.row])?;
+            let source_position = row.position;
             // Active in this view, whatever the parent archived since.
             stored.archived = false;
             stored.position = i64::try_from(view.inherited.len()).unwrap_or(i64::MAX);
