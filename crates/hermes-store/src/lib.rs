@@ -1106,15 +1106,16 @@ impl Store {
     /// The active view with each message's position (a branch's inherited messages at
     /// `0..`, see [`Fork`]).
     pub async fn active(&self, session: &str) -> Result<Vec<StoredMessage>, StoreError> {
-        read_active(&self.pool, session).await
+        read_active(&mut *self.pool.acquire().await.db()?, session).await
     }
 
     /// Every row of the session, archived ones included, in append order; for a branch that
     /// shares its parent's prefix, the messages it inherits come first (as its view holds
     /// them: the parent's rows archived before the fork are not the branch's).
     pub async fn all_messages(&self, session: &str) -> Result<Vec<StoredMessage>, StoreError> {
+        let mut conn = self.pool.acquire().await.db()?;
         Ok(
-            lineage::read_view(&self.pool, session, lineage::OwnRows::All)
+            lineage::read_view(&mut conn, session, lineage::OwnRows::All)
                 .await?
                 .messages(),
         )
@@ -1405,17 +1406,49 @@ async fn insert_session(
 }
 
 /// The session's active view, read through `conn` (the pool, or a transaction): archived rows
-/// are left out and each checkpoint or shrunk row stands where the rows it replaces stood.
-pub(crate) async fn read_active<'c, E>(
+/// are left out and each checkpoint or shrunk row stands where the rows it replaces stood; a
+/// branch's inherited messages come first (see [`Fork`]).
+pub(crate) async fn read_active(
+    conn: &mut sqlx::AnyConnection,
+    session: &str,
+) -> Result<Vec<StoredMessage>, StoreError> {
+    Ok(lineage::read_view(conn, session, lineage::OwnRows::Active)
+        .await?
+        .messages())
+}
+
+/// [`read_active`] of a session known to inherit nothing (its row has no fork): its own rows
+/// alone, by the messages' primary key, without walking a lineage.
+pub(crate) async fn read_unforked_active<'c, E>(
     conn: E,
     session: &str,
 ) -> Result<Vec<StoredMessage>, StoreError>
 where
     E: sqlx::Executor<'c, Database = sqlx::Any>,
 {
-    Ok(lineage::read_view(conn, session, lineage::OwnRows::Active)
-        .await?
-        .messages())
+    // Read in primary-key order (no sort in SQLite: a 23 MB session would spill to a temp
+    // B-tree), then move checkpoints and shrunk rows to their slots with a stable sort.
+    let rows = sqlx::query(concat!(
+        "SELECT ",
+        message_columns!(),
+        ", archived_at, kind, sort_key FROM messages WHERE session_id = $1 AND archived_at IS NULL \
+         ORDER BY position"
+    ))
+    .bind(session)
+    .fetch_all(conn)
+    .await
+    .db()?;
+    let mut keyed = rows
+        .iter()
+        .map(|r| {
+            let key: Option<i64> = r.try_get("sort_key").db()?;
+            Ok((key, stored_message(session, r)?))
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    if keyed.iter().any(|(key, _)| key.is_some()) {
+        keyed.sort_by_key(|(key, m)| (key.unwrap_or(m.position), m.position));
+    }
+    Ok(keyed.into_iter().map(|(_, m)| m).collect())
 }
 
 async fn append_rows(

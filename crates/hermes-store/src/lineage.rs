@@ -22,7 +22,6 @@
 //! deleted. A parent's own compaction needs nothing: it records its revision on the rows it
 //! archives, so the view at the branch's fork tip still holds them.
 
-use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, HashSet};
 
 use sqlx::Row as _;
@@ -84,36 +83,128 @@ pub(crate) fn fork_of(row: &crate::DbRow) -> Result<Option<Fork>, StoreError> {
 /// How many ancestors a view is read through at most (a guard against a hand-made cycle).
 const MAX_DEPTH: i64 = 64;
 
-/// A session's view in one statement: its lineage (the session, its parent while it has a fork,
-/// and so on) with, for each ancestor, the tip its child left it at (`lim_rev`, `lim_last`) and
-/// how many messages of its view reach the session read (`cap`; the walk stops where nothing
-/// more is inherited); then each level's rows, the
-/// message columns first (`MessageRow::from_sql` reads them by index), left joined so that a
-/// level without rows still says what it inherits: the session's own rows that `$leaf`
-/// selects, and each ancestor's rows as they stood at its `lim_` tip.
-macro_rules! view_query {
-    ($leaf:literal) => {
-        concat!(
-            "WITH RECURSIVE chain (depth, id, parent_id, fork_revision, fork_last, fork_count, \
-             lim_rev, lim_last, cap) AS (\
-             SELECT CAST(0 AS BIGINT), id, parent_id, fork_revision, fork_last, fork_count, \
-             CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT) FROM sessions WHERE id = $1 \
-             UNION ALL \
-             SELECT c.depth + 1, s.id, s.parent_id, s.fork_revision, s.fork_last, s.fork_count, \
-             c.fork_revision, c.fork_last, \
-             CASE WHEN c.cap IS NULL OR c.fork_count < c.cap THEN c.fork_count ELSE c.cap END \
-             FROM chain c JOIN sessions s ON s.id = c.parent_id \
-             WHERE c.fork_count > 0 AND (c.cap IS NULL OR c.cap > 0) AND c.depth < $2) \
-             SELECT ",
-            message_columns!(),
-            ", m.archived_at, m.kind, m.sort_key, c.depth, c.id AS level_id, \
-             c.fork_count AS base, c.cap FROM chain c LEFT JOIN messages m \
-             ON m.session_id = c.id AND ((c.depth = 0 AND ",
-            $leaf,
-            ") OR (c.depth > 0 AND m.position <= c.lim_last \
-             AND (m.archived_at IS NULL OR m.archived_rev > c.lim_rev)))"
-        )
+/// A session's lineage in one statement: the session, its parent while it inherits from it,
+/// and so on (the walk stops where nothing more is inherited), each with what it inherits
+/// itself (`fork_count`), the tip its child left it at (`lim_rev`, `lim_last`; none for the
+/// session itself) and how many messages of its view reach the session read (`cap`; none for
+/// the session itself).
+const CHAIN: &str = "WITH RECURSIVE chain (depth, id, parent_id, fork_revision, \
+     fork_last, fork_count, lim_rev, lim_last, cap) AS (\
+     SELECT CAST(0 AS BIGINT), id, parent_id, fork_revision, fork_last, fork_count, \
+     CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT) FROM sessions WHERE id = $1 \
+     UNION ALL \
+     SELECT c.depth + 1, s.id, s.parent_id, s.fork_revision, s.fork_last, s.fork_count, \
+     c.fork_revision, c.fork_last, \
+     CASE WHEN c.cap IS NULL OR c.fork_count < c.cap THEN c.fork_count ELSE c.cap END \
+     FROM chain c JOIN sessions s ON s.id = c.parent_id \
+     WHERE c.fork_count > 0 AND (c.cap IS NULL OR c.cap > 0) AND c.depth < $2) \
+     SELECT depth, id, fork_count, lim_rev, lim_last, cap FROM chain ORDER BY depth";
+
+/// One level of a lineage ([`CHAIN`]).
+pub(crate) struct Level {
+    depth: i64,
+    id: String,
+    /// How many messages this level inherits itself (its own rows start there).
+    base: i64,
+    /// The tip its child left it at: `(revision, last)`; none for the session read.
+    tip: Option<(i64, i64)>,
+    /// How many messages of its view reach the session read; none for the session read.
+    cap: Option<i64>,
+}
+
+impl Level {
+    /// How many of its own rows the session read inherits (all for the session itself).
+    fn take(&self) -> Option<i64> {
+        self.cap.map(|cap| cap.saturating_sub(self.base).max(0))
+    }
+}
+
+/// The rows of one level of a lineage, as one arm of the view's `UNION ALL`: the session's own
+/// rows that `own` selects, or an ancestor's rows as they stood at the tip its child left it
+/// at; each arm an equality on `messages.session_id` (the primary key's first column), so
+/// every backend reads them by the index. `first` is the arm's first placeholder number.
+pub(crate) fn level_sql(level: &Level, own: OwnRows, first: usize) -> String {
+    let condition = match (level.tip, own) {
+        (Some(_), _) => format!(
+            " AND position <= ${} AND (archived_at IS NULL OR archived_rev > ${})",
+            first + 1,
+            first + 2
+        ),
+        (None, OwnRows::Active) => " AND archived_at IS NULL".to_owned(),
+        (None, OwnRows::All) => String::new(),
     };
+    format!(
+        concat!(
+            "SELECT ",
+            message_columns!(),
+            ", archived_at, kind, sort_key, CAST({depth} AS BIGINT) AS depth FROM messages \
+             WHERE session_id = ${first}{condition}"
+        ),
+        depth = level.depth,
+        first = first,
+        condition = condition,
+    )
+}
+
+/// The lineage of `session` ([`CHAIN`]), the session itself first; empty when there is no
+/// such session.
+pub(crate) async fn lineage_of(
+    conn: &mut sqlx::AnyConnection,
+    session: &str,
+) -> Result<Vec<Level>, StoreError> {
+    let chain = sqlx::query(CHAIN)
+        .bind(session)
+        .bind(MAX_DEPTH)
+        .fetch_all(&mut *conn)
+        .await
+        .db()?;
+    chain
+        .iter()
+        .map(|r| {
+            let base: Option<i64> = r.try_get("fork_count").db()?;
+            let rev: Option<i64> = r.try_get("lim_rev").db()?;
+            let last: Option<i64> = r.try_get("lim_last").db()?;
+            Ok(Level {
+                depth: r.try_get("depth").db()?,
+                id: r.try_get("id").db()?,
+                base: base.unwrap_or(0),
+                tip: rev.zip(last),
+                cap: r.try_get("cap").db()?,
+            })
+        })
+        .collect()
+}
+
+/// The levels of a lineage the view takes anything from (the session itself always).
+fn taken(levels: &[Level]) -> impl DoubleEndedIterator<Item = &Level> {
+    levels.iter().filter(|l| l.take().is_none_or(|t| t > 0))
+}
+
+/// The view query of `levels` (what [`read_view`] runs after [`lineage_of`]), its text after
+/// `prefix` (`EXPLAIN` in a test), its arguments bound: per level that the view takes from,
+/// the session id and, for an ancestor, the tip its child left it at.
+pub(crate) fn view_query<'q>(
+    levels: &'q [Level],
+    own: OwnRows,
+    prefix: &str,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+    let mut arms = Vec::with_capacity(levels.len());
+    let mut next = 1;
+    for level in taken(levels) {
+        arms.push(level_sql(level, own, next));
+        next += if level.tip.is_some() { 3 } else { 1 };
+    }
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "{prefix}{}",
+        arms.join(" UNION ALL ")
+    )));
+    for level in taken(levels) {
+        query = query.bind(level.id.as_str());
+        if let Some((revision, last)) = level.tip {
+            query = query.bind(last).bind(revision);
+        }
+    }
+    query
 }
 
 /// One message of a view, with the row it is read from.
@@ -154,93 +245,67 @@ pub(crate) enum OwnRows {
     All,
 }
 
-/// Where a row of [`view_query!`] sorts in its level's view, and which row it is (decoded
-/// only when the view takes it).
+/// Where a row of the view query sorts in its level's view, and which row it is (decoded only
+/// when the view takes it).
 struct LevelRow {
     key: i64,
     position: i64,
     row: usize,
 }
 
-/// Reads `session`'s view through `conn` (the pool or a transaction) in one statement: the
-/// messages it inherits (see the module doc), then its own rows as `own` says. A session
-/// without a fork reads as before (its own rows alone); an unknown session reads as empty.
-/// A branch whose inherited messages cannot all be found (only a hand-edited database has one)
-/// is [`StoreError::Corrupt`].
-pub(crate) async fn read_view<'c, E>(
-    conn: E,
+/// Reads `session`'s view through `conn` (a connection or a transaction) in two statements:
+/// its lineage ([`lineage_of`]), then in one query the rows of every level the view takes
+/// anything from ([`view_query`]): the messages it inherits (see the module doc), then its own
+/// rows as `own` says. A session without a fork reads its own rows alone; an unknown session
+/// reads as empty. A branch whose inherited messages cannot all be found (only a hand-edited
+/// database has one) is [`StoreError::Corrupt`].
+pub(crate) async fn read_view(
+    conn: &mut sqlx::AnyConnection,
     session: &str,
     own: OwnRows,
-) -> Result<View, StoreError>
-where
-    E: sqlx::Executor<'c, Database = sqlx::Any>,
-{
-    let sql = match own {
-        OwnRows::Active => view_query!("m.archived_at IS NULL"),
-        OwnRows::All => view_query!("1 = 1"),
+) -> Result<View, StoreError> {
+    let levels = lineage_of(conn, session).await?;
+    let mut view = View::default();
+    let Some(expected) = levels.first().map(|l| l.base) else {
+        return Ok(view);
     };
-    let rows_read = sqlx::query(sql)
-        .bind(session)
-        .bind(MAX_DEPTH)
-        .fetch_all(conn)
+    let rows = view_query(&levels, own, "")
+        .fetch_all(&mut *conn)
         .await
         .db()?;
-    // Per level: its id, what it inherits itself (`base`), how much of its view reaches the
-    // session read (`cap`; none for the session itself), and its rows.
-    let mut levels: BTreeMap<i64, (String, i64, Option<i64>, Vec<LevelRow>)> = BTreeMap::new();
-    for (index, r) in rows_read.iter().enumerate() {
+    let mut by_level: BTreeMap<i64, Vec<LevelRow>> = BTreeMap::new();
+    for (index, r) in rows.iter().enumerate() {
         let depth: i64 = r.try_get("depth").db()?;
-        let level = match levels.entry(depth) {
-            Entry::Occupied(level) => level.into_mut(),
-            Entry::Vacant(slot) => {
-                let base: Option<i64> = r.try_get("base").db()?;
-                slot.insert((
-                    r.try_get("level_id").db()?,
-                    base.unwrap_or(0),
-                    r.try_get("cap").db()?,
-                    Vec::new(),
-                ))
-            }
-        };
-        let position: Option<i64> = r.try_get("position").db()?;
-        let Some(position) = position else {
-            continue;
-        };
+        let position: i64 = r.try_get("position").db()?;
         let sort_key: Option<i64> = r.try_get("sort_key").db()?;
-        level.3.push(LevelRow {
+        by_level.entry(depth).or_default().push(LevelRow {
             key: sort_key.unwrap_or(position),
             position,
             row: index,
         });
     }
-    let mut view = View::default();
-    let Some((_, expected, _, _)) = levels.get(&0) else {
-        return Ok(view);
-    };
-    let expected = *expected;
-    for (depth, (id, base, cap, mut rows)) in levels.into_iter().rev() {
-        if depth == 0 {
-            match own {
-                OwnRows::Active => rows.sort_by_key(|r| (r.key, r.position)),
-                OwnRows::All => rows.sort_by_key(|r| r.position),
-            }
-            view.own = rows
-                .iter()
-                .map(|r| stored_message(&id, &rows_read[r.row]))
-                .collect::<Result<_, _>>()?;
-            break;
+    // The root first: each ancestor's share of the view, in its view's order.
+    for level in taken(&levels).rev() {
+        let mut mine = by_level.remove(&level.depth).unwrap_or_default();
+        match (level.take(), own) {
+            (None, OwnRows::All) => mine.sort_by_key(|r| r.position),
+            _ => mine.sort_by_key(|r| (r.key, r.position)),
         }
-        rows.sort_by_key(|r| (r.key, r.position));
-        let take = cap.unwrap_or(0).saturating_sub(base).max(0);
-        for row in rows.iter().take(usize::try_from(take).unwrap_or(0)) {
-            let mut stored = stored_message(&id, &rows_read[row.row])?;
-            let source_position = row.position;
+        let Some(take) = level.take() else {
+            view.own = mine
+                .iter()
+                .map(|r| stored_message(&level.id, &rows[r.row]))
+                .collect::<Result<_, _>>()?;
+            continue;
+        };
+        for row in mine.iter().take(usize::try_from(take).unwrap_or(0)) {
+            let mut stored = stored_message(&level.id, &rows[row.row])?;
             // Active in this view, whatever the parent archived since.
             stored.archived = false;
             stored.position = i64::try_from(view.inherited.len()).unwrap_or(i64::MAX);
             view.inherited.push(ViewRow {
-                source: id.clone(),
-                source_position,
+                source: level.id.clone(),
+                source_position: row.position,
                 stored,
             });
         }

@@ -16,7 +16,7 @@ use sqlx::Row as _;
 use crate::verdicts::member_of;
 use crate::{
     DbResult as _, SessionMeta, Store, StoreError, StoredMessage, StoredThinking, meta_from_row,
-    new_session_id, now_ms, read_active, store_rows,
+    new_session_id, now_ms, read_active, read_unforked_active, store_rows,
 };
 
 /// Where a session ended when it was read: what [`Store::compare_and_append`] compares. Opaque
@@ -182,7 +182,13 @@ impl Store {
         let meta = meta_from_row(&row)?;
         let tip = tip_of(session, &row)?;
         drop(row);
-        let active = read_active(&mut *tx, session).await?;
+        // A session that inherits nothing (most of them) is read by its own rows alone, as
+        // before branches shared prefixes; a branch through its lineage (still one statement).
+        let active = if meta.fork.is_some() {
+            read_active(&mut tx, session).await?
+        } else {
+            read_unforked_active(&mut *tx, session).await?
+        };
         tx.commit().await.db()?;
         Ok(Snapshot {
             verdicts: member_of(session, &meta.model_config)?,

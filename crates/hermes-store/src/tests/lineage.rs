@@ -3,6 +3,7 @@
 //! branched again, copied, exported or looked up by match key, on both backends.
 
 use hermes_core::{Message, Role, match_key};
+use sqlx::Row as _;
 
 use super::raw_rows;
 use crate::testing::TestDb;
@@ -581,4 +582,48 @@ async fn a_snapshot_of_a_branch_equals_the_separate_reads(db: TestDb) {
         snapshot.meta.fork.as_ref().map(|f| f.tip().session()),
         Some(parent.as_str())
     );
+}
+
+both!(a_branch_view_is_read_by_the_messages_primary_key);
+async fn a_branch_view_is_read_by_the_messages_primary_key(db: TestDb) {
+    let store = db.open().await;
+    // Many sessions and rows, statistics gathered: the planner has a real choice.
+    let mut parent = String::new();
+    for s in 0..30 {
+        let messages: Vec<Message> = (0..60).map(|i| user(&format!("m{s}.{i}"))).collect();
+        parent = session_with(&store, None, &messages).await;
+    }
+    let child = store.branch(&parent, Some(40)).await.unwrap();
+    store.append(&child, &[user("mine")]).await.unwrap();
+    let grandchild = store.branch(&child, None).await.unwrap();
+    sqlx::query("ANALYZE").execute(&store.pool).await.unwrap();
+    let (explain, column) = match store.backend() {
+        crate::Backend::Sqlite => ("EXPLAIN QUERY PLAN ", "detail"),
+        crate::Backend::Postgres => ("EXPLAIN ", "QUERY PLAN"),
+    };
+    let mut conn = store.pool.acquire().await.unwrap();
+    let levels = crate::lineage::lineage_of(&mut conn, &grandchild)
+        .await
+        .unwrap();
+    assert_eq!(levels.len(), 3, "the grandchild, the child, the parent");
+    let rows = crate::lineage::view_query(&levels, crate::lineage::OwnRows::Active, explain)
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap();
+    let plan: Vec<String> = rows.iter().map(|r| r.try_get(column).unwrap()).collect();
+    let plan = plan.join("\n");
+    assert!(
+        !plan.contains("SCAN messages") && !plan.contains("Seq Scan on messages"),
+        "{plan}"
+    );
+    let index = match store.backend() {
+        crate::Backend::Sqlite => "sqlite_autoindex_messages_1",
+        crate::Backend::Postgres => "messages_pkey",
+    };
+    assert_eq!(
+        plan.matches(index).count(),
+        3,
+        "one index read per level: {plan}"
+    );
+    assert_eq!(store.messages(&grandchild).await.unwrap().len(), 41);
 }
