@@ -627,3 +627,60 @@ async fn a_branch_view_is_read_by_the_messages_primary_key(db: TestDb) {
     );
     assert_eq!(store.messages(&grandchild).await.unwrap().len(), 41);
 }
+
+both!(
+    branches_made_while_their_parent_is_deleted_keep_their_view_or_fail,
+    multi_thread
+);
+async fn branches_made_while_their_parent_is_deleted_keep_their_view_or_fail(db: TestDb) {
+    let store = db.open().await;
+    let all = fifty();
+    let parent = session_with(&store, None, &all).await;
+    let tip = store.tip(&parent).await.unwrap();
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(9));
+    let mut tasks = Vec::new();
+    for k in 0..8_usize {
+        let (store, parent, tip, barrier) =
+            (store.clone(), parent.clone(), tip.clone(), barrier.clone());
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            let shared = 10 + k;
+            if k.is_multiple_of(2) {
+                store
+                    .branch(&parent, Some(shared))
+                    .await
+                    .map(|id| (id, shared, false))
+            } else {
+                let new = NewSession {
+                    fork: Some(Box::new(Fork::new(tip, shared))),
+                    ..NewSession::default()
+                };
+                store
+                    .create_with_messages(&new, &[user("own")])
+                    .await
+                    .map(|id| (id, shared, true))
+            }
+        }));
+    }
+    barrier.wait().await;
+    store.delete(&parent).await.unwrap();
+    for task in tasks {
+        match task.await.unwrap() {
+            // Made before the deletion: materialised by it, whole.
+            Ok((id, shared, own)) => {
+                let mut expected = all[..shared].to_vec();
+                if own {
+                    expected.push(user("own"));
+                }
+                assert_eq!(store.messages(&id).await.unwrap(), expected, "{id}");
+                let meta = store.session(&id).await.unwrap();
+                assert_eq!((meta.parent_id, meta.fork), (None, None));
+            }
+            // After it: the parent is gone, nothing is made.
+            Err(StoreError::NotFound(gone)) => assert_eq!(gone, parent),
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let sessions = store.list().await.unwrap();
+    assert!(sessions.iter().all(|s| s.fork.is_none()), "{sessions:?}");
+}
