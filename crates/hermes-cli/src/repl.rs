@@ -69,7 +69,7 @@ pub(crate) type Out = Arc<Mutex<dyn Write + Send>>;
 
 const HELP: &str = "commands:
   /compact   summarise the earlier conversation now (originals stay archived)
-  /branch    copy this session (every carrier, the verdicts) into a new one and continue there
+  /branch    continue in a new session that shares this one (every carrier, the verdicts; nothing copied)
   /model P/M continue this session on provider P, model M (what each route may receive is decided per request)
   /session   show the session id, route, counts and thinking request
   /verdicts  show which carriers providers refused for this session

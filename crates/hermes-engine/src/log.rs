@@ -84,14 +84,14 @@ impl<'a> StoreLog<'a> {
     /// later steps are appended plainly, or with `compare` at the tip the first left.
     pub(crate) fn new_session(
         store: &'a Store,
-        new: NewSession,
+        new: Box<NewSession>,
         created: &'a Mutex<Option<String>>,
         compare: bool,
     ) -> Self {
         StoreLog {
             store,
             session: Mutex::new(Session::New {
-                new: Box::new(new),
+                new,
                 verdicts: Verdicts::default(),
                 wire_verdicts: WireVerdicts::default(),
                 compare,
@@ -167,7 +167,7 @@ impl<'a> StoreLog<'a> {
         enum Pending {
             Plain(String),
             Compare(Tip),
-            Create(NewSession, bool),
+            Create(Box<NewSession>, bool),
         }
         let pending = {
             let session = self.session.lock().map_err(poisoned)?;
@@ -191,7 +191,7 @@ impl<'a> StoreLog<'a> {
                             serde_json::to_value(wire_verdicts)?,
                         );
                     }
-                    Pending::Create(new, *compare)
+                    Pending::Create(Box::new(new), *compare)
                 }
             }
         };

@@ -440,19 +440,23 @@ impl Engine {
                 tip,
                 landed: &landed,
             },
-            Place::Branch(parent) => {
+            Place::Branch { parent, fork } => {
                 let mut new = owned(new_session(&target.settled, thinking, &title), &owner);
                 new.title = parent.title;
                 new.parent_id = Some(parent.id);
                 new.model_config = parent.model_config;
+                new.fork = Some(fork);
                 Destination::New {
-                    new,
+                    new: Box::new(new),
                     created: &landed,
                     compare: true,
                 }
             }
             Place::New => Destination::New {
-                new: owned(new_session(&target.settled, thinking, &title), &owner),
+                new: Box::new(owned(
+                    new_session(&target.settled, thinking, &title),
+                    &owner,
+                )),
                 created: &landed,
                 compare: true,
             },
@@ -501,7 +505,9 @@ impl Engine {
     /// `conversation` becomes the history to send up to the input (stored carriers
     /// re-attached), and the result says what the turn stores before its input and where: at
     /// `tip` when the history holds the whole stored view, else on a new branch from where the
-    /// two part, created with the turn's first step (a failed turn leaves no branch).
+    /// two part, created with the turn's first step (a failed turn leaves no branch): the
+    /// branch shares the stored view read up to there by reference (a [`hermes_store::Fork`]
+    /// of `tip`) and stores only what the client sent after it, then the turn.
     async fn line_up(
         &self,
         store: &Store,
@@ -521,12 +527,17 @@ impl Engine {
         let (place, preamble) = match tip {
             Some(tip) if cut == stored.len() => (Place::Tip(tip), all[cut..].to_vec()),
             Some(tip) => {
-                // The histories part at `cut`: a branch holding the stored prefix (full tool
-                // outputs and all), then what the client sent from there.
+                // The histories part at `cut`: a branch sharing the stored prefix as read (full
+                // tool outputs and all, no copy), then what the client sent from there.
                 let parent = store.session(tip.session()).await?;
-                let mut preamble = stored[..cut].to_vec();
-                preamble.extend_from_slice(&all[cut..]);
-                (Place::Branch(Box::new(parent)), preamble)
+                let fork = Box::new(hermes_store::Fork::new(tip, cut));
+                (
+                    Place::Branch {
+                        parent: Box::new(parent),
+                        fork,
+                    },
+                    all[cut..].to_vec(),
+                )
             }
             None => (Place::New, all.clone()),
         };
@@ -550,8 +561,13 @@ struct LinedUp {
 enum Place {
     /// At the stored session's tip (compare-and-append).
     Tip(hermes_store::Tip),
-    /// On a new branch of this stored session.
-    Branch(Box<hermes_store::SessionMeta>),
+    /// On a new branch of a stored session, sharing a prefix of its view as read.
+    Branch {
+        /// The stored session (its title and `model_config` go to the branch).
+        parent: Box<hermes_store::SessionMeta>,
+        /// The prefix shared: the view read at its tip, up to where the histories part.
+        fork: Box<hermes_store::Fork>,
+    },
     /// In a new session.
     New,
 }

@@ -343,7 +343,7 @@ impl ChatSession {
         let destination = match &self.id {
             Some(id) => Destination::Stored(id),
             None => Destination::New {
-                new,
+                new: Box::new(new),
                 created: &self.created,
                 compare: false,
             },

@@ -28,8 +28,8 @@ pub(crate) enum Destination<'a> {
     },
     /// A new session, created with the first step; its id is written to `created` at once.
     New {
-        /// What it is created with.
-        new: NewSession,
+        /// What it is created with (boxed: the other variants are far smaller).
+        new: Box<NewSession>,
         /// Where its id is written.
         created: &'a Mutex<Option<String>>,
         /// Later steps compare-and-append (a request) rather than append under a lease.

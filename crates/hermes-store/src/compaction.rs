@@ -85,6 +85,9 @@ impl Store {
         inserts: &[(i64, &Message, RowKind)],
     ) -> Result<(), StoreError> {
         let mut tx = self.write_tx(session).await?;
+        // A branch that shares its parent's prefix owns it first: the compaction archives and
+        // re-slots rows that must be its own (same positions, so the plan stands).
+        crate::lineage::materialise(&mut tx, session).await?;
         let now = now_ms();
         let corrupt = |position: i64, message: &str| StoreError::Corrupt {
             session: session.to_owned(),

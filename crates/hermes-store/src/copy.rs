@@ -1,6 +1,8 @@
 //! Copying every session from one store to another (`hermes sessions migrate --to URL`): rows
 //! as stored, column by column, archived rows, checkpoints, verdicts, origins and lineage
-//! included; each session in one transaction, then read back and compared byte for byte.
+//! included (a branch that shares its parent's prefix by reference keeps its fork, and its
+//! parent is copied first); each session in one transaction, then read back and compared byte
+//! for byte.
 
 use std::collections::HashMap;
 
@@ -30,6 +32,9 @@ struct RawSession {
     revision: i64,
     tenant: Option<String>,
     partition_key: Option<String>,
+    fork_revision: Option<i64>,
+    fork_last: Option<i64>,
+    fork_count: Option<i64>,
 }
 
 /// Every column of a `messages` row, as stored.
@@ -101,6 +106,9 @@ impl RawSession {
             revision: r.try_get("revision").db()?,
             tenant: r.try_get("tenant").db()?,
             partition_key: r.try_get("partition_key").db()?,
+            fork_revision: r.try_get("fork_revision").db()?,
+            fork_last: r.try_get("fork_last").db()?,
+            fork_count: r.try_get("fork_count").db()?,
         })
     }
 }
@@ -246,7 +254,7 @@ impl Store {
         sqlx::query(concat!(
             "INSERT INTO sessions (",
             session_columns!(),
-            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)"
+            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)"
         ))
         .bind(&session.id)
         .bind(&session.title)
@@ -267,6 +275,9 @@ impl Store {
         .bind(session.revision)
         .bind(&session.tenant)
         .bind(&session.partition_key)
+        .bind(session.fork_revision)
+        .bind(session.fork_last)
+        .bind(session.fork_count)
         .execute(&mut *tx)
         .await
         .db()?;

@@ -184,6 +184,13 @@ impl Store {
     /// only sessions without a partition; sessions of other tenants, and CLI sessions (no
     /// tenant), are never found. `None`: no session holds any of the keys.
     ///
+    /// A message is found where it is stored: one in a prefix that branches share by reference
+    /// ([`Fork`](crate::Fork)) is found in the session that stores it, whose view holds it at
+    /// the same position as theirs (a history that ends in that prefix parts from either at the
+    /// same place, and its turn branches sharing the same messages); one in a branch's own rows
+    /// is found in that branch. A materialised branch stores its prefix itself and is found by
+    /// it like any session.
+    ///
     /// One indexed query (`messages (match_key)`) per 256 distinct keys, latest first;
     /// usually one in all.
     pub async fn find_by_keys(

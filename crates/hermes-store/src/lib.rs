@@ -35,6 +35,11 @@
 //!   read transaction, with the session's [`Tip`]; [`Store::compare_and_append`] appends at that
 //!   tip when the session still ends there, else stores a branch of the view that was read
 //!   ([`Appended`]). Every append and compaction moves the session's revision on.
+//! - Branches share their parent's prefix by reference ([`Fork`], `lineage.rs`): a branch
+//!   ([`Store::branch`], a stale compare-and-append, a [`NewSession::fork`]) records its
+//!   parent's tip and how many messages of that view it inherits, stores only its own rows, and
+//!   reads the inherited ones through its parent; it is materialised (the inherited rows copied
+//!   into it) only before it is compacted or its parent deleted.
 //! - The gateway (SPEC §10): sessions belong to a tenant and partition ([`NewSession::tenant`],
 //!   [`NewSession::partition`]), every message row carries its match key
 //!   ([`hermes_core::normal::match_key`]) and [`Store::find_by_keys`] finds the conversation an
@@ -62,6 +67,7 @@ pub use copy::CopyReport;
 pub use fleet::FleetVerdict;
 pub use gateway::{Found, GatewayKey};
 pub use leases::Lease;
+pub use lineage::Fork;
 pub use original::{OriginalDb, OriginalRow, OriginalSession, is_python_original, read_original};
 pub use ownership::{Ownership, ownership};
 pub use thinking::{StoredThinking, THINKING_KEY};
@@ -152,6 +158,11 @@ static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
             "gateway",
             include_str!("../migrations/sqlite/0009_gateway.sql"),
         ),
+        (
+            10,
+            "lineage",
+            include_str!("../migrations/sqlite/0010_lineage.sql"),
+        ),
     ])
 });
 
@@ -178,6 +189,11 @@ static PG_MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
             4,
             "gateway",
             include_str!("../migrations/postgres/0004_gateway.sql"),
+        ),
+        (
+            5,
+            "lineage",
+            include_str!("../migrations/postgres/0005_lineage.sql"),
         ),
     ])
 });
@@ -310,6 +326,10 @@ pub struct SessionMeta {
     pub title: Option<String>,
     /// The session it was branched from.
     pub parent_id: Option<String>,
+    /// Where it shares its parent's prefix by reference (the parent's tip then, and how many
+    /// messages of that view it inherits); `None` when it holds every message of its view
+    /// itself (not a branch, or a branch since materialised, see [`Fork`]).
+    pub fork: Option<Fork>,
     /// Provider id.
     pub provider: Option<String>,
     /// Model id.
@@ -331,7 +351,8 @@ pub struct SessionMeta {
     pub created_at: i64,
     /// Last change, Unix milliseconds.
     pub updated_at: i64,
-    /// Number of messages.
+    /// Number of rows of its view ever stored: the inherited messages of a branch, then its own
+    /// rows (archived ones and compaction rows included).
     pub message_count: i64,
     /// Prompt tokens reported by providers.
     pub input_tokens: i64,
@@ -382,7 +403,7 @@ fn stored_message(session: &str, r: &DbRow) -> Result<StoredMessage, StoreError>
 pub struct NewSession {
     /// Title.
     pub title: Option<String>,
-    /// Parent session (for branches).
+    /// Parent session (for branches). With [`NewSession::fork`], the fork's session instead.
     pub parent_id: Option<String>,
     /// Provider id.
     pub provider: Option<String>,
@@ -400,6 +421,12 @@ pub struct NewSession {
     pub tenant: Option<Box<str>>,
     /// The client's partition within the tenant; `None` (the default) when it named none.
     pub partition: Option<Box<str>>,
+    /// The new session is a branch sharing this prefix of another session's view by reference
+    /// (no row of it is copied): its parent is the fork's session, its view the fork's
+    /// messages and then its own. The count is checked against the view at the fork's tip
+    /// ([`StoreError::BranchBeyondEnd`]); the other fields are the new session's own (callers
+    /// usually copy the parent's). Boxed, as the tenant is, to keep `NewSession` small.
+    pub fork: Option<Box<Fork>>,
 }
 
 pub(crate) fn now_ms() -> i64 {
@@ -424,6 +451,7 @@ fn meta_from_row(row: &DbRow) -> Result<SessionMeta, StoreError> {
     Ok(SessionMeta {
         title: row.try_get("title").db()?,
         parent_id: row.try_get("parent_id").db()?,
+        fork: lineage::fork_of(row)?,
         provider: row.try_get("provider").db()?,
         model: row.try_get("model").db()?,
         base_url: row.try_get("base_url").db()?,
@@ -939,11 +967,7 @@ impl Store {
             Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await.db(),
             Backend::Postgres => {
                 let mut tx = self.pool.begin().await.db()?;
-                sqlx::query("SELECT 1 FROM pg_advisory_xact_lock(hashtextextended($1, 0))")
-                    .bind(scope)
-                    .execute(&mut *tx)
-                    .await
-                    .db()?;
+                lock_scope(&mut tx, scope).await?;
                 Ok(tx)
             }
         }
@@ -952,7 +976,7 @@ impl Store {
     /// Creates an empty session and returns its id.
     pub async fn create_session(&self, new: &NewSession) -> Result<String, StoreError> {
         let id = new_session_id();
-        let mut tx = self.write_tx(&id).await?;
+        let mut tx = self.write_tx(new_scope(&id, new)).await?;
         insert_session(&mut tx, &id, new).await?;
         tx.commit().await.db()?;
         Ok(id)
@@ -1079,23 +1103,22 @@ impl Store {
             .collect())
     }
 
-    /// The active view with each message's position.
+    /// The active view with each message's position (a branch's inherited messages at
+    /// `0..`, see [`Fork`]).
     pub async fn active(&self, session: &str) -> Result<Vec<StoredMessage>, StoreError> {
-        read_active(&self.pool, session).await
+        read_active(&mut *self.pool.acquire().await.db()?, session).await
     }
 
-    /// Every row of the session, archived ones included, in append order.
+    /// Every row of the session, archived ones included, in append order; for a branch that
+    /// shares its parent's prefix, the messages it inherits come first (as its view holds
+    /// them: the parent's rows archived before the fork are not the branch's).
     pub async fn all_messages(&self, session: &str) -> Result<Vec<StoredMessage>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            message_columns!(),
-            ", archived_at, kind FROM messages WHERE session_id = $1 ORDER BY position"
-        ))
-        .bind(session)
-        .fetch_all(&self.pool)
-        .await
-        .db()?;
-        rows.iter().map(|r| stored_message(session, r)).collect()
+        let mut conn = self.pool.acquire().await.db()?;
+        Ok(
+            lineage::read_view(&mut conn, session, lineage::OwnRows::All)
+                .await?
+                .messages(),
+        )
     }
 
     /// Applies a compaction given as tuples: archives the active rows at `archive` and adds each
@@ -1142,16 +1165,35 @@ impl Store {
         rows.iter().map(meta_from_row).collect()
     }
 
-    /// Deletes a session and its messages; its branches keep their rows and lose the parent link.
+    /// Deletes a session and its messages, in one transaction; its branches keep their whole
+    /// view and lose the parent link: a branch that shares the session's prefix by reference is
+    /// materialised first (the messages it inherits copied into it, see [`Fork`]).
     pub async fn delete(&self, session: &str) -> Result<(), StoreError> {
+        let mut tx = self.write_tx(session).await?;
+        let children: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM sessions WHERE parent_id = $1 AND fork_count IS NOT NULL ORDER BY id",
+        )
+        .bind(session)
+        .fetch_all(&mut *tx)
+        .await
+        .db()?;
+        for child in &children {
+            // The child's own writers (a compaction that materialises it too) take turns with
+            // this (PostgreSQL; SQLite's one write lock is held already).
+            if self.backend == Backend::Postgres {
+                lock_scope(&mut tx, child).await?;
+            }
+            lineage::materialise(&mut tx, child).await?;
+        }
         let done = sqlx::query("DELETE FROM sessions WHERE id = $1")
             .bind(session)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await
             .db()?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound(session.to_owned()));
         }
+        tx.commit().await.db()?;
         Ok(())
     }
 
@@ -1173,6 +1215,7 @@ impl Store {
                 model_config: file.model_config.clone(),
                 tenant: file.tenant.as_deref().map(Into::into),
                 partition: file.partition.as_deref().map(Into::into),
+                fork: None,
             },
         )
         .await?;
@@ -1189,7 +1232,7 @@ impl Store {
         messages: &[Message],
     ) -> Result<String, StoreError> {
         let id = new_session_id();
-        let mut tx = self.write_tx(&id).await?;
+        let mut tx = self.write_tx(new_scope(&id, new)).await?;
         insert_session(&mut tx, &id, new).await?;
         append_rows(&mut tx, &id, messages).await?;
         tx.commit().await.db()?;
@@ -1213,40 +1256,29 @@ impl Store {
         })
     }
 
-    /// Copies the first `at` messages (all when `None`) with every carrier, the model config
-    /// (verdicts included) and a parent link into a new session; returns its id.
+    /// Branches the session after its first `at` messages (all when `None`): a new session
+    /// with the session's title, target, `model_config` (verdicts included), tenant and
+    /// partition, linked to it as its parent, sharing those messages by reference (every
+    /// carrier comes through its view as stored; no row is copied, see [`Fork`]). Returns its
+    /// id; `at` beyond the view is [`StoreError::BranchBeyondEnd`] and creates nothing.
     pub async fn branch(&self, session: &str, at: Option<usize>) -> Result<String, StoreError> {
-        let (meta, mut messages) = self.load(session).await?;
-        if let Some(at) = at {
-            if at > messages.len() {
-                return Err(StoreError::BranchBeyondEnd {
-                    session: meta.id,
-                    at,
-                    count: messages.len(),
-                });
-            }
-            messages.truncate(at);
-        }
         let id = new_session_id();
-        let mut tx = self.write_tx(&id).await?;
-        insert_session(
-            &mut tx,
-            &id,
-            &NewSession {
-                title: meta.title,
-                parent_id: Some(meta.id),
-                provider: meta.provider,
-                model: meta.model,
-                base_url: meta.base_url,
-                base_url_confirmed: meta.base_url_confirmed,
-                model_config: meta.model_config,
-                tenant: meta.tenant.map(Into::into),
-                partition: meta.partition.map(Into::into),
-            },
-        )
-        .await?;
-        append_rows(&mut tx, &id, &messages).await?;
+        let mut tx = self.write_tx(session).await?;
+        let row = sqlx::query(tip::TIP)
+            .bind(session)
+            .fetch_optional(&mut *tx)
+            .await
+            .db()?
+            .ok_or_else(|| StoreError::NotFound(session.to_owned()))?;
+        let tip = tip::tip_of(session, &row)?;
+        drop(row);
+        let count = match at {
+            Some(at) => at,
+            None => usize::try_from(lineage::view_len_at(&mut tx, &tip).await?).unwrap_or(0),
+        };
+        lineage::insert_branch(&mut tx, &id, &Fork::new(tip, count), now_ms()).await?;
         tx.commit().await.db()?;
+        tracing::debug!(session, branch = %id, shared = count, "branched");
         Ok(id)
     }
 }
@@ -1314,9 +1346,27 @@ fn create_private(path: &Path) -> std::io::Result<()> {
     file.open(path).map(drop)
 }
 
+/// Takes the PostgreSQL write lock of `scope` (a session id) in the caller's transaction, until
+/// it ends (see [`Store::write_tx`]).
+async fn lock_scope(tx: &mut sqlx::AnyConnection, scope: &str) -> Result<(), StoreError> {
+    sqlx::query("SELECT 1 FROM pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind(scope)
+        .execute(&mut *tx)
+        .await
+        .db()?;
+    Ok(())
+}
+
 /// A new session id (time-ordered).
 fn new_session_id() -> String {
     uuid::Uuid::now_v7().simple().to_string()
+}
+
+/// The scope whose write lock creating `new` takes: its parent's when it shares a prefix (so
+/// the parent cannot be deleted or compacted while the fork is checked and recorded), else its
+/// own id.
+fn new_scope<'a>(id: &'a str, new: &'a NewSession) -> &'a str {
+    new.fork.as_ref().map_or(id, |f| f.tip().session())
 }
 
 async fn insert_session(
@@ -1325,14 +1375,19 @@ async fn insert_session(
     new: &NewSession,
 ) -> Result<(), StoreError> {
     let now = now_ms();
+    if let Some(fork) = &new.fork {
+        lineage::check_fork(tx, fork).await?;
+    }
+    let fork = new.fork.as_deref();
     sqlx::query(
         "INSERT INTO sessions (id, title, parent_id, provider, model, base_url, base_url_confirmed, \
-         model_config, created_at, updated_at, tenant, partition_key) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11)",
+         model_config, created_at, updated_at, tenant, partition_key, message_count, \
+         fork_revision, fork_last, fork_count) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14, $15)",
     )
     .bind(id)
     .bind(&new.title)
-    .bind(&new.parent_id)
+    .bind(fork.map_or(new.parent_id.as_deref(), |f| Some(f.tip().session())))
     .bind(&new.provider)
     .bind(&new.model)
     .bind(&new.base_url)
@@ -1341,14 +1396,30 @@ async fn insert_session(
     .bind(now)
     .bind(new.tenant.as_deref())
     .bind(new.partition.as_deref())
+    .bind(fork.map_or(0, Fork::count_i64))
+    .bind(fork.map(|f| f.tip().revision()))
+    .bind(fork.map(|f| f.tip().last()))
+    .bind(fork.map(Fork::count_i64))
     .execute(&mut *tx)
     .await.db()?;
     Ok(())
 }
 
 /// The session's active view, read through `conn` (the pool, or a transaction): archived rows
-/// are left out and each checkpoint or shrunk row stands where the rows it replaces stood.
-pub(crate) async fn read_active<'c, E>(
+/// are left out and each checkpoint or shrunk row stands where the rows it replaces stood; a
+/// branch's inherited messages come first (see [`Fork`]).
+pub(crate) async fn read_active(
+    conn: &mut sqlx::AnyConnection,
+    session: &str,
+) -> Result<Vec<StoredMessage>, StoreError> {
+    Ok(lineage::read_view(conn, session, lineage::OwnRows::Active)
+        .await?
+        .messages())
+}
+
+/// [`read_active`] of a session known to inherit nothing (its row has no fork): its own rows
+/// alone, by the messages' primary key, without walking a lineage.
+pub(crate) async fn read_unforked_active<'c, E>(
     conn: E,
     session: &str,
 ) -> Result<Vec<StoredMessage>, StoreError>
@@ -1385,23 +1456,26 @@ async fn append_rows(
     session: &str,
     messages: &[Message],
 ) -> Result<(), StoreError> {
-    let next: Option<i64> =
-        sqlx::query_scalar("SELECT MAX(position) FROM messages WHERE session_id = $1")
-            .bind(session)
-            .fetch_one(&mut *tx)
-            .await
-            .db()?;
-    let exists: Option<String> = sqlx::query_scalar("SELECT id FROM sessions WHERE id = $1")
-        .bind(session)
-        .fetch_optional(&mut *tx)
-        .await
-        .db()?;
-    if exists.is_none() {
-        return Err(StoreError::NotFound(session.to_owned()));
-    }
-    let start = next.map_or(0, |p| p + 1);
+    let start = next_position(tx, session).await?;
     store_rows(tx, session, start, messages, messages.len()).await?;
     Ok(())
+}
+
+/// The position the session's next row takes: after its last row, or (a branch without rows of
+/// its own yet) after the messages it inherits; [`StoreError::NotFound`] for no such session.
+pub(crate) async fn next_position(
+    tx: &mut sqlx::AnyConnection,
+    session: &str,
+) -> Result<i64, StoreError> {
+    sqlx::query_scalar::<_, i64>(
+        "SELECT COALESCE((SELECT MAX(position) FROM messages WHERE session_id = $1), \
+         fork_count - 1, -1) + 1 FROM sessions WHERE id = $1",
+    )
+    .bind(session)
+    .fetch_optional(&mut *tx)
+    .await
+    .db()?
+    .ok_or_else(|| StoreError::NotFound(session.to_owned()))
 }
 
 /// Inserts `messages` at positions `start..` of an existing session and records the change on

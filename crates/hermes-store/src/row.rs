@@ -209,6 +209,6 @@ macro_rules! session_columns {
     () => {
         "id, title, parent_id, provider, model, base_url, base_url_confirmed, model_config, created_at, \
          updated_at, message_count, input_tokens, output_tokens, reasoning_tokens, cache_read_tokens, \
-         cache_write_tokens, revision, tenant, partition_key"
+         cache_write_tokens, revision, tenant, partition_key, fork_revision, fork_last, fork_count"
     };
 }

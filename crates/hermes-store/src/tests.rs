@@ -49,6 +49,7 @@ macro_rules! both {
 }
 
 mod gateway;
+mod lineage;
 mod tip;
 
 both!(import_then_export_is_byte_identical);
@@ -1401,26 +1402,16 @@ async fn rich_sqlite_source(dir: &std::path::Path) -> (Store, Vec<String>) {
     (source, vec![imported, compacted, branch])
 }
 
-both!(a_copy_holds_every_row_byte_for_byte_and_a_second_copy_copies_nothing);
-async fn a_copy_holds_every_row_byte_for_byte_and_a_second_copy_copies_nothing(db: TestDb) {
-    let dir = tempfile::tempdir().unwrap();
-    let (source, ids) = rich_sqlite_source(dir.path()).await;
-    let dest = db.open().await;
-    let report = source.copy_into(&dest).await.unwrap();
-    assert_eq!(report.copied.len(), 3, "{report:?}");
-    assert!(report.conflicts.is_empty() && report.present.is_empty());
-    assert_eq!(report.messages, 3 + 7 + 2);
-    assert_eq!(report.fleet_verdicts, 1);
-    // Parents first: the branch came after the session it branched from.
-    let pos = |id: &str| report.copied.iter().position(|c| c == id).unwrap();
-    assert!(pos(&ids[0]) < pos(&ids[2]));
-    for id in &ids {
-        // The export is byte-identical from either backend …
+/// Each of `ids` reads the same from `source` and `dest`: the export byte for byte, every row
+/// (archived ones and checkpoints included, a branch's inherited ones first) and the session
+/// row.
+async fn assert_copied(source: &Store, dest: &Store, ids: &[String]) {
+    for id in ids {
         assert_eq!(
             serde_json::to_string(&source.export(id).await.unwrap()).unwrap(),
-            serde_json::to_string(&dest.export(id).await.unwrap()).unwrap()
+            serde_json::to_string(&dest.export(id).await.unwrap()).unwrap(),
+            "{id}"
         );
-        // … and so is every row, archived ones and checkpoints included.
         assert_eq!(
             source.all_messages(id).await.unwrap(),
             dest.all_messages(id).await.unwrap()
@@ -1430,6 +1421,44 @@ async fn a_copy_holds_every_row_byte_for_byte_and_a_second_copy_copies_nothing(d
             dest.session(id).await.unwrap()
         );
     }
+}
+
+/// Every stored column of a session's rows but the session, the time and the position, in
+/// position order (archived ones included): what "byte for byte" is compared on.
+async fn raw_rows(store: &Store, id: &str) -> Vec<Vec<Option<String>>> {
+    let rows = sqlx::query(
+        "SELECT role, content, tool_calls, tool_call_id, name, reasoning_content, reasoning, \
+         reasoning_details, origin_provider, origin_host, origin_model, extra, key_order, kind, \
+         match_key FROM messages WHERE session_id = $1 ORDER BY position",
+    )
+    .bind(id)
+    .fetch_all(&store.pool)
+    .await
+    .unwrap();
+    rows.iter()
+        .map(|r| {
+            (0..15)
+                .map(|i| sqlx::Row::try_get::<Option<String>, _>(r, i).unwrap())
+                .collect()
+        })
+        .collect()
+}
+
+both!(a_copy_holds_every_row_byte_for_byte_and_a_second_copy_copies_nothing);
+async fn a_copy_holds_every_row_byte_for_byte_and_a_second_copy_copies_nothing(db: TestDb) {
+    let dir = tempfile::tempdir().unwrap();
+    let (source, ids) = rich_sqlite_source(dir.path()).await;
+    let dest = db.open().await;
+    let report = source.copy_into(&dest).await.unwrap();
+    assert_eq!(report.copied.len(), 3, "{report:?}");
+    assert!(report.conflicts.is_empty() && report.present.is_empty());
+    // The branch shares its two messages with its parent: it has no rows of its own to copy.
+    assert_eq!(report.messages, 3 + 7);
+    assert_eq!(report.fleet_verdicts, 1);
+    // Parents first: the branch came after the session it branched from.
+    let pos = |id: &str| report.copied.iter().position(|c| c == id).unwrap();
+    assert!(pos(&ids[0]) < pos(&ids[2]));
+    assert_copied(&source, &dest, &ids).await;
     assert_eq!(
         dest.session(&ids[2]).await.unwrap().parent_id.as_deref(),
         Some(ids[0].as_str())
@@ -1760,12 +1789,10 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     // The last step undone by hand (as an older hermes would have left it): the next open
     // runs it again.
     for undo in [
-        "DROP TABLE gateway_keys",
-        "DROP INDEX sessions_tenant",
-        "DROP INDEX messages_match_key",
-        "ALTER TABLE messages DROP COLUMN match_key",
-        "ALTER TABLE sessions DROP COLUMN partition_key",
-        "ALTER TABLE sessions DROP COLUMN tenant",
+        "DROP INDEX sessions_parent",
+        "ALTER TABLE sessions DROP COLUMN fork_count",
+        "ALTER TABLE sessions DROP COLUMN fork_last",
+        "ALTER TABLE sessions DROP COLUMN fork_revision",
     ] {
         sqlx::query(undo).execute(&store.pool).await.unwrap();
     }
@@ -1779,16 +1806,10 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     let reopened = db.open().await;
     assert_eq!(count(reopened.clone()).await, steps);
     assert!(reopened.has_session(&id).await.unwrap());
-    // The step's tables and columns are back: the session reads its tenant, keys are kept.
-    assert_eq!(reopened.session(&id).await.unwrap().tenant, None);
-    assert!(reopened.add_gateway_key("acme").await.is_ok());
-    assert_eq!(
-        reopened
-            .find_by_keys("acme", None, &["form:x".to_owned()])
-            .await
-            .unwrap(),
-        None
-    );
+    // The step's columns are back: the session reads without a fork, and a branch records one.
+    assert_eq!(reopened.session(&id).await.unwrap().fork, None);
+    let branch = reopened.branch(&id, None).await.unwrap();
+    assert!(reopened.session(&branch).await.unwrap().fork.is_some());
 }
 
 both!(pool_options_size_the_pool_and_set_sqlites_busy_timeout);

@@ -16,7 +16,7 @@ use sqlx::Row as _;
 use crate::verdicts::member_of;
 use crate::{
     DbResult as _, SessionMeta, Store, StoreError, StoredMessage, StoredThinking, meta_from_row,
-    new_session_id, now_ms, read_active, store_rows,
+    new_session_id, now_ms, read_active, read_unforked_active, store_rows,
 };
 
 /// Where a session ended when it was read: what [`Store::compare_and_append`] compares. Opaque
@@ -25,7 +25,8 @@ use crate::{
 pub struct Tip {
     session: String,
     revision: i64,
-    /// Position of the session's last row (archived or not) at `revision`; `-1`: none.
+    /// Position of the session's last row (archived or not) at `revision`; for a branch without
+    /// rows of its own yet, the last of the messages it inherits; `-1`: none.
     last: i64,
 }
 
@@ -42,6 +43,16 @@ impl Tip {
     pub fn session(&self) -> &str {
         &self.session
     }
+
+    /// The session's revision at this tip.
+    pub(crate) fn revision(&self) -> i64 {
+        self.revision
+    }
+
+    /// The position of the session's last row at this tip (`-1`: none).
+    pub(crate) fn last(&self) -> i64 {
+        self.last
+    }
 }
 
 /// What [`Store::compare_and_append`] did.
@@ -53,7 +64,8 @@ pub enum Appended {
         tip: Tip,
     },
     /// The session had moved on (another append, a compaction): the messages were stored as a
-    /// new branch holding the view that was read, then the messages.
+    /// new branch sharing the view that was read by reference ([`Fork`](crate::Fork)), then
+    /// the messages.
     Branched {
         /// The new branch's tip ([`Tip::session`] is its id; its parent is the session read).
         tip: Tip,
@@ -105,24 +117,26 @@ impl Snapshot {
 }
 
 /// The session row with the session's tip: its columns, then `last_position` (an index lookup
-/// on the messages' primary key).
+/// on the messages' primary key; a branch without rows of its own ends where what it inherits
+/// ends).
 macro_rules! session_with_tip {
     () => {
         concat!(
             "SELECT ",
             session_columns!(),
-            ", (SELECT MAX(position) FROM messages WHERE session_id = $1) AS last_position \
-             FROM sessions WHERE id = $1"
+            ", COALESCE((SELECT MAX(position) FROM messages WHERE session_id = $1), \
+             fork_count - 1) AS last_position FROM sessions WHERE id = $1"
         )
     };
 }
 
 /// The session's tip alone.
-const TIP: &str = "SELECT revision, (SELECT MAX(position) FROM messages WHERE session_id = $1) \
-                   AS last_position FROM sessions WHERE id = $1";
+pub(crate) const TIP: &str = "SELECT revision, COALESCE((SELECT MAX(position) FROM messages \
+                              WHERE session_id = $1), fork_count - 1) AS last_position \
+                              FROM sessions WHERE id = $1";
 
 /// The tip a row of [`session_with_tip!`] or [`TIP`] holds.
-fn tip_of(session: &str, row: &crate::DbRow) -> Result<Tip, StoreError> {
+pub(crate) fn tip_of(session: &str, row: &crate::DbRow) -> Result<Tip, StoreError> {
     let revision: i64 = row.try_get("revision").db()?;
     let last: Option<i64> = row.try_get("last_position").db()?;
     Ok(Tip::new(session, revision, last.unwrap_or(-1)))
@@ -168,7 +182,13 @@ impl Store {
         let meta = meta_from_row(&row)?;
         let tip = tip_of(session, &row)?;
         drop(row);
-        let active = read_active(&mut *tx, session).await?;
+        // A session that inherits nothing (most of them) is read by its own rows alone, as
+        // before branches shared prefixes; a branch through its lineage (still one statement).
+        let active = if meta.fork.is_some() {
+            read_active(&mut tx, session).await?
+        } else {
+            read_unforked_active(&mut *tx, session).await?
+        };
         tx.commit().await.db()?;
         Ok(Snapshot {
             verdicts: member_of(session, &meta.model_config)?,
@@ -188,9 +208,9 @@ impl Store {
     ///
     /// A branch is a new session whose parent is the session read, with its title, provider,
     /// model, base URL (and whether it was confirmed) and `model_config` (verdicts and thinking
-    /// request included) copied as stored, holding the active view as it stood at `tip` (row
-    /// for row, every carrier byte for byte, checkpoints still checkpoints) and then
-    /// `messages`. Two writers that read one tip both succeed: the first continues the session,
+    /// request included) copied as stored, sharing the active view as it stood at `tip` by
+    /// reference (no row copied, see [`Fork`](crate::Fork); its view holds every carrier byte
+    /// for byte, checkpoints still checkpoints) and holding `messages` as its own rows. Two writers that read one tip both succeed: the first continues the session,
     /// the second branches. Appending nothing at the current tip changes nothing.
     pub async fn compare_and_append(
         &self,
@@ -221,55 +241,17 @@ impl Store {
             return Ok(Appended::Continued { tip });
         }
         let id = new_session_id();
-        let now = now_ms();
-        sqlx::query(
-            "INSERT INTO sessions (id, title, parent_id, provider, model, base_url, \
-             base_url_confirmed, model_config, created_at, updated_at, tenant, partition_key) \
-             SELECT $1, title, id, provider, model, base_url, base_url_confirmed, model_config, $2, $2, \
-             tenant, partition_key FROM sessions WHERE id = $3",
-        )
-        .bind(&id)
-        .bind(now)
-        .bind(session)
-        .execute(&mut *tx)
-        .await
-        .db()?;
         // The view at `tip`: rows that existed then (positions up to its last) and were not
-        // archived yet (still active, or archived by a later revision), in active-view order.
-        let copied = sqlx::query(
-            "INSERT INTO messages (session_id, position, role, content, tool_calls, tool_call_id, \
-             name, reasoning_content, reasoning, reasoning_details, origin_provider, origin_host, \
-             origin_model, extra, key_order, kind, created_at, match_key) \
-             SELECT $1, ROW_NUMBER() OVER (ORDER BY COALESCE(sort_key, position), position) - 1, \
-             role, content, tool_calls, tool_call_id, name, reasoning_content, reasoning, \
-             reasoning_details, origin_provider, origin_host, origin_model, extra, key_order, kind, $2, \
-             match_key \
-             FROM messages WHERE session_id = $3 AND position <= $4 \
-             AND (archived_at IS NULL OR archived_rev > $5)",
-        )
-        .bind(&id)
-        .bind(now)
-        .bind(session)
-        .bind(tip.last)
-        .bind(tip.revision)
-        .execute(&mut *tx)
-        .await
-        .db()?
-        .rows_affected();
-        let copied = usize::try_from(copied).unwrap_or(usize::MAX);
-        let branch = store_rows(
-            &mut tx,
-            &id,
-            copied as i64,
-            messages,
-            copied + messages.len(),
-        )
-        .await?;
+        // archived yet (still active, or archived by a later revision), shared whole.
+        let shared = crate::lineage::view_len_at(&mut tx, tip).await?;
+        let fork = crate::Fork::new(tip.clone(), usize::try_from(shared).unwrap_or(0));
+        crate::lineage::insert_branch(&mut tx, &id, &fork, now_ms()).await?;
+        let branch = store_rows(&mut tx, &id, shared, messages, messages.len()).await?;
         tx.commit().await.db()?;
         tracing::info!(
             session,
             branch = %id,
-            shared = copied,
+            shared,
             appended = messages.len(),
             "the session moved on since it was read: stored as a branch"
         );

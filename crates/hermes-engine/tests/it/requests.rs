@@ -473,3 +473,92 @@ async fn a_refusal_of_a_clients_own_carriers_stays_with_its_session_and_of_store
         "{fields:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_history_diverging_mid_conversation_branches_sharing_the_prefix_by_reference() {
+    use hermes_engine::History;
+    let (_sim, _dir, store, engine) = served().await;
+    let tools = || ToolMode::Client(tool_definitions());
+    let ask = |history: Vec<Message>| {
+        Request::from_history(History::new("acme", history))
+            .choice(deepseek())
+            .tools(tools())
+    };
+    // A tool call, its result, an answer, a second question and its answer: six stored.
+    let mut client = vec![Message::text(Role::User, "[tools=1] what time is it?")];
+    let first = engine.complete(ask(client.clone()), &|_| {}).await.unwrap();
+    let call = &first.messages[0];
+    let id = call.tool_calls.as_ref().unwrap()[0].id.clone().unwrap();
+    client.push(as_a_forgetful_client_sends_it(call));
+    client.push(result_for(&id, "12:00"));
+    let second = engine.complete(ask(client.clone()), &|_| {}).await.unwrap();
+    client.push(as_a_forgetful_client_sends_it(&second.messages[0]));
+    client.push(Message::text(Role::User, "and in Paris?"));
+    let third = engine.complete(ask(client.clone()), &|_| {}).await.unwrap();
+    assert_eq!(third.session, first.session);
+    let parent = store.messages(&first.session).await.unwrap();
+    assert_eq!(parent.len(), 6);
+
+    // The client replaces its second question: the histories part at message 4.
+    let mut edited = client[..4].to_vec();
+    edited.push(Message::text(Role::User, "and in Tokyo?"));
+    let fourth = engine.complete(ask(edited.clone()), &|_| {}).await.unwrap();
+    assert_eq!(
+        fourth.branched_from.as_deref(),
+        Some(first.session.as_str())
+    );
+    let meta = store.session(&fourth.session).await.unwrap();
+    let fork = meta.fork.as_ref().expect("the branch shares the prefix");
+    assert_eq!(
+        (fork.tip().session(), fork.count()),
+        (first.session.as_str(), 4),
+        "four messages shared by reference"
+    );
+    // Its own rows are the edited question and the answer: six in its view, two its own.
+    assert_eq!(meta.message_count, 6);
+    let branch = store.messages(&fourth.session).await.unwrap();
+    assert_eq!(branch.len(), 6);
+    assert_eq!(
+        branch[..4],
+        parent[..4],
+        "the prefix as stored, every carrier included"
+    );
+    assert_eq!(text_of(&branch[4]), "and in Tokyo?");
+    assert_eq!(branch[5], fourth.messages[0]);
+    assert_eq!(store.messages(&first.session).await.unwrap(), parent);
+
+    // Continuing on the branch: its own answer finds it, and the turn is appended there.
+    let mut on_branch = edited.clone();
+    on_branch.push(as_a_forgetful_client_sends_it(&fourth.messages[0]));
+    on_branch.push(Message::text(Role::User, "thanks"));
+    let fifth = engine.complete(ask(on_branch), &|_| {}).await.unwrap();
+    assert_eq!(
+        (fifth.session.as_str(), fifth.branched_from.as_deref()),
+        (fourth.session.as_str(), None)
+    );
+    assert_eq!(store.messages(&fourth.session).await.unwrap().len(), 8);
+    // Continuing on the parent: its own second answer finds it.
+    let mut on_parent = client.clone();
+    on_parent.push(as_a_forgetful_client_sends_it(&third.messages[0]));
+    on_parent.push(Message::text(Role::User, "thanks"));
+    let sixth = engine.complete(ask(on_parent), &|_| {}).await.unwrap();
+    assert_eq!(
+        (sixth.session.as_str(), sixth.branched_from.as_deref()),
+        (first.session.as_str(), None)
+    );
+    // A history ending in the shared prefix (a retry of the second question): found where the
+    // prefix is stored, and branched from there, sharing it too.
+    let mut retry = client[..4].to_vec();
+    retry.push(Message::text(Role::User, "and in Lima?"));
+    let seventh = engine.complete(ask(retry), &|_| {}).await.unwrap();
+    assert_eq!(
+        seventh.branched_from.as_deref(),
+        Some(first.session.as_str())
+    );
+    let meta = store.session(&seventh.session).await.unwrap();
+    assert_eq!(meta.fork.as_ref().map(|f| f.count()), Some(4));
+    assert_eq!(
+        store.messages(&seventh.session).await.unwrap()[..4],
+        parent[..4]
+    );
+}

@@ -4,30 +4,9 @@ use std::sync::Arc;
 
 use hermes_core::{Message, parse_history};
 
-use super::{SESSION, rd, target};
+use super::{SESSION, raw_rows, rd, target};
 use crate::testing::TestDb;
 use crate::{Appended, NewSession, Store, StoredThinking, Tip};
-
-/// Every stored text of a session's rows (all of them, archived ones included), in position
-/// order: what "byte for byte" is compared on.
-async fn raw_rows(store: &Store, id: &str) -> Vec<Vec<Option<String>>> {
-    let rows = sqlx::query(
-        "SELECT role, content, tool_calls, tool_call_id, name, reasoning_content, reasoning, \
-         reasoning_details, origin_provider, origin_host, origin_model, extra, key_order, kind \
-         FROM messages WHERE session_id = $1 ORDER BY position",
-    )
-    .bind(id)
-    .fetch_all(&store.pool)
-    .await
-    .unwrap();
-    rows.iter()
-        .map(|r| {
-            (0..14)
-                .map(|i| sqlx::Row::try_get::<Option<String>, _>(r, i).unwrap())
-                .collect()
-        })
-        .collect()
-}
 
 /// The reasoning text appender `k` sends, as the exact JSON text on the wire (an escape and a
 /// quote in it, which a re-encoding would change).
@@ -166,17 +145,17 @@ async fn sixteen_appenders_at_one_tip_one_continues_and_fifteen_branch_intact(db
         );
         assert_eq!(meta.message_count, expected.len() as i64);
         assert_eq!(store.tip(branch).await.unwrap(), *done.tip());
-        // Byte for byte: the prefix rows as the parent stores them, the reasoning carrier as
-        // sent.
+        // Byte for byte: the prefix shared with the parent (no row of it copied), the
+        // reasoning carrier as sent in the branch's own rows.
         let raw = raw_rows(&store, branch).await;
-        assert_eq!(raw.len(), expected.len());
-        assert_eq!(raw[..prefix_raw.len()], prefix_raw[..]);
+        assert_eq!(raw.len(), mine.len(), "only the appender's own rows");
         assert_eq!(
-            raw[prefix_raw.len() + 1][5].as_deref(),
-            Some(reasoning_text(*k).as_str())
+            meta.fork.as_ref().map(|f| (f.tip().session(), f.count())),
+            Some((id.as_str(), prefix.len()))
         );
+        assert_eq!(raw[1][5].as_deref(), Some(reasoning_text(*k).as_str()));
         assert_eq!(
-            raw[prefix_raw.len() + 1][7].as_deref(),
+            raw[1][7].as_deref(),
             Some(format!(r#"[{{"type":"reasoning.encrypted","data":"QUJD{k}=="}}]"#).as_str())
         );
     }
