@@ -46,37 +46,33 @@ async fn read_request(socket: &mut tokio::net::TcpStream) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_that_disconnects_mid_stream_stores_nothing_and_the_upstream_call_is_dropped() {
-    // An upstream that streams two reasoning deltas, then stays open and silent.
+/// A loopback upstream for one streamed request: it answers 200 with `first` (SSE events),
+/// then hands the connection to `then`. Returns its base URL.
+async fn streaming_upstream<F, Fut>(first: Vec<String>, then: F) -> String
+where
+    F: FnOnce(tokio::net::TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let upstream_url = format!("http://{}", listener.local_addr().unwrap());
-    let (closed_tx, closed_rx) = tokio::sync::oneshot::channel::<usize>();
+    let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move {
         let (mut socket, _) = listener.accept().await.unwrap();
         read_request(&mut socket).await;
         let head =
             "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
         socket.write_all(head.as_bytes()).await.unwrap();
-        for piece in [
-            chunk(json!({"role": "assistant", "reasoning_content": "Let me think"})),
-            chunk(json!({"reasoning_content": " about it."})),
-        ] {
+        for piece in first {
             socket.write_all(piece.as_bytes()).await.unwrap();
         }
         socket.flush().await.unwrap();
-        // Whatever the gateway sends from now on, until it closes the connection.
-        let mut rest = 0;
-        let mut buf = [0u8; 1024];
-        while let Ok(n) = socket.read(&mut buf).await {
-            if n == 0 {
-                break;
-            }
-            rest += n;
-        }
-        let _ = closed_tx.send(rest);
+        then(socket).await;
     });
-    let gateway = start(&upstream_url, |c| c).await;
+    url
+}
+
+/// A streamed `hello` through `gateway`, read until its first reasoning delta; the response
+/// and what was read.
+async fn stream_to_first_delta(gateway: &crate::Running) -> (reqwest::Response, String) {
     let mut response = gateway
         .chat(&json!({
             "model": "deepseek/deepseek-v4-pro",
@@ -85,7 +81,6 @@ async fn a_client_that_disconnects_mid_stream_stores_nothing_and_the_upstream_ca
         }))
         .await;
     assert_eq!(response.status(), 200);
-    // The first delta reaches the client; then it goes away.
     let mut got = String::new();
     while !got.contains("reasoning_content") {
         let bytes = tokio::time::timeout(Duration::from_secs(10), response.chunk())
@@ -95,6 +90,33 @@ async fn a_client_that_disconnects_mid_stream_stores_nothing_and_the_upstream_ca
             .expect("the stream is still open");
         got.push_str(&String::from_utf8_lossy(&bytes));
     }
+    (response, got)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_disconnects_mid_stream_stores_nothing_and_the_upstream_call_is_dropped() {
+    // An upstream that streams two reasoning deltas, then stays open and silent, counting
+    // whatever the gateway sends until it closes the connection.
+    let (closed_tx, closed_rx) = tokio::sync::oneshot::channel::<usize>();
+    let first = vec![
+        chunk(json!({"role": "assistant", "reasoning_content": "Let me think"})),
+        chunk(json!({"reasoning_content": " about it."})),
+    ];
+    let upstream_url = streaming_upstream(first, |mut socket| async move {
+        let mut rest = 0;
+        let mut buf = [0u8; 1024];
+        while let Ok(n) = socket.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            rest += n;
+        }
+        let _ = closed_tx.send(rest);
+    })
+    .await;
+    let gateway = start(&upstream_url, |c| c).await;
+    // The first delta reaches the client; then it goes away.
+    let (response, _) = stream_to_first_delta(&gateway).await;
     drop(response);
     let after_close = tokio::time::timeout(Duration::from_secs(10), closed_rx)
         .await
@@ -111,17 +133,10 @@ async fn a_client_that_disconnects_mid_stream_stores_nothing_and_the_upstream_ca
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_in_flight_at_shutdown_finishes_within_the_drain_bound_and_is_stored_whole() {
     // An upstream that streams a reasoning delta, pauses, then finishes.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let upstream_url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        let (mut socket, _) = listener.accept().await.unwrap();
-        read_request(&mut socket).await;
-        let head =
-            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
-        socket.write_all(head.as_bytes()).await.unwrap();
-        let first = chunk(json!({"role": "assistant", "reasoning_content": "Thinking."}));
-        socket.write_all(first.as_bytes()).await.unwrap();
-        socket.flush().await.unwrap();
+    let first = vec![chunk(
+        json!({"role": "assistant", "reasoning_content": "Thinking."}),
+    )];
+    let upstream_url = streaming_upstream(first, |mut socket| async move {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let last = json!({
             "id": "c1", "object": "chat.completion.chunk", "created": 0,
@@ -132,21 +147,10 @@ async fn a_stream_in_flight_at_shutdown_finishes_within_the_drain_bound_and_is_s
         let tail = format!("data: {last}\n\ndata: [DONE]\n\n");
         socket.write_all(tail.as_bytes()).await.unwrap();
         socket.shutdown().await.unwrap();
-    });
+    })
+    .await;
     let gateway = start(&upstream_url, |c| c.drain(Duration::from_secs(10))).await;
-    let mut response = gateway
-        .chat(&json!({
-            "model": "deepseek/deepseek-v4-pro",
-            "stream": true,
-            "messages": [{"role": "user", "content": "hello"}],
-        }))
-        .await;
-    assert_eq!(response.status(), 200);
-    let mut got = String::new();
-    while !got.contains("reasoning_content") {
-        let bytes = response.chunk().await.unwrap().expect("still open");
-        got.push_str(&String::from_utf8_lossy(&bytes));
-    }
+    let (mut response, mut got) = stream_to_first_delta(&gateway).await;
     // Told to stop while the stream is in flight.
     let store = gateway.store.clone();
     let stopping = tokio::spawn(gateway.stop());
