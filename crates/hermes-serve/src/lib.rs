@@ -10,10 +10,10 @@
 mod error;
 pub mod model;
 mod openai;
+mod sse;
 pub mod tls;
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,12 +23,12 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::sse::Event as SseEvent;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use hermes_core::Role;
 use hermes_core::driver::DriverEvent;
-use hermes_engine::{Completion, Engine, Event, Events, History, Request, ToolMode};
+use hermes_engine::{Completion, Engine, Event, History, Request, ToolMode};
 use serde_json::{Value, json};
 
 pub use error::ApiError;
@@ -368,7 +368,11 @@ async fn chat(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response
         },
         () = inner.cut() => return Err(shutting_down()),
     };
-    Ok(reply.streamed(
+    Ok(sse::streamed(
+        OpenAiStream {
+            reply,
+            started: false,
+        },
         events,
         first,
         inner.config.keep_alive,
@@ -435,109 +439,58 @@ impl Reply {
             &[],
         )
     }
+}
 
-    /// The SSE answer: deltas as they come; after [`Event::Done`] (every step stored) the
-    /// chunk with `finish_reason` and `hermes_session`, the usage chunk when asked for, and
-    /// `[DONE]`; after [`Event::Failed`] an error event, then the end. Dropping the response
-    /// (the client went away) drops the [`Events`], which cancels the request.
-    fn streamed(
-        self,
-        events: Events,
-        first: Option<Event>,
-        keep_alive: Duration,
-        cut: tokio::sync::watch::Receiver<bool>,
-    ) -> Response {
-        struct Streaming {
-            events: Events,
-            cut: tokio::sync::watch::Receiver<bool>,
-            first: Option<Event>,
-            queued: std::collections::VecDeque<SseEvent>,
-            started: bool,
-            ended: bool,
-        }
-        let state = Streaming {
-            events,
-            cut,
-            first,
-            queued: Default::default(),
-            started: false,
-            ended: false,
-        };
-        let stream = futures_util::stream::unfold(state, move |mut s| {
-            let reply = self.clone();
-            async move {
-                loop {
-                    if let Some(event) = s.queued.pop_front() {
-                        return Some((Ok::<_, Infallible>(event), s));
+/// The chat door's stream: deltas as they come (the first with the role); after
+/// [`Event::Done`] (every step stored) the chunk with `finish_reason` and `hermes_session`, the
+/// usage chunk when asked for, and `[DONE]`; a failure is an error object in OpenAI's shape.
+struct OpenAiStream {
+    reply: Reply,
+    started: bool,
+}
+
+impl sse::StreamDoor for OpenAiStream {
+    fn on_event(&mut self, event: Event) -> (Vec<SseEvent>, bool) {
+        let reply = &self.reply;
+        match event {
+            Event::Driver(driver) => match delta_of(&driver) {
+                Some(mut delta) => {
+                    if !self.started {
+                        delta["role"] = json!("assistant");
+                        self.started = true;
                     }
-                    if s.ended {
-                        return None;
-                    }
-                    let event = match s.first.take() {
-                        Some(event) => Some(event),
-                        None => tokio::select! {
-                            event = s.events.next() => event,
-                            _ = s.cut.wait_for(|c| *c) => {
-                                s.queued.push_back(
-                                    SseEvent::default().data(shutting_down().body().to_string()),
-                                );
-                                s.ended = true;
-                                continue;
-                            }
-                        },
-                    };
-                    match event {
-                        Some(Event::Driver(driver)) => {
-                            if let Some(mut delta) = delta_of(&driver) {
-                                if !s.started {
-                                    delta["role"] = json!("assistant");
-                                    s.started = true;
-                                }
-                                s.queued.push_back(reply.delta(delta));
-                            }
-                        }
-                        Some(Event::Done(completion)) => {
-                            let session = json!(completion.session);
-                            s.queued.push_back(reply.chunk(
-                                json!([{
-                                    "index": 0,
-                                    "delta": {},
-                                    "finish_reason": openai::finish_reason(completion.finish.as_ref()),
-                                }]),
-                                &[("hermes_session", session.clone())],
-                            ));
-                            if reply.include_usage {
-                                s.queued.push_back(reply.chunk(
-                                    json!([]),
-                                    &[
-                                        ("usage", openai::usage(&completion.usage)),
-                                        ("hermes_session", session),
-                                    ],
-                                ));
-                            }
-                            s.queued.push_back(SseEvent::default().data("[DONE]"));
-                            s.ended = true;
-                        }
-                        Some(Event::Failed(error)) => {
-                            let error = ApiError::from_engine(&error);
-                            s.queued
-                                .push_back(SseEvent::default().data(error.body().to_string()));
-                            s.ended = true;
-                        }
-                        Some(_) => {}
-                        None => {
-                            let error = ApiError::unavailable("the request ended without a reply");
-                            s.queued
-                                .push_back(SseEvent::default().data(error.body().to_string()));
-                            s.ended = true;
-                        }
-                    }
+                    (vec![reply.delta(delta)], false)
                 }
+                None => (Vec::new(), false),
+            },
+            Event::Done(completion) => {
+                let session = json!(completion.session);
+                let mut out = vec![reply.chunk(
+                    json!([{
+                        "index": 0,
+                        "delta": {},
+                        "finish_reason": openai::finish_reason(completion.finish.as_ref()),
+                    }]),
+                    &[("hermes_session", session.clone())],
+                )];
+                if reply.include_usage {
+                    out.push(reply.chunk(
+                        json!([]),
+                        &[
+                            ("usage", openai::usage(&completion.usage)),
+                            ("hermes_session", session),
+                        ],
+                    ));
+                }
+                out.push(SseEvent::default().data("[DONE]"));
+                (out, true)
             }
-        });
-        Sse::new(stream)
-            .keep_alive(KeepAlive::new().interval(keep_alive))
-            .into_response()
+            _ => (Vec::new(), false),
+        }
+    }
+
+    fn failure(&self, error: &ApiError) -> SseEvent {
+        SseEvent::default().data(error.body().to_string())
     }
 }
 

@@ -1,0 +1,99 @@
+//! A streamed answer, the same for every door: engine events in, a door's SSE events out, with
+//! keep-alive comments while the upstream is silent, an in-stream error for a failure (no retry
+//! once anything was sent), and the end of the stream when the drain bound cuts it. Dropping
+//! the response (the client went away) drops the engine's [`Events`], which cancels the
+//! request: only whole steps are stored.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use hermes_engine::{Event, Events};
+
+use crate::error::ApiError;
+
+/// One door's spelling of a streamed reply.
+pub(crate) trait StreamDoor: Send + 'static {
+    /// What is sent before any engine event (Anthropic's `message_start`).
+    fn opening(&mut self) -> Vec<SseEvent> {
+        Vec::new()
+    }
+
+    /// What is sent for `event` (a driver event or [`Event::Done`]), and whether the stream
+    /// ends after it.
+    fn on_event(&mut self, event: Event) -> (Vec<SseEvent>, bool);
+
+    /// The event that reports `error` in the stream (its last).
+    fn failure(&self, error: &ApiError) -> SseEvent;
+}
+
+/// The SSE answer of `door` to `events` (`first` already taken from them), with keep-alive
+/// comments every `keep_alive`, ended by `cut` (the drain bound) with the door's error event.
+pub(crate) fn streamed<D: StreamDoor>(
+    mut door: D,
+    events: Events,
+    first: Option<Event>,
+    keep_alive: Duration,
+    cut: tokio::sync::watch::Receiver<bool>,
+) -> Response {
+    struct Streaming<D> {
+        door: D,
+        events: Events,
+        cut: tokio::sync::watch::Receiver<bool>,
+        first: Option<Event>,
+        queued: VecDeque<SseEvent>,
+        ended: bool,
+    }
+    let queued = door.opening().into();
+    let state = Streaming {
+        door,
+        events,
+        cut,
+        first,
+        queued,
+        ended: false,
+    };
+    let stream = futures_util::stream::unfold(state, |mut s| async move {
+        loop {
+            if let Some(event) = s.queued.pop_front() {
+                return Some((Ok::<_, Infallible>(event), s));
+            }
+            if s.ended {
+                return None;
+            }
+            let event = match s.first.take() {
+                Some(event) => Some(event),
+                None => tokio::select! {
+                    event = s.events.next() => event,
+                    _ = s.cut.wait_for(|c| *c) => {
+                        s.queued.push_back(s.door.failure(&crate::shutting_down()));
+                        s.ended = true;
+                        continue;
+                    }
+                },
+            };
+            match event {
+                Some(Event::Failed(error)) => {
+                    s.queued
+                        .push_back(s.door.failure(&ApiError::from_engine(&error)));
+                    s.ended = true;
+                }
+                Some(event) => {
+                    let (out, ended) = s.door.on_event(event);
+                    s.queued.extend(out);
+                    s.ended = ended;
+                }
+                None => {
+                    let error = ApiError::unavailable("the request ended without a reply");
+                    s.queued.push_back(s.door.failure(&error));
+                    s.ended = true;
+                }
+            }
+        }
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(keep_alive))
+        .into_response()
+}
