@@ -1,4 +1,5 @@
-//! Errors in OpenAI's error shape (`{"error":{"message","type","param","code"}}`), and the one
+//! Errors in OpenAI's error shape (`{"error":{"message","type","param","code"}}`) or, at the
+//! Messages door, Anthropic's (`{"type":"error","error":{"type","message"}}`), and the one
 //! mapping of an engine failure to an HTTP status.
 
 use std::time::Duration;
@@ -91,6 +92,29 @@ impl ApiError {
             "param": self.param,
             "code": self.code,
         }})
+    }
+
+    /// The JSON body in Anthropic's shape: `{"type":"error","error":{"type","message"}}`, the
+    /// type Anthropic uses for the status.
+    pub fn anthropic_body(&self) -> Value {
+        let kind = match self.status.as_u16() {
+            400 | 409 => "invalid_request_error",
+            401 => "authentication_error",
+            403 => "permission_error",
+            404 => "not_found_error",
+            413 => "request_too_large",
+            429 => "rate_limit_error",
+            504 => "timeout_error",
+            529 => "overloaded_error",
+            _ => "api_error",
+        };
+        json!({"type": "error", "error": {"type": kind, "message": self.message}})
+    }
+
+    /// The answer in Anthropic's shape (the Messages door), `Retry-After` kept.
+    pub fn into_anthropic_response(self) -> Response {
+        let body = self.anthropic_body();
+        self.respond(body)
     }
 
     /// The answer to an engine failure: 400 for an invalid request (naming the parameter) and
@@ -197,14 +221,22 @@ fn upstream(status: Option<u16>, body: &str, retry_after: Option<Duration>) -> A
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut response = (self.status, axum::Json(self.body())).into_response();
+impl ApiError {
+    /// `body` with the status and `Retry-After`.
+    fn respond(self, body: Value) -> Response {
+        let mut response = (self.status, axum::Json(body)).into_response();
         if let Some(wait) = self.retry_after
             && let Ok(value) = HeaderValue::from_str(&wait.as_secs().max(1).to_string())
         {
             response.headers_mut().insert(header::RETRY_AFTER, value);
         }
         response
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = self.body();
+        self.respond(body)
     }
 }

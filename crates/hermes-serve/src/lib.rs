@@ -1,5 +1,6 @@
 //! hermes-serve: the gateway. OpenAI chat-completions over HTTP (`POST /v1/chat/completions`,
-//! whole and streamed as SSE), `GET /v1/models`, `GET /healthz` and `GET /readyz`, on axum,
+//! whole and streamed as SSE), Anthropic Messages (`POST /v1/messages`, whole and streamed;
+//! `POST /v1/messages/count_tokens`), `GET /v1/models`, `GET /healthz` and `GET /readyz`, on axum,
 //! over [`hermes_engine`] only: every request is one [`Engine::complete`] or
 //! [`Engine::stream`] call, the client's tools go upstream as the client defined them and are
 //! never run here, and the store is reached only through the engine.
@@ -7,6 +8,8 @@
 //! Gateway keys are checked per request through [`Keys`] (the store's tenants implement it);
 //! [`Auth::None`] serves loopback addresses only.
 
+mod anthropic;
+mod body;
 mod error;
 pub mod model;
 mod openai;
@@ -28,7 +31,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use hermes_core::Role;
 use hermes_core::driver::DriverEvent;
-use hermes_engine::{Completion, Engine, Event, History, Request, ToolMode};
+use hermes_engine::{Completion, Engine, Event, Request};
 use serde_json::{Value, json};
 
 pub use error::ApiError;
@@ -181,6 +184,8 @@ impl Gateway {
     pub fn router(&self) -> Router {
         Router::new()
             .route("/v1/chat/completions", post(chat_completions))
+            .route("/v1/messages", post(messages))
+            .route("/v1/messages/count_tokens", post(count_tokens))
             .route("/v1/models", get(models))
             .route("/healthz", get(|| async { "ok" }))
             .route("/readyz", get(readyz))
@@ -272,10 +277,13 @@ async fn authenticate(inner: &Inner, headers: &HeaderMap) -> Result<String, ApiE
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
+        .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
         .map(str::trim)
         .filter(|k| !k.is_empty())
         .ok_or_else(|| {
-            ApiError::unauthorized("no gateway key: send `Authorization: Bearer <key>`")
+            ApiError::unauthorized(
+                "no gateway key: send `Authorization: Bearer <key>` (or `x-api-key: <key>`)",
+            )
         })?;
     match keys.tenant(bearer).await {
         Ok(Some(tenant)) => Ok(tenant),
@@ -287,6 +295,31 @@ async fn authenticate(inner: &Inner, headers: &HeaderMap) -> Result<String, ApiE
             ))
         }
     }
+}
+
+/// The request body, up to the cap (413 above it).
+async fn read_body(inner: &Inner, body: Body) -> Result<axum::body::Bytes, ApiError> {
+    let cap = inner.config.max_body;
+    axum::body::to_bytes(body, cap)
+        .await
+        .map_err(|_| ApiError::too_large(cap))
+}
+
+/// The session `X-Hermes-Session` names, if any (checked like a model segment).
+fn session_of(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(v) = headers.get(SESSION_HEADER) else {
+        return Ok(None);
+    };
+    v.to_str()
+        .ok()
+        .filter(|s| model::check(s).is_ok() && !s.contains('/'))
+        .map(|s| Some(s.to_owned()))
+        .ok_or_else(|| {
+            ApiError::invalid(
+                SESSION_HEADER,
+                "X-Hermes-Session must be a session id (letters, digits, - _ . : @ +)",
+            )
+        })
 }
 
 async fn chat_completions(
@@ -302,72 +335,27 @@ async fn chat_completions(
 
 async fn chat(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
     let tenant = authenticate(inner, headers).await?;
-    let cap = inner.config.max_body;
-    let body = axum::body::to_bytes(body, cap)
-        .await
-        .map_err(|_| ApiError::too_large(cap))?;
+    let body = read_body(inner, body).await?;
     let parsed = openai::parse(&body)?;
-    let choice = model::resolve(&inner.engine, &inner.config.models, &parsed.model)?;
-    let session = match headers.get(SESSION_HEADER) {
-        None => None,
-        Some(v) => Some(
-            v.to_str()
-                .ok()
-                .filter(|s| model::check(s).is_ok() && !s.contains('/'))
-                .ok_or_else(|| {
-                    ApiError::invalid(
-                        SESSION_HEADER,
-                        "X-Hermes-Session must be a session id (letters, digits, - _ . : @ +)",
-                    )
-                })?
-                .to_owned(),
-        ),
-    };
-    tracing::info!(tenant = %tenant, model = %parsed.model, session = session.as_deref(), stream = parsed.stream, "chat completion");
-    // The client's whole history: the engine finds its conversation within the tenant and
-    // the client's partition (its `user`), re-attaches the stored carriers and stores the new
-    // tail (SPEC §10).
-    let partition = parsed.sampling.user.clone();
-    let history = History::new(tenant, parsed.messages).partition(partition);
-    let mut request = Request::from_history(history)
-        .choice(choice)
-        .thinking(parsed.thinking)
-        .sampling(parsed.sampling)
-        .tools(match parsed.tools {
-            Some(definitions) => ToolMode::Client(definitions),
-            None => ToolMode::None,
-        });
-    if let Some(session) = session {
-        request = request.session(session);
-    }
+    let choice = model::resolve(&inner.engine, &inner.config.models, &parsed.turn.model)?;
+    let session = session_of(headers)?;
+    let turn = parsed.turn;
+    tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "chat completion");
+    let (model, stream) = (turn.model.clone(), turn.stream);
+    let request = turn.request(tenant, choice, session);
     let reply = Reply {
         id: format!("chatcmpl-{}", uuid::Uuid::now_v7().simple()),
         created: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
-        model: parsed.model,
+        model,
         include_usage: parsed.include_usage,
     };
-    if !parsed.stream {
-        let completion = tokio::select! {
-            completion = inner.engine.complete(request, &|_| {}) => {
-                completion.map_err(|e| ApiError::from_engine(&e))?
-            }
-            () = inner.cut() => return Err(shutting_down()),
-        };
-        return Ok(reply.whole(&completion));
+    if !stream {
+        return Ok(reply.whole(&complete(inner, request).await?));
     }
     let mut events = inner.engine.stream(request);
-    // Wait a little for the first event, so a request refused before anything streams gets its
-    // HTTP status; past that, the stream starts (keep-alives flow) and failures go in-stream.
-    let first = tokio::select! {
-        first = tokio::time::timeout(inner.config.keep_alive, events.next()) => match first {
-            Ok(Some(Event::Failed(error))) => return Err(ApiError::from_engine(&error)),
-            Ok(first) => first,
-            Err(_) => None,
-        },
-        () = inner.cut() => return Err(shutting_down()),
-    };
+    let first = first_event(inner, &mut events).await?;
     Ok(sse::streamed(
         OpenAiStream {
             reply,
@@ -378,6 +366,138 @@ async fn chat(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response
         inner.config.keep_alive,
         inner.cut.subscribe(),
     ))
+}
+
+async fn messages(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Body) -> Response {
+    match messages_turn(&inner, &headers, body).await {
+        Ok(response) => response,
+        Err(error) => error.into_anthropic_response(),
+    }
+}
+
+/// Claude Code's per-conversation header: the client's partition when no `metadata.user_id`
+/// names one (SPEC §10).
+const CLAUDE_CODE_SESSION: &str = "x-claude-code-session-id";
+
+/// `POST /v1/messages`: one turn of an Anthropic Messages client, whole or streamed.
+async fn messages_turn(
+    inner: &Inner,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let tenant = authenticate(inner, headers).await?;
+    let body = read_body(inner, body).await?;
+    let parsed = anthropic::parse(&body, false)?;
+    let choice = model::resolve(&inner.engine, &inner.config.models, &parsed.model)?;
+    let session = session_of(headers)?;
+    let mut turn = parsed;
+    if turn.partition.is_none() {
+        turn.partition = headers
+            .get(CLAUDE_CODE_SESSION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+    }
+    tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "messages");
+    let (model, stream) = (turn.model.clone(), turn.stream);
+    let request = turn.request(tenant, choice, session);
+    let id = format!("msg_{}", uuid::Uuid::now_v7().simple());
+    if !stream {
+        let completion = complete(inner, request).await?;
+        let reply = completion
+            .messages
+            .iter()
+            .rfind(|m| m.role == Role::Assistant);
+        let body = json!({
+            "id": id,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": anthropic::content(reply),
+            "stop_reason": anthropic::stop_reason(completion.finish.as_ref()),
+            "stop_sequence": null,
+            "usage": anthropic::usage(&completion.usage),
+            "hermes_session": completion.session,
+        });
+        return Ok(with_session(
+            (StatusCode::OK, axum::Json(body)).into_response(),
+            &completion.session,
+        ));
+    }
+    let mut events = inner.engine.stream(request);
+    let first = first_event(inner, &mut events).await?;
+    Ok(sse::streamed(
+        anthropic::AnthropicStream::new(id, model),
+        events,
+        first,
+        inner.config.keep_alive,
+        inner.cut.subscribe(),
+    ))
+}
+
+async fn count_tokens(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Body) -> Response {
+    match count(&inner, &headers, body).await {
+        Ok(response) => response,
+        Err(error) => error.into_anthropic_response(),
+    }
+}
+
+/// `POST /v1/messages/count_tokens`: the estimator's count of the request on its route.
+async fn count(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
+    authenticate(inner, headers).await?;
+    let body = read_body(inner, body).await?;
+    let parsed = anthropic::parse(&body, true)?;
+    let choice = model::resolve(&inner.engine, &inner.config.models, &parsed.model)?;
+    let target = hermes_core::RouteTarget::new(
+        choice.provider.as_deref().unwrap_or_default(),
+        choice.base_url.as_deref(),
+        choice.model.as_deref().unwrap_or_default(),
+    );
+    let decision = inner
+        .engine
+        .table()
+        .resolve(&target, hermes_core::ResolveOptions::default());
+    let mut tokens = hermes_core::estimate_history(&parsed.messages, &decision);
+    if let Some(tools) = &parsed.tools {
+        tokens += tools.get().len().div_ceil(4);
+    }
+    Ok(axum::Json(json!({"input_tokens": tokens})).into_response())
+}
+
+/// One whole turn, answered 503 when the drain bound cuts it.
+async fn complete(inner: &Inner, request: Request) -> Result<Completion, ApiError> {
+    tokio::select! {
+        completion = inner.engine.complete(request, &|_| {}) => {
+            completion.map_err(|e| ApiError::from_engine(&e))
+        }
+        () = inner.cut() => Err(shutting_down()),
+    }
+}
+
+/// `response` naming `session` in the `X-Hermes-Session` header.
+fn with_session(mut response: Response, session: &str) -> Response {
+    if let Ok(value) = HeaderValue::from_str(session) {
+        response
+            .headers_mut()
+            .insert(HeaderName::from_static(SESSION_HEADER), value);
+    }
+    response
+}
+
+/// Waits a little for a stream's first event, so a request refused before anything streams
+/// gets its HTTP status; past that, the stream starts (keep-alives flow) and failures go
+/// in-stream.
+async fn first_event(
+    inner: &Inner,
+    events: &mut hermes_engine::Events,
+) -> Result<Option<Event>, ApiError> {
+    tokio::select! {
+        first = tokio::time::timeout(inner.config.keep_alive, events.next()) => match first {
+            Ok(Some(Event::Failed(error))) => Err(ApiError::from_engine(&error)),
+            Ok(first) => Ok(first),
+            Err(_) => Ok(None),
+        },
+        () = inner.cut() => Err(shutting_down()),
+    }
 }
 
 /// What every object of one reply shares.
@@ -409,13 +529,10 @@ impl Reply {
             "usage": openai::usage(&completion.usage),
             "hermes_session": completion.session,
         });
-        let mut response = (StatusCode::OK, axum::Json(body)).into_response();
-        if let Ok(value) = HeaderValue::from_str(&completion.session) {
-            response
-                .headers_mut()
-                .insert(HeaderName::from_static(SESSION_HEADER), value);
-        }
-        response
+        with_session(
+            (StatusCode::OK, axum::Json(body)).into_response(),
+            &completion.session,
+        )
     }
 
     /// A `chat.completion.chunk` with `choices` and the extra top-level keys.

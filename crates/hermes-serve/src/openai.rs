@@ -2,52 +2,24 @@
 //! is a 400 naming the key; unknown keys are ignored), and the `chat.completion` object and
 //! `chat.completion.chunk`s built from what the engine returns.
 
-use std::collections::HashMap;
-
 use hermes_core::{
     Effort, FinishReason, Message, RawJson, ResponseFormat, Sampling, ThinkingRequest, ToolChoice,
     Usage,
 };
-use serde::de::DeserializeOwned;
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use crate::body::{ClientTurn, Fields};
 use crate::error::ApiError;
 
 /// A parsed `POST /v1/chat/completions` body.
 pub(crate) struct ChatRequest {
-    pub(crate) model: String,
-    pub(crate) messages: Vec<Message>,
-    pub(crate) stream: bool,
+    pub(crate) turn: ClientTurn,
     pub(crate) include_usage: bool,
-    pub(crate) tools: Option<RawJson>,
-    pub(crate) thinking: ThinkingRequest,
-    pub(crate) sampling: Sampling,
-}
-
-/// The body's top-level keys, each parsed on its own so an error names it.
-struct Fields(HashMap<String, Box<RawValue>>);
-
-impl Fields {
-    fn get<T: DeserializeOwned>(&self, key: &str, what: &str) -> Result<Option<T>, ApiError> {
-        match self.0.get(key) {
-            None => Ok(None),
-            Some(raw) if raw.get() == "null" => Ok(None),
-            Some(raw) => serde_json::from_str(raw.get())
-                .map(Some)
-                .map_err(|e| ApiError::invalid(key, format!("`{key}` must be {what}: {e}"))),
-        }
-    }
 }
 
 /// Parses a request body.
 pub(crate) fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
-    let fields: HashMap<String, Box<RawValue>> =
-        serde_json::from_slice(body).map_err(|e| ApiError {
-            param: None,
-            ..ApiError::invalid("", format!("the body is not a JSON object: {e}"))
-        })?;
-    let f = Fields(fields);
+    let f = Fields::parse(body)?;
     let model: String = f
         .get("model", "a string")?
         .ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
@@ -70,15 +42,12 @@ pub(crate) fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
         .get::<StreamOptions>("stream_options", "an object {include_usage: boolean}")?
         .and_then(|o| o.include_usage)
         .unwrap_or(false);
-    let tools = match f.0.get("tools") {
-        Some(raw) if raw.get() != "null" => {
+    let tools = match f.raw("tools") {
+        Some(raw) => {
             f.get::<Vec<Value>>("tools", "an array of tool definitions")?;
-            Some(
-                RawJson::from_text(raw.get())
-                    .map_err(|e| ApiError::invalid("tools", e.to_string()))?,
-            )
+            Some(RawJson::from_text(raw).map_err(|e| ApiError::invalid("tools", e.to_string()))?)
         }
-        _ => None,
+        None => None,
     };
     let effort = match f.get::<String>("reasoning_effort", "a string")? {
         Some(e) => Some(("reasoning_effort", e)),
@@ -121,13 +90,17 @@ pub(crate) fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
     sampling.seed = f.get("seed", "an integer")?;
     sampling.user = f.get("user", "a string")?;
     Ok(ChatRequest {
-        model,
-        messages,
-        stream,
+        turn: ClientTurn {
+            model,
+            messages,
+            stream,
+            tools,
+            thinking,
+            // The OpenAI `user` is the client's partition (SPEC §10).
+            partition: sampling.user.clone(),
+            sampling,
+        },
         include_usage,
-        tools,
-        thinking,
-        sampling,
     })
 }
 

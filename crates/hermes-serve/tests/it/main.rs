@@ -5,6 +5,7 @@
 
 mod errors;
 mod lifecycle;
+mod messages;
 mod sdk;
 mod streams;
 mod tls;

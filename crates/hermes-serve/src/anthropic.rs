@@ -1,0 +1,596 @@
+//! Anthropic Messages in and out (`POST /v1/messages`, `POST /v1/messages/count_tokens`): the
+//! request turned into the engine's messages (system, text, image, `tool_use`, `tool_result`
+//! blocks; client-side tools; `tool_choice`; sampling; `thinking` and `output_config.effort`
+//! as the thinking request), and the `message` object and its SSE events built from what the
+//! engine returns.
+//!
+//! Thinking blocks a client sends are never taken as reasoning: re-attachment gives every
+//! assistant turn the store holds its stored carriers (SPEC §10), and a turn it does not hold
+//! gets the route's rule for a missing carrier, so an altered block never reaches an upstream.
+//! Readable thinking is not returned to the client yet: a non-Claude upstream's needs a
+//! gateway-minted signature (SPEC §10, "Messages-door signatures"), which is still to come;
+//! the reasoning itself stays server-side and is restored on the next request.
+
+use axum::response::sse::Event as SseEvent;
+use hermes_core::{
+    Effort, FinishReason, Message, RawJson, Role, Sampling, ThinkingRequest, ToolChoice, Usage,
+};
+use serde_json::{Map, Value, json};
+
+use crate::body::{ClientTurn, Fields};
+use crate::error::ApiError;
+
+/// The thinking budgets of SPEC §3c, smallest first: a budget asks for the highest effort whose
+/// budget is not above it.
+const BUDGETS: [(u32, Effort); 6] = [
+    (1024, Effort::Minimal),
+    (4096, Effort::Low),
+    (8192, Effort::Medium),
+    (16000, Effort::High),
+    (24000, Effort::XHigh),
+    (32000, Effort::Max),
+];
+
+/// The effort a thinking budget asks for; `None` below the smallest budget.
+pub(crate) fn effort_for_budget(budget: u32) -> Option<Effort> {
+    BUDGETS
+        .iter()
+        .rev()
+        .find(|(b, _)| *b <= budget)
+        .map(|(_, e)| *e)
+}
+
+/// Parses a request body (`count_tokens` bodies too: `max_tokens` is then optional).
+pub(crate) fn parse(body: &[u8], counting: bool) -> Result<ClientTurn, ApiError> {
+    let f = Fields::parse(body)?;
+    let model: String = f
+        .get("model", "a string")?
+        .ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
+    let mut messages = Vec::new();
+    if let Some(system) = f.get::<Value>("system", "a string or an array of text blocks")? {
+        messages.push(system_message(&system)?);
+    }
+    let turns: Vec<Value> = f
+        .get("messages", "an array of messages")?
+        .ok_or_else(|| ApiError::invalid("messages", "`messages` is required"))?;
+    if turns.is_empty() {
+        return Err(ApiError::invalid("messages", "`messages` is empty"));
+    }
+    for (i, turn) in turns.iter().enumerate() {
+        convert_turn(i, turn, &mut messages)?;
+    }
+    let mut sampling = Sampling::new();
+    sampling.max_tokens = f.get("max_tokens", "a positive integer")?;
+    if sampling.max_tokens.is_none() && !counting {
+        return Err(ApiError::invalid("max_tokens", "`max_tokens` is required"));
+    }
+    sampling.temperature = f.get("temperature", "a number")?;
+    sampling.top_p = f.get("top_p", "a number")?;
+    if f.get::<u32>("top_k", "a positive integer")?.is_some() {
+        return Err(ApiError::invalid(
+            "top_k",
+            "top_k cannot be passed on by the gateway yet; leave it unset",
+        ));
+    }
+    sampling.stop = f
+        .get("stop_sequences", "an array of strings")?
+        .unwrap_or_default();
+    let metadata: Option<Map<String, Value>> = f.get("metadata", "an object")?;
+    let partition = metadata
+        .as_ref()
+        .and_then(|m| m.get("user_id"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let tools = match f.get::<Vec<Value>>("tools", "an array of tool definitions")? {
+        Some(tools) if !tools.is_empty() => Some(convert_tools(&tools)?),
+        _ => None,
+    };
+    if let Some(choice) = f.get::<Value>("tool_choice", "an object")? {
+        let (choice, parallel) = tool_choice(&choice)?;
+        sampling.tool_choice = Some(choice);
+        sampling.parallel_tool_calls = parallel;
+    }
+    let mut thinking = match f.get::<Value>("thinking", "an object")? {
+        None => ThinkingRequest::NoPreference,
+        Some(t) => thinking_request(&t)?,
+    };
+    if let Some(effort) = f
+        .get::<Value>("output_config", "an object")?
+        .and_then(|o| o.get("effort").cloned())
+    {
+        let e = effort.as_str().and_then(Effort::parse).ok_or_else(|| {
+            ApiError::invalid(
+                "output_config.effort",
+                "`output_config.effort` must be low, medium, high or max",
+            )
+        })?;
+        if thinking != ThinkingRequest::Off {
+            thinking = ThinkingRequest::Effort(e);
+        }
+    }
+    Ok(ClientTurn {
+        model,
+        messages,
+        stream: f.get::<bool>("stream", "a boolean")?.unwrap_or(false),
+        tools,
+        thinking,
+        sampling,
+        partition,
+    })
+}
+
+/// `thinking`: `enabled` with `budget_tokens` (the effort of its budget), `adaptive` (the
+/// route's default) or `disabled`.
+fn thinking_request(t: &Value) -> Result<ThinkingRequest, ApiError> {
+    let bad = |why: &str| ApiError::invalid("thinking", why.to_owned());
+    match t.get("type").and_then(Value::as_str) {
+        Some("enabled") => {
+            let budget = t
+                .get("budget_tokens")
+                .and_then(Value::as_u64)
+                .ok_or_else(|| bad("`thinking.budget_tokens` is required with type enabled"))?;
+            let budget = u32::try_from(budget).unwrap_or(u32::MAX);
+            effort_for_budget(budget)
+                .map(ThinkingRequest::Effort)
+                .ok_or_else(|| bad("`thinking.budget_tokens` must be at least 1024"))
+        }
+        Some("adaptive") => Ok(ThinkingRequest::NoPreference),
+        Some("disabled") => Ok(ThinkingRequest::Off),
+        _ => Err(bad("`thinking.type` must be enabled, adaptive or disabled")),
+    }
+}
+
+/// `tool_choice`: `auto`, `any`, `tool` (by name) or `none`, and whether parallel tool use was
+/// turned off.
+fn tool_choice(v: &Value) -> Result<(ToolChoice, Option<bool>), ApiError> {
+    let parallel = v
+        .get("disable_parallel_tool_use")
+        .and_then(Value::as_bool)
+        .map(|off| !off);
+    let choice = match v.get("type").and_then(Value::as_str) {
+        Some("auto") => ToolChoice::Auto,
+        Some("any") => ToolChoice::Required,
+        Some("none") => ToolChoice::None,
+        Some("tool") => ToolChoice::Function(
+            v.get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    ApiError::invalid(
+                        "tool_choice",
+                        "`tool_choice.name` is required with type tool",
+                    )
+                })?
+                .to_owned(),
+        ),
+        _ => {
+            return Err(ApiError::invalid(
+                "tool_choice",
+                "`tool_choice.type` must be auto, any, tool or none",
+            ));
+        }
+    };
+    Ok((choice, parallel))
+}
+
+/// The client's tools as chat-completions function definitions; a server tool (one with a
+/// versioned `type`, such as web search) is refused: the gateway runs no tool and passes none
+/// on yet.
+fn convert_tools(tools: &[Value]) -> Result<RawJson, ApiError> {
+    let mut out = Vec::with_capacity(tools.len());
+    for (i, tool) in tools.iter().enumerate() {
+        let kind = tool.get("type").and_then(Value::as_str);
+        if kind.is_some_and(|k| k != "custom") {
+            return Err(ApiError::invalid(
+                &format!("tools.{i}"),
+                format!(
+                    "`tools.{i}` is a server tool ({}): the gateway passes only the client's own tools",
+                    kind.unwrap_or_default()
+                ),
+            ));
+        }
+        let name = tool.get("name").and_then(Value::as_str).ok_or_else(|| {
+            ApiError::invalid(
+                &format!("tools.{i}.name"),
+                format!("`tools.{i}.name` is required"),
+            )
+        })?;
+        let mut function = json!({
+            "name": name,
+            "parameters": tool.get("input_schema").cloned().unwrap_or_else(|| json!({"type": "object"})),
+        });
+        if let Some(description) = tool.get("description") {
+            function["description"] = description.clone();
+        }
+        out.push(json!({"type": "function", "function": function}));
+    }
+    RawJson::from_serialize(&out).map_err(|e| ApiError::invalid("tools", e.to_string()))
+}
+
+/// `system` (a string, or text blocks: their texts joined; `cache_control` is not part of it).
+fn system_message(system: &Value) -> Result<Message, ApiError> {
+    let text = match system {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .map(|b| b.get("text").and_then(Value::as_str).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        _ => {
+            return Err(ApiError::invalid(
+                "system",
+                "`system` must be a string or an array of text blocks",
+            ));
+        }
+    };
+    Ok(Message::text(Role::System, &text))
+}
+
+/// A chat message from its JSON form (the engine's message model reads chat completions).
+fn chat_message(value: Value, at: &str) -> Result<Message, ApiError> {
+    serde_json::from_value(value).map_err(|e| ApiError::invalid(at, e.to_string()))
+}
+
+/// One Anthropic turn as chat messages: a user turn's `tool_result` blocks become tool
+/// messages (in order, before its other content), an assistant turn's `tool_use` blocks its
+/// tool calls. Thinking blocks are left out (see the module's doc).
+fn convert_turn(i: usize, turn: &Value, out: &mut Vec<Message>) -> Result<(), ApiError> {
+    let at = format!("messages.{i}");
+    let role = turn.get("role").and_then(Value::as_str);
+    let blocks: Vec<Value> = match turn.get("content") {
+        Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
+        Some(Value::Array(blocks)) => blocks.clone(),
+        _ => {
+            return Err(ApiError::invalid(
+                &format!("{at}.content"),
+                format!("`{at}.content` must be a string or an array of blocks"),
+            ));
+        }
+    };
+    let mut parts = Vec::new();
+    let mut calls = Vec::new();
+    for (j, block) in blocks.iter().enumerate() {
+        let here = format!("{at}.content.{j}");
+        match (role, block.get("type").and_then(Value::as_str)) {
+            (_, Some("text")) => parts.push(json!({
+                "type": "text",
+                "text": block.get("text").and_then(Value::as_str).unwrap_or_default(),
+            })),
+            (Some("user"), Some("image")) => parts.push(image_part(block, &here)?),
+            (Some("user"), Some("tool_result")) => out.push(tool_result(block, &here)?),
+            (Some("assistant"), Some("tool_use")) => calls.push(json!({
+                "id": block.get("id").and_then(Value::as_str).unwrap_or_default(),
+                "type": "function",
+                "function": {
+                    "name": block.get("name").and_then(Value::as_str).unwrap_or_default(),
+                    "arguments": block.get("input").cloned().unwrap_or_else(|| json!({})).to_string(),
+                },
+            })),
+            (Some("assistant"), Some("thinking" | "redacted_thinking")) => {}
+            (_, kind) => {
+                return Err(ApiError::invalid(
+                    &here,
+                    format!(
+                        "`{here}`: a {} block cannot be in a {} turn here",
+                        kind.unwrap_or("typeless"),
+                        role.unwrap_or("roleless")
+                    ),
+                ));
+            }
+        }
+    }
+    let content = match parts.as_slice() {
+        [] => Value::Null,
+        [only] if only["type"] == "text" => only["text"].clone(),
+        _ => Value::Array(parts),
+    };
+    match role {
+        Some("user") => {
+            if !content.is_null() {
+                out.push(chat_message(
+                    json!({"role": "user", "content": content}),
+                    &at,
+                )?);
+            }
+        }
+        Some("assistant") => {
+            let mut message = json!({"role": "assistant", "content": content});
+            if !calls.is_empty() {
+                message["tool_calls"] = Value::Array(calls);
+            }
+            out.push(chat_message(message, &at)?);
+        }
+        _ => {
+            return Err(ApiError::invalid(
+                &format!("{at}.role"),
+                format!("`{at}.role` must be user or assistant"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// An `image` block as a chat image part (base64 as a data URL, or its URL).
+fn image_part(block: &Value, at: &str) -> Result<Value, ApiError> {
+    let source = block.get("source").unwrap_or(&Value::Null);
+    let url = match source.get("type").and_then(Value::as_str) {
+        Some("base64") => format!(
+            "data:{};base64,{}",
+            source
+                .get("media_type")
+                .and_then(Value::as_str)
+                .unwrap_or("image/png"),
+            source
+                .get("data")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        ),
+        Some("url") => source
+            .get("url")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        _ => {
+            return Err(ApiError::invalid(
+                at,
+                format!("`{at}.source.type` must be base64 or url"),
+            ));
+        }
+    };
+    Ok(json!({"type": "image_url", "image_url": {"url": url}}))
+}
+
+/// A `tool_result` block as a tool message (its text; an error result says so in it).
+fn tool_result(block: &Value, at: &str) -> Result<Message, ApiError> {
+    let id = block
+        .get("tool_use_id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ApiError::invalid(at, format!("`{at}.tool_use_id` is required")))?;
+    let mut text = match block.get("content") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                at,
+                format!("`{at}.content` must be a string or an array of blocks"),
+            ));
+        }
+    };
+    if block.get("is_error").and_then(Value::as_bool) == Some(true) {
+        text = format!("Error: {text}");
+    }
+    chat_message(
+        json!({"role": "tool", "tool_call_id": id, "content": text}),
+        at,
+    )
+}
+
+/// Anthropic's spelling of why a reply ended.
+pub(crate) fn stop_reason(finish: Option<&FinishReason>) -> &'static str {
+    match finish {
+        Some(FinishReason::Length) => "max_tokens",
+        Some(FinishReason::ToolCalls) => "tool_use",
+        Some(FinishReason::ContentFilter) => "refusal",
+        _ => "end_turn",
+    }
+}
+
+/// Anthropic's `usage` object.
+pub(crate) fn usage(usage: &Usage) -> Value {
+    json!({
+        "input_tokens": usage.input,
+        "output_tokens": usage.output,
+        "cache_read_input_tokens": usage.cache_read,
+        "cache_creation_input_tokens": usage.cache_write,
+    })
+}
+
+/// The text of a reply's content (a string, or its text parts).
+fn text_of(content: &RawJson) -> String {
+    match content.to_value() {
+        Value::String(s) => s,
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+/// A tool call's `input`: its arguments parsed (an object), `{}` when it has none.
+pub(crate) fn tool_input(arguments: Option<&RawJson>) -> Value {
+    arguments
+        .map(|a| {
+            let text = a
+                .as_str()
+                .map_or_else(|| a.get().to_owned(), |s| s.into_owned());
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        })
+        .unwrap_or_else(|| json!({}))
+}
+
+/// The content blocks of a reply: its text, then its tool calls.
+pub(crate) fn content(reply: Option<&Message>) -> Vec<Value> {
+    let Some(reply) = reply else {
+        return Vec::new();
+    };
+    let mut blocks = Vec::new();
+    if let Some(text) = reply
+        .content
+        .as_ref()
+        .map(text_of)
+        .filter(|t| !t.is_empty())
+    {
+        blocks.push(json!({"type": "text", "text": text}));
+    }
+    for call in reply.tool_calls.iter().flatten() {
+        blocks.push(json!({
+            "type": "tool_use",
+            "id": call.id,
+            "name": call.function.name,
+            "input": tool_input(call.function.arguments.as_ref()),
+        }));
+    }
+    blocks
+}
+
+#[cfg(test)]
+mod tests {
+    use hermes_core::Effort;
+
+    use super::effort_for_budget;
+
+    #[test]
+    fn a_budget_asks_for_the_highest_effort_not_above_it() {
+        assert_eq!(effort_for_budget(1023), None);
+        assert_eq!(effort_for_budget(1024), Some(Effort::Minimal));
+        assert_eq!(effort_for_budget(4095), Some(Effort::Minimal));
+        assert_eq!(effort_for_budget(8192), Some(Effort::Medium));
+        assert_eq!(effort_for_budget(16000), Some(Effort::High));
+        assert_eq!(effort_for_budget(31999), Some(Effort::XHigh));
+        assert_eq!(effort_for_budget(64000), Some(Effort::Max));
+    }
+}
+
+/// The block a stream has open.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Open {
+    Text,
+    /// A tool call, by the engine's tool-call index.
+    Tool(usize),
+}
+
+/// The Messages door's stream: `message_start` and a `ping`, then a content block per run of
+/// answer text or per tool call (`content_block_start`, `text_delta` / `input_json_delta`
+/// deltas, `content_block_stop`); after [`hermes_engine::Event::Done`] (every step stored)
+/// `message_delta` with the stop reason and usage, then `message_stop`; a failure is an `error`
+/// event in Anthropic's shape.
+pub(crate) struct AnthropicStream {
+    pub(crate) id: String,
+    pub(crate) model: String,
+    open: Option<(usize, Open)>,
+    blocks: usize,
+}
+
+impl AnthropicStream {
+    /// The stream of message `id` answered as `model`.
+    pub(crate) fn new(id: String, model: String) -> Self {
+        AnthropicStream {
+            id,
+            model,
+            open: None,
+            blocks: 0,
+        }
+    }
+
+    /// Closes the open block, if any.
+    fn close(&mut self, out: &mut Vec<SseEvent>) {
+        if let Some((index, _)) = self.open.take() {
+            out.push(event(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": index}),
+            ));
+        }
+    }
+
+    /// Opens a block (`content_block` as `content_block_start` shows it), closing the open one.
+    fn open(&mut self, kind: Open, content_block: Value, out: &mut Vec<SseEvent>) -> usize {
+        self.close(out);
+        let index = self.blocks;
+        self.blocks += 1;
+        self.open = Some((index, kind));
+        out.push(event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index, "content_block": content_block}),
+        ));
+        index
+    }
+}
+
+/// An SSE event named `name` carrying `data`.
+fn event(name: &str, data: Value) -> SseEvent {
+    SseEvent::default().event(name).data(data.to_string())
+}
+
+impl crate::sse::StreamDoor for AnthropicStream {
+    fn opening(&mut self) -> Vec<SseEvent> {
+        vec![
+            event(
+                "message_start",
+                json!({"type": "message_start", "message": {
+                    "id": self.id, "type": "message", "role": "assistant", "model": self.model,
+                    "content": [], "stop_reason": null, "stop_sequence": null,
+                    "usage": {"input_tokens": 0, "output_tokens": 0},
+                }}),
+            ),
+            event("ping", json!({"type": "ping"})),
+        ]
+    }
+
+    fn on_event(&mut self, ev: hermes_engine::Event) -> (Vec<SseEvent>, bool) {
+        use hermes_core::driver::DriverEvent;
+        let mut out = Vec::new();
+        match ev {
+            hermes_engine::Event::Driver(DriverEvent::Delta {
+                reasoning: false,
+                text,
+            }) => {
+                let index = match self.open {
+                    Some((index, Open::Text)) => index,
+                    _ => self.open(Open::Text, json!({"type": "text", "text": ""}), &mut out),
+                };
+                out.push(event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": index,
+                           "delta": {"type": "text_delta", "text": text}}),
+                ));
+            }
+            hermes_engine::Event::Driver(DriverEvent::ToolCallDelta {
+                index: call,
+                id,
+                name,
+                arguments,
+            }) => {
+                let index = match self.open {
+                    Some((index, Open::Tool(open))) if open == call => index,
+                    _ => self.open(
+                        Open::Tool(call),
+                        json!({"type": "tool_use", "id": id.unwrap_or_default(),
+                               "name": name.unwrap_or_default(), "input": {}}),
+                        &mut out,
+                    ),
+                };
+                if !arguments.is_empty() {
+                    out.push(event(
+                        "content_block_delta",
+                        json!({"type": "content_block_delta", "index": index,
+                               "delta": {"type": "input_json_delta", "partial_json": arguments}}),
+                    ));
+                }
+            }
+            hermes_engine::Event::Done(completion) => {
+                self.close(&mut out);
+                out.push(event(
+                    "message_delta",
+                    json!({"type": "message_delta",
+                           "delta": {"stop_reason": stop_reason(completion.finish.as_ref()),
+                                     "stop_sequence": null},
+                           "usage": usage(&completion.usage),
+                           "hermes_session": completion.session}),
+                ));
+                out.push(event("message_stop", json!({"type": "message_stop"})));
+                return (out, true);
+            }
+            _ => {}
+        }
+        (out, false)
+    }
+
+    fn failure(&self, error: &ApiError) -> SseEvent {
+        event("error", error.anthropic_body())
+    }
+}

@@ -1,0 +1,91 @@
+//! What both doors read from a request body: its top-level keys parsed one by one (so an error
+//! names the key), and the turn a door made of it, which becomes one engine [`Request`].
+
+use std::collections::HashMap;
+
+use hermes_core::{Message, RawJson, Sampling, ThinkingRequest};
+use hermes_engine::{Choice, History, Request, ToolMode};
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+
+use crate::error::ApiError;
+
+/// A body's top-level keys, each parsed on its own so an error names it.
+pub(crate) struct Fields(HashMap<String, Box<RawValue>>);
+
+impl Fields {
+    /// The keys of `body`, which must be a JSON object.
+    pub(crate) fn parse(body: &[u8]) -> Result<Fields, ApiError> {
+        serde_json::from_slice(body)
+            .map(Fields)
+            .map_err(|e| ApiError {
+                param: None,
+                ..ApiError::invalid("", format!("the body is not a JSON object: {e}"))
+            })
+    }
+
+    /// Key `key` as a `T` (`what` says what it must be), `None` when absent or null.
+    pub(crate) fn get<T: DeserializeOwned>(
+        &self,
+        key: &str,
+        what: &str,
+    ) -> Result<Option<T>, ApiError> {
+        match self.0.get(key) {
+            None => Ok(None),
+            Some(raw) if raw.get() == "null" => Ok(None),
+            Some(raw) => serde_json::from_str(raw.get())
+                .map(Some)
+                .map_err(|e| ApiError::invalid(key, format!("`{key}` must be {what}: {e}"))),
+        }
+    }
+
+    /// Key `key`'s text as sent, `None` when absent or null.
+    pub(crate) fn raw(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(|r| r.get()).filter(|r| *r != "null")
+    }
+}
+
+/// One client turn as a door parsed it.
+pub(crate) struct ClientTurn {
+    /// The model string as sent (checked and resolved by `model::resolve`).
+    pub(crate) model: String,
+    /// The client's whole history, in the engine's message model.
+    pub(crate) messages: Vec<Message>,
+    /// Streamed or whole.
+    pub(crate) stream: bool,
+    /// The client's tools as chat function definitions.
+    pub(crate) tools: Option<RawJson>,
+    /// The thinking request.
+    pub(crate) thinking: ThinkingRequest,
+    /// Sampling parameters.
+    pub(crate) sampling: Sampling,
+    /// The client's partition within its tenant (SPEC §10).
+    pub(crate) partition: Option<String>,
+}
+
+impl ClientTurn {
+    /// The engine request for `tenant`: the client's whole history (the engine finds its
+    /// conversation within the tenant and partition, re-attaches the stored carriers and stores
+    /// the new tail, SPEC §10), on `choice`, continuing `session` when one is named; the
+    /// client's tools are client-side.
+    pub(crate) fn request(
+        self,
+        tenant: String,
+        choice: Choice,
+        session: Option<String>,
+    ) -> Request {
+        let history = History::new(tenant, self.messages).partition(self.partition);
+        let request = Request::from_history(history)
+            .choice(choice)
+            .thinking(self.thinking)
+            .sampling(self.sampling)
+            .tools(match self.tools {
+                Some(definitions) => ToolMode::Client(definitions),
+                None => ToolMode::None,
+            });
+        match session {
+            Some(session) => request.session(session),
+            None => request,
+        }
+    }
+}

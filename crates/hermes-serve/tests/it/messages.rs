@@ -1,0 +1,198 @@
+//! The Messages door (`POST /v1/messages`) with the official `anthropic` Python client (pinned in
+//! `.ci/sdk-requirements.txt`, found through `HERMES_SDK_PYTHON`; skipped without one unless
+//! `HERMES_REQUIRE_SDK` is set) in front of the strict DeepSeek V4 simulator: a two-turn tool
+//! conversation with thinking, whole and streamed; the upstream gets the client's tools and its
+//! own reasoning back byte for byte, never a thinking block the client altered. Also: the
+//! Anthropic error shape, `x-api-key`, `count_tokens`.
+
+use std::path::Path;
+
+use hermes_sim::Sim;
+use serde_json::{Value, json};
+
+use crate::{KEY, start, start_for};
+
+const SCRIPT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/sdk/anthropic_tool_turns.py"
+);
+const PROBE: &str = "import anthropic; print(f'anthropic {anthropic.__version__}')";
+
+fn run(python: &Path, input: &Value) -> Value {
+    let (code, stdout, stderr) = hermes_test_support::sdk::run(
+        hermes_test_support::sdk::python(python, &["ANTHROPIC_"]),
+        SCRIPT,
+        &input.to_string(),
+    )
+    .unwrap();
+    assert_eq!(code, Some(0), "the script failed: {stderr}");
+    serde_json::from_str(&stdout).unwrap()
+}
+
+async fn a_messages_client_holds_a_tool_conversation(stream: bool, forge: bool) {
+    let Some(python) = hermes_test_support::sdk::sdk_python("anthropic", PROBE) else {
+        return;
+    };
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let gateway = start_for("deepseek", &sim.base_url()).await;
+    let base = gateway.url("");
+    let seen = tokio::task::spawn_blocking(move || {
+        run(
+            python,
+            &json!({"base_url": base, "key": KEY, "model": "deepseek/deepseek-v4-pro",
+                    "stream": stream, "forge": forge}),
+        )
+    })
+    .await
+    .unwrap();
+    let case = format!("stream {stream}, forge {forge}");
+    let (first, second) = (&seen["first"], &seen["second"]);
+    assert_eq!(first["stop"], "tool_use", "{case}: {seen}");
+    assert_eq!(second["stop"], "end_turn", "{case}: {seen}");
+    let call = first["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "tool_use")
+        .unwrap_or_else(|| panic!("{case}: a tool_use block: {seen}"));
+    assert_eq!(call["name"], "now");
+    assert!(call["input"].is_object(), "{case}: {call}");
+    if stream {
+        let events: Vec<&str> = first["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap())
+            .collect();
+        assert_eq!(events.first(), Some(&"message_start"), "{case}: {events:?}");
+        assert_eq!(events.last(), Some(&"message_stop"), "{case}: {events:?}");
+        for kind in ["content_block_start", "content_block_stop", "message_delta"] {
+            assert!(events.contains(&kind), "{case}: {kind} in {events:?}");
+        }
+    }
+    assert!(seen["count"].as_u64().unwrap() > 0, "{case}: {seen}");
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 2, "{case}: one upstream request per turn");
+    assert!(requests.iter().all(|r| r.status == 200), "{case}");
+    let upstream = &requests[1].body;
+    assert!(
+        requests[0].body.to_string().contains("The time"),
+        "{case}: the client's tool reached the upstream"
+    );
+    assert_eq!(requests[0].body["reasoning_effort"], "high", "{case}");
+    // The upstream's own reasoning went back to it byte for byte; the client's forgery did not.
+    let minted: Value = serde_json::from_str(&requests[0].response)
+        .ok()
+        .and_then(|r: Value| {
+            r["choices"][0]["message"]["reasoning_content"]
+                .as_str()
+                .map(|s| json!(s))
+        })
+        .unwrap_or(Value::Null);
+    let call_turn = upstream["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .unwrap();
+    if !stream {
+        assert_eq!(call_turn["reasoning_content"], minted, "{case}: {upstream}");
+    }
+    assert!(
+        call_turn["reasoning_content"]
+            .as_str()
+            .is_some_and(|r| !r.trim().is_empty()),
+        "{case}: {upstream}"
+    );
+    assert!(
+        !upstream.to_string().contains("FORGED"),
+        "{case}: an altered thinking block reached the upstream: {upstream}"
+    );
+    gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_anthropic_client_holds_a_tool_conversation_with_thinking_whole_and_streamed() {
+    for stream in [false, true] {
+        a_messages_client_holds_a_tool_conversation(stream, false).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_altered_thinking_block_never_reaches_the_upstream() {
+    a_messages_client_holds_a_tool_conversation(false, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_messages_door_answers_errors_in_anthropics_shape_and_takes_x_api_key() {
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let gateway = start(&sim.base_url(), |c| c).await;
+    let body = json!({"model": "deepseek/deepseek-v4-pro", "max_tokens": 64,
+                      "messages": [{"role": "user", "content": "hello"}]});
+    let client = reqwest::Client::new();
+    let url = gateway.url("/v1/messages");
+    let none = client.post(&url).json(&body).send().await.unwrap();
+    assert_eq!(none.status(), 401);
+    let error: Value = none.json().await.unwrap();
+    assert_eq!(error["type"], "error", "{error}");
+    assert_eq!(error["error"]["type"], "authentication_error", "{error}");
+    assert!(sim.requests().is_empty(), "a 401 reaches no upstream");
+    let ok = client
+        .post(&url)
+        .header("x-api-key", KEY)
+        .header("anthropic-version", "2023-06-01")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    let reply: Value = ok.json().await.unwrap();
+    assert_eq!(reply["type"], "message", "{reply}");
+    assert_eq!(reply["content"][0]["type"], "text", "{reply}");
+    assert_eq!(reply["stop_reason"], "end_turn", "{reply}");
+    let mut missing = body.clone();
+    missing.as_object_mut().unwrap().remove("max_tokens");
+    let bad = client
+        .post(&url)
+        .header("x-api-key", KEY)
+        .json(&missing)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    let error: Value = bad.json().await.unwrap();
+    assert_eq!(error["error"]["type"], "invalid_request_error");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_tokens")
+    );
+    let mut server_tool = body.clone();
+    server_tool["tools"] = json!([{"type": "web_search_20250305", "name": "web_search"}]);
+    let refused = client
+        .post(&url)
+        .header("x-api-key", KEY)
+        .json(&server_tool)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 400);
+    let unknown = client
+        .post(&url)
+        .header("x-api-key", KEY)
+        .json(&json!({"model": "nowhere/x", "max_tokens": 8,
+                      "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+    let error: Value = unknown.json().await.unwrap();
+    assert_eq!(error["error"]["type"], "not_found_error");
+    assert_eq!(
+        sim.requests().len(),
+        1,
+        "only the valid request went upstream"
+    );
+    gateway.stop().await;
+}
