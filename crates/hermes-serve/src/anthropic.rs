@@ -7,13 +7,15 @@
 //! Thinking blocks a client sends are never taken as reasoning: re-attachment gives every
 //! assistant turn the store holds its stored carriers (SPEC §10), and a turn it does not hold
 //! gets the route's rule for a missing carrier, so an altered block never reaches an upstream.
-//! Readable thinking is not returned to the client yet: a non-Claude upstream's needs a
-//! gateway-minted signature (SPEC §10, "Messages-door signatures"), which is still to come;
-//! the reasoning itself stays server-side and is restored on the next request.
+//! A whole reply from a Claude upstream returns Claude's own signed `thinking` and
+//! `redacted_thinking` blocks. Readable thinking from other upstreams is not returned yet (it
+//! needs a gateway-minted signature, SPEC §10 "Messages-door signatures"), nor is thinking in a
+//! stream; the reasoning itself stays server-side and is restored on the next request.
 
 use axum::response::sse::Event as SseEvent;
 use hermes_core::{
-    Effort, FinishReason, Message, RawJson, Role, Sampling, ThinkingRequest, ToolChoice, Usage,
+    DetailItem, Effort, FinishReason, Message, RawJson, Role, Sampling, ThinkingRequest,
+    ToolChoice, Usage,
 };
 use serde_json::{Map, Value, json};
 
@@ -413,12 +415,28 @@ pub(crate) fn tool_input(arguments: Option<&RawJson>) -> Value {
         .unwrap_or_else(|| json!({}))
 }
 
-/// The content blocks of a reply: its text, then its tool calls.
+/// The content blocks of a reply: Claude's own `thinking` and `redacted_thinking` blocks as it
+/// sent them (their signatures unchanged; they are also stored, so a client that drops them
+/// gets them back upstream), then its text, then its tool calls.
 pub(crate) fn content(reply: Option<&Message>) -> Vec<Value> {
     let Some(reply) = reply else {
         return Vec::new();
     };
-    let mut blocks = Vec::new();
+    let mut blocks: Vec<Value> = reply
+        .reasoning_details
+        .iter()
+        .flatten()
+        .filter_map(|item| match item {
+            DetailItem::Provider { raw, .. } => serde_json::from_str::<Value>(raw.get()).ok(),
+            DetailItem::Native { .. } => None,
+        })
+        .filter(|block| {
+            matches!(
+                block.get("type").and_then(Value::as_str),
+                Some("thinking" | "redacted_thinking")
+            )
+        })
+        .collect();
     if let Some(text) = reply
         .content
         .as_ref()

@@ -1,8 +1,10 @@
 //! The Messages door (`POST /v1/messages`) with the official `anthropic` Python client (pinned in
 //! `.ci/sdk-requirements.txt`, found through `HERMES_SDK_PYTHON`; skipped without one unless
-//! `HERMES_REQUIRE_SDK` is set) in front of the strict DeepSeek V4 simulator: a two-turn tool
-//! conversation with thinking, whole and streamed; the upstream gets the client's tools and its
-//! own reasoning back byte for byte, never a thinking block the client altered. Also: the
+//! `HERMES_REQUIRE_SDK` is set) in front of the strict DeepSeek V4 and Claude simulators: a
+//! two-turn tool conversation with thinking, whole and streamed; the upstream gets the client's
+//! tools and its own reasoning back byte for byte (Claude's signatures, which it verifies),
+//! never a thinking block the client altered; a whole reply from Claude hands the client
+//! Claude's signed thinking. Also: the
 //! Anthropic error shape, `x-api-key`, `count_tokens`.
 
 use std::path::Path;
@@ -29,23 +31,33 @@ fn run(python: &Path, input: &Value) -> Value {
     serde_json::from_str(&stdout).unwrap()
 }
 
-async fn a_messages_client_holds_a_tool_conversation(stream: bool, forge: bool) {
+/// A Messages client holds a two-turn tool conversation with thinking through the gateway with
+/// `model`, in front of the strict simulator `profile` standing in for `provider`: keeping the
+/// blocks it got (with `forge`, adding an altered thinking block of its own), whole or
+/// streamed. The simulator accepts both requests, gets the client's tools, and gets back every
+/// carrier it minted byte for byte, never the forgery.
+async fn a_messages_client_holds_a_tool_conversation(
+    (profile, provider, model): (&str, &str, &str),
+    stream: bool,
+    forge: bool,
+) {
     let Some(python) = hermes_test_support::sdk::sdk_python("anthropic", PROBE) else {
         return;
     };
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start_for("deepseek", &sim.base_url()).await;
+    let sim = Sim::start(profile).await.unwrap();
+    let gateway = start_for(provider, &sim.base_url()).await;
     let base = gateway.url("");
+    let model_name = model.to_owned();
     let seen = tokio::task::spawn_blocking(move || {
         run(
             python,
-            &json!({"base_url": base, "key": KEY, "model": "deepseek/deepseek-v4-pro",
+            &json!({"base_url": base, "key": KEY, "model": model_name,
                     "stream": stream, "forge": forge}),
         )
     })
     .await
     .unwrap();
-    let case = format!("stream {stream}, forge {forge}");
+    let case = format!("{profile}, stream {stream}, forge {forge}");
     let (first, second) = (&seen["first"], &seen["second"]);
     assert_eq!(first["stop"], "tool_use", "{case}: {seen}");
     assert_eq!(second["stop"], "end_turn", "{case}: {seen}");
@@ -79,31 +91,45 @@ async fn a_messages_client_holds_a_tool_conversation(stream: bool, forge: bool) 
         requests[0].body.to_string().contains("The time"),
         "{case}: the client's tool reached the upstream"
     );
-    assert_eq!(requests[0].body["reasoning_effort"], "high", "{case}");
-    // The upstream's own reasoning went back to it byte for byte; the client's forgery did not.
-    let minted: Value = serde_json::from_str(&requests[0].response)
-        .ok()
-        .and_then(|r: Value| {
-            r["choices"][0]["message"]["reasoning_content"]
-                .as_str()
-                .map(|s| json!(s))
-        })
-        .unwrap_or(Value::Null);
-    let call_turn = upstream["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "assistant")
+    // Every carrier the upstream minted went back to it byte for byte.
+    let stored = gateway
+        .store
+        .messages(&first_session(&gateway).await)
+        .await
         .unwrap();
-    if !stream {
-        assert_eq!(call_turn["reasoning_content"], minted, "{case}: {upstream}");
-    }
-    assert!(
-        call_turn["reasoning_content"]
-            .as_str()
-            .is_some_and(|r| !r.trim().is_empty()),
-        "{case}: {upstream}"
+    let mut carriers = Vec::new();
+    crate::sdk::minted(
+        &serde_json::to_value(&stored[1]).unwrap(),
+        false,
+        &[],
+        &mut carriers,
     );
+    assert!(!carriers.is_empty(), "{case}: {:?}", stored[1]);
+    let second_body = upstream.to_string();
+    for carrier in &carriers {
+        let encoded = Value::String(carrier.clone()).to_string();
+        assert!(
+            second_body.contains(&encoded),
+            "{case}: {encoded} did not go back upstream: {second_body}"
+        );
+    }
+    // A whole reply from Claude hands the client Claude's own signed thinking.
+    if provider == "anthropic" && !stream {
+        let thinking: Vec<&Value> = first["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["type"] == "thinking")
+            .collect();
+        assert!(!thinking.is_empty(), "{case}: {seen}");
+        for block in thinking {
+            let signature = block["signature"].as_str().unwrap();
+            assert!(
+                carriers.iter().any(|c| c == signature),
+                "{case}: the signature the client got is the one Claude minted"
+            );
+        }
+    }
     assert!(
         !upstream.to_string().contains("FORGED"),
         "{case}: an altered thinking block reached the upstream: {upstream}"
@@ -111,16 +137,30 @@ async fn a_messages_client_holds_a_tool_conversation(stream: bool, forge: bool) 
     gateway.stop().await;
 }
 
+/// The one session the gateway stored.
+async fn first_session(gateway: &crate::Running) -> String {
+    let sessions = gateway.store.list().await.unwrap();
+    assert_eq!(sessions.len(), 1, "one conversation");
+    sessions[0].id.clone()
+}
+
+const DEEPSEEK: (&str, &str, &str) = ("deepseek-v4", "deepseek", "deepseek/deepseek-v4-pro");
+const CLAUDE: (&str, &str, &str) = ("anthropic", "anthropic", "anthropic/claude-opus-4-6");
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_anthropic_client_holds_a_tool_conversation_with_thinking_whole_and_streamed() {
-    for stream in [false, true] {
-        a_messages_client_holds_a_tool_conversation(stream, false).await;
+    for upstream in [DEEPSEEK, CLAUDE] {
+        for stream in [false, true] {
+            a_messages_client_holds_a_tool_conversation(upstream, stream, false).await;
+        }
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_altered_thinking_block_never_reaches_the_upstream() {
-    a_messages_client_holds_a_tool_conversation(false, true).await;
+    for upstream in [DEEPSEEK, CLAUDE] {
+        a_messages_client_holds_a_tool_conversation(upstream, false, true).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

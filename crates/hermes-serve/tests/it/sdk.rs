@@ -32,7 +32,7 @@ fn run(python: &Path, input: &Value) -> Value {
 
 /// Every string a stored message holds under a carrier's key: the thinking, signatures,
 /// encrypted blobs and opaque items an upstream minted, which must come back to it byte for byte.
-fn minted(value: &Value, under_carrier: bool, skip: &[&str], out: &mut Vec<String>) {
+pub(crate) fn minted(value: &Value, under_carrier: bool, skip: &[&str], out: &mut Vec<String>) {
     const CARRIERS: [&str; 10] = [
         "reasoning_content",
         "reasoning_details",
