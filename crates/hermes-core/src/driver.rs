@@ -187,6 +187,11 @@ pub enum DriverEvent {
         /// The next piece of the arguments text.
         arguments: String,
     },
+    /// The signature of the signed thinking streamed so far (see [`Delta::Signature`]).
+    ThinkingSignature {
+        /// The signature, whole.
+        signature: String,
+    },
     /// The model called a tool.
     ToolCall {
         /// Tool name.
@@ -357,6 +362,11 @@ fn delta_event(delta: Delta<'_>) -> DriverEvent {
     let (reasoning, text) = match delta {
         Delta::Reasoning(t) => (true, t),
         Delta::Content(t) => (false, t),
+        Delta::Signature(signature) => {
+            return DriverEvent::ThinkingSignature {
+                signature: signature.to_owned(),
+            };
+        }
         Delta::ToolCall {
             index,
             id,

@@ -27,6 +27,9 @@ pub enum Delta<'a> {
         /// The next piece of the arguments text (may be empty).
         arguments: &'a str,
     },
+    /// The signature of the signed thinking block being streamed (Claude's `signature_delta`:
+    /// it arrives whole, after the block's text; the latest one is the block's).
+    Signature(&'a str),
 }
 
 /// Token counts of one reply, normalised across wires (each wire fills them from its own

@@ -136,10 +136,12 @@ pub(crate) fn frame(headers: &[(&'static str, &str)], payload: &str) -> Vec<u8> 
 }
 
 /// One delta as a line: `R:` thinking, `C:` answer text, `T<index>:<id>:<name>:<arguments>` a
-/// tool-call fragment (`-` for an id or name the fragment does not carry).
+/// tool-call fragment (`-` for an id or name the fragment does not carry), `S:` a thinking
+/// block's signature.
 pub(crate) fn delta_line(delta: Delta<'_>) -> String {
     match delta {
         Delta::Reasoning(t) => format!("R:{t}"),
+        Delta::Signature(s) => format!("S:{s}"),
         Delta::Content(t) => format!("C:{t}"),
         Delta::ToolCall {
             index,

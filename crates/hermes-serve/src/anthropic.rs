@@ -7,10 +7,11 @@
 //! Thinking blocks a client sends are never taken as reasoning: re-attachment gives every
 //! assistant turn the store holds its stored carriers (SPEC §10), and a turn it does not hold
 //! gets the route's rule for a missing carrier, so an altered block never reaches an upstream.
-//! A whole reply from a Claude upstream returns Claude's own signed `thinking` and
-//! `redacted_thinking` blocks. Readable thinking from other upstreams is not returned yet (it
-//! needs a gateway-minted signature, SPEC §10 "Messages-door signatures"), nor is thinking in a
-//! stream; the reasoning itself stays server-side and is restored on the next request.
+//! A reply from a Claude upstream returns Claude's own signed `thinking` blocks (whole replies
+//! also its `redacted_thinking` blocks; a stream sends a thinking block whole once its
+//! signature arrived). Readable thinking from other upstreams is not returned yet (it needs a
+//! gateway-minted signature, SPEC §10 "Messages-door signatures"); the reasoning itself stays
+//! server-side and is restored on the next request.
 
 use axum::response::sse::Event as SseEvent;
 use hermes_core::{
@@ -477,13 +478,15 @@ mod tests {
 /// The block a stream has open.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Open {
+    Thinking,
     Text,
     /// A tool call, by the engine's tool-call index.
     Tool(usize),
 }
 
-/// The Messages door's stream: `message_start` and a `ping`, then a content block per run of
-/// answer text or per tool call (`content_block_start`, `text_delta` / `input_json_delta`
+/// The Messages door's stream: `message_start` and a `ping`, then a content block per signed
+/// thinking block (sent whole once its signature arrived: thinking whose upstream does not sign
+/// it is not shown, see the module's doc), per run of answer text and per tool call (`content_block_start`, `text_delta` / `input_json_delta`
 /// deltas, `content_block_stop`); after [`hermes_engine::Event::Done`] (every step stored)
 /// `message_delta` with the stop reason and usage, then `message_stop`; a failure is an `error`
 /// event in Anthropic's shape.
@@ -492,6 +495,9 @@ pub(crate) struct AnthropicStream {
     pub(crate) model: String,
     open: Option<(usize, Open)>,
     blocks: usize,
+    /// Thinking streamed since the last block, and its signature once one arrived.
+    thinking: String,
+    signature: Option<String>,
 }
 
 impl AnthropicStream {
@@ -502,7 +508,33 @@ impl AnthropicStream {
             model,
             open: None,
             blocks: 0,
+            thinking: String::new(),
+            signature: None,
         }
+    }
+
+    /// Sends the thinking streamed so far as one block when it is signed; unsigned thinking is
+    /// dropped from the stream (it stays stored).
+    fn flush_thinking(&mut self, out: &mut Vec<SseEvent>) {
+        let text = std::mem::take(&mut self.thinking);
+        let Some(signature) = self.signature.take() else {
+            return;
+        };
+        let index = self.open(
+            Open::Thinking,
+            json!({"type": "thinking", "thinking": "", "signature": ""}),
+            out,
+        );
+        for delta in [
+            json!({"type": "thinking_delta", "thinking": text}),
+            json!({"type": "signature_delta", "signature": signature}),
+        ] {
+            out.push(event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index, "delta": delta}),
+            ));
+        }
+        self.close(out);
     }
 
     /// Closes the open block, if any.
@@ -552,7 +584,31 @@ impl crate::sse::StreamDoor for AnthropicStream {
     fn on_event(&mut self, ev: hermes_engine::Event) -> (Vec<SseEvent>, bool) {
         use hermes_core::driver::DriverEvent;
         let mut out = Vec::new();
+        match &ev {
+            hermes_engine::Event::Driver(DriverEvent::Delta {
+                reasoning: true, ..
+            })
+            | hermes_engine::Event::Driver(DriverEvent::ThinkingSignature { .. }) => {}
+            hermes_engine::Event::Driver(
+                DriverEvent::Delta { .. } | DriverEvent::ToolCallDelta { .. },
+            )
+            | hermes_engine::Event::Done(_) => self.flush_thinking(&mut out),
+            _ => {}
+        }
         match ev {
+            hermes_engine::Event::Driver(DriverEvent::Delta {
+                reasoning: true,
+                text,
+            }) => {
+                if self.signature.is_some() {
+                    // A new thinking block after a signed one.
+                    self.flush_thinking(&mut out);
+                }
+                self.thinking.push_str(&text);
+            }
+            hermes_engine::Event::Driver(DriverEvent::ThinkingSignature { signature }) => {
+                self.signature = Some(signature);
+            }
             hermes_engine::Event::Driver(DriverEvent::Delta {
                 reasoning: false,
                 text,

@@ -452,6 +452,7 @@ impl StreamCapture {
             (Some("signature_delta"), Acc::Thinking { signature, .. }) => {
                 // Signatures arrive whole: the latest non-empty one is the block's.
                 if let Some(sig) = delta.signature.filter(|s| !s.is_empty()) {
+                    on_delta(Delta::Signature(&sig));
                     *signature = Some(sig.into_owned());
                 }
             }
@@ -762,6 +763,21 @@ mod tests {
                 (false, "check é/.")
             ]
         );
+    }
+
+    #[test]
+    fn a_thinking_blocks_signature_is_reported_after_its_text_before_the_answer() {
+        let seen = Seen::default();
+        let on_delta = |d: Delta<'_>| seen.record(d);
+        let mut capture = StreamCapture::new();
+        for (event, data) in &events() {
+            capture.feed(event, data, &on_delta).unwrap();
+        }
+        let lines = seen.lines();
+        let at = |line: &str| lines.iter().position(|l| l == line);
+        let signature = at("S:c2ln/LTE=").unwrap_or_else(|| panic!("{lines:?}"));
+        assert!(at("R:rst: a/b.").unwrap() < signature, "{lines:?}");
+        assert!(signature < at("C:Let me ").unwrap(), "{lines:?}");
     }
 
     #[test]

@@ -58,6 +58,7 @@ async fn stream_through(
         let entry = match d {
             Delta::Content(t) => Seen::Text(t.to_owned()),
             Delta::Reasoning(t) => Seen::Text(format!("thinking: {t}")),
+            Delta::Signature(s) => Seen::Text(format!("signature: {s}")),
             Delta::ToolCall {
                 index,
                 id,

@@ -3,8 +3,8 @@
 //! `HERMES_REQUIRE_SDK` is set) in front of the strict DeepSeek V4 and Claude simulators: a
 //! two-turn tool conversation with thinking, whole and streamed; the upstream gets the client's
 //! tools and its own reasoning back byte for byte (Claude's signatures, which it verifies),
-//! never a thinking block the client altered; a whole reply from Claude hands the client
-//! Claude's signed thinking. Also: the
+//! never a thinking block the client altered; a reply from Claude, whole or streamed, hands the
+//! client Claude's signed thinking. Also: the
 //! Anthropic error shape, `x-api-key`, `count_tokens`.
 
 use std::path::Path;
@@ -113,8 +113,8 @@ async fn a_messages_client_holds_a_tool_conversation(
             "{case}: {encoded} did not go back upstream: {second_body}"
         );
     }
-    // A whole reply from Claude hands the client Claude's own signed thinking.
-    if provider == "anthropic" && !stream {
+    // A reply from Claude, whole or streamed, hands the client Claude's own signed thinking.
+    if provider == "anthropic" {
         let thinking: Vec<&Value> = first["blocks"]
             .as_array()
             .unwrap()
