@@ -294,6 +294,15 @@ impl Engine {
         Ok(runtime.store.ping().await?)
     }
 
+    /// The gateway's signing key (SPEC §10, "Messages-door signatures"), from the store every
+    /// replica shares; made on first use.
+    pub async fn signing_key(&self) -> Result<hermes_store::SigningKey, EngineError> {
+        let runtime = self.runtime.as_deref().ok_or_else(|| {
+            EngineError::Usage("this engine serves no requests: it has no store".into())
+        })?;
+        Ok(runtime.store.signing_key().await?)
+    }
+
     /// Runs `request` as one turn and returns what it added. Deltas and other events reach
     /// `notify` as they happen. The conversation is read once; each step is stored whole as it
     /// finishes.

@@ -99,7 +99,21 @@ async fn open_turn_upstream_requests_and_the_lease_renewer_are_spans_with_their_
     chat.turn("again", &|_| {}).await.unwrap();
     chat.close().await.unwrap();
 
-    let closed = lines.closed();
+    // A span closes when its last handle goes; under load a retried request's first attempt
+    // may let go of its turn's span a moment after the turn returned.
+    let mut closed = lines.closed();
+    for _ in 0..100 {
+        if closed
+            .iter()
+            .filter(|(n, _, _)| n == "session_turn")
+            .count()
+            >= 2
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        closed = lines.closed();
+    }
     let named = |name: &str| -> Vec<&(String, Value, Vec<String>)> {
         closed.iter().filter(|(n, _, _)| n == name).collect()
     };

@@ -8,10 +8,9 @@
 //! assistant turn the store holds its stored carriers (SPEC §10), and a turn it does not hold
 //! gets the route's rule for a missing carrier, so an altered block never reaches an upstream.
 //! A reply from a Claude upstream returns Claude's own signed `thinking` blocks (whole replies
-//! also its `redacted_thinking` blocks; a stream sends a thinking block whole once its
-//! signature arrived). Readable thinking from other upstreams is not returned yet (it needs a
-//! gateway-minted signature, SPEC §10 "Messages-door signatures"); the reasoning itself stays
-//! server-side and is restored on the next request.
+//! also its `redacted_thinking` blocks); readable thinking from another upstream is a `thinking`
+//! block with a gateway-minted signature (`crate::sign`). A stream sends each thinking block
+//! whole once it ends (its signature is known then). Opaque items stay server-side.
 
 use axum::response::sse::Event as SseEvent;
 use hermes_core::{
@@ -22,6 +21,7 @@ use serde_json::{Map, Value, json};
 
 use crate::body::{ClientTurn, Fields};
 use crate::error::ApiError;
+use crate::sign::Signer;
 
 /// The thinking budgets of SPEC §3c, smallest first: a budget asks for the highest effort whose
 /// budget is not above it.
@@ -418,8 +418,9 @@ pub(crate) fn tool_input(arguments: Option<&RawJson>) -> Value {
 
 /// The content blocks of a reply: Claude's own `thinking` and `redacted_thinking` blocks as it
 /// sent them (their signatures unchanged; they are also stored, so a client that drops them
-/// gets them back upstream), then its text, then its tool calls.
-pub(crate) fn content(reply: Option<&Message>) -> Vec<Value> {
+/// gets them back upstream) or, from another upstream, its readable thinking as one `thinking`
+/// block `signer` signs; then its text, then its tool calls.
+pub(crate) fn content(reply: Option<&Message>, signer: &Signer) -> Vec<Value> {
     let Some(reply) = reply else {
         return Vec::new();
     };
@@ -438,6 +439,20 @@ pub(crate) fn content(reply: Option<&Message>) -> Vec<Value> {
             )
         })
         .collect();
+    if blocks.is_empty()
+        && let Some(thinking) = reply
+            .reasoning_content
+            .as_ref()
+            .or(reply.reasoning.as_ref())
+            .map(|t| t.text().into_owned())
+            .filter(|t| !t.trim().is_empty())
+    {
+        blocks.push(json!({
+            "type": "thinking",
+            "thinking": thinking,
+            "signature": signer.mint(&thinking),
+        }));
+    }
     if let Some(text) = reply
         .content
         .as_ref()
@@ -484,9 +499,9 @@ enum Open {
     Tool(usize),
 }
 
-/// The Messages door's stream: `message_start` and a `ping`, then a content block per signed
-/// thinking block (sent whole once its signature arrived: thinking whose upstream does not sign
-/// it is not shown, see the module's doc), per run of answer text and per tool call (`content_block_start`, `text_delta` / `input_json_delta`
+/// The Messages door's stream: `message_start` and a `ping`, then a content block per thinking
+/// block (sent whole once it ends: with its upstream's signature, else one the gateway mints),
+/// per run of answer text and per tool call (`content_block_start`, `text_delta` / `input_json_delta`
 /// deltas, `content_block_stop`); after [`hermes_engine::Event::Done`] (every step stored)
 /// `message_delta` with the stop reason and usage, then `message_stop`; a failure is an `error`
 /// event in Anthropic's shape.
@@ -498,11 +513,13 @@ pub(crate) struct AnthropicStream {
     /// Thinking streamed since the last block, and its signature once one arrived.
     thinking: String,
     signature: Option<String>,
+    /// Signs thinking its upstream did not sign.
+    signer: Signer,
 }
 
 impl AnthropicStream {
-    /// The stream of message `id` answered as `model`.
-    pub(crate) fn new(id: String, model: String) -> Self {
+    /// The stream of message `id` answered as `model`, unsigned thinking signed by `signer`.
+    pub(crate) fn new(id: String, model: String, signer: Signer) -> Self {
         AnthropicStream {
             id,
             model,
@@ -510,15 +527,18 @@ impl AnthropicStream {
             blocks: 0,
             thinking: String::new(),
             signature: None,
+            signer,
         }
     }
 
-    /// Sends the thinking streamed so far as one block when it is signed; unsigned thinking is
-    /// dropped from the stream (it stays stored).
+    /// Sends the thinking streamed so far as one block: with its upstream's signature, or one
+    /// the gateway mints when its upstream signs none.
     fn flush_thinking(&mut self, out: &mut Vec<SseEvent>) {
         let text = std::mem::take(&mut self.thinking);
-        let Some(signature) = self.signature.take() else {
-            return;
+        let signature = match self.signature.take() {
+            Some(signature) => signature,
+            None if !text.trim().is_empty() => self.signer.mint(&text),
+            None => return,
         };
         let index = self.open(
             Open::Thinking,

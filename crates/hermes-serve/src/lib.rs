@@ -13,6 +13,7 @@ mod body;
 mod error;
 pub mod model;
 mod openai;
+mod sign;
 mod sse;
 pub mod tls;
 
@@ -149,6 +150,8 @@ struct Inner {
     config: ServeConfig,
     /// Set when the drain bound ran out: every request still running ends now.
     cut: tokio::sync::watch::Sender<bool>,
+    /// The store's signing key, read once (SPEC §10, "Messages-door signatures").
+    signing_key: tokio::sync::OnceCell<hermes_engine::store::SigningKey>,
 }
 
 impl Inner {
@@ -176,6 +179,7 @@ impl Gateway {
                 engine,
                 config,
                 cut: tokio::sync::watch::channel(false).0,
+                signing_key: tokio::sync::OnceCell::new(),
             }),
         })
     }
@@ -399,7 +403,13 @@ async fn messages_turn(
     }
     tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "messages");
     let (model, stream) = (turn.model.clone(), turn.stream);
-    let request = turn.request(tenant, choice, session);
+    let request = turn.request(tenant.clone(), choice, session);
+    let key = inner
+        .signing_key
+        .get_or_try_init(|| inner.engine.signing_key())
+        .await
+        .map_err(|e| ApiError::from_engine(&e))?;
+    let signer = sign::Signer::new(key.clone(), tenant.clone());
     let id = format!("msg_{}", uuid::Uuid::now_v7().simple());
     if !stream {
         let completion = complete(inner, request).await?;
@@ -412,7 +422,7 @@ async fn messages_turn(
             "type": "message",
             "role": "assistant",
             "model": model,
-            "content": anthropic::content(reply),
+            "content": anthropic::content(reply, &signer),
             "stop_reason": anthropic::stop_reason(completion.finish.as_ref()),
             "stop_sequence": null,
             "usage": anthropic::usage(&completion.usage),
@@ -426,7 +436,7 @@ async fn messages_turn(
     let mut events = inner.engine.stream(request);
     let first = first_event(inner, &mut events).await?;
     Ok(sse::streamed(
-        anthropic::AnthropicStream::new(id, model),
+        anthropic::AnthropicStream::new(id, model, signer),
         events,
         first,
         inner.config.keep_alive,

@@ -95,6 +95,57 @@ fn check_tenant(tenant: &str) -> Result<(), StoreError> {
     })
 }
 
+/// The key the gateway signs Messages-door thinking blocks with (SPEC §10): its id (named in
+/// every signature, so a key can be rotated) and its 256-bit secret. `Debug` shows the id only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SigningKey {
+    /// The key's id (16 hex digits).
+    pub id: String,
+    /// The secret, 32 bytes.
+    pub secret: Vec<u8>,
+}
+
+impl std::fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SigningKey")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// The gateway's signing key: the stored one of the lowest generation, made (from the
+    /// operating system's CSPRNG) when the store has none. Racing first uses (replicas) agree:
+    /// generation 1 is inserted once (`ON CONFLICT DO NOTHING`), and everyone reads it.
+    pub async fn signing_key(&self) -> Result<SigningKey, StoreError> {
+        const FIRST: &str = "SELECT id, secret FROM signing_keys ORDER BY generation LIMIT 1";
+        let mut row = sqlx::query(FIRST).fetch_optional(&self.pool).await.db()?;
+        if row.is_none() {
+            sqlx::query(
+                "INSERT INTO signing_keys (id, secret, generation, created_at) \
+                 VALUES ($1, $2, 1, $3) ON CONFLICT DO NOTHING",
+            )
+            .bind(random_hex(ID_BYTES)?)
+            .bind(random_hex(SECRET_BYTES)?)
+            .bind(now_ms())
+            .execute(&self.pool)
+            .await
+            .db()?;
+            row = sqlx::query(FIRST).fetch_optional(&self.pool).await.db()?;
+        }
+        let row =
+            row.ok_or_else(|| StoreError::Encode("no signing key after making one".into()))?;
+        let id: String = row.try_get("id").db()?;
+        let text: String = row.try_get("secret").db()?;
+        let secret = (0..text.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(text.get(i..i + 2).unwrap_or("zz"), 16))
+            .collect::<Result<Vec<u8>, _>>()
+            .map_err(|_| StoreError::Encode(format!("signing key {id}: its secret is not hex")))?;
+        Ok(SigningKey { id, secret })
+    }
+}
+
 impl Store {
     /// Makes a new gateway key for `tenant` and returns it whole — `hk_<id>_<secret>`, the id
     /// 64 random bits and the secret 256, both lowercase hex, from the operating system's

@@ -65,7 +65,7 @@ mod verdicts;
 pub use compaction::{CompactionPlan, PlannedInsert, RowKind};
 pub use copy::CopyReport;
 pub use fleet::FleetVerdict;
-pub use gateway::{Found, GatewayKey};
+pub use gateway::{Found, GatewayKey, SigningKey};
 pub use leases::Lease;
 pub use lineage::Fork;
 pub use original::{OriginalDb, OriginalRow, OriginalSession, is_python_original, read_original};
@@ -163,6 +163,11 @@ static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
             "lineage",
             include_str!("../migrations/sqlite/0010_lineage.sql"),
         ),
+        (
+            11,
+            "signing keys",
+            include_str!("../migrations/sqlite/0011_signing_keys.sql"),
+        ),
     ])
 });
 
@@ -194,6 +199,11 @@ static PG_MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
             5,
             "lineage",
             include_str!("../migrations/postgres/0005_lineage.sql"),
+        ),
+        (
+            6,
+            "signing keys",
+            include_str!("../migrations/postgres/0006_signing_keys.sql"),
         ),
     ])
 });

@@ -3,8 +3,8 @@
 //! `HERMES_REQUIRE_SDK` is set) in front of the strict DeepSeek V4 and Claude simulators: a
 //! two-turn tool conversation with thinking, whole and streamed; the upstream gets the client's
 //! tools and its own reasoning back byte for byte (Claude's signatures, which it verifies),
-//! never a thinking block the client altered; a reply from Claude, whole or streamed, hands the
-//! client Claude's signed thinking. Also: the
+//! never a thinking block the client altered; the client gets the thinking as blocks, whole or
+//! streamed: Claude's signed by Claude, DeepSeek's with a signature the gateway mints. Also: the
 //! Anthropic error shape, `x-api-key`, `count_tokens`.
 
 use std::path::Path;
@@ -113,23 +113,36 @@ async fn a_messages_client_holds_a_tool_conversation(
             "{case}: {encoded} did not go back upstream: {second_body}"
         );
     }
-    // A reply from Claude, whole or streamed, hands the client Claude's own signed thinking.
-    if provider == "anthropic" {
-        let thinking: Vec<&Value> = first["blocks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|b| b["type"] == "thinking")
-            .collect();
-        assert!(!thinking.is_empty(), "{case}: {seen}");
-        for block in thinking {
-            let signature = block["signature"].as_str().unwrap();
+    // The client got the thinking as a block, whole or streamed: Claude's own, signed by Claude;
+    // another upstream's readable thinking with a signature the gateway minted, which never
+    // goes upstream.
+    let thinking: Vec<&Value> = first["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "thinking")
+        .collect();
+    assert!(!thinking.is_empty(), "{case}: {seen}");
+    for block in thinking {
+        let signature = block["signature"].as_str().unwrap();
+        if provider == "anthropic" {
             assert!(
                 carriers.iter().any(|c| c == signature),
                 "{case}: the signature the client got is the one Claude minted"
             );
+        } else {
+            assert!(signature.starts_with("hermes1."), "{case}: {block}");
+            let text = block["thinking"].as_str().unwrap();
+            assert!(
+                carriers.iter().any(|c| c == text),
+                "{case}: the block holds the upstream's reasoning: {block}"
+            );
         }
     }
+    assert!(
+        !second_body.contains("hermes1."),
+        "{case}: a gateway signature went upstream: {second_body}"
+    );
     assert!(
         !upstream.to_string().contains("FORGED"),
         "{case}: an altered thinking block reached the upstream: {upstream}"
@@ -188,7 +201,15 @@ async fn the_messages_door_answers_errors_in_anthropics_shape_and_takes_x_api_ke
     assert_eq!(ok.status(), 200);
     let reply: Value = ok.json().await.unwrap();
     assert_eq!(reply["type"], "message", "{reply}");
-    assert_eq!(reply["content"][0]["type"], "text", "{reply}");
+    assert_eq!(reply["content"][0]["type"], "thinking", "{reply}");
+    assert!(
+        reply["content"][0]["signature"]
+            .as_str()
+            .unwrap()
+            .starts_with("hermes1."),
+        "{reply}"
+    );
+    assert_eq!(reply["content"][1]["type"], "text", "{reply}");
     assert_eq!(reply["stop_reason"], "end_turn", "{reply}");
     let mut missing = body.clone();
     missing.as_object_mut().unwrap().remove("max_tokens");

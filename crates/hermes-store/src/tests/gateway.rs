@@ -564,3 +564,21 @@ async fn the_lookup_uses_the_match_key_index(db: TestDb) {
     let found = store.find_by_keys("acme", None, &k).await.unwrap().unwrap();
     assert_eq!((found.position, found.key_index), (59, 1));
 }
+
+both!(one_signing_key_is_made_once_and_every_opener_reads_the_same);
+async fn one_signing_key_is_made_once_and_every_opener_reads_the_same(db: TestDb) {
+    let store = db.open().await;
+    let (a, b) = tokio::join!(store.signing_key(), store.signing_key());
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(a, b, "two racing first uses agree on the oldest key");
+    assert_eq!(a.secret.len(), 32);
+    assert_eq!(a.id.len(), 16);
+    // Another process on the same database reads the same key.
+    let again = db.open().await.signing_key().await.unwrap();
+    assert_eq!(again, a);
+    let shown = format!("{a:?}");
+    assert!(
+        shown.contains(&a.id) && !shown.contains("secret: ["),
+        "{shown}"
+    );
+}
