@@ -1,6 +1,6 @@
 //! The Messages door (`POST /v1/messages`) with the official `anthropic` Python client (pinned in
 //! `.ci/sdk-requirements.txt`, found through `HERMES_SDK_PYTHON`; skipped without one unless
-//! `HERMES_REQUIRE_SDK` is set) in front of the strict DeepSeek V4 and Claude simulators: a
+//! `HERMES_REQUIRE_SDK` is set) in front of the strict DeepSeek V4, Claude, Gemini and Responses simulators: a
 //! two-turn tool conversation with thinking, whole and streamed; the upstream gets the client's
 //! tools and its own reasoning back byte for byte (Claude's signatures, which it verifies),
 //! never a thinking block the client altered; the client gets the thinking as blocks, whole or
@@ -98,10 +98,17 @@ async fn a_messages_client_holds_a_tool_conversation(
         .await
         .unwrap();
     let mut carriers = Vec::new();
+    // Gemini's readable thought summaries are for the user: its contract replays only the
+    // signatures (SPEC §5).
+    let skip: &[&str] = if provider == "gemini" {
+        &["reasoning_content"]
+    } else {
+        &[]
+    };
     crate::sdk::minted(
         &serde_json::to_value(&stored[1]).unwrap(),
         false,
-        &[],
+        skip,
         &mut carriers,
     );
     assert!(!carriers.is_empty(), "{case}: {:?}", stored[1]);
@@ -132,10 +139,15 @@ async fn a_messages_client_holds_a_tool_conversation(
             );
         } else {
             assert!(signature.starts_with("hermes1."), "{case}: {block}");
-            let text = block["thinking"].as_str().unwrap();
-            assert!(
-                carriers.iter().any(|c| c == text),
-                "{case}: the block holds the upstream's reasoning: {block}"
+            let stored_text = stored[1]
+                .reasoning_content
+                .as_ref()
+                .or(stored[1].reasoning.as_ref())
+                .map(|t| t.text().into_owned());
+            assert_eq!(
+                block["thinking"].as_str(),
+                stored_text.as_deref(),
+                "{case}: the block holds the upstream's readable reasoning"
             );
         }
     }
@@ -159,10 +171,16 @@ async fn first_session(gateway: &crate::Running) -> String {
 
 const DEEPSEEK: (&str, &str, &str) = ("deepseek-v4", "deepseek", "deepseek/deepseek-v4-pro");
 const CLAUDE: (&str, &str, &str) = ("anthropic", "anthropic", "anthropic/claude-opus-4-6");
+const GEMINI: (&str, &str, &str) = ("gemini", "gemini", "gemini/gemini-3-pro-preview");
+const RESPONSES: (&str, &str, &str) = (
+    "openai-responses",
+    "openai-responses",
+    "openai-responses/gpt-5.2",
+);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_anthropic_client_holds_a_tool_conversation_with_thinking_whole_and_streamed() {
-    for upstream in [DEEPSEEK, CLAUDE] {
+    for upstream in [DEEPSEEK, CLAUDE, GEMINI, RESPONSES] {
         for stream in [false, true] {
             a_messages_client_holds_a_tool_conversation(upstream, stream, false).await;
         }
