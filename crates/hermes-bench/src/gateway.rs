@@ -1,25 +1,32 @@
-//! The gateway benchmark (issue 30): what `hermes serve` adds to a request on loopback, and its
-//! resident memory with many streams in flight, each against the same simulator called directly
-//! in the same run.
+//! The gateway benchmark (issues 30 and 31): what `hermes serve` adds to a request on loopback,
+//! through its chat-completions door and its Anthropic Messages door, and its resident memory
+//! with many streams in flight through each, all against the same simulator called directly in
+//! the same run.
 //!
 //! Everything runs the release `hermes` binary as child processes ([`Process`], killed and reaped
 //! when dropped, whichever way the benchmark ends): `hermes sim serve --profile deepseek-v4` as
 //! the upstream, and `hermes serve --listen 127.0.0.1:0 --no-auth` in front of it, each in a
 //! temporary `HERMES_HOME` (also its `HOME`) with a fake `DEEPSEEK_API_KEY`, the default SQLite
-//! store and an otherwise empty environment (only `PATH` is kept).
+//! store and an otherwise empty environment (only `PATH` is kept). The simulator is always
+//! called with the chat body; the gateway's doors ([`Door`]) with theirs (`/v1/chat/completions`,
+//! and `/v1/messages` with `max_tokens`).
 //!
-//! - [`latency`]: after a warm-up, K pairs of the same request sent to the simulator directly and
-//!   through the gateway (which goes first alternates pair by pair), non-streamed (the whole
-//!   body) and streamed (time to the first and to the last byte); nearest-rank p50 and p99 of
-//!   each ([`percentile`]).
+//! - [`latency`]: after a warm-up, K rounds of the same request sent to the simulator directly
+//!   and through each door of one gateway (the order within a round going through every
+//!   permutation, [`round_order`]), non-streamed (the whole body) and streamed (time to the
+//!   first and to the last byte); nearest-rank p50 and p99 of each ([`percentile`]). Each door
+//!   is compared with the same direct samples.
 //! - [`streams`]: N streamed requests opened at once against a simulator that paces its events
 //!   (`hermes sim serve --chunk-delay-ms`), so that they are all in flight together; the most
 //!   that were in flight at one moment, counted from the client's side ([`peak_overlap`]: from
-//!   each stream's first chunk to its last byte), and how many ended with `[DONE]`. Around them,
-//!   the serving process's resident memory from `/proc/PID/status` ([`ProcMemory`]): at idle,
-//!   and at its peak (`VmHWM`, reset through `/proc/PID/clear_refs` just before the streams
-//!   open). [`measure`] runs the streams against the simulator directly first (its own memory
-//!   the baseline), then through a fresh gateway in front of it.
+//!   each stream's first chunk to its last byte), and how many ended complete
+//!   ([`Door::completed`]: `data: [DONE]` for chat, the event named `message_stop` for
+//!   Messages, parsed by [`sse_events`]). Around them, the serving process's resident memory
+//!   from `/proc/PID/status` ([`ProcMemory`]): at idle, and at its peak (`VmHWM`, reset through
+//!   `/proc/PID/clear_refs` just before the streams open). [`measure`] runs the streams against
+//!   the simulator directly first (its own memory the baseline), then through a fresh gateway's
+//!   chat door, then through another fresh gateway's Messages door (the first one stopped), all
+//!   in front of that one simulator.
 
 use std::collections::VecDeque;
 use std::io::{BufRead as _, BufReader};
@@ -53,9 +60,10 @@ pub struct Options {
     pub bin: PathBuf,
     /// Requests of each kind sent before anything is timed.
     pub warmup: usize,
-    /// Timed pairs (direct, gateway) per kind.
+    /// Timed rounds per kind: a request to the simulator directly and one through each door,
+    /// so a pair (direct, door) for each door.
     pub pairs: usize,
-    /// Streams in flight at once for the memory measure.
+    /// Streams in flight at once for the memory measure, through each door.
     pub streams: usize,
     /// The simulator's pause before each streamed event after the first, in the memory measure.
     pub chunk_delay: Duration,
@@ -97,8 +105,17 @@ pub fn peak_overlap(intervals: &[(Duration, Duration)]) -> usize {
     usize::try_from(peak).unwrap_or(0)
 }
 
-/// The `data` of every event of an SSE body, parsed by `eventsource-stream`.
-pub fn sse_data(body: &[u8]) -> Result<Vec<String>, BenchError> {
+/// One SSE event of a body: its name and its data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` field; `message` when the event names none (the SSE default).
+    pub name: String,
+    /// The `data:` lines, joined.
+    pub data: String,
+}
+
+/// Every event of an SSE body, in order, parsed by `eventsource-stream`.
+pub fn sse_events(body: &[u8]) -> Result<Vec<SseEvent>, BenchError> {
     let chunks = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(body.to_vec())]);
     let events: Vec<_> = chunks
         .eventsource()
@@ -108,10 +125,82 @@ pub fn sse_data(body: &[u8]) -> Result<Vec<String>, BenchError> {
     events
         .into_iter()
         .map(|e| {
-            e.map(|e| e.data)
-                .map_err(|e| format!("bad SSE: {e}").into())
+            e.map(|e| SseEvent {
+                name: e.event,
+                data: e.data,
+            })
+            .map_err(|e| format!("bad SSE: {e}").into())
         })
         .collect()
+}
+
+/// The API a request speaks: the simulator directly and the gateway's chat door speak OpenAI
+/// chat-completions, the gateway's Messages door Anthropic Messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Door {
+    /// `POST …/chat/completions`.
+    Chat,
+    /// `POST …/messages`.
+    Messages,
+}
+
+impl Door {
+    /// The request body asking `model` for an answer to `hello`. Messages requires
+    /// `max_tokens`; the simulator's answer is shorter than it.
+    pub fn body(self, model: &str, stream: bool) -> Value {
+        let messages = json!([{"role": "user", "content": "hello"}]);
+        match self {
+            Door::Chat => json!({"model": model, "messages": messages, "stream": stream}),
+            Door::Messages => json!({
+                "model": model,
+                "max_tokens": 256,
+                "messages": messages,
+                "stream": stream,
+            }),
+        }
+    }
+
+    /// Whether a whole (non-streamed) reply holds an answer: a chat completion's message
+    /// content, or a Messages `message` with a text block.
+    pub fn answered(self, reply: &Value) -> bool {
+        match self {
+            Door::Chat => reply["choices"][0]["message"]["content"].as_str().is_some(),
+            Door::Messages => {
+                reply["type"] == "message"
+                    && reply["content"].as_array().is_some_and(|blocks| {
+                        blocks
+                            .iter()
+                            .any(|b| b["type"] == "text" && b["text"].as_str().is_some())
+                    })
+            }
+        }
+    }
+
+    /// Whether a stream ended as this API ends a complete answer: its last event is
+    /// `data: [DONE]` (chat), or the event named `message_stop` (Messages, which has no
+    /// `[DONE]`).
+    pub fn completed(self, events: &[SseEvent]) -> bool {
+        events.last().is_some_and(|last| match self {
+            Door::Chat => last.data == "[DONE]",
+            Door::Messages => last.name == "message_stop",
+        })
+    }
+
+    /// Its endpoint under a `/v1` base.
+    pub fn path(self) -> &'static str {
+        match self {
+            Door::Chat => "chat/completions",
+            Door::Messages => "messages",
+        }
+    }
+
+    /// How a complete stream ends, for messages.
+    pub fn end_marker(self) -> &'static str {
+        match self {
+            Door::Chat => "[DONE]",
+            Door::Messages => "message_stop",
+        }
+    }
 }
 
 /// The machine's CPUs and its 1-minute load average (`/proc/loadavg`), to judge the tails by:
@@ -311,12 +400,14 @@ impl GatewayServer {
     }
 }
 
-/// Where a request goes: the simulator directly, or the gateway.
+/// Where a request goes: the simulator directly, or one of the gateway's doors.
 #[derive(Clone, Debug)]
 pub struct Target {
-    /// `direct` or `gateway`, for messages.
+    /// `direct`, `chat` or `messages`, for messages.
     pub name: &'static str,
-    /// The chat-completions URL.
+    /// The API it speaks.
+    pub door: Door,
+    /// The endpoint's URL.
     pub url: String,
     /// The model field.
     pub model: String,
@@ -325,22 +416,27 @@ pub struct Target {
 }
 
 impl Target {
-    /// The simulator at `base`, with the fake key.
+    /// The simulator at `base`, with the fake key, through chat-completions.
     pub fn direct(base: &str) -> Target {
         Target {
             name: "direct",
-            url: format!("{base}/chat/completions"),
+            door: Door::Chat,
+            url: format!("{base}/{}", Door::Chat.path()),
             model: MODEL.to_owned(),
             bearer: Some(FAKE_KEY),
         }
     }
 
-    /// The gateway at `base` (ending in `/v1`), the model as `deepseek/MODEL`, no key
-    /// (`--no-auth`).
-    pub fn gateway(base: &str) -> Target {
+    /// The gateway at `base` (ending in `/v1`) through `door` (`/chat/completions` or
+    /// `/messages`), the model as `deepseek/MODEL`, no key (`--no-auth`).
+    pub fn gateway(base: &str, door: Door) -> Target {
         Target {
-            name: "gateway",
-            url: format!("{base}/chat/completions"),
+            name: match door {
+                Door::Chat => "chat",
+                Door::Messages => "messages",
+            },
+            door,
+            url: format!("{base}/{}", door.path()),
             model: format!("deepseek/{MODEL}"),
             bearer: None,
         }
@@ -351,12 +447,9 @@ impl Target {
         client: &reqwest::Client,
         stream: bool,
     ) -> Result<reqwest::Response, BenchError> {
-        let body = json!({
-            "model": self.model,
-            "messages": [{"role": "user", "content": "hello"}],
-            "stream": stream,
-        });
-        let mut request = client.post(&self.url).json(&body);
+        let mut request = client
+            .post(&self.url)
+            .json(&self.door.body(&self.model, stream));
         if let Some(key) = self.bearer {
             request = request.bearer_auth(key);
         }
@@ -372,14 +465,15 @@ impl Target {
         Err(format!("{} answered {status}: {text}", self.name).into())
     }
 
-    /// One non-streamed request: the time to its whole body. The body must be a completion.
+    /// One non-streamed request: the time to its whole body. The body must hold an answer
+    /// ([`Door::answered`]).
     pub async fn plain(&self, client: &reqwest::Client) -> Result<Duration, BenchError> {
         let started = Instant::now();
         let body = self.send(client, false).await?.bytes().await?;
         let took = started.elapsed();
         let reply: Value = serde_json::from_slice(&body)
             .map_err(|e| format!("{}: the reply is not JSON ({e})", self.name))?;
-        if reply["choices"][0]["message"]["content"].as_str().is_none() {
+        if !self.door.answered(&reply) {
             return Err(format!("{}: no answer in {reply}", self.name).into());
         }
         Ok(took)
@@ -403,12 +497,12 @@ impl Target {
             body.extend_from_slice(&chunk);
         }
         let last = since.elapsed();
-        let data = sse_data(&body)?;
+        let events = sse_events(&body)?;
         Ok(Streamed {
             first: first.unwrap_or(last),
             last,
-            events: data.len(),
-            done: data.last().is_some_and(|d| d == "[DONE]"),
+            events: events.len(),
+            completed: self.door.completed(&events),
         })
     }
 }
@@ -422,102 +516,106 @@ pub struct Streamed {
     pub last: Duration,
     /// Its SSE events.
     pub events: usize,
-    /// Whether its last event was `data: [DONE]`.
-    pub done: bool,
+    /// Whether it ended as its door ends a complete answer ([`Door::completed`]).
+    pub completed: bool,
 }
 
-/// Samples of one kind of request, direct and through the gateway, each sorted.
+/// One target's latency samples, each sorted.
 #[derive(Clone, Debug, Default)]
-pub struct Pair {
-    /// To the simulator directly.
-    pub direct: Vec<Duration>,
-    /// Through the gateway.
-    pub gateway: Vec<Duration>,
+pub struct Samples {
+    /// Non-streamed: time to the whole body.
+    pub plain: Vec<Duration>,
+    /// Streamed: time to the first byte of the body.
+    pub first_byte: Vec<Duration>,
+    /// Streamed: time to the last byte.
+    pub streamed: Vec<Duration>,
+    /// SSE events in one streamed reply.
+    pub events: usize,
 }
 
-impl Pair {
-    /// Percentile `p` of (direct, gateway).
-    pub fn at(&self, p: f64) -> (Duration, Duration) {
-        (percentile(&self.direct, p), percentile(&self.gateway, p))
+/// The latency measure: the same samples for each target, in the order given to [`latency`].
+#[derive(Clone, Debug)]
+pub struct Latency {
+    /// Each target's name, door and samples.
+    pub targets: Vec<(&'static str, Door, Samples)>,
+}
+
+/// The orders of three targets in successive rounds: every permutation once per six rounds,
+/// so each target goes before each other one in half of them.
+const ORDERS: [[usize; 3]; 6] = [
+    [0, 1, 2],
+    [1, 0, 2],
+    [1, 2, 0],
+    [2, 1, 0],
+    [2, 0, 1],
+    [0, 2, 1],
+];
+
+/// The order of `n` (two or three) targets in round `round`: two alternate, three go through
+/// [`ORDERS`].
+pub fn round_order(n: usize, round: usize) -> Vec<usize> {
+    match n {
+        3 => ORDERS[round % ORDERS.len()].to_vec(),
+        _ => {
+            let mut order: Vec<usize> = (0..n).collect();
+            if round % 2 == 1 {
+                order.reverse();
+            }
+            order
+        }
     }
 }
 
-/// The latency measure: non-streamed and streamed pairs.
-#[derive(Clone, Debug)]
-pub struct Latency {
-    /// Non-streamed: time to the whole body.
-    pub plain: Pair,
-    /// Streamed: time to the first byte of the body.
-    pub first_byte: Pair,
-    /// Streamed: time to the last byte.
-    pub streamed: Pair,
-    /// SSE events in one streamed reply, direct and through the gateway.
-    pub events: (usize, usize),
-}
-
-/// Sends `warmup` requests of each kind to each target, then `pairs` timed pairs of each kind,
-/// the order within a pair alternating.
+/// Sends `warmup` requests of each kind to each target, then `rounds` timed rounds, each one
+/// non-streamed request to every target then one streamed request to every target, in
+/// [`round_order`]. With the simulator first and the gateway's doors after it, each round is a
+/// pair (direct, door) for every door, sharing its direct request.
 pub async fn latency(
     client: &reqwest::Client,
-    direct: &Target,
-    gateway: &Target,
+    targets: &[&Target],
     warmup: usize,
-    pairs: usize,
+    rounds: usize,
 ) -> Result<Latency, BenchError> {
-    let mut events = (0, 0);
     for _ in 0..warmup {
-        for target in [direct, gateway] {
+        for target in targets {
             target.plain(client).await?;
             target.streamed(client, Instant::now()).await?;
         }
     }
-    let (mut plain, mut first_byte, mut streamed) =
-        (Pair::default(), Pair::default(), Pair::default());
-    for i in 0..pairs {
-        let order = if i % 2 == 0 {
-            [direct, gateway]
-        } else {
-            [gateway, direct]
-        };
-        for target in order {
-            let took = target.plain(client).await?;
-            if target.name == direct.name {
-                plain.direct.push(took);
-            } else {
-                plain.gateway.push(took);
-            }
+    let mut samples = vec![Samples::default(); targets.len()];
+    for round in 0..rounds {
+        let order = round_order(targets.len(), round);
+        for &i in &order {
+            samples[i].plain.push(targets[i].plain(client).await?);
         }
-        for target in order {
+        for &i in &order {
+            let target = targets[i];
             let reply = target.streamed(client, Instant::now()).await?;
-            if !reply.done {
-                return Err(format!("{}: a stream ended without [DONE]", target.name).into());
+            if !reply.completed {
+                return Err(format!(
+                    "{}: a stream ended without {}",
+                    target.name,
+                    target.door.end_marker()
+                )
+                .into());
             }
-            if target.name == direct.name {
-                events.0 = reply.events;
-                first_byte.direct.push(reply.first);
-                streamed.direct.push(reply.last);
-            } else {
-                events.1 = reply.events;
-                first_byte.gateway.push(reply.first);
-                streamed.gateway.push(reply.last);
-            }
+            let s = &mut samples[i];
+            s.events = reply.events;
+            s.first_byte.push(reply.first);
+            s.streamed.push(reply.last);
         }
     }
-    for v in [
-        &mut plain.direct,
-        &mut plain.gateway,
-        &mut first_byte.direct,
-        &mut first_byte.gateway,
-        &mut streamed.direct,
-        &mut streamed.gateway,
-    ] {
-        v.sort();
+    for s in &mut samples {
+        s.plain.sort();
+        s.first_byte.sort();
+        s.streamed.sort();
     }
     Ok(Latency {
-        plain,
-        first_byte,
-        streamed,
-        events,
+        targets: targets
+            .iter()
+            .zip(samples)
+            .map(|(t, s)| (t.name, t.door, s))
+            .collect(),
     })
 }
 
@@ -526,8 +624,8 @@ pub async fn latency(
 pub struct Streams {
     /// Streams opened.
     pub opened: usize,
-    /// Streams that ended with `[DONE]`.
-    pub done: usize,
+    /// Streams that ended as their door ends a complete answer (`[DONE]`, `message_stop`).
+    pub completed: usize,
     /// Errors of the streams that failed (the first few).
     pub errors: Vec<String>,
     /// The most streams in flight at one moment (first chunk received, last byte not yet).
@@ -548,12 +646,12 @@ pub async fn streams(
     let wall = since.elapsed();
     let mut intervals = Vec::new();
     let mut errors = Vec::new();
-    let mut done = 0;
+    let mut completed = 0;
     for reply in replies {
         match reply {
             Ok(r) => {
                 intervals.push((r.first, r.last));
-                done += usize::from(r.done);
+                completed += usize::from(r.completed);
             }
             Err(e) if errors.len() < 3 => errors.push(e.to_string()),
             Err(_) => {}
@@ -561,7 +659,7 @@ pub async fn streams(
     }
     Ok(Streams {
         opened: n,
-        done,
+        completed,
         errors,
         in_flight: peak_overlap(&intervals),
         wall,
@@ -611,10 +709,23 @@ async fn burst(
     Ok((run, bursts))
 }
 
+/// The streams through one of the gateway's doors, on a fresh gateway of their own.
+#[derive(Clone, Debug)]
+pub struct Through {
+    /// The streams.
+    pub streams: Streams,
+    /// The gateway's memory around them.
+    pub gateway: Burst,
+    /// The simulator's memory around them (as the gateway's upstream).
+    pub sim: Burst,
+    /// Requests through the same door that warmed the gateway before its idle memory was read.
+    pub warmed: usize,
+}
+
 /// Everything the gateway section measured.
 #[derive(Clone, Debug)]
 pub struct Report {
-    /// The latency pairs.
+    /// The latency samples: `direct`, then the `chat` and `messages` doors.
     pub latency: Latency,
     /// Requests the latency gateway served, warm-up included.
     pub gateway_requests: usize,
@@ -624,20 +735,18 @@ pub struct Report {
     pub direct: Streams,
     /// The simulator's memory around them.
     pub direct_sim: Burst,
-    /// The streams sent through the gateway.
-    pub through: Streams,
-    /// The gateway's memory around them.
-    pub gateway: Burst,
-    /// The simulator's memory around them (as the gateway's upstream).
-    pub through_sim: Burst,
-    /// Requests that warmed the streams' gateway before its idle memory was read.
-    pub warmed: usize,
-    /// [`machine_load`] before the latency pairs and after the streams.
+    /// The streams through the chat door.
+    pub chat: Through,
+    /// The streams through the Messages door.
+    pub messages: Through,
+    /// [`machine_load`] before the latency rounds and after the streams.
     pub load: [(usize, Option<f64>); 2],
 }
 
-/// Runs the whole section: latency against an unpaced simulator and its gateway, then (those
-/// two stopped) the streams against a paced simulator directly and through a fresh gateway.
+/// Runs the whole section: latency against an unpaced simulator and one gateway, both doors
+/// interleaved with the direct requests; then (those two stopped) the streams against a paced
+/// simulator directly, then through a fresh gateway's chat door, then (that gateway stopped)
+/// through another fresh gateway's Messages door, all in front of the same simulator.
 pub fn measure(options: &Options) -> Result<Report, BenchError> {
     // Installing twice is harmless; reqwest needs a process-wide provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -655,57 +764,80 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
     let (latency, gateway_requests, store_bytes) = {
         let sim = SimServer::start(bin, &dir.path().join("sim"), Duration::ZERO)?;
         let gateway = GatewayServer::start(bin, &dir.path().join("gateway"), &sim.base)?;
-        let (direct, through) = (Target::direct(&sim.base), Target::gateway(&gateway.base));
+        let direct = Target::direct(&sim.base);
+        let chat = Target::gateway(&gateway.base, Door::Chat);
+        let messages = Target::gateway(&gateway.base, Door::Messages);
         let latency = runtime
             .block_on(latency(
                 &client,
-                &direct,
-                &through,
+                &[&direct, &chat, &messages],
                 options.warmup,
                 options.pairs,
             ))
             .map_err(|e| explained(e, &gateway))?;
-        let served = 2 * (options.warmup + options.pairs);
+        // Two doors, a non-streamed and a streamed request each per warm-up and per round.
+        let served = 4 * (options.warmup + options.pairs);
         (latency, served, gateway.store_bytes())
     };
 
     let sim = SimServer::start(bin, &dir.path().join("sim-paced"), options.chunk_delay)?;
-    let gateway = GatewayServer::start(bin, &dir.path().join("gateway-streams"), &sim.base)?;
-    let (direct, through) = (Target::direct(&sim.base), Target::gateway(&gateway.base));
+    let direct = Target::direct(&sim.base);
+    let (direct_run, watched) =
+        runtime.block_on(burst(&client, &direct, options.streams, &[&sim.process]))?;
+    let [direct_sim] = watched[..] else {
+        return Err("one process watched, not one burst".into());
+    };
+    let chat = through(&runtime, &client, options, dir.path(), &sim, Door::Chat)?;
+    let messages = through(&runtime, &client, options, dir.path(), &sim, Door::Messages)?;
+    Ok(Report {
+        latency,
+        gateway_requests,
+        store_bytes,
+        direct: direct_run,
+        direct_sim,
+        chat,
+        messages,
+        load: [load_before, machine_load()],
+    })
+}
+
+/// Starts a fresh gateway in front of `sim` (its home `gateway-DOOR` under `dir`), warms it through `door` (a few
+/// non-streamed requests and one streamed), then opens the streams through `door` while watching
+/// it and the simulator. The gateway is stopped on return.
+fn through(
+    runtime: &tokio::runtime::Runtime,
+    client: &reqwest::Client,
+    options: &Options,
+    dir: &Path,
+    sim: &SimServer,
+    door: Door,
+) -> Result<Through, BenchError> {
+    let home = dir.join(format!("gateway-{door:?}"));
+    let gateway = GatewayServer::start(&options.bin, &home, &sim.base)?;
+    let target = Target::gateway(&gateway.base, door);
     runtime
         .block_on(async {
             // Warm up the gateway's paths (store, upstream pool, streaming) once each.
             let warm = options.warmup.min(5);
             for _ in 0..warm {
-                through.plain(&client).await?;
+                target.plain(client).await?;
             }
-            through.streamed(&client, Instant::now()).await?;
-            let (direct_run, watched) =
-                burst(&client, &direct, options.streams, &[&sim.process]).await?;
-            let [direct_sim] = watched[..] else {
-                return Err("one process watched, not one burst".into());
-            };
-            let (through_run, watched) = burst(
-                &client,
-                &through,
+            target.streamed(client, Instant::now()).await?;
+            let (streams, watched) = burst(
+                client,
+                &target,
                 options.streams,
                 &[&gateway.process, &sim.process],
             )
             .await?;
-            let [gateway_mem, through_sim] = watched[..] else {
+            let [gateway_mem, sim_mem] = watched[..] else {
                 return Err("two processes watched, not two bursts".into());
             };
-            Ok(Report {
-                latency,
-                gateway_requests,
-                store_bytes,
-                direct: direct_run,
-                direct_sim,
-                through: through_run,
+            Ok(Through {
+                streams,
                 gateway: gateway_mem,
-                through_sim,
+                sim: sim_mem,
                 warmed: warm + 1,
-                load: [load_before, machine_load()],
             })
         })
         .map_err(|e| explained(e, &gateway))
@@ -777,10 +909,122 @@ mod tests {
         assert_eq!(peak_overlap(&[]), 0);
     }
 
+    fn events(body: &[u8]) -> Vec<SseEvent> {
+        sse_events(body).unwrap_or_else(|e| panic!("{e}"))
+    }
+
     #[test]
-    fn sse_data_is_every_event_in_order() {
-        let body = b"data: {\"a\":1}\n\n: keep-alive\n\ndata: {\"b\":\n\ndata: [DONE]\n\n";
-        let data = sse_data(body).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(data, vec!["{\"a\":1}", "{\"b\":", "[DONE]"]);
+    fn sse_events_are_every_event_in_order_with_its_name() {
+        let body =
+            b"data: {\"a\":1}\n\n: keep-alive\n\nevent: ping\ndata: {\"b\":\n\ndata: [DONE]\n\n";
+        let got: Vec<(String, String)> =
+            events(body).into_iter().map(|e| (e.name, e.data)).collect();
+        let want = [
+            ("message", "{\"a\":1}"),
+            ("ping", "{\"b\":"),
+            ("message", "[DONE]"),
+        ];
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(n, d)| ((*n).to_owned(), (*d).to_owned()))
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    /// A Messages stream as the gateway writes it, `tail` after its `message_delta`.
+    fn messages_stream(tail: &str) -> Vec<SseEvent> {
+        let body = format!(
+            "event: message_start\ndata: {{\"type\":\"message_start\"}}\n\n\
+             event: ping\ndata: {{\"type\":\"ping\"}}\n\n\
+             event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":0}}\n\n\
+             event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0}}\n\n\
+             event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":0}}\n\n\
+             event: message_delta\ndata: {{\"type\":\"message_delta\"}}\n\n{tail}"
+        );
+        events(body.as_bytes())
+    }
+
+    #[test]
+    fn a_messages_stream_is_complete_when_it_ends_with_message_stop() {
+        let done = messages_stream("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+        assert_eq!(done.len(), 7);
+        assert!(Door::Messages.completed(&done));
+        // The chat door's end is not the Messages door's, and the other way round.
+        assert!(!Door::Chat.completed(&done));
+        assert!(!Door::Messages.completed(&events(b"data: [DONE]\n\n")));
+        // Cut after message_delta, or ended by an error event: not complete.
+        assert!(!Door::Messages.completed(&messages_stream("")));
+        let failed = messages_stream(
+            "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\"}}\n\n",
+        );
+        assert!(!Door::Messages.completed(&failed));
+        // A message_stop that is not the last event does not end the stream.
+        let more = messages_stream(
+            "event: message_stop\ndata: {}\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\n",
+        );
+        assert!(!Door::Messages.completed(&more));
+        // A message_stop named only in the data is not the event.
+        let unnamed = messages_stream("data: {\"type\":\"message_stop\"}\n\n");
+        assert!(!Door::Messages.completed(&unnamed));
+        assert!(!Door::Messages.completed(&[]));
+    }
+
+    #[test]
+    fn a_chat_stream_is_complete_when_its_last_data_is_done() {
+        assert!(Door::Chat.completed(&events(b"data: {}\n\ndata: [DONE]\n\n")));
+        assert!(!Door::Chat.completed(&events(b"data: [DONE]\n\ndata: {}\n\n")));
+        assert!(!Door::Chat.completed(&events(b"data: {}\n\n")));
+    }
+
+    #[test]
+    fn whole_replies_are_checked_in_their_door_s_shape() {
+        let chat = json!({"choices": [{"message": {"role": "assistant", "content": "hi"}}]});
+        let message = json!({"type": "message", "role": "assistant",
+                             "content": [{"type": "text", "text": "hi"}]});
+        assert!(Door::Chat.answered(&chat));
+        assert!(Door::Messages.answered(&message));
+        assert!(!Door::Chat.answered(&message));
+        assert!(!Door::Messages.answered(&chat));
+        let error = json!({"type": "error", "error": {"type": "api_error", "message": "x"}});
+        assert!(!Door::Messages.answered(&error));
+        let no_text = json!({"type": "message", "content": [{"type": "tool_use", "id": "t"}]});
+        assert!(!Door::Messages.answered(&no_text));
+    }
+
+    #[test]
+    fn the_messages_body_asks_max_tokens_and_the_chat_body_does_not() {
+        let m = Door::Messages.body("deepseek/x", true);
+        assert_eq!(m["max_tokens"], 256);
+        assert_eq!(m["stream"], true);
+        assert_eq!(m["messages"][0]["content"], "hello");
+        let c = Door::Chat.body("x", false);
+        assert!(c.get("max_tokens").is_none());
+        assert_eq!(c["stream"], false);
+    }
+
+    #[test]
+    fn round_orders_put_each_target_before_each_other_half_the_time() {
+        for n in [2, 3] {
+            for a in 0..n {
+                for b in 0..n {
+                    if a == b {
+                        continue;
+                    }
+                    let first = (0..6)
+                        .filter(|&r| {
+                            let order = round_order(n, r);
+                            let pos = |t| order.iter().position(|&x| x == t);
+                            pos(a) < pos(b)
+                        })
+                        .count();
+                    assert_eq!(first, 3, "{n} targets: {a} before {b}");
+                }
+            }
+            for r in 0..6 {
+                let mut order = round_order(n, r);
+                order.sort_unstable();
+                assert_eq!(order, (0..n).collect::<Vec<_>>(), "round {r}");
+            }
+        }
     }
 }

@@ -23,17 +23,20 @@
 //! against one `Store::snapshot`, on a resumed `--resume-turns` session. `--requests-only` runs
 //! that table alone.
 //!
-//! Gateway (issue 30, `gateway.rs`; needs `HERMES_BIN`, the release `hermes` binary that
+//! Gateway (issues 30 and 31, `gateway.rs`; needs `HERMES_BIN`, the release `hermes` binary that
 //! `cargo xtask bench` builds): `hermes sim serve --profile deepseek-v4` and `hermes serve
 //! --no-auth` in front of it, as child processes in a temporary home with the SQLite store. The
-//! latency table: p50 and p99 of `--gateway-pairs=K` (default 300) interleaved pairs, the same
-//! request to the simulator directly and through the gateway, non-streamed and streamed (time to
-//! the first and to the last byte), with the added milliseconds and the gateway/direct ratio. The memory table:
-//! `--gateway-streams=N` (default 256) streams opened at once against a simulator that pauses
-//! `--gateway-chunk-delay-ms=D` (default 200) before each event, directly and then through a
-//! fresh gateway: how many were in flight at once, how many ended with `[DONE]`, and the serving
-//! process's resident memory at idle and at its peak (`VmHWM`), per stream. `--gateway-only`
-//! runs that section alone.
+//! latency table, for each of the gateway's doors (`/v1/chat/completions` and the Anthropic
+//! `/v1/messages`): p50 and p99 of `--gateway-pairs=K` (default 300) interleaved rounds, the
+//! same request to the simulator directly (with the chat body) and through each door,
+//! non-streamed and streamed (time to the first and to the last byte), with the added
+//! milliseconds and the gateway/direct ratio. The memory table: `--gateway-streams=N` (default
+//! 256) streams opened at once against a simulator that pauses `--gateway-chunk-delay-ms=D`
+//! (default 200) before each event, directly, then through a fresh gateway's chat door, then
+//! through another fresh gateway's Messages door: how many were in flight at once, how many
+//! ended complete (`[DONE]`; `message_stop` for Messages), and the serving process's resident
+//! memory at idle and at its peak (`VmHWM`), per stream. `--gateway-only` runs that section
+//! alone.
 
 use std::time::Duration;
 
@@ -144,8 +147,8 @@ fn main() {
     }
 }
 
-/// Gateway section defaults: warm-up requests of each kind, timed pairs per kind, streams in
-/// flight at once, and the paced simulator's pause before each event after the first.
+/// Gateway section defaults: warm-up requests of each kind to each target, timed rounds (a
+/// pair per door sharing its direct request) per kind, streams in flight at once (each door), and the paced simulator's pause before each event after the first.
 const GATEWAY_WARMUP: usize = 20;
 const GATEWAY_PAIRS: usize = 300;
 const GATEWAY_STREAMS: usize = 256;
@@ -155,8 +158,9 @@ fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
 
-/// The gateway section (issue 30): latency added by `hermes serve` on loopback against the same
-/// simulator called directly, and memory with many streams in flight. Needs `HERMES_BIN`.
+/// The gateway section (issues 30 and 31): latency added by `hermes serve` on loopback, through
+/// its chat and Messages doors, against the same simulator called directly, and memory with many
+/// streams in flight through each door. Needs `HERMES_BIN`.
 fn gateway_section(
     options: impl FnOnce(std::path::PathBuf) -> gateway::Options,
 ) -> Result<(), BenchError> {
@@ -167,39 +171,72 @@ fn gateway_section(
     };
     let options = options(bin.into());
     let report = gateway::measure(&options)?;
-    let lat = &report.latency;
+    let lat = &report.latency.targets;
+    let [(_, _, direct_lat), doors @ ..] = &lat[..] else {
+        return Err("no latency samples".into());
+    };
+    const W: usize = 44;
     println!(
-        "{:<38} {:>4} {:>10} {:>11} {:>9} {:>15}",
-        "gateway latency | request", "", "direct ms", "gateway ms", "added ms", "gateway/direct"
+        "{:<W$} {:>4} {:>10} {:>11} {:>9} {:>15}",
+        "gateway latency | door: request",
+        "",
+        "direct ms",
+        "gateway ms",
+        "added ms",
+        "gateway/direct"
     );
-    for (label, pair) in [
-        ("non-streamed (whole body)", &lat.plain),
-        ("streamed (time to first byte)", &lat.first_byte),
-        ("streamed (time to last byte)", &lat.streamed),
-    ] {
-        for (pct, p) in [("p50", 0.5), ("p99", 0.99)] {
-            let (direct, through) = pair.at(p);
-            println!(
-                "{label:<38} {pct:>4} {:>10.3} {:>11.3} {:>9.3} {:>15.2}",
-                ms(direct),
-                ms(through),
-                ms(through) - ms(direct),
-                ms(through) / ms(direct),
-            );
+    for (door, api, samples) in doors {
+        println!("/v1/{}", api.path());
+        for (label, direct, through) in [
+            (
+                "non-streamed (whole body)",
+                &direct_lat.plain,
+                &samples.plain,
+            ),
+            (
+                "streamed (time to first byte)",
+                &direct_lat.first_byte,
+                &samples.first_byte,
+            ),
+            (
+                "streamed (time to last byte)",
+                &direct_lat.streamed,
+                &samples.streamed,
+            ),
+        ] {
+            let label = format!("{door}: {label}");
+            for (pct, p) in [("p50", 0.5), ("p99", 0.99)] {
+                let (direct, through) = (
+                    gateway::percentile(direct, p),
+                    gateway::percentile(through, p),
+                );
+                println!(
+                    "{label:<W$} {pct:>4} {:>10.3} {:>11.3} {:>9.3} {:>15.2}",
+                    ms(direct),
+                    ms(through),
+                    ms(through) - ms(direct),
+                    ms(through) / ms(direct),
+                );
+            }
         }
     }
+    let events = lat
+        .iter()
+        .map(|(name, _, s)| format!("{} {name}", s.events))
+        .collect::<Vec<_>>()
+        .join(", ");
     println!(
-        "-- {} pairs of each kind after {} warm-up requests of each, the order within a pair \
-         alternating; nearest-rank percentiles; upstream `hermes sim serve --profile {}` ({}), \
-         the gateway `hermes serve --no-auth` in front of it on loopback, each request a new \
-         conversation; streams of {} SSE events direct, {} through the gateway; the gateway's \
-         SQLite store {:.1} MB after {} requests",
+        "-- {} rounds after {} warm-up requests of each kind to each target; a round is one \
+         request of a kind to the simulator directly and through each door of one gateway (its \
+         order going through every permutation), so each door's rows pair it with the same \
+         direct request; nearest-rank percentiles; upstream `hermes sim serve --profile {}` \
+         ({}), the gateway `hermes serve --no-auth` in front of it on loopback, each request a \
+         new conversation; SSE events per stream: {events}; the gateway's SQLite store {:.1} MB \
+         after {} requests",
         options.pairs,
         options.warmup,
         gateway::PROFILE,
         gateway::MODEL,
-        lat.events.0,
-        lat.events.1,
         report.store_bytes as f64 / 1e6,
         report.gateway_requests,
     );
@@ -215,22 +252,22 @@ fn gateway_section(
     );
 
     let n = options.streams;
-    let (direct, through) = (&report.direct, &report.through);
+    let (direct, chat, messages) = (&report.direct, &report.chat, &report.messages);
     println!();
     println!(
-        "{:<38} {:>14} {:>14} {:>6}",
+        "{:<W$} {:>14} {:>14} {:>14} {:>6}",
         format!("gateway memory | {n} streams at once"),
         "direct (sim)",
-        "gateway",
+        "chat door",
+        "messages door",
         ""
     );
-    // A count of the N streams, each side, marked ok when both reached N.
-    let counted = |label: &str, direct: usize, through: usize| {
+    // A count of the N streams, each side, marked ok when all reached N.
+    let counted = |label: &str, counts: [usize; 3]| {
+        let [d, c, m] = counts.map(|k| format!("{k} / {n}"));
         println!(
-            "{label:<38} {:>14} {:>14} {:>6}",
-            format!("{direct} / {n}"),
-            format!("{through} / {n}"),
-            if direct == n && through == n {
+            "{label:<W$} {d:>14} {c:>14} {m:>14} {:>6}",
+            if counts.iter().all(|&k| k == n) {
                 "ok"
             } else {
                 "MISSED"
@@ -239,69 +276,109 @@ fn gateway_section(
     };
     counted(
         "in flight at once (client side)",
-        direct.in_flight,
-        through.in_flight,
+        [
+            direct.in_flight,
+            chat.streams.in_flight,
+            messages.streams.in_flight,
+        ],
     );
-    counted("ended with [DONE]", direct.done, through.done);
-    println!(
-        "{:<38} {:>14.2} {:>14.2}",
+    counted(
+        "ended complete ([DONE] / message_stop)",
+        [
+            direct.completed,
+            chat.streams.completed,
+            messages.streams.completed,
+        ],
+    );
+    let row = |label: &str, values: [f64; 3]| {
+        let [d, c, m] = values;
+        println!("{label:<W$} {d:>14.2} {c:>14.2} {m:>14.2}");
+    };
+    let sim = &report.direct_sim;
+    row(
         "wall time s",
-        direct.wall.as_secs_f64(),
-        through.wall.as_secs_f64(),
+        [
+            direct.wall.as_secs_f64(),
+            chat.streams.wall.as_secs_f64(),
+            messages.streams.wall.as_secs_f64(),
+        ],
     );
-    let (sim, gw) = (&report.direct_sim, &report.gateway);
-    println!(
-        "{:<38} {:>14.1} {:>14.1}",
+    row(
         "serving process RSS at idle MiB",
-        mib(sim.idle.rss_kib),
-        mib(gw.idle.rss_kib),
+        [
+            mib(sim.idle.rss_kib),
+            mib(chat.gateway.idle.rss_kib),
+            mib(messages.gateway.idle.rss_kib),
+        ],
     );
-    println!(
-        "{:<38} {:>14.1} {:>14.1}",
+    row(
         "serving process peak RSS (VmHWM) MiB",
-        mib(sim.after.peak_kib),
-        mib(gw.after.peak_kib),
+        [
+            mib(sim.after.peak_kib),
+            mib(chat.gateway.after.peak_kib),
+            mib(messages.gateway.after.peak_kib),
+        ],
     );
-    println!(
-        "{:<38} {:>14.1} {:>14.1}",
+    row(
         "(peak - idle) / stream KiB",
-        sim.per_stream_kib(n),
-        gw.per_stream_kib(n),
+        [
+            sim.per_stream_kib(n),
+            chat.gateway.per_stream_kib(n),
+            messages.gateway.per_stream_kib(n),
+        ],
     );
-    println!(
-        "{:<38} {:>14.1} {:>14.1}",
+    row(
         "upstream sim peak RSS MiB",
-        mib(sim.after.peak_kib),
-        mib(report.through_sim.after.peak_kib),
+        [
+            mib(sim.after.peak_kib),
+            mib(chat.sim.after.peak_kib),
+            mib(messages.sim.after.peak_kib),
+        ],
     );
+    let ratio = |t: &gateway::Through| t.gateway.after.peak_kib as f64 / sim.after.peak_kib as f64;
     println!(
-        "{:<38} {:>14} {:>14.2}",
+        "{:<W$} {:>14} {:>14.2} {:>14.2}",
         "peak RSS, gateway / sim (direct)",
         "-",
-        gw.after.peak_kib as f64 / sim.after.peak_kib as f64,
+        ratio(chat),
+        ratio(messages),
     );
-    for (name, run) in [("direct", direct), ("gateway", through)] {
+    for (name, run) in [
+        ("direct", direct),
+        ("chat", &chat.streams),
+        ("messages", &messages.streams),
+    ] {
         for e in &run.errors {
             println!("-- {name} stream failed: {e}");
         }
     }
-    let reset = sim.reset && gw.reset && report.through_sim.reset;
-    let pauses = report.latency.events.0.saturating_sub(1);
+    let reset = [
+        sim,
+        &chat.gateway,
+        &chat.sim,
+        &messages.gateway,
+        &messages.sim,
+    ]
+    .iter()
+    .all(|b| b.reset);
+    let pauses = direct_lat.events.saturating_sub(1);
     println!(
         "-- the upstream pauses {} ms before each SSE event after the first \
          (`--chunk-delay-ms`), {pauses} pauses, so each stream lasts at least {:.1} s and all \
          {n} can be open at once; in flight = most streams between their first chunk and their \
-         last byte at one moment; peaks are VmHWM from /proc/PID/status, {}; the gateway is a \
-         fresh process warmed with {} requests; the same simulator served the direct streams \
-         first",
+         last byte at one moment; peaks are VmHWM from /proc/PID/status, {}; each door's \
+         streams went through a fresh gateway of its own (the chat door's stopped before the \
+         Messages door's started), warmed with {} and {} requests through its door; the same \
+         simulator served the direct streams first, then both gateways",
         options.chunk_delay.as_millis(),
         (options.chunk_delay * u32::try_from(pauses).unwrap_or(u32::MAX)).as_secs_f64(),
         if reset {
-            "reset through /proc/PID/clear_refs just before the streams opened"
+            "reset through /proc/PID/clear_refs just before each burst of streams opened"
         } else {
             "NOT reset (clear_refs refused): peaks since the process started"
         },
-        report.warmed,
+        chat.warmed,
+        messages.warmed,
     );
     Ok(())
 }
