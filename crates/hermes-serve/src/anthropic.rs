@@ -19,7 +19,7 @@ use hermes_core::{
 };
 use serde_json::{Map, Value, json};
 
-use crate::body::{ClientTurn, Fields};
+use crate::body::{ClientTurn, Fields, arguments_text, readable_thinking};
 use crate::error::ApiError;
 use crate::sign::Signer;
 
@@ -408,9 +408,7 @@ fn text_of(content: &RawJson) -> String {
 pub(crate) fn tool_input(arguments: Option<&RawJson>) -> Value {
     arguments
         .map(|a| {
-            let text = a
-                .as_str()
-                .map_or_else(|| a.get().to_owned(), |s| s.into_owned());
+            let text = arguments_text(a);
             serde_json::from_str(&text).unwrap_or(Value::String(text))
         })
         .unwrap_or_else(|| json!({}))
@@ -440,12 +438,7 @@ pub(crate) fn content(reply: Option<&Message>, signer: &Signer) -> Vec<Value> {
         })
         .collect();
     if blocks.is_empty()
-        && let Some(thinking) = reply
-            .reasoning_content
-            .as_ref()
-            .or(reply.reasoning.as_ref())
-            .map(|t| t.text().into_owned())
-            .filter(|t| !t.trim().is_empty())
+        && let Some(thinking) = readable_thinking(reply).filter(|t| !t.trim().is_empty())
     {
         blocks.push(json!({
             "type": "thinking",

@@ -1,5 +1,6 @@
-//! What both doors read from a request body: its top-level keys parsed one by one (so an error
-//! names the key), and the turn a door made of it, which becomes one engine [`Request`].
+//! What both doors read from a request body — its top-level keys parsed one by one (so an error
+//! names the key), and the turn a door made of it, which becomes one engine [`Request`] — and
+//! what both read from the reply they answer with.
 
 use std::collections::HashMap;
 
@@ -88,4 +89,21 @@ impl ClientTurn {
             None => request,
         }
     }
+}
+
+/// The readable thinking of a reply (`reasoning_content`, else `reasoning`); opaque items stay
+/// in the store.
+pub(crate) fn readable_thinking(message: &Message) -> Option<String> {
+    message
+        .reasoning_content
+        .as_ref()
+        .or(message.reasoning.as_ref())
+        .map(|t| t.text().into_owned())
+}
+
+/// A tool call's arguments as text (a JSON string's content, else the JSON as stored).
+pub(crate) fn arguments_text(arguments: &RawJson) -> String {
+    arguments
+        .as_str()
+        .map_or_else(|| arguments.get().to_owned(), |s| s.into_owned())
 }

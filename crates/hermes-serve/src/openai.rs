@@ -8,7 +8,7 @@ use hermes_core::{
 };
 use serde_json::{Value, json};
 
-use crate::body::{ClientTurn, Fields};
+use crate::body::{ClientTurn, Fields, arguments_text, readable_thinking};
 use crate::error::ApiError;
 
 /// A parsed `POST /v1/chat/completions` body.
@@ -194,16 +194,6 @@ pub(crate) fn usage(usage: &Usage) -> Value {
     })
 }
 
-/// The readable thinking of a reply (`reasoning_content`, else `reasoning`); opaque items stay
-/// in the store.
-fn readable_thinking(message: &Message) -> Option<String> {
-    message
-        .reasoning_content
-        .as_ref()
-        .or(message.reasoning.as_ref())
-        .map(|t| t.text().into_owned())
-}
-
 /// The client's view of a reply: role, content, readable thinking and tool calls.
 pub(crate) fn message(reply: Option<&Message>) -> Value {
     let Some(reply) = reply else {
@@ -232,7 +222,7 @@ pub(crate) fn message(reply: Option<&Message>) -> Value {
                         "name": c.function.name,
                         "arguments": c.function.arguments.as_ref().map_or_else(
                             || "{}".to_owned(),
-                            |a| a.as_str().map_or_else(|| a.get().to_owned(), |s| s.into_owned()),
+                            arguments_text,
                         ),
                     },
                 })

@@ -21,14 +21,7 @@ const SCRIPT: &str = concat!(
 const PROBE: &str = "import anthropic; print(f'anthropic {anthropic.__version__}')";
 
 fn run(python: &Path, input: &Value) -> Value {
-    let (code, stdout, stderr) = hermes_test_support::sdk::run(
-        hermes_test_support::sdk::python(python, &["ANTHROPIC_"]),
-        SCRIPT,
-        &input.to_string(),
-    )
-    .unwrap();
-    assert_eq!(code, Some(0), "the script failed: {stderr}");
-    serde_json::from_str(&stdout).unwrap()
+    crate::sdk::run_script(python, SCRIPT, "ANTHROPIC_", input)
 }
 
 /// A Messages client holds a two-turn tool conversation with thinking through the gateway with

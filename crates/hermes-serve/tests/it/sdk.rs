@@ -20,9 +20,15 @@ const PROBE: &str = "import openai; print(f'openai {openai.__version__}')";
 
 /// Runs the script with `input`, none of the machine's OpenAI settings and no proxy.
 fn run(python: &Path, input: &Value) -> Value {
+    run_script(python, SCRIPT, "OPENAI_", input)
+}
+
+/// Runs the SDK script `script` with `input` on stdin, without the machine's settings whose
+/// names start with `settings` and no proxy; what it printed, as JSON.
+pub(crate) fn run_script(python: &Path, script: &str, settings: &str, input: &Value) -> Value {
     let (code, stdout, stderr) = hermes_test_support::sdk::run(
-        hermes_test_support::sdk::python(python, &["OPENAI_"]),
-        SCRIPT,
+        hermes_test_support::sdk::python(python, &[settings]),
+        script,
         &input.to_string(),
     )
     .unwrap();
