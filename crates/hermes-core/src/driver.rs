@@ -103,6 +103,9 @@ pub struct DriverConfig {
     pub client_tools: bool,
     /// Sampling parameters sent with every request (none by default).
     pub sampling: crate::sampling::Sampling,
+    /// What a gateway client asked for in its own wire's terms, sent with every request
+    /// (nothing by default).
+    pub passthrough: crate::passthrough::Passthrough,
 }
 
 impl Default for DriverConfig {
@@ -120,6 +123,7 @@ impl Default for DriverConfig {
             tool_timeout: Duration::from_secs(30),
             client_tools: false,
             sampling: crate::sampling::Sampling::default(),
+            passthrough: crate::passthrough::Passthrough::default(),
         }
     }
 }
@@ -144,6 +148,7 @@ impl DriverConfig {
             tools: self.tools.as_ref(),
             stream: self.stream,
             sampling: &self.sampling,
+            passthrough: &self.passthrough,
         }
     }
 }
@@ -480,7 +485,16 @@ impl Driver<'_> {
                 let parts = self.parts(&history, conversation);
                 let request = match recovered.take() {
                     Some(request) => request,
-                    None => wire.encode(&parts)?,
+                    None => {
+                        if !wire.takes_passthrough() {
+                            parts.passthrough.refused_by(format!(
+                                "the {} wire ({})",
+                                wire.id(),
+                                decision.target.model
+                            ))?;
+                        }
+                        wire.encode(&parts)?
+                    }
                 };
                 for note in &request.notes {
                     tracing::info!(wire = wire.id(), route = decision.id(), note = %note, "wire notice");

@@ -8,6 +8,7 @@ pub mod estimate;
 pub mod message;
 pub mod normal;
 pub mod pairing;
+pub mod passthrough;
 pub mod raw;
 pub mod reattach;
 pub mod refusal;
@@ -23,6 +24,7 @@ pub mod wire;
 pub use estimate::{estimate_history, estimate_message};
 pub use message::{DetailItem, FunctionCall, Message, NativeRecord, Origin, Role, ToolCall};
 pub use normal::{NormalForm, match_key, normal_form};
+pub use passthrough::Passthrough;
 pub use raw::{RawJson, TextCarrier};
 pub use route::{
     Carrier, CarrierSet, DataRoute, EchoRule, Effort, EffortVocabulary, MatchReason,

@@ -1,4 +1,4 @@
-//! Sampling parameters of a request (`max_tokens`, `temperature`, `top_p`, `stop`, tool choice,
+//! Sampling parameters of a request (`max_tokens`, `temperature`, `top_p`, `top_k`, `stop`, tool choice,
 //! parallel tool calls, response format, `seed`, `user`), wire-neutral: each wire maps what its
 //! provider's schema has and refuses, naming the parameter, what it cannot send
 //! ([`crate::transport::TransportError::Unsupported`]). Nothing is dropped silently.
@@ -50,6 +50,8 @@ pub struct Sampling {
     pub temperature: Option<f64>,
     /// Nucleus sampling mass.
     pub top_p: Option<f64>,
+    /// Sample only from the `top_k` most likely tokens.
+    pub top_k: Option<u32>,
     /// Stop sequences (none when empty).
     pub stop: Vec<String>,
     /// Which tool the model may or must call.
@@ -90,6 +92,12 @@ impl Sampling {
     /// With `top_p`.
     pub fn top_p(mut self, top_p: f64) -> Self {
         self.top_p = Some(top_p);
+        self
+    }
+
+    /// With `top_k`.
+    pub fn top_k(mut self, top_k: u32) -> Self {
+        self.top_k = Some(top_k);
         self
     }
 
@@ -135,6 +143,7 @@ pub(crate) static NO_SAMPLING: Sampling = Sampling {
     max_tokens: None,
     temperature: None,
     top_p: None,
+    top_k: None,
     stop: Vec::new(),
     tool_choice: None,
     parallel_tool_calls: None,

@@ -6,6 +6,7 @@
 //! No HTTP type crosses this seam; wires live in hermes-providers (or a third party's crate).
 
 use crate::message::{Message, Origin};
+use crate::passthrough::{NO_PASSTHROUGH, Passthrough};
 use crate::raw::RawJson;
 use crate::route::{RouteDecision, ThinkingRequest};
 use crate::sampling::{NO_SAMPLING, Sampling};
@@ -38,6 +39,10 @@ pub struct RequestParts<'a> {
     /// Sampling parameters (none set by default); a wire refuses what it cannot send
     /// ([`TransportError::Unsupported`]).
     pub sampling: &'a Sampling,
+    /// What a gateway client asked for in its own wire's terms (nothing by default): the wire
+    /// that speaks that dialect to its provider honours it, every other refuses its server
+    /// tools ([`Passthrough::refused_by`]).
+    pub passthrough: &'a Passthrough,
 }
 
 impl<'a> RequestParts<'a> {
@@ -57,6 +62,7 @@ impl<'a> RequestParts<'a> {
             tools: None,
             stream: false,
             sampling: &NO_SAMPLING,
+            passthrough: &NO_PASSTHROUGH,
         }
     }
 
@@ -87,6 +93,12 @@ impl<'a> RequestParts<'a> {
     /// With sampling parameters.
     pub fn sampling(mut self, sampling: &'a Sampling) -> Self {
         self.sampling = sampling;
+        self
+    }
+
+    /// With what a gateway client asked for in its own wire's terms.
+    pub fn passthrough(mut self, passthrough: &'a Passthrough) -> Self {
+        self.passthrough = passthrough;
         self
     }
 }
@@ -170,6 +182,14 @@ pub trait Wire: Send + Sync {
 
     /// Builds the body for `parts`, leaving out what the verdicts refused on this wire.
     fn encode(&self, parts: &RequestParts<'_>) -> Result<Outgoing, TransportError>;
+
+    /// Whether this wire speaks a gateway client's own dialect to the provider that defines
+    /// it, and so honours [`RequestParts::passthrough`] (the Anthropic wire to a Claude
+    /// host). The driver refuses what a wire that does not cannot drop
+    /// ([`Passthrough::refused_by`]) before it encodes. The default: no.
+    fn takes_passthrough(&self) -> bool {
+        false
+    }
 
     /// Sends `request`; the captured assistant message records `origin`. Streamed text is
     /// reported through `on_delta` as it arrives. A failed or half-finished reply is an error

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use hermes_core::driver::{DriverEvent, Tools};
 use hermes_core::{
-    CarrierSet, FinishReason, Message, RawJson, Role, Sampling, ThinkingRequest, Usage,
+    CarrierSet, FinishReason, Message, Passthrough, RawJson, Role, Sampling, ThinkingRequest, Usage,
 };
 use hermes_store::Store;
 
@@ -112,6 +112,11 @@ pub struct Request {
     /// ([`ErrorKind::InvalidParameter`](crate::ErrorKind::InvalidParameter)); nothing is
     /// dropped silently.
     pub sampling: Sampling,
+    /// What a gateway client asked for in its own wire's terms (Anthropic betas, server tools,
+    /// its own thinking object): honoured by the wire that speaks that dialect to its provider;
+    /// server tools to any other target fail the request naming `tools`
+    /// ([`ErrorKind::InvalidParameter`](crate::ErrorKind::InvalidParameter)).
+    pub passthrough: Passthrough,
 }
 
 impl Request {
@@ -126,6 +131,7 @@ impl Request {
             thinking: ThinkingRequest::NoPreference,
             stream: false,
             sampling: Sampling::default(),
+            passthrough: Passthrough::default(),
         }
     }
 
@@ -177,6 +183,12 @@ impl Request {
     /// With these sampling parameters.
     pub fn sampling(mut self, sampling: Sampling) -> Self {
         self.sampling = sampling;
+        self
+    }
+
+    /// With what a gateway client asked for in its own wire's terms.
+    pub fn passthrough(mut self, passthrough: Passthrough) -> Self {
+        self.passthrough = passthrough;
         self
     }
 }
@@ -371,6 +383,7 @@ impl Engine {
             thinking,
             stream,
             sampling,
+            passthrough,
         } = request;
         // A client's history names its conversation by what it holds (SPEC §10).
         let session = match (&history, session) {
@@ -437,6 +450,7 @@ impl Engine {
         let mut config = driver_config(thinking, stream, definitions);
         config.client_tools = client_tools;
         config.sampling = sampling;
+        config.passthrough = passthrough;
         let title = preamble
             .iter()
             .chain(&input)

@@ -238,6 +238,13 @@ fn openai_fields(
         ),
     };
     let responses = api == OpenAiApi::Responses;
+    if sampling.top_k.is_some() {
+        return Err(Unsupported::new(
+            "top_k",
+            wire,
+            "OpenAI's request schema has no top_k (openai 3.57.0 CompletionCreateParams, ResponseCreateParams), and a strict-schema route gets no key its schema lacks",
+        ));
+    }
     if responses && !sampling.stop.is_empty() {
         return Err(Unsupported::new(
             "stop",

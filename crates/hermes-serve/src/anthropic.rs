@@ -14,9 +14,10 @@
 
 use axum::response::sse::Event as SseEvent;
 use hermes_core::{
-    DetailItem, Effort, FinishReason, Message, RawJson, Role, Sampling, ThinkingRequest,
-    ToolChoice, Usage,
+    DetailItem, Effort, FinishReason, Message, Passthrough, RawJson, Role, Sampling,
+    ThinkingRequest, ToolChoice, Usage,
 };
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::body::{ClientTurn, Fields, arguments_text, readable_thinking};
@@ -69,12 +70,7 @@ pub(crate) fn parse(body: &[u8], counting: bool) -> Result<ClientTurn, ApiError>
     }
     sampling.temperature = f.get("temperature", "a number")?;
     sampling.top_p = f.get("top_p", "a number")?;
-    if f.get::<u32>("top_k", "a positive integer")?.is_some() {
-        return Err(ApiError::invalid(
-            "top_k",
-            "top_k cannot be passed on by the gateway yet; leave it unset",
-        ));
-    }
+    sampling.top_k = f.get("top_k", "a positive integer")?;
     sampling.stop = f
         .get("stop_sequences", "an array of strings")?
         .unwrap_or_default();
@@ -84,8 +80,13 @@ pub(crate) fn parse(body: &[u8], counting: bool) -> Result<ClientTurn, ApiError>
         .and_then(|m| m.get("user_id"))
         .and_then(Value::as_str)
         .map(str::to_owned);
-    let tools = match f.get::<Vec<Value>>("tools", "an array of tool definitions")? {
-        Some(tools) if !tools.is_empty() => Some(convert_tools(&tools)?),
+    let mut passthrough = Passthrough::new();
+    let tools = match f.get::<Vec<Box<RawValue>>>("tools", "an array of tool definitions")? {
+        Some(tools) if !tools.is_empty() => {
+            let (client, server) = convert_tools(&tools)?;
+            passthrough.server_tools = server;
+            client
+        }
         _ => None,
     };
     if let Some(choice) = f.get::<Value>("tool_choice", "an object")? {
@@ -97,6 +98,12 @@ pub(crate) fn parse(body: &[u8], counting: bool) -> Result<ClientTurn, ApiError>
         None => ThinkingRequest::NoPreference,
         Some(t) => thinking_request(&t)?,
     };
+    if let Some(raw) = f.raw("thinking") {
+        // To a Claude upstream the client's own object goes as sent (the wire decides).
+        passthrough.thinking = Some(
+            RawJson::from_text(raw).map_err(|e| ApiError::invalid("thinking", e.to_string()))?,
+        );
+    }
     if let Some(effort) = f
         .get::<Value>("output_config", "an object")?
         .and_then(|o| o.get("effort").cloned())
@@ -119,6 +126,7 @@ pub(crate) fn parse(body: &[u8], counting: bool) -> Result<ClientTurn, ApiError>
         thinking,
         sampling,
         partition,
+        passthrough,
     })
 }
 
@@ -175,21 +183,22 @@ fn tool_choice(v: &Value) -> Result<(ToolChoice, Option<bool>), ApiError> {
     Ok((choice, parallel))
 }
 
-/// The client's tools as chat-completions function definitions; a server tool (one with a
-/// versioned `type`, such as web search) is refused: the gateway runs no tool and passes none
-/// on yet.
-fn convert_tools(tools: &[Value]) -> Result<RawJson, ApiError> {
+/// The client's tools: its own (custom) tools as chat-completions function definitions, and
+/// the tools Anthropic defines (a versioned `type`: web search, code execution, text editor…)
+/// exactly as sent, for a Claude upstream only (the engine refuses them, naming `tools`, for
+/// any other).
+fn convert_tools(tools: &[Box<RawValue>]) -> Result<(Option<RawJson>, Vec<RawJson>), ApiError> {
     let mut out = Vec::with_capacity(tools.len());
-    for (i, tool) in tools.iter().enumerate() {
+    let mut server = Vec::new();
+    for (i, raw) in tools.iter().enumerate() {
+        let tool: Value = serde_json::from_str(raw.get())
+            .map_err(|e| ApiError::invalid(&format!("tools.{i}"), format!("`tools.{i}`: {e}")))?;
         let kind = tool.get("type").and_then(Value::as_str);
         if kind.is_some_and(|k| k != "custom") {
-            return Err(ApiError::invalid(
-                &format!("tools.{i}"),
-                format!(
-                    "`tools.{i}` is a server tool ({}): the gateway passes only the client's own tools",
-                    kind.unwrap_or_default()
-                ),
-            ));
+            server.push(RawJson::from_text(raw.get()).map_err(|e| {
+                ApiError::invalid(&format!("tools.{i}"), format!("`tools.{i}`: {e}"))
+            })?);
+            continue;
         }
         let name = tool.get("name").and_then(Value::as_str).ok_or_else(|| {
             ApiError::invalid(
@@ -206,7 +215,13 @@ fn convert_tools(tools: &[Value]) -> Result<RawJson, ApiError> {
         }
         out.push(json!({"type": "function", "function": function}));
     }
-    RawJson::from_serialize(&out).map_err(|e| ApiError::invalid("tools", e.to_string()))
+    let client = match out.is_empty() {
+        true => None,
+        false => Some(
+            RawJson::from_serialize(&out).map_err(|e| ApiError::invalid("tools", e.to_string()))?,
+        ),
+    };
+    Ok((client, server))
 }
 
 /// `system` (a string, or text blocks: their texts joined; `cache_control` is not part of it).

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use hermes_core::{Message, RawJson, Sampling, ThinkingRequest};
+use hermes_core::{Message, Passthrough, RawJson, Sampling, ThinkingRequest};
 use hermes_engine::{Choice, History, Request, ToolMode};
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -62,6 +62,9 @@ pub(crate) struct ClientTurn {
     pub(crate) sampling: Sampling,
     /// The client's partition within its tenant (SPEC §10).
     pub(crate) partition: Option<String>,
+    /// What the client asked for in its own wire's terms (the Messages door: betas, server
+    /// tools, its thinking object).
+    pub(crate) passthrough: Passthrough,
 }
 
 impl ClientTurn {
@@ -80,6 +83,7 @@ impl ClientTurn {
             .choice(choice)
             .thinking(self.thinking)
             .sampling(self.sampling)
+            .passthrough(self.passthrough)
             .tools(match self.tools {
                 Some(definitions) => ToolMode::Client(definitions),
                 None => ToolMode::None,

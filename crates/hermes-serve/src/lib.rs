@@ -383,6 +383,9 @@ async fn messages(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bod
 /// names one (SPEC §10).
 const CLAUDE_CODE_SESSION: &str = "x-claude-code-session-id";
 
+/// Anthropic's feature-flag header.
+const ANTHROPIC_BETA: &str = "anthropic-beta";
+
 /// `POST /v1/messages`: one turn of an Anthropic Messages client, whole or streamed.
 async fn messages_turn(
     inner: &Inner,
@@ -401,6 +404,13 @@ async fn messages_turn(
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
     }
+    // Forwarded to Claude upstreams only (the wire decides); each value once.
+    turn.passthrough = std::mem::take(&mut turn.passthrough).betas(
+        headers
+            .get_all(ANTHROPIC_BETA)
+            .iter()
+            .filter_map(|v| v.to_str().ok()),
+    );
     tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "messages");
     let (model, stream) = (turn.model.clone(), turn.stream);
     let request = turn.request(tenant.clone(), choice, session);

@@ -99,6 +99,7 @@ pub(crate) fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
             // The OpenAI `user` is the client's partition (SPEC §10).
             partition: sampling.user.clone(),
             sampling,
+            passthrough: hermes_core::Passthrough::new(),
         },
         include_usage,
     })

@@ -1184,3 +1184,65 @@ fn the_config_s_sampling_reaches_the_parts_a_wire_encodes() {
     let empty = RequestParts::new(&[], &decision, &conversation.verdicts);
     assert!(empty.sampling.is_empty());
 }
+
+#[tokio::test]
+async fn server_tools_to_a_wire_that_cannot_take_them_fail_the_turn_before_anything_is_sent() {
+    let tool = crate::raw::RawJson::from_text(
+        r#"{"type":"code_execution_20250825","name":"code_execution"}"#,
+    )
+    .unwrap();
+    let config = DriverConfig {
+        passthrough: crate::passthrough::Passthrough::new().server_tool(tool),
+        ..DriverConfig::default()
+    };
+    let run = run_with(
+        "plain",
+        json!([]),
+        vec![Ok(json!({"role": "assistant", "content": "hi"}))],
+        config,
+        &Clock,
+    )
+    .await;
+    match run.result {
+        Err(DriverError::Transport(TransportError::Unsupported {
+            parameter,
+            wire,
+            why,
+        })) => {
+            assert_eq!(parameter, "tools");
+            assert_eq!(wire, "the chat wire (m)");
+            assert!(
+                why.contains("`code_execution` (code_execution_20250825)"),
+                "{why}"
+            );
+        }
+        other => panic!("expected the tools refused, got {other:?}"),
+    }
+    assert!(
+        run.sent.is_empty(),
+        "nothing reached the wire: {:?}",
+        run.sent
+    );
+    assert!(
+        run.log.messages.lock().unwrap().is_empty(),
+        "nothing stored"
+    );
+
+    // Betas and a thinking object alone are left out, and the turn runs.
+    let config = DriverConfig {
+        passthrough: crate::passthrough::Passthrough::new()
+            .betas(["web-fetch-2025-09-10"])
+            .thinking(crate::raw::RawJson::from_text(r#"{"type":"adaptive"}"#).unwrap()),
+        ..DriverConfig::default()
+    };
+    let run = run_with(
+        "plain",
+        json!([]),
+        vec![Ok(json!({"role": "assistant", "content": "hi"}))],
+        config,
+        &Clock,
+    )
+    .await;
+    assert!(run.result.is_ok(), "{:?}", run.result.err());
+    assert_eq!(run.sent.len(), 1);
+}

@@ -185,9 +185,9 @@ pub struct Encoded {
     pub sources: Vec<Vec<usize>>,
     /// Per assistant message (history index), what happened to its thinking.
     pub explain: Vec<String>,
-    /// The `anthropic-beta` header value, when one is needed (never on Bedrock, whose body
-    /// carries the beta).
-    pub beta: Option<&'static str>,
+    /// The `anthropic-beta` header value (comma-separated), when one is needed (never on
+    /// Bedrock, whose body carries the betas).
+    pub beta: Option<String>,
 }
 
 /// One content block of the wire copy.
@@ -375,6 +375,26 @@ impl Serialize for Tool<'_> {
     }
 }
 
+/// `tools`: the client's function tools, then the server tools a gateway client asked for,
+/// each exactly as it wrote it.
+struct Tools<'a> {
+    client: Vec<Tool<'a>>,
+    server: &'a [RawJson],
+}
+
+impl Serialize for Tools<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.client.len() + self.server.len()))?;
+        for tool in &self.client {
+            seq.serialize_element(tool)?;
+        }
+        for tool in self.server {
+            seq.serialize_element(tool.as_raw())?;
+        }
+        seq.end()
+    }
+}
+
 struct EmptySchema;
 
 impl Serialize for EmptySchema {
@@ -512,6 +532,32 @@ pub fn thinking_plan(
     plan
 }
 
+/// A gateway client's own thinking object replaces the plan's, as sent (the issue's "to Claude
+/// upstreams the client's own thinking object goes as sent"): thinking is on unless it is
+/// `disabled`; the interleaved-thinking beta and `output_config.effort` stay only with the
+/// form they belong to (budget and adaptive thinking). Its budget is Claude's to judge against
+/// the client's `max_tokens` (the interleaved beta lets it exceed them), so the wire checks
+/// none: Claude's own answer reaches the client.
+fn client_thinking(plan: &mut ThinkingPlan, raw: &RawJson) -> Result<(), EncodeError> {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        #[serde(rename = "type")]
+        kind: String,
+    }
+    let probe: Probe = serde_json::from_str(raw.get())?;
+    plan.thinking = Some(raw.get().to_owned());
+    plan.on = probe.kind != "disabled";
+    plan.budget = None;
+    if probe.kind != "enabled" {
+        plan.beta = None;
+    }
+    if probe.kind != "adaptive" {
+        plan.effort = None;
+    }
+    plan.explain = format!("thinking {} (the client's own object, as sent)", raw.get());
+    Ok(())
+}
+
 /// The kind of a stored Anthropic-shaped item (`thinking` or `redacted_thinking`), if it is one.
 fn anthropic_kind(item: &DetailItem) -> Option<(&'static str, bool)> {
     let DetailItem::Provider { raw, .. } = item else {
@@ -612,7 +658,19 @@ fn encode_with(
     let refused: Vec<&str> = parts
         .wire_verdicts
         .refused_for(super::WIRE_ID, &decision.target);
-    let mut plan = thinking_plan(parts.thinking, model, target, parts.tools.is_some());
+    // A gateway client's own Anthropic parts go only to Claude (`AnthropicWire` says so to the
+    // driver, which refuses them for every other target before encoding).
+    let passthrough = (family == Family::Claude).then_some(parts.passthrough);
+    let server_tools = passthrough.map_or(&[][..], |p| &p.server_tools[..]);
+    let mut plan = thinking_plan(
+        parts.thinking,
+        model,
+        target,
+        parts.tools.is_some() || !server_tools.is_empty(),
+    );
+    if let Some(raw) = passthrough.and_then(|p| p.thinking.as_ref()) {
+        client_thinking(&mut plan, raw)?;
+    }
     let mut notes = Vec::new();
     let mut explain = vec![format!(
         "anthropic wire: {} — {}",
@@ -721,13 +779,44 @@ fn encode_with(
         Some(t) => Some(serde_json::from_str::<Vec<ChatTool<'_>>>(t.get())?),
         None => None,
     };
-    check_tool_choice(parts.sampling, parts.tools, "the Anthropic Messages API")?;
+    if server_tools.is_empty() {
+        check_tool_choice(parts.sampling, parts.tools, "the Anthropic Messages API")?;
+    }
     let sampling = sampling_plan(parts.sampling, &plan, model)?;
     if let Some(max) = parts.sampling.max_tokens {
         plan.max_tokens = max;
     }
     explain.extend(sampling.explain.iter().cloned());
     let bedrock = target.flavor == Flavor::Bedrock;
+    let mut betas: Vec<&str> = plan.beta.into_iter().collect();
+    for beta in passthrough.map_or(&[][..], |p| &p.betas[..]) {
+        if !betas.contains(&beta.as_str()) {
+            betas.push(beta);
+        }
+    }
+    if let Some(p) = passthrough.filter(|p| !p.is_empty()) {
+        explain.push(format!(
+            "the client's own: {} beta(s), {} server tool(s){}",
+            p.betas.len(),
+            p.server_tools.len(),
+            if p.thinking.is_some() {
+                ", its thinking object as sent"
+            } else {
+                ""
+            }
+        ));
+    }
+    let tools = match (tools, server_tools) {
+        (None, []) => None,
+        (client, server) => Some(Tools {
+            client: client
+                .unwrap_or_default()
+                .into_iter()
+                .map(|t| Tool(t.function))
+                .collect(),
+            server,
+        }),
+    };
     let body = Body {
         model: matches!(target.flavor, Flavor::Direct | Flavor::Foundry).then_some(model),
         anthropic_version: match target.flavor {
@@ -735,11 +824,11 @@ fn encode_with(
             Flavor::Bedrock => Some(BEDROCK_VERSION),
             Flavor::Direct | Flavor::Foundry => None,
         },
-        anthropic_beta: plan.beta.filter(|_| bedrock),
+        anthropic_beta: if bedrock { &betas[..] } else { &[] },
         max_tokens: plan.max_tokens,
         system: (!system.is_empty()).then_some(System(system)),
         messages: &wire,
-        tools: tools.map(|t| t.into_iter().map(|t| Tool(t.function)).collect()),
+        tools,
         thinking: plan.thinking.as_deref().map(raw_box),
         effort: plan.effort,
         tool_choice: sampling.tool_choice,
@@ -763,7 +852,7 @@ fn encode_with(
         digest: digest.hex(),
         sources: wire.iter().map(|w| w.sources.clone()).collect(),
         explain,
-        beta: plan.beta.filter(|_| !bedrock),
+        beta: (!bedrock && !betas.is_empty()).then(|| betas.join(",")),
     })
 }
 
@@ -925,12 +1014,12 @@ fn assemble<'h>(
 struct Body<'a, 'h> {
     model: Option<&'a str>,
     anthropic_version: Option<&'static str>,
-    /// Bedrock's `anthropic_beta` (a one-element list).
-    anthropic_beta: Option<&'static str>,
+    /// Bedrock's `anthropic_beta` list (not written when empty).
+    anthropic_beta: &'a [&'a str],
     max_tokens: u32,
     system: Option<System>,
     messages: &'a [WireMessage<'h>],
-    tools: Option<Vec<Tool<'a>>>,
+    tools: Option<Tools<'a>>,
     thinking: Option<Box<RawValue>>,
     effort: Option<&'static str>,
     tool_choice: Option<Value>,
@@ -951,8 +1040,8 @@ impl Serialize for Body<'_, '_> {
         if let Some(v) = self.anthropic_version {
             map.serialize_entry("anthropic_version", v)?;
         }
-        if let Some(beta) = self.anthropic_beta {
-            map.serialize_entry("anthropic_beta", &[beta])?;
+        if !self.anthropic_beta.is_empty() {
+            map.serialize_entry("anthropic_beta", self.anthropic_beta)?;
         }
         map.serialize_entry("max_tokens", &self.max_tokens)?;
         if let Some(system) = &self.system {
@@ -1062,8 +1151,8 @@ struct SamplingPlan {
 /// Maps `sampling` onto the Messages API as the official `anthropic` SDK 2.16.0 types it
 /// (`MessageCreateParamsBase`: `max_tokens`, `stop_sequences`, `tool_choice`
 /// (`ToolChoiceAuto/Any/Tool/NoneParam`, `disable_parallel_tool_use`), `metadata.user_id`,
-/// `output_config.format` `{"type":"json_schema","schema"}`; no `temperature`, `top_p` or
-/// `seed`). With thinking on, a forced tool choice is refused (docs.claude.com extended
+/// `output_config.format` `{"type":"json_schema","schema"}`; no `temperature`, `top_p`, `top_k`
+/// or `seed`). With thinking on, a forced tool choice is refused (docs.claude.com extended
 /// thinking: "tool_choice: any / tool … not supported"; PROVIDERS.md, Anthropic), as is a
 /// `max_tokens` not above the budget: an error, never a silent change (SPEC §3c).
 fn sampling_plan(
@@ -1091,6 +1180,9 @@ fn sampling_plan(
     }
     if sampling.top_p.is_some() {
         return Err(none("top_p"));
+    }
+    if sampling.top_k.is_some() {
+        return Err(none("top_k"));
     }
     if sampling.seed.is_some() {
         return Err(none("seed"));

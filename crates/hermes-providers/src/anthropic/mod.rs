@@ -100,7 +100,7 @@ fn into_outgoing(encoded: Encoded, stream: bool) -> Outgoing {
     let mut stamp = vec![prefix_stamp(&encoded.digest)];
     if let Some(beta) = encoded.beta {
         // The beta header rides along to `send` (never stored: `send` takes it off).
-        stamp.push((BETA_STAMP.to_owned(), RawJson::string(beta)));
+        stamp.push((BETA_STAMP.to_owned(), RawJson::string(&beta)));
     }
     Outgoing::new(encoded.body, stream, encoded.refusable, encoded.messages)
         .notes(encoded.notes)
@@ -118,6 +118,12 @@ impl Wire for AnthropicWire {
 
     fn encode(&self, parts: &RequestParts<'_>) -> Result<Outgoing, TransportError> {
         outgoing(parts, &self.target, &Drops::default())
+    }
+
+    /// A gateway client's own betas, server tools and thinking object go to Claude hosts
+    /// (direct, Vertex, Foundry, Bedrock), never to an Anthropic-compatible relay.
+    fn takes_passthrough(&self) -> bool {
+        self.target.family() == Family::Claude
     }
 
     async fn send(

@@ -862,3 +862,135 @@ mod bedrock_wire {
         );
     }
 }
+
+// ----------------------------------------------------------- a gateway client's own parts
+
+/// A server tool as a client wrote it: odd spacing and an escape, so only a byte-for-byte copy
+/// matches.
+const WEB_SEARCH: &str = r#"{"type": "web_search_20250305","name":"web_search", "allowed_domains":["caf\u00e9.example"]}"#;
+
+/// The parts of a Messages-door client: the client's function tool, thinking low, its betas, a
+/// server tool and its own thinking object.
+fn passthrough() -> hermes_core::Passthrough {
+    hermes_core::Passthrough::new()
+        .betas(["web-fetch-2025-09-10, interleaved-thinking-2025-05-14"])
+        .server_tool(hermes_core::RawJson::from_text(WEB_SEARCH).unwrap())
+        .thinking(
+            hermes_core::RawJson::from_text(r#"{"type":"enabled", "budget_tokens":10000}"#)
+                .unwrap(),
+        )
+}
+
+fn encoded_with_passthrough(target: &Target, provider: &str, model: &str) -> super::Encoded {
+    let h = history(json!([{"role": "user", "content": "time?"}]));
+    let decision = decision(provider, &target.base_url, model);
+    let verdicts = Verdicts::default();
+    let tools = hermes_core::RawJson::from_text(TOOLS).unwrap();
+    let passthrough = passthrough();
+    let parts = RequestParts::new(&h, &decision, &verdicts)
+        .thinking(ThinkingRequest::Effort(Effort::Low))
+        .tools(Some(&tools))
+        .passthrough(&passthrough);
+    encode(&parts, target, &Drops::default()).unwrap()
+}
+
+#[test]
+fn a_claude_target_gets_the_clients_betas_server_tools_and_thinking_object_exactly_as_sent() {
+    let sonnet = "claude-sonnet-4-5";
+    let encoded =
+        encoded_with_passthrough(&target("https://api.anthropic.com"), "anthropic", sonnet);
+    let text = String::from_utf8(encoded.body).unwrap();
+    assert_eq!(
+        text,
+        format!(
+            concat!(
+                r#"{{"model":"claude-sonnet-4-5","max_tokens":12288,"#,
+                r#""messages":[{{"role":"user","content":[{{"type":"text","text":"time?","cache_control":{{"type":"ephemeral"}}}}]}}],"#,
+                r#""tools":[{{"name":"now","description":"The time","input_schema":{{"type":"object","properties":{{}}}}}},{WEB_SEARCH}],"#,
+                r#""thinking":{{"type":"enabled", "budget_tokens":10000}}}}"#
+            ),
+            WEB_SEARCH = WEB_SEARCH
+        )
+    );
+    // The wire's own beta first, then the client's, each once.
+    assert_eq!(
+        encoded.beta.as_deref(),
+        Some("interleaved-thinking-2025-05-14,web-fetch-2025-09-10")
+    );
+    // Bedrock carries the same betas in the body, and no header.
+    let encoded =
+        encoded_with_passthrough(&bedrock(BEDROCK_BASE), "bedrock-anthropic", BEDROCK_SONNET);
+    let text = String::from_utf8(encoded.body).unwrap();
+    assert!(
+        text.starts_with(r#"{"anthropic_version":"bedrock-2023-05-31","anthropic_beta":["interleaved-thinking-2025-05-14","web-fetch-2025-09-10"],"#),
+        "{text}"
+    );
+    assert!(text.contains(&format!(",{WEB_SEARCH}]")), "{text}");
+    assert_eq!(encoded.beta, None);
+}
+
+#[test]
+fn a_client_thinking_object_is_claudes_to_judge_and_adaptive_keeps_no_beta() {
+    let h = history(json!([{"role": "user", "content": "time?"}]));
+    let target = target("https://api.anthropic.com");
+    let decision = decision("anthropic", &target.base_url, "claude-sonnet-4-5");
+    let verdicts = Verdicts::default();
+    let passthrough = passthrough();
+    let sampling = hermes_core::Sampling::new().max_tokens(9000);
+    let parts = RequestParts::new(&h, &decision, &verdicts)
+        .thinking(ThinkingRequest::Effort(Effort::Low))
+        .sampling(&sampling)
+        .passthrough(&passthrough);
+    // A budget above max_tokens is Claude's to accept (interleaved thinking) or refuse.
+    let encoded = encode(&parts, &target, &Drops::default()).unwrap();
+    let body: Value = serde_json::from_slice(&encoded.body).unwrap();
+    assert_eq!(body["max_tokens"], 9000);
+    assert_eq!(
+        body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 10000})
+    );
+
+    // Adaptive on an adaptive model: the object as sent, the client's effort kept, the
+    // interleaved beta (budget thinking only) not added.
+    let decision = decision_for_opus();
+    let adaptive = hermes_core::Passthrough::new()
+        .thinking(hermes_core::RawJson::from_text(r#"{"type":"adaptive"}"#).unwrap());
+    let tools = hermes_core::RawJson::from_text(TOOLS).unwrap();
+    let parts = RequestParts::new(&h, &decision, &verdicts)
+        .thinking(ThinkingRequest::Effort(Effort::High))
+        .tools(Some(&tools))
+        .passthrough(&adaptive);
+    let encoded = encode(&parts, &target, &Drops::default()).unwrap();
+    let body: Value = serde_json::from_slice(&encoded.body).unwrap();
+    assert_eq!(body["thinking"], json!({"type": "adaptive"}));
+    assert_eq!(body["output_config"], json!({"effort": "high"}));
+    assert_eq!(encoded.beta, None);
+}
+
+fn decision_for_opus() -> hermes_core::RouteDecision {
+    decision("anthropic", "https://api.anthropic.com", OPUS)
+}
+
+#[test]
+fn only_a_claude_host_takes_a_clients_own_parts_and_a_relay_gets_none_of_them() {
+    let wire = |base: &str| AnthropicWire {
+        client: crate::ChatTransport::new().unwrap(),
+        target: target(base),
+        auth: None,
+    };
+    assert!(wire("https://api.anthropic.com").takes_passthrough());
+    assert!(wire("https://us-east5-aiplatform.googleapis.com").takes_passthrough());
+    assert!(!wire("https://api.deepseek.com/anthropic").takes_passthrough());
+    assert!(!wire("https://api.minimax.io/anthropic").takes_passthrough());
+    assert!(!wire("https://relay.example.com/anthropic").takes_passthrough());
+    // Encoded for a relay anyway (a preview), nothing of them is written.
+    let encoded = encoded_with_passthrough(
+        &target("https://api.deepseek.com/anthropic"),
+        "deepseek",
+        "deepseek-v4-pro",
+    );
+    let text = String::from_utf8(encoded.body).unwrap();
+    assert!(!text.contains("web_search"), "{text}");
+    assert!(!text.contains("10000"), "{text}");
+    assert_eq!(encoded.beta, None);
+}

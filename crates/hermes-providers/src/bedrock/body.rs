@@ -415,6 +415,9 @@ fn sampling_plan(
     if sampling.seed.is_some() {
         return Err(none("seed", "seed (botocore InferenceConfiguration)"));
     }
+    if sampling.top_k.is_some() {
+        return Err(none("top_k", "top_k (botocore InferenceConfiguration)"));
+    }
     if sampling.user.is_some() {
         return Err(none("user", "end-user id"));
     }

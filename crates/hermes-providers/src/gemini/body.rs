@@ -169,7 +169,7 @@ struct SamplingPlan<'s> {
 
 /// Maps `sampling` onto `generateContent` as google-genai 3.6.1 writes a
 /// `GenerateContentConfig` (`_GenerateContentConfig_to_mldev`: `generationConfig.{temperature,
-/// topP, maxOutputTokens, stopSequences, seed (int32), responseMimeType, responseJsonSchema}`,
+/// topP, topK, maxOutputTokens, stopSequences, seed (int32), responseMimeType, responseJsonSchema}`,
 /// `toolConfig.functionCallingConfig {mode AUTO|ANY|NONE, allowedFunctionNames}`); Gemini has
 /// no end-user id and no parallel-call switch. A JSON schema is sent as `responseJsonSchema`
 /// (plain JSON Schema, as the tools' `parametersJsonSchema`); Gemini always holds the answer to
@@ -257,6 +257,7 @@ impl SamplingPlan<'_> {
         let s = self.sampling;
         s.temperature.is_some()
             || s.top_p.is_some()
+            || s.top_k.is_some()
             || !s.stop.is_empty()
             || s.seed.is_some()
             || self.mime.is_some()
@@ -536,6 +537,9 @@ impl Serialize for Generation<'_> {
         }
         if let Some(p) = sampling.top_p {
             map.serialize_entry("topP", &p)?;
+        }
+        if let Some(k) = sampling.top_k {
+            map.serialize_entry("topK", &k)?;
         }
         if let Some(max) = self.max_output_tokens {
             map.serialize_entry("maxOutputTokens", &max)?;

@@ -116,7 +116,7 @@ pub(crate) fn sdk_body(wire_id: &str, model: &str, stream: bool) -> String {
             encode(&bedrock(), "bedrock", BEDROCK, model, none, &sampling)
         }
         "gemini" | "vertex-gemini" => {
-            let sampling = without(&["user", "parallel_tool_calls"]);
+            let sampling = without(&["user", "parallel_tool_calls"]).top_k(40);
             let mut w = gemini();
             let base = if wire_id == "vertex-gemini" {
                 w.target.flavor = GeminiFlavor::Vertex {
@@ -532,7 +532,7 @@ const GEMINI: &str = "https://generativelanguage.googleapis.com/v1beta";
 #[test]
 fn gemini_maps_generation_config_and_function_calling_and_refuses_the_rest() {
     let w = gemini();
-    let sampling = without(&["user", "parallel_tool_calls"]);
+    let sampling = without(&["user", "parallel_tool_calls"]).top_k(40);
     let body = encode(
         &w,
         "gemini",
@@ -545,7 +545,7 @@ fn gemini_maps_generation_config_and_function_calling_and_refuses_the_rest() {
     assert_eq!(
         body,
         format!(
-            r#"{{"contents":[{{"parts":[{{"text":"Time?"}}],"role":"user"}}],"systemInstruction":{{"parts":[{{"text":"Be brief."}}],"role":"user"}},"tools":[{{"functionDeclarations":[{{"description":"The time.","name":"now","parametersJsonSchema":{{"type":"object","properties":{{"tz":{{"type":"string"}}}}}}}}]}}],"toolConfig":{{"functionCallingConfig":{{"mode":"ANY","allowedFunctionNames":["now"]}}}},"generationConfig":{{"temperature":0.2,"topP":0.9,"maxOutputTokens":512,"stopSequences":["END"],"seed":7,"responseMimeType":"application/json","responseJsonSchema":{SCHEMA},"thinkingConfig":{{"includeThoughts":true,"thinkingBudget":1024}}}}}}"#
+            r#"{{"contents":[{{"parts":[{{"text":"Time?"}}],"role":"user"}}],"systemInstruction":{{"parts":[{{"text":"Be brief."}}],"role":"user"}},"tools":[{{"functionDeclarations":[{{"description":"The time.","name":"now","parametersJsonSchema":{{"type":"object","properties":{{"tz":{{"type":"string"}}}}}}}}]}}],"toolConfig":{{"functionCallingConfig":{{"mode":"ANY","allowedFunctionNames":["now"]}}}},"generationConfig":{{"temperature":0.2,"topP":0.9,"topK":40,"maxOutputTokens":512,"stopSequences":["END"],"seed":7,"responseMimeType":"application/json","responseJsonSchema":{SCHEMA},"thinkingConfig":{{"includeThoughts":true,"thinkingBudget":1024}}}}}}"#
         )
     );
     let none = ThinkingRequest::NoPreference;
@@ -571,6 +571,83 @@ fn gemini_maps_generation_config_and_function_calling_and_refuses_the_rest() {
     assert!(
         body.contains(r#""toolConfig":{"functionCallingConfig":{"mode":"NONE"}},"generationConfig":{"maxOutputTokens":65536,"responseMimeType":"text/plain","thinkingConfig":{"includeThoughts":true}}}"#),
         "{body}"
+    );
+}
+
+#[test]
+fn top_k_goes_only_to_gemini_and_every_other_wire_refuses_it_by_name() {
+    let k = Sampling::new().top_k(40);
+    let none = ThinkingRequest::NoPreference;
+    let gemini_body = encode(&gemini(), "gemini", GEMINI, "gemini-2.5-flash", none, &k).unwrap();
+    assert!(
+        gemini_body.contains(r#""generationConfig":{"topK":40,"#),
+        "{gemini_body}"
+    );
+    let chat_compatible = "http://127.0.0.1:8000/v1";
+    check_unsupported(
+        encode(
+            &chat(chat_compatible),
+            "local",
+            chat_compatible,
+            "m",
+            none,
+            &k,
+        ),
+        "top_k",
+        "no top_k",
+    );
+    check_unsupported(
+        encode(
+            &chat("https://api.deepseek.com"),
+            "deepseek",
+            "https://api.deepseek.com",
+            "deepseek-v4-pro",
+            none,
+            &k,
+        ),
+        "top_k",
+        "no top_k",
+    );
+    check_unsupported(
+        encode(
+            &anthropic(ANTHROPIC),
+            "anthropic",
+            ANTHROPIC,
+            "claude-sonnet-4-5",
+            none,
+            &k,
+        ),
+        "top_k",
+        "has no top_k",
+    );
+    check_unsupported(
+        encode(
+            &bedrock(),
+            "bedrock",
+            BEDROCK,
+            "amazon.nova-pro-v1:0",
+            none,
+            &k,
+        ),
+        "top_k",
+        "top_k",
+    );
+    let responses = ResponsesWire {
+        client: ChatTransport::new().unwrap(),
+        base_url: "https://api.openai.com/v1".into(),
+        auth: None,
+    };
+    check_unsupported(
+        encode(
+            &responses,
+            "openai",
+            "https://api.openai.com/v1",
+            "gpt-5.1",
+            none,
+            &k,
+        ),
+        "top_k",
+        "no top_k",
     );
 }
 

@@ -250,6 +250,12 @@ async fn the_messages_door_answers_errors_in_anthropics_shape_and_takes_x_api_ke
         .await
         .unwrap();
     assert_eq!(refused.status(), 400);
+    let error: Value = refused.json().await.unwrap();
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("tools") && message.contains("`web_search` (web_search_20250305)"),
+        "a server tool to a non-Claude upstream is refused by name: {error}"
+    );
     let unknown = client
         .post(&url)
         .header("x-api-key", KEY)
@@ -265,6 +271,62 @@ async fn the_messages_door_answers_errors_in_anthropics_shape_and_takes_x_api_ke
         sim.requests().len(),
         1,
         "only the valid request went upstream"
+    );
+    gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claude_upstream_gets_the_clients_betas_server_tools_and_thinking_object_as_sent() {
+    let sim = Sim::start("anthropic").await.unwrap();
+    let gateway = start_for("anthropic", &sim.base_url()).await;
+    // Odd spacing and an escape: only a byte-for-byte copy matches.
+    let server_tool = r#"{"type": "web_search_20250305", "name":"web_search","max_uses":2,"allowed_domains":["caf\u00e9.example"]}"#;
+    let thinking = r#"{"type":  "adaptive"}"#;
+    let body = format!(
+        r#"{{"model":"anthropic/claude-opus-4-6","max_tokens":4096,"thinking":{thinking},"output_config":{{"effort":"low"}},"tools":[{{"name":"now","description":"The time","input_schema":{{"type":"object"}}}},{server_tool}],"messages":[{{"role":"user","content":"What time is it?"}}]}}"#
+    );
+    let reply = reqwest::Client::new()
+        .post(gateway.url("/v1/messages"))
+        .header("x-api-key", KEY)
+        .header("anthropic-version", "2023-06-01")
+        .header("anthropic-beta", "web-search-2025-03-05")
+        .header(
+            "anthropic-beta",
+            "fine-grained-tool-streaming-2025-05-14, web-search-2025-03-05",
+        )
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = reply.status();
+    let reply: Value = reply.json().await.unwrap();
+    assert_eq!(status, 200, "{reply}");
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 1);
+    let sent = String::from_utf8(requests[0].raw.clone()).unwrap();
+    assert!(
+        sent.contains(&format!(r#"{{"name":"now","description":"The time","input_schema":{{"type":"object"}}}},{server_tool}]"#)),
+        "the client's tool, then its server tool byte for byte: {sent}"
+    );
+    assert!(
+        sent.contains(&format!(r#""thinking":{thinking}"#)),
+        "{sent}"
+    );
+    assert!(
+        sent.contains(r#""output_config":{"effort":"low"}"#),
+        "{sent}"
+    );
+    let betas: Vec<&str> = requests[0]
+        .headers
+        .iter()
+        .filter(|(k, _)| k == "anthropic-beta")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    assert_eq!(
+        betas,
+        ["web-search-2025-03-05,fine-grained-tool-streaming-2025-05-14"],
+        "each beta once, in one header"
     );
     gateway.stop().await;
 }

@@ -16,7 +16,7 @@ THINKING = {"type": "enabled", "budget_tokens": 16000}
 
 
 def turn(messages):
-    kwargs = dict(model=cfg["model"], max_tokens=2048, tools=TOOLS, thinking=THINKING, messages=messages)
+    kwargs = dict(model=cfg["model"], max_tokens=20000, tools=TOOLS, thinking=THINKING, messages=messages)
     if not cfg["stream"]:
         m = client.messages.create(**kwargs)
         return {"blocks": [b.model_dump() for b in m.content], "stop": m.stop_reason,

@@ -39,6 +39,43 @@ pub const ANTHROPIC_TOP_LEVEL: &[&str] = &[
     "cache_control",
 ];
 
+/// The tools Anthropic defines, by `type` prefix (a date follows), with the keys each takes
+/// beyond `type`, `cache_control` and (for all but the toolsets) `name`, `allowed_callers`,
+/// `defer_loading` and `strict`: the `anthropic` SDK 2.16.0 `ToolUnionParam` members.
+const SERVER_TOOLS: &[(&str, &[&str])] = &[
+    ("bash_", &["input_examples"]),
+    ("code_execution_", &[]),
+    ("memory_", &["input_examples"]),
+    ("text_editor_", &["input_examples", "max_characters"]),
+    (
+        "web_search_",
+        &[
+            "allowed_domains",
+            "blocked_domains",
+            "max_uses",
+            "user_location",
+            "response_inclusion",
+        ],
+    ),
+    (
+        "web_fetch_",
+        &[
+            "allowed_domains",
+            "blocked_domains",
+            "citations",
+            "max_content_tokens",
+            "max_uses",
+            "url_sources",
+            "use_cache",
+            "response_inclusion",
+        ],
+    ),
+    ("tool_search_tool_bm25_", &[]),
+    ("tool_search_tool_regex_", &[]),
+    ("browser_toolset_", &["configs"]),
+    ("computer_toolset_", &["configs"]),
+];
+
 /// `anthropic_version` values Vertex accepts in the body.
 pub(crate) const VERTEX_VERSIONS: &[&str] = &["vertex-2023-10-16", "2026-10-21"];
 
@@ -485,6 +522,14 @@ impl Schema {
             let o = t
                 .as_object()
                 .ok_or_else(|| wrong_type(&path, "", "dictionary"))?;
+            if let Some(kind) = o
+                .get("type")
+                .and_then(Value::as_str)
+                .filter(|k| *k != "custom")
+            {
+                self.server_tool(o, &path, kind)?;
+                continue;
+            }
             self.keys(
                 o,
                 &path,
@@ -505,6 +550,44 @@ impl Schema {
             if let Some(cc) = o.get("cache_control") {
                 self.cache_control(cc, &join(&path, "cache_control"))?;
             }
+        }
+        Ok(())
+    }
+
+    /// A tool Anthropic defines (`type` versioned: web search, code execution, text editor…):
+    /// its keys as the `anthropic` SDK 2.16.0 `ToolUnionParam` members type them.
+    fn server_tool(
+        &mut self,
+        o: &Map<String, Value>,
+        path: &str,
+        kind: &str,
+    ) -> Result<(), String> {
+        let Some((_, extra_keys)) = SERVER_TOOLS.iter().find(|(prefix, _)| {
+            kind.strip_prefix(prefix)
+                .is_some_and(|date| date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit()))
+        }) else {
+            let tags: Vec<&str> = SERVER_TOOLS
+                .iter()
+                .map(|(p, _)| p.trim_end_matches('_'))
+                .collect();
+            // Simulator-chosen.
+            return Err(format!(
+                "{}: unknown tool type `{kind}`; expected a custom tool or one of {}",
+                join(path, "type"),
+                tags.join(", ")
+            ));
+        };
+        let toolset = kind.contains("toolset");
+        let mut allowed = vec!["type", "cache_control"];
+        if !toolset {
+            allowed.extend(["name", "allowed_callers", "defer_loading", "strict"]);
+        }
+        allowed.extend(extra_keys.iter().copied());
+        let needed: &[&str] = if toolset { &[] } else { &["name"] };
+        self.keys(o, path, &allowed, needed)?;
+        Schema::string(o, path, "name")?;
+        if let Some(cc) = o.get("cache_control") {
+            self.cache_control(cc, &join(path, "cache_control"))?;
         }
         Ok(())
     }
@@ -981,4 +1064,47 @@ fn latest_turn(
         return Err(modified_text(n, len));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn with_tools(tools: Value) -> Result<Checked, String> {
+        let body = json!({"model": "claude-opus-4-6", "max_tokens": 64, "tools": tools,
+                          "messages": [{"role": "user", "content": "hi"}]});
+        validate(&body, Via::Body, "", b"k")
+    }
+
+    #[test]
+    fn anthropic_defined_tools_take_their_sdk_keys_and_nothing_else() {
+        let ok = json!([
+            {"name": "now", "input_schema": {"type": "object"}},
+            {"type": "web_search_20250305", "name": "web_search", "max_uses": 2,
+             "allowed_domains": ["a.example"], "cache_control": {"type": "ephemeral"}},
+            {"type": "code_execution_20250825", "name": "code_execution"},
+            {"type": "text_editor_20250728", "name": "str_replace_based_edit_tool",
+             "max_characters": 100},
+            {"type": "computer_toolset_20260801", "configs": []},
+        ]);
+        assert!(with_tools(ok).is_ok());
+        let extra = with_tools(json!([{"type": "code_execution_20250825",
+                                       "name": "code_execution", "max_uses": 2}]))
+        .err()
+        .unwrap();
+        assert!(extra.contains("tools.0.max_uses"), "{extra}");
+        let unknown = with_tools(json!([{"type": "web_search", "name": "web_search"}]))
+            .err()
+            .unwrap();
+        assert!(
+            unknown.contains("unknown tool type `web_search`"),
+            "{unknown}"
+        );
+        let nameless = with_tools(json!([{"type": "web_fetch_20250910"}]))
+            .err()
+            .unwrap();
+        assert!(nameless.contains("name"), "{nameless}");
+    }
 }
