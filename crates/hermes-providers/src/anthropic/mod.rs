@@ -1,10 +1,12 @@
 //! The Anthropic Messages wire (direct, Vertex, Azure Foundry, Bedrock InvokeModel and the
 //! `/anthropic` relays): the request body (`body`), what a Claude model id implies (`model`),
-//! reply capture (`capture`: SSE, or Bedrock's AWS event stream) and the HTTP side with its auth
-//! and its one-time recovery from `Invalid signature` (this module).
+//! reply capture (`capture`: SSE, or Bedrock's AWS event stream), a client's Messages request
+//! read into the message model (`inbound`, for a gateway's Messages door) and the HTTP side with
+//! its auth and its one-time recovery from `Invalid signature` (this module).
 
 pub mod body;
 pub(crate) mod capture;
+pub mod inbound;
 mod media;
 pub mod model;
 
