@@ -110,12 +110,12 @@ pub fn passes_client_blocks(wire: &str, base_url: &str) -> bool {
 /// Anthropic-shaped `reasoning_details` item of an assistant message without origin — a block
 /// the client sent on a turn the store did not make — stays only when the target passes them
 /// ([`passes_client_blocks`]); to every other target it is left out, so the route's rule for a
-/// missing carrier applies (a must-echo route's `" "` pad). Messages the store holds carry
-/// their origin and are left as they are. Returns how many items were left out.
+/// missing carrier applies (a must-echo route's `" "` pad). One with a gateway signature
+/// ([`GATEWAY_SIGNATURE_PREFIX`], however it got there: the Messages door already leaves it out,
+/// a chat client might not) goes to no target. Messages the store holds carry their origin and
+/// are left as they are. Returns how many items were left out.
 pub fn client_blocks_to(history: &mut [Message], wire: &str, base_url: &str) -> usize {
-    if passes_client_blocks(wire, base_url) {
-        return 0;
-    }
+    let passes = passes_client_blocks(wire, base_url);
     let mut withheld = 0;
     for (index, message) in history.iter_mut().enumerate() {
         if message.role != Role::Assistant || message.origin.is_some() {
@@ -125,14 +125,14 @@ pub fn client_blocks_to(history: &mut [Message], wire: &str, base_url: &str) -> 
             continue;
         };
         let before = items.len();
-        items.retain(|item| !item.is_anthropic_shaped());
+        items.retain(|item| !item.is_anthropic_shaped() || (passes && !gateway_signed(item)));
         let left_out = before - items.len();
         if left_out > 0 {
             tracing::debug!(
                 index,
                 left_out,
                 wire,
-                "a client's own thinking blocks left out: they go only to Claude on the Messages wire"
+                "a client's own thinking blocks left out: they go only to Claude on the Messages wire, and a gateway-signed one to no one"
             );
         }
         withheld += left_out;
@@ -141,6 +141,19 @@ pub fn client_blocks_to(history: &mut [Message], wire: &str, base_url: &str) -> 
         }
     }
     withheld
+}
+
+/// Whether an item carries a signature the gateway minted.
+fn gateway_signed(item: &DetailItem) -> bool {
+    #[derive(Deserialize)]
+    struct Probe<'a> {
+        #[serde(borrow, default)]
+        signature: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_str::<Probe<'_>>(item.raw().get())
+        .ok()
+        .and_then(|p| p.signature)
+        .is_some_and(|s| s.starts_with(GATEWAY_SIGNATURE_PREFIX))
 }
 
 /// `system` (a string, or text blocks: their texts joined; `cache_control` is not part of it).
@@ -515,6 +528,23 @@ mod tests {
             .unwrap(),
         ]);
         client.push(chat);
+        // A gateway-signed block a chat client put in reasoning_details goes to no one.
+        let mut ours = client[2].clone();
+        ours.reasoning_details = Some(vec![
+            DetailItem::from_raw(
+                hermes_core::RawJson::from_text(
+                    r#"{"type":"thinking","thinking":"t","signature":"hermes1.k1.mac"}"#,
+                )
+                .unwrap(),
+            )
+            .unwrap(),
+        ]);
+        let mut alone = vec![ours];
+        assert_eq!(
+            client_blocks_to(&mut alone, "anthropic", "https://api.anthropic.com"),
+            1
+        );
+        assert_eq!(alone[0].reasoning_details, None);
         for (wire, base) in [
             ("anthropic", "https://api.anthropic.com"),
             ("anthropic", "https://us-east5-aiplatform.googleapis.com"),
