@@ -389,6 +389,10 @@ async fn send_messages(gateway: &crate::Running, body: String) -> Value {
     reply
 }
 
+/// A client that began its tool loop with Anthropic directly points at the gateway: its own
+/// Claude-signed thinking block (a turn the gateway never stored) reaches the Claude simulator
+/// byte for byte with thinking on, is stored as sent and comes back when the client drops it
+/// later; the same history to DeepSeek never shows the block, only the must-echo pad.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clients_own_claude_signed_block_passes_through_to_claude_only() {
     let claude = Sim::start("anthropic").await.unwrap();
@@ -434,6 +438,39 @@ async fn a_clients_own_claude_signed_block_passes_through_to_claude_only() {
         .collect();
     assert!(items.contains(&turn.thinking_block.as_str()), "{items:?}");
     assert_eq!(stored[1].origin, None);
+    // The client's next turn drops the block: the stored turn brings it back, byte for byte,
+    // and Claude (Opus 4.6 keeps earlier thinking) verifies it again.
+    let dropped: Vec<&str> = turn
+        .blocks
+        .iter()
+        .filter(|b| **b != turn.thinking_block)
+        .map(String::as_str)
+        .collect();
+    let next = format!(
+        r#"{{"model": "anthropic/claude-opus-4-6", "max_tokens": 2048,
+            "thinking": {{"type": "enabled", "budget_tokens": 1024}}, "tools": {tools},
+            "messages": [
+              {{"role": "user", "content": "[tools=1] what time is it?"}},
+              {{"role": "assistant", "content": [{dropped}]}},
+              {{"role": "user", "content": [{{"type": "tool_result", "tool_use_id": "{call}", "content": "12:00"}}]}},
+              {{"role": "assistant", "content": {answer}}},
+              {{"role": "user", "content": "thanks"}}
+            ]}}"#,
+        tools = now_tool(),
+        dropped = dropped.join(", "),
+        call = turn.call,
+        answer = reply["content"],
+    );
+    let again = send_messages(&gateway, next).await;
+    assert_eq!(again["stop_reason"], "end_turn", "{again}");
+    let requests = claude.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[2].status, 200, "{}", requests[2].response);
+    let raw = String::from_utf8(requests[2].raw.clone()).unwrap();
+    assert!(
+        raw.contains(&turn.thinking_block),
+        "the stored block went back: {raw}"
+    );
     gateway.stop().await;
 
     // To DeepSeek: the same history; the client's block is not DeepSeek's and is never sent as
