@@ -260,11 +260,12 @@ impl Case {
         let sent: &[Message] = match self.client()? {
             Some(client) => {
                 let mut history = hermes_core::reattach::align(&self.history, &client).history;
-                client_blocks_to(
-                    &mut history,
-                    wire_id,
-                    self.base_url.as_deref().unwrap_or_default(),
-                );
+                // The case's base URL, else its provider's default (SPEC §8a), as the engine
+                // settles it.
+                let base_url = self.base_url.as_deref().or_else(|| {
+                    hermes_providers::provider(&self.provider).and_then(|p| p.base_url)
+                });
+                client_blocks_to(&mut history, wire_id, base_url.unwrap_or_default());
                 lined_up = history;
                 &lined_up
             }
