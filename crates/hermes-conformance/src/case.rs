@@ -7,6 +7,7 @@ use hermes_core::{
     CHAT_WIRE, Effort, Message, RequestParts, ResolveOptions, Role, RouteTable, RouteTarget,
     ThinkingRequest, Verdicts, Wire, WireVerdicts,
 };
+use hermes_providers::anthropic::inbound::{client_blocks_to, request_history};
 use hermes_providers::chat::ChatRequest;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -83,6 +84,17 @@ pub struct Case {
     /// turns, cleared tool outputs, a changed system prompt, forks.
     #[serde(default)]
     pub client_history: Option<Vec<Message>>,
+    /// What an Anthropic Messages client sent back instead (SPEC §10, the gateway's Messages
+    /// door): its request body, `{"system": …, "messages": […]}` (other keys are not read),
+    /// read as the door reads it (`hermes_providers::anthropic::inbound::request_history`: its
+    /// own signed thinking blocks kept byte for byte, gateway-signed ones left out) and then
+    /// lined up with `history` like `client_history`. A case gives one or the other.
+    #[serde(default)]
+    pub client_request: Option<serde_json::Value>,
+    /// `client_request` exactly as written in the case file (filled by [`parse_case`]): what
+    /// is read, so a client's block keeps its bytes.
+    #[serde(skip)]
+    pub client_request_text: Option<String>,
     /// What must come out.
     pub expect: CaseExpect,
 }
@@ -165,6 +177,27 @@ pub(crate) fn compact_text(text: &str) -> String {
 }
 
 impl Case {
+    /// What a gateway client sent back, in the message model: `client_history` as given, or
+    /// `client_request` read as the Messages door reads it; `None` when the case gives neither.
+    pub fn client(&self) -> Result<Option<Vec<Message>>, String> {
+        match (&self.client_history, &self.client_request) {
+            (Some(_), Some(_)) => Err(
+                "the case gives both `client_history` and `client_request`: give one".to_owned(),
+            ),
+            (Some(history), None) => Ok(Some(history.clone())),
+            (None, Some(request)) => {
+                let text = match &self.client_request_text {
+                    Some(text) => text.clone(),
+                    None => serde_json::to_string(request).map_err(|e| e.to_string())?,
+                };
+                request_history(&text)
+                    .map(Some)
+                    .map_err(|e| format!("client_request: at `{}`: {}", e.at, e.message))
+            }
+            (None, None) => Ok(None),
+        }
+    }
+
     /// Runs the case against `table`; `route` is the folder it was found in.
     pub fn run(&self, table: &RouteTable, route: &str) -> Result<(), String> {
         self.run_with(table, route, &[])
@@ -220,16 +253,24 @@ impl Case {
         }
         let before = serde_json::to_string(&self.history).map_err(|e| e.to_string())?;
         let thinking = thinking(self.thinking.as_deref())?;
-        // What the request is built from: the stored history, or a client's lined up with it.
+        let wire_id = self.wire.as_deref().unwrap_or(CHAT_WIRE);
+        // What the request is built from: the stored history, or a client's lined up with it
+        // (its own thinking blocks then go only where the gateway lets them).
         let lined_up;
-        let sent: &[Message] = match &self.client_history {
+        let sent: &[Message] = match self.client()? {
             Some(client) => {
-                lined_up = hermes_core::reattach::align(&self.history, client).history;
+                let mut history = hermes_core::reattach::align(&self.history, &client).history;
+                // The case's base URL, else its provider's default (SPEC §8a), as the engine
+                // settles it.
+                let base_url = self.base_url.as_deref().or_else(|| {
+                    hermes_providers::provider(&self.provider).and_then(|p| p.base_url)
+                });
+                client_blocks_to(&mut history, wire_id, base_url.unwrap_or_default());
+                lined_up = history;
                 &lined_up
             }
             None => &self.history,
         };
-        let wire_id = self.wire.as_deref().unwrap_or(CHAT_WIRE);
         if wire_id != CHAT_WIRE {
             let target = WireTarget {
                 provider: &self.provider,
@@ -395,6 +436,8 @@ pub fn parse_case(text: &str) -> Result<Case, String> {
     struct RawCase<'a> {
         #[serde(borrow)]
         expect: RawExpect<'a>,
+        #[serde(borrow, default)]
+        client_request: Option<&'a RawValue>,
     }
     #[derive(Deserialize)]
     struct RawExpect<'a> {
@@ -407,5 +450,56 @@ pub fn parse_case(text: &str) -> Result<Case, String> {
         .body
         .filter(|b| b.get() != "null")
         .map(|b| b.get().to_owned());
+    case.client_request_text = raw
+        .client_request
+        .filter(|r| r.get() != "null")
+        .map(|r| r.get().to_owned());
     Ok(case)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::parse_case;
+
+    const CASE: &str = r#"{"schema_version": 1, "description": "d", "provider": "anthropic",
+        "base_url": "https://api.anthropic.com", "model": "claude-sonnet-4-5", "history": [],
+        CLIENT
+        "expect": {"route": "default", "assistant": []}}"#;
+
+    #[test]
+    fn a_client_request_is_read_as_the_messages_door_reads_it_from_its_own_bytes() {
+        let text = CASE.replace(
+            "CLIENT",
+            r#""client_request": {"messages": [{"role": "user", "content": "hi"},
+                {"role": "assistant", "content": [{"signature":"c2ln","type":"thinking","thinking":"\u00e9"}, {"type": "text", "text": "yo"}]},
+                {"role": "user", "content": "again"}]},"#,
+        );
+        let case = parse_case(&text).unwrap();
+        let client = case.client().unwrap().unwrap();
+        assert_eq!(client.len(), 3);
+        let item = &client[1].reasoning_details.as_ref().unwrap()[0];
+        assert_eq!(
+            item.raw().get(),
+            r#"{"signature":"c2ln","type":"thinking","thinking":"\u00e9"}"#,
+            "the block's bytes as the case file writes them"
+        );
+    }
+
+    #[test]
+    fn a_case_gives_a_client_history_or_a_client_request_not_both() {
+        let both = CASE.replace(
+            "CLIENT",
+            r#""client_history": [{"role": "user", "content": "hi"}],
+               "client_request": {"messages": [{"role": "user", "content": "hi"}]},"#,
+        );
+        let case = parse_case(&both).unwrap();
+        assert!(case.client().unwrap_err().contains("give one"));
+        let bad = CASE.replace("CLIENT", r#""client_request": {"messages": []},"#);
+        let e = parse_case(&bad).unwrap().client().unwrap_err();
+        assert!(e.contains("at `messages`") && e.contains("is empty"), "{e}");
+        let none = CASE.replace("CLIENT", "");
+        assert!(parse_case(&none).unwrap().client().unwrap().is_none());
+    }
 }

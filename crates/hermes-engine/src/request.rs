@@ -19,6 +19,7 @@ use crate::settle::{Choice, Defaults};
 use crate::target::{AwsLookup, KeyLookup, Limits, Target};
 use crate::turn::{Destination, TurnParts, drive};
 use hermes_core::reattach::{align, input_start, unverified_carriers};
+use hermes_providers::anthropic::inbound::client_blocks_to;
 
 /// What every request of an engine runs with: the store and the process-wide settings a front
 /// end read once (config, key lookups, limits).
@@ -204,7 +205,11 @@ pub struct History {
     /// The client's partition within the tenant (`X-Hermes-Session`-less clients may name one:
     /// the OpenAI `user` field, Anthropic `metadata.user_id`, a session header).
     pub partition: Option<String>,
-    /// The messages as the client sent them (carriers it kept are passed on unverified).
+    /// The messages as the client sent them (carriers it kept are passed on unverified; its
+    /// own Anthropic thinking blocks, `reasoning_details` items of a turn the store does not
+    /// hold, only to Claude on the Messages wire:
+    /// `hermes_providers::anthropic::inbound::client_blocks_to`, applied once the target is
+    /// settled).
     pub messages: Vec<Message>,
 }
 
@@ -424,22 +429,30 @@ impl Engine {
         span.record("model", settled.model.as_str());
         let landed = Mutex::new(None);
         let read = tip.as_ref().map(|t| t.session().to_owned());
-        // A gateway client's own carriers (on turns the store does not hold) are unverified:
-        // their refusals stay with this session (SPEC §10).
-        let (input, preamble, place, unverified) = match history {
-            None => (
-                input,
-                Vec::new(),
-                tip.map_or(Place::New, Place::Tip),
-                CarrierSet::NONE,
-            ),
+        let client = history.is_some();
+        let (input, preamble, place) = match history {
+            None => (input, Vec::new(), tip.map_or(Place::New, Place::Tip)),
             Some(history) => {
                 let lined = self.line_up(store, &mut conversation, history, tip).await?;
-                let unverified = unverified_carriers(&conversation.messages);
-                (lined.input, lined.preamble, lined.place, unverified)
+                (lined.input, lined.preamble, lined.place)
             }
         };
         let target = Target::start(self, settled, &settings.limits, settings.aws.as_ref()).await?;
+        let unverified = if client {
+            // Where a client's own thinking blocks may go is decided once, now that the wire
+            // and host are settled: only to Claude on the Messages wire (SPEC §10). What is
+            // stored (the preamble) keeps them as sent.
+            client_blocks_to(
+                &mut conversation.messages,
+                target.transport.wire().id(),
+                &target.base(),
+            );
+            // A gateway client's own carriers (on turns the store does not hold) are
+            // unverified: their refusals stay with this session (SPEC §10).
+            unverified_carriers(&conversation.messages)
+        } else {
+            CarrierSet::NONE
+        };
         let (runner, definitions, client_tools): (&dyn Tools, _, _) = match &tools {
             ToolMode::None => (&NoTools, None, false),
             ToolMode::Server(toolset) => {

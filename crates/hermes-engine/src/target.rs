@@ -151,6 +151,11 @@ impl Target {
             sim,
         })
     }
+
+    /// The base URL requests go to (a started simulator's loopback URL, else the settled one).
+    pub(crate) fn base(&self) -> String {
+        live_base(&self.settled, self.sim.as_ref())
+    }
 }
 
 /// A 401/403 becomes one clear line naming the variable the key or token came from (an

@@ -4,9 +4,12 @@
 //! as the thinking request), and the `message` object and its SSE events built from what the
 //! engine returns.
 //!
-//! Thinking blocks a client sends are never taken as reasoning: re-attachment gives every
-//! assistant turn the store holds its stored carriers (SPEC §10), and a turn it does not hold
-//! gets the route's rule for a missing carrier, so an altered block never reaches an upstream.
+//! The history itself is read by the Anthropic codec (`hermes_providers::anthropic::inbound`,
+//! which the conformance suite runs too). Thinking blocks a client sends are never taken as
+//! readable reasoning: re-attachment gives every assistant turn the store holds its stored
+//! carriers (SPEC §10); on a turn it does not hold, the client's own signed blocks go byte for
+//! byte to a Claude upstream only (which verifies them), and every other upstream gets the
+//! route's rule for a missing carrier, so an altered block never reaches it as reasoning.
 //! A reply from a Claude upstream returns Claude's own signed `thinking` blocks (whole replies
 //! also its `redacted_thinking` blocks); readable thinking from another upstream is a `thinking`
 //! block with a gateway-minted signature (`crate::sign`). A stream sends each thinking block
@@ -14,9 +17,10 @@
 
 use axum::response::sse::Event as SseEvent;
 use hermes_core::{
-    DetailItem, Effort, FinishReason, Message, Passthrough, RawJson, Role, Sampling,
-    ThinkingRequest, ToolChoice, Usage,
+    DetailItem, Effort, FinishReason, Message, Passthrough, RawJson, Sampling, ThinkingRequest,
+    ToolChoice, Usage,
 };
+use hermes_engine::providers::anthropic::inbound;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
@@ -50,19 +54,9 @@ pub(crate) fn parse(body: &[u8], counting: bool) -> Result<ClientTurn, ApiError>
     let model: String = f
         .get("model", "a string")?
         .ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
-    let mut messages = Vec::new();
-    if let Some(system) = f.get::<Value>("system", "a string or an array of text blocks")? {
-        messages.push(system_message(&system)?);
-    }
-    let turns: Vec<Value> = f
-        .get("messages", "an array of messages")?
-        .ok_or_else(|| ApiError::invalid("messages", "`messages` is required"))?;
-    if turns.is_empty() {
-        return Err(ApiError::invalid("messages", "`messages` is empty"));
-    }
-    for (i, turn) in turns.iter().enumerate() {
-        convert_turn(i, turn, &mut messages)?;
-    }
+    // The history, per block (SPEC §10): the one reader the conformance suite runs too.
+    let messages = inbound::history(f.raw("system"), f.raw("messages"))
+        .map_err(|e| ApiError::invalid(&e.at, e.message))?;
     let mut sampling = Sampling::new();
     sampling.max_tokens = f.get("max_tokens", "a positive integer")?;
     if sampling.max_tokens.is_none() && !counting {
@@ -222,169 +216,6 @@ fn convert_tools(tools: &[Box<RawValue>]) -> Result<(Option<RawJson>, Vec<RawJso
         ),
     };
     Ok((client, server))
-}
-
-/// `system` (a string, or text blocks: their texts joined; `cache_control` is not part of it).
-fn system_message(system: &Value) -> Result<Message, ApiError> {
-    let text = match system {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .map(|b| b.get("text").and_then(Value::as_str).unwrap_or_default())
-            .collect::<Vec<_>>()
-            .join("\n\n"),
-        _ => {
-            return Err(ApiError::invalid(
-                "system",
-                "`system` must be a string or an array of text blocks",
-            ));
-        }
-    };
-    Ok(Message::text(Role::System, &text))
-}
-
-/// A chat message from its JSON form (the engine's message model reads chat completions).
-fn chat_message(value: Value, at: &str) -> Result<Message, ApiError> {
-    serde_json::from_value(value).map_err(|e| ApiError::invalid(at, e.to_string()))
-}
-
-/// One Anthropic turn as chat messages: a user turn's `tool_result` blocks become tool
-/// messages (in order, before its other content), an assistant turn's `tool_use` blocks its
-/// tool calls. Thinking blocks are left out (see the module's doc).
-fn convert_turn(i: usize, turn: &Value, out: &mut Vec<Message>) -> Result<(), ApiError> {
-    let at = format!("messages.{i}");
-    let role = turn.get("role").and_then(Value::as_str);
-    let blocks: Vec<Value> = match turn.get("content") {
-        Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
-        Some(Value::Array(blocks)) => blocks.clone(),
-        _ => {
-            return Err(ApiError::invalid(
-                &format!("{at}.content"),
-                format!("`{at}.content` must be a string or an array of blocks"),
-            ));
-        }
-    };
-    let mut parts = Vec::new();
-    let mut calls = Vec::new();
-    for (j, block) in blocks.iter().enumerate() {
-        let here = format!("{at}.content.{j}");
-        match (role, block.get("type").and_then(Value::as_str)) {
-            (_, Some("text")) => parts.push(json!({
-                "type": "text",
-                "text": block.get("text").and_then(Value::as_str).unwrap_or_default(),
-            })),
-            (Some("user"), Some("image")) => parts.push(image_part(block, &here)?),
-            (Some("user"), Some("tool_result")) => out.push(tool_result(block, &here)?),
-            (Some("assistant"), Some("tool_use")) => calls.push(json!({
-                "id": block.get("id").and_then(Value::as_str).unwrap_or_default(),
-                "type": "function",
-                "function": {
-                    "name": block.get("name").and_then(Value::as_str).unwrap_or_default(),
-                    "arguments": block.get("input").cloned().unwrap_or_else(|| json!({})).to_string(),
-                },
-            })),
-            (Some("assistant"), Some("thinking" | "redacted_thinking")) => {}
-            (_, kind) => {
-                return Err(ApiError::invalid(
-                    &here,
-                    format!(
-                        "`{here}`: a {} block cannot be in a {} turn here",
-                        kind.unwrap_or("typeless"),
-                        role.unwrap_or("roleless")
-                    ),
-                ));
-            }
-        }
-    }
-    let content = match parts.as_slice() {
-        [] => Value::Null,
-        [only] if only["type"] == "text" => only["text"].clone(),
-        _ => Value::Array(parts),
-    };
-    match role {
-        Some("user") => {
-            if !content.is_null() {
-                out.push(chat_message(
-                    json!({"role": "user", "content": content}),
-                    &at,
-                )?);
-            }
-        }
-        Some("assistant") => {
-            let mut message = json!({"role": "assistant", "content": content});
-            if !calls.is_empty() {
-                message["tool_calls"] = Value::Array(calls);
-            }
-            out.push(chat_message(message, &at)?);
-        }
-        _ => {
-            return Err(ApiError::invalid(
-                &format!("{at}.role"),
-                format!("`{at}.role` must be user or assistant"),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// An `image` block as a chat image part (base64 as a data URL, or its URL).
-fn image_part(block: &Value, at: &str) -> Result<Value, ApiError> {
-    let source = block.get("source").unwrap_or(&Value::Null);
-    let url = match source.get("type").and_then(Value::as_str) {
-        Some("base64") => format!(
-            "data:{};base64,{}",
-            source
-                .get("media_type")
-                .and_then(Value::as_str)
-                .unwrap_or("image/png"),
-            source
-                .get("data")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-        ),
-        Some("url") => source
-            .get("url")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
-        _ => {
-            return Err(ApiError::invalid(
-                at,
-                format!("`{at}.source.type` must be base64 or url"),
-            ));
-        }
-    };
-    Ok(json!({"type": "image_url", "image_url": {"url": url}}))
-}
-
-/// A `tool_result` block as a tool message (its text; an error result says so in it).
-fn tool_result(block: &Value, at: &str) -> Result<Message, ApiError> {
-    let id = block
-        .get("tool_use_id")
-        .and_then(Value::as_str)
-        .ok_or_else(|| ApiError::invalid(at, format!("`{at}.tool_use_id` is required")))?;
-    let mut text = match block.get("content") {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        Some(_) => {
-            return Err(ApiError::invalid(
-                at,
-                format!("`{at}.content` must be a string or an array of blocks"),
-            ));
-        }
-    };
-    if block.get("is_error").and_then(Value::as_bool) == Some(true) {
-        text = format!("Error: {text}");
-    }
-    chat_message(
-        json!({"role": "tool", "tool_call_id": id, "content": text}),
-        at,
-    )
 }
 
 /// Anthropic's spelling of why a reply ended.

@@ -13,8 +13,10 @@ use hermes_engine::store::SigningKey;
 use hmac::{Hmac, Mac as _};
 use sha2::Sha256;
 
-/// What a signature starts with.
-pub(crate) const PREFIX: &str = "hermes1";
+/// What a signature starts with: the one prefix the Messages door's history reader knows as
+/// the gateway's own.
+pub(crate) const PREFIX: &str =
+    hermes_engine::providers::anthropic::inbound::GATEWAY_SIGNATURE_PREFIX;
 
 /// Mints thinking signatures for one tenant.
 #[derive(Clone, Debug)]
@@ -42,7 +44,7 @@ impl Signer {
             // HMAC takes a key of any length; this arm is never taken.
             Err(_) => Vec::new(),
         };
-        format!("{PREFIX}.{}.{}", self.key.id, URL_SAFE_NO_PAD.encode(mac))
+        format!("{PREFIX}{}.{}", self.key.id, URL_SAFE_NO_PAD.encode(mac))
     }
 }
 

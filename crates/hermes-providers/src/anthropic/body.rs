@@ -660,7 +660,8 @@ fn encode_with(
         .refused_for(super::WIRE_ID, &decision.target);
     // A gateway client's own Anthropic parts go only to Claude (`AnthropicWire` says so to the
     // driver, which refuses them for every other target before encoding).
-    let passthrough = (family == Family::Claude).then_some(parts.passthrough);
+    let passthrough = super::inbound::passes_client_blocks(super::WIRE_ID, &target.base_url)
+        .then_some(parts.passthrough);
     let server_tools = passthrough.map_or(&[][..], |p| &p.server_tools[..]);
     let mut plan = thinking_plan(
         parts.thinking,

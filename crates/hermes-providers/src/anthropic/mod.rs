@@ -1,10 +1,12 @@
 //! The Anthropic Messages wire (direct, Vertex, Azure Foundry, Bedrock InvokeModel and the
 //! `/anthropic` relays): the request body (`body`), what a Claude model id implies (`model`),
-//! reply capture (`capture`: SSE, or Bedrock's AWS event stream) and the HTTP side with its auth
-//! and its one-time recovery from `Invalid signature` (this module).
+//! reply capture (`capture`: SSE, or Bedrock's AWS event stream), a client's Messages request
+//! read into the message model (`inbound`, for a gateway's Messages door) and the HTTP side with
+//! its auth and its one-time recovery from `Invalid signature` (this module).
 
 pub mod body;
 pub(crate) mod capture;
+pub mod inbound;
 mod media;
 pub mod model;
 
@@ -120,10 +122,11 @@ impl Wire for AnthropicWire {
         outgoing(parts, &self.target, &Drops::default())
     }
 
-    /// A gateway client's own betas, server tools and thinking object go to Claude hosts
-    /// (direct, Vertex, Foundry, Bedrock), never to an Anthropic-compatible relay.
+    /// A gateway client's own betas, server tools and thinking object go where its own thinking
+    /// blocks go (one rule, [`inbound::passes_client_blocks`]): Claude hosts (direct, Vertex,
+    /// Foundry, Bedrock), never an Anthropic-compatible relay.
     fn takes_passthrough(&self) -> bool {
-        self.target.family() == Family::Claude
+        inbound::passes_client_blocks(WIRE_ID, &self.target.base_url)
     }
 
     async fn send(

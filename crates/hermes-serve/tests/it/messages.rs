@@ -4,8 +4,10 @@
 //! two-turn tool conversation with thinking, whole and streamed; the upstream gets the client's
 //! tools and its own reasoning back byte for byte (Claude's signatures, which it verifies),
 //! never a thinking block the client altered; the client gets the thinking as blocks, whole or
-//! streamed: Claude's signed by Claude, DeepSeek's with a signature the gateway mints. Also: the
-//! Anthropic error shape, `x-api-key`, `count_tokens`.
+//! streamed: Claude's signed by Claude, DeepSeek's with a signature the gateway mints. A client's
+//! own Claude-signed block on a turn the gateway never stored reaches Claude byte for byte and
+//! never reaches DeepSeek (with reqwest: no SDK needed). Also: the Anthropic error shape,
+//! `x-api-key`, `count_tokens`, a Claude upstream's betas, server tools and thinking object.
 
 use std::path::Path;
 
@@ -328,5 +330,232 @@ async fn a_claude_upstream_gets_the_clients_betas_server_tools_and_thinking_obje
         ["web-search-2025-03-05,fine-grained-tool-streaming-2025-05-14"],
         "each beta once, in one header"
     );
+    gateway.stop().await;
+}
+
+/// The tool the pass-through tests define.
+fn now_tool() -> Value {
+    json!([{"name": "now", "description": "The time",
+            "input_schema": {"type": "object", "properties": {}}}])
+}
+
+/// A tool-loop turn Claude made for a client that talked to Anthropic directly (the gateway
+/// never saw it).
+struct MadeElsewhere {
+    /// The JSON text of each content block, in order.
+    blocks: Vec<String>,
+    /// The signed thinking block as the client holds it.
+    thinking_block: String,
+    /// Its text and signature.
+    thinking: String,
+    signature: String,
+    /// The tool call's id.
+    call: String,
+}
+
+/// The Claude simulator's reply to `[tools=1] what time is it?` with thinking on, its signed
+/// thinking block rewritten the way a client may hold it — keys in another order and the first
+/// letter of its text escaped (`\u0049` for `I`) — which changes no signed value: only an exact
+/// copy of these bytes upstream proves nothing re-serialised the block.
+async fn claude_turn_made_elsewhere(sim: &Sim) -> MadeElsewhere {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let reply = reqwest::Client::new()
+        .post(format!("{}/v1/messages", sim.base_url()))
+        .header("x-api-key", "sk-test")
+        .header("anthropic-version", "2023-06-01")
+        .json(&json!({"model": "claude-opus-4-6", "max_tokens": 4096,
+                      "thinking": {"type": "adaptive"}, "tools": now_tool(),
+                      "messages": [{"role": "user", "content": "[tools=1] what time is it?"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 200);
+    let text = reply.text().await.unwrap();
+    #[derive(serde::Deserialize)]
+    struct Reply<'a> {
+        #[serde(borrow)]
+        content: Vec<&'a serde_json::value::RawValue>,
+    }
+    let reply: Reply<'_> = serde_json::from_str(&text).unwrap();
+    let mut blocks = Vec::new();
+    let (mut signed, mut call) = (None, None);
+    for raw in reply.content {
+        let block: Value = serde_json::from_str(raw.get()).unwrap();
+        match block["type"].as_str().unwrap() {
+            "thinking" => {
+                let thinking = block["thinking"].as_str().unwrap();
+                let signature = block["signature"].as_str().unwrap();
+                let first = thinking.chars().next().unwrap();
+                assert!(first.is_ascii_alphabetic(), "{thinking}");
+                let rest = Value::String(thinking[1..].to_owned()).to_string();
+                let rewritten = format!(
+                    r#"{{"signature": "{signature}", "thinking": "\u{:04x}{}", "type": "thinking"}}"#,
+                    first as u32,
+                    &rest[1..rest.len() - 1],
+                );
+                assert_eq!(
+                    serde_json::from_str::<Value>(&rewritten).unwrap(),
+                    block,
+                    "the same block: {rewritten}"
+                );
+                blocks.push(rewritten.clone());
+                signed = Some((rewritten, thinking.to_owned(), signature.to_owned()));
+            }
+            kind => {
+                if kind == "tool_use" {
+                    call = block["id"].as_str().map(str::to_owned);
+                }
+                blocks.push(raw.get().to_owned());
+            }
+        }
+    }
+    let (thinking_block, thinking, signature) = signed.expect("Claude thought first");
+    MadeElsewhere {
+        blocks,
+        thinking_block,
+        thinking,
+        signature,
+        call: call.expect("Claude called the tool"),
+    }
+}
+
+/// The Messages request continuing `turn` with the tool's result, for `model`, thinking on.
+fn continuing(turn: &MadeElsewhere, model: &str) -> String {
+    format!(
+        r#"{{"model": "{model}", "max_tokens": 2048, "thinking": {{"type": "enabled", "budget_tokens": 1024}},
+            "tools": {tools},
+            "messages": [
+              {{"role": "user", "content": "[tools=1] what time is it?"}},
+              {{"role": "assistant", "content": [{blocks}]}},
+              {{"role": "user", "content": [{{"type": "tool_result", "tool_use_id": "{call}", "content": "12:00"}}]}}
+            ]}}"#,
+        tools = now_tool(),
+        blocks = turn.blocks.join(", "),
+        call = turn.call,
+    )
+}
+
+/// `body` to the gateway's Messages door.
+async fn send_messages(gateway: &crate::Running, body: String) -> Value {
+    let reply = reqwest::Client::new()
+        .post(gateway.url("/v1/messages"))
+        .header("x-api-key", KEY)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = reply.status();
+    let reply: Value = reply.json().await.unwrap();
+    assert_eq!(status, 200, "{reply}");
+    reply
+}
+
+/// A client that began its tool loop with Anthropic directly points at the gateway: its own
+/// Claude-signed thinking block (a turn the gateway never stored) reaches the Claude simulator
+/// byte for byte with thinking on, is stored as sent and comes back when the client drops it
+/// later; the same history to DeepSeek never shows the block, only the must-echo pad.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_own_claude_signed_block_passes_through_to_claude_only() {
+    let claude = Sim::start("anthropic").await.unwrap();
+    let turn = claude_turn_made_elsewhere(&claude).await;
+    // To Claude: the client's own block, a turn the gateway never stored, goes byte for byte;
+    // Claude verifies its signature and answers the tool loop with thinking on.
+    let gateway = start_for("anthropic", &claude.base_url()).await;
+    let reply = send_messages(&gateway, continuing(&turn, "anthropic/claude-opus-4-6")).await;
+    assert_eq!(reply["stop_reason"], "end_turn", "{reply}");
+    let requests = claude.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the direct turn, then one through the gateway"
+    );
+    let upstream = &requests[1];
+    assert_eq!(upstream.status, 200, "{}", upstream.response);
+    let raw = String::from_utf8(upstream.raw.clone()).unwrap();
+    assert!(
+        raw.contains(&turn.thinking_block),
+        "the client's block went to Claude byte for byte: {} in {raw}",
+        turn.thinking_block
+    );
+    assert!(
+        upstream
+            .body
+            .get("thinking")
+            .is_some_and(|t| t["type"] != "disabled"),
+        "thinking stayed on in the tool loop: {raw}"
+    );
+    // The turn is stored as the client sent it, its block's bytes included (no origin: it is
+    // the client's), so a client that drops the block later gets it back.
+    let stored = gateway
+        .store
+        .messages(&first_session(&gateway).await)
+        .await
+        .unwrap();
+    let items: Vec<&str> = stored[1]
+        .reasoning_details
+        .iter()
+        .flatten()
+        .map(|item| item.raw().get())
+        .collect();
+    assert!(items.contains(&turn.thinking_block.as_str()), "{items:?}");
+    assert_eq!(stored[1].origin, None);
+    // The client's next turn drops the block: the stored turn brings it back, byte for byte,
+    // and Claude (Opus 4.6 keeps earlier thinking) verifies it again.
+    let dropped: Vec<&str> = turn
+        .blocks
+        .iter()
+        .filter(|b| **b != turn.thinking_block)
+        .map(String::as_str)
+        .collect();
+    let next = format!(
+        r#"{{"model": "anthropic/claude-opus-4-6", "max_tokens": 2048,
+            "thinking": {{"type": "enabled", "budget_tokens": 1024}}, "tools": {tools},
+            "messages": [
+              {{"role": "user", "content": "[tools=1] what time is it?"}},
+              {{"role": "assistant", "content": [{dropped}]}},
+              {{"role": "user", "content": [{{"type": "tool_result", "tool_use_id": "{call}", "content": "12:00"}}]}},
+              {{"role": "assistant", "content": {answer}}},
+              {{"role": "user", "content": "thanks"}}
+            ]}}"#,
+        tools = now_tool(),
+        dropped = dropped.join(", "),
+        call = turn.call,
+        answer = reply["content"],
+    );
+    let again = send_messages(&gateway, next).await;
+    assert_eq!(again["stop_reason"], "end_turn", "{again}");
+    let requests = claude.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[2].status, 200, "{}", requests[2].response);
+    let raw = String::from_utf8(requests[2].raw.clone()).unwrap();
+    assert!(
+        raw.contains(&turn.thinking_block),
+        "the stored block went back: {raw}"
+    );
+    gateway.stop().await;
+
+    // To DeepSeek: the same history; the client's block is not DeepSeek's and is never sent as
+    // reasoning, so the turn gets the must-echo pad.
+    let deepseek = Sim::start("deepseek-v4").await.unwrap();
+    let gateway = start(&deepseek.base_url(), |c| c).await;
+    let reply = send_messages(&gateway, continuing(&turn, "deepseek/deepseek-v4-pro")).await;
+    assert_eq!(reply["stop_reason"], "end_turn", "{reply}");
+    let requests = deepseek.requests();
+    assert_eq!(requests.len(), 1);
+    let raw = String::from_utf8(requests[0].raw.clone()).unwrap();
+    let text_inside = Value::String(turn.thinking[1..].to_owned()).to_string();
+    for leak in [&text_inside[1..text_inside.len() - 1], &turn.signature] {
+        assert!(!raw.contains(leak), "{leak} reached DeepSeek: {raw}");
+    }
+    let assistant = requests[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .unwrap()
+        .clone();
+    assert_eq!(assistant["reasoning_content"], " ", "{assistant}");
+    assert!(assistant.get("reasoning_details").is_none(), "{assistant}");
     gateway.stop().await;
 }

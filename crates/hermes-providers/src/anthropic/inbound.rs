@@ -1,0 +1,584 @@
+//! A Messages request's history in the message model: a client's `system` and `messages`
+//! (Anthropic Messages, as a gateway's Messages door receives them) as the canonical messages a
+//! gateway lines up with what it stored (SPEC §10), and the one rule for where the client's own
+//! thinking blocks may go ([`client_blocks_to`]).
+//!
+//! Per block: `text` in either role; `image` (base64 as a data URL, or its URL) and
+//! `tool_result` (a tool message, before the turn's other content) in a user turn; `tool_use` (a
+//! tool call) and `thinking` / `redacted_thinking` in an assistant turn. A signed thinking block
+//! (a `thinking` block with its text and a signature, a `redacted_thinking` block with its data)
+//! is kept as the client sent it, byte for byte, as an Anthropic-shaped `reasoning_details`
+//! item — never as readable reasoning; a block signed by the gateway itself
+//! ([`GATEWAY_SIGNATURE_PREFIX`]) and an unsigned one are left out: the gateway's own carrier is
+//! the stored one, which re-attachment gives back.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use hermes_core::{DetailItem, Message, RawJson, Role};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use super::{Family, WIRE_ID};
+
+/// What a thinking signature the gateway minted starts with (SPEC §10, "Messages-door
+/// signatures": `hermes1.<key id>.<MAC>`).
+pub const GATEWAY_SIGNATURE_PREFIX: &str = "hermes1.";
+
+/// What was wrong with a request's history: the JSON path (`messages.2.content.0`, `system`)
+/// and what was expected there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InboundError {
+    /// The JSON path of the offending value in the request body.
+    pub at: String,
+    /// What was wrong, naming the path.
+    pub message: String,
+}
+
+impl InboundError {
+    fn new(at: &str, message: impl Into<String>) -> Self {
+        InboundError {
+            at: at.to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for InboundError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for InboundError {}
+
+/// The history of a whole Messages request body: its `system` and `messages` (other keys are
+/// not read here).
+pub fn request_history(body: &str) -> Result<Vec<Message>, InboundError> {
+    let fields: HashMap<String, &RawValue> = serde_json::from_str(body)
+        .map_err(|e| InboundError::new("", format!("the body is not a JSON object: {e}")))?;
+    let present = |key: &str| {
+        fields
+            .get(key)
+            .map(|raw| raw.get())
+            .filter(|raw| *raw != "null")
+    };
+    history(present("system"), present("messages"))
+}
+
+/// The history of a Messages request from the JSON text of its `system` (if any) and of its
+/// `messages` (required, a non-empty array): the system prompt first, then each turn's
+/// messages in order.
+pub fn history(system: Option<&str>, messages: Option<&str>) -> Result<Vec<Message>, InboundError> {
+    let mut out = Vec::new();
+    if let Some(system) = system {
+        let system: Value = serde_json::from_str(system).map_err(|e| {
+            InboundError::new(
+                "system",
+                format!("`system` must be a string or an array of text blocks: {e}"),
+            )
+        })?;
+        out.push(system_message(&system)?);
+    }
+    let messages =
+        messages.ok_or_else(|| InboundError::new("messages", "`messages` is required"))?;
+    let turns: Vec<&RawValue> = serde_json::from_str(messages).map_err(|e| {
+        InboundError::new(
+            "messages",
+            format!("`messages` must be an array of messages: {e}"),
+        )
+    })?;
+    if turns.is_empty() {
+        return Err(InboundError::new("messages", "`messages` is empty"));
+    }
+    for (i, turn) in turns.iter().enumerate() {
+        convert_turn(i, turn, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Whether a gateway client's own thinking blocks may go to a target speaking the wire `wire`
+/// at `base_url`: only to Claude on the Anthropic Messages wire (direct, Vertex, Foundry,
+/// Bedrock InvokeModel, a loopback proxy: [`Family::Claude`]), which verifies its signatures.
+pub fn passes_client_blocks(wire: &str, base_url: &str) -> bool {
+    wire == WIRE_ID && Family::of(base_url) == Family::Claude
+}
+
+/// The one rule for a gateway client's own thinking blocks (SPEC §10): in `history` (a
+/// client's history lined up with the store, `hermes_core::reattach::align`), every
+/// Anthropic-shaped `reasoning_details` item of an assistant message without origin — a block
+/// the client sent on a turn the store did not make — stays only when the target passes them
+/// ([`passes_client_blocks`]); to every other target it is left out, so the route's rule for a
+/// missing carrier applies (a must-echo route's `" "` pad). One with a gateway signature
+/// ([`GATEWAY_SIGNATURE_PREFIX`], however it got there: the Messages door already leaves it out,
+/// a chat client might not) goes to no target. Messages the store holds carry their origin and
+/// are left as they are. Returns how many items were left out.
+pub fn client_blocks_to(history: &mut [Message], wire: &str, base_url: &str) -> usize {
+    let passes = passes_client_blocks(wire, base_url);
+    let mut withheld = 0;
+    for (index, message) in history.iter_mut().enumerate() {
+        if message.role != Role::Assistant || message.origin.is_some() {
+            continue;
+        }
+        let Some(items) = message.reasoning_details.as_mut() else {
+            continue;
+        };
+        let before = items.len();
+        items.retain(|item| !item.is_anthropic_shaped() || (passes && !gateway_signed(item)));
+        let left_out = before - items.len();
+        if left_out > 0 {
+            tracing::debug!(
+                index,
+                left_out,
+                wire,
+                "a client's own thinking blocks left out: they go only to Claude on the Messages wire, and a gateway-signed one to no one"
+            );
+        }
+        withheld += left_out;
+        if items.is_empty() {
+            message.reasoning_details = None;
+        }
+    }
+    withheld
+}
+
+/// Whether an item carries a signature the gateway minted.
+fn gateway_signed(item: &DetailItem) -> bool {
+    #[derive(Deserialize)]
+    struct Probe<'a> {
+        #[serde(borrow, default)]
+        signature: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_str::<Probe<'_>>(item.raw().get())
+        .ok()
+        .and_then(|p| p.signature)
+        .is_some_and(|s| s.starts_with(GATEWAY_SIGNATURE_PREFIX))
+}
+
+/// `system` (a string, or text blocks: their texts joined; `cache_control` is not part of it).
+fn system_message(system: &Value) -> Result<Message, InboundError> {
+    let text = match system {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .map(|b| b.get("text").and_then(Value::as_str).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        _ => {
+            return Err(InboundError::new(
+                "system",
+                "`system` must be a string or an array of text blocks",
+            ));
+        }
+    };
+    Ok(Message::text(Role::System, &text))
+}
+
+/// A chat message from its JSON form (the message model reads chat completions).
+fn chat_message(value: Value, at: &str) -> Result<Message, InboundError> {
+    serde_json::from_value(value).map_err(|e| InboundError::new(at, e.to_string()))
+}
+
+/// One turn as the JSON text gives it: its role, and its content as sent.
+#[derive(Deserialize)]
+struct Turn<'a> {
+    #[serde(default)]
+    role: Option<Value>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+}
+
+/// One Anthropic turn as chat messages: a user turn's `tool_result` blocks become tool
+/// messages (in order, before its other content), an assistant turn's `tool_use` blocks its
+/// tool calls and its signed thinking blocks its `reasoning_details` (see the module's doc).
+fn convert_turn(i: usize, turn: &RawValue, out: &mut Vec<Message>) -> Result<(), InboundError> {
+    let at = format!("messages.{i}");
+    let bad_content = || {
+        InboundError::new(
+            &format!("{at}.content"),
+            format!("`{at}.content` must be a string or an array of blocks"),
+        )
+    };
+    let parsed: Turn<'_> = serde_json::from_str(turn.get()).map_err(|_| bad_content())?;
+    let role = parsed.role.as_ref().and_then(Value::as_str);
+    let content = parsed.content.ok_or_else(bad_content)?;
+    let (mut parts, blocks): (Vec<Value>, Vec<&RawValue>) = if content.get().starts_with('"') {
+        let text: String = serde_json::from_str(content.get()).map_err(|_| bad_content())?;
+        (vec![json!({"type": "text", "text": text})], Vec::new())
+    } else {
+        let blocks = serde_json::from_str(content.get()).map_err(|_| bad_content())?;
+        (Vec::new(), blocks)
+    };
+    let mut calls = Vec::new();
+    let mut thinking = Vec::new();
+    for (j, raw) in blocks.iter().enumerate() {
+        let here = format!("{at}.content.{j}");
+        let block: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+        match (role, block.get("type").and_then(Value::as_str)) {
+            (_, Some("text")) => parts.push(json!({
+                "type": "text",
+                "text": block.get("text").and_then(Value::as_str).unwrap_or_default(),
+            })),
+            (Some("user"), Some("image")) => parts.push(image_part(&block, &here)?),
+            (Some("user"), Some("tool_result")) => out.push(tool_result(&block, &here)?),
+            (Some("assistant"), Some("tool_use")) => calls.push(json!({
+                "id": block.get("id").and_then(Value::as_str).unwrap_or_default(),
+                "type": "function",
+                "function": {
+                    "name": block.get("name").and_then(Value::as_str).unwrap_or_default(),
+                    "arguments": block.get("input").cloned().unwrap_or_else(|| json!({})).to_string(),
+                },
+            })),
+            (Some("assistant"), Some(kind @ ("thinking" | "redacted_thinking"))) => {
+                if let Some(item) = client_block(kind, &block, raw) {
+                    thinking.push(item);
+                }
+            }
+            (_, kind) => {
+                return Err(InboundError::new(
+                    &here,
+                    format!(
+                        "`{here}`: a {} block cannot be in a {} turn here",
+                        kind.unwrap_or("typeless"),
+                        role.unwrap_or("roleless")
+                    ),
+                ));
+            }
+        }
+    }
+    let content = match parts.as_slice() {
+        [] => Value::Null,
+        [only] if only["type"] == "text" => only["text"].clone(),
+        _ => Value::Array(parts),
+    };
+    match role {
+        Some("user") => {
+            if !content.is_null() {
+                out.push(chat_message(
+                    json!({"role": "user", "content": content}),
+                    &at,
+                )?);
+            }
+        }
+        Some("assistant") => {
+            let mut message = json!({"role": "assistant", "content": content});
+            if !calls.is_empty() {
+                message["tool_calls"] = Value::Array(calls);
+            }
+            let mut message = chat_message(message, &at)?;
+            if !thinking.is_empty() {
+                message.reasoning_details = Some(thinking);
+            }
+            out.push(message);
+        }
+        _ => {
+            return Err(InboundError::new(
+                &format!("{at}.role"),
+                format!("`{at}.role` must be user or assistant"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A client's thinking block as a `reasoning_details` item holding its exact bytes, when it is
+/// a signed block of its own: a `thinking` block with its text and a signature the gateway did
+/// not mint, or a `redacted_thinking` block with its data. Anything else is left out.
+fn client_block(kind: &str, block: &Value, raw: &RawValue) -> Option<DetailItem> {
+    let text = |key: &str| block.get(key).and_then(Value::as_str);
+    let signed = match kind {
+        "thinking" => {
+            text("thinking").is_some()
+                && text("signature").is_some_and(|s| {
+                    !s.trim().is_empty() && !s.starts_with(GATEWAY_SIGNATURE_PREFIX)
+                })
+        }
+        _ => text("data").is_some_and(|d| !d.is_empty()),
+    };
+    if !signed {
+        return None;
+    }
+    DetailItem::from_provider(RawJson::from_text(raw.get().to_owned()).ok()?)
+}
+
+/// An `image` block as a chat image part (base64 as a data URL, or its URL).
+fn image_part(block: &Value, at: &str) -> Result<Value, InboundError> {
+    let source = block.get("source").unwrap_or(&Value::Null);
+    let url = match source.get("type").and_then(Value::as_str) {
+        Some("base64") => format!(
+            "data:{};base64,{}",
+            source
+                .get("media_type")
+                .and_then(Value::as_str)
+                .unwrap_or("image/png"),
+            source
+                .get("data")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        ),
+        Some("url") => source
+            .get("url")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        _ => {
+            return Err(InboundError::new(
+                at,
+                format!("`{at}.source.type` must be base64 or url"),
+            ));
+        }
+    };
+    Ok(json!({"type": "image_url", "image_url": {"url": url}}))
+}
+
+/// A `tool_result` block as a tool message (its text; an error result says so in it).
+fn tool_result(block: &Value, at: &str) -> Result<Message, InboundError> {
+    let id = block
+        .get("tool_use_id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| InboundError::new(at, format!("`{at}.tool_use_id` is required")))?;
+    let mut text = match block.get("content") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Some(_) => {
+            return Err(InboundError::new(
+                at,
+                format!("`{at}.content` must be a string or an array of blocks"),
+            ));
+        }
+    };
+    if block.get("is_error").and_then(Value::as_bool) == Some(true) {
+        text = format!("Error: {text}");
+    }
+    chat_message(
+        json!({"role": "tool", "tool_call_id": id, "content": text}),
+        at,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use hermes_core::{DetailItem, Message, Origin, Role};
+
+    use super::{client_blocks_to, history, passes_client_blocks, request_history};
+
+    /// A Claude-signed block as a client sends it: keys in its own order, spaces, an escape.
+    const SIGNED: &str =
+        r#"{"signature": "RXVTaWc=",  "type":"thinking", "thinking": "Caf\u00e9 first."}"#;
+    const REDACTED: &str = r#"{"type":"redacted_thinking","data":"EmwKAhgBEgy="}"#;
+
+    fn raw_items(message: &Message) -> Vec<String> {
+        message
+            .reasoning_details
+            .iter()
+            .flatten()
+            .map(|item| item.raw().get().to_owned())
+            .collect()
+    }
+
+    fn loop_request(blocks: &str) -> String {
+        format!(
+            r#"{{"system": [{{"type": "text", "text": "Be brief."}}, {{"type": "text", "text": "Use tools.", "cache_control": {{"type": "ephemeral"}}}}],
+              "messages": [
+                {{"role": "user", "content": "time?"}},
+                {{"role": "assistant", "content": [{blocks},
+                  {{"type": "text", "text": "Checking."}},
+                  {{"type": "tool_use", "id": "toolu_1", "name": "now", "input": {{"tz": "UTC"}}}}]}},
+                {{"role": "user", "content": [{{"type": "tool_result", "tool_use_id": "toolu_1", "content": [{{"type": "text", "text": "12:00"}}]}},
+                  {{"type": "text", "text": "and?"}}]}}
+              ]}}"#
+        )
+    }
+
+    #[test]
+    fn a_clients_signed_blocks_are_kept_byte_for_byte_and_never_as_readable_reasoning() {
+        let history = request_history(&loop_request(&format!("{SIGNED}, {REDACTED}"))).unwrap();
+        let roles: Vec<Role> = history.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [
+                Role::System,
+                Role::User,
+                Role::Assistant,
+                Role::Tool,
+                Role::User
+            ]
+        );
+        assert_eq!(
+            history[0].content.as_ref().unwrap().as_str().unwrap(),
+            "Be brief.\n\nUse tools."
+        );
+        let assistant = &history[2];
+        assert_eq!(
+            raw_items(assistant),
+            [SIGNED, REDACTED],
+            "the exact bytes sent"
+        );
+        assert!(
+            assistant
+                .reasoning_details
+                .iter()
+                .flatten()
+                .all(|i| i.is_anthropic_shaped()
+                    && matches!(i, DetailItem::Provider { opaque: true, .. })),
+            "signed items, replayed only where they may go"
+        );
+        assert!(assistant.reasoning_content.is_none() && assistant.reasoning.is_none());
+        assert_eq!(assistant.origin, None);
+        assert_eq!(
+            assistant.content.as_ref().unwrap().as_str().unwrap(),
+            "Checking."
+        );
+        let call = &assistant.tool_calls.as_ref().unwrap()[0];
+        assert_eq!(call.id.as_deref(), Some("toolu_1"));
+        assert_eq!(call.function.name, "now");
+        assert_eq!(
+            history[3].content.as_ref().unwrap().as_str().unwrap(),
+            "12:00"
+        );
+        assert_eq!(
+            history[4].content.as_ref().unwrap().as_str().unwrap(),
+            "and?"
+        );
+    }
+
+    #[test]
+    fn a_gateway_signed_unsigned_or_malformed_block_is_left_out() {
+        for block in [
+            r#"{"type": "thinking", "thinking": "ours", "signature": "hermes1.k1.abc"}"#,
+            r#"{"type": "thinking", "thinking": "no signature"}"#,
+            r#"{"type": "thinking", "thinking": "blank", "signature": " "}"#,
+            r#"{"type": "thinking", "signature": "c2ln"}"#,
+            r#"{"type": "redacted_thinking", "data": ""}"#,
+        ] {
+            let history = request_history(&loop_request(block)).unwrap();
+            assert_eq!(history[2].reasoning_details, None, "{block}");
+            assert!(history[2].reasoning_content.is_none(), "{block}");
+        }
+    }
+
+    #[test]
+    fn errors_name_the_json_path() {
+        let cases: [(&str, &str, &str); 8] = [
+            (r#"{"messages": []}"#, "messages", "`messages` is empty"),
+            (r#"{"system": "s"}"#, "messages", "`messages` is required"),
+            (
+                r#"{"messages": "hi"}"#,
+                "messages",
+                "`messages` must be an array of messages",
+            ),
+            (
+                r#"{"system": 3, "messages": [{"role": "user", "content": "x"}]}"#,
+                "system",
+                "`system` must be",
+            ),
+            (
+                r#"{"messages": [{"role": "user"}]}"#,
+                "messages.0.content",
+                "`messages.0.content` must be",
+            ),
+            (
+                r#"{"messages": [{"role": "user", "content": [{"type": "tool_use", "id": "x"}]}]}"#,
+                "messages.0.content.0",
+                "a tool_use block cannot be in a user turn",
+            ),
+            (
+                r#"{"messages": [{"role": "user", "content": [{"type": "tool_result"}]}]}"#,
+                "messages.0.content.0",
+                "`messages.0.content.0.tool_use_id` is required",
+            ),
+            (
+                r#"{"messages": [{"role": "robot", "content": "x"}]}"#,
+                "messages.0.role",
+                "must be user or assistant",
+            ),
+        ];
+        for (body, at, says) in cases {
+            let e = request_history(body).unwrap_err();
+            assert_eq!(e.at, at, "{body}: {e}");
+            assert!(e.message.contains(says), "{body}: {e}");
+        }
+        assert_eq!(request_history("[]").unwrap_err().at, "");
+        assert!(history(None, Some(r#"[{"role": "user", "content": "hi"}]"#)).is_ok());
+    }
+
+    #[test]
+    fn a_clients_blocks_go_only_to_claude_on_the_messages_wire() {
+        let mut client = request_history(&loop_request(SIGNED)).unwrap();
+        // A turn the store made keeps its carriers wherever it goes (provenance decides).
+        let mut stored = client[2].clone();
+        stored.origin = Some(Origin {
+            provider: "anthropic".into(),
+            host: "api.anthropic.com".into(),
+            model: "claude-opus-4-6".into(),
+        });
+        client.push(stored);
+        // A chat client's own OpenAI-shaped item is not a thinking block: untouched.
+        let mut chat = Message::text(Role::Assistant, "hi");
+        chat.reasoning_details = Some(vec![
+            DetailItem::from_raw(
+                hermes_core::RawJson::from_text(r#"{"type":"reasoning.text","text":"t"}"#).unwrap(),
+            )
+            .unwrap(),
+        ]);
+        client.push(chat);
+        // A gateway-signed block a chat client put in reasoning_details goes to no one.
+        let mut ours = client[2].clone();
+        ours.reasoning_details = Some(vec![
+            DetailItem::from_raw(
+                hermes_core::RawJson::from_text(
+                    r#"{"type":"thinking","thinking":"t","signature":"hermes1.k1.mac"}"#,
+                )
+                .unwrap(),
+            )
+            .unwrap(),
+        ]);
+        let mut alone = vec![ours];
+        assert_eq!(
+            client_blocks_to(&mut alone, "anthropic", "https://api.anthropic.com"),
+            1
+        );
+        assert_eq!(alone[0].reasoning_details, None);
+        for (wire, base) in [
+            ("anthropic", "https://api.anthropic.com"),
+            ("anthropic", "https://us-east5-aiplatform.googleapis.com"),
+            (
+                "anthropic",
+                "https://bedrock-runtime.us-east-1.amazonaws.com",
+            ),
+            ("anthropic", "http://127.0.0.1:8080"),
+        ] {
+            assert!(passes_client_blocks(wire, base), "{wire} {base}");
+            let mut history = client.clone();
+            assert_eq!(client_blocks_to(&mut history, wire, base), 0);
+            assert_eq!(history, client, "{wire} {base}");
+        }
+        for (wire, base) in [
+            ("anthropic", "https://api.deepseek.com/anthropic"),
+            ("anthropic", "https://api.kimi.com/coding"),
+            ("anthropic", "https://api.minimax.io/anthropic"),
+            ("anthropic", "https://api.anthropic.com.evil.example"),
+            ("chat", "https://openrouter.ai/api/v1"),
+            ("bedrock", "https://bedrock-runtime.us-east-1.amazonaws.com"),
+            ("gemini", "https://generativelanguage.googleapis.com"),
+        ] {
+            assert!(!passes_client_blocks(wire, base), "{wire} {base}");
+            let mut history = client.clone();
+            assert_eq!(
+                client_blocks_to(&mut history, wire, base),
+                1,
+                "{wire} {base}"
+            );
+            assert_eq!(history[2].reasoning_details, None, "{wire} {base}");
+            assert_eq!(history[2].tool_calls, client[2].tool_calls);
+            assert_eq!(history[5], client[5], "the stored turn keeps its blocks");
+            assert_eq!(history[6], client[6], "a chat item is not a thinking block");
+        }
+    }
+}
