@@ -729,6 +729,18 @@ impl Wire for HttpChat {
     }
 
     fn encode(&self, parts: &RequestParts<'_>) -> Result<Outgoing, TransportError> {
+        // openai 3.57.0 `ChatCompletionToolMessageParam.content`: a string or text parts only.
+        if let Some(i) = parts.history.iter().position(|m| {
+            m.role == hermes_core::Role::Tool && crate::image::has_images(m.content.as_ref())
+        }) {
+            return Err(TransportError::unsupported(
+                "messages",
+                "chat completions",
+                format!(
+                    "message {i} is a tool result with images, and a chat-completions tool message takes text only (images go in user messages); use a model on a wire that takes images in tool results (Anthropic, Bedrock, Gemini, Responses) or leave the images out"
+                ),
+            ));
+        }
         let mut request = ChatRequest::build(
             parts.history,
             parts.decision,

@@ -17,8 +17,8 @@
 
 use axum::response::sse::Event as SseEvent;
 use hermes_core::{
-    DetailItem, Effort, FinishReason, Message, Passthrough, RawJson, Sampling, ThinkingRequest,
-    ToolChoice, Usage,
+    DetailItem, Effort, FinishReason, Message, Passthrough, RawJson, Role, Sampling, TextCarrier,
+    ThinkingRequest, ToolChoice, Usage,
 };
 use hermes_engine::providers::anthropic::inbound;
 use serde_json::value::RawValue;
@@ -216,6 +216,40 @@ fn convert_tools(tools: &[Box<RawValue>]) -> Result<(Option<RawJson>, Vec<RawJso
         ),
     };
     Ok((client, server))
+}
+
+/// The gateway's own thinking blocks a client sent back (`inbound::gateway_block`), checked
+/// with `signer` (same key, tenant and partition): each is taken off its message, and the text
+/// of one that verifies becomes the message's readable reasoning when it has none (SPEC §10:
+/// carriers a client sends are used where they verify). Re-attachment still replaces every
+/// message the store holds with the stored one; this matters for a turn it cannot line up (the
+/// client edited it, or the conversation was purged). An altered block is dropped. Returns how
+/// many verified.
+pub(crate) fn vouch(messages: &mut [Message], signer: &Signer) -> usize {
+    let mut verified = 0;
+    for message in messages.iter_mut().filter(|m| m.role == Role::Assistant) {
+        let Some(items) = message.reasoning_details.as_mut() else {
+            continue;
+        };
+        let mut texts = Vec::new();
+        items.retain(|item| match inbound::gateway_block(item) {
+            Some((text, signature)) => {
+                if signer.verifies(&text, &signature) {
+                    texts.push(text);
+                }
+                false
+            }
+            None => true,
+        });
+        if items.is_empty() {
+            message.reasoning_details = None;
+        }
+        verified += texts.len();
+        if !texts.is_empty() && message.reasoning_content.is_none() {
+            message.reasoning_content = Some(TextCarrier::new(&texts.join("\n\n")));
+        }
+    }
+    verified
 }
 
 /// Anthropic's spelling of why a reply ended.

@@ -412,14 +412,18 @@ async fn messages_turn(
             .filter_map(|v| v.to_str().ok()),
     );
     tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "messages");
-    let (model, stream) = (turn.model.clone(), turn.stream);
-    let request = turn.request(tenant.clone(), choice, session);
     let key = inner
         .signing_key
         .get_or_try_init(|| inner.engine.signing_key())
         .await
         .map_err(|e| ApiError::from_engine(&e))?;
-    let signer = sign::Signer::new(key.clone(), tenant.clone());
+    let signer = sign::Signer::new(key.clone(), tenant.clone(), turn.partition.clone());
+    let vouched = anthropic::vouch(&mut turn.messages, &signer);
+    if vouched > 0 {
+        tracing::debug!(vouched, "gateway-signed thinking blocks verified");
+    }
+    let (model, stream) = (turn.model.clone(), turn.stream);
+    let request = turn.request(tenant.clone(), choice, session);
     let id = format!("msg_{}", uuid::Uuid::now_v7().simple());
     if !stream {
         let completion = complete(inner, request).await?;

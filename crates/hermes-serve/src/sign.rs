@@ -1,16 +1,18 @@
 //! Messages-door thinking signatures (SPEC §10, "Messages-door signatures"): readable reasoning
 //! from an upstream that does not sign it reaches an Anthropic client as a `thinking` block
 //! whose `signature` the gateway mints — an HMAC-SHA256 with the store's signing key (so every
-//! replica mints and checks the same), over the tenant and the block's text, named with the
-//! key's id (`hermes1.<key id>.<base64url MAC>`). A streamed block must be signed before its
-//! message is stored, so the message is bound by its text rather than by its stored id.
-//! Client-sent blocks are never read as reasoning (the stored carriers are re-attached), so a
-//! signature only ever vouches for what the gateway itself sent.
+//! replica mints and checks the same), over the tenant, the client's partition and the block's
+//! text, named with the key's id (`hermes1.<key id>.<base64url MAC>`). A streamed block must be
+//! signed before its message is stored, so the message is bound by its text rather than by its
+//! stored id. A block that comes back with a signature that verifies for the same tenant and
+//! partition is text the gateway vouches for: on a turn the store cannot line up (an edited
+//! turn, a purged conversation) it is that turn's readable reasoning; an altered one is
+//! nothing.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hermes_engine::store::SigningKey;
-use hmac::{Hmac, Mac as _};
+use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 /// What a signature starts with: the one prefix the Messages door's history reader knows as
@@ -18,33 +20,63 @@ use sha2::Sha256;
 pub(crate) const PREFIX: &str =
     hermes_engine::providers::anthropic::inbound::GATEWAY_SIGNATURE_PREFIX;
 
-/// Mints thinking signatures for one tenant.
+/// Mints and verifies thinking signatures for one tenant and partition.
 #[derive(Clone, Debug)]
 pub(crate) struct Signer {
     key: SigningKey,
     tenant: String,
+    partition: Option<String>,
 }
 
 impl Signer {
-    /// A signer for `tenant` with `key`.
-    pub(crate) fn new(key: SigningKey, tenant: String) -> Self {
-        Signer { key, tenant }
+    /// A signer for `tenant`'s `partition` (SPEC §10) with `key`.
+    pub(crate) fn new(key: SigningKey, tenant: String, partition: Option<String>) -> Self {
+        Signer {
+            key,
+            tenant,
+            partition,
+        }
+    }
+
+    /// The MAC over what a signature binds, ready to finalize or verify.
+    fn mac(&self, text: &str) -> Hmac<Sha256> {
+        let Ok(mut mac) = <Hmac<Sha256> as Mac>::new_from_slice(&self.key.secret) else {
+            unreachable!("HMAC takes a key of any length")
+        };
+        mac.update(b"hermes thinking v2\0");
+        mac.update(self.tenant.as_bytes());
+        mac.update(b"\0");
+        // A partition and none differ: the length-prefixed form cannot collide with text.
+        match &self.partition {
+            Some(p) => {
+                mac.update(&(p.len() as u64).to_be_bytes());
+                mac.update(p.as_bytes());
+            }
+            None => mac.update(b"-"),
+        }
+        mac.update(b"\0");
+        mac.update(text.as_bytes());
+        mac
     }
 
     /// The signature of a thinking block holding `text`.
     pub(crate) fn mint(&self, text: &str) -> String {
-        let mac = match Hmac::<Sha256>::new_from_slice(&self.key.secret) {
-            Ok(mut mac) => {
-                mac.update(b"hermes thinking v1\0");
-                mac.update(self.tenant.as_bytes());
-                mac.update(b"\0");
-                mac.update(text.as_bytes());
-                mac.finalize().into_bytes().to_vec()
-            }
-            // HMAC takes a key of any length; this arm is never taken.
-            Err(_) => Vec::new(),
-        };
+        let mac = self.mac(text).finalize().into_bytes();
         format!("{PREFIX}{}.{}", self.key.id, URL_SAFE_NO_PAD.encode(mac))
+    }
+
+    /// Whether `signature` is this signer's for `text` (same key, tenant and partition),
+    /// compared in constant time.
+    pub(crate) fn verifies(&self, text: &str, signature: &str) -> bool {
+        let Some(mac) = signature
+            .strip_prefix(PREFIX)
+            .and_then(|rest| rest.strip_prefix(self.key.id.as_str()))
+            .and_then(|rest| rest.strip_prefix('.'))
+            .and_then(|b64| URL_SAFE_NO_PAD.decode(b64).ok())
+        else {
+            return false;
+        };
+        self.mac(text).verify_slice(&mac).is_ok()
     }
 }
 
@@ -62,20 +94,45 @@ mod tests {
     }
 
     #[test]
-    fn a_signature_names_its_key_and_binds_tenant_text_and_secret() {
-        let a = Signer::new(key("k1", 1), "acme".into());
+    fn a_signature_names_its_key_and_binds_tenant_partition_text_and_secret() {
+        let a = Signer::new(key("k1", 1), "acme".into(), None);
         let sig = a.mint("thinking about it");
         assert!(sig.starts_with("hermes1.k1."), "{sig}");
         assert_eq!(sig.len(), "hermes1.k1.".len() + 43, "a 32-byte MAC: {sig}");
         assert_eq!(a.mint("thinking about it"), sig, "deterministic");
         assert_ne!(a.mint("thinking about that"), sig);
         assert_ne!(
-            Signer::new(key("k1", 1), "globex".into()).mint("thinking about it"),
+            Signer::new(key("k1", 1), "globex".into(), None).mint("thinking about it"),
             sig
         );
         assert_ne!(
-            Signer::new(key("k1", 2), "acme".into()).mint("thinking about it"),
+            Signer::new(key("k1", 2), "acme".into(), None).mint("thinking about it"),
             sig
         );
+        let alice = Signer::new(key("k1", 1), "acme".into(), Some("alice".into()));
+        assert_ne!(alice.mint("thinking about it"), sig, "a partition is bound");
+        assert_ne!(
+            Signer::new(key("k1", 1), "acme".into(), Some(String::new())).mint("thinking about it"),
+            sig,
+            "an empty partition is not none"
+        );
+
+        // Verification: only the same key, tenant, partition and text.
+        assert!(a.verifies("thinking about it", &sig));
+        assert!(!a.verifies("thinking about that", &sig));
+        assert!(!alice.verifies("thinking about it", &sig));
+        assert!(
+            !Signer::new(key("k1", 1), "globex".into(), None).verifies("thinking about it", &sig)
+        );
+        assert!(
+            !Signer::new(key("k2", 1), "acme".into(), None).verifies("thinking about it", &sig)
+        );
+        let mut flipped = sig.clone().into_bytes();
+        let last = flipped.len() - 2;
+        flipped[last] = if flipped[last] == b'A' { b'B' } else { b'A' };
+        assert!(!a.verifies("thinking about it", std::str::from_utf8(&flipped).unwrap()));
+        for bad in ["", "hermes1.", "hermes1.k1.", "hermes1.k1.!!!", "c2ln"] {
+            assert!(!a.verifies("thinking about it", bad), "{bad}");
+        }
     }
 }

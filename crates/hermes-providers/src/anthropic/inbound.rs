@@ -8,9 +8,10 @@
 //! tool call) and `thinking` / `redacted_thinking` in an assistant turn. A signed thinking block
 //! (a `thinking` block with its text and a signature, a `redacted_thinking` block with its data)
 //! is kept as the client sent it, byte for byte, as an Anthropic-shaped `reasoning_details`
-//! item — never as readable reasoning; a block signed by the gateway itself
-//! ([`GATEWAY_SIGNATURE_PREFIX`]) and an unsigned one are left out: the gateway's own carrier is
-//! the stored one, which re-attachment gives back.
+//! item — never as readable reasoning; an unsigned one is left out. A block signed by the
+//! gateway itself ([`GATEWAY_SIGNATURE_PREFIX`]) is kept the same way for the door to verify
+//! ([`gateway_block`]: a verified one's text is readable reasoning the gateway vouches for);
+//! [`client_blocks_to`] sends it to no upstream, whoever keeps it.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -21,6 +22,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::{Family, WIRE_ID};
+use crate::signed::carriers::{StoredItem, read_item};
 
 /// What a thinking signature the gateway minted starts with (SPEC §10, "Messages-door
 /// signatures": `hermes1.<key id>.<MAC>`).
@@ -145,15 +147,19 @@ pub fn client_blocks_to(history: &mut [Message], wire: &str, base_url: &str) -> 
 
 /// Whether an item carries a signature the gateway minted.
 fn gateway_signed(item: &DetailItem) -> bool {
-    #[derive(Deserialize)]
-    struct Probe<'a> {
-        #[serde(borrow, default)]
-        signature: Option<std::borrow::Cow<'a, str>>,
+    gateway_block(item).is_some()
+}
+
+/// A `thinking` item signed by the gateway ([`GATEWAY_SIGNATURE_PREFIX`]): its text and its
+/// signature, for the door to verify; `None` for any other item.
+pub fn gateway_block(item: &DetailItem) -> Option<(String, String)> {
+    match read_item(item)? {
+        StoredItem::Thinking {
+            text,
+            signature: Some(signature),
+        } if signature.starts_with(GATEWAY_SIGNATURE_PREFIX) => Some((text, signature)),
+        _ => None,
     }
-    serde_json::from_str::<Probe<'_>>(item.raw().get())
-        .ok()
-        .and_then(|p| p.signature)
-        .is_some_and(|s| s.starts_with(GATEWAY_SIGNATURE_PREFIX))
 }
 
 /// `system` (a string, or text blocks: their texts joined; `cache_control` is not part of it).
@@ -283,16 +289,13 @@ fn convert_turn(i: usize, turn: &RawValue, out: &mut Vec<Message>) -> Result<(),
 }
 
 /// A client's thinking block as a `reasoning_details` item holding its exact bytes, when it is
-/// a signed block of its own: a `thinking` block with its text and a signature the gateway did
-/// not mint, or a `redacted_thinking` block with its data. Anything else is left out.
+/// signed: a `thinking` block with its text and a signature (Claude's, or the gateway's for the
+/// door to verify), or a `redacted_thinking` block with its data. Anything else is left out.
 fn client_block(kind: &str, block: &Value, raw: &RawValue) -> Option<DetailItem> {
     let text = |key: &str| block.get(key).and_then(Value::as_str);
     let signed = match kind {
         "thinking" => {
-            text("thinking").is_some()
-                && text("signature").is_some_and(|s| {
-                    !s.trim().is_empty() && !s.starts_with(GATEWAY_SIGNATURE_PREFIX)
-                })
+            text("thinking").is_some() && text("signature").is_some_and(|s| !s.trim().is_empty())
         }
         _ => text("data").is_some_and(|d| !d.is_empty()),
     };
@@ -338,14 +341,30 @@ fn tool_result(block: &Value, at: &str) -> Result<Message, InboundError> {
         .get("tool_use_id")
         .and_then(Value::as_str)
         .ok_or_else(|| InboundError::new(at, format!("`{at}.tool_use_id` is required")))?;
-    let mut text = match block.get("content") {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
+    let error = block.get("is_error").and_then(Value::as_bool) == Some(true);
+    let content = match block.get("content") {
+        None | Some(Value::Null) => Value::String(error_text(error, "")),
+        Some(Value::String(s)) => Value::String(error_text(error, s)),
+        Some(Value::Array(blocks)) => {
+            // Text blocks joined as before; images kept as image parts after the text, so a
+            // wire that takes images in tool results sends them (the others refuse them).
+            let mut texts = Vec::new();
+            let mut images = Vec::new();
+            for (k, inner) in blocks.iter().enumerate() {
+                match inner.get("type").and_then(Value::as_str) {
+                    Some("image") => images.push(image_part(inner, &format!("{at}.content.{k}"))?),
+                    _ => texts.extend(inner.get("text").and_then(Value::as_str)),
+                }
+            }
+            let text = error_text(error, &texts.join("\n"));
+            if images.is_empty() {
+                Value::String(text)
+            } else {
+                let mut parts = vec![json!({"type": "text", "text": text})];
+                parts.extend(images);
+                Value::Array(parts)
+            }
+        }
         Some(_) => {
             return Err(InboundError::new(
                 at,
@@ -353,13 +372,19 @@ fn tool_result(block: &Value, at: &str) -> Result<Message, InboundError> {
             ));
         }
     };
-    if block.get("is_error").and_then(Value::as_bool) == Some(true) {
-        text = format!("Error: {text}");
-    }
     chat_message(
-        json!({"role": "tool", "tool_call_id": id, "content": text}),
+        json!({"role": "tool", "tool_call_id": id, "content": content}),
         at,
     )
+}
+
+/// A tool result's text, saying so when the client marked it an error.
+fn error_text(error: bool, text: &str) -> String {
+    if error {
+        format!("Error: {text}")
+    } else {
+        text.to_owned()
+    }
 }
 
 #[cfg(test)]
@@ -449,9 +474,28 @@ mod tests {
     }
 
     #[test]
-    fn a_gateway_signed_unsigned_or_malformed_block_is_left_out() {
+    fn a_gateway_signed_block_is_kept_for_the_door_to_verify_and_sent_to_no_upstream() {
+        let block = r#"{"type": "thinking", "thinking": "ours", "signature": "hermes1.k1.abc"}"#;
+        let mut history = request_history(&loop_request(block)).unwrap();
+        let items = history[2].reasoning_details.clone().unwrap();
+        assert_eq!(
+            super::gateway_block(&items[0]),
+            Some(("ours".to_owned(), "hermes1.k1.abc".to_owned()))
+        );
+        assert!(
+            history[2].reasoning_content.is_none(),
+            "never readable by itself"
+        );
+        assert_eq!(
+            client_blocks_to(&mut history, "anthropic", "https://api.anthropic.com"),
+            1
+        );
+        assert_eq!(history[2].reasoning_details, None);
+    }
+
+    #[test]
+    fn an_unsigned_or_malformed_block_is_left_out() {
         for block in [
-            r#"{"type": "thinking", "thinking": "ours", "signature": "hermes1.k1.abc"}"#,
             r#"{"type": "thinking", "thinking": "no signature"}"#,
             r#"{"type": "thinking", "thinking": "blank", "signature": " "}"#,
             r#"{"type": "thinking", "signature": "c2ln"}"#,
@@ -461,6 +505,34 @@ mod tests {
             assert_eq!(history[2].reasoning_details, None, "{block}");
             assert!(history[2].reasoning_content.is_none(), "{block}");
         }
+    }
+
+    #[test]
+    fn a_tool_results_images_are_kept_as_image_parts_after_its_text() {
+        let body = r#"{"messages": [
+            {"role": "user", "content": "look"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "is_error": false, "content": [
+                {"type": "text", "text": "a.png"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+                {"type": "text", "text": "done"}]},
+              {"type": "tool_result", "tool_use_id": "t2", "is_error": true, "content": [{"type": "text", "text": "gone"}]}]}]}"#;
+        let h = request_history(body).unwrap();
+        let tool = serde_json::to_value(&h[2]).unwrap();
+        assert_eq!(
+            tool,
+            serde_json::json!({"role": "tool", "tool_call_id": "t1", "content": [
+                {"type": "text", "text": "a.png\ndone"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]})
+        );
+        // Text only stays a string, an error result says so.
+        let error = serde_json::to_value(&h[3]).unwrap();
+        assert_eq!(error["content"], "Error: gone");
+        let bad = r#"{"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": [{"type": "image", "source": {"type": "file"}}]}]}]}"#;
+        assert_eq!(
+            request_history(bad).unwrap_err().at,
+            "messages.0.content.0.content.0"
+        );
     }
 
     #[test]

@@ -20,7 +20,7 @@ use hermes_core::message::same_minter;
 use hermes_core::route::{Effort, ThinkingRequest};
 use hermes_core::sampling::{ResponseFormat, Sampling, ToolChoice};
 use hermes_core::transport::TransportError;
-use hermes_core::{DetailItem, Message, RawJson, RequestParts, Role, RouteTarget, ToolCall};
+use hermes_core::{Message, RawJson, RequestParts, Role, RouteTarget, ToolCall};
 
 use super::media;
 use super::model::{BedrockModel, Policy};
@@ -28,6 +28,7 @@ use super::pyjson::{Json, float_repr};
 use crate::anthropic::body::INTERLEAVED_BETA;
 use crate::anthropic::model as claude;
 use crate::sampling::{Unsupported, check_tool_choice};
+use crate::signed::carriers::{StoredItem, read_item};
 use crate::signed::replay::{self, PrefixDigest};
 use crate::tools::ChatTool;
 
@@ -547,42 +548,6 @@ fn sampling_plan(
     Ok(out)
 }
 
-/// A stored Anthropic-shaped item, read: thinking with its text and signature, or a redacted
-/// block's data.
-enum Stored {
-    Thinking {
-        text: String,
-        signature: Option<String>,
-    },
-    Redacted(String),
-}
-
-fn stored_item(item: &DetailItem) -> Option<Stored> {
-    let DetailItem::Provider { raw, .. } = item else {
-        return None;
-    };
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        #[serde(rename = "type", default)]
-        kind: Option<String>,
-        #[serde(default)]
-        thinking: Option<String>,
-        #[serde(default)]
-        signature: Option<String>,
-        #[serde(default)]
-        data: Option<String>,
-    }
-    let probe: Probe = serde_json::from_str(raw.get()).ok()?;
-    match probe.kind.as_deref() {
-        Some("thinking") => Some(Stored::Thinking {
-            text: probe.thinking.unwrap_or_default(),
-            signature: probe.signature,
-        }),
-        Some("redacted_thinking") => probe.data.map(Stored::Redacted),
-        _ => None,
-    }
-}
-
 /// The reasoning an assistant turn sends.
 enum Reasoning {
     /// Nothing.
@@ -609,14 +574,16 @@ struct Ctx<'a> {
 
 /// Unsigned `reasoningText` blocks from the turn's stored thinking texts, else its readable
 /// `reasoning_content` (or `reasoning`).
-fn unsigned(msg: &Message, items: &[Stored]) -> Reasoning {
+fn unsigned(msg: &Message, items: &[StoredItem]) -> Reasoning {
     let from_items: Vec<Option<Block>> = items
         .iter()
         .map(|item| match item {
-            Stored::Thinking { text, .. } if !text.trim().is_empty() => Some(Block::Reasoning {
-                text: text.clone(),
-                signature: None,
-            }),
+            StoredItem::Thinking { text, .. } if !text.trim().is_empty() => {
+                Some(Block::Reasoning {
+                    text: text.clone(),
+                    signature: None,
+                })
+            }
             _ => None,
         })
         .collect();
@@ -634,11 +601,11 @@ fn unsigned(msg: &Message, items: &[Stored]) -> Reasoning {
 
 /// Which reasoning an assistant message sends, and why.
 fn assistant_reasoning(msg: &Message, ctx: &Ctx<'_>) -> (Reasoning, String) {
-    let items: Vec<Stored> = msg
+    let items: Vec<StoredItem> = msg
         .reasoning_details
         .iter()
         .flatten()
-        .filter_map(stored_item)
+        .filter_map(read_item)
         .collect();
     let own = msg
         .origin
@@ -686,10 +653,10 @@ fn assistant_reasoning(msg: &Message, ctx: &Ctx<'_>) -> (Reasoning, String) {
         }
         Policy::Signed => {
             let signed = items.iter().any(|i| match i {
-                Stored::Thinking { signature, .. } => signature.is_some(),
-                Stored::Redacted(_) => true,
+                StoredItem::Thinking { signature, .. } => signature.is_some(),
+                StoredItem::Redacted(_) => true,
             });
-            let redacted = items.iter().any(|i| matches!(i, Stored::Redacted(_)));
+            let redacted = items.iter().any(|i| matches!(i, StoredItem::Redacted(_)));
             if items.is_empty() {
                 return (Reasoning::None, "no stored reasoning blocks".into());
             }
@@ -712,11 +679,11 @@ fn assistant_reasoning(msg: &Message, ctx: &Ctx<'_>) -> (Reasoning, String) {
             let blocks = items
                 .into_iter()
                 .map(|item| match item {
-                    Stored::Thinking { text, signature } => {
+                    StoredItem::Thinking { text, signature } => {
                         Some(Block::Reasoning { text, signature })
                     }
-                    Stored::Redacted(_) if ctx.drop_redacted => None,
-                    Stored::Redacted(data) => Some(Block::Redacted(data)),
+                    StoredItem::Redacted(_) if ctx.drop_redacted => None,
+                    StoredItem::Redacted(data) => Some(Block::Redacted(data)),
                 })
                 .collect();
             let why = if ctx.drop_redacted && redacted {

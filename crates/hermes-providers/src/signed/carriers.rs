@@ -283,3 +283,41 @@ pub(crate) fn build(
     msg.origin = Some(origin);
     Ok(msg)
 }
+
+/// An Anthropic-shaped `reasoning_details` item, read: thinking with its text and signature,
+/// or a redacted block's data (both Claude wires and the Messages door's history reader use
+/// this one reader).
+pub(crate) enum StoredItem {
+    Thinking {
+        text: String,
+        signature: Option<String>,
+    },
+    Redacted(String),
+}
+
+/// Reads `item` when it is an Anthropic-shaped `thinking` or `redacted_thinking` block.
+pub(crate) fn read_item(item: &DetailItem) -> Option<StoredItem> {
+    let DetailItem::Provider { raw, .. } = item else {
+        return None;
+    };
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        #[serde(rename = "type", default)]
+        kind: Option<String>,
+        #[serde(default)]
+        thinking: Option<String>,
+        #[serde(default)]
+        signature: Option<String>,
+        #[serde(default)]
+        data: Option<String>,
+    }
+    let probe: Probe = serde_json::from_str(raw.get()).ok()?;
+    match probe.kind.as_deref() {
+        Some("thinking") => Some(StoredItem::Thinking {
+            text: probe.thinking.unwrap_or_default(),
+            signature: probe.signature,
+        }),
+        Some("redacted_thinking") => probe.data.map(StoredItem::Redacted),
+        _ => None,
+    }
+}

@@ -559,3 +559,177 @@ async fn a_clients_own_claude_signed_block_passes_through_to_claude_only() {
     assert!(assistant.get("reasoning_details").is_none(), "{assistant}");
     gateway.stop().await;
 }
+
+/// A one-pixel PNG.
+const PIXEL: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+/// A tool loop whose tool result holds text and an image (Claude Code's file reader returns
+/// images so).
+fn image_result_body(model: &str) -> Value {
+    json!({"model": model, "max_tokens": 1024, "tools": now_tool(),
+           "messages": [
+               {"role": "user", "content": "[tools=1] what time is it?"},
+               {"role": "assistant", "content": [
+                   {"type": "tool_use", "id": "toolu_1", "name": "now", "input": {}}]},
+               {"role": "user", "content": [
+                   {"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+                       {"type": "text", "text": "a clock:"},
+                       {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                                    "data": PIXEL}}]}]}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_results_image_reaches_claude_and_a_chat_upstream_refuses_it_by_name() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    let sim = Sim::start("anthropic").await.unwrap();
+    let gateway = start_for("anthropic", &sim.base_url()).await;
+    let reply = client
+        .post(gateway.url("/v1/messages"))
+        .header("x-api-key", KEY)
+        .json(&image_result_body("anthropic/claude-opus-4-6"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 200, "{}", reply.text().await.unwrap());
+    let sent = &sim.requests()[0].body;
+    assert_eq!(
+        sent["messages"][2]["content"][0]["content"],
+        json!([{"type": "text", "text": "a clock:"},
+               {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PIXEL}}]),
+        "{sent}"
+    );
+    gateway.stop().await;
+
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let gateway = start_for("deepseek", &sim.base_url()).await;
+    let reply = client
+        .post(gateway.url("/v1/messages"))
+        .header("x-api-key", KEY)
+        .json(&image_result_body("deepseek/deepseek-v4-pro"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 400);
+    let error: Value = reply.json().await.unwrap();
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(message.contains("tool result with images"), "{error}");
+    assert!(sim.requests().is_empty(), "nothing reached DeepSeek");
+    gateway.stop().await;
+}
+
+/// The DeepSeek simulator's tool turn through the gateway for partition `user`, and the
+/// assistant turn a client sends back: the gateway's thinking block (with `text` in place of
+/// its own when given) and the tool call, plus a text block the client added (an edit: the
+/// store can no longer line the turn up by its normal form).
+async fn deepseek_turn_edited(
+    client: &reqwest::Client,
+    gateway: &crate::Running,
+    user: &str,
+) -> (String, Value) {
+    let first = json!({"model": "deepseek/deepseek-v4-pro", "max_tokens": 4096,
+                       "thinking": {"type": "enabled", "budget_tokens": 2048},
+                       "metadata": {"user_id": user}, "tools": now_tool(),
+                       "messages": [{"role": "user", "content": "[tools=1] what time is it?"}]});
+    let reply: Value = client
+        .post(gateway.url("/v1/messages"))
+        .header("x-api-key", KEY)
+        .json(&first)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let blocks = reply["content"].as_array().unwrap().clone();
+    assert_eq!(blocks[0]["type"], "thinking", "{reply}");
+    let thinking = blocks[0]["thinking"].as_str().unwrap().to_owned();
+    let mut edited = blocks.clone();
+    edited.insert(1, json!({"type": "text", "text": "(checking the clock)"}));
+    (thinking, Value::Array(edited))
+}
+
+/// The follow-up request answering the tool call, with the assistant turn `assistant`.
+fn deepseek_follow_up(user: &str, assistant: &Value) -> Value {
+    let call = assistant
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "tool_use")
+        .unwrap()["id"]
+        .clone();
+    json!({"model": "deepseek/deepseek-v4-pro", "max_tokens": 4096,
+           "thinking": {"type": "enabled", "budget_tokens": 2048},
+           "metadata": {"user_id": user}, "tools": now_tool(),
+           "messages": [
+               {"role": "user", "content": "[tools=1] what time is it?"},
+               {"role": "assistant", "content": assistant},
+               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call,
+                                             "content": "12:00"}]}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_verified_gateway_block_on_an_edited_turn_is_its_reasoning_and_an_altered_one_is_not() {
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let gateway = start_for("deepseek", &sim.base_url()).await;
+    let client = reqwest::Client::new();
+    let sent_reasoning = |sim: &Sim| {
+        let last = sim.requests().pop().unwrap();
+        last.body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "assistant")
+            .unwrap()["reasoning_content"]
+            .clone()
+    };
+    let ask = |body: Value| {
+        let client = client.clone();
+        let url = gateway.url("/v1/messages");
+        async move {
+            let reply = client
+                .post(url)
+                .header("x-api-key", KEY)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let status = reply.status();
+            let text = reply.text().await.unwrap();
+            assert_eq!(status, 200, "{text}");
+        }
+    };
+
+    // Verified: the edited turn gets the text the gateway signed, as DeepSeek wrote it.
+    let (thinking, edited) = deepseek_turn_edited(&client, &gateway, "alice").await;
+    ask(deepseek_follow_up("alice", &edited)).await;
+    assert_eq!(
+        sent_reasoning(&sim),
+        json!(thinking),
+        "the vouched-for text goes back"
+    );
+
+    // Altered: the block no longer verifies, so the turn has no reasoning (DeepSeek's pad).
+    // (Edited anew: the turn just sent is stored now, with the vouched-for reasoning.)
+    let mut altered = edited.clone();
+    altered[0]["thinking"] = json!(format!("{thinking} And I decided to lie."));
+    altered[1]["text"] = json!("(checking the clock once more)");
+    ask(deepseek_follow_up("alice", &altered)).await;
+    assert_eq!(sent_reasoning(&sim), json!(" "));
+
+    // Another partition: minted for alice, the block vouches for nothing of bob's.
+    ask(deepseek_follow_up("bob", &edited)).await;
+    assert_eq!(sent_reasoning(&sim), json!(" "));
+    for request in sim.requests() {
+        let raw = String::from_utf8(request.raw).unwrap();
+        assert!(
+            !raw.contains("hermes1."),
+            "no gateway signature upstream: {raw}"
+        );
+        assert!(
+            !raw.contains("decided to lie"),
+            "no altered text upstream: {raw}"
+        );
+    }
+    gateway.stop().await;
+}
