@@ -166,6 +166,9 @@ pub struct Drops {
     pub blocks_of: BTreeSet<usize>,
     /// Send this request with thinking disabled.
     pub thinking_off: bool,
+    /// Leave out the `anthropic-beta` values a gateway client asked for (the answer to an
+    /// `invalid beta flag`; the wire's own stay).
+    pub client_betas: bool,
 }
 
 /// An encoded body and what the wire needs to know about it.
@@ -790,7 +793,10 @@ fn encode_with(
     explain.extend(sampling.explain.iter().cloned());
     let bedrock = target.flavor == Flavor::Bedrock;
     let mut betas: Vec<&str> = plan.beta.into_iter().collect();
-    for beta in passthrough.map_or(&[][..], |p| &p.betas[..]) {
+    let client_betas = passthrough
+        .filter(|_| !drops.client_betas)
+        .map_or(&[][..], |p| &p.betas[..]);
+    for beta in client_betas {
         if !betas.contains(&beta.as_str()) {
             betas.push(beta);
         }

@@ -180,6 +180,26 @@ impl Wire for AnthropicWire {
         if status != Some(400) {
             return None;
         }
+        // Bedrock (and some models elsewhere) refuse feature flags they do not know with
+        // `invalid beta flag` (anthropics/claude-code#49648, #56595: the flags Claude Code
+        // sends): a client's own flags are left out once; the wire's own stay.
+        if body.to_ascii_lowercase().contains("invalid beta flag")
+            && self.takes_passthrough()
+            && !parts.passthrough.betas.is_empty()
+        {
+            let drops = Drops {
+                client_betas: true,
+                ..Drops::default()
+            };
+            let outgoing = outgoing(parts, &self.target, &drops).ok()?;
+            return Some(Recovery::new(
+                outgoing,
+                format!(
+                    "the provider refused a feature flag the client asked for ({}): resending once without the client's anthropic-beta values",
+                    parts.passthrough.betas.join(", ")
+                ),
+            ));
+        }
         let invalid = body.contains("Invalid `signature`")
             || body.contains("cannot be modified")
             || body.contains("bound to a different conversation");

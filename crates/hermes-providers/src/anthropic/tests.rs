@@ -994,3 +994,78 @@ fn only_a_claude_host_takes_a_clients_own_parts_and_a_relay_gets_none_of_them() 
     assert!(!text.contains("10000"), "{text}");
     assert_eq!(encoded.beta, None);
 }
+
+#[test]
+fn an_invalid_beta_flag_is_answered_once_without_the_clients_flags_and_the_wires_own_stay() {
+    let h = history(json!([{"role": "user", "content": "time?"}]));
+    let verdicts = Verdicts::default();
+    let tools = hermes_core::RawJson::from_text(TOOLS).unwrap();
+    let passthrough = passthrough();
+    let refusal = r#"{"message":"The model returned the following errors: invalid beta flag"}"#;
+    for (flavor, base, provider, model) in [
+        (
+            Flavor::Direct,
+            "https://api.anthropic.com",
+            "anthropic",
+            "claude-sonnet-4-5",
+        ),
+        (
+            Flavor::Bedrock,
+            BEDROCK_BASE,
+            "bedrock-anthropic",
+            BEDROCK_SONNET,
+        ),
+    ] {
+        let decision = decision(provider, base, model);
+        let parts = RequestParts::new(&h, &decision, &verdicts)
+            .thinking(ThinkingRequest::Effort(Effort::Low))
+            .tools(Some(&tools))
+            .passthrough(&passthrough);
+        let wire = AnthropicWire {
+            client: crate::ChatTransport::new().unwrap(),
+            target: Target {
+                flavor: flavor.clone(),
+                base_url: base.to_owned(),
+                max_tokens: None,
+            },
+            auth: None,
+        };
+        let first = wire.encode(&parts).unwrap();
+        let all = |o: &hermes_core::Outgoing| {
+            let stamp: String = o
+                .stamp
+                .iter()
+                .map(|(k, v)| format!("{k}={} ", v.get()))
+                .collect();
+            format!("{} {stamp}", String::from_utf8(o.body.clone()).unwrap())
+        };
+        assert!(
+            all(&first).contains("web-fetch-2025-09-10"),
+            "{flavor:?}: {}",
+            all(&first)
+        );
+        let recovery = wire.recover(&parts, Some(400), refusal).unwrap();
+        let again = all(&recovery.outgoing);
+        assert!(
+            !again.contains("web-fetch-2025-09-10"),
+            "{flavor:?}: {again}"
+        );
+        assert!(
+            again.contains("interleaved-thinking-2025-05-14"),
+            "{flavor:?}: the wire's own beta stays: {again}"
+        );
+        assert!(
+            again.contains("web_search"),
+            "{flavor:?}: only the flags go: {again}"
+        );
+        assert!(
+            recovery.note.contains("web-fetch-2025-09-10"),
+            "{}",
+            recovery.note
+        );
+        // Not a beta refusal, or no client flags: nothing to recover this way.
+        assert!(wire.recover(&parts, Some(500), refusal).is_none());
+        let bare = RequestParts::new(&h, &decision, &verdicts);
+        assert!(wire.recover(&bare, Some(400), refusal).is_none());
+    }
+}
