@@ -733,3 +733,93 @@ async fn a_verified_gateway_block_on_an_edited_turn_is_its_reasoning_and_an_alte
     }
     gateway.stop().await;
 }
+
+/// A request shaped as Claude Code sends one (public reports of its traffic through proxies:
+/// `POST /v1/messages?beta=true`, its `anthropic-beta` list, `x-claude-code-session-id`,
+/// `metadata.user_id` as a JSON string, system blocks and the latest turn with
+/// `cache_control`, a `context_management` key the gateway does not know, streamed).
+fn claude_code_request(model: &str) -> Value {
+    json!({
+        "model": model, "max_tokens": 32000, "stream": true,
+        "thinking": {"type": "enabled", "budget_tokens": 4096},
+        "metadata": {"user_id": "{\"device_id\":\"d3adb33f\",\"account_uuid\":\"\",\"session_id\":\"6f1c0c1e-1b7a-4c55-9d39-0a7d9c1e2f10\"}"},
+        "system": [
+            {"type": "text", "text": "You are Claude Code, Anthropic's official CLI for Claude."},
+            {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+        "tools": [{"name": "now", "description": "The time",
+                   "input_schema": {"type": "object", "properties": {}},
+                   "cache_control": {"type": "ephemeral"}}],
+        "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+        "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "<system-reminder>ctx</system-reminder>"},
+            {"type": "text", "text": "[tools=1] what time is it?",
+             "cache_control": {"type": "ephemeral"}}]}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claude_code_shaped_streamed_request_is_served_on_claude_and_on_deepseek() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    for (profile, provider, model) in [CLAUDE, DEEPSEEK] {
+        let sim = Sim::start(profile).await.unwrap();
+        let gateway = start_for(provider, &sim.base_url()).await;
+        let reply = client
+            .post(gateway.url("/v1/messages?beta=true"))
+            .header("authorization", format!("Bearer {KEY}"))
+            .header("anthropic-version", "2023-06-01")
+            .header(
+                "anthropic-beta",
+                "claude-code-20250219,interleaved-thinking-2025-05-14,fine-grained-tool-streaming-2025-05-14",
+            )
+            .header("x-claude-code-session-id", "6f1c0c1e-1b7a-4c55-9d39-0a7d9c1e2f10")
+            .header("user-agent", "claude-cli/2.1.220 (external, cli)")
+            .json(&claude_code_request(model))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), 200, "{profile}");
+        let events = reply.text().await.unwrap();
+        for event in [
+            "message_start",
+            "content_block_start",
+            "message_delta",
+            "message_stop",
+        ] {
+            assert!(
+                events.contains(&format!("event: {event}")),
+                "{profile}: {events}"
+            );
+        }
+        assert!(
+            events.contains("\"stop_reason\":\"tool_use\""),
+            "{profile}: {events}"
+        );
+        let sent = sim.requests().pop().unwrap();
+        let raw = String::from_utf8(sent.raw.clone()).unwrap();
+        assert!(
+            !raw.contains("context_management"),
+            "{profile}: unknown keys stay: {raw}"
+        );
+        let betas: Vec<&str> = sent
+            .headers
+            .iter()
+            .filter(|(k, _)| k == "anthropic-beta")
+            .map(|(_, v)| v.as_str())
+            .collect();
+        if profile == CLAUDE.0 {
+            assert_eq!(
+                betas,
+                [
+                    "claude-code-20250219,interleaved-thinking-2025-05-14,fine-grained-tool-streaming-2025-05-14"
+                ],
+                "Claude gets Claude Code's flags as sent (Opus 4.6 needs none of the wire's own)"
+            );
+        } else {
+            assert!(
+                betas.is_empty(),
+                "{profile}: no Anthropic flags to DeepSeek"
+            );
+        }
+        gateway.stop().await;
+    }
+}
