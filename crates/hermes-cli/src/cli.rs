@@ -102,17 +102,23 @@ pub(crate) enum KeysCommand {
         #[arg(long, value_name = "NAME")]
         tenant: String,
     },
-    /// List a tenant's keys (ids and creation times; never a secret).
+    /// List gateway keys: tenant, key id, creation and last use (recorded at most once a
+    /// minute per key and replica); never a secret or its digest.
     List {
-        /// The tenant.
+        /// Only this tenant's keys (default: every tenant's).
         #[arg(long, value_name = "NAME")]
-        tenant: String,
+        tenant: Option<String>,
     },
-    /// Revoke a key (by its id, or the whole key).
+    /// Revoke one key (`--key-id`) or every key of a tenant (`--tenant`); every running
+    /// replica refuses them at once.
+    #[command(group(clap::ArgGroup::new("which").required(true).args(["key_id", "tenant"])))]
     Revoke {
-        /// The key's id (`hk_<id>_…`) or the key itself.
-        #[arg(value_name = "ID")]
-        id: String,
+        /// The key's id as `list` shows it (`hk_<id>`; the whole key is accepted too).
+        #[arg(long = "key-id", value_name = "ID")]
+        key_id: Option<String>,
+        /// Every key of this tenant.
+        #[arg(long, value_name = "NAME")]
+        tenant: Option<String>,
     },
 }
 

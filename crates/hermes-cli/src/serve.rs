@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use hermes_engine::Engine;
-use hermes_serve::{Auth, Gateway, ServeConfig};
+use hermes_serve::{Auth, Gateway, Limits, ServeConfig, StoreKeys, TenantLimits};
 
 use crate::cli::{KeysCommand, ServeArgs, ServeCommand};
 use crate::setup;
@@ -73,14 +73,25 @@ async fn shutdown_signal() {
     );
 }
 
-/// Gateway keys checked against the store: a key's tenant, or none.
-struct StoreKeys(hermes_engine::store::Store);
+/// A Unix-milliseconds time as RFC 3339 (seconds).
+fn when(ms: i64) -> String {
+    let at = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    humantime::format_rfc3339_seconds(at).to_string()
+}
 
-#[async_trait::async_trait]
-impl hermes_serve::Keys for StoreKeys {
-    async fn tenant(&self, bearer: &str) -> Result<Option<String>, hermes_serve::KeysError> {
-        Ok(self.0.tenant_for_key(bearer).await?)
+/// `[serve]`'s limits as the gateway takes them.
+fn limits(serve: &hermes_config::ServeSection) -> Limits {
+    let mut limits = Limits::none().defaults(TenantLimits::new(
+        serve.requests_per_minute(),
+        serve.max_concurrent(),
+    ));
+    for (tenant, section) in &serve.tenants {
+        limits = limits.tenant(
+            tenant.clone(),
+            TenantLimits::new(section.requests_per_minute(), section.max_concurrent()),
+        );
     }
+    limits
 }
 
 /// Runs `hermes serve keys …`.
@@ -99,15 +110,37 @@ fn keys(command: &KeysCommand) -> anyhow::Result<()> {
                 writeln!(out, "{key}")?;
             }
             KeysCommand::List { tenant } => {
-                for key in store.gateway_keys(tenant).await? {
-                    writeln!(out, "hk_{}\t{}\t{}", key.id, key.tenant, key.created_at)?;
+                writeln!(out, "TENANT\tKEY ID\tCREATED\tLAST USED")?;
+                for key in store.gateway_keys(tenant.as_deref()).await? {
+                    let used = key.last_used_at.map_or_else(|| "never".to_owned(), when);
+                    writeln!(
+                        out,
+                        "{}\thk_{}\t{}\t{used}",
+                        key.tenant,
+                        key.id,
+                        when(key.created_at)
+                    )?;
                 }
             }
-            KeysCommand::Revoke { id } => {
+            KeysCommand::Revoke {
+                key_id: Some(id), ..
+            } => {
                 if !store.revoke_gateway_key(id).await? {
-                    anyhow::bail!("no gateway key `{id}`");
+                    anyhow::bail!("no gateway key `{id}` (hermes serve keys list shows the ids)");
                 }
-                let _ = writeln!(std::io::stderr(), "hermes: revoked");
+                let _ = writeln!(std::io::stderr(), "hermes: revoked 1 key");
+            }
+            KeysCommand::Revoke { tenant, .. } => {
+                let tenant = tenant.as_deref().unwrap_or_default();
+                let n = store.revoke_tenant_keys(tenant).await?;
+                if n == 0 {
+                    anyhow::bail!("tenant `{tenant}` has no gateway keys");
+                }
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "hermes: revoked {n} key{} of tenant `{tenant}`",
+                    if n == 1 { "" } else { "s" }
+                );
             }
         }
         Ok(())
@@ -133,14 +166,15 @@ pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
         let auth = if args.no_auth {
             Auth::None
         } else {
-            Auth::Keys(std::sync::Arc::new(StoreKeys(store.clone())))
+            Auth::Keys(std::sync::Arc::new(StoreKeys::new(store.clone())))
         };
         let engine = engine.with_store(store, settings);
         let mut serve = ServeConfig::new(auth)
             .models(config.serve.models.clone())
+            .limits(limits(&config.serve))
             .drain(DRAIN);
-        if let Some(max) = config.serve.max_body {
-            serve = serve.max_body(max.get());
+        if let Some(max) = config.serve.max_request_bytes {
+            serve = serve.max_request_bytes(max.get());
         }
         let gateway = Gateway::new(engine, serve)?;
         let listener = tokio::net::TcpListener::bind(addr)

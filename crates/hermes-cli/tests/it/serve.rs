@@ -185,21 +185,38 @@ fn a_gateway_key_is_printed_once_stored_as_a_digest_and_required_by_the_server()
     );
     assert_eq!(status, 401);
 
-    // Listed by id, never by secret; revoked, it no longer opens the door.
-    let listed = bare_command(
+    // Listed by tenant and id, with its creation and (once the server recorded it, off the
+    // request's path) its last use; never by secret. Revoked, it no longer opens the door.
+    let id = key.rsplit_once('_').unwrap().0;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let listed = loop {
+        let listed = bare_command(home.path(), &["serve", "keys", "list"], &[])
+            .output()
+            .unwrap();
+        let listed = String::from_utf8(listed.stdout).unwrap();
+        if !listed.contains("never") || std::time::Instant::now() > deadline {
+            break listed;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let mut lines = listed.lines();
+    assert_eq!(lines.next(), Some("TENANT\tKEY ID\tCREATED\tLAST USED"));
+    let row: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    assert_eq!(&row[..2], ["acme", id], "{listed}");
+    for time in &row[2..] {
+        assert!(
+            time.len() == 20 && time.ends_with('Z'),
+            "an RFC 3339 time: {listed}"
+        );
+    }
+    assert!(!listed.contains(&secret));
+    let revoked = bare_command(
         home.path(),
-        &["serve", "keys", "list", "--tenant", "acme"],
+        &["serve", "keys", "revoke", "--key-id", id],
         &[],
     )
     .output()
     .unwrap();
-    let listed = String::from_utf8(listed.stdout).unwrap();
-    let id = key.rsplit_once('_').unwrap().0;
-    assert!(listed.starts_with(&format!("{id}\tacme\t")), "{listed}");
-    assert!(!listed.contains(&secret));
-    let revoked = bare_command(home.path(), &["serve", "keys", "revoke", id], &[])
-        .output()
-        .unwrap();
     assert!(revoked.status.success());
     let (status, _) = http_with(
         &addr,
