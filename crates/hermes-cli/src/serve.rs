@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use hermes_engine::Engine;
 use hermes_serve::{Auth, Gateway, Limits, ServeConfig, StoreKeys, TenantLimits};
 
-use crate::cli::{KeysCommand, ServeArgs, ServeCommand};
+use crate::cli::{KeysCommand, ServeArgs, ServeCommand, ServeSessionsCommand, TenantsCommand};
 use crate::setup;
 
 /// How long in-flight requests may go on after SIGTERM or Ctrl-C.
@@ -147,10 +147,58 @@ fn keys(command: &KeysCommand) -> anyhow::Result<()> {
     })
 }
 
+/// Unix milliseconds `age` ago.
+fn ago(age: Duration) -> i64 {
+    let at = std::time::SystemTime::now()
+        .checked_sub(age)
+        .unwrap_or(std::time::UNIX_EPOCH);
+    at.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Runs `hermes serve sessions …` and `hermes serve tenants …`.
+fn tenants(command: &ServeCommand) -> anyhow::Result<()> {
+    let setup = setup::load(setup::hermes_home()?)?;
+    setup::runtime()?.block_on(async {
+        let store = setup::open_store(&setup).await?;
+        let mut out = std::io::stdout().lock();
+        match command {
+            ServeCommand::Sessions(ServeSessionsCommand::Purge { tenant, older_than }) => {
+                let deleted = store.purge_tenant(tenant, older_than.map(ago)).await?;
+                writeln!(out, "{deleted}")?;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "hermes: deleted {deleted} conversation{} of tenant `{tenant}`",
+                    if deleted == 1 { "" } else { "s" }
+                );
+            }
+            ServeCommand::Tenants(TenantsCommand::Remove { tenant }) => {
+                // Keys first: no new conversation starts while the old ones go.
+                let keys = store.revoke_tenant_keys(tenant).await?;
+                let deleted = store.purge_tenant(tenant, None).await?;
+                if keys == 0 && deleted == 0 {
+                    anyhow::bail!("tenant `{tenant}` has no gateway keys and no conversations");
+                }
+                writeln!(out, "{deleted}")?;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "hermes: removed tenant `{tenant}`: {keys} key{} revoked, {deleted} conversation{} deleted",
+                    if keys == 1 { "" } else { "s" },
+                    if deleted == 1 { "" } else { "s" }
+                );
+            }
+            ServeCommand::Keys(_) => {}
+        }
+        Ok(())
+    })
+}
+
 /// Runs `hermes serve`.
 pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
-    if let Some(ServeCommand::Keys(command)) = &args.command {
-        return keys(command);
+    match &args.command {
+        Some(ServeCommand::Keys(command)) => return keys(command),
+        Some(command) => return tenants(command),
+        None => {}
     }
     let setup = setup::load(setup::hermes_home()?)?;
     let config = &setup.config;
@@ -172,6 +220,7 @@ pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
         let mut serve = ServeConfig::new(auth)
             .models(config.serve.models.clone())
             .limits(limits(&config.serve))
+            .retention(config.serve.retention())
             .drain(DRAIN);
         if let Some(max) = config.serve.max_request_bytes {
             serve = serve.max_request_bytes(max.get());

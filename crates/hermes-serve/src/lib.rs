@@ -83,6 +83,9 @@ pub struct ServeConfig {
     pub max_request_bytes: usize,
     /// Per-tenant limits on turns (none by default).
     pub limits: Limits,
+    /// How long a tenant's conversation is kept after its last update (`[serve] retention`):
+    /// while serving, older ones are deleted in the background. `None` (the default): kept.
+    pub retention: Option<Duration>,
     /// Model aliases (`[serve.models]`): a name clients use → `provider/model`.
     pub models: BTreeMap<String, String>,
     /// How often a silent stream sends an SSE comment.
@@ -100,6 +103,7 @@ impl ServeConfig {
             auth,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             limits: Limits::none(),
+            retention: None,
             models: BTreeMap::new(),
             keep_alive: Duration::from_secs(15),
             drain: Duration::from_secs(30),
@@ -115,6 +119,12 @@ impl ServeConfig {
     /// With these limits.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// With this retention.
+    pub fn retention(mut self, age: Option<Duration>) -> Self {
+        self.retention = age;
         self
     }
 
@@ -258,6 +268,11 @@ impl Gateway {
     where
         L: axum::serve::Listener<Addr = SocketAddr>,
     {
+        let _retention = self
+            .inner
+            .config
+            .retention
+            .map(|age| Retention::start(&self.inner, age));
         let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
         let server = axum::serve(listener, self.router())
             .with_graceful_shutdown(async move {
@@ -287,6 +302,43 @@ impl Gateway {
             Ok(served) => Ok(served?),
             Err(_) => Ok(()),
         }
+    }
+}
+
+/// The retention task of a serving gateway (`[serve] retention`): at once, then every quarter of
+/// the age (at least every second, at most hourly), deletes every tenant's conversations last
+/// updated longer ago than the age. Stops when dropped (when serving ends).
+struct Retention(tokio::task::JoinHandle<()>);
+
+impl Retention {
+    fn start(inner: &Arc<Inner>, age: Duration) -> Retention {
+        let store = inner.engine.store().cloned();
+        let every = (age / 4).clamp(Duration::from_secs(1), Duration::from_secs(3600));
+        let age_ms = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+        Retention(tokio::spawn(async move {
+            let Some(store) = store else { return };
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let now = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+                match store.purge_expired(now.saturating_sub(age_ms)).await {
+                    Ok(0) => {}
+                    Ok(deleted) => tracing::info!(deleted, "retention: old conversations deleted"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "retention: deleting old conversations failed")
+                    }
+                }
+            }
+        }))
+    }
+}
+
+impl Drop for Retention {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

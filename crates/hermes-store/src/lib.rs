@@ -57,6 +57,7 @@ mod limits;
 mod lineage;
 mod original;
 mod ownership;
+mod retention;
 #[cfg(feature = "test-support")]
 pub mod testing;
 mod thinking;

@@ -228,6 +228,74 @@ fn a_gateway_key_is_printed_once_stored_as_a_digest_and_required_by_the_server()
     assert_eq!(status, 401);
 }
 
+/// `hermes serve keys create --tenant TENANT`'s key.
+fn new_key(home: &std::path::Path, tenant: &str) -> String {
+    let out = bare_command(home, &["serve", "keys", "create", "--tenant", tenant], &[])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .to_owned()
+}
+
+/// Runs `hermes ARGS`: its stdout, after checking it succeeded.
+fn stdout_of(home: &std::path::Path, args: &[&str]) -> String {
+    let out = bare_command(home, args, &[]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {stderr}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn sessions_purge_deletes_a_tenants_conversations_and_tenants_remove_takes_its_keys_too() {
+    let home = own_home();
+    let (acme, globex) = (new_key(home.path(), "acme"), new_key(home.path(), "globex"));
+    let (_server, addr) = serving(home.path(), &["serve", "--listen", "127.0.0.1:0"]);
+    let turn = |key: &str, text: &str| {
+        let body = format!(
+            r#"{{"model":"sim/deepseek-v4-pro","messages":[{{"role":"user","content":"{text}"}}]}}"#
+        );
+        let auth = format!("Authorization: Bearer {key}\r\n");
+        let (status, said) = http_with(&addr, "POST", "/v1/chat/completions", &body, &auth);
+        assert_eq!(status, 200, "{said}");
+    };
+    turn(&acme, "one");
+    turn(&acme, "two");
+    turn(&globex, "three");
+    let purge = ["serve", "sessions", "purge", "--tenant", "acme"];
+    let older = [&purge[..], &["--older-than", "1h"]].concat();
+    assert_eq!(
+        stdout_of(home.path(), &older),
+        "0\n",
+        "nothing is an hour old"
+    );
+    assert_eq!(stdout_of(home.path(), &purge), "2\n");
+    assert_eq!(stdout_of(home.path(), &purge), "0\n");
+    // The other tenant's conversation was not touched: removing it deletes one.
+    let removed = stdout_of(home.path(), &["serve", "tenants", "remove", "globex"]);
+    assert_eq!(removed, "1\n");
+    let body = r#"{"model":"sim/deepseek-v4-pro","messages":[{"role":"user","content":"x"}]}"#;
+    let auth = format!("Authorization: Bearer {globex}\r\n");
+    let (status, _) = http_with(&addr, "POST", "/v1/chat/completions", body, &auth);
+    assert_eq!(status, 401, "a removed tenant's key still works");
+    turn(&acme, "acme goes on");
+    // A bad age names the flag.
+    let out = bare_command(
+        home.path(),
+        &[&purge[..], &["--older-than", "soon"]].concat(),
+        &[],
+    )
+    .output()
+    .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--older-than"), "{stderr}");
+}
+
 /// `hermes sim serve --chunk-delay-ms` (the gateway benchmark's slow upstream) pauses before each
 /// streamed event after the first: a stream of E events takes at least (E - 1) × the delay (a
 /// lower bound: a pause never ends early), and still ends with `[DONE]`.

@@ -33,6 +33,7 @@ mod keys;
 mod lifecycle;
 mod limits;
 mod messages;
+mod retention;
 mod sdk;
 mod streams;
 mod tls;
