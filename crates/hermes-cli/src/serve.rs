@@ -94,57 +94,90 @@ fn limits(serve: &hermes_config::ServeSection) -> Limits {
     limits
 }
 
-/// Runs `hermes serve keys …`.
-fn keys(command: &KeysCommand) -> anyhow::Result<()> {
+/// Runs `hermes serve keys|sessions|tenants …` on the store.
+fn admin(command: &ServeCommand) -> anyhow::Result<()> {
     let setup = setup::load(setup::hermes_home()?)?;
     setup::runtime()?.block_on(async {
         let store = setup::open_store(&setup).await?;
-        let mut out = std::io::stdout().lock();
         match command {
-            KeysCommand::Create { tenant } => {
-                let key = store.add_gateway_key(tenant).await?;
+            ServeCommand::Keys(command) => keys(&store, command).await,
+            ServeCommand::Sessions(ServeSessionsCommand::Purge { tenant, older_than }) => {
+                let deleted = store.purge_tenant(tenant, older_than.map(ago)).await?;
+                writeln!(std::io::stdout(), "{deleted}")?;
                 let _ = writeln!(
                     std::io::stderr(),
-                    "hermes: a new gateway key for tenant `{tenant}`; it is shown this once (the store keeps only its digest):"
+                    "hermes: deleted {deleted} conversation{} of tenant `{tenant}`",
+                    if deleted == 1 { "" } else { "s" }
                 );
-                writeln!(out, "{key}")?;
+                Ok(())
             }
-            KeysCommand::List { tenant } => {
-                writeln!(out, "TENANT\tKEY ID\tCREATED\tLAST USED")?;
-                for key in store.gateway_keys(tenant.as_deref()).await? {
-                    let used = key.last_used_at.map_or_else(|| "never".to_owned(), when);
-                    writeln!(
-                        out,
-                        "{}\thk_{}\t{}\t{used}",
-                        key.tenant,
-                        key.id,
-                        when(key.created_at)
-                    )?;
+            ServeCommand::Tenants(TenantsCommand::Remove { tenant }) => {
+                // Keys first: no new conversation starts while the old ones go.
+                let keys = store.revoke_tenant_keys(tenant).await?;
+                let deleted = store.purge_tenant(tenant, None).await?;
+                if keys == 0 && deleted == 0 {
+                    anyhow::bail!("tenant `{tenant}` has no gateway keys and no conversations");
                 }
-            }
-            KeysCommand::Revoke {
-                key_id: Some(id), ..
-            } => {
-                if !store.revoke_gateway_key(id).await? {
-                    anyhow::bail!("no gateway key `{id}` (hermes serve keys list shows the ids)");
-                }
-                let _ = writeln!(std::io::stderr(), "hermes: revoked 1 key");
-            }
-            KeysCommand::Revoke { tenant, .. } => {
-                let tenant = tenant.as_deref().unwrap_or_default();
-                let n = store.revoke_tenant_keys(tenant).await?;
-                if n == 0 {
-                    anyhow::bail!("tenant `{tenant}` has no gateway keys");
-                }
+                writeln!(std::io::stdout(), "{deleted}")?;
                 let _ = writeln!(
                     std::io::stderr(),
-                    "hermes: revoked {n} key{} of tenant `{tenant}`",
-                    if n == 1 { "" } else { "s" }
+                    "hermes: removed tenant `{tenant}`: {keys} key{} revoked, {deleted} conversation{} deleted",
+                    if keys == 1 { "" } else { "s" },
+                    if deleted == 1 { "" } else { "s" }
                 );
+                Ok(())
             }
         }
-        Ok(())
     })
+}
+
+/// Runs `hermes serve keys …`.
+async fn keys(store: &hermes_engine::store::Store, command: &KeysCommand) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match command {
+        KeysCommand::Create { tenant } => {
+            let key = store.add_gateway_key(tenant).await?;
+            let _ = writeln!(
+                std::io::stderr(),
+                "hermes: a new gateway key for tenant `{tenant}`; it is shown this once (the store keeps only its digest):"
+            );
+            writeln!(out, "{key}")?;
+        }
+        KeysCommand::List { tenant } => {
+            writeln!(out, "TENANT\tKEY ID\tCREATED\tLAST USED")?;
+            for key in store.gateway_keys(tenant.as_deref()).await? {
+                let used = key.last_used_at.map_or_else(|| "never".to_owned(), when);
+                writeln!(
+                    out,
+                    "{}\thk_{}\t{}\t{used}",
+                    key.tenant,
+                    key.id,
+                    when(key.created_at)
+                )?;
+            }
+        }
+        KeysCommand::Revoke {
+            key_id: Some(id), ..
+        } => {
+            if !store.revoke_gateway_key(id).await? {
+                anyhow::bail!("no gateway key `{id}` (hermes serve keys list shows the ids)");
+            }
+            let _ = writeln!(std::io::stderr(), "hermes: revoked 1 key");
+        }
+        KeysCommand::Revoke { tenant, .. } => {
+            let tenant = tenant.as_deref().unwrap_or_default();
+            let n = store.revoke_tenant_keys(tenant).await?;
+            if n == 0 {
+                anyhow::bail!("tenant `{tenant}` has no gateway keys");
+            }
+            let _ = writeln!(
+                std::io::stderr(),
+                "hermes: revoked {n} key{} of tenant `{tenant}`",
+                if n == 1 { "" } else { "s" }
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Unix milliseconds `age` ago.
@@ -156,49 +189,10 @@ fn ago(age: Duration) -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// Runs `hermes serve sessions …` and `hermes serve tenants …`.
-fn tenants(command: &ServeCommand) -> anyhow::Result<()> {
-    let setup = setup::load(setup::hermes_home()?)?;
-    setup::runtime()?.block_on(async {
-        let store = setup::open_store(&setup).await?;
-        let mut out = std::io::stdout().lock();
-        match command {
-            ServeCommand::Sessions(ServeSessionsCommand::Purge { tenant, older_than }) => {
-                let deleted = store.purge_tenant(tenant, older_than.map(ago)).await?;
-                writeln!(out, "{deleted}")?;
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "hermes: deleted {deleted} conversation{} of tenant `{tenant}`",
-                    if deleted == 1 { "" } else { "s" }
-                );
-            }
-            ServeCommand::Tenants(TenantsCommand::Remove { tenant }) => {
-                // Keys first: no new conversation starts while the old ones go.
-                let keys = store.revoke_tenant_keys(tenant).await?;
-                let deleted = store.purge_tenant(tenant, None).await?;
-                if keys == 0 && deleted == 0 {
-                    anyhow::bail!("tenant `{tenant}` has no gateway keys and no conversations");
-                }
-                writeln!(out, "{deleted}")?;
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "hermes: removed tenant `{tenant}`: {keys} key{} revoked, {deleted} conversation{} deleted",
-                    if keys == 1 { "" } else { "s" },
-                    if deleted == 1 { "" } else { "s" }
-                );
-            }
-            ServeCommand::Keys(_) => {}
-        }
-        Ok(())
-    })
-}
-
 /// Runs `hermes serve`.
 pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
-    match &args.command {
-        Some(ServeCommand::Keys(command)) => return keys(command),
-        Some(command) => return tenants(command),
-        None => {}
+    if let Some(command) = &args.command {
+        return admin(command);
     }
     let setup = setup::load(setup::hermes_home()?)?;
     let config = &setup.config;
