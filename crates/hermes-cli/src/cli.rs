@@ -58,7 +58,7 @@ pub(crate) enum Command {
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub(crate) struct ServeArgs {
-    /// Manage gateway keys instead of serving.
+    /// Manage gateway keys, stored conversations or tenants instead of serving.
     #[command(subcommand)]
     pub(crate) command: Option<ServeCommand>,
 
@@ -90,6 +90,39 @@ pub(crate) enum ServeCommand {
     /// Gateway keys: each one authenticates a tenant, whose sessions only it sees and extends.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// The gateway's stored conversations.
+    #[command(subcommand)]
+    Sessions(ServeSessionsCommand),
+    /// Tenants: the owners of gateway keys and their conversations.
+    #[command(subcommand)]
+    Tenants(TenantsCommand),
+}
+
+/// `hermes serve sessions …`
+#[derive(Debug, Subcommand)]
+pub(crate) enum ServeSessionsCommand {
+    /// Delete a tenant's stored conversations (with their reasoning carriers) and print how
+    /// many: all of them, or those last updated longer ago than --older-than. A branch that
+    /// stays keeps its whole view.
+    Purge {
+        /// The tenant.
+        #[arg(long, value_name = "NAME")]
+        tenant: String,
+        /// Only conversations last updated longer ago than this (`30d`, `12h`, `90m`, …).
+        #[arg(long = "older-than", value_name = "AGE", value_parser = humantime::parse_duration)]
+        older_than: Option<std::time::Duration>,
+    },
+}
+
+/// `hermes serve tenants …`
+#[derive(Debug, Subcommand)]
+pub(crate) enum TenantsCommand {
+    /// Remove a tenant whole: revoke all its gateway keys and delete all its conversations.
+    Remove {
+        /// The tenant.
+        #[arg(value_name = "NAME")]
+        tenant: String,
+    },
 }
 
 /// `hermes serve keys …`
@@ -102,17 +135,23 @@ pub(crate) enum KeysCommand {
         #[arg(long, value_name = "NAME")]
         tenant: String,
     },
-    /// List a tenant's keys (ids and creation times; never a secret).
+    /// List gateway keys: tenant, key id, creation and last use (recorded at most once a
+    /// minute per key and replica); never a secret or its digest.
     List {
-        /// The tenant.
+        /// Only this tenant's keys (default: every tenant's).
         #[arg(long, value_name = "NAME")]
-        tenant: String,
+        tenant: Option<String>,
     },
-    /// Revoke a key (by its id, or the whole key).
+    /// Revoke one key (`--key-id`) or every key of a tenant (`--tenant`); every running
+    /// replica refuses them at once.
+    #[command(group(clap::ArgGroup::new("which").required(true).args(["key_id", "tenant"])))]
     Revoke {
-        /// The key's id (`hk_<id>_…`) or the key itself.
-        #[arg(value_name = "ID")]
-        id: String,
+        /// The key's id as `list` shows it (`hk_<id>`; the whole key is accepted too).
+        #[arg(long = "key-id", value_name = "ID")]
+        key_id: Option<String>,
+        /// Every key of this tenant.
+        #[arg(long, value_name = "NAME")]
+        tenant: Option<String>,
     },
 }
 

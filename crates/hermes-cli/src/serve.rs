@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use hermes_engine::Engine;
-use hermes_serve::{Auth, Gateway, ServeConfig};
+use hermes_serve::{Auth, Gateway, Limits, ServeConfig, StoreKeys, TenantLimits};
 
-use crate::cli::{KeysCommand, ServeArgs, ServeCommand};
+use crate::cli::{KeysCommand, ServeArgs, ServeCommand, ServeSessionsCommand, TenantsCommand};
 use crate::setup;
 
 /// How long in-flight requests may go on after SIGTERM or Ctrl-C.
@@ -73,51 +73,126 @@ async fn shutdown_signal() {
     );
 }
 
-/// Gateway keys checked against the store: a key's tenant, or none.
-struct StoreKeys(hermes_engine::store::Store);
-
-#[async_trait::async_trait]
-impl hermes_serve::Keys for StoreKeys {
-    async fn tenant(&self, bearer: &str) -> Result<Option<String>, hermes_serve::KeysError> {
-        Ok(self.0.tenant_for_key(bearer).await?)
-    }
+/// A Unix-milliseconds time as RFC 3339 (seconds).
+fn when(ms: i64) -> String {
+    let at = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    humantime::format_rfc3339_seconds(at).to_string()
 }
 
-/// Runs `hermes serve keys …`.
-fn keys(command: &KeysCommand) -> anyhow::Result<()> {
+/// `[serve]`'s limits as the gateway takes them.
+fn limits(serve: &hermes_config::ServeSection) -> Limits {
+    let mut limits = Limits::none().defaults(TenantLimits::new(
+        serve.requests_per_minute(),
+        serve.max_concurrent(),
+    ));
+    for (tenant, section) in &serve.tenants {
+        limits = limits.tenant(
+            tenant.clone(),
+            TenantLimits::new(section.requests_per_minute(), section.max_concurrent()),
+        );
+    }
+    limits
+}
+
+/// Runs `hermes serve keys|sessions|tenants …` on the store.
+fn admin(command: &ServeCommand) -> anyhow::Result<()> {
     let setup = setup::load(setup::hermes_home()?)?;
     setup::runtime()?.block_on(async {
         let store = setup::open_store(&setup).await?;
-        let mut out = std::io::stdout().lock();
         match command {
-            KeysCommand::Create { tenant } => {
-                let key = store.add_gateway_key(tenant).await?;
+            ServeCommand::Keys(command) => keys(&store, command).await,
+            ServeCommand::Sessions(ServeSessionsCommand::Purge { tenant, older_than }) => {
+                let deleted = store.purge_tenant(tenant, older_than.map(ago)).await?;
+                writeln!(std::io::stdout(), "{deleted}")?;
                 let _ = writeln!(
                     std::io::stderr(),
-                    "hermes: a new gateway key for tenant `{tenant}`; it is shown this once (the store keeps only its digest):"
+                    "hermes: deleted {deleted} conversation{} of tenant `{tenant}`",
+                    if deleted == 1 { "" } else { "s" }
                 );
-                writeln!(out, "{key}")?;
+                Ok(())
             }
-            KeysCommand::List { tenant } => {
-                for key in store.gateway_keys(tenant).await? {
-                    writeln!(out, "hk_{}\t{}\t{}", key.id, key.tenant, key.created_at)?;
+            ServeCommand::Tenants(TenantsCommand::Remove { tenant }) => {
+                // Keys first: no new conversation starts while the old ones go.
+                let keys = store.revoke_tenant_keys(tenant).await?;
+                let deleted = store.purge_tenant(tenant, None).await?;
+                if keys == 0 && deleted == 0 {
+                    anyhow::bail!("tenant `{tenant}` has no gateway keys and no conversations");
                 }
-            }
-            KeysCommand::Revoke { id } => {
-                if !store.revoke_gateway_key(id).await? {
-                    anyhow::bail!("no gateway key `{id}`");
-                }
-                let _ = writeln!(std::io::stderr(), "hermes: revoked");
+                writeln!(std::io::stdout(), "{deleted}")?;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "hermes: removed tenant `{tenant}`: {keys} key{} revoked, {deleted} conversation{} deleted",
+                    if keys == 1 { "" } else { "s" },
+                    if deleted == 1 { "" } else { "s" }
+                );
+                Ok(())
             }
         }
-        Ok(())
     })
+}
+
+/// Runs `hermes serve keys …`.
+async fn keys(store: &hermes_engine::store::Store, command: &KeysCommand) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match command {
+        KeysCommand::Create { tenant } => {
+            let key = store.add_gateway_key(tenant).await?;
+            let _ = writeln!(
+                std::io::stderr(),
+                "hermes: a new gateway key for tenant `{tenant}`; it is shown this once (the store keeps only its digest):"
+            );
+            writeln!(out, "{key}")?;
+        }
+        KeysCommand::List { tenant } => {
+            writeln!(out, "TENANT\tKEY ID\tCREATED\tLAST USED")?;
+            for key in store.gateway_keys(tenant.as_deref()).await? {
+                let used = key.last_used_at.map_or_else(|| "never".to_owned(), when);
+                writeln!(
+                    out,
+                    "{}\thk_{}\t{}\t{used}",
+                    key.tenant,
+                    key.id,
+                    when(key.created_at)
+                )?;
+            }
+        }
+        KeysCommand::Revoke {
+            key_id: Some(id), ..
+        } => {
+            if !store.revoke_gateway_key(id).await? {
+                anyhow::bail!("no gateway key `{id}` (hermes serve keys list shows the ids)");
+            }
+            let _ = writeln!(std::io::stderr(), "hermes: revoked 1 key");
+        }
+        KeysCommand::Revoke { tenant, .. } => {
+            let tenant = tenant.as_deref().unwrap_or_default();
+            let n = store.revoke_tenant_keys(tenant).await?;
+            if n == 0 {
+                anyhow::bail!("tenant `{tenant}` has no gateway keys");
+            }
+            let _ = writeln!(
+                std::io::stderr(),
+                "hermes: revoked {n} key{} of tenant `{tenant}`",
+                if n == 1 { "" } else { "s" }
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Unix milliseconds `age` ago.
+fn ago(age: Duration) -> i64 {
+    let at = std::time::SystemTime::now()
+        .checked_sub(age)
+        .unwrap_or(std::time::UNIX_EPOCH);
+    at.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// Runs `hermes serve`.
 pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
-    if let Some(ServeCommand::Keys(command)) = &args.command {
-        return keys(command);
+    if let Some(command) = &args.command {
+        return admin(command);
     }
     let setup = setup::load(setup::hermes_home()?)?;
     let config = &setup.config;
@@ -133,14 +208,16 @@ pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
         let auth = if args.no_auth {
             Auth::None
         } else {
-            Auth::Keys(std::sync::Arc::new(StoreKeys(store.clone())))
+            Auth::Keys(std::sync::Arc::new(StoreKeys::new(store.clone())))
         };
         let engine = engine.with_store(store, settings);
         let mut serve = ServeConfig::new(auth)
             .models(config.serve.models.clone())
+            .limits(limits(&config.serve))
+            .retention(config.serve.retention())
             .drain(DRAIN);
-        if let Some(max) = config.serve.max_body {
-            serve = serve.max_body(max.get());
+        if let Some(max) = config.serve.max_request_bytes {
+            serve = serve.max_request_bytes(max.get());
         }
         let gateway = Gateway::new(engine, serve)?;
         let listener = tokio::net::TcpListener::bind(addr)

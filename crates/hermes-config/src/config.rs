@@ -83,19 +83,63 @@ pub struct Config {
     pub serve: ServeSection,
 }
 
-/// `[serve]`: the gateway's address, body cap and model aliases.
+/// `[serve]`: the gateway's address, request cap, limits, retention and model aliases. The
+/// values whose line an error names are read through methods.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct ServeSection {
     /// The address to listen on (default `127.0.0.1:8642`; `--listen` wins).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub listen: Option<String>,
-    /// The largest request body in bytes (default 32 MiB).
+    /// The largest request body in bytes (default 32 MiB; 413 above it, before parsing).
+    /// `max_body`, its earlier name, is accepted too.
+    #[serde(default, alias = "max_body", skip_serializing_if = "Option::is_none")]
+    pub max_request_bytes: Option<std::num::NonZeroUsize>,
+    /// Turns a tenant may start per minute, across every replica (default: no limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_body: Option<std::num::NonZeroUsize>,
+    pub(crate) requests_per_minute: Option<toml::Spanned<u32>>,
+    /// Turns a tenant may run at once, across every replica (default: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_concurrent: Option<toml::Spanned<u32>>,
+    /// How long a tenant's conversation is kept after its last update (`30d`, `12h`, …);
+    /// older ones are deleted by `hermes serve` (default: kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) retention: Option<toml::Spanned<String>>,
+    /// Per-tenant overrides of the limits (`[serve.tenants.NAME]`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tenants: BTreeMap<String, TenantSection>,
     /// Model aliases: a name clients send → `provider/model`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub models: BTreeMap<String, String>,
+}
+
+/// `[serve.tenants.NAME]`: one tenant's limits; an unset one is `[serve]`'s.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct TenantSection {
+    /// Turns this tenant may start per minute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) requests_per_minute: Option<toml::Spanned<u32>>,
+    /// Turns this tenant may run at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_concurrent: Option<toml::Spanned<u32>>,
+}
+
+/// A limit's value (validated non-zero when the file was read).
+fn limit(value: Option<&toml::Spanned<u32>>) -> Option<std::num::NonZeroU32> {
+    value.and_then(|v| std::num::NonZeroU32::new(*v.get_ref()))
+}
+
+impl TenantSection {
+    /// Turns this tenant may start per minute, if set here.
+    pub fn requests_per_minute(&self) -> Option<std::num::NonZeroU32> {
+        limit(self.requests_per_minute.as_ref())
+    }
+
+    /// Turns this tenant may run at once, if set here.
+    pub fn max_concurrent(&self) -> Option<std::num::NonZeroU32> {
+        limit(self.max_concurrent.as_ref())
+    }
 }
 
 impl ServeSection {
@@ -110,6 +154,24 @@ impl ServeSection {
             text: text.to_owned(),
             source,
         })
+    }
+
+    /// Every tenant's default turns per minute.
+    pub fn requests_per_minute(&self) -> Option<std::num::NonZeroU32> {
+        limit(self.requests_per_minute.as_ref())
+    }
+
+    /// Every tenant's default turns at once.
+    pub fn max_concurrent(&self) -> Option<std::num::NonZeroU32> {
+        limit(self.max_concurrent.as_ref())
+    }
+
+    /// How long a tenant's conversation is kept after its last update (validated when the
+    /// file was read); `None`: kept.
+    pub fn retention(&self) -> Option<std::time::Duration> {
+        self.retention
+            .as_ref()
+            .and_then(|d| humantime::parse_duration(d.get_ref().trim()).ok())
     }
 }
 
@@ -435,6 +497,53 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
             ),
         ));
     }
+    if let Some(age) = &config.serve.retention {
+        match humantime::parse_duration(age.get_ref().trim()) {
+            Ok(d) if !d.is_zero() => {}
+            Ok(_) => {
+                return Err(invalid(
+                    Some(line_of(text, age.span().start)),
+                    format!(
+                        "[serve] retention = {:?}: keep conversations for longer than 0 (write e.g. \"30d\")",
+                        age.get_ref()
+                    ),
+                ));
+            }
+            Err(e) => {
+                return Err(invalid(
+                    Some(line_of(text, age.span().start)),
+                    format!(
+                        "[serve] retention = {:?}: {e} (write e.g. \"30d\", \"12h\" or \"90s\")",
+                        age.get_ref()
+                    ),
+                ));
+            }
+        }
+    }
+    let serve_limits = std::iter::once((
+        "[serve]".to_owned(),
+        &config.serve.requests_per_minute,
+        &config.serve.max_concurrent,
+    ))
+    .chain(config.serve.tenants.iter().map(|(name, t)| {
+        (
+            format!("[serve.tenants.{name}]"),
+            &t.requests_per_minute,
+            &t.max_concurrent,
+        )
+    }));
+    for (table, rpm, concurrent) in serve_limits {
+        for (key, value) in [("requests_per_minute", rpm), ("max_concurrent", concurrent)] {
+            if let Some(v) = value
+                && *v.get_ref() == 0
+            {
+                return Err(invalid(
+                    Some(line_of(text, v.span().start)),
+                    format!("{table} {key} = 0: allow at least 1 (leave it out for no limit)"),
+                ));
+            }
+        }
+    }
     if config.max_tokens.keys().any(|k| k.trim().is_empty()) {
         return Err(invalid(
             None,
@@ -605,7 +714,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(config.serve.listen.as_deref(), Some("127.0.0.1:9000"));
-        assert_eq!(config.serve.max_body.map(|n| n.get()), Some(1_048_576));
+        assert_eq!(
+            config.serve.max_request_bytes.map(|n| n.get()),
+            Some(1_048_576)
+        );
         assert_eq!(config.serve.models["fast"], "deepseek/deepseek-v4-flash");
         assert_eq!(
             config.serve.listen_or(DEFAULT).unwrap(),
@@ -633,6 +745,55 @@ mod tests {
             let err = parse(Path::new("config.toml"), bad).unwrap_err();
             assert!(format!("{err:#}").contains("line 2"), "{bad}: {err:#}");
         }
+    }
+
+    #[test]
+    fn serve_limits_and_retention_parse_with_per_tenant_overrides() {
+        let config = parse(
+            Path::new("config.toml"),
+            "[serve]\nmax_request_bytes = 4096\nrequests_per_minute = 600\nmax_concurrent = 8\nretention = \"30d\"\n\n[serve.tenants.acme]\nrequests_per_minute = 60\n",
+        )
+        .unwrap();
+        let serve = &config.serve;
+        assert_eq!(serve.max_request_bytes.map(|n| n.get()), Some(4096));
+        assert_eq!(serve.requests_per_minute().map(|n| n.get()), Some(600));
+        assert_eq!(serve.max_concurrent().map(|n| n.get()), Some(8));
+        assert_eq!(
+            serve.retention(),
+            Some(std::time::Duration::from_secs(30 * 86_400))
+        );
+        let acme = &serve.tenants["acme"];
+        assert_eq!(acme.requests_per_minute().map(|n| n.get()), Some(60));
+        assert_eq!(acme.max_concurrent(), None);
+        assert_eq!(Config::default().serve.retention(), None);
+        for (text, said) in [
+            (
+                "[serve]\nrequests_per_minute = 0\n",
+                "config.toml: line 2: [serve] requests_per_minute = 0: allow at least 1 (leave it out for no limit)",
+            ),
+            (
+                "[serve.tenants.acme]\n\nmax_concurrent = 0\n",
+                "config.toml: line 3: [serve.tenants.acme] max_concurrent = 0: allow at least 1 (leave it out for no limit)",
+            ),
+            (
+                "[serve]\nretention = \"soon\"\n",
+                "config.toml: line 2: [serve] retention = \"soon\": expected number at 0 (write e.g. \"30d\", \"12h\" or \"90s\")",
+            ),
+            (
+                "[serve]\nretention = \"0s\"\n",
+                "config.toml: line 2: [serve] retention = \"0s\": keep conversations for longer than 0 (write e.g. \"30d\")",
+            ),
+        ] {
+            assert_eq!(
+                parse(Path::new("config.toml"), text)
+                    .unwrap_err()
+                    .to_string(),
+                said
+            );
+        }
+        let err = parse(Path::new("config.toml"), "[serve.tenants.acme]\nrpm = 1\n").unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+        assert!(err.to_string().contains("unknown field `rpm`"), "{err}");
     }
 
     #[test]

@@ -17,7 +17,7 @@ mod setup;
 pub use aws::{AwsEnv, region};
 pub use config::{
     BedrockSection, CompactionSection, Config, LimitsSection, ProviderConfig, ServeSection,
-    StoreSection, VerdictsSection, VertexSection, load, parse, path,
+    StoreSection, TenantSection, VerdictsSection, VertexSection, load, parse, path,
 };
 pub use error::ConfigError;
 pub use home::{database_location, hermes_home, open_local_store, open_store_in, private_files};

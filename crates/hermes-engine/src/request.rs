@@ -303,6 +303,12 @@ impl Engine {
         self.runtime.as_deref().map(|r| &r.settings)
     }
 
+    /// The store requests are served from (none without one): the gateway counts its shared
+    /// limits and checks its keys there.
+    pub fn store(&self) -> Option<&Store> {
+        self.runtime.as_deref().map(|r| &r.store)
+    }
+
     /// Whether requests can be served: the engine has a store and the store answers.
     pub async fn ready(&self) -> Result<(), EngineError> {
         let runtime = self.runtime.as_deref().ok_or_else(|| {

@@ -79,6 +79,16 @@ impl ApiError {
         )
     }
 
+    /// 429: the tenant is over one of its limits (`[serve]` `requests_per_minute`,
+    /// `max_concurrent`); try again after `retry_after`.
+    pub fn rate_limited(message: impl Into<String>, retry_after: Duration) -> Self {
+        ApiError {
+            code: Some("rate_limit_exceeded".to_owned()),
+            retry_after: Some(retry_after),
+            ..ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", message)
+        }
+    }
+
     /// 503: something the gateway needs is not answering.
     pub fn unavailable(message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "api_error", message)
@@ -226,7 +236,8 @@ impl ApiError {
     fn respond(self, body: Value) -> Response {
         let mut response = (self.status, axum::Json(body)).into_response();
         if let Some(wait) = self.retry_after
-            && let Ok(value) = HeaderValue::from_str(&wait.as_secs().max(1).to_string())
+            && let Ok(value) =
+                HeaderValue::from_str(&wait.as_secs_f64().ceil().max(1.0).to_string())
         {
             response.headers_mut().insert(header::RETRY_AFTER, value);
         }

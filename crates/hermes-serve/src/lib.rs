@@ -5,12 +5,16 @@
 //! [`Engine::stream`] call, the client's tools go upstream as the client defined them and are
 //! never run here, and the store is reached only through the engine.
 //!
-//! Gateway keys are checked per request through [`Keys`] (the store's tenants implement it);
-//! [`Auth::None`] serves loopback addresses only.
+//! Gateway keys are checked per request through [`Keys`] ([`StoreKeys`]: the store's, a key's
+//! last use recorded coarsely); [`Auth::None`] serves loopback addresses only. Turns are
+//! admitted under each tenant's [`Limits`] (requests per minute, requests at once), counted in
+//! the store every replica shares, before anything reaches an upstream.
 
 mod anthropic;
 mod body;
 mod error;
+mod keys;
+mod limits;
 pub mod model;
 mod openai;
 mod sign;
@@ -36,12 +40,14 @@ use hermes_engine::{Completion, Engine, Event, Request};
 use serde_json::{Value, json};
 
 pub use error::ApiError;
+pub use keys::StoreKeys;
+pub use limits::{Limits, TenantLimits};
 
 /// The header that names (in a request) and reports (in a response) the stored session.
 pub const SESSION_HEADER: &str = "x-hermes-session";
 
 /// The default cap of a request body: 32 MiB.
-pub const DEFAULT_MAX_BODY: usize = 32 * 1024 * 1024;
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 32 * 1024 * 1024;
 
 /// The default address of `hermes serve`.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8642";
@@ -73,8 +79,13 @@ pub enum Auth {
 pub struct ServeConfig {
     /// How requests authenticate.
     pub auth: Auth,
-    /// The largest request body, in bytes (413 above it).
-    pub max_body: usize,
+    /// The largest request body, in bytes (413 above it, before it is parsed).
+    pub max_request_bytes: usize,
+    /// Per-tenant limits on turns (none by default).
+    pub limits: Limits,
+    /// How long a tenant's conversation is kept after its last update (`[serve] retention`):
+    /// while serving, older ones are deleted in the background. `None` (the default): kept.
+    pub retention: Option<Duration>,
     /// Model aliases (`[serve.models]`): a name clients use → `provider/model`.
     pub models: BTreeMap<String, String>,
     /// How often a silent stream sends an SSE comment.
@@ -85,12 +96,14 @@ pub struct ServeConfig {
 }
 
 impl ServeConfig {
-    /// Settings with `auth` and the defaults: a 32 MiB body cap, no aliases, a keep-alive
-    /// every 15 s, 30 s to drain.
+    /// Settings with `auth` and the defaults: a 32 MiB body cap, no limits, no aliases, a
+    /// keep-alive every 15 s, 30 s to drain.
     pub fn new(auth: Auth) -> Self {
         ServeConfig {
             auth,
-            max_body: DEFAULT_MAX_BODY,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            limits: Limits::none(),
+            retention: None,
             models: BTreeMap::new(),
             keep_alive: Duration::from_secs(15),
             drain: Duration::from_secs(30),
@@ -98,8 +111,20 @@ impl ServeConfig {
     }
 
     /// With this body cap.
-    pub fn max_body(mut self, bytes: usize) -> Self {
-        self.max_body = bytes;
+    pub fn max_request_bytes(mut self, bytes: usize) -> Self {
+        self.max_request_bytes = bytes;
+        self
+    }
+
+    /// With these limits.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// With this retention.
+    pub fn retention(mut self, age: Option<Duration>) -> Self {
+        self.retention = age;
         self
     }
 
@@ -152,6 +177,8 @@ struct Inner {
     cut: tokio::sync::watch::Sender<bool>,
     /// The store's signing key, read once (SPEC §10, "Messages-door signatures").
     signing_key: tokio::sync::OnceCell<hermes_engine::store::SigningKey>,
+    /// The tenants' limits, when any is set.
+    limiter: Option<Arc<limits::Limiter>>,
 }
 
 impl Inner {
@@ -171,15 +198,17 @@ impl Gateway {
     /// A gateway serving requests with `engine` (which must have a store:
     /// [`Engine::with_store`]).
     pub fn new(engine: Engine, config: ServeConfig) -> Result<Self, ServeError> {
-        if engine.settings().is_none() {
+        let Some(store) = engine.store() else {
             return Err(ServeError::NoStore);
-        }
+        };
+        let limiter = limits::Limiter::new(store.clone(), config.limits.clone());
         Ok(Gateway {
             inner: Arc::new(Inner {
                 engine,
                 config,
                 cut: tokio::sync::watch::channel(false).0,
                 signing_key: tokio::sync::OnceCell::new(),
+                limiter,
             }),
         })
     }
@@ -239,6 +268,11 @@ impl Gateway {
     where
         L: axum::serve::Listener<Addr = SocketAddr>,
     {
+        let _retention = self
+            .inner
+            .config
+            .retention
+            .map(|age| Retention::start(&self.inner, age));
         let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
         let server = axum::serve(listener, self.router())
             .with_graceful_shutdown(async move {
@@ -268,6 +302,43 @@ impl Gateway {
             Ok(served) => Ok(served?),
             Err(_) => Ok(()),
         }
+    }
+}
+
+/// The retention task of a serving gateway (`[serve] retention`): at once, then every quarter of
+/// the age (at least every second, at most hourly), deletes every tenant's conversations last
+/// updated longer ago than the age. Stops when dropped (when serving ends).
+struct Retention(tokio::task::JoinHandle<()>);
+
+impl Retention {
+    fn start(inner: &Arc<Inner>, age: Duration) -> Retention {
+        let store = inner.engine.store().cloned();
+        let every = (age / 4).clamp(Duration::from_secs(1), Duration::from_secs(3600));
+        let age_ms = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+        Retention(tokio::spawn(async move {
+            let Some(store) = store else { return };
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let now = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+                match store.purge_expired(now.saturating_sub(age_ms)).await {
+                    Ok(0) => {}
+                    Ok(deleted) => tracing::info!(deleted, "retention: old conversations deleted"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "retention: deleting old conversations failed")
+                    }
+                }
+            }
+        }))
+    }
+}
+
+impl Drop for Retention {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -301,12 +372,42 @@ async fn authenticate(inner: &Inner, headers: &HeaderMap) -> Result<String, ApiE
     }
 }
 
+/// Refuses a body its `Content-Length` says is over the cap, before reading it (413).
+fn check_length(inner: &Inner, headers: &HeaderMap) -> Result<(), ApiError> {
+    let cap = inner.config.max_request_bytes;
+    let length = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    match length {
+        Some(n) if n > u64::try_from(cap).unwrap_or(u64::MAX) => Err(ApiError::too_large(cap)),
+        _ => Ok(()),
+    }
+}
+
 /// The request body, up to the cap (413 above it).
 async fn read_body(inner: &Inner, body: Body) -> Result<axum::body::Bytes, ApiError> {
-    let cap = inner.config.max_body;
+    let cap = inner.config.max_request_bytes;
     axum::body::to_bytes(body, cap)
         .await
         .map_err(|_| ApiError::too_large(cap))
+}
+
+/// A turn's way in: the tenant (401), the body's declared length (413), the tenant's limits
+/// (429, nothing sent upstream), then the body itself under the cap (413).
+async fn admit(
+    inner: &Inner,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(String, limits::Admitted, axum::body::Bytes), ApiError> {
+    let tenant = authenticate(inner, headers).await?;
+    check_length(inner, headers)?;
+    let admitted = match &inner.limiter {
+        Some(limiter) => limiter.admit(&tenant).await?,
+        None => limits::Admitted::unlimited(),
+    };
+    let body = read_body(inner, body).await?;
+    Ok((tenant, admitted, body))
 }
 
 /// The session `X-Hermes-Session` names, if any (checked like a model segment).
@@ -338,8 +439,7 @@ async fn chat_completions(
 }
 
 async fn chat(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
-    let tenant = authenticate(inner, headers).await?;
-    let body = read_body(inner, body).await?;
+    let (tenant, admitted, body) = admit(inner, headers, body).await?;
     let parsed = openai::parse(&body)?;
     let choice = model::resolve(&inner.engine, &inner.config.models, &parsed.turn.model)?;
     let session = session_of(headers)?;
@@ -369,6 +469,7 @@ async fn chat(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response
         first,
         inner.config.keep_alive,
         inner.cut.subscribe(),
+        admitted,
     ))
 }
 
@@ -392,8 +493,7 @@ async fn messages_turn(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let tenant = authenticate(inner, headers).await?;
-    let body = read_body(inner, body).await?;
+    let (tenant, admitted, body) = admit(inner, headers, body).await?;
     let parsed = anthropic::parse(&body, false)?;
     let choice = model::resolve(&inner.engine, &inner.config.models, &parsed.model)?;
     let session = session_of(headers)?;
@@ -455,6 +555,7 @@ async fn messages_turn(
         first,
         inner.config.keep_alive,
         inner.cut.subscribe(),
+        admitted,
     ))
 }
 
@@ -468,6 +569,7 @@ async fn count_tokens(State(inner): State<Arc<Inner>>, headers: HeaderMap, body:
 /// `POST /v1/messages/count_tokens`: the estimator's count of the request on its route.
 async fn count(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
     authenticate(inner, headers).await?;
+    check_length(inner, headers)?;
     let body = read_body(inner, body).await?;
     let parsed = anthropic::parse(&body, true)?;
     let choice = model::resolve(&inner.engine, &inner.config.models, &parsed.model)?;

@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use hermes_engine::{Event, Events};
 
 use crate::error::ApiError;
+use crate::limits::Admitted;
 
 /// One door's spelling of a streamed reply.
 pub(crate) trait StreamDoor: Send + 'static {
@@ -30,15 +31,18 @@ pub(crate) trait StreamDoor: Send + 'static {
 }
 
 /// The SSE answer of `door` to `events` (`first` already taken from them), with keep-alive
-/// comments every `keep_alive`, ended by `cut` (the drain bound) with the door's error event.
+/// comments every `keep_alive`, ended by `cut` (the drain bound) with the door's error event;
+/// `admitted` (the request's concurrency slot) is held until the stream ends or is dropped.
 pub(crate) fn streamed<D: StreamDoor>(
     mut door: D,
     events: Events,
     first: Option<Event>,
     keep_alive: Duration,
     cut: tokio::sync::watch::Receiver<bool>,
+    admitted: Admitted,
 ) -> Response {
     struct Streaming<D> {
+        _admitted: Admitted,
         door: D,
         events: Events,
         cut: tokio::sync::watch::Receiver<bool>,
@@ -48,6 +52,7 @@ pub(crate) fn streamed<D: StreamDoor>(
     }
     let queued = door.opening().into();
     let state = Streaming {
+        _admitted: admitted,
         door,
         events,
         cut,

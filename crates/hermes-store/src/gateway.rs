@@ -30,6 +30,14 @@ pub struct GatewayKey {
     pub tenant: String,
     /// When it was made, Unix milliseconds.
     pub created_at: i64,
+    /// When it was last used, Unix milliseconds, recorded coarsely (a replica records a key's
+    /// use at most once a minute: [`Store::touch_gateway_key`]); `None`: never.
+    pub last_used_at: Option<i64>,
+}
+
+/// The id of a well-formed gateway key (`hk_<id>_<secret>` → `<id>`), without looking it up.
+pub fn gateway_key_id(key: &str) -> Option<&str> {
+    parse_key(key).map(|(id, _)| id)
 }
 
 /// Where [`Store::find_by_keys`] found the conversation.
@@ -189,15 +197,26 @@ impl Store {
         Ok(bool::from(given.as_bytes().ct_eq(stored.as_bytes())).then_some(tenant))
     }
 
-    /// The gateway keys of `tenant`, oldest first (ids and times; never a secret).
-    pub async fn gateway_keys(&self, tenant: &str) -> Result<Vec<GatewayKey>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, tenant, created_at FROM gateway_keys WHERE tenant = $1 \
-             ORDER BY created_at, id",
-        )
-        .bind(tenant)
-        .fetch_all(&self.pool)
-        .await
+    /// The gateway keys of `tenant` (every tenant's with `None`), by tenant, then oldest first
+    /// (ids and times; never a secret or its digest).
+    pub async fn gateway_keys(&self, tenant: Option<&str>) -> Result<Vec<GatewayKey>, StoreError> {
+        const SELECT: &str = "SELECT id, tenant, created_at, last_used_at FROM gateway_keys";
+        const ORDER: &str = "ORDER BY tenant, created_at, id";
+        let rows = match tenant {
+            Some(tenant) => {
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "{SELECT} WHERE tenant = $1 {ORDER}"
+                )))
+                .bind(tenant)
+                .fetch_all(&self.pool)
+                .await
+            }
+            None => {
+                sqlx::query(sqlx::AssertSqlSafe(format!("{SELECT} {ORDER}")))
+                    .fetch_all(&self.pool)
+                    .await
+            }
+        }
         .db()?;
         rows.iter()
             .map(|r| {
@@ -205,9 +224,42 @@ impl Store {
                     id: r.try_get("id").db()?,
                     tenant: r.try_get("tenant").db()?,
                     created_at: r.try_get("created_at").db()?,
+                    last_used_at: r.try_get("last_used_at").db()?,
                 })
             })
             .collect()
+    }
+
+    /// Records that the key with id `id` was used at `at` (Unix ms), unless a later use is
+    /// recorded already. The gateway calls it at most once a minute per key and replica, off
+    /// the request path.
+    pub async fn touch_gateway_key(&self, id: &str, at: i64) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE gateway_keys SET last_used_at = $2 \
+             WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)",
+        )
+        .bind(id)
+        .bind(at)
+        .execute(&self.pool)
+        .await
+        .db()?;
+        Ok(())
+    }
+
+    /// Revokes every gateway key of `tenant`: how many there were. They stop working at once on
+    /// every replica.
+    pub async fn revoke_tenant_keys(&self, tenant: &str) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM gateway_keys WHERE tenant = $1")
+            .bind(tenant)
+            .execute(&self.pool)
+            .await
+            .db()?;
+        tracing::info!(
+            tenant,
+            revoked = done.rows_affected(),
+            "gateway keys revoked"
+        );
+        Ok(done.rows_affected())
     }
 
     /// Revokes the gateway key with this id (the key's `<id>` part, as `hk_<id>` the way

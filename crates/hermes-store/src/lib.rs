@@ -53,9 +53,11 @@ mod copy;
 mod fleet;
 mod gateway;
 mod leases;
+mod limits;
 mod lineage;
 mod original;
 mod ownership;
+mod retention;
 #[cfg(feature = "test-support")]
 pub mod testing;
 mod thinking;
@@ -65,8 +67,9 @@ mod verdicts;
 pub use compaction::{CompactionPlan, PlannedInsert, RowKind};
 pub use copy::CopyReport;
 pub use fleet::FleetVerdict;
-pub use gateway::{Found, GatewayKey, SigningKey};
+pub use gateway::{Found, GatewayKey, SigningKey, gateway_key_id};
 pub use leases::Lease;
+pub use limits::{RATE_SHARDS, RateAdmission, rate_shares};
 pub use lineage::Fork;
 pub use original::{OriginalDb, OriginalRow, OriginalSession, is_python_original, read_original};
 pub use ownership::{Ownership, ownership};
@@ -168,6 +171,11 @@ static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
             "signing keys",
             include_str!("../migrations/sqlite/0011_signing_keys.sql"),
         ),
+        (
+            12,
+            "gateway limits",
+            include_str!("../migrations/sqlite/0012_gateway_limits.sql"),
+        ),
     ])
 });
 
@@ -204,6 +212,11 @@ static PG_MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
             6,
             "signing keys",
             include_str!("../migrations/postgres/0006_signing_keys.sql"),
+        ),
+        (
+            7,
+            "gateway limits",
+            include_str!("../migrations/postgres/0007_gateway_limits.sql"),
         ),
     ])
 });

@@ -49,6 +49,7 @@ macro_rules! both {
 }
 
 mod gateway;
+mod limits;
 mod lineage;
 mod tip;
 
@@ -1788,10 +1789,13 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     assert_eq!(count(db.open().await).await, steps);
     // The last step undone by hand (as an older hermes would have left it): the next open
     // runs it again.
-    sqlx::query("DROP TABLE signing_keys")
-        .execute(&store.pool)
-        .await
-        .unwrap();
+    for undo in [
+        "DROP TABLE rate_counts",
+        "DROP TABLE concurrency_slots",
+        "ALTER TABLE gateway_keys DROP COLUMN last_used_at",
+    ] {
+        sqlx::query(undo).execute(&store.pool).await.unwrap();
+    }
     sqlx::query(
         "DELETE FROM _sqlx_migrations WHERE version = (SELECT MAX(version) FROM _sqlx_migrations)",
     )
@@ -1802,8 +1806,23 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     let reopened = db.open().await;
     assert_eq!(count(reopened.clone()).await, steps);
     assert!(reopened.has_session(&id).await.unwrap());
-    // The step's table is back: the signing key is made and read.
-    assert_eq!(reopened.signing_key().await.unwrap().secret.len(), 32);
+    // The step's tables and column are back: a request is counted, a slot claimed, a key
+    // listed with its last use.
+    assert!(
+        reopened
+            .admit_request("acme", 0, 1, 0, 0)
+            .await
+            .unwrap()
+            .admitted
+    );
+    let slot = reopened.claim_slot("acme", 1, "h", std::time::Duration::from_secs(5));
+    assert!(slot.await.unwrap().is_some());
+    reopened.add_gateway_key("acme").await.unwrap();
+    assert!(
+        reopened.gateway_keys(None).await.unwrap()[0]
+            .last_used_at
+            .is_none()
+    );
 }
 
 both!(pool_options_size_the_pool_and_set_sqlites_busy_timeout);

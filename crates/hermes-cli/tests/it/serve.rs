@@ -185,21 +185,38 @@ fn a_gateway_key_is_printed_once_stored_as_a_digest_and_required_by_the_server()
     );
     assert_eq!(status, 401);
 
-    // Listed by id, never by secret; revoked, it no longer opens the door.
-    let listed = bare_command(
+    // Listed by tenant and id, with its creation and (once the server recorded it, off the
+    // request's path) its last use; never by secret. Revoked, it no longer opens the door.
+    let id = key.rsplit_once('_').unwrap().0;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let listed = loop {
+        let listed = bare_command(home.path(), &["serve", "keys", "list"], &[])
+            .output()
+            .unwrap();
+        let listed = String::from_utf8(listed.stdout).unwrap();
+        if !listed.contains("never") || std::time::Instant::now() > deadline {
+            break listed;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let mut lines = listed.lines();
+    assert_eq!(lines.next(), Some("TENANT\tKEY ID\tCREATED\tLAST USED"));
+    let row: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    assert_eq!(&row[..2], ["acme", id], "{listed}");
+    for time in &row[2..] {
+        assert!(
+            time.len() == 20 && time.ends_with('Z'),
+            "an RFC 3339 time: {listed}"
+        );
+    }
+    assert!(!listed.contains(&secret));
+    let revoked = bare_command(
         home.path(),
-        &["serve", "keys", "list", "--tenant", "acme"],
+        &["serve", "keys", "revoke", "--key-id", id],
         &[],
     )
     .output()
     .unwrap();
-    let listed = String::from_utf8(listed.stdout).unwrap();
-    let id = key.rsplit_once('_').unwrap().0;
-    assert!(listed.starts_with(&format!("{id}\tacme\t")), "{listed}");
-    assert!(!listed.contains(&secret));
-    let revoked = bare_command(home.path(), &["serve", "keys", "revoke", id], &[])
-        .output()
-        .unwrap();
     assert!(revoked.status.success());
     let (status, _) = http_with(
         &addr,
@@ -209,6 +226,74 @@ fn a_gateway_key_is_printed_once_stored_as_a_digest_and_required_by_the_server()
         &format!("Authorization: Bearer {key}\r\n"),
     );
     assert_eq!(status, 401);
+}
+
+/// `hermes serve keys create --tenant TENANT`'s key.
+fn new_key(home: &std::path::Path, tenant: &str) -> String {
+    let out = bare_command(home, &["serve", "keys", "create", "--tenant", tenant], &[])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .to_owned()
+}
+
+/// Runs `hermes ARGS`: its stdout, after checking it succeeded.
+fn stdout_of(home: &std::path::Path, args: &[&str]) -> String {
+    let out = bare_command(home, args, &[]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {stderr}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn sessions_purge_deletes_a_tenants_conversations_and_tenants_remove_takes_its_keys_too() {
+    let home = own_home();
+    let (acme, globex) = (new_key(home.path(), "acme"), new_key(home.path(), "globex"));
+    let (_server, addr) = serving(home.path(), &["serve", "--listen", "127.0.0.1:0"]);
+    let turn = |key: &str, text: &str| {
+        let body = format!(
+            r#"{{"model":"sim/deepseek-v4-pro","messages":[{{"role":"user","content":"{text}"}}]}}"#
+        );
+        let auth = format!("Authorization: Bearer {key}\r\n");
+        let (status, said) = http_with(&addr, "POST", "/v1/chat/completions", &body, &auth);
+        assert_eq!(status, 200, "{said}");
+    };
+    turn(&acme, "one");
+    turn(&acme, "two");
+    turn(&globex, "three");
+    let purge = ["serve", "sessions", "purge", "--tenant", "acme"];
+    let older = [&purge[..], &["--older-than", "1h"]].concat();
+    assert_eq!(
+        stdout_of(home.path(), &older),
+        "0\n",
+        "nothing is an hour old"
+    );
+    assert_eq!(stdout_of(home.path(), &purge), "2\n");
+    assert_eq!(stdout_of(home.path(), &purge), "0\n");
+    // The other tenant's conversation was not touched: removing it deletes one.
+    let removed = stdout_of(home.path(), &["serve", "tenants", "remove", "globex"]);
+    assert_eq!(removed, "1\n");
+    let body = r#"{"model":"sim/deepseek-v4-pro","messages":[{"role":"user","content":"x"}]}"#;
+    let auth = format!("Authorization: Bearer {globex}\r\n");
+    let (status, _) = http_with(&addr, "POST", "/v1/chat/completions", body, &auth);
+    assert_eq!(status, 401, "a removed tenant's key still works");
+    turn(&acme, "acme goes on");
+    // A bad age names the flag.
+    let out = bare_command(
+        home.path(),
+        &[&purge[..], &["--older-than", "soon"]].concat(),
+        &[],
+    )
+    .output()
+    .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--older-than"), "{stderr}");
 }
 
 /// `hermes sim serve --chunk-delay-ms` (the gateway benchmark's slow upstream) pauses before each

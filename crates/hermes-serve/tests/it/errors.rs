@@ -141,7 +141,7 @@ async fn unknown_models_are_404_and_hostile_model_strings_400() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_over_the_cap_is_413_in_openais_shape() {
     let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start(&sim.base_url(), |c| c.max_body(4096)).await;
+    let gateway = start(&sim.base_url(), |c| c.max_request_bytes(4096)).await;
     let body = json!({
         "model": "deepseek/deepseek-v4-pro",
         "messages": [{"role": "user", "content": "x".repeat(8000)}],

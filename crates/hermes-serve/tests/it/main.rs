@@ -3,9 +3,37 @@
 //! (`errors`, `lifecycle`, `streams`) and with the official `openai` Python client (`sdk`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+/// Runs the async test `$name(db: TestDb)` on a fresh SQLite file and on a fresh schema of the
+/// test PostgreSQL server (skipped, and recorded so, without one unless `HERMES_REQUIRE_PG`),
+/// on a multi-threaded runtime.
+macro_rules! both {
+    ($name:ident) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn sqlite() {
+                let db = hermes_store::testing::TestDb::new(hermes_store::Backend::Sqlite)
+                    .await
+                    .unwrap();
+                super::$name(db).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn postgres() {
+                if let Some(db) =
+                    hermes_store::testing::TestDb::new(hermes_store::Backend::Postgres).await
+                {
+                    super::$name(db).await;
+                }
+            }
+        }
+    };
+}
+
 mod errors;
+mod keys;
 mod lifecycle;
+mod limits;
 mod messages;
+mod retention;
 mod sdk;
 mod streams;
 mod tls;
@@ -36,7 +64,7 @@ impl Keys for TestKeys {
 pub(crate) struct Running {
     pub(crate) addr: SocketAddr,
     pub(crate) store: Store,
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<Result<(), hermes_serve::ServeError>>,
 }
@@ -87,16 +115,42 @@ pub(crate) async fn start_with(
     adjust: impl FnOnce(ServeConfig) -> ServeConfig,
     tls: Option<Arc<rustls::ServerConfig>>,
 ) -> Running {
+    start_over(deepseek_settings(deepseek_url), adjust, tls).await
+}
+
+/// Settings with DeepSeek at `deepseek_url` (only `DEEPSEEK_API_KEY` is set).
+pub(crate) fn deepseek_settings(deepseek_url: &str) -> Settings {
     let mut defaults = Defaults::default();
     defaults.providers.insert(
         "deepseek".into(),
         ProviderDefaults::new(Some(deepseek_url.to_owned()), None, None, false),
     );
-    let settings = Settings::new(
+    Settings::new(
         defaults,
         Arc::new(|var: &str| (var == "DEEPSEEK_API_KEY").then(|| "sk-test".to_owned())),
-    );
-    start_over(settings, adjust, tls).await
+    )
+}
+
+/// A gateway (a replica) over `store` with DeepSeek at `deepseek_url`, its keys the store's
+/// ([`hermes_serve::StoreKeys`]), and `config` adjusted by `adjust`.
+pub(crate) async fn replica(
+    store: Store,
+    deepseek_url: &str,
+    adjust: impl FnOnce(ServeConfig) -> ServeConfig,
+) -> Running {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let keys = hermes_serve::StoreKeys::new(store.clone());
+    let config = adjust(ServeConfig::new(Auth::Keys(Arc::new(keys))));
+    let engine = Engine::builtin().with_store(store.clone(), deepseek_settings(deepseek_url));
+    serve(store, Gateway::new(engine, config).unwrap(), None, None).await
+}
+
+/// A chat-completions body of one user message.
+pub(crate) fn hello(text: &str) -> serde_json::Value {
+    serde_json::json!({
+        "model": "deepseek/deepseek-v4-pro",
+        "messages": [{"role": "user", "content": text}],
+    })
 }
 
 /// AWS credentials for the simulator: the one pair it accepts.
@@ -143,6 +197,16 @@ async fn start_over(
     let keys = TestKeys(HashMap::from([(KEY.to_owned(), TENANT.to_owned())]));
     let config = adjust(ServeConfig::new(Auth::Keys(Arc::new(keys))));
     let gateway = Gateway::new(engine, config).unwrap();
+    serve(store, gateway, Some(dir), tls).await
+}
+
+/// `gateway` on 127.0.0.1:0.
+async fn serve(
+    store: Store,
+    gateway: Gateway,
+    dir: Option<tempfile::TempDir>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> Running {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

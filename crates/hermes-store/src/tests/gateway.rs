@@ -124,12 +124,12 @@ async fn a_gateway_key_names_its_tenant_and_nothing_else_does(db: TestDb) {
         assert_eq!(store.tenant_for_key(&bad).await.unwrap(), None, "{bad}");
     }
 
-    let listed = store.gateway_keys("acme").await.unwrap();
+    let listed = store.gateway_keys(Some("acme")).await.unwrap();
     assert_eq!(listed.len(), 2);
     assert!(listed.iter().all(|k| k.tenant == "acme"));
     assert!(listed.iter().any(|k| k.id == id));
     assert!(listed.iter().all(|k| !key.contains(&k.id) || k.id == id));
-    assert!(store.gateway_keys("nobody").await.unwrap().is_empty());
+    assert!(store.gateway_keys(Some("nobody")).await.unwrap().is_empty());
 
     // Revoked: the key stops working, the tenant's other key does not.
     assert!(store.revoke_gateway_key(id).await.unwrap());
@@ -141,7 +141,7 @@ async fn a_gateway_key_names_its_tenant_and_nothing_else_does(db: TestDb) {
     assert!(!store.revoke_gateway_key(id).await.unwrap());
     // The whole key is accepted too.
     assert!(store.revoke_gateway_key(&second).await.unwrap());
-    assert!(store.gateway_keys("acme").await.unwrap().is_empty());
+    assert!(store.gateway_keys(Some("acme")).await.unwrap().is_empty());
 
     assert!(store.add_gateway_key("  ").await.is_err());
     assert!(store.add_gateway_key("a\u{7}b").await.is_err());

@@ -684,3 +684,57 @@ async fn branches_made_while_their_parent_is_deleted_keep_their_view_or_fail(db:
     let sessions = store.list().await.unwrap();
     assert!(sessions.iter().all(|s| s.fork.is_none()), "{sessions:?}");
 }
+
+/// Sets the session's last update to `at` (Unix ms).
+async fn updated_at(store: &Store, id: &str, at: i64) {
+    sqlx::query("UPDATE sessions SET updated_at = $1 WHERE id = $2")
+        .bind(at)
+        .bind(id)
+        .execute(&store.pool)
+        .await
+        .unwrap();
+}
+
+both!(purging_a_tenant_deletes_its_old_sessions_and_a_branch_that_stays_keeps_its_view);
+async fn purging_a_tenant_deletes_its_old_sessions_and_a_branch_that_stays_keeps_its_view(
+    db: TestDb,
+) {
+    let store = db.open().await;
+    let all = fifty();
+    let parent = session_with(&store, Some("acme"), &all).await;
+    let branch = store.branch(&parent, Some(20)).await.unwrap();
+    store.append(&branch, &[user("later")]).await.unwrap();
+    let old_branch = store.branch(&parent, Some(30)).await.unwrap();
+    let view = exported(&store, &branch).await;
+    let other = session_with(&store, Some("globex"), &all[..3]).await;
+    let cli = session_with(&store, None, &all[..3]).await;
+    for id in [&parent, &old_branch, &other, &cli] {
+        updated_at(&store, id, 1_000).await;
+    }
+    assert_eq!(
+        store.session(&branch).await.unwrap().tenant.as_deref(),
+        Some("acme")
+    );
+
+    // Older than the age: the parent and its old branch go; the recent branch stays whole.
+    assert_eq!(store.purge_tenant("acme", Some(2_000)).await.unwrap(), 2);
+    for id in [&parent, &old_branch] {
+        assert!(!store.has_session(id).await.unwrap());
+        assert_eq!(rows_of(&store, id).await, 0);
+    }
+    assert_eq!(exported(&store, &branch).await, view);
+    assert_eq!(
+        store.session(&branch).await.unwrap().fork,
+        None,
+        "materialised"
+    );
+    // Retention across tenants: the other tenant's old session goes, a CLI session never.
+    assert_eq!(store.purge_expired(2_000).await.unwrap(), 1);
+    assert!(!store.has_session(&other).await.unwrap());
+    assert!(store.has_session(&cli).await.unwrap());
+    // The whole tenant.
+    assert_eq!(store.purge_tenant("acme", None).await.unwrap(), 1);
+    assert!(!store.has_session(&branch).await.unwrap());
+    assert_eq!(rows_of(&store, &branch).await, 0);
+    assert_eq!(store.purge_tenant("acme", None).await.unwrap(), 0);
+}

@@ -1,0 +1,352 @@
+//! Per-tenant limits shared by every replica on one store (`[serve]` `requests_per_minute` and
+//! `max_concurrent`, overridden per tenant): a turn is admitted here before anything reaches an
+//! upstream, or answered 429 with `Retry-After`.
+//!
+//! The rate is counted in the store's sharded window rows ([`Store::admit_request`]); this
+//! replica remembers which shards of the current window it found full, so once a tenant's
+//! window is full its requests are refused without a statement until the window ends. A
+//! running request holds a concurrency slot row whose expiry this replica renews every third of
+//! [`Limits::slot_ttl`] (one statement for all its slots); a replica that dies stops renewing,
+//! and its slots free themselves within the TTL.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use hermes_engine::store::Store;
+
+use crate::error::ApiError;
+
+/// One tenant's limits; `None`: no limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TenantLimits {
+    /// Turns admitted per window ([`Limits::window`], a minute).
+    pub requests_per_minute: Option<NonZeroU32>,
+    /// Turns running at once.
+    pub max_concurrent: Option<NonZeroU32>,
+}
+
+impl TenantLimits {
+    /// These limits.
+    pub fn new(
+        requests_per_minute: Option<NonZeroU32>,
+        max_concurrent: Option<NonZeroU32>,
+    ) -> Self {
+        TenantLimits {
+            requests_per_minute,
+            max_concurrent,
+        }
+    }
+
+    /// `self`, each unset limit taken from `defaults`.
+    pub fn or(self, defaults: TenantLimits) -> TenantLimits {
+        TenantLimits {
+            requests_per_minute: self.requests_per_minute.or(defaults.requests_per_minute),
+            max_concurrent: self.max_concurrent.or(defaults.max_concurrent),
+        }
+    }
+}
+
+/// The limits of every tenant: defaults, per-tenant overrides, and how they are counted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Every tenant's limits unless overridden (`[serve]`).
+    pub defaults: TenantLimits,
+    /// Overrides by tenant (`[serve.tenants.NAME]`); an unset limit there is the default's.
+    pub tenants: BTreeMap<String, TenantLimits>,
+    /// The window `requests_per_minute` counts in: a minute (windows start at whole multiples
+    /// of it since the Unix epoch, the same on every replica). Tests shorten it.
+    pub window: Duration,
+    /// How long a concurrency slot outlives its replica's last renewal (15 s): a dead
+    /// replica's slots free themselves within it.
+    pub slot_ttl: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            defaults: TenantLimits::default(),
+            tenants: BTreeMap::new(),
+            window: Duration::from_secs(60),
+            slot_ttl: Duration::from_secs(15),
+        }
+    }
+}
+
+impl Limits {
+    /// No limits (the default).
+    pub fn none() -> Self {
+        Limits::default()
+    }
+
+    /// With these defaults for every tenant.
+    pub fn defaults(mut self, defaults: TenantLimits) -> Self {
+        self.defaults = defaults;
+        self
+    }
+
+    /// With `limits` for `tenant` (its unset ones the defaults').
+    pub fn tenant(mut self, tenant: impl Into<String>, limits: TenantLimits) -> Self {
+        self.tenants.insert(tenant.into(), limits);
+        self
+    }
+
+    /// With this counting window.
+    pub fn window(mut self, window: Duration) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// With this slot TTL.
+    pub fn slot_ttl(mut self, ttl: Duration) -> Self {
+        self.slot_ttl = ttl;
+        self
+    }
+
+    /// `tenant`'s limits.
+    pub fn of(&self, tenant: &str) -> TenantLimits {
+        self.tenants
+            .get(tenant)
+            .copied()
+            .unwrap_or_default()
+            .or(self.defaults)
+    }
+
+    fn is_none(&self) -> bool {
+        self.defaults == TenantLimits::default()
+            && self.tenants.values().all(|t| *t == TenantLimits::default())
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX).max(1)
+}
+
+/// This replica's state: the limits, which windows it found full, the slots it holds.
+pub(crate) struct Limiter {
+    store: Store,
+    limits: Limits,
+    /// Per tenant: the window start this replica counted in last, and the shards it found full.
+    windows: Mutex<HashMap<String, (i64, u64)>>,
+    /// The latest window whose old rows this replica swept.
+    swept: Mutex<i64>,
+    /// The holders of this replica's running requests' slots (renewed together).
+    held: Mutex<HashSet<String>>,
+    /// Whether the renewer runs.
+    renewing: std::sync::Once,
+    /// Shard the next request starts at (spreads this replica's requests over the rows).
+    next_shard: std::sync::atomic::AtomicU32,
+}
+
+/// What a request holds while it runs: its concurrency slot, given back when dropped.
+pub(crate) struct Admitted {
+    slot: Option<(Arc<Limiter>, String, i64, String)>,
+}
+
+impl Admitted {
+    /// A turn no limit applies to.
+    pub(crate) fn unlimited() -> Self {
+        Admitted { slot: None }
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        let Some((limiter, tenant, slot, holder)) = self.slot.take() else {
+            return;
+        };
+        if let Ok(mut held) = limiter.held.lock() {
+            held.remove(&holder);
+        }
+        // Off the request's path; on a runtime shutting down (the process dying) the task never
+        // runs, and the slot frees itself when its expiry passes.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(e) = limiter.store.release_slot(&tenant, slot, &holder).await {
+                    tracing::warn!(error = %e, tenant, "a concurrency slot was not given back; it expires");
+                }
+            });
+        }
+    }
+}
+
+impl Limiter {
+    /// A limiter over `store`; `None` when `limits` limit nothing.
+    pub(crate) fn new(store: Store, limits: Limits) -> Option<Arc<Limiter>> {
+        if limits.is_none() {
+            return None;
+        }
+        let seed = u32::try_from(uuid::Uuid::now_v7().as_u128() % (1 << 32)).unwrap_or(0);
+        Some(Arc::new(Limiter {
+            store,
+            limits,
+            windows: Mutex::new(HashMap::new()),
+            swept: Mutex::new(0),
+            held: Mutex::new(HashSet::new()),
+            renewing: std::sync::Once::new(),
+            next_shard: std::sync::atomic::AtomicU32::new(seed),
+        }))
+    }
+
+    /// Admits one turn of `tenant`, or its 429 (503 when the store does not answer).
+    pub(crate) async fn admit(self: &Arc<Self>, tenant: &str) -> Result<Admitted, ApiError> {
+        let limits = self.limits.of(tenant);
+        if let Some(rpm) = limits.requests_per_minute {
+            self.count(tenant, rpm.get()).await?;
+        }
+        let Some(max) = limits.max_concurrent else {
+            return Ok(Admitted { slot: None });
+        };
+        self.start_renewer();
+        let holder = uuid::Uuid::now_v7().simple().to_string();
+        // Held before the claim, so a renewal racing the claim keeps it.
+        if let Ok(mut held) = self.held.lock() {
+            held.insert(holder.clone());
+        }
+        let claimed = self
+            .store
+            .claim_slot(tenant, max.get(), &holder, self.limits.slot_ttl)
+            .await;
+        let claimed = match claimed {
+            Ok(Some(slot)) => Ok(slot),
+            Ok(None) => Err(ApiError::rate_limited(
+                format!(
+                    "tenant `{tenant}` has {max} requests running, its limit (max_concurrent); \
+                     retry when one ends"
+                ),
+                Duration::from_secs(1),
+            )),
+            Err(e) => Err(unavailable(&e)),
+        };
+        match claimed {
+            Ok(slot) => Ok(Admitted {
+                slot: Some((self.clone(), tenant.to_owned(), slot, holder)),
+            }),
+            Err(error) => {
+                if let Ok(mut held) = self.held.lock() {
+                    held.remove(&holder);
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Counts one request of `tenant` in the current window of `limit`, or its 429.
+    async fn count(&self, tenant: &str, limit: u32) -> Result<(), ApiError> {
+        let window = millis(self.limits.window);
+        let now = now_ms();
+        let start = now - now.rem_euclid(window);
+        let retry_after = Duration::from_millis(u64::try_from(start + window - now).unwrap_or(1));
+        let full = {
+            let mut windows = self.windows.lock().map_err(|_| poisoned())?;
+            let entry = windows.entry(tenant.to_owned()).or_insert((start, 0));
+            if entry.0 != start {
+                *entry = (start, 0);
+            }
+            entry.1
+        };
+        let refused = || {
+            ApiError::rate_limited(
+                format!(
+                    "tenant `{tenant}` is over its limit of {limit} requests per minute \
+                     (requests_per_minute); retry after the window ends"
+                ),
+                retry_after,
+            )
+        };
+        if full == (1u64 << hermes_engine::store::rate_shares(limit).len()) - 1 {
+            return Err(refused());
+        }
+        self.sweep(start);
+        let first = self
+            .next_shard
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let admission = self
+            .store
+            .admit_request(tenant, start, limit, first, full)
+            .await
+            .map_err(|e| unavailable(&e))?;
+        if let Ok(mut windows) = self.windows.lock()
+            && let Some(entry) = windows.get_mut(tenant)
+            && entry.0 == start
+        {
+            entry.1 |= admission.full;
+        }
+        if admission.admitted {
+            Ok(())
+        } else {
+            Err(refused())
+        }
+    }
+
+    /// Once per window per replica, off the request path: deletes the rows of windows before
+    /// the previous one.
+    fn sweep(&self, start: i64) {
+        let Ok(mut swept) = self.swept.lock() else {
+            return;
+        };
+        if *swept >= start {
+            return;
+        }
+        *swept = start;
+        let store = self.store.clone();
+        let before = start - millis(self.limits.window);
+        tokio::spawn(async move {
+            if let Err(e) = store.sweep_rate_counts(before).await {
+                tracing::warn!(error = %e, "sweeping old rate counts failed");
+            }
+        });
+    }
+
+    /// Starts the task that renews this replica's slots every third of the TTL; it stops
+    /// when the limiter is dropped.
+    fn start_renewer(self: &Arc<Self>) {
+        self.renewing.call_once(|| {
+            let limiter: Weak<Limiter> = Arc::downgrade(self);
+            let every = self.limits.slot_ttl / 3;
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(every);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tick.tick().await;
+                    let Some(limiter) = limiter.upgrade() else {
+                        return;
+                    };
+                    let holders: Vec<String> = match limiter.held.lock() {
+                        Ok(held) => held.iter().cloned().collect(),
+                        Err(_) => return,
+                    };
+                    if holders.is_empty() {
+                        continue;
+                    }
+                    if let Err(e) = limiter
+                        .store
+                        .renew_slots(&holders, limiter.limits.slot_ttl)
+                        .await
+                    {
+                        tracing::warn!(error = %e, slots = holders.len(), "renewing concurrency slots failed");
+                    }
+                }
+            });
+        });
+    }
+}
+
+fn unavailable(e: &hermes_engine::store::StoreError) -> ApiError {
+    tracing::error!(error = %e, "the limits store did not answer");
+    ApiError::unavailable("the gateway cannot check its limits right now")
+}
+
+fn poisoned() -> ApiError {
+    ApiError::unavailable("the gateway's limiter failed")
+}

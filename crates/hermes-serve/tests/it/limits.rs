@@ -1,0 +1,351 @@
+//! Per-tenant limits counted in the store every replica shares: over its rate or its
+//! concurrency a tenant gets 429 with `Retry-After` in the door's own error shape and nothing
+//! reaches the upstream, while other tenants go on; 64 concurrent clients on two replicas get
+//! the configured rate within 5%; a dead replica's concurrency slot frees itself within its TTL.
+
+use std::net::SocketAddr;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use hermes_serve::{Limits, TenantLimits};
+use hermes_sim::Sim;
+use hermes_store::testing::TestDb;
+use serde_json::{Value, json};
+
+use crate::{Running, hello, replica};
+
+fn n(v: u32) -> Option<NonZeroU32> {
+    NonZeroU32::new(v)
+}
+
+/// A window no test straddles: the first one since the epoch lasts longer than any run.
+const ONE_WINDOW: Duration = Duration::from_secs(u32::MAX as u64);
+
+/// `POST path` on `gateway` with `body` and `key` (as a bearer token).
+async fn post(gateway: &Running, path: &str, key: &str, body: &Value) -> reqwest::Response {
+    post_to(gateway.addr, path, key, body).await
+}
+
+/// `POST path` on the gateway at `addr`.
+async fn post_to(addr: SocketAddr, path: &str, key: &str, body: &Value) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("http://{addr}{path}"))
+        .bearer_auth(key)
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// The `Retry-After` seconds of a 429.
+fn retry_after(response: &reqwest::Response) -> u64 {
+    assert_eq!(response.status(), 429);
+    let after = response.headers()["retry-after"].to_str().unwrap();
+    let secs: u64 = after.parse().unwrap();
+    assert!(secs >= 1, "{after}");
+    secs
+}
+
+fn messages_body() -> Value {
+    json!({
+        "model": "deepseek/deepseek-v4-pro",
+        "max_tokens": 256,
+        "messages": [{"role": "user", "content": "hello"}],
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_its_rate_a_tenant_gets_429_in_each_doors_shape_and_nothing_reaches_the_upstream() {
+    let db = TestDb::new(hermes_store::Backend::Sqlite).await.unwrap();
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let limits = Limits::none()
+        .defaults(TenantLimits::new(n(1), None))
+        .tenant("globex", TenantLimits::new(n(1000), None))
+        .window(ONE_WINDOW);
+    let gateway = replica(db.open().await, &sim.base_url(), |c| c.limits(limits)).await;
+    let acme = gateway.store.add_gateway_key("acme").await.unwrap();
+    let globex = gateway.store.add_gateway_key("globex").await.unwrap();
+    const CHAT: &str = "/v1/chat/completions";
+
+    assert_eq!(
+        post(&gateway, CHAT, &acme, &hello("one")).await.status(),
+        200
+    );
+    assert_eq!(sim.requests().len(), 1);
+
+    // The chat door: OpenAI's error object.
+    let refused = post(&gateway, CHAT, &acme, &hello("two")).await;
+    retry_after(&refused);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "rate_limit_error", "{body}");
+    assert_eq!(body["error"]["code"], "rate_limit_exceeded", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("acme") && message.contains("requests_per_minute"),
+        "{message}"
+    );
+    // The Messages door: Anthropic's.
+    let refused = post(&gateway, "/v1/messages", &acme, &messages_body()).await;
+    retry_after(&refused);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["type"], "error", "{body}");
+    assert_eq!(body["error"]["type"], "rate_limit_error", "{body}");
+    assert_eq!(
+        sim.requests().len(),
+        1,
+        "a refused turn reached the upstream"
+    );
+
+    // Another tenant (its own, higher limit) is unaffected, on both doors.
+    assert_eq!(
+        post(&gateway, CHAT, &globex, &hello("a")).await.status(),
+        200
+    );
+    let messages = post(&gateway, "/v1/messages", &globex, &messages_body()).await;
+    assert_eq!(messages.status(), 200);
+    assert_eq!(sim.requests().len(), 3);
+    gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_over_max_request_bytes_is_413_at_either_door_before_it_is_read() {
+    let db = TestDb::new(hermes_store::Backend::Sqlite).await.unwrap();
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let gateway = replica(db.open().await, &sim.base_url(), |c| {
+        c.max_request_bytes(512)
+    })
+    .await;
+    let key = gateway.store.add_gateway_key("acme").await.unwrap();
+    let big = hello(&"x".repeat(600));
+    let refused = post(&gateway, "/v1/chat/completions", &key, &big).await;
+    assert_eq!(refused.status(), 413);
+    let body: Value = refused.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("512 bytes"),
+        "{body}"
+    );
+    let mut big = messages_body();
+    big["messages"][0]["content"] = json!("x".repeat(600));
+    let refused = post(&gateway, "/v1/messages", &key, &big).await;
+    assert_eq!(refused.status(), 413);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "request_too_large", "{body}");
+    assert!(sim.requests().is_empty());
+    gateway.stop().await;
+}
+
+/// Polls `gateway` with turns of `key` until one is admitted (each refusal a 429); panics
+/// when none is within `bound` of `since`.
+async fn admitted_within(gateway: &Running, key: &str, since: Instant, bound: Duration) {
+    loop {
+        let status = post(gateway, "/v1/chat/completions", key, &hello("again"))
+            .await
+            .status();
+        if status == 200 {
+            return;
+        }
+        assert_eq!(status, 429);
+        assert!(
+            since.elapsed() < bound,
+            "no slot came back within {bound:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A streamed chat request of `key` on `gateway`, its first bytes read: the slot is held until
+/// the response is dropped or read to the end.
+async fn streaming(gateway: SocketAddr, key: &str) -> reqwest::Response {
+    let mut body = hello("a long answer");
+    body["stream"] = json!(true);
+    let mut response = post_to(gateway, "/v1/chat/completions", key, &body).await;
+    assert_eq!(response.status(), 200);
+    assert!(response.chunk().await.unwrap().is_some());
+    response
+}
+
+both!(over_its_concurrency_a_tenant_gets_429_until_a_request_ends);
+async fn over_its_concurrency_a_tenant_gets_429_until_a_request_ends(db: TestDb) {
+    let sim = Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
+        .chunk_delay(Duration::from_millis(100))
+        .start()
+        .await
+        .unwrap();
+    let limits = Limits::none().defaults(TenantLimits::new(None, n(1)));
+    let gateway = replica(db.open().await, &sim.base_url(), |c| c.limits(limits)).await;
+    let acme = gateway.store.add_gateway_key("acme").await.unwrap();
+    let globex = gateway.store.add_gateway_key("globex").await.unwrap();
+    let running = streaming(gateway.addr, &acme).await;
+    let upstream = sim.requests().len();
+    let refused = post(&gateway, "/v1/messages", &acme, &messages_body()).await;
+    retry_after(&refused);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "rate_limit_error", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_concurrent"),
+        "{body}"
+    );
+    assert_eq!(
+        sim.requests().len(),
+        upstream,
+        "a refused turn reached the upstream"
+    );
+    // Another tenant has slots of its own.
+    let other = post(&gateway, "/v1/chat/completions", &globex, &hello("b")).await;
+    assert_eq!(other.status(), 200);
+    // The stream ends: its slot is given back.
+    let text = running.text().await.unwrap();
+    assert!(text.contains("[DONE]"), "{text}");
+    admitted_within(&gateway, &acme, Instant::now(), Duration::from_secs(5)).await;
+    gateway.stop().await;
+}
+
+both!(a_dead_replicas_slot_frees_itself_within_its_ttl);
+async fn a_dead_replicas_slot_frees_itself_within_its_ttl(db: TestDb) {
+    let sim = Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
+        .chunk_delay(Duration::from_millis(200))
+        .start()
+        .await
+        .unwrap();
+    let ttl = Duration::from_millis(1500);
+    let limits = Limits::none()
+        .defaults(TenantLimits::new(None, n(1)))
+        .slot_ttl(ttl);
+    // Replica A runs on a runtime of its own (on a thread of its own), which the test kills:
+    // nothing of A runs after.
+    let (location, url, a_limits) = (db.location.clone(), sim.base_url(), limits.clone());
+    let (started, a) = std::sync::mpsc::channel();
+    let (kill, killed) = std::sync::mpsc::channel::<()>();
+    let a_thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let running = runtime.block_on(async move {
+            let store = hermes_store::Store::open_at(&location).await.unwrap();
+            replica(store, &url, |c| c.limits(a_limits)).await
+        });
+        started.send(running.addr).unwrap();
+        let _ = killed.recv();
+        runtime.shutdown_background();
+        // Not stopped, not dropped on a runtime: gone, as a killed process's.
+        std::mem::forget(running);
+    });
+    let a = a.recv().unwrap();
+    let b = replica(db.open().await, &sim.base_url(), |c| c.limits(limits)).await;
+    let key = b.store.add_gateway_key("acme").await.unwrap();
+    let running = streaming(a, &key).await;
+    assert_eq!(
+        post(&b, "/v1/chat/completions", &key, &hello("b"))
+            .await
+            .status(),
+        429,
+        "replica A's running request holds the tenant's one slot"
+    );
+
+    // A dies mid-request: no release, no renewal.
+    kill.send(()).unwrap();
+    a_thread.join().unwrap();
+    let died = Instant::now();
+    drop(running);
+    assert_eq!(b.store.slots_in_use("acme").await.unwrap(), 1);
+    admitted_within(&b, &key, died, ttl + Duration::from_secs(1)).await;
+    eprintln!(
+        "limits: a dead replica's slot came back after {:?} (TTL {ttl:?})",
+        died.elapsed()
+    );
+    b.stop().await;
+}
+
+both!(sixty_four_clients_on_two_replicas_get_the_configured_rate_within_five_percent);
+async fn sixty_four_clients_on_two_replicas_get_the_configured_rate_within_five_percent(
+    db: TestDb,
+) {
+    const LIMIT: u32 = 40;
+    const WINDOWS: u32 = 3;
+    let window = Duration::from_secs(3);
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let limits = Limits::none()
+        .defaults(TenantLimits::new(n(LIMIT), None))
+        .window(window);
+    let replicas = Arc::new([
+        replica(db.open().await, &sim.base_url(), |c| {
+            c.limits(limits.clone())
+        })
+        .await,
+        replica(db.open().await, &sim.base_url(), |c| {
+            c.limits(limits.clone())
+        })
+        .await,
+    ]);
+    let key = replicas[0].store.add_gateway_key("acme").await.unwrap();
+    // Start at a window's start (every replica computes windows from the epoch), stop half a
+    // second before the last one ends.
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let into = Duration::from_millis(u64::try_from(now.as_millis() % window.as_millis()).unwrap());
+    tokio::time::sleep(window - into + Duration::from_millis(50)).await;
+    let started = Instant::now();
+    let end = started + window * WINDOWS - Duration::from_millis(550);
+    let (admitted, refused) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
+    let client = reqwest::Client::new();
+    let mut clients = Vec::new();
+    for c in 0..64usize {
+        let (replicas, key, client) = (replicas.clone(), key.clone(), client.clone());
+        let (admitted, refused) = (admitted.clone(), refused.clone());
+        clients.push(tokio::spawn(async move {
+            let gateway = &replicas[c % 2];
+            let mut i = 0;
+            while Instant::now() < end {
+                i += 1;
+                let status = client
+                    .post(gateway.url("/v1/chat/completions"))
+                    .bearer_auth(&key)
+                    .json(&hello(&format!("client {c} request {i}")))
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+                    .as_u16();
+                match status {
+                    200 => admitted.fetch_add(1, Ordering::Relaxed),
+                    429 => {
+                        // A client backs off a little, as the SDKs do.
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        refused.fetch_add(1, Ordering::Relaxed)
+                    }
+                    other => panic!("status {other}"),
+                };
+            }
+        }));
+    }
+    for client in clients {
+        client.await.unwrap();
+    }
+    let elapsed = started.elapsed();
+    let admitted = admitted.load(Ordering::Relaxed);
+    let expected = LIMIT * WINDOWS;
+    eprintln!(
+        "limits: {admitted} admitted of {expected} configured over {WINDOWS} windows of {window:?} \
+         ({:+.1}%), {} refused, 64 clients on 2 replicas, {elapsed:?}",
+        (f64::from(admitted) - f64::from(expected)) * 100.0 / f64::from(expected),
+        refused.load(Ordering::Relaxed),
+    );
+    assert!(
+        admitted.abs_diff(expected) * 20 <= expected,
+        "{admitted} admitted, {expected} configured: more than 5% off"
+    );
+    assert_eq!(
+        sim.requests().len(),
+        admitted as usize,
+        "only admitted turns reached the upstream"
+    );
+}
