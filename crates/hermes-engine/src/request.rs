@@ -426,20 +426,34 @@ impl Engine {
         let read = tip.as_ref().map(|t| t.session().to_owned());
         // A gateway client's own carriers (on turns the store does not hold) are unverified:
         // their refusals stay with this session (SPEC §10).
-        let (input, preamble, place, unverified) = match history {
+        let (input, preamble, place, unverified, carriers) = match history {
             None => (
                 input,
                 Vec::new(),
                 tip.map_or(Place::New, Place::Tip),
                 CarrierSet::NONE,
+                None,
             ),
             Some(history) => {
                 let lined = self.line_up(store, &mut conversation, history, tip).await?;
                 let unverified = unverified_carriers(&conversation.messages);
-                (lined.input, lined.preamble, lined.place, unverified)
+                (
+                    lined.input,
+                    lined.preamble,
+                    lined.place,
+                    unverified,
+                    Some(lined.carriers),
+                )
             }
         };
         let target = Target::start(self, settled, &settings.limits, settings.aws.as_ref()).await?;
+        // What lining the client's history up did to its carriers (SPEC §10), counted once.
+        if let Some(counts) = carriers.filter(|c| !c.is_empty()) {
+            notify(&DriverEvent::Carriers {
+                wire: target.transport.wire().id(),
+                counts,
+            });
+        }
         let (runner, definitions, client_tools): (&dyn Tools, _, _) = match &tools {
             ToolMode::None => (&NoTools, None, false),
             ToolMode::Server(toolset) => {
@@ -569,6 +583,7 @@ impl Engine {
             input,
             preamble,
             place,
+            carriers: aligned.counts,
         })
     }
 }
@@ -578,6 +593,8 @@ struct LinedUp {
     input: Vec<Message>,
     preamble: Vec<Message>,
     place: Place,
+    /// Re-attached, passed through and missing carriers ([`hermes_core::reattach::align`]).
+    carriers: hermes_core::CarrierCounts,
 }
 
 /// Where a lined-up turn is stored.

@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use hermes_engine::{Event, Events};
 
 use crate::error::ApiError;
+use crate::metrics::{StreamGuard, Turn};
 
 /// One door's spelling of a streamed reply.
 pub(crate) trait StreamDoor: Send + 'static {
@@ -29,14 +30,25 @@ pub(crate) trait StreamDoor: Send + 'static {
     fn failure(&self, error: &ApiError) -> SseEvent;
 }
 
-/// The SSE answer of `door` to `events` (`first` already taken from them), with keep-alive
-/// comments every `keep_alive`, ended by `cut` (the drain bound) with the door's error event.
+/// How a stream is run, beside its door and events.
+pub(crate) struct Settings {
+    /// A keep-alive comment this often while the upstream is silent.
+    pub(crate) keep_alive: Duration,
+    /// Set when the drain bound runs out: the stream ends with the door's error event.
+    pub(crate) cut: tokio::sync::watch::Receiver<bool>,
+    /// Records the request's engine events (metrics); the stream counts as in flight while
+    /// it lives.
+    pub(crate) recorder: Turn,
+}
+
+/// The SSE answer of `door` to `events` (`first` already taken from them and recorded), with
+/// keep-alive comments every `settings.keep_alive`, ended by `settings.cut` (the drain bound)
+/// with the door's error event.
 pub(crate) fn streamed<D: StreamDoor>(
     mut door: D,
     events: Events,
     first: Option<Event>,
-    keep_alive: Duration,
-    cut: tokio::sync::watch::Receiver<bool>,
+    settings: Settings,
 ) -> Response {
     struct Streaming<D> {
         door: D,
@@ -45,8 +57,15 @@ pub(crate) fn streamed<D: StreamDoor>(
         first: Option<Event>,
         queued: VecDeque<SseEvent>,
         ended: bool,
+        recorder: Turn,
+        _in_flight: StreamGuard,
     }
     let queued = door.opening().into();
+    let Settings {
+        keep_alive,
+        cut,
+        recorder,
+    } = settings;
     let state = Streaming {
         door,
         events,
@@ -54,6 +73,8 @@ pub(crate) fn streamed<D: StreamDoor>(
         first,
         queued,
         ended: false,
+        _in_flight: recorder.stream(),
+        recorder,
     };
     let stream = futures_util::stream::unfold(state, |mut s| async move {
         loop {
@@ -66,7 +87,12 @@ pub(crate) fn streamed<D: StreamDoor>(
             let event = match s.first.take() {
                 Some(event) => Some(event),
                 None => tokio::select! {
-                    event = s.events.next() => event,
+                    event = s.events.next() => {
+                        if let Some(Event::Driver(driver)) = &event {
+                            s.recorder.record(driver);
+                        }
+                        event
+                    }
                     _ = s.cut.wait_for(|c| *c) => {
                         s.queued.push_back(s.door.failure(&crate::shutting_down()));
                         s.ended = true;
