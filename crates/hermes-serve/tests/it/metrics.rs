@@ -382,3 +382,318 @@ async fn open_metrics_are_refused_off_loopback() {
     let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
     gateway.serve(listener, async {}).await.unwrap();
 }
+
+/// Token counts as the normalised convention has them: `input` every prompt token (cache
+/// reads and writes included), `output` every output token (reasoning included).
+#[derive(Debug, Default, PartialEq)]
+struct Counts {
+    input: u64,
+    output: u64,
+    reasoning: u64,
+    cache_read: u64,
+    cache_write: u64,
+}
+
+/// The JSON objects of a recorded response: the body, or each SSE `data:` payload, or each
+/// Bedrock event-stream frame's payload.
+fn objects(response: &str) -> Vec<Value> {
+    if let Ok(whole) = serde_json::from_str::<Value>(response) {
+        return vec![whole];
+    }
+    response
+        .lines()
+        .filter_map(|line| {
+            line.strip_prefix("data: ")
+                .or_else(|| {
+                    line.strip_prefix("event ")
+                        .and_then(|rest| rest.split_once(' ').map(|(_, payload)| payload))
+                })
+                .and_then(|payload| serde_json::from_str::<Value>(payload).ok())
+        })
+        .collect()
+}
+
+/// What the provider reported for one reply, read from the simulator's response by that
+/// provider's documented fields (independently of the wires' capture).
+fn reported(profile: &str, response: &str) -> Counts {
+    let objects = objects(response);
+    let n = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+    let last = |key: &str| {
+        objects
+            .iter()
+            .rev()
+            .find_map(|o| o.pointer(key).filter(|v| !v.is_null()).cloned())
+            .unwrap_or_else(|| panic!("{profile}: no {key} in {response}"))
+    };
+    match profile {
+        "deepseek-v4" | "openai" | "openrouter" => {
+            let u = last("/usage");
+            Counts {
+                input: n(&u, "/prompt_tokens"),
+                output: n(&u, "/completion_tokens"),
+                reasoning: n(&u, "/completion_tokens_details/reasoning_tokens"),
+                cache_read: n(&u, "/prompt_tokens_details/cached_tokens")
+                    .max(n(&u, "/prompt_cache_hit_tokens")),
+                cache_write: 0,
+            }
+        }
+        "anthropic" => {
+            // Whole: the message's usage. Streamed: message_start's, then message_delta's
+            // output count (Claude reports no thinking count: it is inside output_tokens).
+            let start = objects
+                .iter()
+                .find_map(|o| o.pointer("/message/usage").or_else(|| o.get("usage")))
+                .cloned()
+                .unwrap();
+            let output = objects
+                .iter()
+                .rev()
+                .find_map(|o| o.pointer("/usage/output_tokens").and_then(Value::as_u64))
+                .unwrap();
+            let (read, write) = (
+                n(&start, "/cache_read_input_tokens"),
+                n(&start, "/cache_creation_input_tokens"),
+            );
+            Counts {
+                input: n(&start, "/input_tokens") + read + write,
+                output,
+                reasoning: 0,
+                cache_read: read,
+                cache_write: write,
+            }
+        }
+        "bedrock" => {
+            let u = last("/usage");
+            let (read, write) = (
+                n(&u, "/cacheReadInputTokens"),
+                n(&u, "/cacheWriteInputTokens"),
+            );
+            Counts {
+                input: n(&u, "/inputTokens") + read + write,
+                output: n(&u, "/outputTokens"),
+                reasoning: 0,
+                cache_read: read,
+                cache_write: write,
+            }
+        }
+        "gemini" => {
+            let u = last("/usageMetadata");
+            let thoughts = n(&u, "/thoughtsTokenCount");
+            Counts {
+                input: n(&u, "/promptTokenCount") + n(&u, "/toolUsePromptTokenCount"),
+                output: n(&u, "/candidatesTokenCount") + thoughts,
+                reasoning: thoughts,
+                cache_read: n(&u, "/cachedContentTokenCount"),
+                cache_write: 0,
+            }
+        }
+        "openai-responses" => {
+            let u = objects
+                .iter()
+                .rev()
+                .find_map(|o| {
+                    o.pointer("/response/usage")
+                        .or_else(|| o.get("usage"))
+                        .filter(|u| !u.is_null())
+                })
+                .cloned()
+                .unwrap();
+            Counts {
+                input: n(&u, "/input_tokens"),
+                output: n(&u, "/output_tokens"),
+                reasoning: n(&u, "/output_tokens_details/reasoning_tokens"),
+                cache_read: n(&u, "/input_tokens_details/cached_tokens"),
+                cache_write: 0,
+            }
+        }
+        other => panic!("no usage reading for {other}"),
+    }
+}
+
+/// Every wire maps its provider's usage the same way: for one turn through each simulator,
+/// whole and streamed, through both doors, the usage the gateway answers with, the session's
+/// stored counters (what `hermes sessions show` prints) and the metrics' token kinds all equal
+/// what the provider reported, read by its own documented fields; reasoning is never counted
+/// twice (the metrics' `output` leaves it out) and Anthropic clients get `input_tokens` without
+/// the cache's share, as Claude reports it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_wire_counts_tokens_the_same_way_in_answers_sessions_and_metrics() {
+    for (profile, provider, model) in [
+        ("deepseek-v4", "deepseek", "deepseek/deepseek-v4-pro"),
+        ("openai", "openai", "openai/gpt-5.2"),
+        ("anthropic", "anthropic", "anthropic/claude-opus-4-6"),
+        ("gemini", "gemini", "gemini/gemini-3-pro-preview"),
+        (
+            "openai-responses",
+            "openai-responses",
+            "openai-responses/gpt-5.2",
+        ),
+        (
+            "bedrock",
+            "bedrock",
+            "bedrock/anthropic.claude-opus-4-6-v1:0",
+        ),
+    ] {
+        for (door, stream) in [
+            ("openai", false),
+            ("openai", true),
+            ("messages", false),
+            ("messages", true),
+        ] {
+            let case = format!("{profile} through the {door} door, streamed: {stream}");
+            let sim = Sim::start(profile).await.unwrap();
+            let gateway = crate::start_for(provider, &sim.base_url()).await;
+            let client = reqwest::Client::new();
+            let response = if door == "openai" {
+                client
+                    .post(gateway.url("/v1/chat/completions"))
+                    .bearer_auth(KEY)
+                    .json(&json!({"model": model, "stream": stream,
+                        "stream_options": if stream { json!({"include_usage": true}) } else { Value::Null },
+                        "reasoning_effort": "high",
+                        "messages": [{"role": "user", "content": "Why is the sky blue?"}]}))
+            } else {
+                client
+                    .post(gateway.url("/v1/messages"))
+                    .bearer_auth(KEY)
+                    .json(&json!({"model": model, "stream": stream, "max_tokens": 4096,
+                        "output_config": {"effort": "high"},
+                        "thinking": {"type": "adaptive"},
+                        "messages": [{"role": "user", "content": "Why is the sky blue?"}]}))
+            }
+            .send()
+            .await
+            .unwrap();
+            assert_eq!(response.status(), 200, "{case}");
+            let session = response
+                .headers()
+                .get(hermes_serve::SESSION_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let text = response.text().await.unwrap();
+            let recorded = sim.requests();
+            assert_eq!(recorded.len(), 1, "{case}");
+            let expected = reported(profile, &recorded[0].response);
+            assert!(
+                expected.input > 0 && expected.output > 0,
+                "{case}: {expected:?}"
+            );
+
+            // The gateway's answer.
+            let answered = objects(&text);
+            let (answered, session) = if door == "openai" {
+                let u = answered
+                    .iter()
+                    .rev()
+                    .find_map(|o| o.get("usage").filter(|u| !u.is_null()))
+                    .unwrap_or_else(|| panic!("{case}: {text}"))
+                    .clone();
+                let session = session.unwrap_or_else(|| {
+                    answered
+                        .iter()
+                        .find_map(|o| o["hermes_session"].as_str())
+                        .unwrap()
+                        .to_owned()
+                });
+                let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap();
+                assert_eq!(
+                    n("/total_tokens"),
+                    expected.input + expected.output,
+                    "{case}"
+                );
+                (
+                    Counts {
+                        input: n("/prompt_tokens"),
+                        output: n("/completion_tokens"),
+                        reasoning: n("/completion_tokens_details/reasoning_tokens"),
+                        cache_read: n("/prompt_tokens_details/cached_tokens"),
+                        cache_write: expected.cache_write,
+                    },
+                    session,
+                )
+            } else {
+                // Whole: the message's usage; streamed: message_delta's (after every step
+                // is stored), which carries the whole count.
+                let u = answered
+                    .iter()
+                    .rev()
+                    .find_map(|o| o.get("usage"))
+                    .unwrap_or_else(|| panic!("{case}: {text}"))
+                    .clone();
+                let session = session.unwrap_or_else(|| {
+                    answered
+                        .iter()
+                        .find_map(|o| o["hermes_session"].as_str())
+                        .map(str::to_owned)
+                        .unwrap_or_default()
+                });
+                let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap();
+                let (read, write) = (
+                    n("/cache_read_input_tokens"),
+                    n("/cache_creation_input_tokens"),
+                );
+                (
+                    Counts {
+                        input: n("/input_tokens") + read + write,
+                        output: n("/output_tokens"),
+                        reasoning: expected.reasoning,
+                        cache_read: read,
+                        cache_write: write,
+                    },
+                    session,
+                )
+            };
+            assert_eq!(answered, expected, "{case}: the answer: {text}");
+
+            // The session's counters (`hermes sessions show`).
+            let sessions = gateway.store.list().await.unwrap();
+            assert_eq!(sessions.len(), 1, "{case}");
+            let meta = &sessions[0];
+            if !session.is_empty() {
+                assert_eq!(meta.id, session, "{case}");
+            }
+            let stored = Counts {
+                input: meta.input_tokens as u64,
+                output: meta.output_tokens as u64,
+                reasoning: meta.reasoning_tokens as u64,
+                cache_read: meta.cache_read_tokens as u64,
+                cache_write: meta.cache_write_tokens as u64,
+            };
+            assert_eq!(stored, expected, "{case}: the session's counters");
+
+            // The metrics: the same tokens in kinds that do not overlap.
+            let all = series(
+                &reqwest::get(gateway.url("/metrics"))
+                    .await
+                    .unwrap()
+                    .text()
+                    .await
+                    .unwrap(),
+            );
+            let kind = |k: &str| {
+                value(
+                    &all,
+                    "hermes_tokens_total",
+                    &[("tenant", TENANT), ("provider", provider), ("kind", k)],
+                ) as u64
+            };
+            assert_eq!(
+                Counts {
+                    input: kind("input") + kind("cache_read") + kind("cache_write"),
+                    output: kind("output") + kind("reasoning"),
+                    reasoning: kind("reasoning"),
+                    cache_read: kind("cache_read"),
+                    cache_write: kind("cache_write"),
+                },
+                expected,
+                "{case}: the metrics"
+            );
+            assert_eq!(
+                kind("output"),
+                expected.output - expected.reasoning,
+                "{case}"
+            );
+            gateway.stop().await;
+        }
+    }
+}
