@@ -160,7 +160,12 @@ fn metrics_cost(latency: &gateway::Latency, rounds: usize) -> Result<(), BenchEr
         "gateway metrics | chat door", "", "direct ms", "metrics ms", "no-metrics", "metrics add"
     );
     for (label, d, with, without) in [
-        ("non-streamed (whole body)", &direct.plain, &on.plain, &off.plain),
+        (
+            "non-streamed (whole body)",
+            &direct.plain,
+            &on.plain,
+            &off.plain,
+        ),
         (
             "streamed (time to first byte)",
             &direct.first_byte,
