@@ -393,17 +393,7 @@ fn blocks_another_claude_minted_are_left_out_and_counted_once_each() {
         "claude-sonnet-4-5",
         ThinkingRequest::Effort(Effort::High),
     );
-    let named = out
-        .explain
-        .iter()
-        .filter(|l| l.contains("(provenance)"))
-        .count();
-    assert!(named > 0, "{:?}", out.explain);
-    assert_eq!(
-        out.carriers.dropped_provenance, named as u64,
-        "{:?}",
-        out.explain
-    );
+    crate::testing::provenance_counted(&out.explain, out.carriers.dropped_provenance);
     let own = body_for(
         &loop_history(OPUS),
         "https://api.anthropic.com",

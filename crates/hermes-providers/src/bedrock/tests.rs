@@ -103,17 +103,7 @@ fn blocks_another_claude_minted_are_left_out_and_counted_once_each() {
         SONNET45,
         ThinkingRequest::Effort(hermes_core::Effort::High),
     );
-    let named = out
-        .explain
-        .iter()
-        .filter(|l| l.contains("(provenance)"))
-        .count();
-    assert!(named > 0, "{:?}", out.explain);
-    assert_eq!(
-        out.carriers.dropped_provenance, named as u64,
-        "{:?}",
-        out.explain
-    );
+    crate::testing::provenance_counted(&out.explain, out.carriers.dropped_provenance);
     let own = body_for(
         &loop_history(OPUS),
         OPUS,

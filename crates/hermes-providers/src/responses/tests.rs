@@ -630,9 +630,7 @@ fn the_url_and_the_explain_lines() {
     );
     // Each message whose reasoning provenance left out is counted once, for the metrics.
     let out = wire().encode(&parts).unwrap();
-    let named = lines.iter().filter(|l| l.contains("provenance")).count();
-    assert!(named > 0);
-    assert_eq!(out.carriers.dropped_provenance, named as u64, "{lines:?}");
+    crate::testing::provenance_counted(&lines, out.carriers.dropped_provenance);
     let own = three_steps(GPT5);
     let parts = RequestParts::new(&own, &d, &verdicts);
     assert!(wire().encode(&parts).unwrap().carriers.is_empty());
