@@ -47,7 +47,12 @@ fn check_exposure(
              put a TLS proxy in front and pass --behind-tls-proxy"
         );
     }
-    if !loopback && !args.no_metrics && config.serve.metrics_token.is_none() {
+    let no_token = config
+        .serve
+        .metrics_token
+        .as_deref()
+        .is_none_or(|t| t.trim().is_empty());
+    if !loopback && !args.no_metrics && no_token {
         anyhow::bail!(
             "{addr} is not a loopback address and GET /metrics names tenants: set `metrics_token` in [serve] of config.toml (scrapers then send `Authorization: Bearer <metrics_token>`), or pass --no-metrics"
         );

@@ -136,9 +136,10 @@ impl ServeConfig {
         self
     }
 
-    /// With `GET /metrics` behind this bearer token.
+    /// With `GET /metrics` behind this bearer token (an empty or blank one is none: it would
+    /// let every scraper in).
     pub fn metrics_token(mut self, token: Option<String>) -> Self {
-        self.metrics_token = token;
+        self.metrics_token = token.filter(|t| !t.trim().is_empty());
         self
     }
 }

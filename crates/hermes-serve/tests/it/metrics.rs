@@ -372,6 +372,18 @@ async fn open_metrics_are_refused_off_loopback() {
         "{err}"
     );
     assert!(err.to_string().contains("metrics_token"), "{err}");
+    // A blank token is no token: it would let every scraper in.
+    let blank = hermes_serve::Gateway::new(
+        engine.clone(),
+        hermes_serve::ServeConfig::new(hermes_serve::Auth::Keys(keys.clone()))
+            .metrics_token(Some("  ".to_owned())),
+    )
+    .unwrap();
+    let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
+    assert!(matches!(
+        blank.serve(listener, std::future::pending()).await,
+        Err(hermes_serve::ServeError::OpenMetricsOffLoopback(_))
+    ));
     // With a token it serves (stopped at once).
     let gateway = hermes_serve::Gateway::new(
         engine,
