@@ -68,12 +68,14 @@ impl Running {
             .unwrap()
     }
 
-    /// Sends the shutdown signal and waits for the server to stop.
-    pub(crate) async fn stop(mut self) {
+    /// Sends the shutdown signal and waits for the server to stop; returns the folder of its
+    /// store, which goes when dropped (a test that reads the store afterwards keeps it).
+    pub(crate) async fn stop(mut self) -> tempfile::TempDir {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
         (&mut self.task).await.unwrap().unwrap();
+        self._dir
     }
 }
 
