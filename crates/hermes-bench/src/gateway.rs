@@ -340,12 +340,23 @@ impl GatewayServer {
     /// `hermes serve --listen 127.0.0.1:0 --no-auth` in `home`; its stderr is read on a thread
     /// from then on (the last lines kept for [`GatewayServer::log_tail`]).
     pub fn start(bin: &Path, home: &Path, upstream: &str) -> Result<GatewayServer, BenchError> {
+        GatewayServer::start_with(bin, home, upstream, &[])
+    }
+
+    /// [`GatewayServer::start`] with more `hermes serve` arguments (`--no-metrics`).
+    pub fn start_with(
+        bin: &Path,
+        home: &Path,
+        upstream: &str,
+        more: &[&str],
+    ) -> Result<GatewayServer, BenchError> {
         std::fs::create_dir_all(home)?;
         let config = format!("[providers.deepseek]\nbase_url = {}\n", json!(upstream));
         std::fs::write(home.join("config.toml"), config)?;
         let mut process = Process::spawn(
             hermes(bin, home)
                 .args(["serve", "--listen", "127.0.0.1:0", "--no-auth"])
+                .args(more)
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped()),
         )?;
@@ -741,6 +752,9 @@ pub struct Report {
     pub messages: Through,
     /// [`machine_load`] before the latency rounds and after the streams.
     pub load: [(usize, Option<f64>); 2],
+    /// What metrics cost: `direct`, then the chat door of a gateway recording metrics
+    /// (`metrics`) and of one with `--no-metrics` (`no-metrics`), in the same rounds.
+    pub metrics: Latency,
 }
 
 /// Runs the whole section: latency against an unpaced simulator and one gateway, both doors
@@ -780,6 +794,32 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
         (latency, served, gateway.store_bytes())
     };
 
+    // Metrics on against off: two gateways in front of one simulator, their chat doors and
+    // the simulator in the same rounds.
+    let metrics = {
+        let sim = SimServer::start(bin, &dir.path().join("sim-metrics"), Duration::ZERO)?;
+        let on = GatewayServer::start(bin, &dir.path().join("gateway-metrics"), &sim.base)?;
+        let off = GatewayServer::start_with(
+            bin,
+            &dir.path().join("gateway-no-metrics"),
+            &sim.base,
+            &["--no-metrics"],
+        )?;
+        let direct = Target::direct(&sim.base);
+        let mut with = Target::gateway(&on.base, Door::Chat);
+        with.name = "metrics";
+        let mut without = Target::gateway(&off.base, Door::Chat);
+        without.name = "no-metrics";
+        runtime
+            .block_on(self::latency(
+                &client,
+                &[&direct, &with, &without],
+                options.warmup,
+                options.pairs,
+            ))
+            .map_err(|e| explained(e, &on))?
+    };
+
     let sim = SimServer::start(bin, &dir.path().join("sim-paced"), options.chunk_delay)?;
     let direct = Target::direct(&sim.base);
     let (direct_run, watched) =
@@ -798,6 +838,7 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
         chat,
         messages,
         load: [load_before, machine_load()],
+        metrics,
     })
 }
 

@@ -147,6 +147,62 @@ fn main() {
     }
 }
 
+/// What the gateway's metrics add: its chat door with metrics against one with `--no-metrics`,
+/// in the same rounds as the simulator called directly.
+fn metrics_cost(latency: &gateway::Latency, rounds: usize) -> Result<(), BenchError> {
+    let [(_, _, direct), (_, _, on), (_, _, off)] = &latency.targets[..] else {
+        return Err("the metrics latency needs three targets".into());
+    };
+    println!();
+    const W: usize = 44;
+    println!(
+        "{:<W$} {:>4} {:>10} {:>11} {:>11} {:>12}",
+        "gateway metrics | chat door", "", "direct ms", "metrics ms", "no-metrics", "metrics add"
+    );
+    for (label, d, with, without) in [
+        (
+            "non-streamed (whole body)",
+            &direct.plain,
+            &on.plain,
+            &off.plain,
+        ),
+        (
+            "streamed (time to first byte)",
+            &direct.first_byte,
+            &on.first_byte,
+            &off.first_byte,
+        ),
+        (
+            "streamed (time to last byte)",
+            &direct.streamed,
+            &on.streamed,
+            &off.streamed,
+        ),
+    ] {
+        for (pct, p) in [("p50", 0.5), ("p99", 0.99)] {
+            let (d, with, without) = (
+                gateway::percentile(d, p),
+                gateway::percentile(with, p),
+                gateway::percentile(without, p),
+            );
+            println!(
+                "{label:<W$} {pct:>4} {:>10.3} {:>11.3} {:>11.3} {:>12.3}",
+                ms(d),
+                ms(with),
+                ms(without),
+                ms(with) - ms(without),
+            );
+        }
+    }
+    println!(
+        "-- {rounds} rounds, each one request of a kind to the simulator directly, to a gateway \
+         recording metrics and to one started with --no-metrics (every order in turn), both in \
+         front of the same simulator; `metrics add` is the p-th percentile with metrics minus \
+         the one without (noise is of the same order: compare it with the machine's load)"
+    );
+    Ok(())
+}
+
 /// Gateway section defaults: warm-up requests of each kind to each target, timed rounds (a
 /// pair per door sharing its direct request) per kind, streams in flight at once (each door), and the paced simulator's pause before each event after the first.
 const GATEWAY_WARMUP: usize = 20;
@@ -250,6 +306,8 @@ fn gateway_section(
         load(before),
         load(after),
     );
+
+    metrics_cost(&report.metrics, options.pairs)?;
 
     let n = options.streams;
     let (direct, chat, messages) = (&report.direct, &report.chat, &report.messages);

@@ -82,6 +82,10 @@ pub(crate) struct ServeArgs {
     /// The certificate's private key (PEM; with --tls-cert).
     #[arg(long = "tls-key", value_name = "FILE", requires = "tls_cert")]
     pub(crate) tls_key: Option<PathBuf>,
+
+    /// Record no metrics and serve no `GET /metrics` (to measure what they cost).
+    #[arg(long = "no-metrics")]
+    pub(crate) no_metrics: bool,
 }
 
 /// `hermes serve keys …`

@@ -280,15 +280,13 @@ fn turn(
             // Tool-call fragments are not lines: the call is announced when it runs.
             DriverEvent::ToolCallDelta { .. } => return,
             other => {
+                // Events for a front end's metrics are not lines.
+                let Some(line) = event_line(other) else {
+                    return;
+                };
                 let sep = if state.1 { "\n" } else { "" };
                 state.0 = false;
-                format!(
-                    "{sep}{}\n",
-                    dim(
-                        style,
-                        &format!("· {}", event_line(other).unwrap_or_default())
-                    )
-                )
+                format!("{sep}{}\n", dim(style, &format!("· {line}")))
             }
         };
         state.1 = !text.ends_with('\n');

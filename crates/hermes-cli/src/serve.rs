@@ -27,10 +27,14 @@ fn listen_address(args: &ServeArgs, config: &hermes_config::Config) -> anyhow::R
         .map_err(setup::error)
 }
 
-/// Refuses what cannot be served safely at `addr`: `--no-auth` off loopback, and plain HTTP off
+/// Refuses what cannot be served safely at `addr`: `--no-auth` off loopback, plain HTTP off
 /// loopback without `--tls-cert`/`--tls-key` or `--behind-tls-proxy` (keys would travel in
-/// clear).
-fn check_exposure(args: &ServeArgs, addr: SocketAddr) -> anyhow::Result<()> {
+/// clear), and open metrics off loopback (they name tenants).
+fn check_exposure(
+    args: &ServeArgs,
+    config: &hermes_config::Config,
+    addr: SocketAddr,
+) -> anyhow::Result<()> {
     let loopback = addr.ip().is_loopback();
     if args.no_auth && !loopback {
         anyhow::bail!(
@@ -41,6 +45,16 @@ fn check_exposure(args: &ServeArgs, addr: SocketAddr) -> anyhow::Result<()> {
         anyhow::bail!(
             "{addr} is not a loopback address: serve HTTPS (--tls-cert FILE --tls-key FILE), or \
              put a TLS proxy in front and pass --behind-tls-proxy"
+        );
+    }
+    let no_token = config
+        .serve
+        .metrics_token
+        .as_deref()
+        .is_none_or(|t| t.trim().is_empty());
+    if !loopback && !args.no_metrics && no_token {
+        anyhow::bail!(
+            "{addr} is not a loopback address and GET /metrics names tenants: set `metrics_token` in [serve] of config.toml (scrapers then send `Authorization: Bearer <metrics_token>`), or pass --no-metrics"
         );
     }
     Ok(())
@@ -197,7 +211,7 @@ pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
     let setup = setup::load(setup::hermes_home()?)?;
     let config = &setup.config;
     let addr = listen_address(args, config)?;
-    check_exposure(args, addr)?;
+    check_exposure(args, config, addr)?;
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(hermes_serve::tls::server_config(cert, key)?),
         _ => None,
@@ -215,7 +229,9 @@ pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
             .models(config.serve.models.clone())
             .limits(limits(&config.serve))
             .retention(config.serve.retention())
-            .drain(DRAIN);
+            .drain(DRAIN)
+            .metrics(!args.no_metrics)
+            .metrics_token(config.serve.metrics_token.clone());
         if let Some(max) = config.serve.max_request_bytes {
             serve = serve.max_request_bytes(max.get());
         }

@@ -83,9 +83,10 @@ pub struct Config {
     pub serve: ServeSection,
 }
 
-/// `[serve]`: the gateway's address, request cap, limits, retention and model aliases. The
-/// values whose line an error names are read through methods.
-#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+/// `[serve]`: the gateway's address, request cap, limits, retention, model aliases and metrics
+/// token. The values whose line an error names are read through methods; `Debug` shows the
+/// token as `***`.
+#[derive(Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct ServeSection {
     /// The address to listen on (default `127.0.0.1:8642`; `--listen` wins).
@@ -111,6 +112,25 @@ pub struct ServeSection {
     /// Model aliases: a name clients send → `provider/model`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub models: BTreeMap<String, String>,
+    /// The bearer token `GET /metrics` requires. Without one the metrics are served only on a
+    /// loopback address (they name tenants). A secret: `config show` prints `***`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_token: Option<String>,
+}
+
+impl std::fmt::Debug for ServeSection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeSection")
+            .field("listen", &self.listen)
+            .field("max_request_bytes", &self.max_request_bytes)
+            .field("requests_per_minute", &self.requests_per_minute)
+            .field("max_concurrent", &self.max_concurrent)
+            .field("retention", &self.retention)
+            .field("tenants", &self.tenants)
+            .field("models", &self.models)
+            .field("metrics_token", &self.metrics_token.as_ref().map(|_| "***"))
+            .finish()
+    }
 }
 
 /// `[serve.tenants.NAME]`: one tenant's limits; an unset one is `[serve]`'s.
@@ -404,6 +424,9 @@ impl Config {
         let mut shown = self.clone();
         if let Some(url) = &mut shown.store.url {
             *url.get_mut() = hermes_engine::store::redact_url(url.get_ref());
+        }
+        if let Some(token) = &mut shown.serve.metrics_token {
+            *token = "***".to_owned();
         }
         shown
     }
@@ -704,6 +727,22 @@ mod tests {
             format!("cannot read {}", path(dir.path()).display())
         );
         assert!(matches!(err, ConfigError::Read { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn the_metrics_token_is_read_and_never_shown() {
+        let config = parse(
+            Path::new("config.toml"),
+            "[serve]\nmetrics_token = \"scrape-secret-123\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            config.serve.metrics_token.as_deref(),
+            Some("scrape-secret-123")
+        );
+        assert!(!format!("{:?}", config.serve).contains("scrape-secret-123"));
+        let shown = toml::to_string(&config.redacted()).unwrap();
+        assert!(shown.contains("metrics_token = \"***\""), "{shown}");
     }
 
     #[test]

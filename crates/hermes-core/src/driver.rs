@@ -217,6 +217,43 @@ pub enum DriverEvent {
         /// Results left out.
         orphans: usize,
     },
+    /// One upstream request ended (answered, refused or failed), for a front end's metrics;
+    /// not a line for the user.
+    Upstream {
+        /// The wire it went over (`chat`, `anthropic`, …).
+        wire: &'static str,
+        /// The target's provider.
+        provider: String,
+        /// From just before it was sent until the reply was captured whole (or the error).
+        elapsed: Duration,
+        /// The error's HTTP status when it failed with one; `None` when it succeeded or failed
+        /// without a status (a timeout, a connection failure).
+        status: Option<u16>,
+        /// Whether it was answered.
+        ok: bool,
+        /// The reply's usage, as the wire normalised it ([`Usage`]: `reasoning` is part of
+        /// `output`, `cache_read` and `cache_write` part of `input`).
+        usage: Option<Usage>,
+    },
+    /// What happened to the history's carriers, for a front end's metrics; not a line for the
+    /// user. The driver reports a wire's encoding of each request it sends (demoted, dropped by
+    /// provenance); a front end that lines a client's history up with the store reports that
+    /// too (re-attached, passed through, missing).
+    Carriers {
+        /// The wire the request goes over.
+        wire: &'static str,
+        /// The counts.
+        counts: crate::tally::CarrierCounts,
+    },
+    /// A refusal was learned for every session of the store (a fleet verdict), for a front
+    /// end's metrics; not a line for the user (the [`DriverEvent::Refused`] before it is). A
+    /// session log that keeps verdicts to its session reports none.
+    FleetVerdict {
+        /// The wire it was learned on.
+        wire: String,
+        /// The fields now refused, in the wire's spelling.
+        fields: Vec<String>,
+    },
 }
 
 /// What a turn produced.
@@ -500,6 +537,12 @@ impl Driver<'_> {
                     tracing::info!(wire = wire.id(), route = decision.id(), note = %note, "wire notice");
                     notify(&DriverEvent::Notice { text: note.clone() });
                 }
+                if !request.carriers.is_empty() {
+                    notify(&DriverEvent::Carriers {
+                        wire: wire.id(),
+                        counts: request.carriers,
+                    });
+                }
                 tracing::info!(
                     wire = wire.id(),
                     route = decision.id(),
@@ -523,14 +566,21 @@ impl Driver<'_> {
                     model = %origin.model,
                     attempt = *requests,
                 );
-                (
-                    tracing::Instrument::instrument(
-                        wire.send(&request, origin.clone(), &on_delta),
-                        span,
-                    )
-                    .await,
-                    request.refusable,
+                let started = tokio::time::Instant::now();
+                let result = tracing::Instrument::instrument(
+                    wire.send(&request, origin.clone(), &on_delta),
+                    span,
                 )
+                .await;
+                notify(&DriverEvent::Upstream {
+                    wire: wire.id(),
+                    provider: origin.provider.clone(),
+                    elapsed: started.elapsed(),
+                    status: result.as_ref().err().and_then(TransportError::status),
+                    ok: result.is_ok(),
+                    usage: result.as_ref().ok().and_then(|r| r.meta.usage),
+                });
+                (result, request.refusable)
             };
             let error = match result {
                 Ok(reply) => {

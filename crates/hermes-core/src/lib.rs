@@ -16,6 +16,7 @@ pub mod route;
 pub mod sampling;
 pub mod session;
 pub mod shape;
+pub mod tally;
 pub mod target;
 pub mod transport;
 pub mod verdict;
@@ -34,6 +35,7 @@ pub use route::{
 pub use sampling::{ResponseFormat, Sampling, ToolChoice};
 pub use session::{HistoryError, SessionFile, parse_history};
 pub use shape::ShapeContext;
+pub use tally::CarrierCounts;
 pub use target::{RouteTarget, TargetHost};
 pub use transport::{Delta, FinishReason, Reply, ReplyMeta, TransportError, Usage, Wait};
 pub use verdict::{Verdict, Verdicts, WireVerdict, WireVerdicts};

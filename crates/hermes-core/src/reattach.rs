@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use crate::message::{Message, Role};
 use crate::normal::{NormalForm, normal_form};
 use crate::route::{Carrier, CarrierSet};
+use crate::tally::CarrierCounts;
 
 /// A client's history lined up with a stored session's active view.
 #[derive(Debug)]
@@ -20,6 +21,10 @@ pub struct Alignment {
     /// How many leading messages the client's history shares with the stored view (system
     /// messages are not part of matching: two system messages count as the same).
     pub shared: usize,
+    /// The client's assistant messages by what happened to their carriers: re-attached from
+    /// the store, passed through as the client sent them, or missing (`demoted` and
+    /// `dropped_provenance` are the wire's to count).
+    pub counts: CarrierCounts,
 }
 
 /// Lines `incoming` up with `stored` (a stored session's active view; empty for a new one).
@@ -40,18 +45,52 @@ pub fn align(stored: &[Message], incoming: &[Message]) -> Alignment {
         .filter(|(m, _)| m.role == Role::Assistant)
         .map(|(m, f)| (f, m))
         .collect();
+    let mut counts = CarrierCounts::default();
     let history = incoming
         .iter()
         .zip(&incoming_forms)
         .map(|(m, form)| match m.role {
-            Role::Assistant => by_form
-                .get(form)
-                .map(|stored| (*stored).clone())
-                .unwrap_or_else(|| untrusted(m)),
+            Role::Assistant => match by_form.get(form) {
+                Some(stored) => {
+                    if holds_carriers(stored) {
+                        counts.reattached += 1;
+                    }
+                    (*stored).clone()
+                }
+                None => {
+                    if holds_carriers(m) {
+                        counts.passed_through += 1;
+                    } else {
+                        counts.missing += 1;
+                    }
+                    untrusted(m)
+                }
+            },
             _ => untrusted(m),
         })
         .collect();
-    Alignment { history, shared }
+    Alignment {
+        history,
+        shared,
+        counts,
+    }
+}
+
+/// Whether an assistant message holds any carrier: readable reasoning, `reasoning_details`
+/// items, the native record, or a tool call's signature (`extra_content`).
+fn holds_carriers(message: &Message) -> bool {
+    message.reasoning_content.is_some()
+        || message.reasoning.is_some()
+        || message
+            .reasoning_details
+            .as_ref()
+            .is_some_and(|d| !d.is_empty())
+        || message.native_record().is_some()
+        || message
+            .tool_calls
+            .iter()
+            .flatten()
+            .any(|c| c.extra_content.is_some())
 }
 
 /// A message as a client sent it, stripped of everything only hermes may write: the origin
@@ -124,6 +163,30 @@ mod tests {
             {"role": "tool", "tool_call_id": "c1", "content": "12:00:00.000 UTC, a long tool output"},
             {"role": "assistant", "content": "It is noon.", "reasoning_content": "read it"}
         ]))
+    }
+
+    #[test]
+    fn alignment_counts_reattached_passed_through_and_missing_carriers() {
+        let stored = stored();
+        let incoming = messages(json!([
+            {"role": "user", "content": "time?"},
+            // Equal to a stored message: its carriers come back.
+            {"role": "assistant", "content": null,
+             "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "now", "arguments": "{\"tz\":\"UTC\"}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "noon"},
+            // Edited, with the client's own reasoning: passed through.
+            {"role": "assistant", "content": "It is 12.", "reasoning_content": "mine"},
+            {"role": "user", "content": "and now?"},
+            // Not stored, nothing of its own: missing.
+            {"role": "assistant", "content": "Still noon."},
+            {"role": "user", "content": "thanks"},
+        ]));
+        let counts = align(&stored, &incoming).counts;
+        assert_eq!(
+            (counts.reattached, counts.passed_through, counts.missing),
+            (1, 1, 1)
+        );
+        assert_eq!((counts.demoted, counts.dropped_provenance), (0, 0));
     }
 
     #[test]

@@ -121,6 +121,10 @@ pub struct Outgoing {
     /// Keys the wire stores on the captured reply for its own later requests (the Anthropic
     /// wire: a digest of the conversation its signed thinking is bound to). Never sent.
     pub stamp: Vec<(String, RawJson)>,
+    /// What encoding did to the history's carriers: assistant messages demoted by a declared
+    /// rule or whose carriers were dropped by provenance (the driver reports them,
+    /// [`crate::driver::DriverEvent::Carriers`]).
+    pub carriers: crate::tally::CarrierCounts,
 }
 
 impl Outgoing {
@@ -140,6 +144,7 @@ impl Outgoing {
             messages,
             notes: Vec::new(),
             stamp: Vec::new(),
+            carriers: crate::tally::CarrierCounts::default(),
         }
     }
 
@@ -152,6 +157,12 @@ impl Outgoing {
     /// With keys stored on the captured reply.
     pub fn stamp(mut self, stamp: Vec<(String, RawJson)>) -> Self {
         self.stamp = stamp;
+        self
+    }
+
+    /// With what encoding did to the carriers (demoted, dropped by provenance).
+    pub fn carriers(mut self, carriers: crate::tally::CarrierCounts) -> Self {
+        self.carriers = carriers;
         self
     }
 }

@@ -5,7 +5,7 @@
 
 use std::sync::Mutex;
 
-use hermes_core::driver::{LogError, SessionLog};
+use hermes_core::driver::{DriverEvent, LogError, SessionLog};
 use hermes_core::verdict::{VERDICTS_KEY, WIRE_VERDICTS_KEY};
 use hermes_core::{
     CHAT_WIRE, Carrier, CarrierSet, Message, RouteTarget, Usage, Verdicts, WireVerdicts,
@@ -47,6 +47,8 @@ pub(crate) struct StoreLog<'a> {
     /// that precedes the turn's input and is not stored yet (a new conversation's history, or
     /// the tail after a stored prefix).
     preamble: Mutex<Vec<Message>>,
+    /// Told each fleet verdict learned ([`DriverEvent::FleetVerdict`]).
+    notify: Option<&'a (dyn Fn(&DriverEvent) + Send + Sync)>,
 }
 
 fn poisoned<T>(_: T) -> LogError {
@@ -63,6 +65,7 @@ impl<'a> StoreLog<'a> {
             fleet: None,
             session_only: CarrierSet::NONE,
             preamble: Mutex::default(),
+            notify: None,
         }
     }
 
@@ -77,6 +80,7 @@ impl<'a> StoreLog<'a> {
             fleet: None,
             session_only: CarrierSet::NONE,
             preamble: Mutex::default(),
+            notify: None,
         }
     }
 
@@ -100,6 +104,7 @@ impl<'a> StoreLog<'a> {
             fleet: None,
             session_only: CarrierSet::NONE,
             preamble: Mutex::default(),
+            notify: None,
         }
     }
 
@@ -127,6 +132,12 @@ impl<'a> StoreLog<'a> {
 
     /// The same log, keeping refusals of `carriers` (a client's unverified ones) to the
     /// session.
+    /// The same log, telling `notify` each fleet verdict it learns.
+    pub(crate) fn notifying(mut self, notify: &'a (dyn Fn(&DriverEvent) + Send + Sync)) -> Self {
+        self.notify = Some(notify);
+        self
+    }
+
     pub(crate) fn session_only(mut self, carriers: CarrierSet) -> Self {
         self.session_only = carriers;
         self
@@ -158,6 +169,12 @@ impl<'a> StoreLog<'a> {
             .await?;
         if let Some(fleet) = self.fleet {
             fleet.refused(fields);
+        }
+        if let Some(notify) = self.notify {
+            notify(&DriverEvent::FleetVerdict {
+                wire: wire.to_owned(),
+                fields: fields.iter().map(|f| (*f).to_owned()).collect(),
+            });
         }
         Ok(())
     }

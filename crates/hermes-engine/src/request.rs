@@ -435,16 +435,20 @@ impl Engine {
         span.record("model", settled.model.as_str());
         let landed = Mutex::new(None);
         let read = tip.as_ref().map(|t| t.session().to_owned());
-        let client = history.is_some();
-        let (input, preamble, place) = match history {
-            None => (input, Vec::new(), tip.map_or(Place::New, Place::Tip)),
+        let (input, preamble, place, carriers) = match history {
+            None => (input, Vec::new(), tip.map_or(Place::New, Place::Tip), None),
             Some(history) => {
                 let lined = self.line_up(store, &mut conversation, history, tip).await?;
-                (lined.input, lined.preamble, lined.place)
+                (
+                    lined.input,
+                    lined.preamble,
+                    lined.place,
+                    Some(lined.carriers),
+                )
             }
         };
         let target = Target::start(self, settled, &settings.limits, settings.aws.as_ref()).await?;
-        let unverified = if client {
+        let unverified = if carriers.is_some() {
             // Where a client's own thinking blocks may go is decided once, now that the wire
             // and host are settled: only to Claude on the Messages wire (SPEC §10). What is
             // stored (the preamble) keeps them as sent.
@@ -459,6 +463,13 @@ impl Engine {
         } else {
             CarrierSet::NONE
         };
+        // What lining the client's history up did to its carriers (SPEC §10), counted once.
+        if let Some(counts) = carriers.filter(|c| !c.is_empty()) {
+            notify(&DriverEvent::Carriers {
+                wire: target.transport.wire().id(),
+                counts,
+            });
+        }
         let (runner, definitions, client_tools): (&dyn Tools, _, _) = match &tools {
             ToolMode::None => (&NoTools, None, false),
             ToolMode::Server(toolset) => {
@@ -588,6 +599,7 @@ impl Engine {
             input,
             preamble,
             place,
+            carriers: aligned.counts,
         })
     }
 }
@@ -597,6 +609,8 @@ struct LinedUp {
     input: Vec<Message>,
     preamble: Vec<Message>,
     place: Place,
+    /// Re-attached, passed through and missing carriers ([`hermes_core::reattach::align`]).
+    carriers: hermes_core::CarrierCounts,
 }
 
 /// Where a lined-up turn is stored.

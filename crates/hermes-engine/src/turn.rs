@@ -92,6 +92,7 @@ pub(crate) async fn drive(
     }
     .with_preamble(preamble)
     .with_fleet(&fleet)
+    .notifying(notify)
     .session_only(unverified);
     let driver = Driver {
         decision: &target.decision,

@@ -1,4 +1,4 @@
-//! Helpers shared by the unit tests of the Claude wires.
+//! Helpers shared by the unit tests of the native wires (mostly the Claude ones).
 //!
 //! Stored items written in byte for byte, the route of a target, readers of a captured
 //! message's carriers, AWS event-stream frames and a delta recorder.
@@ -210,4 +210,12 @@ pub(crate) fn image_history(remote: bool) -> Vec<Message> {
          "content": [{"type": "text", "text": "the screen"},
                      {"type": "image_url", "image_url": {"url": data}}]},
     ]))
+}
+
+/// Checks that a wire counted, for the metrics, exactly the messages its `--explain` lines say
+/// provenance left out (at least one).
+pub(crate) fn provenance_counted(explain: &[String], counted: u64) {
+    let named = explain.iter().filter(|l| l.contains("provenance")).count();
+    assert!(named > 0, "{explain:?}");
+    assert_eq!(counted, named as u64, "{explain:?}");
 }

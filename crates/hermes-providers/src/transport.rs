@@ -714,12 +714,11 @@ pub struct HttpChat {
 pub fn encode(request: &ChatRequest<'_>) -> Result<Outgoing, TransportError> {
     let body = serde_json::to_vec(request).map_err(|e| TransportError::Request(e.to_string()))?;
     let refusable = request.sent_carriers().fields();
-    Ok(Outgoing::new(
-        body,
-        request.stream,
-        refusable,
-        request.messages.len(),
-    ))
+    Ok(
+        Outgoing::new(body, request.stream, refusable, request.messages.len()).carriers(
+            hermes_core::CarrierCounts::of_plans(request.messages.iter().filter_map(|m| m.plan())),
+        ),
+    )
 }
 
 #[async_trait::async_trait]

@@ -262,10 +262,15 @@ pub(crate) fn stop_reason(finish: Option<&FinishReason>) -> &'static str {
     }
 }
 
-/// Anthropic's `usage` object.
+/// Anthropic's `usage` object: its `input_tokens` leaves out the tokens read from and written
+/// to the cache, which [`Usage::input`] counts (Anthropic's clients add the three up). Its
+/// `output_tokens` holds the thinking, as Claude's own does.
 pub(crate) fn usage(usage: &Usage) -> Value {
     json!({
-        "input_tokens": usage.input,
+        "input_tokens": usage
+            .input
+            .saturating_sub(usage.cache_read)
+            .saturating_sub(usage.cache_write),
         "output_tokens": usage.output,
         "cache_read_input_tokens": usage.cache_read,
         "cache_creation_input_tokens": usage.cache_write,

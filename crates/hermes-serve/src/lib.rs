@@ -15,6 +15,7 @@ mod body;
 mod error;
 mod keys;
 mod limits;
+mod metrics;
 pub mod model;
 mod openai;
 mod sign;
@@ -93,6 +94,12 @@ pub struct ServeConfig {
     /// After a shutdown signal, how long in-flight requests may go on before they are cut
     /// (a cut stream stores no half-done step).
     pub drain: Duration,
+    /// Record metrics and serve them at `GET /metrics` (on by default).
+    pub metrics: bool,
+    /// The bearer token `GET /metrics` requires (`[serve] metrics_token`); without one the
+    /// metrics are open, which [`Gateway::serve`] allows on loopback addresses only (tenant
+    /// names are in them).
+    pub metrics_token: Option<String>,
 }
 
 impl ServeConfig {
@@ -107,6 +114,8 @@ impl ServeConfig {
             models: BTreeMap::new(),
             keep_alive: Duration::from_secs(15),
             drain: Duration::from_secs(30),
+            metrics: true,
+            metrics_token: None,
         }
     }
 
@@ -145,6 +154,19 @@ impl ServeConfig {
         self.drain = bound;
         self
     }
+
+    /// With metrics recorded and served at `GET /metrics`, or not at all.
+    pub fn metrics(mut self, on: bool) -> Self {
+        self.metrics = on;
+        self
+    }
+
+    /// With `GET /metrics` behind this bearer token (an empty or blank one is none: it would
+    /// let every scraper in).
+    pub fn metrics_token(mut self, token: Option<String>) -> Self {
+        self.metrics_token = token.filter(|t| !t.trim().is_empty());
+        self
+    }
 }
 
 /// Why the gateway could not serve.
@@ -156,6 +178,11 @@ pub enum ServeError {
         "refusing to serve without authentication on {0}: --no-auth is for loopback addresses only"
     )]
     NoAuthOffLoopback(SocketAddr),
+    /// Metrics without a token and the address is not loopback (tenant names are in them).
+    #[error(
+        "refusing to serve open metrics on {0}: set `metrics_token` in [serve] of config.toml (GET /metrics then needs `Authorization: Bearer <metrics_token>`), or serve on a loopback address"
+    )]
+    OpenMetricsOffLoopback(SocketAddr),
     /// The engine has no store to serve from.
     #[error("the engine serves no requests: it has no store (Engine::with_store)")]
     NoStore,
@@ -179,6 +206,15 @@ struct Inner {
     signing_key: tokio::sync::OnceCell<hermes_engine::store::SigningKey>,
     /// The tenants' limits, when any is set.
     limiter: Option<Arc<limits::Limiter>>,
+    /// The metrics, unless they are off.
+    metrics: Option<Arc<metrics::Metrics>>,
+}
+
+impl Inner {
+    /// What one request of `tenant` records from its engine events.
+    fn turn(&self, tenant: &str) -> metrics::Turn {
+        metrics::Turn::new(self.metrics.clone(), tenant)
+    }
 }
 
 impl Inner {
@@ -202,6 +238,7 @@ impl Gateway {
             return Err(ServeError::NoStore);
         };
         let limiter = limits::Limiter::new(store.clone(), config.limits.clone());
+        let metrics = config.metrics.then(|| Arc::new(metrics::Metrics::new()));
         Ok(Gateway {
             inner: Arc::new(Inner {
                 engine,
@@ -209,21 +246,35 @@ impl Gateway {
                 cut: tokio::sync::watch::channel(false).0,
                 signing_key: tokio::sync::OnceCell::new(),
                 limiter,
+                metrics,
             }),
         })
     }
 
-    /// The routes, with a tracing span per request.
+    /// The routes, with a tracing span per request and, unless metrics are off, `GET /metrics`
+    /// and the metrics layer outermost (a request's latency counts from its arrival, time spent
+    /// in every other layer included: it must stay the last layer added).
     pub fn router(&self) -> Router {
-        Router::new()
+        let router = Router::new()
             .route("/v1/chat/completions", post(chat_completions))
             .route("/v1/messages", post(messages))
             .route("/v1/messages/count_tokens", post(count_tokens))
             .route("/v1/models", get(models))
             .route("/healthz", get(|| async { "ok" }))
-            .route("/readyz", get(readyz))
+            .route("/readyz", get(readyz));
+        let Some(recorded) = self.inner.metrics.clone() else {
+            return router
+                .with_state(self.inner.clone())
+                .layer(tower_http::trace::TraceLayer::new_for_http());
+        };
+        router
+            .route("/metrics", get(scrape))
             .with_state(self.inner.clone())
             .layer(tower_http::trace::TraceLayer::new_for_http())
+            .layer(axum::middleware::from_fn_with_state(
+                recorded,
+                metrics::layer,
+            ))
     }
 
     /// Serves on `listener` until `shutdown` resolves; then stops accepting, lets in-flight
@@ -252,10 +303,15 @@ impl Gateway {
             .await
     }
 
-    /// Refuses [`Auth::None`] on an address that is not loopback.
+    /// Refuses [`Auth::None`], and metrics without a token, on an address that is not
+    /// loopback.
     fn check_auth(&self, addr: SocketAddr) -> Result<(), ServeError> {
-        if matches!(self.inner.config.auth, Auth::None) && !addr.ip().is_loopback() {
+        let config = &self.inner.config;
+        if matches!(config.auth, Auth::None) && !addr.ip().is_loopback() {
             return Err(ServeError::NoAuthOffLoopback(addr));
+        }
+        if config.metrics && config.metrics_token.is_none() && !addr.ip().is_loopback() {
+            return Err(ServeError::OpenMetricsOffLoopback(addr));
         }
         Ok(())
     }
@@ -345,7 +401,10 @@ impl Drop for Retention {
 /// The tenant of a request, or its 401.
 async fn authenticate(inner: &Inner, headers: &HeaderMap) -> Result<String, ApiError> {
     let keys = match &inner.config.auth {
-        Auth::None => return Ok("local".to_owned()),
+        Auth::None => {
+            metrics::set_tenant("local");
+            return Ok("local".to_owned());
+        }
         Auth::Keys(keys) => keys,
     };
     let bearer = headers
@@ -361,7 +420,10 @@ async fn authenticate(inner: &Inner, headers: &HeaderMap) -> Result<String, ApiE
             )
         })?;
     match keys.tenant(bearer).await {
-        Ok(Some(tenant)) => Ok(tenant),
+        Ok(Some(tenant)) => {
+            metrics::set_tenant(&tenant);
+            Ok(tenant)
+        }
         Ok(None) => Err(ApiError::unauthorized("the gateway key is not valid")),
         Err(e) => {
             tracing::error!(error = %e, "gateway key lookup failed");
@@ -446,6 +508,7 @@ async fn chat(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response
     let turn = parsed.turn;
     tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "chat completion");
     let (model, stream) = (turn.model.clone(), turn.stream);
+    let recorder = inner.turn(&tenant);
     let request = turn.request(tenant, choice, session);
     let reply = Reply {
         id: format!("chatcmpl-{}", uuid::Uuid::now_v7().simple()),
@@ -456,10 +519,10 @@ async fn chat(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response
         include_usage: parsed.include_usage,
     };
     if !stream {
-        return Ok(reply.whole(&complete(inner, request).await?));
+        return Ok(reply.whole(&complete(inner, request, &recorder).await?));
     }
     let mut events = inner.engine.stream(request);
-    let first = first_event(inner, &mut events).await?;
+    let first = first_event(inner, &mut events, &recorder).await?;
     Ok(sse::streamed(
         OpenAiStream {
             reply,
@@ -467,9 +530,12 @@ async fn chat(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response
         },
         events,
         first,
-        inner.config.keep_alive,
-        inner.cut.subscribe(),
-        admitted,
+        sse::Settings {
+            keep_alive: inner.config.keep_alive,
+            cut: inner.cut.subscribe(),
+            recorder,
+            admitted,
+        },
     ))
 }
 
@@ -512,6 +578,7 @@ async fn messages_turn(
             .filter_map(|v| v.to_str().ok()),
     );
     tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "messages");
+    let recorder = inner.turn(&tenant);
     let key = inner
         .signing_key
         .get_or_try_init(|| inner.engine.signing_key())
@@ -526,7 +593,7 @@ async fn messages_turn(
     let request = turn.request(tenant.clone(), choice, session);
     let id = format!("msg_{}", uuid::Uuid::now_v7().simple());
     if !stream {
-        let completion = complete(inner, request).await?;
+        let completion = complete(inner, request, &recorder).await?;
         let reply = completion
             .messages
             .iter()
@@ -548,14 +615,17 @@ async fn messages_turn(
         ));
     }
     let mut events = inner.engine.stream(request);
-    let first = first_event(inner, &mut events).await?;
+    let first = first_event(inner, &mut events, &recorder).await?;
     Ok(sse::streamed(
         anthropic::AnthropicStream::new(id, model, signer),
         events,
         first,
-        inner.config.keep_alive,
-        inner.cut.subscribe(),
-        admitted,
+        sse::Settings {
+            keep_alive: inner.config.keep_alive,
+            cut: inner.cut.subscribe(),
+            recorder,
+            admitted,
+        },
     ))
 }
 
@@ -589,10 +659,16 @@ async fn count(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Respons
     Ok(axum::Json(json!({"input_tokens": tokens})).into_response())
 }
 
-/// One whole turn, answered 503 when the drain bound cuts it.
-async fn complete(inner: &Inner, request: Request) -> Result<Completion, ApiError> {
+/// One whole turn, answered 503 when the drain bound cuts it; its engine events go to
+/// `recorder`.
+async fn complete(
+    inner: &Inner,
+    request: Request,
+    recorder: &metrics::Turn,
+) -> Result<Completion, ApiError> {
+    let record = |event: &DriverEvent| recorder.record(event);
     tokio::select! {
-        completion = inner.engine.complete(request, &|_| {}) => {
+        completion = inner.engine.complete(request, &record) => {
             completion.map_err(|e| ApiError::from_engine(&e))
         }
         () = inner.cut() => Err(shutting_down()),
@@ -611,18 +687,29 @@ fn with_session(mut response: Response, session: &str) -> Response {
 
 /// Waits a little for a stream's first event, so a request refused before anything streams
 /// gets its HTTP status; past that, the stream starts (keep-alives flow) and failures go
-/// in-stream.
+/// in-stream. Events only for the metrics (an upstream request ended, carriers counted, a fleet
+/// verdict) are recorded and do not start the stream.
 async fn first_event(
     inner: &Inner,
     events: &mut hermes_engine::Events,
+    recorder: &metrics::Turn,
 ) -> Result<Option<Event>, ApiError> {
-    tokio::select! {
-        first = tokio::time::timeout(inner.config.keep_alive, events.next()) => match first {
-            Ok(Some(Event::Failed(error))) => Err(ApiError::from_engine(&error)),
-            Ok(first) => Ok(first),
-            Err(_) => Ok(None),
-        },
-        () = inner.cut() => Err(shutting_down()),
+    let deadline = tokio::time::Instant::now() + inner.config.keep_alive;
+    loop {
+        tokio::select! {
+            first = tokio::time::timeout_at(deadline, events.next()) => match first {
+                Ok(Some(Event::Failed(error))) => return Err(ApiError::from_engine(&error)),
+                Ok(Some(Event::Driver(event))) => {
+                    recorder.record(&event);
+                    if !metrics::only_recorded(&event) {
+                        return Ok(Some(Event::Driver(event)));
+                    }
+                }
+                Ok(first) => return Ok(first),
+                Err(_) => return Ok(None),
+            },
+            () = inner.cut() => return Err(shutting_down()),
+        }
     }
 }
 
@@ -802,6 +889,16 @@ async fn models(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response
         .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "hermes"}))
         .collect();
     axum::Json(json!({"object": "list", "data": data})).into_response()
+}
+
+/// `GET /metrics`: the exposition (behind `[serve] metrics_token` when one is set).
+async fn scrape(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response {
+    match &inner.metrics {
+        Some(recorded) => {
+            metrics::scrape(recorded, inner.config.metrics_token.as_deref(), &headers)
+        }
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
 }
 
 /// `GET /readyz`: 200 when the store answers, else 503.

@@ -14,6 +14,7 @@ use hermes_engine::{Event, Events};
 
 use crate::error::ApiError;
 use crate::limits::Admitted;
+use crate::metrics::{StreamGuard, Turn};
 
 /// One door's spelling of a streamed reply.
 pub(crate) trait StreamDoor: Send + 'static {
@@ -30,16 +31,27 @@ pub(crate) trait StreamDoor: Send + 'static {
     fn failure(&self, error: &ApiError) -> SseEvent;
 }
 
-/// The SSE answer of `door` to `events` (`first` already taken from them), with keep-alive
-/// comments every `keep_alive`, ended by `cut` (the drain bound) with the door's error event;
-/// `admitted` (the request's concurrency slot) is held until the stream ends or is dropped.
+/// How a stream is run, beside its door and events.
+pub(crate) struct Settings {
+    /// A keep-alive comment this often while the upstream is silent.
+    pub(crate) keep_alive: Duration,
+    /// Set when the drain bound runs out: the stream ends with the door's error event.
+    pub(crate) cut: tokio::sync::watch::Receiver<bool>,
+    /// Records the request's engine events (metrics); the stream counts as in flight while
+    /// it lives.
+    pub(crate) recorder: Turn,
+    /// The request's concurrency slot, held until the stream ends or is dropped.
+    pub(crate) admitted: Admitted,
+}
+
+/// The SSE answer of `door` to `events` (`first` already taken from them and recorded), with
+/// keep-alive comments every `settings.keep_alive`, ended by `settings.cut` (the drain bound)
+/// with the door's error event.
 pub(crate) fn streamed<D: StreamDoor>(
     mut door: D,
     events: Events,
     first: Option<Event>,
-    keep_alive: Duration,
-    cut: tokio::sync::watch::Receiver<bool>,
-    admitted: Admitted,
+    settings: Settings,
 ) -> Response {
     struct Streaming<D> {
         _admitted: Admitted,
@@ -49,8 +61,16 @@ pub(crate) fn streamed<D: StreamDoor>(
         first: Option<Event>,
         queued: VecDeque<SseEvent>,
         ended: bool,
+        recorder: Turn,
+        _in_flight: StreamGuard,
     }
     let queued = door.opening().into();
+    let Settings {
+        keep_alive,
+        cut,
+        recorder,
+        admitted,
+    } = settings;
     let state = Streaming {
         _admitted: admitted,
         door,
@@ -59,6 +79,8 @@ pub(crate) fn streamed<D: StreamDoor>(
         first,
         queued,
         ended: false,
+        _in_flight: recorder.stream(),
+        recorder,
     };
     let stream = futures_util::stream::unfold(state, |mut s| async move {
         loop {
@@ -71,7 +93,12 @@ pub(crate) fn streamed<D: StreamDoor>(
             let event = match s.first.take() {
                 Some(event) => Some(event),
                 None => tokio::select! {
-                    event = s.events.next() => event,
+                    event = s.events.next() => {
+                        if let Some(Event::Driver(driver)) = &event {
+                            s.recorder.record(driver);
+                        }
+                        event
+                    }
                     _ = s.cut.wait_for(|c| *c) => {
                         s.queued.push_back(s.door.failure(&crate::shutting_down()));
                         s.ended = true;

@@ -628,3 +628,82 @@ async fn a_502_naming_a_field_is_retried_with_backoff_and_records_no_verdict() {
     assert_eq!(after, before, "nothing stored for a turn that got no reply");
     server.verify().await;
 }
+
+/// Every wire's usage lands the same way in `chat --json` and `sessions show --json`: for one
+/// turn against each simulator the two agree field by field, the thinking share is inside the
+/// output (never beside it), and a wire whose provider reports a thinking count (DeepSeek's and
+/// OpenAI's `completion_tokens_details`, Gemini's `thoughtsTokenCount`, Responses'
+/// `output_tokens_details`) shows it, while Claude's (Messages, Converse), which report none,
+/// show 0 and keep the thinking in the output.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_json_and_sessions_show_agree_on_every_wires_tokens() {
+    for (profile, thinking_counted) in [
+        ("deepseek-v4", true),
+        ("anthropic", false),
+        ("gemini", true),
+        ("openai-responses", true),
+        ("bedrock", false),
+    ] {
+        let home = crate::support::own_home();
+        let url = format!("sim://{profile}");
+        let (reply, _) = home
+            .chat_stderr(
+                &[
+                    "--provider",
+                    "sim",
+                    "--base-url",
+                    &url,
+                    "--effort",
+                    "high",
+                    "-q",
+                    "Why is the sky blue?",
+                ],
+                &[],
+            )
+            .await;
+        let id = reply["session_id"].as_str().unwrap().to_owned();
+        let shown: Value =
+            serde_json::from_str(&home.ok(&["sessions", "show", &id, "--json"]).await).unwrap();
+        let shown = if shown.get("session").is_some() {
+            shown["session"].clone()
+        } else {
+            shown
+        };
+        let usage = &reply["usage"];
+        let n = |v: &Value, k: &str| {
+            v[k].as_u64()
+                .unwrap_or_else(|| panic!("{profile}: no {k} in {v}"))
+        };
+        for (chat, stored) in [
+            ("prompt_tokens", "input_tokens"),
+            ("completion_tokens", "output_tokens"),
+            ("reasoning", "reasoning_tokens"),
+            ("cache_read", "cache_read_tokens"),
+            ("cache_write", "cache_write_tokens"),
+        ] {
+            assert_eq!(
+                n(usage, chat),
+                n(&shown, stored),
+                "{profile}: chat --json {chat} against sessions show {stored}"
+            );
+        }
+        assert_eq!(
+            n(usage, "total_tokens"),
+            n(usage, "prompt_tokens") + n(usage, "completion_tokens"),
+            "{profile}: reasoning is inside completion_tokens, not added to the total"
+        );
+        assert!(
+            n(usage, "reasoning") < n(usage, "completion_tokens"),
+            "{profile}: {usage}"
+        );
+        assert_eq!(
+            n(usage, "reasoning") > 0,
+            thinking_counted,
+            "{profile}: {usage}"
+        );
+        assert!(
+            n(usage, "cache_read") + n(usage, "cache_write") <= n(usage, "prompt_tokens"),
+            "{profile}: the cache's share is inside the input: {usage}"
+        );
+    }
+}

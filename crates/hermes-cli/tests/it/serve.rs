@@ -85,6 +85,10 @@ fn serve_refuses_what_it_cannot_serve_safely() {
             "put a TLS proxy in front and pass --behind-tls-proxy",
         ),
         (
+            &["serve", "--listen", "0.0.0.0:0", "--behind-tls-proxy"][..],
+            "set `metrics_token` in [serve] of config.toml",
+        ),
+        (
             &[
                 "serve",
                 "--listen",

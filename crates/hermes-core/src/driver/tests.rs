@@ -207,7 +207,10 @@ struct Run {
     log: MemLog,
     conversation: Conversation,
     journal: Vec<String>,
+    /// The events told to the user (deltas and lines).
     events: Vec<DriverEvent>,
+    /// The events for a front end's metrics (upstream requests, carriers).
+    reports: Vec<DriverEvent>,
 }
 
 async fn run(
@@ -265,7 +268,13 @@ async fn run_with(
         .await;
     let sent = transport.sent.lock().unwrap().clone();
     let journal = journal.lock().unwrap().clone();
-    let events = events.lock().unwrap().clone();
+    let (reports, events): (Vec<DriverEvent>, Vec<DriverEvent>) =
+        events.lock().unwrap().iter().cloned().partition(|e| {
+            matches!(
+                e,
+                DriverEvent::Upstream { .. } | DriverEvent::Carriers { .. }
+            )
+        });
     Run {
         result,
         sent,
@@ -273,6 +282,7 @@ async fn run_with(
         conversation,
         journal,
         events,
+        reports,
     }
 }
 
@@ -325,6 +335,21 @@ async fn a_refusal_is_recorded_persisted_before_the_retry_and_retried_once() {
             ..
         }
     ));
+    // Each upstream request is reported once, the refused one with its status.
+    let upstream: Vec<(Option<u16>, bool)> = r
+        .reports
+        .iter()
+        .filter_map(|e| match e {
+            DriverEvent::Upstream {
+                wire, status, ok, ..
+            } => {
+                assert_eq!(*wire, "chat");
+                Some((*status, *ok))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(upstream, [(Some(400), false), (None, true)]);
 }
 
 #[tokio::test]

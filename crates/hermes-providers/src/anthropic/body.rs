@@ -191,6 +191,9 @@ pub struct Encoded {
     /// The `anthropic-beta` header value (comma-separated), when one is needed (never on
     /// Bedrock, whose body carries the betas).
     pub beta: Option<String>,
+    /// Assistant messages whose thinking was demoted (signed blocks or the pad sent as
+    /// unsigned text, thinking disabled for a tool loop) or left out by provenance.
+    pub carriers: hermes_core::CarrierCounts,
 }
 
 /// One content block of the wire copy.
@@ -676,6 +679,7 @@ fn encode_with(
         client_thinking(&mut plan, raw)?;
     }
     let mut notes = Vec::new();
+    let mut carriers = hermes_core::CarrierCounts::default();
     let mut explain = vec![format!(
         "anthropic wire: {} — {}",
         target.base_url,
@@ -742,6 +746,11 @@ fn encode_with(
                     &decision.target,
                 );
                 explain.push(format!("message {i}: {why}"));
+                match carrier_outcome(msg, &thinking, &decision.target) {
+                    Some(Outcome::Demoted) => carriers.demoted += 1,
+                    Some(Outcome::Provenance) => carriers.dropped_provenance += 1,
+                    None => {}
+                }
                 let blocks = assemble(msg, thinking, &mut sent_kinds);
                 if Some(i) == last_assistant {
                     latest_starts_with_thinking =
@@ -769,6 +778,7 @@ fn encode_with(
             "thinking is disabled for this request: {why} (the stored history is unchanged)"
         ));
         explain.push(format!("thinking disabled for this request: {why}"));
+        carriers.demoted += 1;
         plan = ThinkingPlan {
             thinking: plan.off.clone(),
             max_tokens: default_max_tokens(target, model),
@@ -860,7 +870,40 @@ fn encode_with(
         sources: wire.iter().map(|w| w.sources.clone()).collect(),
         explain,
         beta: (!bedrock && !betas.is_empty()).then(|| betas.join(",")),
+        carriers,
     })
+}
+
+/// What the Anthropic codec did to an assistant message's thinking, for the carrier counts.
+enum Outcome {
+    /// Signed blocks, or nothing but the must-echo pad, sent as an unsigned block.
+    Demoted,
+    /// Stored blocks left out because another model or host minted them.
+    Provenance,
+}
+
+/// The carrier outcome of `thinking` for `msg` (none: replayed as stored, or nothing to send).
+fn carrier_outcome(
+    msg: &Message,
+    thinking: &Thinking<'_>,
+    target: &hermes_core::RouteTarget,
+) -> Option<Outcome> {
+    let signed_blocks = msg
+        .reasoning_details
+        .iter()
+        .flatten()
+        .any(|item| anthropic_kind(item).is_some());
+    match thinking {
+        Thinking::Unsigned(text) if signed_blocks || text == hermes_core::shape::PAD => {
+            Some(Outcome::Demoted)
+        }
+        Thinking::None
+            if signed_blocks && msg.origin.as_ref().is_some_and(|o| !same_minter(o, target)) =>
+        {
+            Some(Outcome::Provenance)
+        }
+        _ => None,
+    }
 }
 
 /// Adds blocks to the wire, merging into the previous message of the same role (the API wants

@@ -107,6 +107,7 @@ fn into_outgoing(encoded: Encoded, stream: bool) -> Outgoing {
     Outgoing::new(encoded.body, stream, encoded.refusable, encoded.messages)
         .notes(encoded.notes)
         .stamp(stamp)
+        .carriers(encoded.carriers)
 }
 
 /// Carries the `anthropic-beta` header from `encode` to `send`; never stored.

@@ -35,6 +35,8 @@ struct Out {
     text: String,
     json: Value,
     notes: Vec<String>,
+    explain: Vec<String>,
+    carriers: hermes_core::CarrierCounts,
 }
 
 fn body_for(h: &[Message], base: &str, model: &str, thinking: ThinkingRequest) -> Out {
@@ -57,6 +59,8 @@ fn body_with(
         json: serde_json::from_str(&text).unwrap(),
         text,
         notes: encoded.notes,
+        explain: encoded.explain,
+        carriers: encoded.carriers,
     }
 }
 
@@ -373,6 +377,30 @@ fn must_echo_relays_get_unsigned_thinking_and_the_pad() {
         json!({"type": "enabled", "budget_tokens": 4096})
     );
     assert!(out.json.get("temperature").is_none());
+    // The pad is the one demotion the metrics count (readable thinking sent as it was stored
+    // is not one).
+    assert_eq!(
+        (out.carriers.demoted, out.carriers.dropped_provenance),
+        (1, 0)
+    );
+}
+
+#[test]
+fn blocks_another_claude_minted_are_left_out_and_counted_once_each() {
+    let out = body_for(
+        &loop_history(OPUS),
+        "https://api.anthropic.com",
+        "claude-sonnet-4-5",
+        ThinkingRequest::Effort(Effort::High),
+    );
+    crate::testing::provenance_counted(&out.explain, out.carriers.dropped_provenance);
+    let own = body_for(
+        &loop_history(OPUS),
+        "https://api.anthropic.com",
+        OPUS,
+        ThinkingRequest::Effort(Effort::High),
+    );
+    assert_eq!(own.carriers.dropped_provenance, 0);
 }
 
 #[test]

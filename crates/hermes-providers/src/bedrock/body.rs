@@ -75,6 +75,9 @@ pub struct Encoded {
     /// (`POST /model/…/converse`), then the policy, the thinking mapping and each assistant
     /// message's reasoning.
     pub explain: Vec<String>,
+    /// Assistant messages whose reasoning blocks were left out because another model or host
+    /// minted them.
+    pub carriers: hermes_core::CarrierCounts,
 }
 
 /// Why a body could not be built.
@@ -833,6 +836,7 @@ fn encode_with(
         .refused_for(super::WIRE_ID, &decision.target);
     let mut plan = thinking_plan(parts.thinking, &model, target)?;
     let mut notes = Vec::new();
+    let mut carriers = hermes_core::CarrierCounts::default();
     let mut explain = vec![
         format!("POST {}", operation_path(model_id, parts.stream)),
         format!(
@@ -902,6 +906,19 @@ fn encode_with(
                 };
                 let (reasoning, why) = assistant_reasoning(msg, &ctx);
                 let had_reasoning = !matches!(reasoning, Reasoning::None);
+                if !had_reasoning
+                    && msg
+                        .origin
+                        .as_ref()
+                        .is_some_and(|o| !same_minter(o, &decision.target))
+                    && msg
+                        .reasoning_details
+                        .iter()
+                        .flatten()
+                        .any(|i| read_item(i).is_some())
+                {
+                    carriers.dropped_provenance += 1;
+                }
                 explain.push(format!("message {i}: {why}"));
                 let mut blocks = assemble(msg, reasoning);
                 if Some(i) == last_assistant {
@@ -1048,5 +1065,6 @@ fn encode_with(
         digest: digest.hex(),
         sources: wire.iter().map(|w| w.sources.clone()).collect(),
         explain,
+        carriers,
     })
 }

@@ -71,6 +71,7 @@ fn into_outgoing(encoded: Encoded, stream: bool) -> Outgoing {
     Outgoing::new(encoded.body, stream, encoded.refusable, encoded.messages)
         .notes(encoded.notes)
         .stamp(vec![prefix_stamp(&encoded.digest)])
+        .carriers(encoded.carriers)
 }
 
 /// What `hermes preview --explain` prints for `parts` on `target`, one line each: first the

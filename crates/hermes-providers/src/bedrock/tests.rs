@@ -54,6 +54,7 @@ struct Out {
     notes: Vec<String>,
     refusable: Vec<&'static str>,
     explain: Vec<String>,
+    carriers: hermes_core::CarrierCounts,
 }
 
 struct Setup {
@@ -91,7 +92,24 @@ fn check_body(h: &[Message], model: &str, setup: Setup) -> Out {
         notes: encoded.notes,
         refusable: encoded.refusable,
         explain: encoded.explain,
+        carriers: encoded.carriers,
     }
+}
+
+#[test]
+fn blocks_another_claude_minted_are_left_out_and_counted_once_each() {
+    let out = body_for(
+        &loop_history(OPUS),
+        SONNET45,
+        ThinkingRequest::Effort(hermes_core::Effort::High),
+    );
+    crate::testing::provenance_counted(&out.explain, out.carriers.dropped_provenance);
+    let own = body_for(
+        &loop_history(OPUS),
+        OPUS,
+        ThinkingRequest::Effort(hermes_core::Effort::High),
+    );
+    assert_eq!(own.carriers.dropped_provenance, 0);
 }
 
 fn body_for(h: &[Message], model: &str, thinking: ThinkingRequest) -> Out {

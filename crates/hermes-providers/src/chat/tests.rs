@@ -297,6 +297,17 @@ fn opaque_items_only_reach_the_model_and_host_that_minted_them() {
         explained[0].contains("1 opaque items left out: minted by a/model-a on openrouter.ai"),
         "{explained:?}"
     );
+    // Counted once for the metrics, from the same plans.
+    let ctx = ShapeContext::new(&decision, &Verdicts::default());
+    let plans = ctx.plans(&h);
+    let counts = hermes_core::CarrierCounts::of_plans(plans.iter().flatten());
+    assert_eq!((counts.dropped_provenance, counts.demoted), (1, 0));
+    let own = t.resolve(
+        &RouteTarget::new("openrouter", home, "a/model-a"),
+        ResolveOptions::default(),
+    );
+    let plans = ShapeContext::new(&own, &Verdicts::default()).plans(&h);
+    assert!(hermes_core::CarrierCounts::of_plans(plans.iter().flatten()).is_empty());
 }
 
 #[test]
@@ -391,4 +402,8 @@ fn explain_gives_one_line_per_assistant_message() {
             "messages[4] assistant: reasoning_content padded with \" \" (must-echo; stored value is blank); reasoning absent (route does not read it); reasoning_details absent (route does not read it)",
         ]
     );
+    // The two pads are the demotions the metrics count.
+    let plans = ShapeContext::new(&decision, &Verdicts::default()).plans(&mixed());
+    let counts = hermes_core::CarrierCounts::of_plans(plans.iter().flatten());
+    assert_eq!((counts.demoted, counts.dropped_provenance), (2, 0));
 }

@@ -117,6 +117,9 @@ pub struct Encoded {
     /// What was decided, for `hermes preview --explain` (the `POST` line is added by
     /// [`super::explain`]).
     pub explain: Vec<String>,
+    /// Assistant messages whose thought signatures were left out because another model or
+    /// host minted them.
+    pub carriers: hermes_core::CarrierCounts,
 }
 
 /// Why a body could not be built.
@@ -817,6 +820,7 @@ fn encode_with(
         .wire_verdicts
         .refused_for(super::WIRE_ID, &decision.target);
     let signatures_refused = refused.contains(&SIGNATURE_FIELD);
+    let mut carriers = hermes_core::CarrierCounts::default();
     let mut explain = vec![
         format!(
             "gemini wire: {} ({}) — model {model_id}",
@@ -984,6 +988,9 @@ fn encode_with(
                     })
                     .count();
                 let stored_any = call_signatures > 0 || text_signature.is_some();
+                if stored_any && !own {
+                    carriers.dropped_provenance += 1;
+                }
 
                 let mut model_parts: Vec<Part<'_>> = text_parts(msg.content.as_ref())
                     .into_iter()
@@ -1144,5 +1151,6 @@ fn encode_with(
         notes,
         sources: wire.iter().map(|w| w.sources.clone()).collect(),
         explain,
+        carriers,
     })
 }

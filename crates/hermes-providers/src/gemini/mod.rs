@@ -82,7 +82,8 @@ pub fn outgoing(parts: &RequestParts<'_>, target: &Target) -> Result<Outgoing, T
         encoded.refusable,
         encoded.messages,
     )
-    .notes(encoded.notes))
+    .notes(encoded.notes)
+    .carriers(encoded.carriers))
 }
 
 /// What `hermes preview --explain` prints for `parts` on `target`, one line each: first

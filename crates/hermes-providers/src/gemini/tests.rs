@@ -1047,9 +1047,17 @@ fn the_wire_encodes_through_the_seam_with_its_refusable_field() {
             .unwrap()
             .replace(HOST, "elsewhere.example"),
     );
+    assert!(
+        out.carriers.is_empty(),
+        "its own signatures go: nothing to count"
+    );
     let parts = RequestParts::new(&foreign, &decision, &verdicts);
     let out = gemini_wire().encode(&parts).unwrap();
     assert!(out.refusable.is_empty());
+    assert_eq!(
+        out.carriers.dropped_provenance, 1,
+        "the call's turn counted once, for the metrics"
+    );
     assert_eq!(out.notes.len(), 1, "{:?}", out.notes);
     assert!(out.notes[0].contains("hermes never invents a signature"));
 }

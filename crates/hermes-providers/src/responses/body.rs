@@ -72,6 +72,9 @@ pub struct Encoded {
     /// What was decided, for `hermes preview --explain` (the `POST` line is added by
     /// [`super::explain`]).
     pub explain: Vec<String>,
+    /// Assistant messages whose reasoning items were left out because another model or host
+    /// minted them.
+    pub carriers: hermes_core::CarrierCounts,
 }
 
 /// Why a body could not be built.
@@ -625,6 +628,14 @@ fn reasoning_block(
 }
 
 /// Adds an assistant turn's items; returns how many reasoning items went.
+/// Whether `msg` stores reasoning items (Responses' own).
+fn has_reasoning_items(msg: &Message) -> bool {
+    stored_items(msg, REASONING_ITEMS_KEY)
+        .unwrap_or_default()
+        .iter()
+        .any(|r| r.kind == "reasoning")
+}
+
 fn assistant<'h>(
     i: usize,
     msg: &'h Message,
@@ -783,6 +794,7 @@ fn encode_with(
         .wire_verdicts
         .refused_for(super::WIRE_ID, &decision.target)
         .contains(&ENCRYPTED_FIELD);
+    let mut carriers = hermes_core::CarrierCounts::default();
     let mut explain = vec![
         format!(
             "responses wire: model {model}, store false{}",
@@ -857,6 +869,9 @@ fn encode_with(
                     .origin
                     .as_ref()
                     .is_none_or(|o| same_minter(o, &decision.target));
+                if !own && has_reasoning_items(msg) {
+                    carriers.dropped_provenance += 1;
+                }
                 reasoning_sent += assistant(i, msg, own, refused, drops, &mut input, &mut explain);
             }
         }
@@ -898,5 +913,6 @@ fn encode_with(
         messages: input.len(),
         notes: Vec::new(),
         explain,
+        carriers,
     })
 }

@@ -64,7 +64,8 @@ pub fn outgoing(parts: &RequestParts<'_>, drops: &Drops) -> Result<Outgoing, Tra
         encoded.refusable,
         encoded.messages,
     )
-    .notes(encoded.notes))
+    .notes(encoded.notes)
+    .carriers(encoded.carriers))
 }
 
 /// What `hermes preview --explain` prints for `parts` sent to `base`, one line each: first

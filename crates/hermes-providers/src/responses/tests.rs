@@ -628,4 +628,10 @@ fn the_url_and_the_explain_lines() {
             && l.contains("without their id")),
         "{lines:?}"
     );
+    // Each message whose reasoning provenance left out is counted once, for the metrics.
+    let out = wire().encode(&parts).unwrap();
+    crate::testing::provenance_counted(&lines, out.carriers.dropped_provenance);
+    let own = three_steps(GPT5);
+    let parts = RequestParts::new(&own, &d, &verdicts);
+    assert!(wire().encode(&parts).unwrap().carriers.is_empty());
 }

@@ -396,7 +396,8 @@ async fn shutdown_cuts_a_request_after_the_drain_bound_and_stores_nothing() {
     assert_eq!(upstream.received_requests().await.unwrap().len(), 1);
     let store = gateway.store.clone();
     let started = std::time::Instant::now();
-    gateway.stop().await;
+    // The store's folder stays until the checks below are done.
+    let _dir = gateway.stop().await;
     assert!(
         started.elapsed() < std::time::Duration::from_secs(5),
         "the drain bound held: {:?}",

@@ -163,7 +163,8 @@ async fn a_stream_in_flight_at_shutdown_finishes_within_the_drain_bound_and_is_s
     }
     assert!(got.contains("Done."), "{got}");
     assert!(got.contains("data: [DONE]"), "the stream finished: {got}");
-    tokio::time::timeout(Duration::from_secs(10), stopping)
+    // The store's folder stays until the checks below are done.
+    let _dir = tokio::time::timeout(Duration::from_secs(10), stopping)
         .await
         .expect("the server stops once its streams are done")
         .unwrap();

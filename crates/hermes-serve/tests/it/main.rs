@@ -33,6 +33,7 @@ mod keys;
 mod lifecycle;
 mod limits;
 mod messages;
+mod metrics;
 mod retention;
 mod sdk;
 mod streams;
@@ -49,6 +50,10 @@ use hermes_serve::{Auth, Gateway, Keys, KeysError, ServeConfig};
 /// The gateway key the tests' [`TestKeys`] knows, and its tenant.
 pub(crate) const KEY: &str = "hk-test-gateway-key";
 pub(crate) const TENANT: &str = "tenant-a";
+
+/// A second gateway key [`TestKeys`] knows, of another tenant.
+pub(crate) const KEY_B: &str = "hk-test-gateway-key-b";
+pub(crate) const TENANT_B: &str = "tenant-b";
 
 /// A key table in memory: the shape of the store's `tenant_for_key`.
 pub(crate) struct TestKeys(HashMap<String, String>);
@@ -91,12 +96,14 @@ impl Running {
             .unwrap()
     }
 
-    /// Sends the shutdown signal and waits for the server to stop.
-    pub(crate) async fn stop(mut self) {
+    /// Sends the shutdown signal and waits for the server to stop; returns the folder of its
+    /// store, which goes when dropped (a test that reads the store afterwards keeps it).
+    pub(crate) async fn stop(mut self) -> Option<tempfile::TempDir> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
         (&mut self.task).await.unwrap().unwrap();
+        self._dir
     }
 }
 
@@ -173,6 +180,15 @@ impl hermes_engine::AwsSecrets for SimAws {
 /// The gateway with `provider` at `base_url` (a simulator: every key variable answers
 /// `sk-test`, AWS signs with the simulator's pair).
 pub(crate) async fn start_for(provider: &str, base_url: &str) -> Running {
+    start_for_with(provider, base_url, |c| c).await
+}
+
+/// [`start_for`] with `config` adjusted by `adjust`.
+pub(crate) async fn start_for_with(
+    provider: &str,
+    base_url: &str,
+    adjust: impl FnOnce(ServeConfig) -> ServeConfig,
+) -> Running {
     let mut defaults = Defaults::default();
     defaults.providers.insert(
         provider.into(),
@@ -180,7 +196,7 @@ pub(crate) async fn start_for(provider: &str, base_url: &str) -> Running {
     );
     let settings = Settings::new(defaults, Arc::new(|_: &str| Some("sk-test".to_owned())))
         .aws(Arc::new(SimAws));
-    start_over(settings, |c| c, None).await
+    start_over(settings, adjust, None).await
 }
 
 /// The gateway over a fresh SQLite store with `settings`, gateway keys checked by
@@ -194,7 +210,10 @@ async fn start_over(
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("state.db")).await.unwrap();
     let engine = Engine::builtin().with_store(store.clone(), settings);
-    let keys = TestKeys(HashMap::from([(KEY.to_owned(), TENANT.to_owned())]));
+    let keys = TestKeys(HashMap::from([
+        (KEY.to_owned(), TENANT.to_owned()),
+        (KEY_B.to_owned(), TENANT_B.to_owned()),
+    ]));
     let config = adjust(ServeConfig::new(Auth::Keys(Arc::new(keys))));
     let gateway = Gateway::new(engine, config).unwrap();
     serve(store, gateway, Some(dir), tls).await

@@ -1,0 +1,80 @@
+//! What happened to the carriers of a request on their way upstream, counted as plain data so a
+//! front end can report it (the gateway's metrics) without core knowing about metrics: each
+//! outcome is counted at the one place that decides it.
+
+/// Assistant messages of one request by what happened to their carriers. Each count is made
+/// where the decision is made: `reattached`, `passed_through` and `missing` when a gateway
+/// client's history is lined up with the store ([`crate::reattach::align`]); `demoted` and
+/// `dropped_provenance` when a wire encodes the body ([`crate::wire::Outgoing::carriers`], for
+/// the chat wire from the route plans, [`CarrierCounts::of_plans`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CarrierCounts {
+    /// Equal to a stored message that holds carriers: the stored carriers go back upstream.
+    pub reattached: u64,
+    /// Not in the store, but the client sent carriers of its own: they go upstream unverified,
+    /// as a plain proxy would pass them (SPEC §10).
+    pub passed_through: u64,
+    /// Sent in a lesser form by a declared rule (a must-echo route's `" "` pad instead of
+    /// reasoning, signed thinking sent as plain text, thinking left out of a tool loop).
+    pub demoted: u64,
+    /// Opaque carriers left out because another model or host minted them (provenance).
+    pub dropped_provenance: u64,
+    /// Not in the store and without carriers of its own (edited, or from elsewhere): nothing
+    /// can be restored, the route's rule for missing reasoning applies.
+    pub missing: u64,
+}
+
+impl CarrierCounts {
+    /// True when every count is zero.
+    pub fn is_empty(&self) -> bool {
+        *self == CarrierCounts::default()
+    }
+
+    /// The counts with `demoted` and `dropped_provenance` set (a wire's encode).
+    pub fn encoded(demoted: u64, dropped_provenance: u64) -> Self {
+        CarrierCounts {
+            demoted,
+            dropped_provenance,
+            ..CarrierCounts::default()
+        }
+    }
+
+    /// Every outcome with its count, in a fixed order, by its metric label (`reattached`,
+    /// `passed_through`, `demoted`, `dropped_provenance`, `missing`).
+    pub fn outcomes(&self) -> [(&'static str, u64); 5] {
+        [
+            ("reattached", self.reattached),
+            ("passed_through", self.passed_through),
+            ("demoted", self.demoted),
+            ("dropped_provenance", self.dropped_provenance),
+            ("missing", self.missing),
+        ]
+    }
+
+    /// What the chat wire's route plans decided: a message padded instead of its reasoning is
+    /// demoted; one whose opaque items or native signatures were left out because another
+    /// model or host minted them is dropped by provenance.
+    pub fn of_plans<'p>(plans: impl IntoIterator<Item = &'p crate::shape::AssistantPlan>) -> Self {
+        use crate::shape::{DetailsPlan, FieldPlan, RcPlan, Why};
+        let mut counts = CarrierCounts::default();
+        for plan in plans {
+            if matches!(plan.reasoning_content, RcPlan::Pad(_)) {
+                counts.demoted += 1;
+            }
+            let foreign = match &plan.reasoning_details {
+                DetailsPlan::Items { foreign, .. } => *foreign > 0,
+                DetailsPlan::Absent(why) => *why == Why::ForeignModel,
+            } || [
+                plan.extra_content,
+                plan.reasoning_opaque,
+                plan.reasoning_text,
+            ]
+            .contains(&FieldPlan::Absent(Why::ForeignModel));
+            if foreign {
+                counts.dropped_provenance += 1;
+            }
+        }
+        counts
+    }
+}
