@@ -17,6 +17,7 @@ pub mod sampling;
 pub mod session;
 pub mod shape;
 pub mod target;
+pub mod telemetry;
 pub mod transport;
 pub mod verdict;
 pub mod wire;

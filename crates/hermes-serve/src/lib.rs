@@ -18,6 +18,7 @@ mod limits;
 pub mod model;
 mod openai;
 mod sign;
+mod span;
 mod sse;
 pub mod tls;
 
@@ -223,7 +224,7 @@ impl Gateway {
             .route("/healthz", get(|| async { "ok" }))
             .route("/readyz", get(readyz))
             .with_state(self.inner.clone())
-            .layer(tower_http::trace::TraceLayer::new_for_http())
+            .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(span::request_span))
     }
 
     /// Serves on `listener` until `shutdown` resolves; then stops accepting, lets in-flight
