@@ -10,7 +10,7 @@ use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use prost::Message as _;
 use serde_json::Value;
 
-use crate::serve::{http_with, serving_with};
+use crate::serve::{http_with, new_key, serving_with};
 use crate::support::{bare_command, own_home};
 
 /// Keys planted in the binary's environment: none may reach a span.
@@ -200,24 +200,7 @@ fn assert_genai(span: &Span, model: &str, usage: (i64, i64, i64)) {
 fn the_gateway_exports_each_upstream_request_as_a_child_of_its_http_request_span() {
     let (endpoint, received, _thread) = receiver();
     let home = own_home();
-    let out = bare_command(
-        home.path(),
-        &["serve", "keys", "create", "--tenant", "acme"],
-        &[],
-    )
-    .output()
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let key = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .last()
-        .unwrap()
-        .to_owned();
+    let key = new_key(home.path(), "acme");
     let mut env = PLANTED.to_vec();
     env.extend([
         ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),

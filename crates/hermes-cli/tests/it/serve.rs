@@ -244,7 +244,7 @@ fn a_gateway_key_is_printed_once_stored_as_a_digest_and_required_by_the_server()
 }
 
 /// `hermes serve keys create --tenant TENANT`'s key.
-fn new_key(home: &std::path::Path, tenant: &str) -> String {
+pub(crate) fn new_key(home: &std::path::Path, tenant: &str) -> String {
     let out = bare_command(home, &["serve", "keys", "create", "--tenant", tenant], &[])
         .output()
         .unwrap();
