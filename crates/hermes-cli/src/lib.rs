@@ -18,6 +18,7 @@ mod serve;
 mod sessions;
 mod setup;
 mod sim;
+mod telemetry;
 mod tools;
 mod verdicts;
 
@@ -33,10 +34,18 @@ use crate::cli::{Cli, Command, SimCommand};
 /// The default filter of the log files: hermes' own decisions at debug, the rest at warn.
 const FILE_FILTER: &str = "warn,hermes_core=debug,hermes_providers=debug,hermes_store=debug,hermes_engine=debug,hermes_cli=debug,hermes=debug";
 
-/// Installs the subscriber: human-readable on stderr (`HERMES_LOG`, default warn), and for
-/// commands that talk to providers or the store, JSON lines in `$HERMES_HOME/logs`
-/// (`HERMES_FILE_LOG`, default [`FILE_FILTER`]). The returned guard flushes the file on drop.
-fn init_tracing(to_file: bool) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+/// What [`init_tracing`] installed that must outlive the command: the log file's writer
+/// (flushed on drop) and the OpenTelemetry exporter (flushed and shut down on drop).
+struct TracingGuards {
+    _file: Option<tracing_appender::non_blocking::WorkerGuard>,
+    _otel: Option<telemetry::Exporter>,
+}
+
+/// Installs the subscriber: human-readable on stderr (`HERMES_LOG`, default warn), for
+/// commands that talk to providers or the store JSON lines in `$HERMES_HOME/logs`
+/// (`HERMES_FILE_LOG`, default [`FILE_FILTER`]), and for `spans`, when an OTLP endpoint is set,
+/// the OpenTelemetry export ([`telemetry::layer`]; a bad setting is a warning, not a failure).
+fn init_tracing(to_file: bool, spans: Option<telemetry::Spans>) -> TracingGuards {
     use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
@@ -67,11 +76,23 @@ fn init_tracing(to_file: bool) -> Option<tracing_appender::non_blocking::WorkerG
         }
         None => (None, None),
     };
+    let (otel, exporter) = match spans.map(telemetry::layer) {
+        Some(Ok(Some((layer, exporter)))) => (Some(layer), Some(exporter)),
+        Some(Err(error)) => {
+            let _ = writeln!(io::stderr(), "hermes: warning: no trace export: {error:#}");
+            (None, None)
+        }
+        _ => (None, None),
+    };
     let _ = tracing_subscriber::registry()
         .with(stderr)
         .with(file)
+        .with(otel)
         .try_init();
-    guard
+    TracingGuards {
+        _file: guard,
+        _otel: exporter,
+    }
 }
 
 fn dispatch(engine: &Engine, cli: Cli) -> anyhow::Result<()> {
@@ -113,7 +134,16 @@ pub fn run(engine: Engine) -> ExitCode {
             | Command::Sim(_)
             | Command::Serve(_)
     );
-    let _guard = init_tracing(to_file);
+    let spans = match &cli.command {
+        Command::Serve(args) if args.command.is_none() => Some(telemetry::Spans::Gateway),
+        Command::Chat(_) => Some(telemetry::Spans::Chat),
+        _ => None,
+    };
+    let _guards = init_tracing(to_file, spans);
+    // Message content in spans only when the user opts in, and only when spans are exported.
+    let engine = engine.with_message_content(
+        spans.is_some() && telemetry::wanted() && telemetry::capture_content(),
+    );
     match dispatch(&engine, cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

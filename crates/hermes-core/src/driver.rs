@@ -106,6 +106,9 @@ pub struct DriverConfig {
     /// What a gateway client asked for in its own wire's terms, sent with every request
     /// (nothing by default).
     pub passthrough: crate::passthrough::Passthrough,
+    /// What each request's span records besides the request (the server it goes to, whether
+    /// message content is captured; nothing by default).
+    pub telemetry: crate::telemetry::Telemetry,
 }
 
 impl Default for DriverConfig {
@@ -124,6 +127,7 @@ impl Default for DriverConfig {
             client_tools: false,
             sampling: crate::sampling::Sampling::default(),
             passthrough: crate::passthrough::Passthrough::default(),
+            telemetry: crate::telemetry::Telemetry::default(),
         }
     }
 }
@@ -557,21 +561,22 @@ impl Driver<'_> {
                     notify(&delta_event(delta));
                 };
                 // One span per upstream request (inside the caller's turn span, if any), so a
-                // server's logs and traces can follow a request through its retries.
-                let span = tracing::info_span!(
-                    "upstream_request",
-                    wire = wire.id(),
-                    provider = %origin.provider,
-                    host = %origin.host,
-                    model = %origin.model,
-                    attempt = *requests,
-                );
+                // server's logs and traces can follow a request through its retries. Its
+                // `gen_ai.*` fields follow OpenTelemetry's GenAI conventions (`telemetry`).
+                let span = upstream_span(&origin, wire.id(), *requests, &config.telemetry);
+                if config.telemetry.capture_content {
+                    span.record(
+                        "gen_ai.input.messages",
+                        crate::telemetry::input_messages(&history),
+                    );
+                }
                 let started = tokio::time::Instant::now();
                 let result = tracing::Instrument::instrument(
                     wire.send(&request, origin.clone(), &on_delta),
-                    span,
+                    span.clone(),
                 )
                 .await;
+                record_outcome(&span, &result, config.telemetry.capture_content);
                 notify(&DriverEvent::Upstream {
                     wire: wire.id(),
                     provider: origin.provider.clone(),
@@ -883,3 +888,79 @@ impl Driver<'_> {
 
 #[cfg(test)]
 mod tests;
+
+/// The span of one upstream request: named `chat {model}` and of kind client for
+/// OpenTelemetry (`otel.name`, `otel.kind`), with the GenAI attributes known before it is
+/// sent; [`record_outcome`] fills in the rest.
+fn upstream_span(
+    origin: &Origin,
+    wire: &str,
+    attempt: usize,
+    telemetry: &crate::telemetry::Telemetry,
+) -> tracing::Span {
+    use tracing::field::Empty;
+    tracing::info_span!(
+        "upstream_request",
+        otel.name = %format_args!("{} {}", crate::telemetry::OPERATION, origin.model),
+        otel.kind = "client",
+        otel.status_code = Empty,
+        wire,
+        provider = %origin.provider,
+        host = %origin.host,
+        model = %origin.model,
+        attempt,
+        gen_ai.operation.name = crate::telemetry::OPERATION,
+        gen_ai.provider.name = crate::telemetry::provider_name(&origin.provider),
+        gen_ai.request.model = %origin.model,
+        gen_ai.response.model = Empty,
+        gen_ai.response.finish_reasons = Empty,
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.output_tokens = Empty,
+        gen_ai.usage.reasoning.output_tokens = Empty,
+        server.address = telemetry.server_address.as_deref(),
+        server.port = telemetry.server_port.map(i64::from),
+        error.type = Empty,
+        gen_ai.input.messages = Empty,
+        gen_ai.output.messages = Empty,
+    )
+}
+
+/// Records how an upstream request ended on its span: the response model, finish reason
+/// (one; `gen_ai.response.finish_reasons` is recorded as a comma-separated list, which an
+/// exporter turns into the spec's string array) and tokens — `output_tokens` includes the
+/// reasoning tokens, `reasoning.output_tokens` is the part of them spent thinking ([`Usage`]) —
+/// or `error.type` and an error status.
+///
+/// [`Usage`]: crate::transport::Usage
+fn record_outcome(span: &tracing::Span, result: &Result<Reply, TransportError>, content: bool) {
+    match result {
+        Ok(reply) => {
+            if let Some(origin) = &reply.message.origin {
+                span.record("gen_ai.response.model", origin.model.as_str());
+            }
+            if let Some(finish) = &reply.meta.finish {
+                span.record(
+                    "gen_ai.response.finish_reasons",
+                    crate::telemetry::finish_reason(finish),
+                );
+            }
+            if let Some(usage) = &reply.meta.usage {
+                // Signed: OpenTelemetry's integers are i64 (an unsigned one would be a string).
+                let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+                span.record("gen_ai.usage.input_tokens", int(usage.input));
+                span.record("gen_ai.usage.output_tokens", int(usage.output));
+                span.record("gen_ai.usage.reasoning.output_tokens", int(usage.reasoning));
+            }
+            if content {
+                span.record(
+                    "gen_ai.output.messages",
+                    crate::telemetry::output_messages(&reply.message, reply.meta.finish.as_ref()),
+                );
+            }
+        }
+        Err(error) => {
+            span.record("error.type", crate::telemetry::error_type(error));
+            span.record("otel.status_code", "error");
+        }
+    }
+}

@@ -18,6 +18,7 @@ pub mod session;
 pub mod shape;
 pub mod tally;
 pub mod target;
+pub mod telemetry;
 pub mod transport;
 pub mod verdict;
 pub mod wire;

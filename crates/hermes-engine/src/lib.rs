@@ -71,6 +71,8 @@ pub struct Engine {
     runtime: Option<Arc<request::Runtime>>,
     /// What `--provider sim` runs (none unless a front end gives some).
     simulators: Option<Arc<dyn Simulators>>,
+    /// Whether upstream request spans record message content ([`Engine::with_message_content`]).
+    capture_content: bool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -102,16 +104,19 @@ impl Engine {
             local: lease::Local::default(),
             runtime: None,
             simulators: None,
+            capture_content: false,
         }
     }
 
     /// Puts a third party's route first: it wins over every built-in row it matches.
     pub fn with_route_first(self, route: Arc<dyn ReasoningRoute>) -> Self {
         let simulators = self.simulators;
+        let capture_content = self.capture_content;
         let mut table = Arc::unwrap_or_clone(self.table);
         table.register_first(route);
         Engine {
             simulators,
+            capture_content,
             ..Engine::with_table(table)
         }
     }
@@ -120,6 +125,16 @@ impl Engine {
     /// `--provider sim` is a usage error saying this build has no simulator.
     pub fn with_simulators(mut self, simulators: Arc<dyn Simulators>) -> Self {
         self.simulators = Some(simulators);
+        self
+    }
+
+    /// With each upstream request's span recording the messages sent and received
+    /// (`gen_ai.input.messages`, `gen_ai.output.messages`) when `capture` is true; off by
+    /// default. The front end decides (the CLI reads OpenTelemetry's
+    /// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`); the engine never reads the
+    /// environment.
+    pub fn with_message_content(mut self, capture: bool) -> Self {
+        self.capture_content = capture;
         self
     }
 

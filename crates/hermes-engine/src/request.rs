@@ -363,7 +363,7 @@ impl Engine {
     pub fn stream(&self, request: Request) -> Events {
         let (sender, events) = tokio::sync::mpsc::unbounded_channel();
         let engine = self.clone();
-        let task = tokio::spawn(async move {
+        let task = async move {
             let forward = sender.clone();
             let notify = move |event: &DriverEvent| {
                 let _ = forward.send(Event::Driver(event.clone()));
@@ -373,7 +373,9 @@ impl Engine {
                 Err(error) => Event::Failed(error),
             };
             let _ = sender.send(last);
-        });
+        };
+        // The turn's spans stay under the caller's (a gateway request's span).
+        let task = tokio::spawn(tracing::Instrument::in_current_span(task));
         Events { events, task }
     }
 

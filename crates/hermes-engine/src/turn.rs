@@ -94,6 +94,11 @@ pub(crate) async fn drive(
     .with_fleet(&fleet)
     .notifying(notify)
     .session_only(unverified);
+    // The spans of this target's requests name its server (the target may change between
+    // turns: `/model`).
+    let mut config = config.clone();
+    config.telemetry = target.telemetry.clone();
+    let config = &config;
     let driver = Driver {
         decision: &target.decision,
         wire: target.transport.wire(),

@@ -19,6 +19,7 @@ mod metrics;
 pub mod model;
 mod openai;
 mod sign;
+mod span;
 mod sse;
 pub mod tls;
 
@@ -270,7 +271,7 @@ impl Gateway {
         router
             .route("/metrics", get(scrape))
             .with_state(self.inner.clone())
-            .layer(tower_http::trace::TraceLayer::new_for_http())
+            .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(span::request_span))
             .layer(axum::middleware::from_fn_with_state(
                 recorded,
                 metrics::layer,

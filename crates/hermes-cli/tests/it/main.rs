@@ -12,6 +12,7 @@ mod fidelity;
 mod gemini_live;
 mod goldens;
 mod move_in;
+mod otel;
 mod preview_resume;
 mod repl_pty;
 mod responses_live;

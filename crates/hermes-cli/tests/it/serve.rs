@@ -15,12 +15,18 @@ use serde_json::Value;
 use crate::support::{bare_command, own_home};
 
 /// One HTTP/1.1 request on a fresh connection: the status and the body.
-fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+pub(crate) fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
     http_with(addr, method, path, body, "")
 }
 
 /// [`http`] with extra header lines (each ending in `\r\n`).
-fn http_with(addr: &str, method: &str, path: &str, body: &str, headers: &str) -> (u16, String) {
+pub(crate) fn http_with(
+    addr: &str,
+    method: &str,
+    path: &str,
+    body: &str,
+    headers: &str,
+) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
     write!(
         stream,
@@ -111,9 +117,9 @@ fn serve_refuses_what_it_cannot_serve_safely() {
 
 /// A child process killed when dropped (a failed assertion must not leave a server running),
 /// with its stderr kept open while it runs.
-struct Killed(
-    std::process::Child,
-    #[allow(dead_code)] BufReader<std::process::ChildStderr>,
+pub(crate) struct Killed(
+    pub(crate) std::process::Child,
+    pub(crate) BufReader<std::process::ChildStderr>,
 );
 
 impl Drop for Killed {
@@ -125,7 +131,16 @@ impl Drop for Killed {
 
 /// Starts `hermes serve` with `args` in `home`; returns the child and the address it serves.
 fn serving(home: &std::path::Path, args: &[&str]) -> (Killed, String) {
-    let mut child = bare_command(home, args, &[])
+    serving_with(home, args, &[])
+}
+
+/// [`serving`] with `env` set for the server.
+pub(crate) fn serving_with(
+    home: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Killed, String) {
+    let mut child = bare_command(home, args, env)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -233,7 +248,7 @@ fn a_gateway_key_is_printed_once_stored_as_a_digest_and_required_by_the_server()
 }
 
 /// `hermes serve keys create --tenant TENANT`'s key.
-fn new_key(home: &std::path::Path, tenant: &str) -> String {
+pub(crate) fn new_key(home: &std::path::Path, tenant: &str) -> String {
     let out = bare_command(home, &["serve", "keys", "create", "--tenant", tenant], &[])
         .output()
         .unwrap();
