@@ -340,15 +340,17 @@ impl GatewayServer {
     /// `hermes serve --listen 127.0.0.1:0 --no-auth` in `home`; its stderr is read on a thread
     /// from then on (the last lines kept for [`GatewayServer::log_tail`]).
     pub fn start(bin: &Path, home: &Path, upstream: &str) -> Result<GatewayServer, BenchError> {
-        GatewayServer::start_with(bin, home, upstream, &[])
+        GatewayServer::start_with(bin, home, upstream, &[], &[])
     }
 
-    /// [`GatewayServer::start`] with more `hermes serve` arguments (`--no-metrics`).
+    /// [`GatewayServer::start`] with more `hermes serve` arguments (`--no-metrics`) and
+    /// environment variables (`OTEL_EXPORTER_OTLP_ENDPOINT`).
     pub fn start_with(
         bin: &Path,
         home: &Path,
         upstream: &str,
         more: &[&str],
+        env: &[(&str, &str)],
     ) -> Result<GatewayServer, BenchError> {
         std::fs::create_dir_all(home)?;
         let config = format!("[providers.deepseek]\nbase_url = {}\n", json!(upstream));
@@ -357,6 +359,7 @@ impl GatewayServer {
             hermes(bin, home)
                 .args(["serve", "--listen", "127.0.0.1:0", "--no-auth"])
                 .args(more)
+                .envs(env.iter().copied())
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped()),
         )?;
@@ -408,6 +411,49 @@ impl GatewayServer {
             .filter_map(|f| std::fs::metadata(self.home.join(f)).ok())
             .map(|m| m.len())
             .sum()
+    }
+}
+
+/// An OTLP/HTTP trace receiver on loopback that takes every export (`200`) and keeps only
+/// their count: where the gateway measured with tracing sends its spans. Its own thread and
+/// runtime, so it answers whatever the bench's runtime is doing.
+struct OtlpSink {
+    /// `http://127.0.0.1:PORT`, for `OTEL_EXPORTER_OTLP_ENDPOINT`.
+    endpoint: String,
+    exports: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl OtlpSink {
+    fn start() -> Result<OtlpSink, BenchError> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        listener.set_nonblocking(true)?;
+        let endpoint = format!("http://{}", listener.local_addr()?);
+        let exports = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = Arc::clone(&exports);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        std::thread::spawn(move || {
+            runtime.block_on(async move {
+                let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+                    return;
+                };
+                let app = axum::Router::new().route(
+                    "/v1/traces",
+                    axum::routing::post(move || {
+                        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        async { axum::http::StatusCode::OK }
+                    }),
+                );
+                let _ = axum::serve(listener, app).await;
+            });
+        });
+        Ok(OtlpSink { endpoint, exports })
+    }
+
+    /// How many exports it took.
+    fn exports(&self) -> usize {
+        self.exports.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -752,8 +798,9 @@ pub struct Report {
     pub messages: Through,
     /// [`machine_load`] before the latency rounds and after the streams.
     pub load: [(usize, Option<f64>); 2],
-    /// What metrics cost: `direct`, then the chat door of a gateway recording metrics
-    /// (`metrics`) and of one with `--no-metrics` (`no-metrics`), in the same rounds.
+    /// What metrics and tracing cost: `direct`, then the chat door of a gateway recording
+    /// metrics and exporting its spans (`both`), of one recording metrics only (`metrics`) and
+    /// of one with neither (`neither`: `--no-metrics`, no OTLP endpoint), in the same rounds.
     pub metrics: Latency,
 }
 
@@ -794,30 +841,53 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
         (latency, served, gateway.store_bytes())
     };
 
-    // Metrics on against off: two gateways in front of one simulator, their chat doors and
-    // the simulator in the same rounds.
+    // Metrics and tracing against neither: three gateways in front of one simulator, their
+    // chat doors and the simulator in the same rounds; the tracing one exports its spans over
+    // OTLP/HTTP to a receiver that takes them all.
     let metrics = {
+        let sink = OtlpSink::start()?;
         let sim = SimServer::start(bin, &dir.path().join("sim-metrics"), Duration::ZERO)?;
-        let on = GatewayServer::start(bin, &dir.path().join("gateway-metrics"), &sim.base)?;
-        let off = GatewayServer::start_with(
+        let both = GatewayServer::start_with(
             bin,
-            &dir.path().join("gateway-no-metrics"),
+            &dir.path().join("gateway-both"),
+            &sim.base,
+            &[],
+            &[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", &sink.endpoint),
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+            ],
+        )?;
+        let metrics_only =
+            GatewayServer::start(bin, &dir.path().join("gateway-metrics"), &sim.base)?;
+        let neither = GatewayServer::start_with(
+            bin,
+            &dir.path().join("gateway-neither"),
             &sim.base,
             &["--no-metrics"],
+            &[],
         )?;
         let direct = Target::direct(&sim.base);
-        let mut with = Target::gateway(&on.base, Door::Chat);
-        with.name = "metrics";
-        let mut without = Target::gateway(&off.base, Door::Chat);
-        without.name = "no-metrics";
-        runtime
+        let mut with_both = Target::gateway(&both.base, Door::Chat);
+        with_both.name = "both";
+        let mut with_metrics = Target::gateway(&metrics_only.base, Door::Chat);
+        with_metrics.name = "metrics";
+        let mut without = Target::gateway(&neither.base, Door::Chat);
+        without.name = "neither";
+        let latency = runtime
             .block_on(self::latency(
                 &client,
-                &[&direct, &with, &without],
+                &[&direct, &with_both, &with_metrics, &without],
                 options.warmup,
                 options.pairs,
             ))
-            .map_err(|e| explained(e, &on))?
+            .map_err(|e| explained(e, &both))?;
+        // The exporter sends a batch every 5 s (the SDK's default) over rounds that last far
+        // longer: the receiver must have had spans, or tracing was not measured.
+        let exports = sink.exports();
+        if exports == 0 {
+            return Err("the tracing gateway exported no spans to the OTLP receiver".into());
+        }
+        latency
     };
 
     let sim = SimServer::start(bin, &dir.path().join("sim-paced"), options.chunk_delay)?;

@@ -147,58 +147,70 @@ fn main() {
     }
 }
 
-/// What the gateway's metrics add: its chat door with metrics against one with `--no-metrics`,
-/// in the same rounds as the simulator called directly.
+/// What the gateway's metrics and tracing add: its chat door recording metrics and exporting
+/// spans, recording metrics only, and with neither, in the same rounds as the simulator called
+/// directly.
 fn metrics_cost(latency: &gateway::Latency, rounds: usize) -> Result<(), BenchError> {
-    let [(_, _, direct), (_, _, on), (_, _, off)] = &latency.targets[..] else {
-        return Err("the metrics latency needs three targets".into());
+    let [
+        (_, _, direct),
+        (_, _, both),
+        (_, _, metrics),
+        (_, _, neither),
+    ] = &latency.targets[..]
+    else {
+        return Err("the metrics and tracing latency needs four targets".into());
     };
     println!();
     const W: usize = 44;
     println!(
-        "{:<W$} {:>4} {:>10} {:>11} {:>11} {:>12}",
-        "gateway metrics | chat door", "", "direct ms", "metrics ms", "no-metrics", "metrics add"
+        "{:<W$} {:>4} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "gateway metrics+tracing | chat door",
+        "",
+        "direct ms",
+        "both ms",
+        "metrics",
+        "neither",
+        "both add",
+        "metr add"
     );
-    for (label, d, with, without) in [
+    for (label, d, b, m, n) in [
         (
             "non-streamed (whole body)",
             &direct.plain,
-            &on.plain,
-            &off.plain,
+            &both.plain,
+            &metrics.plain,
+            &neither.plain,
         ),
         (
             "streamed (time to first byte)",
             &direct.first_byte,
-            &on.first_byte,
-            &off.first_byte,
+            &both.first_byte,
+            &metrics.first_byte,
+            &neither.first_byte,
         ),
         (
             "streamed (time to last byte)",
             &direct.streamed,
-            &on.streamed,
-            &off.streamed,
+            &both.streamed,
+            &metrics.streamed,
+            &neither.streamed,
         ),
     ] {
         for (pct, p) in [("p50", 0.5), ("p99", 0.99)] {
-            let (d, with, without) = (
-                gateway::percentile(d, p),
-                gateway::percentile(with, p),
-                gateway::percentile(without, p),
-            );
+            let [d, b, m, n] = [d, b, m, n].map(|v| ms(gateway::percentile(v, p)));
             println!(
-                "{label:<W$} {pct:>4} {:>10.3} {:>11.3} {:>11.3} {:>12.3}",
-                ms(d),
-                ms(with),
-                ms(without),
-                ms(with) - ms(without),
+                "{label:<W$} {pct:>4} {d:>10.3} {b:>10.3} {m:>10.3} {n:>10.3} {:>10.3} {:>10.3}",
+                b - n,
+                m - n,
             );
         }
     }
     println!(
-        "-- {rounds} rounds, each one request of a kind to the simulator directly, to a gateway \
-         recording metrics and to one started with --no-metrics (every order in turn), both in \
-         front of the same simulator; `metrics add` is the p-th percentile with metrics minus \
-         the one without (noise is of the same order: compare it with the machine's load)"
+        "-- {rounds} rounds, each one request of a kind to the simulator directly and to three \
+         gateways in front of it (every order in turn): recording metrics and exporting its spans \
+         over OTLP/HTTP protobuf to a loopback receiver (`both`), recording metrics only, and \
+         with neither (--no-metrics, no OTLP endpoint); `add` is the p-th percentile minus the \
+         one with neither (noise is of the same order: compare it with the machine's load)"
     );
     Ok(())
 }
