@@ -216,9 +216,7 @@ impl Inner {
     fn turn(&self, tenant: &str) -> metrics::Turn {
         metrics::Turn::new(self.metrics.clone(), tenant)
     }
-}
 
-impl Inner {
     /// Resolves when the drain bound ran out.
     async fn cut(&self) {
         let mut cut = self.cut.subscribe();
