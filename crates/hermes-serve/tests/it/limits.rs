@@ -14,7 +14,7 @@ use hermes_sim::Sim;
 use hermes_store::testing::TestDb;
 use serde_json::{Value, json};
 
-use crate::{Running, hello, replica};
+use crate::{Doomed, Running, deepseek_settings, hello, replica};
 
 fn n(v: u32) -> Option<NonZeroU32> {
     NonZeroU32::new(v)
@@ -219,31 +219,16 @@ async fn a_dead_replicas_slot_frees_itself_within_its_ttl(db: TestDb) {
     let limits = Limits::none()
         .defaults(TenantLimits::new(None, n(1)))
         .slot_ttl(ttl);
-    // Replica A runs on a runtime of its own (on a thread of its own), which the test kills:
-    // nothing of A runs after.
-    let (location, url, a_limits) = (db.location.clone(), sim.base_url(), limits.clone());
-    let (started, a) = std::sync::mpsc::channel();
-    let (kill, killed) = std::sync::mpsc::channel::<()>();
-    let a_thread = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let running = runtime.block_on(async move {
-            let store = hermes_store::Store::open_at(&location).await.unwrap();
-            replica(store, &url, |c| c.limits(a_limits)).await
-        });
-        started.send(running.addr).unwrap();
-        let _ = killed.recv();
-        runtime.shutdown_background();
-        // Not stopped, not dropped on a runtime: gone, as a killed process's.
-        std::mem::forget(running);
-    });
-    let a = a.recv().unwrap();
+    // Replica A runs on a runtime of its own, which the test kills.
+    let a_limits = limits.clone();
+    let a = Doomed::start(
+        db.location.clone(),
+        deepseek_settings(&sim.base_url()),
+        move |c| c.limits(a_limits),
+    );
     let b = replica(db.open().await, &sim.base_url(), |c| c.limits(limits)).await;
     let key = b.store.add_gateway_key("acme").await.unwrap();
-    let running = streaming(a, &key).await;
+    let running = streaming(a.addr, &key).await;
     assert_eq!(
         post(&b, "/v1/chat/completions", &key, &hello("b"))
             .await
@@ -253,8 +238,7 @@ async fn a_dead_replicas_slot_frees_itself_within_its_ttl(db: TestDb) {
     );
 
     // A dies mid-request: no release, no renewal.
-    kill.send(()).unwrap();
-    a_thread.join().unwrap();
+    a.kill();
     let died = Instant::now();
     drop(running);
     assert_eq!(b.store.slots_in_use("acme").await.unwrap(), 1);

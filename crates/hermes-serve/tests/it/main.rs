@@ -1,6 +1,7 @@
 //! hermes-serve's integration tests: the gateway on 127.0.0.1:0 over a real SQLite store, its
 //! upstream the strict DeepSeek V4 simulator or a wiremock server, driven with reqwest
-//! (`errors`, `lifecycle`, `streams`) and with the official `openai` Python client (`sdk`).
+//! (`errors`, `lifecycle`, `streams`, two replicas over one store in `replicas`) and with the
+//! official `openai` Python client (`sdk`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 /// Runs the async test `$name(db: TestDb)` on a fresh SQLite file and on a fresh schema of the
@@ -34,6 +35,7 @@ mod lifecycle;
 mod limits;
 mod messages;
 mod metrics;
+mod replicas;
 mod retention;
 mod sdk;
 mod streams;
@@ -145,11 +147,70 @@ pub(crate) async fn replica(
     deepseek_url: &str,
     adjust: impl FnOnce(ServeConfig) -> ServeConfig,
 ) -> Running {
+    replica_over(store, deepseek_settings(deepseek_url), adjust).await
+}
+
+/// A gateway (a replica) over `store` with `settings`, its keys the store's
+/// ([`hermes_serve::StoreKeys`]), and `config` adjusted by `adjust`.
+pub(crate) async fn replica_over(
+    store: Store,
+    settings: Settings,
+    adjust: impl FnOnce(ServeConfig) -> ServeConfig,
+) -> Running {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let keys = hermes_serve::StoreKeys::new(store.clone());
     let config = adjust(ServeConfig::new(Auth::Keys(Arc::new(keys))));
-    let engine = Engine::builtin().with_store(store.clone(), deepseek_settings(deepseek_url));
+    let engine = Engine::builtin().with_store(store.clone(), settings);
     serve(store, Gateway::new(engine, config).unwrap(), None, None).await
+}
+
+/// A replica over the store at `location` with `settings`, on a tokio runtime of its own (on a
+/// thread of its own) that [`Doomed::kill`] shuts down: nothing of it runs after, as after a
+/// killed process.
+pub(crate) struct Doomed {
+    /// Where it listens.
+    pub(crate) addr: SocketAddr,
+    kill: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Doomed {
+    /// Starts the replica, `config` adjusted by `adjust`.
+    pub(crate) fn start(
+        location: hermes_store::Location,
+        settings: Settings,
+        adjust: impl FnOnce(ServeConfig) -> ServeConfig + Send + 'static,
+    ) -> Doomed {
+        let (started, addr) = std::sync::mpsc::channel();
+        let (kill, killed) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            let running = runtime.block_on(async move {
+                let store = Store::open_at(&location).await.unwrap();
+                replica_over(store, settings, adjust).await
+            });
+            started.send(running.addr).unwrap();
+            let _ = killed.recv();
+            runtime.shutdown_background();
+            // Not stopped, not dropped on a runtime: gone, as a killed process's.
+            std::mem::forget(running);
+        });
+        Doomed {
+            addr: addr.recv().unwrap(),
+            kill,
+            thread,
+        }
+    }
+
+    /// Kills it: no request it was answering goes on, nothing it held is released.
+    pub(crate) fn kill(self) {
+        self.kill.send(()).unwrap();
+        self.thread.join().unwrap();
+    }
 }
 
 /// A chat-completions body of one user message.
@@ -189,14 +250,18 @@ pub(crate) async fn start_for_with(
     base_url: &str,
     adjust: impl FnOnce(ServeConfig) -> ServeConfig,
 ) -> Running {
+    start_over(sim_settings(provider, base_url), adjust, None).await
+}
+
+/// Settings with `provider` at `base_url` (a simulator: every key variable answers `sk-test`,
+/// AWS signs with the simulator's pair).
+pub(crate) fn sim_settings(provider: &str, base_url: &str) -> Settings {
     let mut defaults = Defaults::default();
     defaults.providers.insert(
         provider.into(),
         ProviderDefaults::new(Some(base_url.to_owned()), None, None, false),
     );
-    let settings = Settings::new(defaults, Arc::new(|_: &str| Some("sk-test".to_owned())))
-        .aws(Arc::new(SimAws));
-    start_over(settings, adjust, None).await
+    Settings::new(defaults, Arc::new(|_: &str| Some("sk-test".to_owned()))).aws(Arc::new(SimAws))
 }
 
 /// The gateway over a fresh SQLite store with `settings`, gateway keys checked by
