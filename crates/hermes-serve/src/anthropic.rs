@@ -6,10 +6,12 @@
 //!
 //! The history itself is read by the Anthropic codec (`hermes_providers::anthropic::inbound`,
 //! which the conformance suite runs too). Thinking blocks a client sends are never taken as
-//! readable reasoning: re-attachment gives every assistant turn the store holds its stored
-//! carriers (SPEC §10); on a turn it does not hold, the client's own signed blocks go byte for
-//! byte to a Claude upstream only (which verifies them), and every other upstream gets the
-//! route's rule for a missing carrier, so an altered block never reaches it as reasoning.
+//! readable reasoning on their own word: re-attachment gives every assistant turn the store
+//! holds its stored carriers (SPEC §10); on a turn it does not hold, the client's own signed
+//! blocks go byte for byte to a Claude upstream only (which verifies them), a gateway-signed
+//! block gives its text only when its signature verifies ([`vouch`]), and every other upstream
+//! gets the route's rule for a missing carrier, so an altered block never reaches it as
+//! reasoning.
 //! A reply from a Claude upstream returns Claude's own signed `thinking` blocks (whole replies
 //! also its `redacted_thinking` blocks); readable thinking from another upstream is a `thinking`
 //! block with a gateway-minted signature (`crate::sign`). A stream sends each thinking block
