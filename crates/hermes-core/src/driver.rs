@@ -516,6 +516,15 @@ impl Driver<'_> {
         let mut stalls = 0;
         let mut recovered: Option<Outgoing> = None;
         let mut recoveries = 0;
+        // What a wire that does not speak the client's own dialect cannot drop (server tools)
+        // fails the request before anything is sent; the rest it leaves out.
+        if !wire.takes_passthrough() {
+            self.config.passthrough.refused_by(format!(
+                "the {} wire ({})",
+                wire.id(),
+                decision.target.model
+            ))?;
+        }
         // Set once any streamed piece of a reply has reached the caller: from then on nothing
         // of this request is retried (the caller would see that output twice).
         let streamed = std::sync::atomic::AtomicBool::new(false);
@@ -526,16 +535,7 @@ impl Driver<'_> {
                 let parts = self.parts(&history, conversation);
                 let request = match recovered.take() {
                     Some(request) => request,
-                    None => {
-                        if !wire.takes_passthrough() {
-                            parts.passthrough.refused_by(format!(
-                                "the {} wire ({})",
-                                wire.id(),
-                                decision.target.model
-                            ))?;
-                        }
-                        wire.encode(&parts)?
-                    }
+                    None => wire.encode(&parts)?,
                 };
                 for note in &request.notes {
                     tracing::info!(wire = wire.id(), route = decision.id(), note = %note, "wire notice");
