@@ -287,7 +287,9 @@ impl Gateway {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
         self.check_auth(listener.local_addr()?)?;
-        self.serve_on(listener, shutdown).await
+        use axum::serve::ListenerExt as _;
+        self.serve_on(listener.tap_io(|tcp| tls::accepted(tcp)), shutdown)
+            .await
     }
 
     /// [`Gateway::serve`] over TLS with `config` ([`tls::server_config`]).

@@ -79,6 +79,7 @@ impl TlsListener {
                         continue;
                     }
                 };
+                accepted(&stream);
                 let acceptor = acceptor.clone();
                 let sender = sender.clone();
                 tokio::spawn(async move {
@@ -106,6 +107,15 @@ impl Drop for TlsListener {
     }
 }
 
+/// What every accepted connection gets, plain or TLS: `TCP_NODELAY`, so a streamed event (a
+/// few hundred bytes) leaves at once instead of waiting, by Nagle's algorithm, for the client to
+/// acknowledge the previous one (up to its delayed-ACK timer, 40 ms on Linux).
+pub(crate) fn accepted(tcp: &TcpStream) {
+    if let Err(e) = tcp.set_nodelay(true) {
+        tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+    }
+}
+
 impl axum::serve::Listener for TlsListener {
     type Io = TlsStream<TcpStream>;
     type Addr = SocketAddr;
@@ -119,5 +129,23 @@ impl axum::serve::Listener for TlsListener {
 
     fn local_addr(&self) -> std::io::Result<SocketAddr> {
         Ok(self.local)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Both listeners call [`super::accepted`] on every connection they accept (`Gateway::serve`
+    /// through axum's `tap_io`, [`super::TlsListener`] before the handshake); it leaves the
+    /// socket with `TCP_NODELAY` on, which sockets do not have by default.
+    #[tokio::test]
+    async fn an_accepted_connection_is_set_to_send_without_nagle_delay() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = tokio::net::TcpStream::connect(listener.local_addr().unwrap());
+        let (client, accepted) = tokio::join!(client, listener.accept());
+        let (stream, _) = accepted.unwrap();
+        assert!(!stream.nodelay().unwrap(), "off by default");
+        super::accepted(&stream);
+        assert!(stream.nodelay().unwrap());
+        drop(client);
     }
 }
