@@ -281,6 +281,20 @@ pub enum StoreError {
     },
 }
 
+impl StoreError {
+    /// True when the database is unreachable or went away mid-use (the server stopped or
+    /// restarting, the network cut, no connection within the pool's `acquire_timeout`):
+    /// nothing about the request was wrong and it may succeed once the database is back, the
+    /// same store handle reconnecting by itself. A server answers it "503, retry". False for
+    /// every other failure (a constraint, a corrupt row, a locked SQLite file, …).
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            StoreError::Database(e) => e.is_unavailable(),
+            _ => false,
+        }
+    }
+}
+
 /// Where a [`StoreError::Corrupt`] is: a message, or (position `-1`) the session's own row.
 struct Place(i64);
 
@@ -306,6 +320,48 @@ impl DatabaseError {
             .as_database_error()
             .and_then(|e| e.code())
             .map(|c| c.into_owned())
+    }
+}
+
+impl DatabaseError {
+    /// True when the database could not be reached or went away (see
+    /// [`StoreError::is_unavailable`]).
+    pub fn is_unavailable(&self) -> bool {
+        unavailable(&self.0)
+    }
+}
+
+/// PostgreSQL's codes for a server that is going or not there yet: `admin_shutdown` (a fast or
+/// smart stop ended the connection), `crash_shutdown`, `cannot_connect_now` (starting up or
+/// shutting down), `too_many_connections` (a moment after many connections died). Class `08`
+/// (connection exception) is matched as a class.
+const UNAVAILABLE_CODES: [&str; 4] = ["57P01", "57P02", "57P03", "53300"];
+
+/// The one classifier of driver errors that mean "the database is not there right now", not
+/// "this request is wrong": an I/O error (refused, reset, closed mid-use), the pool's wait for a
+/// connection running out (sqlx retries a refused connect until then), a closed pool, a
+/// crashed SQLite worker, a TLS handshake broken by I/O, and PostgreSQL's connection-exception
+/// class and shutdown codes.
+fn unavailable(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::Io(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Tls(inner) => {
+            let mut source: Option<&(dyn std::error::Error + 'static)> = Some(inner.as_ref());
+            while let Some(e) = source {
+                if e.is::<std::io::Error>() {
+                    return true;
+                }
+                source = e.source();
+            }
+            false
+        }
+        sqlx::Error::Database(e) => e
+            .code()
+            .is_some_and(|code| code.starts_with("08") || UNAVAILABLE_CODES.contains(&&*code)),
+        _ => false,
     }
 }
 
@@ -723,6 +779,12 @@ impl PoolOptions {
     pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
     /// The default wait for a free connection.
     pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
+    /// The default wait for a free connection in a gateway (`hermes serve`), shorter than
+    /// [`PoolOptions::ACQUIRE_TIMEOUT`]: while the database is away (sqlx retries a refused
+    /// connect until this wait runs out) each request is answered "unavailable, retry" after
+    /// at most this long instead of hanging for half a minute; a pool busy this long under
+    /// load is overloaded, and the same answer suits it.
+    pub const GATEWAY_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
 
     /// The pool size on `backend`.
     pub fn connections(&self, backend: Backend) -> u32 {

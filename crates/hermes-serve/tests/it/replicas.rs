@@ -18,7 +18,7 @@ use crate::{Doomed, Running, deepseek_settings, replica, replica_over, sim_setti
 
 /// The door a turn goes through.
 #[derive(Clone, Copy, Debug)]
-enum Door {
+pub(crate) enum Door {
     /// `POST /v1/chat/completions`: a stream ends its step with the chunk carrying
     /// `finish_reason`.
     Chat,
@@ -27,7 +27,7 @@ enum Door {
 }
 
 impl Door {
-    fn path(self) -> &'static str {
+    pub(crate) fn path(self) -> &'static str {
         match self {
             Door::Chat => "/v1/chat/completions",
             Door::Messages => "/v1/messages",
@@ -35,7 +35,7 @@ impl Door {
     }
 
     /// Whether `event` (a stream's `data`) is the one that ends the reply's step.
-    fn finishes(self, event: &Value) -> bool {
+    pub(crate) fn finishes(self, event: &Value) -> bool {
         match self {
             Door::Chat => event["choices"][0]["finish_reason"].is_string(),
             Door::Messages => {
@@ -46,15 +46,15 @@ impl Door {
 }
 
 /// A stream's `data` payloads, each as JSON (`[DONE]` as the string).
-type Events = Pin<Box<dyn Stream<Item = Value> + Send>>;
+pub(crate) type Events = Pin<Box<dyn Stream<Item = Value> + Send>>;
 
 /// Parses one SSE `data` payload.
-fn data(data: &str) -> Value {
+pub(crate) fn data(data: &str) -> Value {
     serde_json::from_str(data).unwrap_or_else(|_| Value::String(data.to_owned()))
 }
 
 /// The `data` payloads of an SSE body held in memory, parsed by `eventsource-stream`.
-fn sse(body: &str) -> Vec<Value> {
+pub(crate) fn sse(body: &str) -> Vec<Value> {
     let chunks =
         futures_util::stream::iter([Ok::<_, std::convert::Infallible>(body.as_bytes().to_vec())]);
     let events: Vec<_> = chunks
@@ -66,7 +66,7 @@ fn sse(body: &str) -> Vec<Value> {
 }
 
 /// The events of `response`'s SSE body as they arrive.
-fn events(response: reqwest::Response) -> Events {
+pub(crate) fn events(response: reqwest::Response) -> Events {
     Box::pin(
         response
             .bytes_stream()
@@ -77,15 +77,15 @@ fn events(response: reqwest::Response) -> Events {
 
 /// A reply read up to the event that ends its step: a whole reply's body, or a stream's events
 /// up to and with the finishing one, the rest left unread.
-struct Reply {
-    events: Vec<Value>,
+pub(crate) struct Reply {
+    pub(crate) events: Vec<Value>,
     rest: Option<Events>,
 }
 
 impl Reply {
     /// Reads the rest of a stream: every event, which ends with `[DONE]` at the chat door and
     /// `message_stop` at the Messages door.
-    async fn finish(self, door: Door) -> Vec<Value> {
+    pub(crate) async fn finish(self, door: Door) -> Vec<Value> {
         let mut events = self.events;
         if let Some(rest) = self.rest {
             events.extend(rest.collect::<Vec<_>>().await);
@@ -100,7 +100,7 @@ impl Reply {
 }
 
 /// `POST` of `body` through `door` of the gateway at `addr` with `key`.
-async fn post(
+pub(crate) async fn post(
     addr: std::net::SocketAddr,
     door: Door,
     key: &str,
@@ -117,7 +117,7 @@ async fn post(
 
 /// One turn through `door` of the gateway at `addr`, read until the event that ends its step
 /// (a whole reply at once).
-async fn turn(addr: std::net::SocketAddr, door: Door, key: &str, body: &Value) -> Reply {
+pub(crate) async fn turn(addr: std::net::SocketAddr, door: Door, key: &str, body: &Value) -> Reply {
     let response = post(addr, door, key, body).await;
     let status = response.status();
     if body["stream"] != true {
@@ -149,7 +149,7 @@ async fn turn(addr: std::net::SocketAddr, door: Door, key: &str, body: &Value) -
 
 /// What a chat client saw of a reply (whole, or a stream's chunks): the answer's text, its
 /// readable reasoning and the session it names.
-fn chat_answer(events: &[Value]) -> (String, String, Option<String>) {
+pub(crate) fn chat_answer(events: &[Value]) -> (String, String, Option<String>) {
     let (mut text, mut reasoning, mut session) = (String::new(), String::new(), None);
     for event in events {
         let choice = &event["choices"][0];
@@ -169,7 +169,7 @@ fn chat_answer(events: &[Value]) -> (String, String, Option<String>) {
 
 /// What a Messages client keeps of a reply (whole, or a stream's events): its content blocks
 /// without thinking (it drops every reasoning field), and whether it saw thinking.
-fn messages_answer(events: &[Value]) -> (Vec<Value>, bool) {
+pub(crate) fn messages_answer(events: &[Value]) -> (Vec<Value>, bool) {
     let mut blocks: Vec<Value> = Vec::new();
     let mut partial: Vec<String> = Vec::new();
     for event in events {
@@ -204,7 +204,7 @@ fn messages_answer(events: &[Value]) -> (Vec<Value>, bool) {
 }
 
 /// The readable reasoning DeepSeek's simulator answered `request` with (whole or streamed).
-fn minted_reasoning(request: &RecordedRequest) -> String {
+pub(crate) fn minted_reasoning(request: &RecordedRequest) -> String {
     let events = match serde_json::from_str::<Value>(&request.response) {
         Ok(whole) => vec![whole],
         Err(_) => sse(&request.response),
@@ -215,7 +215,7 @@ fn minted_reasoning(request: &RecordedRequest) -> String {
 }
 
 /// Every signature Claude's simulator answered `request` with (whole or streamed).
-fn minted_signatures(request: &RecordedRequest) -> Vec<String> {
+pub(crate) fn minted_signatures(request: &RecordedRequest) -> Vec<String> {
     fn walk(value: &Value, out: &mut Vec<String>) {
         match value {
             Value::Object(map) => {
@@ -241,7 +241,7 @@ fn minted_signatures(request: &RecordedRequest) -> Vec<String> {
 }
 
 /// The upstream request `request` as the simulator received it, as text.
-fn received(request: &RecordedRequest) -> String {
+pub(crate) fn received(request: &RecordedRequest) -> String {
     assert_eq!(
         request.status, 200,
         "the simulator accepted it: {request:?}"
@@ -250,7 +250,7 @@ fn received(request: &RecordedRequest) -> String {
 }
 
 /// The one conversation `tenant` has in `store`: neither a branch nor branched from.
-async fn only_conversation(store: &hermes_engine::store::Store, tenant: &str) -> String {
+pub(crate) async fn only_conversation(store: &hermes_engine::store::Store, tenant: &str) -> String {
     let sessions: Vec<_> = store
         .list()
         .await
@@ -271,7 +271,7 @@ async fn only_conversation(store: &hermes_engine::store::Store, tenant: &str) ->
 }
 
 /// The roles of the stored session `id`, in order.
-async fn roles(store: &hermes_engine::store::Store, id: &str) -> Vec<String> {
+pub(crate) async fn roles(store: &hermes_engine::store::Store, id: &str) -> Vec<String> {
     let stored = store.messages(id).await.unwrap();
     stored.iter().map(|m| m.role.as_str().to_owned()).collect()
 }
