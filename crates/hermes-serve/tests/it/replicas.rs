@@ -3,7 +3,8 @@
 //! other replica the moment the client saw the finishing event, and the strict simulator gets
 //! back every carrier it minted though the client drops them all, one conversation stored; a
 //! replica killed mid-stream stores nothing half-done, and the client's retry on the other
-//! succeeds with every earlier carrier.
+//! succeeds with every earlier carrier; one killed after committing a step the client never saw
+//! leaves it stored, and the retry on the other is a branch beside it.
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -201,6 +202,37 @@ pub(crate) fn messages_answer(events: &[Value]) -> (Vec<Value>, bool) {
     let thought = blocks.iter().any(|b| b["type"] == "thinking");
     blocks.retain(|b| b["type"] == "text" || b["type"] == "tool_use");
     (blocks, thought)
+}
+
+/// A turn's body through `door`: the conversation `turns` (user, assistant, …, user) as texts.
+pub(crate) fn body(door: Door, stream: bool, turns: &[String]) -> Value {
+    let messages: Vec<Value> = turns
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            json!({"role": role, "content": text})
+        })
+        .collect();
+    match door {
+        Door::Chat => {
+            json!({"model": "deepseek/deepseek-v4-pro", "stream": stream, "messages": messages})
+        }
+        Door::Messages => json!({"model": "deepseek/deepseek-v4-pro", "max_tokens": 1024,
+                                 "stream": stream, "messages": messages}),
+    }
+}
+
+/// The answer's text a client keeps of a reply through `door`.
+pub(crate) fn text_of(door: Door, events: &[Value]) -> String {
+    match door {
+        Door::Chat => chat_answer(events).0,
+        Door::Messages => messages_answer(events)
+            .0
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect(),
+    }
 }
 
 /// The readable reasoning DeepSeek's simulator answered `request` with (whole or streamed).
@@ -548,4 +580,135 @@ async fn a_replica_killed_mid_stream_loses_nothing_and_the_retry_on_another_succ
         reasoning
     );
     b.stop().await;
+}
+
+both!(a_replica_killed_after_its_commit_leaves_a_branch_and_the_retry_on_another_succeeds);
+/// Through each door: turn 1 on replica B; turn 2 streamed by replica A, which commits its step
+/// (the test polls the store until it is there) and is killed before the client read the
+/// finishing event: the client never saw that reply and sends the same request to B. B
+/// succeeds, its upstream request exactly A's (turn 1's reasoning as minted, nothing of the
+/// orphan reply), and stores its reply as a branch beside A's: the conversation keeps A's step
+/// at its tip, the branch shares the first turn with it and holds the retried user message and
+/// B's reply. The next turn, continuing B's reply, lands in the branch and carries B's
+/// reasoning.
+async fn a_replica_killed_after_its_commit_leaves_a_branch_and_the_retry_on_another_succeeds(
+    db: TestDb,
+) {
+    for door in [Door::Chat, Door::Messages] {
+        killed_after_commit(&db, door).await;
+    }
+}
+
+/// [`a_replica_killed_after_its_commit_leaves_a_branch_and_the_retry_on_another_succeeds`]
+/// through `door`.
+async fn killed_after_commit(db: &TestDb, door: Door) {
+    let sim = Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
+        .chunk_delay(Duration::from_millis(20))
+        .start()
+        .await
+        .unwrap();
+    let a = Doomed::start(
+        db.location.clone(),
+        deepseek_settings(&sim.base_url()),
+        |c| c,
+    );
+    let b: Running = replica(db.open().await, &sim.base_url(), |c| c).await;
+    let tenant = format!("acme-{door:?}");
+    let key = b.store.add_gateway_key(&tenant).await.unwrap();
+    let mut turns = vec!["hello".to_owned()];
+    let reply = turn(b.addr, door, &key, &body(door, false, &turns)).await;
+    turns.push(text_of(door, &reply.events));
+    turns.push("tell me more".to_owned());
+    let session = only_conversation(&b.store, &tenant).await;
+    let retried = body(door, true, &turns);
+
+    // A answers and commits; it dies before the client reads the end of its stream.
+    let orphan = post(a.addr, door, &key, &retried).await;
+    assert_eq!(orphan.status(), 200);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while roles(&b.store, &session).await.len() < 4 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{door:?}: A committed within 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    a.kill();
+    drop(orphan);
+
+    // The client retries the same request on B.
+    let reply = turn(b.addr, door, &key, &retried).await;
+    let events = reply.finish(door).await;
+    let branch = branch_of(&b.store, &session).await;
+
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 3, "{door:?}: turn 1, A's turn 2, B's retry");
+    let minted = minted_reasoning(&requests[0]);
+    let carried = format!(r#""reasoning_content":{}"#, Value::String(minted));
+    assert!(received(&requests[2]).contains(&carried), "{door:?}");
+    assert_eq!(
+        requests[2].raw, requests[1].raw,
+        "{door:?}: the retry's upstream request is A's: every earlier carrier, nothing of A's reply"
+    );
+    assert_eq!(requests[2].body["messages"].as_array().unwrap().len(), 3);
+
+    // Both replies are stored, as siblings after the shared first turn.
+    for (id, request) in [(&session, &requests[1]), (&branch, &requests[2])] {
+        assert_eq!(
+            roles(&b.store, id).await,
+            ["user", "assistant", "user", "assistant"],
+            "{door:?}"
+        );
+        let stored = b.store.messages(id).await.unwrap();
+        assert_eq!(
+            stored[3].reasoning_content.as_ref().unwrap().text(),
+            minted_reasoning(request),
+            "{door:?}: {id}"
+        );
+        assert_eq!(
+            stored[2].content.as_ref().unwrap().get(),
+            r#""tell me more""#
+        );
+    }
+
+    // The next turn continues B's reply, in the branch.
+    turns.push(text_of(door, &events));
+    turns.push("and then?".to_owned());
+    turn(b.addr, door, &key, &body(door, false, &turns)).await;
+    let requests = sim.requests();
+    let raw = received(&requests[3]);
+    for earlier in [&requests[0], &requests[2]] {
+        let minted = minted_reasoning(earlier);
+        let carried = format!(r#""reasoning_content":{}"#, Value::String(minted));
+        assert!(raw.contains(&carried), "{door:?}: {raw}");
+    }
+    assert_eq!(
+        roles(&b.store, &branch).await,
+        [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user",
+            "assistant"
+        ],
+        "{door:?}"
+    );
+    assert_eq!(roles(&b.store, &session).await.len(), 4, "A's step stays");
+    assert_eq!(branch_of(&b.store, &session).await, branch, "one branch");
+    b.stop().await;
+}
+
+/// The one branch of `session`.
+async fn branch_of(store: &hermes_engine::store::Store, session: &str) -> String {
+    let branches: Vec<_> = store
+        .list()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|s| s.parent_id.as_deref() == Some(session))
+        .collect();
+    assert_eq!(branches.len(), 1, "{branches:?}");
+    assert!(branches[0].fork.is_some(), "it shares the first turn");
+    branches[0].id.clone()
 }

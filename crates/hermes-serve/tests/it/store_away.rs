@@ -16,12 +16,12 @@ use hermes_engine::Engine;
 use hermes_engine::store::{PoolOptions, Store};
 use hermes_serve::{Auth, Gateway, Limits, ServeConfig, TenantLimits};
 use hermes_sim::Sim;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 
 use crate::replicas::{
-    Door, chat_answer, events, messages_answer, minted_reasoning, only_conversation, post,
-    received, roles, turn,
+    Door, body, chat_answer, events, minted_reasoning, only_conversation, post, received, roles,
+    text_of, turn,
 };
 use crate::{deepseek_settings, replica_over, serve};
 
@@ -98,37 +98,6 @@ fn server_of(url: &str) -> SocketAddr {
 /// `url` with its server replaced by `addr`.
 fn through(url: &str, addr: SocketAddr) -> String {
     url.replacen(&server_of(url).to_string(), &addr.to_string(), 1)
-}
-
-/// A turn's body through `door`: the conversation `turns` (user, assistant, …, user) as texts.
-fn body(door: Door, stream: bool, turns: &[String]) -> Value {
-    let messages: Vec<Value> = turns
-        .iter()
-        .enumerate()
-        .map(|(i, text)| {
-            let role = if i % 2 == 0 { "user" } else { "assistant" };
-            json!({"role": role, "content": text})
-        })
-        .collect();
-    match door {
-        Door::Chat => {
-            json!({"model": "deepseek/deepseek-v4-pro", "stream": stream, "messages": messages})
-        }
-        Door::Messages => json!({"model": "deepseek/deepseek-v4-pro", "max_tokens": 1024,
-                                 "stream": stream, "messages": messages}),
-    }
-}
-
-/// The answer's text a client keeps of a reply through `door`.
-fn text_of(door: Door, events: &[Value]) -> String {
-    match door {
-        Door::Chat => chat_answer(events).0,
-        Door::Messages => messages_answer(events)
-            .0
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect(),
-    }
 }
 
 /// How long a request may take while the store is away: the gateway's wait for a connection
