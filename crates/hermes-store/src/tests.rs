@@ -51,6 +51,7 @@ macro_rules! both {
 mod gateway;
 mod limits;
 mod lineage;
+mod migrations;
 mod tip;
 
 both!(import_then_export_is_byte_identical);
