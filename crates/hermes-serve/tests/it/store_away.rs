@@ -4,7 +4,9 @@
 //! (alone, on a replica with neither), through both doors, whole and streamed — is answered 503 with `Retry-After` within the
 //! gateway's short wait for a connection, none 500 and none hanging, `/readyz` says 503, a
 //! stream in flight stores nothing half-done; once restored the same process serves again with
-//! every carrier of the conversation.
+//! every carrier of the conversation. The same against a real cluster stopped (fast shutdown:
+//! every connection ended with `57P01`) and started again, a cluster of the test's own so that
+//! no other test sees it go.
 
 use std::net::SocketAddr;
 use std::num::NonZeroU32;
@@ -23,7 +25,7 @@ use crate::replicas::{
     Door, body, chat_answer, events, minted_reasoning, only_conversation, post, received, roles,
     text_of, turn,
 };
-use crate::{deepseek_settings, replica_over, serve};
+use crate::{Running, deepseek_settings, replica_over, serve};
 
 /// A TCP proxy on loopback in front of `target` that the test can cut and restore.
 struct Proxy {
@@ -126,91 +128,44 @@ async fn unavailable(door: Door, sent: Instant, response: reqwest::Response) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn postgres_away_is_answered_503_at_once_and_the_same_replica_serves_when_it_is_back() {
-    let Some(direct) = hermes_store::testing::fresh_postgres_url().await else {
-        return;
-    };
-    let proxy = Proxy::start(server_of(&direct)).await;
-    // Migrated, with the tenant's key, over the direct URL (the test's own view of the store).
-    let reader = Store::connect_postgres(&direct).await.unwrap();
-    let key = reader.add_gateway_key("acme").await.unwrap();
-    let sim = Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
-        .chunk_delay(Duration::from_millis(20))
-        .start()
-        .await
-        .unwrap();
-    let pool = PoolOptions {
+/// A gateway's pool: `hermes serve`'s wait for a connection.
+fn gateway_pool() -> PoolOptions {
+    PoolOptions {
         acquire_timeout: PoolOptions::GATEWAY_ACQUIRE_TIMEOUT,
         ..PoolOptions::default()
-    };
-    let store = Store::connect_postgres_with(&through(&direct, proxy.addr), pool)
-        .await
-        .unwrap();
+    }
+}
+
+/// A replica over `store` that checks keys and counts limits (both in the store).
+async fn limited_replica(store: Store, sim: &Sim) -> Running {
     let n = |v| NonZeroU32::new(v);
     let limits = Limits::none().defaults(TenantLimits::new(n(100_000), n(64)));
-    let gateway = replica_over(store, deepseek_settings(&sim.base_url()), |c| {
+    replica_over(store, deepseek_settings(&sim.base_url()), |c| {
         c.limits(limits)
     })
-    .await;
+    .await
+}
 
-    // A second replica on the same store with no key check and no limits: the turn is the
-    // first thing of a request to need the store.
-    let open = {
-        let store = Store::connect_postgres_with(&through(&direct, proxy.addr), pool)
-            .await
-            .unwrap();
-        let engine =
-            Engine::builtin().with_store(store.clone(), deepseek_settings(&sim.base_url()));
-        let gateway = Gateway::new(engine, ServeConfig::new(Auth::None)).unwrap();
-        serve(store, gateway, None, None).await
-    };
-
+/// The first turn of `key`'s conversation on `gateway`: the conversation so far, ending with
+/// the next user message, and its session.
+async fn first_turn(gateway: &Running, key: &str) -> (Vec<String>, String) {
     let mut turns = vec!["hello".to_owned()];
-    let first = turn(
-        gateway.addr,
-        Door::Chat,
-        &key,
-        &body(Door::Chat, false, &turns),
-    )
-    .await;
+    let body = body(Door::Chat, false, &turns);
+    let first = turn(gateway.addr, Door::Chat, key, &body).await;
     turns.push(text_of(Door::Chat, &first.events));
     turns.push("tell me more".to_owned());
-    let session = chat_answer(&first.events).2.unwrap();
+    (turns, chat_answer(&first.events).2.unwrap())
+}
 
-    // A stream in flight when the database goes: its step cannot be committed, so it never
-    // ends and nothing of it is stored.
-    let response = post(
-        gateway.addr,
-        Door::Chat,
-        &key,
-        &body(Door::Chat, true, &turns),
-    )
-    .await;
-    assert_eq!(response.status(), 200);
-    let mut in_flight = events(response);
-    let opening = tokio::time::timeout(Duration::from_secs(10), in_flight.next())
-        .await
-        .expect("a first chunk within 10 s")
-        .unwrap();
-    proxy.cut();
-    let rest = tokio::time::timeout(
-        BOUND + Duration::from_secs(10),
-        in_flight.collect::<Vec<_>>(),
-    )
-    .await
-    .expect("the stream in flight ends");
-    let seen: Vec<Value> = std::iter::once(opening).chain(rest).collect();
-    assert!(!seen.iter().any(|e| Door::Chat.finishes(e)), "{seen:?}");
-    assert!(seen.iter().any(|e| e["error"].is_object()), "{seen:?}");
-    let upstream = sim.requests().len();
-
-    // Every request that needs the store while it is away: 503 soon, in its door's shape.
-    let requests: Vec<_> = (0..16)
+/// While the store is away: requests continuing `turns` sent at once to each replica at
+/// `addrs`, through both doors, whole and streamed (and one with an unknown well-formed key
+/// to the first), are each answered 503 in time; each replica's `/readyz` says 503.
+async fn all_unavailable(replicas: &[&Running], key: &str, turns: &[String]) {
+    let requests: Vec<_> = (0..8 * replicas.len())
         .map(|i| {
             let door = [Door::Chat, Door::Messages][i % 2];
-            let (body, key) = (body(door, i / 2 % 2 == 1, &turns), key.clone());
-            let addr = [gateway.addr, open.addr][i / 4 % 2];
+            let (body, key) = (body(door, i / 2 % 2 == 1, turns), key.to_owned());
+            let addr = replicas[i / 4 % replicas.len()].addr;
             tokio::spawn(async move {
                 let sent = Instant::now();
                 let response = tokio::time::timeout(BOUND * 2, post(addr, door, &key, &body))
@@ -221,7 +176,7 @@ async fn postgres_away_is_answered_503_at_once_and_the_same_replica_serves_when_
         })
         .collect();
     let stranger = tokio::spawn({
-        let (addr, body) = (gateway.addr, body(Door::Chat, false, &turns));
+        let (addr, body) = (replicas[0].addr, body(Door::Chat, false, turns));
         async move {
             // A key the store cannot check is neither let in nor refused as invalid.
             let sent = Instant::now();
@@ -230,46 +185,52 @@ async fn postgres_away_is_answered_503_at_once_and_the_same_replica_serves_when_
             unavailable(Door::Chat, sent, response).await;
         }
     });
-    for replica in [&gateway, &open] {
+    for replica in replicas {
         let ready = reqwest::get(replica.url("/readyz")).await.unwrap();
         assert_eq!(ready.status(), 503);
     }
     for request in requests.into_iter().chain([stranger]) {
         request.await.unwrap();
     }
-    assert_eq!(sim.requests().len(), upstream, "nothing went upstream");
+}
 
-    // Back: the same process serves again, continuing the conversation with its carriers.
-    proxy.restore().await;
+/// Once the store is back: `gateway` says ready within 20 s and continues the conversation
+/// `session` (nothing half-done stored meanwhile) through both doors, each upstream request
+/// carrying every reasoning minted before.
+async fn serves_again(
+    gateway: &Running,
+    key: &str,
+    sim: &Sim,
+    reader: &Store,
+    session: &str,
+    mut turns: Vec<String>,
+) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while reqwest::get(gateway.url("/readyz")).await.unwrap().status() != 200 {
         assert!(Instant::now() < deadline, "ready again within 20 s");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(
-        roles(&reader, &session).await,
+        roles(reader, session).await,
         ["user", "assistant"],
         "nothing half-done was stored"
     );
     for (door, stream) in [(Door::Chat, true), (Door::Messages, false)] {
-        let reply = turn(gateway.addr, door, &key, &body(door, stream, &turns)).await;
+        let reply = turn(gateway.addr, door, key, &body(door, stream, &turns)).await;
         let events = reply.finish(door).await;
         turns.push(text_of(door, &events));
         turns.push("and then?".to_owned());
     }
     let requests = sim.requests();
-    let minted: Vec<String> = [0, requests.len() - 2]
-        .iter()
-        .map(|&i| minted_reasoning(&requests[i]))
-        .collect();
     let last = received(requests.last().unwrap());
-    for reasoning in minted {
+    for earlier in [&requests[0], &requests[requests.len() - 2]] {
+        let reasoning = minted_reasoning(earlier);
         let carried = format!(r#""reasoning_content":{}"#, Value::String(reasoning));
         assert!(last.contains(&carried), "{last}");
     }
-    assert_eq!(only_conversation(&reader, "acme").await, session);
+    assert_eq!(only_conversation(reader, "acme").await, session);
     assert_eq!(
-        roles(&reader, &session).await,
+        roles(reader, session).await,
         [
             "user",
             "assistant",
@@ -279,8 +240,218 @@ async fn postgres_away_is_answered_503_at_once_and_the_same_replica_serves_when_
             "assistant"
         ]
     );
+}
+
+/// The DeepSeek simulator, streams slowed a little so one is in flight when the store goes.
+async fn slow_sim() -> Sim {
+    Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
+        .chunk_delay(Duration::from_millis(20))
+        .start()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_away_is_answered_503_at_once_and_the_same_replica_serves_when_it_is_back() {
+    let Some(direct) = hermes_store::testing::fresh_postgres_url().await else {
+        return;
+    };
+    let proxy = Proxy::start(server_of(&direct)).await;
+    // Migrated, with the tenant's key, over the direct URL (the test's own view of the store).
+    let reader = Store::connect_postgres(&direct).await.unwrap();
+    let key = reader.add_gateway_key("acme").await.unwrap();
+    let sim = slow_sim().await;
+    let proxied = through(&direct, proxy.addr);
+    let proxied = || Store::connect_postgres_with(&proxied, gateway_pool());
+    let gateway = limited_replica(proxied().await.unwrap(), &sim).await;
+    // A second replica on the same store with no key check and no limits: the turn is the
+    // first thing of a request to need the store.
+    let open = {
+        let store = proxied().await.unwrap();
+        let engine =
+            Engine::builtin().with_store(store.clone(), deepseek_settings(&sim.base_url()));
+        let gateway = Gateway::new(engine, ServeConfig::new(Auth::None)).unwrap();
+        serve(store, gateway, None, None).await
+    };
+    let (turns, session) = first_turn(&gateway, &key).await;
+
+    // A stream in flight when the database goes: its step cannot be committed, so it never
+    // ends and nothing of it is stored.
+    let in_flight = body(Door::Chat, true, &turns);
+    let response = post(gateway.addr, Door::Chat, &key, &in_flight).await;
+    assert_eq!(response.status(), 200);
+    let mut in_flight = events(response);
+    let opening = tokio::time::timeout(Duration::from_secs(10), in_flight.next())
+        .await
+        .expect("a first chunk within 10 s")
+        .unwrap();
+    proxy.cut();
+    let rest = tokio::time::timeout(BOUND * 3, in_flight.collect::<Vec<_>>())
+        .await
+        .expect("the stream in flight ends");
+    let seen: Vec<Value> = std::iter::once(opening).chain(rest).collect();
+    assert!(!seen.iter().any(|e| Door::Chat.finishes(e)), "{seen:?}");
+    assert!(seen.iter().any(|e| e["error"].is_object()), "{seen:?}");
+    let upstream = sim.requests().len();
+
+    all_unavailable(&[&gateway, &open], &key, &turns).await;
+    assert_eq!(sim.requests().len(), upstream, "nothing went upstream");
+
+    // Back: the same processes serve again.
+    proxy.restore().await;
+    serves_again(&gateway, &key, &sim, &reader, &session, turns.clone()).await;
     let reply = turn(open.addr, Door::Chat, "", &body(Door::Chat, false, &turns)).await;
     assert!(!text_of(Door::Chat, &reply.events).is_empty());
     gateway.stop().await;
     open.stop().await;
+}
+
+/// A PostgreSQL cluster of the test's own — a temporary folder, a free loopback port, trust
+/// authentication, no TLS — from the binaries `.ci/postgres.sh` names (`HERMES_TEST_PG_BIN`),
+/// so stopping it disturbs no other test. Stopped at once when dropped.
+struct Cluster {
+    bin: std::path::PathBuf,
+    data: std::path::PathBuf,
+    port: u16,
+    root: bool,
+    _dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// A new cluster, started; `None` (recorded as skipped) without `HERMES_TEST_PG_BIN`.
+    fn start_new() -> Option<Cluster> {
+        let Some(bin) = std::env::var_os("HERMES_TEST_PG_BIN") else {
+            hermes_test_support::skip::skipped(
+                hermes_test_support::skip::group::POSTGRES,
+                "HERMES_TEST_PG_BIN is unset (.ci/postgres.sh sets it): no cluster to restart",
+            );
+            return None;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::process::Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| o.stdout.trim_ascii() == b"0");
+        if root {
+            // PostgreSQL refuses to run as root: the cluster is the `postgres` user's.
+            let chown = std::process::Command::new("chown")
+                .arg("postgres")
+                .arg(dir.path())
+                .status()
+                .unwrap();
+            assert!(chown.success());
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let cluster = Cluster {
+            bin: bin.into(),
+            data: dir.path().join("data"),
+            port,
+            root,
+            _dir: dir,
+        };
+        cluster.pg_ctl_like(
+            "initdb",
+            "-U postgres -A trust --no-sync -E UTF8 --locale=C.UTF-8",
+        );
+        cluster.start();
+        Some(cluster)
+    }
+
+    /// Runs `program` of the binaries with `-D <data> args`, as the cluster's owner.
+    fn pg_ctl_like(&self, program: &str, args: &str) {
+        let command = format!(
+            "{}/{program} -D {} {args}",
+            self.bin.display(),
+            self.data.display()
+        );
+        let mut shell = if self.root {
+            let mut su = std::process::Command::new("su");
+            su.args(["postgres", "-s", "/bin/sh", "-c", &command]);
+            su
+        } else {
+            let mut sh = std::process::Command::new("sh");
+            sh.args(["-c", &command]);
+            sh
+        };
+        let out = shell.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{command}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn start(&self) {
+        self.pg_ctl_like(
+            "pg_ctl",
+            &format!(
+                "-l {}/server.log -w -o '-h 127.0.0.1 -p {} -k {} -c fsync=off -c synchronous_commit=off' start",
+                self.data.display(),
+                self.port,
+                self.data.display()
+            ),
+        );
+    }
+
+    /// A fast shutdown: every session is ended (`57P01`), then the server stops.
+    fn stop(&self) {
+        self.pg_ctl_like("pg_ctl", "-m fast -w stop");
+    }
+
+    fn url(&self) -> String {
+        format!(
+            "postgres://postgres@127.0.0.1:{}/postgres?sslmode=disable",
+            self.port
+        )
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let command = format!(
+            "{}/pg_ctl -D {} -m immediate -w stop",
+            self.bin.display(),
+            self.data.display()
+        );
+        let _ = if self.root {
+            std::process::Command::new("su")
+                .args(["postgres", "-s", "/bin/sh", "-c", &command])
+                .output()
+        } else {
+            std::process::Command::new("sh")
+                .args(["-c", &command])
+                .output()
+        };
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_restarting_is_503_while_it_is_down_and_the_same_replica_serves_once_it_is_up() {
+    let Some(cluster) = tokio::task::spawn_blocking(Cluster::start_new)
+        .await
+        .unwrap()
+    else {
+        return;
+    };
+    let reader = Store::connect_postgres(&cluster.url()).await.unwrap();
+    let key = reader.add_gateway_key("acme").await.unwrap();
+    let sim = slow_sim().await;
+    let store = Store::connect_postgres_with(&cluster.url(), gateway_pool())
+        .await
+        .unwrap();
+    let gateway = limited_replica(store, &sim).await;
+    let (turns, session) = first_turn(&gateway, &key).await;
+    let upstream = sim.requests().len();
+
+    tokio::task::block_in_place(|| cluster.stop());
+    all_unavailable(&[&gateway], &key, &turns).await;
+    assert_eq!(sim.requests().len(), upstream, "nothing went upstream");
+
+    tokio::task::block_in_place(|| cluster.start());
+    serves_again(&gateway, &key, &sim, &reader, &session, turns).await;
+    gateway.stop().await;
 }
