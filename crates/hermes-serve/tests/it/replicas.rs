@@ -308,6 +308,34 @@ pub(crate) async fn roles(store: &hermes_engine::store::Store, id: &str) -> Vec<
     stored.iter().map(|m| m.role.as_str().to_owned()).collect()
 }
 
+/// The roles of a conversation of three turns, in order.
+pub(crate) const THREE_TURNS: [&str; 6] = [
+    "user",
+    "assistant",
+    "user",
+    "assistant",
+    "user",
+    "assistant",
+];
+
+/// DeepSeek V4's simulator, pausing `delay` before each streamed event.
+pub(crate) async fn slow_deepseek(delay: Duration) -> Sim {
+    Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
+        .chunk_delay(delay)
+        .start()
+        .await
+        .unwrap()
+}
+
+/// A replica to be killed, over `db`, its upstream DeepSeek at `sim`.
+fn doomed(db: &TestDb, sim: &Sim) -> Doomed {
+    Doomed::start(
+        db.location.clone(),
+        deepseek_settings(&sim.base_url()),
+        |c| c,
+    )
+}
+
 const TURNS: usize = 3;
 
 both!(two_replicas_alternate_the_turns_of_a_chat_conversation_at_once);
@@ -372,17 +400,7 @@ async fn two_replicas_alternate_the_turns_of_a_chat_conversation_at_once(db: Tes
         let id = only_conversation(store, &tenant).await;
         assert!(sessions.iter().all(|s| *s == id), "{sessions:?} vs {id}");
         let stored = store.messages(&id).await.unwrap();
-        assert_eq!(
-            roles(store, &id).await,
-            [
-                "user",
-                "assistant",
-                "user",
-                "assistant",
-                "user",
-                "assistant"
-            ]
-        );
+        assert_eq!(roles(store, &id).await, THREE_TURNS);
         for (j, request) in requests.iter().enumerate() {
             let kept = stored[2 * j + 1].reasoning_content.as_ref().unwrap();
             assert_eq!(kept.text(), minted_reasoning(request), "stream {stream}");
@@ -493,16 +511,8 @@ both!(a_replica_killed_mid_stream_loses_nothing_and_the_retry_on_another_succeed
 /// upstream request carrying turn 1's reasoning as minted, and lands at the tip: one
 /// conversation, no branch (a branch would mean A had committed a step the client never saw).
 async fn a_replica_killed_mid_stream_loses_nothing_and_the_retry_on_another_succeeds(db: TestDb) {
-    let sim = Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
-        .chunk_delay(Duration::from_millis(150))
-        .start()
-        .await
-        .unwrap();
-    let a = Doomed::start(
-        db.location.clone(),
-        deepseek_settings(&sim.base_url()),
-        |c| c,
-    );
+    let sim = slow_deepseek(Duration::from_millis(150)).await;
+    let a = doomed(&db, &sim);
     let b: Running = replica(db.open().await, &sim.base_url(), |c| c).await;
     let key = b.store.add_gateway_key("acme").await.unwrap();
     let first = json!({"model": "deepseek/deepseek-v4-pro",
@@ -602,16 +612,8 @@ async fn a_replica_killed_after_its_commit_leaves_a_branch_and_the_retry_on_anot
 /// [`a_replica_killed_after_its_commit_leaves_a_branch_and_the_retry_on_another_succeeds`]
 /// through `door`.
 async fn killed_after_commit(db: &TestDb, door: Door) {
-    let sim = Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
-        .chunk_delay(Duration::from_millis(20))
-        .start()
-        .await
-        .unwrap();
-    let a = Doomed::start(
-        db.location.clone(),
-        deepseek_settings(&sim.base_url()),
-        |c| c,
-    );
+    let sim = slow_deepseek(Duration::from_millis(20)).await;
+    let a = doomed(db, &sim);
     let b: Running = replica(db.open().await, &sim.base_url(), |c| c).await;
     let tenant = format!("acme-{door:?}");
     let key = b.store.add_gateway_key(&tenant).await.unwrap();
@@ -682,18 +684,7 @@ async fn killed_after_commit(db: &TestDb, door: Door) {
         let carried = format!(r#""reasoning_content":{}"#, Value::String(minted));
         assert!(raw.contains(&carried), "{door:?}: {raw}");
     }
-    assert_eq!(
-        roles(&b.store, &branch).await,
-        [
-            "user",
-            "assistant",
-            "user",
-            "assistant",
-            "user",
-            "assistant"
-        ],
-        "{door:?}"
-    );
+    assert_eq!(roles(&b.store, &branch).await, THREE_TURNS, "{door:?}");
     assert_eq!(roles(&b.store, &session).await.len(), 4, "A's step stays");
     assert_eq!(branch_of(&b.store, &session).await, branch, "one branch");
     b.stop().await;

@@ -22,8 +22,8 @@ use serde_json::Value;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 
 use crate::replicas::{
-    Door, body, chat_answer, events, minted_reasoning, only_conversation, post, received, roles,
-    text_of, turn,
+    Door, THREE_TURNS, body, chat_answer, events, minted_reasoning, only_conversation, post,
+    received, roles, slow_deepseek, text_of, turn,
 };
 use crate::{Running, deepseek_settings, replica_over, serve};
 
@@ -229,26 +229,12 @@ async fn serves_again(
         assert!(last.contains(&carried), "{last}");
     }
     assert_eq!(only_conversation(reader, "acme").await, session);
-    assert_eq!(
-        roles(reader, session).await,
-        [
-            "user",
-            "assistant",
-            "user",
-            "assistant",
-            "user",
-            "assistant"
-        ]
-    );
+    assert_eq!(roles(reader, session).await, THREE_TURNS);
 }
 
 /// The DeepSeek simulator, streams slowed a little so one is in flight when the store goes.
 async fn slow_sim() -> Sim {
-    Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
-        .chunk_delay(Duration::from_millis(20))
-        .start()
-        .await
-        .unwrap()
+    slow_deepseek(Duration::from_millis(20)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
