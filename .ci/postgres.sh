@@ -5,6 +5,8 @@
 #   HERMES_TEST_PG_URL  postgres://hermes:…@127.0.0.1:55432/hermes_test
 #   HERMES_TEST_PG_CA   the CA file (for sslmode=verify-full tests)
 #   HERMES_REQUIRE_PG=1 (tests that need the server fail, never skip)
+#   HERMES_TEST_PG_BIN  the PostgreSQL binaries (initdb, pg_ctl), for tests that run a cluster
+#                       of their own to stop and start (hermes-serve's store_away)
 # The cluster is stopped and removed by `hermes_pg_stop` (set as an EXIT trap by .ci/run).
 # Recipe measured in ../shared/ECOSYSTEM.md §4.
 
@@ -61,6 +63,7 @@ psql -q -h 127.0.0.1 -p "$HERMES_PGPORT" -U postgres -v ON_ERROR_STOP=1 \
 export HERMES_TEST_PG_URL="postgres://hermes:hermes-ci-secret@127.0.0.1:$HERMES_PGPORT/hermes_test"
 export HERMES_TEST_PG_CA="$HERMES_PGTLS/ca.pem"
 export HERMES_REQUIRE_PG=1
+export HERMES_TEST_PG_BIN="$PGBIN"
 
 hermes_pg_stop() {
   hermes_as_pg "$PGBIN/pg_ctl -D $HERMES_PGDATA -m immediate -w stop" >/dev/null 2>&1 || true

@@ -217,7 +217,7 @@ pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
         _ => None,
     };
     setup::runtime()?.block_on(async {
-        let (store, settings) = setup::open(&setup).await?;
+        let (store, settings) = setup::open_gateway(&setup).await?;
         let engine = engine.clone();
         let auth = if args.no_auth {
             Auth::None

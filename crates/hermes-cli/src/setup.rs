@@ -52,11 +52,21 @@ pub(crate) async fn open_local_store(setup: &Setup) -> anyhow::Result<Store> {
 
 /// The store and the process-wide settings of `setup` (see [`Setup::open`]).
 pub(crate) async fn open(setup: &Setup) -> anyhow::Result<(Store, Settings)> {
+    shown(setup.open().await)
+}
+
+/// [`open`] for `hermes serve` (see [`Setup::open_gateway`]: a shorter wait for a connection).
+pub(crate) async fn open_gateway(setup: &Setup) -> anyhow::Result<(Store, Settings)> {
+    shown(setup.open_gateway().await)
+}
+
+/// The store and settings opened, the notice shown.
+fn shown(opened: Result<Opened, hermes_config::ConfigError>) -> anyhow::Result<(Store, Settings)> {
     let Opened {
         store,
         notice,
         settings,
-    } = setup.open().await.map_err(error)?;
+    } = opened.map_err(error)?;
     show(notice);
     Ok((store, settings))
 }

@@ -212,7 +212,8 @@ pub struct StoreSection {
     /// (default 5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busy_timeout: Option<u64>,
-    /// Seconds a request waits for a free connection of the pool (default 30).
+    /// Seconds a request waits for a free connection of the pool (default 30; 3 in
+    /// `hermes serve`, [`StoreSection::gateway_pool`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) acquire_timeout: Option<toml::Spanned<u64>>,
 }
@@ -240,7 +241,22 @@ impl StoreSection {
 
     /// The store's pool settings (defaults where unset).
     pub fn pool(&self) -> hermes_engine::store::PoolOptions {
-        let d = hermes_engine::store::PoolOptions::default();
+        self.pool_waiting(hermes_engine::store::PoolOptions::ACQUIRE_TIMEOUT)
+    }
+
+    /// A gateway's pool settings: [`StoreSection::pool`], but `acquire_timeout` defaults to
+    /// [`PoolOptions::GATEWAY_ACQUIRE_TIMEOUT`](hermes_engine::store::PoolOptions::GATEWAY_ACQUIRE_TIMEOUT)
+    /// (3 s), so a request answers "unavailable" soon while the database is away.
+    pub fn gateway_pool(&self) -> hermes_engine::store::PoolOptions {
+        self.pool_waiting(hermes_engine::store::PoolOptions::GATEWAY_ACQUIRE_TIMEOUT)
+    }
+
+    /// The pool settings, `acquire_timeout` defaulting to `acquire`.
+    fn pool_waiting(&self, acquire: std::time::Duration) -> hermes_engine::store::PoolOptions {
+        let d = hermes_engine::store::PoolOptions {
+            acquire_timeout: acquire,
+            ..hermes_engine::store::PoolOptions::default()
+        };
         hermes_engine::store::PoolOptions {
             max_connections: self.max_connections.as_ref().map(|n| *n.get_ref()),
             busy_timeout: self

@@ -71,11 +71,17 @@ pub async fn open_store_in(
     home: &Path,
     config: &Config,
 ) -> Result<(Store, Option<String>), ConfigError> {
+    open_store_pooled(home, config, config.store.pool()).await
+}
+
+/// [`open_store_in`] with the pool settings `pool`.
+pub(crate) async fn open_store_pooled(
+    home: &Path,
+    config: &Config,
+    pool: hermes_engine::store::PoolOptions,
+) -> Result<(Store, Option<String>), ConfigError> {
     match database_location(config)? {
-        Some(location) => Ok((
-            Store::open_at_with(&location, config.store.pool()).await?,
-            None,
-        )),
-        None => open_local_store(home, config).await,
+        Some(location) => Ok((Store::open_at_with(&location, pool).await?, None)),
+        None => Ok(hermes_engine::open_store_with(home, pool).await?),
     }
 }

@@ -97,7 +97,22 @@ impl Setup {
     /// The store and the settings together: what the CLI's chat and a gateway both start from
     /// (`Engine::with_store(opened.store, opened.settings)` for a server).
     pub async fn open(&self) -> Result<Opened, ConfigError> {
-        let (store, notice) = self.open_store().await?;
+        self.open_pooled(self.config.store.pool()).await
+    }
+
+    /// [`Setup::open`] for a gateway: the pool's `acquire_timeout` defaults to 3 s rather than
+    /// 30 ([`StoreSection::gateway_pool`](crate::StoreSection::gateway_pool)), so while the
+    /// database is away a request is answered "unavailable" soon instead of hanging.
+    pub async fn open_gateway(&self) -> Result<Opened, ConfigError> {
+        self.open_pooled(self.config.store.gateway_pool()).await
+    }
+
+    async fn open_pooled(
+        &self,
+        pool: hermes_engine::store::PoolOptions,
+    ) -> Result<Opened, ConfigError> {
+        let (store, notice) =
+            crate::home::open_store_pooled(&self.home, &self.config, pool).await?;
         Ok(Opened {
             store,
             notice,

@@ -193,6 +193,12 @@ pub enum ErrorKind<'a> {
     },
     /// The provider could not be reached or its reply broke off.
     Unavailable,
+    /// The store could not be reached or went away mid-use
+    /// ([`StoreError::is_unavailable`](hermes_store::StoreError::is_unavailable): the database
+    /// stopped, restarting or cut off, no connection within the pool's wait). Nothing of the
+    /// failed operation was stored (every write is one transaction); the same engine serves
+    /// again once the database is back. A server answers it "unavailable, retry".
+    StoreUnavailable,
     /// Anything else (the store, a corrupt session, …).
     Failed,
 }
@@ -230,10 +236,28 @@ impl EngineError {
             },
             EngineError::Driver(error) => match error.transport() {
                 Some(error) => transport_kind(error),
-                None => ErrorKind::Failed,
+                None => self.store_kind(),
             },
             EngineError::Transport(error) => transport_kind(error),
-            _ => ErrorKind::Failed,
+            _ => self.store_kind(),
+        }
+    }
+
+    /// [`ErrorKind::StoreUnavailable`] when the store's error underneath (the engine's own
+    /// store call, or the driver's when it could not store a step) says the database is not
+    /// there, else [`ErrorKind::Failed`].
+    fn store_kind(&self) -> ErrorKind<'_> {
+        let store = match self {
+            EngineError::Store(e) => Some(e),
+            EngineError::Driver(hermes_core::driver::DriverError::Log(e)) => {
+                e.downcast_ref::<hermes_store::StoreError>()
+            }
+            _ => None,
+        };
+        if store.is_some_and(hermes_store::StoreError::is_unavailable) {
+            ErrorKind::StoreUnavailable
+        } else {
+            ErrorKind::Failed
         }
     }
 }

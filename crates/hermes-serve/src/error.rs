@@ -9,6 +9,10 @@ use axum::response::{IntoResponse, Response};
 use hermes_engine::{EngineError, ErrorKind};
 use serde_json::{Value, json};
 
+/// The `Retry-After` of a 503 ([`ApiError::unavailable`]): the store is usually back within a
+/// second or two of a restart or failover, and a client that waits longer only waits.
+pub const RETRY_UNAVAILABLE: Duration = Duration::from_secs(1);
+
 /// An error answer: status, OpenAI's error object, and a `Retry-After` when known.
 #[derive(Debug, Clone)]
 pub struct ApiError {
@@ -89,9 +93,16 @@ impl ApiError {
         }
     }
 
-    /// 503: something the gateway needs is not answering.
+    /// 503: something the gateway needs is not answering (the store, or the gateway itself
+    /// shutting down); nothing half-done was stored, so the client may retry the same request
+    /// after [`RETRY_UNAVAILABLE`] (`Retry-After`), here or on another replica. `api_error` in
+    /// either door's shape: the official OpenAI and Anthropic SDKs retry every 5xx whatever its
+    /// type, honouring `Retry-After`.
     pub fn unavailable(message: impl Into<String>) -> Self {
-        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "api_error", message)
+        ApiError {
+            retry_after: Some(RETRY_UNAVAILABLE),
+            ..ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "api_error", message)
+        }
     }
 
     /// The JSON body: `{"error":{...}}`.
@@ -131,7 +142,8 @@ impl ApiError {
     /// for the upstream's deterministic 4xx (with its code and message); 404 for an unknown
     /// session or provider; 409 while another request drives the session; 429 passed on with
     /// `Retry-After`; 502 for an upstream failure, including its 401/403 (the gateway's
-    /// credentials, never the client's); 504 when a bounded wait ran out.
+    /// credentials, never the client's); 503 with `Retry-After` when the store is unavailable
+    /// ([`ErrorKind::StoreUnavailable`]); 504 when a bounded wait ran out.
     pub fn from_engine(error: &EngineError) -> Self {
         let text = error.to_string();
         match error.kind() {
@@ -160,6 +172,13 @@ impl ApiError {
             ErrorKind::Upstream { status, body } => upstream(status, body, retry_after(error)),
             ErrorKind::Unavailable => {
                 ApiError::new(StatusCode::BAD_GATEWAY, "upstream_error", text)
+            }
+            ErrorKind::StoreUnavailable => {
+                tracing::warn!(error = %text, "the store is unavailable");
+                ApiError::unavailable(
+                    "the gateway's store is unavailable; nothing of this request was stored, \
+                     retry it",
+                )
             }
             _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "api_error", text),
         }

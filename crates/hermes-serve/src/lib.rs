@@ -41,7 +41,7 @@ use hermes_core::driver::DriverEvent;
 use hermes_engine::{Completion, Engine, Event, Request};
 use serde_json::{Value, json};
 
-pub use error::ApiError;
+pub use error::{ApiError, RETRY_UNAVAILABLE};
 pub use keys::StoreKeys;
 pub use limits::{Limits, TenantLimits};
 
@@ -203,7 +203,7 @@ struct Inner {
     config: ServeConfig,
     /// Set when the drain bound ran out: every request still running ends now.
     cut: tokio::sync::watch::Sender<bool>,
-    /// The store's signing key, read once (SPEC §10, "Messages-door signatures").
+    /// The store's signing key, kept once read (SPEC §10, "Messages-door signatures").
     signing_key: tokio::sync::OnceCell<hermes_engine::store::SigningKey>,
     /// The tenants' limits, when any is set.
     limiter: Option<Arc<limits::Limiter>>,
@@ -580,12 +580,22 @@ async fn messages_turn(
     );
     tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "messages");
     let recorder = inner.turn(&tenant);
-    let key = inner
-        .signing_key
-        .get_or_try_init(|| inner.engine.signing_key())
-        .await
-        .map_err(|e| ApiError::from_engine(&e))?;
-    let signer = sign::Signer::new(key.clone(), tenant.clone(), turn.partition.clone());
+    let key = match inner.signing_key.get() {
+        Some(key) => key.clone(),
+        // Not through `get_or_try_init`: while the store is away its callers would take turns,
+        // each waiting out the pool after the one before failed; each reads for itself instead
+        // (the store hands every reader the same key).
+        None => {
+            let key = inner
+                .engine
+                .signing_key()
+                .await
+                .map_err(|e| ApiError::from_engine(&e))?;
+            let _ = inner.signing_key.set(key.clone());
+            key
+        }
+    };
+    let signer = sign::Signer::new(key, tenant.clone(), turn.partition.clone());
     let vouched = anthropic::vouch(&mut turn.messages, &signer);
     if vouched > 0 {
         tracing::debug!(vouched, "gateway-signed thinking blocks verified");

@@ -95,9 +95,13 @@ use crate::row::MessageRow;
 /// A row as every backend returns it (sqlx's `Any` driver).
 pub(crate) type DbRow = sqlx::any::AnyRow;
 
-/// Builds a migrator from embedded `(version, description, sql)` steps.
+/// Builds a migrator from embedded `(version, description, sql)` steps. It accepts a database
+/// that holds steps it does not know — a newer hermes migrated it during a rolling upgrade —
+/// and applies none of them (sqlx's "previously applied but missing" is not an error here):
+/// every step is additive (see [`SQLITE_STEPS`]), so this build's queries still read and write
+/// a newer schema. A step it knows whose text changed is still refused (sqlx's checksum).
 fn migrator(steps: &[(i64, &'static str, &'static str)]) -> Migrator {
-    Migrator::with_migrations(
+    let mut migrator = Migrator::with_migrations(
         steps
             .iter()
             .map(|&(version, description, sql)| {
@@ -110,116 +114,129 @@ fn migrator(steps: &[(i64, &'static str, &'static str)]) -> Migrator {
                 )
             })
             .collect(),
-    )
+    );
+    migrator.set_ignore_missing(true);
+    migrator
 }
 
-/// The SQLite schema, embedded: applied by sqlx's migrator, recorded in `_sqlx_migrations`.
-static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
-    migrator(&[
-        (
-            1,
-            "init",
-            include_str!("../migrations/sqlite/0001_init.sql"),
-        ),
-        (
-            2,
-            "compaction",
-            include_str!("../migrations/sqlite/0002_compaction.sql"),
-        ),
-        (
-            3,
-            "base url trust",
-            include_str!("../migrations/sqlite/0003_base_url_trust.sql"),
-        ),
-        (
-            4,
-            "key order",
-            include_str!("../migrations/sqlite/0004_key_order.sql"),
-        ),
-        (
-            5,
-            "usage",
-            include_str!("../migrations/sqlite/0005_usage.sql"),
-        ),
-        (
-            6,
-            "session leases",
-            include_str!("../migrations/sqlite/0006_session_leases.sql"),
-        ),
-        (
-            7,
-            "fleet verdicts",
-            include_str!("../migrations/sqlite/0007_fleet_verdicts.sql"),
-        ),
-        (
-            8,
-            "revisions",
-            include_str!("../migrations/sqlite/0008_revisions.sql"),
-        ),
-        (
-            9,
-            "gateway",
-            include_str!("../migrations/sqlite/0009_gateway.sql"),
-        ),
-        (
-            10,
-            "lineage",
-            include_str!("../migrations/sqlite/0010_lineage.sql"),
-        ),
-        (
-            11,
-            "signing keys",
-            include_str!("../migrations/sqlite/0011_signing_keys.sql"),
-        ),
-        (
-            12,
-            "gateway limits",
-            include_str!("../migrations/sqlite/0012_gateway_limits.sql"),
-        ),
-    ])
-});
+/// The SQLite schema's steps, embedded: applied by sqlx's migrator, recorded in
+/// `_sqlx_migrations`.
+///
+/// **Migrations are additive** (ARCHITECTURE.md, "Rolling upgrades"): during a rolling upgrade
+/// replicas of the previous release keep serving from a database the new release has
+/// migrated, so a new step may add tables, nullable columns, columns `NOT NULL` with a
+/// `DEFAULT`, and indexes, and never drop, rename or retype anything, nor tighten a column
+/// (`SET NOT NULL`). `tests::migrations` refuses any other statement in a step not on its
+/// allow-list of already-released history. A change that cannot be additive is made in two
+/// releases: add the new shape and write both; drop the old one a release later.
+const SQLITE_STEPS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "init",
+        include_str!("../migrations/sqlite/0001_init.sql"),
+    ),
+    (
+        2,
+        "compaction",
+        include_str!("../migrations/sqlite/0002_compaction.sql"),
+    ),
+    (
+        3,
+        "base url trust",
+        include_str!("../migrations/sqlite/0003_base_url_trust.sql"),
+    ),
+    (
+        4,
+        "key order",
+        include_str!("../migrations/sqlite/0004_key_order.sql"),
+    ),
+    (
+        5,
+        "usage",
+        include_str!("../migrations/sqlite/0005_usage.sql"),
+    ),
+    (
+        6,
+        "session leases",
+        include_str!("../migrations/sqlite/0006_session_leases.sql"),
+    ),
+    (
+        7,
+        "fleet verdicts",
+        include_str!("../migrations/sqlite/0007_fleet_verdicts.sql"),
+    ),
+    (
+        8,
+        "revisions",
+        include_str!("../migrations/sqlite/0008_revisions.sql"),
+    ),
+    (
+        9,
+        "gateway",
+        include_str!("../migrations/sqlite/0009_gateway.sql"),
+    ),
+    (
+        10,
+        "lineage",
+        include_str!("../migrations/sqlite/0010_lineage.sql"),
+    ),
+    (
+        11,
+        "signing keys",
+        include_str!("../migrations/sqlite/0011_signing_keys.sql"),
+    ),
+    (
+        12,
+        "gateway limits",
+        include_str!("../migrations/sqlite/0012_gateway_limits.sql"),
+    ),
+];
 
-/// The PostgreSQL schema (the same tables and columns as SQLite's after all its steps; carriers
-/// in `text`, never `jsonb`), embedded likewise.
-static PG_MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| {
-    migrator(&[
-        (
-            1,
-            "init",
-            include_str!("../migrations/postgres/0001_init.sql"),
-        ),
-        (
-            2,
-            "fleet verdicts",
-            include_str!("../migrations/postgres/0002_fleet_verdicts.sql"),
-        ),
-        (
-            3,
-            "revisions",
-            include_str!("../migrations/postgres/0003_revisions.sql"),
-        ),
-        (
-            4,
-            "gateway",
-            include_str!("../migrations/postgres/0004_gateway.sql"),
-        ),
-        (
-            5,
-            "lineage",
-            include_str!("../migrations/postgres/0005_lineage.sql"),
-        ),
-        (
-            6,
-            "signing keys",
-            include_str!("../migrations/postgres/0006_signing_keys.sql"),
-        ),
-        (
-            7,
-            "gateway limits",
-            include_str!("../migrations/postgres/0007_gateway_limits.sql"),
-        ),
-    ])
-});
+/// The SQLite schema.
+static MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| migrator(SQLITE_STEPS));
+
+/// The PostgreSQL schema's steps (the same tables and columns as SQLite's after all its steps;
+/// carriers in `text`, never `jsonb`), embedded likewise; additive likewise ([`SQLITE_STEPS`]).
+const POSTGRES_STEPS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "init",
+        include_str!("../migrations/postgres/0001_init.sql"),
+    ),
+    (
+        2,
+        "fleet verdicts",
+        include_str!("../migrations/postgres/0002_fleet_verdicts.sql"),
+    ),
+    (
+        3,
+        "revisions",
+        include_str!("../migrations/postgres/0003_revisions.sql"),
+    ),
+    (
+        4,
+        "gateway",
+        include_str!("../migrations/postgres/0004_gateway.sql"),
+    ),
+    (
+        5,
+        "lineage",
+        include_str!("../migrations/postgres/0005_lineage.sql"),
+    ),
+    (
+        6,
+        "signing keys",
+        include_str!("../migrations/postgres/0006_signing_keys.sql"),
+    ),
+    (
+        7,
+        "gateway limits",
+        include_str!("../migrations/postgres/0007_gateway_limits.sql"),
+    ),
+];
+
+/// The PostgreSQL schema.
+static PG_MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| migrator(POSTGRES_STEPS));
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -281,6 +298,20 @@ pub enum StoreError {
     },
 }
 
+impl StoreError {
+    /// True when the database is unreachable or went away mid-use (the server stopped or
+    /// restarting, the network cut, no connection within the pool's `acquire_timeout`):
+    /// nothing about the request was wrong and it may succeed once the database is back, the
+    /// same store handle reconnecting by itself. A server answers it "503, retry". False for
+    /// every other failure (a constraint, a corrupt row, a locked SQLite file, …).
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            StoreError::Database(e) => e.is_unavailable(),
+            _ => false,
+        }
+    }
+}
+
 /// Where a [`StoreError::Corrupt`] is: a message, or (position `-1`) the session's own row.
 struct Place(i64);
 
@@ -306,6 +337,48 @@ impl DatabaseError {
             .as_database_error()
             .and_then(|e| e.code())
             .map(|c| c.into_owned())
+    }
+}
+
+impl DatabaseError {
+    /// True when the database could not be reached or went away (see
+    /// [`StoreError::is_unavailable`]).
+    pub fn is_unavailable(&self) -> bool {
+        unavailable(&self.0)
+    }
+}
+
+/// PostgreSQL's codes for a server that is going or not there yet: `admin_shutdown` (a fast or
+/// smart stop ended the connection), `crash_shutdown`, `cannot_connect_now` (starting up or
+/// shutting down), `too_many_connections` (a moment after many connections died). Class `08`
+/// (connection exception) is matched as a class.
+const UNAVAILABLE_CODES: [&str; 4] = ["57P01", "57P02", "57P03", "53300"];
+
+/// The one classifier of driver errors that mean "the database is not there right now", not
+/// "this request is wrong": an I/O error (refused, reset, closed mid-use), the pool's wait for a
+/// connection running out (sqlx retries a refused connect until then), a closed pool, a
+/// crashed SQLite worker, a TLS handshake broken by I/O, and PostgreSQL's connection-exception
+/// class and shutdown codes.
+fn unavailable(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::Io(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Tls(inner) => {
+            let mut source: Option<&(dyn std::error::Error + 'static)> = Some(inner.as_ref());
+            while let Some(e) = source {
+                if e.is::<std::io::Error>() {
+                    return true;
+                }
+                source = e.source();
+            }
+            false
+        }
+        sqlx::Error::Database(e) => e
+            .code()
+            .is_some_and(|code| code.starts_with("08") || UNAVAILABLE_CODES.contains(&&*code)),
+        _ => false,
     }
 }
 
@@ -638,15 +711,19 @@ fn scrub(text: &str, url: &str) -> String {
     out
 }
 
-/// True when every step of `migrator` is recorded as applied and none failed (a missing table
-/// or any error says no). Checksums are left to the migrator, which runs whenever this says no.
+/// True when every step of `migrator` is recorded as applied and none of them failed (a missing
+/// table or any error says no). Steps after its latest — a newer hermes migrated the database
+/// (a rolling upgrade) — are not its business: additive, they change nothing it reads. Its
+/// versions are dense from 1, so counting the applied ones up to its latest counts its own.
+/// Checksums are left to the migrator, which runs whenever this says no.
 async fn schema_is_current(conn: &mut sqlx::AnyConnection, migrator: &Migrator) -> bool {
     let latest = migrator.iter().map(|m| m.version).max().unwrap_or(0);
     let expected = i64::try_from(migrator.iter().count()).unwrap_or(i64::MAX);
     let row = sqlx::query(
         "SELECT COUNT(*) AS applied, COALESCE(SUM(CASE WHEN success THEN 0 ELSE 1 END), 0) AS failed, \
-         COALESCE(MAX(version), 0) AS latest FROM _sqlx_migrations",
+         COALESCE(MAX(version), 0) AS latest FROM _sqlx_migrations WHERE version <= $1",
     )
+    .bind(latest)
     .fetch_one(&mut *conn)
     .await;
     let Ok(row) = row else {
@@ -723,6 +800,12 @@ impl PoolOptions {
     pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
     /// The default wait for a free connection.
     pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
+    /// The default wait for a free connection in a gateway (`hermes serve`), shorter than
+    /// [`PoolOptions::ACQUIRE_TIMEOUT`]: while the database is away (sqlx retries a refused
+    /// connect until this wait runs out) each request is answered "unavailable, retry" after
+    /// at most this long instead of hanging for half a minute; a pool busy this long under
+    /// load is overloaded, and the same answer suits it.
+    pub const GATEWAY_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
 
     /// The pool size on `backend`.
     pub fn connections(&self, backend: Backend) -> u32 {
@@ -773,8 +856,28 @@ impl Store {
         log: StatementLog,
     ) -> Result<Store, StoreError> {
         match location {
-            Location::Sqlite(path) => Store::open_sqlite(path, pool, log).await,
-            Location::Postgres(url) => Store::connect_pg(url, pool, log).await,
+            Location::Sqlite(path) => Store::open_sqlite(path, pool, log, &MIGRATOR).await,
+            Location::Postgres(url) => Store::connect_pg(url, pool, log, &PG_MIGRATOR).await,
+        }
+    }
+
+    /// Opens the store at `location` as a build that knows all but the last `unknown` steps of
+    /// its backend's schema would: an older release's replica (`tests::migrations`).
+    #[cfg(test)]
+    pub(crate) async fn open_as_older(
+        location: &Location,
+        unknown: usize,
+    ) -> Result<Store, StoreError> {
+        let (pool, log) = (PoolOptions::default(), StatementLog::Off);
+        let older =
+            |steps: &[(i64, &'static str, &'static str)]| migrator(&steps[..steps.len() - unknown]);
+        match location {
+            Location::Sqlite(path) => {
+                Store::open_sqlite(path, pool, log, &older(SQLITE_STEPS)).await
+            }
+            Location::Postgres(url) => {
+                Store::connect_pg(url, pool, log, &older(POSTGRES_STEPS)).await
+            }
         }
     }
 
@@ -802,13 +905,14 @@ impl Store {
         url: &str,
         pool_options: PoolOptions,
     ) -> Result<Store, StoreError> {
-        Store::connect_pg(url, pool_options, StatementLog::Off).await
+        Store::connect_pg(url, pool_options, StatementLog::Off, &PG_MIGRATOR).await
     }
 
     async fn connect_pg(
         url: &str,
         pool_options: PoolOptions,
         log: StatementLog,
+        schema: &Migrator,
     ) -> Result<Store, StoreError> {
         let open_err = |message: String| StoreError::Open {
             path: redact_url(url),
@@ -845,10 +949,10 @@ impl Store {
         // The schema is usually current: then the migrator (seven statements under an advisory
         // lock, on every process start) is skipped. Anything else — the table missing, a
         // version behind, a failed step — goes through the migrator as always.
-        let current = schema_is_current(&mut first, &PG_MIGRATOR).await;
+        let current = schema_is_current(&mut first, schema).await;
         drop(first);
         if !current {
-            PG_MIGRATOR
+            schema
                 .run(&pool)
                 .await
                 .map_err(|e| open_err(e.to_string()))?;
@@ -871,13 +975,14 @@ impl Store {
 
     /// [`Store::open`] with a pool sized and timed by `pool`.
     pub async fn open_with(path: &Path, pool_options: PoolOptions) -> Result<Store, StoreError> {
-        Store::open_sqlite(path, pool_options, StatementLog::Off).await
+        Store::open_sqlite(path, pool_options, StatementLog::Off, &MIGRATOR).await
     }
 
     async fn open_sqlite(
         path: &Path,
         pool_options: PoolOptions,
         log: StatementLog,
+        schema: &Migrator,
     ) -> Result<Store, StoreError> {
         let open_err = |message: String| StoreError::Open {
             path: path.display().to_string(),
@@ -928,7 +1033,7 @@ impl Store {
                         .fetch_one(&mut *conn)
                         .await
                         .is_ok_and(|mode| mode.eq_ignore_ascii_case("wal"));
-                    wal && schema_is_current(&mut conn, &MIGRATOR).await
+                    wal && schema_is_current(&mut conn, schema).await
                 }
                 Err(_) => false,
             };
@@ -955,7 +1060,7 @@ impl Store {
                 .connect()
                 .await
                 .map_err(|e| open_err(e.to_string()))?;
-            MIGRATOR
+            schema
                 .run(&mut conn)
                 .await
                 .map_err(|e| open_err(e.to_string()))?;

@@ -51,6 +51,7 @@ macro_rules! both {
 mod gateway;
 mod limits;
 mod lineage;
+mod migrations;
 mod tip;
 
 both!(import_then_export_is_byte_identical);
@@ -1863,4 +1864,39 @@ async fn pool_options_size_the_pool_and_set_sqlites_busy_timeout(db: TestDb) {
             .unwrap();
         assert_eq!(default_busy, 5000);
     }
+}
+
+/// The one classifier of "the database is not there": a refused or broken connection and the
+/// pool's wait running out are; a query's own failure and every store-level error are not.
+#[test]
+fn only_an_absent_database_is_unavailable() {
+    let io = |kind| crate::db(sqlx::Error::Io(std::io::Error::from(kind)));
+    assert!(io(std::io::ErrorKind::ConnectionRefused).is_unavailable());
+    assert!(io(std::io::ErrorKind::UnexpectedEof).is_unavailable());
+    assert!(io(std::io::ErrorKind::ConnectionReset).is_unavailable());
+    assert!(crate::db(sqlx::Error::PoolTimedOut).is_unavailable());
+    assert!(crate::db(sqlx::Error::PoolClosed).is_unavailable());
+    let broken_tls = sqlx::Error::Tls(Box::new(std::io::Error::from(
+        std::io::ErrorKind::ConnectionReset,
+    )));
+    assert!(crate::db(broken_tls).is_unavailable());
+    let bad_certificate = sqlx::Error::Tls("unknown issuer".into());
+    assert!(!crate::db(bad_certificate).is_unavailable());
+    assert!(!crate::db(sqlx::Error::RowNotFound).is_unavailable());
+    assert!(!StoreError::NotFound("s".into()).is_unavailable());
+    assert!(!StoreError::Encode("x".into()).is_unavailable());
+}
+
+both!(a_failed_statement_is_not_an_unavailable_database);
+/// A statement the server refuses (here a syntax error) is the request's failure, not the
+/// database's absence.
+async fn a_failed_statement_is_not_an_unavailable_database(db: TestDb) {
+    let store = db.open().await;
+    let failed = sqlx::query("SELEC 1")
+        .execute(&store.pool)
+        .await
+        .map_err(crate::db)
+        .unwrap_err();
+    assert!(!failed.is_unavailable(), "{failed}");
+    assert!(failed.to_string().contains("syntax"), "{failed}");
 }

@@ -38,6 +38,7 @@ mod metrics;
 mod replicas;
 mod retention;
 mod sdk;
+mod store_away;
 mod streams;
 mod tls;
 
@@ -285,7 +286,7 @@ async fn start_over(
 }
 
 /// `gateway` on 127.0.0.1:0.
-async fn serve(
+pub(crate) async fn serve(
     store: Store,
     gateway: Gateway,
     dir: Option<tempfile::TempDir>,

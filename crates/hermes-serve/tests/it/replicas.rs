@@ -3,7 +3,8 @@
 //! other replica the moment the client saw the finishing event, and the strict simulator gets
 //! back every carrier it minted though the client drops them all, one conversation stored; a
 //! replica killed mid-stream stores nothing half-done, and the client's retry on the other
-//! succeeds with every earlier carrier.
+//! succeeds with every earlier carrier; one killed after committing a step the client never saw
+//! leaves it stored, and the retry on the other is a branch beside it.
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -18,7 +19,7 @@ use crate::{Doomed, Running, deepseek_settings, replica, replica_over, sim_setti
 
 /// The door a turn goes through.
 #[derive(Clone, Copy, Debug)]
-enum Door {
+pub(crate) enum Door {
     /// `POST /v1/chat/completions`: a stream ends its step with the chunk carrying
     /// `finish_reason`.
     Chat,
@@ -27,7 +28,7 @@ enum Door {
 }
 
 impl Door {
-    fn path(self) -> &'static str {
+    pub(crate) fn path(self) -> &'static str {
         match self {
             Door::Chat => "/v1/chat/completions",
             Door::Messages => "/v1/messages",
@@ -35,7 +36,7 @@ impl Door {
     }
 
     /// Whether `event` (a stream's `data`) is the one that ends the reply's step.
-    fn finishes(self, event: &Value) -> bool {
+    pub(crate) fn finishes(self, event: &Value) -> bool {
         match self {
             Door::Chat => event["choices"][0]["finish_reason"].is_string(),
             Door::Messages => {
@@ -46,15 +47,15 @@ impl Door {
 }
 
 /// A stream's `data` payloads, each as JSON (`[DONE]` as the string).
-type Events = Pin<Box<dyn Stream<Item = Value> + Send>>;
+pub(crate) type Events = Pin<Box<dyn Stream<Item = Value> + Send>>;
 
 /// Parses one SSE `data` payload.
-fn data(data: &str) -> Value {
+pub(crate) fn data(data: &str) -> Value {
     serde_json::from_str(data).unwrap_or_else(|_| Value::String(data.to_owned()))
 }
 
 /// The `data` payloads of an SSE body held in memory, parsed by `eventsource-stream`.
-fn sse(body: &str) -> Vec<Value> {
+pub(crate) fn sse(body: &str) -> Vec<Value> {
     let chunks =
         futures_util::stream::iter([Ok::<_, std::convert::Infallible>(body.as_bytes().to_vec())]);
     let events: Vec<_> = chunks
@@ -66,7 +67,7 @@ fn sse(body: &str) -> Vec<Value> {
 }
 
 /// The events of `response`'s SSE body as they arrive.
-fn events(response: reqwest::Response) -> Events {
+pub(crate) fn events(response: reqwest::Response) -> Events {
     Box::pin(
         response
             .bytes_stream()
@@ -77,15 +78,15 @@ fn events(response: reqwest::Response) -> Events {
 
 /// A reply read up to the event that ends its step: a whole reply's body, or a stream's events
 /// up to and with the finishing one, the rest left unread.
-struct Reply {
-    events: Vec<Value>,
+pub(crate) struct Reply {
+    pub(crate) events: Vec<Value>,
     rest: Option<Events>,
 }
 
 impl Reply {
     /// Reads the rest of a stream: every event, which ends with `[DONE]` at the chat door and
     /// `message_stop` at the Messages door.
-    async fn finish(self, door: Door) -> Vec<Value> {
+    pub(crate) async fn finish(self, door: Door) -> Vec<Value> {
         let mut events = self.events;
         if let Some(rest) = self.rest {
             events.extend(rest.collect::<Vec<_>>().await);
@@ -100,7 +101,7 @@ impl Reply {
 }
 
 /// `POST` of `body` through `door` of the gateway at `addr` with `key`.
-async fn post(
+pub(crate) async fn post(
     addr: std::net::SocketAddr,
     door: Door,
     key: &str,
@@ -117,7 +118,7 @@ async fn post(
 
 /// One turn through `door` of the gateway at `addr`, read until the event that ends its step
 /// (a whole reply at once).
-async fn turn(addr: std::net::SocketAddr, door: Door, key: &str, body: &Value) -> Reply {
+pub(crate) async fn turn(addr: std::net::SocketAddr, door: Door, key: &str, body: &Value) -> Reply {
     let response = post(addr, door, key, body).await;
     let status = response.status();
     if body["stream"] != true {
@@ -149,7 +150,7 @@ async fn turn(addr: std::net::SocketAddr, door: Door, key: &str, body: &Value) -
 
 /// What a chat client saw of a reply (whole, or a stream's chunks): the answer's text, its
 /// readable reasoning and the session it names.
-fn chat_answer(events: &[Value]) -> (String, String, Option<String>) {
+pub(crate) fn chat_answer(events: &[Value]) -> (String, String, Option<String>) {
     let (mut text, mut reasoning, mut session) = (String::new(), String::new(), None);
     for event in events {
         let choice = &event["choices"][0];
@@ -169,7 +170,7 @@ fn chat_answer(events: &[Value]) -> (String, String, Option<String>) {
 
 /// What a Messages client keeps of a reply (whole, or a stream's events): its content blocks
 /// without thinking (it drops every reasoning field), and whether it saw thinking.
-fn messages_answer(events: &[Value]) -> (Vec<Value>, bool) {
+pub(crate) fn messages_answer(events: &[Value]) -> (Vec<Value>, bool) {
     let mut blocks: Vec<Value> = Vec::new();
     let mut partial: Vec<String> = Vec::new();
     for event in events {
@@ -203,8 +204,39 @@ fn messages_answer(events: &[Value]) -> (Vec<Value>, bool) {
     (blocks, thought)
 }
 
+/// A turn's body through `door`: the conversation `turns` (user, assistant, …, user) as texts.
+pub(crate) fn body(door: Door, stream: bool, turns: &[String]) -> Value {
+    let messages: Vec<Value> = turns
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            json!({"role": role, "content": text})
+        })
+        .collect();
+    match door {
+        Door::Chat => {
+            json!({"model": "deepseek/deepseek-v4-pro", "stream": stream, "messages": messages})
+        }
+        Door::Messages => json!({"model": "deepseek/deepseek-v4-pro", "max_tokens": 1024,
+                                 "stream": stream, "messages": messages}),
+    }
+}
+
+/// The answer's text a client keeps of a reply through `door`.
+pub(crate) fn text_of(door: Door, events: &[Value]) -> String {
+    match door {
+        Door::Chat => chat_answer(events).0,
+        Door::Messages => messages_answer(events)
+            .0
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect(),
+    }
+}
+
 /// The readable reasoning DeepSeek's simulator answered `request` with (whole or streamed).
-fn minted_reasoning(request: &RecordedRequest) -> String {
+pub(crate) fn minted_reasoning(request: &RecordedRequest) -> String {
     let events = match serde_json::from_str::<Value>(&request.response) {
         Ok(whole) => vec![whole],
         Err(_) => sse(&request.response),
@@ -215,7 +247,7 @@ fn minted_reasoning(request: &RecordedRequest) -> String {
 }
 
 /// Every signature Claude's simulator answered `request` with (whole or streamed).
-fn minted_signatures(request: &RecordedRequest) -> Vec<String> {
+pub(crate) fn minted_signatures(request: &RecordedRequest) -> Vec<String> {
     fn walk(value: &Value, out: &mut Vec<String>) {
         match value {
             Value::Object(map) => {
@@ -241,7 +273,7 @@ fn minted_signatures(request: &RecordedRequest) -> Vec<String> {
 }
 
 /// The upstream request `request` as the simulator received it, as text.
-fn received(request: &RecordedRequest) -> String {
+pub(crate) fn received(request: &RecordedRequest) -> String {
     assert_eq!(
         request.status, 200,
         "the simulator accepted it: {request:?}"
@@ -250,7 +282,7 @@ fn received(request: &RecordedRequest) -> String {
 }
 
 /// The one conversation `tenant` has in `store`: neither a branch nor branched from.
-async fn only_conversation(store: &hermes_engine::store::Store, tenant: &str) -> String {
+pub(crate) async fn only_conversation(store: &hermes_engine::store::Store, tenant: &str) -> String {
     let sessions: Vec<_> = store
         .list()
         .await
@@ -271,9 +303,37 @@ async fn only_conversation(store: &hermes_engine::store::Store, tenant: &str) ->
 }
 
 /// The roles of the stored session `id`, in order.
-async fn roles(store: &hermes_engine::store::Store, id: &str) -> Vec<String> {
+pub(crate) async fn roles(store: &hermes_engine::store::Store, id: &str) -> Vec<String> {
     let stored = store.messages(id).await.unwrap();
     stored.iter().map(|m| m.role.as_str().to_owned()).collect()
+}
+
+/// The roles of a conversation of three turns, in order.
+pub(crate) const THREE_TURNS: [&str; 6] = [
+    "user",
+    "assistant",
+    "user",
+    "assistant",
+    "user",
+    "assistant",
+];
+
+/// DeepSeek V4's simulator, pausing `delay` before each streamed event.
+pub(crate) async fn slow_deepseek(delay: Duration) -> Sim {
+    Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
+        .chunk_delay(delay)
+        .start()
+        .await
+        .unwrap()
+}
+
+/// A replica to be killed, over `db`, its upstream DeepSeek at `sim`.
+fn doomed(db: &TestDb, sim: &Sim) -> Doomed {
+    Doomed::start(
+        db.location.clone(),
+        deepseek_settings(&sim.base_url()),
+        |c| c,
+    )
 }
 
 const TURNS: usize = 3;
@@ -340,17 +400,7 @@ async fn two_replicas_alternate_the_turns_of_a_chat_conversation_at_once(db: Tes
         let id = only_conversation(store, &tenant).await;
         assert!(sessions.iter().all(|s| *s == id), "{sessions:?} vs {id}");
         let stored = store.messages(&id).await.unwrap();
-        assert_eq!(
-            roles(store, &id).await,
-            [
-                "user",
-                "assistant",
-                "user",
-                "assistant",
-                "user",
-                "assistant"
-            ]
-        );
+        assert_eq!(roles(store, &id).await, THREE_TURNS);
         for (j, request) in requests.iter().enumerate() {
             let kept = stored[2 * j + 1].reasoning_content.as_ref().unwrap();
             assert_eq!(kept.text(), minted_reasoning(request), "stream {stream}");
@@ -461,16 +511,8 @@ both!(a_replica_killed_mid_stream_loses_nothing_and_the_retry_on_another_succeed
 /// upstream request carrying turn 1's reasoning as minted, and lands at the tip: one
 /// conversation, no branch (a branch would mean A had committed a step the client never saw).
 async fn a_replica_killed_mid_stream_loses_nothing_and_the_retry_on_another_succeeds(db: TestDb) {
-    let sim = Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
-        .chunk_delay(Duration::from_millis(150))
-        .start()
-        .await
-        .unwrap();
-    let a = Doomed::start(
-        db.location.clone(),
-        deepseek_settings(&sim.base_url()),
-        |c| c,
-    );
+    let sim = slow_deepseek(Duration::from_millis(150)).await;
+    let a = doomed(&db, &sim);
     let b: Running = replica(db.open().await, &sim.base_url(), |c| c).await;
     let key = b.store.add_gateway_key("acme").await.unwrap();
     let first = json!({"model": "deepseek/deepseek-v4-pro",
@@ -548,4 +590,116 @@ async fn a_replica_killed_mid_stream_loses_nothing_and_the_retry_on_another_succ
         reasoning
     );
     b.stop().await;
+}
+
+both!(a_replica_killed_after_its_commit_leaves_a_branch_and_the_retry_on_another_succeeds);
+/// Through each door: turn 1 on replica B; turn 2 streamed by replica A, which commits its step
+/// (the test polls the store until it is there) and is killed before the client read the
+/// finishing event: the client never saw that reply and sends the same request to B. B
+/// succeeds, its upstream request exactly A's (turn 1's reasoning as minted, nothing of the
+/// orphan reply), and stores its reply as a branch beside A's: the conversation keeps A's step
+/// at its tip, the branch shares the first turn with it and holds the retried user message and
+/// B's reply. The next turn, continuing B's reply, lands in the branch and carries B's
+/// reasoning.
+async fn a_replica_killed_after_its_commit_leaves_a_branch_and_the_retry_on_another_succeeds(
+    db: TestDb,
+) {
+    for door in [Door::Chat, Door::Messages] {
+        killed_after_commit(&db, door).await;
+    }
+}
+
+/// [`a_replica_killed_after_its_commit_leaves_a_branch_and_the_retry_on_another_succeeds`]
+/// through `door`.
+async fn killed_after_commit(db: &TestDb, door: Door) {
+    let sim = slow_deepseek(Duration::from_millis(20)).await;
+    let a = doomed(db, &sim);
+    let b: Running = replica(db.open().await, &sim.base_url(), |c| c).await;
+    let tenant = format!("acme-{door:?}");
+    let key = b.store.add_gateway_key(&tenant).await.unwrap();
+    let mut turns = vec!["hello".to_owned()];
+    let reply = turn(b.addr, door, &key, &body(door, false, &turns)).await;
+    turns.push(text_of(door, &reply.events));
+    turns.push("tell me more".to_owned());
+    let session = only_conversation(&b.store, &tenant).await;
+    let retried = body(door, true, &turns);
+
+    // A answers and commits; it dies before the client reads the end of its stream.
+    let orphan = post(a.addr, door, &key, &retried).await;
+    assert_eq!(orphan.status(), 200);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while roles(&b.store, &session).await.len() < 4 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{door:?}: A committed within 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    a.kill();
+    drop(orphan);
+
+    // The client retries the same request on B.
+    let reply = turn(b.addr, door, &key, &retried).await;
+    let events = reply.finish(door).await;
+    let branch = branch_of(&b.store, &session).await;
+
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 3, "{door:?}: turn 1, A's turn 2, B's retry");
+    let minted = minted_reasoning(&requests[0]);
+    let carried = format!(r#""reasoning_content":{}"#, Value::String(minted));
+    assert!(received(&requests[2]).contains(&carried), "{door:?}");
+    assert_eq!(
+        requests[2].raw, requests[1].raw,
+        "{door:?}: the retry's upstream request is A's: every earlier carrier, nothing of A's reply"
+    );
+    assert_eq!(requests[2].body["messages"].as_array().unwrap().len(), 3);
+
+    // Both replies are stored, as siblings after the shared first turn.
+    for (id, request) in [(&session, &requests[1]), (&branch, &requests[2])] {
+        assert_eq!(
+            roles(&b.store, id).await,
+            ["user", "assistant", "user", "assistant"],
+            "{door:?}"
+        );
+        let stored = b.store.messages(id).await.unwrap();
+        assert_eq!(
+            stored[3].reasoning_content.as_ref().unwrap().text(),
+            minted_reasoning(request),
+            "{door:?}: {id}"
+        );
+        assert_eq!(
+            stored[2].content.as_ref().unwrap().get(),
+            r#""tell me more""#
+        );
+    }
+
+    // The next turn continues B's reply, in the branch.
+    turns.push(text_of(door, &events));
+    turns.push("and then?".to_owned());
+    turn(b.addr, door, &key, &body(door, false, &turns)).await;
+    let requests = sim.requests();
+    let raw = received(&requests[3]);
+    for earlier in [&requests[0], &requests[2]] {
+        let minted = minted_reasoning(earlier);
+        let carried = format!(r#""reasoning_content":{}"#, Value::String(minted));
+        assert!(raw.contains(&carried), "{door:?}: {raw}");
+    }
+    assert_eq!(roles(&b.store, &branch).await, THREE_TURNS, "{door:?}");
+    assert_eq!(roles(&b.store, &session).await.len(), 4, "A's step stays");
+    assert_eq!(branch_of(&b.store, &session).await, branch, "one branch");
+    b.stop().await;
+}
+
+/// The one branch of `session`.
+async fn branch_of(store: &hermes_engine::store::Store, session: &str) -> String {
+    let branches: Vec<_> = store
+        .list()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|s| s.parent_id.as_deref() == Some(session))
+        .collect();
+    assert_eq!(branches.len(), 1, "{branches:?}");
+    assert!(branches[0].fork.is_some(), "it shares the first turn");
+    branches[0].id.clone()
 }
