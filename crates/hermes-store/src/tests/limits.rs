@@ -90,7 +90,10 @@ both!(
 );
 async fn slots_are_claimed_up_to_the_maximum_and_free_themselves_when_they_expire(db: TestDb) {
     let (a, b) = (db.open().await, db.open().await);
-    let ttl = Duration::from_millis(800);
+    // Live holders' slots outlast any pause of a loaded machine; only the one left to expire
+    // (`next`, as a dead replica's) has a short life.
+    let ttl = Duration::from_secs(60);
+    let short = Duration::from_millis(800);
     let mut tasks = Vec::new();
     for i in 0..12 {
         let store = if i % 2 == 0 { a.clone() } else { b.clone() };
@@ -114,7 +117,7 @@ async fn slots_are_claimed_up_to_the_maximum_and_free_themselves_when_they_expir
     let (slot, holder) = held.pop().unwrap();
     a.release_slot("acme", slot, &holder).await.unwrap();
     assert!(
-        b.claim_slot("acme", 3, "next", ttl)
+        b.claim_slot("acme", 3, "next", short)
             .await
             .unwrap()
             .is_some()
@@ -125,7 +128,7 @@ async fn slots_are_claimed_up_to_the_maximum_and_free_themselves_when_they_expir
             .unwrap()
             .is_none()
     );
-    // Renewed slots stay; the unrenewed one (`next`, as a dead replica's) frees itself.
+    // The unrenewed one (`next`, as a dead replica's) frees itself; the renewed ones stay.
     let renewing: Vec<String> = held.iter().map(|(_, h)| h.clone()).collect();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let freed = loop {
@@ -140,6 +143,23 @@ async fn slots_are_claimed_up_to_the_maximum_and_free_themselves_when_they_expir
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert!(held.iter().all(|(slot, _)| *slot != freed));
+    // A renewal moves a slot's expiry on: claimed for 2 s and renewed at once for a minute, it
+    // is still held after the 2 s.
+    let life = Duration::from_secs(2);
+    assert!(
+        a.claim_slot("initech", 1, "x", life)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(a.renew_slots(&["x".to_owned()], ttl).await.unwrap(), 1);
+    tokio::time::sleep(life + Duration::from_millis(500)).await;
+    assert!(
+        b.claim_slot("initech", 1, "y", ttl)
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 both!(a_keys_last_use_is_recorded_and_a_tenant_is_revoked_whole);
