@@ -145,15 +145,19 @@ pub(crate) fn serving_with(
         .spawn()
         .unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let addr = served_address(&mut stderr);
+    (Killed(child, stderr), addr)
+}
+
+/// The address `hermes serve` says it serves, read from its first line on stderr.
+pub(crate) fn served_address(stderr: &mut impl std::io::BufRead) -> String {
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
+    line.trim()
         .strip_prefix("hermes: serving OpenAI chat-completions on http://")
         .and_then(|rest| rest.strip_suffix("/v1"))
         .unwrap_or_else(|| panic!("{line}"))
-        .to_owned();
-    (Killed(child, stderr), addr)
+        .to_owned()
 }
 
 #[test]
