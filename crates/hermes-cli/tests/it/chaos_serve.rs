@@ -57,7 +57,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::chaos::{Rng, size};
-use crate::serve::served_address;
+use crate::serve::{new_key_with, served_address};
 use crate::support::bare_command;
 
 /// One carrier family: the simulator profile, the provider it stands in for and the model the
@@ -878,26 +878,7 @@ async fn three_replicas_over_postgres_lose_no_carrier_through_kills_and_a_rollin
         .collect();
     let keys: Vec<String> = ["chaos-a", "chaos-b"]
         .iter()
-        .map(|tenant| {
-            let out = bare_command(
-                homes[0].path(),
-                &["serve", "keys", "create", "--tenant", tenant],
-                &[("HERMES_DATABASE_URL", &url)],
-            )
-            .output()
-            .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            String::from_utf8(out.stdout)
-                .unwrap()
-                .lines()
-                .last()
-                .unwrap()
-                .to_owned()
-        })
+        .map(|tenant| new_key_with(homes[0].path(), tenant, &[("HERMES_DATABASE_URL", &url)]))
         .collect();
 
     let front = Arc::new(Front {

@@ -253,10 +253,15 @@ fn a_gateway_key_is_printed_once_stored_as_a_digest_and_required_by_the_server()
 
 /// `hermes serve keys create --tenant TENANT`'s key.
 pub(crate) fn new_key(home: &std::path::Path, tenant: &str) -> String {
-    let out = bare_command(home, &["serve", "keys", "create", "--tenant", tenant], &[])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    new_key_with(home, tenant, &[])
+}
+
+/// [`new_key`] with `env` set (e.g. `HERMES_DATABASE_URL`, for a store elsewhere).
+pub(crate) fn new_key_with(home: &std::path::Path, tenant: &str, env: &[(&str, &str)]) -> String {
+    let args = ["serve", "keys", "create", "--tenant", tenant];
+    let out = bare_command(home, &args, env).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
     String::from_utf8(out.stdout)
         .unwrap()
         .lines()
