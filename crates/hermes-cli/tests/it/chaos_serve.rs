@@ -175,10 +175,12 @@ struct Front {
 }
 
 impl Front {
+    /// Puts `addr` in `slot` (`None`: the slot gets no connection).
     fn set(&self, slot: usize, addr: Option<SocketAddr>) {
         self.slots.lock().unwrap()[slot] = addr;
     }
 
+    /// Accepts clients on `listener` for as long as the test runs.
     async fn serve(self: Arc<Front>, listener: TcpListener) {
         loop {
             let Ok((mut client, _)) = listener.accept().await else {
@@ -397,13 +399,20 @@ struct Conversation {
 }
 
 impl Conversation {
+    /// The pair it belongs to (its partner is in the other tenant).
     fn pair(&self) -> usize {
         self.index / 2
     }
 
-    /// The tag only this conversation's requests carry.
+    /// The tag only this conversation's requests carry: `cv-`, the pair's number and the
+    /// member's letter.
     fn tag(&self) -> String {
-        conversation_tag(self.index)
+        let member = if self.index.is_multiple_of(2) {
+            'a'
+        } else {
+            'b'
+        };
+        format!("cv-{:05}{member}", self.pair())
     }
 
     /// The user text of turn `turn` (from 1): the first is the pair's, identical in both members.
@@ -419,15 +428,6 @@ impl Conversation {
             format!("[tools=1] {} turn {turn}: and now?{redacted}", self.tag())
         }
     }
-}
-
-/// `cv-` and the conversation's number and member letter.
-fn conversation_tag(index: usize) -> String {
-    format!(
-        "cv-{:05}{}",
-        index / 2,
-        if index.is_multiple_of(2) { 'a' } else { 'b' }
-    )
 }
 
 /// Runs one conversation to its end through the front, retrying a failed request as a client
@@ -611,6 +611,7 @@ struct Fleet {
 }
 
 impl Fleet {
+    /// A new process in `slot`, then the front sends it connections.
     async fn start(&mut self, slot: usize) {
         let home = self.homes[slot].path().to_owned();
         let env = self.env.clone();
@@ -645,23 +646,18 @@ impl Fleet {
         tokio::time::sleep(Duration::from_millis(200)).await;
         let pid = rustix::process::Pid::from_child(&self.replicas[slot].child);
         rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-        let mut old = std::mem::replace(&mut self.replicas[slot].child, dummy_child());
-        let status = tokio::task::spawn_blocking(move || old.wait().unwrap())
-            .await
-            .unwrap();
+        let status = loop {
+            if let Some(status) = self.replicas[slot].child.try_wait().unwrap() {
+                break status;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
         assert!(
             status.success(),
             "a replica drained on SIGTERM exits cleanly: {status:?}"
         );
         self.start(slot).await;
     }
-}
-
-/// A finished process to hold a slot's place while its replica drains.
-fn dummy_child() -> Child {
-    let mut child = std::process::Command::new("true").spawn().unwrap();
-    child.wait().unwrap();
-    child
 }
 
 impl Drop for Fleet {
@@ -768,6 +764,8 @@ struct Audit {
     pair_divergent: HashMap<&'static str, usize>,
 }
 
+/// Reads every request the simulators saw: refusals by kind, carriers minted per conversation,
+/// and each carrier sent back checked against them.
 async fn audit(sims: &[(Sim, &'static Family)], conversations: usize) -> Audit {
     let mut audit = Audit::default();
     let mut minted_by: Vec<HashSet<[u8; 32]>> = vec![HashSet::new(); conversations];
