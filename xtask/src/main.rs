@@ -14,8 +14,12 @@ commands:
                        provisioned; what cannot be is named as skipped at the end
   conformance [ROUTE]  the route conformance suite, built-in routes and the third-party example
                        (every route, or the ones named)
-  chaos                signals during tool loops, many processes on one home, racing resumes
+  chaos [cli]          signals during tool loops, many processes on one home, racing resumes
                        and simultaneous first opens, at full size (200 signals, 8 x 20 turns)
+  chaos serve          3 `hermes serve` replicas over one PostgreSQL behind a round-robin front,
+                       carrier-stripping clients on the five carrier families through both doors,
+                       random SIGKILLs and a rolling restart (1,000 conversations, 30 kills;
+                       HERMES_CHAOS_SERVE_* override; HERMES_TEST_PG_URL or a throwaway cluster)
   fuzz [SECONDS]       the stable-toolchain fuzz harness on every target (default 60 s each)
   bench [N...]         release-build benchmarks on the standard history (default N: 100 1000 5000)";
 
@@ -185,19 +189,9 @@ fn ci() -> anyhow::Result<()> {
     let tally = if std::env::var_os("HERMES_TEST_PG_URL").is_some() {
         run_tests("cargo test --workspace", test())?
     } else {
-        let inner = test();
-        let mut wrapped = Command::new("bash");
-        wrapped.arg(".ci/with-postgres.sh").arg(inner.get_program());
-        wrapped.args(inner.get_args());
-        for (key, value) in inner.get_envs() {
-            match value {
-                Some(value) => wrapped.env(key, value),
-                None => wrapped.env_remove(key),
-            };
-        }
         match run_tests(
             "cargo test --workspace (beside a throwaway PostgreSQL)",
-            wrapped,
+            beside_postgres(&test()),
         ) {
             Ok(tally) => {
                 pg_note = "PostgreSQL: a throwaway cluster".to_owned();
@@ -221,6 +215,79 @@ fn ci() -> anyhow::Result<()> {
     let _ = std::fs::remove_file(&skip_log);
     report(&tally, &skipped, &unprovisioned, &pg_note, sdk.as_deref());
     Ok(())
+}
+
+/// `cmd` run by `.ci/with-postgres.sh` (beside a throwaway PostgreSQL it starts and removes),
+/// with `cmd`'s environment.
+fn beside_postgres(cmd: &Command) -> Command {
+    let mut wrapped = Command::new("bash");
+    wrapped.arg(".ci/with-postgres.sh").arg(cmd.get_program());
+    wrapped.args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(value) => wrapped.env(key, value),
+            None => wrapped.env_remove(key),
+        };
+    }
+    wrapped
+}
+
+/// `cargo xtask chaos [cli|serve]`: a chaos suite of hermes-cli's tests in release at full size,
+/// each size its variable's value when set, else the default given here.
+fn chaos(which: Option<&str>) -> anyhow::Result<()> {
+    let (filter, sizes): (&str, &[(&str, &str)]) = match which {
+        None | Some("cli") => (
+            "chaos::",
+            &[
+                ("HERMES_CHAOS_KILLS", "200"),
+                ("HERMES_CHAOS_PROCESSES", "8"),
+                ("HERMES_CHAOS_TURNS", "20"),
+                ("HERMES_CHAOS_OPENS", "20"),
+            ],
+        ),
+        Some("serve") => (
+            "chaos_serve::",
+            &[
+                ("HERMES_CHAOS_SERVE_CONVERSATIONS", "1000"),
+                ("HERMES_CHAOS_SERVE_TURNS", "3"),
+                ("HERMES_CHAOS_SERVE_KILLS", "30"),
+                ("HERMES_CHAOS_SERVE_CLIENTS", "32"),
+            ],
+        ),
+        Some(other) => bail!("unknown chaos suite `{other}`: `cli` or `serve`\n\n{USAGE}"),
+    };
+    let mut cmd = cargo();
+    cmd.args([
+        "test",
+        "--release",
+        "-p",
+        "hermes-cli",
+        "--test",
+        "it",
+        "--",
+        filter,
+        "--nocapture",
+        "--test-threads=1",
+    ]);
+    for (var, default) in sizes {
+        if std::env::var_os(var).is_none() {
+            cmd.env(var, default);
+        }
+    }
+    if which != Some("serve") {
+        return step("chaos", cmd);
+    }
+    // The gateway suite needs PostgreSQL: the one HERMES_TEST_PG_URL names, else a throwaway
+    // cluster; without one it fails rather than skipping.
+    cmd.env("HERMES_REQUIRE_PG", "1");
+    if std::env::var_os("HERMES_TEST_PG_URL").is_some() {
+        step("chaos serve", cmd)
+    } else {
+        step(
+            "chaos serve (beside a throwaway PostgreSQL)",
+            beside_postgres(&cmd),
+        )
+    }
 }
 
 /// The groups a test can record itself as skipped in (`hermes_test_support::skip::group`), with
@@ -382,32 +449,7 @@ fn main() -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("conformance") => conformance(&args[1..]),
-        Some("chaos") => {
-            let mut cmd = cargo();
-            cmd.args([
-                "test",
-                "--release",
-                "-p",
-                "hermes-cli",
-                "--test",
-                "it",
-                "--",
-                "chaos::",
-                "--nocapture",
-                "--test-threads=1",
-            ]);
-            for (var, default) in [
-                ("HERMES_CHAOS_KILLS", "200"),
-                ("HERMES_CHAOS_PROCESSES", "8"),
-                ("HERMES_CHAOS_TURNS", "20"),
-                ("HERMES_CHAOS_OPENS", "20"),
-            ] {
-                if std::env::var_os(var).is_none() {
-                    cmd.env(var, default);
-                }
-            }
-            step("chaos", cmd)
-        }
+        Some("chaos") => chaos(args.get(1).map(String::as_str)),
         Some("fuzz") => {
             let seconds = args.get(1).map_or("60", String::as_str);
             let mut cmd = cargo();

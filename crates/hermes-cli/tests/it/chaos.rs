@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use hermes_sim::Sim;
 use serde_json::Value;
 
-fn size(var: &str, default: usize) -> usize {
+/// The size `var` names, else `default`.
+pub(crate) fn size(var: &str, default: usize) -> usize {
     std::env::var(var)
         .ok()
         .and_then(|v| v.parse().ok())
@@ -48,16 +49,18 @@ fn chat_args<'a>(base: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
 }
 
 /// A small deterministic generator (xorshift), seeded per run and printed.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    /// The next number.
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
-    fn below(&mut self, n: u64) -> u64 {
+    /// A number below `n` (0 when `n` is 0).
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
 }

@@ -5,6 +5,7 @@
 mod anthropic_live;
 mod bedrock_live;
 mod chaos;
+mod chaos_serve;
 mod chat;
 mod cli;
 mod everyday;

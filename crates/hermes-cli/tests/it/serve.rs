@@ -145,15 +145,19 @@ pub(crate) fn serving_with(
         .spawn()
         .unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let addr = served_address(&mut stderr);
+    (Killed(child, stderr), addr)
+}
+
+/// The address `hermes serve` says it serves, read from its first line on stderr.
+pub(crate) fn served_address(stderr: &mut impl std::io::BufRead) -> String {
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
+    line.trim()
         .strip_prefix("hermes: serving OpenAI chat-completions on http://")
         .and_then(|rest| rest.strip_suffix("/v1"))
         .unwrap_or_else(|| panic!("{line}"))
-        .to_owned();
-    (Killed(child, stderr), addr)
+        .to_owned()
 }
 
 #[test]
@@ -249,10 +253,15 @@ fn a_gateway_key_is_printed_once_stored_as_a_digest_and_required_by_the_server()
 
 /// `hermes serve keys create --tenant TENANT`'s key.
 pub(crate) fn new_key(home: &std::path::Path, tenant: &str) -> String {
-    let out = bare_command(home, &["serve", "keys", "create", "--tenant", tenant], &[])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    new_key_with(home, tenant, &[])
+}
+
+/// [`new_key`] with `env` set (e.g. `HERMES_DATABASE_URL`, for a store elsewhere).
+pub(crate) fn new_key_with(home: &std::path::Path, tenant: &str, env: &[(&str, &str)]) -> String {
+    let args = ["serve", "keys", "create", "--tenant", tenant];
+    let out = bare_command(home, &args, env).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
     String::from_utf8(out.stdout)
         .unwrap()
         .lines()
