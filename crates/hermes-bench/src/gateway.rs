@@ -297,7 +297,7 @@ pub fn reset_tree_peak(root: u32) -> bool {
         .all(|pid| std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok())
 }
 
-/// A child process, killed and reaped when dropped.
+/// A child process, killed (with its descendants) and reaped when dropped.
 #[derive(Debug)]
 pub struct Process {
     child: Child,
@@ -345,7 +345,17 @@ impl Process {
 }
 
 impl Drop for Process {
+    /// Kills its descendants first (LiteLLM's workers would otherwise outlive it, adopted by
+    /// init), then it, and reaps it.
     fn drop(&mut self) {
+        for pid in tree_pids(self.pid()).into_iter().skip(1) {
+            if let Some(pid) = i32::try_from(pid)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw)
+            {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -1107,6 +1117,43 @@ mod tests {
         let _ = child.wait();
         assert_eq!(tree.first(), Some(&std::process::id()));
         assert!(tree.contains(&child.id()), "{tree:?}");
+    }
+
+    /// Whether `pid` is gone or a zombie (killed, not yet reaped by its new parent).
+    fn ended(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+            stat.rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        })
+    }
+
+    #[test]
+    fn dropping_a_process_kills_its_descendants_too() {
+        let process = Process::spawn(Command::new("sh").args(["-c", "sleep 60 & sleep 60"]))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let root = process.pid();
+        let mut tree = tree_pids(root);
+        for _ in 0..200 {
+            if tree.len() >= 3 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            tree = tree_pids(root);
+        }
+        assert!(tree.len() >= 3, "the shell and its two sleeps: {tree:?}");
+        drop(process);
+        let mut alive: Vec<u32> = tree.clone();
+        for _ in 0..200 {
+            alive.retain(|&pid| !ended(pid));
+            if alive.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            alive.is_empty(),
+            "still running after the drop: {alive:?} of {tree:?}"
+        );
     }
 
     #[test]
