@@ -903,6 +903,15 @@ pub struct Report {
     pub metrics: Latency,
 }
 
+/// The load generator's HTTP client: no proxy (every request stays on loopback), two minutes
+/// at most per request.
+pub fn client() -> Result<reqwest::Client, BenchError> {
+    Ok(reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(120))
+        .build()?)
+}
+
 /// Runs the whole section: latency against an unpaced simulator and one gateway, both doors
 /// interleaved with the direct requests; then (those two stopped) the streams against a paced
 /// simulator directly, then through a fresh gateway's chat door, then (that gateway stopped)
@@ -914,10 +923,7 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(120))
-        .build()?;
+    let client = client()?;
     let bin = &options.bin;
     let load_before = machine_load();
 

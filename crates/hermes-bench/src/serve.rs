@@ -478,6 +478,24 @@ fn fail(rows: &mut [(Backend, Row)], backend: Backend, why: String) {
     }
 }
 
+/// `result` of `backend`'s turn: its value; for a backend other than direct, a failure marks
+/// it failed (`what` saying where) and is `None`; direct's failure ends the run.
+fn settle<T>(
+    rows: &mut [(Backend, Row)],
+    backend: Backend,
+    what: impl FnOnce() -> String,
+    result: Result<T, BenchError>,
+) -> Result<Option<T>, BenchError> {
+    match result {
+        Ok(value) => Ok(Some(value)),
+        Err(e) if backend == Backend::Direct => Err(e),
+        Err(e) => {
+            fail(rows, backend, format!("{}: {e}", what()));
+            Ok(None)
+        }
+    }
+}
+
 /// Whether `backend` is still measured.
 fn live(rows: &[(Backend, Row)], backend: Backend) -> bool {
     rows.iter()
@@ -519,10 +537,9 @@ async fn fast_rounds(
                     percentile_ms(&firsts, 0.5),
                 ))
             };
-            match measured.await {
-                Ok((p50, p99, ttft)) => got.push((*backend, p50, p99, ttft)),
-                Err(e) if *backend == Backend::Direct => return Err(e),
-                Err(e) => fail(rows, *backend, format!("fast round {round}: {e}")),
+            let what = || format!("fast round {round}");
+            if let Some((p50, p99, ttft)) = settle(rows, *backend, what, measured.await)? {
+                got.push((*backend, p50, p99, ttft));
             }
         }
         let Some(&(_, d50, d99, dttft)) = got.iter().find(|g| g.0 == Backend::Direct) else {
@@ -560,18 +577,14 @@ async fn paced_rounds(
                 if !live(rows, *backend) {
                     continue;
                 }
-                match closed_loop(client, target, clients, per_client).await {
-                    Ok((samples, wall)) => got.push((
+                let run = closed_loop(client, target, clients, per_client).await;
+                let what = || format!("paced round {round}, {clients} clients");
+                if let Some((samples, wall)) = settle(rows, *backend, what, run)? {
+                    got.push((
                         *backend,
                         percentile_ms(&samples, 0.99),
                         samples.len() as f64 / wall.as_secs_f64(),
-                    )),
-                    Err(e) if *backend == Backend::Direct => return Err(e),
-                    Err(e) => fail(
-                        rows,
-                        *backend,
-                        format!("paced round {round}, {clients} clients: {e}"),
-                    ),
+                    ));
                 }
             }
             let Some(&(_, direct_p99, _)) = got.iter().find(|g| g.0 == Backend::Direct) else {
@@ -610,22 +623,19 @@ async fn memory(
                 None => continue,
             },
         };
-        match gateway::burst(client, target, n, &[process]).await {
-            Ok((streams, watched)) => {
-                let [burst] = watched[..] else {
-                    return Err("one process watched, not one burst".into());
-                };
-                row_mut(rows, *backend).memory = Some(Memory {
-                    idle_kib: burst.idle.rss_kib,
-                    per_stream_kib: burst.per_stream_kib(n),
-                    in_flight: streams.in_flight,
-                    completed: streams.completed,
-                    opened: streams.opened,
-                    reset: burst.reset,
-                });
-            }
-            Err(e) if *backend == Backend::Direct => return Err(e),
-            Err(e) => fail(rows, *backend, format!("{n} streams: {e}")),
+        let run = gateway::burst(client, target, n, &[process]).await;
+        if let Some((streams, watched)) = settle(rows, *backend, || format!("{n} streams"), run)? {
+            let [burst] = watched[..] else {
+                return Err("one process watched, not one burst".into());
+            };
+            row_mut(rows, *backend).memory = Some(Memory {
+                idle_kib: burst.idle.rss_kib,
+                per_stream_kib: burst.per_stream_kib(n),
+                in_flight: streams.in_flight,
+                completed: streams.completed,
+                opened: streams.opened,
+                reset: burst.reset,
+            });
         }
     }
     Ok(())
@@ -718,10 +728,7 @@ pub fn measure(bin: &Path, args: &Args) -> Result<Report, BenchError> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(120))
-        .build()?;
+    let client = gateway::client()?;
     let setup = Setup {
         bin,
         dir: dir.path(),
@@ -939,7 +946,8 @@ pub fn print(report: &Report) {
          direct's own rate is the ceiling, 64 ÷ {} ms); memory: {} paced streams opened at once \
          through each backend in turn after the rounds (the upstream also pauses {} ms before \
          each event after the first, so they are open together), resident memory of the serving \
-         process and its descendants (the simulator for direct, LiteLLM's workers with their \
+         process and its descendants (the simulator for direct, which keeps a record of every \
+         request it served, so its idle figure grows with the run; LiteLLM's workers with their \
          parent) from /proc: idle just before, (peak VmHWM − idle) ÷ streams, peaks {}",
         PACE.as_millis(),
         size.streams,
