@@ -850,7 +850,10 @@ pub fn verdicts(rows: &[(Backend, Row)]) -> Vec<Verdict> {
                 || "not measured".into(),
                 |m| format!("{:.1} KiB ({} streams)", m.per_stream_kib, m.opened),
             ),
-            met: memory.map(|m| m.per_stream_kib <= 128.0),
+            // Judged at the 1,000 streams only (`--streams=N` below it is a smaller run).
+            met: memory
+                .filter(|m| m.opened >= 1000)
+                .map(|m| m.per_stream_kib <= 128.0),
         });
     }
     out
