@@ -21,7 +21,13 @@ commands:
                        random SIGKILLs and a rolling restart (1,000 conversations, 30 kills;
                        HERMES_CHAOS_SERVE_* override; HERMES_TEST_PG_URL or a throwaway cluster)
   fuzz [SECONDS]       the stable-toolchain fuzz harness on every target (default 60 s each)
-  bench [N...]         release-build benchmarks on the standard history (default N: 100 1000 5000)";
+  bench [N...]         release-build benchmarks on the standard history (default N: 100 1000 5000)
+  bench serve [--quick] [--with-litellm]
+                       the gateway on loopback against the simulator it fronts: direct, hermes on
+                       SQLite, hermes on PostgreSQL (a throwaway durable cluster unless
+                       HERMES_TEST_PG_URL), and LiteLLM's proxy (pinned, in a venv under target/)
+                       with --with-litellm; interleaved rounds, medians with spread, issue 33's
+                       targets beside them; --quick: within 5 minutes on 2 cores";
 
 /// The variables cargo sets for the binary it runs (`cargo xtask` is `cargo run -p xtask`):
 /// the nested cargo must not see them, or build scripts that watch one of them
@@ -471,12 +477,23 @@ fn main() -> anyhow::Result<()> {
             let mut build = cargo();
             build.args(["build", "--release", "--quiet", "-p", "hermes-cli"]);
             step("build hermes (release)", build)?;
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map_or_else(|| std::path::PathBuf::from("target"), Into::into);
-            let bin = std::path::absolute(target.join("release").join("hermes"))?;
+            let bin = std::path::absolute(target_dir().join("release").join("hermes"))?;
             let mut cmd = cargo();
             cmd.args(["run", "--release", "--quiet", "-p", "hermes-bench", "--"]);
             cmd.args(&args[1..]);
+            if args.get(1).map(String::as_str) == Some("serve") {
+                // Its PostgreSQL cluster, servers' homes and LiteLLM's venv go under the target
+                // directory (never committed, never a dependency).
+                let target = std::path::absolute(target_dir())?;
+                cmd.arg(format!(
+                    "--work-dir={}",
+                    target.join("bench-serve").display()
+                ));
+                cmd.arg(format!(
+                    "--litellm-venv={}",
+                    target.join("litellm-venv").display()
+                ));
+            }
             cmd.env("HERMES_BIN", bin);
             step("bench", cmd)
         }

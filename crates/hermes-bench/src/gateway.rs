@@ -48,7 +48,7 @@ pub const PROFILE: &str = "deepseek-v4";
 pub const MODEL: &str = "deepseek-v4-pro";
 
 /// The fake upstream key the gateway is given (and the direct requests send).
-const FAKE_KEY: &str = "sk-hermes-bench-not-a-real-key";
+pub const FAKE_KEY: &str = "sk-hermes-bench-not-a-real-key";
 
 /// Lines of the gateway's stderr kept to explain a failure.
 const LOG_TAIL: usize = 40;
@@ -223,6 +223,24 @@ pub struct ProcMemory {
 }
 
 impl ProcMemory {
+    /// The sum over `root` and every process descended from it (a server that forks workers,
+    /// such as LiteLLM's proxy, counts them all; a process without children is just itself).
+    pub fn of_tree(root: u32) -> Result<ProcMemory, BenchError> {
+        let mut sum = ProcMemory {
+            rss_kib: 0,
+            peak_kib: 0,
+        };
+        for pid in tree_pids(root) {
+            // A worker that ended between the listing and the read is not counted.
+            let Ok(mem) = ProcMemory::of(pid) else {
+                continue;
+            };
+            sum.rss_kib += mem.rss_kib;
+            sum.peak_kib += mem.peak_kib;
+        }
+        Ok(sum)
+    }
+
     /// Reads `/proc/PID/status`.
     pub fn of(pid: u32) -> Result<ProcMemory, BenchError> {
         let path = format!("/proc/{pid}/status");
@@ -237,7 +255,49 @@ impl ProcMemory {
     }
 }
 
-/// A child process, killed and reaped when dropped.
+/// The parent pid in a `/proc/PID/stat` text (the field after the parenthesised name, which
+/// may itself hold spaces and parentheses).
+pub fn stat_ppid(stat: &str) -> Option<u32> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// `root` and every live process descended from it, from `/proc/*/stat`, `root` first.
+pub fn tree_pids(root: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            Some((pid, stat_ppid(&stat)?))
+        })
+        .collect();
+    let mut tree = vec![root];
+    let mut at = 0;
+    while at < tree.len() {
+        let parent = tree[at];
+        tree.extend(
+            parents
+                .iter()
+                .filter(|&&(_, ppid)| ppid == parent)
+                .map(|&(pid, _)| pid),
+        );
+        at += 1;
+    }
+    tree
+}
+
+/// Resets the resident peak (`VmHWM`) of `root` and its descendants to what is resident now,
+/// by writing `5` to each `/proc/PID/clear_refs` (Linux 4.0 and later); false when the kernel
+/// refused one.
+pub fn reset_tree_peak(root: u32) -> bool {
+    tree_pids(root)
+        .into_iter()
+        .all(|pid| std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok())
+}
+
+/// A child process, killed (with its descendants) and reaped when dropped.
 #[derive(Debug)]
 pub struct Process {
     child: Child,
@@ -245,7 +305,7 @@ pub struct Process {
 
 impl Process {
     /// Starts `cmd`; from here on it is killed when dropped.
-    fn spawn(cmd: &mut Command) -> Result<Process, BenchError> {
+    pub fn spawn(cmd: &mut Command) -> Result<Process, BenchError> {
         let child = cmd
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", cmd.get_program().to_string_lossy()))?;
@@ -257,20 +317,45 @@ impl Process {
         self.child.id()
     }
 
-    /// Its resident memory now and at its peak.
+    /// Its resident memory now and at its peak, with its descendants' ([`ProcMemory::of_tree`]).
     pub fn memory(&self) -> Result<ProcMemory, BenchError> {
-        ProcMemory::of(self.pid())
+        ProcMemory::of_tree(self.pid())
     }
 
-    /// Resets its resident peak (`VmHWM`) to what is resident now, by writing `5` to
-    /// `/proc/PID/clear_refs` (Linux 4.0 and later); false when the kernel refused.
+    /// Resets its and its descendants' resident peak ([`reset_tree_peak`]); false when the
+    /// kernel refused.
     pub fn reset_peak(&self) -> bool {
-        std::fs::write(format!("/proc/{}/clear_refs", self.pid()), "5").is_ok()
+        reset_tree_peak(self.pid())
+    }
+
+    /// Its stdout, when it was piped and not taken yet.
+    pub fn take_stdout(&mut self) -> Option<std::process::ChildStdout> {
+        self.child.stdout.take()
+    }
+
+    /// Its stderr, when it was piped and not taken yet.
+    pub fn take_stderr(&mut self) -> Option<std::process::ChildStderr> {
+        self.child.stderr.take()
+    }
+
+    /// Whether it has ended (reaping it if so).
+    pub fn exited(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
     }
 }
 
 impl Drop for Process {
+    /// Kills its descendants first (LiteLLM's workers would otherwise outlive it, adopted by
+    /// init), then it, and reaps it.
     fn drop(&mut self) {
+        for pid in tree_pids(self.pid()).into_iter().skip(1) {
+            if let Some(pid) = i32::try_from(pid)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw)
+            {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -301,11 +386,24 @@ pub struct SimServer {
 impl SimServer {
     /// Starts `hermes sim serve --profile deepseek-v4 --chunk-delay-ms …` in `home`.
     pub fn start(bin: &Path, home: &Path, chunk_delay: Duration) -> Result<SimServer, BenchError> {
+        SimServer::start_paced(bin, home, Duration::ZERO, chunk_delay)
+    }
+
+    /// [`SimServer::start`] with `--delay-ms`: the simulator waits `reply_delay` before it
+    /// answers any request, streamed or not.
+    pub fn start_paced(
+        bin: &Path,
+        home: &Path,
+        reply_delay: Duration,
+        chunk_delay: Duration,
+    ) -> Result<SimServer, BenchError> {
         std::fs::create_dir_all(home)?;
         let mut process = Process::spawn(
             hermes(bin, home)
                 .args(["sim", "serve", "--profile", PROFILE, "--chunk-delay-ms"])
                 .arg(chunk_delay.as_millis().to_string())
+                .arg("--delay-ms")
+                .arg(reply_delay.as_millis().to_string())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit()),
         )?;
@@ -741,8 +839,9 @@ impl Burst {
     }
 }
 
-/// Runs [`streams`] while watching `processes`: their memory at idle, peak reset, and after.
-async fn burst(
+/// Runs [`streams`] while watching `processes` (each with its descendants): their memory at
+/// idle, peak reset, and after.
+pub async fn burst(
     client: &reqwest::Client,
     target: &Target,
     n: usize,
@@ -804,6 +903,15 @@ pub struct Report {
     pub metrics: Latency,
 }
 
+/// The load generator's HTTP client: no proxy (every request stays on loopback), two minutes
+/// at most per request.
+pub fn client() -> Result<reqwest::Client, BenchError> {
+    Ok(reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(120))
+        .build()?)
+}
+
 /// Runs the whole section: latency against an unpaced simulator and one gateway, both doors
 /// interleaved with the direct requests; then (those two stopped) the streams against a paced
 /// simulator directly, then through a fresh gateway's chat door, then (that gateway stopped)
@@ -815,10 +923,7 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(120))
-        .build()?;
+    let client = client()?;
     let bin = &options.bin;
     let load_before = machine_load();
 
@@ -995,6 +1100,66 @@ mod tests {
         assert_eq!(status_kib(status, "VmPea"), None);
         assert_eq!(status_kib(status, "Threads"), None, "no kB unit");
         assert_eq!(status_kib(status, "VmSwap"), None);
+    }
+
+    #[test]
+    fn the_parent_pid_is_read_past_a_name_with_spaces_and_parentheses() {
+        assert_eq!(
+            stat_ppid("4242 (litellm) S 4200 4242 4200 0 -1"),
+            Some(4200)
+        );
+        assert_eq!(stat_ppid("77 (a (b) c) R 1 77 77 0"), Some(1));
+        assert_eq!(stat_ppid("77 (cut"), None);
+    }
+
+    #[test]
+    fn this_process_tree_holds_a_child_it_started() {
+        let mut child = Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let tree = tree_pids(std::process::id());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(tree.first(), Some(&std::process::id()));
+        assert!(tree.contains(&child.id()), "{tree:?}");
+    }
+
+    /// Whether `pid` is gone or a zombie (killed, not yet reaped by its new parent).
+    fn ended(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+            stat.rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        })
+    }
+
+    #[test]
+    fn dropping_a_process_kills_its_descendants_too() {
+        let process = Process::spawn(Command::new("sh").args(["-c", "sleep 60 & sleep 60"]))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let root = process.pid();
+        let mut tree = tree_pids(root);
+        for _ in 0..200 {
+            if tree.len() >= 3 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            tree = tree_pids(root);
+        }
+        assert!(tree.len() >= 3, "the shell and its two sleeps: {tree:?}");
+        drop(process);
+        let mut alive: Vec<u32> = tree.clone();
+        for _ in 0..200 {
+            alive.retain(|&pid| !ended(pid));
+            if alive.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            alive.is_empty(),
+            "still running after the drop: {alive:?} of {tree:?}"
+        );
     }
 
     #[test]

@@ -2,7 +2,10 @@
 //! the measuring helpers behind `cargo xtask bench`.
 
 pub mod gateway;
+pub mod litellm;
+pub mod pgcluster;
 pub mod requests;
+pub mod serve;
 pub mod storage;
 
 use std::time::{Duration, Instant};

@@ -37,11 +37,16 @@
 //! ended complete (`[DONE]`; `message_stop` for Messages), and the serving process's resident
 //! memory at idle and at its peak (`VmHWM`), per stream. `--gateway-only` runs that section
 //! alone.
+//!
+//! `serve [--quick] [--with-litellm]` as the first argument runs `cargo xtask bench serve`
+//! instead ([`hermes_bench::serve`]): the gateway on SQLite and on PostgreSQL, and LiteLLM's
+//! proxy, against the simulator called directly, in interleaved rounds.
 
 use std::time::Duration;
 
 use hermes_bench::gateway;
 use hermes_bench::requests::{SQLX_QUERY_TARGET, StatementCounter, mean, request_reads};
+use hermes_bench::serve;
 use hermes_bench::storage::{
     AppendCost, BenchError, Ratio, ResumeCost, Scratch, append_cost, postgres_server, resume_cost,
 };
@@ -86,6 +91,10 @@ const RESUME_RUNS: usize = 15;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("serve") {
+        serve(&args[1..]);
+        return;
+    }
     let flag = |name: &str| args.iter().any(|a| a == name);
     let value = |name: &str, default: usize| {
         args.iter()
@@ -142,6 +151,29 @@ fn main() {
         };
         if let Err(e) = gateway_section(options) {
             eprintln!("gateway benchmark failed: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// `cargo xtask bench serve` ([`hermes_bench::serve`]): needs `HERMES_BIN`; exits 2 on bad
+/// arguments, 1 when the harness fails.
+fn serve(args: &[String]) {
+    let args = match serve::parse_args(args) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("bench serve: {e}");
+            std::process::exit(2);
+        }
+    };
+    let Some(bin) = std::env::var_os("HERMES_BIN") else {
+        eprintln!("bench serve: HERMES_BIN is not set (`cargo xtask bench serve` sets it)");
+        std::process::exit(2);
+    };
+    match serve::measure(std::path::Path::new(&bin), &args) {
+        Ok(report) => serve::print(&report),
+        Err(e) => {
+            eprintln!("bench serve failed: {e}");
             std::process::exit(1);
         }
     }

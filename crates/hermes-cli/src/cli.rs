@@ -395,6 +395,11 @@ pub(crate) struct SimServeArgs {
     /// upstream, for load tests; 0: no pause).
     #[arg(long = "chunk-delay-ms", value_name = "MS", default_value_t = 0)]
     pub(crate) chunk_delay_ms: u64,
+
+    /// Pause this many milliseconds before answering any request, streamed or not (an upstream
+    /// that takes time to answer, for benchmarks; 0: answer at once).
+    #[arg(long = "delay-ms", value_name = "MS", default_value_t = 0)]
+    pub(crate) delay_ms: u64,
 }
 
 /// Every simulator profile (the simulator's one table, `hermes_sim::PROFILES`), each with its

@@ -83,6 +83,7 @@ pub(crate) fn serve(args: &SimServeArgs) -> anyhow::Result<()> {
             .key(key)
             .port(args.port)
             .chunk_delay(std::time::Duration::from_millis(args.chunk_delay_ms))
+            .reply_delay(std::time::Duration::from_millis(args.delay_ms))
             .start()
             .await?;
         {

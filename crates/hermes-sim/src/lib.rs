@@ -303,6 +303,8 @@ pub(crate) struct Shared {
     pub(crate) openai_org: String,
     /// The pause before each SSE event after the first ([`SimBuilder::chunk_delay`]).
     pub(crate) chunk_delay: Duration,
+    /// The pause before any answer ([`SimBuilder::reply_delay`]).
+    pub(crate) reply_delay: Duration,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -329,9 +331,20 @@ pub struct SimBuilder {
     bedrock_api_key: String,
     openai_org: String,
     chunk_delay: Duration,
+    reply_delay: Duration,
 }
 
 impl SimBuilder {
+    /// Delays every answer: a pause of `delay` after a request's body has been read and before
+    /// anything of the response (status, headers, first byte) is written, streamed or not, on
+    /// every profile (default zero: no pause). The simulator then stands for an upstream that
+    /// takes `delay` to answer (`cargo xtask bench serve`'s paced upstream); unlike
+    /// [`SimBuilder::chunk_delay`] it also slows whole (non-streamed) replies.
+    pub fn reply_delay(mut self, delay: Duration) -> Self {
+        self.reply_delay = delay;
+        self
+    }
+
     /// Paces streamed replies: a pause of `delay` before each SSE event after the first
     /// (default zero: no pause). While pacing, each event is still written in small cuts, but no
     /// cut spans two events, so a reader sees the events arrive one at a time, `delay` apart; a
@@ -409,6 +422,7 @@ impl SimBuilder {
             bedrock_api_key: self.bedrock_api_key,
             openai_org: self.openai_org,
             chunk_delay: self.chunk_delay,
+            reply_delay: self.reply_delay,
         });
         let task = tokio::spawn(server::accept_loop(listener, Arc::clone(&shared)));
         Ok(Sim { shared, addr, task })
@@ -428,6 +442,7 @@ impl Sim {
             bedrock_api_key: SIM_BEDROCK_API_KEY.to_owned(),
             openai_org: SIM_OPENAI_ORGANIZATION.to_owned(),
             chunk_delay: Duration::ZERO,
+            reply_delay: Duration::ZERO,
         }
     }
 

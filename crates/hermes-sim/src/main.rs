@@ -1,6 +1,7 @@
-//! Standalone simulator: `hermes-sim <profile> [port] [--chunk-delay-ms N] [--fail-mid-stream]
-//! [--reject-message-field F]...` (`--chunk-delay-ms`: a pause of N ms before each SSE event after
-//! the first, see [`hermes_sim::SimBuilder::chunk_delay`]; plus the `bedrock` switches
+//! Standalone simulator: `hermes-sim <profile> [port] [--chunk-delay-ms N] [--delay-ms N]
+//! [--fail-mid-stream] [--reject-message-field F]...` (`--chunk-delay-ms`: a pause of N ms before
+//! each SSE event after the first, see [`hermes_sim::SimBuilder::chunk_delay`]; `--delay-ms`: a
+//! pause of N ms before any answer, [`hermes_sim::SimBuilder::reply_delay`]; plus the `bedrock` switches
 //! `--model-stream-error`, `--redacted-reasoning`, `--refuse-redacted`, `--check-clock-skew`,
 //! and the `gemini` switches `--require-api-key`, `--signature-on-text-fragment`).
 //!
@@ -14,7 +15,7 @@ use std::time::Duration;
 
 use hermes_sim::{DEFAULT_KEY, KEY_ENV, PROFILES, Profile, Sim, SimError, Switches};
 
-const USAGE: &str = "usage: hermes-sim <profile> [port] [--chunk-delay-ms N] [--fail-mid-stream] [--reject-message-field FIELD]... [--model-stream-error] [--redacted-reasoning] [--refuse-redacted] [--check-clock-skew] [--require-api-key] [--signature-on-text-fragment] [--max-output-tokens-reached]";
+const USAGE: &str = "usage: hermes-sim <profile> [port] [--chunk-delay-ms N] [--delay-ms N] [--fail-mid-stream] [--reject-message-field FIELD]... [--model-stream-error] [--redacted-reasoning] [--refuse-redacted] [--check-clock-skew] [--require-api-key] [--signature-on-text-fragment] [--max-output-tokens-reached]";
 
 fn usage_with_profiles() -> String {
     let mut out = format!("{USAGE}\nprofiles:");
@@ -29,6 +30,7 @@ async fn serve(
     port: u16,
     switches: Switches,
     chunk_delay: Duration,
+    reply_delay: Duration,
 ) -> Result<(), SimError> {
     let key = std::env::var(KEY_ENV)
         .ok()
@@ -39,6 +41,7 @@ async fn serve(
         .key(key)
         .port(port)
         .chunk_delay(chunk_delay)
+        .reply_delay(reply_delay)
         .start()
         .await?;
     {
@@ -56,6 +59,7 @@ async fn main() -> ExitCode {
     let mut port: u16 = 0;
     let mut switches = Switches::default();
     let mut chunk_delay = Duration::ZERO;
+    let mut reply_delay = Duration::ZERO;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--fail-mid-stream" => switches.fail_mid_stream = true,
@@ -68,6 +72,13 @@ async fn main() -> ExitCode {
             "--max-output-tokens-reached" => switches.max_output_tokens_reached = true,
             "--chunk-delay-ms" => match args.next().and_then(|ms| ms.parse().ok()) {
                 Some(ms) => chunk_delay = Duration::from_millis(ms),
+                None => {
+                    eprintln!("{USAGE}");
+                    return ExitCode::from(2);
+                }
+            },
+            "--delay-ms" => match args.next().and_then(|ms| ms.parse().ok()) {
+                Some(ms) => reply_delay = Duration::from_millis(ms),
                 None => {
                     eprintln!("{USAGE}");
                     return ExitCode::from(2);
@@ -98,7 +109,7 @@ async fn main() -> ExitCode {
         eprintln!("{}", usage_with_profiles());
         return ExitCode::from(2);
     };
-    match serve(&profile, port, switches, chunk_delay).await {
+    match serve(&profile, port, switches, chunk_delay, reply_delay).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("hermes-sim: {e}");

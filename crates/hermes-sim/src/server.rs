@@ -332,6 +332,9 @@ async fn handle(
         })
         .collect();
     let raw = read_body(body).await;
+    if !shared.reply_delay.is_zero() {
+        tokio::time::sleep(shared.reply_delay).await;
+    }
     let recorded = redacted(&headers);
     let seen = Seen {
         path: &path,

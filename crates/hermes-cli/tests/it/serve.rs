@@ -3,11 +3,12 @@
 //! SIGTERM, and refuses what it cannot serve safely (no auth off loopback, plain HTTP off
 //! loopback without TLS or `--behind-tls-proxy`, TLS files it cannot read). Gateway keys:
 //! `hermes serve keys create` prints one once, the store keeps only its digest, and the server
-//! answers only requests that carry a live one. Also `hermes sim serve --chunk-delay-ms`, the
-//! slow upstream the gateway benchmark serves streams from.
+//! answers only requests that carry a live one. Also `hermes sim serve --chunk-delay-ms` and
+//! `--delay-ms`, the slow upstreams the gateway benchmarks serve from.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
+use std::path::Path;
 use std::process::Stdio;
 
 use serde_json::Value;
@@ -324,6 +325,49 @@ fn sessions_purge_deletes_a_tenants_conversations_and_tenants_remove_takes_its_k
     assert!(stderr.contains("--older-than"), "{stderr}");
 }
 
+/// `hermes sim serve ARGS…` in a home of its own, killed when the first value is dropped; the
+/// second is its `host:port`.
+fn sim_serve(home: &Path, args: &[&str]) -> (Killed, String) {
+    let mut child = bare_command(home, args, &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let sim = Killed(child, stderr);
+    let mut base = String::new();
+    BufReader::new(stdout).read_line(&mut base).unwrap();
+    let addr = base
+        .trim()
+        .strip_prefix("http://")
+        .unwrap_or_else(|| panic!("{base}"))
+        .to_owned();
+    (sim, addr)
+}
+
+/// A chat-completions request for `hello` to the simulator at `addr` over HTTP/1.0 (the body
+/// comes whole, not chunked, and ends with the connection): its head, its body and how long
+/// the whole exchange took.
+fn ask_sim(addr: &str, stream: bool) -> (String, String, std::time::Duration) {
+    let body = format!(
+        r#"{{"model":"deepseek-v4-pro","messages":[{{"role":"user","content":"hello"}}],"stream":{stream}}}"#
+    );
+    let started = std::time::Instant::now();
+    let mut conn = TcpStream::connect(addr).unwrap();
+    write!(
+        conn,
+        "POST /chat/completions HTTP/1.0\r\nHost: {addr}\r\nAuthorization: Bearer sk-test\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    let took = started.elapsed();
+    let (head, rest) = answer.split_once("\r\n\r\n").unwrap();
+    (head.to_owned(), rest.to_owned(), took)
+}
+
 /// `hermes sim serve --chunk-delay-ms` (the gateway benchmark's slow upstream) pauses before each
 /// streamed event after the first: a stream of E events takes at least (E - 1) × the delay (a
 /// lower bound: a pause never ends early), and still ends with `[DONE]`.
@@ -339,39 +383,42 @@ fn sim_serve_chunk_delay_ms_paces_each_streamed_event() {
         "--chunk-delay-ms",
         "30",
     ];
-    let mut child = bare_command(home.path(), &args, &[])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let _sim = Killed(child, stderr);
-    let mut base = String::new();
-    BufReader::new(stdout).read_line(&mut base).unwrap();
-    let addr = base
-        .trim()
-        .strip_prefix("http://")
-        .unwrap_or_else(|| panic!("{base}"))
-        .to_owned();
-    let body = r#"{"model":"deepseek-v4-pro","messages":[{"role":"user","content":"hello"}],"stream":true}"#;
-    let started = std::time::Instant::now();
-    // HTTP/1.0: the body comes whole, not chunked, and ends with the connection.
-    let mut stream = TcpStream::connect(&addr).unwrap();
-    write!(
-        stream,
-        "POST /chat/completions HTTP/1.0\r\nHost: {addr}\r\nAuthorization: Bearer sk-test\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    let took = started.elapsed();
-    let (head, sse) = answer.split_once("\r\n\r\n").unwrap();
+    let (_sim, addr) = sim_serve(home.path(), &args);
+    let (head, sse, took) = ask_sim(&addr, true);
     assert!(head.contains(" 200 "), "{head}");
     assert!(sse.ends_with("data: [DONE]\n\n"), "{sse}");
     let events = sse.matches("\n\n").count();
     assert!(events > 10, "{events} events: {sse}");
     let floor = delay * u32::try_from(events - 1).unwrap();
     assert!(took >= floor, "{took:?} < {floor:?} for {events} events");
+}
+
+/// `hermes sim serve --delay-ms` (`cargo xtask bench serve`'s paced upstream) waits before it
+/// answers, a whole reply as much as a stream: each exchange takes at least the delay (a lower
+/// bound), and the answer is whole.
+#[test]
+fn sim_serve_delay_ms_waits_before_every_answer() {
+    let home = own_home();
+    let delay = std::time::Duration::from_millis(200);
+    let args = [
+        "sim",
+        "serve",
+        "--profile",
+        "deepseek-v4",
+        "--delay-ms",
+        "200",
+    ];
+    let (_sim, addr) = sim_serve(home.path(), &args);
+    let (head, body, took) = ask_sim(&addr, false);
+    assert!(head.contains(" 200 "), "{head}");
+    let reply: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert!(
+        reply["choices"][0]["message"]["content"].is_string(),
+        "{reply}"
+    );
+    assert!(took >= delay, "a whole reply after {took:?} < {delay:?}");
+    let (head, sse, took) = ask_sim(&addr, true);
+    assert!(head.contains(" 200 "), "{head}");
+    assert!(sse.ends_with("data: [DONE]\n\n"), "{sse}");
+    assert!(took >= delay, "a stream after {took:?} < {delay:?}");
 }

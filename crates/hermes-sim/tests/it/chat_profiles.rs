@@ -1951,3 +1951,46 @@ async fn a_chunk_delay_sends_each_event_apart_and_keeps_the_bytes() {
     let floor = delay * u32::try_from(events - 1).unwrap();
     assert!(took >= floor, "{took:?} < {floor:?} for {events} events");
 }
+
+#[tokio::test]
+async fn a_reply_delay_holds_whole_and_streamed_answers_and_keeps_the_bytes() {
+    let body = req("deepseek-v4-pro", vec![user("hello")]);
+    let plain = Sim::start("deepseek-v4").await.unwrap();
+    let unpaced_whole = post(&plain, &body).await;
+    let unpaced_stream = post_stream(&plain, &body).await;
+    let delay = std::time::Duration::from_millis(150);
+    let slow = Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
+        .reply_delay(delay)
+        .start()
+        .await
+        .unwrap();
+
+    // A whole reply: the same bytes, after at least the delay (a lower bound: a sleep never
+    // ends early).
+    let started = std::time::Instant::now();
+    let whole = post(&slow, &body).await;
+    let took = started.elapsed();
+    assert_eq!(whole.status, 200, "{}", whole.text());
+    assert_eq!(whole.text(), unpaced_whole.text());
+    assert!(
+        took >= delay,
+        "a whole reply came after {took:?}, before {delay:?}"
+    );
+
+    // A stream: the same events, its first byte after at least the delay (the whole exchange
+    // is timed, so its first byte was not earlier than its end), unpaced between events.
+    let started = std::time::Instant::now();
+    let stream = post_stream(&slow, &body).await;
+    let took = started.elapsed();
+    assert!(stream.done);
+    assert_eq!(stream.resp.text(), unpaced_stream.resp.text());
+    assert!(
+        took >= delay,
+        "a stream came after {took:?}, before {delay:?}"
+    );
+    // A refusal waits too: the delay is before any answer, not only before a success.
+    let started = std::time::Instant::now();
+    let refused = send(&slow.base_url(), "POST", "/chat/completions", b"{not json").await;
+    assert_eq!(refused.status, 400, "{}", refused.text());
+    assert!(started.elapsed() >= delay);
+}

@@ -1,0 +1,1157 @@
+//! `cargo xtask bench serve`: the gateway against the simulator it fronts and (with
+//! `--with-litellm`) LiteLLM's proxy in front of the same simulator, on loopback, in interleaved
+//! rounds, each figure the median of its round medians with their spread.
+//!
+//! Backends ([`Backend`]): `direct` (the simulator, no gateway), `hermes · SQLite` and `hermes ·
+//! PostgreSQL` (`hermes serve --no-auth`, the release binary, its store on an SQLite file or on a
+//! throwaway PostgreSQL cluster with durable settings, [`crate::pgcluster`], unless
+//! `HERMES_TEST_PG_URL` names a server), and `LiteLLM` ([`crate::litellm`]). Every request is a
+//! new conversation, so the gateway reads and durably writes its store on each one.
+//!
+//! Two phases, each its own upstream and servers, each `rounds` rounds in which every backend
+//! takes its turn in an order that changes from round to round ([`interleaved_order`]):
+//! - fast upstream (`hermes sim serve --delay-ms 0`): non-streamed requests one at a time (the
+//!   added p50 and p99), then streamed ones (the added time to first token: to the first body
+//!   chunk, which for the gateway is its first forwarded event);
+//! - paced upstream (`--delay-ms 20`): closed loops of 1, 16 and 64 clients (each sends its next
+//!   request when its last one answered): the p99 ÷ direct's p99 in that round, and the
+//!   requests per second completed at 64; then, after the rounds, `streams` paced streams
+//!   opened at once through each backend, with the serving processes' resident memory at idle
+//!   and at its peak.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::gateway::{self, Door, GatewayServer, SimServer, Target};
+use crate::litellm;
+use crate::pgcluster;
+use crate::storage::BenchError;
+
+/// The paced upstream's wait before it answers any request.
+pub const PACE: Duration = Duration::from_millis(20);
+
+/// The paced upstream's pause before each streamed event after the first, so the memory
+/// measure's streams stay open long enough to be in flight together.
+pub const STREAM_CHUNK_DELAY: Duration = Duration::from_millis(200);
+
+/// The concurrencies of the paced phase.
+pub const CONCURRENCY: [usize; 3] = [1, 16, 64];
+
+/// `cargo xtask bench serve`'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Args {
+    /// `--quick`: the [`Size::quick`] run.
+    pub quick: bool,
+    /// `--with-litellm`: LiteLLM's proxy as a fourth backend.
+    pub with_litellm: bool,
+    /// `--rounds=N`: overrides the size's rounds.
+    pub rounds: Option<usize>,
+    /// `--streams=N`: overrides the size's stream count.
+    pub streams: Option<usize>,
+    /// `--work-dir=PATH`: where the PostgreSQL cluster and the servers' homes go (default
+    /// `target/bench-serve`).
+    pub work_dir: PathBuf,
+    /// `--litellm-venv=PATH`: LiteLLM's venv (default `target/litellm-venv`).
+    pub litellm_venv: PathBuf,
+}
+
+/// Reads the arguments after `serve`. Unknown arguments are an error naming them.
+pub fn parse_args(args: &[String]) -> Result<Args, String> {
+    let mut parsed = Args {
+        quick: false,
+        with_litellm: false,
+        rounds: None,
+        streams: None,
+        work_dir: PathBuf::from("target/bench-serve"),
+        litellm_venv: PathBuf::from("target/litellm-venv"),
+    };
+    let count = |name: &str, value: &str| -> Result<usize, String> {
+        value
+            .parse()
+            .ok()
+            .filter(|&n: &usize| n > 0)
+            .ok_or_else(|| format!("{name} takes a positive whole number, not `{value}`"))
+    };
+    for arg in args {
+        let (name, value) = match arg.split_once('=') {
+            Some((name, value)) => (name, Some(value)),
+            None => (arg.as_str(), None),
+        };
+        match (name, value) {
+            ("--quick", None) => parsed.quick = true,
+            ("--with-litellm", None) => parsed.with_litellm = true,
+            ("--rounds", Some(v)) => parsed.rounds = Some(count(name, v)?),
+            ("--streams", Some(v)) => parsed.streams = Some(count(name, v)?),
+            ("--work-dir", Some(v)) if !v.is_empty() => parsed.work_dir = v.into(),
+            ("--litellm-venv", Some(v)) if !v.is_empty() => parsed.litellm_venv = v.into(),
+            _ => {
+                return Err(format!(
+                    "unknown argument `{arg}` (bench serve takes --quick, --with-litellm, \
+                     --rounds=N, --streams=N, --work-dir=PATH, --litellm-venv=PATH)"
+                ));
+            }
+        }
+    }
+    Ok(parsed)
+}
+
+/// How much a run measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Size {
+    /// Interleaved rounds of each phase.
+    pub rounds: usize,
+    /// Requests of each kind to each backend before the rounds.
+    pub warmup: usize,
+    /// Non-streamed requests one at a time per backend per round (fast upstream).
+    pub fast: usize,
+    /// Streamed requests one at a time per backend per round (fast upstream).
+    pub streamed: usize,
+    /// Requests each client sends per backend per round at each concurrency (paced upstream).
+    pub per_client: usize,
+    /// Requests at concurrency 1 per backend per round (paced upstream).
+    pub paced_single: usize,
+    /// Streams opened at once for the memory measure.
+    pub streams: usize,
+}
+
+impl Size {
+    /// The full run.
+    pub const FULL: Size = Size {
+        rounds: 9,
+        warmup: 20,
+        fast: 300,
+        streamed: 100,
+        per_client: 20,
+        paced_single: 100,
+        streams: 1000,
+    };
+
+    /// `--quick`: fewer rounds (5) and about a third of the requests in each; the same 1,000
+    /// streams.
+    pub const QUICK: Size = Size {
+        rounds: 5,
+        warmup: 10,
+        fast: 100,
+        streamed: 30,
+        per_client: 8,
+        paced_single: 30,
+        streams: 1000,
+    };
+
+    /// The size `args` ask for.
+    pub fn of(args: &Args) -> Size {
+        let mut size = if args.quick { Size::QUICK } else { Size::FULL };
+        if let Some(rounds) = args.rounds {
+            size.rounds = rounds;
+        }
+        if let Some(streams) = args.streams {
+            size.streams = streams;
+        }
+        size
+    }
+}
+
+/// A figure over rounds: the median of the round values and their range.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spread {
+    /// The median of the round values (the mean of the middle two for an even count).
+    pub median: f64,
+    /// The smallest round value.
+    pub min: f64,
+    /// The largest round value.
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of `values`; `None` for none (or a NaN among them).
+    pub fn of(values: &[f64]) -> Option<Spread> {
+        if values.iter().any(|v| v.is_nan()) {
+            return None;
+        }
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let median = match n {
+            0 => return None,
+            _ if n % 2 == 1 => sorted[n / 2],
+            _ => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+        };
+        Some(Spread {
+            median,
+            min: sorted[0],
+            max: sorted[n - 1],
+        })
+    }
+
+    /// `median [min–max]` with `digits` decimals.
+    pub fn show(&self, digits: usize) -> String {
+        format!(
+            "{:.digits$} [{:.digits$}–{:.digits$}]",
+            self.median, self.min, self.max
+        )
+    }
+}
+
+/// The order the `n` backends take their turns in round `round`: rotated by one each round,
+/// and reversed every other cycle of `n` rounds, so over `2n` rounds each backend is in each
+/// position twice and goes before each other one `n` times.
+pub fn interleaved_order(n: usize, round: usize) -> Vec<usize> {
+    let shift = round % n.max(1);
+    let mut order: Vec<usize> = (0..n).map(|i| (i + shift) % n).collect();
+    if (round / n.max(1)) % 2 == 1 {
+        order.reverse();
+    }
+    order
+}
+
+/// The nearest-rank percentile `p` of unsorted samples, in milliseconds.
+pub fn percentile_ms(samples: &[Duration], p: f64) -> f64 {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    gateway::percentile(&sorted, p).as_secs_f64() * 1e3
+}
+
+/// What the run compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The simulator, no gateway.
+    Direct,
+    /// `hermes serve`, its store on an SQLite file.
+    Sqlite,
+    /// `hermes serve`, its store on PostgreSQL.
+    Postgres,
+    /// LiteLLM's proxy.
+    Litellm,
+}
+
+impl Backend {
+    /// Its row label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Backend::Direct => "direct (simulator)",
+            Backend::Sqlite => "hermes · SQLite",
+            Backend::Postgres => "hermes · PostgreSQL",
+            Backend::Litellm => "LiteLLM proxy",
+        }
+    }
+}
+
+/// The servers of one phase in front of one simulator, and a target for each backend.
+struct Phase {
+    sim: SimServer,
+    gateways: Vec<GatewayServer>,
+    proxy: Option<litellm::Proxy>,
+    /// (backend, its target), direct first.
+    targets: Vec<(Backend, Target)>,
+}
+
+/// Where the PostgreSQL backend's store is, or why there is none.
+enum Pg {
+    Given(String),
+    Own(pgcluster::Cluster),
+    Missing(String),
+}
+
+impl Pg {
+    fn url(&self) -> Option<&str> {
+        match self {
+            Pg::Given(url) => Some(url),
+            Pg::Own(cluster) => Some(&cluster.url),
+            Pg::Missing(_) => None,
+        }
+    }
+}
+
+/// Everything the servers of a phase need to start.
+struct Setup<'a> {
+    bin: &'a Path,
+    dir: &'a Path,
+    pg: Option<&'a str>,
+    python: Option<&'a Path>,
+    workers: usize,
+}
+
+impl Setup<'_> {
+    /// The simulator (with `reply_delay` and `chunk_delay`), a gateway on each store and the
+    /// proxy, in `dir/NAME-…`. A proxy that cannot start is left out, with why.
+    fn start(
+        &self,
+        name: &str,
+        reply_delay: Duration,
+        chunk_delay: Duration,
+        notes: &mut Vec<String>,
+    ) -> Result<Phase, BenchError> {
+        let sim = SimServer::start_paced(
+            self.bin,
+            &self.dir.join(format!("{name}-sim")),
+            reply_delay,
+            chunk_delay,
+        )?;
+        let mut targets = vec![(Backend::Direct, Target::direct(&sim.base))];
+        let mut gateways = Vec::new();
+        let sqlite = GatewayServer::start(
+            self.bin,
+            &self.dir.join(format!("{name}-sqlite")),
+            &sim.base,
+        )?;
+        let mut target = Target::gateway(&sqlite.base, Door::Chat);
+        target.name = "hermes-sqlite";
+        targets.push((Backend::Sqlite, target));
+        gateways.push(sqlite);
+        if let Some(url) = self.pg {
+            let pg = GatewayServer::start_with(
+                self.bin,
+                &self.dir.join(format!("{name}-postgres")),
+                &sim.base,
+                &[],
+                &[("HERMES_DATABASE_URL", url)],
+            )?;
+            let mut target = Target::gateway(&pg.base, Door::Chat);
+            target.name = "hermes-postgres";
+            targets.push((Backend::Postgres, target));
+            gateways.push(pg);
+        }
+        let mut proxy = None;
+        if let Some(python) = self.python {
+            match litellm::Proxy::start(
+                python,
+                &self.dir.join(format!("{name}-litellm")),
+                &sim.base,
+                gateway::MODEL,
+                gateway::FAKE_KEY,
+                self.workers,
+            ) {
+                Ok(p) => {
+                    targets.push((
+                        Backend::Litellm,
+                        Target {
+                            name: "litellm",
+                            door: Door::Chat,
+                            url: format!("{}/v1/chat/completions", p.base),
+                            model: gateway::MODEL.to_owned(),
+                            bearer: Some(litellm::MASTER_KEY),
+                        },
+                    ));
+                    proxy = Some(p);
+                }
+                Err(e) => notes.push(format!("LiteLLM ({name} upstream) did not start: {e}")),
+            }
+        }
+        Ok(Phase {
+            sim,
+            gateways,
+            proxy,
+            targets,
+        })
+    }
+}
+
+/// One backend's figures over the rounds (`None`: not measured).
+#[derive(Clone, Debug, Default)]
+pub struct Row {
+    /// Added p50 at concurrency 1, fast upstream, non-streamed (ms; direct: its own p50).
+    pub added_p50: Vec<f64>,
+    /// Added p99, likewise.
+    pub added_p99: Vec<f64>,
+    /// Added median time to the first chunk of a stream (ms; direct: its own).
+    pub added_ttft: Vec<f64>,
+    /// p99 ÷ direct's p99 at each of [`CONCURRENCY`], paced upstream.
+    pub ratio: [Vec<f64>; 3],
+    /// Requests per second completed at concurrency 64, paced upstream.
+    pub throughput: Vec<f64>,
+    /// The memory measure, when it ran.
+    pub memory: Option<Memory>,
+    /// Why the backend stopped being measured, if it did.
+    pub failed: Option<String>,
+}
+
+/// A backend's resident memory around `streams` paced streams opened at once.
+#[derive(Clone, Debug)]
+pub struct Memory {
+    /// Resident at idle (after the rounds, just before the streams), KiB.
+    pub idle_kib: u64,
+    /// (peak − idle) ÷ streams, KiB.
+    pub per_stream_kib: f64,
+    /// Streams in flight at one moment (client side).
+    pub in_flight: usize,
+    /// Streams that ended complete.
+    pub completed: usize,
+    /// Streams opened.
+    pub opened: usize,
+    /// Whether the peak was reset just before the streams.
+    pub reset: bool,
+}
+
+/// What the run measured and how.
+#[derive(Debug)]
+pub struct Report {
+    /// Each backend measured, in [`Backend`] order, with its figures.
+    pub rows: Vec<(Backend, Row)>,
+    /// The size run.
+    pub size: Size,
+    /// Lines about what could not run or how it ran (PostgreSQL, LiteLLM).
+    pub notes: Vec<String>,
+    /// LiteLLM's workers (the machine's cores), when it ran.
+    pub litellm_workers: Option<usize>,
+    /// [`gateway::machine_load`] before and after.
+    pub load: [(usize, Option<f64>); 2],
+    /// Wall time of the whole run.
+    pub took: Duration,
+}
+
+/// Runs `per_client` requests from each of `clients` concurrent clients (each sending its next
+/// when its last answered); every latency, and the wall time.
+async fn closed_loop(
+    client: &reqwest::Client,
+    target: &Target,
+    clients: usize,
+    per_client: usize,
+) -> Result<(Vec<Duration>, Duration), BenchError> {
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|_| {
+            let (client, target) = (client.clone(), target.clone());
+            tokio::spawn(async move {
+                let mut took = Vec::with_capacity(per_client);
+                for _ in 0..per_client {
+                    took.push(target.plain(&client).await.map_err(|e| e.to_string())?);
+                }
+                Ok::<_, String>(took)
+            })
+        })
+        .collect();
+    let mut all = Vec::with_capacity(clients * per_client);
+    for task in tasks {
+        all.extend(task.await.map_err(|e| e.to_string())??);
+    }
+    Ok((all, started.elapsed()))
+}
+
+/// Time to the first chunk of each of `n` streams sent one at a time; every one must end
+/// complete.
+async fn first_chunks(
+    client: &reqwest::Client,
+    target: &Target,
+    n: usize,
+) -> Result<Vec<Duration>, BenchError> {
+    let mut firsts = Vec::with_capacity(n);
+    for _ in 0..n {
+        let reply = target.streamed(client, Instant::now()).await?;
+        if !reply.completed {
+            return Err(format!("{}: a stream ended without [DONE]", target.name).into());
+        }
+        firsts.push(reply.first);
+    }
+    Ok(firsts)
+}
+
+/// Sends `warmup` non-streamed requests (and as many streamed ones when `streamed`) to every
+/// target; a backend that fails is marked failed in `rows`.
+async fn warm(
+    client: &reqwest::Client,
+    targets: &[(Backend, Target)],
+    rows: &mut [(Backend, Row)],
+    warmup: usize,
+    streamed: bool,
+) {
+    for (backend, target) in targets {
+        for _ in 0..warmup {
+            let done = async {
+                target.plain(client).await?;
+                if streamed {
+                    target.streamed(client, Instant::now()).await?;
+                }
+                Ok::<_, BenchError>(())
+            };
+            if let Err(e) = done.await {
+                fail(rows, *backend, format!("warm-up: {e}"));
+                break;
+            }
+        }
+    }
+}
+
+/// Marks `backend` failed with `why` (the first reason kept).
+fn fail(rows: &mut [(Backend, Row)], backend: Backend, why: String) {
+    if let Some((_, row)) = rows.iter_mut().find(|(b, _)| *b == backend) {
+        row.failed.get_or_insert(why);
+    }
+}
+
+/// `result` of `backend`'s turn: its value; for a backend other than direct, a failure marks
+/// it failed (`what` saying where) and is `None`; direct's failure ends the run.
+fn settle<T>(
+    rows: &mut [(Backend, Row)],
+    backend: Backend,
+    what: impl FnOnce() -> String,
+    result: Result<T, BenchError>,
+) -> Result<Option<T>, BenchError> {
+    match result {
+        Ok(value) => Ok(Some(value)),
+        Err(e) if backend == Backend::Direct => Err(e),
+        Err(e) => {
+            fail(rows, backend, format!("{}: {e}", what()));
+            Ok(None)
+        }
+    }
+}
+
+/// Whether `backend` is still measured.
+fn live(rows: &[(Backend, Row)], backend: Backend) -> bool {
+    rows.iter()
+        .any(|(b, row)| *b == backend && row.failed.is_none())
+}
+
+fn row_mut(rows: &mut [(Backend, Row)], backend: Backend) -> &mut Row {
+    let at = rows
+        .iter()
+        .position(|(b, _)| *b == backend)
+        .unwrap_or_default();
+    &mut rows[at].1
+}
+
+/// The fast phase's rounds: each backend's p50, p99 and median time to first chunk per round,
+/// less direct's in the same round.
+async fn fast_rounds(
+    client: &reqwest::Client,
+    targets: &[(Backend, Target)],
+    rows: &mut [(Backend, Row)],
+    size: Size,
+) -> Result<(), BenchError> {
+    for round in 0..size.rounds {
+        let mut got: Vec<(Backend, f64, f64, f64)> = Vec::new();
+        for i in interleaved_order(targets.len(), round) {
+            let (backend, target) = &targets[i];
+            if !live(rows, *backend) {
+                continue;
+            }
+            let measured = async {
+                let mut plain = Vec::with_capacity(size.fast);
+                for _ in 0..size.fast {
+                    plain.push(target.plain(client).await?);
+                }
+                let firsts = first_chunks(client, target, size.streamed).await?;
+                Ok::<_, BenchError>((
+                    percentile_ms(&plain, 0.5),
+                    percentile_ms(&plain, 0.99),
+                    percentile_ms(&firsts, 0.5),
+                ))
+            };
+            let what = || format!("fast round {round}");
+            if let Some((p50, p99, ttft)) = settle(rows, *backend, what, measured.await)? {
+                got.push((*backend, p50, p99, ttft));
+            }
+        }
+        let Some(&(_, d50, d99, dttft)) = got.iter().find(|g| g.0 == Backend::Direct) else {
+            return Err("no direct figures in a round".into());
+        };
+        for (backend, p50, p99, ttft) in got {
+            let row = row_mut(rows, backend);
+            let base = |d: f64| if backend == Backend::Direct { 0.0 } else { d };
+            row.added_p50.push(p50 - base(d50));
+            row.added_p99.push(p99 - base(d99));
+            row.added_ttft.push(ttft - base(dttft));
+        }
+    }
+    Ok(())
+}
+
+/// The paced phase's rounds: at each concurrency, each backend's p99 ÷ direct's in the same
+/// round; at the last, its requests per second.
+async fn paced_rounds(
+    client: &reqwest::Client,
+    targets: &[(Backend, Target)],
+    rows: &mut [(Backend, Row)],
+    size: Size,
+) -> Result<(), BenchError> {
+    for round in 0..size.rounds {
+        for (k, &clients) in CONCURRENCY.iter().enumerate() {
+            let per_client = if clients == 1 {
+                size.paced_single
+            } else {
+                size.per_client
+            };
+            let mut got: Vec<(Backend, f64, f64)> = Vec::new();
+            for i in interleaved_order(targets.len(), round + k) {
+                let (backend, target) = &targets[i];
+                if !live(rows, *backend) {
+                    continue;
+                }
+                let run = closed_loop(client, target, clients, per_client).await;
+                let what = || format!("paced round {round}, {clients} clients");
+                if let Some((samples, wall)) = settle(rows, *backend, what, run)? {
+                    got.push((
+                        *backend,
+                        percentile_ms(&samples, 0.99),
+                        samples.len() as f64 / wall.as_secs_f64(),
+                    ));
+                }
+            }
+            let Some(&(_, direct_p99, _)) = got.iter().find(|g| g.0 == Backend::Direct) else {
+                return Err("no direct figures in a round".into());
+            };
+            for (backend, p99, rate) in got {
+                let row = row_mut(rows, backend);
+                row.ratio[k].push(p99 / direct_p99);
+                if k == CONCURRENCY.len() - 1 {
+                    row.throughput.push(rate);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The memory measure: `n` streams at once through each backend in turn (the paced upstream),
+/// the serving process and its descendants watched (the simulator for direct).
+async fn memory(
+    client: &reqwest::Client,
+    phase: &Phase,
+    rows: &mut [(Backend, Row)],
+    n: usize,
+) -> Result<(), BenchError> {
+    for (backend, target) in &phase.targets {
+        if !live(rows, *backend) {
+            continue;
+        }
+        let process = match backend {
+            Backend::Direct => &phase.sim.process,
+            Backend::Sqlite => &phase.gateways[0].process,
+            Backend::Postgres => &phase.gateways[1].process,
+            Backend::Litellm => match &phase.proxy {
+                Some(proxy) => &proxy.process,
+                None => continue,
+            },
+        };
+        let run = gateway::burst(client, target, n, &[process]).await;
+        if let Some((streams, watched)) = settle(rows, *backend, || format!("{n} streams"), run)? {
+            let [burst] = watched[..] else {
+                return Err("one process watched, not one burst".into());
+            };
+            row_mut(rows, *backend).memory = Some(Memory {
+                idle_kib: burst.idle.rss_kib,
+                per_stream_kib: burst.per_stream_kib(n),
+                in_flight: streams.in_flight,
+                completed: streams.completed,
+                opened: streams.opened,
+                reset: burst.reset,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Raises this process's soft limit on open files to its hard limit (children inherit it): a
+/// thousand streams need a few thousand sockets across the client, the servers and the
+/// simulator. Returns the limit in force (`None`: unlimited).
+pub fn raise_open_files() -> Option<u64> {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    if let (Some(current), Some(maximum)) = (limit.current, limit.maximum)
+        && current < maximum
+    {
+        limit.current = Some(maximum);
+        let _ = setrlimit(Resource::Nofile, limit);
+    }
+    getrlimit(Resource::Nofile).current
+}
+
+/// One progress line on stderr: seconds since `started` and what was done.
+fn progress(started: Instant, what: &str) {
+    eprintln!(
+        "bench serve: {:>6.1} s  {what}",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Runs the whole harness with the release `hermes` at `bin`.
+pub fn measure(bin: &Path, args: &Args) -> Result<Report, BenchError> {
+    let started = Instant::now();
+    let size = Size::of(args);
+    let load_before = gateway::machine_load();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut notes = Vec::new();
+    match raise_open_files() {
+        Some(n) if n < 4 * size.streams as u64 + 256 => notes.push(format!(
+            "open files limited to {n}: {} streams may fail for want of sockets",
+            size.streams
+        )),
+        _ => {}
+    }
+    std::fs::create_dir_all(&args.work_dir)?;
+    let work = std::path::absolute(&args.work_dir)?;
+    let dir = tempfile::Builder::new().prefix("run-").tempdir_in(&work)?;
+
+    let pg = match std::env::var("HERMES_TEST_PG_URL") {
+        Ok(url) if !url.trim().is_empty() => {
+            notes.push("PostgreSQL: the server HERMES_TEST_PG_URL names (its own settings)".into());
+            Pg::Given(url)
+        }
+        _ => match pgcluster::debian_bin() {
+            None => Pg::Missing(
+                "no PostgreSQL binaries (/usr/lib/postgresql/*/bin; `apt-get install \
+                 postgresql`), so no PostgreSQL row"
+                    .into(),
+            ),
+            Some(pgbin) => match pgcluster::Cluster::start(&pgbin, &work) {
+                Ok(cluster) => {
+                    pgcluster::stop_on_interrupt(&pgbin, cluster.data_dir());
+                    notes.push(format!(
+                        "PostgreSQL: a throwaway cluster ({}), fsync, synchronous_commit and \
+                         full_page_writes on, removed at the end",
+                        pgbin.display()
+                    ));
+                    Pg::Own(cluster)
+                }
+                Err(e) => Pg::Missing(format!("the throwaway PostgreSQL did not start: {e}")),
+            },
+        },
+    };
+    if let Pg::Missing(why) = &pg {
+        notes.push(format!("PostgreSQL: {why}"));
+    }
+
+    let workers = std::thread::available_parallelism().map_or(1, usize::from);
+    let python = if args.with_litellm {
+        match litellm::provision(&args.litellm_venv) {
+            Ok(python) => Some(python),
+            Err(why) => {
+                notes.push(format!("LiteLLM: not run: {why}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let client = gateway::client()?;
+    let setup = Setup {
+        bin,
+        dir: dir.path(),
+        pg: pg.url(),
+        python: python.as_deref(),
+        workers,
+    };
+    let mut rows: Vec<(Backend, Row)> = Vec::new();
+
+    progress(started, "set up (PostgreSQL, LiteLLM's venv)");
+    {
+        let phase = setup.start("fast", Duration::ZERO, Duration::ZERO, &mut notes)?;
+        progress(started, "fast upstream: servers up");
+        rows.extend(phase.targets.iter().map(|(b, _)| (*b, Row::default())));
+        runtime.block_on(async {
+            warm(&client, &phase.targets, &mut rows, size.warmup, true).await;
+            fast_rounds(&client, &phase.targets, &mut rows, size).await
+        })?;
+        progress(started, "fast upstream: rounds done");
+    }
+    {
+        let phase = setup.start("paced", PACE, STREAM_CHUNK_DELAY, &mut notes)?;
+        progress(started, "paced upstream: servers up");
+        // A backend the fast phase could not start is not in `rows` yet.
+        for (backend, _) in &phase.targets {
+            if !rows.iter().any(|(b, _)| b == backend) {
+                rows.push((*backend, Row::default()));
+            }
+        }
+        runtime.block_on(async {
+            // Whole replies only: a paced stream lasts seconds.
+            warm(&client, &phase.targets, &mut rows, size.warmup, false).await;
+            paced_rounds(&client, &phase.targets, &mut rows, size).await?;
+            progress(started, "paced upstream: rounds done");
+            memory(&client, &phase, &mut rows, size.streams).await
+        })?;
+        progress(started, "paced upstream: streams done");
+    }
+    drop(pg);
+    let litellm_workers = rows
+        .iter()
+        .any(|(b, _)| *b == Backend::Litellm)
+        .then_some(workers);
+    Ok(Report {
+        rows,
+        size,
+        notes,
+        litellm_workers,
+        load: [load_before, gateway::machine_load()],
+        took: started.elapsed(),
+    })
+}
+
+/// A target of issue 33 and whether the run met it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    /// What the issue asks.
+    pub target: &'static str,
+    /// What was measured.
+    pub measured: String,
+    /// `Some(true)`: met; `Some(false)`: not met; `None`: not measured.
+    pub met: Option<bool>,
+}
+
+/// The issue's targets against the report's figures (never an assertion: a line each).
+pub fn verdicts(rows: &[(Backend, Row)]) -> Vec<Verdict> {
+    let row = |b: Backend| rows.iter().find(|(x, _)| *x == b).map(|(_, r)| r);
+    let spread = |values: &[f64]| Spread::of(values);
+    let mut out = Vec::new();
+    let pg_p99 = row(Backend::Postgres).and_then(|r| spread(&r.added_p99));
+    out.push(Verdict {
+        target: "added p99 at concurrency 1, store on PostgreSQL ≤ 1 ms",
+        measured: pg_p99.map_or_else(|| "not measured".into(), |s| format!("{:.3} ms", s.median)),
+        met: pg_p99.map(|s| s.median <= 1.0),
+    });
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let ratio = row(backend).and_then(|r| spread(&r.ratio[2]));
+        out.push(Verdict {
+            target: match backend {
+                Backend::Sqlite => "p99 gateway ÷ direct ≤ 1.05 at concurrency 64 (SQLite)",
+                _ => "p99 gateway ÷ direct ≤ 1.05 at concurrency 64 (PostgreSQL)",
+            },
+            measured: ratio.map_or_else(|| "not measured".into(), |s| format!("{:.3}", s.median)),
+            met: ratio.map(|s| s.median <= 1.05),
+        });
+    }
+    let litellm = row(Backend::Litellm).and_then(|r| spread(&r.throughput));
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let ours = row(backend).and_then(|r| spread(&r.throughput));
+        let times = ours.zip(litellm).map(|(o, l)| o.median / l.median);
+        out.push(Verdict {
+            target: match backend {
+                Backend::Sqlite => "throughput with the store on ≥ 15× LiteLLM's (SQLite)",
+                _ => "throughput with the store on ≥ 15× LiteLLM's (PostgreSQL)",
+            },
+            measured: match (ours, litellm) {
+                (Some(o), Some(l)) => format!(
+                    "{:.1}× ({:.0} ÷ {:.0} req/s)",
+                    o.median / l.median,
+                    o.median,
+                    l.median
+                ),
+                (Some(_), None) => "LiteLLM not measured".into(),
+                _ => "not measured".into(),
+            },
+            met: times.map(|t| t >= 15.0),
+        });
+    }
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let memory = row(backend).and_then(|r| r.memory.as_ref());
+        out.push(Verdict {
+            target: match backend {
+                Backend::Sqlite => {
+                    "≤ 128 KiB per concurrent stream at 1,000 paced streams (SQLite)"
+                }
+                _ => "≤ 128 KiB per concurrent stream at 1,000 paced streams (PostgreSQL)",
+            },
+            measured: memory.map_or_else(
+                || "not measured".into(),
+                |m| format!("{:.1} KiB ({} streams)", m.per_stream_kib, m.opened),
+            ),
+            // Judged at the issue's 1,000 streams only (`--streams=N` below it is a smaller run).
+            met: memory
+                .filter(|m| m.opened >= 1000)
+                .map(|m| m.per_stream_kib <= 128.0),
+        });
+    }
+    out
+}
+
+/// Prints the report: the latency table, the capacity table, the targets and the notes.
+pub fn print(report: &Report) {
+    const W: usize = 22;
+    const C: usize = 23;
+    let size = report.size;
+    let cell = |values: &[f64], digits: usize| {
+        Spread::of(values).map_or_else(|| "-".to_owned(), |s| s.show(digits))
+    };
+    println!();
+    println!(
+        "{:<W$} {:>C$} {:>C$} {:>C$} {:>C$} {:>C$} {:>C$}",
+        "bench serve | latency",
+        "added p50 ms c=1",
+        "added p99 ms c=1",
+        "added TTFT ms",
+        "p99÷direct c=1",
+        "p99÷direct c=16",
+        "p99÷direct c=64",
+    );
+    for (backend, row) in &report.rows {
+        println!(
+            "{:<W$} {:>C$} {:>C$} {:>C$} {:>C$} {:>C$} {:>C$}",
+            backend.label(),
+            cell(&row.added_p50, 3),
+            cell(&row.added_p99, 3),
+            cell(&row.added_ttft, 3),
+            cell(&row.ratio[0], 2),
+            cell(&row.ratio[1], 2),
+            cell(&row.ratio[2], 2),
+        );
+    }
+    println!(
+        "-- each figure: the median of {} round medians [min–max of them]; the direct row's \
+         latencies are its own (the baseline), every other row's are its value minus direct's \
+         in the same round; added p50/p99: {} non-streamed requests one at a time per backend \
+         per round, upstream answering at once; added TTFT: median time to the first body chunk \
+         of {} streams one at a time; p99÷direct: 1, 16 and 64 clients in a closed loop (each sends its \
+         next request when its last answered; {} requests at c=1, {} per client at c=16 and \
+         c=64), upstream waiting {} ms before it answers (`hermes sim serve --delay-ms {}`)",
+        size.rounds,
+        size.fast,
+        size.streamed,
+        size.paced_single,
+        size.per_client,
+        PACE.as_millis(),
+        PACE.as_millis(),
+    );
+    println!();
+    println!(
+        "{:<W$} {:>C$} {:>14} {:>18} {:>14} {:>12}",
+        "bench serve | capacity",
+        "req/s at c=64",
+        "RSS idle MiB",
+        "KiB per stream",
+        "in flight",
+        "complete",
+    );
+    for (backend, row) in &report.rows {
+        let (idle, per, flight, done) = row.memory.as_ref().map_or_else(
+            || ("-".into(), "-".into(), "-".into(), "-".into()),
+            |m| {
+                (
+                    format!("{:.1}", m.idle_kib as f64 / 1024.0),
+                    format!("{:.1}", m.per_stream_kib),
+                    format!("{} / {}", m.in_flight, m.opened),
+                    format!("{} / {}", m.completed, m.opened),
+                )
+            },
+        );
+        println!(
+            "{:<W$} {:>C$} {:>14} {:>18} {:>14} {:>12}",
+            backend.label(),
+            cell(&row.throughput, 0),
+            idle,
+            per,
+            flight,
+            done,
+        );
+    }
+    let reset = report
+        .rows
+        .iter()
+        .filter_map(|(_, r)| r.memory.as_ref())
+        .all(|m| m.reset);
+    println!(
+        "-- throughput at a fixed tail: requests per second completed by 64 clients in a closed \
+         loop against the paced upstream (the tail it ran at is the row's p99÷direct at c=64; \
+         direct's own rate is the ceiling, 64 ÷ {} ms); memory: {} paced streams opened at once \
+         through each backend in turn after the rounds (the upstream also pauses {} ms before \
+         each event after the first, so they are open together), resident memory of the serving \
+         process and its descendants (the simulator for direct, which keeps a record of every \
+         request it served, so its idle figure grows with the run; LiteLLM's workers with their \
+         parent) from /proc: idle just before, (peak VmHWM − idle) ÷ streams, peaks {}",
+        PACE.as_millis(),
+        size.streams,
+        STREAM_CHUNK_DELAY.as_millis(),
+        if reset {
+            "reset through clear_refs just before the streams"
+        } else {
+            "NOT reset (clear_refs refused): since the process started"
+        },
+    );
+    println!();
+    println!("bench serve | issue 33's targets (measured in this run; never asserted)");
+    for v in verdicts(&report.rows) {
+        let met = match v.met {
+            Some(true) => "met",
+            Some(false) => "NOT met",
+            None => "-",
+        };
+        println!("{:<72} {:>28}  {met}", v.target, v.measured);
+    }
+    for (backend, row) in &report.rows {
+        if let Some(why) = &row.failed {
+            println!("-- {} stopped being measured: {why}", backend.label());
+        }
+    }
+    for note in &report.notes {
+        println!("-- {note}");
+    }
+    if let Some(workers) = report.litellm_workers {
+        println!(
+            "-- LiteLLM: litellm[proxy]=={} from PyPI in a venv under the target directory, one \
+             model entry (openai/{}) at the same simulator, no database, callbacks and message \
+             logging off, LITELLM_LOG=ERROR, master key on, {workers} workers (= cores)",
+            litellm::VERSION,
+            gateway::MODEL,
+        );
+    }
+    let [(cpus, before), (_, after)] = report.load;
+    let load = |l: Option<f64>| l.map_or_else(|| "-".to_owned(), |l| format!("{l:.1}"));
+    println!(
+        "-- loopback only; the load generator (reqwest on tokio, 2 threads), the simulator and \
+         every server share this machine's {cpus} CPUs: load average {} before, {} after; the \
+         run took {:.0} s",
+        load(before),
+        load(after),
+        report.took.as_secs_f64(),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Result<Args, String> {
+        parse_args(&list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn arguments_choose_the_size_and_the_places() {
+        let a = args(&[]).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!a.quick && !a.with_litellm);
+        assert_eq!(Size::of(&a), Size::FULL);
+        assert_eq!(a.work_dir, PathBuf::from("target/bench-serve"));
+        let a = args(&[
+            "--quick",
+            "--with-litellm",
+            "--rounds=3",
+            "--work-dir=/t/w",
+            "--litellm-venv=/t/v",
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(a.quick && a.with_litellm);
+        let size = Size::of(&a);
+        assert_eq!(size.rounds, 3);
+        assert_eq!(size.fast, Size::QUICK.fast);
+        assert_eq!(size.streams, 1000);
+        assert_eq!(a.work_dir, PathBuf::from("/t/w"));
+        assert_eq!(a.litellm_venv, PathBuf::from("/t/v"));
+        assert_eq!(Size::of(&args(&["--streams=200"]).unwrap()).streams, 200);
+        for bad in [
+            "--rounds=0",
+            "--rounds=x",
+            "--streams",
+            "--fast",
+            "--quick=1",
+        ] {
+            let err = args(&[bad]).expect_err(bad);
+            assert!(err.contains(bad.split('=').nth(1).unwrap_or(bad)), "{err}");
+        }
+    }
+
+    #[test]
+    fn quick_measures_less_than_full_in_every_count() {
+        let (q, f) = (Size::QUICK, Size::FULL);
+        assert!(q.rounds < f.rounds && q.fast < f.fast && q.streamed < f.streamed);
+        assert!(q.per_client < f.per_client && q.paced_single < f.paced_single);
+        assert!(q.streams <= f.streams);
+    }
+
+    #[test]
+    fn a_spread_is_the_median_of_round_values_and_their_range() {
+        let s = Spread::of(&[3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (2.0, 1.0, 3.0));
+        // An even count: the mean of the middle two.
+        let s = Spread::of(&[4.0, 1.0, 3.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (2.5, 1.0, 4.0));
+        assert_eq!(Spread::of(&[-0.5]).unwrap().median, -0.5);
+        assert!(Spread::of(&[]).is_none());
+        assert!(Spread::of(&[1.0, f64::NAN]).is_none());
+        assert_eq!(
+            Spread::of(&[0.25, 0.5, 1.0]).unwrap().show(2),
+            "0.50 [0.25–1.00]"
+        );
+    }
+
+    #[test]
+    fn percentiles_in_ms_sort_their_samples_first() {
+        let samples: Vec<Duration> = (1..=100).rev().map(Duration::from_millis).collect();
+        assert_eq!(percentile_ms(&samples, 0.5), 50.0);
+        assert_eq!(percentile_ms(&samples, 0.99), 99.0);
+        assert_eq!(percentile_ms(&[], 0.5), 0.0);
+    }
+
+    #[test]
+    fn interleaving_puts_each_backend_in_each_place_equally() {
+        for n in 1..=4 {
+            let mut place = vec![vec![0; n]; n];
+            let mut before = vec![vec![0; n]; n];
+            for round in 0..2 * n {
+                let order = interleaved_order(n, round);
+                let mut sorted = order.clone();
+                sorted.sort_unstable();
+                assert_eq!(sorted, (0..n).collect::<Vec<_>>(), "round {round}");
+                for (at, &b) in order.iter().enumerate() {
+                    place[b][at] += 1;
+                    for &later in &order[at + 1..] {
+                        before[b][later] += 1;
+                    }
+                }
+            }
+            for b in 0..n {
+                assert!(place[b].iter().all(|&k| k == 2), "{n}: {place:?}");
+                for other in (0..n).filter(|&o| o != b) {
+                    assert_eq!(before[b][other], n, "{n}: {b} before {other}");
+                }
+            }
+        }
+    }
+
+    fn row(p99: &[f64], ratio64: &[f64], rate: &[f64], per_stream: Option<f64>) -> Row {
+        Row {
+            added_p99: p99.to_vec(),
+            ratio: [vec![], vec![], ratio64.to_vec()],
+            throughput: rate.to_vec(),
+            memory: per_stream.map(|k| Memory {
+                idle_kib: 10_000,
+                per_stream_kib: k,
+                in_flight: 1000,
+                completed: 1000,
+                opened: 1000,
+                reset: true,
+            }),
+            ..Row::default()
+        }
+    }
+
+    #[test]
+    fn targets_are_judged_on_the_medians_and_unmeasured_ones_say_so() {
+        let rows = vec![
+            (Backend::Direct, row(&[0.0], &[1.0], &[3000.0], Some(20.0))),
+            (
+                Backend::Sqlite,
+                row(&[0.4, 0.6, 5.0], &[1.01, 1.02, 1.5], &[2900.0], Some(100.0)),
+            ),
+            (
+                Backend::Postgres,
+                row(&[0.9, 1.2, 1.4], &[1.2], &[1400.0], Some(200.0)),
+            ),
+            (Backend::Litellm, row(&[9.0], &[3.0], &[100.0], Some(900.0))),
+        ];
+        let v = verdicts(&rows);
+        let met: Vec<Option<bool>> = v.iter().map(|v| v.met).collect();
+        assert_eq!(
+            met,
+            [
+                Some(false), // PostgreSQL's added p99: median 1.2 ms
+                Some(true),  // SQLite's ratio: median 1.02
+                Some(false), // PostgreSQL's ratio 1.2
+                Some(true),  // SQLite 29×
+                Some(false), // PostgreSQL 14×
+                Some(true),  // 100 KiB
+                Some(false), // 200 KiB
+            ]
+        );
+        assert_eq!(v[0].measured, "1.200 ms");
+        assert_eq!(v[3].measured, "29.0× (2900 ÷ 100 req/s)");
+        // Without LiteLLM and PostgreSQL, those targets are not judged.
+        let v = verdicts(&rows[..2]);
+        assert_eq!(v[0].met, None);
+        assert_eq!(v[0].measured, "not measured");
+        assert_eq!(v[3].met, None);
+        assert_eq!(v[3].measured, "LiteLLM not measured");
+    }
+}
