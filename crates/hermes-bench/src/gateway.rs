@@ -186,6 +186,28 @@ impl Door {
         })
     }
 
+    /// Whether `event` carries a token of the answer: a chat chunk whose delta has non-empty
+    /// `content` or `reasoning_content`; a Messages `content_block_delta`, or a
+    /// `content_block_start` of a thinking block (the gateway sends a non-Claude thinking
+    /// block whole, in its start event).
+    pub fn carries_token(self, event: &SseEvent) -> bool {
+        let Ok(data) = serde_json::from_str::<Value>(&event.data) else {
+            return false;
+        };
+        let filled = |v: &Value| v.as_str().is_some_and(|s| !s.is_empty());
+        match self {
+            Door::Chat => {
+                let delta = &data["choices"][0]["delta"];
+                filled(&delta["content"]) || filled(&delta["reasoning_content"])
+            }
+            Door::Messages => match data["type"].as_str() {
+                Some("content_block_delta") => true,
+                Some("content_block_start") => filled(&data["content_block"]["thinking"]),
+                _ => false,
+            },
+        }
+    }
+
     /// Its endpoint under a `/v1` base.
     pub fn path(self) -> &'static str {
         match self {
@@ -634,27 +656,41 @@ impl Target {
         Ok(took)
     }
 
-    /// One streamed request, its times counted from `since`.
+    /// One streamed request, its times counted from `since`; events are parsed as they arrive
+    /// (`eventsource-stream`), so the first token's time is when its event was whole.
     pub async fn streamed(
         &self,
         client: &reqwest::Client,
         since: Instant,
     ) -> Result<Streamed, BenchError> {
-        let mut response = self.send(client, true).await?;
-        let mut body = Vec::new();
-        let mut first = None;
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|e| format!("{}: {e}", self.name))?
-        {
-            first.get_or_insert_with(|| since.elapsed());
-            body.extend_from_slice(&chunk);
+        let response = self.send(client, true).await?;
+        let first = std::cell::Cell::new(None);
+        let mut stream = response
+            .bytes_stream()
+            .inspect(|_| {
+                if first.get().is_none() {
+                    first.set(Some(since.elapsed()));
+                }
+            })
+            .eventsource();
+        let mut events = Vec::new();
+        let mut first_token = None;
+        while let Some(event) = stream.next().await {
+            let event = event.map_err(|e| format!("{}: {e}", self.name))?;
+            let event = SseEvent {
+                name: event.event,
+                data: event.data,
+            };
+            if first_token.is_none() && self.door.carries_token(&event) {
+                first_token = Some(since.elapsed());
+            }
+            events.push(event);
         }
         let last = since.elapsed();
-        let events = sse_events(&body)?;
+        let first = first.get().unwrap_or(last);
         Ok(Streamed {
-            first: first.unwrap_or(last),
+            first,
+            first_token: first_token.unwrap_or(last),
             last,
             events: events.len(),
             completed: self.door.completed(&events),
@@ -665,8 +701,11 @@ impl Target {
 /// One streamed reply as the client read it.
 #[derive(Clone, Copy, Debug)]
 pub struct Streamed {
-    /// When its first chunk arrived.
+    /// When its first chunk arrived (an upstream may send a fragment of an event first).
     pub first: Duration,
+    /// When the first event carrying a token ([`Door::carries_token`]) was whole: the time
+    /// to first token a client sees.
+    pub first_token: Duration,
     /// When its last byte arrived.
     pub last: Duration,
     /// Its SSE events.
@@ -1187,6 +1226,32 @@ mod tests {
 
     fn events(body: &[u8]) -> Vec<SseEvent> {
         sse_events(body).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_token_is_text_or_reasoning_in_a_whole_event_of_either_door() {
+        let event = |name: &str, data: Value| SseEvent {
+            name: name.to_owned(),
+            data: data.to_string(),
+        };
+        let chat = |delta: Value| event("message", json!({"choices": [{"delta": delta}]}));
+        assert!(!Door::Chat.carries_token(&chat(json!({"role": "assistant", "content": ""}))));
+        assert!(Door::Chat.carries_token(&chat(json!({"reasoning_content": "The user"}))));
+        assert!(Door::Chat.carries_token(&chat(json!({"content": "Hi"}))));
+        assert!(!Door::Chat.carries_token(&SseEvent {
+            name: "message".to_owned(),
+            data: "[DONE]".to_owned(),
+        }));
+        let start = json!({"type": "message_start", "message": {}});
+        assert!(!Door::Messages.carries_token(&event("message_start", start)));
+        let text_start =
+            json!({"type": "content_block_start", "content_block": {"type": "text", "text": ""}});
+        assert!(!Door::Messages.carries_token(&event("content_block_start", text_start)));
+        let thinking = json!({"type": "content_block_start", "content_block": {"type": "thinking", "thinking": "Hm"}});
+        assert!(Door::Messages.carries_token(&event("content_block_start", thinking)));
+        let delta =
+            json!({"type": "content_block_delta", "delta": {"type": "text_delta", "text": "Hi"}});
+        assert!(Door::Messages.carries_token(&event("content_block_delta", delta)));
     }
 
     #[test]

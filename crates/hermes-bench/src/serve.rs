@@ -11,8 +11,10 @@
 //! Two phases, each its own upstream and servers, each `rounds` rounds in which every backend
 //! takes its turn in an order that changes from round to round ([`interleaved_order`]):
 //! - fast upstream (`hermes sim serve --delay-ms 0`): non-streamed requests one at a time (the
-//!   added p50 and p99), then streamed ones (the added time to first token: to the first body
-//!   chunk, which for the gateway is its first forwarded event);
+//!   added p50 and p99), then streamed ones (the added time to first token: until the first
+//!   SSE event carrying text or reasoning is whole — the simulator sends its events in
+//!   fragments, a few milliseconds apart, so its first body byte comes long before its first
+//!   token, and a first-byte figure would compare a fragment with a whole event);
 //! - paced upstream (`--delay-ms 20`): closed loops of 1, 16 and 64 clients (each sends its next
 //!   request when its last one answered): the p99 ÷ direct's p99 in that round, and the
 //!   requests per second completed at 64; then, after the rounds, `streams` paced streams
@@ -427,9 +429,9 @@ async fn closed_loop(
     Ok((all, started.elapsed()))
 }
 
-/// Time to the first chunk of each of `n` streams sent one at a time; every one must end
-/// complete.
-async fn first_chunks(
+/// Time to the first token ([`Streamed::first_token`]) of each of `n` streams sent one at a
+/// time; every one must end complete.
+async fn first_tokens(
     client: &reqwest::Client,
     target: &Target,
     n: usize,
@@ -440,7 +442,7 @@ async fn first_chunks(
         if !reply.completed {
             return Err(format!("{}: a stream ended without [DONE]", target.name).into());
         }
-        firsts.push(reply.first);
+        firsts.push(reply.first_token);
     }
     Ok(firsts)
 }
@@ -530,7 +532,7 @@ async fn fast_rounds(
                 for _ in 0..size.fast {
                     plain.push(target.plain(client).await?);
                 }
-                let firsts = first_chunks(client, target, size.streamed).await?;
+                let firsts = first_tokens(client, target, size.streamed).await?;
                 Ok::<_, BenchError>((
                     percentile_ms(&plain, 0.5),
                     percentile_ms(&plain, 0.99),
@@ -894,8 +896,8 @@ pub fn print(report: &Report) {
         "-- each figure: the median of {} round medians [min–max of them]; the direct row's \
          latencies are its own (the baseline), every other row's are its value minus direct's \
          in the same round; added p50/p99: {} non-streamed requests one at a time per backend \
-         per round, upstream answering at once; added TTFT: median time to the first body chunk \
-         of {} streams one at a time; p99÷direct: 1, 16 and 64 clients in a closed loop (each sends its \
+         per round, upstream answering at once; added TTFT: median time until the first SSE event carrying \
+         text or reasoning is whole, of {} streams one at a time; p99÷direct: 1, 16 and 64 clients in a closed loop (each sends its \
          next request when its last answered; {} requests at c=1, {} per client at c=16 and \
          c=64), upstream waiting {} ms before it answers (`hermes sim serve --delay-ms {}`)",
         size.rounds,
