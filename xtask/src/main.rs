@@ -2,6 +2,9 @@
 //!
 //! Kept free of hermes dependencies so it builds in seconds; it drives `cargo` through `$CARGO`.
 
+#[cfg(test)]
+mod architecture;
+
 use std::process::Command;
 
 use anyhow::{Context as _, bail};

@@ -85,6 +85,16 @@ const BOOKKEEPING: &[&str] = &[
 /// Key prefixes no native wire sends.
 const BOOKKEEPING_PREFIXES: &[&str] = &["hermes_", "codex_", "_"];
 
+// The Converse lists are botocore's `bedrock-runtime` service model (`service-2.json`:
+// `ConverseRequest` and the shapes under it; e.g. `ContentBlock` has `audio`, `Tool` has
+// `systemTool`). The Messages lists are the `anthropic` SDK's request params
+// (`MessageCreateParams`, the `*BlockParam`s, `ToolParam`, `CacheControlEphemeralParam`,
+// `OutputConfigParam`; the top-level `cache_control` is automatic prompt caching,
+// platform.claude.com/docs/en/build-with-claude/prompt-caching). hermes-sim checks the same
+// wires with its own lists (`hermes_sim::schema`, written independently of our code and
+// depending on no hermes crate); `tests::the_converse_and_messages_lists_are_the_simulators`
+// holds each pair to the same members.
+
 /// The members of a Converse request body (botocore `ConverseRequest`, the `modelId` aside: it
 /// travels in the path).
 const CONVERSE_REQUEST: &[&str] = &[
@@ -128,6 +138,123 @@ const CONVERSE_REASONING: &[&str] = &["reasoningText", "redactedContent"];
 
 /// The members of the Converse `Tool` union.
 const CONVERSE_TOOL: &[&str] = &["toolSpec", "systemTool", "cachePoint"];
+
+/// The keys of a Converse `Message`.
+const CONVERSE_MESSAGE: &[&str] = &["role", "content"];
+
+/// The keys of Converse's `InferenceConfiguration`.
+const CONVERSE_INFERENCE_CONFIG: &[&str] = &["maxTokens", "temperature", "topP", "stopSequences"];
+
+/// The keys of Converse's `ToolConfiguration`.
+const CONVERSE_TOOL_CONFIG: &[&str] = &["tools", "toolChoice"];
+
+/// The keys of Converse's `ToolUseBlock`.
+const CONVERSE_TOOL_USE: &[&str] = &["toolUseId", "name", "input", "type"];
+
+/// The keys of Converse's `ToolResultBlock`.
+const CONVERSE_TOOL_RESULT: &[&str] = &["toolUseId", "content", "status", "type"];
+
+/// The keys of Converse's `ReasoningTextBlock`.
+const CONVERSE_REASONING_TEXT: &[&str] = &["text", "signature"];
+
+/// The keys of Converse's `ToolSpecification`.
+const CONVERSE_TOOL_SPEC: &[&str] = &["name", "description", "inputSchema", "strict"];
+
+/// The keys of Converse's `SystemTool`.
+const CONVERSE_SYSTEM_TOOL: &[&str] = &["name"];
+
+/// The keys of Converse's `CachePointBlock`.
+const CONVERSE_CACHE_POINT: &[&str] = &["type", "ttl"];
+
+/// The top-level keys of a Messages body: the API's, and the two only some doors take
+/// (`anthropic_version` on Vertex and Bedrock InvokeModel, `anthropic_beta` on Bedrock
+/// InvokeModel: docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages.html).
+const MESSAGES_TOP_LEVEL: &[&str] = &[
+    "model",
+    "anthropic_version",
+    "anthropic_beta",
+    "max_tokens",
+    "system",
+    "messages",
+    "tools",
+    "tool_choice",
+    "thinking",
+    "output_config",
+    "temperature",
+    "top_p",
+    "top_k",
+    "stop_sequences",
+    "stream",
+    "metadata",
+    "service_tier",
+    "cache_control",
+];
+
+/// The block types a Messages message may hold.
+const MESSAGES_BLOCK_TAGS: &[&str] = &[
+    "text",
+    "image",
+    "document",
+    "tool_use",
+    "tool_result",
+    "thinking",
+    "redacted_thinking",
+];
+
+/// The block types a Messages `tool_result`'s content list may hold.
+const MESSAGES_TOOL_RESULT_CONTENT: &[&str] = &["text", "image", "document"];
+
+/// The keys of a Messages message.
+const MESSAGES_MESSAGE: &[&str] = &["role", "content"];
+
+/// The keys of a Messages `text` block (a system block too).
+const MESSAGES_TEXT: &[&str] = &["type", "text", "cache_control", "citations"];
+
+/// The keys of a Messages `image` block.
+const MESSAGES_IMAGE: &[&str] = &["type", "source", "cache_control"];
+
+/// The keys of a Messages `document` block.
+const MESSAGES_DOCUMENT: &[&str] = &[
+    "type",
+    "source",
+    "title",
+    "context",
+    "citations",
+    "cache_control",
+];
+
+/// The keys of a Messages `thinking` block.
+const MESSAGES_THINKING: &[&str] = &["type", "thinking", "signature"];
+
+/// The keys of a Messages `redacted_thinking` block.
+const MESSAGES_REDACTED_THINKING: &[&str] = &["type", "data"];
+
+/// The keys of a Messages `tool_use` block.
+const MESSAGES_TOOL_USE: &[&str] = &["type", "id", "name", "input", "cache_control"];
+
+/// The keys of a Messages `tool_result` block.
+const MESSAGES_TOOL_RESULT: &[&str] = &[
+    "type",
+    "tool_use_id",
+    "content",
+    "is_error",
+    "cache_control",
+];
+
+/// The keys of a Messages custom tool.
+const MESSAGES_TOOL: &[&str] = &[
+    "name",
+    "description",
+    "input_schema",
+    "cache_control",
+    "type",
+];
+
+/// The keys of a Messages `cache_control`.
+const MESSAGES_CACHE_CONTROL: &[&str] = &["type", "ttl"];
+
+/// The keys of a Messages `output_config`.
+const MESSAGES_OUTPUT_CONFIG: &[&str] = &["effort", "format"];
 
 #[derive(Deserialize)]
 struct Named {
@@ -969,27 +1096,29 @@ fn body_schema(shape: Option<Shape>, body: &Value) -> Result<(), String> {
     }
 }
 
-/// One content block of the Messages schema.
-fn block_schema(block: &Value, what: &str) -> Result<(), String> {
+/// One content block of the Messages schema, of one of the types `tags`.
+fn block_schema(block: &Value, tags: &[&str], what: &str) -> Result<(), String> {
     let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
     let allowed: &[&str] = match kind {
-        "text" => &["type", "text", "cache_control", "citations"],
-        "image" | "document" => &["type", "source", "title", "context", "cache_control"],
-        "thinking" => &["type", "thinking", "signature"],
-        "redacted_thinking" => &["type", "data"],
-        "tool_use" => &["type", "id", "name", "input", "cache_control"],
-        "tool_result" => &[
-            "type",
-            "tool_use_id",
-            "content",
-            "is_error",
-            "cache_control",
-        ],
+        _ if !tags.contains(&kind) => {
+            return Err(format!("{what} has block type `{kind}`: {block}"));
+        }
+        "text" => MESSAGES_TEXT,
+        "image" => MESSAGES_IMAGE,
+        "document" => MESSAGES_DOCUMENT,
+        "thinking" => MESSAGES_THINKING,
+        "redacted_thinking" => MESSAGES_REDACTED_THINKING,
+        "tool_use" => MESSAGES_TOOL_USE,
+        "tool_result" => MESSAGES_TOOL_RESULT,
         other => return Err(format!("{what} has block type `{other}`: {block}")),
     };
     keys_within(block, allowed, what)?;
     if let Some(cache) = block.get("cache_control") {
-        keys_within(cache, &["type", "ttl"], &format!("{what}.cache_control"))?;
+        keys_within(
+            cache,
+            MESSAGES_CACHE_CONTROL,
+            &format!("{what}.cache_control"),
+        )?;
     }
     match kind {
         "text" if !block.get("text").is_some_and(Value::is_string) => {
@@ -1000,10 +1129,13 @@ fn block_schema(block: &Value, what: &str) -> Result<(), String> {
         }
         "tool_result" => match block.get("content") {
             None | Some(Value::String(_)) => Ok(()),
-            Some(Value::Array(inner)) => inner
-                .iter()
-                .enumerate()
-                .try_for_each(|(i, b)| block_schema(b, &format!("{what}.content[{i}]"))),
+            Some(Value::Array(inner)) => inner.iter().enumerate().try_for_each(|(i, b)| {
+                block_schema(
+                    b,
+                    MESSAGES_TOOL_RESULT_CONTENT,
+                    &format!("{what}.content[{i}]"),
+                )
+            }),
             Some(other) => Err(format!("{what}: tool result content {other}")),
         },
         _ => Ok(()),
@@ -1015,32 +1147,10 @@ fn block_schema(block: &Value, what: &str) -> Result<(), String> {
 /// the beta list as `anthropic_beta` (Bedrock's Anthropic Messages request,
 /// docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages.html).
 fn messages_schema(body: &Value) -> Result<(), String> {
-    keys_within(
-        body,
-        &[
-            "model",
-            "anthropic_version",
-            "anthropic_beta",
-            "max_tokens",
-            "system",
-            "messages",
-            "tools",
-            "tool_choice",
-            "thinking",
-            "output_config",
-            "temperature",
-            "top_p",
-            "top_k",
-            "stop_sequences",
-            "stream",
-            "metadata",
-            "service_tier",
-        ],
-        "the body",
-    )?;
+    keys_within(body, MESSAGES_TOP_LEVEL, "the body")?;
     for (i, msg) in body_messages(body).enumerate() {
         let what = format!("messages[{i}]");
-        keys_within(msg, &["role", "content"], &what)?;
+        keys_within(msg, MESSAGES_MESSAGE, &what)?;
         if !matches!(
             msg.get("role").and_then(Value::as_str),
             Some("user" | "assistant")
@@ -1051,7 +1161,7 @@ fn messages_schema(body: &Value) -> Result<(), String> {
             Some(Value::String(_)) => {}
             Some(Value::Array(blocks)) if !blocks.is_empty() => {
                 for (j, block) in blocks.iter().enumerate() {
-                    block_schema(block, &format!("{what}.content[{j}]"))?;
+                    block_schema(block, MESSAGES_BLOCK_TAGS, &format!("{what}.content[{j}]"))?;
                 }
             }
             other => return Err(format!("{what} has content {other:?}")),
@@ -1064,7 +1174,7 @@ fn messages_schema(body: &Value) -> Result<(), String> {
                 if block.get("type").and_then(Value::as_str) != Some("text") {
                     return Err(format!("system[{j}] is not a text block: {block}"));
                 }
-                block_schema(block, &format!("system[{j}]"))?;
+                block_schema(block, &["text"], &format!("system[{j}]"))?;
             }
         }
         Some(other) => return Err(format!("system is {other}")),
@@ -1076,23 +1186,13 @@ fn messages_schema(body: &Value) -> Result<(), String> {
         .flatten()
         .enumerate()
     {
-        keys_within(
-            tool,
-            &[
-                "name",
-                "description",
-                "input_schema",
-                "cache_control",
-                "type",
-            ],
-            &format!("tools[{j}]"),
-        )?;
+        keys_within(tool, MESSAGES_TOOL, &format!("tools[{j}]"))?;
     }
     if let Some(thinking) = body.get("thinking") {
         keys_within(thinking, &["type", "budget_tokens", "display"], "thinking")?;
     }
     if let Some(config) = body.get("output_config") {
-        keys_within(config, &["effort", "format"], "output_config")?;
+        keys_within(config, MESSAGES_OUTPUT_CONFIG, "output_config")?;
     }
     Ok(())
 }
@@ -1109,7 +1209,7 @@ fn converse_schema(body: &Value) -> Result<(), String> {
     let mut previous: Option<&str> = None;
     for (i, msg) in messages.iter().enumerate() {
         let what = format!("messages[{i}]");
-        keys_within(msg, &["role", "content"], &what)?;
+        keys_within(msg, CONVERSE_MESSAGE, &what)?;
         let role = msg.get("role").and_then(Value::as_str);
         let expected = match previous {
             None | Some("assistant") => "user",
@@ -1141,14 +1241,10 @@ fn converse_schema(body: &Value) -> Result<(), String> {
         Some(other) => return Err(format!("system is {other}")),
     }
     if let Some(config) = body.get("inferenceConfig") {
-        keys_within(
-            config,
-            &["maxTokens", "temperature", "topP", "stopSequences"],
-            "inferenceConfig",
-        )?;
+        keys_within(config, CONVERSE_INFERENCE_CONFIG, "inferenceConfig")?;
     }
     if let Some(config) = body.get("toolConfig") {
-        keys_within(config, &["tools", "toolChoice"], "toolConfig")?;
+        keys_within(config, CONVERSE_TOOL_CONFIG, "toolConfig")?;
         for (j, tool) in config
             .get("tools")
             .and_then(Value::as_array)
@@ -1205,7 +1301,7 @@ fn union_schema(value: &Value, members: &[&str], what: &str) -> Result<(), Strin
             Err(format!("{what} is not a non-empty string: {value}"))
         }
         "toolUse" => {
-            keys_within(inner, &["toolUseId", "name", "input", "type"], &what)?;
+            keys_within(inner, CONVERSE_TOOL_USE, &what)?;
             string(inner.get("toolUseId"), "toolUseId")?;
             string(inner.get("name"), "name")?;
             if inner.get("input").is_some_and(Value::is_object) {
@@ -1215,7 +1311,7 @@ fn union_schema(value: &Value, members: &[&str], what: &str) -> Result<(), Strin
             }
         }
         "toolResult" => {
-            keys_within(inner, &["toolUseId", "content", "status", "type"], &what)?;
+            keys_within(inner, CONVERSE_TOOL_RESULT, &what)?;
             string(inner.get("toolUseId"), "toolUseId")?;
             match inner.get("content") {
                 Some(Value::Array(blocks)) => blocks.iter().enumerate().try_for_each(|(j, b)| {
@@ -1230,7 +1326,7 @@ fn union_schema(value: &Value, members: &[&str], what: &str) -> Result<(), Strin
         }
         "reasoningContent" => union_schema(inner, CONVERSE_REASONING, &what),
         "reasoningText" => {
-            keys_within(inner, &["text", "signature"], &what)?;
+            keys_within(inner, CONVERSE_REASONING_TEXT, &what)?;
             string(inner.get("text"), "text")?;
             match inner.get("signature") {
                 None => Ok(()),
@@ -1241,15 +1337,15 @@ fn union_schema(value: &Value, members: &[&str], what: &str) -> Result<(), Strin
             Err(format!("{what} is not a base64 string: {value}"))
         }
         "cachePoint" => {
-            keys_within(inner, &["type", "ttl"], &what)?;
+            keys_within(inner, CONVERSE_CACHE_POINT, &what)?;
             string(inner.get("type"), "type")
         }
+        "systemTool" => {
+            keys_within(inner, CONVERSE_SYSTEM_TOOL, &what)?;
+            string(inner.get("name"), "name")
+        }
         "toolSpec" => {
-            keys_within(
-                inner,
-                &["name", "description", "inputSchema", "strict"],
-                &what,
-            )?;
+            keys_within(inner, CONVERSE_TOOL_SPEC, &what)?;
             string(inner.get("name"), "name")?;
             match inner.get("inputSchema") {
                 Some(schema) => union_schema(schema, &["json"], &format!("{what}.inputSchema")),
@@ -1348,6 +1444,161 @@ mod tests {
     use hermes_core::{Origin, Outgoing};
     use serde_json::json;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Each schema list both checkers keep names the same members (order aside: the
+    /// simulator's follow the API's error texts); a failure names every list and member that
+    /// differs.
+    #[test]
+    fn the_converse_and_messages_lists_are_the_simulators() {
+        use hermes_sim::schema::{converse, messages};
+        let pairs: &[(&str, &[&str], &[&str])] = &[
+            (
+                "Converse request",
+                CONVERSE_REQUEST,
+                converse::REQUEST_MEMBERS,
+            ),
+            (
+                "Converse ContentBlock",
+                CONVERSE_BLOCK,
+                converse::CONTENT_MEMBERS,
+            ),
+            (
+                "Converse SystemContentBlock",
+                CONVERSE_SYSTEM_BLOCK,
+                converse::SYSTEM_MEMBERS,
+            ),
+            (
+                "Converse ToolResultContentBlock",
+                CONVERSE_TOOL_RESULT_BLOCK,
+                converse::TOOL_RESULT_MEMBERS,
+            ),
+            (
+                "Converse ReasoningContentBlock",
+                CONVERSE_REASONING,
+                converse::REASONING_MEMBERS,
+            ),
+            ("Converse Tool", CONVERSE_TOOL, converse::TOOL_MEMBERS),
+            ("Converse Message", CONVERSE_MESSAGE, converse::MESSAGE_KEYS),
+            (
+                "Converse InferenceConfiguration",
+                CONVERSE_INFERENCE_CONFIG,
+                converse::INFERENCE_CONFIG_KEYS,
+            ),
+            (
+                "Converse ToolConfiguration",
+                CONVERSE_TOOL_CONFIG,
+                converse::TOOL_CONFIG_KEYS,
+            ),
+            (
+                "Converse ToolUseBlock",
+                CONVERSE_TOOL_USE,
+                converse::TOOL_USE_KEYS,
+            ),
+            (
+                "Converse ToolResultBlock",
+                CONVERSE_TOOL_RESULT,
+                converse::TOOL_RESULT_KEYS,
+            ),
+            (
+                "Converse ReasoningTextBlock",
+                CONVERSE_REASONING_TEXT,
+                converse::REASONING_TEXT_KEYS,
+            ),
+            (
+                "Converse ToolSpecification",
+                CONVERSE_TOOL_SPEC,
+                converse::TOOL_SPEC_KEYS,
+            ),
+            (
+                "Converse SystemTool",
+                CONVERSE_SYSTEM_TOOL,
+                converse::SYSTEM_TOOL_KEYS,
+            ),
+            (
+                "Converse CachePointBlock",
+                CONVERSE_CACHE_POINT,
+                converse::CACHE_POINT_KEYS,
+            ),
+            (
+                "Messages block types",
+                MESSAGES_BLOCK_TAGS,
+                messages::BLOCK_TAGS,
+            ),
+            (
+                "Messages tool_result content types",
+                MESSAGES_TOOL_RESULT_CONTENT,
+                messages::TOOL_RESULT_CONTENT_TAGS,
+            ),
+            ("Messages message", MESSAGES_MESSAGE, messages::MESSAGE_KEYS),
+            ("Messages text block", MESSAGES_TEXT, messages::TEXT_KEYS),
+            ("Messages image block", MESSAGES_IMAGE, messages::IMAGE_KEYS),
+            (
+                "Messages document block",
+                MESSAGES_DOCUMENT,
+                messages::DOCUMENT_KEYS,
+            ),
+            (
+                "Messages thinking block",
+                MESSAGES_THINKING,
+                messages::THINKING_KEYS,
+            ),
+            (
+                "Messages redacted_thinking block",
+                MESSAGES_REDACTED_THINKING,
+                messages::REDACTED_THINKING_KEYS,
+            ),
+            (
+                "Messages tool_use block",
+                MESSAGES_TOOL_USE,
+                messages::TOOL_USE_KEYS,
+            ),
+            (
+                "Messages tool_result block",
+                MESSAGES_TOOL_RESULT,
+                messages::TOOL_RESULT_KEYS,
+            ),
+            (
+                "Messages custom tool",
+                MESSAGES_TOOL,
+                messages::CUSTOM_TOOL_KEYS,
+            ),
+            (
+                "Messages cache_control",
+                MESSAGES_CACHE_CONTROL,
+                messages::CACHE_CONTROL_KEYS,
+            ),
+            (
+                "Messages output_config",
+                MESSAGES_OUTPUT_CONFIG,
+                messages::OUTPUT_CONFIG_KEYS,
+            ),
+        ];
+        // The simulator splits the Messages top level into what every door takes and what
+        // only some doors take; conformance checks bodies of every door against one list.
+        let sim_top: Vec<&str> = messages::TOP_LEVEL
+            .iter()
+            .chain(messages::DOOR_TOP_LEVEL)
+            .copied()
+            .collect();
+        let top = ("Messages top level", MESSAGES_TOP_LEVEL, sim_top.as_slice());
+        let mut wrong = Vec::new();
+        for (name, ours, sims) in pairs.iter().copied().chain([top]) {
+            let ours: BTreeSet<&str> = ours.iter().copied().collect();
+            let sims: BTreeSet<&str> = sims.iter().copied().collect();
+            let only_ours: Vec<&str> = ours.difference(&sims).copied().collect();
+            let only_sims: Vec<&str> = sims.difference(&ours).copied().collect();
+            if !only_ours.is_empty() || !only_sims.is_empty() {
+                wrong.push(format!(
+                    "{name}: only hermes-conformance has {only_ours:?}, only hermes-sim has {only_sims:?}"
+                ));
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "the schema lists disagree:\n{}",
+            wrong.join("\n")
+        );
+    }
 
     /// The Bedrock ids of the corpus's two models (the signed policy applies to them).
     const BEDROCK_MODELS: [&str; 2] = [

@@ -2,7 +2,8 @@
 //! one settlement of provider, model, base URL and key ([`settle`]) and of the thinking request
 //! ([`settle_thinking`]: flags > the stored session's > config's `effort`; a session stores the
 //! request it was created with, a resumed one the flags it is given), the [`Engine`] (the
-//! route table, a third party's routes first, and the wires), the chat session
+//! route table, a third party's routes first, its HTTP clients and simulators; the wire of each
+//! settled target is built in one place, `live`, for turns and previews alike), the chat session
 //! ([`ChatSession`]: open, resume, turn, pre-flight, compact, branch, switch model), the store
 //! adapter the driver writes through, the summarizer and the compaction → store mapping, the
 //! preview body, and where the database lives in a home folder. Wires and storage meet only

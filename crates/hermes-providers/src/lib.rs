@@ -1,5 +1,11 @@
-//! hermes-providers: the built-in chat-completions route table (SPEC §3) and the provider
-//! registry (SPEC §8a), and the chat-completions HTTP transport.
+//! hermes-providers: the built-in route table (SPEC §3, `routes`: `register_builtin`, the one
+//! list, and `builtin_table`), the provider registry (SPEC §8a, `registry`: id → wire, default
+//! base URL, key variable), the five built-in wires — chat completions (`chat`, `HttpChat`),
+//! Anthropic Messages on its direct, Foundry, Vertex and Bedrock InvokeModel doors
+//! (`anthropic`), Bedrock Converse (`bedrock`, with AWS auth in `aws`), Gemini generateContent
+//! (`gemini`) and OpenAI Responses (`responses`), each implementing `hermes_core::Wire` — and
+//! the HTTP transport they all send through (`transport`: `ChatTransport`, `Auth`, `Waits`).
+//! `sampling` maps the request's sampling parameters onto each wire.
 
 pub mod anthropic;
 pub mod aws;

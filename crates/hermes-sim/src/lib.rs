@@ -97,6 +97,32 @@ pub use profile::Profile;
 pub use rules::{GEMINI_TOP_LEVEL, OPENAI_TOP_LEVEL};
 pub use sign::DEFAULT_KEY;
 
+/// The request schemas the simulators hold bodies to, as the lists they check against, for a
+/// test outside to compare with another checker's copy (hermes-conformance's wire invariants
+/// keep their own, written from the same official sources; the simulator depends on no hermes
+/// crate, so the lists are compared, not shared).
+pub mod schema {
+    /// AWS Bedrock Converse (botocore's `bedrock-runtime` service model).
+    pub mod converse {
+        pub use crate::bedrock::rules::{
+            CACHE_POINT_KEYS, CONTENT_MEMBERS, CONVERSE_TOP_LEVEL as REQUEST_MEMBERS,
+            INFERENCE_CONFIG_KEYS, MESSAGE_KEYS, REASONING_MEMBERS, REASONING_TEXT_KEYS,
+            SYSTEM_MEMBERS, SYSTEM_TOOL_KEYS, TOOL_CONFIG_KEYS, TOOL_MEMBERS, TOOL_RESULT_KEYS,
+            TOOL_RESULT_MEMBERS, TOOL_SPEC_KEYS, TOOL_USE_KEYS,
+        };
+    }
+
+    /// Anthropic Messages (the `anthropic` SDK's request params).
+    pub mod messages {
+        pub use crate::anthropic::rules::{
+            ANTHROPIC_TOP_LEVEL as TOP_LEVEL, BLOCK_TAGS, CACHE_CONTROL_KEYS, CUSTOM_TOOL_KEYS,
+            DOCUMENT_KEYS, DOOR_TOP_LEVEL, IMAGE_KEYS, MESSAGE_KEYS, OUTPUT_CONFIG_KEYS,
+            REDACTED_THINKING_KEYS, TEXT_KEYS, THINKING_KEYS, TOOL_RESULT_CONTENT_TAGS,
+            TOOL_RESULT_KEYS, TOOL_USE_KEYS,
+        };
+    }
+}
+
 /// Environment variable the simulator binaries (`hermes-sim`, `hermes sim serve`) read to override
 /// the signing key; the library never reads it (pass the key to [`SimBuilder::key`]).
 pub const KEY_ENV: &str = "HERMES_SIM_KEY";

@@ -193,34 +193,6 @@ fn signature_error_line(body: &str) -> Option<String> {
     ))
 }
 
-/// Calls the core refusal classifier (the default [`Wire::refused`]): the one place SPEC §6's
-/// unknown-field phrases are read.
-struct CoreClassifier;
-
-#[async_trait::async_trait]
-impl Wire for CoreClassifier {
-    fn id(&self) -> &'static str {
-        WIRE_ID
-    }
-
-    fn encode(&self, _: &RequestParts<'_>) -> Result<Outgoing, TransportError> {
-        Err(TransportError::Request(
-            "the classifier encodes nothing".into(),
-        ))
-    }
-
-    async fn send(
-        &self,
-        _: &Outgoing,
-        _: Origin,
-        _: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Result<Reply, TransportError> {
-        Err(TransportError::Request(
-            "the classifier sends nothing".into(),
-        ))
-    }
-}
-
 #[async_trait::async_trait]
 impl Wire for GeminiWire {
     fn id(&self) -> &'static str {
@@ -274,8 +246,9 @@ impl Wire for GeminiWire {
 
     /// Reads Google's envelope (`{"error":{…}}` or `[{"error":{…}}]`): each name an
     /// `Unknown name "X" … Cannot find field.` message or field violation gives is handed to
-    /// the core classifier as an unknown field, so a refused `thoughtSignature` (either
-    /// spelling) is a refusal with one retry; the rest of the body is not read for field names.
+    /// the core classifier (`hermes_core::refusal::classify_fields`, the one reader of SPEC §6's
+    /// phrases) as an unknown field, so a refused `thoughtSignature` (either spelling) is a
+    /// refusal with one retry; the rest of the body is not read for field names.
     fn refused(
         &self,
         status: Option<u16>,
@@ -299,7 +272,7 @@ impl Wire for GeminiWire {
         if text.is_empty() {
             return None;
         }
-        CoreClassifier.refused(status, &text.join("; "), sent, must_echo)
+        hermes_core::refusal::classify_fields(status, &text.join("; "), sent, must_echo)
     }
 }
 

@@ -13,7 +13,7 @@ use hermes_core::{
 
 use super::body::{AI_STUDIO_BASE, Target, encode, made_up_id};
 use super::capture::{TurnCapture, capture_reply};
-use super::{CoreClassifier, GeminiWire, read_sse, signature_error_line, url};
+use super::{GeminiWire, read_sse, signature_error_line, url};
 use crate::ChatTransport;
 
 const PRO3: &str = "gemini-3-pro-preview";
@@ -968,7 +968,7 @@ fn an_unknown_name_we_replay_is_a_refusal_read_from_either_envelope() {
     // The core classifier alone does not read Google's wording: the wire turns it into an
     // unknown field.
     assert_eq!(
-        CoreClassifier.refused(Some(400), UNKNOWN_SIG, &sent, false),
+        hermes_core::refusal::classify_fields(Some(400), UNKNOWN_SIG, &sent, false),
         None
     );
 }

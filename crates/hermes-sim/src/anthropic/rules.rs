@@ -88,15 +88,83 @@ pub(crate) const INTERLEAVED_BETA: &str = "interleaved-thinking-2025-05-14";
 /// Most `cache_control` breakpoints in one request.
 const MAX_BREAKPOINTS: usize = 4;
 
+// The key lists below are the `anthropic` SDK's request params (`MessageCreateParams`,
+// `TextBlockParam`, `ImageBlockParam`, `DocumentBlockParam`, `ToolUseBlockParam`,
+// `ToolResultBlockParam`, `ThinkingBlockParam`, `RedactedThinkingBlockParam`, `ToolParam`,
+// `CacheControlEphemeralParam`, `OutputConfigParam`) for the blocks the simulator models.
+// hermes-conformance keeps its own copies for its wire invariants; its test
+// `the_converse_and_messages_lists_are_the_simulators` holds the two to the same members
+// (`crate::schema` re-exports them).
+
 /// The block tags a message may hold, in the order the union-tag error lists them.
-const BLOCK_TAGS: &[&str] = &[
+pub const BLOCK_TAGS: &[&str] = &[
     "text",
     "image",
+    "document",
     "tool_use",
     "tool_result",
     "thinking",
     "redacted_thinking",
 ];
+
+/// The block tags a `tool_result`'s content list may hold.
+pub const TOOL_RESULT_CONTENT_TAGS: &[&str] = &["text", "image", "document"];
+
+/// Top-level names only some doors take: `anthropic_version` (Vertex, Bedrock InvokeModel)
+/// and `anthropic_beta` (Bedrock InvokeModel), besides [`ANTHROPIC_TOP_LEVEL`].
+pub const DOOR_TOP_LEVEL: &[&str] = &["anthropic_version", "anthropic_beta"];
+
+/// Keys of a message.
+pub const MESSAGE_KEYS: &[&str] = &["role", "content"];
+
+/// Keys of a `text` block (a system block too).
+pub const TEXT_KEYS: &[&str] = &["type", "text", "cache_control", "citations"];
+
+/// Keys of an `image` block.
+pub const IMAGE_KEYS: &[&str] = &["type", "source", "cache_control"];
+
+/// Keys of a `document` block.
+pub const DOCUMENT_KEYS: &[&str] = &[
+    "type",
+    "source",
+    "title",
+    "context",
+    "citations",
+    "cache_control",
+];
+
+/// Keys of a `thinking` block.
+pub const THINKING_KEYS: &[&str] = &["type", "thinking", "signature"];
+
+/// Keys of a `redacted_thinking` block.
+pub const REDACTED_THINKING_KEYS: &[&str] = &["type", "data"];
+
+/// Keys of a `tool_use` block.
+pub const TOOL_USE_KEYS: &[&str] = &["type", "id", "name", "input", "cache_control"];
+
+/// Keys of a `tool_result` block.
+pub const TOOL_RESULT_KEYS: &[&str] = &[
+    "type",
+    "tool_use_id",
+    "content",
+    "is_error",
+    "cache_control",
+];
+
+/// Keys of a custom tool (`tools[]` without a versioned `type`).
+pub const CUSTOM_TOOL_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "input_schema",
+    "cache_control",
+    "type",
+];
+
+/// Keys of `cache_control`.
+pub const CACHE_CONTROL_KEYS: &[&str] = &["type", "ttl"];
+
+/// Keys of `output_config`.
+pub const OUTPUT_CONFIG_KEYS: &[&str] = &["effort", "format"];
 
 /// Where the request came in, as far as the rules care.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -340,7 +408,7 @@ impl Schema {
         let o = v
             .as_object()
             .ok_or_else(|| wrong_type(path, "", "dictionary"))?;
-        self.keys(o, path, &["type", "ttl"], &["type"])?;
+        self.keys(o, path, CACHE_CONTROL_KEYS, &["type"])?;
         if o.get("type").and_then(Value::as_str) != Some("ephemeral") {
             return Err(literal(&join(path, "type"), &["ephemeral"]));
         }
@@ -378,35 +446,20 @@ impl Schema {
         }
         let at = join(path, tag);
         let (allowed, needed, strings): (&[&str], &[&str], &[&str]) = match tag {
-            "text" => (
-                &["type", "text", "cache_control", "citations"],
-                &["text"],
-                &["text"],
-            ),
+            "text" => (TEXT_KEYS, &["text"], &["text"]),
             "thinking" => (
-                &["type", "thinking", "signature"],
+                THINKING_KEYS,
                 &["thinking", "signature"],
                 &["thinking", "signature"],
             ),
-            "redacted_thinking" => (&["type", "data"], &["data"], &["data"]),
-            "tool_use" => (
-                &["type", "id", "name", "input", "cache_control"],
-                &["id", "name", "input"],
-                &["id", "name"],
-            ),
-            "tool_result" => (
-                &[
-                    "type",
-                    "tool_use_id",
-                    "content",
-                    "is_error",
-                    "cache_control",
-                ],
-                &["tool_use_id"],
-                &["tool_use_id"],
-            ),
+            "redacted_thinking" => (REDACTED_THINKING_KEYS, &["data"], &["data"]),
+            "tool_use" => (TOOL_USE_KEYS, &["id", "name", "input"], &["id", "name"]),
+            "tool_result" => (TOOL_RESULT_KEYS, &["tool_use_id"], &["tool_use_id"]),
+            // A document's source (PDF, plain text, content blocks, URL, file) is not modelled
+            // beyond being there; `title` and `context` are strings.
+            "document" => (DOCUMENT_KEYS, &["source"], &["title", "context"]),
             // "image"
-            _ => (&["type", "source", "cache_control"], &["source"], &[]),
+            _ => (IMAGE_KEYS, &["source"], &[]),
         };
         self.keys(o, &at, allowed, needed)?;
         for key in strings {
@@ -428,7 +481,7 @@ impl Schema {
                 None | Some(Value::String(_)) => {}
                 Some(Value::Array(items)) => {
                     for (k, item) in items.iter().enumerate() {
-                        self.block(item, &format!("{at}.content.{k}"), &["text", "image"])?;
+                        self.block(item, &format!("{at}.content.{k}"), TOOL_RESULT_CONTENT_TAGS)?;
                     }
                 }
                 Some(_) => return Err(wrong_type(&at, "content", "list")),
@@ -496,12 +549,7 @@ impl Schema {
                     if o.get("type").and_then(Value::as_str) != Some("text") {
                         return Err(literal(&join(&path, "type"), &["text"]));
                     }
-                    self.keys(
-                        o,
-                        &path,
-                        &["type", "text", "cache_control", "citations"],
-                        &["text"],
-                    )?;
+                    self.keys(o, &path, TEXT_KEYS, &["text"])?;
                     Schema::string(o, &path, "text")?;
                     if let Some(cc) = o.get("cache_control") {
                         self.cache_control(cc, &join(&path, "cache_control"))?;
@@ -530,18 +578,7 @@ impl Schema {
                 self.server_tool(o, &path, kind)?;
                 continue;
             }
-            self.keys(
-                o,
-                &path,
-                &[
-                    "name",
-                    "description",
-                    "input_schema",
-                    "cache_control",
-                    "type",
-                ],
-                &["name"],
-            )?;
+            self.keys(o, &path, CUSTOM_TOOL_KEYS, &["name"])?;
             Schema::string(o, &path, "name")?;
             Schema::string(o, &path, "description")?;
             if o.get("input_schema").is_some_and(|s| !s.is_object()) {
@@ -598,7 +635,7 @@ impl Schema {
             let o = m
                 .as_object()
                 .ok_or_else(|| wrong_type(&path, "", "dictionary"))?;
-            self.keys(o, &path, &["role", "content"], &["role", "content"])?;
+            self.keys(o, &path, MESSAGE_KEYS, MESSAGE_KEYS)?;
             let role = o.get("role").and_then(Value::as_str).unwrap_or("");
             if role != "user" && role != "assistant" {
                 return Err(literal(&join(&path, "role"), &["user", "assistant"]));
@@ -716,7 +753,11 @@ pub(crate) fn output_config(v: &Value) -> Result<(), String> {
     let o = v
         .as_object()
         .ok_or_else(|| wrong_type("output_config", "", "dictionary"))?;
-    Schema::default().keys(o, "output_config", &["effort"], &[])?;
+    Schema::default().keys(o, "output_config", OUTPUT_CONFIG_KEYS, &[])?;
+    // Structured output (`format`: a JSON schema) is an object; its schema is not modelled.
+    if o.get("format").is_some_and(|f| !f.is_object()) {
+        return Err(wrong_type("output_config", "format", "dictionary"));
+    }
     let efforts = ["low", "medium", "high", "xhigh", "max"];
     match o.get("effort") {
         Some(e) if !e.as_str().is_some_and(|e| efforts.contains(&e)) => {

@@ -41,6 +41,12 @@ use crate::anthropic::rules::{
 };
 use crate::anthropic::thinking::{self, Token};
 
+// The lists below are botocore's `bedrock-runtime` service model (`service-2.json`, the
+// `ConverseRequest` structure and the shapes under it), which boto3 validates against before
+// sending. hermes-conformance keeps its own copies for its wire invariants; its test
+// `the_converse_and_messages_lists_are_the_simulators` holds the two to the same members, so a
+// change here is a change there (`crate::schema` re-exports them).
+
 /// Top-level names of a Converse request body (the model id is in the path).
 pub const CONVERSE_TOP_LEVEL: &[&str] = &[
     "messages",
@@ -56,11 +62,12 @@ pub const CONVERSE_TOP_LEVEL: &[&str] = &[
 ];
 
 /// Members of the `ContentBlock` union, in the API's order.
-const CONTENT_MEMBERS: &[&str] = &[
+pub const CONTENT_MEMBERS: &[&str] = &[
     "text",
     "image",
     "document",
     "video",
+    "audio",
     "toolUse",
     "toolResult",
     "guardContent",
@@ -71,14 +78,50 @@ const CONTENT_MEMBERS: &[&str] = &[
 ];
 
 /// Members of the `SystemContentBlock` union.
-const SYSTEM_MEMBERS: &[&str] = &["text", "guardContent", "cachePoint"];
+pub const SYSTEM_MEMBERS: &[&str] = &["text", "guardContent", "cachePoint"];
 
 /// Members of the `ReasoningContentBlock` union.
-const REASONING_MEMBERS: &[&str] = &["reasoningText", "redactedContent"];
+pub const REASONING_MEMBERS: &[&str] = &["reasoningText", "redactedContent"];
 
 /// Members of the `ToolResultContentBlock` union.
-const TOOL_RESULT_MEMBERS: &[&str] =
+pub const TOOL_RESULT_MEMBERS: &[&str] =
     &["json", "text", "image", "document", "video", "searchResult"];
+
+/// Members of the `Tool` union (`toolConfig.tools[]`).
+pub const TOOL_MEMBERS: &[&str] = &["toolSpec", "systemTool", "cachePoint"];
+
+/// Keys of a `Message`.
+pub const MESSAGE_KEYS: &[&str] = &["role", "content"];
+
+/// Keys of `InferenceConfiguration`.
+pub const INFERENCE_CONFIG_KEYS: &[&str] = &["maxTokens", "temperature", "topP", "stopSequences"];
+
+/// Keys of `ToolConfiguration`.
+pub const TOOL_CONFIG_KEYS: &[&str] = &["tools", "toolChoice"];
+
+/// Keys of `ToolUseBlock`.
+pub const TOOL_USE_KEYS: &[&str] = &["toolUseId", "name", "input", "type"];
+
+/// Keys of `ToolResultBlock`.
+pub const TOOL_RESULT_KEYS: &[&str] = &["toolUseId", "content", "status", "type"];
+
+/// Keys of `ReasoningTextBlock`.
+pub const REASONING_TEXT_KEYS: &[&str] = &["text", "signature"];
+
+/// Keys of `ToolSpecification`.
+pub const TOOL_SPEC_KEYS: &[&str] = &["name", "description", "inputSchema", "strict"];
+
+/// Keys of `SystemTool`.
+pub const SYSTEM_TOOL_KEYS: &[&str] = &["name"];
+
+/// Keys of `CachePointBlock`.
+pub const CACHE_POINT_KEYS: &[&str] = &["type", "ttl"];
+
+/// `AudioFormat`'s values.
+const AUDIO_FORMATS: &[&str] = &[
+    "mp3", "opus", "wav", "aac", "flac", "mp4", "ogg", "mkv", "mka", "x-aac", "m4a", "mpeg",
+    "mpga", "pcm", "webm",
+];
 
 /// `additionalModelRequestFields` keys Claude takes (the rest of Anthropic's body is built from
 /// the Converse fields).
@@ -354,7 +397,7 @@ fn document(v: &Value, name: &str) -> Result<(), String> {
 
 fn cache_point(v: &Value, name: &str, coral: &str) -> Result<(), String> {
     let o = object(v, name)?;
-    keys(o, name, &["type", "ttl"], &["type"])?;
+    keys(o, name, CACHE_POINT_KEYS, &["type"])?;
     enumerated(o, "type", &format!("{coral}.type"), &["default"])
 }
 
@@ -380,26 +423,17 @@ fn block(b: &Value, n: usize, m: usize) -> Result<(), String> {
             ],
             &coral_at,
         )?,
+        "audio" => media(v, &at, AUDIO_FORMATS, &coral_at)?,
         "document" => document(v, &at)?,
         "toolUse" => {
             let o = object(v, &at)?;
-            keys(
-                o,
-                &at,
-                &["toolUseId", "name", "input", "type"],
-                &["toolUseId", "name", "input"],
-            )?;
+            keys(o, &at, TOOL_USE_KEYS, &["toolUseId", "name", "input"])?;
             string(o, &at, "toolUseId")?;
             string(o, &at, "name")?;
         }
         "toolResult" => {
             let o = object(v, &at)?;
-            keys(
-                o,
-                &at,
-                &["toolUseId", "content", "status", "type"],
-                &["toolUseId", "content"],
-            )?;
+            keys(o, &at, TOOL_RESULT_KEYS, &["toolUseId", "content"])?;
             string(o, &at, "toolUseId")?;
             enumerated(
                 o,
@@ -431,7 +465,7 @@ fn block(b: &Value, n: usize, m: usize) -> Result<(), String> {
             let r_at = format!("{at}.{kind}");
             if kind == "reasoningText" {
                 let o = object(rv, &r_at)?;
-                keys(o, &r_at, &["text", "signature"], &["text"])?;
+                keys(o, &r_at, REASONING_TEXT_KEYS, &["text"])?;
                 string(o, &r_at, "text")?;
                 string(o, &r_at, "signature")?;
             } else {
@@ -463,7 +497,7 @@ fn messages(v: &Value) -> Result<&Vec<Value>, String> {
     for (n, msg) in items.iter().enumerate() {
         let name = format!("messages[{n}]");
         let o = object(msg, &name)?;
-        keys(o, &name, &["role", "content"], &["role", "content"])?;
+        keys(o, &name, MESSAGE_KEYS, MESSAGE_KEYS)?;
         string(o, &name, "role")?;
         enumerated(
             o,
@@ -503,12 +537,7 @@ fn system(v: &Value) -> Result<(), String> {
 fn inference_config(v: &Value) -> Result<(), String> {
     let name = "inferenceConfig";
     let o = object(v, name)?;
-    keys(
-        o,
-        name,
-        &["maxTokens", "temperature", "topP", "stopSequences"],
-        &[],
-    )?;
+    keys(o, name, INFERENCE_CONFIG_KEYS, &[])?;
     if let Some(m) = o.get("maxTokens") {
         if !(m.is_i64() || m.is_u64()) {
             return Err(wrong_type("inferenceConfig.maxTokens", m, INT));
@@ -552,11 +581,11 @@ fn not_in_range(value: &Value, path: &str, min: u64) -> String {
 fn tool_config(v: &Value) -> Result<Option<&str>, String> {
     let name = "toolConfig";
     let o = object(v, name)?;
-    keys(o, name, &["tools", "toolChoice"], &["tools"])?;
+    keys(o, name, TOOL_CONFIG_KEYS, &["tools"])?;
     if let Some(tools) = o.get("tools") {
         for (k, t) in array(tools, "toolConfig.tools")?.iter().enumerate() {
             let t_name = format!("toolConfig.tools[{k}]");
-            let (member, tv) = union(t, &t_name, &["toolSpec", "cachePoint"])?;
+            let (member, tv) = union(t, &t_name, TOOL_MEMBERS)?;
             let at = format!("{t_name}.{member}");
             if member == "cachePoint" {
                 cache_point(
@@ -566,13 +595,15 @@ fn tool_config(v: &Value) -> Result<Option<&str>, String> {
                 )?;
                 continue;
             }
+            if member == "systemTool" {
+                // A tool the model's provider defines, named only (`SystemTool`).
+                let system_tool = object(tv, &at)?;
+                keys(system_tool, &at, SYSTEM_TOOL_KEYS, SYSTEM_TOOL_KEYS)?;
+                string(system_tool, &at, "name")?;
+                continue;
+            }
             let spec = object(tv, &at)?;
-            keys(
-                spec,
-                &at,
-                &["name", "description", "inputSchema", "strict"],
-                &["name", "inputSchema"],
-            )?;
+            keys(spec, &at, TOOL_SPEC_KEYS, &["name", "inputSchema"])?;
             string(spec, &at, "name")?;
             string(spec, &at, "description")?;
             if let Some(schema) = spec.get("inputSchema") {

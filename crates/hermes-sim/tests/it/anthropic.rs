@@ -1266,7 +1266,7 @@ async fn image_blocks_are_checked_and_chat_shaped_images_are_refused() {
     refused(
         &sim,
         &plain(&with_result(json!([chat]))),
-        "messages.2.content.0.tool_result.content.0: Input tag 'image_url' found using 'type' does not match any of the expected tags: 'text', 'image'",
+        "messages.2.content.0.tool_result.content.0: Input tag 'image_url' found using 'type' does not match any of the expected tags: 'text', 'image', 'document'",
     )
     .await;
     // A media type the API does not take, and data that is not of the named type.
@@ -1288,6 +1288,34 @@ async fn image_blocks_are_checked_and_chat_shaped_images_are_refused() {
         &sim,
         &plain(&[m]),
         "messages.0.content.0.image.source.url.url: Field required",
+    )
+    .await;
+}
+
+/// The SDK's `DocumentBlockParam` (source, title, context, citations, cache_control) and
+/// `output_config.format` (structured output) are taken; an image block keeps to its own keys.
+#[tokio::test]
+async fn document_blocks_and_a_structured_output_format_are_accepted() {
+    let sim = Sim::start("anthropic").await.unwrap();
+    let document = json!({"role": "user", "content": [
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "hermes"},
+         "title": "notes", "context": "from a test", "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": "summarise"}
+    ]});
+    let mut b = plain(&[document]);
+    b["output_config"] = json!({"format": {"type": "json_schema", "schema": {"type": "object"}}});
+    accepted(&sim, &b).await;
+    let mut b = plain(&[user("a")]);
+    b["output_config"] = json!({"format": "json"});
+    let r = post(&sim, &b).await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    let image = json!({"role": "user", "content": [
+        {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}, "title": "a"}
+    ]});
+    refused(
+        &sim,
+        &plain(&[image]),
+        "messages.0.content.0.image.title: Extra inputs are not permitted",
     )
     .await;
 }

@@ -1034,7 +1034,7 @@ async fn turn_order_and_tool_pairing_use_the_real_texts() {
 #[tokio::test]
 async fn unions_and_unknown_keys_are_refused() {
     let sim = Sim::start("bedrock").await.unwrap();
-    let content = "text, image, document, video, toolUse, toolResult, guardContent, cachePoint, reasoningContent, citationsContent, searchResult";
+    let content = "text, image, document, video, audio, toolUse, toolResult, guardContent, cachePoint, reasoningContent, citationsContent, searchResult";
     let mut b = plain(&[user("a")]);
     b["model"] = json!(CLAUDE);
     refused_with(
@@ -1123,13 +1123,13 @@ async fn unions_and_unknown_keys_are_refused() {
     // botocore checks a union's member count before unknown keys (a missing `toolSpec` wrapper).
     assert_eq!(
         validation(&r),
-        "Invalid number of parameters set for tagged union structure toolConfig.tools[0]. Can only set one of the following keys: toolSpec, cachePoint."
+        "Invalid number of parameters set for tagged union structure toolConfig.tools[0]. Can only set one of the following keys: toolSpec, systemTool, cachePoint."
     );
     b["toolConfig"]["tools"][0] = json!({"name": "now"});
     let r = post_signed(&sim, &path(CLAUDE, "converse"), &b).await;
     assert_eq!(
         validation(&r),
-        "Unknown parameter in toolConfig.tools[0]: \"name\", must be one of: toolSpec, cachePoint"
+        "Unknown parameter in toolConfig.tools[0]: \"name\", must be one of: toolSpec, systemTool, cachePoint"
     );
     let system_role = json!({"role": "system", "content": [{"text": "x"}]});
     refused_with(
@@ -1594,4 +1594,35 @@ async fn images_take_bytes_of_a_known_format_in_user_turns_and_tool_results() {
         "Unknown parameter in messages[2].content[0].toolResult.content[0].image.source: \"url\", must be one of: bytes, s3Location",
     )
     .await;
+}
+
+/// botocore's `bedrock-runtime` model: `ContentBlock` has `audio` (an `AudioFormat` and a
+/// source) and `Tool` has `systemTool` (a name); both are taken, and an audio format outside
+/// `AudioFormat` is refused.
+#[tokio::test]
+async fn audio_blocks_and_system_tools_are_accepted_as_the_service_model_defines_them() {
+    let sim = Sim::start("bedrock").await.unwrap();
+    let audio = |format: &str| {
+        json!({"role": "user", "content": [
+            {"audio": {"format": format, "source": {"bytes": "AAAA"}}},
+            {"text": "what is said?"}
+        ]})
+    };
+    let mut b = plain(&[audio("mp3")]);
+    b["toolConfig"]["tools"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"systemTool": {"name": "nova_grounding"}}));
+    let r = post_signed(&sim, &path(CLAUDE, "converse"), &b).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = post_signed(&sim, &path(CLAUDE, "converse"), &plain(&[audio("midi")])).await;
+    let said = validation(&r);
+    assert!(
+        said.contains("messages.1.member.content.1.member.audio.format") && said.contains("mp3"),
+        "{said}"
+    );
+    let mut b = plain(&[user("a")]);
+    b["toolConfig"]["tools"][0] = json!({"systemTool": {"name": "nova_grounding", "x": 1}});
+    let r = post_signed(&sim, &path(CLAUDE, "converse"), &b).await;
+    assert!(validation(&r).contains("\"x\""), "{}", r.text());
 }

@@ -1,0 +1,214 @@
+//! ARCHITECTURE.md's dependency diagram checked against the workspace's Cargo manifests.
+//!
+//! The diagram (the first fenced block under `## Dependency direction`) has one line per
+//! workspace member: `name ──► dep, dep, …`, with `(…)` asides that are not read. Its edges must
+//! be exactly the members' normal dependencies (`[dependencies]` and `[target.*.dependencies]`,
+//! optional ones included; dev- and build-dependencies are not edges) on other members.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Edges: each crate's name → the workspace members it depends on.
+type Edges = BTreeMap<String, BTreeSet<String>>;
+
+/// The heading whose first fenced block is the diagram.
+const HEADING: &str = "## Dependency direction";
+
+/// The diagram's edges, read from ARCHITECTURE.md's text.
+fn diagram_edges(architecture: &str) -> Result<Edges, String> {
+    let section = architecture
+        .split_once(HEADING)
+        .ok_or_else(|| format!("ARCHITECTURE.md has no `{HEADING}` section"))?
+        .1;
+    let block = section
+        .split_once("```")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .ok_or_else(|| format!("`{HEADING}` has no fenced diagram"))?
+        .0;
+    let mut edges = Edges::new();
+    for (n, line) in block.lines().enumerate().skip(1) {
+        let line = without_asides(line);
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (from, to) = line
+            .split_once('►')
+            .ok_or_else(|| format!("diagram line {n} has no `──►`: `{}`", line.trim()))?;
+        let from = from.trim().trim_end_matches('─').trim();
+        if from.is_empty() || from.contains(char::is_whitespace) {
+            return Err(format!(
+                "diagram line {n} names no one crate before `──►`: `{}`",
+                line.trim()
+            ));
+        }
+        let deps: BTreeSet<String> = to
+            .split(',')
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if edges.insert(from.to_owned(), deps).is_some() {
+            return Err(format!("the diagram has two lines for `{from}`"));
+        }
+    }
+    Ok(edges)
+}
+
+/// `line` without its parenthesised asides (nested ones included).
+fn without_asides(line: &str) -> String {
+    let mut depth = 0usize;
+    let mut out = String::new();
+    for c in line.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The manifests' edges: every workspace member (the root manifest's `members`) and the
+/// members among its normal dependencies.
+fn manifest_edges(root: &Path) -> Result<Edges, String> {
+    let read = |path: &Path| -> Result<toml::Table, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        text.parse::<toml::Table>()
+            .map_err(|e| format!("{} is not TOML: {e}", path.display()))
+    };
+    let workspace = read(&root.join("Cargo.toml"))?;
+    let members = workspace
+        .get("workspace")
+        .and_then(|w| w.get("members"))
+        .and_then(toml::Value::as_array)
+        .ok_or("the root Cargo.toml has no `workspace.members`")?;
+    let mut manifests = Vec::new();
+    for member in members {
+        let dir = member
+            .as_str()
+            .ok_or_else(|| format!("a workspace member is not a path: {member}"))?;
+        let path = root.join(dir).join("Cargo.toml");
+        let manifest = read(&path)?;
+        let name = manifest
+            .get("package")
+            .and_then(|p| p.get("name"))
+            .and_then(toml::Value::as_str)
+            .ok_or_else(|| format!("{} has no `package.name`", path.display()))?
+            .to_owned();
+        manifests.push((name, manifest));
+    }
+    let names: BTreeSet<&str> = manifests.iter().map(|(n, _)| n.as_str()).collect();
+    let mut edges = Edges::new();
+    for (name, manifest) in &manifests {
+        let targets = manifest
+            .get("target")
+            .and_then(toml::Value::as_table)
+            .into_iter()
+            .flat_map(|t| t.values())
+            .filter_map(|t| t.get("dependencies"));
+        let tables = manifest.get("dependencies").into_iter().chain(targets);
+        let mut deps = BTreeSet::new();
+        for table in tables.filter_map(toml::Value::as_table) {
+            for (key, spec) in table {
+                // A renamed dependency names its package in `package`.
+                let package = spec
+                    .get("package")
+                    .and_then(toml::Value::as_str)
+                    .unwrap_or(key);
+                if names.contains(package) {
+                    deps.insert(package.to_owned());
+                }
+            }
+        }
+        edges.insert(name.clone(), deps);
+    }
+    Ok(edges)
+}
+
+/// Every difference between the diagram and the manifests, one line each (empty: they agree).
+fn differences(diagram: &Edges, manifests: &Edges) -> Vec<String> {
+    let mut out = Vec::new();
+    for name in diagram.keys().filter(|n| !manifests.contains_key(*n)) {
+        out.push(format!(
+            "the diagram has a line for `{name}`, which is no workspace member"
+        ));
+    }
+    for (name, deps) in manifests {
+        let Some(drawn) = diagram.get(name) else {
+            out.push(format!(
+                "workspace member `{name}` has no line in the diagram"
+            ));
+            continue;
+        };
+        for dep in deps.difference(drawn) {
+            out.push(format!(
+                "{name} ──► {dep} is in {name}'s Cargo.toml but not in the diagram"
+            ));
+        }
+        for dep in drawn.difference(deps) {
+            out.push(format!(
+                "{name} ──► {dep} is in the diagram but not among {name}'s [dependencies]"
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_architecture_diagram_has_exactly_the_manifests_dependency_edges() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("xtask sits in the workspace root");
+        let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+        let diagram = diagram_edges(&text).unwrap_or_else(|e| panic!("{e}"));
+        let manifests = manifest_edges(root).unwrap_or_else(|e| panic!("{e}"));
+        let wrong = differences(&diagram, &manifests);
+        assert!(
+            wrong.is_empty(),
+            "ARCHITECTURE.md's dependency diagram disagrees with the manifests:\n{}",
+            wrong.join("\n")
+        );
+    }
+
+    #[test]
+    fn a_missing_and_an_extra_edge_are_each_named() {
+        let text = "# A\n\n## Dependency direction\n\n```\n\
+            a ──► b (and an aside, with a comma), c\n\
+            b ────► (nothing)\n\
+            c ─► \n\
+            ```\n";
+        let diagram = diagram_edges(text).unwrap();
+        assert_eq!(
+            diagram["a"],
+            BTreeSet::from(["b".to_owned(), "c".to_owned()])
+        );
+        assert!(diagram["b"].is_empty());
+        let manifests = Edges::from([
+            ("a".to_owned(), BTreeSet::from(["b".to_owned()])),
+            ("b".to_owned(), BTreeSet::from(["c".to_owned()])),
+            ("c".to_owned(), BTreeSet::new()),
+            ("d".to_owned(), BTreeSet::new()),
+        ]);
+        assert_eq!(
+            differences(&diagram, &manifests),
+            [
+                "a ──► c is in the diagram but not among a's [dependencies]",
+                "b ──► c is in b's Cargo.toml but not in the diagram",
+                "workspace member `d` has no line in the diagram",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_diagram_line_without_an_arrow_is_an_error_naming_it() {
+        let text = "## Dependency direction\n```\na ──► b\nc, d\n```\n";
+        let err = diagram_edges(text).unwrap_err();
+        assert!(err.contains("`c, d`"), "{err}");
+    }
+}
