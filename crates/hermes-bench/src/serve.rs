@@ -512,7 +512,33 @@ fn row_mut(rows: &mut [(Backend, Row)], backend: Backend) -> &mut Row {
     &mut rows[at].1
 }
 
-/// The fast phase's rounds: each backend's p50, p99 and median time to first chunk per round,
+/// One round over every live backend, in the round's interleaved order (`seed`): each one
+/// `measure`d, a failure settled ([`settle`]: direct's ends the run, another's marks it
+/// failed); then direct's figures, which every other row is compared with, and everyone's.
+async fn one_round<T: Copy>(
+    targets: &[(Backend, Target)],
+    rows: &mut [(Backend, Row)],
+    seed: usize,
+    what: impl Fn() -> String,
+    mut measure: impl AsyncFnMut(&Target) -> Result<T, BenchError>,
+) -> Result<(T, Vec<(Backend, T)>), BenchError> {
+    let mut got = Vec::new();
+    for i in interleaved_order(targets.len(), seed) {
+        let (backend, target) = &targets[i];
+        if !live(rows, *backend) {
+            continue;
+        }
+        if let Some(value) = settle(rows, *backend, &what, measure(target).await)? {
+            got.push((*backend, value));
+        }
+    }
+    let Some(&(_, direct)) = got.iter().find(|g| g.0 == Backend::Direct) else {
+        return Err("no direct figures in a round".into());
+    };
+    Ok((direct, got))
+}
+
+/// The fast phase's rounds: each backend's p50, p99 and median time to first token per round,
 /// less direct's in the same round.
 async fn fast_rounds(
     client: &reqwest::Client,
@@ -521,33 +547,22 @@ async fn fast_rounds(
     size: Size,
 ) -> Result<(), BenchError> {
     for round in 0..size.rounds {
-        let mut got: Vec<(Backend, f64, f64, f64)> = Vec::new();
-        for i in interleaved_order(targets.len(), round) {
-            let (backend, target) = &targets[i];
-            if !live(rows, *backend) {
-                continue;
+        let what = || format!("fast round {round}");
+        let (direct, got) = one_round(targets, rows, round, what, async |target| {
+            let mut plain = Vec::with_capacity(size.fast);
+            for _ in 0..size.fast {
+                plain.push(target.plain(client).await?);
             }
-            let measured = async {
-                let mut plain = Vec::with_capacity(size.fast);
-                for _ in 0..size.fast {
-                    plain.push(target.plain(client).await?);
-                }
-                let firsts = first_tokens(client, target, size.streamed).await?;
-                Ok::<_, BenchError>((
-                    percentile_ms(&plain, 0.5),
-                    percentile_ms(&plain, 0.99),
-                    percentile_ms(&firsts, 0.5),
-                ))
-            };
-            let what = || format!("fast round {round}");
-            if let Some((p50, p99, ttft)) = settle(rows, *backend, what, measured.await)? {
-                got.push((*backend, p50, p99, ttft));
-            }
-        }
-        let Some(&(_, d50, d99, dttft)) = got.iter().find(|g| g.0 == Backend::Direct) else {
-            return Err("no direct figures in a round".into());
-        };
-        for (backend, p50, p99, ttft) in got {
+            let firsts = first_tokens(client, target, size.streamed).await?;
+            Ok((
+                percentile_ms(&plain, 0.5),
+                percentile_ms(&plain, 0.99),
+                percentile_ms(&firsts, 0.5),
+            ))
+        })
+        .await?;
+        let (d50, d99, dttft) = direct;
+        for (backend, (p50, p99, ttft)) in got {
             let row = row_mut(rows, backend);
             let base = |d: f64| if backend == Backend::Direct { 0.0 } else { d };
             row.added_p50.push(p50 - base(d50));
@@ -573,26 +588,17 @@ async fn paced_rounds(
             } else {
                 size.per_client
             };
-            let mut got: Vec<(Backend, f64, f64)> = Vec::new();
-            for i in interleaved_order(targets.len(), round + k) {
-                let (backend, target) = &targets[i];
-                if !live(rows, *backend) {
-                    continue;
-                }
-                let run = closed_loop(client, target, clients, per_client).await;
-                let what = || format!("paced round {round}, {clients} clients");
-                if let Some((samples, wall)) = settle(rows, *backend, what, run)? {
-                    got.push((
-                        *backend,
-                        percentile_ms(&samples, 0.99),
-                        samples.len() as f64 / wall.as_secs_f64(),
-                    ));
-                }
-            }
-            let Some(&(_, direct_p99, _)) = got.iter().find(|g| g.0 == Backend::Direct) else {
-                return Err("no direct figures in a round".into());
-            };
-            for (backend, p99, rate) in got {
+            let what = || format!("paced round {round}, {clients} clients");
+            let (direct, got) = one_round(targets, rows, round + k, what, async |target| {
+                let (samples, wall) = closed_loop(client, target, clients, per_client).await?;
+                Ok((
+                    percentile_ms(&samples, 0.99),
+                    samples.len() as f64 / wall.as_secs_f64(),
+                ))
+            })
+            .await?;
+            let (direct_p99, _) = direct;
+            for (backend, (p99, rate)) in got {
                 let row = row_mut(rows, backend);
                 row.ratio[k].push(p99 / direct_p99);
                 if k == CONCURRENCY.len() - 1 {
