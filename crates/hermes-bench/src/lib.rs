@@ -3,7 +3,6 @@
 
 pub mod gateway;
 pub mod litellm;
-pub mod pgcluster;
 pub mod requests;
 pub mod serve;
 pub mod storage;

@@ -4,7 +4,7 @@
 //!
 //! Backends ([`Backend`]): `direct` (the simulator, no gateway), `hermes · SQLite` and `hermes ·
 //! PostgreSQL` (`hermes serve --no-auth`, the release binary, its store on an SQLite file or on a
-//! throwaway PostgreSQL cluster with durable settings, [`crate::pgcluster`], unless
+//! throwaway PostgreSQL cluster with durable settings, `hermes_test_support::pg_cluster`, unless
 //! `HERMES_TEST_PG_URL` names a server), and `LiteLLM` ([`crate::litellm`]). Every request is a
 //! new conversation, so the gateway reads and durably writes its store on each one.
 //!
@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 
 use crate::gateway::{self, Door, GatewayServer, SimServer, Target};
 use crate::litellm;
-use crate::pgcluster;
 use crate::storage::BenchError;
+use hermes_test_support::pg_cluster;
 
 /// The paced upstream's wait before it answers any request.
 pub const PACE: Duration = Duration::from_millis(20);
@@ -250,7 +250,7 @@ struct Phase {
 /// Where the PostgreSQL backend's store is, or why there is none.
 enum Pg {
     Given(String),
-    Own(pgcluster::Cluster),
+    Own(pg_cluster::Cluster),
     Missing(String),
 }
 
@@ -258,7 +258,7 @@ impl Pg {
     fn url(&self) -> Option<&str> {
         match self {
             Pg::Given(url) => Some(url),
-            Pg::Own(cluster) => Some(&cluster.url),
+            Pg::Own(cluster) => Some(cluster.url()),
             Pg::Missing(_) => None,
         }
     }
@@ -695,24 +695,26 @@ pub fn measure(bin: &Path, args: &Args) -> Result<Report, BenchError> {
             notes.push("PostgreSQL: the server HERMES_TEST_PG_URL names (its own settings)".into());
             Pg::Given(url)
         }
-        _ => match pgcluster::debian_bin() {
+        _ => match pg_cluster::debian_bin() {
             None => Pg::Missing(
                 "no PostgreSQL binaries (/usr/lib/postgresql/*/bin; `apt-get install \
                  postgresql`), so no PostgreSQL row"
                     .into(),
             ),
-            Some(pgbin) => match pgcluster::Cluster::start(&pgbin, &work) {
-                Ok(cluster) => {
-                    pgcluster::stop_on_interrupt(&pgbin, cluster.data_dir());
-                    notes.push(format!(
-                        "PostgreSQL: a throwaway cluster ({}), fsync, synchronous_commit and \
+            Some(pgbin) => {
+                match pg_cluster::Cluster::create(&pgbin, &work, pg_cluster::Durability::Durable) {
+                    Ok(cluster) => {
+                        stop_on_interrupt(&pgbin, cluster.data_dir());
+                        notes.push(format!(
+                            "PostgreSQL: a throwaway cluster ({}), fsync, synchronous_commit and \
                          full_page_writes on, removed at the end",
-                        pgbin.display()
-                    ));
-                    Pg::Own(cluster)
+                            pgbin.display()
+                        ));
+                        Pg::Own(cluster)
+                    }
+                    Err(e) => Pg::Missing(format!("the throwaway PostgreSQL did not start: {e}")),
                 }
-                Err(e) => Pg::Missing(format!("the throwaway PostgreSQL did not start: {e}")),
-            },
+            }
         },
     };
     if let Pg::Missing(why) = &pg {
@@ -1006,6 +1008,26 @@ pub fn print(report: &Report) {
         load(after),
         report.took.as_secs_f64(),
     );
+}
+
+/// Stops and removes the cluster at `data` when the bench is interrupted (Ctrl-C: the server
+/// runs in a session of its own, so the terminal's signal does not reach it), then ends the
+/// process with status 130. Returns at once; the watch lives on a thread of its own.
+fn stop_on_interrupt(bin: &Path, data: &Path) {
+    let (bin, data) = (bin.to_owned(), data.to_owned());
+    std::thread::spawn(move || {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        if runtime.block_on(tokio::signal::ctrl_c()).is_ok() {
+            eprintln!("interrupted: stopping the throwaway PostgreSQL and removing its data");
+            pg_cluster::remove(&bin, &data);
+            std::process::exit(130);
+        }
+    });
 }
 
 #[cfg(test)]

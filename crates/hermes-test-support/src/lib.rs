@@ -2,14 +2,16 @@
 //! binary in a home of its own with a clean environment ([`home`]), recording a test that
 //! skipped so `cargo xtask ci` counts it ([`skip`]), finding the Python with the official SDKs
 //! ([`sdk`]) and reading its validator's verdicts ([`validator`]), and a session log in memory
-//! with a tool set never called ([`memory`]).
+//! with a tool set never called ([`memory`]), and a PostgreSQL cluster of one's own
+//! ([`pg_cluster`]: a test that restarts its server, the benchmark's durable one).
 //!
-//! For tests only: no production crate depends on it.
+//! For tests and benchmarks only: no production crate depends on it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test helper that fails panics, as the test would
 
 pub mod home;
 pub mod memory;
+pub mod pg_cluster;
 pub mod sdk;
 pub mod skip;
 pub mod validator;

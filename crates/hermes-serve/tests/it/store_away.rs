@@ -18,6 +18,7 @@ use hermes_engine::Engine;
 use hermes_engine::store::{PoolOptions, Store};
 use hermes_serve::{Auth, Gateway, Limits, ServeConfig, TenantLimits};
 use hermes_sim::Sim;
+use hermes_test_support::pg_cluster::{Cluster, Durability};
 use serde_json::Value;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 
@@ -292,152 +293,61 @@ async fn postgres_away_is_answered_503_at_once_and_the_same_replica_serves_when_
     open.stop().await;
 }
 
-/// A PostgreSQL cluster of the test's own — a temporary folder, a free loopback port, trust
-/// authentication, no TLS — from the binaries `.ci/postgres.sh` names (`HERMES_TEST_PG_BIN`),
-/// so stopping it disturbs no other test. Stopped at once when dropped.
-struct Cluster {
-    bin: std::path::PathBuf,
-    data: std::path::PathBuf,
-    port: u16,
-    root: bool,
-    _dir: tempfile::TempDir,
+/// A PostgreSQL cluster of the test's own (`hermes_test_support::pg_cluster`: a temporary
+/// folder, a free loopback port, trust authentication, no TLS) from the binaries
+/// `.ci/postgres.sh` names (`HERMES_TEST_PG_BIN`), so stopping it disturbs no other test;
+/// `None` (recorded as skipped) without them. Stopped at once and removed when dropped.
+fn own_cluster() -> Option<OwnCluster> {
+    let Some(bin) = std::env::var_os("HERMES_TEST_PG_BIN") else {
+        hermes_test_support::skip::skipped(
+            hermes_test_support::skip::group::POSTGRES,
+            "HERMES_TEST_PG_BIN is unset (.ci/postgres.sh sets it): no cluster to restart",
+        );
+        return None;
+    };
+    let parent = tempfile::tempdir().unwrap();
+    // The cluster runs as the `postgres` user when the tests run as root: it must reach its
+    // folder inside this one.
+    std::fs::set_permissions(
+        parent.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let cluster = Cluster::create(bin.as_ref(), parent.path(), Durability::Throwaway).unwrap();
+    Some(OwnCluster {
+        cluster,
+        _parent: parent,
+    })
 }
 
-impl Cluster {
-    /// A new cluster, started; `None` (recorded as skipped) without `HERMES_TEST_PG_BIN`.
-    fn start_new() -> Option<Cluster> {
-        let Some(bin) = std::env::var_os("HERMES_TEST_PG_BIN") else {
-            hermes_test_support::skip::skipped(
-                hermes_test_support::skip::group::POSTGRES,
-                "HERMES_TEST_PG_BIN is unset (.ci/postgres.sh sets it): no cluster to restart",
-            );
-            return None;
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::process::Command::new("id")
-            .arg("-u")
-            .output()
-            .is_ok_and(|o| o.stdout.trim_ascii() == b"0");
-        if root {
-            // PostgreSQL refuses to run as root: the cluster is the `postgres` user's.
-            let chown = std::process::Command::new("chown")
-                .arg("postgres")
-                .arg(dir.path())
-                .status()
-                .unwrap();
-            assert!(chown.success());
-        }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let cluster = Cluster {
-            bin: bin.into(),
-            data: dir.path().join("data"),
-            port,
-            root,
-            _dir: dir,
-        };
-        cluster.pg_ctl_like(
-            "initdb",
-            "-U postgres -A trust --no-sync -E UTF8 --locale=C.UTF-8",
-        );
-        cluster.start();
-        Some(cluster)
-    }
-
-    /// Runs `program` of the binaries with `-D <data> args`, as the cluster's owner.
-    fn pg_ctl_like(&self, program: &str, args: &str) {
-        let command = format!(
-            "{}/{program} -D {} {args}",
-            self.bin.display(),
-            self.data.display()
-        );
-        let mut shell = if self.root {
-            let mut su = std::process::Command::new("su");
-            su.args(["postgres", "-s", "/bin/sh", "-c", &command]);
-            su
-        } else {
-            let mut sh = std::process::Command::new("sh");
-            sh.args(["-c", &command]);
-            sh
-        };
-        let out = shell.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{command}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    fn start(&self) {
-        self.pg_ctl_like(
-            "pg_ctl",
-            &format!(
-                "-l {}/server.log -w -o '-h 127.0.0.1 -p {} -k {} -c fsync=off -c synchronous_commit=off' start",
-                self.data.display(),
-                self.port,
-                self.data.display()
-            ),
-        );
-    }
-
-    /// A fast shutdown: every session is ended (`57P01`), then the server stops.
-    fn stop(&self) {
-        self.pg_ctl_like("pg_ctl", "-m fast -w stop");
-    }
-
-    fn url(&self) -> String {
-        format!(
-            "postgres://postgres@127.0.0.1:{}/postgres?sslmode=disable",
-            self.port
-        )
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let command = format!(
-            "{}/pg_ctl -D {} -m immediate -w stop",
-            self.bin.display(),
-            self.data.display()
-        );
-        let _ = if self.root {
-            std::process::Command::new("su")
-                .args(["postgres", "-s", "/bin/sh", "-c", &command])
-                .output()
-        } else {
-            std::process::Command::new("sh")
-                .args(["-c", &command])
-                .output()
-        };
-    }
+/// A cluster and the folder it lives in, dropped in that order (the server is stopped before
+/// its folder goes).
+struct OwnCluster {
+    cluster: Cluster,
+    _parent: tempfile::TempDir,
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_restarting_is_503_while_it_is_down_and_the_same_replica_serves_once_it_is_up() {
-    let Some(cluster) = tokio::task::spawn_blocking(Cluster::start_new)
-        .await
-        .unwrap()
-    else {
+    let Some(mut own) = tokio::task::spawn_blocking(own_cluster).await.unwrap() else {
         return;
     };
-    let reader = Store::connect_postgres(&cluster.url()).await.unwrap();
+    let cluster = &mut own.cluster;
+    let reader = Store::connect_postgres(cluster.url()).await.unwrap();
     let key = reader.add_gateway_key("acme").await.unwrap();
     let sim = slow_sim().await;
-    let store = Store::connect_postgres_with(&cluster.url(), gateway_pool())
+    let store = Store::connect_postgres_with(cluster.url(), gateway_pool())
         .await
         .unwrap();
     let gateway = limited_replica(store, &sim).await;
     let (turns, session) = first_turn(&gateway, &key).await;
     let upstream = sim.requests().len();
 
-    tokio::task::block_in_place(|| cluster.stop());
+    tokio::task::block_in_place(|| cluster.stop()).unwrap();
     all_unavailable(&[&gateway], &key, &turns).await;
     assert_eq!(sim.requests().len(), upstream, "nothing went upstream");
 
-    tokio::task::block_in_place(|| cluster.start());
+    tokio::task::block_in_place(|| cluster.start()).unwrap();
     serves_again(&gateway, &key, &sim, &reader, &session, turns).await;
     gateway.stop().await;
 }
