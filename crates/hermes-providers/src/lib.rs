@@ -13,6 +13,7 @@ pub mod bedrock;
 pub mod chat;
 pub mod gemini;
 mod image;
+pub mod native;
 pub mod openai_model;
 pub mod registry;
 mod reply;

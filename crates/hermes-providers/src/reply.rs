@@ -10,7 +10,7 @@ use crate::transport::{map_reqwest, snippet};
 
 /// Why a reply could not be captured.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum CaptureError {
+pub enum CaptureError {
     /// The provider reported an error after answering 200 (an error body or envelope instead of
     /// a reply, an `error` event or an exception frame): its words.
     Provider(String),
@@ -51,7 +51,7 @@ impl CaptureError {
 
     /// As a transport error for the whole reply `text`: the provider's own error is an error
     /// after the 200, a malformed reply a decode error quoting the start of the body.
-    fn of_whole(self, text: &str) -> TransportError {
+    pub(crate) fn of_whole(self, text: &str) -> TransportError {
         match self {
             CaptureError::Provider(err) => TransportError::AfterOk(err),
             CaptureError::Malformed(err) => {

@@ -219,3 +219,28 @@ pub(crate) fn provenance_counted(explain: &[String], counted: u64) {
     assert!(named > 0, "{explain:?}");
     assert_eq!(counted, named as u64, "{explain:?}");
 }
+
+/// Reads `text` as a streamed SSE reply cut into pieces of `size` bytes, captured by `turn`
+/// through the one SSE loop ([`crate::native::sse::read_sse`]); a failed read is a stream
+/// error.
+pub(crate) async fn read_cut<T: crate::native::sse::SseTurn>(
+    text: &str,
+    size: usize,
+    turn: T,
+    origin: hermes_core::Origin,
+    on_delta: crate::native::sse::OnDelta<'_>,
+) -> Result<hermes_core::Reply, hermes_core::transport::TransportError> {
+    let pieces: Vec<Result<Vec<u8>, std::io::Error>> = text
+        .as_bytes()
+        .chunks(size)
+        .map(|c| Ok(c.to_vec()))
+        .collect();
+    crate::native::sse::read_sse(
+        futures_util::stream::iter(pieces),
+        turn,
+        origin,
+        on_delta,
+        |e, _| hermes_core::transport::TransportError::Stream(e.to_string()),
+    )
+    .await
+}

@@ -593,7 +593,10 @@ fn bedrock_bodies_carry_the_bedrock_version_and_the_beta_list_and_no_model_or_st
             expected,
             "stream {stream}: the operation streams, the body never says so"
         );
-        assert_eq!(encoded.beta, None, "no anthropic-beta header on Bedrock");
+        assert_eq!(
+            encoded.wire.beta, None,
+            "no anthropic-beta header on Bedrock"
+        );
         assert!(
             encoded
                 .explain
@@ -942,7 +945,7 @@ fn a_claude_target_gets_the_clients_betas_server_tools_and_thinking_object_exact
     );
     // The wire's own beta first, then the client's, each once.
     assert_eq!(
-        encoded.beta.as_deref(),
+        encoded.wire.beta.as_deref(),
         Some("interleaved-thinking-2025-05-14,web-fetch-2025-09-10")
     );
     // Bedrock carries the same betas in the body, and no header.
@@ -954,7 +957,7 @@ fn a_claude_target_gets_the_clients_betas_server_tools_and_thinking_object_exact
         "{text}"
     );
     assert!(text.contains(&format!(",{WEB_SEARCH}]")), "{text}");
-    assert_eq!(encoded.beta, None);
+    assert_eq!(encoded.wire.beta, None);
 }
 
 #[test]
@@ -992,7 +995,7 @@ fn a_client_thinking_object_is_claudes_to_judge_and_adaptive_keeps_no_beta() {
     let body: Value = serde_json::from_slice(&encoded.body).unwrap();
     assert_eq!(body["thinking"], json!({"type": "adaptive"}));
     assert_eq!(body["output_config"], json!({"effort": "high"}));
-    assert_eq!(encoded.beta, None);
+    assert_eq!(encoded.wire.beta, None);
 }
 
 fn decision_for_opus() -> hermes_core::RouteDecision {
@@ -1020,7 +1023,7 @@ fn only_a_claude_host_takes_a_clients_own_parts_and_a_relay_gets_none_of_them() 
     let text = String::from_utf8(encoded.body).unwrap();
     assert!(!text.contains("web_search"), "{text}");
     assert!(!text.contains("10000"), "{text}");
-    assert_eq!(encoded.beta, None);
+    assert_eq!(encoded.wire.beta, None);
 }
 
 #[test]

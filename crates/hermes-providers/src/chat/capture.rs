@@ -351,14 +351,8 @@ struct ChoiceBody<'a> {
     finish_reason: Option<String>,
 }
 
-/// Why a non-streamed body could not be captured.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CaptureError {
-    /// The provider answered 200 with an `{"error":…}` payload: its message (or the raw error).
-    Provider(String),
-    /// The body is not a usable `chat.completion`.
-    Malformed(String),
-}
+/// Why a non-streamed body could not be captured (the one capture error of every wire).
+pub use crate::reply::CaptureError;
 
 /// The reply's message with its `reasoning_details` as the accumulator keeps a stream's: only
 /// the items [`DetailItem::from_provider`] keeps (objects, none posing as hermes' native

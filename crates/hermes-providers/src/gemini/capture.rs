@@ -144,19 +144,6 @@ struct FunctionCallBody<'a> {
     args: Option<&'a RawValue>,
 }
 
-/// The words of an error value: its `message`, else its text.
-pub(crate) fn error_words(raw: &str) -> String {
-    #[derive(Deserialize)]
-    struct Words {
-        #[serde(default)]
-        message: Option<String>,
-    }
-    serde_json::from_str::<Words>(raw)
-        .ok()
-        .and_then(|w| w.message)
-        .unwrap_or_else(|| raw.to_owned())
-}
-
 /// A part's `text`, a lone surrogate escape read as U+FFFD (`hermes_core::raw::parse_lenient`):
 /// valid JSON that no Rust string holds must not cost the reply, nor the signature beside it.
 fn lenient_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
@@ -252,7 +239,9 @@ impl TurnCapture {
             .map_err(|e| malformed(format!("chunk {}: {e}", self.chunks + 1)))?;
         self.chunks += 1;
         if let Some(error) = body.error.filter(|e| e.get() != "null") {
-            return Err(CaptureError::Provider(error_words(error.get())));
+            return Err(CaptureError::Provider(crate::native::envelope::message_of(
+                error.get(),
+            )));
         }
         if let Some(usage) = &body.usage_metadata {
             self.usage = Some(usage.usage());

@@ -13,7 +13,7 @@ use hermes_core::{
 
 use super::body::{AI_STUDIO_BASE, Target, encode, made_up_id};
 use super::capture::{TurnCapture, capture_reply};
-use super::{GeminiWire, read_sse, signature_error_line, url};
+use super::{GeminiWire, signature_error_line, url};
 use crate::ChatTransport;
 
 const PRO3: &str = "gemini-3-pro-preview";
@@ -776,18 +776,8 @@ async fn read_cut(
     size: usize,
     deltas: &Deltas,
 ) -> Result<hermes_core::Reply, TransportError> {
-    let pieces: Vec<Result<Vec<u8>, std::io::Error>> = text
-        .as_bytes()
-        .chunks(size)
-        .map(|c| Ok(c.to_vec()))
-        .collect();
-    read_sse(
-        futures_util::stream::iter(pieces),
-        origin(PRO3),
-        &|d| deltas.push(d),
-        |e, _| TransportError::Stream(e.to_string()),
-    )
-    .await
+    let turn = super::capture::TurnCapture::new();
+    crate::testing::read_cut(text, size, turn, origin(PRO3), &|d| deltas.push(d)).await
 }
 
 /// The message with its made-up ids blanked (they differ on every capture).

@@ -23,7 +23,8 @@ use serde_json::value::RawValue;
 
 use super::body::{MESSAGE_ITEMS_KEY, REASONING_ITEMS_KEY};
 
-pub(crate) use crate::reply::CaptureError;
+pub(crate) use crate::native::envelope::ErrorValue;
+use crate::reply::CaptureError;
 use crate::reply::malformed;
 
 #[derive(Clone, Copy, Default, Deserialize)]
@@ -120,19 +121,13 @@ struct ArgsBody<'a> {
 
 /// The words of an error value: its `message` (with its `code`), else its text.
 pub(crate) fn error_words(raw: &str) -> String {
-    #[derive(Deserialize)]
-    struct Words {
-        #[serde(default)]
-        message: Option<String>,
-        #[serde(default)]
-        code: Option<String>,
-    }
-    match serde_json::from_str::<Words>(raw) {
-        Ok(Words {
+    match crate::native::envelope::bare(raw) {
+        Some(ErrorValue {
             message: Some(m),
             code: Some(c),
+            ..
         }) if !c.is_empty() => format!("{m} ({c})"),
-        Ok(Words {
+        Some(ErrorValue {
             message: Some(m), ..
         }) => m,
         _ => raw.to_owned(),

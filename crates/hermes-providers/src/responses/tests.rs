@@ -15,7 +15,7 @@ use hermes_core::{
 use super::body::{Drops, encode};
 use super::capture::capture_reply;
 use super::model::reasoning_plan;
-use super::{ResponsesWire, WIRE_ID, explain, read_sse, url};
+use super::{ResponsesWire, WIRE_ID, explain, url};
 use crate::testing::{decision, extra};
 use crate::{ChatTransport, TransportError};
 
@@ -472,18 +472,8 @@ async fn read_cut(
     size: usize,
     deltas: &Deltas,
 ) -> Result<hermes_core::Reply, TransportError> {
-    let pieces: Vec<Result<Vec<u8>, std::io::Error>> = text
-        .as_bytes()
-        .chunks(size)
-        .map(|c| Ok(c.to_vec()))
-        .collect();
-    read_sse(
-        futures_util::stream::iter(pieces),
-        origin(GPT5),
-        &|d| deltas.push(d),
-        |e, _| TransportError::Stream(e.to_string()),
-    )
-    .await
+    let turn = super::capture::TurnCapture::new();
+    crate::testing::read_cut(text, size, turn, origin(GPT5), &|d| deltas.push(d)).await
 }
 
 #[tokio::test]
