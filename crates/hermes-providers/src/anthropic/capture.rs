@@ -42,14 +42,11 @@ fn finish_reason(stop_reason: &str) -> FinishReason {
 
 /// A Messages `usage` object (unknown fields such as `server_tool_use` are ignored).
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(default)]
 struct UsageBody {
-    #[serde(default)]
     input_tokens: Option<u64>,
-    #[serde(default)]
     output_tokens: Option<u64>,
-    #[serde(default)]
     cache_creation_input_tokens: Option<u64>,
-    #[serde(default)]
     cache_read_input_tokens: Option<u64>,
 }
 
@@ -102,40 +99,34 @@ impl Counts {
 }
 
 /// Just enough of a whole Messages reply, borrowed from its bytes.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct ReplyBody<'a> {
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type")]
     kind: Option<String>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     error: Option<&'a RawValue>,
-    #[serde(default)]
     role: Option<String>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     content: Option<Vec<&'a RawValue>>,
-    #[serde(default)]
     stop_reason: Option<String>,
-    #[serde(default)]
     usage: Option<UsageBody>,
 }
 
 /// The fields of a content block the capture reads, borrowed from its bytes.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct BlockBody<'a> {
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type")]
     kind: Option<String>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     text: Option<&'a RawValue>,
-    #[serde(default)]
     thinking: Option<String>,
-    #[serde(default)]
     signature: Option<String>,
-    #[serde(default)]
     data: Option<String>,
-    #[serde(default)]
     id: Option<String>,
-    #[serde(default)]
     name: Option<String>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     input: Option<&'a RawValue>,
 }
 
@@ -223,11 +214,10 @@ struct MessageStart {
     message: Option<StartMessage>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct StartMessage {
-    #[serde(default)]
     stop_reason: Option<String>,
-    #[serde(default)]
     usage: Option<UsageBody>,
 }
 
@@ -253,25 +243,25 @@ struct BlockDelta<'a> {
     delta: DeltaBody<'a>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct DeltaBody<'a> {
-    #[serde(rename = "type", borrow, default)]
+    #[serde(rename = "type", borrow)]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     text: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     thinking: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     signature: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     partial_json: Option<Cow<'a, str>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct MessageDelta {
-    #[serde(default)]
     delta: Option<MessageDeltaBody>,
-    #[serde(default)]
     usage: Option<UsageBody>,
 }
 

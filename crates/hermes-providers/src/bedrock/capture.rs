@@ -36,15 +36,11 @@ pub(crate) fn finish_reason(stop_reason: &str) -> FinishReason {
 
 /// A Converse `usage` object (`TokenUsage`).
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 struct UsageBody {
-    #[serde(default)]
     input_tokens: Option<u64>,
-    #[serde(default)]
     output_tokens: Option<u64>,
-    #[serde(default)]
     cache_read_input_tokens: Option<u64>,
-    #[serde(default)]
     cache_write_input_tokens: Option<u64>,
 }
 
@@ -68,17 +64,15 @@ impl UsageBody {
 }
 
 /// Just enough of a whole Converse reply (`ConverseResponse`), borrowed from its bytes.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 struct ReplyBody<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     output: Option<Output<'a>>,
-    #[serde(default)]
     stop_reason: Option<String>,
-    #[serde(default)]
     usage: Option<UsageBody>,
     /// An error envelope's words (`{"message": …}`).
-    #[serde(default, alias = "Message")]
+    #[serde(alias = "Message")]
     message: Option<String>,
 }
 
@@ -88,51 +82,45 @@ struct Output<'a> {
     message: Option<OutputMessage<'a>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct OutputMessage<'a> {
-    #[serde(default)]
     role: Option<String>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     content: Option<Vec<&'a RawValue>>,
 }
 
 /// The members of a `ContentBlock` union the capture reads.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 struct BlockBody<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     text: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     tool_use: Option<ToolUseBody<'a>>,
-    #[serde(default)]
     reasoning_content: Option<ReasoningBody>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 struct ToolUseBody<'a> {
-    #[serde(default)]
     tool_use_id: Option<String>,
-    #[serde(default)]
     name: Option<String>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     input: Option<&'a RawValue>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 struct ReasoningBody {
-    #[serde(default)]
     reasoning_text: Option<ReasoningTextBody>,
-    #[serde(default)]
     redacted_content: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct ReasoningTextBody {
-    #[serde(default)]
     text: Option<String>,
-    #[serde(default)]
     signature: Option<String>,
 }
 
@@ -230,12 +218,10 @@ struct MessageStart {
     role: Option<String>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 struct BlockStart {
-    #[serde(default)]
     content_block_index: Option<u64>,
-    #[serde(default)]
     start: Option<StartBody>,
 }
 
@@ -246,12 +232,10 @@ struct StartBody {
     tool_use: Option<ToolUseStart>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 struct ToolUseStart {
-    #[serde(default)]
     tool_use_id: Option<String>,
-    #[serde(default)]
     name: Option<String>,
 }
 
@@ -271,14 +255,14 @@ struct BlockDelta<'a> {
     delta: DeltaBody<'a>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 struct DeltaBody<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     text: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     tool_use: Option<ToolUseDelta<'a>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     reasoning_content: Option<ReasoningDelta<'a>>,
 }
 
@@ -288,14 +272,14 @@ struct ToolUseDelta<'a> {
     input: Option<Cow<'a, str>>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 struct ReasoningDelta<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     text: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     signature: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     redacted_content: Option<Cow<'a, str>>,
 }
 

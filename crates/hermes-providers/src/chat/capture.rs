@@ -333,21 +333,21 @@ fn google_signature(sig: &str) -> RawJson {
 }
 
 /// Just enough of a `chat.completion` body to find the message, borrowed from the bytes.
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
 struct CompletionBody<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     error: Option<&'a serde_json::value::RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     choices: Option<Vec<ChoiceBody<'a>>>,
-    #[serde(default)]
     usage: Option<Value>,
 }
 
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
 struct ChoiceBody<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     message: Option<&'a serde_json::value::RawValue>,
-    #[serde(default)]
     finish_reason: Option<String>,
 }
 

@@ -560,11 +560,12 @@ pub(crate) fn stored_signature(extra: &RawJson) -> Option<Box<RawValue>> {
         #[serde(borrow, default)]
         thought_signature: Option<&'a RawValue>,
     }
-    #[derive(serde::Deserialize)]
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default)]
     struct Extra<'a> {
-        #[serde(borrow, default)]
+        #[serde(borrow)]
         google: Option<Google<'a>>,
-        #[serde(borrow, default)]
+        #[serde(borrow)]
         thought_signature: Option<&'a RawValue>,
     }
     let extra: Extra<'_> = serde_json::from_str(extra.get()).ok()?;

@@ -8,19 +8,18 @@ use serde::Deserialize;
 
 /// The words of one error value.
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub(crate) struct ErrorValue {
     /// `message` (Bedrock also spells it `Message`).
-    #[serde(default, alias = "Message")]
+    #[serde(alias = "Message")]
     pub(crate) message: Option<String>,
     /// `code`: OpenAI's string code (Google's number is not kept).
-    #[serde(default, deserialize_with = "string_only")]
+    #[serde(deserialize_with = "string_only")]
     pub(crate) code: Option<String>,
     /// `param`: the request field OpenAI names.
-    #[serde(default)]
     pub(crate) param: Option<String>,
     /// `details`: Google's, each with its field violations (anything else is passed over).
-    #[serde(default, deserialize_with = "details")]
+    #[serde(deserialize_with = "details")]
     details: Vec<Detail>,
 }
 

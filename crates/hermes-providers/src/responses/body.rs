@@ -344,17 +344,15 @@ pub(crate) struct StoredItem {
     pub(crate) summary: bool,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct ItemProbe<'a> {
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type")]
     kind: Option<String>,
-    #[serde(default)]
     id: Option<String>,
-    #[serde(default)]
     call_id: Option<String>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     encrypted_content: Option<&'a RawValue>,
-    #[serde(default)]
     summary: Option<IgnoredAny>,
 }
 
@@ -384,11 +382,12 @@ pub(crate) fn stored_items(msg: &Message, key: &str) -> Option<Vec<StoredItem>> 
 
 /// The texts of a stored `message` output item (its `output_text` parts, as stored).
 fn output_texts(raw: &RawValue) -> Vec<Box<RawValue>> {
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
     struct Part<'a> {
-        #[serde(rename = "type", default)]
+        #[serde(rename = "type")]
         kind: Option<String>,
-        #[serde(borrow, default)]
+        #[serde(borrow)]
         text: Option<&'a RawValue>,
     }
     #[derive(Deserialize)]

@@ -28,23 +28,19 @@ use crate::reply::CaptureError;
 use crate::reply::malformed;
 
 #[derive(Clone, Copy, Default, Deserialize)]
+#[serde(default)]
 struct Details {
-    #[serde(default)]
     cached_tokens: Option<u64>,
-    #[serde(default)]
     reasoning_tokens: Option<u64>,
 }
 
 /// `usage` of a Responses object.
 #[derive(Clone, Copy, Default, Deserialize)]
+#[serde(default)]
 struct UsageBody {
-    #[serde(default)]
     input_tokens: Option<u64>,
-    #[serde(default)]
     output_tokens: Option<u64>,
-    #[serde(default)]
     input_tokens_details: Option<Details>,
-    #[serde(default)]
     output_tokens_details: Option<Details>,
 }
 
@@ -71,44 +67,37 @@ struct Reason {
 }
 
 /// Just enough of a Responses object, borrowed from its bytes.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct ResponseBody<'a> {
-    #[serde(default)]
     status: Option<String>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     error: Option<&'a RawValue>,
-    #[serde(default)]
     incomplete_details: Option<Reason>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     output: Option<Vec<&'a RawValue>>,
-    #[serde(default)]
     usage: Option<UsageBody>,
 }
 
 /// One output item, as much as capture reads.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct ItemBody {
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type")]
     kind: Option<String>,
-    #[serde(default)]
     id: Option<String>,
-    #[serde(default)]
     call_id: Option<String>,
-    #[serde(default)]
     name: Option<String>,
-    #[serde(default)]
     summary: Option<Vec<TextPart>>,
-    #[serde(default)]
     content: Option<Vec<TextPart>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct TextPart {
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type")]
     kind: Option<String>,
-    #[serde(default)]
     text: Option<String>,
-    #[serde(default)]
     refusal: Option<String>,
 }
 
@@ -155,15 +144,13 @@ pub(crate) struct TurnCapture {
 }
 
 /// A streamed `function_call` item, as much as its tool-call fragments need.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct CallItem {
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type")]
     kind: Option<String>,
-    #[serde(default)]
     call_id: Option<String>,
-    #[serde(default)]
     name: Option<String>,
-    #[serde(default)]
     arguments: Option<String>,
 }
 
@@ -268,17 +255,16 @@ impl TurnCapture {
         data: &str,
         on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
     ) -> Result<(), CaptureError> {
-        #[derive(Deserialize)]
+        #[derive(Deserialize, Default)]
+        #[serde(default)]
         struct Event<'a> {
-            #[serde(rename = "type", default)]
+            #[serde(rename = "type")]
             kind: Option<String>,
-            #[serde(default)]
             delta: Option<String>,
-            #[serde(default)]
             output_index: Option<usize>,
-            #[serde(borrow, default)]
+            #[serde(borrow)]
             item: Option<&'a RawValue>,
-            #[serde(borrow, default)]
+            #[serde(borrow)]
             response: Option<&'a RawValue>,
         }
         self.events += 1;

@@ -300,15 +300,13 @@ pub(crate) fn read_item(item: &DetailItem) -> Option<StoredItem> {
     let DetailItem::Provider { raw, .. } = item else {
         return None;
     };
-    #[derive(serde::Deserialize)]
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default)]
     struct Probe {
-        #[serde(rename = "type", default)]
+        #[serde(rename = "type")]
         kind: Option<String>,
-        #[serde(default)]
         thinking: Option<String>,
-        #[serde(default)]
         signature: Option<String>,
-        #[serde(default)]
         data: Option<String>,
     }
     let probe: Probe = serde_json::from_str(raw.get()).ok()?;

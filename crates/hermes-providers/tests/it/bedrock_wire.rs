@@ -2,6 +2,7 @@
 //! path, the SigV4 headers, the exact body bytes, whole and streamed replies, an exception
 //! frame after the 200, and a refusal answered by the one-time recovery.
 
+use crate::support;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -293,14 +294,14 @@ async fn an_exception_frame_or_a_cut_stream_after_the_200_stores_nothing() {
     server.reset().await;
     let whole = stream_body();
     let cut_frames = whole[..whole.len() / 2].to_vec();
-    Mock::given(method("POST"))
-        .and(path(STREAM_PATH))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_raw(cut_frames, "application/vnd.amazon.eventstream"),
-        )
-        .mount(&server)
-        .await;
+    support::answer(
+        &server,
+        STREAM_PATH,
+        200,
+        cut_frames,
+        "application/vnd.amazon.eventstream",
+    )
+    .await;
     let err = wire(&server)
         .send(&outgoing, origin(&server), &|_| {})
         .await

@@ -195,3 +195,19 @@ pub(crate) async fn sim_wire(profile: &str) -> SimWire {
         wire,
     }
 }
+
+/// Mounts on `server`, for every POST to `at`, the answer `status` with `body` of
+/// `content_type`.
+pub(crate) async fn answer(
+    server: &MockServer,
+    at: &str,
+    status: u16,
+    body: impl Into<Vec<u8>>,
+    content_type: &str,
+) {
+    Mock::given(method("POST"))
+        .and(path(at))
+        .respond_with(ResponseTemplate::new(status).set_body_raw(body, content_type))
+        .mount(server)
+        .await;
+}
