@@ -5,6 +5,7 @@
 
 use std::sync::Mutex;
 
+use hermes_core::Reply;
 use hermes_core::message::NOT_REPLAYED_KEY;
 use hermes_core::transport::Delta;
 use hermes_core::{
@@ -467,11 +468,7 @@ impl Deltas {
     }
 }
 
-async fn read_cut(
-    text: &str,
-    size: usize,
-    deltas: &Deltas,
-) -> Result<hermes_core::Reply, TransportError> {
+async fn read_cut(text: &str, size: usize, deltas: &Deltas) -> Result<Reply, TransportError> {
     let turn = super::capture::TurnCapture::new();
     crate::testing::read_cut(text, size, turn, origin(GPT5), &|d| deltas.push(d)).await
 }
