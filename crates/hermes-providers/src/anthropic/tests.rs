@@ -166,41 +166,99 @@ fn max_tokens_is_the_adaptive_ceiling_the_default_or_the_configured_value() {
     };
     let none = ThinkingRequest::NoPreference;
     let high = ThinkingRequest::Effort(Effort::High);
-    // Adaptive models: 128K, with or without an effort (the Python original sends 128,000 to
-    // claude-opus-4-8).
-    assert_eq!(max("claude-opus-4-8", none, None, claude), json!(128000));
-    assert_eq!(max("claude-opus-4-8", high, None, claude), json!(128000));
-    assert_eq!(max("claude-sonnet-5-5", none, None, claude), json!(128000));
-    // Budget models keep 16384, or the budget + 8192 with thinking.
-    assert_eq!(max("claude-sonnet-4-5", none, None, claude), json!(16384));
-    assert_eq!(max("claude-sonnet-4-5", high, None, claude), json!(24192));
-    // A relay's models are not Claude's: no ceiling is assumed.
-    assert_eq!(
-        max(
+    let minimax = "https://api.minimax.io/anthropic";
+    // A row per case: its name, model, thinking, configured `[max_tokens]`, host, and the
+    // `max_tokens` sent.
+    let rows = [
+        // Adaptive models: 128K, with or without an effort (the Python original sends 128,000
+        // to claude-opus-4-8).
+        (
+            "adaptive, no preference",
             "claude-opus-4-8",
             none,
             None,
-            "https://api.minimax.io/anthropic"
+            claude,
+            128000,
         ),
-        json!(16384)
-    );
-    // `[max_tokens]` in config wins; with budget thinking only when above the budget.
-    assert_eq!(
-        max("claude-opus-4-8", high, Some(64000), claude),
-        json!(64000)
-    );
-    assert_eq!(
-        max("claude-sonnet-4-5", none, Some(4096), claude),
-        json!(4096)
-    );
-    assert_eq!(
-        max("claude-sonnet-4-5", high, Some(20000), claude),
-        json!(20000)
-    );
-    assert_eq!(
-        max("claude-sonnet-4-5", high, Some(4096), claude),
-        json!(24192)
-    );
+        (
+            "adaptive, high effort",
+            "claude-opus-4-8",
+            high,
+            None,
+            claude,
+            128000,
+        ),
+        (
+            "adaptive Sonnet 5.5",
+            "claude-sonnet-5-5",
+            none,
+            None,
+            claude,
+            128000,
+        ),
+        // Budget models keep 16384, or the budget + 8192 with thinking.
+        (
+            "budget, no preference",
+            "claude-sonnet-4-5",
+            none,
+            None,
+            claude,
+            16384,
+        ),
+        (
+            "budget, high effort",
+            "claude-sonnet-4-5",
+            high,
+            None,
+            claude,
+            24192,
+        ),
+        // A relay's models are not Claude's: no ceiling is assumed.
+        (
+            "a relay's model",
+            "claude-opus-4-8",
+            none,
+            None,
+            minimax,
+            16384,
+        ),
+        // `[max_tokens]` in config wins; with budget thinking only when above the budget.
+        (
+            "configured, adaptive",
+            "claude-opus-4-8",
+            high,
+            Some(64000),
+            claude,
+            64000,
+        ),
+        (
+            "configured, budget",
+            "claude-sonnet-4-5",
+            none,
+            Some(4096),
+            claude,
+            4096,
+        ),
+        (
+            "configured above the budget",
+            "claude-sonnet-4-5",
+            high,
+            Some(20000),
+            claude,
+            20000,
+        ),
+        (
+            "configured below the budget",
+            "claude-sonnet-4-5",
+            high,
+            Some(4096),
+            claude,
+            24192,
+        ),
+    ];
+    for (row, model, thinking, configured, base, want) in rows {
+        assert_eq!(max(model, thinking, configured, base), json!(want), "{row}");
+    }
 }
 
 #[test]

@@ -584,71 +584,65 @@ fn top_k_goes_only_to_gemini_and_every_other_wire_refuses_it_by_name() {
         "{gemini_body}"
     );
     let chat_compatible = "http://127.0.0.1:8000/v1";
-    check_unsupported(
-        encode(
+    let deepseek = "https://api.deepseek.com";
+    let openai = "https://api.openai.com/v1";
+    let responses = ResponsesWire {
+        client: ChatTransport::new().unwrap(),
+        base_url: openai.into(),
+        auth: None,
+    };
+    // A row per wire that refuses it: its name, the wire, provider, base URL and model, and
+    // what the refusal says.
+    let rows: [(&str, &dyn Wire, &str, &str, &str, &str); 5] = [
+        (
+            "a local chat endpoint",
             &chat(chat_compatible),
             "local",
             chat_compatible,
             "m",
-            none,
-            &k,
+            "no top_k",
         ),
-        "top_k",
-        "no top_k",
-    );
-    check_unsupported(
-        encode(
-            &chat("https://api.deepseek.com"),
+        (
+            "DeepSeek's chat completions",
+            &chat(deepseek),
             "deepseek",
-            "https://api.deepseek.com",
+            deepseek,
             "deepseek-v4-pro",
-            none,
-            &k,
+            "no top_k",
         ),
-        "top_k",
-        "no top_k",
-    );
-    check_unsupported(
-        encode(
+        (
+            "Anthropic Messages",
             &anthropic(ANTHROPIC),
             "anthropic",
             ANTHROPIC,
             "claude-sonnet-4-5",
-            none,
-            &k,
+            "has no top_k",
         ),
-        "top_k",
-        "has no top_k",
-    );
-    check_unsupported(
-        encode(
+        (
+            "Bedrock Converse",
             &bedrock(),
             "bedrock",
             BEDROCK,
             "amazon.nova-pro-v1:0",
-            none,
-            &k,
+            "top_k",
         ),
-        "top_k",
-        "top_k",
-    );
-    let responses = ResponsesWire {
-        client: ChatTransport::new().unwrap(),
-        base_url: "https://api.openai.com/v1".into(),
-        auth: None,
-    };
-    check_unsupported(
-        encode(
+        (
+            "OpenAI Responses",
             &responses,
             "openai",
-            "https://api.openai.com/v1",
+            openai,
             "gpt-5.1",
-            none,
-            &k,
+            "no top_k",
         ),
-        "top_k",
-        "no top_k",
-    );
+    ];
+    for (row, wire, provider, base_url, model, why) in rows {
+        let result = encode(wire, provider, base_url, model, none, &k);
+        assert!(
+            matches!(&result, Err(TransportError::Unsupported { .. })),
+            "{row}: {result:?}"
+        );
+        check_unsupported(result, "top_k", why);
+    }
 }
 
 #[test]
