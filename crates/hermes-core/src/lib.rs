@@ -5,9 +5,8 @@
 //!
 //! What other crates and third parties use is public and documented: the modules below that are
 //! `pub`, and the items re-exported here from the private ones (`passthrough`, `tally`,
-//! `target`, `wire`). Everything else is crate-private (`unreachable_pub` keeps it so).
-
-#![warn(unreachable_pub)]
+//! `target`, `wire`). Everything else is crate-private (the workspace lint `unreachable_pub`
+//! keeps it so).
 
 pub mod driver;
 pub mod estimate;

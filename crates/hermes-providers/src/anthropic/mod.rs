@@ -8,7 +8,7 @@ pub mod body;
 pub(crate) mod capture;
 pub mod inbound;
 mod media;
-pub mod model;
+pub(crate) mod model;
 
 use futures_util::StreamExt as _;
 use hermes_core::transport::{Delta, Reply, TransportError};

@@ -3,10 +3,10 @@
 //! reply and event-stream capture (`capture`), and the HTTP side with SigV4, its refusal reading
 //! and its one-time recoveries (this module).
 
-pub mod body;
+mod body;
 pub(crate) mod capture;
 mod media;
-pub mod model;
+mod model;
 mod pyjson;
 
 use std::borrow::Cow;
@@ -20,7 +20,9 @@ use crate::signed::carriers::{CaptureError, read_whole};
 use crate::signed::replay::{prefix_stamp, signature_drops};
 use crate::transport::{Auth, ChatTransport, chunk_error};
 
-pub use body::{Drops, EncodeError, Encoded, PLACEHOLDER, Target, encode, encode_pretty};
+pub use body::{
+    Bound, Drops, EncodeError, Encoded, PLACEHOLDER, Target, encode, encode_pretty, operation_path,
+};
 pub use model::{BedrockModel, Policy};
 
 /// The wire's id (its verdicts are kept under it).

@@ -599,7 +599,7 @@ fn result_text(content: Option<&RawJson>) -> Box<RawValue> {
 }
 
 /// The key a call's arguments go under when they are not a JSON object.
-pub const WRAPPED_ARGS_KEY: &str = "value";
+pub(super) const WRAPPED_ARGS_KEY: &str = "value";
 
 /// A tool call's arguments as the `args` object, and whether they had to be wrapped.
 ///

@@ -3,10 +3,10 @@
 //! `alt=sse` streams (`capture`), and the HTTP side with its auth and its reading of Google's
 //! error envelope (this module).
 
-pub mod body;
+mod body;
 pub(crate) mod capture;
 mod media;
-pub mod model;
+mod model;
 
 use std::borrow::Cow;
 
@@ -19,8 +19,8 @@ use crate::reply::CaptureError;
 use crate::transport::{Auth, ChatTransport, snippet};
 
 pub use body::{
-    AI_STUDIO_BASE, EncodeError, Encoded, Flavor, MADE_UP_ID_KEY, SIGNATURE_FIELD, Target, encode,
-    encode_pretty, made_up_id, vertex_base_url,
+    AI_STUDIO_BASE, EncodeError, Encoded, Flavor, MADE_UP_ID_KEY, Merged, SIGNATURE_FIELD,
+    STEER_BRIDGE, Target, encode, encode_pretty, made_up_id, vertex_base_url,
 };
 pub use model::{GeminiModel, Thinking, ThinkingPlan, Variant, output_ceiling, thinking_plan};
 

@@ -9,5 +9,6 @@ pub(crate) mod envelope;
 pub(crate) mod json;
 pub(crate) mod sse;
 
+pub use crate::sampling::Unsupported;
 pub use encoded::{EncodeError, Encoded};
 pub(crate) use encoded::{explain_with_post, write_json};

@@ -3,11 +3,13 @@
 //! streams (`capture`), and the HTTP side with its bearer auth, its reading of OpenAI's error
 //! envelope and its one-time recovery from foreign encrypted reasoning (this module).
 
-pub mod body;
+mod body;
 pub(crate) mod capture;
 mod media;
 /// What an OpenAI model id implies for reasoning (shared with the chat wire's sampling rules).
-pub use crate::openai_model as model;
+pub mod model {
+    pub use crate::openai_model::*;
+}
 
 use std::borrow::Cow;
 
