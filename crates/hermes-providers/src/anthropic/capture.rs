@@ -25,7 +25,8 @@ use hermes_core::transport::TransportError;
 use crate::aws::{Frame, FrameReader};
 pub(crate) use crate::signed::carriers::CaptureError;
 use crate::signed::carriers::{
-    Acc, Block, build, call_ordinal, close_call, half_turn, malformed, open_call,
+    Acc, Block, Captured, assistant_role, call_ordinal, close_call, half_turn, malformed,
+    open_call, streamed, whole,
 };
 use crate::transport::error_event_text;
 
@@ -167,10 +168,7 @@ fn whole_block(index: usize, raw: &RawValue) -> Result<Block, CaptureError> {
 /// Captures a whole (non-streamed) Messages reply from its bytes: the assistant message with
 /// `origin`, and the reply's finish reason and usage. An `{"type":"error",…}` body is
 /// [`CaptureError::Provider`] with the provider's message.
-pub(crate) fn capture_reply(
-    text: &str,
-    origin: Origin,
-) -> Result<(Message, ReplyMeta), CaptureError> {
+pub(crate) fn capture_reply(text: &str, origin: Origin) -> Captured {
     let reply: ReplyBody<'_> = serde_json::from_str(text).map_err(malformed)?;
     let error = reply.error.filter(|e| e.get() != "null");
     if error.is_some() || reply.kind.as_deref() == Some("error") {
@@ -181,24 +179,17 @@ pub(crate) fn capture_reply(
             "reply `type` is {kind}, expected message"
         )));
     }
-    if let Some(role) = reply.role.as_deref().filter(|r| *r != "assistant") {
-        return Err(malformed(format!(
-            "reply `role` is {role}, expected assistant"
-        )));
-    }
+    assistant_role(reply.role.as_deref())?;
     let content = reply
         .content
         .ok_or_else(|| malformed("reply has no `content`"))?;
-    let blocks = content
-        .into_iter()
-        .enumerate()
-        .map(|(i, raw)| whole_block(i, raw));
-    let message = build(blocks, origin)?;
-    let meta = ReplyMeta::new(
+    whole(
+        content,
+        whole_block,
+        origin,
         reply.stop_reason.as_deref().map(finish_reason),
         reply.usage.as_ref().map(|u| Counts::of(u).usage()),
-    );
-    Ok((message, meta))
+    )
 }
 
 /// `{"type":…}` of an event's data (when the event has no name).
@@ -478,13 +469,12 @@ impl StreamCapture {
         if !self.stopped {
             return Err(half_turn("message_stop", self.events, "events"));
         }
-        let blocks = self.blocks.into_iter().map(|(_, acc)| acc.resolve());
-        let message = build(blocks, origin)?;
-        let meta = ReplyMeta::new(
+        streamed(
+            self.blocks,
+            origin,
             self.stop_reason.as_deref().map(finish_reason),
             self.counts.map(Counts::usage),
-        );
-        Ok((message, meta))
+        )
     }
 }
 

@@ -20,7 +20,8 @@ use hermes_core::{FinishReason, Message, Origin, RawJson, ReplyMeta, Usage};
 use crate::aws::Frame;
 pub(crate) use crate::signed::carriers::CaptureError;
 use crate::signed::carriers::{
-    Acc, Block, build, call_ordinal, close_call, half_turn, malformed, open_call,
+    Acc, Block, Captured, assistant_role, call_ordinal, close_call, half_turn, malformed,
+    open_call, streamed, whole,
 };
 
 /// The normalised finish reason of a Converse `stopReason`.
@@ -168,10 +169,7 @@ fn whole_block(index: usize, raw: &RawValue) -> Result<Block, CaptureError> {
 /// Captures a whole (non-streamed) Converse reply from its bytes: the assistant message with
 /// `origin`, and the reply's finish reason and usage. An error envelope is
 /// [`CaptureError::Provider`].
-pub(crate) fn capture_reply(
-    text: &str,
-    origin: Origin,
-) -> Result<(Message, ReplyMeta), CaptureError> {
+pub(crate) fn capture_reply(text: &str, origin: Origin) -> Captured {
     let reply: ReplyBody<'_> = serde_json::from_str(text).map_err(malformed)?;
     let Some(output) = reply.output else {
         return Err(match reply.message {
@@ -182,24 +180,17 @@ pub(crate) fn capture_reply(
     let message = output
         .message
         .ok_or_else(|| malformed("reply has no `output.message`"))?;
-    if let Some(role) = message.role.as_deref().filter(|r| *r != "assistant") {
-        return Err(malformed(format!(
-            "reply `role` is {role}, expected assistant"
-        )));
-    }
+    assistant_role(message.role.as_deref())?;
     let content = message
         .content
         .ok_or_else(|| malformed("reply has no `output.message.content`"))?;
-    let blocks = content
-        .into_iter()
-        .enumerate()
-        .map(|(i, raw)| whole_block(i, raw));
-    let message = build(blocks, origin)?;
-    let meta = ReplyMeta::new(
+    whole(
+        content,
+        whole_block,
+        origin,
         reply.stop_reason.as_deref().map(finish_reason),
         reply.usage.as_ref().map(UsageBody::usage),
-    );
-    Ok((message, meta))
+    )
 }
 
 /// The Converse name of a block kind (as [`Acc::kind`] names it), for errors.
@@ -473,12 +464,11 @@ impl StreamCapture {
         if !self.stopped {
             return Err(half_turn("messageStop", self.frames, "frames"));
         }
-        let blocks = self.blocks.into_iter().map(|(_, acc)| acc.resolve());
-        let message = build(blocks, origin)?;
-        let meta = ReplyMeta::new(
+        streamed(
+            self.blocks,
+            origin,
             self.stop_reason.as_deref().map(finish_reason),
             self.usage.as_ref().map(UsageBody::usage),
-        );
-        Ok((message, meta))
+        )
     }
 }

@@ -260,33 +260,6 @@ async fn recorder() -> MockServer {
     server
 }
 
-/// Where two JSON values differ, key by key (object key order aside), as `path: ours vs sdk`.
-fn differences(ours: &Value, sdk: &Value, path: &str, out: &mut Vec<String>) {
-    match (ours, sdk) {
-        (Value::Object(a), Value::Object(b)) => {
-            for (k, v) in a {
-                let p = format!("{path}.{k}");
-                match b.get(k) {
-                    Some(w) => differences(v, w, &p, out),
-                    None => out.push(format!("{p}: hermes sends {v}, the SDK does not send it")),
-                }
-            }
-            for (k, w) in b {
-                if !a.contains_key(k) {
-                    out.push(format!("{path}.{k}: the SDK sends {w}, hermes does not"));
-                }
-            }
-        }
-        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
-            for (i, (v, w)) in a.iter().zip(b).enumerate() {
-                differences(v, w, &format!("{path}.{i}"), out);
-            }
-        }
-        _ if ours == sdk => {}
-        _ => out.push(format!("{path}: hermes {ours} vs the SDK {sdk}")),
-    }
-}
-
 #[tokio::test]
 async fn hermes_sends_what_the_openai_sdk_sends_for_the_same_conversation() {
     let Some(py) = sdk_python() else { return };
@@ -327,8 +300,7 @@ async fn hermes_sends_what_the_openai_sdk_sends_for_the_same_conversation() {
         );
         let ours: Value = serde_json::from_str(ours).unwrap();
         let sdk: Value = serde_json::from_slice(&request.body).unwrap();
-        let mut diffs = Vec::new();
-        differences(&ours, &sdk, "", &mut diffs);
+        let diffs = support::differences(&ours, &sdk);
         assert!(
             diffs.is_empty(),
             "{}: hermes' body and the SDK's differ:\n{}",
@@ -461,7 +433,6 @@ async fn image_inputs_in_other_shapes_are_refused_and_the_sdk_sends_them_as_herm
     );
     let received = server.received_requests().await.unwrap();
     let sdk: Value = serde_json::from_slice(&received[0].body).unwrap();
-    let mut diffs = Vec::new();
-    differences(&serde_json::from_str(&ours).unwrap(), &sdk, "", &mut diffs);
+    let diffs = support::differences(&serde_json::from_str(&ours).unwrap(), &sdk);
     assert!(diffs.is_empty(), "{}", diffs.join("\n"));
 }

@@ -20,6 +20,7 @@ use hermes_providers::responses::ResponsesWire;
 use hermes_providers::{Auth, ChatTransport};
 use hermes_sim::{SIM_AWS_ACCESS_KEY_ID, SIM_AWS_SECRET_ACCESS_KEY, Sim};
 use hermes_test_support::memory::{Log, NoTools};
+use serde_json::Value;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
@@ -210,4 +211,61 @@ pub(crate) async fn answer(
         .respond_with(ResponseTemplate::new(status).set_body_raw(body, content_type))
         .mount(server)
         .await;
+}
+
+/// Every way `ours` differs from `sdk` (an SDK's body for the same request), one line each
+/// naming the path: a key the SDK sent that we lack or send differently (objects key by key,
+/// order ignored; arrays item by item, a length that differs said too; scalars by JSON value),
+/// or a key we send that the SDK did not.
+pub(crate) fn differences(ours: &Value, sdk: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    walk(ours, sdk, &mut Vec::new(), &mut out);
+    out
+}
+
+/// [`differences`] below `path`, into `out`.
+fn walk(ours: &Value, sdk: &Value, path: &mut Vec<String>, out: &mut Vec<String>) {
+    let here = |path: &[String]| {
+        if path.is_empty() {
+            "(body)".to_owned()
+        } else {
+            path.join(".")
+        }
+    };
+    match (ours, sdk) {
+        (Value::Object(o), Value::Object(s)) => {
+            for (key, sv) in s {
+                path.push(key.clone());
+                match o.get(key) {
+                    Some(ov) => walk(ov, sv, path, out),
+                    None => out.push(format!("{}: the SDK sent {sv}, hermes did not", here(path))),
+                }
+                path.pop();
+            }
+            for (key, ov) in o {
+                if !s.contains_key(key) {
+                    path.push(key.clone());
+                    out.push(format!("{}: hermes sent {ov}, the SDK did not", here(path)));
+                    path.pop();
+                }
+            }
+        }
+        (Value::Array(o), Value::Array(s)) => {
+            if o.len() != s.len() {
+                out.push(format!(
+                    "{}: hermes has {} items, the SDK {}",
+                    here(path),
+                    o.len(),
+                    s.len()
+                ));
+            }
+            for (i, (ov, sv)) in o.iter().zip(s).enumerate() {
+                path.push(i.to_string());
+                walk(ov, sv, path, out);
+                path.pop();
+            }
+        }
+        _ if ours == sdk => {}
+        _ => out.push(format!("{}: hermes {ours}, the SDK {sdk}", here(path))),
+    }
 }
