@@ -218,4 +218,6 @@ impl SseTurn for capture::TurnCapture {
 }
 
 #[cfg(test)]
+mod fixtures;
+#[cfg(test)]
 mod tests;

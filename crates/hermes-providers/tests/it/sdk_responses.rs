@@ -69,15 +69,9 @@ pub(crate) fn run(py: &Path, script: &str, input: &str) -> (Option<i32>, String,
 // ---------------------------------------------------------------------------------------------
 // The conversation
 
-/// Items as the API returned them: keys in the API's order, escapes a `Value` round trip would
-/// rewrite, summaries (one, none, two) and encrypted content.
-const RS1: &str = r#"{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"Need the time in Z\u00fcrich."}],"encrypted_content":"gAAAA\/one=="}"#;
-const FC1: &str = r#"{"id":"fc_1","type":"function_call","status":"completed","arguments":"{\"city\":\"Z\\u00fcrich\"}","call_id":"call_1","name":"now"}"#;
-const RS2: &str =
-    r#"{"id":"rs_2","type":"reasoning","summary":[],"encrypted_content":"gAAAA-two"}"#;
-const FC2: &str = r#"{"id":"fc_2","type":"function_call","status":"completed","arguments":"{}","call_id":"call_2","name":"date"}"#;
-const RS3: &str = r#"{"id":"rs_3","type":"reasoning","summary":[{"type":"summary_text","text":"Answer."},{"type":"summary_text","text":"Briefly."}],"encrypted_content":"gAAAA-three"}"#;
-const MSG3: &str = r#"{"id":"msg_3","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"It is noon, Monday."}],"role":"assistant"}"#;
+#[path = "../../src/responses/fixtures.rs"]
+mod fixtures;
+use fixtures::{FC1, FC2, MSG3, RS1, RS2, RS3};
 
 /// The chat-completions tool definitions hermes stores.
 const TOOLS: &str = r#"[{"type":"function","function":{"name":"now","description":"The time in a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}},{"type":"function","function":{"name":"date","parameters":{"type":"object","properties":{}}}}]"#;
