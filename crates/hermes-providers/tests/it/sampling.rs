@@ -825,18 +825,11 @@ fn chat_and_anthropic_sampling_bodies_validate_against_their_official_sdk_types(
     {
         let compatible = "https://api.together.xyz/v1";
         let openai = "https://api.openai.com/v1";
+        let (together, gpt) = (chat(compatible), chat(openai));
         let mut bodies = vec![
+            encode(&together, "together", compatible, "m", none, &full()).unwrap(),
             encode(
-                &chat(compatible),
-                "together",
-                compatible,
-                "m",
-                none,
-                &full(),
-            )
-            .unwrap(),
-            encode(
-                &chat(openai),
+                &gpt,
                 "openai",
                 openai,
                 "gpt-5",
@@ -845,7 +838,7 @@ fn chat_and_anthropic_sampling_bodies_validate_against_their_official_sdk_types(
             )
             .unwrap(),
             encode(
-                &chat(openai),
+                &gpt,
                 "openai",
                 openai,
                 "gpt-4.1",
@@ -886,20 +879,16 @@ fn chat_and_anthropic_sampling_bodies_validate_against_their_official_sdk_types(
     }
     if let Some(py) = hermes_test_support::sdk::sdk_python("anthropic", ANTHROPIC_PROBE) {
         let w = anthropic(ANTHROPIC);
+        let body = |model: &str, thinking: ThinkingRequest, sampling: &Sampling| {
+            encode(&w, "anthropic", ANTHROPIC, model, thinking, sampling).unwrap()
+        };
         let mut bodies = vec![
-            encode(
-                &w,
-                "anthropic",
-                ANTHROPIC,
+            body(
                 "claude-opus-4-6",
                 none,
                 &without(&["temperature", "top_p", "seed"]),
-            )
-            .unwrap(),
-            encode(
-                &w,
-                "anthropic",
-                ANTHROPIC,
+            ),
+            body(
                 "claude-opus-4-6",
                 ThinkingRequest::Effort(Effort::High),
                 &Sampling::new()
@@ -908,26 +897,17 @@ fn chat_and_anthropic_sampling_bodies_validate_against_their_official_sdk_types(
                     .response_format(schema())
                     .stop(["END"])
                     .max_tokens(4096),
-            )
-            .unwrap(),
-            encode(
-                &w,
-                "anthropic",
-                ANTHROPIC,
+            ),
+            body(
                 "claude-sonnet-4-5",
                 none,
                 &Sampling::new().tool_choice(ToolChoice::Required).user("u"),
-            )
-            .unwrap(),
-            encode(
-                &w,
-                "anthropic",
-                ANTHROPIC,
+            ),
+            body(
                 "claude-sonnet-4-5",
                 none,
                 &Sampling::new().tool_choice(ToolChoice::None),
-            )
-            .unwrap(),
+            ),
         ];
         let controls = [
             probed(&bodies[0], "/tool_choice"),
