@@ -191,6 +191,18 @@ pub struct Bound {
 /// or left out by provenance.
 pub type Encoded = crate::native::Encoded<Bound>;
 
+/// The reply is stamped with the digest of the conversation it answers; the beta header rides
+/// along to `send` ([`super::BETA_STAMP`], never stored: `send` takes it off).
+impl crate::native::Stamp for Bound {
+    fn stamp(&self) -> Vec<(String, RawJson)> {
+        let mut stamp = vec![replay::prefix_stamp(&self.digest)];
+        if let Some(beta) = &self.beta {
+            stamp.push((super::BETA_STAMP.to_owned(), RawJson::string(beta)));
+        }
+        stamp
+    }
+}
+
 pub use crate::native::EncodeError;
 
 /// One content block of the wire copy.

@@ -12,13 +12,13 @@ pub(crate) mod model;
 
 use futures_util::StreamExt as _;
 use hermes_core::transport::{Delta, Reply, TransportError};
-use hermes_core::{Message, Origin, RawJson, ReplyMeta};
+use hermes_core::{Message, Origin, ReplyMeta};
 use hermes_core::{Outgoing, Recovery, RequestParts, Wire};
 
 use crate::aws;
 use crate::native::sse::{self, OnDelta, SseTurn};
 use crate::signed::carriers::{CaptureError, read_whole};
-use crate::signed::replay::{prefix_stamp, signature_drops};
+use crate::signed::replay::signature_drops;
 use crate::transport::{Auth, ChatTransport, chunk_error};
 
 pub use body::{
@@ -94,17 +94,7 @@ pub fn outgoing(
     target: &Target,
     drops: &Drops,
 ) -> Result<Outgoing, TransportError> {
-    let encoded = body::encode(parts, target, drops)?;
-    Ok(into_outgoing(encoded, parts.stream))
-}
-
-fn into_outgoing(encoded: Encoded, stream: bool) -> Outgoing {
-    let mut stamp = vec![prefix_stamp(&encoded.wire.digest)];
-    if let Some(beta) = &encoded.wire.beta {
-        // The beta header rides along to `send` (never stored: `send` takes it off).
-        stamp.push((BETA_STAMP.to_owned(), RawJson::string(beta)));
-    }
-    encoded.into_outgoing(stream).stamp(stamp)
+    Ok(body::encode(parts, target, drops)?.into_outgoing(parts.stream))
 }
 
 /// Carries the `anthropic-beta` header from `encode` to `send`; never stored.

@@ -70,6 +70,13 @@ pub struct Bound {
 /// message's reasoning).
 pub type Encoded = crate::native::Encoded<Bound>;
 
+/// The reply is stamped with the digest of the conversation it answers.
+impl crate::native::Stamp for Bound {
+    fn stamp(&self) -> Vec<(String, RawJson)> {
+        vec![replay::prefix_stamp(&self.digest)]
+    }
+}
+
 pub use crate::native::EncodeError;
 
 /// The operation path a request for `model` goes to (`/model/{id}/converse` or

@@ -17,7 +17,7 @@ use hermes_core::{Origin, Outgoing, Recovery, RequestParts, Wire};
 
 use crate::aws::{AwsAuth, Clock, FrameReader};
 use crate::signed::carriers::{CaptureError, read_whole};
-use crate::signed::replay::{prefix_stamp, signature_drops};
+use crate::signed::replay::signature_drops;
 use crate::transport::{Auth, ChatTransport, chunk_error};
 
 pub use body::{
@@ -66,13 +66,7 @@ pub fn outgoing(
     target: &Target,
     drops: &Drops,
 ) -> Result<Outgoing, TransportError> {
-    let encoded = body::encode(parts, target, drops)?;
-    Ok(into_outgoing(encoded, parts.stream))
-}
-
-fn into_outgoing(encoded: Encoded, stream: bool) -> Outgoing {
-    let stamp = vec![prefix_stamp(&encoded.wire.digest)];
-    encoded.into_outgoing(stream).stamp(stamp)
+    Ok(body::encode(parts, target, drops)?.into_outgoing(parts.stream))
 }
 
 /// What `hermes preview --explain` prints for `parts` on `target`, one line each: first the

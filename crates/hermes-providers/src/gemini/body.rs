@@ -112,6 +112,8 @@ pub struct Merged {
 /// signature is replayed, its `explain` without the `POST` line ([`super::explain`] adds it).
 pub type Encoded = crate::native::Encoded<Merged>;
 
+impl crate::native::Stamp for Merged {}
+
 pub use crate::native::EncodeError;
 
 /// The sampling parameters in `generateContent` spelling.

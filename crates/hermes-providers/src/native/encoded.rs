@@ -3,8 +3,8 @@
 
 use std::fmt;
 
-use hermes_core::Outgoing;
 use hermes_core::transport::TransportError;
+use hermes_core::{Outgoing, RawJson};
 use serde::Serialize;
 
 use crate::sampling::Unsupported;
@@ -30,12 +30,28 @@ pub struct Encoded<X = ()> {
     pub wire: X,
 }
 
+/// What a wire stamps on the reply to a body (never sent): the signed wires' conversation
+/// digest, the Anthropic beta header on its way to `send`. Nothing by default.
+pub(crate) trait Stamp {
+    /// The stamp: keys and values stored on the reply's message.
+    fn stamp(&self) -> Vec<(String, RawJson)> {
+        Vec::new()
+    }
+}
+
+impl Stamp for () {}
+
 impl<X> Encoded<X> {
-    /// The body as an [`Outgoing`] (streamed when `stream`), with its notes and carrier counts
-    /// (a wire that stamps the reply reads what it needs of [`Encoded::wire`] first).
-    pub(crate) fn into_outgoing(self, stream: bool) -> Outgoing {
+    /// The body as an [`Outgoing`] (streamed when `stream`), with its notes, carrier counts and
+    /// the wire's stamp.
+    pub(crate) fn into_outgoing(self, stream: bool) -> Outgoing
+    where
+        X: Stamp,
+    {
+        let stamp = self.wire.stamp();
         Outgoing::new(self.body, stream, self.refusable, self.messages)
             .notes(self.notes)
+            .stamp(stamp)
             .carriers(self.carriers)
     }
 }

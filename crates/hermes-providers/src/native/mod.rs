@@ -11,4 +11,4 @@ pub(crate) mod sse;
 
 pub use crate::sampling::Unsupported;
 pub use encoded::{EncodeError, Encoded};
-pub(crate) use encoded::{explain_with_post, write_json};
+pub(crate) use encoded::{Stamp, explain_with_post, write_json};
