@@ -12,6 +12,8 @@ use hermes_core::{Message, Origin, ReplyMeta};
 use crate::aws::{self, AwsAuth, Clock};
 use crate::chat::{ChatRequest, StreamAccumulator, capture_message};
 use crate::native::sse::{self, OnDelta, SseTurn};
+use crate::reply::Captured;
+pub(crate) use crate::reply::snippet;
 use serde_json::Value;
 
 /// How long a request may wait, at each stage. Each limit ends the request with a clear
@@ -283,14 +285,6 @@ async fn read_error_body(response: reqwest::Response) -> Result<String, Transpor
     Ok(body)
 }
 
-pub(crate) fn snippet(text: &str) -> String {
-    let mut s: String = text.chars().take(200).collect();
-    if s.len() < text.len() {
-        s.push('…');
-    }
-    s
-}
-
 /// Most redirects followed for one request.
 const MAX_REDIRECTS: usize = 5;
 
@@ -404,7 +398,7 @@ impl ChatTransport {
             sse::read_response(response, turn, origin, on_delta, "chunk").await
         } else {
             // Decoded from the bytes, never through a `Value`: carriers keep their bytes.
-            crate::reply::read_whole(response, origin, capture_message).await
+            read_whole(response, origin, capture_message).await
         }
     }
 }
@@ -752,4 +746,18 @@ impl Wire for HttpChat {
             .send_with(&self.endpoint, request, origin, on_delta)
             .await
     }
+}
+
+/// Reads a whole (non-streamed) reply and captures it with `capture`, decoding from the bytes
+/// themselves so that every block keeps them.
+pub(crate) async fn read_whole(
+    response: reqwest::Response,
+    origin: Origin,
+    capture: fn(&str, Origin) -> Captured,
+) -> Result<Reply, TransportError> {
+    let bytes = response.bytes().await.map_err(map_reqwest)?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|e| TransportError::Decode(format!("the reply is not UTF-8: {e}")))?;
+    let (message, meta) = capture(text, origin).map_err(|e| e.of_whole(text))?;
+    Ok(Reply { message, meta })
 }

@@ -172,7 +172,7 @@ impl Wire for GeminiWire {
             )
             .await
         } else {
-            crate::reply::read_whole(response, origin, capture::capture_reply).await
+            crate::transport::read_whole(response, origin, capture::capture_reply).await
         }
     }
 

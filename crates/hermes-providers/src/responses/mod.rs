@@ -152,7 +152,7 @@ impl Wire for ResponsesWire {
             )
             .await
         } else {
-            crate::reply::read_whole(response, origin, capture::capture_reply).await
+            crate::transport::read_whole(response, origin, capture::capture_reply).await
         }
     }
 

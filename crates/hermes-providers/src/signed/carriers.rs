@@ -16,7 +16,8 @@ use hermes_core::{
     Usage,
 };
 
-pub(crate) use crate::reply::{CaptureError, Captured, malformed, read_whole};
+pub(crate) use crate::reply::{CaptureError, Captured, malformed};
+pub(crate) use crate::transport::read_whole;
 
 /// One content block, resolved: what the message is built from.
 pub(crate) enum Block {
