@@ -269,3 +269,63 @@ fn walk(ours: &Value, sdk: &Value, path: &mut Vec<String>, out: &mut Vec<String>
         _ => out.push(format!("{}: hermes {ours}, the SDK {sdk}", here(path))),
     }
 }
+
+/// The chat-completions wire to `base`, without a key.
+pub(crate) fn chat_at(base: &str) -> hermes_providers::HttpChat {
+    hermes_providers::HttpChat {
+        client: ChatTransport::new().unwrap(),
+        endpoint: hermes_providers::Endpoint {
+            base_url: base.into(),
+            api_key: None,
+        },
+    }
+}
+
+/// The Anthropic Messages wire (direct) to `base`, without a key or a configured
+/// `max_tokens`.
+pub(crate) fn anthropic_at(base: &str) -> AnthropicWire {
+    AnthropicWire {
+        client: ChatTransport::new().unwrap(),
+        target: anthropic::Target {
+            flavor: anthropic::Flavor::Direct,
+            base_url: base.into(),
+            max_tokens: None,
+        },
+        auth: None,
+    }
+}
+
+/// The Converse wire to `base`, unsigned (the clock is the system's).
+pub(crate) fn bedrock_at(base: &str) -> BedrockWire {
+    BedrockWire {
+        client: ChatTransport::new().unwrap(),
+        target: bedrock::Target {
+            base_url: base.into(),
+            max_tokens: None,
+        },
+        auth: None,
+        clock: SystemTime::now,
+    }
+}
+
+/// The Gemini wire (AI Studio) to `base`, without a key.
+pub(crate) fn gemini_at(base: &str) -> GeminiWire {
+    GeminiWire {
+        client: ChatTransport::new().unwrap(),
+        target: gemini::Target {
+            flavor: gemini::Flavor::AiStudio,
+            base_url: base.into(),
+            max_tokens: None,
+        },
+        auth: None,
+    }
+}
+
+/// The Responses wire to `base`, without a key.
+pub(crate) fn responses_at(base: &str) -> ResponsesWire {
+    ResponsesWire {
+        client: ChatTransport::new().unwrap(),
+        base_url: base.into(),
+        auth: None,
+    }
+}
