@@ -15,13 +15,13 @@ use crate::verdict::{Verdicts, WireVerdicts};
 use crate::wire::{CHAT_WIRE, Outgoing, RequestParts, Wire};
 
 /// The refusal fallback retries exactly once per request (SPEC §6).
-pub const REFUSAL_RETRIES: usize = 1;
+pub(crate) const REFUSAL_RETRIES: usize = 1;
 
 /// A request whose stream stalled (went silent after it began) is retried at most once: the
 /// stall already waited the whole idle limit, so each further retry would add another, and the
 /// turn would wait minutes on a provider that stopped answering. The retry also counts against
 /// [`DriverConfig::max_backoff_retries`], and its time against the front end's turn limit.
-pub const STALL_RETRIES: u32 = 1;
+pub(crate) const STALL_RETRIES: u32 = 1;
 
 /// Why a [`SessionLog`] could not store something: the store's own typed error, boxed.
 pub type LogError = Box<dyn std::error::Error + Send + Sync>;

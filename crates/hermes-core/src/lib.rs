@@ -2,13 +2,18 @@
 //!
 //! Nothing here does IO: no HTTP, no SQL, no files. Providers, the store and the CLI build on
 //! these types; see `ARCHITECTURE.md`.
+//!
+//! What other crates and third parties use is public and documented: the modules below that are
+//! `pub`, and the items re-exported here from the private ones (`passthrough`, `tally`,
+//! `target`, `wire`). Everything else is crate-private (the workspace lint `unreachable_pub`
+//! keeps it so).
 
 pub mod driver;
 pub mod estimate;
 pub mod message;
 pub mod normal;
 pub mod pairing;
-pub mod passthrough;
+mod passthrough;
 pub mod raw;
 pub mod reattach;
 pub mod refusal;
@@ -16,12 +21,12 @@ pub mod route;
 pub mod sampling;
 pub mod session;
 pub mod shape;
-pub mod tally;
-pub mod target;
+mod tally;
+mod target;
 pub mod telemetry;
 pub mod transport;
 pub mod verdict;
-pub mod wire;
+mod wire;
 
 pub use estimate::{estimate_history, estimate_message};
 pub use message::{DetailItem, FunctionCall, Message, NativeRecord, Origin, Role, ToolCall};

@@ -15,7 +15,7 @@ use crate::raw::{RawJson, TextCarrier};
 /// The `type` of the private native record inside `reasoning_details`. Only hermes writes it:
 /// a provider's item of this type is dropped at capture ([`DetailItem::from_provider`]), so
 /// nothing a provider sends is ever taken as hermes' own record.
-pub const NATIVE_RECORD_TYPE: &str = "hermes.native_assistant";
+pub(crate) const NATIVE_RECORD_TYPE: &str = "hermes.native_assistant";
 
 /// The key that marks a stored assistant turn as not replayable (SPEC §2, "Turns that are not
 /// replayed"): a reply that ended with reasoning only. Its value is `true`; the turn is kept for

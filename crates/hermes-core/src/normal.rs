@@ -129,9 +129,9 @@ pub fn normal_form(message: &Message) -> NormalForm {
 }
 
 /// The prefix of a [`match_key`] made from an assistant message's tool-call ids.
-pub const CALLS_KEY_PREFIX: &str = "calls:";
+pub(crate) const CALLS_KEY_PREFIX: &str = "calls:";
 /// The prefix of a [`match_key`] made from an assistant message's normal form.
-pub const FORM_KEY_PREFIX: &str = "form:";
+pub(crate) const FORM_KEY_PREFIX: &str = "form:";
 
 /// The key a store indexes an assistant message by, to find the session that holds it (SPEC
 /// §10, "Which conversation"): by its tool-call ids when it has any (`calls:` and the SHA-256 of
@@ -245,7 +245,7 @@ fn canonical_arguments(raw: &RawJson) -> String {
 
 /// `value` as compact JSON with every object's keys sorted (the workspace's `serde_json` keeps
 /// insertion order, so the keys are sorted here).
-pub fn canonical_json(value: &Value) -> String {
+pub(crate) fn canonical_json(value: &Value) -> String {
     let mut out = String::new();
     write_canonical(value, &mut out);
     out

@@ -37,7 +37,7 @@ impl Telemetry {
 }
 
 /// The operation every upstream request is (`gen_ai.operation.name`).
-pub const OPERATION: &str = "chat";
+pub(crate) const OPERATION: &str = "chat";
 
 /// `gen_ai.provider.name` for one of our provider ids: OpenTelemetry's well-known value where
 /// the spec has one (`openai`, `anthropic`, `aws.bedrock`, `gcp.gemini`, `gcp.vertex_ai`,
@@ -93,14 +93,14 @@ pub fn error_type(error: &TransportError) -> String {
 
 /// `gen_ai.input.messages`: the messages sent, as the spec's JSON (`role`, `parts` of type
 /// `text`, `reasoning`, `tool_call`, `tool_call_response`). Only made when content capture is on.
-pub fn input_messages(messages: &[Message]) -> String {
+pub(crate) fn input_messages(messages: &[Message]) -> String {
     let list: Vec<serde_json::Value> = messages.iter().map(|m| message_json(m, None)).collect();
     serde_json::Value::Array(list).to_string()
 }
 
 /// `gen_ai.output.messages`: the reply with its finish reason, as the spec's JSON. Only made
 /// when content capture is on.
-pub fn output_messages(reply: &Message, finish: Option<&FinishReason>) -> String {
+pub(crate) fn output_messages(reply: &Message, finish: Option<&FinishReason>) -> String {
     serde_json::Value::Array(vec![message_json(
         reply,
         Some(finish.map(finish_reason).unwrap_or("stop")),

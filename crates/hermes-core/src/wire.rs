@@ -214,7 +214,9 @@ pub trait Wire: Send + Sync {
 
     /// The refused fields an error names (SPEC §6): a subset of `sent`, or `None` when the
     /// error is not a refusal of a replayed field. `must_echo` routes never refuse
-    /// `reasoning_content`. The default reads the SPEC §6 phrases and whole-word field names.
+    /// `reasoning_content`. The default reads the SPEC §6 phrases and whole-word field names
+    /// ([`crate::refusal::classify_fields`], the one reader of them) in the words
+    /// [`Wire::refusal_text`] lifts out of the body.
     fn refused(
         &self,
         status: Option<u16>,
@@ -222,7 +224,21 @@ pub trait Wire: Send + Sync {
         sent: &[&'static str],
         must_echo: bool,
     ) -> Option<Vec<&'static str>> {
-        crate::refusal::classify_fields(status, body, sent, must_echo)
+        let text = self.refusal_text(body, sent)?;
+        crate::refusal::classify_fields(status, &text, sent, must_echo)
+    }
+
+    /// The words of an error `body` that [`Wire::refused`] hands to the classifier, or `None`
+    /// when they can name no refused field: a native wire lifts the text out of its own error
+    /// envelope and restates its provider's own wording of an unknown field in the
+    /// classifier's (it keeps no phrases of its own). The default: the whole body.
+    fn refusal_text<'b>(
+        &self,
+        body: &'b str,
+        sent: &[&'static str],
+    ) -> Option<std::borrow::Cow<'b, str>> {
+        let _ = sent;
+        Some(std::borrow::Cow::Borrowed(body))
     }
 
     /// A one-time recovery from an error that is not a refusal of a replayed field but that

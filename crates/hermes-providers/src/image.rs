@@ -156,13 +156,14 @@ pub(crate) fn message_pieces<'m>(
     Ok(pieces)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct RawPart<'a> {
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type")]
     kind: Option<String>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     text: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     image_url: Option<&'a RawValue>,
 }
 

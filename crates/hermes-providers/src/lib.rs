@@ -13,18 +13,19 @@ pub mod bedrock;
 pub mod chat;
 pub mod gemini;
 mod image;
-pub mod openai_model;
+pub mod native;
+mod openai_model;
 pub mod registry;
 mod reply;
 pub mod responses;
 pub mod routes;
-pub mod sampling;
+mod sampling;
 mod segment;
 mod signed;
 #[cfg(test)]
 mod testing;
 mod tools;
-pub mod transport;
+mod transport;
 
 pub use hermes_core::transport::{Reply, TransportError};
 pub use registry::{ProviderSpec, Wire, provider};

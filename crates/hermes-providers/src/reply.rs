@@ -1,16 +1,15 @@
-//! What every native wire's reply capture shares: why a reply could not be captured
-//! ([`CaptureError`]), how that becomes a transport error, and reading a whole reply.
+//! What every wire's reply capture shares: why a reply could not be captured
+//! ([`CaptureError`]), how that becomes a transport error, and quoting a body in an error
+//! (`snippet`); `transport::read_whole` reads a whole reply through it.
 
 use std::fmt;
 
-use hermes_core::transport::{Reply, TransportError};
-use hermes_core::{Message, Origin, ReplyMeta};
-
-use crate::transport::{map_reqwest, snippet};
+use hermes_core::transport::TransportError;
+use hermes_core::{Message, ReplyMeta};
 
 /// Why a reply could not be captured.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum CaptureError {
+pub enum CaptureError {
     /// The provider reported an error after answering 200 (an error body or envelope instead of
     /// a reply, an `error` event or an exception frame): its words.
     Provider(String),
@@ -51,7 +50,7 @@ impl CaptureError {
 
     /// As a transport error for the whole reply `text`: the provider's own error is an error
     /// after the 200, a malformed reply a decode error quoting the start of the body.
-    fn of_whole(self, text: &str) -> TransportError {
+    pub(crate) fn of_whole(self, text: &str) -> TransportError {
         match self {
             CaptureError::Provider(err) => TransportError::AfterOk(err),
             CaptureError::Malformed(err) => {
@@ -69,16 +68,11 @@ pub(crate) fn malformed(what: impl fmt::Display) -> CaptureError {
 /// A captured reply: the assistant message, and the reply's finish reason and usage.
 pub(crate) type Captured = Result<(Message, ReplyMeta), CaptureError>;
 
-/// Reads a whole (non-streamed) reply and captures it with `capture`, decoding from the bytes
-/// themselves so that every block keeps them.
-pub(crate) async fn read_whole(
-    response: reqwest::Response,
-    origin: Origin,
-    capture: fn(&str, Origin) -> Captured,
-) -> Result<Reply, TransportError> {
-    let bytes = response.bytes().await.map_err(map_reqwest)?;
-    let text = std::str::from_utf8(&bytes)
-        .map_err(|e| TransportError::Decode(format!("the reply is not UTF-8: {e}")))?;
-    let (message, meta) = capture(text, origin).map_err(|e| e.of_whole(text))?;
-    Ok(Reply { message, meta })
+/// The start of `text` (200 characters, `…` when cut), to quote a body in an error.
+pub(crate) fn snippet(text: &str) -> String {
+    let mut s: String = text.chars().take(200).collect();
+    if s.len() < text.len() {
+        s.push('…');
+    }
+    s
 }

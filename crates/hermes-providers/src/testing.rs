@@ -5,13 +5,13 @@
 
 use std::sync::Mutex;
 
-use aws_smithy_eventstream::frame::write_message_to;
-use aws_smithy_types::event_stream::{Header, HeaderValue, Message as EventMessage};
 use hermes_core::transport::Delta;
 use hermes_core::{DetailItem, Message, RawJson, ResolveOptions, RouteDecision, RouteTarget};
 use serde_json::{Value, json};
 
 use crate::signed::replay::PREFIX_KEY;
+
+pub(crate) mod frames;
 
 /// A signed thinking item as captured, with escapes a `Value` round trip would rewrite.
 pub(crate) const SIG: &str =
@@ -122,17 +122,7 @@ pub(crate) fn arguments(msg: &Message) -> Vec<String> {
 
 /// One AWS event-stream frame with string `headers` and `payload`.
 pub(crate) fn frame(headers: &[(&'static str, &str)], payload: &str) -> Vec<u8> {
-    let headers = headers
-        .iter()
-        .map(|(k, v)| Header::new(*k, HeaderValue::String((*v).to_owned().into())))
-        .collect();
-    let mut out = Vec::new();
-    write_message_to(
-        &EventMessage::new_from_parts(headers, payload.as_bytes().to_vec()),
-        &mut out,
-    )
-    .unwrap();
-    out
+    frames::frame(headers, payload.as_bytes())
 }
 
 /// One delta as a line: `R:` thinking, `C:` answer text, `T<index>:<id>:<name>:<arguments>` a
@@ -218,4 +208,29 @@ pub(crate) fn provenance_counted(explain: &[String], counted: u64) {
     let named = explain.iter().filter(|l| l.contains("provenance")).count();
     assert!(named > 0, "{explain:?}");
     assert_eq!(counted, named as u64, "{explain:?}");
+}
+
+/// Reads `text` as a streamed SSE reply cut into pieces of `size` bytes, captured by `turn`
+/// through the one SSE loop ([`crate::native::sse::read_sse`]); a failed read is a stream
+/// error.
+pub(crate) async fn read_cut<T: crate::native::sse::SseTurn>(
+    text: &str,
+    size: usize,
+    turn: T,
+    origin: hermes_core::Origin,
+    on_delta: crate::native::sse::OnDelta<'_>,
+) -> Result<hermes_core::Reply, hermes_core::transport::TransportError> {
+    let pieces: Vec<Result<Vec<u8>, std::io::Error>> = text
+        .as_bytes()
+        .chunks(size)
+        .map(|c| Ok(c.to_vec()))
+        .collect();
+    crate::native::sse::read_sse(
+        futures_util::stream::iter(pieces),
+        turn,
+        origin,
+        on_delta,
+        |e, _| hermes_core::transport::TransportError::Stream(e.to_string()),
+    )
+    .await
 }

@@ -4,14 +4,16 @@
 use std::fmt;
 use std::time::Duration;
 
-use eventsource_stream::Eventsource as _;
 use futures_util::StreamExt as _;
-use hermes_core::Origin;
 use hermes_core::transport::{Delta, Reply, TransportError, Wait};
 use hermes_core::{CHAT_WIRE, Outgoing, RequestParts, Wire};
+use hermes_core::{Message, Origin, ReplyMeta};
 
 use crate::aws::{self, AwsAuth, Clock};
-use crate::chat::{CaptureError, ChatRequest, StreamAccumulator, capture_message};
+use crate::chat::{ChatRequest, StreamAccumulator, capture_message};
+use crate::native::sse::{self, OnDelta, SseTurn};
+use crate::reply::Captured;
+pub(crate) use crate::reply::snippet;
 use serde_json::Value;
 
 /// How long a request may wait, at each stage. Each limit ends the request with a clear
@@ -283,14 +285,6 @@ async fn read_error_body(response: reqwest::Response) -> Result<String, Transpor
     Ok(body)
 }
 
-pub(crate) fn snippet(text: &str) -> String {
-    let mut s: String = text.chars().take(200).collect();
-    if s.len() < text.len() {
-        s.push('…');
-    }
-    s
-}
-
 /// Most redirects followed for one request.
 const MAX_REDIRECTS: usize = 5;
 
@@ -397,19 +391,14 @@ impl ChatTransport {
             .send_request("chat", &url, request, auth.as_ref(), &[])
             .await?;
         if request.stream {
-            read_stream(response, origin, on_delta).await
+            let turn = ChatTurn {
+                acc: StreamAccumulator::new(),
+                done: false,
+            };
+            sse::read_response(response, turn, origin, on_delta, "chunk").await
         } else {
-            let bytes = response.bytes().await.map_err(map_reqwest)?;
-            let text = std::str::from_utf8(&bytes)
-                .map_err(|e| TransportError::Decode(format!("the reply is not UTF-8: {e}")))?;
             // Decoded from the bytes, never through a `Value`: carriers keep their bytes.
-            match capture_message(text, origin) {
-                Ok((message, meta)) => Ok(Reply { message, meta }),
-                Err(CaptureError::Provider(err)) => Err(TransportError::AfterOk(err)),
-                Err(CaptureError::Malformed(e)) => {
-                    Err(TransportError::Decode(format!("{e}: {}", snippet(text))))
-                }
-            }
+            read_whole(response, origin, capture_message).await
         }
     }
 }
@@ -623,42 +612,31 @@ fn emit_deltas(chunk: &Value, on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Syn
     }
 }
 
-async fn read_stream(
-    response: reqwest::Response,
-    origin: Origin,
-    on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-) -> Result<Reply, TransportError> {
-    // The first bytes, kept to explain a reply that is not an event stream at all (a
-    // provider's JSON error body sent with status 200).
-    let mut head: Vec<u8> = Vec::new();
-    let mut events = response
-        .bytes_stream()
-        .inspect(|chunk| {
-            if let Ok(chunk) = chunk {
-                let room = ERROR_BODY_LIMIT.saturating_sub(head.len());
-                head.extend_from_slice(&chunk[..chunk.len().min(room)]);
-            }
-        })
-        .eventsource();
-    let mut acc = StreamAccumulator::new();
-    let mut done = false;
-    while let Some(event) = events.next().await {
-        let event = event.map_err(|e| stream_error(e, acc.chunks(), "chunk"))?;
-        let data = event.data.trim();
-        if event.event.eq_ignore_ascii_case("error") {
-            return Err(TransportError::AfterOk(error_event_text(data)));
-        }
+/// A chat-completions stream as the SSE loop reads it ([`sse::read_sse`]): each event one
+/// chunk, `[DONE]` the end.
+struct ChatTurn {
+    acc: StreamAccumulator,
+    done: bool,
+}
+
+impl SseTurn for ChatTurn {
+    fn seen(&self) -> usize {
+        self.acc.chunks()
+    }
+
+    fn take(&mut self, _: &str, data: &str, on_delta: OnDelta<'_>) -> Result<bool, TransportError> {
+        let data = data.trim();
         if data.is_empty() {
-            continue;
+            return Ok(false);
         }
         if data == "[DONE]" {
-            done = true;
-            break;
+            self.done = true;
+            return Ok(true);
         }
         let chunk: Value = serde_json::from_str(data).map_err(|e| {
             TransportError::Decode(format!(
                 "stream chunk {}: {e}: {}",
-                acc.chunks() + 1,
+                self.acc.chunks() + 1,
                 snippet(data)
             ))
         })?;
@@ -666,38 +644,41 @@ async fn read_stream(
             return Err(TransportError::AfterOk(err));
         }
         emit_deltas(&chunk, on_delta);
-        acc.feed_with_text(&chunk, data);
+        self.acc.feed_with_text(&chunk, data);
+        Ok(false)
     }
-    drop(events);
-    if !done && !acc.finished() {
-        if acc.chunks() == 0 {
-            let text = String::from_utf8_lossy(&head);
-            let text = text.trim();
-            if let Some(err) = serde_json::from_str::<Value>(text)
-                .ok()
-                .as_ref()
-                .and_then(error_text)
-            {
-                return Err(TransportError::AfterOk(err));
+
+    /// A stream that ended without a finish reason or `[DONE]` is broken; when it carried no
+    /// chunk at all, the body says why (a provider's JSON error body sent with status 200).
+    fn end(self, origin: Origin, head: &str) -> Result<(Message, ReplyMeta), TransportError> {
+        let acc = self.acc;
+        if !self.done && !acc.finished() {
+            if acc.chunks() == 0 {
+                if let Some(err) = serde_json::from_str::<Value>(head)
+                    .ok()
+                    .as_ref()
+                    .and_then(error_text)
+                {
+                    return Err(TransportError::AfterOk(err));
+                }
+                let framed = head.lines().any(|l| {
+                    let l = l.trim_start();
+                    l.starts_with("data:") || l.starts_with("event:") || l.starts_with(':')
+                });
+                if !head.is_empty() && !framed {
+                    return Err(TransportError::Stream(format!(
+                        "the reply is not an event stream: {}",
+                        snippet(head)
+                    )));
+                }
             }
-            let framed = text.lines().any(|l| {
-                let l = l.trim_start();
-                l.starts_with("data:") || l.starts_with("event:") || l.starts_with(':')
-            });
-            if !text.is_empty() && !framed {
-                return Err(TransportError::Stream(format!(
-                    "the reply is not an event stream: {}",
-                    snippet(text)
-                )));
-            }
+            return Err(TransportError::Stream(format!(
+                "the stream ended after {} chunks without a finish_reason or [DONE]",
+                acc.chunks()
+            )));
         }
-        return Err(TransportError::Stream(format!(
-            "the stream ended after {} chunks without a finish_reason or [DONE]",
-            acc.chunks()
-        )));
+        Ok(acc.finish(origin))
     }
-    let (message, meta) = acc.finish(origin);
-    Ok(Reply { message, meta })
 }
 
 /// The chat wire bound to one endpoint: what the turn driver sends through.
@@ -711,7 +692,7 @@ pub struct HttpChat {
 
 /// The chat-completions body of `request`, with the carriers it replays (the fields a
 /// provider may refuse, SPEC §6).
-pub fn encode(request: &ChatRequest<'_>) -> Result<Outgoing, TransportError> {
+pub(crate) fn encode(request: &ChatRequest<'_>) -> Result<Outgoing, TransportError> {
     let body = serde_json::to_vec(request).map_err(|e| TransportError::Request(e.to_string()))?;
     let refusable = request.sent_carriers().fields();
     Ok(
@@ -765,4 +746,18 @@ impl Wire for HttpChat {
             .send_with(&self.endpoint, request, origin, on_delta)
             .await
     }
+}
+
+/// Reads a whole (non-streamed) reply and captures it with `capture`, decoding from the bytes
+/// themselves so that every block keeps them.
+pub(crate) async fn read_whole(
+    response: reqwest::Response,
+    origin: Origin,
+    capture: fn(&str, Origin) -> Captured,
+) -> Result<Reply, TransportError> {
+    let bytes = response.bytes().await.map_err(map_reqwest)?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|e| TransportError::Decode(format!("the reply is not UTF-8: {e}")))?;
+    let (message, meta) = capture(text, origin).map_err(|e| e.of_whole(text))?;
+    Ok(Reply { message, meta })
 }

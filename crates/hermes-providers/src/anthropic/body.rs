@@ -5,12 +5,10 @@
 //! re-serialised on the way out.
 
 use std::collections::BTreeSet;
-use std::fmt;
 
 use hermes_core::message::same_minter;
 use hermes_core::route::ThinkingRequest;
 use hermes_core::sampling::{ResponseFormat, Sampling, ToolChoice};
-use hermes_core::transport::TransportError;
 use hermes_core::{DetailItem, Message, RawJson, RequestParts, Role, TargetHost, ToolCall};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
@@ -20,6 +18,9 @@ use serde_json::{Value, json};
 use super::media;
 use super::model::{self, ClaudeModel};
 use crate::image::Image;
+pub(super) use crate::native::json::raw_box;
+use crate::native::json::{self, Turn};
+use crate::native::write_json;
 use crate::sampling::{Unsupported, check_tool_choice, schema_value};
 use crate::signed::replay;
 pub use crate::signed::replay::{PREFIX_KEY, PrefixDigest};
@@ -171,30 +172,38 @@ pub struct Drops {
     pub client_betas: bool,
 }
 
-/// An encoded body and what the wire needs to know about it.
-#[derive(Clone, Debug)]
-pub struct Encoded {
-    /// The exact body.
-    pub body: Vec<u8>,
-    /// Refusable fields sent (`thinking`, `redacted_thinking`, `signature`).
-    pub refusable: Vec<&'static str>,
-    /// Wire messages.
-    pub messages: usize,
-    /// Lines for the user.
-    pub notes: Vec<String>,
+/// What the Messages wire knows of a body beyond [`crate::native::Encoded`]'s common fields.
+#[derive(Clone, Debug, Default)]
+pub struct Bound {
     /// The digest of the conversation this request sends (stamped on the reply).
     pub digest: String,
     /// For each wire message, the history indices merged into it.
     pub sources: Vec<Vec<usize>>,
-    /// Per assistant message (history index), what happened to its thinking.
-    pub explain: Vec<String>,
     /// The `anthropic-beta` header value (comma-separated), when one is needed (never on
     /// Bedrock, whose body carries the betas).
     pub beta: Option<String>,
-    /// Assistant messages whose thinking was demoted (signed blocks or the pad sent as
-    /// unsigned text, thinking disabled for a tool loop) or left out by provenance.
-    pub carriers: hermes_core::CarrierCounts,
 }
+
+/// An encoded body: [`crate::native::Encoded`] with its refusable fields (`thinking`,
+/// `redacted_thinking`, `signature`), per assistant message (history index) what happened to
+/// its thinking in `explain`, and in `carriers` the assistant messages whose thinking was
+/// demoted (signed blocks or the pad sent as unsigned text, thinking disabled for a tool loop)
+/// or left out by provenance.
+pub type Encoded = crate::native::Encoded<Bound>;
+
+/// The reply is stamped with the digest of the conversation it answers; the beta header rides
+/// along to `send` ([`super::BETA_STAMP`], never stored: `send` takes it off).
+impl crate::native::Stamp for Bound {
+    fn stamp(&self) -> Vec<(String, RawJson)> {
+        let mut stamp = vec![replay::prefix_stamp(&self.digest)];
+        if let Some(beta) = &self.beta {
+            stamp.push((super::BETA_STAMP.to_owned(), RawJson::string(beta)));
+        }
+        stamp
+    }
+}
+
+pub use crate::native::EncodeError;
 
 /// One content block of the wire copy.
 pub(super) enum Block<'h> {
@@ -296,21 +305,23 @@ impl Serialize for Ephemeral {
 }
 
 /// One wire message: a role and its blocks, or a user's plain string content.
-struct WireMessage<'h> {
-    role: &'static str,
-    blocks: Vec<Block<'h>>,
+type WireMessage<'h> = Turn<Block<'h>, Plain<'h>>;
+
+/// What a Messages turn keeps beside its blocks.
+#[derive(Default)]
+struct Plain<'h> {
     /// A lone user message's string content, sent as a string (the SDK's own shape).
-    plain: Option<&'h RawJson>,
+    text: Option<&'h RawJson>,
+    /// The cache breakpoint goes on its last block that is not thinking.
     cache: bool,
-    sources: Vec<usize>,
 }
 
 impl Serialize for WireMessage<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(2))?;
         map.serialize_entry("role", self.role)?;
-        match self.plain {
-            Some(text) if !self.cache => map.serialize_entry("content", text)?,
+        match self.extra.text {
+            Some(text) if !self.extra.cache => map.serialize_entry("content", text)?,
             _ => map.serialize_entry("content", &Blocks(self))?,
         }
         map.end()
@@ -322,10 +333,10 @@ struct Blocks<'a, 'h>(&'a WireMessage<'h>);
 impl Serialize for Blocks<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let msg = self.0;
-        let plain = msg.plain.map(|text| Block::Text(raw_box(text.get())));
-        let blocks: Vec<&Block<'_>> = plain.iter().chain(msg.blocks.iter()).collect();
+        let plain = msg.extra.text.map(|text| Block::Text(raw_box(text.get())));
+        let blocks: Vec<&Block<'_>> = plain.iter().chain(msg.parts.iter()).collect();
         // The breakpoint goes on the last block that is not thinking (SPEC: never on thinking).
-        let cached = if msg.cache {
+        let cached = if msg.extra.cache {
             blocks.iter().rposition(|b| !b.is_thinking())
         } else {
             None
@@ -339,11 +350,6 @@ impl Serialize for Blocks<'_, '_> {
         }
         seq.end()
     }
-}
-
-pub(super) fn raw_box(text: &str) -> Box<RawValue> {
-    RawValue::from_string(text.to_owned())
-        .unwrap_or_else(|_| RawValue::from_string("\"\"".to_owned()).unwrap_or_default())
 }
 
 /// The system prompt: every `system` message's text, each a text block, the last one cached.
@@ -550,7 +556,8 @@ fn client_thinking(plan: &mut ThinkingPlan, raw: &RawJson) -> Result<(), EncodeE
         #[serde(rename = "type")]
         kind: String,
     }
-    let probe: Probe = serde_json::from_str(raw.get())?;
+    let probe: Probe =
+        serde_json::from_str(raw.get()).map_err(|e| EncodeError::Thinking(e.to_string()))?;
     plan.thinking = Some(raw.get().to_owned());
     plan.on = probe.kind != "disabled";
     plan.budget = None;
@@ -584,49 +591,15 @@ fn anthropic_kind(item: &DetailItem) -> Option<(&'static str, bool)> {
     }
 }
 
-/// The text parts of a content value: a string literal as is, or each `text` of an array of
-/// parts. Empty texts are left out (the API refuses empty text blocks).
+/// The text parts of a content value (chat `text` parts; the API refuses empty text blocks).
 fn text_parts(content: Option<&RawJson>) -> Vec<Box<RawValue>> {
-    let Some(content) = content else {
-        return Vec::new();
-    };
-    if content.is_string() {
-        return match content.as_str() {
-            Some(t) if !t.is_empty() => vec![raw_box(content.get())],
-            _ => Vec::new(),
-        };
-    }
-    #[derive(serde::Deserialize)]
-    struct Part<'a> {
-        #[serde(rename = "type", default)]
-        kind: Option<String>,
-        #[serde(borrow, default)]
-        text: Option<&'a RawValue>,
-    }
-    let parts: Vec<Part<'_>> = serde_json::from_str(content.get()).unwrap_or_default();
-    parts
-        .into_iter()
-        .filter(|p| p.kind.as_deref().is_none_or(|k| k == "text"))
-        .filter_map(|p| p.text)
-        .filter(|t| t.get() != "\"\"")
-        .map(|t| raw_box(t.get()))
-        .collect()
+    json::text_parts(content, &["text"])
 }
 
 /// A tool call's arguments as the `input` object: the stored JSON text when it is an object,
 /// else `{}`.
 fn tool_input(call: &ToolCall) -> Box<RawValue> {
-    let text = call
-        .function
-        .arguments
-        .as_ref()
-        .and_then(|a| a.as_str().map(|s| s.into_owned()));
-    match text {
-        Some(t) if t.trim_start().starts_with('{') && RawValue::from_string(t.clone()).is_ok() => {
-            raw_box(t.trim())
-        }
-        _ => raw_box("{}"),
-    }
+    raw_box(json::object_arguments(call).as_deref().unwrap_or("{}"))
 }
 
 /// Builds the body of `parts` for `target`, leaving out what `drops` says.
@@ -787,10 +760,13 @@ fn encode_with(
     }
 
     if let Some(last) = wire.last_mut() {
-        last.cache = true;
+        last.extra.cache = true;
     }
     let tools = match parts.tools {
-        Some(t) => Some(serde_json::from_str::<Vec<ChatTool<'_>>>(t.get())?),
+        Some(t) => Some(
+            serde_json::from_str::<Vec<ChatTool<'_>>>(t.get())
+                .map_err(|e| EncodeError::Tools(e.to_string()))?,
+        ),
         None => None,
     };
     if server_tools.is_empty() {
@@ -856,21 +832,19 @@ fn encode_with(
         // the body (`lib/bedrock/_client.py` line 69).
         stream: parts.stream && !bedrock,
     };
-    let bytes = if pretty {
-        serde_json::to_vec_pretty(&body)?
-    } else {
-        serde_json::to_vec(&body)?
-    };
+    let bytes = write_json(&body, pretty)?;
     Ok(Encoded {
         body: bytes,
         refusable: sent_kinds.into_iter().collect(),
         messages: wire.len(),
         notes,
-        digest: digest.hex(),
-        sources: wire.iter().map(|w| w.sources.clone()).collect(),
         explain,
-        beta: (!bedrock && !betas.is_empty()).then(|| betas.join(",")),
         carriers,
+        wire: Bound {
+            digest: digest.hex(),
+            sources: json::sources(&wire),
+            beta: (!bedrock && !betas.is_empty()).then(|| betas.join(",")),
+        },
     })
 }
 
@@ -906,8 +880,8 @@ fn carrier_outcome(
     }
 }
 
-/// Adds blocks to the wire, merging into the previous message of the same role (the API wants
-/// alternating turns; consecutive tool results become one user turn).
+/// Adds blocks to the wire ([`json::push_turn_with`]); a lone user message's string content
+/// (`plain`) joins a merged turn as a text block, as does the one it merges into.
 fn push<'h>(
     wire: &mut Vec<WireMessage<'h>>,
     role: &'static str,
@@ -915,25 +889,17 @@ fn push<'h>(
     plain: Option<&'h RawJson>,
     source: usize,
 ) {
-    if let Some(last) = wire.last_mut()
-        && last.role == role
-    {
-        if let Some(text) = last.plain.take() {
-            last.blocks.insert(0, Block::Text(raw_box(text.get())));
-        }
-        if let Some(text) = plain {
-            last.blocks.push(Block::Text(raw_box(text.get())));
-        }
-        last.blocks.extend(blocks);
-        last.sources.push(source);
-        return;
-    }
-    wire.push(WireMessage {
-        role,
-        blocks,
-        plain,
+    let extra = Plain {
+        text: plain,
         cache: false,
-        sources: vec![source],
+    };
+    json::push_turn_with(wire, role, blocks, source, extra, |last, this| {
+        if let Some(text) = last.extra.text.take() {
+            last.parts.insert(0, Block::Text(raw_box(text.get())));
+        }
+        if let Some(text) = this.text {
+            last.parts.push(Block::Text(raw_box(text.get())));
+        }
     });
 }
 
@@ -1145,49 +1111,6 @@ impl Serialize for OutputConfig<'_> {
             map.serialize_entry("format", format)?;
         }
         map.end()
-    }
-}
-
-/// Why a Messages body could not be built.
-#[derive(Debug)]
-pub enum EncodeError {
-    /// A stored value or a tool definition is not the JSON it should be.
-    Json(serde_json::Error),
-    /// A sampling parameter this wire cannot send.
-    Unsupported(Unsupported),
-}
-
-impl fmt::Display for EncodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            EncodeError::Json(e) => e.fmt(f),
-            EncodeError::Unsupported(u) => u.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for EncodeError {}
-
-impl From<serde_json::Error> for EncodeError {
-    fn from(e: serde_json::Error) -> Self {
-        EncodeError::Json(e)
-    }
-}
-
-impl From<Unsupported> for EncodeError {
-    fn from(u: Unsupported) -> Self {
-        EncodeError::Unsupported(u)
-    }
-}
-
-impl From<EncodeError> for TransportError {
-    fn from(e: EncodeError) -> Self {
-        match e {
-            EncodeError::Unsupported(u) => u.into(),
-            EncodeError::Json(e) => {
-                TransportError::Request(format!("could not encode the request: {e}"))
-            }
-        }
     }
 }
 

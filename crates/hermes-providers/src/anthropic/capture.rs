@@ -25,7 +25,8 @@ use hermes_core::transport::TransportError;
 use crate::aws::{Frame, FrameReader};
 pub(crate) use crate::signed::carriers::CaptureError;
 use crate::signed::carriers::{
-    Acc, Block, build, call_ordinal, close_call, half_turn, malformed, open_call,
+    Acc, Block, Captured, assistant_role, call_ordinal, close_call, half_turn, malformed,
+    open_call, streamed, whole,
 };
 use crate::transport::error_event_text;
 
@@ -42,14 +43,11 @@ fn finish_reason(stop_reason: &str) -> FinishReason {
 
 /// A Messages `usage` object (unknown fields such as `server_tool_use` are ignored).
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(default)]
 struct UsageBody {
-    #[serde(default)]
     input_tokens: Option<u64>,
-    #[serde(default)]
     output_tokens: Option<u64>,
-    #[serde(default)]
     cache_creation_input_tokens: Option<u64>,
-    #[serde(default)]
     cache_read_input_tokens: Option<u64>,
 }
 
@@ -102,40 +100,34 @@ impl Counts {
 }
 
 /// Just enough of a whole Messages reply, borrowed from its bytes.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct ReplyBody<'a> {
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type")]
     kind: Option<String>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     error: Option<&'a RawValue>,
-    #[serde(default)]
     role: Option<String>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     content: Option<Vec<&'a RawValue>>,
-    #[serde(default)]
     stop_reason: Option<String>,
-    #[serde(default)]
     usage: Option<UsageBody>,
 }
 
 /// The fields of a content block the capture reads, borrowed from its bytes.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct BlockBody<'a> {
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type")]
     kind: Option<String>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     text: Option<&'a RawValue>,
-    #[serde(default)]
     thinking: Option<String>,
-    #[serde(default)]
     signature: Option<String>,
-    #[serde(default)]
     data: Option<String>,
-    #[serde(default)]
     id: Option<String>,
-    #[serde(default)]
     name: Option<String>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     input: Option<&'a RawValue>,
 }
 
@@ -176,10 +168,7 @@ fn whole_block(index: usize, raw: &RawValue) -> Result<Block, CaptureError> {
 /// Captures a whole (non-streamed) Messages reply from its bytes: the assistant message with
 /// `origin`, and the reply's finish reason and usage. An `{"type":"error",…}` body is
 /// [`CaptureError::Provider`] with the provider's message.
-pub(crate) fn capture_reply(
-    text: &str,
-    origin: Origin,
-) -> Result<(Message, ReplyMeta), CaptureError> {
+pub(crate) fn capture_reply(text: &str, origin: Origin) -> Captured {
     let reply: ReplyBody<'_> = serde_json::from_str(text).map_err(malformed)?;
     let error = reply.error.filter(|e| e.get() != "null");
     if error.is_some() || reply.kind.as_deref() == Some("error") {
@@ -190,24 +179,17 @@ pub(crate) fn capture_reply(
             "reply `type` is {kind}, expected message"
         )));
     }
-    if let Some(role) = reply.role.as_deref().filter(|r| *r != "assistant") {
-        return Err(malformed(format!(
-            "reply `role` is {role}, expected assistant"
-        )));
-    }
+    assistant_role(reply.role.as_deref())?;
     let content = reply
         .content
         .ok_or_else(|| malformed("reply has no `content`"))?;
-    let blocks = content
-        .into_iter()
-        .enumerate()
-        .map(|(i, raw)| whole_block(i, raw));
-    let message = build(blocks, origin)?;
-    let meta = ReplyMeta::new(
+    whole(
+        content,
+        whole_block,
+        origin,
         reply.stop_reason.as_deref().map(finish_reason),
         reply.usage.as_ref().map(|u| Counts::of(u).usage()),
-    );
-    Ok((message, meta))
+    )
 }
 
 /// `{"type":…}` of an event's data (when the event has no name).
@@ -223,11 +205,10 @@ struct MessageStart {
     message: Option<StartMessage>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct StartMessage {
-    #[serde(default)]
     stop_reason: Option<String>,
-    #[serde(default)]
     usage: Option<UsageBody>,
 }
 
@@ -253,25 +234,25 @@ struct BlockDelta<'a> {
     delta: DeltaBody<'a>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct DeltaBody<'a> {
-    #[serde(rename = "type", borrow, default)]
+    #[serde(rename = "type", borrow)]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     text: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     thinking: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     signature: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     partial_json: Option<Cow<'a, str>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct MessageDelta {
-    #[serde(default)]
     delta: Option<MessageDeltaBody>,
-    #[serde(default)]
     usage: Option<UsageBody>,
 }
 
@@ -488,13 +469,12 @@ impl StreamCapture {
         if !self.stopped {
             return Err(half_turn("message_stop", self.events, "events"));
         }
-        let blocks = self.blocks.into_iter().map(|(_, acc)| acc.resolve());
-        let message = build(blocks, origin)?;
-        let meta = ReplyMeta::new(
+        streamed(
+            self.blocks,
+            origin,
             self.stop_reason.as_deref().map(finish_reason),
             self.counts.map(Counts::usage),
-        );
-        Ok((message, meta))
+        )
     }
 }
 

@@ -187,11 +187,11 @@ fn chat_message(value: Value, at: &str) -> Result<Message, InboundError> {
 }
 
 /// One turn as the JSON text gives it: its role, and its content as sent.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct Turn<'a> {
-    #[serde(default)]
     role: Option<Value>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     content: Option<&'a RawValue>,
 }
 

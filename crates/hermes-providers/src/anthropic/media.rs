@@ -7,11 +7,11 @@
 //! (`ToolResultBlockParam.content`, `tool_result_block_param.py`).
 
 use hermes_core::Message;
-use serde::ser::{Error as _, SerializeMap};
+use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use super::body::{Block, raw_box};
+use super::body::{Block, EncodeError, raw_box};
 use crate::image::{self, Image, Piece, Source};
 
 /// The media types a base64 source takes: `Base64ImageSourceParam.media_type`
@@ -24,9 +24,9 @@ pub(super) fn has_images(msg: &Message) -> bool {
 }
 
 /// Reads the parts of message `index`, checking every image against what this wire takes.
-fn pieces(msg: &Message, index: usize) -> Result<Vec<Piece<'_>>, serde_json::Error> {
+fn pieces(msg: &Message, index: usize) -> Result<Vec<Piece<'_>>, EncodeError> {
     image::message_pieces(msg, index, "the Anthropic Messages API", MEDIA_TYPES)
-        .map_err(serde_json::Error::custom)
+        .map_err(EncodeError::Image)
 }
 
 /// A user turn's blocks: each non-empty text part a text block, each image an image block,
@@ -34,7 +34,7 @@ fn pieces(msg: &Message, index: usize) -> Result<Vec<Piece<'_>>, serde_json::Err
 pub(super) fn user_blocks<'h>(
     msg: &'h Message,
     index: usize,
-) -> Result<Vec<Block<'h>>, serde_json::Error> {
+) -> Result<Vec<Block<'h>>, EncodeError> {
     Ok(pieces(msg, index)?
         .into_iter()
         .filter_map(|p| match p {
@@ -73,7 +73,7 @@ impl Serialize for ResultPart<'_> {
 pub(super) fn result_parts<'h>(
     msg: &'h Message,
     index: usize,
-) -> Result<Vec<ResultPart<'h>>, serde_json::Error> {
+) -> Result<Vec<ResultPart<'h>>, EncodeError> {
     Ok(pieces(msg, index)?
         .into_iter()
         .map(|p| match p {

@@ -8,18 +8,18 @@ pub mod body;
 pub(crate) mod capture;
 pub mod inbound;
 mod media;
-pub mod model;
+pub(crate) mod model;
 
-use eventsource_stream::Eventsource as _;
 use futures_util::StreamExt as _;
 use hermes_core::transport::{Delta, Reply, TransportError};
-use hermes_core::{Origin, RawJson};
+use hermes_core::{Message, Origin, ReplyMeta};
 use hermes_core::{Outgoing, Recovery, RequestParts, Wire};
 
 use crate::aws;
+use crate::native::sse::{self, OnDelta, SseTurn};
 use crate::signed::carriers::{CaptureError, read_whole};
-use crate::signed::replay::{prefix_stamp, signature_drops};
-use crate::transport::{Auth, ChatTransport, chunk_error, error_event_text, stream_error};
+use crate::signed::replay::signature_drops;
+use crate::transport::{Auth, ChatTransport, chunk_error};
 
 pub use body::{
     ANTHROPIC_VERSION, BEDROCK_VERSION, Drops, Encoded, Family, Flavor, PREFIX_KEY, Target,
@@ -94,20 +94,7 @@ pub fn outgoing(
     target: &Target,
     drops: &Drops,
 ) -> Result<Outgoing, TransportError> {
-    let encoded = body::encode(parts, target, drops)?;
-    Ok(into_outgoing(encoded, parts.stream))
-}
-
-fn into_outgoing(encoded: Encoded, stream: bool) -> Outgoing {
-    let mut stamp = vec![prefix_stamp(&encoded.digest)];
-    if let Some(beta) = encoded.beta {
-        // The beta header rides along to `send` (never stored: `send` takes it off).
-        stamp.push((BETA_STAMP.to_owned(), RawJson::string(&beta)));
-    }
-    Outgoing::new(encoded.body, stream, encoded.refusable, encoded.messages)
-        .notes(encoded.notes)
-        .stamp(stamp)
-        .carriers(encoded.carriers)
+    Ok(body::encode(parts, target, drops)?.into_outgoing(parts.stream))
 }
 
 /// Carries the `anthropic-beta` header from `encode` to `send`; never stored.
@@ -157,7 +144,14 @@ impl Wire for AnthropicWire {
         let mut reply = if request.stream && self.target.flavor == Flavor::Bedrock {
             read_event_stream(response, origin, on_delta).await?
         } else if request.stream {
-            read_stream(response, origin, on_delta).await?
+            sse::read_response(
+                response,
+                capture::StreamCapture::new(),
+                origin,
+                on_delta,
+                "event",
+            )
+            .await?
         } else {
             read_whole(response, origin, capture::capture_reply).await?
         };
@@ -215,7 +209,7 @@ impl Wire for AnthropicWire {
             drops.thinking_off = true;
             note = "the provider wants a thinking block before the tool loop's calls and none may be sent: resending once with thinking disabled (nothing stored changes)".to_owned();
         } else {
-            let refused = signature_drops(parts.history, &encoded.sources, body);
+            let refused = signature_drops(parts.history, &encoded.wire.sources, body);
             note = refused.note("a stored thinking signature", ", with thinking disabled");
             drops.blocks_of = refused.blocks_of;
             drops.thinking_off = refused.thinking_off;
@@ -225,25 +219,26 @@ impl Wire for AnthropicWire {
     }
 }
 
-async fn read_stream(
-    response: reqwest::Response,
-    origin: Origin,
-    on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-) -> Result<Reply, TransportError> {
-    let mut events = response.bytes_stream().eventsource();
-    let mut capture = capture::StreamCapture::new();
-    while let Some(event) = events.next().await {
-        let event = event.map_err(|e| stream_error(e, capture.events(), "event"))?;
-        if event.event.eq_ignore_ascii_case("error") {
-            return Err(TransportError::AfterOk(error_event_text(event.data.trim())));
-        }
-        capture
-            .feed(&event.event, &event.data, on_delta)
-            .map_err(CaptureError::mid_stream)?;
+/// A Messages SSE reply, read by [`sse::read_sse`]: each event one Messages stream event.
+impl SseTurn for capture::StreamCapture {
+    fn seen(&self) -> usize {
+        self.events()
     }
-    drop(events);
-    let (message, meta) = capture.finish(origin).map_err(CaptureError::at_end)?;
-    Ok(Reply { message, meta })
+
+    fn take(
+        &mut self,
+        event: &str,
+        data: &str,
+        on_delta: OnDelta<'_>,
+    ) -> Result<bool, TransportError> {
+        self.feed(event, data, on_delta)
+            .map_err(CaptureError::mid_stream)?;
+        Ok(false)
+    }
+
+    fn end(self, origin: Origin, _: &str) -> Result<(Message, ReplyMeta), TransportError> {
+        self.finish(origin).map_err(CaptureError::at_end)
+    }
 }
 
 /// Reads a Bedrock `invoke-with-response-stream` reply: AWS event-stream frames, each `chunk`

@@ -147,7 +147,7 @@ impl ClaudeModel {
 }
 
 /// The `budget_tokens` of SPEC §3c for each effort.
-pub fn budget(effort: Effort) -> u32 {
+pub(crate) fn budget(effort: Effort) -> u32 {
     match effort {
         Effort::Minimal => 1024,
         Effort::Low => 4096,
@@ -159,14 +159,14 @@ pub fn budget(effort: Effort) -> u32 {
 }
 
 /// The documented output ceiling of every adaptive Claude model (128K tokens).
-pub const ADAPTIVE_OUTPUT_CEILING: u32 = 128_000;
+pub(crate) const ADAPTIVE_OUTPUT_CEILING: u32 = 128_000;
 
 /// `max_tokens` when no thinking budget sets it, on models that document no larger ceiling
 /// hermes uses ([`ClaudeModel::output_ceiling`]).
-pub const DEFAULT_MAX_TOKENS: u32 = 16384;
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 16384;
 
 /// What `max_tokens` adds above a thinking budget (SPEC §3c).
-pub const ABOVE_BUDGET: u32 = 8192;
+pub(crate) const ABOVE_BUDGET: u32 = 8192;
 
 #[cfg(test)]
 mod tests {

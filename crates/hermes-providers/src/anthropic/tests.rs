@@ -166,41 +166,99 @@ fn max_tokens_is_the_adaptive_ceiling_the_default_or_the_configured_value() {
     };
     let none = ThinkingRequest::NoPreference;
     let high = ThinkingRequest::Effort(Effort::High);
-    // Adaptive models: 128K, with or without an effort (the Python original sends 128,000 to
-    // claude-opus-4-8).
-    assert_eq!(max("claude-opus-4-8", none, None, claude), json!(128000));
-    assert_eq!(max("claude-opus-4-8", high, None, claude), json!(128000));
-    assert_eq!(max("claude-sonnet-5-5", none, None, claude), json!(128000));
-    // Budget models keep 16384, or the budget + 8192 with thinking.
-    assert_eq!(max("claude-sonnet-4-5", none, None, claude), json!(16384));
-    assert_eq!(max("claude-sonnet-4-5", high, None, claude), json!(24192));
-    // A relay's models are not Claude's: no ceiling is assumed.
-    assert_eq!(
-        max(
+    let minimax = "https://api.minimax.io/anthropic";
+    // A row per case: its name, model, thinking, configured `[max_tokens]`, host, and the
+    // `max_tokens` sent.
+    let rows = [
+        // Adaptive models: 128K, with or without an effort (the Python original sends 128,000
+        // to claude-opus-4-8).
+        (
+            "adaptive, no preference",
             "claude-opus-4-8",
             none,
             None,
-            "https://api.minimax.io/anthropic"
+            claude,
+            128000,
         ),
-        json!(16384)
-    );
-    // `[max_tokens]` in config wins; with budget thinking only when above the budget.
-    assert_eq!(
-        max("claude-opus-4-8", high, Some(64000), claude),
-        json!(64000)
-    );
-    assert_eq!(
-        max("claude-sonnet-4-5", none, Some(4096), claude),
-        json!(4096)
-    );
-    assert_eq!(
-        max("claude-sonnet-4-5", high, Some(20000), claude),
-        json!(20000)
-    );
-    assert_eq!(
-        max("claude-sonnet-4-5", high, Some(4096), claude),
-        json!(24192)
-    );
+        (
+            "adaptive, high effort",
+            "claude-opus-4-8",
+            high,
+            None,
+            claude,
+            128000,
+        ),
+        (
+            "adaptive Sonnet 5.5",
+            "claude-sonnet-5-5",
+            none,
+            None,
+            claude,
+            128000,
+        ),
+        // Budget models keep 16384, or the budget + 8192 with thinking.
+        (
+            "budget, no preference",
+            "claude-sonnet-4-5",
+            none,
+            None,
+            claude,
+            16384,
+        ),
+        (
+            "budget, high effort",
+            "claude-sonnet-4-5",
+            high,
+            None,
+            claude,
+            24192,
+        ),
+        // A relay's models are not Claude's: no ceiling is assumed.
+        (
+            "a relay's model",
+            "claude-opus-4-8",
+            none,
+            None,
+            minimax,
+            16384,
+        ),
+        // `[max_tokens]` in config wins; with budget thinking only when above the budget.
+        (
+            "configured, adaptive",
+            "claude-opus-4-8",
+            high,
+            Some(64000),
+            claude,
+            64000,
+        ),
+        (
+            "configured, budget",
+            "claude-sonnet-4-5",
+            none,
+            Some(4096),
+            claude,
+            4096,
+        ),
+        (
+            "configured above the budget",
+            "claude-sonnet-4-5",
+            high,
+            Some(20000),
+            claude,
+            20000,
+        ),
+        (
+            "configured below the budget",
+            "claude-sonnet-4-5",
+            high,
+            Some(4096),
+            claude,
+            24192,
+        ),
+    ];
+    for (row, model, thinking, configured, base, want) in rows {
+        assert_eq!(max(model, thinking, configured, base), json!(want), "{row}");
+    }
 }
 
 #[test]
@@ -593,7 +651,10 @@ fn bedrock_bodies_carry_the_bedrock_version_and_the_beta_list_and_no_model_or_st
             expected,
             "stream {stream}: the operation streams, the body never says so"
         );
-        assert_eq!(encoded.beta, None, "no anthropic-beta header on Bedrock");
+        assert_eq!(
+            encoded.wire.beta, None,
+            "no anthropic-beta header on Bedrock"
+        );
         assert!(
             encoded
                 .explain
@@ -942,7 +1003,7 @@ fn a_claude_target_gets_the_clients_betas_server_tools_and_thinking_object_exact
     );
     // The wire's own beta first, then the client's, each once.
     assert_eq!(
-        encoded.beta.as_deref(),
+        encoded.wire.beta.as_deref(),
         Some("interleaved-thinking-2025-05-14,web-fetch-2025-09-10")
     );
     // Bedrock carries the same betas in the body, and no header.
@@ -954,7 +1015,7 @@ fn a_claude_target_gets_the_clients_betas_server_tools_and_thinking_object_exact
         "{text}"
     );
     assert!(text.contains(&format!(",{WEB_SEARCH}]")), "{text}");
-    assert_eq!(encoded.beta, None);
+    assert_eq!(encoded.wire.beta, None);
 }
 
 #[test]
@@ -992,7 +1053,7 @@ fn a_client_thinking_object_is_claudes_to_judge_and_adaptive_keeps_no_beta() {
     let body: Value = serde_json::from_slice(&encoded.body).unwrap();
     assert_eq!(body["thinking"], json!({"type": "adaptive"}));
     assert_eq!(body["output_config"], json!({"effort": "high"}));
-    assert_eq!(encoded.beta, None);
+    assert_eq!(encoded.wire.beta, None);
 }
 
 fn decision_for_opus() -> hermes_core::RouteDecision {
@@ -1020,7 +1081,7 @@ fn only_a_claude_host_takes_a_clients_own_parts_and_a_relay_gets_none_of_them() 
     let text = String::from_utf8(encoded.body).unwrap();
     assert!(!text.contains("web_search"), "{text}");
     assert!(!text.contains("10000"), "{text}");
-    assert_eq!(encoded.beta, None);
+    assert_eq!(encoded.wire.beta, None);
 }
 
 #[test]

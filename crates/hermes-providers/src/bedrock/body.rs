@@ -14,12 +14,10 @@
 //! captured; documents (tool inputs and schemas) as `json.loads` reads them.
 
 use std::collections::BTreeSet;
-use std::fmt;
 
 use hermes_core::message::same_minter;
 use hermes_core::route::{Effort, ThinkingRequest};
 use hermes_core::sampling::{ResponseFormat, Sampling, ToolChoice};
-use hermes_core::transport::TransportError;
 use hermes_core::{Message, RawJson, RequestParts, Role, RouteTarget, ToolCall};
 
 use super::media;
@@ -27,6 +25,7 @@ use super::model::{BedrockModel, Policy};
 use super::pyjson::{Json, float_repr};
 use crate::anthropic::body::INTERLEAVED_BETA;
 use crate::anthropic::model as claude;
+use crate::native::json::{self, Turn, push_turn};
 use crate::sampling::{Unsupported, check_tool_choice};
 use crate::signed::carriers::{StoredItem, read_item};
 use crate::signed::replay::{self, PrefixDigest};
@@ -55,72 +54,30 @@ pub struct Drops {
     pub thinking_off: bool,
 }
 
-/// An encoded body and what the wire needs to know about it.
-#[derive(Clone, Debug)]
-pub struct Encoded {
-    /// The exact body.
-    pub body: Vec<u8>,
-    /// Refusable fields sent (`reasoningContent`, `signature`, `redactedContent`).
-    pub refusable: Vec<&'static str>,
-    /// Wire messages.
-    pub messages: usize,
-    /// Lines for the user.
-    pub notes: Vec<String>,
+/// What the Converse wire knows of a body beyond [`crate::native::Encoded`]'s common fields.
+#[derive(Clone, Debug, Default)]
+pub struct Bound {
     /// The digest of the conversation this request sends (stamped on the reply, as the
     /// Anthropic wire does: Claude's signatures are bound to it).
     pub digest: String,
     /// For each wire message, the history indices merged into it.
     pub sources: Vec<Vec<usize>>,
-    /// What was decided, for `hermes preview --explain`: first the operation and path
-    /// (`POST /model/…/converse`), then the policy, the thinking mapping and each assistant
-    /// message's reasoning.
-    pub explain: Vec<String>,
-    /// Assistant messages whose reasoning blocks were left out because another model or host
-    /// minted them.
-    pub carriers: hermes_core::CarrierCounts,
 }
 
-/// Why a body could not be built.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum EncodeError {
-    /// The tool definitions are not the chat-completions array of function tools.
-    Tools(String),
-    /// The thinking request cannot be expressed for this model (SPEC §3c: a clear error before
-    /// anything is sent).
-    Effort(String),
-    /// A message holds an image Converse cannot take (module [`super::media`]): which message,
-    /// and why.
-    Image(String),
-    /// A sampling parameter Converse (or this model on it) cannot take.
-    Unsupported(Unsupported),
-}
+/// An encoded body: [`crate::native::Encoded`] with its refusable fields (`reasoningContent`,
+/// `signature`, `redactedContent`) and its `explain` lines (first the operation and path,
+/// `POST /model/…/converse`, then the policy, the thinking mapping and each assistant
+/// message's reasoning).
+pub type Encoded = crate::native::Encoded<Bound>;
 
-impl fmt::Display for EncodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            EncodeError::Tools(why) => write!(f, "the tool definitions cannot be sent: {why}"),
-            EncodeError::Effort(why) | EncodeError::Image(why) => f.write_str(why),
-            EncodeError::Unsupported(u) => u.fmt(f),
-        }
+/// The reply is stamped with the digest of the conversation it answers.
+impl crate::native::Stamp for Bound {
+    fn stamp(&self) -> Vec<(String, RawJson)> {
+        vec![replay::prefix_stamp(&self.digest)]
     }
 }
 
-impl std::error::Error for EncodeError {}
-
-impl From<Unsupported> for EncodeError {
-    fn from(u: Unsupported) -> Self {
-        EncodeError::Unsupported(u)
-    }
-}
-
-impl From<EncodeError> for TransportError {
-    fn from(e: EncodeError) -> Self {
-        match e {
-            EncodeError::Unsupported(u) => u.into(),
-            e => TransportError::Request(format!("could not encode the request: {e}")),
-        }
-    }
-}
+pub use crate::native::EncodeError;
 
 /// The operation path a request for `model` goes to (`/model/{id}/converse` or
 /// `/converse-stream`), the model id percent-encoded as one segment.
@@ -204,11 +161,7 @@ impl Block {
 }
 
 /// One wire message.
-struct WireMessage {
-    role: &'static str,
-    blocks: Vec<Block>,
-    sources: Vec<usize>,
-}
+type WireMessage = Turn<Block>;
 
 /// The text a message left empty by a recovery carries, so the turns still alternate.
 pub const PLACEHOLDER: &str = "[reasoning left out]";
@@ -368,12 +321,12 @@ pub(crate) fn thinking_plan(
                     "--effort {name} → additionalModelRequestFields.reasoning_effort {level}"
                 );
             } else if model.always_reasons() {
-                return Err(EncodeError::Effort(format!(
+                return Err(EncodeError::Thinking(format!(
                     "--effort {name} cannot be sent to {}: it always reasons and Bedrock documents no control over how much; drop --effort for this model",
                     model.base
                 )));
             } else {
-                return Err(EncodeError::Effort(format!(
+                return Err(EncodeError::Thinking(format!(
                     "--effort {name} cannot be sent to {}: on Bedrock Converse hermes requests thinking only from Claude (additionalModelRequestFields.thinking), Nova 2 (reasoningConfig) and gpt-oss (reasoning_effort) models, the ones whose reasoning control Bedrock documents; drop --effort for this model",
                     model.base
                 )));
@@ -699,44 +652,16 @@ fn assistant_reasoning(msg: &Message, ctx: &Ctx<'_>) -> (Reasoning, String) {
     }
 }
 
-/// The texts of a content value: a string as is, or each `text` of an array of parts. Empty
-/// texts are left out (Converse refuses blank text blocks).
+/// The texts of a content value (chat `text` parts; Converse refuses blank text blocks).
 fn texts(content: Option<&RawJson>) -> Vec<String> {
-    let Some(content) = content else {
-        return Vec::new();
-    };
-    if content.is_string() {
-        return content
-            .as_str()
-            .filter(|t| !t.is_empty())
-            .map(|t| vec![t.into_owned()])
-            .unwrap_or_default();
-    }
-    #[derive(serde::Deserialize)]
-    struct Part {
-        #[serde(rename = "type", default)]
-        kind: Option<String>,
-        #[serde(default)]
-        text: Option<String>,
-    }
-    let parts: Vec<Part> = serde_json::from_str(content.get()).unwrap_or_default();
-    parts
-        .into_iter()
-        .filter(|p| p.kind.as_deref().is_none_or(|k| k == "text"))
-        .filter_map(|p| p.text)
-        .filter(|t| !t.is_empty())
-        .collect()
+    json::texts(content, &["text"])
 }
 
 /// A tool call's arguments as the `input` document: the stored JSON text when it is an object,
 /// else `{}`.
 fn tool_input(call: &ToolCall) -> Json {
-    call.function
-        .arguments
-        .as_ref()
-        .and_then(|a| a.as_str())
+    json::object_arguments(call)
         .and_then(|t| Json::parse(&t).ok())
-        .filter(|j| matches!(j, Json::Object(_)))
         .unwrap_or(Json::Object(Vec::new()))
 }
 
@@ -756,24 +681,6 @@ fn assemble(msg: &Message, reasoning: Reasoning) -> Vec<Block> {
         Reasoning::Items(items) => (Vec::new(), items),
     };
     replay::arrange(msg, lead, items.into_iter(), texts, calls)
-}
-
-/// Adds blocks to the wire, merging into the previous message of the same role (Converse wants
-/// strictly alternating turns: "A conversation must alternate between user and assistant
-/// roles", PROVIDERS.md).
-fn push(wire: &mut Vec<WireMessage>, role: &'static str, blocks: Vec<Block>, source: usize) {
-    if let Some(last) = wire.last_mut()
-        && last.role == role
-    {
-        last.blocks.extend(blocks);
-        last.sources.push(source);
-        return;
-    }
-    wire.push(WireMessage {
-        role,
-        blocks,
-        sources: vec![source],
-    });
 }
 
 /// `toolConfig.tools` from the chat-completions tool definitions.
@@ -871,7 +778,7 @@ fn encode_with(
                         .collect()
                 };
                 if !blocks.is_empty() {
-                    push(&mut wire, "user", blocks, i);
+                    push_turn(&mut wire, "user", blocks, i);
                 }
             }
             Role::Tool => {
@@ -887,7 +794,7 @@ fn encode_with(
                     id: msg.tool_call_id.clone().unwrap_or_default(),
                     content,
                 };
-                push(&mut wire, "user", vec![block], i);
+                push_turn(&mut wire, "user", vec![block], i);
             }
             Role::Assistant => {
                 if !msg.replayable() {
@@ -938,7 +845,7 @@ fn encode_with(
                         continue;
                     }
                 }
-                push(&mut wire, "assistant", blocks, i);
+                push_turn(&mut wire, "assistant", blocks, i);
             }
         }
     }
@@ -964,7 +871,7 @@ fn encode_with(
     }
 
     let mut refusable: BTreeSet<&'static str> = BTreeSet::new();
-    for block in wire.iter().flat_map(|w| &w.blocks) {
+    for block in wire.iter().flat_map(|w| &w.parts) {
         match block {
             Block::Reasoning { signature, .. } => {
                 refusable.insert("reasoningContent");
@@ -989,7 +896,7 @@ fn encode_with(
                         ("role", Json::str(w.role)),
                         (
                             "content",
-                            Json::Array(w.blocks.iter().map(Block::to_json).collect()),
+                            Json::Array(w.parts.iter().map(Block::to_json).collect()),
                         ),
                     ])
                 })
@@ -1062,9 +969,11 @@ fn encode_with(
         refusable: refusable.into_iter().collect(),
         messages: wire.len(),
         notes,
-        digest: digest.hex(),
-        sources: wire.iter().map(|w| w.sources.clone()).collect(),
         explain,
         carriers,
+        wire: Bound {
+            digest: digest.hex(),
+            sources: json::sources(&wire),
+        },
     })
 }

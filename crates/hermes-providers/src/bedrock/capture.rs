@@ -20,7 +20,8 @@ use hermes_core::{FinishReason, Message, Origin, RawJson, ReplyMeta, Usage};
 use crate::aws::Frame;
 pub(crate) use crate::signed::carriers::CaptureError;
 use crate::signed::carriers::{
-    Acc, Block, build, call_ordinal, close_call, half_turn, malformed, open_call,
+    Acc, Block, Captured, assistant_role, call_ordinal, close_call, half_turn, malformed,
+    open_call, streamed, whole,
 };
 
 /// The normalised finish reason of a Converse `stopReason`.
@@ -36,15 +37,11 @@ pub(crate) fn finish_reason(stop_reason: &str) -> FinishReason {
 
 /// A Converse `usage` object (`TokenUsage`).
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 struct UsageBody {
-    #[serde(default)]
     input_tokens: Option<u64>,
-    #[serde(default)]
     output_tokens: Option<u64>,
-    #[serde(default)]
     cache_read_input_tokens: Option<u64>,
-    #[serde(default)]
     cache_write_input_tokens: Option<u64>,
 }
 
@@ -68,17 +65,15 @@ impl UsageBody {
 }
 
 /// Just enough of a whole Converse reply (`ConverseResponse`), borrowed from its bytes.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 struct ReplyBody<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     output: Option<Output<'a>>,
-    #[serde(default)]
     stop_reason: Option<String>,
-    #[serde(default)]
     usage: Option<UsageBody>,
     /// An error envelope's words (`{"message": …}`).
-    #[serde(default, alias = "Message")]
+    #[serde(alias = "Message")]
     message: Option<String>,
 }
 
@@ -88,51 +83,45 @@ struct Output<'a> {
     message: Option<OutputMessage<'a>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct OutputMessage<'a> {
-    #[serde(default)]
     role: Option<String>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     content: Option<Vec<&'a RawValue>>,
 }
 
 /// The members of a `ContentBlock` union the capture reads.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 struct BlockBody<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     text: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     tool_use: Option<ToolUseBody<'a>>,
-    #[serde(default)]
     reasoning_content: Option<ReasoningBody>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 struct ToolUseBody<'a> {
-    #[serde(default)]
     tool_use_id: Option<String>,
-    #[serde(default)]
     name: Option<String>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     input: Option<&'a RawValue>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 struct ReasoningBody {
-    #[serde(default)]
     reasoning_text: Option<ReasoningTextBody>,
-    #[serde(default)]
     redacted_content: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct ReasoningTextBody {
-    #[serde(default)]
     text: Option<String>,
-    #[serde(default)]
     signature: Option<String>,
 }
 
@@ -180,10 +169,7 @@ fn whole_block(index: usize, raw: &RawValue) -> Result<Block, CaptureError> {
 /// Captures a whole (non-streamed) Converse reply from its bytes: the assistant message with
 /// `origin`, and the reply's finish reason and usage. An error envelope is
 /// [`CaptureError::Provider`].
-pub(crate) fn capture_reply(
-    text: &str,
-    origin: Origin,
-) -> Result<(Message, ReplyMeta), CaptureError> {
+pub(crate) fn capture_reply(text: &str, origin: Origin) -> Captured {
     let reply: ReplyBody<'_> = serde_json::from_str(text).map_err(malformed)?;
     let Some(output) = reply.output else {
         return Err(match reply.message {
@@ -194,24 +180,17 @@ pub(crate) fn capture_reply(
     let message = output
         .message
         .ok_or_else(|| malformed("reply has no `output.message`"))?;
-    if let Some(role) = message.role.as_deref().filter(|r| *r != "assistant") {
-        return Err(malformed(format!(
-            "reply `role` is {role}, expected assistant"
-        )));
-    }
+    assistant_role(message.role.as_deref())?;
     let content = message
         .content
         .ok_or_else(|| malformed("reply has no `output.message.content`"))?;
-    let blocks = content
-        .into_iter()
-        .enumerate()
-        .map(|(i, raw)| whole_block(i, raw));
-    let message = build(blocks, origin)?;
-    let meta = ReplyMeta::new(
+    whole(
+        content,
+        whole_block,
+        origin,
         reply.stop_reason.as_deref().map(finish_reason),
         reply.usage.as_ref().map(UsageBody::usage),
-    );
-    Ok((message, meta))
+    )
 }
 
 /// The Converse name of a block kind (as [`Acc::kind`] names it), for errors.
@@ -230,12 +209,10 @@ struct MessageStart {
     role: Option<String>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 struct BlockStart {
-    #[serde(default)]
     content_block_index: Option<u64>,
-    #[serde(default)]
     start: Option<StartBody>,
 }
 
@@ -246,12 +223,10 @@ struct StartBody {
     tool_use: Option<ToolUseStart>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 struct ToolUseStart {
-    #[serde(default)]
     tool_use_id: Option<String>,
-    #[serde(default)]
     name: Option<String>,
 }
 
@@ -271,14 +246,14 @@ struct BlockDelta<'a> {
     delta: DeltaBody<'a>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 struct DeltaBody<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     text: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     tool_use: Option<ToolUseDelta<'a>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     reasoning_content: Option<ReasoningDelta<'a>>,
 }
 
@@ -288,14 +263,14 @@ struct ToolUseDelta<'a> {
     input: Option<Cow<'a, str>>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 struct ReasoningDelta<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     text: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     signature: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     redacted_content: Option<Cow<'a, str>>,
 }
 
@@ -489,12 +464,11 @@ impl StreamCapture {
         if !self.stopped {
             return Err(half_turn("messageStop", self.frames, "frames"));
         }
-        let blocks = self.blocks.into_iter().map(|(_, acc)| acc.resolve());
-        let message = build(blocks, origin)?;
-        let meta = ReplyMeta::new(
+        streamed(
+            self.blocks,
+            origin,
             self.stop_reason.as_deref().map(finish_reason),
             self.usage.as_ref().map(UsageBody::usage),
-        );
-        Ok((message, meta))
+        )
     }
 }

@@ -3,23 +3,26 @@
 //! reply and event-stream capture (`capture`), and the HTTP side with SigV4, its refusal reading
 //! and its one-time recoveries (this module).
 
-pub mod body;
+mod body;
 pub(crate) mod capture;
 mod media;
-pub mod model;
+mod model;
 mod pyjson;
 
+use std::borrow::Cow;
+
 use futures_util::StreamExt as _;
-use hermes_core::refusal::classify_fields;
 use hermes_core::transport::{Delta, Reply, TransportError};
 use hermes_core::{Origin, Outgoing, Recovery, RequestParts, Wire};
 
 use crate::aws::{AwsAuth, Clock, FrameReader};
 use crate::signed::carriers::{CaptureError, read_whole};
-use crate::signed::replay::{prefix_stamp, signature_drops};
+use crate::signed::replay::signature_drops;
 use crate::transport::{Auth, ChatTransport, chunk_error};
 
-pub use body::{Drops, EncodeError, Encoded, PLACEHOLDER, Target, encode, encode_pretty};
+pub use body::{
+    Bound, Drops, EncodeError, Encoded, PLACEHOLDER, Target, encode, encode_pretty, operation_path,
+};
 pub use model::{BedrockModel, Policy};
 
 /// The wire's id (its verdicts are kept under it).
@@ -63,15 +66,7 @@ pub fn outgoing(
     target: &Target,
     drops: &Drops,
 ) -> Result<Outgoing, TransportError> {
-    let encoded = body::encode(parts, target, drops)?;
-    Ok(into_outgoing(encoded, parts.stream))
-}
-
-fn into_outgoing(encoded: Encoded, stream: bool) -> Outgoing {
-    Outgoing::new(encoded.body, stream, encoded.refusable, encoded.messages)
-        .notes(encoded.notes)
-        .stamp(vec![prefix_stamp(&encoded.digest)])
-        .carriers(encoded.carriers)
+    Ok(body::encode(parts, target, drops)?.into_outgoing(parts.stream))
 }
 
 /// What `hermes preview --explain` prints for `parts` on `target`, one line each: first the
@@ -84,15 +79,7 @@ pub fn explain(parts: &RequestParts<'_>, target: &Target) -> Result<Vec<String>,
 /// The words of a Bedrock error body: the `message` (or `Message`) of its JSON envelope
 /// (`{"message": "…"}`, the type travels in a header), else the body itself.
 fn error_message(body: &str) -> String {
-    #[derive(serde::Deserialize)]
-    struct Envelope {
-        #[serde(default, alias = "Message")]
-        message: Option<String>,
-    }
-    serde_json::from_str::<Envelope>(body.trim())
-        .ok()
-        .and_then(|e| e.message)
-        .unwrap_or_else(|| body.to_owned())
+    crate::native::envelope::message_of(body)
 }
 
 #[async_trait::async_trait]
@@ -130,13 +117,7 @@ impl Wire for BedrockWire {
     /// Reads Bedrock's error envelope (`{"message": …}`; a `ValidationException` is a 400) with
     /// the core classifier. Bedrock's own wording for a key the model does not know, `extraneous
     /// key [K] is not permitted`, names K as an unknown key.
-    fn refused(
-        &self,
-        status: Option<u16>,
-        body: &str,
-        sent: &[&'static str],
-        must_echo: bool,
-    ) -> Option<Vec<&'static str>> {
+    fn refusal_text<'b>(&self, body: &'b str, _: &[&'static str]) -> Option<Cow<'b, str>> {
         let mut text = error_message(body);
         let lower = text.to_lowercase();
         if let Some(at) = lower.find("extraneous key [") {
@@ -145,7 +126,7 @@ impl Wire for BedrockWire {
                 text = format!("{text} (unknown key {key})");
             }
         }
-        classify_fields(status, &text, sent, must_echo)
+        Some(Cow::Owned(text))
     }
 
     /// Two one-time recoveries from a 400, nothing persisted: a `ValidationException` about
@@ -188,7 +169,7 @@ impl Wire for BedrockWire {
             drops.thinking_off = true;
             "the provider wants a thinking block before the tool loop's calls and none may be sent: resending once without the thinking request (the stored history is unchanged)".to_owned()
         } else {
-            let refused = signature_drops(parts.history, &encoded.sources, &message);
+            let refused = signature_drops(parts.history, &encoded.wire.sources, &message);
             let note = refused.note("stored reasoning", ", without the thinking request");
             drops.blocks_of = refused.blocks_of;
             drops.thinking_off = refused.thinking_off;

@@ -333,32 +333,26 @@ fn google_signature(sig: &str) -> RawJson {
 }
 
 /// Just enough of a `chat.completion` body to find the message, borrowed from the bytes.
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
 struct CompletionBody<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     error: Option<&'a serde_json::value::RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     choices: Option<Vec<ChoiceBody<'a>>>,
-    #[serde(default)]
     usage: Option<Value>,
 }
 
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
 struct ChoiceBody<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     message: Option<&'a serde_json::value::RawValue>,
-    #[serde(default)]
     finish_reason: Option<String>,
 }
 
-/// Why a non-streamed body could not be captured.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CaptureError {
-    /// The provider answered 200 with an `{"error":…}` payload: its message (or the raw error).
-    Provider(String),
-    /// The body is not a usable `chat.completion`.
-    Malformed(String),
-}
+/// Why a non-streamed body could not be captured (the one capture error of every wire).
+pub use crate::reply::CaptureError;
 
 /// The reply's message with its `reasoning_details` as the accumulator keeps a stream's: only
 /// the items [`DetailItem::from_provider`] keeps (objects, none posing as hermes' native

@@ -12,12 +12,10 @@
 //! a declaration's `description`, `name`, `parametersJsonSchema`.
 
 use std::collections::BTreeSet;
-use std::fmt;
 
 use hermes_core::message::{same_minter, thought_signature};
 use hermes_core::pairing::{Matched, OpenCall, match_result};
 use hermes_core::sampling::{ResponseFormat, Sampling, ToolChoice};
-use hermes_core::transport::TransportError;
 use hermes_core::{RawJson, RequestParts, Role, ToolCall};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
@@ -25,6 +23,8 @@ use serde_json::value::RawValue;
 
 use super::media::{self, Media, ResponseParts, UserPart};
 use super::model::{GeminiModel, ThinkingPlan, output_ceiling, thinking_plan};
+use crate::native::json::{self, Turn, empty_string, push_turn, raw_box};
+use crate::native::write_json;
 use crate::sampling::{Unsupported, check_tool_choice};
 use crate::tools::{ChatFunction, ChatTool};
 
@@ -101,64 +101,20 @@ pub fn vertex_base_url(region: &str) -> String {
     }
 }
 
-/// An encoded body and what the wire needs to know about it.
-#[derive(Clone, Debug)]
-pub struct Encoded {
-    /// The exact body.
-    pub body: Vec<u8>,
-    /// Refusable fields sent ([`SIGNATURE_FIELD`] when a signature is replayed).
-    pub refusable: Vec<&'static str>,
-    /// Wire contents.
-    pub messages: usize,
-    /// Lines for the user.
-    pub notes: Vec<String>,
+/// What the Gemini wire knows of a body beyond [`crate::native::Encoded`]'s common fields.
+#[derive(Clone, Debug, Default)]
+pub struct Merged {
     /// For each wire content, the history indices merged into it.
     pub sources: Vec<Vec<usize>>,
-    /// What was decided, for `hermes preview --explain` (the `POST` line is added by
-    /// [`super::explain`]).
-    pub explain: Vec<String>,
-    /// Assistant messages whose thought signatures were left out because another model or
-    /// host minted them.
-    pub carriers: hermes_core::CarrierCounts,
 }
 
-/// Why a body could not be built.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum EncodeError {
-    /// The tool definitions are not the chat-completions array of function tools.
-    Tools(String),
-    /// The thinking request cannot be expressed for this model (SPEC §3c: a clear error before
-    /// anything is sent).
-    Thinking(String),
-    /// The body could not be written.
-    Json(String),
-    /// A message holds an image this wire cannot take (module [`super::media`]).
-    Image(String),
-    /// A sampling parameter this wire cannot send.
-    Unsupported(Unsupported),
-}
+/// An encoded body: [`crate::native::Encoded`], its refusable field [`SIGNATURE_FIELD`] when a
+/// signature is replayed, its `explain` without the `POST` line ([`super::explain`] adds it).
+pub type Encoded = crate::native::Encoded<Merged>;
 
-impl fmt::Display for EncodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            EncodeError::Tools(why) => write!(f, "the tool definitions cannot be sent: {why}"),
-            EncodeError::Thinking(why) | EncodeError::Image(why) => f.write_str(why),
-            EncodeError::Json(why) => write!(f, "the body cannot be written: {why}"),
-            EncodeError::Unsupported(u) => u.fmt(f),
-        }
-    }
-}
+impl crate::native::Stamp for Merged {}
 
-impl std::error::Error for EncodeError {}
-
-impl From<EncodeError> for TransportError {
-    fn from(e: EncodeError) -> Self {
-        match e {
-            EncodeError::Unsupported(u) => u.into(),
-            e => TransportError::Request(format!("could not encode the request: {e}")),
-        }
-    }
-}
+pub use crate::native::EncodeError;
 
 /// The sampling parameters in `generateContent` spelling.
 struct SamplingPlan<'s> {
@@ -417,11 +373,7 @@ impl Serialize for Output<'_> {
 }
 
 /// One wire content: a role and its parts.
-struct Content<'h> {
-    role: &'static str,
-    parts: Vec<Part<'h>>,
-    sources: Vec<usize>,
-}
+type Content<'h> = Turn<Part<'h>>;
 
 impl Content<'_> {
     /// A user turn of function responses.
@@ -600,14 +552,6 @@ impl Serialize for Body<'_, '_> {
     }
 }
 
-fn raw_box(text: &str) -> Box<RawValue> {
-    RawValue::from_string(text.to_owned()).unwrap_or_else(|_| empty_string())
-}
-
-fn empty_string() -> Box<RawValue> {
-    serde_json::value::to_raw_value("").unwrap_or_else(|_| RawValue::NULL.to_owned())
-}
-
 /// The stored JSON string literal of the Gemini signature in an `extra_content` value
 /// (`{"google":{"thought_signature":…}}`, or the flat spelling), when it is a non-blank string:
 /// what goes back as `thoughtSignature`, byte for byte.
@@ -618,11 +562,12 @@ pub(crate) fn stored_signature(extra: &RawJson) -> Option<Box<RawValue>> {
         #[serde(borrow, default)]
         thought_signature: Option<&'a RawValue>,
     }
-    #[derive(serde::Deserialize)]
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default)]
     struct Extra<'a> {
-        #[serde(borrow, default)]
+        #[serde(borrow)]
         google: Option<Google<'a>>,
-        #[serde(borrow, default)]
+        #[serde(borrow)]
         thought_signature: Option<&'a RawValue>,
     }
     let extra: Extra<'_> = serde_json::from_str(extra.get()).ok()?;
@@ -633,33 +578,9 @@ pub(crate) fn stored_signature(extra: &RawJson) -> Option<Box<RawValue>> {
         .map(|raw| raw.to_owned())
 }
 
-/// The text literals of a content value: a string as stored, or each `text` of an array of
-/// parts. Empty texts are left out (a part must hold data).
+/// The text literals of a content value (chat `text` parts).
 fn text_parts(content: Option<&RawJson>) -> Vec<Box<RawValue>> {
-    let Some(content) = content else {
-        return Vec::new();
-    };
-    if content.is_string() {
-        return match content.as_str() {
-            Some(t) if !t.is_empty() => vec![raw_box(content.get())],
-            _ => Vec::new(),
-        };
-    }
-    #[derive(serde::Deserialize)]
-    struct ChatPart<'a> {
-        #[serde(rename = "type", default)]
-        kind: Option<String>,
-        #[serde(borrow, default)]
-        text: Option<&'a RawValue>,
-    }
-    let parts: Vec<ChatPart<'_>> = serde_json::from_str(content.get()).unwrap_or_default();
-    parts
-        .into_iter()
-        .filter(|p| p.kind.as_deref().is_none_or(|k| k == "text"))
-        .filter_map(|p| p.text)
-        .filter(|t| t.get().starts_with('"') && t.get() != "\"\"")
-        .map(|t| t.to_owned())
-        .collect()
+    json::text_parts(content, &["text"])
 }
 
 /// A tool result's text as one JSON string: the stored string literal as is, the texts of an
@@ -680,7 +601,7 @@ fn result_text(content: Option<&RawJson>) -> Box<RawValue> {
 }
 
 /// The key a call's arguments go under when they are not a JSON object.
-pub const WRAPPED_ARGS_KEY: &str = "value";
+pub(super) const WRAPPED_ARGS_KEY: &str = "value";
 
 /// A tool call's arguments as the `args` object, and whether they had to be wrapped.
 ///
@@ -726,33 +647,17 @@ pub fn made_up_id(call: &ToolCall) -> bool {
         .any(|(k, v)| k == MADE_UP_ID_KEY && v.get() == "true")
 }
 
-/// Adds parts to the wire, merging into the previous content of the same role (the API wants
-/// alternating turns; consecutive tool results become one user turn).
-fn push<'h>(wire: &mut Vec<Content<'h>>, role: &'static str, parts: Vec<Part<'h>>, source: usize) {
-    if let Some(last) = wire.last_mut()
-        && last.role == role
-    {
-        last.parts.extend(parts);
-        last.sources.push(source);
-        return;
-    }
-    wire.push(Content {
-        role,
-        parts,
-        sources: vec![source],
-    });
-}
-
 /// The short unsigned model turn ([`STEER_BRIDGE`]) between function responses and a user turn
 /// that follows them (a steer, or a result's images); it stands for no stored message.
 fn bridge_turn<'h>() -> Content<'h> {
-    Content {
+    Turn {
         role: "model",
         parts: vec![Part::Text {
             text: serde_json::value::to_raw_value(STEER_BRIDGE).unwrap_or_else(|_| empty_string()),
             signature: None,
         }],
         sources: Vec::new(),
+        extra: (),
     }
 }
 
@@ -772,10 +677,11 @@ fn flush_media<'h>(
     // The images belong to the tool results of the turn before.
     let sources = wire.last().map(|c| c.sources.clone()).unwrap_or_default();
     wire.push(bridge_turn());
-    wire.push(Content {
+    wire.push(Turn {
         role: "user",
         parts: pending.drain(..).map(Part::Media).collect(),
         sources,
+        extra: (),
     });
     explain.push(format!(
         "before message {source}: the tool results' images sent as a user turn of their own after a model turn {STEER_BRIDGE:?} (this model takes no images inside a function response)"
@@ -916,7 +822,7 @@ fn encode_with(
                         "message {i}: text after function responses sent as a user turn of its own, after a model turn {STEER_BRIDGE:?} (Gemini refuses text beside function responses)"
                     ));
                 }
-                push(&mut wire, "user", texts, i);
+                push_turn(&mut wire, "user", texts, i);
             }
             Role::Tool => {
                 let Some((at, how)) = match_result(&open, msg) else {
@@ -960,7 +866,7 @@ fn encode_with(
                     output: result_text(msg.content.as_ref()),
                     media: inside,
                 }];
-                push(&mut wire, "user", parts, i);
+                push_turn(&mut wire, "user", parts, i);
             }
             Role::Assistant => {
                 open.clear();
@@ -1104,7 +1010,7 @@ fn encode_with(
                     ));
                 }
                 explain.push(line);
-                push(&mut wire, "model", model_parts, i);
+                push_turn(&mut wire, "model", model_parts, i);
             }
         }
     }
@@ -1134,12 +1040,7 @@ fn encode_with(
         max_output_tokens,
         sampling: &sampling,
     };
-    let bytes = if pretty {
-        serde_json::to_vec_pretty(&body)
-    } else {
-        serde_json::to_vec(&body)
-    }
-    .map_err(|e| EncodeError::Json(e.to_string()))?;
+    let bytes = write_json(&body, pretty)?;
     let mut refusable: BTreeSet<&'static str> = BTreeSet::new();
     if signed {
         refusable.insert(SIGNATURE_FIELD);
@@ -1149,8 +1050,10 @@ fn encode_with(
         refusable: refusable.into_iter().collect(),
         messages: wire.len(),
         notes,
-        sources: wire.iter().map(|w| w.sources.clone()).collect(),
         explain,
         carriers,
+        wire: Merged {
+            sources: json::sources(&wire),
+        },
     })
 }

@@ -52,17 +52,12 @@ pub(crate) fn finish_reason(reason: &str, calls: bool) -> FinishReason {
 
 /// `usageMetadata`.
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 struct UsageBody {
-    #[serde(default)]
     prompt_token_count: Option<u64>,
-    #[serde(default)]
     candidates_token_count: Option<u64>,
-    #[serde(default)]
     thoughts_token_count: Option<u64>,
-    #[serde(default)]
     cached_content_token_count: Option<u64>,
-    #[serde(default)]
     tool_use_prompt_token_count: Option<u64>,
 }
 
@@ -86,16 +81,14 @@ impl UsageBody {
 }
 
 /// Just enough of a `GenerateContentResponse`, borrowed from its bytes.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 struct ResponseBody<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     candidates: Option<Vec<CandidateBody<'a>>>,
-    #[serde(default)]
     usage_metadata: Option<UsageBody>,
-    #[serde(default)]
     prompt_feedback: Option<PromptFeedback>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     error: Option<&'a RawValue>,
 }
 
@@ -106,12 +99,11 @@ struct PromptFeedback {
     block_reason: Option<String>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 struct CandidateBody<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     content: Option<ContentBody<'a>>,
-    #[serde(default)]
     finish_reason: Option<String>,
 }
 
@@ -121,40 +113,25 @@ struct ContentBody<'a> {
     parts: Option<Vec<PartBody<'a>>>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 struct PartBody<'a> {
-    #[serde(default, deserialize_with = "lenient_text")]
+    #[serde(deserialize_with = "lenient_text")]
     text: Option<String>,
-    #[serde(default)]
     thought: Option<bool>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     thought_signature: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     function_call: Option<FunctionCallBody<'a>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct FunctionCallBody<'a> {
-    #[serde(default)]
     id: Option<String>,
-    #[serde(default)]
     name: Option<String>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     args: Option<&'a RawValue>,
-}
-
-/// The words of an error value: its `message`, else its text.
-pub(crate) fn error_words(raw: &str) -> String {
-    #[derive(Deserialize)]
-    struct Words {
-        #[serde(default)]
-        message: Option<String>,
-    }
-    serde_json::from_str::<Words>(raw)
-        .ok()
-        .and_then(|w| w.message)
-        .unwrap_or_else(|| raw.to_owned())
 }
 
 /// A part's `text`, a lone surrogate escape read as U+FFFD (`hermes_core::raw::parse_lenient`):
@@ -252,7 +229,9 @@ impl TurnCapture {
             .map_err(|e| malformed(format!("chunk {}: {e}", self.chunks + 1)))?;
         self.chunks += 1;
         if let Some(error) = body.error.filter(|e| e.get() != "null") {
-            return Err(CaptureError::Provider(error_words(error.get())));
+            return Err(CaptureError::Provider(crate::native::envelope::message_of(
+                error.get(),
+            )));
         }
         if let Some(usage) = &body.usage_metadata {
             self.usage = Some(usage.usage());

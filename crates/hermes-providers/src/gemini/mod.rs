@@ -3,22 +3,24 @@
 //! `alt=sse` streams (`capture`), and the HTTP side with its auth and its reading of Google's
 //! error envelope (this module).
 
-pub mod body;
+mod body;
 pub(crate) mod capture;
 mod media;
-pub mod model;
+mod model;
 
-use eventsource_stream::{EventStreamError, Eventsource as _};
-use futures_util::{Stream, StreamExt as _};
+use std::borrow::Cow;
+
 use hermes_core::transport::{Delta, Reply, TransportError};
-use hermes_core::{Origin, Outgoing, RequestParts, Wire};
-use serde::Deserialize;
+use hermes_core::{Message, Origin, Outgoing, ReplyMeta, RequestParts, Wire};
 
-use crate::transport::{Auth, ChatTransport, ERROR_BODY_LIMIT, snippet, stream_error};
+use crate::native::envelope;
+use crate::native::sse::{self, OnDelta, SseTurn};
+use crate::reply::CaptureError;
+use crate::transport::{Auth, ChatTransport, snippet};
 
 pub use body::{
-    AI_STUDIO_BASE, EncodeError, Encoded, Flavor, MADE_UP_ID_KEY, SIGNATURE_FIELD, Target, encode,
-    encode_pretty, made_up_id, vertex_base_url,
+    AI_STUDIO_BASE, EncodeError, Encoded, Flavor, MADE_UP_ID_KEY, Merged, SIGNATURE_FIELD,
+    STEER_BRIDGE, Target, encode, encode_pretty, made_up_id, vertex_base_url,
 };
 pub use model::{GeminiModel, Thinking, ThinkingPlan, Variant, output_ceiling, thinking_plan};
 
@@ -67,23 +69,9 @@ pub fn url(target: &Target, model: &str, stream: bool) -> String {
     }
 }
 
-/// The path (and query) of a URL, for the `POST` line of `--explain`.
-fn path_of(url: &str) -> &str {
-    let after_scheme = url.find("://").map_or(url, |i| &url[i + 3..]);
-    after_scheme.find('/').map_or("/", |i| &after_scheme[i..])
-}
-
 /// The body of `parts` for `target` as an [`Outgoing`].
 pub fn outgoing(parts: &RequestParts<'_>, target: &Target) -> Result<Outgoing, TransportError> {
-    let encoded = body::encode(parts, target)?;
-    Ok(Outgoing::new(
-        encoded.body,
-        parts.stream,
-        encoded.refusable,
-        encoded.messages,
-    )
-    .notes(encoded.notes)
-    .carriers(encoded.carriers))
+    Ok(body::encode(parts, target)?.into_outgoing(parts.stream))
 }
 
 /// What `hermes preview --explain` prints for `parts` on `target`, one line each: first
@@ -92,59 +80,7 @@ pub fn outgoing(parts: &RequestParts<'_>, target: &Target) -> Result<Outgoing, T
 pub fn explain(parts: &RequestParts<'_>, target: &Target) -> Result<Vec<String>, EncodeError> {
     let encoded = body::encode(parts, target)?;
     let url = url(target, &parts.decision.target.model, parts.stream);
-    Ok(std::iter::once(format!("POST {}", path_of(&url)))
-        .chain(encoded.explain)
-        .collect())
-}
-
-/// Google's error envelope: `{"error":{"code","message","status","details":[…]}}`, or the
-/// same wrapped in a one-element array (the OpenAI-compatible endpoint's form, PROVIDERS.md).
-#[derive(Deserialize)]
-struct Envelope {
-    error: ErrorBody,
-}
-
-#[derive(Deserialize)]
-struct ErrorBody {
-    #[serde(default)]
-    message: Option<String>,
-    #[serde(default)]
-    details: Vec<Detail>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Detail {
-    #[serde(default)]
-    field_violations: Vec<Violation>,
-}
-
-#[derive(Deserialize)]
-struct Violation {
-    #[serde(default)]
-    description: Option<String>,
-}
-
-/// The error of a body: its message and field-violation descriptions, in order.
-fn error_texts(body: &str) -> Option<(String, Vec<String>)> {
-    let body = body.trim();
-    // A derived struct also reads a JSON array positionally, so the array form is tried
-    // first where the body is one.
-    let envelope = if body.starts_with('[') {
-        serde_json::from_str::<Vec<Envelope>>(body)
-            .ok()
-            .and_then(|v| v.into_iter().next())?
-    } else {
-        serde_json::from_str::<Envelope>(body).ok()?
-    };
-    let descriptions = envelope
-        .error
-        .details
-        .into_iter()
-        .flat_map(|d| d.field_violations)
-        .filter_map(|v| v.description)
-        .collect();
-    Some((envelope.error.message.unwrap_or_default(), descriptions))
+    Ok(crate::native::explain_with_post(&url, encoded.explain))
 }
 
 /// The names an `Invalid JSON payload received. Unknown name "X" at '…': Cannot find field.`
@@ -178,7 +114,7 @@ fn same_field(reported: &str, field: &str) -> bool {
 /// A missing or refused thought signature, told in one line (SPEC §5: hermes never answers
 /// it by inventing a signature).
 fn signature_error_line(body: &str) -> Option<String> {
-    let message = error_texts(body).map_or_else(|| body.to_owned(), |(m, _)| m);
+    let message = envelope::enveloped(body).map_or_else(|| body.to_owned(), |e| e.message_or(""));
     let lower = message.to_lowercase();
     let about_signature =
         lower.contains("thought_signature") || lower.contains("thought signature");
@@ -210,17 +146,9 @@ impl Wire for GeminiWire {
         on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
     ) -> Result<Reply, TransportError> {
         let url = self.url(&origin.model, request.stream);
-        tracing::debug!(url = %url, stream = request.stream, bytes = request.body.len(), "sending gemini request");
-        tracing::trace!(body = %String::from_utf8_lossy(&request.body), "gemini request body");
         let response = self
             .client
-            .post(
-                &url,
-                request.body.clone(),
-                request.stream,
-                self.auth.as_ref(),
-                &[],
-            )
+            .send_request("gemini", &url, request, self.auth.as_ref(), &[])
             .await
             .map_err(|e| match e {
                 TransportError::Http {
@@ -235,12 +163,16 @@ impl Wire for GeminiWire {
                 other => other,
             })?;
         if request.stream {
-            read_sse(response.bytes_stream(), origin, on_delta, |e, seen| {
-                stream_error(e, seen, "chunk")
-            })
+            sse::read_response(
+                response,
+                capture::TurnCapture::new(),
+                origin,
+                on_delta,
+                "chunk",
+            )
             .await
         } else {
-            crate::reply::read_whole(response, origin, capture::capture_reply).await
+            crate::transport::read_whole(response, origin, capture::capture_reply).await
         }
     }
 
@@ -249,16 +181,10 @@ impl Wire for GeminiWire {
     /// the core classifier (`hermes_core::refusal::classify_fields`, the one reader of SPEC §6's
     /// phrases) as an unknown field, so a refused `thoughtSignature` (either spelling) is a
     /// refusal with one retry; the rest of the body is not read for field names.
-    fn refused(
-        &self,
-        status: Option<u16>,
-        body: &str,
-        sent: &[&'static str],
-        must_echo: bool,
-    ) -> Option<Vec<&'static str>> {
-        let (message, descriptions) = error_texts(body)?;
-        let mut names = unknown_names(&message);
-        for d in &descriptions {
+    fn refusal_text<'b>(&self, body: &'b str, sent: &[&'static str]) -> Option<Cow<'b, str>> {
+        let error = envelope::enveloped(body)?;
+        let mut names = unknown_names(error.message.as_deref().unwrap_or_default());
+        for d in &error.violations() {
             names.extend(unknown_names(d));
         }
         let text: Vec<String> = names
@@ -269,76 +195,37 @@ impl Wire for GeminiWire {
                     .map(|field| format!("unknown field {field}"))
             })
             .collect();
-        if text.is_empty() {
-            return None;
-        }
-        hermes_core::refusal::classify_fields(status, &text.join("; "), sent, must_echo)
+        (!text.is_empty()).then(|| Cow::Owned(text.join("; ")))
     }
 }
 
-/// Reads an `alt=sse` reply (its bytes cut anywhere) into one captured message: each event's
-/// data is one `GenerateContentResponse`. An `error` payload or `event: error` is the
-/// provider's error after the 200; a stream that ends without a `finishReason` is broken; in
-/// both cases nothing is stored. `stream_err` maps a failed read (`seen` chunks so far).
-pub(crate) async fn read_sse<S, B, E>(
-    bytes: S,
-    origin: Origin,
-    on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    stream_err: impl Fn(EventStreamError<E>, usize) -> TransportError,
-) -> Result<Reply, TransportError>
-where
-    S: Stream<Item = Result<B, E>> + Unpin,
-    B: AsRef<[u8]>,
-{
-    // The first bytes, kept to explain a reply that is no event stream at all (a JSON error
-    // body sent with status 200).
-    let mut head: Vec<u8> = Vec::new();
-    let mut events = bytes
-        .inspect(|chunk| {
-            if let Ok(chunk) = chunk {
-                let chunk = chunk.as_ref();
-                let room = ERROR_BODY_LIMIT.saturating_sub(head.len());
-                head.extend_from_slice(&chunk[..chunk.len().min(room)]);
-            }
-        })
-        .eventsource();
-    let mut capture = capture::TurnCapture::new();
-    while let Some(event) = events.next().await {
-        let event = event.map_err(|e| stream_err(e, capture.chunks()))?;
-        let data = event.data.trim();
-        if event.event.eq_ignore_ascii_case("error") {
-            return Err(TransportError::AfterOk(crate::transport::error_event_text(
-                data,
-            )));
-        }
-        if data.is_empty() || data == "[DONE]" {
-            continue;
-        }
-        capture.feed(data, on_delta).map_err(|e| match e {
-            capture::CaptureError::Provider(err) => TransportError::AfterOk(err),
-            capture::CaptureError::Malformed(m) => {
-                TransportError::Decode(format!("{m}: {}", snippet(data)))
-            }
-        })?;
+/// An `alt=sse` reply (its bytes cut anywhere), read by [`sse::read_sse`]: each event's data
+/// is one `GenerateContentResponse`. An `error` payload or `event: error` is the provider's
+/// error after the 200, and so is Google's error envelope sent as the whole body with status
+/// 200; a stream that ends without a `finishReason` is broken; in each case nothing is stored.
+impl SseTurn for capture::TurnCapture {
+    fn seen(&self) -> usize {
+        self.chunks()
     }
-    drop(events);
-    if !capture.finished() && capture.chunks() == 0 {
-        let text = String::from_utf8_lossy(&head);
-        let text = text.trim();
-        if let Some((message, _)) = error_texts(text) {
-            return Err(TransportError::AfterOk(message));
-        }
-        if !text.is_empty() {
-            return Err(TransportError::Stream(format!(
-                "the reply is not an event stream: {}",
-                snippet(text)
-            )));
-        }
+
+    fn take(&mut self, _: &str, data: &str, on_delta: OnDelta<'_>) -> Result<bool, TransportError> {
+        sse::feed_json(data, |data| self.feed(data, on_delta))
     }
-    let (message, meta) = capture
-        .finish(origin)
-        .map_err(capture::CaptureError::at_end)?;
-    Ok(Reply { message, meta })
+
+    fn end(self, origin: Origin, head: &str) -> Result<(Message, ReplyMeta), TransportError> {
+        if !self.finished() && self.chunks() == 0 {
+            if let Some(error) = envelope::enveloped(head) {
+                return Err(TransportError::AfterOk(error.message_or("")));
+            }
+            if !head.is_empty() {
+                return Err(TransportError::Stream(format!(
+                    "the reply is not an event stream: {}",
+                    snippet(head)
+                )));
+            }
+        }
+        self.finish(origin).map_err(CaptureError::at_end)
+    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use hermes_core::route::{Effort, ThinkingRequest};
 
 /// The thinking budgets of SPEC §3c for minimal, low, medium, high, xhigh and max (Gemini 2.5),
 /// before the model's cap.
-pub const BUDGETS: [u32; 6] = [512, 1024, 8192, 24576, 32768, 32768];
+pub(super) const BUDGETS: [u32; 6] = [512, 1024, 8192, 24576, 32768, 32768];
 
 /// Which line of a generation a model is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,7 +146,7 @@ fn level_rank(level: &str) -> usize {
 
 /// The documented level nearest to `effort` (SPEC §3c: a model with only low and high gets
 /// low for minimal and low, high for medium and above; ties go up).
-pub fn nearest_level(levels: &'static [&'static str], effort: Effort) -> &'static str {
+pub(super) fn nearest_level(levels: &'static [&'static str], effort: Effort) -> &'static str {
     let want = rank(effort);
     let mut best = levels.last().copied().unwrap_or("HIGH");
     let mut best_distance = usize::MAX;

@@ -4,6 +4,7 @@
 
 use std::sync::Mutex;
 
+use hermes_core::Reply;
 use hermes_core::message::NOT_REPLAYED_KEY;
 use hermes_core::transport::Delta;
 use hermes_core::{
@@ -13,7 +14,7 @@ use hermes_core::{
 
 use super::body::{AI_STUDIO_BASE, Target, encode, made_up_id};
 use super::capture::{TurnCapture, capture_reply};
-use super::{GeminiWire, read_sse, signature_error_line, url};
+use super::{GeminiWire, signature_error_line, url};
 use crate::ChatTransport;
 
 const PRO3: &str = "gemini-3-pro-preview";
@@ -500,73 +501,36 @@ fn thinking_config(model: &str, thinking: ThinkingRequest) -> Result<String, Str
 fn thinking_config_follows_the_model_family() {
     use Effort::*;
     let effort = ThinkingRequest::Effort;
-    let cases: &[(&str, ThinkingRequest, &str)] = &[
+    // `thinkingConfig` with thoughts included, and a level or a budget.
+    let on = || r#"{"thinkingConfig":{"includeThoughts":true}}"#.to_owned();
+    let level = |l: &str| {
+        format!(r#"{{"thinkingConfig":{{"includeThoughts":true,"thinkingLevel":"{l}"}}}}"#)
+    };
+    let budget =
+        |b: u32| format!(r#"{{"thinkingConfig":{{"includeThoughts":true,"thinkingBudget":{b}}}}}"#);
+    let cases: &[(&str, ThinkingRequest, String)] = &[
+        (PRO3, ThinkingRequest::NoPreference, on()),
+        (PRO3, effort(Minimal), level("LOW")),
+        (PRO3, effort(Medium), level("HIGH")),
+        ("gemini-3-flash-preview", effort(Minimal), level("MINIMAL")),
+        ("gemini-3-flash-preview", effort(Medium), level("MEDIUM")),
+        ("gemini-3-flash-preview", effort(Max), level("HIGH")),
+        ("gemini-3.1-pro-preview", effort(Medium), level("MEDIUM")),
+        ("gemini-2.5-pro", effort(Minimal), budget(512)),
+        ("gemini-2.5-pro", effort(Max), budget(32768)),
+        ("gemini-2.5-flash", effort(Medium), budget(8192)),
+        ("gemini-2.5-flash", effort(XHigh), budget(24576)),
+        ("gemini-2.5-flash-lite", effort(Max), budget(24576)),
         (
-            PRO3,
+            "gemini-2.0-flash",
             ThinkingRequest::NoPreference,
-            r#"{"thinkingConfig":{"includeThoughts":true}}"#,
+            "none".to_owned(),
         ),
-        (
-            PRO3,
-            effort(Minimal),
-            r#"{"thinkingConfig":{"includeThoughts":true,"thinkingLevel":"LOW"}}"#,
-        ),
-        (
-            PRO3,
-            effort(Medium),
-            r#"{"thinkingConfig":{"includeThoughts":true,"thinkingLevel":"HIGH"}}"#,
-        ),
-        (
-            "gemini-3-flash-preview",
-            effort(Minimal),
-            r#"{"thinkingConfig":{"includeThoughts":true,"thinkingLevel":"MINIMAL"}}"#,
-        ),
-        (
-            "gemini-3-flash-preview",
-            effort(Medium),
-            r#"{"thinkingConfig":{"includeThoughts":true,"thinkingLevel":"MEDIUM"}}"#,
-        ),
-        (
-            "gemini-3-flash-preview",
-            effort(Max),
-            r#"{"thinkingConfig":{"includeThoughts":true,"thinkingLevel":"HIGH"}}"#,
-        ),
-        (
-            "gemini-3.1-pro-preview",
-            effort(Medium),
-            r#"{"thinkingConfig":{"includeThoughts":true,"thinkingLevel":"MEDIUM"}}"#,
-        ),
-        (
-            "gemini-2.5-pro",
-            effort(Minimal),
-            r#"{"thinkingConfig":{"includeThoughts":true,"thinkingBudget":512}}"#,
-        ),
-        (
-            "gemini-2.5-pro",
-            effort(Max),
-            r#"{"thinkingConfig":{"includeThoughts":true,"thinkingBudget":32768}}"#,
-        ),
-        (
-            "gemini-2.5-flash",
-            effort(Medium),
-            r#"{"thinkingConfig":{"includeThoughts":true,"thinkingBudget":8192}}"#,
-        ),
-        (
-            "gemini-2.5-flash",
-            effort(XHigh),
-            r#"{"thinkingConfig":{"includeThoughts":true,"thinkingBudget":24576}}"#,
-        ),
-        (
-            "gemini-2.5-flash-lite",
-            effort(Max),
-            r#"{"thinkingConfig":{"includeThoughts":true,"thinkingBudget":24576}}"#,
-        ),
-        ("gemini-2.0-flash", ThinkingRequest::NoPreference, "none"),
     ];
     for (model, thinking, want) in cases {
         assert_eq!(
             thinking_config(model, *thinking).as_deref(),
-            Ok(*want),
+            Ok(want.as_str()),
             "{model} {thinking:?}"
         );
     }
@@ -771,23 +735,9 @@ const STREAM: &str = concat!(
 );
 
 /// Streams `text` cut into pieces of `size` bytes.
-async fn read_cut(
-    text: &str,
-    size: usize,
-    deltas: &Deltas,
-) -> Result<hermes_core::Reply, TransportError> {
-    let pieces: Vec<Result<Vec<u8>, std::io::Error>> = text
-        .as_bytes()
-        .chunks(size)
-        .map(|c| Ok(c.to_vec()))
-        .collect();
-    read_sse(
-        futures_util::stream::iter(pieces),
-        origin(PRO3),
-        &|d| deltas.push(d),
-        |e, _| TransportError::Stream(e.to_string()),
-    )
-    .await
+async fn read_cut(text: &str, size: usize, deltas: &Deltas) -> Result<Reply, TransportError> {
+    let turn = super::capture::TurnCapture::new();
+    crate::testing::read_cut(text, size, turn, origin(PRO3), &|d| deltas.push(d)).await
 }
 
 /// The message with its made-up ids blanked (they differ on every capture).

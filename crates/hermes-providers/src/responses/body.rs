@@ -16,12 +16,10 @@
 //! from `content` and `tool_calls` (`message` with `output_text`, `function_call`).
 
 use std::collections::BTreeSet;
-use std::fmt;
 
 use hermes_core::message::{BLOCK_ORDER_KEY, same_minter};
 use hermes_core::raw::{is_private_key, without_members};
 use hermes_core::sampling::Sampling;
-use hermes_core::transport::TransportError;
 use hermes_core::{Message, RawJson, RequestParts, Role, ToolCall};
 use serde::de::IgnoredAny;
 use serde::ser::SerializeMap;
@@ -31,6 +29,8 @@ use serde_json::value::RawValue;
 
 use super::media;
 use super::model::{ReasoningPlan, reasoning_plan};
+use crate::native::json::{self, raw_box};
+use crate::native::write_json;
 use crate::sampling::{Unsupported, check_tool_choice, openai_reasoning, responses_fields};
 
 /// The default base URL (SPEC §8a): requests go to `{base}/responses`.
@@ -58,61 +58,12 @@ pub struct Drops {
     pub all_reasoning: bool,
 }
 
-/// An encoded body and what the wire needs to know about it.
-#[derive(Clone, Debug)]
-pub struct Encoded {
-    /// The exact body.
-    pub body: Vec<u8>,
-    /// Refusable fields sent ([`ENCRYPTED_FIELD`] when a reasoning item is replayed).
-    pub refusable: Vec<&'static str>,
-    /// Number of `input` items.
-    pub messages: usize,
-    /// Lines for the user.
-    pub notes: Vec<String>,
-    /// What was decided, for `hermes preview --explain` (the `POST` line is added by
-    /// [`super::explain`]).
-    pub explain: Vec<String>,
-    /// Assistant messages whose reasoning items were left out because another model or host
-    /// minted them.
-    pub carriers: hermes_core::CarrierCounts,
-}
+/// An encoded body: [`crate::native::Encoded`], its refusable field [`ENCRYPTED_FIELD`] when a
+/// reasoning item is replayed, `messages` the number of `input` items, its `explain` without
+/// the `POST` line ([`super::explain`] adds it).
+pub type Encoded = crate::native::Encoded;
 
-/// Why a body could not be built.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum EncodeError {
-    /// The tool definitions are not the chat-completions array of function tools.
-    Tools(String),
-    /// The thinking request cannot be expressed for this model (SPEC §3c).
-    Thinking(String),
-    /// The body could not be written.
-    Json(String),
-    /// A message holds an image this wire cannot take (module [`super::media`]).
-    Image(String),
-    /// A sampling parameter this wire cannot send.
-    Unsupported(Unsupported),
-}
-
-impl fmt::Display for EncodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            EncodeError::Tools(why) => write!(f, "the tool definitions cannot be sent: {why}"),
-            EncodeError::Thinking(why) | EncodeError::Image(why) => f.write_str(why),
-            EncodeError::Json(why) => write!(f, "the body cannot be written: {why}"),
-            EncodeError::Unsupported(u) => u.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for EncodeError {}
-
-impl From<EncodeError> for TransportError {
-    fn from(e: EncodeError) -> Self {
-        match e {
-            EncodeError::Unsupported(u) => u.into(),
-            e => TransportError::Request(format!("could not encode the request: {e}")),
-        }
-    }
-}
+pub use crate::native::EncodeError;
 
 /// The top-level Responses fields for `sampling` ([`crate::sampling::responses_fields`]), and
 /// an `--explain` line naming them; a reasoning model's sampling is checked first
@@ -346,50 +297,15 @@ fn raw_string(text: &str) -> Box<RawValue> {
     serde_json::value::to_raw_value(text).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
-fn raw_box(text: &str) -> Box<RawValue> {
-    RawValue::from_string(text.to_owned()).unwrap_or_else(|_| raw_string(""))
-}
-
-/// The text literals of a content value: a string as stored, or each `text` of an array of
-/// parts. Empty texts are left out.
+/// The text literals of a content value (chat `text` parts, and the Responses `input_text` and
+/// `output_text` of an imported history).
 fn text_parts(content: Option<&RawJson>) -> Vec<Box<RawValue>> {
-    let Some(content) = content else {
-        return Vec::new();
-    };
-    if content.is_string() {
-        return match content.as_str() {
-            Some(t) if !t.is_empty() => vec![raw_box(content.get())],
-            _ => Vec::new(),
-        };
-    }
-    #[derive(Deserialize)]
-    struct ChatPart<'a> {
-        #[serde(rename = "type", default)]
-        kind: Option<String>,
-        #[serde(borrow, default)]
-        text: Option<&'a RawValue>,
-    }
-    let parts: Vec<ChatPart<'_>> = serde_json::from_str(content.get()).unwrap_or_default();
-    parts
-        .into_iter()
-        .filter(|p| {
-            p.kind
-                .as_deref()
-                .is_none_or(|k| matches!(k, "text" | "input_text" | "output_text"))
-        })
-        .filter_map(|p| p.text)
-        .filter(|t| t.get().starts_with('"') && t.get() != "\"\"")
-        .map(|t| t.to_owned())
-        .collect()
+    json::text_parts(content, &["text", "input_text", "output_text"])
 }
 
 /// The decoded texts of a content value, joined with `sep`.
 fn joined_text(content: Option<&RawJson>, sep: &str) -> String {
-    text_parts(content)
-        .iter()
-        .filter_map(|t| serde_json::from_str::<String>(t.get()).ok())
-        .collect::<Vec<_>>()
-        .join(sep)
+    json::texts(content, &["text", "input_text", "output_text"]).join(sep)
 }
 
 /// A tool result's `output`: the stored string literal as is, the texts of parts joined, else
@@ -428,17 +344,15 @@ pub(crate) struct StoredItem {
     pub(crate) summary: bool,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct ItemProbe<'a> {
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type")]
     kind: Option<String>,
-    #[serde(default)]
     id: Option<String>,
-    #[serde(default)]
     call_id: Option<String>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     encrypted_content: Option<&'a RawValue>,
-    #[serde(default)]
     summary: Option<IgnoredAny>,
 }
 
@@ -468,11 +382,12 @@ pub(crate) fn stored_items(msg: &Message, key: &str) -> Option<Vec<StoredItem>> 
 
 /// The texts of a stored `message` output item (its `output_text` parts, as stored).
 fn output_texts(raw: &RawValue) -> Vec<Box<RawValue>> {
-    #[derive(Deserialize)]
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
     struct Part<'a> {
-        #[serde(rename = "type", default)]
+        #[serde(rename = "type")]
         kind: Option<String>,
-        #[serde(borrow, default)]
+        #[serde(borrow)]
         text: Option<&'a RawValue>,
     }
     #[derive(Deserialize)]
@@ -896,12 +811,7 @@ fn encode_with(
         tools: tools.as_deref(),
         sampling: &sampling,
     };
-    let bytes = if pretty {
-        serde_json::to_vec_pretty(&body)
-    } else {
-        serde_json::to_vec(&body)
-    }
-    .map_err(|e| EncodeError::Json(e.to_string()))?;
+    let bytes = write_json(&body, pretty)?;
     let refusable = if reasoning_sent > 0 {
         vec![ENCRYPTED_FIELD]
     } else {
@@ -914,5 +824,6 @@ fn encode_with(
         notes: Vec::new(),
         explain,
         carriers,
+        wire: (),
     })
 }

@@ -23,27 +23,24 @@ use serde_json::value::RawValue;
 
 use super::body::{MESSAGE_ITEMS_KEY, REASONING_ITEMS_KEY};
 
-pub(crate) use crate::reply::CaptureError;
+pub(crate) use crate::native::envelope::ErrorValue;
+use crate::reply::CaptureError;
 use crate::reply::malformed;
 
 #[derive(Clone, Copy, Default, Deserialize)]
+#[serde(default)]
 struct Details {
-    #[serde(default)]
     cached_tokens: Option<u64>,
-    #[serde(default)]
     reasoning_tokens: Option<u64>,
 }
 
 /// `usage` of a Responses object.
 #[derive(Clone, Copy, Default, Deserialize)]
+#[serde(default)]
 struct UsageBody {
-    #[serde(default)]
     input_tokens: Option<u64>,
-    #[serde(default)]
     output_tokens: Option<u64>,
-    #[serde(default)]
     input_tokens_details: Option<Details>,
-    #[serde(default)]
     output_tokens_details: Option<Details>,
 }
 
@@ -70,44 +67,37 @@ struct Reason {
 }
 
 /// Just enough of a Responses object, borrowed from its bytes.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct ResponseBody<'a> {
-    #[serde(default)]
     status: Option<String>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     error: Option<&'a RawValue>,
-    #[serde(default)]
     incomplete_details: Option<Reason>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     output: Option<Vec<&'a RawValue>>,
-    #[serde(default)]
     usage: Option<UsageBody>,
 }
 
 /// One output item, as much as capture reads.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct ItemBody {
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type")]
     kind: Option<String>,
-    #[serde(default)]
     id: Option<String>,
-    #[serde(default)]
     call_id: Option<String>,
-    #[serde(default)]
     name: Option<String>,
-    #[serde(default)]
     summary: Option<Vec<TextPart>>,
-    #[serde(default)]
     content: Option<Vec<TextPart>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct TextPart {
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type")]
     kind: Option<String>,
-    #[serde(default)]
     text: Option<String>,
-    #[serde(default)]
     refusal: Option<String>,
 }
 
@@ -120,19 +110,13 @@ struct ArgsBody<'a> {
 
 /// The words of an error value: its `message` (with its `code`), else its text.
 pub(crate) fn error_words(raw: &str) -> String {
-    #[derive(Deserialize)]
-    struct Words {
-        #[serde(default)]
-        message: Option<String>,
-        #[serde(default)]
-        code: Option<String>,
-    }
-    match serde_json::from_str::<Words>(raw) {
-        Ok(Words {
+    match crate::native::envelope::bare(raw) {
+        Some(ErrorValue {
             message: Some(m),
             code: Some(c),
+            ..
         }) if !c.is_empty() => format!("{m} ({c})"),
-        Ok(Words {
+        Some(ErrorValue {
             message: Some(m), ..
         }) => m,
         _ => raw.to_owned(),
@@ -160,15 +144,13 @@ pub(crate) struct TurnCapture {
 }
 
 /// A streamed `function_call` item, as much as its tool-call fragments need.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct CallItem {
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type")]
     kind: Option<String>,
-    #[serde(default)]
     call_id: Option<String>,
-    #[serde(default)]
     name: Option<String>,
-    #[serde(default)]
     arguments: Option<String>,
 }
 
@@ -273,17 +255,16 @@ impl TurnCapture {
         data: &str,
         on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
     ) -> Result<(), CaptureError> {
-        #[derive(Deserialize)]
+        #[derive(Deserialize, Default)]
+        #[serde(default)]
         struct Event<'a> {
-            #[serde(rename = "type", default)]
+            #[serde(rename = "type")]
             kind: Option<String>,
-            #[serde(default)]
             delta: Option<String>,
-            #[serde(default)]
             output_index: Option<usize>,
-            #[serde(borrow, default)]
+            #[serde(borrow)]
             item: Option<&'a RawValue>,
-            #[serde(borrow, default)]
+            #[serde(borrow)]
             response: Option<&'a RawValue>,
         }
         self.events += 1;

@@ -3,19 +3,23 @@
 //! streams (`capture`), and the HTTP side with its bearer auth, its reading of OpenAI's error
 //! envelope and its one-time recovery from foreign encrypted reasoning (this module).
 
-pub mod body;
+mod body;
 pub(crate) mod capture;
 mod media;
 /// What an OpenAI model id implies for reasoning (shared with the chat wire's sampling rules).
-pub use crate::openai_model as model;
+pub mod model {
+    pub use crate::openai_model::*;
+}
 
-use eventsource_stream::{EventStreamError, Eventsource as _};
-use futures_util::{Stream, StreamExt as _};
+use std::borrow::Cow;
+
 use hermes_core::transport::{Delta, Reply, TransportError};
-use hermes_core::{Message, Origin, Outgoing, Recovery, RequestParts, Role, Wire};
-use serde::Deserialize;
+use hermes_core::{Message, Origin, Outgoing, Recovery, ReplyMeta, RequestParts, Role, Wire};
 
-use crate::transport::{Auth, ChatTransport, error_event_text, snippet, stream_error};
+use crate::native::envelope;
+use crate::native::sse::{self, OnDelta, SseTurn};
+use crate::reply::CaptureError;
+use crate::transport::{Auth, ChatTransport};
 
 pub use body::{
     DEFAULT_BASE, Drops, ENCRYPTED_FIELD, EncodeError, Encoded, MESSAGE_ITEMS_KEY,
@@ -49,23 +53,9 @@ pub fn url(base: &str) -> String {
     format!("{}/responses", base.trim_end_matches('/'))
 }
 
-/// The path of a URL, for the `POST` line of `--explain`.
-fn path_of(url: &str) -> &str {
-    let after_scheme = url.find("://").map_or(url, |i| &url[i + 3..]);
-    after_scheme.find('/').map_or("/", |i| &after_scheme[i..])
-}
-
 /// The body of `parts` as an [`Outgoing`], leaving out what `drops` names.
 pub fn outgoing(parts: &RequestParts<'_>, drops: &Drops) -> Result<Outgoing, TransportError> {
-    let encoded = body::encode(parts, drops)?;
-    Ok(Outgoing::new(
-        encoded.body,
-        parts.stream,
-        encoded.refusable,
-        encoded.messages,
-    )
-    .notes(encoded.notes)
-    .carriers(encoded.carriers))
+    Ok(body::encode(parts, drops)?.into_outgoing(parts.stream))
 }
 
 /// What `hermes preview --explain` prints for `parts` sent to `base`, one line each: first
@@ -73,36 +63,24 @@ pub fn outgoing(parts: &RequestParts<'_>, drops: &Drops) -> Result<Outgoing, Tra
 /// message sends.
 pub fn explain(parts: &RequestParts<'_>, base: &str) -> Result<Vec<String>, EncodeError> {
     let encoded = body::encode(parts, &Drops::default())?;
-    Ok(std::iter::once(format!("POST {}", path_of(&url(base))))
-        .chain(encoded.explain)
-        .collect())
+    Ok(crate::native::explain_with_post(
+        &url(base),
+        encoded.explain,
+    ))
 }
 
-/// OpenAI's error envelope: `{"error":{"message","type","param","code"}}`.
-#[derive(Deserialize)]
-struct Envelope {
-    error: ErrorBody,
-}
-
-#[derive(Deserialize)]
-struct ErrorBody {
-    #[serde(default)]
-    message: Option<String>,
-    #[serde(default)]
-    param: Option<String>,
-}
-
-/// The words of an error body: the envelope's message and its `param`, else the body.
+/// The words of an error body: OpenAI's envelope (`{"error":{"message","type","param","code"}}`)
+/// message and its `param`, else the body.
 fn error_text(body: &str) -> String {
-    match serde_json::from_str::<Envelope>(body.trim()) {
-        Ok(e) => {
-            let mut text = e.error.message.unwrap_or_default();
-            if let Some(p) = e.error.param.filter(|p| !p.is_empty()) {
+    match envelope::enveloped(body) {
+        Some(e) => {
+            let mut text = e.message.unwrap_or_default();
+            if let Some(p) = e.param.filter(|p| !p.is_empty()) {
                 text.push_str(&format!(" (param {p})"));
             }
             text
         }
-        Err(_) => body.to_owned(),
+        None => body.to_owned(),
     }
 }
 
@@ -165,26 +143,24 @@ impl Wire for ResponsesWire {
             .send_request("responses", &url, request, self.auth.as_ref(), &[])
             .await?;
         if request.stream {
-            read_sse(response.bytes_stream(), origin, on_delta, |e, seen| {
-                stream_error(e, seen, "event")
-            })
+            sse::read_response(
+                response,
+                capture::TurnCapture::new(),
+                origin,
+                on_delta,
+                "event",
+            )
             .await
         } else {
-            crate::reply::read_whole(response, origin, capture::capture_reply).await
+            crate::transport::read_whole(response, origin, capture::capture_reply).await
         }
     }
 
     /// Reads OpenAI's envelope (`Unknown parameter: 'input[1].encrypted_content'.`, with its
     /// `param`) and hands its words to the core classifier: a refused replayed field is a
     /// refusal with one retry.
-    fn refused(
-        &self,
-        status: Option<u16>,
-        body: &str,
-        sent: &[&'static str],
-        must_echo: bool,
-    ) -> Option<Vec<&'static str>> {
-        hermes_core::refusal::classify_fields(status, &error_text(body), sent, must_echo)
+    fn refusal_text<'b>(&self, body: &'b str, _: &[&'static str]) -> Option<Cow<'b, str>> {
+        Some(Cow::Owned(error_text(body)))
     }
 
     /// `The encrypted content for item rs_… could not be verified` (another organisation's or
@@ -225,43 +201,23 @@ impl Wire for ResponsesWire {
     }
 }
 
-/// Reads a streamed reply (SSE, its bytes cut anywhere) into one captured message: each
-/// event's data is one Responses stream event. `stream_err` maps a failed read (`seen` events
-/// so far).
-pub(crate) async fn read_sse<S, B, E>(
-    bytes: S,
-    origin: Origin,
-    on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    stream_err: impl Fn(EventStreamError<E>, usize) -> TransportError,
-) -> Result<Reply, TransportError>
-where
-    S: Stream<Item = Result<B, E>> + Unpin,
-    B: AsRef<[u8]>,
-{
-    let mut events = bytes.eventsource();
-    let mut capture = capture::TurnCapture::new();
-    while let Some(event) = events.next().await {
-        let event = event.map_err(|e| stream_err(e, capture.events()))?;
-        let data = event.data.trim();
-        if event.event.eq_ignore_ascii_case("error") {
-            return Err(TransportError::AfterOk(error_event_text(data)));
-        }
-        if data.is_empty() || data == "[DONE]" {
-            continue;
-        }
-        capture.feed(data, on_delta).map_err(|e| match e {
-            capture::CaptureError::Provider(err) => TransportError::AfterOk(err),
-            capture::CaptureError::Malformed(m) => {
-                TransportError::Decode(format!("{m}: {}", snippet(data)))
-            }
-        })?;
+/// A streamed reply (SSE, its bytes cut anywhere), read by [`sse::read_sse`]: each event's data
+/// is one Responses stream event.
+impl SseTurn for capture::TurnCapture {
+    fn seen(&self) -> usize {
+        self.events()
     }
-    drop(events);
-    let (message, meta) = capture
-        .finish(origin)
-        .map_err(capture::CaptureError::at_end)?;
-    Ok(Reply { message, meta })
+
+    fn take(&mut self, _: &str, data: &str, on_delta: OnDelta<'_>) -> Result<bool, TransportError> {
+        sse::feed_json(data, |data| self.feed(data, on_delta))
+    }
+
+    fn end(self, origin: Origin, _: &str) -> Result<(Message, ReplyMeta), TransportError> {
+        self.finish(origin).map_err(CaptureError::at_end)
+    }
 }
 
+#[cfg(test)]
+mod fixtures;
 #[cfg(test)]
 mod tests;

@@ -5,6 +5,7 @@
 
 use std::sync::Mutex;
 
+use hermes_core::Reply;
 use hermes_core::message::NOT_REPLAYED_KEY;
 use hermes_core::transport::Delta;
 use hermes_core::{
@@ -14,23 +15,14 @@ use hermes_core::{
 
 use super::body::{Drops, encode};
 use super::capture::capture_reply;
+use super::fixtures::{FC1, FC2, MSG3, RS1, RS2, RS3};
 use super::model::reasoning_plan;
-use super::{ResponsesWire, WIRE_ID, explain, read_sse, url};
+use super::{ResponsesWire, WIRE_ID, explain, url};
 use crate::testing::{decision, extra};
 use crate::{ChatTransport, TransportError};
 
 const BASE: &str = "https://api.openai.com/v1";
 const GPT5: &str = "gpt-5";
-
-/// Reasoning items and calls as captured: keys in the API's order, escapes a `Value` round
-/// trip would rewrite.
-const RS1: &str = r#"{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"Need the time in Z\u00fcrich."}],"encrypted_content":"gAAAA\/one=="}"#;
-const FC1: &str = r#"{"id":"fc_1","type":"function_call","status":"completed","arguments":"{\"city\":\"Z\\u00fcrich\"}","call_id":"call_1","name":"now"}"#;
-const RS2: &str =
-    r#"{"id":"rs_2","type":"reasoning","summary":[],"encrypted_content":"gAAAA-two"}"#;
-const FC2: &str = r#"{"id":"fc_2","type":"function_call","status":"completed","arguments":"{}","call_id":"call_2","name":"date"}"#;
-const RS3: &str = r#"{"id":"rs_3","type":"reasoning","summary":[{"type":"summary_text","text":"Answer."},{"type":"summary_text","text":"Briefly."}],"encrypted_content":"gAAAA-three"}"#;
-const MSG3: &str = r#"{"id":"msg_3","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"It is noon, Monday."}],"role":"assistant"}"#;
 
 fn origin(model: &str) -> Origin {
     Origin {
@@ -467,23 +459,9 @@ impl Deltas {
     }
 }
 
-async fn read_cut(
-    text: &str,
-    size: usize,
-    deltas: &Deltas,
-) -> Result<hermes_core::Reply, TransportError> {
-    let pieces: Vec<Result<Vec<u8>, std::io::Error>> = text
-        .as_bytes()
-        .chunks(size)
-        .map(|c| Ok(c.to_vec()))
-        .collect();
-    read_sse(
-        futures_util::stream::iter(pieces),
-        origin(GPT5),
-        &|d| deltas.push(d),
-        |e, _| TransportError::Stream(e.to_string()),
-    )
-    .await
+async fn read_cut(text: &str, size: usize, deltas: &Deltas) -> Result<Reply, TransportError> {
+    let turn = super::capture::TurnCapture::new();
+    crate::testing::read_cut(text, size, turn, origin(GPT5), &|d| deltas.push(d)).await
 }
 
 #[tokio::test]

@@ -11,9 +11,13 @@ use serde::Serialize;
 
 use hermes_core::message::{BLOCK_ORDER_KEY, NOT_REPLAYED_KEY};
 use hermes_core::transport::Delta;
-use hermes_core::{DetailItem, Message, Origin, RawJson, Role, TextCarrier, ToolCall};
+use hermes_core::{
+    DetailItem, FinishReason, Message, Origin, RawJson, ReplyMeta, Role, TextCarrier, ToolCall,
+    Usage,
+};
 
-pub(crate) use crate::reply::{CaptureError, malformed, read_whole};
+pub(crate) use crate::reply::{CaptureError, Captured, malformed};
+pub(crate) use crate::transport::read_whole;
 
 /// One content block, resolved: what the message is built from.
 pub(crate) enum Block {
@@ -220,6 +224,41 @@ struct RedactedItem<'a> {
     data: &'a str,
 }
 
+/// A reply's `role`, when it names one, must be `assistant`.
+pub(crate) fn assistant_role(role: Option<&str>) -> Result<(), CaptureError> {
+    match role.filter(|r| *r != "assistant") {
+        Some(role) => Err(malformed(format!(
+            "reply `role` is {role}, expected assistant"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The captured message of a whole reply's `content` (each block read by `read` from its
+/// index and bytes) with `origin`, and the reply's finish reason and usage.
+pub(crate) fn whole(
+    content: Vec<&serde_json::value::RawValue>,
+    read: fn(usize, &serde_json::value::RawValue) -> Result<Block, CaptureError>,
+    origin: Origin,
+    finish: Option<FinishReason>,
+    usage: Option<Usage>,
+) -> Captured {
+    let blocks = content.into_iter().enumerate().map(|(i, raw)| read(i, raw));
+    Ok((build(blocks, origin)?, ReplyMeta::new(finish, usage)))
+}
+
+/// The captured message of a finished stream's `blocks` with `origin`, and the reply's finish
+/// reason and usage.
+pub(crate) fn streamed<K>(
+    blocks: Vec<(K, Acc)>,
+    origin: Origin,
+    finish: Option<FinishReason>,
+    usage: Option<Usage>,
+) -> Captured {
+    let blocks = blocks.into_iter().map(|(_, acc)| acc.resolve());
+    Ok((build(blocks, origin)?, ReplyMeta::new(finish, usage)))
+}
+
 /// Builds the captured assistant message from its content blocks as they resolve, in received
 /// order; the first block that does not resolve is the error.
 pub(crate) fn build(
@@ -300,15 +339,13 @@ pub(crate) fn read_item(item: &DetailItem) -> Option<StoredItem> {
     let DetailItem::Provider { raw, .. } = item else {
         return None;
     };
-    #[derive(serde::Deserialize)]
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default)]
     struct Probe {
-        #[serde(rename = "type", default)]
+        #[serde(rename = "type")]
         kind: Option<String>,
-        #[serde(default)]
         thinking: Option<String>,
-        #[serde(default)]
         signature: Option<String>,
-        #[serde(default)]
         data: Option<String>,
     }
     let probe: Probe = serde_json::from_str(raw.get()).ok()?;

@@ -5,8 +5,6 @@
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use aws_smithy_eventstream::frame::write_message_to;
-use aws_smithy_types::event_stream::{Header, HeaderValue, Message as EventMessage};
 use hermes_core::transport::Delta;
 use hermes_core::{
     Effort, FinishReason, Message, Origin, RequestParts, ResolveOptions, RouteTarget,
@@ -18,6 +16,9 @@ use hermes_providers::{ChatTransport, TransportError, builtin_table};
 use serde_json::json;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+use crate::frames;
+use crate::support;
 
 const MODEL: &str = "us.anthropic.claude-opus-4-6-v1:0";
 const PATH: &str = "/model/us.anthropic.claude-opus-4-6-v1%3A0/converse";
@@ -122,23 +123,7 @@ fn check_signed(request: &Request, want_path: &str, body: &[u8]) {
 }
 
 pub(crate) fn frame(event: &str, payload: serde_json::Value) -> Vec<u8> {
-    let mut out = Vec::new();
-    write_message_to(
-        &EventMessage::new_from_parts(
-            vec![
-                Header::new(":message-type", HeaderValue::String("event".into())),
-                Header::new(":event-type", HeaderValue::String(event.to_owned().into())),
-                Header::new(
-                    ":content-type",
-                    HeaderValue::String("application/json".into()),
-                ),
-            ],
-            payload.to_string().into_bytes(),
-        ),
-        &mut out,
-    )
-    .unwrap();
-    out
+    frames::event(event, &payload.to_string())
 }
 
 fn stream_body() -> Vec<u8> {
@@ -246,21 +231,13 @@ async fn a_streamed_reply_is_read_from_its_frames() {
 #[tokio::test]
 async fn an_exception_frame_or_a_cut_stream_after_the_200_stores_nothing() {
     let server = MockServer::start().await;
-    let mut exception = Vec::new();
-    write_message_to(
-        &EventMessage::new_from_parts(
-            vec![
-                Header::new(":message-type", HeaderValue::String("exception".into())),
-                Header::new(
-                    ":exception-type",
-                    HeaderValue::String("throttlingException".into()),
-                ),
-            ],
-            br#"{"message":"Too many requests, please wait before trying again."}"#.to_vec(),
-        ),
-        &mut exception,
-    )
-    .unwrap();
+    let exception = frames::frame(
+        &[
+            (":message-type", "exception"),
+            (":exception-type", "throttlingException"),
+        ],
+        br#"{"message":"Too many requests, please wait before trying again."}"#,
+    );
     // Two whole frames, then the exception.
     let body = [
         frame("messageStart", json!({"role": "assistant"})),
@@ -293,14 +270,14 @@ async fn an_exception_frame_or_a_cut_stream_after_the_200_stores_nothing() {
     server.reset().await;
     let whole = stream_body();
     let cut_frames = whole[..whole.len() / 2].to_vec();
-    Mock::given(method("POST"))
-        .and(path(STREAM_PATH))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_raw(cut_frames, "application/vnd.amazon.eventstream"),
-        )
-        .mount(&server)
-        .await;
+    support::answer(
+        &server,
+        STREAM_PATH,
+        200,
+        cut_frames,
+        "application/vnd.amazon.eventstream",
+    )
+    .await;
     let err = wire(&server)
         .send(&outgoing, origin(&server), &|_| {})
         .await

@@ -204,11 +204,7 @@ async fn an_error_after_the_200_or_a_stream_without_a_finish_stores_nothing() {
         "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"It is \"}],\"role\":\"model\"}}]}\r\n\r\n",
         "data: {\"error\":{\"code\":500,\"message\":\"An internal error has occurred.\",\"status\":\"INTERNAL\"}}\r\n\r\n",
     );
-    Mock::given(method("POST"))
-        .and(path(STREAM_PATH))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(failing, "text/event-stream"))
-        .mount(&server)
-        .await;
+    support::answer(&server, STREAM_PATH, 200, failing, "text/event-stream").await;
     let w = studio(&server);
     let history = loop_history(&server);
     let out = outgoing(&server, &w, &history, true);
@@ -219,11 +215,7 @@ async fn an_error_after_the_200_or_a_stream_without_a_finish_stores_nothing() {
     );
     server.reset().await;
     let short = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"It is \"}],\"role\":\"model\"}}]}\r\n\r\n";
-    Mock::given(method("POST"))
-        .and(path(STREAM_PATH))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(short, "text/event-stream"))
-        .mount(&server)
-        .await;
+    support::answer(&server, STREAM_PATH, 200, short, "text/event-stream").await;
     let err = w.send(&out, origin(&server), &|_| {}).await.unwrap_err();
     assert!(
         matches!(&err, TransportError::Stream(m) if m.contains("without a finishReason")),

@@ -3,6 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod bedrock_wire;
+#[path = "../../src/testing/frames.rs"]
+mod frames;
 mod gemini_wire;
 mod images;
 mod images_sim;

@@ -159,11 +159,7 @@ async fn a_streamed_reply_is_captured_from_the_done_items() {
 async fn an_error_event_after_the_200_is_an_error_and_nothing_is_stored() {
     let server = MockServer::start().await;
     let sse = "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"status\":\"in_progress\"}}\n\nevent: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"Something broke.\",\"param\":null}\n\n";
-    Mock::given(method("POST"))
-        .and(path(PATH))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream"))
-        .mount(&server)
-        .await;
+    support::answer(&server, PATH, 200, sse, "text/event-stream").await;
     let w = wire(&server);
     let out = outgoing(&server, &w, true);
     let err = w.send(&out, origin(&server), &|_| {}).await.unwrap_err();

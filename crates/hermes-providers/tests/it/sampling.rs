@@ -8,13 +8,12 @@ use hermes_core::{
     Effort, Message, RawJson, RequestParts, ResolveOptions, RouteTarget, ThinkingRequest,
     TransportError, Verdicts, Wire,
 };
-use hermes_providers::anthropic::{
-    AnthropicWire, Flavor as AnthropicFlavor, Target as AnthropicTarget,
-};
-use hermes_providers::bedrock::{BedrockWire, Target as BedrockTarget};
-use hermes_providers::gemini::{Flavor as GeminiFlavor, GeminiWire, Target as GeminiTarget};
-use hermes_providers::responses::ResponsesWire;
-use hermes_providers::{ChatTransport, Endpoint, HttpChat, builtin_table};
+use hermes_providers::anthropic::AnthropicWire;
+use hermes_providers::bedrock::BedrockWire;
+use hermes_providers::gemini::{Flavor as GeminiFlavor, GeminiWire};
+use hermes_providers::{HttpChat, builtin_table};
+
+use crate::support;
 
 const TOOLS: &str = r#"[{"type":"function","function":{"name":"now","description":"The time.","parameters":{"type":"object","properties":{"tz":{"type":"string"}}}}}]"#;
 const SCHEMA: &str = r#"{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}"#;
@@ -131,11 +130,7 @@ pub(crate) fn sdk_body(wire_id: &str, model: &str, stream: bool) -> String {
             encode(&w, wire_id, &base, model, none, &sampling)
         }
         _ => {
-            let w = ResponsesWire {
-                client: ChatTransport::new().unwrap(),
-                base_url: "https://api.openai.com/v1".into(),
-                auth: None,
-            };
+            let w = support::responses_at("https://api.openai.com/v1");
             // Reasoning off: OpenAI's reasoning models take temperature and top_p only so.
             let sampling = without(&["stop", "seed"]);
             let at = (wire_id, "https://api.openai.com/v1", model);
@@ -161,13 +156,7 @@ fn check_unsupported(result: Result<String, TransportError>, parameter: &str, wh
 }
 
 fn chat(base_url: &str) -> HttpChat {
-    HttpChat {
-        client: ChatTransport::new().unwrap(),
-        endpoint: Endpoint {
-            base_url: base_url.into(),
-            api_key: None,
-        },
-    }
+    support::chat_at(base_url)
 }
 
 const CHAT_MESSAGES: &str =
@@ -279,15 +268,7 @@ fn chat_completions_spell_sampling_per_route() {
 }
 
 fn anthropic(model_base: &str) -> AnthropicWire {
-    AnthropicWire {
-        client: ChatTransport::new().unwrap(),
-        target: AnthropicTarget {
-            flavor: AnthropicFlavor::Direct,
-            base_url: model_base.into(),
-            max_tokens: None,
-        },
-        auth: None,
-    }
+    support::anthropic_at(model_base)
 }
 
 const ANTHROPIC: &str = "https://api.anthropic.com";
@@ -393,15 +374,7 @@ fn anthropic_messages_map_what_the_api_has_and_refuse_the_rest() {
 }
 
 fn bedrock() -> BedrockWire {
-    BedrockWire {
-        client: ChatTransport::new().unwrap(),
-        target: BedrockTarget {
-            base_url: BEDROCK.into(),
-            max_tokens: None,
-        },
-        auth: None,
-        clock: std::time::SystemTime::now,
-    }
+    support::bedrock_at(BEDROCK)
 }
 
 const BEDROCK: &str = "https://bedrock-runtime.us-east-1.amazonaws.com";
@@ -516,15 +489,7 @@ fn bedrock_converse_maps_inference_tool_choice_and_format_and_refuses_the_rest()
 }
 
 fn gemini() -> GeminiWire {
-    GeminiWire {
-        client: ChatTransport::new().unwrap(),
-        target: GeminiTarget {
-            flavor: GeminiFlavor::AiStudio,
-            base_url: GEMINI.into(),
-            max_tokens: None,
-        },
-        auth: None,
-    }
+    support::gemini_at(GEMINI)
 }
 
 const GEMINI: &str = "https://generativelanguage.googleapis.com/v1beta";
@@ -584,80 +549,66 @@ fn top_k_goes_only_to_gemini_and_every_other_wire_refuses_it_by_name() {
         "{gemini_body}"
     );
     let chat_compatible = "http://127.0.0.1:8000/v1";
-    check_unsupported(
-        encode(
+    let deepseek = "https://api.deepseek.com";
+    let openai = "https://api.openai.com/v1";
+    let responses = support::responses_at(openai);
+    // A row per wire that refuses it: its name, the wire, provider, base URL and model, and
+    // what the refusal says.
+    let rows: [(&str, &dyn Wire, &str, &str, &str, &str); 5] = [
+        (
+            "a local chat endpoint",
             &chat(chat_compatible),
             "local",
             chat_compatible,
             "m",
-            none,
-            &k,
+            "no top_k",
         ),
-        "top_k",
-        "no top_k",
-    );
-    check_unsupported(
-        encode(
-            &chat("https://api.deepseek.com"),
+        (
+            "DeepSeek's chat completions",
+            &chat(deepseek),
             "deepseek",
-            "https://api.deepseek.com",
+            deepseek,
             "deepseek-v4-pro",
-            none,
-            &k,
+            "no top_k",
         ),
-        "top_k",
-        "no top_k",
-    );
-    check_unsupported(
-        encode(
+        (
+            "Anthropic Messages",
             &anthropic(ANTHROPIC),
             "anthropic",
             ANTHROPIC,
             "claude-sonnet-4-5",
-            none,
-            &k,
+            "has no top_k",
         ),
-        "top_k",
-        "has no top_k",
-    );
-    check_unsupported(
-        encode(
+        (
+            "Bedrock Converse",
             &bedrock(),
             "bedrock",
             BEDROCK,
             "amazon.nova-pro-v1:0",
-            none,
-            &k,
+            "top_k",
         ),
-        "top_k",
-        "top_k",
-    );
-    let responses = ResponsesWire {
-        client: ChatTransport::new().unwrap(),
-        base_url: "https://api.openai.com/v1".into(),
-        auth: None,
-    };
-    check_unsupported(
-        encode(
+        (
+            "OpenAI Responses",
             &responses,
             "openai",
-            "https://api.openai.com/v1",
+            openai,
             "gpt-5.1",
-            none,
-            &k,
+            "no top_k",
         ),
-        "top_k",
-        "no top_k",
-    );
+    ];
+    for (row, wire, provider, base_url, model, why) in rows {
+        let result = encode(wire, provider, base_url, model, none, &k);
+        assert!(
+            matches!(&result, Err(TransportError::Unsupported { .. })),
+            "{row}: {result:?}"
+        );
+        check_unsupported(result, "top_k", why);
+    }
 }
 
 #[test]
 fn responses_maps_its_fields_and_refuses_stop_seed_and_temperature_while_reasoning() {
-    let w = ResponsesWire {
-        client: ChatTransport::new().unwrap(),
-        base_url: "https://api.openai.com/v1".into(),
-        auth: None,
-    };
+    let w = support::responses_at("https://api.openai.com/v1");
     let base = "https://api.openai.com/v1";
     // Reasoning off: OpenAI's reasoning models take temperature and top_p only so.
     let sampling = without(&["stop", "seed"]);
@@ -831,18 +782,11 @@ fn chat_and_anthropic_sampling_bodies_validate_against_their_official_sdk_types(
     {
         let compatible = "https://api.together.xyz/v1";
         let openai = "https://api.openai.com/v1";
+        let (together, gpt) = (chat(compatible), chat(openai));
         let mut bodies = vec![
+            encode(&together, "together", compatible, "m", none, &full()).unwrap(),
             encode(
-                &chat(compatible),
-                "together",
-                compatible,
-                "m",
-                none,
-                &full(),
-            )
-            .unwrap(),
-            encode(
-                &chat(openai),
+                &gpt,
                 "openai",
                 openai,
                 "gpt-5",
@@ -851,7 +795,7 @@ fn chat_and_anthropic_sampling_bodies_validate_against_their_official_sdk_types(
             )
             .unwrap(),
             encode(
-                &chat(openai),
+                &gpt,
                 "openai",
                 openai,
                 "gpt-4.1",
@@ -892,20 +836,16 @@ fn chat_and_anthropic_sampling_bodies_validate_against_their_official_sdk_types(
     }
     if let Some(py) = hermes_test_support::sdk::sdk_python("anthropic", ANTHROPIC_PROBE) {
         let w = anthropic(ANTHROPIC);
+        let body = |model: &str, thinking: ThinkingRequest, sampling: &Sampling| {
+            encode(&w, "anthropic", ANTHROPIC, model, thinking, sampling).unwrap()
+        };
         let mut bodies = vec![
-            encode(
-                &w,
-                "anthropic",
-                ANTHROPIC,
+            body(
                 "claude-opus-4-6",
                 none,
                 &without(&["temperature", "top_p", "seed"]),
-            )
-            .unwrap(),
-            encode(
-                &w,
-                "anthropic",
-                ANTHROPIC,
+            ),
+            body(
                 "claude-opus-4-6",
                 ThinkingRequest::Effort(Effort::High),
                 &Sampling::new()
@@ -914,26 +854,17 @@ fn chat_and_anthropic_sampling_bodies_validate_against_their_official_sdk_types(
                     .response_format(schema())
                     .stop(["END"])
                     .max_tokens(4096),
-            )
-            .unwrap(),
-            encode(
-                &w,
-                "anthropic",
-                ANTHROPIC,
+            ),
+            body(
                 "claude-sonnet-4-5",
                 none,
                 &Sampling::new().tool_choice(ToolChoice::Required).user("u"),
-            )
-            .unwrap(),
-            encode(
-                &w,
-                "anthropic",
-                ANTHROPIC,
+            ),
+            body(
                 "claude-sonnet-4-5",
                 none,
                 &Sampling::new().tool_choice(ToolChoice::None),
-            )
-            .unwrap(),
+            ),
         ];
         let controls = [
             probed(&bodies[0], "/tool_choice"),
@@ -959,11 +890,7 @@ fn chat_and_anthropic_sampling_bodies_validate_against_their_official_sdk_types(
 #[test]
 fn every_wire_refuses_a_tool_choice_without_tools_or_naming_a_tool_not_sent() {
     let compatible = "https://api.together.xyz/v1";
-    let responses = ResponsesWire {
-        client: ChatTransport::new().unwrap(),
-        base_url: "https://api.openai.com/v1".into(),
-        auth: None,
-    };
+    let responses = support::responses_at("https://api.openai.com/v1");
     let (chat, anthropic, bedrock, gemini) =
         (chat(compatible), anthropic(ANTHROPIC), bedrock(), gemini());
     let wires: [(&dyn Wire, &str, &str, &str); 5] = [

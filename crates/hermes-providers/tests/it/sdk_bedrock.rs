@@ -29,8 +29,6 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use aws_smithy_eventstream::frame::write_message_to;
-use aws_smithy_types::event_stream::{Header, HeaderValue, Message as EventMessage};
 use base64::Engine as _;
 use hermes_core::route::Effort;
 use hermes_core::{
@@ -45,6 +43,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path_regex};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use crate::frames::event;
 use crate::images::{self, PNG};
 use crate::support::{self, header};
 
@@ -114,28 +113,6 @@ fn chunk(anthropic_event: &str) -> Vec<u8> {
         "chunk",
         &format!(r#"{{"bytes":"{bytes}","p":"abcdefghijklmnop"}}"#),
     )
-}
-
-/// An event-stream frame of `event_type` with a JSON `payload`.
-fn event(event_type: &str, payload: &str) -> Vec<u8> {
-    let headers = vec![
-        Header::new(
-            ":event-type",
-            HeaderValue::String(event_type.to_owned().into()),
-        ),
-        Header::new(
-            ":content-type",
-            HeaderValue::String("application/json".into()),
-        ),
-        Header::new(":message-type", HeaderValue::String("event".into())),
-    ];
-    let mut out = Vec::new();
-    write_message_to(
-        &EventMessage::new_from_parts(headers, payload.as_bytes().to_vec()),
-        &mut out,
-    )
-    .unwrap();
-    out
 }
 
 /// A loopback server that records every request and answers harmlessly: a short Messages reply

@@ -643,55 +643,6 @@ fn wire_form(body: &Value, changes: &mut Vec<String>) -> Value {
     out
 }
 
-/// Every way `ours` differs from `sdk`: a key the SDK sent that we lack or send differently
-/// (objects key by key, order ignored; arrays item by item; scalars by JSON value), or a key we
-/// send that the SDK did not.
-fn differences(ours: &Value, sdk: &Value, path: &mut Vec<String>, out: &mut Vec<String>) {
-    let here = |path: &[String]| {
-        if path.is_empty() {
-            "(body)".to_owned()
-        } else {
-            path.join(".")
-        }
-    };
-    match (ours, sdk) {
-        (Value::Object(o), Value::Object(s)) => {
-            for (key, sv) in s {
-                path.push(key.clone());
-                match o.get(key) {
-                    Some(ov) => differences(ov, sv, path, out),
-                    None => out.push(format!("{}: the SDK sent {sv}, hermes did not", here(path))),
-                }
-                path.pop();
-            }
-            for (key, ov) in o {
-                if !s.contains_key(key) {
-                    path.push(key.clone());
-                    out.push(format!("{}: hermes sent {ov}, the SDK did not", here(path)));
-                    path.pop();
-                }
-            }
-        }
-        (Value::Array(o), Value::Array(s)) => {
-            if o.len() != s.len() {
-                out.push(format!(
-                    "{}: hermes has {} items, the SDK {}",
-                    here(path),
-                    o.len(),
-                    s.len()
-                ));
-            }
-            for (i, (ov, sv)) in o.iter().zip(s).enumerate() {
-                path.push(i.to_string());
-                differences(ov, sv, path, out);
-                path.pop();
-            }
-        }
-        _ if ours == sdk => {}
-        _ => out.push(format!("{}: hermes {ours}, the SDK {sdk}", here(path))),
-    }
-}
-
 /// True when `value` has the key `name` anywhere outside free-form values.
 fn has_key(value: &Value, name: &str) -> bool {
     match value {
@@ -870,8 +821,7 @@ async fn hermes_sends_what_google_genai_sends_for_the_same_conversation() {
         );
         let mut spelling = Vec::new();
         let theirs = wire_form(&theirs, &mut spelling);
-        let mut diffs = Vec::new();
-        differences(&ours, &theirs, &mut Vec::new(), &mut diffs);
+        let diffs = support::differences(&ours, &theirs);
         if diffs.is_empty() {
             eprintln!(
                 "sdk_gemini: {what}: hermes and google-genai agree (the SDK's spelling: {})",
@@ -905,10 +855,8 @@ fn the_comparison_sees_a_changed_value_a_missing_key_an_extra_key_and_other_byte
         {"functionCall": {"id": "c1", "args": {"time_zone": "CET"}, "name": "now"},
          "thoughtSignature": "U0lHLTE/"}], "role": "model"}]});
     let diff = |ours: &Value, sdk: &Value| {
-        let mut out = Vec::new();
         let sdk = wire_form(sdk, &mut Vec::new());
-        differences(ours, &sdk, &mut Vec::new(), &mut out);
-        out
+        support::differences(ours, &sdk)
     };
     let mut sdk = base.clone();
     sdk["contents"][0]["parts"][0]["thoughtSignature"] = json!("U0lHLTE_");

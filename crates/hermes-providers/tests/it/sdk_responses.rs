@@ -69,15 +69,9 @@ pub(crate) fn run(py: &Path, script: &str, input: &str) -> (Option<i32>, String,
 // ---------------------------------------------------------------------------------------------
 // The conversation
 
-/// Items as the API returned them: keys in the API's order, escapes a `Value` round trip would
-/// rewrite, summaries (one, none, two) and encrypted content.
-const RS1: &str = r#"{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"Need the time in Z\u00fcrich."}],"encrypted_content":"gAAAA\/one=="}"#;
-const FC1: &str = r#"{"id":"fc_1","type":"function_call","status":"completed","arguments":"{\"city\":\"Z\\u00fcrich\"}","call_id":"call_1","name":"now"}"#;
-const RS2: &str =
-    r#"{"id":"rs_2","type":"reasoning","summary":[],"encrypted_content":"gAAAA-two"}"#;
-const FC2: &str = r#"{"id":"fc_2","type":"function_call","status":"completed","arguments":"{}","call_id":"call_2","name":"date"}"#;
-const RS3: &str = r#"{"id":"rs_3","type":"reasoning","summary":[{"type":"summary_text","text":"Answer."},{"type":"summary_text","text":"Briefly."}],"encrypted_content":"gAAAA-three"}"#;
-const MSG3: &str = r#"{"id":"msg_3","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"It is noon, Monday."}],"role":"assistant"}"#;
+#[path = "../../src/responses/fixtures.rs"]
+mod fixtures;
+use fixtures::{FC1, FC2, MSG3, RS1, RS2, RS3};
 
 /// The chat-completions tool definitions hermes stores.
 const TOOLS: &str = r#"[{"type":"function","function":{"name":"now","description":"The time in a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}},{"type":"function","function":{"name":"date","parameters":{"type":"object","properties":{}}}}]"#;
@@ -260,33 +254,6 @@ async fn recorder() -> MockServer {
     server
 }
 
-/// Where two JSON values differ, key by key (object key order aside), as `path: ours vs sdk`.
-fn differences(ours: &Value, sdk: &Value, path: &str, out: &mut Vec<String>) {
-    match (ours, sdk) {
-        (Value::Object(a), Value::Object(b)) => {
-            for (k, v) in a {
-                let p = format!("{path}.{k}");
-                match b.get(k) {
-                    Some(w) => differences(v, w, &p, out),
-                    None => out.push(format!("{p}: hermes sends {v}, the SDK does not send it")),
-                }
-            }
-            for (k, w) in b {
-                if !a.contains_key(k) {
-                    out.push(format!("{path}.{k}: the SDK sends {w}, hermes does not"));
-                }
-            }
-        }
-        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
-            for (i, (v, w)) in a.iter().zip(b).enumerate() {
-                differences(v, w, &format!("{path}.{i}"), out);
-            }
-        }
-        _ if ours == sdk => {}
-        _ => out.push(format!("{path}: hermes {ours} vs the SDK {sdk}")),
-    }
-}
-
 #[tokio::test]
 async fn hermes_sends_what_the_openai_sdk_sends_for_the_same_conversation() {
     let Some(py) = sdk_python() else { return };
@@ -327,8 +294,7 @@ async fn hermes_sends_what_the_openai_sdk_sends_for_the_same_conversation() {
         );
         let ours: Value = serde_json::from_str(ours).unwrap();
         let sdk: Value = serde_json::from_slice(&request.body).unwrap();
-        let mut diffs = Vec::new();
-        differences(&ours, &sdk, "", &mut diffs);
+        let diffs = support::differences(&ours, &sdk);
         assert!(
             diffs.is_empty(),
             "{}: hermes' body and the SDK's differ:\n{}",
@@ -461,7 +427,6 @@ async fn image_inputs_in_other_shapes_are_refused_and_the_sdk_sends_them_as_herm
     );
     let received = server.received_requests().await.unwrap();
     let sdk: Value = serde_json::from_slice(&received[0].body).unwrap();
-    let mut diffs = Vec::new();
-    differences(&serde_json::from_str(&ours).unwrap(), &sdk, "", &mut diffs);
+    let diffs = support::differences(&serde_json::from_str(&ours).unwrap(), &sdk);
     assert!(diffs.is_empty(), "{}", diffs.join("\n"));
 }

@@ -20,6 +20,7 @@ use hermes_providers::responses::ResponsesWire;
 use hermes_providers::{Auth, ChatTransport};
 use hermes_sim::{SIM_AWS_ACCESS_KEY_ID, SIM_AWS_SECRET_ACCESS_KEY, Sim};
 use hermes_test_support::memory::{Log, NoTools};
+use serde_json::Value;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
@@ -193,5 +194,138 @@ pub(crate) async fn sim_wire(profile: &str) -> SimWire {
         base,
         provider,
         wire,
+    }
+}
+
+/// Mounts on `server`, for every POST to `at`, the answer `status` with `body` of
+/// `content_type`.
+pub(crate) async fn answer(
+    server: &MockServer,
+    at: &str,
+    status: u16,
+    body: impl Into<Vec<u8>>,
+    content_type: &str,
+) {
+    Mock::given(method("POST"))
+        .and(path(at))
+        .respond_with(ResponseTemplate::new(status).set_body_raw(body, content_type))
+        .mount(server)
+        .await;
+}
+
+/// Every way `ours` differs from `sdk` (an SDK's body for the same request), one line each
+/// naming the path: a key the SDK sent that we lack or send differently (objects key by key,
+/// order ignored; arrays item by item, a length that differs said too; scalars by JSON value),
+/// or a key we send that the SDK did not.
+pub(crate) fn differences(ours: &Value, sdk: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    walk(ours, sdk, &mut Vec::new(), &mut out);
+    out
+}
+
+/// [`differences`] below `path`, into `out`.
+fn walk(ours: &Value, sdk: &Value, path: &mut Vec<String>, out: &mut Vec<String>) {
+    let here = |path: &[String]| {
+        if path.is_empty() {
+            "(body)".to_owned()
+        } else {
+            path.join(".")
+        }
+    };
+    match (ours, sdk) {
+        (Value::Object(o), Value::Object(s)) => {
+            for (key, sv) in s {
+                path.push(key.clone());
+                match o.get(key) {
+                    Some(ov) => walk(ov, sv, path, out),
+                    None => out.push(format!("{}: the SDK sent {sv}, hermes did not", here(path))),
+                }
+                path.pop();
+            }
+            for (key, ov) in o {
+                if !s.contains_key(key) {
+                    path.push(key.clone());
+                    out.push(format!("{}: hermes sent {ov}, the SDK did not", here(path)));
+                    path.pop();
+                }
+            }
+        }
+        (Value::Array(o), Value::Array(s)) => {
+            if o.len() != s.len() {
+                out.push(format!(
+                    "{}: hermes has {} items, the SDK {}",
+                    here(path),
+                    o.len(),
+                    s.len()
+                ));
+            }
+            for (i, (ov, sv)) in o.iter().zip(s).enumerate() {
+                path.push(i.to_string());
+                walk(ov, sv, path, out);
+                path.pop();
+            }
+        }
+        _ if ours == sdk => {}
+        _ => out.push(format!("{}: hermes {ours}, the SDK {sdk}", here(path))),
+    }
+}
+
+/// The chat-completions wire to `base`, without a key.
+pub(crate) fn chat_at(base: &str) -> hermes_providers::HttpChat {
+    hermes_providers::HttpChat {
+        client: ChatTransport::new().unwrap(),
+        endpoint: hermes_providers::Endpoint {
+            base_url: base.into(),
+            api_key: None,
+        },
+    }
+}
+
+/// The Anthropic Messages wire (direct) to `base`, without a key or a configured
+/// `max_tokens`.
+pub(crate) fn anthropic_at(base: &str) -> AnthropicWire {
+    AnthropicWire {
+        client: ChatTransport::new().unwrap(),
+        target: anthropic::Target {
+            flavor: anthropic::Flavor::Direct,
+            base_url: base.into(),
+            max_tokens: None,
+        },
+        auth: None,
+    }
+}
+
+/// The Converse wire to `base`, unsigned (the clock is the system's).
+pub(crate) fn bedrock_at(base: &str) -> BedrockWire {
+    BedrockWire {
+        client: ChatTransport::new().unwrap(),
+        target: bedrock::Target {
+            base_url: base.into(),
+            max_tokens: None,
+        },
+        auth: None,
+        clock: SystemTime::now,
+    }
+}
+
+/// The Gemini wire (AI Studio) to `base`, without a key.
+pub(crate) fn gemini_at(base: &str) -> GeminiWire {
+    GeminiWire {
+        client: ChatTransport::new().unwrap(),
+        target: gemini::Target {
+            flavor: gemini::Flavor::AiStudio,
+            base_url: base.into(),
+            max_tokens: None,
+        },
+        auth: None,
+    }
+}
+
+/// The Responses wire to `base`, without a key.
+pub(crate) fn responses_at(base: &str) -> ResponsesWire {
+    ResponsesWire {
+        client: ChatTransport::new().unwrap(),
+        base_url: base.into(),
+        auth: None,
     }
 }

@@ -7,18 +7,12 @@ use std::sync::Mutex;
 
 use hermes_core::transport::Delta;
 use hermes_core::{Message, Origin, Outgoing, Wire};
-use hermes_providers::anthropic::{
-    AnthropicWire, Flavor as AnthropicFlavor, Target as AnthropicTarget,
-};
-use hermes_providers::bedrock::{BedrockWire, Target as BedrockTarget};
-use hermes_providers::gemini::{Flavor as GeminiFlavor, GeminiWire, Target as GeminiTarget};
-use hermes_providers::responses::ResponsesWire;
-use hermes_providers::{ChatTransport, Endpoint, HttpChat};
 use serde_json::json;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::bedrock_wire::frame;
+use crate::support;
 
 /// One reported delta: answer text, or a tool-call fragment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,13 +130,7 @@ fn sse(events: &[(&str, serde_json::Value)]) -> Vec<u8> {
 #[tokio::test]
 async fn chat_completions_tool_call_fragments_join_to_the_stored_arguments() {
     let server = MockServer::start().await;
-    let wire = HttpChat {
-        client: ChatTransport::new().unwrap(),
-        endpoint: Endpoint {
-            base_url: server.uri(),
-            api_key: None,
-        },
-    };
+    let wire = support::chat_at(&server.uri());
     let chunk = |delta: serde_json::Value| json!({"choices": [{"index": 0, "delta": delta}]});
     let mut body = sse(&[
         (
@@ -185,15 +173,7 @@ async fn chat_completions_tool_call_fragments_join_to_the_stored_arguments() {
 #[tokio::test]
 async fn anthropic_tool_use_fragments_join_to_the_stored_input() {
     let server = MockServer::start().await;
-    let wire = AnthropicWire {
-        client: ChatTransport::new().unwrap(),
-        target: AnthropicTarget {
-            flavor: AnthropicFlavor::Direct,
-            base_url: server.uri(),
-            max_tokens: None,
-        },
-        auth: None,
-    };
+    let wire = support::anthropic_at(&server.uri());
     let start = |i: u32, block: serde_json::Value| {
         (
             "content_block_start",
@@ -259,15 +239,7 @@ async fn anthropic_tool_use_fragments_join_to_the_stored_input() {
 #[tokio::test]
 async fn bedrock_tool_use_fragments_join_to_the_stored_input() {
     let server = MockServer::start().await;
-    let wire = BedrockWire {
-        client: ChatTransport::new().unwrap(),
-        target: BedrockTarget {
-            base_url: server.uri(),
-            max_tokens: None,
-        },
-        auth: None,
-        clock: std::time::SystemTime::now,
-    };
+    let wire = support::bedrock_at(&server.uri());
     let p = "abcdefgh";
     let body = [
         frame("messageStart", json!({"role": "assistant", "p": p})),
@@ -296,15 +268,7 @@ async fn bedrock_tool_use_fragments_join_to_the_stored_input() {
 #[tokio::test]
 async fn gemini_function_calls_arrive_whole_as_one_fragment_each() {
     let server = MockServer::start().await;
-    let wire = GeminiWire {
-        client: ChatTransport::new().unwrap(),
-        target: GeminiTarget {
-            flavor: GeminiFlavor::AiStudio,
-            base_url: format!("{}/v1beta", server.uri()),
-            max_tokens: None,
-        },
-        auth: None,
-    };
+    let wire = support::gemini_at(&format!("{}/v1beta", server.uri()));
     let parts = |parts: serde_json::Value| {
         (
             "",
@@ -330,11 +294,7 @@ async fn gemini_function_calls_arrive_whole_as_one_fragment_each() {
 #[tokio::test]
 async fn responses_function_call_fragments_join_to_the_stored_arguments() {
     let server = MockServer::start().await;
-    let wire = ResponsesWire {
-        client: ChatTransport::new().unwrap(),
-        base_url: format!("{}/v1", server.uri()),
-        auth: None,
-    };
+    let wire = support::responses_at(&format!("{}/v1", server.uri()));
     let message = json!({"id": "msg_1", "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "annotations": [], "text": "Checking."}]});
     let call = |args: &str| json!({"id": "fc_1", "type": "function_call", "status": "completed", "arguments": args, "call_id": "call_1", "name": "now"});
     let body = sse(&[

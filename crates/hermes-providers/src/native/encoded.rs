@@ -1,0 +1,122 @@
+//! An encoded body with what its wire needs to know about it, and why a body could not be
+//! built: one type each for every native wire.
+
+use std::fmt;
+
+use hermes_core::transport::TransportError;
+use hermes_core::{Outgoing, RawJson};
+use serde::Serialize;
+
+use crate::sampling::Unsupported;
+
+/// An encoded body and what the wire needs to know about it; `X` holds what only some wires
+/// know (the Anthropic and Converse wires' conversation digest, the history indices merged
+/// into each wire message, the Anthropic beta header).
+#[derive(Clone, Debug)]
+pub struct Encoded<X = ()> {
+    /// The exact body.
+    pub body: Vec<u8>,
+    /// Refusable fields sent (SPEC §6: the carriers a provider may refuse).
+    pub refusable: Vec<&'static str>,
+    /// Wire messages (contents, `input` items).
+    pub messages: usize,
+    /// Lines for the user.
+    pub notes: Vec<String>,
+    /// What was decided, for `hermes preview --explain`.
+    pub explain: Vec<String>,
+    /// Assistant messages whose carriers were demoted or left out by provenance.
+    pub carriers: hermes_core::CarrierCounts,
+    /// What this wire knows beyond the rest.
+    pub wire: X,
+}
+
+/// What a wire stamps on the reply to a body (never sent): the signed wires' conversation
+/// digest, the Anthropic beta header on its way to `send`. Nothing by default.
+pub(crate) trait Stamp {
+    /// The stamp: keys and values stored on the reply's message.
+    fn stamp(&self) -> Vec<(String, RawJson)> {
+        Vec::new()
+    }
+}
+
+impl Stamp for () {}
+
+impl<X> Encoded<X> {
+    /// The body as an [`Outgoing`] (streamed when `stream`), with its notes, carrier counts and
+    /// the wire's stamp.
+    pub(crate) fn into_outgoing(self, stream: bool) -> Outgoing
+    where
+        X: Stamp,
+    {
+        let stamp = self.wire.stamp();
+        Outgoing::new(self.body, stream, self.refusable, self.messages)
+            .notes(self.notes)
+            .stamp(stamp)
+            .carriers(self.carriers)
+    }
+}
+
+/// Writes `body` as JSON, indented when `pretty` (`hermes preview`).
+pub(crate) fn write_json<T: Serialize>(body: &T, pretty: bool) -> Result<Vec<u8>, EncodeError> {
+    if pretty {
+        serde_json::to_vec_pretty(body)
+    } else {
+        serde_json::to_vec(body)
+    }
+    .map_err(|e| EncodeError::Json(e.to_string()))
+}
+
+/// `--explain`'s lines for a request to `url`: first `POST <path>` (its path and query), then
+/// `lines`.
+pub(crate) fn explain_with_post(url: &str, lines: Vec<String>) -> Vec<String> {
+    let after_scheme = url.find("://").map_or(url, |i| &url[i + 3..]);
+    let path = after_scheme.find('/').map_or("/", |i| &after_scheme[i..]);
+    std::iter::once(format!("POST {path}"))
+        .chain(lines)
+        .collect()
+}
+
+/// Why a native wire's body could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EncodeError {
+    /// The tool definitions are not the chat-completions array of function tools.
+    Tools(String),
+    /// The thinking request (or a client's own thinking object) cannot be expressed for this
+    /// model (SPEC §3c: a clear error before anything is sent).
+    Thinking(String),
+    /// The body could not be written.
+    Json(String),
+    /// A message holds an image this wire cannot take (each wire's `media` module): which
+    /// message, and why.
+    Image(String),
+    /// A sampling parameter this wire (or this model on it) cannot send.
+    Unsupported(Unsupported),
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EncodeError::Tools(why) => write!(f, "the tool definitions cannot be sent: {why}"),
+            EncodeError::Thinking(why) | EncodeError::Image(why) => f.write_str(why),
+            EncodeError::Json(why) => write!(f, "the body cannot be written: {why}"),
+            EncodeError::Unsupported(u) => u.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for EncodeError {}
+
+impl From<Unsupported> for EncodeError {
+    fn from(u: Unsupported) -> Self {
+        EncodeError::Unsupported(u)
+    }
+}
+
+impl From<EncodeError> for TransportError {
+    fn from(e: EncodeError) -> Self {
+        match e {
+            EncodeError::Unsupported(u) => u.into(),
+            e => TransportError::Request(format!("could not encode the request: {e}")),
+        }
+    }
+}
