@@ -151,6 +151,20 @@ impl Home {
         self.chat_stderr(args, env).await.0
     }
 
+    /// `chat --json ARGS` with `env`: the new (or resumed) session's id.
+    pub async fn chat_id(&self, args: &[&str], env: &[(&str, &str)]) -> String {
+        self.chat(args, env).await["session_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("chat --json {args:?} named no session"))
+            .to_owned()
+    }
+
+    /// `hermes sessions branch ID EXTRA` (`--at N`, say): the branch's id.
+    pub async fn branch(&self, id: &str, extra: &[&str]) -> String {
+        let args = [&["sessions", "branch", id][..], extra].concat();
+        self.ok(&args).await.trim().to_owned()
+    }
+
     /// `hermes sessions export ID` as printed.
     pub async fn export_text(&self, id: &str) -> String {
         self.ok(&["sessions", "export", id]).await

@@ -19,17 +19,8 @@ impl ChatHome for Home {
     }
 
     async fn start_deepseek(&self, base: &str, query: &str) -> Value {
-        self.chat_json(&[
-            "--provider",
-            "deepseek",
-            "--model",
-            "deepseek-v4-pro",
-            "--base-url",
-            base,
-            "-q",
-            query,
-        ])
-        .await
+        self.chat_json(&crate::support::deepseek_at(base, &["-q", query]))
+            .await
     }
 }
 
@@ -41,9 +32,7 @@ fn assistant_rcs(session: &Value) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resumed_deepseek_session_replays_every_stored_reasoning_content() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let home = crate::support::home();
-    let base = sim.base_url();
+    let (sim, home, base) = crate::support::sim_home("deepseek-v4").await;
     let first = home.start_deepseek(&base, "[tools=3] time?").await;
     let id = first["session_id"].as_str().unwrap().to_owned();
     assert_eq!(first["requests"], 4);
@@ -75,9 +64,7 @@ async fn resumed_deepseek_session_replays_every_stored_reasoning_content() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_carrier_is_learned_once_persisted_and_kept_after_resume() {
-    let sim = Sim::start("openrouter").await.unwrap();
-    let home = crate::support::home();
-    let base = sim.base_url();
+    let (sim, home, base) = crate::support::sim_home("openrouter").await;
     let model = "anthropic/claude-sonnet-5";
     let file = home.path().join("import.json");
     std::fs::write(
@@ -184,9 +171,7 @@ async fn a_refused_carrier_is_learned_once_persisted_and_kept_after_resume() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_must_echo_route_complaining_about_reasoning_content_gets_no_verdict_and_no_retry() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let home = crate::support::home();
-    let base = sim.base_url();
+    let (sim, home, base) = crate::support::sim_home("deepseek-v4").await;
     let first = home.start_deepseek(&base, "hi").await;
     let id = first["session_id"].as_str().unwrap().to_owned();
     sim.set_switches(Switches::default().reject_message_field("reasoning_content"));
@@ -212,36 +197,20 @@ async fn a_must_echo_route_complaining_about_reasoning_content_gets_no_verdict_a
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_planted_key_appears_in_no_output_log_or_database_byte() {
     const KEY: &str = "sk-planted-7f3a9c2e1b5d4e8f";
-    let sim = Sim::start("openrouter").await.unwrap();
-    let home = crate::support::home();
-    let base = sim.base_url();
+    let (sim, home, base) = crate::support::sim_home("openrouter").await;
     let mut outputs = Vec::new();
     let out = home
         .run(
-            &[
-                "chat",
-                "--provider",
+            &crate::support::chat_cmd(&crate::support::target(
                 "openrouter",
-                "--base-url",
-                &base,
-                "--model",
                 "x/m",
-                "-q",
-                "[tools=2] go",
-                "--json",
-            ],
+                &base,
+                &["-q", "[tools=2] go", "--json"],
+            )),
             &[("OPENROUTER_API_KEY", KEY), ("HERMES_LOG", "trace")],
         )
         .await;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let id = serde_json::from_slice::<Value>(&out.stdout).unwrap()["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = crate::support::chat_session_id(&out);
     outputs.push(out.stdout);
     outputs.push(out.stderr);
     for args in [
@@ -346,11 +315,7 @@ async fn sessions_branch_show_and_delete() {
         .chat_json(&["--provider", "sim", "-q", "[tools=1] go"])
         .await;
     let id = first["session_id"].as_str().unwrap().to_owned();
-    let branch = home
-        .ok(&["sessions", "branch", &id, "--at", "3"])
-        .await
-        .trim()
-        .to_owned();
+    let branch = home.branch(&id, &["--at", "3"]).await;
     let show: Value =
         serde_json::from_str(&home.ok(&["sessions", "show", &branch, "--json"]).await).unwrap();
     assert_eq!(show["session"]["parent_id"], id.as_str());
@@ -418,16 +383,12 @@ async fn sim_serve_prints_its_base_url_first_and_serves_until_killed() {
 async fn compacted_session(home: &Home, sim: &Sim, provider: &str, model: &str) -> String {
     let base = sim.base_url();
     let first = home
-        .chat_json(&[
-            "--provider",
+        .chat_json(&crate::support::target(
             provider,
-            "--model",
             model,
-            "--base-url",
             &base,
-            "-q",
-            "[tools=2] start",
-        ])
+            &["-q", "[tools=2] start"],
+        ))
         .await;
     let id = first["session_id"].as_str().unwrap().to_owned();
     for q in ["one", "[tools=1] two", "three", "[tools=2] four", "five"] {
@@ -476,11 +437,7 @@ async fn a_compacted_session_resumed_and_branched_still_replays_its_reasoning() 
     assert_eq!(sent_rc, stored_rc);
 
     // And on a branch.
-    let branch = home
-        .ok(&["sessions", "branch", &id])
-        .await
-        .trim()
-        .to_owned();
+    let branch = home.branch(&id, &[]).await;
     let branch_retained = assistants_of(&home.export(&branch).await["messages"]);
     sim.clear_requests();
     home.chat_json(&["--resume", &branch, "-q", "on the branch"])
@@ -496,45 +453,36 @@ async fn a_compacted_session_resumed_and_branched_still_replays_its_reasoning() 
     assert_eq!(sent_rc, stored_rc);
 }
 
+/// The `extra_content` of each message's first tool call, of a body or an export.
+fn first_call_extras(body: &Value) -> Vec<Value> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| {
+            m["tool_calls"]
+                .get(0)
+                .and_then(|c| c.get("extra_content"))
+                .cloned()
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gemini_tool_call_signature_survives_compaction_and_branch() {
     let sim = Sim::start("gemini-openai").await.unwrap();
     let home = crate::support::home();
     let id = compacted_session(&home, &sim, "gemini-openai", "gemini-3-pro-preview").await;
     let stored = home.export(&id).await;
-    let signed: Vec<Value> = stored["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| {
-            m["tool_calls"]
-                .get(0)
-                .and_then(|c| c.get("extra_content"))
-                .cloned()
-        })
-        .collect();
+    let signed = first_call_extras(&stored);
     assert!(
         !signed.is_empty(),
         "a retained tool-call turn keeps its signature"
     );
-    let branch = home
-        .ok(&["sessions", "branch", &id])
-        .await
-        .trim()
-        .to_owned();
+    let branch = home.branch(&id, &[]).await;
     let preview: Value =
         serde_json::from_str(&home.ok(&["preview", "--session", &branch]).await).unwrap();
-    let previewed: Vec<Value> = preview["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| {
-            m["tool_calls"]
-                .get(0)
-                .and_then(|c| c.get("extra_content"))
-                .cloned()
-        })
-        .collect();
+    let previewed = first_call_extras(&preview);
     assert_eq!(
         previewed, signed,
         "the gemini-openai route replays every retained signature"

@@ -260,24 +260,13 @@ fn ctrl_c_during_a_reply_cancels_it_and_stores_nothing() {
     let base = format!("http://{}/v1", listener.local_addr().unwrap());
     let held = std::thread::spawn(move || listener.accept().map(|(stream, _)| stream));
     let home = crate::support::home();
-    let mut child = crate::support::command(
-        home.path(),
-        &[
-            "chat",
-            "--provider",
-            "custom",
-            "--model",
-            "m",
-            "--base-url",
-            &base,
-        ],
-        &[],
-    )
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    let mut child =
+        crate::support::command(home.path(), &crate::support::custom_chat(&base, &[]), &[])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
     child.stdin.as_mut().unwrap().write_all(b"hello\n").unwrap();
     let _connection = held.join().unwrap().unwrap();
     let status = Command::new("kill")

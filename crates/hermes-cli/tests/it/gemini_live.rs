@@ -9,7 +9,8 @@ use crate::tool_loop::{Row, Wire};
 use serde_json::Value;
 
 use crate::wire::{
-    carries_none, continue_on_deepseek, header, loop_done, raw, resume_args, session_id, turn_args,
+    DEEPSEEK_KEY, ON_DEEPSEEK, carries_none, continue_on_deepseek, header, loop_done, raw,
+    resume_args, session_id, turn_args,
 };
 
 pub(crate) const MODEL: &str = "gemini-3-pro-preview";
@@ -533,16 +534,13 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
 
     // The chat door of the same host: the native signatures ride in `extra_content`.
     let to_chat = |query| {
-        let mut args = vec![
-            "--resume",
-            &id,
-            "--provider",
+        let mut args = vec!["--resume", &id];
+        args.extend(crate::support::target(
             "gemini-openai",
-            "--model",
             MODEL,
-            "--base-url",
             &chat_base,
-        ];
+            &[],
+        ));
         turn_args(&mut args, true, query);
         args
     };
@@ -593,14 +591,7 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
 
     // DeepSeek: no signature and no native record leaves.
     let every = all_signatures(&gemini_turns);
-    let requests = continue_on_deepseek(
-        &home,
-        &id,
-        &deepseek,
-        "[tools=1] on deepseek?",
-        &[("DEEPSEEK_API_KEY", "sk-deepseek-test")],
-    )
-    .await;
+    let requests = continue_on_deepseek(&home, &id, &deepseek, ON_DEEPSEEK, DEEPSEEK_KEY).await;
     for r in &requests {
         carries_none(
             r,
@@ -685,14 +676,7 @@ async fn vertex_gemini_uses_the_publisher_path_and_a_bearer_token_and_resumes() 
         assert_eq!(header(r, "x-goog-api-key"), None);
         assert!(!raw(r).contains(TOKEN) && !r.path.contains(TOKEN));
     };
-    let mut args = vec![
-        "--provider",
-        "vertex-gemini",
-        "--model",
-        MODEL,
-        "--base-url",
-        &base,
-    ];
+    let mut args = crate::support::target("vertex-gemini", MODEL, &base, &[]);
     turn_args(&mut args, true, "[tools=1] what time is it?");
     let out = home.chat(&args, env).await;
     let id = session_id(&out);

@@ -419,17 +419,12 @@ async fn a_failed_upstream_request_has_its_error_type_and_an_error_status() {
         ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
         ("HERMES_API_KEY", "sk-otel-planted-custom-90ab17ce"),
     ]);
-    let args = [
-        "chat",
-        "--provider",
+    let args = crate::support::chat_cmd(&crate::support::target(
         "custom",
-        "--base-url",
-        &base,
-        "--model",
         "m-1",
-        "-q",
-        PROMPT,
-    ];
+        &base,
+        &["-q", PROMPT],
+    ));
     // The mock keeps answering on the runtime's other worker meanwhile.
     let out =
         tokio::task::block_in_place(|| bare_command(home.path(), &args, &env).output().unwrap());

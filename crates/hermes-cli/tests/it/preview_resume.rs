@@ -17,8 +17,6 @@ const AGAIN: &str = "and now?";
 trait PreviewHome {
     /// Runs hermes and expects success.
     async fn succeed(&self, args: &[&str], env: &[(&str, &str)]) -> Output;
-    /// A `chat --json` turn; returns the session id.
-    async fn chat_id(&self, args: &[&str], env: &[(&str, &str)]) -> String;
 }
 
 impl PreviewHome for Home {
@@ -30,13 +28,6 @@ impl PreviewHome for Home {
             String::from_utf8_lossy(&out.stderr)
         );
         out
-    }
-
-    async fn chat_id(&self, args: &[&str], env: &[(&str, &str)]) -> String {
-        self.chat(args, env).await["session_id"]
-            .as_str()
-            .unwrap()
-            .to_owned()
     }
 }
 
@@ -99,19 +90,8 @@ async fn preview_compact_is_the_body_the_next_resume_sends_on_every_wire() {
             let base = sim.base_url();
             let home = crate::support::own_home();
             let no_stream: &[&str] = if stream { &[] } else { &["--no-stream"] };
-            let start = [
-                &[
-                    "--provider",
-                    provider,
-                    "--model",
-                    model,
-                    "--base-url",
-                    &base,
-                ][..],
-                &["--effort", "high", "-q", LOOP],
-                no_stream,
-            ]
-            .concat();
+            let target = crate::support::target(provider, model, &base, &["--effort", "high"]);
+            let start = [&target[..], &["-q", LOOP], no_stream].concat();
             let id = home.chat_id(&start, env).await;
 
             let preview = [

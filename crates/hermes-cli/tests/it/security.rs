@@ -137,18 +137,12 @@ async fn plain_http_to_a_public_host_gets_no_key_without_the_opt_in() {
     // 203.0.113.0/24 is a documentation range: public, never reached (refused before sending).
     let out = run(
         home.path(),
-        &[
-            "chat",
-            "--provider",
+        &crate::support::chat_cmd(&crate::support::target(
             "openai",
-            "--model",
             "gpt-5",
-            "--base-url",
             "http://203.0.113.7/v1",
-            "--no-stream",
-            "-q",
-            "hi",
-        ],
+            &["--no-stream", "-q", "hi"],
+        )),
         &[("OPENAI_API_KEY", PLANTED)],
     )
     .await;
@@ -204,18 +198,7 @@ async fn a_redirect_to_another_host_is_not_followed() {
     let base = format!("{}/v1", first.uri());
     let out = run(
         home.path(),
-        &[
-            "chat",
-            "--provider",
-            "custom",
-            "--model",
-            "m",
-            "--base-url",
-            &base,
-            "--no-stream",
-            "-q",
-            "hi",
-        ],
+        &crate::support::custom_chat(&base, &["--no-stream", "-q", "hi"]),
         &[("HERMES_API_KEY", PLANTED)],
     )
     .await;
@@ -264,18 +247,7 @@ async fn a_redirect_on_the_same_host_keeps_the_request() {
     let base = format!("{}/old", moved.uri());
     let out = run(
         home.path(),
-        &[
-            "chat",
-            "--provider",
-            "custom",
-            "--model",
-            "m",
-            "--base-url",
-            &base,
-            "--no-stream",
-            "-q",
-            "hi",
-        ],
+        &crate::support::custom_chat(&base, &["--no-stream", "-q", "hi"]),
         &[],
     )
     .await;
