@@ -41,6 +41,23 @@ pub fn command(bin: &Path, home: &Path, args: &[&str], env: &[(&str, &str)]) -> 
     cmd
 }
 
+/// Runs `cmd` to the end on this thread with `input` as its stdin (then closed), its stdout and
+/// stderr captured.
+pub fn feed(mut cmd: Command, input: &[u8]) -> Output {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input).unwrap();
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
 /// Runs `cmd` to the end off the async runtime (simulators on the runtime serve meanwhile).
 pub async fn output(mut cmd: Command) -> Output {
     tokio::task::spawn_blocking(move || cmd.output().unwrap())
@@ -163,6 +180,15 @@ impl Home {
     pub async fn branch(&self, id: &str, extra: &[&str]) -> String {
         let args = [&["sessions", "branch", id][..], extra].concat();
         self.ok(&args).await.trim().to_owned()
+    }
+
+    /// `hermes sessions import FILE`: the imported session's id.
+    pub async fn import(&self, file: &Path) -> String {
+        let file = file.to_str().unwrap();
+        self.ok(&["sessions", "import", file])
+            .await
+            .trim()
+            .to_owned()
     }
 
     /// `hermes sessions export ID` as printed.

@@ -427,17 +427,22 @@ async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_
 // ---------------------------------------------------------------------------------------------
 // 4. Compaction and branching
 
-/// A Claude session of several thinking turns (the first without tools).
-async fn long_claude_session(home: &Home, base: &str) -> String {
-    let id = home.start_claude(base, "hello").await;
+/// Four more thinking turns of session `id`, three of them tool loops.
+async fn four_more_turns(home: &Home, id: &str) {
     for q in [
         "[tools=2] second",
         "[tools=1] third",
         "[tools=2] fourth",
         "fifth",
     ] {
-        home.turn(&id, q).await;
+        home.turn(id, q).await;
     }
+}
+
+/// A Claude session of several thinking turns (the first without tools).
+async fn long_claude_session(home: &Home, base: &str) -> String {
+    let id = home.start_claude(base, "hello").await;
+    four_more_turns(home, &id).await;
     id
 }
 
@@ -517,14 +522,7 @@ async fn a_claude_session_that_opens_with_a_tool_loop_can_be_compacted() {
     let id = home
         .start_claude(&sim.base_url(), "[tools=3] what time is it?")
         .await;
-    for q in [
-        "[tools=2] second",
-        "[tools=1] third",
-        "[tools=2] fourth",
-        "fifth",
-    ] {
-        home.turn(&id, q).await;
-    }
+    four_more_turns(&home, &id).await;
     let before = turns(&home.export_text(&id).await);
     sim.clear_requests();
     let status = home.ok(&["sessions", "compact", &id]).await;

@@ -78,11 +78,7 @@ async fn a_refused_carrier_is_learned_once_persisted_and_kept_after_resume() {
         .to_string(),
     )
     .unwrap();
-    let id = home
-        .ok(&["sessions", "import", file.to_str().unwrap()])
-        .await
-        .trim()
-        .to_owned();
+    let id = home.import(&file).await;
     let before = home.export(&id).await;
 
     sim.set_switches(Switches::default().reject_message_field("reasoning_details"));
@@ -379,9 +375,10 @@ async fn sim_serve_prints_its_base_url_first_and_serves_until_killed() {
     );
 }
 
-/// Builds a session of several tool-using turns against `sim`, compacts it, and returns its id.
-async fn compacted_session(home: &Home, sim: &Sim, provider: &str, model: &str) -> String {
-    let base = sim.base_url();
+/// Builds a session of several tool-using turns against a new simulator of `profile` in a new
+/// home, compacts it, and returns the simulator, the home and the session's id.
+async fn compacted_session(profile: &str, provider: &str, model: &str) -> (Sim, Home, String) {
+    let (sim, home, base) = crate::support::sim_home(profile).await;
     let first = home
         .chat_json(&crate::support::target(
             provider,
@@ -396,24 +393,17 @@ async fn compacted_session(home: &Home, sim: &Sim, provider: &str, model: &str) 
     }
     let status = home.ok(&["sessions", "compact", &id]).await;
     assert!(status.starts_with("context compacted: "), "{status}");
-    id
+    (sim, home, id)
 }
 
-fn assistants_of(messages: &Value) -> Vec<Value> {
-    messages
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .cloned()
-        .collect()
+/// The assistant messages of a body or an export.
+fn assistants_of(body: &Value) -> Vec<Value> {
+    crate::support::assistants(body).cloned().collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compacted_session_resumed_and_branched_still_replays_its_reasoning() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let home = crate::support::home();
-    let id = compacted_session(&home, &sim, "deepseek", "deepseek-v4-pro").await;
+    let (sim, home, id) = compacted_session("deepseek-v4", "deepseek", "deepseek-v4-pro").await;
 
     // Originals stay archived; the active view has one checkpoint.
     let all: Value =
@@ -422,7 +412,7 @@ async fn a_compacted_session_resumed_and_branched_still_replays_its_reasoning() 
     let rows = all["messages"].as_array().unwrap();
     assert!(rows.iter().filter(|m| m["archived"] == true).count() > 3);
     assert_eq!(rows.iter().filter(|m| m["checkpoint"] == true).count(), 1);
-    let retained = assistants_of(&home.export(&id).await["messages"]);
+    let retained = assistants_of(&home.export(&id).await);
     assert!(!retained.is_empty());
 
     // Resumed in a new process: every retained turn's reasoning, exactly as stored.
@@ -431,20 +421,20 @@ async fn a_compacted_session_resumed_and_branched_still_replays_its_reasoning() 
         .await;
     let request = sim.requests().pop().unwrap();
     assert_eq!(request.status, 200, "{}", request.response);
-    let sent = assistants_of(&request.body["messages"]);
+    let sent = assistants_of(&request.body);
     let stored_rc: Vec<&Value> = retained.iter().map(|m| &m["reasoning_content"]).collect();
     let sent_rc: Vec<&Value> = sent.iter().map(|m| &m["reasoning_content"]).collect();
     assert_eq!(sent_rc, stored_rc);
 
     // And on a branch.
     let branch = home.branch(&id, &[]).await;
-    let branch_retained = assistants_of(&home.export(&branch).await["messages"]);
+    let branch_retained = assistants_of(&home.export(&branch).await);
     sim.clear_requests();
     home.chat_json(&["--resume", &branch, "-q", "on the branch"])
         .await;
     let request = sim.requests().pop().unwrap();
     assert_eq!(request.status, 200, "{}", request.response);
-    let sent = assistants_of(&request.body["messages"]);
+    let sent = assistants_of(&request.body);
     let sent_rc: Vec<&Value> = sent.iter().map(|m| &m["reasoning_content"]).collect();
     let stored_rc: Vec<&Value> = branch_retained
         .iter()
@@ -470,9 +460,8 @@ fn first_call_extras(body: &Value) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gemini_tool_call_signature_survives_compaction_and_branch() {
-    let sim = Sim::start("gemini-openai").await.unwrap();
-    let home = crate::support::home();
-    let id = compacted_session(&home, &sim, "gemini-openai", "gemini-3-pro-preview").await;
+    let (_sim, home, id) =
+        compacted_session("gemini-openai", "gemini-openai", "gemini-3-pro-preview").await;
     let stored = home.export(&id).await;
     let signed = first_call_extras(&stored);
     assert!(
@@ -549,11 +538,7 @@ async fn a_502_naming_a_field_is_retried_with_backoff_and_records_no_verdict() {
         .to_string(),
     )
     .unwrap();
-    let id = home
-        .ok(&["sessions", "import", file.to_str().unwrap()])
-        .await
-        .trim()
-        .to_owned();
+    let id = home.import(&file).await;
     let before = home.export(&id).await;
     let out = home
         .run(&["chat", "--resume", &id, "-q", "next", "--no-stream"], &[])

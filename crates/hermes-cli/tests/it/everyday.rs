@@ -8,18 +8,8 @@ use std::process::{Command, Output, Stdio};
 use serde_json::{Value, json};
 
 fn hermes(home: &Path, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = crate::support::command(home, args, &[])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stdin.take().unwrap();
-    if let Some(text) = stdin {
-        pipe.write_all(text.as_bytes()).unwrap();
-    }
-    drop(pipe);
-    child.wait_with_output().unwrap()
+    let cmd = crate::support::command(home, args, &[]);
+    hermes_test_support::home::feed(cmd, stdin.unwrap_or_default().as_bytes())
 }
 
 fn ok(home: &Path, args: &[&str]) -> String {
@@ -127,10 +117,7 @@ fn logs_show_which_carriers_each_request_carried() {
         &["chat", "--provider", "sim", "-q", "[tools=1] hi"],
     );
     let logs = ok(home.path(), &["logs"]);
-    let requests: Vec<&str> = logs
-        .lines()
-        .filter(|l| l.contains("sending request"))
-        .collect();
+    let requests = crate::support::lines_with(&logs, "sending request");
     assert_eq!(requests.len(), 2, "{logs}");
     assert!(
         requests[1].contains(r#"carriers=["reasoning_content"]"#),

@@ -26,9 +26,17 @@ trait GeminiHome {
     async fn rows(&self, id: &str) -> Vec<(i64, String, Option<String>)>;
     /// Replaces the stored `tool_calls` text of one row.
     async fn set_tool_calls(&self, id: &str, position: i64, text: &str);
+    /// One more streamed thinking turn of session `id` at `base` with `query`: a loop of one
+    /// tool step in two requests, finished.
+    async fn resume_on(&self, id: &str, base: &str, query: &str);
 }
 
 impl GeminiHome for Home {
+    async fn resume_on(&self, id: &str, base: &str, query: &str) {
+        let args = [&["--resume", id][..], &gemini_args(base, true, query)].concat();
+        loop_done(&self.chat(&args, KEY).await, 1, 2);
+    }
+
     async fn turns(&self, id: &str) -> Vec<Turn> {
         turns(&self.export_text(id).await)
     }
@@ -384,10 +392,7 @@ async fn a_signature_damaged_inside_the_loop_in_flight_is_refused_and_reported_i
     assert!(!raw(refused).contains(&minted));
 
     // One clear line says so.
-    let lines: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.contains("thought signature"))
-        .collect();
+    let lines = crate::support::lines_with(&stderr, "thought signature");
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(
         lines[0].contains("Gemini refused a function call of the history for its thought signature: Corrupted thought signature. — hermes never invents a signature"),
@@ -569,17 +574,8 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
 
     // Back on the native door: the chat door's signatures come back too.
     native.clear_requests();
-    let out = home
-        .chat(
-            &[
-                &["--resume", &id][..],
-                &gemini_args(&native_base, true, "[tools=1] back home?"),
-            ]
-            .concat(),
-            KEY,
-        )
+    home.resume_on(&id, &native_base, "[tools=1] back home?")
         .await;
-    loop_done(&out, 1, 2);
     let gemini_turns = home.turns(&id).await;
     assert_eq!(gemini_turns[..5], after_chat[..]);
     let requests = native.requests();
@@ -610,17 +606,8 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
     // the signatures minted on 127.0.0.1 leaves; its own loop signs and replays its own.
     native.clear_requests();
     let other_host = format!("http://localhost:{}/v1beta", native.addr().port());
-    let out = home
-        .chat(
-            &[
-                &["--resume", &id][..],
-                &gemini_args(&other_host, true, "[tools=1] elsewhere?"),
-            ]
-            .concat(),
-            KEY,
-        )
+    home.resume_on(&id, &other_host, "[tools=1] elsewhere?")
         .await;
-    loop_done(&out, 1, 2);
     let last = home.turns(&id).await;
     let own: Vec<&Turn> = last.iter().filter(|t| t.host == "localhost").collect();
     assert_eq!(own.len(), 2);

@@ -34,52 +34,27 @@ impl PreviewHome for Home {
 /// Environment variables a run sets.
 type Env = &'static [(&'static str, &'static str)];
 
+/// The environments of the targets.
+const DEEPSEEK: Env = &[("DEEPSEEK_API_KEY", "sk-test")];
+const ANTHROPIC: Env = &[("ANTHROPIC_API_KEY", "sk-ant-test")];
+const GEMINI: Env = &[("GEMINI_API_KEY", "test-key")];
+const OPENAI: Env = &[("OPENAI_API_KEY", "sk-test")];
+const SIGV4: Env = &[
+    ("AWS_ACCESS_KEY_ID", SIM_AWS_ACCESS_KEY_ID),
+    ("AWS_SECRET_ACCESS_KEY", SIM_AWS_SECRET_ACCESS_KEY),
+    ("AWS_REGION", "us-east-1"),
+];
+/// Bedrock's Claude.
+const CLAUDE: &str = "anthropic.claude-opus-4-6-v1:0";
+
 /// One target per wire: (provider, simulator profile, model, environment).
 const WIRES: &[(&str, &str, &str, Env)] = &[
-    (
-        "deepseek",
-        "deepseek-v4",
-        "deepseek-v4-pro",
-        &[("DEEPSEEK_API_KEY", "sk-test")],
-    ),
-    (
-        "anthropic",
-        "anthropic",
-        "claude-opus-4-6",
-        &[("ANTHROPIC_API_KEY", "sk-ant-test")],
-    ),
-    (
-        "gemini",
-        "gemini",
-        "gemini-3-pro-preview",
-        &[("GEMINI_API_KEY", "test-key")],
-    ),
-    (
-        "openai-responses",
-        "openai-responses",
-        "gpt-5.2",
-        &[("OPENAI_API_KEY", "sk-test")],
-    ),
-    (
-        "bedrock",
-        "bedrock",
-        "anthropic.claude-opus-4-6-v1:0",
-        &[
-            ("AWS_ACCESS_KEY_ID", SIM_AWS_ACCESS_KEY_ID),
-            ("AWS_SECRET_ACCESS_KEY", SIM_AWS_SECRET_ACCESS_KEY),
-            ("AWS_REGION", "us-east-1"),
-        ],
-    ),
-    (
-        "bedrock-anthropic",
-        "bedrock",
-        "anthropic.claude-opus-4-6-v1:0",
-        &[
-            ("AWS_ACCESS_KEY_ID", SIM_AWS_ACCESS_KEY_ID),
-            ("AWS_SECRET_ACCESS_KEY", SIM_AWS_SECRET_ACCESS_KEY),
-            ("AWS_REGION", "us-east-1"),
-        ],
-    ),
+    ("deepseek", "deepseek-v4", "deepseek-v4-pro", DEEPSEEK),
+    ("anthropic", "anthropic", "claude-opus-4-6", ANTHROPIC),
+    ("gemini", "gemini", "gemini-3-pro-preview", GEMINI),
+    ("openai-responses", "openai-responses", "gpt-5.2", OPENAI),
+    ("bedrock", "bedrock", CLAUDE, SIGV4),
+    ("bedrock-anthropic", "bedrock", CLAUDE, SIGV4),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

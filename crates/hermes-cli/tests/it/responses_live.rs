@@ -78,6 +78,12 @@ fn responses_args<'a>(base: &'a str, model: &'a str, stream: bool, query: &'a st
     args
 }
 
+/// The `openai-responses` simulator, a fresh home and its base URL (`/v1`).
+async fn responses_home() -> (Sim, Home, String) {
+    let (sim, home, base) = crate::support::sim_home("openai-responses").await;
+    (sim, home, format!("{base}/v1"))
+}
+
 /// A Responses request accepted whole: 200, no simulator note, `store:false`, encrypted
 /// reasoning asked for, the bearer sent (recorded redacted) and never in the body.
 fn accepted(r: &RecordedRequest, stream: bool) {
@@ -236,9 +242,7 @@ fn replays_nothing(r: &RecordedRequest, stale: &[String]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compacted_responses_session_and_its_branch_both_continue() {
-    let sim = Sim::start("openai-responses").await.unwrap();
-    let home = crate::support::home();
-    let base = format!("{}/v1", sim.base_url());
+    let (sim, home, base) = responses_home().await;
     let out = home
         .chat(
             &responses_args(&base, MODEL, true, "[tools=3] what time is it?"),
@@ -300,10 +304,8 @@ async fn a_compacted_responses_session_and_its_branch_both_continue() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn items_go_only_to_the_model_and_host_that_minted_them_never_to_deepseek() {
-    let sim = Sim::start("openai-responses").await.unwrap();
+    let (sim, home, base) = responses_home().await;
     let deepseek = Sim::start("deepseek-v4").await.unwrap();
-    let home = crate::support::home();
-    let base = format!("{}/v1", sim.base_url());
     let out = home
         .chat(
             &responses_args(&base, MODEL, true, "[tools=2] what time is it?"),
@@ -388,9 +390,7 @@ async fn items_go_only_to_the_model_and_host_that_minted_them_never_to_deepseek(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_imported_python_original_session_continues_with_its_items_replayed() {
-    let sim = Sim::start("openai-responses").await.unwrap();
-    let home = crate::support::home();
-    let base = format!("{}/v1", sim.base_url());
+    let (sim, home, base) = responses_home().await;
     let out = home
         .chat(
             &responses_args(&base, MODEL, false, "[tools=2] what time is it?"),
@@ -416,11 +416,7 @@ async fn an_imported_python_original_session_continues_with_its_items_replayed()
     assert!(!text.contains("hermes_block_order") && !text.contains("\"origin\""));
     let file = home.path().join("original.json");
     std::fs::write(&file, &text).unwrap();
-    let imported = home
-        .ok(&["sessions", "import", file.to_str().unwrap()])
-        .await
-        .trim()
-        .to_owned();
+    let imported = home.import(&file).await;
     assert_ne!(imported, id);
 
     sim.clear_requests();

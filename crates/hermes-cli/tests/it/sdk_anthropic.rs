@@ -12,9 +12,8 @@
 //!   from the SPEC) and records what `messages.create` really sends to a loopback server.
 
 use std::fmt;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use hermes_test_support::home::Home;
 use hermes_test_support::validator;
@@ -59,21 +58,10 @@ fn python(py: &Path) -> Command {
 /// Runs the validator over `bodies` (one run, `--each`) and returns one verdict per body:
 /// `None` when valid, else the validator's reason.
 fn validate(py: &Path, variant: &str, bodies: &[String]) -> Vec<Option<String>> {
-    let mut child = python(py)
-        .args([VALIDATE, "--each", "--variant", variant])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        let mut stdin = child.stdin.take().unwrap();
-        for body in bodies {
-            stdin.write_all(body.as_bytes()).unwrap();
-            stdin.write_all(b"\n").unwrap();
-        }
-    }
-    let out = child.wait_with_output().unwrap();
+    let mut cmd = python(py);
+    cmd.args([VALIDATE, "--each", "--variant", variant]);
+    let lines: String = bodies.iter().map(|body| format!("{body}\n")).collect();
+    let out = hermes_test_support::home::feed(cmd, lines.as_bytes());
     validator::verdicts(
         out.status.code(),
         &String::from_utf8(out.stdout).unwrap(),
@@ -111,12 +99,7 @@ fn record(
         .args(opts)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "anthropic_record.py {opts:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = crate::support::success_json(&out, &format!("anthropic_record.py {opts:?}"));
     Recorded {
         path: v["path"].as_str().unwrap().to_owned(),
         version_header: v["anthropic_version_header"].clone(),

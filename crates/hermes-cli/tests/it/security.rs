@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use hermes_test_support::home::Home;
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -51,21 +52,23 @@ fn import(home: &Path, file: Value) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
-/// An imported two-message OpenAI session whose stored base URL is `base`; returns its id.
-fn import_openai_session(home: &Path, base: &str) -> String {
-    import(
-        home,
+/// A new home holding an imported two-message OpenAI session whose stored base URL is a mock
+/// provider answering chat completions: the provider, the home, the base URL and the id.
+async fn import_openai_session() -> (MockServer, Home, String, String) {
+    let server = provider().await;
+    let home = crate::support::home();
+    let base = format!("{}/v1", server.uri());
+    let id = import(
+        home.path(),
         json!({"format": "hermes.session.v1", "provider": "openai", "model": "gpt-5", "base_url": base,
                "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}),
-    )
+    );
+    (server, home, base, id)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_imported_base_url_gets_no_key_until_the_user_names_it() {
-    let server = provider().await;
-    let home = crate::support::home();
-    let base = format!("{}/v1", server.uri());
-    let id = import_openai_session(home.path(), &base);
+    let (server, home, base, id) = import_openai_session().await;
     let key = [("OPENAI_API_KEY", PLANTED)];
 
     let out = run(
@@ -160,10 +163,7 @@ async fn plain_http_to_a_public_host_gets_no_key_without_the_opt_in() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compact_on_an_imported_session_names_a_command_line_it_accepts() {
-    let server = provider().await;
-    let home = crate::support::home();
-    let base = format!("{}/v1", server.uri());
-    let id = import_openai_session(home.path(), &base);
+    let (server, home, base, id) = import_openai_session().await;
     let key = [("OPENAI_API_KEY", PLANTED)];
 
     let out = run(home.path(), &["sessions", "compact", &id], &key).await;

@@ -130,6 +130,19 @@ pub(crate) async fn offline_tool_loop(home: &Home, profile: &str) -> (String, St
     (stdout, id)
 }
 
+/// The stdout of a finished run, parsed as JSON; the run (`what`) must have succeeded.
+pub(crate) fn success_json(out: &Output, what: &str) -> Value {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{what} failed: {stderr}");
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{what} printed no JSON ({e}): {stderr}"))
+}
+
+/// The lines of `text` that contain `needle`.
+pub(crate) fn lines_with<'a>(text: &'a str, needle: &str) -> Vec<&'a str> {
+    text.lines().filter(|l| l.contains(needle)).collect()
+}
+
 /// Every regular file under `dir`, at any depth.
 pub(crate) fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

@@ -180,13 +180,18 @@ impl Turn {
     }
 }
 
-/// The assistant messages of an export, in order.
-pub(crate) fn turns(export: &str) -> Vec<Turn> {
+/// The messages of an export with `role`, in order.
+fn of_role(export: &str, role: &'static str) -> impl Iterator<Item = ExportedMessage> {
     let exported: Exported = serde_json::from_str(export).unwrap();
     exported
         .messages
         .into_iter()
-        .filter(|m| m.role == "assistant")
+        .filter(move |m| m.role == role)
+}
+
+/// The assistant messages of an export, in order.
+pub(crate) fn turns(export: &str) -> Vec<Turn> {
+    of_role(export, "assistant")
         .map(|m| Turn {
             model: m
                 .origin
@@ -207,11 +212,7 @@ pub(crate) fn turns(export: &str) -> Vec<Turn> {
 
 /// The user texts of an export, in order (a checkpoint included).
 pub(crate) fn user_texts(export: &str) -> Vec<String> {
-    let exported: Exported = serde_json::from_str(export).unwrap();
-    exported
-        .messages
-        .iter()
-        .filter(|m| m.role == "user")
+    of_role(export, "user")
         .map(|m| {
             m.content
                 .as_ref()
