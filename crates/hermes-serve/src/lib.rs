@@ -522,22 +522,11 @@ async fn chat(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response
     if !stream {
         return Ok(reply.whole(&complete(inner, request, &recorder).await?));
     }
-    let mut events = inner.engine.stream(request);
-    let first = first_event(inner, &mut events, &recorder).await?;
-    Ok(sse::streamed(
-        OpenAiStream {
-            reply,
-            started: false,
-        },
-        events,
-        first,
-        sse::Settings {
-            keep_alive: inner.config.keep_alive,
-            cut: inner.cut.subscribe(),
-            recorder,
-            admitted,
-        },
-    ))
+    let door = OpenAiStream {
+        reply,
+        started: false,
+    };
+    stream_reply(inner, request, door, recorder, admitted).await
 }
 
 async fn messages(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Body) -> Response {
@@ -625,19 +614,8 @@ async fn messages_turn(
             &completion.session,
         ));
     }
-    let mut events = inner.engine.stream(request);
-    let first = first_event(inner, &mut events, &recorder).await?;
-    Ok(sse::streamed(
-        anthropic::AnthropicStream::new(id, model, signer),
-        events,
-        first,
-        sse::Settings {
-            keep_alive: inner.config.keep_alive,
-            cut: inner.cut.subscribe(),
-            recorder,
-            admitted,
-        },
-    ))
+    let door = anthropic::AnthropicStream::new(id, model, signer);
+    stream_reply(inner, request, door, recorder, admitted).await
 }
 
 async fn count_tokens(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Body) -> Response {
@@ -722,6 +700,27 @@ async fn first_event(
             () = inner.cut() => return Err(shutting_down()),
         }
     }
+}
+
+/// Streams `request` to the client through `door` (its API's SSE): the first event decides the
+/// HTTP status ([`first_event`]), then the stream runs under the keep-alive and the shutdown
+/// cut, holding the tenant's admission to its end.
+async fn stream_reply<D: sse::StreamDoor>(
+    inner: &Inner,
+    request: hermes_engine::Request,
+    door: D,
+    recorder: metrics::Turn,
+    admitted: limits::Admitted,
+) -> Result<Response, ApiError> {
+    let mut events = inner.engine.stream(request);
+    let first = first_event(inner, &mut events, &recorder).await?;
+    let settings = sse::Settings {
+        keep_alive: inner.config.keep_alive,
+        cut: inner.cut.subscribe(),
+        recorder,
+        admitted,
+    };
+    Ok(sse::streamed(door, events, first, settings))
 }
 
 /// What every object of one reply shares.
