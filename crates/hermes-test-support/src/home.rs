@@ -65,6 +65,22 @@ pub async fn output(mut cmd: Command) -> Output {
         .unwrap()
 }
 
+/// Creates the SQLite file at `path` by running `script` (a fixture's SQL), then closes it
+/// cleanly, as a program that wrote it would leave it.
+pub async fn sqlite_from_script(path: &Path, script: &'static str) {
+    use sqlx::ConnectOptions as _;
+    use sqlx::Connection as _;
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .connect()
+        .await
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", path.display()));
+    let script = sqlx::raw_sql(sqlx::AssertSqlSafe(script));
+    script.execute(&mut conn).await.unwrap();
+    conn.close().await.unwrap();
+}
+
 /// A temporary hermes home and the binary run in it: every run gets this home as
 /// `HERMES_HOME`, a clean environment (see [`command`]) and the home's own settings.
 pub struct Home {

@@ -334,27 +334,11 @@ async fn sessions_branch_show_and_delete() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_serve_prints_its_base_url_first_and_serves_until_killed() {
-    use std::io::BufRead as _;
     let home = crate::support::home();
     // Its own home: `sim serve` writes logs, never into the user's real one.
-    let mut child = home
-        .command(
-            &["sim", "serve", "--profile", "deepseek-v4", "--port", "0"],
-            &[],
-        )
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let base = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        std::io::BufReader::new(stdout)
-            .read_line(&mut line)
-            .unwrap();
-        line.trim().to_owned()
-    })
-    .await
-    .unwrap();
+    let args = ["sim", "serve", "--profile", "deepseek-v4", "--port", "0"];
+    let (sim, addr) = tokio::task::block_in_place(|| crate::serve::sim_serve(home.path(), &args));
+    let base = format!("http://{addr}");
     assert!(base.starts_with("http://127.0.0.1:"), "{base}");
 
     let reply = home.start_deepseek(&base, "hi").await;
@@ -362,8 +346,7 @@ async fn sim_serve_prints_its_base_url_first_and_serves_until_killed() {
         reply["messages"][0]["carriers"],
         json!(["reasoning_content"])
     );
-    child.kill().unwrap();
-    child.wait().unwrap();
+    drop(sim);
 
     let out = home.run(&["sim", "serve", "--profile", "nope"], &[]).await;
     assert_eq!(out.status.code(), Some(2));

@@ -296,15 +296,8 @@ fn preview_applies_the_config_chat_would_use() {
         r#"[{"role":"user","content":"q"},{"role":"assistant","content":"a"}]"#,
     )
     .unwrap();
-    let args = [
-        "preview",
-        "--history",
-        file.to_str().unwrap(),
-        "--provider",
-        "acme",
-        "--model",
-        "m",
-    ];
+    let history = ["preview", "--history", file.to_str().unwrap()];
+    let args = [&history[..], &["--provider", "acme", "--model", "m"]].concat();
     // A provider of the user's own needs a base URL (without one, `acme` is an unknown
     // provider): config gives it.
     std::fs::write(

@@ -369,77 +369,20 @@ fn expand_shorthand(body: &Value) -> Value {
     body
 }
 
-/// Every way `ours` differs from `sdk`: a key the SDK sent that we lack or send differently
-/// (objects compared key by key, order ignored; arrays element by element, order significant;
-/// scalars by JSON value), or a key we send that the SDK did not, unless it is an allowed extra
-/// with the allowed value.
-fn differences(ours: &Value, sdk: &Value, path: &mut Vec<String>, out: &mut Vec<String>) {
-    let here = |path: &[String]| {
-        if path.is_empty() {
-            "(body)".to_owned()
+/// Every way `ours` differs from `sdk` (see [`hermes_test_support::sdk::differences`]), where
+/// a key hermes sends that the SDK did not is wrong unless it is an allowed extra with the
+/// allowed value.
+fn disagreements(ours: &Value, sdk: &Value) -> Vec<String> {
+    let extra = |path: &[String], ov: &Value| {
+        if !ALLOWED_EXTRAS.iter().any(|(p, _)| matches_pattern(path, p)) {
+            Some(format!("hermes sent it, the SDK did not ({ov})"))
+        } else if *ov != allowed_extra_value() {
+            Some(format!("allowed extra with an unexpected value {ov}"))
         } else {
-            path.join(".")
+            None
         }
     };
-    match (ours, sdk) {
-        (Value::Object(o), Value::Object(s)) => {
-            for (key, sv) in s {
-                path.push(key.clone());
-                match o.get(key) {
-                    Some(ov) => differences(ov, sv, path, out),
-                    None => out.push(format!("{}: the SDK sent it, hermes did not", here(path))),
-                }
-                path.pop();
-            }
-            for (key, ov) in o {
-                if s.contains_key(key) {
-                    continue;
-                }
-                path.push(key.clone());
-                let allowed = ALLOWED_EXTRAS.iter().any(|(p, _)| matches_pattern(path, p));
-                if !allowed {
-                    out.push(format!(
-                        "{}: hermes sent it, the SDK did not ({ov})",
-                        here(path)
-                    ));
-                } else if *ov != allowed_extra_value() {
-                    out.push(format!(
-                        "{}: allowed extra with an unexpected value {ov}",
-                        here(path)
-                    ));
-                }
-                path.pop();
-            }
-        }
-        (Value::Array(o), Value::Array(s)) => {
-            if o.len() != s.len() {
-                out.push(format!(
-                    "{}: hermes has {} items, the SDK {}",
-                    here(path),
-                    o.len(),
-                    s.len()
-                ));
-            }
-            for (i, (ov, sv)) in o.iter().zip(s).enumerate() {
-                path.push(i.to_string());
-                differences(ov, sv, path, out);
-                path.pop();
-            }
-        }
-        _ if ours == sdk => {}
-        _ => out.push(format!("{}: hermes {ours}, the SDK {sdk}", here(path))),
-    }
-}
-
-fn disagreements(ours: &Value, sdk: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    differences(
-        &expand_shorthand(ours),
-        &expand_shorthand(sdk),
-        &mut Vec::new(),
-        &mut out,
-    );
-    out
+    hermes_test_support::sdk::differences(&expand_shorthand(ours), &expand_shorthand(sdk), &extra)
 }
 
 /// A tool_use `input` (`Dict[str, object]` in the SDK) and a tool's JSON Schema: their keys are
@@ -733,7 +676,7 @@ fn the_comparison_catches_what_it_must() {
     missing.as_object_mut().unwrap().remove("model");
     assert_eq!(
         disagreements(&missing, &sdk),
-        vec!["model: the SDK sent it, hermes did not"]
+        vec![r#"model: the SDK sent "m", hermes did not"#]
     );
 }
 

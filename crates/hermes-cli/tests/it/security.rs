@@ -317,20 +317,8 @@ async fn a_fresh_home_is_private_whatever_the_umask() {
 
 /// The Python original's `state.db` (SPEC §9), written and closed as it would leave it.
 async fn python_original_db(path: &Path) {
-    use sqlx::Connection as _;
-    let options = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(path)
-        .create_if_missing(true);
-    let mut conn = sqlx::SqliteConnection::connect_with(&options)
-        .await
-        .unwrap();
-    sqlx::raw_sql(sqlx::AssertSqlSafe(include_str!(
-        "../../../hermes-store/tests/fixtures/python_original.sql"
-    )))
-    .execute(&mut conn)
-    .await
-    .unwrap();
-    conn.close().await.unwrap();
+    let script = include_str!("../../../hermes-store/tests/fixtures/python_original.sql");
+    hermes_test_support::home::sqlite_from_script(path, script).await;
 }
 
 fn listing(dir: &Path) -> Vec<String> {

@@ -336,7 +336,7 @@ fn sessions_purge_deletes_a_tenants_conversations_and_tenants_remove_takes_its_k
 
 /// `hermes sim serve ARGS…` in a home of its own, killed when the first value is dropped; the
 /// second is its `host:port`.
-fn sim_serve(home: &Path, args: &[&str]) -> (Killed, String) {
+pub(crate) fn sim_serve(home: &Path, args: &[&str]) -> (Killed, String) {
     let mut child = bare_command(home, args, &[])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
