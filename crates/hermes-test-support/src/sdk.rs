@@ -1,5 +1,6 @@
 //! Finding the Python with an official provider SDK installed (`HERMES_SDK_PYTHON`, made by
-//! `cargo xtask ci` from `.ci/sdk-requirements.txt`), for the SDK-evidence tests.
+//! `cargo xtask ci` from `.ci/sdk-requirements.txt`), for the SDK-evidence tests, and comparing
+//! the body hermes sends with the SDK's ([`differences`]).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
