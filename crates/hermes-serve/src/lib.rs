@@ -10,6 +10,20 @@
 //! admitted under each tenant's [`Limits`] (requests per minute, requests at once), counted in
 //! the store every replica shares, before anything reaches an upstream.
 
+/// Builder setters of a config: each `NAME(value) -> Self` replaces the field `NAME`, with the
+/// doc written before it.
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(mut self, value: $ty) -> Self {
+                self.$name = value;
+                self
+            }
+        )*
+    };
+}
+
 mod anthropic;
 mod body;
 mod error;
@@ -120,46 +134,21 @@ impl ServeConfig {
         }
     }
 
-    /// With this body cap.
-    pub fn max_request_bytes(mut self, bytes: usize) -> Self {
-        self.max_request_bytes = bytes;
-        self
-    }
-
-    /// With these limits.
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// With this retention.
-    pub fn retention(mut self, age: Option<Duration>) -> Self {
-        self.retention = age;
-        self
-    }
-
-    /// With these aliases.
-    pub fn models(mut self, models: BTreeMap<String, String>) -> Self {
-        self.models = models;
-        self
-    }
-
-    /// With this keep-alive interval.
-    pub fn keep_alive(mut self, every: Duration) -> Self {
-        self.keep_alive = every;
-        self
-    }
-
-    /// With this drain bound.
-    pub fn drain(mut self, bound: Duration) -> Self {
-        self.drain = bound;
-        self
-    }
-
-    /// With metrics recorded and served at `GET /metrics`, or not at all.
-    pub fn metrics(mut self, on: bool) -> Self {
-        self.metrics = on;
-        self
+    setters! {
+        /// With this body cap.
+        max_request_bytes: usize;
+        /// With these limits.
+        limits: Limits;
+        /// With this retention.
+        retention: Option<Duration>;
+        /// With these aliases.
+        models: BTreeMap<String, String>;
+        /// With this keep-alive interval.
+        keep_alive: Duration;
+        /// With this drain bound.
+        drain: Duration;
+        /// With metrics recorded and served at `GET /metrics`, or not at all.
+        metrics: bool;
     }
 
     /// With `GET /metrics` behind this bearer token (an empty or blank one is none: it would
