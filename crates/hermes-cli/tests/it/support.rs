@@ -1,5 +1,7 @@
 //! What the test modules share: the `hermes` binary under test, run in a home of its own with a
-//! clean environment (`hermes_test_support::home`).
+//! clean environment (`hermes_test_support::home`), a simulator beside it, the command lines
+//! every wire test builds (a target, a chat), and what they read back (a session id, JSON on
+//! stdout, a store's rows).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -422,16 +422,10 @@ async fn a_refusal_of_a_clients_own_carriers_stays_with_its_session_and_of_store
     assert!(call.reasoning_details.is_some(), "minted details: {call:?}");
     sim.set_switches(Switches::default().reject_message_field("reasoning_details"));
     complete(&engine, client_request("acme", client)).await;
-    let fields: Vec<String> = store
-        .fleet_verdicts()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|v| v.field)
-        .collect();
+    let verdicts = store.fleet_verdicts().await.unwrap();
     assert!(
-        fields.iter().any(|f| f == "reasoning_details"),
-        "{fields:?}"
+        verdicts.iter().any(|v| v.field == "reasoning_details"),
+        "{verdicts:?}"
     );
 }
 

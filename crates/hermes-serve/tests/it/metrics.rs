@@ -522,21 +522,16 @@ fn reported(profile: &str, response: &str) -> Counts {
 /// the cache's share, as Claude reports it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_wire_counts_tokens_the_same_way_in_answers_sessions_and_metrics() {
+    const RESPONSES: &str = "openai-responses";
+    const BEDROCK_CLAUDE: &str = "bedrock/anthropic.claude-opus-4-6-v1:0";
+    // (simulator profile, provider, model)
     for (profile, provider, model) in [
         ("deepseek-v4", "deepseek", "deepseek/deepseek-v4-pro"),
         ("openai", "openai", "openai/gpt-5.2"),
         ("anthropic", "anthropic", "anthropic/claude-opus-4-6"),
         ("gemini", "gemini", "gemini/gemini-3-pro-preview"),
-        (
-            "openai-responses",
-            "openai-responses",
-            "openai-responses/gpt-5.2",
-        ),
-        (
-            "bedrock",
-            "bedrock",
-            "bedrock/anthropic.claude-opus-4-6-v1:0",
-        ),
+        (RESPONSES, RESPONSES, "openai-responses/gpt-5.2"),
+        ("bedrock", "bedrock", BEDROCK_CLAUDE),
     ] {
         for (door, stream) in [
             ("openai", false),
