@@ -78,6 +78,15 @@ async fn a_call_answered(engine: &Engine, choice: Choice) -> (Completion, Vec<Me
     (first, client)
 }
 
+/// `history`, then `reply`'s answer as a client that keeps only content and tool calls sends it
+/// back, then the user's `thanks`.
+fn thanked(history: &[Message], reply: &Completion) -> Vec<Message> {
+    let mut next = history.to_vec();
+    next.push(as_a_forgetful_client_sends_it(&reply.messages[0]));
+    next.push(Message::text(Role::User, "thanks"));
+    next
+}
+
 fn result_for(id: &str, text: &str) -> Message {
     let mut m = Message::text(Role::Tool, text);
     m.tool_call_id = Some(id.to_owned());
@@ -483,20 +492,14 @@ async fn a_history_diverging_mid_conversation_branches_sharing_the_prefix_by_ref
     assert_eq!(store.messages(&first.session).await.unwrap(), parent);
 
     // Continuing on the branch: its own answer finds it, and the turn is appended there.
-    let mut on_branch = edited.clone();
-    on_branch.push(as_a_forgetful_client_sends_it(&fourth.messages[0]));
-    on_branch.push(Message::text(Role::User, "thanks"));
-    let fifth = complete(&engine, ask(on_branch)).await;
+    let fifth = complete(&engine, ask(thanked(&edited, &fourth))).await;
     assert_eq!(
         (fifth.session.as_str(), fifth.branched_from.as_deref()),
         (fourth.session.as_str(), None)
     );
     assert_eq!(store.messages(&fourth.session).await.unwrap().len(), 8);
     // Continuing on the parent: its own second answer finds it.
-    let mut on_parent = client.clone();
-    on_parent.push(as_a_forgetful_client_sends_it(&third.messages[0]));
-    on_parent.push(Message::text(Role::User, "thanks"));
-    let sixth = complete(&engine, ask(on_parent)).await;
+    let sixth = complete(&engine, ask(thanked(&client, &third))).await;
     assert_eq!(
         (sixth.session.as_str(), sixth.branched_from.as_deref()),
         (first.session.as_str(), None)
