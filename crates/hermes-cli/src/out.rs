@@ -3,6 +3,8 @@
 
 use std::io::{self, BufWriter, StdoutLock};
 
+use serde_json::Value;
+
 /// Bytes gathered before each write to the terminal or pipe.
 const BUFFER: usize = 1 << 16;
 
@@ -10,4 +12,19 @@ const BUFFER: usize = 1 << 16;
 /// reach the caller, which dropping the writer would swallow.
 pub(crate) fn stdout() -> BufWriter<StdoutLock<'static>> {
     BufWriter::with_capacity(BUFFER, io::stdout().lock())
+}
+
+/// The text at `key` of a JSON row, or "" where it is missing or not text.
+pub(crate) fn text<'a>(row: &'a Value, key: &str) -> &'a str {
+    row[key].as_str().unwrap_or_default()
+}
+
+/// The texts of the JSON array at `key` of a row (none where it is missing).
+pub(crate) fn texts<'a>(row: &'a Value, key: &str) -> Vec<&'a str> {
+    row[key]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
 }

@@ -8,6 +8,7 @@ use hermes_engine::providers::registry::{PROVIDERS, ProviderSpec};
 use serde_json::{Value, json};
 
 use crate::cli::ProvidersArgs;
+use crate::out::text;
 
 /// Where a provider's requests go when the registry has no fixed base URL.
 fn base_url(spec: &ProviderSpec) -> String {
@@ -66,19 +67,15 @@ pub(crate) fn run(engine: &Engine, args: &ProvidersArgs) -> anyhow::Result<()> {
         )?;
         writeln!(out)?;
     } else {
-        let width = rows
-            .iter()
-            .map(|r| r["id"].as_str().unwrap_or_default().len())
-            .max()
-            .unwrap_or(0);
+        let width = rows.iter().map(|r| text(r, "id").len()).max().unwrap_or(0);
         for r in &rows {
             writeln!(
                 out,
                 "{:<width$}  {:<16}  {}  [{}]",
-                r["id"].as_str().unwrap_or_default(),
-                r["wire"].as_str().unwrap_or_default(),
-                r["base_url"].as_str().unwrap_or_default(),
-                r["key"].as_str().unwrap_or_default(),
+                text(r, "id"),
+                text(r, "wire"),
+                text(r, "base_url"),
+                text(r, "key"),
             )?;
         }
         if !route_only.is_empty() {

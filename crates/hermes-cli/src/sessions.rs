@@ -147,12 +147,7 @@ fn show_text(
         let (i, msg) = (row.position, &row.message);
         let s = stored(msg);
         let mut parts = Vec::new();
-        let carriers: Vec<&str> = s["carriers"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
+        let carriers = crate::out::texts(&s, "carriers");
         if !carriers.is_empty() {
             let mut text = carriers.join(", ");
             let items = s["reasoning_details_items"].as_u64().unwrap_or(0);

@@ -474,39 +474,51 @@ async fn blocking(
         .map_err(|e| format!("error: the tool failed: {e}"))?
 }
 
-struct ReadFile(Arc<Workspace>);
+/// A tool on one path of the workspace (`read_file`, `list_dir`): its name, what it tells the
+/// model, what its `path` names, and what it does on the blocking pool.
+struct PathTool {
+    workspace: Arc<Workspace>,
+    name: &'static str,
+    description: &'static str,
+    path: &'static str,
+    op: fn(&Workspace, &str) -> Result<Output, String>,
+}
 
-#[async_trait::async_trait]
-impl Tool for ReadFile {
-    fn name(&self) -> &'static str {
-        "read_file"
+impl PathTool {
+    fn read_file(workspace: Arc<Workspace>) -> PathTool {
+        PathTool {
+            workspace,
+            name: "read_file",
+            description: "Read a text file in the workspace (at most 64 KiB are shown). The path is relative to the workspace folder; an absolute path must lie inside it.",
+            path: "the file to read, relative to the workspace",
+            op: Workspace::read,
+        }
     }
-    fn description(&self) -> &'static str {
-        "Read a text file in the workspace (at most 64 KiB are shown). The path is relative to the workspace folder; an absolute path must lie inside it."
-    }
-    fn parameters(&self) -> Value {
-        path_schema("the file to read, relative to the workspace")
-    }
-    async fn run(&self, args: &Value) -> Result<Output, String> {
-        blocking(&self.0, path_arg(args)?, Workspace::read).await
+
+    fn list_dir(workspace: Arc<Workspace>) -> PathTool {
+        PathTool {
+            workspace,
+            name: "list_dir",
+            description: "List a directory in the workspace (directories end with /). The path is relative to the workspace folder (\".\" is the workspace itself); an absolute path must lie inside it.",
+            path: "the directory to list, relative to the workspace",
+            op: Workspace::list,
+        }
     }
 }
 
-struct ListDir(Arc<Workspace>);
-
 #[async_trait::async_trait]
-impl Tool for ListDir {
+impl Tool for PathTool {
     fn name(&self) -> &'static str {
-        "list_dir"
+        self.name
     }
     fn description(&self) -> &'static str {
-        "List a directory in the workspace (directories end with /). The path is relative to the workspace folder (\".\" is the workspace itself); an absolute path must lie inside it."
+        self.description
     }
     fn parameters(&self) -> Value {
-        path_schema("the directory to list, relative to the workspace")
+        path_schema(self.path)
     }
     async fn run(&self, args: &Value) -> Result<Output, String> {
-        blocking(&self.0, path_arg(args)?, Workspace::list).await
+        blocking(&self.workspace, path_arg(args)?, self.op).await
     }
 }
 
@@ -557,8 +569,8 @@ impl Toolbox {
         let workspace = Arc::new(Workspace::open(&policy)?);
         Ok(Toolbox {
             tools: vec![
-                Box::new(ReadFile(Arc::clone(&workspace))),
-                Box::new(ListDir(workspace)),
+                Box::new(PathTool::read_file(Arc::clone(&workspace))),
+                Box::new(PathTool::list_dir(workspace)),
                 Box::new(Now),
             ],
             secrets: policy.secrets,
@@ -679,6 +691,19 @@ mod tests {
         tb.call("list_dir", &args).await
     }
 
+    /// A tool's `answer` contains `text` (the answer is in the failure message).
+    fn holds(answer: String, text: &str) {
+        assert!(answer.contains(text), "{text:?} not in {answer:?}");
+    }
+
+    /// A tool's `answer` starts with `text`.
+    fn opens_with(answer: String, text: &str) {
+        assert!(
+            answer.starts_with(text),
+            "{answer:?} does not start with {text:?}"
+        );
+    }
+
     #[tokio::test]
     async fn paths_inside_the_workspace_are_read_relative_or_absolute() {
         let f = fixture();
@@ -692,11 +717,7 @@ mod tests {
         assert_eq!(list(&tb, "sub").await, "b.txt");
         assert!(tb.call("rm", "{}").await.contains("no tool named `rm`"));
         assert!(tb.call("now", "").await.ends_with('Z'));
-        assert!(
-            read(&tb, "nope.txt")
-                .await
-                .starts_with("error: cannot open nope.txt:")
-        );
+        opens_with(read(&tb, "nope.txt").await, "error: cannot open nope.txt:");
         assert_eq!(
             read(&tb, "sub").await,
             "error: sub is a directory; list it with list_dir"
@@ -730,17 +751,12 @@ mod tests {
             "{text}"
         );
         let lexical = format!("{root}/../x");
-        assert!(read(&tb, &lexical).await.starts_with("refused: "));
-        assert!(
-            list(&tb, "..")
-                .await
-                .starts_with("refused: .. leads outside")
-        );
-        assert!(list(&tb, "/").await.starts_with("refused: / is outside"));
-        assert!(
-            read(&tb, "/etc/shadow")
-                .await
-                .starts_with("refused: /etc/shadow is outside the workspace")
+        opens_with(read(&tb, &lexical).await, "refused: ");
+        opens_with(list(&tb, "..").await, "refused: .. leads outside");
+        opens_with(list(&tb, "/").await, "refused: / is outside");
+        opens_with(
+            read(&tb, "/etc/shadow").await,
+            "refused: /etc/shadow is outside the workspace",
         );
         let text = read(&tb, "a\nb").await;
         assert!(!text.contains('\n'), "{text}");
@@ -765,14 +781,10 @@ mod tests {
                 "{text}"
             );
         }
-        assert!(list(&tb, "outdir").await.starts_with("refused: "));
-        assert!(
-            read(&tb, "h/state.db")
-                .await
-                .contains("inside the hermes home")
-        );
-        assert!(list(&tb, "h").await.contains("inside the hermes home"));
-        assert!(read(&tb, "notes.txt").await.contains("may hold secrets"));
+        opens_with(list(&tb, "outdir").await, "refused: ");
+        holds(read(&tb, "h/state.db").await, "inside the hermes home");
+        holds(list(&tb, "h").await, "inside the hermes home");
+        holds(read(&tb, "notes.txt").await, "may hold secrets");
     }
 
     #[tokio::test]
@@ -785,20 +797,11 @@ mod tests {
             format!("refused: .hermes/state.db is inside the hermes home {home}")
         );
         let absolute = f.home.join("state.db");
-        assert!(
-            read(&tb, &absolute)
-                .await
-                .contains("inside the hermes home")
-        );
-        assert!(
-            list(&tb, ".hermes")
-                .await
-                .contains("inside the hermes home")
-        );
-        assert!(
-            read(&tb, "sub/../.hermes/./state.db")
-                .await
-                .contains("inside the hermes home")
+        holds(read(&tb, &absolute).await, "inside the hermes home");
+        holds(list(&tb, ".hermes").await, "inside the hermes home");
+        holds(
+            read(&tb, "sub/../.hermes/./state.db").await,
+            "inside the hermes home",
         );
         // A workspace inside the home: nothing is readable.
         let tb = Toolbox::new(ToolPolicy {
@@ -807,7 +810,7 @@ mod tests {
             secrets: Secrets::default(),
         })
         .unwrap();
-        assert!(list(&tb, ".").await.contains("is inside the hermes home"));
+        holds(list(&tb, ".").await, "is inside the hermes home");
     }
 
     #[tokio::test]
@@ -837,11 +840,7 @@ mod tests {
         }
         std::fs::create_dir(f.root.join(".aws")).unwrap();
         std::fs::write(f.root.join(".aws/credentials"), "MARK").unwrap();
-        assert!(
-            read(&tb, ".aws/credentials")
-                .await
-                .contains("may hold secrets")
-        );
+        holds(read(&tb, ".aws/credentials").await, "may hold secrets");
         let listing = list(&tb, "sub").await;
         assert!(listing.contains(".env\n") && listing.contains("id_rsa"));
         std::fs::write(f.root.join("credentials"), "fine").unwrap();
@@ -862,16 +861,11 @@ mod tests {
             read(&tb, "pipe").await,
             "refused: pipe is a FIFO; only regular files and directories are read"
         );
-        assert!(list(&tb, "pipe").await.contains("is a FIFO"));
-        assert!(
-            read(&tb, "/dev/zero")
-                .await
-                .contains("outside the workspace")
-        );
-        assert!(
-            read(&tb, "/proc/self/environ")
-                .await
-                .contains("outside the workspace")
+        holds(list(&tb, "pipe").await, "is a FIFO");
+        holds(read(&tb, "/dev/zero").await, "outside the workspace");
+        holds(
+            read(&tb, "/proc/self/environ").await,
+            "outside the workspace",
         );
         // With the whole file system as the workspace, /proc and /dev stay closed.
         let tb = Toolbox::new(ToolPolicy {
@@ -880,17 +874,15 @@ mod tests {
             secrets: Secrets::default(),
         })
         .unwrap();
-        assert!(
-            read(&tb, "/proc/self/environ")
-                .await
-                .starts_with("refused: /proc/self/environ is under /proc")
+        opens_with(
+            read(&tb, "/proc/self/environ").await,
+            "refused: /proc/self/environ is under /proc",
         );
-        assert!(
-            read(&tb, "dev/zero")
-                .await
-                .starts_with("refused: dev/zero is under /dev")
+        opens_with(
+            read(&tb, "dev/zero").await,
+            "refused: dev/zero is under /dev",
         );
-        assert!(read(&tb, "/dev/stdin").await.starts_with("refused: "));
+        opens_with(read(&tb, "/dev/stdin").await, "refused: ");
     }
 
     #[cfg(unix)]
@@ -960,7 +952,7 @@ mod tests {
         std::fs::write(f.root.join("sub").join(KEY), "x").unwrap();
         assert_eq!(list(&tb, "sub").await, "b.txt\n[redacted]");
         std::fs::write(f.root.join("bin"), b"a\0b").unwrap();
-        assert!(read(&tb, "bin").await.contains("not a text file"));
+        holds(read(&tb, "bin").await, "not a text file");
     }
 
     #[tokio::test]

@@ -8,6 +8,7 @@ use hermes_engine::store::{Store, VerdictFilter};
 use serde_json::{Value, json};
 
 use crate::cli::VerdictsCommand;
+use crate::out::{text, texts};
 use crate::setup;
 
 async fn run_async(command: &VerdictsCommand, store: Store) -> anyhow::Result<()> {
@@ -47,15 +48,12 @@ async fn run_async(command: &VerdictsCommand, store: Store) -> anyhow::Result<()
             } else {
                 for r in &rows {
                     if r["fleet"] == true {
+                        // A fleet row refuses one carrier: `row_line` names it.
                         writeln!(
                             out,
-                            "fleet  {} {} @ {} / {}: refused {} (learned {}{})",
-                            r["wire"].as_str().unwrap_or_default(),
-                            r["provider"].as_str().unwrap_or_default(),
-                            r["host"].as_str().unwrap_or_default(),
-                            r["model"].as_str().unwrap_or_default(),
-                            r["carriers"][0].as_str().unwrap_or_default(),
-                            r["learned_at"].as_str().unwrap_or_default(),
+                            "fleet  {} (learned {}{})",
+                            row_line(r),
+                            text(r, "learned_at"),
                             r["reprobing_since"]
                                 .as_str()
                                 .map(|t| format!("; being re-probed since {t}"))
@@ -63,12 +61,7 @@ async fn run_async(command: &VerdictsCommand, store: Store) -> anyhow::Result<()
                         )?;
                         continue;
                     }
-                    writeln!(
-                        out,
-                        "{}  {}",
-                        r["session_id"].as_str().unwrap_or_default(),
-                        row_line(r)
-                    )?;
+                    writeln!(out, "{}  {}", text(r, "session_id"), row_line(r))?;
                 }
             }
         }
@@ -132,19 +125,13 @@ pub(crate) fn session_rows(model_config: &serde_json::Map<String, Value>) -> Vec
 
 /// How a verdict row reads: `WIRE PROVIDER @ HOST / MODEL: refused A, B`.
 pub(crate) fn row_line(r: &Value) -> String {
-    let carriers: Vec<&str> = r["carriers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
     format!(
         "{} {} @ {} / {}: refused {}",
-        r["wire"].as_str().unwrap_or_default(),
-        r["provider"].as_str().unwrap_or_default(),
-        r["host"].as_str().unwrap_or_default(),
-        r["model"].as_str().unwrap_or_default(),
-        carriers.join(", ")
+        text(r, "wire"),
+        text(r, "provider"),
+        text(r, "host"),
+        text(r, "model"),
+        texts(r, "carriers").join(", ")
     )
 }
 

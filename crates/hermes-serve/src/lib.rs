@@ -10,6 +10,20 @@
 //! admitted under each tenant's [`Limits`] (requests per minute, requests at once), counted in
 //! the store every replica shares, before anything reaches an upstream.
 
+/// Builder setters of a config: each `NAME(value) -> Self` replaces the field `NAME`, with the
+/// doc written before it.
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(mut self, value: $ty) -> Self {
+                self.$name = value;
+                self
+            }
+        )*
+    };
+}
+
 mod anthropic;
 mod body;
 mod error;
@@ -120,46 +134,21 @@ impl ServeConfig {
         }
     }
 
-    /// With this body cap.
-    pub fn max_request_bytes(mut self, bytes: usize) -> Self {
-        self.max_request_bytes = bytes;
-        self
-    }
-
-    /// With these limits.
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// With this retention.
-    pub fn retention(mut self, age: Option<Duration>) -> Self {
-        self.retention = age;
-        self
-    }
-
-    /// With these aliases.
-    pub fn models(mut self, models: BTreeMap<String, String>) -> Self {
-        self.models = models;
-        self
-    }
-
-    /// With this keep-alive interval.
-    pub fn keep_alive(mut self, every: Duration) -> Self {
-        self.keep_alive = every;
-        self
-    }
-
-    /// With this drain bound.
-    pub fn drain(mut self, bound: Duration) -> Self {
-        self.drain = bound;
-        self
-    }
-
-    /// With metrics recorded and served at `GET /metrics`, or not at all.
-    pub fn metrics(mut self, on: bool) -> Self {
-        self.metrics = on;
-        self
+    setters! {
+        /// With this body cap.
+        max_request_bytes: usize;
+        /// With these limits.
+        limits: Limits;
+        /// With this retention.
+        retention: Option<Duration>;
+        /// With these aliases.
+        models: BTreeMap<String, String>;
+        /// With this keep-alive interval.
+        keep_alive: Duration;
+        /// With this drain bound.
+        drain: Duration;
+        /// With metrics recorded and served at `GET /metrics`, or not at all.
+        metrics: bool;
     }
 
     /// With `GET /metrics` behind this bearer token (an empty or blank one is none: it would
@@ -522,22 +511,11 @@ async fn chat(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response
     if !stream {
         return Ok(reply.whole(&complete(inner, request, &recorder).await?));
     }
-    let mut events = inner.engine.stream(request);
-    let first = first_event(inner, &mut events, &recorder).await?;
-    Ok(sse::streamed(
-        OpenAiStream {
-            reply,
-            started: false,
-        },
-        events,
-        first,
-        sse::Settings {
-            keep_alive: inner.config.keep_alive,
-            cut: inner.cut.subscribe(),
-            recorder,
-            admitted,
-        },
-    ))
+    let door = OpenAiStream {
+        reply,
+        started: false,
+    };
+    stream_reply(inner, request, door, recorder, admitted).await
 }
 
 async fn messages(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Body) -> Response {
@@ -625,19 +603,8 @@ async fn messages_turn(
             &completion.session,
         ));
     }
-    let mut events = inner.engine.stream(request);
-    let first = first_event(inner, &mut events, &recorder).await?;
-    Ok(sse::streamed(
-        anthropic::AnthropicStream::new(id, model, signer),
-        events,
-        first,
-        sse::Settings {
-            keep_alive: inner.config.keep_alive,
-            cut: inner.cut.subscribe(),
-            recorder,
-            admitted,
-        },
-    ))
+    let door = anthropic::AnthropicStream::new(id, model, signer);
+    stream_reply(inner, request, door, recorder, admitted).await
 }
 
 async fn count_tokens(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Body) -> Response {
@@ -722,6 +689,27 @@ async fn first_event(
             () = inner.cut() => return Err(shutting_down()),
         }
     }
+}
+
+/// Streams `request` to the client through `door` (its API's SSE): the first event decides the
+/// HTTP status ([`first_event`]), then the stream runs under the keep-alive and the shutdown
+/// cut, holding the tenant's admission to its end.
+async fn stream_reply<D: sse::StreamDoor>(
+    inner: &Inner,
+    request: hermes_engine::Request,
+    door: D,
+    recorder: metrics::Turn,
+    admitted: limits::Admitted,
+) -> Result<Response, ApiError> {
+    let mut events = inner.engine.stream(request);
+    let first = first_event(inner, &mut events, &recorder).await?;
+    let settings = sse::Settings {
+        keep_alive: inner.config.keep_alive,
+        cut: inner.cut.subscribe(),
+        recorder,
+        admitted,
+    };
+    Ok(sse::streamed(door, events, first, settings))
 }
 
 /// What every object of one reply shares.

@@ -82,27 +82,18 @@ impl Limits {
         Limits::default()
     }
 
-    /// With these defaults for every tenant.
-    pub fn defaults(mut self, defaults: TenantLimits) -> Self {
-        self.defaults = defaults;
-        self
+    setters! {
+        /// With these defaults for every tenant.
+        defaults: TenantLimits;
+        /// With this counting window.
+        window: Duration;
+        /// With this slot TTL.
+        slot_ttl: Duration;
     }
 
     /// With `limits` for `tenant` (its unset ones the defaults').
     pub fn tenant(mut self, tenant: impl Into<String>, limits: TenantLimits) -> Self {
         self.tenants.insert(tenant.into(), limits);
-        self
-    }
-
-    /// With this counting window.
-    pub fn window(mut self, window: Duration) -> Self {
-        self.window = window;
-        self
-    }
-
-    /// With this slot TTL.
-    pub fn slot_ttl(mut self, ttl: Duration) -> Self {
-        self.slot_ttl = ttl;
         self
     }
 

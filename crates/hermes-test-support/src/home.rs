@@ -41,11 +41,44 @@ pub fn command(bin: &Path, home: &Path, args: &[&str], env: &[(&str, &str)]) -> 
     cmd
 }
 
+/// Runs `cmd` to the end on this thread with `input` as its stdin (then closed), its stdout and
+/// stderr captured.
+pub fn feed(mut cmd: Command, input: &[u8]) -> Output {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input).unwrap();
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
 /// Runs `cmd` to the end off the async runtime (simulators on the runtime serve meanwhile).
 pub async fn output(mut cmd: Command) -> Output {
     tokio::task::spawn_blocking(move || cmd.output().unwrap())
         .await
         .unwrap()
+}
+
+/// Creates the SQLite file at `path` by running `script` (a fixture's SQL), then closes it
+/// cleanly, as a program that wrote it would leave it.
+pub async fn sqlite_from_script(path: &Path, script: &'static str) {
+    use sqlx::ConnectOptions as _;
+    use sqlx::Connection as _;
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .connect()
+        .await
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", path.display()));
+    let script = sqlx::raw_sql(sqlx::AssertSqlSafe(script));
+    script.execute(&mut conn).await.unwrap();
+    conn.close().await.unwrap();
 }
 
 /// A temporary hermes home and the binary run in it: every run gets this home as
@@ -149,6 +182,29 @@ impl Home {
     /// `chat --json ARGS` with `env`: the JSON summary.
     pub async fn chat(&self, args: &[&str], env: &[(&str, &str)]) -> Value {
         self.chat_stderr(args, env).await.0
+    }
+
+    /// `chat --json ARGS` with `env`: the new (or resumed) session's id.
+    pub async fn chat_id(&self, args: &[&str], env: &[(&str, &str)]) -> String {
+        self.chat(args, env).await["session_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("chat --json {args:?} named no session"))
+            .to_owned()
+    }
+
+    /// `hermes sessions branch ID EXTRA` (`--at N`, say): the branch's id.
+    pub async fn branch(&self, id: &str, extra: &[&str]) -> String {
+        let args = [&["sessions", "branch", id][..], extra].concat();
+        self.ok(&args).await.trim().to_owned()
+    }
+
+    /// `hermes sessions import FILE`: the imported session's id.
+    pub async fn import(&self, file: &Path) -> String {
+        let file = file.to_str().unwrap();
+        self.ok(&["sessions", "import", file])
+            .await
+            .trim()
+            .to_owned()
     }
 
     /// `hermes sessions export ID` as printed.

@@ -1,7 +1,8 @@
 //! What hermes' test suites share, so no test file carries its own copy: running the `hermes`
 //! binary in a home of its own with a clean environment ([`home`]), recording a test that
 //! skipped so `cargo xtask ci` counts it ([`skip`]), finding the Python with the official SDKs
-//! ([`sdk`]) and reading its validator's verdicts ([`validator`]), and a session log in memory
+//! and comparing a body with the SDK's ([`sdk`]) and reading its validator's verdicts
+//! ([`validator`]), and a session log in memory
 //! with a tool set never called ([`memory`]), and a PostgreSQL cluster of one's own
 //! ([`pg_cluster`]: a test that restarts its server, the benchmark's durable one).
 //!

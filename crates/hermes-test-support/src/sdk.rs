@@ -1,10 +1,13 @@
 //! Finding the Python with an official provider SDK installed (`HERMES_SDK_PYTHON`, made by
-//! `cargo xtask ci` from `.ci/sdk-requirements.txt`), for the SDK-evidence tests.
+//! `cargo xtask ci` from `.ci/sdk-requirements.txt`), for the SDK-evidence tests, and comparing
+//! the body hermes sends with the SDK's ([`differences`]).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
+
+use serde_json::Value;
 
 use crate::skip;
 
@@ -113,4 +116,70 @@ pub fn run(
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     ))
+}
+
+/// Every way the body hermes sends (`ours`) differs from the one the SDK sends (`sdk`), one line
+/// a difference naming its JSON path: a key the SDK sent that hermes lacks or sends otherwise
+/// (objects key by key, order ignored; arrays item by item, order significant; scalars by JSON
+/// value), or a key hermes sends that the SDK did not, which `extra` judges (its path and
+/// value): `None` where it is allowed as it is, else what is wrong with it.
+pub fn differences(
+    ours: &Value,
+    sdk: &Value,
+    extra: &dyn Fn(&[String], &Value) -> Option<String>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    walk(ours, sdk, extra, &mut Vec::new(), &mut out);
+    out
+}
+
+fn walk(
+    ours: &Value,
+    sdk: &Value,
+    extra: &dyn Fn(&[String], &Value) -> Option<String>,
+    path: &mut Vec<String>,
+    out: &mut Vec<String>,
+) {
+    let here = |path: &[String]| {
+        if path.is_empty() {
+            "(body)".to_owned()
+        } else {
+            path.join(".")
+        }
+    };
+    match (ours, sdk) {
+        (Value::Object(o), Value::Object(s)) => {
+            for (key, sv) in s {
+                path.push(key.clone());
+                match o.get(key) {
+                    Some(ov) => walk(ov, sv, extra, path, out),
+                    None => out.push(format!("{}: the SDK sent {sv}, hermes did not", here(path))),
+                }
+                path.pop();
+            }
+            for (key, ov) in o.iter().filter(|(key, _)| !s.contains_key(*key)) {
+                path.push(key.clone());
+                if let Some(wrong) = extra(path, ov) {
+                    out.push(format!("{}: {wrong}", here(path)));
+                }
+                path.pop();
+            }
+        }
+        (Value::Array(o), Value::Array(s)) => {
+            if o.len() != s.len() {
+                let (ours, theirs) = (o.len(), s.len());
+                out.push(format!(
+                    "{}: hermes has {ours} items, the SDK {theirs}",
+                    here(path)
+                ));
+            }
+            for (i, (ov, sv)) in o.iter().zip(s).enumerate() {
+                path.push(i.to_string());
+                walk(ov, sv, extra, path, out);
+                path.pop();
+            }
+        }
+        _ if ours == sdk => {}
+        _ => out.push(format!("{}: hermes {ours}, the SDK {sdk}", here(path))),
+    }
 }

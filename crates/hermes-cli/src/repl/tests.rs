@@ -37,24 +37,59 @@ fn args() -> ChatArgs {
     }
 }
 
+/// A temporary home and the runtime a REPL runs on.
+struct Harness {
+    home: tempfile::TempDir,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Harness {
+    fn new() -> Harness {
+        Harness {
+            home: tempfile::tempdir().unwrap(),
+            runtime: tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap(),
+        }
+    }
+
+    /// A chat session opened in the home with `args`.
+    fn open(&self, args: &ChatArgs) -> ChatSession {
+        self.runtime
+            .block_on(crate::chat::open(
+                &Engine::builtin(),
+                args,
+                self.home.path(),
+            ))
+            .unwrap()
+    }
+
+    /// Runs `script` through the REPL (reasoning hidden when `hide`); returns what it printed.
+    fn run(&self, chat: &mut ChatSession, script: &mut Script, hide: bool) -> String {
+        let buffer = Arc::new(Mutex::new(Vec::<u8>::new()));
+        let out: Out = buffer.clone();
+        let style = Style {
+            color: false,
+            hide_reasoning: hide,
+            spinner: false,
+        };
+        repl_loop(chat, script, &out, style, &self.runtime);
+        String::from_utf8(buffer.lock().unwrap().clone()).unwrap()
+    }
+
+    /// Runs `lines` through the REPL; returns what it printed.
+    fn script(&self, chat: &mut ChatSession, lines: Vec<&'static str>) -> String {
+        self.run(chat, &mut Script(lines), false)
+    }
+}
+
 #[test]
 fn two_turns_a_branch_and_exit_leave_both_sessions_in_state_db() {
-    let home = tempfile::tempdir().unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let mut chat = runtime
-        .block_on(crate::chat::open(&Engine::builtin(), &args(), home.path()))
-        .unwrap();
-    let buffer = Arc::new(Mutex::new(Vec::<u8>::new()));
-    let out: Out = buffer.clone();
-    let style = Style {
-        color: false,
-        hide_reasoning: false,
-        spinner: false,
-    };
+    let harness = Harness::new();
+    let runtime = &harness.runtime;
+    let mut chat = harness.open(&args());
     let mut script = Script(vec![
         "[tools=1] what time is it?",
         "thanks",
@@ -70,33 +105,31 @@ fn two_turns_a_branch_and_exit_leave_both_sessions_in_state_db() {
         "/exit",
         "never read",
     ]);
-    repl_loop(&mut chat, &mut script, &out, style, &runtime);
+    let text = harness.run(&mut chat, &mut script, false);
     assert_eq!(script.0, ["never read"], "/exit stops reading");
 
-    let text = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
-    assert!(text.contains("· tool now"), "{text}");
-    assert!(text.contains("You said: thanks"), "{text}");
-    assert!(text.contains("branched "), "{text}");
-    assert!(
-        text.contains("route deepseek (must-echo deepseek)"),
-        "{text}"
-    );
-    assert!(text.contains("no verdicts"), "{text}");
-    assert!(text.contains("unknown command /nope"), "{text}");
-    assert!(text.contains("usage: /model PROVIDER/MODEL"), "{text}");
-    assert!(
-        text.contains("cannot switch: no base URL for provider `custom`"),
-        "{text}"
-    );
-    assert!(
-        text.contains("now on deepseek · deepseek-v3.2 (route deepseek)"),
-        "{text}"
-    );
-    assert!(text.contains("You said: after the switch"), "{text}");
-    assert!(
-        text.contains("nothing to compact"),
-        "six messages fit easily: {text}"
-    );
+    // (what the REPL printed, what it answers)
+    for (said, what) in [
+        ("· tool now", "the tool step"),
+        ("You said: thanks", "the second turn"),
+        ("branched ", "/branch"),
+        ("route deepseek (must-echo deepseek)", "/session"),
+        ("no verdicts", "/verdicts"),
+        ("unknown command /nope", "/nope"),
+        ("usage: /model PROVIDER/MODEL", "/model"),
+        (
+            "cannot switch: no base URL for provider `custom`",
+            "/model custom/qwen3-32b",
+        ),
+        (
+            "now on deepseek · deepseek-v3.2 (route deepseek)",
+            "/model sim/deepseek-v3.2",
+        ),
+        ("You said: after the switch", "the turn after the switch"),
+        ("nothing to compact", "/compact: six messages fit easily"),
+    ] {
+        assert!(text.contains(said), "{what}: {text}");
+    }
     assert!(
         text.contains("context compacted: ") || text.contains("nothing to compact"),
         "{text}"
@@ -116,15 +149,8 @@ fn two_turns_a_branch_and_exit_leave_both_sessions_in_state_db() {
     });
     let roles: Vec<&str> = a.iter().map(|m| m.role.as_str()).collect();
     assert_eq!(
-        roles,
-        [
-            "user",
-            "assistant",
-            "tool",
-            "assistant",
-            "user",
-            "assistant"
-        ]
+        roles.join(" "),
+        "user assistant tool assistant user assistant"
     );
     let after = runtime.block_on(store.messages(&branch.id)).unwrap();
     assert_eq!(after.len(), 8, "the switched model continued the branch");
@@ -148,26 +174,10 @@ fn two_turns_a_branch_and_exit_leave_both_sessions_in_state_db() {
 
 #[test]
 fn hidden_reasoning_is_not_printed() {
-    let home = tempfile::tempdir().unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let mut chat = runtime
-        .block_on(crate::chat::open(&Engine::builtin(), &args(), home.path()))
-        .unwrap();
-    let run = |chat: &mut ChatSession, hide: bool| {
-        let buffer = Arc::new(Mutex::new(Vec::<u8>::new()));
-        let out: Out = buffer.clone();
-        let style = Style {
-            color: false,
-            hide_reasoning: hide,
-            spinner: false,
-        };
-        repl_loop(chat, &mut Script(vec!["hello"]), &out, style, &runtime);
-        String::from_utf8(buffer.lock().unwrap().clone()).unwrap()
-    };
+    let harness = Harness::new();
+    let mut chat = harness.open(&args());
+    let run =
+        |chat: &mut ChatSession, hide: bool| harness.run(chat, &mut Script(vec!["hello"]), hide);
     let shown = run(&mut chat, false);
     let hidden = run(&mut chat, true);
     let thinking = chat.conversation.messages[1]
@@ -180,42 +190,18 @@ fn hidden_reasoning_is_not_printed() {
     assert!(!hidden.contains(&thinking), "{hidden}");
 }
 
-/// Runs `lines` through the REPL; returns what it printed.
-fn script(
-    chat: &mut ChatSession,
-    runtime: &tokio::runtime::Runtime,
-    lines: Vec<&'static str>,
-) -> String {
-    let buffer = Arc::new(Mutex::new(Vec::<u8>::new()));
-    let out: Out = buffer.clone();
-    let style = Style {
-        color: false,
-        hide_reasoning: false,
-        spinner: false,
-    };
-    repl_loop(chat, &mut Script(lines), &out, style, runtime);
-    String::from_utf8(buffer.lock().unwrap().clone()).unwrap()
-}
-
 #[test]
 fn the_thinking_request_is_stored_shown_and_kept_across_a_model_switch() {
     use hermes_core::{Effort, ThinkingRequest};
     use hermes_engine::store::StoredThinking;
 
-    let home = tempfile::tempdir().unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let harness = Harness::new();
+    let runtime = &harness.runtime;
     let mut high = args();
     high.effort = Some(crate::cli::EffortArg(Effort::High));
-    let mut chat = runtime
-        .block_on(crate::chat::open(&Engine::builtin(), &high, home.path()))
-        .unwrap();
-    let text = script(
+    let mut chat = harness.open(&high);
+    let text = harness.script(
         &mut chat,
-        &runtime,
         vec![
             "hello",
             "/session",
@@ -237,24 +223,24 @@ fn the_thinking_request_is_stored_shown_and_kept_across_a_model_switch() {
     runtime.block_on(chat.close()).unwrap();
 
     // A session that stores nothing, resumed under config.toml's effort.
-    let mut plain = runtime
-        .block_on(crate::chat::open(&Engine::builtin(), &args(), home.path()))
-        .unwrap();
-    let text = script(&mut plain, &runtime, vec!["hello", "/session"]);
+    let mut plain = harness.open(&args());
+    let text = harness.script(&mut plain, vec!["hello", "/session"]);
     assert!(
         text.contains("  thinking: no preference (none stored)\n"),
         "{text}"
     );
     let plain_id = plain.id().unwrap().to_owned();
     runtime.block_on(plain.close()).unwrap();
-    std::fs::write(home.path().join("config.toml"), "effort = \"low\"\n").unwrap();
+    std::fs::write(
+        harness.home.path().join("config.toml"),
+        "effort = \"low\"\n",
+    )
+    .unwrap();
     let mut resume = args();
     resume.resume = Some(plain_id.clone());
-    let mut resumed = runtime
-        .block_on(crate::chat::open(&Engine::builtin(), &resume, home.path()))
-        .unwrap();
+    let mut resumed = harness.open(&resume);
     assert_eq!(resumed.thinking(), ThinkingRequest::Effort(Effort::Low));
-    let text = script(&mut resumed, &runtime, vec!["/session"]);
+    let text = harness.script(&mut resumed, vec!["/session"]);
     assert!(
         text.contains("  thinking: effort low (config.toml's effort; none stored)\n"),
         "{text}"
@@ -262,9 +248,7 @@ fn the_thinking_request_is_stored_shown_and_kept_across_a_model_switch() {
     runtime.block_on(resumed.close()).unwrap();
     // The stored session's request wins over config's.
     resume.resume = Some(id);
-    let resumed = runtime
-        .block_on(crate::chat::open(&Engine::builtin(), &resume, home.path()))
-        .unwrap();
+    let resumed = harness.open(&resume);
     assert_eq!(resumed.thinking(), ThinkingRequest::Effort(Effort::High));
     runtime.block_on(resumed.close()).unwrap();
 }

@@ -7,7 +7,8 @@ use crate::tool_loop::{Row, Wire};
 use serde_json::Value;
 
 use crate::wire::{
-    Turn, all_ok, carries_none, continue_on_deepseek, raw, sent_signatures, turns, user_texts,
+    Turn, all_ok, carries_none, continue_on_deepseek, raw, refused_then_resent, sent_signatures,
+    turns, user_texts,
 };
 
 pub(crate) const OPUS: &str = "claude-opus-4-6";
@@ -25,10 +26,8 @@ trait ClaudeHome {
 
 impl ClaudeHome for Home {
     async fn start_claude(&self, base: &str, query: &str) -> String {
-        let out = self
-            .chat(&thinking_query("anthropic", base, query), KEY)
-            .await;
-        out["session_id"].as_str().unwrap().to_owned()
+        self.chat_id(&thinking_query("anthropic", base, query), KEY)
+            .await
     }
 
     async fn turn(&self, id: &str, query: &str) -> Value {
@@ -170,18 +169,34 @@ impl Wire for Family {
 
 /// The arguments of one `--effort high` query to `OPUS` on `provider` at `base`.
 fn thinking_query<'a>(provider: &'a str, base: &'a str, query: &'a str) -> Vec<&'a str> {
-    vec![
-        "--provider",
-        provider,
-        "--model",
-        OPUS,
-        "--base-url",
-        base,
-        "--effort",
-        "high",
-        "-q",
-        query,
-    ]
+    crate::support::target(provider, OPUS, base, &["--effort", "high", "-q", query])
+}
+
+/// Resumes session `id` on the Claude `model` of the simulator `claude` with `query` (one tool
+/// call): its two requests, each accepted.
+async fn resume_on_claude(
+    home: &Home,
+    claude: &Sim,
+    id: &str,
+    model: &str,
+    query: &str,
+) -> Vec<RecordedRequest> {
+    claude.clear_requests();
+    let base = claude.base_url();
+    let turn = crate::support::target(
+        "anthropic",
+        model,
+        &base,
+        &["--effort", "high", "-q", query],
+    );
+    let out = home
+        .chat(&[&["--resume", id][..], &turn].concat(), KEY)
+        .await;
+    assert_eq!(out["requests"], 2, "{out}");
+    let requests = claude.requests();
+    assert_eq!(requests.len(), 2);
+    all_ok(&requests);
+    requests
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -254,9 +269,7 @@ async fn foundry_takes_a_microsoft_entra_id_token_as_a_bearer_and_never_shows_it
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_one_byte_change_to_a_stored_signature_is_refused_then_resent_once_without_it() {
-    let sim = Sim::start("anthropic").await.unwrap();
-    let home = crate::support::home();
-    let base = sim.base_url();
+    let (sim, home, base) = crate::support::sim_home("anthropic").await;
     let id = home.start_claude(&base, "[tools=3] what time is it?").await;
     let stored = turns(&home.export_text(&id).await);
     assert_eq!(stored.len(), 4);
@@ -293,19 +306,8 @@ async fn a_one_byte_change_to_a_stored_signature_is_refused_then_resent_once_wit
     let before_turns = turns(&before);
     assert_eq!(before_turns[1].thinking_signatures(), vec![bad.clone()]);
 
-    sim.clear_requests();
-    let (out, stderr) = home
-        .chat_stderr(
-            &["--resume", &id, "--effort", "high", "-q", "and now?"],
-            KEY,
-        )
-        .await;
-    assert_eq!(out["session_id"], id.as_str());
-    let requests = sim.requests();
-    assert_eq!(requests.len(), 2, "one refusal, one resend");
+    let (stderr, error, requests) = refused_then_resent(&home, &sim, &id, KEY).await;
     // The simulator's own error text for the refused block (wire message 3, block 0).
-    assert_eq!(requests[0].status, 400, "{}", requests[0].response);
-    let error: Value = serde_json::from_str(&requests[0].response).unwrap();
     assert_eq!(error["error"]["type"], "invalid_request_error");
     assert_eq!(
         error["error"]["message"],
@@ -319,7 +321,6 @@ async fn a_one_byte_change_to_a_stored_signature_is_refused_then_resent_once_wit
         ),
         "{stderr}"
     );
-    assert_eq!(requests[1].status, 200, "{}", requests[1].response);
     let resent = raw(&requests[1]);
     assert!(!resent.contains(&bad), "{resent}");
     let sent = sent_signatures(&requests[1]);
@@ -332,13 +333,6 @@ async fn a_one_byte_change_to_a_stored_signature_is_refused_then_resent_once_wit
         assert!(resent.contains(&stored[k].items[0]), "turn {k}: {resent}");
         assert_eq!(sent[k], stored[k].thinking_signatures());
     }
-    assert!(
-        out["reply"]
-            .as_str()
-            .unwrap()
-            .contains("You said: and now?"),
-        "{out}"
-    );
 
     // History is never mutated: the tampered bytes are still exactly what is stored.
     let after = home.export_text(&id).await;
@@ -400,30 +394,8 @@ async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_
     }
 
     // Back on the same Claude model: the signed blocks are replayed again.
-    claude.clear_requests();
-    let (out, _) = home
-        .chat_stderr(
-            &[
-                "--resume",
-                &id,
-                "--provider",
-                "anthropic",
-                "--model",
-                OPUS,
-                "--base-url",
-                &claude_base,
-                "--effort",
-                "high",
-                "-q",
-                "[tools=1] and back on claude?",
-            ],
-            KEY,
-        )
-        .await;
-    assert_eq!(out["requests"], 2, "{out}");
-    let requests = claude.requests();
-    assert_eq!(requests.len(), 2);
-    all_ok(&requests);
+    let requests =
+        resume_on_claude(&home, &claude, &id, OPUS, "[tools=1] and back on claude?").await;
     for r in &requests {
         replays(r, &opus);
     }
@@ -437,30 +409,7 @@ async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_
     assert_eq!(opus_again.len(), 2);
 
     // Another Claude model: no signature minted by claude-opus-4-6 reaches it.
-    claude.clear_requests();
-    let (out, _) = home
-        .chat_stderr(
-            &[
-                "--resume",
-                &id,
-                "--provider",
-                "anthropic",
-                "--model",
-                SONNET,
-                "--base-url",
-                &claude_base,
-                "--effort",
-                "high",
-                "-q",
-                "[tools=1] and on sonnet?",
-            ],
-            KEY,
-        )
-        .await;
-    assert_eq!(out["requests"], 2, "{out}");
-    let requests = claude.requests();
-    assert_eq!(requests.len(), 2);
-    all_ok(&requests);
+    let requests = resume_on_claude(&home, &claude, &id, SONNET, "[tools=1] and on sonnet?").await;
     for r in &requests {
         assert_eq!(r.body["model"], SONNET);
         let text = raw(r);
@@ -478,17 +427,22 @@ async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_
 // ---------------------------------------------------------------------------------------------
 // 4. Compaction and branching
 
-/// A Claude session of several thinking turns (the first without tools).
-async fn long_claude_session(home: &Home, base: &str) -> String {
-    let id = home.start_claude(base, "hello").await;
+/// Four more thinking turns of session `id`, three of them tool loops.
+async fn four_more_turns(home: &Home, id: &str) {
     for q in [
         "[tools=2] second",
         "[tools=1] third",
         "[tools=2] fourth",
         "fifth",
     ] {
-        home.turn(&id, q).await;
+        home.turn(id, q).await;
     }
+}
+
+/// A Claude session of several thinking turns (the first without tools).
+async fn long_claude_session(home: &Home, base: &str) -> String {
+    let id = home.start_claude(base, "hello").await;
+    four_more_turns(home, &id).await;
     id
 }
 
@@ -512,11 +466,7 @@ async fn compaction_and_branching_keep_signed_blocks_byte_identical_and_both_bra
     assert!(before.iter().all(|t| t.items.len() == 1));
     let rows_before = home.rows(&id).await;
     // A branch cut before compaction, after the second user turn's loop (messages 0..8).
-    let early = home
-        .ok(&["sessions", "branch", &id, "--at", "8"])
-        .await
-        .trim()
-        .to_owned();
+    let early = home.branch(&id, &["--at", "8"]).await;
     assert_ne!(early, id);
     assert_eq!(turns(&home.export_text(&early).await), before[..4]);
 
@@ -544,11 +494,7 @@ async fn compaction_and_branching_keep_signed_blocks_byte_identical_and_both_bra
     assert!(rows_after.iter().any(|r| r.3), "summarised rows archived");
 
     // A branch of the compacted session copies the same bytes.
-    let branch = home
-        .ok(&["sessions", "branch", &id])
-        .await
-        .trim()
-        .to_owned();
+    let branch = home.branch(&id, &[]).await;
     assert_ne!(branch, id);
     let branch_export = home.export_text(&branch).await;
     assert_eq!(turns(&branch_export), kept);
@@ -576,14 +522,7 @@ async fn a_claude_session_that_opens_with_a_tool_loop_can_be_compacted() {
     let id = home
         .start_claude(&sim.base_url(), "[tools=3] what time is it?")
         .await;
-    for q in [
-        "[tools=2] second",
-        "[tools=1] third",
-        "[tools=2] fourth",
-        "fifth",
-    ] {
-        home.turn(&id, q).await;
-    }
+    four_more_turns(&home, &id).await;
     let before = turns(&home.export_text(&id).await);
     sim.clear_requests();
     let status = home.ok(&["sessions", "compact", &id]).await;

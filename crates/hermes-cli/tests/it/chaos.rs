@@ -11,7 +11,6 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use hermes_sim::Sim;
 use serde_json::Value;
 
 /// The size `var` names, else `default`.
@@ -34,18 +33,10 @@ fn run(home: &Path, args: &[&str]) -> Output {
 }
 
 fn chat_args<'a>(base: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
-        "chat",
-        "--provider",
-        "deepseek",
-        "--model",
-        "deepseek-v4-pro",
-        "--base-url",
+    crate::support::chat_cmd(&crate::support::deepseek_at(
         base,
-        "--no-stream",
-    ];
-    args.extend_from_slice(extra);
-    args
+        &[&["--no-stream"][..], extra].concat(),
+    ))
 }
 
 /// A small deterministic generator (xorshift), seeded per run and printed.
@@ -92,9 +83,7 @@ async fn integrity(db: &Path) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn signals_during_tool_loops_leave_every_session_resumable() {
     let kills = size("HERMES_CHAOS_KILLS", 12);
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let base = sim.base_url();
-    let home = crate::support::home();
+    let (_sim, home, base) = crate::support::sim_home("deepseek-v4").await;
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -242,15 +231,7 @@ fn processes_racing_on_one_session_never_interleave() {
         home.path(),
         &["chat", "--provider", "sim", "--json", "-q", "start"],
     );
-    assert!(
-        first.status.success(),
-        "{}",
-        String::from_utf8_lossy(&first.stderr)
-    );
-    let id = serde_json::from_slice::<Value>(&first.stdout).unwrap()["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = crate::support::chat_session_id(&first);
     // No waiting for a busy session: a racer that finds it taken fails at once.
     std::fs::write(
         home.path().join("config.toml"),

@@ -19,17 +19,8 @@ impl ChatHome for Home {
     }
 
     async fn start_deepseek(&self, base: &str, query: &str) -> Value {
-        self.chat_json(&[
-            "--provider",
-            "deepseek",
-            "--model",
-            "deepseek-v4-pro",
-            "--base-url",
-            base,
-            "-q",
-            query,
-        ])
-        .await
+        self.chat_json(&crate::support::deepseek_at(base, &["-q", query]))
+            .await
     }
 }
 
@@ -41,9 +32,7 @@ fn assistant_rcs(session: &Value) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resumed_deepseek_session_replays_every_stored_reasoning_content() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let home = crate::support::home();
-    let base = sim.base_url();
+    let (sim, home, base) = crate::support::sim_home("deepseek-v4").await;
     let first = home.start_deepseek(&base, "[tools=3] time?").await;
     let id = first["session_id"].as_str().unwrap().to_owned();
     assert_eq!(first["requests"], 4);
@@ -75,9 +64,7 @@ async fn resumed_deepseek_session_replays_every_stored_reasoning_content() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_carrier_is_learned_once_persisted_and_kept_after_resume() {
-    let sim = Sim::start("openrouter").await.unwrap();
-    let home = crate::support::home();
-    let base = sim.base_url();
+    let (sim, home, base) = crate::support::sim_home("openrouter").await;
     let model = "anthropic/claude-sonnet-5";
     let file = home.path().join("import.json");
     std::fs::write(
@@ -91,11 +78,7 @@ async fn a_refused_carrier_is_learned_once_persisted_and_kept_after_resume() {
         .to_string(),
     )
     .unwrap();
-    let id = home
-        .ok(&["sessions", "import", file.to_str().unwrap()])
-        .await
-        .trim()
-        .to_owned();
+    let id = home.import(&file).await;
     let before = home.export(&id).await;
 
     sim.set_switches(Switches::default().reject_message_field("reasoning_details"));
@@ -184,9 +167,7 @@ async fn a_refused_carrier_is_learned_once_persisted_and_kept_after_resume() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_must_echo_route_complaining_about_reasoning_content_gets_no_verdict_and_no_retry() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let home = crate::support::home();
-    let base = sim.base_url();
+    let (sim, home, base) = crate::support::sim_home("deepseek-v4").await;
     let first = home.start_deepseek(&base, "hi").await;
     let id = first["session_id"].as_str().unwrap().to_owned();
     sim.set_switches(Switches::default().reject_message_field("reasoning_content"));
@@ -212,36 +193,20 @@ async fn a_must_echo_route_complaining_about_reasoning_content_gets_no_verdict_a
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_planted_key_appears_in_no_output_log_or_database_byte() {
     const KEY: &str = "sk-planted-7f3a9c2e1b5d4e8f";
-    let sim = Sim::start("openrouter").await.unwrap();
-    let home = crate::support::home();
-    let base = sim.base_url();
+    let (sim, home, base) = crate::support::sim_home("openrouter").await;
     let mut outputs = Vec::new();
     let out = home
         .run(
-            &[
-                "chat",
-                "--provider",
+            &crate::support::chat_cmd(&crate::support::target(
                 "openrouter",
-                "--base-url",
-                &base,
-                "--model",
                 "x/m",
-                "-q",
-                "[tools=2] go",
-                "--json",
-            ],
+                &base,
+                &["-q", "[tools=2] go", "--json"],
+            )),
             &[("OPENROUTER_API_KEY", KEY), ("HERMES_LOG", "trace")],
         )
         .await;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let id = serde_json::from_slice::<Value>(&out.stdout).unwrap()["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = crate::support::chat_session_id(&out);
     outputs.push(out.stdout);
     outputs.push(out.stderr);
     for args in [
@@ -346,11 +311,7 @@ async fn sessions_branch_show_and_delete() {
         .chat_json(&["--provider", "sim", "-q", "[tools=1] go"])
         .await;
     let id = first["session_id"].as_str().unwrap().to_owned();
-    let branch = home
-        .ok(&["sessions", "branch", &id, "--at", "3"])
-        .await
-        .trim()
-        .to_owned();
+    let branch = home.branch(&id, &["--at", "3"]).await;
     let show: Value =
         serde_json::from_str(&home.ok(&["sessions", "show", &branch, "--json"]).await).unwrap();
     assert_eq!(show["session"]["parent_id"], id.as_str());
@@ -373,27 +334,11 @@ async fn sessions_branch_show_and_delete() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_serve_prints_its_base_url_first_and_serves_until_killed() {
-    use std::io::BufRead as _;
     let home = crate::support::home();
     // Its own home: `sim serve` writes logs, never into the user's real one.
-    let mut child = home
-        .command(
-            &["sim", "serve", "--profile", "deepseek-v4", "--port", "0"],
-            &[],
-        )
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let base = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        std::io::BufReader::new(stdout)
-            .read_line(&mut line)
-            .unwrap();
-        line.trim().to_owned()
-    })
-    .await
-    .unwrap();
+    let args = ["sim", "serve", "--profile", "deepseek-v4", "--port", "0"];
+    let (sim, addr) = tokio::task::block_in_place(|| crate::serve::sim_serve(home.path(), &args));
+    let base = format!("http://{addr}");
     assert!(base.starts_with("http://127.0.0.1:"), "{base}");
 
     let reply = home.start_deepseek(&base, "hi").await;
@@ -401,8 +346,7 @@ async fn sim_serve_prints_its_base_url_first_and_serves_until_killed() {
         reply["messages"][0]["carriers"],
         json!(["reasoning_content"])
     );
-    child.kill().unwrap();
-    child.wait().unwrap();
+    drop(sim);
 
     let out = home.run(&["sim", "serve", "--profile", "nope"], &[]).await;
     assert_eq!(out.status.code(), Some(2));
@@ -414,20 +358,17 @@ async fn sim_serve_prints_its_base_url_first_and_serves_until_killed() {
     );
 }
 
-/// Builds a session of several tool-using turns against `sim`, compacts it, and returns its id.
-async fn compacted_session(home: &Home, sim: &Sim, provider: &str, model: &str) -> String {
-    let base = sim.base_url();
+/// Builds a session of several tool-using turns against a new simulator of `profile` in a new
+/// home, compacts it, and returns the simulator, the home and the session's id.
+async fn compacted_session(profile: &str, provider: &str, model: &str) -> (Sim, Home, String) {
+    let (sim, home, base) = crate::support::sim_home(profile).await;
     let first = home
-        .chat_json(&[
-            "--provider",
+        .chat_json(&crate::support::target(
             provider,
-            "--model",
             model,
-            "--base-url",
             &base,
-            "-q",
-            "[tools=2] start",
-        ])
+            &["-q", "[tools=2] start"],
+        ))
         .await;
     let id = first["session_id"].as_str().unwrap().to_owned();
     for q in ["one", "[tools=1] two", "three", "[tools=2] four", "five"] {
@@ -435,24 +376,17 @@ async fn compacted_session(home: &Home, sim: &Sim, provider: &str, model: &str) 
     }
     let status = home.ok(&["sessions", "compact", &id]).await;
     assert!(status.starts_with("context compacted: "), "{status}");
-    id
+    (sim, home, id)
 }
 
-fn assistants_of(messages: &Value) -> Vec<Value> {
-    messages
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .cloned()
-        .collect()
+/// The assistant messages of a body or an export.
+fn assistants_of(body: &Value) -> Vec<Value> {
+    crate::support::assistants(body).cloned().collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compacted_session_resumed_and_branched_still_replays_its_reasoning() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let home = crate::support::home();
-    let id = compacted_session(&home, &sim, "deepseek", "deepseek-v4-pro").await;
+    let (sim, home, id) = compacted_session("deepseek-v4", "deepseek", "deepseek-v4-pro").await;
 
     // Originals stay archived; the active view has one checkpoint.
     let all: Value =
@@ -461,7 +395,7 @@ async fn a_compacted_session_resumed_and_branched_still_replays_its_reasoning() 
     let rows = all["messages"].as_array().unwrap();
     assert!(rows.iter().filter(|m| m["archived"] == true).count() > 3);
     assert_eq!(rows.iter().filter(|m| m["checkpoint"] == true).count(), 1);
-    let retained = assistants_of(&home.export(&id).await["messages"]);
+    let retained = assistants_of(&home.export(&id).await);
     assert!(!retained.is_empty());
 
     // Resumed in a new process: every retained turn's reasoning, exactly as stored.
@@ -470,24 +404,20 @@ async fn a_compacted_session_resumed_and_branched_still_replays_its_reasoning() 
         .await;
     let request = sim.requests().pop().unwrap();
     assert_eq!(request.status, 200, "{}", request.response);
-    let sent = assistants_of(&request.body["messages"]);
+    let sent = assistants_of(&request.body);
     let stored_rc: Vec<&Value> = retained.iter().map(|m| &m["reasoning_content"]).collect();
     let sent_rc: Vec<&Value> = sent.iter().map(|m| &m["reasoning_content"]).collect();
     assert_eq!(sent_rc, stored_rc);
 
     // And on a branch.
-    let branch = home
-        .ok(&["sessions", "branch", &id])
-        .await
-        .trim()
-        .to_owned();
-    let branch_retained = assistants_of(&home.export(&branch).await["messages"]);
+    let branch = home.branch(&id, &[]).await;
+    let branch_retained = assistants_of(&home.export(&branch).await);
     sim.clear_requests();
     home.chat_json(&["--resume", &branch, "-q", "on the branch"])
         .await;
     let request = sim.requests().pop().unwrap();
     assert_eq!(request.status, 200, "{}", request.response);
-    let sent = assistants_of(&request.body["messages"]);
+    let sent = assistants_of(&request.body);
     let sent_rc: Vec<&Value> = sent.iter().map(|m| &m["reasoning_content"]).collect();
     let stored_rc: Vec<&Value> = branch_retained
         .iter()
@@ -496,13 +426,9 @@ async fn a_compacted_session_resumed_and_branched_still_replays_its_reasoning() 
     assert_eq!(sent_rc, stored_rc);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_gemini_tool_call_signature_survives_compaction_and_branch() {
-    let sim = Sim::start("gemini-openai").await.unwrap();
-    let home = crate::support::home();
-    let id = compacted_session(&home, &sim, "gemini-openai", "gemini-3-pro-preview").await;
-    let stored = home.export(&id).await;
-    let signed: Vec<Value> = stored["messages"]
+/// The `extra_content` of each message's first tool call, of a body or an export.
+fn first_call_extras(body: &Value) -> Vec<Value> {
+    body["messages"]
         .as_array()
         .unwrap()
         .iter()
@@ -512,29 +438,23 @@ async fn a_gemini_tool_call_signature_survives_compaction_and_branch() {
                 .and_then(|c| c.get("extra_content"))
                 .cloned()
         })
-        .collect();
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gemini_tool_call_signature_survives_compaction_and_branch() {
+    let (_sim, home, id) =
+        compacted_session("gemini-openai", "gemini-openai", "gemini-3-pro-preview").await;
+    let stored = home.export(&id).await;
+    let signed = first_call_extras(&stored);
     assert!(
         !signed.is_empty(),
         "a retained tool-call turn keeps its signature"
     );
-    let branch = home
-        .ok(&["sessions", "branch", &id])
-        .await
-        .trim()
-        .to_owned();
+    let branch = home.branch(&id, &[]).await;
     let preview: Value =
         serde_json::from_str(&home.ok(&["preview", "--session", &branch]).await).unwrap();
-    let previewed: Vec<Value> = preview["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| {
-            m["tool_calls"]
-                .get(0)
-                .and_then(|c| c.get("extra_content"))
-                .cloned()
-        })
-        .collect();
+    let previewed = first_call_extras(&preview);
     assert_eq!(
         previewed, signed,
         "the gemini-openai route replays every retained signature"
@@ -601,11 +521,7 @@ async fn a_502_naming_a_field_is_retried_with_backoff_and_records_no_verdict() {
         .to_string(),
     )
     .unwrap();
-    let id = home
-        .ok(&["sessions", "import", file.to_str().unwrap()])
-        .await
-        .trim()
-        .to_owned();
+    let id = home.import(&file).await;
     let before = home.export(&id).await;
     let out = home
         .run(&["chat", "--resume", &id, "-q", "next", "--no-stream"], &[])

@@ -1,6 +1,6 @@
 //! End-to-end tests of the `hermes` binary: exact output, exit codes, error texts.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use serde_json::{Value, json};
@@ -12,27 +12,60 @@ fn example() -> PathBuf {
     ))
 }
 
+/// The DeepSeek target: `--provider deepseek --model deepseek-v4-pro`.
+const DEEPSEEK: [&str; 4] = ["--provider", "deepseek", "--model", "deepseek-v4-pro"];
+
 /// `hermes ARGS` in an empty home of its own, so the machine's own ~/.hermes never leaks in.
 fn hermes(args: &[&str]) -> Output {
-    crate::support::home().run_sync(args, &[])
+    hermes_with(args, &[])
 }
 
-/// `hermes preview --history <the example>` with `extra`, as it ran.
-fn preview_output(extra: &[&str]) -> Output {
-    let example = example();
-    let mut args = vec!["preview", "--history", example.to_str().unwrap()];
+/// `hermes ARGS` with `env` in an empty home of its own.
+fn hermes_with(args: &[&str], env: &[(&str, &str)]) -> Output {
+    crate::support::home().run_sync(args, env)
+}
+
+/// What a run printed on stderr.
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `hermes preview --history HISTORY` with `extra`, as it ran.
+fn preview_of(history: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["preview", "--history", history.to_str().unwrap()];
     args.extend_from_slice(extra);
     hermes(&args)
 }
 
+/// `hermes preview --history <the example>` with `extra`, as it ran.
+fn preview_output(extra: &[&str]) -> Output {
+    preview_of(&example(), extra)
+}
+
+/// `extra` and then `more`, as one argument list.
+fn and<'a>(extra: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
+    [extra, more].concat()
+}
+
+/// What `hermes ARGS` printed on stdout; it must succeed.
+fn printed(args: &[&str]) -> String {
+    let out = hermes(args);
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    String::from_utf8(out.stdout).unwrap()
+}
+
 fn preview(extra: &[&str]) -> Value {
     let out = preview_output(extra);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{extra:?}: {}", stderr(&out));
     serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A history file `name` holding `text` in a fresh folder (kept alive by the returned guard).
+fn history(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    (dir, path)
 }
 
 fn assistants(body: &Value) -> Vec<Value> {
@@ -48,33 +81,33 @@ fn tool_calls() -> Value {
 
 #[test]
 fn preview_bodies_differ_per_route_on_the_shipped_example() {
-    let deepseek = assistants(&preview(&[
-        "--provider",
-        "deepseek",
-        "--model",
-        "deepseek-v4-pro",
-    ]));
-    assert_eq!(
-        deepseek,
-        vec![
-            json!({"role": "assistant", "content": "", "reasoning_content": RC, "tool_calls": tool_calls()}),
-            json!({"role": "assistant", "content": FINAL, "reasoning_content": " "}),
-        ]
-    );
-
-    let mistral = assistants(&preview(&[
-        "--provider",
-        "mistral",
-        "--model",
-        "magistral-medium-latest",
-    ]));
-    assert_eq!(
-        mistral,
-        vec![
-            json!({"role": "assistant", "content": "", "tool_calls": tool_calls()}),
-            json!({"role": "assistant", "content": FINAL}),
-        ]
-    );
+    // (route, its target, the assistant messages its body carries)
+    let cases = [
+        (
+            "deepseek",
+            DEEPSEEK,
+            vec![
+                json!({"role": "assistant", "content": "", "reasoning_content": RC, "tool_calls": tool_calls()}),
+                json!({"role": "assistant", "content": FINAL, "reasoning_content": " "}),
+            ],
+        ),
+        (
+            "mistral",
+            [
+                "--provider",
+                "mistral",
+                "--model",
+                "magistral-medium-latest",
+            ],
+            vec![
+                json!({"role": "assistant", "content": "", "tool_calls": tool_calls()}),
+                json!({"role": "assistant", "content": FINAL}),
+            ],
+        ),
+    ];
+    for (route, target, expected) in cases {
+        assert_eq!(assistants(&preview(&target)), expected, "route {route}");
+    }
 
     // The file's own provider, model and base URL: OpenRouter, the model that minted the items.
     let body = preview(&[]);
@@ -93,16 +126,10 @@ fn preview_bodies_differ_per_route_on_the_shipped_example() {
 
 #[test]
 fn signed_items_reach_the_wire_byte_for_byte() {
-    let example = example();
     // `--compact`: the bytes as sent (the pretty form re-indents stored items too).
-    let out = hermes(&[
-        "preview",
-        "--history",
-        example.to_str().unwrap(),
-        "--compact",
-    ]);
+    let out = preview_output(&["--compact"]);
     let stdout = String::from_utf8(out.stdout).unwrap();
-    let stored = std::fs::read_to_string(example).unwrap();
+    let stored = std::fs::read_to_string(example()).unwrap();
     for item in [
         r#"{"type": "reasoning.text", "text": "Read the log first; last time it was the linker.", "signature": "ErUBCkYIBhgCIkD8u0c0f3Vd+Qe0Wm3q2Zb8w7mJmQ9rT5xk0Y2lE4sVb1NqQ==", "format": "unknown", "index": 0}"#,
         r#"{"type": "reasoning.encrypted", "data": "gAAAAABnK7xQm9vR2d0a1c2V0dGVyX2VuY3J5cHRlZF9ibG9iX3RoYXRfbXVzdF9yZXR1cm5fYnl0ZV9mb3JfYnl0ZQ==", "id": "rs_0001", "format": "unknown", "index": 1}"#,
@@ -123,36 +150,16 @@ fn reject_acts_like_a_recorded_verdict() {
 
 #[test]
 fn rejecting_reasoning_content_on_a_must_echo_route_is_refused() {
-    let example = example();
-    let out = hermes(&[
-        "preview",
-        "--history",
-        example.to_str().unwrap(),
-        "--provider",
-        "deepseek",
-        "--model",
-        "deepseek-v4-pro",
-        "--reject",
-        "reasoning_content",
-    ]);
+    let out = preview_output(&and(&DEEPSEEK, &["--reject", "reasoning_content"]));
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr(&out);
     assert!(err.contains("must-echo (family deepseek)"), "{err}");
     assert!(out.stdout.is_empty());
 }
 
 #[test]
 fn query_and_effort_shape_the_body() {
-    let body = preview(&[
-        "--provider",
-        "deepseek",
-        "--model",
-        "deepseek-v4-pro",
-        "-q",
-        "and now?",
-        "--effort",
-        "xhigh",
-    ]);
+    let body = preview(&and(&DEEPSEEK, &["-q", "and now?", "--effort", "xhigh"]));
     let obj = body.as_object().unwrap();
     let keys: Vec<&str> = obj.keys().map(String::as_str).collect();
     // The whole body: chat streams and offers its tools.
@@ -182,32 +189,15 @@ fn query_and_effort_shape_the_body() {
         body["messages"].as_array().unwrap().last().unwrap(),
         &json!({"role": "user", "content": "and now?"})
     );
-    let off = preview(&[
-        "--provider",
-        "deepseek",
-        "--model",
-        "deepseek-v4-pro",
-        "--no-thinking",
-    ]);
+    let off = preview(&and(&DEEPSEEK, &["--no-thinking"]));
     assert_eq!(off["thinking"], json!({"type": "disabled"}));
 }
 
 #[test]
 fn explain_says_why_on_stderr() {
-    let example = example();
-    let out = hermes(&[
-        "preview",
-        "--history",
-        example.to_str().unwrap(),
-        "--provider",
-        "deepseek",
-        "--model",
-        "deepseek-v4-pro",
-        "--explain",
-    ]);
-    let err = String::from_utf8_lossy(&out.stderr);
+    let out = preview_output(&and(&DEEPSEEK, &["--explain"]));
     assert_eq!(
-        err.lines().collect::<Vec<_>>(),
+        stderr(&out).lines().collect::<Vec<_>>(),
         [
             "route deepseek (provider name `deepseek`); reads: reasoning_content; must-echo: yes (family deepseek); refused here: none",
             "messages[2] assistant: reasoning_content sent (stored); reasoning absent (route does not read it); reasoning_details absent (route does not read it)",
@@ -218,105 +208,70 @@ fn explain_says_why_on_stderr() {
 
 #[test]
 fn bad_input_names_the_file_and_json_path() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("broken.json");
-    std::fs::write(
-        &path,
+    let (dir, path) = history(
+        "broken.json",
         r#"[{"role":"user","content":"hi"},{"role":"assistant","reasoning_details":"oops"}]"#,
-    )
-    .unwrap();
-    let out = hermes(&[
-        "preview",
-        "--history",
-        path.to_str().unwrap(),
-        "--provider",
-        "openai",
-        "--model",
-        "gpt-5",
-    ]);
+    );
+    let out = preview_of(&path, &["--provider", "openai", "--model", "gpt-5"]);
     assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr(&out);
     assert!(err.contains("broken.json is not a valid history"), "{err}");
     assert!(err.contains("at `[1].reasoning_details`"), "{err}");
     assert!(err.contains("expected a sequence"), "{err}");
 
     let missing = dir.path().join("missing.json");
-    let out = hermes(&[
-        "preview",
-        "--history",
-        missing.to_str().unwrap(),
-        "--model",
-        "m",
-        "--provider",
-        "p",
-    ]);
+    let out = preview_of(&missing, &["--model", "m", "--provider", "p"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read"));
+    assert!(stderr(&out).contains("cannot read"));
 }
 
 #[test]
 fn a_missing_model_is_a_usage_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("bare.json");
-    std::fs::write(&path, r#"[{"role":"user","content":"hi"}]"#).unwrap();
-    let out = hermes(&[
-        "preview",
-        "--history",
-        path.to_str().unwrap(),
-        "--provider",
-        "openai",
-    ]);
+    let (_dir, path) = history("bare.json", r#"[{"role":"user","content":"hi"}]"#);
+    let out = preview_of(&path, &["--provider", "openai"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no model"));
-    let out = hermes(&[
-        "preview",
-        "--history",
-        path.to_str().unwrap(),
-        "--provider",
-        "openai",
-        "--model",
-        "gpt-5",
-    ]);
+    assert!(stderr(&out).contains("no model"));
+    let out = preview_of(&path, &["--provider", "openai", "--model", "gpt-5"]);
     assert!(out.status.success());
 }
 
 #[test]
 fn unknown_provider_falls_to_host_rules_then_local_then_default() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("h.json");
-    std::fs::write(
-        &path,
+    let (_dir, path) = history(
+        "h.json",
         r#"[{"role":"assistant","content":"a","reasoning":"r"}]"#,
-    )
-    .unwrap();
+    );
     let route_of = |base: &str| {
-        let out = hermes(&[
-            "preview",
-            "--history",
-            path.to_str().unwrap(),
-            "--provider",
-            "acme",
-            "--model",
-            "m",
-            "--base-url",
-            base,
-            "--explain",
-        ]);
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        let out = preview_of(
+            &path,
+            &[
+                "--provider",
+                "acme",
+                "--model",
+                "m",
+                "--base-url",
+                base,
+                "--explain",
+            ],
+        );
+        let err = stderr(&out);
         err.split_whitespace().nth(1).unwrap().to_owned()
     };
-    assert_eq!(route_of("https://api.groq.com/openai/v1"), "strict");
-    assert_eq!(route_of("https://api.groq.com.evil.test/v1"), "default");
-    assert_eq!(route_of("https://groq.com@evil.test/v1"), "default");
-    assert_eq!(route_of("http://127.0.0.1:11434/v1"), "local-endpoint");
-    assert_eq!(route_of("http://[::1]:8080/v1"), "local-endpoint");
+    // (base URL, the route it resolves to)
+    for (base, route) in [
+        ("https://api.groq.com/openai/v1", "strict"),
+        ("https://api.groq.com.evil.test/v1", "default"),
+        ("https://groq.com@evil.test/v1", "default"),
+        ("http://127.0.0.1:11434/v1", "local-endpoint"),
+        ("http://[::1]:8080/v1", "local-endpoint"),
+    ] {
+        assert_eq!(route_of(base), route, "{base}");
+    }
 }
 
 #[test]
 fn routes_json_lists_every_row_with_the_public_keys() {
-    let out = hermes(&["routes", "--json"]);
-    assert!(out.status.success());
-    let routes: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let routes: Vec<Value> = serde_json::from_str(&printed(&["routes", "--json"])).unwrap();
     let ids: Vec<&str> = routes.iter().map(|r| r["id"].as_str().unwrap()).collect();
     assert_eq!(ids.first(), Some(&"strict"));
     assert_eq!(ids.last(), Some(&"default"));
@@ -346,35 +301,24 @@ fn routes_json_lists_every_row_with_the_public_keys() {
 
 #[test]
 fn routes_text_is_pinned() {
-    let out = hermes(&["routes"]);
-    assert!(out.status.success());
-    insta::assert_snapshot!(String::from_utf8(out.stdout).unwrap());
+    insta::assert_snapshot!(printed(&["routes"]));
 }
 
 #[test]
 fn help_is_pinned() {
-    let out = hermes(&["preview", "--help"]);
-    assert!(out.status.success());
-    insta::assert_snapshot!(String::from_utf8(out.stdout).unwrap());
+    insta::assert_snapshot!(printed(&["preview", "--help"]));
 }
 
 #[test]
 fn debug_logs_show_which_carriers_each_message_carried() {
     let example = example();
-    let out = crate::support::home().run_sync(
-        &[
-            "preview",
-            "--history",
-            example.to_str().unwrap(),
-            "--provider",
-            "deepseek",
-            "--model",
-            "deepseek-v4-pro",
-        ],
-        &[("HERMES_LOG", "debug")],
+    let args = and(
+        &["preview", "--history", example.to_str().unwrap()],
+        &DEEPSEEK,
     );
+    let out = hermes_with(&args, &[("HERMES_LOG", "debug")]);
     assert!(out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr(&out);
     assert!(
         err.contains("route resolved") && err.contains("route=\"deepseek\""),
         "{err}"
@@ -390,18 +334,11 @@ fn debug_logs_show_which_carriers_each_message_carried() {
 
 #[test]
 fn an_invalid_base_url_is_a_usage_error() {
-    let out = hermes(&[
-        "chat",
-        "--provider",
-        "custom",
-        "--model",
-        "m",
-        "--base-url",
+    let out = hermes(&crate::support::custom_chat(
         "http://exa mple/v1",
-        "-q",
-        "hi",
-    ]);
-    let err = String::from_utf8_lossy(&out.stderr);
+        &["-q", "hi"],
+    ));
+    let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains("http://exa mple/v1") && err.contains("invalid"),
@@ -411,13 +348,7 @@ fn an_invalid_base_url_is_a_usage_error() {
 
 #[test]
 fn providers_lists_every_registry_id_with_its_wire_base_url_and_key() {
-    let out = hermes(&["providers", "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let listed: Value = serde_json::from_str(&printed(&["providers", "--json"])).unwrap();
     let rows = listed["providers"].as_array().unwrap();
     let row = |id: &str| rows.iter().find(|r| r["id"] == id).cloned();
     assert_eq!(
@@ -439,7 +370,7 @@ fn providers_lists_every_registry_id_with_its_wire_base_url_and_key() {
     for name in ["upstage", "minimax-cn"] {
         assert!(route_names.contains(&json!(name)), "{name}: {listed}");
     }
-    let text = String::from_utf8(hermes(&["providers"]).stdout).unwrap();
+    let text = printed(&["providers"]);
     for id in [
         "openai",
         "deepseek",
@@ -463,7 +394,7 @@ fn a_mistyped_provider_is_unknown_with_the_nearest_id_and_the_list_command() {
         "hi",
     ]);
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr(&out);
     assert!(
         err.contains("unknown provider `deepseeek`; did you mean `deepseek`?"),
         "{err}"
@@ -476,11 +407,11 @@ fn a_mistyped_provider_is_unknown_with_the_nearest_id_and_the_list_command() {
     // Preview says the same.
     let out = preview_output(&["--provider", "deepseeek"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("did you mean `deepseek`?"));
+    assert!(stderr(&out).contains("did you mean `deepseek`?"));
     // A route-only name without a base URL still gets the base-URL error, and any name with a
     // base URL is a provider of the user's own.
     let out = preview_output(&["--provider", "upstage"]);
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("unknown provider"));
+    assert!(!stderr(&out).contains("unknown provider"));
     let own = [
         "--provider",
         "my-relay",
@@ -490,18 +421,12 @@ fn a_mistyped_provider_is_unknown_with_the_nearest_id_and_the_list_command() {
         "https://relay.example/v1",
     ];
     let out = preview_output(&own);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", stderr(&out));
 }
 
 #[test]
 fn sim_serve_help_lists_every_profile() {
-    let out = hermes(&["sim", "serve", "--help"]);
-    assert!(out.status.success());
-    let help = String::from_utf8(out.stdout).unwrap();
+    let help = printed(&["sim", "serve", "--help"]);
     for profile in [
         "deepseek-v4",
         "mistral",

@@ -8,18 +8,8 @@ use std::process::{Command, Output, Stdio};
 use serde_json::{Value, json};
 
 fn hermes(home: &Path, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = crate::support::command(home, args, &[])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stdin.take().unwrap();
-    if let Some(text) = stdin {
-        pipe.write_all(text.as_bytes()).unwrap();
-    }
-    drop(pipe);
-    child.wait_with_output().unwrap()
+    let cmd = crate::support::command(home, args, &[]);
+    hermes_test_support::home::feed(cmd, stdin.unwrap_or_default().as_bytes())
 }
 
 fn ok(home: &Path, args: &[&str]) -> String {
@@ -127,10 +117,7 @@ fn logs_show_which_carriers_each_request_carried() {
         &["chat", "--provider", "sim", "-q", "[tools=1] hi"],
     );
     let logs = ok(home.path(), &["logs"]);
-    let requests: Vec<&str> = logs
-        .lines()
-        .filter(|l| l.contains("sending request"))
-        .collect();
+    let requests = crate::support::lines_with(&logs, "sending request");
     assert_eq!(requests.len(), 2, "{logs}");
     assert!(
         requests[1].contains(r#"carriers=["reasoning_content"]"#),
@@ -260,24 +247,13 @@ fn ctrl_c_during_a_reply_cancels_it_and_stores_nothing() {
     let base = format!("http://{}/v1", listener.local_addr().unwrap());
     let held = std::thread::spawn(move || listener.accept().map(|(stream, _)| stream));
     let home = crate::support::home();
-    let mut child = crate::support::command(
-        home.path(),
-        &[
-            "chat",
-            "--provider",
-            "custom",
-            "--model",
-            "m",
-            "--base-url",
-            &base,
-        ],
-        &[],
-    )
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    let mut child =
+        crate::support::command(home.path(), &crate::support::custom_chat(&base, &[]), &[])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
     child.stdin.as_mut().unwrap().write_all(b"hello\n").unwrap();
     let _connection = held.join().unwrap().unwrap();
     let status = Command::new("kill")
@@ -320,15 +296,8 @@ fn preview_applies_the_config_chat_would_use() {
         r#"[{"role":"user","content":"q"},{"role":"assistant","content":"a"}]"#,
     )
     .unwrap();
-    let args = [
-        "preview",
-        "--history",
-        file.to_str().unwrap(),
-        "--provider",
-        "acme",
-        "--model",
-        "m",
-    ];
+    let history = ["preview", "--history", file.to_str().unwrap()];
+    let args = [&history[..], &["--provider", "acme", "--model", "m"]].concat();
     // A provider of the user's own needs a base URL (without one, `acme` is an unknown
     // provider): config gives it.
     std::fs::write(

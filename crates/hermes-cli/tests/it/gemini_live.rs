@@ -9,7 +9,8 @@ use crate::tool_loop::{Row, Wire};
 use serde_json::Value;
 
 use crate::wire::{
-    carries_none, continue_on_deepseek, header, loop_done, raw, resume_args, session_id, turn_args,
+    DEEPSEEK_KEY, ON_DEEPSEEK, carries_none, continue_on_deepseek, header, loop_done, raw,
+    resume_args, session_id, turn_args,
 };
 
 pub(crate) const MODEL: &str = "gemini-3-pro-preview";
@@ -25,9 +26,17 @@ trait GeminiHome {
     async fn rows(&self, id: &str) -> Vec<(i64, String, Option<String>)>;
     /// Replaces the stored `tool_calls` text of one row.
     async fn set_tool_calls(&self, id: &str, position: i64, text: &str);
+    /// One more streamed thinking turn of session `id` at `base` with `query`: a loop of one
+    /// tool step in two requests, finished.
+    async fn resume_on(&self, id: &str, base: &str, query: &str);
 }
 
 impl GeminiHome for Home {
+    async fn resume_on(&self, id: &str, base: &str, query: &str) {
+        let args = [&["--resume", id][..], &gemini_args(base, true, query)].concat();
+        loop_done(&self.chat(&args, KEY).await, 1, 2);
+    }
+
     async fn turns(&self, id: &str) -> Vec<Turn> {
         turns(&self.export_text(id).await)
     }
@@ -383,10 +392,7 @@ async fn a_signature_damaged_inside_the_loop_in_flight_is_refused_and_reported_i
     assert!(!raw(refused).contains(&minted));
 
     // One clear line says so.
-    let lines: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.contains("thought signature"))
-        .collect();
+    let lines = crate::support::lines_with(&stderr, "thought signature");
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(
         lines[0].contains("Gemini refused a function call of the history for its thought signature: Corrupted thought signature. — hermes never invents a signature"),
@@ -533,16 +539,13 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
 
     // The chat door of the same host: the native signatures ride in `extra_content`.
     let to_chat = |query| {
-        let mut args = vec![
-            "--resume",
-            &id,
-            "--provider",
+        let mut args = vec!["--resume", &id];
+        args.extend(crate::support::target(
             "gemini-openai",
-            "--model",
             MODEL,
-            "--base-url",
             &chat_base,
-        ];
+            &[],
+        ));
         turn_args(&mut args, true, query);
         args
     };
@@ -571,17 +574,8 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
 
     // Back on the native door: the chat door's signatures come back too.
     native.clear_requests();
-    let out = home
-        .chat(
-            &[
-                &["--resume", &id][..],
-                &gemini_args(&native_base, true, "[tools=1] back home?"),
-            ]
-            .concat(),
-            KEY,
-        )
+    home.resume_on(&id, &native_base, "[tools=1] back home?")
         .await;
-    loop_done(&out, 1, 2);
     let gemini_turns = home.turns(&id).await;
     assert_eq!(gemini_turns[..5], after_chat[..]);
     let requests = native.requests();
@@ -593,14 +587,7 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
 
     // DeepSeek: no signature and no native record leaves.
     let every = all_signatures(&gemini_turns);
-    let requests = continue_on_deepseek(
-        &home,
-        &id,
-        &deepseek,
-        "[tools=1] on deepseek?",
-        &[("DEEPSEEK_API_KEY", "sk-deepseek-test")],
-    )
-    .await;
+    let requests = continue_on_deepseek(&home, &id, &deepseek, ON_DEEPSEEK, DEEPSEEK_KEY).await;
     for r in &requests {
         carries_none(
             r,
@@ -619,17 +606,8 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
     // the signatures minted on 127.0.0.1 leaves; its own loop signs and replays its own.
     native.clear_requests();
     let other_host = format!("http://localhost:{}/v1beta", native.addr().port());
-    let out = home
-        .chat(
-            &[
-                &["--resume", &id][..],
-                &gemini_args(&other_host, true, "[tools=1] elsewhere?"),
-            ]
-            .concat(),
-            KEY,
-        )
+    home.resume_on(&id, &other_host, "[tools=1] elsewhere?")
         .await;
-    loop_done(&out, 1, 2);
     let last = home.turns(&id).await;
     let own: Vec<&Turn> = last.iter().filter(|t| t.host == "localhost").collect();
     assert_eq!(own.len(), 2);
@@ -685,14 +663,7 @@ async fn vertex_gemini_uses_the_publisher_path_and_a_bearer_token_and_resumes() 
         assert_eq!(header(r, "x-goog-api-key"), None);
         assert!(!raw(r).contains(TOKEN) && !r.path.contains(TOKEN));
     };
-    let mut args = vec![
-        "--provider",
-        "vertex-gemini",
-        "--model",
-        MODEL,
-        "--base-url",
-        &base,
-    ];
+    let mut args = crate::support::target("vertex-gemini", MODEL, &base, &[]);
     turn_args(&mut args, true, "[tools=1] what time is it?");
     let out = home.chat(&args, env).await;
     let id = session_id(&out);

@@ -12,9 +12,17 @@ use hermes_store::testing::{
 use hermes_test_support::home::Home;
 use serde_json::Value;
 
-/// A hermes home holding the Python original's `state.db`, its sessions pointing at `deepseek`
-/// and `openrouter` (strict simulators) with signatures those verify.
-async fn home_beside_the_original(deepseek: &Sim, openrouter: &Sim) -> (Home, FixtureIds) {
+/// The strict simulators the original's sessions point at.
+struct Sims {
+    deepseek: Sim,
+    openrouter: Sim,
+}
+
+/// A hermes home holding the Python original's `state.db`, its sessions pointing at the
+/// `deepseek` and `openrouter` simulators (returned) with signatures those verify.
+async fn home_beside_the_original() -> (Home, FixtureIds, Sims) {
+    let deepseek = Sim::start("deepseek-v4").await.unwrap();
+    let openrouter = Sim::start("openrouter").await.unwrap();
     let home = crate::support::home()
         .with_env("DEEPSEEK_API_KEY", "sk-ds-test")
         .with_env("OPENROUTER_API_KEY", "sk-or-test");
@@ -24,7 +32,11 @@ async fn home_beside_the_original(deepseek: &Sim, openrouter: &Sim) -> (Home, Fi
         sign: Box::new(Sim::sign),
     };
     let ids = write_python_original(&home.path().join("state.db"), &fixture).await;
-    (home, ids)
+    let sims = Sims {
+        deepseek,
+        openrouter,
+    };
+    (home, ids, sims)
 }
 
 fn sides(home: &Home) -> Vec<String> {
@@ -48,9 +60,14 @@ async fn raw_columns(path: &Path) -> Vec<(String, String, String)> {
 
 #[tokio::test]
 async fn the_python_originals_sessions_move_in_with_every_carrier_byte_and_continue() {
-    let deepseek = Sim::start("deepseek-v4").await.unwrap();
-    let openrouter = Sim::start("openrouter").await.unwrap();
-    let (home, ids) = home_beside_the_original(&deepseek, &openrouter).await;
+    let (
+        home,
+        ids,
+        Sims {
+            deepseek,
+            openrouter,
+        },
+    ) = home_beside_the_original().await;
     let state = home.path().join("state.db");
     let before = std::fs::read(&state).unwrap();
 
@@ -230,9 +247,7 @@ async fn the_python_originals_sessions_move_in_with_every_carrier_byte_and_conti
 
 #[tokio::test]
 async fn a_session_that_cannot_be_read_is_named_and_skipped_and_the_others_import() {
-    let deepseek = Sim::start("deepseek-v4").await.unwrap();
-    let openrouter = Sim::start("openrouter").await.unwrap();
-    let (home, ids) = home_beside_the_original(&deepseek, &openrouter).await;
+    let (home, ids, _sims) = home_beside_the_original().await;
     let copy = home.path().join("copy.db");
     std::fs::copy(home.path().join("state.db"), &copy).unwrap();
     {

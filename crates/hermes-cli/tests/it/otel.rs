@@ -1,6 +1,5 @@
 //! OpenTelemetry export through the binary: an OTLP/HTTP receiver on loopback gets the GenAI spans of `hermes serve` (protobuf) and `hermes chat` (JSON), with exact token counts, no message content unless opted in, and no secret.
 
-use std::io::Read as _;
 use std::sync::{Arc, Mutex};
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -248,12 +247,7 @@ fn the_gateway_exports_each_upstream_request_as_a_child_of_its_http_request_span
     assert_eq!(status, 200, "{said}");
 
     // The spans are flushed when the server shuts down.
-    let pid = rustix::process::Pid::from_child(&server.0);
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-    let status = server.0.wait().unwrap();
-    let mut rest = String::new();
-    server.1.read_to_string(&mut rest).unwrap();
-    assert!(status.success(), "{status:?}: {rest}");
+    server.terminate();
 
     let all = wait_for(&received, "chat deepseek-v4-pro");
     let requests: Vec<&Span> = all
@@ -317,12 +311,7 @@ fn chat_exporting(extra: &[(&str, &str)]) -> (Value, Received, Vec<(String, Span
     )
     .output()
     .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let body = crate::support::success_json(&out, "chat --json");
     // The process has exited: whatever was exported arrived before it did.
     let all = spans(&received);
     (body, received, all)
@@ -419,17 +408,12 @@ async fn a_failed_upstream_request_has_its_error_type_and_an_error_status() {
         ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
         ("HERMES_API_KEY", "sk-otel-planted-custom-90ab17ce"),
     ]);
-    let args = [
-        "chat",
-        "--provider",
+    let args = crate::support::chat_cmd(&crate::support::target(
         "custom",
-        "--base-url",
-        &base,
-        "--model",
         "m-1",
-        "-q",
-        PROMPT,
-    ];
+        &base,
+        &["-q", PROMPT],
+    ));
     // The mock keeps answering on the runtime's other worker meanwhile.
     let out =
         tokio::task::block_in_place(|| bare_command(home.path(), &args, &env).output().unwrap());

@@ -17,8 +17,6 @@ const AGAIN: &str = "and now?";
 trait PreviewHome {
     /// Runs hermes and expects success.
     async fn succeed(&self, args: &[&str], env: &[(&str, &str)]) -> Output;
-    /// A `chat --json` turn; returns the session id.
-    async fn chat_id(&self, args: &[&str], env: &[(&str, &str)]) -> String;
 }
 
 impl PreviewHome for Home {
@@ -31,64 +29,32 @@ impl PreviewHome for Home {
         );
         out
     }
-
-    async fn chat_id(&self, args: &[&str], env: &[(&str, &str)]) -> String {
-        self.chat(args, env).await["session_id"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    }
 }
 
 /// Environment variables a run sets.
 type Env = &'static [(&'static str, &'static str)];
 
+/// The environments of the targets.
+const DEEPSEEK: Env = &[("DEEPSEEK_API_KEY", "sk-test")];
+const ANTHROPIC: Env = &[("ANTHROPIC_API_KEY", "sk-ant-test")];
+const GEMINI: Env = &[("GEMINI_API_KEY", "test-key")];
+const OPENAI: Env = &[("OPENAI_API_KEY", "sk-test")];
+const SIGV4: Env = &[
+    ("AWS_ACCESS_KEY_ID", SIM_AWS_ACCESS_KEY_ID),
+    ("AWS_SECRET_ACCESS_KEY", SIM_AWS_SECRET_ACCESS_KEY),
+    ("AWS_REGION", "us-east-1"),
+];
+/// Bedrock's Claude.
+const CLAUDE: &str = "anthropic.claude-opus-4-6-v1:0";
+
 /// One target per wire: (provider, simulator profile, model, environment).
 const WIRES: &[(&str, &str, &str, Env)] = &[
-    (
-        "deepseek",
-        "deepseek-v4",
-        "deepseek-v4-pro",
-        &[("DEEPSEEK_API_KEY", "sk-test")],
-    ),
-    (
-        "anthropic",
-        "anthropic",
-        "claude-opus-4-6",
-        &[("ANTHROPIC_API_KEY", "sk-ant-test")],
-    ),
-    (
-        "gemini",
-        "gemini",
-        "gemini-3-pro-preview",
-        &[("GEMINI_API_KEY", "test-key")],
-    ),
-    (
-        "openai-responses",
-        "openai-responses",
-        "gpt-5.2",
-        &[("OPENAI_API_KEY", "sk-test")],
-    ),
-    (
-        "bedrock",
-        "bedrock",
-        "anthropic.claude-opus-4-6-v1:0",
-        &[
-            ("AWS_ACCESS_KEY_ID", SIM_AWS_ACCESS_KEY_ID),
-            ("AWS_SECRET_ACCESS_KEY", SIM_AWS_SECRET_ACCESS_KEY),
-            ("AWS_REGION", "us-east-1"),
-        ],
-    ),
-    (
-        "bedrock-anthropic",
-        "bedrock",
-        "anthropic.claude-opus-4-6-v1:0",
-        &[
-            ("AWS_ACCESS_KEY_ID", SIM_AWS_ACCESS_KEY_ID),
-            ("AWS_SECRET_ACCESS_KEY", SIM_AWS_SECRET_ACCESS_KEY),
-            ("AWS_REGION", "us-east-1"),
-        ],
-    ),
+    ("deepseek", "deepseek-v4", "deepseek-v4-pro", DEEPSEEK),
+    ("anthropic", "anthropic", "claude-opus-4-6", ANTHROPIC),
+    ("gemini", "gemini", "gemini-3-pro-preview", GEMINI),
+    ("openai-responses", "openai-responses", "gpt-5.2", OPENAI),
+    ("bedrock", "bedrock", CLAUDE, SIGV4),
+    ("bedrock-anthropic", "bedrock", CLAUDE, SIGV4),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -99,19 +65,8 @@ async fn preview_compact_is_the_body_the_next_resume_sends_on_every_wire() {
             let base = sim.base_url();
             let home = crate::support::own_home();
             let no_stream: &[&str] = if stream { &[] } else { &["--no-stream"] };
-            let start = [
-                &[
-                    "--provider",
-                    provider,
-                    "--model",
-                    model,
-                    "--base-url",
-                    &base,
-                ][..],
-                &["--effort", "high", "-q", LOOP],
-                no_stream,
-            ]
-            .concat();
+            let target = crate::support::target(provider, model, &base, &["--effort", "high"]);
+            let start = [&target[..], &["-q", LOOP], no_stream].concat();
             let id = home.chat_id(&start, env).await;
 
             let preview = [

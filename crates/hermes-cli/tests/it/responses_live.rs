@@ -7,7 +7,8 @@ use crate::tool_loop::{Row, Wire};
 use serde_json::Value;
 
 use crate::wire::{
-    carries_none, continue_on_deepseek, header, raw, resume_args, session_id, turn_args,
+    DEEPSEEK_KEY, ON_DEEPSEEK, carries_none, continue_on_deepseek, header, raw, resume_args,
+    session_id, turn_args,
 };
 
 pub(crate) const MODEL: &str = "gpt-5.2";
@@ -23,11 +24,23 @@ fn loop_done(out: &Value, steps: usize) {
 trait ResponsesHome {
     /// The stored assistant turns of a session.
     async fn turns(&self, id: &str) -> Vec<Turn>;
+    /// One more streamed thinking turn of session `id` on `model` at `base` with `query`: a
+    /// loop of one tool step, finished.
+    async fn resume_on(&self, id: &str, base: &str, model: &str, query: &str);
 }
 
 impl ResponsesHome for Home {
     async fn turns(&self, id: &str) -> Vec<Turn> {
         turns(&self.export(id).await)
+    }
+
+    async fn resume_on(&self, id: &str, base: &str, model: &str, query: &str) {
+        let args = [
+            &["--resume", id][..],
+            &responses_args(base, model, true, query),
+        ]
+        .concat();
+        loop_done(&self.chat(&args, KEY).await, 1);
     }
 }
 
@@ -60,16 +73,15 @@ impl Wire for Responses {
 
 /// `--provider openai-responses` on `base` with `model` and thinking on, asking `query`.
 fn responses_args<'a>(base: &'a str, model: &'a str, stream: bool, query: &'a str) -> Vec<&'a str> {
-    let mut args = vec![
-        "--provider",
-        "openai-responses",
-        "--model",
-        model,
-        "--base-url",
-        base,
-    ];
+    let mut args = crate::support::target("openai-responses", model, base, &[]);
     turn_args(&mut args, stream, query);
     args
+}
+
+/// The `openai-responses` simulator, a fresh home and its base URL (`/v1`).
+async fn responses_home() -> (Sim, Home, String) {
+    let (sim, home, base) = crate::support::sim_home("openai-responses").await;
+    (sim, home, format!("{base}/v1"))
 }
 
 /// A Responses request accepted whole: 200, no simulator note, `store:false`, encrypted
@@ -230,9 +242,7 @@ fn replays_nothing(r: &RecordedRequest, stale: &[String]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compacted_responses_session_and_its_branch_both_continue() {
-    let sim = Sim::start("openai-responses").await.unwrap();
-    let home = crate::support::home();
-    let base = format!("{}/v1", sim.base_url());
+    let (sim, home, base) = responses_home().await;
     let out = home
         .chat(
             &responses_args(&base, MODEL, true, "[tools=3] what time is it?"),
@@ -268,11 +278,7 @@ async fn a_compacted_responses_session_and_its_branch_both_continue() {
         assert!(before.contains(turn), "kept as stored: {turn:?}");
     }
 
-    let branch = home
-        .ok(&["sessions", "branch", &id])
-        .await
-        .trim()
-        .to_owned();
+    let branch = home.branch(&id, &[]).await;
     assert_ne!(branch, id);
     assert_eq!(home.turns(&branch).await, kept);
 
@@ -298,10 +304,8 @@ async fn a_compacted_responses_session_and_its_branch_both_continue() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn items_go_only_to_the_model_and_host_that_minted_them_never_to_deepseek() {
-    let sim = Sim::start("openai-responses").await.unwrap();
+    let (sim, home, base) = responses_home().await;
     let deepseek = Sim::start("deepseek-v4").await.unwrap();
-    let home = crate::support::home();
-    let base = format!("{}/v1", sim.base_url());
     let out = home
         .chat(
             &responses_args(&base, MODEL, true, "[tools=2] what time is it?"),
@@ -316,14 +320,7 @@ async fn items_go_only_to_the_model_and_host_that_minted_them_never_to_deepseek(
 
     // DeepSeek: no ciphertext, no item, no Responses-only key; the summaries as
     // `reasoning_content`.
-    let requests = continue_on_deepseek(
-        &home,
-        &id,
-        &deepseek,
-        "[tools=1] on deepseek?",
-        &[("DEEPSEEK_API_KEY", "sk-deepseek-test")],
-    )
-    .await;
+    let requests = continue_on_deepseek(&home, &id, &deepseek, ON_DEEPSEEK, DEEPSEEK_KEY).await;
     for r in &requests {
         carries_none(
             r,
@@ -353,17 +350,7 @@ async fn items_go_only_to_the_model_and_host_that_minted_them_never_to_deepseek(
 
     // Back on the same model and host: the items are replayed again.
     sim.clear_requests();
-    let out = home
-        .chat(
-            &[
-                &["--resume", &id][..],
-                &responses_args(&base, MODEL, true, "[tools=1] back?"),
-            ]
-            .concat(),
-            KEY,
-        )
-        .await;
-    loop_done(&out, 1);
+    home.resume_on(&id, &base, MODEL, "[tools=1] back?").await;
     let back = home.turns(&id).await;
     assert_eq!(back[..5], after_deepseek[..]);
     let requests = sim.requests();
@@ -382,17 +369,8 @@ async fn items_go_only_to_the_model_and_host_that_minted_them_never_to_deepseek(
     sim.clear_requests();
     let mut stale = minted_cts.clone();
     stale.extend(own);
-    let out = home
-        .chat(
-            &[
-                &["--resume", &id][..],
-                &responses_args(&base, OTHER_MODEL, true, "[tools=1] on 5.1?"),
-            ]
-            .concat(),
-            KEY,
-        )
+    home.resume_on(&id, &base, OTHER_MODEL, "[tools=1] on 5.1?")
         .await;
-    loop_done(&out, 1);
     let requests = sim.requests();
     assert_eq!(requests.len(), 2);
     accepted(&requests[0], true);
@@ -412,9 +390,7 @@ async fn items_go_only_to_the_model_and_host_that_minted_them_never_to_deepseek(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_imported_python_original_session_continues_with_its_items_replayed() {
-    let sim = Sim::start("openai-responses").await.unwrap();
-    let home = crate::support::home();
-    let base = format!("{}/v1", sim.base_url());
+    let (sim, home, base) = responses_home().await;
     let out = home
         .chat(
             &responses_args(&base, MODEL, false, "[tools=2] what time is it?"),
@@ -440,25 +416,12 @@ async fn an_imported_python_original_session_continues_with_its_items_replayed()
     assert!(!text.contains("hermes_block_order") && !text.contains("\"origin\""));
     let file = home.path().join("original.json");
     std::fs::write(&file, &text).unwrap();
-    let imported = home
-        .ok(&["sessions", "import", file.to_str().unwrap()])
-        .await
-        .trim()
-        .to_owned();
+    let imported = home.import(&file).await;
     assert_ne!(imported, id);
 
     sim.clear_requests();
-    let out = home
-        .chat(
-            &[
-                &["--resume", &imported][..],
-                &responses_args(&base, MODEL, true, "[tools=1] and now?"),
-            ]
-            .concat(),
-            KEY,
-        )
+    home.resume_on(&imported, &base, MODEL, "[tools=1] and now?")
         .await;
-    loop_done(&out, 1);
     let requests = sim.requests();
     assert_eq!(requests.len(), 2);
     for (k, r) in requests.iter().enumerate() {

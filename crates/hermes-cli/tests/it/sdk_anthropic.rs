@@ -12,9 +12,8 @@
 //!   from the SPEC) and records what `messages.create` really sends to a loopback server.
 
 use std::fmt;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use hermes_test_support::home::Home;
 use hermes_test_support::validator;
@@ -59,21 +58,10 @@ fn python(py: &Path) -> Command {
 /// Runs the validator over `bodies` (one run, `--each`) and returns one verdict per body:
 /// `None` when valid, else the validator's reason.
 fn validate(py: &Path, variant: &str, bodies: &[String]) -> Vec<Option<String>> {
-    let mut child = python(py)
-        .args([VALIDATE, "--each", "--variant", variant])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        let mut stdin = child.stdin.take().unwrap();
-        for body in bodies {
-            stdin.write_all(body.as_bytes()).unwrap();
-            stdin.write_all(b"\n").unwrap();
-        }
-    }
-    let out = child.wait_with_output().unwrap();
+    let mut cmd = python(py);
+    cmd.args([VALIDATE, "--each", "--variant", variant]);
+    let lines: String = bodies.iter().map(|body| format!("{body}\n")).collect();
+    let out = hermes_test_support::home::feed(cmd, lines.as_bytes());
     validator::verdicts(
         out.status.code(),
         &String::from_utf8(out.stdout).unwrap(),
@@ -111,12 +99,7 @@ fn record(
         .args(opts)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "anthropic_record.py {opts:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = crate::support::success_json(&out, &format!("anthropic_record.py {opts:?}"));
     Recorded {
         path: v["path"].as_str().unwrap().to_owned(),
         version_header: v["anthropic_version_header"].clone(),
@@ -386,77 +369,20 @@ fn expand_shorthand(body: &Value) -> Value {
     body
 }
 
-/// Every way `ours` differs from `sdk`: a key the SDK sent that we lack or send differently
-/// (objects compared key by key, order ignored; arrays element by element, order significant;
-/// scalars by JSON value), or a key we send that the SDK did not, unless it is an allowed extra
-/// with the allowed value.
-fn differences(ours: &Value, sdk: &Value, path: &mut Vec<String>, out: &mut Vec<String>) {
-    let here = |path: &[String]| {
-        if path.is_empty() {
-            "(body)".to_owned()
+/// Every way `ours` differs from `sdk` (see [`hermes_test_support::sdk::differences`]), where
+/// a key hermes sends that the SDK did not is wrong unless it is an allowed extra with the
+/// allowed value.
+fn disagreements(ours: &Value, sdk: &Value) -> Vec<String> {
+    let extra = |path: &[String], ov: &Value| {
+        if !ALLOWED_EXTRAS.iter().any(|(p, _)| matches_pattern(path, p)) {
+            Some(format!("hermes sent it, the SDK did not ({ov})"))
+        } else if *ov != allowed_extra_value() {
+            Some(format!("allowed extra with an unexpected value {ov}"))
         } else {
-            path.join(".")
+            None
         }
     };
-    match (ours, sdk) {
-        (Value::Object(o), Value::Object(s)) => {
-            for (key, sv) in s {
-                path.push(key.clone());
-                match o.get(key) {
-                    Some(ov) => differences(ov, sv, path, out),
-                    None => out.push(format!("{}: the SDK sent it, hermes did not", here(path))),
-                }
-                path.pop();
-            }
-            for (key, ov) in o {
-                if s.contains_key(key) {
-                    continue;
-                }
-                path.push(key.clone());
-                let allowed = ALLOWED_EXTRAS.iter().any(|(p, _)| matches_pattern(path, p));
-                if !allowed {
-                    out.push(format!(
-                        "{}: hermes sent it, the SDK did not ({ov})",
-                        here(path)
-                    ));
-                } else if *ov != allowed_extra_value() {
-                    out.push(format!(
-                        "{}: allowed extra with an unexpected value {ov}",
-                        here(path)
-                    ));
-                }
-                path.pop();
-            }
-        }
-        (Value::Array(o), Value::Array(s)) => {
-            if o.len() != s.len() {
-                out.push(format!(
-                    "{}: hermes has {} items, the SDK {}",
-                    here(path),
-                    o.len(),
-                    s.len()
-                ));
-            }
-            for (i, (ov, sv)) in o.iter().zip(s).enumerate() {
-                path.push(i.to_string());
-                differences(ov, sv, path, out);
-                path.pop();
-            }
-        }
-        _ if ours == sdk => {}
-        _ => out.push(format!("{}: hermes {ours}, the SDK {sdk}", here(path))),
-    }
-}
-
-fn disagreements(ours: &Value, sdk: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    differences(
-        &expand_shorthand(ours),
-        &expand_shorthand(sdk),
-        &mut Vec::new(),
-        &mut out,
-    );
-    out
+    hermes_test_support::sdk::differences(&expand_shorthand(ours), &expand_shorthand(sdk), &extra)
 }
 
 /// A tool_use `input` (`Dict[str, object]` in the SDK) and a tool's JSON Schema: their keys are
@@ -750,7 +676,7 @@ fn the_comparison_catches_what_it_must() {
     missing.as_object_mut().unwrap().remove("model");
     assert_eq!(
         disagreements(&missing, &sdk),
-        vec!["model: the SDK sent it, hermes did not"]
+        vec![r#"model: the SDK sent "m", hermes did not"#]
     );
 }
 

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use hermes_test_support::home::Home;
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -51,21 +52,23 @@ fn import(home: &Path, file: Value) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
-/// An imported two-message OpenAI session whose stored base URL is `base`; returns its id.
-fn import_openai_session(home: &Path, base: &str) -> String {
-    import(
-        home,
+/// A new home holding an imported two-message OpenAI session whose stored base URL is a mock
+/// provider answering chat completions: the provider, the home, the base URL and the id.
+async fn import_openai_session() -> (MockServer, Home, String, String) {
+    let server = provider().await;
+    let home = crate::support::home();
+    let base = format!("{}/v1", server.uri());
+    let id = import(
+        home.path(),
         json!({"format": "hermes.session.v1", "provider": "openai", "model": "gpt-5", "base_url": base,
                "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}),
-    )
+    );
+    (server, home, base, id)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_imported_base_url_gets_no_key_until_the_user_names_it() {
-    let server = provider().await;
-    let home = crate::support::home();
-    let base = format!("{}/v1", server.uri());
-    let id = import_openai_session(home.path(), &base);
+    let (server, home, base, id) = import_openai_session().await;
     let key = [("OPENAI_API_KEY", PLANTED)];
 
     let out = run(
@@ -137,18 +140,12 @@ async fn plain_http_to_a_public_host_gets_no_key_without_the_opt_in() {
     // 203.0.113.0/24 is a documentation range: public, never reached (refused before sending).
     let out = run(
         home.path(),
-        &[
-            "chat",
-            "--provider",
+        &crate::support::chat_cmd(&crate::support::target(
             "openai",
-            "--model",
             "gpt-5",
-            "--base-url",
             "http://203.0.113.7/v1",
-            "--no-stream",
-            "-q",
-            "hi",
-        ],
+            &["--no-stream", "-q", "hi"],
+        )),
         &[("OPENAI_API_KEY", PLANTED)],
     )
     .await;
@@ -166,10 +163,7 @@ async fn plain_http_to_a_public_host_gets_no_key_without_the_opt_in() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compact_on_an_imported_session_names_a_command_line_it_accepts() {
-    let server = provider().await;
-    let home = crate::support::home();
-    let base = format!("{}/v1", server.uri());
-    let id = import_openai_session(home.path(), &base);
+    let (server, home, base, id) = import_openai_session().await;
     let key = [("OPENAI_API_KEY", PLANTED)];
 
     let out = run(home.path(), &["sessions", "compact", &id], &key).await;
@@ -204,18 +198,7 @@ async fn a_redirect_to_another_host_is_not_followed() {
     let base = format!("{}/v1", first.uri());
     let out = run(
         home.path(),
-        &[
-            "chat",
-            "--provider",
-            "custom",
-            "--model",
-            "m",
-            "--base-url",
-            &base,
-            "--no-stream",
-            "-q",
-            "hi",
-        ],
+        &crate::support::custom_chat(&base, &["--no-stream", "-q", "hi"]),
         &[("HERMES_API_KEY", PLANTED)],
     )
     .await;
@@ -264,18 +247,7 @@ async fn a_redirect_on_the_same_host_keeps_the_request() {
     let base = format!("{}/old", moved.uri());
     let out = run(
         home.path(),
-        &[
-            "chat",
-            "--provider",
-            "custom",
-            "--model",
-            "m",
-            "--base-url",
-            &base,
-            "--no-stream",
-            "-q",
-            "hi",
-        ],
+        &crate::support::custom_chat(&base, &["--no-stream", "-q", "hi"]),
         &[],
     )
     .await;
@@ -345,20 +317,8 @@ async fn a_fresh_home_is_private_whatever_the_umask() {
 
 /// The Python original's `state.db` (SPEC §9), written and closed as it would leave it.
 async fn python_original_db(path: &Path) {
-    use sqlx::Connection as _;
-    let options = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(path)
-        .create_if_missing(true);
-    let mut conn = sqlx::SqliteConnection::connect_with(&options)
-        .await
-        .unwrap();
-    sqlx::raw_sql(sqlx::AssertSqlSafe(include_str!(
-        "../../../hermes-store/tests/fixtures/python_original.sql"
-    )))
-    .execute(&mut conn)
-    .await
-    .unwrap();
-    conn.close().await.unwrap();
+    let script = include_str!("../../../hermes-store/tests/fixtures/python_original.sql");
+    hermes_test_support::home::sqlite_from_script(path, script).await;
 }
 
 fn listing(dir: &Path) -> Vec<String> {

@@ -70,12 +70,7 @@ fn serve_answers_on_loopback_and_stops_on_sigterm() {
         "{reply}"
     );
 
-    let pid = rustix::process::Pid::from_child(&server.0);
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-    let status = server.0.wait().unwrap();
-    let mut rest = String::new();
-    server.1.read_to_string(&mut rest).unwrap();
-    assert!(status.success(), "{status:?}: {rest}");
+    let rest = server.terminate();
     assert!(rest.contains("shutting down"), "{rest}");
 }
 
@@ -122,6 +117,20 @@ pub(crate) struct Killed(
     pub(crate) std::process::Child,
     pub(crate) BufReader<std::process::ChildStderr>,
 );
+
+impl Killed {
+    /// Sends SIGTERM and waits: the server must exit successfully. Returns the rest of its
+    /// stderr.
+    pub(crate) fn terminate(&mut self) -> String {
+        let pid = rustix::process::Pid::from_child(&self.0);
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        let status = self.0.wait().unwrap();
+        let mut rest = String::new();
+        self.1.read_to_string(&mut rest).unwrap();
+        assert!(status.success(), "{status:?}: {rest}");
+        rest
+    }
+}
 
 impl Drop for Killed {
     fn drop(&mut self) {
@@ -327,7 +336,7 @@ fn sessions_purge_deletes_a_tenants_conversations_and_tenants_remove_takes_its_k
 
 /// `hermes sim serve ARGS…` in a home of its own, killed when the first value is dropped; the
 /// second is its `host:port`.
-fn sim_serve(home: &Path, args: &[&str]) -> (Killed, String) {
+pub(crate) fn sim_serve(home: &Path, args: &[&str]) -> (Killed, String) {
     let mut child = bare_command(home, args, &[])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -344,6 +353,15 @@ fn sim_serve(home: &Path, args: &[&str]) -> (Killed, String) {
         .unwrap_or_else(|| panic!("{base}"))
         .to_owned();
     (sim, addr)
+}
+
+/// `hermes sim serve --profile deepseek-v4 FLAG MS` in `home` (FLAG a pace: `--delay-ms`,
+/// `--chunk-delay-ms`): the simulator, its address and the pace.
+fn paced_sim(home: &Path, flag: &str, ms: u64) -> (Killed, String, std::time::Duration) {
+    let ms_text = ms.to_string();
+    let args = ["sim", "serve", "--profile", "deepseek-v4", flag, &ms_text];
+    let (sim, addr) = sim_serve(home, &args);
+    (sim, addr, std::time::Duration::from_millis(ms))
 }
 
 /// A chat-completions request for `hello` to the simulator at `addr` over HTTP/1.0 (the body
@@ -374,16 +392,7 @@ fn ask_sim(addr: &str, stream: bool) -> (String, String, std::time::Duration) {
 #[test]
 fn sim_serve_chunk_delay_ms_paces_each_streamed_event() {
     let home = own_home();
-    let delay = std::time::Duration::from_millis(30);
-    let args = [
-        "sim",
-        "serve",
-        "--profile",
-        "deepseek-v4",
-        "--chunk-delay-ms",
-        "30",
-    ];
-    let (_sim, addr) = sim_serve(home.path(), &args);
+    let (_sim, addr, delay) = paced_sim(home.path(), "--chunk-delay-ms", 30);
     let (head, sse, took) = ask_sim(&addr, true);
     assert!(head.contains(" 200 "), "{head}");
     assert!(sse.ends_with("data: [DONE]\n\n"), "{sse}");
@@ -399,16 +408,7 @@ fn sim_serve_chunk_delay_ms_paces_each_streamed_event() {
 #[test]
 fn sim_serve_delay_ms_waits_before_every_answer() {
     let home = own_home();
-    let delay = std::time::Duration::from_millis(200);
-    let args = [
-        "sim",
-        "serve",
-        "--profile",
-        "deepseek-v4",
-        "--delay-ms",
-        "200",
-    ];
-    let (_sim, addr) = sim_serve(home.path(), &args);
+    let (_sim, addr, delay) = paced_sim(home.path(), "--delay-ms", 200);
     let (head, body, took) = ask_sim(&addr, false);
     assert!(head.contains(" 200 "), "{head}");
     let reply: serde_json::Value = serde_json::from_str(&body).unwrap();

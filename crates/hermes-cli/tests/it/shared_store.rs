@@ -308,11 +308,7 @@ async fn fleet_verdict_honoured_across_processes(db: TestDb) {
     let id = session_id(&out);
     let stored: Value = serde_json::from_str(&other.export_text(&id).await).unwrap();
     assert!(
-        stored["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|m| m.get("reasoning_details").is_some()),
+        crate::support::assistants(&stored).any(|m| m.get("reasoning_details").is_some()),
         "the session stores signed items: {stored}"
     );
     let (body, _) = other.ok_with(&["preview", "--session", &id], &[]).await;

@@ -107,17 +107,7 @@ async fn chat_with_idle_1(base: &str) -> std::process::Output {
     let home = crate::support::home();
     std::fs::write(home.path().join("config.toml"), "[limits]\nidle = 1\n").unwrap();
     home.run(
-        &[
-            "chat",
-            "--provider",
-            "deepseek",
-            "--model",
-            "deepseek-v4-pro",
-            "--base-url",
-            base,
-            "-q",
-            "hi",
-        ],
+        &crate::support::chat_cmd(&crate::support::deepseek_at(base, &["-q", "hi"])),
         &[("DEEPSEEK_API_KEY", "sk-test")],
     )
     .await

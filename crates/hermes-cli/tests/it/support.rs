@@ -1,9 +1,12 @@
 //! What the test modules share: the `hermes` binary under test, run in a home of its own with a
-//! clean environment (`hermes_test_support::home`).
+//! clean environment (`hermes_test_support::home`), a simulator beside it, the command lines
+//! every wire test builds (a target, a chat), and what they read back (a session id, JSON on
+//! stdout, a store's rows).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
+use hermes_sim::Sim;
 use hermes_test_support::home::Home;
 use serde_json::Value;
 
@@ -21,6 +24,61 @@ pub(crate) fn home() -> Home {
 /// lookups).
 pub(crate) fn own_home() -> Home {
     home().own_home()
+}
+
+/// A simulator of `profile`, a fresh home and the simulator's base URL: how a test against one
+/// simulator starts.
+pub(crate) async fn sim_home(profile: &str) -> (Sim, Home, String) {
+    let sim = Sim::start(profile).await.unwrap();
+    let base = sim.base_url();
+    (sim, home(), base)
+}
+
+/// As [`sim_home`], the home also `HOME` (see [`own_home`]).
+pub(crate) async fn sim_own_home(profile: &str) -> (Sim, Home, String) {
+    let (sim, _, base) = sim_home(profile).await;
+    (sim, own_home(), base)
+}
+
+/// `--provider PROVIDER --model MODEL --base-url BASE`, then `rest`: a target as `Home::chat`
+/// takes it (`chat --json` comes first there).
+pub(crate) fn target<'a>(
+    provider: &'a str,
+    model: &'a str,
+    base: &'a str,
+    rest: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = vec!["--provider", provider, "--model", model, "--base-url", base];
+    args.extend_from_slice(rest);
+    args
+}
+
+/// `chat ARGS`: a whole command line.
+pub(crate) fn chat_cmd<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    [&["chat"][..], args].concat()
+}
+
+/// `chat` on a provider of the user's own (`custom`, model `m`) at `base`, with `rest`.
+pub(crate) fn custom_chat<'a>(base: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    chat_cmd(&target("custom", "m", base, rest))
+}
+
+/// The DeepSeek route at `base` (`deepseek-v4-pro`), then `rest`: see [`target`].
+pub(crate) fn deepseek_at<'a>(base: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    target("deepseek", "deepseek-v4-pro", base, rest)
+}
+
+/// The session id of a finished `chat --json` run; it must have succeeded.
+pub(crate) fn chat_session_id(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice::<Value>(&out.stdout).unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 /// `hermes ARGS` with `home` as `HERMES_HOME`, a clean environment, then `env` (not started).
@@ -72,6 +130,19 @@ pub(crate) async fn offline_tool_loop(home: &Home, profile: &str) -> (String, St
         .trim()
         .to_owned();
     (stdout, id)
+}
+
+/// The stdout of a finished run, parsed as JSON; the run (`what`) must have succeeded.
+pub(crate) fn success_json(out: &Output, what: &str) -> Value {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{what} failed: {stderr}");
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{what} printed no JSON ({e}): {stderr}"))
+}
+
+/// The lines of `text` that contain `needle`.
+pub(crate) fn lines_with<'a>(text: &'a str, needle: &str) -> Vec<&'a str> {
+    text.lines().filter(|l| l.contains(needle)).collect()
 }
 
 /// Every regular file under `dir`, at any depth.

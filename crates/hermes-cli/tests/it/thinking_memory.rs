@@ -16,8 +16,6 @@ const KEY: &[(&str, &str)] = &[("ANTHROPIC_API_KEY", "sk-ant-test")];
 trait ThinkingHome {
     /// Writes the home's `config.toml`.
     fn config(&self, text: &str);
-    /// `chat --json ARGS`: the session id.
-    async fn chat_id(&self, args: &[&str], env: &[(&str, &str)]) -> String;
     /// `sessions show ID --json`.
     async fn show_json(&self, id: &str) -> Value;
     /// `sessions show ID`.
@@ -31,13 +29,6 @@ trait ThinkingHome {
 impl ThinkingHome for Home {
     fn config(&self, text: &str) {
         std::fs::write(self.path().join("config.toml"), text).unwrap();
-    }
-
-    async fn chat_id(&self, args: &[&str], env: &[(&str, &str)]) -> String {
-        self.chat(args, env).await["session_id"]
-            .as_str()
-            .unwrap()
-            .to_owned()
     }
 
     async fn show_json(&self, id: &str) -> Value {
@@ -104,26 +95,18 @@ fn deepseek_thinking(r: &RecordedRequest) -> (Value, Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_anthropic_session_keeps_its_effort_and_then_its_no_thinking_across_resumes() {
-    let sim = Sim::start("anthropic").await.unwrap();
-    let home = crate::support::home();
-    let base = sim.base_url();
+    let (sim, home, base) = crate::support::sim_home("anthropic").await;
 
     // Started with --effort high: every request of the tool loop thinks, and the session
     // stores the request.
     let id = home
         .chat_id(
-            &[
-                "--provider",
+            &crate::support::target(
                 "anthropic",
-                "--model",
                 SONNET,
-                "--base-url",
                 &base,
-                "--effort",
-                "high",
-                "-q",
-                "[tools=1] what time is it?",
-            ],
+                &["--effort", "high", "-q", "[tools=1] what time is it?"],
+            ),
             KEY,
         )
         .await;
@@ -164,11 +147,7 @@ async fn an_anthropic_session_keeps_its_effort_and_then_its_no_thinking_across_r
     assert_eq!(preview["thinking"], high.0, "{preview}");
 
     // A branch inherits it.
-    let branch = home
-        .ok(&["sessions", "branch", &id])
-        .await
-        .trim()
-        .to_owned();
+    let branch = home.branch(&id, &[]).await;
     assert_eq!(home.show_json(&branch).await["session"]["thinking"], "high");
 
     // Resumed with --no-thinking: disabled, and stored so.
@@ -201,23 +180,12 @@ async fn an_anthropic_session_keeps_its_effort_and_then_its_no_thinking_across_r
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn config_effort_counts_only_when_neither_a_flag_nor_the_session_asks() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let home = crate::support::home();
-    let base = sim.base_url();
+    let (sim, home, base) = crate::support::sim_home("deepseek-v4").await;
     let start = |extra: &'static [&'static str]| {
         let base = base.clone();
         let home = &home;
         async move {
-            let mut args = vec![
-                "--provider",
-                "deepseek",
-                "--model",
-                "deepseek-v4-pro",
-                "--base-url",
-                &base,
-                "-q",
-                "hello",
-            ];
+            let mut args = crate::support::deepseek_at(&base, &["-q", "hello"]);
             args.extend_from_slice(extra);
             home.chat_id(&args, &[]).await
         }
@@ -294,23 +262,10 @@ async fn config_effort_counts_only_when_neither_a_flag_nor_the_session_asks() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_stored_request_is_one_member_and_a_damaged_one_is_named() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let home = crate::support::home();
-    let base = sim.base_url();
+    let (sim, home, base) = crate::support::sim_home("deepseek-v4").await;
     let id = home
         .chat_id(
-            &[
-                "--provider",
-                "deepseek",
-                "--model",
-                "deepseek-v4-pro",
-                "--base-url",
-                &base,
-                "--effort",
-                "high",
-                "-q",
-                "hello",
-            ],
+            &crate::support::deepseek_at(&base, &["--effort", "high", "-q", "hello"]),
             &[],
         )
         .await;

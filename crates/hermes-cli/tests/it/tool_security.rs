@@ -102,25 +102,10 @@ impl Run {
 /// Runs `hermes chat` against `server` in `cwd`, killed (and failed) after [`GUARD`].
 async fn chat(server: &MockServer, home: &Path, cwd: &Path, extra: &[&str]) -> Run {
     let base = format!("{}/v1", server.uri());
-    let mut args: Vec<String> = [
-        "chat",
-        "--provider",
-        "custom",
-        "--base-url",
-        &base,
-        "--model",
-        "m",
-        "--no-stream",
-        "-q",
-        "look around",
-    ]
-    .iter()
-    .map(|s| (*s).to_owned())
-    .collect();
-    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    let mut args = crate::support::custom_chat(&base, &["--no-stream", "-q", "look around"]);
+    args.extend_from_slice(extra);
     let out = tempfile::tempdir().unwrap();
     let (stdout_path, stderr_path) = (out.path().join("stdout"), out.path().join("stderr"));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     // Deliberately none of this machine's environment but PATH.
     let mut cmd = crate::support::bare_command(
         home,
@@ -361,20 +346,16 @@ async fn a_missing_workspace_is_an_error_naming_it() {
     let base = format!("{}/v1", server.uri());
     let out = crate::support::command(
         home.path(),
-        &[
-            "chat",
-            "--provider",
-            "custom",
-            "--base-url",
+        &crate::support::custom_chat(
             &base,
-            "--model",
-            "m",
-            "--no-stream",
-            "-q",
-            "hi",
-            "--workspace",
-            missing.to_str().unwrap(),
-        ],
+            &[
+                "--no-stream",
+                "-q",
+                "hi",
+                "--workspace",
+                missing.to_str().unwrap(),
+            ],
+        ),
         &[],
     )
     .stdin(Stdio::null())

@@ -40,6 +40,36 @@ pub(crate) fn loop_done(out: &Value, steps: usize, requests: usize) {
     );
 }
 
+/// Resumes session `id` with `--effort high -q "and now?"` and `env` while `sim` refuses a
+/// stored block once: stderr, the refusal's JSON error and the two requests, the refused one
+/// (answered 400) and the resend (answered 200, its reply the answer).
+pub(crate) async fn refused_then_resent(
+    home: &Home,
+    sim: &Sim,
+    id: &str,
+    env: &[(&str, &str)],
+) -> (String, Value, Vec<RecordedRequest>) {
+    sim.clear_requests();
+    let (out, stderr) = home
+        .chat_stderr(&["--resume", id, "--effort", "high", "-q", "and now?"], env)
+        .await;
+    assert_eq!(out["session_id"], id);
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 2, "one refusal, one resend");
+    assert_eq!(requests[0].status, 400, "{}", requests[0].response);
+    assert_eq!(requests[1].status, 200, "{}", requests[1].response);
+    // The resend answered the question.
+    assert!(
+        out["reply"]
+            .as_str()
+            .unwrap()
+            .contains("You said: and now?"),
+        "{out}"
+    );
+    let error: Value = serde_json::from_str(&requests[0].response).unwrap();
+    (stderr, error, requests)
+}
+
 // ---------------------------------------------------------------------------------------------
 // What a simulator recorded
 
@@ -150,13 +180,18 @@ impl Turn {
     }
 }
 
-/// The assistant messages of an export, in order.
-pub(crate) fn turns(export: &str) -> Vec<Turn> {
+/// The messages of an export with `role`, in order.
+fn of_role(export: &str, role: &'static str) -> impl Iterator<Item = ExportedMessage> {
     let exported: Exported = serde_json::from_str(export).unwrap();
     exported
         .messages
         .into_iter()
-        .filter(|m| m.role == "assistant")
+        .filter(move |m| m.role == role)
+}
+
+/// The assistant messages of an export, in order.
+pub(crate) fn turns(export: &str) -> Vec<Turn> {
+    of_role(export, "assistant")
         .map(|m| Turn {
             model: m
                 .origin
@@ -177,11 +212,7 @@ pub(crate) fn turns(export: &str) -> Vec<Turn> {
 
 /// The user texts of an export, in order (a checkpoint included).
 pub(crate) fn user_texts(export: &str) -> Vec<String> {
-    let exported: Exported = serde_json::from_str(export).unwrap();
-    exported
-        .messages
-        .iter()
-        .filter(|m| m.role == "user")
+    of_role(export, "user")
         .map(|m| {
             m.content
                 .as_ref()
@@ -194,6 +225,12 @@ pub(crate) fn user_texts(export: &str) -> Vec<String> {
 
 // ---------------------------------------------------------------------------------------------
 // A session continued on DeepSeek
+
+/// The question a session continued on DeepSeek asks: one tool call.
+pub(crate) const ON_DEEPSEEK: &str = "[tools=1] on deepseek?";
+
+/// A DeepSeek key, for a session continued on DeepSeek.
+pub(crate) const DEEPSEEK_KEY: &[(&str, &str)] = &[("DEEPSEEK_API_KEY", "sk-deepseek-test")];
 
 /// Continues session `id` on the DeepSeek simulator `deepseek` with `query` (one tool call, so
 /// two requests) and `env`: the route is DeepSeek's and every request was accepted. Returns the
@@ -217,18 +254,11 @@ pub(crate) async fn continue_on_deepseek(
 
 /// The arguments continuing session `id` on DeepSeek (`deepseek-v4-pro` at `base`) with `query`.
 pub(crate) fn on_deepseek<'a>(id: &'a str, base: &'a str, query: &'a str) -> Vec<&'a str> {
-    vec![
-        "--resume",
-        id,
-        "--provider",
-        "deepseek",
-        "--model",
-        "deepseek-v4-pro",
-        "--base-url",
-        base,
-        "-q",
-        query,
+    [
+        &["--resume", id][..],
+        &crate::support::deepseek_at(base, &["-q", query]),
     ]
+    .concat()
 }
 
 /// Neither the bytes of `r` as sent nor its body re-serialised compactly hold any of `forbidden`

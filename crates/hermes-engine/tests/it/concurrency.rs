@@ -13,11 +13,7 @@ use hermes_engine::{Choice, Request};
 use hermes_sim::Sim;
 
 fn text(message: &Message) -> String {
-    message
-        .content
-        .as_ref()
-        .and_then(|c| c.as_str().map(|s| s.into_owned()))
-        .unwrap_or_default()
+    crate::text_of(message)
 }
 
 async fn thirty_two_requests_over_eight_conversations(backend: Backend) {

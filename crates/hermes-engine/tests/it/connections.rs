@@ -5,9 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hermes_engine::store::Store;
-use hermes_engine::{
-    ChatSession, Choice, Defaults, Engine, OpenOptions, ProviderDefaults, Toolset,
-};
+use hermes_engine::{ChatSession, Engine, OpenOptions, Toolset};
 use hermes_sim::Sim;
 
 /// A TCP proxy on loopback to `upstream` that counts the connections made to it.
@@ -31,14 +29,7 @@ async fn counting_proxy(upstream: std::net::SocketAddr) -> (String, Arc<AtomicUs
 
 /// Options for a new DeepSeek session at `base_url`.
 fn options(base_url: &str) -> OpenOptions {
-    let mut defaults = Defaults::default();
-    defaults.providers.insert(
-        "deepseek".into(),
-        ProviderDefaults::new(Some(base_url.to_owned()), None, None, false),
-    );
-    OpenOptions::new(Choice::new(Some("deepseek"), Some("deepseek-v4-pro"), None))
-        .defaults(defaults)
-        .key(Arc::new(|_| Some("sk-test".to_owned())))
+    crate::deepseek_options(base_url)
 }
 
 /// Runs one session of `engine` to the end: two turns, the first a tool loop (three requests).

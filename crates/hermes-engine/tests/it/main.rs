@@ -32,16 +32,38 @@ fn request_engine_for(
     sim: &hermes_sim::Sim,
     store: &hermes_engine::store::Store,
 ) -> hermes_engine::Engine {
-    let mut defaults = hermes_engine::Defaults::default();
-    defaults.providers.insert(
-        provider.into(),
-        hermes_engine::ProviderDefaults::new(Some(sim.base_url()), None, None, false),
-    );
     hermes_engine::Engine::builtin().with_store(
         store.clone(),
         hermes_engine::Settings::new(
-            defaults,
+            defaults_at(provider, &sim.base_url()),
             std::sync::Arc::new(|_| Some("sk-test".to_owned())),
         ),
     )
+}
+
+/// Defaults with `provider` at `base_url`.
+fn defaults_at(provider: &str, base_url: &str) -> hermes_engine::Defaults {
+    let mut defaults = hermes_engine::Defaults::default();
+    defaults.providers.insert(
+        provider.into(),
+        hermes_engine::ProviderDefaults::new(Some(base_url.to_owned()), None, None, false),
+    );
+    defaults
+}
+
+/// Open options for a new DeepSeek (`deepseek-v4-pro`) session at `base_url` with a test key.
+fn deepseek_options(base_url: &str) -> hermes_engine::OpenOptions {
+    let choice = hermes_engine::Choice::new(Some("deepseek"), Some("deepseek-v4-pro"), None);
+    hermes_engine::OpenOptions::new(choice)
+        .defaults(defaults_at("deepseek", base_url))
+        .key(std::sync::Arc::new(|_| Some("sk-test".to_owned())))
+}
+
+/// The text of a message's content ("" when it has none).
+fn text_of(message: &hermes_core::Message) -> String {
+    message
+        .content
+        .as_ref()
+        .and_then(|c| c.as_str().map(|s| s.into_owned()))
+        .unwrap_or_default()
 }

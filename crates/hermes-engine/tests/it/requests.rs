@@ -31,6 +31,62 @@ fn tool_definitions() -> RawJson {
     .unwrap()
 }
 
+/// `tenant`'s history as a request.
+fn history_request(tenant: &str, history: Vec<Message>) -> Request {
+    Request::from_history(hermes_engine::History::new(tenant, history))
+}
+
+/// `tenant`'s history as a request offering the client's own `now` tool.
+fn client_request(tenant: &str, history: Vec<Message>) -> Request {
+    history_request(tenant, history).tools(ToolMode::Client(tool_definitions()))
+}
+
+/// Runs `request` to the end: its completion.
+async fn complete(engine: &Engine, request: Request) -> Completion {
+    engine.complete(request, &|_| {}).await.unwrap()
+}
+
+/// Runs `request`, which must fail: the error.
+async fn refused(engine: &Engine, request: Request) -> hermes_engine::EngineError {
+    engine.complete(request, &|_| {}).await.unwrap_err()
+}
+
+/// Runs `request`, which must be refused for its `parameter`.
+async fn refused_for(engine: &Engine, request: Request, parameter: &'static str) {
+    let err = refused(engine, request).await;
+    assert_eq!(
+        err.kind(),
+        hermes_engine::ErrorKind::InvalidParameter { parameter },
+        "{err}"
+    );
+}
+
+/// acme's client asks `[tools=1] what time is it?` on `choice` with its own tool: the calling
+/// reply, and the client's history after it (the call turn as a client that keeps only content
+/// and tool calls sends it, then the tool's result `12:00`).
+async fn a_call_answered(engine: &Engine, choice: Choice) -> (Completion, Vec<Message>) {
+    let mut client = vec![Message::text(Role::User, "[tools=1] what time is it?")];
+    let first = complete(
+        engine,
+        client_request("acme", client.clone()).choice(choice),
+    )
+    .await;
+    let call = &first.messages[0];
+    let id = call.tool_calls.as_ref().unwrap()[0].id.clone().unwrap();
+    client.push(as_a_forgetful_client_sends_it(call));
+    client.push(result_for(&id, "12:00"));
+    (first, client)
+}
+
+/// `history`, then `reply`'s answer as a client that keeps only content and tool calls sends it
+/// back, then the user's `thanks`.
+fn thanked(history: &[Message], reply: &Completion) -> Vec<Message> {
+    let mut next = history.to_vec();
+    next.push(as_a_forgetful_client_sends_it(&reply.messages[0]));
+    next.push(Message::text(Role::User, "thanks"));
+    next
+}
+
 fn result_for(id: &str, text: &str) -> Message {
     let mut m = Message::text(Role::Tool, text);
     m.tool_call_id = Some(id.to_owned());
@@ -41,10 +97,7 @@ fn result_for(id: &str, text: &str) -> Message {
 async fn a_request_starts_a_session_and_the_next_continues_it_with_its_reasoning() {
     let (sim, _dir, store, engine) = served().await;
 
-    let first = engine
-        .complete(Request::user("hello").choice(deepseek()), &|_| {})
-        .await
-        .unwrap();
+    let first = complete(&engine, Request::user("hello").choice(deepseek())).await;
     assert_eq!(first.finish, Some(FinishReason::Stop));
     assert_eq!(first.messages.len(), 1);
     assert!(
@@ -59,10 +112,7 @@ async fn a_request_starts_a_session_and_the_next_continues_it_with_its_reasoning
         .text()
         .into_owned();
 
-    let second = engine
-        .complete(Request::user("and then?").session(&first.session), &|_| {})
-        .await
-        .unwrap();
+    let second = complete(&engine, Request::user("and then?").session(&first.session)).await;
     assert_eq!(second.session, first.session);
     let stored = store.messages(&first.session).await.unwrap();
     assert_eq!(stored.len(), 4);
@@ -81,15 +131,13 @@ async fn a_request_starts_a_session_and_the_next_continues_it_with_its_reasoning
 async fn client_side_tools_return_the_calling_reply_and_the_results_continue_it() {
     let (sim, _dir, store, engine) = served().await;
 
-    let calling = engine
-        .complete(
-            Request::user("[tools=1] what time is it?")
-                .choice(deepseek())
-                .tools(ToolMode::Client(tool_definitions())),
-            &|_| {},
-        )
-        .await
-        .unwrap();
+    let calling = complete(
+        &engine,
+        Request::user("[tools=1] what time is it?")
+            .choice(deepseek())
+            .tools(ToolMode::Client(tool_definitions())),
+    )
+    .await;
     assert_eq!(calling.finish, Some(FinishReason::ToolCalls));
     assert_eq!(calling.requests, 1, "the engine ran no tool");
     let calls = calling.messages[0].tool_calls.clone().unwrap();
@@ -107,16 +155,14 @@ async fn client_side_tools_return_the_calling_reply_and_the_results_continue_it(
         .text()
         .into_owned();
 
-    let answered = engine
-        .complete(
-            Request::user("")
-                .session(&calling.session)
-                .input(vec![result_for(&id, "12:00")])
-                .tools(ToolMode::Client(tool_definitions())),
-            &|_| {},
-        )
-        .await
-        .unwrap();
+    let answered = complete(
+        &engine,
+        Request::user("")
+            .session(&calling.session)
+            .input(vec![result_for(&id, "12:00")])
+            .tools(ToolMode::Client(tool_definitions())),
+    )
+    .await;
     assert_eq!(answered.finish, Some(FinishReason::Stop));
     let stored = store.messages(&calling.session).await.unwrap();
     let roles: Vec<&str> = stored.iter().map(|m| m.role.as_str()).collect();
@@ -127,22 +173,14 @@ async fn client_side_tools_return_the_calling_reply_and_the_results_continue_it(
     assert_eq!(body["messages"][2]["tool_call_id"], id.as_str());
 
     // A result that answers nothing is refused before anything is sent or stored.
-    let err = engine
-        .complete(
-            Request::user("")
-                .session(&calling.session)
-                .input(vec![result_for("nope", "?")]),
-            &|_| {},
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(
-        err.kind(),
-        hermes_engine::ErrorKind::InvalidParameter {
-            parameter: "messages"
-        },
-        "{err}"
-    );
+    refused_for(
+        &engine,
+        Request::user("")
+            .session(&calling.session)
+            .input(vec![result_for("nope", "?")]),
+        "messages",
+    )
+    .await;
     assert_eq!(sim.requests().len(), 2);
     assert_eq!(store.messages(&calling.session).await.unwrap().len(), 4);
 }
@@ -210,35 +248,25 @@ async fn sampling_reaches_the_wire_and_a_value_it_cannot_send_is_refused_by_name
     let (sim, _dir, store, engine) = served().await;
 
     let sampled = Sampling::new().temperature(0.25).max_tokens(100).seed(7);
-    engine
-        .complete(
-            Request::user("hello").choice(deepseek()).sampling(sampled),
-            &|_| {},
-        )
-        .await
-        .unwrap();
+    complete(
+        &engine,
+        Request::user("hello").choice(deepseek()).sampling(sampled),
+    )
+    .await;
     let body = &sim.requests()[0].body;
     assert_eq!(body["temperature"], 0.25);
     assert_eq!(body["max_tokens"], 100);
     assert_eq!(body["seed"], 7);
 
     // A tool choice with no tools cannot be sent: refused by name, nothing sent or stored.
-    let err = engine
-        .complete(
-            Request::user("hi")
-                .choice(deepseek())
-                .sampling(Sampling::new().tool_choice(ToolChoice::Required)),
-            &|_| {},
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(
-        err.kind(),
-        hermes_engine::ErrorKind::InvalidParameter {
-            parameter: "tool_choice"
-        },
-        "{err}"
-    );
+    refused_for(
+        &engine,
+        Request::user("hi")
+            .choice(deepseek())
+            .sampling(Sampling::new().tool_choice(ToolChoice::Required)),
+        "tool_choice",
+    )
+    .await;
     assert_eq!(sim.requests().len(), 1);
     assert_eq!(
         store.list().await.unwrap().len(),
@@ -268,35 +296,19 @@ fn as_a_forgetful_client_sends_it(message: &Message) -> Message {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_history_without_reasoning_finds_its_conversation_gets_it_back_and_an_edited_turn_branches()
  {
-    use hermes_engine::History;
     let (sim, _dir, store, engine) = served().await;
-    let tools = || ToolMode::Client(tool_definitions());
 
-    // Turn 1: the client's history is one user message.
-    let mut client = vec![Message::text(Role::User, "[tools=1] what time is it?")];
-    let first = engine
-        .complete(
-            Request::from_history(History::new("acme", client.clone()))
-                .choice(deepseek())
-                .tools(tools()),
-            &|_| {},
-        )
-        .await
-        .unwrap();
-    let call = &first.messages[0];
-    let minted = call.reasoning_content.as_ref().unwrap().text().into_owned();
-    let id = call.tool_calls.as_ref().unwrap()[0].id.clone().unwrap();
-    // The client keeps only content and tool calls, and answers the call.
-    client.push(as_a_forgetful_client_sends_it(call));
-    client.push(result_for(&id, "12:00"));
-    let second = engine
-        .complete(
-            // No session named: the history's call turn finds it.
-            Request::from_history(History::new("acme", client.clone())).tools(tools()),
-            &|_| {},
-        )
-        .await
-        .unwrap();
+    // Turn 1: the client's history is one user message; it keeps only content and tool calls
+    // of the reply, and answers the call.
+    let (first, client) = a_call_answered(&engine, deepseek()).await;
+    let minted = first.messages[0]
+        .reasoning_content
+        .as_ref()
+        .unwrap()
+        .text()
+        .into_owned();
+    // No session named: the history's call turn finds it.
+    let second = complete(&engine, client_request("acme", client.clone())).await;
     assert_eq!(second.session, first.session, "it continued the tip");
     assert_eq!(second.branched_from, None);
     let body = &sim.requests()[1].body;
@@ -311,13 +323,7 @@ async fn a_client_history_without_reasoning_finds_its_conversation_gets_it_back_
     // The client edits its first question and asks again: a branch from where they part.
     let mut edited = client.clone();
     edited[0] = Message::text(Role::User, "[tools=1] what time is it in Paris?");
-    let third = engine
-        .complete(
-            Request::from_history(History::new("acme", edited)).tools(tools()),
-            &|_| {},
-        )
-        .await
-        .unwrap();
+    let third = complete(&engine, client_request("acme", edited)).await;
     assert_eq!(third.branched_from.as_deref(), Some(first.session.as_str()));
     assert_eq!(
         store.messages(&first.session).await.unwrap().len(),
@@ -339,15 +345,11 @@ async fn a_client_history_without_reasoning_finds_its_conversation_gets_it_back_
     // Another tenant sending the very same history finds nothing of acme's: a new session,
     // and its assistant turn goes as the client sent it (DeepSeek gets the pad, not acme's
     // reasoning).
-    let other = engine
-        .complete(
-            Request::from_history(History::new("globex", client.clone()))
-                .choice(deepseek())
-                .tools(tools()),
-            &|_| {},
-        )
-        .await
-        .unwrap();
+    let other = complete(
+        &engine,
+        client_request("globex", client.clone()).choice(deepseek()),
+    )
+    .await;
     assert_ne!(other.session, first.session);
     assert_ne!(other.session, third.session);
     assert_eq!(other.branched_from, None);
@@ -357,15 +359,11 @@ async fn a_client_history_without_reasoning_finds_its_conversation_gets_it_back_
     assert_eq!(meta.tenant.as_deref(), Some("globex"));
 
     // Naming acme's session does not help either.
-    let err = engine
-        .complete(
-            Request::from_history(History::new("globex", client))
-                .session(&first.session)
-                .tools(tools()),
-            &|_| {},
-        )
-        .await
-        .unwrap_err();
+    let err = refused(
+        &engine,
+        client_request("globex", client).session(&first.session),
+    )
+    .await;
     assert_eq!(
         err.kind(),
         hermes_engine::ErrorKind::NotFound {
@@ -374,13 +372,7 @@ async fn a_client_history_without_reasoning_finds_its_conversation_gets_it_back_
     );
 }
 
-fn text_of(message: &Message) -> String {
-    message
-        .content
-        .as_ref()
-        .and_then(|c| c.as_str().map(|s| s.into_owned()))
-        .unwrap_or_default()
-}
+use crate::text_of;
 
 /// A refusal of carriers a gateway client sent itself (bytes the store never held) is that
 /// session's verdict only; the same refusal of carriers the store minted teaches the fleet
@@ -388,7 +380,6 @@ fn text_of(message: &Message) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refusal_of_a_clients_own_carriers_stays_with_its_session_and_of_stored_ones_teaches_the_fleet()
  {
-    use hermes_engine::History;
     use hermes_sim::{Sim, Switches};
     let sim = Sim::start("openrouter").await.unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -405,13 +396,11 @@ async fn a_refusal_of_a_clients_own_carriers_stays_with_its_session_and_of_store
         {"role": "user", "content": "again"}
     ]))
     .unwrap();
-    let done = engine
-        .complete(
-            Request::from_history(History::new("acme", forged)).choice(openrouter()),
-            &|_| {},
-        )
-        .await
-        .unwrap();
+    let done = complete(
+        &engine,
+        history_request("acme", forged).choice(openrouter()),
+    )
+    .await;
     let statuses: Vec<u16> = sim.requests().iter().map(|r| r.status).collect();
     assert_eq!(
         statuses,
@@ -437,40 +426,15 @@ async fn a_refusal_of_a_clients_own_carriers_stays_with_its_session_and_of_store
     // Control: the store's own minted details refused the same way teach the fleet.
     sim.set_switches(Switches::default());
     sim.clear_requests();
-    let tools = || ToolMode::Client(tool_definitions());
-    let mut client = vec![Message::text(Role::User, "[tools=1] what time is it?")];
-    let first = engine
-        .complete(
-            Request::from_history(History::new("acme", client.clone()))
-                .choice(openrouter())
-                .tools(tools()),
-            &|_| {},
-        )
-        .await
-        .unwrap();
+    let (first, client) = a_call_answered(&engine, openrouter()).await;
     let call = &first.messages[0];
     assert!(call.reasoning_details.is_some(), "minted details: {call:?}");
-    let id = call.tool_calls.as_ref().unwrap()[0].id.clone().unwrap();
-    client.push(as_a_forgetful_client_sends_it(call));
-    client.push(result_for(&id, "12:00"));
     sim.set_switches(Switches::default().reject_message_field("reasoning_details"));
-    engine
-        .complete(
-            Request::from_history(History::new("acme", client)).tools(tools()),
-            &|_| {},
-        )
-        .await
-        .unwrap();
-    let fields: Vec<String> = store
-        .fleet_verdicts()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|v| v.field)
-        .collect();
+    complete(&engine, client_request("acme", client)).await;
+    let verdicts = store.fleet_verdicts().await.unwrap();
     assert!(
-        fields.iter().any(|f| f == "reasoning_details"),
-        "{fields:?}"
+        verdicts.iter().any(|v| v.field == "reasoning_details"),
+        "{verdicts:?}"
     );
 }
 
@@ -486,15 +450,15 @@ async fn a_history_diverging_mid_conversation_branches_sharing_the_prefix_by_ref
     };
     // A tool call, its result, an answer, a second question and its answer: six stored.
     let mut client = vec![Message::text(Role::User, "[tools=1] what time is it?")];
-    let first = engine.complete(ask(client.clone()), &|_| {}).await.unwrap();
+    let first = complete(&engine, ask(client.clone())).await;
     let call = &first.messages[0];
     let id = call.tool_calls.as_ref().unwrap()[0].id.clone().unwrap();
     client.push(as_a_forgetful_client_sends_it(call));
     client.push(result_for(&id, "12:00"));
-    let second = engine.complete(ask(client.clone()), &|_| {}).await.unwrap();
+    let second = complete(&engine, ask(client.clone())).await;
     client.push(as_a_forgetful_client_sends_it(&second.messages[0]));
     client.push(Message::text(Role::User, "and in Paris?"));
-    let third = engine.complete(ask(client.clone()), &|_| {}).await.unwrap();
+    let third = complete(&engine, ask(client.clone())).await;
     assert_eq!(third.session, first.session);
     let parent = store.messages(&first.session).await.unwrap();
     assert_eq!(parent.len(), 6);
@@ -502,7 +466,7 @@ async fn a_history_diverging_mid_conversation_branches_sharing_the_prefix_by_ref
     // The client replaces its second question: the histories part at message 4.
     let mut edited = client[..4].to_vec();
     edited.push(Message::text(Role::User, "and in Tokyo?"));
-    let fourth = engine.complete(ask(edited.clone()), &|_| {}).await.unwrap();
+    let fourth = complete(&engine, ask(edited.clone())).await;
     assert_eq!(
         fourth.branched_from.as_deref(),
         Some(first.session.as_str())
@@ -528,20 +492,14 @@ async fn a_history_diverging_mid_conversation_branches_sharing_the_prefix_by_ref
     assert_eq!(store.messages(&first.session).await.unwrap(), parent);
 
     // Continuing on the branch: its own answer finds it, and the turn is appended there.
-    let mut on_branch = edited.clone();
-    on_branch.push(as_a_forgetful_client_sends_it(&fourth.messages[0]));
-    on_branch.push(Message::text(Role::User, "thanks"));
-    let fifth = engine.complete(ask(on_branch), &|_| {}).await.unwrap();
+    let fifth = complete(&engine, ask(thanked(&edited, &fourth))).await;
     assert_eq!(
         (fifth.session.as_str(), fifth.branched_from.as_deref()),
         (fourth.session.as_str(), None)
     );
     assert_eq!(store.messages(&fourth.session).await.unwrap().len(), 8);
     // Continuing on the parent: its own second answer finds it.
-    let mut on_parent = client.clone();
-    on_parent.push(as_a_forgetful_client_sends_it(&third.messages[0]));
-    on_parent.push(Message::text(Role::User, "thanks"));
-    let sixth = engine.complete(ask(on_parent), &|_| {}).await.unwrap();
+    let sixth = complete(&engine, ask(thanked(&client, &third))).await;
     assert_eq!(
         (sixth.session.as_str(), sixth.branched_from.as_deref()),
         (first.session.as_str(), None)
@@ -550,7 +508,7 @@ async fn a_history_diverging_mid_conversation_branches_sharing_the_prefix_by_ref
     // prefix is stored, and branched from there, sharing it too.
     let mut retry = client[..4].to_vec();
     retry.push(Message::text(Role::User, "and in Lima?"));
-    let seventh = engine.complete(ask(retry), &|_| {}).await.unwrap();
+    let seventh = complete(&engine, ask(retry)).await;
     assert_eq!(
         seventh.branched_from.as_deref(),
         Some(first.session.as_str())

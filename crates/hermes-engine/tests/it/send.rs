@@ -5,21 +5,12 @@
 use std::sync::Arc;
 
 use hermes_engine::store::Store;
-use hermes_engine::{
-    ChatSession, Choice, Defaults, Engine, OpenOptions, ProviderDefaults, Toolset,
-};
+use hermes_engine::{ChatSession, Engine, OpenOptions, Toolset};
 use hermes_sim::Sim;
 
 /// Open options for a new DeepSeek session against `sim`.
 fn options(sim: &Sim) -> OpenOptions {
-    let mut defaults = Defaults::default();
-    defaults.providers.insert(
-        "deepseek".into(),
-        ProviderDefaults::new(Some(sim.base_url()), None, None, false),
-    );
-    OpenOptions::new(Choice::new(Some("deepseek"), Some("deepseek-v4-pro"), None))
-        .defaults(defaults)
-        .key(Arc::new(|_| Some("sk-test".to_owned())))
+    crate::deepseek_options(&sim.base_url())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

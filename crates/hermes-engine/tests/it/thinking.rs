@@ -6,19 +6,13 @@ use std::sync::Arc;
 
 use hermes_core::{Effort, ThinkingRequest};
 use hermes_engine::store::{Store, StoredThinking};
-use hermes_engine::{
-    ChatSession, Choice, Defaults, Engine, OpenOptions, ProviderDefaults, Toolset,
-};
+use hermes_engine::{ChatSession, Choice, Engine, OpenOptions, Toolset};
 use hermes_sim::Sim;
 use serde_json::{Value, json};
 
 fn options(sim: &Sim, resume: Option<&str>, flags: ThinkingRequest) -> OpenOptions {
-    let mut defaults = Defaults::default();
+    let mut defaults = crate::defaults_at("deepseek", &sim.base_url());
     defaults.effort = Some(Effort::Low);
-    defaults.providers.insert(
-        "deepseek".into(),
-        ProviderDefaults::new(Some(sim.base_url()), None, None, false),
-    );
     let choice = match resume {
         Some(_) => Choice::default(),
         None => Choice::new(Some("deepseek"), Some("deepseek-v4-pro"), None),

@@ -148,13 +148,7 @@ async fn a_body_over_the_cap_is_413_in_openais_shape() {
     });
     let (status, _, answer) = post(&gateway, Some(KEY), None, &body).await;
     assert_eq!(status, 413, "{answer}");
-    assert!(
-        answer["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("4096 bytes"),
-        "{answer}"
-    );
+    crate::error_says(&answer, "4096 bytes");
     // Just under the cap passes.
     let (status, _, answer) = ask(&gateway).await;
     assert_eq!(status, 200, "{answer}");
@@ -209,15 +203,12 @@ async fn health_readiness_and_models_answer() {
     assert_eq!(healthz.status(), 200);
     let readyz = reqwest::get(gateway.url("/readyz")).await.unwrap();
     assert_eq!(readyz.status(), 200);
-    let models: Value = reqwest::Client::new()
-        .get(gateway.url("/v1/models"))
-        .bearer_auth(KEY)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let models = crate::json_of(
+        reqwest::Client::new()
+            .get(gateway.url("/v1/models"))
+            .bearer_auth(KEY),
+    )
+    .await;
     let ids: Vec<&str> = models["data"]
         .as_array()
         .unwrap()
@@ -357,12 +348,7 @@ async fn an_upstream_429_is_passed_on_with_retry_after() {
     assert_eq!(status, 429, "{body}");
     assert_eq!(headers["retry-after"], "1");
     assert_eq!(body["error"]["type"], "rate_limit_error");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("slow down")
-    );
+    crate::error_says(&body, "slow down");
     gateway.stop().await;
 }
 
@@ -406,13 +392,7 @@ async fn shutdown_cuts_a_request_after_the_drain_bound_and_stores_nothing() {
     let cut = pending.await.unwrap().unwrap();
     assert_eq!(cut.status(), 503, "the cut request is answered");
     let body: Value = cut.json().await.unwrap();
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("shutting down"),
-        "{body}"
-    );
+    crate::error_says(&body, "shutting down");
     assert!(
         store.list().await.unwrap().is_empty(),
         "nothing half-done stored"

@@ -73,14 +73,7 @@ where
 /// A streamed `hello` through `gateway`, read until its first reasoning delta; the response
 /// and what was read.
 async fn stream_to_first_delta(gateway: &crate::Running) -> (reqwest::Response, String) {
-    let mut response = gateway
-        .chat(&json!({
-            "model": "deepseek/deepseek-v4-pro",
-            "stream": true,
-            "messages": [{"role": "user", "content": "hello"}],
-        }))
-        .await;
-    assert_eq!(response.status(), 200);
+    let mut response = gateway.stream_hello().await;
     let mut got = String::new();
     while !got.contains("reasoning_content") {
         let bytes = tokio::time::timeout(Duration::from_secs(10), response.chunk())
@@ -123,11 +116,9 @@ async fn a_client_that_disconnects_mid_stream_stores_nothing_and_the_upstream_ca
         .expect("the gateway drops its upstream call once its client is gone")
         .unwrap();
     assert_eq!(after_close, 0, "nothing more was sent upstream");
-    assert!(
-        gateway.store.list().await.unwrap().is_empty(),
-        "nothing half-done is stored"
-    );
-    gateway.stop().await;
+    gateway
+        .stop_storing_nothing("nothing half-done is stored")
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -30,11 +30,14 @@ async fn post(gateway: &Running, path: &str, key: &str, body: &Value) -> reqwest
 
 /// `POST path` on the gateway at `addr`.
 async fn post_to(addr: SocketAddr, path: &str, key: &str, body: &Value) -> reqwest::Response {
-    reqwest::Client::new()
-        .post(format!("http://{addr}{path}"))
-        .bearer_auth(key)
-        .json(body)
-        .send()
+    crate::post_as(format!("http://{addr}{path}"), key, body).await
+}
+
+/// The DeepSeek V4 simulator pausing `ms` milliseconds before each streamed event.
+async fn paced_deepseek(ms: u64) -> Sim {
+    Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
+        .chunk_delay(Duration::from_millis(ms))
+        .start()
         .await
         .unwrap()
 }
@@ -122,13 +125,7 @@ async fn a_body_over_max_request_bytes_is_413_at_either_door_before_it_is_read()
     let refused = post(&gateway, "/v1/chat/completions", &key, &big).await;
     assert_eq!(refused.status(), 413);
     let body: Value = refused.json().await.unwrap();
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("512 bytes"),
-        "{body}"
-    );
+    crate::error_says(&body, "512 bytes");
     let mut big = messages_body();
     big["messages"][0]["content"] = json!("x".repeat(600));
     let refused = post(&gateway, "/v1/messages", &key, &big).await;
@@ -171,11 +168,7 @@ async fn streaming(gateway: SocketAddr, key: &str) -> reqwest::Response {
 
 both!(over_its_concurrency_a_tenant_gets_429_until_a_request_ends);
 async fn over_its_concurrency_a_tenant_gets_429_until_a_request_ends(db: TestDb) {
-    let sim = Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
-        .chunk_delay(Duration::from_millis(100))
-        .start()
-        .await
-        .unwrap();
+    let sim = paced_deepseek(100).await;
     let limits = Limits::none().defaults(TenantLimits::new(None, n(1)));
     let gateway = replica(db.open().await, &sim.base_url(), |c| c.limits(limits)).await;
     let acme = gateway.store.add_gateway_key("acme").await.unwrap();
@@ -186,13 +179,7 @@ async fn over_its_concurrency_a_tenant_gets_429_until_a_request_ends(db: TestDb)
     retry_after(&refused);
     let body: Value = refused.json().await.unwrap();
     assert_eq!(body["error"]["type"], "rate_limit_error", "{body}");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("max_concurrent"),
-        "{body}"
-    );
+    crate::error_says(&body, "max_concurrent");
     assert_eq!(
         sim.requests().len(),
         upstream,
@@ -210,11 +197,7 @@ async fn over_its_concurrency_a_tenant_gets_429_until_a_request_ends(db: TestDb)
 
 both!(a_dead_replicas_slot_frees_itself_within_its_ttl);
 async fn a_dead_replicas_slot_frees_itself_within_its_ttl(db: TestDb) {
-    let sim = Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
-        .chunk_delay(Duration::from_millis(200))
-        .start()
-        .await
-        .unwrap();
+    let sim = paced_deepseek(200).await;
     let ttl = Duration::from_millis(1500);
     let limits = Limits::none()
         .defaults(TenantLimits::new(None, n(1)))

@@ -90,9 +90,30 @@ impl Running {
 
     /// `POST /v1/chat/completions` with `body` and the gateway key.
     pub(crate) async fn chat(&self, body: &serde_json::Value) -> reqwest::Response {
+        post_as(self.url("/v1/chat/completions"), KEY, body).await
+    }
+
+    /// A streamed chat completion of `hello`; it must be answered 200.
+    pub(crate) async fn stream_hello(&self) -> reqwest::Response {
+        let mut body = hello("hello");
+        body["stream"] = true.into();
+        let response = self.chat(&body).await;
+        assert_eq!(response.status(), 200);
+        response
+    }
+
+    /// Stops it (see [`Running::stop`]) after checking that its store holds no session at all
+    /// (`what` says what was not stored).
+    pub(crate) async fn stop_storing_nothing(self, what: &str) {
+        assert!(self.store.list().await.unwrap().is_empty(), "{what}");
+        self.stop().await;
+    }
+
+    /// `POST /v1/messages` with `body` and the gateway key (as `x-api-key`).
+    pub(crate) async fn messages(&self, body: &serde_json::Value) -> reqwest::Response {
         reqwest::Client::new()
-            .post(self.url("/v1/chat/completions"))
-            .bearer_auth(KEY)
+            .post(self.url("/v1/messages"))
+            .header("x-api-key", KEY)
             .json(body)
             .send()
             .await
@@ -212,6 +233,28 @@ impl Doomed {
         self.kill.send(()).unwrap();
         self.thread.join().unwrap();
     }
+}
+
+/// `POST url` with `body` as JSON and `key` as the bearer.
+pub(crate) async fn post_as(url: String, key: &str, body: &serde_json::Value) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(url)
+        .bearer_auth(key)
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Sends `request`: the JSON body of its answer.
+pub(crate) async fn json_of(request: reqwest::RequestBuilder) -> serde_json::Value {
+    request.send().await.unwrap().json().await.unwrap()
+}
+
+/// The error `body` of a refusal (OpenAI's or Anthropic's shape) says `text` in its message.
+pub(crate) fn error_says(body: &serde_json::Value, text: &str) {
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains(text), "{text:?} not said: {body}");
 }
 
 /// A chat-completions body of one user message.

@@ -87,11 +87,7 @@ async fn a_messages_client_holds_a_tool_conversation(
         "{case}: the client's tool reached the upstream"
     );
     // Every carrier the upstream minted went back to it byte for byte.
-    let stored = gateway
-        .store
-        .messages(&first_session(&gateway).await)
-        .await
-        .unwrap();
+    let stored = first_session_messages(&gateway).await;
     let mut carriers = Vec::new();
     // Gemini's readable thought summaries are for the user: its contract replays only the
     // signatures (SPEC §5).
@@ -164,6 +160,12 @@ async fn first_session(gateway: &crate::Running) -> String {
     sessions[0].id.clone()
 }
 
+/// The stored messages of the gateway's one conversation.
+async fn first_session_messages(gateway: &crate::Running) -> Vec<hermes_core::Message> {
+    let id = first_session(gateway).await;
+    gateway.store.messages(&id).await.unwrap()
+}
+
 const DEEPSEEK: (&str, &str, &str) = ("deepseek-v4", "deepseek", "deepseek/deepseek-v4-pro");
 const CLAUDE: (&str, &str, &str) = ("anthropic", "anthropic", "anthropic/claude-opus-4-6");
 const GEMINI: (&str, &str, &str) = ("gemini", "gemini", "gemini/gemini-3-pro-preview");
@@ -226,31 +228,14 @@ async fn the_messages_door_answers_errors_in_anthropics_shape_and_takes_x_api_ke
     assert_eq!(reply["stop_reason"], "end_turn", "{reply}");
     let mut missing = body.clone();
     missing.as_object_mut().unwrap().remove("max_tokens");
-    let bad = client
-        .post(&url)
-        .header("x-api-key", KEY)
-        .json(&missing)
-        .send()
-        .await
-        .unwrap();
+    let bad = gateway.messages(&missing).await;
     assert_eq!(bad.status(), 400);
     let error: Value = bad.json().await.unwrap();
     assert_eq!(error["error"]["type"], "invalid_request_error");
-    assert!(
-        error["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("max_tokens")
-    );
+    crate::error_says(&error, "max_tokens");
     let mut server_tool = body.clone();
     server_tool["tools"] = json!([{"type": "web_search_20250305", "name": "web_search"}]);
-    let refused = client
-        .post(&url)
-        .header("x-api-key", KEY)
-        .json(&server_tool)
-        .send()
-        .await
-        .unwrap();
+    let refused = gateway.messages(&server_tool).await;
     assert_eq!(refused.status(), 400);
     let error: Value = refused.json().await.unwrap();
     let message = error["error"]["message"].as_str().unwrap();
@@ -258,14 +243,10 @@ async fn the_messages_door_answers_errors_in_anthropics_shape_and_takes_x_api_ke
         message.contains("tools") && message.contains("`web_search` (web_search_20250305)"),
         "a server tool to a non-Claude upstream is refused by name: {error}"
     );
-    let unknown = client
-        .post(&url)
-        .header("x-api-key", KEY)
-        .json(&json!({"model": "nowhere/x", "max_tokens": 8,
+    let unknown = gateway
+        .messages(&json!({"model": "nowhere/x", "max_tokens": 8,
                       "messages": [{"role": "user", "content": "hi"}]}))
-        .send()
-        .await
-        .unwrap();
+        .await;
     assert_eq!(unknown.status(), 404);
     let error: Value = unknown.json().await.unwrap();
     assert_eq!(error["error"]["type"], "not_found_error");
@@ -287,7 +268,7 @@ async fn a_claude_upstream_gets_the_clients_betas_server_tools_and_thinking_obje
     let body = format!(
         r#"{{"model":"anthropic/claude-opus-4-6","max_tokens":4096,"thinking":{thinking},"output_config":{{"effort":"low"}},"tools":[{{"name":"now","description":"The time","input_schema":{{"type":"object"}}}},{server_tool}],"messages":[{{"role":"user","content":"What time is it?"}}]}}"#
     );
-    let reply = reqwest::Client::new()
+    let request = reqwest::Client::new()
         .post(gateway.url("/v1/messages"))
         .header("x-api-key", KEY)
         .header("anthropic-version", "2023-06-01")
@@ -297,13 +278,8 @@ async fn a_claude_upstream_gets_the_clients_betas_server_tools_and_thinking_obje
             "fine-grained-tool-streaming-2025-05-14, web-search-2025-03-05",
         )
         .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    let status = reply.status();
-    let reply: Value = reply.json().await.unwrap();
-    assert_eq!(status, 200, "{reply}");
+        .body(body);
+    answered(request).await;
     let requests = sim.requests();
     assert_eq!(requests.len(), 1);
     let sent = String::from_utf8(requests[0].raw.clone()).unwrap();
@@ -437,14 +413,17 @@ fn continuing(turn: &MadeElsewhere, model: &str) -> String {
 
 /// `body` to the gateway's Messages door.
 async fn send_messages(gateway: &crate::Running, body: String) -> Value {
-    let reply = reqwest::Client::new()
+    let request = reqwest::Client::new()
         .post(gateway.url("/v1/messages"))
         .header("x-api-key", KEY)
         .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
+        .body(body);
+    answered(request).await
+}
+
+/// Sends `request`: it must be answered 200; the answer's JSON body.
+async fn answered(request: reqwest::RequestBuilder) -> Value {
+    let reply = request.send().await.unwrap();
     let status = reply.status();
     let reply: Value = reply.json().await.unwrap();
     assert_eq!(status, 200, "{reply}");
@@ -487,11 +466,7 @@ async fn a_clients_own_claude_signed_block_passes_through_to_claude_only() {
     );
     // The turn is stored as the client sent it, its block's bytes included (no origin: it is
     // the client's), so a client that drops the block later gets it back.
-    let stored = gateway
-        .store
-        .messages(&first_session(&gateway).await)
-        .await
-        .unwrap();
+    let stored = first_session_messages(&gateway).await;
     let items: Vec<&str> = stored[1]
         .reasoning_details
         .iter()
@@ -581,16 +556,11 @@ fn image_result_body(model: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_results_image_reaches_claude_and_a_chat_upstream_refuses_it_by_name() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::new();
     let sim = Sim::start("anthropic").await.unwrap();
     let gateway = start_for("anthropic", &sim.base_url()).await;
-    let reply = client
-        .post(gateway.url("/v1/messages"))
-        .header("x-api-key", KEY)
-        .json(&image_result_body("anthropic/claude-opus-4-6"))
-        .send()
-        .await
-        .unwrap();
+    let reply = gateway
+        .messages(&image_result_body("anthropic/claude-opus-4-6"))
+        .await;
     assert_eq!(reply.status(), 200, "{}", reply.text().await.unwrap());
     let sent = &sim.requests()[0].body;
     assert_eq!(
@@ -603,13 +573,9 @@ async fn a_tool_results_image_reaches_claude_and_a_chat_upstream_refuses_it_by_n
 
     let sim = Sim::start("deepseek-v4").await.unwrap();
     let gateway = start_for("deepseek", &sim.base_url()).await;
-    let reply = client
-        .post(gateway.url("/v1/messages"))
-        .header("x-api-key", KEY)
-        .json(&image_result_body("deepseek/deepseek-v4-pro"))
-        .send()
-        .await
-        .unwrap();
+    let reply = gateway
+        .messages(&image_result_body("deepseek/deepseek-v4-pro"))
+        .await;
     assert_eq!(reply.status(), 400);
     let error: Value = reply.json().await.unwrap();
     let message = error["error"]["message"].as_str().unwrap();
@@ -622,25 +588,12 @@ async fn a_tool_results_image_reaches_claude_and_a_chat_upstream_refuses_it_by_n
 /// assistant turn a client sends back: the gateway's thinking block (with `text` in place of
 /// its own when given) and the tool call, plus a text block the client added (an edit: the
 /// store can no longer line the turn up by its normal form).
-async fn deepseek_turn_edited(
-    client: &reqwest::Client,
-    gateway: &crate::Running,
-    user: &str,
-) -> (String, Value) {
+async fn deepseek_turn_edited(gateway: &crate::Running, user: &str) -> (String, Value) {
     let first = json!({"model": "deepseek/deepseek-v4-pro", "max_tokens": 4096,
                        "thinking": {"type": "enabled", "budget_tokens": 2048},
                        "metadata": {"user_id": user}, "tools": now_tool(),
                        "messages": [{"role": "user", "content": "[tools=1] what time is it?"}]});
-    let reply: Value = client
-        .post(gateway.url("/v1/messages"))
-        .header("x-api-key", KEY)
-        .json(&first)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let reply: Value = gateway.messages(&first).await.json().await.unwrap();
     let blocks = reply["content"].as_array().unwrap().clone();
     assert_eq!(blocks[0]["type"], "thinking", "{reply}");
     let thinking = blocks[0]["thinking"].as_str().unwrap().to_owned();
@@ -701,7 +654,7 @@ async fn a_verified_gateway_block_on_an_edited_turn_is_its_reasoning_and_an_alte
     };
 
     // Verified: the edited turn gets the text the gateway signed, as DeepSeek wrote it.
-    let (thinking, edited) = deepseek_turn_edited(&client, &gateway, "alice").await;
+    let (thinking, edited) = deepseek_turn_edited(&gateway, "alice").await;
     ask(deepseek_follow_up("alice", &edited)).await;
     assert_eq!(
         sent_reasoning(&sim),

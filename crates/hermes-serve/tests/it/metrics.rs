@@ -65,14 +65,18 @@ fn sum(
         .sum()
 }
 
+/// The session an answer names: its header's, else the first `hermes_session` of its objects.
+fn named_session(header: Option<String>, answered: &[Value]) -> Option<String> {
+    header.or_else(|| {
+        answered
+            .iter()
+            .find_map(|o| o["hermes_session"].as_str())
+            .map(str::to_owned)
+    })
+}
+
 async fn post(gateway: &crate::Running, key: &str, body: &Value) -> reqwest::Response {
-    reqwest::Client::new()
-        .post(gateway.url("/v1/chat/completions"))
-        .bearer_auth(key)
-        .json(body)
-        .send()
-        .await
-        .unwrap()
+    crate::post_as(gateway.url("/v1/chat/completions"), key, body).await
 }
 
 /// The usage a whole reply or a stream's usage chunk reported.
@@ -302,37 +306,25 @@ async fn metrics_need_the_token_when_one_is_set_and_are_absent_when_off() {
     })
     .await;
     let client = reqwest::Client::new();
-    let bare = client.get(gateway.url("/metrics")).send().await.unwrap();
-    assert_eq!(bare.status(), 401);
-    let wrong = client
-        .get(gateway.url("/metrics"))
-        .bearer_auth("scrape-secreT")
+    // `GET /metrics`, with `bearer` as the token when given.
+    let scrape = |bearer: Option<&str>| {
+        let request = client.get(gateway.url("/metrics"));
+        match bearer {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        }
         .send()
-        .await
-        .unwrap();
+    };
+    let bare = scrape(None).await.unwrap();
+    assert_eq!(bare.status(), 401);
+    let wrong = scrape(Some("scrape-secreT")).await.unwrap();
     assert_eq!(wrong.status(), 401);
     let body: Value = wrong.json().await.unwrap();
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("metrics_token"),
-        "{body}"
-    );
+    crate::error_says(&body, "metrics_token");
     // A gateway key is not the metrics token.
-    let gateway_key = client
-        .get(gateway.url("/metrics"))
-        .bearer_auth(KEY)
-        .send()
-        .await
-        .unwrap();
+    let gateway_key = scrape(Some(KEY)).await.unwrap();
     assert_eq!(gateway_key.status(), 401);
-    let right = client
-        .get(gateway.url("/metrics"))
-        .bearer_auth("scrape-secret")
-        .send()
-        .await
-        .unwrap();
+    let right = scrape(Some("scrape-secret")).await.unwrap();
     assert_eq!(right.status(), 200);
     let text = right.text().await.unwrap();
     assert!(text.contains("# TYPE hermes_requests counter"), "{text}");
@@ -530,21 +522,16 @@ fn reported(profile: &str, response: &str) -> Counts {
 /// the cache's share, as Claude reports it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_wire_counts_tokens_the_same_way_in_answers_sessions_and_metrics() {
+    const RESPONSES: &str = "openai-responses";
+    const BEDROCK_CLAUDE: &str = "bedrock/anthropic.claude-opus-4-6-v1:0";
+    // (simulator profile, provider, model)
     for (profile, provider, model) in [
         ("deepseek-v4", "deepseek", "deepseek/deepseek-v4-pro"),
         ("openai", "openai", "openai/gpt-5.2"),
         ("anthropic", "anthropic", "anthropic/claude-opus-4-6"),
         ("gemini", "gemini", "gemini/gemini-3-pro-preview"),
-        (
-            "openai-responses",
-            "openai-responses",
-            "openai-responses/gpt-5.2",
-        ),
-        (
-            "bedrock",
-            "bedrock",
-            "bedrock/anthropic.claude-opus-4-6-v1:0",
-        ),
+        (RESPONSES, RESPONSES, "openai-responses/gpt-5.2"),
+        ("bedrock", "bedrock", BEDROCK_CLAUDE),
     ] {
         for (door, stream) in [
             ("openai", false),
@@ -600,13 +587,7 @@ async fn every_wire_counts_tokens_the_same_way_in_answers_sessions_and_metrics()
                     .find_map(|o| o.get("usage").filter(|u| !u.is_null()))
                     .unwrap_or_else(|| panic!("{case}: {text}"))
                     .clone();
-                let session = session.unwrap_or_else(|| {
-                    answered
-                        .iter()
-                        .find_map(|o| o["hermes_session"].as_str())
-                        .unwrap()
-                        .to_owned()
-                });
+                let session = named_session(session, &answered).unwrap();
                 let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap();
                 assert_eq!(
                     n("/total_tokens"),
@@ -632,13 +613,7 @@ async fn every_wire_counts_tokens_the_same_way_in_answers_sessions_and_metrics()
                     .find_map(|o| o.get("usage"))
                     .unwrap_or_else(|| panic!("{case}: {text}"))
                     .clone();
-                let session = session.unwrap_or_else(|| {
-                    answered
-                        .iter()
-                        .find_map(|o| o["hermes_session"].as_str())
-                        .map(str::to_owned)
-                        .unwrap_or_default()
-                });
+                let session = named_session(session, &answered).unwrap_or_default();
                 let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap();
                 let (read, write) = (
                     n("/cache_read_input_tokens"),

@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 use hermes_sim::Sim;
 use hermes_store::NewSession;
 use hermes_store::testing::TestDb;
-use serde_json::Value;
 
 use crate::{hello, replica};
 
@@ -19,16 +18,13 @@ async fn a_tenants_conversation_older_than_the_retention_is_deleted_while_servin
     let age = Duration::from_millis(1500);
     let gateway = replica(store, &sim.base_url(), |c| c.retention(Some(age))).await;
     let key = gateway.store.add_gateway_key("acme").await.unwrap();
-    let reply: Value = reqwest::Client::new()
-        .post(gateway.url("/v1/chat/completions"))
-        .bearer_auth(&key)
-        .json(&hello("keep me a while"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let reply = crate::json_of(
+        reqwest::Client::new()
+            .post(gateway.url("/v1/chat/completions"))
+            .bearer_auth(&key)
+            .json(&hello("keep me a while")),
+    )
+    .await;
     let session = reply["hermes_session"].as_str().unwrap().to_owned();
     let stored = Instant::now();
     assert!(gateway.store.has_session(&session).await.unwrap());

@@ -13,14 +13,7 @@ async fn a_failure_after_deltas_is_an_in_stream_error_with_no_retry_and_nothing_
         .await
         .unwrap();
     let gateway = start(&sim.base_url(), |c| c).await;
-    let response = gateway
-        .chat(&json!({
-            "model": "deepseek/deepseek-v4-pro",
-            "stream": true,
-            "messages": [{"role": "user", "content": "hello"}],
-        }))
-        .await;
-    assert_eq!(response.status(), 200);
+    let response = gateway.stream_hello().await;
     let text = response.text().await.unwrap();
     let data: Vec<Value> = text
         .lines()
@@ -38,11 +31,9 @@ async fn a_failure_after_deltas_is_an_in_stream_error_with_no_retry_and_nothing_
     assert!(last["error"]["message"].is_string(), "{text}");
     assert!(!text.contains("[DONE]"));
     assert_eq!(sim.requests().len(), 1, "no retry once a delta was sent");
-    assert!(
-        gateway.store.list().await.unwrap().is_empty(),
-        "the half-done step is not stored"
-    );
-    gateway.stop().await;
+    gateway
+        .stop_storing_nothing("the half-done step is not stored")
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

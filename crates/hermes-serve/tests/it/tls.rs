@@ -6,7 +6,7 @@ use std::path::Path;
 
 use hermes_serve::tls::server_config;
 use hermes_sim::Sim;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::{KEY, start_with};
 
@@ -33,16 +33,10 @@ async fn the_gateway_serves_https_with_a_pem_certificate() {
         .await
         .unwrap();
     assert_eq!(health.status(), 200);
-    let reply: Value = client
+    let reply = crate::json_of(client
         .post(format!("https://127.0.0.1:{port}/v1/chat/completions"))
         .bearer_auth(KEY)
-        .json(&json!({"model": "deepseek/deepseek-v4-pro", "messages": [{"role": "user", "content": "hello"}]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .json(&json!({"model": "deepseek/deepseek-v4-pro", "messages": [{"role": "user", "content": "hello"}]}))).await;
     assert!(reply["hermes_session"].is_string(), "{reply}");
     // Plain HTTP on the TLS port gets no answer.
     assert!(
