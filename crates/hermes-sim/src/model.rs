@@ -42,7 +42,7 @@ impl Reply {
 }
 
 /// Readable text of a `content` value (string or array of text parts).
-fn text_of(content: Option<&Value>) -> String {
+pub(crate) fn text_of(content: Option<&Value>) -> String {
     match content {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(parts)) => parts
@@ -83,6 +83,84 @@ pub(crate) fn snippet(text: &str) -> String {
         format!("{t}…")
     } else {
         t
+    }
+}
+
+/// The tool the script calls among the declared `names`: `now` when declared (or when none
+/// are), else the first one.
+pub(crate) fn scripted_tool(names: &[&str]) -> String {
+    match names.first() {
+        Some(first) if !names.contains(&TOOL_NAME) => (*first).to_owned(),
+        _ => TOOL_NAME.to_owned(),
+    }
+}
+
+/// [`scripted_tool`] among the `tools` list's entries, each named where `name` says.
+pub(crate) fn scripted_tool_of<'a>(
+    tools: Option<&'a Value>,
+    name: impl Fn(&'a Value) -> Option<&'a Value>,
+) -> String {
+    let names: Vec<&str> = tools
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| name(t).and_then(Value::as_str))
+        .collect();
+    scripted_tool(&names)
+}
+
+/// The step a Messages-style script (Anthropic, Bedrock Converse) takes next.
+pub(crate) enum Step {
+    /// Call the tool: step `step` of `of`.
+    Call { step: usize, of: usize },
+    /// Answer with this text.
+    Final(String),
+}
+
+/// The reasoning text and the next step of a Messages-style script: `wanted` tool calls (from
+/// `[tools=N]`), `done` results in, `last` reads the last result's text, `user_text` and `model`
+/// for the direct answer.
+pub(crate) fn messages_step(
+    wanted: Option<usize>,
+    done: usize,
+    last: impl FnOnce() -> String,
+    user_text: &str,
+    model: &str,
+) -> (String, Step) {
+    match wanted {
+        Some(n) if done < n => {
+            let step = done + 1;
+            (
+                format!(
+                    "Step {step} of {n}: the user asked for {n} tool calls and {done} results are in, so I call the tool again."
+                ),
+                Step::Call { step, of: n },
+            )
+        }
+        Some(n) => {
+            let last = last();
+            (
+                format!(
+                    "All {n} tool results are in; the last one says \"{}\", so I can write the final answer.",
+                    snippet(&last)
+                ),
+                Step::Final(format!(
+                    "Done after {n} tool calls. The last tool result was: {}",
+                    snippet(&last)
+                )),
+            )
+        }
+        None => (
+            format!(
+                "The user wrote \"{}\"; no tool is needed, so I answer directly and briefly.",
+                snippet(user_text)
+            ),
+            Step::Final(format!(
+                "Hello from the scripted model {}. You said: {}",
+                snippet(model),
+                snippet(user_text)
+            )),
+        ),
     }
 }
 

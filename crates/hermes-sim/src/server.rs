@@ -342,17 +342,26 @@ async fn handle(
     };
     let null = serde_json::Value::Null;
 
-    if shared.profile.is_messages() {
-        let a = anthropic::answer(&shared, method.as_str(), &path, &headers, &raw);
-        record(&shared, &seen, a.body, raw, a.status, &a.text);
-        return Ok(if a.stream {
-            sse_response(a.text, shared.chunk_delay)
-        } else {
-            json_response(a.status, a.text)
-        });
-    }
-    if shared.profile.is_responses() {
-        let a = openai_responses::answer(&shared, method.as_str(), &path, &headers, &raw);
+    let plain = if shared.profile.is_messages() {
+        Some(anthropic::answer(
+            &shared,
+            method.as_str(),
+            &path,
+            &headers,
+            &raw,
+        ))
+    } else if shared.profile.is_responses() {
+        Some(openai_responses::answer(
+            &shared,
+            method.as_str(),
+            &path,
+            &headers,
+            &raw,
+        ))
+    } else {
+        None
+    };
+    if let Some(a) = plain {
         record(&shared, &seen, a.body, raw, a.status, &a.text);
         return Ok(if a.stream {
             sse_response(a.text, shared.chunk_delay)

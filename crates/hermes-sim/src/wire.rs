@@ -27,6 +27,45 @@ pub(crate) enum Carrier {
     },
 }
 
+/// The simulator's answer to one request (Messages and Responses profiles).
+#[derive(Debug)]
+pub(crate) struct Answer {
+    /// HTTP status.
+    pub(crate) status: u16,
+    /// The parsed request body (`Value::Null` when it was not read or not JSON).
+    pub(crate) body: Value,
+    /// The response body: JSON, or the SSE text of a stream.
+    pub(crate) text: String,
+    /// `text` is an SSE stream.
+    pub(crate) stream: bool,
+}
+
+impl Answer {
+    /// A refusal: `status` with the JSON `envelope`, recording the request `body`.
+    pub(crate) fn refused(status: u16, body: &Value, envelope: Value) -> Answer {
+        Answer {
+            status,
+            body: body.clone(),
+            text: envelope.to_string(),
+            stream: false,
+        }
+    }
+}
+
+/// `lowerCamel` → `snake_case` (a proto field's JSON name, Anthropic's name for a Converse member).
+pub(crate) fn snake(camel: &str) -> String {
+    let mut out = String::with_capacity(camel.len() + 4);
+    for c in camel.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// First `len` hex digits of SHA-256(`seed`).
 pub(crate) fn short_hash(seed: &str, len: usize) -> String {
     let digest = Sha256::digest(seed.as_bytes());
@@ -130,5 +169,45 @@ pub(crate) fn method_not_allowed(method: &str, path: &str) -> Refusal {
             "param": null,
             "code": 405
         }}),
+    }
+}
+
+/// JSON text with object keys sorted at every level.
+pub(crate) fn canonical(v: &Value) -> Vec<u8> {
+    let mut out = String::new();
+    write_canonical(v, &mut out);
+    out.into_bytes()
+}
+
+/// Writes `v` as canonical JSON (object keys sorted at every level, no whitespace) to `out`.
+pub(crate) fn write_canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(o) => {
+            let mut keys: Vec<&String> = o.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String((*k).clone()).to_string());
+                out.push(':');
+                if let Some(x) = o.get(k.as_str()) {
+                    write_canonical(x, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, x) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(x, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
     }
 }

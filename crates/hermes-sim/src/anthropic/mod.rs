@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 
-use crate::wire::short_hash;
+use crate::wire::{Answer, short_hash};
 use crate::{Shared, lock};
 use reply::{Ask, Cache};
 use rules::Via;
@@ -30,30 +30,6 @@ enum Family {
     Foundry,
     /// Vertex `rawPredict` (`stream: false`) or `streamRawPredict` (`stream: true`).
     Vertex { model: String, stream: bool },
-}
-
-/// The simulator's answer to one request.
-#[derive(Debug)]
-pub(crate) struct Answer {
-    /// HTTP status.
-    pub(crate) status: u16,
-    /// The parsed request body (`Value::Null` when it was not read or not JSON).
-    pub(crate) body: Value,
-    /// The response body: JSON, or the SSE text of a stream.
-    pub(crate) text: String,
-    /// `text` is an SSE stream.
-    pub(crate) stream: bool,
-}
-
-impl Answer {
-    fn refused(status: u16, body: &Value, envelope: Value) -> Answer {
-        Answer {
-            status,
-            body: body.clone(),
-            text: envelope.to_string(),
-            stream: false,
-        }
-    }
 }
 
 /// Anthropic's error envelope.
@@ -122,6 +98,18 @@ fn route(path: &str) -> Option<Family> {
         model: percent_decode(model),
         stream,
     })
+}
+
+/// What the reply reports of the prompt cache: nothing without a `cache_control` breakpoint,
+/// else a write on the profile's first request with one and a read after.
+fn cache_of(shared: &Shared, breakpoints: usize) -> Cache {
+    if breakpoints == 0 {
+        Cache::None
+    } else if shared.cached_requests.fetch_add(1, Ordering::SeqCst) == 0 {
+        Cache::Write
+    } else {
+        Cache::Read
+    }
 }
 
 /// Answers one request to the `anthropic` profile. `headers` are the request's (names lower
@@ -234,13 +222,7 @@ pub(crate) fn answer(
     };
 
     let fail_mid_stream = lock(&shared.switches).fail_mid_stream;
-    let cache = if checked.breakpoints == 0 {
-        Cache::None
-    } else if shared.cached_requests.fetch_add(1, Ordering::SeqCst) == 0 {
-        Cache::Write
-    } else {
-        Cache::Read
-    };
+    let cache = cache_of(shared, checked.breakpoints);
     let model = match &family {
         Family::Vertex { model, .. } => model.clone(),
         _ => body
@@ -290,13 +272,7 @@ pub(crate) fn invoke_bedrock(
         .filter_map(Value::as_str)
         .collect();
     let checked = rules::validate(body, Via::Bedrock, &betas.join(","), &shared.key)?;
-    let cache = if checked.breakpoints == 0 {
-        Cache::None
-    } else if shared.cached_requests.fetch_add(1, Ordering::SeqCst) == 0 {
-        Cache::Write
-    } else {
-        Cache::Read
-    };
+    let cache = cache_of(shared, checked.breakpoints);
     Ok(reply::script(&Ask {
         body,
         raw,

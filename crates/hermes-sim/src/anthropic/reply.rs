@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::rules::Thinking;
 use super::thinking::{self, Token};
-use crate::model::{TOOL_NAME, pieces, snippet, tools_wanted};
+use crate::model::{Step, messages_step, pieces, scripted_tool_of, tools_wanted};
 use crate::wire::short_hash;
 
 /// Whether the reply reports a cache write, a cache read or neither.
@@ -72,21 +72,6 @@ fn has_text(m: &Value) -> bool {
     }
 }
 
-/// The tool the script calls: `now` when offered (or when no tools are), else the first tool.
-fn tool_name(body: &Value) -> String {
-    let names: Vec<&str> = body
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t.get("name").and_then(Value::as_str))
-        .collect();
-    match names.first() {
-        Some(first) if !names.contains(&TOOL_NAME) => (*first).to_owned(),
-        _ => TOOL_NAME.to_owned(),
-    }
-}
-
 /// Runs the script over a validated request.
 pub(crate) fn script(ask: &Ask<'_>) -> Reply {
     let body = ask.body;
@@ -113,49 +98,18 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
     let model = ask.model;
     let seed = format!("{model}\u{0}{user_text}\u{0}{}", results.len());
 
-    enum Step {
-        Call { step: usize, of: usize },
-        Final(String),
-    }
-    let (reasoning, step) = match wanted {
-        Some(n) if results.len() < n => {
-            let step = results.len() + 1;
-            (
-                format!(
-                    "Step {step} of {n}: the user asked for {n} tool calls and {done} results are in, so I call the tool again.",
-                    done = results.len()
-                ),
-                Step::Call { step, of: n },
-            )
-        }
-        Some(n) => {
-            let last = results
+    let (reasoning, step) = messages_step(
+        wanted,
+        results.len(),
+        || {
+            results
                 .last()
                 .map(|r| text_of(r.get("content")))
-                .unwrap_or_default();
-            (
-                format!(
-                    "All {n} tool results are in; the last one says \"{}\", so I can write the final answer.",
-                    snippet(&last)
-                ),
-                Step::Final(format!(
-                    "Done after {n} tool calls. The last tool result was: {}",
-                    snippet(&last)
-                )),
-            )
-        }
-        None => (
-            format!(
-                "The user wrote \"{}\"; no tool is needed, so I answer directly and briefly.",
-                snippet(&user_text)
-            ),
-            Step::Final(format!(
-                "Hello from the scripted model {}. You said: {}",
-                snippet(model),
-                snippet(&user_text)
-            )),
-        ),
-    };
+                .unwrap_or_default()
+        },
+        &user_text,
+        model,
+    );
 
     let cut_short = user_text.contains("[max_tokens]");
     let mut content = Vec::new();
@@ -164,10 +118,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
         let text = if omitted { "" } else { reasoning.as_str() };
         let redacted = user_text.contains("[redacted]") && !cut_short;
         let count = if redacted { 2 } else { 1 };
-        let mut id_seed = digest.to_vec();
-        id_seed.extend_from_slice(seed.as_bytes());
-        let reply = Token::reply_id(&id_seed);
-        let token = |pos| Token { reply, pos, count };
+        let token = Token::of_reply(&digest, &seed, count);
         content.push(json!({
             "type": "thinking",
             "thinking": text,
@@ -196,7 +147,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
                 content.push(json!({
                     "type": "tool_use",
                     "id": format!("toolu_{step:02}{}", short_hash(&seed, 22)),
-                    "name": tool_name(body),
+                    "name": scripted_tool_of(body.get("tools"), |t| t.get("name")),
                     "input": {"step": step, "of": of, "note": format!("call {step} of {of}: \"what time is it?\" ⏱")}
                 }));
                 "tool_use"

@@ -184,12 +184,30 @@ pub(crate) fn answer(
             );
         }
     };
+    let call = Call {
+        shared,
+        switches: &switches,
+        rid: &rid,
+        model: &model,
+        op,
+        raw,
+    };
     match op {
-        Op::Converse | Op::ConverseStream => {
-            converse(shared, &switches, &rid, &model, op, body, raw)
-        }
-        Op::Invoke | Op::InvokeStream => invoke(shared, &switches, &rid, &model, op, body, raw),
+        Op::Converse | Op::ConverseStream => converse(call, body),
+        Op::Invoke | Op::InvokeStream => invoke(call, body),
     }
+}
+
+/// What a model operation reads besides the body.
+#[derive(Clone, Copy)]
+struct Call<'a> {
+    shared: &'a Shared,
+    switches: &'a crate::Switches,
+    /// The request id.
+    rid: &'a str,
+    model: &'a str,
+    op: Op,
+    raw: &'a [u8],
 }
 
 fn ok(rid: &str, body: Value, out: Out, extra: Vec<(&'static str, String)>) -> Answer {
@@ -227,83 +245,85 @@ fn exception(switches: &crate::Switches) -> Frame {
 /// Events cut short by the mid-stream failure: the first few, then the exception.
 const EVENTS_BEFORE_FAILURE: usize = 4;
 
-fn converse(
-    shared: &Shared,
-    switches: &crate::Switches,
-    rid: &str,
-    model: &str,
-    op: Op,
-    body: Value,
-    raw: &[u8],
-) -> Answer {
-    let checked = match rules::validate(model, &body, &shared.key, switches.refuse_redacted) {
-        Ok(c) => c,
-        Err(message) => return validation(rid, &body, &message),
-    };
-    let reply = reply::script(&reply::Ask {
-        body: &body,
-        raw,
-        model,
-        reasoning: checked.reasoning,
-        redacted: switches.redacted_reasoning,
-        key: &shared.key,
-    });
-    if !op.stream() {
-        let text = reply.json().to_string();
-        return ok(rid, body, Out::Json(text), Vec::new());
-    }
-    let events = reply.events();
-    let take = if switches.fail_mid_stream {
+/// How many of a stream's `len` events are sent: all, or the first few before the failure.
+fn events_sent(switches: &crate::Switches, len: usize) -> usize {
+    if switches.fail_mid_stream {
         EVENTS_BEFORE_FAILURE
     } else {
-        events.len()
-    };
-    let mut list: Vec<Frame> = events
-        .into_iter()
-        .take(take)
-        .map(|(kind, payload)| Frame::Event(kind, payload))
-        .collect();
+        len
+    }
+}
+
+/// A stream's frames: the `sent` events, then the exception frame when the stream fails.
+fn with_failure(switches: &crate::Switches, sent: impl Iterator<Item = Frame>) -> Vec<Frame> {
+    let mut list: Vec<Frame> = sent.collect();
     if switches.fail_mid_stream {
         list.push(exception(switches));
     }
-    let (bytes, text) = frames::encode(&list, rid);
-    ok(rid, body, Out::Stream { bytes, text }, Vec::new())
+    list
 }
 
-fn invoke(
-    shared: &Shared,
-    switches: &crate::Switches,
-    rid: &str,
-    model: &str,
-    op: Op,
-    body: Value,
-    raw: &[u8],
-) -> Answer {
-    if rules::policy(model) != rules::Policy::Signed {
+fn converse(call: Call<'_>, body: Value) -> Answer {
+    let checked = match rules::validate(
+        call.model,
+        &body,
+        &call.shared.key,
+        call.switches.refuse_redacted,
+    ) {
+        Ok(c) => c,
+        Err(message) => return validation(call.rid, &body, &message),
+    };
+    let reply = reply::script(&reply::Ask {
+        body: &body,
+        raw: call.raw,
+        model: call.model,
+        reasoning: checked.reasoning,
+        redacted: call.switches.redacted_reasoning,
+        key: &call.shared.key,
+    });
+    if !call.op.stream() {
+        let text = reply.json().to_string();
+        return ok(call.rid, body, Out::Json(text), Vec::new());
+    }
+    let events = reply.events();
+    let take = events_sent(call.switches, events.len());
+    let list = with_failure(
+        call.switches,
+        events
+            .into_iter()
+            .take(take)
+            .map(|(kind, payload)| Frame::Event(kind, payload)),
+    );
+    let (bytes, text) = frames::encode(&list, call.rid);
+    ok(call.rid, body, Out::Stream { bytes, text }, Vec::new())
+}
+
+fn invoke(call: Call<'_>, body: Value) -> Answer {
+    if rules::policy(call.model) != rules::Policy::Signed {
         // Simulator-chosen: only Anthropic bodies are modelled on InvokeModel.
         return validation(
-            rid,
+            call.rid,
             &body,
-            "hermes-sim serves InvokeModel for anthropic.claude models only (an Anthropic Messages body); use Converse for this model.",
+            "hermes-sim serves InvokeModel for anthropic.claude models only (an Anthropic Messages body); use Converse for this call.model.",
         );
     }
     // Anthropic's text as is: InvokeModel does not wrap it (anthropics/claude-code-action#1005:
     // "API Error: 400 output_config.effort: Extra inputs are not permitted").
-    let reply = match crate::anthropic::invoke_bedrock(shared, model, &body, raw) {
+    let reply = match crate::anthropic::invoke_bedrock(call.shared, call.model, &body, call.raw) {
         Ok(r) => r,
-        Err(message) => return validation(rid, &body, &message),
+        Err(message) => return validation(call.rid, &body, &message),
     };
     let input = reply.input_token_count();
     let output = reply.output_token_count();
-    let latency = 40 + raw.len() % 200;
-    if op == Op::Invoke {
+    let latency = 40 + call.raw.len() % 200;
+    if call.op == Op::Invoke {
         let text = reply.json().to_string();
         let extra = vec![
             ("x-amzn-bedrock-input-token-count", input.to_string()),
             ("x-amzn-bedrock-output-token-count", output.to_string()),
             ("x-amzn-bedrock-invocation-latency", latency.to_string()),
         ];
-        return ok(rid, body, Out::Json(text), extra);
+        return ok(call.rid, body, Out::Json(text), extra);
     }
     // Bedrock drops Anthropic's `ping` and adds its metrics to `message_stop`.
     let events: Vec<Value> = reply
@@ -322,20 +342,15 @@ fn invoke(
             data
         })
         .collect();
-    let take = if switches.fail_mid_stream {
-        EVENTS_BEFORE_FAILURE
-    } else {
-        events.len()
-    };
-    let mut list: Vec<Frame> = events
-        .iter()
-        .take(take)
-        .map(|e| Frame::Event("chunk", json!({"bytes": STANDARD.encode(e.to_string())})))
-        .collect();
-    if switches.fail_mid_stream {
-        list.push(exception(switches));
-    }
-    let (bytes, _) = frames::encode(&list, rid);
+    let take = events_sent(call.switches, events.len());
+    let list = with_failure(
+        call.switches,
+        events
+            .iter()
+            .take(take)
+            .map(|e| Frame::Event("chunk", json!({"bytes": STANDARD.encode(e.to_string())}))),
+    );
+    let (bytes, _) = frames::encode(&list, call.rid);
     // The record shows each chunk's event decoded.
     let mut text = String::new();
     for e in events.iter().take(take) {
@@ -346,7 +361,7 @@ fn invoke(
     if let Some(Frame::Exception(kind, payload)) = list.last() {
         text.push_str(&format!("exception {kind} {payload}\n"));
     }
-    ok(rid, body, Out::Stream { bytes, text }, Vec::new())
+    ok(call.rid, body, Out::Stream { bytes, text }, Vec::new())
 }
 
 #[cfg(test)]

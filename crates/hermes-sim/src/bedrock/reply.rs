@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::rules::Reasoning;
 use crate::anthropic::thinking::{self as signing, Token};
-use crate::model::{TOOL_NAME, pieces, snippet, tools_wanted};
+use crate::model::{Step, messages_step, pieces, scripted_tool_of, tools_wanted};
 use crate::wire::short_hash;
 
 /// What the scripted model answers for one Converse request.
@@ -65,21 +65,6 @@ fn result_text(result: &Value) -> String {
         .join("")
 }
 
-/// The tool the script calls: `now` when offered (or when no tools are), else the first tool.
-fn tool_name(body: &Value) -> String {
-    let names: Vec<&str> = body
-        .pointer("/toolConfig/tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t.pointer("/toolSpec/name").and_then(Value::as_str))
-        .collect();
-    match names.first() {
-        Some(first) if !names.contains(&TOOL_NAME) => (*first).to_owned(),
-        _ => TOOL_NAME.to_owned(),
-    }
-}
-
 /// Runs the script over a validated Converse request.
 pub(crate) fn script(ask: &Ask<'_>) -> Reply {
     let body = ask.body;
@@ -102,46 +87,13 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
     let model = ask.model;
     let seed = format!("bedrock\u{0}{model}\u{0}{user_text}\u{0}{}", results.len());
 
-    enum Step {
-        Call { step: usize, of: usize },
-        Final(String),
-    }
-    let (reasoning, step) = match wanted {
-        Some(n) if results.len() < n => {
-            let step = results.len() + 1;
-            (
-                format!(
-                    "Step {step} of {n}: the user asked for {n} tool calls and {done} results are in, so I call the tool again.",
-                    done = results.len()
-                ),
-                Step::Call { step, of: n },
-            )
-        }
-        Some(n) => {
-            let last = results.last().map(|r| result_text(r)).unwrap_or_default();
-            (
-                format!(
-                    "All {n} tool results are in; the last one says \"{}\", so I can write the final answer.",
-                    snippet(&last)
-                ),
-                Step::Final(format!(
-                    "Done after {n} tool calls. The last tool result was: {}",
-                    snippet(&last)
-                )),
-            )
-        }
-        None => (
-            format!(
-                "The user wrote \"{}\"; no tool is needed, so I answer directly and briefly.",
-                snippet(&user_text)
-            ),
-            Step::Final(format!(
-                "Hello from the scripted model {}. You said: {}",
-                snippet(model),
-                snippet(&user_text)
-            )),
-        ),
-    };
+    let (reasoning, step) = messages_step(
+        wanted,
+        results.len(),
+        || results.last().map(|r| result_text(r)).unwrap_or_default(),
+        &user_text,
+        model,
+    );
 
     let cut_short = user_text.contains("[max_tokens]");
     let mut content = Vec::new();
@@ -155,10 +107,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
             let text = if omitted { "" } else { reasoning.as_str() };
             let redacted = (ask.redacted || user_text.contains("[redacted]")) && !cut_short;
             let count = if redacted { 2 } else { 1 };
-            let mut id_seed = digest.to_vec();
-            id_seed.extend_from_slice(seed.as_bytes());
-            let reply = Token::reply_id(&id_seed);
-            let token = |pos| Token { reply, pos, count };
+            let token = Token::of_reply(&digest, &seed, count);
             content.push(json!({"reasoningContent": {"reasoningText": {
                 "text": text,
                 "signature": signing::sign_thinking(ask.key, &digest, text, token(0))
@@ -185,7 +134,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
             Step::Call { step, of } => {
                 content.push(json!({"toolUse": {
                     "toolUseId": format!("tooluse_{step:02}{}", short_hash(&seed, 20)),
-                    "name": tool_name(body),
+                    "name": scripted_tool_of(body.pointer("/toolConfig/tools"), |t| t.pointer("/toolSpec/name")),
                     "input": {"step": step, "of": of, "note": format!("call {step} of {of}: \"what time is it?\" ⏱")}
                 }}));
                 "tool_use"

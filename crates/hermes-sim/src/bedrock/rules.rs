@@ -40,6 +40,7 @@ use crate::anthropic::rules::{
     TEMPERATURE_WITH_THINKING, Thinking,
 };
 use crate::anthropic::thinking::{self, Token};
+use crate::wire::snake;
 
 // The lists below are botocore's `bedrock-runtime` service model (`service-2.json`, the
 // `ConverseRequest` structure and the shapes under it), which boto3 validates against before
@@ -724,18 +725,7 @@ fn anthropic_name(member: &str) -> String {
         "toolUse" => "tool_use".to_owned(),
         "toolResult" => "tool_result".to_owned(),
         "reasoningContent" => "thinking".to_owned(),
-        other => {
-            let mut out = String::new();
-            for c in other.chars() {
-                if c.is_ascii_uppercase() {
-                    out.push('_');
-                    out.push(c.to_ascii_lowercase());
-                } else {
-                    out.push(c);
-                }
-            }
-            out
-        }
+        other => snake(other),
     }
 }
 

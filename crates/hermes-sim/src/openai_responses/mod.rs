@@ -18,6 +18,7 @@ pub(crate) mod seal;
 
 use serde_json::{Value, json};
 
+use crate::wire::Answer;
 use crate::{Shared, lock};
 
 /// OpenAI's 401 when no bearer token is sent (the text the real API answers with).
@@ -57,28 +58,9 @@ impl Fault {
     }
 }
 
-/// The simulator's answer to one request.
-#[derive(Debug)]
-pub(crate) struct Answer {
-    /// HTTP status.
-    pub(crate) status: u16,
-    /// The parsed request body (`Value::Null` when it was not read or not JSON).
-    pub(crate) body: Value,
-    /// The response body: JSON, or the SSE text of a stream.
-    pub(crate) text: String,
-    /// `text` is an SSE stream.
-    pub(crate) stream: bool,
-}
-
-impl Answer {
-    fn refused(body: &Value, fault: &Fault) -> Answer {
-        Answer {
-            status: fault.status,
-            body: body.clone(),
-            text: fault.envelope().to_string(),
-            stream: false,
-        }
-    }
+/// The refusal answer for `fault`, recording the request `body`.
+fn refused(body: &Value, fault: &Fault) -> Answer {
+    Answer::refused(fault.status, body, fault.envelope())
 }
 
 /// Answers one request to the `openai-responses` profile. `headers` are the request's (names
@@ -99,7 +81,7 @@ pub(crate) fn answer(
             param: None,
             code: None,
         };
-        return Answer::refused(&null, &f);
+        return refused(&null, &f);
     }
     if method != "POST" {
         let f = Fault {
@@ -108,7 +90,7 @@ pub(crate) fn answer(
             param: None,
             code: None,
         };
-        return Answer::refused(&null, &f);
+        return refused(&null, &f);
     }
     let bearer = headers
         .iter()
@@ -122,14 +104,14 @@ pub(crate) fn answer(
             param: None,
             code: None,
         };
-        return Answer::refused(&null, &f);
+        return refused(&null, &f);
     }
     let body: Value = match serde_json::from_slice(raw) {
         Ok(v) => v,
-        Err(_) => return Answer::refused(&null, &Fault::bad(BAD_JSON.to_owned(), None, None)),
+        Err(_) => return refused(&null, &Fault::bad(BAD_JSON.to_owned(), None, None)),
     };
     if let Err(f) = schema::validate(&body) {
-        return Answer::refused(&body, &f);
+        return refused(&body, &f);
     }
     let model = body
         .get("model")
@@ -137,7 +119,7 @@ pub(crate) fn answer(
         .unwrap_or_default()
         .to_owned();
     if let Err(f) = rules::validate(&body, &model, &shared.key, &shared.openai_org) {
-        return Answer::refused(&body, &f);
+        return refused(&body, &f);
     }
     let switches = lock(&shared.switches).clone();
     let reply = reply::script(&reply::Ask {
