@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use crate::profile::StreamUsage;
 use crate::sign;
-use crate::wire::{Carrier, model_of, short_hash};
+use crate::wire::{Carrier, list_of, model_of, short_hash};
 
 /// Fixed `created` timestamp so replies are byte-for-byte deterministic.
 const CREATED: u64 = 1_767_225_600;
@@ -167,11 +167,7 @@ pub(crate) fn messages_step(
 /// Runs the script over a validated request body.
 pub(crate) fn script(body: &Value) -> Reply {
     let model = model_of(body).to_owned();
-    let empty = Vec::new();
-    let messages = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .unwrap_or(&empty);
+    let messages = list_of(body, "messages");
     let last_user = messages
         .iter()
         .rposition(|m| m.get("role").and_then(Value::as_str) == Some("user"));

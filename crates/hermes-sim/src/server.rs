@@ -138,18 +138,8 @@ struct Seen<'a> {
     headers: &'a [(String, String)],
 }
 
+/// Records one request with its answer (`notes`: what the profile noticed, e.g. Gemini's).
 fn record(
-    shared: &Shared,
-    seen: &Seen<'_>,
-    body: serde_json::Value,
-    raw: Vec<u8>,
-    status: u16,
-    response: &str,
-) {
-    record_with_notes(shared, seen, body, raw, status, response, Vec::new());
-}
-
-fn record_with_notes(
     shared: &Shared,
     seen: &Seen<'_>,
     body: serde_json::Value,
@@ -177,7 +167,7 @@ fn refuse(
     refusal: Refusal,
 ) -> Response<SimBody> {
     let text = refusal.body.to_string();
-    record(shared, seen, body, raw, refusal.status, &text);
+    record(shared, seen, body, raw, refusal.status, &text, Vec::new());
     json_response(refusal.status, text)
 }
 
@@ -341,28 +331,23 @@ async fn handle(
         headers: &recorded,
     };
     let null = serde_json::Value::Null;
+    let request = wire::Request {
+        method: method.as_str(),
+        path: &path,
+        path_and_query: &path_and_query,
+        headers: &headers,
+        raw: &raw,
+    };
 
     let plain = if shared.profile.is_messages() {
-        Some(anthropic::answer(
-            &shared,
-            method.as_str(),
-            &path,
-            &headers,
-            &raw,
-        ))
+        Some(anthropic::answer(&shared, &request))
     } else if shared.profile.is_responses() {
-        Some(openai_responses::answer(
-            &shared,
-            method.as_str(),
-            &path,
-            &headers,
-            &raw,
-        ))
+        Some(openai_responses::answer(&shared, &request))
     } else {
         None
     };
     if let Some(a) = plain {
-        record(&shared, &seen, a.body, raw, a.status, &a.text);
+        record(&shared, &seen, a.body, raw, a.status, &a.text, Vec::new());
         return Ok(if a.stream {
             sse_response(a.text, shared.chunk_delay)
         } else {
@@ -370,13 +355,21 @@ async fn handle(
         });
     }
     if shared.profile.is_bedrock() {
-        let a = bedrock::answer(&shared, method.as_str(), &path_and_query, &headers, &raw);
+        let a = bedrock::answer(&shared, &request);
         let text = a.recorded().to_owned();
-        record(&shared, &seen, a.body.clone(), raw, a.status, &text);
+        record(
+            &shared,
+            &seen,
+            a.body.clone(),
+            raw,
+            a.status,
+            &text,
+            Vec::new(),
+        );
         return Ok(bedrock_response(a));
     }
     if shared.profile.is_gemini() {
-        let a = gemini::answer(&shared, method.as_str(), &path_and_query, &headers, &raw);
+        let a = gemini::answer(&shared, &request);
         // The query is recorded too (`alt=sse`), with any `key` value redacted.
         let shown = gemini::recorded_path(&path_and_query);
         let seen = Seen {
@@ -384,7 +377,7 @@ async fn handle(
             headers: &recorded,
         };
         let resp = gemini_response(&a, shared.chunk_delay);
-        record_with_notes(&shared, &seen, a.body, raw, a.status, &a.text, a.notes);
+        record(&shared, &seen, a.body, raw, a.status, &a.text, a.notes);
         return Ok(resp);
     }
     if path != "/chat/completions" && path != "/v1/chat/completions" {
@@ -412,7 +405,7 @@ async fn handle(
     let stream = body.get("stream").and_then(serde_json::Value::as_bool) == Some(true);
     if !stream {
         let text = model::completion(carrier, &raw, &reply, &shared.key).to_string();
-        record(&shared, &seen, body, raw, 200, &text);
+        record(&shared, &seen, body, raw, 200, &text, Vec::new());
         return Ok(json_response(200, text));
     }
 
@@ -425,7 +418,7 @@ async fn handle(
         usage_at,
         switches.fail_mid_stream,
     );
-    record(&shared, &seen, body, raw, 200, &text);
+    record(&shared, &seen, body, raw, 200, &text, Vec::new());
     Ok(sse_response(text, shared.chunk_delay))
 }
 

@@ -27,6 +27,19 @@ pub(crate) enum Carrier {
     },
 }
 
+/// One request as a wire module reads it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Request<'a> {
+    pub(crate) method: &'a str,
+    /// The path, without the query.
+    pub(crate) path: &'a str,
+    /// The path and query as sent (percent-encoded).
+    pub(crate) path_and_query: &'a str,
+    /// Names lower case, values unredacted: they are only read, never recorded from here.
+    pub(crate) headers: &'a [(String, String)],
+    pub(crate) raw: &'a [u8],
+}
+
 /// The simulator's answer to one request (Messages and Responses profiles).
 #[derive(Debug)]
 pub(crate) struct Answer {
@@ -71,6 +84,13 @@ pub(crate) fn short_hash(seed: &str, len: usize) -> String {
     let digest = Sha256::digest(seed.as_bytes());
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     hex[..len.min(hex.len())].to_owned()
+}
+
+/// The array `body[key]` as a slice (empty when absent or not an array).
+pub(crate) fn list_of<'a>(body: &'a Value, key: &str) -> &'a [Value] {
+    body.get(key)
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice)
 }
 
 /// The model id a request names (`sim-model` when absent).

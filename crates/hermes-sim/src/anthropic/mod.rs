@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 
-use crate::wire::{Answer, short_hash};
+use crate::wire::{Answer, Request, short_hash};
 use crate::{Shared, lock};
 use reply::{Ask, Cache};
 use rules::Via;
@@ -112,15 +112,15 @@ fn cache_of(shared: &Shared, breakpoints: usize) -> Cache {
     }
 }
 
-/// Answers one request to the `anthropic` profile. `headers` are the request's (names lower
-/// case, values unredacted: they are only read here).
-pub(crate) fn answer(
-    shared: &Shared,
-    method: &str,
-    path: &str,
-    headers: &[(String, String)],
-    raw: &[u8],
-) -> Answer {
+/// Answers one request to the `anthropic` profile.
+pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
+    let Request {
+        method,
+        path,
+        headers,
+        raw,
+        ..
+    } = *request;
     let null = Value::Null;
     let header = |name: &str| {
         headers

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::rules::Thinking;
 use super::thinking::{self, Token};
 use crate::model::{Step, messages_step, pieces, scripted_tool_of, tools_wanted};
-use crate::wire::short_hash;
+use crate::wire::{list_of, short_hash};
 
 /// Whether the reply reports a cache write, a cache read or neither.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,11 +75,7 @@ fn has_text(m: &Value) -> bool {
 /// Runs the script over a validated request.
 pub(crate) fn script(ask: &Ask<'_>) -> Reply {
     let body = ask.body;
-    let empty = Vec::new();
-    let messages = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .unwrap_or(&empty);
+    let messages = list_of(body, "messages");
     let last_user = messages
         .iter()
         .rposition(|m| role_of(m) == "user" && has_text(m));

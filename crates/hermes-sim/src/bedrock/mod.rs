@@ -22,6 +22,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
 use crate::anthropic::percent_decode;
+use crate::wire::Request;
 use crate::wire::short_hash;
 use crate::{Shared, lock};
 use frames::Frame;
@@ -129,15 +130,16 @@ fn validation(rid: &str, body: &Value, message: &str) -> Answer {
     )
 }
 
-/// Answers one request to the `bedrock` profile. `path_and_query` is as sent (percent-encoded);
-/// `headers` are the request's (names lower case, values unredacted: they are only read here).
-pub(crate) fn answer(
-    shared: &Shared,
-    method: &str,
-    path_and_query: &str,
-    headers: &[(String, String)],
-    raw: &[u8],
-) -> Answer {
+/// Answers one request to the `bedrock` profile (routed on `path_and_query`, as sent:
+/// percent-encoded).
+pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
+    let Request {
+        method,
+        path_and_query,
+        headers,
+        raw,
+        ..
+    } = *request;
     let null = Value::Null;
     let path = path_and_query.split('?').next().unwrap_or("");
     let rid = request_id(&format!(
@@ -254,9 +256,11 @@ fn events_sent(switches: &crate::Switches, len: usize) -> usize {
     }
 }
 
-/// A stream's frames: the `sent` events, then the exception frame when the stream fails.
-fn with_failure(switches: &crate::Switches, sent: impl Iterator<Item = Frame>) -> Vec<Frame> {
-    let mut list: Vec<Frame> = sent.collect();
+/// A stream's frames: the `events` sent ([`events_sent`]), then the exception frame when the
+/// stream fails.
+fn with_failure(switches: &crate::Switches, events: Vec<Frame>) -> Vec<Frame> {
+    let take = events_sent(switches, events.len());
+    let mut list: Vec<Frame> = events.into_iter().take(take).collect();
     if switches.fail_mid_stream {
         list.push(exception(switches));
     }
@@ -285,14 +289,12 @@ fn converse(call: Call<'_>, body: Value) -> Answer {
         let text = reply.json().to_string();
         return ok(call.rid, body, Out::Json(text), Vec::new());
     }
-    let events = reply.events();
-    let take = events_sent(call.switches, events.len());
+    let events = reply.events().into_iter();
     let list = with_failure(
         call.switches,
         events
-            .into_iter()
-            .take(take)
-            .map(|(kind, payload)| Frame::Event(kind, payload)),
+            .map(|(kind, payload)| Frame::Event(kind, payload))
+            .collect(),
     );
     let (bytes, text) = frames::encode(&list, call.rid);
     ok(call.rid, body, Out::Stream { bytes, text }, Vec::new())
@@ -342,14 +344,9 @@ fn invoke(call: Call<'_>, body: Value) -> Answer {
             data
         })
         .collect();
+    let chunk = |e: &Value| Frame::Event("chunk", json!({"bytes": STANDARD.encode(e.to_string())}));
+    let list = with_failure(call.switches, events.iter().map(chunk).collect());
     let take = events_sent(call.switches, events.len());
-    let list = with_failure(
-        call.switches,
-        events
-            .iter()
-            .take(take)
-            .map(|e| Frame::Event("chunk", json!({"bytes": STANDARD.encode(e.to_string())}))),
-    );
     let (bytes, _) = frames::encode(&list, call.rid);
     // The record shows each chunk's event decoded.
     let mut text = String::new();

@@ -3,10 +3,10 @@
 
 use serde_json::{Value, json};
 
-use super::rules::Reasoning;
+use super::rules::{Reasoning, blocks, role as role_of};
 use crate::anthropic::thinking::{self as signing, Token};
 use crate::model::{Step, messages_step, pieces, scripted_tool_of, tools_wanted};
-use crate::wire::short_hash;
+use crate::wire::{list_of, short_hash};
 
 /// What the scripted model answers for one Converse request.
 #[derive(Clone, Debug)]
@@ -28,16 +28,6 @@ pub(crate) struct Ask<'a> {
     /// Claude: add a `redactedContent` block (switch).
     pub(crate) redacted: bool,
     pub(crate) key: &'a [u8],
-}
-
-fn role_of(m: &Value) -> &str {
-    m.get("role").and_then(Value::as_str).unwrap_or("")
-}
-
-fn blocks(m: &Value) -> &[Value] {
-    m.get("content")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
 }
 
 /// The message's top-level text blocks, joined.
@@ -68,10 +58,7 @@ fn result_text(result: &Value) -> String {
 /// Runs the script over a validated Converse request.
 pub(crate) fn script(ask: &Ask<'_>) -> Reply {
     let body = ask.body;
-    let messages = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice);
+    let messages = list_of(body, "messages");
     let last_user = messages
         .iter()
         .rposition(|m| role_of(m) == "user" && blocks(m).iter().any(|b| b.get("text").is_some()));

@@ -694,11 +694,13 @@ fn member(b: &Value) -> &str {
         .map_or("", String::as_str)
 }
 
-fn role(m: &Value) -> &str {
+/// A message's `role` (`""` when absent).
+pub(crate) fn role(m: &Value) -> &str {
     m.get("role").and_then(Value::as_str).unwrap_or("")
 }
 
-fn blocks(m: &Value) -> &[Value] {
+/// A message's content blocks (none when absent).
+pub(crate) fn blocks(m: &Value) -> &[Value] {
     m.get("content")
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice)

@@ -26,6 +26,7 @@ pub(crate) mod signature;
 use serde_json::{Value, json};
 
 use crate::anthropic::percent_decode;
+use crate::wire::Request;
 use crate::{Shared, lock};
 use schema::Violation;
 
@@ -253,15 +254,15 @@ pub(crate) fn calls_of(c: &Value) -> Vec<&Value> {
         .collect()
 }
 
-/// Answers one request to the `gemini` profile. `path_and_query` is as sent; `headers` are the
-/// request's (names lower case, values unredacted: they are only read here).
-pub(crate) fn answer(
-    shared: &Shared,
-    method: &str,
-    path_and_query: &str,
-    headers: &[(String, String)],
-    raw: &[u8],
-) -> Answer {
+/// Answers one request to the `gemini` profile (routed on `path_and_query`, as sent).
+pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
+    let Request {
+        method,
+        path_and_query,
+        headers,
+        raw,
+        ..
+    } = *request;
     let null = Value::Null;
     let (path, query) = path_and_query
         .split_once('?')

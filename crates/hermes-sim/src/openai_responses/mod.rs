@@ -18,7 +18,7 @@ pub(crate) mod seal;
 
 use serde_json::{Value, json};
 
-use crate::wire::Answer;
+use crate::wire::{Answer, Request};
 use crate::{Shared, lock};
 
 /// OpenAI's 401 when no bearer token is sent (the text the real API answers with).
@@ -47,6 +47,16 @@ impl Fault {
         }
     }
 
+    /// A refusal of the route itself (no `param`, no `code`).
+    pub(crate) fn route(status: u16, message: String) -> Fault {
+        Fault {
+            status,
+            message,
+            param: None,
+            code: None,
+        }
+    }
+
     /// OpenAI's error envelope.
     pub(crate) fn envelope(&self) -> Value {
         json!({"error": {
@@ -63,34 +73,28 @@ fn refused(body: &Value, fault: &Fault) -> Answer {
     Answer::refused(fault.status, body, fault.envelope())
 }
 
-/// Answers one request to the `openai-responses` profile. `headers` are the request's (names
-/// lower case, values unredacted: they are only read here).
-pub(crate) fn answer(
-    shared: &Shared,
-    method: &str,
-    path: &str,
-    headers: &[(String, String)],
-    raw: &[u8],
-) -> Answer {
+/// Answers one request to the `openai-responses` profile.
+pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
+    let Request {
+        method,
+        path,
+        headers,
+        raw,
+        ..
+    } = *request;
     let null = Value::Null;
     if path != "/v1/responses" && path != "/responses" {
         // OpenAI's wording for an unknown route.
-        let f = Fault {
-            status: 404,
-            message: format!("Invalid URL ({method} {path})"),
-            param: None,
-            code: None,
-        };
-        return refused(&null, &f);
+        return refused(
+            &null,
+            &Fault::route(404, format!("Invalid URL ({method} {path})")),
+        );
     }
     if method != "POST" {
-        let f = Fault {
-            status: 405,
-            message: format!("Invalid method for URL ({method} {path})"),
-            param: None,
-            code: None,
-        };
-        return refused(&null, &f);
+        return refused(
+            &null,
+            &Fault::route(405, format!("Invalid method for URL ({method} {path})")),
+        );
     }
     let bearer = headers
         .iter()
