@@ -174,7 +174,7 @@ pub(crate) fn script(body: &Value) -> Reply {
     let user_text = last_user
         .map(|i| text_of(messages[i].get("content")))
         .unwrap_or_default();
-    let after = last_user.map_or(&messages[..], |i| &messages[i + 1..]);
+    let after = last_user.map_or(messages, |i| &messages[i + 1..]);
     let results: Vec<&Value> = after
         .iter()
         .filter(|m| m.get("role").and_then(Value::as_str) == Some("tool"))

@@ -168,26 +168,23 @@ pub(crate) fn bad_json_text(err: &serde_json::Error) -> String {
 
 /// Answer to an unknown path (404).
 pub(crate) fn not_found(method: &str, path: &str) -> Refusal {
-    Refusal {
-        status: 404,
-        body: json!({"error": {
-            "message": format!("Not found: {method} {path}"),
-            "type": "invalid_request_error",
-            "param": null,
-            "code": 404
-        }}),
-    }
+    route_refusal(404, format!("Not found: {method} {path}"))
 }
 
 /// Answer to a wrong method on the chat-completions path (405).
 pub(crate) fn method_not_allowed(method: &str, path: &str) -> Refusal {
+    route_refusal(405, format!("Method not allowed: {method} {path}"))
+}
+
+/// A refusal of the route itself in OpenAI's envelope, with the status as `code`.
+fn route_refusal(status: u16, message: String) -> Refusal {
     Refusal {
-        status: 405,
+        status,
         body: json!({"error": {
-            "message": format!("Method not allowed: {method} {path}"),
+            "message": message,
             "type": "invalid_request_error",
             "param": null,
-            "code": 405
+            "code": status
         }}),
     }
 }

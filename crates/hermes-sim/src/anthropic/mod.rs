@@ -114,13 +114,7 @@ fn cache_of(shared: &Shared, breakpoints: usize) -> Cache {
 
 /// Answers one request to the `anthropic` profile.
 pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
-    let Request {
-        method,
-        path,
-        headers,
-        raw,
-        ..
-    } = *request;
+    let (method, path, headers, raw) = (request.method, request.path, request.headers, request.raw);
     let null = Value::Null;
     let header = |name: &str| {
         headers

@@ -82,7 +82,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
     let user_text = last_user
         .map(|i| text_of(messages[i].get("content")))
         .unwrap_or_default();
-    let after = last_user.map_or(&messages[..], |i| &messages[i + 1..]);
+    let after = last_user.map_or(messages, |i| &messages[i + 1..]);
     let results: Vec<&Value> = after
         .iter()
         .filter(|m| role_of(m) == "user")

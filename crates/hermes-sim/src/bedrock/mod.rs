@@ -133,13 +133,8 @@ fn validation(rid: &str, body: &Value, message: &str) -> Answer {
 /// Answers one request to the `bedrock` profile (routed on `path_and_query`, as sent:
 /// percent-encoded).
 pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
-    let Request {
-        method,
-        path_and_query,
-        headers,
-        raw,
-        ..
-    } = *request;
+    let (method, headers, raw) = (request.method, request.headers, request.raw);
+    let path_and_query = request.path_and_query;
     let null = Value::Null;
     let path = path_and_query.split('?').next().unwrap_or("");
     let rid = request_id(&format!(

@@ -40,7 +40,7 @@ use crate::anthropic::rules::{
     TEMPERATURE_WITH_THINKING, Thinking,
 };
 use crate::anthropic::thinking::{self, Token};
-use crate::wire::snake;
+use crate::wire::{list_of, snake};
 
 // The lists below are botocore's `bedrock-runtime` service model (`service-2.json`, the
 // `ConverseRequest` structure and the shapes under it), which boto3 validates against before
@@ -701,9 +701,7 @@ pub(crate) fn role(m: &Value) -> &str {
 
 /// A message's content blocks (none when absent).
 pub(crate) fn blocks(m: &Value) -> &[Value] {
-    m.get("content")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
+    list_of(m, "content")
 }
 
 /// The index where the in-flight tool loop starts: right after the last user message with a text

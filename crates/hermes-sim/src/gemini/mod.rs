@@ -26,7 +26,7 @@ pub(crate) mod signature;
 use serde_json::{Value, json};
 
 use crate::anthropic::percent_decode;
-use crate::wire::Request;
+use crate::wire::{Request, list_of};
 use crate::{Shared, lock};
 use schema::Violation;
 
@@ -241,9 +241,7 @@ pub(crate) fn role_of(c: &Value) -> &str {
 
 /// A content's parts.
 pub(crate) fn parts_of(c: &Value) -> &[Value] {
-    c.get("parts")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
+    list_of(c, "parts")
 }
 
 /// A content's `functionCall` objects, in order.
@@ -256,17 +254,12 @@ pub(crate) fn calls_of(c: &Value) -> Vec<&Value> {
 
 /// Answers one request to the `gemini` profile (routed on `path_and_query`, as sent).
 pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
-    let Request {
-        method,
-        path_and_query,
-        headers,
-        raw,
-        ..
-    } = *request;
+    let (method, headers, raw) = (request.method, request.headers, request.raw);
     let null = Value::Null;
-    let (path, query) = path_and_query
+    let (path, query) = request
+        .path_and_query
         .split_once('?')
-        .unwrap_or((path_and_query, ""));
+        .unwrap_or((request.path_and_query, ""));
     let query = query_pairs(query);
     let header = |name: &str| {
         headers

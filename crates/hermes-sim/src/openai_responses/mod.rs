@@ -75,13 +75,7 @@ fn refused(body: &Value, fault: &Fault) -> Answer {
 
 /// Answers one request to the `openai-responses` profile.
 pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
-    let Request {
-        method,
-        path,
-        headers,
-        raw,
-        ..
-    } = *request;
+    let (method, path, headers, raw) = (request.method, request.path, request.headers, request.raw);
     let null = Value::Null;
     if path != "/v1/responses" && path != "/responses" {
         // OpenAI's wording for an unknown route.
