@@ -298,6 +298,16 @@ fn array<'a>(v: &'a Value, name: &str) -> Result<&'a Vec<Value>, String> {
     v.as_array().ok_or_else(|| wrong_type(name, v, LIST))
 }
 
+/// `v` (at `name`) is a list of strings.
+fn strings(v: &Value, name: &str) -> Result<(), String> {
+    for (k, s) in array(v, name)?.iter().enumerate() {
+        if !s.is_string() {
+            return Err(wrong_type(&format!("{name}[{k}]"), s, STR));
+        }
+    }
+    Ok(())
+}
+
 /// Keys of `o` within `allowed`, `needed` present.
 fn keys(
     o: &Map<String, Value>,
@@ -555,18 +565,7 @@ fn inference_config(v: &Value) -> Result<(), String> {
         }
     }
     if let Some(stops) = o.get("stopSequences") {
-        for (k, s) in array(stops, "inferenceConfig.stopSequences")?
-            .iter()
-            .enumerate()
-        {
-            if !s.is_string() {
-                return Err(wrong_type(
-                    &format!("inferenceConfig.stopSequences[{k}]"),
-                    s,
-                    STR,
-                ));
-            }
-        }
+        strings(stops, "inferenceConfig.stopSequences")?;
     }
     Ok(())
 }
@@ -635,18 +634,7 @@ fn other_members(o: &Map<String, Value>) -> Result<(), String> {
         object(v, "additionalModelRequestFields")?;
     }
     if let Some(v) = o.get("additionalModelResponseFieldPaths") {
-        for (k, p) in array(v, "additionalModelResponseFieldPaths")?
-            .iter()
-            .enumerate()
-        {
-            if !p.is_string() {
-                return Err(wrong_type(
-                    &format!("additionalModelResponseFieldPaths[{k}]"),
-                    p,
-                    STR,
-                ));
-            }
-        }
+        strings(v, "additionalModelResponseFieldPaths")?;
     }
     if let Some(v) = o.get("guardrailConfig") {
         let g = object(v, "guardrailConfig")?;

@@ -19,7 +19,7 @@ use hermes_sim::{
 };
 use serde_json::{Value, json};
 
-use crate::common::{Resp, send, send_exact};
+use crate::common::{Resp, assert_redacted, send, send_exact};
 
 const CLAUDE: &str = "anthropic.claude-opus-4-6-v1:0";
 const MISMATCH: &str = "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.";
@@ -536,13 +536,7 @@ async fn a_request_signed_like_the_sdks_is_accepted_and_a_change_after_signing_i
     assert_eq!(rec.len(), 12);
     assert_eq!(rec[0].path, p);
     assert_eq!(rec[0].status, 200);
-    for r in &rec {
-        for (k, v) in &r.headers {
-            if k == "authorization" || k == "x-amz-security-token" {
-                assert_eq!(v, "<redacted>");
-            }
-        }
-    }
+    assert_redacted(&rec, &["authorization", "x-amz-security-token"]);
     assert!(
         rec[10]
             .headers
@@ -931,37 +925,29 @@ async fn refusing_redacted_content_lets_a_client_strip_it_and_resend_once() {
 #[tokio::test]
 async fn claude_thinking_settings_follow_anthropics_rules() {
     let sim = Sim::start("bedrock").await.unwrap();
-    let mut b = thinking_body(&[user("hi")]);
-    b["additionalModelRequestFields"]["reasoning"] = json!({"effort": "high"});
-    refused_with(
-        &sim,
-        CLAUDE,
-        &b,
-        &format!("{WRAP}reasoning: Extra inputs are not permitted"),
-    )
-    .await;
-    let mut b = thinking_body(&[user("hi")]);
-    b["additionalModelRequestFields"]["thinking"]["budget_tokens"] = json!(512);
-    refused_with(
-        &sim,
-        CLAUDE,
-        &b,
-        &format!(
-            "{WRAP}thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+    let rows: [(&str, fn(&mut Value), &str); 3] = [
+        (
+            "an effort besides thinking",
+            |b| b["additionalModelRequestFields"]["reasoning"] = json!({"effort": "high"}),
+            "reasoning: Extra inputs are not permitted",
         ),
-    )
-    .await;
-    let mut b = thinking_body(&[user("hi")]);
-    b["inferenceConfig"]["temperature"] = json!(0.2);
-    refused_with(
-        &sim,
-        CLAUDE,
-        &b,
-        &format!(
-            "{WRAP}temperature may only be set to 1 when thinking is enabled or in adaptive mode"
+        (
+            "a budget under 1024",
+            |b| b["additionalModelRequestFields"]["thinking"]["budget_tokens"] = json!(512),
+            "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024",
         ),
-    )
-    .await;
+        (
+            "a temperature besides 1",
+            |b| b["inferenceConfig"]["temperature"] = json!(0.2),
+            "temperature may only be set to 1 when thinking is enabled or in adaptive mode",
+        ),
+    ];
+    for (name, change, message) in rows {
+        let mut b = thinking_body(&[user("hi")]);
+        change(&mut b);
+        let r = post_signed(&sim, &path(CLAUDE, "converse"), &b).await;
+        assert_eq!(validation(&r), format!("{WRAP}{message}"), "{name}");
+    }
     let mut b = thinking_body(&[user("hi")]);
     b["inferenceConfig"]["maxTokens"] = json!(2048);
     let r = post_signed(&sim, &path(CLAUDE, "converse"), &b).await;

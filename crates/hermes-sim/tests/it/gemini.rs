@@ -11,6 +11,8 @@ use crate::common::{Resp, send};
 
 const MODEL: &str = "gemini-3-pro-preview";
 const KEY: &str = "AIzaSyHERMESSIMTESTKEY";
+/// AI Studio's API key header.
+const STUDIO_KEY: &[(&str, &str)] = &[("x-goog-api-key", KEY)];
 
 const MISSING_PREFIX: &str = "Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:";
 const CORRUPTED: &str = "Corrupted thought signature.";
@@ -57,13 +59,7 @@ async fn post_to(sim: &Sim, path: &str, headers: &[(&str, &str)], body: &Value) 
 
 /// Posts to the AI Studio door with the key header.
 async fn post(sim: &Sim, model: &str, body: &Value) -> Resp {
-    post_to(
-        sim,
-        &studio_path(model, false),
-        &[("x-goog-api-key", KEY)],
-        body,
-    )
-    .await
+    post_to(sim, &studio_path(model, false), STUDIO_KEY, body).await
 }
 
 fn user(text: &str) -> Value {
@@ -220,6 +216,11 @@ async fn stream(sim: &Sim, path: &str, headers: &[(&str, &str)], contents: &[Val
     r
 }
 
+/// [`stream`] on AI Studio's door with the API key, for [`MODEL`].
+async fn studio_stream(sim: &Sim, contents: &[Value]) -> Resp {
+    stream(sim, &studio_path(MODEL, true), STUDIO_KEY, contents).await
+}
+
 // ---------------------------------------------------------------- tests
 
 #[tokio::test]
@@ -236,7 +237,7 @@ async fn the_profile_is_in_the_table_and_serves_both_base_forms() {
         format!("/v1beta/models/{MODEL}:generateContent"),
         format!("/models/{MODEL}:generateContent"),
     ] {
-        let r = post_to(&sim, &path, &[("x-goog-api-key", KEY)], &body(&contents)).await;
+        let r = post_to(&sim, &path, STUDIO_KEY, &body(&contents)).await;
         assert_eq!(r.status, 200, "{path}: {}", r.text());
         let text = &r.json()["candidates"][0]["content"]["parts"][1]["text"];
         assert_eq!(
@@ -244,13 +245,7 @@ async fn the_profile_is_in_the_table_and_serves_both_base_forms() {
             "Hello from the scripted model gemini-3-pro-preview. You said: hello"
         );
     }
-    let r = post_to(
-        &sim,
-        "/v1/chat/completions",
-        &[("x-goog-api-key", KEY)],
-        &body(&contents),
-    )
-    .await;
+    let r = post_to(&sim, "/v1/chat/completions", STUDIO_KEY, &body(&contents)).await;
     assert_eq!(r.status, 404);
     assert_eq!(error_of(&r).0, "NOT_FOUND");
 }
@@ -370,13 +365,7 @@ async fn a_key_in_the_url_is_refused_and_never_recorded() {
         )
     );
     // The header key is accepted, and neither key is recorded.
-    let r = stream(
-        &sim,
-        &studio_path(MODEL, true),
-        &[("x-goog-api-key", KEY)],
-        &contents,
-    )
-    .await;
+    let r = studio_stream(&sim, &contents).await;
     assert!(
         r.headers
             .to_ascii_lowercase()
@@ -705,13 +694,7 @@ async fn a_streamed_text_turn_signs_a_trailing_empty_part() {
         "Say something long enough to be cut into several chunks",
     )];
     let whole = ok(&sim, MODEL, &contents).await;
-    let r = stream(
-        &sim,
-        &studio_path(MODEL, true),
-        &[("x-goog-api-key", KEY)],
-        &contents,
-    )
-    .await;
+    let r = studio_stream(&sim, &contents).await;
     // Written in small transfer chunks that cut events mid-line.
     assert!(r.chunks.len() > 20, "{}", r.chunks.len());
     assert!(r.chunks.iter().any(|c| !c.ends_with(b"\r\n\r\n")));
@@ -779,13 +762,7 @@ async fn a_streamed_text_turn_signs_a_trailing_empty_part() {
 
     // With the switch, the last text fragment carries it.
     sim.set_switches(Switches::default().signing_text_fragment());
-    let r = stream(
-        &sim,
-        &studio_path(MODEL, true),
-        &[("x-goog-api-key", KEY)],
-        &contents,
-    )
-    .await;
+    let r = studio_stream(&sim, &contents).await;
     let parts = streamed_parts(&sse_chunks(&r.text()));
     let last = parts.last().unwrap();
     assert!(!last["text"].as_str().unwrap().is_empty());
@@ -797,13 +774,7 @@ async fn a_streamed_call_step_carries_its_signature_on_the_call() {
     let sim = Sim::start("gemini").await.unwrap();
     let mut contents = vec![user("[tools=2]")];
     for _ in 0..2 {
-        let r = stream(
-            &sim,
-            &studio_path(MODEL, true),
-            &[("x-goog-api-key", KEY)],
-            &contents,
-        )
-        .await;
+        let r = studio_stream(&sim, &contents).await;
         let parts = streamed_parts(&sse_chunks(&r.text()));
         let call = parts.last().unwrap();
         assert!(call["functionCall"]["id"].is_string(), "{call}");
@@ -828,13 +799,7 @@ async fn streams_fail_mid_way_and_come_as_a_json_array_without_alt_sse() {
         .await
         .unwrap();
     let contents = [user("hello there")];
-    let r = stream(
-        &sim,
-        &studio_path(MODEL, true),
-        &[("x-goog-api-key", KEY)],
-        &contents,
-    )
-    .await;
+    let r = studio_stream(&sim, &contents).await;
     let chunks = sse_chunks(&r.text());
     assert_eq!(chunks.len(), 4);
     assert_eq!(
@@ -849,7 +814,7 @@ async fn streams_fail_mid_way_and_come_as_a_json_array_without_alt_sse() {
 
     sim.set_switches(Switches::default());
     let path = format!("/v1beta/models/{MODEL}:streamGenerateContent");
-    let r = stream(&sim, &path, &[("x-goog-api-key", KEY)], &contents).await;
+    let r = stream(&sim, &path, STUDIO_KEY, &contents).await;
     assert!(
         r.headers
             .to_ascii_lowercase()
@@ -869,7 +834,7 @@ async fn the_vertex_door_takes_a_bearer_token() {
     let sim = Sim::start("gemini").await.unwrap();
     let contents = [user("[tools=1]")];
     let path = vertex_path("gemini-2.5-flash", false);
-    let r = post_to(&sim, &path, &[("x-goog-api-key", KEY)], &body(&contents)).await;
+    let r = post_to(&sim, &path, STUDIO_KEY, &body(&contents)).await;
     assert_eq!(r.status, 401);
     assert_eq!(error_of(&r).0, "UNAUTHENTICATED");
     let bearer = [("Authorization", "Bearer ya29.test-token")];

@@ -520,6 +520,16 @@ fn names(evs: &[Event]) -> Vec<&str> {
     evs.iter().map(|e| e.name.as_str()).collect()
 }
 
+/// The `name` events among `n`, asserted to be at least `at_least`.
+fn deltas<'a>(n: &[&str], name: &'a str, at_least: usize) -> Vec<&'a str> {
+    let count = n.iter().filter(|e| **e == name).count();
+    assert!(
+        count >= at_least,
+        "{count} {name} events, expected at least {at_least}"
+    );
+    vec![name; count]
+}
+
 async fn stream(sim: &Sim, body: &Value) -> (Resp, Vec<Event>) {
     let mut body = body.clone();
     body["stream"] = json!(true);
@@ -544,30 +554,14 @@ async fn a_streamed_tool_step_has_incomplete_added_items_and_complete_done_items
         "response.output_item.added",
         "response.reasoning_summary_part.added",
     ];
-    let deltas = n
-        .iter()
-        .filter(|e| **e == "response.reasoning_summary_text.delta")
-        .count();
-    assert!(deltas >= 3);
-    expected.extend(std::iter::repeat_n(
-        "response.reasoning_summary_text.delta",
-        deltas,
-    ));
+    expected.extend(deltas(&n, "response.reasoning_summary_text.delta", 3));
     expected.extend([
         "response.reasoning_summary_text.done",
         "response.reasoning_summary_part.done",
         "response.output_item.done",
         "response.output_item.added",
     ]);
-    let arg_deltas = n
-        .iter()
-        .filter(|e| **e == "response.function_call_arguments.delta")
-        .count();
-    assert!(arg_deltas >= 1);
-    expected.extend(std::iter::repeat_n(
-        "response.function_call_arguments.delta",
-        arg_deltas,
-    ));
+    expected.extend(deltas(&n, "response.function_call_arguments.delta", 1));
     expected.extend([
         "response.function_call_arguments.done",
         "response.output_item.done",
