@@ -964,22 +964,24 @@ async fn foundry_needs_an_api_key_or_an_entra_id_bearer_and_direct_refuses_beare
     let body = body.as_bytes();
     let (foundry, direct) = ("/anthropic/v1/messages", "/v1/messages");
     let version = ("anthropic-version", VERSION);
+    /// Method, path, headers and body.
+    type Request<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)], &'a [u8]);
     #[rustfmt::skip]
-    let rows: [(&str, &str, &str, &[(&str, &str)], &[u8], Expect); 11] = [
-        ("foundry without a key", "POST", foundry, &[version], body, Error(401, AUTH, None)),
-        ("foundry with an empty bearer", "POST", foundry, &[("Authorization", "Bearer "), version], body, Error(401, AUTH, None)),
+    let rows: [(&str, Request<'_>, Expect); 11] = [
+        ("foundry without a key", ("POST", foundry, &[version], body), Error(401, AUTH, None)),
+        ("foundry with an empty bearer", ("POST", foundry, &[("Authorization", "Bearer "), version], body), Error(401, AUTH, None)),
         // A Microsoft Entra ID token instead of the key.
-        ("foundry with an Entra ID bearer", "POST", foundry, &[("Authorization", "Bearer t"), version], body, Status(200)),
-        ("foundry without a version", "POST", foundry, &[("x-api-key", "k")], body, Error(400, INVALID, None)),
-        ("foundry with a key and a version", "POST", foundry, &[("x-api-key", "k"), ("anthropic-version", "2023-06-01")], body, Status(200)),
-        ("direct with a bearer", "POST", direct, &[("Authorization", "Bearer sk"), version], body, Error(401, AUTH, Some("invalid x-api-key"))),
-        ("direct without headers", "POST", direct, &[], body, Error(400, INVALID, None)),
-        ("direct with a key and a version", "POST", direct, &[("x-api-key", "sk-ant"), version], body, Status(200)),
-        ("direct with a body that is not JSON", "POST", direct, &[version], b"{nope", Error(400, INVALID, None)),
-        ("direct by GET", "GET", direct, &[version], b"", Status(405)),
-        ("the chat-completions path", "POST", "/v1/chat/completions", &[], body, Error(404, "not_found_error", None)),
+        ("foundry with an Entra ID bearer", ("POST", foundry, &[("Authorization", "Bearer t"), version], body), Status(200)),
+        ("foundry without a version", ("POST", foundry, &[("x-api-key", "k")], body), Error(400, INVALID, None)),
+        ("foundry with a key and a version", ("POST", foundry, &[("x-api-key", "k"), ("anthropic-version", "2023-06-01")], body), Status(200)),
+        ("direct with a bearer", ("POST", direct, &[("Authorization", "Bearer sk"), version], body), Error(401, AUTH, Some("invalid x-api-key"))),
+        ("direct without headers", ("POST", direct, &[], body), Error(400, INVALID, None)),
+        ("direct with a key and a version", ("POST", direct, &[("x-api-key", "sk-ant"), version], body), Status(200)),
+        ("direct with a body that is not JSON", ("POST", direct, &[version], b"{nope"), Error(400, INVALID, None)),
+        ("direct by GET", ("GET", direct, &[version], b""), Status(405)),
+        ("the chat-completions path", ("POST", "/v1/chat/completions", &[], body), Error(404, "not_found_error", None)),
     ];
-    for (name, method, path, headers, sent, expect) in rows {
+    for (name, (method, path, headers, sent), expect) in rows {
         let r = send(&base, method, path, headers, sent).await;
         match expect {
             Status(status) => assert_eq!(r.status, status, "{name}: {}", r.text()),

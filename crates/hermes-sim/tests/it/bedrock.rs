@@ -925,7 +925,8 @@ async fn refusing_redacted_content_lets_a_client_strip_it_and_resend_once() {
 #[tokio::test]
 async fn claude_thinking_settings_follow_anthropics_rules() {
     let sim = Sim::start("bedrock").await.unwrap();
-    let rows: [(&str, fn(&mut Value), &str); 3] = [
+    type Change = fn(&mut Value);
+    let rows: [(&str, Change, &str); 3] = [
         (
             "an effort besides thinking",
             |b| b["additionalModelRequestFields"]["reasoning"] = json!({"effort": "high"}),
