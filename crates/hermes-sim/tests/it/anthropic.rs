@@ -5,7 +5,7 @@
 use hermes_sim::{PROFILES, Sim, Switches};
 use serde_json::{Value, json};
 
-use crate::common::{Resp, assert_redacted, send};
+use crate::common::{Resp, assert_header, assert_redacted, send};
 
 // ---------------------------------------------------------------- the three doors
 
@@ -1000,12 +1000,7 @@ async fn foundry_needs_an_api_key_or_an_entra_id_bearer_and_direct_refuses_beare
     assert_eq!(rec.len(), 11);
     assert_eq!(rec[9].status, 405);
     assert_redacted(&rec, &["authorization", "x-api-key"]);
-    assert!(
-        rec[0]
-            .headers
-            .iter()
-            .any(|(k, v)| k == "anthropic-version" && v == VERSION)
-    );
+    assert_header(&rec[0], "anthropic-version", VERSION);
 }
 
 #[tokio::test]

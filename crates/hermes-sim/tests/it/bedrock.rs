@@ -19,7 +19,7 @@ use hermes_sim::{
 };
 use serde_json::{Value, json};
 
-use crate::common::{Resp, assert_redacted, send, send_exact};
+use crate::common::{Resp, assert_header, assert_redacted, send, send_exact};
 
 const CLAUDE: &str = "anthropic.claude-opus-4-6-v1:0";
 const MISMATCH: &str = "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.";
@@ -537,12 +537,7 @@ async fn a_request_signed_like_the_sdks_is_accepted_and_a_change_after_signing_i
     assert_eq!(rec[0].path, p);
     assert_eq!(rec[0].status, 200);
     assert_redacted(&rec, &["authorization", "x-amz-security-token"]);
-    assert!(
-        rec[10]
-            .headers
-            .iter()
-            .any(|(k, v)| k == "x-amz-security-token" && v == "<redacted>")
-    );
+    assert_header(&rec[10], "x-amz-security-token", "<redacted>");
 }
 
 #[tokio::test]
@@ -609,55 +604,40 @@ async fn the_api_key_is_accepted_and_a_wrong_one_refused() {
         .start()
         .await
         .unwrap();
-    let p = path(CLAUDE, "converse");
-    let body = json!({"messages": [user("hi")]}).to_string();
-    let r = send(
-        &sim.base_url(),
-        "POST",
-        &p,
-        &[("Authorization", "Bearer ABSK-test-key")],
-        body.as_bytes(),
-    )
-    .await;
+    /// A Converse request with `authorization` as the `Authorization` header.
+    async fn with_authorization(sim: &Sim, authorization: &str) -> Resp {
+        let p = path(CLAUDE, "converse");
+        let body = json!({"messages": [user("hi")]}).to_string();
+        send(
+            &sim.base_url(),
+            "POST",
+            &p,
+            &[("Authorization", authorization)],
+            body.as_bytes(),
+        )
+        .await
+    }
+    let r = with_authorization(&sim, "Bearer ABSK-test-key").await;
     assert_eq!(r.status, 200, "{}", r.text());
     for wrong in [
         format!("Bearer {SIM_BEDROCK_API_KEY}"),
         "Bearer ABSK-test-kez".to_owned(),
     ] {
-        let r = send(
-            &sim.base_url(),
-            "POST",
-            &p,
-            &[("Authorization", &wrong)],
-            body.as_bytes(),
-        )
-        .await;
+        let r = with_authorization(&sim, &wrong).await;
         assert_eq!(r.status, 403, "{}", r.text());
         assert_eq!(
             r.json(),
             json!({"Message": "Authentication failed: Please make sure your API Key is valid."})
         );
     }
-    let r = send(
-        &sim.base_url(),
-        "POST",
-        &p,
-        &[("Authorization", "Basic dXNlcjpwdw==")],
-        body.as_bytes(),
-    )
-    .await;
+    let r = with_authorization(&sim, "Basic dXNlcjpwdw==").await;
     assert_eq!(r.status, 403);
     assert!(
         header(&r, "x-amzn-errortype")
             .unwrap()
             .starts_with("IncompleteSignatureException")
     );
-    assert!(
-        sim.requests()[0]
-            .headers
-            .iter()
-            .any(|(k, v)| k == "authorization" && v == "<redacted>")
-    );
+    assert_header(&sim.requests()[0], "authorization", "<redacted>");
 }
 
 // ---------------------------------------------------------------- tests: Claude

@@ -162,6 +162,11 @@ fn reassemble(events: &[Value]) -> Value {
 }
 
 /// The message of an error body in any profile's envelope (wrapped, array-wrapped or top level).
+/// The keys of the object `v`, in order.
+fn keys(v: &Value) -> Vec<&str> {
+    v.as_object().unwrap().keys().map(String::as_str).collect()
+}
+
 fn error_text(v: &Value) -> String {
     let inner = v.get(0).unwrap_or(v);
     let m = inner
@@ -386,10 +391,7 @@ async fn mistral_refuses_unknown_keys_with_422() {
         ],
     );
     let m = ok_message(&sim, &good).await;
-    assert_eq!(
-        m.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["role", "content"]
-    );
+    assert_eq!(keys(&m), ["role", "content"]);
 }
 
 // ---------------------------------------------------------------- openai / local
@@ -420,10 +422,7 @@ async fn openai_refuses_unknown_top_level_arguments_only() {
         "messages": [user("a"), {"role":"assistant","content":"x","reasoning_content":"t","reasoning_details":[]}, user("b")]
     });
     let m = ok_message(&sim, &body).await;
-    assert_eq!(
-        m.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["role", "content"]
-    );
+    assert_eq!(keys(&m), ["role", "content"]);
 }
 
 #[tokio::test]
@@ -1171,17 +1170,11 @@ async fn groq_refuses_unknown_assistant_keys() {
         ],
     );
     let m = ok_message(&sim, &good).await;
-    assert_eq!(
-        m.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["role", "content"]
-    );
+    assert_eq!(keys(&m), ["role", "content"]);
     let mut parsed = req("qwen/qwen3-32b", vec![user("[tools=1] go")]);
     parsed["reasoning_format"] = json!("parsed");
     let m = ok_message(&sim, &parsed).await;
-    assert_eq!(
-        m.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["role", "content", "tool_calls"]
-    );
+    assert_eq!(keys(&m), ["role", "content", "tool_calls"]);
 }
 
 #[tokio::test]
@@ -1216,10 +1209,7 @@ async fn cerebras_refuses_unknown_assistant_keys_with_a_top_level_body() {
         vec![user("a"), tool_turn_plain(None), tool_result()],
     );
     let m = ok_message(&sim, &good).await;
-    assert_eq!(
-        m.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["role", "content"]
-    );
+    assert_eq!(keys(&m), ["role", "content"]);
 }
 
 // ---------------------------------------------------------------- gemini-openai
@@ -1288,10 +1278,7 @@ async fn gemini_openai_refuses_unknown_top_level_names() {
     }
     let m = ok_message(&sim, &body).await;
     assert!(m.get("reasoning_content").is_none());
-    assert_eq!(
-        m.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["role", "content", "extra_content"]
-    );
+    assert_eq!(keys(&m), ["role", "content", "extra_content"]);
 }
 
 #[tokio::test]
@@ -1302,10 +1289,7 @@ async fn gemini_openai_thought_signatures() {
         user("[tools=2] what time is it"),
     ];
     let m = ok_message(&sim, &req(GEMINI_MODEL, first.clone())).await;
-    assert_eq!(
-        m.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["role", "content", "tool_calls"]
-    );
+    assert_eq!(keys(&m), ["role", "content", "tool_calls"]);
     let call = &m["tool_calls"][0];
     let sig = call["extra_content"]["google"]["thought_signature"]
         .as_str()

@@ -38,6 +38,15 @@ pub(crate) fn assert_redacted(rec: &[RecordedRequest], secret: &[&str]) -> usize
     values.len()
 }
 
+/// Asserts the recorded request carries header `name` (lower case) with `value`.
+pub(crate) fn assert_header(r: &RecordedRequest, name: &str, value: &str) {
+    assert!(
+        r.headers.iter().any(|(k, v)| k == name && v == value),
+        "{name}: {value} not among {:?}",
+        r.headers
+    );
+}
+
 pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }

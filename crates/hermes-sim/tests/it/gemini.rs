@@ -7,7 +7,7 @@
 use hermes_sim::{PROFILES, Sim, Switches};
 use serde_json::{Value, json};
 
-use crate::common::{Resp, send};
+use crate::common::{Resp, assert_header, send};
 
 const MODEL: &str = "gemini-3-pro-preview";
 const KEY: &str = "AIzaSyHERMESSIMTESTKEY";
@@ -147,6 +147,16 @@ fn degraded(r: &Resp) -> Option<String> {
         .lines()
         .find_map(|l| l.strip_prefix("x-hermes-sim-degraded: "))
         .map(str::to_owned)
+}
+
+/// Posts `contents` to [`MODEL`]: accepted, with a degradation note starting with `prefix`
+/// (returned).
+async fn accepted_with_note(sim: &Sim, contents: &[Value], prefix: &str) -> String {
+    let r = post(sim, MODEL, &body(contents)).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let note = degraded(&r).unwrap();
+    assert!(note.starts_with(prefix), "{note}");
+    note
 }
 
 /// Runs `[tools=3]` to the end; returns the whole history (user, 3 × (call, responses), final).
@@ -382,11 +392,7 @@ async fn a_key_in_the_url_is_refused_and_never_recorded() {
         recs[1].path,
         format!("/v1beta/models/{MODEL}:streamGenerateContent?alt=sse")
     );
-    assert!(
-        recs[1]
-            .headers
-            .contains(&("x-goog-api-key".to_owned(), "<redacted>".to_owned()))
-    );
+    assert_header(&recs[1], "x-goog-api-key", "<redacted>");
     let dump = format!("{recs:?}");
     assert!(
         !dump.contains("AIzaSECRET123") && !dump.contains(KEY),
@@ -477,13 +483,12 @@ async fn a_tampered_signature_in_the_current_turn_is_refused() {
         .to_owned();
     old[1]["parts"][1]["thoughtSignature"] = json!(tamper(&sig));
     old.push(user("and now?"));
-    let r = post(&sim, MODEL, &body(&old)).await;
-    assert_eq!(r.status, 200, "{}", r.text());
-    let note = degraded(&r).unwrap();
-    assert!(
-        note.starts_with("contents[1].parts[1]: thoughtSignature does not verify"),
-        "{note}"
-    );
+    let note = accepted_with_note(
+        &sim,
+        &old,
+        "contents[1].parts[1]: thoughtSignature does not verify",
+    )
+    .await;
     assert_eq!(sim.requests().last().unwrap().notes, vec![note]);
 }
 
@@ -564,13 +569,12 @@ async fn parallel_calls_signed_only_on_the_first_are_accepted() {
     // The first call's signature copied onto the second: accepted, noted as degraded.
     let mut copied = contents.clone();
     copied[1]["parts"][2]["thoughtSignature"] = content["parts"][1]["thoughtSignature"].clone();
-    let r = post(&sim, MODEL, &body(&copied)).await;
-    assert_eq!(r.status, 200, "{}", r.text());
-    let note = degraded(&r).unwrap();
-    assert!(
-        note.starts_with("contents[1].parts[2]: thoughtSignature on a functionCall part other than the turn's first"),
-        "{note}"
-    );
+    accepted_with_note(
+        &sim,
+        &copied,
+        "contents[1].parts[2]: thoughtSignature on a functionCall part other than the turn's first",
+    )
+    .await;
     assert_eq!(sim.requests().last().unwrap().notes.len(), 1);
 
     // Moved from the first call to the second: the first lacks it.
@@ -854,10 +858,7 @@ async fn the_vertex_door_takes_a_bearer_token() {
             .any(|p| p["text"].as_str().is_some_and(|t| t.contains("noon")))
     );
     let rec = sim.requests().pop().unwrap();
-    assert!(
-        rec.headers
-            .contains(&("authorization".to_owned(), "<redacted>".to_owned()))
-    );
+    assert_header(&rec, "authorization", "<redacted>");
     // Vertex wants a role on every content; AI Studio defaults it.
     let roleless = json!({"contents": [{"parts": [{"text": "hi"}]}]});
     let r = post_to(&sim, &vertex_path(MODEL, false), &bearer, &roleless).await;
