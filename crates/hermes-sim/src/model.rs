@@ -117,17 +117,16 @@ pub(crate) enum Step {
     Final(String),
 }
 
-/// The reasoning text and the next step of a Messages-style script: `wanted` tool calls (from
-/// `[tools=N]`), `done` results in, `last` reads the last result's text, `user_text` and `model`
-/// for the direct answer.
+/// The reasoning text and the next step of a Messages-style script: the tool calls `user_text`
+/// asks for (`[tools=N]`), `done` results in, `last` reads the last result's text, `model` for
+/// the direct answer.
 pub(crate) fn messages_step(
-    wanted: Option<usize>,
+    user_text: &str,
     done: usize,
     last: impl FnOnce() -> String,
-    user_text: &str,
     model: &str,
 ) -> (String, Step) {
-    match wanted {
+    match tools_wanted(user_text) {
         Some(n) if done < n => {
             let step = done + 1;
             (
@@ -164,17 +163,27 @@ pub(crate) fn messages_step(
     }
 }
 
+/// The turn a script answers: the text of the last message that `asks` (the user's, with text;
+/// read by `text`) and the messages after it (empty text and all messages when none asks).
+pub(crate) fn last_user_turn(
+    messages: &[Value],
+    asks: impl Fn(&Value) -> bool,
+    text: impl Fn(&Value) -> String,
+) -> (String, &[Value]) {
+    match messages.iter().rposition(asks) {
+        Some(i) => (text(&messages[i]), &messages[i + 1..]),
+        None => (String::new(), messages),
+    }
+}
+
 /// Runs the script over a validated request body.
 pub(crate) fn script(body: &Value) -> Reply {
     let model = model_of(body).to_owned();
-    let messages = list_of(body, "messages");
-    let last_user = messages
-        .iter()
-        .rposition(|m| m.get("role").and_then(Value::as_str) == Some("user"));
-    let user_text = last_user
-        .map(|i| text_of(messages[i].get("content")))
-        .unwrap_or_default();
-    let after = last_user.map_or(messages, |i| &messages[i + 1..]);
+    let (user_text, after) = last_user_turn(
+        list_of(body, "messages"),
+        |m| m.get("role").and_then(Value::as_str) == Some("user"),
+        |m| text_of(m.get("content")),
+    );
     let results: Vec<&Value> = after
         .iter()
         .filter(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
@@ -405,6 +414,23 @@ pub(crate) fn pieces(s: &str) -> Vec<String> {
     (0..k)
         .map(|i| chars[i * n / k..(i + 1) * n / k].iter().collect())
         .collect()
+}
+
+/// Splits `s` on char boundaries into pieces of the char counts `sizes`, cycled (uneven, so
+/// cuts land anywhere); none for an empty `s`.
+pub(crate) fn ragged(s: &str, sizes: &[usize]) -> Vec<String> {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = Vec::new();
+    let mut at = 0;
+    for n in sizes.iter().cycle() {
+        if at >= chars.len() {
+            break;
+        }
+        let end = (at + n).min(chars.len());
+        out.push(chars[at..end].iter().collect());
+        at = end;
+    }
+    out
 }
 
 /// The deltas of a streamed reply, in order (without the final finish chunk).

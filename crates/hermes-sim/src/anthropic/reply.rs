@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::rules::Thinking;
 use super::thinking::{self, Token};
-use crate::model::{Step, messages_step, pieces, scripted_tool_of, tools_wanted};
+use crate::model::{self, Step, last_user_turn, messages_step, pieces, scripted_tool_of};
 use crate::wire::{list_of, short_hash};
 
 /// Whether the reply reports a cache write, a cache read or neither.
@@ -76,13 +76,11 @@ fn has_text(m: &Value) -> bool {
 pub(crate) fn script(ask: &Ask<'_>) -> Reply {
     let body = ask.body;
     let messages = list_of(body, "messages");
-    let last_user = messages
-        .iter()
-        .rposition(|m| role_of(m) == "user" && has_text(m));
-    let user_text = last_user
-        .map(|i| text_of(messages[i].get("content")))
-        .unwrap_or_default();
-    let after = last_user.map_or(messages, |i| &messages[i + 1..]);
+    let (user_text, after) = last_user_turn(
+        messages,
+        |m| role_of(m) == "user" && has_text(m),
+        |m| text_of(m.get("content")),
+    );
     let results: Vec<&Value> = after
         .iter()
         .filter(|m| role_of(m) == "user")
@@ -90,12 +88,11 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
         .flatten()
         .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
         .collect();
-    let wanted = tools_wanted(&user_text);
     let model = ask.model;
     let seed = format!("{model}\u{0}{user_text}\u{0}{}", results.len());
 
     let (reasoning, step) = messages_step(
-        wanted,
+        &user_text,
         results.len(),
         || {
             results
@@ -103,7 +100,6 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
                 .map(|r| text_of(r.get("content")))
                 .unwrap_or_default()
         },
-        &user_text,
         model,
     );
 
@@ -340,17 +336,8 @@ const RAGGED: [usize; 6] = [1, 7, 3, 11, 2, 5];
 /// Splits `s` at uneven char boundaries, after an empty first piece (as the API's first
 /// `input_json_delta` carries `""`).
 fn ragged(s: &str) -> Vec<String> {
-    let chars: Vec<char> = s.chars().collect();
     let mut out = vec![String::new()];
-    let mut at = 0;
-    for n in RAGGED.iter().cycle() {
-        if at >= chars.len() {
-            break;
-        }
-        let end = (at + n).min(chars.len());
-        out.push(chars[at..end].iter().collect());
-        at = end;
-    }
+    out.extend(model::ragged(s, &RAGGED));
     out
 }
 

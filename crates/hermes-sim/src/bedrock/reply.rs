@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::rules::{Reasoning, blocks, role as role_of};
 use crate::anthropic::thinking::{self as signing, Token};
-use crate::model::{Step, messages_step, pieces, scripted_tool_of, tools_wanted};
+use crate::model::{self, Step, last_user_turn, messages_step, pieces, scripted_tool_of};
 use crate::wire::{list_of, short_hash};
 
 /// What the scripted model answers for one Converse request.
@@ -59,26 +59,24 @@ fn result_text(result: &Value) -> String {
 pub(crate) fn script(ask: &Ask<'_>) -> Reply {
     let body = ask.body;
     let messages = list_of(body, "messages");
-    let last_user = messages
-        .iter()
-        .rposition(|m| role_of(m) == "user" && blocks(m).iter().any(|b| b.get("text").is_some()));
-    let user_text = last_user.map(|i| text_of(&messages[i])).unwrap_or_default();
-    let after = last_user.map_or(messages, |i| &messages[i + 1..]);
+    let (user_text, after) = last_user_turn(
+        messages,
+        |m| role_of(m) == "user" && blocks(m).iter().any(|b| b.get("text").is_some()),
+        text_of,
+    );
     let results: Vec<&Value> = after
         .iter()
         .filter(|m| role_of(m) == "user")
         .flat_map(blocks)
         .filter_map(|b| b.get("toolResult"))
         .collect();
-    let wanted = tools_wanted(&user_text);
     let model = ask.model;
     let seed = format!("bedrock\u{0}{model}\u{0}{user_text}\u{0}{}", results.len());
 
     let (reasoning, step) = messages_step(
-        wanted,
+        &user_text,
         results.len(),
         || results.last().map(|r| result_text(r)).unwrap_or_default(),
-        &user_text,
         model,
     );
 
@@ -152,21 +150,12 @@ const RAGGED: [usize; 5] = [5, 11, 2, 7, 13];
 
 /// Splits `s` at uneven char boundaries (at least one piece).
 fn ragged(s: &str) -> Vec<String> {
-    let chars: Vec<char> = s.chars().collect();
-    let mut out = Vec::new();
-    let mut at = 0;
-    for n in RAGGED.iter().cycle() {
-        if at >= chars.len() {
-            break;
-        }
-        let end = (at + n).min(chars.len());
-        out.push(chars[at..end].iter().collect());
-        at = end;
-    }
+    let out = model::ragged(s, &RAGGED);
     if out.is_empty() {
-        out.push(String::new());
+        vec![String::new()]
+    } else {
+        out
     }
-    out
 }
 
 impl Reply {

@@ -1002,39 +1002,11 @@ async fn turn_order_and_tool_pairing_use_the_real_texts() {
 async fn unions_and_unknown_keys_are_refused() {
     let sim = Sim::start("bedrock").await.unwrap();
     let content = "text, image, document, video, audio, toolUse, toolResult, guardContent, cachePoint, reasoningContent, citationsContent, searchResult";
-    let mut b = plain(&[user("a")]);
-    b["model"] = json!(CLAUDE);
-    refused_with(
-        &sim,
-        CLAUDE,
-        &b,
-        "Unknown parameter in input: \"model\", must be one of: modelId, messages, system, inferenceConfig, toolConfig, guardrailConfig, additionalModelRequestFields, promptVariables, additionalModelResponseFieldPaths, requestMetadata, performanceConfig",
-    )
-    .await;
-    let typed = json!({"role": "user", "content": [{"type": "text", "text": "hi"}]});
-    refused_with(
-        &sim,
-        CLAUDE,
-        &plain(&[typed]),
-        &format!("Invalid number of parameters set for tagged union structure messages[0].content[0]. Can only set one of the following keys: {content}."),
-    )
-    .await;
-    let typo = json!({"role": "user", "content": [{"txt": "hi"}]});
-    refused_with(
-        &sim,
-        CLAUDE,
-        &plain(&[typo]),
-        &format!("Unknown parameter in messages[0].content[0]: \"txt\", must be one of: {content}"),
-    )
-    .await;
-    let empty = json!({"role": "user", "content": [{}]});
-    refused_with(
-        &sim,
-        CLAUDE,
-        &plain(&[empty]),
-        &format!("Must set one of the following keys for tagged unionstructure messages[0].content[0]: {content}."),
-    )
-    .await;
+    let with = |change: &dyn Fn(&mut Value)| {
+        let mut b = plain(&[user("a")]);
+        change(&mut b);
+        b
+    };
     let bad_reasoning = |r: Value| {
         plain(&[
             user("a"),
@@ -1042,79 +1014,83 @@ async fn unions_and_unknown_keys_are_refused() {
             user("c"),
         ])
     };
-    refused_with(
-        &sim,
-        CLAUDE,
-        &bad_reasoning(json!({"text": "thought"})),
-        "Unknown parameter in messages[1].content[0].reasoningContent: \"text\", must be one of: reasoningText, redactedContent",
-    )
-    .await;
-    refused_with(
-        &sim,
-        CLAUDE,
-        &bad_reasoning(json!({"reasoningText": {"text": "t", "signature": "s"}, "redactedContent": "AAAA"})),
-        "Invalid number of parameters set for tagged union structure messages[1].content[0].reasoningContent. Can only set one of the following keys: reasoningText, redactedContent.",
-    )
-    .await;
-    refused_with(
-        &sim,
-        CLAUDE,
-        &bad_reasoning(json!({"reasoningText": {"signature": "s"}})),
-        "Missing required parameter in messages[1].content[0].reasoningContent.reasoningText: \"text\"",
-    )
-    .await;
-    let mut b = plain(&[user("a")]);
-    b["system"] = json!([{"text": "x", "cachePoint": {"type": "default"}}]);
-    refused_with(
-        &sim,
-        CLAUDE,
-        &b,
-        "Invalid number of parameters set for tagged union structure system[0]. Can only set one of the following keys: text, guardContent, cachePoint.",
-    )
-    .await;
-    let mut b = plain(&[user("a")]);
-    b["toolConfig"]["tools"][0]["toolSpec"]
-        .as_object_mut()
-        .unwrap()
-        .shift_remove("inputSchema");
-    refused_with(
-        &sim,
-        CLAUDE,
-        &b,
-        "Missing required parameter in toolConfig.tools[0].toolSpec: \"inputSchema\"",
-    )
-    .await;
-    let mut b = plain(&[user("a")]);
-    b["toolConfig"]["tools"][0] = json!({"name": "now", "inputSchema": {"json": {}}});
-    let r = post_signed(&sim, &path(CLAUDE, "converse"), &b).await;
-    // botocore checks a union's member count before unknown keys (a missing `toolSpec` wrapper).
-    assert_eq!(
-        validation(&r),
-        "Invalid number of parameters set for tagged union structure toolConfig.tools[0]. Can only set one of the following keys: toolSpec, systemTool, cachePoint."
-    );
-    b["toolConfig"]["tools"][0] = json!({"name": "now"});
-    let r = post_signed(&sim, &path(CLAUDE, "converse"), &b).await;
-    assert_eq!(
-        validation(&r),
-        "Unknown parameter in toolConfig.tools[0]: \"name\", must be one of: toolSpec, systemTool, cachePoint"
-    );
-    let system_role = json!({"role": "system", "content": [{"text": "x"}]});
-    refused_with(
-        &sim,
-        CLAUDE,
-        &plain(&[system_role]),
-        "1 validation error detected: Value 'system' at 'messages.1.member.role' failed to satisfy constraint: Member must satisfy enum value set: [user, assistant]",
-    )
-    .await;
-    let mut b = plain(&[user("a")]);
-    b["inferenceConfig"] = json!({"max_tokens": 10});
-    refused_with(
-        &sim,
-        CLAUDE,
-        &b,
-        "Unknown parameter in inferenceConfig: \"max_tokens\", must be one of: maxTokens, temperature, topP, stopSequences",
-    )
-    .await;
+    let rows: Vec<(&str, Value, String)> = vec![
+        (
+            "a top-level model",
+            with(&|b| b["model"] = json!(CLAUDE)),
+            "Unknown parameter in input: \"model\", must be one of: modelId, messages, system, inferenceConfig, toolConfig, guardrailConfig, additionalModelRequestFields, promptVariables, additionalModelResponseFieldPaths, requestMetadata, performanceConfig".to_owned(),
+        ),
+        (
+            "an Anthropic-style typed block",
+            plain(&[json!({"role": "user", "content": [{"type": "text", "text": "hi"}]})]),
+            format!("Invalid number of parameters set for tagged union structure messages[0].content[0]. Can only set one of the following keys: {content}."),
+        ),
+        (
+            "a misspelt member",
+            plain(&[json!({"role": "user", "content": [{"txt": "hi"}]})]),
+            format!("Unknown parameter in messages[0].content[0]: \"txt\", must be one of: {content}"),
+        ),
+        (
+            "an empty block",
+            plain(&[json!({"role": "user", "content": [{}]})]),
+            format!("Must set one of the following keys for tagged unionstructure messages[0].content[0]: {content}."),
+        ),
+        (
+            "reasoning text outside reasoningText",
+            bad_reasoning(json!({"text": "thought"})),
+            "Unknown parameter in messages[1].content[0].reasoningContent: \"text\", must be one of: reasoningText, redactedContent".to_owned(),
+        ),
+        (
+            "both reasoning members",
+            bad_reasoning(json!({"reasoningText": {"text": "t", "signature": "s"}, "redactedContent": "AAAA"})),
+            "Invalid number of parameters set for tagged union structure messages[1].content[0].reasoningContent. Can only set one of the following keys: reasoningText, redactedContent.".to_owned(),
+        ),
+        (
+            "reasoningText without text",
+            bad_reasoning(json!({"reasoningText": {"signature": "s"}})),
+            "Missing required parameter in messages[1].content[0].reasoningContent.reasoningText: \"text\"".to_owned(),
+        ),
+        (
+            "two system members",
+            with(&|b| b["system"] = json!([{"text": "x", "cachePoint": {"type": "default"}}])),
+            "Invalid number of parameters set for tagged union structure system[0]. Can only set one of the following keys: text, guardContent, cachePoint.".to_owned(),
+        ),
+        (
+            "a toolSpec without inputSchema",
+            with(&|b| {
+                b["toolConfig"]["tools"][0]["toolSpec"]
+                    .as_object_mut()
+                    .unwrap()
+                    .shift_remove("inputSchema");
+            }),
+            "Missing required parameter in toolConfig.tools[0].toolSpec: \"inputSchema\"".to_owned(),
+        ),
+        // botocore checks a union's member count before unknown keys (a missing `toolSpec` wrapper).
+        (
+            "a tool without its toolSpec wrapper",
+            with(&|b| b["toolConfig"]["tools"][0] = json!({"name": "now", "inputSchema": {"json": {}}})),
+            "Invalid number of parameters set for tagged union structure toolConfig.tools[0]. Can only set one of the following keys: toolSpec, systemTool, cachePoint.".to_owned(),
+        ),
+        (
+            "a tool with only a name",
+            with(&|b| b["toolConfig"]["tools"][0] = json!({"name": "now"})),
+            "Unknown parameter in toolConfig.tools[0]: \"name\", must be one of: toolSpec, systemTool, cachePoint".to_owned(),
+        ),
+        (
+            "a system role",
+            plain(&[json!({"role": "system", "content": [{"text": "x"}]})]),
+            "1 validation error detected: Value 'system' at 'messages.1.member.role' failed to satisfy constraint: Member must satisfy enum value set: [user, assistant]".to_owned(),
+        ),
+        (
+            "a snake_case inference setting",
+            with(&|b| b["inferenceConfig"] = json!({"max_tokens": 10})),
+            "Unknown parameter in inferenceConfig: \"max_tokens\", must be one of: maxTokens, temperature, topP, stopSequences".to_owned(),
+        ),
+    ];
+    for (name, body, message) in rows {
+        let r = post_signed(&sim, &path(CLAUDE, "converse"), &body).await;
+        assert_eq!(validation(&r), message, "{name}");
+    }
     // A cache point, an image and a document are fine.
     let rich = json!({"role": "user", "content": [
         {"text": "see"},
