@@ -727,6 +727,20 @@ async fn refused_with(sim: &Sim, model: &str, body: &Value, message: &str) {
     assert_eq!(validation(&r), message);
 }
 
+/// `messages` with a signature on the second message's reasoning text are refused for `model`,
+/// which takes no signatures.
+async fn signature_refused(sim: &Sim, model: &str, messages: &[Value]) {
+    let mut signed = messages.to_vec();
+    signed[1]["content"][0]["reasoningContent"]["reasoningText"]["signature"] = json!("c2ln");
+    refused_with(
+        sim,
+        model,
+        &plain(&signed),
+        "messages.1.content.0.reasoningContent: This model doesn't support a signature in reasoning content. Remove it and try again.",
+    )
+    .await;
+}
+
 fn with_content(messages: &[Value], content: Value) -> Vec<Value> {
     let mut m = messages.to_vec();
     m[1] = assistant(&content);
@@ -1120,15 +1134,7 @@ async fn strip_models_take_their_reasoning_only_inside_the_in_flight_loop() {
         let (content2, _) = converse(&sim, model, &plain(&messages), true).await;
         assert!(content2[0]["reasoningContent"]["reasoningText"]["signature"].is_null());
         // A signature is refused even there.
-        let mut signed = messages.clone();
-        signed[1]["content"][0]["reasoningContent"]["reasoningText"]["signature"] = json!("c2ln");
-        refused_with(
-            &sim,
-            model,
-            &plain(&signed),
-            "messages.1.content.0.reasoningContent: This model doesn't support a signature in reasoning content. Remove it and try again.",
-        )
-        .await;
+        signature_refused(&sim, model, &messages).await;
         // Once a new user turn starts, earlier reasoning is refused; without it the turn passes.
         messages.push(assistant(&content2));
         messages.push(result(&tool_use_id(&content2), "12:01"));
@@ -1168,15 +1174,7 @@ async fn unsigned_models_take_plain_reasoning_and_refuse_signatures_and_redacted
     let history = [user("hi"), assistant(&content), user("again")];
     let r = post_signed(&sim, &path(gpt, "converse"), &plain(&history)).await;
     assert_eq!(r.status, 200, "{}", r.text());
-    let mut signed = history.clone();
-    signed[1]["content"][0]["reasoningContent"]["reasoningText"]["signature"] = json!("c2ln");
-    refused_with(
-        &sim,
-        gpt,
-        &plain(&signed),
-        "messages.1.content.0.reasoningContent: This model doesn't support a signature in reasoning content. Remove it and try again.",
-    )
-    .await;
+    signature_refused(&sim, gpt, &history).await;
     let mut redacted = history.clone();
     redacted[1]["content"][0] = json!({"reasoningContent": {"redactedContent": "AAAA"}});
     refused_with(

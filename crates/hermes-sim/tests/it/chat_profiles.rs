@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use hermes_sim::{PROFILES, Sim, Switches};
+use hermes_sim::{PROFILES, Sim, SimBuilder, Switches};
 use serde_json::{Map, Value, json};
 
 use crate::common::{self, Resp};
@@ -1902,20 +1902,31 @@ fn events_ending_at_chunk_ends(resp: &Resp) -> (usize, usize) {
     (aligned, event_ends.len())
 }
 
+/// A `deepseek-v4` simulator set up by `setup`.
+async fn deepseek_v4_with(setup: impl FnOnce(SimBuilder) -> SimBuilder) -> Sim {
+    setup(Sim::builder(
+        hermes_sim::Profile::builtin("deepseek-v4").unwrap(),
+    ))
+    .start()
+    .await
+    .unwrap()
+}
+
+/// `f`'s output and how long it took.
+async fn timed<T>(f: impl std::future::Future<Output = T>) -> (T, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let out = f.await;
+    (out, started.elapsed())
+}
+
 #[tokio::test]
 async fn a_chunk_delay_sends_each_event_apart_and_keeps_the_bytes() {
     let body = req("deepseek-v4-pro", vec![user("hello")]);
     let plain = Sim::start("deepseek-v4").await.unwrap();
     let unpaced = post_stream(&plain, &body).await;
     let delay = std::time::Duration::from_millis(20);
-    let slow = Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
-        .chunk_delay(delay)
-        .start()
-        .await
-        .unwrap();
-    let started = std::time::Instant::now();
-    let paced = post_stream(&slow, &body).await;
-    let took = started.elapsed();
+    let slow = deepseek_v4_with(|b| b.chunk_delay(delay)).await;
+    let (paced, took) = timed(post_stream(&slow, &body)).await;
 
     // The same stream, byte for byte, still cut into small chunks.
     assert_eq!(paced.resp.text(), unpaced.resp.text());
@@ -1943,17 +1954,11 @@ async fn a_reply_delay_holds_whole_and_streamed_answers_and_keeps_the_bytes() {
     let unpaced_whole = post(&plain, &body).await;
     let unpaced_stream = post_stream(&plain, &body).await;
     let delay = std::time::Duration::from_millis(150);
-    let slow = Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
-        .reply_delay(delay)
-        .start()
-        .await
-        .unwrap();
+    let slow = deepseek_v4_with(|b| b.reply_delay(delay)).await;
 
     // A whole reply: the same bytes, after at least the delay (a lower bound: a sleep never
     // ends early).
-    let started = std::time::Instant::now();
-    let whole = post(&slow, &body).await;
-    let took = started.elapsed();
+    let (whole, took) = timed(post(&slow, &body)).await;
     assert_eq!(whole.status, 200, "{}", whole.text());
     assert_eq!(whole.text(), unpaced_whole.text());
     assert!(
@@ -1963,9 +1968,7 @@ async fn a_reply_delay_holds_whole_and_streamed_answers_and_keeps_the_bytes() {
 
     // A stream: the same events, its first byte after at least the delay (the whole exchange
     // is timed, so its first byte was not earlier than its end), unpaced between events.
-    let started = std::time::Instant::now();
-    let stream = post_stream(&slow, &body).await;
-    let took = started.elapsed();
+    let (stream, took) = timed(post_stream(&slow, &body)).await;
     assert!(stream.done);
     assert_eq!(stream.resp.text(), unpaced_stream.resp.text());
     assert!(
