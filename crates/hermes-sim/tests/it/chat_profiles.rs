@@ -197,6 +197,22 @@ fn tool_turn_plain(rc: Option<&str>) -> Value {
     m
 }
 
+/// The opening messages (a `system` message, then the user's `text`) and the assistant message
+/// `model` answers them with.
+async fn first_turn(sim: &Sim, model: &str, system: &str, text: &str) -> (Vec<Value>, Value) {
+    let first = vec![json!({"role":"system","content":system}), user(text)];
+    let m = ok_message(sim, &req(model, first.clone())).await;
+    (first, m)
+}
+
+/// `first`, then the `assistant` turn and the tool's answer `12:00` to its call `call_id`.
+fn answered(first: &[Value], assistant: Value, call_id: &str) -> Vec<Value> {
+    let mut msgs = first.to_vec();
+    msgs.push(assistant);
+    msgs.push(json!({"role":"tool","tool_call_id":call_id,"content":"12:00"}));
+    msgs
+}
+
 fn deepseek_error(message: &str) -> Value {
     json!({"error": {
         "message": message,
@@ -320,6 +336,19 @@ fn extra(loc: Value, input: Value) -> Value {
     json!({"type": "extra_forbidden", "loc": loc, "msg": "Extra inputs are not permitted", "input": input})
 }
 
+/// Mistral's 422 for the extra key `field` (sent as `input`) on the assistant message 1.
+async fn extra_assistant_field_refused(sim: &Sim, body: &Value, field: &str, input: Value) {
+    let r = post(sim, body).await;
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert_eq!(
+        r.json(),
+        mistral_error(json!([extra(
+            json!(["body", "messages", 1, "assistant", field]),
+            input
+        )]))
+    );
+}
+
 #[tokio::test]
 async fn mistral_refuses_unknown_keys_with_422() {
     let sim = Sim::start("mistral").await.unwrap();
@@ -331,15 +360,7 @@ async fn mistral_refuses_unknown_keys_with_422() {
             user("b"),
         ],
     );
-    let r = post(&sim, &body).await;
-    assert_eq!(r.status, 422);
-    assert_eq!(
-        r.json(),
-        mistral_error(json!([extra(
-            json!(["body", "messages", 1, "assistant", "reasoning_content"]),
-            json!("think")
-        )]))
-    );
+    extra_assistant_field_refused(&sim, &body, "reasoning_content", json!("think")).await;
 
     // tool_calls[].name, function extras, user extras and top-level max_completion_tokens.
     let body = json!({
@@ -507,11 +528,7 @@ fn flip_one_byte(s: &str, at: usize) -> String {
 #[tokio::test]
 async fn openrouter_verifies_replayed_signed_items() {
     let sim = Sim::start("openrouter").await.unwrap();
-    let first = vec![
-        json!({"role":"system","content":"be brief"}),
-        user("[tools=1] what time is it"),
-    ];
-    let m = ok_message(&sim, &req(OR_MODEL, first.clone())).await;
+    let (first, m) = first_turn(&sim, OR_MODEL, "be brief", "[tools=1] what time is it").await;
     let rd = m["reasoning_details"].as_array().unwrap();
     assert_eq!(rd.len(), 2);
     assert_eq!(rd[0]["type"], "reasoning.text");
@@ -531,12 +548,7 @@ async fn openrouter_verifies_replayed_signed_items() {
     assert_eq!(Sim::sign(OR_MODEL, text), sig);
 
     let call_id = m["tool_calls"][0]["id"].as_str().unwrap().to_owned();
-    let history = |assistant: Value| {
-        let mut msgs = first.clone();
-        msgs.push(assistant);
-        msgs.push(json!({"role":"tool","tool_call_id":call_id,"content":"12:00"}));
-        msgs
-    };
+    let history = |assistant: Value| answered(&first, assistant, &call_id);
 
     // Untouched: accepted, by this process and by a fresh simulator (same default key).
     let reply = ok_message(&sim, &req(OR_MODEL, history(m.clone()))).await;
@@ -670,15 +682,7 @@ async fn reject_message_field_switch() {
             json!({"role":"assistant","content":"x","prefix":true}),
         ],
     );
-    let r = post(&mi, &body).await;
-    assert_eq!(r.status, 422);
-    assert_eq!(
-        r.json(),
-        mistral_error(json!([extra(
-            json!(["body", "messages", 1, "assistant", "prefix"]),
-            json!(true)
-        )]))
-    );
+    extra_assistant_field_refused(&mi, &body, "prefix", json!(true)).await;
 }
 
 // ---------------------------------------------------------------- streams
@@ -1010,45 +1014,50 @@ async fn kimi_requires_reasoning_content_per_thinking_settings() {
     let mut kept = plain("kimi-k2.6", json!({"type":"enabled","keep":"all"}));
     kept["messages"][1]["reasoning_content"] = json!(" ");
     ok_message(&sim, &kept).await;
-    // k2.6: keep is null or "all".
-    refused(
-        &sim,
-        &plain("kimi-k2.6", json!({"type":"enabled","keep":"last"})),
-        400,
-        kimi_error("invalid thinking.keep for model kimi-k2.6: must be null or \"all\""),
-    )
-    .await;
-    // k2.5 has no keep parameter (simulator-chosen text).
-    refused(
-        &sim,
-        &plain("kimi-k2.5", json!({"type":"enabled","keep":"all"})),
-        400,
-        kimi_error("thinking.keep is not a valid parameter for model kimi-k2.5"),
-    )
-    .await;
-    ok_message(&sim, &plain("kimi-k2.5", json!({"type":"enabled"}))).await;
-    ok_message(&sim, &plain("kimi-k2.5", json!({"type":"disabled"}))).await;
-    // k2.7-code: thinking cannot be disabled; keep omitted or "all"; preserved thinking always on.
-    refused(
-        &sim,
-        &plain("kimi-k2.7-code", json!({"type":"disabled"})),
-        400,
-        kimi_error(
+    // Thinking settings a model does not take (k2.6: keep is null or "all"; k2.5 has no keep
+    // parameter, simulator-chosen text; k2.7-code: thinking cannot be disabled, keep omitted or
+    // "all").
+    let k27_keep = "invalid thinking.keep for model kimi-k2.7-code: must be omitted or \"all\"";
+    let rows = [
+        (
+            "k2.6 keeping the last",
+            "kimi-k2.6",
+            json!({"type":"enabled","keep":"last"}),
+            "invalid thinking.keep for model kimi-k2.6: must be null or \"all\"",
+        ),
+        (
+            "k2.5 with keep",
+            "kimi-k2.5",
+            json!({"type":"enabled","keep":"all"}),
+            "thinking.keep is not a valid parameter for model kimi-k2.5",
+        ),
+        (
+            "k2.7-code disabled",
+            "kimi-k2.7-code",
+            json!({"type":"disabled"}),
             "thinking cannot be disabled for model kimi-k2.7-code: thinking.type must be \"enabled\"",
         ),
-    )
-    .await;
-    for keep in [Value::Null, json!("none")] {
-        refused(
-            &sim,
-            &plain("kimi-k2.7-code", json!({"type":"enabled","keep":keep})),
-            400,
-            kimi_error(
-                "invalid thinking.keep for model kimi-k2.7-code: must be omitted or \"all\"",
-            ),
-        )
-        .await;
+        (
+            "k2.7-code keeping null",
+            "kimi-k2.7-code",
+            json!({"type":"enabled","keep":null}),
+            k27_keep,
+        ),
+        (
+            "k2.7-code keeping none",
+            "kimi-k2.7-code",
+            json!({"type":"enabled","keep":"none"}),
+            k27_keep,
+        ),
+    ];
+    for (name, model, thinking, message) in rows {
+        let r = post(&sim, &plain(model, thinking)).await;
+        assert_eq!(r.status, 400, "{name}: {}", r.text());
+        assert_eq!(r.json(), kimi_error(message), "{name}");
     }
+    ok_message(&sim, &plain("kimi-k2.5", json!({"type":"enabled"}))).await;
+    ok_message(&sim, &plain("kimi-k2.5", json!({"type":"disabled"}))).await;
+    // k2.7-code: preserved thinking always on.
     refused(
         &sim,
         &plain("kimi-k2.7-code", Value::Null),
@@ -1284,11 +1293,7 @@ async fn gemini_openai_refuses_unknown_top_level_names() {
 #[tokio::test]
 async fn gemini_openai_thought_signatures() {
     let sim = Sim::start("gemini-openai").await.unwrap();
-    let first = vec![
-        json!({"role":"system","content":"s"}),
-        user("[tools=2] what time is it"),
-    ];
-    let m = ok_message(&sim, &req(GEMINI_MODEL, first.clone())).await;
+    let (first, m) = first_turn(&sim, GEMINI_MODEL, "s", "[tools=2] what time is it").await;
     assert_eq!(keys(&m), ["role", "content", "tool_calls"]);
     let call = &m["tool_calls"][0];
     let sig = call["extra_content"]["google"]["thought_signature"]
@@ -1298,12 +1303,7 @@ async fn gemini_openai_thought_signatures() {
     assert!(Sim::verify_encrypted(GEMINI_MODEL, &sig));
     assert!(!Sim::verify_encrypted("gemini-3-flash-preview", &sig));
     let call_id = call["id"].as_str().unwrap().to_owned();
-    let history = |assistant: Value| {
-        let mut msgs = first.clone();
-        msgs.push(assistant);
-        msgs.push(json!({"role":"tool","tool_call_id":call_id,"content":"12:00"}));
-        msgs
-    };
+    let history = |assistant: Value| answered(&first, assistant, &call_id);
     // The reply replays fine (and the loop goes on, with a signed second call).
     let next = ok_message(&sim, &req(GEMINI_MODEL, history(m.clone()))).await;
     assert!(next["tool_calls"][0]["extra_content"]["google"]["thought_signature"].is_string());
@@ -1447,12 +1447,7 @@ async fn copilot_verifies_replayed_opaque_and_signatures() {
             .cloned();
         assert_eq!(fsig.is_some(), model.contains("gemini"), "{model}");
         let call_id = m["tool_calls"][0]["id"].as_str().unwrap().to_owned();
-        let history = |assistant: Value| {
-            let mut msgs = first.clone();
-            msgs.push(assistant);
-            msgs.push(json!({"role":"tool","tool_call_id":call_id,"content":"12:00"}));
-            req(model, msgs)
-        };
+        let history = |assistant: Value| req(model, answered(&first, assistant, &call_id));
         ok_message(&sim, &history(m.clone())).await;
         // Tampered opaque: refused (simulator-chosen text).
         let mut t = m.clone();
