@@ -13,6 +13,16 @@ const RD_FORMAT: &str = "anthropic-claude-v1";
 /// The function the script calls.
 pub(crate) const TOOL_NAME: &str = "now";
 
+/// What every wire's script reads: the validated request body, its bytes as sent, the model and
+/// the simulator's signing key.
+#[derive(Clone, Copy)]
+pub(crate) struct Prompt<'a> {
+    pub(crate) body: &'a Value,
+    pub(crate) raw: &'a [u8],
+    pub(crate) model: &'a str,
+    pub(crate) key: &'a [u8],
+}
+
 /// A tool call chosen by the script.
 #[derive(Clone, Debug)]
 pub(crate) struct ToolCall {
@@ -575,6 +585,26 @@ pub(crate) fn sse(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_wires_ragged_tool_input_pieces_cover_the_text() {
+        type Cut = fn(&str) -> Vec<String>;
+        // Anthropic's first `input_json_delta` carries `""`; Bedrock sends at least one piece.
+        let rows: [(&str, Cut, usize, bool); 2] = [
+            ("anthropic", crate::anthropic::reply::ragged, 4, true),
+            ("bedrock", crate::bedrock::reply::ragged, 2, false),
+        ];
+        let s = r#"{"step":1,"note":"ünï ⏱"}"#;
+        for (wire, cut, more_than, leading_empty) in rows {
+            let p = cut(s);
+            if leading_empty {
+                assert_eq!(p[0], "", "{wire}");
+            }
+            assert!(p.len() > more_than, "{wire}: {p:?}");
+            assert_eq!(p.concat(), s, "{wire}");
+            assert_eq!(cut(""), vec![String::new()], "{wire}");
+        }
+    }
 
     #[test]
     fn tools_marker() {

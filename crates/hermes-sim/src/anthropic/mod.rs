@@ -16,6 +16,7 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 
+use crate::model::Prompt;
 use crate::wire::{Answer, Request, short_hash};
 use crate::{Shared, lock};
 use reply::{Ask, Cache};
@@ -226,13 +227,15 @@ pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
             .to_owned(),
     };
     let reply = reply::script(&Ask {
-        body: &body,
-        raw,
-        model: &model,
+        prompt: Prompt {
+            body: &body,
+            raw,
+            model: &model,
+            key: &shared.key,
+        },
         thinking: checked.thinking,
         cache,
         id_prefix: if vertex { "msg_vrtx_" } else { "msg_" },
-        key: &shared.key,
     });
     let stream = body.get("stream").and_then(Value::as_bool) == Some(true);
     let text = if stream {
@@ -268,13 +271,15 @@ pub(crate) fn invoke_bedrock(
     let checked = rules::validate(body, Via::Bedrock, &betas.join(","), &shared.key)?;
     let cache = cache_of(shared, checked.breakpoints);
     Ok(reply::script(&Ask {
-        body,
-        raw,
-        model,
+        prompt: Prompt {
+            body,
+            raw,
+            model,
+            key: &shared.key,
+        },
         thinking: checked.thinking,
         cache,
         id_prefix: "msg_bdrk_",
-        key: &shared.key,
     }))
 }
 

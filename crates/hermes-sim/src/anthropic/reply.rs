@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::rules::Thinking;
 use super::thinking::{self, Token};
-use crate::model::{self, Step, last_user_turn, messages_step, pieces, scripted_tool_of};
+use crate::model::{self, Prompt, Step, last_user_turn, messages_step, pieces, scripted_tool_of};
 use crate::wire::{list_of, short_hash};
 
 /// Whether the reply reports a cache write, a cache read or neither.
@@ -34,14 +34,11 @@ pub(crate) struct Reply {
 
 /// Everything the script reads.
 pub(crate) struct Ask<'a> {
-    pub(crate) body: &'a Value,
-    pub(crate) raw: &'a [u8],
-    pub(crate) model: &'a str,
+    pub(crate) prompt: Prompt<'a>,
     pub(crate) thinking: Thinking,
     pub(crate) cache: Cache,
     /// `msg_`, `msg_vrtx_` or `msg_bdrk_`.
     pub(crate) id_prefix: &'a str,
-    pub(crate) key: &'a [u8],
 }
 
 fn role_of(m: &Value) -> &str {
@@ -74,7 +71,7 @@ fn has_text(m: &Value) -> bool {
 
 /// Runs the script over a validated request.
 pub(crate) fn script(ask: &Ask<'_>) -> Reply {
-    let body = ask.body;
+    let body = ask.prompt.body;
     let messages = list_of(body, "messages");
     let (user_text, after) = last_user_turn(
         messages,
@@ -88,7 +85,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
         .flatten()
         .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
         .collect();
-    let model = ask.model;
+    let model = ask.prompt.model;
     let seed = format!("{model}\u{0}{user_text}\u{0}{}", results.len());
 
     let (reasoning, step) = messages_step(
@@ -114,7 +111,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
         content.push(json!({
             "type": "thinking",
             "thinking": text,
-            "signature": thinking::sign_thinking(ask.key, &digest, text, token(0))
+            "signature": thinking::sign_thinking(ask.prompt.key, &digest, text, token(0))
         }));
         if redacted {
             let payload = format!(
@@ -123,7 +120,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
             );
             content.push(json!({
                 "type": "redacted_thinking",
-                "data": thinking::seal_redacted(ask.key, &digest, token(1), payload.as_bytes())
+                "data": thinking::seal_redacted(ask.prompt.key, &digest, token(1), payload.as_bytes())
             }));
         }
     }
@@ -151,7 +148,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
         }
     };
 
-    let total = ask.raw.len().div_ceil(4).max(1);
+    let total = ask.prompt.raw.len().div_ceil(4).max(1);
     let (cache_creation, cache_read) = match ask.cache {
         Cache::None => (0, 0),
         Cache::Write => (total / 2, 0),
@@ -162,7 +159,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
         id: format!(
             "{}{}",
             ask.id_prefix,
-            short_hash(&String::from_utf8_lossy(ask.raw), 24)
+            short_hash(&String::from_utf8_lossy(ask.prompt.raw), 24)
         ),
         model: model.to_owned(),
         content,
@@ -335,23 +332,8 @@ const RAGGED: [usize; 6] = [1, 7, 3, 11, 2, 5];
 
 /// Splits `s` at uneven char boundaries, after an empty first piece (as the API's first
 /// `input_json_delta` carries `""`).
-fn ragged(s: &str) -> Vec<String> {
+pub(crate) fn ragged(s: &str) -> Vec<String> {
     let mut out = vec![String::new()];
     out.extend(model::ragged(s, &RAGGED));
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ragged_pieces_cover_the_text() {
-        let s = r#"{"step":1,"note":"ünï ⏱"}"#;
-        let p = ragged(s);
-        assert_eq!(p[0], "");
-        assert!(p.len() > 4);
-        assert_eq!(p.concat(), s);
-        assert_eq!(ragged(""), vec![String::new()]);
-    }
 }

@@ -12,7 +12,7 @@
 mod auth;
 mod frames;
 mod reasoning;
-mod reply;
+pub(crate) mod reply;
 pub(crate) mod rules;
 
 use std::time::SystemTime;
@@ -22,6 +22,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
 use crate::anthropic::percent_decode;
+use crate::model::Prompt;
 use crate::wire::Request;
 use crate::wire::short_hash;
 use crate::{Shared, lock};
@@ -273,12 +274,14 @@ fn converse(call: Call<'_>, body: Value) -> Answer {
         Err(message) => return validation(call.rid, &body, &message),
     };
     let reply = reply::script(&reply::Ask {
-        body: &body,
-        raw: call.raw,
-        model: call.model,
+        prompt: Prompt {
+            body: &body,
+            raw: call.raw,
+            model: call.model,
+            key: &call.shared.key,
+        },
         reasoning: checked.reasoning,
         redacted: call.switches.redacted_reasoning,
-        key: &call.shared.key,
     });
     if !call.op.stream() {
         let text = reply.json().to_string();

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::rules::{Reasoning, blocks, role as role_of};
 use crate::anthropic::thinking::{self as signing, Token};
-use crate::model::{self, Step, last_user_turn, messages_step, pieces, scripted_tool_of};
+use crate::model::{self, Prompt, Step, last_user_turn, messages_step, pieces, scripted_tool_of};
 use crate::wire::{list_of, short_hash};
 
 /// What the scripted model answers for one Converse request.
@@ -21,13 +21,10 @@ pub(crate) struct Reply {
 
 /// Everything the script reads.
 pub(crate) struct Ask<'a> {
-    pub(crate) body: &'a Value,
-    pub(crate) raw: &'a [u8],
-    pub(crate) model: &'a str,
+    pub(crate) prompt: Prompt<'a>,
     pub(crate) reasoning: Reasoning,
     /// Claude: add a `redactedContent` block (switch).
     pub(crate) redacted: bool,
-    pub(crate) key: &'a [u8],
 }
 
 /// The message's top-level text blocks, joined.
@@ -57,7 +54,7 @@ fn result_text(result: &Value) -> String {
 
 /// Runs the script over a validated Converse request.
 pub(crate) fn script(ask: &Ask<'_>) -> Reply {
-    let body = ask.body;
+    let body = ask.prompt.body;
     let messages = list_of(body, "messages");
     let (user_text, after) = last_user_turn(
         messages,
@@ -70,7 +67,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
         .flat_map(blocks)
         .filter_map(|b| b.get("toolResult"))
         .collect();
-    let model = ask.model;
+    let model = ask.prompt.model;
     let seed = format!("bedrock\u{0}{model}\u{0}{user_text}\u{0}{}", results.len());
 
     let (reasoning, step) = messages_step(
@@ -95,7 +92,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
             let token = Token::of_reply(&digest, &seed, count);
             content.push(json!({"reasoningContent": {"reasoningText": {
                 "text": text,
-                "signature": signing::sign_thinking(ask.key, &digest, text, token(0))
+                "signature": signing::sign_thinking(ask.prompt.key, &digest, text, token(0))
             }}}));
             if redacted {
                 let payload = format!(
@@ -103,7 +100,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
                     short_hash(&format!("redacted\u{0}{seed}"), 32)
                 );
                 content.push(json!({"reasoningContent": {
-                    "redactedContent": signing::seal_redacted(ask.key, &digest, token(1), payload.as_bytes())
+                    "redactedContent": signing::seal_redacted(ask.prompt.key, &digest, token(1), payload.as_bytes())
                 }}));
             }
         }
@@ -139,9 +136,9 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
     Reply {
         content,
         stop_reason,
-        input_tokens: ask.raw.len().div_ceil(4).max(1),
+        input_tokens: ask.prompt.raw.len().div_ceil(4).max(1),
         output_tokens,
-        latency_ms: 40 + ask.raw.len() % 200,
+        latency_ms: 40 + ask.prompt.raw.len() % 200,
     }
 }
 
@@ -149,7 +146,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
 const RAGGED: [usize; 5] = [5, 11, 2, 7, 13];
 
 /// Splits `s` at uneven char boundaries (at least one piece).
-fn ragged(s: &str) -> Vec<String> {
+pub(crate) fn ragged(s: &str) -> Vec<String> {
     let out = model::ragged(s, &RAGGED);
     if out.is_empty() {
         vec![String::new()]
@@ -226,19 +223,5 @@ impl Reply {
             json!({"usage": self.usage(), "metrics": {"latencyMs": self.latency_ms}}),
         ));
         out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ragged_pieces_cover_the_text() {
-        let s = r#"{"step":1,"note":"ünï ⏱"}"#;
-        let p = ragged(s);
-        assert!(p.len() > 2);
-        assert_eq!(p.concat(), s);
-        assert_eq!(ragged(""), vec![String::new()]);
     }
 }
