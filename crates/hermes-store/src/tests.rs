@@ -47,6 +47,15 @@ async fn imported(db: &TestDb) -> (Store, String) {
     (store, id)
 }
 
+/// Three gateway keys: two of tenant `acme`, then one of `globex`.
+async fn acme_twice_and_globex(store: &Store) -> [String; 3] {
+    let mut keys = Vec::new();
+    for tenant in ["acme", "acme", "globex"] {
+        keys.push(store.add_gateway_key(tenant).await.unwrap());
+    }
+    keys.try_into().unwrap()
+}
+
 mod gateway;
 mod limits;
 mod lineage;
