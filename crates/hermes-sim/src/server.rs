@@ -261,36 +261,24 @@ fn chunked(bytes: Bytes, cuts: &'static [usize], paced: Paced) -> Response<SimBo
     Response::new(SimBody::Chunks(rx))
 }
 
-/// The HTTP response for a `bedrock` answer.
-fn bedrock_response(a: bedrock::Answer) -> Response<SimBody> {
-    let mut resp = match a.out {
-        bedrock::Out::Json(text) => json_response(a.status, text),
-        bedrock::Out::Stream { bytes, .. } => {
-            let mut resp = chunked(Bytes::from(bytes), &FRAME_CUTS, Paced::NONE);
+/// The HTTP response for a wire module's answer: its body sent as its kind says, then its
+/// headers.
+fn response(a: &wire::Answer, pace: Duration) -> Response<SimBody> {
+    let mut resp = match &a.kind {
+        wire::Body::Json => json_response(a.status, a.text.clone()),
+        wire::Body::Sse => sse_response(a.text.clone(), pace),
+        wire::Body::JsonArray => {
+            let mut resp = chunked(Bytes::from(a.text.clone()), &CUTS, Paced::NONE);
+            resp.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            resp
+        }
+        wire::Body::EventStream(bytes) => {
+            let mut resp = chunked(Bytes::from(bytes.clone()), &FRAME_CUTS, Paced::NONE);
             resp.headers_mut().insert(
                 CONTENT_TYPE,
                 HeaderValue::from_static(bedrock::EVENT_STREAM),
             );
-            resp
-        }
-    };
-    for (name, value) in a.headers {
-        if let Ok(v) = HeaderValue::from_str(&value) {
-            resp.headers_mut().insert(name, v);
-        }
-    }
-    resp
-}
-
-/// The HTTP response for a `gemini` answer.
-fn gemini_response(a: &gemini::Answer, pace: Duration) -> Response<SimBody> {
-    let mut resp = match a.kind {
-        gemini::Body::Json => json_response(a.status, a.text.clone()),
-        gemini::Body::Sse => sse_response(a.text.clone(), pace),
-        gemini::Body::JsonArray => {
-            let mut resp = chunked(Bytes::from(a.text.clone()), &CUTS, Paced::NONE);
-            resp.headers_mut()
-                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
             resp
         }
     };
@@ -339,44 +327,29 @@ async fn handle(
         raw: &raw,
     };
 
-    let plain = if shared.profile.is_messages() {
+    let answer = if shared.profile.is_messages() {
         Some(anthropic::answer(&shared, &request))
     } else if shared.profile.is_responses() {
         Some(openai_responses::answer(&shared, &request))
+    } else if shared.profile.is_bedrock() {
+        Some(bedrock::answer(&shared, &request))
+    } else if shared.profile.is_gemini() {
+        Some(gemini::answer(&shared, &request))
     } else {
         None
     };
-    if let Some(a) = plain {
-        record(&shared, &seen, a.body, raw, a.status, &a.text, Vec::new());
-        return Ok(if a.stream {
-            sse_response(a.text, shared.chunk_delay)
+    if let Some(a) = answer {
+        // Gemini's query is recorded too (`alt=sse`), with any `key` value redacted.
+        let shown = if shared.profile.is_gemini() {
+            gemini::recorded_path(&path_and_query)
         } else {
-            json_response(a.status, a.text)
-        });
-    }
-    if shared.profile.is_bedrock() {
-        let a = bedrock::answer(&shared, &request);
-        let text = a.recorded().to_owned();
-        record(
-            &shared,
-            &seen,
-            a.body.clone(),
-            raw,
-            a.status,
-            &text,
-            Vec::new(),
-        );
-        return Ok(bedrock_response(a));
-    }
-    if shared.profile.is_gemini() {
-        let a = gemini::answer(&shared, &request);
-        // The query is recorded too (`alt=sse`), with any `key` value redacted.
-        let shown = gemini::recorded_path(&path_and_query);
+            path.clone()
+        };
         let seen = Seen {
             path: &shown,
             headers: &recorded,
         };
-        let resp = gemini_response(&a, shared.chunk_delay);
+        let resp = response(&a, shared.chunk_delay);
         record(&shared, &seen, a.body, raw, a.status, &a.text, a.notes);
         return Ok(resp);
     }

@@ -40,27 +40,56 @@ pub(crate) struct Request<'a> {
     pub(crate) raw: &'a [u8],
 }
 
-/// The simulator's answer to one request (Messages and Responses profiles).
+/// How an answer's body is sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Body {
+    /// One JSON document.
+    Json,
+    /// `text/event-stream`, paced by the chunk delay.
+    Sse,
+    /// A JSON array written in chunks (Gemini's `streamGenerateContent` without `alt=sse`).
+    JsonArray,
+    /// AWS event-stream frames: these bytes (the answer's text renders them for the record).
+    EventStream(Vec<u8>),
+}
+
+/// The simulator's answer to one request, whatever the wire.
 #[derive(Debug)]
 pub(crate) struct Answer {
     /// HTTP status.
     pub(crate) status: u16,
+    /// Response headers besides `content-type` (`x-amzn-RequestId`, Gemini's degradation note,
+    /// …).
+    pub(crate) headers: Vec<(&'static str, String)>,
     /// The parsed request body (`Value::Null` when it was not read or not JSON).
     pub(crate) body: Value,
-    /// The response body: JSON, or the SSE text of a stream.
+    /// The response body as text: JSON, SSE or JSON-array text, or the rendering of
+    /// [`Body::EventStream`]'s frames; what is recorded.
     pub(crate) text: String,
-    /// `text` is an SSE stream.
-    pub(crate) stream: bool,
+    /// How the body is sent.
+    pub(crate) kind: Body,
+    /// What the profile accepted although degraded (Gemini's misplaced or unverified signatures).
+    pub(crate) notes: Vec<String>,
 }
 
 impl Answer {
+    /// A 200 answer: `text` sent as `kind`, recording the request `body`.
+    pub(crate) fn ok(body: Value, text: String, kind: Body) -> Answer {
+        Answer {
+            status: 200,
+            headers: Vec::new(),
+            body,
+            text,
+            kind,
+            notes: Vec::new(),
+        }
+    }
+
     /// A refusal: `status` with the JSON `envelope`, recording the request `body`.
     pub(crate) fn refused(status: u16, body: &Value, envelope: Value) -> Answer {
         Answer {
             status,
-            body: body.clone(),
-            text: envelope.to_string(),
-            stream: false,
+            ..Answer::ok(body.clone(), envelope.to_string(), Body::Json)
         }
     }
 }

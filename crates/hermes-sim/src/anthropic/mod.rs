@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering;
 use serde_json::{Value, json};
 
 use crate::model::Prompt;
-use crate::wire::{Answer, Request, short_hash};
+use crate::wire::{Answer, Body, Request, short_hash};
 use crate::{Shared, lock};
 use reply::{Ask, Cache};
 use rules::Via;
@@ -243,12 +243,8 @@ pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
     } else {
         reply.json().to_string()
     };
-    Answer {
-        status: 200,
-        body,
-        text,
-        stream,
-    }
+    let kind = if stream { Body::Sse } else { Body::Json };
+    Answer::ok(body, text, kind)
 }
 
 /// Bedrock InvokeModel with an Anthropic Messages body (`crate::bedrock`'s `/invoke` and

@@ -23,8 +23,8 @@ use serde_json::{Value, json};
 
 use crate::anthropic::percent_decode;
 use crate::model::Prompt;
-use crate::wire::Request;
 use crate::wire::short_hash;
+use crate::wire::{Answer, Body, Request};
 use crate::{Shared, lock};
 use frames::Frame;
 
@@ -65,36 +65,6 @@ fn route(path: &str) -> Option<(String, Op)> {
     (!model.is_empty()).then_some((model, op))
 }
 
-/// The body of a response.
-#[derive(Debug)]
-pub(crate) enum Out {
-    /// A JSON document.
-    Json(String),
-    /// Event-stream bytes and their text rendering (for the record).
-    Stream { bytes: Vec<u8>, text: String },
-}
-
-/// The simulator's answer to one request.
-#[derive(Debug)]
-pub(crate) struct Answer {
-    pub(crate) status: u16,
-    /// Response headers besides `content-type` (`x-amzn-RequestId`, `x-amzn-ErrorType`, …).
-    pub(crate) headers: Vec<(&'static str, String)>,
-    /// The parsed request body (`Value::Null` when not read or not JSON).
-    pub(crate) body: Value,
-    pub(crate) out: Out,
-}
-
-impl Answer {
-    /// The text recorded as the response.
-    pub(crate) fn recorded(&self) -> &str {
-        match &self.out {
-            Out::Json(t) => t,
-            Out::Stream { text, .. } => text,
-        }
-    }
-}
-
 /// A request id in AWS's UUID form, derived from the request.
 fn request_id(seed: &str) -> String {
     let h = short_hash(seed, 32);
@@ -116,7 +86,9 @@ fn refusal(rid: &str, status: u16, error_type: String, body: &Value, message: Va
             ("x-amzn-errortype", error_type),
         ],
         body: body.clone(),
-        out: Out::Json(message.to_string()),
+        text: message.to_string(),
+        kind: Body::Json,
+        notes: Vec::new(),
     }
 }
 
@@ -208,14 +180,18 @@ struct Call<'a> {
     raw: &'a [u8],
 }
 
-fn ok(rid: &str, body: Value, out: Out, extra: Vec<(&'static str, String)>) -> Answer {
+/// A 200 answer of `text` sent as `kind`, with the request id and the `extra` headers.
+fn ok(
+    rid: &str,
+    body: Value,
+    (text, kind): (String, Body),
+    extra: Vec<(&'static str, String)>,
+) -> Answer {
     let mut headers = vec![("x-amzn-requestid", rid.to_owned())];
     headers.extend(extra);
     Answer {
-        status: 200,
         headers,
-        body,
-        out,
+        ..Answer::ok(body, text, kind)
     }
 }
 
@@ -285,7 +261,7 @@ fn converse(call: Call<'_>, body: Value) -> Answer {
     });
     if !call.op.stream() {
         let text = reply.json().to_string();
-        return ok(call.rid, body, Out::Json(text), Vec::new());
+        return ok(call.rid, body, (text, Body::Json), Vec::new());
     }
     let events = reply.events().into_iter();
     let list = with_failure(
@@ -295,7 +271,7 @@ fn converse(call: Call<'_>, body: Value) -> Answer {
             .collect(),
     );
     let (bytes, text) = frames::encode(&list, call.rid);
-    ok(call.rid, body, Out::Stream { bytes, text }, Vec::new())
+    ok(call.rid, body, (text, Body::EventStream(bytes)), Vec::new())
 }
 
 fn invoke(call: Call<'_>, body: Value) -> Answer {
@@ -323,7 +299,7 @@ fn invoke(call: Call<'_>, body: Value) -> Answer {
             ("x-amzn-bedrock-output-token-count", output.to_string()),
             ("x-amzn-bedrock-invocation-latency", latency.to_string()),
         ];
-        return ok(call.rid, body, Out::Json(text), extra);
+        return ok(call.rid, body, (text, Body::Json), extra);
     }
     // Bedrock drops Anthropic's `ping` and adds its metrics to `message_stop`.
     let events: Vec<Value> = reply
@@ -356,7 +332,7 @@ fn invoke(call: Call<'_>, body: Value) -> Answer {
     if let Some(Frame::Exception(kind, payload)) = list.last() {
         text.push_str(&format!("exception {kind} {payload}\n"));
     }
-    ok(call.rid, body, Out::Stream { bytes, text }, Vec::new())
+    ok(call.rid, body, (text, Body::EventStream(bytes)), Vec::new())
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ pub(crate) mod signature;
 use serde_json::{Value, json};
 
 use crate::anthropic::percent_decode;
-use crate::wire::{Request, list_of};
+use crate::wire::{Answer, Body, Request, list_of};
 use crate::{Shared, lock};
 use schema::Violation;
 
@@ -169,45 +169,6 @@ fn invalid(fault: &Fault) -> Value {
         }])
     });
     envelope(400, "INVALID_ARGUMENT", &fault.message, details)
-}
-
-/// How the answer's body is sent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Body {
-    /// One JSON document.
-    Json,
-    /// `text/event-stream` (`alt=sse`).
-    Sse,
-    /// A JSON array written in chunks (`streamGenerateContent` without `alt=sse`).
-    JsonArray,
-}
-
-/// The simulator's answer to one request.
-#[derive(Debug)]
-pub(crate) struct Answer {
-    pub(crate) status: u16,
-    /// Response headers besides `content-type`.
-    pub(crate) headers: Vec<(&'static str, String)>,
-    /// The parsed request body (`Value::Null` when not read or not JSON).
-    pub(crate) body: Value,
-    /// The response body (JSON, SSE text or JSON array text).
-    pub(crate) text: String,
-    pub(crate) kind: Body,
-    /// Notes on signatures accepted although misplaced or unverified.
-    pub(crate) notes: Vec<String>,
-}
-
-impl Answer {
-    fn refused(status: u16, body: &Value, envelope: Value) -> Answer {
-        Answer {
-            status,
-            headers: Vec::new(),
-            body: body.clone(),
-            text: envelope.to_string(),
-            kind: Body::Json,
-            notes: Vec::new(),
-        }
-    }
 }
 
 /// The key-in-URL refusal. Simulator-chosen: the real API accepts `?key=`; hermes must never send

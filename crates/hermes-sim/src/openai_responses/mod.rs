@@ -18,7 +18,7 @@ pub(crate) mod seal;
 
 use serde_json::{Value, json};
 
-use crate::wire::{Answer, Request};
+use crate::wire::{Answer, Body, Request};
 use crate::{Shared, lock};
 
 /// OpenAI's 401 when no bearer token is sent (the text the real API answers with).
@@ -140,10 +140,6 @@ pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
     } else {
         reply.json(end).to_string()
     };
-    Answer {
-        status: 200,
-        body,
-        text,
-        stream,
-    }
+    let kind = if stream { Body::Sse } else { Body::Json };
+    Answer::ok(body, text, kind)
 }
