@@ -133,27 +133,12 @@ impl RawMessage {
 
 impl Store {
     async fn raw_sessions(&self) -> Result<Vec<RawSession>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            session_columns!(),
-            " FROM sessions ORDER BY created_at, id"
-        ))
-        .fetch_all(&self.pool)
-        .await
-        .db()?;
+        let rows = self.every_session_row("created_at, id").await?;
         rows.iter().map(RawSession::from_row).collect()
     }
 
     async fn raw_session(&self, id: &str) -> Result<Option<RawSession>, StoreError> {
-        let row = sqlx::query(concat!(
-            "SELECT ",
-            session_columns!(),
-            " FROM sessions WHERE id = $1"
-        ))
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await
-        .db()?;
+        let row = self.session_row(id).await?;
         row.as_ref().map(RawSession::from_row).transpose()
     }
 

@@ -1205,18 +1205,39 @@ impl Store {
         Ok(())
     }
 
-    /// The session's metadata.
-    pub async fn session(&self, session: &str) -> Result<SessionMeta, StoreError> {
-        let row = sqlx::query(concat!(
+    /// The row (`session_columns!`) of session `id`, if there is one.
+    pub(crate) async fn session_row(&self, id: &str) -> Result<Option<DbRow>, StoreError> {
+        sqlx::query(concat!(
             "SELECT ",
             session_columns!(),
             " FROM sessions WHERE id = $1"
         ))
-        .bind(session)
+        .bind(id)
         .fetch_optional(&self.pool)
         .await
-        .db()?
-        .ok_or_else(|| StoreError::NotFound(session.to_owned()))?;
+        .db()
+    }
+
+    /// Every session's row (`session_columns!`), in the order `order_by` says.
+    pub(crate) async fn every_session_row(
+        &self,
+        order_by: &'static str,
+    ) -> Result<Vec<DbRow>, StoreError> {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {} FROM sessions ORDER BY {order_by}",
+            session_columns!()
+        )))
+        .fetch_all(&self.pool)
+        .await
+        .db()
+    }
+
+    /// The session's metadata.
+    pub async fn session(&self, session: &str) -> Result<SessionMeta, StoreError> {
+        let row = self
+            .session_row(session)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(session.to_owned()))?;
         meta_from_row(&row)
     }
 
@@ -1282,14 +1303,7 @@ impl Store {
 
     /// Every session, most recently changed first.
     pub async fn list(&self) -> Result<Vec<SessionMeta>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            session_columns!(),
-            " FROM sessions ORDER BY updated_at DESC, id"
-        ))
-        .fetch_all(&self.pool)
-        .await
-        .db()?;
+        let rows = self.every_session_row("updated_at DESC, id").await?;
         rows.iter().map(meta_from_row).collect()
     }
 
