@@ -56,6 +56,14 @@ async fn acme_twice_and_globex(store: &Store) -> [String; 3] {
     keys.try_into().unwrap()
 }
 
+/// Two handles on the store of `db` and a new session, made through the first.
+async fn two_handles(db: &TestDb) -> (Store, Store, String) {
+    let a = db.open().await;
+    let b = db.open().await;
+    let id = a.create_session(&NewSession::default()).await.unwrap();
+    (a, b, id)
+}
+
 mod gateway;
 mod limits;
 mod lineage;
@@ -527,9 +535,7 @@ async fn a_verdict_cleared_by_another_handle_is_not_brought_back_by_the_next_rec
 
 both!(two_handles_recording_at_once_keep_every_verdict);
 async fn two_handles_recording_at_once_keep_every_verdict(db: TestDb) {
-    let a = db.open().await;
-    let b = db.open().await;
-    let id = a.create_session(&NewSession::default()).await.unwrap();
+    let (a, b, id) = two_handles(&db).await;
     let record_many = |store: Store, prefix: &'static str| {
         let id = id.clone();
         async move {
@@ -1507,9 +1513,7 @@ async fn eight_concurrent_writers_lose_and_duplicate_nothing(db: TestDb) {
 
 both!(appends_to_one_session_from_two_handles_never_interleave_a_batch);
 async fn appends_to_one_session_from_two_handles_never_interleave_a_batch(db: TestDb) {
-    let a = db.open().await;
-    let b = db.open().await;
-    let id = a.create_session(&NewSession::default()).await.unwrap();
+    let (a, b, id) = two_handles(&db).await;
     let writer = |store: Store, name: &'static str| {
         let id = id.clone();
         async move {
@@ -1547,9 +1551,7 @@ async fn appends_to_one_session_from_two_handles_never_interleave_a_batch(db: Te
 
 both!(a_lease_is_held_by_one_handle_at_a_time);
 async fn a_lease_is_held_by_one_handle_at_a_time(db: TestDb) {
-    let a = db.open().await;
-    let b = db.open().await;
-    let id = a.create_session(&NewSession::default()).await.unwrap();
+    let (a, b, id) = two_handles(&db).await;
     let ttl = std::time::Duration::from_secs(30);
     let never_gone = |_: &str| false;
     assert_eq!(
