@@ -539,11 +539,7 @@ pub(crate) fn encode_config(config: &Map<String, Value>) -> Result<String, Store
 fn meta_from_row(row: &DbRow) -> Result<SessionMeta, StoreError> {
     let raw = copy::RawSession::from_row(row)?;
     let model_config =
-        serde_json::from_str(&raw.model_config).map_err(|e| StoreError::Corrupt {
-            session: raw.id.clone(),
-            position: -1,
-            message: format!("model_config: {e}"),
-        })?;
+        serde_json::from_str(&raw.model_config).map_err(|e| verdicts::corrupt(&raw.id, &e))?;
     Ok(SessionMeta {
         title: raw.title,
         parent_id: raw.parent_id,
