@@ -206,11 +206,12 @@ async fn delete_removes_the_session_and_its_messages(db: TestDb) {
         store.session(&id).await,
         Err(StoreError::NotFound(_))
     ));
-    let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE session_id = $1")
-        .bind(&id)
-        .fetch_one(&store.pool)
-        .await
-        .unwrap();
+    let rows: i64 = scalar(
+        &store,
+        "SELECT COUNT(*) FROM messages WHERE session_id = $1",
+        &id,
+    )
+    .await;
     assert_eq!(rows, 0);
     assert_eq!(store.session(&branch).await.unwrap().parent_id, None);
     assert!(matches!(
@@ -483,18 +484,35 @@ fn rd() -> hermes_core::CarrierSet {
     hermes_core::CarrierSet::NONE.with(hermes_core::Carrier::ReasoningDetails)
 }
 
-/// Stores `config` as the session's `model_config` text, exactly as given.
-async fn set_raw_config(store: &Store, id: &str, config: &str) {
-    sqlx::query("UPDATE sessions SET model_config = $1 WHERE id = $2")
-        .bind(config)
+/// Sets the session's `column` to `value` directly, past the store's API.
+async fn set_column<T>(store: &Store, id: &str, column: &str, value: T)
+where
+    T: for<'q> sqlx::Encode<'q, sqlx::Any> + sqlx::Type<sqlx::Any> + Send,
+{
+    let sql = format!("UPDATE sessions SET {column} = $1 WHERE id = $2");
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(value)
         .bind(id)
         .execute(&store.pool)
         .await
         .unwrap();
 }
 
+/// Stores `config` as the session's `model_config` text, exactly as given.
+async fn set_raw_config(store: &Store, id: &str, config: &str) {
+    set_column(store, id, "model_config", config.to_owned()).await;
+}
+
 async fn raw_config(store: &Store, id: &str) -> String {
-    sqlx::query_scalar("SELECT model_config FROM sessions WHERE id = $1")
+    scalar(store, "SELECT model_config FROM sessions WHERE id = $1", id).await
+}
+
+/// The one value `sql` selects for the id `id` (its `$1`).
+async fn scalar<T>(store: &Store, sql: &'static str, id: &str) -> T
+where
+    T: for<'r> sqlx::Decode<'r, sqlx::Any> + sqlx::Type<sqlx::Any> + Send + Unpin,
+{
+    sqlx::query_scalar(sql)
         .bind(id)
         .fetch_one(&store.pool)
         .await
@@ -1629,11 +1647,12 @@ async fn the_python_originals_sessions_import_with_every_carrier_byte_once(db: T
         for m in store.all_messages(&id).await.unwrap() {
             export.push_str(&serde_json::to_string(&m.message).unwrap());
         }
-        let config: String = sqlx::query_scalar("SELECT model_config FROM sessions WHERE id = $1")
-            .bind(&id)
-            .fetch_one(&store.pool)
-            .await
-            .unwrap();
+        let config: String = scalar(
+            &store,
+            "SELECT model_config FROM sessions WHERE id = $1",
+            &id,
+        )
+        .await;
         if export.contains(&raw) || config == raw {
             continue;
         }

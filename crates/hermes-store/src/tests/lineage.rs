@@ -5,7 +5,7 @@
 use hermes_core::{Message, Role, match_key};
 use sqlx::Row as _;
 
-use super::raw_rows;
+use super::{raw_rows, scalar, set_column};
 use crate::testing::TestDb;
 use crate::{Appended, Fork, NewSession, Store, StoreError};
 
@@ -59,11 +59,12 @@ async fn session_with(store: &Store, tenant: Option<&str>, messages: &[Message])
 
 /// How many rows the `messages` table holds for `id`.
 async fn rows_of(store: &Store, id: &str) -> i64 {
-    sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE session_id = $1")
-        .bind(id)
-        .fetch_one(&store.pool)
-        .await
-        .unwrap()
+    scalar(
+        store,
+        "SELECT COUNT(*) FROM messages WHERE session_id = $1",
+        id,
+    )
+    .await
 }
 
 /// The session's messages as the exact JSON text a `hermes.session.v1` export holds.
@@ -673,12 +674,7 @@ async fn branches_made_while_their_parent_is_deleted_keep_their_view_or_fail(db:
 
 /// Sets the session's last update to `at` (Unix ms).
 async fn updated_at(store: &Store, id: &str, at: i64) {
-    sqlx::query("UPDATE sessions SET updated_at = $1 WHERE id = $2")
-        .bind(at)
-        .bind(id)
-        .execute(&store.pool)
-        .await
-        .unwrap();
+    set_column(store, id, "updated_at", at).await;
 }
 
 both!(purging_a_tenant_deletes_its_old_sessions_and_a_branch_that_stays_keeps_its_view);
