@@ -58,6 +58,21 @@ fn cargo() -> Command {
     cmd
 }
 
+/// [`step`]: `cargo` with `args`.
+fn cargo_step(name: &str, args: &[&str]) -> anyhow::Result<()> {
+    let mut cmd = cargo();
+    cmd.args(args);
+    step(name, cmd)
+}
+
+/// [`cargo_step`]: clippy over `scope` (packages, targets), warnings denied.
+fn clippy_step(name: &str, scope: &[&str]) -> anyhow::Result<()> {
+    cargo_step(
+        name,
+        &[&["clippy"], scope, &["--", "-D", "warnings"]].concat(),
+    )
+}
+
 /// Runs one step, failing with its name when it fails.
 fn step(name: &str, mut cmd: Command) -> anyhow::Result<()> {
     eprintln!("xtask: {name}");
@@ -138,35 +153,13 @@ fn sdk_python() -> Result<std::path::PathBuf, String> {
 /// Debian's packages). What cannot be provisioned is skipped loudly, named in the summary with
 /// how to enable it; `HERMES_REQUIRE_SDK` / `HERMES_REQUIRE_PG` (CI) make it a failure instead.
 fn ci() -> anyhow::Result<()> {
-    let mut fmt = cargo();
-    fmt.args(["fmt", "--all", "--", "--check"]);
-    step("cargo fmt --check", fmt)?;
-    let mut clippy = cargo();
-    clippy.args([
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ]);
-    step("cargo clippy", clippy)?;
+    cargo_step("cargo fmt --check", &["fmt", "--all", "--", "--check"])?;
+    clippy_step("cargo clippy", &["--workspace", "--all-targets"])?;
     // The default build of the binary and its configuration crate (without the `aws-chain`
     // feature the tests turn on).
-    let mut default_cli = cargo();
-    default_cli.args([
-        "clippy",
-        "-p",
-        "hermes-cli",
-        "-p",
-        "hermes-config",
-        "--",
-        "-D",
-        "warnings",
-    ]);
-    step(
+    clippy_step(
         "cargo clippy -p hermes-cli -p hermes-config (default features)",
-        default_cli,
+        &["-p", "hermes-cli", "-p", "hermes-config"],
     )?;
 
     // Why a group could not be provisioned, by skip group (see `SKIP_GROUPS`).

@@ -973,36 +973,32 @@ fn storage(table: &RouteTable, late_turn: usize, resume_turns: usize) -> Result<
             println!("{measure:<40} {:<8} {PG_SKIPPED}", "postgres");
         }
     };
-    let append_measure = format!("append at turn {late_turn} / at turn {EARLY_TURN}");
-    for costs in &measured {
-        storage_line(
-            &append_measure,
-            costs.append.backend,
-            costs.append.ratio(),
+    /// A storage measure: its name, each backend's ratio from its costs, and the target.
+    type Measure = (String, fn(&StorageCosts) -> (Backend, Ratio), f64);
+    let measures: [Measure; 3] = [
+        (
+            format!("append at turn {late_turn} / at turn {EARLY_TURN}"),
+            |c| (c.append.backend, c.append.ratio()),
             APPEND_TARGET,
-        );
-    }
-    skipped(&append_measure);
-    let resume_measure = format!("resume {resume_turns} turns / raw read");
-    for costs in &measured {
-        storage_line(
-            &resume_measure,
-            costs.resume.backend,
-            costs.resume.time_ratio(),
+        ),
+        (
+            format!("resume {resume_turns} turns / raw read"),
+            |c| (c.resume.backend, c.resume.time_ratio()),
             RESUME_TARGET,
-        );
-    }
-    skipped(&resume_measure);
-    let peak_measure = "resume peak heap / session JSON size";
-    for costs in &measured {
-        storage_line(
-            peak_measure,
-            costs.resume.backend,
-            costs.resume.memory_ratio(),
+        ),
+        (
+            "resume peak heap / session JSON size".to_owned(),
+            |c| (c.resume.backend, c.resume.memory_ratio()),
             PEAK_TARGET,
-        );
+        ),
+    ];
+    for (measure, ratio_of, target) in measures {
+        for costs in &measured {
+            let (backend, ratio) = ratio_of(costs);
+            storage_line(&measure, backend, ratio, target);
+        }
+        skipped(&measure);
     }
-    skipped(peak_measure);
     for costs in &measured {
         storage_notes(costs);
     }

@@ -538,22 +538,26 @@ async fn one_round<T: Copy>(
     Ok((direct, got))
 }
 
+/// What a phase's rounds run against: the client, the backends' targets (direct first) and the
+/// run's size.
+#[derive(Clone, Copy)]
+struct Upstream<'a> {
+    client: &'a reqwest::Client,
+    targets: &'a [(Backend, Target)],
+    size: Size,
+}
+
 /// The fast phase's rounds: each backend's p50, p99 and median time to first token per round,
 /// less direct's in the same round.
-async fn fast_rounds(
-    client: &reqwest::Client,
-    targets: &[(Backend, Target)],
-    rows: &mut [(Backend, Row)],
-    size: Size,
-) -> Result<(), BenchError> {
-    for round in 0..size.rounds {
+async fn fast_rounds(on: Upstream<'_>, rows: &mut [(Backend, Row)]) -> Result<(), BenchError> {
+    for round in 0..on.size.rounds {
         let what = || format!("fast round {round}");
-        let (direct, got) = one_round(targets, rows, round, what, async |target| {
-            let mut plain = Vec::with_capacity(size.fast);
-            for _ in 0..size.fast {
-                plain.push(target.plain(client).await?);
+        let (direct, got) = one_round(on.targets, rows, round, what, async |target| {
+            let mut plain = Vec::with_capacity(on.size.fast);
+            for _ in 0..on.size.fast {
+                plain.push(target.plain(on.client).await?);
             }
-            let firsts = first_tokens(client, target, size.streamed).await?;
+            let firsts = first_tokens(on.client, target, on.size.streamed).await?;
             Ok((
                 percentile_ms(&plain, 0.5),
                 percentile_ms(&plain, 0.99),
@@ -575,22 +579,17 @@ async fn fast_rounds(
 
 /// The paced phase's rounds: at each concurrency, each backend's p99 ÷ direct's in the same
 /// round; at the last, its requests per second.
-async fn paced_rounds(
-    client: &reqwest::Client,
-    targets: &[(Backend, Target)],
-    rows: &mut [(Backend, Row)],
-    size: Size,
-) -> Result<(), BenchError> {
-    for round in 0..size.rounds {
+async fn paced_rounds(on: Upstream<'_>, rows: &mut [(Backend, Row)]) -> Result<(), BenchError> {
+    for round in 0..on.size.rounds {
         for (k, &clients) in CONCURRENCY.iter().enumerate() {
             let per_client = if clients == 1 {
-                size.paced_single
+                on.size.paced_single
             } else {
-                size.per_client
+                on.size.per_client
             };
             let what = || format!("paced round {round}, {clients} clients");
-            let (direct, got) = one_round(targets, rows, round + k, what, async |target| {
-                let (samples, wall) = closed_loop(client, target, clients, per_client).await?;
+            let (direct, got) = one_round(on.targets, rows, round + k, what, async |target| {
+                let (samples, wall) = closed_loop(on.client, target, clients, per_client).await?;
                 Ok((
                     percentile_ms(&samples, 0.99),
                     samples.len() as f64 / wall.as_secs_f64(),
@@ -755,7 +754,15 @@ pub fn measure(bin: &Path, args: &Args) -> Result<Report, BenchError> {
         rows.extend(phase.targets.iter().map(|(b, _)| (*b, Row::default())));
         runtime.block_on(async {
             warm(&client, &phase.targets, &mut rows, size.warmup, true).await;
-            fast_rounds(&client, &phase.targets, &mut rows, size).await
+            fast_rounds(
+                Upstream {
+                    client: &client,
+                    targets: &phase.targets,
+                    size,
+                },
+                &mut rows,
+            )
+            .await
         })?;
         progress(started, "fast upstream: rounds done");
     }
@@ -771,7 +778,15 @@ pub fn measure(bin: &Path, args: &Args) -> Result<Report, BenchError> {
         runtime.block_on(async {
             // Whole replies only: a paced stream lasts seconds.
             warm(&client, &phase.targets, &mut rows, size.warmup, false).await;
-            paced_rounds(&client, &phase.targets, &mut rows, size).await?;
+            paced_rounds(
+                Upstream {
+                    client: &client,
+                    targets: &phase.targets,
+                    size,
+                },
+                &mut rows,
+            )
+            .await?;
             progress(started, "paced upstream: rounds done");
             memory(&client, &phase, &mut rows, size.streams).await
         })?;

@@ -490,6 +490,23 @@ where
     })
 }
 
+/// Reads the session's rows on `pool` ([`RAW_QUERY`], every column's text into a `String`), stops
+/// the clock started at `start`, then closes the pool: the rows and the time taken. A macro, as
+/// each backend's pool is of its own sqlx driver.
+macro_rules! read_timed {
+    ($pool:expr, $session:expr, $start:expr) => {{
+        let pool = $pool;
+        let rows = sqlx::query(RAW_QUERY)
+            .bind($session)
+            .fetch_all(&pool)
+            .await?;
+        let rows = rows.iter().map(raw_row).collect::<Result<Vec<_>, _>>()?;
+        let elapsed = $start.elapsed();
+        pool.close().await;
+        Ok((rows, elapsed))
+    }};
+}
+
 /// The raw baseline: a fresh pool on `location` through the backend's own sqlx driver (not the
 /// `Any` driver the store uses; SQLite with [`connect_options`], PostgreSQL with the URL's
 /// options and the store's pool size), then a sequential read of the session's rows, every
@@ -506,28 +523,14 @@ pub async fn raw_read(
                 .max_connections(4)
                 .connect_with(connect_options(path))
                 .await?;
-            let rows = sqlx::query(RAW_QUERY)
-                .bind(session)
-                .fetch_all(&pool)
-                .await?;
-            let rows = rows.iter().map(raw_row).collect::<Result<Vec<_>, _>>()?;
-            let elapsed = start.elapsed();
-            pool.close().await;
-            Ok((rows, elapsed))
+            read_timed!(pool, session, start)
         }
         Location::Postgres(url) => {
             let pool = PgPoolOptions::new()
                 .max_connections(8)
                 .connect_with(PgConnectOptions::from_str(url)?)
                 .await?;
-            let rows = sqlx::query(RAW_QUERY)
-                .bind(session)
-                .fetch_all(&pool)
-                .await?;
-            let rows = rows.iter().map(raw_row).collect::<Result<Vec<_>, _>>()?;
-            let elapsed = start.elapsed();
-            pool.close().await;
-            Ok((rows, elapsed))
+            read_timed!(pool, session, start)
         }
     }
 }

@@ -3,9 +3,9 @@
 use std::borrow::Cow;
 
 use hermes_core::estimate::estimate_message;
-use hermes_core::shape::newest_assistant;
 use hermes_core::{Message, Role, RouteDecision, estimate_history};
 
+use crate::salvage::message_costs;
 use crate::{
     Compaction, CompactionConfig, CompactionError, Source, Summarizer, checkpoint, is_checkpoint,
     is_real_user, salvage,
@@ -121,12 +121,7 @@ pub async fn compress(
     config: &CompactionConfig,
     summarizer: &dyn Summarizer,
 ) -> Result<Option<Compaction>, CompactionError> {
-    let newest = newest_assistant(history);
-    let costs: Vec<usize> = history
-        .iter()
-        .enumerate()
-        .map(|(i, m)| estimate_message(m, decision, Some(i) == newest))
-        .collect();
+    let costs = message_costs(history, decision);
     let before: usize = costs.iter().sum();
     let newest_cost = |i: usize| estimate_message(&history[i], decision, true);
     let Some(cut) = plan_cut(history, &costs, &newest_cost, config) else {
@@ -239,6 +234,13 @@ mod tests {
         m
     }
 
+    /// One tool-call unit: the assistant's calls `ids`, then a result for each.
+    fn unit(ids: &[&str]) -> Vec<Message> {
+        let mut unit = vec![assistant_calls(ids)];
+        unit.extend(ids.iter().map(|id| tool(id)));
+        unit
+    }
+
     fn config(first: usize, last: usize) -> CompactionConfig {
         CompactionConfig {
             protect_first: first,
@@ -250,19 +252,17 @@ mod tests {
 
     #[test]
     fn cut_points_move_to_unit_boundaries_and_keep_the_in_flight_loop() {
-        let h = vec![
-            Message::text(Role::User, "u0"),
-            assistant_calls(&["a", "b"]),
-            tool("a"),
-            tool("b"),
-            Message::text(Role::Assistant, "done"),
-            Message::text(Role::User, "u1"),
-            assistant_calls(&["c"]),
-            tool("c"),
-            assistant_calls(&["d", "e"]),
-            tool("d"),
-            tool("e"),
-        ];
+        let h = [
+            vec![Message::text(Role::User, "u0")],
+            unit(&["a", "b"]),
+            vec![
+                Message::text(Role::Assistant, "done"),
+                Message::text(Role::User, "u1"),
+            ],
+            unit(&["c"]),
+            unit(&["d", "e"]),
+        ]
+        .concat();
         let costs = vec![1; h.len()];
         // The head would end between the call and its results: it is extended over them.
         let cut = plan_cut(&h, &costs, &|_| 1, &config(3, 2)).unwrap();
@@ -270,17 +270,17 @@ mod tests {
         // The tail starts at the last real user message: the in-flight loop stays whole.
         assert_eq!(cut.tail_start, 5);
         // Protecting the last 4 would start the tail at a tool result: moved back to its call.
-        let h = vec![
-            Message::text(Role::User, "u0"),
-            assistant_calls(&["p"]),
-            tool("p"),
-            assistant_calls(&["q", "r"]),
-            tool("q"),
-            tool("r"),
-            Message::text(Role::Assistant, "final"),
-            Message::text(Role::User, "u1"),
-            Message::text(Role::Assistant, "answer"),
-        ];
+        let h = [
+            vec![Message::text(Role::User, "u0")],
+            unit(&["p"]),
+            unit(&["q", "r"]),
+            vec![
+                Message::text(Role::Assistant, "final"),
+                Message::text(Role::User, "u1"),
+                Message::text(Role::Assistant, "answer"),
+            ],
+        ]
+        .concat();
         let costs = vec![1; h.len()];
         let cut = plan_cut(&h, &costs, &|_| 1, &config(1, 4)).unwrap();
         assert_eq!((cut.head_end, cut.tail_start), (1, 3));

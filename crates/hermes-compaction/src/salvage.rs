@@ -12,6 +12,17 @@ pub const CLEARED_TOOL_OUTPUT: &str = "[Old tool output cleared to save context 
 /// Appended to a checkpoint the salvage pass capped.
 pub const SUMMARY_TRUNCATED: &str = "\n[Summary truncated to save context space]";
 
+/// Each message's estimate in `history`, the newest assistant priced as the newest (its thinking
+/// replayed on routes that replay only the newest turn's).
+pub(crate) fn message_costs(history: &[Message], decision: &RouteDecision) -> Vec<usize> {
+    let newest = newest_assistant(history);
+    history
+        .iter()
+        .enumerate()
+        .map(|(i, m)| estimate_message(m, decision, Some(i) == newest))
+        .collect()
+}
+
 /// Shrinks `history` without a model call, in this order, stopping as soon as the estimate is
 /// under [`CompactionConfig::target`]:
 ///
@@ -28,12 +39,7 @@ pub fn salvage(
     decision: &RouteDecision,
     config: &CompactionConfig,
 ) -> Option<Compaction> {
-    let newest = newest_assistant(history);
-    let costs: Vec<usize> = history
-        .iter()
-        .enumerate()
-        .map(|(i, m)| estimate_message(m, decision, Some(i) == newest))
-        .collect();
+    let costs = message_costs(history, decision);
     let before: usize = costs.iter().sum();
     let goal = config.target();
     let mut total = before;

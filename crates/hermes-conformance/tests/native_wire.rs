@@ -66,6 +66,24 @@ impl Wire for Turns {
     }
 }
 
+/// The checks of `report` whose name `pick` selects, in order.
+fn checks(
+    report: &hermes_conformance::Report,
+    pick: impl Fn(&str) -> bool,
+) -> Vec<&hermes_conformance::Check> {
+    report.checks.iter().filter(|c| pick(&c.name)).collect()
+}
+
+/// The failure of the check named `name` in `report` (`None` when it passed); panics when there
+/// is no such check.
+fn failure<'a>(report: &'a hermes_conformance::Report, name: &str) -> Option<&'a str> {
+    let check = report.checks.iter().find(|c| c.name == name);
+    check
+        .unwrap_or_else(|| panic!("no check {name}: {report}"))
+        .failure
+        .as_deref()
+}
+
 fn table() -> RouteTable {
     let mut table = RouteTable::new(Arc::new(
         DataRoute::new("default", CarrierSet::RC).matching(RouteMatcher::new().any()),
@@ -125,26 +143,14 @@ fn a_native_wire_case_pins_the_exact_body() {
             ),
         ),
     ]);
-    let cases: Vec<_> = report
-        .checks
-        .iter()
-        .filter(|c| c.name.ends_with(".json"))
-        .collect();
+    let cases = checks(&report, |n| n.ends_with(".json"));
     assert_eq!(cases.len(), 2);
     assert!(cases.iter().all(|c| c.failure.is_none()), "{report}");
 
     // A wrong expectation fails, naming the difference.
     let report = run(&[("wrong.json", case(refused, json!([])))]);
-    let wrong = report
-        .checks
-        .iter()
-        .find(|c| c.name == "wrong.json")
-        .unwrap();
     assert!(
-        wrong
-            .failure
-            .as_deref()
-            .is_some_and(|f| f.starts_with("request body differs")),
+        failure(&report, "wrong.json").is_some_and(|f| f.starts_with("request body differs")),
         "{report}"
     );
 }
@@ -233,11 +239,7 @@ fn a_factory_builds_the_wire_for_each_case_and_histories_are_paired_first() {
             })),
         })
         .run_routes(&["turns-route"]);
-    let cases: Vec<_> = report
-        .checks
-        .iter()
-        .filter(|c| c.name.ends_with(".json"))
-        .collect();
+    let cases = checks(&report, |n| n.ends_with(".json"));
     assert_eq!(cases.len(), 3, "{report}");
     assert!(cases.iter().all(|c| c.failure.is_none()), "{report}");
 
@@ -246,16 +248,8 @@ fn a_factory_builds_the_wire_for_each_case_and_histories_are_paired_first() {
         .cases_dir(dir.path())
         .wire(&TURNS)
         .run_routes(&["turns-route"]);
-    let built = report
-        .checks
-        .iter()
-        .find(|c| c.name == "built.json")
-        .unwrap();
     assert!(
-        built
-            .failure
-            .as_deref()
-            .is_some_and(|f| f.starts_with("request body differs")),
+        failure(&report, "built.json").is_some_and(|f| f.starts_with("request body differs")),
         "{report}"
     );
 }
@@ -287,9 +281,8 @@ fn a_native_body_is_compared_byte_for_byte() {
         .cases_dir(dir.path())
         .wire(&TURNS)
         .run_routes(&["turns-route"]);
-    let by_name = |n: &str| report.checks.iter().find(|c| c.name == n).unwrap();
-    assert_eq!(by_name("utf8.json").failure, None, "{report}");
-    let escaped = by_name("escaped.json").failure.clone().unwrap_or_default();
+    assert_eq!(failure(&report, "utf8.json"), None, "{report}");
+    let escaped = failure(&report, "escaped.json").unwrap_or_default();
     assert!(
         escaped.contains("same JSON value, other bytes"),
         "{escaped}"
@@ -304,11 +297,7 @@ fn wire_invariants_run_through_a_registered_wire_under_the_resolved_route() {
         .wire(&TURNS)
         .wire_invariants("turns", "turns-cloud", None)
         .run_routes(&["turns-route"]);
-    let wire_checks: Vec<_> = report
-        .checks
-        .iter()
-        .filter(|c| c.name.starts_with("turns wire: "))
-        .collect();
+    let wire_checks = checks(&report, |n| n.starts_with("turns wire: "));
     assert_eq!(wire_checks.len(), 27, "{report}");
     assert!(wire_checks.iter().all(|c| c.route == "turns-route"));
     // The made-up wire keeps no stored key out of its body (`thought` is not one), but it

@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use crate::profile::StreamUsage;
 use crate::sign;
-use crate::wire::{Carrier, model_of, short_hash};
+use crate::wire::{Carrier, list_of, model_of, short_hash};
 
 /// Fixed `created` timestamp so replies are byte-for-byte deterministic.
 const CREATED: u64 = 1_767_225_600;
@@ -12,6 +12,16 @@ const CREATED: u64 = 1_767_225_600;
 const RD_FORMAT: &str = "anthropic-claude-v1";
 /// The function the script calls.
 pub(crate) const TOOL_NAME: &str = "now";
+
+/// What every wire's script reads: the validated request body, its bytes as sent, the model and
+/// the simulator's signing key.
+#[derive(Clone, Copy)]
+pub(crate) struct Prompt<'a> {
+    pub(crate) body: &'a Value,
+    pub(crate) raw: &'a [u8],
+    pub(crate) model: &'a str,
+    pub(crate) key: &'a [u8],
+}
 
 /// A tool call chosen by the script.
 #[derive(Clone, Debug)]
@@ -42,7 +52,7 @@ impl Reply {
 }
 
 /// Readable text of a `content` value (string or array of text parts).
-fn text_of(content: Option<&Value>) -> String {
+pub(crate) fn text_of(content: Option<&Value>) -> String {
     match content {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(parts)) => parts
@@ -86,21 +96,104 @@ pub(crate) fn snippet(text: &str) -> String {
     }
 }
 
+/// The tool the script calls among the declared `names`: `now` when declared (or when none
+/// are), else the first one.
+pub(crate) fn scripted_tool(names: &[&str]) -> String {
+    match names.first() {
+        Some(first) if !names.contains(&TOOL_NAME) => (*first).to_owned(),
+        _ => TOOL_NAME.to_owned(),
+    }
+}
+
+/// [`scripted_tool`] among the `tools` list's entries, each named where `name` says.
+pub(crate) fn scripted_tool_of<'a>(
+    tools: Option<&'a Value>,
+    name: impl Fn(&'a Value) -> Option<&'a Value>,
+) -> String {
+    let names: Vec<&str> = tools
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| name(t).and_then(Value::as_str))
+        .collect();
+    scripted_tool(&names)
+}
+
+/// The step a Messages-style script (Anthropic, Bedrock Converse) takes next.
+pub(crate) enum Step {
+    /// Call the tool: step `step` of `of`.
+    Call { step: usize, of: usize },
+    /// Answer with this text.
+    Final(String),
+}
+
+/// The reasoning text and the next step of a Messages-style script: the tool calls `user_text`
+/// asks for (`[tools=N]`), `done` results in, `last` reads the last result's text, `model` for
+/// the direct answer.
+pub(crate) fn messages_step(
+    user_text: &str,
+    done: usize,
+    last: impl FnOnce() -> String,
+    model: &str,
+) -> (String, Step) {
+    match tools_wanted(user_text) {
+        Some(n) if done < n => {
+            let step = done + 1;
+            (
+                format!(
+                    "Step {step} of {n}: the user asked for {n} tool calls and {done} results are in, so I call the tool again."
+                ),
+                Step::Call { step, of: n },
+            )
+        }
+        Some(n) => {
+            let last = last();
+            (
+                format!(
+                    "All {n} tool results are in; the last one says \"{}\", so I can write the final answer.",
+                    snippet(&last)
+                ),
+                Step::Final(format!(
+                    "Done after {n} tool calls. The last tool result was: {}",
+                    snippet(&last)
+                )),
+            )
+        }
+        None => (
+            format!(
+                "The user wrote \"{}\"; no tool is needed, so I answer directly and briefly.",
+                snippet(user_text)
+            ),
+            Step::Final(format!(
+                "Hello from the scripted model {}. You said: {}",
+                snippet(model),
+                snippet(user_text)
+            )),
+        ),
+    }
+}
+
+/// The turn a script answers: the text of the last message that `asks` (the user's, with text;
+/// read by `text`) and the messages after it (empty text and all messages when none asks).
+pub(crate) fn last_user_turn(
+    messages: &[Value],
+    asks: impl Fn(&Value) -> bool,
+    text: impl Fn(&Value) -> String,
+) -> (String, &[Value]) {
+    match messages.iter().rposition(asks) {
+        Some(i) => (text(&messages[i]), &messages[i + 1..]),
+        None => (String::new(), messages),
+    }
+}
+
 /// Runs the script over a validated request body.
 pub(crate) fn script(body: &Value) -> Reply {
     let model = model_of(body).to_owned();
-    let empty = Vec::new();
-    let messages = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .unwrap_or(&empty);
-    let last_user = messages
-        .iter()
-        .rposition(|m| m.get("role").and_then(Value::as_str) == Some("user"));
-    let user_text = last_user
-        .map(|i| text_of(messages[i].get("content")))
-        .unwrap_or_default();
-    let after = last_user.map_or(&messages[..], |i| &messages[i + 1..]);
+    let (user_text, after) = last_user_turn(
+        list_of(body, "messages"),
+        |m| m.get("role").and_then(Value::as_str) == Some("user"),
+        |m| text_of(m.get("content")),
+    );
     let results: Vec<&Value> = after
         .iter()
         .filter(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
@@ -333,6 +426,23 @@ pub(crate) fn pieces(s: &str) -> Vec<String> {
         .collect()
 }
 
+/// Splits `s` on char boundaries into pieces of the char counts `sizes`, cycled (uneven, so
+/// cuts land anywhere); none for an empty `s`.
+pub(crate) fn ragged(s: &str, sizes: &[usize]) -> Vec<String> {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = Vec::new();
+    let mut at = 0;
+    for n in sizes.iter().cycle() {
+        if at >= chars.len() {
+            break;
+        }
+        let end = (at + n).min(chars.len());
+        out.push(chars[at..end].iter().collect());
+        at = end;
+    }
+    out
+}
+
 /// The deltas of a streamed reply, in order (without the final finish chunk).
 fn deltas(carrier: Carrier, reply: &Reply, key: &[u8]) -> Vec<Value> {
     let mut out = vec![json!({"role": "assistant"})];
@@ -475,6 +585,26 @@ pub(crate) fn sse(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_wires_ragged_tool_input_pieces_cover_the_text() {
+        type Cut = fn(&str) -> Vec<String>;
+        // Anthropic's first `input_json_delta` carries `""`; Bedrock sends at least one piece.
+        let rows: [(&str, Cut, usize, bool); 2] = [
+            ("anthropic", crate::anthropic::reply::ragged, 4, true),
+            ("bedrock", crate::bedrock::reply::ragged, 2, false),
+        ];
+        let s = r#"{"step":1,"note":"ünï ⏱"}"#;
+        for (wire, cut, more_than, leading_empty) in rows {
+            let p = cut(s);
+            if leading_empty {
+                assert_eq!(p[0], "", "{wire}");
+            }
+            assert!(p.len() > more_than, "{wire}: {p:?}");
+            assert_eq!(p.concat(), s, "{wire}");
+            assert_eq!(cut(""), vec![String::new()], "{wire}");
+        }
+    }
 
     #[test]
     fn tools_marker() {

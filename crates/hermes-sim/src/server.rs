@@ -138,18 +138,8 @@ struct Seen<'a> {
     headers: &'a [(String, String)],
 }
 
+/// Records one request with its answer (`notes`: what the profile noticed, e.g. Gemini's).
 fn record(
-    shared: &Shared,
-    seen: &Seen<'_>,
-    body: serde_json::Value,
-    raw: Vec<u8>,
-    status: u16,
-    response: &str,
-) {
-    record_with_notes(shared, seen, body, raw, status, response, Vec::new());
-}
-
-fn record_with_notes(
     shared: &Shared,
     seen: &Seen<'_>,
     body: serde_json::Value,
@@ -177,7 +167,7 @@ fn refuse(
     refusal: Refusal,
 ) -> Response<SimBody> {
     let text = refusal.body.to_string();
-    record(shared, seen, body, raw, refusal.status, &text);
+    record(shared, seen, body, raw, refusal.status, &text, Vec::new());
     json_response(refusal.status, text)
 }
 
@@ -271,36 +261,24 @@ fn chunked(bytes: Bytes, cuts: &'static [usize], paced: Paced) -> Response<SimBo
     Response::new(SimBody::Chunks(rx))
 }
 
-/// The HTTP response for a `bedrock` answer.
-fn bedrock_response(a: bedrock::Answer) -> Response<SimBody> {
-    let mut resp = match a.out {
-        bedrock::Out::Json(text) => json_response(a.status, text),
-        bedrock::Out::Stream { bytes, .. } => {
-            let mut resp = chunked(Bytes::from(bytes), &FRAME_CUTS, Paced::NONE);
+/// The HTTP response for a wire module's answer: its body sent as its kind says, then its
+/// headers.
+fn response(a: &wire::Answer, pace: Duration) -> Response<SimBody> {
+    let mut resp = match &a.kind {
+        wire::Body::Json => json_response(a.status, a.text.clone()),
+        wire::Body::Sse => sse_response(a.text.clone(), pace),
+        wire::Body::JsonArray => {
+            let mut resp = chunked(Bytes::from(a.text.clone()), &CUTS, Paced::NONE);
+            resp.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            resp
+        }
+        wire::Body::EventStream(bytes) => {
+            let mut resp = chunked(Bytes::from(bytes.clone()), &FRAME_CUTS, Paced::NONE);
             resp.headers_mut().insert(
                 CONTENT_TYPE,
                 HeaderValue::from_static(bedrock::EVENT_STREAM),
             );
-            resp
-        }
-    };
-    for (name, value) in a.headers {
-        if let Ok(v) = HeaderValue::from_str(&value) {
-            resp.headers_mut().insert(name, v);
-        }
-    }
-    resp
-}
-
-/// The HTTP response for a `gemini` answer.
-fn gemini_response(a: &gemini::Answer, pace: Duration) -> Response<SimBody> {
-    let mut resp = match a.kind {
-        gemini::Body::Json => json_response(a.status, a.text.clone()),
-        gemini::Body::Sse => sse_response(a.text.clone(), pace),
-        gemini::Body::JsonArray => {
-            let mut resp = chunked(Bytes::from(a.text.clone()), &CUTS, Paced::NONE);
-            resp.headers_mut()
-                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
             resp
         }
     };
@@ -341,41 +319,38 @@ async fn handle(
         headers: &recorded,
     };
     let null = serde_json::Value::Null;
+    let request = wire::Request {
+        method: method.as_str(),
+        path: &path,
+        path_and_query: &path_and_query,
+        headers: &headers,
+        raw: &raw,
+    };
 
-    if shared.profile.is_messages() {
-        let a = anthropic::answer(&shared, method.as_str(), &path, &headers, &raw);
-        record(&shared, &seen, a.body, raw, a.status, &a.text);
-        return Ok(if a.stream {
-            sse_response(a.text, shared.chunk_delay)
+    let answer = if shared.profile.is_messages() {
+        Some(anthropic::answer(&shared, &request))
+    } else if shared.profile.is_responses() {
+        Some(openai_responses::answer(&shared, &request))
+    } else if shared.profile.is_bedrock() {
+        Some(bedrock::answer(&shared, &request))
+    } else if shared.profile.is_gemini() {
+        Some(gemini::answer(&shared, &request))
+    } else {
+        None
+    };
+    if let Some(a) = answer {
+        // Gemini's query is recorded too (`alt=sse`), with any `key` value redacted.
+        let shown = if shared.profile.is_gemini() {
+            gemini::recorded_path(&path_and_query)
         } else {
-            json_response(a.status, a.text)
-        });
-    }
-    if shared.profile.is_responses() {
-        let a = openai_responses::answer(&shared, method.as_str(), &path, &headers, &raw);
-        record(&shared, &seen, a.body, raw, a.status, &a.text);
-        return Ok(if a.stream {
-            sse_response(a.text, shared.chunk_delay)
-        } else {
-            json_response(a.status, a.text)
-        });
-    }
-    if shared.profile.is_bedrock() {
-        let a = bedrock::answer(&shared, method.as_str(), &path_and_query, &headers, &raw);
-        let text = a.recorded().to_owned();
-        record(&shared, &seen, a.body.clone(), raw, a.status, &text);
-        return Ok(bedrock_response(a));
-    }
-    if shared.profile.is_gemini() {
-        let a = gemini::answer(&shared, method.as_str(), &path_and_query, &headers, &raw);
-        // The query is recorded too (`alt=sse`), with any `key` value redacted.
-        let shown = gemini::recorded_path(&path_and_query);
+            path.clone()
+        };
         let seen = Seen {
             path: &shown,
             headers: &recorded,
         };
-        let resp = gemini_response(&a, shared.chunk_delay);
-        record_with_notes(&shared, &seen, a.body, raw, a.status, &a.text, a.notes);
+        let resp = response(&a, shared.chunk_delay);
+        record(&shared, &seen, a.body, raw, a.status, &a.text, a.notes);
         return Ok(resp);
     }
     if path != "/chat/completions" && path != "/v1/chat/completions" {
@@ -403,7 +378,7 @@ async fn handle(
     let stream = body.get("stream").and_then(serde_json::Value::as_bool) == Some(true);
     if !stream {
         let text = model::completion(carrier, &raw, &reply, &shared.key).to_string();
-        record(&shared, &seen, body, raw, 200, &text);
+        record(&shared, &seen, body, raw, 200, &text, Vec::new());
         return Ok(json_response(200, text));
     }
 
@@ -416,7 +391,7 @@ async fn handle(
         usage_at,
         switches.fail_mid_stream,
     );
-    record(&shared, &seen, body, raw, 200, &text);
+    record(&shared, &seen, body, raw, 200, &text, Vec::new());
     Ok(sse_response(text, shared.chunk_delay))
 }
 

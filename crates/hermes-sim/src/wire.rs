@@ -27,11 +27,99 @@ pub(crate) enum Carrier {
     },
 }
 
+/// One request as a wire module reads it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Request<'a> {
+    pub(crate) method: &'a str,
+    /// The path, without the query.
+    pub(crate) path: &'a str,
+    /// The path and query as sent (percent-encoded).
+    pub(crate) path_and_query: &'a str,
+    /// Names lower case, values unredacted: they are only read, never recorded from here.
+    pub(crate) headers: &'a [(String, String)],
+    pub(crate) raw: &'a [u8],
+}
+
+/// How an answer's body is sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Body {
+    /// One JSON document.
+    Json,
+    /// `text/event-stream`, paced by the chunk delay.
+    Sse,
+    /// A JSON array written in chunks (Gemini's `streamGenerateContent` without `alt=sse`).
+    JsonArray,
+    /// AWS event-stream frames: these bytes (the answer's text renders them for the record).
+    EventStream(Vec<u8>),
+}
+
+/// The simulator's answer to one request, whatever the wire.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    /// HTTP status.
+    pub(crate) status: u16,
+    /// Response headers besides `content-type` (`x-amzn-RequestId`, Gemini's degradation note,
+    /// …).
+    pub(crate) headers: Vec<(&'static str, String)>,
+    /// The parsed request body (`Value::Null` when it was not read or not JSON).
+    pub(crate) body: Value,
+    /// The response body as text: JSON, SSE or JSON-array text, or the rendering of
+    /// [`Body::EventStream`]'s frames; what is recorded.
+    pub(crate) text: String,
+    /// How the body is sent.
+    pub(crate) kind: Body,
+    /// What the profile accepted although degraded (Gemini's misplaced or unverified signatures).
+    pub(crate) notes: Vec<String>,
+}
+
+impl Answer {
+    /// A 200 answer: `text` sent as `kind`, recording the request `body`.
+    pub(crate) fn ok(body: Value, text: String, kind: Body) -> Answer {
+        Answer {
+            status: 200,
+            headers: Vec::new(),
+            body,
+            text,
+            kind,
+            notes: Vec::new(),
+        }
+    }
+
+    /// A refusal: `status` with the JSON `envelope`, recording the request `body`.
+    pub(crate) fn refused(status: u16, body: &Value, envelope: Value) -> Answer {
+        Answer {
+            status,
+            ..Answer::ok(body.clone(), envelope.to_string(), Body::Json)
+        }
+    }
+}
+
+/// `lowerCamel` → `snake_case` (a proto field's JSON name, Anthropic's name for a Converse member).
+pub(crate) fn snake(camel: &str) -> String {
+    let mut out = String::with_capacity(camel.len() + 4);
+    for c in camel.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// First `len` hex digits of SHA-256(`seed`).
 pub(crate) fn short_hash(seed: &str, len: usize) -> String {
     let digest = Sha256::digest(seed.as_bytes());
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     hex[..len.min(hex.len())].to_owned()
+}
+
+/// The array `body[key]` as a slice (empty when absent or not an array).
+pub(crate) fn list_of<'a>(body: &'a Value, key: &str) -> &'a [Value] {
+    body.get(key)
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice)
 }
 
 /// The model id a request names (`sim-model` when absent).
@@ -109,26 +197,63 @@ pub(crate) fn bad_json_text(err: &serde_json::Error) -> String {
 
 /// Answer to an unknown path (404).
 pub(crate) fn not_found(method: &str, path: &str) -> Refusal {
-    Refusal {
-        status: 404,
-        body: json!({"error": {
-            "message": format!("Not found: {method} {path}"),
-            "type": "invalid_request_error",
-            "param": null,
-            "code": 404
-        }}),
-    }
+    route_refusal(404, format!("Not found: {method} {path}"))
 }
 
 /// Answer to a wrong method on the chat-completions path (405).
 pub(crate) fn method_not_allowed(method: &str, path: &str) -> Refusal {
+    route_refusal(405, format!("Method not allowed: {method} {path}"))
+}
+
+/// A refusal of the route itself in OpenAI's envelope, with the status as `code`.
+fn route_refusal(status: u16, message: String) -> Refusal {
     Refusal {
-        status: 405,
+        status,
         body: json!({"error": {
-            "message": format!("Method not allowed: {method} {path}"),
+            "message": message,
             "type": "invalid_request_error",
             "param": null,
-            "code": 405
+            "code": status
         }}),
+    }
+}
+
+/// JSON text with object keys sorted at every level.
+pub(crate) fn canonical(v: &Value) -> Vec<u8> {
+    let mut out = String::new();
+    write_canonical(v, &mut out);
+    out.into_bytes()
+}
+
+/// Writes `v` as canonical JSON (object keys sorted at every level, no whitespace) to `out`.
+pub(crate) fn write_canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(o) => {
+            let mut keys: Vec<&String> = o.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String((*k).clone()).to_string());
+                out.push(':');
+                if let Some(x) = o.get(k.as_str()) {
+                    write_canonical(x, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, x) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(x, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
     }
 }

@@ -12,29 +12,29 @@ use crate::{DbResult as _, Store, StoreError};
 
 /// Every column of a `sessions` row, as stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct RawSession {
-    id: String,
-    title: Option<String>,
-    parent_id: Option<String>,
-    provider: Option<String>,
-    model: Option<String>,
-    base_url: Option<String>,
-    base_url_confirmed: i64,
-    model_config: String,
-    created_at: i64,
-    updated_at: i64,
-    message_count: i64,
-    input_tokens: i64,
-    output_tokens: i64,
-    reasoning_tokens: i64,
-    cache_read_tokens: i64,
-    cache_write_tokens: i64,
-    revision: i64,
-    tenant: Option<String>,
-    partition_key: Option<String>,
-    fork_revision: Option<i64>,
-    fork_last: Option<i64>,
-    fork_count: Option<i64>,
+pub(crate) struct RawSession {
+    pub(crate) id: String,
+    pub(crate) title: Option<String>,
+    pub(crate) parent_id: Option<String>,
+    pub(crate) provider: Option<String>,
+    pub(crate) model: Option<String>,
+    pub(crate) base_url: Option<String>,
+    pub(crate) base_url_confirmed: i64,
+    pub(crate) model_config: String,
+    pub(crate) created_at: i64,
+    pub(crate) updated_at: i64,
+    pub(crate) message_count: i64,
+    pub(crate) input_tokens: i64,
+    pub(crate) output_tokens: i64,
+    pub(crate) reasoning_tokens: i64,
+    pub(crate) cache_read_tokens: i64,
+    pub(crate) cache_write_tokens: i64,
+    pub(crate) revision: i64,
+    pub(crate) tenant: Option<String>,
+    pub(crate) partition_key: Option<String>,
+    pub(crate) fork_revision: Option<i64>,
+    pub(crate) fork_last: Option<i64>,
+    pub(crate) fork_count: Option<i64>,
 }
 
 /// Every column of a `messages` row, as stored.
@@ -85,7 +85,8 @@ pub struct CopyReport {
 }
 
 impl RawSession {
-    fn from_row(r: &crate::DbRow) -> Result<Self, StoreError> {
+    /// Reads a row of every session column (`session_columns!`), as stored.
+    pub(crate) fn from_row(r: &crate::DbRow) -> Result<Self, StoreError> {
         Ok(RawSession {
             id: r.try_get("id").db()?,
             title: r.try_get("title").db()?,
@@ -133,27 +134,12 @@ impl RawMessage {
 
 impl Store {
     async fn raw_sessions(&self) -> Result<Vec<RawSession>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            session_columns!(),
-            " FROM sessions ORDER BY created_at, id"
-        ))
-        .fetch_all(&self.pool)
-        .await
-        .db()?;
+        let rows = self.every_session_row("created_at, id").await?;
         rows.iter().map(RawSession::from_row).collect()
     }
 
     async fn raw_session(&self, id: &str) -> Result<Option<RawSession>, StoreError> {
-        let row = sqlx::query(concat!(
-            "SELECT ",
-            session_columns!(),
-            " FROM sessions WHERE id = $1"
-        ))
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await
-        .db()?;
+        let row = self.session_row(id).await?;
         row.as_ref().map(RawSession::from_row).transpose()
     }
 

@@ -85,6 +85,22 @@ pub(crate) struct RowKey<'a> {
 }
 
 impl<'a> RowKey<'a> {
+    /// The key of `field` of `wire`'s verdict on the target keyed `(provider, host, model)`
+    /// ([`key`]).
+    fn at(
+        wire: &'a str,
+        (provider, host, model): (&'a str, &'a str, &'a str),
+        field: &'a str,
+    ) -> Self {
+        RowKey {
+            wire,
+            provider,
+            host,
+            model,
+            field,
+        }
+    }
+
     pub(crate) fn of(verdict: &'a FleetVerdict) -> Self {
         RowKey {
             wire: &verdict.wire,
@@ -122,13 +138,7 @@ impl Store {
         let (provider, host, model) = key(target);
         let now = now_ms();
         for field in fields {
-            let key = RowKey {
-                wire,
-                provider: &provider,
-                host: &host,
-                model,
-                field,
-            };
+            let key = RowKey::at(wire, (&provider, &host, model), field);
             self.put_fleet_verdict(&key, now).await?;
         }
         tracing::debug!(
@@ -161,15 +171,21 @@ impl Store {
         Ok(())
     }
 
+    /// The fleet verdicts `query` selects ([`COLUMNS`]), in its order.
+    async fn fleet_rows(
+        &self,
+        query: sqlx::query::Query<'_, sqlx::Any, sqlx::any::AnyArguments>,
+    ) -> Result<Vec<FleetVerdict>, StoreError> {
+        let rows = query.fetch_all(&self.pool).await.db()?;
+        rows.iter().map(FleetVerdict::from_row).collect()
+    }
+
     /// Every fleet verdict, by wire, provider, host, model and field.
     pub async fn fleet_verdicts(&self) -> Result<Vec<FleetVerdict>, StoreError> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        self.fleet_rows(sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM fleet_verdicts ORDER BY wire, provider, host, model, field"
-        )))
-        .fetch_all(&self.pool)
+        ))))
         .await
-        .db()?;
-        rows.iter().map(FleetVerdict::from_row).collect()
     }
 
     /// The fleet verdicts on `wire` for `target`, by field.
@@ -179,18 +195,12 @@ impl Store {
         target: &RouteTarget,
     ) -> Result<Vec<FleetVerdict>, StoreError> {
         let (provider, host, model) = key(target);
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        let query = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM fleet_verdicts WHERE wire = $1 AND provider = $2 AND host = $3 \
              AND model = $4 ORDER BY field"
-        )))
-        .bind(wire)
-        .bind(&provider)
-        .bind(&host)
-        .bind(model)
-        .fetch_all(&self.pool)
-        .await
-        .db()?;
-        rows.iter().map(FleetVerdict::from_row).collect()
+        )));
+        self.fleet_rows(query.bind(wire).bind(&provider).bind(&host).bind(model))
+            .await
     }
 
     /// Claims `verdict` for a re-probe, if it was learned before `learned_before` and nobody
@@ -232,13 +242,7 @@ impl Store {
         let (provider, host, model) = key(target);
         let mut dropped = 0;
         for field in fields {
-            let key = RowKey {
-                wire,
-                provider: &provider,
-                host: &host,
-                model,
-                field,
-            };
+            let key = RowKey::at(wire, (&provider, &host, model), field);
             let done = key
                 .query(
                     "DELETE FROM fleet_verdicts WHERE wire = $1 AND provider = $2 AND host = $3 \
@@ -274,13 +278,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let (provider, host, model) = key(target);
         for field in fields {
-            let key = RowKey {
-                wire,
-                provider: &provider,
-                host: &host,
-                model,
-                field,
-            };
+            let key = RowKey::at(wire, (&provider, &host, model), field);
             key.query(
                 "UPDATE fleet_verdicts SET probing_since = NULL WHERE wire = $1 AND provider = $2 \
                  AND host = $3 AND model = $4 AND field = $5 AND probing_since = $6",

@@ -537,33 +537,29 @@ pub(crate) fn encode_config(config: &Map<String, Value>) -> Result<String, Store
 }
 
 fn meta_from_row(row: &DbRow) -> Result<SessionMeta, StoreError> {
-    let id: String = row.try_get("id").db()?;
-    let config: String = row.try_get("model_config").db()?;
-    let model_config = serde_json::from_str(&config).map_err(|e| StoreError::Corrupt {
-        session: id.clone(),
-        position: -1,
-        message: format!("model_config: {e}"),
-    })?;
+    let raw = copy::RawSession::from_row(row)?;
+    let model_config =
+        serde_json::from_str(&raw.model_config).map_err(|e| verdicts::corrupt(&raw.id, &e))?;
     Ok(SessionMeta {
-        title: row.try_get("title").db()?,
-        parent_id: row.try_get("parent_id").db()?,
+        title: raw.title,
+        parent_id: raw.parent_id,
         fork: lineage::fork_of(row)?,
-        provider: row.try_get("provider").db()?,
-        model: row.try_get("model").db()?,
-        base_url: row.try_get("base_url").db()?,
-        base_url_confirmed: row.try_get::<i64, _>("base_url_confirmed").db()? != 0,
+        provider: raw.provider,
+        model: raw.model,
+        base_url: raw.base_url,
+        base_url_confirmed: raw.base_url_confirmed != 0,
         model_config,
-        tenant: row.try_get("tenant").db()?,
-        partition: row.try_get("partition_key").db()?,
-        created_at: row.try_get("created_at").db()?,
-        updated_at: row.try_get("updated_at").db()?,
-        message_count: row.try_get("message_count").db()?,
-        input_tokens: row.try_get("input_tokens").db()?,
-        output_tokens: row.try_get("output_tokens").db()?,
-        reasoning_tokens: row.try_get("reasoning_tokens").db()?,
-        cache_read_tokens: row.try_get("cache_read_tokens").db()?,
-        cache_write_tokens: row.try_get("cache_write_tokens").db()?,
-        id,
+        tenant: raw.tenant,
+        partition: raw.partition_key,
+        created_at: raw.created_at,
+        updated_at: raw.updated_at,
+        message_count: raw.message_count,
+        input_tokens: raw.input_tokens,
+        output_tokens: raw.output_tokens,
+        reasoning_tokens: raw.reasoning_tokens,
+        cache_read_tokens: raw.cache_read_tokens,
+        cache_write_tokens: raw.cache_write_tokens,
+        id: raw.id,
     })
 }
 
@@ -1205,18 +1201,39 @@ impl Store {
         Ok(())
     }
 
-    /// The session's metadata.
-    pub async fn session(&self, session: &str) -> Result<SessionMeta, StoreError> {
-        let row = sqlx::query(concat!(
+    /// The row (`session_columns!`) of session `id`, if there is one.
+    pub(crate) async fn session_row(&self, id: &str) -> Result<Option<DbRow>, StoreError> {
+        sqlx::query(concat!(
             "SELECT ",
             session_columns!(),
             " FROM sessions WHERE id = $1"
         ))
-        .bind(session)
+        .bind(id)
         .fetch_optional(&self.pool)
         .await
-        .db()?
-        .ok_or_else(|| StoreError::NotFound(session.to_owned()))?;
+        .db()
+    }
+
+    /// Every session's row (`session_columns!`), in the order `order_by` says.
+    pub(crate) async fn every_session_row(
+        &self,
+        order_by: &'static str,
+    ) -> Result<Vec<DbRow>, StoreError> {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {} FROM sessions ORDER BY {order_by}",
+            session_columns!()
+        )))
+        .fetch_all(&self.pool)
+        .await
+        .db()
+    }
+
+    /// The session's metadata.
+    pub async fn session(&self, session: &str) -> Result<SessionMeta, StoreError> {
+        let row = self
+            .session_row(session)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(session.to_owned()))?;
         meta_from_row(&row)
     }
 
@@ -1282,14 +1299,7 @@ impl Store {
 
     /// Every session, most recently changed first.
     pub async fn list(&self) -> Result<Vec<SessionMeta>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            session_columns!(),
-            " FROM sessions ORDER BY updated_at DESC, id"
-        ))
-        .fetch_all(&self.pool)
-        .await
-        .db()?;
+        let rows = self.every_session_row("updated_at DESC, id").await?;
         rows.iter().map(meta_from_row).collect()
     }
 

@@ -24,7 +24,7 @@ use hermes_core::{Message, Verdicts};
 use sqlx::{Connection as _, Row as _};
 
 use crate::compaction::RowKind;
-use crate::row::MessageRow;
+use crate::row::{MessageRow, push_raw};
 use crate::{DbResult as _, Store, StoreError};
 
 /// The original's marker for structured (multimodal) content: the rest of the text is JSON.
@@ -299,17 +299,6 @@ fn session(
     })
 }
 
-/// Appends `"key":value` to a JSON object being built.
-fn member(json: &mut String, key: &str, value: &str) {
-    if json.len() > 1 {
-        json.push(',');
-    }
-    json.push('"');
-    json.push_str(key);
-    json.push_str("\":");
-    json.push_str(value);
-}
-
 fn message_row(row: &sqlx::sqlite::SqliteRow) -> Result<OriginalRow, String> {
     let id: i64 = row.try_get("id").map_err(|e| e.to_string())?;
     let at = |e: &dyn std::fmt::Display| format!("message {id}: {e}");
@@ -320,22 +309,22 @@ fn message_row(row: &sqlx::sqlite::SqliteRow) -> Result<OriginalRow, String> {
     let string = |value: &str| serde_json::to_string(value).map_err(|e| at(&e));
     let mut json = String::from("{");
     let role: String = row.try_get("role").map_err(|e| at(&e))?;
-    member(&mut json, "role", &string(&role)?);
+    push_raw(&mut json, "role", &string(&role)?);
     if let Some(content) = text("content")? {
         match content.strip_prefix(CONTENT_JSON_PREFIX) {
-            Some(parts) => member(&mut json, "content", parts),
-            None => member(&mut json, "content", &string(&content)?),
+            Some(parts) => push_raw(&mut json, "content", parts),
+            None => push_raw(&mut json, "content", &string(&content)?),
         }
     }
     if let Some(id) = text("tool_call_id")? {
-        member(&mut json, "tool_call_id", &string(&id)?);
+        push_raw(&mut json, "tool_call_id", &string(&id)?);
     }
     if let Some(name) = text("tool_name")? {
-        member(&mut json, "name", &string(&name)?);
+        push_raw(&mut json, "name", &string(&name)?);
     }
     for plain in ["reasoning", "reasoning_content"] {
         if let Some(value) = text(plain)? {
-            member(&mut json, plain, &string(&value)?);
+            push_raw(&mut json, plain, &string(&value)?);
         }
     }
     // JSON text, kept exactly as stored.
@@ -346,7 +335,7 @@ fn message_row(row: &sqlx::sqlite::SqliteRow) -> Result<OriginalRow, String> {
         "codex_message_items",
     ] {
         if let Some(value) = text(raw)?.filter(|v| !v.trim().is_empty()) {
-            member(&mut json, raw, &value);
+            push_raw(&mut json, raw, &value);
         }
     }
     json.push('}');

@@ -52,7 +52,7 @@ fn encode<T: serde::Serialize + ?Sized>(what: &str, value: &T) -> Result<String,
 }
 
 /// Appends `"key":raw` to a JSON object being built.
-fn push_raw(out: &mut String, key: &str, raw: &str) {
+pub(crate) fn push_raw(out: &mut String, key: &str, raw: &str) {
     if out.len() > 1 {
         out.push(',');
     }

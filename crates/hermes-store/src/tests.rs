@@ -12,33 +12,22 @@ const SESSION: &str = r#"{"format":"hermes.session.v1","provider":"openrouter","
 /// file, `$name::postgres` on a fresh schema of the test server (see [`crate::testing`]).
 macro_rules! both {
     ($name:ident) => {
-        mod $name {
-            #[tokio::test]
-            async fn sqlite() {
-                let db = crate::testing::TestDb::new(crate::Backend::Sqlite)
-                    .await
-                    .unwrap();
-                super::$name(db).await;
-            }
-            #[tokio::test]
-            async fn postgres() {
-                if let Some(db) = crate::testing::TestDb::new(crate::Backend::Postgres).await {
-                    super::$name(db).await;
-                }
-            }
-        }
+        both!(@ $name, #[tokio::test]);
     };
     // The same on a multi-threaded runtime, for tests whose tasks must run in parallel.
     ($name:ident, multi_thread) => {
+        both!(@ $name, #[tokio::test(flavor = "multi_thread", worker_threads = 4)]);
+    };
+    (@ $name:ident, #[$runtime:meta]) => {
         mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            #[$runtime]
             async fn sqlite() {
                 let db = crate::testing::TestDb::new(crate::Backend::Sqlite)
                     .await
                     .unwrap();
                 super::$name(db).await;
             }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            #[$runtime]
             async fn postgres() {
                 if let Some(db) = crate::testing::TestDb::new(crate::Backend::Postgres).await {
                     super::$name(db).await;
@@ -46,6 +35,33 @@ macro_rules! both {
             }
         }
     };
+}
+
+/// The store of `db` with [`SESSION`] imported, and the session's id.
+async fn imported(db: &TestDb) -> (Store, String) {
+    let store = db.open().await;
+    let id = store
+        .import(&parse_history(SESSION).unwrap())
+        .await
+        .unwrap();
+    (store, id)
+}
+
+/// Three gateway keys: two of tenant `acme`, then one of `globex`.
+async fn acme_twice_and_globex(store: &Store) -> [String; 3] {
+    let mut keys = Vec::new();
+    for tenant in ["acme", "acme", "globex"] {
+        keys.push(store.add_gateway_key(tenant).await.unwrap());
+    }
+    keys.try_into().unwrap()
+}
+
+/// Two handles on the store of `db` and a new session, made through the first.
+async fn two_handles(db: &TestDb) -> (Store, Store, String) {
+    let a = db.open().await;
+    let b = db.open().await;
+    let id = a.create_session(&NewSession::default()).await.unwrap();
+    (a, b, id)
 }
 
 mod gateway;
@@ -73,11 +89,7 @@ async fn import_then_export_is_byte_identical(db: TestDb) {
 
 both!(carriers_are_stored_as_the_exact_text_received);
 async fn carriers_are_stored_as_the_exact_text_received(db: TestDb) {
-    let store = db.open().await;
-    let id = store
-        .import(&parse_history(SESSION).unwrap())
-        .await
-        .unwrap();
+    let (store, id) = imported(&db).await;
     let row: (String, String, String) = sqlx::query_as(
         "SELECT reasoning_content, reasoning_details, tool_calls FROM messages WHERE session_id = $1 AND position = 1",
     )
@@ -144,11 +156,7 @@ async fn append_continues_positions_and_counts(db: TestDb) {
 
 both!(branch_copies_carriers_verdicts_and_parent);
 async fn branch_copies_carriers_verdicts_and_parent(db: TestDb) {
-    let store = db.open().await;
-    let id = store
-        .import(&parse_history(SESSION).unwrap())
-        .await
-        .unwrap();
+    let (store, id) = imported(&db).await;
     let branch = store.branch(&id, Some(2)).await.unwrap();
     let (meta, messages) = store.load(&branch).await.unwrap();
     assert_eq!(meta.parent_id.as_deref(), Some(id.as_str()));
@@ -164,11 +172,7 @@ async fn branch_copies_carriers_verdicts_and_parent(db: TestDb) {
 
 both!(branch_beyond_the_end_fails_and_creates_nothing);
 async fn branch_beyond_the_end_fails_and_creates_nothing(db: TestDb) {
-    let store = db.open().await;
-    let id = store
-        .import(&parse_history(SESSION).unwrap())
-        .await
-        .unwrap();
+    let (store, id) = imported(&db).await;
     // At the end is the whole session; one past it is an error naming the count.
     let at_end = store.branch(&id, Some(3)).await.unwrap();
     assert_eq!(store.messages(&at_end).await.unwrap().len(), 3);
@@ -195,22 +199,19 @@ async fn branch_beyond_the_end_fails_and_creates_nothing(db: TestDb) {
 
 both!(delete_removes_the_session_and_its_messages);
 async fn delete_removes_the_session_and_its_messages(db: TestDb) {
-    let store = db.open().await;
-    let id = store
-        .import(&parse_history(SESSION).unwrap())
-        .await
-        .unwrap();
+    let (store, id) = imported(&db).await;
     let branch = store.branch(&id, None).await.unwrap();
     store.delete(&id).await.unwrap();
     assert!(matches!(
         store.session(&id).await,
         Err(StoreError::NotFound(_))
     ));
-    let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE session_id = $1")
-        .bind(&id)
-        .fetch_one(&store.pool)
-        .await
-        .unwrap();
+    let rows: i64 = scalar(
+        &store,
+        "SELECT COUNT(*) FROM messages WHERE session_id = $1",
+        &id,
+    )
+    .await;
     assert_eq!(rows, 0);
     assert_eq!(store.session(&branch).await.unwrap().parent_id, None);
     assert!(matches!(
@@ -450,22 +451,68 @@ fn target(provider: &str, model: &str) -> hermes_core::RouteTarget {
     hermes_core::RouteTarget::new(provider, Some("https://api.example/v1"), model)
 }
 
+/// Records the verdict [`rd`] for `p`/`m` ([`target`]) on session `id`.
+async fn record_pm(store: &Store, id: &str) {
+    store
+        .record_verdict(id, &target("p", "m"), rd())
+        .await
+        .unwrap();
+}
+
+/// How many verdicts `filter` clears on session `id`.
+async fn cleared(store: &Store, id: &str, filter: &crate::VerdictFilter) -> usize {
+    store.clear_verdicts(id, filter).await.unwrap()
+}
+
+/// A session's token counters: input, output, reasoning, cache read, cache write.
+fn tokens(meta: &crate::SessionMeta) -> (i64, i64, i64, i64, i64) {
+    (
+        meta.input_tokens,
+        meta.output_tokens,
+        meta.reasoning_tokens,
+        meta.cache_read_tokens,
+        meta.cache_write_tokens,
+    )
+}
+
+/// The parent of session `id`.
+async fn parent_of(store: &Store, id: &str) -> Option<String> {
+    store.session(id).await.unwrap().parent_id
+}
+
 fn rd() -> hermes_core::CarrierSet {
     hermes_core::CarrierSet::NONE.with(hermes_core::Carrier::ReasoningDetails)
 }
 
-/// Stores `config` as the session's `model_config` text, exactly as given.
-async fn set_raw_config(store: &Store, id: &str, config: &str) {
-    sqlx::query("UPDATE sessions SET model_config = $1 WHERE id = $2")
-        .bind(config)
+/// Sets the session's `column` to `value` directly, past the store's API.
+async fn set_column<T>(store: &Store, id: &str, column: &str, value: T)
+where
+    T: for<'q> sqlx::Encode<'q, sqlx::Any> + sqlx::Type<sqlx::Any> + Send,
+{
+    let sql = format!("UPDATE sessions SET {column} = $1 WHERE id = $2");
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(value)
         .bind(id)
         .execute(&store.pool)
         .await
         .unwrap();
 }
 
+/// Stores `config` as the session's `model_config` text, exactly as given.
+async fn set_raw_config(store: &Store, id: &str, config: &str) {
+    set_column(store, id, "model_config", config.to_owned()).await;
+}
+
 async fn raw_config(store: &Store, id: &str) -> String {
-    sqlx::query_scalar("SELECT model_config FROM sessions WHERE id = $1")
+    scalar(store, "SELECT model_config FROM sessions WHERE id = $1", id).await
+}
+
+/// The one value `sql` selects for the id `id` (its `$1`).
+async fn scalar<T>(store: &Store, sql: &'static str, id: &str) -> T
+where
+    T: for<'r> sqlx::Decode<'r, sqlx::Any> + sqlx::Type<sqlx::Any> + Send + Unpin,
+{
+    sqlx::query_scalar(sql)
         .bind(id)
         .fetch_one(&store.pool)
         .await
@@ -506,9 +553,7 @@ async fn a_verdict_cleared_by_another_handle_is_not_brought_back_by_the_next_rec
 
 both!(two_handles_recording_at_once_keep_every_verdict);
 async fn two_handles_recording_at_once_keep_every_verdict(db: TestDb) {
-    let a = db.open().await;
-    let b = db.open().await;
-    let id = a.create_session(&NewSession::default()).await.unwrap();
+    let (a, b, id) = two_handles(&db).await;
     let record_many = |store: Store, prefix: &'static str| {
         let id = id.clone();
         async move {
@@ -575,26 +620,14 @@ async fn verdict_changes_keep_every_other_member_of_model_config_byte_for_byte(d
         model: model.map(str::to_owned),
         wire: None,
     };
+    assert_eq!(cleared(&store, &id, &filter(None, Some("m"))).await, 1);
     assert_eq!(
-        store
-            .clear_verdicts(&id, &filter(None, Some("m")))
-            .await
-            .unwrap(),
-        1
-    );
-    assert_eq!(
-        store
-            .clear_verdicts(&id, &filter(Some("X"), None))
-            .await
-            .unwrap(),
+        cleared(&store, &id, &filter(Some("X"), None)).await,
         0,
         "already gone"
     );
     assert_eq!(
-        store
-            .clear_verdicts(&id, &filter(Some(" OpenRouter "), Some("M")))
-            .await
-            .unwrap(),
+        cleared(&store, &id, &filter(Some(" OpenRouter "), Some("M"))).await,
         1
     );
     // No verdict left: the key goes, the rest stays as it was.
@@ -607,10 +640,7 @@ async fn verdict_changes_keep_every_other_member_of_model_config_byte_for_byte(d
         hermes_core::Verdicts::default()
     );
     // A new verdict goes at the end.
-    store
-        .record_verdict(&id, &target("p", "m"), rd())
-        .await
-        .unwrap();
+    record_pm(&store, &id).await;
     assert_eq!(
         raw_config(&store, &id).await,
         r#"{"a":1.0e5,"z":{"caf\u00e9":[1,2]},"reasoning_rejected_carriers":[["p","api.example","m",["reasoning_details"]]]}"#
@@ -710,10 +740,7 @@ async fn wire_verdicts_are_recorded_merged_and_cleared(db: TestDb) {
 
     // The default filter clears every wire; the key leaves model_config.
     assert_eq!(
-        store
-            .clear_verdicts(&id, &crate::VerdictFilter::default())
-            .await
-            .unwrap(),
+        cleared(&store, &id, &crate::VerdictFilter::default()).await,
         2
     );
     assert_eq!(raw_config(&store, &id).await, "{}");
@@ -751,10 +778,7 @@ async fn chat_and_wire_verdicts_share_model_config_and_each_change_rewrites_only
     )
     .await;
     // A chat verdict rewrites only its own member.
-    store
-        .record_verdict(&id, &target("p", "m"), rd())
-        .await
-        .unwrap();
+    record_pm(&store, &id).await;
     assert_eq!(
         raw_config(&store, &id).await,
         r#"{"a":1.0e5,"reasoning_rejected_carriers":[["p","api.example","m",["reasoning","reasoning_details"]]],"mid":"caf\u00e9","hermes_wire_verdicts":[["anthropic","p","api.example","m",["thinking"]]],"z":[1 ,2]}"#
@@ -782,19 +806,13 @@ async fn chat_and_wire_verdicts_share_model_config_and_each_change_rewrites_only
     );
     // A filter that selects nothing writes nothing.
     assert_eq!(
-        store
-            .clear_verdicts(&id, &wire_filter(None, Some("q"), None))
-            .await
-            .unwrap(),
+        cleared(&store, &id, &wire_filter(None, Some("q"), None)).await,
         0
     );
     assert_eq!(raw_config(&store, &id).await, both);
     // Clearing every wire removes both members in one change; the rest stays as it was.
     assert_eq!(
-        store
-            .clear_verdicts(&id, &wire_filter(None, Some("P"), Some("m")))
-            .await
-            .unwrap(),
+        cleared(&store, &id, &wire_filter(None, Some("P"), Some("m"))).await,
         2
     );
     assert_eq!(
@@ -806,10 +824,7 @@ async fn chat_and_wire_verdicts_share_model_config_and_each_change_rewrites_only
         .record_wire_verdict(&id, "gemini", &target("p", "m"), &["thought_signature"])
         .await
         .unwrap();
-    store
-        .record_verdict(&id, &target("p", "m"), rd())
-        .await
-        .unwrap();
+    record_pm(&store, &id).await;
     assert_eq!(
         raw_config(&store, &id).await,
         r#"{"a":1.0e5,"mid":"caf\u00e9","z":[1 ,2],"hermes_wire_verdicts":[["gemini","p","api.example","m",["thought_signature"]]],"reasoning_rejected_carriers":[["p","api.example","m",["reasoning_details"]]]}"#
@@ -822,10 +837,7 @@ async fn the_wire_filter_selects_chat_one_wire_or_every_wire(db: TestDb) {
     let id = store.create_session(&NewSession::default()).await.unwrap();
     let fill = || async {
         set_raw_config(&store, &id, "{}").await;
-        store
-            .record_verdict(&id, &target("p", "m"), rd())
-            .await
-            .unwrap();
+        record_pm(&store, &id).await;
         for wire in ["anthropic", "gemini"] {
             store
                 .record_wire_verdict(&id, wire, &target("p", "m"), &["f"])
@@ -838,10 +850,7 @@ async fn the_wire_filter_selects_chat_one_wire_or_every_wire(db: TestDb) {
 
     fill().await;
     assert_eq!(
-        store
-            .clear_verdicts(&id, &wire_filter(Some("chat"), None, None))
-            .await
-            .unwrap(),
+        cleared(&store, &id, &wire_filter(Some("chat"), None, None)).await,
         1
     );
     assert!(store.verdicts(&id).await.unwrap().0.is_empty());
@@ -852,10 +861,7 @@ async fn the_wire_filter_selects_chat_one_wire_or_every_wire(db: TestDb) {
 
     fill().await;
     assert_eq!(
-        store
-            .clear_verdicts(&id, &wire_filter(Some(" Gemini "), None, None))
-            .await
-            .unwrap(),
+        cleared(&store, &id, &wire_filter(Some(" Gemini "), None, None)).await,
         1
     );
     assert_eq!(store.verdicts(&id).await.unwrap().0.len(), 1);
@@ -865,19 +871,18 @@ async fn the_wire_filter_selects_chat_one_wire_or_every_wire(db: TestDb) {
     );
     // A wire filter still narrows by provider and model.
     assert_eq!(
-        store
-            .clear_verdicts(&id, &wire_filter(Some("anthropic"), Some("p"), Some("M")))
-            .await
-            .unwrap(),
+        cleared(
+            &store,
+            &id,
+            &wire_filter(Some("anthropic"), Some("p"), Some("M"))
+        )
+        .await,
         0
     );
 
     fill().await;
     assert_eq!(
-        store
-            .clear_verdicts(&id, &wire_filter(None, Some("p"), None))
-            .await
-            .unwrap(),
+        cleared(&store, &id, &wire_filter(None, Some("p"), None)).await,
         3
     );
     assert_eq!(raw_config(&store, &id).await, "{}");
@@ -891,10 +896,7 @@ async fn the_wire_filter_selects_chat_one_wire_or_every_wire(db: TestDb) {
     )
     .await;
     assert_eq!(
-        store
-            .clear_verdicts(&id, &wire_filter(Some("chat"), None, None))
-            .await
-            .unwrap(),
+        cleared(&store, &id, &wire_filter(Some("chat"), None, None)).await,
         1
     );
     assert_eq!(
@@ -913,16 +915,7 @@ async fn usage_sums_every_counter_across_calls(db: TestDb) {
     let store = db.open().await;
     let id = store.create_session(&NewSession::default()).await.unwrap();
     let meta = store.session(&id).await.unwrap();
-    assert_eq!(
-        (
-            meta.input_tokens,
-            meta.output_tokens,
-            meta.reasoning_tokens,
-            meta.cache_read_tokens,
-            meta.cache_write_tokens
-        ),
-        (0, 0, 0, 0, 0)
-    );
+    assert_eq!(tokens(&meta), (0, 0, 0, 0, 0));
     store
         .add_usage(&id, &hermes_core::Usage::new(100, 40, 25, 60, 10))
         .await
@@ -935,16 +928,7 @@ async fn usage_sums_every_counter_across_calls(db: TestDb) {
         store.session(&id).await.unwrap(),
         store.list().await.unwrap().remove(0),
     ] {
-        assert_eq!(
-            (
-                meta.input_tokens,
-                meta.output_tokens,
-                meta.reasoning_tokens,
-                meta.cache_read_tokens,
-                meta.cache_write_tokens
-            ),
-            (107, 45, 28, 62, 10)
-        );
+        assert_eq!(tokens(&meta), (107, 45, 28, 62, 10));
     }
     // A count beyond what SQLite holds is taken as the largest it does.
     let other = store.create_session(&NewSession::default()).await.unwrap();
@@ -1210,10 +1194,7 @@ async fn writing_the_thinking_request_keeps_every_other_member_byte_identical(db
     );
     // The verdicts still read as before, and a verdict change keeps the thinking member.
     assert_eq!(store.verdicts(&id).await.unwrap().0.len(), 1);
-    store
-        .record_verdict(&id, &target("p", "m"), rd())
-        .await
-        .unwrap();
+    record_pm(&store, &id).await;
     assert!(
         raw_config(&store, &id)
             .await
@@ -1550,9 +1531,7 @@ async fn eight_concurrent_writers_lose_and_duplicate_nothing(db: TestDb) {
 
 both!(appends_to_one_session_from_two_handles_never_interleave_a_batch);
 async fn appends_to_one_session_from_two_handles_never_interleave_a_batch(db: TestDb) {
-    let a = db.open().await;
-    let b = db.open().await;
-    let id = a.create_session(&NewSession::default()).await.unwrap();
+    let (a, b, id) = two_handles(&db).await;
     let writer = |store: Store, name: &'static str| {
         let id = id.clone();
         async move {
@@ -1590,9 +1569,7 @@ async fn appends_to_one_session_from_two_handles_never_interleave_a_batch(db: Te
 
 both!(a_lease_is_held_by_one_handle_at_a_time);
 async fn a_lease_is_held_by_one_handle_at_a_time(db: TestDb) {
-    let a = db.open().await;
-    let b = db.open().await;
-    let id = a.create_session(&NewSession::default()).await.unwrap();
+    let (a, b, id) = two_handles(&db).await;
     let ttl = std::time::Duration::from_secs(30);
     let never_gone = |_: &str| false;
     assert_eq!(
@@ -1670,11 +1647,12 @@ async fn the_python_originals_sessions_import_with_every_carrier_byte_once(db: T
         for m in store.all_messages(&id).await.unwrap() {
             export.push_str(&serde_json::to_string(&m.message).unwrap());
         }
-        let config: String = sqlx::query_scalar("SELECT model_config FROM sessions WHERE id = $1")
-            .bind(&id)
-            .fetch_one(&store.pool)
-            .await
-            .unwrap();
+        let config: String = scalar(
+            &store,
+            "SELECT model_config FROM sessions WHERE id = $1",
+            &id,
+        )
+        .await;
         if export.contains(&raw) || config == raw {
             continue;
         }
@@ -1723,21 +1701,11 @@ async fn the_python_originals_sessions_import_with_every_carrier_byte_once(db: T
     assert!(all[4].checkpoint && !all[4].archived);
     assert_eq!(store.messages(&ids.compacted).await.unwrap().len(), 3);
     assert_eq!(
-        store
-            .session(&ids.continuation)
-            .await
-            .unwrap()
-            .parent_id
-            .as_deref(),
+        parent_of(&store, &ids.continuation).await.as_deref(),
         Some(ids.compacted.as_str())
     );
     assert_eq!(
-        store
-            .session(&ids.branch)
-            .await
-            .unwrap()
-            .parent_id
-            .as_deref(),
+        parent_of(&store, &ids.branch).await.as_deref(),
         Some(ids.deepseek.as_str())
     );
     let verdicts = store.verdicts(&ids.openrouter).await.unwrap();
@@ -1753,16 +1721,7 @@ async fn the_python_originals_sessions_import_with_every_carrier_byte_once(db: T
     assert_eq!(meta.title.as_deref(), Some("Signed thinking"));
     assert_eq!(meta.provider.as_deref(), Some("openrouter"));
     assert!(!meta.base_url_confirmed);
-    assert_eq!(
-        (
-            meta.input_tokens,
-            meta.output_tokens,
-            meta.reasoning_tokens,
-            meta.cache_read_tokens,
-            meta.cache_write_tokens
-        ),
-        (1200, 340, 120, 800, 64)
-    );
+    assert_eq!(tokens(&meta), (1200, 340, 120, 800, 64));
 
     // Idempotent, and the original untouched: same bytes, no -wal or -shm made.
     let again = crate::read_original(&original).await.unwrap();

@@ -237,7 +237,8 @@ pub(crate) fn member_of<M: Member>(
     M::from_model_config(config).map_err(|e| corrupt(session, &named::<M>(e)))
 }
 
-fn corrupt(session: &str, e: &serde_json::Error) -> StoreError {
+/// `session`'s `model_config` (or a member of it) could not be read, as `e` says.
+pub(crate) fn corrupt(session: &str, e: &serde_json::Error) -> StoreError {
     StoreError::Corrupt {
         session: session.to_owned(),
         position: -1,

@@ -26,6 +26,23 @@ struct Scripted {
     journal: Arc<Mutex<Vec<String>>>,
 }
 
+/// The request of a test wire: `body` as JSON, streamed as `parts` asks, covering its history.
+fn outgoing(body: &Value, parts: &RequestParts<'_>, refusable: Vec<&'static str>) -> Outgoing {
+    Outgoing::new(
+        serde_json::to_vec(body).unwrap(),
+        parts.stream,
+        refusable,
+        parts.history.len(),
+    )
+}
+
+/// Keeps a test wire's sent body.
+fn record_sent(sent: &Mutex<Vec<Value>>, request: &Outgoing) {
+    sent.lock()
+        .unwrap()
+        .push(serde_json::from_slice(&request.body).unwrap());
+}
+
 #[async_trait::async_trait]
 impl Wire for Scripted {
     fn id(&self) -> &'static str {
@@ -72,12 +89,7 @@ impl Wire for Scripted {
             })
             .collect();
         let body = json!({"model": parts.decision.target.model, "messages": messages});
-        Ok(Outgoing::new(
-            serde_json::to_vec(&body).unwrap(),
-            parts.stream,
-            refusable,
-            parts.history.len(),
-        ))
+        Ok(outgoing(&body, parts, refusable))
     }
 
     async fn send(
@@ -90,10 +102,7 @@ impl Wire for Scripted {
         if request.stream {
             on_delta(Delta::Content("Hel"));
         }
-        self.sent
-            .lock()
-            .unwrap()
-            .push(serde_json::from_slice(&request.body).unwrap());
+        record_sent(&self.sent, request);
         self.journal.lock().unwrap().push("send".into());
         let next = self.script.lock().unwrap().remove(0)?;
         let mut message: Message = serde_json::from_value(next).unwrap();
@@ -444,7 +453,7 @@ async fn the_tool_loop_runs_and_must_echo_tool_turns_get_rc() {
                       "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "now", "arguments": "{}"}}]})),
             Ok(json!({"role": "assistant", "content": null, "reasoning": "from r",
                       "tool_calls": [{"id": "c2", "type": "function", "function": {"name": "now", "arguments": "{}"}}]})),
-            Ok(json!({"role": "assistant", "content": "done"})),
+            done(),
         ],
         0,
     )
@@ -498,6 +507,28 @@ impl Tools for Sized {
     }
 }
 
+/// Tools whose every output is `size` bytes.
+fn sized(size: usize) -> Sized {
+    Sized {
+        size,
+        ..Sized::default()
+    }
+}
+
+/// The model's final text reply.
+fn done() -> Result<Value, TransportError> {
+    Ok(json!({"role": "assistant", "content": "done"}))
+}
+
+/// [`run_with`] on provider `agg` from an empty history.
+async fn run_tools(
+    script: Vec<Result<Value, TransportError>>,
+    config: DriverConfig,
+    tools: &dyn Tools,
+) -> Run {
+    run_with("agg", json!([]), script, config, tools).await
+}
+
 fn calling(names: &[&str]) -> Value {
     let calls: Vec<Value> = names
         .iter()
@@ -535,21 +566,13 @@ fn the_tool_caps_have_their_documented_defaults() {
 
 #[tokio::test]
 async fn calls_beyond_the_per_reply_cap_are_refused_and_each_still_gets_a_result() {
-    let tools = Sized {
-        size: 3,
-        ..Sized::default()
-    };
+    let tools = sized(3);
     let config = DriverConfig {
         max_tool_calls: 2,
         ..DriverConfig::default()
     };
-    let r = run_with(
-        "agg",
-        json!([]),
-        vec![
-            Ok(calling(&["a", "b", "c", "d", "e"])),
-            Ok(json!({"role": "assistant", "content": "done"})),
-        ],
+    let r = run_tools(
+        vec![Ok(calling(&["a", "b", "c", "d", "e"])), done()],
         config,
         &tools,
     )
@@ -576,22 +599,13 @@ async fn calls_beyond_the_per_reply_cap_are_refused_and_each_still_gets_a_result
 
 #[tokio::test]
 async fn tool_output_of_a_turn_is_capped_across_replies() {
-    let tools = Sized {
-        size: 10,
-        ..Sized::default()
-    };
+    let tools = sized(10);
     let config = DriverConfig {
         max_tool_output: 25,
         ..DriverConfig::default()
     };
-    let r = run_with(
-        "agg",
-        json!([]),
-        vec![
-            Ok(calling(&["a", "b"])),
-            Ok(calling(&["c", "d"])),
-            Ok(json!({"role": "assistant", "content": "done"})),
-        ],
+    let r = run_tools(
+        vec![Ok(calling(&["a", "b"])), Ok(calling(&["c", "d"])), done()],
         config,
         &tools,
     )
@@ -613,25 +627,12 @@ async fn tool_output_of_a_turn_is_capped_across_replies() {
 
 #[tokio::test]
 async fn a_tool_that_never_answers_times_out_and_the_turn_goes_on() {
-    let tools = Sized {
-        size: 2,
-        ..Sized::default()
-    };
+    let tools = sized(2);
     let config = DriverConfig {
         tool_timeout: Duration::from_millis(50),
         ..DriverConfig::default()
     };
-    let r = run_with(
-        "agg",
-        json!([]),
-        vec![
-            Ok(calling(&["hang", "ok"])),
-            Ok(json!({"role": "assistant", "content": "done"})),
-        ],
-        config,
-        &tools,
-    )
-    .await;
+    let r = run_tools(vec![Ok(calling(&["hang", "ok"])), done()], config, &tools).await;
     r.result.as_ref().unwrap();
     let results = tool_results(&r);
     assert_eq!(results[0].0, "c0");
@@ -679,12 +680,7 @@ mod mini_wire {
                 })
                 .collect();
             let body = json!({"model": target.model, "turns": turns, "stream": parts.stream});
-            Ok(Outgoing::new(
-                serde_json::to_vec(&body).unwrap(),
-                parts.stream,
-                refusable,
-                parts.history.len(),
-            ))
+            Ok(outgoing(&body, parts, refusable))
         }
 
         async fn send(
@@ -693,10 +689,7 @@ mod mini_wire {
             origin: Origin,
             on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
         ) -> Result<Reply, TransportError> {
-            self.sent
-                .lock()
-                .unwrap()
-                .push(serde_json::from_slice(&request.body).unwrap());
+            record_sent(&self.sent, request);
             let reply = self.script.lock().unwrap().remove(0)?;
             let thought = reply["thought"].as_str().unwrap_or_default();
             let say = reply["say"].as_str().unwrap_or_default();
@@ -850,7 +843,7 @@ async fn a_step_is_stored_whole_with_every_tool_result() {
             Ok(json!({"role": "assistant", "content": null,
                       "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "now", "arguments": "{}"}},
                                      {"id": "c2", "type": "function", "function": {"name": "now", "arguments": "{}"}}]})),
-            Ok(json!({"role": "assistant", "content": "done"})),
+            done(),
         ],
         0,
     )
@@ -946,25 +939,24 @@ async fn a_dangling_stored_call_is_paired_on_the_wire_and_told_once() {
     );
 }
 
-#[tokio::test]
-async fn a_failure_after_text_streamed_to_the_caller_is_not_retried() {
+/// A 503 then the reply `hi`, with three quick retries; the request streamed or not.
+async fn overloaded_then_hi(stream: bool) -> Run {
     let config = DriverConfig {
         max_backoff_retries: 3,
         base_delay: Duration::from_millis(1),
-        stream: true,
+        stream,
         ..DriverConfig::default()
     };
-    let r = run_with(
-        "agg",
-        json!([]),
-        vec![
-            Err(http(503, "overloaded")),
-            Ok(json!({"role": "assistant", "content": "hi"})),
-        ],
-        config,
-        &Clock,
-    )
-    .await;
+    let script = vec![
+        Err(http(503, "overloaded")),
+        Ok(json!({"role": "assistant", "content": "hi"})),
+    ];
+    run_tools(script, config, &Clock).await
+}
+
+#[tokio::test]
+async fn a_failure_after_text_streamed_to_the_caller_is_not_retried() {
+    let r = overloaded_then_hi(true).await;
     let err = r.result.unwrap_err();
     assert!(
         matches!(
@@ -998,22 +990,7 @@ async fn a_failure_after_text_streamed_to_the_caller_is_not_retried() {
 
 #[tokio::test]
 async fn a_failure_before_any_text_streamed_is_still_retried() {
-    let config = DriverConfig {
-        max_backoff_retries: 3,
-        base_delay: Duration::from_millis(1),
-        ..DriverConfig::default()
-    };
-    let r = run_with(
-        "agg",
-        json!([]),
-        vec![
-            Err(http(503, "overloaded")),
-            Ok(json!({"role": "assistant", "content": "hi"})),
-        ],
-        config,
-        &Clock,
-    )
-    .await;
+    let r = overloaded_then_hi(false).await;
     assert_eq!(r.result.unwrap().requests, 2);
     assert_eq!(r.sent.len(), 2);
 }
@@ -1210,24 +1187,23 @@ fn the_config_s_sampling_reaches_the_parts_a_wire_encodes() {
     assert!(empty.sampling.is_empty());
 }
 
+/// One turn answered `hi` on provider `plain`, with `passthrough`.
+async fn plain_hi(passthrough: crate::passthrough::Passthrough) -> Run {
+    let config = DriverConfig {
+        passthrough,
+        ..DriverConfig::default()
+    };
+    let script = vec![Ok(json!({"role": "assistant", "content": "hi"}))];
+    run_with("plain", json!([]), script, config, &Clock).await
+}
+
 #[tokio::test]
 async fn server_tools_to_a_wire_that_cannot_take_them_fail_the_turn_before_anything_is_sent() {
     let tool = crate::raw::RawJson::from_text(
         r#"{"type":"code_execution_20250825","name":"code_execution"}"#,
     )
     .unwrap();
-    let config = DriverConfig {
-        passthrough: crate::passthrough::Passthrough::new().server_tool(tool),
-        ..DriverConfig::default()
-    };
-    let run = run_with(
-        "plain",
-        json!([]),
-        vec![Ok(json!({"role": "assistant", "content": "hi"}))],
-        config,
-        &Clock,
-    )
-    .await;
+    let run = plain_hi(crate::passthrough::Passthrough::new().server_tool(tool)).await;
     match run.result {
         Err(DriverError::Transport(TransportError::Unsupported {
             parameter,
@@ -1254,18 +1230,10 @@ async fn server_tools_to_a_wire_that_cannot_take_them_fail_the_turn_before_anyth
     );
 
     // Betas and a thinking object alone are left out, and the turn runs.
-    let config = DriverConfig {
-        passthrough: crate::passthrough::Passthrough::new()
+    let run = plain_hi(
+        crate::passthrough::Passthrough::new()
             .betas(["web-fetch-2025-09-10"])
             .thinking(crate::raw::RawJson::from_text(r#"{"type":"adaptive"}"#).unwrap()),
-        ..DriverConfig::default()
-    };
-    let run = run_with(
-        "plain",
-        json!([]),
-        vec![Ok(json!({"role": "assistant", "content": "hi"}))],
-        config,
-        &Clock,
     )
     .await;
     assert!(run.result.is_ok(), "{:?}", run.result.err());

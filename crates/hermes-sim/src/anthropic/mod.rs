@@ -16,7 +16,8 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 
-use crate::wire::short_hash;
+use crate::model::Prompt;
+use crate::wire::{Answer, Body, Request, short_hash};
 use crate::{Shared, lock};
 use reply::{Ask, Cache};
 use rules::Via;
@@ -30,30 +31,6 @@ enum Family {
     Foundry,
     /// Vertex `rawPredict` (`stream: false`) or `streamRawPredict` (`stream: true`).
     Vertex { model: String, stream: bool },
-}
-
-/// The simulator's answer to one request.
-#[derive(Debug)]
-pub(crate) struct Answer {
-    /// HTTP status.
-    pub(crate) status: u16,
-    /// The parsed request body (`Value::Null` when it was not read or not JSON).
-    pub(crate) body: Value,
-    /// The response body: JSON, or the SSE text of a stream.
-    pub(crate) text: String,
-    /// `text` is an SSE stream.
-    pub(crate) stream: bool,
-}
-
-impl Answer {
-    fn refused(status: u16, body: &Value, envelope: Value) -> Answer {
-        Answer {
-            status,
-            body: body.clone(),
-            text: envelope.to_string(),
-            stream: false,
-        }
-    }
 }
 
 /// Anthropic's error envelope.
@@ -124,15 +101,21 @@ fn route(path: &str) -> Option<Family> {
     })
 }
 
-/// Answers one request to the `anthropic` profile. `headers` are the request's (names lower
-/// case, values unredacted: they are only read here).
-pub(crate) fn answer(
-    shared: &Shared,
-    method: &str,
-    path: &str,
-    headers: &[(String, String)],
-    raw: &[u8],
-) -> Answer {
+/// What the reply reports of the prompt cache: nothing without a `cache_control` breakpoint,
+/// else a write on the profile's first request with one and a read after.
+fn cache_of(shared: &Shared, breakpoints: usize) -> Cache {
+    if breakpoints == 0 {
+        Cache::None
+    } else if shared.cached_requests.fetch_add(1, Ordering::SeqCst) == 0 {
+        Cache::Write
+    } else {
+        Cache::Read
+    }
+}
+
+/// Answers one request to the `anthropic` profile.
+pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
+    let (method, path, headers, raw) = (request.method, request.path, request.headers, request.raw);
     let null = Value::Null;
     let header = |name: &str| {
         headers
@@ -234,13 +217,7 @@ pub(crate) fn answer(
     };
 
     let fail_mid_stream = lock(&shared.switches).fail_mid_stream;
-    let cache = if checked.breakpoints == 0 {
-        Cache::None
-    } else if shared.cached_requests.fetch_add(1, Ordering::SeqCst) == 0 {
-        Cache::Write
-    } else {
-        Cache::Read
-    };
+    let cache = cache_of(shared, checked.breakpoints);
     let model = match &family {
         Family::Vertex { model, .. } => model.clone(),
         _ => body
@@ -250,13 +227,15 @@ pub(crate) fn answer(
             .to_owned(),
     };
     let reply = reply::script(&Ask {
-        body: &body,
-        raw,
-        model: &model,
+        prompt: Prompt {
+            body: &body,
+            raw,
+            model: &model,
+            key: &shared.key,
+        },
         thinking: checked.thinking,
         cache,
         id_prefix: if vertex { "msg_vrtx_" } else { "msg_" },
-        key: &shared.key,
     });
     let stream = body.get("stream").and_then(Value::as_bool) == Some(true);
     let text = if stream {
@@ -264,12 +243,8 @@ pub(crate) fn answer(
     } else {
         reply.json().to_string()
     };
-    Answer {
-        status: 200,
-        body,
-        text,
-        stream,
-    }
+    let kind = if stream { Body::Sse } else { Body::Json };
+    Answer::ok(body, text, kind)
 }
 
 /// Bedrock InvokeModel with an Anthropic Messages body (`crate::bedrock`'s `/invoke` and
@@ -290,21 +265,17 @@ pub(crate) fn invoke_bedrock(
         .filter_map(Value::as_str)
         .collect();
     let checked = rules::validate(body, Via::Bedrock, &betas.join(","), &shared.key)?;
-    let cache = if checked.breakpoints == 0 {
-        Cache::None
-    } else if shared.cached_requests.fetch_add(1, Ordering::SeqCst) == 0 {
-        Cache::Write
-    } else {
-        Cache::Read
-    };
+    let cache = cache_of(shared, checked.breakpoints);
     Ok(reply::script(&Ask {
-        body,
-        raw,
-        model,
+        prompt: Prompt {
+            body,
+            raw,
+            model,
+            key: &shared.key,
+        },
         thinking: checked.thinking,
         cache,
         id_prefix: "msg_bdrk_",
-        key: &shared.key,
     }))
 }
 

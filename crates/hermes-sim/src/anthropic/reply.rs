@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 
 use super::rules::Thinking;
 use super::thinking::{self, Token};
-use crate::model::{TOOL_NAME, pieces, snippet, tools_wanted};
-use crate::wire::short_hash;
+use crate::model::{self, Prompt, Step, last_user_turn, messages_step, pieces, scripted_tool_of};
+use crate::wire::{list_of, short_hash};
 
 /// Whether the reply reports a cache write, a cache read or neither.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,14 +34,11 @@ pub(crate) struct Reply {
 
 /// Everything the script reads.
 pub(crate) struct Ask<'a> {
-    pub(crate) body: &'a Value,
-    pub(crate) raw: &'a [u8],
-    pub(crate) model: &'a str,
+    pub(crate) prompt: Prompt<'a>,
     pub(crate) thinking: Thinking,
     pub(crate) cache: Cache,
     /// `msg_`, `msg_vrtx_` or `msg_bdrk_`.
     pub(crate) id_prefix: &'a str,
-    pub(crate) key: &'a [u8],
 }
 
 fn role_of(m: &Value) -> &str {
@@ -72,36 +69,15 @@ fn has_text(m: &Value) -> bool {
     }
 }
 
-/// The tool the script calls: `now` when offered (or when no tools are), else the first tool.
-fn tool_name(body: &Value) -> String {
-    let names: Vec<&str> = body
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t.get("name").and_then(Value::as_str))
-        .collect();
-    match names.first() {
-        Some(first) if !names.contains(&TOOL_NAME) => (*first).to_owned(),
-        _ => TOOL_NAME.to_owned(),
-    }
-}
-
 /// Runs the script over a validated request.
 pub(crate) fn script(ask: &Ask<'_>) -> Reply {
-    let body = ask.body;
-    let empty = Vec::new();
-    let messages = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .unwrap_or(&empty);
-    let last_user = messages
-        .iter()
-        .rposition(|m| role_of(m) == "user" && has_text(m));
-    let user_text = last_user
-        .map(|i| text_of(messages[i].get("content")))
-        .unwrap_or_default();
-    let after = last_user.map_or(&messages[..], |i| &messages[i + 1..]);
+    let body = ask.prompt.body;
+    let messages = list_of(body, "messages");
+    let (user_text, after) = last_user_turn(
+        messages,
+        |m| role_of(m) == "user" && has_text(m),
+        |m| text_of(m.get("content")),
+    );
     let results: Vec<&Value> = after
         .iter()
         .filter(|m| role_of(m) == "user")
@@ -109,53 +85,20 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
         .flatten()
         .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
         .collect();
-    let wanted = tools_wanted(&user_text);
-    let model = ask.model;
+    let model = ask.prompt.model;
     let seed = format!("{model}\u{0}{user_text}\u{0}{}", results.len());
 
-    enum Step {
-        Call { step: usize, of: usize },
-        Final(String),
-    }
-    let (reasoning, step) = match wanted {
-        Some(n) if results.len() < n => {
-            let step = results.len() + 1;
-            (
-                format!(
-                    "Step {step} of {n}: the user asked for {n} tool calls and {done} results are in, so I call the tool again.",
-                    done = results.len()
-                ),
-                Step::Call { step, of: n },
-            )
-        }
-        Some(n) => {
-            let last = results
+    let (reasoning, step) = messages_step(
+        &user_text,
+        results.len(),
+        || {
+            results
                 .last()
                 .map(|r| text_of(r.get("content")))
-                .unwrap_or_default();
-            (
-                format!(
-                    "All {n} tool results are in; the last one says \"{}\", so I can write the final answer.",
-                    snippet(&last)
-                ),
-                Step::Final(format!(
-                    "Done after {n} tool calls. The last tool result was: {}",
-                    snippet(&last)
-                )),
-            )
-        }
-        None => (
-            format!(
-                "The user wrote \"{}\"; no tool is needed, so I answer directly and briefly.",
-                snippet(&user_text)
-            ),
-            Step::Final(format!(
-                "Hello from the scripted model {}. You said: {}",
-                snippet(model),
-                snippet(&user_text)
-            )),
-        ),
-    };
+                .unwrap_or_default()
+        },
+        model,
+    );
 
     let cut_short = user_text.contains("[max_tokens]");
     let mut content = Vec::new();
@@ -164,14 +107,11 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
         let text = if omitted { "" } else { reasoning.as_str() };
         let redacted = user_text.contains("[redacted]") && !cut_short;
         let count = if redacted { 2 } else { 1 };
-        let mut id_seed = digest.to_vec();
-        id_seed.extend_from_slice(seed.as_bytes());
-        let reply = Token::reply_id(&id_seed);
-        let token = |pos| Token { reply, pos, count };
+        let token = Token::of_reply(&digest, &seed, count);
         content.push(json!({
             "type": "thinking",
             "thinking": text,
-            "signature": thinking::sign_thinking(ask.key, &digest, text, token(0))
+            "signature": thinking::sign_thinking(ask.prompt.key, &digest, text, token(0))
         }));
         if redacted {
             let payload = format!(
@@ -180,7 +120,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
             );
             content.push(json!({
                 "type": "redacted_thinking",
-                "data": thinking::seal_redacted(ask.key, &digest, token(1), payload.as_bytes())
+                "data": thinking::seal_redacted(ask.prompt.key, &digest, token(1), payload.as_bytes())
             }));
         }
     }
@@ -196,7 +136,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
                 content.push(json!({
                     "type": "tool_use",
                     "id": format!("toolu_{step:02}{}", short_hash(&seed, 22)),
-                    "name": tool_name(body),
+                    "name": scripted_tool_of(body.get("tools"), |t| t.get("name")),
                     "input": {"step": step, "of": of, "note": format!("call {step} of {of}: \"what time is it?\" ⏱")}
                 }));
                 "tool_use"
@@ -208,7 +148,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
         }
     };
 
-    let total = ask.raw.len().div_ceil(4).max(1);
+    let total = ask.prompt.raw.len().div_ceil(4).max(1);
     let (cache_creation, cache_read) = match ask.cache {
         Cache::None => (0, 0),
         Cache::Write => (total / 2, 0),
@@ -219,7 +159,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
         id: format!(
             "{}{}",
             ask.id_prefix,
-            short_hash(&String::from_utf8_lossy(ask.raw), 24)
+            short_hash(&String::from_utf8_lossy(ask.prompt.raw), 24)
         ),
         model: model.to_owned(),
         content,
@@ -392,32 +332,8 @@ const RAGGED: [usize; 6] = [1, 7, 3, 11, 2, 5];
 
 /// Splits `s` at uneven char boundaries, after an empty first piece (as the API's first
 /// `input_json_delta` carries `""`).
-fn ragged(s: &str) -> Vec<String> {
-    let chars: Vec<char> = s.chars().collect();
+pub(crate) fn ragged(s: &str) -> Vec<String> {
     let mut out = vec![String::new()];
-    let mut at = 0;
-    for n in RAGGED.iter().cycle() {
-        if at >= chars.len() {
-            break;
-        }
-        let end = (at + n).min(chars.len());
-        out.push(chars[at..end].iter().collect());
-        at = end;
-    }
+    out.extend(model::ragged(s, &RAGGED));
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ragged_pieces_cover_the_text() {
-        let s = r#"{"step":1,"note":"ünï ⏱"}"#;
-        let p = ragged(s);
-        assert_eq!(p[0], "");
-        assert!(p.len() > 4);
-        assert_eq!(p.concat(), s);
-        assert_eq!(ragged(""), vec![String::new()]);
-    }
 }

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::sign;
+use crate::wire::canonical;
 
 /// Domain of thinking signatures.
 const THINKING_DOMAIN: &str = "anthropic thinking";
@@ -44,6 +45,15 @@ impl Token {
         let mut id = [0u8; REPLY_LEN];
         id.copy_from_slice(&digest[..REPLY_LEN]);
         id
+    }
+
+    /// The tokens of one reply's `count` signed blocks, by position: the reply id derived from
+    /// the prefix `digest` and the reply's `seed`.
+    pub(crate) fn of_reply(digest: &[u8], seed: &str, count: u8) -> impl Fn(u8) -> Token {
+        let mut id_seed = digest.to_vec();
+        id_seed.extend_from_slice(seed.as_bytes());
+        let reply = Token::reply_id(&id_seed);
+        move |pos| Token { reply, pos, count }
     }
 
     fn bytes(self) -> Vec<u8> {
@@ -200,45 +210,6 @@ fn normalized(block: Value) -> Option<Value> {
         }
     }
     Some(Value::Object(o))
-}
-
-/// JSON text with object keys sorted at every level.
-pub(crate) fn canonical(v: &Value) -> Vec<u8> {
-    let mut out = String::new();
-    write_canonical(v, &mut out);
-    out.into_bytes()
-}
-
-fn write_canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(o) => {
-            let mut keys: Vec<&String> = o.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String((*k).clone()).to_string());
-                out.push(':');
-                if let Some(x) = o.get(k.as_str()) {
-                    write_canonical(x, out);
-                }
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, x) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(x, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 mod auth;
 mod frames;
 mod reasoning;
-mod reply;
+pub(crate) mod reply;
 pub(crate) mod rules;
 
 use std::time::SystemTime;
@@ -22,7 +22,9 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
 use crate::anthropic::percent_decode;
+use crate::model::Prompt;
 use crate::wire::short_hash;
+use crate::wire::{Answer, Body, Request};
 use crate::{Shared, lock};
 use frames::Frame;
 
@@ -63,36 +65,6 @@ fn route(path: &str) -> Option<(String, Op)> {
     (!model.is_empty()).then_some((model, op))
 }
 
-/// The body of a response.
-#[derive(Debug)]
-pub(crate) enum Out {
-    /// A JSON document.
-    Json(String),
-    /// Event-stream bytes and their text rendering (for the record).
-    Stream { bytes: Vec<u8>, text: String },
-}
-
-/// The simulator's answer to one request.
-#[derive(Debug)]
-pub(crate) struct Answer {
-    pub(crate) status: u16,
-    /// Response headers besides `content-type` (`x-amzn-RequestId`, `x-amzn-ErrorType`, …).
-    pub(crate) headers: Vec<(&'static str, String)>,
-    /// The parsed request body (`Value::Null` when not read or not JSON).
-    pub(crate) body: Value,
-    pub(crate) out: Out,
-}
-
-impl Answer {
-    /// The text recorded as the response.
-    pub(crate) fn recorded(&self) -> &str {
-        match &self.out {
-            Out::Json(t) => t,
-            Out::Stream { text, .. } => text,
-        }
-    }
-}
-
 /// A request id in AWS's UUID form, derived from the request.
 fn request_id(seed: &str) -> String {
     let h = short_hash(seed, 32);
@@ -114,7 +86,9 @@ fn refusal(rid: &str, status: u16, error_type: String, body: &Value, message: Va
             ("x-amzn-errortype", error_type),
         ],
         body: body.clone(),
-        out: Out::Json(message.to_string()),
+        text: message.to_string(),
+        kind: Body::Json,
+        notes: Vec::new(),
     }
 }
 
@@ -129,15 +103,11 @@ fn validation(rid: &str, body: &Value, message: &str) -> Answer {
     )
 }
 
-/// Answers one request to the `bedrock` profile. `path_and_query` is as sent (percent-encoded);
-/// `headers` are the request's (names lower case, values unredacted: they are only read here).
-pub(crate) fn answer(
-    shared: &Shared,
-    method: &str,
-    path_and_query: &str,
-    headers: &[(String, String)],
-    raw: &[u8],
-) -> Answer {
+/// Answers one request to the `bedrock` profile (routed on `path_and_query`, as sent:
+/// percent-encoded).
+pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
+    let (method, headers, raw) = (request.method, request.headers, request.raw);
+    let path_and_query = request.path_and_query;
     let null = Value::Null;
     let path = path_and_query.split('?').next().unwrap_or("");
     let rid = request_id(&format!(
@@ -184,22 +154,44 @@ pub(crate) fn answer(
             );
         }
     };
+    let call = Call {
+        shared,
+        switches: &switches,
+        rid: &rid,
+        model: &model,
+        op,
+        raw,
+    };
     match op {
-        Op::Converse | Op::ConverseStream => {
-            converse(shared, &switches, &rid, &model, op, body, raw)
-        }
-        Op::Invoke | Op::InvokeStream => invoke(shared, &switches, &rid, &model, op, body, raw),
+        Op::Converse | Op::ConverseStream => converse(call, body),
+        Op::Invoke | Op::InvokeStream => invoke(call, body),
     }
 }
 
-fn ok(rid: &str, body: Value, out: Out, extra: Vec<(&'static str, String)>) -> Answer {
+/// What a model operation reads besides the body.
+#[derive(Clone, Copy)]
+struct Call<'a> {
+    shared: &'a Shared,
+    switches: &'a crate::Switches,
+    /// The request id.
+    rid: &'a str,
+    model: &'a str,
+    op: Op,
+    raw: &'a [u8],
+}
+
+/// A 200 answer of `text` sent as `kind`, with the request id and the `extra` headers.
+fn ok(
+    rid: &str,
+    body: Value,
+    (text, kind): (String, Body),
+    extra: Vec<(&'static str, String)>,
+) -> Answer {
     let mut headers = vec![("x-amzn-requestid", rid.to_owned())];
     headers.extend(extra);
     Answer {
-        status: 200,
         headers,
-        body,
-        out,
+        ..Answer::ok(body, text, kind)
     }
 }
 
@@ -227,83 +219,87 @@ fn exception(switches: &crate::Switches) -> Frame {
 /// Events cut short by the mid-stream failure: the first few, then the exception.
 const EVENTS_BEFORE_FAILURE: usize = 4;
 
-fn converse(
-    shared: &Shared,
-    switches: &crate::Switches,
-    rid: &str,
-    model: &str,
-    op: Op,
-    body: Value,
-    raw: &[u8],
-) -> Answer {
-    let checked = match rules::validate(model, &body, &shared.key, switches.refuse_redacted) {
-        Ok(c) => c,
-        Err(message) => return validation(rid, &body, &message),
-    };
-    let reply = reply::script(&reply::Ask {
-        body: &body,
-        raw,
-        model,
-        reasoning: checked.reasoning,
-        redacted: switches.redacted_reasoning,
-        key: &shared.key,
-    });
-    if !op.stream() {
-        let text = reply.json().to_string();
-        return ok(rid, body, Out::Json(text), Vec::new());
-    }
-    let events = reply.events();
-    let take = if switches.fail_mid_stream {
+/// How many of a stream's `len` events are sent: all, or the first few before the failure.
+fn events_sent(switches: &crate::Switches, len: usize) -> usize {
+    if switches.fail_mid_stream {
         EVENTS_BEFORE_FAILURE
     } else {
-        events.len()
-    };
-    let mut list: Vec<Frame> = events
-        .into_iter()
-        .take(take)
-        .map(|(kind, payload)| Frame::Event(kind, payload))
-        .collect();
+        len
+    }
+}
+
+/// A stream's frames: the `events` sent ([`events_sent`]), then the exception frame when the
+/// stream fails.
+fn with_failure(switches: &crate::Switches, events: Vec<Frame>) -> Vec<Frame> {
+    let take = events_sent(switches, events.len());
+    let mut list: Vec<Frame> = events.into_iter().take(take).collect();
     if switches.fail_mid_stream {
         list.push(exception(switches));
     }
-    let (bytes, text) = frames::encode(&list, rid);
-    ok(rid, body, Out::Stream { bytes, text }, Vec::new())
+    list
 }
 
-fn invoke(
-    shared: &Shared,
-    switches: &crate::Switches,
-    rid: &str,
-    model: &str,
-    op: Op,
-    body: Value,
-    raw: &[u8],
-) -> Answer {
-    if rules::policy(model) != rules::Policy::Signed {
+fn converse(call: Call<'_>, body: Value) -> Answer {
+    let checked = match rules::validate(
+        call.model,
+        &body,
+        &call.shared.key,
+        call.switches.refuse_redacted,
+    ) {
+        Ok(c) => c,
+        Err(message) => return validation(call.rid, &body, &message),
+    };
+    let reply = reply::script(&reply::Ask {
+        prompt: Prompt {
+            body: &body,
+            raw: call.raw,
+            model: call.model,
+            key: &call.shared.key,
+        },
+        reasoning: checked.reasoning,
+        redacted: call.switches.redacted_reasoning,
+    });
+    if !call.op.stream() {
+        let text = reply.json().to_string();
+        return ok(call.rid, body, (text, Body::Json), Vec::new());
+    }
+    let events = reply.events().into_iter();
+    let list = with_failure(
+        call.switches,
+        events
+            .map(|(kind, payload)| Frame::Event(kind, payload))
+            .collect(),
+    );
+    let (bytes, text) = frames::encode(&list, call.rid);
+    ok(call.rid, body, (text, Body::EventStream(bytes)), Vec::new())
+}
+
+fn invoke(call: Call<'_>, body: Value) -> Answer {
+    if rules::policy(call.model) != rules::Policy::Signed {
         // Simulator-chosen: only Anthropic bodies are modelled on InvokeModel.
         return validation(
-            rid,
+            call.rid,
             &body,
-            "hermes-sim serves InvokeModel for anthropic.claude models only (an Anthropic Messages body); use Converse for this model.",
+            "hermes-sim serves InvokeModel for anthropic.claude models only (an Anthropic Messages body); use Converse for this call.model.",
         );
     }
     // Anthropic's text as is: InvokeModel does not wrap it (anthropics/claude-code-action#1005:
     // "API Error: 400 output_config.effort: Extra inputs are not permitted").
-    let reply = match crate::anthropic::invoke_bedrock(shared, model, &body, raw) {
+    let reply = match crate::anthropic::invoke_bedrock(call.shared, call.model, &body, call.raw) {
         Ok(r) => r,
-        Err(message) => return validation(rid, &body, &message),
+        Err(message) => return validation(call.rid, &body, &message),
     };
     let input = reply.input_token_count();
     let output = reply.output_token_count();
-    let latency = 40 + raw.len() % 200;
-    if op == Op::Invoke {
+    let latency = 40 + call.raw.len() % 200;
+    if call.op == Op::Invoke {
         let text = reply.json().to_string();
         let extra = vec![
             ("x-amzn-bedrock-input-token-count", input.to_string()),
             ("x-amzn-bedrock-output-token-count", output.to_string()),
             ("x-amzn-bedrock-invocation-latency", latency.to_string()),
         ];
-        return ok(rid, body, Out::Json(text), extra);
+        return ok(call.rid, body, (text, Body::Json), extra);
     }
     // Bedrock drops Anthropic's `ping` and adds its metrics to `message_stop`.
     let events: Vec<Value> = reply
@@ -322,20 +318,10 @@ fn invoke(
             data
         })
         .collect();
-    let take = if switches.fail_mid_stream {
-        EVENTS_BEFORE_FAILURE
-    } else {
-        events.len()
-    };
-    let mut list: Vec<Frame> = events
-        .iter()
-        .take(take)
-        .map(|e| Frame::Event("chunk", json!({"bytes": STANDARD.encode(e.to_string())})))
-        .collect();
-    if switches.fail_mid_stream {
-        list.push(exception(switches));
-    }
-    let (bytes, _) = frames::encode(&list, rid);
+    let chunk = |e: &Value| Frame::Event("chunk", json!({"bytes": STANDARD.encode(e.to_string())}));
+    let list = with_failure(call.switches, events.iter().map(chunk).collect());
+    let take = events_sent(call.switches, events.len());
+    let (bytes, _) = frames::encode(&list, call.rid);
     // The record shows each chunk's event decoded.
     let mut text = String::new();
     for e in events.iter().take(take) {
@@ -346,7 +332,7 @@ fn invoke(
     if let Some(Frame::Exception(kind, payload)) = list.last() {
         text.push_str(&format!("exception {kind} {payload}\n"));
     }
-    ok(rid, body, Out::Stream { bytes, text }, Vec::new())
+    ok(call.rid, body, (text, Body::EventStream(bytes)), Vec::new())
 }
 
 #[cfg(test)]

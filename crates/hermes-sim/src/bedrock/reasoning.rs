@@ -9,7 +9,8 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::anthropic::thinking::{PrefixDigest, canonical};
+use crate::anthropic::thinking::PrefixDigest;
+use crate::wire::canonical;
 
 /// Digest of a Converse prefix: the `system` text blocks (cache points dropped) and every
 /// message's `(role, block)` pairs with `reasoningContent` and `cachePoint` blocks dropped; object

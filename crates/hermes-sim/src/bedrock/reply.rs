@@ -3,10 +3,10 @@
 
 use serde_json::{Value, json};
 
-use super::rules::Reasoning;
+use super::rules::{Reasoning, blocks, role as role_of};
 use crate::anthropic::thinking::{self as signing, Token};
-use crate::model::{TOOL_NAME, pieces, snippet, tools_wanted};
-use crate::wire::short_hash;
+use crate::model::{self, Prompt, Step, last_user_turn, messages_step, pieces, scripted_tool_of};
+use crate::wire::{list_of, short_hash};
 
 /// What the scripted model answers for one Converse request.
 #[derive(Clone, Debug)]
@@ -21,23 +21,10 @@ pub(crate) struct Reply {
 
 /// Everything the script reads.
 pub(crate) struct Ask<'a> {
-    pub(crate) body: &'a Value,
-    pub(crate) raw: &'a [u8],
-    pub(crate) model: &'a str,
+    pub(crate) prompt: Prompt<'a>,
     pub(crate) reasoning: Reasoning,
     /// Claude: add a `redactedContent` block (switch).
     pub(crate) redacted: bool,
-    pub(crate) key: &'a [u8],
-}
-
-fn role_of(m: &Value) -> &str {
-    m.get("role").and_then(Value::as_str).unwrap_or("")
-}
-
-fn blocks(m: &Value) -> &[Value] {
-    m.get("content")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
 }
 
 /// The message's top-level text blocks, joined.
@@ -65,83 +52,30 @@ fn result_text(result: &Value) -> String {
         .join("")
 }
 
-/// The tool the script calls: `now` when offered (or when no tools are), else the first tool.
-fn tool_name(body: &Value) -> String {
-    let names: Vec<&str> = body
-        .pointer("/toolConfig/tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t.pointer("/toolSpec/name").and_then(Value::as_str))
-        .collect();
-    match names.first() {
-        Some(first) if !names.contains(&TOOL_NAME) => (*first).to_owned(),
-        _ => TOOL_NAME.to_owned(),
-    }
-}
-
 /// Runs the script over a validated Converse request.
 pub(crate) fn script(ask: &Ask<'_>) -> Reply {
-    let body = ask.body;
-    let messages = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice);
-    let last_user = messages
-        .iter()
-        .rposition(|m| role_of(m) == "user" && blocks(m).iter().any(|b| b.get("text").is_some()));
-    let user_text = last_user.map(|i| text_of(&messages[i])).unwrap_or_default();
-    let after = last_user.map_or(messages, |i| &messages[i + 1..]);
+    let body = ask.prompt.body;
+    let messages = list_of(body, "messages");
+    let (user_text, after) = last_user_turn(
+        messages,
+        |m| role_of(m) == "user" && blocks(m).iter().any(|b| b.get("text").is_some()),
+        text_of,
+    );
     let results: Vec<&Value> = after
         .iter()
         .filter(|m| role_of(m) == "user")
         .flat_map(blocks)
         .filter_map(|b| b.get("toolResult"))
         .collect();
-    let wanted = tools_wanted(&user_text);
-    let model = ask.model;
+    let model = ask.prompt.model;
     let seed = format!("bedrock\u{0}{model}\u{0}{user_text}\u{0}{}", results.len());
 
-    enum Step {
-        Call { step: usize, of: usize },
-        Final(String),
-    }
-    let (reasoning, step) = match wanted {
-        Some(n) if results.len() < n => {
-            let step = results.len() + 1;
-            (
-                format!(
-                    "Step {step} of {n}: the user asked for {n} tool calls and {done} results are in, so I call the tool again.",
-                    done = results.len()
-                ),
-                Step::Call { step, of: n },
-            )
-        }
-        Some(n) => {
-            let last = results.last().map(|r| result_text(r)).unwrap_or_default();
-            (
-                format!(
-                    "All {n} tool results are in; the last one says \"{}\", so I can write the final answer.",
-                    snippet(&last)
-                ),
-                Step::Final(format!(
-                    "Done after {n} tool calls. The last tool result was: {}",
-                    snippet(&last)
-                )),
-            )
-        }
-        None => (
-            format!(
-                "The user wrote \"{}\"; no tool is needed, so I answer directly and briefly.",
-                snippet(&user_text)
-            ),
-            Step::Final(format!(
-                "Hello from the scripted model {}. You said: {}",
-                snippet(model),
-                snippet(&user_text)
-            )),
-        ),
-    };
+    let (reasoning, step) = messages_step(
+        &user_text,
+        results.len(),
+        || results.last().map(|r| result_text(r)).unwrap_or_default(),
+        model,
+    );
 
     let cut_short = user_text.contains("[max_tokens]");
     let mut content = Vec::new();
@@ -155,13 +89,10 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
             let text = if omitted { "" } else { reasoning.as_str() };
             let redacted = (ask.redacted || user_text.contains("[redacted]")) && !cut_short;
             let count = if redacted { 2 } else { 1 };
-            let mut id_seed = digest.to_vec();
-            id_seed.extend_from_slice(seed.as_bytes());
-            let reply = Token::reply_id(&id_seed);
-            let token = |pos| Token { reply, pos, count };
+            let token = Token::of_reply(&digest, &seed, count);
             content.push(json!({"reasoningContent": {"reasoningText": {
                 "text": text,
-                "signature": signing::sign_thinking(ask.key, &digest, text, token(0))
+                "signature": signing::sign_thinking(ask.prompt.key, &digest, text, token(0))
             }}}));
             if redacted {
                 let payload = format!(
@@ -169,7 +100,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
                     short_hash(&format!("redacted\u{0}{seed}"), 32)
                 );
                 content.push(json!({"reasoningContent": {
-                    "redactedContent": signing::seal_redacted(ask.key, &digest, token(1), payload.as_bytes())
+                    "redactedContent": signing::seal_redacted(ask.prompt.key, &digest, token(1), payload.as_bytes())
                 }}));
             }
         }
@@ -185,7 +116,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
             Step::Call { step, of } => {
                 content.push(json!({"toolUse": {
                     "toolUseId": format!("tooluse_{step:02}{}", short_hash(&seed, 20)),
-                    "name": tool_name(body),
+                    "name": scripted_tool_of(body.pointer("/toolConfig/tools"), |t| t.pointer("/toolSpec/name")),
                     "input": {"step": step, "of": of, "note": format!("call {step} of {of}: \"what time is it?\" ⏱")}
                 }}));
                 "tool_use"
@@ -205,9 +136,9 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
     Reply {
         content,
         stop_reason,
-        input_tokens: ask.raw.len().div_ceil(4).max(1),
+        input_tokens: ask.prompt.raw.len().div_ceil(4).max(1),
         output_tokens,
-        latency_ms: 40 + ask.raw.len() % 200,
+        latency_ms: 40 + ask.prompt.raw.len() % 200,
     }
 }
 
@@ -215,22 +146,13 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
 const RAGGED: [usize; 5] = [5, 11, 2, 7, 13];
 
 /// Splits `s` at uneven char boundaries (at least one piece).
-fn ragged(s: &str) -> Vec<String> {
-    let chars: Vec<char> = s.chars().collect();
-    let mut out = Vec::new();
-    let mut at = 0;
-    for n in RAGGED.iter().cycle() {
-        if at >= chars.len() {
-            break;
-        }
-        let end = (at + n).min(chars.len());
-        out.push(chars[at..end].iter().collect());
-        at = end;
-    }
+pub(crate) fn ragged(s: &str) -> Vec<String> {
+    let out = model::ragged(s, &RAGGED);
     if out.is_empty() {
-        out.push(String::new());
+        vec![String::new()]
+    } else {
+        out
     }
-    out
 }
 
 impl Reply {
@@ -301,19 +223,5 @@ impl Reply {
             json!({"usage": self.usage(), "metrics": {"latencyMs": self.latency_ms}}),
         ));
         out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ragged_pieces_cover_the_text() {
-        let s = r#"{"step":1,"note":"ünï ⏱"}"#;
-        let p = ragged(s);
-        assert!(p.len() > 2);
-        assert_eq!(p.concat(), s);
-        assert_eq!(ragged(""), vec![String::new()]);
     }
 }

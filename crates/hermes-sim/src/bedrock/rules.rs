@@ -40,6 +40,7 @@ use crate::anthropic::rules::{
     TEMPERATURE_WITH_THINKING, Thinking,
 };
 use crate::anthropic::thinking::{self, Token};
+use crate::wire::{list_of, snake};
 
 // The lists below are botocore's `bedrock-runtime` service model (`service-2.json`, the
 // `ConverseRequest` structure and the shapes under it), which boto3 validates against before
@@ -295,6 +296,16 @@ fn object<'a>(v: &'a Value, name: &str) -> Result<&'a Map<String, Value>, String
 
 fn array<'a>(v: &'a Value, name: &str) -> Result<&'a Vec<Value>, String> {
     v.as_array().ok_or_else(|| wrong_type(name, v, LIST))
+}
+
+/// `v` (at `name`) is a list of strings.
+fn strings(v: &Value, name: &str) -> Result<(), String> {
+    for (k, s) in array(v, name)?.iter().enumerate() {
+        if !s.is_string() {
+            return Err(wrong_type(&format!("{name}[{k}]"), s, STR));
+        }
+    }
+    Ok(())
 }
 
 /// Keys of `o` within `allowed`, `needed` present.
@@ -554,18 +565,7 @@ fn inference_config(v: &Value) -> Result<(), String> {
         }
     }
     if let Some(stops) = o.get("stopSequences") {
-        for (k, s) in array(stops, "inferenceConfig.stopSequences")?
-            .iter()
-            .enumerate()
-        {
-            if !s.is_string() {
-                return Err(wrong_type(
-                    &format!("inferenceConfig.stopSequences[{k}]"),
-                    s,
-                    STR,
-                ));
-            }
-        }
+        strings(stops, "inferenceConfig.stopSequences")?;
     }
     Ok(())
 }
@@ -634,18 +634,7 @@ fn other_members(o: &Map<String, Value>) -> Result<(), String> {
         object(v, "additionalModelRequestFields")?;
     }
     if let Some(v) = o.get("additionalModelResponseFieldPaths") {
-        for (k, p) in array(v, "additionalModelResponseFieldPaths")?
-            .iter()
-            .enumerate()
-        {
-            if !p.is_string() {
-                return Err(wrong_type(
-                    &format!("additionalModelResponseFieldPaths[{k}]"),
-                    p,
-                    STR,
-                ));
-            }
-        }
+        strings(v, "additionalModelResponseFieldPaths")?;
     }
     if let Some(v) = o.get("guardrailConfig") {
         let g = object(v, "guardrailConfig")?;
@@ -693,14 +682,14 @@ fn member(b: &Value) -> &str {
         .map_or("", String::as_str)
 }
 
-fn role(m: &Value) -> &str {
+/// A message's `role` (`""` when absent).
+pub(crate) fn role(m: &Value) -> &str {
     m.get("role").and_then(Value::as_str).unwrap_or("")
 }
 
-fn blocks(m: &Value) -> &[Value] {
-    m.get("content")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
+/// A message's content blocks (none when absent).
+pub(crate) fn blocks(m: &Value) -> &[Value] {
+    list_of(m, "content")
 }
 
 /// The index where the in-flight tool loop starts: right after the last user message with a text
@@ -724,18 +713,7 @@ fn anthropic_name(member: &str) -> String {
         "toolUse" => "tool_use".to_owned(),
         "toolResult" => "tool_result".to_owned(),
         "reasoningContent" => "thinking".to_owned(),
-        other => {
-            let mut out = String::new();
-            for c in other.chars() {
-                if c.is_ascii_uppercase() {
-                    out.push('_');
-                    out.push(c.to_ascii_lowercase());
-                } else {
-                    out.push(c);
-                }
-            }
-            out
-        }
+        other => snake(other),
     }
 }
 

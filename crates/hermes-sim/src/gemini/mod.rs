@@ -26,6 +26,7 @@ pub(crate) mod signature;
 use serde_json::{Value, json};
 
 use crate::anthropic::percent_decode;
+use crate::wire::{Answer, Body, Request, list_of};
 use crate::{Shared, lock};
 use schema::Violation;
 
@@ -170,45 +171,6 @@ fn invalid(fault: &Fault) -> Value {
     envelope(400, "INVALID_ARGUMENT", &fault.message, details)
 }
 
-/// How the answer's body is sent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Body {
-    /// One JSON document.
-    Json,
-    /// `text/event-stream` (`alt=sse`).
-    Sse,
-    /// A JSON array written in chunks (`streamGenerateContent` without `alt=sse`).
-    JsonArray,
-}
-
-/// The simulator's answer to one request.
-#[derive(Debug)]
-pub(crate) struct Answer {
-    pub(crate) status: u16,
-    /// Response headers besides `content-type`.
-    pub(crate) headers: Vec<(&'static str, String)>,
-    /// The parsed request body (`Value::Null` when not read or not JSON).
-    pub(crate) body: Value,
-    /// The response body (JSON, SSE text or JSON array text).
-    pub(crate) text: String,
-    pub(crate) kind: Body,
-    /// Notes on signatures accepted although misplaced or unverified.
-    pub(crate) notes: Vec<String>,
-}
-
-impl Answer {
-    fn refused(status: u16, body: &Value, envelope: Value) -> Answer {
-        Answer {
-            status,
-            headers: Vec::new(),
-            body: body.clone(),
-            text: envelope.to_string(),
-            kind: Body::Json,
-            notes: Vec::new(),
-        }
-    }
-}
-
 /// The key-in-URL refusal. Simulator-chosen: the real API accepts `?key=`; hermes must never send
 /// it (SPEC §5), so the simulator refuses it loudly.
 pub(crate) const KEY_IN_URL: &str = "hermes-sim: the API key was sent in the URL query (`key=`). Send it in the `x-goog-api-key` header; hermes must never put a key in a URL.";
@@ -240,9 +202,7 @@ pub(crate) fn role_of(c: &Value) -> &str {
 
 /// A content's parts.
 pub(crate) fn parts_of(c: &Value) -> &[Value] {
-    c.get("parts")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
+    list_of(c, "parts")
 }
 
 /// A content's `functionCall` objects, in order.
@@ -253,19 +213,14 @@ pub(crate) fn calls_of(c: &Value) -> Vec<&Value> {
         .collect()
 }
 
-/// Answers one request to the `gemini` profile. `path_and_query` is as sent; `headers` are the
-/// request's (names lower case, values unredacted: they are only read here).
-pub(crate) fn answer(
-    shared: &Shared,
-    method: &str,
-    path_and_query: &str,
-    headers: &[(String, String)],
-    raw: &[u8],
-) -> Answer {
+/// Answers one request to the `gemini` profile (routed on `path_and_query`, as sent).
+pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
+    let (method, headers, raw) = (request.method, request.headers, request.raw);
     let null = Value::Null;
-    let (path, query) = path_and_query
+    let (path, query) = request
+        .path_and_query
         .split_once('?')
-        .unwrap_or((path_and_query, ""));
+        .unwrap_or((request.path_and_query, ""));
     let query = query_pairs(query);
     let header = |name: &str| {
         headers

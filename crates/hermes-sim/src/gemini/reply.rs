@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::rules::{Generation, Thinking, last_user_text};
 use super::signature::{self, Kind, TurnContent};
 use super::{calls_of, is_thought, part_field, parts_of, role_of, schema};
-use crate::model::{TOOL_NAME, marker_wanted, pieces, snippet, tools_wanted};
+use crate::model::{marker_wanted, pieces, scripted_tool, snippet, tools_wanted};
 use crate::wire::short_hash;
 
 /// Everything the script reads.
@@ -90,10 +90,7 @@ fn tool_name(body: &Value) -> String {
         .flatten()
         .filter_map(|d| d.get("name").and_then(Value::as_str))
         .collect();
-    match names.first() {
-        Some(first) if !names.contains(&TOOL_NAME) => (*first).to_owned(),
-        _ => TOOL_NAME.to_owned(),
-    }
+    scripted_tool(&names)
 }
 
 /// Runs the script over a validated request.

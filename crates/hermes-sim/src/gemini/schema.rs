@@ -16,6 +16,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use serde_json::Value;
 
+use crate::wire::snake;
+
 /// One field violation: the location (`None` at the top level) and its description.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Violation {
@@ -299,20 +301,6 @@ static SCHEMA: Message = Message {
         ("maximum", Shape::Float),
     ],
 };
-
-/// `lowerCamel` → `snake_case` (the proto field name, used in locations).
-pub(crate) fn snake(camel: &str) -> String {
-    let mut out = String::with_capacity(camel.len() + 4);
-    for c in camel.chars() {
-        if c.is_ascii_uppercase() {
-            out.push('_');
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
 
 /// The value of the known field `camel` in `o`, under either spelling (lowerCamel first).
 pub(crate) fn field<'a>(o: &'a serde_json::Map<String, Value>, camel: &str) -> Option<&'a Value> {

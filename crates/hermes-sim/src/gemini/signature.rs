@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 
 use super::schema::decode_bytes;
 use crate::sign;
+use crate::wire::write_canonical;
 
 /// The header of a signature minted by this door.
 const MAGIC: &[u8; 4] = b"hsg1";
@@ -48,39 +49,6 @@ impl Kind {
     }
 }
 
-/// Canonical JSON: object keys sorted, no whitespace.
-pub(crate) fn canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(o) => {
-            let mut keys: Vec<&String> = o.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String((*k).clone()).to_string());
-                out.push(':');
-                if let Some(val) = o.get(*k) {
-                    canonical(val, out);
-                }
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, it) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical(it, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
-}
-
 fn digest(kind: Kind, material: &str) -> [u8; DIGEST_LEN] {
     let mut h = Sha256::new();
     h.update([kind.byte(), 0]);
@@ -105,7 +73,7 @@ impl TurnContent {
         let mut text = String::new();
         for p in parts {
             if let Some(call) = super::part_field(p, "functionCall") {
-                canonical(call, &mut calls);
+                write_canonical(call, &mut calls);
                 calls.push('\n');
             } else if !super::is_thought(p)
                 && let Some(t) = super::part_field(p, "text").and_then(Value::as_str)

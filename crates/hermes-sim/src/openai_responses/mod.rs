@@ -18,6 +18,7 @@ pub(crate) mod seal;
 
 use serde_json::{Value, json};
 
+use crate::wire::{Answer, Body, Request};
 use crate::{Shared, lock};
 
 /// OpenAI's 401 when no bearer token is sent (the text the real API answers with).
@@ -46,6 +47,16 @@ impl Fault {
         }
     }
 
+    /// A refusal of the route itself (no `param`, no `code`).
+    pub(crate) fn route(status: u16, message: String) -> Fault {
+        Fault {
+            status,
+            message,
+            param: None,
+            code: None,
+        }
+    }
+
     /// OpenAI's error envelope.
     pub(crate) fn envelope(&self) -> Value {
         json!({"error": {
@@ -57,58 +68,27 @@ impl Fault {
     }
 }
 
-/// The simulator's answer to one request.
-#[derive(Debug)]
-pub(crate) struct Answer {
-    /// HTTP status.
-    pub(crate) status: u16,
-    /// The parsed request body (`Value::Null` when it was not read or not JSON).
-    pub(crate) body: Value,
-    /// The response body: JSON, or the SSE text of a stream.
-    pub(crate) text: String,
-    /// `text` is an SSE stream.
-    pub(crate) stream: bool,
+/// The refusal answer for `fault`, recording the request `body`.
+fn refused(body: &Value, fault: &Fault) -> Answer {
+    Answer::refused(fault.status, body, fault.envelope())
 }
 
-impl Answer {
-    fn refused(body: &Value, fault: &Fault) -> Answer {
-        Answer {
-            status: fault.status,
-            body: body.clone(),
-            text: fault.envelope().to_string(),
-            stream: false,
-        }
-    }
-}
-
-/// Answers one request to the `openai-responses` profile. `headers` are the request's (names
-/// lower case, values unredacted: they are only read here).
-pub(crate) fn answer(
-    shared: &Shared,
-    method: &str,
-    path: &str,
-    headers: &[(String, String)],
-    raw: &[u8],
-) -> Answer {
+/// Answers one request to the `openai-responses` profile.
+pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
+    let (method, path, headers, raw) = (request.method, request.path, request.headers, request.raw);
     let null = Value::Null;
     if path != "/v1/responses" && path != "/responses" {
         // OpenAI's wording for an unknown route.
-        let f = Fault {
-            status: 404,
-            message: format!("Invalid URL ({method} {path})"),
-            param: None,
-            code: None,
-        };
-        return Answer::refused(&null, &f);
+        return refused(
+            &null,
+            &Fault::route(404, format!("Invalid URL ({method} {path})")),
+        );
     }
     if method != "POST" {
-        let f = Fault {
-            status: 405,
-            message: format!("Invalid method for URL ({method} {path})"),
-            param: None,
-            code: None,
-        };
-        return Answer::refused(&null, &f);
+        return refused(
+            &null,
+            &Fault::route(405, format!("Invalid method for URL ({method} {path})")),
+        );
     }
     let bearer = headers
         .iter()
@@ -122,14 +102,14 @@ pub(crate) fn answer(
             param: None,
             code: None,
         };
-        return Answer::refused(&null, &f);
+        return refused(&null, &f);
     }
     let body: Value = match serde_json::from_slice(raw) {
         Ok(v) => v,
-        Err(_) => return Answer::refused(&null, &Fault::bad(BAD_JSON.to_owned(), None, None)),
+        Err(_) => return refused(&null, &Fault::bad(BAD_JSON.to_owned(), None, None)),
     };
     if let Err(f) = schema::validate(&body) {
-        return Answer::refused(&body, &f);
+        return refused(&body, &f);
     }
     let model = body
         .get("model")
@@ -137,7 +117,7 @@ pub(crate) fn answer(
         .unwrap_or_default()
         .to_owned();
     if let Err(f) = rules::validate(&body, &model, &shared.key, &shared.openai_org) {
-        return Answer::refused(&body, &f);
+        return refused(&body, &f);
     }
     let switches = lock(&shared.switches).clone();
     let reply = reply::script(&reply::Ask {
@@ -160,10 +140,6 @@ pub(crate) fn answer(
     } else {
         reply.json(end).to_string()
     };
-    Answer {
-        status: 200,
-        body,
-        text,
-        stream,
-    }
+    let kind = if stream { Body::Sse } else { Body::Json };
+    Answer::ok(body, text, kind)
 }

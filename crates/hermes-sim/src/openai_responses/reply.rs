@@ -11,9 +11,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::rules::kind_of;
+use super::rules::{input_items, kind_of};
 use super::seal;
-use crate::model::{TOOL_NAME, pieces, snippet, tools_wanted};
+use crate::model::{pieces, scripted_tool_of, snippet, text_of, tools_wanted};
 use crate::wire::short_hash;
 
 /// Fixed `created_at` so replies are byte-for-byte deterministic.
@@ -72,29 +72,10 @@ pub(crate) struct Reply {
     input_tokens: usize,
 }
 
-/// Readable text of a message `content` (string or text parts).
-fn text_of(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
-    }
-}
-
 /// Runs the script over a validated request.
 pub(crate) fn script(ask: &Ask<'_>) -> Reply {
     let body = ask.body;
-    let items: Vec<&Map<String, Value>> = body
-        .get("input")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_object)
-        .collect();
+    let items = input_items(body);
     let (user_text, results) = match body.get("input") {
         Some(Value::String(s)) => (s.clone(), Vec::new()),
         _ => {
@@ -116,17 +97,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
             (text, results)
         }
     };
-    let names: Vec<&str> = body
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t.get("name").and_then(Value::as_str))
-        .collect();
-    let tool = match names.first() {
-        Some(first) if !names.contains(&TOOL_NAME) => (*first).to_owned(),
-        _ => TOOL_NAME.to_owned(),
-    };
+    let tool = scripted_tool_of(body.get("tools"), |t| t.get("name"));
     let seed = format!(
         "{}\u{0}{user_text}\u{0}{}\u{0}{}",
         ask.model,

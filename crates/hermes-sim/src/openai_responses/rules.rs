@@ -36,6 +36,16 @@ fn input_fault(message: String) -> Fault {
     Fault::bad(message, Some("input"), None)
 }
 
+/// The object items of the request's `input` list (none when `input` is a string).
+pub(crate) fn input_items(body: &Value) -> Vec<&Map<String, Value>> {
+    body.get("input")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object)
+        .collect()
+}
+
 /// Validates `body` (already schema-valid) for `model`, with the signing `key` and the
 /// simulator's organisation `org`.
 pub(crate) fn validate(body: &Value, model: &str, key: &[u8], org: &str) -> Result<(), Fault> {
@@ -47,13 +57,7 @@ pub(crate) fn validate(body: &Value, model: &str, key: &[u8], org: &str) -> Resu
             Some("previous_response_not_found"),
         ));
     }
-    let items: Vec<&Map<String, Value>> = body
-        .get("input")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_object)
-        .collect();
+    let items = input_items(body);
     for (i, o) in items.iter().enumerate() {
         match kind_of(o) {
             "reasoning" => reasoning(&items, i, body, model, key, org)?,

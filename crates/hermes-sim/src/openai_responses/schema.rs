@@ -196,41 +196,29 @@ pub(crate) fn validate(body: &Value) -> Result<(), Fault> {
             }
         }
     }
-    if let Some(inc) = o.get("include").filter(|v| !v.is_null()) {
-        let items = inc
-            .as_array()
-            .ok_or_else(|| wrong_type("include", "an array", inc))?;
-        for (i, v) in items.iter().enumerate() {
-            let p = format!("include[{i}]");
-            match v.as_str() {
-                Some(s) if INCLUDE.contains(&s) => {}
-                Some(s) => return Err(wrong_value(&p, s, &INCLUDE)),
-                None => return Err(wrong_type(&p, "a string", v)),
-            }
+    for (p, v) in list(o, "include")? {
+        match v.as_str() {
+            Some(s) if INCLUDE.contains(&s) => {}
+            Some(s) => return Err(wrong_value(&p, s, &INCLUDE)),
+            None => return Err(wrong_type(&p, "a string", v)),
         }
     }
     if let Some(t) = o.get("text").filter(|v| !v.is_null()) {
         only(object(t, "text")?, "text", &["format", "verbosity"])?;
     }
-    if let Some(tools) = o.get("tools").filter(|v| !v.is_null()) {
-        let tools = tools
-            .as_array()
-            .ok_or_else(|| wrong_type("tools", "an array", tools))?;
-        for (i, t) in tools.iter().enumerate() {
-            let p = format!("tools[{i}]");
-            let t = object(t, &p)?;
-            match t.get("type").and_then(Value::as_str) {
-                Some("function") => {}
-                Some(other) => return Err(wrong_value(&format!("{p}.type"), other, &["function"])),
-                None => return Err(missing(&format!("{p}.type"))),
-            }
-            only(
-                t,
-                &p,
-                &["type", "name", "description", "parameters", "strict"],
-            )?;
-            string(t, &p, "name")?;
+    for (p, t) in list(o, "tools")? {
+        let t = object(t, &p)?;
+        match t.get("type").and_then(Value::as_str) {
+            Some("function") => {}
+            Some(other) => return Err(wrong_value(&format!("{p}.type"), other, &["function"])),
+            None => return Err(missing(&format!("{p}.type"))),
         }
+        only(
+            t,
+            &p,
+            &["type", "name", "description", "parameters", "strict"],
+        )?;
+        string(t, &p, "name")?;
     }
     match o.get("input") {
         None | Some(Value::Null | Value::String(_)) => Ok(()),
@@ -240,6 +228,19 @@ pub(crate) fn validate(body: &Value) -> Result<(), Fault> {
             .try_for_each(|(i, it)| item(it, &format!("input[{i}]"))),
         Some(v) => Err(wrong_type("input", "one of a string or array", v)),
     }
+}
+
+/// The items of the list `o[key]` (none when absent or null) with their paths (`key[i]`).
+fn list<'a>(o: &'a Map<String, Value>, key: &str) -> Result<Vec<(String, &'a Value)>, Fault> {
+    let Some(v) = o.get(key).filter(|v| !v.is_null()) else {
+        return Ok(Vec::new());
+    };
+    let items = v.as_array().ok_or_else(|| wrong_type(key, "an array", v))?;
+    Ok(items
+        .iter()
+        .enumerate()
+        .map(|(i, it)| (format!("{key}[{i}]"), it))
+        .collect())
 }
 
 /// One input item.

@@ -5,11 +5,14 @@
 use hermes_sim::{PROFILES, Sim, Switches};
 use serde_json::{Value, json};
 
-use crate::common::{Resp, send};
+use crate::common::{Resp, assert_header, assert_redacted, send};
 
 // ---------------------------------------------------------------- the three doors
 
 const MODEL: &str = "claude-opus-4-6";
+/// The refusal of a temperature besides 1 while thinking.
+const TEMPERATURE_WITH_THINKING: &str =
+    "temperature may only be set to 1 when thinking is enabled or in adaptive mode";
 const VERSION: &str = "2026-10-21";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -361,13 +364,7 @@ async fn a_signed_three_step_tool_loop_is_accepted_on_every_door_streamed_and_no
             let rec = sim.requests();
             assert!(rec.iter().all(|r| r.status == 200), "{door:?}");
             assert_eq!(rec[0].path, door.path(stream));
-            for r in &rec {
-                for (k, v) in &r.headers {
-                    if k == "x-api-key" || k == "authorization" {
-                        assert_eq!(v, "<redacted>");
-                    }
-                }
-            }
+            assert_redacted(&rec, &["x-api-key", "authorization"]);
             let has = |k: &str| rec[0].headers.iter().any(|(h, _)| h == k);
             match door {
                 Door::Direct => assert!(has("anthropic-version")),
@@ -817,22 +814,12 @@ async fn unknown_and_missing_keys_are_refused() {
     assert_eq!(r.status, 200, "{}", r.text());
     b["max_tokens"] = json!(4096);
     b["temperature"] = json!(0.5);
-    refused(
-        &sim,
-        &b,
-        "temperature may only be set to 1 when thinking is enabled or in adaptive mode",
-    )
-    .await;
+    refused(&sim, &b, TEMPERATURE_WITH_THINKING).await;
     b["temperature"] = json!(1);
     accepted(&sim, &b).await;
     b["thinking"] = json!({"type": "adaptive", "display": "omitted"});
     b["temperature"] = json!(0.2);
-    refused(
-        &sim,
-        &b,
-        "temperature may only be set to 1 when thinking is enabled or in adaptive mode",
-    )
-    .await;
+    refused(&sim, &b, TEMPERATURE_WITH_THINKING).await;
     b.as_object_mut().unwrap().shift_remove("temperature");
     b["output_config"] = json!({"effort": "xhigh"});
     accepted(&sim, &b).await;
@@ -957,123 +944,63 @@ async fn vertex_takes_the_model_from_the_path_and_the_version_from_the_body() {
     .await;
     assert_eq!(r.status, 404);
     let rec = sim.requests();
-    let auth: Vec<&String> = rec
-        .iter()
-        .flat_map(|r| &r.headers)
-        .filter(|(k, _)| k == "authorization" || k == "x-api-key")
-        .map(|(_, v)| v)
-        .collect();
-    assert!(!auth.is_empty());
-    assert!(auth.iter().all(|v| *v == "<redacted>"), "{auth:?}");
+    assert!(assert_redacted(&rec, &["authorization", "x-api-key"]) > 0);
 }
 
 #[tokio::test]
 async fn foundry_needs_an_api_key_or_an_entra_id_bearer_and_direct_refuses_bearer_auth() {
+    /// What a row expects: a status alone, or Anthropic's error of that status and type (and
+    /// exact message when given).
+    enum Expect {
+        Status(u16),
+        Error(u16, &'static str, Option<&'static str>),
+    }
+    use Expect::{Error, Status};
+    const AUTH: &str = "authentication_error";
+    const INVALID: &str = "invalid_request_error";
     let sim = Sim::start("anthropic").await.unwrap();
     let base = sim.base_url();
     let body = plain(&[user("hi")]).to_string();
     let body = body.as_bytes();
-    let foundry = "/anthropic/v1/messages";
-    let r = send(
-        &base,
-        "POST",
-        foundry,
-        &[("anthropic-version", VERSION)],
-        body,
-    )
-    .await;
-    error_message(&r, 401, "authentication_error", "req_");
-    let r = send(
-        &base,
-        "POST",
-        foundry,
-        &[("Authorization", "Bearer "), ("anthropic-version", VERSION)],
-        body,
-    )
-    .await;
-    error_message(&r, 401, "authentication_error", "req_");
-    // A Microsoft Entra ID token instead of the key.
-    let r = send(
-        &base,
-        "POST",
-        foundry,
-        &[
-            ("Authorization", "Bearer t"),
-            ("anthropic-version", VERSION),
-        ],
-        body,
-    )
-    .await;
-    assert_eq!(r.status, 200, "{}", r.text());
-    let r = send(&base, "POST", foundry, &[("x-api-key", "k")], body).await;
-    error_message(&r, 400, "invalid_request_error", "req_");
-    let r = send(
-        &base,
-        "POST",
-        foundry,
-        &[("x-api-key", "k"), ("anthropic-version", "2023-06-01")],
-        body,
-    )
-    .await;
-    assert_eq!(r.status, 200, "{}", r.text());
-
-    let direct = "/v1/messages";
-    let r = send(
-        &base,
-        "POST",
-        direct,
-        &[
-            ("Authorization", "Bearer sk"),
-            ("anthropic-version", VERSION),
-        ],
-        body,
-    )
-    .await;
-    assert_eq!(
-        error_message(&r, 401, "authentication_error", "req_"),
-        "invalid x-api-key"
-    );
-    let r = send(&base, "POST", direct, &[], body).await;
-    error_message(&r, 400, "invalid_request_error", "req_");
-    let r = send(
-        &base,
-        "POST",
-        direct,
-        &[("x-api-key", "sk-ant"), ("anthropic-version", VERSION)],
-        body,
-    )
-    .await;
-    assert_eq!(r.status, 200);
-    let r = send(
-        &base,
-        "POST",
-        direct,
-        &[("anthropic-version", VERSION)],
-        b"{nope",
-    )
-    .await;
-    error_message(&r, 400, "invalid_request_error", "req_");
-    let r = send(&base, "GET", direct, &[("anthropic-version", VERSION)], b"").await;
-    assert_eq!(r.status, 405);
-    let r = send(&base, "POST", "/v1/chat/completions", &[], body).await;
-    error_message(&r, 404, "not_found_error", "req_");
+    let (foundry, direct) = ("/anthropic/v1/messages", "/v1/messages");
+    let version = ("anthropic-version", VERSION);
+    /// Method, path, headers and body.
+    type Request<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)], &'a [u8]);
+    #[rustfmt::skip]
+    let rows: [(&str, Request<'_>, Expect); 11] = [
+        ("foundry without a key", ("POST", foundry, &[version], body), Error(401, AUTH, None)),
+        ("foundry with an empty bearer", ("POST", foundry, &[("Authorization", "Bearer "), version], body), Error(401, AUTH, None)),
+        // A Microsoft Entra ID token instead of the key.
+        ("foundry with an Entra ID bearer", ("POST", foundry, &[("Authorization", "Bearer t"), version], body), Status(200)),
+        ("foundry without a version", ("POST", foundry, &[("x-api-key", "k")], body), Error(400, INVALID, None)),
+        ("foundry with a key and a version", ("POST", foundry, &[("x-api-key", "k"), ("anthropic-version", "2023-06-01")], body), Status(200)),
+        ("direct with a bearer", ("POST", direct, &[("Authorization", "Bearer sk"), version], body), Error(401, AUTH, Some("invalid x-api-key"))),
+        ("direct without headers", ("POST", direct, &[], body), Error(400, INVALID, None)),
+        ("direct with a key and a version", ("POST", direct, &[("x-api-key", "sk-ant"), version], body), Status(200)),
+        ("direct with a body that is not JSON", ("POST", direct, &[version], b"{nope"), Error(400, INVALID, None)),
+        ("direct by GET", ("GET", direct, &[version], b""), Status(405)),
+        ("the chat-completions path", ("POST", "/v1/chat/completions", &[], body), Error(404, "not_found_error", None)),
+    ];
+    for (name, (method, path, headers, sent), expect) in rows {
+        let r = send(&base, method, path, headers, sent).await;
+        match expect {
+            Status(status) => assert_eq!(r.status, status, "{name}: {}", r.text()),
+            Error(status, kind, message) => {
+                assert_eq!(r.status, status, "{name}: {}", r.text());
+                assert_eq!(r.json()["error"]["type"], kind, "{name}");
+                let got = error_message(&r, status, kind, "req_");
+                if let Some(want) = message {
+                    assert_eq!(got, want, "{name}");
+                }
+            }
+        }
+    }
 
     let rec = sim.requests();
     assert_eq!(rec.len(), 11);
     assert_eq!(rec[9].status, 405);
-    for r in &rec {
-        for (k, v) in &r.headers {
-            if k == "authorization" || k == "x-api-key" {
-                assert_eq!(v, "<redacted>");
-            }
-        }
-    }
-    assert!(
-        rec[0]
-            .headers
-            .iter()
-            .any(|(k, v)| k == "anthropic-version" && v == VERSION)
-    );
+    assert_redacted(&rec, &["authorization", "x-api-key"]);
+    assert_header(&rec[0], "anthropic-version", VERSION);
 }
 
 #[tokio::test]

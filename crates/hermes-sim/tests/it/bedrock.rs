@@ -19,7 +19,7 @@ use hermes_sim::{
 };
 use serde_json::{Value, json};
 
-use crate::common::{Resp, send, send_exact};
+use crate::common::{Resp, assert_header, assert_redacted, send, send_exact};
 
 const CLAUDE: &str = "anthropic.claude-opus-4-6-v1:0";
 const MISMATCH: &str = "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.";
@@ -536,19 +536,8 @@ async fn a_request_signed_like_the_sdks_is_accepted_and_a_change_after_signing_i
     assert_eq!(rec.len(), 12);
     assert_eq!(rec[0].path, p);
     assert_eq!(rec[0].status, 200);
-    for r in &rec {
-        for (k, v) in &r.headers {
-            if k == "authorization" || k == "x-amz-security-token" {
-                assert_eq!(v, "<redacted>");
-            }
-        }
-    }
-    assert!(
-        rec[10]
-            .headers
-            .iter()
-            .any(|(k, v)| k == "x-amz-security-token" && v == "<redacted>")
-    );
+    assert_redacted(&rec, &["authorization", "x-amz-security-token"]);
+    assert_header(&rec[10], "x-amz-security-token", "<redacted>");
 }
 
 #[tokio::test]
@@ -615,55 +604,40 @@ async fn the_api_key_is_accepted_and_a_wrong_one_refused() {
         .start()
         .await
         .unwrap();
-    let p = path(CLAUDE, "converse");
-    let body = json!({"messages": [user("hi")]}).to_string();
-    let r = send(
-        &sim.base_url(),
-        "POST",
-        &p,
-        &[("Authorization", "Bearer ABSK-test-key")],
-        body.as_bytes(),
-    )
-    .await;
+    /// A Converse request with `authorization` as the `Authorization` header.
+    async fn with_authorization(sim: &Sim, authorization: &str) -> Resp {
+        let p = path(CLAUDE, "converse");
+        let body = json!({"messages": [user("hi")]}).to_string();
+        send(
+            &sim.base_url(),
+            "POST",
+            &p,
+            &[("Authorization", authorization)],
+            body.as_bytes(),
+        )
+        .await
+    }
+    let r = with_authorization(&sim, "Bearer ABSK-test-key").await;
     assert_eq!(r.status, 200, "{}", r.text());
     for wrong in [
         format!("Bearer {SIM_BEDROCK_API_KEY}"),
         "Bearer ABSK-test-kez".to_owned(),
     ] {
-        let r = send(
-            &sim.base_url(),
-            "POST",
-            &p,
-            &[("Authorization", &wrong)],
-            body.as_bytes(),
-        )
-        .await;
+        let r = with_authorization(&sim, &wrong).await;
         assert_eq!(r.status, 403, "{}", r.text());
         assert_eq!(
             r.json(),
             json!({"Message": "Authentication failed: Please make sure your API Key is valid."})
         );
     }
-    let r = send(
-        &sim.base_url(),
-        "POST",
-        &p,
-        &[("Authorization", "Basic dXNlcjpwdw==")],
-        body.as_bytes(),
-    )
-    .await;
+    let r = with_authorization(&sim, "Basic dXNlcjpwdw==").await;
     assert_eq!(r.status, 403);
     assert!(
         header(&r, "x-amzn-errortype")
             .unwrap()
             .starts_with("IncompleteSignatureException")
     );
-    assert!(
-        sim.requests()[0]
-            .headers
-            .iter()
-            .any(|(k, v)| k == "authorization" && v == "<redacted>")
-    );
+    assert_header(&sim.requests()[0], "authorization", "<redacted>");
 }
 
 // ---------------------------------------------------------------- tests: Claude
@@ -751,6 +725,20 @@ async fn in_flight(sim: &Sim, text: &str) -> (Vec<Value>, Value) {
 async fn refused_with(sim: &Sim, model: &str, body: &Value, message: &str) {
     let r = post_signed(sim, &path(model, "converse"), body).await;
     assert_eq!(validation(&r), message);
+}
+
+/// `messages` with a signature on the second message's reasoning text are refused for `model`,
+/// which takes no signatures.
+async fn signature_refused(sim: &Sim, model: &str, messages: &[Value]) {
+    let mut signed = messages.to_vec();
+    signed[1]["content"][0]["reasoningContent"]["reasoningText"]["signature"] = json!("c2ln");
+    refused_with(
+        sim,
+        model,
+        &plain(&signed),
+        "messages.1.content.0.reasoningContent: This model doesn't support a signature in reasoning content. Remove it and try again.",
+    )
+    .await;
 }
 
 fn with_content(messages: &[Value], content: Value) -> Vec<Value> {
@@ -931,37 +919,30 @@ async fn refusing_redacted_content_lets_a_client_strip_it_and_resend_once() {
 #[tokio::test]
 async fn claude_thinking_settings_follow_anthropics_rules() {
     let sim = Sim::start("bedrock").await.unwrap();
-    let mut b = thinking_body(&[user("hi")]);
-    b["additionalModelRequestFields"]["reasoning"] = json!({"effort": "high"});
-    refused_with(
-        &sim,
-        CLAUDE,
-        &b,
-        &format!("{WRAP}reasoning: Extra inputs are not permitted"),
-    )
-    .await;
-    let mut b = thinking_body(&[user("hi")]);
-    b["additionalModelRequestFields"]["thinking"]["budget_tokens"] = json!(512);
-    refused_with(
-        &sim,
-        CLAUDE,
-        &b,
-        &format!(
-            "{WRAP}thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+    type Change = fn(&mut Value);
+    let rows: [(&str, Change, &str); 3] = [
+        (
+            "an effort besides thinking",
+            |b| b["additionalModelRequestFields"]["reasoning"] = json!({"effort": "high"}),
+            "reasoning: Extra inputs are not permitted",
         ),
-    )
-    .await;
-    let mut b = thinking_body(&[user("hi")]);
-    b["inferenceConfig"]["temperature"] = json!(0.2);
-    refused_with(
-        &sim,
-        CLAUDE,
-        &b,
-        &format!(
-            "{WRAP}temperature may only be set to 1 when thinking is enabled or in adaptive mode"
+        (
+            "a budget under 1024",
+            |b| b["additionalModelRequestFields"]["thinking"]["budget_tokens"] = json!(512),
+            "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024",
         ),
-    )
-    .await;
+        (
+            "a temperature besides 1",
+            |b| b["inferenceConfig"]["temperature"] = json!(0.2),
+            "temperature may only be set to 1 when thinking is enabled or in adaptive mode",
+        ),
+    ];
+    for (name, change, message) in rows {
+        let mut b = thinking_body(&[user("hi")]);
+        change(&mut b);
+        let r = post_signed(&sim, &path(CLAUDE, "converse"), &b).await;
+        assert_eq!(validation(&r), format!("{WRAP}{message}"), "{name}");
+    }
     let mut b = thinking_body(&[user("hi")]);
     b["inferenceConfig"]["maxTokens"] = json!(2048);
     let r = post_signed(&sim, &path(CLAUDE, "converse"), &b).await;
@@ -1035,39 +1016,11 @@ async fn turn_order_and_tool_pairing_use_the_real_texts() {
 async fn unions_and_unknown_keys_are_refused() {
     let sim = Sim::start("bedrock").await.unwrap();
     let content = "text, image, document, video, audio, toolUse, toolResult, guardContent, cachePoint, reasoningContent, citationsContent, searchResult";
-    let mut b = plain(&[user("a")]);
-    b["model"] = json!(CLAUDE);
-    refused_with(
-        &sim,
-        CLAUDE,
-        &b,
-        "Unknown parameter in input: \"model\", must be one of: modelId, messages, system, inferenceConfig, toolConfig, guardrailConfig, additionalModelRequestFields, promptVariables, additionalModelResponseFieldPaths, requestMetadata, performanceConfig",
-    )
-    .await;
-    let typed = json!({"role": "user", "content": [{"type": "text", "text": "hi"}]});
-    refused_with(
-        &sim,
-        CLAUDE,
-        &plain(&[typed]),
-        &format!("Invalid number of parameters set for tagged union structure messages[0].content[0]. Can only set one of the following keys: {content}."),
-    )
-    .await;
-    let typo = json!({"role": "user", "content": [{"txt": "hi"}]});
-    refused_with(
-        &sim,
-        CLAUDE,
-        &plain(&[typo]),
-        &format!("Unknown parameter in messages[0].content[0]: \"txt\", must be one of: {content}"),
-    )
-    .await;
-    let empty = json!({"role": "user", "content": [{}]});
-    refused_with(
-        &sim,
-        CLAUDE,
-        &plain(&[empty]),
-        &format!("Must set one of the following keys for tagged unionstructure messages[0].content[0]: {content}."),
-    )
-    .await;
+    let with = |change: &dyn Fn(&mut Value)| {
+        let mut b = plain(&[user("a")]);
+        change(&mut b);
+        b
+    };
     let bad_reasoning = |r: Value| {
         plain(&[
             user("a"),
@@ -1075,79 +1028,83 @@ async fn unions_and_unknown_keys_are_refused() {
             user("c"),
         ])
     };
-    refused_with(
-        &sim,
-        CLAUDE,
-        &bad_reasoning(json!({"text": "thought"})),
-        "Unknown parameter in messages[1].content[0].reasoningContent: \"text\", must be one of: reasoningText, redactedContent",
-    )
-    .await;
-    refused_with(
-        &sim,
-        CLAUDE,
-        &bad_reasoning(json!({"reasoningText": {"text": "t", "signature": "s"}, "redactedContent": "AAAA"})),
-        "Invalid number of parameters set for tagged union structure messages[1].content[0].reasoningContent. Can only set one of the following keys: reasoningText, redactedContent.",
-    )
-    .await;
-    refused_with(
-        &sim,
-        CLAUDE,
-        &bad_reasoning(json!({"reasoningText": {"signature": "s"}})),
-        "Missing required parameter in messages[1].content[0].reasoningContent.reasoningText: \"text\"",
-    )
-    .await;
-    let mut b = plain(&[user("a")]);
-    b["system"] = json!([{"text": "x", "cachePoint": {"type": "default"}}]);
-    refused_with(
-        &sim,
-        CLAUDE,
-        &b,
-        "Invalid number of parameters set for tagged union structure system[0]. Can only set one of the following keys: text, guardContent, cachePoint.",
-    )
-    .await;
-    let mut b = plain(&[user("a")]);
-    b["toolConfig"]["tools"][0]["toolSpec"]
-        .as_object_mut()
-        .unwrap()
-        .shift_remove("inputSchema");
-    refused_with(
-        &sim,
-        CLAUDE,
-        &b,
-        "Missing required parameter in toolConfig.tools[0].toolSpec: \"inputSchema\"",
-    )
-    .await;
-    let mut b = plain(&[user("a")]);
-    b["toolConfig"]["tools"][0] = json!({"name": "now", "inputSchema": {"json": {}}});
-    let r = post_signed(&sim, &path(CLAUDE, "converse"), &b).await;
-    // botocore checks a union's member count before unknown keys (a missing `toolSpec` wrapper).
-    assert_eq!(
-        validation(&r),
-        "Invalid number of parameters set for tagged union structure toolConfig.tools[0]. Can only set one of the following keys: toolSpec, systemTool, cachePoint."
-    );
-    b["toolConfig"]["tools"][0] = json!({"name": "now"});
-    let r = post_signed(&sim, &path(CLAUDE, "converse"), &b).await;
-    assert_eq!(
-        validation(&r),
-        "Unknown parameter in toolConfig.tools[0]: \"name\", must be one of: toolSpec, systemTool, cachePoint"
-    );
-    let system_role = json!({"role": "system", "content": [{"text": "x"}]});
-    refused_with(
-        &sim,
-        CLAUDE,
-        &plain(&[system_role]),
-        "1 validation error detected: Value 'system' at 'messages.1.member.role' failed to satisfy constraint: Member must satisfy enum value set: [user, assistant]",
-    )
-    .await;
-    let mut b = plain(&[user("a")]);
-    b["inferenceConfig"] = json!({"max_tokens": 10});
-    refused_with(
-        &sim,
-        CLAUDE,
-        &b,
-        "Unknown parameter in inferenceConfig: \"max_tokens\", must be one of: maxTokens, temperature, topP, stopSequences",
-    )
-    .await;
+    let rows: Vec<(&str, Value, String)> = vec![
+        (
+            "a top-level model",
+            with(&|b| b["model"] = json!(CLAUDE)),
+            "Unknown parameter in input: \"model\", must be one of: modelId, messages, system, inferenceConfig, toolConfig, guardrailConfig, additionalModelRequestFields, promptVariables, additionalModelResponseFieldPaths, requestMetadata, performanceConfig".to_owned(),
+        ),
+        (
+            "an Anthropic-style typed block",
+            plain(&[json!({"role": "user", "content": [{"type": "text", "text": "hi"}]})]),
+            format!("Invalid number of parameters set for tagged union structure messages[0].content[0]. Can only set one of the following keys: {content}."),
+        ),
+        (
+            "a misspelt member",
+            plain(&[json!({"role": "user", "content": [{"txt": "hi"}]})]),
+            format!("Unknown parameter in messages[0].content[0]: \"txt\", must be one of: {content}"),
+        ),
+        (
+            "an empty block",
+            plain(&[json!({"role": "user", "content": [{}]})]),
+            format!("Must set one of the following keys for tagged unionstructure messages[0].content[0]: {content}."),
+        ),
+        (
+            "reasoning text outside reasoningText",
+            bad_reasoning(json!({"text": "thought"})),
+            "Unknown parameter in messages[1].content[0].reasoningContent: \"text\", must be one of: reasoningText, redactedContent".to_owned(),
+        ),
+        (
+            "both reasoning members",
+            bad_reasoning(json!({"reasoningText": {"text": "t", "signature": "s"}, "redactedContent": "AAAA"})),
+            "Invalid number of parameters set for tagged union structure messages[1].content[0].reasoningContent. Can only set one of the following keys: reasoningText, redactedContent.".to_owned(),
+        ),
+        (
+            "reasoningText without text",
+            bad_reasoning(json!({"reasoningText": {"signature": "s"}})),
+            "Missing required parameter in messages[1].content[0].reasoningContent.reasoningText: \"text\"".to_owned(),
+        ),
+        (
+            "two system members",
+            with(&|b| b["system"] = json!([{"text": "x", "cachePoint": {"type": "default"}}])),
+            "Invalid number of parameters set for tagged union structure system[0]. Can only set one of the following keys: text, guardContent, cachePoint.".to_owned(),
+        ),
+        (
+            "a toolSpec without inputSchema",
+            with(&|b| {
+                b["toolConfig"]["tools"][0]["toolSpec"]
+                    .as_object_mut()
+                    .unwrap()
+                    .shift_remove("inputSchema");
+            }),
+            "Missing required parameter in toolConfig.tools[0].toolSpec: \"inputSchema\"".to_owned(),
+        ),
+        // botocore checks a union's member count before unknown keys (a missing `toolSpec` wrapper).
+        (
+            "a tool without its toolSpec wrapper",
+            with(&|b| b["toolConfig"]["tools"][0] = json!({"name": "now", "inputSchema": {"json": {}}})),
+            "Invalid number of parameters set for tagged union structure toolConfig.tools[0]. Can only set one of the following keys: toolSpec, systemTool, cachePoint.".to_owned(),
+        ),
+        (
+            "a tool with only a name",
+            with(&|b| b["toolConfig"]["tools"][0] = json!({"name": "now"})),
+            "Unknown parameter in toolConfig.tools[0]: \"name\", must be one of: toolSpec, systemTool, cachePoint".to_owned(),
+        ),
+        (
+            "a system role",
+            plain(&[json!({"role": "system", "content": [{"text": "x"}]})]),
+            "1 validation error detected: Value 'system' at 'messages.1.member.role' failed to satisfy constraint: Member must satisfy enum value set: [user, assistant]".to_owned(),
+        ),
+        (
+            "a snake_case inference setting",
+            with(&|b| b["inferenceConfig"] = json!({"max_tokens": 10})),
+            "Unknown parameter in inferenceConfig: \"max_tokens\", must be one of: maxTokens, temperature, topP, stopSequences".to_owned(),
+        ),
+    ];
+    for (name, body, message) in rows {
+        let r = post_signed(&sim, &path(CLAUDE, "converse"), &body).await;
+        assert_eq!(validation(&r), message, "{name}");
+    }
     // A cache point, an image and a document are fine.
     let rich = json!({"role": "user", "content": [
         {"text": "see"},
@@ -1177,15 +1134,7 @@ async fn strip_models_take_their_reasoning_only_inside_the_in_flight_loop() {
         let (content2, _) = converse(&sim, model, &plain(&messages), true).await;
         assert!(content2[0]["reasoningContent"]["reasoningText"]["signature"].is_null());
         // A signature is refused even there.
-        let mut signed = messages.clone();
-        signed[1]["content"][0]["reasoningContent"]["reasoningText"]["signature"] = json!("c2ln");
-        refused_with(
-            &sim,
-            model,
-            &plain(&signed),
-            "messages.1.content.0.reasoningContent: This model doesn't support a signature in reasoning content. Remove it and try again.",
-        )
-        .await;
+        signature_refused(&sim, model, &messages).await;
         // Once a new user turn starts, earlier reasoning is refused; without it the turn passes.
         messages.push(assistant(&content2));
         messages.push(result(&tool_use_id(&content2), "12:01"));
@@ -1225,15 +1174,7 @@ async fn unsigned_models_take_plain_reasoning_and_refuse_signatures_and_redacted
     let history = [user("hi"), assistant(&content), user("again")];
     let r = post_signed(&sim, &path(gpt, "converse"), &plain(&history)).await;
     assert_eq!(r.status, 200, "{}", r.text());
-    let mut signed = history.clone();
-    signed[1]["content"][0]["reasoningContent"]["reasoningText"]["signature"] = json!("c2ln");
-    refused_with(
-        &sim,
-        gpt,
-        &plain(&signed),
-        "messages.1.content.0.reasoningContent: This model doesn't support a signature in reasoning content. Remove it and try again.",
-    )
-    .await;
+    signature_refused(&sim, gpt, &history).await;
     let mut redacted = history.clone();
     redacted[1]["content"][0] = json!({"reasoningContent": {"redactedContent": "AAAA"}});
     refused_with(

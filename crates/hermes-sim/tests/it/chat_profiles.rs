@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use hermes_sim::{PROFILES, Sim, Switches};
+use hermes_sim::{PROFILES, Sim, SimBuilder, Switches};
 use serde_json::{Map, Value, json};
 
 use crate::common::{self, Resp};
@@ -162,6 +162,11 @@ fn reassemble(events: &[Value]) -> Value {
 }
 
 /// The message of an error body in any profile's envelope (wrapped, array-wrapped or top level).
+/// The keys of the object `v`, in order.
+fn keys(v: &Value) -> Vec<&str> {
+    v.as_object().unwrap().keys().map(String::as_str).collect()
+}
+
 fn error_text(v: &Value) -> String {
     let inner = v.get(0).unwrap_or(v);
     let m = inner
@@ -190,6 +195,22 @@ fn tool_turn_plain(rc: Option<&str>) -> Value {
         m["reasoning_content"] = json!(rc);
     }
     m
+}
+
+/// The opening messages (a `system` message, then the user's `text`) and the assistant message
+/// `model` answers them with.
+async fn first_turn(sim: &Sim, model: &str, system: &str, text: &str) -> (Vec<Value>, Value) {
+    let first = vec![json!({"role":"system","content":system}), user(text)];
+    let m = ok_message(sim, &req(model, first.clone())).await;
+    (first, m)
+}
+
+/// `first`, then the `assistant` turn and the tool's answer `12:00` to its call `call_id`.
+fn answered(first: &[Value], assistant: Value, call_id: &str) -> Vec<Value> {
+    let mut msgs = first.to_vec();
+    msgs.push(assistant);
+    msgs.push(json!({"role":"tool","tool_call_id":call_id,"content":"12:00"}));
+    msgs
 }
 
 fn deepseek_error(message: &str) -> Value {
@@ -315,6 +336,19 @@ fn extra(loc: Value, input: Value) -> Value {
     json!({"type": "extra_forbidden", "loc": loc, "msg": "Extra inputs are not permitted", "input": input})
 }
 
+/// Mistral's 422 for the extra key `field` (sent as `input`) on the assistant message 1.
+async fn extra_assistant_field_refused(sim: &Sim, body: &Value, field: &str, input: Value) {
+    let r = post(sim, body).await;
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert_eq!(
+        r.json(),
+        mistral_error(json!([extra(
+            json!(["body", "messages", 1, "assistant", field]),
+            input
+        )]))
+    );
+}
+
 #[tokio::test]
 async fn mistral_refuses_unknown_keys_with_422() {
     let sim = Sim::start("mistral").await.unwrap();
@@ -326,15 +360,7 @@ async fn mistral_refuses_unknown_keys_with_422() {
             user("b"),
         ],
     );
-    let r = post(&sim, &body).await;
-    assert_eq!(r.status, 422);
-    assert_eq!(
-        r.json(),
-        mistral_error(json!([extra(
-            json!(["body", "messages", 1, "assistant", "reasoning_content"]),
-            json!("think")
-        )]))
-    );
+    extra_assistant_field_refused(&sim, &body, "reasoning_content", json!("think")).await;
 
     // tool_calls[].name, function extras, user extras and top-level max_completion_tokens.
     let body = json!({
@@ -386,10 +412,7 @@ async fn mistral_refuses_unknown_keys_with_422() {
         ],
     );
     let m = ok_message(&sim, &good).await;
-    assert_eq!(
-        m.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["role", "content"]
-    );
+    assert_eq!(keys(&m), ["role", "content"]);
 }
 
 // ---------------------------------------------------------------- openai / local
@@ -420,10 +443,7 @@ async fn openai_refuses_unknown_top_level_arguments_only() {
         "messages": [user("a"), {"role":"assistant","content":"x","reasoning_content":"t","reasoning_details":[]}, user("b")]
     });
     let m = ok_message(&sim, &body).await;
-    assert_eq!(
-        m.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["role", "content"]
-    );
+    assert_eq!(keys(&m), ["role", "content"]);
 }
 
 #[tokio::test]
@@ -508,11 +528,7 @@ fn flip_one_byte(s: &str, at: usize) -> String {
 #[tokio::test]
 async fn openrouter_verifies_replayed_signed_items() {
     let sim = Sim::start("openrouter").await.unwrap();
-    let first = vec![
-        json!({"role":"system","content":"be brief"}),
-        user("[tools=1] what time is it"),
-    ];
-    let m = ok_message(&sim, &req(OR_MODEL, first.clone())).await;
+    let (first, m) = first_turn(&sim, OR_MODEL, "be brief", "[tools=1] what time is it").await;
     let rd = m["reasoning_details"].as_array().unwrap();
     assert_eq!(rd.len(), 2);
     assert_eq!(rd[0]["type"], "reasoning.text");
@@ -532,12 +548,7 @@ async fn openrouter_verifies_replayed_signed_items() {
     assert_eq!(Sim::sign(OR_MODEL, text), sig);
 
     let call_id = m["tool_calls"][0]["id"].as_str().unwrap().to_owned();
-    let history = |assistant: Value| {
-        let mut msgs = first.clone();
-        msgs.push(assistant);
-        msgs.push(json!({"role":"tool","tool_call_id":call_id,"content":"12:00"}));
-        msgs
-    };
+    let history = |assistant: Value| answered(&first, assistant, &call_id);
 
     // Untouched: accepted, by this process and by a fresh simulator (same default key).
     let reply = ok_message(&sim, &req(OR_MODEL, history(m.clone()))).await;
@@ -671,15 +682,7 @@ async fn reject_message_field_switch() {
             json!({"role":"assistant","content":"x","prefix":true}),
         ],
     );
-    let r = post(&mi, &body).await;
-    assert_eq!(r.status, 422);
-    assert_eq!(
-        r.json(),
-        mistral_error(json!([extra(
-            json!(["body", "messages", 1, "assistant", "prefix"]),
-            json!(true)
-        )]))
-    );
+    extra_assistant_field_refused(&mi, &body, "prefix", json!(true)).await;
 }
 
 // ---------------------------------------------------------------- streams
@@ -1011,45 +1014,50 @@ async fn kimi_requires_reasoning_content_per_thinking_settings() {
     let mut kept = plain("kimi-k2.6", json!({"type":"enabled","keep":"all"}));
     kept["messages"][1]["reasoning_content"] = json!(" ");
     ok_message(&sim, &kept).await;
-    // k2.6: keep is null or "all".
-    refused(
-        &sim,
-        &plain("kimi-k2.6", json!({"type":"enabled","keep":"last"})),
-        400,
-        kimi_error("invalid thinking.keep for model kimi-k2.6: must be null or \"all\""),
-    )
-    .await;
-    // k2.5 has no keep parameter (simulator-chosen text).
-    refused(
-        &sim,
-        &plain("kimi-k2.5", json!({"type":"enabled","keep":"all"})),
-        400,
-        kimi_error("thinking.keep is not a valid parameter for model kimi-k2.5"),
-    )
-    .await;
-    ok_message(&sim, &plain("kimi-k2.5", json!({"type":"enabled"}))).await;
-    ok_message(&sim, &plain("kimi-k2.5", json!({"type":"disabled"}))).await;
-    // k2.7-code: thinking cannot be disabled; keep omitted or "all"; preserved thinking always on.
-    refused(
-        &sim,
-        &plain("kimi-k2.7-code", json!({"type":"disabled"})),
-        400,
-        kimi_error(
+    // Thinking settings a model does not take (k2.6: keep is null or "all"; k2.5 has no keep
+    // parameter, simulator-chosen text; k2.7-code: thinking cannot be disabled, keep omitted or
+    // "all").
+    let k27_keep = "invalid thinking.keep for model kimi-k2.7-code: must be omitted or \"all\"";
+    let rows = [
+        (
+            "k2.6 keeping the last",
+            "kimi-k2.6",
+            json!({"type":"enabled","keep":"last"}),
+            "invalid thinking.keep for model kimi-k2.6: must be null or \"all\"",
+        ),
+        (
+            "k2.5 with keep",
+            "kimi-k2.5",
+            json!({"type":"enabled","keep":"all"}),
+            "thinking.keep is not a valid parameter for model kimi-k2.5",
+        ),
+        (
+            "k2.7-code disabled",
+            "kimi-k2.7-code",
+            json!({"type":"disabled"}),
             "thinking cannot be disabled for model kimi-k2.7-code: thinking.type must be \"enabled\"",
         ),
-    )
-    .await;
-    for keep in [Value::Null, json!("none")] {
-        refused(
-            &sim,
-            &plain("kimi-k2.7-code", json!({"type":"enabled","keep":keep})),
-            400,
-            kimi_error(
-                "invalid thinking.keep for model kimi-k2.7-code: must be omitted or \"all\"",
-            ),
-        )
-        .await;
+        (
+            "k2.7-code keeping null",
+            "kimi-k2.7-code",
+            json!({"type":"enabled","keep":null}),
+            k27_keep,
+        ),
+        (
+            "k2.7-code keeping none",
+            "kimi-k2.7-code",
+            json!({"type":"enabled","keep":"none"}),
+            k27_keep,
+        ),
+    ];
+    for (name, model, thinking, message) in rows {
+        let r = post(&sim, &plain(model, thinking)).await;
+        assert_eq!(r.status, 400, "{name}: {}", r.text());
+        assert_eq!(r.json(), kimi_error(message), "{name}");
     }
+    ok_message(&sim, &plain("kimi-k2.5", json!({"type":"enabled"}))).await;
+    ok_message(&sim, &plain("kimi-k2.5", json!({"type":"disabled"}))).await;
+    // k2.7-code: preserved thinking always on.
     refused(
         &sim,
         &plain("kimi-k2.7-code", Value::Null),
@@ -1171,17 +1179,11 @@ async fn groq_refuses_unknown_assistant_keys() {
         ],
     );
     let m = ok_message(&sim, &good).await;
-    assert_eq!(
-        m.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["role", "content"]
-    );
+    assert_eq!(keys(&m), ["role", "content"]);
     let mut parsed = req("qwen/qwen3-32b", vec![user("[tools=1] go")]);
     parsed["reasoning_format"] = json!("parsed");
     let m = ok_message(&sim, &parsed).await;
-    assert_eq!(
-        m.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["role", "content", "tool_calls"]
-    );
+    assert_eq!(keys(&m), ["role", "content", "tool_calls"]);
 }
 
 #[tokio::test]
@@ -1216,10 +1218,7 @@ async fn cerebras_refuses_unknown_assistant_keys_with_a_top_level_body() {
         vec![user("a"), tool_turn_plain(None), tool_result()],
     );
     let m = ok_message(&sim, &good).await;
-    assert_eq!(
-        m.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["role", "content"]
-    );
+    assert_eq!(keys(&m), ["role", "content"]);
 }
 
 // ---------------------------------------------------------------- gemini-openai
@@ -1288,24 +1287,14 @@ async fn gemini_openai_refuses_unknown_top_level_names() {
     }
     let m = ok_message(&sim, &body).await;
     assert!(m.get("reasoning_content").is_none());
-    assert_eq!(
-        m.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["role", "content", "extra_content"]
-    );
+    assert_eq!(keys(&m), ["role", "content", "extra_content"]);
 }
 
 #[tokio::test]
 async fn gemini_openai_thought_signatures() {
     let sim = Sim::start("gemini-openai").await.unwrap();
-    let first = vec![
-        json!({"role":"system","content":"s"}),
-        user("[tools=2] what time is it"),
-    ];
-    let m = ok_message(&sim, &req(GEMINI_MODEL, first.clone())).await;
-    assert_eq!(
-        m.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["role", "content", "tool_calls"]
-    );
+    let (first, m) = first_turn(&sim, GEMINI_MODEL, "s", "[tools=2] what time is it").await;
+    assert_eq!(keys(&m), ["role", "content", "tool_calls"]);
     let call = &m["tool_calls"][0];
     let sig = call["extra_content"]["google"]["thought_signature"]
         .as_str()
@@ -1314,12 +1303,7 @@ async fn gemini_openai_thought_signatures() {
     assert!(Sim::verify_encrypted(GEMINI_MODEL, &sig));
     assert!(!Sim::verify_encrypted("gemini-3-flash-preview", &sig));
     let call_id = call["id"].as_str().unwrap().to_owned();
-    let history = |assistant: Value| {
-        let mut msgs = first.clone();
-        msgs.push(assistant);
-        msgs.push(json!({"role":"tool","tool_call_id":call_id,"content":"12:00"}));
-        msgs
-    };
+    let history = |assistant: Value| answered(&first, assistant, &call_id);
     // The reply replays fine (and the loop goes on, with a signed second call).
     let next = ok_message(&sim, &req(GEMINI_MODEL, history(m.clone()))).await;
     assert!(next["tool_calls"][0]["extra_content"]["google"]["thought_signature"].is_string());
@@ -1463,12 +1447,7 @@ async fn copilot_verifies_replayed_opaque_and_signatures() {
             .cloned();
         assert_eq!(fsig.is_some(), model.contains("gemini"), "{model}");
         let call_id = m["tool_calls"][0]["id"].as_str().unwrap().to_owned();
-        let history = |assistant: Value| {
-            let mut msgs = first.clone();
-            msgs.push(assistant);
-            msgs.push(json!({"role":"tool","tool_call_id":call_id,"content":"12:00"}));
-            req(model, msgs)
-        };
+        let history = |assistant: Value| req(model, answered(&first, assistant, &call_id));
         ok_message(&sim, &history(m.clone())).await;
         // Tampered opaque: refused (simulator-chosen text).
         let mut t = m.clone();
@@ -1918,20 +1897,31 @@ fn events_ending_at_chunk_ends(resp: &Resp) -> (usize, usize) {
     (aligned, event_ends.len())
 }
 
+/// A `deepseek-v4` simulator set up by `setup`.
+async fn deepseek_v4_with(setup: impl FnOnce(SimBuilder) -> SimBuilder) -> Sim {
+    setup(Sim::builder(
+        hermes_sim::Profile::builtin("deepseek-v4").unwrap(),
+    ))
+    .start()
+    .await
+    .unwrap()
+}
+
+/// `f`'s output and how long it took.
+async fn timed<T>(f: impl std::future::Future<Output = T>) -> (T, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let out = f.await;
+    (out, started.elapsed())
+}
+
 #[tokio::test]
 async fn a_chunk_delay_sends_each_event_apart_and_keeps_the_bytes() {
     let body = req("deepseek-v4-pro", vec![user("hello")]);
     let plain = Sim::start("deepseek-v4").await.unwrap();
     let unpaced = post_stream(&plain, &body).await;
     let delay = std::time::Duration::from_millis(20);
-    let slow = Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
-        .chunk_delay(delay)
-        .start()
-        .await
-        .unwrap();
-    let started = std::time::Instant::now();
-    let paced = post_stream(&slow, &body).await;
-    let took = started.elapsed();
+    let slow = deepseek_v4_with(|b| b.chunk_delay(delay)).await;
+    let (paced, took) = timed(post_stream(&slow, &body)).await;
 
     // The same stream, byte for byte, still cut into small chunks.
     assert_eq!(paced.resp.text(), unpaced.resp.text());
@@ -1959,17 +1949,11 @@ async fn a_reply_delay_holds_whole_and_streamed_answers_and_keeps_the_bytes() {
     let unpaced_whole = post(&plain, &body).await;
     let unpaced_stream = post_stream(&plain, &body).await;
     let delay = std::time::Duration::from_millis(150);
-    let slow = Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
-        .reply_delay(delay)
-        .start()
-        .await
-        .unwrap();
+    let slow = deepseek_v4_with(|b| b.reply_delay(delay)).await;
 
     // A whole reply: the same bytes, after at least the delay (a lower bound: a sleep never
     // ends early).
-    let started = std::time::Instant::now();
-    let whole = post(&slow, &body).await;
-    let took = started.elapsed();
+    let (whole, took) = timed(post(&slow, &body)).await;
     assert_eq!(whole.status, 200, "{}", whole.text());
     assert_eq!(whole.text(), unpaced_whole.text());
     assert!(
@@ -1979,9 +1963,7 @@ async fn a_reply_delay_holds_whole_and_streamed_answers_and_keeps_the_bytes() {
 
     // A stream: the same events, its first byte after at least the delay (the whole exchange
     // is timed, so its first byte was not earlier than its end), unpaced between events.
-    let started = std::time::Instant::now();
-    let stream = post_stream(&slow, &body).await;
-    let took = started.elapsed();
+    let (stream, took) = timed(post_stream(&slow, &body)).await;
     assert!(stream.done);
     assert_eq!(stream.resp.text(), unpaced_stream.resp.text());
     assert!(

@@ -1,6 +1,7 @@
 //! A tiny hand-written HTTP/1.1 client for the simulator's integration tests (independent of
 //! reqwest, so the tests see exactly the bytes and chunks the server writes).
 
+use hermes_sim::RecordedRequest;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -21,6 +22,29 @@ impl Resp {
         serde_json::from_slice(&self.body)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
     }
+}
+
+/// Asserts every recorded value of the `secret` headers (names lower case) is `<redacted>`;
+/// returns how many values there were.
+pub(crate) fn assert_redacted(rec: &[RecordedRequest], secret: &[&str]) -> usize {
+    let values: Vec<(&str, &String, &String)> = rec
+        .iter()
+        .flat_map(|r| r.headers.iter().map(move |(k, v)| (r.path.as_str(), k, v)))
+        .filter(|(_, k, _)| secret.contains(&k.as_str()))
+        .collect();
+    for (path, k, v) in &values {
+        assert_eq!(*v, "<redacted>", "{k} recorded for {path}");
+    }
+    values.len()
+}
+
+/// Asserts the recorded request carries header `name` (lower case) with `value`.
+pub(crate) fn assert_header(r: &RecordedRequest, name: &str, value: &str) {
+    assert!(
+        r.headers.iter().any(|(k, v)| k == name && v == value),
+        "{name}: {value} not among {:?}",
+        r.headers
+    );
 }
 
 pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {

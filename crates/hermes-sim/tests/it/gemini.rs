@@ -7,10 +7,12 @@
 use hermes_sim::{PROFILES, Sim, Switches};
 use serde_json::{Value, json};
 
-use crate::common::{Resp, send};
+use crate::common::{Resp, assert_header, send};
 
 const MODEL: &str = "gemini-3-pro-preview";
 const KEY: &str = "AIzaSyHERMESSIMTESTKEY";
+/// AI Studio's API key header.
+const STUDIO_KEY: &[(&str, &str)] = &[("x-goog-api-key", KEY)];
 
 const MISSING_PREFIX: &str = "Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:";
 const CORRUPTED: &str = "Corrupted thought signature.";
@@ -57,13 +59,7 @@ async fn post_to(sim: &Sim, path: &str, headers: &[(&str, &str)], body: &Value) 
 
 /// Posts to the AI Studio door with the key header.
 async fn post(sim: &Sim, model: &str, body: &Value) -> Resp {
-    post_to(
-        sim,
-        &studio_path(model, false),
-        &[("x-goog-api-key", KEY)],
-        body,
-    )
-    .await
+    post_to(sim, &studio_path(model, false), STUDIO_KEY, body).await
 }
 
 fn user(text: &str) -> Value {
@@ -153,6 +149,16 @@ fn degraded(r: &Resp) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// Posts `contents` to [`MODEL`]: accepted, with a degradation note starting with `prefix`
+/// (returned).
+async fn accepted_with_note(sim: &Sim, contents: &[Value], prefix: &str) -> String {
+    let r = post(sim, MODEL, &body(contents)).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let note = degraded(&r).unwrap();
+    assert!(note.starts_with(prefix), "{note}");
+    note
+}
+
 /// Runs `[tools=3]` to the end; returns the whole history (user, 3 × (call, responses), final).
 async fn three_step_loop(sim: &Sim) -> Vec<Value> {
     let mut contents = vec![user("What time is it? [tools=3]")];
@@ -220,6 +226,11 @@ async fn stream(sim: &Sim, path: &str, headers: &[(&str, &str)], contents: &[Val
     r
 }
 
+/// [`stream`] on AI Studio's door with the API key, for [`MODEL`].
+async fn studio_stream(sim: &Sim, contents: &[Value]) -> Resp {
+    stream(sim, &studio_path(MODEL, true), STUDIO_KEY, contents).await
+}
+
 // ---------------------------------------------------------------- tests
 
 #[tokio::test]
@@ -236,7 +247,7 @@ async fn the_profile_is_in_the_table_and_serves_both_base_forms() {
         format!("/v1beta/models/{MODEL}:generateContent"),
         format!("/models/{MODEL}:generateContent"),
     ] {
-        let r = post_to(&sim, &path, &[("x-goog-api-key", KEY)], &body(&contents)).await;
+        let r = post_to(&sim, &path, STUDIO_KEY, &body(&contents)).await;
         assert_eq!(r.status, 200, "{path}: {}", r.text());
         let text = &r.json()["candidates"][0]["content"]["parts"][1]["text"];
         assert_eq!(
@@ -244,13 +255,7 @@ async fn the_profile_is_in_the_table_and_serves_both_base_forms() {
             "Hello from the scripted model gemini-3-pro-preview. You said: hello"
         );
     }
-    let r = post_to(
-        &sim,
-        "/v1/chat/completions",
-        &[("x-goog-api-key", KEY)],
-        &body(&contents),
-    )
-    .await;
+    let r = post_to(&sim, "/v1/chat/completions", STUDIO_KEY, &body(&contents)).await;
     assert_eq!(r.status, 404);
     assert_eq!(error_of(&r).0, "NOT_FOUND");
 }
@@ -370,13 +375,7 @@ async fn a_key_in_the_url_is_refused_and_never_recorded() {
         )
     );
     // The header key is accepted, and neither key is recorded.
-    let r = stream(
-        &sim,
-        &studio_path(MODEL, true),
-        &[("x-goog-api-key", KEY)],
-        &contents,
-    )
-    .await;
+    let r = studio_stream(&sim, &contents).await;
     assert!(
         r.headers
             .to_ascii_lowercase()
@@ -393,11 +392,7 @@ async fn a_key_in_the_url_is_refused_and_never_recorded() {
         recs[1].path,
         format!("/v1beta/models/{MODEL}:streamGenerateContent?alt=sse")
     );
-    assert!(
-        recs[1]
-            .headers
-            .contains(&("x-goog-api-key".to_owned(), "<redacted>".to_owned()))
-    );
+    assert_header(&recs[1], "x-goog-api-key", "<redacted>");
     let dump = format!("{recs:?}");
     assert!(
         !dump.contains("AIzaSECRET123") && !dump.contains(KEY),
@@ -488,13 +483,12 @@ async fn a_tampered_signature_in_the_current_turn_is_refused() {
         .to_owned();
     old[1]["parts"][1]["thoughtSignature"] = json!(tamper(&sig));
     old.push(user("and now?"));
-    let r = post(&sim, MODEL, &body(&old)).await;
-    assert_eq!(r.status, 200, "{}", r.text());
-    let note = degraded(&r).unwrap();
-    assert!(
-        note.starts_with("contents[1].parts[1]: thoughtSignature does not verify"),
-        "{note}"
-    );
+    let note = accepted_with_note(
+        &sim,
+        &old,
+        "contents[1].parts[1]: thoughtSignature does not verify",
+    )
+    .await;
     assert_eq!(sim.requests().last().unwrap().notes, vec![note]);
 }
 
@@ -575,13 +569,12 @@ async fn parallel_calls_signed_only_on_the_first_are_accepted() {
     // The first call's signature copied onto the second: accepted, noted as degraded.
     let mut copied = contents.clone();
     copied[1]["parts"][2]["thoughtSignature"] = content["parts"][1]["thoughtSignature"].clone();
-    let r = post(&sim, MODEL, &body(&copied)).await;
-    assert_eq!(r.status, 200, "{}", r.text());
-    let note = degraded(&r).unwrap();
-    assert!(
-        note.starts_with("contents[1].parts[2]: thoughtSignature on a functionCall part other than the turn's first"),
-        "{note}"
-    );
+    accepted_with_note(
+        &sim,
+        &copied,
+        "contents[1].parts[2]: thoughtSignature on a functionCall part other than the turn's first",
+    )
+    .await;
     assert_eq!(sim.requests().last().unwrap().notes.len(), 1);
 
     // Moved from the first call to the second: the first lacks it.
@@ -705,13 +698,7 @@ async fn a_streamed_text_turn_signs_a_trailing_empty_part() {
         "Say something long enough to be cut into several chunks",
     )];
     let whole = ok(&sim, MODEL, &contents).await;
-    let r = stream(
-        &sim,
-        &studio_path(MODEL, true),
-        &[("x-goog-api-key", KEY)],
-        &contents,
-    )
-    .await;
+    let r = studio_stream(&sim, &contents).await;
     // Written in small transfer chunks that cut events mid-line.
     assert!(r.chunks.len() > 20, "{}", r.chunks.len());
     assert!(r.chunks.iter().any(|c| !c.ends_with(b"\r\n\r\n")));
@@ -779,13 +766,7 @@ async fn a_streamed_text_turn_signs_a_trailing_empty_part() {
 
     // With the switch, the last text fragment carries it.
     sim.set_switches(Switches::default().signing_text_fragment());
-    let r = stream(
-        &sim,
-        &studio_path(MODEL, true),
-        &[("x-goog-api-key", KEY)],
-        &contents,
-    )
-    .await;
+    let r = studio_stream(&sim, &contents).await;
     let parts = streamed_parts(&sse_chunks(&r.text()));
     let last = parts.last().unwrap();
     assert!(!last["text"].as_str().unwrap().is_empty());
@@ -797,13 +778,7 @@ async fn a_streamed_call_step_carries_its_signature_on_the_call() {
     let sim = Sim::start("gemini").await.unwrap();
     let mut contents = vec![user("[tools=2]")];
     for _ in 0..2 {
-        let r = stream(
-            &sim,
-            &studio_path(MODEL, true),
-            &[("x-goog-api-key", KEY)],
-            &contents,
-        )
-        .await;
+        let r = studio_stream(&sim, &contents).await;
         let parts = streamed_parts(&sse_chunks(&r.text()));
         let call = parts.last().unwrap();
         assert!(call["functionCall"]["id"].is_string(), "{call}");
@@ -828,13 +803,7 @@ async fn streams_fail_mid_way_and_come_as_a_json_array_without_alt_sse() {
         .await
         .unwrap();
     let contents = [user("hello there")];
-    let r = stream(
-        &sim,
-        &studio_path(MODEL, true),
-        &[("x-goog-api-key", KEY)],
-        &contents,
-    )
-    .await;
+    let r = studio_stream(&sim, &contents).await;
     let chunks = sse_chunks(&r.text());
     assert_eq!(chunks.len(), 4);
     assert_eq!(
@@ -849,7 +818,7 @@ async fn streams_fail_mid_way_and_come_as_a_json_array_without_alt_sse() {
 
     sim.set_switches(Switches::default());
     let path = format!("/v1beta/models/{MODEL}:streamGenerateContent");
-    let r = stream(&sim, &path, &[("x-goog-api-key", KEY)], &contents).await;
+    let r = stream(&sim, &path, STUDIO_KEY, &contents).await;
     assert!(
         r.headers
             .to_ascii_lowercase()
@@ -869,7 +838,7 @@ async fn the_vertex_door_takes_a_bearer_token() {
     let sim = Sim::start("gemini").await.unwrap();
     let contents = [user("[tools=1]")];
     let path = vertex_path("gemini-2.5-flash", false);
-    let r = post_to(&sim, &path, &[("x-goog-api-key", KEY)], &body(&contents)).await;
+    let r = post_to(&sim, &path, STUDIO_KEY, &body(&contents)).await;
     assert_eq!(r.status, 401);
     assert_eq!(error_of(&r).0, "UNAUTHENTICATED");
     let bearer = [("Authorization", "Bearer ya29.test-token")];
@@ -889,10 +858,7 @@ async fn the_vertex_door_takes_a_bearer_token() {
             .any(|p| p["text"].as_str().is_some_and(|t| t.contains("noon")))
     );
     let rec = sim.requests().pop().unwrap();
-    assert!(
-        rec.headers
-            .contains(&("authorization".to_owned(), "<redacted>".to_owned()))
-    );
+    assert_header(&rec, "authorization", "<redacted>");
     // Vertex wants a role on every content; AI Studio defaults it.
     let roleless = json!({"contents": [{"parts": [{"text": "hi"}]}]});
     let r = post_to(&sim, &vertex_path(MODEL, false), &bearer, &roleless).await;

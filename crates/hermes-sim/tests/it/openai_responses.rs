@@ -65,6 +65,11 @@ async fn refused(sim: &Sim, body: &Value, status: u16, message: &str) -> Value {
     e
 }
 
+/// [`refused`] with 400, the status of most refusals.
+async fn bad_request(sim: &Sim, body: &Value, message: &str) -> Value {
+    refused(sim, body, 400, message).await
+}
+
 /// The output items of a response, as a client replays them.
 fn output(v: &Value) -> Vec<Value> {
     v["output"].as_array().unwrap().clone()
@@ -141,41 +146,28 @@ async fn unknown_parameters_are_refused_with_openai_s_text() {
     let sim = Sim::start(PROFILE).await.unwrap();
     let mut body = req(&[user("hi")]);
     body["temperature"] = json!(0.2);
-    let e = refused(&sim, &body, 400, "Unknown parameter: 'temperature'.").await;
+    let e = bad_request(&sim, &body, "Unknown parameter: 'temperature'.").await;
     assert_eq!(e["param"], "temperature");
     assert_eq!(e["code"], "unknown_parameter");
 
     // Inside an item, named by its path.
     let (mut input, _) = first_step(&sim).await;
     input[1]["foo"] = json!("bar");
-    let e = refused(
-        &sim,
-        &req(&input),
-        400,
-        "Unknown parameter: 'input[1].foo'.",
-    )
-    .await;
+    let e = bad_request(&sim, &req(&input), "Unknown parameter: 'input[1].foo'.").await;
     assert_eq!(e["param"], "input[1].foo");
     assert_eq!(e["code"], "unknown_parameter");
 
     let mut input = vec![user("hi")];
     input[0]["content"][0]["cache_control"] = json!({"type": "ephemeral"});
-    refused(
+    bad_request(
         &sim,
         &req(&input),
-        400,
         "Unknown parameter: 'input[0].content[0].cache_control'.",
     )
     .await;
     let mut body = req(&[user("hi")]);
     body["reasoning"]["budget_tokens"] = json!(1024);
-    refused(
-        &sim,
-        &body,
-        400,
-        "Unknown parameter: 'reasoning.budget_tokens'.",
-    )
-    .await;
+    bad_request(&sim, &body, "Unknown parameter: 'reasoning.budget_tokens'.").await;
 }
 
 /// The Python original's issuer stamps on a replayed item, and a reasoning item without
@@ -327,11 +319,7 @@ async fn a_changed_encrypted_content_byte_is_refused() {
     chars[at] = if chars[at] == 'A' { 'B' } else { 'A' };
     input[1]["encrypted_content"] = json!(chars.into_iter().collect::<String>());
     let rs = input[1]["id"].as_str().unwrap().to_owned();
-    let e = refused(
-        &sim,
-        &req(&input),
-        400,
-        &format!(
+    let e = bad_request(&sim, &req(&input), &format!(
             "The encrypted content for item {rs} could not be verified. Reason: Encrypted content could not be decrypted or parsed."
         ),
     )
@@ -359,11 +347,7 @@ async fn ciphertext_of_another_organisation_is_refused() {
     let sim = Sim::start(PROFILE).await.unwrap();
     assert_ne!(SIM_OPENAI_ORGANIZATION, "org-someone-else");
     let rs = input[1]["id"].as_str().unwrap().to_owned();
-    let e = refused(
-        &sim,
-        &req(&input),
-        400,
-        &format!(
+    let e = bad_request(&sim, &req(&input), &format!(
             "The encrypted content for item {rs} could not be verified. Reason: Encrypted content organization_id did not match the target organization."
         ),
     )
@@ -380,10 +364,9 @@ async fn a_reasoning_item_needs_its_following_item() {
     let rs = input[1]["id"].as_str().unwrap().to_owned();
     // The function call dropped, the reasoning item left alone before a user message.
     let body = req(&[input[0].clone(), input[1].clone(), user("go on")]);
-    let e = refused(
+    let e = bad_request(
         &sim,
         &body,
-        400,
         &format!(
             "Item '{rs}' of type 'reasoning' was provided without its required following item."
         ),
@@ -392,10 +375,9 @@ async fn a_reasoning_item_needs_its_following_item() {
     assert_eq!(e["param"], "input");
     // At the end of the input too.
     let body = req(&input[..2]);
-    refused(
+    bad_request(
         &sim,
         &body,
-        400,
         &format!(
             "Item '{rs}' of type 'reasoning' was provided without its required following item."
         ),
@@ -413,11 +395,7 @@ async fn a_function_call_with_its_id_needs_its_reasoning_item_but_not_without_th
     let rs = input[1]["id"].as_str().unwrap().to_owned();
     let fc = input[2]["id"].as_str().unwrap().to_owned();
     let without_reasoning = vec![input[0].clone(), input[2].clone(), output_for(&id, "12:00")];
-    let e = refused(
-        &sim,
-        &req(&without_reasoning),
-        400,
-        &format!(
+    let e = bad_request(&sim, &req(&without_reasoning), &format!(
             "Item '{fc}' of type 'function_call' was provided without its required 'reasoning' item: '{rs}'."
         ),
     )
@@ -440,10 +418,9 @@ async fn a_function_call_with_its_id_needs_its_reasoning_item_but_not_without_th
     let mut next = loop_input.clone();
     next.push(items[1].clone());
     next.push(user("thanks"));
-    refused(
+    bad_request(
         &sim,
         &req(&next),
-        400,
         &format!("Item '{msg}' was provided without its required 'reasoning' item: '{rs_last}'."),
     )
     .await;
@@ -455,19 +432,17 @@ async fn tool_calls_and_outputs_pair_by_call_id() {
     let (input, id) = first_step(&sim).await;
     let mut missing = input.clone();
     missing.push(user("never mind"));
-    let e = refused(
+    let e = bad_request(
         &sim,
         &req(&missing),
-        400,
         &format!("No tool output found for function call {id}."),
     )
     .await;
     assert_eq!(e["param"], "input");
     let orphan = vec![user("hi"), output_for("call_nobody", "12:00")];
-    refused(
+    bad_request(
         &sim,
         &req(&orphan),
-        400,
         "No tool call found for function call output with call_id call_nobody.",
     )
     .await;
@@ -479,10 +454,9 @@ async fn previous_response_id_is_never_found() {
     let v = ok(&sim, &json!({"model": MODEL, "input": "hi"})).await;
     let id = v["id"].as_str().unwrap();
     let body = json!({"model": MODEL, "input": "again", "previous_response_id": id});
-    let e = refused(
+    let e = bad_request(
         &sim,
         &body,
-        400,
         &format!("Previous response with id '{id}' not found."),
     )
     .await;
@@ -520,6 +494,16 @@ fn names(evs: &[Event]) -> Vec<&str> {
     evs.iter().map(|e| e.name.as_str()).collect()
 }
 
+/// The `name` events among `n`, asserted to be at least `at_least`.
+fn deltas<'a>(n: &[&str], name: &'a str, at_least: usize) -> Vec<&'a str> {
+    let count = n.iter().filter(|e| **e == name).count();
+    assert!(
+        count >= at_least,
+        "{count} {name} events, expected at least {at_least}"
+    );
+    vec![name; count]
+}
+
 async fn stream(sim: &Sim, body: &Value) -> (Resp, Vec<Event>) {
     let mut body = body.clone();
     body["stream"] = json!(true);
@@ -544,30 +528,14 @@ async fn a_streamed_tool_step_has_incomplete_added_items_and_complete_done_items
         "response.output_item.added",
         "response.reasoning_summary_part.added",
     ];
-    let deltas = n
-        .iter()
-        .filter(|e| **e == "response.reasoning_summary_text.delta")
-        .count();
-    assert!(deltas >= 3);
-    expected.extend(std::iter::repeat_n(
-        "response.reasoning_summary_text.delta",
-        deltas,
-    ));
+    expected.extend(deltas(&n, "response.reasoning_summary_text.delta", 3));
     expected.extend([
         "response.reasoning_summary_text.done",
         "response.reasoning_summary_part.done",
         "response.output_item.done",
         "response.output_item.added",
     ]);
-    let arg_deltas = n
-        .iter()
-        .filter(|e| **e == "response.function_call_arguments.delta")
-        .count();
-    assert!(arg_deltas >= 1);
-    expected.extend(std::iter::repeat_n(
-        "response.function_call_arguments.delta",
-        arg_deltas,
-    ));
+    expected.extend(deltas(&n, "response.function_call_arguments.delta", 1));
     expected.extend([
         "response.function_call_arguments.done",
         "response.output_item.done",

@@ -6,6 +6,7 @@ use std::time::Duration;
 use hermes_core::{Message, Role, ToolCall, match_key};
 use sqlx::Row as _;
 
+use super::acme_twice_and_globex;
 use crate::gateway::find_sql;
 use crate::testing::TestDb;
 use crate::{Appended, Backend, Found, NewSession, Store};
@@ -82,12 +83,29 @@ async fn stored_keys(store: &Store, id: &str) -> Vec<Option<String>> {
         .collect()
 }
 
+/// The session `find_by_keys` finds for `tenant` (no route) by the keys `k`; panics when none.
+async fn found_session(store: &Store, tenant: &str, k: &[String]) -> String {
+    store
+        .find_by_keys(tenant, None, k)
+        .await
+        .unwrap()
+        .unwrap()
+        .session
+}
+
+/// What a lookup found: `session`, at `position`, by its key `key_index`.
+fn hit(session: String, position: i64, key_index: usize) -> Found {
+    Found {
+        session,
+        position,
+        key_index,
+    }
+}
+
 both!(a_gateway_key_names_its_tenant_and_nothing_else_does);
 async fn a_gateway_key_names_its_tenant_and_nothing_else_does(db: TestDb) {
     let store = db.open().await;
-    let key = store.add_gateway_key("acme").await.unwrap();
-    let second = store.add_gateway_key("acme").await.unwrap();
-    let other = store.add_gateway_key("globex").await.unwrap();
+    let [key, second, other] = acme_twice_and_globex(&store).await;
     assert_ne!(key, second);
     let (id, secret) = key.strip_prefix("hk_").unwrap().split_once('_').unwrap();
     assert_eq!((id.len(), secret.len()), (16, 64), "{key}");
@@ -247,27 +265,13 @@ async fn the_latest_key_any_session_holds_decides_walking_back(db: TestDb) {
 
     // The whole history: its last assistant message is only in `long`.
     let found = find(&store, "acme", None, &a).await.unwrap();
-    assert_eq!(
-        found,
-        Found {
-            session: long.clone(),
-            position: 3,
-            key_index: 1
-        }
-    );
+    assert_eq!(found, hit(long.clone(), 3, 1));
     // The client edited its last assistant message: walking back, the first one decides, and
     // both sessions hold it — the most recently updated wins.
     let mut edited = a.clone();
     edited[3] = assistant("an edited reply");
     let found = find(&store, "acme", None, &edited).await.unwrap();
-    assert_eq!(
-        found,
-        Found {
-            session: short.clone(),
-            position: 1,
-            key_index: 0
-        }
-    );
+    assert_eq!(found, hit(short.clone(), 1, 0));
     // A tool call is found by its id whatever its arguments became.
     let mut reargued = c1.clone();
     reargued.tool_calls = Some(vec![ToolCall::function("call_1", "f", r#"{ "a" : 1 }"#)]);
@@ -348,24 +352,8 @@ async fn a_tenant_never_finds_another_tenants_sessions(db: TestDb) {
     // A CLI session (no tenant) with the same history, the most recent of all.
     let cli = session_of(&store, None, None, &history).await;
     let k = keys(&history);
-    assert_eq!(
-        store
-            .find_by_keys("acme", None, &k)
-            .await
-            .unwrap()
-            .unwrap()
-            .session,
-        acme
-    );
-    assert_eq!(
-        store
-            .find_by_keys("globex", None, &k)
-            .await
-            .unwrap()
-            .unwrap()
-            .session,
-        globex
-    );
+    assert_eq!(found_session(&store, "acme", &k).await, acme);
+    assert_eq!(found_session(&store, "globex", &k).await, globex);
     assert_eq!(store.find_by_keys("initech", None, &k).await.unwrap(), None);
     assert_eq!(store.find_by_keys("", None, &k).await.unwrap(), None);
     // The walk never crosses either: acme's own older key beats globex's later one.

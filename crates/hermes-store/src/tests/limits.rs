@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use super::acme_twice_and_globex;
 use crate::testing::TestDb;
 use crate::{RATE_SHARDS, Store, rate_shares};
 
@@ -165,9 +166,7 @@ async fn slots_are_claimed_up_to_the_maximum_and_free_themselves_when_they_expir
 both!(a_keys_last_use_is_recorded_and_a_tenant_is_revoked_whole);
 async fn a_keys_last_use_is_recorded_and_a_tenant_is_revoked_whole(db: TestDb) {
     let store = db.open().await;
-    let first = store.add_gateway_key("acme").await.unwrap();
-    let second = store.add_gateway_key("acme").await.unwrap();
-    let other = store.add_gateway_key("globex").await.unwrap();
+    let [first, second, other] = acme_twice_and_globex(&store).await;
     let id = crate::gateway_key_id(&first).unwrap();
     let listed = store.gateway_keys(None).await.unwrap();
     assert_eq!(listed.len(), 3);

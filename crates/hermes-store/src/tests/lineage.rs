@@ -5,7 +5,7 @@
 use hermes_core::{Message, Role, match_key};
 use sqlx::Row as _;
 
-use super::raw_rows;
+use super::{raw_rows, scalar, set_column};
 use crate::testing::TestDb;
 use crate::{Appended, Fork, NewSession, Store, StoreError};
 
@@ -59,11 +59,12 @@ async fn session_with(store: &Store, tenant: Option<&str>, messages: &[Message])
 
 /// How many rows the `messages` table holds for `id`.
 async fn rows_of(store: &Store, id: &str) -> i64 {
-    sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE session_id = $1")
-        .bind(id)
-        .fetch_one(&store.pool)
-        .await
-        .unwrap()
+    scalar(
+        store,
+        "SELECT COUNT(*) FROM messages WHERE session_id = $1",
+        id,
+    )
+    .await
 }
 
 /// The session's messages as the exact JSON text a `hermes.session.v1` export holds.
@@ -76,11 +77,29 @@ fn json(messages: &[Message]) -> String {
     serde_json::to_string(messages).unwrap()
 }
 
-both!(a_branch_stores_only_its_own_rows_and_reads_the_prefix_byte_for_byte);
-async fn a_branch_stores_only_its_own_rows_and_reads_the_prefix_byte_for_byte(db: TestDb) {
+/// `err` refuses a fork at 51 of a 50-message view.
+fn beyond_fifty(err: &StoreError) -> bool {
+    matches!(
+        err,
+        StoreError::BranchBeyondEnd {
+            at: 51,
+            count: 50,
+            ..
+        }
+    )
+}
+
+/// The store of `db` with a session (no tenant) of [`fifty`] messages: the messages and its id.
+async fn fifty_session(db: &TestDb) -> (Store, Vec<Message>, String) {
     let store = db.open().await;
     let all = fifty();
-    let parent = session_with(&store, None, &all).await;
+    let id = session_with(&store, None, &all).await;
+    (store, all, id)
+}
+
+both!(a_branch_stores_only_its_own_rows_and_reads_the_prefix_byte_for_byte);
+async fn a_branch_stores_only_its_own_rows_and_reads_the_prefix_byte_for_byte(db: TestDb) {
+    let (store, all, parent) = fifty_session(&db).await;
     let parent_raw = raw_rows(&store, &parent).await;
 
     let branch = store.branch(&parent, Some(30)).await.unwrap();
@@ -150,17 +169,7 @@ async fn a_branch_stores_only_its_own_rows_and_reads_the_prefix_byte_for_byte(db
     assert_eq!(exported(&store, &whole).await, json(&all));
     let sessions = store.list().await.unwrap().len();
     let err = store.branch(&parent, Some(51)).await.unwrap_err();
-    assert!(
-        matches!(
-            err,
-            StoreError::BranchBeyondEnd {
-                at: 51,
-                count: 50,
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    assert!(beyond_fifty(&err), "{err:?}");
     assert_eq!(store.list().await.unwrap().len(), sessions);
 }
 
@@ -212,25 +221,13 @@ async fn a_new_session_with_a_fork_inherits_that_prefix_of_the_view_read(db: Tes
         ..NewSession::default()
     };
     let err = store.create_with_messages(&beyond, &[user("x")]).await;
-    assert!(
-        matches!(
-            err,
-            Err(StoreError::BranchBeyondEnd {
-                at: 51,
-                count: 50,
-                ..
-            })
-        ),
-        "{err:?}"
-    );
+    assert!(err.as_ref().is_err_and(beyond_fifty), "{err:?}");
     assert_eq!(store.list().await.unwrap().len(), sessions);
 }
 
 both!(a_parent_compacted_after_the_fork_leaves_the_branch_view_as_it_was);
 async fn a_parent_compacted_after_the_fork_leaves_the_branch_view_as_it_was(db: TestDb) {
-    let store = db.open().await;
-    let all = fifty();
-    let parent = session_with(&store, None, &all).await;
+    let (store, _, parent) = fifty_session(&db).await;
     let branch = store.branch(&parent, Some(40)).await.unwrap();
     store.append(&branch, &[user("mine")]).await.unwrap();
     let before = store.active(&branch).await.unwrap();
@@ -258,9 +255,7 @@ async fn a_parent_compacted_after_the_fork_leaves_the_branch_view_as_it_was(db: 
 
 both!(a_compacted_branch_owns_its_view_and_leaves_the_parent_alone);
 async fn a_compacted_branch_owns_its_view_and_leaves_the_parent_alone(db: TestDb) {
-    let store = db.open().await;
-    let all = fifty();
-    let parent = session_with(&store, None, &all).await;
+    let (store, all, parent) = fifty_session(&db).await;
     let parent_raw = raw_rows(&store, &parent).await;
     let branch = store.branch(&parent, Some(25)).await.unwrap();
     let mine = vec![user("mine"), assistant("my answer")];
@@ -322,9 +317,7 @@ async fn a_compacted_branch_owns_its_view_and_leaves_the_parent_alone(db: TestDb
 
 both!(deleting_a_parent_leaves_its_branches_their_whole_view);
 async fn deleting_a_parent_leaves_its_branches_their_whole_view(db: TestDb) {
-    let store = db.open().await;
-    let all = fifty();
-    let parent = session_with(&store, None, &all).await;
+    let (store, _, parent) = fifty_session(&db).await;
     let first = store.branch(&parent, Some(10)).await.unwrap();
     store.append(&first, &[user("first")]).await.unwrap();
     let second = store.branch(&parent, None).await.unwrap();
@@ -360,9 +353,7 @@ async fn deleting_a_parent_leaves_its_branches_their_whole_view(db: TestDb) {
 
 both!(a_branch_of_a_branch_reads_through_both);
 async fn a_branch_of_a_branch_reads_through_both(db: TestDb) {
-    let store = db.open().await;
-    let all = fifty();
-    let root = session_with(&store, None, &all).await;
+    let (store, all, root) = fifty_session(&db).await;
     let child = store.branch(&root, Some(30)).await.unwrap();
     let own: Vec<Message> = (0..6).map(|i| user(&format!("child {i}"))).collect();
     store.append(&child, &own).await.unwrap();
@@ -405,9 +396,7 @@ async fn a_branch_of_a_branch_reads_through_both(db: TestDb) {
 
 both!(a_stale_compare_and_append_branches_without_copying);
 async fn a_stale_compare_and_append_branches_without_copying(db: TestDb) {
-    let store = db.open().await;
-    let all = fifty();
-    let id = session_with(&store, None, &all).await;
+    let (store, all, id) = fifty_session(&db).await;
     let tip = store.tip(&id).await.unwrap();
     let first = store
         .compare_and_append(&tip, &[user("one"), assistant("1")])
@@ -633,9 +622,7 @@ both!(
     multi_thread
 );
 async fn branches_made_while_their_parent_is_deleted_keep_their_view_or_fail(db: TestDb) {
-    let store = db.open().await;
-    let all = fifty();
-    let parent = session_with(&store, None, &all).await;
+    let (store, all, parent) = fifty_session(&db).await;
     let tip = store.tip(&parent).await.unwrap();
     let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(9));
     let mut tasks = Vec::new();
@@ -687,12 +674,7 @@ async fn branches_made_while_their_parent_is_deleted_keep_their_view_or_fail(db:
 
 /// Sets the session's last update to `at` (Unix ms).
 async fn updated_at(store: &Store, id: &str, at: i64) {
-    sqlx::query("UPDATE sessions SET updated_at = $1 WHERE id = $2")
-        .bind(at)
-        .bind(id)
-        .execute(&store.pool)
-        .await
-        .unwrap();
+    set_column(store, id, "updated_at", at).await;
 }
 
 both!(purging_a_tenant_deletes_its_old_sessions_and_a_branch_that_stays_keeps_its_view);

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use hermes_core::{Message, parse_history};
+use hermes_core::Message;
 
-use super::{SESSION, raw_rows, rd, target};
+use super::{imported, raw_rows, rd, target};
 use crate::testing::TestDb;
 use crate::{Appended, NewSession, Store, StoredThinking, Tip};
 
@@ -49,11 +49,7 @@ both!(
 );
 async fn sixteen_appenders_at_one_tip_one_continues_and_fifteen_branch_intact(db: TestDb) {
     const N: usize = 16;
-    let store = db.open().await;
-    let id = store
-        .import(&parse_history(SESSION).unwrap())
-        .await
-        .unwrap();
+    let (store, id) = imported(&db).await;
     store
         .record_verdict(&id, &target("p", "m"), rd())
         .await
@@ -300,11 +296,7 @@ async fn an_empty_session_has_a_tip_and_a_missing_one_is_not_found(db: TestDb) {
 
 both!(a_snapshot_equals_the_separate_reads);
 async fn a_snapshot_equals_the_separate_reads(db: TestDb) {
-    let store = db.open().await;
-    let id = store
-        .import(&parse_history(SESSION).unwrap())
-        .await
-        .unwrap();
+    let (store, id) = imported(&db).await;
     store
         .record_wire_verdict(&id, "responses", &target("p", "m"), &["encrypted_content"])
         .await
