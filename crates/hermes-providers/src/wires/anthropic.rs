@@ -1,0 +1,115 @@
+//! The Anthropic Messages wire's descriptor: the direct API, Vertex, Azure Foundry and (with
+//! the `bedrock` feature, whose AWS auth it needs) Bedrock InvokeModel.
+
+use hermes_core::{Message, RequestParts, Wire};
+
+use super::{Credentials, ExplainError, ProviderSpec, WireDescriptor, WireTarget};
+use crate::anthropic::{self, AnthropicWire};
+use crate::transport::{Auth, ChatTransport};
+
+/// Anthropic Messages ([`AnthropicWire`]).
+#[derive(Clone, Copy, Debug)]
+pub struct AnthropicDescriptor;
+
+/// The Anthropic Messages wire.
+pub const ANTHROPIC: AnthropicDescriptor = AnthropicDescriptor;
+
+const PROVIDERS: &[ProviderSpec] = &[
+    ProviderSpec {
+        id: "anthropic",
+        base_url: Some("https://api.anthropic.com"),
+        key_var: Some("ANTHROPIC_API_KEY"),
+    },
+    ProviderSpec {
+        id: "vertex-anthropic",
+        base_url: None,
+        key_var: Some("GOOGLE_OAUTH_ACCESS_TOKEN"),
+    },
+    ProviderSpec {
+        // https://{resource}.services.ai.azure.com/anthropic: the resource is the user's.
+        id: "foundry-anthropic",
+        base_url: None,
+        key_var: Some("ANTHROPIC_FOUNDRY_API_KEY"),
+    },
+    // Claude's Messages bodies over Bedrock InvokeModel: the host follows the AWS region;
+    // credentials come from the AWS environment and shared files (or a Bedrock API key).
+    #[cfg(feature = "bedrock")]
+    ProviderSpec {
+        id: "bedrock-anthropic",
+        base_url: None,
+        key_var: None,
+    },
+];
+
+/// The Anthropic target of `target` (its door from the provider id and the Vertex location).
+fn anthropic_target(target: &WireTarget) -> anthropic::Target {
+    let flavor = match (&target.vertex, target.provider.as_str()) {
+        (Some(v), _) => anthropic::Flavor::Vertex {
+            project: v.project.clone(),
+            region: v.region.clone(),
+        },
+        (None, "foundry-anthropic") => anthropic::Flavor::Foundry,
+        (None, "bedrock-anthropic") => anthropic::Flavor::Bedrock,
+        _ => anthropic::Flavor::Direct,
+    };
+    anthropic::Target {
+        flavor,
+        base_url: target.base_url.clone(),
+        max_tokens: target.max_tokens,
+    }
+}
+
+impl WireDescriptor for AnthropicDescriptor {
+    fn id(&self) -> &'static str {
+        anthropic::WIRE_ID
+    }
+
+    fn name(&self) -> &'static str {
+        "Anthropic Messages"
+    }
+
+    fn providers(&self) -> &[ProviderSpec] {
+        PROVIDERS
+    }
+
+    fn build(
+        &self,
+        target: &WireTarget,
+        client: ChatTransport,
+        credentials: Credentials,
+    ) -> Box<dyn Wire> {
+        // Vertex takes a bearer token, and so does Foundry given an Entra ID token.
+        let key = credentials.key.map(|key| {
+            if target.vertex.is_some() || target.bearer {
+                Auth::Bearer(key)
+            } else {
+                Auth::Header("x-api-key", key)
+            }
+        });
+        #[cfg(feature = "bedrock")]
+        let key = match credentials.aws {
+            Some(aws) => Some(Auth::Aws(aws, std::time::SystemTime::now)),
+            None => key,
+        };
+        Box::new(AnthropicWire {
+            client,
+            target: anthropic_target(target),
+            auth: key,
+        })
+    }
+
+    /// The URL the request goes to, then the body's lines.
+    fn explain(
+        &self,
+        target: &WireTarget,
+        parts: &RequestParts<'_>,
+        _stored: &[Message],
+    ) -> Result<Vec<String>, ExplainError> {
+        let door = anthropic_target(target);
+        let encoded = anthropic::body::encode(parts, &door, &anthropic::Drops::default())?;
+        let url = anthropic::url(&door, &target.model, parts.stream);
+        Ok(std::iter::once(format!("POST {url}"))
+            .chain(encoded.explain)
+            .collect())
+    }
+}
