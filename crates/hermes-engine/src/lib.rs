@@ -146,25 +146,18 @@ impl Engine {
         &self.wires
     }
 
-    /// Settles the target of a command ([`settle`]) on this engine's wires and simulator
-    /// profiles.
+    /// Settles the target of a command for `purpose` ([`settle`]) on this engine's wires and
+    /// simulator profiles.
     pub fn settle(
         &self,
+        purpose: Purpose,
         choice: &Choice,
         stored: Option<Stored<'_>>,
         defaults: &Defaults,
-        purpose: Purpose,
         key: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Settled, EngineError> {
-        settle::settle_with(
-            &self.wires,
-            choice,
-            stored,
-            defaults,
-            self.sim_profiles(),
-            purpose,
-            key,
-        )
+        let sims = self.sim_profiles();
+        settle::settle_with(&self.wires, sims, choice, stored, defaults, purpose, key)
     }
 
     /// With `simulators` behind `--provider sim` (instead of any it had). Without any,

@@ -51,13 +51,15 @@ impl LiveWire {
                 settled.provider, settled.wire
             ))
         })?;
-        let target = WireTarget::new(&settled.provider, &settled.model, live_base)
-            .max_tokens(settled.max_tokens)
-            .vertex(settled.vertex.as_ref().map(|v| Vertex {
+        let target = WireTarget {
+            max_tokens: settled.max_tokens,
+            vertex: settled.vertex.as_ref().map(|v| Vertex {
                 project: v.project.clone(),
                 region: v.region.clone(),
-            }))
-            .bearer(settled.bearer);
+            }),
+            bearer: settled.bearer,
+            ..WireTarget::new(&settled.provider, &settled.model, live_base)
+        };
         let wire = descriptor.build(&target, client, credentials);
         Ok(LiveWire {
             descriptor,

@@ -126,10 +126,10 @@ impl Preview {
         };
         engine.check_provider(&options.choice, stored.provider, &options.defaults)?;
         let settled = engine.settle(
+            Purpose::Preview,
             &options.choice,
             Some(stored),
             &options.defaults,
-            Purpose::Preview,
             &|_| None,
         )?;
         let live_base = live_base(&settled, None);
@@ -176,7 +176,10 @@ impl Preview {
             &settled,
             &live_base,
             client,
-            hermes_providers::Credentials::default().sim(settled.sim.is_some()),
+            hermes_providers::Credentials {
+                sim: settled.sim.is_some(),
+                ..Default::default()
+            },
         )?;
         Ok(Preview {
             settled,

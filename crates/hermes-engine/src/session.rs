@@ -396,10 +396,10 @@ impl ChatSession {
         let key = Arc::clone(&self.key);
         self.engine.check_provider(&choice, None, &self.defaults)?;
         let settled = self.engine.settle(
+            Purpose::Send,
             &choice,
             None,
             &self.defaults,
-            Purpose::Send,
             &|var: &str| key(var),
         )?;
         self.compaction = hermes_compaction::CompactionConfig::for_model(
@@ -622,7 +622,7 @@ pub(crate) fn open_snapshot(
         base_url_confirmed: s.meta.base_url_confirmed,
     });
     engine.check_provider(choice, stored.and_then(|s| s.provider), defaults)?;
-    let settled = engine.settle(choice, stored, defaults, Purpose::Send, &|var: &str| {
+    let settled = engine.settle(Purpose::Send, choice, stored, defaults, &|var: &str| {
         key(var)
     })?;
     let thinking = settle_thinking(

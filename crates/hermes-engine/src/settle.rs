@@ -394,16 +394,16 @@ pub fn settle(
     key: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Settled, EngineError> {
     static BUILTIN: std::sync::LazyLock<Wires> = std::sync::LazyLock::new(Wires::builtin);
-    settle_with(&BUILTIN, choice, stored, defaults, sims, purpose, key)
+    settle_with(&BUILTIN, sims, choice, stored, defaults, purpose, key)
 }
 
 /// [`settle`] on `wires`: a provider id's wire and registry entry come from that list.
 pub(crate) fn settle_with(
     wires: &Wires,
+    sims: &[SimProfile],
     choice: &Choice,
     stored: Option<Stored<'_>>,
     defaults: &Defaults,
-    sims: &[SimProfile],
     purpose: Purpose,
     key: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Settled, EngineError> {

@@ -145,10 +145,11 @@ impl Target {
             &settled,
             &live_base,
             client,
-            Credentials::default()
-                .key(key)
-                .aws(aws_auth)
-                .sim(sim.is_some()),
+            Credentials {
+                key,
+                aws: aws_auth,
+                sim: sim.is_some(),
+            },
         )?;
         Ok(Target {
             settled,

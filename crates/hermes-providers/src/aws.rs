@@ -1,30 +1,23 @@
 //! What the Bedrock wires share: AWS credentials, SigV4 request signing (through `aws-sigv4`),
 //! model ids as URL path segments, and event-stream frames (through `aws-smithy-eventstream`).
 
-#[cfg(feature = "bedrock")]
-use std::fmt;
-#[cfg(feature = "bedrock")]
-use std::time::SystemTime;
-
-#[cfg(feature = "bedrock")]
-use aws_credential_types::Credentials;
-#[cfg(feature = "bedrock")]
-use aws_credential_types::provider::{ProvideCredentials as _, SharedCredentialsProvider};
-#[cfg(feature = "bedrock")]
-use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
-#[cfg(feature = "bedrock")]
-use aws_sigv4::sign::v4;
-#[cfg(feature = "bedrock")]
-use aws_smithy_eventstream::frame::{DecodedFrame, MessageFrameDecoder};
-#[cfg(feature = "bedrock")]
-use aws_smithy_runtime_api::client::identity::Identity;
-#[cfg(feature = "bedrock")]
-use aws_smithy_types::event_stream::HeaderValue;
-#[cfg(feature = "bedrock")]
-use bytes::{Buf as _, Bytes, BytesMut};
 use hermes_core::TargetHost;
+
+// Credentials, SigV4 and event-stream frames: the `bedrock` feature's (the AWS crates).
 #[cfg(feature = "bedrock")]
-use hermes_core::transport::TransportError;
+use {
+    aws_credential_types::Credentials,
+    aws_credential_types::provider::{ProvideCredentials as _, SharedCredentialsProvider},
+    aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign},
+    aws_sigv4::sign::v4,
+    aws_smithy_eventstream::frame::{DecodedFrame, MessageFrameDecoder},
+    aws_smithy_runtime_api::client::identity::Identity,
+    aws_smithy_types::event_stream::HeaderValue,
+    bytes::{Buf as _, Bytes, BytesMut},
+    hermes_core::transport::TransportError,
+    std::fmt,
+    std::time::SystemTime,
+};
 
 #[cfg(feature = "bedrock")]
 /// The SigV4 service name of the Bedrock runtime.

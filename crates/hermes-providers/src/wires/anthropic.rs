@@ -3,18 +3,11 @@
 
 use hermes_core::{Message, RequestParts, Wire};
 
-use super::{Credentials, ExplainError, ProviderSpec, WireDescriptor, WireTarget};
+use super::{Credentials, Explained, ProviderSpec, WireTarget};
 use crate::anthropic::{self, AnthropicWire};
 use crate::transport::{Auth, ChatTransport};
 
-/// Anthropic Messages ([`AnthropicWire`]).
-#[derive(Clone, Copy, Debug)]
-pub struct AnthropicDescriptor;
-
-/// The Anthropic Messages wire.
-pub const ANTHROPIC: AnthropicDescriptor = AnthropicDescriptor;
-
-const PROVIDERS: &[ProviderSpec] = &[
+pub(super) const PROVIDERS: &[ProviderSpec] = &[
     ProviderSpec {
         id: "anthropic",
         base_url: Some("https://api.anthropic.com"),
@@ -59,57 +52,39 @@ fn anthropic_target(target: &WireTarget) -> anthropic::Target {
     }
 }
 
-impl WireDescriptor for AnthropicDescriptor {
-    fn id(&self) -> &'static str {
-        anthropic::WIRE_ID
+/// The key as Anthropic's door takes it: AWS auth on Bedrock, a bearer token on Vertex (and on
+/// Foundry given an Entra ID token), else `x-api-key`.
+fn auth_of(target: &WireTarget, credentials: Credentials) -> Option<Auth> {
+    #[cfg(feature = "bedrock")]
+    if let Some(aws) = credentials.aws {
+        return Some(Auth::Aws(aws, std::time::SystemTime::now));
     }
+    credentials.key.map(|key| {
+        if target.vertex.is_some() || target.bearer {
+            Auth::Bearer(key)
+        } else {
+            Auth::Header("x-api-key", key)
+        }
+    })
+}
 
-    fn name(&self) -> &'static str {
-        "Anthropic Messages"
-    }
+/// The URL the request goes to, then the body's lines.
+pub(super) fn explain(target: &WireTarget, parts: &RequestParts<'_>, _: &[Message]) -> Explained {
+    let door = anthropic_target(target);
+    let encoded = anthropic::body::encode(parts, &door, &anthropic::Drops::default())?;
+    let url = anthropic::url(&door, &target.model, parts.stream);
+    Ok(std::iter::once(format!("POST {url}"))
+        .chain(encoded.explain)
+        .collect())
+}
 
-    fn providers(&self) -> &[ProviderSpec] {
-        PROVIDERS
-    }
-
-    fn build(
-        &self,
-        target: &WireTarget,
-        client: ChatTransport,
-        credentials: Credentials,
-    ) -> Box<dyn Wire> {
-        // Vertex takes a bearer token, and so does Foundry given an Entra ID token.
-        let key = credentials.key.map(|key| {
-            if target.vertex.is_some() || target.bearer {
-                Auth::Bearer(key)
-            } else {
-                Auth::Header("x-api-key", key)
-            }
-        });
-        #[cfg(feature = "bedrock")]
-        let key = match credentials.aws {
-            Some(aws) => Some(Auth::Aws(aws, std::time::SystemTime::now)),
-            None => key,
-        };
-        Box::new(AnthropicWire {
-            client,
-            target: anthropic_target(target),
-            auth: key,
-        })
-    }
-
-    /// The URL the request goes to, then the body's lines.
-    fn explain(
-        &self,
-        target: &WireTarget,
-        parts: &RequestParts<'_>,
-        _stored: &[Message],
-    ) -> Result<Vec<String>, ExplainError> {
-        let door = anthropic_target(target);
-        let encoded = anthropic::body::encode(parts, &door, &anthropic::Drops::default())?;
-        let url = anthropic::url(&door, &target.model, parts.stream);
-        Ok(std::iter::once(format!("POST {url}"))
-            .chain(encoded.explain)
-            .collect())
-    }
+/// The Anthropic wire for `target`, through the door its provider names.
+pub(super) fn build(target: &WireTarget, http: ChatTransport, auth: Credentials) -> Box<dyn Wire> {
+    let auth = auth_of(target, auth);
+    let target = anthropic_target(target);
+    Box::new(AnthropicWire {
+        client: http,
+        target,
+        auth,
+    })
 }

@@ -2,18 +2,11 @@
 
 use hermes_core::{Message, RequestParts, Wire};
 
-use super::{Credentials, ExplainError, ProviderSpec, WireDescriptor, WireTarget};
+use super::{Credentials, Explained, ProviderSpec, WireTarget};
 use crate::bedrock::{self, BedrockWire};
 use crate::transport::ChatTransport;
 
-/// AWS Bedrock Converse ([`BedrockWire`]).
-#[derive(Clone, Copy, Debug)]
-pub struct BedrockDescriptor;
-
-/// The Bedrock Converse wire.
-pub const BEDROCK: BedrockDescriptor = BedrockDescriptor;
-
-const PROVIDERS: &[ProviderSpec] = &[
+pub(super) const PROVIDERS: &[ProviderSpec] = &[
     // The host follows the AWS region; credentials come from the AWS environment and shared
     // files (or a Bedrock API key), never from one key variable.
     ProviderSpec {
@@ -31,40 +24,18 @@ fn bedrock_target(target: &WireTarget) -> bedrock::Target {
     }
 }
 
-impl WireDescriptor for BedrockDescriptor {
-    fn id(&self) -> &'static str {
-        bedrock::WIRE_ID
-    }
+/// The Converse wire for `target`, signing with the AWS auth.
+pub(super) fn build(target: &WireTarget, http: ChatTransport, auth: Credentials) -> Box<dyn Wire> {
+    Box::new(BedrockWire {
+        client: http,
+        target: bedrock_target(target),
+        auth: auth.aws,
+        clock: std::time::SystemTime::now,
+    })
+}
 
-    fn name(&self) -> &'static str {
-        "AWS Bedrock Converse"
-    }
-
-    fn providers(&self) -> &[ProviderSpec] {
-        PROVIDERS
-    }
-
-    fn build(
-        &self,
-        target: &WireTarget,
-        client: ChatTransport,
-        credentials: Credentials,
-    ) -> Box<dyn Wire> {
-        Box::new(BedrockWire {
-            client,
-            target: bedrock_target(target),
-            auth: credentials.aws,
-            clock: std::time::SystemTime::now,
-        })
-    }
-
-    fn explain(
-        &self,
-        target: &WireTarget,
-        parts: &RequestParts<'_>,
-        _stored: &[Message],
-    ) -> Result<Vec<String>, ExplainError> {
-        let encoded = bedrock::encode(parts, &bedrock_target(target), &bedrock::Drops::default())?;
-        Ok(encoded.explain)
-    }
+/// The body's lines.
+pub(super) fn explain(target: &WireTarget, parts: &RequestParts<'_>, _: &[Message]) -> Explained {
+    let drops = bedrock::Drops::default();
+    Ok(bedrock::encode(parts, &bedrock_target(target), &drops)?.explain)
 }

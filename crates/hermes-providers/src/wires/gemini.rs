@@ -2,18 +2,11 @@
 
 use hermes_core::{Message, RequestParts, Wire};
 
-use super::{Credentials, ExplainError, ProviderSpec, WireDescriptor, WireTarget};
+use super::{Credentials, Explained, ProviderSpec, WireTarget};
 use crate::gemini::{self, GeminiWire};
 use crate::transport::{Auth, ChatTransport};
 
-/// Gemini generateContent ([`GeminiWire`]).
-#[derive(Clone, Copy, Debug)]
-pub struct GeminiDescriptor;
-
-/// The Gemini generateContent wire.
-pub const GEMINI: GeminiDescriptor = GeminiDescriptor;
-
-const PROVIDERS: &[ProviderSpec] = &[
+pub(super) const PROVIDERS: &[ProviderSpec] = &[
     ProviderSpec {
         id: "gemini",
         base_url: Some("https://generativelanguage.googleapis.com/v1beta"),
@@ -43,41 +36,19 @@ fn gemini_target(target: &WireTarget) -> gemini::Target {
     }
 }
 
-impl WireDescriptor for GeminiDescriptor {
-    fn id(&self) -> &'static str {
-        gemini::WIRE_ID
-    }
+/// The Gemini wire for `target`: AI Studio's key header, or a bearer token on Vertex.
+pub(super) fn build(target: &WireTarget, http: ChatTransport, auth: Credentials) -> Box<dyn Wire> {
+    Box::new(GeminiWire {
+        client: http,
+        target: gemini_target(target),
+        auth: auth.key.map(|key| match target.vertex {
+            Some(_) => Auth::Bearer(key),
+            None => Auth::Header("x-goog-api-key", key),
+        }),
+    })
+}
 
-    fn name(&self) -> &'static str {
-        "Gemini generateContent"
-    }
-
-    fn providers(&self) -> &[ProviderSpec] {
-        PROVIDERS
-    }
-
-    fn build(
-        &self,
-        target: &WireTarget,
-        client: ChatTransport,
-        credentials: Credentials,
-    ) -> Box<dyn Wire> {
-        Box::new(GeminiWire {
-            client,
-            target: gemini_target(target),
-            auth: credentials.key.map(|key| match target.vertex {
-                Some(_) => Auth::Bearer(key),
-                None => Auth::Header("x-goog-api-key", key),
-            }),
-        })
-    }
-
-    fn explain(
-        &self,
-        target: &WireTarget,
-        parts: &RequestParts<'_>,
-        _stored: &[Message],
-    ) -> Result<Vec<String>, ExplainError> {
-        Ok(gemini::encode(parts, &gemini_target(target))?.explain)
-    }
+/// The body's lines.
+pub(super) fn explain(target: &WireTarget, parts: &RequestParts<'_>, _: &[Message]) -> Explained {
+    Ok(gemini::encode(parts, &gemini_target(target))?.explain)
 }

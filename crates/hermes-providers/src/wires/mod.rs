@@ -19,16 +19,6 @@ mod gemini;
 #[cfg(feature = "responses")]
 mod responses;
 
-#[cfg(feature = "anthropic")]
-pub use anthropic::ANTHROPIC;
-#[cfg(feature = "bedrock")]
-pub use bedrock::BEDROCK;
-pub use chat::CHAT;
-#[cfg(feature = "gemini")]
-pub use gemini::GEMINI;
-#[cfg(feature = "responses")]
-pub use responses::RESPONSES;
-
 /// One provider of the registry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProviderSpec {
@@ -80,6 +70,63 @@ pub trait WireDescriptor: Send + Sync {
     ) -> Result<Vec<String>, ExplainError>;
 }
 
+/// How a [`Descriptor`] builds its wire ([`WireDescriptor::build`]).
+pub type BuildFn = fn(&WireTarget, ChatTransport, Credentials) -> Box<dyn Wire>;
+
+/// What [`WireDescriptor::explain`] returns.
+pub type Explained = Result<Vec<String>, ExplainError>;
+
+/// How a [`Descriptor`] explains a body ([`WireDescriptor::explain`]).
+pub type ExplainFn = fn(&WireTarget, &RequestParts<'_>, &[Message]) -> Explained;
+
+/// A wire descriptor as data: what every built-in one is, and the shortest way to describe a
+/// wire of one's own (a `const`, its two functions given as closures).
+#[derive(Clone, Copy, Debug)]
+pub struct Descriptor {
+    /// [`WireDescriptor::id`].
+    pub id: &'static str,
+    /// [`WireDescriptor::name`].
+    pub name: &'static str,
+    /// [`WireDescriptor::providers`].
+    pub providers: &'static [ProviderSpec],
+    /// [`WireDescriptor::build`].
+    pub build: BuildFn,
+    /// [`WireDescriptor::explain`].
+    pub explain: ExplainFn,
+}
+
+impl WireDescriptor for Descriptor {
+    fn id(&self) -> &'static str {
+        self.id
+    }
+
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn providers(&self) -> &[ProviderSpec] {
+        self.providers
+    }
+
+    fn build(
+        &self,
+        target: &WireTarget,
+        client: ChatTransport,
+        auth: Credentials,
+    ) -> Box<dyn Wire> {
+        (self.build)(target, client, auth)
+    }
+
+    fn explain(
+        &self,
+        target: &WireTarget,
+        parts: &RequestParts<'_>,
+        stored: &[Message],
+    ) -> Result<Vec<String>, ExplainError> {
+        (self.explain)(target, parts, stored)
+    }
+}
+
 impl std::fmt::Debug for dyn WireDescriptor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "WireDescriptor({})", self.id())
@@ -89,7 +136,6 @@ impl std::fmt::Debug for dyn WireDescriptor {
 /// Where a settled target's requests go, in the terms a wire is built from (the engine fills
 /// it from its settlement).
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct WireTarget {
     /// The provider id (lowercase; `vertex-anthropic`, `bedrock-anthropic`, … pick a door).
     pub provider: String,
@@ -119,24 +165,6 @@ impl WireTarget {
             bearer: false,
         }
     }
-
-    /// With an output limit.
-    pub fn max_tokens(mut self, max_tokens: Option<u32>) -> Self {
-        self.max_tokens = max_tokens;
-        self
-    }
-
-    /// With a Vertex project and region.
-    pub fn vertex(mut self, vertex: Option<Vertex>) -> Self {
-        self.vertex = vertex;
-        self
-    }
-
-    /// With the key sent as a bearer token.
-    pub fn bearer(mut self, bearer: bool) -> Self {
-        self.bearer = bearer;
-        self
-    }
 }
 
 /// A Vertex AI location: the Google Cloud project and the region (or `global`).
@@ -151,7 +179,6 @@ pub struct Vertex {
 /// What a request carries to prove who sends it (none in a preview: auth never changes a
 /// body). `Debug` shows no secret.
 #[derive(Clone, Default)]
-#[non_exhaustive]
 pub struct Credentials {
     /// The API key or token.
     pub key: Option<String>,
@@ -160,27 +187,6 @@ pub struct Credentials {
     pub aws: Option<crate::aws::AwsAuth>,
     /// The target is the in-process simulator (its Responses door wants some bearer token).
     pub sim: bool,
-}
-
-impl Credentials {
-    /// With an API key or token.
-    pub fn key(mut self, key: Option<String>) -> Self {
-        self.key = key;
-        self
-    }
-
-    /// With AWS auth.
-    #[cfg(feature = "bedrock")]
-    pub fn aws(mut self, aws: Option<crate::aws::AwsAuth>) -> Self {
-        self.aws = aws;
-        self
-    }
-
-    /// For the in-process simulator or not.
-    pub fn sim(mut self, sim: bool) -> Self {
-        self.sim = sim;
-        self
-    }
 }
 
 impl std::fmt::Debug for Credentials {
@@ -271,56 +277,43 @@ pub fn register_builtin_wires(wires: &mut Wires) {
     }
 }
 
-/// A built-in descriptor, by reference (each is a unit value).
-#[derive(Clone, Copy)]
-struct Builtin(&'static dyn WireDescriptor);
-
-impl WireDescriptor for Builtin {
-    fn id(&self) -> &'static str {
-        self.0.id()
-    }
-    fn name(&self) -> &'static str {
-        self.0.name()
-    }
-    fn providers(&self) -> &[ProviderSpec] {
-        self.0.providers()
-    }
-    fn build(
-        &self,
-        target: &WireTarget,
-        client: ChatTransport,
-        credentials: Credentials,
-    ) -> Box<dyn Wire> {
-        self.0.build(target, client, credentials)
-    }
-    fn explain(
-        &self,
-        target: &WireTarget,
-        parts: &RequestParts<'_>,
-        stored: &[Message],
-    ) -> Result<Vec<String>, ExplainError> {
-        self.0.explain(target, parts, stored)
+/// A descriptor of `id`, `name` and `providers`, built by `build` and explained by `explain`.
+const fn wire(
+    id: &'static str,
+    name: &'static str,
+    providers: &'static [ProviderSpec],
+    build: BuildFn,
+    explain: ExplainFn,
+) -> Descriptor {
+    Descriptor {
+        id,
+        name,
+        providers,
+        build,
+        explain,
     }
 }
 
-/// The built-in wires of this build, in registration order.
-const BUILTIN: &[Builtin] = &[
-    Builtin(&CHAT),
+/// The built-in wires of this build, in registration order, one a line: id, name, providers,
+/// how to build it, how to explain a body (each native one behind its feature).
+#[rustfmt::skip]
+const BUILTIN: &[Descriptor] = &[
+    wire(hermes_core::CHAT_WIRE, "OpenAI-compatible chat completions", chat::PROVIDERS, chat::build, chat::explain),
     #[cfg(feature = "anthropic")]
-    Builtin(&ANTHROPIC),
+    wire(crate::anthropic::WIRE_ID, "Anthropic Messages", anthropic::PROVIDERS, anthropic::build, anthropic::explain),
     #[cfg(feature = "bedrock")]
-    Builtin(&BEDROCK),
+    wire(crate::bedrock::WIRE_ID, "AWS Bedrock Converse", bedrock::PROVIDERS, bedrock::build, bedrock::explain),
     #[cfg(feature = "responses")]
-    Builtin(&RESPONSES),
+    wire(crate::responses::WIRE_ID, "OpenAI Responses", responses::PROVIDERS, responses::build, responses::explain),
     #[cfg(feature = "gemini")]
-    Builtin(&GEMINI),
+    wire(crate::gemini::WIRE_ID, "Gemini generateContent", gemini::PROVIDERS, gemini::build, gemini::explain),
 ];
 
 /// Every built-in provider of this build, with its wire's id, in registration order.
 pub(crate) fn builtin_providers() -> impl Iterator<Item = (&'static ProviderSpec, &'static str)> {
     BUILTIN
         .iter()
-        .flat_map(|w| w.0.providers().iter().map(move |p| (p, w.0.id())))
+        .flat_map(|w| w.providers.iter().map(move |p| (p, w.id)))
 }
 
 impl ChatTransport {
