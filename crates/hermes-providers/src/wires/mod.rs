@@ -294,11 +294,20 @@ const fn wire(
     }
 }
 
+/// Chat completions, always built.
+const CHAT_DESCRIPTOR: Descriptor = wire(
+    hermes_core::CHAT_WIRE,
+    "OpenAI-compatible chat completions",
+    chat::PROVIDERS,
+    chat::build,
+    chat::explain,
+);
+
 /// The built-in wires of this build, in registration order, one a line: id, name, providers,
 /// how to build it, how to explain a body (each native one behind its feature).
 #[rustfmt::skip]
 const BUILTIN: &[Descriptor] = &[
-    wire(hermes_core::CHAT_WIRE, "OpenAI-compatible chat completions", chat::PROVIDERS, chat::build, chat::explain),
+    CHAT_DESCRIPTOR,
     #[cfg(feature = "anthropic")]
     wire(crate::anthropic::WIRE_ID, "Anthropic Messages", anthropic::PROVIDERS, anthropic::build, anthropic::explain),
     #[cfg(feature = "bedrock")]
@@ -336,5 +345,64 @@ impl ChatTransport {
             .map_err(crate::transport::map_reqwest)?;
         String::from_utf8(bytes.to_vec())
             .map_err(|e| TransportError::Decode(format!("the reply is not UTF-8: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Descriptor, ProviderSpec, Wires};
+
+    /// A made-up wire serving `mine` and taking over the built-in `deepseek`.
+    const MINE: Descriptor = Descriptor {
+        id: "mine",
+        providers: &[
+            ProviderSpec {
+                id: "mine",
+                base_url: Some("https://mine.test"),
+                key_var: Some("MINE_KEY"),
+            },
+            ProviderSpec {
+                id: "deepseek",
+                base_url: Some("https://deepseek.mine.test"),
+                key_var: None,
+            },
+        ],
+        ..super::CHAT_DESCRIPTOR
+    };
+
+    #[test]
+    fn a_provider_belongs_to_the_last_wire_that_lists_it_and_is_listed_once() {
+        let mut wires = Wires::builtin();
+        let ids = |wires: &Wires| -> Vec<(&str, &str)> {
+            let providers = wires.providers();
+            providers.iter().map(|(p, w)| (p.id, w.id())).collect()
+        };
+        let before = ids(&wires);
+        assert!(before.contains(&("deepseek", "chat")));
+        assert!(before.contains(&("bedrock", "bedrock")));
+        assert!(before.contains(&("openai-responses", "openai-responses")));
+        let mut unique = before.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), before.len(), "each id once: {before:?}");
+
+        wires.register(std::sync::Arc::new(MINE));
+        let after = ids(&wires);
+        assert_eq!(after.len(), before.len() + 1, "{after:?}");
+        assert!(after.contains(&("deepseek", "mine")), "{after:?}");
+        assert!(!after.contains(&("deepseek", "chat")), "{after:?}");
+        assert!(
+            after.ends_with(&[("mine", "mine"), ("deepseek", "mine")]),
+            "{after:?}"
+        );
+        let (spec, wire) = wires.provider(" DeepSeek ").unwrap();
+        assert_eq!(
+            (spec.base_url, wire.id()),
+            (Some("https://deepseek.mine.test"), "mine")
+        );
+        assert_eq!(
+            wires.get("mine").map(|w| w.name()),
+            Some("OpenAI-compatible chat completions")
+        );
     }
 }

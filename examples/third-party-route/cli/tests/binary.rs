@@ -11,14 +11,20 @@ use serde_json::{Value, json};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-fn acme(home: &Path, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_acme-hermes"))
+/// Runs the binary in `home`, whatever it exits with.
+fn run_acme(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_acme-hermes"))
         .args(args)
         .env("HERMES_HOME", home)
         .env("NO_COLOR", "1")
         .env_remove("HERMES_LOG")
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// Runs the binary in `home`; it must succeed.
+fn acme(home: &Path, args: &[&str]) -> Output {
+    let out = run_acme(home, args);
     assert!(
         out.status.success(),
         "{args:?}: {}",
@@ -136,6 +142,18 @@ fn providers_lists_the_acme_json_wire() {
     let want = json!({"id": "acme-json", "wire": "acme-json",
                       "base_url": "https://api.acme-thinking.test", "key": "ACME_API_KEY"});
     assert_eq!(row, Some(&want));
+}
+
+#[test]
+fn a_mistyped_provider_is_told_the_added_wires_provider() {
+    let home = tempfile::tempdir().unwrap();
+    let out = run_acme(home.path(), &["chat", "--provider", "acme-jsn", "-q", "hi"]);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("unknown provider `acme-jsn`; did you mean `acme-json`?"),
+        "{err}"
+    );
 }
 
 /// A stored Acme JSON conversation: a tool step and an answer minted by `acme-json-1` at Acme's
