@@ -12,9 +12,10 @@ use anyhow::{Context as _, bail};
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci                   fmt --check, clippy -D warnings, the whole test suite (conformance included),
-                       with the official SDKs (a venv under target/) and a throwaway PostgreSQL
-                       provisioned; what cannot be is named as skipped at the end
+  ci                   fmt --check, clippy -D warnings, hermes-providers checked without its
+                       native wires (none, then gemini alone), the whole test suite (conformance
+                       included), with the official SDKs (a venv under target/) and a throwaway
+                       PostgreSQL provisioned; what cannot be is named as skipped at the end
   conformance [ROUTE]  the route conformance suite, built-in routes and the third-party example
                        (every route, or the ones named)
   chaos [cli]          signals during tool loops, many processes on one home, racing resumes
@@ -161,6 +162,20 @@ fn ci() -> anyhow::Result<()> {
         "cargo clippy -p hermes-cli -p hermes-config (default features)",
         &["-p", "hermes-cli", "-p", "hermes-config"],
     )?;
+    // The providers crate with its native wires left out (each is a cargo feature): none, and
+    // Gemini alone (no AWS crate is built for either).
+    for features in [&[][..], &["--features", "gemini"][..]] {
+        let mut check = cargo();
+        check.args(["check", "-p", "hermes-providers", "--no-default-features"]);
+        check.args(features);
+        step(
+            &format!(
+                "cargo check -p hermes-providers --no-default-features {}",
+                features.join(" ")
+            ),
+            check,
+        )?;
+    }
 
     // Why a group could not be provisioned, by skip group (see `SKIP_GROUPS`).
     let mut unprovisioned: Vec<(&str, String)> = Vec::new();

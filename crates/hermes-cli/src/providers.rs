@@ -1,10 +1,11 @@
 //! `hermes providers`: every provider id `--provider` takes, with its wire, default base URL and
-//! key variable (the registry of SPEC §8a), as text or JSON.
+//! key variable (the registry of SPEC §8a: the providers of the engine's wires, a third party's
+//! included), as text or JSON.
 
 use std::io::Write;
 
 use hermes_engine::Engine;
-use hermes_engine::providers::registry::{PROVIDERS, ProviderSpec};
+use hermes_engine::providers::registry::ProviderSpec;
 use serde_json::{Value, json};
 
 use crate::cli::ProvidersArgs;
@@ -43,10 +44,11 @@ fn key(spec: &ProviderSpec) -> String {
 
 /// Runs `hermes providers [--json]`.
 pub(crate) fn run(engine: &Engine, args: &ProvidersArgs) -> anyhow::Result<()> {
-    let rows: Vec<Value> = PROVIDERS
+    let providers = engine.wires().providers();
+    let rows: Vec<Value> = providers
         .iter()
-        .map(|p| {
-            json!({"id": p.id, "wire": p.wire.as_str(), "base_url": base_url(p), "key": key(p)})
+        .map(|(p, wire)| {
+            json!({"id": p.id, "wire": wire.id(), "base_url": base_url(p), "key": key(p)})
         })
         .chain(std::iter::once(json!({
             "id": "sim", "wire": "chat (in-process simulator)",
@@ -57,7 +59,7 @@ pub(crate) fn run(engine: &Engine, args: &ProvidersArgs) -> anyhow::Result<()> {
     let route_only: Vec<String> = engine
         .provider_names()
         .into_iter()
-        .filter(|n| n != "sim" && !PROVIDERS.iter().any(|p| p.id == n))
+        .filter(|n| n != "sim" && !providers.iter().any(|(p, _)| p.id == n))
         .collect();
     let mut out = crate::out::stdout();
     if args.json {

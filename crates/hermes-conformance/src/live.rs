@@ -222,3 +222,182 @@ pub fn check_received(
     }
     Ok(())
 }
+
+/// One request a loopback server received, and the carriers its reply minted: what
+/// [`check_exchanges`] reads, for any wire (its server records them in its own terms).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Exchange {
+    /// The status the server answered.
+    pub status: u16,
+    /// The request body, exactly as received.
+    pub body: String,
+    /// Each carrier the reply minted (a signed thought, an encrypted item…), exactly as the
+    /// server wrote it into the reply's bytes; none for a refusal.
+    pub minted: Vec<String>,
+}
+
+/// Checks a live run of any wire (driven by [`drive_tool_loop`], `requests` requests sent)
+/// against what its server saw, in order:
+/// - the server saw every request sent, and the last one was accepted;
+/// - every carrier an accepted reply minted comes back byte for byte in every later request
+///   (the wire replays it as the exact text the server wrote, never re-serialised);
+/// - each field of `refused` (fields the server does not take) was sent, refused once (a 4xx),
+///   and after that refusal the very next request is the one retry, accepted, and no later
+///   request carries the field (as a JSON member, `"field":`): the wire honoured its verdict.
+pub fn check_exchanges(
+    exchanges: &[Exchange],
+    requests: usize,
+    refused: &[&str],
+) -> Result<(), String> {
+    if exchanges.len() != requests {
+        return Err(format!(
+            "the server saw {} requests, {requests} were sent",
+            exchanges.len()
+        ));
+    }
+    match exchanges.last() {
+        None => return Err("the server saw no request".to_owned()),
+        Some(last) if last.status != 200 => {
+            return Err(format!("the last request was answered {}", last.status));
+        }
+        Some(_) => {}
+    }
+    for (i, earlier) in exchanges.iter().enumerate() {
+        for carrier in &earlier.minted {
+            if let Some((j, _)) = exchanges
+                .iter()
+                .enumerate()
+                .skip(i + 1)
+                .find(|(_, later)| !later.body.contains(carrier.as_str()))
+            {
+                return Err(format!(
+                    "request {} does not carry, byte for byte, the carrier reply {} minted: {carrier}",
+                    j + 1,
+                    i + 1
+                ));
+            }
+        }
+    }
+    for field in refused {
+        let member = format!("\"{field}\":");
+        let Some(at) = exchanges
+            .iter()
+            .position(|e| (400..500).contains(&e.status) && e.body.contains(&member))
+        else {
+            return Err(format!(
+                "no request carrying `{field}` was refused: the negotiation was not exercised"
+            ));
+        };
+        match exchanges.get(at + 1) {
+            Some(retry) if retry.status == 200 => {}
+            Some(retry) => {
+                return Err(format!(
+                    "the one retry after `{field}` was refused (request {}) was answered {}",
+                    at + 2,
+                    retry.status
+                ));
+            }
+            None => return Err(format!("`{field}` was refused and never retried")),
+        }
+        if let Some(j) = exchanges
+            .iter()
+            .skip(at + 1)
+            .position(|e| e.body.contains(&member))
+        {
+            return Err(format!(
+                "request {} still carries `{field}` after it was refused",
+                at + 2 + j
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Exchange, check_exchanges};
+
+    /// A case: its name, what the server saw, the requests sent, the refused fields and the
+    /// start of the error wanted (none: the run passes).
+    type Row<'a> = (
+        &'a str,
+        Vec<Exchange>,
+        usize,
+        &'a [&'a str],
+        Option<&'a str>,
+    );
+
+    fn ex(status: u16, body: &str, minted: &[&str]) -> Exchange {
+        Exchange {
+            status,
+            body: body.to_owned(),
+            minted: minted.iter().map(|m| (*m).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn replayed_carriers_and_a_refused_field_are_checked_on_what_the_server_saw() {
+        let t1 = r#"{ "sig":"a\/1" }"#;
+        let refused = ex(400, r#"{"thinking":"auto","turns":[]}"#, &[]);
+        let first = ex(200, r#"{"turns":[]}"#, &[t1]);
+        let replayed = ex(200, &format!(r#"{{"turns":[{{"thought":{t1}}}]}}"#), &[]);
+        let reserialised = ex(200, r#"{"turns":[{"thought":{"sig":"a/1"}}]}"#, &[]);
+        let again = ex(
+            200,
+            &format!(r#"{{"thinking":"auto","thought":{t1}}}"#),
+            &[],
+        );
+        let rows: [Row<'_>; 6] = [
+            (
+                "negotiated and replayed",
+                vec![refused.clone(), first.clone(), replayed.clone()],
+                3,
+                &["thinking"],
+                None,
+            ),
+            (
+                "a carrier re-serialised",
+                vec![first.clone(), reserialised],
+                2,
+                &[],
+                Some("request 2 does not carry, byte for byte, the carrier reply 1 minted"),
+            ),
+            (
+                "the field sent again after its refusal",
+                vec![refused.clone(), first.clone(), again],
+                3,
+                &["thinking"],
+                Some("request 3 still carries `thinking` after it was refused"),
+            ),
+            (
+                "no refusal to prove the negotiation",
+                vec![first.clone(), replayed.clone()],
+                2,
+                &["thinking"],
+                Some("no request carrying `thinking` was refused"),
+            ),
+            (
+                "a request the server never saw",
+                vec![first.clone()],
+                2,
+                &[],
+                Some("the server saw 1 requests, 2 were sent"),
+            ),
+            (
+                "a refusal retried into another refusal",
+                vec![refused.clone(), refused],
+                2,
+                &["thinking"],
+                Some("the last request was answered 400"),
+            ),
+        ];
+        for (name, exchanges, requests, fields, want) in rows {
+            let got = check_exchanges(&exchanges, requests, fields);
+            match (want, got) {
+                (None, Ok(())) => {}
+                (Some(want), Err(e)) => assert!(e.starts_with(want), "{name}: {e}"),
+                (want, got) => panic!("{name}: wanted {want:?}, got {got:?}"),
+            }
+        }
+    }
+}

@@ -2,8 +2,10 @@
 //! one settlement of provider, model, base URL and key ([`settle`]) and of the thinking request
 //! ([`settle_thinking`]: flags > the stored session's > config's `effort`; a session stores the
 //! request it was created with, a resumed one the flags it is given), the [`Engine`] (the
-//! route table, a third party's routes first, its HTTP clients and simulators; the wire of each
-//! settled target is built in one place, `live`, for turns and previews alike), the chat session
+//! route table, a third party's routes first, the wire list — the built-in wires and a third
+//! party's ([`Engine::with_wire`]) —, its HTTP clients and simulators; the wire of each settled
+//! target is built in one place, `live`, by its descriptor, for turns and previews alike), the
+//! chat session
 //! ([`ChatSession`]: open, resume, turn, pre-flight, compact, branch, switch model), the store
 //! adapter the driver writes through, the summarizer and the compaction → store mapping, the
 //! preview body, and where the database lives in a home folder. Wires and storage meet only
@@ -70,6 +72,9 @@ pub struct Engine {
     local: lease::Local,
     /// The store and settings requests are served with ([`Engine::with_store`]).
     runtime: Option<Arc<request::Runtime>>,
+    /// The wires settled targets speak: the built-ins and any a third party added
+    /// ([`Engine::with_wire`]).
+    wires: Arc<hermes_providers::Wires>,
     /// What `--provider sim` runs (none unless a front end gives some).
     simulators: Option<Arc<dyn Simulators>>,
     /// Whether upstream request spans record message content ([`Engine::with_message_content`]).
@@ -104,6 +109,7 @@ impl Engine {
             clients: Arc::default(),
             local: lease::Local::default(),
             runtime: None,
+            wires: Arc::new(hermes_providers::Wires::builtin()),
             simulators: None,
             capture_content: false,
         }
@@ -113,13 +119,45 @@ impl Engine {
     pub fn with_route_first(self, route: Arc<dyn ReasoningRoute>) -> Self {
         let simulators = self.simulators;
         let capture_content = self.capture_content;
+        let wires = self.wires;
         let mut table = Arc::unwrap_or_clone(self.table);
         table.register_first(route);
         Engine {
             simulators,
             capture_content,
+            wires,
             ..Engine::with_table(table)
         }
+    }
+
+    /// Adds a third party's wire, as [`Engine::with_route_first`] adds a route: its providers
+    /// are settled onto it (an id it shares with a built-in provider is its own from then on),
+    /// `hermes providers` lists them, `chat` sends through the wire its descriptor builds and
+    /// `preview --explain` prints its descriptor's lines. A wire with a built-in's id replaces
+    /// that one.
+    pub fn with_wire(mut self, wire: Arc<dyn hermes_providers::WireDescriptor>) -> Self {
+        Arc::make_mut(&mut self.wires).register(wire);
+        self
+    }
+
+    /// The wires settled targets speak, in registration order: the built-ins of this build,
+    /// then those added with [`Engine::with_wire`].
+    pub fn wires(&self) -> &hermes_providers::Wires {
+        &self.wires
+    }
+
+    /// Settles the target of a command for `purpose` ([`settle`]) on this engine's wires and
+    /// simulator profiles.
+    pub fn settle(
+        &self,
+        purpose: Purpose,
+        choice: &Choice,
+        stored: Option<Stored<'_>>,
+        defaults: &Defaults,
+        key: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Settled, EngineError> {
+        let sims = self.sim_profiles();
+        settle::settle_with(&self.wires, sims, choice, stored, defaults, purpose, key)
     }
 
     /// With `simulators` behind `--provider sim` (instead of any it had). Without any,
@@ -163,14 +201,17 @@ impl Engine {
         &self.table
     }
 
-    /// Every name `--provider` accepts without a base URL of its own: the registry's ids, `sim`
+    /// Every name `--provider` accepts without a base URL of its own: the ids of the providers
+    /// its wires serve (added wires' included), `sim`
     /// (when the engine has simulators), and the provider names the route table's rows and
     /// must-echo families answer to, sorted. Any other name needs a base URL (a provider of the
     /// user's own).
     pub fn provider_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = hermes_providers::registry::PROVIDERS
-            .iter()
-            .map(|p| p.id.to_owned())
+        let mut names: Vec<String> = self
+            .wires
+            .providers()
+            .into_iter()
+            .map(|(p, _)| p.id.to_owned())
             .chain(self.simulators.is_some().then(|| "sim".to_owned()))
             .chain(
                 self.table

@@ -1,36 +1,25 @@
 //! The wire a settled target speaks, built in one place for `chat` (which sends through it) and
-//! `preview` (which only encodes with it), so the two shape the same body for the same target.
+//! `preview` (which only encodes with it), so the two shape the same body for the same target:
+//! the engine's wire list ([`Engine::wires`]) names the descriptor, which builds it.
 
-use std::time::SystemTime;
+use std::sync::Arc;
 
-use hermes_providers::anthropic::{self, AnthropicWire};
-use hermes_providers::aws::AwsAuth;
-use hermes_providers::bedrock::{self, BedrockWire};
-use hermes_providers::gemini::{self, GeminiWire};
-use hermes_providers::responses::ResponsesWire;
-use hermes_providers::{Auth, ChatTransport, Endpoint, HttpChat, Wire};
+use hermes_providers::ChatTransport;
+use hermes_providers::wires::{Credentials, Vertex, WireDescriptor, WireTarget};
 
+use crate::Engine;
+use crate::error::EngineError;
 use crate::settle::Settled;
 use crate::simulators::{SIM_HOST, StartedSim};
 
-/// The wire a target speaks.
-pub(crate) enum LiveWire {
-    Chat(HttpChat),
-    Anthropic(AnthropicWire),
-    Bedrock(BedrockWire),
-    Gemini(GeminiWire),
-    Responses(ResponsesWire),
-}
-
-/// What a request carries to prove who sends it (none in a preview: auth never changes a body).
-#[derive(Default)]
-pub(crate) struct Credentials {
-    /// The API key or token.
-    pub(crate) key: Option<String>,
-    /// AWS SigV4 credentials or a Bedrock API key.
-    pub(crate) aws: Option<AwsAuth>,
-    /// The target is the in-process simulator (its Responses door wants some bearer token).
-    pub(crate) sim: bool,
+/// The wire a target speaks, with the descriptor and target it was built from (a preview
+/// explains its body through them).
+pub(crate) struct LiveWire {
+    /// The wire's descriptor, from the engine's list.
+    pub(crate) descriptor: Arc<dyn WireDescriptor>,
+    /// What it was built for.
+    pub(crate) target: WireTarget,
+    wire: Box<dyn hermes_core::Wire>,
 }
 
 /// Where requests to `settled` go: a started simulator's loopback URL (`started`); for a
@@ -47,114 +36,40 @@ pub(crate) fn live_base(settled: &Settled, started: Option<&StartedSim>) -> Stri
 }
 
 impl LiveWire {
-    /// The wire of `settled`, sending to `live_base` through `client` with `credentials`.
+    /// The wire of `settled` (its descriptor from `engine`'s list), sending to `live_base`
+    /// through `client` with `credentials`.
     pub(crate) fn new(
+        engine: &Engine,
         settled: &Settled,
         live_base: &str,
         client: ChatTransport,
         credentials: Credentials,
-    ) -> LiveWire {
-        let Credentials { key, aws, sim } = credentials;
-        match settled.wire {
-            Wire::Anthropic => LiveWire::Anthropic(AnthropicWire {
-                client,
-                target: anthropic_target(settled, live_base),
-                auth: match aws {
-                    Some(aws) => Some(Auth::Aws(aws, SystemTime::now)),
-                    // Vertex takes a bearer token, and so does Foundry given an Entra ID token.
-                    None => key.map(|key| {
-                        if settled.vertex.is_some() || settled.bearer {
-                            Auth::Bearer(key)
-                        } else {
-                            Auth::Header("x-api-key", key)
-                        }
-                    }),
-                },
+    ) -> Result<LiveWire, EngineError> {
+        let descriptor = engine.wires().get(settled.wire).cloned().ok_or_else(|| {
+            EngineError::Unsupported(format!(
+                "provider `{}` speaks the wire `{}`, which this engine does not have",
+                settled.provider, settled.wire
+            ))
+        })?;
+        let target = WireTarget {
+            max_tokens: settled.max_tokens,
+            vertex: settled.vertex.as_ref().map(|v| Vertex {
+                project: v.project.clone(),
+                region: v.region.clone(),
             }),
-            Wire::BedrockConverse => LiveWire::Bedrock(BedrockWire {
-                client,
-                target: bedrock_target(settled, live_base),
-                auth: aws,
-                clock: SystemTime::now,
-            }),
-            Wire::Chat => LiveWire::Chat(HttpChat {
-                client,
-                endpoint: Endpoint {
-                    base_url: live_base.to_owned(),
-                    api_key: key,
-                },
-            }),
-            Wire::Responses => LiveWire::Responses(ResponsesWire {
-                client,
-                base_url: live_base.to_owned(),
-                // The in-process simulator wants a bearer token, as OpenAI does; any will do.
-                auth: key
-                    .or_else(|| sim.then(|| "hermes-sim".to_owned()))
-                    .map(Auth::Bearer),
-            }),
-            Wire::Gemini => LiveWire::Gemini(GeminiWire {
-                client,
-                target: gemini_target(settled, live_base),
-                auth: key.map(|key| match settled.vertex {
-                    Some(_) => Auth::Bearer(key),
-                    None => Auth::Header("x-goog-api-key", key),
-                }),
-            }),
-        }
+            bearer: settled.bearer,
+            ..WireTarget::new(&settled.provider, &settled.model, live_base)
+        };
+        let wire = descriptor.build(&target, client, credentials);
+        Ok(LiveWire {
+            descriptor,
+            target,
+            wire,
+        })
     }
 
     /// The wire as the driver sees it.
     pub(crate) fn wire(&self) -> &dyn hermes_core::Wire {
-        match self {
-            LiveWire::Chat(w) => w,
-            LiveWire::Anthropic(w) => w,
-            LiveWire::Bedrock(w) => w,
-            LiveWire::Gemini(w) => w,
-            LiveWire::Responses(w) => w,
-        }
-    }
-}
-
-/// The Gemini target of a settled command (Vertex for `vertex-gemini`), with requests going to
-/// `base_url`.
-fn gemini_target(settled: &Settled, base_url: &str) -> gemini::Target {
-    let flavor = match &settled.vertex {
-        Some(v) => gemini::Flavor::Vertex {
-            project: v.project.clone(),
-            region: v.region.clone(),
-        },
-        None => gemini::Flavor::AiStudio,
-    };
-    gemini::Target {
-        flavor,
-        base_url: base_url.to_owned(),
-        max_tokens: settled.max_tokens,
-    }
-}
-
-/// The Bedrock Converse target of a settled command, with requests going to `base_url`.
-fn bedrock_target(settled: &Settled, base_url: &str) -> bedrock::Target {
-    bedrock::Target {
-        base_url: base_url.to_owned(),
-        max_tokens: settled.max_tokens,
-    }
-}
-
-/// The Anthropic target of a settled command, with requests going to `base_url` (a started
-/// simulator's loopback URL, or the settled one).
-fn anthropic_target(settled: &Settled, base_url: &str) -> anthropic::Target {
-    let flavor = match (&settled.vertex, settled.provider.as_str()) {
-        (Some(v), _) => anthropic::Flavor::Vertex {
-            project: v.project.clone(),
-            region: v.region.clone(),
-        },
-        (None, "foundry-anthropic") => anthropic::Flavor::Foundry,
-        (None, "bedrock-anthropic") => anthropic::Flavor::Bedrock,
-        _ => anthropic::Flavor::Direct,
-    };
-    anthropic::Target {
-        flavor,
-        base_url: base_url.to_owned(),
-        max_tokens: settled.max_tokens,
+        self.wire.as_ref()
     }
 }

@@ -5,14 +5,13 @@ use hermes_core::driver::{Conversation, DriverConfig};
 use hermes_core::pairing::paired;
 use hermes_core::{
     Carrier, CarrierSet, Message, Outgoing, RawJson, RequestParts, Role, RouteDecision,
-    SessionFile, ShapeContext, ThinkingRequest,
+    SessionFile, ThinkingRequest,
 };
-use hermes_providers::{anthropic, bedrock, gemini, responses};
 
 use crate::Engine;
 use crate::error::EngineError;
-use crate::live::{Credentials, LiveWire, live_base};
-use crate::settle::{Choice, Defaults, Purpose, Settled, Stored, settle, settle_thinking};
+use crate::live::{LiveWire, live_base};
+use crate::settle::{Choice, Defaults, Purpose, Settled, Stored, settle_thinking};
 
 /// How to preview.
 #[derive(Clone, Debug, Default)]
@@ -126,12 +125,11 @@ impl Preview {
             base_url_confirmed: false,
         };
         engine.check_provider(&options.choice, stored.provider, &options.defaults)?;
-        let settled = settle(
+        let settled = engine.settle(
+            Purpose::Preview,
             &options.choice,
             Some(stored),
             &options.defaults,
-            engine.sim_profiles(),
-            Purpose::Preview,
             &|_| None,
         )?;
         let live_base = live_base(&settled, None);
@@ -174,14 +172,15 @@ impl Preview {
         // (auth never changes a body).
         let client = engine.client(hermes_providers::Waits::default())?;
         let wire = LiveWire::new(
+            engine,
             &settled,
             &live_base,
             client,
-            Credentials {
+            hermes_providers::Credentials {
                 sim: settled.sim.is_some(),
-                ..Credentials::default()
+                ..Default::default()
             },
-        );
+        )?;
         Ok(Preview {
             settled,
             decision,
@@ -257,68 +256,17 @@ impl Preview {
         Ok(pretty(&self.compact_body()?))
     }
 
-    /// `--explain`: the route line, then one line per message saying why each carrier is
-    /// present, padded or absent and what stored keys stay out.
+    /// `--explain`: the wire's own lines (its descriptor's
+    /// [`explain`](hermes_providers::WireDescriptor::explain)): on chat completions the route
+    /// line, then one line per message saying why each carrier is present, padded or absent
+    /// and what stored keys stay out.
     pub fn explain(&self) -> Vec<String> {
-        let fail = |e: &dyn std::fmt::Display| vec![format!("could not encode the request: {e}")];
-        self.with_parts(|parts| match &self.wire {
-            LiveWire::Responses(_) => {
-                match responses::encode(parts, &responses::Drops::default()) {
-                    Ok(encoded) => encoded.explain,
-                    Err(e) => fail(&e),
-                }
-            }
-            LiveWire::Gemini(w) => match gemini::encode(parts, &w.target) {
-                Ok(encoded) => encoded.explain,
-                Err(e) => fail(&e),
-            },
-            LiveWire::Bedrock(w) => {
-                match bedrock::encode(parts, &w.target, &bedrock::Drops::default()) {
-                    Ok(encoded) => encoded.explain,
-                    Err(e) => fail(&e),
-                }
-            }
-            LiveWire::Anthropic(w) => {
-                match anthropic::body::encode(parts, &w.target, &anthropic::Drops::default()) {
-                    Ok(encoded) => {
-                        let url = w.url(&self.settled.model, parts.stream);
-                        std::iter::once(format!("POST {url}"))
-                            .chain(encoded.explain)
-                            .collect()
-                    }
-                    Err(e) => fail(&e),
-                }
-            }
-            LiveWire::Chat(_) => self.explain_chat(parts),
+        self.with_parts(|parts| {
+            self.wire
+                .descriptor
+                .explain(&self.wire.target, parts, &self.conversation.messages)
         })
-    }
-
-    /// `--explain` on the chat-completions wire: the route and the shaping of each message.
-    fn explain_chat(&self, parts: &RequestParts<'_>) -> Vec<String> {
-        let decision = &self.decision;
-        let ctx = ShapeContext::new(decision, parts.verdicts);
-        let echo = decision
-            .echo
-            .as_ref()
-            .map_or("no".to_owned(), |e| format!("yes (family {})", e.family));
-        let refused = ctx.refused.fields();
-        let mut lines = vec![format!(
-            "route {} ({}); reads: {}; must-echo: {echo}; refused here: {}",
-            decision.id(),
-            decision.matched_by,
-            if decision.strict {
-                "nothing (strict schema)".to_owned()
-            } else {
-                decision.carriers.fields().join(", ")
-            },
-            if refused.is_empty() {
-                "none".to_owned()
-            } else {
-                refused.join(", ")
-            },
-        )];
-        lines.extend(ctx.explain(&self.conversation.messages));
-        lines
+        .unwrap_or_else(|e| vec![format!("could not encode the request: {e}")])
     }
 }
 

@@ -15,7 +15,7 @@ use crate::Engine;
 use crate::error::EngineError;
 use crate::lease::Held;
 use crate::log::StoreLog;
-use crate::settle::{Choice, Defaults, Purpose, Settled, Stored, settle, settle_thinking};
+use crate::settle::{Choice, Defaults, Purpose, Settled, Stored, settle_thinking};
 use crate::summarize::TransportSummarizer;
 use crate::target::{AwsLookup, KeyLookup, Limits, Target};
 use crate::turn::{Destination, TurnParts};
@@ -395,12 +395,11 @@ impl ChatSession {
         let choice = Choice::new(Some(provider), Some(model), None);
         let key = Arc::clone(&self.key);
         self.engine.check_provider(&choice, None, &self.defaults)?;
-        let settled = settle(
+        let settled = self.engine.settle(
+            Purpose::Send,
             &choice,
             None,
             &self.defaults,
-            self.engine.sim_profiles(),
-            Purpose::Send,
             &|var: &str| key(var),
         )?;
         self.compaction = hermes_compaction::CompactionConfig::for_model(
@@ -623,14 +622,9 @@ pub(crate) fn open_snapshot(
         base_url_confirmed: s.meta.base_url_confirmed,
     });
     engine.check_provider(choice, stored.and_then(|s| s.provider), defaults)?;
-    let settled = settle(
-        choice,
-        stored,
-        defaults,
-        engine.sim_profiles(),
-        Purpose::Send,
-        &|var: &str| key(var),
-    )?;
+    let settled = engine.settle(Purpose::Send, choice, stored, defaults, &|var: &str| {
+        key(var)
+    })?;
     let thinking = settle_thinking(
         thinking,
         snapshot.as_ref().and_then(|s| s.thinking),

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use hermes_core::{Effort, TargetHost, ThinkingRequest};
-use hermes_providers::{ProviderSpec, Wire};
+use hermes_providers::{ProviderSpec, Wires};
 use hermes_store::StoredThinking;
 
 pub use crate::error::KeyRefusal;
@@ -287,8 +287,9 @@ pub struct Settled {
     pub base_url: Option<String>,
     /// The user named the base URL on this command line.
     pub base_url_named: bool,
-    /// The wire the provider speaks.
-    pub wire: Wire,
+    /// The id of the wire the provider speaks (its descriptor's, in the engine's wire list;
+    /// chat completions for a provider of the user's own).
+    pub wire: &'static str,
     /// The key variable (for messages; never its value).
     pub key_var: Option<String>,
     /// The key, when one is sent.
@@ -308,6 +309,13 @@ pub struct Settled {
     pub aws_region: Option<String>,
     /// The output limit `[max_tokens]` in config sets for this model (native wires).
     pub max_tokens: Option<u32>,
+}
+
+/// The id of the wire `provider` speaks on `wires`: chat completions when none lists it.
+fn wire_of(wires: &Wires, provider: &str) -> &'static str {
+    wires
+        .provider(provider)
+        .map_or(hermes_core::CHAT_WIRE, |(_, wire)| wire.id())
 }
 
 /// The AWS providers: credentials from the AWS environment and shared files (through the
@@ -372,15 +380,30 @@ pub const NO_SIMULATOR: &str = "provider `sim` is not available: this build has 
 pub const DEFAULT_SIM_PROFILE: &str = "deepseek-v4";
 
 /// Settles the target of a command (SPEC §8a): flags > stored session > `config.toml` >
-/// registry. `sims` are the simulator profiles `--provider sim` may pick (the engine's,
-/// [`Engine::sim_profiles`](crate::Engine::sim_profiles); none in a build without simulators).
-/// `key` looks up an environment variable for [`Purpose::Send`]; it is never called for a
-/// preview.
+/// registry, on the built-in wires. `sims` are the simulator profiles `--provider sim` may pick
+/// (the engine's, [`Engine::sim_profiles`](crate::Engine::sim_profiles); none in a build without
+/// simulators). `key` looks up an environment variable for [`Purpose::Send`]; it is never
+/// called for a preview. An engine settles on its own wire list, third parties' included
+/// ([`Engine::settle`](crate::Engine::settle)).
 pub fn settle(
     choice: &Choice,
     stored: Option<Stored<'_>>,
     defaults: &Defaults,
     sims: &[SimProfile],
+    purpose: Purpose,
+    key: &dyn Fn(&str) -> Option<String>,
+) -> Result<Settled, EngineError> {
+    static BUILTIN: std::sync::LazyLock<Wires> = std::sync::LazyLock::new(Wires::builtin);
+    settle_with(&BUILTIN, sims, choice, stored, defaults, purpose, key)
+}
+
+/// [`settle`] on `wires`: a provider id's wire and registry entry come from that list.
+pub(crate) fn settle_with(
+    wires: &Wires,
+    sims: &[SimProfile],
+    choice: &Choice,
+    stored: Option<Stored<'_>>,
+    defaults: &Defaults,
     purpose: Purpose,
     key: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Settled, EngineError> {
@@ -443,7 +466,7 @@ pub fn settle(
             sim_profile_name(base_url.as_deref()).unwrap_or(DEFAULT_SIM_PROFILE),
         )?
         .clone();
-        let wire = hermes_providers::provider(&profile.provider).map_or(Wire::Chat, |p| p.wire);
+        let wire = wire_of(wires, &profile.provider);
         let model = model.unwrap_or_else(|| profile.model.clone());
         return Ok(Settled {
             provider,
@@ -463,7 +486,8 @@ pub fn settle(
         });
     }
 
-    let spec = hermes_providers::provider(&provider);
+    let spec = wires.provider(&provider).map(|(spec, _)| spec);
+    let wire = wire_of(wires, &provider);
     let vertex = if provider.starts_with("vertex-") {
         let ([p1, p2], [r1, r2]) = VertexDefaults::variables_for(&provider);
         Some(defaults.vertex.location(&provider).ok_or_else(|| {
@@ -525,7 +549,7 @@ pub fn settle(
         model,
         base_url_named: choice.base_url.is_some(),
         base_url,
-        wire: spec.map_or(Wire::Chat, |s| s.wire),
+        wire,
         key_var,
         api_key: None,
         bearer: false,

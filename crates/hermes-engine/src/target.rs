@@ -7,11 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hermes_core::{RouteDecision, TransportError};
+use hermes_providers::Credentials;
 use hermes_providers::aws::AwsAuth;
 
 use crate::Engine;
 use crate::error::EngineError;
-use crate::live::{Credentials, LiveWire, live_base};
+use crate::live::{LiveWire, live_base};
 use crate::settle::Settled;
 use crate::simulators::StartedSim;
 
@@ -140,6 +141,7 @@ impl Target {
             }
         };
         let transport = LiveWire::new(
+            engine,
             &settled,
             &live_base,
             client,
@@ -148,7 +150,7 @@ impl Target {
                 aws: aws_auth,
                 sim: sim.is_some(),
             },
-        );
+        )?;
         Ok(Target {
             settled,
             decision,

@@ -1,20 +1,25 @@
 //! What the Bedrock wires share: AWS credentials, SigV4 request signing (through `aws-sigv4`),
 //! model ids as URL path segments, and event-stream frames (through `aws-smithy-eventstream`).
 
-use std::fmt;
-use std::time::SystemTime;
-
-use aws_credential_types::Credentials;
-use aws_credential_types::provider::{ProvideCredentials as _, SharedCredentialsProvider};
-use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
-use aws_sigv4::sign::v4;
-use aws_smithy_eventstream::frame::{DecodedFrame, MessageFrameDecoder};
-use aws_smithy_runtime_api::client::identity::Identity;
-use aws_smithy_types::event_stream::HeaderValue;
-use bytes::{Buf as _, Bytes, BytesMut};
 use hermes_core::TargetHost;
-use hermes_core::transport::TransportError;
 
+// Credentials, SigV4 and event-stream frames: the `bedrock` feature's (the AWS crates).
+#[cfg(feature = "bedrock")]
+use {
+    aws_credential_types::Credentials,
+    aws_credential_types::provider::{ProvideCredentials as _, SharedCredentialsProvider},
+    aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign},
+    aws_sigv4::sign::v4,
+    aws_smithy_eventstream::frame::{DecodedFrame, MessageFrameDecoder},
+    aws_smithy_runtime_api::client::identity::Identity,
+    aws_smithy_types::event_stream::HeaderValue,
+    bytes::{Buf as _, Bytes, BytesMut},
+    hermes_core::transport::TransportError,
+    std::fmt,
+    std::time::SystemTime,
+};
+
+#[cfg(feature = "bedrock")]
 /// The SigV4 service name of the Bedrock runtime.
 pub const SERVICE: &str = "bedrock";
 
@@ -191,6 +196,7 @@ impl RuntimeHost {
     }
 }
 
+#[cfg(feature = "bedrock")]
 /// An AWS access key, its secret and, for temporary credentials, the session token. `Debug`
 /// never shows the secret or the token.
 #[derive(Clone, PartialEq, Eq)]
@@ -203,6 +209,7 @@ pub struct AwsCredentials {
     pub session_token: Option<String>,
 }
 
+#[cfg(feature = "bedrock")]
 impl fmt::Debug for AwsCredentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AwsCredentials")
@@ -219,6 +226,7 @@ impl fmt::Debug for AwsCredentials {
 /// How a Bedrock request is authorised: SigV4 with credentials (fixed, or asked of a provider
 /// for every request), or a Bedrock API key (`AWS_BEARER_TOKEN_BEDROCK`, sent as a bearer
 /// token). `Debug` shows no secret.
+#[cfg(feature = "bedrock")]
 #[derive(Clone)]
 pub enum AwsAuth {
     /// SigV4 with these credentials for `region`.
@@ -240,6 +248,7 @@ pub enum AwsAuth {
     Bearer(String),
 }
 
+#[cfg(feature = "bedrock")]
 impl PartialEq for AwsAuth {
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
@@ -260,6 +269,7 @@ impl PartialEq for AwsAuth {
     }
 }
 
+#[cfg(feature = "bedrock")]
 impl AwsAuth {
     /// The auth to sign one request with: a provider is asked for its current credentials; an
     /// error is one line naming what failed (never a secret).
@@ -282,6 +292,7 @@ impl AwsAuth {
     }
 }
 
+#[cfg(feature = "bedrock")]
 impl fmt::Debug for AwsAuth {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -302,9 +313,11 @@ impl fmt::Debug for AwsAuth {
     }
 }
 
+#[cfg(feature = "bedrock")]
 /// The clock signatures are dated by (`SystemTime::now` but in tests).
 pub type Clock = fn() -> SystemTime;
 
+#[cfg(feature = "bedrock")]
 /// The headers to send with a POST of `body` to `url` (already percent-encoded, as it goes on
 /// the wire): `content-type` as given, then the authorisation headers (an
 /// [`AwsAuth::Provider`] must be made [`AwsAuth::current`] first). With SigV4 the signed
@@ -375,6 +388,7 @@ pub fn request_headers(
 /// inference-profile ARN's `/` is `%2F`.
 pub use crate::segment::unreserved as path_segment;
 
+#[cfg(feature = "bedrock")]
 /// One decoded event-stream frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Frame {
@@ -388,6 +402,7 @@ pub struct Frame {
     pub payload: Bytes,
 }
 
+#[cfg(feature = "bedrock")]
 impl Frame {
     /// The frame is an exception or error, not an event.
     pub fn is_error(&self) -> bool {
@@ -412,6 +427,7 @@ impl Frame {
     }
 }
 
+#[cfg(feature = "bedrock")]
 /// Reads event-stream frames from the chunks of a response body as they arrive (a frame may
 /// be cut across chunks anywhere, its prelude included).
 #[derive(Debug, Default)]
@@ -421,6 +437,7 @@ pub struct FrameReader {
     frames: usize,
 }
 
+#[cfg(feature = "bedrock")]
 impl FrameReader {
     /// An empty reader.
     pub fn new() -> Self {

@@ -9,6 +9,7 @@ use hermes_core::transport::{Delta, Reply, TransportError, Wait};
 use hermes_core::{CHAT_WIRE, Outgoing, RequestParts, Wire};
 use hermes_core::{Message, Origin, ReplyMeta};
 
+#[cfg(feature = "bedrock")]
 use crate::aws::{self, AwsAuth, Clock};
 use crate::chat::{ChatRequest, StreamAccumulator, capture_message};
 use crate::native::sse::{self, OnDelta, SseTurn};
@@ -410,7 +411,9 @@ pub enum Auth {
     Bearer(String),
     /// A named header holding the key (`x-api-key`, `x-goog-api-key`).
     Header(&'static str, String),
-    /// AWS: SigV4 over the exact URL and body bytes, dated by `clock`, or a Bedrock API key.
+    /// AWS: SigV4 over the exact URL and body bytes, dated by `clock`, or a Bedrock API key
+    /// (feature `bedrock`).
+    #[cfg(feature = "bedrock")]
     Aws(AwsAuth, Clock),
 }
 
@@ -419,6 +422,7 @@ impl fmt::Debug for Auth {
         match self {
             Auth::Bearer(_) => f.write_str("Auth::Bearer(<redacted>)"),
             Auth::Header(name, _) => write!(f, "Auth::Header({name}, <redacted>)"),
+            #[cfg(feature = "bedrock")]
             Auth::Aws(auth, _) => write!(f, "Auth::Aws({auth:?})"),
         }
     }
@@ -454,10 +458,15 @@ impl ChatTransport {
     ) -> Result<reqwest::Response, TransportError> {
         let mut builder = self.client.post(url);
         // An AWS stream is event-stream framed, not SSE.
-        if stream && !matches!(auth, Some(Auth::Aws(..))) {
+        #[cfg(feature = "bedrock")]
+        let sse = !matches!(auth, Some(Auth::Aws(..)));
+        #[cfg(not(feature = "bedrock"))]
+        let sse = true;
+        if stream && sse {
             builder = builder.header(reqwest::header::ACCEPT, "text/event-stream");
         }
         match auth {
+            #[cfg(feature = "bedrock")]
             Some(Auth::Aws(aws, clock)) => {
                 // A provider's current credentials: refreshed ones once the old ones expire.
                 let aws = aws.current().await?;
@@ -487,7 +496,9 @@ impl ChatTransport {
                 value.set_sensitive(true);
                 builder = builder.header(*name, value);
             }
-            Some(Auth::Aws(..)) | None => {}
+            #[cfg(feature = "bedrock")]
+            Some(Auth::Aws(..)) => {}
+            None => {}
         }
         for (name, value) in headers {
             builder = builder.header(*name, value);
@@ -543,7 +554,9 @@ impl ChatTransport {
 fn without_key(body: String, auth: Option<&Auth>) -> String {
     let key = match auth {
         Some(Auth::Bearer(key) | Auth::Header(_, key)) => key.as_str(),
-        Some(Auth::Aws(..)) | None => return body,
+        #[cfg(feature = "bedrock")]
+        Some(Auth::Aws(..)) => return body,
+        None => return body,
     };
     if key.trim().is_empty() || !body.contains(key) {
         return body;

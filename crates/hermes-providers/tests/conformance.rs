@@ -1,11 +1,13 @@
 //! The conformance suite over the built-in route table: case files under `tests/cases/<route>/`,
 //! the invariants of `hermes-conformance`, and live runs against the strict simulator.
+//! Every native wire is built by its descriptor from the wire registry (`Wires::builtin`), as
+//! the engine builds it.
 //! The Anthropic Messages wire runs through the same suite: its cases (`"wire": "anthropic"`,
 //! files `anthropic-…` in the folder of the route their target resolves to) are encoded by an
-//! [`AnthropicWire`] built for each case's base URL, and the native-wire invariants run through
+//! Anthropic wire built for each case's base URL, and the native-wire invariants run through
 //! it for one target of each host family.
 //! The Bedrock Converse wire's cases (`"wire": "bedrock"`, files `bedrock-…`) are encoded by a
-//! [`BedrockWire`] built for each case's runtime base URL (no credentials: encoding signs nothing),
+//! Converse wire built for each case's runtime base URL (no credentials: encoding signs nothing),
 //! and the native-wire invariants run through it too, the corpus's models named by their Bedrock
 //! ids (`Suite::wire_models`) so that Claude's signed replay policy applies.
 //! Prints the route → profile mapping, one line per route and `N passed, M failed`.
@@ -17,9 +19,8 @@ use std::process::ExitCode;
 
 use hermes_conformance::WireTarget;
 use hermes_core::{TargetHost, Wire};
-use hermes_providers::ChatTransport;
-use hermes_providers::anthropic::{AnthropicWire, Flavor, Target};
-use hermes_providers::bedrock::BedrockWire;
+use hermes_providers::wires::Vertex;
+use hermes_providers::{ChatTransport, Credentials};
 
 /// The Anthropic wire's default base URL (SPEC §8a): the wire registered with `Suite::wire`.
 const ANTHROPIC_DIRECT: &str = "https://api.anthropic.com";
@@ -48,46 +49,35 @@ const ANTHROPIC_INVARIANT_TARGETS: &[(&str, &str)] = &[
     ("anthropic", "https://api.anthropic.com.evil.example"),
 ];
 
-/// An Anthropic wire for `provider` on `base_url`: Bedrock InvokeModel for `bedrock-anthropic`
-/// (as the engine picks it, by provider), Vertex on an `aiplatform.googleapis.com` host
-/// (project `p1`, the region its host names), Foundry on `services.ai.azure.com`, else direct.
-/// Encoding needs no network and no key.
-fn anthropic_wire(provider: &str, base_url: &str) -> AnthropicWire {
+/// The built-in wire `id` for `provider` on `base_url`, built by its descriptor as the engine
+/// builds it (so Bedrock InvokeModel for `bedrock-anthropic` and Foundry for
+/// `foundry-anthropic`, by provider), on a Vertex host with project `p1` and the region its
+/// host names (`global` on the global host). Encoding needs no network and no key.
+fn built(id: &str, provider: &str, base_url: &str) -> Box<dyn Wire> {
     let host = TargetHost::from_base_url(base_url).map(|h| h.to_string());
     let host = host.as_deref().unwrap_or("");
-    let flavor = if provider == "bedrock-anthropic" {
-        Flavor::Bedrock
-    } else if host == "aiplatform.googleapis.com" {
-        Flavor::Vertex {
-            project: "p1".into(),
-            region: "global".into(),
-        }
-    } else if let Some(region) = host.strip_suffix("-aiplatform.googleapis.com") {
-        Flavor::Vertex {
+    let region = match host {
+        "aiplatform.googleapis.com" => Some("global"),
+        _ => host.strip_suffix("-aiplatform.googleapis.com"),
+    };
+    let target = hermes_providers::WireTarget {
+        vertex: region.map(|region| Vertex {
             project: "p1".into(),
             region: region.into(),
-        }
-    } else if host.ends_with(".services.ai.azure.com") {
-        Flavor::Foundry
-    } else {
-        Flavor::Direct
+        }),
+        ..hermes_providers::WireTarget::new(provider, "", base_url)
     };
-    AnthropicWire {
-        client: ChatTransport::new().expect("the HTTP client builds"),
-        target: Target {
-            flavor,
-            base_url: base_url.to_owned(),
-            max_tokens: None,
-        },
-        auth: None,
-    }
+    let client = ChatTransport::new().expect("the HTTP client builds");
+    let wires = hermes_providers::Wires::builtin();
+    let descriptor = wires.get(id).expect("a built-in wire");
+    descriptor.build(&target, client, Credentials::default())
 }
 
 /// Builds the Anthropic wire for a case's own base URL; the direct one is the registered wire.
 fn anthropic_for(target: &WireTarget<'_>) -> Option<Box<dyn Wire>> {
     match target.base_url {
         None | Some(ANTHROPIC_DIRECT) => None,
-        Some(base) => Some(Box::new(anthropic_wire(target.provider, base))),
+        Some(base) => Some(built("anthropic", target.provider, base)),
     }
 }
 
@@ -107,15 +97,8 @@ const BEDROCK_INVARIANT_TARGETS: &[(&str, &str)] = &[("bedrock", BEDROCK_US_EAST
 
 /// Builds the Bedrock Converse wire for a case's own base URL (us-east-1 when it names none).
 fn bedrock_for(target: &WireTarget<'_>) -> Option<Box<dyn Wire>> {
-    Some(Box::new(BedrockWire {
-        client: ChatTransport::new().expect("the HTTP client builds"),
-        target: hermes_providers::bedrock::Target {
-            base_url: target.base_url.unwrap_or(BEDROCK_US_EAST_1).to_owned(),
-            max_tokens: None,
-        },
-        auth: None,
-        clock: std::time::SystemTime::now,
-    }))
+    let base = target.base_url.unwrap_or(BEDROCK_US_EAST_1);
+    Some(built("bedrock", target.provider, base))
 }
 
 /// The targets the Gemini wire's invariants run on: a regional Vertex host (the AI Studio host
@@ -133,33 +116,10 @@ const GEMINI_CORPUS_MODELS: [&str; 2] = ["gemini-3-pro-preview", "gemini-3-flash
 /// host (project `p1`, the region its host names, `global` on the global host), else AI
 /// Studio. No key: encoding sends nothing.
 fn gemini_for(target: &WireTarget<'_>) -> Option<Box<dyn Wire>> {
-    use hermes_providers::gemini;
-    let base = target.base_url.unwrap_or(gemini::AI_STUDIO_BASE);
-    let host = TargetHost::from_base_url(base)
-        .map(|h| h.to_string())
-        .unwrap_or_default();
-    let flavor = if host == "aiplatform.googleapis.com" {
-        gemini::Flavor::Vertex {
-            project: "p1".into(),
-            region: "global".into(),
-        }
-    } else if let Some(region) = host.strip_suffix("-aiplatform.googleapis.com") {
-        gemini::Flavor::Vertex {
-            project: "p1".into(),
-            region: region.into(),
-        }
-    } else {
-        gemini::Flavor::AiStudio
-    };
-    Some(Box::new(gemini::GeminiWire {
-        client: ChatTransport::new().expect("the HTTP client builds"),
-        target: gemini::Target {
-            flavor,
-            base_url: base.to_owned(),
-            max_tokens: None,
-        },
-        auth: None,
-    }))
+    let base = target
+        .base_url
+        .unwrap_or(hermes_providers::gemini::AI_STUDIO_BASE);
+    Some(built("gemini", target.provider, base))
 }
 
 /// The Responses wire's invariant targets (OpenAI's own API) and corpus models.
@@ -171,14 +131,9 @@ const RESPONSES_CORPUS_MODELS: [&str; 2] = ["gpt-5", "gpt-5-mini"];
 
 /// Builds the Responses wire for a case's own base URL (OpenAI's when it names none).
 fn responses_for(target: &WireTarget<'_>) -> Option<Box<dyn Wire>> {
-    Some(Box::new(hermes_providers::responses::ResponsesWire {
-        client: ChatTransport::new().expect("the HTTP client builds"),
-        base_url: target
-            .base_url
-            .unwrap_or(hermes_providers::responses::DEFAULT_BASE)
-            .to_owned(),
-        auth: None,
-    }))
+    let base = target.base_url;
+    let base = base.unwrap_or(hermes_providers::responses::DEFAULT_BASE);
+    Some(built("openai-responses", target.provider, base))
 }
 
 fn main() -> ExitCode {
@@ -190,10 +145,10 @@ fn main() -> ExitCode {
     let only: Vec<&str> = only.iter().map(String::as_str).collect();
     let table = hermes_providers::builtin_table();
     let cases = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cases");
-    let direct = anthropic_wire("anthropic", ANTHROPIC_DIRECT);
+    let direct = built("anthropic", "anthropic", ANTHROPIC_DIRECT);
     let mut suite = hermes_conformance::Suite::new(&table)
         .cases_dir(cases)
-        .wire(&direct)
+        .wire(direct.as_ref())
         .wire_factory(hermes_providers::anthropic::WIRE_ID, anthropic_for)
         .wire_factory(hermes_providers::bedrock::WIRE_ID, bedrock_for)
         .wire_models(hermes_providers::bedrock::WIRE_ID, BEDROCK_CORPUS_MODELS)

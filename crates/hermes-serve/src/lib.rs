@@ -863,7 +863,7 @@ async fn models(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response
     let mut ids: Vec<String> = inner.config.models.keys().cloned().collect();
     if let Some(settings) = inner.engine.settings() {
         let defaults = &settings.defaults;
-        for spec in hermes_engine::providers::registry::PROVIDERS {
+        for (spec, _) in inner.engine.wires().providers() {
             let configured = defaults.providers.get(spec.id);
             let var = configured
                 .and_then(|p| p.key_var.as_deref())

@@ -1,4 +1,6 @@
-//! `acme-route`: how a third party adds a provider to hermes.
+//! `acme-route`: how a third party adds a provider to hermes — a route for a provider that
+//! speaks chat completions ([`AcmeRoute`]), and a wire of its own for one that does not
+//! ([`wire`]: "Acme JSON", provider `acme-json`).
 //!
 //! "Acme Thinking Cloud" (made up) speaks chat completions at `api.acme-thinking.test`. It reads
 //! `reasoning_content` and `reasoning_details`, refuses a tool-call turn that lacks
@@ -22,6 +24,11 @@ use hermes_core::{
     ThinkingFields, ThinkingRequest,
 };
 use serde_json::json;
+
+#[cfg(feature = "test-server")]
+pub mod server;
+pub mod wire;
+pub use wire::{ACME_JSON, AcmeJsonWire};
 
 /// The route id.
 pub const ROUTE_ID: &str = "acme";

@@ -1,16 +1,23 @@
 //! The acme route passes the same conformance suite as the built-ins, through the public API
 //! only: its case files, every invariant, and live runs against the simulator scripted with
-//! Acme's contract (`acme_sim`, built here: hermes-sim has no `acme` profile).
+//! Acme's contract (`acme_sim`, built here: hermes-sim has no `acme` profile). Acme's own wire
+//! ("Acme JSON") runs the same live tool loop against the loopback Acme JSON server
+//! (`acme_route::server`, an older deployment that refuses `thinking`), checked by the suite's
+//! wire-generic [`check_exchanges`]: every signed thought back byte for byte, the refused field
+//! dropped after one retry.
 
 mod acme_sim;
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use acme_route::server::{AcmeServer, MODEL};
 use hermes_conformance::Check;
-use hermes_conformance::live::{NativeCheck, check_received, drive_tool_loop};
+use hermes_conformance::live::{NativeCheck, check_exchanges, check_received, drive_tool_loop};
 use hermes_core::{CarrierSet, ResolveOptions, RouteTable, RouteTarget};
-use hermes_providers::{ChatTransport, Endpoint, HttpChat};
+use hermes_providers::{
+    ChatTransport, Credentials, Endpoint, HttpChat, WireDescriptor, WireTarget,
+};
 
 async fn live(table: &RouteTable, stream: bool) -> Result<(), String> {
     let sim = hermes_sim::Sim::builder(acme_sim::profile())
@@ -38,6 +45,21 @@ async fn live(table: &RouteTable, stream: bool) -> Result<(), String> {
     check_received(&received, run.requests, CarrierSet::RC, NativeCheck::None)
 }
 
+/// The Acme JSON wire, built by its descriptor as the engine builds it, through the tool loop
+/// and the follow-up against a strict loopback server.
+async fn live_wire(table: &RouteTable, stream: bool) -> Result<(), String> {
+    let server = AcmeServer::strict().await;
+    let wire = acme_route::ACME_JSON.build(
+        &WireTarget::new("acme-json", MODEL, &server.uri()),
+        ChatTransport::new().map_err(|e| e.to_string())?,
+        Credentials::default(),
+    );
+    let target = RouteTarget::new("acme-json", Some(&server.uri()), MODEL);
+    let decision = table.resolve(&target, ResolveOptions::default());
+    let run = drive_tool_loop(wire.as_ref(), &decision, stream).await?;
+    check_exchanges(&server.exchanges(), run.requests, &["thinking"])
+}
+
 fn main() -> ExitCode {
     let mut table = hermes_providers::builtin_table();
     table.register_first(Arc::new(acme_route::AcmeRoute::new()));
@@ -53,15 +75,18 @@ fn main() -> ExitCode {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build();
-    for stream in [false, true] {
+    let route = "live acme: 3-step tool loop + follow-up";
+    let wire = "live acme-json wire: 3-step tool loop + follow-up, thoughts byte for byte, `thinking` refused once";
+    for (check, stream) in [(route, false), (route, true), (wire, false), (wire, true)] {
         let result = match &runtime {
-            Ok(rt) => rt.block_on(live(&table, stream)),
+            Ok(rt) if check == route => rt.block_on(live(&table, stream)),
+            Ok(rt) => rt.block_on(live_wire(&table, stream)),
             Err(e) => Err(e.to_string()),
         };
         report.checks.push(Check {
             route: acme_route::ROUTE_ID.to_owned(),
             name: format!(
-                "live acme: 3-step tool loop + follow-up, {}",
+                "{check}, {}",
                 if stream { "streamed" } else { "non-streamed" }
             ),
             failure: result.err(),

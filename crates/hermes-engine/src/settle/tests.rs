@@ -78,7 +78,7 @@ fn plain_http_carries_a_key_only_to_local_hosts_or_with_the_opt_in() {
 }
 
 /// What two settlements must agree on.
-fn agreed(engine: &Engine, s: &Settled) -> (String, String, Option<String>, String, Wire) {
+fn agreed(engine: &Engine, s: &Settled) -> (String, String, Option<String>, String, &'static str) {
     (
         s.provider.clone(),
         s.model.clone(),

@@ -22,6 +22,7 @@ use hermes_core::{FinishReason, Message, Origin, RawJson, ReplyMeta, Usage};
 use base64::Engine as _;
 use hermes_core::transport::TransportError;
 
+#[cfg(feature = "bedrock")]
 use crate::aws::{Frame, FrameReader};
 pub(crate) use crate::signed::carriers::CaptureError;
 use crate::signed::carriers::{
@@ -478,6 +479,7 @@ impl StreamCapture {
     }
 }
 
+#[cfg(feature = "bedrock")]
 /// The payload of a Bedrock `chunk` event: one Anthropic stream event, base64-encoded (the `p`
 /// padding field and anything else is ignored).
 #[derive(Deserialize)]
@@ -485,6 +487,7 @@ struct ChunkPayload {
     bytes: String,
 }
 
+#[cfg(feature = "bedrock")]
 /// Builds one assistant message from the AWS event stream of a Bedrock
 /// `invoke-with-response-stream` reply: each `chunk` event's payload `{"bytes":"<base64>",
 /// "p":…}` holds one Anthropic stream event, fed to a [`StreamCapture`] by its `type`, as
@@ -497,6 +500,7 @@ pub(crate) struct FrameCapture {
     capture: StreamCapture,
 }
 
+#[cfg(feature = "bedrock")]
 impl FrameCapture {
     /// A fresh capture.
     pub(crate) fn new() -> Self {

@@ -241,6 +241,7 @@ impl SseTurn for capture::StreamCapture {
     }
 }
 
+#[cfg(feature = "bedrock")]
 /// Reads a Bedrock `invoke-with-response-stream` reply: AWS event-stream frames, each `chunk`
 /// one Anthropic stream event ([`capture::FrameCapture`]).
 async fn read_event_stream(
@@ -257,6 +258,20 @@ async fn read_event_stream(
     drop(body);
     let (message, meta) = capture.finish(origin)?;
     Ok(Reply { message, meta })
+}
+
+/// Without the `bedrock` feature there is no Bedrock door (`bedrock-anthropic` is not listed),
+/// so no event stream to read.
+#[cfg(not(feature = "bedrock"))]
+async fn read_event_stream(
+    _response: reqwest::Response,
+    _origin: Origin,
+    _on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+) -> Result<Reply, TransportError> {
+    Err(TransportError::Request(
+        "Bedrock InvokeModel needs hermes-providers' `bedrock` feature, which this build lacks"
+            .to_owned(),
+    ))
 }
 
 #[cfg(test)]

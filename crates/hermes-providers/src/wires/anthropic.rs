@@ -1,0 +1,90 @@
+//! The Anthropic Messages wire's descriptor: the direct API, Vertex, Azure Foundry and (with
+//! the `bedrock` feature, whose AWS auth it needs) Bedrock InvokeModel.
+
+use hermes_core::{Message, RequestParts, Wire};
+
+use super::{Credentials, Explained, ProviderSpec, WireTarget};
+use crate::anthropic::{self, AnthropicWire};
+use crate::transport::{Auth, ChatTransport};
+
+pub(super) const PROVIDERS: &[ProviderSpec] = &[
+    ProviderSpec {
+        id: "anthropic",
+        base_url: Some("https://api.anthropic.com"),
+        key_var: Some("ANTHROPIC_API_KEY"),
+    },
+    ProviderSpec {
+        id: "vertex-anthropic",
+        base_url: None,
+        key_var: Some("GOOGLE_OAUTH_ACCESS_TOKEN"),
+    },
+    ProviderSpec {
+        // https://{resource}.services.ai.azure.com/anthropic: the resource is the user's.
+        id: "foundry-anthropic",
+        base_url: None,
+        key_var: Some("ANTHROPIC_FOUNDRY_API_KEY"),
+    },
+    // Claude's Messages bodies over Bedrock InvokeModel: the host follows the AWS region;
+    // credentials come from the AWS environment and shared files (or a Bedrock API key).
+    #[cfg(feature = "bedrock")]
+    ProviderSpec {
+        id: "bedrock-anthropic",
+        base_url: None,
+        key_var: None,
+    },
+];
+
+/// The Anthropic target of `target` (its door from the provider id and the Vertex location).
+fn anthropic_target(target: &WireTarget) -> anthropic::Target {
+    let flavor = match (&target.vertex, target.provider.as_str()) {
+        (Some(v), _) => anthropic::Flavor::Vertex {
+            project: v.project.clone(),
+            region: v.region.clone(),
+        },
+        (None, "foundry-anthropic") => anthropic::Flavor::Foundry,
+        (None, "bedrock-anthropic") => anthropic::Flavor::Bedrock,
+        _ => anthropic::Flavor::Direct,
+    };
+    anthropic::Target {
+        flavor,
+        base_url: target.base_url.clone(),
+        max_tokens: target.max_tokens,
+    }
+}
+
+/// The key as Anthropic's door takes it: AWS auth on Bedrock, a bearer token on Vertex (and on
+/// Foundry given an Entra ID token), else `x-api-key`.
+fn auth_of(target: &WireTarget, credentials: Credentials) -> Option<Auth> {
+    #[cfg(feature = "bedrock")]
+    if let Some(aws) = credentials.aws {
+        return Some(Auth::Aws(aws, std::time::SystemTime::now));
+    }
+    credentials.key.map(|key| {
+        if target.vertex.is_some() || target.bearer {
+            Auth::Bearer(key)
+        } else {
+            Auth::Header("x-api-key", key)
+        }
+    })
+}
+
+/// The URL the request goes to, then the body's lines.
+pub(super) fn explain(target: &WireTarget, parts: &RequestParts<'_>, _: &[Message]) -> Explained {
+    let door = anthropic_target(target);
+    let encoded = anthropic::body::encode(parts, &door, &anthropic::Drops::default())?;
+    let url = anthropic::url(&door, &target.model, parts.stream);
+    Ok(std::iter::once(format!("POST {url}"))
+        .chain(encoded.explain)
+        .collect())
+}
+
+/// The Anthropic wire for `target`, through the door its provider names.
+pub(super) fn build(target: &WireTarget, http: ChatTransport, auth: Credentials) -> Box<dyn Wire> {
+    let auth = auth_of(target, auth);
+    let target = anthropic_target(target);
+    Box::new(AnthropicWire {
+        client: http,
+        target,
+        auth,
+    })
+}

@@ -1,0 +1,41 @@
+//! The Bedrock Converse wire's descriptor (AWS auth: SigV4 or a Bedrock API key).
+
+use hermes_core::{Message, RequestParts, Wire};
+
+use super::{Credentials, Explained, ProviderSpec, WireTarget};
+use crate::bedrock::{self, BedrockWire};
+use crate::transport::ChatTransport;
+
+pub(super) const PROVIDERS: &[ProviderSpec] = &[
+    // The host follows the AWS region; credentials come from the AWS environment and shared
+    // files (or a Bedrock API key), never from one key variable.
+    ProviderSpec {
+        id: "bedrock",
+        base_url: None,
+        key_var: None,
+    },
+];
+
+/// The Converse target of `target`.
+fn bedrock_target(target: &WireTarget) -> bedrock::Target {
+    bedrock::Target {
+        base_url: target.base_url.clone(),
+        max_tokens: target.max_tokens,
+    }
+}
+
+/// The Converse wire for `target`, signing with the AWS auth.
+pub(super) fn build(target: &WireTarget, http: ChatTransport, auth: Credentials) -> Box<dyn Wire> {
+    Box::new(BedrockWire {
+        client: http,
+        target: bedrock_target(target),
+        auth: auth.aws,
+        clock: std::time::SystemTime::now,
+    })
+}
+
+/// The wire's own explanation ([`bedrock::explain`]: the operation and path, then the body's
+/// lines).
+pub(super) fn explain(target: &WireTarget, parts: &RequestParts<'_>, _: &[Message]) -> Explained {
+    Ok(bedrock::explain(parts, &bedrock_target(target))?)
+}

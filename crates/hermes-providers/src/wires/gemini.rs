@@ -1,0 +1,54 @@
+//! The Gemini generateContent wire's descriptor: AI Studio and Vertex.
+
+use hermes_core::{Message, RequestParts, Wire};
+
+use super::{Credentials, Explained, ProviderSpec, WireTarget};
+use crate::gemini::{self, GeminiWire};
+use crate::transport::{Auth, ChatTransport};
+
+pub(super) const PROVIDERS: &[ProviderSpec] = &[
+    ProviderSpec {
+        id: "gemini",
+        base_url: Some("https://generativelanguage.googleapis.com/v1beta"),
+        key_var: Some("GEMINI_API_KEY"),
+    },
+    ProviderSpec {
+        // `[vertex] project`, `region` in config.toml; a bearer token.
+        id: "vertex-gemini",
+        base_url: None,
+        key_var: Some("GOOGLE_OAUTH_ACCESS_TOKEN"),
+    },
+];
+
+/// The Gemini target of `target` (Vertex when it has a Vertex location).
+fn gemini_target(target: &WireTarget) -> gemini::Target {
+    let flavor = match &target.vertex {
+        Some(v) => gemini::Flavor::Vertex {
+            project: v.project.clone(),
+            region: v.region.clone(),
+        },
+        None => gemini::Flavor::AiStudio,
+    };
+    gemini::Target {
+        flavor,
+        base_url: target.base_url.clone(),
+        max_tokens: target.max_tokens,
+    }
+}
+
+/// The Gemini wire for `target`: AI Studio's key header, or a bearer token on Vertex.
+pub(super) fn build(target: &WireTarget, http: ChatTransport, auth: Credentials) -> Box<dyn Wire> {
+    Box::new(GeminiWire {
+        client: http,
+        target: gemini_target(target),
+        auth: auth.key.map(|key| match target.vertex {
+            Some(_) => Auth::Bearer(key),
+            None => Auth::Header("x-goog-api-key", key),
+        }),
+    })
+}
+
+/// The wire's own explanation ([`gemini::explain`]: the URL, then the body's lines).
+pub(super) fn explain(target: &WireTarget, parts: &RequestParts<'_>, _: &[Message]) -> Explained {
+    Ok(gemini::explain(parts, &gemini_target(target))?)
+}

@@ -1,0 +1,408 @@
+//! The wire registry, after sqlx's driver list: one [`WireDescriptor`] per wire (its id, its
+//! name, the providers it serves, how to build it for a target and how to explain a body), the
+//! built-in ones registered by [`register_builtin_wires`], and [`Wires`], the list a front end
+//! runs with (the engine's: the built-ins plus any a third party adds).
+
+use std::sync::Arc;
+
+use hermes_core::{Message, RequestParts, TransportError, Wire};
+
+use crate::transport::ChatTransport;
+
+#[cfg(feature = "anthropic")]
+mod anthropic;
+#[cfg(feature = "bedrock")]
+mod bedrock;
+mod chat;
+#[cfg(feature = "gemini")]
+mod gemini;
+#[cfg(feature = "responses")]
+mod responses;
+
+/// One provider of the registry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProviderSpec {
+    /// Provider id (`--provider`).
+    pub id: &'static str,
+    /// Default base URL; `None` when `--base-url` is required.
+    pub base_url: Option<&'static str>,
+    /// Environment variable holding the API key; `None` when no key is needed.
+    pub key_var: Option<&'static str>,
+}
+
+/// Why a body could not be explained: the wire's own encode error (its text is what
+/// `hermes preview --explain` prints after "could not encode the request: ").
+pub type ExplainError = Box<dyn std::error::Error + Send + Sync>;
+
+/// One wire protocol: what the engine needs to settle a provider onto it, build it for a
+/// target and explain its bodies. A third party implements it for a wire of its own and adds
+/// it with `hermes_engine::Engine::with_wire`.
+pub trait WireDescriptor: Send + Sync {
+    /// The wire's id: what [`Wire::id`] of every wire [`WireDescriptor::build`] makes returns,
+    /// the name its verdicts are stored under and what `hermes providers` prints as a provider's
+    /// wire (one vocabulary).
+    fn id(&self) -> &'static str;
+
+    /// The name shown to people ("Anthropic Messages").
+    fn name(&self) -> &'static str;
+
+    /// The providers that speak this wire (`--provider` ids, default base URLs, key
+    /// variables).
+    fn providers(&self) -> &[ProviderSpec];
+
+    /// The wire for `target`, sending through `client` with `credentials`. No request is sent
+    /// here: a preview builds the wire only to encode with it.
+    fn build(
+        &self,
+        target: &WireTarget,
+        client: ChatTransport,
+        credentials: Credentials,
+    ) -> Box<dyn Wire>;
+
+    /// `hermes preview --explain`'s lines for the body of `parts` on `target`: why each
+    /// carrier is present, padded or absent and what stays out. `stored` is the history as
+    /// stored, before the wire copy pairs every tool call with a result.
+    fn explain(
+        &self,
+        target: &WireTarget,
+        parts: &RequestParts<'_>,
+        stored: &[Message],
+    ) -> Result<Vec<String>, ExplainError>;
+}
+
+/// How a [`Descriptor`] builds its wire ([`WireDescriptor::build`]).
+pub type BuildFn = fn(&WireTarget, ChatTransport, Credentials) -> Box<dyn Wire>;
+
+/// What [`WireDescriptor::explain`] returns.
+pub type Explained = Result<Vec<String>, ExplainError>;
+
+/// How a [`Descriptor`] explains a body ([`WireDescriptor::explain`]).
+pub type ExplainFn = fn(&WireTarget, &RequestParts<'_>, &[Message]) -> Explained;
+
+/// A wire descriptor as data: what every built-in one is, and the shortest way to describe a
+/// wire of one's own (a `const`, its two functions given as closures).
+#[derive(Clone, Copy, Debug)]
+pub struct Descriptor {
+    /// [`WireDescriptor::id`].
+    pub id: &'static str,
+    /// [`WireDescriptor::name`].
+    pub name: &'static str,
+    /// [`WireDescriptor::providers`].
+    pub providers: &'static [ProviderSpec],
+    /// [`WireDescriptor::build`].
+    pub build: BuildFn,
+    /// [`WireDescriptor::explain`].
+    pub explain: ExplainFn,
+}
+
+impl WireDescriptor for Descriptor {
+    fn id(&self) -> &'static str {
+        self.id
+    }
+
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn providers(&self) -> &[ProviderSpec] {
+        self.providers
+    }
+
+    fn build(
+        &self,
+        target: &WireTarget,
+        client: ChatTransport,
+        auth: Credentials,
+    ) -> Box<dyn Wire> {
+        (self.build)(target, client, auth)
+    }
+
+    fn explain(
+        &self,
+        target: &WireTarget,
+        parts: &RequestParts<'_>,
+        stored: &[Message],
+    ) -> Result<Vec<String>, ExplainError> {
+        (self.explain)(target, parts, stored)
+    }
+}
+
+impl std::fmt::Debug for dyn WireDescriptor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WireDescriptor({})", self.id())
+    }
+}
+
+/// Where a settled target's requests go, in the terms a wire is built from (the engine fills
+/// it from its settlement).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WireTarget {
+    /// The provider id (lowercase; `vertex-anthropic`, `bedrock-anthropic`, … pick a door).
+    pub provider: String,
+    /// The model id.
+    pub model: String,
+    /// Where requests go (a started simulator's loopback URL, or the settled base URL).
+    pub base_url: String,
+    /// The output limit configured for this model, if any.
+    pub max_tokens: Option<u32>,
+    /// The Google Cloud project and region (the Vertex providers only).
+    pub vertex: Option<Vertex>,
+    /// The key is a bearer token sent where the provider's own key header would go (Foundry
+    /// with a Microsoft Entra ID token).
+    pub bearer: bool,
+}
+
+impl WireTarget {
+    /// `model` of `provider` at `base_url`, with no output limit, no Vertex location and the
+    /// provider's own key header.
+    pub fn new(provider: &str, model: &str, base_url: &str) -> Self {
+        WireTarget {
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            base_url: base_url.to_owned(),
+            max_tokens: None,
+            vertex: None,
+            bearer: false,
+        }
+    }
+}
+
+/// A Vertex AI location: the Google Cloud project and the region (or `global`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Vertex {
+    /// The project.
+    pub project: String,
+    /// The region, or `global`.
+    pub region: String,
+}
+
+/// What a request carries to prove who sends it (none in a preview: auth never changes a
+/// body). `Debug` shows no secret.
+#[derive(Clone, Default)]
+pub struct Credentials {
+    /// The API key or token.
+    pub key: Option<String>,
+    /// AWS SigV4 credentials or a Bedrock API key.
+    #[cfg(feature = "bedrock")]
+    pub aws: Option<crate::aws::AwsAuth>,
+    /// The target is the in-process simulator (its Responses door wants some bearer token).
+    pub sim: bool,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("Credentials");
+        d.field("key", &self.key.as_ref().map(|_| "<redacted>"));
+        #[cfg(feature = "bedrock")]
+        d.field("aws", &self.aws);
+        d.field("sim", &self.sim).finish()
+    }
+}
+
+/// The wires a front end runs with, in registration order. A provider id belongs to the last
+/// wire registered that lists it, so an added wire may take over a built-in provider id.
+#[derive(Clone, Default)]
+pub struct Wires {
+    list: Vec<Arc<dyn WireDescriptor>>,
+}
+
+impl std::fmt::Debug for Wires {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.list.iter().map(|w| w.id()))
+            .finish()
+    }
+}
+
+impl Wires {
+    /// The built-in wires this build has ([`register_builtin_wires`]).
+    pub fn builtin() -> Self {
+        let mut wires = Wires::default();
+        register_builtin_wires(&mut wires);
+        wires
+    }
+
+    /// Adds `wire` after the others (a wire with the same id is replaced in its place).
+    pub fn register(&mut self, wire: Arc<dyn WireDescriptor>) {
+        match self.list.iter_mut().find(|w| w.id() == wire.id()) {
+            Some(slot) => *slot = wire,
+            None => self.list.push(wire),
+        }
+    }
+
+    /// Every wire, in registration order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn WireDescriptor>> {
+        self.list.iter()
+    }
+
+    /// The wire with id `id`.
+    pub fn get(&self, id: &str) -> Option<&Arc<dyn WireDescriptor>> {
+        self.list.iter().find(|w| w.id() == id)
+    }
+
+    /// The provider `id` (trimmed, case-insensitive) and the wire that serves it.
+    pub fn provider(&self, id: &str) -> Option<(&ProviderSpec, &Arc<dyn WireDescriptor>)> {
+        let id = id.trim().to_lowercase();
+        self.list
+            .iter()
+            .rev()
+            .find_map(|w| w.providers().iter().find(|p| p.id == id).map(|p| (p, w)))
+    }
+
+    /// Every provider with the wire that serves it, in registration order (each id once).
+    pub fn providers(&self) -> Vec<(&ProviderSpec, &Arc<dyn WireDescriptor>)> {
+        self.list
+            .iter()
+            .enumerate()
+            .flat_map(|(at, w)| {
+                w.providers()
+                    .iter()
+                    .filter(move |p| {
+                        !self.list[at + 1..]
+                            .iter()
+                            .any(|later| later.providers().iter().any(|q| q.id == p.id))
+                    })
+                    .map(move |p| (p, w))
+            })
+            .collect()
+    }
+}
+
+/// Registers every built-in wire this build has, in the order `hermes providers` lists their
+/// providers: chat completions, then (each behind its cargo feature) Anthropic Messages,
+/// Bedrock Converse, OpenAI Responses and Gemini generateContent.
+pub fn register_builtin_wires(wires: &mut Wires) {
+    for wire in BUILTIN {
+        wires.register(Arc::new(*wire));
+    }
+}
+
+/// A descriptor of `id`, `name` and `providers`, built by `build` and explained by `explain`.
+const fn wire(
+    id: &'static str,
+    name: &'static str,
+    providers: &'static [ProviderSpec],
+    build: BuildFn,
+    explain: ExplainFn,
+) -> Descriptor {
+    Descriptor {
+        id,
+        name,
+        providers,
+        build,
+        explain,
+    }
+}
+
+/// Chat completions, always built.
+const CHAT_DESCRIPTOR: Descriptor = wire(
+    hermes_core::CHAT_WIRE,
+    "OpenAI-compatible chat completions",
+    chat::PROVIDERS,
+    chat::build,
+    chat::explain,
+);
+
+/// The built-in wires of this build, in registration order, one a line: id, name, providers,
+/// how to build it, how to explain a body (each native one behind its feature).
+#[rustfmt::skip]
+const BUILTIN: &[Descriptor] = &[
+    CHAT_DESCRIPTOR,
+    #[cfg(feature = "anthropic")]
+    wire(crate::anthropic::WIRE_ID, "Anthropic Messages", anthropic::PROVIDERS, anthropic::build, anthropic::explain),
+    #[cfg(feature = "bedrock")]
+    wire(crate::bedrock::WIRE_ID, "AWS Bedrock Converse", bedrock::PROVIDERS, bedrock::build, bedrock::explain),
+    #[cfg(feature = "responses")]
+    wire(crate::responses::WIRE_ID, "OpenAI Responses", responses::PROVIDERS, responses::build, responses::explain),
+    #[cfg(feature = "gemini")]
+    wire(crate::gemini::WIRE_ID, "Gemini generateContent", gemini::PROVIDERS, gemini::build, gemini::explain),
+];
+
+/// Every built-in provider of this build, with its wire's id, in registration order.
+pub(crate) fn builtin_providers() -> impl Iterator<Item = (&'static ProviderSpec, &'static str)> {
+    BUILTIN
+        .iter()
+        .flat_map(|w| w.providers.iter().map(move |p| (p, w.id)))
+}
+
+impl ChatTransport {
+    /// POSTs `request`'s JSON body to `url` with `auth` and returns the whole reply body: the
+    /// HTTP a wire of one's own sends through (the engine's shared client and its waits, no
+    /// redirect to another origin, a non-2xx answer as [`TransportError::Http`] with its body —
+    /// the key redacted from it — for the refusal classifier, a connect failure named by its
+    /// cause). `wire` names the wire in the debug log. Not for a streamed reply.
+    pub async fn post_json(
+        &self,
+        wire: &str,
+        url: &str,
+        request: &hermes_core::Outgoing,
+        auth: Option<&crate::transport::Auth>,
+    ) -> Result<String, TransportError> {
+        let response = self.send_request(wire, url, request, auth, &[]).await?;
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(crate::transport::map_reqwest)?;
+        String::from_utf8(bytes.to_vec())
+            .map_err(|e| TransportError::Decode(format!("the reply is not UTF-8: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Descriptor, ProviderSpec, Wires};
+
+    /// A made-up wire serving `mine` and taking over the built-in `deepseek`.
+    const MINE: Descriptor = Descriptor {
+        id: "mine",
+        providers: &[
+            ProviderSpec {
+                id: "mine",
+                base_url: Some("https://mine.test"),
+                key_var: Some("MINE_KEY"),
+            },
+            ProviderSpec {
+                id: "deepseek",
+                base_url: Some("https://deepseek.mine.test"),
+                key_var: None,
+            },
+        ],
+        ..super::CHAT_DESCRIPTOR
+    };
+
+    #[test]
+    fn a_provider_belongs_to_the_last_wire_that_lists_it_and_is_listed_once() {
+        let mut wires = Wires::builtin();
+        let ids = |wires: &Wires| -> Vec<(&str, &str)> {
+            let providers = wires.providers();
+            providers.iter().map(|(p, w)| (p.id, w.id())).collect()
+        };
+        let before = ids(&wires);
+        assert!(before.contains(&("deepseek", "chat")));
+        assert!(before.contains(&("bedrock", "bedrock")));
+        assert!(before.contains(&("openai-responses", "openai-responses")));
+        let mut unique = before.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), before.len(), "each id once: {before:?}");
+
+        wires.register(std::sync::Arc::new(MINE));
+        let after = ids(&wires);
+        assert_eq!(after.len(), before.len() + 1, "{after:?}");
+        assert!(after.contains(&("deepseek", "mine")), "{after:?}");
+        assert!(!after.contains(&("deepseek", "chat")), "{after:?}");
+        assert!(
+            after.ends_with(&[("mine", "mine"), ("deepseek", "mine")]),
+            "{after:?}"
+        );
+        let (spec, wire) = wires.provider(" DeepSeek ").unwrap();
+        assert_eq!(
+            (spec.base_url, wire.id()),
+            (Some("https://deepseek.mine.test"), "mine")
+        );
+        assert_eq!(
+            wires.get("mine").map(|w| w.name()),
+            Some("OpenAI-compatible chat completions")
+        );
+    }
+}

@@ -1,0 +1,32 @@
+//! The OpenAI Responses wire's descriptor.
+
+use hermes_core::{Message, RequestParts, Wire};
+
+use super::{Credentials, Explained, ProviderSpec, WireTarget};
+use crate::responses::{self, ResponsesWire};
+use crate::transport::{Auth, ChatTransport};
+
+pub(super) const PROVIDERS: &[ProviderSpec] = &[ProviderSpec {
+    // Reasoning items kept encrypted between turns (`store: false`).
+    id: "openai-responses",
+    base_url: Some("https://api.openai.com/v1"),
+    key_var: Some("OPENAI_API_KEY"),
+}];
+
+/// The Responses wire for `target`, its key as a bearer token.
+pub(super) fn build(target: &WireTarget, http: ChatTransport, auth: Credentials) -> Box<dyn Wire> {
+    Box::new(ResponsesWire {
+        client: http,
+        base_url: target.base_url.clone(),
+        // The in-process simulator wants a bearer token, as OpenAI does; any will do.
+        auth: auth
+            .key
+            .or_else(|| auth.sim.then(|| "hermes-sim".to_owned()))
+            .map(Auth::Bearer),
+    })
+}
+
+/// The wire's own explanation ([`responses::explain`]: the URL, then the body's lines).
+pub(super) fn explain(target: &WireTarget, parts: &RequestParts<'_>, _: &[Message]) -> Explained {
+    Ok(responses::explain(parts, &target.base_url)?)
+}
