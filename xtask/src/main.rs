@@ -166,11 +166,12 @@ fn ci() -> anyhow::Result<()> {
     // Gemini alone (no AWS crate is built for either).
     for features in [&[][..], &["--features", "gemini"][..]] {
         let mut check = cargo();
-        check.args(["check", "-p", "hermes-providers", "--no-default-features"]);
+        check.args(["clippy", "-p", "hermes-providers", "--no-default-features"]);
         check.args(features);
+        check.args(["--", "-D", "warnings"]);
         step(
             &format!(
-                "cargo check -p hermes-providers --no-default-features {}",
+                "cargo clippy -p hermes-providers --no-default-features {}",
                 features.join(" ")
             ),
             check,

@@ -23,7 +23,7 @@
         feature = "gemini",
         feature = "responses"
     )),
-    allow(dead_code, unused_imports)
+    allow(dead_code, unused_imports, unreachable_pub)
 )]
 
 #[cfg(feature = "anthropic")]
@@ -38,7 +38,6 @@ mod image;
 pub mod native;
 mod openai_model;
 pub mod registry;
-#[cfg(any(feature = "anthropic", feature = "gemini", feature = "responses"))]
 mod reply;
 #[cfg(feature = "responses")]
 pub mod responses;
