@@ -1440,7 +1440,7 @@ fn no_cached_thinking(shape: Option<Shape>, body: &Value) -> Result<(), String> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hermes_core::transport::{Delta, Reply, TransportError};
+    use hermes_core::transport::{OnDelta, Reply, TransportError};
     use hermes_core::{Origin, Outgoing};
     use serde_json::json;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -1855,7 +1855,7 @@ mod tests {
             &self,
             _: &Outgoing,
             _: Origin,
-            _: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+            _: OnDelta<'_>,
         ) -> Result<Reply, TransportError> {
             Err(TransportError::Request("not sent in this test".into()))
         }

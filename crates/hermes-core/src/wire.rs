@@ -10,7 +10,7 @@ use crate::passthrough::{NO_PASSTHROUGH, Passthrough};
 use crate::raw::RawJson;
 use crate::route::{RouteDecision, ThinkingRequest};
 use crate::sampling::{NO_SAMPLING, Sampling};
-use crate::transport::{Delta, Reply, TransportError};
+use crate::transport::{OnDelta, Reply, TransportError};
 use crate::verdict::{Verdicts, WireVerdicts};
 
 static NO_WIRE_VERDICTS: WireVerdicts = WireVerdicts(Vec::new());
@@ -209,7 +209,7 @@ pub trait Wire: Send + Sync {
         &self,
         request: &Outgoing,
         origin: Origin,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+        on_delta: OnDelta<'_>,
     ) -> Result<Reply, TransportError>;
 
     /// The refused fields an error names (SPEC §6): a subset of `sent`, or `None` when the

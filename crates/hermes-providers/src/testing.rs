@@ -5,6 +5,7 @@
 
 use std::sync::Mutex;
 
+use hermes_core::OnDelta;
 use hermes_core::transport::Delta;
 use hermes_core::{DetailItem, Message, RawJson, ResolveOptions, RouteDecision, RouteTarget};
 use serde_json::{Value, json};
@@ -218,7 +219,7 @@ pub(crate) async fn read_cut<T: crate::native::sse::SseTurn>(
     size: usize,
     turn: T,
     origin: hermes_core::Origin,
-    on_delta: crate::native::sse::OnDelta<'_>,
+    on_delta: OnDelta<'_>,
 ) -> Result<hermes_core::Reply, hermes_core::transport::TransportError> {
     let pieces: Vec<Result<Vec<u8>, std::io::Error>> = text
         .as_bytes()

@@ -5,13 +5,14 @@ use std::fmt;
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
+use hermes_core::OnDelta;
 use hermes_core::transport::{Delta, Reply, TransportError, Wait};
 use hermes_core::{CHAT_WIRE, Outgoing, RequestParts, Wire};
 use hermes_core::{Message, Origin, ReplyMeta};
 
 use crate::aws::{self, AwsAuth, Clock};
 use crate::chat::{ChatRequest, StreamAccumulator, capture_message};
-use crate::native::sse::{self, OnDelta, SseTurn};
+use crate::native::sse::{self, SseTurn};
 use crate::reply::Captured;
 pub(crate) use crate::reply::snippet;
 use serde_json::Value;
@@ -380,7 +381,7 @@ impl ChatTransport {
         endpoint: &Endpoint,
         request: &Outgoing,
         origin: Origin,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+        on_delta: OnDelta<'_>,
     ) -> Result<Reply, TransportError> {
         let url = endpoint.url();
         let auth = endpoint
@@ -552,7 +553,7 @@ fn without_key(body: String, auth: Option<&Auth>) -> String {
 }
 
 /// Calls `on_delta` for the text a chunk carries.
-fn emit_deltas(chunk: &Value, on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync)) {
+fn emit_deltas(chunk: &Value, on_delta: OnDelta<'_>) {
     let Some(delta) = chunk.pointer("/choices/0/delta") else {
         return;
     };
@@ -740,7 +741,7 @@ impl Wire for HttpChat {
         &self,
         request: &Outgoing,
         origin: Origin,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+        on_delta: OnDelta<'_>,
     ) -> Result<Reply, TransportError> {
         self.client
             .send_with(&self.endpoint, request, origin, on_delta)

@@ -15,6 +15,7 @@ use crate::route::{
 };
 use crate::shape::{DetailsPlan, FieldPlan, PAD, RcPlan, ShapeContext};
 use crate::target::RouteTarget;
+use crate::transport::OnDelta;
 use crate::transport::{Delta, Reply, ReplyMeta, TransportError, Usage};
 use crate::verdict::{Verdicts, WireVerdicts};
 use crate::wire::{CHAT_WIRE, Outgoing, RequestParts, Wire};
@@ -84,7 +85,7 @@ impl Wire for Scripted {
         &self,
         request: &Outgoing,
         origin: Origin,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+        on_delta: OnDelta<'_>,
     ) -> Result<Reply, TransportError> {
         // A streamed request gets a piece of text before its scripted answer (or failure).
         if request.stream {
@@ -691,7 +692,7 @@ mod mini_wire {
             &self,
             request: &Outgoing,
             origin: Origin,
-            on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+            on_delta: OnDelta<'_>,
         ) -> Result<Reply, TransportError> {
             self.sent
                 .lock()

@@ -16,6 +16,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use hermes_core::OnDelta;
 use hermes_core::transport::Delta;
 use hermes_core::{FinishReason, Message, Origin, RawJson, ReplyMeta, Usage};
 
@@ -295,7 +296,7 @@ impl StreamCapture {
         &mut self,
         event: &str,
         data: &str,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+        on_delta: OnDelta<'_>,
     ) -> Result<(), CaptureError> {
         self.events += 1;
         let name = match event.trim() {
@@ -347,11 +348,7 @@ impl StreamCapture {
         }
     }
 
-    fn start(
-        &mut self,
-        data: &str,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Result<(), CaptureError> {
+    fn start(&mut self, data: &str, on_delta: OnDelta<'_>) -> Result<(), CaptureError> {
         let start: BlockStart<'_> = parse("content_block_start", data)?;
         let raw = start.content_block;
         let block: BlockBody<'_> = serde_json::from_str(raw.get())
@@ -397,11 +394,7 @@ impl StreamCapture {
         Ok(())
     }
 
-    fn delta(
-        &mut self,
-        data: &str,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Result<(), CaptureError> {
+    fn delta(&mut self, data: &str, on_delta: OnDelta<'_>) -> Result<(), CaptureError> {
         let event: BlockDelta<'_> = parse("content_block_delta", data)?;
         let position = match event.index {
             Some(index) => self.blocks.iter().rposition(|(i, _)| *i == Some(index)),
@@ -513,7 +506,7 @@ impl FrameCapture {
     pub(crate) fn push(
         &mut self,
         chunk: &[u8],
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+        on_delta: OnDelta<'_>,
     ) -> Result<(), TransportError> {
         self.reader.push(chunk);
         while let Some(frame) = self.reader.next_frame()? {
@@ -522,11 +515,7 @@ impl FrameCapture {
         Ok(())
     }
 
-    fn frame(
-        &mut self,
-        frame: &Frame,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Result<(), TransportError> {
+    fn frame(&mut self, frame: &Frame, on_delta: OnDelta<'_>) -> Result<(), TransportError> {
         if frame.is_error() {
             return Err(TransportError::AfterOk(frame.error_text()));
         }

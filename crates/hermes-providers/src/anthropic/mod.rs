@@ -11,12 +11,12 @@ mod media;
 pub(crate) mod model;
 
 use futures_util::StreamExt as _;
-use hermes_core::transport::{Delta, Reply, TransportError};
+use hermes_core::transport::{OnDelta, Reply, TransportError};
 use hermes_core::{Message, Origin, ReplyMeta};
 use hermes_core::{Outgoing, Recovery, RequestParts, Wire};
 
 use crate::aws;
-use crate::native::sse::{self, OnDelta, SseTurn};
+use crate::native::sse::{self, SseTurn};
 use crate::signed::carriers::{CaptureError, read_whole};
 use crate::signed::replay::signature_drops;
 use crate::transport::{Auth, ChatTransport, chunk_error};
@@ -121,7 +121,7 @@ impl Wire for AnthropicWire {
         &self,
         request: &Outgoing,
         origin: Origin,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+        on_delta: OnDelta<'_>,
     ) -> Result<Reply, TransportError> {
         let url = self.url(&origin.model, request.stream);
         let mut headers = Vec::new();
@@ -246,7 +246,7 @@ impl SseTurn for capture::StreamCapture {
 async fn read_event_stream(
     response: reqwest::Response,
     origin: Origin,
-    on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+    on_delta: OnDelta<'_>,
 ) -> Result<Reply, TransportError> {
     let mut body = response.bytes_stream();
     let mut capture = capture::FrameCapture::new();

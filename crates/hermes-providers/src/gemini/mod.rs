@@ -10,11 +10,11 @@ mod model;
 
 use std::borrow::Cow;
 
-use hermes_core::transport::{Delta, Reply, TransportError};
+use hermes_core::transport::{OnDelta, Reply, TransportError};
 use hermes_core::{Message, Origin, Outgoing, ReplyMeta, RequestParts, Wire};
 
 use crate::native::envelope;
-use crate::native::sse::{self, OnDelta, SseTurn};
+use crate::native::sse::{self, SseTurn};
 use crate::reply::CaptureError;
 use crate::transport::{Auth, ChatTransport, snippet};
 
@@ -143,7 +143,7 @@ impl Wire for GeminiWire {
         &self,
         request: &Outgoing,
         origin: Origin,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+        on_delta: OnDelta<'_>,
     ) -> Result<Reply, TransportError> {
         let url = self.url(&origin.model, request.stream);
         let response = self

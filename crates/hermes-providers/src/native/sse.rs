@@ -6,14 +6,11 @@
 
 use eventsource_stream::{EventStreamError, Eventsource as _};
 use futures_util::{Stream, StreamExt as _};
-use hermes_core::transport::{Delta, Reply, TransportError};
+use hermes_core::transport::{OnDelta, Reply, TransportError};
 use hermes_core::{Message, Origin, ReplyMeta};
 
 use crate::reply::CaptureError;
 use crate::transport::{ERROR_BODY_LIMIT, error_event_text, stream_error};
-
-/// The delta callback every wire's `send` is given.
-pub(crate) type OnDelta<'a> = &'a (dyn for<'d> Fn(Delta<'d>) + Send + Sync);
 
 /// What a wire's stream capture does with the events of one streamed reply.
 pub(crate) trait SseTurn {

@@ -13,11 +13,11 @@ pub mod model {
 
 use std::borrow::Cow;
 
-use hermes_core::transport::{Delta, Reply, TransportError};
+use hermes_core::transport::{OnDelta, Reply, TransportError};
 use hermes_core::{Message, Origin, Outgoing, Recovery, ReplyMeta, RequestParts, Role, Wire};
 
 use crate::native::envelope;
-use crate::native::sse::{self, OnDelta, SseTurn};
+use crate::native::sse::{self, SseTurn};
 use crate::reply::CaptureError;
 use crate::transport::{Auth, ChatTransport};
 
@@ -135,7 +135,7 @@ impl Wire for ResponsesWire {
         &self,
         request: &Outgoing,
         origin: Origin,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+        on_delta: OnDelta<'_>,
     ) -> Result<Reply, TransportError> {
         let url = self.url();
         let response = self
