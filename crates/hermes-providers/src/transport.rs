@@ -391,16 +391,21 @@ impl ChatTransport {
         let response = self
             .send_request("chat", &url, request, auth.as_ref(), &[])
             .await?;
-        if request.stream {
-            let turn = ChatTurn {
-                acc: StreamAccumulator::new(),
-                done: false,
-            };
-            sse::read_response(response, turn, origin, on_delta, "chunk").await
-        } else {
-            // Decoded from the bytes, never through a `Value`: carriers keep their bytes.
-            read_whole(response, origin, capture_message).await
-        }
+        let turn = || ChatTurn {
+            acc: StreamAccumulator::new(),
+            done: false,
+        };
+        // A whole reply is decoded from the bytes, never through a `Value`: carriers keep them.
+        sse::read_reply(
+            response,
+            request,
+            turn,
+            capture_message,
+            origin,
+            on_delta,
+            "chunk",
+        )
+        .await
     }
 }
 

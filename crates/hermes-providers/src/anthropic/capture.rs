@@ -560,13 +560,12 @@ impl FrameCapture {
 
 #[cfg(test)]
 mod tests {
-    use hermes_core::Role;
     use hermes_core::message::{BLOCK_ORDER_KEY, NOT_REPLAYED_KEY};
     use serde_json::{Value, json};
 
     use super::*;
     use crate::reply::Captured;
-    use crate::testing::{Seen, arguments, details, extra, frame};
+    use crate::testing::{ClaudeTurn, Seen, arguments, check_claude_turn, details, extra, frame};
 
     fn origin() -> Origin {
         Origin {
@@ -642,35 +641,13 @@ mod tests {
 
     #[test]
     fn a_whole_reply_keeps_every_block_byte_as_received() {
-        let (msg, meta) = capture_reply(&whole(), origin()).unwrap();
-        assert_eq!(msg.role, Role::Assistant);
-        assert_eq!(msg.origin, Some(origin()));
-        assert_eq!(details(&msg), [THINKING, REDACTED]);
-        assert!(
-            msg.reasoning_details
-                .as_ref()
-                .unwrap()
-                .iter()
-                .all(|i| i.is_anthropic_shaped())
-        );
-        assert_eq!(msg.content.as_ref().unwrap().get(), TEXT);
-        assert_eq!(arguments(&msg), [INPUT]);
-        let call = &msg.tool_calls.as_ref().unwrap()[0];
-        assert_eq!(call.id.as_deref(), Some("toolu_01"));
-        assert_eq!(call.kind.as_deref(), Some("function"));
-        assert_eq!(call.function.name, "now");
-        assert_eq!(
-            msg.reasoning_content.as_ref().unwrap().text(),
-            "Café first: a/b."
-        );
-        assert_eq!(
-            extra(&msg, BLOCK_ORDER_KEY),
-            Some(r#"["thinking","redacted_thinking","text","tool_use"]"#)
-        );
-        assert_eq!(extra(&msg, NOT_REPLAYED_KEY), None);
-        assert!(msg.replayable());
-        assert_eq!(meta.finish, Some(FinishReason::ToolCalls));
-        assert_eq!(meta.usage, Some(Usage::new(115, 42, 0, 100, 5)));
+        let want = ClaudeTurn {
+            details: [THINKING, REDACTED],
+            content: TEXT,
+            arguments: INPUT,
+            call_id: "toolu_01",
+        };
+        let msg = check_claude_turn(capture_reply(&whole(), origin()).unwrap(), &origin(), want);
         // Stored as one canonical assistant message.
         let stored: Value = serde_json::to_value(&msg).unwrap();
         assert_eq!(stored["tool_calls"][0]["type"], "function");

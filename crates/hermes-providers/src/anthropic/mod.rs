@@ -17,7 +17,7 @@ use hermes_core::{Outgoing, Recovery, RequestParts, Wire};
 
 use crate::aws;
 use crate::native::sse::{self, SseTurn};
-use crate::signed::carriers::{CaptureError, read_whole};
+use crate::signed::carriers::CaptureError;
 use crate::signed::replay::signature_drops;
 use crate::transport::{Auth, ChatTransport, chunk_error};
 
@@ -143,17 +143,9 @@ impl Wire for AnthropicWire {
             .await?;
         let mut reply = if request.stream && self.target.flavor == Flavor::Bedrock {
             read_event_stream(response, origin, on_delta).await?
-        } else if request.stream {
-            sse::read_response(
-                response,
-                capture::StreamCapture::new(),
-                origin,
-                on_delta,
-                "event",
-            )
-            .await?
         } else {
-            read_whole(response, origin, capture::capture_reply).await?
+            let (turn, whole) = (capture::StreamCapture::new, capture::capture_reply);
+            sse::read_reply(response, request, turn, whole, origin, on_delta, "event").await?
         };
         // The conversation the reply's signed thinking is bound to.
         reply.message.extra.extend(

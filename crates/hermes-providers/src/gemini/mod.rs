@@ -162,18 +162,8 @@ impl Wire for GeminiWire {
                 },
                 other => other,
             })?;
-        if request.stream {
-            sse::read_response(
-                response,
-                capture::TurnCapture::new(),
-                origin,
-                on_delta,
-                "chunk",
-            )
-            .await
-        } else {
-            crate::transport::read_whole(response, origin, capture::capture_reply).await
-        }
+        let (turn, whole) = (capture::TurnCapture::new, capture::capture_reply);
+        sse::read_reply(response, request, turn, whole, origin, on_delta, "chunk").await
     }
 
     /// Reads Google's envelope (`{"error":{…}}` or `[{"error":{…}}]`): each name an

@@ -142,18 +142,8 @@ impl Wire for ResponsesWire {
             .client
             .send_request("responses", &url, request, self.auth.as_ref(), &[])
             .await?;
-        if request.stream {
-            sse::read_response(
-                response,
-                capture::TurnCapture::new(),
-                origin,
-                on_delta,
-                "event",
-            )
-            .await
-        } else {
-            crate::transport::read_whole(response, origin, capture::capture_reply).await
-        }
+        let (turn, whole) = (capture::TurnCapture::new, capture::capture_reply);
+        sse::read_reply(response, request, turn, whole, origin, on_delta, "event").await
     }
 
     /// Reads OpenAI's envelope (`Unknown parameter: 'input[1].encrypted_content'.`, with its
