@@ -37,6 +37,9 @@ pub enum Delta<'a> {
 /// whichever task reads the reply.
 pub type OnDelta<'a> = &'a (dyn for<'d> Fn(Delta<'d>) + Send + Sync);
 
+/// What [`crate::wire::Wire::send`] gives: the captured reply, or the error of the request.
+pub type SendResult = Result<Reply, TransportError>;
+
 /// Token counts of one reply, normalised across wires (each wire fills them from its own
 /// fields; absent counts are 0).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -5,10 +5,10 @@ use std::fmt;
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
-use hermes_core::OnDelta;
 use hermes_core::transport::{Delta, Reply, TransportError, Wait};
 use hermes_core::{CHAT_WIRE, Outgoing, RequestParts, Wire};
 use hermes_core::{Message, Origin, ReplyMeta};
+use hermes_core::{OnDelta, SendResult};
 
 use crate::aws::{self, AwsAuth, Clock};
 use crate::chat::{ChatRequest, StreamAccumulator, capture_message};
@@ -742,12 +742,7 @@ impl Wire for HttpChat {
         encode(&request)
     }
 
-    async fn send(
-        &self,
-        request: &Outgoing,
-        origin: Origin,
-        on_delta: OnDelta<'_>,
-    ) -> Result<Reply, TransportError> {
+    async fn send(&self, request: &Outgoing, origin: Origin, on_delta: OnDelta<'_>) -> SendResult {
         self.client
             .send_with(&self.endpoint, request, origin, on_delta)
             .await

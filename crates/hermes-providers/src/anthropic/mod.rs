@@ -11,7 +11,7 @@ mod media;
 pub(crate) mod model;
 
 use futures_util::StreamExt as _;
-use hermes_core::transport::{OnDelta, Reply, TransportError};
+use hermes_core::transport::{OnDelta, Reply, SendResult, TransportError};
 use hermes_core::{Message, Origin, ReplyMeta};
 use hermes_core::{Outgoing, Recovery, RequestParts, Wire};
 
@@ -117,12 +117,7 @@ impl Wire for AnthropicWire {
         inbound::passes_client_blocks(WIRE_ID, &self.target.base_url)
     }
 
-    async fn send(
-        &self,
-        request: &Outgoing,
-        origin: Origin,
-        on_delta: OnDelta<'_>,
-    ) -> Result<Reply, TransportError> {
+    async fn send(&self, request: &Outgoing, origin: Origin, on_delta: OnDelta<'_>) -> SendResult {
         let url = self.url(&origin.model, request.stream);
         let mut headers = Vec::new();
         // Vertex and Bedrock carry the version in the body.

@@ -10,7 +10,7 @@ mod model;
 
 use std::borrow::Cow;
 
-use hermes_core::transport::{OnDelta, Reply, TransportError};
+use hermes_core::transport::{OnDelta, SendResult, TransportError};
 use hermes_core::{Message, Origin, Outgoing, ReplyMeta, RequestParts, Wire};
 
 use crate::native::envelope;
@@ -139,12 +139,7 @@ impl Wire for GeminiWire {
         outgoing(parts, &self.target)
     }
 
-    async fn send(
-        &self,
-        request: &Outgoing,
-        origin: Origin,
-        on_delta: OnDelta<'_>,
-    ) -> Result<Reply, TransportError> {
+    async fn send(&self, request: &Outgoing, origin: Origin, on_delta: OnDelta<'_>) -> SendResult {
         let url = self.url(&origin.model, request.stream);
         let response = self
             .client

@@ -13,7 +13,7 @@ pub mod model {
 
 use std::borrow::Cow;
 
-use hermes_core::transport::{OnDelta, Reply, TransportError};
+use hermes_core::transport::{OnDelta, SendResult, TransportError};
 use hermes_core::{Message, Origin, Outgoing, Recovery, ReplyMeta, RequestParts, Role, Wire};
 
 use crate::native::envelope;
@@ -131,12 +131,7 @@ impl Wire for ResponsesWire {
         outgoing(parts, &Drops::default())
     }
 
-    async fn send(
-        &self,
-        request: &Outgoing,
-        origin: Origin,
-        on_delta: OnDelta<'_>,
-    ) -> Result<Reply, TransportError> {
+    async fn send(&self, request: &Outgoing, origin: Origin, on_delta: OnDelta<'_>) -> SendResult {
         let url = self.url();
         let response = self
             .client

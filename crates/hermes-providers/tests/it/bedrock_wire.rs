@@ -145,12 +145,7 @@ fn stream_body() -> Vec<u8> {
 async fn a_whole_reply_goes_to_the_encoded_path_signed_and_is_captured() {
     let server = MockServer::start().await;
     let reply = r#"{"output":{"message":{"role":"assistant","content":[{"reasoningContent":{"reasoningText":{"text":"It is noon.","signature":"c2lnLTI="}}},{"text":"Noon."}]}},"stopReason":"end_turn","usage":{"inputTokens":20,"outputTokens":7,"totalTokens":27},"metrics":{"latencyMs":5}}"#;
-    Mock::given(method("POST"))
-        .and(path(PATH))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(reply, "application/json"))
-        .expect(1)
-        .mount(&server)
-        .await;
+    support::answer_once(&server, PATH, &[], 200, reply, support::JSON).await;
     let history = loop_history(&server);
     let (outgoing, body) = encoded(&server, &history, false);
     assert!(
@@ -182,15 +177,15 @@ async fn a_whole_reply_goes_to_the_encoded_path_signed_and_is_captured() {
 #[tokio::test]
 async fn a_streamed_reply_is_read_from_its_frames() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(STREAM_PATH))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_raw(stream_body(), "application/vnd.amazon.eventstream"),
-        )
-        .expect(1)
-        .mount(&server)
-        .await;
+    support::answer_once(
+        &server,
+        STREAM_PATH,
+        &[],
+        200,
+        stream_body(),
+        "application/vnd.amazon.eventstream",
+    )
+    .await;
     let history = loop_history(&server);
     let (outgoing, body) = encoded(&server, &history, true);
     assert!(outgoing.stream);

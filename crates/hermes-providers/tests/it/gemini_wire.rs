@@ -100,13 +100,15 @@ const REPLY: &str = r#"{"candidates":[{"content":{"parts":[{"text":"It is noon."
 #[tokio::test]
 async fn a_whole_reply_is_sent_with_the_key_in_its_header_and_captured() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(PATH))
-        .and(header("x-goog-api-key", KEY))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(REPLY, "application/json"))
-        .expect(1)
-        .mount(&server)
-        .await;
+    support::answer_once(
+        &server,
+        PATH,
+        &[("x-goog-api-key", KEY)],
+        200,
+        REPLY,
+        support::JSON,
+    )
+    .await;
     let w = studio(&server);
     let history = loop_history(&server);
     let out = outgoing(&server, &w, &history, false);
@@ -227,13 +229,15 @@ async fn an_error_after_the_200_or_a_stream_without_a_finish_stores_nothing() {
 async fn vertex_gets_its_project_path_and_a_bearer_token() {
     let server = MockServer::start().await;
     let vertex_path = "/v1/projects/p1/locations/us-central1/publishers/google/models/gemini-3-pro-preview:generateContent";
-    Mock::given(method("POST"))
-        .and(path(vertex_path))
-        .and(header("authorization", "Bearer ya29.token"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(REPLY, "application/json"))
-        .expect(1)
-        .mount(&server)
-        .await;
+    support::answer_once(
+        &server,
+        vertex_path,
+        &[("authorization", "Bearer ya29.token")],
+        200,
+        REPLY,
+        support::JSON,
+    )
+    .await;
     let w = GeminiWire {
         client: ChatTransport::new().unwrap(),
         target: Target {
@@ -268,12 +272,7 @@ async fn vertex_gets_its_project_path_and_a_bearer_token() {
 async fn a_missing_signature_comes_back_as_one_clear_line() {
     let server = MockServer::start().await;
     let refusal = r#"{"error":{"code":400,"message":"Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:now` , position 2. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.","status":"INVALID_ARGUMENT"}}"#;
-    Mock::given(method("POST"))
-        .and(path(PATH))
-        .respond_with(ResponseTemplate::new(400).set_body_raw(refusal, "application/json"))
-        .expect(1)
-        .mount(&server)
-        .await;
+    support::answer_once(&server, PATH, &[], 400, refusal, support::JSON).await;
     let w = studio(&server);
     let history = loop_history(&server);
     let out = outgoing(&server, &w, &history, false);

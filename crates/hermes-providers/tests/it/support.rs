@@ -329,3 +329,27 @@ pub(crate) fn responses_at(base: &str) -> ResponsesWire {
         auth: None,
     }
 }
+
+/// The content type of a JSON body.
+pub(crate) const JSON: &str = "application/json";
+
+/// Answers the one POST to `at` that carries every header of `headers` with `status` and
+/// `body` of `content_type`; the server fails the test when it drops without exactly one such
+/// request.
+pub(crate) async fn answer_once(
+    server: &MockServer,
+    at: &str,
+    headers: &[(&str, &str)],
+    status: u16,
+    body: impl Into<Vec<u8>>,
+    content_type: &str,
+) {
+    let mut mock = Mock::given(method("POST")).and(path(at));
+    for (name, value) in headers {
+        mock = mock.and(wiremock::matchers::header(*name, *value));
+    }
+    mock.respond_with(ResponseTemplate::new(status).set_body_raw(body, content_type))
+        .expect(1)
+        .mount(server)
+        .await;
+}
