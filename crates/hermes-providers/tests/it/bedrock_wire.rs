@@ -253,10 +253,7 @@ async fn an_exception_frame_or_a_cut_stream_after_the_200_stores_nothing() {
         .await;
     let history = loop_history(&server);
     let (outgoing, _) = encoded(&server, &history, true);
-    let err = wire(&server)
-        .send(&outgoing, origin(&server), &|_| {})
-        .await
-        .unwrap_err();
+    let err = support::failure(&wire(&server), &outgoing, origin(&server)).await;
     assert!(
         matches!(&err, TransportError::AfterOk(m) if m == "throttlingException: Too many requests, please wait before trying again."),
         "{err:?}"
@@ -273,14 +270,8 @@ async fn an_exception_frame_or_a_cut_stream_after_the_200_stores_nothing() {
         "application/vnd.amazon.eventstream",
     )
     .await;
-    let err = wire(&server)
-        .send(&outgoing, origin(&server), &|_| {})
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, TransportError::Stream(m) if m.contains("ended inside a frame")),
-        "{err:?}"
-    );
+    let err = support::failure(&wire(&server), &outgoing, origin(&server)).await;
+    support::assert_broken_stream(&err, "ended inside a frame");
 }
 
 #[tokio::test]
@@ -299,10 +290,7 @@ async fn a_validation_exception_is_an_http_error_the_wire_recovers_from_once() {
     let history = loop_history(&server);
     let (outgoing, _) = encoded(&server, &history, false);
     let w = wire(&server);
-    let err = w
-        .send(&outgoing, origin(&server), &|_| {})
-        .await
-        .unwrap_err();
+    let err = support::failure(&w, &outgoing, origin(&server)).await;
     assert_eq!(err.status(), Some(400));
     assert_eq!(err.body(), Some(refusal));
     let table = builtin_table();

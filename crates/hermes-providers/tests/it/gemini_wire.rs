@@ -210,7 +210,7 @@ async fn an_error_after_the_200_or_a_stream_without_a_finish_stores_nothing() {
     let w = studio(&server);
     let history = loop_history(&server);
     let out = outgoing(&server, &w, &history, true);
-    let err = w.send(&out, origin(&server), &|_| {}).await.unwrap_err();
+    let err = support::failure(&w, &out, origin(&server)).await;
     assert!(
         matches!(&err, TransportError::AfterOk(m) if m == "An internal error has occurred."),
         "{err:?}"
@@ -218,11 +218,8 @@ async fn an_error_after_the_200_or_a_stream_without_a_finish_stores_nothing() {
     server.reset().await;
     let short = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"It is \"}],\"role\":\"model\"}}]}\r\n\r\n";
     support::answer(&server, STREAM_PATH, 200, short, "text/event-stream").await;
-    let err = w.send(&out, origin(&server), &|_| {}).await.unwrap_err();
-    assert!(
-        matches!(&err, TransportError::Stream(m) if m.contains("without a finishReason")),
-        "{err:?}"
-    );
+    let err = support::failure(&w, &out, origin(&server)).await;
+    support::assert_broken_stream(&err, "without a finishReason");
 }
 
 #[tokio::test]
@@ -276,7 +273,7 @@ async fn a_missing_signature_comes_back_as_one_clear_line() {
     let w = studio(&server);
     let history = loop_history(&server);
     let out = outgoing(&server, &w, &history, false);
-    let err = w.send(&out, origin(&server), &|_| {}).await.unwrap_err();
+    let err = support::failure(&w, &out, origin(&server)).await;
     assert_eq!(err.status(), Some(400));
     let line = err.to_string();
     assert!(!line.contains('\n'), "{line}");

@@ -157,7 +157,7 @@ async fn an_error_event_after_the_200_is_an_error_and_nothing_is_stored() {
     support::answer(&server, PATH, 200, sse, "text/event-stream").await;
     let w = wire(&server);
     let out = outgoing(&server, &w, true);
-    let err = w.send(&out, origin(&server), &|_| {}).await.unwrap_err();
+    let err = support::failure(&w, &out, origin(&server)).await;
     assert!(
         matches!(&err, TransportError::AfterOk(m) if m.contains("Something broke.")),
         "{err}"

@@ -10,7 +10,9 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use hermes_core::driver::{Conversation, Driver, DriverConfig, DriverEvent, TurnOutcome};
-use hermes_core::{Message, Role, RouteDecision, ThinkingRequest, Verdicts, Wire};
+use hermes_core::{
+    Message, Origin, Outgoing, Role, RouteDecision, ThinkingRequest, TransportError, Verdicts, Wire,
+};
 use hermes_providers::anthropic::{self, AnthropicWire};
 use hermes_providers::aws::{AwsAuth, AwsCredentials};
 use hermes_providers::bedrock::{self, BedrockWire};
@@ -352,4 +354,19 @@ pub(crate) async fn answer_once(
         .expect(1)
         .mount(server)
         .await;
+}
+
+/// What `wire` fails `out` with, sent as from `origin` (streamed text ignored): the test
+/// expects no reply.
+pub(crate) async fn failure(wire: &dyn Wire, out: &Outgoing, origin: Origin) -> TransportError {
+    wire.send(out, origin, &|_| {}).await.unwrap_err()
+}
+
+/// Asserts that `err` is a stream that broke after the 200 ([`TransportError::Stream`]) and
+/// that its message says `words`.
+pub(crate) fn assert_broken_stream(err: &TransportError, words: &str) {
+    assert!(
+        matches!(err, TransportError::Stream(m) if m.contains(words)),
+        "{err:?}"
+    );
 }
