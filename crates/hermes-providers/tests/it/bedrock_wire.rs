@@ -2,10 +2,8 @@
 //! path, the SigV4 headers, the exact body bytes, whole and streamed replies, an exception
 //! frame after the 200, and a refusal answered by the one-time recovery.
 
-use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use hermes_core::transport::Delta;
 use hermes_core::{
     Effort, FinishReason, Message, Origin, RequestParts, ResolveOptions, RouteTarget,
     ThinkingRequest, Verdicts, Wire,
@@ -189,24 +187,10 @@ async fn a_streamed_reply_is_read_from_its_frames() {
     let history = loop_history(&server);
     let (outgoing, body) = encoded(&server, &history, true);
     assert!(outgoing.stream);
-    let seen = Mutex::new(Vec::new());
-    let on_delta = |d: Delta<'_>| {
-        seen.lock().unwrap().push(match d {
-            Delta::Reasoning(t) => format!("R:{t}"),
-            Delta::Content(t) => format!("C:{t}"),
-            other => format!("{other:?}"),
-        });
-    };
-    let reply = wire(&server)
-        .send(&outgoing, origin(&server), &on_delta)
-        .await
-        .unwrap();
+    let (reply, seen) = support::send_recorded(&wire(&server), &outgoing, origin(&server)).await;
     let requests = server.received_requests().await.unwrap();
     check_signed(&requests[0], STREAM_PATH, &body);
-    assert_eq!(
-        seen.into_inner().unwrap(),
-        ["R:It is noon.", "C:Noon in Zürich."]
-    );
+    assert_eq!(seen, ["R:It is noon.", "C:Noon in Zürich."]);
     let msg = reply.message;
     assert_eq!(
         msg.reasoning_content.as_ref().unwrap().text(),

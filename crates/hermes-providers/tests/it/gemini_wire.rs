@@ -4,10 +4,7 @@
 //! retried once through the turn driver, a missing signature told in one line, and the wire's
 //! conformance cases (`tests/cases/default/gemini-*.json`).
 
-use std::sync::Mutex;
-
 use hermes_core::driver::Conversation;
-use hermes_core::transport::Delta;
 use hermes_core::{
     FinishReason, Message, Origin, RequestParts, ResolveOptions, Role, RouteTarget, Verdicts, Wire,
 };
@@ -165,24 +162,13 @@ async fn a_streamed_reply_asks_for_sse_and_keeps_the_trailing_signature() {
     let history = loop_history(&server);
     let out = outgoing(&server, &w, &history, true);
     assert!(out.stream);
-    let seen = Mutex::new(Vec::new());
-    let on_delta = |d: Delta<'_>| {
-        seen.lock().unwrap().push(match d {
-            Delta::Reasoning(t) => format!("R:{t}"),
-            Delta::Content(t) => format!("C:{t}"),
-            other => format!("{other:?}"),
-        });
-    };
-    let reply = w.send(&out, origin(&server), &on_delta).await.unwrap();
+    let (reply, seen) = support::send_recorded(&w, &out, origin(&server)).await;
     let requests = server.received_requests().await.unwrap();
     check_key(&requests[0]);
     assert_eq!(requests[0].url.query(), Some("alt=sse"));
     assert_eq!(header_of(&requests[0], "accept"), Some("text/event-stream"));
     assert_eq!(requests[0].body, out.body);
-    assert_eq!(
-        seen.into_inner().unwrap(),
-        ["R:Noon is ", "R:12:00.", "C:It is ", "C:noon."]
-    );
+    assert_eq!(seen, ["R:Noon is ", "R:12:00.", "C:It is ", "C:noon."]);
     let msg = reply.message;
     assert_eq!(
         msg.content.as_ref().unwrap().as_str().unwrap(),

@@ -11,7 +11,8 @@ use std::time::SystemTime;
 
 use hermes_core::driver::{Conversation, Driver, DriverConfig, DriverEvent, TurnOutcome};
 use hermes_core::{
-    Message, Origin, Outgoing, Role, RouteDecision, ThinkingRequest, TransportError, Verdicts, Wire,
+    Delta, Message, Origin, Outgoing, Reply, Role, RouteDecision, ThinkingRequest, TransportError,
+    Verdicts, Wire,
 };
 use hermes_providers::anthropic::{self, AnthropicWire};
 use hermes_providers::aws::{AwsAuth, AwsCredentials};
@@ -369,4 +370,23 @@ pub(crate) fn assert_broken_stream(err: &TransportError, words: &str) {
         matches!(err, TransportError::Stream(m) if m.contains(words)),
         "{err:?}"
     );
+}
+
+/// Sends `out` through `wire` as from `origin`, recording each streamed delta (`R:` readable
+/// thinking, `C:` answer text, any other as debugged): the reply, and the deltas in order.
+pub(crate) async fn send_recorded(
+    wire: &dyn Wire,
+    out: &Outgoing,
+    origin: Origin,
+) -> (Reply, Vec<String>) {
+    let seen = Mutex::new(Vec::new());
+    let on_delta = |d: Delta<'_>| {
+        seen.lock().unwrap().push(match d {
+            Delta::Reasoning(t) => format!("R:{t}"),
+            Delta::Content(t) => format!("C:{t}"),
+            other => format!("{other:?}"),
+        });
+    };
+    let reply = wire.send(out, origin, &on_delta).await.unwrap();
+    (reply, seen.into_inner().unwrap())
 }
