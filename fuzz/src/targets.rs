@@ -1,8 +1,8 @@
 //! The fuzz targets. Each takes the raw input bytes and panics on a crash: a panic inside the
 //! code under test, or a broken property (the assertions here).
 
-use hermes_core::{Message, Origin, Outgoing, Reply, RequestParts, TransportError, Wire};
-use hermes_core::{OnDelta, parse_history};
+use hermes_core::{Message, Origin, Outgoing, RequestParts, TransportError, Wire};
+use hermes_core::{OnDelta, SendResult, parse_history};
 use hermes_providers::chat::{StreamAccumulator, capture_message};
 use serde_json::Value;
 
@@ -129,7 +129,7 @@ impl Wire for ProbeWire {
         _request: &Outgoing,
         _origin: Origin,
         _on_delta: OnDelta<'_>,
-    ) -> Result<Reply, TransportError> {
+    ) -> SendResult {
         Err(TransportError::Request(
             "the fuzz wire sends nothing".to_owned(),
         ))

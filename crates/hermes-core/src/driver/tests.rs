@@ -15,8 +15,7 @@ use crate::route::{
 };
 use crate::shape::{DetailsPlan, FieldPlan, PAD, RcPlan, ShapeContext};
 use crate::target::RouteTarget;
-use crate::transport::OnDelta;
-use crate::transport::{Delta, Reply, ReplyMeta, TransportError, Usage};
+use crate::transport::{Delta, OnDelta, Reply, ReplyMeta, SendResult, TransportError, Usage};
 use crate::verdict::{Verdicts, WireVerdicts};
 use crate::wire::{CHAT_WIRE, Outgoing, RequestParts, Wire};
 
@@ -81,12 +80,7 @@ impl Wire for Scripted {
         ))
     }
 
-    async fn send(
-        &self,
-        request: &Outgoing,
-        origin: Origin,
-        on_delta: OnDelta<'_>,
-    ) -> Result<Reply, TransportError> {
+    async fn send(&self, request: &Outgoing, origin: Origin, on_delta: OnDelta<'_>) -> SendResult {
         // A streamed request gets a piece of text before its scripted answer (or failure).
         if request.stream {
             on_delta(Delta::Content("Hel"));
@@ -693,7 +687,7 @@ mod mini_wire {
             request: &Outgoing,
             origin: Origin,
             on_delta: OnDelta<'_>,
-        ) -> Result<Reply, TransportError> {
+        ) -> SendResult {
             self.sent
                 .lock()
                 .unwrap()
