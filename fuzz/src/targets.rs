@@ -1,8 +1,8 @@
 //! The fuzz targets. Each takes the raw input bytes and panics on a crash: a panic inside the
 //! code under test, or a broken property (the assertions here).
 
-use hermes_core::{Delta, parse_history};
-use hermes_core::{Message, Origin, Outgoing, Reply, RequestParts, TransportError, Wire};
+use hermes_core::{Message, Origin, Outgoing, RequestParts, TransportError, Wire};
+use hermes_core::{OnDelta, SendResult, parse_history};
 use hermes_providers::chat::{StreamAccumulator, capture_message};
 use serde_json::Value;
 
@@ -128,8 +128,8 @@ impl Wire for ProbeWire {
         &self,
         _request: &Outgoing,
         _origin: Origin,
-        _on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Result<Reply, TransportError> {
+        _on_delta: OnDelta<'_>,
+    ) -> SendResult {
         Err(TransportError::Request(
             "the fuzz wire sends nothing".to_owned(),
         ))

@@ -1440,7 +1440,7 @@ fn no_cached_thinking(shape: Option<Shape>, body: &Value) -> Result<(), String> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hermes_core::transport::{Delta, Reply, TransportError};
+    use hermes_core::transport::{OnDelta, SendResult, TransportError};
     use hermes_core::{Origin, Outgoing};
     use serde_json::json;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -1851,12 +1851,7 @@ mod tests {
             ))
         }
 
-        async fn send(
-            &self,
-            _: &Outgoing,
-            _: Origin,
-            _: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-        ) -> Result<Reply, TransportError> {
+        async fn send(&self, _: &Outgoing, _: Origin, _: OnDelta<'_>) -> SendResult {
             Err(TransportError::Request("not sent in this test".into()))
         }
     }

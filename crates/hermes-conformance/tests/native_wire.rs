@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use hermes_conformance::Suite;
-use hermes_core::transport::{Delta, Reply, TransportError};
+use hermes_core::transport::{OnDelta, Reply, TransportError};
 use hermes_core::{
     CarrierSet, DataRoute, Origin, Outgoing, RequestParts, RouteMatcher, RouteTable, Wire,
 };
@@ -56,12 +56,7 @@ impl Wire for Turns {
         ))
     }
 
-    async fn send(
-        &self,
-        _: &Outgoing,
-        _: Origin,
-        _: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Result<Reply, TransportError> {
+    async fn send(&self, _: &Outgoing, _: Origin, _: OnDelta<'_>) -> Result<Reply, TransportError> {
         Err(TransportError::Request("not sent in this test".into()))
     }
 }

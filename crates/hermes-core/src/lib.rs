@@ -43,6 +43,8 @@ pub use session::{HistoryError, SessionFile, parse_history};
 pub use shape::ShapeContext;
 pub use tally::CarrierCounts;
 pub use target::{RouteTarget, TargetHost};
-pub use transport::{Delta, FinishReason, Reply, ReplyMeta, TransportError, Usage, Wait};
+pub use transport::{
+    Delta, FinishReason, OnDelta, Reply, ReplyMeta, SendResult, TransportError, Usage, Wait,
+};
 pub use verdict::{Verdict, Verdicts, WireVerdict, WireVerdicts};
 pub use wire::{CHAT_WIRE, Outgoing, Recovery, RequestParts, Wire};

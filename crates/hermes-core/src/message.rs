@@ -234,15 +234,9 @@ impl Serialize for NativeItemOut<'_> {
         let r = self.0;
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("type", NATIVE_RECORD_TYPE)?;
-        if let Some(v) = &r.extra_content {
-            map.serialize_entry("extra_content", v)?;
-        }
-        if let Some(v) = &r.reasoning_opaque {
-            map.serialize_entry("reasoning_opaque", v)?;
-        }
-        if let Some(v) = &r.reasoning_text {
-            map.serialize_entry("reasoning_text", v)?;
-        }
+        entry(&mut map, "extra_content", &r.extra_content)?;
+        entry(&mut map, "reasoning_opaque", &r.reasoning_opaque)?;
+        entry(&mut map, "reasoning_text", &r.reasoning_text)?;
         for (k, v) in &r.other {
             map.serialize_entry(k, v)?;
         }
@@ -650,41 +644,19 @@ impl Serialize for Message {
         for slot in self.key_walk() {
             match slot {
                 Slot::Known(Key::Role) => map.serialize_entry("role", self.role.as_str())?,
-                Slot::Known(Key::Content) => {
-                    if let Some(v) = &self.content {
-                        map.serialize_entry("content", v)?;
-                    }
-                }
+                Slot::Known(Key::Content) => entry(&mut map, "content", &self.content)?,
                 Slot::Known(Key::ReasoningContent) => {
-                    if let Some(v) = &self.reasoning_content {
-                        map.serialize_entry("reasoning_content", v)?;
-                    }
+                    entry(&mut map, "reasoning_content", &self.reasoning_content)?
                 }
-                Slot::Known(Key::Reasoning) => {
-                    if let Some(v) = &self.reasoning {
-                        map.serialize_entry("reasoning", v)?;
-                    }
-                }
+                Slot::Known(Key::Reasoning) => entry(&mut map, "reasoning", &self.reasoning)?,
                 Slot::Known(Key::ReasoningDetails) => {
-                    if let Some(v) = &self.reasoning_details {
-                        map.serialize_entry("reasoning_details", v)?;
-                    }
+                    entry(&mut map, "reasoning_details", &self.reasoning_details)?
                 }
-                Slot::Known(Key::ToolCalls) => {
-                    if let Some(v) = &self.tool_calls {
-                        map.serialize_entry("tool_calls", v)?;
-                    }
-                }
+                Slot::Known(Key::ToolCalls) => entry(&mut map, "tool_calls", &self.tool_calls)?,
                 Slot::Known(Key::ToolCallId) => {
-                    if let Some(v) = &self.tool_call_id {
-                        map.serialize_entry("tool_call_id", v)?;
-                    }
+                    entry(&mut map, "tool_call_id", &self.tool_call_id)?
                 }
-                Slot::Known(Key::Name) => {
-                    if let Some(v) = &self.name {
-                        map.serialize_entry("name", v)?;
-                    }
-                }
+                Slot::Known(Key::Name) => entry(&mut map, "name", &self.name)?,
                 Slot::Known(Key::Extra) => {}
                 Slot::Extra(i) => {
                     if let Some((k, v)) = self.extra.get(i) {
@@ -693,26 +665,30 @@ impl Serialize for Message {
                 }
             }
         }
-        if let Some(v) = &self.origin {
-            map.serialize_entry("origin", v)?;
-        }
+        entry(&mut map, "origin", &self.origin)?;
         map.end()
+    }
+}
+
+/// Writes `key: value` to `map` when there is a value (an absent field is left out).
+fn entry<M: SerializeMap, T: Serialize>(
+    map: &mut M,
+    key: &str,
+    value: &Option<T>,
+) -> Result<(), M::Error> {
+    match value {
+        Some(v) => map.serialize_entry(key, v),
+        None => Ok(()),
     }
 }
 
 impl Serialize for ToolCall {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
-        if let Some(id) = &self.id {
-            map.serialize_entry("id", id)?;
-        }
-        if let Some(kind) = &self.kind {
-            map.serialize_entry("type", kind)?;
-        }
+        entry(&mut map, "id", &self.id)?;
+        entry(&mut map, "type", &self.kind)?;
         map.serialize_entry("function", &self.function)?;
-        if let Some(v) = &self.extra_content {
-            map.serialize_entry("extra_content", v)?;
-        }
+        entry(&mut map, "extra_content", &self.extra_content)?;
         for (k, v) in &self.extra {
             map.serialize_entry(k, v)?;
         }
@@ -724,12 +700,8 @@ impl Serialize for FunctionCall {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("name", &self.name)?;
-        if let Some(v) = &self.arguments {
-            map.serialize_entry("arguments", v)?;
-        }
-        if let Some(v) = &self.thought_signature {
-            map.serialize_entry("thought_signature", v)?;
-        }
+        entry(&mut map, "arguments", &self.arguments)?;
+        entry(&mut map, "thought_signature", &self.thought_signature)?;
         for (k, v) in &self.extra {
             map.serialize_entry(k, v)?;
         }

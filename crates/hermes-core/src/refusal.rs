@@ -153,65 +153,61 @@ mod tests {
 
     #[test]
     fn not_refusals() {
-        // A top-level `reasoning` parameter is not the message carrier.
-        assert_eq!(
-            classify(
+        // (what it proves, status, body, carriers sent, must_echo): each classifies as none.
+        let rows: [(&str, Option<u16>, &str, CarrierSet, bool); 7] = [
+            (
+                "a top-level `reasoning` parameter is not the message carrier",
                 Some(400),
                 "Unrecognized request argument supplied: reasoning",
                 ALL,
-                false
+                false,
             ),
-            None
-        );
-        assert_eq!(
-            classify(
+            (
+                "a top-level `reasoning` name in Google's unknown-name phrase",
                 Some(400),
                 r#"Invalid JSON payload received. Unknown name "reasoning": Cannot find field."#,
                 ALL,
-                false
+                false,
             ),
-            None
-        );
-        // 5xx never.
-        assert_eq!(
-            classify(Some(502), "unknown field reasoning_details", ALL, false),
-            None
-        );
-        // A carrier that was not sent.
-        assert_eq!(
-            classify(
+            (
+                "5xx never",
+                Some(502),
+                "unknown field reasoning_details",
+                ALL,
+                false,
+            ),
+            (
+                "a carrier that was not sent",
                 Some(400),
                 "unknown field reasoning_details",
                 CarrierSet::RC,
-                false
+                false,
             ),
-            None
-        );
-        // No phrase.
-        assert_eq!(
-            classify(Some(400), "reasoning_content is required", ALL, false),
-            None
-        );
-        // `reasoning_content_extra` is not the whole word.
-        assert_eq!(
-            classify(
+            (
+                "no phrase",
+                Some(400),
+                "reasoning_content is required",
+                ALL,
+                false,
+            ),
+            (
+                "`reasoning_content_extra` is not the whole word",
                 Some(400),
                 "unknown field reasoning_content_extra",
                 ALL,
-                false
+                false,
             ),
-            None
-        );
-        // A must-echo route never refuses RC.
-        assert_eq!(
-            classify(
+            (
+                "a must-echo route never refuses RC",
                 Some(400),
                 "messages.1.reasoning_content: property is unsupported",
                 CarrierSet::RC,
-                true
+                true,
             ),
-            None
-        );
+        ];
+        for (case, status, body, sent, must_echo) in rows {
+            assert_eq!(classify(status, body, sent, must_echo), None, "{case}");
+        }
     }
 
     #[test]

@@ -32,6 +32,14 @@ pub enum Delta<'a> {
     Signature(&'a str),
 }
 
+/// Where a wire reports streamed text as it arrives: the `on_delta` of [`crate::wire::Wire::send`]
+/// (and of every reader a wire hands it to). A borrowed callback, called once a [`Delta`], from
+/// whichever task reads the reply.
+pub type OnDelta<'a> = &'a (dyn for<'d> Fn(Delta<'d>) + Send + Sync);
+
+/// What [`crate::wire::Wire::send`] gives: the captured reply, or the error of the request.
+pub type SendResult = Result<Reply, TransportError>;
+
 /// Token counts of one reply, normalised across wires (each wire fills them from its own
 /// fields; absent counts are 0).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

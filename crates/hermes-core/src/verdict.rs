@@ -36,9 +36,7 @@ impl Verdict {
 
     /// True when the verdict is keyed on `target`.
     pub fn applies_to(&self, target: &RouteTarget) -> bool {
-        self.provider == target.provider
-            && self.model == target.model
-            && self.host == target.host_key()
+        keyed_on(&self.provider, &self.host, &self.model, target)
     }
 }
 
@@ -140,11 +138,13 @@ pub struct WireVerdict {
 impl WireVerdict {
     /// True when the verdict is about `wire` and `target`.
     pub fn applies_to(&self, wire: &str, target: &RouteTarget) -> bool {
-        self.wire == wire
-            && self.provider == target.provider
-            && self.model == target.model
-            && self.host == target.host_key()
+        self.wire == wire && keyed_on(&self.provider, &self.host, &self.model, target)
     }
+}
+
+/// True when a verdict kept under `provider`, `host` and `model` is about `target`.
+fn keyed_on(provider: &str, host: &str, model: &str, target: &RouteTarget) -> bool {
+    provider == target.provider && model == target.model && host == target.host_key()
 }
 
 impl Serialize for WireVerdict {

@@ -10,7 +10,7 @@ use crate::passthrough::{NO_PASSTHROUGH, Passthrough};
 use crate::raw::RawJson;
 use crate::route::{RouteDecision, ThinkingRequest};
 use crate::sampling::{NO_SAMPLING, Sampling};
-use crate::transport::{Delta, Reply, TransportError};
+use crate::transport::{OnDelta, SendResult, TransportError};
 use crate::verdict::{Verdicts, WireVerdicts};
 
 static NO_WIRE_VERDICTS: WireVerdicts = WireVerdicts(Vec::new());
@@ -205,12 +205,7 @@ pub trait Wire: Send + Sync {
     /// Sends `request`; the captured assistant message records `origin`. Streamed text is
     /// reported through `on_delta` as it arrives. A failed or half-finished reply is an error
     /// and yields no message.
-    async fn send(
-        &self,
-        request: &Outgoing,
-        origin: Origin,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Result<Reply, TransportError>;
+    async fn send(&self, request: &Outgoing, origin: Origin, on_delta: OnDelta<'_>) -> SendResult;
 
     /// The refused fields an error names (SPEC §6): a subset of `sent`, or `None` when the
     /// error is not a refusal of a replayed field. `must_echo` routes never refuse

@@ -5,8 +5,13 @@
 
 use std::sync::Mutex;
 
+use hermes_core::OnDelta;
+use hermes_core::message::{BLOCK_ORDER_KEY, NOT_REPLAYED_KEY};
 use hermes_core::transport::Delta;
-use hermes_core::{DetailItem, Message, RawJson, ResolveOptions, RouteDecision, RouteTarget};
+use hermes_core::{
+    DetailItem, FinishReason, Message, Origin, RawJson, ReplyMeta, ResolveOptions, Role,
+    RouteDecision, RouteTarget, Usage,
+};
 use serde_json::{Value, json};
 
 use crate::signed::replay::PREFIX_KEY;
@@ -120,6 +125,60 @@ pub(crate) fn arguments(msg: &Message) -> Vec<String> {
         .collect()
 }
 
+/// What a wire that carries Claude's blocks received for the shared whole-reply fixture (a
+/// signed thinking block `Café first: a/b.`, a redacted one, text and one `now` call; 115
+/// tokens in, 42 out, 100 read from the cache and 5 written), each as that wire spells it.
+pub(crate) struct ClaudeTurn<'a> {
+    /// The two stored `reasoning_details` items.
+    pub(crate) details: [&'a str; 2],
+    /// The stored `content` (JSON text).
+    pub(crate) content: &'a str,
+    /// The call's arguments text.
+    pub(crate) arguments: &'a str,
+    /// The call's id.
+    pub(crate) call_id: &'a str,
+}
+
+/// Asserts that `captured` is the fixture's turn as `want` spells it, from `origin`: Anthropic
+/// shaped carriers in the blocks' order, readable thinking, replayable, a tool-calls finish
+/// with the fixture's usage. Returns the message for what a test checks besides.
+pub(crate) fn check_claude_turn(
+    captured: (Message, ReplyMeta),
+    origin: &Origin,
+    want: ClaudeTurn<'_>,
+) -> Message {
+    let (msg, meta) = captured;
+    assert_eq!(msg.role, Role::Assistant);
+    assert_eq!(msg.origin.as_ref(), Some(origin));
+    assert_eq!(details(&msg), want.details);
+    assert!(
+        msg.reasoning_details
+            .as_ref()
+            .unwrap()
+            .iter()
+            .all(|i| i.is_anthropic_shaped())
+    );
+    assert_eq!(msg.content.as_ref().unwrap().get(), want.content);
+    assert_eq!(arguments(&msg), [want.arguments]);
+    let call = &msg.tool_calls.as_ref().unwrap()[0];
+    assert_eq!(call.id.as_deref(), Some(want.call_id));
+    assert_eq!(call.kind.as_deref(), Some("function"));
+    assert_eq!(call.function.name, "now");
+    assert_eq!(
+        msg.reasoning_content.as_ref().unwrap().text(),
+        "Café first: a/b."
+    );
+    assert_eq!(
+        extra(&msg, BLOCK_ORDER_KEY),
+        Some(r#"["thinking","redacted_thinking","text","tool_use"]"#)
+    );
+    assert_eq!(extra(&msg, NOT_REPLAYED_KEY), None);
+    assert!(msg.replayable());
+    assert_eq!(meta.finish, Some(FinishReason::ToolCalls));
+    assert_eq!(meta.usage, Some(Usage::new(115, 42, 0, 100, 5)));
+    msg
+}
+
 /// One AWS event-stream frame with string `headers` and `payload`.
 pub(crate) fn frame(headers: &[(&'static str, &str)], payload: &str) -> Vec<u8> {
     frames::frame(headers, payload.as_bytes())
@@ -218,7 +277,7 @@ pub(crate) async fn read_cut<T: crate::native::sse::SseTurn>(
     size: usize,
     turn: T,
     origin: hermes_core::Origin,
-    on_delta: crate::native::sse::OnDelta<'_>,
+    on_delta: OnDelta<'_>,
 ) -> Result<hermes_core::Reply, hermes_core::transport::TransportError> {
     let pieces: Vec<Result<Vec<u8>, std::io::Error>> = text
         .as_bytes()

@@ -8,11 +8,12 @@ use futures_util::StreamExt as _;
 use hermes_core::transport::{Delta, Reply, TransportError, Wait};
 use hermes_core::{CHAT_WIRE, Outgoing, RequestParts, Wire};
 use hermes_core::{Message, Origin, ReplyMeta};
+use hermes_core::{OnDelta, SendResult};
 
 #[cfg(feature = "bedrock")]
 use crate::aws::{self, AwsAuth, Clock};
 use crate::chat::{ChatRequest, StreamAccumulator, capture_message};
-use crate::native::sse::{self, OnDelta, SseTurn};
+use crate::native::sse::{self, SseTurn};
 use crate::reply::Captured;
 pub(crate) use crate::reply::snippet;
 use serde_json::Value;
@@ -381,7 +382,7 @@ impl ChatTransport {
         endpoint: &Endpoint,
         request: &Outgoing,
         origin: Origin,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+        on_delta: OnDelta<'_>,
     ) -> Result<Reply, TransportError> {
         let url = endpoint.url();
         let auth = endpoint
@@ -391,16 +392,21 @@ impl ChatTransport {
         let response = self
             .send_request("chat", &url, request, auth.as_ref(), &[])
             .await?;
-        if request.stream {
-            let turn = ChatTurn {
-                acc: StreamAccumulator::new(),
-                done: false,
-            };
-            sse::read_response(response, turn, origin, on_delta, "chunk").await
-        } else {
-            // Decoded from the bytes, never through a `Value`: carriers keep their bytes.
-            read_whole(response, origin, capture_message).await
-        }
+        let turn = || ChatTurn {
+            acc: StreamAccumulator::new(),
+            done: false,
+        };
+        // A whole reply is decoded from the bytes, never through a `Value`: carriers keep them.
+        sse::read_reply(
+            response,
+            request,
+            turn,
+            capture_message,
+            origin,
+            on_delta,
+            "chunk",
+        )
+        .await
     }
 }
 
@@ -565,7 +571,7 @@ fn without_key(body: String, auth: Option<&Auth>) -> String {
 }
 
 /// Calls `on_delta` for the text a chunk carries.
-fn emit_deltas(chunk: &Value, on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync)) {
+fn emit_deltas(chunk: &Value, on_delta: OnDelta<'_>) {
     let Some(delta) = chunk.pointer("/choices/0/delta") else {
         return;
     };
@@ -749,12 +755,7 @@ impl Wire for HttpChat {
         encode(&request)
     }
 
-    async fn send(
-        &self,
-        request: &Outgoing,
-        origin: Origin,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Result<Reply, TransportError> {
+    async fn send(&self, request: &Outgoing, origin: Origin, on_delta: OnDelta<'_>) -> SendResult {
         self.client
             .send_with(&self.endpoint, request, origin, on_delta)
             .await

@@ -25,7 +25,7 @@
 use std::borrow::Cow;
 
 use hermes_core::message::same_minter;
-use hermes_core::transport::{Delta, Reply, ReplyMeta, TransportError};
+use hermes_core::transport::{Delta, OnDelta, Reply, ReplyMeta, SendResult, TransportError};
 use hermes_core::{
     Message, Origin, Outgoing, RawJson, RequestParts, Role, TextCarrier, ThinkingRequest, ToolCall,
     Usage, Wire,
@@ -214,9 +214,6 @@ fn encode(parts: &RequestParts<'_>) -> Result<Encoded, TransportError> {
     })
 }
 
-/// What [`Wire::send`] returns.
-type Sent = Result<Reply, TransportError>;
-
 /// A reply, borrowing the thought's bytes.
 #[derive(Deserialize)]
 struct ReplyBody<'a> {
@@ -291,12 +288,7 @@ impl Wire for AcmeJsonWire {
 
     /// Acme answers whole replies; asked for a stream, the reply's thought and text are given
     /// to `on_delta` once it is in.
-    async fn send(
-        &self,
-        request: &Outgoing,
-        origin: Origin,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Sent {
+    async fn send(&self, request: &Outgoing, origin: Origin, on_delta: OnDelta<'_>) -> SendResult {
         let text = self
             .client
             .post_json(WIRE_ID, &url(&self.base_url), request, self.auth.as_ref())

@@ -15,7 +15,7 @@ use crate::route::{
 };
 use crate::shape::{DetailsPlan, FieldPlan, PAD, RcPlan, ShapeContext};
 use crate::target::RouteTarget;
-use crate::transport::{Delta, Reply, ReplyMeta, TransportError, Usage};
+use crate::transport::{Delta, OnDelta, Reply, ReplyMeta, SendResult, TransportError, Usage};
 use crate::verdict::{Verdicts, WireVerdicts};
 use crate::wire::{CHAT_WIRE, Outgoing, RequestParts, Wire};
 
@@ -92,12 +92,7 @@ impl Wire for Scripted {
         Ok(outgoing(&body, parts, refusable))
     }
 
-    async fn send(
-        &self,
-        request: &Outgoing,
-        origin: Origin,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Result<Reply, TransportError> {
+    async fn send(&self, request: &Outgoing, origin: Origin, on_delta: OnDelta<'_>) -> SendResult {
         // A streamed request gets a piece of text before its scripted answer (or failure).
         if request.stream {
             on_delta(Delta::Content("Hel"));
@@ -687,8 +682,8 @@ mod mini_wire {
             &self,
             request: &Outgoing,
             origin: Origin,
-            on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-        ) -> Result<Reply, TransportError> {
+            on_delta: OnDelta<'_>,
+        ) -> SendResult {
             record_sent(&self.sent, request);
             let reply = self.script.lock().unwrap().remove(0)?;
             let thought = reply["thought"].as_str().unwrap_or_default();

@@ -16,6 +16,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use hermes_core::OnDelta;
 use hermes_core::transport::Delta;
 use hermes_core::{FinishReason, Message, Origin, RawJson, ReplyMeta, Usage};
 
@@ -296,7 +297,7 @@ impl StreamCapture {
         &mut self,
         event: &str,
         data: &str,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+        on_delta: OnDelta<'_>,
     ) -> Result<(), CaptureError> {
         self.events += 1;
         let name = match event.trim() {
@@ -348,11 +349,7 @@ impl StreamCapture {
         }
     }
 
-    fn start(
-        &mut self,
-        data: &str,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Result<(), CaptureError> {
+    fn start(&mut self, data: &str, on_delta: OnDelta<'_>) -> Result<(), CaptureError> {
         let start: BlockStart<'_> = parse("content_block_start", data)?;
         let raw = start.content_block;
         let block: BlockBody<'_> = serde_json::from_str(raw.get())
@@ -398,11 +395,7 @@ impl StreamCapture {
         Ok(())
     }
 
-    fn delta(
-        &mut self,
-        data: &str,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Result<(), CaptureError> {
+    fn delta(&mut self, data: &str, on_delta: OnDelta<'_>) -> Result<(), CaptureError> {
         let event: BlockDelta<'_> = parse("content_block_delta", data)?;
         let position = match event.index {
             Some(index) => self.blocks.iter().rposition(|(i, _)| *i == Some(index)),
@@ -517,7 +510,7 @@ impl FrameCapture {
     pub(crate) fn push(
         &mut self,
         chunk: &[u8],
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+        on_delta: OnDelta<'_>,
     ) -> Result<(), TransportError> {
         self.reader.push(chunk);
         while let Some(frame) = self.reader.next_frame()? {
@@ -526,11 +519,7 @@ impl FrameCapture {
         Ok(())
     }
 
-    fn frame(
-        &mut self,
-        frame: &Frame,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Result<(), TransportError> {
+    fn frame(&mut self, frame: &Frame, on_delta: OnDelta<'_>) -> Result<(), TransportError> {
         if frame.is_error() {
             return Err(TransportError::AfterOk(frame.error_text()));
         }
@@ -575,13 +564,12 @@ impl FrameCapture {
 
 #[cfg(test)]
 mod tests {
-    use hermes_core::Role;
     use hermes_core::message::{BLOCK_ORDER_KEY, NOT_REPLAYED_KEY};
     use serde_json::{Value, json};
 
     use super::*;
     use crate::reply::Captured;
-    use crate::testing::{Seen, arguments, details, extra, frame};
+    use crate::testing::{ClaudeTurn, Seen, arguments, check_claude_turn, details, extra, frame};
 
     fn origin() -> Origin {
         Origin {
@@ -657,35 +645,13 @@ mod tests {
 
     #[test]
     fn a_whole_reply_keeps_every_block_byte_as_received() {
-        let (msg, meta) = capture_reply(&whole(), origin()).unwrap();
-        assert_eq!(msg.role, Role::Assistant);
-        assert_eq!(msg.origin, Some(origin()));
-        assert_eq!(details(&msg), [THINKING, REDACTED]);
-        assert!(
-            msg.reasoning_details
-                .as_ref()
-                .unwrap()
-                .iter()
-                .all(|i| i.is_anthropic_shaped())
-        );
-        assert_eq!(msg.content.as_ref().unwrap().get(), TEXT);
-        assert_eq!(arguments(&msg), [INPUT]);
-        let call = &msg.tool_calls.as_ref().unwrap()[0];
-        assert_eq!(call.id.as_deref(), Some("toolu_01"));
-        assert_eq!(call.kind.as_deref(), Some("function"));
-        assert_eq!(call.function.name, "now");
-        assert_eq!(
-            msg.reasoning_content.as_ref().unwrap().text(),
-            "Café first: a/b."
-        );
-        assert_eq!(
-            extra(&msg, BLOCK_ORDER_KEY),
-            Some(r#"["thinking","redacted_thinking","text","tool_use"]"#)
-        );
-        assert_eq!(extra(&msg, NOT_REPLAYED_KEY), None);
-        assert!(msg.replayable());
-        assert_eq!(meta.finish, Some(FinishReason::ToolCalls));
-        assert_eq!(meta.usage, Some(Usage::new(115, 42, 0, 100, 5)));
+        let want = ClaudeTurn {
+            details: [THINKING, REDACTED],
+            content: TEXT,
+            arguments: INPUT,
+            call_id: "toolu_01",
+        };
+        let msg = check_claude_turn(capture_reply(&whole(), origin()).unwrap(), &origin(), want);
         // Stored as one canonical assistant message.
         let stored: Value = serde_json::to_value(&msg).unwrap();
         assert_eq!(stored["tool_calls"][0]["type"], "function");

@@ -11,13 +11,13 @@ mod media;
 pub(crate) mod model;
 
 use futures_util::StreamExt as _;
-use hermes_core::transport::{Delta, Reply, TransportError};
+use hermes_core::transport::{OnDelta, Reply, SendResult, TransportError};
 use hermes_core::{Message, Origin, ReplyMeta};
 use hermes_core::{Outgoing, Recovery, RequestParts, Wire};
 
 use crate::aws;
-use crate::native::sse::{self, OnDelta, SseTurn};
-use crate::signed::carriers::{CaptureError, read_whole};
+use crate::native::sse::{self, SseTurn};
+use crate::signed::carriers::CaptureError;
 use crate::signed::replay::signature_drops;
 use crate::transport::{Auth, ChatTransport, chunk_error};
 
@@ -117,12 +117,7 @@ impl Wire for AnthropicWire {
         inbound::passes_client_blocks(WIRE_ID, &self.target.base_url)
     }
 
-    async fn send(
-        &self,
-        request: &Outgoing,
-        origin: Origin,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Result<Reply, TransportError> {
+    async fn send(&self, request: &Outgoing, origin: Origin, on_delta: OnDelta<'_>) -> SendResult {
         let url = self.url(&origin.model, request.stream);
         let mut headers = Vec::new();
         // Vertex and Bedrock carry the version in the body.
@@ -143,17 +138,9 @@ impl Wire for AnthropicWire {
             .await?;
         let mut reply = if request.stream && self.target.flavor == Flavor::Bedrock {
             read_event_stream(response, origin, on_delta).await?
-        } else if request.stream {
-            sse::read_response(
-                response,
-                capture::StreamCapture::new(),
-                origin,
-                on_delta,
-                "event",
-            )
-            .await?
         } else {
-            read_whole(response, origin, capture::capture_reply).await?
+            let (turn, whole) = (capture::StreamCapture::new, capture::capture_reply);
+            sse::read_reply(response, request, turn, whole, origin, on_delta, "event").await?
         };
         // The conversation the reply's signed thinking is bound to.
         reply.message.extra.extend(
@@ -247,7 +234,7 @@ impl SseTurn for capture::StreamCapture {
 async fn read_event_stream(
     response: reqwest::Response,
     origin: Origin,
-    on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+    on_delta: OnDelta<'_>,
 ) -> Result<Reply, TransportError> {
     let mut body = response.bytes_stream();
     let mut capture = capture::FrameCapture::new();
@@ -266,8 +253,8 @@ async fn read_event_stream(
 async fn read_event_stream(
     _response: reqwest::Response,
     _origin: Origin,
-    _on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-) -> Result<Reply, TransportError> {
+    _on_delta: OnDelta<'_>,
+) -> SendResult {
     Err(TransportError::Request(
         "Bedrock InvokeModel needs hermes-providers' `bedrock` feature, which this build lacks"
             .to_owned(),

@@ -9,6 +9,12 @@ use super::{AnthropicWire, url};
 use crate::testing::{RED, SIG, decision, history, stamped};
 
 const OPUS: &str = "claude-opus-4-6";
+/// The first-party Messages API.
+const DIRECT: &str = "https://api.anthropic.com";
+/// No thinking preference.
+const NO_PREFERENCE: ThinkingRequest = ThinkingRequest::NoPreference;
+/// High effort.
+const HIGH: ThinkingRequest = ThinkingRequest::Effort(Effort::High);
 
 fn origin(model: &str) -> Value {
     origin_at("api.anthropic.com", model)
@@ -78,12 +84,7 @@ fn loop_history(model: &str) -> Vec<Message> {
 
 #[test]
 fn in_the_loop_signed_blocks_go_back_verbatim_in_captured_order_before_tool_use() {
-    let out = body_for(
-        &loop_history(OPUS),
-        "https://api.anthropic.com",
-        OPUS,
-        ThinkingRequest::Effort(Effort::High),
-    );
+    let out = body_for(&loop_history(OPUS), DIRECT, OPUS, HIGH);
     let expected_assistant = format!(
         r#"{{"role":"assistant","content":[{SIG},{RED},{{"type":"tool_use","id":"toolu_1","name":"now","input":{{"n":123456789012345678901234567890}}}}]}}"#
     );
@@ -101,15 +102,7 @@ fn in_the_loop_signed_blocks_go_back_verbatim_in_captured_order_before_tool_use(
 /// one the same blocks without them give, byte for byte (the signed blocks as captured).
 #[test]
 fn stored_blocks_go_back_without_private_keys_and_otherwise_byte_for_byte() {
-    let direct = |h: &[Message]| {
-        body_for(
-            h,
-            "https://api.anthropic.com",
-            OPUS,
-            ThinkingRequest::Effort(Effort::High),
-        )
-        .text
-    };
+    let direct = |h: &[Message]| body_for(h, DIRECT, OPUS, HIGH).text;
     let out = direct(&stamped(loop_history(OPUS)));
     assert_eq!(out, direct(&loop_history(OPUS)));
     assert!(out.contains(&format!("[{SIG},{RED},")), "{out}");
@@ -131,12 +124,7 @@ fn stored_blocks_go_back_without_private_keys_and_otherwise_byte_for_byte() {
 
 #[test]
 fn system_and_the_last_block_carry_cache_breakpoints_never_a_thinking_block() {
-    let out = body_for(
-        &loop_history(OPUS),
-        "https://api.anthropic.com",
-        OPUS,
-        ThinkingRequest::NoPreference,
-    );
+    let out = body_for(&loop_history(OPUS), DIRECT, OPUS, NO_PREFERENCE);
     assert_eq!(
         out.json["system"],
         json!([{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}])
@@ -271,12 +259,7 @@ fn consecutive_tool_results_become_one_user_turn() {
         {"role": "tool", "tool_call_id": "a", "content": "1"},
         {"role": "tool", "tool_call_id": "b", "content": "2"},
     ]));
-    let out = body_for(
-        &h,
-        "https://api.anthropic.com",
-        OPUS,
-        ThinkingRequest::NoPreference,
-    );
+    let out = body_for(&h, DIRECT, OPUS, NO_PREFERENCE);
     let messages = out.json["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 3);
     assert_eq!(
@@ -316,12 +299,7 @@ fn a_steer_merged_into_the_tool_result_turn_keeps_the_step_s_signed_thinking_and
     // turn, so the step is still the loop's latest ("a final `assistant` message must start
     // with a thinking block").
     for model in ["claude-sonnet-4-5", "claude-opus-4-5"] {
-        let out = body_for(
-            &steered_history(model),
-            "https://api.anthropic.com",
-            model,
-            ThinkingRequest::Effort(Effort::High),
-        );
+        let out = body_for(&steered_history(model), DIRECT, model, HIGH);
         let messages = format!(
             r#""messages":[{{"role":"user","content":"time?"}},{{"role":"assistant","content":[{SIG},{RED},{{"type":"tool_use","id":"toolu_1","name":"now","input":{{"n":123456789012345678901234567890}}}}]}},{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_1","content":"12:00"}},{{"type":"text","text":"and in Tokyo?","cache_control":{{"type":"ephemeral"}}}}]}}]"#
         );
@@ -333,12 +311,7 @@ fn a_steer_merged_into_the_tool_result_turn_keeps_the_step_s_signed_thinking_and
 
 #[test]
 fn another_model_gets_no_stale_signature_and_the_loop_goes_with_thinking_disabled() {
-    let out = body_for(
-        &loop_history(OPUS),
-        "https://api.anthropic.com",
-        "claude-sonnet-4-5",
-        ThinkingRequest::Effort(Effort::High),
-    );
+    let out = body_for(&loop_history(OPUS), DIRECT, "claude-sonnet-4-5", HIGH);
     assert!(!out.text.contains("signature"), "{}", out.text);
     assert!(!out.text.contains("redacted_thinking"));
     assert_eq!(out.json["thinking"], json!({"type": "disabled"}));
@@ -354,7 +327,7 @@ fn another_model_gets_no_stale_signature_and_the_loop_goes_with_thinking_disable
         &loop_history(OPUS),
         "https://us-east5-aiplatform.googleapis.com",
         OPUS,
-        ThinkingRequest::Effort(Effort::High),
+        HIGH,
     );
     assert!(!out.text.contains("signature"));
 }
@@ -372,19 +345,9 @@ fn before_the_loop_blocks_travel_only_to_models_that_keep_them_and_only_on_an_un
             {"role": "user", "content": "thanks"},
         ]))
     };
-    let kept = body_for(
-        &h(&digest),
-        "https://api.anthropic.com",
-        OPUS,
-        ThinkingRequest::NoPreference,
-    );
+    let kept = body_for(&h(&digest), DIRECT, OPUS, NO_PREFERENCE);
     assert!(kept.text.contains(SIG), "{}", kept.text);
-    let changed = body_for(
-        &h("0000"),
-        "https://api.anthropic.com",
-        OPUS,
-        ThinkingRequest::NoPreference,
-    );
+    let changed = body_for(&h("0000"), DIRECT, OPUS, NO_PREFERENCE);
     assert!(
         !changed.text.contains("signature"),
         "a changed prefix drops the blocks"
@@ -398,12 +361,7 @@ fn before_the_loop_blocks_travel_only_to_models_that_keep_them_and_only_on_an_un
         {"role": "assistant", "content": "Noon.", "origin": origin(old)},
         {"role": "user", "content": "thanks"},
     ]));
-    let out = body_for(
-        &h_old,
-        "https://api.anthropic.com",
-        old,
-        ThinkingRequest::NoPreference,
-    );
+    let out = body_for(&h_old, DIRECT, old, NO_PREFERENCE);
     assert!(!out.text.contains("signature"));
 }
 
@@ -445,19 +403,9 @@ fn must_echo_relays_get_unsigned_thinking_and_the_pad() {
 
 #[test]
 fn blocks_another_claude_minted_are_left_out_and_counted_once_each() {
-    let out = body_for(
-        &loop_history(OPUS),
-        "https://api.anthropic.com",
-        "claude-sonnet-4-5",
-        ThinkingRequest::Effort(Effort::High),
-    );
+    let out = body_for(&loop_history(OPUS), DIRECT, "claude-sonnet-4-5", HIGH);
     crate::testing::provenance_counted(&out.explain, out.carriers.dropped_provenance);
-    let own = body_for(
-        &loop_history(OPUS),
-        "https://api.anthropic.com",
-        OPUS,
-        ThinkingRequest::Effort(Effort::High),
-    );
+    let own = body_for(&loop_history(OPUS), DIRECT, OPUS, HIGH);
     assert_eq!(own.carriers.dropped_provenance, 0);
 }
 
@@ -468,12 +416,7 @@ fn unknown_relays_and_lookalike_hosts_get_no_thinking() {
         "https://api.anthropic.com.evil.example",
         "https://evil-aiplatform.googleapis.com.example",
     ] {
-        let out = body_for(
-            &loop_history(OPUS),
-            base,
-            OPUS,
-            ThinkingRequest::Effort(Effort::High),
-        );
+        let out = body_for(&loop_history(OPUS), base, OPUS, HIGH);
         assert!(!out.text.contains("thinking"), "{base}: {}", out.text);
     }
 }
@@ -483,7 +426,7 @@ fn budget_models_get_budget_and_max_tokens_above_it_and_no_temperature() {
     let h = history(json!([{"role": "user", "content": "hi"}]));
     let out = body_for(
         &h,
-        "https://api.anthropic.com",
+        DIRECT,
         "claude-sonnet-4-5",
         ThinkingRequest::Effort(Effort::Max),
     );
@@ -497,12 +440,7 @@ fn budget_models_get_budget_and_max_tokens_above_it_and_no_temperature() {
         "API version 2026-10-21 has no temperature: {}",
         out.text
     );
-    let off = body_for(
-        &h,
-        "https://api.anthropic.com",
-        "claude-sonnet-4-5",
-        ThinkingRequest::Off,
-    );
+    let off = body_for(&h, DIRECT, "claude-sonnet-4-5", ThinkingRequest::Off);
     assert_eq!(off.json["thinking"], json!({"type": "disabled"}));
     let adaptive_off = body_for(&h, "https://api.anthropic.com", OPUS, ThinkingRequest::Off);
     assert!(adaptive_off.json.get("thinking").is_none());
@@ -527,13 +465,7 @@ fn vertex_bodies_carry_anthropic_version_and_no_model() {
     let mut h = loop_history(OPUS);
     h[2].origin =
         serde_json::from_value(origin_at("us-east5-aiplatform.googleapis.com", OPUS)).unwrap();
-    let out = body_with(
-        &h,
-        &vertex,
-        OPUS,
-        ThinkingRequest::Effort(Effort::High),
-        &Drops::default(),
-    );
+    let out = body_with(&h, &vertex, OPUS, HIGH, &Drops::default());
     assert!(out.json.get("model").is_none());
     assert_eq!(out.json["anthropic_version"], json!("2026-10-21"));
     assert!(
@@ -666,12 +598,7 @@ fn bedrock_bodies_carry_the_bedrock_version_and_the_beta_list_and_no_model_or_st
     }
     // The same request direct carries the header instead, `model` and `stream`.
     let h = bedrock_loop(BEDROCK_SONNET);
-    let out = body_for(
-        &h,
-        "https://api.anthropic.com",
-        BEDROCK_SONNET,
-        ThinkingRequest::NoPreference,
-    );
+    let out = body_for(&h, DIRECT, BEDROCK_SONNET, NO_PREFERENCE);
     assert_eq!(out.json["model"], json!(BEDROCK_SONNET));
     assert!(out.json.get("anthropic_version").is_none());
     assert!(out.json.get("anthropic_beta").is_none());
@@ -740,13 +667,7 @@ fn bedrock_adaptive_bodies_and_the_invalid_signature_recovery_work_as_elsewhere(
     let opus = "us.anthropic.claude-opus-4-6-v1";
     let h = bedrock_loop(opus);
     let target = bedrock(BEDROCK_BASE);
-    let out = body_with(
-        &h,
-        &target,
-        opus,
-        ThinkingRequest::Effort(Effort::High),
-        &Drops::default(),
-    );
+    let out = body_with(&h, &target, opus, HIGH, &Drops::default());
     assert!(
         out.text
             .starts_with(r#"{"anthropic_version":"bedrock-2023-05-31","max_tokens":"#)
@@ -755,13 +676,7 @@ fn bedrock_adaptive_bodies_and_the_invalid_signature_recovery_work_as_elsewhere(
     assert_eq!(out.json["output_config"], json!({"effort": "high"}));
     // Provenance: blocks minted on another host are not sent to Bedrock.
     let direct = loop_history(opus);
-    let out = body_with(
-        &direct,
-        &target,
-        opus,
-        ThinkingRequest::Effort(Effort::High),
-        &Drops::default(),
-    );
+    let out = body_with(&direct, &target, opus, HIGH, &Drops::default());
     assert!(!out.text.contains("signature"), "{}", out.text);
     // Bedrock's ValidationException carries the model's text: the same one-time recovery.
     let decision = decision("bedrock-anthropic", BEDROCK_BASE, opus);
@@ -1092,12 +1007,7 @@ fn an_invalid_beta_flag_is_answered_once_without_the_clients_flags_and_the_wires
     let passthrough = passthrough();
     let refusal = r#"{"message":"The model returned the following errors: invalid beta flag"}"#;
     for (flavor, base, provider, model) in [
-        (
-            Flavor::Direct,
-            "https://api.anthropic.com",
-            "anthropic",
-            "claude-sonnet-4-5",
-        ),
+        (Flavor::Direct, DIRECT, "anthropic", "claude-sonnet-4-5"),
         (
             Flavor::Bedrock,
             BEDROCK_BASE,

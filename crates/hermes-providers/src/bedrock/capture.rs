@@ -14,6 +14,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use hermes_core::OnDelta;
 use hermes_core::transport::Delta;
 use hermes_core::{FinishReason, Message, Origin, RawJson, ReplyMeta, Usage};
 
@@ -314,7 +315,7 @@ impl StreamCapture {
     pub(crate) fn feed(
         &mut self,
         frame: &Frame,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+        on_delta: OnDelta<'_>,
     ) -> Result<(), CaptureError> {
         self.frames += 1;
         if frame.is_error() {
@@ -366,11 +367,7 @@ impl StreamCapture {
         Ok(())
     }
 
-    fn delta(
-        &mut self,
-        data: &[u8],
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Result<(), CaptureError> {
+    fn delta(&mut self, data: &[u8], on_delta: OnDelta<'_>) -> Result<(), CaptureError> {
         let event: BlockDelta<'_> = parse("contentBlockDelta", data)?;
         let index = event.content_block_index;
         let delta = event.delta;

@@ -12,7 +12,7 @@ mod pyjson;
 use std::borrow::Cow;
 
 use futures_util::StreamExt as _;
-use hermes_core::transport::{Delta, Reply, TransportError};
+use hermes_core::transport::{OnDelta, Reply, SendResult, TransportError};
 use hermes_core::{Origin, Outgoing, Recovery, RequestParts, Wire};
 
 use crate::aws::{AwsAuth, Clock, FrameReader};
@@ -92,12 +92,7 @@ impl Wire for BedrockWire {
         outgoing(parts, &self.target, &Drops::default())
     }
 
-    async fn send(
-        &self,
-        request: &Outgoing,
-        origin: Origin,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Result<Reply, TransportError> {
+    async fn send(&self, request: &Outgoing, origin: Origin, on_delta: OnDelta<'_>) -> SendResult {
         let url = self.url(&origin.model, request.stream);
         let auth = self.auth.clone().map(|a| Auth::Aws(a, self.clock));
         let response = self
@@ -186,7 +181,7 @@ impl Wire for BedrockWire {
 async fn read_stream(
     response: reqwest::Response,
     origin: Origin,
-    on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
+    on_delta: OnDelta<'_>,
 ) -> Result<Reply, TransportError> {
     let mut chunks = response.bytes_stream();
     let mut reader = FrameReader::new();

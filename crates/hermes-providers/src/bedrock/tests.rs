@@ -16,7 +16,9 @@ use super::{BedrockWire, WIRE_ID, explain, url};
 use crate::aws::FrameReader;
 use crate::reply::Captured;
 use crate::signed::replay::PrefixDigest;
-use crate::testing::{Seen, arguments, decision, details, extra, history};
+use crate::testing::{
+    ClaudeTurn, Seen, arguments, check_claude_turn, decision, details, extra, history,
+};
 
 const BASE: &str = "https://bedrock-runtime.us-east-1.amazonaws.com";
 const HOST: &str = "bedrock-runtime.us-east-1.amazonaws.com";
@@ -829,36 +831,13 @@ const REDACTED_ITEM: &str = r#"{"type":"redacted_thinking","data":"ZW5jcnlwdGVk"
 
 #[test]
 fn a_whole_reply_becomes_anthropic_shaped_carriers() {
-    let (msg, meta) = capture_reply(&whole(), origin()).unwrap();
-    assert_eq!(msg.origin, Some(origin()));
-    assert_eq!(details(&msg), [THINKING_ITEM, REDACTED_ITEM]);
-    assert!(
-        msg.reasoning_details
-            .as_ref()
-            .unwrap()
-            .iter()
-            .all(|i| i.is_anthropic_shaped())
-    );
-    assert_eq!(msg.content.as_ref().unwrap().get(), r#""Let me check.""#);
-    assert_eq!(
-        arguments(&msg),
-        [r#"{"tz":"UTC","n":123456789012345678901234567890}"#]
-    );
-    assert_eq!(
-        msg.tool_calls.as_ref().unwrap()[0].id.as_deref(),
-        Some("tooluse_1")
-    );
-    assert_eq!(
-        msg.reasoning_content.as_ref().unwrap().text(),
-        "Café first: a/b."
-    );
-    assert_eq!(
-        extra(&msg, BLOCK_ORDER_KEY),
-        Some(r#"["thinking","redacted_thinking","text","tool_use"]"#)
-    );
-    assert!(msg.replayable());
-    assert_eq!(meta.finish, Some(FinishReason::ToolCalls));
-    assert_eq!(meta.usage, Some(Usage::new(115, 42, 0, 100, 5)));
+    let want = ClaudeTurn {
+        details: [THINKING_ITEM, REDACTED_ITEM],
+        content: r#""Let me check.""#,
+        arguments: r#"{"tz":"UTC","n":123456789012345678901234567890}"#,
+        call_id: "tooluse_1",
+    };
+    check_claude_turn(capture_reply(&whole(), origin()).unwrap(), &origin(), want);
 }
 
 #[test]

@@ -15,6 +15,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use hermes_core::OnDelta;
 use hermes_core::message::NOT_REPLAYED_KEY;
 use hermes_core::raw::parse_lenient;
 use hermes_core::transport::Delta;
@@ -220,11 +221,7 @@ impl TurnCapture {
     /// Absorbs one `GenerateContentResponse` (a whole reply, or one chunk of a stream), calling
     /// `on_delta` with its text and thought summaries. An `error` payload or a blocked prompt is
     /// the provider's error.
-    pub(crate) fn feed(
-        &mut self,
-        data: &str,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Result<(), CaptureError> {
+    pub(crate) fn feed(&mut self, data: &str, on_delta: OnDelta<'_>) -> Result<(), CaptureError> {
         let body: ResponseBody<'_> = serde_json::from_str(data)
             .map_err(|e| malformed(format!("chunk {}: {e}", self.chunks + 1)))?;
         self.chunks += 1;
@@ -258,7 +255,7 @@ impl TurnCapture {
         Ok(())
     }
 
-    fn part(&mut self, part: PartBody<'_>, on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync)) {
+    fn part(&mut self, part: PartBody<'_>, on_delta: OnDelta<'_>) {
         let sig = signature(part.thought_signature);
         if let Some(call) = part.function_call {
             self.in_thought = false;

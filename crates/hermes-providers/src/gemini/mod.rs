@@ -10,11 +10,11 @@ mod model;
 
 use std::borrow::Cow;
 
-use hermes_core::transport::{Delta, Reply, TransportError};
+use hermes_core::transport::{OnDelta, SendResult, TransportError};
 use hermes_core::{Message, Origin, Outgoing, ReplyMeta, RequestParts, Wire};
 
 use crate::native::envelope;
-use crate::native::sse::{self, OnDelta, SseTurn};
+use crate::native::sse::{self, SseTurn};
 use crate::reply::CaptureError;
 use crate::transport::{Auth, ChatTransport, snippet};
 
@@ -139,12 +139,7 @@ impl Wire for GeminiWire {
         outgoing(parts, &self.target)
     }
 
-    async fn send(
-        &self,
-        request: &Outgoing,
-        origin: Origin,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Result<Reply, TransportError> {
+    async fn send(&self, request: &Outgoing, origin: Origin, on_delta: OnDelta<'_>) -> SendResult {
         let url = self.url(&origin.model, request.stream);
         let response = self
             .client
@@ -162,18 +157,8 @@ impl Wire for GeminiWire {
                 },
                 other => other,
             })?;
-        if request.stream {
-            sse::read_response(
-                response,
-                capture::TurnCapture::new(),
-                origin,
-                on_delta,
-                "chunk",
-            )
-            .await
-        } else {
-            crate::transport::read_whole(response, origin, capture::capture_reply).await
-        }
+        let (turn, whole) = (capture::TurnCapture::new, capture::capture_reply);
+        sse::read_reply(response, request, turn, whole, origin, on_delta, "chunk").await
     }
 
     /// Reads Google's envelope (`{"error":{…}}` or `[{"error":{…}}]`): each name an

@@ -6,14 +6,11 @@
 
 use eventsource_stream::{EventStreamError, Eventsource as _};
 use futures_util::{Stream, StreamExt as _};
-use hermes_core::transport::{Delta, Reply, TransportError};
-use hermes_core::{Message, Origin, ReplyMeta};
+use hermes_core::transport::{OnDelta, Reply, TransportError};
+use hermes_core::{Message, Origin, Outgoing, ReplyMeta};
 
-use crate::reply::CaptureError;
-use crate::transport::{ERROR_BODY_LIMIT, error_event_text, stream_error};
-
-/// The delta callback every wire's `send` is given.
-pub(crate) type OnDelta<'a> = &'a (dyn for<'d> Fn(Delta<'d>) + Send + Sync);
+use crate::reply::{CaptureError, Captured};
+use crate::transport::{ERROR_BODY_LIMIT, error_event_text, read_whole, stream_error};
 
 /// What a wire's stream capture does with the events of one streamed reply.
 pub(crate) trait SseTurn {
@@ -105,4 +102,24 @@ pub(crate) async fn read_response<T: SseTurn>(
         |e, seen| stream_error(e, seen, unit),
     )
     .await
+}
+
+/// The reply to `request` read the way it was asked for: a stream through the capture `turn`
+/// makes ([`read_response`], a failed read named after how many `unit`s arrived), a whole reply
+/// through `whole` ([`read_whole`]: decoded from the bytes themselves, so every block keeps
+/// them).
+pub(crate) async fn read_reply<T: SseTurn>(
+    response: reqwest::Response,
+    request: &Outgoing,
+    turn: impl FnOnce() -> T,
+    whole: fn(&str, Origin) -> Captured,
+    origin: Origin,
+    on_delta: OnDelta<'_>,
+    unit: &str,
+) -> Result<Reply, TransportError> {
+    if request.stream {
+        read_response(response, turn(), origin, on_delta, unit).await
+    } else {
+        read_whole(response, origin, whole).await
+    }
 }

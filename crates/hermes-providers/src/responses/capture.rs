@@ -13,6 +13,7 @@
 //! provider's error (nothing stored); `response.incomplete` stores the turn for the record,
 //! marked not replayed (SPEC §2, "Turns that are not replayed").
 
+use hermes_core::OnDelta;
 use hermes_core::message::{BLOCK_ORDER_KEY, NOT_REPLAYED_KEY};
 use hermes_core::transport::Delta;
 use hermes_core::{
@@ -158,13 +159,7 @@ impl TurnCapture {
     /// Reports a `function_call` item added (`done` false) or finished (`done` true) at output
     /// `index` as tool-call fragments: its id and name when it begins, its arguments whole when
     /// no delta carried them.
-    fn call_item(
-        &mut self,
-        index: usize,
-        item: &RawValue,
-        done: bool,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) {
+    fn call_item(&mut self, index: usize, item: &RawValue, done: bool, on_delta: OnDelta<'_>) {
         let Ok(item) = serde_json::from_str::<CallItem>(item.get()) else {
             return;
         };
@@ -250,11 +245,7 @@ impl TurnCapture {
 
     /// Absorbs one stream event (`data` of an SSE frame), calling `on_delta` with summary and
     /// answer text as it arrives.
-    pub(crate) fn feed(
-        &mut self,
-        data: &str,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Result<(), CaptureError> {
+    pub(crate) fn feed(&mut self, data: &str, on_delta: OnDelta<'_>) -> Result<(), CaptureError> {
         #[derive(Deserialize, Default)]
         #[serde(default)]
         struct Event<'a> {

@@ -13,11 +13,11 @@ pub mod model {
 
 use std::borrow::Cow;
 
-use hermes_core::transport::{Delta, Reply, TransportError};
+use hermes_core::transport::{OnDelta, SendResult, TransportError};
 use hermes_core::{Message, Origin, Outgoing, Recovery, ReplyMeta, RequestParts, Role, Wire};
 
 use crate::native::envelope;
-use crate::native::sse::{self, OnDelta, SseTurn};
+use crate::native::sse::{self, SseTurn};
 use crate::reply::CaptureError;
 use crate::transport::{Auth, ChatTransport};
 
@@ -131,29 +131,14 @@ impl Wire for ResponsesWire {
         outgoing(parts, &Drops::default())
     }
 
-    async fn send(
-        &self,
-        request: &Outgoing,
-        origin: Origin,
-        on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-    ) -> Result<Reply, TransportError> {
+    async fn send(&self, request: &Outgoing, origin: Origin, on_delta: OnDelta<'_>) -> SendResult {
         let url = self.url();
         let response = self
             .client
             .send_request("responses", &url, request, self.auth.as_ref(), &[])
             .await?;
-        if request.stream {
-            sse::read_response(
-                response,
-                capture::TurnCapture::new(),
-                origin,
-                on_delta,
-                "event",
-            )
-            .await
-        } else {
-            crate::transport::read_whole(response, origin, capture::capture_reply).await
-        }
+        let (turn, whole) = (capture::TurnCapture::new, capture::capture_reply);
+        sse::read_reply(response, request, turn, whole, origin, on_delta, "event").await
     }
 
     /// Reads OpenAI's envelope (`Unknown parameter: 'input[1].encrypted_content'.`, with its

@@ -9,6 +9,7 @@
 
 use serde::Serialize;
 
+use hermes_core::OnDelta;
 use hermes_core::message::{BLOCK_ORDER_KEY, NOT_REPLAYED_KEY};
 use hermes_core::transport::Delta;
 use hermes_core::{
@@ -121,7 +122,7 @@ pub(crate) fn call_ordinal(blocks: &Blocks, position: usize) -> usize {
 
 /// Reports the first fragment of the tool call just pushed as the last block (its id and
 /// name, no arguments yet).
-pub(crate) fn open_call(blocks: &Blocks, on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync)) {
+pub(crate) fn open_call(blocks: &Blocks, on_delta: OnDelta<'_>) {
     let position = blocks.len().saturating_sub(1);
     if let Some((_, Acc::ToolUse { id, name, .. })) = blocks.get(position) {
         on_delta(Delta::ToolCall {
@@ -136,11 +137,7 @@ pub(crate) fn open_call(blocks: &Blocks, on_delta: &(dyn for<'d> Fn(Delta<'d>) +
 /// At the stop of block `index`: a tool call that received no input pieces is captured with
 /// `{}` ([`Acc::resolve`]), so `{}` is reported as its last fragment, and its fragments join
 /// to the captured arguments.
-pub(crate) fn close_call(
-    blocks: &Blocks,
-    index: Option<u64>,
-    on_delta: &(dyn for<'d> Fn(Delta<'d>) + Send + Sync),
-) {
+pub(crate) fn close_call(blocks: &Blocks, index: Option<u64>, on_delta: OnDelta<'_>) {
     let position = match index {
         Some(_) => blocks.iter().rposition(|(i, _)| *i == index),
         None => blocks.len().checked_sub(1),

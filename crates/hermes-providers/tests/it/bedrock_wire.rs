@@ -2,10 +2,8 @@
 //! path, the SigV4 headers, the exact body bytes, whole and streamed replies, an exception
 //! frame after the 200, and a refusal answered by the one-time recovery.
 
-use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use hermes_core::transport::Delta;
 use hermes_core::{
     Effort, FinishReason, Message, Origin, RequestParts, ResolveOptions, RouteTarget,
     ThinkingRequest, Verdicts, Wire,
@@ -145,12 +143,7 @@ fn stream_body() -> Vec<u8> {
 async fn a_whole_reply_goes_to_the_encoded_path_signed_and_is_captured() {
     let server = MockServer::start().await;
     let reply = r#"{"output":{"message":{"role":"assistant","content":[{"reasoningContent":{"reasoningText":{"text":"It is noon.","signature":"c2lnLTI="}}},{"text":"Noon."}]}},"stopReason":"end_turn","usage":{"inputTokens":20,"outputTokens":7,"totalTokens":27},"metrics":{"latencyMs":5}}"#;
-    Mock::given(method("POST"))
-        .and(path(PATH))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(reply, "application/json"))
-        .expect(1)
-        .mount(&server)
-        .await;
+    support::answer_once(&server, PATH, &[], 200, reply, support::JSON).await;
     let history = loop_history(&server);
     let (outgoing, body) = encoded(&server, &history, false);
     assert!(
@@ -182,36 +175,22 @@ async fn a_whole_reply_goes_to_the_encoded_path_signed_and_is_captured() {
 #[tokio::test]
 async fn a_streamed_reply_is_read_from_its_frames() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(STREAM_PATH))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_raw(stream_body(), "application/vnd.amazon.eventstream"),
-        )
-        .expect(1)
-        .mount(&server)
-        .await;
+    support::answer_once(
+        &server,
+        STREAM_PATH,
+        &[],
+        200,
+        stream_body(),
+        "application/vnd.amazon.eventstream",
+    )
+    .await;
     let history = loop_history(&server);
     let (outgoing, body) = encoded(&server, &history, true);
     assert!(outgoing.stream);
-    let seen = Mutex::new(Vec::new());
-    let on_delta = |d: Delta<'_>| {
-        seen.lock().unwrap().push(match d {
-            Delta::Reasoning(t) => format!("R:{t}"),
-            Delta::Content(t) => format!("C:{t}"),
-            other => format!("{other:?}"),
-        });
-    };
-    let reply = wire(&server)
-        .send(&outgoing, origin(&server), &on_delta)
-        .await
-        .unwrap();
+    let (reply, seen) = support::send_recorded(&wire(&server), &outgoing, origin(&server)).await;
     let requests = server.received_requests().await.unwrap();
     check_signed(&requests[0], STREAM_PATH, &body);
-    assert_eq!(
-        seen.into_inner().unwrap(),
-        ["R:It is noon.", "C:Noon in Zürich."]
-    );
+    assert_eq!(seen, ["R:It is noon.", "C:Noon in Zürich."]);
     let msg = reply.message;
     assert_eq!(
         msg.reasoning_content.as_ref().unwrap().text(),
@@ -258,10 +237,7 @@ async fn an_exception_frame_or_a_cut_stream_after_the_200_stores_nothing() {
         .await;
     let history = loop_history(&server);
     let (outgoing, _) = encoded(&server, &history, true);
-    let err = wire(&server)
-        .send(&outgoing, origin(&server), &|_| {})
-        .await
-        .unwrap_err();
+    let err = support::failure(&wire(&server), &outgoing, origin(&server)).await;
     assert!(
         matches!(&err, TransportError::AfterOk(m) if m == "throttlingException: Too many requests, please wait before trying again."),
         "{err:?}"
@@ -278,14 +254,8 @@ async fn an_exception_frame_or_a_cut_stream_after_the_200_stores_nothing() {
         "application/vnd.amazon.eventstream",
     )
     .await;
-    let err = wire(&server)
-        .send(&outgoing, origin(&server), &|_| {})
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, TransportError::Stream(m) if m.contains("ended inside a frame")),
-        "{err:?}"
-    );
+    let err = support::failure(&wire(&server), &outgoing, origin(&server)).await;
+    support::assert_broken_stream(&err, "ended inside a frame");
 }
 
 #[tokio::test]
@@ -304,10 +274,7 @@ async fn a_validation_exception_is_an_http_error_the_wire_recovers_from_once() {
     let history = loop_history(&server);
     let (outgoing, _) = encoded(&server, &history, false);
     let w = wire(&server);
-    let err = w
-        .send(&outgoing, origin(&server), &|_| {})
-        .await
-        .unwrap_err();
+    let err = support::failure(&w, &outgoing, origin(&server)).await;
     assert_eq!(err.status(), Some(400));
     assert_eq!(err.body(), Some(refusal));
     let table = builtin_table();

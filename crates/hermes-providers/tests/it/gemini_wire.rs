@@ -4,10 +4,7 @@
 //! retried once through the turn driver, a missing signature told in one line, and the wire's
 //! conformance cases (`tests/cases/default/gemini-*.json`).
 
-use std::sync::Mutex;
-
 use hermes_core::driver::Conversation;
-use hermes_core::transport::Delta;
 use hermes_core::{
     FinishReason, Message, Origin, RequestParts, ResolveOptions, Role, RouteTarget, Verdicts, Wire,
 };
@@ -100,13 +97,15 @@ const REPLY: &str = r#"{"candidates":[{"content":{"parts":[{"text":"It is noon."
 #[tokio::test]
 async fn a_whole_reply_is_sent_with_the_key_in_its_header_and_captured() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(PATH))
-        .and(header("x-goog-api-key", KEY))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(REPLY, "application/json"))
-        .expect(1)
-        .mount(&server)
-        .await;
+    support::answer_once(
+        &server,
+        PATH,
+        &[("x-goog-api-key", KEY)],
+        200,
+        REPLY,
+        support::JSON,
+    )
+    .await;
     let w = studio(&server);
     let history = loop_history(&server);
     let out = outgoing(&server, &w, &history, false);
@@ -163,24 +162,13 @@ async fn a_streamed_reply_asks_for_sse_and_keeps_the_trailing_signature() {
     let history = loop_history(&server);
     let out = outgoing(&server, &w, &history, true);
     assert!(out.stream);
-    let seen = Mutex::new(Vec::new());
-    let on_delta = |d: Delta<'_>| {
-        seen.lock().unwrap().push(match d {
-            Delta::Reasoning(t) => format!("R:{t}"),
-            Delta::Content(t) => format!("C:{t}"),
-            other => format!("{other:?}"),
-        });
-    };
-    let reply = w.send(&out, origin(&server), &on_delta).await.unwrap();
+    let (reply, seen) = support::send_recorded(&w, &out, origin(&server)).await;
     let requests = server.received_requests().await.unwrap();
     check_key(&requests[0]);
     assert_eq!(requests[0].url.query(), Some("alt=sse"));
     assert_eq!(header_of(&requests[0], "accept"), Some("text/event-stream"));
     assert_eq!(requests[0].body, out.body);
-    assert_eq!(
-        seen.into_inner().unwrap(),
-        ["R:Noon is ", "R:12:00.", "C:It is ", "C:noon."]
-    );
+    assert_eq!(seen, ["R:Noon is ", "R:12:00.", "C:It is ", "C:noon."]);
     let msg = reply.message;
     assert_eq!(
         msg.content.as_ref().unwrap().as_str().unwrap(),
@@ -208,7 +196,7 @@ async fn an_error_after_the_200_or_a_stream_without_a_finish_stores_nothing() {
     let w = studio(&server);
     let history = loop_history(&server);
     let out = outgoing(&server, &w, &history, true);
-    let err = w.send(&out, origin(&server), &|_| {}).await.unwrap_err();
+    let err = support::failure(&w, &out, origin(&server)).await;
     assert!(
         matches!(&err, TransportError::AfterOk(m) if m == "An internal error has occurred."),
         "{err:?}"
@@ -216,24 +204,23 @@ async fn an_error_after_the_200_or_a_stream_without_a_finish_stores_nothing() {
     server.reset().await;
     let short = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"It is \"}],\"role\":\"model\"}}]}\r\n\r\n";
     support::answer(&server, STREAM_PATH, 200, short, "text/event-stream").await;
-    let err = w.send(&out, origin(&server), &|_| {}).await.unwrap_err();
-    assert!(
-        matches!(&err, TransportError::Stream(m) if m.contains("without a finishReason")),
-        "{err:?}"
-    );
+    let err = support::failure(&w, &out, origin(&server)).await;
+    support::assert_broken_stream(&err, "without a finishReason");
 }
 
 #[tokio::test]
 async fn vertex_gets_its_project_path_and_a_bearer_token() {
     let server = MockServer::start().await;
     let vertex_path = "/v1/projects/p1/locations/us-central1/publishers/google/models/gemini-3-pro-preview:generateContent";
-    Mock::given(method("POST"))
-        .and(path(vertex_path))
-        .and(header("authorization", "Bearer ya29.token"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(REPLY, "application/json"))
-        .expect(1)
-        .mount(&server)
-        .await;
+    support::answer_once(
+        &server,
+        vertex_path,
+        &[("authorization", "Bearer ya29.token")],
+        200,
+        REPLY,
+        support::JSON,
+    )
+    .await;
     let w = GeminiWire {
         client: ChatTransport::new().unwrap(),
         target: Target {
@@ -268,16 +255,11 @@ async fn vertex_gets_its_project_path_and_a_bearer_token() {
 async fn a_missing_signature_comes_back_as_one_clear_line() {
     let server = MockServer::start().await;
     let refusal = r#"{"error":{"code":400,"message":"Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:now` , position 2. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.","status":"INVALID_ARGUMENT"}}"#;
-    Mock::given(method("POST"))
-        .and(path(PATH))
-        .respond_with(ResponseTemplate::new(400).set_body_raw(refusal, "application/json"))
-        .expect(1)
-        .mount(&server)
-        .await;
+    support::answer_once(&server, PATH, &[], 400, refusal, support::JSON).await;
     let w = studio(&server);
     let history = loop_history(&server);
     let out = outgoing(&server, &w, &history, false);
-    let err = w.send(&out, origin(&server), &|_| {}).await.unwrap_err();
+    let err = support::failure(&w, &out, origin(&server)).await;
     assert_eq!(err.status(), Some(400));
     let line = err.to_string();
     assert!(!line.contains('\n'), "{line}");

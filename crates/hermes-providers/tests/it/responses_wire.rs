@@ -12,8 +12,7 @@ use hermes_core::{
 };
 use hermes_providers::responses::{ResponsesWire, WIRE_ID};
 use hermes_providers::{Auth, ChatTransport, TransportError, builtin_table};
-use wiremock::matchers::{header, method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::MockServer;
 
 use crate::support;
 
@@ -79,14 +78,12 @@ fn body_of(stream: bool) -> String {
 #[tokio::test]
 async fn a_whole_reply_with_the_key_as_a_bearer_header_and_the_exact_body() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(PATH))
-        .and(header("authorization", format!("Bearer {KEY}").as_str()))
-        .and(header("content-type", "application/json"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(REPLY, "application/json"))
-        .expect(1)
-        .mount(&server)
-        .await;
+    let bearer = format!("Bearer {KEY}");
+    let headers = [
+        ("authorization", bearer.as_str()),
+        ("content-type", "application/json"),
+    ];
+    support::answer_once(&server, PATH, &headers, 200, REPLY, support::JSON).await;
     let w = wire(&server);
     let out = outgoing(&server, &w, false);
     assert_eq!(String::from_utf8(out.body.clone()).unwrap(), body_of(false));
@@ -119,14 +116,12 @@ const SSE: &str = concat!(
 #[tokio::test]
 async fn a_streamed_reply_is_captured_from_the_done_items() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(PATH))
-        .and(header("authorization", format!("Bearer {KEY}").as_str()))
-        .and(header("accept", "text/event-stream"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(SSE, "text/event-stream"))
-        .expect(1)
-        .mount(&server)
-        .await;
+    let bearer = format!("Bearer {KEY}");
+    let headers = [
+        ("authorization", bearer.as_str()),
+        ("accept", "text/event-stream"),
+    ];
+    support::answer_once(&server, PATH, &headers, 200, SSE, "text/event-stream").await;
     let w = wire(&server);
     let out = outgoing(&server, &w, true);
     assert_eq!(String::from_utf8(out.body.clone()).unwrap(), body_of(true));
@@ -162,7 +157,7 @@ async fn an_error_event_after_the_200_is_an_error_and_nothing_is_stored() {
     support::answer(&server, PATH, 200, sse, "text/event-stream").await;
     let w = wire(&server);
     let out = outgoing(&server, &w, true);
-    let err = w.send(&out, origin(&server), &|_| {}).await.unwrap_err();
+    let err = support::failure(&w, &out, origin(&server)).await;
     assert!(
         matches!(&err, TransportError::AfterOk(m) if m.contains("Something broke.")),
         "{err}"

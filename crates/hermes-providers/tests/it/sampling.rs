@@ -68,16 +68,22 @@ fn without(names: &[&str]) -> Sampling {
     s
 }
 
-/// The body `wire` encodes for `sampling` on `provider`/`base_url`/`model`, or its error.
+/// No thinking preference.
+const NO_PREFERENCE: ThinkingRequest = ThinkingRequest::NoPreference;
+/// High effort.
+const HIGH: ThinkingRequest = ThinkingRequest::Effort(Effort::High);
+/// Low effort.
+const LOW: ThinkingRequest = ThinkingRequest::Effort(Effort::Low);
+
+/// The body `wire` encodes for `sampling` at `at` (the provider, base URL and model), or its
+/// error.
 fn encode(
     wire: &dyn Wire,
-    provider: &str,
-    base_url: &str,
-    model: &str,
+    at: (&str, &str, &str),
     thinking: ThinkingRequest,
     sampling: &Sampling,
 ) -> Result<String, TransportError> {
-    encode_streamed(wire, (provider, base_url, model), thinking, sampling, false)
+    encode_streamed(wire, at, thinking, sampling, false)
 }
 
 /// As [`encode`], streamed or not; `at` is the provider, base URL and model.
@@ -112,7 +118,7 @@ pub(crate) fn sdk_body(wire_id: &str, model: &str, stream: bool) -> String {
     let body = match wire_id {
         "bedrock" => {
             let sampling = without(&["seed", "user", "parallel_tool_calls"]);
-            encode(&bedrock(), "bedrock", BEDROCK, model, none, &sampling)
+            encode(&bedrock(), ("bedrock", BEDROCK, model), none, &sampling)
         }
         "gemini" | "vertex-gemini" => {
             let sampling = without(&["user", "parallel_tool_calls"]).top_k(40);
@@ -127,7 +133,7 @@ pub(crate) fn sdk_body(wire_id: &str, model: &str, stream: bool) -> String {
                 GEMINI.to_owned()
             };
             w.target.base_url = base.clone();
-            encode(&w, wire_id, &base, model, none, &sampling)
+            encode(&w, (wire_id, &base, model), none, &sampling)
         }
         _ => {
             let w = support::responses_at("https://api.openai.com/v1");
@@ -167,10 +173,8 @@ fn chat_completions_spell_sampling_per_route() {
     let compatible = "https://api.together.xyz/v1";
     let body = encode(
         &chat(compatible),
-        "together",
-        compatible,
-        "m",
-        ThinkingRequest::NoPreference,
+        ("together", compatible, "m"),
+        NO_PREFERENCE,
         &full(),
     )
     .unwrap();
@@ -184,10 +188,8 @@ fn chat_completions_spell_sampling_per_route() {
     let openai = "https://api.openai.com/v1";
     let body = encode(
         &chat(openai),
-        "openai",
-        openai,
-        "gpt-5.1",
-        ThinkingRequest::NoPreference,
+        ("openai", openai, "gpt-5.1"),
+        NO_PREFERENCE,
         &without(&["response_format", "tool_choice"]),
     )
     .unwrap();
@@ -201,10 +203,8 @@ fn chat_completions_spell_sampling_per_route() {
     check_unsupported(
         encode(
             &chat(openai),
-            "openai",
-            openai,
-            "gpt-5",
-            ThinkingRequest::NoPreference,
+            ("openai", openai, "gpt-5"),
+            NO_PREFERENCE,
             &Sampling::new().temperature(0.2),
         ),
         "temperature",
@@ -215,15 +215,7 @@ fn chat_completions_spell_sampling_per_route() {
     let sampling = Sampling::new()
         .max_tokens(64)
         .tool_choice(ToolChoice::Required);
-    let body = encode(
-        &chat(groq),
-        "groq",
-        groq,
-        "qwen3",
-        ThinkingRequest::Effort(Effort::High),
-        &sampling,
-    )
-    .unwrap();
+    let body = encode(&chat(groq), ("groq", groq, "qwen3"), HIGH, &sampling).unwrap();
     assert_eq!(
         body,
         format!(
@@ -240,10 +232,8 @@ fn chat_completions_spell_sampling_per_route() {
         .response_format(ResponseFormat::JsonObject);
     let body = encode(
         &chat(mistral),
-        "mistral",
-        mistral,
-        "mistral-large",
-        ThinkingRequest::NoPreference,
+        ("mistral", mistral, "mistral-large"),
+        NO_PREFERENCE,
         &sampling,
     )
     .unwrap();
@@ -256,10 +246,8 @@ fn chat_completions_spell_sampling_per_route() {
     check_unsupported(
         encode(
             &chat(mistral),
-            "mistral",
-            mistral,
-            "mistral-large",
-            ThinkingRequest::NoPreference,
+            ("mistral", mistral, "mistral-large"),
+            NO_PREFERENCE,
             &Sampling::new().user("u"),
         ),
         "user",
@@ -279,10 +267,8 @@ fn anthropic_messages_map_what_the_api_has_and_refuse_the_rest() {
     let sampling = without(&["temperature", "top_p", "seed"]);
     let body = encode(
         &w,
-        "anthropic",
-        ANTHROPIC,
-        "claude-opus-4-6",
-        ThinkingRequest::NoPreference,
+        ("anthropic", ANTHROPIC, "claude-opus-4-6"),
+        NO_PREFERENCE,
         &sampling,
     )
     .unwrap();
@@ -299,10 +285,8 @@ fn anthropic_messages_map_what_the_api_has_and_refuse_the_rest() {
         .response_format(schema());
     let body = encode(
         &w,
-        "anthropic",
-        ANTHROPIC,
-        "claude-opus-4-6",
-        ThinkingRequest::Effort(Effort::High),
+        ("anthropic", ANTHROPIC, "claude-opus-4-6"),
+        HIGH,
         &sampling,
     )
     .unwrap();
@@ -313,9 +297,7 @@ fn anthropic_messages_map_what_the_api_has_and_refuse_the_rest() {
     let refused = |sampling: &Sampling, thinking| {
         encode(
             &w,
-            "anthropic",
-            ANTHROPIC,
-            "claude-sonnet-4-5",
+            ("anthropic", ANTHROPIC, "claude-sonnet-4-5"),
             thinking,
             sampling,
         )
@@ -384,15 +366,7 @@ const CLAUDE45: &str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
 fn bedrock_converse_maps_inference_tool_choice_and_format_and_refuses_the_rest() {
     let w = bedrock();
     let sampling = without(&["seed", "user", "parallel_tool_calls"]);
-    let body = encode(
-        &w,
-        "bedrock",
-        BEDROCK,
-        CLAUDE45,
-        ThinkingRequest::NoPreference,
-        &sampling,
-    )
-    .unwrap();
+    let body = encode(&w, ("bedrock", BEDROCK, CLAUDE45), NO_PREFERENCE, &sampling).unwrap();
     assert_eq!(
         body,
         format!(
@@ -402,7 +376,7 @@ fn bedrock_converse_maps_inference_tool_choice_and_format_and_refuses_the_rest()
     );
     let none = ThinkingRequest::NoPreference;
     let refused = |sampling: &Sampling, model: &str, thinking| {
-        encode(&w, "bedrock", BEDROCK, model, thinking, sampling)
+        encode(&w, ("bedrock", BEDROCK, model), thinking, sampling)
     };
     check_unsupported(
         refused(&Sampling::new().seed(7), CLAUDE45, none),
@@ -498,15 +472,7 @@ const GEMINI: &str = "https://generativelanguage.googleapis.com/v1beta";
 fn gemini_maps_generation_config_and_function_calling_and_refuses_the_rest() {
     let w = gemini();
     let sampling = without(&["user", "parallel_tool_calls"]).top_k(40);
-    let body = encode(
-        &w,
-        "gemini",
-        GEMINI,
-        "gemini-2.5-flash",
-        ThinkingRequest::Effort(Effort::Low),
-        &sampling,
-    )
-    .unwrap();
+    let body = encode(&w, ("gemini", GEMINI, "gemini-2.5-flash"), LOW, &sampling).unwrap();
     assert_eq!(
         body,
         format!(
@@ -515,7 +481,7 @@ fn gemini_maps_generation_config_and_function_calling_and_refuses_the_rest() {
     );
     let none = ThinkingRequest::NoPreference;
     let refused =
-        |sampling: &Sampling| encode(&w, "gemini", GEMINI, "gemini-2.5-flash", none, sampling);
+        |sampling: &Sampling| encode(&w, ("gemini", GEMINI, "gemini-2.5-flash"), none, sampling);
     check_unsupported(
         refused(&Sampling::new().user("u")),
         "user",
@@ -543,7 +509,7 @@ fn gemini_maps_generation_config_and_function_calling_and_refuses_the_rest() {
 fn top_k_goes_only_to_gemini_and_every_other_wire_refuses_it_by_name() {
     let k = Sampling::new().top_k(40);
     let none = ThinkingRequest::NoPreference;
-    let gemini_body = encode(&gemini(), "gemini", GEMINI, "gemini-2.5-flash", none, &k).unwrap();
+    let gemini_body = encode(&gemini(), ("gemini", GEMINI, "gemini-2.5-flash"), none, &k).unwrap();
     assert!(
         gemini_body.contains(r#""generationConfig":{"topK":40,"#),
         "{gemini_body}"
@@ -597,7 +563,7 @@ fn top_k_goes_only_to_gemini_and_every_other_wire_refuses_it_by_name() {
         ),
     ];
     for (row, wire, provider, base_url, model, why) in rows {
-        let result = encode(wire, provider, base_url, model, none, &k);
+        let result = encode(wire, (provider, base_url, model), none, &k);
         assert!(
             matches!(&result, Err(TransportError::Unsupported { .. })),
             "{row}: {result:?}"
@@ -614,9 +580,7 @@ fn responses_maps_its_fields_and_refuses_stop_seed_and_temperature_while_reasoni
     let sampling = without(&["stop", "seed"]);
     let body = encode(
         &w,
-        "openai-responses",
-        base,
-        "gpt-5.1",
+        ("openai-responses", base, "gpt-5.1"),
         ThinkingRequest::Off,
         &sampling,
     )
@@ -630,10 +594,8 @@ fn responses_maps_its_fields_and_refuses_stop_seed_and_temperature_while_reasoni
     let refused = |sampling: &Sampling| {
         encode(
             &w,
-            "openai-responses",
-            base,
-            "gpt-5",
-            ThinkingRequest::NoPreference,
+            ("openai-responses", base, "gpt-5"),
+            NO_PREFERENCE,
             sampling,
         )
     };
@@ -650,21 +612,19 @@ fn responses_maps_its_fields_and_refuses_stop_seed_and_temperature_while_reasoni
         "only with reasoning effort none; this model cannot turn reasoning off",
     );
     let on_51 = |sampling: &Sampling, thinking| {
-        encode(&w, "openai-responses", base, "gpt-5.1", thinking, sampling)
+        encode(
+            &w,
+            ("openai-responses", base, "gpt-5.1"),
+            thinking,
+            sampling,
+        )
     };
     check_unsupported(
-        on_51(
-            &Sampling::new().top_p(0.9),
-            ThinkingRequest::Effort(Effort::Low),
-        ),
+        on_51(&Sampling::new().top_p(0.9), LOW),
         "top_p",
         "ask with --no-thinking (effort none) to set it",
     );
-    let body = on_51(
-        &Sampling::new().temperature(1.0),
-        ThinkingRequest::Effort(Effort::Low),
-    )
-    .unwrap();
+    let body = on_51(&Sampling::new().temperature(1.0), LOW).unwrap();
     assert!(
         body.ends_with(r#""strict":false}],"temperature":1.0}"#),
         "{body}"
@@ -745,27 +705,15 @@ fn a_streamed_chat_request_asks_for_usage_where_the_schema_has_stream_options() 
         ),
     ] {
         let at = (provider, base_url, model);
-        let streamed = encode_streamed(
-            &chat(base_url),
-            at,
-            ThinkingRequest::NoPreference,
-            &Sampling::new(),
-            true,
-        )
-        .unwrap();
+        let streamed =
+            encode_streamed(&chat(base_url), at, NO_PREFERENCE, &Sampling::new(), true).unwrap();
         let head = format!(r#"{{"model":"{model}",{CHAT_MESSAGES},{expected},"tools":"#);
         assert!(
             streamed.starts_with(&head),
             "{provider}: streamed body {streamed}\nexpected it to start {head}"
         );
-        let plain = encode_streamed(
-            &chat(base_url),
-            at,
-            ThinkingRequest::NoPreference,
-            &Sampling::new(),
-            false,
-        )
-        .unwrap();
+        let plain =
+            encode_streamed(&chat(base_url), at, NO_PREFERENCE, &Sampling::new(), false).unwrap();
         assert!(
             !plain.contains("stream"),
             "{provider}: an unstreamed body names no stream option: {plain}"
@@ -784,21 +732,17 @@ fn chat_and_anthropic_sampling_bodies_validate_against_their_official_sdk_types(
         let openai = "https://api.openai.com/v1";
         let (together, gpt) = (chat(compatible), chat(openai));
         let mut bodies = vec![
-            encode(&together, "together", compatible, "m", none, &full()).unwrap(),
+            encode(&together, ("together", compatible, "m"), none, &full()).unwrap(),
             encode(
                 &gpt,
-                "openai",
-                openai,
-                "gpt-5",
-                ThinkingRequest::Effort(Effort::High),
+                ("openai", openai, "gpt-5"),
+                HIGH,
                 &without(&["temperature", "top_p"]),
             )
             .unwrap(),
             encode(
                 &gpt,
-                "openai",
-                openai,
-                "gpt-4.1",
+                ("openai", openai, "gpt-4.1"),
                 none,
                 &full()
                     .response_format(ResponseFormat::JsonObject)
@@ -837,7 +781,7 @@ fn chat_and_anthropic_sampling_bodies_validate_against_their_official_sdk_types(
     if let Some(py) = hermes_test_support::sdk::sdk_python("anthropic", ANTHROPIC_PROBE) {
         let w = anthropic(ANTHROPIC);
         let body = |model: &str, thinking: ThinkingRequest, sampling: &Sampling| {
-            encode(&w, "anthropic", ANTHROPIC, model, thinking, sampling).unwrap()
+            encode(&w, ("anthropic", ANTHROPIC, model), thinking, sampling).unwrap()
         };
         let mut bodies = vec![
             body(
@@ -847,7 +791,7 @@ fn chat_and_anthropic_sampling_bodies_validate_against_their_official_sdk_types(
             ),
             body(
                 "claude-opus-4-6",
-                ThinkingRequest::Effort(Effort::High),
+                HIGH,
                 &Sampling::new()
                     .tool_choice(ToolChoice::Auto)
                     .parallel_tool_calls(true)
@@ -910,7 +854,7 @@ fn every_wire_refuses_a_tool_choice_without_tools_or_naming_a_tool_not_sent() {
         // Named, but not among the tools sent.
         let other = Sampling::new().tool_choice(ToolChoice::Function("nope".into()));
         check_unsupported(
-            encode(wire, provider, base, model, none, &other),
+            encode(wire, (provider, base, model), none, &other),
             "tool_choice",
             "it names `nope`, which is not among the tools sent (now)",
         );

@@ -10,7 +10,10 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use hermes_core::driver::{Conversation, Driver, DriverConfig, DriverEvent, TurnOutcome};
-use hermes_core::{Message, Role, RouteDecision, ThinkingRequest, Verdicts, Wire};
+use hermes_core::{
+    Delta, Message, Origin, Outgoing, Reply, Role, RouteDecision, ThinkingRequest, TransportError,
+    Verdicts, Wire,
+};
 use hermes_providers::anthropic::{self, AnthropicWire};
 use hermes_providers::aws::{AwsAuth, AwsCredentials};
 use hermes_providers::bedrock::{self, BedrockWire};
@@ -328,4 +331,62 @@ pub(crate) fn responses_at(base: &str) -> ResponsesWire {
         base_url: base.into(),
         auth: None,
     }
+}
+
+/// The content type of a JSON body.
+pub(crate) const JSON: &str = "application/json";
+
+/// Answers the one POST to `at` that carries every header of `headers` with `status` and
+/// `body` of `content_type`; the server fails the test when it drops without exactly one such
+/// request.
+pub(crate) async fn answer_once(
+    server: &MockServer,
+    at: &str,
+    headers: &[(&str, &str)],
+    status: u16,
+    body: impl Into<Vec<u8>>,
+    content_type: &str,
+) {
+    let mut mock = Mock::given(method("POST")).and(path(at));
+    for (name, value) in headers {
+        mock = mock.and(wiremock::matchers::header(*name, *value));
+    }
+    mock.respond_with(ResponseTemplate::new(status).set_body_raw(body, content_type))
+        .expect(1)
+        .mount(server)
+        .await;
+}
+
+/// What `wire` fails `out` with, sent as from `origin` (streamed text ignored): the test
+/// expects no reply.
+pub(crate) async fn failure(wire: &dyn Wire, out: &Outgoing, origin: Origin) -> TransportError {
+    wire.send(out, origin, &|_| {}).await.unwrap_err()
+}
+
+/// Asserts that `err` is a stream that broke after the 200 ([`TransportError::Stream`]) and
+/// that its message says `words`.
+pub(crate) fn assert_broken_stream(err: &TransportError, words: &str) {
+    assert!(
+        matches!(err, TransportError::Stream(m) if m.contains(words)),
+        "{err:?}"
+    );
+}
+
+/// Sends `out` through `wire` as from `origin`, recording each streamed delta (`R:` readable
+/// thinking, `C:` answer text, any other as debugged): the reply, and the deltas in order.
+pub(crate) async fn send_recorded(
+    wire: &dyn Wire,
+    out: &Outgoing,
+    origin: Origin,
+) -> (Reply, Vec<String>) {
+    let seen = Mutex::new(Vec::new());
+    let on_delta = |d: Delta<'_>| {
+        seen.lock().unwrap().push(match d {
+            Delta::Reasoning(t) => format!("R:{t}"),
+            Delta::Content(t) => format!("C:{t}"),
+            other => format!("{other:?}"),
+        });
+    };
+    let reply = wire.send(out, origin, &on_delta).await.unwrap();
+    (reply, seen.into_inner().unwrap())
 }

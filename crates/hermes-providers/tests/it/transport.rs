@@ -126,19 +126,30 @@ fn sse(events: &[&str]) -> ResponseTemplate {
         .set_body_string(body)
 }
 
-#[tokio::test]
-async fn a_stream_is_accumulated_into_one_message() {
+/// A streamed request to a fresh server that answers with `events`; the server comes back
+/// for what the test reads of the request.
+async fn streamed(
+    events: &[&str],
+) -> (MockServer, Result<hermes_providers::Reply, TransportError>) {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(sse(&[
-            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning_content":"a"}}]}"#,
-            r#"{"choices":[{"index":0,"delta":{"reasoning_content":"b"}}]}"#,
-            r#"{"choices":[{"index":0,"delta":{"content":"done"},"finish_reason":"stop"}]}"#,
-            "[DONE]",
-        ]))
+        .respond_with(sse(events))
         .mount(&server)
         .await;
-    let reply = send(&server, true).await.unwrap();
+    let reply = send(&server, true).await;
+    (server, reply)
+}
+
+#[tokio::test]
+async fn a_stream_is_accumulated_into_one_message() {
+    let (server, reply) = streamed(&[
+        r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning_content":"a"}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"reasoning_content":"b"}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"done"},"finish_reason":"stop"}]}"#,
+        "[DONE]",
+    ])
+    .await;
+    let reply = reply.unwrap();
     let sent: Value =
         serde_json::from_slice(&server.received_requests().await.unwrap()[0].body).unwrap();
     assert_eq!(sent["stream"], true);
@@ -148,15 +159,12 @@ async fn a_stream_is_accumulated_into_one_message() {
 
 #[tokio::test]
 async fn an_error_after_the_200_is_an_error_and_no_message() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(sse(&[
-            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"par"}}]}"#,
-            r#"{"error":{"message":"upstream provider failed","code":502}}"#,
-        ]))
-        .mount(&server)
-        .await;
-    let err = send(&server, true).await.unwrap_err();
+    let (_, err) = streamed(&[
+        r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"par"}}]}"#,
+        r#"{"error":{"message":"upstream provider failed","code":502}}"#,
+    ])
+    .await;
+    let err = err.unwrap_err();
     assert!(
         matches!(&err, TransportError::AfterOk(m) if m == "upstream provider failed"),
         "{err:?}"
@@ -256,21 +264,13 @@ async fn a_huge_error_body_is_read_only_up_to_the_limit() {
 
 #[tokio::test]
 async fn a_stream_that_stops_early_is_an_error() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(sse(&[
-            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"par"}}]}"#,
-        ]))
-        .mount(&server)
-        .await;
-    let err = send(&server, true).await.unwrap_err();
+    let (_, err) =
+        streamed(&[r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"par"}}]}"#])
+            .await;
+    let err = err.unwrap_err();
     assert!(matches!(err, TransportError::Stream(_)), "{err:?}");
-    let garbage = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(sse(&["{not json"]))
-        .mount(&garbage)
-        .await;
-    let err = send(&garbage, true).await.unwrap_err();
+    let (_, err) = streamed(&["{not json"]).await;
+    let err = err.unwrap_err();
     assert!(err.to_string().contains("stream chunk 1"), "{err}");
 }
 
