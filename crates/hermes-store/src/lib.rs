@@ -48,8 +48,9 @@
 
 /// Runs one statement with its binds, in order, on `executor` (a pool, a connection or a
 /// transaction) and awaits it: `execute!(executor, "SQL", [a, b])` is
-/// `sqlx::query("SQL").bind(a).bind(b).execute(executor)`, its error mapped by [`DbResult::db`].
-/// A query built another way (a [`RowKey`](fleet) query, say) may stand where the SQL does.
+/// `sqlx::query("SQL").bind(a).bind(b).execute(executor)` (`[]` when it has none), its error
+/// mapped by [`DbResult::db`].
+/// A query built another way (a fleet `RowKey` query, say) may stand where the SQL does.
 macro_rules! execute {
     ($executor:expr, $sql:literal, [$($bind:expr),* $(,)?]) => {
         execute!($executor, sqlx::query($sql), [$($bind),*])
