@@ -1,7 +1,6 @@
 //! The salvage pass of SPEC §7: shrink old tool outputs, then oversized checkpoints, without a model call.
 
-use hermes_core::estimate::{estimate_message, estimate_text, is_wide};
-use hermes_core::shape::newest_assistant;
+use hermes_core::estimate::{estimate_message, estimate_messages, estimate_text, is_wide};
 use hermes_core::{Message, RawJson, Role, RouteDecision};
 
 use crate::{Compaction, CompactionConfig, SUMMARY_MARKER, Source, is_checkpoint};
@@ -15,12 +14,7 @@ pub const SUMMARY_TRUNCATED: &str = "\n[Summary truncated to save context space]
 /// Each message's estimate in `history`, the newest assistant priced as the newest (its thinking
 /// replayed on routes that replay only the newest turn's).
 pub(crate) fn message_costs(history: &[Message], decision: &RouteDecision) -> Vec<usize> {
-    let newest = newest_assistant(history);
-    history
-        .iter()
-        .enumerate()
-        .map(|(i, m)| estimate_message(m, decision, Some(i) == newest))
-        .collect()
+    estimate_messages(history, decision).collect()
 }
 
 /// Shrinks `history` without a model call, in this order, stopping as soon as the estimate is

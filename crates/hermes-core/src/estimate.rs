@@ -29,16 +29,25 @@ pub(crate) const BYTES_PER_TOKEN: usize = 4;
 
 /// The estimated tokens of `history` when it is sent on `decision`'s route.
 ///
-/// The sum of [`estimate_message`] over the history, with the newest assistant message found as
-/// shaping finds it. The driver's pre-flight trigger and compaction's tail walk both use this
-/// (and the same [`thinking_reaches_wire`] predicate as shaping), so compaction cannot loop.
+/// The sum of [`estimate_messages`]. The driver's pre-flight trigger and compaction's tail walk
+/// both use this (and the same [`thinking_reaches_wire`] predicate as shaping), so compaction
+/// cannot loop.
 pub fn estimate_history(history: &[Message], decision: &RouteDecision) -> usize {
+    estimate_messages(history, decision).sum()
+}
+
+/// Each message's estimate ([`estimate_message`]) in `history`, in order, with the newest
+/// assistant message found as shaping finds it and priced as the newest (its thinking replayed
+/// on routes that replay only the newest turn's).
+pub fn estimate_messages<'a>(
+    history: &'a [Message],
+    decision: &'a RouteDecision,
+) -> impl Iterator<Item = usize> + 'a {
     let newest = newest_assistant(history);
     history
         .iter()
         .enumerate()
-        .map(|(i, m)| estimate_message(m, decision, Some(i) == newest))
-        .sum()
+        .map(move |(i, m)| estimate_message(m, decision, Some(i) == newest))
 }
 
 /// The estimated tokens of one message on `decision`'s route; `newest` is true for the newest

@@ -216,18 +216,29 @@ fn unknown_message_field(
     }
 }
 
+/// The chat-completions list of top-level names `$more` extends: the names every
+/// OpenAI-compatible profile with a fixed list knows (the request, streaming, sampling and
+/// length), then `$more`, in order.
+macro_rules! chat_top_level {
+    ($($more:literal),* $(,)?) => {
+        &[
+            "model",
+            "messages",
+            "stream",
+            "stream_options",
+            "temperature",
+            "top_p",
+            "n",
+            "stop",
+            "max_tokens",
+            "max_completion_tokens",
+            $($more),*
+        ]
+    };
+}
+
 /// Top-level arguments the `openai` profile knows.
-pub const OPENAI_TOP_LEVEL: &[&str] = &[
-    "model",
-    "messages",
-    "stream",
-    "stream_options",
-    "temperature",
-    "top_p",
-    "n",
-    "stop",
-    "max_tokens",
-    "max_completion_tokens",
+pub const OPENAI_TOP_LEVEL: &[&str] = chat_top_level![
     "presence_penalty",
     "frequency_penalty",
     "logit_bias",
@@ -609,17 +620,7 @@ pub(crate) fn cerebras(messages: &[Value]) -> Result<(), Refusal> {
 // ---------------------------------------------------------------- gemini-openai
 
 /// Top-level names the Gemini OpenAI-compatible endpoint knows (others: "Unknown name").
-pub const GEMINI_TOP_LEVEL: &[&str] = &[
-    "model",
-    "messages",
-    "stream",
-    "stream_options",
-    "temperature",
-    "top_p",
-    "n",
-    "stop",
-    "max_tokens",
-    "max_completion_tokens",
+pub const GEMINI_TOP_LEVEL: &[&str] = chat_top_level![
     "tools",
     "tool_choice",
     "response_format",

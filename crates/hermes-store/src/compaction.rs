@@ -117,30 +117,20 @@ impl Store {
             let key = key.ok_or_else(|| corrupt(slot, "no such message to take the place of"))?;
             let row = MessageRow::from_message(next, message)?;
             row.insert(&mut tx, session, now).await?;
-            sqlx::query(
+            execute!(
+                &mut *tx,
                 "UPDATE messages SET sort_key = $1, kind = $2 WHERE session_id = $3 AND position = $4",
-            )
-            .bind(key)
-            .bind(kind.as_sql())
-            .bind(session)
-            .bind(next)
-            .execute(&mut *tx)
-            .await
-            .db()?;
+                [key, kind.as_sql(), session, next]
+            )?;
             next += 1;
         }
         for &position in archive {
-            let done = sqlx::query(
+            let done = execute!(
+                &mut *tx,
                 "UPDATE messages SET archived_at = $1, archived_rev = $2 WHERE session_id = $3 \
                  AND position = $4 AND archived_at IS NULL",
-            )
-            .bind(now)
-            .bind(revision)
-            .bind(session)
-            .bind(position)
-            .execute(&mut *tx)
-            .await
-            .db()?;
+                [now, revision, session, position]
+            )?;
             if done.rows_affected() != 1 {
                 return Err(corrupt(position, "not an active message of this session"));
             }

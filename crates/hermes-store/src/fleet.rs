@@ -159,15 +159,15 @@ impl Store {
         key: &RowKey<'_>,
         learned_at: i64,
     ) -> Result<(), StoreError> {
-        key.query(
-            "INSERT INTO fleet_verdicts (wire, provider, host, model, field, learned_at, probing_since) \
-             VALUES ($1, $2, $3, $4, $5, $6, NULL) ON CONFLICT (wire, provider, host, model, field) \
-             DO UPDATE SET learned_at = excluded.learned_at, probing_since = NULL",
-        )
-        .bind(learned_at)
-        .execute(&self.pool)
-        .await
-        .db()?;
+        execute!(
+            &self.pool,
+            key.query(
+                "INSERT INTO fleet_verdicts (wire, provider, host, model, field, learned_at, probing_since) \
+                 VALUES ($1, $2, $3, $4, $5, $6, NULL) ON CONFLICT (wire, provider, host, model, field) \
+                 DO UPDATE SET learned_at = excluded.learned_at, probing_since = NULL"
+            ),
+            [learned_at]
+        )?;
         Ok(())
     }
 
@@ -214,18 +214,15 @@ impl Store {
         stale_before: i64,
     ) -> Result<Option<i64>, StoreError> {
         let now = now_ms();
-        let done = RowKey::of(verdict)
-            .query(
+        let done = execute!(
+            &self.pool,
+            RowKey::of(verdict).query(
                 "UPDATE fleet_verdicts SET probing_since = $6 WHERE wire = $1 AND provider = $2 \
                  AND host = $3 AND model = $4 AND field = $5 AND learned_at < $7 \
-                 AND (probing_since IS NULL OR probing_since < $8)",
-            )
-            .bind(now)
-            .bind(learned_before)
-            .bind(stale_before)
-            .execute(&self.pool)
-            .await
-            .db()?;
+                 AND (probing_since IS NULL OR probing_since < $8)"
+            ),
+            [now, learned_before, stale_before]
+        )?;
         Ok((done.rows_affected() == 1).then_some(now))
     }
 
@@ -243,15 +240,14 @@ impl Store {
         let mut dropped = 0;
         for field in fields {
             let key = RowKey::at(wire, (&provider, &host, model), field);
-            let done = key
-                .query(
+            let done = execute!(
+                &self.pool,
+                key.query(
                     "DELETE FROM fleet_verdicts WHERE wire = $1 AND provider = $2 AND host = $3 \
-                     AND model = $4 AND field = $5 AND probing_since = $6",
-                )
-                .bind(since)
-                .execute(&self.pool)
-                .await
-                .db()?;
+                     AND model = $4 AND field = $5 AND probing_since = $6"
+                ),
+                [since]
+            )?;
             dropped += done.rows_affected() as usize;
         }
         if dropped > 0 {
@@ -279,14 +275,14 @@ impl Store {
         let (provider, host, model) = key(target);
         for field in fields {
             let key = RowKey::at(wire, (&provider, &host, model), field);
-            key.query(
-                "UPDATE fleet_verdicts SET probing_since = NULL WHERE wire = $1 AND provider = $2 \
-                 AND host = $3 AND model = $4 AND field = $5 AND probing_since = $6",
-            )
-            .bind(since)
-            .execute(&self.pool)
-            .await
-            .db()?;
+            execute!(
+                &self.pool,
+                key.query(
+                    "UPDATE fleet_verdicts SET probing_since = NULL WHERE wire = $1 AND provider = $2 \
+                     AND host = $3 AND model = $4 AND field = $5 AND probing_since = $6"
+                ),
+                [since]
+            )?;
         }
         Ok(())
     }
@@ -298,14 +294,14 @@ impl Store {
             if !v.matches(filter) {
                 continue;
             }
-            let done = RowKey::of(&v)
-                .query(
+            let done = execute!(
+                &self.pool,
+                RowKey::of(&v).query(
                     "DELETE FROM fleet_verdicts WHERE wire = $1 AND provider = $2 AND host = $3 \
-                     AND model = $4 AND field = $5",
-                )
-                .execute(&self.pool)
-                .await
-                .db()?;
+                     AND model = $4 AND field = $5"
+                ),
+                []
+            )?;
             cleared += done.rows_affected() as usize;
         }
         Ok(cleared)

@@ -129,16 +129,12 @@ impl Store {
         const FIRST: &str = "SELECT id, secret FROM signing_keys ORDER BY generation LIMIT 1";
         let mut row = sqlx::query(FIRST).fetch_optional(&self.pool).await.db()?;
         if row.is_none() {
-            sqlx::query(
+            execute!(
+                &self.pool,
                 "INSERT INTO signing_keys (id, secret, generation, created_at) \
                  VALUES ($1, $2, 1, $3) ON CONFLICT DO NOTHING",
-            )
-            .bind(random_hex(ID_BYTES)?)
-            .bind(random_hex(SECRET_BYTES)?)
-            .bind(now_ms())
-            .execute(&self.pool)
-            .await
-            .db()?;
+                [random_hex(ID_BYTES)?, random_hex(SECRET_BYTES)?, now_ms()]
+            )?;
             row = sqlx::query(FIRST).fetch_optional(&self.pool).await.db()?;
         }
         let row =
@@ -162,16 +158,11 @@ impl Store {
         check_tenant(tenant)?;
         let id = random_hex(ID_BYTES)?;
         let secret = random_hex(SECRET_BYTES)?;
-        sqlx::query(
+        execute!(
+            &self.pool,
             "INSERT INTO gateway_keys (id, tenant, digest, created_at) VALUES ($1, $2, $3, $4)",
-        )
-        .bind(&id)
-        .bind(tenant)
-        .bind(secret_digest(&secret))
-        .bind(now_ms())
-        .execute(&self.pool)
-        .await
-        .db()?;
+            [&id, tenant, secret_digest(&secret), now_ms()]
+        )?;
         tracing::info!(key = %id, tenant, "gateway key created");
         Ok(format!("{KEY_PREFIX}{id}_{secret}"))
     }
@@ -234,26 +225,23 @@ impl Store {
     /// recorded already. The gateway calls it at most once a minute per key and replica, off
     /// the request path.
     pub async fn touch_gateway_key(&self, id: &str, at: i64) -> Result<(), StoreError> {
-        sqlx::query(
+        execute!(
+            &self.pool,
             "UPDATE gateway_keys SET last_used_at = $2 \
              WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)",
-        )
-        .bind(id)
-        .bind(at)
-        .execute(&self.pool)
-        .await
-        .db()?;
+            [id, at]
+        )?;
         Ok(())
     }
 
     /// Revokes every gateway key of `tenant`: how many there were. They stop working at once on
     /// every replica.
     pub async fn revoke_tenant_keys(&self, tenant: &str) -> Result<u64, StoreError> {
-        let done = sqlx::query("DELETE FROM gateway_keys WHERE tenant = $1")
-            .bind(tenant)
-            .execute(&self.pool)
-            .await
-            .db()?;
+        let done = execute!(
+            &self.pool,
+            "DELETE FROM gateway_keys WHERE tenant = $1",
+            [tenant]
+        )?;
         tracing::info!(
             tenant,
             revoked = done.rows_affected(),
@@ -267,11 +255,7 @@ impl Store {
     /// key stops working at once on every replica.
     pub async fn revoke_gateway_key(&self, id: &str) -> Result<bool, StoreError> {
         let id = parse_key(id).map_or_else(|| id.strip_prefix("hk_").unwrap_or(id), |(id, _)| id);
-        let done = sqlx::query("DELETE FROM gateway_keys WHERE id = $1")
-            .bind(id)
-            .execute(&self.pool)
-            .await
-            .db()?;
+        let done = execute!(&self.pool, "DELETE FROM gateway_keys WHERE id = $1", [id])?;
         if done.rows_affected() > 0 {
             tracing::info!(key = %id, "gateway key revoked");
         }

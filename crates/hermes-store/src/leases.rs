@@ -52,28 +52,23 @@ impl Store {
             }
         }
         let until = now.saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
-        sqlx::query(
+        execute!(
+            &mut *tx,
             "INSERT INTO session_leases (session_id, holder, expires_at) VALUES ($1, $2, $3) \
              ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at",
-        )
-        .bind(session)
-        .bind(holder)
-        .bind(until)
-        .execute(&mut *tx)
-        .await
-        .db()?;
+            [session, holder, until]
+        )?;
         tx.commit().await.db()?;
         Ok(Lease::Held)
     }
 
     /// Gives the lease on `session` back, if `holder` holds it.
     pub async fn release_lease(&self, session: &str, holder: &str) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM session_leases WHERE session_id = $1 AND holder = $2")
-            .bind(session)
-            .bind(holder)
-            .execute(&self.pool)
-            .await
-            .db()?;
+        execute!(
+            &self.pool,
+            "DELETE FROM session_leases WHERE session_id = $1 AND holder = $2",
+            [session, holder]
+        )?;
         Ok(())
     }
 }

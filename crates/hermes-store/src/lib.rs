@@ -46,6 +46,20 @@
 //!   incoming history continues by them; gateway keys are stored as digests only
 //!   ([`Store::add_gateway_key`], [`Store::tenant_for_key`]).
 
+/// Runs one statement with its binds, in order, on `executor` (a pool, a connection or a
+/// transaction) and awaits it: `execute!(executor, "SQL", [a, b])` is
+/// `sqlx::query("SQL").bind(a).bind(b).execute(executor)` (`[]` when it has none), its error
+/// mapped by [`DbResult::db`].
+/// A query built another way (a fleet `RowKey` query, say) may stand where the SQL does.
+macro_rules! execute {
+    ($executor:expr, $sql:literal, [$($bind:expr),* $(,)?]) => {
+        execute!($executor, sqlx::query($sql), [$($bind),*])
+    };
+    ($executor:expr, $query:expr, [$($bind:expr),* $(,)?]) => {
+        $crate::DbResult::db($query$(.bind($bind))*.execute($executor).await)
+    };
+}
+
 #[macro_use]
 mod row;
 mod compaction;
@@ -1119,20 +1133,20 @@ impl Store {
     /// beyond `i64::MAX` is taken as `i64::MAX`).
     pub async fn add_usage(&self, session: &str, usage: &Usage) -> Result<(), StoreError> {
         let n = |count: u64| i64::try_from(count).unwrap_or(i64::MAX);
-        sqlx::query(
+        execute!(
+            &self.pool,
             "UPDATE sessions SET input_tokens = input_tokens + $1, output_tokens = output_tokens + $2, \
              reasoning_tokens = reasoning_tokens + $3, cache_read_tokens = cache_read_tokens + $4, \
              cache_write_tokens = cache_write_tokens + $5 WHERE id = $6",
-        )
-        .bind(n(usage.input))
-        .bind(n(usage.output))
-        .bind(n(usage.reasoning))
-        .bind(n(usage.cache_read))
-        .bind(n(usage.cache_write))
-        .bind(session)
-        .execute(&self.pool)
-        .await
-        .db()?;
+            [
+                n(usage.input),
+                n(usage.output),
+                n(usage.reasoning),
+                n(usage.cache_read),
+                n(usage.cache_write),
+                session
+            ]
+        )?;
         Ok(())
     }
 
@@ -1144,14 +1158,11 @@ impl Store {
         session: &str,
         config: &Map<String, Value>,
     ) -> Result<(), StoreError> {
-        let done =
-            sqlx::query("UPDATE sessions SET model_config = $1, updated_at = $2 WHERE id = $3")
-                .bind(encode_config(config)?)
-                .bind(now_ms())
-                .bind(session)
-                .execute(&self.pool)
-                .await
-                .db()?;
+        let done = execute!(
+            &self.pool,
+            "UPDATE sessions SET model_config = $1, updated_at = $2 WHERE id = $3",
+            [encode_config(config)?, now_ms(), session]
+        )?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound(session.to_owned()));
         }
@@ -1160,14 +1171,11 @@ impl Store {
 
     /// Records that the user named `base_url` for this session (so an API key may go there).
     pub async fn confirm_base_url(&self, session: &str, base_url: &str) -> Result<(), StoreError> {
-        let done = sqlx::query(
+        let done = execute!(
+            &self.pool,
             "UPDATE sessions SET base_url = $1, base_url_confirmed = 1, updated_at = $2 WHERE id = $3",
-        )
-        .bind(base_url)
-        .bind(now_ms())
-        .bind(session)
-        .execute(&self.pool)
-        .await.db()?;
+            [base_url, now_ms(), session]
+        )?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound(session.to_owned()));
         }
@@ -1183,18 +1191,12 @@ impl Store {
         model: &str,
         base_url: Option<&str>,
     ) -> Result<(), StoreError> {
-        let done = sqlx::query(
+        let done = execute!(
+            &self.pool,
             "UPDATE sessions SET provider = $1, model = $2, base_url = $3, base_url_confirmed = 1, \
              updated_at = $4 WHERE id = $5",
-        )
-        .bind(provider)
-        .bind(model)
-        .bind(base_url)
-        .bind(now_ms())
-        .bind(session)
-        .execute(&self.pool)
-        .await
-        .db()?;
+            [provider, model, base_url, now_ms(), session]
+        )?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound(session.to_owned()));
         }
@@ -1293,7 +1295,7 @@ impl Store {
 
     /// Answers when the database does (one `SELECT 1`): a server's readiness check.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1").execute(&self.pool).await.db()?;
+        execute!(&self.pool, "SELECT 1", [])?;
         Ok(())
     }
 
@@ -1323,11 +1325,7 @@ impl Store {
             }
             lineage::materialise(&mut tx, child).await?;
         }
-        let done = sqlx::query("DELETE FROM sessions WHERE id = $1")
-            .bind(session)
-            .execute(&mut *tx)
-            .await
-            .db()?;
+        let done = execute!(&mut *tx, "DELETE FROM sessions WHERE id = $1", [session])?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound(session.to_owned()));
         }
@@ -1487,11 +1485,11 @@ fn create_private(path: &Path) -> std::io::Result<()> {
 /// Takes the PostgreSQL write lock of `scope` (a session id) in the caller's transaction, until
 /// it ends (see [`Store::write_tx`]).
 async fn lock_scope(tx: &mut sqlx::AnyConnection, scope: &str) -> Result<(), StoreError> {
-    sqlx::query("SELECT 1 FROM pg_advisory_xact_lock(hashtextextended($1, 0))")
-        .bind(scope)
-        .execute(&mut *tx)
-        .await
-        .db()?;
+    execute!(
+        &mut *tx,
+        "SELECT 1 FROM pg_advisory_xact_lock(hashtextextended($1, 0))",
+        [scope]
+    )?;
     Ok(())
 }
 
@@ -1517,29 +1515,30 @@ async fn insert_session(
         lineage::check_fork(tx, fork).await?;
     }
     let fork = new.fork.as_deref();
-    sqlx::query(
+    execute!(
+        &mut *tx,
         "INSERT INTO sessions (id, title, parent_id, provider, model, base_url, base_url_confirmed, \
          model_config, created_at, updated_at, tenant, partition_key, message_count, \
          fork_revision, fork_last, fork_count) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14, $15)",
-    )
-    .bind(id)
-    .bind(&new.title)
-    .bind(fork.map_or(new.parent_id.as_deref(), |f| Some(f.tip().session())))
-    .bind(&new.provider)
-    .bind(&new.model)
-    .bind(&new.base_url)
-    .bind(i64::from(new.base_url_confirmed))
-    .bind(encode_config(&new.model_config)?)
-    .bind(now)
-    .bind(new.tenant.as_deref())
-    .bind(new.partition.as_deref())
-    .bind(fork.map_or(0, Fork::count_i64))
-    .bind(fork.map(|f| f.tip().revision()))
-    .bind(fork.map(|f| f.tip().last()))
-    .bind(fork.map(Fork::count_i64))
-    .execute(&mut *tx)
-    .await.db()?;
+        [
+            id,
+            &new.title,
+            fork.map_or(new.parent_id.as_deref(), |f| Some(f.tip().session())),
+            &new.provider,
+            &new.model,
+            &new.base_url,
+            i64::from(new.base_url_confirmed),
+            encode_config(&new.model_config)?,
+            now,
+            new.tenant.as_deref(),
+            new.partition.as_deref(),
+            fork.map_or(0, Fork::count_i64),
+            fork.map(|f| f.tip().revision()),
+            fork.map(|f| f.tip().last()),
+            fork.map(Fork::count_i64)
+        ]
+    )?;
     Ok(())
 }
 

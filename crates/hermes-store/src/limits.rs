@@ -124,11 +124,11 @@ impl Store {
     /// Deletes the rate counts of windows that started before `before` (Unix ms); how many
     /// rows went.
     pub async fn sweep_rate_counts(&self, before: i64) -> Result<u64, StoreError> {
-        let done = sqlx::query("DELETE FROM rate_counts WHERE window_start < $1")
-            .bind(before)
-            .execute(&self.pool)
-            .await
-            .db()?;
+        let done = execute!(
+            &self.pool,
+            "DELETE FROM rate_counts WHERE window_start < $1",
+            [before]
+        )?;
         Ok(done.rows_affected())
     }
 
@@ -211,15 +211,11 @@ impl Store {
         slot: i64,
         holder: &str,
     ) -> Result<(), StoreError> {
-        sqlx::query(
+        execute!(
+            &self.pool,
             "UPDATE concurrency_slots SET expires_at = 0 WHERE tenant = $1 AND slot = $2 AND holder = $3",
-        )
-        .bind(tenant)
-        .bind(slot)
-        .bind(holder)
-        .execute(&self.pool)
-        .await
-        .db()?;
+            [tenant, slot, holder]
+        )?;
         Ok(())
     }
 

@@ -342,7 +342,8 @@ pub(crate) async fn materialise(
     }
     let view = read_view(&mut *tx, session, OwnRows::Active).await?;
     for row in &view.inherited {
-        sqlx::query(
+        execute!(
+            &mut *tx,
             "INSERT INTO messages (session_id, position, role, content, tool_calls, tool_call_id, \
              name, reasoning_content, reasoning, reasoning_details, origin_provider, origin_host, \
              origin_model, extra, key_order, kind, created_at, match_key) \
@@ -350,23 +351,20 @@ pub(crate) async fn materialise(
              reasoning, reasoning_details, origin_provider, origin_host, origin_model, extra, \
              key_order, kind, created_at, match_key FROM messages \
              WHERE session_id = $3 AND position = $4",
-        )
-        .bind(session)
-        .bind(row.stored.position)
-        .bind(&row.source)
-        .bind(row.source_position)
-        .execute(&mut *tx)
-        .await
-        .db()?;
+            [
+                session,
+                row.stored.position,
+                &row.source,
+                row.source_position
+            ]
+        )?;
     }
-    sqlx::query(
+    execute!(
+        &mut *tx,
         "UPDATE sessions SET fork_revision = NULL, fork_last = NULL, fork_count = NULL \
          WHERE id = $1",
-    )
-    .bind(session)
-    .execute(&mut *tx)
-    .await
-    .db()?;
+        [session]
+    )?;
     tracing::info!(
         session,
         rows = view.inherited.len(),
@@ -406,22 +404,22 @@ pub(crate) async fn insert_branch(
     now: i64,
 ) -> Result<(), StoreError> {
     check_fork(tx, fork).await?;
-    sqlx::query(
+    execute!(
+        &mut *tx,
         "INSERT INTO sessions (id, title, parent_id, provider, model, base_url, \
          base_url_confirmed, model_config, created_at, updated_at, tenant, partition_key, \
          message_count, fork_revision, fork_last, fork_count) \
          SELECT $1, title, id, provider, model, base_url, base_url_confirmed, model_config, $2, $2, \
          tenant, partition_key, $3, $4, $5, $3 FROM sessions WHERE id = $6",
-    )
-    .bind(id)
-    .bind(now)
-    .bind(fork.count)
-    .bind(fork.tip().revision())
-    .bind(fork.tip().last())
-    .bind(fork.tip().session())
-    .execute(&mut *tx)
-    .await
-    .db()?;
+        [
+            id,
+            now,
+            fork.count,
+            fork.tip().revision(),
+            fork.tip().last(),
+            fork.tip().session()
+        ]
+    )?;
     Ok(())
 }
 

@@ -131,12 +131,16 @@ async fn columns(
 }
 
 /// `column` when the table has it, else `NULL AS column`.
-fn pick(have: &HashSet<String>, column: &str) -> String {
-    if have.contains(column) {
-        format!("\"{column}\"")
-    } else {
-        format!("NULL AS \"{column}\"")
-    }
+/// `columns` as a select list: each one `have` holds, the others as `NULL`s of that name.
+fn pick(have: &HashSet<String>, columns: &[&str]) -> String {
+    let one = |column: &&str| {
+        if have.contains(*column) {
+            format!("\"{column}\"")
+        } else {
+            format!("NULL AS \"{column}\"")
+        }
+    };
+    columns.iter().map(one).collect::<Vec<_>>().join(", ")
 }
 
 fn millis(seconds: Option<f64>) -> Option<i64> {
@@ -177,20 +181,25 @@ async fn read_all(conn: &mut sqlx::SqliteConnection) -> Result<OriginalDb, sqlx:
         }
     }
     let session_sql = format!(
-        "SELECT id, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {} FROM sessions ORDER BY {}, id",
-        pick(&s, "title"),
-        pick(&s, "parent_session_id"),
-        pick(&s, "billing_provider"),
-        pick(&s, "model"),
-        pick(&s, "billing_base_url"),
-        pick(&s, "model_config"),
-        pick(&s, "started_at"),
-        pick(&s, "ended_at"),
-        pick(&s, "input_tokens"),
-        pick(&s, "output_tokens"),
-        pick(&s, "reasoning_tokens"),
-        pick(&s, "cache_read_tokens"),
-        pick(&s, "cache_write_tokens"),
+        "SELECT id, {} FROM sessions ORDER BY {}, id",
+        pick(
+            &s,
+            &[
+                "title",
+                "parent_session_id",
+                "billing_provider",
+                "model",
+                "billing_base_url",
+                "model_config",
+                "started_at",
+                "ended_at",
+                "input_tokens",
+                "output_tokens",
+                "reasoning_tokens",
+                "cache_read_tokens",
+                "cache_write_tokens"
+            ]
+        ),
         if s.contains("started_at") {
             "started_at"
         } else {
@@ -198,19 +207,24 @@ async fn read_all(conn: &mut sqlx::SqliteConnection) -> Result<OriginalDb, sqlx:
         },
     );
     let message_sql = format!(
-        "SELECT id, role, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {} FROM messages WHERE session_id = $1 ORDER BY id",
-        pick(&m, "content"),
-        pick(&m, "tool_call_id"),
-        pick(&m, "tool_calls"),
-        pick(&m, "tool_name"),
-        pick(&m, "reasoning"),
-        pick(&m, "reasoning_content"),
-        pick(&m, "reasoning_details"),
-        pick(&m, "codex_reasoning_items"),
-        pick(&m, "codex_message_items"),
-        pick(&m, "active"),
-        pick(&m, "_compressed_summary"),
-        pick(&m, "timestamp"),
+        "SELECT id, role, {} FROM messages WHERE session_id = $1 ORDER BY id",
+        pick(
+            &m,
+            &[
+                "content",
+                "tool_call_id",
+                "tool_calls",
+                "tool_name",
+                "reasoning",
+                "reasoning_content",
+                "reasoning_details",
+                "codex_reasoning_items",
+                "codex_message_items",
+                "active",
+                "_compressed_summary",
+                "timestamp"
+            ]
+        ),
     );
     let sessions = sqlx::query(sqlx::AssertSqlSafe(session_sql))
         .fetch_all(&mut *conn)
@@ -389,30 +403,30 @@ impl Store {
             None => None,
         };
         let [input, output, reasoning, cache_read, cache_write] = session.tokens;
-        sqlx::query(
+        execute!(
+            &mut *tx,
             "INSERT INTO sessions (id, title, parent_id, provider, model, base_url, base_url_confirmed, \
              model_config, created_at, updated_at, message_count, input_tokens, output_tokens, \
              reasoning_tokens, cache_read_tokens, cache_write_tokens) \
              VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
-        )
-        .bind(&session.id)
-        .bind(&session.title)
-        .bind(parent)
-        .bind(&session.provider)
-        .bind(&session.model)
-        .bind(&session.base_url)
-        .bind(&session.model_config)
-        .bind(session.created_at)
-        .bind(session.updated_at)
-        .bind(session.rows.len() as i64)
-        .bind(input)
-        .bind(output)
-        .bind(reasoning)
-        .bind(cache_read)
-        .bind(cache_write)
-        .execute(&mut *tx)
-        .await
-        .db()?;
+            [
+                &session.id,
+                &session.title,
+                parent,
+                &session.provider,
+                &session.model,
+                &session.base_url,
+                &session.model_config,
+                session.created_at,
+                session.updated_at,
+                session.rows.len() as i64,
+                input,
+                output,
+                reasoning,
+                cache_read,
+                cache_write
+            ]
+        )?;
         for (position, row) in session.rows.iter().enumerate() {
             let position = position as i64;
             MessageRow::from_message(position, &row.message)?
@@ -424,16 +438,16 @@ impl Store {
                 } else {
                     RowKind::Message
                 };
-                sqlx::query(
+                execute!(
+                    &mut *tx,
                     "UPDATE messages SET archived_at = $1, kind = $2 WHERE session_id = $3 AND position = $4",
-                )
-                .bind(row.archived.then_some(session.updated_at))
-                .bind(kind.as_sql())
-                .bind(&session.id)
-                .bind(position)
-                .execute(&mut *tx)
-                .await
-                .db()?;
+                    [
+                        row.archived.then_some(session.updated_at),
+                        kind.as_sql(),
+                        &session.id,
+                        position
+                    ]
+                )?;
             }
         }
         tx.commit().await.db()?;

@@ -176,30 +176,31 @@ impl MessageRow {
         session: &str,
         now: i64,
     ) -> Result<(), StoreError> {
-        sqlx::query(
+        execute!(
+            conn,
             "INSERT INTO messages (session_id, position, role, content, tool_calls, tool_call_id, name, \
              reasoning_content, reasoning, reasoning_details, origin_provider, origin_host, origin_model, extra, key_order, created_at, \
              match_key) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
-        )
-        .bind(session)
-        .bind(self.position)
-        .bind(&self.role)
-        .bind(&self.content)
-        .bind(&self.tool_calls)
-        .bind(&self.tool_call_id)
-        .bind(&self.name)
-        .bind(&self.reasoning_content)
-        .bind(&self.reasoning)
-        .bind(&self.reasoning_details)
-        .bind(&self.origin_provider)
-        .bind(&self.origin_host)
-        .bind(&self.origin_model)
-        .bind(&self.extra)
-        .bind(&self.key_order)
-        .bind(now)
-        .bind(&self.match_key)
-        .execute(conn)
-        .await.db()?;
+            [
+                session,
+                self.position,
+                &self.role,
+                &self.content,
+                &self.tool_calls,
+                &self.tool_call_id,
+                &self.name,
+                &self.reasoning_content,
+                &self.reasoning,
+                &self.reasoning_details,
+                &self.origin_provider,
+                &self.origin_host,
+                &self.origin_model,
+                &self.extra,
+                &self.key_order,
+                now,
+                &self.match_key
+            ]
+        )?;
         Ok(())
     }
 }

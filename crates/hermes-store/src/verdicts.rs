@@ -375,13 +375,11 @@ impl Store {
         members.rewrites(&before, &mut rewrites).map_err(encode)?;
         if !rewrites.is_empty() {
             let text = config.rewritten(&rewrites).map_err(encode)?;
-            sqlx::query("UPDATE sessions SET model_config = $1, updated_at = $2 WHERE id = $3")
-                .bind(text)
-                .bind(now_ms())
-                .bind(session)
-                .execute(&mut *tx)
-                .await
-                .db()?;
+            execute!(
+                &mut *tx,
+                "UPDATE sessions SET model_config = $1, updated_at = $2 WHERE id = $3",
+                [text, now_ms(), session]
+            )?;
             tx.commit().await.db()?;
             let keys: Vec<&str> = rewrites.iter().map(|(key, _)| *key).collect();
             tracing::debug!(session, ?keys, "model_config members stored");

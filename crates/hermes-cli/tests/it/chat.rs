@@ -11,6 +11,8 @@ trait ChatHome {
     async fn chat_json(&self, args: &[&str]) -> Value;
     /// Starts a session on the deepseek route against `base` (a simulator) with `query`.
     async fn start_deepseek(&self, base: &str, query: &str) -> Value;
+    /// Starts a session on the in-process simulator (`--provider sim`) with `query`: its id.
+    async fn sim_session(&self, query: &str) -> String;
 }
 
 impl ChatHome for Home {
@@ -21,6 +23,10 @@ impl ChatHome for Home {
     async fn start_deepseek(&self, base: &str, query: &str) -> Value {
         self.chat_json(&crate::support::deepseek_at(base, &["-q", query]))
             .await
+    }
+
+    async fn sim_session(&self, query: &str) -> String {
+        self.chat_id(&["--provider", "sim", "-q", query], &[]).await
     }
 }
 
@@ -244,10 +250,7 @@ async fn a_planted_key_appears_in_no_output_log_or_database_byte() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_show_counts_one_tool_call_in_the_singular() {
     let home = crate::support::home();
-    let reply = home
-        .chat_json(&["--provider", "sim", "-q", "[tools=1] time?"])
-        .await;
-    let id = reply["session_id"].as_str().unwrap().to_owned();
+    let id = home.sim_session("[tools=1] time?").await;
     let shown = home.ok(&["sessions", "show", &id]).await;
     assert!(shown.contains("; 1 tool call ("), "{shown}");
     assert!(!shown.contains("1 tool calls"), "{shown}");
@@ -307,10 +310,7 @@ async fn a_missing_key_names_the_variable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_branch_show_and_delete() {
     let home = crate::support::home();
-    let first = home
-        .chat_json(&["--provider", "sim", "-q", "[tools=1] go"])
-        .await;
-    let id = first["session_id"].as_str().unwrap().to_owned();
+    let id = home.sim_session("[tools=1] go").await;
     let branch = home.branch(&id, &["--at", "3"]).await;
     let show: Value =
         serde_json::from_str(&home.ok(&["sessions", "show", &branch, "--json"]).await).unwrap();
@@ -362,15 +362,12 @@ async fn sim_serve_prints_its_base_url_first_and_serves_until_killed() {
 /// home, compacts it, and returns the simulator, the home and the session's id.
 async fn compacted_session(profile: &str, provider: &str, model: &str) -> (Sim, Home, String) {
     let (sim, home, base) = crate::support::sim_home(profile).await;
-    let first = home
-        .chat_json(&crate::support::target(
-            provider,
-            model,
-            &base,
-            &["-q", "[tools=2] start"],
-        ))
+    let id = home
+        .chat_id(
+            &crate::support::target(provider, model, &base, &["-q", "[tools=2] start"]),
+            &[],
+        )
         .await;
-    let id = first["session_id"].as_str().unwrap().to_owned();
     for q in ["one", "[tools=1] two", "three", "[tools=2] four", "five"] {
         home.chat_json(&["--resume", &id, "-q", q]).await;
     }
@@ -395,35 +392,28 @@ async fn a_compacted_session_resumed_and_branched_still_replays_its_reasoning() 
     let rows = all["messages"].as_array().unwrap();
     assert!(rows.iter().filter(|m| m["archived"] == true).count() > 3);
     assert_eq!(rows.iter().filter(|m| m["checkpoint"] == true).count(), 1);
-    let retained = assistants_of(&home.export(&id).await);
-    assert!(!retained.is_empty());
-
     // Resumed in a new process: every retained turn's reasoning, exactly as stored.
-    sim.clear_requests();
-    home.chat_json(&["--resume", &id, "-q", "after compaction"])
-        .await;
-    let request = sim.requests().pop().unwrap();
-    assert_eq!(request.status, 200, "{}", request.response);
-    let sent = assistants_of(&request.body);
-    let stored_rc: Vec<&Value> = retained.iter().map(|m| &m["reasoning_content"]).collect();
-    let sent_rc: Vec<&Value> = sent.iter().map(|m| &m["reasoning_content"]).collect();
-    assert_eq!(sent_rc, stored_rc);
-
+    let retained = resumed_replays_reasoning(&sim, &home, &id, "after compaction").await;
+    assert!(!retained.is_empty());
     // And on a branch.
     let branch = home.branch(&id, &[]).await;
-    let branch_retained = assistants_of(&home.export(&branch).await);
+    resumed_replays_reasoning(&sim, &home, &branch, "on the branch").await;
+}
+
+/// Resumes session `id` with `query` in a new process: the request is accepted and carries the
+/// `reasoning_content` of each assistant turn the session holds, exactly as stored. Returns those
+/// turns (as exported before the resume).
+async fn resumed_replays_reasoning(sim: &Sim, home: &Home, id: &str, query: &str) -> Vec<Value> {
+    let retained = assistants_of(&home.export(id).await);
     sim.clear_requests();
-    home.chat_json(&["--resume", &branch, "-q", "on the branch"])
-        .await;
+    home.chat_json(&["--resume", id, "-q", query]).await;
     let request = sim.requests().pop().unwrap();
     assert_eq!(request.status, 200, "{}", request.response);
     let sent = assistants_of(&request.body);
     let sent_rc: Vec<&Value> = sent.iter().map(|m| &m["reasoning_content"]).collect();
-    let stored_rc: Vec<&Value> = branch_retained
-        .iter()
-        .map(|m| &m["reasoning_content"])
-        .collect();
-    assert_eq!(sent_rc, stored_rc);
+    let stored_rc: Vec<&Value> = retained.iter().map(|m| &m["reasoning_content"]).collect();
+    assert_eq!(sent_rc, stored_rc, "session {id}");
+    retained
 }
 
 /// The `extra_content` of each message's first tool call, of a body or an export.
@@ -469,10 +459,7 @@ async fn chat_compacts_automatically_when_the_estimate_crosses_the_trigger() {
         "[compaction]\ncontext_window = 400\nmax_output = 100\ntrigger_percent = 80\n",
     )
     .unwrap();
-    let first = home
-        .chat_json(&["--provider", "sim", "-q", "[tools=2] go"])
-        .await;
-    let id = first["session_id"].as_str().unwrap().to_owned();
+    let id = home.sim_session("[tools=2] go").await;
     let mut compacted = false;
     for q in ["one", "two", "three", "four", "five", "six"] {
         let out = home.run(&["chat", "--resume", &id, "-q", q], &[]).await;

@@ -27,6 +27,9 @@ trait ResponsesHome {
     /// One more streamed thinking turn of session `id` on `model` at `base` with `query`: a
     /// loop of one tool step, finished.
     async fn resume_on(&self, id: &str, base: &str, model: &str, query: &str);
+    /// Starts a thinking session on [`MODEL`] at `base` with `query`, streamed or not: the
+    /// `chat --json` summary.
+    async fn start(&self, base: &str, stream: bool, query: &str) -> Value;
 }
 
 impl ResponsesHome for Home {
@@ -41,6 +44,11 @@ impl ResponsesHome for Home {
         ]
         .concat();
         loop_done(&self.chat(&args, KEY).await, 1);
+    }
+
+    async fn start(&self, base: &str, stream: bool, query: &str) -> Value {
+        self.chat(&responses_args(base, MODEL, stream, query), KEY)
+            .await
     }
 }
 
@@ -243,12 +251,7 @@ fn replays_nothing(r: &RecordedRequest, stale: &[String]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compacted_responses_session_and_its_branch_both_continue() {
     let (sim, home, base) = responses_home().await;
-    let out = home
-        .chat(
-            &responses_args(&base, MODEL, true, "[tools=3] what time is it?"),
-            KEY,
-        )
-        .await;
+    let out = home.start(&base, true, "[tools=3] what time is it?").await;
     let id = session_id(&out);
     for q in ["[tools=2] second", "[tools=1] third", "fourth", "fifth"] {
         home.chat(&resume_args(&id, true, q), KEY).await;
@@ -306,12 +309,7 @@ async fn a_compacted_responses_session_and_its_branch_both_continue() {
 async fn items_go_only_to_the_model_and_host_that_minted_them_never_to_deepseek() {
     let (sim, home, base) = responses_home().await;
     let deepseek = Sim::start("deepseek-v4").await.unwrap();
-    let out = home
-        .chat(
-            &responses_args(&base, MODEL, true, "[tools=2] what time is it?"),
-            KEY,
-        )
-        .await;
+    let out = home.start(&base, true, "[tools=2] what time is it?").await;
     let id = session_id(&out);
     loop_done(&out, 2);
     let minted = home.turns(&id).await;
@@ -391,13 +389,7 @@ async fn items_go_only_to_the_model_and_host_that_minted_them_never_to_deepseek(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_imported_python_original_session_continues_with_its_items_replayed() {
     let (sim, home, base) = responses_home().await;
-    let out = home
-        .chat(
-            &responses_args(&base, MODEL, false, "[tools=2] what time is it?"),
-            KEY,
-        )
-        .await;
-    let id = session_id(&out);
+    let id = session_id(&home.start(&base, false, "[tools=2] what time is it?").await);
     let mut export = home.export(&id).await;
     let stored = turns(&export);
     for m in export["messages"].as_array_mut().unwrap() {

@@ -28,18 +28,25 @@ pub(crate) fn http_with(
     body: &str,
     headers: &str,
 ) -> (u16, String) {
+    let (head, body) = exchange(
+        addr,
+        &format!(
+            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{headers}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    );
+    (head[9..12].parse().unwrap(), body)
+}
+
+/// Writes `request` (head and body) on a fresh connection to `addr` and reads until the server
+/// closes it: the answer's head and body.
+fn exchange(addr: &str, request: &str) -> (String, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{headers}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
     let mut answer = String::new();
     stream.read_to_string(&mut answer).unwrap();
-    let status = answer[9..12].parse().unwrap();
-    let body = answer.split_once("\r\n\r\n").unwrap().1.to_owned();
-    (status, body)
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    (head.to_owned(), body.to_owned())
 }
 
 #[test]
@@ -365,25 +372,21 @@ fn paced_sim(home: &Path, flag: &str, ms: u64) -> (Killed, String, std::time::Du
 }
 
 /// A chat-completions request for `hello` to the simulator at `addr` over HTTP/1.0 (the body
-/// comes whole, not chunked, and ends with the connection): its head, its body and how long
+/// comes whole, not chunked, and ends with the connection), answered 200: its body and how long
 /// the whole exchange took.
-fn ask_sim(addr: &str, stream: bool) -> (String, String, std::time::Duration) {
+fn ask_sim(addr: &str, stream: bool) -> (String, std::time::Duration) {
     let body = format!(
         r#"{{"model":"deepseek-v4-pro","messages":[{{"role":"user","content":"hello"}}],"stream":{stream}}}"#
     );
-    let started = std::time::Instant::now();
-    let mut conn = TcpStream::connect(addr).unwrap();
-    write!(
-        conn,
+    let request = format!(
         "POST /chat/completions HTTP/1.0\r\nHost: {addr}\r\nAuthorization: Bearer sk-test\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
-    )
-    .unwrap();
-    let mut answer = String::new();
-    conn.read_to_string(&mut answer).unwrap();
+    );
+    let started = std::time::Instant::now();
+    let (head, rest) = exchange(addr, &request);
     let took = started.elapsed();
-    let (head, rest) = answer.split_once("\r\n\r\n").unwrap();
-    (head.to_owned(), rest.to_owned(), took)
+    assert!(head.contains(" 200 "), "{head}");
+    (rest, took)
 }
 
 /// `hermes sim serve --chunk-delay-ms` (the gateway benchmark's slow upstream) pauses before each
@@ -393,8 +396,7 @@ fn ask_sim(addr: &str, stream: bool) -> (String, String, std::time::Duration) {
 fn sim_serve_chunk_delay_ms_paces_each_streamed_event() {
     let home = own_home();
     let (_sim, addr, delay) = paced_sim(home.path(), "--chunk-delay-ms", 30);
-    let (head, sse, took) = ask_sim(&addr, true);
-    assert!(head.contains(" 200 "), "{head}");
+    let (sse, took) = ask_sim(&addr, true);
     assert!(sse.ends_with("data: [DONE]\n\n"), "{sse}");
     let events = sse.matches("\n\n").count();
     assert!(events > 10, "{events} events: {sse}");
@@ -409,16 +411,14 @@ fn sim_serve_chunk_delay_ms_paces_each_streamed_event() {
 fn sim_serve_delay_ms_waits_before_every_answer() {
     let home = own_home();
     let (_sim, addr, delay) = paced_sim(home.path(), "--delay-ms", 200);
-    let (head, body, took) = ask_sim(&addr, false);
-    assert!(head.contains(" 200 "), "{head}");
+    let (body, took) = ask_sim(&addr, false);
     let reply: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert!(
         reply["choices"][0]["message"]["content"].is_string(),
         "{reply}"
     );
     assert!(took >= delay, "a whole reply after {took:?} < {delay:?}");
-    let (head, sse, took) = ask_sim(&addr, true);
-    assert!(head.contains(" 200 "), "{head}");
+    let (sse, took) = ask_sim(&addr, true);
     assert!(sse.ends_with("data: [DONE]\n\n"), "{sse}");
     assert!(took >= delay, "a stream after {took:?} < {delay:?}");
 }

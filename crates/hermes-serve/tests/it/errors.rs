@@ -291,15 +291,12 @@ async fn no_auth_is_refused_off_loopback() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_upstream_gets_keep_alives_and_a_later_failure_is_an_in_stream_error() {
-    let upstream = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(400)
-                .set_body_json(json!({"error": {"message": "bad things", "code": "bad"}}))
-                .set_delay(std::time::Duration::from_millis(700)),
-        )
-        .mount(&upstream)
-        .await;
+    let upstream = upstream_answering(
+        ResponseTemplate::new(400)
+            .set_body_json(json!({"error": {"message": "bad things", "code": "bad"}}))
+            .set_delay(std::time::Duration::from_millis(700)),
+    )
+    .await;
     let gateway = start(&upstream.uri(), |c| {
         c.keep_alive(std::time::Duration::from_millis(100))
     })
@@ -334,15 +331,12 @@ async fn a_silent_upstream_gets_keep_alives_and_a_later_failure_is_an_in_stream_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upstream_429_is_passed_on_with_retry_after() {
-    let upstream = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(429)
-                .insert_header("retry-after", "1")
-                .set_body_json(json!({"error": {"message": "slow down", "code": "rate_limited"}})),
-        )
-        .mount(&upstream)
-        .await;
+    let upstream = upstream_answering(
+        ResponseTemplate::new(429)
+            .insert_header("retry-after", "1")
+            .set_body_json(json!({"error": {"message": "slow down", "code": "rate_limited"}})),
+    )
+    .await;
     let gateway = start(&upstream.uri(), |c| c).await;
     let (status, headers, body) = ask(&gateway).await;
     assert_eq!(status, 429, "{body}");
@@ -354,11 +348,10 @@ async fn an_upstream_429_is_passed_on_with_retry_after() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_cuts_a_request_after_the_drain_bound_and_stores_nothing() {
-    let upstream = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(500).set_delay(std::time::Duration::from_secs(30)))
-        .mount(&upstream)
-        .await;
+    let upstream = upstream_answering(
+        ResponseTemplate::new(500).set_delay(std::time::Duration::from_secs(30)),
+    )
+    .await;
     let gateway = start(&upstream.uri(), |c| {
         c.drain(std::time::Duration::from_millis(300))
     })
@@ -397,4 +390,14 @@ async fn shutdown_cuts_a_request_after_the_drain_bound_and_stores_nothing() {
         store.list().await.unwrap().is_empty(),
         "nothing half-done stored"
     );
+}
+
+/// An upstream that answers every POST with `reply`.
+async fn upstream_answering(reply: ResponseTemplate) -> MockServer {
+    let upstream = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(reply)
+        .mount(&upstream)
+        .await;
+    upstream
 }

@@ -235,6 +235,22 @@ pub(crate) fn text_of(door: Door, events: &[Value]) -> String {
     }
 }
 
+/// The simulator's requests, which must be `n` (`which` names them in the failure message).
+fn requests_of(sim: &Sim, n: usize, which: &str) -> Vec<RecordedRequest> {
+    let requests = sim.requests();
+    assert_eq!(requests.len(), n, "{which}");
+    requests
+}
+
+/// The `reasoning_content` member, as JSON text, that carries the reasoning the simulator minted
+/// in its answer to `request` (a later request replaying it holds this text).
+fn carried_reasoning(request: &RecordedRequest) -> String {
+    format!(
+        r#""reasoning_content":{}"#,
+        Value::String(minted_reasoning(request))
+    )
+}
+
 /// The readable reasoning DeepSeek's simulator answered `request` with (whole or streamed).
 pub(crate) fn minted_reasoning(request: &RecordedRequest) -> String {
     let events = match serde_json::from_str::<Value>(&request.response) {
@@ -373,11 +389,10 @@ async fn two_replicas_alternate_the_turns_of_a_chat_conversation_at_once(db: Tes
         }
         pending.unwrap().finish(Door::Chat).await;
 
-        let requests = sim.requests();
-        assert_eq!(
-            requests.len(),
+        let requests = requests_of(
+            &sim,
             TURNS,
-            "stream {stream}: one request per turn"
+            &format!("stream {stream}: one request per turn"),
         );
         for (k, request) in requests.iter().enumerate() {
             let raw = received(request);
@@ -464,11 +479,10 @@ async fn two_replicas_alternate_the_turns_of_a_messages_tool_conversation_at_onc
         }
         pending.unwrap().finish(Door::Messages).await;
 
-        let requests = sim.requests();
-        assert_eq!(
-            requests.len(),
+        let requests = requests_of(
+            &sim,
             TURNS,
-            "stream {stream}: one request per turn"
+            &format!("stream {stream}: one request per turn"),
         );
         requests.iter().for_each(|r| drop(received(r)));
         let minted = minted_signatures(&requests[0]);
@@ -567,10 +581,8 @@ async fn a_replica_killed_mid_stream_loses_nothing_and_the_retry_on_another_succ
         "at the tip, no branch"
     );
 
-    let requests = sim.requests();
-    assert_eq!(requests.len(), 3, "turn 1, A's turn 2, B's retry");
-    let minted = minted_reasoning(&requests[0]);
-    let carried = format!(r#""reasoning_content":{}"#, Value::String(minted));
+    let requests = requests_of(&sim, 3, "turn 1, A's turn 2, B's retry");
+    let carried = carried_reasoning(&requests[0]);
     for request in &requests[1..] {
         assert!(received(request).contains(&carried), "{request:?}");
     }
@@ -643,10 +655,8 @@ async fn killed_after_commit(db: &TestDb, door: Door) {
     let events = reply.finish(door).await;
     let branch = branch_of(&b.store, &session).await;
 
-    let requests = sim.requests();
-    assert_eq!(requests.len(), 3, "{door:?}: turn 1, A's turn 2, B's retry");
-    let minted = minted_reasoning(&requests[0]);
-    let carried = format!(r#""reasoning_content":{}"#, Value::String(minted));
+    let requests = requests_of(&sim, 3, &format!("{door:?}: turn 1, A's turn 2, B's retry"));
+    let carried = carried_reasoning(&requests[0]);
     assert!(received(&requests[2]).contains(&carried), "{door:?}");
     assert_eq!(
         requests[2].raw, requests[1].raw,
@@ -680,8 +690,7 @@ async fn killed_after_commit(db: &TestDb, door: Door) {
     let requests = sim.requests();
     let raw = received(&requests[3]);
     for earlier in [&requests[0], &requests[2]] {
-        let minted = minted_reasoning(earlier);
-        let carried = format!(r#""reasoning_content":{}"#, Value::String(minted));
+        let carried = carried_reasoning(earlier);
         assert!(raw.contains(&carried), "{door:?}: {raw}");
     }
     assert_eq!(roles(&b.store, &branch).await, THREE_TURNS, "{door:?}");

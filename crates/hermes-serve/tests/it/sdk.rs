@@ -98,16 +98,7 @@ async fn a_forgetful_client_holds_a_tool_conversation(
     })
     .await
     .unwrap();
-    let (first, second) = (&seen["first"], &seen["second"]);
-    assert_eq!(first["finish"], "tool_calls", "{profile}: {seen}");
-    assert_eq!(second["finish"], "stop", "{profile}: {seen}");
-    let session = first["session"]
-        .as_str()
-        .expect("the reply names its session");
-    assert_eq!(
-        second["session"], session,
-        "{profile}: the second turn continued the conversation"
-    );
+    let (first, session) = one_session_two_turns(&seen, profile);
     if stream {
         assert_eq!(first["repeated_id_or_name"], 0, "{profile}: {seen}");
         assert_eq!(first["chunks_after_finish"], 0, "{profile}: {seen}");
@@ -240,16 +231,7 @@ async fn a_client_that_drops_reasoning_holds_a_tool_conversation(stream: bool) {
     })
     .await
     .unwrap();
-    let (first, second) = (&seen["first"], &seen["second"]);
-    assert_eq!(first["finish"], "tool_calls", "{seen}");
-    assert_eq!(second["finish"], "stop", "{seen}");
-    let session = first["session"]
-        .as_str()
-        .expect("the reply names its session");
-    assert_eq!(
-        second["session"], session,
-        "the header continued the session"
-    );
+    let (first, session) = one_session_two_turns(&seen, "the header");
     let reasoning = first["reasoning"].as_str().unwrap();
     assert!(!reasoning.is_empty(), "the client saw the thinking: {seen}");
     assert!(first["reasoning_tokens"].as_u64().unwrap() > 0, "{seen}");
@@ -291,4 +273,20 @@ async fn a_client_that_drops_reasoning_holds_a_tool_conversation_whole() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_drops_reasoning_holds_a_tool_conversation_streamed() {
     a_client_that_drops_reasoning_holds_a_tool_conversation(true).await;
+}
+
+/// The script's two turns (`seen["first"]`, `seen["second"]`): a tool call, then the answer, in
+/// one session (`case` names the run in failure messages). Returns the first turn and the session.
+fn one_session_two_turns<'a>(seen: &'a Value, case: &str) -> (&'a Value, &'a str) {
+    let (first, second) = (&seen["first"], &seen["second"]);
+    assert_eq!(first["finish"], "tool_calls", "{case}: {seen}");
+    assert_eq!(second["finish"], "stop", "{case}: {seen}");
+    let session = first["session"]
+        .as_str()
+        .expect("the reply names its session");
+    assert_eq!(
+        second["session"], session,
+        "{case}: the second turn continued the conversation"
+    );
+    (first, session)
 }
