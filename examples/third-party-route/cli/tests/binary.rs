@@ -1,7 +1,8 @@
 //! A third party's own binary: its route is listed first, previews shape with it, and a chat
 //! against a loopback Acme server stores a turn; its own wire (Acme JSON, `acme-json`) is
 //! listed, previews and explains through its descriptor, and a chat stores a signed thought it
-//! replays byte for byte on resume.
+//! replays byte for byte on resume; the added wire's key variable, set while a chat runs on
+//! another provider, is redacted from a tool result and found in no output or home file.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -308,4 +309,118 @@ async fn chat_on_the_acme_json_wire_replays_the_signed_thought_byte_for_byte_on_
     assert_eq!(sent["turns"][1]["role"], "assistant");
     assert_eq!(sent["turns"][1]["text"], "done after 0 calls");
     assert_eq!(sent["turns"][2], json!({"role": "user", "text": "again"}));
+}
+
+/// The value planted in Acme JSON's key variable (`ACME_API_KEY`) while the chat runs on the
+/// `acme` route (chat completions), which never sends it.
+const ACME_KEY: &str = "acme-planted-key-51c0e9a7d24b3f86";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_added_wires_key_variable_is_redacted_from_tool_results_logs_and_state_db() {
+    let server = MockServer::start().await;
+    // The tool round: no result yet, so a call reading the file that holds the key.
+    Mock::given(method("POST"))
+        .and(|r: &wiremock::Request| !String::from_utf8_lossy(&r.body).contains("\"tool\""))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "a1", "object": "chat.completion", "model": "acme-think-2",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": null,
+                "tool_calls": [{"id": "call_0", "type": "function",
+                    "function": {"name": "read_file", "arguments": "{\"path\":\"key.txt\"}"}}]}}]
+        })))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "a2", "object": "chat.completion", "model": "acme-think-2",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": "all done"}}]
+        })))
+        .mount(&server)
+        .await;
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(
+        ws.path().join("key.txt"),
+        format!("the key is {ACME_KEY} ok\n"),
+    )
+    .unwrap();
+    let base = format!("{}/v1", server.uri());
+    let (home_path, ws_path) = (home.path().to_owned(), ws.path().to_owned());
+    let out = tokio::task::spawn_blocking(move || {
+        let workspace = ws_path.to_str().unwrap();
+        let args = [
+            "chat",
+            "--provider",
+            "acme",
+            "--model",
+            "acme-think-2",
+            "--base-url",
+            &base,
+            "--workspace",
+            workspace,
+            "--no-stream",
+            "-q",
+            "read key.txt",
+        ];
+        Command::new(env!("CARGO_BIN_EXE_acme-hermes"))
+            .args(args)
+            .env("HERMES_HOME", &home_path)
+            .env("NO_COLOR", "1")
+            .env("HERMES_LOG", "debug")
+            .env("ACME_API_KEY", ACME_KEY)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(stdout.contains("all done"), "{stdout}");
+    let bodies: Vec<Vec<u8>> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.body)
+        .collect();
+    assert_eq!(bodies.len(), 2, "one tool round, then the answer");
+    let sent: Value = serde_json::from_slice(&bodies[1]).unwrap();
+    let result = sent["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .map(|m| m["content"].clone());
+    assert_eq!(result, Some(json!("the key is [redacted] ok\n")), "{sent}");
+    let mut places = vec![
+        ("stdout".to_owned(), out.stdout),
+        ("stderr".to_owned(), out.stderr),
+    ];
+    for (i, body) in bodies.into_iter().enumerate() {
+        places.push((format!("request {i}"), body));
+    }
+    let mut dirs = vec![home.path().to_owned()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                places.push((path.display().to_string(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    assert!(
+        places.iter().any(|(p, _)| p.ends_with("state.db")),
+        "the session was stored: {:?}",
+        places.iter().map(|(p, _)| p).collect::<Vec<_>>()
+    );
+    for (place, bytes) in &places {
+        let found = bytes
+            .windows(ACME_KEY.len())
+            .any(|w| w == ACME_KEY.as_bytes());
+        assert!(!found, "Acme's key reached {place}");
+    }
 }
