@@ -12,26 +12,54 @@ use serde_json::{Value, json};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-/// Runs the binary in `home`, whatever it exits with.
-fn run_acme(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_acme-hermes"))
+/// The binary with `args`, in `home`, with no colour and no log.
+fn command(home: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_acme-hermes"));
+    command
         .args(args)
         .env("HERMES_HOME", home)
         .env("NO_COLOR", "1")
-        .env_remove("HERMES_LOG")
-        .output()
-        .unwrap()
+        .env_remove("HERMES_LOG");
+    command
 }
 
-/// Runs the binary in `home`; it must succeed.
-fn acme(home: &Path, args: &[&str]) -> Output {
-    let out = run_acme(home, args);
+/// Runs the binary in `home`, whatever it exits with.
+fn run_acme(home: &Path, args: &[&str]) -> Output {
+    command(home, args).output().unwrap()
+}
+
+/// Runs the binary in `home` with `envs` set; it must succeed.
+fn acme_with(home: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let out = command(home, args)
+        .envs(envs.iter().copied())
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "{args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// Runs the binary in `home`; it must succeed.
+fn acme(home: &Path, args: &[&str]) -> Output {
+    acme_with(home, args, &[])
+}
+
+/// `chat` on the `acme` route's `acme-think-2` at `base`, whole replies, then `extra`.
+fn acme_route_chat(base: &str, extra: &[&str]) -> Vec<String> {
+    let args = [
+        "chat",
+        "--provider",
+        "acme",
+        "--model",
+        "acme-think-2",
+        "--base-url",
+        base,
+        "--no-stream",
+    ];
+    args.iter().chain(extra).map(|a| (*a).to_owned()).collect()
 }
 
 #[test]
@@ -98,21 +126,10 @@ async fn chat_against_a_loopback_acme_server_stores_a_turn() {
     let base = format!("{}/v1", server.uri());
     let home_path = home.path().to_owned();
     let out = tokio::task::spawn_blocking(move || {
+        let args = acme_route_chat(&base, &["--json", "-q", "hi"]);
         acme(
             &home_path,
-            &[
-                "chat",
-                "--provider",
-                "acme",
-                "--model",
-                "acme-think-2",
-                "--base-url",
-                &base,
-                "--no-stream",
-                "--json",
-                "-q",
-                "hi",
-            ],
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
         )
     })
     .await
@@ -349,44 +366,18 @@ async fn the_added_wires_key_variable_is_redacted_from_tool_results_logs_and_sta
     let (home_path, ws_path) = (home.path().to_owned(), ws.path().to_owned());
     let out = tokio::task::spawn_blocking(move || {
         let workspace = ws_path.to_str().unwrap();
-        let args = [
-            "chat",
-            "--provider",
-            "acme",
-            "--model",
-            "acme-think-2",
-            "--base-url",
-            &base,
-            "--workspace",
-            workspace,
-            "--no-stream",
-            "-q",
-            "read key.txt",
-        ];
-        Command::new(env!("CARGO_BIN_EXE_acme-hermes"))
-            .args(args)
-            .env("HERMES_HOME", &home_path)
-            .env("NO_COLOR", "1")
-            .env("HERMES_LOG", "debug")
-            .env("ACME_API_KEY", ACME_KEY)
-            .output()
-            .unwrap()
+        let args = acme_route_chat(&base, &["--workspace", workspace, "-q", "read key.txt"]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let envs = [("HERMES_LOG", "debug"), ("ACME_API_KEY", ACME_KEY)];
+        acme_with(&home_path, &args, &envs)
     })
     .await
     .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{stderr}");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(stdout.contains("all done"), "{stdout}");
-    let bodies: Vec<Vec<u8>> = server
-        .received_requests()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|r| r.body)
-        .collect();
-    assert_eq!(bodies.len(), 2, "one tool round, then the answer");
-    let sent: Value = serde_json::from_slice(&bodies[1]).unwrap();
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2, "one tool round, then the answer");
+    let sent: Value = serde_json::from_slice(&requests[1].body).unwrap();
     let result = sent["messages"]
         .as_array()
         .unwrap()
@@ -398,8 +389,8 @@ async fn the_added_wires_key_variable_is_redacted_from_tool_results_logs_and_sta
         ("stdout".to_owned(), out.stdout),
         ("stderr".to_owned(), out.stderr),
     ];
-    for (i, body) in bodies.into_iter().enumerate() {
-        places.push((format!("request {i}"), body));
+    for (i, request) in requests.into_iter().enumerate() {
+        places.push((format!("request {i}"), request.body));
     }
     let mut dirs = vec![home.path().to_owned()];
     while let Some(dir) = dirs.pop() {
