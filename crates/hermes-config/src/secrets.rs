@@ -204,6 +204,38 @@ mod tests {
     }
 
     #[test]
+    fn the_key_variables_of_an_added_wires_providers_are_secrets() {
+        use hermes_engine::providers::wires::Descriptor;
+        use hermes_engine::providers::{ProviderSpec, WireDescriptor, Wires};
+        /// The built-in chat completions wire, which the added one builds and explains with.
+        fn chat() -> Arc<dyn WireDescriptor> {
+            Wires::builtin()
+                .get(hermes_core::CHAT_WIRE)
+                .cloned()
+                .unwrap()
+        }
+        // Cargo sets CARGO_MANIFEST_DIR for the test process: the added wire's provider
+        // names it as its key variable, which no built-in provider does.
+        let value = std::env::var("CARGO_MANIFEST_DIR").unwrap();
+        let config = Config::default();
+        let builtin = Wires::builtin();
+        assert_eq!(gather(None, &config, &builtin).redact(&value), value);
+        let mut wires = builtin;
+        wires.register(Arc::new(Descriptor {
+            id: "added",
+            name: "An added wire",
+            providers: &[ProviderSpec {
+                id: "added",
+                base_url: None,
+                key_var: Some("CARGO_MANIFEST_DIR"),
+            }],
+            build: |target, client, credentials| chat().build(target, client, credentials),
+            explain: |target, parts, stored| chat().explain(target, parts, stored),
+        }));
+        assert_eq!(gather(None, &config, &wires).redact(&value), REDACTED);
+    }
+
+    #[test]
     fn debug_shows_no_value() {
         assert_eq!(format!("{:?}", secrets(&["sk-abc12"])), "Secrets(1 values)");
     }
