@@ -86,7 +86,7 @@ pub(crate) async fn open(
     args: &ChatArgs,
     home: &Path,
 ) -> anyhow::Result<ChatSession> {
-    let setup = setup::load(home.to_path_buf())?;
+    let setup = setup::load(engine, home.to_path_buf())?;
     let (store, settings) = setup::open(&setup).await?;
     let toolbox = toolbox(args.workspace.clone(), &setup)?;
     let tools = Toolset {

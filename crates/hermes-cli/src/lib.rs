@@ -107,7 +107,7 @@ fn dispatch(engine: &Engine, cli: Cli) -> anyhow::Result<()> {
             None => repl::run(engine, &args),
         },
         Command::Sessions(command) => sessions::run(engine, &command),
-        Command::Verdicts(command) => verdicts::run(&command),
+        Command::Verdicts(command) => verdicts::run(engine, &command),
         Command::Logs(args) => logs::run(&args, &setup::hermes_home()?),
         Command::Config(command) => config::run(&command, &setup::hermes_home()?),
         Command::Completions { shell } => {

@@ -11,10 +11,10 @@ use hermes_engine::{Choice, Engine, Preview, PreviewOptions};
 use crate::cli::PreviewArgs;
 use crate::error::UsageError;
 
-fn load(args: &PreviewArgs) -> anyhow::Result<SessionFile> {
+fn load(engine: &Engine, args: &PreviewArgs) -> anyhow::Result<SessionFile> {
     if let Some(id) = &args.session {
         return crate::setup::runtime()?.block_on(async {
-            let store = crate::setup::open_home_store().await?;
+            let store = crate::setup::open_home_store(engine).await?;
             Ok(store.export(id).await?)
         });
     }
@@ -28,9 +28,9 @@ fn load(args: &PreviewArgs) -> anyhow::Result<SessionFile> {
 
 /// Runs `hermes preview`.
 pub(crate) fn run(engine: &Engine, args: &PreviewArgs) -> anyhow::Result<()> {
-    let file = load(args)?;
+    let file = load(engine, args)?;
     // The same config.toml `hermes chat` reads, so the preview is the request chat would send.
-    let setup = crate::setup::load(crate::setup::hermes_home()?)?;
+    let setup = crate::setup::load(engine, crate::setup::hermes_home()?)?;
     let choice = Choice::new(
         args.provider.as_deref(),
         args.model.as_deref(),
@@ -51,7 +51,7 @@ pub(crate) fn run(engine: &Engine, args: &PreviewArgs) -> anyhow::Result<()> {
     if args.session.is_some() {
         // What any session of the store learned a provider refuses, as chat would apply it.
         preview = runtime.block_on(async {
-            let store = crate::setup::open_home_store().await?;
+            let store = crate::setup::open_home_store(engine).await?;
             anyhow::Ok(
                 preview
                     .with_fleet_verdicts(&store, setup.config.reprobe_after())

@@ -109,8 +109,8 @@ fn limits(serve: &hermes_config::ServeSection) -> Limits {
 }
 
 /// Runs `hermes serve keys|sessions|tenants …` on the store.
-fn admin(command: &ServeCommand) -> anyhow::Result<()> {
-    let setup = setup::load(setup::hermes_home()?)?;
+fn admin(engine: &Engine, command: &ServeCommand) -> anyhow::Result<()> {
+    let setup = setup::load(engine, setup::hermes_home()?)?;
     setup::runtime()?.block_on(async {
         let store = setup::open_store(&setup).await?;
         match command {
@@ -206,9 +206,9 @@ fn ago(age: Duration) -> i64 {
 /// Runs `hermes serve`.
 pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
     if let Some(command) = &args.command {
-        return admin(command);
+        return admin(engine, command);
     }
-    let setup = setup::load(setup::hermes_home()?)?;
+    let setup = setup::load(engine, setup::hermes_home()?)?;
     let config = &setup.config;
     let addr = listen_address(args, config)?;
     check_exposure(args, config, addr)?;

@@ -311,10 +311,10 @@ pub(crate) fn run(engine: &hermes_engine::Engine, command: &SessionsCommand) -> 
         return crate::chat::compact_session(engine, id, base_url.as_deref(), *allow_insecure_http);
     }
     if let SessionsCommand::Migrate { to, from } = command {
-        return setup::runtime()?.block_on(migrate(to, from.as_deref()));
+        return setup::runtime()?.block_on(migrate(engine, to, from.as_deref()));
     }
     setup::runtime()?.block_on(async {
-        let store = setup::open_home_store().await?;
+        let store = setup::open_home_store(engine).await?;
         run_async(command, store).await
     })
 }
@@ -322,9 +322,13 @@ pub(crate) fn run(engine: &hermes_engine::Engine, command: &SessionsCommand) -> 
 /// `hermes sessions migrate --to URL [--from URL]`: copies every session and the fleet verdicts,
 /// verified byte for byte; sessions the destination already holds identically are skipped, and
 /// ones it holds differently are named and left alone (the command then fails).
-async fn migrate(to: &str, from: Option<&str>) -> anyhow::Result<()> {
+async fn migrate(
+    engine: &hermes_engine::Engine,
+    to: &str,
+    from: Option<&str>,
+) -> anyhow::Result<()> {
     use hermes_engine::store::Location;
-    let setup = setup::load(setup::hermes_home()?)?;
+    let setup = setup::load(engine, setup::hermes_home()?)?;
     let home = &setup.home;
     let pool = setup.config.store.pool();
     let dest_location =

@@ -6,8 +6,8 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 use hermes_config::{ConfigError, Opened, Setup};
-use hermes_engine::Settings;
 use hermes_engine::store::Store;
+use hermes_engine::{Engine, Settings};
 
 /// `err` as the CLI reports it: the engine's and the store's errors unwrapped (exit codes and
 /// advice downcast to them), every other one with its own message.
@@ -24,9 +24,10 @@ pub(crate) fn hermes_home() -> anyhow::Result<PathBuf> {
     hermes_config::hermes_home().map_err(error)
 }
 
-/// The config and secrets of `home`.
-pub(crate) fn load(home: PathBuf) -> anyhow::Result<Setup> {
-    Setup::in_home(home).map_err(error)
+/// The config of `home` and the secrets of `engine`'s wires (an added wire's key variables
+/// included).
+pub(crate) fn load(engine: &Engine, home: PathBuf) -> anyhow::Result<Setup> {
+    Setup::in_home(home, engine.wires()).map_err(error)
 }
 
 /// Shows the engine's notice about the database it chose in the home, if any.
@@ -72,8 +73,8 @@ fn shown(opened: Result<Opened, hermes_config::ConfigError>) -> anyhow::Result<(
 }
 
 /// Opens the sessions' database for `$HERMES_HOME` and its config.
-pub(crate) async fn open_home_store() -> anyhow::Result<Store> {
-    open_store(&load(hermes_home()?)?).await
+pub(crate) async fn open_home_store(engine: &Engine) -> anyhow::Result<Store> {
+    open_store(&load(engine, hermes_home()?)?).await
 }
 
 /// A runtime for the async commands.

@@ -143,9 +143,9 @@ fn learned(ms: i64) -> String {
 }
 
 /// Runs `hermes verdicts …`.
-pub(crate) fn run(command: &VerdictsCommand) -> anyhow::Result<()> {
+pub(crate) fn run(engine: &hermes_engine::Engine, command: &VerdictsCommand) -> anyhow::Result<()> {
     setup::runtime()?.block_on(async {
-        let store = setup::open_home_store().await?;
+        let store = setup::open_home_store(engine).await?;
         run_async(command, store).await
     })
 }

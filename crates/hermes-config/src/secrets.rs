@@ -1,16 +1,19 @@
 //! The secrets hermes loaded, kept out of everything a tool returns: the API key in use, every
-//! API-key variable the provider registry and config.toml name, and a few well-known cloud and
-//! database credentials. Each exact value is replaced by [`REDACTED`] before a tool result is
-//! stored or sent. Also the engine's key lookup: API keys come from the environment.
+//! API-key variable the engine's wires (a third party's included) and config.toml name, and a
+//! few well-known cloud and database credentials. Each exact value is replaced by [`REDACTED`]
+//! before a tool result is stored or sent. Also the engine's key lookup: API keys come from the
+//! environment.
 
 use std::sync::{Arc, RwLock};
+
+use hermes_engine::providers::Wires;
+
+use crate::config::Config;
 
 /// The engine's key lookup: an API key variable's value in this process's environment.
 pub fn key_lookup() -> hermes_engine::KeyLookup {
     Arc::new(|var: &str| std::env::var(var).ok())
 }
-
-use crate::config::Config;
 
 /// What a secret is replaced with.
 pub const REDACTED: &str = "[redacted]";
@@ -46,11 +49,13 @@ impl std::fmt::Debug for Secrets {
 }
 
 /// The secrets of this process: `api_key` (the key hermes loaded, if any), and the non-blank
-/// values of every registry `key_var`, every config.toml `[providers.*] key_var`, and
-/// [`WELL_KNOWN`].
-pub fn gather(api_key: Option<&str>, config: &Config) -> Secrets {
-    let mut vars: Vec<&str> = hermes_engine::providers::registry::PROVIDERS
+/// values of the `key_var` of every provider `wires` serve (the engine's list:
+/// `hermes_engine::Engine::wires`, so a wire added with `Engine::with_wire` brings its
+/// providers' keys), every config.toml `[providers.*] key_var`, and [`WELL_KNOWN`].
+pub fn gather(api_key: Option<&str>, config: &Config, wires: &Wires) -> Secrets {
+    let mut vars: Vec<&str> = wires
         .iter()
+        .flat_map(|w| w.providers())
         .filter_map(|p| p.key_var)
         .collect();
     vars.extend(
@@ -196,6 +201,38 @@ mod tests {
         assert_eq!(s.redact_prefix(bytes, 6), b"0123[redacted]");
         assert_eq!(s.redact_prefix(bytes, 4), b"0123");
         assert_eq!(s.redact_prefix(bytes, 100), b"0123[redacted]9");
+    }
+
+    #[test]
+    fn the_key_variables_of_an_added_wires_providers_are_secrets() {
+        use hermes_engine::providers::wires::Descriptor;
+        use hermes_engine::providers::{ProviderSpec, WireDescriptor, Wires};
+        /// The built-in chat completions wire, which the added one builds and explains with.
+        fn chat() -> Arc<dyn WireDescriptor> {
+            Wires::builtin()
+                .get(hermes_core::CHAT_WIRE)
+                .cloned()
+                .unwrap()
+        }
+        // Cargo sets CARGO_MANIFEST_DIR for the test process: the added wire's provider
+        // names it as its key variable, which no built-in provider does.
+        let value = std::env::var("CARGO_MANIFEST_DIR").unwrap();
+        let config = Config::default();
+        let builtin = Wires::builtin();
+        assert_eq!(gather(None, &config, &builtin).redact(&value), value);
+        let mut wires = builtin;
+        wires.register(Arc::new(Descriptor {
+            id: "added",
+            name: "An added wire",
+            providers: &[ProviderSpec {
+                id: "added",
+                base_url: None,
+                key_var: Some("CARGO_MANIFEST_DIR"),
+            }],
+            build: |target, client, credentials| chat().build(target, client, credentials),
+            explain: |target, parts, stored| chat().explain(target, parts, stored),
+        }));
+        assert_eq!(gather(None, &config, &wires).redact(&value), REDACTED);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use hermes_engine::providers::Wires;
 use hermes_engine::store::{Location, Store};
 use hermes_engine::{Defaults, Settings};
 
@@ -35,16 +36,18 @@ pub struct Opened {
 }
 
 impl Setup {
-    /// `$HERMES_HOME` (see [`crate::hermes_home`]) with its config and secrets.
-    pub fn load() -> Result<Setup, ConfigError> {
-        Setup::in_home(crate::hermes_home()?)
+    /// `$HERMES_HOME` (see [`crate::hermes_home`]) with its config and the secrets of `wires`
+    /// (see [`Setup::in_home`]).
+    pub fn load(wires: &Wires) -> Result<Setup, ConfigError> {
+        Setup::in_home(crate::hermes_home()?, wires)
     }
 
     /// The config in `home` (`home/config.toml`, defaults when missing) and the secrets of
-    /// this process's environment (see [`secrets::gather`]).
-    pub fn in_home(home: PathBuf) -> Result<Setup, ConfigError> {
+    /// this process's environment (see [`secrets::gather`]): `wires` is the engine's list
+    /// (`Engine::wires`), so the key variables of a third party's wire are secrets too.
+    pub fn in_home(home: PathBuf, wires: &Wires) -> Result<Setup, ConfigError> {
         let config = config::load(&home)?;
-        let secrets = secrets::gather(None, &config);
+        let secrets = secrets::gather(None, &config, wires);
         Ok(Setup {
             home,
             config,
@@ -137,7 +140,7 @@ mod tests {
             "provider = \"deepseek\"\n\n[limits]\nturn = 7\n\n[verdicts]\nreprobe_after = \"90s\"\n\n[bedrock]\nregion = \"eu-west-3\"\n",
         )
         .unwrap();
-        let setup = Setup::in_home(home.clone()).unwrap();
+        let setup = Setup::in_home(home.clone(), &Wires::builtin()).unwrap();
         assert_eq!(setup.config.provider.as_deref(), Some("deepseek"));
 
         let (store, notice) = setup.open_local_store().await.unwrap();
@@ -162,7 +165,7 @@ mod tests {
     fn an_invalid_config_is_an_error_naming_the_file_and_line() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("config.toml"), "effort = \"huge\"\n").unwrap();
-        let err = Setup::in_home(dir.path().to_path_buf()).unwrap_err();
+        let err = Setup::in_home(dir.path().to_path_buf(), &Wires::builtin()).unwrap_err();
         let text = err.to_string();
         assert!(
             text.starts_with(&format!(

@@ -250,6 +250,24 @@ impl<'a> StoreLog<'a> {
             Session::New { .. } => None,
         })
     }
+
+    /// `record` on the verdicts (chat, wire) kept for a session not yet created, which the
+    /// first step stores with it; an error when another step created it meanwhile.
+    fn record_pending<T>(
+        &self,
+        record: impl FnOnce(&mut Verdicts, &mut WireVerdicts) -> T,
+    ) -> Result<T, LogError> {
+        match &mut *self.session.lock().map_err(poisoned)? {
+            Session::New {
+                verdicts,
+                wire_verdicts,
+                ..
+            } => Ok(record(verdicts, wire_verdicts)),
+            Session::Stored(_) | Session::AtTip(_) => {
+                Err("the session was created meanwhile; retry".into())
+            }
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -279,15 +297,10 @@ impl SessionLog for StoreLog<'_> {
         let mut verdicts = match self.stored_id()? {
             Some(id) => self.store.record_verdict(&id, target, carriers).await?,
             // No session yet: kept until the first step creates it.
-            None => match &mut *self.session.lock().map_err(poisoned)? {
-                Session::New { verdicts, .. } => {
-                    verdicts.record(target, carriers);
-                    verdicts.clone()
-                }
-                Session::Stored(_) | Session::AtTip(_) => {
-                    return Err("the session was created meanwhile; retry".into());
-                }
-            },
+            None => self.record_pending(|verdicts, _| {
+                verdicts.record(target, carriers);
+                verdicts.clone()
+            })?,
         };
         if let Some(fleet) = self.fleet {
             fleet.merge_chat(&mut verdicts);
@@ -308,15 +321,10 @@ impl SessionLog for StoreLog<'_> {
                     .record_wire_verdict(&id, wire, target, fields)
                     .await?
             }
-            None => match &mut *self.session.lock().map_err(poisoned)? {
-                Session::New { wire_verdicts, .. } => {
-                    wire_verdicts.record(wire, target, fields);
-                    wire_verdicts.clone()
-                }
-                Session::Stored(_) | Session::AtTip(_) => {
-                    return Err("the session was created meanwhile; retry".into());
-                }
-            },
+            None => self.record_pending(|_, wire_verdicts| {
+                wire_verdicts.record(wire, target, fields);
+                wire_verdicts.clone()
+            })?,
         };
         if let Some(fleet) = self.fleet {
             fleet.merge_wire(&mut verdicts);

@@ -46,40 +46,27 @@ impl PreviewOptions {
         }
     }
 
-    /// With config's defaults.
-    pub fn defaults(mut self, defaults: Defaults) -> Self {
-        self.defaults = defaults;
-        self
+    setters! {
+        /// With config's defaults.
+        defaults: Defaults;
+
+        /// Treating `carriers` as refused.
+        reject: CarrierSet;
+
+        /// Appending a user message.
+        query: Option<String>;
+
+        /// Streamed or not.
+        stream: bool;
+
+        /// With the tool definitions chat would send.
+        tools: Option<RawJson>;
     }
 
     /// With the command line's thinking request (flags only: config's default effort goes in
     /// [`Defaults::effort`]).
     pub fn thinking(mut self, thinking: ThinkingRequest) -> Self {
         self.thinking = Some(thinking);
-        self
-    }
-
-    /// Treating `carriers` as refused.
-    pub fn reject(mut self, carriers: CarrierSet) -> Self {
-        self.reject = carriers;
-        self
-    }
-
-    /// Appending a user message.
-    pub fn query(mut self, text: Option<String>) -> Self {
-        self.query = text;
-        self
-    }
-
-    /// Streamed or not.
-    pub fn stream(mut self, stream: bool) -> Self {
-        self.stream = stream;
-        self
-    }
-
-    /// With the tool definitions chat would send.
-    pub fn tools(mut self, tools: Option<RawJson>) -> Self {
-        self.tools = tools;
         self
     }
 }

@@ -142,16 +142,27 @@ impl Request {
         self
     }
 
-    /// With this provider, model and base URL choice.
-    pub fn choice(mut self, choice: Choice) -> Self {
-        self.choice = choice;
-        self
-    }
+    setters! {
+        /// With this provider, model and base URL choice.
+        choice: Choice;
 
-    /// With this input instead.
-    pub fn input(mut self, input: Vec<Message>) -> Self {
-        self.input = input;
-        self
+        /// With this input instead.
+        input: Vec<Message>;
+
+        /// With these tools.
+        tools: ToolMode;
+
+        /// With this thinking request.
+        thinking: ThinkingRequest;
+
+        /// Streamed or not.
+        stream: bool;
+
+        /// With these sampling parameters.
+        sampling: Sampling;
+
+        /// With what a gateway client asked for in its own wire's terms.
+        passthrough: Passthrough;
     }
 
     /// A request answering a client's whole `history` (see [`Request::history`]).
@@ -161,36 +172,6 @@ impl Request {
             input: Vec::new(),
             ..Request::user("")
         }
-    }
-
-    /// With these tools.
-    pub fn tools(mut self, tools: ToolMode) -> Self {
-        self.tools = tools;
-        self
-    }
-
-    /// With this thinking request.
-    pub fn thinking(mut self, thinking: ThinkingRequest) -> Self {
-        self.thinking = thinking;
-        self
-    }
-
-    /// Streamed or not.
-    pub fn stream(mut self, stream: bool) -> Self {
-        self.stream = stream;
-        self
-    }
-
-    /// With these sampling parameters.
-    pub fn sampling(mut self, sampling: Sampling) -> Self {
-        self.sampling = sampling;
-        self
-    }
-
-    /// With what a gateway client asked for in its own wire's terms.
-    pub fn passthrough(mut self, passthrough: Passthrough) -> Self {
-        self.passthrough = passthrough;
-        self
     }
 }
 
@@ -223,10 +204,9 @@ impl History {
         }
     }
 
-    /// In the client's `partition`.
-    pub fn partition(mut self, partition: Option<String>) -> Self {
-        self.partition = partition;
-        self
+    setters! {
+        /// In the client's `partition`.
+        partition: Option<String>;
     }
 }
 

@@ -95,58 +95,36 @@ impl OpenOptions {
         }
     }
 
-    /// Re-probing fleet verdicts older than `age`.
-    pub fn reprobe_after(mut self, age: Duration) -> Self {
-        self.reprobe_after = age;
-        self
+    setters! {
+        /// Re-probing fleet verdicts older than `age`.
+        reprobe_after: Duration;
+
+        /// With these limits.
+        limits: Limits;
+
+        /// With `config.toml`'s defaults.
+        defaults: Defaults;
+
+        /// Resuming session `id`.
+        resume: Option<String>;
+
+        /// With the command line's thinking request (`--effort` / `--no-thinking` only: config's
+        /// default effort goes in [`Defaults::effort`]).
+        thinking: ThinkingRequest;
+
+        /// Streaming or not.
+        stream: bool;
+
+        /// With compaction overrides.
+        compaction: hermes_compaction::CompactionOverrides;
+
+        /// With key lookups.
+        key: KeyLookup;
     }
 
     /// With an AWS credentials source.
     pub fn aws(mut self, aws: AwsLookup) -> Self {
         self.aws = Some(aws);
-        self
-    }
-
-    /// With these limits.
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// With `config.toml`'s defaults.
-    pub fn defaults(mut self, defaults: Defaults) -> Self {
-        self.defaults = defaults;
-        self
-    }
-
-    /// Resuming session `id`.
-    pub fn resume(mut self, id: Option<String>) -> Self {
-        self.resume = id;
-        self
-    }
-
-    /// With the command line's thinking request (`--effort` / `--no-thinking` only: config's
-    /// default effort goes in [`Defaults::effort`]).
-    pub fn thinking(mut self, thinking: ThinkingRequest) -> Self {
-        self.thinking = thinking;
-        self
-    }
-
-    /// Streaming or not.
-    pub fn stream(mut self, stream: bool) -> Self {
-        self.stream = stream;
-        self
-    }
-
-    /// With compaction overrides.
-    pub fn compaction(mut self, overrides: hermes_compaction::CompactionOverrides) -> Self {
-        self.compaction = overrides;
-        self
-    }
-
-    /// With key lookups.
-    pub fn key(mut self, key: KeyLookup) -> Self {
-        self.key = key;
         self
     }
 }

@@ -121,23 +121,24 @@ async fn acme_requires_reasoning_content_and_refuses_unknown_keys() {
         b[name] = json!(true);
         refused(&sim, &b, &format!("unknown parameter `{name}`")).await;
     }
-    // Wrong values of known parameters.
-    let mut b = tool_loop(Some("t"));
-    b["reasoning_mode"] = json!("medium");
-    refused(
-        &sim,
-        &b,
-        "invalid value for `reasoning_mode`: expected one of \"light\", \"deep\", \"off\"",
-    )
-    .await;
-    let mut b = tool_loop(Some("t"));
-    b["retain_reasoning"] = json!("yes");
-    refused(
-        &sim,
-        &b,
-        "invalid value for `retain_reasoning`: expected a boolean",
-    )
-    .await;
+    // Wrong values of known parameters: (parameter, value, the refusal).
+    let wrong = [
+        (
+            "reasoning_mode",
+            json!("medium"),
+            "invalid value for `reasoning_mode`: expected one of \"light\", \"deep\", \"off\"",
+        ),
+        (
+            "retain_reasoning",
+            json!("yes"),
+            "invalid value for `retain_reasoning`: expected a boolean",
+        ),
+    ];
+    for (name, value, refusal) in wrong {
+        let mut b = tool_loop(Some("t"));
+        b[name] = value;
+        refused(&sim, &b, refusal).await;
+    }
     // The documented shape: RC and RD read, known parameters accepted.
     let mut good = tool_loop(Some(""));
     good["messages"][1]["reasoning_details"] = json!([{"type":"reasoning.text","text":"t"}]);

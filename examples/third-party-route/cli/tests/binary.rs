@@ -1,7 +1,8 @@
 //! A third party's own binary: its route is listed first, previews shape with it, and a chat
 //! against a loopback Acme server stores a turn; its own wire (Acme JSON, `acme-json`) is
 //! listed, previews and explains through its descriptor, and a chat stores a signed thought it
-//! replays byte for byte on resume.
+//! replays byte for byte on resume; the added wire's key variable, set while a chat runs on
+//! another provider, is redacted from a tool result and found in no output or home file.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -11,26 +12,54 @@ use serde_json::{Value, json};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-/// Runs the binary in `home`, whatever it exits with.
-fn run_acme(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_acme-hermes"))
+/// The binary with `args`, in `home`, with no colour and no log.
+fn command(home: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_acme-hermes"));
+    command
         .args(args)
         .env("HERMES_HOME", home)
         .env("NO_COLOR", "1")
-        .env_remove("HERMES_LOG")
-        .output()
-        .unwrap()
+        .env_remove("HERMES_LOG");
+    command
 }
 
-/// Runs the binary in `home`; it must succeed.
-fn acme(home: &Path, args: &[&str]) -> Output {
-    let out = run_acme(home, args);
+/// Runs the binary in `home`, whatever it exits with.
+fn run_acme(home: &Path, args: &[&str]) -> Output {
+    command(home, args).output().unwrap()
+}
+
+/// Runs the binary in `home` with `envs` set; it must succeed.
+fn acme_with(home: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let out = command(home, args)
+        .envs(envs.iter().copied())
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "{args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// Runs the binary in `home`; it must succeed.
+fn acme(home: &Path, args: &[&str]) -> Output {
+    acme_with(home, args, &[])
+}
+
+/// `chat` on the `acme` route's `acme-think-2` at `base`, whole replies, then `extra`.
+fn acme_route_chat(base: &str, extra: &[&str]) -> Vec<String> {
+    let args = [
+        "chat",
+        "--provider",
+        "acme",
+        "--model",
+        "acme-think-2",
+        "--base-url",
+        base,
+        "--no-stream",
+    ];
+    args.iter().chain(extra).map(|a| (*a).to_owned()).collect()
 }
 
 #[test]
@@ -97,21 +126,10 @@ async fn chat_against_a_loopback_acme_server_stores_a_turn() {
     let base = format!("{}/v1", server.uri());
     let home_path = home.path().to_owned();
     let out = tokio::task::spawn_blocking(move || {
+        let args = acme_route_chat(&base, &["--json", "-q", "hi"]);
         acme(
             &home_path,
-            &[
-                "chat",
-                "--provider",
-                "acme",
-                "--model",
-                "acme-think-2",
-                "--base-url",
-                &base,
-                "--no-stream",
-                "--json",
-                "-q",
-                "hi",
-            ],
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
         )
     })
     .await
@@ -308,4 +326,92 @@ async fn chat_on_the_acme_json_wire_replays_the_signed_thought_byte_for_byte_on_
     assert_eq!(sent["turns"][1]["role"], "assistant");
     assert_eq!(sent["turns"][1]["text"], "done after 0 calls");
     assert_eq!(sent["turns"][2], json!({"role": "user", "text": "again"}));
+}
+
+/// The value planted in Acme JSON's key variable (`ACME_API_KEY`) while the chat runs on the
+/// `acme` route (chat completions), which never sends it.
+const ACME_KEY: &str = "acme-planted-key-51c0e9a7d24b3f86";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_added_wires_key_variable_is_redacted_from_tool_results_logs_and_state_db() {
+    let server = MockServer::start().await;
+    // The tool round: no result yet, so a call reading the file that holds the key.
+    Mock::given(method("POST"))
+        .and(|r: &wiremock::Request| !String::from_utf8_lossy(&r.body).contains("\"tool\""))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "a1", "object": "chat.completion", "model": "acme-think-2",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": null,
+                "tool_calls": [{"id": "call_0", "type": "function",
+                    "function": {"name": "read_file", "arguments": "{\"path\":\"key.txt\"}"}}]}}]
+        })))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "a2", "object": "chat.completion", "model": "acme-think-2",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": "all done"}}]
+        })))
+        .mount(&server)
+        .await;
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(
+        ws.path().join("key.txt"),
+        format!("the key is {ACME_KEY} ok\n"),
+    )
+    .unwrap();
+    let base = format!("{}/v1", server.uri());
+    let (home_path, ws_path) = (home.path().to_owned(), ws.path().to_owned());
+    let out = tokio::task::spawn_blocking(move || {
+        let workspace = ws_path.to_str().unwrap();
+        let args = acme_route_chat(&base, &["--workspace", workspace, "-q", "read key.txt"]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let envs = [("HERMES_LOG", "debug"), ("ACME_API_KEY", ACME_KEY)];
+        acme_with(&home_path, &args, &envs)
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(stdout.contains("all done"), "{stdout}");
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2, "one tool round, then the answer");
+    let sent: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let result = sent["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .map(|m| m["content"].clone());
+    assert_eq!(result, Some(json!("the key is [redacted] ok\n")), "{sent}");
+    let mut places = vec![
+        ("stdout".to_owned(), out.stdout),
+        ("stderr".to_owned(), out.stderr),
+    ];
+    for (i, request) in requests.into_iter().enumerate() {
+        places.push((format!("request {i}"), request.body));
+    }
+    let mut dirs = vec![home.path().to_owned()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                places.push((path.display().to_string(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    assert!(
+        places.iter().any(|(p, _)| p.ends_with("state.db")),
+        "the session was stored: {:?}",
+        places.iter().map(|(p, _)| p).collect::<Vec<_>>()
+    );
+    for (place, bytes) in &places {
+        let found = bytes
+            .windows(ACME_KEY.len())
+            .any(|w| w == ACME_KEY.as_bytes());
+        assert!(!found, "Acme's key reached {place}");
+    }
 }
