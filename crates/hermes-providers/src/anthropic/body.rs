@@ -602,29 +602,12 @@ fn tool_input(call: &ToolCall) -> Box<RawValue> {
     raw_box(json::object_arguments(call).as_deref().unwrap_or("{}"))
 }
 
-/// Builds the body of `parts` for `target`, leaving out what `drops` says.
+/// Builds the body of `parts` for `target`, leaving out what `drops` says: compact, the bytes
+/// sent (`hermes preview` re-indents them itself).
 pub fn encode(
     parts: &RequestParts<'_>,
     target: &Target,
     drops: &Drops,
-) -> Result<Encoded, EncodeError> {
-    encode_with(parts, target, drops, false)
-}
-
-/// As [`encode`], pretty-printed (`hermes preview`); stored blocks are still written as stored.
-pub fn encode_pretty(
-    parts: &RequestParts<'_>,
-    target: &Target,
-    drops: &Drops,
-) -> Result<Encoded, EncodeError> {
-    encode_with(parts, target, drops, true)
-}
-
-fn encode_with(
-    parts: &RequestParts<'_>,
-    target: &Target,
-    drops: &Drops,
-    pretty: bool,
 ) -> Result<Encoded, EncodeError> {
     let history = parts.history;
     let decision = parts.decision;
@@ -832,7 +815,7 @@ fn encode_with(
         // the body (`lib/bedrock/_client.py` line 69).
         stream: parts.stream && !bedrock,
     };
-    let bytes = write_json(&body, pretty)?;
+    let bytes = write_json(&body)?;
     Ok(Encoded {
         body: bytes,
         refusable: sent_kinds.into_iter().collect(),

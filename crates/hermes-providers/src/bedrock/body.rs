@@ -704,30 +704,12 @@ fn tool_specs(tools: &RawJson) -> Result<Vec<Json>, EncodeError> {
         .collect()
 }
 
-/// Builds the body of `parts` for `target`, leaving out what `drops` says.
+/// Builds the body of `parts` for `target`, leaving out what `drops` says: as botocore writes
+/// it, the bytes sent (`hermes preview` re-indents them itself).
 pub fn encode(
     parts: &RequestParts<'_>,
     target: &Target,
     drops: &Drops,
-) -> Result<Encoded, EncodeError> {
-    encode_with(parts, target, drops, false)
-}
-
-/// As [`encode`], indented for `hermes preview`: the same keys, order and string escapes (only
-/// whitespace outside strings differs).
-pub fn encode_pretty(
-    parts: &RequestParts<'_>,
-    target: &Target,
-    drops: &Drops,
-) -> Result<Encoded, EncodeError> {
-    encode_with(parts, target, drops, true)
-}
-
-fn encode_with(
-    parts: &RequestParts<'_>,
-    target: &Target,
-    drops: &Drops,
-    pretty: bool,
 ) -> Result<Encoded, EncodeError> {
     let history = parts.history;
     let decision = parts.decision;
@@ -959,11 +941,7 @@ fn encode_with(
         body.push(("outputConfig", Json::object([("textFormat", format)])));
     }
     let body = Json::object(body);
-    let text = if pretty {
-        body.to_pretty()
-    } else {
-        body.to_python()
-    };
+    let text = body.to_python();
     Ok(Encoded {
         body: text.into_bytes(),
         refusable: refusable.into_iter().collect(),

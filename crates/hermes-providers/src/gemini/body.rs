@@ -701,22 +701,9 @@ fn flush_media<'h>(
 /// is never stored.
 pub const STEER_BRIDGE: &str = "Tool results received.";
 
-/// Builds the body of `parts` for `target`.
+/// Builds the body of `parts` for `target`: compact, the bytes sent (`hermes preview` re-indents
+/// them itself).
 pub fn encode(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, EncodeError> {
-    encode_with(parts, target, false)
-}
-
-/// As [`encode`], pretty-printed for `hermes preview`; stored values (signatures, arguments,
-/// texts) are still written as stored.
-pub fn encode_pretty(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, EncodeError> {
-    encode_with(parts, target, true)
-}
-
-fn encode_with(
-    parts: &RequestParts<'_>,
-    target: &Target,
-    pretty: bool,
-) -> Result<Encoded, EncodeError> {
     let history = parts.history;
     let decision = parts.decision;
     let model_id = decision.target.model.as_str();
@@ -1040,7 +1027,7 @@ fn encode_with(
         max_output_tokens,
         sampling: &sampling,
     };
-    let bytes = write_json(&body, pretty)?;
+    let bytes = write_json(&body)?;
     let mut refusable: BTreeSet<&'static str> = BTreeSet::new();
     if signed {
         refusable.insert(SIGNATURE_FIELD);

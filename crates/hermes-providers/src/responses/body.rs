@@ -685,22 +685,9 @@ fn assistant<'h>(
     sent
 }
 
-/// Builds the body of `parts`, leaving out what `drops` names.
+/// Builds the body of `parts`, leaving out what `drops` names: compact, the bytes sent (`hermes
+/// preview` re-indents them itself).
 pub fn encode(parts: &RequestParts<'_>, drops: &Drops) -> Result<Encoded, EncodeError> {
-    encode_with(parts, drops, false)
-}
-
-/// As [`encode`], pretty-printed for `hermes preview`; stored items are still written as
-/// stored.
-pub fn encode_pretty(parts: &RequestParts<'_>, drops: &Drops) -> Result<Encoded, EncodeError> {
-    encode_with(parts, drops, true)
-}
-
-fn encode_with(
-    parts: &RequestParts<'_>,
-    drops: &Drops,
-    pretty: bool,
-) -> Result<Encoded, EncodeError> {
     let history = parts.history;
     let decision = parts.decision;
     let model = decision.target.model.as_str();
@@ -811,7 +798,7 @@ fn encode_with(
         tools: tools.as_deref(),
         sampling: &sampling,
     };
-    let bytes = write_json(&body, pretty)?;
+    let bytes = write_json(&body)?;
     let refusable = if reasoning_sent > 0 {
         vec![ENCRYPTED_FIELD]
     } else {
