@@ -6,7 +6,6 @@
 
 use std::collections::BTreeSet;
 
-use hermes_core::message::same_minter;
 use hermes_core::route::ThinkingRequest;
 use hermes_core::sampling::{ResponseFormat, Sampling, ToolChoice};
 use hermes_core::{DetailItem, Message, RawJson, RequestParts, Role, TargetHost, ToolCall};
@@ -20,6 +19,7 @@ use super::model::{self, ClaudeModel};
 use crate::image::Image;
 pub(super) use crate::native::json::raw_box;
 use crate::native::json::{self, Turn};
+use crate::native::stored;
 use crate::native::write_json;
 use crate::sampling::{Unsupported, check_tool_choice, schema_value};
 use crate::signed::replay;
@@ -854,9 +854,7 @@ fn carrier_outcome(
         Thinking::Unsigned(text) if signed_blocks || text == hermes_core::shape::PAD => {
             Some(Outcome::Demoted)
         }
-        Thinking::None
-            if signed_blocks && msg.origin.as_ref().is_some_and(|o| !same_minter(o, target)) =>
-        {
+        Thinking::None if signed_blocks && msg.origin.is_some() && !stored::own(msg, target) => {
             Some(Outcome::Provenance)
         }
         _ => None,
@@ -904,7 +902,7 @@ fn assistant_thinking<'h>(
         .flatten()
         .filter_map(|item| anthropic_kind(item).map(|(kind, signed)| (item.raw(), kind, signed)))
         .collect();
-    let origin_ok = msg.origin.as_ref().is_none_or(|o| same_minter(o, target));
+    let origin_ok = stored::own(msg, target);
     let readable = msg.replayable_text().map(|t| t.text().into_owned());
     if refused.contains(&"thinking") {
         return (

@@ -15,7 +15,6 @@
 
 use std::collections::BTreeSet;
 
-use hermes_core::message::same_minter;
 use hermes_core::route::{Effort, ThinkingRequest};
 use hermes_core::sampling::{ResponseFormat, Sampling, ToolChoice};
 use hermes_core::{Message, RawJson, RequestParts, Role, RouteTarget, ToolCall};
@@ -26,6 +25,7 @@ use super::pyjson::{Json, float_repr};
 use crate::anthropic::body::INTERLEAVED_BETA;
 use crate::anthropic::model as claude;
 use crate::native::json::{self, Turn, push_turn};
+use crate::native::stored;
 use crate::sampling::{Unsupported, check_tool_choice};
 use crate::signed::carriers::{StoredItem, read_item};
 use crate::signed::replay::{self, PrefixDigest};
@@ -563,10 +563,7 @@ fn assistant_reasoning(msg: &Message, ctx: &Ctx<'_>) -> (Reasoning, String) {
         .flatten()
         .filter_map(read_item)
         .collect();
-    let own = msg
-        .origin
-        .as_ref()
-        .is_none_or(|o| same_minter(o, ctx.target));
+    let own = stored::own(msg, ctx.target);
     if ["reasoningContent", "reasoningText"]
         .iter()
         .any(|f| ctx.refused.contains(f))
@@ -779,8 +776,7 @@ pub fn encode(
                 push_turn(&mut wire, "user", vec![block], i);
             }
             Role::Assistant => {
-                if !msg.replayable() {
-                    explain.push(format!("message {i}: not replayed (stored for the record)"));
+                if !stored::replayed(msg, i, &mut explain) {
                     continue;
                 }
                 let ctx = Ctx {
@@ -796,10 +792,8 @@ pub fn encode(
                 let (reasoning, why) = assistant_reasoning(msg, &ctx);
                 let had_reasoning = !matches!(reasoning, Reasoning::None);
                 if !had_reasoning
-                    && msg
-                        .origin
-                        .as_ref()
-                        .is_some_and(|o| !same_minter(o, &decision.target))
+                    && msg.origin.is_some()
+                    && !stored::own(msg, &decision.target)
                     && msg
                         .reasoning_details
                         .iter()

@@ -17,7 +17,7 @@
 
 use std::collections::BTreeSet;
 
-use hermes_core::message::{BLOCK_ORDER_KEY, same_minter};
+use hermes_core::message::BLOCK_ORDER_KEY;
 use hermes_core::raw::{is_private_key, without_members};
 use hermes_core::sampling::Sampling;
 use hermes_core::{Message, RawJson, RequestParts, Role, ToolCall};
@@ -30,6 +30,7 @@ use serde_json::value::RawValue;
 use super::media;
 use super::model::{ReasoningPlan, reasoning_plan};
 use crate::native::json::{self, raw_box};
+use crate::native::stored;
 use crate::native::write_json;
 use crate::sampling::{Unsupported, check_tool_choice, openai_reasoning, responses_fields};
 
@@ -763,14 +764,10 @@ pub fn encode(parts: &RequestParts<'_>, drops: &Drops) -> Result<Encoded, Encode
             }
             Role::Assistant => {
                 leading = false;
-                if !msg.replayable() {
-                    explain.push(format!("message {i}: not replayed (stored for the record)"));
+                if !stored::replayed(msg, i, &mut explain) {
                     continue;
                 }
-                let own = msg
-                    .origin
-                    .as_ref()
-                    .is_none_or(|o| same_minter(o, &decision.target));
+                let own = stored::own(msg, &decision.target);
                 if !own && has_reasoning_items(msg) {
                     carriers.dropped_provenance += 1;
                 }
