@@ -183,22 +183,23 @@ impl Serialize for Item<'_> {
                 map.serialize_entry("arguments", arguments)?;
                 map.end()
             }
-            Item::Output { call_id, output } => {
-                let mut map = s.serialize_map(Some(3))?;
-                map.serialize_entry("type", "function_call_output")?;
-                map.serialize_entry("call_id", call_id)?;
-                map.serialize_entry("output", output)?;
-                map.end()
-            }
-            Item::OutputParts { call_id, parts } => {
-                let mut map = s.serialize_map(Some(3))?;
-                map.serialize_entry("type", "function_call_output")?;
-                map.serialize_entry("call_id", call_id)?;
-                map.serialize_entry("output", parts)?;
-                map.end()
-            }
+            Item::Output { call_id, output } => call_output(s, call_id, output),
+            Item::OutputParts { call_id, parts } => call_output(s, call_id, parts),
         }
     }
+}
+
+/// A `function_call_output` item for `call_id` whose `output` is a text or a list of parts.
+fn call_output<S: Serializer>(
+    s: S,
+    call_id: &str,
+    output: &impl Serialize,
+) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(Some(3))?;
+    map.serialize_entry("type", "function_call_output")?;
+    map.serialize_entry("call_id", call_id)?;
+    map.serialize_entry("output", output)?;
+    map.end()
 }
 
 /// A chat-completions tool definition, as this wire reads it.
@@ -662,25 +663,24 @@ fn assistant<'h>(
     {
         line.push_str(&format!("; reasoning left out: {why}"));
     }
-    if sealed > 0 {
-        line.push_str(&format!(
-            "; {sealed} left out: no encrypted content (cannot be replayed with store:false)"
-        ));
-    }
-    if unpaired > 0 {
-        line.push_str(&format!(
-            "; {unpaired} left out: no paired message or call follows it"
-        ));
-    }
-    if stripped > 0 {
-        line.push_str(&format!(
-            "; {stripped} item(s) sent without their id (their reasoning is not sent)"
-        ));
-    }
-    if skipped > 0 {
-        line.push_str(&format!(
-            "; {skipped} item(s) of other types not sent (no input form here)"
-        ));
+    for (count, why) in [
+        (
+            sealed,
+            "left out: no encrypted content (cannot be replayed with store:false)",
+        ),
+        (unpaired, "left out: no paired message or call follows it"),
+        (
+            stripped,
+            "item(s) sent without their id (their reasoning is not sent)",
+        ),
+        (
+            skipped,
+            "item(s) of other types not sent (no input form here)",
+        ),
+    ] {
+        if count > 0 {
+            line.push_str(&format!("; {count} {why}"));
+        }
     }
     explain.push(line);
     sent
