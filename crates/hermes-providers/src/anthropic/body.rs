@@ -288,18 +288,20 @@ impl Serialize for CachedBlock<'_, '_> {
             }
         }
         if self.cache {
-            map.serialize_entry("cache_control", &Ephemeral)?;
+            map.serialize_entry("cache_control", &TypeOnly("ephemeral"))?;
         }
         map.end()
     }
 }
 
-struct Ephemeral;
+/// An object with only a `type`: `{"type":"ephemeral"}` (cache control), `{"type":"object"}`
+/// (the schema of a tool without parameters).
+struct TypeOnly(&'static str);
 
-impl Serialize for Ephemeral {
+impl Serialize for TypeOnly {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(1))?;
-        map.serialize_entry("type", "ephemeral")?;
+        map.serialize_entry("type", self.0)?;
         map.end()
     }
 }
@@ -381,7 +383,7 @@ impl Serialize for Tool<'_> {
         }
         match f.parameters {
             Some(p) => map.serialize_entry("input_schema", p)?,
-            None => map.serialize_entry("input_schema", &EmptySchema)?,
+            None => map.serialize_entry("input_schema", &TypeOnly("object"))?,
         }
         map.end()
     }
@@ -404,16 +406,6 @@ impl Serialize for Tools<'_> {
             seq.serialize_element(tool.as_raw())?;
         }
         seq.end()
-    }
-}
-
-struct EmptySchema;
-
-impl Serialize for EmptySchema {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(1))?;
-        map.serialize_entry("type", "object")?;
-        map.end()
     }
 }
 
@@ -1077,22 +1069,12 @@ impl Serialize for Body<'_, '_> {
 }
 
 /// `output_config`: the effort of adaptive thinking and the structured-output format.
+#[derive(Serialize)]
 struct OutputConfig<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
     effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     format: Option<&'a Value>,
-}
-
-impl Serialize for OutputConfig<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(None)?;
-        if let Some(effort) = self.effort {
-            map.serialize_entry("effort", effort)?;
-        }
-        if let Some(format) = self.format {
-            map.serialize_entry("format", format)?;
-        }
-        map.end()
-    }
 }
 
 /// The sampling parameters in Messages spelling.
