@@ -579,14 +579,18 @@ fn assistant_reasoning(msg: &Message, ctx: &Ctx<'_>) -> (Reasoning, String) {
             "reasoning left out after an `Invalid signature` answer".into(),
         );
     }
+    // The stored reasoning text sent unsigned, and why: `sent`, or none stored.
+    let sent_unsigned = |sent: &str| {
+        let r = unsigned(msg, &items);
+        let why = match r {
+            Reasoning::None => "no stored reasoning",
+            _ => sent,
+        };
+        (r, why.to_owned())
+    };
     match ctx.policy {
         Policy::Unsigned => {
-            let r = unsigned(msg, &items);
-            let why = match r {
-                Reasoning::None => "no stored reasoning",
-                _ => "reasoning text sent unsigned (no signature, no redacted blocks)",
-            };
-            (r, why.into())
+            sent_unsigned("reasoning text sent unsigned (no signature, no redacted blocks)")
         }
         Policy::Strip if !ctx.in_loop => (
             Reasoning::None,
@@ -597,12 +601,7 @@ fn assistant_reasoning(msg: &Message, ctx: &Ctx<'_>) -> (Reasoning, String) {
             "reasoning of another model or host: left out (strip policy sends only its own)".into(),
         ),
         Policy::Strip => {
-            let r = unsigned(msg, &items);
-            let why = match r {
-                Reasoning::None => "no stored reasoning",
-                _ => "in the tool loop in flight: its own reasoning sent unsigned",
-            };
-            (r, why.into())
+            sent_unsigned("in the tool loop in flight: its own reasoning sent unsigned")
         }
         Policy::Signed => {
             let signed = items.iter().any(|i| match i {
