@@ -208,6 +208,27 @@ impl Reader<'_> {
         }
     }
 
+    /// After an item of an object or array: past a `,` (more follow, `false`) or past `close`
+    /// (the container ends, `true`).
+    fn closed(&mut self, close: u8) -> Result<bool, String> {
+        self.skip_ws();
+        match self.bytes.get(self.at) {
+            Some(b',') => {
+                self.at += 1;
+                Ok(false)
+            }
+            Some(&b) if b == close => {
+                self.at += 1;
+                Ok(true)
+            }
+            _ => Err(format!(
+                "expected `,` or `{}` at byte {}",
+                char::from(close),
+                self.at
+            )),
+        }
+    }
+
     fn expect(&mut self, byte: u8) -> Result<(), String> {
         self.skip_ws();
         if self.bytes.get(self.at) == Some(&byte) {
@@ -246,14 +267,8 @@ impl Reader<'_> {
                         Some(slot) => slot.1 = value,
                         None => pairs.push((key, value)),
                     }
-                    self.skip_ws();
-                    match self.bytes.get(self.at) {
-                        Some(b',') => self.at += 1,
-                        Some(b'}') => {
-                            self.at += 1;
-                            return Ok(Json::Object(pairs));
-                        }
-                        _ => return Err(format!("expected `,` or `}}` at byte {}", self.at)),
+                    if self.closed(b'}')? {
+                        return Ok(Json::Object(pairs));
                     }
                 }
             }
@@ -267,14 +282,8 @@ impl Reader<'_> {
                 }
                 loop {
                     items.push(self.value(depth + 1)?);
-                    self.skip_ws();
-                    match self.bytes.get(self.at) {
-                        Some(b',') => self.at += 1,
-                        Some(b']') => {
-                            self.at += 1;
-                            return Ok(Json::Array(items));
-                        }
-                        _ => return Err(format!("expected `,` or `]` at byte {}", self.at)),
+                    if self.closed(b']')? {
+                        return Ok(Json::Array(items));
                     }
                 }
             }
