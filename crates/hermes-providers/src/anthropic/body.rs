@@ -6,7 +6,6 @@
 
 use std::collections::BTreeSet;
 
-use hermes_core::message::same_minter;
 use hermes_core::route::ThinkingRequest;
 use hermes_core::sampling::{ResponseFormat, Sampling, ToolChoice};
 use hermes_core::{DetailItem, Message, RawJson, RequestParts, Role, TargetHost, ToolCall};
@@ -20,6 +19,7 @@ use super::model::{self, ClaudeModel};
 use crate::image::Image;
 pub(super) use crate::native::json::raw_box;
 use crate::native::json::{self, Turn};
+use crate::native::stored;
 use crate::native::write_json;
 use crate::sampling::{Unsupported, check_tool_choice, schema_value};
 use crate::signed::replay;
@@ -288,18 +288,20 @@ impl Serialize for CachedBlock<'_, '_> {
             }
         }
         if self.cache {
-            map.serialize_entry("cache_control", &Ephemeral)?;
+            map.serialize_entry("cache_control", &TypeOnly("ephemeral"))?;
         }
         map.end()
     }
 }
 
-struct Ephemeral;
+/// An object with only a `type`: `{"type":"ephemeral"}` (cache control), `{"type":"object"}`
+/// (the schema of a tool without parameters).
+struct TypeOnly(&'static str);
 
-impl Serialize for Ephemeral {
+impl Serialize for TypeOnly {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(1))?;
-        map.serialize_entry("type", "ephemeral")?;
+        map.serialize_entry("type", self.0)?;
         map.end()
     }
 }
@@ -381,7 +383,7 @@ impl Serialize for Tool<'_> {
         }
         match f.parameters {
             Some(p) => map.serialize_entry("input_schema", p)?,
-            None => map.serialize_entry("input_schema", &EmptySchema)?,
+            None => map.serialize_entry("input_schema", &TypeOnly("object"))?,
         }
         map.end()
     }
@@ -404,16 +406,6 @@ impl Serialize for Tools<'_> {
             seq.serialize_element(tool.as_raw())?;
         }
         seq.end()
-    }
-}
-
-struct EmptySchema;
-
-impl Serialize for EmptySchema {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(1))?;
-        map.serialize_entry("type", "object")?;
-        map.end()
     }
 }
 
@@ -602,29 +594,12 @@ fn tool_input(call: &ToolCall) -> Box<RawValue> {
     raw_box(json::object_arguments(call).as_deref().unwrap_or("{}"))
 }
 
-/// Builds the body of `parts` for `target`, leaving out what `drops` says.
+/// Builds the body of `parts` for `target`, leaving out what `drops` says: compact, the bytes
+/// sent (`hermes preview` re-indents them itself).
 pub fn encode(
     parts: &RequestParts<'_>,
     target: &Target,
     drops: &Drops,
-) -> Result<Encoded, EncodeError> {
-    encode_with(parts, target, drops, false)
-}
-
-/// As [`encode`], pretty-printed (`hermes preview`); stored blocks are still written as stored.
-pub fn encode_pretty(
-    parts: &RequestParts<'_>,
-    target: &Target,
-    drops: &Drops,
-) -> Result<Encoded, EncodeError> {
-    encode_with(parts, target, drops, true)
-}
-
-fn encode_with(
-    parts: &RequestParts<'_>,
-    target: &Target,
-    drops: &Drops,
-    pretty: bool,
 ) -> Result<Encoded, EncodeError> {
     let history = parts.history;
     let decision = parts.decision;
@@ -832,7 +807,7 @@ fn encode_with(
         // the body (`lib/bedrock/_client.py` line 69).
         stream: parts.stream && !bedrock,
     };
-    let bytes = write_json(&body, pretty)?;
+    let bytes = write_json(&body)?;
     Ok(Encoded {
         body: bytes,
         refusable: sent_kinds.into_iter().collect(),
@@ -871,9 +846,7 @@ fn carrier_outcome(
         Thinking::Unsigned(text) if signed_blocks || text == hermes_core::shape::PAD => {
             Some(Outcome::Demoted)
         }
-        Thinking::None
-            if signed_blocks && msg.origin.as_ref().is_some_and(|o| !same_minter(o, target)) =>
-        {
+        Thinking::None if signed_blocks && msg.origin.is_some() && !stored::own(msg, target) => {
             Some(Outcome::Provenance)
         }
         _ => None,
@@ -921,7 +894,7 @@ fn assistant_thinking<'h>(
         .flatten()
         .filter_map(|item| anthropic_kind(item).map(|(kind, signed)| (item.raw(), kind, signed)))
         .collect();
-    let origin_ok = msg.origin.as_ref().is_none_or(|o| same_minter(o, target));
+    let origin_ok = stored::own(msg, target);
     let readable = msg.replayable_text().map(|t| t.text().into_owned());
     if refused.contains(&"thinking") {
         return (
@@ -1096,22 +1069,12 @@ impl Serialize for Body<'_, '_> {
 }
 
 /// `output_config`: the effort of adaptive thinking and the structured-output format.
+#[derive(Serialize)]
 struct OutputConfig<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
     effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     format: Option<&'a Value>,
-}
-
-impl Serialize for OutputConfig<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(None)?;
-        if let Some(effort) = self.effort {
-            map.serialize_entry("effort", effort)?;
-        }
-        if let Some(format) = self.format {
-            map.serialize_entry("format", format)?;
-        }
-        map.end()
-    }
 }
 
 /// The sampling parameters in Messages spelling.

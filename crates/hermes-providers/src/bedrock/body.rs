@@ -15,7 +15,6 @@
 
 use std::collections::BTreeSet;
 
-use hermes_core::message::same_minter;
 use hermes_core::route::{Effort, ThinkingRequest};
 use hermes_core::sampling::{ResponseFormat, Sampling, ToolChoice};
 use hermes_core::{Message, RawJson, RequestParts, Role, RouteTarget, ToolCall};
@@ -26,6 +25,7 @@ use super::pyjson::{Json, float_repr};
 use crate::anthropic::body::INTERLEAVED_BETA;
 use crate::anthropic::model as claude;
 use crate::native::json::{self, Turn, push_turn};
+use crate::native::stored;
 use crate::sampling::{Unsupported, check_tool_choice};
 use crate::signed::carriers::{StoredItem, read_item};
 use crate::signed::replay::{self, PrefixDigest};
@@ -563,10 +563,7 @@ fn assistant_reasoning(msg: &Message, ctx: &Ctx<'_>) -> (Reasoning, String) {
         .flatten()
         .filter_map(read_item)
         .collect();
-    let own = msg
-        .origin
-        .as_ref()
-        .is_none_or(|o| same_minter(o, ctx.target));
+    let own = stored::own(msg, ctx.target);
     if ["reasoningContent", "reasoningText"]
         .iter()
         .any(|f| ctx.refused.contains(f))
@@ -582,14 +579,18 @@ fn assistant_reasoning(msg: &Message, ctx: &Ctx<'_>) -> (Reasoning, String) {
             "reasoning left out after an `Invalid signature` answer".into(),
         );
     }
+    // The stored reasoning text sent unsigned, and why: `sent`, or none stored.
+    let sent_unsigned = |sent: &str| {
+        let r = unsigned(msg, &items);
+        let why = match r {
+            Reasoning::None => "no stored reasoning",
+            _ => sent,
+        };
+        (r, why.to_owned())
+    };
     match ctx.policy {
         Policy::Unsigned => {
-            let r = unsigned(msg, &items);
-            let why = match r {
-                Reasoning::None => "no stored reasoning",
-                _ => "reasoning text sent unsigned (no signature, no redacted blocks)",
-            };
-            (r, why.into())
+            sent_unsigned("reasoning text sent unsigned (no signature, no redacted blocks)")
         }
         Policy::Strip if !ctx.in_loop => (
             Reasoning::None,
@@ -600,12 +601,7 @@ fn assistant_reasoning(msg: &Message, ctx: &Ctx<'_>) -> (Reasoning, String) {
             "reasoning of another model or host: left out (strip policy sends only its own)".into(),
         ),
         Policy::Strip => {
-            let r = unsigned(msg, &items);
-            let why = match r {
-                Reasoning::None => "no stored reasoning",
-                _ => "in the tool loop in flight: its own reasoning sent unsigned",
-            };
-            (r, why.into())
+            sent_unsigned("in the tool loop in flight: its own reasoning sent unsigned")
         }
         Policy::Signed => {
             let signed = items.iter().any(|i| match i {
@@ -704,30 +700,12 @@ fn tool_specs(tools: &RawJson) -> Result<Vec<Json>, EncodeError> {
         .collect()
 }
 
-/// Builds the body of `parts` for `target`, leaving out what `drops` says.
+/// Builds the body of `parts` for `target`, leaving out what `drops` says: as botocore writes
+/// it, the bytes sent (`hermes preview` re-indents them itself).
 pub fn encode(
     parts: &RequestParts<'_>,
     target: &Target,
     drops: &Drops,
-) -> Result<Encoded, EncodeError> {
-    encode_with(parts, target, drops, false)
-}
-
-/// As [`encode`], indented for `hermes preview`: the same keys, order and string escapes (only
-/// whitespace outside strings differs).
-pub fn encode_pretty(
-    parts: &RequestParts<'_>,
-    target: &Target,
-    drops: &Drops,
-) -> Result<Encoded, EncodeError> {
-    encode_with(parts, target, drops, true)
-}
-
-fn encode_with(
-    parts: &RequestParts<'_>,
-    target: &Target,
-    drops: &Drops,
-    pretty: bool,
 ) -> Result<Encoded, EncodeError> {
     let history = parts.history;
     let decision = parts.decision;
@@ -797,8 +775,7 @@ fn encode_with(
                 push_turn(&mut wire, "user", vec![block], i);
             }
             Role::Assistant => {
-                if !msg.replayable() {
-                    explain.push(format!("message {i}: not replayed (stored for the record)"));
+                if !stored::replayed(msg, i, &mut explain) {
                     continue;
                 }
                 let ctx = Ctx {
@@ -814,10 +791,8 @@ fn encode_with(
                 let (reasoning, why) = assistant_reasoning(msg, &ctx);
                 let had_reasoning = !matches!(reasoning, Reasoning::None);
                 if !had_reasoning
-                    && msg
-                        .origin
-                        .as_ref()
-                        .is_some_and(|o| !same_minter(o, &decision.target))
+                    && msg.origin.is_some()
+                    && !stored::own(msg, &decision.target)
                     && msg
                         .reasoning_details
                         .iter()
@@ -959,11 +934,7 @@ fn encode_with(
         body.push(("outputConfig", Json::object([("textFormat", format)])));
     }
     let body = Json::object(body);
-    let text = if pretty {
-        body.to_pretty()
-    } else {
-        body.to_python()
-    };
+    let text = body.to_python();
     Ok(Encoded {
         body: text.into_bytes(),
         refusable: refusable.into_iter().collect(),

@@ -66,57 +66,36 @@ impl Json {
     /// The compact text botocore sends (`json.dumps(value)`).
     pub(crate) fn to_python(&self) -> String {
         let mut out = String::new();
-        self.write(&mut out, None, 0);
+        self.write(&mut out);
         out
     }
 
-    /// The same value indented by two spaces (`json.dumps(value, indent=2)`): only whitespace
-    /// outside strings differs from [`Json::to_python`].
-    pub(crate) fn to_pretty(&self) -> String {
-        let mut out = String::new();
-        self.write(&mut out, Some(2), 0);
-        out
-    }
-
-    fn write(&self, out: &mut String, indent: Option<usize>, level: usize) {
-        let newline = |out: &mut String, level: usize| {
-            if let Some(step) = indent {
-                out.push('\n');
-                out.extend(std::iter::repeat_n(' ', step * level));
-            }
-        };
-        let item_sep = if indent.is_some() { "," } else { ", " };
+    fn write(&self, out: &mut String) {
         match self {
             Json::Null => out.push_str("null"),
             Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
             Json::Number(n) => out.push_str(n),
             Json::Str(s) => write_str(out, s),
-            Json::Array(items) if items.is_empty() => out.push_str("[]"),
-            Json::Object(pairs) if pairs.is_empty() => out.push_str("{}"),
             Json::Array(items) => {
                 out.push('[');
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 {
-                        out.push_str(item_sep);
+                        out.push_str(", ");
                     }
-                    newline(out, level + 1);
-                    item.write(out, indent, level + 1);
+                    item.write(out);
                 }
-                newline(out, level);
                 out.push(']');
             }
             Json::Object(pairs) => {
                 out.push('{');
                 for (i, (key, value)) in pairs.iter().enumerate() {
                     if i > 0 {
-                        out.push_str(item_sep);
+                        out.push_str(", ");
                     }
-                    newline(out, level + 1);
                     write_str(out, key);
                     out.push_str(": ");
-                    value.write(out, indent, level + 1);
+                    value.write(out);
                 }
-                newline(out, level);
                 out.push('}');
             }
         }
@@ -229,6 +208,27 @@ impl Reader<'_> {
         }
     }
 
+    /// After an item of an object or array: past a `,` (more follow, `false`) or past `close`
+    /// (the container ends, `true`).
+    fn closed(&mut self, close: u8) -> Result<bool, String> {
+        self.skip_ws();
+        match self.bytes.get(self.at) {
+            Some(b',') => {
+                self.at += 1;
+                Ok(false)
+            }
+            Some(&b) if b == close => {
+                self.at += 1;
+                Ok(true)
+            }
+            _ => Err(format!(
+                "expected `,` or `{}` at byte {}",
+                char::from(close),
+                self.at
+            )),
+        }
+    }
+
     fn expect(&mut self, byte: u8) -> Result<(), String> {
         self.skip_ws();
         if self.bytes.get(self.at) == Some(&byte) {
@@ -267,14 +267,8 @@ impl Reader<'_> {
                         Some(slot) => slot.1 = value,
                         None => pairs.push((key, value)),
                     }
-                    self.skip_ws();
-                    match self.bytes.get(self.at) {
-                        Some(b',') => self.at += 1,
-                        Some(b'}') => {
-                            self.at += 1;
-                            return Ok(Json::Object(pairs));
-                        }
-                        _ => return Err(format!("expected `,` or `}}` at byte {}", self.at)),
+                    if self.closed(b'}')? {
+                        return Ok(Json::Object(pairs));
                     }
                 }
             }
@@ -288,14 +282,8 @@ impl Reader<'_> {
                 }
                 loop {
                     items.push(self.value(depth + 1)?);
-                    self.skip_ws();
-                    match self.bytes.get(self.at) {
-                        Some(b',') => self.at += 1,
-                        Some(b']') => {
-                            self.at += 1;
-                            return Ok(Json::Array(items));
-                        }
-                        _ => return Err(format!("expected `,` or `]` at byte {}", self.at)),
+                    if self.closed(b']')? {
+                        return Ok(Json::Array(items));
                     }
                 }
             }
@@ -437,8 +425,8 @@ mod tests {
             r#"{"z": true, "a": [1.0, 2000.0, {}, []], "s": "caf\u00e9 /"}"#
         );
         assert_eq!(
-            Json::parse(r#"{"a":[1,{"b":2}]}"#).unwrap().to_pretty(),
-            "{\n  \"a\": [\n    1,\n    {\n      \"b\": 2\n    }\n  ]\n}"
+            Json::parse(r#"{"a":[1,{"b":2}]}"#).unwrap().to_python(),
+            r#"{"a": [1, {"b": 2}]}"#
         );
         for bad in [
             "",

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use hermes_core::{
-    CarrierSet, DataRoute, Message, MustEchoFamily, PadRule, ResolveOptions, RouteMatcher,
-    RouteTable, RouteTarget, ShapeContext, ThinkingRequest, Verdicts,
+    CarrierSet, DataRoute, Message, MustEchoFamily, PadRule, ResolveOptions, RouteDecision,
+    RouteMatcher, RouteTable, RouteTarget, ShapeContext, ThinkingRequest, Verdicts,
 };
 
 use crate::chat::{ChatRequest, shape};
@@ -39,6 +39,14 @@ fn table() -> RouteTable {
     t
 }
 
+/// The test table's decision for `provider` at `base` (if any) and `model`.
+fn decided(provider: &str, base: Option<&str>, model: &str) -> RouteDecision {
+    table().resolve(
+        &RouteTarget::new(provider, base, model),
+        ResolveOptions::default(),
+    )
+}
+
 fn history(json: Value) -> Vec<Message> {
     serde_json::from_value(json).unwrap()
 }
@@ -50,12 +58,13 @@ fn shaped(
     h: &[Message],
     verdicts: &Verdicts,
 ) -> Value {
-    let t = table();
-    let decision = t.resolve(
-        &RouteTarget::new(provider, base, model),
-        ResolveOptions::default(),
-    );
+    let decision = decided(provider, base, model);
     serde_json::to_value(shape(&ShapeContext::new(&decision, verdicts), h)).unwrap()
+}
+
+/// [`mixed`] shaped for `provider` (no base URL) and `model`, with no verdicts.
+fn shaped_mixed(provider: &str, model: &str) -> Value {
+    shaped(provider, None, model, &mixed(), &Verdicts::default())
 }
 
 fn mixed() -> Vec<Message> {
@@ -71,13 +80,7 @@ fn mixed() -> Vec<Message> {
 
 #[test]
 fn must_echo_pads_with_a_space_and_replays_r_as_rc() {
-    let out = shaped(
-        "deepseek",
-        None,
-        "deepseek-v4",
-        &mixed(),
-        &Verdicts::default(),
-    );
+    let out = shaped_mixed("deepseek", "deepseek-v4");
     assert_eq!(out[1]["reasoning_content"], "only r");
     assert!(out[1].get("reasoning").is_none());
     assert_eq!(out[3]["reasoning_content"], " ");
@@ -86,7 +89,7 @@ fn must_echo_pads_with_a_space_and_replays_r_as_rc() {
 
 #[test]
 fn a_pad_never_reaches_a_route_that_is_not_must_echo() {
-    let out = shaped("acme", None, "gpt-5", &mixed(), &Verdicts::default());
+    let out = shaped_mixed("acme", "gpt-5");
     assert_eq!(out[1]["reasoning_content"], "only r");
     assert!(out[3].get("reasoning_content").is_none());
     assert!(out[4].get("reasoning_content").is_none());
@@ -94,13 +97,7 @@ fn a_pad_never_reaches_a_route_that_is_not_must_echo() {
 
 #[test]
 fn strict_wins_over_must_echo() {
-    let out = shaped(
-        "mistral",
-        None,
-        "deepseek-v4",
-        &mixed(),
-        &Verdicts::default(),
-    );
+    let out = shaped_mixed("mistral", "deepseek-v4");
     for m in out.as_array().unwrap() {
         assert!(m.get("reasoning_content").is_none(), "{m}");
     }
@@ -287,11 +284,7 @@ fn opaque_items_only_reach_the_model_and_host_that_minted_them() {
     let back = shaped("openrouter", home, "a/model-a", &h, &Verdicts::default());
     assert_eq!(back[0]["reasoning_details"][0]["signature"], "SIG");
 
-    let t = table();
-    let decision = t.resolve(
-        &RouteTarget::new("openrouter", elsewhere, "a/model-a"),
-        ResolveOptions::default(),
-    );
+    let decision = decided("openrouter", elsewhere, "a/model-a");
     let explained = ShapeContext::new(&decision, &Verdicts::default()).explain(&h);
     assert!(
         explained[0].contains("1 opaque items left out: minted by a/model-a on openrouter.ai"),
@@ -302,10 +295,7 @@ fn opaque_items_only_reach_the_model_and_host_that_minted_them() {
     let plans = ctx.plans(&h);
     let counts = hermes_core::CarrierCounts::of_plans(plans.iter().flatten());
     assert_eq!((counts.dropped_provenance, counts.demoted), (1, 0));
-    let own = t.resolve(
-        &RouteTarget::new("openrouter", home, "a/model-a"),
-        ResolveOptions::default(),
-    );
+    let own = decided("openrouter", home, "a/model-a");
     let plans = ShapeContext::new(&own, &Verdicts::default()).plans(&h);
     assert!(hermes_core::CarrierCounts::of_plans(plans.iter().flatten()).is_empty());
 }
@@ -345,11 +335,7 @@ fn no_route_sends_a_key_outside_the_chat_completions_schema() {
             "{provider}"
         );
     }
-    let t = table();
-    let decision = t.resolve(
-        &RouteTarget::new("acme", None, "m"),
-        ResolveOptions::default(),
-    );
+    let decision = decided("acme", None, "m");
     let explained = ShapeContext::new(&decision, &Verdicts::default()).explain(&h);
     assert_eq!(
         explained[0],
@@ -369,12 +355,8 @@ fn no_route_sends_a_key_outside_the_chat_completions_schema() {
 
 #[test]
 fn the_request_body_orders_model_messages_then_thinking_fields() {
-    let t = table();
     let h = mixed();
-    let decision = t.resolve(
-        &RouteTarget::new("acme", None, "m"),
-        ResolveOptions::default(),
-    );
+    let decision = decided("acme", None, "m");
     let body = ChatRequest::build(
         &h,
         &decision,
@@ -388,11 +370,7 @@ fn the_request_body_orders_model_messages_then_thinking_fields() {
 
 #[test]
 fn explain_gives_one_line_per_assistant_message() {
-    let t = table();
-    let decision = t.resolve(
-        &RouteTarget::new("deepseek", None, "deepseek-v4"),
-        ResolveOptions::default(),
-    );
+    let decision = decided("deepseek", None, "deepseek-v4");
     let lines = ShapeContext::new(&decision, &Verdicts::default()).explain(&mixed());
     assert_eq!(
         lines,

@@ -13,7 +13,7 @@
 
 use std::collections::BTreeSet;
 
-use hermes_core::message::{same_minter, thought_signature};
+use hermes_core::message::thought_signature;
 use hermes_core::pairing::{Matched, OpenCall, match_result};
 use hermes_core::sampling::{ResponseFormat, Sampling, ToolChoice};
 use hermes_core::{RawJson, RequestParts, Role, ToolCall};
@@ -24,6 +24,7 @@ use serde_json::value::RawValue;
 use super::media::{self, Media, ResponseParts, UserPart};
 use super::model::{GeminiModel, ThinkingPlan, output_ceiling, thinking_plan};
 use crate::native::json::{self, Turn, empty_string, push_turn, raw_box};
+use crate::native::stored;
 use crate::native::write_json;
 use crate::sampling::{Unsupported, check_tool_choice};
 use crate::tools::{ChatFunction, ChatTool};
@@ -701,22 +702,9 @@ fn flush_media<'h>(
 /// is never stored.
 pub const STEER_BRIDGE: &str = "Tool results received.";
 
-/// Builds the body of `parts` for `target`.
+/// Builds the body of `parts` for `target`: compact, the bytes sent (`hermes preview` re-indents
+/// them itself).
 pub fn encode(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, EncodeError> {
-    encode_with(parts, target, false)
-}
-
-/// As [`encode`], pretty-printed for `hermes preview`; stored values (signatures, arguments,
-/// texts) are still written as stored.
-pub fn encode_pretty(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, EncodeError> {
-    encode_with(parts, target, true)
-}
-
-fn encode_with(
-    parts: &RequestParts<'_>,
-    target: &Target,
-    pretty: bool,
-) -> Result<Encoded, EncodeError> {
     let history = parts.history;
     let decision = parts.decision;
     let model_id = decision.target.model.as_str();
@@ -871,14 +859,10 @@ fn encode_with(
             Role::Assistant => {
                 open.clear();
                 sent_ids.clear();
-                if !msg.replayable() {
-                    explain.push(format!("message {i}: not replayed (stored for the record)"));
+                if !stored::replayed(msg, i, &mut explain) {
                     continue;
                 }
-                let own = msg
-                    .origin
-                    .as_ref()
-                    .is_none_or(|o| same_minter(o, &decision.target));
+                let own = stored::own(msg, &decision.target);
                 let send_signatures = own && !signatures_refused;
                 let calls: Vec<&ToolCall> = msg.tool_calls.iter().flatten().collect();
                 let text_signature = msg
@@ -1040,7 +1024,7 @@ fn encode_with(
         max_output_tokens,
         sampling: &sampling,
     };
-    let bytes = write_json(&body, pretty)?;
+    let bytes = write_json(&body)?;
     let mut refusable: BTreeSet<&'static str> = BTreeSet::new();
     if signed {
         refusable.insert(SIGNATURE_FIELD);

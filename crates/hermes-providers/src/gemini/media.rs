@@ -200,6 +200,11 @@ mod tests {
         ], "role": "user"})
     }
 
+    /// The AI Studio body for `model` over the image history (a result with an image).
+    fn image_body(model: &str) -> Value {
+        encoded(&image_history(true), &Target::ai_studio(), model).unwrap()
+    }
+
     fn call_turn() -> Value {
         json!({"parts": [{"functionCall": {"id": "call_1", "args": {}, "name": "screenshot"}}],
                "role": "model"})
@@ -207,12 +212,7 @@ mod tests {
 
     #[test]
     fn gemini_3_takes_a_results_images_inside_the_function_response() {
-        let body = encoded(
-            &image_history(true),
-            &Target::ai_studio(),
-            "gemini-3-flash-preview",
-        )
-        .unwrap();
+        let body = image_body("gemini-3-flash-preview");
         assert_eq!(
             body["contents"],
             json!([
@@ -236,12 +236,7 @@ mod tests {
 
     #[test]
     fn earlier_models_get_a_results_images_in_a_user_turn_of_their_own_after_it() {
-        let body = encoded(
-            &image_history(true),
-            &Target::ai_studio(),
-            "gemini-2.5-flash",
-        )
-        .unwrap();
+        let body = image_body("gemini-2.5-flash");
         // Gemini refuses other parts beside function responses: the function response alone,
         // the bridge model turn, then the images.
         assert_eq!(

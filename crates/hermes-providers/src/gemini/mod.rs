@@ -20,7 +20,7 @@ use crate::transport::{Auth, ChatTransport, snippet};
 
 pub use body::{
     AI_STUDIO_BASE, EncodeError, Encoded, Flavor, MADE_UP_ID_KEY, Merged, SIGNATURE_FIELD,
-    STEER_BRIDGE, Target, encode, encode_pretty, made_up_id, vertex_base_url,
+    STEER_BRIDGE, Target, encode, made_up_id, vertex_base_url,
 };
 pub use model::{GeminiModel, Thinking, ThinkingPlan, Variant, output_ceiling, thinking_plan};
 

@@ -56,14 +56,9 @@ impl<X> Encoded<X> {
     }
 }
 
-/// Writes `body` as JSON, indented when `pretty` (`hermes preview`).
-pub(crate) fn write_json<T: Serialize>(body: &T, pretty: bool) -> Result<Vec<u8>, EncodeError> {
-    if pretty {
-        serde_json::to_vec_pretty(body)
-    } else {
-        serde_json::to_vec(body)
-    }
-    .map_err(|e| EncodeError::Json(e.to_string()))
+/// Writes `body` as compact JSON, the bytes sent.
+pub(crate) fn write_json<T: Serialize>(body: &T) -> Result<Vec<u8>, EncodeError> {
+    serde_json::to_vec(body).map_err(|e| EncodeError::Json(e.to_string()))
 }
 
 /// `--explain`'s lines for a request to `url`: first `POST <path>` (its path and query), then

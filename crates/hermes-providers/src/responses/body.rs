@@ -17,7 +17,7 @@
 
 use std::collections::BTreeSet;
 
-use hermes_core::message::{BLOCK_ORDER_KEY, same_minter};
+use hermes_core::message::BLOCK_ORDER_KEY;
 use hermes_core::raw::{is_private_key, without_members};
 use hermes_core::sampling::Sampling;
 use hermes_core::{Message, RawJson, RequestParts, Role, ToolCall};
@@ -30,6 +30,7 @@ use serde_json::value::RawValue;
 use super::media;
 use super::model::{ReasoningPlan, reasoning_plan};
 use crate::native::json::{self, raw_box};
+use crate::native::stored;
 use crate::native::write_json;
 use crate::sampling::{Unsupported, check_tool_choice, openai_reasoning, responses_fields};
 
@@ -182,22 +183,23 @@ impl Serialize for Item<'_> {
                 map.serialize_entry("arguments", arguments)?;
                 map.end()
             }
-            Item::Output { call_id, output } => {
-                let mut map = s.serialize_map(Some(3))?;
-                map.serialize_entry("type", "function_call_output")?;
-                map.serialize_entry("call_id", call_id)?;
-                map.serialize_entry("output", output)?;
-                map.end()
-            }
-            Item::OutputParts { call_id, parts } => {
-                let mut map = s.serialize_map(Some(3))?;
-                map.serialize_entry("type", "function_call_output")?;
-                map.serialize_entry("call_id", call_id)?;
-                map.serialize_entry("output", parts)?;
-                map.end()
-            }
+            Item::Output { call_id, output } => call_output(s, call_id, output),
+            Item::OutputParts { call_id, parts } => call_output(s, call_id, parts),
         }
     }
+}
+
+/// A `function_call_output` item for `call_id` whose `output` is a text or a list of parts.
+fn call_output<S: Serializer>(
+    s: S,
+    call_id: &str,
+    output: &impl Serialize,
+) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(Some(3))?;
+    map.serialize_entry("type", "function_call_output")?;
+    map.serialize_entry("call_id", call_id)?;
+    map.serialize_entry("output", output)?;
+    map.end()
 }
 
 /// A chat-completions tool definition, as this wire reads it.
@@ -661,46 +663,32 @@ fn assistant<'h>(
     {
         line.push_str(&format!("; reasoning left out: {why}"));
     }
-    if sealed > 0 {
-        line.push_str(&format!(
-            "; {sealed} left out: no encrypted content (cannot be replayed with store:false)"
-        ));
-    }
-    if unpaired > 0 {
-        line.push_str(&format!(
-            "; {unpaired} left out: no paired message or call follows it"
-        ));
-    }
-    if stripped > 0 {
-        line.push_str(&format!(
-            "; {stripped} item(s) sent without their id (their reasoning is not sent)"
-        ));
-    }
-    if skipped > 0 {
-        line.push_str(&format!(
-            "; {skipped} item(s) of other types not sent (no input form here)"
-        ));
+    for (count, why) in [
+        (
+            sealed,
+            "left out: no encrypted content (cannot be replayed with store:false)",
+        ),
+        (unpaired, "left out: no paired message or call follows it"),
+        (
+            stripped,
+            "item(s) sent without their id (their reasoning is not sent)",
+        ),
+        (
+            skipped,
+            "item(s) of other types not sent (no input form here)",
+        ),
+    ] {
+        if count > 0 {
+            line.push_str(&format!("; {count} {why}"));
+        }
     }
     explain.push(line);
     sent
 }
 
-/// Builds the body of `parts`, leaving out what `drops` names.
+/// Builds the body of `parts`, leaving out what `drops` names: compact, the bytes sent (`hermes
+/// preview` re-indents them itself).
 pub fn encode(parts: &RequestParts<'_>, drops: &Drops) -> Result<Encoded, EncodeError> {
-    encode_with(parts, drops, false)
-}
-
-/// As [`encode`], pretty-printed for `hermes preview`; stored items are still written as
-/// stored.
-pub fn encode_pretty(parts: &RequestParts<'_>, drops: &Drops) -> Result<Encoded, EncodeError> {
-    encode_with(parts, drops, true)
-}
-
-fn encode_with(
-    parts: &RequestParts<'_>,
-    drops: &Drops,
-    pretty: bool,
-) -> Result<Encoded, EncodeError> {
     let history = parts.history;
     let decision = parts.decision;
     let model = decision.target.model.as_str();
@@ -776,14 +764,10 @@ fn encode_with(
             }
             Role::Assistant => {
                 leading = false;
-                if !msg.replayable() {
-                    explain.push(format!("message {i}: not replayed (stored for the record)"));
+                if !stored::replayed(msg, i, &mut explain) {
                     continue;
                 }
-                let own = msg
-                    .origin
-                    .as_ref()
-                    .is_none_or(|o| same_minter(o, &decision.target));
+                let own = stored::own(msg, &decision.target);
                 if !own && has_reasoning_items(msg) {
                     carriers.dropped_provenance += 1;
                 }
@@ -811,7 +795,7 @@ fn encode_with(
         tools: tools.as_deref(),
         sampling: &sampling,
     };
-    let bytes = write_json(&body, pretty)?;
+    let bytes = write_json(&body)?;
     let refusable = if reasoning_sent > 0 {
         vec![ENCRYPTED_FIELD]
     } else {

@@ -23,7 +23,7 @@ use crate::transport::{Auth, ChatTransport};
 
 pub use body::{
     DEFAULT_BASE, Drops, ENCRYPTED_FIELD, EncodeError, Encoded, MESSAGE_ITEMS_KEY,
-    REASONING_ITEMS_KEY, encode, encode_pretty,
+    REASONING_ITEMS_KEY, encode,
 };
 pub use model::{ModelKind, ReasoningPlan, Vocabulary, model_kind, reasoning_plan};
 

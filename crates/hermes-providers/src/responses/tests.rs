@@ -268,20 +268,26 @@ fn no_thinking_sends_none_where_the_model_takes_it_else_minimal() {
     assert!(err.contains("cannot turn reasoning off"), "{err}");
 }
 
+/// Asserts that `msg` stores exactly the one reasoning item `reasoning` and the one other
+/// output item `item`, byte for byte.
+fn assert_items(msg: &Message, reasoning: &str, item: &str) {
+    assert_eq!(
+        extra(msg, "codex_reasoning_items"),
+        Some(format!("[{reasoning}]").as_str())
+    );
+    assert_eq!(
+        extra(msg, "codex_message_items"),
+        Some(format!("[{item}]").as_str())
+    );
+}
+
 #[test]
 fn stored_items_keep_their_bytes_and_key_order() {
     // Keys in an unusual order, escapes and a big number: replayed exactly as stored.
     let odd = r#"{"encrypted_content":"gAAAA\u002fx","summary":[{"text":"caf\u00e9","type":"summary_text"}],"type":"reasoning","id":"rs_odd","n":123456789012345678901234567890}"#;
     let msg = r#"{"role":"assistant","type":"message","id":"msg_odd","content":[{"text":"\u00e9t\u00e9","type":"output_text"}]}"#;
     let captured = turn(&[odd, msg], GPT5);
-    assert_eq!(
-        extra(&captured, "codex_reasoning_items"),
-        Some(format!("[{odd}]").as_str())
-    );
-    assert_eq!(
-        extra(&captured, "codex_message_items"),
-        Some(format!("[{msg}]").as_str())
-    );
+    assert_items(&captured, odd, msg);
     // Through storage (serialise, parse) and onto the wire.
     let stored = serde_json::to_string(&vec![
         Message::text(Role::User, "q"),
@@ -357,14 +363,7 @@ fn a_whole_reply_is_captured_with_every_item_exact() {
         serde_json::to_string(&call.extra).unwrap(),
         r#"[["call_id","call_1"],["response_item_id","fc_1"]]"#
     );
-    assert_eq!(
-        extra(&msg, "codex_reasoning_items"),
-        Some(format!("[{RS1}]").as_str())
-    );
-    assert_eq!(
-        extra(&msg, "codex_message_items"),
-        Some(format!("[{FC1}]").as_str())
-    );
+    assert_items(&msg, RS1, FC1);
     assert_eq!(
         extra(&msg, "hermes_block_order"),
         Some(r#"["reasoning","function_call"]"#)

@@ -176,8 +176,8 @@ fn chat_completions_spell_sampling_per_route() {
         ("together", compatible, "m"),
         NO_PREFERENCE,
         &full(),
-    )
-    .unwrap();
+    );
+    let body = body.unwrap();
     assert_eq!(
         body,
         format!(
@@ -186,13 +186,14 @@ fn chat_completions_spell_sampling_per_route() {
     );
     // OpenAI itself: `max_completion_tokens`.
     let openai = "https://api.openai.com/v1";
+    let sampling = without(&["response_format", "tool_choice"]);
     let body = encode(
         &chat(openai),
         ("openai", openai, "gpt-5.1"),
         NO_PREFERENCE,
-        &without(&["response_format", "tool_choice"]),
-    )
-    .unwrap();
+        &sampling,
+    );
+    let body = body.unwrap();
     assert_eq!(
         body,
         format!(
@@ -200,12 +201,13 @@ fn chat_completions_spell_sampling_per_route() {
         )
     );
     // An OpenAI reasoning model that cannot turn reasoning off takes no temperature but 1.
+    let sampling = Sampling::new().temperature(0.2);
     check_unsupported(
         encode(
             &chat(openai),
             ("openai", openai, "gpt-5"),
             NO_PREFERENCE,
-            &Sampling::new().temperature(0.2),
+            &sampling,
         ),
         "temperature",
         "only with reasoning effort none; this model cannot turn reasoning off",
@@ -225,31 +227,22 @@ fn chat_completions_spell_sampling_per_route() {
     // Strict Mistral: `max_tokens`, `random_seed`, and no `user` (refused: its schema forbids
     // unknown fields with 422).
     let mistral = "https://api.mistral.ai/v1";
+    let large = ("mistral", mistral, "mistral-large");
     let sampling = Sampling::new()
         .max_tokens(64)
         .seed(7)
         .tool_choice(ToolChoice::None)
         .response_format(ResponseFormat::JsonObject);
-    let body = encode(
-        &chat(mistral),
-        ("mistral", mistral, "mistral-large"),
-        NO_PREFERENCE,
-        &sampling,
-    )
-    .unwrap();
+    let body = encode(&chat(mistral), large, NO_PREFERENCE, &sampling).unwrap();
     assert_eq!(
         body,
         format!(
             r#"{{"model":"mistral-large",{CHAT_MESSAGES},"tools":{TOOLS},"max_tokens":64,"tool_choice":"none","response_format":{{"type":"json_object"}},"random_seed":7}}"#
         )
     );
+    let sampling = Sampling::new().user("u");
     check_unsupported(
-        encode(
-            &chat(mistral),
-            ("mistral", mistral, "mistral-large"),
-            NO_PREFERENCE,
-            &Sampling::new().user("u"),
-        ),
+        encode(&chat(mistral), large, NO_PREFERENCE, &sampling),
         "user",
         "Mistral",
     );
@@ -261,17 +254,14 @@ fn anthropic(model_base: &str) -> AnthropicWire {
 
 const ANTHROPIC: &str = "https://api.anthropic.com";
 
+/// Claude Opus 4.6 at the first-party API.
+const OPUS46: (&str, &str, &str) = ("anthropic", ANTHROPIC, "claude-opus-4-6");
+
 #[test]
 fn anthropic_messages_map_what_the_api_has_and_refuse_the_rest() {
     let w = anthropic(ANTHROPIC);
     let sampling = without(&["temperature", "top_p", "seed"]);
-    let body = encode(
-        &w,
-        ("anthropic", ANTHROPIC, "claude-opus-4-6"),
-        NO_PREFERENCE,
-        &sampling,
-    )
-    .unwrap();
+    let body = encode(&w, OPUS46, NO_PREFERENCE, &sampling).unwrap();
     assert_eq!(
         body,
         format!(
@@ -283,71 +273,58 @@ fn anthropic_messages_map_what_the_api_has_and_refuse_the_rest() {
         .tool_choice(ToolChoice::Auto)
         .parallel_tool_calls(true)
         .response_format(schema());
-    let body = encode(
-        &w,
-        ("anthropic", ANTHROPIC, "claude-opus-4-6"),
-        HIGH,
-        &sampling,
-    )
-    .unwrap();
+    let body = encode(&w, OPUS46, HIGH, &sampling).unwrap();
     assert!(
         body.contains(r#""tool_choice":{"type":"auto","disable_parallel_tool_use":false},"thinking":{"type":"adaptive","display":"summarized"},"output_config":{"effort":"high","format":{"type":"json_schema","schema":"#),
         "{body}"
     );
-    let refused = |sampling: &Sampling, thinking| {
-        encode(
-            &w,
-            ("anthropic", ANTHROPIC, "claude-sonnet-4-5"),
-            thinking,
-            sampling,
-        )
-    };
-    let none = ThinkingRequest::NoPreference;
-    check_unsupported(
-        refused(&Sampling::new().temperature(0.2), none),
-        "temperature",
-        "has no temperature",
+    let sonnet45 = ("anthropic", ANTHROPIC, "claude-sonnet-4-5");
+    let refused = |sampling: &Sampling, thinking| encode(&w, sonnet45, thinking, sampling);
+    let (none, high) = (
+        ThinkingRequest::NoPreference,
+        ThinkingRequest::Effort(Effort::High),
     );
-    check_unsupported(
-        refused(&Sampling::new().top_p(0.9), none),
-        "top_p",
-        "has no top_p",
-    );
-    check_unsupported(
-        refused(&Sampling::new().seed(7), none),
-        "seed",
-        "has no seed",
-    );
-    check_unsupported(
-        refused(
-            &Sampling::new().response_format(ResponseFormat::JsonObject),
+    // Each row: the sampling, the thinking request, the parameter refused and why. With
+    // thinking on: no forced tool, and `max_tokens` above the budget (high: 16000).
+    let rows = [
+        (
+            Sampling::new().temperature(0.2),
             none,
+            "temperature",
+            "has no temperature",
         ),
-        "response_format",
-        "no schema-less JSON mode",
-    );
-    check_unsupported(
-        refused(
-            &Sampling::new()
+        (Sampling::new().top_p(0.9), none, "top_p", "has no top_p"),
+        (Sampling::new().seed(7), none, "seed", "has no seed"),
+        (
+            Sampling::new().response_format(ResponseFormat::JsonObject),
+            none,
+            "response_format",
+            "no schema-less JSON mode",
+        ),
+        (
+            Sampling::new()
                 .tool_choice(ToolChoice::None)
                 .parallel_tool_calls(false),
             none,
+            "parallel_tool_calls",
+            "tool_choice none",
         ),
-        "parallel_tool_calls",
-        "tool_choice none",
-    );
-    // With thinking on: no forced tool, and `max_tokens` above the budget (high: 16000).
-    let high = ThinkingRequest::Effort(Effort::High);
-    check_unsupported(
-        refused(&Sampling::new().tool_choice(ToolChoice::Required), high),
-        "tool_choice",
-        "only tool_choice auto or none",
-    );
-    check_unsupported(
-        refused(&Sampling::new().max_tokens(16000), high),
-        "max_tokens",
-        "not above the thinking budget 16000",
-    );
+        (
+            Sampling::new().tool_choice(ToolChoice::Required),
+            high,
+            "tool_choice",
+            "only tool_choice auto or none",
+        ),
+        (
+            Sampling::new().max_tokens(16000),
+            high,
+            "max_tokens",
+            "not above the thinking budget 16000",
+        ),
+    ];
+    for (sampling, thinking, parameter, why) in rows {
+        check_unsupported(refused(&sampling, thinking), parameter, why);
+    }
     let body = refused(&Sampling::new().max_tokens(20000), high).unwrap();
     assert!(
         body.contains(r#""max_tokens":20000,"#) && body.contains(r#""budget_tokens":16000"#),
@@ -576,55 +553,55 @@ fn top_k_goes_only_to_gemini_and_every_other_wire_refuses_it_by_name() {
 fn responses_maps_its_fields_and_refuses_stop_seed_and_temperature_while_reasoning() {
     let w = support::responses_at("https://api.openai.com/v1");
     let base = "https://api.openai.com/v1";
+    let (gpt5, gpt51) = (
+        ("openai-responses", base, "gpt-5"),
+        ("openai-responses", base, "gpt-5.1"),
+    );
     // Reasoning off: OpenAI's reasoning models take temperature and top_p only so.
     let sampling = without(&["stop", "seed"]);
-    let body = encode(
-        &w,
-        ("openai-responses", base, "gpt-5.1"),
-        ThinkingRequest::Off,
-        &sampling,
-    )
-    .unwrap();
+    let body = encode(&w, gpt51, ThinkingRequest::Off, &sampling).unwrap();
     assert_eq!(
         body,
         format!(
             r#"{{"model":"gpt-5.1","stream":false,"include":["reasoning.encrypted_content"],"input":[{{"role":"user","content":"Time?"}}],"instructions":"Be brief.","reasoning":{{"effort":"none"}},"store":false,"tools":[{{"type":"function","name":"now","description":"The time.","parameters":{{"type":"object","properties":{{"tz":{{"type":"string"}}}}}},"strict":false}}],"max_output_tokens":512,"temperature":0.2,"top_p":0.9,"tool_choice":{{"type":"function","name":"now"}},"parallel_tool_calls":false,"text":{{"format":{{"type":"json_schema","name":"answer","schema":{SCHEMA},"strict":true}}}},"safety_identifier":"user-1"}}"#
         )
     );
-    let refused = |sampling: &Sampling| {
-        encode(
-            &w,
-            ("openai-responses", base, "gpt-5"),
-            NO_PREFERENCE,
-            sampling,
-        )
-    };
-    check_unsupported(
-        refused(&Sampling::new().stop(["END"])),
-        "stop",
-        "no stop sequences",
-    );
-    check_unsupported(refused(&Sampling::new().seed(7)), "seed", "no seed");
+    // Each row: the model, the sampling, the thinking request, the parameter refused and why.
     // A reasoning model takes temperature (but 1) and top_p only with reasoning effort none.
-    check_unsupported(
-        refused(&Sampling::new().temperature(0.2)),
-        "temperature",
-        "only with reasoning effort none; this model cannot turn reasoning off",
-    );
-    let on_51 = |sampling: &Sampling, thinking| {
-        encode(
-            &w,
-            ("openai-responses", base, "gpt-5.1"),
-            thinking,
-            sampling,
-        )
-    };
-    check_unsupported(
-        on_51(&Sampling::new().top_p(0.9), LOW),
-        "top_p",
-        "ask with --no-thinking (effort none) to set it",
-    );
-    let body = on_51(&Sampling::new().temperature(1.0), LOW).unwrap();
+    let rows = [
+        (
+            gpt5,
+            Sampling::new().stop(["END"]),
+            NO_PREFERENCE,
+            "stop",
+            "no stop sequences",
+        ),
+        (
+            gpt5,
+            Sampling::new().seed(7),
+            NO_PREFERENCE,
+            "seed",
+            "no seed",
+        ),
+        (
+            gpt5,
+            Sampling::new().temperature(0.2),
+            NO_PREFERENCE,
+            "temperature",
+            "only with reasoning effort none; this model cannot turn reasoning off",
+        ),
+        (
+            gpt51,
+            Sampling::new().top_p(0.9),
+            LOW,
+            "top_p",
+            "ask with --no-thinking (effort none) to set it",
+        ),
+    ];
+    for (at, sampling, thinking, parameter, why) in rows {
+        check_unsupported(encode(&w, at, thinking, &sampling), parameter, why);
+    }
+    let body = encode(&w, gpt51, LOW, &Sampling::new().temperature(1.0)).unwrap();
     assert!(
         body.ends_with(r#""strict":false}],"temperature":1.0}"#),
         "{body}"

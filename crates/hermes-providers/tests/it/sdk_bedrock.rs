@@ -132,34 +132,7 @@ async fn recorder() -> MockServer {
     .iter()
     .flat_map(|e| chunk(e))
     .collect();
-    Mock::given(method("POST"))
-        .and(path_regex(r"/invoke$"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .insert_header("content-type", "application/json")
-                .set_body_string(message),
-        )
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .and(path_regex(r"/invoke-with-response-stream$"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .insert_header("content-type", "application/vnd.amazon.eventstream")
-                .set_body_bytes(frames),
-        )
-        .mount(&server)
-        .await;
     let converse = r#"{"output":{"message":{"role":"assistant","content":[{"text":"ok"}]}},"stopReason":"end_turn","usage":{"inputTokens":3,"outputTokens":1,"totalTokens":4},"metrics":{"latencyMs":1}}"#;
-    Mock::given(method("POST"))
-        .and(path_regex(r"/converse$"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .insert_header("content-type", "application/json")
-                .set_body_string(converse),
-        )
-        .mount(&server)
-        .await;
     let converse_frames: Vec<u8> = [
         ("messageStart", r#"{"p":"abcd","role":"assistant"}"#),
         (
@@ -176,15 +149,20 @@ async fn recorder() -> MockServer {
     .iter()
     .flat_map(|(kind, payload)| event(kind, payload))
     .collect();
-    Mock::given(method("POST"))
-        .and(path_regex(r"/converse-stream$"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .insert_header("content-type", "application/vnd.amazon.eventstream")
-                .set_body_bytes(converse_frames),
-        )
-        .mount(&server)
-        .await;
+    const JSON: &str = "application/json";
+    const EVENTS: &str = "application/vnd.amazon.eventstream";
+    for (path, mime, body) in [
+        (r"/invoke$", JSON, message.as_bytes().to_vec()),
+        (r"/invoke-with-response-stream$", EVENTS, frames),
+        (r"/converse$", JSON, converse.as_bytes().to_vec()),
+        (r"/converse-stream$", EVENTS, converse_frames),
+    ] {
+        Mock::given(method("POST"))
+            .and(path_regex(path))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(body, mime))
+            .mount(&server)
+            .await;
+    }
     server
 }
 

@@ -476,14 +476,13 @@ fn origin(scenario: &Scenario, target: &Target) -> Origin {
     }
 }
 
-/// hermes' encoded body for `scenario` at `target` (pretty as `hermes preview` prints it, or
-/// compact as sent), through the path `hermes preview` takes: the history paired, then
-/// `gemini::encode` / `encode_pretty`. `Err` is the error preview would print instead.
+/// hermes' encoded body for `scenario` at `target` as sent (`hermes preview` prints these bytes
+/// re-indented), through the path `hermes preview` takes: the history paired, then
+/// `gemini::encode`. `Err` is the error preview would print instead.
 pub(crate) fn hermes_body(
     scenario: &Scenario,
     target: &Target,
     stream: bool,
-    pretty: bool,
 ) -> Result<Vec<u8>, gemini::EncodeError> {
     let history = hermes_history(&scenario.turns, &origin(scenario, target));
     let (history, _) = hermes_core::pairing::paired(&history);
@@ -495,20 +494,14 @@ pub(crate) fn hermes_body(
         .thinking(scenario.thinking)
         .tools(Some(&tools))
         .stream(stream);
-    let encoded = if pretty {
-        gemini::encode_pretty(&parts, target)?
-    } else {
-        gemini::encode(&parts, target)?
+    let encoded = gemini::encode(&parts, target)?;
+    // The wire sends exactly what `encode` returns.
+    let wire = GeminiWire {
+        client: ChatTransport::new().unwrap(),
+        target: target.clone(),
+        auth: None,
     };
-    if !pretty {
-        // The wire sends exactly what `encode` returns.
-        let wire = GeminiWire {
-            client: ChatTransport::new().unwrap(),
-            target: target.clone(),
-            auth: None,
-        };
-        assert_eq!(wire.encode(&parts).unwrap().body, encoded.body);
-    }
+    assert_eq!(wire.encode(&parts).unwrap().body, encoded.body);
     Ok(encoded.body)
 }
 
@@ -701,7 +694,7 @@ async fn hermes_sends_what_google_genai_sends_for_the_same_conversation() {
     for (i, scenario) in scenarios.iter().enumerate() {
         for stream in [false, true] {
             let target = target(scenario, &server.uri());
-            let body = hermes_body(scenario, &target, stream, false).unwrap();
+            let body = hermes_body(scenario, &target, stream).unwrap();
             sent.push(Sent {
                 label: format!(
                     "{} ({}, {}streamed)",
@@ -940,7 +933,6 @@ fn the_validator_takes_keys_in_data_and_refuses_each_wrong_spelling_value_and_sh
         &scenario,
         &target(&scenario, "https://generativelanguage.googleapis.com"),
         false,
-        true,
     )
     .unwrap();
     let body: Value = serde_json::from_slice(&text).unwrap();
@@ -1056,7 +1048,7 @@ pub(crate) fn image_body(model: &str, vertex: bool) -> String {
     );
     let verdicts = Verdicts::default();
     let parts = RequestParts::new(&h, &decision, &verdicts);
-    String::from_utf8(gemini::encode_pretty(&parts, &target).unwrap().body).unwrap()
+    String::from_utf8(gemini::encode(&parts, &target).unwrap().body).unwrap()
 }
 
 #[test]

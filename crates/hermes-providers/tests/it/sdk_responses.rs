@@ -203,8 +203,8 @@ pub(crate) const CASES: &[Case] = &[
     },
 ];
 
-/// hermes' body for `case`, compact (as sent) or pretty (as `hermes preview` prints it).
-pub(crate) fn hermes_body(case: &Case, pretty: bool) -> String {
+/// hermes' body for `case`, as sent (`hermes preview` prints these bytes re-indented).
+pub(crate) fn hermes_body(case: &Case) -> String {
     let table = builtin_table();
     let decision = table.resolve(
         &RouteTarget::new(WIRE_ID, Some(BASE), case.model),
@@ -217,12 +217,8 @@ pub(crate) fn hermes_body(case: &Case, pretty: bool) -> String {
         .thinking(case.thinking)
         .tools(case.tools.then_some(&tools))
         .stream(case.stream);
-    let encoded = if pretty {
-        responses::encode_pretty(&parts, &Drops::default())
-    } else {
-        responses::encode(&parts, &Drops::default())
-    };
-    String::from_utf8(encoded.unwrap().body).unwrap()
+    let encoded = responses::encode(&parts, &Drops::default()).unwrap();
+    String::from_utf8(encoded.body).unwrap()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -258,7 +254,7 @@ async fn recorder() -> MockServer {
 async fn hermes_sends_what_the_openai_sdk_sends_for_the_same_conversation() {
     let Some(py) = sdk_python() else { return };
     let server = recorder().await;
-    let bodies: Vec<String> = CASES.iter().map(|c| hermes_body(c, false)).collect();
+    let bodies: Vec<String> = CASES.iter().map(hermes_body).collect();
     // The bodies go in as text so the SDK gets the keyword arguments in hermes' key order.
     let spec = format!(
         r#"{{"base_url":{},"api_key":{},"calls":[{}]}}"#,
@@ -333,7 +329,7 @@ fn validate(py: &Path, bodies: &[String]) -> (Option<i32>, Vec<String>, String) 
 
 #[test]
 fn an_id_less_assistant_turn_goes_as_the_sdks_easy_input_message() {
-    let body: Value = serde_json::from_str(&hermes_body(&CASES[3], true)).unwrap();
+    let body: Value = serde_json::from_str(&hermes_body(&CASES[3])).unwrap();
     assert!(
         body["input"]
             .as_array()
@@ -347,7 +343,7 @@ fn an_id_less_assistant_turn_goes_as_the_sdks_easy_input_message() {
 #[test]
 fn negative_controls_a_wrong_value_fails() {
     let Some(py) = sdk_python() else { return };
-    let body = hermes_body(&CASES[0], true);
+    let body = hermes_body(&CASES[0]);
     // An unknown effort, a string for `store`; the unchanged body, in the same run, passes.
     let mut wrong: Value = serde_json::from_str(&body).unwrap();
     wrong["reasoning"]["effort"] = json!("extreme");
@@ -369,8 +365,8 @@ fn negative_controls_a_wrong_value_fails() {
 /// The model the image bodies go to.
 pub(crate) const IMAGE_MODEL: &str = "gpt-4.1";
 
-/// hermes' body for `model` over [`images::history`], compact or pretty.
-pub(crate) fn image_body(model: &str, pretty: bool) -> String {
+/// hermes' body for `model` over [`images::history`], as sent.
+pub(crate) fn image_body(model: &str) -> String {
     let h = images::history(true);
     let table = builtin_table();
     let decision = table.resolve(
@@ -380,18 +376,14 @@ pub(crate) fn image_body(model: &str, pretty: bool) -> String {
     let verdicts = Verdicts::default();
     let tools = RawJson::from_text(TOOLS).unwrap();
     let parts = RequestParts::new(&h, &decision, &verdicts).tools(Some(&tools));
-    let encoded = if pretty {
-        responses::encode_pretty(&parts, &Drops::default())
-    } else {
-        responses::encode(&parts, &Drops::default())
-    };
-    String::from_utf8(encoded.unwrap().body).unwrap()
+    let encoded = responses::encode(&parts, &Drops::default()).unwrap();
+    String::from_utf8(encoded.body).unwrap()
 }
 
 #[tokio::test]
 async fn image_inputs_in_other_shapes_are_refused_and_the_sdk_sends_them_as_hermes_does() {
     let Some(py) = sdk_python() else { return };
-    let body = image_body(IMAGE_MODEL, true);
+    let body = image_body(IMAGE_MODEL);
     let value: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(value["input"][0]["content"][1]["type"], "input_image");
     assert_eq!(value["input"][2]["output"][1]["type"], "input_image");
@@ -413,7 +405,7 @@ async fn image_inputs_in_other_shapes_are_refused_and_the_sdk_sends_them_as_herm
     assert_eq!(lines.len(), 2, "{lines:?}");
     // The SDK sends the same body.
     let server = recorder().await;
-    let ours = image_body(IMAGE_MODEL, false);
+    let ours = image_body(IMAGE_MODEL);
     let spec = format!(
         r#"{{"base_url":{},"api_key":{},"calls":[{ours}]}}"#,
         json!(format!("{}/v1", server.uri())),

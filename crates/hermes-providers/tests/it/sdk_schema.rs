@@ -358,13 +358,13 @@ impl Wire {
                     "https://generativelanguage.googleapis.com".to_owned()
                 };
                 let target = sdk_gemini::target(&scenario, &base);
-                match sdk_gemini::hermes_body(&scenario, &target, s.stream, true) {
+                match sdk_gemini::hermes_body(&scenario, &target, s.stream) {
                     Ok(body) => String::from_utf8(body).unwrap(),
                     Err(gemini::EncodeError::Thinking(_)) => return None,
                     Err(e) => panic!("{row}: {e}"),
                 }
             }
-            (Wire::Responses, Shape::Images) => sdk_responses::image_body(row.model, true),
+            (Wire::Responses, Shape::Images) => sdk_responses::image_body(row.model),
             (Wire::Responses, Shape::SignedToolLoop | Shape::ImportedToolLoop) => {
                 let case = sdk_responses::Case {
                     label: "schema",
@@ -375,7 +375,7 @@ impl Wire {
                     stream: s.stream,
                     imported: s.shape == Shape::ImportedToolLoop,
                 };
-                sdk_responses::hermes_body(&case, true)
+                sdk_responses::hermes_body(&case)
             }
             (wire, shape) => panic!("{row}: no {shape:?} conversation on {wire:?}"),
         };

@@ -133,29 +133,18 @@ pub(crate) struct SimWire {
 /// Studio, an API key) or `openai-responses` (a bearer key).
 pub(crate) async fn sim_wire(profile: &str) -> SimWire {
     let sim = Sim::start(profile).await.unwrap();
-    let client = ChatTransport::new().unwrap();
     let (provider, base, wire): (_, _, Box<dyn Wire>) = match profile {
         "anthropic" => {
             let base = sim.base_url();
             let wire = AnthropicWire {
-                client,
-                target: anthropic::Target {
-                    flavor: anthropic::Flavor::Direct,
-                    base_url: base.clone(),
-                    max_tokens: None,
-                },
                 auth: Some(Auth::Header("x-api-key", "sk-ant-test".into())),
+                ..anthropic_at(&base)
             };
             ("anthropic", base, Box::new(wire))
         }
         "bedrock" => {
             let base = sim.base_url();
             let wire = BedrockWire {
-                client,
-                target: bedrock::Target {
-                    base_url: base.clone(),
-                    max_tokens: None,
-                },
                 auth: Some(AwsAuth::SigV4 {
                     credentials: AwsCredentials {
                         access_key_id: SIM_AWS_ACCESS_KEY_ID.into(),
@@ -164,29 +153,23 @@ pub(crate) async fn sim_wire(profile: &str) -> SimWire {
                     },
                     region: "us-east-1".into(),
                 }),
-                clock: SystemTime::now,
+                ..bedrock_at(&base)
             };
             ("bedrock", base, Box::new(wire))
         }
         "gemini" => {
             let base = format!("{}/v1beta", sim.base_url());
             let wire = GeminiWire {
-                client,
-                target: gemini::Target {
-                    flavor: gemini::Flavor::AiStudio,
-                    base_url: base.clone(),
-                    max_tokens: None,
-                },
                 auth: Some(Auth::Header("x-goog-api-key", "AIza-test".into())),
+                ..gemini_at(&base)
             };
             ("gemini", base, Box::new(wire))
         }
         "openai-responses" => {
             let base = format!("{}/v1", sim.base_url());
             let wire = ResponsesWire {
-                client,
-                base_url: base.clone(),
                 auth: Some(Auth::Bearer("sk-sim".into())),
+                ..responses_at(&base)
             };
             ("openai-responses", base, Box::new(wire))
         }
