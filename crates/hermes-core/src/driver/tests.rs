@@ -503,11 +503,18 @@ impl Tools for Sized {
 }
 
 /// Tools whose every output is `size` bytes.
-fn sized(size: usize) -> Sized {
-    Sized {
+/// Runs `replies` (each one reply calling the named tools), then a final text reply, with tools
+/// answering `size` bytes under `config`; the run succeeds.
+async fn run_sized(size: usize, config: DriverConfig, replies: &[&[&str]]) -> (Run, Sized) {
+    let tools = Sized {
         size,
         ..Sized::default()
-    }
+    };
+    let mut script: Vec<_> = replies.iter().map(|names| Ok(calling(names))).collect();
+    script.push(done());
+    let r = run_tools(script, config, &tools).await;
+    r.result.as_ref().unwrap();
+    (r, tools)
 }
 
 /// The model's final text reply.
@@ -561,18 +568,11 @@ fn the_tool_caps_have_their_documented_defaults() {
 
 #[tokio::test]
 async fn calls_beyond_the_per_reply_cap_are_refused_and_each_still_gets_a_result() {
-    let tools = sized(3);
     let config = DriverConfig {
         max_tool_calls: 2,
         ..DriverConfig::default()
     };
-    let r = run_tools(
-        vec![Ok(calling(&["a", "b", "c", "d", "e"])), done()],
-        config,
-        &tools,
-    )
-    .await;
-    r.result.as_ref().unwrap();
+    let (r, tools) = run_sized(3, config, &[&["a", "b", "c", "d", "e"]]).await;
     assert_eq!(*tools.calls.lock().unwrap(), 2, "only the first two ran");
     let results = tool_results(&r);
     let ids: Vec<&str> = results.iter().map(|(id, _)| id.as_str()).collect();
@@ -594,18 +594,11 @@ async fn calls_beyond_the_per_reply_cap_are_refused_and_each_still_gets_a_result
 
 #[tokio::test]
 async fn tool_output_of_a_turn_is_capped_across_replies() {
-    let tools = sized(10);
     let config = DriverConfig {
         max_tool_output: 25,
         ..DriverConfig::default()
     };
-    let r = run_tools(
-        vec![Ok(calling(&["a", "b"])), Ok(calling(&["c", "d"])), done()],
-        config,
-        &tools,
-    )
-    .await;
-    r.result.as_ref().unwrap();
+    let (r, tools) = run_sized(10, config, &[&["a", "b"], &["c", "d"]]).await;
     assert_eq!(*tools.calls.lock().unwrap(), 3);
     let texts: Vec<String> = tool_results(&r).into_iter().map(|(_, t)| t).collect();
     assert_eq!(texts[0], "xxxxxxxxxx");
@@ -622,13 +615,11 @@ async fn tool_output_of_a_turn_is_capped_across_replies() {
 
 #[tokio::test]
 async fn a_tool_that_never_answers_times_out_and_the_turn_goes_on() {
-    let tools = sized(2);
     let config = DriverConfig {
         tool_timeout: Duration::from_millis(50),
         ..DriverConfig::default()
     };
-    let r = run_tools(vec![Ok(calling(&["hang", "ok"])), done()], config, &tools).await;
-    r.result.as_ref().unwrap();
+    let (r, _) = run_sized(2, config, &[&["hang", "ok"]]).await;
     let results = tool_results(&r);
     assert_eq!(results[0].0, "c0");
     assert_eq!(results[0].1, "error: hang timed out after 0.1 s");
