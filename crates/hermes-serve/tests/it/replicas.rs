@@ -242,6 +242,22 @@ fn requests_of(sim: &Sim, n: usize, which: &str) -> Vec<RecordedRequest> {
     requests
 }
 
+/// Reads the last reply of a `TURNS`-turn conversation on `door` to its end, then the
+/// simulator's requests (exactly one per turn).
+async fn last_turn_read(
+    pending: Option<Reply>,
+    door: Door,
+    sim: &Sim,
+    stream: bool,
+) -> Vec<RecordedRequest> {
+    pending.unwrap().finish(door).await;
+    requests_of(
+        sim,
+        TURNS,
+        &format!("stream {stream}: one request per turn"),
+    )
+}
+
 /// The `reasoning_content` member, as JSON text, that carries the reasoning the simulator minted
 /// in its answer to `request` (a later request replaying it holds this text).
 fn carried_reasoning(request: &RecordedRequest) -> String {
@@ -387,13 +403,7 @@ async fn two_replicas_alternate_the_turns_of_a_chat_conversation_at_once(db: Tes
             messages.push(json!({"role": "user", "content": format!("and then? ({n})")}));
             pending = Some(reply);
         }
-        pending.unwrap().finish(Door::Chat).await;
-
-        let requests = requests_of(
-            &sim,
-            TURNS,
-            &format!("stream {stream}: one request per turn"),
-        );
+        let requests = last_turn_read(pending, Door::Chat, &sim, stream).await;
         for (k, request) in requests.iter().enumerate() {
             let raw = received(request);
             for (j, earlier) in requests[..k].iter().enumerate() {
@@ -477,13 +487,7 @@ async fn two_replicas_alternate_the_turns_of_a_messages_tool_conversation_at_onc
             });
             pending = Some(reply);
         }
-        pending.unwrap().finish(Door::Messages).await;
-
-        let requests = requests_of(
-            &sim,
-            TURNS,
-            &format!("stream {stream}: one request per turn"),
-        );
+        let requests = last_turn_read(pending, Door::Messages, &sim, stream).await;
         requests.iter().for_each(|r| drop(received(r)));
         let minted = minted_signatures(&requests[0]);
         assert!(
