@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use hermes_sim::{RecordedRequest, Sim};
 use hermes_test_support::home::Home;
 
-use crate::tool_loop::{Row, Wire};
+use crate::tool_loop::{Row, StoredTurn, Wire};
 use serde_json::Value;
 
 use crate::wire::{
@@ -76,10 +76,6 @@ pub(crate) struct Gemini {
 impl Wire for Gemini {
     type Turn = Turn;
 
-    async fn turns(&self, home: &Home, id: &str) -> Vec<Turn> {
-        GeminiHome::turns(home, id).await
-    }
-
     fn stored(&self, row: &Row, turn: &Turn, k: usize) {
         assert_eq!(
             (turn.model.as_str(), turn.host.as_str()),
@@ -129,6 +125,15 @@ impl Signed {
     fn all(&self) -> Vec<String> {
         let calls = self.calls.iter().filter_map(|(_, s)| s.clone());
         calls.chain(self.text.clone()).collect()
+    }
+}
+
+impl StoredTurn for Turn {
+    fn from_export(export: &str) -> Vec<Turn> {
+        turns(export)
+    }
+    fn model(&self) -> &str {
+        &self.model
     }
 }
 

@@ -3,7 +3,7 @@
 use hermes_sim::{RecordedRequest, Sim};
 use hermes_test_support::home::Home;
 
-use crate::tool_loop::{Row, Wire};
+use crate::tool_loop::{Row, StoredTurn, Wire};
 use serde_json::Value;
 
 use crate::wire::{
@@ -59,12 +59,7 @@ pub(crate) struct Responses;
 impl Wire for Responses {
     type Turn = Turn;
 
-    async fn turns(&self, home: &Home, id: &str) -> Vec<Turn> {
-        ResponsesHome::turns(home, id).await
-    }
-
     fn stored(&self, row: &Row, turn: &Turn, k: usize) {
-        assert_eq!(turn.model, row.model);
         assert_eq!(turn.reasoning.len(), 1, "{turn:?}");
         assert!(turn.reasoning_content.is_some(), "a summary: {turn:?}");
         if k < row.steps {
@@ -114,6 +109,15 @@ fn accepted(r: &RecordedRequest, stream: bool) {
 
 // ---------------------------------------------------------------------------------------------
 // Stored items, as exported
+
+impl StoredTurn for Turn {
+    fn from_export(export: &str) -> Vec<Turn> {
+        turns(&serde_json::from_str(export).unwrap())
+    }
+    fn model(&self) -> &str {
+        &self.model
+    }
+}
 
 /// A stored assistant message: its origin model, its reasoning items as received, the
 /// `response_item_id` of each of its tool calls, the ids of its message items, its summary.
