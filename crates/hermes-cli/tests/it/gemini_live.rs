@@ -128,6 +128,25 @@ impl Signed {
     }
 }
 
+/// Runs a turn of one tool step with `args`: it finishes, its session's stored turns begin with
+/// `kept`, and `sim` saw its two requests. The session id, its stored turns and those requests.
+async fn one_step(
+    home: &Home,
+    args: &[&str],
+    env: &[(&str, &str)],
+    sim: &Sim,
+    kept: &[Turn],
+) -> (String, Vec<Turn>, Vec<RecordedRequest>) {
+    let out = home.chat(args, env).await;
+    let id = session_id(&out);
+    loop_done(&out, 1, 2);
+    let stored = home.turns(&id).await;
+    assert_eq!(stored[..kept.len()], kept[..]);
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 2);
+    (id, stored, requests)
+}
+
 impl StoredTurn for Turn {
     fn from_export(export: &str) -> Vec<Turn> {
         turns(export)
@@ -554,14 +573,15 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
         turn_args(&mut args, true, query);
         args
     };
-    let out = home
-        .chat(&to_chat("[tools=1] on the chat door?"), KEY)
-        .await;
-    loop_done(&out, 1, 2);
-    let after_chat = home.turns(&id).await;
-    assert_eq!(after_chat[..3], minted[..]);
-    let requests = chat.requests();
-    assert_eq!(requests.len(), 2);
+    let (resumed, after_chat, requests) = one_step(
+        &home,
+        &to_chat("[tools=1] on the chat door?"),
+        KEY,
+        &chat,
+        &minted,
+    )
+    .await;
+    assert_eq!(resumed, id);
     for (k, r) in requests.iter().enumerate() {
         assert_eq!(r.status, 200, "{}", r.response);
         assert_eq!(sent_chat(r), signed(&after_chat[..3 + k]), "{}", raw(r));
@@ -670,26 +690,22 @@ async fn vertex_gemini_uses_the_publisher_path_and_a_bearer_token_and_resumes() 
     };
     let mut args = crate::support::target("vertex-gemini", MODEL, &base, &[]);
     turn_args(&mut args, true, "[tools=1] what time is it?");
-    let out = home.chat(&args, env).await;
-    let id = session_id(&out);
-    loop_done(&out, 1, 2);
-    let stored = home.turns(&id).await;
-    let requests = sim.requests();
-    assert_eq!(requests.len(), 2);
+    let (id, stored, requests) = one_step(&home, &args, env, &sim, &[]).await;
     for (k, r) in requests.iter().enumerate() {
         check(r, true);
         replays(r, &stored[..k]);
     }
 
     sim.clear_requests();
-    let out = home
-        .chat(&resume_args(&id, false, "[tools=1] and now?"), env)
-        .await;
-    loop_done(&out, 1, 2);
-    let after = home.turns(&id).await;
-    assert_eq!(after[..2], stored[..]);
-    let requests = sim.requests();
-    assert_eq!(requests.len(), 2);
+    let (resumed, after, requests) = one_step(
+        &home,
+        &resume_args(&id, false, "[tools=1] and now?"),
+        env,
+        &sim,
+        &stored,
+    )
+    .await;
+    assert_eq!(resumed, id);
     for (k, r) in requests.iter().enumerate() {
         check(r, false);
         replays(r, &after[..2 + k]);
