@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use hermes_sim::{RecordedRequest, Sim};
 use hermes_test_support::home::Home;
 
-use crate::tool_loop::{Row, StoredTurn, Wire};
+use crate::tool_loop::{Row, Wire};
 use serde_json::Value;
 
 use crate::wire::{
@@ -147,14 +147,7 @@ async fn one_step(
     (id, stored, requests)
 }
 
-impl StoredTurn for Turn {
-    fn from_export(export: &str) -> Vec<Turn> {
-        turns(export)
-    }
-    fn model(&self) -> &str {
-        &self.model
-    }
-}
+crate::tool_loop::stored_turn!(Turn, turns);
 
 /// A stored assistant message: its origin and its signatures.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -573,14 +566,8 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
         turn_args(&mut args, true, query);
         args
     };
-    let (resumed, after_chat, requests) = one_step(
-        &home,
-        &to_chat("[tools=1] on the chat door?"),
-        KEY,
-        &chat,
-        &minted,
-    )
-    .await;
+    let args = to_chat("[tools=1] on the chat door?");
+    let (resumed, after_chat, requests) = one_step(&home, &args, KEY, &chat, &minted).await;
     assert_eq!(resumed, id);
     for (k, r) in requests.iter().enumerate() {
         assert_eq!(r.status, 200, "{}", r.response);
@@ -697,14 +684,8 @@ async fn vertex_gemini_uses_the_publisher_path_and_a_bearer_token_and_resumes() 
     }
 
     sim.clear_requests();
-    let (resumed, after, requests) = one_step(
-        &home,
-        &resume_args(&id, false, "[tools=1] and now?"),
-        env,
-        &sim,
-        &stored,
-    )
-    .await;
+    let args = resume_args(&id, false, "[tools=1] and now?");
+    let (resumed, after, requests) = one_step(&home, &args, env, &sim, &stored).await;
     assert_eq!(resumed, id);
     for (k, r) in requests.iter().enumerate() {
         check(r, false);

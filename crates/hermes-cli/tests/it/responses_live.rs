@@ -3,7 +3,7 @@
 use hermes_sim::{RecordedRequest, Sim};
 use hermes_test_support::home::Home;
 
-use crate::tool_loop::{Row, StoredTurn, Wire};
+use crate::tool_loop::{Row, Wire};
 use serde_json::Value;
 
 use crate::wire::{
@@ -110,14 +110,9 @@ fn accepted(r: &RecordedRequest, stream: bool) {
 // ---------------------------------------------------------------------------------------------
 // Stored items, as exported
 
-impl StoredTurn for Turn {
-    fn from_export(export: &str) -> Vec<Turn> {
-        turns(&serde_json::from_str(export).unwrap())
-    }
-    fn model(&self) -> &str {
-        &self.model
-    }
-}
+crate::tool_loop::stored_turn!(Turn, |export: &str| turns(
+    &serde_json::from_str(export).unwrap()
+));
 
 /// A stored assistant message: its origin model, its reasoning items as received, the
 /// `response_item_id` of each of its tool calls, the ids of its message items, its summary.

@@ -40,6 +40,22 @@ pub(crate) trait StoredTurn: PartialEq + std::fmt::Debug + Sized {
     fn model(&self) -> &str;
 }
 
+/// Implements [`StoredTurn`] for `$turn` (which has a `model: String` field) with `$parse`
+/// reading an export's text.
+macro_rules! stored_turn {
+    ($turn:ty, $parse:expr) => {
+        impl crate::tool_loop::StoredTurn for $turn {
+            fn from_export(export: &str) -> Vec<Self> {
+                $parse(export)
+            }
+            fn model(&self) -> &str {
+                &self.model
+            }
+        }
+    };
+}
+pub(crate) use stored_turn;
+
 /// The stored assistant turns of session `id`, each written by `row`'s model.
 async fn stored_turns<T: StoredTurn>(home: &Home, id: &str, row: &Row) -> Vec<T> {
     let turns = T::from_export(&home.export_text(id).await);

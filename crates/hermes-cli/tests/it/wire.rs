@@ -132,14 +132,7 @@ struct ExportedMessage {
     origin: Option<Value>,
 }
 
-impl crate::tool_loop::StoredTurn for Turn {
-    fn from_export(export: &str) -> Vec<Turn> {
-        turns(export)
-    }
-    fn model(&self) -> &str {
-        &self.model
-    }
-}
+crate::tool_loop::stored_turn!(Turn, turns);
 
 /// An assistant message of an export: its origin model, the exact text of each stored
 /// `reasoning_details` item, and its `reasoning_content`.
