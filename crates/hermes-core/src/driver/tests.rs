@@ -197,6 +197,14 @@ fn table() -> RouteTable {
     t
 }
 
+/// [`table`]'s decision for model `m` of `provider`.
+fn resolved(provider: &str) -> crate::route::RouteDecision {
+    table().resolve(
+        &RouteTarget::new(provider, None, "m"),
+        ResolveOptions::default(),
+    )
+}
+
 fn http(status: u16, body: &str) -> TransportError {
     TransportError::Http {
         status,
@@ -248,11 +256,7 @@ async fn run_with(
         journal: Arc::clone(&journal),
         ..MemLog::default()
     };
-    let t = table();
-    let decision = t.resolve(
-        &RouteTarget::new(provider, None, "m"),
-        ResolveOptions::default(),
-    );
+    let decision = resolved(provider);
     let events = Mutex::new(Vec::new());
     let notify = |e: &DriverEvent| events.lock().unwrap().push(e.clone());
     let driver = Driver {
@@ -721,11 +725,7 @@ mod mini_wire {
             sent: Mutex::new(Vec::new()),
         };
         let log = MemLog::default();
-        let t = table();
-        let decision = t.resolve(
-            &RouteTarget::new("acme", None, "m"),
-            ResolveOptions::default(),
-        );
+        let decision = resolved("acme");
         let config = DriverConfig {
             stream: true,
             base_delay: Duration::from_millis(1),
@@ -857,11 +857,7 @@ async fn a_failed_step_write_stores_nothing_of_the_step() {
         sent: Mutex::new(Vec::new()),
         journal: Arc::new(Mutex::new(Vec::new())),
     };
-    let t = table();
-    let decision = t.resolve(
-        &RouteTarget::new("agg", None, "m"),
-        ResolveOptions::default(),
-    );
+    let decision = resolved("agg");
     let config = DriverConfig::default();
     let driver = Driver {
         decision: &decision,
@@ -993,11 +989,7 @@ async fn client_turn(
         sent: Mutex::new(Vec::new()),
         journal: Arc::new(Mutex::new(Vec::new())),
     };
-    let t = table();
-    let decision = t.resolve(
-        &RouteTarget::new("deepseek", None, "m"),
-        ResolveOptions::default(),
-    );
+    let decision = resolved("deepseek");
     let config = DriverConfig {
         client_tools: true,
         ..DriverConfig::default()
@@ -1155,10 +1147,7 @@ fn a_tool_call_fragment_becomes_a_tool_call_delta_event() {
 
 #[test]
 fn the_config_s_sampling_reaches_the_parts_a_wire_encodes() {
-    let decision = table().resolve(
-        &RouteTarget::new("plain", None, "m"),
-        ResolveOptions::default(),
-    );
+    let decision = resolved("plain");
     let sampling = crate::sampling::Sampling::new()
         .seed(7)
         .tool_choice(crate::sampling::ToolChoice::Required);
