@@ -313,15 +313,18 @@ pub(crate) fn received(request: &RecordedRequest) -> String {
     String::from_utf8(request.raw.clone()).unwrap()
 }
 
+/// The sessions of `store` that `keep` accepts.
+async fn sessions_where(
+    store: &hermes_engine::store::Store,
+    keep: impl Fn(&hermes_engine::store::SessionMeta) -> bool,
+) -> Vec<hermes_engine::store::SessionMeta> {
+    let all = store.list().await.unwrap();
+    all.into_iter().filter(|s| keep(s)).collect()
+}
+
 /// The one conversation `tenant` has in `store`: neither a branch nor branched from.
 pub(crate) async fn only_conversation(store: &hermes_engine::store::Store, tenant: &str) -> String {
-    let sessions: Vec<_> = store
-        .list()
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|s| s.tenant.as_deref() == Some(tenant))
-        .collect();
+    let sessions = sessions_where(store, |s| s.tenant.as_deref() == Some(tenant)).await;
     assert_eq!(
         sessions.len(),
         1,
@@ -705,13 +708,7 @@ async fn killed_after_commit(db: &TestDb, door: Door) {
 
 /// The one branch of `session`.
 async fn branch_of(store: &hermes_engine::store::Store, session: &str) -> String {
-    let branches: Vec<_> = store
-        .list()
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|s| s.parent_id.as_deref() == Some(session))
-        .collect();
+    let branches = sessions_where(store, |s| s.parent_id.as_deref() == Some(session)).await;
     assert_eq!(branches.len(), 1, "{branches:?}");
     assert!(branches[0].fork.is_some(), "it shares the first turn");
     branches[0].id.clone()
