@@ -197,6 +197,46 @@ fn table() -> RouteTable {
     t
 }
 
+/// What a test's driver runs with, besides the event sink [`drive`] gives it.
+struct Parts<'a> {
+    decision: &'a crate::route::RouteDecision,
+    wire: &'a dyn Wire,
+    log: &'a dyn SessionLog,
+    tools: &'a dyn Tools,
+    config: &'a DriverConfig,
+}
+
+/// Runs one turn of the user's `text` on `history` with `parts`: the result, the conversation
+/// after it and every event told, in order.
+async fn drive(
+    parts: Parts<'_>,
+    history: Value,
+    text: &str,
+) -> (
+    Result<crate::driver::TurnOutcome, DriverError>,
+    Conversation,
+    Vec<DriverEvent>,
+) {
+    let events = Mutex::new(Vec::new());
+    let notify = |e: &DriverEvent| events.lock().unwrap().push(e.clone());
+    let driver = Driver {
+        decision: parts.decision,
+        wire: parts.wire,
+        log: parts.log,
+        tools: parts.tools,
+        config: parts.config,
+        notify: &notify,
+    };
+    let mut conversation = Conversation {
+        messages: serde_json::from_value(history).unwrap(),
+        ..Conversation::default()
+    };
+    let result = driver
+        .run_turn(&mut conversation, Message::text(Role::User, text))
+        .await;
+    (result, conversation, events.into_inner().unwrap())
+}
+
 /// [`table`]'s decision for model `m` of `provider`.
 fn resolved(provider: &str) -> crate::route::RouteDecision {
     table().resolve(
@@ -257,27 +297,18 @@ async fn run_with(
         ..MemLog::default()
     };
     let decision = resolved(provider);
-    let events = Mutex::new(Vec::new());
-    let notify = |e: &DriverEvent| events.lock().unwrap().push(e.clone());
-    let driver = Driver {
+    let parts = Parts {
         decision: &decision,
         wire: &transport,
         log: &log,
         tools,
         config: &config,
-        notify: &notify,
     };
-    let mut conversation = Conversation {
-        messages: serde_json::from_value(history).unwrap(),
-        ..Conversation::default()
-    };
-    let result = driver
-        .run_turn(&mut conversation, Message::text(Role::User, "go"))
-        .await;
+    let (result, conversation, events) = drive(parts, history, "go").await;
     let sent = transport.sent.lock().unwrap().clone();
     let journal = journal.lock().unwrap().clone();
     let (reports, events): (Vec<DriverEvent>, Vec<DriverEvent>) =
-        events.lock().unwrap().iter().cloned().partition(|e| {
+        events.into_iter().partition(|e| {
             matches!(
                 e,
                 DriverEvent::Upstream { .. } | DriverEvent::Carriers { .. }
@@ -731,28 +762,19 @@ mod mini_wire {
             base_delay: Duration::from_millis(1),
             ..DriverConfig::default()
         };
-        let events = Mutex::new(Vec::new());
-        let notify = |e: &DriverEvent| events.lock().unwrap().push(e.clone());
-        let driver = Driver {
+        let parts = Parts {
             decision: &decision,
             wire: &wire,
             log: &log,
             tools: &Clock,
             config: &config,
-            notify: &notify,
         };
-        let mut conversation = Conversation {
-            messages: serde_json::from_value(json!([
-                {"role": "user", "content": "q"},
-                {"role": "assistant", "content": "a", "reasoning_content": "old thought"}
-            ]))
-            .unwrap(),
-            ..Conversation::default()
-        };
-        let outcome = driver
-            .run_turn(&mut conversation, Message::text(Role::User, "time?"))
-            .await
-            .unwrap();
+        let history = json!([
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": "a", "reasoning_content": "old thought"}
+        ]);
+        let (outcome, conversation, events) = drive(parts, history, "time?").await;
+        let outcome = outcome.unwrap();
 
         let sent = wire.sent.lock().unwrap().clone();
         assert_eq!(
@@ -787,7 +809,6 @@ mod mini_wire {
         assert!(log.verdicts.lock().unwrap().is_none());
         assert!(conversation.verdicts.0.is_empty());
 
-        let events = events.lock().unwrap().clone();
         assert!(events.contains(&DriverEvent::Refused {
             carriers: vec!["thought"],
             status: Some(400)
