@@ -9,8 +9,8 @@ use crate::tool_loop::{Row, Wire};
 use serde_json::Value;
 
 use crate::wire::{
-    DEEPSEEK_KEY, ON_DEEPSEEK, carries_none, continue_on_deepseek, header, loop_done, raw,
-    resume_args, session_id, turn_args,
+    DEEPSEEK_KEY, ON_DEEPSEEK, continue_on_deepseek, header, loop_done, raw, resume_args,
+    session_id, turn_args,
 };
 
 pub(crate) const MODEL: &str = "gemini-3-pro-preview";
@@ -599,20 +599,15 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
 
     // DeepSeek: no signature and no native record leaves.
     let every = all_signatures(&gemini_turns);
-    let requests = continue_on_deepseek(&home, &id, &deepseek, ON_DEEPSEEK, DEEPSEEK_KEY).await;
-    for r in &requests {
-        carries_none(
-            r,
-            &[
-                "extra_content",
-                "thought_signature",
-                "thoughtSignature",
-                "hermes.native_assistant",
-                "reasoning_details",
-            ],
-            &every,
-        );
-    }
+    let never = [
+        "extra_content",
+        "thought_signature",
+        "thoughtSignature",
+        "hermes.native_assistant",
+        "reasoning_details",
+    ];
+    let leaks = (&never[..], &every[..]);
+    continue_on_deepseek(&home, &id, &deepseek, ON_DEEPSEEK, DEEPSEEK_KEY, leaks).await;
 
     // Another host (`localhost` is not `127.0.0.1` to hermes, though the same server): none of
     // the signatures minted on 127.0.0.1 leaves; its own loop signs and replays its own.

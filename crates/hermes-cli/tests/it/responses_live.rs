@@ -7,8 +7,8 @@ use crate::tool_loop::{Row, Wire};
 use serde_json::Value;
 
 use crate::wire::{
-    DEEPSEEK_KEY, ON_DEEPSEEK, carries_none, continue_on_deepseek, header, raw, resume_args,
-    session_id, turn_args,
+    DEEPSEEK_KEY, ON_DEEPSEEK, continue_on_deepseek, header, raw, resume_args, session_id,
+    turn_args,
 };
 
 pub(crate) const MODEL: &str = "gpt-5.2";
@@ -317,20 +317,18 @@ async fn items_go_only_to_the_model_and_host_that_minted_them_never_to_deepseek(
 
     // DeepSeek: no ciphertext, no item, no Responses-only key; the summaries as
     // `reasoning_content`.
-    let requests = continue_on_deepseek(&home, &id, &deepseek, ON_DEEPSEEK, DEEPSEEK_KEY).await;
+    let never = [
+        "encrypted_content",
+        "codex_",
+        "\"rs_",
+        "\"call_id\"",
+        "\"response_item_id\"",
+        "hermes_block_order",
+    ];
+    let leaks = (&never[..], &minted_cts[..]);
+    let requests =
+        continue_on_deepseek(&home, &id, &deepseek, ON_DEEPSEEK, DEEPSEEK_KEY, leaks).await;
     for r in &requests {
-        carries_none(
-            r,
-            &[
-                "encrypted_content",
-                "codex_",
-                "\"rs_",
-                "\"call_id\"",
-                "\"response_item_id\"",
-                "hermes_block_order",
-            ],
-            &minted_cts,
-        );
         let sent: Vec<Option<&str>> = crate::support::assistants(&r.body)
             .map(|m| m["reasoning_content"].as_str())
             .collect();

@@ -243,6 +243,7 @@ pub(crate) async fn continue_on_deepseek(
     deepseek: &Sim,
     query: &str,
     env: &[(&str, &str)],
+    leaks: (&[&str], &[String]),
 ) -> Vec<RecordedRequest> {
     let out = home
         .chat(&on_deepseek(id, &deepseek.base_url(), query), env)
@@ -251,6 +252,9 @@ pub(crate) async fn continue_on_deepseek(
     let requests = deepseek.requests();
     assert_eq!(requests.len(), 2);
     all_ok(&requests);
+    for r in &requests {
+        carries_none(r, leaks.0, leaks.1);
+    }
     requests
 }
 
