@@ -258,6 +258,19 @@ pub(crate) async fn continue_on_deepseek(
     requests
 }
 
+/// After a one-tool-step turn: the session's stored turns begin with `kept` (unchanged), and
+/// `sim` saw the turn's two requests, which it returns.
+pub(crate) fn kept_then_two<T: PartialEq + std::fmt::Debug>(
+    stored: &[T],
+    kept: &[T],
+    sim: &Sim,
+) -> Vec<RecordedRequest> {
+    assert_eq!(stored[..kept.len()], kept[..]);
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 2);
+    requests
+}
+
 /// The arguments continuing session `id` on DeepSeek (`deepseek-v4-pro` at `base`) with `query`.
 pub(crate) fn on_deepseek<'a>(id: &'a str, base: &'a str, query: &'a str) -> Vec<&'a str> {
     [
