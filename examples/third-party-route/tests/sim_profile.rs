@@ -122,22 +122,22 @@ async fn acme_requires_reasoning_content_and_refuses_unknown_keys() {
         refused(&sim, &b, &format!("unknown parameter `{name}`")).await;
     }
     // Wrong values of known parameters.
-    let mut b = tool_loop(Some("t"));
-    b["reasoning_mode"] = json!("medium");
-    refused(
-        &sim,
-        &b,
-        "invalid value for `reasoning_mode`: expected one of \"light\", \"deep\", \"off\"",
-    )
-    .await;
-    let mut b = tool_loop(Some("t"));
-    b["retain_reasoning"] = json!("yes");
-    refused(
-        &sim,
-        &b,
-        "invalid value for `retain_reasoning`: expected a boolean",
-    )
-    .await;
+    for (name, value, message) in [
+        (
+            "reasoning_mode",
+            json!("medium"),
+            "invalid value for `reasoning_mode`: expected one of \"light\", \"deep\", \"off\"",
+        ),
+        (
+            "retain_reasoning",
+            json!("yes"),
+            "invalid value for `retain_reasoning`: expected a boolean",
+        ),
+    ] {
+        let mut b = tool_loop(Some("t"));
+        b[name] = value;
+        refused(&sim, &b, message).await;
+    }
     // The documented shape: RC and RD read, known parameters accepted.
     let mut good = tool_loop(Some(""));
     good["messages"][1]["reasoning_details"] = json!([{"type":"reasoning.text","text":"t"}]);
