@@ -476,6 +476,8 @@ pub struct DataRoute {
     pub must_echo: Option<EchoRule>,
     /// Effort vocabulary.
     pub efforts: EffortVocabulary,
+    /// Whether readable thinking of every past turn is replayed (else only the newest turn's).
+    pub replays_stale_thinking: bool,
 }
 
 impl DataRoute {
@@ -488,6 +490,7 @@ impl DataRoute {
             strict: false,
             must_echo: None,
             efforts: EffortVocabulary::OPENAI,
+            replays_stale_thinking: true,
         }
     }
 
@@ -517,6 +520,12 @@ impl DataRoute {
         });
         self
     }
+
+    /// Replays readable thinking only on the newest assistant turn.
+    pub fn newest_thinking_only(mut self) -> Self {
+        self.replays_stale_thinking = false;
+        self
+    }
 }
 
 impl ReasoningRoute for DataRoute {
@@ -537,6 +546,9 @@ impl ReasoningRoute for DataRoute {
     }
     fn efforts(&self) -> EffortVocabulary {
         self.efforts
+    }
+    fn replays_stale_thinking(&self) -> bool {
+        self.replays_stale_thinking
     }
 }
 

@@ -7,8 +7,8 @@ use crate::tool_loop::{Row, Wire};
 use serde_json::Value;
 
 use crate::wire::{
-    Turn, all_ok, carries_none, continue_on_deepseek, raw, refused_then_resent, sent_signatures,
-    turns, user_texts,
+    Turn, all_ok, continue_on_deepseek, raw, refused_then_resent, sent_signatures, turns,
+    user_texts,
 };
 
 pub(crate) const OPUS: &str = "claude-opus-4-6";
@@ -137,12 +137,7 @@ impl Family {
 impl Wire for Family {
     type Turn = Turn;
 
-    async fn turns(&self, home: &Home, id: &str) -> Vec<Turn> {
-        turns(&home.export_text(id).await)
-    }
-
-    fn stored(&self, row: &Row, turn: &Turn, _: usize) {
-        assert_eq!(turn.model, row.model);
+    fn stored(&self, _: &Row, turn: &Turn, _: usize) {
         assert_eq!(turn.items.len(), 1, "{turn:?}");
         assert!(
             turn.items[0].starts_with(r#"{"type":"thinking""#),
@@ -366,11 +361,13 @@ async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_
     assert_eq!(opus_signatures.len(), 3);
 
     // On DeepSeek: the readable thinking goes, no signed block does.
-    let requests =
-        continue_on_deepseek(&home, &id, &deepseek, "[tools=1] and on deepseek?", &[]).await;
-    for r in &requests {
-        carries_none(
-            r,
+    let requests = continue_on_deepseek(
+        &home,
+        &id,
+        &deepseek,
+        "[tools=1] and on deepseek?",
+        &[],
+        (
             &[
                 "\"signature\"",
                 "redacted_thinking",
@@ -378,7 +375,10 @@ async fn switching_to_deepseek_and_back_replays_signed_blocks_only_to_the_model_
                 "reasoning_details",
             ],
             &opus_signatures,
-        );
+        ),
+    )
+    .await;
+    for r in &requests {
         let sent_rcs: Vec<&str> = crate::support::assistants(&r.body)
             .map(|m| m["reasoning_content"].as_str().unwrap())
             .collect();

@@ -200,12 +200,7 @@ impl Policy {
 impl Wire for Policy {
     type Turn = Turn;
 
-    async fn turns(&self, home: &Home, id: &str) -> Vec<Turn> {
-        turns(&home.export_text(id).await)
-    }
-
-    fn stored(&self, row: &Row, turn: &Turn, _: usize) {
-        assert_eq!(turn.model, row.model);
+    fn stored(&self, _: &Row, turn: &Turn, _: usize) {
         let parsed = turn.parsed();
         assert_eq!(parsed.len(), 1, "{turn:?}");
         assert_eq!(parsed[0].0, "thinking", "{turn:?}");
@@ -238,12 +233,7 @@ pub(crate) struct Invoke;
 impl Wire for Invoke {
     type Turn = Turn;
 
-    async fn turns(&self, home: &Home, id: &str) -> Vec<Turn> {
-        turns(&home.export_text(id).await)
-    }
-
-    fn stored(&self, row: &Row, turn: &Turn, _: usize) {
-        assert_eq!(turn.model, row.model);
+    fn stored(&self, _: &Row, turn: &Turn, _: usize) {
         assert_eq!(turn.signatures().len(), 1, "{turn:?}");
     }
 

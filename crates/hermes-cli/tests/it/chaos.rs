@@ -28,6 +28,11 @@ fn hermes(home: &Path, args: &[&str]) -> Command {
     cmd
 }
 
+/// Prints what a scenario did (`chaos: WHAT, N.N s`) and how long it took since `started`.
+fn took(started: Instant, what: std::fmt::Arguments<'_>) {
+    println!("chaos: {what}, {:.1} s", started.elapsed().as_secs_f64());
+}
+
 fn run(home: &Path, args: &[&str]) -> Output {
     hermes(home, args).output().unwrap()
 }
@@ -167,9 +172,11 @@ async fn signals_during_tool_loops_leave_every_session_resumable() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    println!(
-        "chaos: {kills} signalled runs ({killed_alive} still running when signalled), {resumes} strict resumes, seed {seed}, {:.1} s",
-        started.elapsed().as_secs_f64()
+    took(
+        started,
+        format_args!(
+            "{kills} signalled runs ({killed_alive} still running when signalled), {resumes} strict resumes, seed {seed}"
+        ),
     );
 }
 
@@ -217,9 +224,9 @@ fn many_processes_on_one_home_complete_every_turn() {
             .count();
         assert_eq!(users, turns, "session {id} holds every turn");
     }
-    println!(
-        "chaos: {processes} processes x {turns} tool-using turns on one home, all complete, {:.1} s",
-        started.elapsed().as_secs_f64()
+    took(
+        started,
+        format_args!("{processes} processes x {turns} tool-using turns on one home, all complete"),
     );
 }
 

@@ -9,7 +9,7 @@ use crate::tool_loop::{Row, Wire};
 use serde_json::Value;
 
 use crate::wire::{
-    DEEPSEEK_KEY, ON_DEEPSEEK, carries_none, continue_on_deepseek, header, loop_done, raw,
+    DEEPSEEK_KEY, ON_DEEPSEEK, continue_on_deepseek, header, kept_then_two, loop_done, raw,
     resume_args, session_id, turn_args,
 };
 
@@ -76,10 +76,6 @@ pub(crate) struct Gemini {
 impl Wire for Gemini {
     type Turn = Turn;
 
-    async fn turns(&self, home: &Home, id: &str) -> Vec<Turn> {
-        GeminiHome::turns(home, id).await
-    }
-
     fn stored(&self, row: &Row, turn: &Turn, k: usize) {
         assert_eq!(
             (turn.model.as_str(), turn.host.as_str()),
@@ -131,6 +127,25 @@ impl Signed {
         calls.chain(self.text.clone()).collect()
     }
 }
+
+/// Runs a turn of one tool step with `args`: it finishes, its session's stored turns begin with
+/// `kept`, and `sim` saw its two requests. The session id, its stored turns and those requests.
+async fn one_step(
+    home: &Home,
+    args: &[&str],
+    env: &[(&str, &str)],
+    sim: &Sim,
+    kept: &[Turn],
+) -> (String, Vec<Turn>, Vec<RecordedRequest>) {
+    let out = home.chat(args, env).await;
+    let id = session_id(&out);
+    loop_done(&out, 1, 2);
+    let stored = home.turns(&id).await;
+    let requests = kept_then_two(&stored, kept, sim);
+    (id, stored, requests)
+}
+
+crate::tool_loop::stored_turn!(Turn, turns);
 
 /// A stored assistant message: its origin and its signatures.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -549,14 +564,9 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
         turn_args(&mut args, true, query);
         args
     };
-    let out = home
-        .chat(&to_chat("[tools=1] on the chat door?"), KEY)
-        .await;
-    loop_done(&out, 1, 2);
-    let after_chat = home.turns(&id).await;
-    assert_eq!(after_chat[..3], minted[..]);
-    let requests = chat.requests();
-    assert_eq!(requests.len(), 2);
+    let args = to_chat("[tools=1] on the chat door?");
+    let (resumed, after_chat, requests) = one_step(&home, &args, KEY, &chat, &minted).await;
+    assert_eq!(resumed, id);
     for (k, r) in requests.iter().enumerate() {
         assert_eq!(r.status, 200, "{}", r.response);
         assert_eq!(sent_chat(r), signed(&after_chat[..3 + k]), "{}", raw(r));
@@ -577,9 +587,8 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
     home.resume_on(&id, &native_base, "[tools=1] back home?")
         .await;
     let gemini_turns = home.turns(&id).await;
-    assert_eq!(gemini_turns[..5], after_chat[..]);
-    let requests = native.requests();
-    assert_eq!(requests.len(), 2);
+    assert_eq!(after_chat.len(), 5);
+    let requests = kept_then_two(&gemini_turns, &after_chat, &native);
     for (k, r) in requests.iter().enumerate() {
         studio(r, true);
         replays(r, &gemini_turns[..5 + k]);
@@ -587,20 +596,15 @@ async fn signatures_cross_between_the_native_and_chat_doors_of_one_host_but_neve
 
     // DeepSeek: no signature and no native record leaves.
     let every = all_signatures(&gemini_turns);
-    let requests = continue_on_deepseek(&home, &id, &deepseek, ON_DEEPSEEK, DEEPSEEK_KEY).await;
-    for r in &requests {
-        carries_none(
-            r,
-            &[
-                "extra_content",
-                "thought_signature",
-                "thoughtSignature",
-                "hermes.native_assistant",
-                "reasoning_details",
-            ],
-            &every,
-        );
-    }
+    let never = [
+        "extra_content",
+        "thought_signature",
+        "thoughtSignature",
+        "hermes.native_assistant",
+        "reasoning_details",
+    ];
+    let leaks = (&never[..], &every[..]);
+    continue_on_deepseek(&home, &id, &deepseek, ON_DEEPSEEK, DEEPSEEK_KEY, leaks).await;
 
     // Another host (`localhost` is not `127.0.0.1` to hermes, though the same server): none of
     // the signatures minted on 127.0.0.1 leaves; its own loop signs and replays its own.
@@ -665,26 +669,16 @@ async fn vertex_gemini_uses_the_publisher_path_and_a_bearer_token_and_resumes() 
     };
     let mut args = crate::support::target("vertex-gemini", MODEL, &base, &[]);
     turn_args(&mut args, true, "[tools=1] what time is it?");
-    let out = home.chat(&args, env).await;
-    let id = session_id(&out);
-    loop_done(&out, 1, 2);
-    let stored = home.turns(&id).await;
-    let requests = sim.requests();
-    assert_eq!(requests.len(), 2);
+    let (id, stored, requests) = one_step(&home, &args, env, &sim, &[]).await;
     for (k, r) in requests.iter().enumerate() {
         check(r, true);
         replays(r, &stored[..k]);
     }
 
     sim.clear_requests();
-    let out = home
-        .chat(&resume_args(&id, false, "[tools=1] and now?"), env)
-        .await;
-    loop_done(&out, 1, 2);
-    let after = home.turns(&id).await;
-    assert_eq!(after[..2], stored[..]);
-    let requests = sim.requests();
-    assert_eq!(requests.len(), 2);
+    let args = resume_args(&id, false, "[tools=1] and now?");
+    let (resumed, after, requests) = one_step(&home, &args, env, &sim, &stored).await;
+    assert_eq!(resumed, id);
     for (k, r) in requests.iter().enumerate() {
         check(r, false);
         replays(r, &after[..2 + k]);

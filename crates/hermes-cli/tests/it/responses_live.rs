@@ -7,7 +7,7 @@ use crate::tool_loop::{Row, Wire};
 use serde_json::Value;
 
 use crate::wire::{
-    DEEPSEEK_KEY, ON_DEEPSEEK, carries_none, continue_on_deepseek, header, raw, resume_args,
+    DEEPSEEK_KEY, ON_DEEPSEEK, continue_on_deepseek, header, kept_then_two, raw, resume_args,
     session_id, turn_args,
 };
 
@@ -59,12 +59,7 @@ pub(crate) struct Responses;
 impl Wire for Responses {
     type Turn = Turn;
 
-    async fn turns(&self, home: &Home, id: &str) -> Vec<Turn> {
-        ResponsesHome::turns(home, id).await
-    }
-
     fn stored(&self, row: &Row, turn: &Turn, k: usize) {
-        assert_eq!(turn.model, row.model);
         assert_eq!(turn.reasoning.len(), 1, "{turn:?}");
         assert!(turn.reasoning_content.is_some(), "a summary: {turn:?}");
         if k < row.steps {
@@ -114,6 +109,10 @@ fn accepted(r: &RecordedRequest, stream: bool) {
 
 // ---------------------------------------------------------------------------------------------
 // Stored items, as exported
+
+crate::tool_loop::stored_turn!(Turn, |export: &str| turns(
+    &serde_json::from_str(export).unwrap()
+));
 
 /// A stored assistant message: its origin model, its reasoning items as received, the
 /// `response_item_id` of each of its tool calls, the ids of its message items, its summary.
@@ -318,20 +317,18 @@ async fn items_go_only_to_the_model_and_host_that_minted_them_never_to_deepseek(
 
     // DeepSeek: no ciphertext, no item, no Responses-only key; the summaries as
     // `reasoning_content`.
-    let requests = continue_on_deepseek(&home, &id, &deepseek, ON_DEEPSEEK, DEEPSEEK_KEY).await;
+    let never = [
+        "encrypted_content",
+        "codex_",
+        "\"rs_",
+        "\"call_id\"",
+        "\"response_item_id\"",
+        "hermes_block_order",
+    ];
+    let leaks = (&never[..], &minted_cts[..]);
+    let requests =
+        continue_on_deepseek(&home, &id, &deepseek, ON_DEEPSEEK, DEEPSEEK_KEY, leaks).await;
     for r in &requests {
-        carries_none(
-            r,
-            &[
-                "encrypted_content",
-                "codex_",
-                "\"rs_",
-                "\"call_id\"",
-                "\"response_item_id\"",
-                "hermes_block_order",
-            ],
-            &minted_cts,
-        );
         let sent: Vec<Option<&str>> = crate::support::assistants(&r.body)
             .map(|m| m["reasoning_content"].as_str())
             .collect();
@@ -350,9 +347,8 @@ async fn items_go_only_to_the_model_and_host_that_minted_them_never_to_deepseek(
     sim.clear_requests();
     home.resume_on(&id, &base, MODEL, "[tools=1] back?").await;
     let back = home.turns(&id).await;
-    assert_eq!(back[..5], after_deepseek[..]);
-    let requests = sim.requests();
-    assert_eq!(requests.len(), 2);
+    assert_eq!(after_deepseek.len(), 5);
+    let requests = kept_then_two(&back, &after_deepseek, &sim);
     for (k, r) in requests.iter().enumerate() {
         accepted(r, true);
         // The DeepSeek turns carry no item; their calls go without `id`.

@@ -17,9 +17,7 @@ use crate::wire::{loop_done, session_id};
 /// it with its own checks).
 pub(crate) trait Wire {
     /// One stored assistant turn, as the wire's module reads it from an export.
-    type Turn: PartialEq + std::fmt::Debug;
-    /// The stored assistant turns of session `id`.
-    async fn turns(&self, home: &Home, id: &str) -> Vec<Self::Turn>;
+    type Turn: StoredTurn;
     /// Stored turn `k` of a loop of `row`: a tool step, or the answer when `k == row.steps`.
     fn stored(&self, row: &Row, turn: &Self::Turn, k: usize);
     /// Request `r` was accepted, has the wire's path, headers and body, and carries `earlier`
@@ -32,6 +30,39 @@ pub(crate) trait Wire {
         earlier: &[Self::Turn],
         in_loop: usize,
     );
+}
+
+/// A stored assistant turn as a wire's module reads it from `hermes sessions export`.
+pub(crate) trait StoredTurn: PartialEq + std::fmt::Debug + Sized {
+    /// The assistant turns of an export's text, in order.
+    fn from_export(export: &str) -> Vec<Self>;
+    /// The model that wrote it (its origin).
+    fn model(&self) -> &str;
+}
+
+/// Implements [`StoredTurn`] for `$turn` (which has a `model: String` field) with `$parse`
+/// reading an export's text.
+macro_rules! stored_turn {
+    ($turn:ty, $parse:expr) => {
+        impl crate::tool_loop::StoredTurn for $turn {
+            fn from_export(export: &str) -> Vec<Self> {
+                $parse(export)
+            }
+            fn model(&self) -> &str {
+                &self.model
+            }
+        }
+    };
+}
+pub(crate) use stored_turn;
+
+/// The stored assistant turns of session `id`, each written by `row`'s model.
+async fn stored_turns<T: StoredTurn>(home: &Home, id: &str, row: &Row) -> Vec<T> {
+    let turns = T::from_export(&home.export_text(id).await);
+    for turn in &turns {
+        assert_eq!(turn.model(), row.model, "{turn:?}");
+    }
+    turns
 }
 
 /// One target of the scenario.
@@ -117,7 +148,7 @@ async fn tool_loop_then_resume<W: Wire>(wire: &W, row: &Row) {
         loop_done(&out, steps, steps + 1);
         let requests = sim.requests();
         assert_eq!(requests.len(), steps + 1, "{row:?} stream={stream}");
-        let stored = wire.turns(&home, &id).await;
+        let stored: Vec<W::Turn> = stored_turns(&home, &id, row).await;
         assert_eq!(stored.len(), steps + 1);
         for (k, turn) in stored.iter().enumerate() {
             wire.stored(row, turn, k);
@@ -136,7 +167,7 @@ async fn tool_loop_then_resume<W: Wire>(wire: &W, row: &Row) {
         loop_done(&out, 1, 2);
         let requests = sim.requests();
         assert_eq!(requests.len(), 2);
-        let after = wire.turns(&home, &id).await;
+        let after: Vec<W::Turn> = stored_turns(&home, &id, row).await;
         assert_eq!(after.len(), steps + 3);
         assert_eq!(
             after[..=steps],

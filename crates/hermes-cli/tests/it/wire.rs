@@ -132,6 +132,8 @@ struct ExportedMessage {
     origin: Option<Value>,
 }
 
+crate::tool_loop::stored_turn!(Turn, turns);
+
 /// An assistant message of an export: its origin model, the exact text of each stored
 /// `reasoning_details` item, and its `reasoning_content`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -241,6 +243,7 @@ pub(crate) async fn continue_on_deepseek(
     deepseek: &Sim,
     query: &str,
     env: &[(&str, &str)],
+    leaks: (&[&str], &[String]),
 ) -> Vec<RecordedRequest> {
     let out = home
         .chat(&on_deepseek(id, &deepseek.base_url(), query), env)
@@ -249,6 +252,22 @@ pub(crate) async fn continue_on_deepseek(
     let requests = deepseek.requests();
     assert_eq!(requests.len(), 2);
     all_ok(&requests);
+    for r in &requests {
+        carries_none(r, leaks.0, leaks.1);
+    }
+    requests
+}
+
+/// After a one-tool-step turn: the session's stored turns begin with `kept` (unchanged), and
+/// `sim` saw the turn's two requests, which it returns.
+pub(crate) fn kept_then_two<T: PartialEq + std::fmt::Debug>(
+    stored: &[T],
+    kept: &[T],
+    sim: &Sim,
+) -> Vec<RecordedRequest> {
+    assert_eq!(stored[..kept.len()], kept[..]);
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 2);
     requests
 }
 

@@ -9,7 +9,6 @@ use hermes_compaction::{CompactionConfig, is_checkpoint, is_real_user};
 use hermes_core::estimate::estimate_text;
 use hermes_core::route::{
     CarrierSet, DataRoute, MatchReason, PadRule, ReasoningRoute, ResolveOptions, RouteDecision,
-    RouteMatcher,
 };
 use hermes_core::{Message, Role, RouteTarget};
 use proptest::prelude::*;
@@ -29,25 +28,6 @@ pub(crate) fn now<F: Future>(future: F) -> F::Output {
 
 /// The model that minted the "own" opaque items.
 pub(crate) const OWN_MODEL: &str = "gemini-own";
-
-/// A route that replays readable thinking only on the newest assistant turn.
-#[derive(Debug)]
-pub(crate) struct NewestOnly(RouteMatcher);
-
-impl ReasoningRoute for NewestOnly {
-    fn id(&self) -> &str {
-        "newest-only"
-    }
-    fn matcher(&self) -> &RouteMatcher {
-        &self.0
-    }
-    fn carriers(&self) -> CarrierSet {
-        CarrierSet::ALL
-    }
-    fn replays_stale_thinking(&self) -> bool {
-        false
-    }
-}
 
 fn decide(route: Arc<dyn ReasoningRoute>, provider: &str, base: &str) -> RouteDecision {
     RouteDecision::for_route(
@@ -100,7 +80,7 @@ pub(crate) fn strict_route() -> RouteDecision {
 /// Every carrier, readable thinking only on the newest turn.
 pub(crate) fn newest_only_route() -> RouteDecision {
     decide(
-        Arc::new(NewestOnly(RouteMatcher::new())),
+        Arc::new(DataRoute::new("newest-only", CarrierSet::ALL).newest_thinking_only()),
         "custom",
         "https://llm.example.test/v1",
     )

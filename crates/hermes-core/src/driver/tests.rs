@@ -197,6 +197,54 @@ fn table() -> RouteTable {
     t
 }
 
+/// What a test's driver runs with, besides the event sink [`drive`] gives it.
+struct Parts<'a> {
+    decision: &'a crate::route::RouteDecision,
+    wire: &'a dyn Wire,
+    log: &'a dyn SessionLog,
+    tools: &'a dyn Tools,
+    config: &'a DriverConfig,
+}
+
+/// Runs one turn of the user's `text` on `history` with `parts`: the result, the conversation
+/// after it and every event told, in order.
+async fn drive(
+    parts: Parts<'_>,
+    history: Value,
+    text: &str,
+) -> (
+    Result<crate::driver::TurnOutcome, DriverError>,
+    Conversation,
+    Vec<DriverEvent>,
+) {
+    let events = Mutex::new(Vec::new());
+    let notify = |e: &DriverEvent| events.lock().unwrap().push(e.clone());
+    let driver = Driver {
+        decision: parts.decision,
+        wire: parts.wire,
+        log: parts.log,
+        tools: parts.tools,
+        config: parts.config,
+        notify: &notify,
+    };
+    let mut conversation = Conversation {
+        messages: serde_json::from_value(history).unwrap(),
+        ..Conversation::default()
+    };
+    let result = driver
+        .run_turn(&mut conversation, Message::text(Role::User, text))
+        .await;
+    (result, conversation, events.into_inner().unwrap())
+}
+
+/// [`table`]'s decision for model `m` of `provider`.
+fn resolved(provider: &str) -> crate::route::RouteDecision {
+    table().resolve(
+        &RouteTarget::new(provider, None, "m"),
+        ResolveOptions::default(),
+    )
+}
+
 fn http(status: u16, body: &str) -> TransportError {
     TransportError::Http {
         status,
@@ -248,32 +296,19 @@ async fn run_with(
         journal: Arc::clone(&journal),
         ..MemLog::default()
     };
-    let t = table();
-    let decision = t.resolve(
-        &RouteTarget::new(provider, None, "m"),
-        ResolveOptions::default(),
-    );
-    let events = Mutex::new(Vec::new());
-    let notify = |e: &DriverEvent| events.lock().unwrap().push(e.clone());
-    let driver = Driver {
+    let decision = resolved(provider);
+    let parts = Parts {
         decision: &decision,
         wire: &transport,
         log: &log,
         tools,
         config: &config,
-        notify: &notify,
     };
-    let mut conversation = Conversation {
-        messages: serde_json::from_value(history).unwrap(),
-        ..Conversation::default()
-    };
-    let result = driver
-        .run_turn(&mut conversation, Message::text(Role::User, "go"))
-        .await;
+    let (result, conversation, events) = drive(parts, history, "go").await;
     let sent = transport.sent.lock().unwrap().clone();
     let journal = journal.lock().unwrap().clone();
     let (reports, events): (Vec<DriverEvent>, Vec<DriverEvent>) =
-        events.lock().unwrap().iter().cloned().partition(|e| {
+        events.into_iter().partition(|e| {
             matches!(
                 e,
                 DriverEvent::Upstream { .. } | DriverEvent::Carriers { .. }
@@ -503,11 +538,18 @@ impl Tools for Sized {
 }
 
 /// Tools whose every output is `size` bytes.
-fn sized(size: usize) -> Sized {
-    Sized {
+/// Runs `replies` (each one reply calling the named tools), then a final text reply, with tools
+/// answering `size` bytes under `config`; the run succeeds.
+async fn run_sized(size: usize, config: DriverConfig, replies: &[&[&str]]) -> (Run, Sized) {
+    let tools = Sized {
         size,
         ..Sized::default()
-    }
+    };
+    let mut script: Vec<_> = replies.iter().map(|names| Ok(calling(names))).collect();
+    script.push(done());
+    let r = run_tools(script, config, &tools).await;
+    r.result.as_ref().unwrap();
+    (r, tools)
 }
 
 /// The model's final text reply.
@@ -561,18 +603,11 @@ fn the_tool_caps_have_their_documented_defaults() {
 
 #[tokio::test]
 async fn calls_beyond_the_per_reply_cap_are_refused_and_each_still_gets_a_result() {
-    let tools = sized(3);
     let config = DriverConfig {
         max_tool_calls: 2,
         ..DriverConfig::default()
     };
-    let r = run_tools(
-        vec![Ok(calling(&["a", "b", "c", "d", "e"])), done()],
-        config,
-        &tools,
-    )
-    .await;
-    r.result.as_ref().unwrap();
+    let (r, tools) = run_sized(3, config, &[&["a", "b", "c", "d", "e"]]).await;
     assert_eq!(*tools.calls.lock().unwrap(), 2, "only the first two ran");
     let results = tool_results(&r);
     let ids: Vec<&str> = results.iter().map(|(id, _)| id.as_str()).collect();
@@ -594,18 +629,11 @@ async fn calls_beyond_the_per_reply_cap_are_refused_and_each_still_gets_a_result
 
 #[tokio::test]
 async fn tool_output_of_a_turn_is_capped_across_replies() {
-    let tools = sized(10);
     let config = DriverConfig {
         max_tool_output: 25,
         ..DriverConfig::default()
     };
-    let r = run_tools(
-        vec![Ok(calling(&["a", "b"])), Ok(calling(&["c", "d"])), done()],
-        config,
-        &tools,
-    )
-    .await;
-    r.result.as_ref().unwrap();
+    let (r, tools) = run_sized(10, config, &[&["a", "b"], &["c", "d"]]).await;
     assert_eq!(*tools.calls.lock().unwrap(), 3);
     let texts: Vec<String> = tool_results(&r).into_iter().map(|(_, t)| t).collect();
     assert_eq!(texts[0], "xxxxxxxxxx");
@@ -622,13 +650,11 @@ async fn tool_output_of_a_turn_is_capped_across_replies() {
 
 #[tokio::test]
 async fn a_tool_that_never_answers_times_out_and_the_turn_goes_on() {
-    let tools = sized(2);
     let config = DriverConfig {
         tool_timeout: Duration::from_millis(50),
         ..DriverConfig::default()
     };
-    let r = run_tools(vec![Ok(calling(&["hang", "ok"])), done()], config, &tools).await;
-    r.result.as_ref().unwrap();
+    let (r, _) = run_sized(2, config, &[&["hang", "ok"]]).await;
     let results = tool_results(&r);
     assert_eq!(results[0].0, "c0");
     assert_eq!(results[0].1, "error: hang timed out after 0.1 s");
@@ -730,38 +756,25 @@ mod mini_wire {
             sent: Mutex::new(Vec::new()),
         };
         let log = MemLog::default();
-        let t = table();
-        let decision = t.resolve(
-            &RouteTarget::new("acme", None, "m"),
-            ResolveOptions::default(),
-        );
+        let decision = resolved("acme");
         let config = DriverConfig {
             stream: true,
             base_delay: Duration::from_millis(1),
             ..DriverConfig::default()
         };
-        let events = Mutex::new(Vec::new());
-        let notify = |e: &DriverEvent| events.lock().unwrap().push(e.clone());
-        let driver = Driver {
+        let parts = Parts {
             decision: &decision,
             wire: &wire,
             log: &log,
             tools: &Clock,
             config: &config,
-            notify: &notify,
         };
-        let mut conversation = Conversation {
-            messages: serde_json::from_value(json!([
-                {"role": "user", "content": "q"},
-                {"role": "assistant", "content": "a", "reasoning_content": "old thought"}
-            ]))
-            .unwrap(),
-            ..Conversation::default()
-        };
-        let outcome = driver
-            .run_turn(&mut conversation, Message::text(Role::User, "time?"))
-            .await
-            .unwrap();
+        let history = json!([
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": "a", "reasoning_content": "old thought"}
+        ]);
+        let (outcome, conversation, events) = drive(parts, history, "time?").await;
+        let outcome = outcome.unwrap();
 
         let sent = wire.sent.lock().unwrap().clone();
         assert_eq!(
@@ -796,7 +809,6 @@ mod mini_wire {
         assert!(log.verdicts.lock().unwrap().is_none());
         assert!(conversation.verdicts.0.is_empty());
 
-        let events = events.lock().unwrap().clone();
         assert!(events.contains(&DriverEvent::Refused {
             carriers: vec!["thought"],
             status: Some(400)
@@ -866,11 +878,7 @@ async fn a_failed_step_write_stores_nothing_of_the_step() {
         sent: Mutex::new(Vec::new()),
         journal: Arc::new(Mutex::new(Vec::new())),
     };
-    let t = table();
-    let decision = t.resolve(
-        &RouteTarget::new("agg", None, "m"),
-        ResolveOptions::default(),
-    );
+    let decision = resolved("agg");
     let config = DriverConfig::default();
     let driver = Driver {
         decision: &decision,
@@ -1002,11 +1010,7 @@ async fn client_turn(
         sent: Mutex::new(Vec::new()),
         journal: Arc::new(Mutex::new(Vec::new())),
     };
-    let t = table();
-    let decision = t.resolve(
-        &RouteTarget::new("deepseek", None, "m"),
-        ResolveOptions::default(),
-    );
+    let decision = resolved("deepseek");
     let config = DriverConfig {
         client_tools: true,
         ..DriverConfig::default()
@@ -1164,10 +1168,7 @@ fn a_tool_call_fragment_becomes_a_tool_call_delta_event() {
 
 #[test]
 fn the_config_s_sampling_reaches_the_parts_a_wire_encodes() {
-    let decision = table().resolve(
-        &RouteTarget::new("plain", None, "m"),
-        ResolveOptions::default(),
-    );
+    let decision = resolved("plain");
     let sampling = crate::sampling::Sampling::new()
         .seed(7)
         .tool_choice(crate::sampling::ToolChoice::Required);

@@ -5,9 +5,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::route::{
-    CarrierSet, DataRoute, MatchReason, ReasoningRoute, ResolveOptions, RouteMatcher,
-};
+use crate::route::{CarrierSet, DataRoute, MatchReason, ReasoningRoute, ResolveOptions};
 use crate::target::RouteTarget;
 
 fn decision(route: impl ReasoningRoute + 'static, model: &str) -> RouteDecision {
@@ -22,25 +20,6 @@ fn decision(route: impl ReasoningRoute + 'static, model: &str) -> RouteDecision 
 
 fn history(value: Value) -> Vec<Message> {
     serde_json::from_str(&value.to_string()).unwrap()
-}
-
-/// A route that replays readable thinking only on the newest assistant turn.
-#[derive(Debug)]
-struct NewestOnly(RouteMatcher);
-
-impl ReasoningRoute for NewestOnly {
-    fn id(&self) -> &str {
-        "newest-only"
-    }
-    fn matcher(&self) -> &RouteMatcher {
-        &self.0
-    }
-    fn carriers(&self) -> CarrierSet {
-        CarrierSet::ALL
-    }
-    fn replays_stale_thinking(&self) -> bool {
-        false
-    }
 }
 
 #[test]
@@ -147,7 +126,10 @@ fn stale_thinking_counts_only_where_the_route_replays_it() {
     let base = 1 + 3 + 1 + 1 + 3 + 1; // roles and the two "q"
     let all = decision(DataRoute::new("all", CarrierSet::ALL), "m");
     assert_eq!(estimate_history(&h, &all), base + 4 + 2);
-    let newest = decision(NewestOnly(RouteMatcher::new()), "m");
+    let newest = decision(
+        DataRoute::new("newest-only", CarrierSet::ALL).newest_thinking_only(),
+        "m",
+    );
     assert!(!newest.replays_stale_thinking);
     assert_eq!(estimate_history(&h, &newest), base + 2);
     assert_eq!(estimate_message(&h[1], &newest, false), 3);

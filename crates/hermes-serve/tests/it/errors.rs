@@ -47,6 +47,19 @@ async fn ask(gateway: &Running) -> (u16, reqwest::header::HeaderMap, Value) {
     post(gateway, Some(KEY), None, &hello("deepseek/deepseek-v4-pro")).await
 }
 
+/// A DeepSeek V4 simulator and a gateway over it, its settings changed by `adjust`.
+async fn over_deepseek(adjust: impl FnOnce(ServeConfig) -> ServeConfig) -> (Sim, Running) {
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let gateway = start(&sim.base_url(), adjust).await;
+    (sim, gateway)
+}
+
+/// Asserts the simulator saw no request, then stops the gateway.
+async fn nothing_went_upstream(sim: &Sim, gateway: Running) {
+    assert!(sim.requests().is_empty(), "the simulator saw a request");
+    gateway.stop().await;
+}
+
 /// A one-message request to `model`.
 fn hello(model: &str) -> Value {
     json!({"model": model, "messages": [{"role": "user", "content": "hello"}]})
@@ -54,8 +67,7 @@ fn hello(model: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_or_unknown_gateway_key_is_401_and_nothing_goes_upstream() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start(&sim.base_url(), |c| c).await;
+    let (sim, gateway) = over_deepseek(|c| c).await;
     for key in [None, Some("hk-wrong"), Some("")] {
         let (status, _, body) = post(&gateway, key, None, &hello("deepseek/deepseek-v4-pro")).await;
         assert_eq!(status, 401, "{key:?}: {body}");
@@ -64,14 +76,12 @@ async fn a_missing_or_unknown_gateway_key_is_401_and_nothing_goes_upstream() {
     }
     let models = reqwest::get(gateway.url("/v1/models")).await.unwrap();
     assert_eq!(models.status(), 401);
-    assert!(sim.requests().is_empty(), "the simulator saw a request");
-    gateway.stop().await;
+    nothing_went_upstream(&sim, gateway).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_requests_are_400_naming_the_parameter_and_reach_no_upstream() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start(&sim.base_url(), |c| c).await;
+    let (sim, gateway) = over_deepseek(|c| c).await;
     let mut n2 = hello("deepseek/deepseek-v4-pro");
     n2["n"] = json!(2);
     let mut wrong_type = hello("deepseek/deepseek-v4-pro");
@@ -91,14 +101,12 @@ async fn invalid_requests_are_400_naming_the_parameter_and_reach_no_upstream() {
         assert_eq!(answer["error"]["param"], param, "{answer}");
         assert_eq!(answer["error"]["type"], "invalid_request_error");
     }
-    assert!(sim.requests().is_empty());
-    gateway.stop().await;
+    nothing_went_upstream(&sim, gateway).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_models_are_404_and_hostile_model_strings_400() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start(&sim.base_url(), |c| c).await;
+    let (sim, gateway) = over_deepseek(|c| c).await;
     for unknown in ["gpt-4o", "nowhere/some-model", "deepseeek/deepseek-v4-pro"] {
         let (status, _, body) = post(&gateway, Some(KEY), None, &hello(unknown)).await;
         assert_eq!(status, 404, "{unknown}: {body}");
@@ -134,14 +142,12 @@ async fn unknown_models_are_404_and_hostile_model_strings_400() {
     .await;
     assert_eq!(status, 400, "{body}");
     assert_eq!(body["error"]["param"], "x-hermes-session");
-    assert!(sim.requests().is_empty());
-    gateway.stop().await;
+    nothing_went_upstream(&sim, gateway).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_over_the_cap_is_413_in_openais_shape() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start(&sim.base_url(), |c| c.max_request_bytes(4096)).await;
+    let (sim, gateway) = over_deepseek(|c| c.max_request_bytes(4096)).await;
     let body = json!({
         "model": "deepseek/deepseek-v4-pro",
         "messages": [{"role": "user", "content": "x".repeat(8000)}],
@@ -194,8 +200,7 @@ async fn an_upstream_401_is_502_and_an_upstream_400_is_400_with_its_message() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_readiness_and_models_answer() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start(&sim.base_url(), |c| {
+    let (sim, gateway) = over_deepseek(|c| {
         c.models([("fast".to_owned(), "deepseek/deepseek-v4-flash".to_owned())].into())
     })
     .await;
@@ -227,8 +232,7 @@ async fn health_readiness_and_models_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_names_its_session_and_the_header_continues_it() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start(&sim.base_url(), |c| c).await;
+    let (_sim, gateway) = over_deepseek(|c| c).await;
     let (status, headers, first) = ask(&gateway).await;
     assert_eq!(status, 200, "{first}");
     let session = first["hermes_session"].as_str().unwrap().to_owned();

@@ -242,6 +242,22 @@ fn requests_of(sim: &Sim, n: usize, which: &str) -> Vec<RecordedRequest> {
     requests
 }
 
+/// Reads the last reply of a `TURNS`-turn conversation on `door` to its end, then the
+/// simulator's requests (exactly one per turn).
+async fn last_turn_read(
+    pending: Option<Reply>,
+    door: Door,
+    sim: &Sim,
+    stream: bool,
+) -> Vec<RecordedRequest> {
+    pending.unwrap().finish(door).await;
+    requests_of(
+        sim,
+        TURNS,
+        &format!("stream {stream}: one request per turn"),
+    )
+}
+
 /// The `reasoning_content` member, as JSON text, that carries the reasoning the simulator minted
 /// in its answer to `request` (a later request replaying it holds this text).
 fn carried_reasoning(request: &RecordedRequest) -> String {
@@ -297,15 +313,18 @@ pub(crate) fn received(request: &RecordedRequest) -> String {
     String::from_utf8(request.raw.clone()).unwrap()
 }
 
+/// The sessions of `store` that `keep` accepts.
+async fn sessions_where(
+    store: &hermes_engine::store::Store,
+    keep: impl Fn(&hermes_engine::store::SessionMeta) -> bool,
+) -> Vec<hermes_engine::store::SessionMeta> {
+    let all = store.list().await.unwrap();
+    all.into_iter().filter(|s| keep(s)).collect()
+}
+
 /// The one conversation `tenant` has in `store`: neither a branch nor branched from.
 pub(crate) async fn only_conversation(store: &hermes_engine::store::Store, tenant: &str) -> String {
-    let sessions: Vec<_> = store
-        .list()
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|s| s.tenant.as_deref() == Some(tenant))
-        .collect();
+    let sessions = sessions_where(store, |s| s.tenant.as_deref() == Some(tenant)).await;
     assert_eq!(
         sessions.len(),
         1,
@@ -387,13 +406,7 @@ async fn two_replicas_alternate_the_turns_of_a_chat_conversation_at_once(db: Tes
             messages.push(json!({"role": "user", "content": format!("and then? ({n})")}));
             pending = Some(reply);
         }
-        pending.unwrap().finish(Door::Chat).await;
-
-        let requests = requests_of(
-            &sim,
-            TURNS,
-            &format!("stream {stream}: one request per turn"),
-        );
+        let requests = last_turn_read(pending, Door::Chat, &sim, stream).await;
         for (k, request) in requests.iter().enumerate() {
             let raw = received(request);
             for (j, earlier) in requests[..k].iter().enumerate() {
@@ -477,13 +490,7 @@ async fn two_replicas_alternate_the_turns_of_a_messages_tool_conversation_at_onc
             });
             pending = Some(reply);
         }
-        pending.unwrap().finish(Door::Messages).await;
-
-        let requests = requests_of(
-            &sim,
-            TURNS,
-            &format!("stream {stream}: one request per turn"),
-        );
+        let requests = last_turn_read(pending, Door::Messages, &sim, stream).await;
         requests.iter().for_each(|r| drop(received(r)));
         let minted = minted_signatures(&requests[0]);
         assert!(
@@ -701,13 +708,7 @@ async fn killed_after_commit(db: &TestDb, door: Door) {
 
 /// The one branch of `session`.
 async fn branch_of(store: &hermes_engine::store::Store, session: &str) -> String {
-    let branches: Vec<_> = store
-        .list()
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|s| s.parent_id.as_deref() == Some(session))
-        .collect();
+    let branches = sessions_where(store, |s| s.parent_id.as_deref() == Some(session)).await;
     assert_eq!(branches.len(), 1, "{branches:?}");
     assert!(branches[0].fork.is_some(), "it shares the first turn");
     branches[0].id.clone()

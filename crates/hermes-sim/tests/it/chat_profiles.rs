@@ -186,11 +186,16 @@ fn req(model: &str, messages: Vec<Value>) -> Value {
 }
 
 fn tool_turn_plain(rc: Option<&str>) -> Value {
-    let mut m = json!({
-        "role": "assistant",
-        "content": "",
-        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
-    });
+    let call =
+        json!({"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}});
+    with_rc(
+        json!({"role": "assistant", "content": "", "tool_calls": [call]}),
+        rc,
+    )
+}
+
+/// Assistant message `m`, with `reasoning_content` `rc` when given.
+fn with_rc(mut m: Value, rc: Option<&str>) -> Value {
     if let Some(rc) = rc {
         m["reasoning_content"] = json!(rc);
     }
@@ -941,11 +946,7 @@ fn tool_result() -> Value {
 }
 
 fn plain_turn(rc: Option<&str>) -> Value {
-    let mut m = json!({"role": "assistant", "content": "hi"});
-    if let Some(rc) = rc {
-        m["reasoning_content"] = json!(rc);
-    }
-    m
+    with_rc(json!({"role": "assistant", "content": "hi"}), rc)
 }
 
 fn kimi_error(message: &str) -> Value {
