@@ -8,6 +8,22 @@
 //! `target`, `wire`). Everything else is crate-private (the workspace lint `unreachable_pub`
 //! keeps it so).
 
+/// Builder setters, for the builders of this workspace's crates: each line
+/// `$(#[doc])* name: Type;` inside an `impl` block is `pub fn name(mut self, name: Type) -> Self`,
+/// which replaces the field `name` and keeps the doc written before it.
+#[macro_export]
+macro_rules! setters {
+    ($($(#[$meta:meta])* $field:ident: $ty:ty;)*) => {
+        $(
+            $(#[$meta])*
+            pub fn $field(mut self, $field: $ty) -> Self {
+                self.$field = $field;
+                self
+            }
+        )*
+    };
+}
+
 pub mod driver;
 pub mod estimate;
 pub mod message;

@@ -19,20 +19,6 @@
 //! engine does not depend on); an engine without any refuses `--provider sim` as a usage error
 //! saying this build has no simulator.
 
-/// Builder methods that each set one field of `Self` and return it: a line
-/// `$(#[doc])* name: Type;` is `pub fn name(mut self, name: Type) -> Self`.
-macro_rules! setters {
-    ($($(#[$meta:meta])* $field:ident: $ty:ty;)*) => {
-        $(
-            $(#[$meta])*
-            pub fn $field(mut self, $field: $ty) -> Self {
-                self.$field = $field;
-                self
-            }
-        )*
-    };
-}
-
 mod compaction;
 mod error;
 mod fleet;

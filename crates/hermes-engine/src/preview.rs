@@ -46,7 +46,7 @@ impl PreviewOptions {
         }
     }
 
-    setters! {
+    hermes_core::setters! {
         /// With config's defaults.
         defaults: Defaults;
 

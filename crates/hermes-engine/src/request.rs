@@ -142,7 +142,7 @@ impl Request {
         self
     }
 
-    setters! {
+    hermes_core::setters! {
         /// With this provider, model and base URL choice.
         choice: Choice;
 
@@ -204,7 +204,7 @@ impl History {
         }
     }
 
-    setters! {
+    hermes_core::setters! {
         /// In the client's `partition`.
         partition: Option<String>;
     }

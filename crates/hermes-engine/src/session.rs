@@ -95,7 +95,7 @@ impl OpenOptions {
         }
     }
 
-    setters! {
+    hermes_core::setters! {
         /// Re-probing fleet verdicts older than `age`.
         reprobe_after: Duration;
 

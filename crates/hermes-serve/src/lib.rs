@@ -10,20 +10,6 @@
 //! admitted under each tenant's [`Limits`] (requests per minute, requests at once), counted in
 //! the store every replica shares, before anything reaches an upstream.
 
-/// Builder setters of a config: each `NAME(value) -> Self` replaces the field `NAME`, with the
-/// doc written before it.
-macro_rules! setters {
-    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {
-        $(
-            $(#[$doc])*
-            pub fn $name(mut self, value: $ty) -> Self {
-                self.$name = value;
-                self
-            }
-        )*
-    };
-}
-
 mod anthropic;
 mod body;
 mod error;
@@ -134,7 +120,7 @@ impl ServeConfig {
         }
     }
 
-    setters! {
+    hermes_core::setters! {
         /// With this body cap.
         max_request_bytes: usize;
         /// With these limits.

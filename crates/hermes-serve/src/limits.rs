@@ -82,7 +82,7 @@ impl Limits {
         Limits::default()
     }
 
-    setters! {
+    hermes_core::setters! {
         /// With these defaults for every tenant.
         defaults: TenantLimits;
         /// With this counting window.

@@ -200,60 +200,12 @@ pub(crate) async fn answer(
 }
 
 /// Every way `ours` differs from `sdk` (an SDK's body for the same request), one line each
-/// naming the path: a key the SDK sent that we lack or send differently (objects key by key,
-/// order ignored; arrays item by item, a length that differs said too; scalars by JSON value),
-/// or a key we send that the SDK did not.
+/// naming the path ([`hermes_test_support::sdk::differences`]): a key we send that the SDK did
+/// not is always a difference here.
 pub(crate) fn differences(ours: &Value, sdk: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    walk(ours, sdk, &mut Vec::new(), &mut out);
-    out
-}
-
-/// [`differences`] below `path`, into `out`.
-fn walk(ours: &Value, sdk: &Value, path: &mut Vec<String>, out: &mut Vec<String>) {
-    let here = |path: &[String]| {
-        if path.is_empty() {
-            "(body)".to_owned()
-        } else {
-            path.join(".")
-        }
-    };
-    match (ours, sdk) {
-        (Value::Object(o), Value::Object(s)) => {
-            for (key, sv) in s {
-                path.push(key.clone());
-                match o.get(key) {
-                    Some(ov) => walk(ov, sv, path, out),
-                    None => out.push(format!("{}: the SDK sent {sv}, hermes did not", here(path))),
-                }
-                path.pop();
-            }
-            for (key, ov) in o {
-                if !s.contains_key(key) {
-                    path.push(key.clone());
-                    out.push(format!("{}: hermes sent {ov}, the SDK did not", here(path)));
-                    path.pop();
-                }
-            }
-        }
-        (Value::Array(o), Value::Array(s)) => {
-            if o.len() != s.len() {
-                out.push(format!(
-                    "{}: hermes has {} items, the SDK {}",
-                    here(path),
-                    o.len(),
-                    s.len()
-                ));
-            }
-            for (i, (ov, sv)) in o.iter().zip(s).enumerate() {
-                path.push(i.to_string());
-                walk(ov, sv, path, out);
-                path.pop();
-            }
-        }
-        _ if ours == sdk => {}
-        _ => out.push(format!("{}: hermes {ours}, the SDK {sdk}", here(path))),
-    }
+    hermes_test_support::sdk::differences(ours, sdk, &|_, ours| {
+        Some(format!("hermes sent {ours}, the SDK did not"))
+    })
 }
 
 /// The chat-completions wire to `base`, without a key.
