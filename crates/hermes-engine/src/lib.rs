@@ -1,5 +1,5 @@
 //! hermes-engine: the application layer between the libraries and a front end. It owns the
-//! one settlement of provider, model, base URL and key ([`settle`]) and of the thinking request
+//! one settlement of provider, model, base URL and key ([`Engine::settle`]) and of the thinking request
 //! ([`settle_thinking`]: flags > the stored session's > config's `effort`; a session stores the
 //! request it was created with, a resumed one the flags it is given), the [`Engine`] (the
 //! route table, a third party's routes first, the wire list — the built-in wires and a third
@@ -48,7 +48,7 @@ pub use request::{Completion, Event, Events, History, Request, Settings, ToolMod
 pub use session::{ChatSession, OpenOptions, Toolset, reply_text};
 pub use settle::{
     Choice, Defaults, ProviderDefaults, Purpose, Settled, Stored, VERTEX_VARIABLES, VertexDefaults,
-    VertexLocation, settle, settle_thinking,
+    VertexLocation, settle_thinking,
 };
 pub use simulators::{SIM_HOST, SimProfile, Simulators, StartedSim};
 pub use target::{AwsLookup, AwsSecrets, KeyLookup, Limits};
@@ -146,8 +146,9 @@ impl Engine {
         &self.wires
     }
 
-    /// Settles the target of a command for `purpose` ([`settle`]) on this engine's wires and
-    /// simulator profiles.
+    /// Settles the target of a command for `purpose` (SPEC §8a: flags > stored session >
+    /// `config.toml` > registry) on this engine's wires and simulator profiles: the one
+    /// settlement every front end calls.
     pub fn settle(
         &self,
         purpose: Purpose,
@@ -157,7 +158,7 @@ impl Engine {
         key: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Settled, EngineError> {
         let sims = self.sim_profiles();
-        settle::settle_with(&self.wires, sims, choice, stored, defaults, purpose, key)
+        settle::settle(&self.wires, sims, choice, stored, defaults, purpose, key)
     }
 
     /// With `simulators` behind `--provider sim` (instead of any it had). Without any,

@@ -1,6 +1,7 @@
 //! The one settlement: what provider, model, base URL, key and route a command runs with —
 //! flags, then the stored session (or history file), then `config.toml`, then the registry.
-//! `chat`, the REPL, `preview` and `sessions compact` all call [`settle`], so they cannot
+//! `chat`, the REPL, `preview` and `sessions compact` all call [`settle`] (through
+//! [`Engine::settle`](crate::Engine::settle)), so they cannot
 //! disagree. The engine never reads the environment: keys come through a caller's function.
 //! The thinking request settles the same way, in [`settle_thinking`].
 
@@ -380,25 +381,12 @@ pub const NO_SIMULATOR: &str = "provider `sim` is not available: this build has 
 pub const DEFAULT_SIM_PROFILE: &str = "deepseek-v4";
 
 /// Settles the target of a command (SPEC §8a): flags > stored session > `config.toml` >
-/// registry, on the built-in wires. `sims` are the simulator profiles `--provider sim` may pick
-/// (the engine's, [`Engine::sim_profiles`](crate::Engine::sim_profiles); none in a build without
-/// simulators). `key` looks up an environment variable for [`Purpose::Send`]; it is never
-/// called for a preview. An engine settles on its own wire list, third parties' included
-/// ([`Engine::settle`](crate::Engine::settle)).
-pub fn settle(
-    choice: &Choice,
-    stored: Option<Stored<'_>>,
-    defaults: &Defaults,
-    sims: &[SimProfile],
-    purpose: Purpose,
-    key: &dyn Fn(&str) -> Option<String>,
-) -> Result<Settled, EngineError> {
-    static BUILTIN: std::sync::LazyLock<Wires> = std::sync::LazyLock::new(Wires::builtin);
-    settle_with(&BUILTIN, sims, choice, stored, defaults, purpose, key)
-}
-
-/// [`settle`] on `wires`: a provider id's wire and registry entry come from that list.
-pub(crate) fn settle_with(
+/// registry, on `wires` (a provider id's wire and registry entry come from that list: the
+/// built-ins and any a third party added). `sims` are the simulator profiles `--provider sim`
+/// may pick (none in a build without simulators). `key` looks up an environment variable for
+/// [`Purpose::Send`]; it is never called for a preview. Front ends reach it through
+/// [`Engine::settle`](crate::Engine::settle), on the engine's own wire list.
+pub(crate) fn settle(
     wires: &Wires,
     sims: &[SimProfile],
     choice: &Choice,

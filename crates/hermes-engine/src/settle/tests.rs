@@ -11,7 +11,8 @@ fn sims() -> Vec<SimProfile> {
         .collect()
 }
 
-/// [`super::settle`] with hermes-sim's profiles, as the `hermes` command line settles.
+/// [`super::settle`] on the built-in wires with hermes-sim's profiles, as the `hermes` command
+/// line settles.
 fn settle(
     choice: &Choice,
     stored: Option<Stored<'_>>,
@@ -19,7 +20,15 @@ fn settle(
     purpose: Purpose,
     key: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Settled, EngineError> {
-    super::settle(choice, stored, defaults, &sims(), purpose, key)
+    super::settle(
+        &Wires::builtin(),
+        &sims(),
+        choice,
+        stored,
+        defaults,
+        purpose,
+        key,
+    )
 }
 
 const OPENAI: Option<&str> = Some("https://api.openai.com/v1");
@@ -182,10 +191,11 @@ fn without_simulators_provider_sim_is_a_usage_error_saying_the_build_has_none() 
         for purpose in [Purpose::Send, Purpose::Preview] {
             let defaults = Defaults::default();
             let err = super::settle(
+                &Wires::builtin(),
+                bare.sim_profiles(),
                 &choice,
                 None,
                 &defaults,
-                bare.sim_profiles(),
                 purpose,
                 &|_| None,
             )
