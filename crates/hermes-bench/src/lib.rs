@@ -171,6 +171,138 @@ pub fn standard_history_bytes(n_turns: usize) -> Vec<u8> {
     serde_json::to_vec(&standard_history(n_turns)).unwrap_or_default()
 }
 
+/// A native wire the shaping table measures: (row label, provider id, base URL, model).
+pub type NativeRoute = (&'static str, &'static str, &'static str, &'static str);
+
+/// The native wires' routes, one per wire: Claude models that keep earlier thinking (so every
+/// stored signed block is replayed), Gemini 3 (signatures on calls and text parts) and a
+/// Responses reasoning model (encrypted reasoning items).
+pub const NATIVE_ROUTES: [NativeRoute; 4] = [
+    (
+        "anthropic",
+        "anthropic",
+        "https://api.anthropic.com",
+        "claude-opus-4-6",
+    ),
+    (
+        "bedrock",
+        "bedrock",
+        "https://bedrock-runtime.us-east-1.amazonaws.com",
+        "us.anthropic.claude-opus-4-6-v1:0",
+    ),
+    (
+        "gemini",
+        "gemini",
+        "https://generativelanguage.googleapis.com/v1beta",
+        "gemini-3-pro-preview",
+    ),
+    (
+        "responses",
+        "openai-responses",
+        "https://api.openai.com/v1",
+        "gpt-5",
+    ),
+];
+
+/// The standard N-turn history as the native wire of `route` stores it: the same turns (same
+/// seed, same texts and base64), each tool-calling assistant message's carriers moved onto that
+/// wire's stored shape and stamped with the route's origin, so its encode replays them all.
+/// Anthropic and Bedrock Claude: the signed `thinking` block (the reasoning-details text and
+/// signature) and the `redacted_thinking` block (the encrypted data) as the Anthropic capture
+/// stores them. Gemini: the signature on the tool call and the encrypted data as the signature
+/// of the final text turn. Responses: an encrypted reasoning item (`codex_reasoning_items`)
+/// paired with its stored `function_call` item.
+pub fn native_history(route: &NativeRoute, n_turns: usize) -> Value {
+    let &(_, provider, base_url, model) = route;
+    let host = base_url
+        .split("://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or(base_url);
+    let origin = json!({"provider": provider, "host": host, "model": model});
+    let mut history = Vec::with_capacity(n_turns * 4);
+    for (i, [user, mut assistant, tool, mut last]) in StandardTurns::new(n_turns).enumerate() {
+        let Some(msg) = assistant.as_object_mut() else {
+            continue;
+        };
+        let details = msg.remove("reasoning_details").unwrap_or_default();
+        msg.remove("reasoning");
+        let text = details[0]["text"].clone();
+        let sig = details[0]["signature"].clone();
+        let data = details[1]["data"].clone();
+        match provider {
+            "anthropic" | "bedrock" => {
+                msg.insert(
+                    "reasoning_details".into(),
+                    json!([
+                        {"type": "thinking", "thinking": text, "signature": sig},
+                        {"type": "redacted_thinking", "data": data},
+                    ]),
+                );
+                msg.insert(
+                    "hermes_block_order".into(),
+                    json!(["thinking", "redacted_thinking", "tool_use"]),
+                );
+            }
+            "gemini" => {
+                msg["tool_calls"][0]["extra_content"] =
+                    json!({"google": {"thought_signature": sig}});
+                last["reasoning_details"] = json!([{"type": "hermes.native_assistant",
+                    "extra_content": {"google": {"thought_signature": data}}}]);
+                last["origin"] = origin.clone();
+            }
+            _ => {
+                let call = msg["tool_calls"][0].clone();
+                let item_id = format!("fc_{i:06}");
+                msg["tool_calls"][0]["call_id"] = call["id"].clone();
+                msg["tool_calls"][0]["response_item_id"] = json!(item_id);
+                msg.insert(
+                    "codex_reasoning_items".into(),
+                    json!([{"id": format!("rs_{i:06}"), "type": "reasoning",
+                        "summary": [{"type": "summary_text", "text": text}],
+                        "encrypted_content": data}]),
+                );
+                msg.insert(
+                    "codex_message_items".into(),
+                    json!([{"id": item_id, "type": "function_call", "status": "completed",
+                        "arguments": call["function"]["arguments"], "call_id": call["id"],
+                        "name": call["function"]["name"]}]),
+                );
+                msg.insert(
+                    "hermes_block_order".into(),
+                    json!(["reasoning", "function_call"]),
+                );
+            }
+        }
+        msg.insert("origin".into(), origin.clone());
+        history.extend([user, assistant, tool, last]);
+    }
+    Value::Array(history)
+}
+
+/// The wire of `route`, built through its registered descriptor as the engine builds it (no
+/// credentials: auth never changes a body), with the route's decision from `table`.
+pub fn native_wire(
+    table: &hermes_core::RouteTable,
+    route: &NativeRoute,
+) -> Result<(Box<dyn hermes_core::Wire>, hermes_core::RouteDecision), hermes_core::TransportError> {
+    let &(label, provider, base_url, model) = route;
+    let wires = hermes_providers::Wires::builtin();
+    let (_, descriptor) = wires.provider(provider).ok_or_else(|| {
+        hermes_core::TransportError::Decode(format!("{label}: no wire serves provider {provider}"))
+    })?;
+    let wire = descriptor.build(
+        &hermes_providers::WireTarget::new(provider, model, base_url),
+        hermes_providers::ChatTransport::new()?,
+        hermes_providers::Credentials::default(),
+    );
+    let decision = table.resolve(
+        &hermes_core::RouteTarget::new(provider, Some(base_url), model),
+        hermes_core::ResolveOptions::default(),
+    );
+    Ok((wire, decision))
+}
+
 /// Hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
@@ -278,6 +410,61 @@ mod tests {
                 (len, sha),
                 "{label}: the messages array differs from the Python original's"
             );
+        }
+    }
+
+    /// Every signature, encrypted item and thinking text the native history stores goes out in
+    /// its wire's body at N=100, byte for byte, so the shaping rows measure replay work.
+    #[test]
+    fn each_native_wire_encodes_every_stored_carrier_of_its_history_at_100_turns() {
+        let table = hermes_providers::builtin_table();
+        for route in &NATIVE_ROUTES {
+            let value = native_history(route, 100);
+            let history: Vec<hermes_core::Message> = serde_json::from_value(value.clone()).unwrap();
+            let (wire, decision) = native_wire(&table, route).unwrap();
+            let verdicts = hermes_core::Verdicts::default();
+            let out = wire
+                .encode(&hermes_core::RequestParts::new(
+                    &history, &decision, &verdicts,
+                ))
+                .unwrap();
+            let body = String::from_utf8(out.body).unwrap();
+            let mut carriers = Vec::new();
+            for msg in value.as_array().unwrap() {
+                for details in msg["reasoning_details"].as_array().into_iter().flatten() {
+                    carriers.extend(["signature", "data", "thinking"].map(|k| &details[k]));
+                    carriers.push(&details["extra_content"]["google"]["thought_signature"]);
+                }
+                for call in msg["tool_calls"].as_array().into_iter().flatten() {
+                    carriers.push(&call["extra_content"]["google"]["thought_signature"]);
+                }
+                for item in msg["codex_reasoning_items"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                {
+                    carriers.extend([&item["encrypted_content"], &item["id"]]);
+                }
+            }
+            let carriers: Vec<&str> = carriers.into_iter().filter_map(Value::as_str).collect();
+            // Claude: signature, redacted data and thinking text per turn; Gemini: the call's
+            // and the text part's signatures; Responses: the encrypted item and its id.
+            let expected = match route.0 {
+                "anthropic" | "bedrock" => 300,
+                _ => 200,
+            };
+            assert_eq!(carriers.len(), expected, "{}: carriers stored", route.0);
+            for carrier in carriers {
+                // The texts hold `"` and newlines: look for them as JSON strings.
+                let quoted = serde_json::to_string(carrier).unwrap();
+                let as_sent = quoted.replace('/', "\\/");
+                assert!(
+                    body.contains(&quoted) || body.contains(&as_sent),
+                    "{}: the body lacks the stored carrier {}…",
+                    route.0,
+                    &quoted[..40.min(quoted.len())]
+                );
+            }
         }
     }
 

@@ -4,6 +4,10 @@
 //! Shaping, for each route and size: the median time to shape and serialise the request body,
 //! the median time to serialise the already-shaped body alone, their ratio (with its spread over
 //! the runs), and the peak heap of the shaping step divided by the history's JSON size.
+//! The chat routes shape the standard history; each native wire (`anthropic`, `bedrock`,
+//! `gemini`, `responses`) encodes the same turns carried onto its stored shape
+//! ([`hermes_bench::native_history`]: signed thinking, signatures, encrypted items, all
+//! replayed), against serde_json serialising the body it encoded (parsed into a value once).
 //!
 //! Storage, on each backend (a real SQLite file in WAL mode, in a temporary directory; and new
 //! schemas on the PostgreSQL server named by `HERMES_TEST_PG_URL`, dropped afterwards, the
@@ -50,9 +54,13 @@ use hermes_bench::serve;
 use hermes_bench::storage::{
     AppendCost, BenchError, Ratio, ResumeCost, Scratch, append_cost, postgres_server, resume_cost,
 };
-use hermes_bench::{FINGERPRINTS, median, sample, sha256_hex, standard_history_bytes};
+use hermes_bench::{
+    FINGERPRINTS, NATIVE_ROUTES, NativeRoute, median, native_history, native_wire, sample,
+    sha256_hex, standard_history_bytes,
+};
 use hermes_core::{
-    Message, ResolveOptions, RouteDecision, RouteTable, RouteTarget, ThinkingRequest, Verdicts,
+    Message, RequestParts, ResolveOptions, RouteDecision, RouteTable, RouteTarget, ThinkingRequest,
+    Verdicts,
 };
 use hermes_providers::chat::{self, ChatRequest};
 use hermes_store::Backend;
@@ -719,7 +727,6 @@ fn shaping(table: &RouteTable, sizes: Vec<usize>) {
             );
         }
         let json_size = serde_json::to_vec(&history).map(|v| v.len()).unwrap_or(1);
-        let runs = runs_for(n);
         let verdicts = Verdicts::default();
         for (label, provider, model) in ROUTES {
             let decision = table.resolve(
@@ -733,48 +740,29 @@ fn shaping(table: &RouteTable, sizes: Vec<usize>) {
             .map(|v| v.len())
             .unwrap_or(0);
 
-            // Interleave the two measurements run by run so drift affects both alike.
             let shaped = ChatRequest::build(&history, &decision, &verdicts, thinking);
-            let mut both = Vec::with_capacity(runs);
-            let mut alone = Vec::with_capacity(runs);
-            for _ in 0..runs {
-                both.extend(sample(1, || {
+            shaping_row(
+                label,
+                n,
+                json_size,
+                || {
                     let body = ChatRequest::build(&history, &decision, &verdicts, thinking);
                     let mut out = Vec::with_capacity(body_len);
                     serde_json::to_writer(&mut out, &body).map(|_| out.len())
-                }));
-                alone.extend(sample(1, || {
+                },
+                || {
                     let mut out = Vec::with_capacity(body_len);
                     serde_json::to_writer(&mut out, &shaped).map(|_| out.len())
-                }));
+                },
+                || ChatRequest::build(&history, &decision, &verdicts, thinking),
+            );
+        }
+        drop(history);
+        for route in &NATIVE_ROUTES {
+            if let Err(e) = native_row(table, route, n) {
+                eprintln!("{} shaping benchmark failed: {e}", route.0);
+                std::process::exit(1);
             }
-            both.sort();
-            alone.sort();
-            let ratios: Vec<f64> = both
-                .iter()
-                .zip(&alone)
-                .map(|(b, a)| b.as_secs_f64() / a.as_secs_f64())
-                .collect();
-            let ratio = ms(median(&both)) / ms(median(&alone));
-            let (lo, hi) = (
-                ratios.iter().copied().fold(f64::INFINITY, f64::min),
-                ratios.iter().copied().fold(0.0, f64::max),
-            );
-
-            // Peak heap of the shaping step alone.
-            let before = ALLOC.current_usage();
-            ALLOC.reset_peak_usage();
-            let body = ChatRequest::build(&history, &decision, &verdicts, thinking);
-            let peak = ALLOC.peak_usage().saturating_sub(before);
-            drop(body);
-
-            println!(
-                "{label:<11} {n:>5} {:>13.3} {:>13.3} {ratio:>7.3} {:>15} {:>16.5}",
-                ms(median(&both)),
-                ms(median(&alone)),
-                format!("{lo:.2}-{hi:.2}"),
-                peak as f64 / json_size as f64,
-            );
         }
     }
     println!(
@@ -784,6 +772,82 @@ fn shaping(table: &RouteTable, sizes: Vec<usize>) {
         eprintln!("whole-process preview benchmark failed: {e}");
         std::process::exit(1);
     }
+}
+
+/// One native wire's shaping row at N: its stored history ([`native_history`]) encoded by the
+/// wire built from its descriptor, against serialising the body it encodes (parsed into a
+/// `serde_json::Value` once, as the chat rows serialise the body already shaped).
+fn native_row(table: &RouteTable, route: &NativeRoute, n: usize) -> Result<(), String> {
+    let value = native_history(route, n);
+    let json_size = serde_json::to_vec(&value).map_or(1, |v| v.len());
+    let history: Vec<Message> = serde_json::from_value(value).map_err(|e| e.to_string())?;
+    let (wire, decision) = native_wire(table, route).map_err(|e| e.to_string())?;
+    let verdicts = Verdicts::default();
+    let parts = RequestParts::new(&history, &decision, &verdicts);
+    let encoded = wire.encode(&parts).map_err(|e| e.to_string())?;
+    let body_len = encoded.body.len();
+    let shaped: serde_json::Value =
+        serde_json::from_slice(&encoded.body).map_err(|e| e.to_string())?;
+    drop(encoded);
+    shaping_row(
+        route.0,
+        n,
+        json_size,
+        || wire.encode(&parts).map(|out| out.body.len()),
+        || {
+            let mut out = Vec::with_capacity(body_len);
+            serde_json::to_writer(&mut out, &shaped).map(|_| out.len())
+        },
+        || wire.encode(&parts),
+    );
+    Ok(())
+}
+
+/// Measures and prints one row of the shaping table: `both` (shape and serialise) against
+/// `alone` (serialise the shaped body), interleaved run by run so drift affects both alike,
+/// and the peak heap of `shape` over the history's JSON size.
+fn shaping_row<A, B, S>(
+    label: &str,
+    n: usize,
+    json_size: usize,
+    mut both_fn: impl FnMut() -> A,
+    mut alone_fn: impl FnMut() -> B,
+    mut shape: impl FnMut() -> S,
+) {
+    let runs = runs_for(n);
+    let mut both = Vec::with_capacity(runs);
+    let mut alone = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        both.extend(sample(1, &mut both_fn));
+        alone.extend(sample(1, &mut alone_fn));
+    }
+    both.sort();
+    alone.sort();
+    let ratios: Vec<f64> = both
+        .iter()
+        .zip(&alone)
+        .map(|(b, a)| b.as_secs_f64() / a.as_secs_f64())
+        .collect();
+    let ratio = ms(median(&both)) / ms(median(&alone));
+    let (lo, hi) = (
+        ratios.iter().copied().fold(f64::INFINITY, f64::min),
+        ratios.iter().copied().fold(0.0, f64::max),
+    );
+
+    // Peak heap of the shaping step alone.
+    let before = ALLOC.current_usage();
+    ALLOC.reset_peak_usage();
+    let body = shape();
+    let peak = ALLOC.peak_usage().saturating_sub(before);
+    drop(body);
+
+    println!(
+        "{label:<11} {n:>5} {:>13.3} {:>13.3} {ratio:>7.3} {:>15} {:>16.5}",
+        ms(median(&both)),
+        ms(median(&alone)),
+        format!("{lo:.2}-{hi:.2}"),
+        peak as f64 / json_size as f64,
+    );
 }
 
 /// Runs of the whole-process `hermes preview`.
