@@ -769,9 +769,14 @@ pub(crate) async fn read_whole(
     origin: Origin,
     capture: fn(&str, Origin) -> Captured,
 ) -> Result<Reply, TransportError> {
-    let bytes = response.bytes().await.map_err(map_reqwest)?;
-    let text = std::str::from_utf8(&bytes)
-        .map_err(|e| TransportError::Decode(format!("the reply is not UTF-8: {e}")))?;
-    let (message, meta) = capture(text, origin).map_err(|e| e.of_whole(text))?;
+    let text = read_text(response).await?;
+    let (message, meta) = capture(&text, origin).map_err(|e| e.of_whole(&text))?;
     Ok(Reply { message, meta })
+}
+
+/// A whole reply's body as text: a transport error when reading fails or it is not UTF-8.
+pub(crate) async fn read_text(response: reqwest::Response) -> Result<String, TransportError> {
+    let bytes = response.bytes().await.map_err(map_reqwest)?;
+    String::from_utf8(Vec::from(bytes))
+        .map_err(|e| TransportError::Decode(format!("the reply is not UTF-8: {e}")))
 }

@@ -339,12 +339,7 @@ impl ChatTransport {
         auth: Option<&crate::transport::Auth>,
     ) -> Result<String, TransportError> {
         let response = self.send_request(wire, url, request, auth, &[]).await?;
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(crate::transport::map_reqwest)?;
-        String::from_utf8(bytes.to_vec())
-            .map_err(|e| TransportError::Decode(format!("the reply is not UTF-8: {e}")))
+        crate::transport::read_text(response).await
     }
 }
 
