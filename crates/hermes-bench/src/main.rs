@@ -19,7 +19,8 @@
 //! machine's speed (the gateway's baseline is the simulator it fronts, timed in the same run).
 //! Arguments: the shaping sizes (default 100 1000 5000), `--shaping-only`, `--compaction-only`,
 //! `--storage-only`, `--late-turn=T` (default 10000) and `--resume-turns=N` (default 1000) to
-//! iterate quickly.
+//! iterate quickly; `--quick` (for CI) leaves out the sizes above 1,000 when none is named, and
+//! `--route=deepseek,bedrock` keeps only those rows of the shaping table (to profile one).
 //!
 //! Per-request reads (issue 29), on the same backends: the statements (counted from sqlx's own
 //! statement events) and mean time of what a resumed request reads, the engine's way today
@@ -97,6 +98,9 @@ const APPEND_PER_ROUND: usize = 12;
 const RESUME_TURNS: usize = 1_000;
 const RESUME_RUNS: usize = 15;
 
+/// `--quick` (for CI): the shaping table at N = 100 and 1,000 only.
+const QUICK_MAX_N: usize = 1_000;
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("serve") {
@@ -112,7 +116,15 @@ fn main() {
     let mut sizes: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
     if sizes.is_empty() {
         sizes = FINGERPRINTS.iter().map(|f| f.0).collect();
+        if flag("--quick") {
+            sizes.retain(|&n| n <= QUICK_MAX_N);
+        }
     }
+    // `--route=deepseek,bedrock` keeps only those rows of the shaping table (to profile one).
+    let routes: Option<Vec<String>> = args.iter().find_map(|a| {
+        let list = a.strip_prefix("--route=")?;
+        Some(list.split(',').map(str::to_owned).collect())
+    });
     let table = hermes_providers::builtin_table();
     // Every table runs, unless `--TABLE-only` names some.
     const ONLY: [&str; 5] = [
@@ -124,7 +136,7 @@ fn main() {
     ];
     let runs = |own: &str| flag(own) || !ONLY.iter().any(|o| flag(o));
     if runs("--shaping-only") {
-        shaping(&table, sizes);
+        shaping(&table, sizes, routes.as_deref());
     }
     if runs("--compaction-only")
         && let Err(e) = compaction(&table)
@@ -683,7 +695,8 @@ fn compaction(table: &RouteTable) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// The shaping table.
-fn shaping(table: &RouteTable, sizes: Vec<usize>) {
+fn shaping(table: &RouteTable, sizes: Vec<usize>, routes: Option<&[String]>) {
+    let wanted = |label: &str| routes.is_none_or(|r| r.iter().any(|w| w == label));
     println!("shaping cost on the standard history (shared/bench), medians in one process");
     println!(
         "{:<11} {:>5} {:>13} {:>13} {:>7} {:>15} {:>16}",
@@ -728,7 +741,7 @@ fn shaping(table: &RouteTable, sizes: Vec<usize>) {
         }
         let json_size = serde_json::to_vec(&history).map(|v| v.len()).unwrap_or(1);
         let verdicts = Verdicts::default();
-        for (label, provider, model) in ROUTES {
+        for (label, provider, model) in ROUTES.into_iter().filter(|r| wanted(r.0)) {
             let decision = table.resolve(
                 &RouteTarget::new(provider, None, model),
                 ResolveOptions::default(),
@@ -758,7 +771,7 @@ fn shaping(table: &RouteTable, sizes: Vec<usize>) {
             );
         }
         drop(history);
-        for route in &NATIVE_ROUTES {
+        for route in NATIVE_ROUTES.iter().filter(|r| wanted(r.0)) {
             if let Err(e) = native_row(table, route, n) {
                 eprintln!("{} shaping benchmark failed: {e}", route.0);
                 std::process::exit(1);
