@@ -763,7 +763,10 @@ fn byte_for_byte(
 ) -> Result<(), String> {
     for msg in history.iter().filter(|m| own(m) && replayed(m)) {
         for item in msg.reasoning_details.iter().flatten() {
-            let DetailItem::Provider { raw, opaque: true } = item else {
+            let DetailItem::Provider {
+                raw, opaque: true, ..
+            } = item
+            else {
                 continue;
             };
             let mut markers = Vec::new();

@@ -123,7 +123,10 @@ fn estimate_reasoning(message: &Message, decision: &RouteDecision, newest: bool)
     }
     if carriers.contains(Carrier::ReasoningDetails) {
         for item in message.reasoning_details.iter().flatten() {
-            if let DetailItem::Provider { raw, opaque: false } = item {
+            if let DetailItem::Provider {
+                raw, opaque: false, ..
+            } = item
+            {
                 total += estimate_json(raw);
             }
         }

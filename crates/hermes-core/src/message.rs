@@ -101,6 +101,9 @@ pub enum DetailItem {
         /// True when the item carries a signature, encrypted data or a redacted blob: it is then
         /// replayed only to the model that minted it.
         opaque: bool,
+        /// True for an Anthropic-shaped item (`thinking` / `redacted_thinking`), classified
+        /// once when the item is read: shaping asks on every turn of every request.
+        anthropic: bool,
     },
     /// The private native record (`{"type":"hermes.native_assistant", …}`, SPEC §4).
     Native {
@@ -131,7 +134,15 @@ impl DetailItem {
                 probe.kind.as_deref(),
                 Some("reasoning.encrypted" | "redacted_thinking")
             );
-        Ok(DetailItem::Provider { raw, opaque })
+        let anthropic = matches!(
+            probe.kind.as_deref(),
+            Some("thinking" | "redacted_thinking")
+        );
+        Ok(DetailItem::Provider {
+            raw,
+            opaque,
+            anthropic,
+        })
     }
 
     /// A `reasoning_details` item a provider sent, as capture keeps it (the one rule for a
@@ -151,11 +162,13 @@ impl DetailItem {
     /// True for an Anthropic-shaped item (`thinking` / `redacted_thinking`): only the Anthropic
     /// and Bedrock codecs render it; a chat-completions route never gets one (SPEC §2).
     pub fn is_anthropic_shaped(&self) -> bool {
-        let DetailItem::Provider { raw, .. } = self else {
-            return false;
-        };
-        serde_json::from_str::<ItemProbe>(raw.get())
-            .is_ok_and(|p| matches!(p.kind.as_deref(), Some("thinking" | "redacted_thinking")))
+        matches!(
+            self,
+            DetailItem::Provider {
+                anthropic: true,
+                ..
+            }
+        )
     }
 
     /// The item as stored.

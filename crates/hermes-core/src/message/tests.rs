@@ -42,6 +42,21 @@ fn detail_items_are_classified() {
 }
 
 #[test]
+fn anthropic_shaped_items_are_classified_once_when_read() {
+    let msg: Message = serde_json::from_str(
+        r#"{"role":"assistant","reasoning_details":[{"type":"thinking","thinking":"t","signature":"c2ln"},{"type":"redacted_thinking","data":"QUJD"},{"type":"reasoning.text","text":"t"},{"thinking":"no type"},{"type":"hermes.native_assistant","extra_content":{"google":{"thought_signature":"s"}}}]}"#,
+    )
+    .unwrap();
+    let shaped: Vec<bool> = msg
+        .reasoning_details
+        .unwrap()
+        .iter()
+        .map(DetailItem::is_anthropic_shaped)
+        .collect();
+    assert_eq!(shaped, [true, true, false, false, false]);
+}
+
+#[test]
 fn top_level_native_fields_fold_into_the_native_record() {
     let msg: Message = serde_json::from_str(
         r#"{"role":"assistant","content":"hi","extra_content":{"thought_signature":"U0lH"},"reasoning_opaque":"OPQ","reasoning_text":"why"}"#,

@@ -40,7 +40,9 @@ fn signed_items(msg: &Message) -> Vec<String> {
         .iter()
         .flatten()
         .filter_map(|i| match i {
-            DetailItem::Provider { raw, opaque: true } => Some(raw.get().to_owned()),
+            DetailItem::Provider {
+                raw, opaque: true, ..
+            } => Some(raw.get().to_owned()),
             _ => None,
         })
         .collect()
