@@ -280,6 +280,102 @@ pub fn native_history(route: &NativeRoute, n_turns: usize) -> Value {
     Value::Array(history)
 }
 
+/// [`native_history`] as compact JSON: what its fingerprint is taken of.
+pub fn native_history_bytes(route: &NativeRoute, n_turns: usize) -> Vec<u8> {
+    serde_json::to_vec(&native_history(route, n_turns)).unwrap_or_default()
+}
+
+/// Fingerprints of each native wire's history, pinned so a change to the generator shows:
+/// (label, N, byte length, SHA-256 of [`native_history_bytes`]).
+pub const NATIVE_FINGERPRINTS: [(&str, usize, usize, &str); 12] = [
+    (
+        "anthropic",
+        100,
+        1_926_316,
+        "7c691f044f40d930441fc3861f02da5c06f3796b42076c8ca55b8a41ab59cd00",
+    ),
+    (
+        "bedrock",
+        100,
+        1_930_116,
+        "f8e4d6723b5965fc2a80c102c9d7cc26a82bf8298253152a5d59bbd1d6ee1902",
+    ),
+    (
+        "gemini",
+        100,
+        1_514_812,
+        "425636d6549f55017216068e40cdec0af0a0f9a06d18d7d06eb0262643198da1",
+    ),
+    (
+        "responses",
+        100,
+        1_937_116,
+        "c9373e8e53d1d061e199ff9020eed8ee0f4505548426b1a20523fa8692348b4c",
+    ),
+    (
+        "anthropic",
+        1_000,
+        19_260_652,
+        "85f599f3f9be40fd2f74bf253a925c98b0e04471059ffa01012f11e4a0cfd3d6",
+    ),
+    (
+        "bedrock",
+        1_000,
+        19_298_652,
+        "cde9c40d170c5a08c07b861d7aee94cf916f179a56c565f66c9aed37d7ada130",
+    ),
+    (
+        "gemini",
+        1_000,
+        15_147_221,
+        "69bdaf29a5cb4358961f7203c39eed79d7d742e4d48c6eef26791b1ae4ac7ef7",
+    ),
+    (
+        "responses",
+        1_000,
+        19_368_652,
+        "48cd8d87670832ad8a8a8175b01d62282a94ac03453400b33a92cbcbb57900af",
+    ),
+    (
+        "anthropic",
+        5_000,
+        96_304_643,
+        "fbe27d96c375ff90bd5a40562e250500b4c8ccac17234b605c98293dc2442baf",
+    ),
+    (
+        "bedrock",
+        5_000,
+        96_494_643,
+        "4a281f317a18c0d29a35c0b1e8281df856aa196ec918f13f2d7731fb02bc9ebd",
+    ),
+    (
+        "gemini",
+        5_000,
+        75_735_549,
+        "deb40e1e48566091c0007d203d84abefb920bebd6e544a68bc69c09ff50df6f9",
+    ),
+    (
+        "responses",
+        5_000,
+        96_844_643,
+        "372dad4ee4b17b017732394b1e0af98947315d6db37fc5094057d6a6a83eb980",
+    ),
+];
+
+/// What the fingerprint of `bytes`, the `label` history at N, says against the pinned one.
+pub fn fingerprint_verdict(label: &str, n: usize, bytes: &[u8]) -> (String, &'static str) {
+    let sha = sha256_hex(bytes);
+    let verdict = match NATIVE_FINGERPRINTS
+        .iter()
+        .find(|f| f.0 == label && f.1 == n)
+    {
+        None => "no pinned fingerprint",
+        Some(f) if f.2 == bytes.len() && f.3 == sha => "matches the pinned fingerprint",
+        Some(_) => "MISMATCH",
+    };
+    (sha, verdict)
+}
+
 /// The wire of `route`, built through its registered descriptor as the engine builds it (no
 /// credentials: auth never changes a body), with the route's decision from `table`.
 pub fn native_wire(
@@ -466,6 +562,26 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The native histories are generated deterministically: each one at N=100 is the pinned
+    /// bytes.
+    #[test]
+    fn native_histories_match_their_pinned_fingerprints_at_100_turns() {
+        for route in &NATIVE_ROUTES {
+            let bytes = native_history_bytes(route, 100);
+            assert_eq!(
+                fingerprint_verdict(route.0, 100, &bytes).1,
+                "matches the pinned fingerprint",
+                "{}",
+                route.0
+            );
+        }
+        assert_eq!(
+            fingerprint_verdict("gemini", 100, b"[]").1,
+            "MISMATCH",
+            "a different history is told apart"
+        );
     }
 
     #[test]

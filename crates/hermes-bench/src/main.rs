@@ -7,7 +7,9 @@
 //! The chat routes shape the standard history; each native wire (`anthropic`, `bedrock`,
 //! `gemini`, `responses`) encodes the same turns carried onto its stored shape
 //! ([`hermes_bench::native_history`]: signed thinking, signatures, encrypted items, all
-//! replayed), against serde_json serialising the body it encoded (parsed into a value once).
+//! replayed; generated deterministically, each history's size and SHA-256 printed against the
+//! pinned [`hermes_bench::NATIVE_FINGERPRINTS`]), against serde_json serialising the body it
+//! encoded (parsed into a value once).
 //!
 //! Storage, on each backend (a real SQLite file in WAL mode, in a temporary directory; and new
 //! schemas on the PostgreSQL server named by `HERMES_TEST_PG_URL`, dropped afterwards, the
@@ -56,8 +58,8 @@ use hermes_bench::storage::{
     AppendCost, BenchError, Ratio, ResumeCost, Scratch, append_cost, postgres_server, resume_cost,
 };
 use hermes_bench::{
-    FINGERPRINTS, NATIVE_ROUTES, NativeRoute, median, native_history, native_wire, sample,
-    sha256_hex, standard_history_bytes,
+    FINGERPRINTS, NATIVE_ROUTES, NativeRoute, fingerprint_verdict, median, native_history,
+    native_history_bytes, native_wire, sample, sha256_hex, standard_history_bytes,
 };
 use hermes_core::{
     Message, RequestParts, ResolveOptions, RouteDecision, RouteTable, RouteTarget, ThinkingRequest,
@@ -790,7 +792,17 @@ fn shaping(table: &RouteTable, sizes: Vec<usize>, routes: Option<&[String]>) {
             }
         }
         drop(history);
-        for route in NATIVE_ROUTES.iter().filter(|r| wanted(r.0)) {
+        let natives: Vec<&NativeRoute> = NATIVE_ROUTES.iter().filter(|r| wanted(r.0)).collect();
+        for route in &natives {
+            let bytes = native_history_bytes(route, n);
+            let (sha, verdict) = fingerprint_verdict(route.0, n, &bytes);
+            println!(
+                "-- N={n}: {} history, {} bytes, sha256 {sha} ({verdict})",
+                route.0,
+                bytes.len()
+            );
+        }
+        for route in natives {
             if let Err(e) = native_row(table, route, n) {
                 eprintln!("{} shaping benchmark failed: {e}", route.0);
                 std::process::exit(1);
