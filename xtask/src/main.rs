@@ -25,7 +25,9 @@ commands:
                        random SIGKILLs and a rolling restart (1,000 conversations, 30 kills;
                        HERMES_CHAOS_SERVE_* override; HERMES_TEST_PG_URL or a throwaway cluster)
   fuzz [SECONDS]       the stable-toolchain fuzz harness on every target (default 60 s each)
-  bench [N...]         release-build benchmarks on the standard history (default N: 100 1000 5000)
+  bench [N...]         release-build benchmarks on the standard history (default N: 100 1000 5000;
+                       --quick: 100 and 1000; --route=a,b: only those shaping rows;
+                       --shaping-only, --storage-only, … as the README lists)
   bench serve [--quick] [--with-litellm]
                        the gateway on loopback against the simulator it fronts: direct, hermes on
                        SQLite, hermes on PostgreSQL (a throwaway durable cluster unless
