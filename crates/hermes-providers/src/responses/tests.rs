@@ -612,3 +612,24 @@ fn the_url_and_the_explain_lines() {
     let parts = RequestParts::new(&own, &d, &verdicts);
     assert!(wire().encode(&parts).unwrap().carriers.is_empty());
 }
+
+#[test]
+fn encrypted_content_counts_when_it_decodes_to_a_non_empty_string() {
+    for literal in [
+        r#""""#,
+        r#""gAAAA""#,
+        r#""\u0041""#,
+        r#""\n""#,
+        r#""\\""#,
+        r#""\ud800""#,
+        r#""\ud800\udc00""#,
+        "5",
+        "null",
+        "[]",
+        r#"{"a":"b"}"#,
+    ] {
+        let raw = serde_json::value::RawValue::from_string(literal.to_owned()).unwrap();
+        let decoded = serde_json::from_str::<String>(literal).is_ok_and(|s| !s.is_empty());
+        assert_eq!(super::body::non_empty_string(&raw), decoded, "{literal}");
+    }
+}
