@@ -22,9 +22,9 @@ use hermes_core::message::BLOCK_ORDER_KEY;
 use hermes_core::raw::{is_private_key, without_members};
 use hermes_core::sampling::Sampling;
 use hermes_core::{Message, RawJson, RequestParts, Role, ToolCall};
-use serde::de::IgnoredAny;
+use serde::de::{self as de, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeMap;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -349,20 +349,111 @@ pub(crate) struct StoredItem<'h> {
     pub(crate) encrypted: bool,
     /// It has a `summary` that is not `null`.
     pub(crate) summary: bool,
+    /// It has a member with a private key (`_…`).
+    private: bool,
+    /// It has an `id` member (whatever its value).
+    id_key: bool,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
+/// What one parse of a stored item tells: its members `type`, `id`, `call_id`,
+/// `encrypted_content` and `summary`, read as a derived struct with `#[serde(default)]` reads
+/// them (`null` as absent, a repeated one an error, an array positionally), and which keys
+/// [`outgoing`] may have to leave out — so a replayed item with none is not parsed again.
+#[derive(Default)]
 struct ItemProbe<'a> {
-    #[serde(rename = "type", borrow)]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
     id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
     call_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
     encrypted_content: Option<&'a RawValue>,
     summary: Option<IgnoredAny>,
+    private: bool,
+    id_key: bool,
+}
+
+/// The members [`ItemProbe`] reads, in its positional order.
+const PROBED: &[&str] = &["type", "id", "call_id", "encrypted_content", "summary"];
+
+/// A string, borrowed from the text when it has no escape.
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for ItemProbe<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ItemProbe<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an output item")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ItemProbe<'de>, A::Error> {
+                let mut p = ItemProbe::default();
+                let mut seen = [false; PROBED.len()];
+                while let Some(Text(key)) = map.next_key()? {
+                    p.private |= is_private_key(&key);
+                    p.id_key |= key == "id";
+                    let Some(at) = PROBED.iter().position(|f| *f == key) else {
+                        map.next_value::<IgnoredAny>()?;
+                        continue;
+                    };
+                    if std::mem::replace(&mut seen[at], true) {
+                        return Err(de::Error::duplicate_field(PROBED[at]));
+                    }
+                    let text = |t: Option<Text<'de>>| t.map(|t| t.0);
+                    match at {
+                        0 => p.kind = text(map.next_value()?),
+                        1 => p.id = text(map.next_value()?),
+                        2 => p.call_id = text(map.next_value()?),
+                        3 => p.encrypted_content = map.next_value()?,
+                        _ => p.summary = map.next_value()?,
+                    }
+                }
+                Ok(p)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ItemProbe<'de>, A::Error> {
+                // Positionally, the missing ones left out (a derived struct's reading).
+                let mut p = ItemProbe::default();
+                let Some(kind) = seq.next_element::<Option<Text<'de>>>()? else {
+                    return Ok(p);
+                };
+                p.kind = kind.map(|t| t.0);
+                let Some(id) = seq.next_element::<Option<Text<'de>>>()? else {
+                    return Ok(p);
+                };
+                p.id = id.map(|t| t.0);
+                let Some(call_id) = seq.next_element::<Option<Text<'de>>>()? else {
+                    return Ok(p);
+                };
+                p.call_id = call_id.map(|t| t.0);
+                let Some(encrypted) = seq.next_element()? else {
+                    return Ok(p);
+                };
+                p.encrypted_content = encrypted;
+                if let Some(summary) = seq.next_element()? {
+                    p.summary = summary;
+                }
+                Ok(p)
+            }
+        }
+        d.deserialize_struct("ItemProbe", PROBED, V)
+    }
 }
 
 /// True when `literal` (JSON text) is a string that is not empty: a JSON string literal other
@@ -390,6 +481,8 @@ pub(crate) fn stored_items<'h>(msg: &'h Message, key: &str) -> Option<Vec<Stored
                 call_id: probe.call_id,
                 encrypted: probe.encrypted_content.is_some_and(non_empty_string),
                 summary: probe.summary.is_some(),
+                private: probe.private,
+                id_key: probe.id_key,
             })
         })
         .collect()
@@ -431,6 +524,10 @@ fn output_texts(raw: &RawValue) -> Vec<&RawValue> {
 /// (`Missing required parameter: 'input[N].summary'.`).
 pub(crate) fn outgoing<'h>(item: &StoredItem<'h>, keep_id: bool) -> Cow<'h, RawValue> {
     let add_summary = item.kind == "reasoning" && !item.summary;
+    if !add_summary && !item.private && (keep_id || !item.id_key) {
+        // Nothing to leave out (the probe saw every key).
+        return Cow::Borrowed(item.raw);
+    }
     let kept = without_members(item.raw, |k| {
         is_private_key(k) || (!keep_id && k == "id") || (add_summary && k == "summary")
     });
