@@ -572,15 +572,9 @@ pub(crate) fn stored_signature<'a>(extra: &'a RawJson) -> Option<&'a RawValue> {
     }
     #[derive(serde::Deserialize, Default)]
     #[serde(default)]
-    struct Google<'a> {
-        #[serde(borrow, deserialize_with = "present")]
-        thought_signature: Option<&'a RawValue>,
-    }
-    #[derive(serde::Deserialize, Default)]
-    #[serde(default)]
     struct Extra<'a> {
-        #[serde(borrow, deserialize_with = "present")]
-        google: Option<&'a RawValue>,
+        #[serde(borrow)]
+        google: Option<Google<'a>>,
         #[serde(borrow, deserialize_with = "present")]
         thought_signature: Option<&'a RawValue>,
     }
@@ -589,30 +583,87 @@ pub(crate) fn stored_signature<'a>(extra: &'a RawJson) -> Option<&'a RawValue> {
         return None;
     }
     let extra: Extra<'_> = serde_json::from_str(text).ok()?;
-    let google: Option<Google<'_>> = match extra.google {
-        Some(g) => serde_json::from_str(g.get()).ok()?,
-        None => None,
-    };
-    let nested = google.and_then(|g| g.thought_signature);
+    let google = extra.google.unwrap_or_default();
     // The check reads `google.thought_signature` only when `google` is an object.
-    let checked = match (extra.google, nested) {
-        (Some(g), Some(sig)) if g.get().starts_with('{') => sig,
+    let checked = match google.signature {
+        Some(sig) if google.object => sig,
         _ => extra.thought_signature?,
     };
-    if !checked.get().starts_with('"') {
-        return None;
-    }
-    let blank = match serde_json::from_str::<Cow<'_, str>>(checked.get()) {
-        Ok(sig) => sig.trim().is_empty(),
-        Err(_) => hermes_core::raw::parse_lenient::<String>(checked.get())
-            .map_or(true, |sig| sig.trim().is_empty()),
-    };
-    if blank {
+    if !non_blank_string(checked) {
         return None;
     }
     // The literal sent: the nested one unless it is absent or `null`, else the flat one.
     let given = |raw: Option<&'a RawValue>| raw.filter(|r| r.get() != "null");
-    given(nested).or_else(|| given(extra.thought_signature))
+    given(google.signature).or_else(|| given(extra.thought_signature))
+}
+
+/// An `extra_content`'s `google`: its `thought_signature` as it is (`null` included), read in
+/// the one parse of the whole value, and whether it is an object. Read as a derived struct
+/// with that one field reads it: a repeated member is an error, an array is read positionally.
+#[derive(Default)]
+struct Google<'a> {
+    signature: Option<&'a RawValue>,
+    object: bool,
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Google<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
+        const FIELD: &str = "thought_signature";
+        struct V<'a>(std::marker::PhantomData<Google<'a>>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Google<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("struct Google")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Google<'a>, A::Error> {
+                let mut signature = None;
+                while let Some(json::Text(key)) = map.next_key()? {
+                    if key != FIELD {
+                        map.next_value::<IgnoredAny>()?;
+                    } else if signature.is_some() {
+                        return Err(A::Error::duplicate_field(FIELD));
+                    } else {
+                        signature = Some(map.next_value::<&RawValue>()?);
+                    }
+                }
+                Ok(Google {
+                    signature,
+                    object: true,
+                })
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Google<'a>, A::Error> {
+                Ok(Google {
+                    signature: seq.next_element::<&RawValue>()?,
+                    object: false,
+                })
+            }
+        }
+        d.deserialize_struct("Google", &[FIELD], V(std::marker::PhantomData))
+    }
+}
+
+/// True when the JSON text `literal` is a string that is not blank (a character other than
+/// white space once decoded; a lone surrogate escape reads as U+FFFD). A literal whose first
+/// character is neither white space nor an escape is not blank without decoding the rest.
+fn non_blank_string(literal: &RawValue) -> bool {
+    let text = literal.get();
+    let Some(inner) = text.strip_prefix('"') else {
+        return false;
+    };
+    if inner
+        .chars()
+        .next()
+        .is_some_and(|c| c != '\\' && c != '"' && !c.is_whitespace())
+    {
+        return true;
+    }
+    match serde_json::from_str::<Cow<'_, str>>(text) {
+        Ok(sig) => !sig.trim().is_empty(),
+        Err(_) => {
+            hermes_core::raw::parse_lenient::<String>(text).is_ok_and(|sig| !sig.trim().is_empty())
+        }
+    }
 }
 
 /// The text literals of a content value (chat `text` parts), borrowed.

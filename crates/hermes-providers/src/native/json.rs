@@ -56,6 +56,29 @@ pub(crate) fn text_literals<'a>(content: Option<&'a RawJson>, kinds: &[&str]) ->
         .collect()
 }
 
+/// A JSON string read borrowed from the text when it has no escape (serde's own `Cow<str>`
+/// always copies): a key or member a hand-written visitor reads.
+pub(crate) struct Text<'a>(pub(crate) Cow<'a, str>);
+
+impl<'de> serde::Deserialize<'de> for Text<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
 /// The decoded texts of a content value ([`text_parts`] of `kinds`; a lone surrogate escape
 /// reads as U+FFFD, `hermes_core::raw::parse_lenient`).
 pub(crate) fn texts(content: Option<&RawJson>, kinds: &[&str]) -> Vec<String> {

@@ -30,7 +30,7 @@ use serde_json::value::RawValue;
 
 use super::media;
 use super::model::{ReasoningPlan, reasoning_plan};
-use crate::native::json;
+use crate::native::json::{self, Text};
 use crate::native::stored;
 use crate::native::write_json_sized;
 use crate::sampling::{Unsupported, check_tool_choice, openai_reasoning, responses_fields};
@@ -372,28 +372,6 @@ struct ItemProbe<'a> {
 
 /// The members [`ItemProbe`] reads, in its positional order.
 const PROBED: &[&str] = &["type", "id", "call_id", "encrypted_content", "summary"];
-
-/// A string, borrowed from the text when it has no escape.
-struct Text<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Text<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Text<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Text<'de>, E> {
-                Ok(Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text<'de>, E> {
-                Ok(Text(Cow::Owned(v.to_owned())))
-            }
-        }
-        d.deserialize_str(V)
-    }
-}
 
 impl<'de> Deserialize<'de> for ItemProbe<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
