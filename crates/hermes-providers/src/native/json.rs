@@ -1,5 +1,6 @@
 //! The JSON pieces every native body is built from: stored literals as raw JSON, the text
-//! parts of a content value, a tool call's arguments as an object, and turns merged by role.
+//! parts of a content value (owned or borrowed from the history), a tool call's arguments as an
+//! object, turns merged by role, and a string read borrowed by a hand-written visitor.
 
 use std::borrow::Cow;
 
