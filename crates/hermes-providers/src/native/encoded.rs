@@ -147,3 +147,26 @@ impl From<EncodeError> for TransportError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::value::RawValue;
+
+    use super::{write_json, write_json_sized};
+
+    #[test]
+    fn a_sized_write_is_the_plain_write_in_a_buffer_of_exactly_its_length() {
+        let raw = RawValue::from_string(r#"{"k" : "Z\u00fcrich\n", "n":1e400}"#.to_owned())
+            .expect("a raw value");
+        let body = serde_json::json!(null);
+        let values: (&RawValue, &str, Vec<f64>, serde_json::Value) = (
+            &raw,
+            "quote \" backslash \\ tab \t é \u{1F600}",
+            vec![0.1, 1e300],
+            body,
+        );
+        let sized = write_json_sized(&values).expect("written");
+        assert_eq!(sized, write_json(&values).expect("written"));
+        assert_eq!(sized.capacity(), sized.len());
+    }
+}
