@@ -11,9 +11,9 @@
 //! `thoughtSignature`; `functionCall {id, args, name}`; `functionResponse {id, name, response}`;
 //! a declaration's `description`, `name`, `parametersJsonSchema`.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
-use hermes_core::message::thought_signature;
 use hermes_core::pairing::{Matched, OpenCall, match_result};
 use hermes_core::sampling::{ResponseFormat, Sampling, ToolChoice};
 use hermes_core::{RawJson, RequestParts, Role, ToolCall};
@@ -25,7 +25,7 @@ use super::media::{self, Media, ResponseParts, UserPart};
 use super::model::{GeminiModel, ThinkingPlan, output_ceiling, thinking_plan};
 use crate::native::json::{self, Turn, empty_string, push_turn, raw_box};
 use crate::native::stored;
-use crate::native::write_json;
+use crate::native::write_json_sized;
 use crate::sampling::{Unsupported, check_tool_choice};
 use crate::tools::{ChatFunction, ChatTool};
 
@@ -240,26 +240,28 @@ impl Serialize for ToolConfig<'_> {
     }
 }
 
-/// One part of the wire copy.
+/// One part of the wire copy. The stored literals it sends (texts, signatures, a result's
+/// text, arguments stored as an object) are borrowed from the history, not copied: the body is
+/// written from them directly.
 enum Part<'h> {
     /// A text part; the JSON string literal as stored.
     Text {
-        text: Box<RawValue>,
-        signature: Option<Box<RawValue>>,
+        text: Cow<'h, RawValue>,
+        signature: Option<&'h RawValue>,
     },
     /// A `functionCall` part.
     Call {
         id: Option<&'h str>,
         name: &'h str,
-        args: Box<RawValue>,
-        signature: Option<Box<RawValue>>,
+        args: Cow<'h, RawValue>,
+        signature: Option<&'h RawValue>,
     },
     /// A `functionResponse` part: `response` is `{"output": <text>}`; `media` its images
     /// (`parts`, Gemini 3).
     Response {
         id: Option<&'h str>,
         name: &'h str,
-        output: Box<RawValue>,
+        output: Cow<'h, RawValue>,
         media: Vec<Media>,
     },
     /// An `inlineData` or `fileData` part.
@@ -398,7 +400,7 @@ impl Serialize for Content<'_> {
 
 /// The system instruction: one text part per system message, with the `user` role
 /// google-genai gives it.
-struct System<'a>(&'a [Box<RawValue>]);
+struct System<'a>(&'a [&'a RawValue]);
 
 impl Serialize for System<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -521,7 +523,7 @@ impl Serialize for Generation<'_> {
 
 struct Body<'a, 'h> {
     contents: &'a [Content<'h>],
-    system: &'a [Box<RawValue>],
+    system: &'a [&'h RawValue],
     tools: Option<&'a [ChatTool<'a>]>,
     thinking: &'a ThinkingPlan,
     max_output_tokens: Option<u32>,
@@ -555,49 +557,134 @@ impl Serialize for Body<'_, '_> {
 
 /// The stored JSON string literal of the Gemini signature in an `extra_content` value
 /// (`{"google":{"thought_signature":…}}`, or the flat spelling), when it is a non-blank string:
-/// what goes back as `thoughtSignature`, byte for byte.
-pub(crate) fn stored_signature(extra: &RawJson) -> Option<Box<RawValue>> {
-    thought_signature(extra)?;
-    #[derive(serde::Deserialize)]
-    struct Google<'a> {
-        #[serde(borrow, default)]
-        thought_signature: Option<&'a RawValue>,
+/// what goes back as `thoughtSignature`, byte for byte, borrowed from the stored value.
+///
+/// There is one when `google.thought_signature` (`google` an object holding that key), else the
+/// flat `thought_signature`, is a string that is not blank (`hermes_core::message::
+/// thought_signature`'s rule); the literal sent is the nested one unless absent or `null`, else
+/// the flat one. Read with borrowing parses, not into a `serde_json::Value` tree (a unit test
+/// holds it to the `Value` reader on odd values).
+pub(crate) fn stored_signature<'a>(extra: &'a RawJson) -> Option<&'a RawValue> {
+    /// A member's value as it is, `null` included (an `Option<&RawValue>` reads `null` as
+    /// absent).
+    fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+        <&RawValue as serde::Deserialize>::deserialize(d).map(Some)
     }
     #[derive(serde::Deserialize, Default)]
     #[serde(default)]
     struct Extra<'a> {
         #[serde(borrow)]
         google: Option<Google<'a>>,
-        #[serde(borrow)]
+        #[serde(borrow, deserialize_with = "present")]
         thought_signature: Option<&'a RawValue>,
     }
-    let extra: Extra<'_> = serde_json::from_str(extra.get()).ok()?;
-    extra
-        .google
-        .and_then(|g| g.thought_signature)
-        .or(extra.thought_signature)
-        .map(|raw| raw.to_owned())
+    let text = extra.get();
+    if !text.starts_with('{') {
+        return None;
+    }
+    let extra: Extra<'_> = serde_json::from_str(text).ok()?;
+    let google = extra.google.unwrap_or_default();
+    // The check reads `google.thought_signature` only when `google` is an object.
+    let checked = match google.signature {
+        Some(sig) if google.object => sig,
+        _ => extra.thought_signature?,
+    };
+    if !non_blank_string(checked) {
+        return None;
+    }
+    // The literal sent: the nested one unless it is absent or `null`, else the flat one.
+    let given = |raw: Option<&'a RawValue>| raw.filter(|r| r.get() != "null");
+    given(google.signature).or_else(|| given(extra.thought_signature))
 }
 
-/// The text literals of a content value (chat `text` parts).
-fn text_parts(content: Option<&RawJson>) -> Vec<Box<RawValue>> {
-    json::text_parts(content, &["text"])
+/// An `extra_content`'s `google`: its `thought_signature` as it is (`null` included), read in
+/// the one parse of the whole value, and whether it is an object. Read as a derived struct
+/// with that one field reads it: a repeated member is an error, an array is read positionally.
+#[derive(Default)]
+struct Google<'a> {
+    signature: Option<&'a RawValue>,
+    object: bool,
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Google<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
+        const FIELD: &str = "thought_signature";
+        struct V<'a>(std::marker::PhantomData<Google<'a>>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Google<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("struct Google")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Google<'a>, A::Error> {
+                let mut signature = None;
+                while let Some(json::Text(key)) = map.next_key()? {
+                    if key != FIELD {
+                        map.next_value::<IgnoredAny>()?;
+                    } else if signature.is_some() {
+                        return Err(A::Error::duplicate_field(FIELD));
+                    } else {
+                        signature = Some(map.next_value::<&RawValue>()?);
+                    }
+                }
+                Ok(Google {
+                    signature,
+                    object: true,
+                })
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Google<'a>, A::Error> {
+                Ok(Google {
+                    signature: seq.next_element::<&RawValue>()?,
+                    object: false,
+                })
+            }
+        }
+        d.deserialize_struct("Google", &[FIELD], V(std::marker::PhantomData))
+    }
+}
+
+/// True when the JSON text `literal` is a string that is not blank (a character other than
+/// white space once decoded; a lone surrogate escape reads as U+FFFD). A literal whose first
+/// character is neither white space nor an escape is not blank without decoding the rest.
+fn non_blank_string(literal: &RawValue) -> bool {
+    let text = literal.get();
+    let Some(inner) = text.strip_prefix('"') else {
+        return false;
+    };
+    if inner
+        .chars()
+        .next()
+        .is_some_and(|c| c != '\\' && c != '"' && !c.is_whitespace())
+    {
+        return true;
+    }
+    match serde_json::from_str::<Cow<'_, str>>(text) {
+        Ok(sig) => !sig.trim().is_empty(),
+        Err(_) => {
+            hermes_core::raw::parse_lenient::<String>(text).is_ok_and(|sig| !sig.trim().is_empty())
+        }
+    }
+}
+
+/// The text literals of a content value (chat `text` parts), borrowed.
+fn text_parts(content: Option<&RawJson>) -> Vec<&RawValue> {
+    json::text_literals(content, &["text"])
 }
 
 /// A tool result's text as one JSON string: the stored string literal as is, the texts of an
 /// array of parts joined, else `""`.
-fn result_text(content: Option<&RawJson>) -> Box<RawValue> {
+fn result_text(content: Option<&RawJson>) -> Cow<'_, RawValue> {
     match content {
-        Some(c) if c.is_string() => raw_box(c.get()),
+        Some(c) if c.is_string() => Cow::Borrowed(c.as_raw()),
         Some(c) if c.get().starts_with('[') => {
             let joined: String = text_parts(Some(c))
                 .iter()
                 .filter_map(|t| serde_json::from_str::<String>(t.get()).ok())
                 .collect::<Vec<_>>()
                 .join("\n");
-            serde_json::value::to_raw_value(&joined).unwrap_or_else(|_| empty_string())
+            Cow::Owned(serde_json::value::to_raw_value(&joined).unwrap_or_else(|_| empty_string()))
         }
-        _ => empty_string(),
+        _ => Cow::Owned(empty_string()),
     }
 }
 
@@ -613,25 +700,27 @@ pub(super) const WRAPPED_ARGS_KEY: &str = "value";
 /// and anything else — another JSON value, or text that is not JSON — goes under
 /// [`WRAPPED_ARGS_KEY`] (`{"value": …}`, the text as a JSON string when it is not JSON) rather
 /// than being dropped for `{}`; the caller tells the user.
-fn call_args(call: &ToolCall) -> (Box<RawValue>, bool) {
-    let text = match call.function.arguments.as_ref() {
-        None => return (raw_box("{}"), false),
-        Some(a) => match a.as_str() {
-            Some(s) => s.into_owned(),
-            // Arguments stored as JSON rather than as a string of JSON.
-            None => a.get().to_owned(),
-        },
+fn call_args(call: &ToolCall) -> (Cow<'_, RawValue>, bool) {
+    let Some(stored) = call.function.arguments.as_ref() else {
+        return (Cow::Owned(raw_box("{}")), false);
+    };
+    let text: Cow<'_, str> = match stored.as_str() {
+        Some(s) => s,
+        // Arguments stored as JSON rather than as a string of JSON: an object goes as it is
+        // (stored values are trimmed JSON text).
+        None if stored.get().starts_with('{') => return (Cow::Borrowed(stored.as_raw()), false),
+        None => Cow::Borrowed(stored.get()),
     };
     let t = text.trim();
     if t.is_empty() {
-        return (raw_box("{}"), false);
+        return (Cow::Owned(raw_box("{}")), false);
     }
     match RawValue::from_string(t.to_owned()) {
-        Ok(raw) if t.starts_with('{') => (raw, false),
-        Ok(raw) => (wrap_args(raw.get()), true),
+        Ok(raw) if t.starts_with('{') => (Cow::Owned(raw), false),
+        Ok(raw) => (Cow::Owned(wrap_args(raw.get())), true),
         Err(_) => {
             let literal = serde_json::to_string(t).unwrap_or_else(|_| "\"\"".to_owned());
-            (wrap_args(&literal), true)
+            (Cow::Owned(wrap_args(&literal)), true)
         }
     }
 }
@@ -654,7 +743,9 @@ fn bridge_turn<'h>() -> Content<'h> {
     Turn {
         role: "model",
         parts: vec![Part::Text {
-            text: serde_json::value::to_raw_value(STEER_BRIDGE).unwrap_or_else(|_| empty_string()),
+            text: Cow::Owned(
+                serde_json::value::to_raw_value(STEER_BRIDGE).unwrap_or_else(|_| empty_string()),
+            ),
             signature: None,
         }],
         sources: Vec::new(),
@@ -759,7 +850,7 @@ pub fn encode(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, Enco
         .rposition(|m| m.role == Role::User)
         .map_or(0, |i| i + 1);
 
-    let mut system: Vec<Box<RawValue>> = Vec::new();
+    let mut system: Vec<&RawValue> = Vec::new();
     let mut wire: Vec<Content<'_>> = Vec::new();
     // The calls of the latest model turn waiting for their results, and the id each went out
     // with (none when hermes made it up).
@@ -785,7 +876,7 @@ pub fn encode(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, Enco
                         .into_iter()
                         .map(|p| match p {
                             UserPart::Text(text) => Part::Text {
-                                text,
+                                text: Cow::Owned(text),
                                 signature: None,
                             },
                             UserPart::Media(m) => Part::Media(m),
@@ -795,7 +886,7 @@ pub fn encode(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, Enco
                     text_parts(msg.content.as_ref())
                         .into_iter()
                         .map(|text| Part::Text {
-                            text,
+                            text: Cow::Borrowed(text),
                             signature: None,
                         })
                         .collect()
@@ -864,19 +955,18 @@ pub fn encode(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, Enco
                 }
                 let own = stored::own(msg, &decision.target);
                 let send_signatures = own && !signatures_refused;
-                let calls: Vec<&ToolCall> = msg.tool_calls.iter().flatten().collect();
+                // Each call with its stored signature, read once.
+                let calls: Vec<(&ToolCall, Option<&RawValue>)> = msg
+                    .tool_calls
+                    .iter()
+                    .flatten()
+                    .map(|c| (c, c.extra_content.as_ref().and_then(stored_signature)))
+                    .collect();
                 let text_signature = msg
                     .native_record()
                     .and_then(|r| r.extra_content.as_ref())
                     .and_then(stored_signature);
-                let call_signatures = calls
-                    .iter()
-                    .filter(|c| {
-                        c.extra_content
-                            .as_ref()
-                            .is_some_and(|e| stored_signature(e).is_some())
-                    })
-                    .count();
+                let call_signatures = calls.iter().filter(|(_, sig)| sig.is_some()).count();
                 let stored_any = call_signatures > 0 || text_signature.is_some();
                 if stored_any && !own {
                     carriers.dropped_provenance += 1;
@@ -885,13 +975,13 @@ pub fn encode(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, Enco
                 let mut model_parts: Vec<Part<'_>> = text_parts(msg.content.as_ref())
                     .into_iter()
                     .map(|text| Part::Text {
-                        text,
+                        text: Cow::Borrowed(text),
                         signature: None,
                     })
                     .collect();
                 let mut made_up = Vec::new();
                 let mut wrapped = Vec::new();
-                for call in &calls {
+                for &(call, signature) in &calls {
                     let made = made_up_id(call);
                     if made {
                         made_up.push(call.function.name.as_str());
@@ -911,11 +1001,7 @@ pub fn encode(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, Enco
                         id: sent,
                         name: &call.function.name,
                         args,
-                        signature: if send_signatures {
-                            call.extra_content.as_ref().and_then(stored_signature)
-                        } else {
-                            None
-                        },
+                        signature: signature.filter(|_| send_signatures),
                     });
                 }
                 if model_parts.is_empty() {
@@ -932,7 +1018,7 @@ pub fn encode(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, Enco
                     match model_parts.last_mut() {
                         Some(Part::Text { signature, .. }) => *signature = Some(sig),
                         _ => model_parts.push(Part::Text {
-                            text: empty_string(),
+                            text: Cow::Owned(empty_string()),
                             signature: Some(sig),
                         }),
                     }
@@ -1024,7 +1110,7 @@ pub fn encode(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, Enco
         max_output_tokens,
         sampling: &sampling,
     };
-    let bytes = write_json(&body)?;
+    let bytes = write_json_sized(&body)?;
     let mut refusable: BTreeSet<&'static str> = BTreeSet::new();
     if signed {
         refusable.insert(SIGNATURE_FIELD);

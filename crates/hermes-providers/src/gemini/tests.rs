@@ -1011,3 +1011,73 @@ fn the_wire_encodes_through_the_seam_with_its_refusable_field() {
     assert_eq!(out.notes.len(), 1, "{:?}", out.notes);
     assert!(out.notes[0].contains("hermes never invents a signature"));
 }
+
+/// The signature as it was read before the borrowing reader: `thought_signature`'s check on a
+/// `serde_json::Value` of the whole value, then the literal picked by a derived struct.
+fn signature_by_value(extra: &hermes_core::RawJson) -> Option<String> {
+    use serde_json::value::RawValue;
+    hermes_core::message::thought_signature(extra)?;
+    #[derive(serde::Deserialize)]
+    struct Google<'a> {
+        #[serde(borrow, default)]
+        thought_signature: Option<&'a RawValue>,
+    }
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default)]
+    struct Extra<'a> {
+        #[serde(borrow)]
+        google: Option<Google<'a>>,
+        #[serde(borrow)]
+        thought_signature: Option<&'a RawValue>,
+    }
+    let extra: Extra<'_> = serde_json::from_str(extra.get()).ok()?;
+    extra
+        .google
+        .and_then(|g| g.thought_signature)
+        .or(extra.thought_signature)
+        .map(|raw| raw.get().to_owned())
+}
+
+#[test]
+fn the_borrowing_signature_reader_picks_what_the_value_reader_picked() {
+    let cases = [
+        r#"{"google":{"thought_signature":"U0lH"}}"#,
+        r#"{"thought_signature":"U0lH"}"#,
+        r#"{"google":{"thought_signature":"QQ=="},"thought_signature":"Qg=="}"#,
+        r#"{"google":{"other":1},"thought_signature":"Qg=="}"#,
+        r#"{"google":{"thought_signature":null},"thought_signature":"Qg=="}"#,
+        r#"{"google":null,"thought_signature":"Qg=="}"#,
+        r#"{"google":"x","thought_signature":"Qg=="}"#,
+        r#"{"google":5,"thought_signature":"Qg=="}"#,
+        r#"{"google":[],"thought_signature":"Qg=="}"#,
+        r#"{"google":["QQ=="],"thought_signature":"Qg=="}"#,
+        r#"{"google":{"thought_signature":7}}"#,
+        r#"{"thought_signature":null}"#,
+        r#"{"google":{"thought_signature":"  "}}"#,
+        r#"{"google":{"thought_signature":"\n\t\u0020"}}"#,
+        r#"{"google":{"thought_signature":"\u0041BC\/"}}"#,
+        r#"{"google":{"thought_signature":"\ud800QQ"}}"#,
+        r#"{"google":{"thought_signature":"\ud800"},"_k":"\udc00"}"#,
+        r#"{"google":{"thought_signature":"QQ==","thought_signature":"Qg=="}}"#,
+        r#"{"google":{"thought_signature":"QQ=="},"google":{"thought_signature":"Qg=="}}"#,
+        r#"{"google":{"_issuer":"x","thought_signature":"U0lHLTE\/"},"_k":1}"#,
+        r#"{ "google" : { "thought_signature" : "U0lH" } }"#,
+        r#"["U0lH"]"#,
+        "{\"thought_signature\":\"\u{3000}\u{a0}\"}",
+        "{\"thought_signature\":\"\u{3000}X\"}",
+        r#"{"thought_signature":" X "}"#,
+        r#"{"thought_signature":"\""}"#,
+        r#"{"google":{"thought_signature":"U0lH","thought_signature":null}}"#,
+        r#""U0lH""#,
+        r#"{}"#,
+        r#"null"#,
+    ];
+    for case in cases {
+        let extra = hermes_core::RawJson::from_text(case).unwrap();
+        assert_eq!(
+            super::body::stored_signature(&extra).map(|raw| raw.get().to_owned()),
+            signature_by_value(&extra),
+            "{case}"
+        );
+    }
+}

@@ -61,6 +61,38 @@ pub(crate) fn write_json<T: Serialize>(body: &T) -> Result<Vec<u8>, EncodeError>
     serde_json::to_vec(body).map_err(|e| EncodeError::Json(e.to_string()))
 }
 
+/// [`write_json`] into a buffer of the body's exact size: a first pass only counts the bytes,
+/// then the body is written once, with no regrowth (a growing buffer copies the body again at
+/// every doubling and holds up to three times it at the peak). For bodies made mostly of stored
+/// literals written as they are (raw values), where counting costs next to nothing.
+pub(crate) fn write_json_sized<T: Serialize>(body: &T) -> Result<Vec<u8>, EncodeError> {
+    let json = |e: serde_json::Error| EncodeError::Json(e.to_string());
+    let mut counter = Counter(0);
+    serde_json::to_writer(&mut counter, body).map_err(json)?;
+    let mut out = Vec::with_capacity(counter.0);
+    serde_json::to_writer(&mut out, body).map_err(json)?;
+    Ok(out)
+}
+
+/// A writer that keeps only the number of bytes written to it.
+struct Counter(usize);
+
+impl std::io::Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.0 += buf.len();
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// `--explain`'s lines for a request to `url`: first `POST <path>` (its path and query), then
 /// `lines`.
 pub(crate) fn explain_with_post(url: &str, lines: Vec<String>) -> Vec<String> {
@@ -113,5 +145,28 @@ impl From<EncodeError> for TransportError {
             EncodeError::Unsupported(u) => u.into(),
             e => TransportError::Request(format!("could not encode the request: {e}")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::value::RawValue;
+
+    use super::{write_json, write_json_sized};
+
+    #[test]
+    fn a_sized_write_is_the_plain_write_in_a_buffer_of_exactly_its_length() {
+        let raw = RawValue::from_string(r#"{"k" : "Z\u00fcrich\n", "n":1e400}"#.to_owned())
+            .expect("a raw value");
+        let body = serde_json::json!(null);
+        let values: (&RawValue, &str, Vec<f64>, serde_json::Value) = (
+            &raw,
+            "quote \" backslash \\ tab \t é \u{1F600}",
+            vec![0.1, 1e300],
+            body,
+        );
+        let sized = write_json_sized(&values).expect("written");
+        assert_eq!(sized, write_json(&values).expect("written"));
+        assert_eq!(sized.capacity(), sized.len());
     }
 }

@@ -1,5 +1,6 @@
 //! The JSON pieces every native body is built from: stored literals as raw JSON, the text
-//! parts of a content value, a tool call's arguments as an object, and turns merged by role.
+//! parts of a content value (owned or borrowed from the history), a tool call's arguments as an
+//! object, turns merged by role, and a string read borrowed by a hand-written visitor.
 
 use std::borrow::Cow;
 
@@ -20,19 +21,30 @@ pub(crate) fn empty_string() -> Box<RawValue> {
 /// array of parts whose `type` is missing or one of `kinds`. Empty texts are left out (no
 /// provider takes an empty text block), and so is a `text` that is not a string.
 pub(crate) fn text_parts(content: Option<&RawJson>, kinds: &[&str]) -> Vec<Box<RawValue>> {
+    text_literals(content, kinds)
+        .into_iter()
+        .map(RawValue::to_owned)
+        .collect()
+}
+
+/// [`text_parts`] borrowed from the content value itself (nothing copied: a body that writes
+/// them takes their bytes straight from the history).
+pub(crate) fn text_literals<'a>(content: Option<&'a RawJson>, kinds: &[&str]) -> Vec<&'a RawValue> {
     let Some(content) = content else {
         return Vec::new();
     };
     if content.is_string() {
-        return match content.as_str() {
-            Some(t) if !t.is_empty() => vec![raw_box(content.get())],
-            _ => Vec::new(),
+        // A stored value is trimmed JSON text, so the string is empty exactly when it is `""`.
+        return if content.get() == "\"\"" {
+            Vec::new()
+        } else {
+            vec![content.as_raw()]
         };
     }
     #[derive(serde::Deserialize)]
     struct ChatPart<'a> {
-        #[serde(rename = "type", default)]
-        kind: Option<String>,
+        #[serde(rename = "type", borrow, default)]
+        kind: Option<Cow<'a, str>>,
         #[serde(borrow, default)]
         text: Option<&'a RawValue>,
     }
@@ -42,8 +54,30 @@ pub(crate) fn text_parts(content: Option<&RawJson>, kinds: &[&str]) -> Vec<Box<R
         .filter(|p| p.kind.as_deref().is_none_or(|k| kinds.contains(&k)))
         .filter_map(|p| p.text)
         .filter(|t| t.get().starts_with('"') && t.get() != "\"\"")
-        .map(|t| t.to_owned())
         .collect()
+}
+
+/// A JSON string read borrowed from the text when it has no escape (serde's own `Cow<str>`
+/// always copies): a key or member a hand-written visitor reads.
+pub(crate) struct Text<'a>(pub(crate) Cow<'a, str>);
+
+impl<'de> serde::Deserialize<'de> for Text<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(V)
+    }
 }
 
 /// The decoded texts of a content value ([`text_parts`] of `kinds`; a lone surrogate escape

@@ -15,23 +15,24 @@
 //! the API cannot ask for the reasoning it did not get. Any other assistant turn is rebuilt
 //! from `content` and `tool_calls` (`message` with `output_text`, `function_call`).
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use hermes_core::message::BLOCK_ORDER_KEY;
 use hermes_core::raw::{is_private_key, without_members};
 use hermes_core::sampling::Sampling;
 use hermes_core::{Message, RawJson, RequestParts, Role, ToolCall};
-use serde::de::IgnoredAny;
+use serde::de::{self as de, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeMap;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::media;
 use super::model::{ReasoningPlan, reasoning_plan};
-use crate::native::json::{self, raw_box};
+use crate::native::json::{self, Text};
 use crate::native::stored;
-use crate::native::write_json;
+use crate::native::write_json_sized;
 use crate::sampling::{Unsupported, check_tool_choice, openai_reasoning, responses_fields};
 
 /// The default base URL (SPEC §8a): requests go to `{base}/responses`.
@@ -84,24 +85,28 @@ fn sampling_fields(
     Ok(out)
 }
 
-/// One `input` item.
+/// One `input` item. What it sends of the history (stored items, texts, outputs, arguments
+/// stored as a string) is borrowed from it, not copied: the body is written from them directly.
 enum Item<'h> {
     /// A stored output item, as received (or without its `id`).
-    Raw(Box<RawValue>),
+    Raw(Cow<'h, RawValue>),
     /// `{role, content}`: a user, system or developer message.
-    Said { role: &'static str, content: Said },
+    Said {
+        role: &'static str,
+        content: Said<'h>,
+    },
     /// A rebuilt assistant message: `output_text` parts.
-    AssistantText(Vec<Box<RawValue>>),
+    AssistantText(Vec<&'h RawValue>),
     /// A rebuilt `function_call`.
     Call {
         call_id: &'h str,
         name: &'h str,
-        arguments: Box<RawValue>,
+        arguments: Cow<'h, RawValue>,
     },
     /// A `function_call_output`.
     Output {
         call_id: &'h str,
-        output: Box<RawValue>,
+        output: Cow<'h, RawValue>,
     },
     /// A `function_call_output` whose output holds images: a list of `input_text` and
     /// `input_image` parts (module [`super::media`]).
@@ -113,9 +118,9 @@ enum Item<'h> {
 
 /// A said message's content: the stored string literal, or `input_text` parts, or
 /// `input_text` and `input_image` parts.
-enum Said {
-    Text(Box<RawValue>),
-    Parts(Vec<Box<RawValue>>),
+enum Said<'h> {
+    Text(&'h RawValue),
+    Parts(Vec<&'h RawValue>),
     Mixed(Vec<media::InputPart>),
 }
 
@@ -130,7 +135,7 @@ impl Serialize for TypedText<'_> {
     }
 }
 
-struct Parts<'a>(&'static str, &'a [Box<RawValue>]);
+struct Parts<'a>(&'static str, &'a [&'a RawValue]);
 
 impl Serialize for Parts<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -300,9 +305,9 @@ fn raw_string(text: &str) -> Box<RawValue> {
 }
 
 /// The text literals of a content value (chat `text` parts, and the Responses `input_text` and
-/// `output_text` of an imported history).
-fn text_parts(content: Option<&RawJson>) -> Vec<Box<RawValue>> {
-    json::text_parts(content, &["text", "input_text", "output_text"])
+/// `output_text` of an imported history), borrowed.
+fn text_parts(content: Option<&RawJson>) -> Vec<&RawValue> {
+    json::text_literals(content, &["text", "input_text", "output_text"])
 }
 
 /// The decoded texts of a content value, joined with `sep`.
@@ -312,78 +317,157 @@ fn joined_text(content: Option<&RawJson>, sep: &str) -> String {
 
 /// A tool result's `output`: the stored string literal as is, the texts of parts joined, else
 /// `""`.
-fn output_text(content: Option<&RawJson>) -> Box<RawValue> {
+fn output_text(content: Option<&RawJson>) -> Cow<'_, RawValue> {
     match content {
-        Some(c) if c.is_string() => raw_box(c.get()),
-        Some(c) if c.get().starts_with('[') => raw_string(&joined_text(Some(c), "\n")),
-        _ => raw_string(""),
+        Some(c) if c.is_string() => Cow::Borrowed(c.as_raw()),
+        Some(c) if c.get().starts_with('[') => Cow::Owned(raw_string(&joined_text(Some(c), "\n"))),
+        _ => Cow::Owned(raw_string("")),
     }
 }
 
 /// A tool call's `arguments` as a JSON string: the stored string literal as is; any other
 /// stored JSON as its text in a string; `"{}"` when absent.
-fn call_arguments(call: &ToolCall) -> Box<RawValue> {
+fn call_arguments(call: &ToolCall) -> Cow<'_, RawValue> {
     match &call.function.arguments {
-        Some(a) if a.is_string() => raw_box(a.get()),
-        Some(a) if !a.is_null() => raw_string(a.get()),
-        _ => raw_string("{}"),
+        Some(a) if a.is_string() => Cow::Borrowed(a.as_raw()),
+        Some(a) if !a.is_null() => Cow::Owned(raw_string(a.get())),
+        _ => Cow::Owned(raw_string("{}")),
     }
 }
 
-/// One stored output item.
-pub(crate) struct StoredItem {
+/// One stored output item, borrowed from the stored message.
+pub(crate) struct StoredItem<'h> {
     /// The item exactly as stored.
-    pub(crate) raw: Box<RawValue>,
+    pub(crate) raw: &'h RawValue,
     /// Its `type`.
-    pub(crate) kind: String,
+    pub(crate) kind: Cow<'h, str>,
     /// Its `id`.
-    pub(crate) id: Option<String>,
+    pub(crate) id: Option<Cow<'h, str>>,
     /// A `function_call`'s `call_id`.
-    pub(crate) call_id: Option<String>,
+    pub(crate) call_id: Option<Cow<'h, str>>,
     /// A reasoning item carrying non-empty `encrypted_content`.
     pub(crate) encrypted: bool,
     /// It has a `summary` that is not `null`.
     pub(crate) summary: bool,
+    /// It has a member with a private key (`_…`).
+    private: bool,
+    /// It has an `id` member (whatever its value).
+    id_key: bool,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
+/// What one parse of a stored item tells: its members `type`, `id`, `call_id`,
+/// `encrypted_content` and `summary`, read as a derived struct with `#[serde(default)]` reads
+/// them (`null` as absent, a repeated one an error, an array positionally), and which keys
+/// [`outgoing`] may have to leave out — so a replayed item with none is not parsed again.
+#[derive(Default)]
 struct ItemProbe<'a> {
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    id: Option<String>,
-    call_id: Option<String>,
-    #[serde(borrow)]
+    kind: Option<Cow<'a, str>>,
+    id: Option<Cow<'a, str>>,
+    call_id: Option<Cow<'a, str>>,
     encrypted_content: Option<&'a RawValue>,
     summary: Option<IgnoredAny>,
+    private: bool,
+    id_key: bool,
+}
+
+/// The members [`ItemProbe`] reads, in its positional order.
+const PROBED: &[&str] = &["type", "id", "call_id", "encrypted_content", "summary"];
+
+impl<'de> Deserialize<'de> for ItemProbe<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ItemProbe<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an output item")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ItemProbe<'de>, A::Error> {
+                let mut p = ItemProbe::default();
+                let mut seen = [false; PROBED.len()];
+                while let Some(Text(key)) = map.next_key()? {
+                    p.private |= is_private_key(&key);
+                    p.id_key |= key == "id";
+                    let Some(at) = PROBED.iter().position(|f| *f == key) else {
+                        map.next_value::<IgnoredAny>()?;
+                        continue;
+                    };
+                    if std::mem::replace(&mut seen[at], true) {
+                        return Err(de::Error::duplicate_field(PROBED[at]));
+                    }
+                    let text = |t: Option<Text<'de>>| t.map(|t| t.0);
+                    match at {
+                        0 => p.kind = text(map.next_value()?),
+                        1 => p.id = text(map.next_value()?),
+                        2 => p.call_id = text(map.next_value()?),
+                        3 => p.encrypted_content = map.next_value()?,
+                        _ => p.summary = map.next_value()?,
+                    }
+                }
+                Ok(p)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ItemProbe<'de>, A::Error> {
+                // Positionally, the missing ones left out (a derived struct's reading).
+                let mut p = ItemProbe::default();
+                let Some(kind) = seq.next_element::<Option<Text<'de>>>()? else {
+                    return Ok(p);
+                };
+                p.kind = kind.map(|t| t.0);
+                let Some(id) = seq.next_element::<Option<Text<'de>>>()? else {
+                    return Ok(p);
+                };
+                p.id = id.map(|t| t.0);
+                let Some(call_id) = seq.next_element::<Option<Text<'de>>>()? else {
+                    return Ok(p);
+                };
+                p.call_id = call_id.map(|t| t.0);
+                let Some(encrypted) = seq.next_element()? else {
+                    return Ok(p);
+                };
+                p.encrypted_content = encrypted;
+                if let Some(summary) = seq.next_element()? {
+                    p.summary = summary;
+                }
+                Ok(p)
+            }
+        }
+        d.deserialize_struct("ItemProbe", PROBED, V)
+    }
+}
+
+/// True when `literal` (JSON text) is a string that is not empty: a JSON string literal other
+/// than `""` decodes to at least one character, so only one with an escape is decoded, to see
+/// that it decodes at all.
+pub(super) fn non_empty_string(literal: &RawValue) -> bool {
+    let text = literal.get();
+    text.starts_with('"')
+        && text != "\"\""
+        && (!text.contains('\\') || serde_json::from_str::<String>(text).is_ok())
 }
 
 /// The items stored under `key`, or `None` when the key is absent or holds no array of
 /// objects.
-pub(crate) fn stored_items(msg: &Message, key: &str) -> Option<Vec<StoredItem>> {
+pub(crate) fn stored_items<'h>(msg: &'h Message, key: &str) -> Option<Vec<StoredItem<'h>>> {
     let (_, value) = msg.extra.iter().find(|(k, _)| k == key)?;
     let raws: Vec<&RawValue> = serde_json::from_str(value.get()).ok()?;
     raws.into_iter()
         .map(|raw| {
             let probe: ItemProbe<'_> = serde_json::from_str(raw.get()).ok()?;
-            let encrypted = probe
-                .encrypted_content
-                .and_then(|e| serde_json::from_str::<String>(e.get()).ok())
-                .is_some_and(|e| !e.is_empty());
             Some(StoredItem {
-                raw: raw.to_owned(),
+                raw,
                 kind: probe.kind.unwrap_or_default(),
                 id: probe.id,
                 call_id: probe.call_id,
-                encrypted,
+                encrypted: probe.encrypted_content.is_some_and(non_empty_string),
                 summary: probe.summary.is_some(),
+                private: probe.private,
+                id_key: probe.id_key,
             })
         })
         .collect()
 }
 
 /// The texts of a stored `message` output item (its `output_text` parts, as stored).
-fn output_texts(raw: &RawValue) -> Vec<Box<RawValue>> {
+fn output_texts(raw: &RawValue) -> Vec<&RawValue> {
     #[derive(Deserialize, Default)]
     #[serde(default)]
     struct Part<'a> {
@@ -402,7 +486,7 @@ fn output_texts(raw: &RawValue) -> Vec<Box<RawValue>> {
             m.content
                 .into_iter()
                 .filter(|p| p.kind.as_deref() == Some("output_text"))
-                .filter_map(|p| p.text.map(RawValue::to_owned))
+                .filter_map(|p| p.text)
                 .collect()
         })
         .unwrap_or_default()
@@ -416,22 +500,28 @@ fn output_texts(raw: &RawValue) -> Vec<Box<RawValue>> {
 /// (`ResponseReasoningItemParam.summary: Required[Iterable[Summary]]`, openai-python 3.57.0
 /// `types/responses/response_reasoning_item_param.py`), and the API refuses the item without it
 /// (`Missing required parameter: 'input[N].summary'.`).
-pub(crate) fn outgoing(item: &StoredItem, keep_id: bool) -> Box<RawValue> {
+pub(crate) fn outgoing<'h>(item: &StoredItem<'h>, keep_id: bool) -> Cow<'h, RawValue> {
     let add_summary = item.kind == "reasoning" && !item.summary;
-    let kept = without_members(&item.raw, |k| {
+    if !add_summary && !item.private && (keep_id || !item.id_key) {
+        // Nothing to leave out (the probe saw every key).
+        return Cow::Borrowed(item.raw);
+    }
+    let kept = without_members(item.raw, |k| {
         is_private_key(k) || (!keep_id && k == "id") || (add_summary && k == "summary")
     });
     if !add_summary {
-        return kept.into_owned();
+        return kept;
     }
     let text = kept.get();
     let Some(close) = text.rfind('}') else {
-        return kept.into_owned();
+        return kept;
     };
     let head = &text[..close];
     let sep = if head.trim_end() == "{" { "" } else { "," };
-    RawValue::from_string(format!("{head}{sep}\"summary\":[]}}"))
-        .unwrap_or_else(|_| kept.into_owned())
+    match RawValue::from_string(format!("{head}{sep}\"summary\":[]}}")) {
+        Ok(raw) => Cow::Owned(raw),
+        Err(_) => kept,
+    }
 }
 
 /// One slot of a turn's output order.
@@ -562,14 +652,14 @@ fn assistant<'h>(
     input: &mut Vec<Item<'h>>,
     explain: &mut Vec<String>,
 ) -> usize {
-    let reasoning: Vec<StoredItem> = stored_items(msg, REASONING_ITEMS_KEY)
+    let reasoning: Vec<StoredItem<'h>> = stored_items(msg, REASONING_ITEMS_KEY)
         .unwrap_or_default()
         .into_iter()
         .filter(|r| r.kind == "reasoning")
         .collect();
     let stored_others = stored_items(msg, MESSAGE_ITEMS_KEY);
     let mut line = format!("message {i}:");
-    let others: Vec<Option<&StoredItem>>;
+    let others: Vec<Option<&StoredItem<'h>>>;
     let mut rebuilt_items: Vec<Option<Item<'h>>>;
     let agreed = stored_others
         .as_deref()
@@ -623,7 +713,7 @@ fn assistant<'h>(
             }
             Slot::Other(o) => match others[o] {
                 Some(item) => {
-                    if !matches!(item.kind.as_str(), "message" | "function_call") {
+                    if !matches!(&*item.kind, "message" | "function_call") {
                         skipped += 1;
                         continue;
                     }
@@ -632,7 +722,7 @@ fn assistant<'h>(
                         input.push(Item::Raw(outgoing(item, true)));
                     } else if item.kind == "message" {
                         stripped += 1;
-                        input.push(Item::AssistantText(output_texts(&item.raw)));
+                        input.push(Item::AssistantText(output_texts(item.raw)));
                     } else {
                         stripped += 1;
                         input.push(Item::Raw(outgoing(item, false)));
@@ -730,7 +820,7 @@ pub fn encode(parts: &RequestParts<'_>, drops: &Drops) -> Result<Encoded, Encode
                     _ => "user",
                 };
                 let content = match &msg.content {
-                    Some(c) if c.is_string() => Said::Text(raw_box(c.get())),
+                    Some(c) if c.is_string() => Said::Text(c.as_raw()),
                     _ if role == "user" && media::has_images(msg) => {
                         Said::Mixed(media::input_parts(msg, i)?)
                     }
@@ -795,7 +885,7 @@ pub fn encode(parts: &RequestParts<'_>, drops: &Drops) -> Result<Encoded, Encode
         tools: tools.as_deref(),
         sampling: &sampling,
     };
-    let bytes = write_json(&body)?;
+    let bytes = write_json_sized(&body)?;
     let refusable = if reasoning_sent > 0 {
         vec![ENCRYPTED_FIELD]
     } else {

@@ -612,3 +612,121 @@ fn the_url_and_the_explain_lines() {
     let parts = RequestParts::new(&own, &d, &verdicts);
     assert!(wire().encode(&parts).unwrap().carriers.is_empty());
 }
+
+#[test]
+fn encrypted_content_counts_when_it_decodes_to_a_non_empty_string() {
+    for literal in [
+        r#""""#,
+        r#""gAAAA""#,
+        r#""\u0041""#,
+        r#""\n""#,
+        r#""\\""#,
+        r#""\ud800""#,
+        r#""\ud800\udc00""#,
+        "5",
+        "null",
+        "[]",
+        r#"{"a":"b"}"#,
+    ] {
+        let raw = serde_json::value::RawValue::from_string(literal.to_owned()).unwrap();
+        let decoded = serde_json::from_str::<String>(literal).is_ok_and(|s| !s.is_empty());
+        assert_eq!(super::body::non_empty_string(&raw), decoded, "{literal}");
+    }
+}
+
+/// A stored item as it went out before the one-parse probe: a derived struct read its
+/// members, then `without_members` always walked it; with what the probe read.
+fn outgoing_by_derive(raw: &str, keep_id: bool) -> Option<(String, String)> {
+    use hermes_core::raw::{is_private_key, without_members};
+    use serde_json::value::RawValue;
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default)]
+    struct Probe<'a> {
+        #[serde(rename = "type")]
+        kind: Option<String>,
+        id: Option<String>,
+        call_id: Option<String>,
+        #[serde(borrow)]
+        encrypted_content: Option<&'a RawValue>,
+        summary: Option<serde::de::IgnoredAny>,
+    }
+    let probe: Probe<'_> = serde_json::from_str(raw).ok()?;
+    let encrypted = probe
+        .encrypted_content
+        .and_then(|e| serde_json::from_str::<String>(e.get()).ok())
+        .is_some_and(|e| !e.is_empty());
+    let read = format!(
+        "{:?} {:?} {:?} {encrypted} {}",
+        probe.kind.as_deref().unwrap_or_default(),
+        probe.id,
+        probe.call_id,
+        probe.summary.is_some()
+    );
+    let raw = RawValue::from_string(raw.to_owned()).ok()?;
+    let add_summary = probe.kind.as_deref() == Some("reasoning") && probe.summary.is_none();
+    let kept = without_members(&raw, |k| {
+        is_private_key(k) || (!keep_id && k == "id") || (add_summary && k == "summary")
+    });
+    if !add_summary {
+        return Some((read, kept.get().to_owned()));
+    }
+    let text = kept.get();
+    let Some(close) = text.rfind('}') else {
+        return Some((read, text.to_owned()));
+    };
+    let head = &text[..close];
+    let sep = if head.trim_end() == "{" { "" } else { "," };
+    Some((read, format!("{head}{sep}\"summary\":[]}}")))
+}
+
+#[test]
+fn the_one_parse_item_probe_reads_and_sends_what_the_derived_probe_and_member_walk_did() {
+    let items = [
+        r#"{"id":"fc_1","type":"function_call","call_id":"c1","name":"f","arguments":"{}"}"#,
+        r#"{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"}"#,
+        r#"{"id":null,"type":"message","content":[]}"#,
+        r#"{"_issuer_kind":"codex","id":"m1","type":"message","content":[],"_x":{"id":1}}"#,
+        r#"{"\u005fhidden":1,"i\u0064":"m1","type":"message"}"#,
+        r#"{"id":"rs_1","type":"reasoning","summary":[],"encrypted_content":"gA=="}"#,
+        r#"{"type":"reasoning","summary":null,"encrypted_content":"gA==","_k":2}"#,
+        r#"{"type":"reasoning","summary":[],"encrypted_content":""}"#,
+        r#"{"type":"reasoning","summary":[],"encrypted_content":"\ud800"}"#,
+        r#"{"type":"reasoning","encrypted_content":7,"summary":[{"type":"summary_text"}]}"#,
+        r#"{"type":"message","type":"message"}"#,
+        r#"{"id":"a","id":"b","type":"message"}"#,
+        r#"{"_a":1,"_a":2,"type":"message"}"#,
+        r#"{"type":null,"id":5}"#,
+        r#"{"type":"message","content":[{"id":"x","_y":1}]}"#,
+        r#"["message","m1","c1","gA==",[]]"#,
+        r#"["message"]"#,
+        r#"[]"#,
+        r#"["message","m1","c1","gA==",[],"more"]"#,
+        r#"{ "id" : "m1" , "type" : "message" }"#,
+        r#""message""#,
+    ];
+    for item in items {
+        let text =
+            format!(r#"[{{"role":"assistant","content":"","codex_message_items":[{item}]}}]"#);
+        let history = hermes_core::parse_history(&text).unwrap().messages;
+        let stored = super::body::stored_items(&history[0], super::MESSAGE_ITEMS_KEY);
+        for keep_id in [true, false] {
+            let ours = stored.as_ref().map(|s| {
+                let i = &s[0];
+                let read = format!(
+                    "{:?} {:?} {:?} {} {}",
+                    &*i.kind,
+                    i.id.as_deref(),
+                    i.call_id.as_deref(),
+                    i.encrypted,
+                    i.summary
+                );
+                (read, super::body::outgoing(i, keep_id).get().to_owned())
+            });
+            assert_eq!(
+                ours,
+                outgoing_by_derive(item, keep_id),
+                "{item} keep_id {keep_id}"
+            );
+        }
+    }
+}
