@@ -21,13 +21,13 @@ use hermes_core::{Message, RawJson, RequestParts, Role, RouteTarget, ToolCall};
 
 use super::media;
 use super::model::{BedrockModel, Policy};
-use super::pyjson::{Json, float_repr};
+use super::pyjson::{Json, Str, float_repr, write_str};
 use crate::anthropic::body::INTERLEAVED_BETA;
 use crate::anthropic::model as claude;
 use crate::native::json::{self, Turn, push_turn};
 use crate::native::stored;
 use crate::sampling::{Unsupported, check_tool_choice};
-use crate::signed::carriers::{StoredItem, read_item};
+use crate::signed::carriers::{StoredLiterals, read_literals};
 use crate::signed::replay::{self, PrefixDigest};
 use crate::tools::ChatTool;
 
@@ -93,75 +93,115 @@ pub fn operation_path(model: &str, stream: bool) -> String {
     )
 }
 
-/// One content block of the wire copy.
+/// One content block of the wire copy; its strings borrowed from the history where they can be
+/// (stored literals are written without being decoded, [`Str::Literal`]).
 #[derive(Clone, Debug)]
-pub(super) enum Block {
-    Text(String),
+pub(super) enum Block<'h> {
+    Text(Str<'h>),
     ToolUse {
-        id: String,
-        name: String,
+        id: &'h str,
+        name: &'h str,
         input: Json,
     },
     ToolResult {
-        id: String,
+        id: &'h str,
         /// The `content` blocks (`{"text"}`, `{"image"}`).
-        content: Vec<Json>,
+        content: Vec<Block<'h>>,
     },
     /// An `image` block (module [`super::media`]).
     Image(Json),
     /// `reasoningContent.reasoningText`, with the stored signature when one is sent.
     Reasoning {
-        text: String,
-        signature: Option<String>,
+        text: Str<'h>,
+        signature: Option<Str<'h>>,
     },
     /// `reasoningContent.redactedContent`: the stored base64 text.
-    Redacted(String),
+    Redacted(Str<'h>),
 }
 
-impl Block {
+impl Block<'_> {
     fn is_reasoning(&self) -> bool {
         matches!(self, Block::Reasoning { .. } | Block::Redacted(_))
     }
 
-    pub(super) fn to_json(&self) -> Json {
+    /// Writes the block as botocore does, straight onto `out` (no value tree): `{"text": …}`,
+    /// `{"toolUse": {"toolUseId", "name", "input"}}`, `{"toolResult": {"toolUseId",
+    /// "content"}}`, the image, `{"reasoningContent": {"reasoningText": {"text",
+    /// "signature"}}}`, `{"reasoningContent": {"redactedContent": …}}`.
+    fn write(&self, out: &mut String) {
         match self {
-            Block::Text(text) => Json::object([("text", Json::str(text))]),
-            Block::ToolUse { id, name, input } => Json::object([(
-                "toolUse",
-                Json::object([
-                    ("toolUseId", Json::str(id)),
-                    ("name", Json::str(name)),
-                    ("input", input.clone()),
-                ]),
-            )]),
-            Block::ToolResult { id, content } => Json::object([(
-                "toolResult",
-                Json::object([
-                    ("toolUseId", Json::str(id)),
-                    ("content", Json::Array(content.clone())),
-                ]),
-            )]),
-            Block::Image(image) => image.clone(),
-            Block::Reasoning { text, signature } => {
-                let mut inner = vec![("text", Json::str(text))];
-                if let Some(sig) = signature {
-                    inner.push(("signature", Json::str(sig)));
-                }
-                Json::object([(
-                    "reasoningContent",
-                    Json::object([("reasoningText", Json::object(inner))]),
-                )])
+            Block::Text(text) => {
+                out.push_str("{\"text\": ");
+                text.write(out);
+                out.push('}');
             }
-            Block::Redacted(data) => Json::object([(
-                "reasoningContent",
-                Json::object([("redactedContent", Json::str(data))]),
-            )]),
+            Block::ToolUse { id, name, input } => {
+                out.push_str("{\"toolUse\": {\"toolUseId\": ");
+                write_str(out, id);
+                out.push_str(", \"name\": ");
+                write_str(out, name);
+                out.push_str(", \"input\": ");
+                input.write(out);
+                out.push_str("}}");
+            }
+            Block::ToolResult { id, content } => {
+                out.push_str("{\"toolResult\": {\"toolUseId\": ");
+                write_str(out, id);
+                out.push_str(", \"content\": ");
+                write_blocks(out, content);
+                out.push_str("}}");
+            }
+            Block::Image(image) => image.write(out),
+            Block::Reasoning { text, signature } => {
+                out.push_str("{\"reasoningContent\": {\"reasoningText\": {\"text\": ");
+                text.write(out);
+                if let Some(signature) = signature {
+                    out.push_str(", \"signature\": ");
+                    signature.write(out);
+                }
+                out.push_str("}}}");
+            }
+            Block::Redacted(data) => {
+                out.push_str("{\"reasoningContent\": {\"redactedContent\": ");
+                data.write(out);
+                out.push_str("}}");
+            }
+        }
+    }
+
+    /// About how many bytes [`Block::write`] writes (the stored literals' lengths and the
+    /// keys around them), to size the body once.
+    fn size_hint(&self) -> usize {
+        let len = |s: &Str<'_>| match s {
+            Str::Text(text) => text.len() + 2,
+            Str::Literal(literal) => literal.len(),
+        };
+        64 + match self {
+            Block::Text(text) | Block::Redacted(text) => len(text),
+            Block::ToolUse { id, name, .. } => id.len() + name.len() + 64,
+            Block::ToolResult { id, content } => {
+                id.len() + content.iter().map(Block::size_hint).sum::<usize>()
+            }
+            Block::Image(_) => 0,
+            Block::Reasoning { text, signature } => len(text) + signature.as_ref().map_or(0, len),
         }
     }
 }
 
+/// Writes `blocks` as a JSON array (`[a, b]`).
+fn write_blocks(out: &mut String, blocks: &[Block<'_>]) {
+    out.push('[');
+    for (i, block) in blocks.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        block.write(out);
+    }
+    out.push(']');
+}
+
 /// One wire message.
-type WireMessage = Turn<Block>;
+type WireMessage<'h> = Turn<Block<'h>>;
 
 /// The text a message left empty by a recovery carries, so the turns still alternate.
 pub const PLACEHOLDER: &str = "[reasoning left out]";
@@ -505,14 +545,14 @@ fn sampling_plan(
 }
 
 /// The reasoning an assistant turn sends.
-enum Reasoning {
+enum Reasoning<'h> {
     /// Nothing.
     None,
     /// One entry per stored Anthropic-shaped item, in stored order (`None`: left out), placed
     /// by the turn's recorded block order.
-    Items(Vec<Option<Block>>),
+    Items(Vec<Option<Block<'h>>>),
     /// Readable text with no stored items: leads the turn.
-    Leading(Vec<Block>),
+    Leading(Vec<Block<'h>>),
 }
 
 /// What one assistant turn's reasoning decision depends on.
@@ -530,16 +570,17 @@ struct Ctx<'a> {
 
 /// Unsigned `reasoningText` blocks from the turn's stored thinking texts, else its readable
 /// `reasoning_content` (or `reasoning`).
-fn unsigned(msg: &Message, items: &[StoredItem]) -> Reasoning {
-    let from_items: Vec<Option<Block>> = items
+fn unsigned<'h>(msg: &'h Message, items: &[StoredLiterals<'h>]) -> Reasoning<'h> {
+    let blank = |literal: &str| {
+        hermes_core::raw::parse_lenient::<String>(literal).map_or(true, |t| t.trim().is_empty())
+    };
+    let from_items: Vec<Option<Block<'_>>> = items
         .iter()
         .map(|item| match item {
-            StoredItem::Thinking { text, .. } if !text.trim().is_empty() => {
-                Some(Block::Reasoning {
-                    text: text.clone(),
-                    signature: None,
-                })
-            }
+            StoredLiterals::Thinking { text, .. } if !blank(text) => Some(Block::Reasoning {
+                text: Str::Literal(text),
+                signature: None,
+            }),
             _ => None,
         })
         .collect();
@@ -548,7 +589,7 @@ fn unsigned(msg: &Message, items: &[StoredItem]) -> Reasoning {
     }
     match msg.replayable_text() {
         Some(text) => Reasoning::Leading(vec![Block::Reasoning {
-            text: text.text().into_owned(),
+            text: Str::Literal(text.raw().get()),
             signature: None,
         }]),
         None => Reasoning::None,
@@ -556,12 +597,12 @@ fn unsigned(msg: &Message, items: &[StoredItem]) -> Reasoning {
 }
 
 /// Which reasoning an assistant message sends, and why.
-fn assistant_reasoning(msg: &Message, ctx: &Ctx<'_>) -> (Reasoning, String) {
-    let items: Vec<StoredItem> = msg
+fn assistant_reasoning<'h>(msg: &'h Message, ctx: &Ctx<'_>) -> (Reasoning<'h>, String) {
+    let items: Vec<StoredLiterals<'h>> = msg
         .reasoning_details
         .iter()
         .flatten()
-        .filter_map(read_item)
+        .filter_map(read_literals)
         .collect();
     let own = stored::own(msg, ctx.target);
     if ["reasoningContent", "reasoningText"]
@@ -605,10 +646,12 @@ fn assistant_reasoning(msg: &Message, ctx: &Ctx<'_>) -> (Reasoning, String) {
         }
         Policy::Signed => {
             let signed = items.iter().any(|i| match i {
-                StoredItem::Thinking { signature, .. } => signature.is_some(),
-                StoredItem::Redacted(_) => true,
+                StoredLiterals::Thinking { signature, .. } => signature.is_some(),
+                StoredLiterals::Redacted(_) => true,
             });
-            let redacted = items.iter().any(|i| matches!(i, StoredItem::Redacted(_)));
+            let redacted = items
+                .iter()
+                .any(|i| matches!(i, StoredLiterals::Redacted(_)));
             if items.is_empty() {
                 return (Reasoning::None, "no stored reasoning blocks".into());
             }
@@ -631,11 +674,12 @@ fn assistant_reasoning(msg: &Message, ctx: &Ctx<'_>) -> (Reasoning, String) {
             let blocks = items
                 .into_iter()
                 .map(|item| match item {
-                    StoredItem::Thinking { text, signature } => {
-                        Some(Block::Reasoning { text, signature })
-                    }
-                    StoredItem::Redacted(_) if ctx.drop_redacted => None,
-                    StoredItem::Redacted(data) => Some(Block::Redacted(data)),
+                    StoredLiterals::Thinking { text, signature } => Some(Block::Reasoning {
+                        text: Str::Literal(text),
+                        signature: signature.map(Str::Literal),
+                    }),
+                    StoredLiterals::Redacted(_) if ctx.drop_redacted => None,
+                    StoredLiterals::Redacted(data) => Some(Block::Redacted(Str::Literal(data))),
                 })
                 .collect();
             let why = if ctx.drop_redacted && redacted {
@@ -653,6 +697,14 @@ fn texts(content: Option<&RawJson>) -> Vec<String> {
     json::texts(content, &["text"])
 }
 
+/// The text blocks of a content value ([`texts`], each written from its stored literal).
+fn text_blocks(content: Option<&RawJson>) -> Vec<Block<'_>> {
+    json::text_literals(content, &["text"])
+        .into_iter()
+        .map(|t| Block::Text(Str::Literal(t.get())))
+        .collect()
+}
+
 /// A tool call's arguments as the `input` document: the stored JSON text when it is an object,
 /// else `{}`.
 fn tool_input(call: &ToolCall) -> Json {
@@ -662,12 +714,12 @@ fn tool_input(call: &ToolCall) -> Json {
 }
 
 /// The blocks of an assistant turn, in its captured order.
-fn assemble(msg: &Message, reasoning: Reasoning) -> Vec<Block> {
-    let texts = texts(msg.content.as_ref()).into_iter().map(Block::Text);
+fn assemble<'h>(msg: &'h Message, reasoning: Reasoning<'h>) -> Vec<Block<'h>> {
+    let texts = text_blocks(msg.content.as_ref()).into_iter();
     let calls = msg.tool_calls.iter().flatten().filter_map(|c| {
         Some(Block::ToolUse {
-            id: c.id.clone()?,
-            name: c.function.name.clone(),
+            id: c.id.as_deref()?,
+            name: &c.function.name,
             input: tool_input(c),
         })
     });
@@ -737,7 +789,7 @@ pub fn encode(
     let last_assistant = history.iter().rposition(|m| m.role == Role::Assistant);
 
     let mut system: Vec<String> = Vec::new();
-    let mut wire: Vec<WireMessage> = Vec::new();
+    let mut wire: Vec<WireMessage<'_>> = Vec::new();
     let mut digest = PrefixDigest::new();
     let mut latest_starts_with_reasoning = None;
 
@@ -747,13 +799,10 @@ pub fn encode(
         match msg.role {
             Role::System | Role::Developer => system.extend(texts(msg.content.as_ref())),
             Role::User => {
-                let blocks: Vec<Block> = if media::has_images(msg) {
+                let blocks: Vec<Block<'_>> = if media::has_images(msg) {
                     media::user_blocks(msg, i)?
                 } else {
-                    texts(msg.content.as_ref())
-                        .into_iter()
-                        .map(Block::Text)
-                        .collect()
+                    text_blocks(msg.content.as_ref())
                 };
                 if !blocks.is_empty() {
                     push_turn(&mut wire, "user", blocks, i);
@@ -761,15 +810,12 @@ pub fn encode(
             }
             Role::Tool => {
                 let content = if media::has_images(msg) {
-                    media::result_content(msg, i)?
+                    media::user_blocks(msg, i)?
                 } else {
-                    texts(msg.content.as_ref())
-                        .into_iter()
-                        .map(|t| Block::Text(t).to_json())
-                        .collect()
+                    text_blocks(msg.content.as_ref())
                 };
                 let block = Block::ToolResult {
-                    id: msg.tool_call_id.clone().unwrap_or_default(),
+                    id: msg.tool_call_id.as_deref().unwrap_or_default(),
                     content,
                 };
                 push_turn(&mut wire, "user", vec![block], i);
@@ -797,7 +843,7 @@ pub fn encode(
                         .reasoning_details
                         .iter()
                         .flatten()
-                        .any(|i| read_item(i).is_some())
+                        .any(|i| read_literals(i).is_some())
                 {
                     carriers.dropped_provenance += 1;
                 }
@@ -811,7 +857,7 @@ pub fn encode(
                     if had_reasoning && drops.redacted {
                         // Emptied by this request's drops: a placeholder keeps the turns
                         // alternating.
-                        blocks.push(Block::Text(PLACEHOLDER.to_owned()));
+                        blocks.push(Block::Text(Str::Text(PLACEHOLDER.into())));
                         explain.push(format!(
                             "message {i}: emptied by the drops, sent as {PLACEHOLDER:?}"
                         ));
@@ -862,22 +908,8 @@ pub fn encode(
         }
     }
 
-    let mut body: Vec<(&str, Json)> = vec![(
-        "messages",
-        Json::Array(
-            wire.iter()
-                .map(|w| {
-                    Json::object([
-                        ("role", Json::str(w.role)),
-                        (
-                            "content",
-                            Json::Array(w.parts.iter().map(Block::to_json).collect()),
-                        ),
-                    ])
-                })
-                .collect(),
-        ),
-    )];
+    // `messages` is written straight from the wire copy; the rest, small, as values.
+    let mut body: Vec<(&str, Json)> = Vec::new();
     if !system.is_empty() {
         let mut blocks: Vec<Json> = system
             .into_iter()
@@ -933,8 +965,27 @@ pub fn encode(
     if let Some(format) = sampling.format {
         body.push(("outputConfig", Json::object([("textFormat", format)])));
     }
-    let body = Json::object(body);
-    let text = body.to_python();
+    let blocks = wire.iter().flat_map(|w| &w.parts);
+    let mut text = String::with_capacity(1024 + blocks.map(Block::size_hint).sum::<usize>());
+    text.push_str("{\"messages\": [");
+    for (i, w) in wire.iter().enumerate() {
+        if i > 0 {
+            text.push_str(", ");
+        }
+        text.push_str("{\"role\": ");
+        write_str(&mut text, w.role);
+        text.push_str(", \"content\": ");
+        write_blocks(&mut text, &w.parts);
+        text.push('}');
+    }
+    text.push(']');
+    for (key, value) in &body {
+        text.push_str(", ");
+        write_str(&mut text, key);
+        text.push_str(": ");
+        value.write(&mut text);
+    }
+    text.push('}');
     Ok(Encoded {
         body: text.into_bytes(),
         refusable: refusable.into_iter().collect(),

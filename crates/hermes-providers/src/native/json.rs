@@ -20,13 +20,23 @@ pub(crate) fn empty_string() -> Box<RawValue> {
 /// array of parts whose `type` is missing or one of `kinds`. Empty texts are left out (no
 /// provider takes an empty text block), and so is a `text` that is not a string.
 pub(crate) fn text_parts(content: Option<&RawJson>, kinds: &[&str]) -> Vec<Box<RawValue>> {
+    text_literals(content, kinds)
+        .into_iter()
+        .map(ToOwned::to_owned)
+        .collect()
+}
+
+/// [`text_parts`], borrowed from `content`.
+pub(crate) fn text_literals<'a>(content: Option<&'a RawJson>, kinds: &[&str]) -> Vec<&'a RawValue> {
     let Some(content) = content else {
         return Vec::new();
     };
     if content.is_string() {
-        return match content.as_str() {
-            Some(t) if !t.is_empty() => vec![raw_box(content.get())],
-            _ => Vec::new(),
+        // Any other string literal, escapes and all, reads as a text that is not empty.
+        return if content.get() == "\"\"" {
+            Vec::new()
+        } else {
+            vec![content.as_raw()]
         };
     }
     #[derive(serde::Deserialize)]
@@ -42,7 +52,6 @@ pub(crate) fn text_parts(content: Option<&RawJson>, kinds: &[&str]) -> Vec<Box<R
         .filter(|p| p.kind.as_deref().is_none_or(|k| kinds.contains(&k)))
         .filter_map(|p| p.text)
         .filter(|t| t.get().starts_with('"') && t.get() != "\"\"")
-        .map(|t| t.to_owned())
         .collect()
 }
 
