@@ -104,7 +104,8 @@ pub fn parse_lenient<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, se
 /// a lone `\udc00`): the one thing that keeps a valid JSON string from reading as a Rust
 /// string (where [`parse_lenient`] reads U+FFFD).
 pub fn has_lone_surrogate(text: &str) -> bool {
-    !lone_surrogates(text).is_empty()
+    // No `\u` at all, no surrogate escape (one quick scan: most texts have none).
+    text.contains("\\u") && !lone_surrogates(text).is_empty()
 }
 
 /// Where each lone surrogate escape of `text` starts. Backslashes only occur inside JSON
@@ -236,6 +237,12 @@ pub fn without_members<'a>(raw: &'a RawValue, drop: impl Fn(&str) -> bool) -> Co
 /// `raw` without its private members ([`is_private_key`]), as [`without_members`] keeps the
 /// rest.
 pub fn without_private(raw: &RawValue) -> Cow<'_, RawValue> {
+    // A key starting with `_` is spelled `"_` or `"\u005f` (`"\u005F`) in the text: without
+    // either, nothing is private and the members need not be read.
+    let text = raw.get();
+    if !text.contains("\"_") && !text.contains("\"\\u005") {
+        return Cow::Borrowed(raw);
+    }
     without_members(raw, is_private_key)
 }
 

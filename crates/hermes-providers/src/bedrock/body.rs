@@ -794,8 +794,7 @@ pub fn encode(
     let mut latest_starts_with_reasoning = None;
 
     for (i, msg) in history.iter().enumerate() {
-        let prefix = digest.hex();
-        digest.add(msg);
+        let prefix = digest.step(msg);
         match msg.role {
             Role::System | Role::Developer => system.extend(texts(msg.content.as_ref())),
             Role::User => {

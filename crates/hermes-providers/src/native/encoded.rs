@@ -58,7 +58,18 @@ impl<X> Encoded<X> {
 
 /// Writes `body` as compact JSON, the bytes sent.
 pub(crate) fn write_json<T: Serialize>(body: &T) -> Result<Vec<u8>, EncodeError> {
-    serde_json::to_vec(body).map_err(|e| EncodeError::Json(e.to_string()))
+    write_json_sized(body, 128)
+}
+
+/// [`write_json`] into a buffer of `capacity` bytes to begin with (about the body's size), so
+/// a large body is not grown again and again as it is written.
+pub(crate) fn write_json_sized<T: Serialize>(
+    body: &T,
+    capacity: usize,
+) -> Result<Vec<u8>, EncodeError> {
+    let mut out = Vec::with_capacity(capacity);
+    serde_json::to_writer(&mut out, body).map_err(|e| EncodeError::Json(e.to_string()))?;
+    Ok(out)
 }
 
 /// `--explain`'s lines for a request to `url`: first `POST <path>` (its path and query), then
