@@ -21,7 +21,7 @@ use hermes_core::{Message, RawJson, RequestParts, Role, RouteTarget, ToolCall};
 
 use super::media;
 use super::model::{BedrockModel, Policy};
-use super::pyjson::{Json, Str, float_repr, write_str};
+use super::pyjson::{Json, Str, float_repr, write_array, write_str};
 use crate::anthropic::body::INTERLEAVED_BETA;
 use crate::anthropic::model as claude;
 use crate::native::json::{self, Turn, push_turn};
@@ -190,14 +190,7 @@ impl Block<'_> {
 
 /// Writes `blocks` as a JSON array (`[a, b]`).
 fn write_blocks(out: &mut String, blocks: &[Block<'_>]) {
-    out.push('[');
-    for (i, block) in blocks.iter().enumerate() {
-        if i > 0 {
-            out.push_str(", ");
-        }
-        block.write(out);
-    }
-    out.push(']');
+    write_array(out, blocks, Block::write);
 }
 
 /// One wire message.

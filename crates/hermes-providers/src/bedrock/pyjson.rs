@@ -78,16 +78,7 @@ impl Json {
             Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
             Json::Number(n) => out.push_str(n),
             Json::Str(s) => write_str(out, s),
-            Json::Array(items) => {
-                out.push('[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    item.write(out);
-                }
-                out.push(']');
-            }
+            Json::Array(items) => write_array(out, items, Json::write),
             Json::Object(pairs) => {
                 out.push('{');
                 for (i, (key, value)) in pairs.iter().enumerate() {
@@ -102,6 +93,19 @@ impl Json {
             }
         }
     }
+}
+
+/// Writes `items` as a JSON array the way `json.dumps` separates them (`[a, b]`), each by
+/// `write`.
+pub(crate) fn write_array<T>(out: &mut String, items: &[T], write: impl Fn(&T, &mut String)) {
+    out.push('[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write(item, out);
+    }
+    out.push(']');
 }
 
 /// A string to write: decoded text, or a JSON string literal standing for it (stored text,
@@ -521,30 +525,26 @@ mod tests {
 
     use super::*;
 
-    /// `json.dumps` of one string, one character at a time: what the run-copying writers must
-    /// equal.
+    /// `json.dumps` of one string built another way, one character at a time, for the
+    /// run-copying writers to equal: serde_json escapes exactly what `json.dumps` does below
+    /// DEL (the short escapes, other controls as lowercase `\u00XX`), and `ensure_ascii` then
+    /// escapes every character from DEL up, per UTF-16 unit.
     fn reference(text: &str) -> String {
-        let mut out = String::from('"');
-        for c in text.chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                '\u{8}' => out.push_str("\\b"),
-                '\u{c}' => out.push_str("\\f"),
-                ' '..='~' => out.push(c),
-                _ => {
+        serde_json::to_string(text)
+            .unwrap()
+            .chars()
+            .map(|c| {
+                if c < '\u{7f}' {
+                    c.to_string()
+                } else {
                     let mut units = [0u16; 2];
-                    for unit in c.encode_utf16(&mut units) {
-                        out.push_str(&format!("\\u{unit:04x}"));
-                    }
+                    c.encode_utf16(&mut units)
+                        .iter()
+                        .map(|u| format!("\\u{u:04x}"))
+                        .collect()
                 }
-            }
-        }
-        out.push('"');
-        out
+            })
+            .collect()
     }
 
     fn written(text: &str) -> String {
@@ -654,8 +654,10 @@ mod tests {
 
     #[test]
     fn strings_are_escaped_as_json_dumps_does_with_ensure_ascii() {
-        let mut out = String::new();
-        write_str(&mut out, "é/\u{7f}\u{1}\u{2028}😀\"\\\n\t\u{8}\u{c}\r ~");
+        let text = "é/\u{7f}\u{1}\u{2028}😀\"\\\n\t\u{8}\u{c}\r ~";
+        let out = written(text);
+        // The proptests' reference agrees.
+        assert_eq!(reference(text), out);
         // The text CPython 3's `json.dumps` gives for the same string.
         assert_eq!(
             out,
