@@ -172,11 +172,13 @@ fn transcode(out: &mut String, literal: &str) -> Option<()> {
         u16::from_str_radix(hex, 16).ok()
     };
     out.push('"');
+    // `inner[from..at]` is copied as it is: plain runs, and the escapes `json.dumps` spells
+    // the same way (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`), so a literal as serde_json
+    // (every capture) writes it is mostly one copy.
+    let mut from = 0;
     let mut at = 0;
     loop {
-        let end = plain_end(bytes, at);
-        out.push_str(&inner[at..end]);
-        at = end;
+        at = plain_end(bytes, at);
         let Some(&byte) = bytes.get(at) else {
             break;
         };
@@ -185,13 +187,23 @@ fn transcode(out: &mut String, literal: &str) -> Option<()> {
             if byte == b'"' {
                 return None;
             }
+            out.push_str(&inner[from..at]);
             let c = inner[at..].chars().next()?;
             write_char(out, c);
             at += c.len_utf8();
+            from = at;
             continue;
         }
-        let escaped = match *bytes.get(at + 1)? {
+        match *bytes.get(at + 1)? {
+            b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => at += 2,
+            b'/' => {
+                out.push_str(&inner[from..at]);
+                out.push('/');
+                at += 2;
+                from = at;
+            }
             b'u' => {
+                out.push_str(&inner[from..at]);
                 let first = unit(at + 2)?;
                 at += 6;
                 match first {
@@ -212,21 +224,12 @@ fn transcode(out: &mut String, literal: &str) -> Option<()> {
                     0xDC00..=0xDFFF => push_unit(out, 0xFFFD),
                     _ => write_char(out, char::from_u32(u32::from(first))?),
                 }
-                continue;
+                from = at;
             }
-            b'"' => '"',
-            b'\\' => '\\',
-            b'/' => '/',
-            b'b' => '\u{8}',
-            b'f' => '\u{c}',
-            b'n' => '\n',
-            b'r' => '\r',
-            b't' => '\t',
             _ => return None,
-        };
-        write_char(out, escaped);
-        at += 2;
+        }
     }
+    out.push_str(&inner[from..]);
     out.push('"');
     Some(())
 }
