@@ -168,24 +168,6 @@ impl Block<'_> {
             }
         }
     }
-
-    /// About how many bytes [`Block::write`] writes (the stored literals' lengths and the
-    /// keys around them), to size the body once.
-    fn size_hint(&self) -> usize {
-        let len = |s: &Str<'_>| match s {
-            Str::Text(text) => text.len() + 2,
-            Str::Literal(literal) => literal.len(),
-        };
-        64 + match self {
-            Block::Text(text) | Block::Redacted(text) => len(text),
-            Block::ToolUse { id, name, .. } => id.len() + name.len() + 64,
-            Block::ToolResult { id, content } => {
-                id.len() + content.iter().map(Block::size_hint).sum::<usize>()
-            }
-            Block::Image(_) => 0,
-            Block::Reasoning { text, signature } => len(text) + signature.as_ref().map_or(0, len),
-        }
-    }
 }
 
 /// Writes `blocks` as a JSON array (`[a, b]`).
@@ -193,8 +175,77 @@ fn write_blocks(out: &mut String, blocks: &[Block<'_>]) {
     write_array(out, blocks, Block::write);
 }
 
-/// One wire message.
-type WireMessage<'h> = Turn<Block<'h>>;
+/// The body, begun with its `messages` array and written as the history is read: each turn's
+/// blocks go onto it at once, while their stored text is still in cache, the turn left open
+/// while the next message merges into it ([`push_turn`]'s rule). Of each turn only its role
+/// and sources are kept.
+struct Messages {
+    /// `{"messages": [` and the blocks written so far.
+    text: String,
+    /// The wire messages.
+    turns: Vec<Turn<()>>,
+    /// The refusable fields the blocks written carry.
+    refusable: BTreeSet<&'static str>,
+}
+
+impl Messages {
+    /// An empty array in a body of about `capacity` bytes.
+    fn new(capacity: usize) -> Self {
+        let mut text = String::with_capacity(capacity);
+        text.push_str("{\"messages\": [");
+        Messages {
+            text,
+            turns: Vec::new(),
+            refusable: BTreeSet::new(),
+        }
+    }
+
+    /// Adds `blocks` from the history message `source` as a turn of `role` (merged into the
+    /// last one when it has the same role), writing them.
+    fn push(&mut self, role: &'static str, blocks: &[Block<'_>], source: usize) {
+        for block in blocks {
+            match block {
+                Block::Reasoning { signature, .. } => {
+                    self.refusable.insert("reasoningContent");
+                    if signature.is_some() {
+                        self.refusable.insert("signature");
+                    }
+                }
+                Block::Redacted(_) => {
+                    self.refusable.insert("reasoningContent");
+                    self.refusable.insert("redactedContent");
+                }
+                _ => {}
+            }
+        }
+        let before = self.turns.len();
+        push_turn(&mut self.turns, role, Vec::new(), source);
+        let merged = self.turns.len() == before;
+        if !merged {
+            if before > 0 {
+                self.text.push_str("]}, ");
+            }
+            self.text.push_str("{\"role\": ");
+            write_str(&mut self.text, role);
+            self.text.push_str(", \"content\": [");
+        }
+        for (i, block) in blocks.iter().enumerate() {
+            if merged || i > 0 {
+                self.text.push_str(", ");
+            }
+            block.write(&mut self.text);
+        }
+    }
+
+    /// Closes the array: the body so far, the turns and the refusable fields.
+    fn finish(mut self) -> (String, Vec<Turn<()>>, BTreeSet<&'static str>) {
+        if !self.turns.is_empty() {
+            self.text.push_str("]}");
+        }
+        self.text.push(']');
+        (self.text, self.turns, self.refusable)
+    }
+}
 
 /// The text a message left empty by a recovery carries, so the turns still alternate.
 pub const PLACEHOLDER: &str = "[reasoning left out]";
@@ -782,7 +833,20 @@ pub fn encode(
     let last_assistant = history.iter().rposition(|m| m.role == Role::Assistant);
 
     let mut system: Vec<String> = Vec::new();
-    let mut wire: Vec<WireMessage<'_>> = Vec::new();
+    // About the body's size: what its messages copy from the history.
+    let size: usize = history
+        .iter()
+        .map(|m| {
+            let details = m.reasoning_details.iter().flatten();
+            let calls = m.tool_calls.iter().flatten();
+            128 + m.content.as_ref().map_or(0, |c| c.get().len())
+                + details.map(|d| d.raw().get().len()).sum::<usize>()
+                + calls
+                    .map(|c| c.function.arguments.as_ref().map_or(0, |a| a.get().len()) + 128)
+                    .sum::<usize>()
+        })
+        .sum();
+    let mut wire = Messages::new(1024 + size);
     let mut digest = PrefixDigest::new();
     let mut latest_starts_with_reasoning = None;
 
@@ -797,7 +861,7 @@ pub fn encode(
                     text_blocks(msg.content.as_ref())
                 };
                 if !blocks.is_empty() {
-                    push_turn(&mut wire, "user", blocks, i);
+                    wire.push("user", &blocks, i);
                 }
             }
             Role::Tool => {
@@ -810,7 +874,7 @@ pub fn encode(
                     id: msg.tool_call_id.as_deref().unwrap_or_default(),
                     content,
                 };
-                push_turn(&mut wire, "user", vec![block], i);
+                wire.push("user", &[block], i);
             }
             Role::Assistant => {
                 if !stored::replayed(msg, i, &mut explain) {
@@ -858,7 +922,7 @@ pub fn encode(
                         continue;
                     }
                 }
-                push_turn(&mut wire, "assistant", blocks, i);
+                wire.push("assistant", &blocks, i);
             }
         }
     }
@@ -883,24 +947,7 @@ pub fn encode(
         };
     }
 
-    let mut refusable: BTreeSet<&'static str> = BTreeSet::new();
-    for block in wire.iter().flat_map(|w| &w.parts) {
-        match block {
-            Block::Reasoning { signature, .. } => {
-                refusable.insert("reasoningContent");
-                if signature.is_some() {
-                    refusable.insert("signature");
-                }
-            }
-            Block::Redacted(_) => {
-                refusable.insert("reasoningContent");
-                refusable.insert("redactedContent");
-            }
-            _ => {}
-        }
-    }
-
-    // `messages` is written straight from the wire copy; the rest, small, as values.
+    // `messages` is written; the rest, small, as values.
     let mut body: Vec<(&str, Json)> = Vec::new();
     if !system.is_empty() {
         let mut blocks: Vec<Json> = system
@@ -957,20 +1004,7 @@ pub fn encode(
     if let Some(format) = sampling.format {
         body.push(("outputConfig", Json::object([("textFormat", format)])));
     }
-    let blocks = wire.iter().flat_map(|w| &w.parts);
-    let mut text = String::with_capacity(1024 + blocks.map(Block::size_hint).sum::<usize>());
-    text.push_str("{\"messages\": [");
-    for (i, w) in wire.iter().enumerate() {
-        if i > 0 {
-            text.push_str(", ");
-        }
-        text.push_str("{\"role\": ");
-        write_str(&mut text, w.role);
-        text.push_str(", \"content\": ");
-        write_blocks(&mut text, &w.parts);
-        text.push('}');
-    }
-    text.push(']');
+    let (mut text, wire, refusable) = wire.finish();
     for (key, value) in &body {
         text.push_str(", ");
         write_str(&mut text, key);
