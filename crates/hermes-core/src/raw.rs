@@ -100,9 +100,18 @@ pub fn parse_lenient<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, se
     })
 }
 
-/// `text` with every lone surrogate escape replaced by `\ufffd`, or `None` when it has none.
-/// Backslashes only occur inside JSON strings, so escapes are found by walking them in order.
-fn without_lone_surrogates(text: &str) -> Option<String> {
+/// True when the JSON text `text` holds a lone surrogate escape (`\ud800` without its pair, or
+/// a lone `\udc00`): the one thing that keeps a valid JSON string from reading as a Rust
+/// string (where [`parse_lenient`] reads U+FFFD).
+pub fn has_lone_surrogate(text: &str) -> bool {
+    // No `\u` at all, no surrogate escape (one quick scan: most texts have none).
+    text.contains("\\u") && !lone_surrogates(text).is_empty()
+}
+
+/// Where each lone surrogate escape of `text` starts. Backslashes only occur inside JSON
+/// strings, so escapes are found by walking them in order (jumping from one backslash to the
+/// next).
+fn lone_surrogates(text: &str) -> Vec<usize> {
     let bytes = text.as_bytes();
     let unit = |at: usize| -> Option<u16> {
         let hex = bytes.get(at..at + 6)?;
@@ -114,10 +123,16 @@ fn without_lone_surrogates(text: &str) -> Option<String> {
     let mut lone: Vec<usize> = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] != b'\\' {
+        let Some(rest) = text.get(i..) else {
+            // Past an escape of a character that is not ASCII (not JSON): on to the next
+            // character.
             i += 1;
             continue;
-        }
+        };
+        let Some(found) = rest.find('\\') else {
+            break;
+        };
+        i += found;
         match unit(i) {
             Some(0xD800..=0xDBFF) => {
                 if matches!(unit(i + 6), Some(0xDC00..=0xDFFF)) {
@@ -136,6 +151,12 @@ fn without_lone_surrogates(text: &str) -> Option<String> {
             None => i += 2,
         }
     }
+    lone
+}
+
+/// `text` with every lone surrogate escape replaced by `\ufffd`, or `None` when it has none.
+fn without_lone_surrogates(text: &str) -> Option<String> {
+    let lone = lone_surrogates(text);
     if lone.is_empty() {
         return None;
     }
@@ -216,6 +237,12 @@ pub fn without_members<'a>(raw: &'a RawValue, drop: impl Fn(&str) -> bool) -> Co
 /// `raw` without its private members ([`is_private_key`]), as [`without_members`] keeps the
 /// rest.
 pub fn without_private(raw: &RawValue) -> Cow<'_, RawValue> {
+    // A key starting with `_` is spelled `"_` or `"\u005f` (`"\u005F`) in the text: without
+    // either, nothing is private and the members need not be read.
+    let text = raw.get();
+    if !text.contains("\"_") && !text.contains("\"\\u005") {
+        return Cow::Borrowed(raw);
+    }
     without_members(raw, is_private_key)
 }
 
@@ -389,6 +416,22 @@ mod tests {
         let text = RawJson::from_text(r#""x\udbff""#).unwrap();
         assert_eq!(text.as_str().unwrap(), "x\u{fffd}");
         assert!(parse_lenient::<serde_json::Value>("{").is_err());
+        // What `has_lone_surrogate` says is exactly where a strict read fails.
+        for (text, lone) in [
+            (r#""a\ud800b""#, true),
+            (r#""\udc00""#, true),
+            (r#""\ud800\ud800\udc00""#, true),
+            (r#""\ud83d\ude00 \u00e9 \n""#, false),
+            (r#""\\ud800""#, false),
+            (r#""caf\u00e9 \/ é""#, false),
+        ] {
+            assert_eq!(has_lone_surrogate(text), lone, "{text}");
+            assert_eq!(
+                serde_json::from_str::<String>(text).is_err(),
+                lone,
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@ use crate::image::Image;
 pub(super) use crate::native::json::raw_box;
 use crate::native::json::{self, Turn};
 use crate::native::stored;
-use crate::native::write_json;
+use crate::native::write_json_with_capacity;
 use crate::sampling::{Unsupported, check_tool_choice, schema_value};
 use crate::signed::replay;
 pub use crate::signed::replay::{PREFIX_KEY, PrefixDigest};
@@ -212,7 +212,7 @@ pub(super) enum Block<'h> {
     /// An unsigned thinking block from readable text (must-echo relays, Kimi).
     Unsigned(String),
     /// A text block; `text` is a JSON string literal as stored.
-    Text(Box<RawValue>),
+    Text(&'h RawValue),
     /// A tool call.
     ToolUse {
         id: &'h str,
@@ -236,6 +236,21 @@ pub(super) enum Block<'h> {
 impl Block<'_> {
     fn is_thinking(&self) -> bool {
         matches!(self, Block::Stored(_) | Block::Unsigned(_))
+    }
+
+    /// About how many bytes the block takes in the body: what it copies and the keys around.
+    fn size_hint(&self) -> usize {
+        48 + match self {
+            Block::Stored(raw) => raw.get().len(),
+            Block::Unsigned(text) => text.len(),
+            Block::Text(text) => text.get().len(),
+            Block::ToolUse { id, name, input } => id.len() + name.len() + input.get().len(),
+            Block::ToolResult {
+                tool_use_id,
+                content,
+            } => tool_use_id.len() + content.map_or(0, |c| c.get().len()),
+            Block::Image(_) | Block::ToolResultParts { .. } => 0,
+        }
     }
 }
 
@@ -335,7 +350,7 @@ struct Blocks<'a, 'h>(&'a WireMessage<'h>);
 impl Serialize for Blocks<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let msg = self.0;
-        let plain = msg.extra.text.map(|text| Block::Text(raw_box(text.get())));
+        let plain = msg.extra.text.map(|text| Block::Text(text.as_raw()));
         let blocks: Vec<&Block<'_>> = plain.iter().chain(msg.parts.iter()).collect();
         // The breakpoint goes on the last block that is not thinking (SPEC: never on thinking).
         let cached = if msg.extra.cache {
@@ -355,15 +370,15 @@ impl Serialize for Blocks<'_, '_> {
 }
 
 /// The system prompt: every `system` message's text, each a text block, the last one cached.
-struct System(Vec<Box<RawValue>>);
+struct System<'h>(Vec<&'h RawValue>);
 
-impl Serialize for System {
+impl Serialize for System<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut seq = s.serialize_seq(Some(self.0.len()))?;
         let last = self.0.len().saturating_sub(1);
-        for (i, text) in self.0.iter().enumerate() {
+        for (i, &text) in self.0.iter().enumerate() {
             seq.serialize_element(&CachedBlock {
-                block: &Block::Text(text.clone()),
+                block: &Block::Text(text),
                 cache: i == last,
             })?;
         }
@@ -584,8 +599,8 @@ fn anthropic_kind(item: &DetailItem) -> Option<(&'static str, bool)> {
 }
 
 /// The text parts of a content value (chat `text` parts; the API refuses empty text blocks).
-fn text_parts(content: Option<&RawJson>) -> Vec<Box<RawValue>> {
-    json::text_parts(content, &["text"])
+fn text_parts(content: Option<&RawJson>) -> Vec<&RawValue> {
+    json::text_literals(content, &["text"])
 }
 
 /// A tool call's arguments as the `input` object: the stored JSON text when it is an object,
@@ -646,8 +661,7 @@ pub fn encode(
     let last_assistant = history.iter().rposition(|m| m.role == Role::Assistant);
 
     for (i, msg) in history.iter().enumerate() {
-        let prefix = digest.hex();
-        digest.add(msg);
+        let prefix = digest.step(msg);
         match msg.role {
             Role::System | Role::Developer => {
                 system.extend(text_parts(msg.content.as_ref()));
@@ -683,8 +697,10 @@ pub fn encode(
             }
             Role::Assistant => {
                 let in_loop = i >= loop_start;
+                let items = stored_blocks(msg);
                 let (thinking, why) = assistant_thinking(
                     msg,
+                    &items,
                     in_loop,
                     &prefix,
                     family,
@@ -694,7 +710,7 @@ pub fn encode(
                     &decision.target,
                 );
                 explain.push(format!("message {i}: {why}"));
-                match carrier_outcome(msg, &thinking, &decision.target) {
+                match carrier_outcome(msg, !items.is_empty(), &thinking, &decision.target) {
                     Some(Outcome::Demoted) => carriers.demoted += 1,
                     Some(Outcome::Provenance) => carriers.dropped_provenance += 1,
                     None => {}
@@ -807,7 +823,13 @@ pub fn encode(
         // the body (`lib/bedrock/_client.py` line 69).
         stream: parts.stream && !bedrock,
     };
-    let bytes = write_json(&body)?;
+    // Sized from what the messages copy (the rest is small).
+    let size = wire
+        .iter()
+        .map(|w| w.extra.text.map_or(0, |t| t.get().len()) + 32)
+        .chain(wire.iter().flat_map(|w| &w.parts).map(Block::size_hint))
+        .sum::<usize>();
+    let bytes = write_json_with_capacity(&body, 1024 + size)?;
     Ok(Encoded {
         body: bytes,
         refusable: sent_kinds.into_iter().collect(),
@@ -831,17 +853,14 @@ enum Outcome {
     Provenance,
 }
 
-/// The carrier outcome of `thinking` for `msg` (none: replayed as stored, or nothing to send).
+/// The carrier outcome of `thinking` for `msg`, which stores Anthropic-shaped blocks when
+/// `signed_blocks` (none: replayed as stored, or nothing to send).
 fn carrier_outcome(
     msg: &Message,
+    signed_blocks: bool,
     thinking: &Thinking<'_>,
     target: &hermes_core::RouteTarget,
 ) -> Option<Outcome> {
-    let signed_blocks = msg
-        .reasoning_details
-        .iter()
-        .flatten()
-        .any(|item| anthropic_kind(item).is_some());
     match thinking {
         Thinking::Unsigned(text) if signed_blocks || text == hermes_core::shape::PAD => {
             Some(Outcome::Demoted)
@@ -868,18 +887,30 @@ fn push<'h>(
     };
     json::push_turn_with(wire, role, blocks, source, extra, |last, this| {
         if let Some(text) = last.extra.text.take() {
-            last.parts.insert(0, Block::Text(raw_box(text.get())));
+            last.parts.insert(0, Block::Text(text.as_raw()));
         }
         if let Some(text) = this.text {
-            last.parts.push(Block::Text(raw_box(text.get())));
+            last.parts.push(Block::Text(text.as_raw()));
         }
     });
 }
 
-/// Which thinking blocks an assistant message sends, and why.
+/// A message's stored Anthropic-shaped items ([`anthropic_kind`]): each as stored, its kind,
+/// and whether it is signed. Read once per message.
+fn stored_blocks(msg: &Message) -> Vec<(&RawJson, &'static str, bool)> {
+    msg.reasoning_details
+        .iter()
+        .flatten()
+        .filter_map(|item| anthropic_kind(item).map(|(kind, signed)| (item.raw(), kind, signed)))
+        .collect()
+}
+
+/// Which thinking blocks an assistant message sends, and why; `items` are its
+/// [`stored_blocks`].
 #[allow(clippy::too_many_arguments)]
 fn assistant_thinking<'h>(
     msg: &'h Message,
+    items: &[(&'h RawJson, &'static str, bool)],
     in_loop: bool,
     prefix: &str,
     family: Family,
@@ -888,14 +919,9 @@ fn assistant_thinking<'h>(
     dropped: bool,
     target: &hermes_core::RouteTarget,
 ) -> (Thinking<'h>, String) {
-    let items: Vec<(&'h RawJson, &'static str, bool)> = msg
-        .reasoning_details
-        .iter()
-        .flatten()
-        .filter_map(|item| anthropic_kind(item).map(|(kind, signed)| (item.raw(), kind, signed)))
-        .collect();
     let origin_ok = stored::own(msg, target);
-    let readable = msg.replayable_text().map(|t| t.text().into_owned());
+    // Decoded only where a family sends it.
+    let readable = || msg.replayable_text().map(|t| t.text().into_owned());
     if refused.contains(&"thinking") {
         return (
             Thinking::None,
@@ -910,7 +936,7 @@ fn assistant_thinking<'h>(
     }
     match family {
         Family::Unknown => (Thinking::None, "no thinking to an unknown relay".into()),
-        Family::Echo => match readable {
+        Family::Echo => match readable() {
             Some(text) => (
                 Thinking::Unsigned(text),
                 "readable thinking sent unsigned".into(),
@@ -920,7 +946,7 @@ fn assistant_thinking<'h>(
                 "no stored thinking: must-echo pad \" \" sent as an unsigned block".into(),
             ),
         },
-        Family::Kimi if items.is_empty() => match readable {
+        Family::Kimi if items.is_empty() => match readable() {
             Some(text) => (
                 Thinking::Unsigned(text),
                 "readable thinking sent unsigned".into(),
@@ -1006,7 +1032,7 @@ struct Body<'a, 'h> {
     /// Bedrock's `anthropic_beta` list (not written when empty).
     anthropic_beta: &'a [&'a str],
     max_tokens: u32,
-    system: Option<System>,
+    system: Option<System<'h>>,
     messages: &'a [WireMessage<'h>],
     tools: Option<Tools<'a>>,
     thinking: Option<Box<RawValue>>,

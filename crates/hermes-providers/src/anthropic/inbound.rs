@@ -22,7 +22,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::{Family, WIRE_ID};
-use crate::signed::carriers::{StoredItem, read_item};
+use crate::signed::carriers::{StoredLiterals, read_literals};
 
 /// What a thinking signature the gateway minted starts with (SPEC §10, "Messages-door
 /// signatures": `hermes1.<key id>.<MAC>`).
@@ -153,13 +153,19 @@ fn gateway_signed(item: &DetailItem) -> bool {
 /// A `thinking` item signed by the gateway ([`GATEWAY_SIGNATURE_PREFIX`]): its text and its
 /// signature, for the door to verify; `None` for any other item.
 pub fn gateway_block(item: &DetailItem) -> Option<(String, String)> {
-    match read_item(item)? {
-        StoredItem::Thinking {
-            text,
-            signature: Some(signature),
-        } if signature.starts_with(GATEWAY_SIGNATURE_PREFIX) => Some((text, signature)),
-        _ => None,
-    }
+    let StoredLiterals::Thinking {
+        text,
+        signature: Some(signature),
+    } = read_literals(item)?
+    else {
+        return None;
+    };
+    let decode = |literal: &str| serde_json::from_str::<String>(literal).ok();
+    let signature = decode(signature)?;
+    signature
+        .starts_with(GATEWAY_SIGNATURE_PREFIX)
+        .then(|| Some((decode(text)?, signature)))
+        .flatten()
 }
 
 /// `system` (a string, or text blocks: their texts joined; `cache_control` is not part of it).

@@ -11,7 +11,7 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use super::body::{Block, EncodeError, raw_box};
+use super::body::{Block, EncodeError};
 use crate::image::{self, Image, Piece, Source};
 
 /// The media types a base64 source takes: `Base64ImageSourceParam.media_type`
@@ -38,9 +38,7 @@ pub(super) fn user_blocks<'h>(
     Ok(pieces(msg, index)?
         .into_iter()
         .filter_map(|p| match p {
-            Piece::Text { text, .. } if text.get() != "\"\"" => {
-                Some(Block::Text(raw_box(text.get())))
-            }
+            Piece::Text { text, .. } if text.get() != "\"\"" => Some(Block::Text(text)),
             Piece::Image(img) => Some(Block::Image(img)),
             Piece::Text { .. } | Piece::Other(_) => None,
         })

@@ -21,13 +21,13 @@ use hermes_core::{Message, RawJson, RequestParts, Role, RouteTarget, ToolCall};
 
 use super::media;
 use super::model::{BedrockModel, Policy};
-use super::pyjson::{Json, float_repr};
+use super::pyjson::{Json, Str, float_repr, write_array, write_str};
 use crate::anthropic::body::INTERLEAVED_BETA;
 use crate::anthropic::model as claude;
 use crate::native::json::{self, Turn, push_turn};
 use crate::native::stored;
 use crate::sampling::{Unsupported, check_tool_choice};
-use crate::signed::carriers::{StoredItem, read_item};
+use crate::signed::carriers::{StoredLiterals, read_literals};
 use crate::signed::replay::{self, PrefixDigest};
 use crate::tools::ChatTool;
 
@@ -93,75 +93,159 @@ pub fn operation_path(model: &str, stream: bool) -> String {
     )
 }
 
-/// One content block of the wire copy.
+/// One content block of the wire copy; its strings borrowed from the history where they can be
+/// (stored literals are written without being decoded, [`Str::Literal`]).
 #[derive(Clone, Debug)]
-pub(super) enum Block {
-    Text(String),
+pub(super) enum Block<'h> {
+    Text(Str<'h>),
     ToolUse {
-        id: String,
-        name: String,
+        id: &'h str,
+        name: &'h str,
         input: Json,
     },
     ToolResult {
-        id: String,
+        id: &'h str,
         /// The `content` blocks (`{"text"}`, `{"image"}`).
-        content: Vec<Json>,
+        content: Vec<Block<'h>>,
     },
     /// An `image` block (module [`super::media`]).
     Image(Json),
     /// `reasoningContent.reasoningText`, with the stored signature when one is sent.
     Reasoning {
-        text: String,
-        signature: Option<String>,
+        text: Str<'h>,
+        signature: Option<Str<'h>>,
     },
     /// `reasoningContent.redactedContent`: the stored base64 text.
-    Redacted(String),
+    Redacted(Str<'h>),
 }
 
-impl Block {
+impl Block<'_> {
     fn is_reasoning(&self) -> bool {
         matches!(self, Block::Reasoning { .. } | Block::Redacted(_))
     }
 
-    pub(super) fn to_json(&self) -> Json {
+    /// Writes the block as botocore does, straight onto `out` (no value tree): `{"text": …}`,
+    /// `{"toolUse": {"toolUseId", "name", "input"}}`, `{"toolResult": {"toolUseId",
+    /// "content"}}`, the image, `{"reasoningContent": {"reasoningText": {"text",
+    /// "signature"}}}`, `{"reasoningContent": {"redactedContent": …}}`.
+    fn write(&self, out: &mut String) {
         match self {
-            Block::Text(text) => Json::object([("text", Json::str(text))]),
-            Block::ToolUse { id, name, input } => Json::object([(
-                "toolUse",
-                Json::object([
-                    ("toolUseId", Json::str(id)),
-                    ("name", Json::str(name)),
-                    ("input", input.clone()),
-                ]),
-            )]),
-            Block::ToolResult { id, content } => Json::object([(
-                "toolResult",
-                Json::object([
-                    ("toolUseId", Json::str(id)),
-                    ("content", Json::Array(content.clone())),
-                ]),
-            )]),
-            Block::Image(image) => image.clone(),
-            Block::Reasoning { text, signature } => {
-                let mut inner = vec![("text", Json::str(text))];
-                if let Some(sig) = signature {
-                    inner.push(("signature", Json::str(sig)));
-                }
-                Json::object([(
-                    "reasoningContent",
-                    Json::object([("reasoningText", Json::object(inner))]),
-                )])
+            Block::Text(text) => {
+                out.push_str("{\"text\": ");
+                text.write(out);
+                out.push('}');
             }
-            Block::Redacted(data) => Json::object([(
-                "reasoningContent",
-                Json::object([("redactedContent", Json::str(data))]),
-            )]),
+            Block::ToolUse { id, name, input } => {
+                out.push_str("{\"toolUse\": {\"toolUseId\": ");
+                write_str(out, id);
+                out.push_str(", \"name\": ");
+                write_str(out, name);
+                out.push_str(", \"input\": ");
+                input.write(out);
+                out.push_str("}}");
+            }
+            Block::ToolResult { id, content } => {
+                out.push_str("{\"toolResult\": {\"toolUseId\": ");
+                write_str(out, id);
+                out.push_str(", \"content\": ");
+                write_blocks(out, content);
+                out.push_str("}}");
+            }
+            Block::Image(image) => image.write(out),
+            Block::Reasoning { text, signature } => {
+                out.push_str("{\"reasoningContent\": {\"reasoningText\": {\"text\": ");
+                text.write(out);
+                if let Some(signature) = signature {
+                    out.push_str(", \"signature\": ");
+                    signature.write(out);
+                }
+                out.push_str("}}}");
+            }
+            Block::Redacted(data) => {
+                out.push_str("{\"reasoningContent\": {\"redactedContent\": ");
+                data.write(out);
+                out.push_str("}}");
+            }
         }
     }
 }
 
-/// One wire message.
-type WireMessage = Turn<Block>;
+/// Writes `blocks` as a JSON array (`[a, b]`).
+fn write_blocks(out: &mut String, blocks: &[Block<'_>]) {
+    write_array(out, blocks, Block::write);
+}
+
+/// The body, begun with its `messages` array and written as the history is read: each turn's
+/// blocks go onto it at once, while their stored text is still in cache, the turn left open
+/// while the next message merges into it ([`push_turn`]'s rule). Of each turn only its role
+/// and sources are kept.
+struct Messages {
+    /// `{"messages": [` and the blocks written so far.
+    text: String,
+    /// The wire messages.
+    turns: Vec<Turn<()>>,
+    /// The refusable fields the blocks written carry.
+    refusable: BTreeSet<&'static str>,
+}
+
+impl Messages {
+    /// An empty array in a body of about `capacity` bytes.
+    fn new(capacity: usize) -> Self {
+        let mut text = String::with_capacity(capacity);
+        text.push_str("{\"messages\": [");
+        Messages {
+            text,
+            turns: Vec::new(),
+            refusable: BTreeSet::new(),
+        }
+    }
+
+    /// Adds `blocks` from the history message `source` as a turn of `role` (merged into the
+    /// last one when it has the same role), writing them.
+    fn push(&mut self, role: &'static str, blocks: &[Block<'_>], source: usize) {
+        for block in blocks {
+            match block {
+                Block::Reasoning { signature, .. } => {
+                    self.refusable.insert("reasoningContent");
+                    if signature.is_some() {
+                        self.refusable.insert("signature");
+                    }
+                }
+                Block::Redacted(_) => {
+                    self.refusable.insert("reasoningContent");
+                    self.refusable.insert("redactedContent");
+                }
+                _ => {}
+            }
+        }
+        let before = self.turns.len();
+        push_turn(&mut self.turns, role, Vec::new(), source);
+        let merged = self.turns.len() == before;
+        if !merged {
+            if before > 0 {
+                self.text.push_str("]}, ");
+            }
+            self.text.push_str("{\"role\": ");
+            write_str(&mut self.text, role);
+            self.text.push_str(", \"content\": [");
+        }
+        for (i, block) in blocks.iter().enumerate() {
+            if merged || i > 0 {
+                self.text.push_str(", ");
+            }
+            block.write(&mut self.text);
+        }
+    }
+
+    /// Closes the array: the body so far, the turns and the refusable fields.
+    fn finish(mut self) -> (String, Vec<Turn<()>>, BTreeSet<&'static str>) {
+        if !self.turns.is_empty() {
+            self.text.push_str("]}");
+        }
+        self.text.push(']');
+        (self.text, self.turns, self.refusable)
+    }
+}
 
 /// The text a message left empty by a recovery carries, so the turns still alternate.
 pub const PLACEHOLDER: &str = "[reasoning left out]";
@@ -505,14 +589,14 @@ fn sampling_plan(
 }
 
 /// The reasoning an assistant turn sends.
-enum Reasoning {
+enum Reasoning<'h> {
     /// Nothing.
     None,
     /// One entry per stored Anthropic-shaped item, in stored order (`None`: left out), placed
     /// by the turn's recorded block order.
-    Items(Vec<Option<Block>>),
+    Items(Vec<Option<Block<'h>>>),
     /// Readable text with no stored items: leads the turn.
-    Leading(Vec<Block>),
+    Leading(Vec<Block<'h>>),
 }
 
 /// What one assistant turn's reasoning decision depends on.
@@ -530,16 +614,17 @@ struct Ctx<'a> {
 
 /// Unsigned `reasoningText` blocks from the turn's stored thinking texts, else its readable
 /// `reasoning_content` (or `reasoning`).
-fn unsigned(msg: &Message, items: &[StoredItem]) -> Reasoning {
-    let from_items: Vec<Option<Block>> = items
+fn unsigned<'h>(msg: &'h Message, items: &[StoredLiterals<'h>]) -> Reasoning<'h> {
+    let blank = |literal: &str| {
+        hermes_core::raw::parse_lenient::<String>(literal).map_or(true, |t| t.trim().is_empty())
+    };
+    let from_items: Vec<Option<Block<'_>>> = items
         .iter()
         .map(|item| match item {
-            StoredItem::Thinking { text, .. } if !text.trim().is_empty() => {
-                Some(Block::Reasoning {
-                    text: text.clone(),
-                    signature: None,
-                })
-            }
+            StoredLiterals::Thinking { text, .. } if !blank(text) => Some(Block::Reasoning {
+                text: Str::Literal(text),
+                signature: None,
+            }),
             _ => None,
         })
         .collect();
@@ -548,7 +633,7 @@ fn unsigned(msg: &Message, items: &[StoredItem]) -> Reasoning {
     }
     match msg.replayable_text() {
         Some(text) => Reasoning::Leading(vec![Block::Reasoning {
-            text: text.text().into_owned(),
+            text: Str::Literal(text.raw().get()),
             signature: None,
         }]),
         None => Reasoning::None,
@@ -556,12 +641,12 @@ fn unsigned(msg: &Message, items: &[StoredItem]) -> Reasoning {
 }
 
 /// Which reasoning an assistant message sends, and why.
-fn assistant_reasoning(msg: &Message, ctx: &Ctx<'_>) -> (Reasoning, String) {
-    let items: Vec<StoredItem> = msg
+fn assistant_reasoning<'h>(msg: &'h Message, ctx: &Ctx<'_>) -> (Reasoning<'h>, String) {
+    let items: Vec<StoredLiterals<'h>> = msg
         .reasoning_details
         .iter()
         .flatten()
-        .filter_map(read_item)
+        .filter_map(read_literals)
         .collect();
     let own = stored::own(msg, ctx.target);
     if ["reasoningContent", "reasoningText"]
@@ -605,10 +690,12 @@ fn assistant_reasoning(msg: &Message, ctx: &Ctx<'_>) -> (Reasoning, String) {
         }
         Policy::Signed => {
             let signed = items.iter().any(|i| match i {
-                StoredItem::Thinking { signature, .. } => signature.is_some(),
-                StoredItem::Redacted(_) => true,
+                StoredLiterals::Thinking { signature, .. } => signature.is_some(),
+                StoredLiterals::Redacted(_) => true,
             });
-            let redacted = items.iter().any(|i| matches!(i, StoredItem::Redacted(_)));
+            let redacted = items
+                .iter()
+                .any(|i| matches!(i, StoredLiterals::Redacted(_)));
             if items.is_empty() {
                 return (Reasoning::None, "no stored reasoning blocks".into());
             }
@@ -631,11 +718,12 @@ fn assistant_reasoning(msg: &Message, ctx: &Ctx<'_>) -> (Reasoning, String) {
             let blocks = items
                 .into_iter()
                 .map(|item| match item {
-                    StoredItem::Thinking { text, signature } => {
-                        Some(Block::Reasoning { text, signature })
-                    }
-                    StoredItem::Redacted(_) if ctx.drop_redacted => None,
-                    StoredItem::Redacted(data) => Some(Block::Redacted(data)),
+                    StoredLiterals::Thinking { text, signature } => Some(Block::Reasoning {
+                        text: Str::Literal(text),
+                        signature: signature.map(Str::Literal),
+                    }),
+                    StoredLiterals::Redacted(_) if ctx.drop_redacted => None,
+                    StoredLiterals::Redacted(data) => Some(Block::Redacted(Str::Literal(data))),
                 })
                 .collect();
             let why = if ctx.drop_redacted && redacted {
@@ -653,6 +741,14 @@ fn texts(content: Option<&RawJson>) -> Vec<String> {
     json::texts(content, &["text"])
 }
 
+/// The text blocks of a content value ([`texts`], each written from its stored literal).
+fn text_blocks(content: Option<&RawJson>) -> Vec<Block<'_>> {
+    json::text_literals(content, &["text"])
+        .into_iter()
+        .map(|t| Block::Text(Str::Literal(t.get())))
+        .collect()
+}
+
 /// A tool call's arguments as the `input` document: the stored JSON text when it is an object,
 /// else `{}`.
 fn tool_input(call: &ToolCall) -> Json {
@@ -662,12 +758,12 @@ fn tool_input(call: &ToolCall) -> Json {
 }
 
 /// The blocks of an assistant turn, in its captured order.
-fn assemble(msg: &Message, reasoning: Reasoning) -> Vec<Block> {
-    let texts = texts(msg.content.as_ref()).into_iter().map(Block::Text);
+fn assemble<'h>(msg: &'h Message, reasoning: Reasoning<'h>) -> Vec<Block<'h>> {
+    let texts = text_blocks(msg.content.as_ref()).into_iter();
     let calls = msg.tool_calls.iter().flatten().filter_map(|c| {
         Some(Block::ToolUse {
-            id: c.id.clone()?,
-            name: c.function.name.clone(),
+            id: c.id.as_deref()?,
+            name: &c.function.name,
             input: tool_input(c),
         })
     });
@@ -737,42 +833,48 @@ pub fn encode(
     let last_assistant = history.iter().rposition(|m| m.role == Role::Assistant);
 
     let mut system: Vec<String> = Vec::new();
-    let mut wire: Vec<WireMessage> = Vec::new();
+    // About the body's size: what its messages copy from the history.
+    let size: usize = history
+        .iter()
+        .map(|m| {
+            let details = m.reasoning_details.iter().flatten();
+            let calls = m.tool_calls.iter().flatten();
+            128 + m.content.as_ref().map_or(0, |c| c.get().len())
+                + details.map(|d| d.raw().get().len()).sum::<usize>()
+                + calls
+                    .map(|c| c.function.arguments.as_ref().map_or(0, |a| a.get().len()) + 128)
+                    .sum::<usize>()
+        })
+        .sum();
+    let mut wire = Messages::new(1024 + size);
     let mut digest = PrefixDigest::new();
     let mut latest_starts_with_reasoning = None;
 
     for (i, msg) in history.iter().enumerate() {
-        let prefix = digest.hex();
-        digest.add(msg);
+        let prefix = digest.step(msg);
         match msg.role {
             Role::System | Role::Developer => system.extend(texts(msg.content.as_ref())),
             Role::User => {
-                let blocks: Vec<Block> = if media::has_images(msg) {
+                let blocks: Vec<Block<'_>> = if media::has_images(msg) {
                     media::user_blocks(msg, i)?
                 } else {
-                    texts(msg.content.as_ref())
-                        .into_iter()
-                        .map(Block::Text)
-                        .collect()
+                    text_blocks(msg.content.as_ref())
                 };
                 if !blocks.is_empty() {
-                    push_turn(&mut wire, "user", blocks, i);
+                    wire.push("user", &blocks, i);
                 }
             }
             Role::Tool => {
                 let content = if media::has_images(msg) {
-                    media::result_content(msg, i)?
+                    media::user_blocks(msg, i)?
                 } else {
-                    texts(msg.content.as_ref())
-                        .into_iter()
-                        .map(|t| Block::Text(t).to_json())
-                        .collect()
+                    text_blocks(msg.content.as_ref())
                 };
                 let block = Block::ToolResult {
-                    id: msg.tool_call_id.clone().unwrap_or_default(),
+                    id: msg.tool_call_id.as_deref().unwrap_or_default(),
                     content,
                 };
-                push_turn(&mut wire, "user", vec![block], i);
+                wire.push("user", &[block], i);
             }
             Role::Assistant => {
                 if !stored::replayed(msg, i, &mut explain) {
@@ -797,7 +899,7 @@ pub fn encode(
                         .reasoning_details
                         .iter()
                         .flatten()
-                        .any(|i| read_item(i).is_some())
+                        .any(|i| read_literals(i).is_some())
                 {
                     carriers.dropped_provenance += 1;
                 }
@@ -811,7 +913,7 @@ pub fn encode(
                     if had_reasoning && drops.redacted {
                         // Emptied by this request's drops: a placeholder keeps the turns
                         // alternating.
-                        blocks.push(Block::Text(PLACEHOLDER.to_owned()));
+                        blocks.push(Block::Text(Str::Text(PLACEHOLDER.into())));
                         explain.push(format!(
                             "message {i}: emptied by the drops, sent as {PLACEHOLDER:?}"
                         ));
@@ -820,7 +922,7 @@ pub fn encode(
                         continue;
                     }
                 }
-                push_turn(&mut wire, "assistant", blocks, i);
+                wire.push("assistant", &blocks, i);
             }
         }
     }
@@ -845,39 +947,8 @@ pub fn encode(
         };
     }
 
-    let mut refusable: BTreeSet<&'static str> = BTreeSet::new();
-    for block in wire.iter().flat_map(|w| &w.parts) {
-        match block {
-            Block::Reasoning { signature, .. } => {
-                refusable.insert("reasoningContent");
-                if signature.is_some() {
-                    refusable.insert("signature");
-                }
-            }
-            Block::Redacted(_) => {
-                refusable.insert("reasoningContent");
-                refusable.insert("redactedContent");
-            }
-            _ => {}
-        }
-    }
-
-    let mut body: Vec<(&str, Json)> = vec![(
-        "messages",
-        Json::Array(
-            wire.iter()
-                .map(|w| {
-                    Json::object([
-                        ("role", Json::str(w.role)),
-                        (
-                            "content",
-                            Json::Array(w.parts.iter().map(Block::to_json).collect()),
-                        ),
-                    ])
-                })
-                .collect(),
-        ),
-    )];
+    // `messages` is written; the rest, small, as values.
+    let mut body: Vec<(&str, Json)> = Vec::new();
     if !system.is_empty() {
         let mut blocks: Vec<Json> = system
             .into_iter()
@@ -933,8 +1004,14 @@ pub fn encode(
     if let Some(format) = sampling.format {
         body.push(("outputConfig", Json::object([("textFormat", format)])));
     }
-    let body = Json::object(body);
-    let text = body.to_python();
+    let (mut text, wire, refusable) = wire.finish();
+    for (key, value) in &body {
+        text.push_str(", ");
+        write_str(&mut text, key);
+        text.push_str(": ");
+        value.write(&mut text);
+    }
+    text.push('}');
     Ok(Encoded {
         body: text.into_bytes(),
         refusable: refusable.into_iter().collect(),

@@ -13,7 +13,7 @@ use base64::engine::general_purpose::STANDARD;
 use hermes_core::Message;
 
 use super::body::{Block, EncodeError};
-use super::pyjson::Json;
+use super::pyjson::{Json, Str};
 use crate::image::{self, Image, ImageError, Piece, Source};
 
 /// `ImageFormat` by media type.
@@ -55,9 +55,10 @@ fn image_block(img: &Image) -> Result<Json, ImageError> {
     )]))
 }
 
-/// The content blocks of message `index`: non-empty texts and images, in stored order; other
-/// parts are left out, as a text-only message leaves them out.
-pub(super) fn user_blocks(msg: &Message, index: usize) -> Result<Vec<Block>, EncodeError> {
+/// The content blocks of message `index` (a user turn's, or a tool result's `content`): non-empty
+/// texts and images, in stored order; other parts are left out, as a text-only message leaves
+/// them out.
+pub(super) fn user_blocks(msg: &Message, index: usize) -> Result<Vec<Block<'_>>, EncodeError> {
     let accepted: Vec<&str> = FORMATS.iter().map(|(t, _)| *t).collect();
     let pieces = image::message_pieces(msg, index, "Bedrock Converse", &accepted)
         .map_err(EncodeError::Image)?;
@@ -68,7 +69,7 @@ pub(super) fn user_blocks(msg: &Message, index: usize) -> Result<Vec<Block>, Enc
                 if let Ok(t) = serde_json::from_str::<String>(text.get())
                     && !t.is_empty()
                 {
-                    out.push(Block::Text(t));
+                    out.push(Block::Text(Str::Text(t.into())));
                 }
             }
             Piece::Image(img) => out.push(Block::Image(
@@ -78,14 +79,6 @@ pub(super) fn user_blocks(msg: &Message, index: usize) -> Result<Vec<Block>, Enc
         }
     }
     Ok(out)
-}
-
-/// A tool result's `content` blocks.
-pub(super) fn result_content(msg: &Message, index: usize) -> Result<Vec<Json>, EncodeError> {
-    Ok(user_blocks(msg, index)?
-        .iter()
-        .map(Block::to_json)
-        .collect())
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use super::media::{self, Media, ResponseParts, UserPart};
 use super::model::{GeminiModel, ThinkingPlan, output_ceiling, thinking_plan};
 use crate::native::json::{self, Turn, empty_string, push_turn, raw_box};
 use crate::native::stored;
-use crate::native::write_json_sized;
+use crate::native::write_json;
 use crate::sampling::{Unsupported, check_tool_choice};
 use crate::tools::{ChatFunction, ChatTool};
 
@@ -1110,7 +1110,7 @@ pub fn encode(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, Enco
         max_output_tokens,
         sampling: &sampling,
     };
-    let bytes = write_json_sized(&body)?;
+    let bytes = write_json(&body)?;
     let mut refusable: BTreeSet<&'static str> = BTreeSet::new();
     if signed {
         refusable.insert(SIGNATURE_FIELD);

@@ -13,4 +13,4 @@ pub(crate) mod stored;
 
 pub use crate::sampling::Unsupported;
 pub use encoded::{EncodeError, Encoded};
-pub(crate) use encoded::{Stamp, explain_with_post, write_json, write_json_sized};
+pub(crate) use encoded::{Stamp, explain_with_post, write_json, write_json_with_capacity};

@@ -32,7 +32,7 @@ use super::media;
 use super::model::{ReasoningPlan, reasoning_plan};
 use crate::native::json::{self, Text};
 use crate::native::stored;
-use crate::native::write_json_sized;
+use crate::native::write_json;
 use crate::sampling::{Unsupported, check_tool_choice, openai_reasoning, responses_fields};
 
 /// The default base URL (SPEC §8a): requests go to `{base}/responses`.
@@ -885,7 +885,7 @@ pub fn encode(parts: &RequestParts<'_>, drops: &Drops) -> Result<Encoded, Encode
         tools: tools.as_deref(),
         sampling: &sampling,
     };
-    let bytes = write_json_sized(&body)?;
+    let bytes = write_json(&body)?;
     let refusable = if reasoning_sent > 0 {
         vec![ENCRYPTED_FIELD]
     } else {

@@ -322,36 +322,57 @@ pub(crate) fn build(
 
 /// An Anthropic-shaped `reasoning_details` item, read: thinking with its text and signature,
 /// or a redacted block's data (both Claude wires and the Messages door's history reader use
-/// this one reader).
-pub(crate) enum StoredItem {
+/// this one reader). Each string is the JSON string literal as stored (quotes included, and
+/// one that reads as a Rust string), borrowed from the item: a wire that writes it again
+/// copies it without decoding it.
+pub(crate) enum StoredLiterals<'a> {
+    /// A `thinking` block: its text (`""` when it has none) and its signature.
     Thinking {
-        text: String,
-        signature: Option<String>,
+        text: &'a str,
+        signature: Option<&'a str>,
     },
-    Redacted(String),
+    /// A `redacted_thinking` block's data.
+    Redacted(&'a str),
 }
 
-/// Reads `item` when it is an Anthropic-shaped `thinking` or `redacted_thinking` block.
-pub(crate) fn read_item(item: &DetailItem) -> Option<StoredItem> {
+/// Reads `item` when it is an Anthropic-shaped `thinking` or `redacted_thinking` block whose
+/// `type`, `thinking`, `signature` and `data` are strings (or null) that read as Rust strings.
+pub(crate) fn read_literals(item: &DetailItem) -> Option<StoredLiterals<'_>> {
     let DetailItem::Provider { raw, .. } = item else {
         return None;
     };
     #[derive(serde::Deserialize, Default)]
     #[serde(default)]
-    struct Probe {
-        #[serde(rename = "type")]
-        kind: Option<String>,
-        thinking: Option<String>,
-        signature: Option<String>,
-        data: Option<String>,
+    struct Probe<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: Option<&'a serde_json::value::RawValue>,
+        #[serde(borrow)]
+        thinking: Option<&'a serde_json::value::RawValue>,
+        #[serde(borrow)]
+        signature: Option<&'a serde_json::value::RawValue>,
+        #[serde(borrow)]
+        data: Option<&'a serde_json::value::RawValue>,
     }
-    let probe: Probe = serde_json::from_str(raw.get()).ok()?;
-    match probe.kind.as_deref() {
-        Some("thinking") => Some(StoredItem::Thinking {
-            text: probe.thinking.unwrap_or_default(),
-            signature: probe.signature,
+    let probe: Probe<'_> = serde_json::from_str(raw.get()).ok()?;
+    // Each field present must be a string a Rust string can hold: what reading it as a
+    // `String` would check.
+    let mut fields = [probe.kind, probe.thinking, probe.signature, probe.data]
+        .map(|field| field.map(|v| v.get()));
+    if fields
+        .iter()
+        .flatten()
+        .any(|text| !text.starts_with('"') || hermes_core::raw::has_lone_surrogate(text))
+    {
+        return None;
+    }
+    let [kind, thinking, signature, data] = &mut fields;
+    let kind: std::borrow::Cow<'_, str> = serde_json::from_str(kind.take()?).ok()?;
+    match &*kind {
+        "thinking" => Some(StoredLiterals::Thinking {
+            text: thinking.take().unwrap_or("\"\""),
+            signature: signature.take(),
         }),
-        Some("redacted_thinking") => probe.data.map(StoredItem::Redacted),
+        "redacted_thinking" => data.take().map(StoredLiterals::Redacted),
         _ => None,
     }
 }

@@ -51,10 +51,29 @@ impl PrefixDigest {
         }
     }
 
-    /// The digest so far, as hex.
+    /// Adds `msg`, and gives the digest of the conversation before it when it is an assistant
+    /// turn (what the turn's signed blocks are bound to, [`signed_replay`]'s `prefix`); no
+    /// other message needs one, so for them it is empty and nothing is finalized.
+    pub fn step(&mut self, msg: &Message) -> String {
+        let prefix = if msg.role == Role::Assistant {
+            self.hex()
+        } else {
+            String::new()
+        };
+        self.add(msg);
+        prefix
+    }
+
+    /// The digest so far, as hex (its first 16 bytes).
     pub fn hex(&self) -> String {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
         let bytes = self.0.clone().finalize();
-        bytes.iter().take(16).map(|b| format!("{b:02x}")).collect()
+        let mut out = String::with_capacity(32);
+        for b in bytes.iter().take(16) {
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0xF)]));
+        }
+        out
     }
 }
 
