@@ -104,7 +104,7 @@ use sqlx::postgres::PgConnectOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{AnyPool, ConnectOptions as _, Connection as _, Executor as _, Row as _};
 
-use crate::row::{MessageRow, StoredTexts};
+use crate::row::MessageRow;
 
 /// A row as every backend returns it (sqlx's `Any` driver).
 pub(crate) type DbRow = sqlx::any::AnyRow;
@@ -492,7 +492,7 @@ pub struct StoredMessage {
 }
 
 fn stored_message(session: &str, r: &DbRow) -> Result<StoredMessage, StoreError> {
-    let row = StoredTexts::from_sql(r)?;
+    let row = MessageRow::<&str>::from_sql(r)?;
     let archived: Option<i64> = r.try_get("archived_at").db()?;
     let kind: &str = r.try_get("kind").db()?;
     let message = row.to_message().map_err(|message| StoreError::Corrupt {

@@ -14,23 +14,24 @@ macro_rules! message_columns {
     };
 }
 
-/// A message as stored.
+/// A message as stored: each column's text, owned (`S = String`, a row to write) or borrowed
+/// from a row read back (`S = &str`, no copy).
 #[derive(Debug, Default)]
-pub(crate) struct MessageRow {
+pub(crate) struct MessageRow<S = String> {
     pub(crate) position: i64,
-    role: String,
-    content: Option<String>,
-    tool_calls: Option<String>,
-    tool_call_id: Option<String>,
-    name: Option<String>,
-    reasoning_content: Option<String>,
-    reasoning: Option<String>,
-    reasoning_details: Option<String>,
-    origin_provider: Option<String>,
-    origin_host: Option<String>,
-    origin_model: Option<String>,
-    extra: Option<String>,
-    key_order: Option<String>,
+    role: S,
+    content: Option<S>,
+    tool_calls: Option<S>,
+    tool_call_id: Option<S>,
+    name: Option<S>,
+    reasoning_content: Option<S>,
+    reasoning: Option<S>,
+    reasoning_details: Option<S>,
+    origin_provider: Option<S>,
+    origin_host: Option<S>,
+    origin_model: Option<S>,
+    extra: Option<S>,
+    key_order: Option<S>,
     /// [`hermes_core::normal::match_key`]: written, never read back into the message.
     match_key: Option<String>,
 }
@@ -131,24 +132,6 @@ impl MessageRow {
     }
 }
 
-/// A `messages` row as read back: the text of each column, borrowed from the row (no copy).
-pub(crate) struct StoredTexts<'r> {
-    pub(crate) position: i64,
-    role: &'r str,
-    content: Option<&'r str>,
-    tool_calls: Option<&'r str>,
-    tool_call_id: Option<&'r str>,
-    name: Option<&'r str>,
-    reasoning_content: Option<&'r str>,
-    reasoning: Option<&'r str>,
-    reasoning_details: Option<&'r str>,
-    origin_provider: Option<&'r str>,
-    origin_host: Option<&'r str>,
-    origin_model: Option<&'r str>,
-    extra: Option<&'r str>,
-    key_order: Option<&'r str>,
-}
-
 /// The value of one key of a stored message, as the message deserializer is handed it.
 enum Field<'r> {
     /// A column holding the key's JSON text (a carrier, `content`, `tool_calls`, an extra key's
@@ -229,10 +212,10 @@ impl<'de> serde::Deserialize<'de> for ExtraMembers<'de> {
     }
 }
 
-impl<'r> StoredTexts<'r> {
+impl<'r> MessageRow<&'r str> {
     /// The texts of a row read with [`message_columns!`], borrowed from it.
     pub(crate) fn from_sql(row: &'r crate::DbRow) -> Result<Self, StoreError> {
-        Ok(StoredTexts {
+        Ok(MessageRow {
             position: row.try_get(0).db()?,
             role: row.try_get(1).db()?,
             content: row.try_get(2).db()?,
@@ -247,6 +230,7 @@ impl<'r> StoredTexts<'r> {
             origin_model: row.try_get(11).db()?,
             extra: row.try_get(12).db()?,
             key_order: row.try_get(13).db()?,
+            match_key: None,
         })
     }
 
