@@ -65,13 +65,14 @@ pub(crate) fn run(engine: &Engine, args: &PreviewArgs) -> anyhow::Result<()> {
             writeln!(err, "{line}")?;
         }
     }
-    let body = if args.compact {
-        preview.compact_body()?
-    } else {
-        preview.body()?
-    };
+    let body = preview.compact_body()?;
     let mut out = crate::out::stdout();
-    out.write_all(&body)?;
+    if args.compact {
+        out.write_all(&body)?;
+    } else {
+        // Pretty-printed as it is written: no second, pretty copy of the body in memory.
+        hermes_engine::write_pretty(&body, &mut out)?;
+    }
     writeln!(out)?;
     out.flush()?;
     Ok(())

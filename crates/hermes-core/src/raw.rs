@@ -343,7 +343,7 @@ pub struct TextCarrier {
 impl TextCarrier {
     /// Wraps a raw JSON string; `None` when the value is not a string.
     pub fn from_raw(raw: RawJson) -> Option<Self> {
-        let blank = raw.as_str()?.trim().is_empty();
+        let blank = blank_string(&raw)?;
         Some(TextCarrier { raw, blank })
     }
 
@@ -372,6 +372,23 @@ impl TextCarrier {
     }
 }
 
+/// Whether the JSON string `raw` holds only white space once decoded (`None` when it is not a
+/// string). A reasoning text runs to megabytes: its first character that is neither white space
+/// nor an escape answers, and only a text that starts with white space and then an escape is
+/// decoded (the same `char::is_whitespace` as `str::trim`).
+fn blank_string(raw: &RawJson) -> Option<bool> {
+    let inner = raw.get().strip_prefix('"')?;
+    for c in inner.chars() {
+        match c {
+            '"' => return Some(true),
+            '\\' => break,
+            c if c.is_whitespace() => {}
+            _ => return Some(false),
+        }
+    }
+    Some(raw.as_str()?.trim().is_empty())
+}
+
 impl fmt::Debug for TextCarrier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&self.raw, f)
@@ -394,6 +411,36 @@ impl<'de> Deserialize<'de> for TextCarrier {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A carrier is blank exactly when its decoded text trims to nothing, whatever the
+        /// text (escaped control characters, quotes, white space of any kind, any Unicode).
+        #[test]
+        fn blankness_is_the_decoded_texts(text in prop_oneof![
+            any::<String>(),
+            "[ \\t\\n\\r\\u{a0}\\u{2028}\\u{3000}\\u{1}\"\\\\x]{0,12}",
+        ]) {
+            let carrier = TextCarrier::from_raw(RawJson::string(&text)).unwrap();
+            prop_assert_eq!(carrier.is_blank(), text.trim().is_empty());
+        }
+    }
+
+    #[test]
+    fn escaped_white_space_is_blank_and_an_escaped_letter_is_not() {
+        for (json, blank) in [
+            (r#""""#, true),
+            (r#"" \u0020\n\t""#, true),
+            (r#""\u3000""#, true),
+            (r#"" \u0041""#, false),
+            (r#""\"""#, false),
+            ("\"\u{3000} x\"", false),
+        ] {
+            let carrier = TextCarrier::from_raw(RawJson::from_text(json).unwrap()).unwrap();
+            assert_eq!(carrier.is_blank(), blank, "{json}");
+        }
+        assert!(TextCarrier::from_raw(RawJson::from_text("1").unwrap()).is_none());
+    }
 
     #[test]
     fn raw_json_keeps_escapes_big_numbers_and_key_order() {

@@ -82,6 +82,11 @@ fn position(line: Option<usize>, column: Option<usize>) -> String {
 }
 
 fn parse_with_path<'de, T: Deserialize<'de>>(text: &'de str) -> Result<T, HistoryError> {
+    // A valid document, the usual case, is read without tracking the path (which costs a
+    // string per key read): the path only serves an error, so a failure is read again with it.
+    if let Ok(value) = serde_json::from_str(text) {
+        return Ok(value);
+    }
     let mut de = serde_json::Deserializer::from_str(text);
     let value: T = serde_path_to_error::deserialize(&mut de).map_err(|err| {
         let path = err.path().to_string();

@@ -262,24 +262,56 @@ impl Preview {
 /// tokens changes: every string, number and literal keeps its exact bytes, so a signature, a
 /// big integer or an escape reads as it is sent.
 pub(crate) fn pretty(json: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(json.len() * 2);
-    let mut depth = 0usize;
-    let newline = |out: &mut Vec<u8>, depth: usize| {
-        out.push(b'\n');
-        out.extend(std::iter::repeat_n(b' ', depth * 2));
+    let mut out = Vec::with_capacity(json.len() + json.len() / 4);
+    // Writing to a `Vec` cannot fail.
+    let _ = write_pretty(json, &mut out);
+    out
+}
+
+/// [`Preview::body`]'s pretty-printing of `json`, written to `out` as it goes (`hermes preview`
+/// prints [`Preview::compact_body`] through it, with no second, pretty copy of a large body in
+/// memory). Strings, the bulk of a body, are copied whole: the scan jumps from quote to
+/// backslash with `memchr`. An error is the writer's own (a closed pipe reads as one).
+pub fn write_pretty(json: &[u8], out: &mut impl std::io::Write) -> std::io::Result<()> {
+    /// Indentation is written from here, a slice at a time.
+    const SPACES: &[u8; 64] = &[b' '; 64];
+    let newline = |out: &mut dyn std::io::Write, depth: usize| -> std::io::Result<()> {
+        out.write_all(b"\n")?;
+        let mut left = depth * 2;
+        while left > 0 {
+            let n = left.min(SPACES.len());
+            out.write_all(&SPACES[..n])?;
+            left -= n;
+        }
+        Ok(())
     };
+    let mut depth = 0usize;
     let mut i = 0;
     while i < json.len() {
         let c = json[i];
         match c {
             b'"' => {
-                // A string, copied whole (escapes included).
+                // A string, copied whole (escapes included): the closing quote is the first
+                // one not escaped.
                 let start = i;
                 i += 1;
-                while i < json.len() && json[i] != b'"' {
-                    i += if json[i] == b'\\' { 2 } else { 1 };
+                loop {
+                    match json
+                        .get(i..)
+                        .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+                    {
+                        Some(at) if json[i + at] == b'\\' => i += at + 2,
+                        Some(at) => {
+                            i += at;
+                            break;
+                        }
+                        None => {
+                            i = json.len();
+                            break;
+                        }
+                    }
                 }
-                out.extend_from_slice(&json[start..(i + 1).min(json.len())]);
+                out.write_all(&json[start..(i + 1).min(json.len())])?;
             }
             b'{' | b'[' => {
                 let close = if c == b'{' { b'}' } else { b']' };
@@ -288,35 +320,82 @@ pub(crate) fn pretty(json: &[u8]) -> Vec<u8> {
                     .position(|b| !b.is_ascii_whitespace())
                     .map(|p| i + 1 + p);
                 if next.is_some_and(|n| json[n] == close) {
-                    out.extend_from_slice(&[c, close]);
+                    out.write_all(&[c, close])?;
                     i = next.unwrap_or(i);
                 } else {
-                    out.push(c);
+                    out.write_all(&[c])?;
                     depth += 1;
-                    newline(&mut out, depth);
+                    newline(out, depth)?;
                 }
             }
             b'}' | b']' => {
                 depth = depth.saturating_sub(1);
-                newline(&mut out, depth);
-                out.push(c);
+                newline(out, depth)?;
+                out.write_all(&[c])?;
             }
             b',' => {
-                out.push(c);
-                newline(&mut out, depth);
+                out.write_all(b",")?;
+                newline(out, depth)?;
             }
-            b':' => out.extend_from_slice(b": "),
+            b':' => out.write_all(b": ")?,
             c if c.is_ascii_whitespace() => {}
-            c => out.push(c),
+            _ => {
+                // A number or literal, copied whole.
+                let end = json[i..]
+                    .iter()
+                    .position(|b| matches!(b, b',' | b'}' | b']' | b':') || b.is_ascii_whitespace())
+                    .map_or(json.len(), |p| i + p);
+                out.write_all(&json[i..end])?;
+                i = end;
+                continue;
+            }
         }
         i += 1;
     }
-    out
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::pretty;
+    use super::{pretty, write_pretty};
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    /// Any JSON value: strings with quotes, backslashes, control characters and any Unicode,
+    /// numbers, literals, nested and empty containers.
+    fn any_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            any::<String>().prop_map(Value::String),
+            "[\\\\\"{}\\[\\],: \\n\\t\\u{7f}-\\u{10ffff}]{0,40}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 64, 8, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec((any::<String>(), inner), 0..6)
+                    .prop_map(|pairs| Value::Object(pairs.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Pretty-printing the compact bytes of any value gives what serde_json's pretty printer
+        /// writes for it, whether into a `Vec` or streamed through a small buffered writer.
+        #[test]
+        fn pretty_printing_any_value_is_serde_jsons(value in any_json()) {
+            let compact = serde_json::to_vec(&value).unwrap();
+            let expected = serde_json::to_vec_pretty(&value).unwrap();
+            prop_assert_eq!(&pretty(&compact), &expected);
+            let mut streamed = std::io::BufWriter::with_capacity(7, Vec::new());
+            write_pretty(&compact, &mut streamed).unwrap();
+            prop_assert_eq!(&streamed.into_inner().unwrap(), &expected);
+        }
+    }
 
     #[test]
     fn pretty_printing_changes_only_whitespace_and_matches_serde_json() {

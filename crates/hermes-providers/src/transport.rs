@@ -2,6 +2,7 @@
 //! typed errors mapped from reqwest in one place. The API key is sent, never logged.
 
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
@@ -309,10 +310,15 @@ fn same_origin_redirects(attempt: reqwest::redirect::Attempt<'_>) -> reqwest::re
     }
 }
 
-/// Sends chat-completions requests over one shared client.
+/// Sends chat-completions requests over one shared client. The HTTP client, and the system's
+/// root certificates its TLS loads (a hundred files or more), is built on the first request:
+/// a wire that only encodes (`hermes preview`) never pays for it. Clones share it, so every
+/// wire built from one transport sends over the same connections.
 #[derive(Clone, Debug)]
 pub struct ChatTransport {
-    client: reqwest::Client,
+    client: Arc<OnceLock<reqwest::Client>>,
+    /// curl's `--resolve`: the address `host` is reached at ([`ChatTransport::resolving`]).
+    resolve: Option<(String, std::net::SocketAddr)>,
     waits: Waits,
 }
 
@@ -349,18 +355,31 @@ impl ChatTransport {
         waits: Waits,
         resolve: Option<(&str, std::net::SocketAddr)>,
     ) -> Result<Self, TransportError> {
+        Ok(ChatTransport {
+            client: Arc::new(OnceLock::new()),
+            resolve: resolve.map(|(host, addr)| (host.to_owned(), addr)),
+            waits,
+        })
+    }
+
+    /// The HTTP client (rustls with the ring provider, HTTP/2), built on first use.
+    fn client(&self) -> Result<&reqwest::Client, TransportError> {
+        if let Some(client) = self.client.get() {
+            return Ok(client);
+        }
         // Installing twice is harmless; reqwest needs a process-wide provider.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::custom(same_origin_redirects))
-            .connect_timeout(waits.connect)
-            .read_timeout(waits.idle)
+            .connect_timeout(self.waits.connect)
+            .read_timeout(self.waits.idle)
             .user_agent(concat!("hermes/", env!("CARGO_PKG_VERSION")));
-        if let Some((host, addr)) = resolve {
-            builder = builder.resolve(host, addr);
+        if let Some((host, addr)) = &self.resolve {
+            builder = builder.resolve(host, *addr);
         }
-        let client = builder.build().map_err(map_reqwest)?;
-        Ok(ChatTransport { client, waits })
+        let built = builder.build().map_err(map_reqwest)?;
+        // Two first requests at once both build; the first stored is the one every clone uses.
+        Ok(self.client.get_or_init(|| built))
     }
 
     /// Sends `request` and captures the reply as an assistant message with `origin`.
@@ -462,7 +481,7 @@ impl ChatTransport {
         auth: Option<&Auth>,
         headers: &[(&'static str, String)],
     ) -> Result<reqwest::Response, TransportError> {
-        let mut builder = self.client.post(url);
+        let mut builder = self.client()?.post(url);
         // An AWS stream is event-stream framed, not SSE.
         #[cfg(feature = "bedrock")]
         let sse = !matches!(auth, Some(Auth::Aws(..)));

@@ -492,9 +492,9 @@ pub struct StoredMessage {
 }
 
 fn stored_message(session: &str, r: &DbRow) -> Result<StoredMessage, StoreError> {
-    let row = MessageRow::from_sql(r)?;
+    let row = MessageRow::<&str>::from_sql(r)?;
     let archived: Option<i64> = r.try_get("archived_at").db()?;
-    let kind: String = r.try_get("kind").db()?;
+    let kind: &str = r.try_get("kind").db()?;
     let message = row.to_message().map_err(|message| StoreError::Corrupt {
         session: session.to_owned(),
         position: row.position,

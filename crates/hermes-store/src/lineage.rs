@@ -24,6 +24,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use futures_util::TryStreamExt as _;
 use sqlx::Row as _;
 
 use crate::{DbResult as _, StoreError, StoredMessage, Tip, stored_message};
@@ -245,6 +246,29 @@ pub(crate) enum OwnRows {
     All,
 }
 
+/// A row of the view query: the session's own, decoded as it arrived; an ancestor's, kept
+/// until the view is known to take it.
+enum Pending {
+    Decoded(Box<Option<Result<StoredMessage, StoreError>>>),
+    Row(crate::DbRow),
+}
+
+impl Pending {
+    /// The row's message (each row is taken once: a row the view takes twice is corrupt).
+    fn take(&mut self, level: &str) -> Result<StoredMessage, StoreError> {
+        match self {
+            Pending::Decoded(decoded) => decoded.take().unwrap_or_else(|| {
+                Err(StoreError::Corrupt {
+                    session: level.to_owned(),
+                    position: -1,
+                    message: "a row of the view read twice".to_owned(),
+                })
+            }),
+            Pending::Row(row) => stored_message(level, row),
+        }
+    }
+}
+
 /// Where a row of the view query sorts in its level's view, and which row it is (decoded only
 /// when the view takes it).
 struct LevelRow {
@@ -269,20 +293,33 @@ pub(crate) async fn read_view(
     let Some(expected) = levels.first().map(|l| l.base) else {
         return Ok(view);
     };
-    let rows = view_query(&levels, own, "")
-        .fetch_all(&mut *conn)
-        .await
-        .db()?;
+    // The session's own rows are all in its view: each is decoded as it arrives and its row
+    // freed, so the rows of a long session are never all held at once beside their messages.
+    // An ancestor's rows are kept until its share of the view is known (only those are decoded).
+    let own_depth = levels.iter().find(|l| l.take().is_none()).map(|l| l.depth);
+    let own_id = levels
+        .iter()
+        .find(|l| l.take().is_none())
+        .map_or(session, |l| l.id.as_str());
+    let mut rows: Vec<Pending> = Vec::new();
     let mut by_level: BTreeMap<i64, Vec<LevelRow>> = BTreeMap::new();
-    for (index, r) in rows.iter().enumerate() {
-        let depth: i64 = r.try_get("depth").db()?;
-        let position: i64 = r.try_get("position").db()?;
-        let sort_key: Option<i64> = r.try_get("sort_key").db()?;
-        by_level.entry(depth).or_default().push(LevelRow {
-            key: sort_key.unwrap_or(position),
-            position,
-            row: index,
-        });
+    {
+        let mut stream = view_query(&levels, own, "").fetch(&mut *conn);
+        while let Some(r) = stream.try_next().await.db()? {
+            let depth: i64 = r.try_get("depth").db()?;
+            let position: i64 = r.try_get("position").db()?;
+            let sort_key: Option<i64> = r.try_get("sort_key").db()?;
+            by_level.entry(depth).or_default().push(LevelRow {
+                key: sort_key.unwrap_or(position),
+                position,
+                row: rows.len(),
+            });
+            rows.push(if Some(depth) == own_depth {
+                Pending::Decoded(Box::new(Some(stored_message(own_id, &r))))
+            } else {
+                Pending::Row(r)
+            });
+        }
     }
     // The root first: each ancestor's share of the view, in its view's order.
     for level in taken(&levels).rev() {
@@ -294,12 +331,12 @@ pub(crate) async fn read_view(
         let Some(take) = level.take() else {
             view.own = mine
                 .iter()
-                .map(|r| stored_message(&level.id, &rows[r.row]))
+                .map(|r| rows[r.row].take(&level.id))
                 .collect::<Result<_, _>>()?;
             continue;
         };
         for row in mine.iter().take(usize::try_from(take).unwrap_or(0)) {
-            let mut stored = stored_message(&level.id, &rows[row.row])?;
+            let mut stored = rows[row.row].take(&level.id)?;
             // Active in this view, whatever the parent archived since.
             stored.archived = false;
             stored.position = i64::try_from(view.inherited.len()).unwrap_or(i64::MAX);

@@ -14,23 +14,24 @@ macro_rules! message_columns {
     };
 }
 
-/// A message as stored.
+/// A message as stored: each column's text, owned (`S = String`, a row to write) or borrowed
+/// from a row read back (`S = &str`, no copy).
 #[derive(Debug, Default)]
-pub(crate) struct MessageRow {
+pub(crate) struct MessageRow<S = String> {
     pub(crate) position: i64,
-    role: String,
-    content: Option<String>,
-    tool_calls: Option<String>,
-    tool_call_id: Option<String>,
-    name: Option<String>,
-    reasoning_content: Option<String>,
-    reasoning: Option<String>,
-    reasoning_details: Option<String>,
-    origin_provider: Option<String>,
-    origin_host: Option<String>,
-    origin_model: Option<String>,
-    extra: Option<String>,
-    key_order: Option<String>,
+    role: S,
+    content: Option<S>,
+    tool_calls: Option<S>,
+    tool_call_id: Option<S>,
+    name: Option<S>,
+    reasoning_content: Option<S>,
+    reasoning: Option<S>,
+    reasoning_details: Option<S>,
+    origin_provider: Option<S>,
+    origin_host: Option<S>,
+    origin_model: Option<S>,
+    extra: Option<S>,
+    key_order: Option<S>,
     /// [`hermes_core::normal::match_key`]: written, never read back into the message.
     match_key: Option<String>,
 }
@@ -96,80 +97,6 @@ impl MessageRow {
         })
     }
 
-    pub(crate) fn from_sql(row: &crate::DbRow) -> Result<Self, StoreError> {
-        Ok(MessageRow {
-            position: row.try_get(0).db()?,
-            role: row.try_get(1).db()?,
-            content: row.try_get(2).db()?,
-            tool_calls: row.try_get(3).db()?,
-            tool_call_id: row.try_get(4).db()?,
-            name: row.try_get(5).db()?,
-            reasoning_content: row.try_get(6).db()?,
-            reasoning: row.try_get(7).db()?,
-            reasoning_details: row.try_get(8).db()?,
-            origin_provider: row.try_get(9).db()?,
-            origin_host: row.try_get(10).db()?,
-            origin_model: row.try_get(11).db()?,
-            extra: row.try_get(12).db()?,
-            key_order: row.try_get(13).db()?,
-            match_key: None,
-        })
-    }
-
-    /// Rebuilds the message's JSON from the stored texts and parses it with the one message
-    /// deserializer (so classification and validation are the same as on import).
-    pub(crate) fn to_message(&self) -> Result<Message, String> {
-        let mut json = String::from("{");
-        let role = serde_json::to_string(&self.role).map_err(|e| e.to_string())?;
-        push_raw(&mut json, "role", &role);
-        for (key, value) in [
-            ("content", &self.content),
-            ("reasoning_content", &self.reasoning_content),
-            ("reasoning", &self.reasoning),
-            ("reasoning_details", &self.reasoning_details),
-            ("tool_calls", &self.tool_calls),
-        ] {
-            if let Some(raw) = value {
-                push_raw(&mut json, key, raw);
-            }
-        }
-        for (key, value) in [("tool_call_id", &self.tool_call_id), ("name", &self.name)] {
-            if let Some(text) = value {
-                push_raw(
-                    &mut json,
-                    key,
-                    &serde_json::to_string(text).map_err(|e| e.to_string())?,
-                );
-            }
-        }
-        if let Some(extra) = self.extra.as_deref() {
-            let inner = extra
-                .trim()
-                .strip_prefix('{')
-                .and_then(|s| s.strip_suffix('}'))
-                .ok_or("extra is not an object")?;
-            if !inner.trim().is_empty() {
-                json.push(',');
-                json.push_str(inner);
-            }
-        }
-        if let (Some(provider), Some(host), Some(model)) =
-            (&self.origin_provider, &self.origin_host, &self.origin_model)
-        {
-            let origin = serde_json::json!({"provider": provider, "host": host, "model": model});
-            push_raw(&mut json, "origin", &origin.to_string());
-        }
-        json.push('}');
-        let mut message: Message = serde_json::from_str(&json).map_err(|e| e.to_string())?;
-        // The texts above are in canonical order; the stored order comes back from its column.
-        message.key_order = self
-            .key_order
-            .as_deref()
-            .map(hermes_core::message::KeyOrder::parse)
-            .transpose()?;
-        Ok(message)
-    }
-
     pub(crate) async fn insert(
         &self,
         conn: &mut sqlx::AnyConnection,
@@ -202,6 +129,162 @@ impl MessageRow {
             ]
         )?;
         Ok(())
+    }
+}
+
+/// The value of one key of a stored message, as the message deserializer is handed it.
+enum Field<'r> {
+    /// A column holding the key's JSON text (a carrier, `content`, `tool_calls`, an extra key's
+    /// value): read by `serde_json` straight from the row's text.
+    Json(&'r str),
+    /// A column holding plain text (`role`, `tool_call_id`, `name`) or the `origin` the three
+    /// origin columns make.
+    Value(serde_json::Value),
+}
+
+/// A stored message's keys and values as a map, in the order the message's JSON would hold
+/// them: what the one message deserializer reads, without a JSON document rebuilt around the
+/// stored texts.
+struct Fields<'r> {
+    fields: std::vec::IntoIter<(std::borrow::Cow<'r, str>, Field<'r>)>,
+    value: Option<Field<'r>>,
+}
+
+impl<'r> serde::de::MapAccess<'r> for Fields<'r> {
+    type Error = serde_json::Error;
+
+    fn next_key_seed<K: serde::de::DeserializeSeed<'r>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Self::Error> {
+        let Some((key, value)) = self.fields.next() else {
+            return Ok(None);
+        };
+        self.value = Some(value);
+        seed.deserialize(serde::de::value::StrDeserializer::new(&key))
+            .map(Some)
+    }
+
+    fn next_value_seed<V: serde::de::DeserializeSeed<'r>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, Self::Error> {
+        match self.value.take() {
+            Some(Field::Json(text)) => {
+                let mut de = serde_json::Deserializer::from_str(text);
+                let value = seed.deserialize(&mut de)?;
+                de.end()?;
+                Ok(value)
+            }
+            Some(Field::Value(value)) => seed.deserialize(value),
+            None => Err(serde::de::Error::custom("a value read before its key")),
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.fields.len())
+    }
+}
+
+/// The members of the `extra` column's object, in order, each value's text borrowed.
+struct ExtraMembers<'r>(Vec<(String, &'r serde_json::value::RawValue)>);
+
+impl<'de> serde::Deserialize<'de> for ExtraMembers<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = ExtraMembers<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(0));
+                while let Some(member) = map.next_entry()? {
+                    members.push(member);
+                }
+                Ok(ExtraMembers(members))
+            }
+        }
+        deserializer.deserialize_map(V)
+    }
+}
+
+impl<'r> MessageRow<&'r str> {
+    /// The texts of a row read with [`message_columns!`], borrowed from it.
+    pub(crate) fn from_sql(row: &'r crate::DbRow) -> Result<Self, StoreError> {
+        Ok(MessageRow {
+            position: row.try_get(0).db()?,
+            role: row.try_get(1).db()?,
+            content: row.try_get(2).db()?,
+            tool_calls: row.try_get(3).db()?,
+            tool_call_id: row.try_get(4).db()?,
+            name: row.try_get(5).db()?,
+            reasoning_content: row.try_get(6).db()?,
+            reasoning: row.try_get(7).db()?,
+            reasoning_details: row.try_get(8).db()?,
+            origin_provider: row.try_get(9).db()?,
+            origin_host: row.try_get(10).db()?,
+            origin_model: row.try_get(11).db()?,
+            extra: row.try_get(12).db()?,
+            key_order: row.try_get(13).db()?,
+            match_key: None,
+        })
+    }
+
+    /// The message: each stored text handed as the value of its key to the one message
+    /// deserializer (so classification and validation are the same as on import), read from
+    /// the row's own text — no JSON document is rebuilt around the texts and read again.
+    pub(crate) fn to_message(&self) -> Result<Message, String> {
+        use std::borrow::Cow;
+        let text = |s: &str| Field::Value(serde_json::Value::String(s.to_owned()));
+        let mut fields: Vec<(Cow<'r, str>, Field<'r>)> = Vec::with_capacity(8);
+        fields.push((Cow::Borrowed("role"), text(self.role)));
+        for (key, value) in [
+            ("content", self.content),
+            ("reasoning_content", self.reasoning_content),
+            ("reasoning", self.reasoning),
+            ("reasoning_details", self.reasoning_details),
+            ("tool_calls", self.tool_calls),
+        ] {
+            if let Some(raw) = value {
+                fields.push((Cow::Borrowed(key), Field::Json(raw)));
+            }
+        }
+        for (key, value) in [("tool_call_id", self.tool_call_id), ("name", self.name)] {
+            if let Some(value) = value {
+                fields.push((Cow::Borrowed(key), text(value)));
+            }
+        }
+        if let Some(extra) = self.extra {
+            let members: ExtraMembers<'r> =
+                serde_json::from_str(extra).map_err(|e| format!("extra is not an object: {e}"))?;
+            for (key, raw) in members.0 {
+                fields.push((Cow::Owned(key), Field::Json(raw.get())));
+            }
+        }
+        if let (Some(provider), Some(host), Some(model)) =
+            (self.origin_provider, self.origin_host, self.origin_model)
+        {
+            let origin = serde_json::json!({"provider": provider, "host": host, "model": model});
+            fields.push((Cow::Borrowed("origin"), Field::Value(origin)));
+        }
+        let fields = Fields {
+            fields: fields.into_iter(),
+            value: None,
+        };
+        let mut message = <Message as serde::Deserialize>::deserialize(
+            serde::de::value::MapAccessDeserializer::new(fields),
+        )
+        .map_err(|e| e.to_string())?;
+        // The keys above are in canonical order; the stored order comes back from its column.
+        message.key_order = self
+            .key_order
+            .map(hermes_core::message::KeyOrder::parse)
+            .transpose()?;
+        Ok(message)
     }
 }
 

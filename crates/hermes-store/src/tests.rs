@@ -1859,3 +1859,33 @@ async fn a_failed_statement_is_not_an_unavailable_database(db: TestDb) {
     assert!(!failed.is_unavailable(), "{failed}");
     assert!(failed.to_string().contains("syntax"), "{failed}");
 }
+
+both!(a_stored_text_that_does_not_read_is_corrupt_naming_its_row);
+async fn a_stored_text_that_does_not_read_is_corrupt_naming_its_row(db: TestDb) {
+    // Each column's text goes to the message deserializer as its key's value, read from the row
+    // itself: a damaged one is still refused, naming the row, as on import.
+    for (column, damaged) in [
+        ("content", r#""unterminated"#),
+        ("content", r#""two" "values""#),
+        ("content", "{}"),
+        ("reasoning_content", "7"),
+        ("tool_calls", r#"[{"id":"x"}]"#),
+        ("extra", r#"["not","an","object"]"#),
+        ("extra", r#"{"content":"a second content"}"#),
+    ] {
+        let (store, id) = imported(&db).await;
+        let sql =
+            format!("UPDATE messages SET {column} = $1 WHERE session_id = $2 AND position = 1");
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(damaged)
+            .bind(&id)
+            .execute(&store.pool)
+            .await
+            .unwrap();
+        let err = store.messages(&id).await.unwrap_err();
+        assert!(
+            matches!(err, StoreError::Corrupt { position: 1, .. }),
+            "{column} = {damaged}: {err}"
+        );
+    }
+}
