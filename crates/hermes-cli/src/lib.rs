@@ -8,6 +8,7 @@ mod chat;
 mod cli;
 mod config;
 mod error;
+mod history_file;
 mod logs;
 mod out;
 mod preview;

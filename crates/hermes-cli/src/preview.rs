@@ -4,8 +4,7 @@
 
 use std::io::{self, Write};
 
-use anyhow::Context as _;
-use hermes_core::{CarrierSet, SessionFile, parse_history};
+use hermes_core::{CarrierSet, SessionFile};
 use hermes_engine::{Choice, Engine, Preview, PreviewOptions};
 
 use crate::cli::PreviewArgs;
@@ -21,9 +20,7 @@ fn load(engine: &Engine, args: &PreviewArgs) -> anyhow::Result<SessionFile> {
     let Some(path) = &args.history else {
         return Err(UsageError("pass --history FILE or --session ID".to_owned()).into());
     };
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    parse_history(&text).with_context(|| format!("{} is not a valid history", path.display()))
+    crate::history_file::read(path)
 }
 
 /// Runs `hermes preview`.

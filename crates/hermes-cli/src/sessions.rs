@@ -3,8 +3,7 @@
 use std::io::{self, Write as _};
 use std::path::Path;
 
-use anyhow::Context as _;
-use hermes_core::{DetailItem, Message, ThinkingRequest, Verdicts, parse_history};
+use hermes_core::{DetailItem, Message, ThinkingRequest, Verdicts};
 use hermes_engine::store::{SessionMeta, Store, StoredMessage, StoredThinking, THINKING_KEY};
 use serde_json::{Value, json};
 
@@ -216,10 +215,7 @@ async fn run_async(command: &SessionsCommand, store: Store) -> anyhow::Result<()
         SessionsCommand::Import {
             file: Some(file), ..
         } => {
-            let text = std::fs::read_to_string(file)
-                .with_context(|| format!("cannot read {}", file.display()))?;
-            let session = parse_history(&text)
-                .with_context(|| format!("{} is not a valid history", file.display()))?;
+            let session = crate::history_file::read(file)?;
             let id = store.import(&session).await?;
             writeln!(out, "{id}")?;
         }
