@@ -77,9 +77,7 @@ impl RawJson {
         if !self.is_string() {
             return None;
         }
-        serde_json::from_str::<Cow<'_, str>>(self.get())
-            .ok()
-            .or_else(|| parse_lenient::<String>(self.get()).ok().map(Cow::Owned))
+        decoded(self.get())
     }
 
     /// Parses the value into a `serde_json::Value` (for inspection, never for replay). A lone
@@ -88,6 +86,14 @@ impl RawJson {
     pub fn to_value(&self) -> serde_json::Value {
         parse_lenient(self.get()).unwrap_or(serde_json::Value::Null)
     }
+}
+
+/// The JSON string literal `text` decoded, borrowed when it has no escapes (a lone surrogate
+/// escape reads as U+FFFD); `None` when it does not read as a string.
+fn decoded(text: &str) -> Option<Cow<'_, str>> {
+    serde_json::from_str::<Cow<'_, str>>(text)
+        .ok()
+        .or_else(|| parse_lenient::<String>(text).ok().map(Cow::Owned))
 }
 
 /// Parses JSON text as `T`; where the text holds a lone surrogate escape (`\ud800` without its
@@ -343,7 +349,7 @@ pub struct TextCarrier {
 impl TextCarrier {
     /// Wraps a raw JSON string; `None` when the value is not a string.
     pub fn from_raw(raw: RawJson) -> Option<Self> {
-        let blank = blank_string(&raw)?;
+        let blank = blank_literal(raw.get())?;
         Some(TextCarrier { raw, blank })
     }
 
@@ -372,12 +378,13 @@ impl TextCarrier {
     }
 }
 
-/// Whether the JSON string `raw` holds only white space once decoded (`None` when it is not a
-/// string). A reasoning text runs to megabytes: its first character that is neither white space
-/// nor an escape answers, and only a text that starts with white space and then an escape is
-/// decoded (the same `char::is_whitespace` as `str::trim`).
-fn blank_string(raw: &RawJson) -> Option<bool> {
-    let inner = raw.get().strip_prefix('"')?;
+/// Whether the JSON string literal `literal` holds only white space once decoded (`None` when
+/// it is not a string; a lone surrogate escape reads as U+FFFD). A reasoning text or signature
+/// runs to megabytes: its first character that is neither white space nor an escape answers,
+/// and only a text that starts with white space and then an escape is decoded (the same
+/// `char::is_whitespace` as `str::trim`).
+pub fn blank_literal(literal: &str) -> Option<bool> {
+    let inner = literal.strip_prefix('"')?;
     for c in inner.chars() {
         match c {
             '"' => return Some(true),
@@ -386,7 +393,7 @@ fn blank_string(raw: &RawJson) -> Option<bool> {
             _ => return Some(false),
         }
     }
-    Some(raw.as_str()?.trim().is_empty())
+    Some(decoded(literal)?.trim().is_empty())
 }
 
 impl fmt::Debug for TextCarrier {

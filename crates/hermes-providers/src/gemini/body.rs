@@ -589,7 +589,7 @@ pub(crate) fn stored_signature<'a>(extra: &'a RawJson) -> Option<&'a RawValue> {
         Some(sig) if google.object => sig,
         _ => extra.thought_signature?,
     };
-    if !non_blank_string(checked) {
+    if hermes_core::raw::blank_literal(checked.get()) != Some(false) {
         return None;
     }
     // The literal sent: the nested one unless it is absent or `null`, else the flat one.
@@ -640,29 +640,6 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Google<'a> {
             }
         }
         d.deserialize_struct("Google", &[FIELD], V(std::marker::PhantomData))
-    }
-}
-
-/// True when the JSON text `literal` is a string that is not blank (a character other than
-/// white space once decoded; a lone surrogate escape reads as U+FFFD). A literal whose first
-/// character is neither white space nor an escape is not blank without decoding the rest.
-fn non_blank_string(literal: &RawValue) -> bool {
-    let text = literal.get();
-    let Some(inner) = text.strip_prefix('"') else {
-        return false;
-    };
-    if inner
-        .chars()
-        .next()
-        .is_some_and(|c| c != '\\' && c != '"' && !c.is_whitespace())
-    {
-        return true;
-    }
-    match serde_json::from_str::<Cow<'_, str>>(text) {
-        Ok(sig) => !sig.trim().is_empty(),
-        Err(_) => {
-            hermes_core::raw::parse_lenient::<String>(text).is_ok_and(|sig| !sig.trim().is_empty())
-        }
     }
 }
 
