@@ -49,8 +49,10 @@ pub(crate) enum Command {
     /// The strict provider simulator.
     #[command(subcommand)]
     Sim(SimCommand),
-    /// Serve OpenAI chat-completions (`/v1/chat/completions`, `/v1/models`) over HTTP: clients
-    /// may drop every reasoning field, the gateway restores it from the store.
+    /// Serve the gateway over HTTP. Doors: OpenAI chat completions (`POST
+    /// /v1/chat/completions`), Anthropic Messages (`POST /v1/messages`, `POST
+    /// /v1/messages/count_tokens`), and `GET /v1/models` in each door's shape. Clients may drop
+    /// every reasoning field: the gateway restores it from the store.
     Serve(ServeArgs),
 }
 

@@ -210,7 +210,18 @@ pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
     }
     let setup = setup::load(engine, setup::hermes_home()?)?;
     let config = &setup.config;
+    if let Some(door) = config.serve.default_models.keys().find(|k| {
+        !hermes_serve::Door::ALL
+            .iter()
+            .any(|d| d.key() == k.as_str())
+    }) {
+        anyhow::bail!(
+            "[serve.default_models] has `{door}`: the doors are {}",
+            hermes_serve::Door::ALL.map(|d| d.key()).join(", ")
+        );
+    }
     let addr = listen_address(args, config)?;
+
     check_exposure(args, config, addr)?;
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(hermes_serve::tls::server_config(cert, key)?),
@@ -227,6 +238,7 @@ pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
         let engine = engine.with_store(store, settings);
         let mut serve = ServeConfig::new(auth)
             .models(config.serve.models.clone())
+            .default_models(config.serve.default_models.clone())
             .limits(limits(&config.serve))
             .retention(config.serve.retention())
             .drain(DRAIN)
@@ -241,9 +253,14 @@ pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
             .with_context(|| format!("cannot listen on {addr}"))?;
         let bound = listener.local_addr()?;
         let scheme = if tls.is_some() { "https" } else { "http" };
+        let doors: Vec<String> = hermes_serve::Door::ALL
+            .iter()
+            .map(|d| d.describe().to_owned())
+            .collect();
         let _ = writeln!(
             std::io::stderr(),
-            "hermes: serving OpenAI chat-completions on {scheme}://{bound}/v1"
+            "hermes: serving on {scheme}://{bound}: {}",
+            doors.join("; ")
         );
         match tls {
             Some(tls) => gateway.serve_tls(listener, tls, shutdown_signal()).await?,

@@ -109,9 +109,15 @@ pub struct ServeSection {
     /// Per-tenant overrides of the limits (`[serve.tenants.NAME]`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tenants: BTreeMap<String, TenantSection>,
-    /// Model aliases: a name clients send → `provider/model`.
+    /// Model aliases: a name clients send → `provider/model`; a key with `*` is a pattern
+    /// (`claude-*`; exact names win, then the most literal pattern), and a target `provider/*`
+    /// forwards the client's own model name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub models: BTreeMap<String, String>,
+    /// Each door's default model (`chat`, `messages` → `provider/model`): where a model name
+    /// nothing else names goes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub default_models: BTreeMap<String, String>,
     /// The bearer token `GET /metrics` requires. Without one the metrics are served only on a
     /// loopback address (they name tenants). A secret: `config show` prints `***`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -128,6 +134,7 @@ impl std::fmt::Debug for ServeSection {
             .field("retention", &self.retention)
             .field("tenants", &self.tenants)
             .field("models", &self.models)
+            .field("default_models", &self.default_models)
             .field("metrics_token", &self.metrics_token.as_ref().map(|_| "***"))
             .finish()
     }

@@ -559,6 +559,16 @@ pub struct Message {
     /// The order the keys were stored in, when not canonical: storage, export and every wire
     /// keep it.
     pub key_order: Option<KeyOrder>,
+    /// A tool result the client marked as failed (Anthropic's `tool_result.is_error`): each wire
+    /// says so in its own way (`is_error`, Converse's `status: "error"`, Gemini's `error`
+    /// response; an `Error: ` text prefix where a wire has no marker). Request-scoped: it is
+    /// read from the client on every request, never stored, and not part of the normal form.
+    pub tool_error: bool,
+    /// This message's content as the client wrote it in its own wire's dialect (the Messages
+    /// door keeps each turn's blocks, `cache_control` and all), for an upstream of that dialect
+    /// only: a Claude target gets these bytes instead of blocks rebuilt from `content`. Never
+    /// stored, never serialized, never part of the normal form; every other wire ignores it.
+    pub client_blocks: Option<RawJson>,
 }
 
 impl Message {
@@ -576,6 +586,8 @@ impl Message {
             origin: None,
             extra: Vec::new(),
             key_order: None,
+            tool_error: false,
+            client_blocks: None,
         }
     }
 
@@ -589,6 +601,26 @@ impl Message {
             extra: 0,
             extras: self.extra.len(),
         }
+    }
+
+    /// A failed tool result's content for a wire with no error marker of its own: its text
+    /// (a string, or the text parts joined by newlines) after `Error: `. `None` unless
+    /// [`Message::tool_error`] is set.
+    pub fn tool_error_text(&self) -> Option<String> {
+        if !self.tool_error {
+            return None;
+        }
+        let text = match &self.content {
+            Some(c) if c.is_string() => c.as_str().map(|s| s.into_owned()).unwrap_or_default(),
+            Some(c) => serde_json::from_str::<Vec<serde_json::Value>>(c.get())
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|p| p.get("text").and_then(serde_json::Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            None => String::new(),
+        };
+        Some(format!("Error: {text}"))
     }
 
     /// The native record, if one is stored.

@@ -20,6 +20,17 @@ pub struct Passthrough {
     /// The client's own thinking object, sent as written instead of the one the thinking
     /// request maps to.
     pub thinking: Option<RawJson>,
+    /// The client's whole `tools` list exactly as written (its own tools' extra keys such as
+    /// `cache_control`, `defer_loading` or `strict` included, server tools in their places),
+    /// sent instead of the list rebuilt from the chat definitions.
+    pub tools: Option<RawJson>,
+    /// Top-level keys of the client's body that no wire-neutral part stands for (`metadata`,
+    /// `context_management`, `output_config`, and keys hermes does not know), in arrival order,
+    /// each sent as written; a key the wire also writes is the client's.
+    pub fields: Vec<(String, RawJson)>,
+    /// The API version the client asked for (Anthropic's `anthropic-version` header), sent
+    /// where the wire takes it as a header.
+    pub version: Option<String>,
 }
 
 /// Nothing to pass through, for parts that carry none.
@@ -27,6 +38,9 @@ pub(crate) static NO_PASSTHROUGH: Passthrough = Passthrough {
     betas: Vec::new(),
     server_tools: Vec::new(),
     thinking: None,
+    tools: None,
+    fields: Vec::new(),
+    version: None,
 };
 
 impl Passthrough {
@@ -66,6 +80,11 @@ impl Passthrough {
     pub fn thinking(mut self, thinking: RawJson) -> Self {
         self.thinking = Some(thinking);
         self
+    }
+
+    /// The client's value of top-level key `key`, when it sent one ([`Passthrough::fields`]).
+    pub fn field(&self, key: &str) -> Option<&RawJson> {
+        self.fields.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
     /// The refusal a wire that cannot honour these parts gives (`wire` names it and its

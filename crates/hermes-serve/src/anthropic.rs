@@ -50,7 +50,26 @@ pub(crate) fn effort_for_budget(budget: u32) -> Option<Effort> {
         .map(|(_, e)| *e)
 }
 
+/// The top-level keys the Messages door reads into wire-neutral parts; every other key
+/// (`metadata`, `context_management`, `output_config`, keys hermes does not know) goes to a
+/// Claude upstream as written ([`Passthrough::fields`]) and to no other.
+const DOOR_KEYS: &[&str] = &[
+    "model",
+    "messages",
+    "system",
+    "max_tokens",
+    "tools",
+    "tool_choice",
+    "thinking",
+    "stream",
+    "temperature",
+    "top_p",
+    "top_k",
+    "stop_sequences",
+];
+
 /// Parses a request body (`count_tokens` bodies too: `max_tokens` is then optional).
+
 pub(crate) fn parse(body: &[u8], counting: bool) -> Result<ClientTurn, ApiError> {
     let f = Fields::parse(body)?;
     let model: String = f
@@ -81,10 +100,14 @@ pub(crate) fn parse(body: &[u8], counting: bool) -> Result<ClientTurn, ApiError>
         Some(tools) if !tools.is_empty() => {
             let (client, server) = convert_tools(&tools)?;
             passthrough.server_tools = server;
+            // To a Claude upstream the list goes as written (the wire decides).
+            passthrough.tools = f.raw("tools").and_then(|t| RawJson::from_text(t).ok());
             client
         }
         _ => None,
     };
+    passthrough.fields = f.passed_through(DOOR_KEYS);
+
     if let Some(choice) = f.get::<Value>("tool_choice", "an object")? {
         let (choice, parallel) = tool_choice(&choice)?;
         sampling.tool_choice = Some(choice);

@@ -2,8 +2,6 @@
 //! names the key), and the turn a door made of it, which becomes one engine [`Request`] — and
 //! what both read from the reply they answer with.
 
-use std::collections::HashMap;
-
 use hermes_core::{Message, Passthrough, RawJson, Sampling, ThinkingRequest};
 use hermes_engine::{Choice, History, Request, ToolMode};
 use serde::de::DeserializeOwned;
@@ -11,18 +9,46 @@ use serde_json::value::RawValue;
 
 use crate::error::ApiError;
 
-/// A body's top-level keys, each parsed on its own so an error names it.
-pub(crate) struct Fields(HashMap<String, Box<RawValue>>);
+/// A body's top-level keys in the body's order, each parsed on its own so an error names it.
+pub(crate) struct Fields(Vec<(String, Box<RawValue>)>);
+
+/// Reads a JSON object's members in order, their values as sent.
+struct InOrder;
+
+impl<'de> serde::de::Visitor<'de> for InOrder {
+    type Value = Vec<(String, Box<RawValue>)>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut members: Vec<(String, Box<RawValue>)> = Vec::new();
+        while let Some((key, value)) = map.next_entry::<String, Box<RawValue>>()? {
+            // A repeated key: the last one stands, as a JSON object's reader takes it.
+            members.retain(|(k, _)| *k != key);
+            members.push((key, value));
+        }
+        Ok(members)
+    }
+}
 
 impl Fields {
     /// The keys of `body`, which must be a JSON object.
     pub(crate) fn parse(body: &[u8]) -> Result<Fields, ApiError> {
-        serde_json::from_slice(body)
+        use serde::Deserializer as _;
+        let mut de = serde_json::Deserializer::from_slice(body);
+        de.deserialize_map(InOrder)
+            .and_then(|members| de.end().map(|()| members))
             .map(Fields)
             .map_err(|e| ApiError {
                 param: None,
                 ..ApiError::invalid("", format!("the body is not a JSON object: {e}"))
             })
+    }
+
+    fn value(&self, key: &str) -> Option<&RawValue> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| &**v)
     }
 
     /// Key `key` as a `T` (`what` says what it must be), `None` when absent or null.
@@ -31,7 +57,7 @@ impl Fields {
         key: &str,
         what: &str,
     ) -> Result<Option<T>, ApiError> {
-        match self.0.get(key) {
+        match self.value(key) {
             None => Ok(None),
             Some(raw) if raw.get() == "null" => Ok(None),
             Some(raw) => serde_json::from_str(raw.get())
@@ -40,9 +66,19 @@ impl Fields {
         }
     }
 
+    /// Every key outside `read` with its value as sent, in the body's order.
+    pub(crate) fn passed_through(&self, read: &[&str]) -> Vec<(String, RawJson)> {
+        self.0
+            .iter()
+            .filter(|(k, _)| !read.contains(&k.as_str()))
+            .filter_map(|(k, v)| Some((k.clone(), RawJson::from_text(v.get()).ok()?)))
+            .collect()
+    }
+
     /// Key `key`'s text as sent, `None` when absent or null.
+
     pub(crate) fn raw(&self, key: &str) -> Option<&str> {
-        self.0.get(key).map(|r| r.get()).filter(|r| *r != "null")
+        self.value(key).map(|r| r.get()).filter(|r| *r != "null")
     }
 }
 

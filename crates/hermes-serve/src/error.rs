@@ -68,13 +68,34 @@ impl ApiError {
                 "not_found_error",
                 format!(
                     "the model `{model}` does not exist: name it `provider/model` (a provider id \
-                     of `hermes providers`) or an alias of [serve.models]; GET /v1/models lists them"
+                     of `hermes providers`) or an alias or pattern of [serve.models]; GET /v1/models lists them"
                 ),
             )
         }
     }
 
+    /// 404: no route serves the path.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        ApiError {
+            code: Some("unknown_route".to_owned()),
+            ..ApiError::new(StatusCode::NOT_FOUND, "not_found_error", message)
+        }
+    }
+
+    /// 405: the route does not take the method.
+    pub fn method_not_allowed(message: impl Into<String>) -> Self {
+        ApiError {
+            code: Some("method_not_allowed".to_owned()),
+            ..ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "invalid_request_error",
+                message,
+            )
+        }
+    }
+
     /// 413: the body is over the cap.
+
     pub fn too_large(cap: usize) -> Self {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -119,7 +140,7 @@ impl ApiError {
     /// type Anthropic uses for the status.
     pub fn anthropic_body(&self) -> Value {
         let kind = match self.status.as_u16() {
-            400 | 409 => "invalid_request_error",
+            400 | 405 | 409 => "invalid_request_error",
             401 => "authentication_error",
             403 => "permission_error",
             404 => "not_found_error",
@@ -254,6 +275,10 @@ impl ApiError {
     /// `body` with the status and `Retry-After`.
     fn respond(self, body: Value) -> Response {
         let mut response = (self.status, axum::Json(body)).into_response();
+        response
+            .extensions_mut()
+            .insert(crate::access::Reason(self.message.clone()));
+
         if let Some(wait) = self.retry_after
             && let Ok(value) =
                 HeaderValue::from_str(&wait.as_secs_f64().ceil().max(1.0).to_string())

@@ -10,6 +10,7 @@
 //! admitted under each tenant's [`Limits`] (requests per minute, requests at once), counted in
 //! the store every replica shares, before anything reaches an upstream.
 
+mod access;
 mod anthropic;
 mod body;
 mod error;
@@ -88,8 +89,12 @@ pub struct ServeConfig {
     /// How long a tenant's conversation is kept after its last update (`[serve] retention`):
     /// while serving, older ones are deleted in the background. `None` (the default): kept.
     pub retention: Option<Duration>,
-    /// Model aliases (`[serve.models]`): a name clients use → `provider/model`.
+    /// Model aliases (`[serve.models]`): a name clients use → `provider/model`; a key with
+    /// `*` is a pattern (`claude-*`), exact names win ([`model::target_of`]).
     pub models: BTreeMap<String, String>,
+    /// Each door's default model (`[serve.default_models]`, keyed `chat` / `messages`): what a
+    /// model name no alias, pattern or `provider/model` names goes to.
+    pub default_models: BTreeMap<String, String>,
     /// How often a silent stream sends an SSE comment.
     pub keep_alive: Duration,
     /// After a shutdown signal, how long in-flight requests may go on before they are cut
@@ -113,6 +118,7 @@ impl ServeConfig {
             limits: Limits::none(),
             retention: None,
             models: BTreeMap::new(),
+            default_models: BTreeMap::new(),
             keep_alive: Duration::from_secs(15),
             drain: Duration::from_secs(30),
             metrics: true,
@@ -129,6 +135,8 @@ impl ServeConfig {
         retention: Option<Duration>;
         /// With these aliases.
         models: BTreeMap<String, String>;
+        /// With these default models per door.
+        default_models: BTreeMap<String, String>;
         /// With this keep-alive interval.
         keep_alive: Duration;
         /// With this drain bound.
@@ -142,6 +150,44 @@ impl ServeConfig {
     pub fn metrics_token(mut self, token: Option<String>) -> Self {
         self.metrics_token = token.filter(|t| !t.trim().is_empty());
         self
+    }
+}
+
+/// The gateway's doors: the APIs clients speak to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Door {
+    /// OpenAI chat completions (`POST /v1/chat/completions`).
+    Chat,
+    /// Anthropic Messages (`POST /v1/messages`, `POST /v1/messages/count_tokens`).
+    Messages,
+}
+
+impl Door {
+    /// Every door, in the order the start line names them.
+    pub const ALL: [Door; 2] = [Door::Chat, Door::Messages];
+
+    /// Its key in `[serve.default_models]` and in logs.
+    pub fn key(self) -> &'static str {
+        match self {
+            Door::Chat => "chat",
+            Door::Messages => "messages",
+        }
+    }
+
+    /// What it speaks and where, for the start line and `--help`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Door::Chat => "OpenAI chat completions at /v1/chat/completions",
+            Door::Messages => "Anthropic Messages at /v1/messages",
+        }
+    }
+}
+
+impl ServeConfig {
+    /// `door`'s default model, if one is set.
+    pub fn default_model(&self, door: Door) -> Option<&str> {
+        self.default_models.get(door.key()).map(String::as_str)
     }
 }
 
@@ -235,16 +281,20 @@ impl Gateway {
             .route("/v1/messages/count_tokens", post(count_tokens))
             .route("/v1/models", get(models))
             .route("/healthz", get(|| async { "ok" }))
-            .route("/readyz", get(readyz));
+            .route("/readyz", get(readyz))
+            .fallback(not_found)
+            .method_not_allowed_fallback(method_not_allowed);
         let Some(recorded) = self.inner.metrics.clone() else {
             return router
                 .with_state(self.inner.clone())
-                .layer(tower_http::trace::TraceLayer::new_for_http());
+                .layer(tower_http::trace::TraceLayer::new_for_http())
+                .layer(axum::middleware::from_fn(access::layer));
         };
         router
             .route("/metrics", get(scrape))
             .with_state(self.inner.clone())
             .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(span::request_span))
+            .layer(axum::middleware::from_fn(access::layer))
             .layer(axum::middleware::from_fn_with_state(
                 recorded,
                 metrics::layer,
@@ -374,11 +424,48 @@ impl Drop for Retention {
     }
 }
 
+/// Whether a request speaks Anthropic's dialect: a Messages path, or the `anthropic-version`
+/// header Anthropic's clients send on every request.
+fn speaks_anthropic(path: &str, headers: &HeaderMap) -> bool {
+    path.starts_with("/v1/messages") || headers.contains_key("anthropic-version")
+}
+
+/// An error in the shape of the door the request came to.
+fn in_door_shape(error: ApiError, path: &str, headers: &HeaderMap) -> Response {
+    if speaks_anthropic(path, headers) {
+        error.into_anthropic_response()
+    } else {
+        error.into_response()
+    }
+}
+
+/// A path no door serves: 404 in the door's JSON error shape, naming the doors.
+async fn not_found(uri: axum::http::Uri, headers: HeaderMap) -> Response {
+    let doors: Vec<&str> = Door::ALL.iter().map(|d| d.describe()).collect();
+    let error = ApiError::not_found(format!(
+        "no route {}: this gateway serves {}, and GET /v1/models",
+        uri.path(),
+        doors.join("; ")
+    ));
+    in_door_shape(error, uri.path(), &headers)
+}
+
+/// A method a route does not take: 405 in the door's JSON error shape.
+async fn method_not_allowed(
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+) -> Response {
+    let error = ApiError::method_not_allowed(format!("{} does not take {method}", uri.path()));
+    in_door_shape(error, uri.path(), &headers)
+}
+
 /// The tenant of a request, or its 401.
 async fn authenticate(inner: &Inner, headers: &HeaderMap) -> Result<String, ApiError> {
     let keys = match &inner.config.auth {
         Auth::None => {
             metrics::set_tenant("local");
+            access::tenant("local");
             return Ok("local".to_owned());
         }
         Auth::Keys(keys) => keys,
@@ -398,6 +485,7 @@ async fn authenticate(inner: &Inner, headers: &HeaderMap) -> Result<String, ApiE
     match keys.tenant(bearer).await {
         Ok(Some(tenant)) => {
             metrics::set_tenant(&tenant);
+            access::tenant(&tenant);
             Ok(tenant)
         }
         Ok(None) => Err(ApiError::unauthorized("the gateway key is not valid")),
@@ -479,7 +567,13 @@ async fn chat_completions(
 async fn chat(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
     let (tenant, admitted, body) = admit(inner, headers, body).await?;
     let parsed = openai::parse(&body)?;
-    let choice = model::resolve(&inner.engine, &inner.config.models, &parsed.turn.model)?;
+    access::model(&parsed.turn.model);
+    let choice = model::resolve(
+        &inner.engine,
+        &inner.config.models,
+        inner.config.default_model(Door::Chat),
+        &parsed.turn.model,
+    )?;
     let session = session_of(headers)?;
     let turn = parsed.turn;
     tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "chat completion");
@@ -526,7 +620,14 @@ async fn messages_turn(
 ) -> Result<Response, ApiError> {
     let (tenant, admitted, body) = admit(inner, headers, body).await?;
     let parsed = anthropic::parse(&body, false)?;
-    let choice = model::resolve(&inner.engine, &inner.config.models, &parsed.model)?;
+    access::model(&parsed.model);
+
+    let choice = model::resolve(
+        &inner.engine,
+        &inner.config.models,
+        inner.config.default_model(Door::Messages),
+        &parsed.model,
+    )?;
     let session = session_of(headers)?;
     let mut turn = parsed;
     if turn.partition.is_none() {
@@ -542,7 +643,13 @@ async fn messages_turn(
             .iter()
             .filter_map(|v| v.to_str().ok()),
     );
+    turn.passthrough.version = headers
+        .get("anthropic-version")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 64)
+        .map(str::to_owned);
     tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "messages");
+
     let recorder = inner.turn(&tenant);
     let key = match inner.signing_key.get() {
         Some(key) => key.clone(),
@@ -606,7 +713,12 @@ async fn count(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Respons
     check_length(inner, headers)?;
     let body = read_body(inner, body).await?;
     let parsed = anthropic::parse(&body, true)?;
-    let choice = model::resolve(&inner.engine, &inner.config.models, &parsed.model)?;
+    let choice = model::resolve(
+        &inner.engine,
+        &inner.config.models,
+        inner.config.default_model(Door::Messages),
+        &parsed.model,
+    )?;
     let target = hermes_core::RouteTarget::new(
         choice.provider.as_deref().unwrap_or_default(),
         choice.base_url.as_deref(),
@@ -840,12 +952,15 @@ fn delta_of(event: &DriverEvent) -> Option<Value> {
     }
 }
 
-/// `GET /v1/models`: the aliases, then `provider/model` for every provider whose credentials
-/// are configured (its configured model, else `provider/*`: any model of it).
+/// `GET /v1/models`: the aliases (patterns as written), then `provider/model` for every
+/// provider whose credentials are configured (its configured model, else `provider/*`: any
+/// model of it), then the doors' default models; in Anthropic's shape for a client that sends
+/// `anthropic-version`, else OpenAI's.
 async fn models(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response {
     if let Err(error) = authenticate(&inner, &headers).await {
-        return error.into_response();
+        return in_door_shape(error, "/v1/models", &headers);
     }
+
     let mut ids: Vec<String> = inner.config.models.keys().cloned().collect();
     if let Some(settings) = inner.engine.settings() {
         let defaults = &settings.defaults;
@@ -868,6 +983,28 @@ async fn models(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response
             });
             ids.push(format!("{}/{}", spec.id, model.as_deref().unwrap_or("*")));
         }
+    }
+    for target in inner.config.default_models.values() {
+        if !ids.contains(target) {
+            ids.push(target.clone());
+        }
+    }
+    if speaks_anthropic("/v1/models", &headers) {
+        // Anthropic's `GET /v1/models` page (`ModelInfo`: type, id, display_name, created_at).
+        let data: Vec<Value> = ids
+            .iter()
+            .map(|id| {
+                json!({"type": "model", "id": id, "display_name": id,
+                       "created_at": "1970-01-01T00:00:00Z"})
+            })
+            .collect();
+        return axum::Json(json!({
+            "data": data,
+            "has_more": false,
+            "first_id": ids.first(),
+            "last_id": ids.last(),
+        }))
+        .into_response();
     }
     let data: Vec<Value> = ids
         .iter()

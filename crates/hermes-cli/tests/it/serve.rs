@@ -81,6 +81,102 @@ fn serve_answers_on_loopback_and_stops_on_sigterm() {
     assert!(rest.contains("shutting down"), "{rest}");
 }
 
+/// Every 4xx and 5xx the gateway answers is one log line (request id, tenant, door, model,
+/// status, reason; no body, no key), unknown routes and methods answer in the door's JSON error
+/// shape, and `--help` names every door.
+#[test]
+fn refusals_are_logged_once_each_and_unknown_routes_answer_in_the_doors_shape() {
+    let home = own_home();
+    let help = stdout_of(home.path(), &["serve", "--help"]);
+    for door in ["/v1/chat/completions", "/v1/messages", "/v1/models"] {
+        assert!(help.contains(door), "--help names {door}: {help}");
+    }
+    let (mut server, addr) = serving(
+        home.path(),
+        &["serve", "--listen", "127.0.0.1:0", "--no-auth"],
+    );
+    let (status, body) = http(&addr, "GET", "/v1/responses/nothing", "");
+    assert_eq!(status, 404, "{body}");
+    let error: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        error["error"]["code"], "unknown_route",
+        "OpenAI's shape: {error}"
+    );
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("/v1/messages"),
+        "{error}"
+    );
+    let (status, body) = http(&addr, "GET", "/v1/messages", "");
+    assert_eq!(status, 405, "{body}");
+    let error: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(error["type"], "error", "Anthropic's shape: {error}");
+    assert_eq!(error["error"]["type"], "invalid_request_error", "{error}");
+    let (status, body) = http_with(
+        &addr,
+        "POST",
+        "/v1/messages",
+        r#"{"model":"nowhere-9","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}"#,
+        "anthropic-version: 2023-06-01\r\nx-api-key: sk-secret-never-logged-123456\r\n",
+    );
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["type"],
+        "error"
+    );
+    server.terminate();
+
+    let mut lines = Vec::new();
+    for entry in std::fs::read_dir(home.path().join("logs")).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        assert!(
+            !text.contains("sk-secret-never-logged"),
+            "a key in the logs"
+        );
+        assert!(!text.contains("\"max_tokens\""), "a body in the logs");
+        lines.extend(
+            text.lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter(|l| l["fields"]["message"] == "request refused"),
+        );
+    }
+    let seen: Vec<(u64, &str, &str, &str)> = lines
+        .iter()
+        .map(|l| {
+            let f = &l["fields"];
+            assert!(
+                f["request_id"].as_str().is_some_and(|id| id.len() == 32),
+                "{l}"
+            );
+            (
+                f["status"].as_u64().unwrap(),
+                f["door"].as_str().unwrap(),
+                f["model"].as_str().unwrap(),
+                f["tenant"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (404, "none", "none", "none"),
+            (405, "messages", "none", "none"),
+            (404, "messages", "nowhere-9", "local"),
+        ],
+        "one line per refusal: {lines:?}"
+    );
+    assert!(
+        lines[2]["fields"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the model `nowhere-9` does not exist"),
+        "{:?}",
+        lines[2]
+    );
+}
+
 #[test]
 fn serve_refuses_what_it_cannot_serve_safely() {
     let home = own_home();
@@ -166,13 +262,18 @@ pub(crate) fn serving_with(
     (Killed(child, stderr), addr)
 }
 
-/// The address `hermes serve` says it serves, read from its first line on stderr.
+/// The address `hermes serve` says it serves, read from its first line on stderr (which names
+/// every door).
 pub(crate) fn served_address(stderr: &mut impl std::io::BufRead) -> String {
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
+    for door in ["/v1/chat/completions", "/v1/messages"] {
+        assert!(line.contains(door), "the start line names {door}: {line}");
+    }
     line.trim()
-        .strip_prefix("hermes: serving OpenAI chat-completions on http://")
-        .and_then(|rest| rest.strip_suffix("/v1"))
+        .strip_prefix("hermes: serving on http://")
+        .and_then(|rest| rest.split_once(": "))
+        .map(|(addr, _)| addr)
         .unwrap_or_else(|| panic!("{line}"))
         .to_owned()
 }

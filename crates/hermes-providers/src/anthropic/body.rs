@@ -182,6 +182,8 @@ pub struct Bound {
     /// The `anthropic-beta` header value (comma-separated), when one is needed (never on
     /// Bedrock, whose body carries the betas).
     pub beta: Option<String>,
+    /// A gateway client's `anthropic-version` header, sent instead of hermes' own.
+    pub version: Option<String>,
 }
 
 /// An encoded body: [`crate::native::Encoded`] with its refusable fields (`thinking`,
@@ -199,6 +201,10 @@ impl crate::native::Stamp for Bound {
         if let Some(beta) = &self.beta {
             stamp.push((super::BETA_STAMP.to_owned(), RawJson::string(beta)));
         }
+        if let Some(version) = &self.version {
+            stamp.push((super::VERSION_STAMP.to_owned(), RawJson::string(version)));
+        }
+
         stamp
     }
 }
@@ -223,12 +229,18 @@ pub(super) enum Block<'h> {
     ToolResult {
         tool_use_id: &'h str,
         content: Option<&'h RawJson>,
+        /// The client marked the result as failed ([`Message::tool_error`]).
+        is_error: bool,
     },
+    /// A block exactly as the gateway's client wrote it (Claude targets only).
+    Client(&'h RawValue),
     /// An image of a chat-style `image_url` part (module [`media`]).
     Image(Image),
     /// A tool result whose content holds images: its parts as stored, images rebuilt.
     ToolResultParts {
         tool_use_id: &'h str,
+        /// The client marked the result as failed ([`Message::tool_error`]).
+        is_error: bool,
         parts: Vec<media::ResultPart<'h>>,
     },
 }
@@ -248,7 +260,9 @@ impl Block<'_> {
             Block::ToolResult {
                 tool_use_id,
                 content,
+                ..
             } => tool_use_id.len() + content.map_or(0, |c| c.get().len()),
+            Block::Client(raw) => raw.get().len(),
             Block::Image(_) | Block::ToolResultParts { .. } => 0,
         }
     }
@@ -265,9 +279,15 @@ impl Serialize for CachedBlock<'_, '_> {
             // As stored, less any private key (`_…`, SPEC §2): the rest byte for byte.
             return hermes_core::raw::without_private(raw.as_raw()).serialize(s);
         }
+        if let Block::Client(raw) = self.block {
+            return match self.cache {
+                false => raw.serialize(s),
+                true => raw_box(&with_cache_control(raw.get())).serialize(s),
+            };
+        }
         let mut map = s.serialize_map(None)?;
         match self.block {
-            Block::Stored(_) => {}
+            Block::Stored(_) | Block::Client(_) => {}
             Block::Unsigned(text) => {
                 map.serialize_entry("type", "thinking")?;
                 map.serialize_entry("thinking", text)?;
@@ -285,21 +305,32 @@ impl Serialize for CachedBlock<'_, '_> {
             Block::ToolResult {
                 tool_use_id,
                 content,
+                is_error,
             } => {
                 map.serialize_entry("type", "tool_result")?;
                 map.serialize_entry("tool_use_id", tool_use_id)?;
                 if let Some(content) = content {
                     map.serialize_entry("content", content)?;
                 }
+                if *is_error {
+                    map.serialize_entry("is_error", &true)?;
+                }
             }
             Block::Image(image) => {
                 map.serialize_entry("type", "image")?;
                 map.serialize_entry("source", &media::ImageSource(image))?;
             }
-            Block::ToolResultParts { tool_use_id, parts } => {
+            Block::ToolResultParts {
+                tool_use_id,
+                is_error,
+                parts,
+            } => {
                 map.serialize_entry("type", "tool_result")?;
                 map.serialize_entry("tool_use_id", tool_use_id)?;
                 map.serialize_entry("content", parts)?;
+                if *is_error {
+                    map.serialize_entry("is_error", &true)?;
+                }
             }
         }
         if self.cache {
@@ -307,6 +338,15 @@ impl Serialize for CachedBlock<'_, '_> {
         }
         map.end()
     }
+}
+
+/// A client's block (a JSON object as written) with hermes' cache breakpoint added after its
+/// own members, which stay byte for byte.
+fn with_cache_control(object: &str) -> String {
+    let body = object.trim_end();
+    let inner = body.strip_suffix('}').unwrap_or(body).trim_end();
+    let sep = if inner.ends_with('{') { "" } else { "," };
+    format!("{inner}{sep}\"cache_control\":{{\"type\":\"ephemeral\"}}}}")
 }
 
 /// An object with only a `type`: `{"type":"ephemeral"}` (cache control), `{"type":"object"}`
@@ -369,22 +409,54 @@ impl Serialize for Blocks<'_, '_> {
     }
 }
 
-/// The system prompt: every `system` message's text, each a text block, the last one cached.
-struct System<'h>(Vec<&'h RawValue>);
+/// The system prompt: the leading `system` messages' text, each a text block (a Claude target
+/// gets a gateway client's own blocks as written), the last one cached unless the client placed
+/// breakpoints of its own.
+struct System<'h> {
+    blocks: Vec<Block<'h>>,
+    cache_last: bool,
+}
 
 impl Serialize for System<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        let last = self.0.len().saturating_sub(1);
-        for (i, &text) in self.0.iter().enumerate() {
+        let mut seq = s.serialize_seq(Some(self.blocks.len()))?;
+        let last = self.blocks.len().saturating_sub(1);
+        for (i, block) in self.blocks.iter().enumerate() {
             seq.serialize_element(&CachedBlock {
-                block: &Block::Text(text),
-                cache: i == last,
+                block,
+                cache: self.cache_last && i == last,
             })?;
         }
         seq.end()
     }
 }
+
+/// A message's content as its gateway client wrote it ([`Message::client_blocks`]: an array of
+/// blocks, or a string as one text block), when the target is Claude (`claude_native`).
+fn client_blocks(msg: &Message, claude_native: bool) -> Option<Vec<Block<'_>>> {
+    let raw = msg.client_blocks.as_ref().filter(|_| claude_native)?;
+    if raw.is_string() {
+        return Some(vec![Block::Text(raw.as_raw())]);
+    }
+    let blocks: Vec<&RawValue> = serde_json::from_str(raw.get()).ok()?;
+    Some(blocks.into_iter().map(Block::Client).collect())
+}
+
+/// The blocks of a `system` message: the client's own as written for a Claude target, else its
+/// text parts.
+fn system_blocks(msg: &Message, claude_native: bool) -> Vec<Block<'_>> {
+    client_blocks(msg, claude_native).unwrap_or_else(|| {
+        text_parts(msg.content.as_ref())
+            .into_iter()
+            .map(Block::Text)
+            .collect()
+    })
+}
+
+/// The beta a `{"role": "system"}` message inside `messages` needs on Claude's API (Claude Code
+/// 2.1 sends such messages on current models; docs.claude.com, "Mid-conversation system
+/// messages").
+pub const MID_CONVERSATION_SYSTEM_BETA: &str = "mid-conversation-system-2026-04-07";
 
 struct Tool<'a>(ChatFunction<'a>);
 
@@ -652,7 +724,12 @@ pub fn encode(
 
     let loop_start = replay::loop_start(history);
 
-    let mut system = Vec::new();
+    // A Claude target takes a gateway client's own blocks as written.
+    let claude_native = passthrough.is_some();
+    let mut system: Vec<Block<'_>> = Vec::new();
+    // Whether a message other than a system one came yet (system messages after it stay in
+    // place on Claude, SPEC §5a 5), and whether one did.
+    let (mut seen_turn, mut mid_system) = (false, false);
     let mut wire: Vec<WireMessage<'_>> = Vec::new();
     let mut sent_kinds: BTreeSet<&'static str> = BTreeSet::new();
     let mut digest = PrefixDigest::new();
@@ -664,9 +741,29 @@ pub fn encode(
         let prefix = digest.step(msg);
         match msg.role {
             Role::System | Role::Developer => {
-                system.extend(text_parts(msg.content.as_ref()));
+                let blocks = system_blocks(msg, claude_native);
+                if !seen_turn {
+                    system.extend(blocks);
+                } else if family == Family::Claude {
+                    mid_system = true;
+                    explain.push(format!(
+                        "message {i}: a mid-conversation system message, sent in place ({MID_CONVERSATION_SYSTEM_BETA})"
+                    ));
+                    push(&mut wire, "system", blocks, None, i);
+                } else {
+                    explain.push(format!(
+                        "message {i}: a mid-conversation system message: this relay has no in-place form, its text joins `system`"
+                    ));
+                    system.extend(blocks);
+                }
+            }
+            Role::User if client_blocks(msg, claude_native).is_some() => {
+                seen_turn = true;
+                let blocks = client_blocks(msg, claude_native).unwrap_or_default();
+                push(&mut wire, "user", blocks, None, i);
             }
             Role::User => {
+                seen_turn = true;
                 let mut blocks = Vec::new();
                 let plain = msg.content.as_ref().filter(|c| c.is_string());
                 if media::has_images(msg) {
@@ -681,21 +778,30 @@ pub fn encode(
                 push(&mut wire, "user", blocks, plain, i);
             }
             Role::Tool => {
+                seen_turn = true;
+                if let Some(blocks) = client_blocks(msg, claude_native) {
+                    push(&mut wire, "user", blocks, None, i);
+                    continue;
+                }
                 let tool_use_id = msg.tool_call_id.as_deref().unwrap_or("");
+                let is_error = msg.tool_error;
                 let block = if media::has_images(msg) {
                     Block::ToolResultParts {
                         tool_use_id,
+                        is_error,
                         parts: media::result_parts(msg, i)?,
                     }
                 } else {
                     Block::ToolResult {
                         tool_use_id,
                         content: msg.content.as_ref().filter(|c| !c.is_null()),
+                        is_error,
                     }
                 };
                 push(&mut wire, "user", vec![block], None, i);
             }
             Role::Assistant => {
+                seen_turn = true;
                 let in_loop = i >= loop_start;
                 let items = stored_blocks(msg);
                 let (thinking, why) = assistant_thinking(
@@ -750,7 +856,16 @@ pub fn encode(
         };
     }
 
-    if let Some(last) = wire.last_mut() {
+    // hermes' own cache breakpoints only where the client placed none.
+    let client_cache = claude_native
+        && (history.iter().any(|m| {
+            m.client_blocks
+                .as_ref()
+                .is_some_and(|b| b.get().contains("\"cache_control\""))
+        }) || passthrough
+            .and_then(|p| p.tools.as_ref())
+            .is_some_and(|t| t.get().contains("\"cache_control\"")));
+    if let Some(last) = wire.last_mut().filter(|_| !client_cache) {
         last.extra.cache = true;
     }
     let tools = match parts.tools {
@@ -778,15 +893,29 @@ pub fn encode(
             betas.push(beta);
         }
     }
+    if mid_system && !betas.contains(&MID_CONVERSATION_SYSTEM_BETA) {
+        betas.push(MID_CONVERSATION_SYSTEM_BETA);
+    }
     if let Some(p) = passthrough.filter(|p| !p.is_empty()) {
+        let fields: Vec<&str> = p.fields.iter().map(|(k, _)| k.as_str()).collect();
         explain.push(format!(
-            "the client's own: {} beta(s), {} server tool(s){}",
+            "the client's own: {} beta(s), {} server tool(s){}{}{}",
             p.betas.len(),
             p.server_tools.len(),
             if p.thinking.is_some() {
                 ", its thinking object as sent"
             } else {
                 ""
+            },
+            if p.tools.is_some() {
+                ", its tools as sent"
+            } else {
+                ""
+            },
+            if fields.is_empty() {
+                String::new()
+            } else {
+                format!(", {} as sent", fields.join(", "))
             }
         ));
     }
@@ -810,9 +939,14 @@ pub fn encode(
         },
         anthropic_beta: if bedrock { &betas[..] } else { &[] },
         max_tokens: plan.max_tokens,
-        system: (!system.is_empty()).then_some(System(system)),
+        system: (!system.is_empty()).then_some(System {
+            blocks: system,
+            cache_last: !client_cache,
+        }),
         messages: &wire,
         tools,
+        tools_as_sent: passthrough.and_then(|p| p.tools.as_ref()),
+        fields: passthrough.map_or(&[][..], |p| &p.fields[..]),
         thinking: plan.thinking.as_deref().map(raw_box),
         effort: plan.effort,
         tool_choice: sampling.tool_choice,
@@ -841,6 +975,7 @@ pub fn encode(
             digest: digest.hex(),
             sources: json::sources(&wire),
             beta: (!bedrock && !betas.is_empty()).then(|| betas.join(",")),
+            version: passthrough.and_then(|p| p.version.clone()),
         },
     })
 }
@@ -1035,6 +1170,11 @@ struct Body<'a, 'h> {
     system: Option<System<'h>>,
     messages: &'a [WireMessage<'h>],
     tools: Option<Tools<'a>>,
+    /// A gateway client's `tools` as written, sent instead of `tools`.
+    tools_as_sent: Option<&'a RawJson>,
+    /// A gateway client's top-level keys as written ([`hermes_core::Passthrough::fields`]):
+    /// a key written here too is the client's.
+    fields: &'a [(String, RawJson)],
     thinking: Option<Box<RawValue>>,
     effort: Option<&'static str>,
     tool_choice: Option<Value>,
@@ -1063,7 +1203,10 @@ impl Serialize for Body<'_, '_> {
             map.serialize_entry("system", system)?;
         }
         map.serialize_entry("messages", self.messages)?;
-        if let Some(tools) = &self.tools {
+        let client = |key: &str| self.fields.iter().any(|(k, _)| k == key);
+        if let Some(tools) = self.tools_as_sent {
+            map.serialize_entry("tools", tools)?;
+        } else if let Some(tools) = &self.tools {
             map.serialize_entry("tools", tools)?;
         }
         if let Some(choice) = &self.tool_choice {
@@ -1072,7 +1215,7 @@ impl Serialize for Body<'_, '_> {
         if let Some(thinking) = &self.thinking {
             map.serialize_entry("thinking", thinking)?;
         }
-        if self.effort.is_some() || self.format.is_some() {
+        if (self.effort.is_some() || self.format.is_some()) && !client("output_config") {
             map.serialize_entry(
                 "output_config",
                 &OutputConfig {
@@ -1084,12 +1227,16 @@ impl Serialize for Body<'_, '_> {
         if !self.stop_sequences.is_empty() {
             map.serialize_entry("stop_sequences", self.stop_sequences)?;
         }
-        if let Some(user) = self.user {
+        if let Some(user) = self.user.filter(|_| !client("metadata")) {
             map.serialize_entry("metadata", &serde_json::json!({ "user_id": user }))?;
+        }
+        for (key, value) in self.fields {
+            map.serialize_entry(key, value)?;
         }
         if self.stream {
             map.serialize_entry("stream", &true)?;
         }
+
         map.end()
     }
 }

@@ -74,14 +74,16 @@ pub fn request_history(body: &str) -> Result<Vec<Message>, InboundError> {
 /// messages in order.
 pub fn history(system: Option<&str>, messages: Option<&str>) -> Result<Vec<Message>, InboundError> {
     let mut out = Vec::new();
-    if let Some(system) = system {
-        let system: Value = serde_json::from_str(system).map_err(|e| {
+    if let Some(system_text) = system {
+        let system: Value = serde_json::from_str(system_text).map_err(|e| {
             InboundError::new(
                 "system",
                 format!("`system` must be a string or an array of text blocks: {e}"),
             )
         })?;
-        out.push(system_message(&system)?);
+        let mut message = system_message(&system)?;
+        message.client_blocks = RawJson::from_text(system_text.to_owned()).ok();
+        out.push(message);
     }
     let messages =
         messages.ok_or_else(|| InboundError::new("messages", "`messages` is required"))?;
@@ -222,18 +224,50 @@ fn convert_turn(i: usize, turn: &RawValue, out: &mut Vec<Message>) -> Result<(),
         let blocks = serde_json::from_str(content.get()).map_err(|_| bad_content())?;
         (Vec::new(), blocks)
     };
+    if role == Some("system") {
+        // A mid-conversation system message (Claude Code sends one on every current model):
+        // kept in place, its blocks as sent for a Claude upstream (SPEC §5a 5).
+        let system: Value = serde_json::from_str(content.get()).map_err(|_| bad_content())?;
+        let not_text = |b: &Value| b.get("type").and_then(Value::as_str) != Some("text");
+        let bad_system = || {
+            InboundError::new(
+                &format!("{at}.content"),
+                format!("`{at}.content` of a system message must be a string or text blocks"),
+            )
+        };
+        if system.as_array().is_some_and(|b| b.iter().any(not_text)) {
+            return Err(bad_system());
+        }
+        let mut message = system_message(&system).map_err(|_| bad_system())?;
+
+        message.client_blocks = RawJson::from_text(content.get().to_owned()).ok();
+        out.push(message);
+        return Ok(());
+    }
     let mut calls = Vec::new();
     let mut thinking = Vec::new();
+    // The user turn's own blocks as sent (tool results go on their tool messages).
+    let mut own_blocks: Vec<&RawValue> = Vec::new();
     for (j, raw) in blocks.iter().enumerate() {
         let here = format!("{at}.content.{j}");
         let block: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
         match (role, block.get("type").and_then(Value::as_str)) {
-            (_, Some("text")) => parts.push(json!({
-                "type": "text",
-                "text": block.get("text").and_then(Value::as_str).unwrap_or_default(),
-            })),
-            (Some("user"), Some("image")) => parts.push(image_part(&block, &here)?),
-            (Some("user"), Some("tool_result")) => out.push(tool_result(&block, &here)?),
+            (_, Some("text")) => {
+                own_blocks.push(raw);
+                parts.push(json!({
+                    "type": "text",
+                    "text": block.get("text").and_then(Value::as_str).unwrap_or_default(),
+                }));
+            }
+            (Some("user"), Some("image")) => {
+                own_blocks.push(raw);
+                parts.push(image_part(&block, &here)?);
+            }
+            (Some("user"), Some("tool_result")) => {
+                let mut message = tool_result(&block, &here)?;
+                message.client_blocks = RawJson::from_text(format!("[{}]", raw.get())).ok();
+                out.push(message);
+            }
             (Some("assistant"), Some("tool_use")) => calls.push(json!({
                 "id": block.get("id").and_then(Value::as_str).unwrap_or_default(),
                 "type": "function",
@@ -267,10 +301,13 @@ fn convert_turn(i: usize, turn: &RawValue, out: &mut Vec<Message>) -> Result<(),
     match role {
         Some("user") => {
             if !content.is_null() {
-                out.push(chat_message(
-                    json!({"role": "user", "content": content}),
-                    &at,
-                )?);
+                let mut message = chat_message(json!({"role": "user", "content": content}), &at)?;
+                message.client_blocks = match blocks.is_empty() {
+                    // A string content is sent as a string already.
+                    true => None,
+                    false => RawJson::from_serialize(&own_blocks).ok(),
+                };
+                out.push(message);
             }
         }
         Some("assistant") => {
@@ -287,7 +324,7 @@ fn convert_turn(i: usize, turn: &RawValue, out: &mut Vec<Message>) -> Result<(),
         _ => {
             return Err(InboundError::new(
                 &format!("{at}.role"),
-                format!("`{at}.role` must be user or assistant"),
+                format!("`{at}.role` must be user, assistant or system"),
             ));
         }
     }
@@ -341,7 +378,8 @@ fn image_part(block: &Value, at: &str) -> Result<Value, InboundError> {
     Ok(json!({"type": "image_url", "image_url": {"url": url}}))
 }
 
-/// A `tool_result` block as a tool message (its text; an error result says so in it).
+/// A `tool_result` block as a tool message: its text (and images), an error result marked
+/// [`Message::tool_error`].
 fn tool_result(block: &Value, at: &str) -> Result<Message, InboundError> {
     let id = block
         .get("tool_use_id")
@@ -349,8 +387,8 @@ fn tool_result(block: &Value, at: &str) -> Result<Message, InboundError> {
         .ok_or_else(|| InboundError::new(at, format!("`{at}.tool_use_id` is required")))?;
     let error = block.get("is_error").and_then(Value::as_bool) == Some(true);
     let content = match block.get("content") {
-        None | Some(Value::Null) => Value::String(error_text(error, "")),
-        Some(Value::String(s)) => Value::String(error_text(error, s)),
+        None | Some(Value::Null) => Value::String(String::new()),
+        Some(Value::String(s)) => Value::String(s.clone()),
         Some(Value::Array(blocks)) => {
             // Text blocks joined as before; images kept as image parts after the text, so a
             // wire that takes images in tool results sends them (the others refuse them).
@@ -362,7 +400,7 @@ fn tool_result(block: &Value, at: &str) -> Result<Message, InboundError> {
                     _ => texts.extend(inner.get("text").and_then(Value::as_str)),
                 }
             }
-            let text = error_text(error, &texts.join("\n"));
+            let text = texts.join("\n");
             if images.is_empty() {
                 Value::String(text)
             } else {
@@ -378,19 +416,13 @@ fn tool_result(block: &Value, at: &str) -> Result<Message, InboundError> {
             ));
         }
     };
-    chat_message(
+    let mut message = chat_message(
         json!({"role": "tool", "tool_call_id": id, "content": content}),
         at,
-    )
-}
-
-/// A tool result's text, saying so when the client marked it an error.
-fn error_text(error: bool, text: &str) -> String {
-    if error {
-        format!("Error: {text}")
-    } else {
-        text.to_owned()
-    }
+    )?;
+    // Each wire marks it in its own way (`Message::tool_error`).
+    message.tool_error = error;
+    Ok(message)
 }
 
 #[cfg(test)]
@@ -531,14 +563,59 @@ mod tests {
                 {"type": "text", "text": "a.png\ndone"},
                 {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]})
         );
-        // Text only stays a string, an error result says so.
+        // Text only stays a string; an error result is marked (each wire says so its way).
         let error = serde_json::to_value(&h[3]).unwrap();
-        assert_eq!(error["content"], "Error: gone");
+        assert_eq!(error["content"], "gone");
+        assert!(h[3].tool_error && !h[2].tool_error);
+        assert_eq!(h[3].tool_error_text().as_deref(), Some("Error: gone"));
+        // Each block as the client wrote it, for a Claude upstream.
+        let blocks: Vec<serde_json::Value> =
+            serde_json::from_str(h[3].client_blocks.as_ref().unwrap().get()).unwrap();
+        assert_eq!(blocks[0]["is_error"], true);
         let bad = r#"{"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": [{"type": "image", "source": {"type": "file"}}]}]}]}"#;
         assert_eq!(
             request_history(bad).unwrap_err().at,
             "messages.0.content.0.content.0"
         );
+    }
+
+    #[test]
+    fn a_mid_conversation_system_message_stays_in_place_with_its_blocks_as_sent() {
+        let body = r##"{"system": [{"type": "text", "text": "A"}, {"type": "text", "text": "B", "cache_control": {"type": "ephemeral"}}],
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]},
+                {"role": "system", "content": [{"type": "text", "text": "# Environment", "cache_control": {"type": "ephemeral"}}]},
+                {"role": "system", "content": "today is Sunday"}]}"##;
+        let h = request_history(body).unwrap();
+        let roles: Vec<Role> = h.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [Role::System, Role::User, Role::System, Role::System]
+        );
+        assert_eq!(h[0].content.as_ref().unwrap().as_str().unwrap(), "A\n\nB");
+        assert!(
+            h[0].client_blocks
+                .as_ref()
+                .unwrap()
+                .get()
+                .contains("cache_control")
+        );
+        assert_eq!(h[1].content.as_ref().unwrap().as_str().unwrap(), "hi");
+        assert_eq!(
+            h[1].client_blocks.as_ref().unwrap().get(),
+            r#"[{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]"#,
+            "the user's blocks byte for byte"
+        );
+        assert_eq!(
+            h[2].content.as_ref().unwrap().as_str().unwrap(),
+            "# Environment"
+        );
+        assert_eq!(
+            h[3].client_blocks.as_ref().unwrap().get(),
+            r#""today is Sunday""#
+        );
+        let bad = r#"{"messages": [{"role": "user", "content": "x"}, {"role": "system", "content": [{"type": "image"}]}]}"#;
+        assert_eq!(request_history(bad).unwrap_err().at, "messages.1.content");
     }
 
     #[test]
@@ -574,9 +651,10 @@ mod tests {
             (
                 r#"{"messages": [{"role": "robot", "content": "x"}]}"#,
                 "messages.0.role",
-                "must be user or assistant",
+                "must be user, assistant or system",
             ),
         ];
+
         for (body, at, says) in cases {
             let e = request_history(body).unwrap_err();
             assert_eq!(e.at, at, "{body}: {e}");

@@ -100,6 +100,9 @@ pub fn outgoing(
 /// Carries the `anthropic-beta` header from `encode` to `send`; never stored.
 const BETA_STAMP: &str = "hermes_anthropic_beta";
 
+/// Carries a gateway client's `anthropic-version` from `encode` to `send`; never stored.
+const VERSION_STAMP: &str = "hermes_anthropic_version";
+
 #[async_trait::async_trait]
 impl Wire for AnthropicWire {
     fn id(&self) -> &'static str {
@@ -120,15 +123,20 @@ impl Wire for AnthropicWire {
     async fn send(&self, request: &Outgoing, origin: Origin, on_delta: OnDelta<'_>) -> SendResult {
         let url = self.url(&origin.model, request.stream);
         let mut headers = Vec::new();
-        // Vertex and Bedrock carry the version in the body.
+        let stamped = |key: &str| {
+            request
+                .stamp
+                .iter()
+                .find(|(k, _)| k == key)
+                .and_then(|(_, v)| v.as_str().map(|s| s.into_owned()))
+        };
+        // Vertex and Bedrock carry the version in the body; a gateway client's own version
+        // goes as it asked.
         if matches!(self.target.flavor, Flavor::Direct | Flavor::Foundry) {
-            headers.push(("anthropic-version", ANTHROPIC_VERSION.to_owned()));
+            let version = stamped(VERSION_STAMP).unwrap_or_else(|| ANTHROPIC_VERSION.to_owned());
+            headers.push(("anthropic-version", version));
         }
-        let beta = request
-            .stamp
-            .iter()
-            .find(|(k, _)| k == BETA_STAMP)
-            .and_then(|(_, v)| v.as_str().map(|s| s.into_owned()));
+        let beta = stamped(BETA_STAMP);
         if let Some(beta) = beta {
             headers.push(("anthropic-beta", beta));
         }
@@ -147,7 +155,7 @@ impl Wire for AnthropicWire {
             request
                 .stamp
                 .iter()
-                .filter(|(k, _)| k != BETA_STAMP)
+                .filter(|(k, _)| k != BETA_STAMP && k != VERSION_STAMP)
                 .cloned(),
         );
         Ok(reply)

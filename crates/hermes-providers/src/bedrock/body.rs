@@ -107,6 +107,8 @@ pub(super) enum Block<'h> {
         id: &'h str,
         /// The `content` blocks (`{"text"}`, `{"image"}`).
         content: Vec<Block<'h>>,
+        /// `status: "error"`: the client marked the result as failed.
+        error: bool,
     },
     /// An `image` block (module [`super::media`]).
     Image(Json),
@@ -144,11 +146,14 @@ impl Block<'_> {
                 input.write(out);
                 out.push_str("}}");
             }
-            Block::ToolResult { id, content } => {
+            Block::ToolResult { id, content, error } => {
                 out.push_str("{\"toolResult\": {\"toolUseId\": ");
                 write_str(out, id);
                 out.push_str(", \"content\": ");
                 write_blocks(out, content);
+                if *error {
+                    out.push_str(", \"status\": \"error\"");
+                }
                 out.push_str("}}");
             }
             Block::Image(image) => image.write(out),
@@ -853,7 +858,15 @@ pub fn encode(
     for (i, msg) in history.iter().enumerate() {
         let prefix = digest.step(msg);
         match msg.role {
-            Role::System | Role::Developer => system.extend(texts(msg.content.as_ref())),
+            Role::System | Role::Developer => {
+                if !wire.turns.is_empty() {
+                    explain.push(format!(
+                        "message {i}: a mid-conversation system message: Converse has no in-place form, its text joins `system`"
+                    ));
+                }
+                system.extend(texts(msg.content.as_ref()))
+            }
+
             Role::User => {
                 let blocks: Vec<Block<'_>> = if media::has_images(msg) {
                     media::user_blocks(msg, i)?
@@ -873,7 +886,9 @@ pub fn encode(
                 let block = Block::ToolResult {
                     id: msg.tool_call_id.as_deref().unwrap_or_default(),
                     content,
+                    error: msg.tool_error,
                 };
+
                 wire.push("user", &[block], i);
             }
             Role::Assistant => {

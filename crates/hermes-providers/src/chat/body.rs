@@ -53,10 +53,14 @@ impl Serialize for WireMessage<'_> {
             match key {
                 Key::Role => map.serialize_entry("role", m.role.as_str())?,
                 Key::Content => {
-                    if let Some(v) = &m.content {
+                    // Chat completions has no error marker: a failed result says so in its text.
+                    if let Some(text) = m.tool_error_text() {
+                        map.serialize_entry("content", &text)?;
+                    } else if let Some(v) = &m.content {
                         map.serialize_entry("content", v)?;
                     }
                 }
+
                 Key::ToolCallId => {
                     if let Some(v) = &m.tool_call_id {
                         map.serialize_entry("tool_call_id", v)?;

@@ -263,6 +263,8 @@ enum Part<'h> {
         name: &'h str,
         output: Cow<'h, RawValue>,
         media: Vec<Media>,
+        /// The client marked the result as failed: sent under `error`, not `output`.
+        error: bool,
     },
     /// An `inlineData` or `fileData` part.
     Media(Media),
@@ -304,6 +306,7 @@ impl Serialize for Part<'_> {
                 name,
                 output,
                 media,
+                error,
             } => {
                 map.serialize_entry(
                     "functionResponse",
@@ -312,6 +315,7 @@ impl Serialize for Part<'_> {
                         name,
                         output,
                         media,
+                        error: *error,
                     },
                 )?;
             }
@@ -344,6 +348,7 @@ struct ResponseBody<'a> {
     name: &'a str,
     output: &'a RawValue,
     media: &'a [Media],
+    error: bool,
 }
 
 impl Serialize for ResponseBody<'_> {
@@ -357,20 +362,22 @@ impl Serialize for ResponseBody<'_> {
             map.serialize_entry("id", id)?;
         }
         map.serialize_entry("name", self.name)?;
-        map.serialize_entry("response", &Output(self.output))?;
+        let key = if self.error { "error" } else { "output" };
+        map.serialize_entry("response", &Output(key, self.output))?;
         map.end()
     }
 }
 
 /// `{"output": …}`: the key the API reference gives for a function's output
 /// (`FunctionResponse.response`: "Use "output" key to specify function output and "error" key
-/// to specify error details"; google-genai 3.6 `types.py`, `FunctionResponse.response`).
-struct Output<'a>(&'a RawValue);
+/// to specify error details"; google-genai 3.6 `types.py`, `FunctionResponse.response`); a
+/// failed result's text goes under `error`.
+struct Output<'a>(&'static str, &'a RawValue);
 
 impl Serialize for Output<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(1))?;
-        map.serialize_entry("output", self.0)?;
+        map.serialize_entry(self.0, self.1)?;
         map.end()
     }
 }
@@ -844,7 +851,15 @@ pub fn encode(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, Enco
             flush_media(&mut wire, &mut pending_media, i, &mut explain);
         }
         match msg.role {
-            Role::System | Role::Developer => system.extend(text_parts(msg.content.as_ref())),
+            Role::System | Role::Developer => {
+                if !wire.is_empty() {
+                    explain.push(format!(
+                        "message {i}: a mid-conversation system message: Gemini has no in-place form, its text joins `systemInstruction`"
+                    ));
+                }
+                system.extend(text_parts(msg.content.as_ref()))
+            }
+
             Role::User => {
                 open.clear();
                 sent_ids.clear();
@@ -921,6 +936,7 @@ pub fn encode(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, Enco
                     name: call.name,
                     output: result_text(msg.content.as_ref()),
                     media: inside,
+                    error: msg.tool_error,
                 }];
                 push_turn(&mut wire, "user", parts, i);
             }

@@ -848,7 +848,11 @@ pub fn encode(parts: &RequestParts<'_>, drops: &Drops) -> Result<Encoded, Encode
                 } else {
                     Item::Output {
                         call_id,
-                        output: output_text(msg.content.as_ref()),
+                        // No error marker on `function_call_output`: a failed result says so.
+                        output: match msg.tool_error_text() {
+                            Some(text) => Cow::Owned(raw_string(&text)),
+                            None => output_text(msg.content.as_ref()),
+                        },
                     }
                 });
             }

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod bedrock_wire;
+mod client_turns;
 #[path = "../../src/testing/frames.rs"]
 mod frames;
 mod gemini_wire;

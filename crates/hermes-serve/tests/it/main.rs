@@ -29,6 +29,7 @@ macro_rules! both {
     };
 }
 
+mod claude_code;
 mod errors;
 mod keys;
 mod lifecycle;

@@ -1,0 +1,227 @@
+//! What a gateway client's turn carries beyond chat completions, on every wire: a tool result
+//! the client marked as failed (Anthropic's `tool_result.is_error`) in each wire's own marker
+//! (`is_error`, Converse's `status: "error"`, Gemini's `error` response; an `Error: ` prefix on
+//! chat completions and Responses, which have none), and a system message after the first turn
+//! (Claude Code sends one on every current model) kept in place where the wire has an in-place
+//! form (Claude, with its beta; chat completions; Responses) and said in `--explain` where it
+//! has none (Gemini, Converse, an Anthropic-compatible relay).
+
+use hermes_core::{Message, RawJson, RequestParts, ResolveOptions, RouteTarget, Verdicts, Wire};
+use serde_json::Value;
+
+use crate::support;
+
+const TOOLS: &str = r#"[{"type":"function","function":{"name":"read","description":"Reads a file.","parameters":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}}}]"#;
+
+/// A tool loop whose result failed, then a system message after the turn began.
+fn history() -> Vec<Message> {
+    let mut history = hermes_core::parse_history(
+        r#"[{"role":"system","content":"Be brief."},
+            {"role":"user","content":"Read a.txt"},
+            {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"read","arguments":"{\"path\":\"a.txt\"}"}}]},
+            {"role":"tool","tool_call_id":"call_1","content":"no such file"},
+            {"role":"system","content":"Today is Sunday."},
+            {"role":"user","content":"and now?"}]"#,
+    )
+    .unwrap()
+    .messages;
+    history[3].tool_error = true;
+    history
+}
+
+/// What `f` makes of the request parts of the history at (provider, base URL, model).
+fn with_parts<T>(
+    (provider, base_url, model): (&str, &str, &str),
+    f: impl FnOnce(&RequestParts<'_>) -> T,
+) -> T {
+    let decision = builtin_table().resolve(
+        &RouteTarget::new(provider, Some(base_url), model),
+        ResolveOptions::default(),
+    );
+    let verdicts = Verdicts::default();
+    let h = history();
+    let tools = RawJson::from_text(TOOLS).unwrap();
+    f(&RequestParts::new(&h, &decision, &verdicts).tools(Some(&tools)))
+}
+
+/// The body `wire` encodes, and its stamp as `key=value` lines.
+fn encode(wire: &dyn Wire, at: (&str, &str, &str)) -> (String, String) {
+    with_parts(at, |parts| {
+        let out = wire.encode(parts).unwrap();
+        let stamp: Vec<String> = out
+            .stamp
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.get()))
+            .collect();
+        (String::from_utf8(out.body).unwrap(), stamp.join("\n"))
+    })
+}
+
+fn builtin_table() -> hermes_core::RouteTable {
+    hermes_providers::builtin_table()
+}
+
+fn json(body: &str) -> Value {
+    serde_json::from_str(body).unwrap()
+}
+
+#[test]
+fn claude_gets_is_error_and_the_system_message_in_place_with_its_beta() {
+    let wire = support::anthropic_at("https://api.anthropic.com");
+    let at = ("anthropic", "https://api.anthropic.com", "claude-opus-4-8");
+    let (body, stamp) = encode(&wire, at);
+    let explain = with_parts(at, |p| {
+        hermes_providers::anthropic::body::encode(p, &wire.target, &Default::default())
+            .unwrap()
+            .explain
+            .join("\n")
+    });
+    let body = json(&body);
+    assert_eq!(body["system"][0]["text"], "Be brief.");
+    let roles: Vec<&str> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user", "system", "user"]);
+    assert_eq!(
+        body["messages"][2]["content"][0],
+        serde_json::json!({"type": "tool_result", "tool_use_id": "call_1",
+                           "content": "no such file", "is_error": true})
+    );
+    assert_eq!(
+        body["messages"][3]["content"][0]["text"],
+        "Today is Sunday."
+    );
+    assert!(
+        explain.contains("mid-conversation-system-2026-04-07"),
+        "{explain}"
+    );
+    assert!(
+        stamp.contains("hermes_anthropic_beta=\"mid-conversation-system-2026-04-07\""),
+        "the beta goes in the header: {stamp}"
+    );
+}
+
+#[test]
+fn an_anthropic_compatible_relay_gets_the_system_text_in_system_and_says_so() {
+    let base = "https://api.deepseek.com/anthropic";
+    let wire = support::anthropic_at(base);
+    let at = ("anthropic", base, "deepseek-v4-pro");
+    let (body, stamp) = encode(&wire, at);
+    let explain = with_parts(at, |p| {
+        hermes_providers::anthropic::body::encode(p, &wire.target, &Default::default())
+            .unwrap()
+            .explain
+            .join("\n")
+    });
+    let body = json(&body);
+    let system: Vec<&str> = body["system"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(system, ["Be brief.", "Today is Sunday."]);
+    assert!(
+        body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["role"] != "system")
+    );
+    assert!(
+        explain.contains("no in-place form, its text joins `system`"),
+        "{explain}"
+    );
+    assert!(!stamp.contains("mid-conversation-system-2026"), "{stamp}");
+}
+
+#[test]
+fn chat_completions_keep_the_system_message_in_place_and_prefix_the_error() {
+    let base = "https://api.deepseek.com";
+    let (body, _) = encode(
+        &support::chat_at(base),
+        ("deepseek", base, "deepseek-v4-pro"),
+    );
+    let body = json(&body);
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(messages[3]["content"], "Error: no such file");
+    assert_eq!(messages[4]["role"], "system");
+    assert_eq!(messages[4]["content"], "Today is Sunday.");
+}
+
+#[test]
+fn responses_keep_the_system_message_in_place_and_prefix_the_error() {
+    let base = "https://api.openai.com/v1";
+    let (body, _) = encode(
+        &support::responses_at(base),
+        ("openai-responses", base, "gpt-5.2"),
+    );
+    let body = json(&body);
+    assert_eq!(body["instructions"], "Be brief.");
+    let input = body["input"].as_array().unwrap();
+    let output = input
+        .iter()
+        .find(|i| i["type"] == "function_call_output")
+        .unwrap();
+    assert_eq!(output["output"], "Error: no such file");
+    assert!(
+        input
+            .iter()
+            .any(|i| i["role"] == "system" && i["content"] == "Today is Sunday."),
+        "{input:?}"
+    );
+}
+
+#[test]
+fn converse_marks_the_error_with_its_status_and_says_where_the_system_text_went() {
+    let base = "https://bedrock-runtime.us-east-1.amazonaws.com";
+    let wire = support::bedrock_at(base);
+    let at = (
+        "bedrock",
+        base,
+        "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+    );
+    let (body, _) = encode(&wire, at);
+    let explain = with_parts(at, |p| {
+        hermes_providers::bedrock::explain(p, &wire.target)
+            .unwrap()
+            .join("\n")
+    });
+    let body = json(&body);
+    let result = &body["messages"][2]["content"][0]["toolResult"];
+    assert_eq!(result["status"], "error", "{body}");
+    assert_eq!(result["content"][0]["text"], "no such file");
+    assert!(
+        explain.contains("Converse has no in-place form"),
+        "{explain}"
+    );
+}
+
+#[test]
+fn gemini_answers_a_failed_call_under_error_and_says_where_the_system_text_went() {
+    let base = "https://generativelanguage.googleapis.com/v1beta";
+    let wire = support::gemini_at(base);
+    let at = ("gemini", base, "gemini-3-pro-preview");
+    let (body, _) = encode(&wire, at);
+    let explain = with_parts(at, |p| {
+        hermes_providers::gemini::explain(p, &wire.target)
+            .unwrap()
+            .join("\n")
+    });
+    let body = json(&body);
+    let response = body["contents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["parts"].as_array().unwrap())
+        .find_map(|p| p.get("functionResponse"))
+        .unwrap();
+    assert_eq!(
+        response["response"],
+        serde_json::json!({"error": "no such file"})
+    );
+    assert!(explain.contains("Gemini has no in-place form"), "{explain}");
+}
