@@ -1246,3 +1246,47 @@ async fn document_blocks_and_a_structured_output_format_are_accepted() {
     )
     .await;
 }
+
+// ---------------------------------------------------------------- the client's own tools
+
+/// Claude Code's `Read` and `Write` tools (their JSON schemas as Claude Code sends them).
+fn claude_code_tools() -> Value {
+    json!([
+        {"name": "Read", "description": "Read a file", "input_schema": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+            "properties": {"file_path": {"type": "string"},
+                "offset": {"type": "integer", "minimum": 0},
+                "limit": {"type": "integer", "exclusiveMinimum": 0}},
+            "required": ["file_path"], "additionalProperties": false}},
+        {"name": "Write", "description": "Write a file", "input_schema": {"type": "object",
+            "properties": {"file_path": {"type": "string"}, "content": {"type": "string"}},
+            "required": ["file_path", "content"], "additionalProperties": false}}
+    ])
+}
+
+#[tokio::test]
+async fn the_script_calls_the_clients_first_tool_with_schema_valid_input_and_reads_an_error_result()
+{
+    let sim = Sim::start("anthropic").await.unwrap();
+    let mut messages = vec![user("Read the notes [tools=1]")];
+    let mut body = plain(&messages);
+    body["tools"] = claude_code_tools();
+    let msg = accepted(&sim, &body).await;
+    assert_eq!(msg["stop_reason"], "tool_use");
+    let call = &msg["content"][0];
+    assert_eq!(call["name"], "Read", "{msg}");
+    assert_eq!(call["input"], json!({"file_path": "x"}));
+    // Streamed, the input's pieces join to the same object.
+    let streamed = ask(&sim, Door::Direct, &body, true).await;
+    assert_eq!(streamed["content"], msg["content"]);
+    // The tool failed: `is_error: true` is accepted and the answer quotes the result.
+    messages.push(assistant(&msg["content"]));
+    let mut failed = result(call["id"].as_str().unwrap(), "File does not exist.");
+    failed["content"][0]["is_error"] = json!(true);
+    messages.push(failed);
+    body["messages"] = json!(messages);
+    let last = accepted(&sim, &body).await;
+    assert_eq!(last["stop_reason"], "end_turn", "{last}");
+    let text = last["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("File does not exist."), "{text}");
+}
