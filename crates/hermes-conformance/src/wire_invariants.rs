@@ -188,6 +188,7 @@ const MESSAGES_TOP_LEVEL: &[&str] = &[
     "metadata",
     "service_tier",
     "cache_control",
+    "context_management",
 ];
 
 /// The block types a Messages message may hold.
@@ -241,13 +242,14 @@ const MESSAGES_TOOL_RESULT: &[&str] = &[
     "cache_control",
 ];
 
-/// The keys of a Messages custom tool.
+/// The keys of a Messages custom tool (`defer_loading`: tool search, as Claude Code sends it).
 const MESSAGES_TOOL: &[&str] = &[
     "name",
     "description",
     "input_schema",
     "cache_control",
     "type",
+    "defer_loading",
 ];
 
 /// The keys of a Messages `cache_control`.

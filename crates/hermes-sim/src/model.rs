@@ -10,7 +10,7 @@ use crate::wire::{Carrier, list_of, model_of, short_hash};
 const CREATED: u64 = 1_767_225_600;
 /// `format` of the reasoning_details items (OpenRouter, Anthropic upstream).
 const RD_FORMAT: &str = "anthropic-claude-v1";
-/// The function the script calls.
+/// The tool the script prefers: called when declared (or when no tool is), else the first declared.
 pub(crate) const TOOL_NAME: &str = "now";
 
 /// What every wire's script reads: the validated request body, its bytes as sent, the model and
@@ -27,6 +27,8 @@ pub(crate) struct Prompt<'a> {
 #[derive(Clone, Debug)]
 pub(crate) struct ToolCall {
     pub(crate) id: String,
+    /// The called tool's name.
+    pub(crate) name: String,
     pub(crate) arguments: String,
 }
 
@@ -96,27 +98,323 @@ pub(crate) fn snippet(text: &str) -> String {
     }
 }
 
-/// The tool the script calls among the declared `names`: `now` when declared (or when none
-/// are), else the first one.
-pub(crate) fn scripted_tool(names: &[&str]) -> String {
-    match names.first() {
-        Some(first) if !names.contains(&TOOL_NAME) => (*first).to_owned(),
-        _ => TOOL_NAME.to_owned(),
+/// The tool call the script makes: the chosen tool's name and arguments valid for its schema.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ScriptedCall {
+    /// The tool's name: `now` when declared (or when no tool is), else the first declared.
+    pub(crate) name: String,
+    /// A minimal instance of the tool's JSON schema (an object; `{}` without a schema).
+    pub(crate) input: Value,
+    /// Whether the tool is the script's own `now` with a schema that declares no properties
+    /// and admits others: the Messages-style scripts then fill its input with their trace.
+    traced: bool,
+}
+
+impl ScriptedCall {
+    /// [`ScriptedCall::input`] as JSON text.
+    pub(crate) fn arguments(&self) -> String {
+        self.input.to_string()
+    }
+
+    /// The input a Messages-style script (Anthropic, Bedrock Converse) sends for step `step`
+    /// of `of`: its trace `{"step","of","note"}` where the schema admits it (the open `now`),
+    /// else [`ScriptedCall::input`].
+    pub(crate) fn traced_input(&self, step: usize, of: usize) -> Value {
+        if self.traced {
+            json!({"step": step, "of": of, "note": format!("call {step} of {of}: \"what time is it?\" ⏱")})
+        } else {
+            self.input.clone()
+        }
     }
 }
 
-/// [`scripted_tool`] among the `tools` list's entries, each named where `name` says.
-pub(crate) fn scripted_tool_of<'a>(
+/// The call the script makes among the `declared` tools (each a name and its JSON schema, when
+/// it has one): `now` when declared (or when none are), else the first one, with arguments
+/// built from its schema by [`arguments_for`].
+pub(crate) fn scripted_call(declared: &[(&str, Option<&Value>)]) -> ScriptedCall {
+    let chosen = match declared.first() {
+        Some(first) if !declared.iter().any(|(n, _)| *n == TOOL_NAME) => Some(*first),
+        _ => declared.iter().find(|(n, _)| *n == TOOL_NAME).copied(),
+    };
+    let (name, schema) = chosen.unwrap_or((TOOL_NAME, None));
+    let input = schema.map_or_else(|| json!({}), arguments_for);
+    let open = schema.is_none_or(|s| {
+        s.get("properties")
+            .and_then(Value::as_object)
+            .is_none_or(serde_json::Map::is_empty)
+            && s.get("additionalProperties") != Some(&Value::Bool(false))
+    });
+    ScriptedCall {
+        name: name.to_owned(),
+        input,
+        traced: name == TOOL_NAME && open,
+    }
+}
+
+/// [`scripted_call`] among the `tools` list's entries, each named where `name` says, its schema
+/// where `schema` says.
+pub(crate) fn scripted_call_of<'a>(
     tools: Option<&'a Value>,
     name: impl Fn(&'a Value) -> Option<&'a Value>,
-) -> String {
-    let names: Vec<&str> = tools
+    schema: impl Fn(&'a Value) -> Option<&'a Value>,
+) -> ScriptedCall {
+    let declared: Vec<(&str, Option<&Value>)> = tools
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter_map(|t| name(t).and_then(Value::as_str))
+        .filter_map(|t| name(t).and_then(Value::as_str).map(|n| (n, schema(t))))
         .collect();
-    scripted_tool(&names)
+    scripted_call(&declared)
+}
+
+/// Deepest schema nesting (`$ref` hops included) [`arguments_for`] follows; below it a value
+/// is chosen by type alone, so a recursive schema cannot loop.
+const MAX_SCHEMA_DEPTH: usize = 32;
+
+/// Tool-call arguments (an object) valid for the JSON schema `schema`, and as small as it
+/// allows: every `required` property filled, optional ones left out; a string is `"x"` (its
+/// `const`, first `enum` value, a sample of its `format`, or `minLength` x's), a number its lower
+/// bound or 0 (1 above an exclusive minimum of 0), a boolean `false`, an array `minItems` items,
+/// an object recursed into; `anyOf` / `oneOf` take their first non-null branch, `allOf` merges
+/// its branches, a local `$ref` (`#/$defs/…`, `#/definitions/…`) is followed. Types may be upper
+/// case (Gemini's OpenAPI subset). A schema that yields no object gives `{}`.
+pub(crate) fn arguments_for(schema: &Value) -> Value {
+    match instance(schema, schema, 0) {
+        v @ Value::Object(_) => v,
+        _ => json!({}),
+    }
+}
+
+/// The `type` of a schema: the first non-`null` one named (lower case), else guessed from the
+/// keywords present.
+fn type_of(o: &serde_json::Map<String, Value>) -> Option<String> {
+    let named = match o.get("type") {
+        Some(Value::String(t)) => Some(t.to_ascii_lowercase()),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_ascii_lowercase)
+            .find(|t| t != "null")
+            .or_else(|| {
+                ts.first()
+                    .and_then(Value::as_str)
+                    .map(str::to_ascii_lowercase)
+            }),
+        _ => None,
+    };
+    let has = |keys: &[&str]| keys.iter().any(|k| o.contains_key(*k));
+    named.or_else(|| {
+        if has(&[
+            "properties",
+            "required",
+            "additionalProperties",
+            "patternProperties",
+        ]) {
+            Some("object".to_owned())
+        } else if has(&["items", "prefixItems", "minItems", "maxItems"]) {
+            Some("array".to_owned())
+        } else if has(&["minLength", "maxLength", "pattern", "format"]) {
+            Some("string".to_owned())
+        } else if has(&[
+            "minimum",
+            "maximum",
+            "exclusiveMinimum",
+            "exclusiveMaximum",
+            "multipleOf",
+        ]) {
+            Some("number".to_owned())
+        } else {
+            None
+        }
+    })
+}
+
+/// Whether a schema only admits `null`.
+fn null_only(v: &Value) -> bool {
+    v.get("type")
+        .and_then(Value::as_str)
+        .is_some_and(|t| t.eq_ignore_ascii_case("null"))
+}
+
+/// The smallest valid instance of `schema` (`root` resolves `$ref`s).
+fn instance(schema: &Value, root: &Value, depth: usize) -> Value {
+    let Some(o) = schema.as_object() else {
+        // `true` (anything) or an unusable schema.
+        return json!("x");
+    };
+    let deeper = depth < MAX_SCHEMA_DEPTH;
+    if deeper
+        && let Some(target) = o
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| r.strip_prefix('#'))
+            .and_then(|pointer| root.pointer(pointer))
+    {
+        return instance(target, root, depth + 1);
+    }
+    if let Some(c) = o.get("const") {
+        return c.clone();
+    }
+    if let Some(values) = o.get("enum").and_then(Value::as_array)
+        && let Some(v) = values.iter().find(|v| !v.is_null()).or(values.first())
+    {
+        return v.clone();
+    }
+    for key in ["anyOf", "oneOf"] {
+        if deeper
+            && let Some(branches) = o.get(key).and_then(Value::as_array)
+            && let Some(b) = branches.iter().find(|b| !null_only(b)).or(branches.first())
+        {
+            return instance(b, root, depth + 1);
+        }
+    }
+    if deeper && let Some(branches) = o.get("allOf").and_then(Value::as_array) {
+        let mut merged: Option<Value> = None;
+        for b in branches {
+            match (merged.as_mut(), instance(b, root, depth + 1)) {
+                (Some(Value::Object(m)), Value::Object(more)) => m.extend(more),
+                (None, v) => merged = Some(v),
+                _ => {}
+            }
+        }
+        // The schema's own keywords beside `allOf` count too.
+        let mut own = o.clone();
+        own.remove("allOf");
+        if let (Some(Value::Object(m)), Some(_)) = (merged.as_mut(), type_of(&own))
+            && let Value::Object(more) = instance(&Value::Object(own), root, depth + 1)
+        {
+            m.extend(more);
+        }
+        if let Some(v) = merged {
+            return v;
+        }
+    }
+    let number = |o: &serde_json::Map<String, Value>, integer: bool| -> Value {
+        let f = |k: &str| o.get(k).and_then(Value::as_f64);
+        // Above an exclusive bound by one (an integer, and a number as simple).
+        let step = 1.0;
+        // Draft 4 writes an exclusive bound as a boolean beside `minimum` / `maximum`.
+        let low = match (f("minimum"), o.get("exclusiveMinimum")) {
+            (Some(m), Some(Value::Bool(true))) => Some(m + step),
+            (m, Some(e)) if e.is_number() => {
+                let e = e.as_f64().unwrap_or(0.0) + step;
+                Some(m.map_or(e, |m| m.max(e)))
+            }
+            (m, _) => m,
+        };
+        let high = match (f("maximum"), o.get("exclusiveMaximum")) {
+            (Some(m), Some(Value::Bool(true))) => Some(m - step),
+            (m, Some(e)) if e.is_number() => {
+                let e = e.as_f64().unwrap_or(0.0) - step;
+                Some(m.map_or(e, |m| m.min(e)))
+            }
+            (m, _) => m,
+        };
+        let mut v = low.unwrap_or(0.0);
+        if let Some(h) = high
+            && h < v
+        {
+            v = h;
+        }
+        if integer {
+            v = v.ceil();
+        }
+        if let Some(m) = f("multipleOf").filter(|m| *m > 0.0) {
+            v = (v / m).ceil() * m;
+        }
+        if v.fract() == 0.0 && v.abs() < 9.0e15 {
+            // Whole: written without a fraction (valid for `integer` and `number` alike).
+            json!(v as i64)
+        } else {
+            json!(v)
+        }
+    };
+    match type_of(o).as_deref() {
+        Some("string") => {
+            let sample = match o.get("format").and_then(Value::as_str) {
+                Some("date-time") => "1970-01-01T00:00:00Z",
+                Some("date") => "1970-01-01",
+                Some("time") => "00:00:00Z",
+                Some("email") => "x@example.com",
+                Some("uri" | "url" | "iri") => "https://example.com/",
+                Some("uuid") => "00000000-0000-0000-0000-000000000000",
+                Some("ipv4") => "127.0.0.1",
+                Some("ipv6") => "::1",
+                _ => "x",
+            };
+            let len = |k: &str| {
+                o.get(k)
+                    .and_then(Value::as_u64)
+                    .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+            };
+            let mut s = sample.to_owned();
+            if let Some(min) = len("minLength")
+                && s.chars().count() < min
+            {
+                s.push_str(&"x".repeat(min.min(4096) - s.chars().count()));
+            }
+            if let Some(max) = len("maxLength")
+                && s.chars().count() > max
+            {
+                s = s.chars().take(max).collect();
+            }
+            json!(s)
+        }
+        Some("integer") => number(o, true),
+        Some("number") => number(o, false),
+        Some("boolean") => json!(false),
+        Some("null") => Value::Null,
+        Some("array") => {
+            let n = o
+                .get("minItems")
+                .and_then(Value::as_u64)
+                .map_or(0, |n| usize::try_from(n).unwrap_or(0).min(64));
+            let item_schema = |i: usize| -> Value {
+                o.get("prefixItems")
+                    .and_then(Value::as_array)
+                    .and_then(|p| p.get(i))
+                    .or_else(|| match o.get("items") {
+                        Some(Value::Array(tuple)) => tuple.get(i),
+                        other => other,
+                    })
+                    .cloned()
+                    .unwrap_or(json!({}))
+            };
+            let items: Vec<Value> = (0..n)
+                .map(|i| {
+                    if deeper {
+                        instance(&item_schema(i), root, depth + 1)
+                    } else {
+                        json!("x")
+                    }
+                })
+                .collect();
+            json!(items)
+        }
+        Some("object") => {
+            let mut out = serde_json::Map::new();
+            let props = o.get("properties").and_then(Value::as_object);
+            for name in o
+                .get("required")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
+                let prop = props
+                    .and_then(|p| p.get(name))
+                    .or_else(|| o.get("additionalProperties").filter(|a| a.is_object()));
+                let v = match prop {
+                    Some(p) if deeper => instance(p, root, depth + 1),
+                    _ => json!("x"),
+                };
+                out.insert(name.to_owned(), v);
+            }
+            Value::Object(out)
+        }
+        // Any type: a short string is the safe, non-null choice.
+        _ => json!("x"),
+    }
 }
 
 /// The step a Messages-style script (Anthropic, Bedrock Converse) takes next.
@@ -200,19 +498,26 @@ pub(crate) fn script(body: &Value) -> Reply {
         .collect();
     let wanted = tools_wanted(&user_text);
     let seed = format!("{model}\u{0}{user_text}\u{0}{}", results.len());
+    let call = scripted_call_of(
+        body.get("tools"),
+        |t| t.pointer("/function/name"),
+        |t| t.pointer("/function/parameters"),
+    );
+    let tool = call.name.as_str();
 
     match wanted {
         Some(n) if results.len() < n => {
             let step = results.len() + 1;
             Reply {
                 reasoning: format!(
-                    "Step {step} of {n}: the user asked for {n} tool calls and {done} results are in, so I call `{TOOL_NAME}` again.",
+                    "Step {step} of {n}: the user asked for {n} tool calls and {done} results are in, so I call `{tool}` again.",
                     done = results.len()
                 ),
                 content: None,
                 tool_call: Some(ToolCall {
                     id: format!("call_{step}_{}", short_hash(&seed, 8)),
-                    arguments: "{}".to_owned(),
+                    arguments: call.arguments(),
+                    name: call.name.clone(),
                 }),
                 sealed: format!(
                     "hermes-sim sealed thinking, step {step}, {}",
@@ -232,7 +537,7 @@ pub(crate) fn script(body: &Value) -> Reply {
                     snippet(&last)
                 ),
                 content: Some(format!(
-                    "Done after {n} tool calls. The last `{TOOL_NAME}` result was: {}",
+                    "Done after {n} tool calls. The last `{tool}` result was: {}",
                     snippet(&last)
                 )),
                 tool_call: None,
@@ -299,7 +604,7 @@ fn tool_call_json(
     let mut tc = json!({
         "id": call.id,
         "type": "function",
-        "function": {"name": TOOL_NAME, "arguments": arguments}
+        "function": {"name": call.name, "arguments": arguments}
     });
     match carrier {
         Carrier::Gemini => tc["extra_content"] = google_extra(gemini_signature(reply, key)),
@@ -604,6 +909,143 @@ mod tests {
             assert_eq!(p.concat(), s, "{wire}");
             assert_eq!(cut(""), vec![String::new()], "{wire}");
         }
+    }
+
+    /// Each row: a tool's JSON schema and the minimal arguments the script sends for it.
+    #[test]
+    fn arguments_for_builds_a_minimal_valid_instance_of_the_schema() {
+        let rows: &[(&str, Value, Value)] = &[
+            (
+                "Claude Code's Read",
+                json!({"type": "object", "properties": {"file_path": {"type": "string"},
+                    "offset": {"type": "integer"}}, "required": ["file_path"],
+                    "additionalProperties": false}),
+                json!({"file_path": "x"}),
+            ),
+            (
+                "no parameters",
+                json!({"type": "object", "properties": {}}),
+                json!({}),
+            ),
+            ("an empty schema", json!({}), json!({})),
+            ("not an object schema", json!({"type": "string"}), json!({})),
+            (
+                "enum, const, minLength, format",
+                json!({"type": "object", "required": ["unit", "kind", "code", "at", "plain"],
+                    "properties": {"unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                    "kind": {"const": "fixed"}, "code": {"type": "string", "minLength": 3},
+                    "at": {"type": "string", "format": "date-time"},
+                    "plain": {"type": "string", "maxLength": 0}}}),
+                json!({"unit": "celsius", "kind": "fixed", "code": "xxx",
+                    "at": "1970-01-01T00:00:00Z", "plain": ""}),
+            ),
+            (
+                "numbers, booleans, bounds",
+                json!({"type": "object", "required": ["n", "m", "limit", "neg", "ratio", "flag", "step"],
+                    "properties": {"n": {"type": "integer"}, "m": {"type": "integer", "minimum": 3},
+                    "limit": {"type": "integer", "exclusiveMinimum": 0},
+                    "neg": {"type": "integer", "maximum": -2}, "ratio": {"type": "number", "minimum": 0.5},
+                    "flag": {"type": "boolean"}, "step": {"type": "integer", "minimum": 1, "multipleOf": 5}}}),
+                json!({"n": 0, "m": 3, "limit": 1, "neg": -2, "ratio": 0.5, "flag": false, "step": 5}),
+            ),
+            (
+                "arrays",
+                json!({"type": "object", "required": ["tags", "pair", "tuple"],
+                    "properties": {"tags": {"type": "array", "items": {"type": "string"}},
+                    "pair": {"type": "array", "minItems": 2, "items": {"type": "integer", "minimum": 7}},
+                    "tuple": {"type": "array", "minItems": 2,
+                        "prefixItems": [{"type": "boolean"}, {"type": "string"}]}}}),
+                json!({"tags": [], "pair": [7, 7], "tuple": [false, "x"]}),
+            ),
+            (
+                "nested object, only its required keys",
+                json!({"type": "object", "required": ["where"], "properties": {"where": {
+                    "type": "object", "required": ["city", "geo"], "properties": {
+                        "city": {"type": "string"}, "zip": {"type": "string"},
+                        "geo": {"type": "object", "required": ["lat"], "properties": {
+                            "lat": {"type": "number"}}}}}}}),
+                json!({"where": {"city": "x", "geo": {"lat": 0}}}),
+            ),
+            (
+                "$ref to $defs and definitions",
+                json!({"type": "object", "required": ["a", "b"], "properties": {
+                    "a": {"$ref": "#/$defs/Mode"}, "b": {"$ref": "#/definitions/Point"}},
+                    "$defs": {"Mode": {"type": "string", "enum": ["fast", "slow"]}},
+                    "definitions": {"Point": {"type": "object", "required": ["x"],
+                        "properties": {"x": {"type": "integer", "minimum": 2}}}}}),
+                json!({"a": "fast", "b": {"x": 2}}),
+            ),
+            (
+                "anyOf and oneOf: the first non-null branch; nullable type lists",
+                json!({"type": "object", "required": ["q", "r", "s"], "properties": {
+                    "q": {"anyOf": [{"type": "null"}, {"type": "integer"}]},
+                    "r": {"oneOf": [{"type": "boolean"}, {"type": "string"}]},
+                    "s": {"type": ["null", "string"]}}}),
+                json!({"q": 0, "r": false, "s": "x"}),
+            ),
+            (
+                "allOf merges",
+                json!({"allOf": [
+                    {"type": "object", "required": ["a"], "properties": {"a": {"type": "string"}}},
+                    {"type": "object", "required": ["b"], "properties": {"b": {"type": "boolean"}}}]}),
+                json!({"a": "x", "b": false}),
+            ),
+            (
+                "Gemini's upper-case OpenAPI types",
+                json!({"type": "OBJECT", "required": ["city", "days"], "properties": {
+                    "city": {"type": "STRING"}, "days": {"type": "INTEGER"}}}),
+                json!({"city": "x", "days": 0}),
+            ),
+            (
+                "an untyped required property and one missing from properties",
+                json!({"type": "object", "required": ["args", "ghost"],
+                    "properties": {"args": {"description": "anything"}}}),
+                json!({"args": "x", "ghost": "x"}),
+            ),
+            (
+                "a recursive $ref ends",
+                json!({"$ref": "#/$defs/Node", "$defs": {"Node": {"type": "object",
+                    "required": ["next"], "properties": {"next": {"$ref": "#/$defs/Node"}}}}}),
+                Value::Null,
+            ),
+        ];
+        for (case, schema, want) in rows {
+            let got = arguments_for(schema);
+            assert!(got.is_object(), "{case}: {got}");
+            if want.is_null() {
+                // Depth-capped: an object whose innermost `next` is a plain value.
+                let text = got.to_string();
+                assert!(text.starts_with(r#"{"next":{"next":"#), "{case}: {text}");
+                continue;
+            }
+            assert_eq!(&got, want, "{case}");
+        }
+    }
+
+    #[test]
+    fn scripted_call_prefers_now_and_traces_only_an_open_now() {
+        let read = json!({"type": "object", "properties": {"file_path": {"type": "string"}},
+            "required": ["file_path"], "additionalProperties": false});
+        let open = json!({"type": "object", "properties": {}});
+        let call = scripted_call(&[("Read", Some(&read)), ("Write", None)]);
+        assert_eq!(call.name, "Read");
+        assert_eq!(call.arguments(), r#"{"file_path":"x"}"#);
+        assert_eq!(call.traced_input(1, 2), json!({"file_path": "x"}));
+        let call = scripted_call(&[("Read", Some(&read)), ("now", Some(&open))]);
+        assert_eq!(call.name, "now");
+        assert_eq!(call.arguments(), "{}");
+        assert_eq!(call.traced_input(2, 3)["step"], 2);
+        let none = scripted_call(&[]);
+        assert_eq!(
+            (none.name.as_str(), none.arguments()),
+            ("now", "{}".to_owned())
+        );
+        // A closed `now` gets its schema's instance only.
+        let closed = json!({"type": "object", "properties": {}, "additionalProperties": false});
+        assert_eq!(
+            scripted_call(&[("now", Some(&closed))]).traced_input(1, 1),
+            json!({})
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::rules::Thinking;
 use super::thinking::{self, Token};
-use crate::model::{self, Prompt, Step, last_user_turn, messages_step, pieces, scripted_tool_of};
+use crate::model::{self, Prompt, Step, last_user_turn, messages_step, pieces, scripted_call_of};
 use crate::wire::{list_of, short_hash};
 
 /// Whether the reply reports a cache write, a cache read or neither.
@@ -133,11 +133,16 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
     } else {
         match step {
             Step::Call { step, of } => {
+                let call = scripted_call_of(
+                    body.get("tools"),
+                    |t| t.get("name"),
+                    |t| t.get("input_schema"),
+                );
                 content.push(json!({
                     "type": "tool_use",
                     "id": format!("toolu_{step:02}{}", short_hash(&seed, 22)),
-                    "name": scripted_tool_of(body.get("tools"), |t| t.get("name")),
-                    "input": {"step": step, "of": of, "note": format!("call {step} of {of}: \"what time is it?\" ⏱")}
+                    "name": call.name,
+                    "input": call.traced_input(step, of)
                 }));
                 "tool_use"
             }

@@ -4,7 +4,9 @@
 //! Every refusal here is an HTTP 400 `invalid_request_error`; the caller wraps the text in the
 //! envelope. Texts are the real ones unless a comment says "simulator-chosen" (no exact wording
 //! in PROVIDERS.md). Checks run in this order: top-level names and values, `system`, `tools`,
-//! `tool_choice`, `thinking`, `output_config`, each message and block (schema), the number of
+//! `tool_choice`, `thinking`, `output_config`, `context_management`, each message and block
+//! (schema; a `system` message inside `messages` only with the `anthropic-beta`
+//! `mid-conversation-system-2026-04-07`, else the role's literal error), the number of
 //! `cache_control` breakpoints, the thinking settings against `max_tokens` / `temperature` /
 //! `tool_choice`, the turn order, tool-use pairing, every thinking signature, then (in an
 //! in-flight tool loop with thinking on) the first block and the unmodified thinking blocks of
@@ -37,6 +39,7 @@ pub const ANTHROPIC_TOP_LEVEL: &[&str] = &[
     "metadata",
     "service_tier",
     "cache_control",
+    "context_management",
 ];
 
 /// The tools Anthropic defines, by `type` prefix (a date follows), with the keys each takes
@@ -84,6 +87,24 @@ pub(crate) const BEDROCK_VERSION: &str = "bedrock-2023-05-31";
 
 /// The beta that lets `budget_tokens` exceed `max_tokens` (interleaved thinking).
 pub(crate) const INTERLEAVED_BETA: &str = "interleaved-thinking-2025-05-14";
+
+/// The beta that admits `{"role":"system"}` messages inside `messages` (after the first).
+pub(crate) const MID_CONVERSATION_SYSTEM_BETA: &str = "mid-conversation-system-2026-04-07";
+
+/// The `context_management.edits[]` types and the keys each takes beside `type`.
+const CONTEXT_EDITS: &[(&str, &[&str])] = &[
+    (
+        "clear_tool_uses_20250919",
+        &[
+            "trigger",
+            "keep",
+            "clear_at_least",
+            "exclude_tools",
+            "clear_tool_inputs",
+        ],
+    ),
+    ("clear_thinking_20251015", &["keep"]),
+];
 
 /// Most `cache_control` breakpoints in one request.
 const MAX_BREAKPOINTS: usize = 4;
@@ -151,13 +172,15 @@ pub const TOOL_RESULT_KEYS: &[&str] = &[
     "cache_control",
 ];
 
-/// Keys of a custom tool (`tools[]` without a versioned `type`).
+/// Keys of a custom tool (`tools[]` without a versioned `type`): `defer_loading` (tool search,
+/// the `advanced-tool-use` beta) as Claude Code sends it on its deferred tools.
 pub const CUSTOM_TOOL_KEYS: &[&str] = &[
     "name",
     "description",
     "input_schema",
     "cache_control",
     "type",
+    "defer_loading",
 ];
 
 /// Keys of `cache_control`.
@@ -364,11 +387,15 @@ fn is_integer(v: &Value) -> bool {
     v.is_i64() || v.is_u64()
 }
 
-/// Runs of consecutive same-role messages (the API combines them into one turn).
+/// Runs of consecutive same-role messages (the API combines them into one turn). A `system`
+/// message (mid-conversation) starts or ends no turn: a run may span it.
 fn turns(messages: &[Value]) -> Vec<(&str, Range<usize>)> {
     let mut out: Vec<(&str, Range<usize>)> = Vec::new();
     for (i, m) in messages.iter().enumerate() {
         let role = role_of(m);
+        if role == "system" {
+            continue;
+        }
         match out.last_mut() {
             Some((r, range)) if *r == role => range.end = i + 1,
             _ => out.push((role, i..i + 1)),
@@ -584,6 +611,9 @@ impl Schema {
             if o.get("input_schema").is_some_and(|s| !s.is_object()) {
                 return Err(wrong_type(&path, "input_schema", "dictionary"));
             }
+            if o.get("defer_loading").is_some_and(|d| !d.is_boolean()) {
+                return Err(wrong_type(&path, "defer_loading", "boolean"));
+            }
             if let Some(cc) = o.get("cache_control") {
                 self.cache_control(cc, &join(&path, "cache_control"))?;
             }
@@ -629,7 +659,9 @@ impl Schema {
         Ok(())
     }
 
-    fn messages(&mut self, messages: &[Value]) -> Result<(), String> {
+    /// The messages; `system_messages`: the [`MID_CONVERSATION_SYSTEM_BETA`] is on, so a
+    /// `system` message (a string or text blocks) is a role like the others.
+    fn messages(&mut self, messages: &[Value], system_messages: bool) -> Result<(), String> {
         for (n, m) in messages.iter().enumerate() {
             let path = format!("messages.{n}");
             let o = m
@@ -637,6 +669,18 @@ impl Schema {
                 .ok_or_else(|| wrong_type(&path, "", "dictionary"))?;
             self.keys(o, &path, MESSAGE_KEYS, MESSAGE_KEYS)?;
             let role = o.get("role").and_then(Value::as_str).unwrap_or("");
+            if role == "system" && system_messages {
+                match o.get("content") {
+                    Some(Value::String(_)) => {}
+                    Some(Value::Array(items)) => {
+                        for (j, b) in items.iter().enumerate() {
+                            self.block(b, &format!("{path}.content.{j}"), &["text"])?;
+                        }
+                    }
+                    _ => return Err(wrong_type(&path, "content", "list")),
+                }
+                continue;
+            }
             if role != "user" && role != "assistant" {
                 return Err(literal(&join(&path, "role"), &["user", "assistant"]));
             }
@@ -747,6 +791,55 @@ fn tool_choice(v: &Value) -> Result<&str, String> {
         _ => s.keys(o, &path, &["type", "disable_parallel_tool_use"], &[])?,
     }
     Ok(tag)
+}
+
+/// `context_management`: `{edits: [...]}`, each edit one of [`CONTEXT_EDITS`] with its keys;
+/// `clear_thinking`'s `keep` is `"all"` or `{type: "thinking_turns", value: N}`.
+fn context_management(v: &Value) -> Result<(), String> {
+    let path = "context_management";
+    let o = v
+        .as_object()
+        .ok_or_else(|| wrong_type(path, "", "dictionary"))?;
+    let s = Schema::default();
+    s.keys(o, path, &["edits"], &[])?;
+    let Some(edits) = o.get("edits") else {
+        return Ok(());
+    };
+    let edits = edits
+        .as_array()
+        .ok_or_else(|| wrong_type(path, "edits", "list"))?;
+    let tags: Vec<&str> = CONTEXT_EDITS.iter().map(|(t, _)| *t).collect();
+    for (m, e) in edits.iter().enumerate() {
+        let at = format!("{path}.edits.{m}");
+        let eo = e
+            .as_object()
+            .ok_or_else(|| wrong_type(&at, "", "dictionary"))?;
+        let tag = eo.get("type").and_then(Value::as_str).unwrap_or("");
+        let Some((_, keys)) = CONTEXT_EDITS.iter().find(|(t, _)| *t == tag) else {
+            return Err(unknown_tag(&at, tag, &tags));
+        };
+        let at = join(&at, tag);
+        let mut allowed = vec!["type"];
+        allowed.extend(keys.iter().copied());
+        s.keys(eo, &at, &allowed, &[])?;
+        if tag == "clear_thinking_20251015"
+            && let Some(keep) = eo.get("keep")
+            && keep.as_str() != Some("all")
+        {
+            let ko = keep
+                .as_object()
+                .ok_or_else(|| wrong_type(&at, "keep", "dictionary"))?;
+            let kat = join(&at, "keep");
+            s.keys(ko, &kat, &["type", "value"], &["type", "value"])?;
+            if ko.get("type").and_then(Value::as_str) != Some("thinking_turns") {
+                return Err(literal(&join(&kat, "type"), &["thinking_turns"]));
+            }
+            if !ko.get("value").is_some_and(is_integer) {
+                return Err(wrong_type(&kat, "value", "integer"));
+            }
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn output_config(v: &Value) -> Result<(), String> {
@@ -868,6 +961,12 @@ fn top_level(o: &Map<String, Value>, via: Via) -> Result<(), String> {
             .as_object()
             .ok_or_else(|| wrong_type("metadata", "", "dictionary"))?;
         Schema::default().keys(mo, "metadata", &["user_id"], &[])?;
+        if mo
+            .get("user_id")
+            .is_some_and(|u| !u.is_string() && !u.is_null())
+        {
+            return Err(wrong_type("metadata", "user_id", "string"));
+        }
     }
     if let Some(tier) = o.get("service_tier")
         && !matches!(tier.as_str(), Some("auto" | "standard_only"))
@@ -897,12 +996,18 @@ pub(crate) fn validate(body: &Value, via: Via, beta: &str, key: &[u8]) -> Result
     if let Some(oc) = o.get("output_config") {
         output_config(oc)?;
     }
+    if let Some(cm) = o.get("context_management") {
+        context_management(cm)?;
+    }
     let empty = Vec::new();
     let messages = o
         .get("messages")
         .and_then(Value::as_array)
         .unwrap_or(&empty);
-    schema.messages(messages)?;
+    let system_messages = beta
+        .split(',')
+        .any(|b| b.trim() == MID_CONVERSATION_SYSTEM_BETA);
+    schema.messages(messages, system_messages)?;
     if let Some(cc) = o.get("cache_control") {
         schema.cache_control(cc, "cache_control")?;
     }
@@ -1068,7 +1173,7 @@ fn latest_turn(
     };
     // The turn's blocks in order, a string content read as one text block.
     let mut flat: Vec<(usize, usize, &str)> = Vec::new();
-    for n in turn.clone() {
+    for n in turn.clone().filter(|&n| role_of(&messages[n]) != "system") {
         match messages[n].get("content") {
             Some(Value::String(_)) => flat.push((n, 0, "text")),
             _ => flat.extend(blocks(&messages[n]).map(|(j, b)| (n, j, kind_of(b)))),

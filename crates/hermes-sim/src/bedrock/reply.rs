@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::rules::{Reasoning, blocks, role as role_of};
 use crate::anthropic::thinking::{self as signing, Token};
-use crate::model::{self, Prompt, Step, last_user_turn, messages_step, pieces, scripted_tool_of};
+use crate::model::{self, Prompt, Step, last_user_turn, messages_step, pieces, scripted_call_of};
 use crate::wire::{list_of, short_hash};
 
 /// What the scripted model answers for one Converse request.
@@ -114,10 +114,15 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
     } else {
         match step {
             Step::Call { step, of } => {
+                let call = scripted_call_of(
+                    body.pointer("/toolConfig/tools"),
+                    |t| t.pointer("/toolSpec/name"),
+                    |t| t.pointer("/toolSpec/inputSchema/json"),
+                );
                 content.push(json!({"toolUse": {
                     "toolUseId": format!("tooluse_{step:02}{}", short_hash(&seed, 20)),
-                    "name": scripted_tool_of(body.pointer("/toolConfig/tools"), |t| t.pointer("/toolSpec/name")),
-                    "input": {"step": step, "of": of, "note": format!("call {step} of {of}: \"what time is it?\" ⏱")}
+                    "name": call.name,
+                    "input": call.traced_input(step, of)
                 }}));
                 "tool_use"
             }

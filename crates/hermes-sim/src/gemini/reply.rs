@@ -2,7 +2,8 @@
 //! chunks of `streamGenerateContent` (SSE with `alt=sse`, else a JSON array).
 //!
 //! Triggers in the last user text: `[tools=N]` runs N sequential steps, each one model turn with
-//! one `functionCall` of the tool `now` (or the first declared tool when `now` is not declared);
+//! one `functionCall` of the tool `now` (or the first declared tool when `now` is not declared),
+//! its `args` a minimal instance of the declaration's schema (`crate::model::arguments_for`);
 //! `[parallel=M]` makes each step carry M parallel `functionCall` parts (alone it means one step of
 //! M calls). Then a text answer quoting the last `functionResponse`. Without a trigger, a greeting.
 //!
@@ -20,7 +21,7 @@ use serde_json::{Value, json};
 use super::rules::{Generation, Thinking, last_user_text};
 use super::signature::{self, Kind, TurnContent};
 use super::{calls_of, is_thought, part_field, parts_of, role_of, schema};
-use crate::model::{marker_wanted, pieces, scripted_tool, snippet, tools_wanted};
+use crate::model::{ScriptedCall, marker_wanted, pieces, scripted_call, snippet, tools_wanted};
 use crate::wire::short_hash;
 
 /// Everything the script reads.
@@ -74,9 +75,10 @@ fn response_text(r: &Value) -> String {
         .map_or_else(|| resp.to_string(), str::to_owned)
 }
 
-/// The tool the script calls: `now` when declared (or when none are), else the first declared.
-fn tool_name(body: &Value) -> String {
-    let names: Vec<&str> = body
+/// The call the script makes: `now` when declared (or when none are), else the first declared
+/// function, with arguments valid for its `parameters` (or `parametersJsonSchema`).
+fn tool_call(body: &Value) -> ScriptedCall {
+    let declared: Vec<(&str, Option<&Value>)> = body
         .as_object()
         .and_then(|o| schema::field(o, "tools"))
         .and_then(Value::as_array)
@@ -88,9 +90,15 @@ fn tool_name(body: &Value) -> String {
         })
         .filter_map(Value::as_array)
         .flatten()
-        .filter_map(|d| d.get("name").and_then(Value::as_str))
+        .filter_map(|d| {
+            let o = d.as_object()?;
+            let name = o.get("name").and_then(Value::as_str)?;
+            let params =
+                schema::field(o, "parametersJsonSchema").or_else(|| schema::field(o, "parameters"));
+            Some((name, params))
+        })
         .collect();
-    scripted_tool(&names)
+    scripted_call(&declared)
 }
 
 /// Runs the script over a validated request.
@@ -119,7 +127,8 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
     let steps = tools_wanted(&user_text).or(parallel.map(|_| 1));
     let per_step = parallel.unwrap_or(1);
     let model = ask.model;
-    let tool = tool_name(body);
+    let call = tool_call(body);
+    let tool = call.name.as_str();
     let seed = format!("{model}\u{0}{user_text}\u{0}{done}");
     let with_ids = Generation::of(model) == Generation::Three;
 
@@ -128,12 +137,12 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
             let step = done + 1;
             let calls = (0..per_step)
                 .map(|j| {
-                    let mut call = json!({"name": tool, "args": {}});
-                    if with_ids && let Some(o) = call.as_object_mut() {
+                    let mut fc = json!({"name": tool, "args": call.input});
+                    if with_ids && let Some(o) = fc.as_object_mut() {
                         let id = format!("fc_{step}_{j}_{}", short_hash(&seed, 8));
                         o.shift_insert(0, "id".into(), json!(id));
                     }
-                    call
+                    fc
                 })
                 .collect();
             (

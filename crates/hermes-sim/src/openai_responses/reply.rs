@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::rules::{input_items, kind_of};
 use super::seal;
-use crate::model::{pieces, scripted_tool_of, snippet, text_of, tools_wanted};
+use crate::model::{pieces, scripted_call_of, snippet, text_of, tools_wanted};
 use crate::wire::short_hash;
 
 /// Fixed `created_at` so replies are byte-for-byte deterministic.
@@ -97,7 +97,12 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
             (text, results)
         }
     };
-    let tool = scripted_tool_of(body.get("tools"), |t| t.get("name"));
+    let call = scripted_call_of(
+        body.get("tools"),
+        |t| t.get("name"),
+        |t| t.get("parameters"),
+    );
+    let tool = call.name.clone();
     let seed = format!(
         "{}\u{0}{user_text}\u{0}{}\u{0}{}",
         ask.model,
@@ -121,7 +126,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
                     id: seal::paired_id(ask.key, "fc_", &rs_id),
                     call_id: format!("call_{}", short_hash(&format!("{seed}\u{0}call"), 24)),
                     name: tool,
-                    arguments: "{}".to_owned(),
+                    arguments: call.arguments(),
                 },
             )
         }

@@ -1246,3 +1246,229 @@ async fn document_blocks_and_a_structured_output_format_are_accepted() {
     )
     .await;
 }
+
+// ---------------------------------------------------------------- the client's own tools
+
+/// Claude Code's `Read` and `Write` tools (their JSON schemas as Claude Code sends them).
+fn claude_code_tools() -> Value {
+    json!([
+        {"name": "Read", "description": "Read a file", "input_schema": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+            "properties": {"file_path": {"type": "string"},
+                "offset": {"type": "integer", "minimum": 0},
+                "limit": {"type": "integer", "exclusiveMinimum": 0}},
+            "required": ["file_path"], "additionalProperties": false}},
+        {"name": "Write", "description": "Write a file", "input_schema": {"type": "object",
+            "properties": {"file_path": {"type": "string"}, "content": {"type": "string"}},
+            "required": ["file_path", "content"], "additionalProperties": false}}
+    ])
+}
+
+#[tokio::test]
+async fn the_script_calls_the_clients_first_tool_with_schema_valid_input_and_reads_an_error_result()
+{
+    let sim = Sim::start("anthropic").await.unwrap();
+    let mut messages = vec![user("Read the notes [tools=1]")];
+    let mut body = plain(&messages);
+    body["tools"] = claude_code_tools();
+    let msg = accepted(&sim, &body).await;
+    assert_eq!(msg["stop_reason"], "tool_use");
+    let call = &msg["content"][0];
+    assert_eq!(call["name"], "Read", "{msg}");
+    assert_eq!(call["input"], json!({"file_path": "x"}));
+    // Streamed, the input's pieces join to the same object.
+    let streamed = ask(&sim, Door::Direct, &body, true).await;
+    assert_eq!(streamed["content"], msg["content"]);
+    // The tool failed: `is_error: true` is accepted and the answer quotes the result.
+    messages.push(assistant(&msg["content"]));
+    let mut failed = result(call["id"].as_str().unwrap(), "File does not exist.");
+    failed["content"][0]["is_error"] = json!(true);
+    messages.push(failed);
+    body["messages"] = json!(messages);
+    let last = accepted(&sim, &body).await;
+    assert_eq!(last["stop_reason"], "end_turn", "{last}");
+    let text = last["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("File does not exist."), "{text}");
+}
+
+// ---------------------------------------------------------------- Claude Code 2.1
+
+/// A request Claude Code 2.1.332 sent (`claude-opus-4-8`, streamed): a user turn then a
+/// mid-conversation `system` message, adaptive thinking with `display: "omitted"`,
+/// `context_management`, `output_config.effort`, `metadata.user_id` (a JSON string),
+/// `cache_control` on system and message blocks, a tool with `defer_loading`.
+const CLAUDE_CODE_REQUEST: &str = include_str!("../fixtures/claude-code-2.1.332-opus-4-8.json");
+
+/// The `anthropic-beta` header Claude Code 2.1.332 sent with it.
+const CLAUDE_CODE_BETAS: &str = "claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,mid-conversation-tool-changes-2026-07-01,thinking-token-count-2026-05-13,advanced-tool-use-2025-11-20,effort-2025-11-24";
+
+const SYSTEM_BETA: &str = "mid-conversation-system-2026-04-07";
+
+/// Posts `body` to the direct door as Claude Code does (`?beta=true`, its headers) with
+/// `anthropic-beta: betas`.
+async fn post_beta(sim: &Sim, body: &Value, betas: &str) -> Resp {
+    send(
+        &sim.base_url(),
+        "POST",
+        "/v1/messages?beta=true",
+        &[
+            ("anthropic-version", "2023-06-01"),
+            ("x-api-key", "sk-test"),
+            ("anthropic-beta", betas),
+            ("x-app", "cli"),
+        ],
+        body.to_string().as_bytes(),
+    )
+    .await
+}
+
+fn system_message(content: Value) -> Value {
+    json!({"role": "system", "content": content})
+}
+
+#[tokio::test]
+async fn claude_code_2_1_request_is_accepted_with_the_mid_conversation_system_beta_only() {
+    let sim = Sim::start("anthropic").await.unwrap();
+    let body: Value = serde_json::from_str(CLAUDE_CODE_REQUEST).unwrap();
+    assert_eq!(body["messages"][1]["role"], "system");
+    let r = post_beta(&sim, &body, &format!("{CLAUDE_CODE_BETAS},{SYSTEM_BETA}")).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.headers.contains("text/event-stream"));
+    let msg = reassemble(&events(&r.text()));
+    assert_eq!(msg["model"], "claude-opus-4-8");
+    assert_eq!(msg["stop_reason"], "end_turn");
+    // Adaptive thinking, display omitted: a signed thinking block with no text.
+    assert_eq!(msg["content"][0]["type"], "thinking");
+    assert_eq!(msg["content"][0]["thinking"], "");
+    assert!(msg["content"][0]["signature"].as_str().unwrap().len() > 40);
+    let text = msg["content"][1]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("Hello from the scripted model claude-opus-4-8."),
+        "{text}"
+    );
+    // Without the beta, the system message's role is refused as the API does.
+    let r = post_beta(&sim, &body, CLAUDE_CODE_BETAS).await;
+    assert_eq!(
+        error_message(&r, 400, "invalid_request_error", "req_"),
+        "messages.1.role: Input should be 'user' or 'assistant'"
+    );
+    // Both were recorded, with their statuses.
+    let recorded = sim.requests();
+    assert_eq!(
+        recorded.iter().map(|r| r.status).collect::<Vec<_>>(),
+        [200, 400]
+    );
+}
+
+#[tokio::test]
+async fn a_mid_conversation_system_message_needs_its_beta_and_hides_no_user_marker() {
+    let sim = Sim::start("anthropic").await.unwrap();
+    let betas = format!("foo-2025-01-01, {SYSTEM_BETA}");
+    let note = system_message(json!([{"type": "text", "text": "Env: linux",
+        "cache_control": {"type": "ephemeral"}}]));
+    let mut body = plain(&[user("Read the notes [tools=1]"), note.clone()]);
+    body["tools"] = claude_code_tools();
+    // The system message after the user's turn does not hide its marker.
+    let r = post_beta(&sim, &body, &betas).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let msg = r.json();
+    assert_eq!(msg["stop_reason"], "tool_use", "{msg}");
+    assert_eq!(msg["content"][0]["name"], "Read");
+    // The loop goes on with the system message still in place; a string content is fine too.
+    let id = msg["content"][0]["id"].as_str().unwrap();
+    body["messages"] = json!([
+        user("Read the notes [tools=1]"),
+        note,
+        assistant(&msg["content"]),
+        system_message(json!("The file changed.")),
+        result(id, "the notes"),
+    ]);
+    let r = post_beta(&sim, &body, &betas).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let text = r.json()["content"][0]["text"].as_str().unwrap().to_owned();
+    assert!(text.contains("Done after 1 tool calls"), "{text}");
+    assert!(text.contains("the notes"), "{text}");
+    // Without the beta: the role's literal error, naming the message's index.
+    let r = post_beta(&sim, &body, "foo-2025-01-01").await;
+    assert_eq!(
+        error_message(&r, 400, "invalid_request_error", "req_"),
+        "messages.1.role: Input should be 'user' or 'assistant'"
+    );
+    // Not first; text only.
+    let rows = [
+        (
+            vec![system_message(json!("first")), user("a")],
+            "messages: first message must use the \"user\" role",
+        ),
+        (
+            vec![
+                user("a"),
+                system_message(json!([{"type": "image", "source": {}}])),
+            ],
+            "messages.1.content.0: Input tag 'image' found using 'type' does not match any of the expected tags: 'text'",
+        ),
+        (
+            vec![user("a"), system_message(json!(7))],
+            "messages.1.content: Input should be a valid list",
+        ),
+    ];
+    for (messages, want) in rows {
+        let r = post_beta(&sim, &plain(&messages), &betas).await;
+        assert_eq!(
+            error_message(&r, 400, "invalid_request_error", "req_"),
+            want
+        );
+    }
+}
+
+#[tokio::test]
+async fn claude_code_s_documented_fields_are_checked_and_unknown_ones_still_refused() {
+    let sim = Sim::start("anthropic").await.unwrap();
+    let with = |f: &dyn Fn(&mut Value)| {
+        let mut b = plain(&[user("a")]);
+        f(&mut b);
+        b
+    };
+    accepted(
+        &sim,
+        &with(&|b| {
+            b["context_management"] = json!({"edits": [
+                {"type": "clear_thinking_20251015", "keep": {"type": "thinking_turns", "value": 2}},
+                {"type": "clear_tool_uses_20250919", "keep": {"type": "tool_uses", "value": 3}}]});
+            b["metadata"] = json!({"user_id": "{\"device_id\":\"d\"}"});
+            b["tools"] = json!([{"name": "Later", "input_schema": {"type": "object"},
+                "defer_loading": true}]);
+        }),
+    )
+    .await;
+    let rows = [
+        (
+            with(&|b| b["context_management"] = json!({"edits": [{"type": "clear_all"}]})),
+            "context_management.edits.0: Input tag 'clear_all' found using 'type' does not match any of the expected tags: 'clear_tool_uses_20250919', 'clear_thinking_20251015'",
+        ),
+        (
+            with(&|b| b["context_management"] = json!({"edits": [], "mode": "x"})),
+            "context_management.mode: Extra inputs are not permitted",
+        ),
+        (
+            with(&|b| {
+                b["context_management"] =
+                    json!({"edits": [{"type": "clear_thinking_20251015", "keep": "some"}]});
+            }),
+            "context_management.edits.0.clear_thinking_20251015.keep: Input should be a valid dictionary",
+        ),
+        (
+            with(&|b| {
+                b["tools"] = json!([{"name": "t", "input_schema": {}, "defer_loading": "yes"}]);
+            }),
+            "tools.0.defer_loading: Input should be a valid boolean",
+        ),
+        (
+            with(&|b| b["context_managements"] = json!({})),
+            "context_managements: Extra inputs are not permitted",
+        ),
+    ];
+    for (body, want) in rows {
+        refused(&sim, &body, want).await;
+    }
+}

@@ -1567,3 +1567,47 @@ async fn audio_blocks_and_system_tools_are_accepted_as_the_service_model_defines
     let r = post_signed(&sim, &path(CLAUDE, "converse"), &b).await;
     assert!(validation(&r).contains("\"x\""), "{}", r.text());
 }
+
+// ---------------------------------------------------------------- the client's own tools
+
+#[tokio::test]
+async fn the_script_calls_the_clients_first_tool_with_schema_valid_input_and_reads_an_error_result()
+{
+    let sim = Sim::start("bedrock").await.unwrap();
+    let config = json!({"tools": [
+        {"toolSpec": {"name": "search_docs", "description": "Search", "inputSchema": {"json": {
+            "type": "object", "required": ["query", "filters"], "properties": {
+                "query": {"type": "string", "minLength": 2},
+                "filters": {"$ref": "#/definitions/Filters"}},
+            "definitions": {"Filters": {"type": "object", "required": ["kind"],
+                "properties": {"kind": {"anyOf": [{"type": "string", "enum": ["pdf", "html"]},
+                    {"type": "null"}]}, "max": {"type": "integer"}}}}}}}},
+        {"toolSpec": {"name": "other", "inputSchema": {"json": {"type": "object"}}}}
+    ]});
+    let mut messages = vec![user("Find it [tools=1]")];
+    let body = |messages: &[Value]| json!({"messages": messages, "toolConfig": config});
+    let want = json!({"query": "xx", "filters": {"kind": "pdf"}});
+    for stream in [false, true] {
+        let (content, stop) = converse(&sim, CLAUDE, &body(&messages), stream).await;
+        assert_eq!(stop, "tool_use");
+        let call = content
+            .as_array()
+            .unwrap()
+            .iter()
+            .find_map(|b| b.get("toolUse"))
+            .unwrap();
+        assert_eq!(call["name"], "search_docs", "{content}");
+        assert_eq!(call["input"], want, "stream {stream}");
+    }
+    let (content, _) = converse(&sim, CLAUDE, &body(&messages), false).await;
+    let id = tool_use_id(&content);
+    messages.push(assistant(&content));
+    // The tool failed: `status: "error"` is accepted and the answer quotes the result.
+    let mut failed = result(&id, "index offline");
+    failed["content"][0]["toolResult"]["status"] = json!("error");
+    messages.push(failed);
+    let (content, stop) = converse(&sim, CLAUDE, &body(&messages), false).await;
+    assert_eq!(stop, "end_turn");
+    let text = content.to_string();
+    assert!(text.contains("index offline"), "{text}");
+}

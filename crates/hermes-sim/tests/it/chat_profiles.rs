@@ -895,6 +895,52 @@ async fn tools_3_runs_a_three_step_loop_on_every_profile() {
     }
 }
 
+/// The client's own tools, Claude Code's `Read` first (its JSON schema).
+fn client_tools() -> Value {
+    json!([
+        {"type": "function", "function": {"name": "Read", "description": "Read a file",
+            "parameters": {"type": "object", "properties": {"file_path": {"type": "string"},
+                "offset": {"type": "integer"}}, "required": ["file_path"],
+                "additionalProperties": false}}},
+        {"type": "function", "function": {"name": "Write", "parameters": {"type": "object",
+            "properties": {"file_path": {"type": "string"}, "content": {"type": "string"}},
+            "required": ["file_path", "content"]}}}
+    ])
+}
+
+#[tokio::test]
+async fn the_script_calls_the_clients_first_tool_with_schema_valid_arguments_on_every_profile() {
+    for p in chat_profiles().map(|p| p.name) {
+        let sim = Sim::start(p).await.unwrap();
+        let mut body = req("some/model-1", vec![user("Read it [tools=1]")]);
+        body["tools"] = client_tools();
+        for stream in [false, true] {
+            let msg = if stream {
+                let s = post_stream(&sim, &body).await;
+                assert!(s.done);
+                reassemble(&s.events)
+            } else {
+                ok_message(&sim, &body).await
+            };
+            let call = &msg["tool_calls"][0]["function"];
+            assert_eq!(call["name"], "Read", "{p}: {msg}");
+            let args: Value = serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap();
+            assert_eq!(args, json!({"file_path": "x"}), "{p} (stream {stream})");
+        }
+        // With `now` declared too, `now` is called, with `{}`.
+        let mut tools = client_tools();
+        tools
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"type": "function", "function": {
+            "name": "now", "parameters": {"type": "object", "properties": {}}}}));
+        body["tools"] = tools;
+        let msg = ok_message(&sim, &body).await;
+        assert_eq!(msg["tool_calls"][0]["function"]["name"], "now", "{p}");
+        assert_eq!(msg["tool_calls"][0]["function"]["arguments"], "{}", "{p}");
+    }
+}
+
 // ---------------------------------------------------------------- standalone
 
 #[tokio::test]

@@ -1100,3 +1100,63 @@ async fn images_in_user_parts_and_function_response_parts_are_accepted_and_unkno
         r.text()
     );
 }
+
+// ---------------------------------------------------------------- the client's own tools
+
+/// A Claude-Code-like `Read` tool's JSON schema.
+fn read_schema() -> Value {
+    json!({"type": "object", "properties": {"file_path": {"type": "string"},
+        "offset": {"type": "integer"}}, "required": ["file_path"], "additionalProperties": false})
+}
+
+#[tokio::test]
+async fn the_script_calls_the_first_declared_function_with_arguments_valid_for_its_schema() {
+    let sim = Sim::start("gemini").await.unwrap();
+    let weather = json!({"name": "get_weather", "parameters": {"type": "OBJECT",
+        "properties": {"city": {"type": "STRING"}, "days": {"type": "INTEGER"},
+            "unit": {"type": "STRING", "format": "enum", "enum": ["celsius", "fahrenheit"]}},
+        "required": ["city", "unit"]}});
+    let read = json!({"name": "Read", "parametersJsonSchema": read_schema()});
+    let rows = [
+        (
+            json!([weather, read]),
+            "get_weather",
+            json!({"city": "x", "unit": "celsius"}),
+        ),
+        (json!([read]), "Read", json!({"file_path": "x"})),
+    ];
+    for (declarations, name, args) in rows {
+        let mut contents = vec![user("Look it up [tools=1]")];
+        let with = |contents: &[Value]| {
+            let mut b = body(contents);
+            b["tools"] = json!([{"functionDeclarations": declarations}]);
+            b
+        };
+        let r = post(&sim, MODEL, &with(&contents)).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        let content = r.json()["candidates"][0]["content"].clone();
+        let call = &calls(&content)[0];
+        assert_eq!(call["name"], name, "{content}");
+        assert_eq!(call["args"], args, "{content}");
+        // A failed call: the response carries an `error` key, and the model reads it.
+        contents.push(content.clone());
+        let mut answer = responses(&content, "");
+        answer["parts"][0]["functionResponse"]["response"] =
+            json!({"error": {"message": "no such city"}});
+        contents.push(answer);
+        let r = post(&sim, MODEL, &with(&contents)).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        let text = r.json()["candidates"][0]["content"]["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["thought"] != true)
+            .filter_map(|p| p["text"].as_str())
+            .collect::<String>();
+        assert!(
+            text.contains(&format!("The last `{name}` result")),
+            "{text}"
+        );
+        assert!(text.contains("no such city"), "{text}");
+    }
+}

@@ -640,3 +640,52 @@ async fn the_incomplete_switch_stops_after_the_reasoning_item() {
     assert!(!n.contains(&"response.completed"));
     assert_eq!(evs.last().unwrap().data["response"]["status"], "incomplete");
 }
+
+// ---------------------------------------------------------------- the client's own tools
+
+#[tokio::test]
+async fn the_script_calls_the_clients_first_tool_with_schema_valid_arguments() {
+    let sim = Sim::start(PROFILE).await.unwrap();
+    // The OpenAI Agents SDK's strict schemas: every property required, extras forbidden.
+    let tools = json!([
+        {"type": "function", "name": "lookup", "strict": true, "parameters": {"type": "object",
+            "properties": {"query": {"type": "string"}, "limit": {"type": ["integer", "null"]},
+                "mode": {"$ref": "#/$defs/Mode"}},
+            "required": ["query", "limit", "mode"], "additionalProperties": false,
+            "$defs": {"Mode": {"type": "string", "enum": ["fast", "deep"]}}}},
+        {"type": "function", "name": "other", "parameters": {"type": "object", "properties": {}}}
+    ]);
+    let want = json!({"query": "x", "limit": 0, "mode": "fast"});
+    let mut body = req(&[user("Look it up [tools=1]")]);
+    body["tools"] = tools;
+    let v = ok(&sim, &body).await;
+    let call = output(&v)
+        .into_iter()
+        .find(|i| i["type"] == "function_call")
+        .unwrap();
+    assert_eq!(call["name"], "lookup");
+    let args: Value = serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(args, want);
+    let (_, evs) = stream(&sim, &body).await;
+    let done = evs
+        .iter()
+        .find(|e| e.name == "response.function_call_arguments.done")
+        .unwrap();
+    let streamed: Value = serde_json::from_str(done.data["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(streamed, want);
+    // The output of the failed call is read back in the answer.
+    let mut input = vec![user("Look it up [tools=1]")];
+    input.extend(output(&v));
+    input.push(output_for(
+        call["call_id"].as_str().unwrap(),
+        "error: no such query",
+    ));
+    let mut next = req(&input);
+    next["tools"] = body["tools"].clone();
+    let last = ok(&sim, &next).await;
+    let text = last["output"].to_string();
+    assert!(
+        text.contains("The last `lookup` result was: error: no such query"),
+        "{text}"
+    );
+}
