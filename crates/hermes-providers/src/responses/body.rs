@@ -814,11 +814,14 @@ pub fn encode(parts: &RequestParts<'_>, drops: &Drops) -> Result<Encoded, Encode
             }
             Role::System | Role::Developer | Role::User => {
                 leading = false;
+                // A system message after the first turn goes in place as a `developer` item
+                // (OpenAI's model spec: developer messages are the system prompt's voice for
+                // reasoning models).
                 let role = match msg.role {
-                    Role::System => "system",
-                    Role::Developer => "developer",
+                    Role::System | Role::Developer => "developer",
                     _ => "user",
                 };
+
                 let content = match &msg.content {
                     Some(c) if c.is_string() => Said::Text(c.as_raw()),
                     _ if role == "user" && media::has_images(msg) => {

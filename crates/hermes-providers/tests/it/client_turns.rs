@@ -170,7 +170,7 @@ fn responses_keep_the_system_message_in_place_and_prefix_the_error() {
     assert!(
         input
             .iter()
-            .any(|i| i["role"] == "system" && i["content"] == "Today is Sunday."),
+            .any(|i| i["role"] == "developer" && i["content"] == "Today is Sunday."),
         "{input:?}"
     );
 }
