@@ -29,6 +29,7 @@ macro_rules! both {
     };
 }
 
+mod clients;
 mod errors;
 mod keys;
 mod lifecycle;
@@ -310,7 +311,7 @@ pub(crate) fn sim_settings(provider: &str, base_url: &str) -> Settings {
 
 /// The gateway over a fresh SQLite store with `settings`, gateway keys checked by
 /// [`TestKeys`], and `config` adjusted by `adjust`; over TLS with `tls` when given.
-async fn start_over(
+pub(crate) async fn start_over(
     settings: Settings,
     adjust: impl FnOnce(ServeConfig) -> ServeConfig,
     tls: Option<Arc<rustls::ServerConfig>>,
