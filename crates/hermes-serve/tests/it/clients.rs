@@ -295,7 +295,9 @@ fn both_turns_answered(out: &Value, case: &str) {
 /// reads a half-written copy.
 fn placed(node_dir: &Path, script: &str) -> PathBuf {
     let to = node_dir.join(script);
-    let tmp = node_dir.join(format!(".{script}.{}", std::process::id()));
+    static COPIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let copy = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = node_dir.join(format!(".{script}.{}.{copy}", std::process::id()));
     std::fs::copy(Path::new(SCRIPTS).join(script), &tmp).unwrap();
     std::fs::rename(&tmp, &to).unwrap();
     to
