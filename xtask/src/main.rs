@@ -16,6 +16,11 @@ commands:
                        native wires (none, then gemini alone), the whole test suite (conformance
                        included), with the official SDKs (a venv under target/) and a throwaway
                        PostgreSQL provisioned; what cannot be is named as skipped at the end
+  clients              the real agent programs through the gateway against the strict simulators:
+                       Claude Code, the AI SDK, the OpenAI Agents SDK, LangChain, pydantic-ai,
+                       installed pinned under target/clients/ (npm ci, a venv), then the
+                       hermes-serve `clients` tests and their table (HERMES_REQUIRE_CLIENTS: a
+                       client that cannot be installed fails instead of skipping)
   conformance [ROUTE]  the route conformance suite, built-in routes and the third-party example
                        (every route, or the ones named)
   chaos [cli]          signals during tool loops, many processes on one home, racing resumes
@@ -151,6 +156,260 @@ fn sdk_python() -> Result<std::path::PathBuf, String> {
     Ok(python)
 }
 
+/// The folder of the real clients' pinned manifests and scripts.
+const CLIENTS_DIR: &str = "crates/hermes-serve/tests/clients";
+
+/// The variables the hermes-serve `clients` tests read (`hermes_test_support::clients`).
+const CLIENTS_NODE_VAR: &str = "HERMES_CLIENTS_NODE";
+const CLIENTS_PYTHON_VAR: &str = "HERMES_CLIENTS_PYTHON";
+const CLIENTS_TABLE_VAR: &str = "HERMES_CLIENTS_TABLE";
+
+/// What [`provision_clients`] installed: the npm clients' folder and the Python clients'
+/// interpreter (`None` when that half could not be installed, said in `problems`).
+#[derive(Default)]
+struct Clients {
+    node: Option<std::path::PathBuf>,
+    python: Option<std::path::PathBuf>,
+    problems: Vec<String>,
+}
+
+impl Clients {
+    /// Sets the variables naming what was installed on `cmd`, and the table file.
+    fn apply(&self, cmd: &mut Command, table: &std::path::Path) {
+        if let Some(node) = &self.node {
+            cmd.env(CLIENTS_NODE_VAR, node);
+        }
+        if let Some(python) = &self.python {
+            cmd.env(CLIENTS_PYTHON_VAR, python);
+        }
+        cmd.env(CLIENTS_TABLE_VAR, table);
+    }
+
+    /// Why not everything was installed, or `None`.
+    fn why_not(&self) -> Option<String> {
+        (!self.problems.is_empty()).then(|| self.problems.join("; "))
+    }
+}
+
+/// True when `stamp` holds exactly the concatenation of `sources` (what was installed last).
+fn stamped(stamp: &std::path::Path, sources: &[Vec<u8>]) -> bool {
+    std::fs::read(stamp).is_ok_and(|done| done == sources.concat())
+}
+
+/// The real clients, pinned, under `target/clients/` (never workspace dependencies, never
+/// committed): the npm ones by `npm ci` in `target/clients/node` from the committed
+/// `package.json` / `package-lock.json` of [`CLIENTS_DIR`], the Python ones in the venv
+/// `target/clients/venv` from its `requirements.txt`. Each half is installed again only when
+/// its manifests changed since the last install (a stamp file records them).
+/// `HERMES_CLIENTS_NODE` / `HERMES_CLIENTS_PYTHON`, when set, are used as they are.
+fn provision_clients() -> Clients {
+    let mut clients = Clients::default();
+    let root = match std::path::absolute(target_dir().join("clients")) {
+        Ok(root) => root,
+        Err(e) => {
+            clients
+                .problems
+                .push(format!("cannot name target/clients: {e}"));
+            return clients;
+        }
+    };
+    let works = |cmd: &mut Command| {
+        cmd.stdout(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let dir = std::path::Path::new(CLIENTS_DIR);
+    let read = |name: &str| std::fs::read(dir.join(name)).unwrap_or_default();
+
+    // npm: Claude Code and the AI SDK.
+    if let Some(node) = std::env::var_os(CLIENTS_NODE_VAR) {
+        clients.node = Some(node.into());
+    } else {
+        let node = root.join("node");
+        let manifests = [read("package.json"), read("package-lock.json")];
+        let stamp = node.join(".hermes-installed");
+        if stamped(&stamp, &manifests) {
+            clients.node = Some(node);
+        } else if !works(Command::new("node").arg("--version"))
+            || !works(Command::new("npm").arg("--version"))
+        {
+            clients
+                .problems
+                .push("node and npm are not installed (Debian's nodejs and npm)".into());
+        } else {
+            let _ = std::fs::remove_file(&stamp);
+            let installed = std::fs::create_dir_all(&node).is_ok()
+                && std::fs::write(node.join("package.json"), &manifests[0]).is_ok()
+                && std::fs::write(node.join("package-lock.json"), &manifests[1]).is_ok()
+                && {
+                    eprintln!("xtask: npm ci in {}", node.display());
+                    works(
+                        Command::new("npm")
+                            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+                            .current_dir(&node),
+                    )
+                };
+            if installed && std::fs::write(&stamp, manifests.concat()).is_ok() {
+                clients.node = Some(node);
+            } else {
+                clients.problems.push(format!(
+                    "`npm ci` of {CLIENTS_DIR}/package-lock.json failed (is the npm registry reachable?)"
+                ));
+            }
+        }
+    }
+
+    // PyPI: the OpenAI Agents SDK, LangChain, pydantic-ai.
+    if let Some(python) = std::env::var_os(CLIENTS_PYTHON_VAR) {
+        clients.python = Some(python.into());
+    } else {
+        let venv = root.join("venv");
+        let python = venv.join("bin").join("python");
+        let requirements = [read("requirements.txt")];
+        let stamp = venv.join(".hermes-installed");
+        let usable = works(Command::new(&python).args(["-c", "import sys"]));
+        if usable && stamped(&stamp, &requirements) {
+            clients.python = Some(python);
+        } else {
+            let _ = std::fs::remove_file(&stamp);
+            if !usable {
+                let _ = std::fs::remove_dir_all(&venv);
+            }
+            if !usable && !works(Command::new("python3").arg("-m").arg("venv").arg(&venv)) {
+                clients
+                    .problems
+                    .push("`python3 -m venv` failed (is Python 3 with venv installed?)".into());
+            } else {
+                eprintln!("xtask: pip install into {}", venv.display());
+                let installed = works(
+                    Command::new(&python)
+                        .args(["-m", "pip", "install", "-q", "--disable-pip-version-check"])
+                        .arg("-r")
+                        .arg(dir.join("requirements.txt")),
+                );
+                if installed && std::fs::write(&stamp, requirements.concat()).is_ok() {
+                    clients.python = Some(python);
+                } else {
+                    clients.problems.push(format!(
+                        "pip could not install {CLIENTS_DIR}/requirements.txt (is PyPI reachable?)"
+                    ));
+                }
+            }
+        }
+    }
+    clients
+}
+
+/// The clients table the tests wrote to `table` (tab-separated rows, see
+/// `hermes_test_support::clients::Row`), as aligned columns, rows sorted; `None` when empty.
+fn clients_table(table: &str) -> Option<String> {
+    const HEADER: [&str; 8] = [
+        "client", "version", "door", "model", "upstream", "requests", "accepted", "result",
+    ];
+    let mut rows: Vec<Vec<&str>> = table
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.split('\t').collect())
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    rows.sort();
+    rows.insert(0, HEADER.to_vec());
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|f| f.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in &rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    Some(out)
+}
+
+/// Prints the clients table from the file at `path` (and removes it): the real-client runs of
+/// this test run, one row each.
+fn print_clients_table(path: &std::path::Path) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let _ = std::fs::remove_file(path);
+    match clients_table(&text) {
+        Some(table) => {
+            eprintln!("\nxtask: real clients through the gateway (one row per run):");
+            for line in table.lines() {
+                eprintln!("xtask:   {line}");
+            }
+        }
+        None => eprintln!("xtask: real clients: no client ran"),
+    }
+}
+
+/// `cargo xtask clients`: installs the real clients ([`provision_clients`]), runs the
+/// hermes-serve `clients` tests with them, prints their table and, when some could not be
+/// installed, the skipped tests (a failure with `HERMES_REQUIRE_CLIENTS`).
+fn clients() -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let installed = provision_clients();
+    eprintln!("xtask: clients installed in {:.0?}", started.elapsed());
+    let unprovisioned: Vec<(&str, String)> = match installed.why_not() {
+        Some(why) if flag("HERMES_REQUIRE_CLIENTS") => {
+            bail!("the real clients could not be installed: {why}")
+        }
+        Some(why) => vec![("clients", why)],
+        None => Vec::new(),
+    };
+    let target = std::path::absolute(target_dir())?;
+    let skip_log = target.join("xtask-clients-skipped.log");
+    let table = target.join("xtask-clients-table.tsv");
+    let _ = std::fs::remove_file(&skip_log);
+    let _ = std::fs::remove_file(&table);
+    let mut test = cargo();
+    test.args([
+        "test",
+        "-p",
+        "hermes-serve",
+        "--test",
+        "it",
+        "--",
+        "clients::",
+    ]);
+    installed.apply(&mut test, &table);
+    test.env("HERMES_SKIP_LOG", &skip_log);
+    let ran = std::time::Instant::now();
+    let tally = run_tests("cargo test -p hermes-serve --test it clients::", test);
+    eprintln!("xtask: the clients group took {:.0?}", ran.elapsed());
+    let ran_clients = std::fs::read_to_string(&table).is_ok_and(|t| !t.trim().is_empty());
+    print_clients_table(&table);
+    let tally = tally?;
+    let skipped = std::fs::read_to_string(&skip_log).unwrap_or_default();
+    let _ = std::fs::remove_file(&skip_log);
+    if tally.passed == 0 {
+        bail!("the clients group ran no test");
+    }
+    if unprovisioned.is_empty() && !ran_clients {
+        bail!("the clients were installed but no client ran");
+    }
+    report(
+        &tally,
+        &skipped,
+        &unprovisioned,
+        "PostgreSQL: not needed",
+        None,
+    );
+    Ok(())
+}
+
 /// fmt, clippy, then every test of the workspace (conformance included) with what the tests
 /// need provisioned: the official SDKs in a venv and a throwaway PostgreSQL (`.ci/with-postgres.sh`,
 /// Debian's packages). What cannot be provisioned is skipped loudly, named in the summary with
@@ -192,8 +451,18 @@ fn ci() -> anyhow::Result<()> {
             None
         }
     };
+    let clients = provision_clients();
+    if let Some(why) = clients.why_not() {
+        if flag("HERMES_REQUIRE_CLIENTS") {
+            bail!("the real clients could not be installed: {why}");
+        }
+        unprovisioned.push(("clients", why));
+    }
     let skip_log = std::path::absolute(target_dir().join("xtask-skipped-tests.log"))
         .context("cannot name the skip log")?;
+    let table = std::path::absolute(target_dir().join("xtask-clients-table.tsv"))
+        .context("cannot name the clients table")?;
+    let _ = std::fs::remove_file(&table);
     // The whole workspace, conformance included (both suites are test targets): run once.
     let test = || {
         let mut test = cargo();
@@ -202,12 +471,13 @@ fn ci() -> anyhow::Result<()> {
             test.env("HERMES_SDK_PYTHON", python);
         }
         test.env("HERMES_SKIP_LOG", &skip_log);
+        clients.apply(&mut test, &table);
         test
     };
     let _ = std::fs::remove_file(&skip_log);
     let mut pg_note = "PostgreSQL: HERMES_TEST_PG_URL".to_owned();
     let tally = if std::env::var_os("HERMES_TEST_PG_URL").is_some() {
-        run_tests("cargo test --workspace", test())?
+        run_tests("cargo test --workspace", test())
     } else {
         match run_tests(
             "cargo test --workspace (beside a throwaway PostgreSQL)",
@@ -215,7 +485,7 @@ fn ci() -> anyhow::Result<()> {
         ) {
             Ok(tally) => {
                 pg_note = "PostgreSQL: a throwaway cluster".to_owned();
-                tally
+                Ok(tally)
             }
             Err(TestsFailed::Code(PG_UNAVAILABLE)) if flag("HERMES_REQUIRE_PG") => {
                 bail!("PostgreSQL could not be provisioned (.ci/postgres.sh)")
@@ -226,11 +496,14 @@ fn ci() -> anyhow::Result<()> {
                     "PostgreSQL could not be installed or started (.ci/postgres.sh needs Debian's packages)".to_owned(),
                 ));
                 pg_note = "PostgreSQL: skipped".to_owned();
-                run_tests("cargo test --workspace", test())?
+                run_tests("cargo test --workspace", test())
             }
-            Err(failed) => return Err(failed.into()),
+            Err(failed) => Err(failed),
         }
     };
+    // The table of the real clients' runs, failed ones included.
+    print_clients_table(&table);
+    let tally = tally?;
     let skipped = std::fs::read_to_string(&skip_log).unwrap_or_default();
     let _ = std::fs::remove_file(&skip_log);
     report(&tally, &skipped, &unprovisioned, &pg_note, sdk.as_deref());
@@ -312,7 +585,7 @@ fn chaos(which: Option<&str>) -> anyhow::Result<()> {
 
 /// The groups a test can record itself as skipped in (`hermes_test_support::skip::group`), with
 /// what they need and how to enable them.
-const SKIP_GROUPS: [(&str, &str, &str); 2] = [
+const SKIP_GROUPS: [(&str, &str, &str); 3] = [
     (
         "postgres",
         "PostgreSQL tests (the store suite's second backend, fleet, migrate and TLS tests)",
@@ -322,6 +595,11 @@ const SKIP_GROUPS: [(&str, &str, &str); 2] = [
         "sdk",
         "official-SDK evidence tests (request bodies validated by anthropic, openai, botocore, google-genai)",
         "enable with a reachable PyPI, or HERMES_SDK_PYTHON=<a python with .ci/sdk-requirements.txt>",
+    ),
+    (
+        "clients",
+        "real-client tests (Claude Code, the AI SDK, the OpenAI Agents SDK, LangChain, pydantic-ai through the gateway)",
+        "enable with node and npm, a reachable npm registry and PyPI (`cargo xtask clients` installs them under target/clients/), or HERMES_CLIENTS_NODE / HERMES_CLIENTS_PYTHON",
     ),
 ];
 
@@ -468,6 +746,7 @@ fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("ci") => ci(),
+        Some("clients") => clients(),
         Some("conformance") => conformance(&args[1..]),
         Some("chaos") => chaos(args.get(1).map(String::as_str)),
         Some("fuzz") => {
@@ -530,6 +809,26 @@ mod tests {
         assert_eq!(field(line, "passed"), 12);
         assert_eq!(field(line, "ignored"), 3);
         assert_eq!(field(line, "failed"), 0);
+    }
+
+    #[test]
+    fn the_clients_table_aligns_sorted_rows_under_its_header() {
+        let rows = "zed\t1.0\t/v1/messages\tm\tanthropic\t6\t6\tok\n\
+                    AI SDK\tai 6\t/v1/chat/completions\tmodel-x\tdeepseek-v4\t12\t11\tFAILED\n";
+        let table = clients_table(rows).unwrap();
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 3, "{table}");
+        assert!(lines[0].starts_with("client  version  door "), "{table}");
+        assert!(
+            lines[1].starts_with("AI SDK  ai 6     /v1/chat/completions  model-x"),
+            "{table}"
+        );
+        assert!(lines[1].ends_with("12        11        FAILED"), "{table}");
+        assert!(
+            lines[2].starts_with("zed     1.0      /v1/messages "),
+            "{table}"
+        );
+        assert_eq!(clients_table("\n"), None);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! binary in a home of its own with a clean environment ([`home`]), recording a test that
 //! skipped so `cargo xtask ci` counts it ([`skip`]), finding the Python with the official SDKs
 //! and comparing a body with the SDK's ([`sdk`]) and reading its validator's verdicts
-//! ([`validator`]), and a session log in memory
+//! ([`validator`]), finding the real agent programs `cargo xtask clients` installed and
+//! recording the table of their runs ([`clients`]), and a session log in memory
 //! with a tool set never called ([`memory`]), and a PostgreSQL cluster of one's own
 //! ([`pg_cluster`]: a test that restarts its server, the benchmark's durable one).
 //!
@@ -10,6 +11,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test helper that fails panics, as the test would
 
+pub mod clients;
 pub mod home;
 pub mod memory;
 pub mod pg_cluster;

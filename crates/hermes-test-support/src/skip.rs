@@ -16,6 +16,8 @@ pub mod group {
     pub const POSTGRES: &str = "postgres";
     /// Tests validating request bodies with the official provider SDKs (`HERMES_SDK_PYTHON`).
     pub const SDK: &str = "sdk";
+    /// Tests running the real agent programs (`HERMES_CLIENTS_NODE`, `HERMES_CLIENTS_PYTHON`).
+    pub const CLIENTS: &str = "clients";
 }
 
 /// True when `var` is set to something other than empty or `0` (the `HERMES_REQUIRE_*` flags).

@@ -1,7 +1,9 @@
 //! hermes-serve's integration tests: the gateway on 127.0.0.1:0 over a real SQLite store, its
 //! upstream the strict DeepSeek V4 simulator or a wiremock server, driven with reqwest
-//! (`errors`, `lifecycle`, `streams`, two replicas over one store in `replicas`) and with the
-//! official `openai` Python client (`sdk`).
+//! (`errors`, `lifecycle`, `streams`, two replicas over one store in `replicas`), with the
+//! official `openai` Python client (`sdk`), and with the real agent programs that `cargo xtask
+//! clients` installs (`clients`: Claude Code, the AI SDK, the OpenAI Agents SDK, LangChain,
+//! pydantic-ai).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 /// Runs the async test `$name(db: TestDb)` on a fresh SQLite file and on a fresh schema of the
@@ -30,6 +32,7 @@ macro_rules! both {
 }
 
 mod claude_code;
+mod clients;
 mod errors;
 mod keys;
 mod lifecycle;
@@ -311,7 +314,7 @@ pub(crate) fn sim_settings(provider: &str, base_url: &str) -> Settings {
 
 /// The gateway over a fresh SQLite store with `settings`, gateway keys checked by
 /// [`TestKeys`], and `config` adjusted by `adjust`; over TLS with `tls` when given.
-async fn start_over(
+pub(crate) async fn start_over(
     settings: Settings,
     adjust: impl FnOnce(ServeConfig) -> ServeConfig,
     tls: Option<Arc<rustls::ServerConfig>>,
