@@ -69,7 +69,6 @@ const DOOR_KEYS: &[&str] = &[
 ];
 
 /// Parses a request body (`count_tokens` bodies too: `max_tokens` is then optional).
-
 pub(crate) fn parse(body: &[u8], counting: bool) -> Result<ClientTurn, ApiError> {
     let f = Fields::parse(body)?;
     let model: String = f

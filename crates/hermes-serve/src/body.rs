@@ -76,7 +76,6 @@ impl Fields {
     }
 
     /// Key `key`'s text as sent, `None` when absent or null.
-
     pub(crate) fn raw(&self, key: &str) -> Option<&str> {
         self.value(key).map(|r| r.get()).filter(|r| *r != "null")
     }

@@ -95,7 +95,6 @@ impl ApiError {
     }
 
     /// 413: the body is over the cap.
-
     pub fn too_large(cap: usize) -> Self {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,

@@ -32,13 +32,44 @@ const SCRIPTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients");
 /// How long one client run may take before it is killed.
 const LIMIT: Duration = Duration::from_secs(180);
 
-/// The gateway's aliases: a DeepSeek V4 model under a name without "deepseek" in it, and the
-/// bare Claude model names Claude Code sends.
-const ALIASES: [(&str, &str); 3] = [
-    ("house-model", "deepseek/deepseek-v4-pro"),
-    ("claude-opus-4-8", "anthropic/claude-opus-4-8"),
-    ("claude-sonnet-5-5", "anthropic/claude-sonnet-5-5"),
-];
+/// The gateway's aliases besides the README's Claude Code recipe: a DeepSeek V4 model under a
+/// name without "deepseek" in it (the OpenAI Agents SDK replays reasoning only to such names).
+const ALIASES: [(&str, &str); 1] = [("house-model", "deepseek/deepseek-v4-pro")];
+
+/// The README, whose Claude Code recipe the Claude Code runs use as written.
+const README: &str = include_str!("../../../../README.md");
+
+/// The `[serve.models]` entries of the README's Claude Code recipe (the TOML block after its
+/// `claude-code-recipe` marker): `"name" = "provider/model"` lines, comments left out.
+fn recipe_aliases() -> Vec<(String, String)> {
+    let after = README
+        .split_once("<!-- claude-code-recipe")
+        .expect("the README marks its Claude Code recipe")
+        .1;
+    let block = after
+        .split_once("```toml")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .expect("the recipe's TOML block")
+        .0;
+    let unquote = |s: &str| s.trim().trim_matches('"').to_owned();
+    let aliases: Vec<(String, String)> = block
+        .lines()
+        .map(|l| l.split_once(" #").map_or(l, |(code, _)| code))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (unquote(k), unquote(v)))
+        .collect();
+    assert!(aliases.len() >= 2, "the recipe maps names: {block}");
+    aliases
+}
+
+/// Every alias the gateway is configured with: [`ALIASES`] and the README's recipe.
+fn aliases() -> BTreeMap<String, String> {
+    ALIASES
+        .iter()
+        .map(|(a, t)| ((*a).to_owned(), (*t).to_owned()))
+        .chain(recipe_aliases())
+        .collect()
+}
 
 const CHAT: &str = "/v1/chat/completions";
 const MESSAGES: &str = "/v1/messages";
@@ -63,11 +94,7 @@ impl Stage {
             );
         }
         let settings = Settings::new(defaults, Arc::new(|_: &str| Some("sk-test".to_owned())));
-        let aliases: BTreeMap<String, String> = ALIASES
-            .iter()
-            .map(|(a, t)| ((*a).to_owned(), (*t).to_owned()))
-            .collect();
-        let gateway = crate::start_over(settings, |c| c.models(aliases), None).await;
+        let gateway = crate::start_over(settings, |c| c.models(aliases()), None).await;
         Stage {
             deepseek,
             anthropic,
@@ -75,12 +102,11 @@ impl Stage {
         }
     }
 
-    /// The simulator `model` reaches (the gateway resolves aliases first), and the other one.
+    /// The simulator `model` reaches (the gateway resolves aliases and patterns first), and
+    /// the other one.
     fn upstream_of(&self, model: &str) -> (&Sim, &Sim) {
-        let target = ALIASES
-            .iter()
-            .find(|(a, _)| *a == model)
-            .map_or(model, |(_, t)| t);
+        let target = hermes_serve::model::target_of(&aliases(), None, model)
+            .unwrap_or_else(|| panic!("the gateway names {model}"));
         if target.starts_with("anthropic/") {
             (&self.anthropic, &self.deepseek)
         } else {
@@ -472,9 +498,11 @@ async fn pydantic_ai_on_deepseek_v4() {
 }
 
 /// Claude Code (`claude -p … --output-format json`, then `--continue`), its own native binary,
-/// headless in a home and config folder of its own, only its `Read` tool offered, on `model`
-/// through the Messages door.
-async fn claude_code(model: &str) {
+/// headless in a home and config folder of its own, only its `Read` tool offered, run with
+/// `--model ARG` through the Messages door as the README's recipe says (its environment, its
+/// `[serve.models]`); `sends` is the model name Claude Code sends for `ARG`.
+async fn claude_code(arg: &str, sends: &str) {
+    let model = sends;
     let Some(node_dir) = clients::node_dir() else {
         return;
     };
@@ -490,7 +518,10 @@ async fn claude_code(model: &str) {
     let (home, work) = (dir.path().join("home"), dir.path().join("work"));
     std::fs::create_dir_all(home.join(".claude")).unwrap();
     std::fs::create_dir_all(&work).unwrap();
-    let model_name = model.to_owned();
+    let model_name = arg.to_owned();
+    // A name of Claude Code's own (`sonnet`) keeps its own small model (a Claude name the
+    // recipe's pattern maps too); an alias is the small model as well.
+    let small = (!["sonnet", "opus", "haiku"].contains(&arg)).then(|| arg.to_owned());
     let outputs = tokio::task::spawn_blocking(move || {
         let mut outputs = Vec::new();
         for (prompt, more) in [
@@ -503,10 +534,9 @@ async fn claude_code(model: &str) {
                 .env("PATH", std::env::var_os("PATH").unwrap_or_default())
                 .env("HOME", &home)
                 .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
+                // The README's recipe: the gateway's root and key.
                 .env("ANTHROPIC_BASE_URL", &root)
-                .env("ANTHROPIC_API_KEY", KEY)
-                .env("ANTHROPIC_DEFAULT_HAIKU_MODEL", &model_name)
-                .env("ANTHROPIC_SMALL_FAST_MODEL", &model_name)
+                .env("ANTHROPIC_AUTH_TOKEN", KEY)
                 .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
                 .env("DISABLE_TELEMETRY", "1")
                 .env("DISABLE_AUTOUPDATER", "1")
@@ -516,6 +546,10 @@ async fn claude_code(model: &str) {
                 .args(["--output-format", "json", "--max-turns", "8"])
                 .args(["--tools", "Read", "--allowedTools", "Read"])
                 .args(more);
+            if let Some(small) = &small {
+                cmd.env("ANTHROPIC_DEFAULT_HAIKU_MODEL", small)
+                    .env("ANTHROPIC_SMALL_FAST_MODEL", small);
+            }
             outputs.push(clients::run(cmd, "", LIMIT));
         }
         outputs
@@ -541,17 +575,25 @@ async fn claude_code(model: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_on_claude_opus_4_8() {
-    claude_code("claude-opus-4-8").await;
+    claude_code("claude-opus-4-8", "claude-opus-4-8").await;
 }
 
+/// `claude --model sonnet`, as the README's recipe runs it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_code_on_claude_sonnet_5_5() {
-    claude_code("claude-sonnet-5-5").await;
+async fn claude_code_model_sonnet_as_the_readme_says() {
+    claude_code("sonnet", "claude-sonnet-5-5").await;
 }
 
+/// `claude --model opus`, as the README's recipe runs it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_code_on_deepseek_v4_under_an_alias() {
-    claude_code("house-model").await;
+async fn claude_code_model_opus_as_the_readme_says() {
+    claude_code("opus", "claude-opus-5-5").await;
+}
+
+/// `claude --model deepseek-coder`: the README recipe's custom alias, DeepSeek V4 behind it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_on_deepseek_v4_under_the_readmes_alias() {
+    claude_code("deepseek-coder", "deepseek-coder").await;
 }
 
 #[test]
