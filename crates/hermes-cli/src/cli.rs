@@ -49,10 +49,11 @@ pub(crate) enum Command {
     /// The strict provider simulator.
     #[command(subcommand)]
     Sim(SimCommand),
-    /// Serve the gateway over HTTP. Doors: OpenAI chat completions (`POST
-    /// /v1/chat/completions`), Anthropic Messages (`POST /v1/messages`, `POST
-    /// /v1/messages/count_tokens`), and `GET /v1/models` in each door's shape. Clients may drop
-    /// every reasoning field: the gateway restores it from the store.
+    /// Serve the gateway: OpenAI chat completions and Anthropic Messages over HTTP
+    ///
+    /// Doors: OpenAI chat completions (`POST /v1/chat/completions`), Anthropic Messages (`POST
+    /// /v1/messages`, `POST /v1/messages/count_tokens`), and `GET /v1/models` in each door's
+    /// shape. Clients may drop every reasoning field: the gateway restores it from the store.
     Serve(ServeArgs),
 }
 
