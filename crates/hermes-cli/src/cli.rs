@@ -153,7 +153,8 @@ pub(crate) enum KeysCommand {
     /// replica refuses them at once.
     #[command(group(clap::ArgGroup::new("which").required(true).args(["key_id", "tenant"])))]
     Revoke {
-        /// The key's id as `list` shows it (`hk_<id>`; the whole key is accepted too).
+        /// The key's id as `list` shows it (`hk_<id>`; the whole key is accepted too, and never
+        /// printed).
         #[arg(long = "key-id", value_name = "ID")]
         key_id: Option<String>,
         /// Every key of this tenant.

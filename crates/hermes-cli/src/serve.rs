@@ -171,10 +171,19 @@ async fn keys(store: &hermes_engine::store::Store, command: &KeysCommand) -> any
             }
         }
         KeysCommand::Revoke {
-            key_id: Some(id), ..
+            key_id: Some(given),
+            ..
         } => {
+            // What was given is never echoed: it may be the whole key, secret and all.
+            let Some(id) = hermes_engine::store::revocable_key_id(given) else {
+                anyhow::bail!(
+                    "--key-id is not a key id (not shown: it may hold a secret); pass the key id, \
+                     not the key: `hk_` and the 16 hex digits before the second `_`, as \
+                     `hermes serve keys list` shows it"
+                );
+            };
             if !store.revoke_gateway_key(id).await? {
-                anyhow::bail!("no gateway key `{id}` (hermes serve keys list shows the ids)");
+                anyhow::bail!("no gateway key `hk_{id}` (hermes serve keys list shows the ids)");
             }
             let _ = writeln!(std::io::stderr(), "hermes: revoked 1 key");
         }

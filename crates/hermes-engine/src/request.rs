@@ -72,7 +72,10 @@ pub(crate) struct Runtime {
 /// Who runs the tools of a request.
 #[non_exhaustive]
 pub enum ToolMode {
-    /// No tools.
+    /// No tools offered. The engine still runs none: a reply that calls one anyway is stored
+    /// and returned as the model made it (finish reason [`FinishReason::ToolCalls`]), as
+    /// [`ToolMode::Client`] returns it, with no result of the engine's own and no further
+    /// request the caller never sees.
     None,
     /// The engine runs them (the CLI's workspace tools): a turn goes on until the model answers
     /// without calling one.
@@ -453,7 +456,9 @@ impl Engine {
             });
         }
         let (runner, definitions, client_tools): (&dyn Tools, _, _) = match &tools {
-            ToolMode::None => (&NoTools, None, false),
+            // Only the engine's own tools ever run here; calls to any other (none offered,
+            // or the client's) go back to the caller.
+            ToolMode::None => (&NoTools, None, true),
             ToolMode::Server(toolset) => {
                 (toolset.tools.as_ref(), toolset.definitions.clone(), false)
             }

@@ -28,6 +28,10 @@ pub struct ApiError {
     pub code: Option<String>,
     /// How long the client should wait before retrying (429).
     pub retry_after: Option<Duration>,
+    /// `x-should-retry` (which the official OpenAI and Anthropic SDKs obey over their own
+    /// choice): `Some(false)` for a failure no retry can mend, such as the gateway's own
+    /// missing upstream key.
+    pub should_retry: Option<bool>,
 }
 
 impl ApiError {
@@ -39,6 +43,7 @@ impl ApiError {
             param: None,
             code: None,
             retry_after: None,
+            should_retry: None,
         }
     }
 
@@ -161,9 +166,12 @@ impl ApiError {
     /// The answer to an engine failure: 400 for an invalid request (naming the parameter) and
     /// for the upstream's deterministic 4xx (with its code and message); 404 for an unknown
     /// session or provider; 409 while another request drives the session; 429 passed on with
-    /// `Retry-After`; 502 for an upstream failure, including its 401/403 (the gateway's
-    /// credentials, never the client's); 503 with `Retry-After` when the store is unavailable
-    /// ([`ErrorKind::StoreUnavailable`]); 504 when a bounded wait ran out.
+    /// `Retry-After`; 500 when the gateway's own upstream credentials are missing (found before
+    /// anything goes upstream: the message names the variable to set, never a value, and
+    /// `x-should-retry: false` spares the client's retries); 502 for an upstream failure,
+    /// including its 401/403 (the gateway's credentials, never the client's); 503 with
+    /// `Retry-After` when the store is unavailable ([`ErrorKind::StoreUnavailable`]); 504 when a
+    /// bounded wait ran out.
     pub fn from_engine(error: &EngineError) -> Self {
         let text = error.to_string();
         match error.kind() {
@@ -181,6 +189,29 @@ impl ApiError {
                 ..ApiError::new(StatusCode::NOT_FOUND, "not_found_error", text)
             },
             ErrorKind::Busy => ApiError::new(StatusCode::CONFLICT, "conflict_error", text),
+            // Missing here (the variable unset on the gateway's host, no AWS credentials):
+            // the gateway's own configuration, found before anything went upstream.
+            ErrorKind::Credentials { var }
+                if matches!(error, EngineError::Credentials { status: None, .. }) =>
+            {
+                let message = match var {
+                    // The engine's own words name the variable (and any alternative to it).
+                    Some(_) => format!(
+                        "the gateway has no upstream key for this model ({text}): its operator \
+                         must set it where the gateway runs; nothing was sent upstream"
+                    ),
+                    None => format!(
+                        "the gateway has no upstream credentials for this model ({text}): its \
+                         operator must supply them where the gateway runs; nothing was sent \
+                         upstream"
+                    ),
+                };
+                ApiError {
+                    code: Some("upstream_credentials_missing".to_owned()),
+                    should_retry: Some(false),
+                    ..ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "api_error", message)
+                }
+            }
             ErrorKind::Credentials { .. } => ApiError::new(
                 StatusCode::BAD_GATEWAY,
                 "upstream_error",
@@ -283,6 +314,12 @@ impl ApiError {
                 HeaderValue::from_str(&wait.as_secs_f64().ceil().max(1.0).to_string())
         {
             response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        if let Some(retry) = self.should_retry {
+            response.headers_mut().insert(
+                header::HeaderName::from_static("x-should-retry"),
+                HeaderValue::from_static(if retry { "true" } else { "false" }),
+            );
         }
         response
     }

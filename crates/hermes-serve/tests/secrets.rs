@@ -1,7 +1,8 @@
 //! A planted upstream key never leaves the gateway: not in a response (whole, streamed, or an
 //! error — even when the upstream echoes the key back in its refusal), not in a log line, not in
-//! a stored row. Its own test binary: the tracing subscriber that captures every log line is
-//! process-wide.
+//! a stored row; a provider's key missing where the gateway runs is one log line naming its
+//! variable. Its own test binary: the tracing subscriber that captures every log line is
+//! process-wide (installed once, by [`captured`]).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};
@@ -28,7 +29,25 @@ impl std::io::Write for Lines {
     }
 }
 
-/// A gateway with DeepSeek at `deepseek` and OpenAI at `openai`, both keyed with [`PLANTED`].
+/// Every log line of this process from the first call on (the subscriber is installed then).
+fn captured() -> Lines {
+    static LINES: std::sync::OnceLock<Lines> = std::sync::OnceLock::new();
+    LINES
+        .get_or_init(|| {
+            let lines = Lines::default();
+            let writer = lines.clone();
+            tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::TRACE)
+                .with_ansi(false)
+                .with_writer(move || writer.clone())
+                .init();
+            lines
+        })
+        .clone()
+}
+
+/// A gateway with DeepSeek at `deepseek` and OpenAI at `openai`, both keyed with [`PLANTED`];
+/// every other provider's key variable is unset.
 async fn gateway(deepseek: &str, openai: &str, dir: &std::path::Path) -> (String, Store) {
     let store = Store::open(&dir.join("state.db")).await.unwrap();
     let mut defaults = Defaults::default();
@@ -40,7 +59,14 @@ async fn gateway(deepseek: &str, openai: &str, dir: &std::path::Path) -> (String
     }
     let engine = Engine::builtin().with_store(
         store.clone(),
-        Settings::new(defaults, Arc::new(|_: &str| Some(PLANTED.to_owned()))),
+        Settings::new(
+            defaults,
+            Arc::new(|var: &str| {
+                ["DEEPSEEK_API_KEY", "OPENAI_API_KEY"]
+                    .contains(&var)
+                    .then(|| PLANTED.to_owned())
+            }),
+        ),
     );
     let gateway = Gateway::new(engine, ServeConfig::new(Auth::None)).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -52,13 +78,7 @@ async fn gateway(deepseek: &str, openai: &str, dir: &std::path::Path) -> (String
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_planted_upstream_key_is_in_no_response_log_line_or_stored_row() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let lines = Lines::default();
-    let writer = lines.clone();
-    tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .init();
+    let lines = captured();
 
     let sim = Sim::start("deepseek-v4").await.unwrap();
     // An upstream that refuses the key and echoes it back, as some providers do.
@@ -119,4 +139,37 @@ async fn a_planted_upstream_key_is_in_no_response_log_line_or_stored_row() {
             path.display()
         );
     }
+}
+
+/// A provider whose key variable is unset where the gateway runs: the refusal (500, before any
+/// upstream request) is logged once, as an error naming the variable the operator must set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_upstream_key_is_one_error_line_naming_its_variable() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let lines = captured();
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _store) = gateway("http://127.0.0.1:9", "http://127.0.0.1:9", dir.path()).await;
+    let response = reqwest::Client::new()
+        .post(&url)
+        .json(&json!({"model": "mistral/mistral-large-latest",
+                      "messages": [{"role": "user", "content": "hello"}]}))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let body = response.text().await.unwrap();
+    assert_eq!(status, 500, "{body}");
+    assert!(body.contains("MISTRAL_API_KEY"), "{body}");
+    let logged = String::from_utf8_lossy(&lines.0.lock().unwrap()).into_owned();
+    let naming: Vec<&str> = logged
+        .lines()
+        .filter(|l| l.contains("MISTRAL_API_KEY"))
+        .collect();
+    assert_eq!(naming.len(), 1, "one line names the variable: {naming:#?}");
+    assert!(naming[0].contains("ERROR"), "{}", naming[0]);
+    assert!(
+        naming[0].contains("nothing was sent upstream"),
+        "{}",
+        naming[0]
+    );
 }

@@ -40,6 +40,21 @@ pub fn gateway_key_id(key: &str) -> Option<&str> {
     parse_key(key).map(|(id, _)| id)
 }
 
+/// The key id that `given` names, as `hermes serve keys revoke` takes it: `hk_<id>`, `<id>`, or
+/// either followed by `_` or `.` and anything (a whole key, or one mistyped after its id: the
+/// rest is ignored). `None` when it does not start with an id of the length
+/// [`Store::add_gateway_key`] makes: a caller must then not echo `given`, which may hold a
+/// secret.
+pub fn revocable_key_id(given: &str) -> Option<&str> {
+    let rest = given.strip_prefix(KEY_PREFIX).unwrap_or(given);
+    let id = rest.split(['_', '.']).next().unwrap_or_default();
+    let is_id = id.len() == ID_BYTES * 2
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    is_id.then_some(id)
+}
+
 /// Where [`Store::find_by_keys`] found the conversation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -251,10 +266,13 @@ impl Store {
     }
 
     /// Revokes the gateway key with this id (the key's `<id>` part, as `hk_<id>` the way
-    /// `hermes serve keys list` prints it, or the whole key): `true` when there was one. The
-    /// key stops working at once on every replica.
+    /// `hermes serve keys list` prints it, or the whole key: [`revocable_key_id`]): `true` when
+    /// there was one (`false` too when `id` names no id). The key stops working at once on
+    /// every replica.
     pub async fn revoke_gateway_key(&self, id: &str) -> Result<bool, StoreError> {
-        let id = parse_key(id).map_or_else(|| id.strip_prefix("hk_").unwrap_or(id), |(id, _)| id);
+        let Some(id) = revocable_key_id(id) else {
+            return Ok(false);
+        };
         let done = execute!(&self.pool, "DELETE FROM gateway_keys WHERE id = $1", [id])?;
         if done.rows_affected() > 0 {
             tracing::info!(key = %id, "gateway key revoked");

@@ -81,7 +81,7 @@ mod verdicts;
 pub use compaction::{CompactionPlan, PlannedInsert, RowKind};
 pub use copy::CopyReport;
 pub use fleet::FleetVerdict;
-pub use gateway::{Found, GatewayKey, SigningKey, gateway_key_id};
+pub use gateway::{Found, GatewayKey, SigningKey, gateway_key_id, revocable_key_id};
 pub use leases::Lease;
 pub use limits::{RATE_SHARDS, RateAdmission, rate_shares};
 pub use lineage::Fork;

@@ -369,6 +369,57 @@ fn a_gateway_key_is_printed_once_stored_as_a_digest_and_required_by_the_server()
     assert_eq!(status, 401);
 }
 
+/// `keys revoke` never prints a key's secret, whatever it is given: the whole key revokes the
+/// key by its id; the whole key again, a mistyped key, the key with a dot for its second `_`,
+/// or the secret alone each fail without echoing it.
+#[test]
+fn keys_revoke_given_the_whole_key_revokes_it_by_id_and_never_prints_its_secret() {
+    let home = own_home();
+    let key = new_key(home.path(), "acme");
+    let (id, secret) = key.rsplit_once('_').unwrap();
+    assert_eq!(secret.len(), 64, "{key}");
+    let revoke = |given: &str| {
+        let args = ["serve", "keys", "revoke", "--key-id", given];
+        let out = bare_command(home.path(), &args, &[("RUST_LOG", "debug")])
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // No part of the secret: not even 8 of its hex digits in a row.
+        for at in 0..=secret.len() - 8 {
+            let part = &secret[at..at + 8];
+            assert!(!said.contains(part), "{given:?} printed {part:?}: {said}");
+        }
+        (out.status.success(), said)
+    };
+    let (ok, said) = revoke(&key);
+    assert!(ok, "the whole key revokes it: {said}");
+    assert!(said.contains("revoked 1 key"), "{said}");
+    let listed = stdout_of(home.path(), &["serve", "keys", "list"]);
+    assert!(!listed.contains(id), "still listed: {listed}");
+    let (ok, said) = revoke(&key);
+    assert!(!ok, "{said}");
+    assert!(said.contains(&format!("no gateway key `{id}`")), "{said}");
+    // Whatever follows the id is never printed; an id it does not start with is never guessed.
+    for given in [
+        format!("{key}0"),
+        format!("{id}.{secret}"),
+        format!("{key}\n"),
+    ] {
+        let (ok, said) = revoke(&given);
+        assert!(!ok, "{given:?}: {said}");
+        assert!(said.contains(&format!("no gateway key `{id}`")), "{said}");
+    }
+    for given in [secret, &format!("hk_{secret}"), &format!("x{key}")] {
+        let (ok, said) = revoke(given);
+        assert!(!ok, "{given:?}: {said}");
+        assert!(said.contains("pass the key id"), "{given:?}: {said}");
+    }
+}
+
 /// `hermes serve keys create --tenant TENANT`'s key.
 pub(crate) fn new_key(home: &std::path::Path, tenant: &str) -> String {
     new_key_with(home, tenant, &[])

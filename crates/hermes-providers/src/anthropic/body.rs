@@ -158,6 +158,37 @@ impl Target {
     pub fn family(&self) -> Family {
         Family::of(&self.base_url)
     }
+
+    /// The family serving `model` on this target: [`Target::family`], except that Bedrock's
+    /// InvokeModel with the Messages body ([`Flavor::Bedrock`], provider `bedrock-anthropic`)
+    /// serves Claude only: a model id that names another model ([`other_than_claude_on_bedrock`])
+    /// is treated as an unknown relay — no Claude thinking blocks, no thinking request.
+    pub fn family_for(&self, model: &str) -> Family {
+        let family = self.family();
+        if family == Family::Claude
+            && self.flavor == Flavor::Bedrock
+            && other_than_claude_on_bedrock(model)
+        {
+            Family::Unknown
+        } else {
+            family
+        }
+    }
+}
+
+/// Whether the Bedrock model id `model` names a model other than Claude (`deepseek-v4-pro`,
+/// `us.deepseek.r1-v1:0`, a foundation-model or inference-profile ARN of one). An ARN that names
+/// no model (an application inference profile, a provisioned or custom model) is not known to
+/// be another model: it keeps the host's family.
+pub fn other_than_claude_on_bedrock(model: &str) -> bool {
+    if crate::bedrock::BedrockModel::parse(model).claude.is_some() {
+        return false;
+    }
+    let lower = model.trim().to_ascii_lowercase();
+    match lower.strip_prefix("arn:") {
+        Some(arn) => arn.contains(":foundation-model/") || arn.contains(":inference-profile/"),
+        None => true,
+    }
 }
 
 /// What a request leaves out beyond the route's rules: the answer to an `Invalid signature`.
@@ -525,7 +556,7 @@ pub fn default_max_tokens(target: &Target, model: &str) -> u32 {
     target
         .max_tokens
         .or_else(|| {
-            (target.family() == Family::Claude)
+            (target.family_for(model) == Family::Claude)
                 .then(|| ClaudeModel::parse(model)?.output_ceiling())
                 .flatten()
         })
@@ -540,7 +571,7 @@ pub fn thinking_plan(
     tools: bool,
 ) -> ThinkingPlan {
     let default_max = default_max_tokens(target, model);
-    let family = target.family();
+    let family = target.family_for(model);
     let claude = ClaudeModel::parse(model);
     let adaptive = family == Family::Claude && claude.as_ref().is_some_and(ClaudeModel::adaptive);
     let disabled = r#"{"type":"disabled"}"#.to_owned();
@@ -691,7 +722,7 @@ pub fn encode(
     let history = parts.history;
     let decision = parts.decision;
     let model = decision.target.model.as_str();
-    let family = target.family();
+    let family = target.family_for(model);
     let claude = ClaudeModel::parse(model);
     let keeps_prior = claude
         .as_ref()
@@ -720,6 +751,15 @@ pub fn encode(
         target.base_url,
         family.describe()
     )];
+    if family != target.family() {
+        let why = format!(
+            "`{model}` is not a Claude model, and Bedrock's InvokeModel with the Messages body \
+             (provider bedrock-anthropic) serves Claude: no thinking is sent or requested (other \
+             Bedrock models: provider `bedrock`)"
+        );
+        explain.push(why.clone());
+        notes.push(why);
+    }
     explain.push(plan.explain.clone());
 
     let loop_start = replay::loop_start(history);

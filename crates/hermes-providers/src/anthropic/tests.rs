@@ -1068,3 +1068,45 @@ fn an_invalid_beta_flag_is_answered_once_without_the_clients_flags_and_the_wires
         assert!(wire.recover(&bare, Some(400), refusal).is_none());
     }
 }
+
+/// Bedrock's InvokeModel with the Messages body serves Claude: an id naming another model makes
+/// that target an unknown relay; Claude ids (profiles and ARNs included) and ARNs that name no
+/// model keep the host's family; other flavors are not judged by the model.
+#[test]
+fn a_model_other_than_claude_on_bedrock_invoke_model_is_an_unknown_relay() {
+    use super::body::{Family, other_than_claude_on_bedrock};
+    let account = "arn:aws:bedrock:us-east-1:123456789012";
+    for other in [
+        "deepseek-v4-pro",
+        "us.deepseek.r1-v1:0",
+        "amazon.nova-pro-v1:0",
+        "arn:aws:bedrock:us-east-1::foundation-model/deepseek.r1-v1:0",
+        &format!("{account}:inference-profile/us.meta.llama4-maverick-17b-instruct-v1:0"),
+    ] {
+        assert!(other_than_claude_on_bedrock(other), "{other}");
+    }
+    for claude_or_opaque in [
+        "us.anthropic.claude-opus-4-6-v1",
+        "anthropic.claude-3-7-sonnet-20250219-v1:0",
+        &format!("{account}:inference-profile/global.anthropic.claude-haiku-4-5-20251001-v1:0"),
+        &format!("{account}:application-inference-profile/a1b2c3"),
+        &format!("{account}:provisioned-model/xyz"),
+    ] {
+        assert!(
+            !other_than_claude_on_bedrock(claude_or_opaque),
+            "{claude_or_opaque}"
+        );
+    }
+    let bedrock = Target {
+        flavor: Flavor::Bedrock,
+        base_url: "https://bedrock-runtime.us-east-1.amazonaws.com".into(),
+        max_tokens: None,
+    };
+    assert_eq!(bedrock.family_for("deepseek-v4-pro"), Family::Unknown);
+    assert_eq!(
+        bedrock.family_for("us.anthropic.claude-opus-4-6-v1"),
+        Family::Claude
+    );
+    let direct = target("https://api.anthropic.com");
+    assert_eq!(direct.family_for("deepseek-v4-pro"), Family::Claude);
+}

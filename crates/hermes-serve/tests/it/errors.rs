@@ -405,3 +405,64 @@ async fn upstream_answering(reply: ResponseTemplate) -> MockServer {
         .await;
     upstream
 }
+
+/// The provider's key variable unset where the gateway runs is the gateway's own configuration,
+/// not an upstream refusal: before any upstream request (the gateway's metrics count none), a
+/// 500 in the door's shape names the variable to set (there is no value to leak), with
+/// `x-should-retry: false` so the SDKs do not retry what only the operator can mend; whole and
+/// streamed, at both doors. (DeepSeek at its own registry URL: to a loopback or private base
+/// URL a key is optional, so a local simulator would be called keyless.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_upstream_key_is_a_500_naming_its_variable_before_any_upstream_request() {
+    let settings =
+        hermes_engine::Settings::new(hermes_engine::Defaults::default(), Arc::new(|_: &str| None));
+    let gateway = crate::start_over(settings, |c| c, None).await;
+    for (door, stream) in [
+        ("chat", false),
+        ("chat", true),
+        ("messages", false),
+        ("messages", true),
+    ] {
+        let body = json!({
+            "model": "deepseek/deepseek-v4-pro",
+            "max_tokens": 64,
+            "stream": stream,
+            "messages": [{"role": "user", "content": "hello"}],
+        });
+        let response = match door {
+            "chat" => gateway.chat(&body).await,
+            _ => gateway.messages(&body).await,
+        };
+        let case = format!("{door}, stream {stream}");
+        let status = response.status();
+        let retry = response.headers().get("x-should-retry").cloned();
+        let text = response.text().await.unwrap();
+        assert_eq!(status, 500, "{case}: {text}");
+        assert_eq!(retry.as_ref().map(|v| v.to_str().unwrap()), Some("false"));
+        let answer: Value = serde_json::from_str(&text).unwrap();
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains("DEEPSEEK_API_KEY"), "{case}: {answer}");
+        assert!(
+            message.contains("nothing was sent upstream"),
+            "{case}: {answer}"
+        );
+        assert!(!message.contains("refused"), "{case}: {answer}");
+        assert_eq!(answer["error"]["type"], "api_error", "{case}: {answer}");
+        if door == "chat" {
+            assert_eq!(answer["error"]["code"], "upstream_credentials_missing");
+        } else {
+            assert_eq!(
+                answer["type"], "error",
+                "{case}: Anthropic's shape: {answer}"
+            );
+        }
+    }
+    let metrics = reqwest::get(gateway.url("/metrics")).await.unwrap();
+    let metrics = metrics.text().await.unwrap();
+    assert!(metrics.contains("hermes_requests_total{"), "{metrics}");
+    assert!(
+        !metrics.contains("hermes_upstream_requests_total{"),
+        "an upstream request was made: {metrics}"
+    );
+    gateway.stop().await;
+}

@@ -45,6 +45,7 @@ mod sdk;
 mod store_away;
 mod streams;
 mod tls;
+mod tool_calls;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

@@ -157,6 +157,11 @@ async fn a_gateway_key_names_its_tenant_and_nothing_else_does(db: TestDb) {
         Some("acme")
     );
     assert!(!store.revoke_gateway_key(id).await.unwrap());
+    // What does not start with an id names none (and is not looked up).
+    for bad in ["", "hk_", "hk_zz", &second[3..].replace('_', "")] {
+        assert_eq!(crate::revocable_key_id(bad), None, "{bad}");
+        assert!(!store.revoke_gateway_key(bad).await.unwrap(), "{bad}");
+    }
     // The whole key is accepted too.
     assert!(store.revoke_gateway_key(&second).await.unwrap());
     assert!(store.gateway_keys(Some("acme")).await.unwrap().is_empty());
