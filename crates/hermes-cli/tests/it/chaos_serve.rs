@@ -12,7 +12,8 @@
 //! What is checked, in the bytes the simulators saw: no upstream refusal of any kind (a strict
 //! simulator refuses a missing or altered carrier: "must be passed back", "Invalid signature",
 //! "missing thought_signature", "Expected thinking", "invalid_encrypted_content"); every carrier
-//! that reached an upstream equals, byte for byte (by SHA-256 of its text), one the simulator
+//! that reached an upstream equals, byte for byte (by SHA-256 of its JSON string literal as
+//! written on the wire, escapes kept), one the simulator
 //! minted in a reply of the same conversation; none minted for another conversation; no
 //! request failed during the rolling restart; every conversation finished.
 //!
