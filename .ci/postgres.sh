@@ -1,5 +1,6 @@
 # Sourced by .ci/run (and usable by hand: `source .ci/postgres.sh`): installs PostgreSQL from
-# Debian's packages when missing, starts a throwaway cluster on loopback port 55432 with TLS
+# Debian's packages when missing (unless HERMES_PG_NO_INSTALL is set: `cargo xtask ci` sets it
+# when the user declined), starts a throwaway cluster on loopback port 55432 with TLS
 # (a CA and a server certificate made here for 127.0.0.1/localhost), creates the `hermes` role
 # and the `hermes_test` database, and exports
 #   HERMES_TEST_PG_URL  postgres://hermes:…@127.0.0.1:55432/hermes_test
@@ -14,7 +15,12 @@ PGBIN=""
 for v in 17 16 15; do
   if [ -x "/usr/lib/postgresql/$v/bin/pg_ctl" ]; then PGBIN="/usr/lib/postgresql/$v/bin"; break; fi
 done
+if [ -z "$PGBIN" ] && [ -n "${HERMES_PG_NO_INSTALL:-}" ]; then
+  echo "PostgreSQL is not installed, and installing it was declined (cargo xtask ci --yes, or CI=1, installs it)" >&2
+  return 1
+fi
 if [ -z "$PGBIN" ]; then
+  echo "postgres.sh: installing Debian's postgresql with apt-get" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq && apt-get install -y -qq postgresql postgresql-client openssl >/dev/null
   for v in 17 16 15; do

@@ -12,10 +12,12 @@ use anyhow::{Context as _, bail};
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci                   fmt --check, clippy -D warnings, hermes-providers checked without its
+  ci [--yes]           fmt --check, clippy -D warnings, hermes-providers checked without its
                        native wires (none, then gemini alone), the whole test suite (conformance
                        included), with the official SDKs (a venv under target/) and a throwaway
-                       PostgreSQL provisioned; what cannot be is named as skipped at the end
+                       PostgreSQL provisioned; what cannot be is named as skipped at the end.
+                       First run ~10-25 min on 2 cores. Installing PostgreSQL with apt-get is
+                       asked first unless --yes or CI is set
   clients              the real agent programs through the gateway against the strict simulators:
                        Claude Code, the AI SDK, the OpenAI Agents SDK, LangChain, pydantic-ai,
                        installed pinned under target/clients/ (npm ci, a venv), then the
@@ -94,8 +96,10 @@ fn step(name: &str, mut cmd: Command) -> anyhow::Result<()> {
 }
 
 /// The conformance suite: the built-in routes, then the third-party example's route through
-/// the same suite.
+/// the same suite. Fails when the two suites together ran no check, or when a route named in
+/// `routes` ran none (an unknown route is a failure, never a pass on nothing).
 fn conformance(routes: &[String]) -> anyhow::Result<()> {
+    let mut ran = ConformanceRun::default();
     for (package, name) in [
         ("hermes-providers", "conformance (built-in routes)"),
         ("acme-route", "conformance (third-party example)"),
@@ -111,9 +115,76 @@ fn conformance(routes: &[String]) -> anyhow::Result<()> {
             "--",
         ]);
         cmd.args(routes);
-        step(name, cmd)?;
+        eprintln!("xtask: {name}");
+        let (status, out) = passed_through(cmd).with_context(|| format!("cannot start {name}"))?;
+        if !status.success() {
+            bail!("{name} failed ({status})");
+        }
+        ran.read(&out);
     }
-    Ok(())
+    ran.verdict(routes).map_err(anyhow::Error::msg)
+}
+
+/// What the conformance suites printed: the routes that ran checks (`route ID: …` lines) and
+/// the checks passed (`N passed, M failed`).
+#[derive(Default, Debug)]
+struct ConformanceRun {
+    routes: Vec<String>,
+    passed: usize,
+}
+
+impl ConformanceRun {
+    /// Adds one suite's output.
+    fn read(&mut self, out: &str) {
+        for line in out.lines() {
+            if let Some(rest) = line.strip_prefix("route ")
+                && let Some((route, _)) = rest.split_once(": ")
+            {
+                self.routes.push(route.to_owned());
+            } else if let Some((n, _)) = line.split_once(" passed, ")
+                && line.ends_with(" failed")
+            {
+                self.passed += n.trim().parse::<usize>().unwrap_or(0);
+            }
+        }
+    }
+
+    /// `Err` when nothing was checked, or a route asked for ran no check.
+    fn verdict(&self, asked: &[String]) -> Result<(), String> {
+        let missing: Vec<&str> = asked
+            .iter()
+            .filter(|r| !r.starts_with('-') && !self.routes.contains(r))
+            .map(String::as_str)
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "conformance: no check ran for route(s) {} (unknown route? the suites ran: {})",
+                missing.join(", "),
+                self.routes.join(", ")
+            ));
+        }
+        if self.passed == 0 {
+            return Err("conformance: the suites ran no check".to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// Runs `cmd`, passing its stdout through line by line, and returns its status and stdout.
+fn passed_through(mut cmd: Command) -> std::io::Result<(std::process::ExitStatus, String)> {
+    use std::io::{BufRead as _, Write as _};
+    let mut child = cmd.stdout(std::process::Stdio::piped()).spawn()?;
+    let mut text = String::new();
+    if let Some(stdout) = child.stdout.take() {
+        let mut out = std::io::stdout().lock();
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let _ = writeln!(out, "{line}");
+            text.push_str(&line);
+            text.push('\n');
+        }
+    }
+    Ok((child.wait()?, text))
 }
 
 /// Exit code of `.ci/with-postgres.sh` when PostgreSQL could not be provisioned.
@@ -140,12 +211,24 @@ fn sdk_python() -> Result<std::path::PathBuf, String> {
             return Err("`python3 -m venv` failed (is Python 3 with venv installed?)".into());
         }
     }
+    // Installed again only when the requirements changed since the last install (a stamp).
+    let requirements = [std::fs::read(".ci/sdk-requirements.txt").unwrap_or_default()];
+    let stamp = venv.join(".hermes-installed");
+    if stamped(&stamp, &requirements) {
+        return Ok(python);
+    }
+    eprintln!(
+        "xtask: installing the official SDKs (.ci/sdk-requirements.txt) into {} with pip: a minute or a few the first time; pip's progress follows",
+        venv.display()
+    );
+    let started = std::time::Instant::now();
     let mut pip = Command::new(&python);
     pip.args([
         "-m",
         "pip",
         "install",
-        "-q",
+        "--progress-bar",
+        "on",
         "--disable-pip-version-check",
         "-r",
     ])
@@ -153,6 +236,11 @@ fn sdk_python() -> Result<std::path::PathBuf, String> {
     if !works(&mut pip) {
         return Err("pip could not install .ci/sdk-requirements.txt (is PyPI reachable?)".into());
     }
+    eprintln!(
+        "xtask: the official SDKs installed in {:.0?}",
+        started.elapsed()
+    );
+    let _ = std::fs::write(&stamp, requirements.concat());
     Ok(python)
 }
 
@@ -414,7 +502,64 @@ fn clients() -> anyhow::Result<()> {
 /// need provisioned: the official SDKs in a venv and a throwaway PostgreSQL (`.ci/with-postgres.sh`,
 /// Debian's packages). What cannot be provisioned is skipped loudly, named in the summary with
 /// how to enable it; `HERMES_REQUIRE_SDK` / `HERMES_REQUIRE_PG` (CI) make it a failure instead.
-fn ci() -> anyhow::Result<()> {
+fn ci(args: &[String]) -> anyhow::Result<()> {
+    let yes = match args {
+        [] => false,
+        [flag] if flag == "--yes" || flag == "-y" => true,
+        other => bail!("unknown `cargo xtask ci` arguments {other:?}: only --yes\n\n{USAGE}"),
+    };
+    eprintln!("{CI_PLAN}");
+    let started = std::time::Instant::now();
+    let result = ci_steps(yes || flag("CI"));
+    eprintln!(
+        "xtask: cargo xtask ci {} after {:.0?}",
+        if result.is_ok() { "passed" } else { "failed" },
+        started.elapsed()
+    );
+    result
+}
+
+/// What `cargo xtask ci` says before it starts.
+const CI_PLAN: &str = "xtask: cargo xtask ci will
+xtask:   1. check formatting and run clippy (4 runs: the workspace, hermes-cli's default build, hermes-providers without its native wires)
+xtask:   2. install the official SDKs into a venv under target/sdk-venv (pip, PyPI)
+xtask:   3. install the real clients under target/clients (npm ci, pip)
+xtask:   4. start a throwaway PostgreSQL (.ci/postgres.sh; installs Debian's postgresql with apt-get when missing: asked first unless --yes or CI is set)
+xtask:   5. run cargo test --workspace beside it, then sum up what was skipped
+xtask: the first run takes roughly 10-25 minutes on 2 cores (builds and installs); later runs a few minutes";
+
+/// Whether PostgreSQL may be installed with apt-get: yes when it already is (`installed`), or
+/// with `--yes` / `CI` (`assume_yes`); else the user's answer (`ask`: `None` when no one can be
+/// asked, read as no).
+fn may_install_postgres(
+    installed: bool,
+    assume_yes: bool,
+    ask: impl FnOnce() -> Option<bool>,
+) -> bool {
+    installed || assume_yes || ask().unwrap_or(false)
+}
+
+/// Asks on the terminal whether to install PostgreSQL with apt-get; `None` when stdin is no
+/// terminal.
+fn ask_install_postgres() -> Option<bool> {
+    use std::io::{BufRead as _, IsTerminal as _, Write as _};
+    if !std::io::stdin().is_terminal() {
+        eprintln!(
+            "xtask: PostgreSQL is not installed and there is no terminal to ask: not installing it (pass --yes or set CI to install it with apt-get)"
+        );
+        return None;
+    }
+    eprint!(
+        "xtask: PostgreSQL is not installed. Install Debian's postgresql, postgresql-client and openssl with apt-get (needs root)? [y/N] "
+    );
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer).ok()?;
+    Some(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
+}
+
+/// The steps of `cargo xtask ci`; `assume_yes`: install what is missing without asking.
+fn ci_steps(assume_yes: bool) -> anyhow::Result<()> {
     cargo_step("cargo fmt --check", &["fmt", "--all", "--", "--check"])?;
     clippy_step("cargo clippy", &["--workspace", "--all-targets"])?;
     // The default build of the binary and its configuration crate (without the `aws-chain`
@@ -475,6 +620,17 @@ fn ci() -> anyhow::Result<()> {
         test
     };
     let _ = std::fs::remove_file(&skip_log);
+    // .ci/postgres.sh installs PostgreSQL with apt-get when it is missing: only when allowed.
+    let pg_installed = std::path::Path::new("/usr/lib/postgresql").is_dir();
+    let no_install = std::env::var_os("HERMES_TEST_PG_URL").is_none()
+        && !may_install_postgres(pg_installed, assume_yes, ask_install_postgres);
+    let test = || {
+        let mut cmd = test();
+        if no_install {
+            cmd.env("HERMES_PG_NO_INSTALL", "1");
+        }
+        cmd
+    };
     let mut pg_note = "PostgreSQL: HERMES_TEST_PG_URL".to_owned();
     let tally = if std::env::var_os("HERMES_TEST_PG_URL").is_some() {
         run_tests("cargo test --workspace", test())
@@ -567,20 +723,51 @@ fn chaos(which: Option<&str>) -> anyhow::Result<()> {
             cmd.env(var, default);
         }
     }
-    if which != Some("serve") {
-        return step("chaos", cmd);
-    }
-    // The gateway suite needs PostgreSQL: the one HERMES_TEST_PG_URL names, else a throwaway
-    // cluster; without one it fails rather than skipping.
-    cmd.env("HERMES_REQUIRE_PG", "1");
-    if std::env::var_os("HERMES_TEST_PG_URL").is_some() {
-        step("chaos serve", cmd)
+    let skip_log = std::path::absolute(target_dir().join("xtask-chaos-skipped.log"))
+        .context("cannot name the skip log")?;
+    let _ = std::fs::remove_file(&skip_log);
+    cmd.env("HERMES_SKIP_LOG", &skip_log);
+    let tally = if which != Some("serve") {
+        run_tests("chaos", cmd)
     } else {
-        step(
-            "chaos serve (beside a throwaway PostgreSQL)",
-            beside_postgres(&cmd),
-        )
+        // The gateway suite needs PostgreSQL: the one HERMES_TEST_PG_URL names, else a
+        // throwaway cluster; without one it fails rather than skipping.
+        cmd.env("HERMES_REQUIRE_PG", "1");
+        if std::env::var_os("HERMES_TEST_PG_URL").is_some() {
+            run_tests("chaos serve", cmd)
+        } else {
+            run_tests(
+                "chaos serve (beside a throwaway PostgreSQL)",
+                beside_postgres(&cmd),
+            )
+        }
+    };
+    let skipped = std::fs::read_to_string(&skip_log).unwrap_or_default();
+    let _ = std::fs::remove_file(&skip_log);
+    let tally = tally.map_err(|e| anyhow::anyhow!("chaos ({filter}) failed: {e}"))?;
+    ran_something(&format!("chaos ({filter})"), &tally, &skipped).map_err(anyhow::Error::msg)
+}
+
+/// `Err` when a test run checked nothing: no test passed (the filter matched none), or every
+/// test that passed recorded itself as skipped (`skip_log`, one line per skipped test).
+fn ran_something(name: &str, tally: &Tally, skip_log: &str) -> Result<(), String> {
+    let skipped = skip_log.lines().filter(|l| !l.trim().is_empty()).count();
+    if tally.passed == 0 {
+        return Err(format!(
+            "{name}: no test ran (does the filter match any test?)"
+        ));
     }
+    if tally.passed <= skipped {
+        return Err(format!(
+            "{name}: every test that ran skipped its checks ({skipped} skipped): {}",
+            skip_log.lines().collect::<Vec<_>>().join("; ")
+        ));
+    }
+    eprintln!(
+        "xtask: {name}: {} test(s) ran and checked something",
+        tally.passed - skipped
+    );
+    Ok(())
 }
 
 /// The groups a test can record itself as skipped in (`hermes_test_support::skip::group`), with
@@ -745,7 +932,7 @@ fn target_dir() -> std::path::PathBuf {
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("ci") => ci(),
+        Some("ci") => ci(&args[1..]),
         Some("clients") => clients(),
         Some("conformance") => conformance(&args[1..]),
         Some("chaos") => chaos(args.get(1).map(String::as_str)),
@@ -809,6 +996,59 @@ mod tests {
         assert_eq!(field(line, "passed"), 12);
         assert_eq!(field(line, "ignored"), 3);
         assert_eq!(field(line, "failed"), 0);
+    }
+
+    #[test]
+    fn postgres_is_installed_only_when_allowed() {
+        let asked = std::cell::Cell::new(false);
+        let ask = |answer: Option<bool>| {
+            let asked = &asked;
+            move || {
+                asked.set(true);
+                answer
+            }
+        };
+        assert!(may_install_postgres(true, false, ask(Some(false))));
+        assert!(!asked.get(), "installed: nothing to ask");
+        assert!(may_install_postgres(false, true, ask(Some(false))));
+        assert!(!asked.get(), "--yes or CI: nothing asked");
+        assert!(may_install_postgres(false, false, ask(Some(true))));
+        assert!(asked.get());
+        assert!(!may_install_postgres(false, false, ask(Some(false))));
+        assert!(
+            !may_install_postgres(false, false, ask(None)),
+            "no terminal: no"
+        );
+    }
+
+    #[test]
+    fn a_harness_that_ran_nothing_fails() {
+        let none = Tally::default();
+        assert!(ran_something("chaos", &none, "").is_err());
+        let one = Tally {
+            passed: 1,
+            ignored: 0,
+        };
+        assert!(ran_something("chaos", &one, "").is_ok());
+        let err = ran_something("chaos", &one, "postgres\tchaos_serve::x\n").unwrap_err();
+        assert!(err.contains("skipped"), "{err}");
+    }
+
+    #[test]
+    fn conformance_fails_on_an_unknown_route_or_no_check() {
+        let mut run = ConformanceRun::default();
+        run.read("live route -> simulator profile:\n0 passed, 0 failed\n");
+        let err = run.verdict(&["no-such-route".to_owned()]).unwrap_err();
+        assert!(err.contains("no-such-route"), "{err}");
+        assert!(run.verdict(&[]).is_err());
+        run.read("route deepseek-v4: 3 cases, 9 invariants, 2 live ... ok\n14 passed, 0 failed\n");
+        assert_eq!(run.passed, 14);
+        assert!(run.verdict(&["deepseek-v4".to_owned()]).is_ok());
+        assert!(run.verdict(&[]).is_ok());
+        assert!(
+            run.verdict(&["deepseek-v4".to_owned(), "nope".to_owned()])
+                .is_err()
+        );
     }
 
     #[test]

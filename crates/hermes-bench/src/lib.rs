@@ -362,18 +362,28 @@ pub const NATIVE_FINGERPRINTS: [(&str, usize, usize, &str); 12] = [
     ),
 ];
 
-/// What the fingerprint of `bytes`, the `label` history at N, says against the pinned one.
-pub fn fingerprint_verdict(label: &str, n: usize, bytes: &[u8]) -> (String, &'static str) {
+/// What the fingerprint of `bytes`, the `label` history at N, says against the pinned one: its
+/// SHA-256 and the verdict to print, or `Err` (why) when it does not match the pinned one — the
+/// bench then measured another history than the one its figures stand for, and fails.
+pub fn fingerprint_verdict(
+    label: &str,
+    n: usize,
+    bytes: &[u8],
+) -> Result<(String, &'static str), String> {
     let sha = sha256_hex(bytes);
-    let verdict = match NATIVE_FINGERPRINTS
+    match NATIVE_FINGERPRINTS
         .iter()
         .find(|f| f.0 == label && f.1 == n)
     {
-        None => "no pinned fingerprint",
-        Some(f) if f.2 == bytes.len() && f.3 == sha => "matches the pinned fingerprint",
-        Some(_) => "MISMATCH",
-    };
-    (sha, verdict)
+        None => Ok((sha, "no pinned fingerprint")),
+        Some(f) if f.2 == bytes.len() && f.3 == sha => Ok((sha, "matches the pinned fingerprint")),
+        Some(f) => Err(format!(
+            "the {label} history at N={n} is {} bytes, sha256 {sha}: it does not match the pinned fingerprint ({} bytes, sha256 {})",
+            bytes.len(),
+            f.2,
+            f.3
+        )),
+    }
 }
 
 /// The wire of `route`, built through its registered descriptor as the engine builds it (no
@@ -571,16 +581,17 @@ mod tests {
         for route in &NATIVE_ROUTES {
             let bytes = native_history_bytes(route, 100);
             assert_eq!(
-                fingerprint_verdict(route.0, 100, &bytes).1,
-                "matches the pinned fingerprint",
+                fingerprint_verdict(route.0, 100, &bytes).map(|v| v.1),
+                Ok("matches the pinned fingerprint"),
                 "{}",
                 route.0
             );
         }
-        assert_eq!(
-            fingerprint_verdict("gemini", 100, b"[]").1,
-            "MISMATCH",
-            "a different history is told apart"
+        let mismatch = fingerprint_verdict("gemini", 100, b"[]")
+            .expect_err("a different history is told apart, and fails the bench");
+        assert!(
+            mismatch.contains("does not match the pinned fingerprint"),
+            "{mismatch}"
         );
     }
 

@@ -89,6 +89,13 @@ pub(crate) struct ServeArgs {
     /// Record no metrics and serve no `GET /metrics` (to measure what they cost).
     #[arg(long = "no-metrics")]
     pub(crate) no_metrics: bool,
+
+    /// Serve the built-in strict simulators as models: `sim/PROFILE/MODEL` (any profile `hermes
+    /// sim serve --help` lists: Claude's `anthropic` with signed thinking, `gemini`,
+    /// `openai-responses`, `openrouter`, …) and `sim/MODEL` (the DeepSeek simulator). Without
+    /// it a `sim/…` model is unknown (404).
+    #[arg(long = "allow-sim")]
+    pub(crate) allow_sim: bool,
 }
 
 /// `hermes serve keys …`
@@ -404,6 +411,13 @@ pub(crate) struct SimServeArgs {
     /// that takes time to answer, for benchmarks; 0: answer at once).
     #[arg(long = "delay-ms", value_name = "MS", default_value_t = 0)]
     pub(crate) delay_ms: u64,
+
+    /// Print one line per request on stderr: the path, the status and the reasoning carriers
+    /// the request brought back (`reasoning_content`, `reasoning_details`, signed and redacted
+    /// thinking, Gemini's thought signatures, Responses' encrypted items), to see a gateway
+    /// re-attach them.
+    #[arg(long)]
+    pub(crate) verbose: bool,
 }
 
 /// Every simulator profile (the simulator's one table, `hermes_sim::PROFILES`), each with its

@@ -238,7 +238,12 @@ pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
     };
     setup::runtime()?.block_on(async {
         let (store, settings) = setup::open_gateway(&setup).await?;
-        let engine = engine.clone();
+        // The simulators are models only with --allow-sim: without it `sim` is no provider.
+        let engine = if args.allow_sim {
+            engine.clone()
+        } else {
+            engine.clone().without_simulators()
+        };
         let auth = if args.no_auth {
             Auth::None
         } else {

@@ -92,13 +92,118 @@ pub(crate) fn serve(args: &SimServeArgs) -> anyhow::Result<()> {
             writeln!(out, "{}", sim.base_url())?;
             out.flush()?;
         }
+        if args.verbose {
+            // The server runs on its own task as long as `sim` lives: report what arrives.
+            let mut seen = 0;
+            loop {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                let requests = sim.requests();
+                for request in requests.iter().skip(seen) {
+                    eprintln!("{}", request_line(request));
+                }
+                seen = requests.len();
+            }
+        }
         sim.serve().await?;
         anyhow::Ok(())
     })
 }
 
+/// The reasoning carriers a request body holds, by kind, in a fixed order: `reasoning_content`
+/// and `reasoning` (readable text, non-empty), `reasoning_details` items, signed `thinking`
+/// blocks, `redacted_thinking` blocks, Gemini's `thoughtSignature`s and Responses'
+/// `encrypted_content` items.
+fn carriers_received(body: &serde_json::Value) -> Vec<(&'static str, usize)> {
+    use serde_json::Value;
+    const KINDS: [&str; 7] = [
+        "reasoning_content",
+        "reasoning",
+        "reasoning_details",
+        "thinking",
+        "redacted_thinking",
+        "thoughtSignature",
+        "encrypted_content",
+    ];
+    fn walk(value: &Value, counts: &mut [usize; 7]) {
+        match value {
+            Value::Array(items) => items.iter().for_each(|v| walk(v, counts)),
+            Value::Object(map) => {
+                match map.get("type").and_then(Value::as_str) {
+                    Some("thinking") if map.get("signature").is_some_and(Value::is_string) => {
+                        counts[3] += 1;
+                    }
+                    Some("redacted_thinking") => counts[4] += 1,
+                    _ => {}
+                }
+                for (key, v) in map {
+                    let text = v.as_str().is_some_and(|t| !t.is_empty());
+                    match key.as_str() {
+                        "reasoning_content" if text => counts[0] += 1,
+                        "reasoning" if text => counts[1] += 1,
+                        "reasoning_details" => counts[2] += v.as_array().map_or(0, Vec::len),
+                        "thoughtSignature" | "thought_signature" if text => counts[5] += 1,
+                        "encrypted_content" if text => counts[6] += 1,
+                        _ => walk(v, counts),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut counts = [0; 7];
+    walk(body, &mut counts);
+    KINDS
+        .into_iter()
+        .zip(counts)
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
+/// `hermes sim serve --verbose`'s line for one request: path, status and carriers received.
+fn request_line(request: &hermes_sim::RecordedRequest) -> String {
+    let carriers = carriers_received(&request.body);
+    let carriers = if carriers.is_empty() {
+        "none".to_owned()
+    } else {
+        carriers
+            .iter()
+            .map(|(kind, n)| format!("{kind} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "sim: {} {} carriers received: {carriers}",
+        request.path, request.status
+    )
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn carriers_are_counted_by_kind_on_every_wire() {
+        let body = serde_json::json!({"messages": [
+            {"role": "assistant", "content": "a", "reasoning_content": "why"},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "t", "signature": "sig"},
+                {"type": "redacted_thinking", "data": "opaque"}]},
+            {"role": "assistant", "reasoning_details": [{"type": "reasoning.text"}, {}]},
+            {"role": "user", "content": "q", "reasoning_content": ""}],
+            "contents": [{"parts": [{"text": "x", "thoughtSignature": "s"}]}],
+            "input": [{"type": "reasoning", "encrypted_content": "e"}]});
+        assert_eq!(
+            super::carriers_received(&body),
+            [
+                ("reasoning_content", 1),
+                ("reasoning_details", 2),
+                ("thinking", 1),
+                ("redacted_thinking", 1),
+                ("thoughtSignature", 1),
+                ("encrypted_content", 1),
+            ]
+        );
+        assert!(super::carriers_received(&serde_json::json!({"messages": []})).is_empty());
+    }
+
     use super::*;
 
     #[test]

@@ -183,6 +183,12 @@ impl Engine {
         self.simulators.as_ref()
     }
 
+    /// Without simulators: `sim` is then no provider (the gateway without `--allow-sim`).
+    pub fn without_simulators(mut self) -> Self {
+        self.simulators = None;
+        self
+    }
+
     /// The simulator profiles `--provider sim` may pick (none without simulators).
     pub fn sim_profiles(&self) -> &[SimProfile] {
         self.simulators.as_deref().map_or(&[], |s| s.profiles())

@@ -954,7 +954,8 @@ fn delta_of(event: &DriverEvent) -> Option<Value> {
 
 /// `GET /v1/models`: the aliases (patterns as written), then `provider/model` for every
 /// provider whose credentials are configured (its configured model, else `provider/*`: any
-/// model of it), then the doors' default models; in Anthropic's shape for a client that sends
+/// model of it), then `sim/PROFILE/*` for each simulator profile when the engine has
+/// simulators (`hermes serve --allow-sim`), then the doors' default models; in Anthropic's shape for a client that sends
 /// `anthropic-version`, else OpenAI's.
 async fn models(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response {
     if let Err(error) = authenticate(&inner, &headers).await {
@@ -983,6 +984,11 @@ async fn models(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response
             });
             ids.push(format!("{}/{}", spec.id, model.as_deref().unwrap_or("*")));
         }
+    }
+    // The simulators, when this gateway serves them (`hermes serve --allow-sim`): any model of
+    // each profile.
+    for profile in inner.engine.sim_profiles() {
+        ids.push(format!("sim/{}/*", profile.name));
     }
     for target in inner.config.default_models.values() {
         if !ids.contains(target) {

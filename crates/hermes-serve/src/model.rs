@@ -108,14 +108,50 @@ pub(crate) fn resolve(
     if !engine.provider_names().contains(&provider) {
         return Err(ApiError::unknown_model(model));
     }
+    if provider == "sim" {
+        // `sim/PROFILE/MODEL` picks a simulator profile; `sim/MODEL` the default one.
+        let profiles: Vec<&str> = engine
+            .sim_profiles()
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        if let Some((profile, rest)) = sim_profile_of(&profiles, id) {
+            let url = hermes_engine::settle::sim_url(profile);
+            return Ok(Choice::new(Some(&provider), Some(rest), Some(&url)));
+        }
+    }
     Ok(Choice::new(Some(&provider), Some(id), None))
+}
+
+/// The simulator profile `id` (what follows `sim/`) names by its first segment, one of
+/// `profiles`, and the model after it; `None` when the first segment is no profile (then the
+/// whole `id` is the default profile's model).
+pub fn sim_profile_of<'a>(profiles: &[&'a str], id: &'a str) -> Option<(&'a str, &'a str)> {
+    let (first, rest) = id.split_once('/')?;
+    let profile = profiles.iter().find(|p| **p == first)?;
+    Some((profile, rest))
 }
 
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
 
-    use super::{matches, target_of};
+    use super::{matches, sim_profile_of, target_of};
+
+    #[test]
+    fn a_sim_model_names_a_profile_by_its_first_segment() {
+        let profiles = ["deepseek-v4", "anthropic", "openrouter"];
+        assert_eq!(
+            sim_profile_of(&profiles, "anthropic/claude-opus-4-6"),
+            Some(("anthropic", "claude-opus-4-6"))
+        );
+        assert_eq!(
+            sim_profile_of(&profiles, "openrouter/anthropic/claude-sonnet-5"),
+            Some(("openrouter", "anthropic/claude-sonnet-5"))
+        );
+        assert_eq!(sim_profile_of(&profiles, "deepseek-v4-pro"), None);
+        assert_eq!(sim_profile_of(&profiles, "nope/x"), None);
+    }
 
     #[test]
     fn a_pattern_matches_any_run_of_characters_where_it_has_a_star() {

@@ -46,6 +46,54 @@ pub fn debian_bin() -> Option<PathBuf> {
     found.pop().map(|(_, bin)| bin)
 }
 
+/// The variable naming the PostgreSQL binaries a test runs a cluster of its own from
+/// (`.ci/postgres.sh` sets it).
+pub const BIN_VAR: &str = "HERMES_TEST_PG_BIN";
+
+/// The PostgreSQL binaries for a test's own cluster: `HERMES_TEST_PG_BIN`, else Debian's
+/// ([`debian_bin`]); `None` when there are none, the test then recorded as skipped
+/// ([`crate::skip`]).
+///
+/// # Panics
+/// When there are none and `HERMES_REQUIRE_PG` is set: a required PostgreSQL test never passes
+/// on nothing.
+pub fn test_bin() -> Option<PathBuf> {
+    let chosen = choose_bin(
+        std::env::var_os(BIN_VAR)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from),
+        debian_bin,
+        crate::skip::flag("HERMES_REQUIRE_PG"),
+    );
+    match chosen {
+        Ok(Some(bin)) => Some(bin),
+        Ok(None) => {
+            crate::skip::skipped(
+                crate::skip::group::POSTGRES,
+                "no PostgreSQL binaries (HERMES_TEST_PG_BIN is unset and /usr/lib/postgresql has none): no cluster of the test's own",
+            );
+            None
+        }
+        Err(why) => panic!("{why}"),
+    }
+}
+
+/// [`test_bin`]'s choice: the named binaries, else `found()`'s; with neither, `Ok(None)`
+/// (skip), or `Err` when PostgreSQL is `required`.
+fn choose_bin(
+    named: Option<PathBuf>,
+    found: impl FnOnce() -> Option<PathBuf>,
+    required: bool,
+) -> Result<Option<PathBuf>, String> {
+    match named.or_else(found) {
+        Some(bin) => Ok(Some(bin)),
+        None if required => Err(format!(
+            "HERMES_REQUIRE_PG is set but there are no PostgreSQL binaries ({BIN_VAR} is unset and /usr/lib/postgresql has none): this test cannot run"
+        )),
+        None => Ok(None),
+    }
+}
+
 /// The `-o` options `pg_ctl start` passes to the server: loopback only on `port`, its socket in
 /// `data`, `durability`'s settings, and room for 200 connections.
 pub fn server_options(port: u16, data: &Path, durability: Durability) -> String {
@@ -225,6 +273,23 @@ impl Drop for Cluster {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_binaries_fail_when_postgres_is_required_and_skip_otherwise() {
+        let named = PathBuf::from("/pg/bin");
+        assert_eq!(
+            choose_bin(Some(named.clone()), || None, true),
+            Ok(Some(named))
+        );
+        let debian = PathBuf::from("/usr/lib/postgresql/15/bin");
+        assert_eq!(
+            choose_bin(None, || Some(debian.clone()), true),
+            Ok(Some(debian))
+        );
+        assert_eq!(choose_bin(None, || None, false), Ok(None));
+        let err = choose_bin(None, || None, true).unwrap_err();
+        assert!(err.contains("HERMES_REQUIRE_PG"), "{err}");
+    }
 
     #[test]
     fn the_server_runs_on_loopback_with_the_durability_asked_for() {

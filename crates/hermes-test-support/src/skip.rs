@@ -4,6 +4,11 @@
 //! libtest has no "skipped" outcome: a test that cannot run returns early and passes. Each such
 //! test calls [`skipped`], which says so on stderr and, when `HERMES_SKIP_LOG` names a file
 //! (xtask sets it), appends one line `GROUP<TAB>TEST` there. xtask counts the lines per group.
+//!
+//! In a plain `cargo test` (no skip log) the line goes to the process's stderr itself, past
+//! libtest's capture (which takes only `eprintln!`'s output, and shows it only for a failed
+//! test): every skipped test is one `SKIPPED` line in the run's output, numbered per test
+//! binary, so "N passed" never hides that some checked nothing.
 
 use std::io::Write as _;
 
@@ -18,6 +23,18 @@ pub mod group {
     pub const SDK: &str = "sdk";
     /// Tests running the real agent programs (`HERMES_CLIENTS_NODE`, `HERMES_CLIENTS_PYTHON`).
     pub const CLIENTS: &str = "clients";
+}
+
+/// Tests of this process recorded as skipped so far.
+static SKIPPED_HERE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The line a plain `cargo test` shows for a skipped test: numbered in its test binary, with
+/// why and how `cargo xtask ci` runs it.
+fn loud_line(group: &str, test: &str, why: &str) -> String {
+    let n = SKIPPED_HERE.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+    format!(
+        "SKIPPED #{n} in this test binary ({group}): {test} passed without checking anything: {why} (`cargo xtask ci` provisions it and sums up the skips)\n"
+    )
 }
 
 /// True when `var` is set to something other than empty or `0` (the `HERMES_REQUIRE_*` flags).
@@ -36,6 +53,8 @@ pub fn skipped(group: &str, why: &str) {
     let test = current.name().unwrap_or("unnamed test");
     eprintln!("{test}: SKIPPED ({group}): {why}");
     let Some(path) = std::env::var_os(LOG_VAR).filter(|p| !p.is_empty()) else {
+        // A plain `cargo test`: past libtest's capture, one line cargo shows.
+        let _ = std::io::stderr().write_all(loud_line(group, test, why).as_bytes());
         return;
     };
     // One short write with O_APPEND: lines from tests running in parallel never interleave.

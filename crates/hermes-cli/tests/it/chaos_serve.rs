@@ -12,7 +12,8 @@
 //! What is checked, in the bytes the simulators saw: no upstream refusal of any kind (a strict
 //! simulator refuses a missing or altered carrier: "must be passed back", "Invalid signature",
 //! "missing thought_signature", "Expected thinking", "invalid_encrypted_content"); every carrier
-//! that reached an upstream equals, byte for byte (by SHA-256 of its text), one the simulator
+//! that reached an upstream equals, byte for byte (by SHA-256 of its JSON string literal as
+//! written on the wire, escapes kept), one the simulator
 //! minted in a reply of the same conversation; none minted for another conversation; no
 //! request failed during the rolling restart; every conversation finished.
 //!
@@ -51,6 +52,7 @@ use std::time::{Duration, Instant};
 use hermes_sim::{RecordedRequest, Sim};
 use hermes_store::Backend;
 use hermes_store::testing::TestDb;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -669,53 +671,81 @@ impl Drop for Fleet {
     }
 }
 
-/// SHA-256 of a carrier's text.
-fn digest(text: &str) -> [u8; 32] {
-    Sha256::digest(text.as_bytes()).into()
+/// SHA-256 of a carrier's bytes.
+fn digest(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
 }
 
-/// Every opaque carrier in `value`, and its `reasoning_content` when `readable`.
-fn carriers_in(value: &Value, readable: bool, out: &mut Vec<[u8; 32]>) {
-    match value {
-        Value::Array(items) => items.iter().for_each(|v| carriers_in(v, readable, out)),
-        Value::Object(map) => {
-            for (key, v) in map {
-                match v {
-                    Value::String(text)
-                        if !text.trim().is_empty()
-                            && (OPAQUE.contains(&key.as_str())
-                                || (readable && key == "reasoning_content")) =>
-                    {
-                        out.push(digest(text));
-                    }
-                    _ => carriers_in(v, readable, out),
-                }
-            }
+/// The bytes of a JSON string literal as they stand on the wire, between its quotes (escapes
+/// kept as written); `None` when `raw` is no string or holds only whitespace.
+fn literal(raw: &RawValue) -> Option<&str> {
+    let text = raw.get();
+    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+    let decoded: String = serde_json::from_str(text).ok()?;
+    (!decoded.trim().is_empty()).then_some(inner)
+}
+
+/// The value of `key` in the JSON object `raw`, as written.
+fn raw_field<'a>(raw: &'a str, key: &str) -> Option<&'a RawValue> {
+    let map: std::collections::BTreeMap<String, &'a RawValue> = serde_json::from_str(raw).ok()?;
+    map.get(key).copied()
+}
+
+/// Every opaque carrier in the JSON text `raw`, and its `reasoning_content` when `readable`:
+/// the SHA-256 of each one's bytes as written on the wire (never a decoded string, so a carrier
+/// re-escaped on its way back does not count as the one minted).
+fn carriers_in(raw: &str, readable: bool, out: &mut Vec<[u8; 32]>) {
+    let trimmed = raw.trim_start();
+    if trimmed.starts_with('[') {
+        let items: Vec<&RawValue> = serde_json::from_str(raw).unwrap_or_default();
+        for item in items {
+            carriers_in(item.get(), readable, out);
         }
-        _ => {}
+    } else if trimmed.starts_with('{') {
+        let map: std::collections::BTreeMap<String, &RawValue> =
+            serde_json::from_str(raw).unwrap_or_default();
+        for (key, value) in map {
+            if (OPAQUE.contains(&key.as_str()) || (readable && key == "reasoning_content"))
+                && let Some(bytes) = literal(value)
+            {
+                out.push(digest(bytes.as_bytes()));
+                continue;
+            }
+            carriers_in(value.get(), readable, out);
+        }
     }
 }
 
-/// The carriers a simulator minted in its answer to `request`: from the whole reply, or from
-/// each streamed event (DeepSeek's streamed `reasoning_content` joined into one).
+/// The carriers a simulator minted in its answer to `request`, as bytes on the wire: from the
+/// whole reply, or from each streamed event (DeepSeek's streamed `reasoning_content` pieces
+/// joined, as written, into one).
 async fn minted(request: &RecordedRequest, family: &Family) -> Vec<[u8; 32]> {
     let mut out = Vec::new();
-    if let Ok(whole) = serde_json::from_str::<Value>(&request.response) {
-        carriers_in(&whole, family.reasoning_content, &mut out);
+    if serde_json::from_str::<&RawValue>(&request.response).is_ok() {
+        carriers_in(&request.response, family.reasoning_content, &mut out);
         return out;
     }
     let mut reasoning = String::new();
     for data in sse_data(&request.response).await {
-        let Ok(event) = serde_json::from_str::<Value>(&data) else {
+        if serde_json::from_str::<&RawValue>(&data).is_err() {
             continue;
-        };
-        carriers_in(&event, false, &mut out);
-        if let Some(piece) = event["choices"][0]["delta"]["reasoning_content"].as_str() {
+        }
+        carriers_in(&data, false, &mut out);
+        let piece = raw_field(&data, "choices")
+            .and_then(|c| serde_json::from_str::<Vec<&RawValue>>(c.get()).ok())
+            .and_then(|c| c.first().copied())
+            .and_then(|c| raw_field(c.get(), "delta"))
+            .and_then(|d| raw_field(d.get(), "reasoning_content"))
+            .and_then(|r| r.get().strip_prefix('"')?.strip_suffix('"'));
+        if let Some(piece) = piece {
             reasoning.push_str(piece);
         }
     }
-    if family.reasoning_content && !reasoning.trim().is_empty() {
-        out.push(digest(&reasoning));
+    if family.reasoning_content
+        && serde_json::from_str::<String>(&format!("\"{reasoning}\""))
+            .is_ok_and(|t| !t.trim().is_empty())
+    {
+        out.push(digest(reasoning.as_bytes()));
     }
     out
 }
@@ -797,7 +827,7 @@ async fn audit(sims: &[(Sim, &'static Family)], conversations: usize) -> Audit {
                 }
             }
             let mut sent = Vec::new();
-            carriers_in(&request.body, family.reasoning_content, &mut sent);
+            carriers_in(&raw, family.reasoning_content, &mut sent);
             audit.redacted_back += raw.matches("redacted_thinking").count();
             if let [owner] = owners[..] {
                 replayed.push((owner, sent));
@@ -825,6 +855,86 @@ async fn audit(sims: &[(Sim, &'static Family)], conversations: usize) -> Audit {
         if let [a, b] = members {
             let family = FAMILIES[pair % FAMILIES.len()].profile;
             *audit.pair_divergent.entry(family).or_default() += a.symmetric_difference(b).count();
+        }
+    }
+    audit
+}
+
+/// What the store holds once the replicas are gone, read back session by session.
+#[derive(Default, Debug)]
+struct StoreAudit {
+    /// Gateway sessions (every tenant's).
+    sessions: usize,
+    /// Of them, branches (a parent session: a stale turn or a client's edit stored beside it).
+    branches: usize,
+    /// Tool calls in the sessions' views, and those answered by a tool result in that view.
+    calls: usize,
+    paired: usize,
+    /// Views where a call has no result before the view goes on, or a result answers no call
+    /// (session, what).
+    unpaired: Vec<String>,
+    /// Views holding the same step twice: a call id in two assistant messages, or two results
+    /// for one call (session, id).
+    duplicates: Vec<String>,
+    /// Conversations (by index) whose own tag (`cv-…`) some session holds.
+    conversations: HashSet<usize>,
+}
+
+/// Reads every gateway session of the store after the run: every tool call of a view answered
+/// in it (only the view's last message may be calls still unanswered: a branch whose reply a
+/// kill cut), no step stored twice in a view, branches counted, the conversations found.
+async fn store_audit(db: &TestDb) -> StoreAudit {
+    let store = db.open().await;
+    let mut audit = StoreAudit::default();
+    for meta in store.list().await.unwrap() {
+        if meta.tenant.is_none() {
+            continue;
+        }
+        audit.sessions += 1;
+        audit.branches += usize::from(meta.parent_id.is_some());
+        let view = store.active(&meta.id).await.unwrap();
+        let mut called: HashMap<String, bool> = HashMap::new();
+        let mut open: Vec<String> = Vec::new();
+        for (at, stored) in view.iter().enumerate() {
+            let message = &stored.message;
+            let text = serde_json::to_string(&message.content).unwrap_or_default();
+            audit
+                .conversations
+                .extend(owners(&text).into_iter().filter(|_| text.contains("cv-")));
+            if message.role == hermes_core::Role::Tool {
+                let id = message.tool_call_id.clone().unwrap_or_default();
+                match called.get_mut(&id) {
+                    Some(answered @ false) => {
+                        *answered = true;
+                        open.retain(|o| *o != id);
+                        audit.paired += 1;
+                    }
+                    Some(true) => audit
+                        .duplicates
+                        .push(format!("{}: two results for {id}", meta.id)),
+                    None => audit
+                        .unpaired
+                        .push(format!("{}: a result for no call ({id})", meta.id)),
+                }
+                continue;
+            }
+            if !open.is_empty() {
+                audit.unpaired.push(format!(
+                    "{}: message {at} follows calls without results {open:?}",
+                    meta.id
+                ));
+                open.clear();
+            }
+            for call in message.tool_calls.iter().flatten() {
+                let id = call.id.clone().unwrap_or_default();
+                audit.calls += 1;
+                if called.insert(id.clone(), false).is_some() {
+                    audit
+                        .duplicates
+                        .push(format!("{}: the call {id} stored twice", meta.id));
+                }
+                open.push(id);
+            }
         }
     }
     audit
@@ -962,6 +1072,7 @@ async fn three_replicas_over_postgres_lose_no_carrier_through_kills_and_a_rollin
     drop(fleet);
 
     let audit = audit(&sims, conversations).await;
+    let stored = store_audit(&db).await;
     let refusals: usize = audit.refusals.values().sum();
     let kinds: Vec<String> = REFUSALS
         .iter()
@@ -991,7 +1102,8 @@ async fn three_replicas_over_postgres_lose_no_carrier_through_kills_and_a_rollin
   kills {killed} (SIGKILL), rolling restart {}, client retries {}, failures during the rolling restart {}
   upstream refusals {refusals} ({}), other upstream 4xx {}, degraded notes {}
   byte-exact restores {}/{} ({:.2}%) in {} conversations (Claude redacted blocks among them {})
-  cross-conversation attachments {} (carriers that differ within pairs: {}), carriers minted nowhere {}",
+  cross-conversation attachments {} (carriers that differ within pairs: {}), carriers minted nowhere {}
+  store after the kills: {} sessions ({} branches), tool calls {} of which {} paired, conversations found {}/{conversations}, unpaired {}, duplicate steps {}",
         took.as_secs_f64(),
         conversations - failed.len(),
         tally.turns.load(Ordering::Relaxed),
@@ -1011,6 +1123,13 @@ async fn three_replicas_over_postgres_lose_no_carrier_through_kills_and_a_rollin
         audit.cross,
         divergent.join(", "),
         audit.unknown,
+        stored.sessions,
+        stored.branches,
+        stored.calls,
+        stored.paired,
+        stored.conversations.len(),
+        stored.unpaired.len(),
+        stored.duplicates.len(),
     );
     assert!(
         failed.is_empty(),
@@ -1030,6 +1149,18 @@ async fn three_replicas_over_postgres_lose_no_carrier_through_kills_and_a_rollin
     assert!(audit.restores > 0, "no carrier went back upstream");
     assert_eq!(audit.exact, audit.restores, "{audit:?}");
     assert_eq!(audit.cross, 0, "{audit:?}");
+    assert_eq!(
+        audit.unknown, 0,
+        "carriers minted nowhere, or sent in a request no conversation owns: {audit:?}"
+    );
+    assert!(stored.unpaired.is_empty(), "{:#?}", stored.unpaired);
+    assert!(stored.duplicates.is_empty(), "{:#?}", stored.duplicates);
+    assert!(stored.paired > 0, "the store holds no answered tool call");
+    assert_eq!(
+        stored.conversations.len(),
+        conversations,
+        "every conversation is in the store: {stored:?}"
+    );
     assert!(
         audit.redacted_back > 0,
         "no redacted thinking went back to Claude"

@@ -206,7 +206,11 @@ fn the_gateway_exports_each_upstream_request_as_a_child_of_its_http_request_span
         ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
         ("OTEL_SERVICE_NAME", "gateway-under-test"),
     ]);
-    let (mut server, addr) = serving_with(home.path(), &["serve", "--listen", "127.0.0.1:0"], &env);
+    let (mut server, addr) = serving_with(
+        home.path(),
+        &["serve", "--listen", "127.0.0.1:0", "--allow-sim"],
+        &env,
+    );
     let body = serde_json::json!({
         "model": "sim/deepseek-v4-pro",
         "messages": [{"role": "user", "content": PROMPT}],

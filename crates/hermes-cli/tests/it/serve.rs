@@ -54,7 +54,13 @@ fn serve_answers_on_loopback_and_stops_on_sigterm() {
     let home = own_home();
     let (mut server, addr) = serving(
         home.path(),
-        &["serve", "--listen", "127.0.0.1:0", "--no-auth"],
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--no-auth",
+            "--allow-sim",
+        ],
     );
     assert_eq!(http(&addr, "GET", "/healthz", ""), (200, "ok".to_owned()));
     assert_eq!(http(&addr, "GET", "/readyz", "").0, 200);
@@ -301,7 +307,10 @@ fn a_gateway_key_is_printed_once_stored_as_a_digest_and_required_by_the_server()
     let text = String::from_utf8_lossy(&db);
     assert!(!text.contains(&secret), "the secret is in state.db");
 
-    let (_server, addr) = serving(home.path(), &["serve", "--listen", "127.0.0.1:0"]);
+    let (_server, addr) = serving(
+        home.path(),
+        &["serve", "--listen", "127.0.0.1:0", "--allow-sim"],
+    );
     let body = r#"{"model":"sim/deepseek-v4-pro","messages":[{"role":"user","content":"hello"}]}"#;
     let (status, said) = http(&addr, "POST", "/v1/chat/completions", body);
     assert_eq!(status, 401, "{said}");
@@ -451,7 +460,10 @@ fn stdout_of(home: &std::path::Path, args: &[&str]) -> String {
 fn sessions_purge_deletes_a_tenants_conversations_and_tenants_remove_takes_its_keys_too() {
     let home = own_home();
     let (acme, globex) = (new_key(home.path(), "acme"), new_key(home.path(), "globex"));
-    let (_server, addr) = serving(home.path(), &["serve", "--listen", "127.0.0.1:0"]);
+    let (_server, addr) = serving(
+        home.path(),
+        &["serve", "--listen", "127.0.0.1:0", "--allow-sim"],
+    );
     let turn = |key: &str, text: &str| {
         let body = format!(
             r#"{{"model":"sim/deepseek-v4-pro","messages":[{{"role":"user","content":"{text}"}}]}}"#
@@ -491,6 +503,126 @@ fn sessions_purge_deletes_a_tenants_conversations_and_tenants_remove_takes_its_k
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--older-than"), "{stderr}");
+}
+
+/// The JSON object of a gateway answer, chunked or not (the one line starting with `{`).
+fn json_of(body: &str) -> Value {
+    let line = body
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("{body}"));
+    serde_json::from_str(line).unwrap()
+}
+
+/// `sim/…` models are the gateway's only with `--allow-sim`: without it one is unknown (404)
+/// and `GET /v1/models` lists none; with it `sim/PROFILE/MODEL` reaches every built-in
+/// simulator profile (Claude's signed thinking, Gemini, Responses, OpenRouter, Bedrock, …),
+/// `sim/MODEL` the DeepSeek one as before, and `GET /v1/models` lists `sim/PROFILE/*` for each.
+#[test]
+fn sim_models_need_allow_sim_and_then_reach_every_simulator_profile() {
+    let home = own_home();
+    let (mut server, addr) = serving(
+        home.path(),
+        &["serve", "--listen", "127.0.0.1:0", "--no-auth"],
+    );
+    let ask = |addr: &str, model: &str| {
+        let body = serde_json::json!({
+            "model": model, "reasoning_effort": "high",
+            "messages": [{"role": "user", "content": "hello"}],
+        });
+        http(addr, "POST", "/v1/chat/completions", &body.to_string())
+    };
+    let (status, body) = ask(&addr, "sim/deepseek-v4-pro");
+    assert_eq!(status, 404, "without --allow-sim: {body}");
+    assert_eq!(json_of(&body)["error"]["code"], "model_not_found", "{body}");
+    let (status, body) = ask(&addr, "sim/anthropic/claude-opus-4-6");
+    assert_eq!(status, 404, "without --allow-sim: {body}");
+    let (status, listed) = http(&addr, "GET", "/v1/models", "");
+    assert_eq!(status, 200, "{listed}");
+    assert!(!listed.contains("sim/"), "{listed}");
+    server.terminate();
+
+    let (mut server, addr) = serving(
+        home.path(),
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--no-auth",
+            "--allow-sim",
+        ],
+    );
+    let (status, listed) = http(&addr, "GET", "/v1/models", "");
+    assert_eq!(status, 200, "{listed}");
+    let ids: Vec<String> = json_of(&listed)["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_owned())
+        .collect();
+    for profile in hermes_sim::PROFILES {
+        let wildcard = format!("sim/{}/*", profile.name);
+        assert!(ids.contains(&wildcard), "{wildcard} in {ids:?}");
+        let model = format!("sim/{}/{}", profile.name, profile.model);
+        let (status, body) = ask(&addr, &model);
+        assert_eq!(status, 200, "{model}: {body}");
+        let reply = json_of(&body);
+        assert!(
+            reply["choices"][0]["message"]["content"].is_string(),
+            "{model}: {reply}"
+        );
+        assert!(reply["hermes_session"].is_string(), "{model}: {reply}");
+    }
+    // Claude's simulator through `sim/anthropic/…`: its signed thinking comes back as reasoning.
+    let (_, body) = ask(&addr, "sim/anthropic/claude-opus-4-6");
+    let reply = json_of(&body);
+    assert!(
+        reply["choices"][0]["message"]["reasoning_content"].is_string(),
+        "{reply}"
+    );
+    // `sim/MODEL` is the DeepSeek simulator, as before.
+    let (status, body) = ask(&addr, "sim/deepseek-v4-pro");
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        json_of(&body)["choices"][0]["message"]["reasoning_content"].is_string(),
+        "{body}"
+    );
+    server.terminate();
+}
+
+/// `hermes sim serve --verbose` prints one line per request on stderr with the carriers it
+/// received: none on a first turn, the `reasoning_content` a client (or a gateway) sent back.
+#[test]
+fn sim_serve_verbose_prints_one_line_per_request_with_the_carriers_received() {
+    let home = own_home();
+    let (mut sim, addr) = sim_serve(
+        home.path(),
+        &["sim", "serve", "--profile", "deepseek-v4", "--verbose"],
+    );
+    let post = |body: &str| {
+        let request = format!(
+            "POST /chat/completions HTTP/1.0\r\nHost: {addr}\r\nAuthorization: Bearer sk-test\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let (head, rest) = exchange(&addr, &request);
+        assert!(head.contains(" 200 "), "{head}: {rest}");
+    };
+    post(r#"{"model":"deepseek-v4-pro","messages":[{"role":"user","content":"hello"}]}"#);
+    let mut line = String::new();
+    sim.1.read_line(&mut line).unwrap();
+    assert_eq!(
+        line.trim_end(),
+        "sim: /chat/completions 200 carriers received: none"
+    );
+    post(
+        r#"{"model":"deepseek-v4-pro","messages":[{"role":"user","content":"hello"},{"role":"assistant","content":"hi","reasoning_content":"the user greets"},{"role":"user","content":"again"}]}"#,
+    );
+    line.clear();
+    sim.1.read_line(&mut line).unwrap();
+    assert_eq!(
+        line.trim_end(),
+        "sim: /chat/completions 200 carriers received: reasoning_content 1"
+    );
 }
 
 /// `hermes sim serve ARGS…` in a home of its own, killed when the first value is dropped; the

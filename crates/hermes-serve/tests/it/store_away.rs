@@ -295,16 +295,12 @@ async fn postgres_away_is_answered_503_at_once_and_the_same_replica_serves_when_
 
 /// A PostgreSQL cluster of the test's own (`hermes_test_support::pg_cluster`: a temporary
 /// folder, a free loopback port, trust authentication, no TLS) from the binaries
-/// `.ci/postgres.sh` names (`HERMES_TEST_PG_BIN`), so stopping it disturbs no other test;
-/// `None` (recorded as skipped) without them. Stopped at once and removed when dropped.
+/// `.ci/postgres.sh` names (`HERMES_TEST_PG_BIN`) or Debian's, so stopping it disturbs no other
+/// test; `None` (recorded as skipped) without them, a panic with `HERMES_REQUIRE_PG`. Stopped at once and removed when dropped.
 fn own_cluster() -> Option<OwnCluster> {
-    let Some(bin) = std::env::var_os("HERMES_TEST_PG_BIN") else {
-        hermes_test_support::skip::skipped(
-            hermes_test_support::skip::group::POSTGRES,
-            "HERMES_TEST_PG_BIN is unset (.ci/postgres.sh sets it): no cluster to restart",
-        );
-        return None;
-    };
+    // HERMES_TEST_PG_BIN or Debian's binaries; none: skipped, or a failure with
+    // HERMES_REQUIRE_PG.
+    let bin = hermes_test_support::pg_cluster::test_bin()?;
     let parent = tempfile::tempdir().unwrap();
     // The cluster runs as the `postgres` user when the tests run as root: it must reach its
     // folder inside this one.
@@ -313,7 +309,7 @@ fn own_cluster() -> Option<OwnCluster> {
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .unwrap();
-    let cluster = Cluster::create(bin.as_ref(), parent.path(), Durability::Throwaway).unwrap();
+    let cluster = Cluster::create(&bin, parent.path(), Durability::Throwaway).unwrap();
     Some(OwnCluster {
         cluster,
         _parent: parent,
