@@ -88,6 +88,10 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+pub use anthropic::binding::{
+    BLOCK_BINDING_BETA, BOUND_MODELS, BoundFamily, anthropic_is_bound, claude_version,
+};
+pub use anthropic::compaction::COMPACTION_BETA;
 pub use anthropic::rules::ANTHROPIC_TOP_LEVEL;
 pub use bedrock::rules::CONVERSE_TOP_LEVEL as BEDROCK_CONVERSE_TOP_LEVEL;
 pub use builtin::{PROFILES, ProfileInfo};
@@ -331,6 +335,9 @@ pub(crate) struct Shared {
     pub(crate) chunk_delay: Duration,
     /// The pause before any answer ([`SimBuilder::reply_delay`]).
     pub(crate) reply_delay: Duration,
+    /// What the `anthropic` profile remembers of earlier requests: the turns it minted thinking
+    /// for and the blocks a request left out (`anthropic::binding`).
+    pub(crate) anthropic_ledger: Mutex<anthropic::binding::Ledger>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -449,6 +456,7 @@ impl SimBuilder {
             openai_org: self.openai_org,
             chunk_delay: self.chunk_delay,
             reply_delay: self.reply_delay,
+            anthropic_ledger: Mutex::new(anthropic::binding::Ledger::default()),
         });
         let task = tokio::spawn(server::accept_loop(listener, Arc::clone(&shared)));
         Ok(Sim { shared, addr, task })
