@@ -6,7 +6,9 @@
 //!
 //! Unlike the chat-completions profiles it reads the path and headers: each path family has its
 //! own authentication and version rules ([`answer`]). Request rules live in [`rules`], the signed
-//! thinking in [`thinking`], the scripted reply and its SSE rendering in [`reply`].
+//! thinking in [`thinking`], the scripted reply and its SSE rendering in [`reply`]. Which models
+//! bind replayed thinking to prefix, tools, model and account, `block_binding`, put-back and the
+//! profile's memory are in [`binding`] (SPEC §5a); on-demand compaction in [`compaction`] (§7).
 
 pub(crate) mod binding;
 pub(crate) mod compaction;

@@ -8,6 +8,14 @@
 //! thinking blocks and their count, so the profile can tell a genuine block from a forged one
 //! (signature check) and a complete, ordered latest turn from a modified one (sequence check)
 //! without remembering anything: a fresh simulator with the same key verifies old blocks.
+//!
+//! That format (`hsa1`) is the Bedrock Converse doors'. The Messages doors (direct, Foundry,
+//! Vertex, Bedrock InvokeModel) mint `hsa2` blocks ([`sign_messages_thinking`],
+//! [`seal_messages_redacted`]): the token plus four keyed tags (prefix digest, tools, model,
+//! account) carried in the clear and sealed with the text, so the rules can tell a forged block
+//! (the seal fails) from a genuine block replayed onto another prefix, tools list, model or
+//! account (a tag differs) — unbound requests compare only the prefix tag, as before
+//! (`super::binding`).
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
