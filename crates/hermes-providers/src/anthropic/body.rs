@@ -384,48 +384,74 @@ fn with_member(object: &str, member: &str) -> String {
     format!("{inner}{sep}{member}}}")
 }
 
-/// On a bound model (SPEC §5a 2–4), what a stored turn's replay decision becomes: blocks
-/// stamped with the prefix binding `now` go; blocks stamped with another one — and every
-/// block after the first such step (`broken`) — are left out and counted; blocks with no
-/// recorded binding (an older row, an import, a client's own) go, and the request then sets
-/// `drop_block` (`unknown`).
+/// The prefix binding of each assistant message of `history` as this request sends it (`None`
+/// for the other messages), and that of the whole conversation (SPEC §5a 1).
+fn bindings_of(
+    history: &[Message],
+    tools: Option<&RawJson>,
+    account: Option<&str>,
+) -> (Vec<Option<String>>, String) {
+    let mut digest = PrefixDigest::bound(tools.map(RawJson::get), account);
+    let each = history
+        .iter()
+        .map(|m| {
+            let before = digest.step(m);
+            (m.role == Role::Assistant).then_some(before)
+        })
+        .collect();
+    (each, digest.hex())
+}
+
+/// The last assistant message whose recorded prefix binding differs from the one it has now,
+/// if any: its blocks and every earlier step's go without (§5a 2), so what is replayed is
+/// always a run of the latest steps — "dropping thinking from the start", which the provider
+/// takes — never a gap in the middle.
+fn last_changed(history: &[Message], bindings: &[Option<String>]) -> Option<usize> {
+    history
+        .iter()
+        .zip(bindings)
+        .enumerate()
+        .filter_map(|(i, (m, now))| {
+            let stored = replay::stored_binding(m)?;
+            (now.as_deref() != Some(stored.as_str())).then_some(i)
+        })
+        .last()
+}
+
+/// On a bound model (SPEC §5a 2–4), what a stored turn's replay decision becomes: blocks at or
+/// before the last step whose prefix changed (`cut`) are left out and counted; after it, blocks
+/// stamped with the binding `now` go, and blocks with no recorded binding (an older row, an
+/// import, a client's own) go with `drop_block` (`unknown`).
 fn bind<'h>(
     msg: &'h Message,
     thinking: Thinking<'h>,
     why: String,
     now: &str,
-    broken: &mut bool,
+    cut: bool,
     unknown: &mut bool,
     carriers: &mut hermes_core::CarrierCounts,
 ) -> (Thinking<'h>, String) {
     if !matches!(thinking, Thinking::Stored(_)) {
         return (thinking, why);
     }
-    let left_out = |why: &str, carriers: &mut hermes_core::CarrierCounts| {
+    let stored = replay::stored_binding(msg);
+    if cut {
         carriers.dropped_prefix += 1;
-        (Thinking::None, why.to_owned())
-    };
-    if *broken {
-        return left_out(
-            "left out: an earlier step's prefix changed, so this one's did too (SPEC §5a 2)",
-            carriers,
-        );
+        let why = match stored.as_deref() {
+            Some(s) if s != now => {
+                "left out: the prefix changed since this block was made (system prompt, tools, an earlier message or the account; SPEC §5a 2)"
+            }
+            _ => {
+                "left out: a later step's prefix changed, and kept blocks stay the latest ones (SPEC §5a 2)"
+            }
+        };
+        return (Thinking::None, why.to_owned());
     }
-    match replay::stored_binding(msg) {
-        Some(stored) if stored == now => (thinking, format!("{why} (its prefix binding holds)")),
-        Some(_) => {
-            *broken = true;
-            left_out(
-                "left out: the prefix changed since this block was made (system prompt, tools, an earlier message or the account; SPEC §5a 2)",
-                carriers,
-            )
-        }
+    match stored {
+        Some(_) => (thinking, format!("{why} (its prefix binding holds)")),
         None => {
             *unknown = true;
-            (
-                thinking,
-                format!("{why}; no recorded prefix: sent with drop_block"),
-            )
+            (thinking, format!("{why}; no recorded prefix: sent with drop_block"))
         }
     }
 }
@@ -812,11 +838,18 @@ pub fn encode(
         .is_some_and(|t| t.get().contains("\"block_binding\""));
     let bound = family == Family::Claude
         && (client_binding || claude.as_ref().is_some_and(ClaudeModel::binds_prefix));
-    let mut binding =
-        bound.then(|| PrefixDigest::bound(parts.tools.map(|t| t.get()), target.account.as_deref()));
-    // Once a step's prefix changed, no later step's blocks go (§5a 2); blocks whose prefix
-    // hermes did not record go with `drop_block` (§5a 4).
-    let (mut prefix_broken, mut replayed_bound, mut unknown_prefix) = (false, false, false);
+    // Each message's prefix binding now, and the binding of the whole conversation (stamped on
+    // the reply); the kept blocks are those after the last step whose binding changed (§5a 2).
+    let (bindings, binding) = match bound {
+        true => {
+            let (each, whole) = bindings_of(history, parts.tools, target.account.as_deref());
+            (each, Some(whole))
+        }
+        false => (Vec::new(), None),
+    };
+    let cut = last_changed(history, &bindings);
+    // Blocks whose prefix hermes did not record go with `drop_block` (§5a 4).
+    let (mut replayed_bound, mut unknown_prefix) = (false, false);
 
     // A Claude target takes a gateway client's own blocks as written.
     let claude_native = passthrough.is_some();
@@ -833,7 +866,7 @@ pub fn encode(
 
     for (i, msg) in history.iter().enumerate() {
         let prefix = digest.step(msg);
-        let bound_prefix = binding.as_mut().map(|d| d.step(msg));
+        let bound_prefix = bindings.get(i).and_then(Option::as_deref);
         match msg.role {
             Role::System | Role::Developer => {
                 let blocks = system_blocks(msg, claude_native);
@@ -910,13 +943,13 @@ pub fn encode(
                     drops.blocks_of.contains(&i),
                     &decision.target,
                 );
-                let (thinking, why) = match bound_prefix.as_deref() {
+                let (thinking, why) = match bound_prefix {
                     Some(now) => bind(
                         msg,
                         thinking,
                         why,
                         now,
-                        &mut prefix_broken,
+                        cut.is_some_and(|c| i <= c),
                         &mut unknown_prefix,
                         &mut carriers,
                     ),
@@ -1111,7 +1144,7 @@ pub fn encode(
             sources: json::sources(&wire),
             beta: (!bedrock && !betas.is_empty()).then(|| betas.join(",")),
             version: passthrough.and_then(|p| p.version.clone()),
-            binding: binding.map(|d| d.hex()),
+            binding,
         },
     })
 }
