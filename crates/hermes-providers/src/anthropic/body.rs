@@ -451,7 +451,10 @@ fn bind<'h>(
         Some(_) => (thinking, format!("{why} (its prefix binding holds)")),
         None => {
             *unknown = true;
-            (thinking, format!("{why}; no recorded prefix: sent with drop_block"))
+            (
+                thinking,
+                format!("{why}; no recorded prefix: sent with drop_block"),
+            )
         }
     }
 }
