@@ -1650,6 +1650,7 @@ mod tests {
                     flavor: hermes_providers::anthropic::Flavor::Direct,
                     base_url: base.to_owned(),
                     max_tokens: None,
+                    account: None,
                 },
                 auth: None,
             };

@@ -589,6 +589,15 @@ impl Driver<'_> {
             };
             let error = match result {
                 Ok(reply) => {
+                    if reply.meta.dropped_upstream > 0 {
+                        notify(&DriverEvent::Carriers {
+                            wire: wire.id(),
+                            counts: crate::tally::CarrierCounts {
+                                dropped_upstream: reply.meta.dropped_upstream,
+                                ..crate::tally::CarrierCounts::default()
+                            },
+                        });
+                    }
                     if !sent.is_empty() {
                         self.log
                             .accepted(wire.id(), &decision.target, &sent)

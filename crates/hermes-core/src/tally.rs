@@ -23,6 +23,12 @@ pub struct CarrierCounts {
     /// Not in the store and without carriers of its own (edited, or from elsewhere): nothing
     /// can be restored, the route's rule for missing reasoning applies.
     pub missing: u64,
+    /// Left out because the prefix they were made after changed (system prompt, tools, an
+    /// earlier message) or the account differs, on a provider that binds them (SPEC §5a 2).
+    pub dropped_prefix: u64,
+    /// Dropped by the upstream itself (Anthropic's `input_transformations` with
+    /// `drop_block`, SPEC §5a 4).
+    pub dropped_upstream: u64,
 }
 
 impl CarrierCounts {
@@ -41,14 +47,17 @@ impl CarrierCounts {
     }
 
     /// Every outcome with its count, in a fixed order, by its metric label (`reattached`,
-    /// `passed_through`, `demoted`, `dropped_provenance`, `missing`).
-    pub fn outcomes(&self) -> [(&'static str, u64); 5] {
+    /// `passed_through`, `demoted`, `dropped_provenance`, `missing`, `dropped_prefix`,
+    /// `dropped_upstream`).
+    pub fn outcomes(&self) -> [(&'static str, u64); 7] {
         [
             ("reattached", self.reattached),
             ("passed_through", self.passed_through),
             ("demoted", self.demoted),
             ("dropped_provenance", self.dropped_provenance),
             ("missing", self.missing),
+            ("dropped_prefix", self.dropped_prefix),
+            ("dropped_upstream", self.dropped_upstream),
         ]
     }
 

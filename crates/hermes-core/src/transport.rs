@@ -118,12 +118,20 @@ pub struct ReplyMeta {
     pub finish: Option<FinishReason>,
     /// Its token counts.
     pub usage: Option<Usage>,
+    /// Replayed carriers the provider says it dropped instead of refusing the request
+    /// (Anthropic's `input_transformations`, SPEC §5a 4), counted by the driver as
+    /// `dropped_upstream`.
+    pub dropped_upstream: u64,
 }
 
 impl ReplyMeta {
     /// A reply's end.
     pub fn new(finish: Option<FinishReason>, usage: Option<Usage>) -> Self {
-        ReplyMeta { finish, usage }
+        ReplyMeta {
+            finish,
+            usage,
+            dropped_upstream: 0,
+        }
     }
 }
 

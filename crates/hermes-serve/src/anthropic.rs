@@ -301,6 +301,17 @@ pub(crate) fn usage(usage: &Usage) -> Value {
     })
 }
 
+/// The `input_transformations` a Claude upstream reported for the request that made `reply`
+/// (the thinking blocks it dropped instead of refusing, SPEC §5a 4), as received.
+pub(crate) fn transformations(reply: Option<&Message>) -> Option<Value> {
+    let key = hermes_engine::providers::anthropic::TRANSFORMATIONS_KEY;
+    reply?
+        .extra
+        .iter()
+        .find(|(k, _)| k == key)
+        .and_then(|(_, v)| serde_json::from_str(v.get()).ok())
+}
+
 /// The text of a reply's content (a string, or its text parts).
 fn text_of(content: &RawJson) -> String {
     match content.to_value() {
@@ -570,14 +581,21 @@ impl crate::sse::StreamDoor for AnthropicStream {
             }
             hermes_engine::Event::Done(completion) => {
                 self.close(&mut out);
-                out.push(event(
-                    "message_delta",
-                    json!({"type": "message_delta",
-                           "delta": {"stop_reason": stop_reason(completion.finish.as_ref()),
-                                     "stop_sequence": null},
-                           "usage": usage(&completion.usage),
-                           "hermes_session": completion.session}),
-                ));
+                let mut delta = json!({"type": "message_delta",
+                       "delta": {"stop_reason": stop_reason(completion.finish.as_ref()),
+                                 "stop_sequence": null},
+                       "usage": usage(&completion.usage),
+                       "hermes_session": completion.session});
+                // Anthropic puts them on `message_start`, sent before the upstream answered;
+                // here they come with the end of the message.
+                let reply = completion
+                    .messages
+                    .iter()
+                    .rfind(|m| m.role == hermes_core::Role::Assistant);
+                if let Some(dropped) = transformations(reply) {
+                    delta["input_transformations"] = dropped;
+                }
+                out.push(event("message_delta", delta));
                 out.push(event("message_stop", json!({"type": "message_stop"})));
                 return (out, true);
             }

@@ -680,7 +680,7 @@ async fn messages_turn(
             .messages
             .iter()
             .rfind(|m| m.role == Role::Assistant);
-        let body = json!({
+        let mut body = json!({
             "id": id,
             "type": "message",
             "role": "assistant",
@@ -691,6 +691,9 @@ async fn messages_turn(
             "usage": anthropic::usage(&completion.usage),
             "hermes_session": completion.session,
         });
+        if let Some(dropped) = anthropic::transformations(reply) {
+            body["input_transformations"] = dropped;
+        }
         return Ok(with_session(
             (StatusCode::OK, axum::Json(body)).into_response(),
             &completion.session,

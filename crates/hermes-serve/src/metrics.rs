@@ -136,7 +136,7 @@ impl Metrics {
         let carriers = Family::<CarrierLabels, Counter>::default();
         registry.register(
             "carriers",
-            "Assistant messages by what happened to their carriers (reattached, passed_through, demoted, dropped_provenance, missing) and wire",
+            "Assistant messages by what happened to their carriers (reattached, passed_through, demoted, dropped_provenance, missing, dropped_prefix, dropped_upstream) and wire",
             carriers.clone(),
         );
         let refusal_retries = Family::<UpstreamLabels, Counter>::default();

@@ -20,7 +20,13 @@
 //! model from the path). Its replies start with a `thinking` block (plus a `redacted_thinking`
 //! block when the user text says `[redacted]`) while thinking is enabled or adaptive; signatures
 //! bind the block text to the conversation prefix and are verified when replayed, and the latest
-//! assistant turn of an in-flight tool loop must carry its thinking blocks unmodified.
+//! assistant turn of an in-flight tool loop must carry its thinking blocks unmodified. Bound
+//! models ([`BOUND_MODELS`], [`anthropic_is_bound`]) and requests setting
+//! `thinking.block_binding` ([`BLOCK_BINDING_BETA`]) also bind each block to `tools`, the model
+//! and the account, refuse a block put back after a request left it out or dropped from the
+//! middle, and with `drop_block` drop such blocks and list them in `input_transformations`
+//! (SPEC §5a). On-demand compaction (`compaction: {"type": "summarize"}`, [`COMPACTION_BETA`])
+//! answers a sealed `compaction` block the profile verifies when replayed.
 //! Streams are Anthropic SSE (`message_start` … `message_stop`).
 //!
 //! The `bedrock` profile answers AWS Bedrock Runtime: `POST {base}/model/{modelId}/converse`,
@@ -88,6 +94,10 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+pub use anthropic::binding::{
+    BLOCK_BINDING_BETA, BOUND_MODELS, BoundFamily, anthropic_is_bound, claude_version,
+};
+pub use anthropic::compaction::COMPACTION_BETA;
 pub use anthropic::rules::ANTHROPIC_TOP_LEVEL;
 pub use bedrock::rules::CONVERSE_TOP_LEVEL as BEDROCK_CONVERSE_TOP_LEVEL;
 pub use builtin::{PROFILES, ProfileInfo};
@@ -295,7 +305,12 @@ pub struct RecordedRequest {
     /// misplaced `thoughtSignature`s (on a parallel call other than the first, on a non-call part
     /// of a function-call turn, not on the last part of a text turn, on a user turn), signatures
     /// that do not verify outside the current turn, and Gemini 3 model turns replayed without
-    /// one. Each note starts with the location, e.g. `contents[3].parts[2]: …`. Empty otherwise.
+    /// one; the `anthropic` profile's thinking blocks dropped under
+    /// `thinking.block_binding` `drop_block` (`messages.1.content.0: thinking block dropped
+    /// (prefix_binding_mismatch)`); the `openai-responses` profile's reasoning items dropped
+    /// silently after a prefix change (`input[1]: reasoning item rs_… dropped (the prefix changed
+    /// since it was made)`). Each note starts with the location, e.g. `contents[3].parts[2]: …`.
+    /// Empty otherwise.
     pub notes: Vec<String>,
 }
 
@@ -331,6 +346,11 @@ pub(crate) struct Shared {
     pub(crate) chunk_delay: Duration,
     /// The pause before any answer ([`SimBuilder::reply_delay`]).
     pub(crate) reply_delay: Duration,
+    /// What the `anthropic` profile remembers of earlier requests: the turns it minted thinking
+    /// for and the blocks a request left out (`anthropic::binding`).
+    pub(crate) anthropic_ledger: Mutex<anthropic::binding::Ledger>,
+    /// The prefix each reasoning item the `openai-responses` profile minted was made after.
+    pub(crate) responses_minted: Mutex<openai_responses::prefix::Minted>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -449,6 +469,8 @@ impl SimBuilder {
             openai_org: self.openai_org,
             chunk_delay: self.chunk_delay,
             reply_delay: self.reply_delay,
+            anthropic_ledger: Mutex::new(anthropic::binding::Ledger::default()),
+            responses_minted: Mutex::new(Default::default()),
         });
         let task = tokio::spawn(server::accept_loop(listener, Arc::clone(&shared)));
         Ok(Sim { shared, addr, task })

@@ -746,3 +746,83 @@ fn image_bodies_are_ones_the_sdk_accepts_and_the_chat_shape_is_not() {
         );
     }
 }
+
+/// The body shapes SPEC §5a added — a `{"role": "system"}` message inside `messages` (and its
+/// blocks as Claude Code writes them, `context_management` and all: the gateway's golden
+/// fixture, which reaches Claude as sent), `thinking.block_binding` on a prefix-bound model —
+/// are typed only among the SDK's beta request types (anthropic 2.17.0, pinned): they validate
+/// there, with every unknown key still refused, and the non-beta types refuse them (so the
+/// check can fail).
+#[test]
+fn the_prefix_binding_shapes_validate_against_the_sdks_beta_types() {
+    let Some(py) = sdk_python() else {
+        return;
+    };
+    let variant = &VARIANTS[0];
+    let model = "claude-fable-5-1";
+    let scratch = Scratch::new();
+    // A finished signed turn with no recorded prefix binding (an imported session), then a
+    // system message after the first turn: drop_block, and the message in place.
+    let history = scratch.write(
+        "bound.json",
+        &session(
+            variant,
+            model,
+            json!([
+                {"role": "system", "content": "You are terse."},
+                {"role": "user", "content": "Is 2^61-1 prime?"},
+                {"role": "assistant", "content": "Yes: it is a Mersenne prime.",
+                 "reasoning_content": "M61 is a Mersenne prime.",
+                 "reasoning_details": [{"type": "thinking", "thinking": "M61 is a Mersenne prime.",
+                                        "signature": "RXJVQkNrWUlCaGdDSWtBODE="}],
+                 "origin": origin(variant, model), "hermes_block_order": ["thinking", "text"]},
+                {"role": "system", "content": "Today is Sunday."},
+                {"role": "user", "content": "And 2^67-1?"},
+            ]),
+        ),
+    );
+    let bound = scratch.preview(&history, variant, model, &["--effort", "high"]);
+    let parsed: Value = serde_json::from_str(&bound).unwrap();
+    assert_eq!(
+        parsed["thinking"]["block_binding"],
+        json!({"prefix_mismatch_behavior": "drop_block"}),
+        "{bound}"
+    );
+    assert!(
+        parsed["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["role"] == "system"),
+        "{bound}"
+    );
+    let claude_code =
+        include_str!("../../../hermes-serve/tests/fixtures/claude-code-2.1.332-opus-4-8.json");
+    let bodies = [bound, claude_code.to_owned()];
+    let mut cmd = python(py);
+    cmd.args([VALIDATE, "--each", "--beta", "--variant", "direct"]);
+    let lines: String = bodies.iter().map(|b| format!("{}\n", b.trim())).collect();
+    let out = hermes_test_support::home::feed(cmd, lines.as_bytes());
+    let beta = validator::verdicts(
+        out.status.code(),
+        &String::from_utf8(out.stdout).unwrap(),
+        &String::from_utf8_lossy(&out.stderr),
+        bodies.len(),
+    );
+    assert_eq!(beta, [None, None], "the beta types take both");
+    let plain = validate(py, "direct", &bodies);
+    assert!(
+        plain.iter().all(Option::is_some),
+        "the non-beta types refuse them: {plain:?}"
+    );
+    // An unknown key inside the new shapes is still refused.
+    let mut forged = parsed.clone();
+    forged["thinking"]["block_binding"]["extra"] = json!(1);
+    let mut cmd = python(py);
+    cmd.args([VALIDATE, "--each", "--beta"]);
+    let out = hermes_test_support::home::feed(cmd, format!("{forged}\n").as_bytes());
+    assert!(
+        !out.status.success(),
+        "an unknown key under block_binding is refused"
+    );
+}

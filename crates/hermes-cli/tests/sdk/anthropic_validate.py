@@ -2,13 +2,17 @@
 """Validate Anthropic Messages request bodies against the official Python SDK's request types.
 
 Usage:
-    anthropic_validate.py [--variant direct|vertex|foundry] [--each] [FILE ...]
+    anthropic_validate.py [--variant direct|vertex|foundry] [--beta] [--each] [FILE ...]
 
 Each FILE (or standard input when no FILE, or for "-") holds one or more JSON bodies, written one
 after another (pretty-printed or one per line). Every body is validated with a pydantic
 `TypeAdapter` over the SDK's own request type, chosen by the body's `stream`:
 `anthropic.types.message_create_params.MessageCreateParamsStreaming` when `stream` is true, else
-`MessageCreateParamsNonStreaming`.
+`MessageCreateParamsNonStreaming`. With `--beta`, the SDK's beta request types instead
+(`anthropic.types.beta.message_create_params`, what `client.beta.messages.create(..., betas=[...])`
+sends): the shapes behind a beta header — a `{"role": "system"}` message inside `messages`,
+`thinking.block_binding`, `compaction` — are typed there only. `betas` is a header there, never a
+body key.
 
 Exit status: 0 when every body is valid; 1 when one is not, with one line per invalid body on
 standard error naming the offending path (`messages.1.content.0.foo: ...`); 2 for a usage error or
@@ -179,9 +183,20 @@ class StrictMirror:
 
 _MIRROR = StrictMirror()
 _ADAPTERS = {
-    False: TypeAdapter(_MIRROR.mirror(message_create_params.MessageCreateParamsNonStreaming)),
-    True: TypeAdapter(_MIRROR.mirror(message_create_params.MessageCreateParamsStreaming)),
+    (False, False): TypeAdapter(_MIRROR.mirror(message_create_params.MessageCreateParamsNonStreaming)),
+    (False, True): TypeAdapter(_MIRROR.mirror(message_create_params.MessageCreateParamsStreaming)),
 }
+
+
+def _adapter(beta: bool, stream: bool) -> TypeAdapter:
+    """The adapter of the (beta) request type for a (streamed) body; the beta ones are built on
+    first use, so an SDK without them still validates plain bodies."""
+    if (beta, stream) not in _ADAPTERS:
+        from anthropic.types.beta import message_create_params as beta_params
+
+        kind = "MessageCreateParamsStreaming" if stream else "MessageCreateParamsNonStreaming"
+        _ADAPTERS[(beta, stream)] = TypeAdapter(_MIRROR.mirror(getattr(beta_params, kind)))
+    return _ADAPTERS[(beta, stream)]
 
 
 def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[list[Any], bool]:
@@ -247,7 +262,7 @@ def _reason(exc: ValidationError, data: Any) -> str:
     return _one_line(best[3], best[4]) + (f" (+{len(errors) - 1} more)" if len(errors) > 1 else "")
 
 
-def check(body: Any, variant: str) -> str | None:
+def check(body: Any, variant: str, beta: bool = False) -> str | None:
     """None when `body` is a body the SDK would send and accept for `variant`; else a reason."""
     if not isinstance(body, dict):
         return f"(body): expected a JSON object, found {type(body).__name__}"
@@ -259,10 +274,10 @@ def check(body: Any, variant: str) -> str | None:
             return "anthropic_version: a Vertex body must carry anthropic_version (a string)"
         body = {k: v for k, v in body.items() if k != "anthropic_version"}
         body["model"] = VERTEX_PLACEHOLDER_MODEL
-    for key in HEADER_ONLY_KEYS:
+    for key in HEADER_ONLY_KEYS + (("betas",) if beta else ()):
         if key in body:
             return f"{key}: the SDK sends this as a header, never in the body"
-    adapter = _ADAPTERS[body.get("stream") is True]
+    adapter = _adapter(beta, body.get("stream") is True)
     try:
         adapter.validate_python(body, strict=True)
     except ValidationError as exc:
@@ -290,6 +305,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--variant", choices=("direct", "vertex", "foundry"), default="direct")
     parser.add_argument("--each", action="store_true", help="print ok / invalid REASON per body")
+    parser.add_argument("--beta", action="store_true", help="validate against the beta request types")
     parser.add_argument("files", nargs="*")
     args = parser.parse_args(argv)
 
@@ -311,7 +327,7 @@ def main(argv: list[str]) -> int:
 
     failed = 0
     for index, (source, body) in enumerate(bodies):
-        reason = check(body, args.variant)
+        reason = check(body, args.variant, args.beta)
         if args.each:
             print("ok" if reason is None else f"invalid {reason}")
         if reason is not None:

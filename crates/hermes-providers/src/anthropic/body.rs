@@ -23,7 +23,14 @@ use crate::native::stored;
 use crate::native::write_json_with_capacity;
 use crate::sampling::{Unsupported, check_tool_choice, schema_value};
 use crate::signed::replay;
-pub use crate::signed::replay::{PREFIX_KEY, PrefixDigest};
+pub use crate::signed::replay::{PREFIX_BINDING_KEY, PREFIX_KEY, PrefixDigest};
+
+/// The beta `thinking.block_binding` needs (SPEC §5a 4).
+pub const BINDING_BETA: &str = "thinking-binding-controls-2026-08-01";
+
+/// What hermes adds to the thinking object of a request that replays blocks to a bound model
+/// (SPEC §5a 4): a block the provider finds bound elsewhere is dropped, not refused.
+const DROP_BLOCK: &str = r#""block_binding":{"prefix_mismatch_behavior":"drop_block"}"#;
 use crate::tools::{ChatFunction, ChatTool};
 
 /// The `anthropic-version` the official SDK sends today (header, and Vertex's body field):
@@ -151,6 +158,22 @@ pub struct Target {
     /// `max_tokens` from config (`[max_tokens]`): sent as it is, and with budget thinking when
     /// it is above the budget; else the model's default ([`default_max_tokens`]).
     pub max_tokens: Option<u32>,
+    /// The account requests go under, as a digest of the credential ([`account_of`]; never
+    /// the credential): what a bound Claude model binds replayed thinking to (SPEC §5a 1).
+    /// `None` when there is no stable credential (no key, or AWS's rotating ones).
+    pub account: Option<String>,
+}
+
+/// The account a credential stands for: the first 16 bytes of HMAC-SHA256 keyed with a fixed
+/// domain key over the credential, as hex. One way: the credential cannot be read back from it
+/// (provider keys are high-entropy), and it is the same on every replica and after a restart.
+pub fn account_of(credential: &str) -> String {
+    use hmac::Mac as _;
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(b"hermes account binding v1")
+        .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
+    mac.update(credential.as_bytes());
+    let bytes = mac.finalize().into_bytes();
+    bytes.iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
 impl Target {
@@ -215,6 +238,9 @@ pub struct Bound {
     pub beta: Option<String>,
     /// A gateway client's `anthropic-version` header, sent instead of hermes' own.
     pub version: Option<String>,
+    /// On a bound model, the prefix binding of the conversation this request sends
+    /// ([`PREFIX_BINDING_KEY`], stamped on the reply).
+    pub binding: Option<String>,
 }
 
 /// An encoded body: [`crate::native::Encoded`] with its refusable fields (`thinking`,
@@ -234,6 +260,9 @@ impl crate::native::Stamp for Bound {
         }
         if let Some(version) = &self.version {
             stamp.push((super::VERSION_STAMP.to_owned(), RawJson::string(version)));
+        }
+        if let Some(binding) = &self.binding {
+            stamp.push((PREFIX_BINDING_KEY.to_owned(), RawJson::string(binding)));
         }
 
         stamp
@@ -374,10 +403,91 @@ impl Serialize for CachedBlock<'_, '_> {
 /// A client's block (a JSON object as written) with hermes' cache breakpoint added after its
 /// own members, which stay byte for byte.
 fn with_cache_control(object: &str) -> String {
+    with_member(object, r#""cache_control":{"type":"ephemeral"}"#)
+}
+
+/// A JSON object's text with `member` (`"key":value`) added after its own members, which stay
+/// byte for byte.
+fn with_member(object: &str, member: &str) -> String {
     let body = object.trim_end();
     let inner = body.strip_suffix('}').unwrap_or(body).trim_end();
     let sep = if inner.ends_with('{') { "" } else { "," };
-    format!("{inner}{sep}\"cache_control\":{{\"type\":\"ephemeral\"}}}}")
+    format!("{inner}{sep}{member}}}")
+}
+
+/// The prefix binding of each assistant message of `history` as this request sends it (`None`
+/// for the other messages), and that of the whole conversation (SPEC §5a 1).
+fn bindings_of(
+    history: &[Message],
+    tools: Option<&RawJson>,
+    account: Option<&str>,
+) -> (Vec<Option<String>>, String) {
+    let mut digest = PrefixDigest::bound(tools.map(RawJson::get), account);
+    let each = history
+        .iter()
+        .map(|m| {
+            let before = digest.step(m);
+            (m.role == Role::Assistant).then_some(before)
+        })
+        .collect();
+    (each, digest.hex())
+}
+
+/// The last assistant message whose recorded prefix binding differs from the one it has now,
+/// if any: its blocks and every earlier step's go without (§5a 2), so what is replayed is
+/// always a run of the latest steps — "dropping thinking from the start", which the provider
+/// takes — never a gap in the middle.
+fn last_changed(history: &[Message], bindings: &[Option<String>]) -> Option<usize> {
+    history
+        .iter()
+        .zip(bindings)
+        .enumerate()
+        .filter_map(|(i, (m, now))| {
+            let stored = replay::stored_binding(m)?;
+            (now.as_deref() != Some(stored.as_str())).then_some(i)
+        })
+        .last()
+}
+
+/// On a bound model (SPEC §5a 2–4), what a stored turn's replay decision becomes: blocks at or
+/// before the last step whose prefix changed (`cut`) are left out and counted; after it, blocks
+/// stamped with the binding `now` go, and blocks with no recorded binding (an older row, an
+/// import, a client's own) go with `drop_block` (`unknown`).
+fn bind<'h>(
+    msg: &'h Message,
+    thinking: Thinking<'h>,
+    why: String,
+    now: &str,
+    cut: bool,
+    unknown: &mut bool,
+    carriers: &mut hermes_core::CarrierCounts,
+) -> (Thinking<'h>, String) {
+    if !matches!(thinking, Thinking::Stored(_)) {
+        return (thinking, why);
+    }
+    let stored = replay::stored_binding(msg);
+    if cut {
+        carriers.dropped_prefix += 1;
+        let why = match stored.as_deref() {
+            Some(s) if s != now => {
+                "left out: the prefix changed since this block was made (system prompt, tools, an earlier message or the account; SPEC §5a 2)"
+            }
+            _ => {
+                "left out: a later step's prefix changed, and kept blocks stay the latest ones (SPEC §5a 2)"
+            }
+        };
+        return (Thinking::None, why.to_owned());
+    }
+    match stored {
+        Some(_) => (thinking, format!("{why} (its prefix binding holds)")),
+        None => {
+            *unknown = true;
+            (
+                thinking,
+                format!("{why}; no recorded prefix: sent with drop_block"),
+            )
+        }
+    }
 }
 
 /// An object with only a `type`: `{"type":"ephemeral"}` (cache control), `{"type":"object"}`
@@ -764,6 +874,26 @@ pub fn encode(
 
     let loop_start = replay::loop_start(history);
 
+    // A bound model (SPEC §5a): every replayed block must be on the prefix, model and account
+    // it was made for; a client that set its own `block_binding` binds too.
+    let client_binding = passthrough
+        .and_then(|p| p.thinking.as_ref())
+        .is_some_and(|t| t.get().contains("\"block_binding\""));
+    let bound = family == Family::Claude
+        && (client_binding || claude.as_ref().is_some_and(ClaudeModel::binds_prefix));
+    // Each message's prefix binding now, and the binding of the whole conversation (stamped on
+    // the reply); the kept blocks are those after the last step whose binding changed (§5a 2).
+    let (bindings, binding) = match bound {
+        true => {
+            let (each, whole) = bindings_of(history, parts.tools, target.account.as_deref());
+            (each, Some(whole))
+        }
+        false => (Vec::new(), None),
+    };
+    let cut = last_changed(history, &bindings);
+    // Blocks whose prefix hermes did not record go with `drop_block` (§5a 4).
+    let (mut replayed_bound, mut unknown_prefix) = (false, false);
+
     // A Claude target takes a gateway client's own blocks as written.
     let claude_native = passthrough.is_some();
     let mut system: Vec<Block<'_>> = Vec::new();
@@ -779,6 +909,7 @@ pub fn encode(
 
     for (i, msg) in history.iter().enumerate() {
         let prefix = digest.step(msg);
+        let bound_prefix = bindings.get(i).and_then(Option::as_deref);
         match msg.role {
             Role::System | Role::Developer => {
                 let blocks = system_blocks(msg, claude_native);
@@ -855,6 +986,21 @@ pub fn encode(
                     drops.blocks_of.contains(&i),
                     &decision.target,
                 );
+                let (thinking, why) = match bound_prefix {
+                    Some(now) => bind(
+                        msg,
+                        thinking,
+                        why,
+                        now,
+                        cut.is_some_and(|c| i <= c),
+                        &mut unknown_prefix,
+                        &mut carriers,
+                    ),
+                    None => (thinking, why),
+                };
+                if bound && matches!(thinking, Thinking::Stored(_)) {
+                    replayed_bound = true;
+                }
                 explain.push(format!("message {i}: {why}"));
                 match carrier_outcome(msg, !items.is_empty(), &thinking, &decision.target) {
                     Some(Outcome::Demoted) => carriers.demoted += 1,
@@ -924,6 +1070,28 @@ pub fn encode(
     }
     explain.extend(sampling.explain.iter().cloned());
     let bedrock = target.flavor == Flavor::Bedrock;
+    // §5a 4: a request that replays blocks to a bound model lets the provider drop one it finds
+    // bound elsewhere instead of refusing the request — unless the client set its own binding.
+    let mut binding_beta = false;
+    if replayed_bound && !client_binding {
+        match plan.thinking.as_deref() {
+            Some(thinking) => {
+                plan.thinking = Some(with_member(thinking, DROP_BLOCK));
+                binding_beta = true;
+                explain.push(format!(
+                    "thinking.block_binding drop_block ({BINDING_BETA}): a bound model drops a block it finds bound elsewhere{}",
+                    if unknown_prefix {
+                        " (some replayed blocks have no recorded prefix)"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+            None => explain.push(
+                "blocks replayed to a bound model without a thinking object: no block_binding to set".to_owned(),
+            ),
+        }
+    }
     let mut betas: Vec<&str> = plan.beta.into_iter().collect();
     let client_betas = passthrough
         .filter(|_| !drops.client_betas)
@@ -935,6 +1103,9 @@ pub fn encode(
     }
     if mid_system && !betas.contains(&MID_CONVERSATION_SYSTEM_BETA) {
         betas.push(MID_CONVERSATION_SYSTEM_BETA);
+    }
+    if binding_beta && !betas.contains(&BINDING_BETA) {
+        betas.push(BINDING_BETA);
     }
     if let Some(p) = passthrough.filter(|p| !p.is_empty()) {
         let fields: Vec<&str> = p.fields.iter().map(|(k, _)| k.as_str()).collect();
@@ -1016,6 +1187,7 @@ pub fn encode(
             sources: json::sources(&wire),
             beta: (!bedrock && !betas.is_empty()).then(|| betas.join(",")),
             version: passthrough.and_then(|p| p.version.clone()),
+            binding,
         },
     })
 }

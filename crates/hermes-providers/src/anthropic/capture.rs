@@ -114,6 +114,33 @@ struct ReplyBody<'a> {
     content: Option<Vec<&'a RawValue>>,
     stop_reason: Option<String>,
     usage: Option<UsageBody>,
+    #[serde(borrow)]
+    input_transformations: Option<&'a RawValue>,
+}
+
+/// The key a reply's `input_transformations` (SPEC §5a 4: the blocks a bound model dropped
+/// instead of refusing) are kept under on the captured message, as received. Never sent.
+pub const TRANSFORMATIONS_KEY: &str = "hermes_input_transformations";
+
+/// Keeps a reply's `input_transformations` (when it lists any) on its message as received, and
+/// logs them: each a thinking block the provider dropped, with its path and reason.
+fn keep_transformations(message: &mut Message, meta: &mut ReplyMeta, raw: Option<&str>) {
+    let Some(raw) = raw else { return };
+    let Ok(dropped) = serde_json::from_str::<Vec<&RawValue>>(raw) else {
+        return;
+    };
+    let Ok(kept) = RawJson::from_text(raw.to_owned()) else {
+        return;
+    };
+    if dropped.is_empty() {
+        return;
+    }
+    meta.dropped_upstream = dropped.len() as u64;
+    tracing::warn!(
+        input_transformations = raw,
+        "the upstream dropped thinking blocks it found bound to another prefix, model or account (drop_block)"
+    );
+    message.extra.push((TRANSFORMATIONS_KEY.to_owned(), kept));
 }
 
 /// The fields of a content block the capture reads, borrowed from its bytes.
@@ -185,13 +212,19 @@ pub(crate) fn capture_reply(text: &str, origin: Origin) -> Captured {
     let content = reply
         .content
         .ok_or_else(|| malformed("reply has no `content`"))?;
-    whole(
+    let (mut message, mut meta) = whole(
         content,
         whole_block,
         origin,
         reply.stop_reason.as_deref().map(finish_reason),
         reply.usage.as_ref().map(|u| Counts::of(u).usage()),
-    )
+    )?;
+    keep_transformations(
+        &mut message,
+        &mut meta,
+        reply.input_transformations.map(RawValue::get),
+    );
+    Ok((message, meta))
 }
 
 /// `{"type":…}` of an event's data (when the event has no name).
@@ -212,6 +245,7 @@ struct MessageStart {
 struct StartMessage {
     stop_reason: Option<String>,
     usage: Option<UsageBody>,
+    input_transformations: Option<Box<RawValue>>,
 }
 
 #[derive(Deserialize)]
@@ -277,6 +311,8 @@ pub(crate) struct StreamCapture {
     stop_reason: Option<String>,
     stopped: bool,
     events: usize,
+    /// `message_start`'s `input_transformations`, as received.
+    transformations: Option<Box<RawValue>>,
 }
 
 impl StreamCapture {
@@ -313,6 +349,9 @@ impl StreamCapture {
                 if let Some(message) = start.message {
                     if let Some(usage) = &message.usage {
                         self.absorb(usage);
+                    }
+                    if message.input_transformations.is_some() {
+                        self.transformations = message.input_transformations;
                     }
                     if message.stop_reason.is_some() {
                         self.stop_reason = message.stop_reason;
@@ -463,12 +502,18 @@ impl StreamCapture {
         if !self.stopped {
             return Err(half_turn("message_stop", self.events, "events"));
         }
-        streamed(
+        let (mut message, mut meta) = streamed(
             self.blocks,
             origin,
             self.stop_reason.as_deref().map(finish_reason),
             self.counts.map(Counts::usage),
-        )
+        )?;
+        keep_transformations(
+            &mut message,
+            &mut meta,
+            self.transformations.as_deref().map(RawValue::get),
+        );
+        Ok((message, meta))
     }
 }
 

@@ -116,6 +116,7 @@ mod tests {
             flavor: Flavor::Direct,
             base_url: "https://api.anthropic.com".into(),
             max_tokens: None,
+            account: None,
         };
         let decision = decision("anthropic", &target.base_url, "claude-opus-4-6");
         let verdicts = Verdicts::default();

@@ -22,8 +22,11 @@ use crate::signed::replay::signature_drops;
 use crate::transport::{Auth, ChatTransport, chunk_error};
 
 pub use body::{
-    ANTHROPIC_VERSION, BEDROCK_VERSION, Drops, Encoded, Family, Flavor, PREFIX_KEY, Target,
+    ANTHROPIC_VERSION, BEDROCK_VERSION, BINDING_BETA, Drops, Encoded, Family, Flavor,
+    PREFIX_BINDING_KEY, PREFIX_KEY, Target, account_of,
 };
+pub use capture::TRANSFORMATIONS_KEY;
+pub use model::BOUND_FROM;
 
 /// The wire's id (its verdicts are kept under it).
 pub const WIRE_ID: &str = "anthropic";

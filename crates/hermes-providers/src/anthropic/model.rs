@@ -4,6 +4,13 @@
 
 use hermes_core::route::Effort;
 
+/// The Claude models that bind every replayed `thinking` / `redacted_thinking` block to its
+/// prefix (top-level `system`, `tools`, every earlier message), model and account, for every
+/// account: a family and the first version that does (SPEC §5a, from Anthropic's
+/// extended-thinking documentation, "Thinking block binding": Claude Fable 5.1 and later).
+/// hermes-sim's bound profiles read the same documentation.
+pub const BOUND_FROM: &[(&str, u32, u32)] = &[("fable", 5, 1)];
+
 /// A Claude model id, parsed. Ids put the numbers after the family (`claude-opus-4-6`,
 /// `claude-haiku-4-5@20251001`, `anthropic.claude-sonnet-4-6-v1`) or before it
 /// (`claude-3-7-sonnet-20250219`); an eight-digit date and `v1`-style suffixes are not versions.
@@ -109,6 +116,15 @@ impl ClaudeModel {
             Effort::XHigh if has("xhigh") => "xhigh",
             Effort::XHigh | Effort::Max => "max",
         }
+    }
+
+    /// Binds replayed thinking to the prefix, model and account it was made for, whatever the
+    /// account (SPEC §5a: "Claude Fable 5.1 and later models"; an older account opts in with
+    /// `thinking.block_binding`). The one list: [`BOUND_FROM`].
+    pub fn binds_prefix(&self) -> bool {
+        BOUND_FROM
+            .iter()
+            .any(|(family, major, minor)| self.family_is(family) && self.at_least(*major, *minor))
     }
 
     /// Keeps earlier turns' thinking in context (SPEC §5): Opus ≥ 4.5, Sonnet ≥ 4.6, Haiku ≥ 5.5,

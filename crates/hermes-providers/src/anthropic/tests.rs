@@ -34,6 +34,7 @@ fn target(base: &str) -> Target {
         flavor: Flavor::Direct,
         base_url: base.to_owned(),
         max_tokens: None,
+        account: None,
     }
 }
 
@@ -461,6 +462,7 @@ fn vertex_bodies_carry_anthropic_version_and_no_model() {
         },
         base_url: "https://us-east5-aiplatform.googleapis.com".into(),
         max_tokens: None,
+        account: None,
     };
     let mut h = loop_history(OPUS);
     h[2].origin =
@@ -534,6 +536,7 @@ fn bedrock(base: &str) -> Target {
         flavor: Flavor::Bedrock,
         base_url: base.to_owned(),
         max_tokens: None,
+        account: None,
     }
 }
 
@@ -1026,6 +1029,7 @@ fn an_invalid_beta_flag_is_answered_once_without_the_clients_flags_and_the_wires
                 flavor: flavor.clone(),
                 base_url: base.to_owned(),
                 max_tokens: None,
+                account: None,
             },
             auth: None,
         };
@@ -1101,6 +1105,7 @@ fn a_model_other_than_claude_on_bedrock_invoke_model_is_an_unknown_relay() {
         flavor: Flavor::Bedrock,
         base_url: "https://bedrock-runtime.us-east-1.amazonaws.com".into(),
         max_tokens: None,
+        account: None,
     };
     assert_eq!(bedrock.family_for("deepseek-v4-pro"), Family::Unknown);
     assert_eq!(
@@ -1109,4 +1114,196 @@ fn a_model_other_than_claude_on_bedrock_invoke_model_is_an_unknown_relay() {
     );
     let direct = target("https://api.anthropic.com");
     assert_eq!(direct.family_for("deepseek-v4-pro"), Family::Claude);
+}
+
+/// SPEC §5a on a bound model (Claude Fable 5.1): a stored turn's blocks go back only onto the
+/// prefix binding it was stamped with (system, tools, earlier messages, account), with
+/// `block_binding` `drop_block` and its beta; a changed system prompt, tool list or account,
+/// and every later step, go without; blocks with no recorded binding go with `drop_block`.
+mod bound {
+    use hermes_core::route::ThinkingRequest;
+    use hermes_core::{Message, RawJson, RequestParts, Verdicts};
+    use serde_json::{Value, json};
+
+    use super::super::body::{BINDING_BETA, Drops, Encoded, Flavor, PREFIX_BINDING_KEY, Target};
+    use super::{HIGH, origin};
+    use crate::testing::{decision, history};
+
+    const FABLE: &str = "claude-fable-5-1";
+    const OPUS48: &str = "claude-opus-4-8";
+    const TOOLS: &str =
+        r#"[{"type":"function","function":{"name":"now","parameters":{"type":"object"}}}]"#;
+    const MORE_TOOLS: &str = r#"[{"type":"function","function":{"name":"now","parameters":{"type":"object"}}},{"type":"function","function":{"name":"read","parameters":{"type":"object"}}}]"#;
+
+    fn target(account: &str) -> Target {
+        Target {
+            flavor: Flavor::Direct,
+            base_url: super::DIRECT.to_owned(),
+            max_tokens: None,
+            account: Some(crate::anthropic::account_of(account)),
+        }
+    }
+
+    fn encode(h: &[Message], model: &str, tools: &str, account: &str) -> Encoded {
+        let decision = decision("anthropic", super::DIRECT, model);
+        let verdicts = Verdicts::default();
+        let tools = RawJson::from_text(tools).unwrap();
+        let parts = RequestParts::new(h, &decision, &verdicts)
+            .thinking(HIGH)
+            .tools(Some(&tools));
+        super::super::body::encode(&parts, &target(account), &Drops::default()).unwrap()
+    }
+
+    /// A finished tool loop on `model` (system `system`), then a new question: the stored step
+    /// stamped with `binding` (none: an older row), so its blocks are prior thinking.
+    fn conversation(model: &str, system: &str, binding: Option<&str>) -> Vec<Message> {
+        let mut step = crate::testing::step(origin(model), "toolu_1", None);
+        if let Some(binding) = binding {
+            step[PREFIX_BINDING_KEY] = json!(binding);
+        }
+        history(json!([
+            {"role": "system", "content": system},
+            {"role": "user", "content": "time?"},
+            step,
+            {"role": "tool", "tool_call_id": "toolu_1", "content": "12:00"},
+            {"role": "assistant", "content": "Noon."},
+            {"role": "user", "content": "and now?"},
+        ]))
+    }
+
+    /// The binding a request made on the conversation's first two messages stamps on its reply.
+    fn minted(model: &str, system: &str, tools: &str, account: &str) -> String {
+        let h = conversation(model, system, None);
+        encode(&h[..2], model, tools, account).wire.binding.unwrap()
+    }
+
+    fn body(out: &Encoded) -> Value {
+        serde_json::from_slice(&out.body).unwrap()
+    }
+
+    fn sends_blocks(out: &Encoded) -> bool {
+        String::from_utf8_lossy(&out.body).contains(r#""signature""#)
+    }
+
+    #[test]
+    fn the_same_prefix_replays_with_drop_block_and_its_beta() {
+        let binding = minted(FABLE, "Be brief.", TOOLS, "sk-a");
+        let out = encode(
+            &conversation(FABLE, "Be brief.", Some(&binding)),
+            FABLE,
+            TOOLS,
+            "sk-a",
+        );
+        assert!(sends_blocks(&out), "{}", String::from_utf8_lossy(&out.body));
+        assert_eq!(
+            body(&out)["thinking"]["block_binding"],
+            json!({"prefix_mismatch_behavior": "drop_block"})
+        );
+        assert!(
+            out.wire.beta.as_deref().unwrap().contains(BINDING_BETA),
+            "{:?}",
+            out.wire.beta
+        );
+        assert_eq!(out.carriers.dropped_prefix, 0);
+        assert!(
+            out.explain
+                .iter()
+                .any(|l| l.contains("prefix binding holds")),
+            "{:?}",
+            out.explain
+        );
+    }
+
+    #[test]
+    fn a_changed_system_prompt_tool_list_or_account_leaves_the_blocks_out_and_says_why() {
+        let binding = minted(FABLE, "Be brief.", TOOLS, "sk-a");
+        for (case, system, tools, account) in [
+            ("system prompt", "Be brief. Today is Sunday.", TOOLS, "sk-a"),
+            ("tools", "Be brief.", MORE_TOOLS, "sk-a"),
+            ("account", "Be brief.", TOOLS, "sk-b"),
+        ] {
+            let out = encode(
+                &conversation(FABLE, system, Some(&binding)),
+                FABLE,
+                tools,
+                account,
+            );
+            assert!(
+                !sends_blocks(&out),
+                "{case}: {}",
+                String::from_utf8_lossy(&out.body)
+            );
+            assert_eq!(out.carriers.dropped_prefix, 1, "{case}");
+            assert!(
+                out.explain
+                    .iter()
+                    .any(|l| l.contains("the prefix changed since this block was made")),
+                "{case}: {:?}",
+                out.explain
+            );
+            assert!(
+                body(&out)["thinking"].get("block_binding").is_none(),
+                "{case}: nothing replayed, nothing to bind"
+            );
+        }
+    }
+
+    #[test]
+    fn blocks_without_a_recorded_prefix_go_with_drop_block() {
+        let out = encode(
+            &conversation(FABLE, "Be brief.", None),
+            FABLE,
+            TOOLS,
+            "sk-a",
+        );
+        assert!(sends_blocks(&out));
+        assert_eq!(
+            body(&out)["thinking"]["block_binding"]["prefix_mismatch_behavior"],
+            "drop_block"
+        );
+        assert!(
+            out.explain.iter().any(|l| l.contains("no recorded prefix")),
+            "{:?}",
+            out.explain
+        );
+    }
+
+    #[test]
+    fn an_unbound_model_keeps_what_it_kept_before() {
+        // Even a turn stamped with a binding another request made.
+        let binding = minted(FABLE, "Be brief.", TOOLS, "sk-a");
+        let out = encode(
+            &conversation(OPUS48, "Be brief. Today is Sunday.", Some(&binding)),
+            OPUS48,
+            MORE_TOOLS,
+            "sk-b",
+        );
+        assert!(sends_blocks(&out), "unbound: blocks go as before");
+        assert!(body(&out)["thinking"].get("block_binding").is_none());
+        assert!(
+            out.wire.binding.is_none(),
+            "no binding stamped on an unbound model's reply"
+        );
+        assert_eq!(out.carriers.dropped_prefix, 0);
+    }
+
+    #[test]
+    fn only_fable_5_1_and_later_bind() {
+        use super::super::model::ClaudeModel;
+        for (model, binds) in [
+            ("claude-fable-5-1", true),
+            ("claude-fable-5-2", true),
+            ("claude-fable-6", true),
+            ("claude-fable-5", false),
+            ("claude-opus-4-8", false),
+            ("claude-sonnet-5-5", false),
+        ] {
+            assert_eq!(
+                ClaudeModel::parse(model).unwrap().binds_prefix(),
+                binds,
+                "{model}"
+            );
+        }
+        let _ = ThinkingRequest::NoPreference;
+    }
 }

@@ -14,6 +14,20 @@ use sha2::{Digest, Sha256};
 /// thinking is bound to. Never sent.
 pub const PREFIX_KEY: &str = "hermes_prefix_digest";
 
+/// The key of the prefix binding a captured reply of a bound Claude model is stamped with
+/// (SPEC §5a 1): the digest of the prefix as sent — the tools, the account, then every message
+/// as [`PrefixDigest`] reads it (`cache_control` and thinking blocks are not part of it).
+/// Never sent.
+pub const PREFIX_BINDING_KEY: &str = "hermes_prefix_binding";
+
+/// The prefix binding a captured turn was stamped with ([`PREFIX_BINDING_KEY`]), if any.
+pub(crate) fn stored_binding(msg: &Message) -> Option<String> {
+    msg.extra
+        .iter()
+        .find(|(k, _)| k == PREFIX_BINDING_KEY)
+        .and_then(|(_, v)| v.as_str().map(|s| s.into_owned()))
+}
+
 /// The digest of a conversation prefix: roles, content, tool calls and results — never
 /// carriers, origins or stored bookkeeping — so leaving an earlier turn's thinking out does not
 /// change it, and editing a message before a block does.
@@ -24,6 +38,20 @@ impl PrefixDigest {
     /// An empty prefix.
     pub fn new() -> Self {
         PrefixDigest(Sha256::new())
+    }
+
+    /// An empty prefix bound to `tools` (the request's tool definitions as the wire reads
+    /// them) and `account` ([`crate::anthropic::account_of`]): the start of a prefix binding
+    /// ([`PREFIX_BINDING_KEY`]).
+    pub fn bound(tools: Option<&str>, account: Option<&str>) -> Self {
+        let mut digest = PrefixDigest::new();
+        for (tag, text) in [("tools", tools), ("account", account)] {
+            let text = text.unwrap_or_default();
+            digest.0.update(tag.as_bytes());
+            digest.0.update((text.len() as u64).to_le_bytes());
+            digest.0.update(text.as_bytes());
+        }
+        digest
     }
 
     /// Adds one message.

@@ -49,6 +49,7 @@ fn anthropic_target(target: &WireTarget) -> anthropic::Target {
         flavor,
         base_url: target.base_url.clone(),
         max_tokens: target.max_tokens,
+        account: None,
     }
 }
 
@@ -81,7 +82,13 @@ pub(super) fn explain(target: &WireTarget, parts: &RequestParts<'_>, _: &[Messag
 /// The Anthropic wire for `target`, through the door its provider names.
 pub(super) fn build(target: &WireTarget, http: ChatTransport, auth: Credentials) -> Box<dyn Wire> {
     let auth = auth_of(target, auth);
-    let target = anthropic_target(target);
+    let mut target = anthropic_target(target);
+    // A key is an account; bearer tokens (Vertex, Foundry's Entra ID) and AWS credentials
+    // rotate within the hour, so they name none (the model and host still bind).
+    target.account = match &auth {
+        Some(Auth::Header(_, key)) => Some(anthropic::account_of(key)),
+        _ => None,
+    };
     Box::new(AnthropicWire {
         client: http,
         target,

@@ -40,6 +40,7 @@ fn urls(model: &str, stream: bool) -> Vec<(String, &'static str)> {
         flavor,
         base_url: base.into(),
         max_tokens: None,
+        account: None,
     };
     let vertex_claude = claude(
         AnthropicFlavor::Vertex {

@@ -216,6 +216,7 @@ fn bedrock_wire(base: &str, auth: &AwsAuth) -> AnthropicWire {
             flavor: Flavor::Bedrock,
             base_url: base.to_owned(),
             max_tokens: None,
+            account: None,
         },
         auth: Some(Auth::Aws(auth.clone(), fixed_clock)),
     }

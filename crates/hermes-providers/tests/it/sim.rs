@@ -130,6 +130,7 @@ async fn bedrock_anthropic_loop(host: &str, stream: bool) -> Vec<hermes_sim::Rec
             flavor: Flavor::Bedrock,
             base_url: base.clone(),
             max_tokens: None,
+            account: None,
         },
         auth: Some(Auth::Aws(
             AwsAuth::SigV4 {

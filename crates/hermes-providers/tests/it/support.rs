@@ -228,6 +228,7 @@ pub(crate) fn anthropic_at(base: &str) -> AnthropicWire {
             flavor: anthropic::Flavor::Direct,
             base_url: base.into(),
             max_tokens: None,
+            account: None,
         },
         auth: None,
     }

@@ -31,6 +31,7 @@ macro_rules! both {
     };
 }
 
+mod binding;
 mod claude_code;
 mod clients;
 mod errors;

@@ -6,8 +6,12 @@
 //!
 //! Unlike the chat-completions profiles it reads the path and headers: each path family has its
 //! own authentication and version rules ([`answer`]). Request rules live in [`rules`], the signed
-//! thinking in [`thinking`], the scripted reply and its SSE rendering in [`reply`].
+//! thinking in [`thinking`], the scripted reply and its SSE rendering in [`reply`]. Which models
+//! bind replayed thinking to prefix, tools, model and account, `block_binding`, put-back and the
+//! profile's memory are in [`binding`] (SPEC §5a); on-demand compaction in [`compaction`] (§7).
 
+pub(crate) mod binding;
+pub(crate) mod compaction;
 pub(crate) mod reply;
 pub(crate) mod rules;
 pub(crate) mod thinking;
@@ -19,8 +23,8 @@ use serde_json::{Value, json};
 use crate::model::Prompt;
 use crate::wire::{Answer, Body, Request, short_hash};
 use crate::{Shared, lock};
-use reply::{Ask, Cache};
-use rules::Via;
+use reply::{Ask, Cache, Reply};
+use rules::{Checked, Ctx, Via};
 
 /// Which door a request came in by.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -211,13 +215,6 @@ pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
         _ => Via::Body,
     };
     let beta = header("anthropic-beta").unwrap_or("");
-    let checked = match rules::validate(&body, via, beta, &shared.key) {
-        Ok(c) => c,
-        Err(message) => return invalid(&body, &message),
-    };
-
-    let fail_mid_stream = lock(&shared.switches).fail_mid_stream;
-    let cache = cache_of(shared, checked.breakpoints);
     let model = match &family {
         Family::Vertex { model, .. } => model.clone(),
         _ => body
@@ -226,17 +223,34 @@ pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
             .unwrap_or("")
             .to_owned(),
     };
-    let reply = reply::script(&Ask {
-        prompt: Prompt {
+    // The account is the credential the request was sent under: the key, else the bearer token.
+    let credential = header("x-api-key")
+        .filter(|k| !k.is_empty())
+        .or_else(|| header("authorization").and_then(|v| v.strip_prefix("Bearer ")))
+        .unwrap_or("");
+    let ctx = Ctx {
+        model: &model,
+        account: binding::account_hash(&shared.key, credential.trim()),
+        ledger: &shared.anthropic_ledger,
+    };
+    let checked = match rules::validate(&body, via, beta, &shared.key, ctx) {
+        Ok(c) => c,
+        Err(message) => return invalid(&body, &message),
+    };
+
+    let fail_mid_stream = lock(&shared.switches).fail_mid_stream;
+    let reply = respond(
+        shared,
+        &checked,
+        &ctx,
+        Prompt {
             body: &body,
             raw,
             model: &model,
             key: &shared.key,
         },
-        thinking: checked.thinking,
-        cache,
-        id_prefix: if vertex { "msg_vrtx_" } else { "msg_" },
-    });
+        if vertex { "msg_vrtx_" } else { "msg_" },
+    );
     let stream = body.get("stream").and_then(Value::as_bool) == Some(true);
     let text = if stream {
         reply.sse(fail_mid_stream)
@@ -244,7 +258,39 @@ pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
         reply.json().to_string()
     };
     let kind = if stream { Body::Sse } else { Body::Json };
-    Answer::ok(body, text, kind)
+    let mut answer = Answer::ok(body, text, kind);
+    answer.notes = checked.notes;
+    answer
+}
+
+/// The reply to a validated request (the scripted model, or an on-demand compaction), with the
+/// request's `input_transformations`; remembers the turn it minted thinking for.
+fn respond(
+    shared: &Shared,
+    checked: &Checked,
+    ctx: &Ctx<'_>,
+    prompt: Prompt<'_>,
+    id_prefix: &str,
+) -> Reply {
+    let body = prompt.body;
+    let ask = Ask {
+        prompt,
+        thinking: checked.thinking,
+        cache: cache_of(shared, checked.breakpoints),
+        id_prefix,
+        account: ctx.account,
+    };
+    let mut reply = if checked.compaction {
+        reply::compaction(&ask)
+    } else {
+        reply::script(&ask)
+    };
+    reply.set_transformations(checked.transformations.clone());
+    if let Some((id, count)) = reply.minted() {
+        let turn = reply.turn_key(crate::wire::list_of(body, "messages"));
+        lock(ctx.ledger).minted(turn, id, count);
+    }
+    reply
 }
 
 /// Bedrock InvokeModel with an Anthropic Messages body (`crate::bedrock`'s `/invoke` and
@@ -264,19 +310,25 @@ pub(crate) fn invoke_bedrock(
         .flatten()
         .filter_map(Value::as_str)
         .collect();
-    let checked = rules::validate(body, Via::Bedrock, &betas.join(","), &shared.key)?;
-    let cache = cache_of(shared, checked.breakpoints);
-    Ok(reply::script(&Ask {
-        prompt: Prompt {
+    // One account: the simulator's Bedrock credentials are one pair and one API key.
+    let ctx = Ctx {
+        model,
+        account: binding::account_hash(&shared.key, "bedrock"),
+        ledger: &shared.anthropic_ledger,
+    };
+    let checked = rules::validate(body, Via::Bedrock, &betas.join(","), &shared.key, ctx)?;
+    Ok(respond(
+        shared,
+        &checked,
+        &ctx,
+        Prompt {
             body,
             raw,
             model,
             key: &shared.key,
         },
-        thinking: checked.thinking,
-        cache,
-        id_prefix: "msg_bdrk_",
-    }))
+        "msg_bdrk_",
+    ))
 }
 
 #[cfg(test)]

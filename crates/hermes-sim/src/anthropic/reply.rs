@@ -3,8 +3,10 @@
 
 use serde_json::{Value, json};
 
+use super::binding::tools_digest;
+use super::compaction;
 use super::rules::Thinking;
-use super::thinking::{self, Token};
+use super::thinking::{self, Binding, Token};
 use crate::model::{self, Prompt, Step, last_user_turn, messages_step, pieces, scripted_call_of};
 use crate::wire::{list_of, short_hash};
 
@@ -30,6 +32,12 @@ pub(crate) struct Reply {
     cache_creation: usize,
     cache_read: usize,
     output_tokens: usize,
+    /// The reply id and block count of the thinking it minted.
+    minted: Option<([u8; 12], u8)>,
+    /// `input_transformations` (blocks `drop_block` dropped); left out when empty.
+    transformations: Vec<Value>,
+    /// An on-demand compaction: `usage.iterations` carries one `compaction` iteration.
+    compaction: bool,
 }
 
 /// Everything the script reads.
@@ -39,6 +47,8 @@ pub(crate) struct Ask<'a> {
     pub(crate) cache: Cache,
     /// `msg_`, `msg_vrtx_` or `msg_bdrk_`.
     pub(crate) id_prefix: &'a str,
+    /// The keyed hash of the request's credential ([`super::binding::account_hash`]).
+    pub(crate) account: [u8; 32],
 }
 
 fn role_of(m: &Value) -> &str {
@@ -102,16 +112,24 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
 
     let cut_short = user_text.contains("[max_tokens]");
     let mut content = Vec::new();
+    let mut minted = None;
     if let Thinking::On { omitted } = ask.thinking {
         let digest = thinking::prefix_digest(body.get("system"), messages);
+        let binding = Binding {
+            prefix: digest,
+            tools: tools_digest(body.get("tools")),
+            model,
+            account: ask.account,
+        };
         let text = if omitted { "" } else { reasoning.as_str() };
         let redacted = user_text.contains("[redacted]") && !cut_short;
         let count = if redacted { 2 } else { 1 };
         let token = Token::of_reply(&digest, &seed, count);
+        minted = Some((token(0).reply, count));
         content.push(json!({
             "type": "thinking",
             "thinking": text,
-            "signature": thinking::sign_thinking(ask.prompt.key, &digest, text, token(0))
+            "signature": thinking::sign_messages_thinking(ask.prompt.key, &binding, text, token(0))
         }));
         if redacted {
             let payload = format!(
@@ -120,7 +138,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
             );
             content.push(json!({
                 "type": "redacted_thinking",
-                "data": thinking::seal_redacted(ask.prompt.key, &digest, token(1), payload.as_bytes())
+                "data": thinking::seal_messages_redacted(ask.prompt.key, &binding, token(1), payload.as_bytes())
             }));
         }
     }
@@ -173,6 +191,43 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
         cache_creation,
         cache_read,
         output_tokens,
+        minted,
+        transformations: Vec::new(),
+        compaction: false,
+    }
+}
+
+/// The answer to an on-demand compaction request: one `compaction` block summarising the
+/// request's messages, sealed for its messages chain, model and account.
+pub(crate) fn compaction(ask: &Ask<'_>) -> Reply {
+    let messages = list_of(ask.prompt.body, "messages");
+    let summary = compaction::summary(messages);
+    let chain = thinking::messages_chain(messages);
+    let model = ask.prompt.model;
+    let sealed = compaction::seal(ask.prompt.key, &chain, model, &ask.account, &summary);
+    let content = vec![json!({
+        "type": "compaction",
+        "content": summary,
+        "encrypted_content": sealed
+    })];
+    let total = ask.prompt.raw.len().div_ceil(4).max(1);
+    let output_tokens = summary.len().div_ceil(4) + 1;
+    Reply {
+        id: format!(
+            "{}{}",
+            ask.id_prefix,
+            short_hash(&String::from_utf8_lossy(ask.prompt.raw), 24)
+        ),
+        model: model.to_owned(),
+        content,
+        stop_reason: "end_turn",
+        input_tokens: total,
+        cache_creation: 0,
+        cache_read: 0,
+        output_tokens,
+        minted: None,
+        transformations: Vec::new(),
+        compaction: true,
     }
 }
 
@@ -187,6 +242,24 @@ fn block_len(b: &Value) -> usize {
 }
 
 impl Reply {
+    /// The reply id and block count of the thinking this reply minted, if any.
+    pub(crate) fn minted(&self) -> Option<([u8; 12], u8)> {
+        self.minted
+    }
+
+    /// The key of this reply's turn once appended to the request's `messages`: the messages
+    /// chain up to and including it ([`thinking::messages_chain`]).
+    pub(crate) fn turn_key(&self, messages: &[Value]) -> [u8; 32] {
+        let mut all = messages.to_vec();
+        all.push(json!({"role": "assistant", "content": self.content}));
+        thinking::messages_chain(&all)
+    }
+
+    /// Sets the `input_transformations` the reply reports.
+    pub(crate) fn set_transformations(&mut self, transformations: Vec<Value>) {
+        self.transformations = transformations;
+    }
+
     /// Input tokens billed (cache reads and writes included).
     pub(crate) fn input_token_count(&self) -> usize {
         self.input_tokens + self.cache_creation + self.cache_read
@@ -198,16 +271,24 @@ impl Reply {
     }
 
     fn usage(&self, output_tokens: usize) -> Value {
-        json!({
+        let mut usage = json!({
             "input_tokens": self.input_tokens,
             "cache_creation_input_tokens": self.cache_creation,
             "cache_read_input_tokens": self.cache_read,
             "output_tokens": output_tokens
-        })
+        });
+        if self.compaction {
+            usage["iterations"] = json!([{
+                "type": "compaction",
+                "input_tokens": self.input_tokens,
+                "output_tokens": output_tokens
+            }]);
+        }
+        usage
     }
 
     fn message(&self, content: Value, stop_reason: Value, output_tokens: usize) -> Value {
-        json!({
+        let mut message = json!({
             "id": self.id,
             "type": "message",
             "role": "assistant",
@@ -216,7 +297,11 @@ impl Reply {
             "stop_reason": stop_reason,
             "stop_sequence": null,
             "usage": self.usage(output_tokens)
-        })
+        });
+        if !self.transformations.is_empty() {
+            message["input_transformations"] = Value::Array(self.transformations.clone());
+        }
+        message
     }
 
     /// The non-streamed `message` object.
@@ -285,6 +370,22 @@ impl Reply {
                         out.push(delta(
                             json!({"type": "input_json_delta", "partial_json": p}),
                         ));
+                    }
+                }
+                "compaction" => {
+                    out.push(start(
+                        json!({"type": "compaction", "content": "", "encrypted_content": ""}),
+                    ));
+                    // Both fields arrive in pieces, side by side; a client concatenates each.
+                    let content = pieces(str_of("content"));
+                    let sealed = ragged(str_of("encrypted_content"));
+                    for i in 0..content.len().max(sealed.len()) {
+                        let piece = |v: &[String]| v.get(i).cloned().unwrap_or_default();
+                        out.push(delta(json!({
+                            "type": "compaction_delta",
+                            "content": piece(&content),
+                            "encrypted_content": piece(&sealed)
+                        })));
                     }
                 }
                 // redacted_thinking (and anything else) arrives whole in its start event.

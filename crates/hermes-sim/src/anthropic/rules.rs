@@ -12,13 +12,16 @@
 //! in-flight tool loop with thinking on) the first block and the unmodified thinking blocks of
 //! the latest assistant turn.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
+use std::sync::Mutex;
 
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
-use super::thinking::{self, PrefixDigest, Token};
+use super::binding::{self, BLOCK_BINDING_BETA, Ledger, Reason};
+use super::compaction::{self, COMPACTION_BETA, COMPACTION_BLOCK_KEYS};
+use super::thinking::{self, Binding, PrefixDigest, Token};
 
 /// Top-level names the `anthropic` profile knows (on Vertex `model` is refused and
 /// `anthropic_version` is required instead).
@@ -222,6 +225,28 @@ pub(crate) struct Checked {
     pub(crate) thinking: Thinking,
     /// Number of `cache_control` breakpoints.
     pub(crate) breakpoints: usize,
+    /// The request asks for an on-demand compaction (`compaction: {"type": "summarize"}`).
+    pub(crate) compaction: bool,
+    /// `input_transformations` entries: the blocks `drop_block` dropped.
+    pub(crate) transformations: Vec<Value>,
+    /// Notes for the recorded request (one per dropped block).
+    pub(crate) notes: Vec<String>,
+}
+
+/// Who sent a request, as far as binding cares: the model it names (from the path on Vertex and
+/// Bedrock), the keyed hash of its credential, and the profile's memory of earlier requests.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ctx<'a> {
+    pub(crate) model: &'a str,
+    pub(crate) account: [u8; 32],
+    pub(crate) ledger: &'a Mutex<Ledger>,
+}
+
+/// What `thinking.block_binding.prefix_mismatch_behavior` asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Behavior {
+    Error,
+    DropBlock,
 }
 
 // ---------------------------------------------------------------- texts
@@ -397,7 +422,7 @@ fn turns(messages: &[Value]) -> Vec<(&str, Range<usize>)> {
             continue;
         }
         match out.last_mut() {
-            Some((r, range)) if *r == role => range.end = i + 1,
+            Some((r, range)) if *r == role && !compaction_led(m) => range.end = i + 1,
             _ => out.push((role, i..i + 1)),
         }
     }
@@ -659,9 +684,36 @@ impl Schema {
         Ok(())
     }
 
+    /// A `compaction` block in a request: `content` and `encrypted_content` strings.
+    fn compaction_block(&mut self, b: &Value, path: &str) -> Result<(), String> {
+        let o = b
+            .as_object()
+            .ok_or_else(|| wrong_type(path, "", "dictionary"))?;
+        let at = join(path, "compaction");
+        self.keys(
+            o,
+            &at,
+            COMPACTION_BLOCK_KEYS,
+            &["content", "encrypted_content"],
+        )?;
+        Schema::string(o, &at, "content")?;
+        Schema::string(o, &at, "encrypted_content")?;
+        if let Some(cc) = o.get("cache_control") {
+            self.cache_control(cc, &join(&at, "cache_control"))?;
+        }
+        Ok(())
+    }
+
     /// The messages; `system_messages`: the [`MID_CONVERSATION_SYSTEM_BETA`] is on, so a
     /// `system` message (a string or text blocks) is a role like the others.
-    fn messages(&mut self, messages: &[Value], system_messages: bool) -> Result<(), String> {
+    /// With `compaction` (the [`COMPACTION_BETA`] is on) an assistant message may lead with a
+    /// `compaction` block.
+    fn messages(
+        &mut self,
+        messages: &[Value],
+        system_messages: bool,
+        compaction: bool,
+    ) -> Result<(), String> {
         for (n, m) in messages.iter().enumerate() {
             let path = format!("messages.{n}");
             let o = m
@@ -689,8 +741,18 @@ impl Schema {
                 Some(Value::Array(items)) => {
                     for (j, b) in items.iter().enumerate() {
                         let at = format!("{path}.content.{j}");
-                        self.block(b, &at, BLOCK_TAGS)?;
                         let kind = kind_of(b);
+                        if compaction && kind == "compaction" && b.is_object() {
+                            self.compaction_block(b, &at)?;
+                            if role != "assistant" {
+                                return Err(wrong_role_text(n, j, kind, role));
+                            }
+                            if j != 0 {
+                                return Err(compaction::not_first_text(n, j));
+                            }
+                            continue;
+                        }
+                        self.block(b, &at, BLOCK_TAGS)?;
                         let wrong = match role {
                             "user" => {
                                 matches!(kind, "thinking" | "redacted_thinking" | "tool_use")
@@ -872,6 +934,9 @@ fn top_level(o: &Map<String, Value>, via: Via) -> Result<(), String> {
             // (sigoden/aichat#543: "extraneous key [stream] is not permitted").
             "anthropic_beta" => bedrock,
             "stream" => !bedrock,
+            // On-demand compaction: beta-gated in `validate` (not a member of the compared
+            // top-level list, which holds the non-beta names).
+            "compaction" => true,
             k => ANTHROPIC_TOP_LEVEL.contains(&k),
         };
         if !known {
@@ -979,11 +1044,33 @@ fn top_level(o: &Map<String, Value>, via: Via) -> Result<(), String> {
 // ---------------------------------------------------------------- validate
 
 /// Validates a parsed Messages request. `beta` is the `anthropic-beta` header (`""` when absent).
-pub(crate) fn validate(body: &Value, via: Via, beta: &str, key: &[u8]) -> Result<Checked, String> {
+pub(crate) fn validate(
+    body: &Value,
+    via: Via,
+    beta: &str,
+    key: &[u8],
+    ctx: Ctx<'_>,
+) -> Result<Checked, String> {
     let o = body
         .as_object()
         .ok_or_else(|| "Input should be a valid dictionary".to_owned())?; // simulator-chosen
     top_level(o, via)?;
+    let has_beta = |name: &str| beta.split(',').any(|b| b.trim() == name);
+    let compaction_beta = has_beta(COMPACTION_BETA);
+    let compaction = match o.get("compaction") {
+        None => false,
+        Some(_) if !compaction_beta => return Err(compaction::needs_beta("compaction")),
+        Some(c) => {
+            let co = c
+                .as_object()
+                .ok_or_else(|| wrong_type("compaction", "", "dictionary"))?;
+            Schema::default().keys(co, "compaction", &["type"], &["type"])?;
+            if co.get("type").and_then(Value::as_str) != Some("summarize") {
+                return Err(literal("compaction.type", &["summarize"]));
+            }
+            true
+        }
+    };
     let mut schema = Schema::default();
     if let Some(system) = o.get("system") {
         schema.system(system)?;
@@ -992,7 +1079,11 @@ pub(crate) fn validate(body: &Value, via: Via, beta: &str, key: &[u8]) -> Result
         schema.tools(tools)?;
     }
     let choice = o.get("tool_choice").map(tool_choice).transpose()?;
-    let (mode, budget) = thinking(o.get("thinking"))?;
+    let (behavior, plain_thinking) = block_binding(o.get("thinking"))?;
+    if behavior.is_some() && !has_beta(BLOCK_BINDING_BETA) {
+        return Err(binding::binding_needs_beta());
+    }
+    let (mode, budget) = thinking(plain_thinking.as_ref())?;
     if let Some(oc) = o.get("output_config") {
         output_config(oc)?;
     }
@@ -1004,10 +1095,8 @@ pub(crate) fn validate(body: &Value, via: Via, beta: &str, key: &[u8]) -> Result
         .get("messages")
         .and_then(Value::as_array)
         .unwrap_or(&empty);
-    let system_messages = beta
-        .split(',')
-        .any(|b| b.trim() == MID_CONVERSATION_SYSTEM_BETA);
-    schema.messages(messages, system_messages)?;
+    let system_messages = has_beta(MID_CONVERSATION_SYSTEM_BETA);
+    schema.messages(messages, system_messages, compaction_beta)?;
     if let Some(cc) = o.get("cache_control") {
         schema.cache_control(cc, "cache_control")?;
     }
@@ -1035,19 +1124,221 @@ pub(crate) fn validate(body: &Value, via: Via, beta: &str, key: &[u8]) -> Result
 
     match messages.first() {
         None => return Err(NO_MESSAGES.to_owned()),
-        Some(m) if role_of(m) != "user" => return Err(FIRST_NOT_USER.to_owned()),
+        Some(m) if role_of(m) != "user" && !compaction_led(m) => {
+            return Err(FIRST_NOT_USER.to_owned());
+        }
         _ => {}
     }
     let turns = turns(messages);
     pairing(messages, &turns)?;
-    let tokens = signatures(o.get("system"), messages, &turns, key)?;
+    compaction_blocks(messages, key, &ctx)?;
+    let bound = binding::anthropic_is_bound(ctx.model) || behavior.is_some();
+    let replay = Replay {
+        bound,
+        drop: behavior == Some(Behavior::DropBlock),
+        tools: binding::tools_digest(o.get("tools")),
+        ctx,
+        key,
+    };
+    let mut ledger = crate::lock(ctx.ledger);
+    let mut out = Outcome::default();
+    let tokens = signatures(
+        o.get("system"),
+        messages,
+        &turns,
+        &replay,
+        &ledger,
+        &mut out,
+    )?;
+    let recognised = recognised_turns(messages, &turns, &ledger);
+    let tokens = if bound {
+        contiguous(&turns, &recognised, tokens, &replay, &mut out)?
+    } else {
+        tokens
+    };
     if mode.on() {
-        latest_turn(messages, &turns, &tokens)?;
+        latest_turn(messages, &turns, &tokens, &out.dropped)?;
+    }
+    for (reply, count, range) in &recognised {
+        for pos in 0..*count {
+            let carried = tokens
+                .iter()
+                .any(|((n, _), t)| range.contains(n) && t.reply == *reply && t.pos == pos);
+            if !carried {
+                ledger.leave_out(*reply, pos);
+            }
+        }
     }
     Ok(Checked {
         thinking: mode,
         breakpoints: schema.breakpoints,
+        compaction,
+        transformations: out.transformations,
+        notes: out.notes,
     })
+}
+
+/// Splits `thinking.block_binding` off the `thinking` object: its behaviour (when present) and
+/// the rest, which [`thinking`] checks as before.
+fn block_binding(v: Option<&Value>) -> Result<(Option<Behavior>, Option<Value>), String> {
+    let Some(Value::Object(o)) = v else {
+        return Ok((None, v.cloned()));
+    };
+    let Some(bb) = o.get("block_binding") else {
+        return Ok((None, v.cloned()));
+    };
+    let path = "thinking.block_binding";
+    let bo = bb
+        .as_object()
+        .ok_or_else(|| wrong_type(path, "", "dictionary"))?;
+    Schema::default().keys(bo, path, &["prefix_mismatch_behavior"], &[])?;
+    let behavior = match bo.get("prefix_mismatch_behavior").map(Value::as_str) {
+        None | Some(Some("error")) => Behavior::Error,
+        Some(Some("drop_block")) => Behavior::DropBlock,
+        Some(_) => {
+            return Err(literal(
+                &join(path, "prefix_mismatch_behavior"),
+                &["error", "drop_block"],
+            ));
+        }
+    };
+    let mut rest = o.clone();
+    rest.shift_remove("block_binding");
+    Ok((Some(behavior), Some(Value::Object(rest))))
+}
+
+/// The message leads with a `compaction` block.
+fn compaction_led(m: &Value) -> bool {
+    role_of(m) == "assistant"
+        && m.get("content")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+            .is_some_and(|b| kind_of(b) == "compaction")
+}
+
+/// Every replayed `compaction` block verifies for this model and account.
+fn compaction_blocks(messages: &[Value], key: &[u8], ctx: &Ctx<'_>) -> Result<(), String> {
+    for (n, m) in messages.iter().enumerate() {
+        for (j, b) in blocks(m).filter(|(_, b)| kind_of(b) == "compaction") {
+            match compaction::check(key, b, ctx.model, &ctx.account) {
+                compaction::Check::Valid => {}
+                compaction::Check::Invalid => return Err(compaction::invalid_text(n, j)),
+                compaction::Check::Elsewhere => return Err(compaction::elsewhere_text(n, j)),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How replayed thinking is judged: bound or not, `drop_block` or not, and what the request
+/// binds to besides its prefix.
+struct Replay<'a> {
+    bound: bool,
+    drop: bool,
+    tools: [u8; 32],
+    ctx: Ctx<'a>,
+    key: &'a [u8],
+}
+
+/// The blocks a bound request dropped, reported back.
+#[derive(Default)]
+struct Outcome {
+    transformations: Vec<Value>,
+    notes: Vec<String>,
+    dropped: HashSet<(usize, usize)>,
+}
+
+impl Replay<'_> {
+    /// A bound block that does not match: refused, or dropped with `drop_block`.
+    fn mismatch(
+        &self,
+        n: usize,
+        j: usize,
+        reason: Reason,
+        out: &mut Outcome,
+    ) -> Result<(), String> {
+        if !self.drop {
+            return Err(binding::bound_text(n, j));
+        }
+        out.transformations.push(binding::dropped(n, j, reason));
+        out.notes.push(binding::dropped_note(n, j, reason));
+        out.dropped.insert((n, j));
+        Ok(())
+    }
+}
+
+/// The assistant turns the simulator minted thinking for, recognised by the messages up to and
+/// including the turn: (reply id, block count, the turn's message range).
+fn recognised_turns(
+    messages: &[Value],
+    turns: &[(&str, Range<usize>)],
+    ledger: &Ledger,
+) -> Vec<([u8; 12], u8, Range<usize>)> {
+    turns
+        .iter()
+        .filter(|(role, _)| *role == "assistant")
+        .filter_map(|(_, range)| {
+            let key = thinking::messages_chain(&messages[..range.end]);
+            ledger
+                .turn(&key)
+                .map(|(reply, count)| (reply, count, range.clone()))
+        })
+        .collect()
+}
+
+/// A bound request's carried thinking is one contiguous run of the blocks its recognised turns
+/// were minted with (thinking dropped from the start, from the end, or all of it): every block
+/// present after a gap that follows a present block is refused, or dropped with `drop_block`.
+fn contiguous(
+    turns: &[(&str, Range<usize>)],
+    recognised: &[([u8; 12], u8, Range<usize>)],
+    mut tokens: HashMap<(usize, usize), Token>,
+    replay: &Replay<'_>,
+    out: &mut Outcome,
+) -> Result<HashMap<(usize, usize), Token>, String> {
+    let mut present: Vec<((usize, usize), Token)> =
+        tokens.iter().map(|(at, t)| (*at, *t)).collect();
+    present.sort_by_key(|(at, _)| *at);
+    // The expected sequence, in message order: each recognised turn's blocks by position (the
+    // block's place when present), every other verified block as itself.
+    let mut seq: Vec<Option<(usize, usize)>> = Vec::new();
+    for (_, range) in turns.iter().filter(|(role, _)| *role == "assistant") {
+        let here: Vec<&((usize, usize), Token)> = present
+            .iter()
+            .filter(|(at, _)| range.contains(&at.0))
+            .collect();
+        let minted = recognised
+            .iter()
+            .find(|(_, _, r)| r == range)
+            .map(|(reply, count, _)| (*reply, *count));
+        if let Some((reply, count)) = minted {
+            for pos in 0..count {
+                seq.push(
+                    here.iter()
+                        .find(|(_, t)| t.reply == reply && t.pos == pos)
+                        .map(|(at, _)| *at),
+                );
+            }
+        }
+        for (at, t) in here {
+            if minted.is_none_or(|(reply, _)| t.reply != reply) {
+                seq.push(Some(*at));
+            }
+        }
+    }
+    let (mut seen, mut gap) = (false, false);
+    for at in seq {
+        match at {
+            Some(at) if gap => {
+                replay.mismatch(at.0, at.1, Reason::Prefix, out)?;
+                tokens.remove(&at);
+            }
+            Some(_) => seen = true,
+            None if seen => gap = true,
+            None => {}
+        }
+    }
+    Ok(tokens)
 }
 
 /// Every `tool_use` answered by a `tool_result` in the next turn; every `tool_result` answering a
@@ -1104,13 +1395,18 @@ fn pairing(messages: &[Value], turns: &[(&str, Range<usize>)]) -> Result<(), Str
     Ok(())
 }
 
-/// Verifies every thinking signature and redacted blob of every assistant message against the
-/// prefix before its turn; returns each block's token by (message, block).
+/// Verifies every thinking signature and redacted blob of every assistant message; returns each
+/// accepted block's token by (message, block). A block that is not genuine (forged, text
+/// altered) is refused with the short text; so is, on an unbound request, one whose prefix
+/// (`system`, earlier messages) differs. A bound request also compares tools, model and account
+/// and refuses (or drops, with `drop_block`) a mismatched or put-back block.
 fn signatures(
     system: Option<&Value>,
     messages: &[Value],
     turns: &[(&str, Range<usize>)],
-    key: &[u8],
+    replay: &Replay<'_>,
+    ledger: &Ledger,
+    out: &mut Outcome,
 ) -> Result<HashMap<(usize, usize), Token>, String> {
     let mut tokens = HashMap::new();
     for (role, range) in turns {
@@ -1124,23 +1420,47 @@ fn signatures(
                 if kind != "thinking" && kind != "redacted_thinking" {
                     continue;
                 }
-                let d = *digest.get_or_insert_with(|| {
+                let prefix = *digest.get_or_insert_with(|| {
                     thinking::prefix_digest(system, &messages[..range.start])
                 });
-                let token = if kind == "thinking" {
+                let binding = Binding {
+                    prefix,
+                    tools: replay.tools,
+                    model: replay.ctx.model,
+                    account: replay.ctx.account,
+                };
+                let opened = if kind == "thinking" {
                     let text = b.get("thinking").and_then(Value::as_str).unwrap_or("");
                     let sig = b.get("signature").and_then(Value::as_str).unwrap_or("");
-                    thinking::verify_thinking(key, &d, text, sig)
+                    thinking::open_messages_thinking(replay.key, &binding, text, sig)
                 } else {
                     let data = b.get("data").and_then(Value::as_str).unwrap_or("");
-                    thinking::open_redacted(key, &d, data)
+                    thinking::open_messages_redacted(replay.key, &binding, data)
                 };
-                match token {
-                    Some(t) => {
-                        tokens.insert((n, j), t);
+                let Some(o) = opened else {
+                    return Err(invalid_signature_text(n, j, kind));
+                };
+                if !replay.bound {
+                    if !o.prefix {
+                        return Err(invalid_signature_text(n, j, kind));
                     }
-                    None => return Err(invalid_signature_text(n, j, kind)),
+                } else {
+                    let reason = if !o.model || !o.account {
+                        Some(Reason::Model)
+                    } else if !o.prefix
+                        || !o.tools
+                        || ledger.was_left_out(o.token.reply, o.token.pos)
+                    {
+                        Some(Reason::Prefix)
+                    } else {
+                        None
+                    };
+                    if let Some(reason) = reason {
+                        replay.mismatch(n, j, reason, out)?;
+                        continue;
+                    }
                 }
+                tokens.insert((n, j), o.token);
             }
         }
     }
@@ -1155,10 +1475,17 @@ fn latest_turn(
     messages: &[Value],
     turns: &[(&str, Range<usize>)],
     tokens: &HashMap<(usize, usize), Token>,
+    dropped: &HashSet<(usize, usize)>,
 ) -> Result<(), String> {
     let Some(((last_role, last), rest)) = turns.split_last() else {
         return Ok(());
     };
+    // `drop_block` dropped thinking of this turn: the API dropped it, it does not ask for it.
+    if let Some((_, turn)) = rest.last()
+        && dropped.iter().any(|(n, _)| turn.contains(n))
+    {
+        return Ok(());
+    }
     let carries_results = last.clone().any(|n| {
         messages[n]
             .get("content")
@@ -1221,7 +1548,13 @@ mod tests {
     fn with_tools(tools: Value) -> Result<Checked, String> {
         let body = json!({"model": "claude-opus-4-6", "max_tokens": 64, "tools": tools,
                           "messages": [{"role": "user", "content": "hi"}]});
-        validate(&body, Via::Body, "", b"k")
+        let ledger = Mutex::new(Ledger::default());
+        let ctx = Ctx {
+            model: "claude-opus-4-6",
+            account: [0; 32],
+            ledger: &ledger,
+        };
+        validate(&body, Via::Body, "", b"k", ctx)
     }
 
     #[test]

@@ -8,6 +8,14 @@
 //! thinking blocks and their count, so the profile can tell a genuine block from a forged one
 //! (signature check) and a complete, ordered latest turn from a modified one (sequence check)
 //! without remembering anything: a fresh simulator with the same key verifies old blocks.
+//!
+//! That format (`hsa1`) is the Bedrock Converse doors'. The Messages doors (direct, Foundry,
+//! Vertex, Bedrock InvokeModel) mint `hsa2` blocks ([`sign_messages_thinking`],
+//! [`seal_messages_redacted`]): the token plus four keyed tags (prefix digest, tools, model,
+//! account) carried in the clear and sealed with the text, so the rules can tell a forged block
+//! (the seal fails) from a genuine block replayed onto another prefix, tools list, model or
+//! account (a tag differs) — unbound requests compare only the prefix tag, as before
+//! (`super::binding`).
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -19,6 +27,10 @@ use crate::wire::canonical;
 const THINKING_DOMAIN: &str = "anthropic thinking";
 /// Domain of redacted-thinking data.
 const REDACTED_DOMAIN: &str = "anthropic redacted_thinking";
+/// Domain of Messages thinking signatures (with binding tags).
+const MESSAGES_THINKING_DOMAIN: &str = "anthropic messages thinking";
+/// Domain of Messages redacted-thinking data (with binding tags).
+const MESSAGES_REDACTED_DOMAIN: &str = "anthropic messages redacted_thinking";
 /// Version tag at the start of every token.
 const MAGIC: &[u8; 4] = b"hsa1";
 /// Length of the reply id inside a token.
@@ -129,10 +141,7 @@ pub(crate) fn open_redacted(key: &[u8], digest: &PrefixDigest, data: &str) -> Op
 }
 
 /// Digest of the conversation prefix: `system` (a string and an array of text blocks with the
-/// same texts are the same) and every message's `(role, block)` pairs, with thinking and
-/// redacted-thinking blocks dropped, `cache_control` removed, string content read as one text
-/// block and a `false` `is_error` read as absent. Consecutive messages of one role give the same
-/// digest as their merge (the API combines them); object keys are compared sorted.
+/// same texts are the same) followed by [`messages_chain`] of the messages.
 pub(crate) fn prefix_digest(system: Option<&Value>, messages: &[Value]) -> PrefixDigest {
     let mut h = Sha256::new();
     h.update(b"system\0");
@@ -141,18 +150,172 @@ pub(crate) fn prefix_digest(system: Option<&Value>, messages: &[Value]) -> Prefi
         h.update([0]);
     }
     h.update(b"messages\0");
+    h.update(messages_chain(messages));
+    h.finalize().into()
+}
+
+/// A hash chain over every message's `(role, block)` pairs, with thinking and
+/// redacted-thinking blocks dropped, `cache_control` removed, string content read as one text
+/// block and a `false` `is_error` read as absent; object keys are compared sorted. Consecutive
+/// messages of one role give the same chain as their merge (the API combines them). A
+/// `compaction` block sets the chain to the state it carries (that of the messages it
+/// summarised, [`super::compaction`]), so what follows it chains on as it did before the
+/// compaction.
+pub(crate) fn messages_chain(messages: &[Value]) -> [u8; 32] {
+    let mut state: [u8; 32] = Sha256::digest(b"anthropic messages chain").into();
     for m in messages {
         let role = m.get("role").and_then(Value::as_str).unwrap_or("");
         for block in content_blocks(m.get("content")) {
+            if let Some(carried) = super::compaction::carried_chain(&block) {
+                state = carried;
+                continue;
+            }
             if let Some(block) = normalized(block) {
+                let mut h = Sha256::new();
+                h.update(state);
                 h.update(role.as_bytes());
                 h.update([0]);
                 h.update(canonical(&block));
-                h.update([0]);
+                state = h.finalize().into();
             }
         }
     }
-    h.finalize().into()
+    state
+}
+
+/// What a Messages block is bound to besides its text: the prefix digest ([`prefix_digest`]),
+/// the tools ([`super::binding::tools_digest`]), the model id and the account
+/// ([`super::binding::account_hash`]).
+#[derive(Clone, Debug)]
+pub(crate) struct Binding<'a> {
+    pub(crate) prefix: PrefixDigest,
+    pub(crate) tools: [u8; 32],
+    pub(crate) model: &'a str,
+    pub(crate) account: [u8; 32],
+}
+
+/// Version tag of a Messages token with binding tags.
+const MAGIC_BOUND: &[u8; 4] = b"hsa2";
+/// Length of one binding tag.
+const TAG_LEN: usize = 16;
+/// Length of a Messages token: [`MAGIC_BOUND`], reply id, position, count, four tags.
+const BOUND_TOKEN_LEN: usize = MAGIC_BOUND.len() + REPLY_LEN + 2 + 4 * TAG_LEN;
+
+impl Binding<'_> {
+    /// The four tags, in token order: prefix, tools, model, account.
+    fn tags(&self, key: &[u8]) -> [[u8; TAG_LEN]; 4] {
+        let cut = |full: [u8; 32]| {
+            let mut t = [0u8; TAG_LEN];
+            t.copy_from_slice(&full[..TAG_LEN]);
+            t
+        };
+        use super::binding::keyed;
+        [
+            cut(keyed(key, "bind prefix", &self.prefix)),
+            cut(keyed(key, "bind tools", &self.tools)),
+            cut(keyed(key, "bind model", self.model.as_bytes())),
+            cut(keyed(key, "bind account", &self.account)),
+        ]
+    }
+
+    fn carried(&self, key: &[u8], token: Token) -> Vec<u8> {
+        let mut out = MAGIC_BOUND.to_vec();
+        out.extend_from_slice(&token.reply);
+        out.push(token.pos);
+        out.push(token.count);
+        for t in self.tags(key) {
+            out.extend_from_slice(&t);
+        }
+        out
+    }
+}
+
+/// A genuine Messages block, opened: its token and which bindings match the request replaying
+/// it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Opened {
+    pub(crate) token: Token,
+    pub(crate) prefix: bool,
+    pub(crate) tools: bool,
+    pub(crate) model: bool,
+    pub(crate) account: bool,
+}
+
+fn open_carried(key: &[u8], carried: &[u8], binding: &Binding<'_>) -> Option<Opened> {
+    if carried.len() < BOUND_TOKEN_LEN || !carried.starts_with(MAGIC_BOUND) {
+        return None;
+    }
+    let mut reply = [0u8; REPLY_LEN];
+    let at = MAGIC_BOUND.len();
+    reply.copy_from_slice(&carried[at..at + REPLY_LEN]);
+    let token = Token {
+        reply,
+        pos: carried[at + REPLY_LEN],
+        count: carried[at + REPLY_LEN + 1],
+    };
+    let tags_at = at + REPLY_LEN + 2;
+    let want = binding.tags(key);
+    let ok = |i: usize| {
+        let from = tags_at + i * TAG_LEN;
+        carried[from..from + TAG_LEN] == want[i]
+    };
+    Some(Opened {
+        token,
+        prefix: ok(0),
+        tools: ok(1),
+        model: ok(2),
+        account: ok(3),
+    })
+}
+
+/// A Messages `thinking` signature: `base64(carried ‖ HMAC(key, carried ‖ text))`, the carried
+/// part holding the token and the four binding tags.
+pub(crate) fn sign_messages_thinking(
+    key: &[u8],
+    binding: &Binding<'_>,
+    text: &str,
+    token: Token,
+) -> String {
+    sign::seal_bound(
+        key,
+        MESSAGES_THINKING_DOMAIN,
+        &binding.carried(key, token),
+        text.as_bytes(),
+    )
+}
+
+/// Opens a Messages `thinking` signature over `text`: `None` when it is not genuine (forged, or
+/// the text was altered), else the token and the bindings compared with `binding`.
+pub(crate) fn open_messages_thinking(
+    key: &[u8],
+    binding: &Binding<'_>,
+    text: &str,
+    signature: &str,
+) -> Option<Opened> {
+    let carried = sign::open_bound(key, MESSAGES_THINKING_DOMAIN, signature, text.as_bytes())?;
+    (carried.len() == BOUND_TOKEN_LEN).then(|| open_carried(key, &carried, binding))?
+}
+
+/// Messages `redacted_thinking` data: `base64(carried ‖ payload ‖ HMAC(…))`.
+pub(crate) fn seal_messages_redacted(
+    key: &[u8],
+    binding: &Binding<'_>,
+    token: Token,
+    payload: &[u8],
+) -> String {
+    let mut included = binding.carried(key, token);
+    included.extend_from_slice(payload);
+    sign::seal_bound(key, MESSAGES_REDACTED_DOMAIN, &included, b"")
+}
+
+/// Opens Messages redacted data, as [`open_messages_thinking`].
+pub(crate) fn open_messages_redacted(
+    key: &[u8],
+    binding: &Binding<'_>,
+    data: &str,
+) -> Option<Opened> {
+    let included = sign::open_bound(key, MESSAGES_REDACTED_DOMAIN, data, b"")?;
+    open_carried(key, &included, binding)
 }
 
 /// `{"type":"text","text":s}`.

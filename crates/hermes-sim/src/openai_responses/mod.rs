@@ -8,9 +8,12 @@
 //! reasoning ↔ following-item pairing, tool-call pairing) and the scripted model in [`reply`]
 //! (JSON or SSE). [`seal`] mints and opens the reasoning ciphertext (bound to the model and the
 //! simulator's organisation) and the `fc_…` / `msg_…` ids that name their paired `rs_…` item, so
-//! the simulator keeps no state and still knows what it minted. Errors use OpenAI's envelope
+//! the simulator keeps no state and still knows what it minted. The one exception is [`prefix`]:
+//! the prefix each reasoning item was made after is remembered, so that an item replayed after a
+//! changed prefix is dropped silently (and noted in the record). Errors use OpenAI's envelope
 //! `{"error":{"message","type","param","code"}}`.
 
+pub(crate) mod prefix;
 pub(crate) mod reply;
 pub(crate) mod rules;
 pub(crate) mod schema;
@@ -120,6 +123,7 @@ pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
         return refused(&body, &f);
     }
     let switches = lock(&shared.switches).clone();
+    let notes = prefix::drops(&body, &lock(&shared.responses_minted));
     let reply = reply::script(&reply::Ask {
         body: &body,
         raw,
@@ -127,6 +131,10 @@ pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
         key: &shared.key,
         org: &shared.openai_org,
     });
+    lock(&shared.responses_minted).insert(
+        reply.rs_id().to_owned(),
+        prefix::digest(&body, &prefix::items(&body)),
+    );
     let stream = body.get("stream").and_then(Value::as_bool) == Some(true);
     let end = if switches.max_output_tokens_reached {
         reply::End::Incomplete
@@ -141,5 +149,7 @@ pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
         reply.json(end).to_string()
     };
     let kind = if stream { Body::Sse } else { Body::Json };
-    Answer::ok(body, text, kind)
+    let mut answer = Answer::ok(body, text, kind);
+    answer.notes = notes;
+    answer
 }

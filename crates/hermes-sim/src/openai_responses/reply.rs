@@ -193,6 +193,11 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
 }
 
 impl Reply {
+    /// The `rs_…` id of the reasoning item this reply mints.
+    pub(crate) fn rs_id(&self) -> &str {
+        &self.rs_id
+    }
+
     /// The reasoning item: complete, or as `response.output_item.added` shows it.
     fn reasoning_item(&self, complete: bool) -> Value {
         if !complete {

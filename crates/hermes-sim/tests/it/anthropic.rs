@@ -2,7 +2,9 @@
 //! Azure Foundry `/anthropic/v1/messages`, Vertex `:rawPredict` / `:streamRawPredict`), the strict
 //! schema, tool pairing, signed thinking verified on replay, and the SSE shape.
 
-use hermes_sim::{PROFILES, Sim, Switches};
+use hermes_sim::{
+    BLOCK_BINDING_BETA, BOUND_MODELS, COMPACTION_BETA, PROFILES, Sim, Switches, anthropic_is_bound,
+};
 use serde_json::{Value, json};
 
 use crate::common::{Resp, assert_header, assert_redacted, send};
@@ -145,6 +147,12 @@ fn reassemble(evs: &[Event]) -> Value {
                     }
                     "input_json_delta" => {
                         partial_json[i].push_str(delta["partial_json"].as_str().unwrap())
+                    }
+                    "compaction_delta" => {
+                        for k in ["content", "encrypted_content"] {
+                            let t = b[k].as_str().unwrap().to_owned();
+                            b[k] = json!(t + delta[k].as_str().unwrap());
+                        }
                     }
                     other => panic!("unexpected delta {other}"),
                 }
@@ -1471,4 +1479,452 @@ async fn claude_code_s_documented_fields_are_checked_and_unknown_ones_still_refu
     for (body, want) in rows {
         refused(&sim, &body, want).await;
     }
+}
+
+// ---------------------------------------------------------------- binding (SPEC §5a, issue 46)
+
+const FABLE: &str = "claude-fable-5-1";
+
+/// SPEC §5a's refusal of a block bound to a different conversation.
+fn bound(n: usize, m: usize) -> String {
+    format!(
+        "messages.{n}.content.{m}: Invalid `signature` in `thinking` block. The block is bound to a different conversation. Remove the block, or set `thinking.block_binding.prefix_mismatch_behavior` to \"drop_block\"."
+    )
+}
+
+/// Posts `body` to the direct door under the API key `key` with `anthropic-beta: betas` (none
+/// when empty).
+async fn post_as(sim: &Sim, body: &Value, key: &str, betas: &str) -> Resp {
+    let mut headers = vec![("anthropic-version", VERSION), ("x-api-key", key)];
+    if !betas.is_empty() {
+        headers.push(("anthropic-beta", betas));
+    }
+    send(
+        &sim.base_url(),
+        "POST",
+        "/v1/messages",
+        &headers,
+        body.to_string().as_bytes(),
+    )
+    .await
+}
+
+/// A thinking body for `model`.
+fn for_model(model: &str, messages: &[Value]) -> Value {
+    let mut b = thinking_body(messages);
+    b.as_object_mut()
+        .unwrap()
+        .shift_insert(0, "model".into(), json!(model));
+    b
+}
+
+/// Expects a 200 and returns the reply.
+async fn ok_as(sim: &Sim, body: &Value, key: &str, betas: &str) -> Value {
+    let r = post_as(sim, body, key, betas).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()
+}
+
+/// Expects a 400 `invalid_request_error` with exactly `message`.
+async fn refused_as(sim: &Sim, body: &Value, key: &str, betas: &str, message: &str) {
+    let r = post_as(sim, body, key, betas).await;
+    assert_eq!(
+        error_message(&r, 400, "invalid_request_error", "req_"),
+        message
+    );
+}
+
+/// The content without its thinking blocks.
+fn bare(content: &Value) -> Value {
+    json!(
+        content
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["type"] != "thinking" && b["type"] != "redacted_thinking")
+            .cloned()
+            .collect::<Vec<_>>()
+    )
+}
+
+#[test]
+fn bound_models_are_claude_fable_5_1_and_later() {
+    assert_eq!(BOUND_MODELS.len(), 1);
+    assert_eq!(BOUND_MODELS[0].family, "fable");
+    assert_eq!(BOUND_MODELS[0].since, (5, 1));
+    for m in [
+        "claude-fable-5-1",
+        "claude-fable-5-2",
+        "claude-fable-5-1-20260901",
+        "claude-fable-6",
+    ] {
+        assert!(anthropic_is_bound(m), "{m}");
+    }
+    for m in ["claude-fable-5", "claude-opus-4-6", "claude-opus-4-8"] {
+        assert!(!anthropic_is_bound(m), "{m}");
+    }
+}
+
+#[tokio::test]
+async fn a_bound_model_binds_thinking_to_system_tools_and_messages_an_unbound_one_as_before() {
+    for model in [FABLE, MODEL] {
+        let sim = Sim::start("anthropic").await.unwrap();
+        let first = vec![user("time? [tools=1]")];
+        let step = ok_as(&sim, &for_model(model, &first), "k1", "").await["content"].clone();
+        let history = in_flight(&first, &step);
+        ok_as(&sim, &for_model(model, &history), "k1", "").await;
+
+        // cache_control on a tool is not part of the prefix.
+        let mut body = for_model(model, &history);
+        body["tools"][0]["cache_control"] = json!({"type": "ephemeral"});
+        ok_as(&sim, &body, "k1", "").await;
+
+        // A tool added mid-conversation: the bound model refuses, the unbound one accepts.
+        let mut body = for_model(model, &history);
+        body["tools"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "date", "input_schema": {"type": "object"}}));
+        if model == FABLE {
+            refused_as(&sim, &body, "k1", "", &bound(1, 0)).await;
+        } else {
+            ok_as(&sim, &body, "k1", "").await;
+        }
+        // A changed tool description likewise.
+        let mut body = for_model(model, &history);
+        body["tools"][0]["description"] = json!("The time now.");
+        if model == FABLE {
+            refused_as(&sim, &body, "k1", "", &bound(1, 0)).await;
+        } else {
+            ok_as(&sim, &body, "k1", "").await;
+        }
+
+        // A changed system prompt: the long text when bound, today's short one when not.
+        let mut body = for_model(model, &history);
+        body["system"] = json!("You are terse. Today is 2026-09-01.");
+        let want = if model == FABLE {
+            bound(1, 0)
+        } else {
+            invalid_signature(1, 0, "thinking")
+        };
+        refused_as(&sim, &body, "k1", "", &want).await;
+        // A changed earlier message likewise.
+        let mut edited = history.clone();
+        edited[0] = user("time?? [tools=1]");
+        refused_as(&sim, &for_model(model, &edited), "k1", "", &want).await;
+        // A forged signature is the short text on both.
+        let mut forged = step.clone();
+        let sig = forged[0]["signature"].as_str().unwrap().to_owned();
+        forged[0]["signature"] = json!(flip_one_byte(&sig, 10));
+        refused_as(
+            &sim,
+            &for_model(model, &in_flight(&first, &forged)),
+            "k1",
+            "",
+            &invalid_signature(1, 0, "thinking"),
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn a_bound_model_binds_thinking_to_the_model_and_the_account() {
+    let sim = Sim::start("anthropic").await.unwrap();
+    let first = vec![user("time? [tools=1]")];
+    let step = ok_as(&sim, &for_model(FABLE, &first), "key-a", "").await["content"].clone();
+    let history = in_flight(&first, &step);
+    ok_as(&sim, &for_model(FABLE, &history), "key-a", "").await;
+    // Another account.
+    refused_as(&sim, &for_model(FABLE, &history), "key-b", "", &bound(1, 0)).await;
+    // Another bound model.
+    refused_as(
+        &sim,
+        &for_model("claude-fable-5-2", &history),
+        "key-a",
+        "",
+        &bound(1, 0),
+    )
+    .await;
+    // An unbound model keeps today's checks: neither model nor account is compared.
+    ok_as(&sim, &for_model(MODEL, &history), "key-b", "").await;
+    let step = ok_as(&sim, &for_model(MODEL, &first), "key-a", "").await["content"].clone();
+    ok_as(
+        &sim,
+        &for_model(MODEL, &in_flight(&first, &step)),
+        "key-b",
+        "",
+    )
+    .await;
+}
+
+/// Three signed turns on `model` under key `k`: `[u1, a1(T1, call), r1, a2(T2, text), u2,
+/// a3(T3, call), r3]`, every request accepted as it went.
+async fn three_turns(sim: &Sim, model: &str) -> Vec<Value> {
+    let mut h = vec![user("time? [tools=1]")];
+    let a1 = ok_as(sim, &for_model(model, &h), "k", "").await["content"].clone();
+    h = in_flight(&h, &a1);
+    let a2 = ok_as(sim, &for_model(model, &h), "k", "").await["content"].clone();
+    assert_eq!(a2[0]["type"], "thinking");
+    h.push(assistant(&a2));
+    h.push(user("and the date? [tools=1]"));
+    let a3 = ok_as(sim, &for_model(model, &h), "k", "").await["content"].clone();
+    let h = in_flight(&h, &a3);
+    ok_as(sim, &for_model(model, &h), "k", "").await;
+    h
+}
+
+#[tokio::test]
+async fn a_bound_model_refuses_a_block_dropped_from_the_middle_or_put_back() {
+    let sim = Sim::start("anthropic").await.unwrap();
+    let h = three_turns(&sim, FABLE).await;
+    // Dropped from the middle (turn 2's block gone, turns 1 and 3 kept).
+    let mut middle = h.clone();
+    middle[3] = assistant(&bare(&h[3]["content"]));
+    refused_as(&sim, &for_model(FABLE, &middle), "k", "", &bound(5, 0)).await;
+    // Dropped from the start: valid (and remembered).
+    let mut start = h.clone();
+    start[1] = assistant(&bare(&h[1]["content"]));
+    ok_as(&sim, &for_model(FABLE, &start), "k", "").await;
+    // Dropped from the start, all but the latest: valid.
+    let mut more = start.clone();
+    more[3] = assistant(&bare(&h[3]["content"]));
+    ok_as(&sim, &for_model(FABLE, &more), "k", "").await;
+    // Turn 1's block put back after it was left out: refused, and turn 2's too.
+    refused_as(&sim, &for_model(FABLE, &h), "k", "", &bound(1, 0)).await;
+    refused_as(&sim, &for_model(FABLE, &start), "k", "", &bound(3, 0)).await;
+    // Without the put-back blocks the conversation goes on.
+    ok_as(&sim, &for_model(FABLE, &more), "k", "").await;
+    let sent = sim.requests();
+    assert!(sent.iter().all(|r| r.notes.is_empty()));
+
+    // An unbound model takes both, as it always did.
+    let sim = Sim::start("anthropic").await.unwrap();
+    let h = three_turns(&sim, MODEL).await;
+    let mut middle = h.clone();
+    middle[3] = assistant(&bare(&h[3]["content"]));
+    ok_as(&sim, &for_model(MODEL, &middle), "k", "").await;
+    let mut start = h.clone();
+    start[1] = assistant(&bare(&h[1]["content"]));
+    ok_as(&sim, &for_model(MODEL, &start), "k", "").await;
+    ok_as(&sim, &for_model(MODEL, &h), "k", "").await;
+}
+
+/// `body` with `thinking.block_binding.prefix_mismatch_behavior` set to `behavior`.
+fn with_binding(mut body: Value, behavior: &str) -> Value {
+    body["thinking"]["block_binding"] = json!({"prefix_mismatch_behavior": behavior});
+    body
+}
+
+#[tokio::test]
+async fn block_binding_needs_its_beta_and_drop_block_reports_input_transformations() {
+    let sim = Sim::start("anthropic").await.unwrap();
+    let first = vec![user("time? [tools=1]")];
+    let step = ok_as(&sim, &for_model(MODEL, &first), "k", "").await["content"].clone();
+    let history = in_flight(&first, &step);
+    let body = with_binding(for_model(MODEL, &history), "drop_block");
+    refused_as(
+        &sim,
+        &body,
+        "k",
+        "",
+        "thinking.block_binding: requires the thinking-binding-controls-2026-08-01 beta",
+    )
+    .await;
+    refused_as(
+        &sim,
+        &with_binding(for_model(MODEL, &history), "ignore"),
+        "k",
+        BLOCK_BINDING_BETA,
+        "thinking.block_binding.prefix_mismatch_behavior: Input should be 'error' or 'drop_block'",
+    )
+    .await;
+    // Unchanged prefix: nothing dropped, no `input_transformations`.
+    let v = ok_as(&sim, &body, "k", BLOCK_BINDING_BETA).await;
+    assert!(v.get("input_transformations").is_none(), "{v}");
+
+    // block_binding binds an unbound model: with "error", a changed system prompt gets the long
+    // text (the short one without block_binding).
+    let mut changed = with_binding(for_model(MODEL, &history), "error");
+    changed["system"] = json!("You are terse. Today is 2026-09-01.");
+    refused_as(&sim, &changed, "k", BLOCK_BINDING_BETA, &bound(1, 0)).await;
+
+    // With "drop_block" the block is dropped, reported, and the in-flight turn accepted.
+    changed["thinking"]["block_binding"]["prefix_mismatch_behavior"] = json!("drop_block");
+    let v = ok_as(&sim, &changed, "k", BLOCK_BINDING_BETA).await;
+    assert_eq!(
+        v["input_transformations"],
+        json!([{"type": "thinking_dropped", "path": "messages.1.content.0",
+                "reason": "prefix_binding_mismatch"}])
+    );
+    let rec = sim.requests();
+    assert_eq!(
+        rec.last().unwrap().notes,
+        vec!["messages.1.content.0: thinking block dropped (prefix_binding_mismatch)"]
+    );
+    // Streamed: on `message_start`.
+    changed["stream"] = json!(true);
+    let r = post_as(&sim, &changed, "k", BLOCK_BINDING_BETA).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let evs = events(&r.text());
+    assert_eq!(
+        evs[0].data["message"]["input_transformations"],
+        v["input_transformations"]
+    );
+
+    // A block dropped once stays dropped: put back under the original prefix, it is dropped
+    // again (or refused without drop_block).
+    let v = ok_as(
+        &sim,
+        &with_binding(for_model(MODEL, &history), "drop_block"),
+        "k",
+        BLOCK_BINDING_BETA,
+    )
+    .await;
+    assert_eq!(
+        v["input_transformations"][0]["reason"],
+        "prefix_binding_mismatch"
+    );
+    refused_as(
+        &sim,
+        &with_binding(for_model(MODEL, &history), "error"),
+        "k",
+        BLOCK_BINDING_BETA,
+        &bound(1, 0),
+    )
+    .await;
+
+    // Another model: model_binding_mismatch.
+    let sim = Sim::start("anthropic").await.unwrap();
+    let step = ok_as(&sim, &for_model(FABLE, &first), "k", "").await["content"].clone();
+    let history = in_flight(&first, &step);
+    let v = ok_as(
+        &sim,
+        &with_binding(for_model("claude-fable-5-2", &history), "drop_block"),
+        "k",
+        BLOCK_BINDING_BETA,
+    )
+    .await;
+    assert_eq!(
+        v["input_transformations"],
+        json!([{"type": "thinking_dropped", "path": "messages.1.content.0",
+                "reason": "model_binding_mismatch"}])
+    );
+}
+
+#[tokio::test]
+async fn a_bound_model_takes_a_mid_conversation_system_message_with_its_beta() {
+    let sim = Sim::start("anthropic").await.unwrap();
+    let first = vec![user("time? [tools=1]")];
+    let step = ok_as(&sim, &for_model(FABLE, &first), "k", "").await["content"].clone();
+    let mut history = in_flight(&first, &step);
+    history.push(system_message(json!("Today is 2026-09-01.")));
+    let body = for_model(FABLE, &history);
+    ok_as(&sim, &body, "k", SYSTEM_BETA).await;
+    refused_as(
+        &sim,
+        &body,
+        "k",
+        "",
+        "messages.3.role: Input should be 'user' or 'assistant'",
+    )
+    .await;
+}
+
+/// `body` asking for an on-demand compaction.
+fn compact(mut body: Value) -> Value {
+    body["compaction"] = json!({"type": "summarize"});
+    body
+}
+
+#[tokio::test]
+async fn on_demand_compaction_is_sealed_and_keeps_the_kept_turns_thinking_valid() {
+    let sim = Sim::start("anthropic").await.unwrap();
+    let h = three_turns(&sim, FABLE).await;
+    // Without the beta: refused, naming `compaction`.
+    refused_as(
+        &sim,
+        &compact(for_model(FABLE, &h[..4])),
+        "k",
+        "",
+        "compaction: requires the compact-2026-09-04 beta",
+    )
+    .await;
+    // Summarise the first turn ([u1, a1, r1, a2]); keep [u2, a3, r3].
+    let v = ok_as(
+        &sim,
+        &compact(for_model(FABLE, &h[..4])),
+        "k",
+        COMPACTION_BETA,
+    )
+    .await;
+    assert_eq!(v["role"], "assistant");
+    assert_eq!(v["stop_reason"], "end_turn");
+    let block = v["content"][0].clone();
+    assert_eq!(v["content"].as_array().unwrap().len(), 1);
+    assert_eq!(block["type"], "compaction");
+    let summary = block["content"].as_str().unwrap();
+    assert!(
+        summary.starts_with("Summary of 4 earlier messages.\nuser: time? [tools=1]"),
+        "{summary}"
+    );
+    assert!(!block["encrypted_content"].as_str().unwrap().is_empty());
+    assert_eq!(v["usage"]["iterations"][0]["type"], "compaction");
+
+    // Streamed: the same block, from `compaction_delta`s carrying both fields.
+    let mut body = compact(for_model(FABLE, &h[..4]));
+    body["stream"] = json!(true);
+    let r = post_as(&sim, &body, "k", COMPACTION_BETA).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let evs = events(&r.text());
+    assert!(
+        evs.iter()
+            .filter(|e| e.data["delta"]["type"] == "compaction_delta")
+            .count()
+            > 2
+    );
+    assert_eq!(reassemble(&evs)["content"][0], block);
+
+    // The compaction block first, then the kept turns verbatim: their thinking still verifies.
+    let mut next = vec![assistant(&json!([block.clone()]))];
+    next.extend_from_slice(&h[4..]);
+    let a4 = ok_as(&sim, &for_model(FABLE, &next), "k", COMPACTION_BETA).await["content"].clone();
+    // And thinking minted after the compaction verifies on the next turns.
+    next.push(assistant(&a4));
+    next.push(user("thanks"));
+    ok_as(&sim, &for_model(FABLE, &next), "k", COMPACTION_BETA).await;
+
+    // The block needs its beta, byte-for-byte content, and its model and account.
+    let r = post_as(&sim, &for_model(FABLE, &next), "k", "").await;
+    let message = error_message(&r, 400, "invalid_request_error", "req_");
+    assert!(
+        message.starts_with("messages.0.content.0: Input tag 'compaction' found"),
+        "{message}"
+    );
+    let mut altered = next.clone();
+    altered[0]["content"][0]["content"] = json!(format!("{summary} "));
+    refused_as(
+        &sim,
+        &for_model(FABLE, &altered),
+        "k",
+        COMPACTION_BETA,
+        "messages.0.content.0: Invalid `encrypted_content` in `compaction` block",
+    )
+    .await;
+    let elsewhere = "messages.0.content.0: Invalid `encrypted_content` in `compaction` block. The block was created by a different model or account.";
+    refused_as(
+        &sim,
+        &for_model(FABLE, &next),
+        "other",
+        COMPACTION_BETA,
+        elsewhere,
+    )
+    .await;
+    refused_as(
+        &sim,
+        &for_model("claude-fable-5-2", &next),
+        "k",
+        COMPACTION_BETA,
+        elsewhere,
+    )
+    .await;
 }

@@ -689,3 +689,43 @@ async fn the_script_calls_the_clients_first_tool_with_schema_valid_arguments() {
         "{text}"
     );
 }
+
+// ---------------------------------------------------------------- prefix binding (SPEC §5a)
+
+#[tokio::test]
+async fn reasoning_after_a_changed_prefix_is_dropped_silently_and_noted() {
+    let sim = Sim::start(PROFILE).await.unwrap();
+    let (mut input, id) = first_step(&sim).await;
+    input.push(output_for(&id, "12:00"));
+    // Same prefix: accepted, nothing noted.
+    ok(&sim, &req(&input)).await;
+    assert!(sim.requests().last().unwrap().notes.is_empty());
+    let rs = input[1]["id"].as_str().unwrap().to_owned();
+    assert!(rs.starts_with("rs_"), "{rs}");
+    let dropped =
+        format!("input[1]: reasoning item {rs} dropped (the prefix changed since it was made)");
+
+    // Changed instructions: accepted (never refused), the drop noted.
+    let mut body = req(&input);
+    body["instructions"] = json!("Today is 2026-09-01.");
+    ok(&sim, &body).await;
+    assert_eq!(sim.requests().last().unwrap().notes, vec![dropped.clone()]);
+    // A tool added mid-conversation likewise.
+    let mut body = req(&input);
+    body["tools"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": "function", "name": "date", "parameters": {"type": "object"}}));
+    ok(&sim, &body).await;
+    assert_eq!(sim.requests().last().unwrap().notes, vec![dropped.clone()]);
+    // An edited earlier input item likewise.
+    let mut edited = input.clone();
+    edited[0] = user("What time is it now? [tools=2]");
+    ok(&sim, &req(&edited)).await;
+    assert_eq!(sim.requests().last().unwrap().notes, vec![dropped]);
+    // The string form of the same first message is the same prefix.
+    let mut same = input.clone();
+    same[0] = json!({"role": "user", "content": "What time is it? [tools=2]"});
+    ok(&sim, &req(&same)).await;
+    assert!(sim.requests().last().unwrap().notes.is_empty());
+}
