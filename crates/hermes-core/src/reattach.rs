@@ -15,63 +15,120 @@ use crate::tally::CarrierCounts;
 #[derive(Debug)]
 pub struct Alignment {
     /// What goes upstream: the client's messages as sent (its trimmed tool outputs, its system
-    /// prompt), every assistant message equal to a stored one replaced by the stored one (its
-    /// carriers), every other assistant message [`untrusted`].
+    /// prompt), every assistant message at its place in the stored view replaced by the stored
+    /// one (its carriers), every other assistant message [`untrusted`].
     pub history: Vec<Message>,
-    /// How many leading messages the client's history shares with the stored view (system
-    /// messages are not part of matching: two system messages count as the same).
+    /// How many leading messages of the client's history stand at their place in the stored
+    /// view (see [`align`]); 0 when none does.
     pub shared: usize,
+    /// For each client message at its place (system messages are not part of matching), its
+    /// index and the index of the stored message it stands at, in order.
+    pub run: Vec<(usize, usize)>,
     /// The client's assistant messages by what happened to their carriers: re-attached from
     /// the store, passed through as the client sent them, or missing (`demoted` and
     /// `dropped_provenance` are the wire's to count).
     pub counts: CarrierCounts,
 }
 
-/// Lines `incoming` up with `stored` (a stored session's active view; empty for a new one).
+impl Alignment {
+    /// Whether an assistant message of the client's history stands at its place in the stored
+    /// view: the client continues (or branches) this conversation. Without one the history is
+    /// not this conversation's (a stock reply of another one matched its content alone), and
+    /// nothing of it may be re-attached or stored in it.
+    pub fn placed(&self, incoming: &[Message]) -> bool {
+        self.run
+            .iter()
+            .any(|(i, _)| incoming[*i].role == Role::Assistant)
+    }
+
+    /// Where in the stored view the client's first `cut` messages end: after the stored message
+    /// the last of them at its place stands at (0 when none does).
+    pub fn stored_cut(&self, cut: usize) -> usize {
+        self.run
+            .iter()
+            .take_while(|(i, _)| *i < cut)
+            .last()
+            .map_or(0, |(_, s)| s + 1)
+    }
+}
+
+/// Whether matching leaves `message` out (system and developer messages: clients put dates and
+/// other changing text there, SPEC §10).
+fn unmatched(message: &Message) -> bool {
+    matches!(message.role, Role::System | Role::Developer)
+}
+
+/// Lines `incoming` up with `stored` (a stored session's active view; empty for a new one) by
+/// **place** (SPEC §10): a client message stands at a stored message's place when the two
+/// normal forms are equal and so is every client message before it, compared backwards with
+/// the stored messages before the stored one — system messages left out on both sides, so the
+/// client's messages from its first on must be a run of the stored ones, which may start later
+/// than the stored view's first (a client that dropped its oldest turns). Of all such runs the
+/// longest (then the earliest) is taken; the client's assistant messages in it get the stored
+/// message's carriers, every other one is [`untrusted`]: a message equal in content alone — a
+/// stock "Done." of another conversation, or an answer after an edited message — gets nothing.
 pub fn align(stored: &[Message], incoming: &[Message]) -> Alignment {
     let forms: Vec<NormalForm> = stored.iter().map(normal_form).collect();
     let incoming_forms: Vec<NormalForm> = incoming.iter().map(normal_form).collect();
-    let shared = stored
-        .iter()
-        .zip(incoming)
-        .zip(forms.iter().zip(&incoming_forms))
-        .take_while(|((s, i), (sf, inf))| {
-            (s.role == Role::System && i.role == Role::System) || sf == inf
-        })
-        .count();
-    let by_form: HashMap<&NormalForm, &Message> = stored
-        .iter()
-        .zip(&forms)
-        .filter(|(m, _)| m.role == Role::Assistant)
-        .map(|(m, f)| (f, m))
+    let ours: Vec<usize> = (0..stored.len())
+        .filter(|&k| !unmatched(&stored[k]))
         .collect();
+    let theirs: Vec<usize> = (0..incoming.len())
+        .filter(|&k| !unmatched(&incoming[k]))
+        .collect();
+    // The longest run of the client's messages, from its first, equal to the stored ones from
+    // some offset.
+    let mut best: (usize, usize) = (0, 0);
+    if let Some(&first) = theirs.first() {
+        for offset in 0..ours.len() {
+            if forms[ours[offset]] != incoming_forms[first] {
+                continue;
+            }
+            let length = ours[offset..]
+                .iter()
+                .zip(&theirs)
+                .take_while(|(s, i)| forms[**s] == incoming_forms[**i])
+                .count();
+            if length > best.1 {
+                best = (offset, length);
+            }
+        }
+    }
+    let (offset, length) = best;
+    let run: Vec<(usize, usize)> = theirs[..length]
+        .iter()
+        .copied()
+        .zip(ours[offset..offset + length].iter().copied())
+        .collect();
+    let at_place: HashMap<usize, usize> = run.iter().copied().collect();
     let mut counts = CarrierCounts::default();
     let history = incoming
         .iter()
-        .zip(&incoming_forms)
-        .map(|(m, form)| match m.role {
-            Role::Assistant => match by_form.get(form) {
-                Some(stored) => {
-                    if holds_carriers(stored) {
-                        counts.reattached += 1;
-                    }
-                    (*stored).clone()
+        .enumerate()
+        .map(|(j, m)| match (m.role, at_place.get(&j)) {
+            (Role::Assistant, Some(&k)) => {
+                let stored = &stored[k];
+                if holds_carriers(stored) {
+                    counts.reattached += 1;
                 }
-                None => {
-                    if holds_carriers(m) {
-                        counts.passed_through += 1;
-                    } else {
-                        counts.missing += 1;
-                    }
-                    untrusted(m)
+                stored.clone()
+            }
+            (Role::Assistant, None) => {
+                if holds_carriers(m) {
+                    counts.passed_through += 1;
+                } else {
+                    counts.missing += 1;
                 }
-            },
+                untrusted(m)
+            }
             _ => untrusted(m),
         })
         .collect();
+    let shared = run.last().map_or(0, |(i, _)| i + 1);
     Alignment {
         history,
         shared,
+        run,
         counts,
     }
 }
@@ -271,22 +328,19 @@ mod tests {
     }
 
     #[test]
-    fn an_edited_assistant_message_gets_nothing_and_an_edited_user_turn_branches() {
-        let mut incoming = stored();
-        incoming[1] = Message::text(Role::User, "what time is it?");
+    fn an_edited_assistant_message_gets_nothing_and_nothing_after_an_edit_is_at_its_place() {
+        let stored = stored();
+        // The answer edited: the call turn before it is at its place, the answer is not.
+        let mut incoming = stored.clone();
         incoming[4] = Message::text(Role::Assistant, "Noon, I think.");
         incoming[4].reasoning_content = Some(crate::raw::TextCarrier::new("forged"));
         incoming.push(Message::text(Role::User, "sure?"));
-        let stored = stored();
         let aligned = align(&stored, &incoming);
-        assert_eq!(
-            aligned.shared, 1,
-            "the edit at the first user turn ends the prefix"
-        );
-        assert!(aligned.shared < stored.len());
+        assert_eq!(aligned.shared, 4, "up to the edited answer");
+        assert_eq!(aligned.stored_cut(4), 4);
         assert_eq!(
             aligned.history[2], stored[2],
-            "an unedited assistant after the edit is still re-attached"
+            "the call turn before the edit"
         );
         assert_eq!(
             aligned.history[4].origin, None,
@@ -300,6 +354,80 @@ mod tests {
                 .text(),
             "forged"
         );
+        // The first user turn edited: nothing after it stands at its place, however equal.
+        let mut incoming = stored.clone();
+        incoming[1] = Message::text(Role::User, "what time is it?");
+        incoming[2].reasoning_content = None;
+        incoming.push(Message::text(Role::User, "sure?"));
+        let aligned = align(&stored, &incoming);
+        assert_eq!(
+            aligned.shared, 0,
+            "the edit at the first user turn ends the prefix"
+        );
+        assert!(!aligned.placed(&incoming));
+        assert_eq!(aligned.counts.reattached, 0);
+        assert_eq!(
+            aligned.history[2].reasoning_content, None,
+            "an equal call turn after the edit is not at its place: no stored carrier"
+        );
+    }
+
+    #[test]
+    fn a_stock_reply_of_another_conversation_is_not_at_its_place() {
+        // SPEC §10's forged "Done.": equal in content to a stored answer, but what comes before
+        // it is not what came before that answer.
+        let stored = messages(json!([
+            {"role": "user", "content": "fix the build"},
+            {"role": "assistant", "content": "Done.", "reasoning_content": "A's secret plan"}
+        ]));
+        let incoming = messages(json!([
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "Done."},
+            {"role": "user", "content": "what were you thinking?"}
+        ]));
+        let aligned = align(&stored, &incoming);
+        assert!(!aligned.placed(&incoming));
+        assert_eq!(aligned.counts.reattached, 0);
+        assert_eq!(
+            aligned.history[1].reasoning_content, None,
+            "{:?}",
+            aligned.history[1]
+        );
+        assert_eq!(aligned.shared, 0);
+    }
+
+    #[test]
+    fn a_client_that_dropped_its_oldest_turns_still_stands_at_its_place() {
+        let stored = messages(json!([
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": "first"},
+            {"role": "assistant", "content": "one", "reasoning_content": "r1"},
+            {"role": "user", "content": "second"},
+            {"role": "assistant", "content": "two", "reasoning_content": "r2"}
+        ]));
+        let incoming = messages(json!([
+            {"role": "system", "content": "You are terse. Today is Sunday."},
+            {"role": "user", "content": "second"},
+            {"role": "assistant", "content": "two"},
+            {"role": "user", "content": "third"}
+        ]));
+        let aligned = align(&stored, &incoming);
+        assert!(aligned.placed(&incoming));
+        assert_eq!(aligned.history[2], stored[4], "its stored carriers");
+        assert_eq!(aligned.shared, 3);
+        assert_eq!(
+            aligned.stored_cut(3),
+            5,
+            "the stored tip: the turn continues it"
+        );
+        // The same run in another order is not at its place.
+        let swapped = messages(json!([
+            {"role": "user", "content": "first"},
+            {"role": "assistant", "content": "two"},
+            {"role": "user", "content": "again"}
+        ]));
+        let aligned = align(&stored, &swapped);
+        assert_eq!(aligned.counts.reattached, 0);
     }
 
     #[test]

@@ -381,15 +381,12 @@ impl Engine {
             sampling,
             passthrough,
         } = request;
-        // A client's history names its conversation by what it holds (SPEC §10).
-        let session = match (&history, session) {
+        // A client's history names its conversation by what it holds at its place (SPEC §10);
+        // the one read of a resumed conversation: its row, its active view and its tip.
+        let snapshot = match (&history, session) {
             (Some(history), None) => find_conversation(store, history).await?,
-            (_, session) => session,
-        };
-        // The one read of a resumed conversation: its row, its active view and its tip.
-        let snapshot = match &session {
-            Some(id) => Some(store.snapshot(id).await?),
-            None => None,
+            (_, Some(id)) => Some(store.snapshot(&id).await?),
+            (_, None) => None,
         };
         if let (Some(history), Some(snapshot)) = (&history, &snapshot)
             && (snapshot.meta.tenant.as_deref() != Some(history.tenant.as_str())
@@ -419,11 +416,18 @@ impl Engine {
         span.record("provider", settled.provider.as_str());
         span.record("model", settled.model.as_str());
         let landed = Mutex::new(None);
-        let read = tip.as_ref().map(|t| t.session().to_owned());
+        let mut read = tip.as_ref().map(|t| t.session().to_owned());
         let (input, preamble, place, carriers) = match history {
             None => (input, Vec::new(), tip.map_or(Place::New, Place::Tip), None),
             Some(history) => {
                 let lined = self.line_up(store, &mut conversation, history, tip).await?;
+                if !lined.placed {
+                    // Not this conversation (SPEC §10): nothing of it — its carriers, its
+                    // verdicts, its lineage — goes with the new one.
+                    read = None;
+                    conversation.verdicts = Default::default();
+                    conversation.wire_verdicts = Default::default();
+                }
                 (
                     lined.input,
                     lined.preamble,
@@ -557,20 +561,27 @@ impl Engine {
     ) -> Result<LinedUp, EngineError> {
         let stored = std::mem::take(&mut conversation.messages);
         let aligned = align(&stored, &history.messages);
+        // No assistant message of the client's at its place in this conversation (a stock
+        // reply of it matched by content alone, SPEC §10): not this conversation, a new one.
+        let placed = aligned.placed(&history.messages);
+        let tip = tip.filter(|_| placed);
         let start = input_start(&aligned.history).ok_or_else(|| EngineError::InvalidParameter {
             parameter: "messages".into(),
             why: "the history ends with an assistant message: there is nothing to answer".into(),
         })?;
         let cut = aligned.shared.min(start);
+        // Where the client's first `cut` messages end in the stored view (later than `cut`
+        // when the client dropped its oldest turns).
+        let stored_cut = aligned.stored_cut(cut);
         let mut all = aligned.history;
         let input = all.split_off(start);
         let (place, preamble) = match tip {
-            Some(tip) if cut == stored.len() => (Place::Tip(tip), all[cut..].to_vec()),
+            Some(tip) if stored_cut == stored.len() => (Place::Tip(tip), all[cut..].to_vec()),
             Some(tip) => {
                 // The histories part at `cut`: a branch sharing the stored prefix as read (full
                 // tool outputs and all, no copy), then what the client sent from there.
                 let parent = store.session(tip.session()).await?;
-                let fork = Box::new(hermes_store::Fork::new(tip, cut));
+                let fork = Box::new(hermes_store::Fork::new(tip, stored_cut));
                 (
                     Place::Branch {
                         parent: Box::new(parent),
@@ -587,6 +598,7 @@ impl Engine {
             preamble,
             place,
             carriers: aligned.counts,
+            placed,
         })
     }
 }
@@ -598,6 +610,8 @@ struct LinedUp {
     place: Place,
     /// Re-attached, passed through and missing carriers ([`hermes_core::reattach::align`]).
     carriers: hermes_core::CarrierCounts,
+    /// Whether a message of the client's stands at its place in the conversation read.
+    placed: bool,
 }
 
 /// Where a lined-up turn is stored.
@@ -627,13 +641,19 @@ fn owned(
     new
 }
 
-/// The stored session of the history's tenant and partition that holds the latest of its
-/// assistant messages any session holds, walking back from the end (SPEC §10); none: a new
-/// conversation.
+/// How many sessions holding a history's match keys are looked at for the one where the
+/// history stands at its place.
+const CANDIDATES: usize = 4;
+
+/// The stored session of the history's tenant and partition where the latest of its assistant
+/// messages any session holds stands **at its place** (SPEC §10), read whole; none: a new
+/// conversation. Sessions holding its match keys are read best first (latest key, then most
+/// recently updated); one where only content matches — a stock reply of another
+/// conversation, a turn after an edited message — is passed over.
 async fn find_conversation(
     store: &Store,
     history: &History,
-) -> Result<Option<String>, EngineError> {
+) -> Result<Option<hermes_store::Snapshot>, EngineError> {
     let keys: Vec<String> = history
         .messages
         .iter()
@@ -642,8 +662,20 @@ async fn find_conversation(
     if keys.is_empty() {
         return Ok(None);
     }
-    let found = store
-        .find_by_keys(&history.tenant, history.partition.as_deref(), &keys)
+    let candidates = store
+        .find_candidates(
+            &history.tenant,
+            history.partition.as_deref(),
+            &keys,
+            CANDIDATES,
+        )
         .await?;
-    Ok(found.map(|f| f.session))
+    for id in candidates {
+        let snapshot = store.snapshot(&id).await?;
+        let view: Vec<Message> = snapshot.active.iter().map(|m| m.message.clone()).collect();
+        if align(&view, &history.messages).placed(&history.messages) {
+            return Ok(Some(snapshot));
+        }
+    }
+    Ok(None)
 }

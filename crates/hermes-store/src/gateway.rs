@@ -320,6 +320,49 @@ impl Store {
         Ok(None)
     }
 
+    /// The sessions of `tenant` (and `partition`) holding any of `keys` (a history's match keys,
+    /// in history order), at most `limit`, best first: by the latest index in `keys` one of
+    /// their messages holds, then the most recently updated. SPEC §10's place then decides among
+    /// them: a session is the client's conversation only when one of its messages stands at its
+    /// place there.
+    pub async fn find_candidates(
+        &self,
+        tenant: &str,
+        partition: Option<&str>,
+        keys: &[String],
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut latest: Vec<(usize, &str)> = Vec::new();
+        for (i, key) in keys.iter().enumerate().rev() {
+            if !latest.iter().any(|(_, k)| *k == key.as_str()) {
+                latest.push((i, key));
+            }
+        }
+        let mut found: Vec<String> = Vec::new();
+        for chunk in latest.chunks(KEYS_PER_QUERY) {
+            let sql = find_sql(chunk, partition.is_some())
+                .replace(" LIMIT 1", &format!(" LIMIT {}", limit.saturating_mul(8)));
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(tenant);
+            for (_, key) in chunk {
+                query = query.bind(*key);
+            }
+            if let Some(partition) = partition {
+                query = query.bind(partition);
+            }
+            for row in query.fetch_all(&self.pool).await.db()? {
+                let session: String = row.try_get("session_id").db()?;
+                if !found.contains(&session) {
+                    found.push(session);
+                }
+            }
+            if found.len() >= limit {
+                break;
+            }
+        }
+        found.truncate(limit);
+        Ok(found)
+    }
+
     /// [`Store::find_by_keys`] for one chunk of `(index, key)` pairs, in one query.
     async fn find_in(
         &self,

@@ -320,27 +320,49 @@ async fn a_client_history_without_reasoning_finds_its_conversation_gets_it_back_
     let roles: Vec<&str> = stored.iter().map(|m| m.role.as_str()).collect();
     assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
 
-    // The client edits its first question and asks again: a branch from where they part.
+    // The client edits its first question and asks again: nothing of the stored conversation
+    // stands at its place any more (SPEC §10: every message after an edited one gets nothing),
+    // so this is a new conversation — no parent, and no carrier of the old one, though its
+    // call turn is equal in content.
     let mut edited = client.clone();
     edited[0] = Message::text(Role::User, "[tools=1] what time is it in Paris?");
-    let third = complete(&engine, client_request("acme", edited)).await;
-    assert_eq!(third.branched_from.as_deref(), Some(first.session.as_str()));
+    let third = complete(&engine, client_request("acme", edited).choice(deepseek())).await;
+    assert_ne!(third.session, first.session);
+    assert_eq!(third.branched_from, None);
+    assert_eq!(store.session(&third.session).await.unwrap().parent_id, None);
     assert_eq!(
         store.messages(&first.session).await.unwrap().len(),
         4,
         "the stored conversation is untouched"
     );
-    let branch = store.messages(&third.session).await.unwrap();
+    let body = sim.requests().last().unwrap().body.clone();
     assert_eq!(
-        text_of(&branch[0]),
-        "[tools=1] what time is it in Paris?",
-        "the branch holds the client's edited history"
+        body["messages"][1]["reasoning_content"], " ",
+        "the call turn after the edit is not at its place: DeepSeek gets the pad"
     );
+    let new = store.messages(&third.session).await.unwrap();
+    assert_eq!(
+        text_of(&new[0]),
+        "[tools=1] what time is it in Paris?",
+        "it holds the client's edited history"
+    );
+    assert_ne!(new[1], stored[1], "not the stored call turn's carriers");
+
+    // An edit after the call turn: the call turn stands at its place, the turn branches
+    // from there and keeps its carriers.
+    let mut later = client.clone();
+    later.truncate(3);
+    later.push(Message::text(Role::User, "[tools=1] and in Paris?"));
+    let fourth = complete(&engine, client_request("acme", later)).await;
+    assert_eq!(
+        fourth.branched_from.as_deref(),
+        Some(first.session.as_str())
+    );
+    let branch = store.messages(&fourth.session).await.unwrap();
     assert_eq!(
         branch[1], stored[1],
-        "the unedited call turn after the edit kept its carriers"
+        "the call turn before the edit kept its carriers"
     );
-    assert_eq!(branch.len(), 4);
 
     // Another tenant sending the very same history finds nothing of acme's: a new session,
     // and its assistant turn goes as the client sent it (DeepSeek gets the pad, not acme's
@@ -352,6 +374,7 @@ async fn a_client_history_without_reasoning_finds_its_conversation_gets_it_back_
     .await;
     assert_ne!(other.session, first.session);
     assert_ne!(other.session, third.session);
+    assert_ne!(other.session, fourth.session);
     assert_eq!(other.branched_from, None);
     let body = sim.requests().last().unwrap().body.clone();
     assert_eq!(body["messages"][1]["reasoning_content"], " ");

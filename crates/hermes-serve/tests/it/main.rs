@@ -40,6 +40,7 @@ mod lifecycle;
 mod limits;
 mod messages;
 mod metrics;
+mod place;
 mod replicas;
 mod retention;
 mod sdk;
