@@ -28,8 +28,8 @@ pub use config::{
 };
 pub use salvage::{CLEARED_TOOL_OUTPUT, SUMMARY_TRUNCATED, salvage};
 
-/// The text every checkpoint (summary) message begins with.
-pub const SUMMARY_MARKER: &str = "[Summary of the earlier conversation]";
+/// The text every checkpoint (summary) message of hermes' own begins with.
+pub use hermes_core::checkpoint::SUMMARY_MARKER;
 
 /// Instructions a [`Summarizer`] backed by a model can send with the messages to summarise.
 pub const SUMMARY_INSTRUCTIONS: &str = "Summarise the conversation above so that it can \
@@ -57,14 +57,18 @@ impl Summarizer for FixedSummarizer {
     }
 }
 
-/// True for a checkpoint: a `user` message whose string content begins with [`SUMMARY_MARKER`].
+/// True for a checkpoint: hermes' own (a `user` message whose string content begins with
+/// [`SUMMARY_MARKER`]) or a provider's (an assistant message carrying the provider's
+/// `compaction` block, [`hermes_core::checkpoint::native_compaction`]; SPEC §7). A newer
+/// checkpoint supersedes either.
 pub fn is_checkpoint(message: &Message) -> bool {
-    message.role == Role::User
+    (message.role == Role::User
         && message.content.as_ref().is_some_and(|c| {
             c.get()
                 .strip_prefix('"')
                 .is_some_and(|s| s.starts_with(SUMMARY_MARKER))
-        })
+        }))
+        || hermes_core::checkpoint::native_compaction(message).is_some()
 }
 
 /// A `user` message that is not a checkpoint: what starts a turn (everything after the last one
@@ -75,10 +79,7 @@ pub fn is_real_user(message: &Message) -> bool {
 
 /// Builds the checkpoint message holding `summary`.
 pub fn checkpoint(summary: &str) -> Message {
-    Message::text(
-        Role::User,
-        &format!("{SUMMARY_MARKER}\n\n{}", summary.trim()),
-    )
+    hermes_core::checkpoint::own_checkpoint(summary)
 }
 
 /// Where a message of the active view comes from.

@@ -157,6 +157,18 @@ impl DriverConfig {
     }
 }
 
+/// The history a request to `wire` is built from: every call paired with a result
+/// ([`paired`]), and provider-written checkpoints as hermes' own where `wire` does not decide
+/// about them itself ([`Wire::takes_native_compaction`]).
+pub fn for_wire<'h>(wire: &dyn Wire, messages: &'h [Message]) -> std::borrow::Cow<'h, [Message]> {
+    let (history, _) = paired(messages);
+    if wire.takes_native_compaction() {
+        history
+    } else {
+        crate::checkpoint::as_own_checkpoints(history, |_, _| false)
+    }
+}
+
 /// Something the user should be told, in one line.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -531,7 +543,7 @@ impl Driver<'_> {
         loop {
             let (result, sent) = {
                 // Every call paired with a result on the wire, whatever the stored history holds.
-                let (history, _) = paired(&conversation.messages);
+                let history = for_wire(wire, &conversation.messages);
                 let parts = self.parts(&history, conversation);
                 let request = match recovered.take() {
                     Some(request) => request,
@@ -645,7 +657,7 @@ impl Driver<'_> {
             if recoveries == 0
                 && let Some(body) = error.body()
             {
-                let (history, _) = paired(&conversation.messages);
+                let history = for_wire(wire, &conversation.messages);
                 let parts = self.parts(&history, conversation);
                 if let Some(recovery) = wire.recover(&parts, error.status(), body) {
                     // The user reads the note as one line (the Notice event); the log keeps

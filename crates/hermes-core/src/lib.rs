@@ -24,6 +24,7 @@ macro_rules! setters {
     };
 }
 
+pub mod checkpoint;
 pub mod driver;
 pub mod estimate;
 pub mod message;

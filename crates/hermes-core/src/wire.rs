@@ -202,6 +202,15 @@ pub trait Wire: Send + Sync {
         false
     }
 
+    /// Whether this wire decides itself what becomes of a provider-written checkpoint
+    /// ([`crate::checkpoint::native_compaction`]): the Anthropic wire replays a `compaction`
+    /// block to its minter and renders it as hermes' own checkpoint elsewhere. For every other
+    /// wire (the default) the driver hands over hermes' own checkpoint of its summary instead
+    /// ([`crate::checkpoint::as_own_checkpoints`]).
+    fn takes_native_compaction(&self) -> bool {
+        false
+    }
+
     /// Sends `request`; the captured assistant message records `origin`. Streamed text is
     /// reported through `on_delta` as it arrives. A failed or half-finished reply is an error
     /// and yields no message.

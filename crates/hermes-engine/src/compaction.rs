@@ -49,3 +49,101 @@ pub(crate) fn plan(
     }
     Ok(CompactionPlan { archive, inserts })
 }
+
+/// Whether compaction on `wire` is the provider's (SPEC §7, "Provider-native compaction
+/// first"): the Anthropic Messages wire to a Claude host — direct, Vertex, Foundry or Bedrock
+/// InvokeModel, the hosts that take hermes' request fields as written
+/// ([`hermes_core::Wire::takes_passthrough`], `Family::Claude`) — answers an on-demand
+/// compaction with a `compaction` block that keeps the kept turns' thinking valid. Every other
+/// wire gets hermes' own compaction (`compress`, salvage).
+pub(crate) fn is_native(wire: &dyn hermes_core::Wire) -> bool {
+    wire.id() == hermes_providers::anthropic::WIRE_ID
+        && wire.takes_native_compaction()
+        && wire.takes_passthrough()
+}
+
+/// The span an on-demand compaction summarises, `start..end`, or `None` when there is nothing
+/// to summarise. The provider's block stands for everything before the kept turns, so the span
+/// starts at the first message after the leading system prompt; it ends at a real user message
+/// (the kept turns start a turn, whole, with their thinking), after the latest earlier
+/// checkpoint (which it supersedes). A manual `/compact` keeps only the latest turn; the
+/// pre-flight trigger keeps at least `protect_last` messages where the turns allow it.
+pub(crate) fn native_span(
+    history: &[hermes_core::Message],
+    manual: bool,
+    protect_last: usize,
+) -> Option<(usize, usize)> {
+    use hermes_core::Role;
+    let n = history.len();
+    let start = history
+        .iter()
+        .position(|m| !matches!(m.role, Role::System | Role::Developer))?;
+    let last_checkpoint = history.iter().rposition(hermes_compaction::is_checkpoint);
+    let users: Vec<usize> = (start + 1..n)
+        .filter(|&i| hermes_compaction::is_real_user(&history[i]))
+        .filter(|&i| last_checkpoint.is_none_or(|c| i > c))
+        .collect();
+    let last = *users.last()?;
+    let end = if manual {
+        last
+    } else {
+        // The latest turn start that keeps `protect_last` messages; else only the latest turn.
+        users
+            .into_iter()
+            .rfind(|&i| n - i >= protect_last)
+            .unwrap_or(last)
+    };
+    history[start..end]
+        .iter()
+        .any(|m| !hermes_compaction::is_checkpoint(m))
+        .then_some((start, end))
+}
+
+/// The store's plan for an on-demand compaction: the rows of `start..end` archived, and
+/// `checkpoint` (the provider's reply) standing where the first of them stood.
+pub(crate) fn native_plan(
+    rows: &[StoredMessage],
+    start: usize,
+    end: usize,
+    checkpoint: hermes_core::Message,
+) -> CompactionPlan {
+    CompactionPlan {
+        archive: rows[start..end].iter().map(|r| r.position).collect(),
+        inserts: vec![PlannedInsert {
+            slot: rows[start].position,
+            message: checkpoint,
+            kind: RowKind::Checkpoint,
+        }],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hermes_core::{Message, Role};
+
+    use super::native_span;
+
+    #[test]
+    fn the_native_span_starts_after_the_system_prompt_and_ends_at_a_turn() {
+        let m = |role| Message::text(role, "x");
+        let h = vec![
+            m(Role::System),
+            m(Role::User),
+            m(Role::Assistant),
+            m(Role::User),
+            m(Role::Assistant),
+            m(Role::User),
+            m(Role::Assistant),
+        ];
+        assert_eq!(native_span(&h, true, 8), Some((1, 5)));
+        assert_eq!(native_span(&h, false, 4), Some((1, 3)));
+        assert_eq!(native_span(&h, false, 8), Some((1, 5)));
+        assert_eq!(native_span(&h[..3], true, 8), None);
+        // After a checkpoint, only what follows it can end the span.
+        let mut c = h.clone();
+        c[1] = hermes_compaction::checkpoint("earlier");
+        c.remove(2);
+        assert_eq!(native_span(&c, true, 8), Some((1, 4)));
+        assert_eq!(native_span(&c[..4], true, 8), None);
+    }
+}

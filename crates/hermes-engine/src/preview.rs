@@ -2,7 +2,6 @@
 //! same wire and the same request parts as `chat`: no network, nothing stored.
 
 use hermes_core::driver::{Conversation, DriverConfig};
-use hermes_core::pairing::paired;
 use hermes_core::{
     Carrier, CarrierSet, Message, Outgoing, RawJson, RequestParts, Role, RouteDecision,
     SessionFile, ThinkingRequest,
@@ -219,7 +218,7 @@ impl Preview {
     /// Builds the parts of the next request, as the driver does, and hands them to `f`.
     fn with_parts<T>(&self, f: impl FnOnce(&RequestParts<'_>) -> T) -> T {
         // Every call paired with a result on the wire, as the driver sends it.
-        let (history, _) = paired(&self.conversation.messages);
+        let history = hermes_core::driver::for_wire(self.wire.wire(), &self.conversation.messages);
         f(&self
             .config
             .parts(&self.decision, &history, &self.conversation))

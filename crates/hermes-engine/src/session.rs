@@ -411,6 +411,20 @@ impl ChatSession {
         };
         let rows = self.store.active(&id).await?;
         let history: Vec<Message> = rows.iter().map(|r| r.message.clone()).collect();
+        let mut native_failed = None;
+        if crate::compaction::is_native(self.target.transport.wire()) {
+            match self.compact_natively(&id, &rows, &history, manual).await {
+                Ok(line) => return Ok(line),
+                // The provider's compaction failed: hermes compacts itself, and says so.
+                Err(e) => {
+                    tracing::warn!(
+                        error = %e,
+                        "the provider's compaction failed; hermes compacts the session itself"
+                    );
+                    native_failed = Some(e.to_string());
+                }
+            }
+        }
         let mut config = self.compaction;
         if manual {
             config.target_percent = 0;
@@ -449,7 +463,87 @@ impl ChatSession {
         self.store.apply_compaction(&id, &plan).await?;
         self.conversation.messages = self.store.messages(&id).await?;
         self.unfit_at = (!result.fits).then_some(self.conversation.messages.len());
-        Ok(Some(result.status_line()))
+        Ok(Some(match native_failed {
+            Some(e) => format!(
+                "the provider's compaction failed ({e}); hermes compacted itself: {}",
+                result.status_line()
+            ),
+            None => result.status_line(),
+        }))
+    }
+
+    /// Compacts the stored session with the provider's own on-demand compaction (SPEC §7):
+    /// the messages of [`crate::compaction::native_span`] go as usual with
+    /// `compaction: {"type": "summarize"}` and its beta; the reply — one assistant message
+    /// holding the `compaction` block, verbatim — is stored as a checkpoint in their place,
+    /// stamped with the digests of the turns it keeps, which follow it verbatim. `Ok(None)`
+    /// when there is nothing to summarise.
+    async fn compact_natively(
+        &mut self,
+        id: &str,
+        rows: &[hermes_store::StoredMessage],
+        history: &[Message],
+        manual: bool,
+    ) -> Result<Option<String>, EngineError> {
+        use hermes_providers::anthropic::compaction;
+        let Some((start, end)) =
+            crate::compaction::native_span(history, manual, self.compaction.protect_last)
+        else {
+            return Ok(None);
+        };
+        let log = StoreLog::stored(&self.store, id);
+        let mut config = DriverConfig::default();
+        config.thinking = self.driver_config.thinking;
+        config.stream = self.driver_config.stream;
+        config.tools = self.tools.definitions.clone();
+        config.passthrough = compaction::request();
+        let driver = hermes_core::driver::Driver {
+            decision: &self.target.decision,
+            wire: self.target.transport.wire(),
+            log: &log,
+            tools: &NoTools,
+            config: &config,
+            notify: &|_| {},
+        };
+        let mut conversation = hermes_core::driver::Conversation {
+            messages: history[..end].to_vec(),
+            verdicts: self.conversation.verdicts.clone(),
+            wire_verdicts: self.conversation.wire_verdicts.clone(),
+        };
+        let reply = driver
+            .reply(&mut conversation)
+            .await
+            .map_err(|e| EngineError::Failed(e.to_string()))?;
+        let mut checkpoint = reply.message;
+        if hermes_core::checkpoint::native_compaction(&checkpoint).is_none() {
+            return Err(EngineError::Failed(
+                "the provider's compaction reply held no compaction block".to_owned(),
+            ));
+        }
+        compaction::rekey(
+            &mut checkpoint,
+            history,
+            start,
+            end,
+            self.tools.definitions.as_ref(),
+        );
+        let plan = crate::compaction::native_plan(rows, start, end, checkpoint);
+        self.store.apply_compaction(id, &plan).await?;
+        self.conversation.messages = self.store.messages(id).await?;
+        let decision = &self.target.decision;
+        let before = hermes_core::estimate_history(history, decision);
+        let after = hermes_core::estimate_history(&self.conversation.messages, decision);
+        self.unfit_at = self
+            .compaction
+            .over(after)
+            .then_some(self.conversation.messages.len());
+        Ok(Some(format!(
+            "context compacted by the provider (on-demand compaction, {}): {} → {} messages, ~{before} → ~{after} tokens (summary of {} messages; the kept turns keep their thinking)",
+            compaction::COMPACTION_BETA,
+            history.len(),
+            self.conversation.messages.len(),
+            end - start
+        )))
     }
 
     /// The pre-flight check before a turn: compacts when the estimate crossed the trigger.

@@ -446,13 +446,41 @@ async fn long_claude_session(home: &Home, base: &str) -> String {
     id
 }
 
-/// `after` keeps the head turn and a tail of `before`'s turns, each byte for byte.
-fn retained_unchanged(before: &[Turn], after: &[Turn]) {
+/// `after` is the provider's checkpoint (an assistant message holding only the `compaction`
+/// block Claude wrote, SPEC §7) then a tail of `before`'s turns, each byte for byte.
+fn natively_compacted(before: &[Turn], after: &[Turn]) {
     assert!(after.len() < before.len(), "some turns were summarised");
     assert!(after.len() >= 2, "{after:?}");
-    assert_eq!(after[0], before[0], "the head turn");
+    let kinds: Vec<String> = after[0].parsed().into_iter().map(|p| p.0).collect();
+    assert_eq!(kinds, ["compaction"], "the checkpoint: {:?}", after[0]);
+    assert_eq!(after[0].model, OPUS);
     let tail = after.len() - 1;
     assert_eq!(after[1..], before[before.len() - tail..], "the tail turns");
+}
+
+/// `request` leads with the checkpoint's block, byte for byte, and replays every kept turn's
+/// signed blocks after it.
+fn replays_after_checkpoint(request: &RecordedRequest, kept: &[Turn]) {
+    let text = raw(request);
+    assert!(
+        text.contains(&format!(
+            r#""messages":[{{"role":"assistant","content":[{}]}}"#,
+            kept[0].items[0]
+        )),
+        "{text}"
+    );
+    replays_from(request, &kept[1..], 1);
+}
+
+/// As [`replays`], for the assistant messages of `request` from the `skip`th on.
+fn replays_from(request: &RecordedRequest, turns: &[Turn], skip: usize) {
+    let text = raw(request);
+    for item in turns.iter().flat_map(|t| &t.items) {
+        assert!(text.contains(item.as_str()), "{item} not in {text}");
+    }
+    let sent = sent_signatures(request);
+    let stored: Vec<Vec<String>> = turns.iter().map(Turn::thinking_signatures).collect();
+    assert_eq!(sent[skip..skip + stored.len()], stored[..], "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -471,20 +499,25 @@ async fn compaction_and_branching_keep_signed_blocks_byte_identical_and_both_bra
     assert_eq!(turns(&home.export_text(&early).await), before[..4]);
 
     sim.clear_requests();
-    let status = home.ok(&["sessions", "compact", &id]).await;
-    assert!(status.contains("context compacted"), "{status}");
+    // On Claude, compaction is the provider's (SPEC §7): one on-demand compaction request.
+    let status = home.ok_with(&["sessions", "compact", &id], KEY).await.0;
+    assert!(
+        status.contains("context compacted by the provider"),
+        "{status}"
+    );
     let summary_requests = sim.requests();
-    assert_eq!(summary_requests.len(), 1, "one summary request");
+    assert_eq!(summary_requests.len(), 1, "one compaction request");
     all_ok(&summary_requests);
+    assert_eq!(summary_requests[0].body["compaction"]["type"], "summarize");
     let compacted = home.export_text(&id).await;
     assert!(
-        user_texts(&compacted)
+        !user_texts(&compacted)
             .iter()
             .any(|t| t.starts_with("[Summary of the earlier conversation]")),
         "{compacted}"
     );
     let kept = turns(&compacted);
-    retained_unchanged(&before, &kept);
+    natively_compacted(&before, &kept);
     // In state.db nothing was rewritten: every original row (archived or not) keeps its bytes.
     let rows_after = home.rows(&id).await;
     assert!(rows_after.len() > rows_before.len());
@@ -499,7 +532,8 @@ async fn compaction_and_branching_keep_signed_blocks_byte_identical_and_both_bra
     let branch_export = home.export_text(&branch).await;
     assert_eq!(turns(&branch_export), kept);
 
-    // The next request is accepted on each of them, with the head turn's blocks replayed.
+    // The next request is accepted on each of them: the compacted ones lead with the
+    // checkpoint's block and replay the kept turns' blocks; the early branch its head turn's.
     for session in [&id, &branch, &early] {
         sim.clear_requests();
         let out = home.turn(session, "[tools=1] next").await;
@@ -507,9 +541,14 @@ async fn compaction_and_branching_keep_signed_blocks_byte_identical_and_both_bra
         let requests = sim.requests();
         assert_eq!(requests.len(), 2, "{session}: no refusal, no resend");
         all_ok(&requests);
-        replays(&requests[0], &before[..1]);
         let now = turns(&home.export_text(session).await);
-        assert_eq!(now[0], before[0]);
+        if session == &early {
+            replays(&requests[0], &before[..1]);
+            assert_eq!(now[0], before[0]);
+        } else {
+            replays_after_checkpoint(&requests[0], &kept);
+            assert_eq!(now[..kept.len()], kept[..]);
+        }
     }
     // The parent's stored turns did not change through all this.
     assert_eq!(turns(&home.export_text(&id).await)[..kept.len()], kept[..]);
@@ -525,9 +564,9 @@ async fn a_claude_session_that_opens_with_a_tool_loop_can_be_compacted() {
     four_more_turns(&home, &id).await;
     let before = turns(&home.export_text(&id).await);
     sim.clear_requests();
-    let status = home.ok(&["sessions", "compact", &id]).await;
+    let status = home.ok_with(&["sessions", "compact", &id], KEY).await.0;
     let requests = sim.requests();
-    assert!(!requests.is_empty(), "a summary request");
+    assert!(!requests.is_empty(), "a compaction request");
     for r in &requests {
         assert_eq!(
             r.body["messages"][0]["role"], "user",
@@ -536,6 +575,9 @@ async fn a_claude_session_that_opens_with_a_tool_loop_can_be_compacted() {
         );
     }
     all_ok(&requests);
-    assert!(status.contains("context compacted"), "{status}");
-    retained_unchanged(&before, &turns(&home.export_text(&id).await));
+    assert!(
+        status.contains("context compacted by the provider"),
+        "{status}"
+    );
+    natively_compacted(&before, &turns(&home.export_text(&id).await));
 }

@@ -13,6 +13,7 @@ mod fidelity;
 mod gemini_live;
 mod goldens;
 mod move_in;
+mod native_compaction;
 mod otel;
 mod preview_resume;
 mod repl_pty;

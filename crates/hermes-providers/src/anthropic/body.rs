@@ -241,6 +241,10 @@ pub struct Bound {
     /// On a bound model, the prefix binding of the conversation this request sends
     /// ([`PREFIX_BINDING_KEY`], stamped on the reply).
     pub binding: Option<String>,
+    /// On an on-demand compaction request, the account it goes under
+    /// ([`super::compaction::ACCOUNT_KEY`], stamped on the reply: its block goes back to
+    /// that account only).
+    pub compaction_account: Option<String>,
 }
 
 /// An encoded body: [`crate::native::Encoded`] with its refusable fields (`thinking`,
@@ -263,6 +267,12 @@ impl crate::native::Stamp for Bound {
         }
         if let Some(binding) = &self.binding {
             stamp.push((PREFIX_BINDING_KEY.to_owned(), RawJson::string(binding)));
+        }
+        if let Some(account) = &self.compaction_account {
+            stamp.push((
+                super::compaction::ACCOUNT_KEY.to_owned(),
+                RawJson::string(account),
+            ));
         }
 
         stamp
@@ -829,10 +839,55 @@ pub fn encode(
     target: &Target,
     drops: &Drops,
 ) -> Result<Encoded, EncodeError> {
-    let history = parts.history;
     let decision = parts.decision;
     let model = decision.target.model.as_str();
     let family = target.family_for(model);
+    // Provider checkpoints (SPEC §7): a `compaction` block goes back, first in its message,
+    // only to the provider, model and account that minted it; elsewhere the message is hermes'
+    // own checkpoint of its summary. While one is replayed, the turns it kept are read through
+    // its digest map (their prefix now starts with the block that stands for what it summarised).
+    let mut checkpoint_lines = Vec::new();
+    let mut native_ok = vec![false; parts.history.len()];
+    let mut rekey = super::compaction::Rekey::default();
+    for (i, msg) in parts.history.iter().enumerate() {
+        if hermes_core::checkpoint::native_compaction(msg).is_none() {
+            continue;
+        }
+        let why = if family != Family::Claude {
+            Some("this endpoint is not Claude's")
+        } else if !stored::own(msg, &decision.target) {
+            Some("minted by another model or host")
+        } else if super::compaction::stored_account(msg) != target.account {
+            Some("minted under another account")
+        } else {
+            None
+        };
+        match why {
+            None => {
+                native_ok[i] = true;
+                if let Some(map) = super::compaction::stored_rekey(msg) {
+                    rekey.prefix.extend(map.prefix);
+                    rekey.binding.extend(map.binding);
+                }
+                checkpoint_lines.push(format!(
+                    "message {i}: the provider's compaction block replayed first, in place of what it summarised ({}; SPEC §7)",
+                    super::compaction::COMPACTION_BETA
+                ));
+            }
+            Some(why) => checkpoint_lines.push(format!(
+                "message {i}: the provider's compaction block left out ({why}): hermes' own checkpoint of its summary sent instead (SPEC §7)"
+            )),
+        }
+    }
+    let replaced = hermes_core::checkpoint::as_own_checkpoints(
+        std::borrow::Cow::Borrowed(parts.history),
+        |i, _| native_ok[i],
+    );
+    let history: &[Message] = &replaced;
+    // Asked for through the passthrough, which only a Claude host takes.
+    let compaction_request =
+        family == Family::Claude && passthrough_field(parts, super::compaction::COMPACTION_FIELD);
+    let mut compaction_replayed = false;
     let claude = ClaudeModel::parse(model);
     let keeps_prior = claude
         .as_ref()
@@ -871,6 +926,13 @@ pub fn encode(
         notes.push(why);
     }
     explain.push(plan.explain.clone());
+    explain.extend(checkpoint_lines);
+    if compaction_request {
+        explain.push(format!(
+            "on-demand compaction: compaction {{\"type\":\"summarize\"}} ({}): the provider summarises these messages into one compaction block (SPEC §7)",
+            super::compaction::COMPACTION_BETA
+        ));
+    }
 
     let loop_start = replay::loop_start(history);
 
@@ -886,6 +948,11 @@ pub fn encode(
     let (bindings, binding) = match bound {
         true => {
             let (each, whole) = bindings_of(history, parts.tools, target.account.as_deref());
+            // A kept turn behind a replayed compaction block: its binding as stamped.
+            let each = each
+                .into_iter()
+                .map(|b| b.map(|now| rekey.binding.get(&now).cloned().unwrap_or(now)))
+                .collect::<Vec<_>>();
             (each, Some(whole))
         }
         false => (Vec::new(), None),
@@ -971,10 +1038,26 @@ pub fn encode(
                 };
                 push(&mut wire, "user", vec![block], None, i);
             }
+            Role::Assistant if hermes_core::checkpoint::native_compaction(msg).is_some() => {
+                // Only the minter's checkpoints are still here (the others became hermes'
+                // own): the block, verbatim, alone at the head of its message.
+                seen_turn = true;
+                compaction_replayed = true;
+                let raw = hermes_core::checkpoint::native_compaction(msg);
+                push(
+                    &mut wire,
+                    "assistant",
+                    raw.into_iter().map(Block::Stored).collect(),
+                    None,
+                    i,
+                );
+            }
             Role::Assistant => {
                 seen_turn = true;
                 let in_loop = i >= loop_start;
                 let items = stored_blocks(msg);
+                // A kept turn behind a replayed compaction block: its prefix as stamped.
+                let prefix = rekey.prefix.get(&prefix).cloned().unwrap_or(prefix);
                 let (thinking, why) = assistant_thinking(
                     msg,
                     &items,
@@ -1107,6 +1190,11 @@ pub fn encode(
     if binding_beta && !betas.contains(&BINDING_BETA) {
         betas.push(BINDING_BETA);
     }
+    if (compaction_replayed || compaction_request)
+        && !betas.contains(&super::compaction::COMPACTION_BETA)
+    {
+        betas.push(super::compaction::COMPACTION_BETA);
+    }
     if let Some(p) = passthrough.filter(|p| !p.is_empty()) {
         let fields: Vec<&str> = p.fields.iter().map(|(k, _)| k.as_str()).collect();
         explain.push(format!(
@@ -1188,8 +1276,15 @@ pub fn encode(
             beta: (!bedrock && !betas.is_empty()).then(|| betas.join(",")),
             version: passthrough.and_then(|p| p.version.clone()),
             binding,
+            compaction_account: target.account.clone().filter(|_| compaction_request),
         },
     })
+}
+
+/// Whether the request carries the top-level field `key` among what it passes through as
+/// written (a gateway client's fields, or hermes' own compaction request).
+fn passthrough_field(parts: &RequestParts<'_>, key: &str) -> bool {
+    parts.passthrough.field(key).is_some()
 }
 
 /// What the Anthropic codec did to an assistant message's thinking, for the carrier counts.

@@ -44,13 +44,46 @@ fn finish_reason(stop_reason: &str) -> FinishReason {
 }
 
 /// A Messages `usage` object (unknown fields such as `server_tool_use` are ignored).
-#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
 struct UsageBody {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
     cache_creation_input_tokens: Option<u64>,
     cache_read_input_tokens: Option<u64>,
+    /// One entry per model call the request took (compaction, SPEC §7): `{type, input_tokens,
+    /// output_tokens}`. The top-level counts leave compaction iterations out, so a request's
+    /// tokens are the sum over these.
+    iterations: Option<Vec<Iteration>>,
+}
+
+/// One entry of `usage.iterations`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+struct Iteration {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+}
+
+impl UsageBody {
+    /// The input and output tokens of the iterations that ran a model — `compaction` and
+    /// `message` ones; any other kind (a declined fallback) is not counted — when the usage
+    /// lists iterations (Anthropic's compaction docs: "sum across all entries in
+    /// `usage.iterations`" for what a request consumed).
+    fn iteration_sums(&self) -> Option<(u64, u64)> {
+        let its = self.iterations.as_ref().filter(|i| !i.is_empty())?;
+        let counted = its
+            .iter()
+            .filter(|i| matches!(i.kind.as_deref(), Some("compaction" | "message")));
+        Some(counted.fold((0u64, 0u64), |(input, output), i| {
+            (
+                input.saturating_add(i.input_tokens.unwrap_or(0)),
+                output.saturating_add(i.output_tokens.unwrap_or(0)),
+            )
+        }))
+    }
 }
 
 /// Token counts as Anthropic reports them: `input_tokens` excludes the cached prefix, so the
@@ -65,9 +98,13 @@ struct Counts {
 
 impl Counts {
     fn of(usage: &UsageBody) -> Counts {
+        let (input, output) = usage.iteration_sums().unwrap_or((
+            usage.input_tokens.unwrap_or(0),
+            usage.output_tokens.unwrap_or(0),
+        ));
         Counts {
-            input: usage.input_tokens.unwrap_or(0),
-            output: usage.output_tokens.unwrap_or(0),
+            input,
+            output,
             cache_read: usage.cache_read_input_tokens.unwrap_or(0),
             cache_write: usage.cache_creation_input_tokens.unwrap_or(0),
         }
@@ -80,10 +117,14 @@ impl Counts {
                 *slot = v;
             }
         };
-        later(&mut self.input, usage.input_tokens);
+        let sums = usage.iteration_sums();
+        later(
+            &mut self.input,
+            sums.map(|(input, _)| input).or(usage.input_tokens),
+        );
         later(&mut self.cache_read, usage.cache_read_input_tokens);
         later(&mut self.cache_write, usage.cache_creation_input_tokens);
-        if let Some(output) = usage.output_tokens {
+        if let Some(output) = sums.map(|(_, output)| output).or(usage.output_tokens) {
             self.output = output;
         }
     }
@@ -158,6 +199,10 @@ struct BlockBody<'a> {
     name: Option<String>,
     #[serde(borrow)]
     input: Option<&'a RawValue>,
+    /// A `compaction` block's readable summary.
+    content: Option<String>,
+    /// A `compaction` block's sealed state.
+    encrypted_content: Option<String>,
 }
 
 /// Exact JSON text as a [`RawJson`] (the text is already known to be one valid value).
@@ -190,6 +235,8 @@ fn whole_block(index: usize, raw: &RawValue) -> Result<Block, CaptureError> {
             name: block.name.unwrap_or_default(),
             input: block.input.map_or("{}", RawValue::get).to_owned(),
         },
+        // A provider-written checkpoint (SPEC §7): kept verbatim.
+        "compaction" => Block::Compaction(exact(raw)?),
         _ => Block::Other(kind),
     })
 }
@@ -283,6 +330,10 @@ struct DeltaBody<'a> {
     signature: Option<Cow<'a, str>>,
     #[serde(borrow)]
     partial_json: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    encrypted_content: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -427,6 +478,11 @@ impl StreamCapture {
                 name: block.name.unwrap_or_default(),
                 input: String::new(),
             },
+            "compaction" => Acc::Compaction {
+                start: raw.get().to_owned(),
+                content: block.content.unwrap_or_default(),
+                encrypted: block.encrypted_content.unwrap_or_default(),
+            },
             _ => Acc::Whole(Block::Other(kind)),
         };
         self.blocks.push((start.index, acc));
@@ -481,10 +537,20 @@ impl StreamCapture {
                     });
                 }
             }
+            // Both fields of a compaction block arrive in pieces, each concatenated (SPEC §7).
+            (
+                Some("compaction_delta"),
+                Acc::Compaction {
+                    content, encrypted, ..
+                },
+            ) => {
+                content.push_str(delta.content.as_deref().unwrap_or_default());
+                encrypted.push_str(delta.encrypted_content.as_deref().unwrap_or_default());
+            }
             (
                 Some(
                     kind @ ("text_delta" | "thinking_delta" | "signature_delta"
-                    | "input_json_delta"),
+                    | "input_json_delta" | "compaction_delta"),
                 ),
                 acc,
             ) => {
@@ -686,6 +752,84 @@ mod tests {
         }
         assert_eq!(capture.events(), events.len());
         (capture.finish(origin()), seen.take())
+    }
+
+    /// A provider's compaction block (SPEC §7), as a whole reply sends it: `content` with escapes
+    /// a `Value` round trip keeps (`\n`), `encrypted_content` base64.
+    const COMPACTION: &str = r#"{"type":"compaction","content":"Summary of 4 earlier messages.\nuser: time? café","encrypted_content":"aHNjMQ+/AAEC=="}"#;
+
+    #[test]
+    fn a_compaction_block_is_kept_verbatim_and_streamed_deltas_accumulate_to_it() {
+        let whole = format!(
+            r#"{{"type":"message","role":"assistant","content":[{COMPACTION}],"stop_reason":"end_turn","usage":{{"input_tokens":900,"output_tokens":12,"iterations":[{{"type":"compaction","input_tokens":900,"output_tokens":12}}]}}}}"#
+        );
+        let (msg, meta) = capture_reply(&whole, origin()).unwrap();
+        let items: Vec<&str> = msg
+            .reasoning_details
+            .iter()
+            .flatten()
+            .map(|i| i.raw().get())
+            .collect();
+        assert_eq!(items, [COMPACTION]);
+        assert!(
+            msg.replayable(),
+            "a checkpoint is replayed, not kept for the record"
+        );
+        assert_eq!(
+            hermes_core::checkpoint::native_compaction(&msg).map(RawJson::get),
+            Some(COMPACTION)
+        );
+
+        // Streamed: both fields in pieces, side by side, each concatenated.
+        let start = r#"{"type":"content_block_start","index":0,"content_block":{"type":"compaction","content":"","encrypted_content":""}}"#;
+        let piece = |content: &str, sealed: &str| {
+            json!({"type": "content_block_delta", "index": 0,
+                   "delta": {"type": "compaction_delta", "content": content, "encrypted_content": sealed}})
+            .to_string()
+        };
+        let events = vec![
+            ("message_start", r#"{"type":"message_start","message":{"role":"assistant","content":[],"usage":{"input_tokens":900,"output_tokens":1}}}"#.to_owned()),
+            ("content_block_start", start.to_owned()),
+            ("content_block_delta", piece("Summary of 4 earlier", "aHNjMQ+")),
+            ("content_block_delta", piece(" messages.\nuser: time? café", "/AAEC")),
+            ("content_block_delta", piece("", "==")),
+            ("content_block_stop", r#"{"type":"content_block_stop","index":0}"#.to_owned()),
+            ("message_delta", r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":12,"iterations":[{"type":"compaction","input_tokens":900,"output_tokens":12}]}}"#.to_owned()),
+            ("message_stop", r#"{"type":"message_stop"}"#.to_owned()),
+        ];
+        let (streamed, _) = stream(&events);
+        let (streamed, streamed_meta) = streamed.unwrap();
+        let block: Value =
+            serde_json::from_str(streamed.reasoning_details.as_ref().unwrap()[0].raw().get())
+                .unwrap();
+        assert_eq!(block, serde_json::from_str::<Value>(COMPACTION).unwrap());
+        assert_eq!(
+            streamed.reasoning_details.as_ref().unwrap()[0].raw().get(),
+            r#"{"type":"compaction","content":"Summary of 4 earlier messages.\nuser: time? café","encrypted_content":"aHNjMQ+/AAEC=="}"#
+        );
+        assert_eq!(streamed_meta.usage, meta.usage);
+    }
+
+    #[test]
+    fn usage_iterations_are_summed_compaction_included_declined_fallbacks_not() {
+        let reply = |usage: &str| {
+            format!(
+                r#"{{"type":"message","role":"assistant","content":[{{"type":"text","text":"ok"}}],"stop_reason":"end_turn","usage":{usage}}}"#
+            )
+        };
+        // Anthropic's top-level counts leave the compaction iteration out.
+        let (_, meta) = capture_reply(
+            &reply(
+                r#"{"input_tokens":23000,"output_tokens":1000,"cache_read_input_tokens":7,"iterations":[{"type":"compaction","input_tokens":180000,"output_tokens":3500},{"type":"message","input_tokens":23000,"output_tokens":1000},{"type":"fallback_declined","input_tokens":50,"output_tokens":0}]}"#,
+            ),
+            origin(),
+        )
+        .unwrap();
+        assert_eq!(meta.usage, Some(Usage::new(203_007, 4500, 0, 7, 0)));
+        // Without iterations: the top-level counts.
+        let (_, meta) =
+            capture_reply(&reply(r#"{"input_tokens":10,"output_tokens":4}"#), origin()).unwrap();
+        assert_eq!(meta.usage, Some(Usage::new(10, 4, 0, 0, 0)));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 pub mod body;
 pub(crate) mod capture;
+pub mod compaction;
 pub mod inbound;
 mod media;
 pub(crate) mod model;
@@ -121,6 +122,12 @@ impl Wire for AnthropicWire {
     /// Foundry, Bedrock), never an Anthropic-compatible relay.
     fn takes_passthrough(&self) -> bool {
         inbound::passes_client_blocks(WIRE_ID, &self.target.base_url)
+    }
+
+    /// A provider checkpoint's `compaction` block is this wire's to replay (to its minter) or
+    /// to render as hermes' own checkpoint ([`body::encode`]; SPEC §7).
+    fn takes_native_compaction(&self) -> bool {
+        true
     }
 
     async fn send(&self, request: &Outgoing, origin: Origin, on_delta: OnDelta<'_>) -> SendResult {

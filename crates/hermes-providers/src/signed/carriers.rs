@@ -42,6 +42,9 @@ pub(crate) enum Block {
         /// The input object's JSON text.
         input: String,
     },
+    /// A provider's `compaction` block (SPEC §7), as stored: byte for byte as received in a
+    /// whole reply, rebuilt from its start event and `compaction_delta`s when streamed.
+    Compaction(RawJson),
     /// Any other block: only its kind is kept.
     Other(String),
 }
@@ -54,6 +57,7 @@ impl Block {
             Block::Thinking { .. } => "thinking",
             Block::Redacted(_) => "redacted_thinking",
             Block::ToolUse { .. } => "tool_use",
+            Block::Compaction(_) => hermes_core::checkpoint::COMPACTION_TYPE,
             Block::Other(kind) => kind,
         }
     }
@@ -103,6 +107,17 @@ pub(crate) enum Acc {
     },
     /// Redacted data, its pieces joined (Converse `redactedContent`).
     Redacted(String),
+    /// A `compaction` block: its start event's block (JSON text, its other members kept),
+    /// and the `content` and `encrypted_content` pieces of its `compaction_delta`s, each joined
+    /// in order after the start's own value.
+    Compaction {
+        /// The block as its `content_block_start` wrote it.
+        start: String,
+        /// `content` so far.
+        content: String,
+        /// `encrypted_content` so far.
+        encrypted: String,
+    },
     /// A block that arrives whole in its start event (Messages: `redacted_thinking`, its bytes
     /// as received, or a kind the capture does not know).
     Whole(Block),
@@ -163,6 +178,7 @@ impl Acc {
             Acc::Thinking { .. } => "thinking",
             Acc::ToolUse { .. } => "tool_use",
             Acc::Redacted(_) => "redacted_thinking",
+            Acc::Compaction { .. } => hermes_core::checkpoint::COMPACTION_TYPE,
             Acc::Whole(block) => block.kind(),
         }
     }
@@ -182,9 +198,26 @@ impl Acc {
                 },
             },
             Acc::Redacted(data) => Block::redacted(&data)?,
+            Acc::Compaction {
+                start,
+                content,
+                encrypted,
+            } => Block::Compaction(compaction_block(&start, &content, &encrypted)?),
             Acc::Whole(block) => block,
         })
     }
+}
+
+/// A streamed `compaction` block: the start event's block with `content` and
+/// `encrypted_content` set to their accumulated text (each member in the place the start gave
+/// it; the two added after the others when the start had none).
+fn compaction_block(start: &str, content: &str, encrypted: &str) -> Result<RawJson, CaptureError> {
+    let mut block: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(start).map_err(|e| malformed(format!("`compaction` block: {e}")))?;
+    for (key, text) in [("content", content), ("encrypted_content", encrypted)] {
+        block.insert(key.to_owned(), serde_json::Value::String(text.to_owned()));
+    }
+    RawJson::from_serialize(&block).map_err(malformed)
 }
 
 /// The error of a stream that ended before its `last` event, after `seen` `unit` (e.g. "12
@@ -268,6 +301,7 @@ pub(crate) fn build(
     let mut thinking = Vec::new();
     let mut items = Vec::new();
     let mut calls = Vec::new();
+    let mut compaction = false;
     for block in blocks {
         match block {
             Block::Text(text) => texts.push(text),
@@ -278,6 +312,10 @@ pub(crate) fn build(
                 items.push(DetailItem::from_raw(item).map_err(malformed)?);
             }
             Block::Redacted(item) => items.push(DetailItem::from_raw(item).map_err(malformed)?),
+            Block::Compaction(item) => {
+                compaction = true;
+                items.push(DetailItem::from_raw(item).map_err(malformed)?);
+            }
             Block::ToolUse { id, name, input } => {
                 let mut call = ToolCall::function(id.as_deref().unwrap_or_default(), &name, &input);
                 call.id = id;
@@ -310,7 +348,9 @@ pub(crate) fn build(
             RawJson::from_serialize(&order).map_err(malformed)?,
         ));
     }
-    if !has_text && !has_calls {
+    // A provider's checkpoint is replayed (in place of what it summarised), never kept for
+    // the record only.
+    if !has_text && !has_calls && !compaction {
         msg.extra.push((
             NOT_REPLAYED_KEY.to_owned(),
             RawJson::from_serialize(&true).map_err(malformed)?,

@@ -117,7 +117,7 @@ pub(crate) fn prefix_stamp(digest: &str) -> (String, RawJson) {
 }
 
 /// The prefix digest a captured turn was stamped with.
-fn stored_digest(msg: &Message) -> Option<String> {
+pub(crate) fn stored_digest(msg: &Message) -> Option<String> {
     msg.extra
         .iter()
         .find(|(k, _)| k == PREFIX_KEY)
