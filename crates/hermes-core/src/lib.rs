@@ -26,6 +26,7 @@ macro_rules! setters {
 
 pub mod driver;
 pub mod estimate;
+pub mod left_out;
 pub mod message;
 pub mod normal;
 pub mod pairing;

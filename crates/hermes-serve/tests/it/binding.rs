@@ -64,7 +64,8 @@ async fn conversation(model: &str, change: Change) -> Sim {
     let client = reqwest::Client::new();
     let mut messages: Vec<Value> = Vec::new();
     for turn in 1..=3 {
-        messages.push(json!({"role": "user", "content": format!("turn {turn}: the time? [tools=1]")}));
+        messages
+            .push(json!({"role": "user", "content": format!("turn {turn}: the time? [tools=1]")}));
         for _ in 0..3 {
             let body = request(model, change, turn, &messages);
             let response = client
@@ -155,9 +156,14 @@ async fn a_bound_model_is_never_sent_a_block_off_its_prefix_and_refuses_nothing(
         // Inside each tool loop the prefix holds: the step's blocks go back byte for byte.
         let (sent, minted) = signatures(&sim);
         let replayed_in_loop = (1..requests.len())
-            .filter(|&i| minted[i - 1].iter().all(|s| sent[i].contains(s)) && !minted[i - 1].is_empty())
+            .filter(|&i| {
+                minted[i - 1].iter().all(|s| sent[i].contains(s)) && !minted[i - 1].is_empty()
+            })
             .count();
-        assert!(replayed_in_loop >= 3, "{change:?}: {replayed_in_loop} loops kept their thinking");
+        assert!(
+            replayed_in_loop >= 3,
+            "{change:?}: {replayed_in_loop} loops kept their thinking"
+        );
         // The first turn's thinking was made on a prefix the last request no longer has: the
         // gateway left it out (a bound model would refuse it, or have to drop it).
         let first_turn: Vec<&String> = minted[..2].iter().flatten().collect();
@@ -177,7 +183,9 @@ async fn an_unbound_model_keeps_the_blocks_it_kept_before() {
         assert!(requests.iter().all(|r| r.status == 200), "{change:?}");
         let (sent, minted) = signatures(&sim);
         let replayed_in_loop = (1..requests.len())
-            .filter(|&i| minted[i - 1].iter().all(|s| sent[i].contains(s)) && !minted[i - 1].is_empty())
+            .filter(|&i| {
+                minted[i - 1].iter().all(|s| sent[i].contains(s)) && !minted[i - 1].is_empty()
+            })
             .count();
         assert!(replayed_in_loop >= 3, "{change:?}: {replayed_in_loop}");
         for r in &requests {
