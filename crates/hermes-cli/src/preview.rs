@@ -46,12 +46,15 @@ pub(crate) fn run(engine: &Engine, args: &PreviewArgs) -> anyhow::Result<()> {
         .tools(tools);
     let mut preview = Preview::new(engine, file, options)?;
     if args.session.is_some() {
-        // What any session of the store learned a provider refuses, as chat would apply it.
+        // What any session of the store learned a provider refuses, and the turns a request
+        // left out for good (SPEC §5a 3), as chat would apply them.
         preview = runtime.block_on(async {
             let store = crate::setup::open_home_store(engine).await?;
             anyhow::Ok(
                 preview
                     .with_fleet_verdicts(&store, setup.config.reprobe_after())
+                    .await?
+                    .with_left_out(&store)
                     .await?,
             )
         })?;

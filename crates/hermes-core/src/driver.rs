@@ -61,6 +61,14 @@ pub trait SessionLog: Send + Sync {
         let _ = (wire, target, fields);
         Ok(())
     }
+    /// A request is about to leave out, for good, the carriers of the stored turns `carriers`
+    /// names ([`crate::left_out::carrier_id`], SPEC §5a 3): a log over a store records them so
+    /// no later request of the conversation, on any replica, sends them again. Called before
+    /// the request is sent. The default records nothing.
+    async fn left_out(&self, carriers: &[String]) -> Result<(), LogError> {
+        let _ = carriers;
+        Ok(())
+    }
 }
 
 /// Tools the model may call. A failing tool returns its error text: the model sees it.
@@ -541,7 +549,7 @@ impl Driver<'_> {
         // of this request is retried (the caller would see that output twice).
         let streamed = std::sync::atomic::AtomicBool::new(false);
         loop {
-            let (result, sent) = {
+            let (result, sent, left_out) = {
                 // Every call paired with a result on the wire, whatever the stored history holds.
                 let history = for_wire(wire, &conversation.messages);
                 let parts = self.parts(&history, conversation);
@@ -549,6 +557,20 @@ impl Driver<'_> {
                     Some(request) => request,
                     None => wire.encode(&parts)?,
                 };
+                // Left out once, left out for good (SPEC §5a 3): recorded before it is sent,
+                // and marked on the history the rest of this turn encodes from.
+                if !request.left_out.is_empty() {
+                    self.log
+                        .left_out(&request.left_out)
+                        .await
+                        .map_err(DriverError::Log)?;
+                    tracing::info!(
+                        wire = wire.id(),
+                        route = decision.id(),
+                        turns = request.left_out.len(),
+                        "stored turns' carriers left out for good (SPEC §5a 3)"
+                    );
+                }
                 for note in &request.notes {
                     tracing::info!(wire = wire.id(), route = decision.id(), note = %note, "wire notice");
                     notify(&DriverEvent::Notice { text: note.clone() });
@@ -597,8 +619,12 @@ impl Driver<'_> {
                     ok: result.is_ok(),
                     usage: result.as_ref().ok().and_then(|r| r.meta.usage),
                 });
-                (result, request.refusable)
+                (result, request.refusable, request.left_out)
             };
+            if !left_out.is_empty() {
+                let ids = left_out.into_iter().collect();
+                crate::left_out::mark(&mut conversation.messages, &ids);
+            }
             let error = match result {
                 Ok(reply) => {
                     if reply.meta.dropped_upstream > 0 {

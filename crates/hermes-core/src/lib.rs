@@ -27,6 +27,7 @@ macro_rules! setters {
 pub mod checkpoint;
 pub mod driver;
 pub mod estimate;
+pub mod left_out;
 pub mod message;
 pub mod normal;
 pub mod pairing;

@@ -125,6 +125,13 @@ pub struct Outgoing {
     /// rule or whose carriers were dropped by provenance (the driver reports them,
     /// [`crate::driver::DriverEvent::Carriers`]).
     pub carriers: crate::tally::CarrierCounts,
+    /// The stored turns whose carriers this body leaves out for good (SPEC §5a 3), by
+    /// [`crate::left_out::carrier_id`]: a bound model's turns left out because their prefix
+    /// changed (and every earlier one), or because the provider refused them. The driver has
+    /// the session log record them before the body is sent, so no later request of the
+    /// conversation, on any replica, puts them back. Turns already marked left out are not
+    /// repeated. Never sent.
+    pub left_out: Vec<String>,
 }
 
 impl Outgoing {
@@ -145,6 +152,7 @@ impl Outgoing {
             notes: Vec::new(),
             stamp: Vec::new(),
             carriers: crate::tally::CarrierCounts::default(),
+            left_out: Vec::new(),
         }
     }
 
@@ -163,6 +171,12 @@ impl Outgoing {
     /// With what encoding did to the carriers (demoted, dropped by provenance).
     pub fn carriers(mut self, carriers: crate::tally::CarrierCounts) -> Self {
         self.carriers = carriers;
+        self
+    }
+
+    /// With the stored turns whose carriers it leaves out for good ([`Outgoing::left_out`]).
+    pub fn left_out(mut self, left_out: Vec<String>) -> Self {
+        self.left_out = left_out;
         self
     }
 }

@@ -344,6 +344,14 @@ impl SessionLog for StoreLog<'_> {
         Ok(())
     }
 
+    async fn left_out(&self, carriers: &[String]) -> Result<(), LogError> {
+        let session = self.stored_id()?;
+        Ok(self
+            .store
+            .mark_left_out(session.as_deref(), carriers)
+            .await?)
+    }
+
     async fn add_usage(&self, usage: &Usage) -> Result<(), LogError> {
         match self.stored_id()? {
             Some(id) => Ok(self.store.add_usage(&id, usage).await?),

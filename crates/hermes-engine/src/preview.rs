@@ -215,6 +215,16 @@ impl Preview {
         Ok(self)
     }
 
+    /// Marks the turns an earlier request left out for good, as the store records them (SPEC
+    /// §5a 3), as a chat of the session would: the preview leaves them out too.
+    pub async fn with_left_out(
+        mut self,
+        store: &hermes_store::Store,
+    ) -> Result<Preview, EngineError> {
+        crate::turn::mark_left_out(store, &mut self.conversation.messages).await?;
+        Ok(self)
+    }
+
     /// Builds the parts of the next request, as the driver does, and hands them to `f`.
     fn with_parts<T>(&self, f: impl FnOnce(&RequestParts<'_>) -> T) -> T {
         // Every call paired with a result on the wire, as the driver sends it.

@@ -81,6 +81,9 @@ pub(crate) async fn drive(
         limits.turn + Duration::from_secs(60),
     )
     .await?;
+    // Turns an earlier request of the conversation left out, on any replica, stay out (SPEC
+    // §5a 3): marked on the history every request of this turn encodes from.
+    mark_left_out(store, &mut conversation.messages).await?;
     let log = match destination {
         Destination::Stored(id) => StoreLog::stored(store, id),
         Destination::AtTip { tip, landed } => StoreLog::at_tip(store, tip, landed),
@@ -121,4 +124,25 @@ pub(crate) async fn drive(
             ),
         }),
     }
+}
+
+/// Marks the turns of `messages` whose carriers an earlier request left out for good (SPEC §5a
+/// 3, [`hermes_core::left_out::LEFT_OUT_KEY`]), as the store records them.
+pub(crate) async fn mark_left_out(
+    store: &Store,
+    messages: &mut [Message],
+) -> Result<(), EngineError> {
+    let ids = hermes_core::left_out::carrier_ids(messages);
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let marked = store.left_out_among(&ids).await?;
+    let count = hermes_core::left_out::mark(messages, &marked);
+    if count > 0 {
+        tracing::debug!(
+            turns = count,
+            "turns an earlier request left out stay out (SPEC §5a 3)"
+        );
+    }
+    Ok(())
 }

@@ -2,7 +2,7 @@
 //! as stored, column by column, archived rows, checkpoints, verdicts, origins and lineage
 //! included (a branch that shares its parent's prefix by reference keeps its fork, and its
 //! parent is copied first); each session in one transaction, then read back and compared byte
-//! for byte.
+//! for byte. The carriers left out for good (SPEC §5a 3) go with them.
 
 use std::collections::HashMap;
 
@@ -82,6 +82,8 @@ pub struct CopyReport {
     pub messages: usize,
     /// Fleet verdicts the destination did not know yet (or knew as learned earlier).
     pub fleet_verdicts: usize,
+    /// Carriers left out for good (SPEC §5a 3) the destination did not know yet.
+    pub left_out: usize,
 }
 
 impl RawSession {
@@ -219,6 +221,11 @@ impl Store {
             dest.put_fleet_verdict(&crate::fleet::RowKey::of(&v), v.learned_at)
                 .await?;
             report.fleet_verdicts += 1;
+        }
+        for mark in self.left_out_marks().await? {
+            if dest.put_left_out(&mark).await? {
+                report.left_out += 1;
+            }
         }
         tracing::info!(
             copied = report.copied.len(),

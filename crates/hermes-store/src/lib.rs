@@ -40,6 +40,9 @@
 //!   parent's tip and how many messages of that view it inherits, stores only its own rows, and
 //!   reads the inherited ones through its parent; it is materialised (the inherited rows copied
 //!   into it) only before it is compacted or its parent deleted.
+//! - Carriers left out for good (SPEC §5a 3): [`Store::mark_left_out`] records the stored turns
+//!   a request left out, by carrier id, and [`Store::left_out_among`] says which of a history's
+//!   turns are so marked; every replica reads the same marks.
 //! - The gateway (SPEC §10): sessions belong to a tenant and partition ([`NewSession::tenant`],
 //!   [`NewSession::partition`]), every message row carries its match key
 //!   ([`hermes_core::normal::match_key`]) and [`Store::find_by_keys`] finds the conversation an
@@ -67,6 +70,7 @@ mod copy;
 mod fleet;
 mod gateway;
 mod leases;
+mod left_out;
 mod limits;
 mod lineage;
 mod original;
@@ -83,6 +87,7 @@ pub use copy::CopyReport;
 pub use fleet::FleetVerdict;
 pub use gateway::{Found, GatewayKey, SigningKey, gateway_key_id, revocable_key_id};
 pub use leases::Lease;
+pub use left_out::LeftOut;
 pub use limits::{RATE_SHARDS, RateAdmission, rate_shares};
 pub use lineage::Fork;
 pub use original::{OriginalDb, OriginalRow, OriginalSession, is_python_original, read_original};
@@ -204,6 +209,11 @@ const SQLITE_STEPS: &[(i64, &str, &str)] = &[
         "gateway limits",
         include_str!("../migrations/sqlite/0012_gateway_limits.sql"),
     ),
+    (
+        13,
+        "left out",
+        include_str!("../migrations/sqlite/0013_left_out.sql"),
+    ),
 ];
 
 /// The SQLite schema.
@@ -246,6 +256,11 @@ const POSTGRES_STEPS: &[(i64, &str, &str)] = &[
         7,
         "gateway limits",
         include_str!("../migrations/postgres/0007_gateway_limits.sql"),
+    ),
+    (
+        8,
+        "left out",
+        include_str!("../migrations/postgres/0008_left_out.sql"),
     ),
 ];
 

@@ -65,6 +65,7 @@ async fn two_handles(db: &TestDb) -> (Store, Store, String) {
 }
 
 mod gateway;
+mod left_out;
 mod limits;
 mod lineage;
 mod migrations;
@@ -1749,11 +1750,7 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     assert_eq!(count(db.open().await).await, steps);
     // The last step undone by hand (as an older hermes would have left it): the next open
     // runs it again.
-    for undo in [
-        "DROP TABLE rate_counts",
-        "DROP TABLE concurrency_slots",
-        "ALTER TABLE gateway_keys DROP COLUMN last_used_at",
-    ] {
+    for undo in ["DROP TABLE left_out_carriers"] {
         sqlx::query(undo).execute(&store.pool).await.unwrap();
     }
     sqlx::query(
@@ -1766,8 +1763,12 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     let reopened = db.open().await;
     assert_eq!(count(reopened.clone()).await, steps);
     assert!(reopened.has_session(&id).await.unwrap());
-    // The step's tables and column are back: a request is counted, a slot claimed, a key
-    // listed with its last use.
+    // The step's table is back: a carrier is marked left out and found.
+    let carrier = vec!["c1".to_owned()];
+    reopened.mark_left_out(Some(&id), &carrier).await.unwrap();
+    assert_eq!(reopened.left_out_among(&carrier).await.unwrap().len(), 1);
+    // The earlier steps' tables and column are there: a request is counted, a slot claimed, a
+    // key listed with its last use.
     assert!(
         reopened
             .admit_request("acme", 0, 1, 0, 0)

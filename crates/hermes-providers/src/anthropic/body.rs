@@ -6,6 +6,7 @@
 
 use std::collections::BTreeSet;
 
+use hermes_core::left_out;
 use hermes_core::route::ThinkingRequest;
 use hermes_core::sampling::{ResponseFormat, Sampling, ToolChoice};
 use hermes_core::{DetailItem, Message, RawJson, RequestParts, Role, TargetHost, ToolCall};
@@ -245,6 +246,10 @@ pub struct Bound {
     /// ([`super::compaction::ACCOUNT_KEY`], stamped on the reply: its block goes back to
     /// that account only).
     pub compaction_account: Option<String>,
+    /// The stored turns whose blocks this body leaves out for good, by
+    /// [`hermes_core::left_out::carrier_id`] (SPEC §5a 3): recorded by the driver before it is
+    /// sent, so no later request of the conversation puts them back.
+    pub left_out: Vec<String>,
 }
 
 /// An encoded body: [`crate::native::Encoded`] with its refusable fields (`thinking`,
@@ -276,6 +281,10 @@ impl crate::native::Stamp for Bound {
         }
 
         stamp
+    }
+
+    fn left_out(&self) -> Vec<String> {
+        self.left_out.clone()
     }
 }
 
@@ -459,15 +468,27 @@ fn last_changed(history: &[Message], bindings: &[Option<String>]) -> Option<usiz
         .last()
 }
 
-/// On a bound model (SPEC §5a 2–4), what a stored turn's replay decision becomes: blocks at or
-/// before the last step whose prefix changed (`cut`) are left out and counted; after it, blocks
-/// stamped with the binding `now` go, and blocks with no recorded binding (an older row, an
-/// import, a client's own) go with `drop_block` (`unknown`).
+/// The last assistant message an earlier request of the conversation left out (SPEC §5a 3,
+/// [`hermes_core::left_out::is_left_out`]), if any: its blocks and every earlier step's go
+/// without, on any model, so a block left out once is never put back and what is replayed stays
+/// a run of the latest steps.
+fn last_left_out(history: &[Message]) -> Option<usize> {
+    history
+        .iter()
+        .rposition(|m| m.role == Role::Assistant && left_out::is_left_out(m))
+}
+
+/// What a stored turn's replay decision becomes once blocks may be left out (SPEC §5a 2–4): on
+/// a bound model (`now`, its prefix binding now) or after a turn left out by an earlier request
+/// (SPEC §5a 3). Blocks at or before the cut (`cut`) are left out and counted; after it, on a
+/// bound model, blocks stamped with
+/// the binding `now` go, and blocks with no recorded binding (an older row, an import, a
+/// client's own) go with `drop_block` (`unknown`).
 fn bind<'h>(
     msg: &'h Message,
     thinking: Thinking<'h>,
     why: String,
-    now: &str,
+    now: Option<&str>,
     cut: bool,
     unknown: &mut bool,
     carriers: &mut hermes_core::CarrierCounts,
@@ -478,19 +499,23 @@ fn bind<'h>(
     let stored = replay::stored_binding(msg);
     if cut {
         carriers.dropped_prefix += 1;
-        let why = match stored.as_deref() {
-            Some(s) if s != now => {
+        let why = match (left_out::is_left_out(msg), stored.as_deref(), now) {
+            (true, _, _) => {
+                "left out: left out of an earlier request of this conversation (SPEC §5a 3)"
+            }
+            (false, Some(s), Some(now)) if s != now => {
                 "left out: the prefix changed since this block was made (system prompt, tools, an earlier message or the account; SPEC §5a 2)"
             }
             _ => {
-                "left out: a later step's prefix changed, and kept blocks stay the latest ones (SPEC §5a 2)"
+                "left out: a later step's blocks are left out, and kept blocks stay the latest ones (SPEC §5a 2, 3)"
             }
         };
         return (Thinking::None, why.to_owned());
     }
-    match stored {
-        Some(_) => (thinking, format!("{why} (its prefix binding holds)")),
-        None => {
+    match (stored, now) {
+        (_, None) => (thinking, why),
+        (Some(_), Some(_)) => (thinking, format!("{why} (its prefix binding holds)")),
+        (None, Some(_)) => {
             *unknown = true;
             (
                 thinking,
@@ -957,7 +982,9 @@ pub fn encode(
         }
         false => (Vec::new(), None),
     };
-    let cut = last_changed(history, &bindings);
+    // A turn an earlier request left out stays out, and every earlier one with it (§5a 3).
+    let cut = last_changed(history, &bindings).max(last_left_out(history));
+    let mut gone = Vec::new();
     // Blocks whose prefix hermes did not record go with `drop_block` (§5a 4).
     let (mut replayed_bound, mut unknown_prefix) = (false, false);
 
@@ -1069,18 +1096,31 @@ pub fn encode(
                     drops.blocks_of.contains(&i),
                     &decision.target,
                 );
-                let (thinking, why) = match bound_prefix {
-                    Some(now) => bind(
+                let at_cut = cut.is_some_and(|c| i <= c);
+                let (thinking, why) = match bound_prefix.is_some() || at_cut {
+                    true => bind(
                         msg,
                         thinking,
                         why,
-                        now,
-                        cut.is_some_and(|c| i <= c),
+                        bound_prefix,
+                        at_cut,
                         &mut unknown_prefix,
                         &mut carriers,
                     ),
-                    None => (thinking, why),
+                    false => (thinking, why),
                 };
+                // A bound model remembers a block a request left out, whatever the reason (a
+                // changed prefix, a later step's, an `Invalid signature` answer): the turn's own
+                // blocks, not sent now, are left out for good (SPEC §5a 3).
+                if bound
+                    && !items.is_empty()
+                    && !matches!(thinking, Thinking::Stored(_))
+                    && stored::own(msg, &decision.target)
+                    && !left_out::is_left_out(msg)
+                    && let Some(id) = left_out::carrier_id(msg)
+                {
+                    gone.push(id);
+                }
                 if bound && matches!(thinking, Thinking::Stored(_)) {
                     replayed_bound = true;
                 }
@@ -1277,6 +1317,12 @@ pub fn encode(
             version: passthrough.and_then(|p| p.version.clone()),
             binding,
             compaction_account: target.account.clone().filter(|_| compaction_request),
+            left_out: {
+                // A turn the client sent twice is one turn.
+                gone.sort_unstable();
+                gone.dedup();
+                gone
+            },
         },
     })
 }

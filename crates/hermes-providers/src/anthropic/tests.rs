@@ -1249,6 +1249,50 @@ mod bound {
     }
 
     #[test]
+    fn a_changed_prefix_reports_the_turns_it_leaves_out_for_good_and_a_marked_turn_stays_out() {
+        use hermes_core::left_out::{LEFT_OUT_KEY, carrier_id};
+        let binding = minted(FABLE, "Be brief.", TOOLS, "sk-a");
+        let held = conversation(FABLE, "Be brief.", Some(&binding));
+        let id = carrier_id(&held[2]).unwrap();
+        assert!(encode(&held, FABLE, TOOLS, "sk-a").wire.left_out.is_empty());
+        // The prompt changed: the step's blocks are left out, and said to be left out for good.
+        let changed = conversation(FABLE, "Be brief. Today is Sunday.", Some(&binding));
+        let out = encode(&changed, FABLE, TOOLS, "sk-a");
+        assert_eq!(out.wire.left_out, vec![id.clone()]);
+        // The prompt reverted, so the binding holds again; but the turn is marked left out (as
+        // the engine loads it): its blocks stay out, counted, and not reported again.
+        let mut reverted = held.clone();
+        reverted[2]
+            .extra
+            .push((LEFT_OUT_KEY.to_owned(), RawJson::from_text("true").unwrap()));
+        let out = encode(&reverted, FABLE, TOOLS, "sk-a");
+        assert!(
+            !sends_blocks(&out),
+            "{}",
+            String::from_utf8_lossy(&out.body)
+        );
+        assert!(!String::from_utf8_lossy(&out.body).contains(LEFT_OUT_KEY));
+        assert_eq!(out.carriers.dropped_prefix, 1);
+        assert!(out.wire.left_out.is_empty(), "{:?}", out.wire.left_out);
+        assert!(
+            out.explain.iter().any(|l| l.ends_with(
+                "left out: left out of an earlier request of this conversation (SPEC §5a 3)"
+            )),
+            "{:?}",
+            out.explain
+        );
+        // On an unbound model too: a turn left out once is never sent again.
+        let mut unbound = conversation(OPUS48, "Be brief.", None);
+        assert!(sends_blocks(&encode(&unbound, OPUS48, TOOLS, "sk-a")));
+        unbound[2]
+            .extra
+            .push((LEFT_OUT_KEY.to_owned(), RawJson::from_text("true").unwrap()));
+        let out = encode(&unbound, OPUS48, TOOLS, "sk-a");
+        assert!(!sends_blocks(&out));
+        assert_eq!(out.carriers.dropped_prefix, 1);
+    }
+
+    #[test]
     fn blocks_without_a_recorded_prefix_go_with_drop_block() {
         let out = encode(
             &conversation(FABLE, "Be brief.", None),

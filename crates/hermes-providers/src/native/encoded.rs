@@ -37,6 +37,12 @@ pub(crate) trait Stamp {
     fn stamp(&self) -> Vec<(String, RawJson)> {
         Vec::new()
     }
+
+    /// The stored turns whose carriers the body leaves out for good
+    /// ([`Outgoing::left_out`]). None by default.
+    fn left_out(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 impl Stamp for () {}
@@ -49,10 +55,12 @@ impl<X> Encoded<X> {
         X: Stamp,
     {
         let stamp = self.wire.stamp();
+        let left_out = self.wire.left_out();
         Outgoing::new(self.body, stream, self.refusable, self.messages)
             .notes(self.notes)
             .stamp(stamp)
             .carriers(self.carriers)
+            .left_out(left_out)
     }
 }
 

@@ -36,6 +36,7 @@ mod claude_code;
 mod clients;
 mod errors;
 mod keys;
+mod left_out;
 mod lifecycle;
 mod limits;
 mod messages;
