@@ -82,8 +82,8 @@ const BOOKKEEPING: &[&str] = &[
     "key_order",
 ];
 
-/// Key prefixes no native wire sends.
-const BOOKKEEPING_PREFIXES: &[&str] = &["hermes_", "codex_", "_"];
+/// Key prefixes no native wire sends: core's one list of hermes' storage keys.
+const BOOKKEEPING_PREFIXES: &[&str] = hermes_core::reattach::PRIVATE_KEY_PREFIXES;
 
 // The Converse lists are botocore's `bedrock-runtime` service model (`service-2.json`:
 // `ConverseRequest` and the shapes under it; e.g. `ContentBlock` has `audio`, `Tool` has
