@@ -2,7 +2,7 @@
 //! request id (also the `x-request-id` response header), the tenant, the door, the model, the
 //! status and the reason — never a key, never a body. Handlers note the tenant and the model
 //! as they learn them ([`tenant`], [`model`]); an error answer carries its reason
-//! ([`Reason`], set by [`crate::ApiError`]).
+//! ([`crate::error::Reason`], set by [`crate::ApiError`]).
 
 use std::sync::Mutex;
 
@@ -16,10 +16,6 @@ pub(crate) const REQUEST_ID: &str = "x-request-id";
 
 /// The longest reason a log line carries (the rest is cut, marked `…`).
 const MAX_REASON: usize = 300;
-
-/// Why an error answer was given: its message, for the log line.
-#[derive(Clone, Debug)]
-pub(crate) struct Reason(pub(crate) String);
 
 /// What the handler learnt of the request.
 #[derive(Default)]
@@ -90,10 +86,13 @@ pub(crate) async fn layer(request: Request, next: Next) -> Response {
     }
     let status = response.status();
     if status.is_client_error() || status.is_server_error() {
-        let reason = response.extensions().get::<Reason>().map_or_else(
-            || status.canonical_reason().unwrap_or("").to_owned(),
-            |r| cut(&r.0),
-        );
+        let reason = response
+            .extensions()
+            .get::<crate::error::Reason>()
+            .map_or_else(
+                || status.canonical_reason().unwrap_or("").to_owned(),
+                |r| cut(&r.0),
+            );
         let tenant = noted.tenant.as_deref().unwrap_or("none");
         let model = noted.model.as_deref().unwrap_or("none");
         if status.is_server_error() {

@@ -233,6 +233,17 @@ struct Inner {
 }
 
 impl Inner {
+    /// What `model` names on `door` ([`model::target_of`]: aliases, patterns, `provider/model`,
+    /// the door's default), or the door's 404.
+    fn resolve(&self, door: Door, model: &str) -> Result<hermes_engine::Choice, ApiError> {
+        model::resolve(
+            &self.engine,
+            &self.config.models,
+            self.config.default_model(door),
+            model,
+        )
+    }
+
     /// What one request of `tenant` records from its engine events.
     fn turn(&self, tenant: &str) -> metrics::Turn {
         metrics::Turn::new(self.metrics.clone(), tenant)
@@ -568,12 +579,7 @@ async fn chat(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response
     let (tenant, admitted, body) = admit(inner, headers, body).await?;
     let parsed = openai::parse(&body)?;
     access::model(&parsed.turn.model);
-    let choice = model::resolve(
-        &inner.engine,
-        &inner.config.models,
-        inner.config.default_model(Door::Chat),
-        &parsed.turn.model,
-    )?;
+    let choice = inner.resolve(Door::Chat, &parsed.turn.model)?;
     let session = session_of(headers)?;
     let turn = parsed.turn;
     tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "chat completion");
@@ -621,13 +627,7 @@ async fn messages_turn(
     let (tenant, admitted, body) = admit(inner, headers, body).await?;
     let parsed = anthropic::parse(&body, false)?;
     access::model(&parsed.model);
-
-    let choice = model::resolve(
-        &inner.engine,
-        &inner.config.models,
-        inner.config.default_model(Door::Messages),
-        &parsed.model,
-    )?;
+    let choice = inner.resolve(Door::Messages, &parsed.model)?;
     let session = session_of(headers)?;
     let mut turn = parsed;
     if turn.partition.is_none() {
@@ -716,12 +716,7 @@ async fn count(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Respons
     check_length(inner, headers)?;
     let body = read_body(inner, body).await?;
     let parsed = anthropic::parse(&body, true)?;
-    let choice = model::resolve(
-        &inner.engine,
-        &inner.config.models,
-        inner.config.default_model(Door::Messages),
-        &parsed.model,
-    )?;
+    let choice = inner.resolve(Door::Messages, &parsed.model)?;
     let target = hermes_core::RouteTarget::new(
         choice.provider.as_deref().unwrap_or_default(),
         choice.base_url.as_deref(),

@@ -79,31 +79,37 @@ async fn conversation(model: &str, change: Change) -> Sim {
             let status = response.status();
             let reply: Value = response.json().await.unwrap();
             assert_eq!(status, 200, "{model} {change:?} turn {turn}: {reply}");
-            let kept: Vec<Value> = reply["content"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|b| b["type"] != "thinking" && b["type"] != "redacted_thinking")
-                .cloned()
-                .collect();
-            let calls: Vec<Value> = kept
-                .iter()
-                .filter(|b| b["type"] == "tool_use")
-                .cloned()
-                .collect();
-            messages.push(json!({"role": "assistant", "content": kept}));
-            if calls.is_empty() {
+            if !forgetful_step(&reply, &mut messages) {
                 break;
             }
-            let results: Vec<Value> = calls
-                .iter()
-                .map(|c| json!({"type": "tool_result", "tool_use_id": c["id"], "content": "12:00"}))
-                .collect();
-            messages.push(json!({"role": "user", "content": results}));
         }
     }
     gateway.stop().await;
     sim
+}
+
+/// What a Messages client that drops every thinking block keeps of `reply`: its other blocks
+/// as the assistant turn and, when it called tools, a `12:00` result for each. Returns whether
+/// it called any (the loop goes on).
+pub(crate) fn forgetful_step(reply: &Value, messages: &mut Vec<Value>) -> bool {
+    let kept: Vec<Value> = reply["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] != "thinking" && b["type"] != "redacted_thinking")
+        .cloned()
+        .collect();
+    let results: Vec<Value> = kept
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .map(|c| json!({"type": "tool_result", "tool_use_id": c["id"], "content": "12:00"}))
+        .collect();
+    messages.push(json!({"role": "assistant", "content": kept}));
+    if results.is_empty() {
+        return false;
+    }
+    messages.push(json!({"role": "user", "content": results}));
+    true
 }
 
 /// The thinking signatures each upstream request carried, and every signature an earlier

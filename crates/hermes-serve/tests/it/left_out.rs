@@ -51,27 +51,9 @@ async fn exchange(
         let status = response.status();
         let reply: Value = response.json().await.unwrap();
         assert_eq!(status, 200, "{reply}");
-        let kept: Vec<Value> = reply["content"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|b| !is_thinking(b))
-            .cloned()
-            .collect();
-        let calls: Vec<Value> = kept
-            .iter()
-            .filter(|b| b["type"] == "tool_use")
-            .cloned()
-            .collect();
-        messages.push(json!({"role": "assistant", "content": kept}));
-        if calls.is_empty() {
+        if !crate::binding::forgetful_step(&reply, messages) {
             return;
         }
-        let results: Vec<Value> = calls
-            .iter()
-            .map(|c| json!({"type": "tool_result", "tool_use_id": c["id"], "content": "12:00"}))
-            .collect();
-        messages.push(json!({"role": "user", "content": results}));
     }
     panic!("the tool loop did not end");
 }
