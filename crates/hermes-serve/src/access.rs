@@ -22,6 +22,8 @@ const MAX_REASON: usize = 300;
 struct Noted {
     tenant: Option<String>,
     model: Option<String>,
+    /// An internal error's own text: the log line's reason, never the answer's.
+    internal: Option<String>,
 }
 
 tokio::task_local! {
@@ -47,6 +49,12 @@ pub(crate) fn model(model: &str) {
     if crate::model::check(model).is_ok() {
         note(|n| n.model = Some(model.to_owned()));
     }
+}
+
+/// Notes an internal error's own text (it may name files or settings): the request's log
+/// line gives it as the reason, while the answer says only where to look.
+pub(crate) fn internal(why: String) {
+    note(|n| n.internal = Some(why));
 }
 
 /// The door a path belongs to.
@@ -86,13 +94,16 @@ pub(crate) async fn layer(request: Request, next: Next) -> Response {
     }
     let status = response.status();
     if status.is_client_error() || status.is_server_error() {
-        let reason = response
-            .extensions()
-            .get::<crate::error::Reason>()
-            .map_or_else(
-                || status.canonical_reason().unwrap_or("").to_owned(),
-                |r| cut(&r.0),
-            );
+        let reason = match &noted.internal {
+            Some(internal) => cut(internal),
+            None => response
+                .extensions()
+                .get::<crate::error::Reason>()
+                .map_or_else(
+                    || status.canonical_reason().unwrap_or("").to_owned(),
+                    |r| cut(&r.0),
+                ),
+        };
         let tenant = noted.tenant.as_deref().unwrap_or("none");
         let model = noted.model.as_deref().unwrap_or("none");
         if status.is_server_error() {

@@ -52,6 +52,18 @@ impl ApiError {
         }
     }
 
+    /// 500: something went wrong inside the gateway. The answer says only that, and that the
+    /// gateway's logs hold the reason under the answer's request id (`x-request-id`); `why`,
+    /// which may name files or settings, goes to that log line alone (`access::internal`).
+    pub fn internal(why: impl Into<String>) -> Self {
+        crate::access::internal(why.into());
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "api_error",
+            "internal error: the gateway's logs hold the reason under this answer's request id (the x-request-id header)",
+        )
+    }
+
     /// 400: parameter `param` is invalid.
     pub fn invalid(param: &str, message: impl Into<String>) -> Self {
         ApiError {
@@ -236,7 +248,7 @@ impl ApiError {
                      retry it",
                 )
             }
-            _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "api_error", text),
+            _ => ApiError::internal(text),
         }
     }
 }
@@ -334,5 +346,22 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = self.body();
         self.respond(body)
+    }
+}
+
+#[cfg(test)]
+mod internal {
+    use super::ApiError;
+
+    /// An internal failure's own text (a path, a setting) never reaches the answer, which says
+    /// where to look.
+    #[test]
+    fn an_internal_error_answers_with_no_detail() {
+        let error = ApiError::from_engine(&hermes_engine::EngineError::Failed(
+            "cannot open /home/op/.hermes/hermes.db: permission denied".into(),
+        ));
+        assert_eq!(error.status.as_u16(), 500);
+        assert!(!error.message.contains("/home/op"), "{}", error.message);
+        assert!(error.message.contains("x-request-id"), "{}", error.message);
     }
 }
