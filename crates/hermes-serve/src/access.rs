@@ -2,7 +2,7 @@
 //! request id (also the `x-request-id` response header), the tenant, the door, the model, the
 //! status and the reason — never a key, never a body. Handlers note the tenant and the model
 //! as they learn them ([`tenant`], [`model`]); an error answer carries its reason
-//! ([`crate::error::Reason`], set by [`crate::ApiError`]).
+//! ([`Reason`], set by [`crate::ApiError`]).
 
 use std::sync::Mutex;
 
@@ -16,6 +16,10 @@ pub(crate) const REQUEST_ID: &str = "x-request-id";
 
 /// The longest reason a log line carries (the rest is cut, marked `…`).
 const MAX_REASON: usize = 300;
+
+/// Why an error answer was given: its message, carried on the response for the log line.
+#[derive(Clone, Debug)]
+pub(crate) struct Reason(pub(crate) String);
 
 /// What the handler learnt of the request.
 #[derive(Default)]
@@ -43,12 +47,10 @@ pub(crate) fn tenant(tenant: &str) {
     note(|n| n.tenant = Some(tenant.to_owned()));
 }
 
-/// Names the model string of the request being handled (checked first: only a valid one is
-/// logged).
+/// Names the model string of the request being handled (the caller logs only one that passed
+/// `model::check`).
 pub(crate) fn model(model: &str) {
-    if crate::model::check(model).is_ok() {
-        note(|n| n.model = Some(model.to_owned()));
-    }
+    note(|n| n.model = Some(model.to_owned()));
 }
 
 /// Notes an internal error's own text (it may name files or settings): the request's log
@@ -96,13 +98,10 @@ pub(crate) async fn layer(request: Request, next: Next) -> Response {
     if status.is_client_error() || status.is_server_error() {
         let reason = match &noted.internal {
             Some(internal) => cut(internal),
-            None => response
-                .extensions()
-                .get::<crate::error::Reason>()
-                .map_or_else(
-                    || status.canonical_reason().unwrap_or("").to_owned(),
-                    |r| cut(&r.0),
-                ),
+            None => response.extensions().get::<Reason>().map_or_else(
+                || status.canonical_reason().unwrap_or("").to_owned(),
+                |r| cut(&r.0),
+            ),
         };
         let tenant = noted.tenant.as_deref().unwrap_or("none");
         let model = noted.model.as_deref().unwrap_or("none");

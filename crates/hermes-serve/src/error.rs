@@ -13,11 +13,6 @@ use serde_json::{Value, json};
 /// second or two of a restart or failover, and a client that waits longer only waits.
 pub const RETRY_UNAVAILABLE: Duration = Duration::from_secs(1);
 
-/// Why an error answer was given: its message, carried on the response for the access log's
-/// line (`crate::access`).
-#[derive(Clone, Debug)]
-pub(crate) struct Reason(pub(crate) String);
-
 /// An error answer: status, OpenAI's error object, and a `Retry-After` when known.
 #[derive(Debug, Clone)]
 pub struct ApiError {
@@ -324,7 +319,7 @@ impl ApiError {
         let mut response = (self.status, axum::Json(body)).into_response();
         response
             .extensions_mut()
-            .insert(Reason(self.message.clone()));
+            .insert(crate::access::Reason(self.message.clone()));
 
         if let Some(wait) = self.retry_after
             && let Ok(value) =

@@ -578,7 +578,9 @@ async fn chat_completions(
 async fn chat(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
     let (tenant, admitted, body) = admit(inner, headers, body).await?;
     let parsed = openai::parse(&body)?;
-    access::model(&parsed.turn.model);
+    if model::check(&parsed.turn.model).is_ok() {
+        access::model(&parsed.turn.model);
+    }
     let choice = inner.resolve(Door::Chat, &parsed.turn.model)?;
     let session = session_of(headers)?;
     let turn = parsed.turn;
@@ -626,7 +628,9 @@ async fn messages_turn(
 ) -> Result<Response, ApiError> {
     let (tenant, admitted, body) = admit(inner, headers, body).await?;
     let parsed = anthropic::parse(&body, false)?;
-    access::model(&parsed.model);
+    if model::check(&parsed.model).is_ok() {
+        access::model(&parsed.model);
+    }
     let choice = inner.resolve(Door::Messages, &parsed.model)?;
     let session = session_of(headers)?;
     let mut turn = parsed;
