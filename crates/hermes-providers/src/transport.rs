@@ -575,7 +575,8 @@ impl ChatTransport {
 }
 
 /// `body` with the request's key or token (bearer, or a key header) replaced by `[redacted]`,
-/// for providers that echo the key they refused ("Incorrect API key provided: sk-…").
+/// for providers that echo the key they refused ("Incorrect API key provided: sk-…"), and so is
+/// a masked echo of it ([`without_masked_key`]).
 fn without_key(body: String, auth: Option<&Auth>) -> String {
     let key = match auth {
         Some(Auth::Bearer(key) | Auth::Header(_, key)) => key.as_str(),
@@ -583,10 +584,54 @@ fn without_key(body: String, auth: Option<&Auth>) -> String {
         Some(Auth::Aws(..)) => return body,
         None => return body,
     };
-    if key.trim().is_empty() || !body.contains(key) {
+    if key.trim().is_empty() {
         return body;
     }
-    body.replace(key, "[redacted]")
+    let body = if body.contains(key) {
+        body.replace(key, "[redacted]")
+    } else {
+        body
+    };
+    without_masked_key(body, key)
+}
+
+/// `body` with every masked echo of `key` replaced by `[redacted]`: a token (a run of
+/// characters up to whitespace or a quote) that ends with the key's last four characters
+/// after a mask — three or more of `*`, `•`, `.`, or an ellipsis `…` — as OpenAI writes a
+/// refused key (`sk-proj-****…wxyz`). A tail alone is a quarter of nothing, but with the
+/// prefix it names the key; neither belongs in what a client or a log sees. Keys shorter than
+/// 8 characters are left alone (their tail would match ordinary text).
+fn without_masked_key(body: String, key: &str) -> String {
+    let chars: Vec<char> = key.chars().collect();
+    if chars.len() < 8 {
+        return body;
+    }
+    let tail: String = chars[chars.len() - 4..].iter().collect();
+    if !body.contains(&tail) {
+        return body;
+    }
+    let ends = |c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | ',' | ':' | '(' | ')');
+    let mut out = String::with_capacity(body.len());
+    let mut rest = body.as_str();
+    while let Some(at) = rest.find(&tail) {
+        let (before, after) = rest.split_at(at);
+        let start = before
+            .char_indices()
+            .rev()
+            .find(|(_, c)| ends(*c))
+            .map_or(0, |(i, c)| i + c.len_utf8());
+        let token = &before[start..];
+        let masks = token
+            .chars()
+            .filter(|c| matches!(c, '*' | '•' | '.'))
+            .count();
+        let masked = masks >= 3 || token.contains('…');
+        out.push_str(if masked { &before[..start] } else { before });
+        out.push_str(if masked { "[redacted]" } else { &tail });
+        rest = &after[tail.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Calls `on_delta` for the text a chunk carries.
@@ -798,4 +843,37 @@ pub(crate) async fn read_text(response: reqwest::Response) -> Result<String, Tra
     let bytes = response.bytes().await.map_err(map_reqwest)?;
     String::from_utf8(Vec::from(bytes))
         .map_err(|e| TransportError::Decode(format!("the reply is not UTF-8: {e}")))
+}
+
+#[cfg(test)]
+mod masked {
+    use super::without_masked_key;
+
+    const KEY: &str = "sk-proj-abcdefghijklmnopwxyz";
+
+    /// The forms a provider echoes a refused key in: nothing of the masked token is left, and
+    /// the same four characters elsewhere are ordinary text.
+    #[test]
+    fn a_masked_echo_of_the_key_is_redacted_and_nothing_else() {
+        for (body, expected) in [
+            (
+                r#"{"error":{"message":"Incorrect API key provided: sk-proj-********************wxyz. You can find your API key at https://platform.openai.com."}}"#,
+                r#"{"error":{"message":"Incorrect API key provided: [redacted]. You can find your API key at https://platform.openai.com."}}"#,
+            ),
+            ("invalid key …wxyz", "invalid key [redacted]"),
+            ("key sk-…wxyz refused", "key [redacted] refused"),
+            ("key ••••wxyz", "key [redacted]"),
+            (
+                "the word wxyz and x.wxyz stay",
+                "the word wxyz and x.wxyz stay",
+            ),
+        ] {
+            assert_eq!(without_masked_key(body.to_owned(), KEY), expected, "{body}");
+        }
+        assert_eq!(
+            without_masked_key("…wxyz".to_owned(), "short"),
+            "…wxyz",
+            "a short key is left alone"
+        );
+    }
 }
