@@ -249,6 +249,10 @@ pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
         } else {
             Auth::Keys(std::sync::Arc::new(StoreKeys::new(store.clone())))
         };
+        let settings = match config.serve.retry_window() {
+            Some(window) => settings.retry_window(window),
+            None => settings,
+        };
         let engine = engine.with_store(store, settings);
         let mut serve = ServeConfig::new(auth)
             .models(config.serve.models.clone())

@@ -106,6 +106,10 @@ pub struct ServeSection {
     /// older ones are deleted by `hermes serve` (default: kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) retention: Option<toml::Spanned<String>>,
+    /// How long a request that names no `Idempotency-Key` and repeats the previous one byte for
+    /// byte is answered from the store (`10m` by default; `0s`: never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) retry_window: Option<toml::Spanned<String>>,
     /// Per-tenant overrides of the limits (`[serve.tenants.NAME]`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tenants: BTreeMap<String, TenantSection>,
@@ -132,6 +136,7 @@ impl std::fmt::Debug for ServeSection {
             .field("requests_per_minute", &self.requests_per_minute)
             .field("max_concurrent", &self.max_concurrent)
             .field("retention", &self.retention)
+            .field("retry_window", &self.retry_window)
             .field("tenants", &self.tenants)
             .field("models", &self.models)
             .field("default_models", &self.default_models)
@@ -191,6 +196,13 @@ impl ServeSection {
     /// Every tenant's default turns at once.
     pub fn max_concurrent(&self) -> Option<std::num::NonZeroU32> {
         limit(self.max_concurrent.as_ref())
+    }
+
+    /// `retry_window` (validated when the file was read); `None`: the gateway's default.
+    pub fn retry_window(&self) -> Option<std::time::Duration> {
+        self.retry_window
+            .as_ref()
+            .and_then(|d| humantime::parse_duration(d.get_ref().trim()).ok())
     }
 
     /// How long a tenant's conversation is kept after its last update (validated when the
@@ -566,6 +578,17 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
             }
         }
     }
+    if let Some(window) = &config.serve.retry_window
+        && let Err(e) = humantime::parse_duration(window.get_ref().trim())
+    {
+        return Err(invalid(
+            Some(line_of(text, window.span().start)),
+            format!(
+                "[serve] retry_window = {:?}: {e} (write e.g. \"10m\", \"90s\" or \"0s\")",
+                window.get_ref()
+            ),
+        ));
+    }
     let serve_limits = std::iter::once((
         "[serve]".to_owned(),
         &config.serve.requests_per_minute,
@@ -876,5 +899,22 @@ mod tests {
         );
         let err = parse(Path::new("c.toml"), "provider = [\n").unwrap_err();
         assert!(err.to_string().starts_with("c.toml: line 1: "), "{err}");
+    }
+
+    #[test]
+    fn retry_window_reads_a_duration_and_names_the_line_of_a_bad_one() {
+        let config = parse(Path::new("c.toml"), "[serve]\nretry_window = \"90s\"\n").unwrap();
+        assert_eq!(
+            config.serve.retry_window(),
+            Some(std::time::Duration::from_secs(90))
+        );
+        let off = parse(Path::new("c.toml"), "[serve]\nretry_window = \"0s\"\n").unwrap();
+        assert_eq!(off.serve.retry_window(), Some(std::time::Duration::ZERO));
+        let unset = parse(Path::new("c.toml"), "[serve]\n").unwrap();
+        assert_eq!(unset.serve.retry_window(), None);
+        let err = parse(Path::new("c.toml"), "[serve]\nretry_window = \"soon\"\n").unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("line 2"), "{text}");
+        assert!(text.contains("[serve] retry_window = \"soon\""), "{text}");
     }
 }

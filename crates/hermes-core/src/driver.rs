@@ -49,6 +49,16 @@ pub trait SessionLog: Send + Sync {
     ) -> Result<WireVerdicts, LogError>;
     /// Adds a reply's usage to the session's counters.
     async fn add_usage(&self, usage: &Usage) -> Result<(), LogError>;
+    /// Stores one finished step: its messages appended and its usage counted. A log over a
+    /// store does both in one transaction, so a stored step never lacks its usage; the default
+    /// calls [`SessionLog::append`], then [`SessionLog::add_usage`].
+    async fn commit(&self, step: &Step<'_>) -> Result<(), LogError> {
+        self.append(step.messages).await?;
+        if let Some(usage) = step.usage {
+            self.add_usage(usage).await?;
+        }
+        Ok(())
+    }
     /// A provider accepted a request carrying `fields` (the wire's spelling of the refusable
     /// fields the body held) on `wire` for `target`. A log that re-probes old verdicts learns
     /// here that one no longer holds; the default does nothing.
@@ -69,6 +79,25 @@ pub trait SessionLog: Send + Sync {
         let _ = carriers;
         Ok(())
     }
+}
+
+/// One finished step as the driver stores it ([`SessionLog::commit`]).
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct Step<'a> {
+    /// What is stored: the turn's input (with its first step), the reply, the results of the
+    /// tools the engine ran.
+    pub messages: &'a [Message],
+    /// How many of `messages`, counted from the end, the step added (the reply and its
+    /// results): what the caller is answered with.
+    pub added: usize,
+    /// The reply's usage, when its wire reported one.
+    pub usage: Option<&'a Usage>,
+    /// Why the reply ended, as the turn reports it (a call of a tool the caller runs:
+    /// [`FinishReason::ToolCalls`]).
+    pub finish: Option<&'a FinishReason>,
+    /// The turn ends with this step (no tool the engine runs was called).
+    pub ends_turn: bool,
 }
 
 /// Tools the model may call. A failing tool returns its error text: the model sees it.
@@ -117,6 +146,10 @@ pub struct DriverConfig {
     /// What each request's span records besides the request (the server it goes to, whether
     /// message content is captured; nothing by default).
     pub telemetry: crate::telemetry::Telemetry,
+    /// Set when the caller is gone (a gateway client hung up): the step in flight still
+    /// finishes and is stored — its reply is paid for — but no further step starts. Unset by
+    /// default.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Default for DriverConfig {
@@ -136,6 +169,7 @@ impl Default for DriverConfig {
             sampling: crate::sampling::Sampling::default(),
             passthrough: crate::passthrough::Passthrough::default(),
             telemetry: crate::telemetry::Telemetry::default(),
+            stop: None,
         }
     }
 }
@@ -709,7 +743,12 @@ impl Driver<'_> {
                 }
                 stalls += 1;
             }
-            if error.is_retryable() && retries < config.max_backoff_retries {
+            let gone = config
+                .stop
+                .as_ref()
+                .is_some_and(|stop| stop.load(std::sync::atomic::Ordering::Acquire));
+            // A caller that is gone is owed the reply it paid for, not a new request.
+            if error.is_retryable() && retries < config.max_backoff_retries && !gone {
                 let delay = backoff(config, retries, &error);
                 retries += 1;
                 // Told to the user in one line (the Retrying event); logged in full.
@@ -797,6 +836,19 @@ impl Driver<'_> {
         // Tool output of this turn so far, in bytes.
         let mut output = 0usize;
         for _ in 0..config.max_steps {
+            if !outcome.new_messages.is_empty()
+                && config
+                    .stop
+                    .as_ref()
+                    .is_some_and(|stop| stop.load(std::sync::atomic::Ordering::Acquire))
+            {
+                // The caller is gone: what it paid for is stored, nothing more is asked.
+                tracing::info!(
+                    steps = outcome.usage.len(),
+                    "the caller is gone: the turn stops after its stored steps"
+                );
+                return Ok(outcome);
+            }
             let step = self.step(conversation, &mut outcome, &mut output).await;
             let (message, results, meta) = match step {
                 Ok(step) => step,
@@ -811,24 +863,31 @@ impl Driver<'_> {
             let mut stored = std::mem::take(&mut pending);
             stored.push(message.clone());
             stored.extend(results.iter().cloned());
-            if let Err(err) = log.append(&stored).await {
+            let calls = message.tool_calls.as_ref().is_some_and(|c| !c.is_empty());
+            let done = results.is_empty();
+            let finish = match meta.finish {
+                // A reply that calls tools the caller runs ends the turn for that reason,
+                // whatever its wire called it.
+                _ if calls && done => Some(FinishReason::ToolCalls),
+                finish => finish,
+            };
+            let step = Step {
+                messages: &stored,
+                added: 1 + results.len(),
+                usage: meta.usage.as_ref(),
+                finish: finish.as_ref(),
+                ends_turn: done,
+            };
+            if let Err(err) = log.commit(&step).await {
                 if first {
                     conversation.messages.truncate(before);
                 }
                 return Err(DriverError::Log(err));
             }
             if let Some(usage) = meta.usage {
-                log.add_usage(&usage).await.map_err(DriverError::Log)?;
                 outcome.usage.push(usage);
             }
-            let calls = message.tool_calls.as_ref().is_some_and(|c| !c.is_empty());
-            let done = results.is_empty();
-            outcome.finish = match meta.finish {
-                // A reply that calls tools the caller runs ends the turn for that reason,
-                // whatever its wire called it.
-                _ if calls && done => Some(FinishReason::ToolCalls),
-                finish => finish,
-            };
+            outcome.finish = finish;
             conversation.messages.push(message.clone());
             conversation.messages.extend(results.iter().cloned());
             outcome.new_messages.push(message);

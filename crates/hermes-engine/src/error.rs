@@ -41,6 +41,16 @@ pub enum EngineError {
         /// Who holds it (`host:pid:nonce:place`).
         holder: String,
     },
+    /// Another request with the same idempotency key (the client's `Idempotency-Key`, or the
+    /// same body) is still running past the wait; nothing was sent upstream for this one. A
+    /// server maps it to "conflict, try again", as [`EngineError::Busy`].
+    #[error(
+        "a request with the same {key} is still running; nothing was sent upstream for this one — try again when it finishes"
+    )]
+    InFlight {
+        /// What the two requests share (`Idempotency-Key`, or "request body").
+        key: String,
+    },
     /// A setting nothing supplied (exit code 2). The text names what is missing; how to give
     /// it is the front end's to add (the CLI names its flag).
     #[error("{}", setting.message(provider.as_deref()))]
@@ -226,7 +236,7 @@ impl EngineError {
                 ErrorKind::InvalidParameter { parameter }
             }
             EngineError::NotFound { session } => ErrorKind::NotFound { session },
-            EngineError::Busy { .. } => ErrorKind::Busy,
+            EngineError::Busy { .. } | EngineError::InFlight { .. } => ErrorKind::Busy,
             EngineError::Credentials { .. } | EngineError::KeyRefused { .. } => {
                 ErrorKind::Credentials { var: var_of(self) }
             }

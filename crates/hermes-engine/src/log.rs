@@ -49,6 +49,9 @@ pub(crate) struct StoreLog<'a> {
     preamble: Mutex<Vec<Message>>,
     /// Told each fleet verdict learned ([`DriverEvent::FleetVerdict`]).
     notify: Option<&'a (dyn Fn(&DriverEvent) + Send + Sync)>,
+    /// The request's idempotency claim: each step's transaction turns it into the receipt of
+    /// the turn so far ([`crate::receipt`]).
+    receipt: Option<&'a crate::receipt::Pending>,
 }
 
 fn poisoned<T>(_: T) -> LogError {
@@ -66,6 +69,7 @@ impl<'a> StoreLog<'a> {
             session_only: CarrierSet::NONE,
             preamble: Mutex::default(),
             notify: None,
+            receipt: None,
         }
     }
 
@@ -81,6 +85,7 @@ impl<'a> StoreLog<'a> {
             session_only: CarrierSet::NONE,
             preamble: Mutex::default(),
             notify: None,
+            receipt: None,
         }
     }
 
@@ -105,7 +110,14 @@ impl<'a> StoreLog<'a> {
             session_only: CarrierSet::NONE,
             preamble: Mutex::default(),
             notify: None,
+            receipt: None,
         }
+    }
+
+    /// The same log, turning the request's idempotency claim into its receipt with each step.
+    pub(crate) fn with_receipt(mut self, receipt: Option<&'a crate::receipt::Pending>) -> Self {
+        self.receipt = receipt;
+        self
     }
 
     /// Writes where the steps are now.
@@ -179,8 +191,13 @@ impl<'a> StoreLog<'a> {
         Ok(())
     }
 
-    /// Stores `messages` where the log writes now (see [`Session`]).
-    async fn append_now(&self, messages: &[Message]) -> Result<(), LogError> {
+    /// Stores `messages` where the log writes now (see [`Session`]), with `extras` in the same
+    /// transaction.
+    async fn append_now(
+        &self,
+        messages: &[Message],
+        extras: &hermes_store::StepExtras,
+    ) -> Result<(), LogError> {
         enum Pending {
             Plain(String),
             Compare(Tip),
@@ -214,11 +231,14 @@ impl<'a> StoreLog<'a> {
         };
         let next = match pending {
             Pending::Plain(id) => {
-                self.store.append(&id, messages).await?;
+                self.store.append_step(&id, messages, extras).await?;
                 return Ok(());
             }
             Pending::Compare(tip) => {
-                let appended = self.store.compare_and_append(&tip, messages).await?;
+                let appended = self
+                    .store
+                    .compare_and_append_step(&tip, messages, extras)
+                    .await?;
                 if appended.branched() {
                     tracing::info!(
                         parent = tip.session(),
@@ -230,7 +250,7 @@ impl<'a> StoreLog<'a> {
                 Session::AtTip(appended.tip().clone())
             }
             Pending::Create(new, compare) => {
-                let id = self.store.create_with_messages(&new, messages).await?;
+                let id = self.store.create_with_step(&new, messages, extras).await?;
                 self.landed(&id)?;
                 if compare {
                     Session::AtTip(self.store.tip(&id).await?)
@@ -270,21 +290,44 @@ impl<'a> StoreLog<'a> {
     }
 }
 
-#[async_trait::async_trait]
-impl SessionLog for StoreLog<'_> {
-    async fn append(&self, messages: &[Message]) -> Result<(), LogError> {
+impl StoreLog<'_> {
+    /// Stores `messages` (after the preamble, with the first step) with `extras`.
+    async fn store(
+        &self,
+        messages: &[Message],
+        extras: &hermes_store::StepExtras,
+    ) -> Result<(), LogError> {
         let preamble = std::mem::take(&mut *self.preamble.lock().map_err(poisoned)?);
         if preamble.is_empty() {
-            return self.append_now(messages).await;
+            return self.append_now(messages, extras).await;
         }
         let mut all = preamble.clone();
         all.extend_from_slice(messages);
-        let result = self.append_now(&all).await;
+        let result = self.append_now(&all, extras).await;
         if result.is_err() {
             // Not stored: the next step carries it again.
             *self.preamble.lock().map_err(poisoned)? = preamble;
         }
         result
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionLog for StoreLog<'_> {
+    async fn append(&self, messages: &[Message]) -> Result<(), LogError> {
+        self.store(messages, &hermes_store::StepExtras::default())
+            .await
+    }
+
+    /// The step, its usage and the request's receipt in one transaction: a stored step never
+    /// lacks its usage, and a retry of the request finds its answer once the step is stored.
+    async fn commit(&self, step: &hermes_core::driver::Step<'_>) -> Result<(), LogError> {
+        let mut extras = hermes_store::StepExtras::default().usage(step.usage.copied());
+        if let Some(receipt) = self.receipt {
+            let (key, completion, kept) = receipt.with_step(step)?;
+            extras = extras.receipt(key, completion, kept);
+        }
+        self.store(step.messages, &extras).await
     }
 
     async fn record_verdict(

@@ -3,6 +3,7 @@
 //! ([`Engine::stream`]). One request is one turn: its input is stored with the first step, each
 //! step whole, and nothing holds a lock on the conversation for the length of a stream.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use hermes_store::Store;
 
 use crate::Engine;
 use crate::error::EngineError;
+use crate::receipt::{Claimed, Idempotency};
 use crate::session::{NoTools, Opened, Toolset, driver_config, new_session, open_snapshot};
 use crate::settle::{Choice, Defaults};
 use crate::target::{AwsLookup, KeyLookup, Limits, Target};
@@ -36,6 +38,10 @@ pub struct Settings {
     pub limits: Limits,
     /// How old a fleet verdict may grow before a request re-probes it once.
     pub reprobe_after: Duration,
+    /// How long a gateway request that named no `Idempotency-Key` is answered from the store
+    /// when the same body comes again while its conversation still ends where it left it
+    /// ([`crate::DEFAULT_RETRY_WINDOW`]; zero: never).
+    pub retry_window: Duration,
 }
 
 impl Settings {
@@ -47,7 +53,14 @@ impl Settings {
             aws: None,
             limits: Limits::default(),
             reprobe_after: crate::fleet::DEFAULT_REPROBE_AFTER,
+            retry_window: crate::receipt::DEFAULT_RETRY_WINDOW,
         }
+    }
+
+    /// With this retry window ([`Settings::retry_window`]).
+    pub fn retry_window(mut self, window: Duration) -> Self {
+        self.retry_window = window;
+        self
     }
 
     /// With an AWS credentials source.
@@ -121,6 +134,13 @@ pub struct Request {
     /// server tools to any other target fail the request naming `tools`
     /// ([`ErrorKind::InvalidParameter`](crate::ErrorKind::InvalidParameter)).
     pub passthrough: Passthrough,
+    /// What makes a gateway request idempotent (with [`Request::history`] only): a request
+    /// the store already answered gets its stored completion, with no upstream call
+    /// ([`crate::Idempotency`]).
+    pub idempotency: Option<Idempotency>,
+    /// Set when the caller is gone ([`Events`] dropped): the step in flight is still stored,
+    /// no further one starts.
+    stop: Option<Arc<AtomicBool>>,
 }
 
 impl Request {
@@ -136,6 +156,8 @@ impl Request {
             stream: false,
             sampling: Sampling::default(),
             passthrough: Passthrough::default(),
+            idempotency: None,
+            stop: None,
         }
     }
 
@@ -166,6 +188,9 @@ impl Request {
 
         /// With what a gateway client asked for in its own wire's terms.
         passthrough: Passthrough;
+
+        /// With what makes it idempotent.
+        idempotency: Option<Idempotency>;
     }
 
     /// A request answering a client's whole `history` (see [`Request::history`]).
@@ -247,11 +272,13 @@ pub enum Event {
     Failed(EngineError),
 }
 
-/// The events of a streamed request, in order, ending with [`Event::Done`] or
-/// [`Event::Failed`]. Dropping it cancels the request: its unfinished step is not stored.
+/// The events of a request run on a task of its own, in order, ending with [`Event::Done`] or
+/// [`Event::Failed`]. Dropping it (a client that hung up) does not cancel the step in flight:
+/// its reply is paid for, so it is captured and stored whole, with its usage and receipt — a
+/// retry of the request finds it — and no further step starts.
 pub struct Events {
     events: tokio::sync::mpsc::UnboundedReceiver<Event>,
-    task: tokio::task::JoinHandle<()>,
+    stop: Arc<AtomicBool>,
 }
 
 impl Events {
@@ -263,7 +290,7 @@ impl Events {
 
 impl Drop for Events {
     fn drop(&mut self) {
-        self.task.abort();
+        self.stop.store(true, Ordering::Release);
     }
 }
 
@@ -341,31 +368,93 @@ impl Engine {
         result
     }
 
-    /// [`Engine::complete`] as a stream of events, run on a task of its own (so its future is
-    /// `Send` and `'static`); dropping the [`Events`] cancels it.
+    /// [`Engine::spawn`] with the provider asked for a stream: deltas are events as they
+    /// arrive.
     pub fn stream(&self, request: Request) -> Events {
+        self.spawn(request.stream(true))
+    }
+
+    /// [`Engine::complete`] run on a task of its own (so its future is `Send` and `'static`,
+    /// and the turn outlives a caller that goes away: see [`Events`]), reporting as events.
+    pub fn spawn(&self, mut request: Request) -> Events {
         let (sender, events) = tokio::sync::mpsc::unbounded_channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        request.stop = Some(stop.clone());
         let engine = self.clone();
         let task = async move {
             let forward = sender.clone();
             let notify = move |event: &DriverEvent| {
                 let _ = forward.send(Event::Driver(event.clone()));
             };
-            let last = match engine.complete(request.stream(true), &notify).await {
+            let last = match engine.complete(request, &notify).await {
                 Ok(completion) => Event::Done(completion),
                 Err(error) => Event::Failed(error),
             };
             let _ = sender.send(last);
         };
         // The turn's spans stay under the caller's (a gateway request's span).
-        let task = tokio::spawn(tracing::Instrument::in_current_span(task));
-        Events { events, task }
+        tokio::spawn(tracing::Instrument::in_current_span(task));
+        Events { events, stop }
     }
 
+    /// A gateway request the store already answered gets its stored completion (told to
+    /// `notify` as deltas); any other runs as a turn, holding its idempotency claim, given back
+    /// if the turn fails ([`crate::receipt`]).
     async fn complete_in_span(
         &self,
         runtime: &Runtime,
+        mut request: Request,
+        notify: &(dyn Fn(&DriverEvent) + Send + Sync),
+        span: &tracing::Span,
+    ) -> Result<Completion, EngineError> {
+        let idempotency = request.idempotency.take();
+        let claimed = match (&request.history, &idempotency) {
+            (Some(history), Some(idempotency)) => {
+                crate::receipt::claim(
+                    &runtime.store,
+                    &history.tenant,
+                    idempotency,
+                    runtime.settings.retry_window,
+                    runtime.settings.limits.turn,
+                )
+                .await?
+            }
+            _ => None,
+        };
+        let pending = match claimed {
+            Some(Claimed::Answered(answer)) => {
+                crate::receipt::replay(&answer.messages, notify);
+                return Ok(Completion {
+                    session: answer.session,
+                    branched_from: None,
+                    messages: answer.messages,
+                    usage: answer.usage,
+                    finish: answer.finish,
+                    // Answered from the store: nothing went upstream.
+                    requests: 0,
+                });
+            }
+            Some(Claimed::Run(pending)) => Some(pending),
+            None => None,
+        };
+        let turn = self.turn_in_span(runtime, request, pending.as_ref(), notify, span);
+        let result = match &pending {
+            Some(pending) => crate::receipt::renewing(&runtime.store, pending, turn).await,
+            None => turn.await,
+        };
+        if let (Err(_), Some(pending)) = (&result, &pending)
+            && let Err(e) = runtime.store.release_receipt(pending.key()).await
+        {
+            tracing::warn!(error = %e, "cannot give back an idempotency claim; it lapses on its own");
+        }
+        result
+    }
+
+    async fn turn_in_span(
+        &self,
+        runtime: &Runtime,
         request: Request,
+        receipt: Option<&crate::receipt::Pending>,
         notify: &(dyn Fn(&DriverEvent) + Send + Sync),
         span: &tracing::Span,
     ) -> Result<Completion, EngineError> {
@@ -380,6 +469,8 @@ impl Engine {
             stream,
             sampling,
             passthrough,
+            idempotency: _,
+            stop,
         } = request;
         // A client's history names its conversation by what it holds at its place (SPEC §10);
         // the one read of a resumed conversation: its row, its active view and its tip.
@@ -472,6 +563,7 @@ impl Engine {
         config.client_tools = client_tools;
         config.sampling = sampling;
         config.passthrough = passthrough;
+        config.stop = stop;
         let title = preamble
             .iter()
             .chain(&input)
@@ -513,6 +605,7 @@ impl Engine {
             limits: &settings.limits,
             reprobe_after: settings.reprobe_after,
             unverified,
+            receipt,
         };
         let outcome = drive(
             &parts,

@@ -334,6 +334,7 @@ impl ChatSession {
             limits: &self.limits,
             reprobe_after: self.reprobe_after,
             unverified: hermes_core::CarrierSet::NONE,
+            receipt: None,
         };
         let result = crate::turn::drive(
             &parts,

@@ -48,6 +48,8 @@ pub(crate) struct TurnParts<'a> {
     /// Carriers the client sent itself (a gateway request's unverified ones): their refusals
     /// are the session's verdicts only.
     pub(crate) unverified: CarrierSet,
+    /// The request's idempotency claim, turned into its receipt by each stored step.
+    pub(crate) receipt: Option<&'a crate::receipt::Pending>,
 }
 
 /// Runs one turn whose input is `input` (a user message, or tool results) on `conversation`,
@@ -70,6 +72,7 @@ pub(crate) async fn drive(
         limits,
         reprobe_after,
         unverified,
+        receipt,
     } = *parts;
     let fleet = FleetTurn::start(
         store,
@@ -96,7 +99,8 @@ pub(crate) async fn drive(
     .with_preamble(preamble)
     .with_fleet(&fleet)
     .notifying(notify)
-    .session_only(unverified);
+    .session_only(unverified)
+    .with_receipt(receipt);
     // The spans of this target's requests name its server (the target may change between
     // turns: `/model`).
     let mut config = config.clone();

@@ -564,6 +564,36 @@ fn session_of(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
         })
 }
 
+/// The client's idempotency key header (IETF draft "The Idempotency-Key HTTP Header Field";
+/// the OpenAI and Anthropic SDKs send it where a caller sets one).
+const IDEMPOTENCY_KEY: &str = "idempotency-key";
+
+/// What makes a turn of `door` idempotent: the client's `Idempotency-Key`, and a digest of the
+/// body with what outside it places the request (`places`: the session header, a partition from
+/// a header), so the same bytes from two conversations are two requests.
+fn idempotency_of(
+    headers: &HeaderMap,
+    door: &str,
+    places: &[Option<&str>],
+    body: &[u8],
+) -> Result<hermes_engine::Idempotency, ApiError> {
+    let key = match headers.get(IDEMPOTENCY_KEY) {
+        Some(value) => Some(value.to_str().map_err(|_| {
+            ApiError::invalid(
+                "Idempotency-Key",
+                "the header must be visible ASCII characters",
+            )
+        })?),
+        None => None,
+    };
+    let mut scope = door.to_owned();
+    for place in places {
+        scope.push('\0');
+        scope.push_str(place.unwrap_or_default());
+    }
+    hermes_engine::Idempotency::new(&scope, body, key).map_err(|e| ApiError::from_engine(&e))
+}
+
 async fn chat_completions(
     State(inner): State<Arc<Inner>>,
     headers: HeaderMap,
@@ -587,7 +617,10 @@ async fn chat(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response
     tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "chat completion");
     let (model, stream) = (turn.model.clone(), turn.stream);
     let recorder = inner.turn(&tenant);
-    let request = turn.request(tenant, choice, session);
+    let idempotency = idempotency_of(headers, "chat", &[session.as_deref()], &body)?;
+    let request = turn
+        .request(tenant, choice, session)
+        .idempotency(Some(idempotency));
     let reply = Reply {
         id: format!("chatcmpl-{}", uuid::Uuid::now_v7().simple()),
         created: SystemTime::now()
@@ -676,7 +709,15 @@ async fn messages_turn(
         tracing::debug!(vouched, "gateway-signed thinking blocks verified");
     }
     let (model, stream) = (turn.model.clone(), turn.stream);
-    let request = turn.request(tenant.clone(), choice, session);
+    let idempotency = idempotency_of(
+        headers,
+        "messages",
+        &[session.as_deref(), turn.partition.as_deref()],
+        &body,
+    )?;
+    let request = turn
+        .request(tenant.clone(), choice, session)
+        .idempotency(Some(idempotency));
     let id = format!("msg_{}", uuid::Uuid::now_v7().simple());
     if !stream {
         let completion = complete(inner, request, &recorder).await?;
@@ -744,12 +785,22 @@ async fn complete(
     request: Request,
     recorder: &metrics::Turn,
 ) -> Result<Completion, ApiError> {
-    let record = |event: &DriverEvent| recorder.record(event);
-    tokio::select! {
-        completion = inner.engine.complete(request, &record) => {
-            completion.map_err(|e| ApiError::from_engine(&e))
+    // On a task of its own: a client that hangs up before the answer still leaves the turn
+    // stored (its reply is paid for), and its retry finds it.
+    let mut events = inner.engine.spawn(request);
+    loop {
+        tokio::select! {
+            event = events.next() => match event {
+                Some(Event::Driver(event)) => recorder.record(&event),
+                Some(Event::Done(completion)) => return Ok(completion),
+                Some(Event::Failed(error)) => return Err(ApiError::from_engine(&error)),
+                None => return Err(ApiError::from_engine(&hermes_engine::EngineError::Failed(
+                    "the turn ended without an answer".into(),
+                ))),
+                Some(_) => {}
+            },
+            () = inner.cut() => return Err(shutting_down()),
         }
-        () = inner.cut() => Err(shutting_down()),
     }
 }
 

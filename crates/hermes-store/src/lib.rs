@@ -43,6 +43,10 @@
 //! - Carriers left out for good (SPEC §5a 3): [`Store::mark_left_out`] records the stored turns
 //!   a request left out, by carrier id, and [`Store::left_out_among`] says which of a history's
 //!   turns are so marked; every replica reads the same marks.
+//! - Idempotent turns: [`Store::claim_receipt`] claims a gateway request's key for one turn;
+//!   the transaction that stores the turn's step (with [`StepExtras`]) also counts its usage
+//!   and turns the claim into a [`Receipt`] holding the completion, so a retry of a stored turn
+//!   is answered from it and never reaches the upstream again.
 //! - The gateway (SPEC §10): sessions belong to a tenant and partition ([`NewSession::tenant`],
 //!   [`NewSession::partition`]), every message row carries its match key
 //!   ([`hermes_core::normal::match_key`]) and [`Store::find_by_keys`] finds the conversation an
@@ -75,7 +79,9 @@ mod limits;
 mod lineage;
 mod original;
 mod ownership;
+mod receipts;
 mod retention;
+mod step;
 #[cfg(feature = "test-support")]
 pub mod testing;
 mod thinking;
@@ -92,6 +98,8 @@ pub use limits::{RATE_SHARDS, RateAdmission, rate_shares};
 pub use lineage::Fork;
 pub use original::{OriginalDb, OriginalRow, OriginalSession, is_python_original, read_original};
 pub use ownership::{Ownership, ownership};
+pub use receipts::{Claim, Receipt};
+pub use step::{ReceiptKey, StepExtras};
 pub use thinking::{StoredThinking, THINKING_KEY};
 pub use tip::{Appended, Snapshot, Tip};
 pub use verdicts::VerdictFilter;
@@ -214,6 +222,11 @@ const SQLITE_STEPS: &[(i64, &str, &str)] = &[
         "left out",
         include_str!("../migrations/sqlite/0013_left_out.sql"),
     ),
+    (
+        14,
+        "turn receipts",
+        include_str!("../migrations/sqlite/0014_turn_receipts.sql"),
+    ),
 ];
 
 /// The SQLite schema.
@@ -261,6 +274,11 @@ const POSTGRES_STEPS: &[(i64, &str, &str)] = &[
         8,
         "left out",
         include_str!("../migrations/postgres/0008_left_out.sql"),
+    ),
+    (
+        9,
+        "turn receipts",
+        include_str!("../migrations/postgres/0009_turn_receipts.sql"),
     ),
 ];
 
@@ -1137,8 +1155,21 @@ impl Store {
 
     /// Appends `messages` after the session's last message, in one transaction.
     pub async fn append(&self, session: &str, messages: &[Message]) -> Result<(), StoreError> {
+        self.append_step(session, messages, &StepExtras::default())
+            .await
+    }
+
+    /// [`Store::append`], writing `extras` (the step's usage, its receipt) in the same
+    /// transaction.
+    pub async fn append_step(
+        &self,
+        session: &str,
+        messages: &[Message],
+        extras: &StepExtras,
+    ) -> Result<(), StoreError> {
         let mut tx = self.write_tx(session).await?;
-        append_rows(&mut tx, session, messages).await?;
+        let tip = append_rows(&mut tx, session, messages).await?;
+        step::write_extras(&mut tx, session, &tip, extras).await?;
         tx.commit().await.db()?;
         tracing::debug!(session, appended = messages.len(), "messages stored");
         Ok(())
@@ -1382,10 +1413,23 @@ impl Store {
         new: &NewSession,
         messages: &[Message],
     ) -> Result<String, StoreError> {
+        self.create_with_step(new, messages, &StepExtras::default())
+            .await
+    }
+
+    /// [`Store::create_with_messages`], writing `extras` (the step's usage, its receipt) in the
+    /// same transaction.
+    pub async fn create_with_step(
+        &self,
+        new: &NewSession,
+        messages: &[Message],
+        extras: &StepExtras,
+    ) -> Result<String, StoreError> {
         let id = new_session_id();
         let mut tx = self.write_tx(new_scope(&id, new)).await?;
         insert_session(&mut tx, &id, new).await?;
-        append_rows(&mut tx, &id, messages).await?;
+        let tip = append_rows(&mut tx, &id, messages).await?;
+        step::write_extras(&mut tx, &id, &tip, extras).await?;
         tx.commit().await.db()?;
         tracing::debug!(session = %id, appended = messages.len(), "session created with its first messages");
         Ok(id)
@@ -1607,10 +1651,9 @@ async fn append_rows(
     tx: &mut sqlx::AnyConnection,
     session: &str,
     messages: &[Message],
-) -> Result<(), StoreError> {
+) -> Result<Tip, StoreError> {
     let start = next_position(tx, session).await?;
-    store_rows(tx, session, start, messages, messages.len()).await?;
-    Ok(())
+    store_rows(tx, session, start, messages, messages.len()).await
 }
 
 /// The position the session's next row takes: after its last row, or (a branch without rows of

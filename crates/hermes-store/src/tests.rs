@@ -1750,7 +1750,7 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     assert_eq!(count(db.open().await).await, steps);
     // The last step undone by hand (as an older hermes would have left it): the next open
     // runs it again.
-    for undo in ["DROP TABLE left_out_carriers"] {
+    for undo in ["DROP TABLE turn_receipts"] {
         sqlx::query(undo).execute(&store.pool).await.unwrap();
     }
     sqlx::query(
@@ -1763,7 +1763,22 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     let reopened = db.open().await;
     assert_eq!(count(reopened.clone()).await, steps);
     assert!(reopened.has_session(&id).await.unwrap());
-    // The step's table is back: a carrier is marked left out and found.
+    // The step's table is back: a request's key is claimed, then found running.
+    let key = crate::ReceiptKey::new("t", "key:k", "d", "h1");
+    let claim = |key: crate::ReceiptKey| {
+        let reopened = reopened.clone();
+        async move {
+            reopened
+                .claim_receipt(&key, std::time::Duration::from_secs(60))
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(claim(key.clone()).await, crate::Claim::Claimed);
+    assert_eq!(
+        claim(crate::ReceiptKey::new("t", "key:k", "d", "h2")).await,
+        crate::Claim::Running
+    );
     let carrier = vec!["c1".to_owned()];
     reopened.mark_left_out(Some(&id), &carrier).await.unwrap();
     assert_eq!(reopened.left_out_among(&carrier).await.unwrap().len(), 1);

@@ -217,6 +217,18 @@ impl Store {
         tip: &Tip,
         messages: &[Message],
     ) -> Result<Appended, StoreError> {
+        self.compare_and_append_step(tip, messages, &crate::StepExtras::default())
+            .await
+    }
+
+    /// [`Store::compare_and_append`], writing `extras` (the step's usage, its receipt) in the
+    /// same transaction, for whichever session the step lands in.
+    pub async fn compare_and_append_step(
+        &self,
+        tip: &Tip,
+        messages: &[Message],
+        extras: &crate::StepExtras,
+    ) -> Result<Appended, StoreError> {
         let session = tip.session();
         let mut tx = self.write_tx(session).await?;
         let row = sqlx::query(TIP)
@@ -232,6 +244,7 @@ impl Store {
                 return Ok(Appended::Continued { tip: now_tip });
             }
             let tip = store_rows(&mut tx, session, tip.last + 1, messages, messages.len()).await?;
+            crate::step::write_extras(&mut tx, session, &tip, extras).await?;
             tx.commit().await.db()?;
             tracing::debug!(
                 session,
@@ -247,6 +260,7 @@ impl Store {
         let fork = crate::Fork::new(tip.clone(), usize::try_from(shared).unwrap_or(0));
         crate::lineage::insert_branch(&mut tx, &id, &fork, now_ms()).await?;
         let branch = store_rows(&mut tx, &id, shared, messages, messages.len()).await?;
+        crate::step::write_extras(&mut tx, &id, &branch, extras).await?;
         tx.commit().await.db()?;
         tracing::info!(
             session,

@@ -1,5 +1,5 @@
-//! A request's life against the store: a client that disconnects mid-stream stores nothing
-//! half-done and its upstream call is dropped; a stream in flight when the server is told to
+//! A request's life against the store: a client that disconnects mid-stream still leaves the
+//! reply it paid for stored whole (the gateway reads the upstream to its end); a stream in flight when the server is told to
 //! stop finishes within the drain bound and is stored whole; two requests continuing one tip at once both
 //! succeed, one at the tip and one on a branch of it (SPEC §10, "What is stored").
 
@@ -87,38 +87,56 @@ async fn stream_to_first_delta(gateway: &crate::Running) -> (reqwest::Response, 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_that_disconnects_mid_stream_stores_nothing_and_the_upstream_call_is_dropped() {
-    // An upstream that streams two reasoning deltas, then stays open and silent, counting
-    // whatever the gateway sends until it closes the connection.
-    let (closed_tx, closed_rx) = tokio::sync::oneshot::channel::<usize>();
+async fn a_client_that_disconnects_mid_stream_still_leaves_the_paid_reply_stored_whole() {
+    // An upstream that streams two reasoning deltas, waits until the client is gone, then
+    // finishes the reply: the gateway reads it to its end and stores it, usage included.
+    let (gone_tx, gone_rx) = tokio::sync::oneshot::channel::<()>();
     let first = vec![
         chunk(json!({"role": "assistant", "reasoning_content": "Let me think"})),
         chunk(json!({"reasoning_content": " about it."})),
     ];
     let upstream_url = streaming_upstream(first, |mut socket| async move {
-        let mut rest = 0;
-        let mut buf = [0u8; 1024];
-        while let Ok(n) = socket.read(&mut buf).await {
-            if n == 0 {
-                break;
-            }
-            rest += n;
+        let _ = gone_rx.await;
+        let rest = [
+            chunk(json!({"content": "Done."})),
+            format!(
+                "data: {}\n\n",
+                json!({"id": "c1", "object": "chat.completion.chunk", "created": 0,
+                       "model": "deepseek-v4-pro",
+                       "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                       "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}})
+            ),
+            "data: [DONE]\n\n".to_owned(),
+        ];
+        for piece in rest {
+            socket.write_all(piece.as_bytes()).await.unwrap();
         }
-        let _ = closed_tx.send(rest);
+        socket.flush().await.unwrap();
     })
     .await;
     let gateway = start(&upstream_url, |c| c).await;
     // The first delta reaches the client; then it goes away.
     let (response, _) = stream_to_first_delta(&gateway).await;
     drop(response);
-    let after_close = tokio::time::timeout(Duration::from_secs(10), closed_rx)
-        .await
-        .expect("the gateway drops its upstream call once its client is gone")
-        .unwrap();
-    assert_eq!(after_close, 0, "nothing more was sent upstream");
-    gateway
-        .stop_storing_nothing("nothing half-done is stored")
-        .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let _ = gone_tx.send(());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let session = loop {
+        if let Some(session) = gateway.store.list().await.unwrap().into_iter().next() {
+            break session;
+        }
+        assert!(std::time::Instant::now() < deadline, "the turn was stored");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let stored = gateway.store.messages(&session.id).await.unwrap();
+    assert_eq!(stored.len(), 2, "{stored:?}");
+    assert_eq!(
+        stored[1].reasoning_content.as_ref().unwrap().text(),
+        "Let me think about it."
+    );
+    assert_eq!(stored[1].content.as_ref().unwrap().get(), r#""Done.""#);
+    assert_eq!(session.output_tokens, 7, "its usage, in the same commit");
+    gateway.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

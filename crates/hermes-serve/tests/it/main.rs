@@ -35,6 +35,7 @@ mod binding;
 mod claude_code;
 mod clients;
 mod errors;
+mod idempotency;
 mod keys;
 mod left_out;
 mod lifecycle;

@@ -611,24 +611,20 @@ async fn a_replica_killed_mid_stream_loses_nothing_and_the_retry_on_another_succ
     b.stop().await;
 }
 
-both!(a_replica_killed_after_its_commit_leaves_a_branch_and_the_retry_on_another_succeeds);
+both!(a_replica_killed_after_its_commit_answers_the_retry_on_another_from_the_store);
 /// Through each door: turn 1 on replica B; turn 2 streamed by replica A, which commits its step
 /// (the test polls the store until it is there) and is killed before the client read the
-/// finishing event: the client never saw that reply and sends the same request to B. B
-/// succeeds, its upstream request exactly A's (turn 1's reasoning as minted, nothing of the
-/// orphan reply), and stores its reply as a branch beside A's: the conversation keeps A's step
-/// at its tip, the branch shares the first turn with it and holds the retried user message and
-/// B's reply. The next turn, continuing B's reply, lands in the branch and carries B's
-/// reasoning.
-async fn a_replica_killed_after_its_commit_leaves_a_branch_and_the_retry_on_another_succeeds(
-    db: TestDb,
-) {
+/// finishing event: the client never saw that reply and sends the same request to B. B answers
+/// it with A's stored reply (its receipt, written in the same commit): no second upstream
+/// request, no branch. The next turn, continuing that reply, lands at the tip and carries both
+/// turns' reasoning.
+async fn a_replica_killed_after_its_commit_answers_the_retry_on_another_from_the_store(db: TestDb) {
     for door in [Door::Chat, Door::Messages] {
         killed_after_commit(&db, door).await;
     }
 }
 
-/// [`a_replica_killed_after_its_commit_leaves_a_branch_and_the_retry_on_another_succeeds`]
+/// [`a_replica_killed_after_its_commit_answers_the_retry_on_another_from_the_store`]
 /// through `door`.
 async fn killed_after_commit(db: &TestDb, door: Door) {
     let sim = slow_deepseek(Duration::from_millis(20)).await;
@@ -657,59 +653,51 @@ async fn killed_after_commit(db: &TestDb, door: Door) {
     a.kill();
     drop(orphan);
 
-    // The client retries the same request on B.
+    // The client retries the same request on B: A's stored reply answers it, with no second
+    // upstream request and no branch (issue 47: a paid reply is never paid twice).
     let reply = turn(b.addr, door, &key, &retried).await;
     let events = reply.finish(door).await;
-    let branch = branch_of(&b.store, &session).await;
-
-    let requests = requests_of(&sim, 3, &format!("{door:?}: turn 1, A's turn 2, B's retry"));
-    let carried = carried_reasoning(&requests[0]);
-    assert!(received(&requests[2]).contains(&carried), "{door:?}");
+    let requests = requests_of(&sim, 2, &format!("{door:?}: turn 1 and A's turn 2, only"));
     assert_eq!(
-        requests[2].raw, requests[1].raw,
-        "{door:?}: the retry's upstream request is A's: every earlier carrier, nothing of A's reply"
+        sessions_where(&b.store, |s| s.parent_id.as_deref()
+            == Some(session.as_str()))
+        .await
+        .len(),
+        0,
+        "{door:?}: no branch"
     );
-    assert_eq!(requests[2].body["messages"].as_array().unwrap().len(), 3);
+    let stored = b.store.messages(&session).await.unwrap();
+    assert_eq!(
+        roles(&b.store, &session).await,
+        ["user", "assistant", "user", "assistant"],
+        "{door:?}"
+    );
+    assert_eq!(
+        stored[3].reasoning_content.as_ref().unwrap().text(),
+        minted_reasoning(&requests[1]),
+        "{door:?}: A's step"
+    );
+    let answered = text_of(door, &events);
+    assert_eq!(
+        Some(answered.as_str()),
+        stored[3]
+            .content
+            .as_ref()
+            .and_then(|c| c.as_str())
+            .as_deref(),
+        "{door:?}: B answered with A's stored reply"
+    );
 
-    // Both replies are stored, as siblings after the shared first turn.
-    for (id, request) in [(&session, &requests[1]), (&branch, &requests[2])] {
-        assert_eq!(
-            roles(&b.store, id).await,
-            ["user", "assistant", "user", "assistant"],
-            "{door:?}"
-        );
-        let stored = b.store.messages(id).await.unwrap();
-        assert_eq!(
-            stored[3].reasoning_content.as_ref().unwrap().text(),
-            minted_reasoning(request),
-            "{door:?}: {id}"
-        );
-        assert_eq!(
-            stored[2].content.as_ref().unwrap().get(),
-            r#""tell me more""#
-        );
-    }
-
-    // The next turn continues B's reply, in the branch.
-    turns.push(text_of(door, &events));
+    // The next turn continues that reply at the tip, carrying both turns' reasoning.
+    turns.push(answered);
     turns.push("and then?".to_owned());
     turn(b.addr, door, &key, &body(door, false, &turns)).await;
     let requests = sim.requests();
-    let raw = received(&requests[3]);
-    for earlier in [&requests[0], &requests[2]] {
+    let raw = received(&requests[2]);
+    for earlier in [&requests[0], &requests[1]] {
         let carried = carried_reasoning(earlier);
         assert!(raw.contains(&carried), "{door:?}: {raw}");
     }
-    assert_eq!(roles(&b.store, &branch).await, THREE_TURNS, "{door:?}");
-    assert_eq!(roles(&b.store, &session).await.len(), 4, "A's step stays");
-    assert_eq!(branch_of(&b.store, &session).await, branch, "one branch");
+    assert_eq!(roles(&b.store, &session).await, THREE_TURNS, "{door:?}");
     b.stop().await;
-}
-
-/// The one branch of `session`.
-async fn branch_of(store: &hermes_engine::store::Store, session: &str) -> String {
-    let branches = sessions_where(store, |s| s.parent_id.as_deref() == Some(session)).await;
-    assert_eq!(branches.len(), 1, "{branches:?}");
-    assert!(branches[0].fork.is_some(), "it shares the first turn");
-    branches[0].id.clone()
 }
