@@ -25,6 +25,7 @@ macro_rules! setters {
 }
 
 pub mod checkpoint;
+pub mod client;
 pub mod driver;
 pub mod estimate;
 pub mod left_out;

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use hermes_core::client::ClientMessage;
 use hermes_core::driver::{DriverEvent, Tools};
 use hermes_core::{
     CarrierSet, FinishReason, Message, Passthrough, RawJson, Role, Sampling, ThinkingRequest, Usage,
@@ -214,22 +215,35 @@ pub struct History {
     /// The client's partition within the tenant (`X-Hermes-Session`-less clients may name one:
     /// the OpenAI `user` field, Anthropic `metadata.user_id`, a session header).
     pub partition: Option<String>,
-    /// The messages as the client sent them (carriers it kept are passed on unverified; its
+    /// The messages as the client may write them ([`ClientMessage`]: no storage key, no
+    /// native record, no key outside the allow-list), in order (carriers it kept are passed on unverified; its
     /// own Anthropic thinking blocks, `reasoning_details` items of a turn the store does not
     /// hold, only to Claude on the Messages wire:
     /// `hermes_providers::anthropic::inbound::client_blocks_to`, applied once the target is
     /// settled).
-    pub messages: Vec<Message>,
+    messages: Vec<Message>,
 }
 
 impl History {
-    /// `messages` of `tenant`, in no partition.
-    pub fn new(tenant: impl Into<String>, messages: Vec<Message>) -> Self {
+    /// `messages` of `tenant`, in no partition: only ever [`ClientMessage`]s, so nothing a
+    /// client wrote stands where the store's own bytes do.
+    pub fn new(
+        tenant: impl Into<String>,
+        messages: impl IntoIterator<Item = ClientMessage>,
+    ) -> Self {
         History {
             tenant: tenant.into(),
             partition: None,
-            messages,
+            messages: messages
+                .into_iter()
+                .map(ClientMessage::into_message)
+                .collect(),
         }
+    }
+
+    /// The messages, as read ([`ClientMessage`]).
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
     }
 
     hermes_core::setters! {

@@ -113,7 +113,12 @@ impl ClientTurn {
         choice: Choice,
         session: Option<String>,
     ) -> Request {
-        let history = History::new(tenant, self.messages).partition(self.partition);
+        // The trust boundary (SPEC §10): the engine gets only what a client may write.
+        let messages = self
+            .messages
+            .into_iter()
+            .map(hermes_core::client::ClientMessage::read);
+        let history = History::new(tenant, messages).partition(self.partition);
         let request = Request::from_history(history)
             .choice(choice)
             .thinking(self.thinking)

@@ -33,7 +33,12 @@ fn tool_definitions() -> RawJson {
 
 /// `tenant`'s history as a request.
 fn history_request(tenant: &str, history: Vec<Message>) -> Request {
-    Request::from_history(hermes_engine::History::new(tenant, history))
+    Request::from_history(hermes_engine::History::new(
+        tenant,
+        history
+            .into_iter()
+            .map(hermes_core::client::ClientMessage::read),
+    ))
 }
 
 /// `tenant`'s history as a request offering the client's own `now` tool.
@@ -467,9 +472,14 @@ async fn a_history_diverging_mid_conversation_branches_sharing_the_prefix_by_ref
     let (_sim, _dir, store, engine) = served().await;
     let tools = || ToolMode::Client(tool_definitions());
     let ask = |history: Vec<Message>| {
-        Request::from_history(History::new("acme", history))
-            .choice(deepseek())
-            .tools(tools())
+        Request::from_history(History::new(
+            "acme",
+            history
+                .into_iter()
+                .map(hermes_core::client::ClientMessage::read),
+        ))
+        .choice(deepseek())
+        .tools(tools())
     };
     // A tool call, its result, an answer, a second question and its answer: six stored.
     let mut client = vec![Message::text(Role::User, "[tools=1] what time is it?")];

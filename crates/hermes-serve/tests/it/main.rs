@@ -32,6 +32,7 @@ macro_rules! both {
 }
 
 mod binding;
+mod boundary;
 mod claude_code;
 mod clients;
 mod errors;
