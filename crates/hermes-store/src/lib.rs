@@ -47,7 +47,9 @@
 //!   [`NewSession::partition`]), every message row carries its match key
 //!   ([`hermes_core::normal::match_key`]) and [`Store::find_by_keys`] finds the conversation an
 //!   incoming history continues by them; gateway keys are stored as digests only
-//!   ([`Store::add_gateway_key`], [`Store::tenant_for_key`]).
+//!   ([`Store::add_gateway_key`], [`Store::tenant_for_key`]); a gateway conversation's usage
+//!   is also recorded in time per tenant ([`Store::add_usage`], [`Store::tenant_tokens`]: the
+//!   gateway's tokens per minute and per day).
 
 /// Runs one statement with its binds, in order, on `executor` (a pool, a connection or a
 /// transaction) and awaits it: `execute!(executor, "SQL", [a, b])` is
@@ -214,6 +216,11 @@ const SQLITE_STEPS: &[(i64, &str, &str)] = &[
         "left out",
         include_str!("../migrations/sqlite/0013_left_out.sql"),
     ),
+    (
+        14,
+        "tenant usage",
+        include_str!("../migrations/sqlite/0014_tenant_usage.sql"),
+    ),
 ];
 
 /// The SQLite schema.
@@ -261,6 +268,11 @@ const POSTGRES_STEPS: &[(i64, &str, &str)] = &[
         8,
         "left out",
         include_str!("../migrations/postgres/0008_left_out.sql"),
+    ),
+    (
+        9,
+        "tenant usage",
+        include_str!("../migrations/postgres/0009_tenant_usage.sql"),
     ),
 ];
 
@@ -1144,12 +1156,15 @@ impl Store {
         Ok(())
     }
 
-    /// Adds a provider-reported usage to the session's five counters, in one statement (a count
-    /// beyond `i64::MAX` is taken as `i64::MAX`).
+    /// Adds a provider-reported usage to the session's five counters and, when the session has
+    /// a tenant (a gateway conversation), records its tokens (input + output) at this time in
+    /// the tenant's spend ([`Store::tenant_tokens`]), in one transaction (a count beyond
+    /// `i64::MAX` is taken as `i64::MAX`).
     pub async fn add_usage(&self, session: &str, usage: &Usage) -> Result<(), StoreError> {
         let n = |count: u64| i64::try_from(count).unwrap_or(i64::MAX);
+        let mut tx = self.write_tx(session).await?;
         execute!(
-            &self.pool,
+            &mut *tx,
             "UPDATE sessions SET input_tokens = input_tokens + $1, output_tokens = output_tokens + $2, \
              reasoning_tokens = reasoning_tokens + $3, cache_read_tokens = cache_read_tokens + $4, \
              cache_write_tokens = cache_write_tokens + $5 WHERE id = $6",
@@ -1162,6 +1177,17 @@ impl Store {
                 session
             ]
         )?;
+        execute!(
+            &mut *tx,
+            "INSERT INTO tenant_usage (tenant, at, tokens) SELECT tenant, $1, $2 FROM sessions \
+             WHERE id = $3 AND tenant IS NOT NULL",
+            [
+                now_ms(),
+                n(usage.input.saturating_add(usage.output)),
+                session
+            ]
+        )?;
+        tx.commit().await.db()?;
         Ok(())
     }
 
