@@ -32,18 +32,29 @@ pub struct ApiError {
     /// choice): `Some(false)` for a failure no retry can mend, such as the gateway's own
     /// missing upstream key.
     pub should_retry: Option<bool>,
-    /// The token window a 429 refused in (`tokens_per_minute`, `tokens_per_day`): sent as the
-    /// headers the door's SDKs read ([`TokenWindow`]).
-    pub tokens: Option<Box<TokenWindow>>,
+    /// The window a 429 refused in (`requests_per_minute`, `tokens_per_minute`,
+    /// `tokens_per_day`): sent as the headers the door's SDKs read ([`RateWindow`]).
+    pub window: Option<Box<RateWindow>>,
 }
 
-/// A token limit's window, for a 429's headers: OpenAI's `x-ratelimit-limit-tokens`,
-/// `x-ratelimit-remaining-tokens` and `x-ratelimit-reset-tokens` (a duration such as `6m0s`) on
-/// the chat door (OpenAI's "Rate limits" guide, "Rate limits in headers"); Anthropic's
-/// `anthropic-ratelimit-tokens-limit`, `-remaining` and `-reset` (an RFC 3339 time) on the
-/// Messages door (Anthropic's "Rate limits" page, "Response headers").
+/// What a rate limit counts, as the rate-limit headers name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TokenWindow {
+pub enum Counted {
+    /// Requests (`requests_per_minute`).
+    Requests,
+    /// Tokens (`tokens_per_minute`, `tokens_per_day`).
+    Tokens,
+}
+
+/// A rate limit's window, for a 429's headers: OpenAI's `x-ratelimit-limit-{requests,tokens}`,
+/// `x-ratelimit-remaining-…` and `x-ratelimit-reset-…` (a duration such as `6m0s`) on the chat
+/// door (OpenAI's "Rate limits" guide, "Rate limits in headers"); Anthropic's
+/// `anthropic-ratelimit-{requests,tokens}-limit`, `-remaining` and `-reset` (an RFC 3339 time)
+/// on the Messages door (Anthropic's "Rate limits" page, "Response headers").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateWindow {
+    /// What is counted.
+    pub counted: Counted,
     /// The limit.
     pub limit: u64,
     /// What is left of it.
@@ -62,7 +73,7 @@ impl ApiError {
             code: None,
             retry_after: None,
             should_retry: None,
-            tokens: None,
+            window: None,
         }
     }
 
@@ -214,20 +225,24 @@ impl ApiError {
     /// The answer in Anthropic's shape (the Messages door), `Retry-After` kept.
     pub fn into_anthropic_response(mut self) -> Response {
         let body = self.anthropic_body();
-        let tokens = self.tokens.take();
+        let window = self.window.take();
         let mut response = self.respond(body);
-        if let Some(window) = tokens {
+        if let Some(window) = window {
             let reset = std::time::SystemTime::now() + window.reset;
             let reset = humantime::format_rfc3339_seconds(reset).to_string();
+            let kind = window.counted.as_str();
             set_headers(
                 &mut response,
                 [
-                    ("anthropic-ratelimit-tokens-limit", window.limit.to_string()),
                     (
-                        "anthropic-ratelimit-tokens-remaining",
+                        format!("anthropic-ratelimit-{kind}-limit"),
+                        window.limit.to_string(),
+                    ),
+                    (
+                        format!("anthropic-ratelimit-{kind}-remaining"),
                         window.remaining.to_string(),
                     ),
-                    ("anthropic-ratelimit-tokens-reset", reset),
+                    (format!("anthropic-ratelimit-{kind}-reset"), reset),
                 ],
             );
         }
@@ -399,15 +414,25 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(mut self) -> Response {
         let body = self.body();
-        let tokens = self.tokens.take();
+        let window = self.window.take();
         let mut response = self.respond(body);
-        if let Some(window) = tokens {
+        if let Some(window) = window {
+            let kind = window.counted.as_str();
             set_headers(
                 &mut response,
                 [
-                    ("x-ratelimit-limit-tokens", window.limit.to_string()),
-                    ("x-ratelimit-remaining-tokens", window.remaining.to_string()),
-                    ("x-ratelimit-reset-tokens", go_duration(window.reset)),
+                    (
+                        format!("x-ratelimit-limit-{kind}"),
+                        window.limit.to_string(),
+                    ),
+                    (
+                        format!("x-ratelimit-remaining-{kind}"),
+                        window.remaining.to_string(),
+                    ),
+                    (
+                        format!("x-ratelimit-reset-{kind}"),
+                        go_duration(window.reset),
+                    ),
                 ],
             );
         }
@@ -415,13 +440,24 @@ impl IntoResponse for ApiError {
     }
 }
 
+impl Counted {
+    /// Its word in the headers: `requests`, `tokens`.
+    fn as_str(self) -> &'static str {
+        match self {
+            Counted::Requests => "requests",
+            Counted::Tokens => "tokens",
+        }
+    }
+}
+
 /// Sets each `(name, value)` header on `response`.
-fn set_headers<const N: usize>(response: &mut Response, headers: [(&'static str, String); N]) {
+fn set_headers<const N: usize>(response: &mut Response, headers: [(String, String); N]) {
     for (name, value) in headers {
-        if let Ok(value) = HeaderValue::from_str(&value) {
-            response
-                .headers_mut()
-                .insert(header::HeaderName::from_static(name), value);
+        if let (Ok(name), Ok(value)) = (
+            header::HeaderName::try_from(name),
+            HeaderValue::from_str(&value),
+        ) {
+            response.headers_mut().insert(name, value);
         }
     }
 }

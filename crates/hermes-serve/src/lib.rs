@@ -46,7 +46,7 @@ use hermes_core::driver::DriverEvent;
 use hermes_engine::{Completion, Engine, Event, Request};
 use serde_json::{Value, json};
 
-pub use error::{ApiError, RETRY_UNAVAILABLE, TokenWindow};
+pub use error::{ApiError, Counted, RETRY_UNAVAILABLE, RateWindow};
 pub use keys::StoreKeys;
 pub use limits::{Limits, TenantLimits};
 pub use policy::{DEFAULT_MAX_TOKENS, Policy, TenantPolicy};

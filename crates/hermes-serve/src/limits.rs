@@ -321,13 +321,20 @@ impl Limiter {
             entry.1
         };
         let refused = || {
-            ApiError::rate_limited(
+            let mut refused = ApiError::rate_limited(
                 format!(
                     "tenant `{tenant}` is over its limit of {limit} requests per minute \
                      (requests_per_minute); retry after the window ends"
                 ),
                 retry_after,
-            )
+            );
+            refused.window = Some(Box::new(crate::error::RateWindow {
+                counted: crate::error::Counted::Requests,
+                limit: u64::from(limit),
+                remaining: 0,
+                reset: retry_after,
+            }));
+            refused
         };
         if full == (1u64 << hermes_engine::store::rate_shares(limit).len()) - 1 {
             return Err(refused());
@@ -398,7 +405,8 @@ impl Limiter {
                 ),
                 reset,
             );
-            refused.tokens = Some(Box::new(crate::error::TokenWindow {
+            refused.window = Some(Box::new(crate::error::RateWindow {
+                counted: crate::error::Counted::Tokens,
                 limit: limit.get(),
                 remaining: 0,
                 reset,
