@@ -1,5 +1,5 @@
 //! The tower layers in front of the doors that read a body, outermost first: the gateway key
-//! ([`auth`], 401), the body's declared length ([`declared_length`], 413 before anything is
+//! ([`auth`], 401; `GET /v1/models` has this one only), the body's declared length ([`declared_length`], 413 before anything is
 //! read), the tenant's limits ([`limits`], 429; turns only), then the body itself under the cap
 //! and the body-read deadline ([`body`], 413 / 408), so a slow upload holds a concurrency slot
 //! for at most the deadline. Each refusal is answered in the door's shape and logged by the

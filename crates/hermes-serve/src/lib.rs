@@ -338,7 +338,13 @@ impl Gateway {
                 "/v1/messages/count_tokens",
                 gated(state, post(count_tokens), false),
             )
-            .route("/v1/models", get(models))
+            .route(
+                "/v1/models",
+                get(models).route_layer(axum::middleware::from_fn_with_state(
+                    state.clone(),
+                    gate::auth,
+                )),
+            )
             .route("/healthz", get(|| async { "ok" }))
             .route("/readyz", get(readyz))
             .fallback(not_found)
@@ -1017,9 +1023,7 @@ fn delta_of(event: &DriverEvent) -> Option<Value> {
 /// simulators (`hermes serve --allow-sim`), then the doors' default models; in Anthropic's shape for a client that sends
 /// `anthropic-version`, else OpenAI's.
 async fn models(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response {
-    if let Err(error) = authenticate(&inner, &headers).await {
-        return in_door_shape(error, "/v1/models", &headers);
-    }
+    // The gate's auth layer checked the key.
 
     let mut ids: Vec<String> = inner.config.models.keys().cloned().collect();
     if let Some(settings) = inner.engine.settings() {
