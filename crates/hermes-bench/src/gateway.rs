@@ -456,7 +456,9 @@ pub struct GatewayServer {
 }
 
 impl GatewayServer {
-    /// Writes `home/config.toml` with `[providers.deepseek] base_url = upstream` and starts
+    /// Writes `home/config.toml` with `[providers.deepseek] base_url = upstream` (and the
+    /// gateway's limits, on by default, lifted: the benchmark opens hundreds of streams at once
+    /// and sends more turns a minute than the defaults allow one tenant) and starts
     /// `hermes serve --listen 127.0.0.1:0 --no-auth` in `home`; its stderr is read on a thread
     /// from then on (the last lines kept for [`GatewayServer::log_tail`]).
     pub fn start(bin: &Path, home: &Path, upstream: &str) -> Result<GatewayServer, BenchError> {
@@ -473,7 +475,12 @@ impl GatewayServer {
         env: &[(&str, &str)],
     ) -> Result<GatewayServer, BenchError> {
         std::fs::create_dir_all(home)?;
-        let config = format!("[providers.deepseek]\nbase_url = {}\n", json!(upstream));
+        let config = format!(
+            "[serve]\nrequests_per_minute = 1000000000\nmax_concurrent = 1000000\n\
+             tokens_per_minute = 1000000000000\ntokens_per_day = 1000000000000\n\n\
+             [providers.deepseek]\nbase_url = {}\n",
+            json!(upstream)
+        );
         std::fs::write(home.join("config.toml"), config)?;
         let mut process = Process::spawn(
             hermes(bin, home)

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use hermes_engine::Engine;
-use hermes_serve::{Auth, Gateway, Limits, ServeConfig, StoreKeys, TenantLimits};
+use hermes_serve::{
+    Auth, Gateway, Limits, Policy, ServeConfig, StoreKeys, TenantLimits, TenantPolicy,
+};
 
 use crate::cli::{KeysCommand, ServeArgs, ServeCommand, ServeSessionsCommand, TenantsCommand};
 use crate::setup;
@@ -93,19 +95,48 @@ fn when(ms: i64) -> String {
     humantime::format_rfc3339_seconds(at).to_string()
 }
 
-/// `[serve]`'s limits as the gateway takes them.
+/// `[serve]`'s limits as the gateway takes them: what `[serve]` leaves out is the built-in
+/// default ([`TenantLimits::DEFAULT`]), what a tenant's table leaves out is `[serve]`'s.
 fn limits(serve: &hermes_config::ServeSection) -> Limits {
-    let mut limits = Limits::none().defaults(TenantLimits::new(
-        serve.requests_per_minute(),
-        serve.max_concurrent(),
-    ));
+    let mut limits = Limits::default().defaults(
+        TenantLimits::new(serve.requests_per_minute(), serve.max_concurrent())
+            .tokens_per_minute(serve.tokens_per_minute())
+            .tokens_per_day(serve.tokens_per_day())
+            .or(TenantLimits::DEFAULT),
+    );
     for (tenant, section) in &serve.tenants {
         limits = limits.tenant(
             tenant.clone(),
-            TenantLimits::new(section.requests_per_minute(), section.max_concurrent()),
+            TenantLimits::new(section.requests_per_minute(), section.max_concurrent())
+                .tokens_per_minute(section.tokens_per_minute())
+                .tokens_per_day(section.tokens_per_day()),
         );
     }
     limits
+}
+
+/// `[serve]`'s policy as the gateway takes it (unset values: the built-in defaults,
+/// [`Policy::of`]).
+fn policy(serve: &hermes_config::ServeSection) -> Policy {
+    let defaults = TenantPolicy::new()
+        .allow_models(serve.allow_models.clone())
+        .allow_betas(serve.allow_betas.clone())
+        .allow_server_tools(serve.allow_server_tools.clone())
+        .max_tokens(serve.max_tokens_cap())
+        .require_partition(serve.require_partition);
+    let mut policy = Policy::new(defaults);
+    for (tenant, section) in &serve.tenants {
+        policy = policy.tenant(
+            tenant.clone(),
+            TenantPolicy::new()
+                .allow_models(section.allow_models.clone())
+                .allow_betas(section.allow_betas.clone())
+                .allow_server_tools(section.allow_server_tools.clone())
+                .max_tokens(section.max_tokens_cap())
+                .require_partition(section.require_partition),
+        );
+    }
+    policy
 }
 
 /// Runs `hermes serve keys|sessions|tenants …` on the store.
@@ -258,12 +289,16 @@ pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
             .models(config.serve.models.clone())
             .default_models(config.serve.default_models.clone())
             .limits(limits(&config.serve))
+            .policy(policy(&config.serve))
             .retention(config.serve.retention())
             .drain(DRAIN)
             .metrics(!args.no_metrics)
             .metrics_token(config.serve.metrics_token.clone());
         if let Some(max) = config.serve.max_request_bytes {
             serve = serve.max_request_bytes(max.get());
+        }
+        if let Some(wait) = config.serve.body_read_timeout() {
+            serve = serve.body_read_timeout(wait);
         }
         let gateway = Gateway::new(engine, serve)?;
         let listener = tokio::net::TcpListener::bind(addr)

@@ -96,12 +96,40 @@ pub struct ServeSection {
     /// `max_body`, its earlier name, is accepted too.
     #[serde(default, alias = "max_body", skip_serializing_if = "Option::is_none")]
     pub max_request_bytes: Option<std::num::NonZeroUsize>,
-    /// Turns a tenant may start per minute, across every replica (default: no limit).
+    /// Turns a tenant may start per minute, across every replica (default 600).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) requests_per_minute: Option<toml::Spanned<u32>>,
-    /// Turns a tenant may run at once, across every replica (default: no limit).
+    /// Turns a tenant may run at once, across every replica (default 32).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) max_concurrent: Option<toml::Spanned<u32>>,
+    /// Tokens (input + output, from the stored usage) a tenant may spend per minute, across
+    /// every replica (default 2,000,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tokens_per_minute: Option<toml::Spanned<u64>>,
+    /// Tokens a tenant may spend per UTC day: its budget (default 50,000,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tokens_per_day: Option<toml::Spanned<u64>>,
+    /// The largest `max_tokens` a request may ask for; above it, 403 (default 128,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_tokens_cap: Option<toml::Spanned<u32>>,
+    /// Patterns (`*` any run of characters) of the `provider/model` a request may resolve to
+    /// (default `["*"]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_models: Option<Vec<String>>,
+    /// Patterns of the `anthropic-beta` values a request may send (default none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_betas: Option<Vec<String>>,
+    /// Patterns of the server tools (by `type`: `web_search_*`, `code_execution_*`, OpenAI's
+    /// built-in tools) a request may define (default none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_server_tools: Option<Vec<String>>,
+    /// Refuse (400) a request that names no partition (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_partition: Option<bool>,
+    /// How long a request body may take to arrive once the gateway reads it (`30s`, the
+    /// default; 408 after).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) body_read_timeout: Option<toml::Spanned<String>>,
     /// How long a tenant's conversation is kept after its last update (`30d`, `12h`, …);
     /// older ones are deleted by `hermes serve` (default: kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -110,7 +138,7 @@ pub struct ServeSection {
     /// byte is answered from the store (`10m` by default; `0s`: never).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) retry_window: Option<toml::Spanned<String>>,
-    /// Per-tenant overrides of the limits (`[serve.tenants.NAME]`).
+    /// Per-tenant overrides of the limits and policy (`[serve.tenants.NAME]`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tenants: BTreeMap<String, TenantSection>,
     /// Model aliases: a name clients send → `provider/model`; a key with `*` is a pattern
@@ -135,6 +163,14 @@ impl std::fmt::Debug for ServeSection {
             .field("max_request_bytes", &self.max_request_bytes)
             .field("requests_per_minute", &self.requests_per_minute)
             .field("max_concurrent", &self.max_concurrent)
+            .field("tokens_per_minute", &self.tokens_per_minute)
+            .field("tokens_per_day", &self.tokens_per_day)
+            .field("max_tokens_cap", &self.max_tokens_cap)
+            .field("allow_models", &self.allow_models)
+            .field("allow_betas", &self.allow_betas)
+            .field("allow_server_tools", &self.allow_server_tools)
+            .field("require_partition", &self.require_partition)
+            .field("body_read_timeout", &self.body_read_timeout)
             .field("retention", &self.retention)
             .field("retry_window", &self.retry_window)
             .field("tenants", &self.tenants)
@@ -145,7 +181,8 @@ impl std::fmt::Debug for ServeSection {
     }
 }
 
-/// `[serve.tenants.NAME]`: one tenant's limits; an unset one is `[serve]`'s.
+/// `[serve.tenants.NAME]`: one tenant's limits and policy; an unset one is `[serve]`'s (and
+/// `[serve]`'s unset one the built-in default).
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct TenantSection {
@@ -155,11 +192,40 @@ pub struct TenantSection {
     /// Turns this tenant may run at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) max_concurrent: Option<toml::Spanned<u32>>,
+    /// Tokens (input + output, from the stored usage) a tenant may spend per minute, across
+    /// every replica (default 2,000,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tokens_per_minute: Option<toml::Spanned<u64>>,
+    /// Tokens a tenant may spend per UTC day: its budget (default 50,000,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tokens_per_day: Option<toml::Spanned<u64>>,
+    /// The largest `max_tokens` a request may ask for; above it, 403 (default 128,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_tokens_cap: Option<toml::Spanned<u32>>,
+    /// Patterns (`*` any run of characters) of the `provider/model` a request may resolve to
+    /// (default `["*"]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_models: Option<Vec<String>>,
+    /// Patterns of the `anthropic-beta` values a request may send (default none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_betas: Option<Vec<String>>,
+    /// Patterns of the server tools (by `type`: `web_search_*`, `code_execution_*`, OpenAI's
+    /// built-in tools) a request may define (default none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_server_tools: Option<Vec<String>>,
+    /// Refuse (400) a request that names no partition (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_partition: Option<bool>,
 }
 
 /// A limit's value (validated non-zero when the file was read).
 fn limit(value: Option<&toml::Spanned<u32>>) -> Option<std::num::NonZeroU32> {
     value.and_then(|v| std::num::NonZeroU32::new(*v.get_ref()))
+}
+
+/// A token limit's value (validated non-zero when the file was read).
+fn big_limit(value: Option<&toml::Spanned<u64>>) -> Option<std::num::NonZeroU64> {
+    value.and_then(|v| std::num::NonZeroU64::new(*v.get_ref()))
 }
 
 impl TenantSection {
@@ -171,6 +237,21 @@ impl TenantSection {
     /// Turns this tenant may run at once, if set here.
     pub fn max_concurrent(&self) -> Option<std::num::NonZeroU32> {
         limit(self.max_concurrent.as_ref())
+    }
+
+    /// Tokens per minute, if set here.
+    pub fn tokens_per_minute(&self) -> Option<std::num::NonZeroU64> {
+        big_limit(self.tokens_per_minute.as_ref())
+    }
+
+    /// Tokens per UTC day, if set here.
+    pub fn tokens_per_day(&self) -> Option<std::num::NonZeroU64> {
+        big_limit(self.tokens_per_day.as_ref())
+    }
+
+    /// The `max_tokens` cap, if set here.
+    pub fn max_tokens_cap(&self) -> Option<u32> {
+        self.max_tokens_cap.as_ref().map(|v| *v.get_ref())
     }
 }
 
@@ -201,6 +282,28 @@ impl ServeSection {
     /// `retry_window` (validated when the file was read); `None`: the gateway's default.
     pub fn retry_window(&self) -> Option<std::time::Duration> {
         self.retry_window
+            .as_ref()
+            .and_then(|d| humantime::parse_duration(d.get_ref().trim()).ok())
+    }
+
+    /// Tokens per minute, if set here.
+    pub fn tokens_per_minute(&self) -> Option<std::num::NonZeroU64> {
+        big_limit(self.tokens_per_minute.as_ref())
+    }
+
+    /// Tokens per UTC day, if set here.
+    pub fn tokens_per_day(&self) -> Option<std::num::NonZeroU64> {
+        big_limit(self.tokens_per_day.as_ref())
+    }
+
+    /// The `max_tokens` cap, if set here.
+    pub fn max_tokens_cap(&self) -> Option<u32> {
+        self.max_tokens_cap.as_ref().map(|v| *v.get_ref())
+    }
+
+    /// The body-read deadline (validated when the file was read), if set.
+    pub fn body_read_timeout(&self) -> Option<std::time::Duration> {
+        self.body_read_timeout
             .as_ref()
             .and_then(|d| humantime::parse_duration(d.get_ref().trim()).ok())
     }
@@ -589,26 +692,57 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
             ),
         ));
     }
+    if let Some(wait) = &config.serve.body_read_timeout {
+        let problem = match humantime::parse_duration(wait.get_ref().trim()) {
+            Ok(d) if d.is_zero() => Some("give the body more than 0".to_owned()),
+            Ok(_) => None,
+            Err(e) => Some(e.to_string()),
+        };
+        if let Some(problem) = problem {
+            return Err(invalid(
+                Some(line_of(text, wait.span().start)),
+                format!(
+                    "[serve] body_read_timeout = {:?}: {problem} (write e.g. \"30s\")",
+                    wait.get_ref()
+                ),
+            ));
+        }
+    }
+    let u32_at =
+        |v: &Option<toml::Spanned<u32>>| v.as_ref().map(|v| (u64::from(*v.get_ref()), v.span()));
+    let u64_at = |v: &Option<toml::Spanned<u64>>| v.as_ref().map(|v| (*v.get_ref(), v.span()));
+    let serve = &config.serve;
     let serve_limits = std::iter::once((
         "[serve]".to_owned(),
-        &config.serve.requests_per_minute,
-        &config.serve.max_concurrent,
+        [
+            ("requests_per_minute", u32_at(&serve.requests_per_minute)),
+            ("max_concurrent", u32_at(&serve.max_concurrent)),
+            ("tokens_per_minute", u64_at(&serve.tokens_per_minute)),
+            ("tokens_per_day", u64_at(&serve.tokens_per_day)),
+            ("max_tokens_cap", u32_at(&serve.max_tokens_cap)),
+        ],
     ))
-    .chain(config.serve.tenants.iter().map(|(name, t)| {
+    .chain(serve.tenants.iter().map(|(name, t)| {
         (
             format!("[serve.tenants.{name}]"),
-            &t.requests_per_minute,
-            &t.max_concurrent,
+            [
+                ("requests_per_minute", u32_at(&t.requests_per_minute)),
+                ("max_concurrent", u32_at(&t.max_concurrent)),
+                ("tokens_per_minute", u64_at(&t.tokens_per_minute)),
+                ("tokens_per_day", u64_at(&t.tokens_per_day)),
+                ("max_tokens_cap", u32_at(&t.max_tokens_cap)),
+            ],
         )
     }));
-    for (table, rpm, concurrent) in serve_limits {
-        for (key, value) in [("requests_per_minute", rpm), ("max_concurrent", concurrent)] {
-            if let Some(v) = value
-                && *v.get_ref() == 0
-            {
+    for (table, values) in serve_limits {
+        for (key, value) in values {
+            if let Some((0, span)) = value {
                 return Err(invalid(
-                    Some(line_of(text, v.span().start)),
-                    format!("{table} {key} = 0: allow at least 1 (leave it out for no limit)"),
+                    Some(line_of(text, span.start)),
+                    format!(
+                        "{table} {key} = 0: allow at least 1 (leave it out for the default; \
+                         README's gateway section lists them)"
+                    ),
                 ));
             }
         }
@@ -854,11 +988,11 @@ mod tests {
         for (text, said) in [
             (
                 "[serve]\nrequests_per_minute = 0\n",
-                "config.toml: line 2: [serve] requests_per_minute = 0: allow at least 1 (leave it out for no limit)",
+                "config.toml: line 2: [serve] requests_per_minute = 0: allow at least 1 (leave it out for the default; README's gateway section lists them)",
             ),
             (
                 "[serve.tenants.acme]\n\nmax_concurrent = 0\n",
-                "config.toml: line 3: [serve.tenants.acme] max_concurrent = 0: allow at least 1 (leave it out for no limit)",
+                "config.toml: line 3: [serve.tenants.acme] max_concurrent = 0: allow at least 1 (leave it out for the default; README's gateway section lists them)",
             ),
             (
                 "[serve]\nretention = \"soon\"\n",
@@ -879,6 +1013,58 @@ mod tests {
         let err = parse(Path::new("config.toml"), "[serve.tenants.acme]\nrpm = 1\n").unwrap_err();
         assert!(err.to_string().contains("line 2"), "{err}");
         assert!(err.to_string().contains("unknown field `rpm`"), "{err}");
+    }
+
+    #[test]
+    fn a_tenants_policy_and_token_limits_parse_and_refuse_zero() {
+        let config = parse(
+            Path::new("config.toml"),
+            "[serve]\ntokens_per_minute = 100000\nmax_tokens_cap = 8192\nallow_models = [\"deepseek/*\"]\nbody_read_timeout = \"5s\"\n\n[serve.tenants.acme]\ntokens_per_day = 5000000000\nallow_betas = [\"context-1m-*\"]\nallow_server_tools = [\"web_search_*\"]\nrequire_partition = true\n",
+        )
+        .unwrap();
+        let serve = &config.serve;
+        assert_eq!(serve.tokens_per_minute().map(|n| n.get()), Some(100_000));
+        assert_eq!(serve.tokens_per_day(), None);
+        assert_eq!(serve.max_tokens_cap(), Some(8192));
+        assert_eq!(
+            serve.allow_models.as_deref(),
+            Some(&["deepseek/*".to_owned()][..])
+        );
+        assert_eq!(
+            serve.body_read_timeout(),
+            Some(std::time::Duration::from_secs(5))
+        );
+        let acme = &serve.tenants["acme"];
+        assert_eq!(acme.tokens_per_day().map(|n| n.get()), Some(5_000_000_000));
+        assert_eq!(
+            acme.allow_betas.as_deref(),
+            Some(&["context-1m-*".to_owned()][..])
+        );
+        assert_eq!(
+            acme.allow_server_tools.as_deref(),
+            Some(&["web_search_*".to_owned()][..])
+        );
+        assert_eq!(acme.require_partition, Some(true));
+        assert_eq!(acme.allow_models, None);
+        for (text, said) in [
+            (
+                "[serve.tenants.acme]\ntokens_per_day = 0\n",
+                "config.toml: line 2: [serve.tenants.acme] tokens_per_day = 0: allow at least 1",
+            ),
+            (
+                "[serve]\nmax_tokens_cap = 0\n",
+                "config.toml: line 2: [serve] max_tokens_cap = 0: allow at least 1",
+            ),
+            (
+                "[serve]\nbody_read_timeout = \"0s\"\n",
+                "config.toml: line 2: [serve] body_read_timeout = \"0s\": give the body more than 0",
+            ),
+        ] {
+            let err = parse(Path::new("config.toml"), text)
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with(said), "{err}");
+        }
     }
 
     #[test]

@@ -32,6 +32,35 @@ pub struct ApiError {
     /// choice): `Some(false)` for a failure no retry can mend, such as the gateway's own
     /// missing upstream key.
     pub should_retry: Option<bool>,
+    /// The window a 429 refused in (`requests_per_minute`, `tokens_per_minute`,
+    /// `tokens_per_day`): sent as the headers the door's SDKs read ([`RateWindow`]).
+    pub window: Option<Box<RateWindow>>,
+}
+
+/// What a rate limit counts, as the rate-limit headers name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counted {
+    /// Requests (`requests_per_minute`).
+    Requests,
+    /// Tokens (`tokens_per_minute`, `tokens_per_day`).
+    Tokens,
+}
+
+/// A rate limit's window, for a 429's headers: OpenAI's `x-ratelimit-limit-{requests,tokens}`,
+/// `x-ratelimit-remaining-…` and `x-ratelimit-reset-…` (a duration such as `6m0s`) on the chat
+/// door (OpenAI's "Rate limits" guide, "Rate limits in headers"); Anthropic's
+/// `anthropic-ratelimit-{requests,tokens}-limit`, `-remaining` and `-reset` (an RFC 3339 time)
+/// on the Messages door (Anthropic's "Rate limits" page, "Response headers").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateWindow {
+    /// What is counted.
+    pub counted: Counted,
+    /// The limit.
+    pub limit: u64,
+    /// What is left of it.
+    pub remaining: u64,
+    /// How long until the window ends.
+    pub reset: Duration,
 }
 
 impl ApiError {
@@ -44,7 +73,30 @@ impl ApiError {
             code: None,
             retry_after: None,
             should_retry: None,
+            window: None,
         }
+    }
+
+    /// 403: the tenant's policy does not allow what the request asks for (a model, a beta, a
+    /// server tool, a `max_tokens`); `param` names the part of the request.
+    pub fn forbidden(param: &str, message: impl Into<String>) -> Self {
+        ApiError {
+            param: Some(param.to_owned()),
+            code: Some("not_allowed".to_owned()),
+            ..ApiError::new(StatusCode::FORBIDDEN, "permission_error", message)
+        }
+    }
+
+    /// 408: the request body did not arrive within the gateway's body-read deadline.
+    pub fn body_timeout(deadline: Duration) -> Self {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "invalid_request_error",
+            format!(
+                "the request body did not arrive within {} ms (the gateway's body_read_timeout)",
+                deadline.as_millis()
+            ),
+        )
     }
 
     /// 500: something went wrong inside the gateway. The answer says only that, and that the
@@ -159,6 +211,7 @@ impl ApiError {
             400 | 405 | 409 => "invalid_request_error",
             401 => "authentication_error",
             403 => "permission_error",
+            408 => "timeout_error",
             404 => "not_found_error",
             413 => "request_too_large",
             429 => "rate_limit_error",
@@ -170,9 +223,30 @@ impl ApiError {
     }
 
     /// The answer in Anthropic's shape (the Messages door), `Retry-After` kept.
-    pub fn into_anthropic_response(self) -> Response {
+    pub fn into_anthropic_response(mut self) -> Response {
         let body = self.anthropic_body();
-        self.respond(body)
+        let window = self.window.take();
+        let mut response = self.respond(body);
+        if let Some(window) = window {
+            let reset = std::time::SystemTime::now() + window.reset;
+            let reset = humantime::format_rfc3339_seconds(reset).to_string();
+            let kind = window.counted.as_str();
+            set_headers(
+                &mut response,
+                [
+                    (
+                        format!("anthropic-ratelimit-{kind}-limit"),
+                        window.limit.to_string(),
+                    ),
+                    (
+                        format!("anthropic-ratelimit-{kind}-remaining"),
+                        window.remaining.to_string(),
+                    ),
+                    (format!("anthropic-ratelimit-{kind}-reset"), reset),
+                ],
+            );
+        }
+        response
     }
 
     /// The answer to an engine failure: 400 for an invalid request (naming the parameter) and
@@ -338,15 +412,80 @@ impl ApiError {
 }
 
 impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
+    fn into_response(mut self) -> Response {
         let body = self.body();
-        self.respond(body)
+        let window = self.window.take();
+        let mut response = self.respond(body);
+        if let Some(window) = window {
+            let kind = window.counted.as_str();
+            set_headers(
+                &mut response,
+                [
+                    (
+                        format!("x-ratelimit-limit-{kind}"),
+                        window.limit.to_string(),
+                    ),
+                    (
+                        format!("x-ratelimit-remaining-{kind}"),
+                        window.remaining.to_string(),
+                    ),
+                    (
+                        format!("x-ratelimit-reset-{kind}"),
+                        go_duration(window.reset),
+                    ),
+                ],
+            );
+        }
+        response
+    }
+}
+
+impl Counted {
+    /// Its word in the headers: `requests`, `tokens`.
+    fn as_str(self) -> &'static str {
+        match self {
+            Counted::Requests => "requests",
+            Counted::Tokens => "tokens",
+        }
+    }
+}
+
+/// Sets each `(name, value)` header on `response`.
+fn set_headers<const N: usize>(response: &mut Response, headers: [(String, String); N]) {
+    for (name, value) in headers {
+        if let (Ok(name), Ok(value)) = (
+            header::HeaderName::try_from(name),
+            HeaderValue::from_str(&value),
+        ) {
+            response.headers_mut().insert(name, value);
+        }
+    }
+}
+
+/// A wait in OpenAI's header form (Go's duration text, whole seconds rounded up): `59s`,
+/// `6m0s`, `1h0m0s`.
+fn go_duration(wait: Duration) -> String {
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    match (h, m) {
+        (0, 0) => format!("{s}s"),
+        (0, _) => format!("{m}m{s}s"),
+        _ => format!("{h}h{m}m{s}s"),
     }
 }
 
 #[cfg(test)]
 mod internal {
     use super::ApiError;
+
+    #[test]
+    fn a_token_reset_is_written_as_openai_writes_it() {
+        use std::time::Duration;
+        assert_eq!(super::go_duration(Duration::from_millis(200)), "1s");
+        assert_eq!(super::go_duration(Duration::from_secs(59)), "59s");
+        assert_eq!(super::go_duration(Duration::from_secs(360)), "6m0s");
+        assert_eq!(super::go_duration(Duration::from_secs(3725)), "1h2m5s");
+    }
 
     /// An internal failure's own text (a path, a setting) never reaches the answer, which says
     /// where to look.

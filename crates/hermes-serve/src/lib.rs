@@ -7,18 +7,22 @@
 //!
 //! Gateway keys are checked per request through [`Keys`] ([`StoreKeys`]: the store's, a key's
 //! last use recorded coarsely); [`Auth::None`] serves loopback addresses only. Turns are
-//! admitted under each tenant's [`Limits`] (requests per minute, requests at once), counted in
-//! the store every replica shares, before anything reaches an upstream.
+//! admitted under each tenant's [`Limits`] (requests per minute, requests at once, tokens per
+//! minute and per day; on by default), counted in the store every replica shares, and judged by
+//! its [`Policy`] (models, betas, server tools, a `max_tokens` cap, a required partition),
+//! before anything reaches an upstream.
 
 mod access;
 mod anthropic;
 mod body;
 mod error;
+mod gate;
 mod keys;
 mod limits;
 mod metrics;
 pub mod model;
 mod openai;
+mod policy;
 mod sign;
 mod span;
 mod sse;
@@ -30,8 +34,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use axum::Extension;
 use axum::Router;
-use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::sse::Event as SseEvent;
@@ -42,15 +46,20 @@ use hermes_core::driver::DriverEvent;
 use hermes_engine::{Completion, Engine, Event, Request};
 use serde_json::{Value, json};
 
-pub use error::{ApiError, RETRY_UNAVAILABLE};
+pub use error::{ApiError, Counted, RETRY_UNAVAILABLE, RateWindow};
 pub use keys::StoreKeys;
 pub use limits::{Limits, TenantLimits};
+pub use policy::{DEFAULT_MAX_TOKENS, Policy, TenantPolicy};
 
 /// The header that names (in a request) and reports (in a response) the stored session.
 pub const SESSION_HEADER: &str = "x-hermes-session";
 
 /// The default cap of a request body: 32 MiB.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 32 * 1024 * 1024;
+
+/// The default body-read deadline: a request body must have arrived 30 s after the gateway
+/// starts reading it (408 otherwise).
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The default address of `hermes serve`.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8642";
@@ -84,8 +93,12 @@ pub struct ServeConfig {
     pub auth: Auth,
     /// The largest request body, in bytes (413 above it, before it is parsed).
     pub max_request_bytes: usize,
-    /// Per-tenant limits on turns (none by default).
+    /// Per-tenant limits on turns ([`TenantLimits::DEFAULT`] by default).
     pub limits: Limits,
+    /// Per-tenant policy: models, betas, server tools, `max_tokens`, partitions.
+    pub policy: Policy,
+    /// How long a request body may take to arrive once the gateway reads it (408 after).
+    pub body_read_timeout: Duration,
     /// How long a tenant's conversation is kept after its last update (`[serve] retention`):
     /// while serving, older ones are deleted in the background. `None` (the default): kept.
     pub retention: Option<Duration>,
@@ -109,13 +122,16 @@ pub struct ServeConfig {
 }
 
 impl ServeConfig {
-    /// Settings with `auth` and the defaults: a 32 MiB body cap, no limits, no aliases, a
-    /// keep-alive every 15 s, 30 s to drain.
+    /// Settings with `auth` and the defaults: a 32 MiB body cap read within 30 s, the default
+    /// limits ([`TenantLimits::DEFAULT`]) and policy ([`Policy::of`]), no aliases, a keep-alive
+    /// every 15 s, 30 s to drain.
     pub fn new(auth: Auth) -> Self {
         ServeConfig {
             auth,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
-            limits: Limits::none(),
+            limits: Limits::default(),
+            policy: Policy::default(),
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             retention: None,
             models: BTreeMap::new(),
             default_models: BTreeMap::new(),
@@ -131,6 +147,10 @@ impl ServeConfig {
         max_request_bytes: usize;
         /// With these limits.
         limits: Limits;
+        /// With this policy.
+        policy: Policy;
+        /// With this body-read deadline.
+        body_read_timeout: Duration;
         /// With this retention.
         retention: Option<Duration>;
         /// With these aliases.
@@ -256,6 +276,27 @@ impl Inner {
     }
 }
 
+/// `route` behind the gate's layers (`gate.rs`), outermost first: the gateway key, the
+/// declared length, the tenant's limits when `limited` (turns; `count_tokens` reaches no
+/// upstream), the body under the cap and the deadline.
+fn gated(
+    state: &Arc<Inner>,
+    route: axum::routing::MethodRouter<Arc<Inner>>,
+    limited: bool,
+) -> axum::routing::MethodRouter<Arc<Inner>> {
+    use axum::middleware::from_fn_with_state as layer;
+    // The last layer added runs first.
+    let route = route.route_layer(layer(state.clone(), gate::body));
+    let route = if limited {
+        route.route_layer(layer(state.clone(), gate::limits))
+    } else {
+        route
+    };
+    route
+        .route_layer(layer(state.clone(), gate::declared_length))
+        .route_layer(layer(state.clone(), gate::auth))
+}
+
 /// The answer of a request cut by shutdown.
 fn shutting_down() -> ApiError {
     ApiError::unavailable("the gateway is shutting down; nothing half-done was stored")
@@ -286,11 +327,24 @@ impl Gateway {
     /// and the metrics layer outermost (a request's latency counts from its arrival, time spent
     /// in every other layer included: it must stay the last layer added).
     pub fn router(&self) -> Router {
+        let state = &self.inner;
         let router = Router::new()
-            .route("/v1/chat/completions", post(chat_completions))
-            .route("/v1/messages", post(messages))
-            .route("/v1/messages/count_tokens", post(count_tokens))
-            .route("/v1/models", get(models))
+            .route(
+                "/v1/chat/completions",
+                gated(state, post(chat_completions), true),
+            )
+            .route("/v1/messages", gated(state, post(messages), true))
+            .route(
+                "/v1/messages/count_tokens",
+                gated(state, post(count_tokens), false),
+            )
+            .route(
+                "/v1/models",
+                get(models).route_layer(axum::middleware::from_fn_with_state(
+                    state.clone(),
+                    gate::auth,
+                )),
+            )
             .route("/healthz", get(|| async { "ok" }))
             .route("/readyz", get(readyz))
             .fallback(not_found)
@@ -509,44 +563,6 @@ async fn authenticate(inner: &Inner, headers: &HeaderMap) -> Result<String, ApiE
     }
 }
 
-/// Refuses a body its `Content-Length` says is over the cap, before reading it (413).
-fn check_length(inner: &Inner, headers: &HeaderMap) -> Result<(), ApiError> {
-    let cap = inner.config.max_request_bytes;
-    let length = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    match length {
-        Some(n) if n > u64::try_from(cap).unwrap_or(u64::MAX) => Err(ApiError::too_large(cap)),
-        _ => Ok(()),
-    }
-}
-
-/// The request body, up to the cap (413 above it).
-async fn read_body(inner: &Inner, body: Body) -> Result<axum::body::Bytes, ApiError> {
-    let cap = inner.config.max_request_bytes;
-    axum::body::to_bytes(body, cap)
-        .await
-        .map_err(|_| ApiError::too_large(cap))
-}
-
-/// A turn's way in: the tenant (401), the body's declared length (413), the tenant's limits
-/// (429, nothing sent upstream), then the body itself under the cap (413).
-async fn admit(
-    inner: &Inner,
-    headers: &HeaderMap,
-    body: Body,
-) -> Result<(String, limits::Admitted, axum::body::Bytes), ApiError> {
-    let tenant = authenticate(inner, headers).await?;
-    check_length(inner, headers)?;
-    let admitted = match &inner.limiter {
-        Some(limiter) => limiter.admit(&tenant).await?,
-        None => limits::Admitted::unlimited(),
-    };
-    let body = read_body(inner, body).await?;
-    Ok((tenant, admitted, body))
-}
-
 /// The session `X-Hermes-Session` names, if any (checked like a model segment).
 fn session_of(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     let Some(v) = headers.get(SESSION_HEADER) else {
@@ -594,19 +610,37 @@ fn idempotency_of(
     hermes_engine::Idempotency::new(&scope, body, key).map_err(|e| ApiError::from_engine(&e))
 }
 
+/// What the gate (`gate.rs`) let through: the tenant, its admission and the whole body.
+type Gated = (
+    Extension<gate::Tenant>,
+    Extension<limits::Admitted>,
+    Extension<gate::Read>,
+);
+
 async fn chat_completions(
     State(inner): State<Arc<Inner>>,
     headers: HeaderMap,
-    body: Body,
+    gated: Extension<gate::Tenant>,
+    admitted: Extension<limits::Admitted>,
+    body: Extension<gate::Read>,
 ) -> Response {
-    match chat(&inner, &headers, body).await {
+    match chat(&inner, &headers, (gated, admitted, body)).await {
         Ok(response) => response,
         Err(error) => error.into_response(),
     }
 }
 
-async fn chat(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
-    let (tenant, admitted, body) = admit(inner, headers, body).await?;
+/// The `provider/model` a choice names, for the policy's model patterns.
+fn target_of(choice: &hermes_engine::Choice) -> String {
+    format!(
+        "{}/{}",
+        choice.provider.as_deref().unwrap_or_default(),
+        choice.model.as_deref().unwrap_or_default()
+    )
+}
+
+async fn chat(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Response, ApiError> {
+    let (Extension(gate::Tenant(tenant)), Extension(admitted), Extension(gate::Read(body))) = gated;
     let parsed = openai::parse(&body)?;
     if model::check(&parsed.turn.model).is_ok() {
         access::model(&parsed.turn.model);
@@ -614,6 +648,17 @@ async fn chat(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response
     let choice = inner.resolve(Door::Chat, &parsed.turn.model)?;
     let session = session_of(headers)?;
     let turn = parsed.turn;
+    inner.config.policy.check(
+        &tenant,
+        &policy::Asked {
+            target: target_of(&choice),
+            betas: &[],
+            server_tools: policy::chat_server_tools(turn.tools.as_ref()),
+            max_tokens: turn.sampling.max_tokens.map(|n| (n, "max_tokens")),
+            partitioned: turn.partition.is_some() || session.is_some(),
+            partition_key: "user",
+        },
+    )?;
     tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "chat completion");
     let (model, stream) = (turn.model.clone(), turn.stream);
     let recorder = inner.turn(&tenant);
@@ -639,8 +684,14 @@ async fn chat(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response
     stream_reply(inner, request, door, recorder, admitted).await
 }
 
-async fn messages(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Body) -> Response {
-    match messages_turn(&inner, &headers, body).await {
+async fn messages(
+    State(inner): State<Arc<Inner>>,
+    headers: HeaderMap,
+    tenant: Extension<gate::Tenant>,
+    admitted: Extension<limits::Admitted>,
+    body: Extension<gate::Read>,
+) -> Response {
+    match messages_turn(&inner, &headers, (tenant, admitted, body)).await {
         Ok(response) => response,
         Err(error) => error.into_anthropic_response(),
     }
@@ -657,9 +708,9 @@ const ANTHROPIC_BETA: &str = "anthropic-beta";
 async fn messages_turn(
     inner: &Inner,
     headers: &HeaderMap,
-    body: Body,
+    gated: Gated,
 ) -> Result<Response, ApiError> {
-    let (tenant, admitted, body) = admit(inner, headers, body).await?;
+    let (Extension(gate::Tenant(tenant)), Extension(admitted), Extension(gate::Read(body))) = gated;
     let parsed = anthropic::parse(&body, false)?;
     if model::check(&parsed.model).is_ok() {
         access::model(&parsed.model);
@@ -685,6 +736,17 @@ async fn messages_turn(
         .and_then(|v| v.to_str().ok())
         .filter(|v| !v.is_empty() && v.len() <= 64)
         .map(str::to_owned);
+    inner.config.policy.check(
+        &tenant,
+        &policy::Asked {
+            target: target_of(&choice),
+            betas: &turn.passthrough.betas,
+            server_tools: policy::messages_server_tools(&turn.passthrough),
+            max_tokens: turn.sampling.max_tokens.map(|n| (n, "max_tokens")),
+            partitioned: turn.partition.is_some() || session.is_some(),
+            partition_key: "metadata.user_id",
+        },
+    )?;
     tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "messages");
 
     let recorder = inner.turn(&tenant);
@@ -748,19 +810,20 @@ async fn messages_turn(
     stream_reply(inner, request, door, recorder, admitted).await
 }
 
-async fn count_tokens(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Body) -> Response {
-    match count(&inner, &headers, body).await {
+async fn count_tokens(
+    State(inner): State<Arc<Inner>>,
+    Extension(gate::Read(body)): Extension<gate::Read>,
+) -> Response {
+    match count(&inner, &body).await {
         Ok(response) => response,
         Err(error) => error.into_anthropic_response(),
     }
 }
 
-/// `POST /v1/messages/count_tokens`: the estimator's count of the request on its route.
-async fn count(inner: &Inner, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
-    authenticate(inner, headers).await?;
-    check_length(inner, headers)?;
-    let body = read_body(inner, body).await?;
-    let parsed = anthropic::parse(&body, true)?;
+/// `POST /v1/messages/count_tokens`: the estimator's count of the request on its route (the
+/// gate checked the key and read the body).
+async fn count(inner: &Inner, body: &[u8]) -> Result<Response, ApiError> {
+    let parsed = anthropic::parse(body, true)?;
     let choice = inner.resolve(Door::Messages, &parsed.model)?;
     let target = hermes_core::RouteTarget::new(
         choice.provider.as_deref().unwrap_or_default(),
@@ -1011,9 +1074,7 @@ fn delta_of(event: &DriverEvent) -> Option<Value> {
 /// simulators (`hermes serve --allow-sim`), then the doors' default models; in Anthropic's shape for a client that sends
 /// `anthropic-version`, else OpenAI's.
 async fn models(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response {
-    if let Err(error) = authenticate(&inner, &headers).await {
-        return in_door_shape(error, "/v1/models", &headers);
-    }
+    // The gate's auth layer checked the key.
 
     let mut ids: Vec<String> = inner.config.models.keys().cloned().collect();
     if let Some(settings) = inner.engine.settings() {

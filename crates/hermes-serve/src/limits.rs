@@ -1,6 +1,13 @@
-//! Per-tenant limits shared by every replica on one store (`[serve]` `requests_per_minute` and
-//! `max_concurrent`, overridden per tenant): a turn is admitted here before anything reaches an
-//! upstream, or answered 429 with `Retry-After`.
+//! Per-tenant limits shared by every replica on one store (`[serve]` `requests_per_minute`,
+//! `max_concurrent`, `tokens_per_minute` and `tokens_per_day`, overridden per tenant; on by
+//! default, [`TenantLimits::DEFAULT`]): a turn is admitted here before anything reaches an
+//! upstream, or answered 429 with `Retry-After` (and, over a token limit, the token headers each
+//! door's SDKs read).
+//!
+//! Tokens are counted from the usage the store keeps of the tenant's conversations
+//! ([`Store::tenant_tokens`]: every replica's replies, summed by the minute window and the UTC
+//! day): a turn is admitted while the tenant's spend is under the limit, and its own tokens
+//! count once its reply is stored.
 //!
 //! The rate is counted in the store's sharded window rows ([`Store::admit_request`]); this
 //! replica remembers which shards of the current window it found full, so once a tenant's
@@ -10,7 +17,7 @@
 //! and its slots free themselves within the TTL.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::num::NonZeroU32;
+use std::num::{NonZeroU32, NonZeroU64};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -26,10 +33,36 @@ pub struct TenantLimits {
     pub requests_per_minute: Option<NonZeroU32>,
     /// Turns running at once.
     pub max_concurrent: Option<NonZeroU32>,
+    /// Tokens (input + output of the stored usage) per window ([`Limits::window`]).
+    pub tokens_per_minute: Option<NonZeroU64>,
+    /// Tokens (input + output of the stored usage) per UTC day ([`Limits::day`]): the spend
+    /// budget.
+    pub tokens_per_day: Option<NonZeroU64>,
+}
+
+/// `n`, which is not 0.
+const fn nz32(n: u32) -> Option<NonZeroU32> {
+    NonZeroU32::new(n)
+}
+
+/// `n`, which is not 0.
+const fn nz64(n: u64) -> Option<NonZeroU64> {
+    NonZeroU64::new(n)
 }
 
 impl TenantLimits {
-    /// These limits.
+    /// The limits every tenant has unless configured otherwise (`hermes serve`, and
+    /// [`crate::ServeConfig::new`]): 600 turns a minute, 32 at once, 2,000,000 tokens a minute
+    /// and 50,000,000 tokens a UTC day.
+    pub const DEFAULT: TenantLimits = TenantLimits {
+        requests_per_minute: nz32(600),
+        max_concurrent: nz32(32),
+        tokens_per_minute: nz64(2_000_000),
+        tokens_per_day: nz64(50_000_000),
+    };
+
+    /// These limits (no token limits: [`TenantLimits::tokens_per_minute`],
+    /// [`TenantLimits::tokens_per_day`] add them).
     pub fn new(
         requests_per_minute: Option<NonZeroU32>,
         max_concurrent: Option<NonZeroU32>,
@@ -37,7 +70,16 @@ impl TenantLimits {
         TenantLimits {
             requests_per_minute,
             max_concurrent,
+            tokens_per_minute: None,
+            tokens_per_day: None,
         }
+    }
+
+    hermes_core::setters! {
+        /// With this many tokens per minute.
+        tokens_per_minute: Option<NonZeroU64>;
+        /// With this many tokens per UTC day.
+        tokens_per_day: Option<NonZeroU64>;
     }
 
     /// `self`, each unset limit taken from `defaults`.
@@ -45,6 +87,8 @@ impl TenantLimits {
         TenantLimits {
             requests_per_minute: self.requests_per_minute.or(defaults.requests_per_minute),
             max_concurrent: self.max_concurrent.or(defaults.max_concurrent),
+            tokens_per_minute: self.tokens_per_minute.or(defaults.tokens_per_minute),
+            tokens_per_day: self.tokens_per_day.or(defaults.tokens_per_day),
         }
     }
 }
@@ -57,29 +101,37 @@ pub struct Limits {
     pub defaults: TenantLimits,
     /// Overrides by tenant (`[serve.tenants.NAME]`); an unset limit there is the default's.
     pub tenants: BTreeMap<String, TenantLimits>,
-    /// The window `requests_per_minute` counts in: a minute (windows start at whole multiples
-    /// of it since the Unix epoch, the same on every replica). Tests shorten it.
+    /// The window `requests_per_minute` and `tokens_per_minute` count in: a minute (windows
+    /// start at whole multiples of it since the Unix epoch, the same on every replica). Tests
+    /// shorten it.
     pub window: Duration,
+    /// The window `tokens_per_day` counts in: a day (from 00:00 UTC).
+    pub day: Duration,
     /// How long a concurrency slot outlives its replica's last renewal (15 s): a dead
     /// replica's slots free themselves within it.
     pub slot_ttl: Duration,
 }
 
 impl Default for Limits {
+    /// [`TenantLimits::DEFAULT`] for every tenant.
     fn default() -> Self {
         Limits {
-            defaults: TenantLimits::default(),
-            tenants: BTreeMap::new(),
-            window: Duration::from_secs(60),
-            slot_ttl: Duration::from_secs(15),
+            defaults: TenantLimits::DEFAULT,
+            ..Limits::none()
         }
     }
 }
 
 impl Limits {
-    /// No limits (the default).
+    /// No limits.
     pub fn none() -> Self {
-        Limits::default()
+        Limits {
+            defaults: TenantLimits::default(),
+            tenants: BTreeMap::new(),
+            window: Duration::from_secs(60),
+            day: Duration::from_secs(24 * 60 * 60),
+            slot_ttl: Duration::from_secs(15),
+        }
     }
 
     hermes_core::setters! {
@@ -87,6 +139,8 @@ impl Limits {
         defaults: TenantLimits;
         /// With this counting window.
         window: Duration;
+        /// With this day (tests shorten it).
+        day: Duration;
         /// With this slot TTL.
         slot_ttl: Duration;
     }
@@ -131,6 +185,8 @@ pub(crate) struct Limiter {
     windows: Mutex<HashMap<String, (i64, u64)>>,
     /// The latest window whose old rows this replica swept.
     swept: Mutex<i64>,
+    /// The latest day whose old usage rows this replica swept.
+    swept_usage: Mutex<i64>,
     /// The holders of this replica's running requests' slots (renewed together).
     held: Mutex<HashSet<String>>,
     /// Whether the renewer runs.
@@ -139,23 +195,32 @@ pub(crate) struct Limiter {
     next_shard: std::sync::atomic::AtomicU32,
 }
 
-/// What a request holds while it runs: its concurrency slot, given back when dropped.
+/// What a request holds while it runs: its concurrency slot, given back when the last clone
+/// is dropped (the gate puts one in the request's extensions, the handler or stream keeps it).
+#[derive(Clone)]
 pub(crate) struct Admitted {
-    slot: Option<(Arc<Limiter>, String, i64, String)>,
+    /// Held for its drop, which gives the slot back.
+    _slot: Option<Arc<Slot>>,
 }
+
+/// A claimed concurrency slot: the limiter, the tenant, the slot number and its holder.
+struct Slot(Arc<Limiter>, String, i64, String);
 
 impl Admitted {
     /// A turn no limit applies to.
     pub(crate) fn unlimited() -> Self {
-        Admitted { slot: None }
+        Admitted { _slot: None }
     }
 }
 
-impl Drop for Admitted {
+impl Drop for Slot {
     fn drop(&mut self) {
-        let Some((limiter, tenant, slot, holder)) = self.slot.take() else {
-            return;
-        };
+        let (limiter, tenant, slot, holder) = (
+            self.0.clone(),
+            std::mem::take(&mut self.1),
+            self.2,
+            std::mem::take(&mut self.3),
+        );
         if let Ok(mut held) = limiter.held.lock() {
             held.remove(&holder);
         }
@@ -183,6 +248,7 @@ impl Limiter {
             limits,
             windows: Mutex::new(HashMap::new()),
             swept: Mutex::new(0),
+            swept_usage: Mutex::new(0),
             held: Mutex::new(HashSet::new()),
             renewing: std::sync::Once::new(),
             next_shard: std::sync::atomic::AtomicU32::new(seed),
@@ -192,11 +258,14 @@ impl Limiter {
     /// Admits one turn of `tenant`, or its 429 (503 when the store does not answer).
     pub(crate) async fn admit(self: &Arc<Self>, tenant: &str) -> Result<Admitted, ApiError> {
         let limits = self.limits.of(tenant);
+        if limits.tokens_per_minute.is_some() || limits.tokens_per_day.is_some() {
+            self.spend(tenant, limits).await?;
+        }
         if let Some(rpm) = limits.requests_per_minute {
             self.count(tenant, rpm.get()).await?;
         }
         let Some(max) = limits.max_concurrent else {
-            return Ok(Admitted { slot: None });
+            return Ok(Admitted { _slot: None });
         };
         self.start_renewer();
         let holder = uuid::Uuid::now_v7().simple().to_string();
@@ -221,7 +290,12 @@ impl Limiter {
         };
         match claimed {
             Ok(slot) => Ok(Admitted {
-                slot: Some((self.clone(), tenant.to_owned(), slot, holder)),
+                _slot: Some(Arc::new(Slot(
+                    self.clone(),
+                    tenant.to_owned(),
+                    slot,
+                    holder,
+                ))),
             }),
             Err(error) => {
                 if let Ok(mut held) = self.held.lock() {
@@ -247,13 +321,20 @@ impl Limiter {
             entry.1
         };
         let refused = || {
-            ApiError::rate_limited(
+            let mut refused = ApiError::rate_limited(
                 format!(
                     "tenant `{tenant}` is over its limit of {limit} requests per minute \
                      (requests_per_minute); retry after the window ends"
                 ),
                 retry_after,
-            )
+            );
+            refused.window = Some(Box::new(crate::error::RateWindow {
+                counted: crate::error::Counted::Requests,
+                limit: u64::from(limit),
+                remaining: 0,
+                reset: retry_after,
+            }));
+            refused
         };
         if full == (1u64 << hermes_engine::store::rate_shares(limit).len()) - 1 {
             return Err(refused());
@@ -278,6 +359,79 @@ impl Limiter {
         } else {
             Err(refused())
         }
+    }
+
+    /// Refuses a turn of `tenant` whose stored spend this minute or this UTC day is at its
+    /// limit: a 429 until the window ends, with the token headers.
+    async fn spend(&self, tenant: &str, limits: TenantLimits) -> Result<(), ApiError> {
+        let (window, day) = (millis(self.limits.window), millis(self.limits.day));
+        let now = now_ms();
+        let minute_start = now - now.rem_euclid(window);
+        let day_start = now - now.rem_euclid(day);
+        self.sweep_usage(day_start - day);
+        let (minute, today) = self
+            .store
+            .tenant_tokens(tenant, minute_start, day_start)
+            .await
+            .map_err(|e| unavailable(&e))?;
+        let until = |start: i64, length: i64| {
+            Duration::from_millis(u64::try_from(start + length - now).unwrap_or(1))
+        };
+        let over = [
+            (
+                limits.tokens_per_minute,
+                minute,
+                until(minute_start, window),
+                "this minute",
+                "tokens_per_minute",
+            ),
+            (
+                limits.tokens_per_day,
+                today,
+                until(day_start, day),
+                "today (UTC)",
+                "tokens_per_day",
+            ),
+        ];
+        for (limit, used, reset, when, key) in over {
+            let Some(limit) = limit else { continue };
+            if used < limit.get() {
+                continue;
+            }
+            let mut refused = ApiError::rate_limited(
+                format!(
+                    "tenant `{tenant}` has used {used} tokens {when}, its limit of {limit} \
+                     ({key}); retry after the window ends"
+                ),
+                reset,
+            );
+            refused.window = Some(Box::new(crate::error::RateWindow {
+                counted: crate::error::Counted::Tokens,
+                limit: limit.get(),
+                remaining: 0,
+                reset,
+            }));
+            return Err(refused);
+        }
+        Ok(())
+    }
+
+    /// Once per day per replica, off the request path: deletes the usage rows recorded before
+    /// `before` (the day before the current one).
+    fn sweep_usage(&self, before: i64) {
+        let Ok(mut swept) = self.swept_usage.lock() else {
+            return;
+        };
+        if *swept >= before {
+            return;
+        }
+        *swept = before;
+        let store = self.store.clone();
+        tokio::spawn(async move {
+            if let Err(e) = store.sweep_tenant_usage(before).await {
+                tracing::warn!(error = %e, "sweeping old tenant usage failed");
+            }
+        });
     }
 
     /// Once per window per replica, off the request path: deletes the rows of windows before

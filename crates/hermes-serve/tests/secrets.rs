@@ -173,3 +173,38 @@ async fn a_missing_upstream_key_is_one_error_line_naming_its_variable() {
         naming[0]
     );
 }
+
+/// A request the tenant's policy refuses (issue 47) is one `request refused` line with its
+/// status and reason, and reaches no upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_refusal_is_one_request_refused_line_with_its_reason() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let lines = captured();
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _store) = gateway(&sim.base_url(), "http://127.0.0.1:9", dir.path()).await;
+    let response = reqwest::Client::new()
+        .post(&url)
+        .json(
+            &json!({"model": "deepseek/deepseek-v4-pro", "max_tokens": 128_001,
+                      "messages": [{"role": "user", "content": "hello"}]}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403);
+    let id = response.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let logged = String::from_utf8_lossy(&lines.0.lock().unwrap()).into_owned();
+    let refused: Vec<&str> = logged
+        .lines()
+        .filter(|l| l.contains("request refused") && l.contains(&id))
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:#?}");
+    for said in ["403", "max_tokens_cap", "local", "deepseek/deepseek-v4-pro"] {
+        assert!(refused[0].contains(said), "{said}: {}", refused[0]);
+    }
+    assert!(sim.requests().is_empty());
+}

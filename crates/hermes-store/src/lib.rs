@@ -51,7 +51,9 @@
 //!   [`NewSession::partition`]), every message row carries its match key
 //!   ([`hermes_core::normal::match_key`]) and [`Store::find_by_keys`] finds the conversation an
 //!   incoming history continues by them; gateway keys are stored as digests only
-//!   ([`Store::add_gateway_key`], [`Store::tenant_for_key`]).
+//!   ([`Store::add_gateway_key`], [`Store::tenant_for_key`]); a gateway conversation's usage
+//!   is also recorded in time per tenant ([`Store::add_usage`], [`Store::tenant_tokens`]: the
+//!   gateway's tokens per minute and per day).
 
 /// Runs one statement with its binds, in order, on `executor` (a pool, a connection or a
 /// transaction) and awaits it: `execute!(executor, "SQL", [a, b])` is
@@ -224,8 +226,13 @@ const SQLITE_STEPS: &[(i64, &str, &str)] = &[
     ),
     (
         14,
+        "tenant usage",
+        include_str!("../migrations/sqlite/0014_tenant_usage.sql"),
+    ),
+    (
+        15,
         "turn receipts",
-        include_str!("../migrations/sqlite/0014_turn_receipts.sql"),
+        include_str!("../migrations/sqlite/0015_turn_receipts.sql"),
     ),
 ];
 
@@ -277,8 +284,13 @@ const POSTGRES_STEPS: &[(i64, &str, &str)] = &[
     ),
     (
         9,
+        "tenant usage",
+        include_str!("../migrations/postgres/0009_tenant_usage.sql"),
+    ),
+    (
+        10,
         "turn receipts",
-        include_str!("../migrations/postgres/0009_turn_receipts.sql"),
+        include_str!("../migrations/postgres/0010_turn_receipts.sql"),
     ),
 ];
 
@@ -1175,24 +1187,14 @@ impl Store {
         Ok(())
     }
 
-    /// Adds a provider-reported usage to the session's five counters, in one statement (a count
-    /// beyond `i64::MAX` is taken as `i64::MAX`).
+    /// Adds a provider-reported usage to the session's five counters and, when the session has
+    /// a tenant (a gateway conversation), records its tokens (input + output) at this time in
+    /// the tenant's spend ([`Store::tenant_tokens`]), in one transaction (a count beyond
+    /// `i64::MAX` is taken as `i64::MAX`).
     pub async fn add_usage(&self, session: &str, usage: &Usage) -> Result<(), StoreError> {
-        let n = |count: u64| i64::try_from(count).unwrap_or(i64::MAX);
-        execute!(
-            &self.pool,
-            "UPDATE sessions SET input_tokens = input_tokens + $1, output_tokens = output_tokens + $2, \
-             reasoning_tokens = reasoning_tokens + $3, cache_read_tokens = cache_read_tokens + $4, \
-             cache_write_tokens = cache_write_tokens + $5 WHERE id = $6",
-            [
-                n(usage.input),
-                n(usage.output),
-                n(usage.reasoning),
-                n(usage.cache_read),
-                n(usage.cache_write),
-                session
-            ]
-        )?;
+        let mut tx = self.write_tx(session).await?;
+        add_usage_in(&mut tx, session, usage).await?;
+        tx.commit().await.db()?;
         Ok(())
     }
 
@@ -1645,6 +1647,40 @@ where
         keyed.sort_by_key(|(key, m)| (key.unwrap_or(m.position), m.position));
     }
     Ok(keyed.into_iter().map(|(_, m)| m).collect())
+}
+
+/// [`Store::add_usage`] inside the caller's transaction `tx` (a step's own: `step.rs`).
+pub(crate) async fn add_usage_in(
+    tx: &mut sqlx::AnyConnection,
+    session: &str,
+    usage: &Usage,
+) -> Result<(), StoreError> {
+    let n = |count: u64| i64::try_from(count).unwrap_or(i64::MAX);
+    execute!(
+        &mut *tx,
+        "UPDATE sessions SET input_tokens = input_tokens + $1, output_tokens = output_tokens + $2, \
+             reasoning_tokens = reasoning_tokens + $3, cache_read_tokens = cache_read_tokens + $4, \
+             cache_write_tokens = cache_write_tokens + $5 WHERE id = $6",
+        [
+            n(usage.input),
+            n(usage.output),
+            n(usage.reasoning),
+            n(usage.cache_read),
+            n(usage.cache_write),
+            session
+        ]
+    )?;
+    execute!(
+        &mut *tx,
+        "INSERT INTO tenant_usage (tenant, at, tokens) SELECT tenant, $1, $2 FROM sessions \
+             WHERE id = $3 AND tenant IS NOT NULL",
+        [
+            now_ms(),
+            n(usage.input.saturating_add(usage.output)),
+            session
+        ]
+    )?;
+    Ok(())
 }
 
 async fn append_rows(

@@ -132,6 +132,44 @@ impl Store {
         Ok(done.rows_affected())
     }
 
+    /// The tokens `tenant` spent since `minute_start` and since `day_start` (Unix ms), summed
+    /// over the usage [`Store::add_usage`] recorded for its conversations (every replica's), in
+    /// one statement over the `(tenant, at)` index.
+    pub async fn tenant_tokens(
+        &self,
+        tenant: &str,
+        minute_start: i64,
+        day_start: i64,
+    ) -> Result<(u64, u64), StoreError> {
+        let row = sqlx::query(
+            "SELECT CAST(COALESCE(SUM(CASE WHEN at >= $2 THEN tokens ELSE 0 END), 0) AS BIGINT), \
+             CAST(COALESCE(SUM(CASE WHEN at >= $3 THEN tokens ELSE 0 END), 0) AS BIGINT) \
+             FROM tenant_usage WHERE tenant = $1 AND at >= $4",
+        )
+        .bind(tenant)
+        .bind(minute_start)
+        .bind(day_start)
+        .bind(minute_start.min(day_start))
+        .fetch_one(&self.pool)
+        .await
+        .db()?;
+        let sum = |i: usize| -> Result<u64, StoreError> {
+            let n: i64 = row.try_get(i).db()?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        };
+        Ok((sum(0)?, sum(1)?))
+    }
+
+    /// Deletes the tenants' usage recorded before `before` (Unix ms); how many rows went.
+    pub async fn sweep_tenant_usage(&self, before: i64) -> Result<u64, StoreError> {
+        let done = execute!(
+            &self.pool,
+            "DELETE FROM tenant_usage WHERE at < $1",
+            [before]
+        )?;
+        Ok(done.rows_affected())
+    }
+
     /// Claims one of `tenant`'s `max` concurrency slots for `holder` (unique per request) until
     /// `ttl` from now: the slot number, or `None` when all `max` are held and unexpired. A slot
     /// whose expiry passed (its replica died, or stopped renewing) is free.

@@ -78,21 +78,7 @@ pub(crate) async fn write_extras(
     extras: &StepExtras,
 ) -> Result<(), StoreError> {
     if let Some(usage) = &extras.usage {
-        let n = |count: u64| i64::try_from(count).unwrap_or(i64::MAX);
-        execute!(
-            &mut *tx,
-            "UPDATE sessions SET input_tokens = input_tokens + $1, output_tokens = output_tokens + $2, \
-             reasoning_tokens = reasoning_tokens + $3, cache_read_tokens = cache_read_tokens + $4, \
-             cache_write_tokens = cache_write_tokens + $5 WHERE id = $6",
-            [
-                n(usage.input),
-                n(usage.output),
-                n(usage.reasoning),
-                n(usage.cache_read),
-                n(usage.cache_write),
-                session
-            ]
-        )?;
+        crate::add_usage_in(tx, session, usage).await?;
     }
     if let Some((key, completion, kept)) = &extras.receipt {
         execute!(

@@ -940,6 +940,40 @@ async fn usage_sums_every_counter_across_calls(db: TestDb) {
     assert_eq!(store.session(&other).await.unwrap().input_tokens, i64::MAX);
 }
 
+both!(a_tenants_usage_is_summed_by_minute_and_day_and_swept);
+async fn a_tenants_usage_is_summed_by_minute_and_day_and_swept(db: TestDb) {
+    let store = db.open().await;
+    let acme = store
+        .create_session(&NewSession {
+            tenant: Some("acme".into()),
+            ..NewSession::default()
+        })
+        .await
+        .unwrap();
+    let cli = store.create_session(&NewSession::default()).await.unwrap();
+    let before = crate::now_ms();
+    for (id, usage) in [
+        (&acme, hermes_core::Usage::new(100, 40, 25, 60, 10)),
+        (&acme, hermes_core::Usage::new(7, 5, 3, 2, 0)),
+        (&cli, hermes_core::Usage::new(1000, 1000, 0, 0, 0)),
+    ] {
+        store.add_usage(id, &usage).await.unwrap();
+    }
+    // Input + output of the tenant's conversations only; a CLI session has no tenant.
+    assert_eq!(
+        store.tenant_tokens("acme", before, 0).await.unwrap(),
+        (152, 152)
+    );
+    assert_eq!(
+        store.tenant_tokens("acme", i64::MAX, 0).await.unwrap(),
+        (0, 152)
+    );
+    assert_eq!(store.tenant_tokens("globex", 0, 0).await.unwrap(), (0, 0));
+    assert_eq!(store.sweep_tenant_usage(before).await.unwrap(), 0);
+    assert_eq!(store.sweep_tenant_usage(i64::MAX).await.unwrap(), 2);
+    assert_eq!(store.tenant_tokens("acme", 0, 0).await.unwrap(), (0, 0));
+}
+
 /// A session of six alternating messages `m0`..`m5`.
 async fn six_messages(store: &Store) -> String {
     let id = store.create_session(&NewSession::default()).await.unwrap();
@@ -1779,6 +1813,20 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
         claim(crate::ReceiptKey::new("t", "key:k", "d", "h2")).await,
         crate::Claim::Running
     );
+    // The earlier steps' tables too: a tenant's usage is recorded and summed,
+    let tenant_session = reopened
+        .create_session(&NewSession {
+            tenant: Some("acme".into()),
+            ..NewSession::default()
+        })
+        .await
+        .unwrap();
+    reopened
+        .add_usage(&tenant_session, &hermes_core::Usage::new(3, 4, 0, 0, 0))
+        .await
+        .unwrap();
+    assert_eq!(reopened.tenant_tokens("acme", 0, 0).await.unwrap(), (7, 7));
+    // The earlier steps' tables too: a carrier is marked left out and found.
     let carrier = vec!["c1".to_owned()];
     reopened.mark_left_out(Some(&id), &carrier).await.unwrap();
     assert_eq!(reopened.left_out_among(&carrier).await.unwrap().len(), 1);

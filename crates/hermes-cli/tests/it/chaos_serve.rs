@@ -958,7 +958,12 @@ async fn three_replicas_over_postgres_lose_no_carrier_through_kills_and_a_rollin
     let started = Instant::now();
 
     let mut sims = Vec::new();
-    let mut config = String::new();
+    // Limits are on by default (README, "Policy and limits"); a chaos run of 1,000
+    // conversations on two tenants outruns them, so it lifts them for every tenant.
+    let mut config = String::from(
+        "[serve]\nrequests_per_minute = 1000000\nmax_concurrent = 100000\n\
+         tokens_per_minute = 1000000000000\ntokens_per_day = 1000000000000\n\n",
+    );
     for family in &FAMILIES {
         let sim = Sim::builder(family.profile.parse::<hermes_sim::Profile>().unwrap())
             .chunk_delay(Duration::from_millis(delay))

@@ -706,3 +706,42 @@ fn sim_serve_delay_ms_waits_before_every_answer() {
     assert!(sse.ends_with("data: [DONE]\n\n"), "{sse}");
     assert!(took >= delay, "a stream after {took:?} < {delay:?}");
 }
+
+/// `[serve]`'s policy and `[serve.tenants.NAME]`'s override reach the gateway `hermes serve`
+/// runs (issue 47): the `local` tenant of `--no-auth` is capped by its own table, others by
+/// `[serve]`'s, and a model outside its patterns is refused, each 403 naming the setting.
+#[test]
+fn the_serve_sections_policy_reaches_the_gateway() {
+    let home = own_home();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[serve]\nmax_tokens_cap = 5000\nallow_models = [\"sim/*\"]\n\n[serve.tenants.local]\nmax_tokens_cap = 100\n",
+    )
+    .unwrap();
+    let (mut server, addr) = serving(
+        home.path(),
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--no-auth",
+            "--allow-sim",
+        ],
+    );
+    let ask = |model: &str, max_tokens: u32| {
+        let body = serde_json::json!({
+            "model": model, "max_tokens": max_tokens,
+            "messages": [{"role": "user", "content": "hello"}],
+        });
+        http(&addr, "POST", "/v1/chat/completions", &body.to_string())
+    };
+    let (status, body) = ask("sim/deepseek-v4-pro", 101);
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("cap of 100 (max_tokens_cap)"), "{body}");
+    let (status, body) = ask("sim/deepseek-v4-pro", 100);
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = ask("deepseek/deepseek-v4-pro", 100);
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("(allow_models)"), "{body}");
+    server.terminate();
+}

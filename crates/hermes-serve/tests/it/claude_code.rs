@@ -106,7 +106,9 @@ async fn claude_codes_recorded_request_reaches_claude_as_sent() {
     let sim = Sim::start("anthropic").await.unwrap();
     // Claude Code names the model it knows; a pattern forwards every Claude name as sent.
     let gateway = start_for_with("anthropic", &sim.base_url(), |c| {
+        // Claude Code sends betas on every request: allowed, as its operator would.
         c.models([("claude-*".to_owned(), "anthropic/*".to_owned())].into())
+            .policy(crate::open_policy())
     })
     .await;
 

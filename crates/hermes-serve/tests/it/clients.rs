@@ -39,9 +39,9 @@ const ALIASES: [(&str, &str); 1] = [("house-model", "deepseek/deepseek-v4-pro")]
 /// The README, whose Claude Code recipe the Claude Code runs use as written.
 const README: &str = include_str!("../../../../README.md");
 
-/// The `[serve.models]` entries of the README's Claude Code recipe (the TOML block after its
-/// `claude-code-recipe` marker): `"name" = "provider/model"` lines, comments left out.
-fn recipe_aliases() -> Vec<(String, String)> {
+/// The `key = value` lines of table `table` in the README's Claude Code recipe (the TOML
+/// block after its `claude-code-recipe` marker), comments left out, keys unquoted.
+fn recipe_table(table: &str) -> Vec<(String, String)> {
     let after = README
         .split_once("<!-- claude-code-recipe")
         .expect("the README marks its Claude Code recipe")
@@ -52,14 +52,58 @@ fn recipe_aliases() -> Vec<(String, String)> {
         .expect("the recipe's TOML block")
         .0;
     let unquote = |s: &str| s.trim().trim_matches('"').to_owned();
-    let aliases: Vec<(String, String)> = block
-        .lines()
-        .map(|l| l.split_once(" #").map_or(l, |(code, _)| code))
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (unquote(k), unquote(v)))
+    let mut current = String::new();
+    let mut lines = Vec::new();
+    for line in block.lines() {
+        let line = line.split_once(" #").map_or(line, |(code, _)| code).trim();
+        if line.starts_with('[') {
+            current = line.trim_matches(['[', ']']).to_owned();
+        } else if current == table
+            && let Some((k, v)) = line.split_once('=')
+        {
+            lines.push((unquote(k), v.trim().to_owned()));
+        }
+    }
+    lines
+}
+
+/// The `[serve.models]` entries of the README's Claude Code recipe: `"name" = "provider/model"`.
+fn recipe_aliases() -> Vec<(String, String)> {
+    let aliases: Vec<(String, String)> = recipe_table("serve.models")
+        .into_iter()
+        .map(|(k, v)| (k, v.trim_matches('"').to_owned()))
         .collect();
-    assert!(aliases.len() >= 2, "the recipe maps names: {block}");
+    assert!(aliases.len() >= 2, "the recipe maps names: {aliases:?}");
     aliases
+}
+
+/// The recipe's `[serve]` policy: the betas and server tools Claude Code needs allowed (the
+/// default allows none).
+fn recipe_policy() -> hermes_serve::Policy {
+    let patterns = |key: &str| {
+        recipe_table("serve")
+            .into_iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| serde_json::from_str::<Vec<String>>(&v).unwrap())
+    };
+    let betas = patterns("allow_betas");
+    assert!(betas.is_some(), "the recipe allows Claude Code's betas");
+    hermes_serve::Policy::new(
+        hermes_serve::TenantPolicy::new()
+            .allow_betas(betas)
+            .allow_server_tools(patterns("allow_server_tools")),
+    )
+}
+
+#[test]
+fn the_readmes_claude_code_recipe_parses_into_aliases_and_a_policy() {
+    assert!(recipe_aliases().iter().any(|(k, _)| k == "claude-*"));
+    let policy = recipe_policy().of(crate::TENANT);
+    assert_eq!(policy.allow_betas, Some(vec!["*".to_owned()]));
+    assert_eq!(
+        policy.allow_server_tools,
+        Some(vec!["web_search_*".to_owned()])
+    );
 }
 
 /// Every alias the gateway is configured with: [`ALIASES`] and the README's recipe.
@@ -94,7 +138,14 @@ impl Stage {
             );
         }
         let settings = Settings::new(defaults, Arc::new(|_: &str| Some("sk-test".to_owned())));
-        let gateway = crate::start_over(settings, |c| c.models(aliases()), None).await;
+        // Claude Code sends betas on every request: allowed as the README's recipe allows
+        // them (the default allows none).
+        let gateway = crate::start_over(
+            settings,
+            |c| c.models(aliases()).policy(recipe_policy()),
+            None,
+        )
+        .await;
         Stage {
             deepseek,
             anthropic,

@@ -78,9 +78,12 @@ async fn over_its_rate_a_tenant_gets_429_in_each_doors_shape_and_nothing_reaches
     );
     assert_eq!(sim.requests().len(), 1);
 
-    // The chat door: OpenAI's error object.
+    // The chat door: OpenAI's error object and request headers.
     let refused = post(&gateway, CHAT, &acme, &hello("two")).await;
     retry_after(&refused);
+    assert_eq!(refused.headers()["x-ratelimit-limit-requests"], "1");
+    assert_eq!(refused.headers()["x-ratelimit-remaining-requests"], "0");
+    assert!(refused.headers().contains_key("x-ratelimit-reset-requests"));
     let body: Value = refused.json().await.unwrap();
     assert_eq!(body["error"]["type"], "rate_limit_error", "{body}");
     assert_eq!(body["error"]["code"], "rate_limit_exceeded", "{body}");
@@ -92,6 +95,12 @@ async fn over_its_rate_a_tenant_gets_429_in_each_doors_shape_and_nothing_reaches
     // The Messages door: Anthropic's.
     let refused = post(&gateway, "/v1/messages", &acme, &messages_body()).await;
     retry_after(&refused);
+    assert_eq!(refused.headers()["anthropic-ratelimit-requests-limit"], "1");
+    assert!(
+        refused
+            .headers()
+            .contains_key("anthropic-ratelimit-requests-reset")
+    );
     let body: Value = refused.json().await.unwrap();
     assert_eq!(body["type"], "error", "{body}");
     assert_eq!(body["error"]["type"], "rate_limit_error", "{body}");

@@ -44,6 +44,7 @@ mod limits;
 mod messages;
 mod metrics;
 mod place;
+mod policy;
 mod replicas;
 mod retention;
 mod sdk;
@@ -265,6 +266,17 @@ pub(crate) async fn json_of(request: reqwest::RequestBuilder) -> serde_json::Val
 pub(crate) fn error_says(body: &serde_json::Value, text: &str) {
     let message = body["error"]["message"].as_str().unwrap();
     assert!(message.contains(text), "{text:?} not said: {body}");
+}
+
+/// A policy that lets a tenant send every `anthropic-beta` and server tool (the default allows
+/// none): for the tests of what the Messages door passes through to Claude, and of real Claude
+/// clients, which send betas on every request.
+pub(crate) fn open_policy() -> hermes_serve::Policy {
+    hermes_serve::Policy::new(
+        hermes_serve::TenantPolicy::new()
+            .allow_betas(Some(vec!["*".to_owned()]))
+            .allow_server_tools(Some(vec!["*".to_owned()])),
+    )
 }
 
 /// A chat-completions body of one user message.

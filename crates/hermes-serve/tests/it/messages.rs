@@ -194,7 +194,8 @@ async fn an_altered_thinking_block_never_reaches_the_upstream() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_messages_door_answers_errors_in_anthropics_shape_and_takes_x_api_key() {
     let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start(&sim.base_url(), |c| c).await;
+    // Server tools allowed, so the driver's own refusal of one to a non-Claude upstream shows.
+    let gateway = start(&sim.base_url(), |c| c.policy(crate::open_policy())).await;
     let body = json!({"model": "deepseek/deepseek-v4-pro", "max_tokens": 64,
                       "messages": [{"role": "user", "content": "hello"}]});
     let client = reqwest::Client::new();
@@ -261,7 +262,10 @@ async fn the_messages_door_answers_errors_in_anthropics_shape_and_takes_x_api_ke
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claude_upstream_gets_the_clients_betas_server_tools_and_thinking_object_as_sent() {
     let sim = Sim::start("anthropic").await.unwrap();
-    let gateway = start_for("anthropic", &sim.base_url()).await;
+    let gateway = crate::start_for_with("anthropic", &sim.base_url(), |c| {
+        c.policy(crate::open_policy())
+    })
+    .await;
     // Odd spacing and an escape: only a byte-for-byte copy matches.
     let server_tool = r#"{"type": "web_search_20250305", "name":"web_search","max_uses":2,"allowed_domains":["caf\u00e9.example"]}"#;
     let thinking = r#"{"type":  "adaptive"}"#;
@@ -715,7 +719,11 @@ async fn a_claude_code_shaped_streamed_request_is_served_on_claude_and_on_deepse
     let client = reqwest::Client::new();
     for (profile, provider, model) in [CLAUDE, DEEPSEEK] {
         let sim = Sim::start(profile).await.unwrap();
-        let gateway = start_for(provider, &sim.base_url()).await;
+        // Claude Code's betas allowed, as its operator would (the default allows none).
+        let gateway = crate::start_for_with(provider, &sim.base_url(), |c| {
+            c.policy(crate::open_policy())
+        })
+        .await;
         let reply = client
             .post(gateway.url("/v1/messages?beta=true"))
             .header("authorization", format!("Bearer {KEY}"))

@@ -257,7 +257,8 @@ async fn postgres_away_is_answered_503_at_once_and_the_same_replica_serves_when_
         let store = proxied().await.unwrap();
         let engine =
             Engine::builtin().with_store(store.clone(), deepseek_settings(&sim.base_url()));
-        let gateway = Gateway::new(engine, ServeConfig::new(Auth::None)).unwrap();
+        let gateway =
+            Gateway::new(engine, ServeConfig::new(Auth::None).limits(Limits::none())).unwrap();
         serve(store, gateway, None, None).await
     };
     let (turns, session) = first_turn(&gateway, &key).await;
