@@ -580,6 +580,24 @@ fn session_of(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
         })
 }
 
+/// Bodies larger than this are parsed on the blocking pool, off the reactor: a 32 MiB history
+/// takes long enough to read that the small requests beside it would wait behind it.
+const OFF_REACTOR_BYTES: usize = 256 * 1024;
+
+/// `parse(body)`, on the blocking pool when the body is larger than [`OFF_REACTOR_BYTES`].
+async fn off_reactor<T: Send + 'static>(
+    body: &axum::body::Bytes,
+    parse: fn(&[u8]) -> Result<T, ApiError>,
+) -> Result<T, ApiError> {
+    if body.len() <= OFF_REACTOR_BYTES {
+        return parse(body);
+    }
+    let body = body.clone();
+    tokio::task::spawn_blocking(move || parse(&body))
+        .await
+        .map_err(|e| ApiError::from_engine(&hermes_engine::EngineError::Failed(e.to_string())))?
+}
+
 /// The client's idempotency key header (IETF draft "The Idempotency-Key HTTP Header Field";
 /// the OpenAI and Anthropic SDKs send it where a caller sets one).
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -641,7 +659,7 @@ fn target_of(choice: &hermes_engine::Choice) -> String {
 
 async fn chat(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Response, ApiError> {
     let (Extension(gate::Tenant(tenant)), Extension(admitted), Extension(gate::Read(body))) = gated;
-    let parsed = openai::parse(&body)?;
+    let parsed = off_reactor(&body, openai::parse).await?;
     if model::check(&parsed.turn.model).is_ok() {
         access::model(&parsed.turn.model);
     }
@@ -711,7 +729,7 @@ async fn messages_turn(
     gated: Gated,
 ) -> Result<Response, ApiError> {
     let (Extension(gate::Tenant(tenant)), Extension(admitted), Extension(gate::Read(body))) = gated;
-    let parsed = anthropic::parse(&body, false)?;
+    let parsed = off_reactor(&body, |b| anthropic::parse(b, false)).await?;
     if model::check(&parsed.model).is_ok() {
         access::model(&parsed.model);
     }

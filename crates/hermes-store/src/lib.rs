@@ -1720,10 +1720,12 @@ pub(crate) async fn store_rows(
     added: usize,
 ) -> Result<Tip, StoreError> {
     let now = now_ms();
-    for (i, msg) in messages.iter().enumerate() {
-        let row = MessageRow::from_message(start + i as i64, msg)?;
-        row.insert(&mut *tx, session, now).await?;
-    }
+    let rows = messages
+        .iter()
+        .enumerate()
+        .map(|(i, msg)| MessageRow::from_message(start + i as i64, msg))
+        .collect::<Result<Vec<_>, _>>()?;
+    MessageRow::insert_all(&rows, &mut *tx, session, now).await?;
     let revision = next_revision(tx, session, added, now).await?;
     Ok(Tip::new(
         session,

@@ -63,6 +63,13 @@ pub(crate) fn push_raw(out: &mut String, key: &str, raw: &str) {
     out.push_str(raw);
 }
 
+/// The columns of one `messages` row an insert binds.
+const COLUMNS: usize = 17;
+
+/// Rows per multi-row insert: 64 × 17 binds stays far below SQLite's 32,766 and PostgreSQL's
+/// 65,535.
+pub(crate) const ROWS_PER_INSERT: usize = 64;
+
 impl MessageRow {
     pub(crate) fn from_message(position: i64, msg: &Message) -> Result<Self, StoreError> {
         Ok(MessageRow {
@@ -95,6 +102,61 @@ impl MessageRow {
             key_order: msg.key_order.as_ref().map(ToString::to_string),
             match_key: hermes_core::normal::match_key(msg),
         })
+    }
+
+    /// Inserts `rows` of `session` in as few statements as the backends' bind limits allow
+    /// ([`ROWS_PER_INSERT`] rows each): a first contact's 200-message history is 4 statements,
+    /// not 200 round trips to the database.
+    pub(crate) async fn insert_all(
+        rows: &[MessageRow],
+        conn: &mut sqlx::AnyConnection,
+        session: &str,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        if let [row] = rows {
+            return row.insert(conn, session, now).await;
+        }
+        for chunk in rows.chunks(ROWS_PER_INSERT) {
+            let mut sql = String::from(
+                "INSERT INTO messages (session_id, position, role, content, tool_calls, tool_call_id, name, \
+                 reasoning_content, reasoning, reasoning_details, origin_provider, origin_host, origin_model, extra, key_order, created_at, \
+                 match_key) VALUES ",
+            );
+            for i in 0..chunk.len() {
+                let first = i * COLUMNS + 1;
+                let marks: Vec<String> =
+                    (first..first + COLUMNS).map(|n| format!("${n}")).collect();
+                if i > 0 {
+                    sql.push_str(", ");
+                }
+                sql.push('(');
+                sql.push_str(&marks.join(", "));
+                sql.push(')');
+            }
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for row in chunk {
+                query = query
+                    .bind(session)
+                    .bind(row.position)
+                    .bind(&row.role)
+                    .bind(&row.content)
+                    .bind(&row.tool_calls)
+                    .bind(&row.tool_call_id)
+                    .bind(&row.name)
+                    .bind(&row.reasoning_content)
+                    .bind(&row.reasoning)
+                    .bind(&row.reasoning_details)
+                    .bind(&row.origin_provider)
+                    .bind(&row.origin_host)
+                    .bind(&row.origin_model)
+                    .bind(&row.extra)
+                    .bind(&row.key_order)
+                    .bind(now)
+                    .bind(&row.match_key);
+            }
+            crate::DbResult::db(query.execute(&mut *conn).await)?;
+        }
+        Ok(())
     }
 
     pub(crate) async fn insert(

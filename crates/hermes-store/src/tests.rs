@@ -88,6 +88,31 @@ async fn import_then_export_is_byte_identical(db: TestDb) {
     );
 }
 
+both!(a_history_longer_than_one_insert_is_stored_whole_in_order);
+/// A first contact of 200 messages (several multi-row inserts, `row::ROWS_PER_INSERT` each) is
+/// stored with every position in order and every byte as received.
+async fn a_history_longer_than_one_insert_is_stored_whole_in_order(db: TestDb) {
+    let store = db.open().await;
+    let mut file = parse_history(SESSION).unwrap();
+    let one = file.messages.clone();
+    file.messages = one.iter().cycle().take(200).cloned().collect();
+    assert!(file.messages.len() > 3 * crate::row::ROWS_PER_INSERT);
+    let id = store
+        .create_with_messages(&NewSession::default(), &file.messages)
+        .await
+        .unwrap();
+    let stored = db.open().await.messages(&id).await.unwrap();
+    assert_eq!(stored, file.messages);
+    let positions: Vec<i64> =
+        sqlx::query_scalar("SELECT position FROM messages WHERE session_id = $1 ORDER BY position")
+            .bind(&id)
+            .fetch_all(&store.pool)
+            .await
+            .unwrap();
+    assert_eq!(positions, (0..200).collect::<Vec<i64>>());
+    assert_eq!(store.session(&id).await.unwrap().message_count, 200);
+}
+
 both!(carriers_are_stored_as_the_exact_text_received);
 async fn carriers_are_stored_as_the_exact_text_received(db: TestDb) {
     let (store, id) = imported(&db).await;
