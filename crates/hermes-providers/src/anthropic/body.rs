@@ -165,17 +165,7 @@ pub struct Target {
     pub account: Option<String>,
 }
 
-/// The account a credential stands for: the first 16 bytes of HMAC-SHA256 keyed with a fixed
-/// domain key over the credential, as hex. One way: the credential cannot be read back from it
-/// (provider keys are high-entropy), and it is the same on every replica and after a restart.
-pub fn account_of(credential: &str) -> String {
-    use hmac::Mac as _;
-    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(b"hermes account binding v1")
-        .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
-    mac.update(credential.as_bytes());
-    let bytes = mac.finalize().into_bytes();
-    bytes.iter().take(16).map(|b| format!("{b:02x}")).collect()
-}
+pub use crate::native::account_of;
 
 impl Target {
     /// The family serving this target.

@@ -32,7 +32,7 @@ pub const COMPACTION_FIELD: &str = "compaction";
 
 /// The key a compaction reply is stamped with: the account it was minted under
 /// ([`super::account_of`], never the credential; absent when the wire names none). Never sent.
-pub const ACCOUNT_KEY: &str = "hermes_compaction_account";
+pub const ACCOUNT_KEY: &str = hermes_core::checkpoint::ACCOUNT_KEY;
 
 /// The key of a provider checkpoint's digest map ([`Rekey`]). Never sent.
 pub const REKEY_KEY: &str = "hermes_compaction_rekey";

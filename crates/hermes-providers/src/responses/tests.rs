@@ -730,3 +730,54 @@ fn the_one_parse_item_probe_reads_and_sends_what_the_derived_probe_and_member_wa
         }
     }
 }
+
+/// A server-side compaction item (SPEC §7).
+const CMP: &str = r#"{"id":"cmp_1","type":"compaction","encrypted_content":"c2VhbGVk"}"#;
+/// An item kept before the latest compaction item (its members beyond `type` are illustrative:
+/// no public source describes them).
+const UPDATE: &str = r#"{"id":"cu_1","type":"configuration_update","instructions":"Be brief."}"#;
+
+#[test]
+fn the_input_starts_at_the_latest_compaction_item_to_its_issuer_only() {
+    let mut history = vec![
+        Message::text(Role::System, "Be brief."),
+        Message::text(Role::User, "Time and date in Zürich?"),
+        turn(&[UPDATE, RS1, FC1], GPT5),
+        tool("call_1", "12:00"),
+        turn(&[CMP, RS2, FC2], GPT5),
+        tool("call_2", "Monday"),
+    ];
+    let sent = body(&history, GPT5);
+    // The compaction item first (after the kept configuration_update), byte for byte; the
+    // rest follows it: nothing else from before it.
+    assert!(
+        sent.contains(&format!(r#""input":[{UPDATE},{CMP},{RS2},{FC2},"#)),
+        "{sent}"
+    );
+    assert!(!sent.contains("Zürich"), "{sent}");
+    assert!(!sent.contains(RS1), "{sent}");
+    // Another model gets every turn, without the compaction item (and without gpt-5's
+    // reasoning: provenance).
+    let other = body(&history, "gpt-5.1");
+    assert!(!other.contains("cmp_1"), "{other}");
+    assert!(other.contains("Zürich"), "{other}");
+    // A reply stamped with an account goes back under that account only.
+    history[4].extra.push((
+        super::compaction::ACCOUNT_KEY.to_owned(),
+        RawJson::string("acct-a"),
+    ));
+    assert!(!body(&history, GPT5).contains("cmp_1"));
+    let d = decision("openai-responses", BASE, GPT5);
+    let verdicts = Verdicts::default();
+    let parts = RequestParts::new(&history, &d, &verdicts);
+    let under = |account| {
+        String::from_utf8(
+            super::body::encode_for(&parts, &Drops::default(), Some(account))
+                .unwrap()
+                .body,
+        )
+        .unwrap()
+    };
+    assert!(under("acct-a").contains(&format!(r#""input":[{UPDATE},{CMP},"#)));
+    assert!(!under("acct-b").contains("cmp_1"));
+}
