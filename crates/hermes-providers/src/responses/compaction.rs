@@ -1,7 +1,9 @@
 //! Provider-native compaction on the OpenAI Responses wire (SPEC §7, issue 46).
 //!
 //! Two ways, both from OpenAI's compaction guide (developers.openai.com/api/docs/guides/
-//! compaction):
+//! compaction) and the pinned openai-python 3.57.0 types (`types/responses/
+//! response_compact_params.py`, `compacted_response.py`, `response_compaction_item.py`,
+//! `response_configuration_update_item.py`, `response_create_params.py` `ContextManagement`):
 //! - **Standalone**: `POST {base}/responses/compact` with `model`, `input` and `instructions`
 //!   answers a `response.compaction` object whose `output` is "a list of all user messages,
 //!   followed by a single compaction item" (developers.openai.com/api/reference, "Compact a

@@ -733,9 +733,9 @@ fn the_one_parse_item_probe_reads_and_sends_what_the_derived_probe_and_member_wa
 
 /// A server-side compaction item (SPEC §7).
 const CMP: &str = r#"{"id":"cmp_1","type":"compaction","encrypted_content":"c2VhbGVk"}"#;
-/// An item kept before the latest compaction item (its members beyond `type` are illustrative:
-/// no public source describes them).
-const UPDATE: &str = r#"{"id":"cu_1","type":"configuration_update","instructions":"Be brief."}"#;
+/// An item kept before the latest compaction item (openai-python 3.57.0
+/// `types/responses/response_configuration_update_item.py`).
+const UPDATE: &str = r#"{"id":"cu_1","type":"configuration_update","reasoning":{"effort":"low"}}"#;
 
 #[test]
 fn the_input_starts_at_the_latest_compaction_item_to_its_issuer_only() {

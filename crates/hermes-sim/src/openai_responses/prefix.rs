@@ -134,6 +134,11 @@ pub(crate) fn drops(
                 .get("type")
                 .and_then(Value::as_str)
                 .unwrap_or("message");
+            // A configuration update stays in effect "until a later update replaces that
+            // setting" (openai-python 3.57.0 `response_configuration_update_item.py`): kept.
+            if kind == "configuration_update" {
+                continue;
+            }
             notes.push(format!(
                 "input[{i}]: {kind} item dropped (it comes before the latest compaction item, input[{c}])"
             ));

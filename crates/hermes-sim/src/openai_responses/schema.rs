@@ -33,9 +33,10 @@ pub const TOP_LEVEL: [&str; 19] = [
     "context_management",
 ];
 
-/// The top-level keys of `POST /responses/compact` (openai-python's `responses.compact`:
-/// `model`, `input`, `instructions`, `previous_response_id`, `prompt_cache_key`; developers.
-/// openai.com/api/reference "Compact a response").
+/// The top-level keys of `POST /responses/compact` the profile models (openai-python 3.57.0
+/// `types/responses/response_compact_params.py` has these and `image`, `prompt_cache_options`,
+/// `prompt_cache_retention`, `service_tier`; developers.openai.com/api/reference "Compact a
+/// response").
 pub(crate) const COMPACT_TOP_LEVEL: [&str; 5] = [
     "model",
     "input",
@@ -381,13 +382,21 @@ fn item(v: &Value, path: &str) -> Result<(), Fault> {
             Ok(())
         }
         // A compaction item as `/responses/compact` and server-side compaction return it
-        // (openai-python `ResponseCompactionItemParam`: `type`, `encrypted_content`, optional
-        // `id`; `created_by` on output items).
+        // (openai-python 3.57.0 `types/responses/response_compaction_item_param.py`: `type`,
+        // `encrypted_content`, optional `id`; `created_by` on output items,
+        // `response_compaction_item.py`).
         "compaction" => {
             only(o, path, &["type", "id", "encrypted_content", "created_by"])?;
             string(o, path, "encrypted_content")?;
             optional(o, path, "created_by", "a string", Value::is_string)?;
             optional(o, path, "id", "a string", Value::is_string)
+        }
+        // openai-python 3.57.0 `types/responses/response_configuration_update_item_param.py`.
+        "configuration_update" => {
+            only(o, path, &["type", "id", "reasoning", "text"])?;
+            optional(o, path, "id", "a string", Value::is_string)?;
+            optional(o, path, "reasoning", "an object", Value::is_object)?;
+            optional(o, path, "text", "an object", Value::is_object)
         }
         other => Err(wrong_value(
             &format!("{path}.type"),
@@ -398,6 +407,7 @@ fn item(v: &Value, path: &str) -> Result<(), Fault> {
                 "function_call_output",
                 "reasoning",
                 "compaction",
+                "configuration_update",
             ],
         )),
     }
