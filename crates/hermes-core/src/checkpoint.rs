@@ -52,8 +52,24 @@ fn probe(item: &DetailItem) -> Option<(Probe, &RawJson)> {
 }
 
 /// The provider's compaction block an assistant message carries, as stored (byte for byte), if
-/// it is a provider-written checkpoint.
+/// it is a provider-written checkpoint: the block and nothing else the model said (no text, no
+/// tool call). A reply that carries one beside its answer — a threshold compaction (Anthropic's
+/// `compact_20260112`) — is an ordinary turn ([`compaction_block`]).
 pub fn native_compaction(msg: &Message) -> Option<&RawJson> {
+    let said = msg.tool_calls.as_ref().is_some_and(|c| !c.is_empty())
+        || msg
+            .content
+            .as_ref()
+            .is_some_and(|c| !matches!(c.get(), "null" | "\"\"" | "[]"));
+    if said {
+        return None;
+    }
+    compaction_block(msg)
+}
+
+/// The provider's compaction block an assistant message carries, as stored, whatever else it
+/// holds.
+pub fn compaction_block(msg: &Message) -> Option<&RawJson> {
     if msg.role != Role::Assistant {
         return None;
     }
@@ -144,6 +160,11 @@ mod tests {
         assert_eq!(out[1], history[1]);
         let kept = as_own_checkpoints(Cow::Borrowed(&history), |_, _| true);
         assert!(matches!(kept, Cow::Borrowed(_)));
+        // A reply holding one beside its answer (a threshold compaction) is no checkpoint.
+        let mut answered = carrier(block);
+        answered.content = Some(RawJson::string("It is noon."));
+        assert!(native_compaction(&answered).is_none());
+        assert_eq!(compaction_block(&answered).unwrap().get(), block);
         // An opaque item (OpenAI's) reads hermes' own summary stored beside it.
         let mut opaque = carrier(r#"{"type":"compaction","id":"cmp_1","encrypted_content":"e"}"#);
         assert_eq!(native_summary(&opaque).as_deref(), Some(""));

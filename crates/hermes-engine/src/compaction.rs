@@ -75,8 +75,8 @@ pub(crate) fn is_native(wire: &dyn hermes_core::Wire, target: &hermes_core::Rout
 /// What every turn's request passes through to ask the provider to compact by itself past
 /// `overrides.provider_threshold` (SPEC §7), on a wire where compaction is the provider's
 /// ([`is_native`]): on the Responses wire `context_management: [{"type": "compaction",
-/// "compact_threshold": N}]` (developers.openai.com/api/docs/guides/compaction). Nothing
-/// otherwise.
+/// "compact_threshold": N}]` (developers.openai.com/api/docs/guides/compaction); on a Claude
+/// host the `compact_20260112` edit with its beta. Nothing otherwise.
 pub(crate) fn threshold(
     target: &crate::target::Target,
     overrides: &hermes_compaction::CompactionOverrides,
@@ -92,6 +92,8 @@ pub(crate) fn threshold(
     if wire.id() == hermes_providers::responses::WIRE_ID {
         p.fields
             .push(hermes_providers::responses::compaction::threshold_field(n));
+    } else if wire.id() == hermes_providers::anthropic::WIRE_ID {
+        p = hermes_providers::anthropic::compaction::threshold_request(n);
     }
     p
 }

@@ -902,6 +902,13 @@ pub fn encode(
     // Asked for through the passthrough, which only a Claude host takes.
     let compaction_request =
         family == Family::Claude && passthrough_field(parts, super::compaction::COMPACTION_FIELD);
+    // A threshold compaction asked for (`context_management` `compact_20260112`, by config or
+    // a gateway client): its reply's block goes back to this account only.
+    let threshold_request = family == Family::Claude
+        && parts
+            .passthrough
+            .field("context_management")
+            .is_some_and(|c| c.get().contains(super::compaction::THRESHOLD_EDIT));
     let mut compaction_replayed = false;
     let claude = ClaudeModel::parse(model);
     let keeps_prior = claude
@@ -1120,10 +1127,31 @@ pub fn encode(
                     Some(Outcome::Provenance) => carriers.dropped_provenance += 1,
                     None => {}
                 }
-                let blocks = assemble(msg, thinking, &mut sent_kinds);
+                let mut blocks = assemble(msg, thinking, &mut sent_kinds);
                 if Some(i) == last_assistant {
                     latest_starts_with_thinking =
                         Some(blocks.first().is_some_and(Block::is_thinking));
+                }
+                // A threshold compaction's block (SPEC §7): first in its reply, to its minter
+                // only; the API reads the conversation from it on ("append the response as
+                // usual", docs.claude.com "Compaction"), so what precedes it still goes as
+                // stored and every stamped prefix holds. Elsewhere it is left out: the turns it
+                // stood for are all still in the history.
+                if let Some(block) = hermes_core::checkpoint::compaction_block(msg) {
+                    let own = family == Family::Claude
+                        && stored::own(msg, &decision.target)
+                        && super::compaction::stored_account(msg) == target.account;
+                    if own {
+                        blocks.insert(0, Block::Stored(block));
+                        compaction_replayed = true;
+                        explain.push(format!(
+                            "message {i}: the provider's threshold compaction block replayed first in its reply (SPEC §7)"
+                        ));
+                    } else {
+                        explain.push(format!(
+                            "message {i}: the provider's threshold compaction block left out (minted for another model, host or account; the turns it stood for are sent)"
+                        ));
+                    }
                 }
                 if blocks.is_empty() {
                     explain.push(format!("message {i}: left out (no content to send)"));
@@ -1306,7 +1334,10 @@ pub fn encode(
             beta: (!bedrock && !betas.is_empty()).then(|| betas.join(",")),
             version: passthrough.and_then(|p| p.version.clone()),
             binding,
-            compaction_account: target.account.clone().filter(|_| compaction_request),
+            compaction_account: target
+                .account
+                .clone()
+                .filter(|_| compaction_request || threshold_request),
             left_out: {
                 // A turn the client sent twice is one turn.
                 gone.sort_unstable();
