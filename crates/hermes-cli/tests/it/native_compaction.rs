@@ -10,6 +10,7 @@ use hermes_test_support::home::Home;
 use serde_json::{Value, json};
 
 use crate::anthropic_live::KEY;
+use crate::preview_resume::PreviewHome as _;
 use crate::support::target;
 
 /// A prefix-bound Claude model (SPEC §5a).
@@ -392,4 +393,63 @@ async fn a_threshold_compaction_mid_loop_on_a_bound_claude_model_is_replayed_to_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_threshold_compaction_mid_loop_on_an_unbound_claude_model_is_replayed_to_its_minter() {
     threshold_compaction_in_a_tool_loop(OPUS).await;
+}
+
+/// `preview --explain` names what changed in a bound turn's prefix, and `sessions show` names
+/// the turns a request left out for good (SPEC §5a 2, 3): a bound Claude session resumed under
+/// another key (another account) leaves its stored blocks out, says "the account", and the
+/// next `sessions show` lists them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_and_sessions_show_name_the_left_out_blocks_and_why() {
+    let sim = Sim::start("anthropic").await.unwrap();
+    let home = crate::support::home();
+    let base = sim.base_url();
+    let id = home
+        .chat_id(
+            &target(
+                "anthropic",
+                FABLE,
+                &base,
+                &["--effort", "high", "-q", "[tools=1] what time is it?"],
+            ),
+            KEY,
+        )
+        .await;
+    let same = home
+        .succeed(
+            &["preview", "--session", &id, "--explain", "-q", "next?"],
+            KEY,
+        )
+        .await;
+    let explain = String::from_utf8_lossy(&same.stderr).into_owned();
+    assert!(
+        !explain.contains("left out: the prefix changed"),
+        "{explain}"
+    );
+    let other: &[(&str, &str)] = &[("ANTHROPIC_API_KEY", "sk-ant-other-account")];
+    let out = home
+        .succeed(
+            &["preview", "--session", &id, "--explain", "-q", "next?"],
+            other,
+        )
+        .await;
+    let explain = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        explain.contains(
+            "left out: the prefix changed since this block was made (the account; SPEC §5a 2)"
+        ),
+        "{explain}"
+    );
+    let show = home.ok_with(&["sessions", "show", &id], KEY).await.0;
+    assert!(!show.contains("left out"), "{show}");
+    // Sent under the other account: the blocks are left out, for good.
+    home.chat(&["--resume", &id, "--effort", "high", "-q", "next?"], other)
+        .await;
+    let show = home.ok_with(&["sessions", "show", &id], KEY).await.0;
+    assert!(
+        show.contains(
+            "left out for good (SPEC §5a 3): a request of this conversation left these carriers out"
+        ),
+        "{show}"
+    );
 }
