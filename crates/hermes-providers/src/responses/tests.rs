@@ -781,3 +781,31 @@ fn the_input_starts_at_the_latest_compaction_item_to_its_issuer_only() {
     assert!(under("acct-a").contains(&format!(r#""input":[{UPDATE},{CMP},"#)));
     assert!(!under("acct-b").contains("cmp_1"));
 }
+
+#[tokio::test]
+async fn a_streamed_compaction_item_is_stored_as_the_whole_reply_stores_it() {
+    let (whole, _) = capture_reply(&reply(&[CMP, RS3, MSG3]), origin(GPT5)).unwrap();
+    assert_eq!(
+        extra(&whole, "codex_message_items"),
+        Some(format!("[{CMP},{MSG3}]").as_str())
+    );
+    // The compaction item arrives whole in its `.done` event, first (output index 0).
+    let rest = stream_of(
+        &[(RS3, "Answer."), (MSG3, "It is noon, Monday.")],
+        COMPLETED,
+    )
+    .replace("\"output_index\":1", "\"output_index\":2")
+    .replace("\"output_index\":0", "\"output_index\":1");
+    let (head, tail) = rest.split_once("\n\n").unwrap();
+    let text = format!(
+        "{head}\n\nevent: response.output_item.added\ndata: {{\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{CMP}}}\n\nevent: response.output_item.done\ndata: {{\"type\":\"response.output_item.done\",\"output_index\":0,\"item\":{CMP}}}\n\n{tail}"
+    );
+    for size in [1, 9, text.len()] {
+        let got = read_cut(&text, size, &Deltas::default()).await.unwrap();
+        assert_eq!(
+            serde_json::to_string(&got.message).unwrap(),
+            serde_json::to_string(&whole).unwrap(),
+            "cut at {size}"
+        );
+    }
+}
