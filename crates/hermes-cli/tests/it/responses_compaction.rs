@@ -185,3 +185,42 @@ async fn after_compact_another_model_gets_hermes_own_summary_not_the_compaction_
         raw(&back[0])
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pre_flight_trigger_compacts_a_responses_session_with_the_compact_endpoint() {
+    let sim = Sim::start("openai-responses").await.unwrap();
+    let base = format!("{}/v1", sim.base_url());
+    let home = crate::support::home();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[compaction]\ncontext_window = 400\nmax_output = 100\ntrigger_percent = 80\n",
+    )
+    .unwrap();
+    let out = turn(&home, &base, MODEL, None, "[tools=1] what time is it?").await;
+    let id = out["session_id"].as_str().unwrap().to_owned();
+    for q in ["one", "two", "three", "four"] {
+        turn(&home, &base, MODEL, Some(&id), q).await;
+    }
+    let requests = sim.requests();
+    all_ok(&requests);
+    let compacts: Vec<usize> = (0..requests.len())
+        .filter(|&k| requests[k].path == "/v1/responses/compact")
+        .collect();
+    assert!(
+        !compacts.is_empty(),
+        "the trigger used the compact endpoint"
+    );
+    // Every turn after a compaction starts at its item.
+    let c = *compacts.last().unwrap();
+    let item = serde_json::to_string(output(&requests[c]).last().unwrap()).unwrap();
+    for r in requests[c + 1..]
+        .iter()
+        .filter(|r| r.path == "/v1/responses")
+    {
+        assert!(
+            raw(r).contains(&format!(r#""input":[{item},"#)),
+            "{}",
+            raw(r)
+        );
+    }
+}
