@@ -117,6 +117,7 @@ fn meta_json(meta: &SessionMeta) -> Value {
 fn show_text(
     meta: &SessionMeta,
     messages: &[StoredMessage],
+    left_out: &dyn Fn(&Message) -> bool,
     out: &mut impl io::Write,
 ) -> anyhow::Result<()> {
     writeln!(out, "session {}", meta.id)?;
@@ -174,6 +175,9 @@ fn show_text(
         if let Some(o) = &msg.origin {
             parts.push(format!("origin {}/{}/{}", o.provider, o.host, o.model));
         }
+        if left_out(msg) {
+            parts.push("carriers left out for good".to_owned());
+        }
         let detail = if parts.is_empty() {
             String::new()
         } else {
@@ -185,6 +189,18 @@ fn show_text(
             (false, false) => "",
         };
         writeln!(out, "  #{i:<3} {:<9}{detail}{mark}", msg.role.as_str())?;
+    }
+    let gone: Vec<String> = messages
+        .iter()
+        .filter(|r| left_out(&r.message))
+        .map(|r| format!("#{}", r.position))
+        .collect();
+    if !gone.is_empty() {
+        writeln!(
+            out,
+            "  left out for good (SPEC §5a 3): a request of this conversation left these carriers out (their prefix, model or account no longer held, or a later step's were left out); no later request sends them: {}",
+            gone.join(", ")
+        )?;
     }
     let lines: Vec<String> = crate::verdicts::session_rows(&meta.model_config)
         .iter()
@@ -231,6 +247,14 @@ async fn run_async(command: &SessionsCommand, store: Store) -> anyhow::Result<()
             } else {
                 store.active(id).await?
             };
+            // The turns a request of the conversation left out for good (SPEC §5a 3).
+            let plain: Vec<Message> = messages.iter().map(|m| m.message.clone()).collect();
+            let gone = store
+                .left_out_among(&hermes_core::left_out::carrier_ids(&plain))
+                .await?;
+            let left_out = |m: &Message| {
+                hermes_core::left_out::carrier_id(m).is_some_and(|c| gone.contains(&c))
+            };
             if *json {
                 let rows: Vec<Value> = messages
                     .iter()
@@ -239,6 +263,9 @@ async fn run_async(command: &SessionsCommand, store: Store) -> anyhow::Result<()
                         v["position"] = json!(m.position);
                         v["archived"] = json!(m.archived);
                         v["checkpoint"] = json!(m.checkpoint);
+                        if left_out(&m.message) {
+                            v["left_out"] = json!(true);
+                        }
                         v
                     })
                     .collect();
@@ -254,7 +281,7 @@ async fn run_async(command: &SessionsCommand, store: Store) -> anyhow::Result<()
                 serde_json::to_writer_pretty(&mut out, &body)?;
                 writeln!(out)?;
             } else {
-                show_text(&meta, &messages, &mut out)?;
+                show_text(&meta, &messages, &left_out, &mut out)?;
             }
         }
         SessionsCommand::List { json } => {

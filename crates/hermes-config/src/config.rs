@@ -525,6 +525,10 @@ pub struct CompactionSection {
     /// Largest summary, in estimated tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary_max_tokens: Option<usize>,
+    /// Input tokens past which the provider compacts by itself where it can (SPEC §7: OpenAI
+    /// Responses' `compact_threshold`, Claude's `compact_20260112` trigger).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_threshold: Option<u64>,
 }
 
 impl CompactionSection {
@@ -542,6 +546,7 @@ impl CompactionSection {
             protect_last: self.protect_last,
             keep_tool_outputs: self.keep_tool_outputs,
             summary_max_tokens: self.summary_max_tokens,
+            provider_threshold: self.provider_threshold,
         }
     }
 }

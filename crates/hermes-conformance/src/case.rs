@@ -77,6 +77,11 @@ pub struct Case {
     pub wire_verdicts: WireVerdicts,
     /// The stored history.
     pub history: Vec<Message>,
+    /// The tool definitions the request carries, as the chat-completions array a wire takes
+    /// (`RequestParts::tools`; a native wire converts them): part of a bound model's prefix
+    /// (SPEC §5a). Read by native-wire cases only.
+    #[serde(default)]
+    pub tools: Option<serde_json::Value>,
     /// What a gateway client sent back instead (SPEC §10): when present, the body is built
     /// from it lined up with `history` (`hermes_core::reattach::align`): every assistant
     /// message equal to a stored one by normal form carries the stored carriers, the others go
@@ -280,9 +285,16 @@ impl Case {
             let wire = wires.choose(wire_id, &target)?;
             // As the driver does before every request, on every wire.
             let (history, _) = paired(sent);
+            let tools = match &self.tools {
+                Some(t) => Some(
+                    hermes_core::RawJson::from_text(t.to_string()).map_err(|e| e.to_string())?,
+                ),
+                None => None,
+            };
             let parts = RequestParts::new(&history, &decision, &self.verdicts)
                 .wire_verdicts(&self.wire_verdicts)
-                .thinking(thinking);
+                .thinking(thinking)
+                .tools(tools.as_ref());
             let out = wire.get().encode(&parts).map_err(|e| e.to_string())?;
             let after = serde_json::to_string(&self.history).map_err(|e| e.to_string())?;
             if before != after {

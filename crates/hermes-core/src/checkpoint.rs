@@ -17,8 +17,19 @@ use crate::{DetailItem, Message, RawJson, Role};
 pub const SUMMARY_MARKER: &str = "[Summary of the earlier conversation]";
 
 /// The `type` of a provider's compaction block (Anthropic's on-demand compaction, beta
-/// `compact-2026-09-04`: `{"type":"compaction","content":…,"encrypted_content":…}`).
+/// `compact-2026-09-04`: `{"type":"compaction","content":…,"encrypted_content":…}`) and of an
+/// OpenAI Responses compaction item (`{"type":"compaction","id":…,"encrypted_content":…}`).
 pub const COMPACTION_TYPE: &str = "compaction";
+
+/// The key of hermes' own readable summary on a provider checkpoint whose compaction item has
+/// none (an OpenAI Responses compaction item is opaque): what every other model is sent
+/// instead ([`native_summary`]). Never sent.
+pub const SUMMARY_KEY: &str = "hermes_compaction_summary";
+
+/// The key a provider's compaction reply is stamped with: the account it was minted under (a
+/// keyed hash of the credential, never the credential; absent when the wire names none), so
+/// the block or item goes back to that account only. Never sent.
+pub const ACCOUNT_KEY: &str = "hermes_compaction_account";
 
 /// Just enough of a stored item to know a compaction block and read its summary.
 #[derive(Deserialize)]
@@ -41,8 +52,24 @@ fn probe(item: &DetailItem) -> Option<(Probe, &RawJson)> {
 }
 
 /// The provider's compaction block an assistant message carries, as stored (byte for byte), if
-/// it is a provider-written checkpoint.
+/// it is a provider-written checkpoint: the block and nothing else the model said (no text, no
+/// tool call). A reply that carries one beside its answer — a threshold compaction (Anthropic's
+/// `compact_20260112`) — is an ordinary turn ([`compaction_block`]).
 pub fn native_compaction(msg: &Message) -> Option<&RawJson> {
+    let said = msg.tool_calls.as_ref().is_some_and(|c| !c.is_empty())
+        || msg
+            .content
+            .as_ref()
+            .is_some_and(|c| !matches!(c.get(), "null" | "\"\"" | "[]"));
+    if said {
+        return None;
+    }
+    compaction_block(msg)
+}
+
+/// The provider's compaction block an assistant message carries, as stored, whatever else it
+/// holds.
+pub fn compaction_block(msg: &Message) -> Option<&RawJson> {
     if msg.role != Role::Assistant {
         return None;
     }
@@ -52,15 +79,25 @@ pub fn native_compaction(msg: &Message) -> Option<&RawJson> {
         .find_map(|item| probe(item).map(|(_, raw)| raw))
 }
 
-/// The readable summary (`content`) of the compaction block `msg` carries.
+/// The readable summary of the compaction block `msg` carries: the block's `content`, else
+/// hermes' own summary stored beside an opaque item ([`SUMMARY_KEY`]).
 pub fn native_summary(msg: &Message) -> Option<String> {
     if msg.role != Role::Assistant {
         return None;
     }
-    msg.reasoning_details
+    let content = msg
+        .reasoning_details
         .iter()
         .flatten()
-        .find_map(|item| probe(item).map(|(p, _)| p.content.unwrap_or_default()))
+        .find_map(|item| probe(item).map(|(p, _)| p.content))?;
+    content
+        .or_else(|| {
+            msg.extra
+                .iter()
+                .find(|(k, _)| k == SUMMARY_KEY)
+                .and_then(|(_, v)| v.as_str().map(|s| s.into_owned()))
+        })
+        .or(Some(String::new()))
 }
 
 /// Hermes' own checkpoint holding `summary`: a user message beginning with [`SUMMARY_MARKER`].
@@ -123,6 +160,22 @@ mod tests {
         assert_eq!(out[1], history[1]);
         let kept = as_own_checkpoints(Cow::Borrowed(&history), |_, _| true);
         assert!(matches!(kept, Cow::Borrowed(_)));
+        // A reply holding one beside its answer (a threshold compaction) is no checkpoint.
+        let mut answered = carrier(block);
+        answered.content = Some(RawJson::string("It is noon."));
+        assert!(native_compaction(&answered).is_none());
+        assert_eq!(compaction_block(&answered).unwrap().get(), block);
+        // An opaque item (OpenAI's) reads hermes' own summary stored beside it.
+        let mut opaque = carrier(r#"{"type":"compaction","id":"cmp_1","encrypted_content":"e"}"#);
+        assert_eq!(native_summary(&opaque).as_deref(), Some(""));
+        opaque.extra.push((
+            SUMMARY_KEY.to_owned(),
+            RawJson::string("the user asked the time"),
+        ));
+        assert_eq!(
+            native_summary(&opaque).as_deref(),
+            Some("the user asked the time")
+        );
         // A thinking block is not one.
         let thinking = carrier(r#"{"type":"thinking","thinking":"compaction","signature":"s"}"#);
         assert!(native_compaction(&thinking).is_none());

@@ -225,6 +225,14 @@ pub trait Wire: Send + Sync {
         false
     }
 
+    /// `--explain` lines for `parts` as this wire, built with its credentials, would send them
+    /// (the account a prefix-bound model binds replayed thinking to is known here, SPEC §5a 1);
+    /// `None` (the default): the wire's descriptor explains from the target alone.
+    fn explain(&self, parts: &RequestParts<'_>) -> Option<Vec<String>> {
+        let _ = parts;
+        None
+    }
+
     /// Sends `request`; the captured assistant message records `origin`. Streamed text is
     /// reported through `on_delta` as it arrives. A failed or half-finished reply is an error
     /// and yields no message.

@@ -56,10 +56,54 @@ pub(crate) fn plan(
 /// ([`hermes_core::Wire::takes_passthrough`], `Family::Claude`) — answers an on-demand
 /// compaction with a `compaction` block that keeps the kept turns' thinking valid. Every other
 /// wire gets hermes' own compaction (`compress`, salvage).
-pub(crate) fn is_native(wire: &dyn hermes_core::Wire) -> bool {
-    wire.id() == hermes_providers::anthropic::WIRE_ID
-        && wire.takes_native_compaction()
-        && wire.takes_passthrough()
+///
+/// The OpenAI Responses wire to OpenAI (`api.openai.com`, or a local endpoint — the simulator —
+/// that says it speaks the same API) answers `POST /responses/compact` with a compaction item
+/// (developers.openai.com/api/docs/guides/compaction); relays and other Responses surfaces do
+/// not mint one, so they get hermes' own.
+pub(crate) fn is_native(wire: &dyn hermes_core::Wire, target: &hermes_core::RouteTarget) -> bool {
+    if !wire.takes_native_compaction() {
+        return false;
+    }
+    match wire.id() {
+        id if id == hermes_providers::anthropic::WIRE_ID => wire.takes_passthrough(),
+        id if id == hermes_providers::responses::WIRE_ID => is_openai(target),
+        _ => false,
+    }
+}
+
+/// What every turn's request passes through to ask the provider to compact by itself past
+/// `overrides.provider_threshold` (SPEC §7), on a wire where compaction is the provider's
+/// ([`is_native`]): on the Responses wire `context_management: [{"type": "compaction",
+/// "compact_threshold": N}]` (developers.openai.com/api/docs/guides/compaction); on a Claude
+/// host the `compact_20260112` edit with its beta. Nothing otherwise.
+pub(crate) fn threshold(
+    target: &crate::target::Target,
+    overrides: &hermes_compaction::CompactionOverrides,
+) -> hermes_core::Passthrough {
+    let mut p = hermes_core::Passthrough::new();
+    let wire = target.transport.wire();
+    let Some(n) = overrides.provider_threshold else {
+        return p;
+    };
+    if !is_native(wire, &target.decision.target) {
+        return p;
+    }
+    if wire.id() == hermes_providers::responses::WIRE_ID {
+        p.fields
+            .push(hermes_providers::responses::compaction::threshold_field(n));
+    } else if wire.id() == hermes_providers::anthropic::WIRE_ID {
+        p = hermes_providers::anthropic::compaction::threshold_request(n);
+    }
+    p
+}
+
+/// Whether `target` is OpenAI's own API or a local endpoint.
+pub(crate) fn is_openai(target: &hermes_core::RouteTarget) -> bool {
+    target
+        .host
+        .as_ref()
+        .is_some_and(|h| h.is_within("api.openai.com") || h.is_local_endpoint())
 }
 
 /// The span an on-demand compaction summarises, `start..end`, or `None` when there is nothing

@@ -154,8 +154,9 @@ impl Preview {
         if let Some(text) = &options.query {
             messages.push(Message::text(Role::User, text));
         }
-        // No request is sent: the client only completes the wire, and no credential is needed
-        // (auth never changes a body).
+        // No request is sent: the client only completes the wire. The key, when there is one,
+        // names the account a prefix-bound model binds replayed thinking to (SPEC §5a 1), which
+        // decides what the body replays; nothing is sent with it.
         let client = engine.client(hermes_providers::Waits::default())?;
         let wire = LiveWire::new(
             engine,
@@ -163,6 +164,7 @@ impl Preview {
             &live_base,
             client,
             hermes_providers::Credentials {
+                key: None,
                 sim: settled.sim.is_some(),
                 ..Default::default()
             },
@@ -252,15 +254,52 @@ impl Preview {
         Ok(pretty(&self.compact_body()?))
     }
 
+    /// With the account chat would send under: `key` looks up the settled provider's key
+    /// variable. The key names the account a prefix-bound Claude model binds replayed thinking
+    /// to (SPEC §5a 1), which decides what the body replays; the wire keeps only its one-way
+    /// digest for that, and nothing is sent.
+    pub fn with_account(
+        mut self,
+        engine: &Engine,
+        key: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, EngineError> {
+        let Some(found) = self
+            .settled
+            .key_var
+            .as_deref()
+            .and_then(key)
+            .filter(|k| !k.trim().is_empty())
+        else {
+            return Ok(self);
+        };
+        let live_base = live_base(&self.settled, None);
+        let client = engine.client(hermes_providers::Waits::default())?;
+        self.wire = LiveWire::new(
+            engine,
+            &self.settled,
+            &live_base,
+            client,
+            hermes_providers::Credentials {
+                key: Some(found),
+                sim: self.settled.sim.is_some(),
+                ..Default::default()
+            },
+        )?;
+        Ok(self)
+    }
+
     /// `--explain`: the wire's own lines (its descriptor's
     /// [`explain`](hermes_providers::WireDescriptor::explain)): on chat completions the route
     /// line, then one line per message saying why each carrier is present, padded or absent
     /// and what stored keys stay out.
     pub fn explain(&self) -> Vec<String> {
-        self.with_parts(|parts| {
-            self.wire
-                .descriptor
-                .explain(&self.wire.target, parts, &self.conversation.messages)
+        self.with_parts(|parts| match self.wire.wire().explain(parts) {
+            Some(lines) => Ok(lines),
+            None => {
+                self.wire
+                    .descriptor
+                    .explain(&self.wire.target, parts, &self.conversation.messages)
+            }
         })
         .unwrap_or_else(|e| vec![format!("could not encode the request: {e}")])
     }

@@ -221,7 +221,8 @@ impl ChatSession {
             // The user asked again: from now on the session thinks this way.
             store.set_thinking(id, Some(flags)).await?;
         }
-        let driver_config = driver_config(thinking, options.stream, tools.definitions.clone());
+        let mut driver_config = driver_config(thinking, options.stream, tools.definitions.clone());
+        driver_config.passthrough = crate::compaction::threshold(&target, &options.compaction);
         Ok(ChatSession {
             engine: engine.clone(),
             store,
@@ -386,6 +387,8 @@ impl ChatSession {
             &self.compaction_overrides,
         );
         self.target = Target::start(&self.engine, settled, &self.limits, self.aws.as_ref()).await?;
+        self.driver_config.passthrough =
+            crate::compaction::threshold(&self.target, &self.compaction_overrides);
         self.unfit_at = None;
         if let Some(id) = &self.id {
             let settled = &self.target.settled;
@@ -413,8 +416,15 @@ impl ChatSession {
         let rows = self.store.active(&id).await?;
         let history: Vec<Message> = rows.iter().map(|r| r.message.clone()).collect();
         let mut native_failed = None;
-        if crate::compaction::is_native(self.target.transport.wire()) {
-            match self.compact_natively(&id, &rows, &history, manual).await {
+        if crate::compaction::is_native(self.target.transport.wire(), &self.target.decision.target)
+        {
+            let native =
+                if self.target.transport.wire().id() == hermes_providers::responses::WIRE_ID {
+                    self.compact_responses(&id, &rows, &history, manual).await
+                } else {
+                    self.compact_natively(&id, &rows, &history, manual).await
+                };
+            match native {
                 Ok(line) => return Ok(line),
                 // The provider's compaction failed: hermes compacts itself, and says so.
                 Err(e) => {
@@ -541,6 +551,87 @@ impl ChatSession {
         Ok(Some(format!(
             "context compacted by the provider (on-demand compaction, {}): {} → {} messages, ~{before} → ~{after} tokens (summary of {} messages; the kept turns keep their thinking)",
             compaction::COMPACTION_BETA,
+            history.len(),
+            self.conversation.messages.len(),
+            end - start
+        )))
+    }
+
+    /// Compacts the stored session with OpenAI's standalone compaction (SPEC §7,
+    /// `POST /responses/compact`): the messages of [`crate::compaction::native_span`] are
+    /// summarised by hermes (what every other model will be sent) and compacted by the provider;
+    /// the reply's `compaction` item, verbatim, and hermes' summary beside it
+    /// ([`hermes_core::checkpoint::SUMMARY_KEY`]) are stored as a checkpoint in their place,
+    /// followed by the kept turns verbatim. `Ok(None)` when there is nothing to summarise.
+    async fn compact_responses(
+        &mut self,
+        id: &str,
+        rows: &[hermes_store::StoredMessage],
+        history: &[Message],
+        manual: bool,
+    ) -> Result<Option<String>, EngineError> {
+        use hermes_compaction::Summarizer as _;
+        use hermes_providers::responses::compaction;
+        let Some((start, end)) =
+            crate::compaction::native_span(history, manual, self.compaction.protect_last)
+        else {
+            return Ok(None);
+        };
+        let log = StoreLog::stored(&self.store, id);
+        let summary = TransportSummarizer {
+            wire: self.target.transport.wire(),
+            decision: &self.target.decision,
+            verdicts: &self.conversation.verdicts,
+            wire_verdicts: &self.conversation.wire_verdicts,
+            log: &log,
+            tools: self.tools.definitions.as_ref(),
+        }
+        .summarize(&history[start..end])
+        .await
+        .map_err(|e| EngineError::Failed(format!("the summary request failed ({e})")))?;
+        let mut config = DriverConfig::default();
+        config.thinking = self.driver_config.thinking;
+        config.tools = self.tools.definitions.clone();
+        config.passthrough = compaction::request();
+        let driver = hermes_core::driver::Driver {
+            decision: &self.target.decision,
+            wire: self.target.transport.wire(),
+            log: &log,
+            tools: &NoTools,
+            config: &config,
+            notify: &|_| {},
+        };
+        let mut conversation = hermes_core::driver::Conversation {
+            messages: history[..end].to_vec(),
+            verdicts: self.conversation.verdicts.clone(),
+            wire_verdicts: self.conversation.wire_verdicts.clone(),
+        };
+        let reply = driver
+            .reply(&mut conversation)
+            .await
+            .map_err(|e| EngineError::Failed(e.to_string()))?;
+        let mut checkpoint = reply.message;
+        if hermes_core::checkpoint::native_compaction(&checkpoint).is_none() {
+            return Err(EngineError::Failed(
+                "the provider's compaction reply held no compaction item".to_owned(),
+            ));
+        }
+        checkpoint.extra.push((
+            hermes_core::checkpoint::SUMMARY_KEY.to_owned(),
+            RawJson::string(summary.trim()),
+        ));
+        let plan = crate::compaction::native_plan(rows, start, end, checkpoint);
+        self.store.apply_compaction(id, &plan).await?;
+        self.conversation.messages = self.store.messages(id).await?;
+        let decision = &self.target.decision;
+        let before = hermes_core::estimate_history(history, decision);
+        let after = hermes_core::estimate_history(&self.conversation.messages, decision);
+        self.unfit_at = self
+            .compaction
+            .over(after)
+            .then_some(self.conversation.messages.len());
+        Ok(Some(format!(
+            "context compacted by the provider (POST /responses/compact): {} → {} messages, ~{before} → ~{after} tokens (summary of {} messages; the kept turns keep their reasoning)",
             history.len(),
             self.conversation.messages.len(),
             end - start

@@ -97,7 +97,7 @@ use tokio::task::JoinHandle;
 pub use anthropic::binding::{
     BLOCK_BINDING_BETA, BOUND_MODELS, BoundFamily, anthropic_is_bound, claude_version,
 };
-pub use anthropic::compaction::COMPACTION_BETA;
+pub use anthropic::compaction::{COMPACTION_BETA, THRESHOLD_BETA};
 pub use anthropic::rules::ANTHROPIC_TOP_LEVEL;
 pub use bedrock::rules::CONVERSE_TOP_LEVEL as BEDROCK_CONVERSE_TOP_LEVEL;
 pub use builtin::{PROFILES, ProfileInfo};

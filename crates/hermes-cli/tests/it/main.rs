@@ -17,6 +17,7 @@ mod native_compaction;
 mod otel;
 mod preview_resume;
 mod repl_pty;
+mod responses_compaction;
 mod responses_live;
 mod sdk_anthropic;
 mod security;

@@ -10,6 +10,7 @@ use hermes_test_support::home::Home;
 use serde_json::{Value, json};
 
 use crate::anthropic_live::KEY;
+use crate::preview_resume::PreviewHome as _;
 use crate::support::target;
 
 /// A prefix-bound Claude model (SPEC §5a).
@@ -228,5 +229,227 @@ async fn a_compaction_block_goes_to_no_other_model_hermes_own_checkpoint_does() 
             .unwrap()
             .starts_with("[Summary of the earlier conversation]\n\nSummary of 6 earlier messages.\nuser: [tools=2] what time is it?"),
         "{first}"
+    );
+}
+
+/// The input and output tokens hermes counts for a Messages reply: the `compaction` and
+/// `message` iterations when the usage lists them (else the top-level counts), plus the cache
+/// reads and writes.
+fn counted(reply: &Value) -> (u64, u64) {
+    let u = &reply["usage"];
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let (input, output) = match u["iterations"].as_array() {
+        Some(its) => its
+            .iter()
+            .filter(|i| i["type"] == "compaction" || i["type"] == "message")
+            .fold((0, 0), |(a, b), i| {
+                (a + n(&i["input_tokens"]), b + n(&i["output_tokens"]))
+            }),
+        None => (n(&u["input_tokens"]), n(&u["output_tokens"])),
+    };
+    (
+        input + n(&u["cache_read_input_tokens"]) + n(&u["cache_creation_input_tokens"]),
+        output,
+    )
+}
+
+/// A threshold compaction (`compact_20260112`, `[compaction] provider_threshold`) in the middle
+/// of a signed tool loop on `model`: the reply that crossed the trigger leads with its
+/// `compaction` block; the loop's next request replays that reply with the block first, byte
+/// for byte, then its thinking and call (the conversation before it as stored); every request
+/// is accepted and nothing is dropped; the turn's usage sums the compaction iteration.
+async fn threshold_compaction_in_a_tool_loop(model: &str) {
+    let sim = Sim::start("anthropic").await.unwrap();
+    let home = crate::support::home();
+    let base = sim.base_url();
+    let turn = |id: Option<String>, q: &'static str| {
+        let home = &home;
+        let base = &base;
+        async move {
+            let mut rest = Vec::new();
+            if let Some(id) = &id {
+                rest.extend(["--resume", id.as_str()]);
+            }
+            rest.extend(["--effort", "high", "--no-stream", "-q", q]);
+            home.chat(&target("anthropic", model, base, &rest), KEY)
+                .await
+        }
+    };
+    let out = turn(None, "[tools=2] what time is it?").await;
+    let id = out["session_id"].as_str().unwrap().to_owned();
+    let first = sim.requests();
+    all_ok(&first);
+    assert!(
+        first
+            .iter()
+            .all(|r| r.body.get("context_management").is_none())
+    );
+    let threshold = first.last().unwrap().raw.len() / 4 + 8;
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!("[compaction]\nprovider_threshold = {threshold}\n"),
+    )
+    .unwrap();
+
+    sim.clear_requests();
+    let out = turn(Some(id.clone()), "[tools=1] and the date?").await;
+    assert_eq!(out["requests"], 2, "{out}");
+    let second = sim.requests();
+    all_ok(&second);
+    for r in &second {
+        assert_eq!(
+            r.body["context_management"],
+            json!({"edits": [{"type": "compact_20260112",
+                              "trigger": {"type": "input_tokens", "value": threshold}}]})
+        );
+        assert!(
+            header(r, "anthropic-beta")
+                .is_some_and(|b| b.split(',').any(|b| b == hermes_sim::THRESHOLD_BETA)),
+            "{:?}",
+            r.headers
+        );
+    }
+    let reply: Value = serde_json::from_str(&second[0].response).unwrap();
+    let content = reply["content"].as_array().unwrap();
+    assert_eq!(content[0]["type"], "compaction", "{reply}");
+    assert_eq!(reply["usage"]["iterations"][0]["type"], "compaction");
+    let block_text = serde_json::to_string(&content[0]).unwrap();
+    assert!(second[0].response.contains(&block_text));
+    // The loop goes on: the reply replayed whole, the block first, byte for byte.
+    let next = &second[1];
+    let raw = String::from_utf8(next.raw.clone()).unwrap();
+    let messages = next.body["messages"].as_array().unwrap();
+    let replayed = messages
+        .iter()
+        .find(|m| m["role"] == "assistant" && m["content"][0]["type"] == "compaction")
+        .expect("the reply that compacted");
+    assert_eq!(
+        replayed["content"].as_array().unwrap()[..],
+        content[..],
+        "{raw}"
+    );
+    assert!(
+        raw.contains(&format!(r#"{{"role":"assistant","content":[{block_text},"#)),
+        "{raw}"
+    );
+    assert_eq!(messages[0]["content"], "[tools=2] what time is it?");
+    // The usage of the turn: both requests, the compaction iteration counted.
+    let sums: Vec<(u64, u64)> = second
+        .iter()
+        .map(|r| counted(&serde_json::from_str(&r.response).unwrap()))
+        .collect();
+    assert_eq!(
+        out["usage"]["prompt_tokens"],
+        sums.iter().map(|s| s.0).sum::<u64>(),
+        "{out}"
+    );
+    assert_eq!(
+        out["usage"]["completion_tokens"],
+        sums.iter().map(|s| s.1).sum::<u64>(),
+        "{out}"
+    );
+    // Stored verbatim among the reply's blocks.
+    let stored = rows(&home, &id).await;
+    assert!(
+        stored.iter().any(|r| r
+            .2
+            .as_deref()
+            .is_some_and(|d| d.starts_with(&format!("[{block_text},")))),
+        "{stored:?}"
+    );
+
+    // Another model of the same host: the block is not sent, every turn is.
+    sim.clear_requests();
+    home.chat(
+        &target(
+            "anthropic",
+            "claude-fable-5-2",
+            &base,
+            &[
+                "--resume",
+                &id,
+                "--effort",
+                "high",
+                "--no-stream",
+                "-q",
+                "and on 5.2?",
+            ],
+        ),
+        KEY,
+    )
+    .await;
+    let other = sim.requests();
+    all_ok(&other);
+    let raw = String::from_utf8(other[0].raw.clone()).unwrap();
+    assert!(!raw.contains(&block_text), "{raw}");
+    assert!(!raw.contains("\"compaction\""), "{raw}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_threshold_compaction_mid_loop_on_a_bound_claude_model_is_replayed_to_its_minter() {
+    threshold_compaction_in_a_tool_loop(FABLE).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_threshold_compaction_mid_loop_on_an_unbound_claude_model_is_replayed_to_its_minter() {
+    threshold_compaction_in_a_tool_loop(OPUS).await;
+}
+
+/// `preview --explain` names what changed in a bound turn's prefix, and `sessions show` names
+/// the turns a request left out for good (SPEC §5a 2, 3): a bound Claude session resumed under
+/// another key (another account) leaves its stored blocks out, says "the account", and the
+/// next `sessions show` lists them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_and_sessions_show_name_the_left_out_blocks_and_why() {
+    let sim = Sim::start("anthropic").await.unwrap();
+    let home = crate::support::home();
+    let base = sim.base_url();
+    let id = home
+        .chat_id(
+            &target(
+                "anthropic",
+                FABLE,
+                &base,
+                &["--effort", "high", "-q", "[tools=1] what time is it?"],
+            ),
+            KEY,
+        )
+        .await;
+    let same = home
+        .succeed(
+            &["preview", "--session", &id, "--explain", "-q", "next?"],
+            KEY,
+        )
+        .await;
+    let explain = String::from_utf8_lossy(&same.stderr).into_owned();
+    assert!(
+        !explain.contains("left out: the prefix changed"),
+        "{explain}"
+    );
+    let other: &[(&str, &str)] = &[("ANTHROPIC_API_KEY", "sk-ant-other-account")];
+    let out = home
+        .succeed(
+            &["preview", "--session", &id, "--explain", "-q", "next?"],
+            other,
+        )
+        .await;
+    let explain = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        explain.contains(
+            "left out: the prefix changed since this block was made (the account; SPEC §5a 2)"
+        ),
+        "{explain}"
+    );
+    let show = home.ok_with(&["sessions", "show", &id], KEY).await.0;
+    assert!(!show.contains("left out"), "{show}");
+    // Sent under the other account: the blocks are left out, for good.
+    home.chat(&["--resume", &id, "--effort", "high", "-q", "next?"], other)
+        .await;
+    let show = home.ok_with(&["sessions", "show", &id], KEY).await.0;
+    assert!(
+        show.contains(
+            "left out for good (SPEC §5a 3): a request of this conversation left these carriers out"
+        ),
+        "{show}"
     );
 }

@@ -14,7 +14,7 @@ const LOOP: &str = "[tools=3] time?";
 const AGAIN: &str = "and now?";
 
 /// What these tests ask of a home beyond running hermes.
-trait PreviewHome {
+pub(crate) trait PreviewHome {
     /// Runs hermes and expects success.
     async fn succeed(&self, args: &[&str], env: &[(&str, &str)]) -> Output;
 }

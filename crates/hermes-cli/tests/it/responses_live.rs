@@ -134,8 +134,17 @@ impl Turn {
     }
 }
 
+/// The provider's compaction item a stored checkpoint carries, as exported.
+fn compaction_item(m: &Value) -> Option<&Value> {
+    m["reasoning_details"]
+        .as_array()?
+        .iter()
+        .find(|i| i["type"] == "compaction")
+}
+
 fn turns(export: &Value) -> Vec<Turn> {
     crate::support::assistants(export)
+        .filter(|m| compaction_item(m).is_none())
         .map(|m| Turn {
             model: m["origin"]["model"].as_str().unwrap_or_default().to_owned(),
             reasoning: m["codex_reasoning_items"]
@@ -262,18 +271,39 @@ async fn a_compacted_responses_session_and_its_branch_both_continue() {
 
     sim.clear_requests();
     let status = home.ok_with(&["sessions", "compact", &id], KEY).await.0;
-    assert!(status.contains("context compacted"), "{status}");
+    assert!(
+        status.starts_with("context compacted by the provider (POST /responses/compact)"),
+        "{status}"
+    );
     let summary_requests = sim.requests();
-    assert!(!summary_requests.is_empty(), "a summary request");
-    for r in summary_requests {
-        assert_eq!(
-            r.status,
-            200,
-            "summary request: {}\n{}",
-            r.response,
-            raw(&r)
-        );
+    // Hermes' own summary (for other models), then the provider's compaction.
+    assert_eq!(summary_requests.len(), 2, "{summary_requests:?}");
+    for r in &summary_requests {
+        assert_eq!(r.status, 200, "summary request: {}\n{}", r.response, raw(r));
     }
+    assert_eq!(summary_requests[0].path, "/v1/responses");
+    let compact = &summary_requests[1];
+    assert_eq!(compact.path, "/v1/responses/compact");
+    // The compaction request replays the summarised turns on their own prefix: nothing dropped.
+    assert!(compact.notes.is_empty(), "{:?}", compact.notes);
+    let reply: Value = serde_json::from_str(&compact.response).unwrap();
+    let output = reply["output"].as_array().unwrap();
+    let item = output.last().unwrap();
+    assert_eq!(item["type"], "compaction");
+    let item_text = serde_json::to_string(item).unwrap();
+    assert!(compact.response.contains(&item_text));
+    // Stored verbatim on the checkpoint, hermes' own summary beside it.
+    let export = home.export(&id).await;
+    let checkpoint = crate::support::assistants(&export)
+        .find(|m| compaction_item(m).is_some())
+        .expect("a checkpoint");
+    assert_eq!(compaction_item(checkpoint).unwrap(), item);
+    assert!(
+        checkpoint["hermes_compaction_summary"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty()),
+        "{checkpoint}"
+    );
     let kept = home.turns(&id).await;
     assert!(kept.len() < before.len(), "some turns were summarised");
     for turn in &kept {
@@ -295,15 +325,16 @@ async fn a_compacted_responses_session_and_its_branch_both_continue() {
         let requests = sim.requests();
         assert_eq!(requests.len(), 2, "{session}: no refusal, no resend");
         for (k, r) in requests.iter().enumerate() {
-            // hermes' own compaction rewrote the prefix the kept turns' reasoning items were
-            // made after, so the simulator (as OpenAI's newer models do) drops them silently
-            // and notes it (SPEC §5a); only native Responses compaction keeps them valid
-            // (SPEC §7, not built yet). Every other note still fails.
-            let mut r = r.clone();
-            r.notes
-                .retain(|n| !n.contains("dropped (the prefix changed since it was made)"));
-            accepted(&r, true);
-            replays(&r, &now[..kept.len() + k], 0);
+            // The provider's compaction item stands for what it compacted, so the kept turns'
+            // reasoning items are accepted (no note of a drop): the input starts with it, byte
+            // for byte.
+            accepted(r, true);
+            assert!(
+                raw(r).contains(&format!(r#""input":[{item_text},"#)),
+                "{}",
+                raw(r)
+            );
+            replays(r, &now[..kept.len() + k], 0);
         }
     }
 }

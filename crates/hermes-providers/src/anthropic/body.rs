@@ -165,17 +165,7 @@ pub struct Target {
     pub account: Option<String>,
 }
 
-/// The account a credential stands for: the first 16 bytes of HMAC-SHA256 keyed with a fixed
-/// domain key over the credential, as hex. One way: the credential cannot be read back from it
-/// (provider keys are high-entropy), and it is the same on every replica and after a restart.
-pub fn account_of(credential: &str) -> String {
-    use hmac::Mac as _;
-    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(b"hermes account binding v1")
-        .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
-    mac.update(credential.as_bytes());
-    let bytes = mac.finalize().into_bytes();
-    bytes.iter().take(16).map(|b| format!("{b:02x}")).collect()
-}
+pub use crate::native::account_of;
 
 impl Target {
     /// The family serving this target.
@@ -242,6 +232,9 @@ pub struct Bound {
     /// On a bound model, the prefix binding of the conversation this request sends
     /// ([`PREFIX_BINDING_KEY`], stamped on the reply).
     pub binding: Option<String>,
+    /// On a bound model, what the prefix binding was made of ([`PREFIX_PARTS_KEY`], stamped
+    /// on the reply).
+    pub prefix_parts: Option<RawJson>,
     /// On an on-demand compaction request, the account it goes under
     /// ([`super::compaction::ACCOUNT_KEY`], stamped on the reply: its block goes back to
     /// that account only).
@@ -272,6 +265,9 @@ impl crate::native::Stamp for Bound {
         }
         if let Some(binding) = &self.binding {
             stamp.push((PREFIX_BINDING_KEY.to_owned(), RawJson::string(binding)));
+        }
+        if let Some(parts) = &self.prefix_parts {
+            stamp.push((PREFIX_PARTS_KEY.to_owned(), parts.clone()));
         }
         if let Some(account) = &self.compaction_account {
             stamp.push((
@@ -452,6 +448,66 @@ fn bindings_of(
     (each, digest.hex())
 }
 
+/// The key of what a bound turn's prefix was made of, stamped beside its binding
+/// ([`PrefixParts`]), so a later request can say which part changed. Never sent.
+pub const PREFIX_PARTS_KEY: &str = "hermes_prefix_parts";
+
+/// The parts of a prefix binding, each a digest: the system prompt (every system or developer
+/// message's content, in order), the tools and the account. The messages are the rest.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PrefixParts {
+    /// The system and developer messages' content.
+    pub system: String,
+    /// The tool definitions as the wire reads them.
+    pub tools: String,
+    /// The account ([`account_of`]).
+    pub account: String,
+}
+
+impl PrefixParts {
+    /// The parts of the prefix `history` under `tools` and `account`.
+    pub fn of(history: &[Message], tools: Option<&RawJson>, account: Option<&str>) -> Self {
+        let hex = |d: PrefixDigest| d.hex();
+        let mut system = PrefixDigest::new();
+        for m in history
+            .iter()
+            .filter(|m| matches!(m.role, Role::System | Role::Developer))
+        {
+            system.add(m);
+        }
+        PrefixParts {
+            system: hex(system),
+            tools: hex(PrefixDigest::bound(tools.map(RawJson::get), None)),
+            account: hex(PrefixDigest::bound(None, account)),
+        }
+    }
+
+    /// The parts `msg` was stamped with ([`PREFIX_PARTS_KEY`]).
+    pub fn stored(msg: &Message) -> Option<Self> {
+        let (_, raw) = msg.extra.iter().find(|(k, _)| k == PREFIX_PARTS_KEY)?;
+        serde_json::from_str(raw.get()).ok()
+    }
+
+    /// What differs between `self` (as stamped) and `now`, for a line: `system prompt`,
+    /// `tools`, `the account`, else `an earlier message`.
+    pub fn changed(&self, now: &PrefixParts) -> String {
+        let mut parts = Vec::new();
+        if self.system != now.system {
+            parts.push("system prompt");
+        }
+        if self.tools != now.tools {
+            parts.push("tools");
+        }
+        if self.account != now.account {
+            parts.push("the account");
+        }
+        if parts.is_empty() {
+            parts.push("an earlier message");
+        }
+        parts.join(", ")
+    }
+}
+
 /// The last assistant message whose recorded prefix binding differs from the one it has now,
 /// if any: its blocks and every earlier step's go without (§5a 2), so what is replayed is
 /// always a run of the latest steps — "dropping thinking from the start", which the provider
@@ -484,11 +540,13 @@ fn last_left_out(history: &[Message]) -> Option<usize> {
 /// bound model, blocks stamped with
 /// the binding `now` go, and blocks with no recorded binding (an older row, an import, a
 /// client's own) go with `drop_block` (`unknown`).
+#[allow(clippy::too_many_arguments)]
 fn bind<'h>(
     msg: &'h Message,
     thinking: Thinking<'h>,
     why: String,
     now: Option<&str>,
+    parts_now: impl FnOnce() -> PrefixParts,
     cut: bool,
     unknown: &mut bool,
     carriers: &mut hermes_core::CarrierCounts,
@@ -502,15 +560,20 @@ fn bind<'h>(
         let why = match (left_out::is_left_out(msg), stored.as_deref(), now) {
             (true, _, _) => {
                 "left out: left out of an earlier request of this conversation (SPEC §5a 3)"
+                    .to_owned()
             }
             (false, Some(s), Some(now)) if s != now => {
-                "left out: the prefix changed since this block was made (system prompt, tools, an earlier message or the account; SPEC §5a 2)"
+                let what = PrefixParts::stored(msg).map_or_else(
+                    || "system prompt, tools, an earlier message or the account".to_owned(),
+                    |then| then.changed(&parts_now()),
+                );
+                format!(
+                    "left out: the prefix changed since this block was made ({what}; SPEC §5a 2)"
+                )
             }
-            _ => {
-                "left out: a later step's blocks are left out, and kept blocks stay the latest ones (SPEC §5a 2, 3)"
-            }
+            _ => "left out: a later step's blocks are left out, and kept blocks stay the latest ones (SPEC §5a 2, 3)".to_owned(),
         };
-        return (Thinking::None, why.to_owned());
+        return (Thinking::None, why);
     }
     match (stored, now) {
         (_, None) => (thinking, why),
@@ -912,6 +975,13 @@ pub fn encode(
     // Asked for through the passthrough, which only a Claude host takes.
     let compaction_request =
         family == Family::Claude && passthrough_field(parts, super::compaction::COMPACTION_FIELD);
+    // A threshold compaction asked for (`context_management` `compact_20260112`, by config or
+    // a gateway client): its reply's block goes back to this account only.
+    let threshold_request = family == Family::Claude
+        && parts
+            .passthrough
+            .field("context_management")
+            .is_some_and(|c| c.get().contains(super::compaction::THRESHOLD_EDIT));
     let mut compaction_replayed = false;
     let claude = ClaudeModel::parse(model);
     let keeps_prior = claude
@@ -1103,6 +1173,7 @@ pub fn encode(
                         thinking,
                         why,
                         bound_prefix,
+                        || PrefixParts::of(&history[..i], parts.tools, target.account.as_deref()),
                         at_cut,
                         &mut unknown_prefix,
                         &mut carriers,
@@ -1130,10 +1201,31 @@ pub fn encode(
                     Some(Outcome::Provenance) => carriers.dropped_provenance += 1,
                     None => {}
                 }
-                let blocks = assemble(msg, thinking, &mut sent_kinds);
+                let mut blocks = assemble(msg, thinking, &mut sent_kinds);
                 if Some(i) == last_assistant {
                     latest_starts_with_thinking =
                         Some(blocks.first().is_some_and(Block::is_thinking));
+                }
+                // A threshold compaction's block (SPEC §7): first in its reply, to its minter
+                // only; the API reads the conversation from it on ("append the response as
+                // usual", docs.claude.com "Compaction"), so what precedes it still goes as
+                // stored and every stamped prefix holds. Elsewhere it is left out: the turns it
+                // stood for are all still in the history.
+                if let Some(block) = hermes_core::checkpoint::compaction_block(msg) {
+                    let own = family == Family::Claude
+                        && stored::own(msg, &decision.target)
+                        && super::compaction::stored_account(msg) == target.account;
+                    if own {
+                        blocks.insert(0, Block::Stored(block));
+                        compaction_replayed = true;
+                        explain.push(format!(
+                            "message {i}: the provider's threshold compaction block replayed first in its reply (SPEC §7)"
+                        ));
+                    } else {
+                        explain.push(format!(
+                            "message {i}: the provider's threshold compaction block left out (minted for another model, host or account; the turns it stood for are sent)"
+                        ));
+                    }
                 }
                 if blocks.is_empty() {
                     explain.push(format!("message {i}: left out (no content to send)"));
@@ -1315,8 +1407,19 @@ pub fn encode(
             sources: json::sources(&wire),
             beta: (!bedrock && !betas.is_empty()).then(|| betas.join(",")),
             version: passthrough.and_then(|p| p.version.clone()),
+            prefix_parts: binding.as_ref().and_then(|_| {
+                RawJson::from_serialize(&PrefixParts::of(
+                    history,
+                    parts.tools,
+                    target.account.as_deref(),
+                ))
+                .ok()
+            }),
             binding,
-            compaction_account: target.account.clone().filter(|_| compaction_request),
+            compaction_account: target
+                .account
+                .clone()
+                .filter(|_| compaction_request || threshold_request),
             left_out: {
                 // A turn the client sent twice is one turn.
                 gone.sort_unstable();

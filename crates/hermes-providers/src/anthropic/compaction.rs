@@ -30,9 +30,34 @@ pub const COMPACTION_BETA: &str = "compact-2026-09-04";
 /// The top-level request field that asks for an on-demand compaction.
 pub const COMPACTION_FIELD: &str = "compaction";
 
+/// The `context_management` edit of a threshold compaction (anthropic 2.17.0
+/// `types/beta/beta_compact_20260112_edit_param.py`: `type`, `trigger` — `{"type":
+/// "input_tokens", "value": N}`, `beta_input_tokens_trigger_param.py` —, `instructions`,
+/// `pause_after_compaction`).
+pub const THRESHOLD_EDIT: &str = "compact_20260112";
+
+/// The beta of a threshold compaction (SPEC §7).
+pub const THRESHOLD_BETA: &str = "compact-2026-01-12";
+
+/// What a request adds to ask Claude to compact by itself once its input passes `threshold`
+/// tokens: `context_management: {"edits": [{"type": "compact_20260112", "trigger": {"type":
+/// "input_tokens", "value": threshold}}]}` and [`THRESHOLD_BETA`], as the request's passthrough
+/// (the Anthropic wire to a Claude host writes both).
+pub fn threshold_request(threshold: u64) -> Passthrough {
+    let mut p = Passthrough::new().betas([THRESHOLD_BETA]);
+    p.fields.push((
+        "context_management".to_owned(),
+        RawJson::from_text(format!(
+            r#"{{"edits":[{{"type":"{THRESHOLD_EDIT}","trigger":{{"type":"input_tokens","value":{threshold}}}}}]}}"#
+        ))
+        .unwrap_or_else(|_| unreachable!("a JSON literal")),
+    ));
+    p
+}
+
 /// The key a compaction reply is stamped with: the account it was minted under
 /// ([`super::account_of`], never the credential; absent when the wire names none). Never sent.
-pub const ACCOUNT_KEY: &str = "hermes_compaction_account";
+pub const ACCOUNT_KEY: &str = hermes_core::checkpoint::ACCOUNT_KEY;
 
 /// The key of a provider checkpoint's digest map ([`Rekey`]). Never sent.
 pub const REKEY_KEY: &str = "hermes_compaction_rekey";

@@ -130,6 +130,21 @@ impl Wire for AnthropicWire {
         true
     }
 
+    /// The descriptor's lines, with this wire's account: a bound model's stored blocks are
+    /// read against the account requests go under, as a request would.
+    fn explain(&self, parts: &RequestParts<'_>) -> Option<Vec<String>> {
+        let lines = match body::encode(parts, &self.target, &Drops::default()) {
+            Ok(encoded) => encoded.explain,
+            Err(e) => vec![format!("could not encode the request: {e}")],
+        };
+        let url = self.url(&parts.decision.target.model, parts.stream);
+        Some(
+            std::iter::once(format!("POST {url}"))
+                .chain(lines)
+                .collect(),
+        )
+    }
+
     async fn send(&self, request: &Outgoing, origin: Origin, on_delta: OnDelta<'_>) -> SendResult {
         let url = self.url(&origin.model, request.stream);
         let mut headers = Vec::new();

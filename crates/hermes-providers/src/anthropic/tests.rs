@@ -1217,11 +1217,32 @@ mod bound {
     #[test]
     fn a_changed_system_prompt_tool_list_or_account_leaves_the_blocks_out_and_says_why() {
         let binding = minted(FABLE, "Be brief.", TOOLS, "sk-a");
+        // What the binding was made of, stamped beside it: the line names the part that changed.
+        let parts = {
+            let h = conversation(FABLE, "Be brief.", None);
+            encode(&h[..2], FABLE, TOOLS, "sk-a")
+                .wire
+                .prefix_parts
+                .unwrap()
+        };
         for (case, system, tools, account) in [
             ("system prompt", "Be brief. Today is Sunday.", TOOLS, "sk-a"),
             ("tools", "Be brief.", MORE_TOOLS, "sk-a"),
-            ("account", "Be brief.", TOOLS, "sk-b"),
+            ("the account", "Be brief.", TOOLS, "sk-b"),
         ] {
+            let mut h = conversation(FABLE, system, Some(&binding));
+            h[2].extra.push((
+                crate::anthropic::body::PREFIX_PARTS_KEY.to_owned(),
+                parts.clone(),
+            ));
+            let out = encode(&h, FABLE, tools, account);
+            assert!(
+                out.explain.iter().any(|l| l.contains(&format!(
+                    "left out: the prefix changed since this block was made ({case}; SPEC §5a 2)"
+                ))),
+                "{case}: {:?}",
+                out.explain
+            );
             let out = encode(
                 &conversation(FABLE, system, Some(&binding)),
                 FABLE,

@@ -28,6 +28,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::compaction;
 use super::media;
 use super::model::{ReasoningPlan, reasoning_plan};
 use crate::native::json::{self, Text};
@@ -266,6 +267,8 @@ impl Serialize for Reasoning<'_> {
 struct Body<'a, 'h> {
     model: &'a str,
     stream: bool,
+    /// Server-side compaction asked for (`[{"type": "compaction", "compact_threshold": N}]`).
+    context_management: Option<&'a RawValue>,
     input: &'a [Item<'h>],
     instructions: Option<&'a str>,
     reasoning: &'a ReasoningPlan,
@@ -278,6 +281,9 @@ impl Serialize for Body<'_, '_> {
         let mut map = s.serialize_map(None)?;
         map.serialize_entry("model", self.model)?;
         map.serialize_entry("stream", &self.stream)?;
+        if let Some(c) = self.context_management {
+            map.serialize_entry("context_management", c)?;
+        }
         if self.reasoning.include_encrypted {
             map.serialize_entry("include", &["reasoning.encrypted_content"])?;
         }
@@ -295,6 +301,26 @@ impl Serialize for Body<'_, '_> {
         }
         for (k, v) in self.sampling {
             map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+/// The body of `POST /responses/compact`: `model`, `input`, `instructions` (openai-python's
+/// `responses.compact`; no tools, no stream, no `store`).
+struct CompactBody<'a, 'h> {
+    model: &'a str,
+    input: &'a [Item<'h>],
+    instructions: Option<&'a str>,
+}
+
+impl Serialize for CompactBody<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("model", self.model)?;
+        map.serialize_entry("input", self.input)?;
+        if let Some(i) = self.instructions {
+            map.serialize_entry("instructions", i)?;
         }
         map.end()
     }
@@ -643,6 +669,17 @@ fn has_reasoning_items(msg: &Message) -> bool {
         .any(|r| r.kind == "reasoning")
 }
 
+/// Where a request's provider compaction items went: the input index of the latest one sent,
+/// and those of `configuration_update` items (kept when the input starts at a compaction item).
+#[derive(Default)]
+struct Compactions<'a> {
+    /// The account requests go under ([`crate::native::account_of`]).
+    account: Option<&'a str>,
+    latest: Option<usize>,
+    updates: Vec<usize>,
+}
+
+#[allow(clippy::too_many_arguments)]
 fn assistant<'h>(
     i: usize,
     msg: &'h Message,
@@ -651,6 +688,7 @@ fn assistant<'h>(
     drops: &Drops,
     input: &mut Vec<Item<'h>>,
     explain: &mut Vec<String>,
+    compactions: &mut Compactions<'_>,
 ) -> usize {
     let reasoning: Vec<StoredItem<'h>> = stored_items(msg, REASONING_ITEMS_KEY)
         .unwrap_or_default()
@@ -692,6 +730,7 @@ fn assistant<'h>(
     let blocked = reasoning_block(i, msg, own, refused, drops);
     let order = output_order(msg, reasoning.len(), others.len());
     let (mut sent, mut unpaired, mut sealed, mut stripped, mut skipped) = (0, 0, 0, 0, 0);
+    let (mut compacted, mut foreign_compaction) = (0, 0);
     let mut after_dropped = false;
     for (pos, slot) in order.iter().enumerate() {
         match *slot {
@@ -712,6 +751,20 @@ fn assistant<'h>(
                 }
             }
             Slot::Other(o) => match others[o] {
+                Some(item) if item.kind == compaction::COMPACTION_ITEM => {
+                    // Server-side compaction: to its issuer only (SPEC §7).
+                    if compaction::issuer(msg, own, compactions.account) {
+                        input.push(Item::Raw(outgoing(item, true)));
+                        compactions.latest = Some(input.len() - 1);
+                        compacted += 1;
+                    } else {
+                        foreign_compaction += 1;
+                    }
+                }
+                Some(item) if item.kind == compaction::CONFIGURATION_UPDATE => {
+                    input.push(Item::Raw(outgoing(item, true)));
+                    compactions.updates.push(input.len() - 1);
+                }
                 Some(item) => {
                     if !matches!(&*item.kind, "message" | "function_call") {
                         skipped += 1;
@@ -736,7 +789,7 @@ fn assistant<'h>(
             },
         }
     }
-    let n_other = others.len() - skipped;
+    let n_other = others.len() - skipped - foreign_compaction;
     line.push_str(&format!(
         " {} output item(s) replayed in stored order",
         sent + n_other
@@ -767,6 +820,11 @@ fn assistant<'h>(
             skipped,
             "item(s) of other types not sent (no input form here)",
         ),
+        (compacted, "compaction item(s) replayed to their issuer"),
+        (
+            foreign_compaction,
+            "compaction item(s) left out: minted for another provider, model or account (the turns they stood for are all still sent)",
+        ),
     ] {
         if count > 0 {
             line.push_str(&format!("; {count} {why}"));
@@ -777,8 +835,20 @@ fn assistant<'h>(
 }
 
 /// Builds the body of `parts`, leaving out what `drops` names: compact, the bytes sent (`hermes
-/// preview` re-indents them itself).
+/// preview` re-indents them itself). No account is known: a compaction item stamped with one
+/// is not sent ([`encode_for`]).
 pub fn encode(parts: &RequestParts<'_>, drops: &Drops) -> Result<Encoded, EncodeError> {
+    encode_for(parts, drops, None)
+}
+
+/// [`encode`] for requests sent under `account` ([`crate::native::account_of`]): the
+/// provider's compaction items minted under it go back (SPEC §7). A request that asks for a
+/// standalone compaction ([`compaction::request`]) is the body of `POST /responses/compact`.
+pub fn encode_for(
+    parts: &RequestParts<'_>,
+    drops: &Drops,
+    account: Option<&str>,
+) -> Result<Encoded, EncodeError> {
     let history = parts.history;
     let decision = parts.decision;
     let model = decision.target.model.as_str();
@@ -803,6 +873,10 @@ pub fn encode(parts: &RequestParts<'_>, drops: &Drops) -> Result<Encoded, Encode
     let mut input: Vec<Item<'_>> = Vec::new();
     let mut reasoning_sent = 0;
     let mut leading = true;
+    let mut compactions = Compactions {
+        account,
+        ..Compactions::default()
+    };
     for (i, msg) in history.iter().enumerate() {
         match msg.role {
             Role::System | Role::Developer if leading => {
@@ -861,14 +935,35 @@ pub fn encode(parts: &RequestParts<'_>, drops: &Drops) -> Result<Encoded, Encode
             }
             Role::Assistant => {
                 leading = false;
+                let own = stored::own(msg, &decision.target);
+                if let Some(item) = hermes_core::checkpoint::native_compaction(msg) {
+                    checkpoint(
+                        i,
+                        msg,
+                        item,
+                        own,
+                        &mut compactions,
+                        &mut input,
+                        &mut explain,
+                    );
+                    continue;
+                }
                 if !stored::replayed(msg, i, &mut explain) {
                     continue;
                 }
-                let own = stored::own(msg, &decision.target);
                 if !own && has_reasoning_items(msg) {
                     carriers.dropped_provenance += 1;
                 }
-                reasoning_sent += assistant(i, msg, own, refused, drops, &mut input, &mut explain);
+                reasoning_sent += assistant(
+                    i,
+                    msg,
+                    own,
+                    refused,
+                    drops,
+                    &mut input,
+                    &mut explain,
+                    &mut compactions,
+                );
             }
         }
     }
@@ -878,7 +973,39 @@ pub fn encode(parts: &RequestParts<'_>, drops: &Drops) -> Result<Encoded, Encode
         }
         None => None,
     };
+    let input = from_latest_compaction(input, &compactions, &mut explain);
     let instructions = instructions.join("\n\n");
+    if compaction::asked(parts.passthrough) {
+        explain.push(format!(
+            "POST /responses/compact: the {} input item(s) compacted by the provider",
+            input.len()
+        ));
+        let body = CompactBody {
+            model,
+            input: &input,
+            instructions: (!instructions.is_empty()).then_some(instructions.as_str()),
+        };
+        return Ok(Encoded {
+            body: write_json(&body)?,
+            refusable: if reasoning_sent > 0 {
+                vec![ENCRYPTED_FIELD]
+            } else {
+                Vec::new()
+            },
+            messages: input.len(),
+            notes: Vec::new(),
+            explain,
+            carriers,
+            wire: (),
+        });
+    }
+    let context_management = compaction::forwarded(parts.passthrough);
+    if let Some(c) = context_management {
+        explain.push(format!(
+            "context_management: {} (server-side compaction)",
+            c.get()
+        ));
+    }
     check_tool_choice(parts.sampling, parts.tools, "the OpenAI Responses API")
         .map_err(EncodeError::Unsupported)?;
     let sampling = sampling_fields(parts.sampling, model, &plan, &mut explain)
@@ -886,6 +1013,7 @@ pub fn encode(parts: &RequestParts<'_>, drops: &Drops) -> Result<Encoded, Encode
     let body = Body {
         model,
         stream: parts.stream,
+        context_management,
         input: &input,
         instructions: (!instructions.is_empty()).then_some(instructions.as_str()),
         reasoning: &plan,
@@ -907,4 +1035,72 @@ pub fn encode(parts: &RequestParts<'_>, drops: &Drops) -> Result<Encoded, Encode
         carriers,
         wire: (),
     })
+}
+
+/// A provider checkpoint (a standalone compaction's reply): its compaction item verbatim to its
+/// issuer — the input then starts there —, else hermes' own checkpoint of the summary
+/// ([`hermes_core::checkpoint::own_checkpoint`]) as a user message.
+fn checkpoint<'h>(
+    i: usize,
+    msg: &'h Message,
+    item: &'h RawJson,
+    own: bool,
+    compactions: &mut Compactions<'_>,
+    input: &mut Vec<Item<'h>>,
+    explain: &mut Vec<String>,
+) {
+    if compaction::issuer(msg, own, compactions.account) {
+        input.push(Item::Raw(Cow::Borrowed(item.as_raw())));
+        compactions.latest = Some(input.len() - 1);
+        explain.push(format!(
+            "message {i}: the provider's compaction item, replayed to its issuer (the input starts here)"
+        ));
+        return;
+    }
+    let summary = hermes_core::checkpoint::native_summary(msg).unwrap_or_default();
+    let own_checkpoint = hermes_core::checkpoint::own_checkpoint(&summary);
+    let text = own_checkpoint
+        .content
+        .as_ref()
+        .map_or_else(|| raw_string(""), |c| c.as_raw().to_owned());
+    let said = format!(r#"{{"role":"user","content":{}}}"#, text.get());
+    if let Ok(raw) = RawValue::from_string(said) {
+        input.push(Item::Raw(Cow::Owned(raw)));
+    }
+    explain.push(format!(
+        "message {i}: the provider's compaction item left out (minted for another provider, model or account): hermes' own summary sent instead"
+    ));
+}
+
+/// `input` from the latest compaction item sent on (OpenAI's compaction guide: "you can drop
+/// items that came before the most recent compaction item … The latest compaction item carries
+/// the necessary context to continue the conversation", developers.openai.com/api/docs/guides/
+/// compaction), the `configuration_update` items before it kept in order.
+fn from_latest_compaction<'h>(
+    mut input: Vec<Item<'h>>,
+    compactions: &Compactions<'_>,
+    explain: &mut Vec<String>,
+) -> Vec<Item<'h>> {
+    let Some(at) = compactions.latest else {
+        return input;
+    };
+    let rest = input.split_off(at);
+    let before = input.len();
+    let mut out: Vec<Item<'h>> = input
+        .into_iter()
+        .enumerate()
+        .filter(|(k, _)| compactions.updates.contains(k))
+        .map(|(_, item)| item)
+        .collect();
+    let kept = out.len();
+    out.extend(rest);
+    let mut line = format!(
+        "input starts at the latest compaction item: {} earlier item(s) left out (the compaction item stands for them)",
+        before - kept
+    );
+    if kept > 0 {
+        line.push_str(&format!("; {kept} configuration_update item(s) kept"));
+    }
+    explain.push(line);
+    out
 }

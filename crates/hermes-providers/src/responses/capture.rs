@@ -38,7 +38,7 @@ struct Details {
 /// `usage` of a Responses object.
 #[derive(Clone, Copy, Default, Deserialize)]
 #[serde(default)]
-struct UsageBody {
+pub(crate) struct UsageBody {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
     input_tokens_details: Option<Details>,
@@ -46,7 +46,7 @@ struct UsageBody {
 }
 
 impl UsageBody {
-    fn usage(&self) -> Usage {
+    pub(crate) fn usage(&self) -> Usage {
         Usage::new(
             self.input_tokens.unwrap_or(0),
             self.output_tokens.unwrap_or(0),

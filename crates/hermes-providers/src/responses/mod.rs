@@ -5,6 +5,7 @@
 
 mod body;
 pub(crate) mod capture;
+pub mod compaction;
 mod media;
 /// What an OpenAI model id implies for reasoning (shared with the chat wire's sampling rules).
 pub mod model {
@@ -23,7 +24,7 @@ use crate::transport::{Auth, ChatTransport};
 
 pub use body::{
     DEFAULT_BASE, Drops, ENCRYPTED_FIELD, EncodeError, Encoded, MESSAGE_ITEMS_KEY,
-    REASONING_ITEMS_KEY, encode,
+    REASONING_ITEMS_KEY, encode, encode_for,
 };
 pub use model::{ModelKind, ReasoningPlan, Vocabulary, model_kind, reasoning_plan};
 
@@ -46,6 +47,15 @@ impl ResponsesWire {
     pub fn url(&self) -> String {
         url(&self.base_url)
     }
+
+    /// The account requests go under: a digest of the bearer key ([`crate::native::account_of`],
+    /// never the key), `None` without one.
+    pub fn account(&self) -> Option<String> {
+        match &self.auth {
+            Some(Auth::Bearer(key)) => Some(crate::native::account_of(key)),
+            _ => None,
+        }
+    }
 }
 
 /// `{base}/responses` (SPEC §8a).
@@ -55,7 +65,40 @@ pub fn url(base: &str) -> String {
 
 /// The body of `parts` as an [`Outgoing`], leaving out what `drops` names.
 pub fn outgoing(parts: &RequestParts<'_>, drops: &Drops) -> Result<Outgoing, TransportError> {
-    Ok(body::encode(parts, drops)?.into_outgoing(parts.stream))
+    outgoing_for(parts, drops, None)
+}
+
+/// [`outgoing`] under `account` ([`encode_for`]). A compaction request — standalone (sent to
+/// `/responses/compact`, never streamed) or server-side (`context_management`) — stamps its
+/// reply with the account ([`compaction::ACCOUNT_KEY`]): the item goes back to it only.
+fn outgoing_for(
+    parts: &RequestParts<'_>,
+    drops: &Drops,
+    account: Option<&str>,
+) -> Result<Outgoing, TransportError> {
+    let standalone = compaction::asked(parts.passthrough);
+    let stream = parts.stream && !standalone;
+    let mut out = body::encode_for(parts, drops, account)?.into_outgoing(stream);
+    let mut stamp = Vec::new();
+    if standalone {
+        stamp.push((
+            compaction::COMPACT_MARKER.to_owned(),
+            hermes_core::RawJson::from_text("true".to_owned())
+                .unwrap_or_else(|_| unreachable!("a JSON literal")),
+        ));
+    }
+    if (standalone || compaction::forwarded(parts.passthrough).is_some())
+        && let Some(account) = account
+    {
+        stamp.push((
+            compaction::ACCOUNT_KEY.to_owned(),
+            hermes_core::RawJson::string(account),
+        ));
+    }
+    if !stamp.is_empty() {
+        out = out.stamp(stamp);
+    }
+    Ok(out)
 }
 
 /// What `hermes preview --explain` prints for `parts` sent to `base`, one line each: first
@@ -128,17 +171,44 @@ impl Wire for ResponsesWire {
     }
 
     fn encode(&self, parts: &RequestParts<'_>) -> Result<Outgoing, TransportError> {
-        outgoing(parts, &Drops::default())
+        outgoing_for(parts, &Drops::default(), self.account().as_deref())
+    }
+
+    /// A provider checkpoint's compaction item is this wire's to replay (to its issuer) or to
+    /// render as hermes' own checkpoint ([`body::encode_for`]; SPEC §7).
+    fn takes_native_compaction(&self) -> bool {
+        true
     }
 
     async fn send(&self, request: &Outgoing, origin: Origin, on_delta: OnDelta<'_>) -> SendResult {
-        let url = self.url();
+        let standalone = request
+            .stamp
+            .iter()
+            .any(|(k, _)| k == compaction::COMPACT_MARKER);
+        let url = if standalone {
+            compaction::compact_url(&self.base_url)
+        } else {
+            self.url()
+        };
         let response = self
             .client
             .send_request("responses", &url, request, self.auth.as_ref(), &[])
             .await?;
-        let (turn, whole) = (capture::TurnCapture::new, capture::capture_reply);
-        sse::read_reply(response, request, turn, whole, origin, on_delta, "event").await
+        let mut reply = if standalone {
+            let (turn, whole) = (capture::TurnCapture::new, compaction::capture);
+            sse::read_reply(response, request, turn, whole, origin, on_delta, "event").await?
+        } else {
+            let (turn, whole) = (capture::TurnCapture::new, capture::capture_reply);
+            sse::read_reply(response, request, turn, whole, origin, on_delta, "event").await?
+        };
+        reply.message.extra.extend(
+            request
+                .stamp
+                .iter()
+                .filter(|(k, _)| k != compaction::COMPACT_MARKER)
+                .cloned(),
+        );
+        Ok(reply)
     }
 
     /// Reads OpenAI's envelope (`Unknown parameter: 'input[1].encrypted_content'.`, with its
@@ -181,7 +251,7 @@ impl Wire for ResponsesWire {
                 )
             }
         };
-        let outgoing = outgoing(parts, &drops).ok()?;
+        let outgoing = outgoing_for(parts, &drops, self.account().as_deref()).ok()?;
         Some(Recovery::new(outgoing, note))
     }
 }

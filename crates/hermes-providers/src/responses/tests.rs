@@ -730,3 +730,82 @@ fn the_one_parse_item_probe_reads_and_sends_what_the_derived_probe_and_member_wa
         }
     }
 }
+
+/// A server-side compaction item (SPEC §7).
+const CMP: &str = r#"{"id":"cmp_1","type":"compaction","encrypted_content":"c2VhbGVk"}"#;
+/// An item kept before the latest compaction item (openai-python 3.57.0
+/// `types/responses/response_configuration_update_item.py`).
+const UPDATE: &str = r#"{"id":"cu_1","type":"configuration_update","reasoning":{"effort":"low"}}"#;
+
+#[test]
+fn the_input_starts_at_the_latest_compaction_item_to_its_issuer_only() {
+    let mut history = vec![
+        Message::text(Role::System, "Be brief."),
+        Message::text(Role::User, "Time and date in Zürich?"),
+        turn(&[UPDATE, RS1, FC1], GPT5),
+        tool("call_1", "12:00"),
+        turn(&[CMP, RS2, FC2], GPT5),
+        tool("call_2", "Monday"),
+    ];
+    let sent = body(&history, GPT5);
+    // The compaction item first (after the kept configuration_update), byte for byte; the
+    // rest follows it: nothing else from before it.
+    assert!(
+        sent.contains(&format!(r#""input":[{UPDATE},{CMP},{RS2},{FC2},"#)),
+        "{sent}"
+    );
+    assert!(!sent.contains("Zürich"), "{sent}");
+    assert!(!sent.contains(RS1), "{sent}");
+    // Another model gets every turn, without the compaction item (and without gpt-5's
+    // reasoning: provenance).
+    let other = body(&history, "gpt-5.1");
+    assert!(!other.contains("cmp_1"), "{other}");
+    assert!(other.contains("Zürich"), "{other}");
+    // A reply stamped with an account goes back under that account only.
+    history[4].extra.push((
+        super::compaction::ACCOUNT_KEY.to_owned(),
+        RawJson::string("acct-a"),
+    ));
+    assert!(!body(&history, GPT5).contains("cmp_1"));
+    let d = decision("openai-responses", BASE, GPT5);
+    let verdicts = Verdicts::default();
+    let parts = RequestParts::new(&history, &d, &verdicts);
+    let under = |account| {
+        String::from_utf8(
+            super::body::encode_for(&parts, &Drops::default(), Some(account))
+                .unwrap()
+                .body,
+        )
+        .unwrap()
+    };
+    assert!(under("acct-a").contains(&format!(r#""input":[{UPDATE},{CMP},"#)));
+    assert!(!under("acct-b").contains("cmp_1"));
+}
+
+#[tokio::test]
+async fn a_streamed_compaction_item_is_stored_as_the_whole_reply_stores_it() {
+    let (whole, _) = capture_reply(&reply(&[CMP, RS3, MSG3]), origin(GPT5)).unwrap();
+    assert_eq!(
+        extra(&whole, "codex_message_items"),
+        Some(format!("[{CMP},{MSG3}]").as_str())
+    );
+    // The compaction item arrives whole in its `.done` event, first (output index 0).
+    let rest = stream_of(
+        &[(RS3, "Answer."), (MSG3, "It is noon, Monday.")],
+        COMPLETED,
+    )
+    .replace("\"output_index\":1", "\"output_index\":2")
+    .replace("\"output_index\":0", "\"output_index\":1");
+    let (head, tail) = rest.split_once("\n\n").unwrap();
+    let text = format!(
+        "{head}\n\nevent: response.output_item.added\ndata: {{\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{CMP}}}\n\nevent: response.output_item.done\ndata: {{\"type\":\"response.output_item.done\",\"output_index\":0,\"item\":{CMP}}}\n\n{tail}"
+    );
+    for size in [1, 9, text.len()] {
+        let got = read_cut(&text, size, &Deltas::default()).await.unwrap();
+        assert_eq!(
+            serde_json::to_string(&got.message).unwrap(),
+            serde_json::to_string(&whole).unwrap(),
+            "cut at {size}"
+        );
+    }
+}

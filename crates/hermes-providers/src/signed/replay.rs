@@ -64,7 +64,21 @@ impl PrefixDigest {
         };
         field("role", msg.role.as_str());
         if let Some(c) = &msg.content {
-            field("content", c.get());
+            match text_parts(c.get()) {
+                // `cache_control` is not part of the prefix (SPEC §5a; docs.claude.com: editing
+                // `cache_control` is a valid edit), and one text part is the same text as the
+                // string form (the API reads a string as one text block).
+                Some(texts) => match texts.as_slice() {
+                    [one] => field("content", one.get()),
+                    many => {
+                        field("texts", "");
+                        for t in many {
+                            field("text", t.get());
+                        }
+                    }
+                },
+                None => field("content", c.get()),
+            }
         }
         for call in msg.tool_calls.iter().flatten() {
             field("call", call.id.as_deref().unwrap_or(""));
@@ -109,6 +123,28 @@ impl Default for PrefixDigest {
     fn default() -> Self {
         PrefixDigest::new()
     }
+}
+
+/// The text literals of a content value that is a list of text parts and nothing else (each
+/// `{"type": "text", "text": …}`, a `cache_control` beside it allowed), borrowed; `None` for
+/// any other content.
+fn text_parts(content: &str) -> Option<Vec<&serde_json::value::RawValue>> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Part<'a> {
+        #[serde(rename = "type")]
+        kind: &'a str,
+        #[serde(borrow)]
+        text: &'a serde_json::value::RawValue,
+        #[serde(default, rename = "cache_control")]
+        _cache_control: Option<serde::de::IgnoredAny>,
+    }
+    if !content.starts_with('[') {
+        return None;
+    }
+    let parts: Vec<Part<'_>> = serde_json::from_str(content).ok()?;
+    (!parts.is_empty() && parts.iter().all(|p| p.kind == "text"))
+        .then(|| parts.into_iter().map(|p| p.text).collect())
 }
 
 /// The stamp an outgoing request carries to its reply: the digest of the conversation it sends.

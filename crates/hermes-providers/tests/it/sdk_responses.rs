@@ -422,3 +422,90 @@ async fn image_inputs_in_other_shapes_are_refused_and_the_sdk_sends_them_as_herm
     let diffs = support::differences(&serde_json::from_str(&ours).unwrap(), &sdk);
     assert!(diffs.is_empty(), "{}", diffs.join("\n"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Compaction (SPEC §7)
+
+/// The validator's verdicts on `bodies` as `kind` (`responses`, `responses_compact`).
+fn validate_as(py: &Path, kind: &str, bodies: &[String]) -> Vec<String> {
+    let mut python = support::python(py, &["OPENAI_"]);
+    python.env("HERMES_VALIDATE_PARAMS", kind);
+    let (_, stdout, stderr) = support::run(python, VALIDATE, &bodies.join("\n"));
+    let lines: Vec<String> = stdout.lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), bodies.len(), "{stderr}");
+    lines
+}
+
+/// The compaction bodies validate against the pinned SDK's own types: a `/responses/compact`
+/// body (`ResponseCompactParams`), and a create body with `context_management`, a kept
+/// `configuration_update` item and a compaction item first (`ResponseCreateParams*`); the same
+/// bodies with an unknown key where hermes writes its own are refused.
+#[test]
+fn compaction_bodies_validate_against_the_sdks_types() {
+    let Some(py) = sdk_python() else { return };
+    let cmp = r#"{"id":"cmp_1","type":"compaction","encrypted_content":"c2VhbGVk"}"#;
+    let update = r#"{"id":"cu_1","type":"configuration_update","reasoning":{"effort":"low"}}"#;
+    let host = RouteTarget::new(WIRE_ID, Some(BASE), GPT5).host_key();
+    let origin = format!(r#"{{"provider":"{WIRE_ID}","host":"{host}","model":"{GPT5}"}}"#);
+    let text = format!(
+        r#"[{{"role":"user","content":"Time and date in Zürich?"}},
+            {{"role":"assistant","content":null,
+              "tool_calls":[{{"id":"call_1","type":"function","function":{{"name":"now","arguments":"{{}}"}},"call_id":"call_1","response_item_id":"fc_1"}}],
+              "codex_reasoning_items":[{RS1}],"codex_message_items":[{update},{FC1}],
+              "hermes_block_order":["configuration_update","reasoning","function_call"],"origin":{origin}}},
+            {{"role":"tool","tool_call_id":"call_1","content":"12:00"}},
+            {{"role":"assistant","content":null,
+              "tool_calls":[{{"id":"call_2","type":"function","function":{{"name":"date","arguments":"{{}}"}},"call_id":"call_2","response_item_id":"fc_2"}}],
+              "codex_reasoning_items":[{RS2}],"codex_message_items":[{cmp},{FC2}],
+              "hermes_block_order":["compaction","reasoning","function_call"],"origin":{origin}}},
+            {{"role":"tool","tool_call_id":"call_2","content":"Monday"}}]"#
+    );
+    let h = hermes_core::parse_history(&text).unwrap().messages;
+    let table = builtin_table();
+    let decision = table.resolve(
+        &RouteTarget::new(WIRE_ID, Some(BASE), GPT5),
+        ResolveOptions::default(),
+    );
+    let verdicts = Verdicts::default();
+    let encode = |passthrough: &hermes_core::Passthrough| {
+        let parts = RequestParts::new(&h, &decision, &verdicts)
+            .thinking(ThinkingRequest::Effort(Effort::High))
+            .passthrough(passthrough);
+        String::from_utf8(responses::encode(&parts, &Drops::default()).unwrap().body).unwrap()
+    };
+    let mut threshold = hermes_core::Passthrough::new();
+    threshold
+        .fields
+        .push(responses::compaction::threshold_field(200_000));
+    let create = encode(&threshold);
+    let compact = encode(&responses::compaction::request());
+    assert!(
+        create
+            .contains(r#""context_management":[{"type":"compaction","compact_threshold":200000}]"#),
+        "{create}"
+    );
+    assert!(
+        create.contains(&format!(r#""input":[{update},{cmp},"#)),
+        "{create}"
+    );
+    assert!(
+        compact.starts_with(r#"{"model":"gpt-5","input":["#),
+        "{compact}"
+    );
+    let mut wrong: Value = serde_json::from_str(&create).unwrap();
+    wrong["context_management"][0][PROBE] = json!(1);
+    assert_eq!(
+        validate_as(py, "responses", &[create.clone(), wrong.to_string()]),
+        vec![
+            "ok".to_owned(),
+            format!(
+                "invalid context_management.0.{PROBE}: unknown key for ContextManagement [extra_forbidden]"
+            )
+        ]
+    );
+    let mut wrong: Value = serde_json::from_str(&compact).unwrap();
+    wrong["stream"] = json!(false);
+    let lines = validate_as(py, "responses_compact", &[compact, wrong.to_string()]);
+    assert_eq!(lines[0], "ok", "{lines:?}");
+    assert!(lines[1].starts_with("invalid stream"), "{lines:?}");
+}

@@ -5,7 +5,7 @@ set, chat-completions bodies against `openai`'s `CompletionCreateParams*` or Ant
 bodies against the official `anthropic` client's `MessageCreateParams*`: the same walk).
 
 Usage:
-    [HERMES_VALIDATE_PARAMS=responses|chat|anthropic] openai_validate.py < BODIES
+    [HERMES_VALIDATE_PARAMS=responses|responses_compact|chat|anthropic] openai_validate.py < BODIES
 
 BODIES holds one or more JSON bodies written one after another (pretty-printed as `hermes
 preview` prints them, or one per line). A body with `"stream": true` is checked as
@@ -51,6 +51,7 @@ try:
     import typing_extensions
     from openai._utils._transform import PropertyInfo
     from openai.types.chat import completion_create_params as chat_params
+    from openai.types.responses import response_compact_params as compact_params
     from openai.types.responses import response_create_params as params
 except ImportError as exc:  # pragma: no cover - reported to the caller
     print(f"openai_validate: cannot import openai ({exc}); install .ci/sdk-requirements.txt", file=sys.stderr)
@@ -67,6 +68,8 @@ if KIND == "anthropic":
 # (streaming, non-streaming) request types per kind.
 TYPES = {
     "responses": lambda: (params.ResponseCreateParamsStreaming, params.ResponseCreateParamsNonStreaming),
+    # `POST /responses/compact` (never streamed): `ResponseCompactParams`.
+    "responses_compact": lambda: (compact_params.ResponseCompactParams, compact_params.ResponseCompactParams),
     "chat": lambda: (chat_params.CompletionCreateParamsStreaming, chat_params.CompletionCreateParamsNonStreaming),
     "anthropic": lambda: (anthropic_params.MessageCreateParamsStreaming, anthropic_params.MessageCreateParamsNonStreaming),
 }

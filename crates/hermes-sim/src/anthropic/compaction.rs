@@ -12,7 +12,13 @@
 //! it stands for the messages it summarised, so thinking minted on the kept turns before the
 //! compaction still verifies, and so does thinking minted after it.
 //!
-//! Threshold compaction (`context_management` `compact_20260112`) is not simulated.
+//! Threshold compaction: a request whose `context_management.edits` hold `compact_20260112`
+//! (with [`THRESHOLD_BETA`]) and whose input — counted from the latest compaction block on, the
+//! API reading the conversation from there — passes the edit's trigger (`{"type":
+//! "input_tokens", "value": N}`, default 150,000) is answered with the same block first in the
+//! reply, then the scripted answer; `usage.iterations` lists the `compaction` iteration, then
+//! the `message` one. The simulator does not enforce the API's 50,000-token minimum, so tests
+//! can cross a trigger with small bodies.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -23,6 +29,46 @@ use crate::sign;
 
 /// The beta that admits `compaction` requests and `compaction` blocks.
 pub const COMPACTION_BETA: &str = "compact-2026-09-04";
+
+/// The beta of threshold compaction (`compact_20260112`, SPEC §7).
+pub const THRESHOLD_BETA: &str = "compact-2026-01-12";
+
+/// The default trigger of a `compact_20260112` edit (anthropic 2.17.0
+/// `beta_compact_20260112_edit_param.py`: "Defaults to 150000 input tokens").
+const DEFAULT_TRIGGER: u64 = 150_000;
+
+/// The trigger of the request's `compact_20260112` edit, if it has one (already validated).
+pub(crate) fn threshold(context_management: &Value) -> Option<u64> {
+    let edits = context_management.get("edits")?.as_array()?;
+    let edit = edits
+        .iter()
+        .find(|e| e.get("type").and_then(Value::as_str) == Some("compact_20260112"))?;
+    Some(
+        edit.get("trigger")
+            .and_then(|t| t.get("value"))
+            .and_then(Value::as_u64)
+            .unwrap_or(DEFAULT_TRIGGER),
+    )
+}
+
+/// Simulator-chosen: a `compact_20260112` edit without [`THRESHOLD_BETA`].
+pub(crate) fn needs_threshold_beta() -> String {
+    format!("context_management.edits: compact_20260112 requires the {THRESHOLD_BETA} beta")
+}
+
+/// The input a threshold is compared with: a quarter of the body's bytes, less the messages
+/// before the latest one holding a compaction block (the API reads the conversation from it).
+pub(crate) fn counted_tokens(raw: &[u8], messages: &[Value]) -> usize {
+    let latest = messages.iter().rposition(|m| {
+        super::thinking::content_blocks(m.get("content"))
+            .iter()
+            .any(|b| b.get("type").and_then(Value::as_str) == Some("compaction"))
+    });
+    let before: usize = latest.map_or(0, |at| {
+        messages[..at].iter().map(|m| m.to_string().len()).sum()
+    });
+    raw.len().saturating_sub(before).div_ceil(4)
+}
 
 /// Keys of a `compaction` block in a request.
 pub(crate) const COMPACTION_BLOCK_KEYS: &[&str] =

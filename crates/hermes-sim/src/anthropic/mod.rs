@@ -285,6 +285,13 @@ fn respond(
     } else {
         reply::script(&ask)
     };
+    if let Some(trigger) = checked.compact_trigger {
+        let counted =
+            compaction::counted_tokens(ask.prompt.raw, crate::wire::list_of(body, "messages"));
+        if counted as u64 > trigger && !checked.compaction {
+            reply = reply.after_threshold_compaction(&ask, counted);
+        }
+    }
     reply.set_transformations(checked.transformations.clone());
     if let Some((id, count)) = reply.minted() {
         let turn = reply.turn_key(crate::wire::list_of(body, "messages"));

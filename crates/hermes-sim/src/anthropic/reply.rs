@@ -38,6 +38,9 @@ pub(crate) struct Reply {
     transformations: Vec<Value>,
     /// An on-demand compaction: `usage.iterations` carries one `compaction` iteration.
     compaction: bool,
+    /// A threshold compaction ran first: its iteration's input and output tokens
+    /// (`usage.iterations` lists it, then the `message` iteration).
+    threshold: Option<(usize, usize)>,
 }
 
 /// Everything the script reads.
@@ -194,6 +197,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
         minted,
         transformations: Vec::new(),
         compaction: false,
+        threshold: None,
     }
 }
 
@@ -228,6 +232,32 @@ pub(crate) fn compaction(ask: &Ask<'_>) -> Reply {
         minted: None,
         transformations: Vec::new(),
         compaction: true,
+        threshold: None,
+    }
+}
+
+impl Reply {
+    /// This reply after a threshold compaction of the request's messages: the `compaction`
+    /// block, sealed like an on-demand one, first in the content; `counted` the input tokens the
+    /// compaction read.
+    pub(crate) fn after_threshold_compaction(mut self, ask: &Ask<'_>, counted: usize) -> Self {
+        let messages = list_of(ask.prompt.body, "messages");
+        let summary = compaction::summary(messages);
+        let chain = thinking::messages_chain(messages);
+        let sealed = compaction::seal(
+            ask.prompt.key,
+            &chain,
+            ask.prompt.model,
+            &ask.account,
+            &summary,
+        );
+        let out = summary.len().div_ceil(4) + 1;
+        self.content.insert(
+            0,
+            json!({"type": "compaction", "content": summary, "encrypted_content": sealed}),
+        );
+        self.threshold = Some((counted, out));
+        self
     }
 }
 
@@ -283,6 +313,18 @@ impl Reply {
                 "input_tokens": self.input_tokens,
                 "output_tokens": output_tokens
             }]);
+        }
+        // The compaction iteration's tokens are not in the top-level counts (anthropic 2.17.0
+        // `beta_iterations_usage.py`).
+        if let Some((input, output)) = self.threshold {
+            usage["iterations"] = json!([
+                {"type": "compaction", "input_tokens": input, "output_tokens": output,
+                 "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+                {"type": "message", "input_tokens": self.input_tokens,
+                 "output_tokens": output_tokens,
+                 "cache_creation_input_tokens": self.cache_creation,
+                 "cache_read_input_tokens": self.cache_read}
+            ]);
         }
         usage
     }

@@ -107,6 +107,11 @@ const CONTEXT_EDITS: &[(&str, &[&str])] = &[
         ],
     ),
     ("clear_thinking_20251015", &["keep"]),
+    // anthropic 2.17.0 `types/beta/beta_compact_20260112_edit_param.py`.
+    (
+        "compact_20260112",
+        &["trigger", "pause_after_compaction", "instructions"],
+    ),
 ];
 
 /// Most `cache_control` breakpoints in one request.
@@ -227,6 +232,9 @@ pub(crate) struct Checked {
     pub(crate) breakpoints: usize,
     /// The request asks for an on-demand compaction (`compaction: {"type": "summarize"}`).
     pub(crate) compaction: bool,
+    /// The input tokens past which the request asks to be compacted first (a
+    /// `compact_20260112` edit; its default trigger is 150,000).
+    pub(crate) compact_trigger: Option<u64>,
     /// `input_transformations` entries: the blocks `drop_block` dropped.
     pub(crate) transformations: Vec<Value>,
     /// Notes for the recorded request (one per dropped block).
@@ -884,6 +892,22 @@ fn context_management(v: &Value) -> Result<(), String> {
         let mut allowed = vec!["type"];
         allowed.extend(keys.iter().copied());
         s.keys(eo, &at, &allowed, &[])?;
+        if tag == "compact_20260112"
+            && let Some(trigger) = eo.get("trigger").filter(|t| !t.is_null())
+        {
+            // anthropic 2.17.0 `beta_input_tokens_trigger_param.py`.
+            let to = trigger
+                .as_object()
+                .ok_or_else(|| wrong_type(&at, "trigger", "dictionary"))?;
+            let tat = join(&at, "trigger");
+            s.keys(to, &tat, &["type", "value"], &["type", "value"])?;
+            if to.get("type").and_then(Value::as_str) != Some("input_tokens") {
+                return Err(literal(&join(&tat, "type"), &["input_tokens"]));
+            }
+            if !to.get("value").is_some_and(is_integer) {
+                return Err(wrong_type(&tat, "value", "integer"));
+            }
+        }
         if tag == "clear_thinking_20251015"
             && let Some(keep) = eo.get("keep")
             && keep.as_str() != Some("all")
@@ -1056,10 +1080,13 @@ pub(crate) fn validate(
         .ok_or_else(|| "Input should be a valid dictionary".to_owned())?; // simulator-chosen
     top_level(o, via)?;
     let has_beta = |name: &str| beta.split(',').any(|b| b.trim() == name);
-    let compaction_beta = has_beta(COMPACTION_BETA);
+    // A replayed compaction block comes with either compaction beta (on-demand or threshold).
+    let compaction_beta = has_beta(COMPACTION_BETA) || has_beta(compaction::THRESHOLD_BETA);
     let compaction = match o.get("compaction") {
         None => false,
-        Some(_) if !compaction_beta => return Err(compaction::needs_beta("compaction")),
+        Some(_) if !has_beta(COMPACTION_BETA) => {
+            return Err(compaction::needs_beta("compaction"));
+        }
         Some(c) => {
             let co = c
                 .as_object()
@@ -1087,8 +1114,13 @@ pub(crate) fn validate(
     if let Some(oc) = o.get("output_config") {
         output_config(oc)?;
     }
+    let mut compact_trigger = None;
     if let Some(cm) = o.get("context_management") {
         context_management(cm)?;
+        compact_trigger = compaction::threshold(cm);
+        if compact_trigger.is_some() && !has_beta(compaction::THRESHOLD_BETA) {
+            return Err(compaction::needs_threshold_beta());
+        }
     }
     let empty = Vec::new();
     let messages = o
@@ -1173,6 +1205,7 @@ pub(crate) fn validate(
         thinking: mode,
         breakpoints: schema.breakpoints,
         compaction,
+        compact_trigger,
         transformations: out.transformations,
         notes: out.notes,
     })
@@ -1417,6 +1450,14 @@ fn signatures(
         for n in range.clone() {
             for (j, b) in blocks(&messages[n]) {
                 let kind = kind_of(b);
+                if kind == "compaction" {
+                    // A threshold compaction's block leads the reply that went on after it:
+                    // that reply's thinking was made after the messages the block carries.
+                    let mut before = messages[..range.start].to_vec();
+                    before.push(serde_json::json!({"role": "assistant", "content": [b]}));
+                    digest = Some(thinking::prefix_digest(system, &before));
+                    continue;
+                }
                 if kind != "thinking" && kind != "redacted_thinking" {
                     continue;
                 }
@@ -1505,6 +1546,11 @@ fn latest_turn(
             Some(Value::String(_)) => flat.push((n, 0, "text")),
             _ => flat.extend(blocks(&messages[n]).map(|(j, b)| (n, j, kind_of(b)))),
         }
+    }
+    // A threshold compaction's block leads the reply that went on after it: the model's own
+    // turn starts after it.
+    while flat.first().is_some_and(|(_, _, k)| *k == "compaction") {
+        flat.remove(0);
     }
     let is_thinking = |k: &str| k == "thinking" || k == "redacted_thinking";
     let Some(&(n0, j0, first)) = flat.first() else {

@@ -10,7 +10,9 @@
 //! simulator's organisation) and the `fc_…` / `msg_…` ids that name their paired `rs_…` item, so
 //! the simulator keeps no state and still knows what it minted. The one exception is [`prefix`]:
 //! the prefix each reasoning item was made after is remembered, so that an item replayed after a
-//! changed prefix is dropped silently (and noted in the record). Errors use OpenAI's envelope
+//! changed prefix is dropped silently (and noted in the record). `POST {base}/v1/responses/compact`
+//! and a request's `context_management` threshold answer with a sealed `compaction` item that
+//! stands for the input it compacted ([`prefix`], [`seal`]). Errors use OpenAI's envelope
 //! `{"error":{"message","type","param","code"}}`.
 
 pub(crate) mod prefix;
@@ -76,11 +78,61 @@ fn refused(body: &Value, fault: &Fault) -> Answer {
     Answer::refused(fault.status, body, fault.envelope())
 }
 
+/// A `compaction` item this simulator seals for `model`, standing for input items whose running
+/// digest is `chain` ([`prefix::chain`]).
+fn compaction_item(shared: &Shared, model: &str, chain: &[u8; 32], items: usize) -> Value {
+    let hex: String = chain.iter().map(|b| format!("{b:02x}")).collect();
+    let id = format!(
+        "cmp_{}",
+        crate::wire::short_hash(&format!("{model}\u{0}{hex}"), 32)
+    );
+    let sealed = seal::seal_compaction(&shared.key, model, &shared.openai_org, &id, chain, items);
+    json!({"id": id, "type": "compaction", "encrypted_content": sealed})
+}
+
+/// The answer to `POST /responses/compact`: a `response.compaction` object whose `output` is the
+/// input's user messages followed by one `compaction` item (developers.openai.com/api/reference,
+/// "Compact a response": "The compacted list of output items. This is a list of all user
+/// messages, followed by a single compaction item.").
+fn compacted(shared: &Shared, model: &str, items: &[Value], chain: &[u8; 32], raw: &[u8]) -> Value {
+    let mut output: Vec<Value> = items
+        .iter()
+        .filter(|i| {
+            rules::kind_of(i.as_object().unwrap_or(&serde_json::Map::new())) == "message"
+                && i.get("role").and_then(Value::as_str) == Some("user")
+        })
+        .map(|i| {
+            let mut m = i.clone();
+            if let Some(o) = m.as_object_mut() {
+                o.insert("type".into(), json!("message"));
+            }
+            m
+        })
+        .collect();
+    output.push(compaction_item(shared, model, chain, items.len()));
+    let input = raw.len().div_ceil(4);
+    let out = 64;
+    json!({
+        "id": format!("resp_{}", crate::wire::short_hash(&String::from_utf8_lossy(raw), 48)),
+        "object": "response.compaction",
+        "created_at": reply::CREATED_AT,
+        "output": output,
+        "usage": {
+            "input_tokens": input,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": out,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": input + out
+        }
+    })
+}
+
 /// Answers one request to the `openai-responses` profile.
 pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
     let (method, path, headers, raw) = (request.method, request.path, request.headers, request.raw);
     let null = Value::Null;
-    if path != "/v1/responses" && path != "/responses" {
+    let compact = path == "/v1/responses/compact" || path == "/responses/compact";
+    if !compact && path != "/v1/responses" && path != "/responses" {
         // OpenAI's wording for an unknown route.
         return refused(
             &null,
@@ -111,7 +163,12 @@ pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
         Ok(v) => v,
         Err(_) => return refused(&null, &Fault::bad(BAD_JSON.to_owned(), None, None)),
     };
-    if let Err(f) = schema::validate(&body) {
+    let checked = if compact {
+        schema::validate_compact(&body)
+    } else {
+        schema::validate(&body)
+    };
+    if let Err(f) = checked {
         return refused(&body, &f);
     }
     let model = body
@@ -122,9 +179,25 @@ pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
     if let Err(f) = rules::validate(&body, &model, &shared.key, &shared.openai_org) {
         return refused(&body, &f);
     }
+    let opened = |item: &Value| {
+        let str_of = |k: &str| item.get(k).and_then(Value::as_str).unwrap_or_default();
+        let (key, org) = (&shared.key, &shared.openai_org);
+        seal::open_compaction(key, &model, org, str_of("id"), str_of("encrypted_content")).1
+    };
+    let notes = prefix::drops(&body, &lock(&shared.responses_minted), &opened, compact);
+    let items = prefix::items(&body);
+    let chain = prefix::chain(&items, &opened);
+    if compact {
+        let mut answer = Answer::ok(
+            body.clone(),
+            compacted(shared, &model, &items, &chain, raw).to_string(),
+            Body::Json,
+        );
+        answer.notes = notes;
+        return answer;
+    }
     let switches = lock(&shared.switches).clone();
-    let notes = prefix::drops(&body, &lock(&shared.responses_minted));
-    let reply = reply::script(&reply::Ask {
+    let mut reply = reply::script(&reply::Ask {
         body: &body,
         raw,
         model: &model,
@@ -133,8 +206,17 @@ pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
     });
     lock(&shared.responses_minted).insert(
         reply.rs_id().to_owned(),
-        prefix::digest(&body, &prefix::items(&body)),
+        (prefix::digest(&body, &chain), chain),
     );
+    // Server-side compaction: past the request's threshold, a compaction item standing for the
+    // whole input comes first in the output (developers.openai.com/api/docs/guides/compaction:
+    // "When the rendered token count crosses the configured threshold, the server runs
+    // server-side compaction … The response stream includes the encrypted compaction item").
+    if let Ok(Some(threshold)) = schema::compact_threshold(&body)
+        && reply.input_tokens() as u64 > threshold
+    {
+        reply = reply.with_compaction(compaction_item(shared, &model, &chain, items.len()));
+    }
     let stream = body.get("stream").and_then(Value::as_bool) == Some(true);
     let end = if switches.max_output_tokens_reached {
         reply::End::Incomplete

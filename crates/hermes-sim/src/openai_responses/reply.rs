@@ -17,7 +17,7 @@ use crate::model::{pieces, scripted_call_of, snippet, text_of, tools_wanted};
 use crate::wire::short_hash;
 
 /// Fixed `created_at` so replies are byte-for-byte deterministic.
-const CREATED_AT: u64 = 1_767_225_600;
+pub(crate) const CREATED_AT: u64 = 1_767_225_600;
 
 /// OpenAI's generic server error text (used for the simulated mid-stream failure).
 const SERVER_ERROR: &str = "An error occurred while processing your request. You can retry your request, or contact us through our help center at help.openai.com if the error persists.";
@@ -70,6 +70,9 @@ pub(crate) struct Reply {
     encrypted: Option<String>,
     next: Next,
     input_tokens: usize,
+    /// A `compaction` item that comes first in the output (server-side compaction: the input
+    /// crossed the request's `compact_threshold`).
+    compaction: Option<Value>,
 }
 
 /// Runs the script over a validated request.
@@ -189,6 +192,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
         encrypted,
         next,
         input_tokens: ask.raw.len().div_ceil(4),
+        compaction: None,
     }
 }
 
@@ -196,6 +200,18 @@ impl Reply {
     /// The `rs_…` id of the reasoning item this reply mints.
     pub(crate) fn rs_id(&self) -> &str {
         &self.rs_id
+    }
+
+    /// The input tokens this reply counts (the simulator's estimate: a quarter of the body's
+    /// bytes).
+    pub(crate) fn input_tokens(&self) -> usize {
+        self.input_tokens
+    }
+
+    /// Puts `item` (a `compaction` item) first in the output.
+    pub(crate) fn with_compaction(mut self, item: Value) -> Self {
+        self.compaction = Some(item);
+        self
     }
 
     /// The reasoning item: complete, or as `response.output_item.added` shows it.
@@ -319,11 +335,15 @@ impl Reply {
 
     /// The final output items for `end`.
     fn output(&self, end: End) -> Vec<Value> {
+        let mut out: Vec<Value> = match end {
+            End::Failed => return Vec::new(),
+            _ => self.compaction.iter().cloned().collect(),
+        };
         match end {
-            End::Completed => vec![self.reasoning_item(true), self.next_item(true)],
-            End::Incomplete => vec![self.reasoning_item(true)],
-            End::Failed => Vec::new(),
+            End::Completed => out.extend([self.reasoning_item(true), self.next_item(true)]),
+            _ => out.push(self.reasoning_item(true)),
         }
+        out
     }
 
     fn status(end: End) -> &'static str {
@@ -355,13 +375,25 @@ impl Reply {
             "response.in_progress",
             json!({"response": self.response("in_progress", Vec::new(), end)}),
         );
+        // A compaction item comes whole, first (output index 0); the others follow it.
+        let first = usize::from(self.compaction.is_some());
+        if let Some(item) = &self.compaction {
+            ev.push(
+                "response.output_item.added",
+                json!({"output_index": 0, "item": item}),
+            );
+            ev.push(
+                "response.output_item.done",
+                json!({"output_index": 0, "item": item}),
+            );
+        }
         ev.push(
             "response.output_item.added",
-            json!({"output_index": 0, "item": self.reasoning_item(false)}),
+            json!({"output_index": first, "item": self.reasoning_item(false)}),
         );
         let rs = &self.rs_id;
         if let Some(summary) = &self.summary {
-            let at = json!({"item_id": rs, "output_index": 0, "summary_index": 0});
+            let at = json!({"item_id": rs, "output_index": first, "summary_index": 0});
             ev.push_at(
                 "response.reasoning_summary_part.added",
                 &at,
@@ -392,7 +424,7 @@ impl Reply {
         }
         ev.push(
             "response.output_item.done",
-            json!({"output_index": 0, "item": self.reasoning_item(true)}),
+            json!({"output_index": first, "item": self.reasoning_item(true)}),
         );
         if end == End::Incomplete {
             ev.push(
@@ -403,11 +435,11 @@ impl Reply {
         }
         ev.push(
             "response.output_item.added",
-            json!({"output_index": 1, "item": self.next_item(false)}),
+            json!({"output_index": first + 1, "item": self.next_item(false)}),
         );
         match &self.next {
             Next::Call { id, arguments, .. } => {
-                let at = json!({"item_id": id, "output_index": 1});
+                let at = json!({"item_id": id, "output_index": first + 1});
                 for p in pieces(arguments) {
                     ev.push_at(
                         "response.function_call_arguments.delta",
@@ -422,7 +454,7 @@ impl Reply {
                 );
             }
             Next::Message { id, text } => {
-                let at = json!({"item_id": id, "output_index": 1, "content_index": 0});
+                let at = json!({"item_id": id, "output_index": first + 1, "content_index": 0});
                 ev.push_at(
                     "response.content_part.added",
                     &at,
@@ -449,7 +481,7 @@ impl Reply {
         }
         ev.push(
             "response.output_item.done",
-            json!({"output_index": 1, "item": self.next_item(true)}),
+            json!({"output_index": first + 1, "item": self.next_item(true)}),
         );
         ev.push(
             "response.completed",

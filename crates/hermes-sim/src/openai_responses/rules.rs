@@ -61,6 +61,7 @@ pub(crate) fn validate(body: &Value, model: &str, key: &[u8], org: &str) -> Resu
     for (i, o) in items.iter().enumerate() {
         match kind_of(o) {
             "reasoning" => reasoning(&items, i, body, model, key, org)?,
+            "compaction" => compaction(o, model, key, org)?,
             "function_call" => {
                 needs_reasoning(&items, i, key)?;
                 let call = str_of(o, "call_id");
@@ -150,6 +151,26 @@ fn reasoning(
         )));
     }
     Ok(())
+}
+
+/// A replayed compaction item: its ciphertext must be one this simulator sealed for this model
+/// and organisation, intact (the same texts as a reasoning item's: the API verifies both kinds
+/// of `encrypted_content` alike).
+fn compaction(o: &Map<String, Value>, model: &str, key: &[u8], org: &str) -> Result<(), Fault> {
+    let id = str_of(o, "id");
+    let data = str_of(o, "encrypted_content");
+    let reason = match seal::open_compaction(key, model, org, id, data).0 {
+        Opened::Ok => return Ok(()),
+        Opened::ForeignOrg => {
+            "Encrypted content organization_id did not match the target organization."
+        }
+        Opened::Unreadable => "Encrypted content could not be decrypted or parsed.",
+    };
+    Err(Fault::bad(
+        format!("The encrypted content for item {id} could not be verified. Reason: {reason}"),
+        None,
+        Some("invalid_encrypted_content"),
+    ))
 }
 
 /// A function call or assistant message whose id was minted with a reasoning item needs that

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use super::Fault;
 
 /// The top-level keys the profile accepts.
-pub const TOP_LEVEL: [&str; 18] = [
+pub const TOP_LEVEL: [&str; 19] = [
     "model",
     "input",
     "instructions",
@@ -29,6 +29,19 @@ pub const TOP_LEVEL: [&str; 18] = [
     "truncation",
     "user",
     "service_tier",
+    "prompt_cache_key",
+    "context_management",
+];
+
+/// The top-level keys of `POST /responses/compact` the profile models (openai-python 3.57.0
+/// `types/responses/response_compact_params.py` has these and `image`, `prompt_cache_options`,
+/// `prompt_cache_retention`, `service_tier`; developers.openai.com/api/reference "Compact a
+/// response").
+pub(crate) const COMPACT_TOP_LEVEL: [&str; 5] = [
+    "model",
+    "input",
+    "instructions",
+    "previous_response_id",
     "prompt_cache_key",
 ];
 
@@ -156,10 +169,50 @@ fn id_prefix(o: &Map<String, Value>, path: &str, prefix: &str) -> Result<(), Fau
     }
 }
 
+/// Validates a `POST /responses/compact` body; `Err` is the first violation.
+pub(crate) fn validate_compact(body: &Value) -> Result<(), Fault> {
+    let o = object(body, "body")?;
+    only(o, "", &COMPACT_TOP_LEVEL)?;
+    match o.get("model") {
+        None | Some(Value::Null) => return Err(missing("model")),
+        Some(Value::String(_)) => {}
+        Some(v) => return Err(wrong_type("model", "a string", v)),
+    }
+    for key in ["instructions", "previous_response_id", "prompt_cache_key"] {
+        optional(o, "", key, "a string", Value::is_string)?;
+    }
+    input(o)
+}
+
+/// The `compact_threshold` of a `context_management` entry of type `compaction` (developers.
+/// openai.com/api/docs/guides/compaction: `context_management=[{"type": "compaction",
+/// "compact_threshold": 200000}]`), validated; `None` when none is asked for.
+pub(crate) fn compact_threshold(body: &Value) -> Result<Option<u64>, Fault> {
+    let Some(o) = body.as_object() else {
+        return Ok(None);
+    };
+    let mut threshold = None;
+    for (p, entry) in list(o, "context_management")? {
+        let e = object(entry, &p)?;
+        only(e, &p, &["type", "compact_threshold"])?;
+        match string(e, &p, "type")? {
+            "compaction" => {}
+            other => return Err(wrong_value(&format!("{p}.type"), other, &["compaction"])),
+        }
+        optional(e, &p, "compact_threshold", "an integer", |v| v.is_u64())?;
+        threshold = e
+            .get("compact_threshold")
+            .and_then(Value::as_u64)
+            .or(threshold);
+    }
+    Ok(threshold)
+}
+
 /// Validates a request body; `Err` is the first violation.
 pub(crate) fn validate(body: &Value) -> Result<(), Fault> {
     let o = object(body, "body")?;
     only(o, "", &TOP_LEVEL)?;
+    compact_threshold(body)?;
     match o.get("model") {
         None | Some(Value::Null) => return Err(missing("model")),
         Some(Value::String(_)) => {}
@@ -220,6 +273,11 @@ pub(crate) fn validate(body: &Value) -> Result<(), Fault> {
         )?;
         string(t, &p, "name")?;
     }
+    input(o)
+}
+
+/// The `input`: a string or a list of items.
+fn input(o: &Map<String, Value>) -> Result<(), Fault> {
     match o.get("input") {
         None | Some(Value::Null | Value::String(_)) => Ok(()),
         Some(Value::Array(items)) => items
@@ -323,6 +381,23 @@ fn item(v: &Value, path: &str) -> Result<(), Fault> {
             }
             Ok(())
         }
+        // A compaction item as `/responses/compact` and server-side compaction return it
+        // (openai-python 3.57.0 `types/responses/response_compaction_item_param.py`: `type`,
+        // `encrypted_content`, optional `id`; `created_by` on output items,
+        // `response_compaction_item.py`).
+        "compaction" => {
+            only(o, path, &["type", "id", "encrypted_content", "created_by"])?;
+            string(o, path, "encrypted_content")?;
+            optional(o, path, "created_by", "a string", Value::is_string)?;
+            optional(o, path, "id", "a string", Value::is_string)
+        }
+        // openai-python 3.57.0 `types/responses/response_configuration_update_item_param.py`.
+        "configuration_update" => {
+            only(o, path, &["type", "id", "reasoning", "text"])?;
+            optional(o, path, "id", "a string", Value::is_string)?;
+            optional(o, path, "reasoning", "an object", Value::is_object)?;
+            optional(o, path, "text", "an object", Value::is_object)
+        }
         other => Err(wrong_value(
             &format!("{path}.type"),
             other,
@@ -331,6 +406,8 @@ fn item(v: &Value, path: &str) -> Result<(), Fault> {
                 "function_call",
                 "function_call_output",
                 "reasoning",
+                "compaction",
+                "configuration_update",
             ],
         )),
     }

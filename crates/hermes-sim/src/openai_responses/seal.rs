@@ -20,6 +20,58 @@ const PAIR_DOMAIN: &str = "openai-responses item pairing";
 pub(crate) const RS_HEX: usize = 32;
 /// Hex digits of the pairing tag.
 const TAG_HEX: usize = 16;
+/// HMAC domain of a compaction item's ciphertext.
+const COMPACTION_DOMAIN: &str = "openai-responses compaction";
+
+/// Seals a compaction item `id` for `model` and `org`: it carries `chain`, the running digest of
+/// the input it stands for ([`super::prefix`]), and `items`, how many input items it compacted.
+pub(crate) fn seal_compaction(
+    key: &[u8],
+    model: &str,
+    org: &str,
+    id: &str,
+    chain: &[u8; 32],
+    items: usize,
+) -> String {
+    let chain: String = chain.iter().map(|b| format!("{b:02x}")).collect();
+    let header = json!({"org": org, "id": id, "chain": chain, "items": items}).to_string();
+    sign::seal_bound(key, COMPACTION_DOMAIN, header.as_bytes(), model.as_bytes())
+}
+
+/// What opening a replayed compaction item found: [`Opened`], and on success the running
+/// digest it was sealed with.
+pub(crate) fn open_compaction(
+    key: &[u8],
+    model: &str,
+    org: &str,
+    id: &str,
+    data: &str,
+) -> (Opened, Option<[u8; 32]>) {
+    let Some(header) = sign::open_bound(key, COMPACTION_DOMAIN, data, model.as_bytes()) else {
+        return (Opened::Unreadable, None);
+    };
+    let Ok(header) = serde_json::from_slice::<Value>(&header) else {
+        return (Opened::Unreadable, None);
+    };
+    // A compaction item replayed without its id is still the one it names.
+    if !id.is_empty() && header.get("id").and_then(Value::as_str) != Some(id) {
+        return (Opened::Unreadable, None);
+    }
+    if header.get("org").and_then(Value::as_str) != Some(org) {
+        return (Opened::ForeignOrg, None);
+    }
+    let chain = header.get("chain").and_then(Value::as_str).and_then(|hex| {
+        let bytes: Option<Vec<u8>> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+            .collect();
+        <[u8; 32]>::try_from(bytes?).ok()
+    });
+    match chain {
+        Some(c) => (Opened::Ok, Some(c)),
+        None => (Opened::Unreadable, None),
+    }
+}
 
 /// What opening a replayed `encrypted_content` found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,5 +167,30 @@ mod tests {
         assert_eq!(pair_of(b"k", &fc), None);
         assert_eq!(pair_of(DEFAULT_KEY, &fc.replace("fc_", "msg_")), None);
         assert_eq!(pair_of(DEFAULT_KEY, "fc_123"), None);
+    }
+
+    #[test]
+    fn a_compaction_item_is_bound_to_org_model_and_item() {
+        let chain = [7u8; 32];
+        let e = seal_compaction(DEFAULT_KEY, "m", "org-a", "cmp_1", &chain, 3);
+        assert_eq!(
+            open_compaction(DEFAULT_KEY, "m", "org-a", "cmp_1", &e),
+            (Opened::Ok, Some(chain))
+        );
+        assert_eq!(
+            open_compaction(DEFAULT_KEY, "m", "org-b", "cmp_1", &e).0,
+            Opened::ForeignOrg
+        );
+        assert_eq!(
+            open_compaction(DEFAULT_KEY, "m2", "org-a", "cmp_1", &e).0,
+            Opened::Unreadable
+        );
+        let mut tampered = e.clone().into_bytes();
+        tampered[5] ^= 1;
+        let tampered = String::from_utf8(tampered).unwrap();
+        assert_eq!(
+            open_compaction(DEFAULT_KEY, "m", "org-a", "cmp_1", &tampered).0,
+            Opened::Unreadable
+        );
     }
 }

@@ -1452,7 +1452,7 @@ async fn claude_code_s_documented_fields_are_checked_and_unknown_ones_still_refu
     let rows = [
         (
             with(&|b| b["context_management"] = json!({"edits": [{"type": "clear_all"}]})),
-            "context_management.edits.0: Input tag 'clear_all' found using 'type' does not match any of the expected tags: 'clear_tool_uses_20250919', 'clear_thinking_20251015'",
+            "context_management.edits.0: Input tag 'clear_all' found using 'type' does not match any of the expected tags: 'clear_tool_uses_20250919', 'clear_thinking_20251015', 'compact_20260112'",
         ),
         (
             with(&|b| b["context_management"] = json!({"edits": [], "mode": "x"})),

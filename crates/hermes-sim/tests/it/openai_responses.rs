@@ -729,3 +729,130 @@ async fn reasoning_after_a_changed_prefix_is_dropped_silently_and_noted() {
     ok(&sim, &req(&same)).await;
     assert!(sim.requests().last().unwrap().notes.is_empty());
 }
+
+// ---------------------------------------------------------------- compaction (SPEC §7)
+
+/// `POST /v1/responses/compact` over `input`; the 200 `response.compaction` object.
+async fn compact(sim: &Sim, input: &[Value]) -> Value {
+    let body = json!({"model": MODEL, "input": input});
+    let r = post_to(sim, "/v1/responses/compact", &body).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["object"], "response.compaction");
+    v
+}
+
+#[tokio::test]
+async fn a_compact_endpoint_item_stands_for_what_it_compacted_and_keeps_later_reasoning() {
+    let sim = Sim::start(PROFILE).await.unwrap();
+    // Turn 1 (a finished loop of one step), then turn 2's first step.
+    let mut input = vec![user("What time is it? [tools=1]")];
+    let v = ok(&sim, &req(&input)).await;
+    let id = call_id(&v);
+    input.extend(output(&v));
+    input.push(output_for(&id, "12:00"));
+    input.extend(output(&ok(&sim, &req(&input)).await));
+    let span = input.len();
+    input.push(user("And the date? [tools=1]"));
+    let v = ok(&sim, &req(&input)).await;
+    let id = call_id(&v);
+    input.extend(output(&v));
+    input.push(output_for(&id, "2026-12-06"));
+
+    // Compact turn 1: its user message, then one sealed compaction item.
+    let c = compact(&sim, &input[..span]).await;
+    assert!(sim.requests().last().unwrap().notes.is_empty());
+    let out = output(&c);
+    assert_eq!(out.len(), 2, "{c}");
+    assert_eq!(out[0]["role"], "user");
+    let item = out[1].clone();
+    assert_eq!(item["type"], "compaction");
+    assert!(
+        item["encrypted_content"]
+            .as_str()
+            .is_some_and(|e| !e.is_empty())
+    );
+
+    // Turn 2 after the compaction item: its reasoning item is kept (nothing noted).
+    let mut next = vec![item.clone()];
+    next.extend_from_slice(&input[span..]);
+    ok(&sim, &req(&next)).await;
+    assert!(
+        sim.requests().last().unwrap().notes.is_empty(),
+        "{:?}",
+        sim.requests().last().unwrap().notes
+    );
+    // Without it, turn 2's reasoning follows another prefix: dropped, and noted.
+    ok(&sim, &req(&input[span..])).await;
+    assert_eq!(sim.requests().last().unwrap().notes.len(), 1);
+    // Items before the latest compaction item are dropped by the server, and noted.
+    let mut late = vec![user("earlier")];
+    late.extend(next.clone());
+    ok(&sim, &req(&late)).await;
+    assert_eq!(
+        sim.requests().last().unwrap().notes,
+        vec![
+            "input[0]: message item dropped (it comes before the latest compaction item, input[1])"
+        ]
+    );
+
+    // A changed byte is refused; so is the item sent to another model.
+    let mut tampered = next.clone();
+    let enc = item["encrypted_content"].as_str().unwrap();
+    let mut chars: Vec<char> = enc.chars().collect();
+    let at = chars.len() / 2;
+    chars[at] = if chars[at] == 'A' { 'B' } else { 'A' };
+    tampered[0]["encrypted_content"] = json!(chars.into_iter().collect::<String>());
+    let cmp = item["id"].as_str().unwrap().to_owned();
+    let unreadable = format!(
+        "The encrypted content for item {cmp} could not be verified. Reason: Encrypted content could not be decrypted or parsed."
+    );
+    let e = bad_request(&sim, &req(&tampered), &unreadable).await;
+    assert_eq!(e["code"], "invalid_encrypted_content");
+    let mut other = req(&next);
+    other["model"] = json!("gpt-5.1");
+    let r = post(&sim, &other).await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.json()["error"]["message"], unreadable);
+}
+
+#[tokio::test]
+async fn past_its_compact_threshold_a_reply_begins_with_a_compaction_item() {
+    let sim = Sim::start(PROFILE).await.unwrap();
+    let input = vec![user("What time is it? [tools=1]")];
+    let mut body = req(&input);
+    // Below the threshold: no compaction item.
+    body["context_management"] = json!([{"type": "compaction", "compact_threshold": 100000}]);
+    let v = ok(&sim, &body).await;
+    assert!(output(&v).iter().all(|i| i["type"] != "compaction"));
+    // Past it: the compaction item first, then the step; streamed the same.
+    body["context_management"] = json!([{"type": "compaction", "compact_threshold": 10}]);
+    let v = ok(&sim, &body).await;
+    let out = output(&v);
+    assert_eq!(out[0]["type"], "compaction", "{v}");
+    assert_eq!(out[1]["type"], "reasoning");
+    // Replayed from the compaction item on, the step's reasoning is kept.
+    let mut next = out.clone();
+    next.push(output_for(&call_id(&v), "12:00"));
+    let v2 = ok(&sim, &req(&next)).await;
+    assert!(sim.requests().last().unwrap().notes.is_empty());
+    assert!(output(&v2).iter().any(|i| i["type"] == "message"));
+    body["stream"] = json!(true);
+    let (r, evs) = stream(&sim, &body).await;
+    assert_eq!(r.status, 200);
+    let first = evs
+        .iter()
+        .find(|e| e.name == "response.output_item.done")
+        .unwrap();
+    assert_eq!(first.data["output_index"], 0);
+    assert_eq!(first.data["item"]["type"], "compaction");
+    // A malformed entry is refused.
+    body["stream"] = json!(false);
+    body["context_management"] = json!([{"type": "trim"}]);
+    bad_request(
+        &sim,
+        &body,
+        "Invalid value: 'trim'. Supported values are: 'compaction'.",
+    )
+    .await;
+}
