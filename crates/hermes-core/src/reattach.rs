@@ -41,6 +41,22 @@ impl Alignment {
             .any(|(i, _)| incoming[*i].role == Role::Assistant)
     }
 
+    /// How many tool results at their place hold other content than the stored result they
+    /// stand at. Matching reads a tool result by its `tool_call_id` alone (clients trim or clear
+    /// old tool output), so two conversations whose calls got the same ids line up alike; where
+    /// several stored sessions place a history, the one whose results also match by content is
+    /// the client's (the engine's `find_conversation`).
+    pub fn differing_results(&self, incoming: &[Message], stored: &[Message]) -> usize {
+        self.run
+            .iter()
+            .filter(|(i, s)| {
+                incoming[*i].role == Role::Tool
+                    && incoming[*i].content.as_ref().map(|c| c.get())
+                        != stored[*s].content.as_ref().map(|c| c.get())
+            })
+            .count()
+    }
+
     /// Where in the stored view the client's first `cut` messages end: after the stored message
     /// the last of them at its place stands at (0 when none does).
     pub fn stored_cut(&self, cut: usize) -> usize {

@@ -28,6 +28,7 @@ mod lease;
 mod live;
 mod log;
 mod preview;
+mod queue;
 mod receipt;
 mod request;
 mod session;

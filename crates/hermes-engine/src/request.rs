@@ -290,15 +290,26 @@ pub enum Event {
 /// [`Event::Failed`]. Dropping it (a client that hung up) does not cancel the step in flight:
 /// its reply is paid for, so it is captured and stored whole, with its usage and receipt — a
 /// retry of the request finds it — and no further step starts.
+/// The queue between the turn and its reader is bounded in events: a reader that falls behind
+/// gets deltas merged, never dropped (`queue.rs`).
 pub struct Events {
-    events: tokio::sync::mpsc::UnboundedReceiver<Event>,
+    events: Arc<crate::queue::Queue<Event>>,
     stop: Arc<AtomicBool>,
 }
 
 impl Events {
     /// The next event; `None` after the last.
     pub async fn next(&mut self) -> Option<Event> {
-        self.events.recv().await
+        self.events.next().await
+    }
+}
+
+impl crate::queue::Carries for Event {
+    fn driver(&mut self) -> Option<&mut DriverEvent> {
+        match self {
+            Event::Driver(event) => Some(event),
+            _ => None,
+        }
     }
 }
 
@@ -391,20 +402,20 @@ impl Engine {
     /// [`Engine::complete`] run on a task of its own (so its future is `Send` and `'static`,
     /// and the turn outlives a caller that goes away: see [`Events`]), reporting as events.
     pub fn spawn(&self, mut request: Request) -> Events {
-        let (sender, events) = tokio::sync::mpsc::unbounded_channel();
+        let events = Arc::new(crate::queue::Queue::new());
         let stop = Arc::new(AtomicBool::new(false));
         request.stop = Some(stop.clone());
         let engine = self.clone();
+        let queue = events.clone();
         let task = async move {
-            let forward = sender.clone();
-            let notify = move |event: &DriverEvent| {
-                let _ = forward.send(Event::Driver(event.clone()));
-            };
+            let _closes = crate::queue::CloseOnDrop(queue.clone());
+            let forward = queue.clone();
+            let notify = move |event: &DriverEvent| forward.push(Event::Driver(event.clone()));
             let last = match engine.complete(request, &notify).await {
                 Ok(completion) => Event::Done(completion),
                 Err(error) => Event::Failed(error),
             };
-            let _ = sender.send(last);
+            queue.push(last);
         };
         // The turn's spans stay under the caller's (a gateway request's span).
         tokio::spawn(tracing::Instrument::in_current_span(task));
@@ -800,14 +811,26 @@ async fn find_conversation(
             CANDIDATES,
         )
         .await?;
+    // The first where the history stands at its place with every tool result equal in content
+    // too; failing that, the first where it stands at its place by `tool_call_id` alone (a
+    // client that trimmed old tool output). Two conversations whose calls got the same ids
+    // (a deterministic model, a shared first request) line up alike by ids; their results tell
+    // them apart.
+    let mut by_ids = None;
     for id in candidates {
         let snapshot = store.snapshot(&id).await?;
         let view: Vec<Message> = snapshot.active.iter().map(|m| m.message.clone()).collect();
-        if heavy(&history.messages, || {
-            align(&view, &history.messages).placed(&history.messages)
-        }) {
-            return Ok(Some(snapshot));
+        let differing = heavy(&history.messages, || {
+            let aligned = align(&view, &history.messages);
+            aligned
+                .placed(&history.messages)
+                .then(|| aligned.differing_results(&history.messages, &view))
+        });
+        match differing {
+            Some(0) => return Ok(Some(snapshot)),
+            Some(_) if by_ids.is_none() => by_ids = Some(snapshot),
+            _ => {}
         }
     }
-    Ok(None)
+    Ok(by_ids)
 }
