@@ -934,20 +934,22 @@ async fn audit(sims: &[(Sim, &'static Family)], conversations: usize) -> Audit {
                         family.profile, request.status, request.response
                     )),
                 }
-                continue;
-            }
-            match asked(&raw) {
-                Some(question) => *audit.asked.entry(question.to_owned()).or_default() += 1,
-                None => audit.unasked += 1,
-            }
-            audit.notes.extend(request.notes.iter().cloned());
-            for carrier in minted(&request, family).await {
-                for &owner in &owners {
-                    if owner < conversations {
-                        minted_by[owner].insert(carrier);
+            } else {
+                match asked(&raw) {
+                    Some(question) => *audit.asked.entry(question.to_owned()).or_default() += 1,
+                    None => audit.unasked += 1,
+                }
+                audit.notes.extend(request.notes.iter().cloned());
+                for carrier in minted(&request, family).await {
+                    for &owner in &owners {
+                        if owner < conversations {
+                            minted_by[owner].insert(carrier);
+                        }
                     }
                 }
             }
+            // A refused request's carriers reached the upstream too: they are checked alike
+            // (a carrier of the wrong conversation is what a strict simulator refuses).
             let mut sent = Vec::new();
             carriers_in(&raw, family.reasoning_content, &mut sent);
             audit.redacted_back += raw.matches("redacted_thinking").count();
