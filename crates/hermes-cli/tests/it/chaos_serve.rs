@@ -41,11 +41,10 @@
 //! model quotes, and carry the member's tag after them, so each turn ends in a stock reply of
 //! the same text in both members; later turns diverge by the tag. Checked: no carrier minted in
 //! one member reached the upstream in the other (`cross within tenant`, part of `cross`), with
-//! Claude's carriers differing within these pairs too (so the check is not vacuous). Counted in
-//! the store: sessions whose view holds both members' messages (`views mixing two
-//! conversations`), and a member's sessions branched from its partner's (`sessions branched from
-//! the partner at the shared prefix`: where both sent the same messages, SPEC §10 cannot tell
-//! them apart).
+//! Claude's carriers differing within these pairs too (so the check is not vacuous), and in the
+//! store no session's view holds both members' messages: a member's session may branch from its
+//! partner's only where both sent the same messages (`sessions branched from the partner at the
+//! shared prefix` counts those), never after one of the partner's own.
 //!
 //! Keyed retries: every user text and tool result ends with the question it starts
 //! (`ask=` the conversation's tag, turn and step; the pair's shared first one `ask=pr-…`), so an
@@ -1365,6 +1364,13 @@ async fn three_replicas_over_postgres_lose_no_carrier_through_kills_and_a_rollin
     assert!(
         rolling_failures.is_empty(),
         "requests failed during the rolling restart: {rolling_failures:#?}"
+    );
+    assert!(
+        stored.mixed.is_empty(),
+        "sessions whose view holds two conversations' messages (one member's turns stored \
+         after its same-tenant partner's; SPEC §10's normal form compares a tool result by its \
+         tool_call_id alone, and the partners' ids are equal): {:#?}",
+        stored.mixed
     );
     assert_eq!(refusals, 0, "{:?}", audit.refusals);
     assert!(audit.other_4xx.is_empty(), "{:#?}", audit.other_4xx);
