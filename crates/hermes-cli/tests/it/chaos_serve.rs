@@ -7,7 +7,8 @@
 //! land mid-stream. Meanwhile a replica is SIGKILLed at random (then started again and the front
 //! updated), and once the replicas are restarted in turn (taken out of the front, SIGTERM, drained,
 //! a new process). A client whose request failed retries the same request, as a real client
-//! would; the front sends it to the next live replica.
+//! would, with the same `Idempotency-Key` (one per request: conversation, turn and step, as an
+//! SDK keeps one across its retries); the front sends it to the next live replica.
 //!
 //! What is checked, in the bytes the simulators saw: no upstream refusal of any kind (a strict
 //! simulator refuses a missing or altered carrier: "must be passed back", "Invalid signature",
@@ -17,8 +18,9 @@
 //! minted in a reply of the same conversation; none minted for another conversation; no
 //! request failed during the rolling restart; every conversation finished.
 //!
-//! Cross-conversation attachments: conversations come in pairs in two tenants (two gateway
-//! keys) whose first requests are identical (same model, door, tools and user text). The
+//! Cross-conversation attachments: conversations come in pairs whose first requests are
+//! identical (same model, door, tools and user text): every other pair in two tenants (two
+//! gateway keys), the others in one tenant with no partition (`chaos-same`). The
 //! simulators are deterministic: identical requests get identical carriers, so an attachment
 //! across the pair would be invisible there. The pair diverges where the check can see it: each
 //! member's tool results name the member (`cv-…`), and from then on a simulator whose carriers
@@ -32,6 +34,34 @@
 //! that differ within pairs per family, and the test requires Claude's above zero, so the check is
 //! not vacuous. Requests are attributed by tag: `cv-…` (tool results and later turns) names one
 //! conversation; the pair's shared first request carries only `pr-…` and counts for both members.
+//!
+//! Same-tenant pairs: nothing but SPEC §10's place keeps the members apart, and their histories
+//! are built to tempt it. Both start with the same request, so the same first reply (same text,
+//! same tool-call ids); their tool results begin with the same 60 characters, all the scripted
+//! model quotes, and carry the member's tag after them, so each turn ends in a stock reply of
+//! the same text in both members; later turns diverge by the tag. Checked: no carrier minted in
+//! one member reached the upstream in the other (`cross within tenant`, part of `cross`), with
+//! Claude's carriers differing within these pairs too (so the check is not vacuous), and in the
+//! store no session's view holds both members' messages: a member's session may branch from its
+//! partner's only where both sent the same messages (`sessions branched from the partner at the
+//! shared prefix` counts those), never after one of the partner's own.
+//!
+//! Keyed retries: every user text and tool result ends with the question it starts
+//! (`ask=` the conversation's tag, turn and step; the pair's shared first one `ask=pr-…`), so an
+//! upstream request (the simulators' record) and a stored reply (an assistant row with an
+//! origin in a session's own rows, the client message before it naming the question) say which
+//! step they belong to. Per question: a reply committed more often than conversations asked it
+//! is a **duplicate upstream call** (the step was paid again after it was stored; the goal and
+//! the assertion: 0); an upstream request beyond the committed replies is **re-asked after a
+//! lost reply** (its replica died before committing, so the retry rightly went upstream again;
+//! counted, not refused); a question a client got its answer to with no reply committed for it
+//! is a **lost committed step** (asserted 0). A post-commit upstream call whose own reply was
+//! lost again would count as re-asked, not duplicate: the count is a lower bound in that case.
+//!
+//! Also read from the store after the kills: every tool call of a view answered in it, no step
+//! stored twice in a view, branches counted, every conversation found. The summary prints all of
+//! it; `carriers minted nowhere` (a carrier no simulator minted, or one in a request no single
+//! conversation owns) must be 0.
 //!
 //! Sizes come from the environment: `HERMES_CHAOS_SERVE_CONVERSATIONS` (default 24),
 //! `HERMES_CHAOS_SERVE_TURNS` (default 3), `HERMES_CHAOS_SERVE_KILLS` (default 4),
@@ -218,6 +248,8 @@ struct Tally {
     rolling: AtomicBool,
     /// Conversations that could not finish, with why.
     failed: Mutex<Vec<String>>,
+    /// The questions (`ask=…` without the prefix) a client got its answer to.
+    answered: Mutex<HashSet<String>>,
 }
 
 /// The SSE events' `data` in `text`, in order.
@@ -392,6 +424,21 @@ async fn messages_reply(body: &str, stream: bool) -> Option<Reply> {
     (stopped && ended).then_some(reply)
 }
 
+/// The tenants: a two-tenant pair's members are in the first two, both members of a
+/// same-tenant pair in the third.
+const TENANTS: [&str; 3] = ["chaos-a", "chaos-b", "chaos-same"];
+
+/// Whether pair `pair` is a same-tenant pair (every other one, so that each family has both
+/// kinds once there are ten pairs, and Claude has a same-tenant pair from eight).
+fn same_tenant(pair: usize) -> bool {
+    pair % 2 == 1
+}
+
+/// The tenant (index in [`TENANTS`]) conversation `index` belongs to.
+fn tenant_of(index: usize) -> usize {
+    if same_tenant(index / 2) { 2 } else { index % 2 }
+}
+
 /// One conversation: its family, door, tenant and tags.
 struct Conversation {
     index: usize,
@@ -401,7 +448,19 @@ struct Conversation {
 }
 
 impl Conversation {
-    /// The pair it belongs to (its partner is in the other tenant).
+    /// Conversation `index`, with its tenant's gateway key from `keys` (one per [`TENANTS`]).
+    fn new(index: usize, keys: &[String]) -> Conversation {
+        let pair = index / 2;
+        Conversation {
+            index,
+            family: &FAMILIES[pair % FAMILIES.len()],
+            messages_door: (pair / FAMILIES.len()) % 2 == 1,
+            key: keys[tenant_of(index)].clone(),
+        }
+    }
+
+    /// The pair it belongs to (its partner is in the other tenant, or in the same one for a
+    /// [`same_tenant`] pair).
     fn pair(&self) -> usize {
         self.index / 2
     }
@@ -417,6 +476,18 @@ impl Conversation {
         format!("cv-{:05}{member}", self.pair())
     }
 
+    /// The question (client request) that step `step` of turn `turn` asks: `ask=` then the
+    /// conversation's tag (the pair's `pr-` one for the first step, which both members ask
+    /// alike), the turn and the step. Every user text and tool result ends with the question it
+    /// starts, so an upstream request and a stored reply name theirs ([`asked`]).
+    fn ask(&self, turn: usize, step: usize) -> String {
+        if turn == 1 && step == 1 {
+            format!("ask=pr-{:05}.1.1", self.pair())
+        } else {
+            format!("ask={}.{turn}.{step}", self.tag())
+        }
+    }
+
     /// The user text of turn `turn` (from 1): the first is the pair's, identical in both members.
     fn user_text(&self, turn: usize) -> String {
         let redacted = if self.family.redacted && (self.pair() + turn).is_multiple_of(2) {
@@ -424,12 +495,45 @@ impl Conversation {
         } else {
             ""
         };
+        let ask = self.ask(turn, 1);
         if turn == 1 {
-            format!("[tools=2] pr-{:05} what time is it?{redacted}", self.pair())
+            format!(
+                "[tools=2] pr-{:05} what time is it?{redacted} {ask}",
+                self.pair()
+            )
         } else {
-            format!("[tools=1] {} turn {turn}: and now?{redacted}", self.tag())
+            format!(
+                "[tools=1] {} turn {turn}: and now?{redacted} {ask}",
+                self.tag()
+            )
         }
     }
+
+    /// The tool result of step `step` of turn `turn`. A same-tenant pair's results begin with
+    /// 60 characters both members share, all the scripted model quotes of them, so the turn's
+    /// final reply is a stock one, the same text in both members (the member's tag follows);
+    /// a two-tenant pair's begin with the tag.
+    fn tool_result(&self, turn: usize, step: usize) -> String {
+        let ask = self.ask(turn, step + 1);
+        if same_tenant(self.pair()) {
+            format!(
+                "12:0{step}, the tool says, and that is all that it knows of the time now: {} turn {turn} step {step} {ask}",
+                self.tag()
+            )
+        } else {
+            format!("{} turn {turn} step {step}: 12:0{step} {ask}", self.tag())
+        }
+    }
+}
+
+/// The question a request or a message's text asks last (`ask=…`, see [`Conversation::ask`]).
+fn asked(text: &str) -> Option<&str> {
+    let at = text.rfind("ask=")? + 4;
+    let rest = &text[at..];
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '-'))
+        .unwrap_or(rest.len());
+    Some(rest[..end].trim_end_matches('.')).filter(|a| !a.is_empty())
 }
 
 /// Runs one conversation to its end through the front, retrying a failed request as a client
@@ -484,6 +588,11 @@ async fn converse(
             };
             body["stream"] = json!(stream);
             let body = body.to_string();
+            // One key per request, the same on each of its retries, as an SDK sends it.
+            let headers = format!(
+                "{headers}Idempotency-Key: {}-t{turn}-s{step}\r\n",
+                conv.tag()
+            );
             let reply = send(
                 front,
                 path,
@@ -496,15 +605,15 @@ async fn converse(
             )
             .await
             .map_err(|e| format!("turn {turn} step {step}: {e}"))?;
+            tally
+                .answered
+                .lock()
+                .unwrap()
+                .insert(conv.ask(turn, step)[4..].to_owned());
             let results: Vec<(String, String)> = reply
                 .calls
                 .iter()
-                .map(|(id, _, _)| {
-                    (
-                        id.clone(),
-                        format!("{} turn {turn} step {step}: 12:0{step}", conv.tag()),
-                    )
-                })
+                .map(|(id, _, _)| (id.clone(), conv.tool_result(turn, step)))
                 .collect();
             if conv.messages_door {
                 let mut content: Vec<Value> = Vec::new();
@@ -790,8 +899,16 @@ struct Audit {
     restoring_conversations: usize,
     /// Claude's `redacted_thinking` blocks that went back upstream.
     redacted_back: usize,
-    /// Carriers minted for one member of a pair and not the other, by family profile.
+    /// Carriers minted for one member of a pair and not the other, by family profile: of
+    /// two-tenant pairs, and of same-tenant pairs.
     pair_divergent: HashMap<&'static str, usize>,
+    same_tenant_divergent: HashMap<&'static str, usize>,
+    /// Of `cross`, carriers minted in another conversation of the same tenant.
+    cross_within_tenant: usize,
+    /// Upstream requests answered (status below 400) per question they ask (`ask=…`).
+    asked: HashMap<String, usize>,
+    /// Answered upstream requests that ask no question the clients sent.
+    unasked: usize,
 }
 
 /// Reads every request the simulators saw: refusals by kind, carriers minted per conversation,
@@ -816,16 +933,22 @@ async fn audit(sims: &[(Sim, &'static Family)], conversations: usize) -> Audit {
                         family.profile, request.status, request.response
                     )),
                 }
-                continue;
-            }
-            audit.notes.extend(request.notes.iter().cloned());
-            for carrier in minted(&request, family).await {
-                for &owner in &owners {
-                    if owner < conversations {
-                        minted_by[owner].insert(carrier);
+            } else {
+                match asked(&raw) {
+                    Some(question) => *audit.asked.entry(question.to_owned()).or_default() += 1,
+                    None => audit.unasked += 1,
+                }
+                audit.notes.extend(request.notes.iter().cloned());
+                for carrier in minted(&request, family).await {
+                    for &owner in &owners {
+                        if owner < conversations {
+                            minted_by[owner].insert(carrier);
+                        }
                     }
                 }
             }
+            // A refused request's carriers reached the upstream too: they are checked alike
+            // (a carrier of the wrong conversation is what a strict simulator refuses).
             let mut sent = Vec::new();
             carriers_in(&raw, family.reasoning_content, &mut sent);
             audit.redacted_back += raw.matches("redacted_thinking").count();
@@ -845,6 +968,14 @@ async fn audit(sims: &[(Sim, &'static Family)], conversations: usize) -> Audit {
                 restoring.insert(owner);
             } else if minted_by.iter().any(|m| m.contains(&carrier)) {
                 audit.cross += 1;
+                let tenant = tenant_of(owner);
+                if minted_by
+                    .iter()
+                    .enumerate()
+                    .any(|(other, m)| tenant_of(other) == tenant && m.contains(&carrier))
+                {
+                    audit.cross_within_tenant += 1;
+                }
             } else {
                 audit.unknown += 1;
             }
@@ -854,7 +985,12 @@ async fn audit(sims: &[(Sim, &'static Family)], conversations: usize) -> Audit {
     for (pair, members) in minted_by.chunks(2).enumerate() {
         if let [a, b] = members {
             let family = FAMILIES[pair % FAMILIES.len()].profile;
-            *audit.pair_divergent.entry(family).or_default() += a.symmetric_difference(b).count();
+            let divergent = if same_tenant(pair) {
+                &mut audit.same_tenant_divergent
+            } else {
+                &mut audit.pair_divergent
+            };
+            *divergent.entry(family).or_default() += a.symmetric_difference(b).count();
         }
     }
     audit
@@ -878,6 +1014,17 @@ struct StoreAudit {
     duplicates: Vec<String>,
     /// Conversations (by index) whose own tag (`cv-…`) some session holds.
     conversations: HashSet<usize>,
+    /// Replies the store holds in a session's own rows (an upstream's: they have an origin;
+    /// not a branch's inherited prefix), per question they answer (`ask=…` of the client
+    /// message before them): each is a step committed once.
+    committed: HashMap<String, usize>,
+    /// Stored replies after no client message that asks a question.
+    unattributed: usize,
+    /// Views holding messages of two conversations (session, their tags).
+    mixed: Vec<String>,
+    /// Sessions of one conversation branched from a session of another (its same-tenant
+    /// partner), sharing only the prefix both members sent alike.
+    partner_branches: usize,
 }
 
 /// Reads every gateway session of the store after the run: every tool call of a view answered
@@ -886,6 +1033,8 @@ struct StoreAudit {
 async fn store_audit(db: &TestDb) -> StoreAudit {
     let store = db.open().await;
     let mut audit = StoreAudit::default();
+    // Each session's conversations (by their own tags) and parent.
+    let mut held: HashMap<String, (HashSet<usize>, Option<String>)> = HashMap::new();
     for meta in store.list().await.unwrap() {
         if meta.tenant.is_none() {
             continue;
@@ -893,14 +1042,27 @@ async fn store_audit(db: &TestDb) -> StoreAudit {
         audit.sessions += 1;
         audit.branches += usize::from(meta.parent_id.is_some());
         let view = store.active(&meta.id).await.unwrap();
+        let own_from = meta.fork.as_ref().map_or(0, |fork| fork.count());
         let mut called: HashMap<String, bool> = HashMap::new();
         let mut open: Vec<String> = Vec::new();
+        let mut tags: HashSet<usize> = HashSet::new();
+        let mut question: Option<String> = None;
         for (at, stored) in view.iter().enumerate() {
             let message = &stored.message;
             let text = serde_json::to_string(&message.content).unwrap_or_default();
-            audit
-                .conversations
-                .extend(owners(&text).into_iter().filter(|_| text.contains("cv-")));
+            if text.contains("cv-") {
+                tags.extend(owners(&text));
+            }
+            if message.role == hermes_core::Role::Assistant {
+                if at >= own_from && message.origin.is_some() {
+                    match &question {
+                        Some(q) => *audit.committed.entry(q.clone()).or_default() += 1,
+                        None => audit.unattributed += 1,
+                    }
+                }
+            } else if message.role != hermes_core::Role::System {
+                question = asked(&text).map(str::to_owned);
+            }
             if message.role == hermes_core::Role::Tool {
                 let id = message.tool_call_id.clone().unwrap_or_default();
                 match called.get_mut(&id) {
@@ -935,6 +1097,23 @@ async fn store_audit(db: &TestDb) -> StoreAudit {
                 }
                 open.push(id);
             }
+        }
+        if tags.len() > 1 {
+            let parent = meta.parent_id.as_deref().unwrap_or("none");
+            audit
+                .mixed
+                .push(format!("{} (parent {parent}): {tags:?}", meta.id));
+        }
+        audit.conversations.extend(tags.iter().copied());
+        held.insert(meta.id.clone(), (tags, meta.parent_id.clone()));
+    }
+    for (tags, parent) in held.values() {
+        let parent_tags = parent.as_ref().and_then(|p| held.get(p)).map(|(t, _)| t);
+        if let Some(parent_tags) = parent_tags
+            && !parent_tags.is_empty()
+            && !parent_tags.is_subset(tags)
+        {
+            audit.partner_branches += 1;
         }
     }
     audit
@@ -989,7 +1168,7 @@ async fn three_replicas_over_postgres_lose_no_carrier_through_kills_and_a_rollin
             home
         })
         .collect();
-    let keys: Vec<String> = ["chaos-a", "chaos-b"]
+    let keys: Vec<String> = TENANTS
         .iter()
         .map(|tenant| new_key_with(homes[0].path(), tenant, &[("HERMES_DATABASE_URL", &url)]))
         .collect();
@@ -1024,13 +1203,7 @@ async fn three_replicas_over_postgres_lose_no_carrier_through_kills_and_a_rollin
                     if index >= conversations {
                         break;
                     }
-                    let pair = index / 2;
-                    let conv = Conversation {
-                        index,
-                        family: &FAMILIES[pair % FAMILIES.len()],
-                        messages_door: (pair / FAMILIES.len()) % 2 == 1,
-                        key: keys[index % 2].clone(),
-                    };
+                    let conv = Conversation::new(index, &keys);
                     if let Err(e) = converse(&conv, front_addr, turns, &mut rng, &tally).await {
                         let door = if conv.messages_door {
                             "messages"
@@ -1093,6 +1266,41 @@ async fn three_replicas_over_postgres_lose_no_carrier_through_kills_and_a_rollin
             )
         })
         .collect();
+    let same_divergent: Vec<String> = FAMILIES
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {}",
+                f.profile,
+                audit
+                    .same_tenant_divergent
+                    .get(f.profile)
+                    .copied()
+                    .unwrap_or(0)
+            )
+        })
+        .collect();
+    let pairs = conversations / 2;
+    let same_pairs = (0..pairs).filter(|&p| same_tenant(p)).count();
+    // How many conversations ask a question: both members of a pair ask its first alike.
+    let askers = |q: &str| if q.starts_with("pr-") { 2 } else { 1 };
+    let committed = |q: &str| stored.committed.get(q).copied().unwrap_or(0);
+    let duplicate_calls: usize = stored
+        .committed
+        .iter()
+        .map(|(q, &c)| c.saturating_sub(askers(q)))
+        .sum();
+    let reasked: usize = audit
+        .asked
+        .iter()
+        .map(|(q, &n)| n.saturating_sub(committed(q)))
+        .sum();
+    let answered = tally.answered.lock().unwrap().clone();
+    let lost: Vec<&String> = answered
+        .iter()
+        .filter(|q| committed(q) < askers(q))
+        .collect();
+    let steps: usize = stored.committed.values().sum();
     let failed = tally.failed.lock().unwrap().clone();
     let pct = |a: usize, b: usize| {
         if b == 0 {
@@ -1108,6 +1316,8 @@ async fn three_replicas_over_postgres_lose_no_carrier_through_kills_and_a_rollin
   upstream refusals {refusals} ({}), other upstream 4xx {}, degraded notes {}
   byte-exact restores {}/{} ({:.2}%) in {} conversations (Claude redacted blocks among them {})
   cross-conversation attachments {} (carriers that differ within pairs: {}), carriers minted nowhere {}
+  same-tenant pairs {same_pairs} (one tenant, no partition, shared first request, stock replies): cross within tenant {}, carriers that differ within them: {}, sessions branched from the partner at the shared prefix {}, views mixing two conversations {}
+  keyed retries (an Idempotency-Key per request, the same on its retries): duplicate upstream calls {duplicate_calls}, re-asked after a lost reply {reasked}, lost committed steps {}, steps committed {steps}, upstream requests asking no client question {}, stored replies answering none {}
   store after the kills: {} sessions ({} branches), tool calls {} of which {} paired, conversations found {}/{conversations}, unpaired {}, duplicate steps {}",
         took.as_secs_f64(),
         conversations - failed.len(),
@@ -1128,6 +1338,13 @@ async fn three_replicas_over_postgres_lose_no_carrier_through_kills_and_a_rollin
         audit.cross,
         divergent.join(", "),
         audit.unknown,
+        audit.cross_within_tenant,
+        same_divergent.join(", "),
+        stored.partner_branches,
+        stored.mixed.len(),
+        lost.len(),
+        audit.unasked,
+        stored.unattributed,
         stored.sessions,
         stored.branches,
         stored.calls,
@@ -1147,6 +1364,13 @@ async fn three_replicas_over_postgres_lose_no_carrier_through_kills_and_a_rollin
     assert!(
         rolling_failures.is_empty(),
         "requests failed during the rolling restart: {rolling_failures:#?}"
+    );
+    assert!(
+        stored.mixed.is_empty(),
+        "sessions whose view holds two conversations' messages (one member's turns stored \
+         after its same-tenant partner's; SPEC §10's normal form compares a tool result by its \
+         tool_call_id alone, and the partners' ids are equal): {:#?}",
+        stored.mixed
     );
     assert_eq!(refusals, 0, "{:?}", audit.refusals);
     assert!(audit.other_4xx.is_empty(), "{:#?}", audit.other_4xx);
@@ -1178,4 +1402,37 @@ async fn three_replicas_over_postgres_lose_no_carrier_through_kills_and_a_rollin
         audit.pair_divergent.get("anthropic").copied().unwrap_or(0) > 0,
         "Claude's pairs never diverged: the cross check saw nothing: {divergent:?}"
     );
+    assert_eq!(audit.cross_within_tenant, 0, "{audit:?}");
+    if (0..pairs).any(|p| same_tenant(p) && FAMILIES[p % FAMILIES.len()].redacted) {
+        assert!(
+            audit
+                .same_tenant_divergent
+                .get("anthropic")
+                .copied()
+                .unwrap_or(0)
+                > 0,
+            "Claude's same-tenant pairs never diverged: the cross check saw nothing there: \
+             {same_divergent:?}"
+        );
+    }
+    assert_eq!(
+        audit.unasked, 0,
+        "upstream requests asking no client question"
+    );
+    assert_eq!(
+        stored.unattributed, 0,
+        "stored replies answering no question"
+    );
+    assert!(steps > 0, "the store holds no reply");
+    assert_eq!(
+        duplicate_calls,
+        0,
+        "a keyed retry went upstream after its step was committed: {:?}",
+        stored
+            .committed
+            .iter()
+            .filter(|(q, c)| **c > askers(q))
+            .collect::<Vec<_>>()
+    );
+    assert!(lost.is_empty(), "answered steps the store lost: {lost:?}");
 }
