@@ -781,8 +781,10 @@ fn heavy<T>(messages: &[Message], work: impl FnOnce() -> T) -> T {
 }
 
 /// How many sessions holding a history's match keys are looked at for the one where the
-/// history stands at its place.
-const CANDIDATES: usize = 4;
+/// history stands at its place: enough that a conversation's own session is among them when
+/// a same-tenant partner with the same call ids has branched several times (the chaos run's
+/// same-tenant pairs); each is read only while no earlier one placed the history exactly.
+const CANDIDATES: usize = 16;
 
 /// The stored session of the history's tenant and partition where the latest of its assistant
 /// messages any session holds stands **at its place** (SPEC §10), read whole; none: a new
