@@ -503,34 +503,15 @@ impl ChatSession {
             return Ok(None);
         };
         let log = StoreLog::stored(&self.store, id);
-        let mut config = DriverConfig::default();
-        config.thinking = self.driver_config.thinking;
-        config.stream = self.driver_config.stream;
-        config.tools = self.tools.definitions.clone();
-        config.passthrough = compaction::request();
-        let driver = hermes_core::driver::Driver {
-            decision: &self.target.decision,
-            wire: self.target.transport.wire(),
-            log: &log,
-            tools: &NoTools,
-            config: &config,
-            notify: &|_| {},
-        };
-        let mut conversation = hermes_core::driver::Conversation {
-            messages: history[..end].to_vec(),
-            verdicts: self.conversation.verdicts.clone(),
-            wire_verdicts: self.conversation.wire_verdicts.clone(),
-        };
-        let reply = driver
-            .reply(&mut conversation)
-            .await
-            .map_err(|e| EngineError::Failed(e.to_string()))?;
-        let mut checkpoint = reply.message;
-        if hermes_core::checkpoint::native_compaction(&checkpoint).is_none() {
-            return Err(EngineError::Failed(
-                "the provider's compaction reply held no compaction block".to_owned(),
-            ));
-        }
+        let mut checkpoint = self
+            .provider_compaction(
+                &log,
+                &history[..end],
+                compaction::request(),
+                self.driver_config.stream,
+                "block",
+            )
+            .await?;
         compaction::rekey(
             &mut checkpoint,
             history,
@@ -589,33 +570,9 @@ impl ChatSession {
         .summarize(&history[start..end])
         .await
         .map_err(|e| EngineError::Failed(format!("the summary request failed ({e})")))?;
-        let mut config = DriverConfig::default();
-        config.thinking = self.driver_config.thinking;
-        config.tools = self.tools.definitions.clone();
-        config.passthrough = compaction::request();
-        let driver = hermes_core::driver::Driver {
-            decision: &self.target.decision,
-            wire: self.target.transport.wire(),
-            log: &log,
-            tools: &NoTools,
-            config: &config,
-            notify: &|_| {},
-        };
-        let mut conversation = hermes_core::driver::Conversation {
-            messages: history[..end].to_vec(),
-            verdicts: self.conversation.verdicts.clone(),
-            wire_verdicts: self.conversation.wire_verdicts.clone(),
-        };
-        let reply = driver
-            .reply(&mut conversation)
-            .await
-            .map_err(|e| EngineError::Failed(e.to_string()))?;
-        let mut checkpoint = reply.message;
-        if hermes_core::checkpoint::native_compaction(&checkpoint).is_none() {
-            return Err(EngineError::Failed(
-                "the provider's compaction reply held no compaction item".to_owned(),
-            ));
-        }
+        let mut checkpoint = self
+            .provider_compaction(&log, &history[..end], compaction::request(), false, "item")
+            .await?;
         checkpoint.extra.push((
             hermes_core::checkpoint::SUMMARY_KEY.to_owned(),
             RawJson::string(summary.trim()),
@@ -655,6 +612,47 @@ impl ChatSession {
             return Ok(None);
         }
         self.compact(false).await
+    }
+
+    /// The provider's own compaction of `history` (its wire's compaction request in
+    /// `passthrough`), asked once with the session's thinking and tools and no tool run: the
+    /// reply, which must hold the compaction `what` (Anthropic's block, OpenAI's item).
+    async fn provider_compaction(
+        &self,
+        log: &StoreLog<'_>,
+        history: &[Message],
+        passthrough: hermes_core::Passthrough,
+        stream: bool,
+        what: &str,
+    ) -> Result<Message, EngineError> {
+        let mut config = DriverConfig::default();
+        config.thinking = self.driver_config.thinking;
+        config.stream = stream;
+        config.tools = self.tools.definitions.clone();
+        config.passthrough = passthrough;
+        let driver = hermes_core::driver::Driver {
+            decision: &self.target.decision,
+            wire: self.target.transport.wire(),
+            log,
+            tools: &NoTools,
+            config: &config,
+            notify: &|_| {},
+        };
+        let mut conversation = hermes_core::driver::Conversation {
+            messages: history.to_vec(),
+            verdicts: self.conversation.verdicts.clone(),
+            wire_verdicts: self.conversation.wire_verdicts.clone(),
+        };
+        let reply = driver
+            .reply(&mut conversation)
+            .await
+            .map_err(|e| EngineError::Failed(e.to_string()))?;
+        if hermes_core::checkpoint::native_compaction(&reply.message).is_none() {
+            return Err(EngineError::Failed(format!(
+                "the provider's compaction reply held no compaction {what}"
+            )));
+        }
+        Ok(reply.message)
     }
 
     /// Holds the lease on the stored session (taking it when this session was just created or
