@@ -65,6 +65,8 @@ pub(crate) fn door_of(path: &str) -> &'static str {
         "messages"
     } else if path.starts_with("/v1/chat/completions") {
         "chat"
+    } else if path.starts_with("/v1/responses") {
+        "responses"
     } else if path.starts_with("/v1/models") {
         "models"
     } else {

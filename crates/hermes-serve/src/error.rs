@@ -119,6 +119,15 @@ impl ApiError {
         }
     }
 
+    /// 426: the request asked to switch protocols (a WebSocket) where the gateway serves HTTP.
+    pub fn upgrade_required(message: impl Into<String>) -> Self {
+        ApiError::new(
+            StatusCode::UPGRADE_REQUIRED,
+            "invalid_request_error",
+            message,
+        )
+    }
+
     /// 401: no gateway key, or one no tenant owns.
     pub fn unauthorized(message: impl Into<String>) -> Self {
         ApiError {

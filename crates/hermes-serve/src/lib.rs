@@ -1,5 +1,6 @@
 //! hermes-serve: the gateway. OpenAI chat-completions over HTTP (`POST /v1/chat/completions`,
-//! whole and streamed as SSE), Anthropic Messages (`POST /v1/messages`, whole and streamed;
+//! whole and streamed as SSE), OpenAI Responses (`POST /v1/responses`, whole and streamed),
+//! Anthropic Messages (`POST /v1/messages`, whole and streamed;
 //! `POST /v1/messages/count_tokens`), `GET /v1/models`, `GET /healthz` and `GET /readyz`, on axum,
 //! over [`hermes_engine`] only: every request is one [`Engine::complete`] or
 //! [`Engine::stream`] call, the client's tools go upstream as the client defined them and are
@@ -23,6 +24,7 @@ mod metrics;
 pub mod model;
 mod openai;
 mod policy;
+mod responses;
 mod sign;
 mod span;
 mod sse;
@@ -181,17 +183,20 @@ pub enum Door {
     Chat,
     /// Anthropic Messages (`POST /v1/messages`, `POST /v1/messages/count_tokens`).
     Messages,
+    /// OpenAI Responses (`POST /v1/responses`).
+    Responses,
 }
 
 impl Door {
     /// Every door, in the order the start line names them.
-    pub const ALL: [Door; 2] = [Door::Chat, Door::Messages];
+    pub const ALL: [Door; 3] = [Door::Chat, Door::Messages, Door::Responses];
 
     /// Its key in `[serve.default_models]` and in logs.
     pub fn key(self) -> &'static str {
         match self {
             Door::Chat => "chat",
             Door::Messages => "messages",
+            Door::Responses => "responses",
         }
     }
 
@@ -200,6 +205,7 @@ impl Door {
         match self {
             Door::Chat => "OpenAI chat completions at /v1/chat/completions",
             Door::Messages => "Anthropic Messages at /v1/messages",
+            Door::Responses => "OpenAI Responses at /v1/responses",
         }
     }
 }
@@ -269,6 +275,23 @@ impl Inner {
         metrics::Turn::new(self.metrics.clone(), tenant)
     }
 
+    /// The store's signing key (SPEC §10, "Messages-door signatures"), read once.
+    async fn signing_key(&self) -> Result<hermes_engine::store::SigningKey, ApiError> {
+        if let Some(key) = self.signing_key.get() {
+            return Ok(key.clone());
+        }
+        // Not through `get_or_try_init`: while the store is away its callers would take turns,
+        // each waiting out the pool after the one before failed; each reads for itself instead
+        // (the store hands every reader the same key).
+        let key = self
+            .engine
+            .signing_key()
+            .await
+            .map_err(|e| ApiError::from_engine(&e))?;
+        let _ = self.signing_key.set(key.clone());
+        Ok(key)
+    }
+
     /// Resolves when the drain bound ran out.
     async fn cut(&self) {
         let mut cut = self.cut.subscribe();
@@ -334,6 +357,10 @@ impl Gateway {
                 gated(state, post(chat_completions), true),
             )
             .route("/v1/messages", gated(state, post(messages), true))
+            .route(
+                "/v1/responses",
+                gated(state, post(responses_turn), true).get(responses_socket),
+            )
             .route(
                 "/v1/messages/count_tokens",
                 gated(state, post(count_tokens), false),
@@ -768,22 +795,11 @@ async fn messages_turn(
     tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "messages");
 
     let recorder = inner.turn(&tenant);
-    let key = match inner.signing_key.get() {
-        Some(key) => key.clone(),
-        // Not through `get_or_try_init`: while the store is away its callers would take turns,
-        // each waiting out the pool after the one before failed; each reads for itself instead
-        // (the store hands every reader the same key).
-        None => {
-            let key = inner
-                .engine
-                .signing_key()
-                .await
-                .map_err(|e| ApiError::from_engine(&e))?;
-            let _ = inner.signing_key.set(key.clone());
-            key
-        }
-    };
-    let signer = sign::Signer::new(key, tenant.clone(), turn.partition.clone());
+    let signer = sign::Signer::new(
+        inner.signing_key().await?,
+        tenant.clone(),
+        turn.partition.clone(),
+    );
     let vouched = anthropic::vouch(&mut turn.messages, &signer);
     if vouched > 0 {
         tracing::debug!(vouched, "gateway-signed thinking blocks verified");
@@ -826,6 +842,124 @@ async fn messages_turn(
     }
     let door = anthropic::AnthropicStream::new(id, model, signer);
     stream_reply(inner, request, door, recorder, admitted).await
+}
+
+async fn responses_turn(
+    State(inner): State<Arc<Inner>>,
+    headers: HeaderMap,
+    tenant: Extension<gate::Tenant>,
+    admitted: Extension<limits::Admitted>,
+    body: Extension<gate::Read>,
+) -> Response {
+    match respond(&inner, &headers, (tenant, admitted, body)).await {
+        Ok(response) => response,
+        Err(error) => error.into_response(),
+    }
+}
+
+/// `GET /v1/responses`: Codex opens its Responses WebSocket here first; 426 sends it to HTTP at
+/// once.
+async fn responses_socket(headers: HeaderMap) -> Response {
+    let upgrade = headers
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    let mut error = if upgrade {
+        ApiError::upgrade_required(
+            "this gateway serves the Responses API over HTTP only: POST /v1/responses",
+        )
+    } else {
+        ApiError::method_not_allowed("/v1/responses does not take GET")
+    };
+    error.param = None;
+    error.into_response()
+}
+
+/// `POST /v1/responses`: one turn of an OpenAI Responses client, whole or streamed.
+async fn respond(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Response, ApiError> {
+    let (Extension(gate::Tenant(tenant)), Extension(admitted), Extension(gate::Read(body))) = gated;
+    let parsed = off_reactor(&body, responses::parse).await?;
+    if let Some(id) = &parsed.previous_response_id {
+        // Responses are not kept by id: the client sends its whole input (`store: false`, as
+        // Codex and the Agents SDK do by default with a history they hold).
+        return Err(ApiError {
+            code: Some("previous_response_not_found".into()),
+            ..ApiError::invalid(
+                "previous_response_id",
+                format!("Previous response with id '{id}' not found."),
+            )
+        });
+    }
+    let mut turn = parsed.turn;
+    if model::check(&turn.model).is_ok() {
+        access::model(&turn.model);
+    }
+    let choice = inner.resolve(Door::Responses, &turn.model)?;
+    let session = session_of(headers)?;
+    inner.config.policy.check(
+        &tenant,
+        &policy::Asked {
+            target: target_of(&choice),
+            betas: &[],
+            server_tools: Vec::new(),
+            max_tokens: turn.sampling.max_tokens.map(|n| (n, "max_output_tokens")),
+            partitioned: turn.partition.is_some() || session.is_some(),
+            partition_key: "user",
+        },
+    )?;
+    tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "responses");
+    let recorder = inner.turn(&tenant);
+    let signer = sign::Signer::new(
+        inner.signing_key().await?,
+        tenant.clone(),
+        turn.partition.clone(),
+    );
+    let vouched = responses::vouch(&mut turn.messages, &parsed.sealed, &signer);
+    if vouched > 0 {
+        tracing::debug!(vouched, "gateway-sealed reasoning items verified");
+    }
+    let idempotency = idempotency_of(
+        headers,
+        "responses",
+        &[session.as_deref(), turn.partition.as_deref()],
+        &body,
+    )?;
+    let shape = responses::Shape {
+        id: format!("resp_{}", uuid::Uuid::now_v7().simple()),
+        created_at: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        model: turn.model.clone(),
+        echo: parsed.echo,
+        signer,
+    };
+    let stream = turn.stream;
+    let request = turn
+        .request(tenant, choice, session)
+        .idempotency(Some(idempotency));
+    if !stream {
+        let completion = complete(inner, request, &recorder).await?;
+        let mut body = shape.object(
+            "completed",
+            shape.output(&completion.messages, 0),
+            Some(&completion.usage),
+            completion.finish.as_ref(),
+            None,
+        );
+        body["hermes_session"] = json!(completion.session);
+        return Ok(with_session(
+            (StatusCode::OK, axum::Json(body)).into_response(),
+            &completion.session,
+        ));
+    }
+    stream_reply(
+        inner,
+        request,
+        responses::ResponsesStream::new(shape),
+        recorder,
+        admitted,
+    )
+    .await
 }
 
 async fn count_tokens(

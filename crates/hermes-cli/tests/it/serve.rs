@@ -101,7 +101,7 @@ fn refusals_are_logged_once_each_and_unknown_routes_answer_in_the_doors_shape() 
         home.path(),
         &["serve", "--listen", "127.0.0.1:0", "--no-auth"],
     );
-    let (status, body) = http(&addr, "GET", "/v1/responses/nothing", "");
+    let (status, body) = http(&addr, "GET", "/v1/nothing", "");
     assert_eq!(status, 404, "{body}");
     let error: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(

@@ -1,7 +1,8 @@
 """The OpenAI Agents SDK (`openai-agents`) holding a two-turn tool conversation through the
-gateway's chat-completions door: an Agent on `OpenAIChatCompletionsModel` over `AsyncOpenAI`,
+gateway: an Agent on `OpenAIChatCompletionsModel` (the chat-completions door) or, with
+`responses` set, on the SDK's default `OpenAIResponsesModel` (the Responses door) over `AsyncOpenAI`,
 tracing off, with the harmless tool `now`; each turn asks for two calls (`[tools=2]`), the second
-turn continues from the first's `to_input_list()`. Reads {base_url, key, model, effort} as JSON on
+turn continues from the first's `to_input_list()`. Reads {base_url, key, model, effort, responses} as JSON on
 stdin; prints what it saw as JSON on stdout."""
 
 import asyncio
@@ -13,6 +14,7 @@ from agents import (
     Agent,
     ModelSettings,
     OpenAIChatCompletionsModel,
+    OpenAIResponsesModel,
     Runner,
     function_tool,
     set_tracing_disabled,
@@ -39,7 +41,9 @@ async def main():
     agent = Agent(
         name="clock",
         instructions="Answer briefly; use the tools you have.",
-        model=OpenAIChatCompletionsModel(model=cfg["model"], openai_client=client),
+        model=(OpenAIResponsesModel if cfg.get("responses") else OpenAIChatCompletionsModel)(
+            model=cfg["model"], openai_client=client
+        ),
         model_settings=settings,
         tools=[now],
     )

@@ -117,6 +117,7 @@ fn aliases() -> BTreeMap<String, String> {
 
 const CHAT: &str = "/v1/chat/completions";
 const MESSAGES: &str = "/v1/messages";
+const RESPONSES: &str = "/v1/responses";
 
 /// The two simulators and the gateway in front of both (DeepSeek and Anthropic at their
 /// simulators, every key variable answering `sk-test`, [`ALIASES`] configured).
@@ -462,15 +463,27 @@ async fn python_client(
     model: &str,
     effort: Option<&str>,
 ) {
+    python_client_at(client, package, script, model, effort, CHAT).await;
+}
+
+/// [`python_client`] through `door` (the script is told `responses` for [`RESPONSES`]).
+async fn python_client_at(
+    client: &str,
+    package: &str,
+    script: &str,
+    model: &str,
+    effort: Option<&str>,
+    door: &'static str,
+) {
     let Some(python) = clients::python() else {
         return;
     };
-    let mut row = Row::new(client, CHAT, model);
+    let mut row = Row::new(client, door, model);
     let stage = Stage::start().await;
     let (sim, other) = stage.upstream_of(model);
     row.upstream = sim.profile().to_owned();
-    let input =
-        json!({"base_url": stage.gateway.base(), "key": KEY, "model": model, "effort": effort});
+    let input = json!({"base_url": stage.gateway.base(), "key": KEY, "model": model,
+                       "effort": effort, "responses": door == RESPONSES});
     let script = Path::new(SCRIPTS).join(script);
     let ran = tokio::task::spawn_blocking(move || {
         let mut cmd = clean(&python);
@@ -510,6 +523,26 @@ async fn openai_agents_on_claude_through_the_chat_door() {
         Some("high"),
     )
     .await;
+}
+
+/// The Agents SDK's default model speaks the Responses API: through the Responses door, on a
+/// DeepSeek V4 upstream (must-echo) and on Claude (signed thinking).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openai_agents_default_responses_model_on_deepseek_v4_and_claude() {
+    for (model, effort) in [
+        ("deepseek/deepseek-v4-pro", None),
+        ("anthropic/claude-opus-4-6", Some("high")),
+    ] {
+        python_client_at(
+            "OpenAI Agents SDK (Responses)",
+            "openai-agents",
+            "openai_agents.py",
+            model,
+            effort,
+            RESPONSES,
+        )
+        .await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -46,6 +46,7 @@ mod metrics;
 mod place;
 mod policy;
 mod replicas;
+mod responses;
 mod retention;
 mod sdk;
 mod store_away;

@@ -1,0 +1,1050 @@
+//! OpenAI Responses in and out (`POST /v1/responses`): the request's input items turned into
+//! the engine's messages, and the `response` object and its SSE events built from what the
+//! engine returns.
+//!
+//! Input items are read through a typed allow-list: `message` (`input_text`, `input_image`,
+//! `output_text` parts), `function_call`, `function_call_output` and `reasoning`; any other
+//! item type is a 400 naming it. A run of `reasoning`, assistant `message` and `function_call`
+//! items is one assistant turn, as the engine stores it, so the store finds it at its place
+//! (SPEC §10) and re-attaches what its upstream minted. A `reasoning` item is never taken on
+//! the client's word: its `encrypted_content` is a reference the gateway sealed (a keyed MAC
+//! over the tenant, the partition and the item's summary, [`crate::sign`]); one that verifies
+//! gives its turn the summary as readable reasoning where the store holds nothing better, any
+//! other (altered, another tenant's, an upstream's own blob) is left out. The upstream's own
+//! carriers (Claude's signatures, OpenAI's encrypted items, Gemini's thought signatures) never
+//! leave the gateway: a reply's reasoning reaches the client as a `reasoning` item with its
+//! readable summary and a sealed reference.
+
+use axum::response::sse::Event as SseEvent;
+use hermes_core::{
+    Effort, FinishReason, Message, RawJson, ResponseFormat, Role, Sampling, TextCarrier,
+    ThinkingRequest, ToolCall, ToolChoice, Usage,
+};
+use serde_json::{Map, Value, json};
+
+use crate::body::{ClientTurn, Fields, arguments_text, readable_thinking};
+use crate::error::ApiError;
+use crate::sign::Signer;
+
+/// What [`crate::sign::Signer`] seals a reasoning item's `encrypted_content` with starts with
+/// this: an item that does not is an upstream's own (or forged) and is left out.
+const SEALED: &str = crate::sign::PREFIX;
+
+/// The `include` value that asks for reasoning items' `encrypted_content`.
+const INCLUDE_ENCRYPTED: &str = "reasoning.encrypted_content";
+
+/// A parsed `POST /v1/responses` body.
+pub(crate) struct ResponsesRequest {
+    /// The turn.
+    pub(crate) turn: ClientTurn,
+    /// What the `response` object repeats of the request.
+    pub(crate) echo: Echo,
+    /// The reasoning items the client sent back, by the message they belong to.
+    pub(crate) sealed: Vec<SealedItem>,
+    /// `previous_response_id`, when sent.
+    pub(crate) previous_response_id: Option<String>,
+}
+
+/// A `reasoning` item a client sent: its summary and the `encrypted_content` that should seal
+/// it, for the assistant message at `message`.
+pub(crate) struct SealedItem {
+    message: usize,
+    summary: String,
+    seal: String,
+}
+
+/// What the `response` object repeats of its request (OpenAI's clients read these back).
+#[derive(Clone, Default)]
+pub(crate) struct Echo {
+    instructions: Option<Value>,
+    max_output_tokens: Option<u32>,
+    metadata: Option<Value>,
+    parallel_tool_calls: Option<bool>,
+    reasoning: Option<Value>,
+    store: Option<bool>,
+    temperature: Option<f64>,
+    text: Option<Value>,
+    tool_choice: Option<Value>,
+    tools: Option<Value>,
+    top_p: Option<f64>,
+    user: Option<String>,
+    prompt_cache_key: Option<String>,
+    /// Whether reasoning items carry their sealed `encrypted_content`.
+    pub(crate) include_encrypted: bool,
+}
+
+/// Parses a request body.
+pub(crate) fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
+    let f = Fields::parse(body)?;
+    let model: String = f
+        .get("model", "a string")?
+        .ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
+    let instructions: Option<String> = f.get("instructions", "a string")?;
+    let input: Input = f
+        .get("input", "a string or an array of input items")?
+        .ok_or_else(|| ApiError::invalid("input", "`input` is required"))?;
+    let mut reader = Reader::default();
+    if let Some(text) = &instructions {
+        reader.push(Message::text(Role::System, text));
+    }
+    match input {
+        Input::Text(text) => reader.push(Message::text(Role::User, &text)),
+        Input::Items(items) => {
+            for (i, item) in items.iter().enumerate() {
+                reader.item(i, item)?;
+            }
+        }
+    }
+    let (messages, sealed) = reader.finish();
+    if !messages.iter().any(|m| m.role != Role::System) {
+        return Err(ApiError::invalid("input", "`input` holds no message"));
+    }
+    let stream = f.get::<bool>("stream", "a boolean")?.unwrap_or(false);
+    let tool_values: Option<Vec<Value>> = f.get("tools", "an array of tools")?;
+    let tools = match &tool_values {
+        Some(list) if !list.is_empty() => Some(function_tools(list)?),
+        _ => None,
+    };
+    let reasoning: Option<ReasoningObject> = f.get("reasoning", "an object {effort, summary}")?;
+    let thinking = match reasoning.as_ref().and_then(|r| r.effort.as_deref()) {
+        None => ThinkingRequest::NoPreference,
+        Some("none") => ThinkingRequest::Off,
+        Some(e) => ThinkingRequest::Effort(Effort::parse(e).ok_or_else(|| {
+            ApiError::invalid(
+                "reasoning.effort",
+                format!("unknown effort `{e}` (none, minimal, low, medium, high, xhigh, max)"),
+            )
+        })?),
+    };
+    let mut sampling = Sampling::new();
+    sampling.max_tokens = f.get("max_output_tokens", "a positive integer")?;
+    sampling.temperature = f.get("temperature", "a number")?;
+    sampling.top_p = f.get("top_p", "a number")?;
+    sampling.parallel_tool_calls = f.get("parallel_tool_calls", "a boolean")?;
+    let tool_choice_value: Option<Value> = f.get("tool_choice", "a string or an object")?;
+    sampling.tool_choice = tool_choice_value.as_ref().map(tool_choice).transpose()?;
+    let text: Option<Value> = f.get("text", "an object {format}")?;
+    sampling.response_format = text
+        .as_ref()
+        .and_then(|t| t.get("format"))
+        .map(text_format)
+        .transpose()?;
+    let user: Option<String> = f.get("user", "a string")?;
+    let prompt_cache_key: Option<String> = f.get("prompt_cache_key", "a string")?;
+    sampling.user = user.clone();
+    let include: Vec<String> = f.get("include", "an array of strings")?.unwrap_or_default();
+    let previous_response_id = f.get("previous_response_id", "a string")?;
+    let echo = Echo {
+        instructions: instructions.map(Value::String),
+        max_output_tokens: sampling.max_tokens,
+        metadata: f.get("metadata", "an object of strings")?,
+        parallel_tool_calls: sampling.parallel_tool_calls,
+        reasoning: f.get("reasoning", "an object")?,
+        store: f.get("store", "a boolean")?,
+        temperature: sampling.temperature,
+        text,
+        tool_choice: tool_choice_value,
+        tools: tool_values.map(Value::Array),
+        top_p: sampling.top_p,
+        user: user.clone(),
+        prompt_cache_key: prompt_cache_key.clone(),
+        include_encrypted: include.iter().any(|i| i == INCLUDE_ENCRYPTED),
+    };
+    Ok(ResponsesRequest {
+        turn: ClientTurn {
+            model,
+            messages,
+            stream,
+            tools,
+            thinking,
+            // The client's partition (SPEC §10): `user`, else the conversation's
+            // `prompt_cache_key` (Codex sends its conversation id there).
+            partition: user.or(prompt_cache_key),
+            sampling,
+            passthrough: hermes_core::Passthrough::new(),
+        },
+        echo,
+        sealed,
+        previous_response_id,
+    })
+}
+
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum Input {
+    Text(String),
+    Items(Vec<Value>),
+}
+
+#[derive(serde::Deserialize)]
+struct ReasoningObject {
+    effort: Option<String>,
+}
+
+/// Input items to messages: system and user messages as they come, and each run of
+/// reasoning, assistant text and function calls as one assistant message.
+#[derive(Default)]
+struct Reader {
+    messages: Vec<Message>,
+    /// The assistant turn being read.
+    open: Option<Message>,
+    sealed: Vec<SealedItem>,
+}
+
+impl Reader {
+    fn push(&mut self, message: Message) {
+        self.close();
+        self.messages.push(message);
+    }
+
+    fn close(&mut self) {
+        if let Some(open) = self.open.take() {
+            self.messages.push(open);
+        }
+    }
+
+    /// The assistant turn being read; a reasoning item after its text or calls starts another.
+    fn assistant(&mut self, reasoning: bool) -> &mut Message {
+        let started = self
+            .open
+            .as_ref()
+            .is_some_and(|m| m.content.is_some() || m.tool_calls.is_some());
+        if reasoning && started {
+            self.close();
+        }
+        self.open.get_or_insert_with(|| Message {
+            content: None,
+            ..Message::text(Role::Assistant, "")
+        })
+    }
+
+    fn item(&mut self, i: usize, item: &Value) -> Result<(), ApiError> {
+        let at = format!("input[{i}]");
+        let bad = |why: String| ApiError::invalid(&at, why);
+        let Some(object) = item.as_object() else {
+            return Err(bad(format!("`{at}` must be an object")));
+        };
+        let kind = match object.get("type").and_then(Value::as_str) {
+            Some(kind) => kind,
+            // An easy input message: `{role, content}`.
+            None if object.contains_key("role") => "message",
+            None => return Err(bad(format!("`{at}.type` is required"))),
+        };
+        let text_field = |key: &str| -> Result<String, ApiError> {
+            object
+                .get(key)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| bad(format!("`{at}.{key}` must be a string")))
+        };
+        match kind {
+            "message" => {
+                let role = match object.get("role").and_then(Value::as_str) {
+                    Some("user") => Role::User,
+                    Some("system") => Role::System,
+                    Some("developer") => Role::Developer,
+                    Some("assistant") => Role::Assistant,
+                    other => {
+                        return Err(bad(format!(
+                            "`{at}.role` must be user, system, developer or assistant, not {}",
+                            other.map_or("missing".to_owned(), |r| format!("`{r}`"))
+                        )));
+                    }
+                };
+                let content = object
+                    .get("content")
+                    .ok_or_else(|| bad(format!("`{at}.content` is required")))?;
+                if role == Role::Assistant {
+                    let text = assistant_text(content)
+                        .map_err(|why| bad(format!("`{at}.content`: {why}")))?;
+                    let turn = self.assistant(false);
+                    let joined = match turn.content.as_ref().and_then(RawJson::as_str) {
+                        Some(before) => format!("{before}{text}"),
+                        None => text,
+                    };
+                    turn.content = Some(RawJson::string(&joined));
+                } else {
+                    let content = input_content(content)
+                        .map_err(|why| bad(format!("`{at}.content`: {why}")))?;
+                    self.push(Message {
+                        content: Some(content),
+                        ..Message::text(role, "")
+                    });
+                }
+            }
+            "function_call" => {
+                let call_id = text_field("call_id")?;
+                let name = text_field("name")?;
+                let arguments = text_field("arguments")?;
+                let call: ToolCall = serde_json::from_value(json!({
+                    "id": call_id, "type": "function",
+                    "function": {"name": name, "arguments": arguments},
+                }))
+                .map_err(|e| bad(e.to_string()))?;
+                self.assistant(false)
+                    .tool_calls
+                    .get_or_insert_with(Vec::new)
+                    .push(call);
+            }
+            "function_call_output" => {
+                let call_id = text_field("call_id")?;
+                let output = match object.get("output") {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(Value::Array(parts)) => parts
+                        .iter()
+                        .filter_map(|p| p.get("text").and_then(Value::as_str))
+                        .collect::<Vec<_>>()
+                        .join(""),
+                    _ => {
+                        return Err(bad(format!(
+                            "`{at}.output` must be a string or an array of parts"
+                        )));
+                    }
+                };
+                self.push(Message {
+                    tool_call_id: Some(call_id),
+                    ..Message::text(Role::Tool, &output)
+                });
+            }
+            "reasoning" => {
+                let summary = object
+                    .get("summary")
+                    .and_then(Value::as_array)
+                    .map(|parts| {
+                        parts
+                            .iter()
+                            .filter_map(|p| p.get("text").and_then(Value::as_str))
+                            .collect::<Vec<_>>()
+                            .join("\n\n")
+                    })
+                    .unwrap_or_default();
+                let seal = object
+                    .get("encrypted_content")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                self.assistant(true);
+                // Index of the open turn once it is closed.
+                let message = self.messages.len();
+                self.sealed.push(SealedItem {
+                    message,
+                    summary,
+                    seal,
+                });
+            }
+            other => {
+                return Err(bad(format!(
+                    "`{at}`: input items of type `{other}` are not served by this gateway's \
+                     Responses door (message, function_call, function_call_output, reasoning)"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> (Vec<Message>, Vec<SealedItem>) {
+        self.close();
+        (self.messages, self.sealed)
+    }
+}
+
+/// An assistant message's text: a string, or its `output_text` (and `refusal`) parts joined.
+fn assistant_text(content: &Value) -> Result<String, String> {
+    match content {
+        Value::String(s) => Ok(s.clone()),
+        Value::Array(parts) => parts
+            .iter()
+            .map(|p| match p.get("type").and_then(Value::as_str) {
+                Some("output_text" | "input_text" | "text") => p
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .ok_or_else(|| "a text part without `text`".to_owned()),
+                Some("refusal") => Ok(p
+                    .get("refusal")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()),
+                other => Err(format!("an assistant part of type {other:?}")),
+            })
+            .collect(),
+        _ => Err("must be a string or an array of parts".to_owned()),
+    }
+}
+
+/// A user, system or developer message's content as chat content: a string as sent,
+/// `input_text` parts as text parts, `input_image` parts as image parts.
+fn input_content(content: &Value) -> Result<RawJson, String> {
+    let value = match content {
+        Value::String(_) => content.clone(),
+        Value::Array(parts) => Value::Array(
+            parts
+                .iter()
+                .map(|p| match p.get("type").and_then(Value::as_str) {
+                    Some("input_text" | "output_text" | "text") => p
+                        .get("text")
+                        .and_then(Value::as_str)
+                        .map(|t| json!({"type": "text", "text": t}))
+                        .ok_or_else(|| "a text part without `text`".to_owned()),
+                    Some("input_image") => {
+                        let url = p.get("image_url").and_then(Value::as_str).ok_or_else(|| {
+                            "an input_image needs `image_url` (file ids are not served)".to_owned()
+                        })?;
+                        let mut image = json!({"url": url});
+                        if let Some(detail) = p.get("detail").and_then(Value::as_str) {
+                            image["detail"] = json!(detail);
+                        }
+                        Ok(json!({"type": "image_url", "image_url": image}))
+                    }
+                    other => Err(format!(
+                        "parts of type {other:?} are not served (input_text, input_image)"
+                    )),
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+        _ => return Err("must be a string or an array of parts".to_owned()),
+    };
+    RawJson::from_serialize(&value).map_err(|e| e.to_string())
+}
+
+/// The Responses door's tools as chat function definitions; a tool of another type is refused
+/// by name (the upstream runs no tool for this door's clients).
+fn function_tools(tools: &[Value]) -> Result<RawJson, ApiError> {
+    let mut out = Vec::with_capacity(tools.len());
+    for (i, tool) in tools.iter().enumerate() {
+        let at = format!("tools[{i}]");
+        match tool.get("type").and_then(Value::as_str) {
+            Some("function") => {
+                let name = tool
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| ApiError::invalid(&at, format!("`{at}.name` is required")))?;
+                let mut function = Map::new();
+                function.insert("name".into(), json!(name));
+                for key in ["description", "parameters", "strict"] {
+                    if let Some(v) = tool.get(key).filter(|v| !v.is_null()) {
+                        function.insert(key.into(), v.clone());
+                    }
+                }
+                out.push(json!({"type": "function", "function": function}));
+            }
+            other => {
+                return Err(ApiError::invalid(
+                    &at,
+                    format!(
+                        "tools of type {} are not served by this gateway's Responses door \
+                         (function tools only)",
+                        other.map_or("(none)".to_owned(), |t| format!("`{t}`"))
+                    ),
+                ));
+            }
+        }
+    }
+    RawJson::from_serialize(&out).map_err(|e| ApiError::invalid("tools", e.to_string()))
+}
+
+fn tool_choice(v: &Value) -> Result<ToolChoice, ApiError> {
+    let bad = || {
+        ApiError::invalid(
+            "tool_choice",
+            "`tool_choice` must be auto, none, required or {\"type\":\"function\",\"name\":…}",
+        )
+    };
+    match v {
+        Value::String(s) => match s.as_str() {
+            "auto" => Ok(ToolChoice::Auto),
+            "none" => Ok(ToolChoice::None),
+            "required" => Ok(ToolChoice::Required),
+            _ => Err(bad()),
+        },
+        Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("function") => o
+            .get("name")
+            .and_then(Value::as_str)
+            .map(|n| ToolChoice::Function(n.to_owned()))
+            .ok_or_else(bad),
+        _ => Err(bad()),
+    }
+}
+
+/// `text.format` as the engine's response format.
+fn text_format(v: &Value) -> Result<ResponseFormat, ApiError> {
+    let bad = |why: &str| ApiError::invalid("text.format", why.to_owned());
+    match v.get("type").and_then(Value::as_str) {
+        Some("text") => Ok(ResponseFormat::Text),
+        Some("json_object") => Ok(ResponseFormat::JsonObject),
+        Some("json_schema") => {
+            let name = v
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| bad("`text.format.name` is required with type json_schema"))?;
+            let schema = v.get("schema").cloned().unwrap_or_else(|| json!({}));
+            Ok(ResponseFormat::JsonSchema {
+                name: name.to_owned(),
+                schema: RawJson::from_serialize(&schema).map_err(|e| bad(&e.to_string()))?,
+                strict: v.get("strict").and_then(Value::as_bool),
+            })
+        }
+        _ => Err(bad(
+            "`text.format.type` must be text, json_object or json_schema",
+        )),
+    }
+}
+
+/// Gives each assistant turn the summary of the reasoning items the client sent with it, when
+/// their seal verifies for `signer` (same key, tenant, partition and summary); every other
+/// item is left out. Returns how many verified.
+pub(crate) fn vouch(messages: &mut [Message], sealed: &[SealedItem], signer: &Signer) -> usize {
+    let mut verified = 0;
+    let mut texts: Vec<(usize, String)> = Vec::new();
+    for item in sealed {
+        if item.seal.starts_with(SEALED) && signer.verifies(&item.summary, &item.seal) {
+            verified += 1;
+            if !item.summary.trim().is_empty() {
+                texts.push((item.message, item.summary.clone()));
+            }
+        }
+    }
+    for (index, message) in messages.iter_mut().enumerate() {
+        if message.role != Role::Assistant || message.reasoning_content.is_some() {
+            continue;
+        }
+        let mine: Vec<&str> = texts
+            .iter()
+            .filter(|(i, _)| *i == index)
+            .map(|(_, t)| t.as_str())
+            .collect();
+        if !mine.is_empty() {
+            message.reasoning_content = Some(TextCarrier::new(&mine.join("\n\n")));
+        }
+    }
+    verified
+}
+
+/// One response's identity and what it repeats of its request.
+#[derive(Clone)]
+pub(crate) struct Shape {
+    pub(crate) id: String,
+    pub(crate) created_at: u64,
+    pub(crate) model: String,
+    pub(crate) echo: Echo,
+    pub(crate) signer: Signer,
+}
+
+impl Shape {
+    /// An item id of this response: `prefix` and the item's place.
+    fn item_id(&self, prefix: &str, index: usize) -> String {
+        let tail = self.id.strip_prefix("resp_").unwrap_or(&self.id);
+        format!("{prefix}_{tail}{index:02}")
+    }
+
+    /// The `response` object with `output`, in `status`.
+    pub(crate) fn object(
+        &self,
+        status: &str,
+        output: Vec<Value>,
+        usage: Option<&Usage>,
+        finish: Option<&FinishReason>,
+        error: Option<Value>,
+    ) -> Value {
+        let e = &self.echo;
+        let incomplete = matches!(finish, Some(FinishReason::Length));
+        json!({
+            "id": self.id,
+            "object": "response",
+            "created_at": self.created_at,
+            "status": if incomplete && status == "completed" { "incomplete" } else { status },
+            "background": false,
+            "error": error,
+            "incomplete_details": if incomplete { json!({"reason": "max_output_tokens"}) } else { Value::Null },
+            "instructions": e.instructions,
+            "max_output_tokens": e.max_output_tokens,
+            "metadata": e.metadata.clone().unwrap_or_else(|| json!({})),
+            "model": self.model,
+            "output": output,
+            "parallel_tool_calls": e.parallel_tool_calls.unwrap_or(true),
+            "previous_response_id": null,
+            "prompt_cache_key": e.prompt_cache_key,
+            "reasoning": e.reasoning.clone().unwrap_or_else(|| json!({"effort": null, "summary": null})),
+            "store": e.store.unwrap_or(true),
+            "temperature": e.temperature.unwrap_or(1.0),
+            "text": e.text.clone().unwrap_or_else(|| json!({"format": {"type": "text"}})),
+            "tool_choice": e.tool_choice.clone().unwrap_or_else(|| json!("auto")),
+            "tools": e.tools.clone().unwrap_or_else(|| json!([])),
+            "top_p": e.top_p.unwrap_or(1.0),
+            "truncation": "disabled",
+            "usage": usage.map(usage_object),
+            "user": e.user,
+        })
+    }
+
+    /// A reasoning item holding `summary`, sealed when the client asked for
+    /// `encrypted_content`.
+    fn reasoning_item(&self, id: &str, summary: &str) -> Value {
+        let parts = if summary.is_empty() {
+            json!([])
+        } else {
+            json!([{"type": "summary_text", "text": summary}])
+        };
+        json!({
+            "type": "reasoning",
+            "id": id,
+            "summary": parts,
+            "encrypted_content": if self.echo.include_encrypted {
+                Value::String(self.signer.mint(summary))
+            } else {
+                Value::Null
+            },
+        })
+    }
+
+    /// The output items of `messages` (each assistant reply: its reasoning, its text, its
+    /// calls), numbered from `first`.
+    pub(crate) fn output(&self, messages: &[Message], first: usize) -> Vec<Value> {
+        let mut out = Vec::new();
+        for reply in messages.iter().filter(|m| m.role == Role::Assistant) {
+            if let Some(thinking) = readable_thinking(reply).filter(|t| !t.trim().is_empty()) {
+                let id = self.item_id("rs", first + out.len());
+                out.push(self.reasoning_item(&id, &thinking));
+            }
+            if let Some(text) = reply
+                .content
+                .as_ref()
+                .map(text_of)
+                .filter(|t| !t.is_empty())
+            {
+                let id = self.item_id("msg", first + out.len());
+                out.push(message_item(&id, &text, "completed"));
+            }
+            for call in reply.tool_calls.iter().flatten() {
+                let id = self.item_id("fc", first + out.len());
+                out.push(call_item(
+                    &id,
+                    call.id.as_deref().unwrap_or_default(),
+                    &call.function.name,
+                    &call
+                        .function
+                        .arguments
+                        .as_ref()
+                        .map_or_else(|| "{}".to_owned(), arguments_text),
+                    "completed",
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// A reply's text: a string, or its text parts joined.
+fn text_of(content: &RawJson) -> String {
+    match content.to_value() {
+        Value::String(s) => s,
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+fn message_item(id: &str, text: &str, status: &str) -> Value {
+    json!({
+        "type": "message",
+        "id": id,
+        "status": status,
+        "role": "assistant",
+        "content": if text.is_empty() && status != "completed" {
+            json!([])
+        } else {
+            json!([{"type": "output_text", "text": text, "annotations": [], "logprobs": []}])
+        },
+    })
+}
+
+fn call_item(id: &str, call_id: &str, name: &str, arguments: &str, status: &str) -> Value {
+    json!({
+        "type": "function_call",
+        "id": id,
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+        "status": status,
+    })
+}
+
+/// OpenAI's Responses `usage` object: `input_tokens` with the cached share, `output_tokens`
+/// with the reasoning share.
+pub(crate) fn usage_object(usage: &Usage) -> Value {
+    json!({
+        "input_tokens": usage.input,
+        "input_tokens_details": {"cached_tokens": usage.cache_read, "cache_write_tokens": usage.cache_write},
+        "output_tokens": usage.output,
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning},
+        "total_tokens": usage.input + usage.output,
+    })
+}
+
+/// The item a stream has open.
+enum Open {
+    Reasoning {
+        id: String,
+        text: String,
+    },
+    Text {
+        id: String,
+        text: String,
+    },
+    Call {
+        index: usize,
+        id: String,
+        call_id: String,
+        name: String,
+        arguments: String,
+    },
+}
+
+/// The Responses door's stream: `response.created` and `response.in_progress`, then per item
+/// `response.output_item.added` before its deltas (`response.reasoning_summary_text.delta`,
+/// `response.output_text.delta`, `response.function_call_arguments.delta`) and
+/// `response.output_item.done` with the whole item once it ends (a reasoning item's seal is
+/// made then, over its whole summary); after [`hermes_engine::Event::Done`] (every step
+/// stored) `response.completed` with the whole response and its usage. A failure is
+/// `response.failed`.
+pub(crate) struct ResponsesStream {
+    shape: Shape,
+    sequence: u64,
+    open: Option<Open>,
+    /// The items sent whole so far.
+    done: Vec<Value>,
+}
+
+impl ResponsesStream {
+    /// The stream of the response `shape` names.
+    pub(crate) fn new(shape: Shape) -> Self {
+        ResponsesStream {
+            shape,
+            sequence: 0,
+            open: None,
+            done: Vec::new(),
+        }
+    }
+
+    fn event(&mut self, name: &str, mut data: Value) -> SseEvent {
+        data["type"] = json!(name);
+        data["sequence_number"] = json!(self.sequence);
+        self.sequence += 1;
+        SseEvent::default().event(name).data(data.to_string())
+    }
+
+    /// The place of the next item.
+    fn next_index(&self) -> usize {
+        self.done.len()
+    }
+
+    /// Sends the open item whole.
+    fn close(&mut self, out: &mut Vec<SseEvent>) {
+        let Some(open) = self.open.take() else {
+            return;
+        };
+        let index = self.next_index();
+        let item = match open {
+            Open::Reasoning { id, text } => {
+                out.push(self.event(
+                    "response.reasoning_summary_text.done",
+                    json!({"item_id": id, "output_index": index, "summary_index": 0, "text": text}),
+                ));
+                out.push(self.event(
+                    "response.reasoning_summary_part.done",
+                    json!({"item_id": id, "output_index": index, "summary_index": 0,
+                           "part": {"type": "summary_text", "text": text}}),
+                ));
+                self.shape.reasoning_item(&id, &text)
+            }
+            Open::Text { id, text } => {
+                let part =
+                    json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []});
+                out.push(self.event(
+                    "response.output_text.done",
+                    json!({"item_id": id, "output_index": index, "content_index": 0, "text": text, "logprobs": []}),
+                ));
+                out.push(self.event(
+                    "response.content_part.done",
+                    json!({"item_id": id, "output_index": index, "content_index": 0, "part": part}),
+                ));
+                message_item(&id, &text, "completed")
+            }
+            Open::Call {
+                id,
+                call_id,
+                name,
+                arguments,
+                ..
+            } => {
+                out.push(self.event(
+                    "response.function_call_arguments.done",
+                    json!({"item_id": id, "output_index": index, "name": name, "arguments": arguments}),
+                ));
+                call_item(&id, &call_id, &name, &arguments, "completed")
+            }
+        };
+        out.push(self.event(
+            "response.output_item.done",
+            json!({"output_index": index, "item": item}),
+        ));
+        self.done.push(item);
+    }
+
+    /// Opens an item (closing the one open), announcing it with `output_item.added`.
+    fn open(&mut self, open: Open, out: &mut Vec<SseEvent>) {
+        self.close(out);
+        let index = self.next_index();
+        let item = match &open {
+            Open::Reasoning { id, .. } => json!({"type": "reasoning", "id": id, "summary": []}),
+            Open::Text { id, .. } => message_item(id, "", "in_progress"),
+            Open::Call {
+                id, call_id, name, ..
+            } => call_item(id, call_id, name, "", "in_progress"),
+        };
+        out.push(self.event(
+            "response.output_item.added",
+            json!({"output_index": index, "item": item}),
+        ));
+        match &open {
+            Open::Reasoning { id, .. } => out.push(self.event(
+                "response.reasoning_summary_part.added",
+                json!({"item_id": id, "output_index": index, "summary_index": 0,
+                       "part": {"type": "summary_text", "text": ""}}),
+            )),
+            Open::Text { id, .. } => out.push(self.event(
+                "response.content_part.added",
+                json!({"item_id": id, "output_index": index, "content_index": 0,
+                       "part": {"type": "output_text", "text": "", "annotations": [], "logprobs": []}}),
+            )),
+            Open::Call { .. } => {}
+        }
+        self.open = Some(open);
+    }
+}
+
+impl crate::sse::StreamDoor for ResponsesStream {
+    fn opening(&mut self) -> Vec<SseEvent> {
+        let response = self
+            .shape
+            .object("in_progress", Vec::new(), None, None, None);
+        vec![
+            self.event("response.created", json!({"response": response})),
+            self.event("response.in_progress", json!({"response": response})),
+        ]
+    }
+
+    fn on_event(&mut self, ev: hermes_engine::Event) -> (Vec<SseEvent>, bool) {
+        use hermes_core::driver::DriverEvent;
+        let mut out = Vec::new();
+        match ev {
+            hermes_engine::Event::Driver(DriverEvent::Delta {
+                reasoning: true,
+                text,
+            }) => {
+                if !matches!(self.open, Some(Open::Reasoning { .. })) {
+                    let id = self.shape.item_id("rs", self.next_index());
+                    self.open(
+                        Open::Reasoning {
+                            id,
+                            text: String::new(),
+                        },
+                        &mut out,
+                    );
+                }
+                let index = self.next_index();
+                if let Some(Open::Reasoning { id, text: all }) = &mut self.open {
+                    all.push_str(&text);
+                    let id = id.clone();
+                    out.push(self.event(
+                        "response.reasoning_summary_text.delta",
+                        json!({"item_id": id, "output_index": index, "summary_index": 0, "delta": text}),
+                    ));
+                }
+            }
+            hermes_engine::Event::Driver(DriverEvent::Delta {
+                reasoning: false,
+                text,
+            }) => {
+                if !matches!(self.open, Some(Open::Text { .. })) {
+                    let id = self.shape.item_id("msg", self.next_index());
+                    self.open(
+                        Open::Text {
+                            id,
+                            text: String::new(),
+                        },
+                        &mut out,
+                    );
+                }
+                let index = self.next_index();
+                if let Some(Open::Text { id, text: all }) = &mut self.open {
+                    all.push_str(&text);
+                    let id = id.clone();
+                    out.push(self.event(
+                        "response.output_text.delta",
+                        json!({"item_id": id, "output_index": index, "content_index": 0,
+                               "delta": text, "logprobs": []}),
+                    ));
+                }
+            }
+            hermes_engine::Event::Driver(DriverEvent::ToolCallDelta {
+                index: call,
+                id,
+                name,
+                arguments,
+            }) => {
+                let same = matches!(&self.open, Some(Open::Call { index, .. }) if *index == call);
+                if !same {
+                    let item = self.shape.item_id("fc", self.next_index());
+                    self.open(
+                        Open::Call {
+                            index: call,
+                            id: item,
+                            call_id: id.unwrap_or_default(),
+                            name: name.unwrap_or_default(),
+                            arguments: String::new(),
+                        },
+                        &mut out,
+                    );
+                }
+                let index = self.next_index();
+                if let Some(Open::Call {
+                    id, arguments: all, ..
+                }) = &mut self.open
+                    && !arguments.is_empty()
+                {
+                    all.push_str(&arguments);
+                    let id = id.clone();
+                    out.push(self.event(
+                        "response.function_call_arguments.delta",
+                        json!({"item_id": id, "output_index": index, "delta": arguments}),
+                    ));
+                }
+            }
+            hermes_engine::Event::Done(completion) => {
+                self.close(&mut out);
+                if self.done.is_empty() {
+                    // Nothing streamed (a reply that came whole): its items now, each whole.
+                    for item in self.shape.output(&completion.messages, 0) {
+                        let index = self.next_index();
+                        out.push(self.event(
+                            "response.output_item.added",
+                            json!({"output_index": index, "item": item}),
+                        ));
+                        out.push(self.event(
+                            "response.output_item.done",
+                            json!({"output_index": index, "item": item}),
+                        ));
+                        self.done.push(item);
+                    }
+                }
+                let mut response = self.shape.object(
+                    "completed",
+                    self.done.clone(),
+                    Some(&completion.usage),
+                    completion.finish.as_ref(),
+                    None,
+                );
+                response["hermes_session"] = json!(completion.session);
+                let name = if response["status"] == "incomplete" {
+                    "response.incomplete"
+                } else {
+                    "response.completed"
+                };
+                out.push(self.event(name, json!({"response": response})));
+                return (out, true);
+            }
+            _ => {}
+        }
+        (out, false)
+    }
+
+    fn failure(&self, error: &ApiError) -> SseEvent {
+        let body = error.body();
+        let detail = &body["error"];
+        let response = self.shape.object(
+            "failed",
+            self.done.clone(),
+            None,
+            None,
+            Some(json!({
+                "code": detail.get("code").cloned().filter(|c| !c.is_null()).unwrap_or_else(|| json!("server_error")),
+                "message": detail.get("message").cloned().unwrap_or_default(),
+            })),
+        );
+        let data = json!({"type": "response.failed", "sequence_number": self.sequence, "response": response});
+        SseEvent::default()
+            .event("response.failed")
+            .data(data.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+    use hermes_core::Role;
+
+    #[test]
+    fn a_run_of_reasoning_text_and_calls_is_one_assistant_turn() {
+        let parsed = parse(
+            br#"{"model":"m","instructions":"be brief","input":[
+                {"role":"user","content":"what time is it?"},
+                {"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"ask the tool"}],"encrypted_content":"x"},
+                {"type":"function_call","call_id":"c1","name":"now","arguments":"{}"},
+                {"type":"function_call_output","call_id":"c1","output":"noon"},
+                {"type":"reasoning","id":"rs_2","summary":[]},
+                {"type":"message","role":"assistant","content":[{"type":"output_text","text":"It is noon."}]},
+                {"type":"message","role":"user","content":[{"type":"input_text","text":"thanks"}]}
+            ]}"#,
+        )
+        .unwrap();
+        let roles: Vec<Role> = parsed.turn.messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [
+                Role::System,
+                Role::User,
+                Role::Assistant,
+                Role::Tool,
+                Role::Assistant,
+                Role::User
+            ]
+        );
+        let call = &parsed.turn.messages[2];
+        assert_eq!(
+            call.tool_calls.as_ref().unwrap()[0].id.as_deref(),
+            Some("c1")
+        );
+        assert!(call.content.is_none());
+        assert_eq!(
+            parsed.turn.messages[4].content.as_ref().unwrap().get(),
+            "\"It is noon.\""
+        );
+        let places: Vec<usize> = parsed.sealed.iter().map(|s| s.message).collect();
+        assert_eq!(
+            places,
+            [2, 4],
+            "each reasoning item belongs to the turn it opens"
+        );
+        assert_eq!(parsed.sealed[0].summary, "ask the tool");
+    }
+
+    #[test]
+    fn unknown_items_and_tools_are_refused_by_name() {
+        let e = parse(br#"{"model":"m","input":[{"type":"item_reference","id":"x"}]}"#)
+            .err()
+            .unwrap();
+        assert!(
+            e.body().to_string().contains("item_reference"),
+            "{}",
+            e.body()
+        );
+        let e = parse(br#"{"model":"m","input":"hi","tools":[{"type":"web_search"}]}"#)
+            .err()
+            .unwrap();
+        assert!(e.body().to_string().contains("web_search"), "{}", e.body());
+        assert!(parse(br#"{"model":"m","input":[]}"#).is_err());
+    }
+}

@@ -1,0 +1,241 @@
+//! The Responses door (`POST /v1/responses`) with the official `openai` Python client as the
+//! client (`tests/sdk/openai_responses_turns.py`: its `responses.create` and `responses.stream`,
+//! every object and event validated against the SDK's own types), in front of the strict
+//! simulators: a two-turn tool conversation whose client drops every `reasoning` item, or keeps
+//! them with `store: false`, is accepted by every upstream, and each carrier the upstream
+//! minted goes back to it byte for byte from the store. The client never sees an upstream's
+//! own carrier: its reasoning items hold the readable summary and a gateway-sealed reference.
+
+use hermes_sim::Sim;
+use serde_json::{Value, json};
+
+use crate::sdk::{minted, run_script};
+use crate::{KEY, start_for};
+
+const SCRIPT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/sdk/openai_responses_turns.py"
+);
+const PROBE: &str = "import openai; print(f'openai {openai.__version__}')";
+
+/// How the client treats the reasoning items of its first turn.
+#[derive(Clone, Copy, Debug)]
+enum Items {
+    /// Drops them.
+    Drop,
+    /// Sends them back as received (`store: false`).
+    SendBack,
+    /// Sends them back with each summary altered.
+    Tamper,
+}
+
+/// Runs the script against a gateway in front of `profile` (standing in for `provider`) and
+/// checks what every request holds; returns what the client saw and the simulator's requests.
+async fn two_turns(
+    profile: &str,
+    provider: &str,
+    model: &str,
+    effort: Option<&str>,
+    stream: bool,
+    keep: Items,
+) -> Option<(Value, Vec<Value>)> {
+    let python = hermes_test_support::sdk::sdk_python("openai", PROBE)?;
+    let sim = Sim::start(profile).await.unwrap();
+    let gateway = start_for(provider, &sim.base_url()).await;
+    let input = json!({
+        "base_url": gateway.base(), "key": KEY, "model": model, "stream": stream,
+        "keep": !matches!(keep, Items::Drop), "tamper": matches!(keep, Items::Tamper),
+        "effort": effort,
+    });
+    let seen = tokio::task::spawn_blocking(move || run_script(python, SCRIPT, "OPENAI_", &input))
+        .await
+        .unwrap();
+    let case = format!("{profile} stream={stream} {keep:?}");
+    let (first, second) = (&seen["first"], &seen["second"]);
+    let types = |turn: &Value| -> Vec<String> {
+        turn["output"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["type"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(
+        types(first).contains(&"function_call".to_owned()),
+        "{case}: the first turn calls the tool: {seen}"
+    );
+    assert_eq!(
+        types(second).last().map(String::as_str),
+        Some("message"),
+        "{case}: {seen}"
+    );
+    assert!(!second["text"].as_str().unwrap().is_empty(), "{case}");
+    let session = first["session"]
+        .as_str()
+        .expect("the response names its session");
+    assert_eq!(second["session"], session, "{case}: one conversation");
+    if stream {
+        assert_eq!(first["added_before_delta"], true, "{case}: {seen}");
+        let events = first["event_types"].as_array().unwrap();
+        assert_eq!(events[0], "response.created", "{case}");
+        assert_eq!(events[1], "response.in_progress", "{case}");
+        assert_eq!(events.last().unwrap(), "response.completed", "{case}");
+    }
+
+    let requests: Vec<Value> = sim.requests().into_iter().map(|r| r.body).collect();
+    assert_eq!(
+        requests.len(),
+        2,
+        "{case}: one upstream request per turn, both accepted"
+    );
+    // Every carrier the upstream minted on the call turn went back to it byte for byte.
+    let stored = gateway.store.messages(session).await.unwrap();
+    let roles: Vec<&str> = stored.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "assistant"],
+        "{case}"
+    );
+    let mut carriers = Vec::new();
+    let skip: &[&str] = if provider == "gemini" {
+        &["reasoning_content"]
+    } else {
+        &[]
+    };
+    minted(
+        &serde_json::to_value(&stored[2]).unwrap(),
+        false,
+        skip,
+        &mut carriers,
+    );
+    assert!(
+        !carriers.is_empty(),
+        "{case}: the call turn stored what it minted"
+    );
+    let second_body = requests[1].to_string();
+    // What the client was shown as readable reasoning (summaries); every other carrier (a
+    // signature, an encrypted item, a thought signature) stays in the gateway.
+    let summaries: Vec<&str> = [first, second]
+        .iter()
+        .flat_map(|t| t["output"].as_array().unwrap())
+        .filter(|o| o["type"] == "reasoning")
+        .flat_map(|o| o["summary"].as_array().unwrap())
+        .filter_map(|s| s["text"].as_str())
+        .collect();
+    let shown = seen.to_string();
+    for carrier in &carriers {
+        let encoded = Value::String(carrier.clone()).to_string();
+        assert!(
+            second_body.contains(&encoded),
+            "{case}: {encoded} did not go back upstream: {second_body}"
+        );
+        // (Short strings under a carrier's key are its item types and ids' neighbours.)
+        if carrier.len() >= 16 && !summaries.iter().any(|s| s.contains(carrier.as_str())) {
+            assert!(
+                !shown.contains(&encoded),
+                "{case}: the upstream's own carrier {encoded} reached the client"
+            );
+        }
+    }
+    gateway.stop().await;
+    Some((seen, requests))
+}
+
+/// The strict upstreams the issue names, a client dropping its reasoning items on each, whole
+/// and streamed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_responses_client_that_drops_its_reasoning_items_holds_tool_conversations_on_every_upstream()
+ {
+    for (profile, provider, model, effort) in [
+        ("deepseek-v4", "deepseek", "deepseek/deepseek-v4-pro", None),
+        (
+            "anthropic",
+            "anthropic",
+            "anthropic/claude-opus-4-6",
+            Some("high"),
+        ),
+        (
+            "gemini",
+            "gemini",
+            "gemini/gemini-3-pro-preview",
+            Some("high"),
+        ),
+        (
+            "openai-responses",
+            "openai-responses",
+            "openai-responses/gpt-5.2",
+            Some("high"),
+        ),
+    ] {
+        for stream in [false, true] {
+            two_turns(profile, provider, model, effort, stream, Items::Drop).await;
+        }
+    }
+}
+
+/// A client that keeps its reasoning items (`store: false`) gets sealed references, never an
+/// upstream's blob; sent back, they verify and the upstream gets its own bytes from the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reasoning_items_kept_by_the_client_are_sealed_references_that_verify() {
+    for stream in [false, true] {
+        let Some((seen, _)) = two_turns(
+            "anthropic",
+            "anthropic",
+            "anthropic/claude-opus-4-6",
+            Some("high"),
+            stream,
+            Items::SendBack,
+        )
+        .await
+        else {
+            return;
+        };
+        let reasoning: Vec<&Value> = seen["first"]["output"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|o| o["type"] == "reasoning")
+            .collect();
+        assert!(!reasoning.is_empty(), "Claude thought: {seen}");
+        for item in reasoning {
+            let sealed = item["encrypted_content"].as_str().unwrap();
+            assert!(sealed.starts_with("hermes1."), "a gateway seal: {item}");
+            assert!(
+                !item["summary"][0]["text"].as_str().unwrap().is_empty(),
+                "the readable summary: {item}"
+            );
+        }
+    }
+}
+
+/// A DeepSeek V4 upstream must get each tool-call turn's `reasoning_content` back. A client
+/// that keeps its sealed reasoning items but edited their summaries gets nothing from them:
+/// the store still gives the upstream its own text, never the edited one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_altered_reasoning_item_is_left_out() {
+    let Some((seen, requests)) = two_turns(
+        "deepseek-v4",
+        "deepseek",
+        "deepseek/deepseek-v4-pro",
+        None,
+        false,
+        Items::Tamper,
+    )
+    .await
+    else {
+        return;
+    };
+    let echoed = &requests[1]["messages"][2];
+    assert_eq!(echoed["role"], "assistant", "{}", requests[1]);
+    let thinking = echoed["reasoning_content"].as_str().unwrap();
+    assert!(
+        !thinking.contains("(edited)"),
+        "the edited summary never reached it"
+    );
+    let shown = &seen["first"]["output"][0];
+    assert_eq!(shown["type"], "reasoning");
+    assert_eq!(
+        shown["summary"][0]["text"], thinking,
+        "the store's own text went back"
+    );
+}
