@@ -119,6 +119,15 @@ impl ApiError {
         }
     }
 
+    /// 415: the body comes in a `Content-Encoding` the gateway does not decode.
+    pub fn unsupported_encoding(message: &str) -> Self {
+        ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "invalid_request_error",
+            message,
+        )
+    }
+
     /// 426: the request asked to switch protocols (a WebSocket) where the gateway serves HTTP.
     pub fn upgrade_required(message: impl Into<String>) -> Self {
         ApiError::new(

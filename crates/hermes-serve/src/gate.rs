@@ -44,12 +44,61 @@ pub(crate) async fn auth(
     }
 }
 
-/// A body its `Content-Length` says is over the cap: 413 before anything is read or counted.
+/// The `Content-Encoding`s a body may come in ([`decoding`] decodes them): Codex sends its
+/// requests zstd-compressed to providers that take it.
+const ENCODINGS: [&str; 4] = ["identity", "gzip", "br", "zstd"];
+
+/// The layer that decodes a `Content-Encoding` body (tower-http's request decompression),
+/// between [`declared_length`] (which checks the bytes sent) and [`body`] (whose cap applies to
+/// the decoded bytes).
+pub(crate) fn decoding() -> impl tower::Layer<
+    axum::routing::Route,
+    Service = impl tower::Service<
+        Request,
+        Response = impl axum::response::IntoResponse + 'static,
+        Error = std::convert::Infallible,
+        Future = impl Send + 'static,
+    > + Clone
+              + Send
+              + Sync
+              + 'static,
+> + Clone
++ Send
++ Sync
++ 'static {
+    tower::ServiceBuilder::new()
+        .layer(tower_http::decompression::RequestDecompressionLayer::new())
+        .map_request(
+            |r: axum::http::Request<
+                tower_http::decompression::DecompressionBody<axum::body::Body>,
+            >| { r.map(axum::body::Body::new) },
+        )
+}
+
+/// A body its `Content-Length` says is over the cap: 413 before anything is read or counted;
+/// one in a `Content-Encoding` the gateway does not decode: 415.
 pub(crate) async fn declared_length(
     State(inner): State<Arc<crate::Inner>>,
     request: Request,
     next: Next,
 ) -> Response {
+    for value in request.headers().get_all(header::CONTENT_ENCODING) {
+        let known = value.to_str().ok().is_some_and(|v| {
+            v.split(',')
+                .map(str::trim)
+                .all(|e| ENCODINGS.iter().any(|k| e.eq_ignore_ascii_case(k)))
+        });
+        if !known {
+            return refuse(
+                ApiError::unsupported_encoding(&format!(
+                    "the body's Content-Encoding {:?} is not one the gateway decodes ({})",
+                    value.to_str().unwrap_or("(not text)"),
+                    ENCODINGS.join(", ")
+                )),
+                &request,
+            );
+        }
+    }
     let cap = inner.config.max_request_bytes;
     let length = request
         .headers()
@@ -105,11 +154,27 @@ pub(crate) async fn body(
                 .run(Request::from_parts(parts, axum::body::Body::empty()))
                 .await;
         }
-        Ok(Err(_)) => ApiError::too_large(cap),
+        Ok(Err(e)) if over_the_cap(&e) => ApiError::too_large(cap),
+        Ok(Err(e)) => ApiError::invalid(
+            "",
+            format!("the request body could not be read (its Content-Encoding?): {e}"),
+        ),
         Err(_) => ApiError::body_timeout(deadline),
     };
     refuse(
         refused,
         &Request::from_parts(parts, axum::body::Body::empty()),
     )
+}
+
+/// Whether reading a body failed because it (decoded) went over the cap.
+fn over_the_cap(error: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if e.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }

@@ -309,7 +309,9 @@ fn gated(
 ) -> axum::routing::MethodRouter<Arc<Inner>> {
     use axum::middleware::from_fn_with_state as layer;
     // The last layer added runs first.
-    let route = route.route_layer(layer(state.clone(), gate::body));
+    let route = route
+        .route_layer(layer(state.clone(), gate::body))
+        .route_layer(gate::decoding());
     let route = if limited {
         route.route_layer(layer(state.clone(), gate::limits))
     } else {

@@ -239,3 +239,83 @@ async fn an_altered_reasoning_item_is_left_out() {
         "the store's own text went back"
     );
 }
+
+/// Codex sends its request bodies compressed: zstd, gzip and br are decoded, with the body cap
+/// on the decoded size; another encoding is a 415 in OpenAI's shape.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compressed_bodies_are_decoded_under_the_cap() {
+    use std::io::Write as _;
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let gateway = crate::start_for_with("deepseek", &sim.base_url(), |c| {
+        c.max_request_bytes(64 * 1024)
+    })
+    .await;
+    // Three questions (the same body again would be answered from the store).
+    let body = |n: u32| {
+        json!({"model": "deepseek/deepseek-v4-pro", "input": format!("hello there {n}")})
+            .to_string()
+    };
+    let gzip = {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(body(2).as_bytes()).unwrap();
+        e.finish().unwrap()
+    };
+    let client = reqwest::Client::new();
+    let send = |encoding: &'static str, bytes: Vec<u8>| {
+        client
+            .post(gateway.url("/v1/responses"))
+            .bearer_auth(KEY)
+            .header("content-type", "application/json")
+            .header("content-encoding", encoding)
+            .body(bytes)
+            .send()
+    };
+    for (encoding, bytes) in [
+        ("zstd", zstd::encode_all(body(1).as_bytes(), 3).unwrap()),
+        ("gzip", gzip),
+        ("identity", body(3).into_bytes()),
+    ] {
+        let r = send(encoding, bytes).await.unwrap();
+        let status = r.status();
+        let answer: Value = r.json().await.unwrap();
+        assert_eq!(status, 200, "{encoding}: {answer}");
+        assert_eq!(answer["object"], "response", "{encoding}");
+        assert_eq!(
+            answer["output"].as_array().unwrap().last().unwrap()["type"],
+            "message"
+        );
+    }
+    let seen = sim.requests();
+    assert_eq!(seen.len(), 3, "each decoded body reached the upstream");
+    assert!(
+        seen[0].body.to_string().contains("hello there 1"),
+        "{}",
+        seen[0].body
+    );
+
+    // 1 MiB of one letter compresses to a few hundred bytes: over the cap once decoded.
+    let big = json!({"model": "deepseek/deepseek-v4-pro", "input": "a".repeat(1 << 20)});
+    let bomb = zstd::encode_all(big.to_string().as_bytes(), 19).unwrap();
+    assert!(bomb.len() < 64 * 1024);
+    let r = send("zstd", bomb).await.unwrap();
+    assert_eq!(r.status(), 413, "{}", r.text().await.unwrap());
+
+    let r = send("deflate", body(4).into_bytes()).await.unwrap();
+    assert_eq!(r.status(), 415);
+    let answer: Value = r.json().await.unwrap();
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("deflate"),
+        "{answer}"
+    );
+    let r = send("zstd", b"not zstd at all".to_vec()).await.unwrap();
+    assert_eq!(r.status(), 400, "a body that does not decode");
+    assert_eq!(
+        sim.requests().len(),
+        3,
+        "no refused body reached the upstream"
+    );
+    gateway.stop().await;
+}
