@@ -123,6 +123,18 @@ pub(crate) fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
     sampling.parallel_tool_calls = f.get("parallel_tool_calls", "a boolean")?;
     let tool_choice_value: Option<Value> = f.get("tool_choice", "a string or an object")?;
     sampling.tool_choice = tool_choice_value.as_ref().map(tool_choice).transpose()?;
+    if tools.is_none() {
+        // Without tools (Codex's compaction request sends `"tools": []` with its usual
+        // `tool_choice: "auto"` and `parallel_tool_calls`), neither means anything; a wire
+        // would refuse them alone. `required` or a named function stays, for its 400.
+        if matches!(
+            sampling.tool_choice,
+            Some(ToolChoice::Auto | ToolChoice::None)
+        ) {
+            sampling.tool_choice = None;
+        }
+        sampling.parallel_tool_calls = None;
+    }
     let text: Option<Value> = f.get("text", "an object {format}")?;
     sampling.response_format = text
         .as_ref()

@@ -680,6 +680,165 @@ async fn claude_code_on_deepseek_v4_under_the_readmes_alias() {
     claude_code("deepseek-coder", "deepseek-coder").await;
 }
 
+/// Codex CLI (`codex exec --json`, then `codex exec resume --last`), its own native binary,
+/// headless in a home and `CODEX_HOME` of its own, through the Responses door as a custom
+/// provider (`wire_api = "responses"`, the README's recipe), on `model`: two turns of two tool
+/// calls each (its `exec_command` tool really runs), then a third turn past a tiny
+/// `model_auto_compact_token_limit`, so Codex compacts the conversation (for a custom
+/// provider: an ordinary Responses request without tools asking for a summary, whose answer
+/// then stands for the turns it summarised). Every upstream request is accepted and every
+/// carrier the upstream minted goes back to it byte for byte.
+async fn codex(model: &str) {
+    let Some(node_dir) = clients::node_dir() else {
+        return;
+    };
+    const PACKAGE: &str = "@openai/codex";
+    let mut row = Row::new("Codex CLI", RESPONSES, model);
+    row.version = format!("{PACKAGE} {}", clients::npm_version(&node_dir, PACKAGE));
+    let stage = Stage::start().await;
+    let (sim, other) = stage.upstream_of(model);
+    row.upstream = sim.profile().to_owned();
+    let binary = node_dir
+        .join("node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex");
+    let dir = tempfile::tempdir().unwrap();
+    let (home, codex_home, work) = (
+        dir.path().join("home"),
+        dir.path().join("codex-home"),
+        dir.path().join("work"),
+    );
+    for d in [&home, &codex_home, &work] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    // The README's recipe, and what keeps Codex off the network and out of the user's shell
+    // files (plugins fetch from GitHub; a shell snapshot sources ~/.bashrc).
+    let config = format!(
+        r#"model = "{model}"
+model_reasoning_effort = "high"
+model_provider = "hermes"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+allow_login_shell = false
+web_search = "disabled"
+
+[model_providers.hermes]
+name = "hermes"
+base_url = "{base}"
+env_key = "HERMES_API_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+
+[features]
+plugins = false
+shell_snapshot = false
+goals = false
+
+[agents]
+enabled = false
+
+[analytics]
+enabled = false
+"#,
+        base = stage.gateway.base()
+    );
+    std::fs::write(codex_home.join("config.toml"), config).unwrap();
+    let outputs = tokio::task::spawn_blocking(move || {
+        let mut outputs = Vec::new();
+        for (prompt, resume, compact) in [
+            ("What time is it? [tools=2]", false, false),
+            ("And what time is it now? [tools=2]", true, false),
+            ("Thanks. Say that once more.", true, true),
+        ] {
+            let mut cmd = Command::new(&binary);
+            cmd.env_clear()
+                .current_dir(&work)
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("HOME", &home)
+                .env("CODEX_HOME", &codex_home)
+                .env("HERMES_API_KEY", KEY)
+                .env("RUST_LOG", "warn")
+                .env("NO_PROXY", "127.0.0.1,localhost")
+                .args(["exec", "--json", "--skip-git-repo-check"]);
+            if compact {
+                cmd.args(["-c", "model_auto_compact_token_limit=1000"]);
+            }
+            if resume {
+                cmd.args(["resume", "--last"]);
+            }
+            cmd.arg(prompt);
+            outputs.push(clients::run(cmd, "", LIMIT));
+        }
+        outputs
+    })
+    .await
+    .unwrap();
+    tally(&mut row, sim);
+    for (turn, ran) in outputs.iter().enumerate() {
+        let case = format!("Codex CLI on {model}, turn {}", turn + 1);
+        assert_eq!(ran.code, Some(0), "{case}: {}\n{}", ran.stdout, ran.stderr);
+        let events: Vec<Value> = ran
+            .stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        assert!(
+            events.iter().any(|e| e["type"] == "turn.completed"),
+            "{case}: {}",
+            ran.stdout
+        );
+        assert!(
+            !events.iter().any(|e| e["type"] == "turn.failed"),
+            "{case}: {}",
+            ran.stdout
+        );
+        let said: Vec<&str> = events
+            .iter()
+            .filter(|e| e["type"] == "item.completed" && e["item"]["type"] == "agent_message")
+            .filter_map(|e| e["item"]["text"].as_str())
+            .collect();
+        if turn == 2 {
+            // The answer after the compaction: the simulated model answers the turn directly.
+            assert!(!said.is_empty(), "{case}: an answer: {}", ran.stdout);
+            continue;
+        }
+        let ran_tools = events
+            .iter()
+            .filter(|e| e["type"] == "item.completed" && e["item"]["type"] == "command_execution")
+            .count();
+        assert_eq!(
+            ran_tools, 2,
+            "{case}: Codex ran its tool twice: {}",
+            ran.stdout
+        );
+        assert!(
+            said.iter().any(|t| t.contains("Done after 2 tool calls")),
+            "{case}: the model's last answer: {said:?}\n{}",
+            ran.stdout
+        );
+    }
+    // The third run compacted first: a request without tools whose last user message asks
+    // for the summary (Codex's own prompt), answered and then built upon.
+    let requests = sim.requests();
+    let compacted = requests
+        .iter()
+        .filter(|r| r.body.to_string().contains("CONTEXT CHECKPOINT COMPACTION"))
+        .count();
+    assert!(compacted >= 1, "Codex compacted through the door");
+    upstream_checks(&row, sim, other, 7);
+    stage.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_on_deepseek_v4() {
+    codex("deepseek/deepseek-v4-pro").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_on_claude() {
+    codex("anthropic/claude-opus-4-6").await;
+}
+
 #[test]
 fn the_carriers_of_an_answer_are_put_together_whole_or_streamed() {
     let chat = json!({"choices": [{"index": 0, "message": {"role": "assistant",
