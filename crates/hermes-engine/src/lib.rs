@@ -56,7 +56,7 @@ pub use settle::{
 pub use simulators::{SIM_HOST, SimProfile, Simulators, StartedSim};
 pub use target::{AwsLookup, AwsSecrets, KeyLookup, Limits};
 
-pub use hermes_compaction::CompactionOverrides;
+pub use hermes_compaction::{CompactionOverrides, SUMMARY_INSTRUCTIONS};
 
 /// The provider registry and wires, re-exported for front ends.
 pub use hermes_providers as providers;

@@ -119,6 +119,12 @@ impl ApiError {
         }
     }
 
+    /// 502: the upstream answered, but not with what the request needs (a compaction whose
+    /// model wrote no summary).
+    pub fn bad_gateway(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::BAD_GATEWAY, "api_error", message)
+    }
+
     /// 415: the body comes in a `Content-Encoding` the gateway does not decode.
     pub fn unsupported_encoding(message: &str) -> Self {
         ApiError::new(

@@ -364,6 +364,10 @@ impl Gateway {
                 gated(state, post(responses_turn), true).get(responses_socket),
             )
             .route(
+                "/v1/responses/compact",
+                gated(state, post(responses_compact), true),
+            )
+            .route(
                 "/v1/messages/count_tokens",
                 gated(state, post(count_tokens), false),
             )
@@ -882,15 +886,7 @@ async fn respond(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Res
     let (Extension(gate::Tenant(tenant)), Extension(admitted), Extension(gate::Read(body))) = gated;
     let parsed = off_reactor(&body, responses::parse).await?;
     if let Some(id) = &parsed.previous_response_id {
-        // Responses are not kept by id: the client sends its whole input (`store: false`, as
-        // Codex and the Agents SDK do by default with a history they hold).
-        return Err(ApiError {
-            code: Some("previous_response_not_found".into()),
-            ..ApiError::invalid(
-                "previous_response_id",
-                format!("Previous response with id '{id}' not found."),
-            )
-        });
+        return Err(previous_not_found(id));
     }
     let mut turn = parsed.turn;
     if model::check(&turn.model).is_ok() {
@@ -919,6 +915,38 @@ async fn respond(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Res
     let vouched = responses::vouch(&mut turn.messages, &parsed.sealed, &signer);
     if vouched > 0 {
         tracing::debug!(vouched, "gateway-sealed reasoning items verified");
+    }
+    checkpoints(inner, &mut turn.messages, &parsed.compactions, &signer).await?;
+    if parsed.trigger {
+        // Codex's remote compaction: the answer is exactly one compaction item.
+        let shape = responses::Shape {
+            id: format!("resp_{}", uuid::Uuid::now_v7().simple()),
+            created_at: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            model: turn.model.clone(),
+            echo: parsed.echo,
+            signer: signer.clone(),
+        };
+        let stream = turn.stream;
+        let (item, completion) =
+            compaction(inner, turn, &tenant, choice, session, &signer, &recorder).await?;
+        if stream {
+            let events = responses::whole_stream(&shape, vec![item], &completion);
+            let events = futures_util::stream::iter(
+                events.into_iter().map(Ok::<_, std::convert::Infallible>),
+            );
+            return Ok(with_session(
+                axum::response::sse::Sse::new(events).into_response(),
+                &completion.session,
+            ));
+        }
+        let mut body = shape.object("completed", vec![item], Some(&completion.usage), None, None);
+        body["hermes_session"] = json!(completion.session);
+        return Ok(with_session(
+            (StatusCode::OK, axum::Json(body)).into_response(),
+            &completion.session,
+        ));
     }
     let idempotency = idempotency_of(
         headers,
@@ -962,6 +990,175 @@ async fn respond(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Res
         admitted,
     )
     .await
+}
+
+/// What a `compaction` item's sealed reference names: the stored summary's session and place.
+fn checkpoint_payload(session: &str, index: usize) -> String {
+    format!("{session}\n{index}")
+}
+
+/// Puts in place of each `compaction` item a client sent back the checkpoint it names: its
+/// seal opened for this tenant and partition, the summary read from the store. One that does
+/// not open, or whose summary is no longer stored, is a 400 naming the item.
+async fn checkpoints(
+    inner: &Inner,
+    messages: &mut [hermes_core::Message],
+    items: &[responses::CompactionItem],
+    signer: &sign::Signer,
+) -> Result<(), ApiError> {
+    for item in items {
+        let refused = |why: &str| ApiError::invalid(&item.at, format!("`{}`: {why}", item.at));
+        let Some(payload) = signer.open(&item.seal) else {
+            return Err(refused(
+                "this compaction item was not made by this gateway for this tenant and partition \
+                 (or it was altered)",
+            ));
+        };
+        let (session, index) = payload
+            .split_once('\n')
+            .and_then(|(s, i)| Some((s.to_owned(), i.parse::<usize>().ok()?)))
+            .ok_or_else(|| refused("its reference does not name a checkpoint"))?;
+        let store = inner
+            .engine
+            .store()
+            .ok_or_else(|| ApiError::internal("the gateway has no store"))?;
+        let stored = store
+            .messages(&session)
+            .await
+            .map_err(|e| ApiError::from_engine(&hermes_engine::EngineError::from(e)))?;
+        let summary = stored
+            .get(index)
+            .filter(|m| m.role == hermes_core::Role::Assistant)
+            .and_then(|m| m.content.as_ref())
+            .map(responses::text_of)
+            .filter(|s| !s.trim().is_empty())
+            .ok_or_else(|| {
+                refused("the conversation it summarised is no longer stored (retention)")
+            })?;
+        messages[item.message] = hermes_core::checkpoint::own_checkpoint(&summary);
+    }
+    Ok(())
+}
+
+/// Compacts `turn`'s history for the Responses door: the model writes a summary of it (the
+/// history and hermes' summary instructions, through the engine like any turn, so its carriers
+/// are re-attached and the summary is stored), and the answer is a `compaction` item whose
+/// `encrypted_content` is a sealed reference to that stored summary.
+async fn compaction(
+    inner: &Inner,
+    mut turn: body::ClientTurn,
+    tenant: &str,
+    choice: hermes_engine::Choice,
+    session: Option<String>,
+    signer: &sign::Signer,
+    recorder: &metrics::Turn,
+) -> Result<(Value, Completion), ApiError> {
+    turn.messages.push(hermes_core::Message::text(
+        Role::User,
+        hermes_engine::SUMMARY_INSTRUCTIONS,
+    ));
+    turn.stream = false;
+    let request = turn.request(tenant.to_owned(), choice, session);
+    let completion = complete(inner, request, recorder).await?;
+    let store = inner
+        .engine
+        .store()
+        .ok_or_else(|| ApiError::internal("the gateway has no store"))?;
+    let stored = store
+        .messages(&completion.session)
+        .await
+        .map_err(|e| ApiError::from_engine(&hermes_engine::EngineError::from(e)))?;
+    let index = stored
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .filter(|&i| {
+            stored[i]
+                .content
+                .as_ref()
+                .is_some_and(|c| !responses::text_of(c).trim().is_empty())
+        })
+        .ok_or_else(|| ApiError::bad_gateway("the model wrote no summary"))?;
+    let sealed = signer.seal(&checkpoint_payload(&completion.session, index));
+    let item =
+        responses::compaction_item(&format!("cmp_{}", uuid::Uuid::now_v7().simple()), &sealed);
+    Ok((item, completion))
+}
+
+async fn responses_compact(
+    State(inner): State<Arc<Inner>>,
+    headers: HeaderMap,
+    tenant: Extension<gate::Tenant>,
+    admitted: Extension<limits::Admitted>,
+    body: Extension<gate::Read>,
+) -> Response {
+    match compact_request(&inner, &headers, (tenant, admitted, body)).await {
+        Ok(response) => response,
+        Err(error) => error.into_response(),
+    }
+}
+
+/// `POST /v1/responses/compact`: `{model, input, instructions, …}` answered with a
+/// `response.compaction` object: the input's user messages, then one compaction item.
+async fn compact_request(
+    inner: &Inner,
+    headers: &HeaderMap,
+    gated: Gated,
+) -> Result<Response, ApiError> {
+    let (Extension(gate::Tenant(tenant)), _, Extension(gate::Read(body))) = gated;
+    let parsed = off_reactor(&body, responses::parse).await?;
+    if let Some(id) = &parsed.previous_response_id {
+        return Err(previous_not_found(id));
+    }
+    let mut turn = parsed.turn;
+    let choice = inner.resolve(Door::Responses, &turn.model)?;
+    let session = session_of(headers)?;
+    inner.config.policy.check(
+        &tenant,
+        &policy::Asked {
+            target: target_of(&choice),
+            betas: &[],
+            server_tools: Vec::new(),
+            max_tokens: turn.sampling.max_tokens.map(|n| (n, "max_output_tokens")),
+            partitioned: turn.partition.is_some() || session.is_some(),
+            partition_key: "user",
+        },
+    )?;
+    let recorder = inner.turn(&tenant);
+    let signer = sign::Signer::new(
+        inner.signing_key().await?,
+        tenant.clone(),
+        turn.partition.clone(),
+    );
+    responses::vouch(&mut turn.messages, &parsed.sealed, &signer);
+    checkpoints(inner, &mut turn.messages, &parsed.compactions, &signer).await?;
+    let mut output = responses::user_items(&turn.messages);
+    let (item, completion) =
+        compaction(inner, turn, &tenant, choice, session, &signer, &recorder).await?;
+    output.push(item);
+    let body = json!({
+        "id": format!("resp_{}", uuid::Uuid::now_v7().simple()),
+        "object": "response.compaction",
+        "created_at": SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        "output": output,
+        "usage": responses::usage_object(&completion.usage),
+        "hermes_session": completion.session,
+    });
+    Ok(with_session(
+        (StatusCode::OK, axum::Json(body)).into_response(),
+        &completion.session,
+    ))
+}
+
+/// OpenAI's answer to a `previous_response_id` it does not know. Responses are not kept by
+/// id: the client sends its whole input (`store: false`, as Codex and the Agents SDK do).
+fn previous_not_found(id: &str) -> ApiError {
+    ApiError {
+        code: Some("previous_response_not_found".into()),
+        ..ApiError::invalid(
+            "previous_response_id",
+            format!("Previous response with id '{id}' not found."),
+        )
+    }
 }
 
 async fn count_tokens(

@@ -43,6 +43,19 @@ pub(crate) struct ResponsesRequest {
     pub(crate) sealed: Vec<SealedItem>,
     /// `previous_response_id`, when sent.
     pub(crate) previous_response_id: Option<String>,
+    /// The `compaction` items sent back: each one's placeholder message and seal.
+    pub(crate) compactions: Vec<CompactionItem>,
+    /// Whether the input ends with a `compaction_trigger` item: the answer is one compaction
+    /// item.
+    pub(crate) trigger: bool,
+}
+
+/// A `compaction` item a client sent back: the message standing in its place until its seal
+/// is opened and the checkpoint it names is read, and the seal.
+pub(crate) struct CompactionItem {
+    pub(crate) message: usize,
+    pub(crate) at: String,
+    pub(crate) seal: String,
 }
 
 /// A `reasoning` item a client sent: its summary and the `encrypted_content` that should seal
@@ -95,7 +108,7 @@ pub(crate) fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
             }
         }
     }
-    let (messages, sealed) = reader.finish();
+    let (messages, sealed, compactions, trigger) = reader.finish();
     if !messages.iter().any(|m| m.role != Role::System) {
         return Err(ApiError::invalid("input", "`input` holds no message"));
     }
@@ -178,6 +191,8 @@ pub(crate) fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
         echo,
         sealed,
         previous_response_id,
+        compactions,
+        trigger,
     })
 }
 
@@ -201,6 +216,9 @@ struct Reader {
     /// The assistant turn being read.
     open: Option<Message>,
     sealed: Vec<SealedItem>,
+    compactions: Vec<CompactionItem>,
+    /// A `compaction_trigger` item was read (it must be the last).
+    trigger: bool,
 }
 
 impl Reader {
@@ -233,6 +251,11 @@ impl Reader {
     fn item(&mut self, i: usize, item: &Value) -> Result<(), ApiError> {
         let at = format!("input[{i}]");
         let bad = |why: String| ApiError::invalid(&at, why);
+        if self.trigger {
+            return Err(bad(format!(
+                "`{at}` follows a compaction_trigger item, which must be the last input item"
+            )));
+        }
         let Some(object) = item.as_object() else {
             return Err(bad(format!("`{at}` must be an object")));
         };
@@ -344,19 +367,33 @@ impl Reader {
                     seal,
                 });
             }
+            "compaction" => {
+                let seal = text_field("encrypted_content")?;
+                self.push(Message::text(Role::User, ""));
+                self.compactions.push(CompactionItem {
+                    message: self.messages.len() - 1,
+                    at: at.clone(),
+                    seal,
+                });
+            }
+            "compaction_trigger" => {
+                self.close();
+                self.trigger = true;
+            }
             other => {
                 return Err(bad(format!(
                     "`{at}`: input items of type `{other}` are not served by this gateway's \
-                     Responses door (message, function_call, function_call_output, reasoning)"
+                     Responses door (message, function_call, function_call_output, reasoning, \
+                     compaction, compaction_trigger)"
                 )));
             }
         }
         Ok(())
     }
 
-    fn finish(mut self) -> (Vec<Message>, Vec<SealedItem>) {
+    fn finish(mut self) -> (Vec<Message>, Vec<SealedItem>, Vec<CompactionItem>, bool) {
         self.close();
-        (self.messages, self.sealed)
+        (self.messages, self.sealed, self.compactions, self.trigger)
     }
 }
 
@@ -646,8 +683,72 @@ impl Shape {
     }
 }
 
+/// A `compaction` output item holding the sealed reference `sealed`.
+pub(crate) fn compaction_item(id: &str, sealed: &str) -> Value {
+    json!({"type": "compaction", "id": id, "encrypted_content": sealed})
+}
+
+/// The user messages of `messages` as input items (what `POST /responses/compact` returns
+/// before its compaction item): text parts as `input_text`, images as `input_image`.
+pub(crate) fn user_items(messages: &[Message]) -> Vec<Value> {
+    messages
+        .iter()
+        .filter(|m| m.role == Role::User && !m.content.as_ref().is_some_and(|c| text_of(c).starts_with(hermes_core::checkpoint::SUMMARY_MARKER)))
+        .map(|m| {
+            let parts: Vec<Value> = match m.content.as_ref().map(RawJson::to_value) {
+                Some(Value::String(text)) => vec![json!({"type": "input_text", "text": text})],
+                Some(Value::Array(parts)) => parts
+                    .iter()
+                    .filter_map(|p| match p.get("type").and_then(Value::as_str) {
+                        Some("text") => Some(json!({"type": "input_text", "text": p.get("text")})),
+                        Some("image_url") => Some(json!({"type": "input_image",
+                            "image_url": p.pointer("/image_url/url"),
+                            "detail": p.pointer("/image_url/detail").cloned().unwrap_or(json!("auto"))})),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            json!({"type": "message", "role": "user", "content": parts})
+        })
+        .collect()
+}
+
+/// The stream of a response whose output is ready whole (a compaction item): created,
+/// in progress, each item added and done, completed.
+pub(crate) fn whole_stream(
+    shape: &Shape,
+    output: Vec<Value>,
+    completion: &hermes_engine::Completion,
+) -> Vec<SseEvent> {
+    let mut stream = ResponsesStream::new(shape.clone());
+    let mut out = crate::sse::StreamDoor::opening(&mut stream);
+    for item in output {
+        let index = stream.next_index();
+        out.push(stream.event(
+            "response.output_item.added",
+            json!({"output_index": index, "item": item}),
+        ));
+        out.push(stream.event(
+            "response.output_item.done",
+            json!({"output_index": index, "item": item}),
+        ));
+        stream.done.push(item);
+    }
+    let mut response = shape.object(
+        "completed",
+        stream.done.clone(),
+        Some(&completion.usage),
+        None,
+        None,
+    );
+    response["hermes_session"] = json!(completion.session);
+    out.push(stream.event("response.completed", json!({"response": response})));
+    out
+}
+
 /// A reply's text: a string, or its text parts joined.
-fn text_of(content: &RawJson) -> String {
+pub(crate) fn text_of(content: &RawJson) -> String {
     match content.to_value() {
         Value::String(s) => s,
         Value::Array(parts) => parts

@@ -15,6 +15,9 @@ use hermes_engine::store::SigningKey;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+/// What a sealed reference ([`Signer::seal`]) starts with.
+pub(crate) const SEALED_PREFIX: &str = "hermes1c.";
+
 /// What a signature starts with: the one prefix the Messages door's history reader knows as
 /// the gateway's own.
 pub(crate) const PREFIX: &str =
@@ -63,6 +66,41 @@ impl Signer {
     pub(crate) fn mint(&self, text: &str) -> String {
         let mac = self.mac(text).finalize().into_bytes();
         format!("{PREFIX}{}.{}", self.key.id, URL_SAFE_NO_PAD.encode(mac))
+    }
+
+    /// A sealed reference to `payload` (a stored checkpoint's place: the Responses door's
+    /// `compaction` items): `hermes1c.<key id>.<base64url payload>.<base64url MAC>`, the MAC
+    /// binding the tenant, the partition and the payload under its own domain. The payload is
+    /// readable; what the seal adds is that only this gateway, for this tenant and partition,
+    /// made it.
+    pub(crate) fn seal(&self, payload: &str) -> String {
+        let mac = self.sealed_mac(payload).finalize().into_bytes();
+        format!(
+            "{SEALED_PREFIX}{}.{}.{}",
+            self.key.id,
+            URL_SAFE_NO_PAD.encode(payload),
+            URL_SAFE_NO_PAD.encode(mac)
+        )
+    }
+
+    /// The payload of a [`Signer::seal`] this signer made (same key, tenant and partition),
+    /// else `None`.
+    pub(crate) fn open(&self, sealed: &str) -> Option<String> {
+        let rest = sealed
+            .strip_prefix(SEALED_PREFIX)?
+            .strip_prefix(self.key.id.as_str())?
+            .strip_prefix('.')?;
+        let (payload, mac) = rest.split_once('.')?;
+        let payload = String::from_utf8(URL_SAFE_NO_PAD.decode(payload).ok()?).ok()?;
+        let mac = URL_SAFE_NO_PAD.decode(mac).ok()?;
+        self.sealed_mac(&payload).verify_slice(&mac).ok()?;
+        Some(payload)
+    }
+
+    fn sealed_mac(&self, payload: &str) -> Hmac<Sha256> {
+        let mut mac = self.mac(payload);
+        mac.update(b"\0hermes sealed reference v1");
+        mac
     }
 
     /// Whether `signature` is this signer's for `text` (same key, tenant and partition),
@@ -134,5 +172,46 @@ mod tests {
         for bad in ["", "hermes1.", "hermes1.k1.", "hermes1.k1.!!!", "c2ln"] {
             assert!(!a.verifies("thinking about it", bad), "{bad}");
         }
+    }
+}
+
+#[cfg(test)]
+mod sealed {
+    use hermes_engine::store::SigningKey;
+
+    use super::Signer;
+
+    #[test]
+    fn a_sealed_reference_opens_only_for_its_tenant_partition_and_key() {
+        let key = |byte| SigningKey {
+            id: "k1".into(),
+            secret: vec![byte; 32],
+        };
+        let a = Signer::new(key(1), "acme".into(), Some("p".into()));
+        let sealed = a.seal("session-1:7");
+        assert!(sealed.starts_with("hermes1c.k1."), "{sealed}");
+        assert_eq!(a.open(&sealed).as_deref(), Some("session-1:7"));
+        assert_eq!(
+            Signer::new(key(1), "globex".into(), Some("p".into())).open(&sealed),
+            None
+        );
+        assert_eq!(Signer::new(key(1), "acme".into(), None).open(&sealed), None);
+        assert_eq!(
+            Signer::new(key(2), "acme".into(), Some("p".into())).open(&sealed),
+            None
+        );
+        // Another payload under the same MAC, and a thinking signature, do not open.
+        let (head, mac) = sealed.rsplit_once('.').unwrap();
+        let (prefix, _) = head.rsplit_once('.').unwrap();
+        let forged = format!(
+            "{prefix}.{}.{mac}",
+            base64::Engine::encode(
+                &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+                "session-2:7"
+            )
+        );
+        assert_eq!(a.open(&forged), None);
+        assert_eq!(a.open(&a.mint("session-1:7")), None);
+        assert!(!a.verifies("session-1:7", &sealed));
     }
 }

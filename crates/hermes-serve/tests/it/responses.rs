@@ -319,3 +319,161 @@ async fn compressed_bodies_are_decoded_under_the_cap() {
     );
     gateway.stop().await;
 }
+
+/// `responses.compact` on a conversation whose upstream thinks (Claude, signatures verified by
+/// its simulator): the answer is the input's user messages and one compaction item holding a
+/// sealed reference; the next turn on the compacted input reaches the upstream with the
+/// stored summary in the compaction item's place. The same item altered, or under another
+/// partition, is a 400 naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compacted_conversation_goes_on_from_its_checkpoint() {
+    let Some(python) = hermes_test_support::sdk::sdk_python("openai", PROBE) else {
+        return;
+    };
+    let sim = Sim::start("anthropic").await.unwrap();
+    let gateway = start_for("anthropic", &sim.base_url()).await;
+    let input = json!({
+        "base_url": gateway.base(), "key": KEY, "model": "anthropic/claude-opus-4-6",
+        "stream": false, "keep": false, "tamper": false, "effort": "high", "compact": true,
+    });
+    let seen = tokio::task::spawn_blocking(move || run_script(python, SCRIPT, "OPENAI_", &input))
+        .await
+        .unwrap();
+    let compacted = &seen["compacted"];
+    assert_eq!(compacted["object"], "response.compaction", "{seen}");
+    let output = compacted["output"].as_array().unwrap();
+    let item = output.last().unwrap();
+    assert_eq!(item["type"], "compaction");
+    let sealed = item["encrypted_content"].as_str().unwrap();
+    assert!(sealed.starts_with("hermes1c."), "{item}");
+    let users: Vec<&Value> = output[..output.len() - 1].iter().collect();
+    assert_eq!(users.len(), 1, "the one user message: {output:?}");
+    assert_eq!(users[0]["role"], "user");
+    assert_eq!(users[0]["content"][0]["text"], "[tools=1] what time is it?");
+    // (The simulated model reads the kept `[tools=1]` message as asking for its tool again.)
+    assert_eq!(seen["third"]["status"], "completed", "{seen}");
+    assert!(
+        !seen["third"]["output"].as_array().unwrap().is_empty(),
+        "{seen}"
+    );
+
+    let requests = sim.requests();
+    assert_eq!(
+        requests.len(),
+        4,
+        "two turns, the summary, the turn after it"
+    );
+    assert!(
+        requests.iter().all(|r| r.status == 200),
+        "every request accepted"
+    );
+    let summary_request = requests[2].body.to_string();
+    assert!(
+        summary_request.contains("Summarise the conversation above"),
+        "the summary was asked for: {summary_request}"
+    );
+    let summary = requests[2].response.clone();
+    let after = &requests[3].body;
+    let text = after.to_string();
+    assert!(
+        text.contains("[Summary of the earlier conversation]"),
+        "the checkpoint stands where the item was: {after}"
+    );
+    assert!(
+        !text.contains("hermes1c."),
+        "the reference never goes upstream"
+    );
+    assert!(!summary.is_empty());
+
+    // Altered, or sent under another partition: refused, naming the item.
+    let mut altered = sealed.to_owned();
+    altered.insert(altered.len() - 3, 'A');
+    for (seal, user) in [(altered.as_str(), None), (sealed, Some("someone-else"))] {
+        let mut body = json!({"model": "anthropic/claude-opus-4-6", "input": [
+            {"role": "user", "content": "[tools=1] what time is it?"},
+            {"type": "compaction", "id": "cmp_1", "encrypted_content": seal},
+            {"role": "user", "content": "And now?"},
+        ]});
+        if let Some(user) = user {
+            body["user"] = json!(user);
+        }
+        let r = reqwest::Client::new()
+            .post(gateway.url("/v1/responses"))
+            .bearer_auth(KEY)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400);
+        let answer: Value = r.json().await.unwrap();
+        assert_eq!(answer["error"]["param"], "input[1]", "{answer}");
+    }
+    assert_eq!(
+        sim.requests().len(),
+        4,
+        "nothing refused reached the upstream"
+    );
+    gateway.stop().await;
+}
+
+/// Codex's remote compaction (a provider named "OpenAI"): the input ends with a
+/// `compaction_trigger` item and the answer, streamed, is exactly one compaction item; sent
+/// back in the next request, it stands for the summary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compaction_trigger_is_answered_with_one_compaction_item() {
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let gateway = start_for("deepseek", &sim.base_url()).await;
+    let client = reqwest::Client::new();
+    let history = json!([
+        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Be brief."}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hello there"}]},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hi."}]},
+    ]);
+    let mut input = history.as_array().unwrap().clone();
+    input.push(json!({"type": "compaction_trigger"}));
+    let r = client
+        .post(gateway.url("/v1/responses"))
+        .bearer_auth(KEY)
+        .json(
+            &json!({"model": "deepseek/deepseek-v4-pro", "input": input, "stream": true,
+                      "tools": [], "store": false}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    let events: Vec<Value> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let done: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "response.output_item.done")
+        .collect();
+    assert_eq!(done.len(), 1, "exactly one item: {text}");
+    let item = done[0]["item"].clone();
+    assert_eq!(item["type"], "compaction");
+    assert_eq!(events.last().unwrap()["type"], "response.completed");
+
+    let mut next = history.as_array().unwrap()[..2].to_vec();
+    next.push(item);
+    next.push(json!({"type": "message", "role": "user", "content": "Thanks. Say that once more."}));
+    let r = client
+        .post(gateway.url("/v1/responses"))
+        .bearer_auth(KEY)
+        .json(&json!({"model": "deepseek/deepseek-v4-pro", "input": next}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 2);
+    let last = requests[1].body.to_string();
+    assert!(
+        last.contains("[Summary of the earlier conversation]"),
+        "{last}"
+    );
+    gateway.stop().await;
+}

@@ -3,7 +3,9 @@ client's `responses.create` (whole) or `responses.stream` (streamed), `store: fa
 `reasoning.encrypted_content`. Between the turns it either drops every `reasoning` item (`keep`
 false) or sends them back as it got them (`keep` true; `tamper` alters each one's summary first).
 Every response object and every stream event is validated against the SDK's own pydantic types
-(`Response`, `ResponseStreamEvent`). Reads {base_url, key, model, stream, keep, tamper, effort}
+(`Response`, `ResponseStreamEvent`). With `compact` it then compacts the conversation with
+`responses.compact` and asks once more on the compacted input (the user messages and the
+compaction item it returned). Reads {base_url, key, model, stream, keep, tamper, effort, compact}
 as JSON on stdin; prints what it saw as JSON on stdout."""
 
 import copy
@@ -11,7 +13,12 @@ import json
 import sys
 
 from openai import OpenAI
-from openai.types.responses import Response, ResponseStreamEvent
+from openai.types.responses import (
+    Response,
+    ResponseCompactionItem,
+    ResponseStreamEvent,
+    ResponseUsage,
+)
 from pydantic import TypeAdapter
 
 cfg = json.load(sys.stdin)
@@ -83,4 +90,18 @@ try:
 except Exception:
     print(json.dumps(history), file=sys.stderr)
     raise
-print(json.dumps({"first": first, "second": second, "sent": history}))
+out = {"first": first, "second": second, "sent": history}
+if cfg.get("compact"):
+    history += [o for o in second["output"] if o["type"] != "reasoning"]
+    c = client.responses.compact(
+        model=cfg["model"], input=history, instructions="You are terse."
+    )
+    # The SDK types a compacted output's messages as assistant output messages, while the
+    # API returns the user messages there (its own docstring says so): the compaction item
+    # and the usage are checked against their types.
+    ResponseUsage.model_validate(c.usage.to_dict())
+    output = [o.to_dict() for o in c.output]
+    ResponseCompactionItem.model_validate(output[-1])
+    out["compacted"] = {"object": c.object, "output": output}
+    out["third"] = turn(output + [{"role": "user", "content": "Thanks. Say that once more."}])
+print(json.dumps(out))
