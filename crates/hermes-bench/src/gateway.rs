@@ -145,10 +145,12 @@ pub enum Door {
 }
 
 impl Door {
-    /// The request body asking `model` for an answer to `hello`. Messages requires
-    /// `max_tokens`; the simulator's answer is shorter than it.
-    pub fn body(self, model: &str, stream: bool) -> Value {
-        let messages = json!([{"role": "user", "content": "hello"}]);
+    /// The request body asking `model` for an answer to `hello N` (`n`: each request its own
+    /// question — the same body again within the gateway's retry window is answered from its
+    /// store, a path this benchmark does not mean to time). Messages requires `max_tokens`; the
+    /// simulator's answer is shorter than it.
+    pub fn body(self, model: &str, stream: bool, n: u64) -> Value {
+        let messages = json!([{"role": "user", "content": format!("hello {n}")}]);
         match self {
             Door::Chat => json!({"model": model, "messages": messages, "stream": stream}),
             Door::Messages => json!({
@@ -584,6 +586,104 @@ impl OtlpSink {
     }
 }
 
+/// A number no other request of this process asked: every benchmark request is a question of
+/// its own ([`Door::body`]).
+fn next_question() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Small requests with and without a history of [`BIG_BYTES`] being sent beside them
+/// (issue 47: a large request is parsed, normalised and hashed off the reactor, so the small
+/// requests beside it do not wait behind it).
+#[derive(Clone, Debug)]
+pub struct Beside {
+    /// The small requests' times with nothing beside them, sorted.
+    pub alone: Vec<Duration>,
+    /// The same requests' times while big ones are sent one after another, sorted.
+    pub beside: Vec<Duration>,
+    /// Each big request's time.
+    pub big: Vec<Duration>,
+    /// The big requests' body size.
+    pub big_bytes: usize,
+}
+
+/// The size of the big request's body: under the gateway's default 32 MiB cap.
+pub const BIG_BYTES: usize = 30 * 1024 * 1024;
+
+/// A chat request to `model` whose history (user and assistant turns of 16 KiB each, question
+/// `n` first so each is a conversation of its own) makes a body of about [`BIG_BYTES`].
+fn big_body(model: &str, n: u64) -> Vec<u8> {
+    let turn = "x".repeat(16 * 1024);
+    let pairs = BIG_BYTES / (2 * (turn.len() + 64));
+    let mut messages = Vec::with_capacity(2 * pairs + 1);
+    messages.push(json!({"role": "user", "content": format!("big {n}: {turn}")}));
+    for _ in 0..pairs {
+        messages.push(json!({"role": "assistant", "content": turn}));
+        messages.push(json!({"role": "user", "content": turn}));
+    }
+    serde_json::to_vec(&json!({"model": model, "messages": messages})).unwrap_or_default()
+}
+
+/// `samples` small non-streamed requests to `small` on their own, then `samples` more while
+/// big requests ([`big_body`]) go to the same gateway one after another; each set in order.
+pub async fn beside_big(
+    client: &reqwest::Client,
+    small: &Target,
+    samples: usize,
+) -> Result<Beside, BenchError> {
+    let mut alone = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        alone.push(small.plain(client).await?);
+    }
+    let stop = std::cell::Cell::new(false);
+    let big_bytes = big_body(&small.model, 0).len();
+    let bigs = async {
+        let mut times = Vec::new();
+        while !stop.get() {
+            let body = big_body(&small.model, next_question());
+            let started = Instant::now();
+            let mut request = client
+                .post(&small.url)
+                .header("content-type", "application/json")
+                .body(body);
+            if let Some(key) = small.bearer {
+                request = request.bearer_auth(key);
+            }
+            let response = request.send().await.map_err(|e| format!("big: {e}"))?;
+            let status = response.status();
+            let text = response.bytes().await?;
+            if !status.is_success() {
+                return Err::<_, BenchError>(
+                    format!("big answered {status}: {}", String::from_utf8_lossy(&text)).into(),
+                );
+            }
+            times.push(started.elapsed());
+        }
+        Ok(times)
+    };
+    let smalls = async {
+        // The first big request is on its way before the first small one.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut beside = Vec::with_capacity(samples);
+        for _ in 0..samples {
+            beside.push(small.plain(client).await?);
+        }
+        stop.set(true);
+        Ok::<_, BenchError>(beside)
+    };
+    let (big, beside) = tokio::join!(bigs, smalls);
+    let (big, mut beside) = (big?, beside?);
+    alone.sort();
+    beside.sort();
+    Ok(Beside {
+        alone,
+        beside,
+        big,
+        big_bytes,
+    })
+}
+
 /// Where a request goes: the simulator directly, or one of the gateway's doors.
 #[derive(Clone, Debug)]
 pub struct Target {
@@ -631,9 +731,10 @@ impl Target {
         client: &reqwest::Client,
         stream: bool,
     ) -> Result<reqwest::Response, BenchError> {
-        let mut request = client
-            .post(&self.url)
-            .json(&self.door.body(&self.model, stream));
+        let mut request =
+            client
+                .post(&self.url)
+                .json(&self.door.body(&self.model, stream, next_question()));
         if let Some(key) = self.bearer {
             request = request.bearer_auth(key);
         }
@@ -947,6 +1048,8 @@ pub struct Report {
     /// metrics and exporting its spans (`both`), of one recording metrics only (`metrics`) and
     /// of one with neither (`neither`: `--no-metrics`, no OTLP endpoint), in the same rounds.
     pub metrics: Latency,
+    /// Small requests alone and beside big ones.
+    pub beside: Beside,
 }
 
 /// The load generator's HTTP client: no proxy (every request stays on loopback), two minutes
@@ -990,6 +1093,15 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
         // Two doors, a non-streamed and a streamed request each per warm-up and per round.
         let served = 4 * (options.warmup + options.pairs);
         (latency, served, gateway.store_bytes())
+    };
+
+    let beside = {
+        let sim = SimServer::start(bin, &dir.path().join("sim-big"), Duration::ZERO)?;
+        let gateway = GatewayServer::start(bin, &dir.path().join("gateway-big"), &sim.base)?;
+        let chat = Target::gateway(&gateway.base, Door::Chat);
+        runtime
+            .block_on(beside_big(&client, &chat, options.pairs))
+            .map_err(|e| explained(e, &gateway))?
     };
 
     // Metrics and tracing against neither: three gateways in front of one simulator, their
@@ -1060,6 +1172,7 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
         messages,
         load: [load_before, machine_load()],
         metrics,
+        beside,
     })
 }
 
@@ -1341,11 +1454,11 @@ mod tests {
 
     #[test]
     fn the_messages_body_asks_max_tokens_and_the_chat_body_does_not() {
-        let m = Door::Messages.body("deepseek/x", true);
+        let m = Door::Messages.body("deepseek/x", true, 7);
         assert_eq!(m["max_tokens"], 256);
         assert_eq!(m["stream"], true);
-        assert_eq!(m["messages"][0]["content"], "hello");
-        let c = Door::Chat.body("x", false);
+        assert_eq!(m["messages"][0]["content"], "hello 7");
+        let c = Door::Chat.body("x", false, 8);
         assert!(c.get("max_tokens").is_none());
         assert_eq!(c["stream"], false);
     }

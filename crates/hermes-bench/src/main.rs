@@ -389,6 +389,38 @@ fn gateway_section(
 
     metrics_cost(&report.metrics, options.pairs)?;
 
+    let b = &report.beside;
+    println!();
+    println!(
+        "{:<W$} {:>4} {:>10} {:>11} {:>15}",
+        "gateway | small requests beside a big one", "", "alone ms", "beside ms", "beside/alone"
+    );
+    for (pct, p) in [("p50", 0.5), ("p99", 0.99)] {
+        let (alone, beside) = (
+            gateway::percentile(&b.alone, p),
+            gateway::percentile(&b.beside, p),
+        );
+        println!(
+            "{:<W$} {pct:>4} {:>10.3} {:>11.3} {:>15.2}",
+            "/v1/chat/completions: non-streamed",
+            ms(alone),
+            ms(beside),
+            ms(beside) / ms(alone),
+        );
+    }
+    let big_mean = b.big.iter().map(|d| ms(*d)).sum::<f64>() / b.big.len().max(1) as f64;
+    println!(
+        "-- {} small requests alone, then {} more while requests of {:.1} MiB ({} of them, {:.0} ms \
+         each on average; each a new conversation of 16 KiB turns) went to the same gateway one \
+         after another; a body over 256 KiB is parsed on the blocking pool and a large history \
+         normalised and hashed off the reactor (issue 47)",
+        b.alone.len(),
+        b.beside.len(),
+        b.big_bytes as f64 / (1024.0 * 1024.0),
+        b.big.len(),
+        big_mean,
+    );
+
     let n = options.streams;
     let (direct, chat, messages) = (&report.direct, &report.chat, &report.messages);
     println!();
