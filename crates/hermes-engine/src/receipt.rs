@@ -267,6 +267,12 @@ fn sweep(store: &Store) {
             Ok(swept) => tracing::debug!(swept, "expired turn receipts deleted"),
             Err(e) => tracing::warn!(error = %e, "deleting expired turn receipts failed"),
         }
+        // The Responses door's kept responses expire the same way.
+        match store.sweep_responses(now).await {
+            Ok(0) => {}
+            Ok(swept) => tracing::debug!(swept, "expired kept responses deleted"),
+            Err(e) => tracing::warn!(error = %e, "deleting expired kept responses failed"),
+        }
     });
 }
 

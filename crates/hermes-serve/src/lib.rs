@@ -885,15 +885,12 @@ async fn responses_socket(headers: HeaderMap) -> Response {
 async fn respond(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Response, ApiError> {
     let (Extension(gate::Tenant(tenant)), Extension(admitted), Extension(gate::Read(body))) = gated;
     let parsed = off_reactor(&body, responses::parse).await?;
-    if let Some(id) = &parsed.previous_response_id {
-        return Err(previous_not_found(id));
-    }
     let mut turn = parsed.turn;
     if model::check(&turn.model).is_ok() {
         access::model(&turn.model);
     }
     let choice = inner.resolve(Door::Responses, &turn.model)?;
-    let session = session_of(headers)?;
+    let mut session = session_of(headers)?;
     inner.config.policy.check(
         &tenant,
         &policy::Asked {
@@ -917,6 +914,18 @@ async fn respond(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Res
         tracing::debug!(vouched, "gateway-sealed reasoning items verified");
     }
     checkpoints(inner, &mut turn.messages, &parsed.compactions, &signer).await?;
+    if let Some(id) = &parsed.previous_response_id {
+        let instructed = parsed.echo.instructed();
+        let continued = previous(inner, &tenant, id, &mut turn.messages, instructed).await?;
+        session = session.or(Some(continued));
+    }
+    let keeper = match (parsed.echo.stored(), inner.engine.store()) {
+        (true, Some(store)) => Some(responses::Keeper {
+            store: store.clone(),
+            tenant: tenant.clone(),
+        }),
+        _ => None,
+    };
     if parsed.trigger {
         // Codex's remote compaction: the answer is exactly one compaction item.
         let shape = responses::Shape {
@@ -969,6 +978,9 @@ async fn respond(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Res
         .idempotency(Some(idempotency));
     if !stream {
         let completion = complete(inner, request, &recorder).await?;
+        if let Some(keeper) = &keeper {
+            keeper.keep(&shape.id, &completion.session).await;
+        }
         let mut body = shape.object(
             "completed",
             shape.output(&completion.messages, 0),
@@ -985,11 +997,49 @@ async fn respond(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Res
     stream_reply(
         inner,
         request,
-        responses::ResponsesStream::new(shape),
+        responses::ResponsesStream::new(shape, keeper),
         recorder,
         admitted,
     )
     .await
+}
+
+/// Puts before `messages` (after the request's own `instructions`, the first message when
+/// `instructed`) the conversation as `tenant`'s response `id` left it — OpenAI's
+/// `previous_response_id`: the stored messages up to that response, its leading system message
+/// left out (a response's instructions are not carried over). Returns the session it went to,
+/// which the turn continues (or branches from, when that conversation moved on since). An id
+/// the tenant did not keep is OpenAI's 400.
+async fn previous(
+    inner: &Inner,
+    tenant: &str,
+    id: &str,
+    messages: &mut Vec<hermes_core::Message>,
+    instructed: bool,
+) -> Result<String, ApiError> {
+    let store = inner
+        .engine
+        .store()
+        .ok_or_else(|| ApiError::internal("the gateway has no store"))?;
+    let failed = |e| ApiError::from_engine(&hermes_engine::EngineError::from(e));
+    let kept = store
+        .kept_response(tenant, id)
+        .await
+        .map_err(failed)?
+        .ok_or_else(|| previous_not_found(id))?;
+    let stored = store.messages(&kept.session).await.map_err(failed)?;
+    if stored.len() < kept.upto || kept.upto == 0 {
+        // Its conversation is gone (retention) or was never whole.
+        return Err(previous_not_found(id));
+    }
+    let earlier = stored
+        .into_iter()
+        .take(kept.upto)
+        .skip_while(|m| m.role == Role::System);
+    let rest = messages.split_off(usize::from(instructed).min(messages.len()));
+    messages.extend(earlier);
+    messages.extend(rest);
+    Ok(kept.session)
 }
 
 /// What a `compaction` item's sealed reference names: the stored summary's session and place.
@@ -1106,12 +1156,9 @@ async fn compact_request(
 ) -> Result<Response, ApiError> {
     let (Extension(gate::Tenant(tenant)), _, Extension(gate::Read(body))) = gated;
     let parsed = off_reactor(&body, responses::parse).await?;
-    if let Some(id) = &parsed.previous_response_id {
-        return Err(previous_not_found(id));
-    }
     let mut turn = parsed.turn;
     let choice = inner.resolve(Door::Responses, &turn.model)?;
-    let session = session_of(headers)?;
+    let mut session = session_of(headers)?;
     inner.config.policy.check(
         &tenant,
         &policy::Asked {
@@ -1131,6 +1178,11 @@ async fn compact_request(
     );
     responses::vouch(&mut turn.messages, &parsed.sealed, &signer);
     checkpoints(inner, &mut turn.messages, &parsed.compactions, &signer).await?;
+    if let Some(id) = &parsed.previous_response_id {
+        let instructed = parsed.echo.instructed();
+        let continued = previous(inner, &tenant, id, &mut turn.messages, instructed).await?;
+        session = session.or(Some(continued));
+    }
     let mut output = responses::user_items(&turn.messages);
     let (item, completion) =
         compaction(inner, turn, &tenant, choice, session, &signer, &recorder).await?;
@@ -1149,8 +1201,8 @@ async fn compact_request(
     ))
 }
 
-/// OpenAI's answer to a `previous_response_id` it does not know. Responses are not kept by
-/// id: the client sends its whole input (`store: false`, as Codex and the Agents SDK do).
+/// OpenAI's answer to a `previous_response_id` the tenant did not keep (made with `store`
+/// off, expired, another tenant's, or never made).
 fn previous_not_found(id: &str) -> ApiError {
     ApiError {
         code: Some("previous_response_not_found".into()),

@@ -84,6 +84,19 @@ pub(crate) struct Echo {
     prompt_cache_key: Option<String>,
     /// Whether reasoning items carry their sealed `encrypted_content`.
     pub(crate) include_encrypted: bool,
+    previous_response_id: Option<String>,
+}
+
+impl Echo {
+    /// Whether the request gave `instructions` (its first message, then).
+    pub(crate) fn instructed(&self) -> bool {
+        self.instructions.is_some()
+    }
+
+    /// Whether the response is kept by id (`store`, on unless the request turns it off).
+    pub(crate) fn stored(&self) -> bool {
+        self.store != Some(false)
+    }
 }
 
 /// Parses a request body.
@@ -158,7 +171,7 @@ pub(crate) fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
     let prompt_cache_key: Option<String> = f.get("prompt_cache_key", "a string")?;
     sampling.user = user.clone();
     let include: Vec<String> = f.get("include", "an array of strings")?.unwrap_or_default();
-    let previous_response_id = f.get("previous_response_id", "a string")?;
+    let previous_response_id: Option<String> = f.get("previous_response_id", "a string")?;
     let echo = Echo {
         instructions: instructions.map(Value::String),
         max_output_tokens: sampling.max_tokens,
@@ -174,6 +187,7 @@ pub(crate) fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
         user: user.clone(),
         prompt_cache_key: prompt_cache_key.clone(),
         include_encrypted: include.iter().any(|i| i == INCLUDE_ENCRYPTED),
+        previous_response_id: previous_response_id.clone(),
     };
     Ok(ResponsesRequest {
         turn: ClientTurn {
@@ -611,7 +625,7 @@ impl Shape {
             "model": self.model,
             "output": output,
             "parallel_tool_calls": e.parallel_tool_calls.unwrap_or(true),
-            "previous_response_id": null,
+            "previous_response_id": e.previous_response_id,
             "prompt_cache_key": e.prompt_cache_key,
             "reasoning": e.reasoning.clone().unwrap_or_else(|| json!({"effort": null, "summary": null})),
             "store": e.store.unwrap_or(true),
@@ -721,7 +735,7 @@ pub(crate) fn whole_stream(
     output: Vec<Value>,
     completion: &hermes_engine::Completion,
 ) -> Vec<SseEvent> {
-    let mut stream = ResponsesStream::new(shape.clone());
+    let mut stream = ResponsesStream::new(shape.clone(), None);
     let mut out = crate::sse::StreamDoor::opening(&mut stream);
     for item in output {
         let index = stream.next_index();
@@ -828,16 +842,47 @@ pub(crate) struct ResponsesStream {
     open: Option<Open>,
     /// The items sent whole so far.
     done: Vec<Value>,
+    /// Keeps the response by id once its turn is stored (`store` on).
+    keep: Option<Keeper>,
 }
 
+/// What keeps a finished response by id: the store and the tenant.
+pub(crate) struct Keeper {
+    pub(crate) store: hermes_engine::store::Store,
+    pub(crate) tenant: String,
+}
+
+impl Keeper {
+    /// Keeps response `id` as the conversation `session` holds now, for [`KEPT_FOR`]; a
+    /// failure is logged (the turn itself is stored: only the id will not be found).
+    pub(crate) async fn keep(&self, id: &str, session: &str) {
+        let kept = match self.store.messages(session).await {
+            Ok(messages) => {
+                self.store
+                    .keep_response(&self.tenant, id, session, messages.len(), KEPT_FOR)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = kept {
+            tracing::warn!(error = %e, response = id, "keeping the response by id failed");
+        }
+    }
+}
+
+/// How long a response made with `store` on can be named as `previous_response_id` (OpenAI
+/// keeps stored responses 30 days).
+pub(crate) const KEPT_FOR: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+
 impl ResponsesStream {
-    /// The stream of the response `shape` names.
-    pub(crate) fn new(shape: Shape) -> Self {
+    /// The stream of the response `shape` names, kept by id by `keep` once stored.
+    pub(crate) fn new(shape: Shape, keep: Option<Keeper>) -> Self {
         ResponsesStream {
             shape,
             sequence: 0,
             open: None,
             done: Vec::new(),
+            keep,
         }
     }
 
@@ -939,6 +984,15 @@ impl ResponsesStream {
 }
 
 impl crate::sse::StreamDoor for ResponsesStream {
+    fn finishing(
+        &mut self,
+        completion: &hermes_engine::Completion,
+    ) -> Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>> {
+        let keeper = self.keep.take()?;
+        let (id, session) = (self.shape.id.clone(), completion.session.clone());
+        Some(Box::pin(async move { keeper.keep(&id, &session).await }))
+    }
+
     fn opening(&mut self) -> Vec<SseEvent> {
         let response = self
             .shape

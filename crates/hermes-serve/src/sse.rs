@@ -27,6 +27,15 @@ pub(crate) trait StreamDoor: Send + 'static {
     /// ends after it.
     fn on_event(&mut self, event: Event) -> (Vec<SseEvent>, bool);
 
+    /// Work to finish before the stream's last events are sent for `completion` (the Responses
+    /// door keeps a stored response by id before `response.completed`).
+    fn finishing(
+        &mut self,
+        _completion: &hermes_engine::Completion,
+    ) -> Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>> {
+        None
+    }
+
     /// The event that reports `error` in the stream (its last).
     fn failure(&self, error: &ApiError) -> SseEvent;
 }
@@ -113,6 +122,11 @@ pub(crate) fn streamed<D: StreamDoor>(
                     s.ended = true;
                 }
                 Some(event) => {
+                    if let Event::Done(completion) = &event
+                        && let Some(finishing) = s.door.finishing(completion)
+                    {
+                        finishing.await;
+                    }
                     let (out, ended) = s.door.on_event(event);
                     s.queued.extend(out);
                     s.ended = ended;

@@ -82,6 +82,7 @@ mod lineage;
 mod original;
 mod ownership;
 mod receipts;
+mod responses;
 mod retention;
 mod step;
 #[cfg(feature = "test-support")]
@@ -101,6 +102,7 @@ pub use lineage::Fork;
 pub use original::{OriginalDb, OriginalRow, OriginalSession, is_python_original, read_original};
 pub use ownership::{Ownership, ownership};
 pub use receipts::{Claim, Receipt};
+pub use responses::KeptResponse;
 pub use step::{ReceiptKey, StepExtras};
 pub use thinking::{StoredThinking, THINKING_KEY};
 pub use tip::{Appended, Snapshot, Tip};
@@ -234,6 +236,11 @@ const SQLITE_STEPS: &[(i64, &str, &str)] = &[
         "turn receipts",
         include_str!("../migrations/sqlite/0015_turn_receipts.sql"),
     ),
+    (
+        16,
+        "responses",
+        include_str!("../migrations/sqlite/0016_responses.sql"),
+    ),
 ];
 
 /// The SQLite schema.
@@ -291,6 +298,11 @@ const POSTGRES_STEPS: &[(i64, &str, &str)] = &[
         10,
         "turn receipts",
         include_str!("../migrations/postgres/0010_turn_receipts.sql"),
+    ),
+    (
+        11,
+        "responses",
+        include_str!("../migrations/postgres/0011_responses.sql"),
     ),
 ];
 

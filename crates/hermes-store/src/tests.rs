@@ -69,6 +69,7 @@ mod left_out;
 mod limits;
 mod lineage;
 mod migrations;
+mod responses;
 mod tip;
 
 both!(import_then_export_is_byte_identical);
@@ -1809,7 +1810,7 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     assert_eq!(count(db.open().await).await, steps);
     // The last step undone by hand (as an older hermes would have left it): the next open
     // runs it again.
-    for undo in ["DROP TABLE turn_receipts"] {
+    for undo in ["DROP TABLE responses"] {
         sqlx::query(undo).execute(&store.pool).await.unwrap();
     }
     sqlx::query(
@@ -1822,7 +1823,19 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     let reopened = db.open().await;
     assert_eq!(count(reopened.clone()).await, steps);
     assert!(reopened.has_session(&id).await.unwrap());
-    // The step's table is back: a request's key is claimed, then found running.
+    // The step's table is back: a response is kept by id and found.
+    reopened
+        .keep_response("t", "resp_1", &id, 1, std::time::Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(
+        reopened
+            .kept_response("t", "resp_1")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // The earlier steps' tables too: a request's key is claimed, then found running,
     let key = crate::ReceiptKey::new("t", "key:k", "d", "h1");
     let claim = |key: crate::ReceiptKey| {
         let reopened = reopened.clone();

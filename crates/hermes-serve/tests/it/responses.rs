@@ -477,3 +477,112 @@ async fn a_compaction_trigger_is_answered_with_one_compaction_item() {
     );
     gateway.stop().await;
 }
+
+/// `previous_response_id`: a client that keeps nothing but response ids (the official openai
+/// client, `store` on) holds a tool conversation on a must-echo upstream (DeepSeek V4) and on
+/// Claude: each turn sends only what is new and names the response before it; the gateway
+/// puts the conversation as that response left it before the input, so every upstream request
+/// carries the whole history with its minted carriers, and all three turns are one session.
+/// An id nobody kept is OpenAI's 400.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_holding_only_response_ids_continues_its_conversation() {
+    const CHAIN: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/sdk/openai_responses_chain.py"
+    );
+    for (profile, provider, model, effort) in [
+        ("deepseek-v4", "deepseek", "deepseek/deepseek-v4-pro", None),
+        (
+            "anthropic",
+            "anthropic",
+            "anthropic/claude-opus-4-6",
+            Some("high"),
+        ),
+    ] {
+        let Some(python) = hermes_test_support::sdk::sdk_python("openai", PROBE) else {
+            return;
+        };
+        let sim = Sim::start(profile).await.unwrap();
+        let gateway = start_for(provider, &sim.base_url()).await;
+        let input =
+            json!({"base_url": gateway.base(), "key": KEY, "model": model, "effort": effort});
+        let seen =
+            tokio::task::spawn_blocking(move || run_script(python, CHAIN, "OPENAI_", &input))
+                .await
+                .unwrap();
+        let turns = seen["turns"].as_array().unwrap();
+        assert!(
+            turns[0]["types"].to_string().contains("function_call"),
+            "{profile}: {seen}"
+        );
+        assert_eq!(
+            turns[1]["previous_response_id"], turns[0]["id"],
+            "{profile}"
+        );
+        assert_eq!(
+            turns[2]["previous_response_id"], turns[1]["id"],
+            "{profile}"
+        );
+        let session = &turns[0]["session"];
+        assert!(
+            turns.iter().all(|t| t["session"] == *session),
+            "{profile}: one session: {seen}"
+        );
+        assert_eq!(seen["unknown"]["status"], 400, "{profile}: {seen}");
+        assert!(
+            seen["unknown"]["body"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("Previous response with id 'resp_nobody_kept' not found."),
+            "{seen}"
+        );
+
+        let requests = sim.requests();
+        assert_eq!(requests.len(), 3, "{profile}: three turns, each accepted");
+        assert!(requests.iter().all(|r| r.status == 200), "{profile}");
+        let stored = gateway
+            .store
+            .messages(session.as_str().unwrap())
+            .await
+            .unwrap();
+        let roles: Vec<&str> = stored.iter().map(|m| m.role.as_str()).collect();
+        assert_eq!(
+            roles,
+            [
+                "user",
+                "assistant",
+                "tool",
+                "assistant",
+                "user",
+                "assistant"
+            ],
+            "{profile}"
+        );
+        let mut carriers = Vec::new();
+        minted(
+            &serde_json::to_value(&stored[1]).unwrap(),
+            false,
+            &[],
+            &mut carriers,
+        );
+        assert!(
+            !carriers.is_empty(),
+            "{profile}: the call turn minted carriers"
+        );
+        for later in &requests[1..] {
+            let body = later.body.to_string();
+            assert!(
+                body.contains("what time is it?"),
+                "{profile}: the whole history: {body}"
+            );
+            for carrier in &carriers {
+                let encoded = Value::String(carrier.clone()).to_string();
+                assert!(
+                    body.contains(&encoded),
+                    "{profile}: {encoded} went back: {body}"
+                );
+            }
+        }
+        gateway.stop().await;
+    }
+}
