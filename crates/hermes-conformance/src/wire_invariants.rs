@@ -1673,6 +1673,7 @@ mod tests {
             target: hermes_providers::bedrock::Target {
                 base_url: BEDROCK_BASE.to_owned(),
                 max_tokens: None,
+                account: None,
             },
             auth: None,
             clock: std::time::SystemTime::now,

@@ -508,32 +508,6 @@ impl PrefixParts {
     }
 }
 
-/// The last assistant message whose recorded prefix binding differs from the one it has now,
-/// if any: its blocks and every earlier step's go without (§5a 2), so what is replayed is
-/// always a run of the latest steps — "dropping thinking from the start", which the provider
-/// takes — never a gap in the middle.
-fn last_changed(history: &[Message], bindings: &[Option<String>]) -> Option<usize> {
-    history
-        .iter()
-        .zip(bindings)
-        .enumerate()
-        .filter_map(|(i, (m, now))| {
-            let stored = replay::stored_binding(m)?;
-            (now.as_deref() != Some(stored.as_str())).then_some(i)
-        })
-        .last()
-}
-
-/// The last assistant message an earlier request of the conversation left out (SPEC §5a 3,
-/// [`hermes_core::left_out::is_left_out`]), if any: its blocks and every earlier step's go
-/// without, on any model, so a block left out once is never put back and what is replayed stays
-/// a run of the latest steps.
-fn last_left_out(history: &[Message]) -> Option<usize> {
-    history
-        .iter()
-        .rposition(|m| m.role == Role::Assistant && left_out::is_left_out(m))
-}
-
 /// What a stored turn's replay decision becomes once blocks may be left out (SPEC §5a 2–4): on
 /// a bound model (`now`, its prefix binding now) or after a turn left out by an earlier request
 /// (SPEC §5a 3). Blocks at or before the cut (`cut`) are left out and counted; after it, on a
@@ -1053,7 +1027,7 @@ pub fn encode(
         false => (Vec::new(), None),
     };
     // A turn an earlier request left out stays out, and every earlier one with it (§5a 3).
-    let cut = last_changed(history, &bindings).max(last_left_out(history));
+    let cut = replay::last_changed(history, &bindings).max(replay::last_left_out(history));
     let mut gone = Vec::new();
     // Blocks whose prefix hermes did not record go with `drop_block` (§5a 4).
     let (mut replayed_bound, mut unknown_prefix) = (false, false);

@@ -165,7 +165,7 @@ pub const TRANSFORMATIONS_KEY: &str = "hermes_input_transformations";
 
 /// Keeps a reply's `input_transformations` (when it lists any) on its message as received, and
 /// logs them: each a thinking block the provider dropped, with its path and reason.
-fn keep_transformations(message: &mut Message, meta: &mut ReplyMeta, raw: Option<&str>) {
+pub(crate) fn keep_transformations(message: &mut Message, meta: &mut ReplyMeta, raw: Option<&str>) {
     let Some(raw) = raw else { return };
     let Ok(dropped) = serde_json::from_str::<Vec<&RawValue>>(raw) else {
         return;

@@ -23,13 +23,16 @@ use super::media;
 use super::model::{BedrockModel, Policy};
 use super::pyjson::{Json, Str, float_repr, write_array, write_str};
 use crate::anthropic::body::INTERLEAVED_BETA;
+use crate::anthropic::body::{BINDING_BETA, PREFIX_PARTS_KEY, PrefixParts};
 use crate::anthropic::model as claude;
 use crate::native::json::{self, Turn, push_turn};
 use crate::native::stored;
 use crate::sampling::{Unsupported, check_tool_choice};
 use crate::signed::carriers::{StoredLiterals, read_literals};
-use crate::signed::replay::{self, PrefixDigest};
+use crate::signed::replay::{self, PREFIX_BINDING_KEY, PrefixDigest};
 use crate::tools::ChatTool;
+use hermes_core::left_out;
+use sha2::{Digest as _, Sha256};
 
 /// Where a request goes: what the body depends on besides the history.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,6 +42,12 @@ pub struct Target {
     /// `inferenceConfig.maxTokens` (config); none leaves the model's default, except that a
     /// thinking budget always sets it above the budget.
     pub max_tokens: Option<u32>,
+    /// The account requests go under, as a digest of the credential
+    /// ([`crate::native::account_of`]; never the credential): what a bound Claude model's
+    /// reasoning is bound to (SPEC §5a 1). A Bedrock API key names one; SigV4 credentials do
+    /// not (temporary ones rotate within the hour, and what Bedrock checks is the AWS account,
+    /// which no credential hermes holds names without a call to STS), so `None`.
+    pub account: Option<String>,
 }
 
 /// What a request leaves out beyond the policy: the answer to an error [`super::BedrockWire`]
@@ -62,6 +71,15 @@ pub struct Bound {
     pub digest: String,
     /// For each wire message, the history indices merged into it.
     pub sources: Vec<Vec<usize>>,
+    /// On a bound Claude model, the prefix binding of the conversation this request sends, as
+    /// Converse encodes it ([`Binder`]; [`PREFIX_BINDING_KEY`], stamped on the reply).
+    pub binding: Option<String>,
+    /// On a bound Claude model, what the binding was made of ([`PREFIX_PARTS_KEY`], stamped on
+    /// the reply).
+    pub prefix_parts: Option<RawJson>,
+    /// The stored turns whose reasoning this body leaves out for good, by
+    /// [`hermes_core::left_out::carrier_id`] (SPEC §5a 3).
+    pub left_out: Vec<String>,
 }
 
 /// An encoded body: [`crate::native::Encoded`] with its refusable fields (`reasoningContent`,
@@ -73,7 +91,213 @@ pub type Encoded = crate::native::Encoded<Bound>;
 /// The reply is stamped with the digest of the conversation it answers.
 impl crate::native::Stamp for Bound {
     fn stamp(&self) -> Vec<(String, RawJson)> {
-        vec![replay::prefix_stamp(&self.digest)]
+        let mut stamp = vec![replay::prefix_stamp(&self.digest)];
+        if let Some(binding) = &self.binding {
+            stamp.push((PREFIX_BINDING_KEY.to_owned(), RawJson::string(binding)));
+        }
+        if let Some(parts) = &self.prefix_parts {
+            stamp.push((PREFIX_PARTS_KEY.to_owned(), parts.clone()));
+        }
+        stamp
+    }
+
+    fn left_out(&self) -> Vec<String> {
+        self.left_out.clone()
+    }
+}
+
+/// The JSON Pointer a request that sends `drop_block` names in
+/// `additionalModelResponseFieldPaths`, so that Converse returns Claude's
+/// `input_transformations` (the blocks it dropped) in `additionalModelResponseFields`
+/// (docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html, request member
+/// `additionalModelResponseFieldPaths`; `MessageStopEvent.additionalModelResponseFields` when
+/// streamed, botocore's `bedrock-runtime` service model).
+pub const TRANSFORMATIONS_PATH: &str = "/input_transformations";
+
+/// The prefix binding of Claude's reasoning as Converse sends it (SPEC §5a 1): a digest of the
+/// `system` texts (every system or developer message: Converse hoists them all into `system`,
+/// so one added mid-conversation changes every step's prefix), the `toolConfig.tools` as
+/// written, the account, and then the messages' blocks as written — `reasoningContent` left
+/// out, as the Anthropic wire leaves thinking out, and `cachePoint`, which hermes writes only
+/// in `system`, never hashed — with a role mark where the role changes (so turns merged or an
+/// emptied turn left out digest the same). The Bedrock page on preserved thinking
+/// (docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-thinking-block-binding.html)
+/// names the checked prefix: the system prompt, the tool list and the messages before the
+/// block.
+#[derive(Clone)]
+struct Binder {
+    hash: Sha256,
+    role: Option<&'static str>,
+    scratch: String,
+}
+
+impl Binder {
+    /// The start of a binding: `system`, `tools` (the written `toolConfig.tools`) and
+    /// `account`.
+    fn new(system: &[String], tools: &str, account: Option<&str>) -> Self {
+        let mut b = Binder {
+            hash: Sha256::new(),
+            role: None,
+            scratch: String::new(),
+        };
+        b.field("converse", "");
+        for text in system {
+            b.field("system", text);
+        }
+        b.field("tools", tools);
+        b.field("account", account.unwrap_or_default());
+        b
+    }
+
+    fn field(&mut self, tag: &str, text: &str) {
+        self.hash.update(tag.as_bytes());
+        self.hash.update((text.len() as u64).to_le_bytes());
+        self.hash.update(text.as_bytes());
+    }
+
+    /// Adds a turn's blocks of `role`, reasoning left out.
+    fn push(&mut self, role: &'static str, blocks: &[Block<'_>]) {
+        for block in blocks.iter().filter(|b| !b.is_reasoning()) {
+            if self.role != Some(role) {
+                self.field("role", role);
+                self.role = Some(role);
+            }
+            let mut scratch = std::mem::take(&mut self.scratch);
+            scratch.clear();
+            block.write(&mut scratch);
+            self.field("block", &scratch);
+            self.scratch = scratch;
+        }
+    }
+
+    /// The binding so far, as hex (its first 16 bytes, as [`PrefixDigest::hex`]).
+    fn hex(&self) -> String {
+        hex16(self.hash.clone().finalize().as_slice())
+    }
+}
+
+/// The first 16 bytes of a digest as hex.
+fn hex16(bytes: &[u8]) -> String {
+    bytes.iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+/// One part of a Converse binding on its own ([`PrefixParts`]): `tag` and its texts.
+fn part_digest(tag: &str, texts: &[&str]) -> String {
+    let mut h = Sha256::new();
+    h.update(b"converse part\0");
+    h.update(tag.as_bytes());
+    for t in texts {
+        h.update((t.len() as u64).to_le_bytes());
+        h.update(t.as_bytes());
+    }
+    hex16(h.finalize().as_slice())
+}
+
+/// The blocks a user message sends (its text parts, or its images).
+fn user_turn<'h>(msg: &'h Message, i: usize) -> Result<Vec<Block<'h>>, EncodeError> {
+    Ok(if media::has_images(msg) {
+        media::user_blocks(msg, i)?
+    } else {
+        text_blocks(msg.content.as_ref())
+    })
+}
+
+/// The `toolResult` block a tool message sends.
+fn tool_result(msg: &Message, i: usize) -> Result<Block<'_>, EncodeError> {
+    let content = if media::has_images(msg) {
+        media::user_blocks(msg, i)?
+    } else {
+        text_blocks(msg.content.as_ref())
+    };
+    Ok(Block::ToolResult {
+        id: msg.tool_call_id.as_deref().unwrap_or_default(),
+        content,
+        error: msg.tool_error,
+    })
+}
+
+/// The prefix binding of each assistant message of `history` as this request sends it (`None`
+/// for the other messages and for turns not replayed), and that of the whole conversation
+/// (SPEC §5a 1): what [`Binder`] reads, before the request decides any reasoning — which it
+/// leaves out.
+fn bindings_of(
+    history: &[Message],
+    mut binder: Binder,
+) -> Result<(Vec<Option<String>>, String), EncodeError> {
+    let mut each = Vec::with_capacity(history.len());
+    let mut unused = Vec::new();
+    for (i, msg) in history.iter().enumerate() {
+        let now = match msg.role {
+            Role::System | Role::Developer => None,
+            Role::User => {
+                binder.push("user", &user_turn(msg, i)?);
+                None
+            }
+            Role::Tool => {
+                binder.push("user", &[tool_result(msg, i)?]);
+                None
+            }
+            Role::Assistant if !stored::replayed(msg, i, &mut unused) => None,
+            Role::Assistant => {
+                let now = binder.hex();
+                binder.push("assistant", &assemble(msg, Reasoning::None));
+                Some(now)
+            }
+        };
+        each.push(now);
+    }
+    Ok((each, binder.hex()))
+}
+
+/// What a Signed turn's reasoning becomes on a bound model or after a turn an earlier request
+/// left out (SPEC §5a 2, 3), as the Anthropic wire decides it: at or before the cut (`cut`) the
+/// blocks are left out and counted; after it, blocks stamped with the binding `now` go, and
+/// blocks with no recorded binding (an older row, an import) go with `drop_block` (`unknown`).
+#[allow(clippy::too_many_arguments)]
+fn bind<'h>(
+    msg: &'h Message,
+    reasoning: Reasoning<'h>,
+    why: String,
+    now: Option<&str>,
+    parts_now: Option<&PrefixParts>,
+    cut: bool,
+    unknown: &mut bool,
+    carriers: &mut hermes_core::CarrierCounts,
+) -> (Reasoning<'h>, String) {
+    if !matches!(reasoning, Reasoning::Items(_)) {
+        return (reasoning, why);
+    }
+    let stored = replay::stored_binding(msg);
+    if cut {
+        carriers.dropped_prefix += 1;
+        let why = match (left_out::is_left_out(msg), stored.as_deref(), now) {
+            (true, _, _) => {
+                "left out: left out of an earlier request of this conversation (SPEC §5a 3)"
+                    .to_owned()
+            }
+            (false, Some(s), Some(now)) if s != now => {
+                let what = match (PrefixParts::stored(msg), parts_now) {
+                    (Some(then), Some(now)) => then.changed(now),
+                    _ => "system prompt, tools, an earlier message or the account".to_owned(),
+                };
+                format!(
+                    "left out: the prefix changed since this block was made ({what}; SPEC §5a 2)"
+                )
+            }
+            _ => "left out: a later step's blocks are left out, and kept blocks stay the latest ones (SPEC §5a 2, 3)".to_owned(),
+        };
+        return (Reasoning::None, why);
+    }
+    match (stored, now) {
+        (_, None) => (reasoning, why),
+        (Some(_), Some(_)) => (reasoning, format!("{why} (its prefix binding holds)")),
+        (None, Some(_)) => {
+            *unknown = true;
+            (
+                reasoning,
+                format!("{why}; no recorded prefix: sent with drop_block"),
+            )
+        }
     }
 }
 
@@ -837,6 +1061,46 @@ pub fn encode(
     let loop_start = replay::loop_start(history);
     let last_assistant = history.iter().rposition(|m| m.role == Role::Assistant);
 
+    // `toolConfig.tools`, written once: the body's, and part of the prefix binding.
+    let specs = match parts.tools {
+        Some(tools) => tool_specs(tools)?,
+        None => Vec::new(),
+    };
+    // A bound Claude model (SPEC §5a; the one list, `anthropic::BOUND_FROM`): every replayed
+    // block must be on the prefix, model and account it was made for.
+    let bound = policy == Policy::Signed
+        && model
+            .claude
+            .as_ref()
+            .is_some_and(claude::ClaudeModel::binds_prefix);
+    let (bindings, binding, parts_now) = if bound {
+        let system: Vec<String> = history
+            .iter()
+            .filter(|m| matches!(m.role, Role::System | Role::Developer))
+            .flat_map(|m| texts(m.content.as_ref()))
+            .collect();
+        let mut tools = String::new();
+        if !specs.is_empty() {
+            Json::Array(specs.clone()).write(&mut tools);
+        }
+        let account = target.account.as_deref();
+        let (each, whole) = bindings_of(history, Binder::new(&system, &tools, account))?;
+        let system: Vec<&str> = system.iter().map(String::as_str).collect();
+        let parts_now = PrefixParts {
+            system: part_digest("system", &system),
+            tools: part_digest("tools", &[tools.as_str()]),
+            account: part_digest("account", &[account.unwrap_or_default()]),
+        };
+        (each, Some(whole), Some(parts_now))
+    } else {
+        (Vec::new(), None, None)
+    };
+    // The last step whose binding changed, or that an earlier request left out (on any model):
+    // its reasoning and every earlier step's goes without (SPEC §5a 2, 3).
+    let cut = replay::last_changed(history, &bindings).max(replay::last_left_out(history));
+    let mut gone = Vec::new();
+    let (mut replayed_bound, mut unknown_prefix) = (false, false);
+
     let mut system: Vec<String> = Vec::new();
     // About the body's size: what its messages copy from the history.
     let size: usize = history
@@ -868,27 +1132,13 @@ pub fn encode(
             }
 
             Role::User => {
-                let blocks: Vec<Block<'_>> = if media::has_images(msg) {
-                    media::user_blocks(msg, i)?
-                } else {
-                    text_blocks(msg.content.as_ref())
-                };
+                let blocks = user_turn(msg, i)?;
                 if !blocks.is_empty() {
                     wire.push("user", &blocks, i);
                 }
             }
             Role::Tool => {
-                let content = if media::has_images(msg) {
-                    media::user_blocks(msg, i)?
-                } else {
-                    text_blocks(msg.content.as_ref())
-                };
-                let block = Block::ToolResult {
-                    id: msg.tool_call_id.as_deref().unwrap_or_default(),
-                    content,
-                    error: msg.tool_error,
-                };
-
+                let block = tool_result(msg, i)?;
                 wire.push("user", &[block], i);
             }
             Role::Assistant => {
@@ -906,6 +1156,42 @@ pub fn encode(
                     target: &decision.target,
                 };
                 let (reasoning, why) = assistant_reasoning(msg, &ctx);
+                let now = bindings.get(i).and_then(Option::as_deref);
+                let at_cut = cut.is_some_and(|c| i <= c);
+                let (reasoning, why) = match policy == Policy::Signed && (now.is_some() || at_cut) {
+                    true => bind(
+                        msg,
+                        reasoning,
+                        why,
+                        now,
+                        parts_now.as_ref(),
+                        at_cut,
+                        &mut unknown_prefix,
+                        &mut carriers,
+                    ),
+                    false => (reasoning, why),
+                };
+                let has_items = msg
+                    .reasoning_details
+                    .iter()
+                    .flatten()
+                    .any(|d| read_literals(d).is_some());
+                // A bound model remembers a block a request left out, whatever the reason: the
+                // turn's own blocks, not sent now, are left out for good (SPEC §5a 3).
+                if bound
+                    && has_items
+                    && matches!(reasoning, Reasoning::None)
+                    && stored::own(msg, &decision.target)
+                    && !left_out::is_left_out(msg)
+                    && let Some(id) = left_out::carrier_id(msg)
+                {
+                    gone.push(id);
+                }
+                if bound
+                    && matches!(&reasoning, Reasoning::Items(v) if v.iter().any(Option::is_some))
+                {
+                    replayed_bound = true;
+                }
                 let had_reasoning = !matches!(reasoning, Reasoning::None);
                 if !had_reasoning
                     && msg.origin.is_some()
@@ -962,6 +1248,41 @@ pub fn encode(
         };
     }
 
+    // §5a 4: a request that replays blocks to a bound model lets Claude drop one it finds bound
+    // elsewhere instead of refusing the request (`thinking.block_binding`, with its beta in
+    // `anthropic_beta`, how Converse passes Anthropic betas: SPEC §5), and asks for the
+    // `input_transformations` that list what it dropped ([`TRANSFORMATIONS_PATH`]).
+    let mut response_paths = false;
+    if replayed_bound {
+        match plan.fields.iter_mut().find(|(k, _)| *k == "thinking") {
+            Some((_, Json::Object(thinking))) => {
+                thinking.push((
+                    "block_binding".to_owned(),
+                    Json::object([("prefix_mismatch_behavior", Json::str("drop_block"))]),
+                ));
+                match plan.fields.iter_mut().find(|(k, _)| *k == "anthropic_beta") {
+                    Some((_, Json::Array(betas))) => betas.push(Json::str(BINDING_BETA)),
+                    _ => plan
+                        .fields
+                        .push(("anthropic_beta", Json::Array(vec![Json::str(BINDING_BETA)]))),
+                }
+                response_paths = true;
+                explain.push(format!(
+                    "additionalModelRequestFields.thinking.block_binding drop_block ({BINDING_BETA}): a bound model drops a block it finds bound elsewhere{}; additionalModelResponseFieldPaths [{TRANSFORMATIONS_PATH:?}] reads back what it dropped",
+                    if unknown_prefix {
+                        " (some replayed blocks have no recorded prefix)"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+            _ => explain.push(
+                "reasoning replayed to a bound model without a thinking request: no block_binding to set"
+                    .to_owned(),
+            ),
+        }
+    }
+
     // `messages` is written; the rest, small, as values.
     let mut body: Vec<(&str, Json)> = Vec::new();
     if !system.is_empty() {
@@ -1003,10 +1324,6 @@ pub fn encode(
     if !inference.is_empty() {
         body.push(("inferenceConfig", Json::object(inference)));
     }
-    let specs = match parts.tools {
-        Some(tools) => tool_specs(tools)?,
-        None => Vec::new(),
-    };
     // `check_tool_choice` refused a choice without tools.
     if !specs.is_empty() {
         let mut config = vec![("tools", Json::Array(specs))];
@@ -1015,6 +1332,12 @@ pub fn encode(
     }
     if !plan.fields.is_empty() {
         body.push(("additionalModelRequestFields", Json::object(plan.fields)));
+    }
+    if response_paths {
+        body.push((
+            "additionalModelResponseFieldPaths",
+            Json::Array(vec![Json::str(TRANSFORMATIONS_PATH)]),
+        ));
     }
     if let Some(format) = sampling.format {
         body.push(("outputConfig", Json::object([("textFormat", format)])));
@@ -1037,6 +1360,15 @@ pub fn encode(
         wire: Bound {
             digest: digest.hex(),
             sources: json::sources(&wire),
+            prefix_parts: parts_now
+                .as_ref()
+                .and_then(|p| RawJson::from_serialize(p).ok()),
+            binding,
+            left_out: {
+                gone.sort_unstable();
+                gone.dedup();
+                gone
+            },
         },
     })
 }

@@ -18,6 +18,7 @@ use hermes_core::OnDelta;
 use hermes_core::transport::Delta;
 use hermes_core::{FinishReason, Message, Origin, RawJson, ReplyMeta, Usage};
 
+use crate::anthropic::capture::keep_transformations;
 use crate::aws::Frame;
 pub(crate) use crate::signed::carriers::CaptureError;
 use crate::signed::carriers::{
@@ -73,9 +74,24 @@ struct ReplyBody<'a> {
     output: Option<Output<'a>>,
     stop_reason: Option<String>,
     usage: Option<UsageBody>,
+    /// What `additionalModelResponseFieldPaths` asked back ([`Additional`]).
+    #[serde(borrow)]
+    additional_model_response_fields: Option<Additional<'a>>,
     /// An error envelope's words (`{"message": …}`).
     #[serde(alias = "Message")]
     message: Option<String>,
+}
+
+/// `additionalModelResponseFields`: the model's own response fields a request named in
+/// `additionalModelResponseFieldPaths` (JSON Pointers; a field the model's response lacks is
+/// left out, docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html). The one
+/// hermes asks for is Claude's `input_transformations` (SPEC §5a 4), requested with
+/// `drop_block` (`super::body::TRANSFORMATIONS_PATH`).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Additional<'a> {
+    #[serde(borrow)]
+    input_transformations: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -185,13 +201,22 @@ pub(crate) fn capture_reply(text: &str, origin: Origin) -> Captured {
     let content = message
         .content
         .ok_or_else(|| malformed("reply has no `output.message.content`"))?;
-    whole(
+    let (mut message, mut meta) = whole(
         content,
         whole_block,
         origin,
         reply.stop_reason.as_deref().map(finish_reason),
         reply.usage.as_ref().map(UsageBody::usage),
-    )
+    )?;
+    keep_transformations(
+        &mut message,
+        &mut meta,
+        reply
+            .additional_model_response_fields
+            .and_then(|a| a.input_transformations)
+            .map(RawValue::get),
+    );
+    Ok((message, meta))
 }
 
 /// The Converse name of a block kind (as [`Acc::kind`] names it), for errors.
@@ -280,6 +305,16 @@ struct ReasoningDelta<'a> {
 struct MessageStop {
     #[serde(default)]
     stop_reason: Option<String>,
+    /// `MessageStopEvent.additionalModelResponseFields` (botocore's `bedrock-runtime` model).
+    #[serde(default)]
+    additional_model_response_fields: Option<AdditionalOwned>,
+}
+
+/// [`Additional`], owned (a stream's frames are dropped as they are read).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct AdditionalOwned {
+    input_transformations: Option<Box<RawValue>>,
 }
 
 #[derive(Deserialize)]
@@ -300,6 +335,8 @@ pub(crate) struct StreamCapture {
     blocks: Vec<(Option<u64>, Acc)>,
     usage: Option<UsageBody>,
     stop_reason: Option<String>,
+    /// `messageStop`'s `input_transformations`, as received.
+    transformations: Option<Box<RawValue>>,
     stopped: bool,
     frames: usize,
 }
@@ -353,6 +390,9 @@ impl StreamCapture {
             "messageStop" => {
                 let stop: MessageStop = parse("messageStop", data)?;
                 self.stop_reason = stop.stop_reason;
+                self.transformations = stop
+                    .additional_model_response_fields
+                    .and_then(|a| a.input_transformations);
                 self.stopped = true;
             }
             "metadata" => {
@@ -461,11 +501,17 @@ impl StreamCapture {
         if !self.stopped {
             return Err(half_turn("messageStop", self.frames, "frames"));
         }
-        streamed(
+        let (mut message, mut meta) = streamed(
             self.blocks,
             origin,
             self.stop_reason.as_deref().map(finish_reason),
             self.usage.as_ref().map(UsageBody::usage),
-        )
+        )?;
+        keep_transformations(
+            &mut message,
+            &mut meta,
+            self.transformations.as_deref().map(RawValue::get),
+        );
+        Ok((message, meta))
     }
 }

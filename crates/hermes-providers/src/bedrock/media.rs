@@ -99,6 +99,7 @@ mod tests {
         let target = Target {
             base_url: BASE.into(),
             max_tokens: None,
+            account: None,
         };
         let out = encode(&parts, &target, &Drops::default()).map_err(|e| e.to_string())?;
         Ok(String::from_utf8(out.body).unwrap())

@@ -20,7 +20,10 @@ use crate::signed::carriers::{CaptureError, read_whole};
 use crate::signed::replay::signature_drops;
 use crate::transport::{Auth, ChatTransport, chunk_error};
 
-pub use body::{Bound, Drops, EncodeError, Encoded, PLACEHOLDER, Target, encode, operation_path};
+pub use body::{
+    Bound, Drops, EncodeError, Encoded, PLACEHOLDER, TRANSFORMATIONS_PATH, Target, encode,
+    operation_path,
+};
 pub use model::{BedrockModel, Policy};
 
 /// The wire's id (its verdicts are kept under it).

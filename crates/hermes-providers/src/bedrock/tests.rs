@@ -47,6 +47,7 @@ fn target() -> Target {
     Target {
         base_url: BASE.to_owned(),
         max_tokens: None,
+        account: None,
     }
 }
 
@@ -210,6 +211,7 @@ fn budget_models_get_budget_max_tokens_above_it_temperature_one_and_the_beta_but
             target: Target {
                 base_url: BASE.into(),
                 max_tokens: Some(50000),
+                account: None,
             },
             ..Setup::default()
         },
@@ -262,6 +264,7 @@ fn nova_2_takes_reasoning_config_and_leaves_out_max_tokens_at_high() {
         target: Target {
             base_url: BASE.into(),
             max_tokens: Some(4000),
+            account: None,
         },
         ..Setup::default()
     };
@@ -398,6 +401,7 @@ fn another_model_or_host_gets_no_signature_and_the_loop_goes_without_thinking() 
             target: Target {
                 base_url: "https://bedrock-runtime.eu-west-1.amazonaws.com".into(),
                 max_tokens: None,
+                account: None,
             },
             ..Setup::default()
         },
@@ -1058,5 +1062,293 @@ fn stop_reasons_map_to_finish_reasons() {
         ),
     ] {
         assert_eq!(finish_reason(stop), finish);
+    }
+}
+
+/// SPEC §5a on Converse: the prefix binding as Converse encodes it, the cut, once left out
+/// stays out, `drop_block` with its beta and the response path that reads back what Claude
+/// dropped.
+mod binding {
+    use hermes_core::left_out::{LEFT_OUT_KEY, carrier_id};
+
+    use super::*;
+    use crate::bedrock::TRANSFORMATIONS_PATH;
+    use crate::bedrock::body::Encoded;
+    use crate::signed::replay::PREFIX_BINDING_KEY;
+
+    /// A bound Claude model (`anthropic::BOUND_FROM`) on Bedrock.
+    const FABLE: &str = "us.anthropic.claude-fable-5-1-20260901-v1:0";
+    const TOOLS: &str = r#"[{"type":"function","function":{"name":"now","description":"The time.","parameters":{"type":"object"}}}]"#;
+    const HIGH: ThinkingRequest = ThinkingRequest::Effort(Effort::High);
+
+    fn encode_with(h: &[Message], model: &str, tools: &str, account: Option<&str>) -> Encoded {
+        let decision = decision("bedrock", BASE, model);
+        let verdicts = Verdicts::default();
+        let tools = RawJson::from_text(tools).unwrap();
+        let parts = RequestParts::new(h, &decision, &verdicts)
+            .thinking(HIGH)
+            .tools(Some(&tools));
+        let target = Target {
+            account: account.map(crate::native::account_of),
+            ..target()
+        };
+        encode(&parts, &target, &Drops::default()).unwrap()
+    }
+
+    /// A finished tool loop on `model` (system `system`), then a new question: the stored step
+    /// stamped with `binding` (none: an older row or an import).
+    fn conversation(model: &str, system: &str, binding: Option<&str>) -> Vec<Message> {
+        let mut step = step(model, "toolu_1", None);
+        if let Some(binding) = binding {
+            step[PREFIX_BINDING_KEY] = json!(binding);
+        }
+        history(json!([
+            {"role": "system", "content": system},
+            {"role": "user", "content": "time?"},
+            step,
+            {"role": "tool", "tool_call_id": "toolu_1", "content": "12:00"},
+            {"role": "assistant", "content": "Noon."},
+            {"role": "user", "content": "and now?"},
+        ]))
+    }
+
+    /// The binding the request that minted the step (the first two messages) stamps on it.
+    fn minted(system: &str, tools: &str, account: Option<&str>) -> String {
+        let h = conversation(FABLE, system, None);
+        encode_with(&h[..2], FABLE, tools, account)
+            .wire
+            .binding
+            .unwrap()
+    }
+
+    fn json_of(out: &Encoded) -> Value {
+        serde_json::from_slice(&out.body).unwrap()
+    }
+
+    fn sends_blocks(out: &Encoded) -> bool {
+        String::from_utf8_lossy(&out.body).contains(r#""signature""#)
+    }
+
+    #[test]
+    fn the_same_prefix_replays_with_drop_block_its_beta_and_the_response_path() {
+        let binding = minted("Be brief.", TOOLS, Some("ABSK-a"));
+        let out = encode_with(
+            &conversation(FABLE, "Be brief.", Some(&binding)),
+            FABLE,
+            TOOLS,
+            Some("ABSK-a"),
+        );
+        let text = String::from_utf8_lossy(&out.body).into_owned();
+        assert!(text.contains(SIG_BLOCK), "{text}");
+        assert!(text.contains(RED_BLOCK), "{text}");
+        // botocore's bytes: the binding inside `thinking`, the beta in `anthropic_beta` after
+        // `output_config`, then the response path.
+        assert!(
+            text.ends_with(
+                r#""additionalModelRequestFields": {"thinking": {"type": "adaptive", "display": "summarized", "block_binding": {"prefix_mismatch_behavior": "drop_block"}}, "output_config": {"effort": "high"}, "anthropic_beta": ["thinking-binding-controls-2026-08-01"]}, "additionalModelResponseFieldPaths": ["/input_transformations"]}"#
+            ),
+            "{text}"
+        );
+        assert_eq!(TRANSFORMATIONS_PATH, "/input_transformations");
+        assert!(
+            out.explain
+                .iter()
+                .any(|l| l.contains("its prefix binding holds")),
+            "{:?}",
+            out.explain
+        );
+        assert_eq!(out.carriers.dropped_prefix, 0);
+        assert!(out.wire.left_out.is_empty());
+        // The reply is stamped with the whole conversation's binding, and its parts.
+        let stamp = crate::native::Stamp::stamp(&out.wire);
+        assert!(stamp.iter().any(|(k, _)| k == PREFIX_BINDING_KEY));
+        assert!(stamp.iter().any(|(k, _)| k == PREFIX_PARTS_KEY_NAME));
+    }
+
+    const PREFIX_PARTS_KEY_NAME: &str = crate::anthropic::body::PREFIX_PARTS_KEY;
+
+    #[test]
+    fn a_changed_system_prompt_tool_list_or_account_leaves_the_blocks_out_for_good() {
+        let binding = minted("Be brief.", TOOLS, Some("ABSK-a"));
+        let held = conversation(FABLE, "Be brief.", Some(&binding));
+        let id = carrier_id(&held[2]).unwrap();
+        let other_tools = TOOLS.replace("The time.", "The time now.");
+        for (system, tools, account, what) in [
+            (
+                "Be brief. Today is Sunday.",
+                TOOLS,
+                "ABSK-a",
+                "system prompt",
+            ),
+            ("Be brief.", other_tools.as_str(), "ABSK-a", "tools"),
+            ("Be brief.", TOOLS, "ABSK-b", "the account"),
+        ] {
+            let mut h = conversation(FABLE, system, Some(&binding));
+            // A stamp made of what the binding was made of names the part that changed.
+            let parts = minted_parts("Be brief.", TOOLS, Some("ABSK-a"));
+            h[2].extra.push((PREFIX_PARTS_KEY_NAME.to_owned(), parts));
+            let out = encode_with(&h, FABLE, tools, Some(account));
+            assert!(!sends_blocks(&out), "{what}");
+            let v = json_of(&out);
+            assert!(
+                v.get("additionalModelResponseFieldPaths").is_none(),
+                "{what}"
+            );
+            assert!(
+                v["additionalModelRequestFields"]["thinking"]
+                    .get("block_binding")
+                    .is_none(),
+                "{what}"
+            );
+            assert_eq!(out.carriers.dropped_prefix, 1, "{what}");
+            assert_eq!(out.wire.left_out, vec![id.clone()], "{what}");
+            assert!(
+                out.explain.iter().any(|l| l.ends_with(&format!(
+                    "left out: the prefix changed since this block was made ({what}; SPEC §5a 2)"
+                ))),
+                "{what}: {:?}",
+                out.explain
+            );
+        }
+    }
+
+    /// What the minting request stamps as its binding's parts.
+    fn minted_parts(system: &str, tools: &str, account: Option<&str>) -> RawJson {
+        let h = conversation(FABLE, system, None);
+        encode_with(&h[..2], FABLE, tools, account)
+            .wire
+            .prefix_parts
+            .unwrap()
+    }
+
+    #[test]
+    fn a_mid_conversation_system_message_changes_every_prefix_on_converse() {
+        // Converse hoists a later system message into `system`: what Claude checks changed
+        // before every step, though the history before the step did not.
+        let binding = minted("Be brief.", TOOLS, None);
+        let mut h = conversation(FABLE, "Be brief.", Some(&binding));
+        h.insert(
+            5,
+            history(json!([{"role": "system", "content": "Answer in French."}])).remove(0),
+        );
+        let out = encode_with(&h, FABLE, TOOLS, None);
+        assert!(
+            !sends_blocks(&out),
+            "{}",
+            String::from_utf8_lossy(&out.body)
+        );
+        assert_eq!(out.carriers.dropped_prefix, 1);
+    }
+
+    #[test]
+    fn a_cache_point_is_not_part_of_the_prefix_and_a_marked_turn_stays_out() {
+        // The system prompt's cache point (Claude caches prompts) was in the minting request
+        // too; the binding holds.
+        let binding = minted("Be brief.", TOOLS, None);
+        let held = conversation(FABLE, "Be brief.", Some(&binding));
+        let out = encode_with(&held, FABLE, TOOLS, None);
+        assert!(
+            String::from_utf8_lossy(&out.body).contains(r#"{"cachePoint": {"type": "default"}}"#)
+        );
+        assert!(sends_blocks(&out));
+        // Marked left out by an earlier request (as the engine loads it): stays out, counted,
+        // not reported again, the mark never sent.
+        let mut marked = held.clone();
+        marked[2]
+            .extra
+            .push((LEFT_OUT_KEY.to_owned(), RawJson::from_text("true").unwrap()));
+        let out = encode_with(&marked, FABLE, TOOLS, None);
+        let text = String::from_utf8_lossy(&out.body);
+        assert!(!sends_blocks(&out), "{text}");
+        assert!(!text.contains(LEFT_OUT_KEY));
+        assert_eq!(out.carriers.dropped_prefix, 1);
+        assert!(out.wire.left_out.is_empty());
+        assert!(out.explain.iter().any(|l| l.ends_with(
+            "left out: left out of an earlier request of this conversation (SPEC §5a 3)"
+        )));
+    }
+
+    #[test]
+    fn blocks_with_no_recorded_prefix_go_with_drop_block() {
+        let out = encode_with(&conversation(FABLE, "Be brief.", None), FABLE, TOOLS, None);
+        assert!(sends_blocks(&out));
+        let v = json_of(&out);
+        assert_eq!(
+            v["additionalModelRequestFields"]["thinking"]["block_binding"],
+            json!({"prefix_mismatch_behavior": "drop_block"})
+        );
+        assert_eq!(
+            v["additionalModelResponseFieldPaths"],
+            json!([TRANSFORMATIONS_PATH])
+        );
+        assert!(out.explain.iter().any(|l| l.contains("no recorded prefix")));
+    }
+
+    #[test]
+    fn an_unbound_model_is_unchanged() {
+        let out = encode_with(&conversation(OPUS, "Be brief.", None), OPUS, TOOLS, None);
+        let v = json_of(&out);
+        assert!(v.get("additionalModelResponseFieldPaths").is_none());
+        assert!(!out.body.windows(13).any(|w| w == b"block_binding"));
+        assert!(out.wire.binding.is_none());
+    }
+
+    #[test]
+    fn input_transformations_are_read_from_a_whole_reply_and_a_stream() {
+        let dropped = r#"[{"type": "thinking_dropped", "path": "messages.1.content.0", "reason": "prefix_binding_mismatch"}]"#;
+        let reply = format!(
+            r#"{{"output": {{"message": {{"role": "assistant", "content": [{{"text": "Hi."}}]}}}}, "stopReason": "end_turn", "usage": {{"inputTokens": 3, "outputTokens": 2}}, "additionalModelResponseFields": {{"input_transformations": {dropped}}}}}"#
+        );
+        let origin = origin();
+        let (message, meta) = capture_reply(&reply, origin.clone()).unwrap();
+        assert_eq!(meta.dropped_upstream, 1);
+        let kept = &message
+            .extra
+            .iter()
+            .find(|(k, _)| k == crate::anthropic::TRANSFORMATIONS_KEY)
+            .unwrap()
+            .1;
+        assert_eq!(kept.get(), dropped);
+        // None asked back: nothing counted.
+        let plain = r#"{"output": {"message": {"role": "assistant", "content": [{"text": "Hi."}]}}, "stopReason": "end_turn"}"#;
+        assert_eq!(
+            capture_reply(plain, origin.clone())
+                .unwrap()
+                .1
+                .dropped_upstream,
+            0
+        );
+        // Streamed: on `messageStop`.
+        let mut capture = StreamCapture::new();
+        let frames = [
+            ("messageStart", r#"{"role": "assistant"}"#.to_owned()),
+            (
+                "contentBlockDelta",
+                r#"{"contentBlockIndex": 0, "delta": {"text": "Hi."}}"#.to_owned(),
+            ),
+            (
+                "messageStop",
+                format!(
+                    r#"{{"stopReason": "end_turn", "additionalModelResponseFields": {{"input_transformations": {dropped}}}}}"#
+                ),
+            ),
+        ];
+        for (kind, payload) in frames {
+            let frame = crate::aws::Frame {
+                message_type: "event".to_owned(),
+                event_type: Some(kind.to_owned()),
+                exception_type: None,
+                payload: payload.into_bytes().into(),
+            };
+            capture.feed(&frame, &|_: Delta<'_>| {}).unwrap();
+        }
+        let (message, meta) = capture.finish(origin).unwrap();
+        assert_eq!(meta.dropped_upstream, 1);
+        assert!(
+            message
+                .extra
+                .iter()
+                .any(|(k, _)| k == crate::anthropic::TRANSFORMATIONS_KEY)
+        );
     }
 }

@@ -28,6 +28,32 @@ pub(crate) fn stored_binding(msg: &Message) -> Option<String> {
         .and_then(|(_, v)| v.as_str().map(|s| s.into_owned()))
 }
 
+/// The last assistant message whose recorded prefix binding differs from the one it has now,
+/// if any: its blocks and every earlier step's go without (§5a 2), so what is replayed is
+/// always a run of the latest steps — "dropping thinking from the start", which the provider
+/// takes — never a gap in the middle.
+pub(crate) fn last_changed(history: &[Message], bindings: &[Option<String>]) -> Option<usize> {
+    history
+        .iter()
+        .zip(bindings)
+        .enumerate()
+        .filter_map(|(i, (m, now))| {
+            let stored = stored_binding(m)?;
+            (now.as_deref() != Some(stored.as_str())).then_some(i)
+        })
+        .last()
+}
+
+/// The last assistant message an earlier request of the conversation left out (SPEC §5a 3,
+/// [`hermes_core::left_out::is_left_out`]), if any: its blocks and every earlier step's go
+/// without, on any model, so a block left out once is never put back and what is replayed stays
+/// a run of the latest steps.
+pub(crate) fn last_left_out(history: &[Message]) -> Option<usize> {
+    history
+        .iter()
+        .rposition(|m| m.role == Role::Assistant && hermes_core::left_out::is_left_out(m))
+}
+
 /// The digest of a conversation prefix: roles, content, tool calls and results — never
 /// carriers, origins or stored bookkeeping — so leaving an earlier turn's thinking out does not
 /// change it, and editing a message before a block does.

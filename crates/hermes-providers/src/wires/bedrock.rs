@@ -21,14 +21,22 @@ fn bedrock_target(target: &WireTarget) -> bedrock::Target {
     bedrock::Target {
         base_url: target.base_url.clone(),
         max_tokens: target.max_tokens,
+        account: None,
     }
 }
 
 /// The Converse wire for `target`, signing with the AWS auth.
 pub(super) fn build(target: &WireTarget, http: ChatTransport, auth: Credentials) -> Box<dyn Wire> {
+    let mut door = bedrock_target(target);
+    // A Bedrock API key is an account; SigV4 credentials name none (SPEC §5a 1,
+    // `bedrock::Target::account`).
+    door.account = match &auth.aws {
+        Some(crate::aws::AwsAuth::Bearer(key)) => Some(crate::native::account_of(key)),
+        _ => None,
+    };
     Box::new(BedrockWire {
         client: http,
-        target: bedrock_target(target),
+        target: door,
         auth: auth.aws,
         clock: std::time::SystemTime::now,
     })

@@ -32,6 +32,7 @@ fn wire(server: &MockServer) -> BedrockWire {
         target: Target {
             base_url: server.uri(),
             max_tokens: None,
+            account: None,
         },
         auth: Some(AwsAuth::SigV4 {
             credentials: AwsCredentials {

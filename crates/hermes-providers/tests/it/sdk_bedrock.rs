@@ -228,6 +228,7 @@ pub(crate) fn converse_wire(base: &str, auth: &AwsAuth) -> BedrockWire {
         target: bedrock::Target {
             base_url: base.to_owned(),
             max_tokens: None,
+            account: None,
         },
         auth: Some(auth.clone()),
         clock: fixed_clock,

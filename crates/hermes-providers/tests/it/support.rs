@@ -241,6 +241,7 @@ pub(crate) fn bedrock_at(base: &str) -> BedrockWire {
         target: bedrock::Target {
             base_url: base.into(),
             max_tokens: None,
+            account: None,
         },
         auth: None,
         clock: SystemTime::now,

@@ -252,7 +252,7 @@ pub(crate) struct Ctx<'a> {
 
 /// What `thinking.block_binding.prefix_mismatch_behavior` asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Behavior {
+pub(crate) enum Behavior {
     Error,
     DropBlock,
 }
@@ -1213,7 +1213,9 @@ pub(crate) fn validate(
 
 /// Splits `thinking.block_binding` off the `thinking` object: its behaviour (when present) and
 /// the rest, which [`thinking`] checks as before.
-fn block_binding(v: Option<&Value>) -> Result<(Option<Behavior>, Option<Value>), String> {
+pub(crate) fn block_binding(
+    v: Option<&Value>,
+) -> Result<(Option<Behavior>, Option<Value>), String> {
     let Some(Value::Object(o)) = v else {
         return Ok((None, v.cloned()));
     };

@@ -240,8 +240,15 @@ fn with_failure(switches: &crate::Switches, events: Vec<Frame>) -> Vec<Frame> {
 }
 
 fn converse(call: Call<'_>, body: Value) -> Answer {
+    // One account, as on InvokeModel: the simulator's Bedrock credentials are one pair and one
+    // API key.
+    let bind = rules::Bind {
+        model: call.model,
+        account: crate::anthropic::binding::account_hash(&call.shared.key, "bedrock"),
+        ledger: &call.shared.anthropic_ledger,
+    };
     let checked = match rules::validate(
-        call.model,
+        &bind,
         &body,
         &call.shared.key,
         call.switches.refuse_redacted,
@@ -258,7 +265,28 @@ fn converse(call: Call<'_>, body: Value) -> Answer {
         },
         reasoning: checked.reasoning,
         redacted: call.switches.redacted_reasoning,
+        bound: checked.bound.then_some((bind.model, bind.account)),
     });
+    let mut reply = reply;
+    // `input_transformations` come back only where the request named them
+    // (`additionalModelResponseFieldPaths`, docs.aws.amazon.com/bedrock/latest/APIReference/
+    // API_runtime_Converse.html).
+    let asked = body
+        .get("additionalModelResponseFieldPaths")
+        .and_then(Value::as_array)
+        .is_some_and(|p| p.iter().any(|p| p == "/input_transformations"));
+    if asked {
+        reply.transformations = checked.transformations.clone();
+    }
+    if let Some((id, count)) = reply.minted {
+        let mut messages = crate::wire::list_of(&body, "messages").to_vec();
+        messages.push(json!({"role": "assistant", "content": reply.content}));
+        crate::lock(&call.shared.anthropic_ledger).minted(
+            reasoning::turn_key(&messages),
+            id,
+            count,
+        );
+    }
     if !call.op.stream() {
         let text = reply.json().to_string();
         return ok(call.rid, body, (text, Body::Json), Vec::new());

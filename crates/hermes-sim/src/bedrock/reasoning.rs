@@ -44,6 +44,44 @@ pub(crate) fn prefix_digest(system: Option<&Value>, messages: &[Value]) -> Prefi
     h.finalize().into()
 }
 
+/// Digest of `toolConfig.tools` for a bound model (SPEC §5a: the tool list is part of what a
+/// block is bound to): each tool spec as [`crate::anthropic::binding::tools_digest`] reads a
+/// tool, `cachePoint` entries left out.
+pub(crate) fn tools_digest(tools: Option<&Value>) -> [u8; 32] {
+    let kept: Vec<Value> = tools
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|t| t.get("cachePoint").is_none())
+        .cloned()
+        .collect();
+    crate::anthropic::binding::tools_digest(Some(&Value::Array(kept)))
+}
+
+/// The key of an assistant turn the simulator minted reasoning for, from the messages up to and
+/// including it (reasoning and cache points left out, `system` and tools not included, so a
+/// changed system prompt does not hide the turn): how a bound request's put-back is recognised.
+pub(crate) fn turn_key(messages: &[Value]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(b"bedrock converse turn\0");
+    for m in messages {
+        let role = m.get("role").and_then(Value::as_str).unwrap_or("");
+        for block in m
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|b| counts(b))
+        {
+            h.update(role.as_bytes());
+            h.update([0]);
+            h.update(canonical(block));
+            h.update([0]);
+        }
+    }
+    h.finalize().into()
+}
+
 /// The block counts for the prefix (reasoning and cache points do not).
 fn counts(block: &Value) -> bool {
     block

@@ -14,6 +14,11 @@ pub(crate) struct Reply {
     /// Converse content blocks.
     pub(crate) content: Vec<Value>,
     pub(crate) stop_reason: &'static str,
+    /// A bound model's reply: its id and reasoning block count (the put-back memory).
+    pub(crate) minted: Option<([u8; 12], u8)>,
+    /// `input_transformations` to report in `additionalModelResponseFields` (the request asked
+    /// for them with `additionalModelResponseFieldPaths`); left out when empty.
+    pub(crate) transformations: Vec<Value>,
     input_tokens: usize,
     output_tokens: usize,
     latency_ms: usize,
@@ -25,6 +30,8 @@ pub(crate) struct Ask<'a> {
     pub(crate) reasoning: Reasoning,
     /// Claude: add a `redactedContent` block (switch).
     pub(crate) redacted: bool,
+    /// A bound request (SPEC §5a): the model and account the reasoning is bound to.
+    pub(crate) bound: Option<(&'a str, [u8; 32])>,
 }
 
 /// The message's top-level text blocks, joined.
@@ -79,6 +86,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
 
     let cut_short = user_text.contains("[max_tokens]");
     let mut content = Vec::new();
+    let mut minted = None;
     match ask.reasoning {
         Reasoning::Off => {}
         Reasoning::Text => {
@@ -90,18 +98,41 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
             let redacted = (ask.redacted || user_text.contains("[redacted]")) && !cut_short;
             let count = if redacted { 2 } else { 1 };
             let token = Token::of_reply(&digest, &seed, count);
+            let payload = format!(
+                "hermes-sim redacted reasoning {}",
+                short_hash(&format!("redacted\u{0}{seed}"), 32)
+            );
+            let (signature, sealed) = match ask.bound {
+                // Bound (SPEC §5a): the Messages tokens with the four binding tags.
+                Some((model, account)) => {
+                    let binding = signing::Binding {
+                        prefix: digest,
+                        tools: super::reasoning::tools_digest(body.pointer("/toolConfig/tools")),
+                        model,
+                        account,
+                    };
+                    minted = Some((token(0).reply, count));
+                    (
+                        signing::sign_messages_thinking(ask.prompt.key, &binding, text, token(0)),
+                        signing::seal_messages_redacted(
+                            ask.prompt.key,
+                            &binding,
+                            token(1),
+                            payload.as_bytes(),
+                        ),
+                    )
+                }
+                None => (
+                    signing::sign_thinking(ask.prompt.key, &digest, text, token(0)),
+                    signing::seal_redacted(ask.prompt.key, &digest, token(1), payload.as_bytes()),
+                ),
+            };
             content.push(json!({"reasoningContent": {"reasoningText": {
                 "text": text,
-                "signature": signing::sign_thinking(ask.prompt.key, &digest, text, token(0))
+                "signature": signature
             }}}));
             if redacted {
-                let payload = format!(
-                    "hermes-sim redacted reasoning {}",
-                    short_hash(&format!("redacted\u{0}{seed}"), 32)
-                );
-                content.push(json!({"reasoningContent": {
-                    "redactedContent": signing::seal_redacted(ask.prompt.key, &digest, token(1), payload.as_bytes())
-                }}));
+                content.push(json!({"reasoningContent": {"redactedContent": sealed}}));
             }
         }
     }
@@ -141,6 +172,8 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
     Reply {
         content,
         stop_reason,
+        minted,
+        transformations: Vec::new(),
         input_tokens: ask.prompt.raw.len().div_ceil(4).max(1),
         output_tokens,
         latency_ms: 40 + ask.prompt.raw.len() % 200,
@@ -171,12 +204,22 @@ impl Reply {
 
     /// The Converse response object.
     pub(crate) fn json(&self) -> Value {
-        json!({
+        let mut out = json!({
             "output": {"message": {"role": "assistant", "content": self.content}},
             "stopReason": self.stop_reason,
             "usage": self.usage(),
             "metrics": {"latencyMs": self.latency_ms}
-        })
+        });
+        if let Some(fields) = self.additional() {
+            out["additionalModelResponseFields"] = fields;
+        }
+        out
+    }
+
+    /// `additionalModelResponseFields`: the `input_transformations` asked for, when any.
+    fn additional(&self) -> Option<Value> {
+        (!self.transformations.is_empty())
+            .then(|| json!({"input_transformations": self.transformations}))
     }
 
     /// ConverseStream's events in order: `(event type, payload)` (without the `p` padding).
@@ -222,7 +265,11 @@ impl Reply {
             }
             out.push(("contentBlockStop", json!({"contentBlockIndex": index})));
         }
-        out.push(("messageStop", json!({"stopReason": self.stop_reason})));
+        let mut stop = json!({"stopReason": self.stop_reason});
+        if let Some(fields) = self.additional() {
+            stop["additionalModelResponseFields"] = fields;
+        }
+        out.push(("messageStop", stop));
         out.push((
             "metadata",
             json!({"usage": self.usage(), "metrics": {"latencyMs": self.latency_ms}}),

@@ -35,11 +35,13 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value};
 
 use super::reasoning;
+use crate::anthropic::binding::{self, BLOCK_BINDING_BETA, Ledger, Reason};
 use crate::anthropic::rules::{
     self as claude, BUDGET_NOT_UNDER_MAX, FORCED_TOOL_WITH_THINKING, INTERLEAVED_BETA,
     TEMPERATURE_WITH_THINKING, Thinking,
 };
-use crate::anthropic::thinking::{self, Token};
+use crate::anthropic::rules::{Behavior, block_binding};
+use crate::anthropic::thinking::{self, Binding, Token};
 use crate::wire::{list_of, snake};
 
 // The lists below are botocore's `bedrock-runtime` service model (`service-2.json`, the
@@ -163,9 +165,22 @@ pub(crate) enum Reasoning {
 }
 
 /// What the rules learned about an accepted request.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Checked {
     pub(crate) reasoning: Reasoning,
+    /// Claude on a bound model, or a request that set `thinking.block_binding` (SPEC §5a): the
+    /// reply's reasoning is minted bound to prefix, tools, model and account.
+    pub(crate) bound: bool,
+    /// The blocks `drop_block` dropped (`input_transformations` entries).
+    pub(crate) transformations: Vec<Value>,
+}
+
+/// What a Converse request's reasoning is bound to besides its prefix (SPEC §5a): the tool
+/// list, the model and the account, and the instance's memory of what was left out.
+pub(crate) struct Bind<'a> {
+    pub(crate) model: &'a str,
+    pub(crate) account: [u8; 32],
+    pub(crate) ledger: &'a std::sync::Mutex<Ledger>,
 }
 
 // ---------------------------------------------------------------- texts
@@ -788,7 +803,10 @@ fn pairing(messages: &[Value]) -> Result<(), String> {
 }
 
 /// Claude's `additionalModelRequestFields`: the thinking mode (Anthropic rules, wrapped).
-fn claude_fields(o: &Map<String, Value>, forced_tool: Option<&str>) -> Result<Thinking, String> {
+fn claude_fields(
+    o: &Map<String, Value>,
+    forced_tool: Option<&str>,
+) -> Result<(Thinking, Option<Behavior>), String> {
     let empty = Map::new();
     let fields = o
         .get("additionalModelRequestFields")
@@ -802,7 +820,9 @@ fn claude_fields(o: &Map<String, Value>, forced_tool: Option<&str>) -> Result<Th
             "{k}: Extra inputs are not permitted"
         )));
     }
-    let (mode, budget) = claude::thinking(fields.get("thinking")).map_err(|e| model_errors(&e))?;
+    // `thinking.block_binding` (SPEC §5a 4) is split off first, as the Messages door does.
+    let (behavior, plain) = block_binding(fields.get("thinking")).map_err(|e| model_errors(&e))?;
+    let (mode, budget) = claude::thinking(plain.as_ref()).map_err(|e| model_errors(&e))?;
     if let Some(oc) = fields.get("output_config") {
         claude::output_config(oc).map_err(|e| model_errors(&e))?;
     }
@@ -814,6 +834,9 @@ fn claude_fields(o: &Map<String, Value>, forced_tool: Option<&str>) -> Result<Th
         // Simulator-chosen (pydantic's wording).
         Some(_) => return Err(model_errors("anthropic_beta: Input should be a valid list")),
     };
+    if behavior.is_some() && !betas.contains(&BLOCK_BINDING_BETA) {
+        return Err(model_errors(&binding::binding_needs_beta()));
+    }
     let inference = o.get("inferenceConfig");
     if let Some(budget) = budget {
         let max = inference
@@ -834,7 +857,7 @@ fn claude_fields(o: &Map<String, Value>, forced_tool: Option<&str>) -> Result<Th
             return Err(model_errors(FORCED_TOOL_WITH_THINKING));
         }
     }
-    Ok(mode)
+    Ok((mode, behavior))
 }
 
 /// Nova's `reasoningConfig`: whether reasoning is on.
@@ -878,13 +901,27 @@ fn reasoning_blocks(messages: &[Value]) -> Vec<(usize, usize, &Value)> {
         .collect()
 }
 
+/// How a bound request judges replayed reasoning (SPEC §5a): `drop_block` or not, the tools
+/// digest and [`Bind`].
+struct Bound<'a, 'b> {
+    drop: bool,
+    tools: [u8; 32],
+    bind: &'b Bind<'a>,
+    ledger: &'b Ledger,
+}
+
 /// Claude: verifies every signed block against the prefix before its message; returns each
-/// block's token by (message, block).
+/// block's token by (message, block). On a bound request (`bound`) the block is also checked
+/// against the tools, model and account and the put-back memory: a mismatch is the Anthropic
+/// refusal ("bound to a different conversation") in Bedrock's ValidationException, or with
+/// `drop_block` the block is dropped and listed in `transformations`.
 fn signatures(
     system: Option<&Value>,
     messages: &[Value],
     key: &[u8],
     refuse_redacted: bool,
+    bound: Option<&Bound<'_, '_>>,
+    transformations: &mut Vec<Value>,
 ) -> Result<HashMap<(usize, usize), Token>, String> {
     let mut tokens = HashMap::new();
     let mut digests = HashMap::new();
@@ -892,6 +929,55 @@ fn signatures(
         let digest = *digests
             .entry(n)
             .or_insert_with(|| reasoning::prefix_digest(system, &messages[..n]));
+        if let Some(b) = bound {
+            if r.get("redactedContent").is_some() && refuse_redacted {
+                return Err(redacted_refused(n, j));
+            }
+            let binding = Binding {
+                prefix: digest,
+                tools: b.tools,
+                model: b.bind.model,
+                account: b.bind.account,
+            };
+            let (opened, kind) = match r.get("reasoningText") {
+                Some(rt) => {
+                    let text = rt.get("text").and_then(Value::as_str).unwrap_or("");
+                    let sig = rt.get("signature").and_then(Value::as_str).unwrap_or("");
+                    (
+                        thinking::open_messages_thinking(key, &binding, text, sig),
+                        "thinking",
+                    )
+                }
+                None => {
+                    let data = r
+                        .get("redactedContent")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    (
+                        thinking::open_messages_redacted(key, &binding, data),
+                        "redacted_thinking",
+                    )
+                }
+            };
+            let Some(o) = opened else {
+                return Err(model_errors(&claude::invalid_signature_text(n, j, kind)));
+            };
+            let reason = if !o.model || !o.account {
+                Some(Reason::Model)
+            } else if !o.prefix || !o.tools || b.ledger.was_left_out(o.token.reply, o.token.pos) {
+                Some(Reason::Prefix)
+            } else {
+                None
+            };
+            match reason {
+                Some(_) if !b.drop => return Err(model_errors(&binding::bound_text(n, j))),
+                Some(reason) => transformations.push(binding::dropped(n, j, reason)),
+                None => {
+                    tokens.insert((n, j), o.token);
+                }
+            }
+            continue;
+        }
         let token = if let Some(rt) = r.get("reasoningText") {
             let text = rt.get("text").and_then(Value::as_str).unwrap_or("");
             let Some(sig) = rt.get("signature").and_then(Value::as_str) else {
@@ -926,10 +1012,21 @@ fn loop_turns(
     messages: &[Value],
     tokens: &HashMap<(usize, usize), Token>,
     redacted_dropped: bool,
+    transformations: &[Value],
 ) -> Result<(), String> {
     for (n, m) in messages.iter().enumerate().skip(loop_start(messages)) {
         let content = blocks(m);
         if role(m) != "assistant" || !content.iter().any(|b| member(b) == "toolUse") {
+            continue;
+        }
+        // `drop_block` dropped reasoning of this turn: the API dropped it, it does not ask for
+        // it.
+        let here = format!("messages.{n}.content.");
+        if transformations.iter().any(|t| {
+            t.get("path")
+                .and_then(Value::as_str)
+                .is_some_and(|p| p.starts_with(&here))
+        }) {
             continue;
         }
         let first = content.first().map_or("", member);
@@ -992,13 +1089,14 @@ fn unsigned(n: usize, j: usize, r: &Value) -> Result<(), String> {
     Ok(())
 }
 
-/// Validates a parsed Converse request for `model`.
+/// Validates a parsed Converse request for `model` (`bind.model`).
 pub(crate) fn validate(
-    model: &str,
+    bind: &Bind<'_>,
     body: &Value,
     key: &[u8],
     refuse_redacted: bool,
 ) -> Result<Checked, String> {
+    let model = bind.model;
     let o = object(body, "input")?;
     let mut allowed = vec!["modelId"];
     allowed.extend_from_slice(CONVERSE_TOP_LEVEL);
@@ -1029,12 +1127,50 @@ pub(crate) fn validate(
         return Err(TOOL_CONFIG_REQUIRED.to_owned());
     }
 
+    let mut bound = false;
+    let mut transformations = Vec::new();
     let reasoning = match policy(model) {
         Policy::Signed => {
-            let mode = claude_fields(o, forced_tool)?;
-            let tokens = signatures(o.get("system"), messages, key, refuse_redacted)?;
+            let (mode, behavior) = claude_fields(o, forced_tool)?;
+            bound = binding::anthropic_is_bound(model) || behavior.is_some();
+            let mut ledger = crate::lock(bind.ledger);
+            let judge = Bound {
+                drop: behavior == Some(Behavior::DropBlock),
+                tools: reasoning::tools_digest(o.get("toolConfig").and_then(|t| t.get("tools"))),
+                bind,
+                ledger: &ledger,
+            };
+            let tokens = signatures(
+                o.get("system"),
+                messages,
+                key,
+                refuse_redacted,
+                bound.then_some(&judge),
+                &mut transformations,
+            )?;
             if mode.on() {
-                loop_turns(messages, &tokens, refuse_redacted)?;
+                loop_turns(messages, &tokens, refuse_redacted, &transformations)?;
+            }
+            if bound {
+                // The turns the simulator minted whose blocks this accepted request left out
+                // (or `drop_block` dropped): never to come back in the conversation.
+                for (n, m) in messages.iter().enumerate() {
+                    if role(m) != "assistant" {
+                        continue;
+                    }
+                    let Some((reply, count)) = ledger.turn(&reasoning::turn_key(&messages[..=n]))
+                    else {
+                        continue;
+                    };
+                    for pos in 0..count {
+                        let carried = tokens
+                            .iter()
+                            .any(|((at, _), t)| *at == n && t.reply == reply && t.pos == pos);
+                        if !carried {
+                            ledger.leave_out(reply, pos);
+                        }
+                    }
+                }
             }
             match mode {
                 Thinking::Off => Reasoning::Off,
@@ -1058,7 +1194,11 @@ pub(crate) fn validate(
             }
         }
     };
-    Ok(Checked { reasoning })
+    Ok(Checked {
+        reasoning,
+        bound,
+        transformations,
+    })
 }
 
 #[cfg(test)]

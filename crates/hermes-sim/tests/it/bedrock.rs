@@ -1611,3 +1611,94 @@ async fn the_script_calls_the_clients_first_tool_with_schema_valid_input_and_rea
     let text = content.to_string();
     assert!(text.contains("index offline"), "{text}");
 }
+
+// ---------------------------------------------------------------- tests: SPEC §5a on Converse
+
+/// A bound Claude model on Bedrock (the simulator's `BOUND_MODELS`).
+const FABLE: &str = "us.anthropic.claude-fable-5-1-20260901-v1:0";
+
+/// A Converse body for the bound model: `system`, one tool, adaptive thinking, `messages`.
+fn bound_body(system: &str, messages: Value) -> Value {
+    json!({
+        "messages": messages,
+        "system": [{"text": system}, {"cachePoint": {"type": "default"}}],
+        "toolConfig": {"tools": [{"toolSpec": {"name": "now", "inputSchema": {"json": {"type": "object"}}}}]},
+        "additionalModelRequestFields": {"thinking": {"type": "adaptive"}}
+    })
+}
+
+/// With `drop_block`, its beta and the response path.
+fn with_drop_block(mut body: Value) -> Value {
+    body["additionalModelRequestFields"]["thinking"]["block_binding"] =
+        json!({"prefix_mismatch_behavior": "drop_block"});
+    body["additionalModelRequestFields"]["anthropic_beta"] =
+        json!(["thinking-binding-controls-2026-08-01"]);
+    body["additionalModelResponseFieldPaths"] = json!(["/input_transformations"]);
+    body
+}
+
+#[tokio::test]
+async fn a_bound_model_refuses_a_changed_prefix_drops_it_with_drop_block_and_refuses_a_put_back() {
+    let sim = Sim::start("bedrock").await.unwrap();
+    let first = json!([{"role": "user", "content": [{"text": "What time is it? [tools=1]"}]}]);
+    let (content, stop) =
+        converse(&sim, FABLE, &bound_body("Be brief.", first.clone()), false).await;
+    assert_eq!(stop, "tool_use");
+    let id = tool_use_id(&content);
+    let messages = |content: &Value| {
+        let mut m = first.as_array().unwrap().clone();
+        m.push(json!({"role": "assistant", "content": content}));
+        m.push(json!({"role": "user", "content": [{"toolResult": {"toolUseId": id, "content": [{"text": "12:00"}]}}]}));
+        Value::Array(m)
+    };
+    // The same prefix (the cache point is not part of it): accepted.
+    let (_, stop) = converse(
+        &sim,
+        FABLE,
+        &bound_body("Be brief.", messages(&content)),
+        false,
+    )
+    .await;
+    assert_eq!(stop, "end_turn");
+    // A changed system prompt: Anthropic's refusal in Bedrock's ValidationException.
+    let changed = bound_body("Be brief. Today is Sunday.", messages(&content));
+    let r = post_signed(&sim, &path(FABLE, "converse"), &changed).await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        format!(
+            "{WRAP}messages.1.content.0: Invalid `signature` in `thinking` block. The block is bound to a different conversation. Remove the block, or set `thinking.block_binding.prefix_mismatch_behavior` to \"drop_block\"."
+        )
+    );
+    // `block_binding` without its beta is refused.
+    let mut no_beta = with_drop_block(changed.clone());
+    no_beta["additionalModelRequestFields"]
+        .as_object_mut()
+        .unwrap()
+        .remove("anthropic_beta");
+    let r = post_signed(&sim, &path(FABLE, "converse"), &no_beta).await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    // With drop_block: dropped, and reported where the response path asks.
+    let r = post_signed(&sim, &path(FABLE, "converse"), &with_drop_block(changed)).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        r.json()["additionalModelResponseFields"]["input_transformations"],
+        json!([{"type": "thinking_dropped", "path": "messages.1.content.0", "reason": "prefix_binding_mismatch"}])
+    );
+    // The block was dropped once: put back onto its own prefix, it is refused.
+    let r = post_signed(
+        &sim,
+        &path(FABLE, "converse"),
+        &bound_body("Be brief.", messages(&content)),
+    )
+    .await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("The block is bound to a different conversation"),
+        "{}",
+        r.text()
+    );
+}
