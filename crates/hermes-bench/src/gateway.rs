@@ -503,8 +503,10 @@ impl GatewayServer {
                 )
                 .into());
             };
-            if let Some((_, url)) = line.split_once(" on http://") {
-                break format!("http://{}", url.trim());
+            // `hermes: serving on http://ADDR: <the doors>`.
+            if let Some((_, rest)) = line.split_once(" on http://") {
+                let addr = rest.split_once(": ").map_or(rest, |(addr, _)| addr);
+                break format!("http://{}/v1", addr.trim());
             }
             seen.push(line);
         };

@@ -1474,9 +1474,14 @@ fn delta_of(event: &DriverEvent) -> Option<Value> {
 /// `GET /v1/models`: the aliases (patterns as written), then `provider/model` for every
 /// provider whose credentials are configured (its configured model, else `provider/*`: any
 /// model of it), then `sim/PROFILE/*` for each simulator profile when the engine has
-/// simulators (`hermes serve --allow-sim`), then the doors' default models; in Anthropic's shape for a client that sends
-/// `anthropic-version`, else OpenAI's.
-async fn models(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response {
+/// simulators (`hermes serve --allow-sim`), then the doors' default models — each only when
+/// the tenant's `allow_models` lets it call what it names; in Anthropic's shape for a client
+/// that sends `anthropic-version`, else OpenAI's.
+async fn models(
+    State(inner): State<Arc<Inner>>,
+    Extension(gate::Tenant(tenant)): Extension<gate::Tenant>,
+    headers: HeaderMap,
+) -> Response {
     // The gate's auth layer checked the key.
 
     let mut ids: Vec<String> = inner.config.models.keys().cloned().collect();
@@ -1512,6 +1517,11 @@ async fn models(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response
             ids.push(target.clone());
         }
     }
+    // What the tenant may call (`allow_models`): an alias by what it names.
+    ids.retain(|id| {
+        let target = inner.config.models.get(id).unwrap_or(id);
+        inner.config.policy.allows_model(&tenant, target)
+    });
     if speaks_anthropic("/v1/models", &headers) {
         // Anthropic's `GET /v1/models` page (`ModelInfo`: type, id, display_name, created_at).
         let data: Vec<Value> = ids

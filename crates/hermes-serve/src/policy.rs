@@ -129,16 +129,16 @@ impl Policy {
             .or(&built_in)
     }
 
+    /// Whether `tenant` may use `target` (`provider/model`, or `provider/*` for any model of a
+    /// provider) under its `allow_models`.
+    pub(crate) fn allows_model(&self, tenant: &str, target: &str) -> bool {
+        allowed(&self.of(tenant).allow_models, target)
+    }
+
     /// Refuses what `tenant`'s policy does not allow in `asked`: 403 naming the setting (400
     /// for a missing partition).
     pub(crate) fn check(&self, tenant: &str, asked: &Asked<'_>) -> Result<(), ApiError> {
         let policy = self.of(tenant);
-        let allowed = |patterns: &Option<Vec<String>>, value: &str| {
-            patterns
-                .iter()
-                .flatten()
-                .any(|p| crate::model::matches(p, value))
-        };
         if policy.require_partition == Some(true) && !asked.partitioned {
             return Err(ApiError::invalid(
                 asked.partition_key,
@@ -193,6 +193,14 @@ impl Policy {
         }
         Ok(())
     }
+}
+
+/// Whether one of `patterns` matches `value`.
+fn allowed(patterns: &Option<Vec<String>>, value: &str) -> bool {
+    patterns
+        .iter()
+        .flatten()
+        .any(|p| crate::model::matches(p, value))
 }
 
 /// The `type` of each tool in a chat-completions `tools` list that is not a plain `function`

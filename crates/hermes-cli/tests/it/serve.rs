@@ -273,7 +273,7 @@ pub(crate) fn serving_with(
 pub(crate) fn served_address(stderr: &mut impl std::io::BufRead) -> String {
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
-    for door in ["/v1/chat/completions", "/v1/messages"] {
+    for door in ["/v1/chat/completions", "/v1/messages", "/v1/responses"] {
         assert!(line.contains(door), "the start line names {door}: {line}");
     }
     line.trim()

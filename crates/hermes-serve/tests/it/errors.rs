@@ -230,6 +230,48 @@ async fn health_readiness_and_models_answer() {
     gateway.stop().await;
 }
 
+/// `GET /v1/models` lists what the asking tenant may call: a tenant whose `allow_models` names
+/// one model sees the alias that names it, not the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn models_lists_only_what_the_tenant_may_call() {
+    let (_sim, gateway) = over_deepseek(|c| {
+        c.models(
+            [
+                ("fast".to_owned(), "deepseek/deepseek-v4-flash".to_owned()),
+                ("pro".to_owned(), "deepseek/deepseek-v4-pro".to_owned()),
+            ]
+            .into(),
+        )
+        .policy(
+            hermes_serve::Policy::default().tenant(
+                crate::TENANT_B,
+                hermes_serve::TenantPolicy::new()
+                    .allow_models(Some(vec!["deepseek/deepseek-v4-flash".to_owned()])),
+            ),
+        )
+    })
+    .await;
+    let ids = |key: &'static str| {
+        let url = gateway.url("/v1/models");
+        async move {
+            let models = crate::json_of(reqwest::Client::new().get(url).bearer_auth(key)).await;
+            models["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["id"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(ids(KEY).await, ["fast", "pro", "deepseek/*"]);
+    assert_eq!(
+        ids(crate::KEY_B).await,
+        ["fast"],
+        "only what allow_models names"
+    );
+    gateway.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_names_its_session_and_the_header_continues_it() {
     let (_sim, gateway) = over_deepseek(|c| c).await;
