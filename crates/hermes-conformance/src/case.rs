@@ -1,5 +1,6 @@
 //! Case files: an input history and target, and the exact assistant wire messages expected.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use hermes_core::pairing::paired;
@@ -9,6 +10,7 @@ use hermes_core::{
 };
 use hermes_providers::anthropic::inbound::{client_blocks_to, request_history};
 use hermes_providers::chat::ChatRequest;
+use hermes_providers::responses::inbound as responses_inbound;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -100,6 +102,38 @@ pub struct Case {
     /// is read, so a client's block keeps its bytes.
     #[serde(skip)]
     pub client_request_text: Option<String>,
+    /// What an OpenAI Responses client sent back instead (SPEC §10, the gateway's Responses
+    /// door): its request body, `{"instructions": …, "input": […]}`, read as the door reads
+    /// it (`hermes_providers::responses::inbound::request_history`: `instructions` a system
+    /// message, each run of `reasoning`, assistant `message` and `function_call` items one
+    /// assistant message, `function_call_output` a tool message) and then lined up with
+    /// `history` like `client_history`. Other keys (`model`, `store`, `include`, …) are not
+    /// read, except that `previous_response_id` and a `compaction_trigger` item are refused:
+    /// the door answers those itself (the stored response's messages, a compaction), which a
+    /// case does not express.
+    ///
+    /// **Reasoning items are left out.** The door reads a `reasoning` item as reasoning only
+    /// when its `encrypted_content` is a gateway seal that verifies (summary, tenant, partition,
+    /// the gateway's signing key: `vouch`, in hermes-serve), and leaves every other one out. The
+    /// suite holds no key, so no item verifies here: every reasoning item is left out — whether
+    /// the client dropped them, kept them (`store: false`) or altered one — and what reaches the
+    /// wire is what re-attachment gives each turn the store holds at its place, the stored
+    /// carriers. A turn it does not hold gets the route's rule for a missing carrier.
+    ///
+    /// **Compaction items.** The door opens a `compaction` item's seal with the same key and
+    /// puts hermes' own checkpoint of the stored summary in its place
+    /// (`hermes_core::checkpoint::own_checkpoint`). Without the key the suite cannot open it:
+    /// the case states what the store gives for each seal in `compaction_summaries`, and the
+    /// suite puts that summary's own checkpoint in the item's place, as the door does. A
+    /// compaction item whose seal the case does not name is an error. A case gives one of
+    /// `client_history`, `client_request` and `client_responses_request`.
+    #[serde(default)]
+    pub client_responses_request: Option<serde_json::Value>,
+    /// For a `client_responses_request` with `compaction` items: each item's
+    /// `encrypted_content` and the summary the gateway's store holds for it (what the door
+    /// reads once it has opened the seal; see `client_responses_request`).
+    #[serde(default)]
+    pub compaction_summaries: Option<BTreeMap<String, String>>,
     /// What must come out.
     pub expect: CaseExpect,
 }
@@ -182,25 +216,91 @@ pub(crate) fn compact_text(text: &str) -> String {
 }
 
 impl Case {
-    /// What a gateway client sent back, in the message model: `client_history` as given, or
-    /// `client_request` read as the Messages door reads it; `None` when the case gives neither.
+    /// What a gateway client sent back, in the message model: `client_history` as given,
+    /// `client_request` read as the Messages door reads it, or `client_responses_request` read
+    /// as the Responses door reads it; `None` when the case gives none of them.
     pub fn client(&self) -> Result<Option<Vec<Message>>, String> {
-        match (&self.client_history, &self.client_request) {
-            (Some(_), Some(_)) => Err(
-                "the case gives both `client_history` and `client_request`: give one".to_owned(),
-            ),
-            (Some(history), None) => Ok(Some(history.clone())),
-            (None, Some(request)) => {
-                let text = match &self.client_request_text {
-                    Some(text) => text.clone(),
-                    None => serde_json::to_string(request).map_err(|e| e.to_string())?,
-                };
-                request_history(&text)
-                    .map(Some)
-                    .map_err(|e| format!("client_request: at `{}`: {}", e.at, e.message))
-            }
-            (None, None) => Ok(None),
+        let given = [
+            self.client_history.is_some(),
+            self.client_request.is_some(),
+            self.client_responses_request.is_some(),
+        ];
+        if given.iter().filter(|g| **g).count() > 1 {
+            return Err(
+                "the case gives more than one of `client_history`, `client_request` \
+                 and `client_responses_request`: give one"
+                    .to_owned(),
+            );
         }
+        if self.compaction_summaries.is_some() && self.client_responses_request.is_none() {
+            return Err(
+                "`compaction_summaries` is read with a `client_responses_request` only".to_owned(),
+            );
+        }
+        if let Some(history) = &self.client_history {
+            return Ok(Some(history.clone()));
+        }
+        if let Some(request) = &self.client_request {
+            let text = match &self.client_request_text {
+                Some(text) => text.clone(),
+                None => serde_json::to_string(request).map_err(|e| e.to_string())?,
+            };
+            return request_history(&text)
+                .map(Some)
+                .map_err(|e| format!("client_request: at `{}`: {}", e.at, e.message));
+        }
+        match &self.client_responses_request {
+            Some(request) => self.responses_client(request).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// `client_responses_request` read as the Responses door reads it, reasoning items left
+    /// out and each compaction item replaced by the own checkpoint of its summary (see the
+    /// field's doc).
+    fn responses_client(&self, request: &serde_json::Value) -> Result<Vec<Message>, String> {
+        let refused = |why: &str| format!("client_responses_request: {why}");
+        if request
+            .get("previous_response_id")
+            .is_some_and(|id| !id.is_null())
+        {
+            return Err(refused(
+                "`previous_response_id` is answered by the door from its store (the stored \
+                 response's messages); a case cannot express it: give the messages as input",
+            ));
+        }
+        let text = serde_json::to_string(request).map_err(|e| e.to_string())?;
+        let read = responses_inbound::request_history(&text)
+            .map_err(|e| refused(&format!("at `{}`: {}", e.at, e.message)))?;
+        if read.trigger {
+            return Err(refused(
+                "a `compaction_trigger` item is answered by the door with a compaction; a case \
+                 cannot express it",
+            ));
+        }
+        // `read.sealed` is left out: no reasoning item verifies without the gateway's key.
+        let mut messages = read.messages;
+        let summaries = self.compaction_summaries.clone().unwrap_or_default();
+        let mut used = BTreeSet::new();
+        for item in &read.compactions {
+            let summary = summaries.get(&item.seal).ok_or_else(|| {
+                refused(&format!(
+                    "at `{}`: `compaction_summaries` gives no summary for this compaction \
+                     item's seal (the suite cannot open it)",
+                    item.at
+                ))
+            })?;
+            used.insert(item.seal.as_str());
+            messages[item.message] = hermes_core::checkpoint::own_checkpoint(summary);
+        }
+        if used.len() < summaries.len() {
+            return Err(
+                "`compaction_summaries` names a seal no compaction item of the client's input \
+                 carries"
+                    .to_owned(),
+            );
+        }
+        Ok(messages)
     }
 
     /// Runs the case against `table`; `route` is the folder it was found in.
@@ -474,6 +574,8 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::parse_case;
+    use hermes_core::Role;
+    use hermes_core::checkpoint::own_checkpoint;
 
     const CASE: &str = r#"{"schema_version": 1, "description": "d", "provider": "anthropic",
         "base_url": "https://api.anthropic.com", "model": "claude-sonnet-4-5", "history": [],
@@ -497,6 +599,88 @@ mod tests {
             r#"{"signature":"c2ln","type":"thinking","thinking":"\u00e9"}"#,
             "the block's bytes as the case file writes them"
         );
+    }
+
+    #[test]
+    fn a_client_responses_request_is_read_as_the_responses_door_reads_it() {
+        let text = CASE.replace(
+            "CLIENT",
+            r#""client_responses_request": {"instructions": "be brief", "store": false, "input": [
+                {"type": "compaction", "encrypted_content": "hermes1c.k.p.m"},
+                {"role": "user", "content": "hi"},
+                {"type": "reasoning", "summary": [{"type": "summary_text", "text": "think"}], "encrypted_content": "hermes1.k.mac"},
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "yo"}]},
+                {"role": "user", "content": "again"}]},
+               "compaction_summaries": {"hermes1c.k.p.m": " We said hello. "},"#,
+        );
+        let case = parse_case(&text).unwrap();
+        let client = case.client().unwrap().unwrap();
+        let roles: Vec<Role> = client.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [
+                Role::System,
+                Role::User,
+                Role::User,
+                Role::Assistant,
+                Role::User
+            ]
+        );
+        assert_eq!(
+            serde_json::to_string(&client[1]).unwrap(),
+            serde_json::to_string(&own_checkpoint("We said hello.")).unwrap(),
+            "the compaction item's place holds the own checkpoint of the summary the case names"
+        );
+        assert!(
+            client[3].reasoning_content.is_none() && client[3].reasoning_details.is_none(),
+            "a reasoning item no key verified is left out"
+        );
+        assert_eq!(client[3].content.as_ref().unwrap().get(), r#""yo""#);
+    }
+
+    #[test]
+    fn what_the_responses_door_answers_itself_is_refused_not_faked() {
+        let case = |client: &str| parse_case(&CASE.replace("CLIENT", client)).unwrap();
+        let e = case(
+            r#""client_responses_request": {"previous_response_id": "resp_1", "input": "hi"},"#,
+        )
+        .client()
+        .unwrap_err();
+        assert!(e.contains("previous_response_id"), "{e}");
+        let e = case(
+            r#""client_responses_request": {"input": [{"role": "user", "content": "hi"}, {"type": "compaction_trigger"}]},"#,
+        )
+        .client()
+        .unwrap_err();
+        assert!(e.contains("compaction_trigger"), "{e}");
+        let e = case(
+            r#""client_responses_request": {"input": [{"type": "compaction", "encrypted_content": "s"}, {"role": "user", "content": "hi"}]},"#,
+        )
+        .client()
+        .unwrap_err();
+        assert!(
+            e.contains("at `input[0]`") && e.contains("no summary"),
+            "{e}"
+        );
+        let e = case(
+            r#""client_responses_request": {"input": "hi"}, "compaction_summaries": {"s": "x"},"#,
+        )
+        .client()
+        .unwrap_err();
+        assert!(e.contains("names a seal no compaction item"), "{e}");
+        let e = case(r#""client_responses_request": {"input": [{"type": "web_search_call"}]},"#)
+            .client()
+            .unwrap_err();
+        assert!(
+            e.contains("at `input[0]`") && e.contains("web_search_call"),
+            "{e}"
+        );
+        let e = case(
+            r#""client_history": [{"role": "user", "content": "hi"}], "client_responses_request": {"input": "hi"},"#,
+        )
+        .client()
+        .unwrap_err();
+        assert!(e.contains("give one"), "{e}");
     }
 
     #[test]

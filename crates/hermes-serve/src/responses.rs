@@ -2,11 +2,13 @@
 //! the engine's messages, and the `response` object and its SSE events built from what the
 //! engine returns.
 //!
-//! Input items are read through a typed allow-list: `message` (`input_text`, `input_image`,
-//! `output_text` parts), `function_call`, `function_call_output` and `reasoning`; any other
-//! item type is a 400 naming it. A run of `reasoning`, assistant `message` and `function_call`
-//! items is one assistant turn, as the engine stores it, so the store finds it at its place
-//! (SPEC §10) and re-attaches what its upstream minted. A `reasoning` item is never taken on
+//! Input items are read by the Responses codec (`hermes_providers::responses::inbound`, which
+//! the conformance suite runs too) through a typed allow-list: `message` (`input_text`,
+//! `input_image`, `output_text` parts), `function_call`, `function_call_output`, `reasoning`,
+//! `compaction` and `compaction_trigger`; any other item type is a 400 naming it. A run of
+//! `reasoning`, assistant `message` and `function_call` items is one assistant turn, as the
+//! engine stores it, so the store finds it at its place (SPEC §10) and re-attaches what its
+//! upstream minted. A `reasoning` item is never taken on
 //! the client's word: its `encrypted_content` is a reference the gateway sealed (a keyed MAC
 //! over the tenant, the partition and the item's summary, [`crate::sign`]); one that verifies
 //! gives its turn the summary as readable reasoning where the store holds nothing better, any
@@ -18,13 +20,16 @@
 use axum::response::sse::Event as SseEvent;
 use hermes_core::{
     Effort, FinishReason, Message, RawJson, ResponseFormat, Role, Sampling, TextCarrier,
-    ThinkingRequest, ToolCall, ToolChoice, Usage,
+    ThinkingRequest, ToolChoice, Usage,
 };
+use hermes_engine::providers::responses::inbound::{self, Inbound};
 use serde_json::{Map, Value, json};
 
 use crate::body::{ClientTurn, Fields, arguments_text, readable_thinking};
 use crate::error::ApiError;
 use crate::sign::Signer;
+
+pub(crate) use hermes_engine::providers::responses::inbound::{CompactionItem, SealedItem};
 
 /// What [`crate::sign::Signer`] seals a reasoning item's `encrypted_content` with starts with
 /// this: an item that does not is an upstream's own (or forged) and is left out.
@@ -48,22 +53,6 @@ pub(crate) struct ResponsesRequest {
     /// Whether the input ends with a `compaction_trigger` item: the answer is one compaction
     /// item.
     pub(crate) trigger: bool,
-}
-
-/// A `compaction` item a client sent back: the message standing in its place until its seal
-/// is opened and the checkpoint it names is read, and the seal.
-pub(crate) struct CompactionItem {
-    pub(crate) message: usize,
-    pub(crate) at: String,
-    pub(crate) seal: String,
-}
-
-/// A `reasoning` item a client sent: its summary and the `encrypted_content` that should seal
-/// it, for the assistant message at `message`.
-pub(crate) struct SealedItem {
-    message: usize,
-    summary: String,
-    seal: String,
 }
 
 /// What the `response` object repeats of its request (OpenAI's clients read these back).
@@ -106,25 +95,16 @@ pub(crate) fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
         .get("model", "a string")?
         .ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
     let instructions: Option<String> = f.get("instructions", "a string")?;
-    let input: Input = f
+    let input: inbound::Input = f
         .get("input", "a string or an array of input items")?
         .ok_or_else(|| ApiError::invalid("input", "`input` is required"))?;
-    let mut reader = Reader::default();
-    if let Some(text) = &instructions {
-        reader.push(Message::text(Role::System, text));
-    }
-    match input {
-        Input::Text(text) => reader.push(Message::text(Role::User, &text)),
-        Input::Items(items) => {
-            for (i, item) in items.iter().enumerate() {
-                reader.item(i, item)?;
-            }
-        }
-    }
-    let (messages, sealed, compactions, trigger) = reader.finish();
-    if !messages.iter().any(|m| m.role != Role::System) {
-        return Err(ApiError::invalid("input", "`input` holds no message"));
-    }
+    let Inbound {
+        messages,
+        sealed,
+        compactions,
+        trigger,
+    } = inbound::history(instructions.as_deref(), &input)
+        .map_err(|e| ApiError::invalid(&e.at, e.message))?;
     let stream = f.get::<bool>("stream", "a boolean")?.unwrap_or(false);
     let tool_values: Option<Vec<Value>> = f.get("tools", "an array of tools")?;
     let tools = match &tool_values {
@@ -211,263 +191,8 @@ pub(crate) fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
 }
 
 #[derive(serde::Deserialize)]
-#[serde(untagged)]
-enum Input {
-    Text(String),
-    Items(Vec<Value>),
-}
-
-#[derive(serde::Deserialize)]
 struct ReasoningObject {
     effort: Option<String>,
-}
-
-/// Input items to messages: system and user messages as they come, and each run of
-/// reasoning, assistant text and function calls as one assistant message.
-#[derive(Default)]
-struct Reader {
-    messages: Vec<Message>,
-    /// The assistant turn being read.
-    open: Option<Message>,
-    sealed: Vec<SealedItem>,
-    compactions: Vec<CompactionItem>,
-    /// A `compaction_trigger` item was read (it must be the last).
-    trigger: bool,
-}
-
-impl Reader {
-    fn push(&mut self, message: Message) {
-        self.close();
-        self.messages.push(message);
-    }
-
-    fn close(&mut self) {
-        if let Some(open) = self.open.take() {
-            self.messages.push(open);
-        }
-    }
-
-    /// The assistant turn being read; a reasoning item after its text or calls starts another.
-    fn assistant(&mut self, reasoning: bool) -> &mut Message {
-        let started = self
-            .open
-            .as_ref()
-            .is_some_and(|m| m.content.is_some() || m.tool_calls.is_some());
-        if reasoning && started {
-            self.close();
-        }
-        self.open.get_or_insert_with(|| Message {
-            content: None,
-            ..Message::text(Role::Assistant, "")
-        })
-    }
-
-    fn item(&mut self, i: usize, item: &Value) -> Result<(), ApiError> {
-        let at = format!("input[{i}]");
-        let bad = |why: String| ApiError::invalid(&at, why);
-        if self.trigger {
-            return Err(bad(format!(
-                "`{at}` follows a compaction_trigger item, which must be the last input item"
-            )));
-        }
-        let Some(object) = item.as_object() else {
-            return Err(bad(format!("`{at}` must be an object")));
-        };
-        let kind = match object.get("type").and_then(Value::as_str) {
-            Some(kind) => kind,
-            // An easy input message: `{role, content}`.
-            None if object.contains_key("role") => "message",
-            None => return Err(bad(format!("`{at}.type` is required"))),
-        };
-        let text_field = |key: &str| -> Result<String, ApiError> {
-            object
-                .get(key)
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .ok_or_else(|| bad(format!("`{at}.{key}` must be a string")))
-        };
-        match kind {
-            "message" => {
-                let role = match object.get("role").and_then(Value::as_str) {
-                    Some("user") => Role::User,
-                    Some("system") => Role::System,
-                    Some("developer") => Role::Developer,
-                    Some("assistant") => Role::Assistant,
-                    other => {
-                        return Err(bad(format!(
-                            "`{at}.role` must be user, system, developer or assistant, not {}",
-                            other.map_or("missing".to_owned(), |r| format!("`{r}`"))
-                        )));
-                    }
-                };
-                let content = object
-                    .get("content")
-                    .ok_or_else(|| bad(format!("`{at}.content` is required")))?;
-                if role == Role::Assistant {
-                    let text = assistant_text(content)
-                        .map_err(|why| bad(format!("`{at}.content`: {why}")))?;
-                    let turn = self.assistant(false);
-                    let joined = match turn.content.as_ref().and_then(RawJson::as_str) {
-                        Some(before) => format!("{before}{text}"),
-                        None => text,
-                    };
-                    turn.content = Some(RawJson::string(&joined));
-                } else {
-                    let content = input_content(content)
-                        .map_err(|why| bad(format!("`{at}.content`: {why}")))?;
-                    self.push(Message {
-                        content: Some(content),
-                        ..Message::text(role, "")
-                    });
-                }
-            }
-            "function_call" => {
-                let call_id = text_field("call_id")?;
-                let name = text_field("name")?;
-                let arguments = text_field("arguments")?;
-                let call: ToolCall = serde_json::from_value(json!({
-                    "id": call_id, "type": "function",
-                    "function": {"name": name, "arguments": arguments},
-                }))
-                .map_err(|e| bad(e.to_string()))?;
-                self.assistant(false)
-                    .tool_calls
-                    .get_or_insert_with(Vec::new)
-                    .push(call);
-            }
-            "function_call_output" => {
-                let call_id = text_field("call_id")?;
-                let output = match object.get("output") {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(Value::Array(parts)) => parts
-                        .iter()
-                        .filter_map(|p| p.get("text").and_then(Value::as_str))
-                        .collect::<Vec<_>>()
-                        .join(""),
-                    _ => {
-                        return Err(bad(format!(
-                            "`{at}.output` must be a string or an array of parts"
-                        )));
-                    }
-                };
-                self.push(Message {
-                    tool_call_id: Some(call_id),
-                    ..Message::text(Role::Tool, &output)
-                });
-            }
-            "reasoning" => {
-                let summary = object
-                    .get("summary")
-                    .and_then(Value::as_array)
-                    .map(|parts| {
-                        parts
-                            .iter()
-                            .filter_map(|p| p.get("text").and_then(Value::as_str))
-                            .collect::<Vec<_>>()
-                            .join("\n\n")
-                    })
-                    .unwrap_or_default();
-                let seal = object
-                    .get("encrypted_content")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                self.assistant(true);
-                // Index of the open turn once it is closed.
-                let message = self.messages.len();
-                self.sealed.push(SealedItem {
-                    message,
-                    summary,
-                    seal,
-                });
-            }
-            "compaction" => {
-                let seal = text_field("encrypted_content")?;
-                self.push(Message::text(Role::User, ""));
-                self.compactions.push(CompactionItem {
-                    message: self.messages.len() - 1,
-                    at: at.clone(),
-                    seal,
-                });
-            }
-            "compaction_trigger" => {
-                self.close();
-                self.trigger = true;
-            }
-            other => {
-                return Err(bad(format!(
-                    "`{at}`: input items of type `{other}` are not served by this gateway's \
-                     Responses door (message, function_call, function_call_output, reasoning, \
-                     compaction, compaction_trigger)"
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    fn finish(mut self) -> (Vec<Message>, Vec<SealedItem>, Vec<CompactionItem>, bool) {
-        self.close();
-        (self.messages, self.sealed, self.compactions, self.trigger)
-    }
-}
-
-/// An assistant message's text: a string, or its `output_text` (and `refusal`) parts joined.
-fn assistant_text(content: &Value) -> Result<String, String> {
-    match content {
-        Value::String(s) => Ok(s.clone()),
-        Value::Array(parts) => parts
-            .iter()
-            .map(|p| match p.get("type").and_then(Value::as_str) {
-                Some("output_text" | "input_text" | "text") => p
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-                    .ok_or_else(|| "a text part without `text`".to_owned()),
-                Some("refusal") => Ok(p
-                    .get("refusal")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned()),
-                other => Err(format!("an assistant part of type {other:?}")),
-            })
-            .collect(),
-        _ => Err("must be a string or an array of parts".to_owned()),
-    }
-}
-
-/// A user, system or developer message's content as chat content: a string as sent,
-/// `input_text` parts as text parts, `input_image` parts as image parts.
-fn input_content(content: &Value) -> Result<RawJson, String> {
-    let value = match content {
-        Value::String(_) => content.clone(),
-        Value::Array(parts) => Value::Array(
-            parts
-                .iter()
-                .map(|p| match p.get("type").and_then(Value::as_str) {
-                    Some("input_text" | "output_text" | "text") => p
-                        .get("text")
-                        .and_then(Value::as_str)
-                        .map(|t| json!({"type": "text", "text": t}))
-                        .ok_or_else(|| "a text part without `text`".to_owned()),
-                    Some("input_image") => {
-                        let url = p.get("image_url").and_then(Value::as_str).ok_or_else(|| {
-                            "an input_image needs `image_url` (file ids are not served)".to_owned()
-                        })?;
-                        let mut image = json!({"url": url});
-                        if let Some(detail) = p.get("detail").and_then(Value::as_str) {
-                            image["detail"] = json!(detail);
-                        }
-                        Ok(json!({"type": "image_url", "image_url": image}))
-                    }
-                    other => Err(format!(
-                        "parts of type {other:?} are not served (input_text, input_image)"
-                    )),
-                })
-                .collect::<Result<_, _>>()?,
-        ),
-        _ => return Err("must be a string or an array of parts".to_owned()),
-    };
-    RawJson::from_serialize(&value).map_err(|e| e.to_string())
 }
 
 /// The Responses door's tools as chat function definitions; a tool of another type is refused
@@ -1151,52 +876,6 @@ impl crate::sse::StreamDoor for ResponsesStream {
 #[cfg(test)]
 mod tests {
     use super::parse;
-    use hermes_core::Role;
-
-    #[test]
-    fn a_run_of_reasoning_text_and_calls_is_one_assistant_turn() {
-        let parsed = parse(
-            br#"{"model":"m","instructions":"be brief","input":[
-                {"role":"user","content":"what time is it?"},
-                {"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"ask the tool"}],"encrypted_content":"x"},
-                {"type":"function_call","call_id":"c1","name":"now","arguments":"{}"},
-                {"type":"function_call_output","call_id":"c1","output":"noon"},
-                {"type":"reasoning","id":"rs_2","summary":[]},
-                {"type":"message","role":"assistant","content":[{"type":"output_text","text":"It is noon."}]},
-                {"type":"message","role":"user","content":[{"type":"input_text","text":"thanks"}]}
-            ]}"#,
-        )
-        .unwrap();
-        let roles: Vec<Role> = parsed.turn.messages.iter().map(|m| m.role).collect();
-        assert_eq!(
-            roles,
-            [
-                Role::System,
-                Role::User,
-                Role::Assistant,
-                Role::Tool,
-                Role::Assistant,
-                Role::User
-            ]
-        );
-        let call = &parsed.turn.messages[2];
-        assert_eq!(
-            call.tool_calls.as_ref().unwrap()[0].id.as_deref(),
-            Some("c1")
-        );
-        assert!(call.content.is_none());
-        assert_eq!(
-            parsed.turn.messages[4].content.as_ref().unwrap().get(),
-            "\"It is noon.\""
-        );
-        let places: Vec<usize> = parsed.sealed.iter().map(|s| s.message).collect();
-        assert_eq!(
-            places,
-            [2, 4],
-            "each reasoning item belongs to the turn it opens"
-        );
-        assert_eq!(parsed.sealed[0].summary, "ask the tool");
-    }
 
     #[test]
     fn unknown_items_and_tools_are_refused_by_name() {

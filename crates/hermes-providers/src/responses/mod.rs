@@ -1,11 +1,13 @@
 //! The OpenAI Responses wire (`POST {base}/responses`): the request body (`body`), what an
 //! OpenAI model id implies for reasoning (`model`), reply capture of whole replies and SSE
-//! streams (`capture`), and the HTTP side with its bearer auth, its reading of OpenAI's error
+//! streams (`capture`), a client's request read into the message model (`inbound`, for a
+//! gateway's Responses door and the conformance suite), and the HTTP side with its bearer auth, its reading of OpenAI's error
 //! envelope and its one-time recovery from foreign encrypted reasoning (this module).
 
 mod body;
 pub(crate) mod capture;
 pub mod compaction;
+pub mod inbound;
 mod media;
 /// What an OpenAI model id implies for reasoning (shared with the chat wire's sampling rules).
 pub mod model {
