@@ -412,6 +412,7 @@ mod tests {
             target: Target {
                 base_url: sim.base_url(),
                 max_tokens: None,
+                account: None,
             },
             auth: Some(auth),
             clock: SystemTime::now,

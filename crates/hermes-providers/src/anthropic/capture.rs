@@ -68,15 +68,21 @@ struct Iteration {
 }
 
 impl UsageBody {
-    /// The input and output tokens of the iterations that ran a model — `compaction` and
-    /// `message` ones; any other kind (a declined fallback) is not counted — when the usage
-    /// lists iterations (Anthropic's compaction docs: "sum across all entries in
-    /// `usage.iterations`" for what a request consumed).
+    /// The input and output tokens of the iterations that ran a model, when the usage lists
+    /// iterations (Anthropic's compaction docs: "sum across all entries in `usage.iterations`"
+    /// for what a request consumed). The kinds are the pinned `anthropic` SDK's
+    /// (`types/beta/beta_iterations_usage.py`): `compaction`, `message` (a turn's own and a
+    /// declined fallback hop's), `fallback_message` (the fallback model's hop that served the
+    /// reply) and `advisor_message` (an advisor sub-inference) — each a model call, billed. A
+    /// kind the SDK does not know yet is not counted (what it stands for is not known).
     fn iteration_sums(&self) -> Option<(u64, u64)> {
         let its = self.iterations.as_ref().filter(|i| !i.is_empty())?;
-        let counted = its
-            .iter()
-            .filter(|i| matches!(i.kind.as_deref(), Some("compaction" | "message")));
+        let counted = its.iter().filter(|i| {
+            matches!(
+                i.kind.as_deref(),
+                Some("compaction" | "message" | "fallback_message" | "advisor_message")
+            )
+        });
         Some(counted.fold((0u64, 0u64), |(input, output), i| {
             (
                 input.saturating_add(i.input_tokens.unwrap_or(0)),
@@ -811,7 +817,7 @@ mod tests {
     }
 
     #[test]
-    fn usage_iterations_are_summed_compaction_included_declined_fallbacks_not() {
+    fn usage_iterations_are_summed_over_every_model_call_the_sdk_names() {
         let reply = |usage: &str| {
             format!(
                 r#"{{"type":"message","role":"assistant","content":[{{"type":"text","text":"ok"}}],"stop_reason":"end_turn","usage":{usage}}}"#
@@ -820,12 +826,22 @@ mod tests {
         // Anthropic's top-level counts leave the compaction iteration out.
         let (_, meta) = capture_reply(
             &reply(
-                r#"{"input_tokens":23000,"output_tokens":1000,"cache_read_input_tokens":7,"iterations":[{"type":"compaction","input_tokens":180000,"output_tokens":3500},{"type":"message","input_tokens":23000,"output_tokens":1000},{"type":"fallback_declined","input_tokens":50,"output_tokens":0}]}"#,
+                r#"{"input_tokens":23000,"output_tokens":1000,"cache_read_input_tokens":7,"iterations":[{"type":"compaction","input_tokens":180000,"output_tokens":3500},{"type":"message","input_tokens":23000,"output_tokens":1000},{"type":"some_future_kind","input_tokens":50,"output_tokens":0}]}"#,
             ),
             origin(),
         )
         .unwrap();
         assert_eq!(meta.usage, Some(Usage::new(203_007, 4500, 0, 7, 0)));
+        // A fallback-served turn: the declined hop (`message`), the fallback model's hop that
+        // served it (`fallback_message`) and an advisor's call are all paid for.
+        let (_, meta) = capture_reply(
+            &reply(
+                r#"{"input_tokens":900,"output_tokens":40,"iterations":[{"type":"message","input_tokens":1000,"output_tokens":2},{"type":"fallback_message","model":"claude-sonnet-5-5","input_tokens":900,"output_tokens":40},{"type":"advisor_message","model":"claude-opus-5-5","input_tokens":300,"output_tokens":20}]}"#,
+            ),
+            origin(),
+        )
+        .unwrap();
+        assert_eq!(meta.usage, Some(Usage::new(2200, 62, 0, 0, 0)));
         // Without iterations: the top-level counts.
         let (_, meta) =
             capture_reply(&reply(r#"{"input_tokens":10,"output_tokens":4}"#), origin()).unwrap();
