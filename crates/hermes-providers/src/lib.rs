@@ -35,6 +35,7 @@ pub mod chat;
 #[cfg(feature = "gemini")]
 pub mod gemini;
 mod image;
+mod inbound;
 pub mod native;
 mod openai_model;
 pub mod registry;

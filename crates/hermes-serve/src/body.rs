@@ -135,6 +135,70 @@ impl ClientTurn {
     }
 }
 
+/// A `tool_choice`: `auto`, `none`, `required`, or an object naming one function where
+/// `name_of` finds its name (`spelled` shows that object in the error).
+pub(crate) fn tool_choice(
+    v: &serde_json::Value,
+    name_of: impl Fn(&serde_json::Map<String, serde_json::Value>) -> Option<&serde_json::Value>,
+    spelled: &str,
+) -> Result<hermes_core::ToolChoice, ApiError> {
+    use hermes_core::ToolChoice;
+    let bad = || {
+        ApiError::invalid(
+            "tool_choice",
+            format!("`tool_choice` must be auto, none, required or {spelled}"),
+        )
+    };
+    match v {
+        serde_json::Value::String(s) => match s.as_str() {
+            "auto" => Ok(ToolChoice::Auto),
+            "none" => Ok(ToolChoice::None),
+            "required" => Ok(ToolChoice::Required),
+            _ => Err(bad()),
+        },
+        serde_json::Value::Object(o) => name_of(o)
+            .and_then(serde_json::Value::as_str)
+            .map(|n| ToolChoice::Function(n.to_owned()))
+            .ok_or_else(bad),
+        _ => Err(bad()),
+    }
+}
+
+/// A response format of `kind` (`text`, `json_object`, or `json_schema` with its `name`,
+/// `schema` and `strict` in `spec`), as the chat door's `response_format` and the Responses
+/// door's `text.format` both spell it; errors name `param`.
+pub(crate) fn response_format(
+    kind: Option<&str>,
+    spec: Option<&serde_json::Value>,
+    param: &str,
+) -> Result<hermes_core::ResponseFormat, ApiError> {
+    use hermes_core::ResponseFormat;
+    let bad = |why: String| ApiError::invalid(param, why);
+    match kind {
+        Some("text") => Ok(ResponseFormat::Text),
+        Some("json_object") => Ok(ResponseFormat::JsonObject),
+        Some("json_schema") => {
+            let spec = spec.ok_or_else(|| bad(format!("`{param}` needs its json_schema")))?;
+            let name = spec
+                .get("name")
+                .and_then(serde_json::Value::as_str)
+                .ok_or_else(|| bad(format!("`{param}`: the schema's `name` is required")))?;
+            let schema = spec
+                .get("schema")
+                .cloned()
+                .unwrap_or_else(|| serde_json::json!({}));
+            Ok(ResponseFormat::JsonSchema {
+                name: name.to_owned(),
+                schema: RawJson::from_serialize(&schema).map_err(|e| bad(e.to_string()))?,
+                strict: spec.get("strict").and_then(serde_json::Value::as_bool),
+            })
+        }
+        _ => Err(bad(format!(
+            "`{param}.type` must be text, json_object or json_schema"
+        ))),
+    }
+}
+
 /// The readable thinking of a reply (`reasoning_content`, else `reasoning`); opaque items stay
 /// in the store.
 pub(crate) fn readable_thinking(message: &Message) -> Option<String> {

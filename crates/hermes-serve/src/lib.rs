@@ -881,18 +881,45 @@ async fn responses_socket(headers: HeaderMap) -> Response {
     error.into_response()
 }
 
-/// `POST /v1/responses`: one turn of an OpenAI Responses client, whole or streamed.
-async fn respond(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Response, ApiError> {
-    let (Extension(gate::Tenant(tenant)), Extension(admitted), Extension(gate::Read(body))) = gated;
-    let parsed = off_reactor(&body, responses::parse).await?;
-    let mut turn = parsed.turn;
+/// A Responses-door request made ready for the engine: its turn, what it resolved to and the
+/// session it continues, the signer of its tenant and partition, and its metrics.
+struct Prepared {
+    turn: body::ClientTurn,
+    choice: hermes_engine::Choice,
+    session: Option<String>,
+    signer: sign::Signer,
+    recorder: metrics::Turn,
+    /// What the response repeats of the request.
+    echo: responses::Echo,
+    /// Whether the input ended with a `compaction_trigger` item.
+    trigger: bool,
+}
+
+/// What `POST /v1/responses` and `POST /v1/responses/compact` both do with a parsed request:
+/// the model resolved and the tenant's policy checked, the client's sealed reasoning items
+/// vouched for, its compaction items opened, and the conversation a `previous_response_id`
+/// names put before its input.
+async fn prepare(
+    inner: &Inner,
+    tenant: &str,
+    headers: &HeaderMap,
+    parsed: responses::ResponsesRequest,
+) -> Result<Prepared, ApiError> {
+    let responses::ResponsesRequest {
+        mut turn,
+        echo,
+        sealed,
+        previous_response_id,
+        compactions,
+        trigger,
+    } = parsed;
     if model::check(&turn.model).is_ok() {
         access::model(&turn.model);
     }
     let choice = inner.resolve(Door::Responses, &turn.model)?;
     let mut session = session_of(headers)?;
     inner.config.policy.check(
-        &tenant,
+        tenant,
         &policy::Asked {
             target: target_of(&choice),
             betas: &[],
@@ -903,40 +930,54 @@ async fn respond(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Res
         },
     )?;
     tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "responses");
-    let recorder = inner.turn(&tenant);
     let signer = sign::Signer::new(
         inner.signing_key().await?,
-        tenant.clone(),
+        tenant.to_owned(),
         turn.partition.clone(),
     );
-    let vouched = responses::vouch(&mut turn.messages, &parsed.sealed, &signer);
+    let vouched = responses::vouch(&mut turn.messages, &sealed, &signer);
     if vouched > 0 {
         tracing::debug!(vouched, "gateway-sealed reasoning items verified");
     }
-    checkpoints(inner, &mut turn.messages, &parsed.compactions, &signer).await?;
-    if let Some(id) = &parsed.previous_response_id {
-        let instructed = parsed.echo.instructed();
-        let continued = previous(inner, &tenant, id, &mut turn.messages, instructed).await?;
+    checkpoints(inner, &mut turn.messages, &compactions, &signer).await?;
+    if let Some(id) = &previous_response_id {
+        let continued = previous(inner, tenant, id, &mut turn.messages, echo.instructed()).await?;
         session = session.or(Some(continued));
     }
-    let keeper = match (parsed.echo.stored(), inner.engine.store()) {
+    Ok(Prepared {
+        turn,
+        choice,
+        session,
+        signer,
+        recorder: inner.turn(tenant),
+        echo,
+        trigger,
+    })
+}
+
+/// `POST /v1/responses`: one turn of an OpenAI Responses client, whole or streamed.
+async fn respond(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Response, ApiError> {
+    let (Extension(gate::Tenant(tenant)), Extension(admitted), Extension(gate::Read(body))) = gated;
+    let parsed = off_reactor(&body, responses::parse).await?;
+    let Prepared {
+        turn,
+        choice,
+        session,
+        signer,
+        recorder,
+        echo,
+        trigger,
+    } = prepare(inner, &tenant, headers, parsed).await?;
+    let keeper = match (echo.stored(), inner.engine.store()) {
         (true, Some(store)) => Some(responses::Keeper {
             store: store.clone(),
             tenant: tenant.clone(),
         }),
         _ => None,
     };
-    if parsed.trigger {
+    if trigger {
         // Codex's remote compaction: the answer is exactly one compaction item.
-        let shape = responses::Shape {
-            id: format!("resp_{}", uuid::Uuid::now_v7().simple()),
-            created_at: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
-            model: turn.model.clone(),
-            echo: parsed.echo,
-            signer: signer.clone(),
-        };
+        let shape = responses::Shape::new(turn.model.clone(), echo, signer.clone());
         let stream = turn.stream;
         let (item, completion) =
             compaction(inner, turn, &tenant, choice, session, &signer, &recorder).await?;
@@ -963,15 +1004,7 @@ async fn respond(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Res
         &[session.as_deref(), turn.partition.as_deref()],
         &body,
     )?;
-    let shape = responses::Shape {
-        id: format!("resp_{}", uuid::Uuid::now_v7().simple()),
-        created_at: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-        model: turn.model.clone(),
-        echo: parsed.echo,
-        signer,
-    };
+    let shape = responses::Shape::new(turn.model.clone(), echo, signer);
     let stream = turn.stream;
     let request = turn
         .request(tenant, choice, session)
@@ -1156,33 +1189,14 @@ async fn compact_request(
 ) -> Result<Response, ApiError> {
     let (Extension(gate::Tenant(tenant)), _, Extension(gate::Read(body))) = gated;
     let parsed = off_reactor(&body, responses::parse).await?;
-    let mut turn = parsed.turn;
-    let choice = inner.resolve(Door::Responses, &turn.model)?;
-    let mut session = session_of(headers)?;
-    inner.config.policy.check(
-        &tenant,
-        &policy::Asked {
-            target: target_of(&choice),
-            betas: &[],
-            server_tools: Vec::new(),
-            max_tokens: turn.sampling.max_tokens.map(|n| (n, "max_output_tokens")),
-            partitioned: turn.partition.is_some() || session.is_some(),
-            partition_key: "user",
-        },
-    )?;
-    let recorder = inner.turn(&tenant);
-    let signer = sign::Signer::new(
-        inner.signing_key().await?,
-        tenant.clone(),
-        turn.partition.clone(),
-    );
-    responses::vouch(&mut turn.messages, &parsed.sealed, &signer);
-    checkpoints(inner, &mut turn.messages, &parsed.compactions, &signer).await?;
-    if let Some(id) = &parsed.previous_response_id {
-        let instructed = parsed.echo.instructed();
-        let continued = previous(inner, &tenant, id, &mut turn.messages, instructed).await?;
-        session = session.or(Some(continued));
-    }
+    let Prepared {
+        turn,
+        choice,
+        session,
+        signer,
+        recorder,
+        ..
+    } = prepare(inner, &tenant, headers, parsed).await?;
     let mut output = responses::user_items(&turn.messages);
     let (item, completion) =
         compaction(inner, turn, &tenant, choice, session, &signer, &recorder).await?;
@@ -1190,7 +1204,7 @@ async fn compact_request(
     let body = json!({
         "id": format!("resp_{}", uuid::Uuid::now_v7().simple()),
         "object": "response.compaction",
-        "created_at": SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        "created_at": responses::now_secs(),
         "output": output,
         "usage": responses::usage_object(&completion.usage),
         "hermes_session": completion.session,

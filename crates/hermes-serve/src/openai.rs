@@ -123,53 +123,19 @@ enum Stop {
 }
 
 fn tool_choice(v: &Value) -> Result<ToolChoice, ApiError> {
-    let bad = || {
-        ApiError::invalid(
-            "tool_choice",
-            "`tool_choice` must be auto, none, required or {\"type\":\"function\",\"function\":{\"name\":…}}",
-        )
-    };
-    match v {
-        Value::String(s) => match s.as_str() {
-            "auto" => Ok(ToolChoice::Auto),
-            "none" => Ok(ToolChoice::None),
-            "required" => Ok(ToolChoice::Required),
-            _ => Err(bad()),
-        },
-        Value::Object(o) => o
-            .get("function")
-            .and_then(|f| f.get("name"))
-            .and_then(Value::as_str)
-            .map(|n| ToolChoice::Function(n.to_owned()))
-            .ok_or_else(bad),
-        _ => Err(bad()),
-    }
+    crate::body::tool_choice(
+        v,
+        |o| o.get("function").and_then(|f| f.get("name")),
+        "{\"type\":\"function\",\"function\":{\"name\":…}}",
+    )
 }
 
 fn response_format(v: &Value) -> Result<ResponseFormat, ApiError> {
-    let bad = |why: &str| ApiError::invalid("response_format", why.to_owned());
-    match v.get("type").and_then(Value::as_str) {
-        Some("text") => Ok(ResponseFormat::Text),
-        Some("json_object") => Ok(ResponseFormat::JsonObject),
-        Some("json_schema") => {
-            let spec = v
-                .get("json_schema")
-                .ok_or_else(|| bad("`json_schema` is required with type json_schema"))?;
-            let name = spec
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| bad("`json_schema.name` is required"))?;
-            let schema = spec.get("schema").cloned().unwrap_or_else(|| json!({}));
-            Ok(ResponseFormat::JsonSchema {
-                name: name.to_owned(),
-                schema: RawJson::from_serialize(&schema).map_err(|e| bad(&e.to_string()))?,
-                strict: spec.get("strict").and_then(Value::as_bool),
-            })
-        }
-        _ => Err(bad(
-            "`response_format.type` must be text, json_object or json_schema",
-        )),
-    }
+    crate::body::response_format(
+        v.get("type").and_then(Value::as_str),
+        v.get("json_schema"),
+        "response_format",
+    )
 }
 
 /// OpenAI's spelling of why a reply ended.

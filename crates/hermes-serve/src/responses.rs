@@ -232,50 +232,25 @@ fn function_tools(tools: &[Value]) -> Result<RawJson, ApiError> {
 }
 
 fn tool_choice(v: &Value) -> Result<ToolChoice, ApiError> {
-    let bad = || {
-        ApiError::invalid(
-            "tool_choice",
-            "`tool_choice` must be auto, none, required or {\"type\":\"function\",\"name\":…}",
-        )
-    };
-    match v {
-        Value::String(s) => match s.as_str() {
-            "auto" => Ok(ToolChoice::Auto),
-            "none" => Ok(ToolChoice::None),
-            "required" => Ok(ToolChoice::Required),
-            _ => Err(bad()),
+    crate::body::tool_choice(
+        v,
+        |o| {
+            o.get("type")
+                .filter(|t| *t == "function")
+                .and(o.get("name"))
         },
-        Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("function") => o
-            .get("name")
-            .and_then(Value::as_str)
-            .map(|n| ToolChoice::Function(n.to_owned()))
-            .ok_or_else(bad),
-        _ => Err(bad()),
-    }
+        "{\"type\":\"function\",\"name\":…}",
+    )
 }
 
-/// `text.format` as the engine's response format.
+/// `text.format` as the engine's response format (the schema's `name`, `schema` and `strict`
+/// beside its `type`).
 fn text_format(v: &Value) -> Result<ResponseFormat, ApiError> {
-    let bad = |why: &str| ApiError::invalid("text.format", why.to_owned());
-    match v.get("type").and_then(Value::as_str) {
-        Some("text") => Ok(ResponseFormat::Text),
-        Some("json_object") => Ok(ResponseFormat::JsonObject),
-        Some("json_schema") => {
-            let name = v
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| bad("`text.format.name` is required with type json_schema"))?;
-            let schema = v.get("schema").cloned().unwrap_or_else(|| json!({}));
-            Ok(ResponseFormat::JsonSchema {
-                name: name.to_owned(),
-                schema: RawJson::from_serialize(&schema).map_err(|e| bad(&e.to_string()))?,
-                strict: v.get("strict").and_then(Value::as_bool),
-            })
-        }
-        _ => Err(bad(
-            "`text.format.type` must be text, json_object or json_schema",
-        )),
-    }
+    crate::body::response_format(
+        v.get("type").and_then(Value::as_str),
+        Some(v),
+        "text.format",
+    )
 }
 
 /// Gives each assistant turn the summary of the reasoning items the client sent with it, when
@@ -319,6 +294,17 @@ pub(crate) struct Shape {
 }
 
 impl Shape {
+    /// A new response (a fresh `resp_…` id, created now) answering as `model`.
+    pub(crate) fn new(model: String, echo: Echo, signer: Signer) -> Self {
+        Shape {
+            id: format!("resp_{}", uuid::Uuid::now_v7().simple()),
+            created_at: now_secs(),
+            model,
+            echo,
+            signer,
+        }
+    }
+
     /// An item id of this response: `prefix` and the item's place.
     fn item_id(&self, prefix: &str, index: usize) -> String {
         let tail = self.id.strip_prefix("resp_").unwrap_or(&self.id);
@@ -484,6 +470,13 @@ pub(crate) fn whole_stream(
     response["hermes_session"] = json!(completion.session);
     out.push(stream.event("response.completed", json!({"response": response})));
     out
+}
+
+/// Seconds since the Unix epoch (a response's `created_at`).
+pub(crate) fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// A reply's text: a string, or its text parts joined.

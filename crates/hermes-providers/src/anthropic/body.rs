@@ -528,37 +528,17 @@ fn bind<'h>(
     if !matches!(thinking, Thinking::Stored(_)) {
         return (thinking, why);
     }
-    let stored = replay::stored_binding(msg);
-    if cut {
-        carriers.dropped_prefix += 1;
-        let why = match (left_out::is_left_out(msg), stored.as_deref(), now) {
-            (true, _, _) => {
-                "left out: left out of an earlier request of this conversation (SPEC §5a 3)"
-                    .to_owned()
-            }
-            (false, Some(s), Some(now)) if s != now => {
-                let what = PrefixParts::stored(msg).map_or_else(
-                    || "system prompt, tools, an earlier message or the account".to_owned(),
-                    |then| then.changed(&parts_now()),
-                );
-                format!(
-                    "left out: the prefix changed since this block was made ({what}; SPEC §5a 2)"
-                )
-            }
-            _ => "left out: a later step's blocks are left out, and kept blocks stay the latest ones (SPEC §5a 2, 3)".to_owned(),
-        };
-        return (Thinking::None, why);
-    }
-    match (stored, now) {
-        (_, None) => (thinking, why),
-        (Some(_), Some(_)) => (thinking, format!("{why} (its prefix binding holds)")),
-        (None, Some(_)) => {
-            *unknown = true;
-            (
-                thinking,
-                format!("{why}; no recorded prefix: sent with drop_block"),
-            )
-        }
+    match replay::bound(
+        msg,
+        why,
+        now,
+        || PrefixParts::stored(msg).map(|then| then.changed(&parts_now())),
+        cut,
+        unknown,
+        carriers,
+    ) {
+        Ok(why) => (thinking, why),
+        Err(why) => (Thinking::None, why),
     }
 }
 

@@ -14,7 +14,6 @@
 //! [`client_blocks_to`] sends it to no upstream, whoever keeps it.
 
 use std::collections::HashMap;
-use std::fmt;
 
 use hermes_core::{DetailItem, Message, RawJson, Role};
 use serde::Deserialize;
@@ -28,32 +27,7 @@ use crate::signed::carriers::{StoredLiterals, read_literals};
 /// signatures": `hermes1.<key id>.<MAC>`).
 pub const GATEWAY_SIGNATURE_PREFIX: &str = "hermes1.";
 
-/// What was wrong with a request's history: the JSON path (`messages.2.content.0`, `system`)
-/// and what was expected there.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InboundError {
-    /// The JSON path of the offending value in the request body.
-    pub at: String,
-    /// What was wrong, naming the path.
-    pub message: String,
-}
-
-impl InboundError {
-    fn new(at: &str, message: impl Into<String>) -> Self {
-        InboundError {
-            at: at.to_owned(),
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for InboundError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for InboundError {}
+pub use crate::inbound::InboundError;
 
 /// The history of a whole Messages request body: its `system` and `messages` (other keys are
 /// not read here).

@@ -250,9 +250,7 @@ fn bindings_of(
 }
 
 /// What a Signed turn's reasoning becomes on a bound model or after a turn an earlier request
-/// left out (SPEC §5a 2, 3), as the Anthropic wire decides it: at or before the cut (`cut`) the
-/// blocks are left out and counted; after it, blocks stamped with the binding `now` go, and
-/// blocks with no recorded binding (an older row, an import) go with `drop_block` (`unknown`).
+/// left out (SPEC §5a 2, 3): decided by [`replay::bound`], as on the Anthropic wire.
 #[allow(clippy::too_many_arguments)]
 fn bind<'h>(
     msg: &'h Message,
@@ -267,37 +265,20 @@ fn bind<'h>(
     if !matches!(reasoning, Reasoning::Items(_)) {
         return (reasoning, why);
     }
-    let stored = replay::stored_binding(msg);
-    if cut {
-        carriers.dropped_prefix += 1;
-        let why = match (left_out::is_left_out(msg), stored.as_deref(), now) {
-            (true, _, _) => {
-                "left out: left out of an earlier request of this conversation (SPEC §5a 3)"
-                    .to_owned()
-            }
-            (false, Some(s), Some(now)) if s != now => {
-                let what = match (PrefixParts::stored(msg), parts_now) {
-                    (Some(then), Some(now)) => then.changed(now),
-                    _ => "system prompt, tools, an earlier message or the account".to_owned(),
-                };
-                format!(
-                    "left out: the prefix changed since this block was made ({what}; SPEC §5a 2)"
-                )
-            }
-            _ => "left out: a later step's blocks are left out, and kept blocks stay the latest ones (SPEC §5a 2, 3)".to_owned(),
-        };
-        return (Reasoning::None, why);
-    }
-    match (stored, now) {
-        (_, None) => (reasoning, why),
-        (Some(_), Some(_)) => (reasoning, format!("{why} (its prefix binding holds)")),
-        (None, Some(_)) => {
-            *unknown = true;
-            (
-                reasoning,
-                format!("{why}; no recorded prefix: sent with drop_block"),
-            )
-        }
+    match replay::bound(
+        msg,
+        why,
+        now,
+        || match (PrefixParts::stored(msg), parts_now) {
+            (Some(then), Some(now)) => Some(then.changed(now)),
+            _ => None,
+        },
+        cut,
+        unknown,
+        carriers,
+    ) {
+        Ok(why) => (reasoning, why),
+        Err(why) => (Reasoning::None, why),
     }
 }
 

@@ -16,38 +16,11 @@
 //! item stands as an empty user message ([`CompactionItem`]) until its seal is opened and the
 //! checkpoint it names is put in its place; a `compaction_trigger` item (the last) is a flag.
 
-use std::fmt;
-
 use hermes_core::{Message, RawJson, Role, ToolCall};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-/// What was wrong with a request's input: where (`input[3]`, `input`, `instructions`) and what
-/// was expected there.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InboundError {
-    /// The offending parameter: `input[i]` for an item.
-    pub at: String,
-    /// What was wrong, naming the parameter.
-    pub message: String,
-}
-
-impl InboundError {
-    fn new(at: &str, message: impl Into<String>) -> Self {
-        InboundError {
-            at: at.to_owned(),
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for InboundError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for InboundError {}
+pub use crate::inbound::InboundError;
 
 /// A request's `input`: one user message's text, or input items.
 #[derive(Clone, Debug, Deserialize)]

@@ -394,6 +394,51 @@ fn named_message(text: &str) -> Option<usize> {
     digits.parse().ok()
 }
 
+/// What SPEC §5a 2–4 decide for one stored step's blocks once blocks may be left out: on a
+/// bound model (`now`, the prefix binding as it is now) or after a turn an earlier request
+/// left out. At or before the cut (`cut`) they are left out and counted (`Err`, the explain
+/// line: left out earlier, the prefix changed — `changed` names what, when the stored parts
+/// say —, or a later step's were); after it, blocks stamped with the binding `now` go, and
+/// blocks with no recorded binding (an older row, an import, a client's own) go with
+/// `drop_block` (`unknown`). `why` is the explain line so far.
+pub(crate) fn bound(
+    msg: &Message,
+    why: String,
+    now: Option<&str>,
+    changed: impl FnOnce() -> Option<String>,
+    cut: bool,
+    unknown: &mut bool,
+    carriers: &mut hermes_core::CarrierCounts,
+) -> Result<String, String> {
+    let stored = stored_binding(msg);
+    if cut {
+        carriers.dropped_prefix += 1;
+        return Err(match (hermes_core::left_out::is_left_out(msg), stored.as_deref(), now) {
+            (true, _, _) => {
+                "left out: left out of an earlier request of this conversation (SPEC §5a 3)"
+                    .to_owned()
+            }
+            (false, Some(s), Some(now)) if s != now => {
+                let what = changed().unwrap_or_else(|| {
+                    "system prompt, tools, an earlier message or the account".to_owned()
+                });
+                format!(
+                    "left out: the prefix changed since this block was made ({what}; SPEC §5a 2)"
+                )
+            }
+            _ => "left out: a later step's blocks are left out, and kept blocks stay the latest ones (SPEC §5a 2, 3)".to_owned(),
+        });
+    }
+    Ok(match (stored, now) {
+        (_, None) => why,
+        (Some(_), Some(_)) => format!("{why} (its prefix binding holds)"),
+        (None, Some(_)) => {
+            *unknown = true;
+            format!("{why}; no recorded prefix: sent with drop_block")
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
