@@ -107,7 +107,7 @@ pub struct ServeConfig {
     /// Model aliases (`[serve.models]`): a name clients use → `provider/model`; a key with
     /// `*` is a pattern (`claude-*`), exact names win ([`model::target_of`]).
     pub models: BTreeMap<String, String>,
-    /// Each door's default model (`[serve.default_models]`, keyed `chat` / `messages`): what a
+    /// Each door's default model (`[serve.default_models]`, keyed `chat` / `messages` / `responses`): what a
     /// model name no alias, pattern or `provider/model` names goes to.
     pub default_models: BTreeMap<String, String>,
     /// How often a silent stream sends an SSE comment.
