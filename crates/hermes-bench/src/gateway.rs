@@ -1052,6 +1052,8 @@ pub struct Report {
     pub metrics: Latency,
     /// Small requests alone and beside big ones.
     pub beside: Beside,
+    /// The same on PostgreSQL (`HERMES_BENCH_DATABASE_URL`), when one was named.
+    pub beside_postgres: Option<Beside>,
 }
 
 /// The load generator's HTTP client: no proxy (every request stays on loopback), two minutes
@@ -1104,6 +1106,27 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
         runtime
             .block_on(beside_big(&client, &chat, options.pairs))
             .map_err(|e| explained(e, &gateway))?
+    };
+    // The same on PostgreSQL when `HERMES_BENCH_DATABASE_URL` names a database: SQLite has one
+    // writer, so a small turn's commit may queue behind the big one's rows.
+    let beside_postgres = match std::env::var("HERMES_BENCH_DATABASE_URL") {
+        Ok(url) if !url.is_empty() => {
+            let sim = SimServer::start(bin, &dir.path().join("sim-big-pg"), Duration::ZERO)?;
+            let gateway = GatewayServer::start_with(
+                bin,
+                &dir.path().join("gateway-big-pg"),
+                &sim.base,
+                &[],
+                &[("HERMES_DATABASE_URL", &url)],
+            )?;
+            let chat = Target::gateway(&gateway.base, Door::Chat);
+            Some(
+                runtime
+                    .block_on(beside_big(&client, &chat, options.pairs))
+                    .map_err(|e| explained(e, &gateway))?,
+            )
+        }
+        _ => None,
     };
 
     // Metrics and tracing against neither: three gateways in front of one simulator, their
@@ -1175,6 +1198,7 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
         load: [load_before, machine_load()],
         metrics,
         beside,
+        beside_postgres,
     })
 }
 

@@ -395,18 +395,22 @@ fn gateway_section(
         "{:<W$} {:>4} {:>10} {:>11} {:>15}",
         "gateway | small requests beside a big one", "", "alone ms", "beside ms", "beside/alone"
     );
-    for (pct, p) in [("p50", 0.5), ("p99", 0.99)] {
-        let (alone, beside) = (
-            gateway::percentile(&b.alone, p),
-            gateway::percentile(&b.beside, p),
-        );
-        println!(
-            "{:<W$} {pct:>4} {:>10.3} {:>11.3} {:>15.2}",
-            "/v1/chat/completions: non-streamed",
-            ms(alone),
-            ms(beside),
-            ms(beside) / ms(alone),
-        );
+    let backends = std::iter::once(("SQLite", b))
+        .chain(report.beside_postgres.as_ref().map(|p| ("PostgreSQL", p)));
+    for (backend, b) in backends {
+        for (pct, p) in [("p50", 0.5), ("p99", 0.99)] {
+            let (alone, beside) = (
+                gateway::percentile(&b.alone, p),
+                gateway::percentile(&b.beside, p),
+            );
+            println!(
+                "{:<W$} {pct:>4} {:>10.3} {:>11.3} {:>15.2}",
+                format!("/v1/chat/completions ({backend})"),
+                ms(alone),
+                ms(beside),
+                ms(beside) / ms(alone),
+            );
+        }
     }
     let big_mean = b.big.iter().map(|d| ms(*d)).sum::<f64>() / b.big.len().max(1) as f64;
     println!(
