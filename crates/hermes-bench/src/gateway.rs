@@ -634,6 +634,11 @@ pub async fn beside_big(
     small: &Target,
     samples: usize,
 ) -> Result<Beside, BenchError> {
+    if samples == 0 {
+        return Err(
+            "small requests beside a big one: no sample asked for (--gateway-pairs=0)".into(),
+        );
+    }
     let mut alone = Vec::with_capacity(samples);
     for _ in 0..samples {
         alone.push(small.plain(client).await?);
@@ -676,6 +681,9 @@ pub async fn beside_big(
     };
     let (big, beside) = tokio::join!(bigs, smalls);
     let (big, mut beside) = (big?, beside?);
+    if big.is_empty() {
+        return Err("small requests beside a big one: no big request went beside them".into());
+    }
     alone.sort();
     beside.sort();
     Ok(Beside {

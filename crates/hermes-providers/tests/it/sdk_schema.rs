@@ -102,6 +102,10 @@ impl fmt::Display for Row {
 /// Every thinking setting hermes takes.
 const ALL_THINKING: [ThinkingRequest; 8] = sdk_gemini::ALL_THINKING;
 
+/// A Converse model id of a Claude model that binds reasoning to its prefix
+/// (`anthropic::BOUND_FROM`).
+const BOUND_CONVERSE_MODEL: &str = "us.anthropic.claude-fable-5-1-20260901-v1:0";
+
 /// Where the Converse rows go: the loopback host the tool loop's turns were minted at (so their
 /// signed blocks go back).
 const CONVERSE_BASE: &str = "http://127.0.0.1:9";
@@ -157,6 +161,22 @@ fn rows() -> Vec<Row> {
             false,
             true,
         ));
+    }
+    // A model that binds reasoning to its prefix (SPEC §5a): its unstamped loop goes with
+    // `block_binding` and its beta in `additionalModelRequestFields` and
+    // `additionalModelResponseFieldPaths`, which botocore must take too.
+    for thinking in ALL_THINKING {
+        for stream in [false, true] {
+            rows.push(row(
+                Wire::Converse,
+                "bedrock",
+                BOUND_CONVERSE_MODEL,
+                SignedToolLoop,
+                thinking,
+                stream,
+                true,
+            ));
+        }
     }
     // Gemini: every conversation, model, host and thinking setting (those hermes refuses
     // before a body aside, see `encode`); images for the models that take them.
@@ -474,6 +494,34 @@ impl Wire {
             }
         }
     }
+}
+
+/// The bound model's rows carry what they are in the table for: `block_binding` with
+/// `drop_block`, its beta and the response path, on every thinking setting that replays.
+#[test]
+fn the_bound_converse_rows_carry_block_binding() {
+    let with_binding = rows()
+        .iter()
+        .filter(|r| r.model == BOUND_CONVERSE_MODEL)
+        .filter_map(|r| Wire::Converse.encode(r))
+        .filter(|body| {
+            body.pointer(
+                "/additionalModelRequestFields/thinking/block_binding/prefix_mismatch_behavior",
+            ) == Some(&Value::from("drop_block"))
+                && body["additionalModelResponseFieldPaths"]
+                    == serde_json::json!(["/input_transformations"])
+                && body["additionalModelRequestFields"]["anthropic_beta"]
+                    .as_array()
+                    .is_some_and(|b| {
+                        b.iter()
+                            .any(|b| b == "thinking-binding-controls-2026-08-01")
+                    })
+        })
+        .count();
+    assert!(
+        with_binding >= 2,
+        "streamed and not, at least: {with_binding}"
+    );
 }
 
 #[test]
