@@ -9,7 +9,7 @@
 use hermes_sim::Sim;
 use serde_json::{Value, json};
 
-use crate::sdk::{minted, run_script};
+use crate::sdk::{minted_went_back, run_script};
 use crate::{KEY, start_for};
 
 const SCRIPT: &str = concat!(
@@ -96,23 +96,12 @@ async fn two_turns(
         ["system", "user", "assistant", "tool", "assistant"],
         "{case}"
     );
-    let mut carriers = Vec::new();
     let skip: &[&str] = if provider == "gemini" {
         &["reasoning_content"]
     } else {
         &[]
     };
-    minted(
-        &serde_json::to_value(&stored[2]).unwrap(),
-        false,
-        skip,
-        &mut carriers,
-    );
-    assert!(
-        !carriers.is_empty(),
-        "{case}: the call turn stored what it minted"
-    );
-    let second_body = requests[1].to_string();
+    let carriers = minted_went_back(&stored[2], skip, &[&requests[1]], &case);
     // What the client was shown as readable reasoning (summaries); every other carrier (a
     // signature, an encrypted item, a thought signature) stays in the gateway.
     let summaries: Vec<&str> = [first, second]
@@ -123,16 +112,12 @@ async fn two_turns(
         .filter_map(|s| s["text"].as_str())
         .collect();
     let shown = seen.to_string();
-    for carrier in &carriers {
-        let encoded = Value::String(carrier.clone()).to_string();
-        assert!(
-            second_body.contains(&encoded),
-            "{case}: {encoded} did not go back upstream: {second_body}"
-        );
+    for encoded in &carriers {
         // (Short strings under a carrier's key are its item types and ids' neighbours.)
+        let carrier: String = serde_json::from_str(encoded).unwrap();
         if carrier.len() >= 16 && !summaries.iter().any(|s| s.contains(carrier.as_str())) {
             assert!(
-                !shown.contains(&encoded),
+                !shown.contains(encoded.as_str()),
                 "{case}: the upstream's own carrier {encoded} reached the client"
             );
         }
@@ -558,31 +543,14 @@ async fn a_client_holding_only_response_ids_continues_its_conversation() {
             ],
             "{profile}"
         );
-        let mut carriers = Vec::new();
-        minted(
-            &serde_json::to_value(&stored[1]).unwrap(),
-            false,
-            &[],
-            &mut carriers,
-        );
-        assert!(
-            !carriers.is_empty(),
-            "{profile}: the call turn minted carriers"
-        );
-        for later in &requests[1..] {
-            let body = later.body.to_string();
+        let later: Vec<&Value> = requests[1..].iter().map(|r| &r.body).collect();
+        for body in &later {
             assert!(
-                body.contains("what time is it?"),
+                body.to_string().contains("what time is it?"),
                 "{profile}: the whole history: {body}"
             );
-            for carrier in &carriers {
-                let encoded = Value::String(carrier.clone()).to_string();
-                assert!(
-                    body.contains(&encoded),
-                    "{profile}: {encoded} went back: {body}"
-                );
-            }
         }
+        minted_went_back(&stored[1], &[], &later, profile);
         gateway.stop().await;
     }
 }

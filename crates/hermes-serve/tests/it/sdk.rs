@@ -69,6 +69,42 @@ pub(crate) fn minted(value: &Value, under_carrier: bool, skip: &[&str], out: &mu
     }
 }
 
+/// Every carrier `stored` (an assistant message the gateway stored) holds — `skip` keys left
+/// out — asserted to be some, and each found in every one of `bodies` (upstream request
+/// bodies) JSON-encoded, byte for byte; returned, JSON-encoded too.
+pub(crate) fn minted_went_back(
+    stored: &hermes_core::Message,
+    skip: &[&str],
+    bodies: &[&Value],
+    case: &str,
+) -> Vec<String> {
+    let mut carriers = Vec::new();
+    minted(
+        &serde_json::to_value(stored).unwrap(),
+        false,
+        skip,
+        &mut carriers,
+    );
+    assert!(
+        !carriers.is_empty(),
+        "{case}: the turn stored what it minted: {stored:?}"
+    );
+    let encoded: Vec<String> = carriers
+        .into_iter()
+        .map(|c| Value::String(c).to_string())
+        .collect();
+    for body in bodies {
+        let body = body.to_string();
+        for carrier in &encoded {
+            assert!(
+                body.contains(carrier.as_str()),
+                "{case}: {carrier} did not go back upstream: {body}"
+            );
+        }
+    }
+    encoded
+}
+
 /// A client that drops every reasoning field holds a two-turn tool conversation through the
 /// gateway with `model`, in front of the strict simulator `profile` standing in for `provider`:
 /// the simulator accepts both requests (it refuses missing or altered carriers), receives the
@@ -116,7 +152,6 @@ async fn a_forgetful_client_holds_a_tool_conversation(
         ["user", "assistant", "tool", "assistant"],
         "{profile}"
     );
-    let mut carriers = Vec::new();
     // Gemini's readable thought summaries are for the user: its contract replays only the
     // signatures (SPEC §5).
     let skip: &[&str] = if provider == "gemini" {
@@ -124,25 +159,7 @@ async fn a_forgetful_client_holds_a_tool_conversation(
     } else {
         &[]
     };
-    minted(
-        &serde_json::to_value(&stored[1]).unwrap(),
-        false,
-        skip,
-        &mut carriers,
-    );
-    assert!(
-        !carriers.is_empty(),
-        "{profile}: the call turn stored what it minted: {:?}",
-        stored[1]
-    );
-    let second_body = requests[1].body.to_string();
-    for carrier in &carriers {
-        let encoded = Value::String(carrier.clone()).to_string();
-        assert!(
-            second_body.contains(&encoded),
-            "{profile}: {encoded} did not go back upstream: {second_body}"
-        );
-    }
+    minted_went_back(&stored[1], skip, &[&requests[1].body], profile);
     assert!(
         requests[0].body.to_string().contains("The time"),
         "{profile}: the client's tool reached the upstream"
