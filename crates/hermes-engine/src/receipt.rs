@@ -227,19 +227,22 @@ pub(crate) async fn renewing<T>(
     pending: &Pending,
     turn: impl std::future::Future<Output = T>,
 ) -> T {
-    tokio::pin!(turn);
-    let mut tick = tokio::time::interval(CLAIM_TTL / 3);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tick.tick().await;
-    loop {
-        tokio::select! {
-            done = &mut turn => return done,
-            _ = tick.tick() => {
-                if let Err(e) = store.renew_receipt(&pending.key, CLAIM_TTL).await {
-                    tracing::warn!(error = %e, "cannot renew an idempotency claim");
-                }
+    // Beside the turn, never in its way: a renewal waiting on the store (a pool timeout while
+    // the database is away) must not stop the turn from being driven meanwhile.
+    let renew = async {
+        let mut tick = tokio::time::interval(CLAIM_TTL / 3);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            if let Err(e) = store.renew_receipt(&pending.key, CLAIM_TTL).await {
+                tracing::warn!(error = %e, "cannot renew an idempotency claim");
             }
         }
+    };
+    tokio::select! {
+        done = turn => done,
+        _ = renew => unreachable!("renewing a claim never ends"),
     }
 }
 
