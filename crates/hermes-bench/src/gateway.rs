@@ -627,8 +627,14 @@ fn big_body(model: &str, n: u64) -> Vec<u8> {
     serde_json::to_vec(&json!({"model": model, "messages": messages})).unwrap_or_default()
 }
 
-/// `samples` small non-streamed requests to `small` on their own, then `samples` more while
-/// big requests ([`big_body`]) go to the same gateway one after another; each set in order.
+/// How many big requests [`beside_big`] sends, one after another, while small ones go beside
+/// them: every stage of a big request (upload, parse, lookup, upstream, store) has small ones
+/// beside it several times over.
+pub const BIG_REQUESTS: usize = 4;
+
+/// `samples` small non-streamed requests to `small` on their own, then small ones one after
+/// another (at least `samples`) for as long as [`BIG_REQUESTS`] big requests ([`big_body`]) go
+/// to the same gateway one after another.
 pub async fn beside_big(
     client: &reqwest::Client,
     small: &Target,
@@ -643,12 +649,16 @@ pub async fn beside_big(
     for _ in 0..samples {
         alone.push(small.plain(client).await?);
     }
-    let stop = std::cell::Cell::new(false);
-    let big_bytes = big_body(&small.model, 0).len();
+    let done = std::cell::Cell::new(false);
+    // Made before any is sent: building 30 MiB of JSON on this (single-threaded) client's
+    // runtime would stall the small requests' clock, not the gateway.
+    let mut bodies: Vec<Vec<u8>> = (0..BIG_REQUESTS)
+        .map(|_| big_body(&small.model, next_question()))
+        .collect();
+    let big_bytes = bodies.first().map_or(0, Vec::len);
     let bigs = async {
         let mut times = Vec::new();
-        while !stop.get() {
-            let body = big_body(&small.model, next_question());
+        while let Some(body) = bodies.pop() {
             let started = Instant::now();
             let mut request = client
                 .post(&small.url)
@@ -667,20 +677,20 @@ pub async fn beside_big(
             }
             times.push(started.elapsed());
         }
+        done.set(true);
         Ok(times)
     };
     let smalls = async {
         // The first big request is on its way before the first small one.
         tokio::time::sleep(Duration::from_millis(50)).await;
         let mut beside = Vec::with_capacity(samples);
-        for _ in 0..samples {
+        while !done.get() || beside.len() < samples {
             beside.push(small.plain(client).await?);
         }
-        stop.set(true);
         Ok::<_, BenchError>(beside)
     };
-    let (big, beside) = tokio::join!(bigs, smalls);
-    let (big, mut beside) = (big?, beside?);
+    // The first to fail ends both (a failed big request leaves the small ones no end).
+    let (big, mut beside) = tokio::try_join!(bigs, smalls)?;
     if big.is_empty() {
         return Err("small requests beside a big one: no big request went beside them".into());
     }

@@ -31,6 +31,7 @@ pub mod estimate;
 pub mod left_out;
 pub mod message;
 pub mod normal;
+pub mod offload;
 pub mod pairing;
 mod passthrough;
 pub mod raw;

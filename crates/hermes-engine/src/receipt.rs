@@ -249,8 +249,12 @@ pub(crate) async fn renewing<T>(
 /// When this process last swept expired receipts (ms since the epoch).
 static SWEPT: AtomicI64 = AtomicI64::new(0);
 
+/// How long a session may stay staged (written in pieces) before the sweep takes it for one a
+/// dead process left: writing 32 MiB takes well under a second.
+const STAGED_FOR: i64 = 10 * 60 * 1000;
+
 /// At most once a minute per process, off the request's path: deletes expired receipts and
-/// lapsed claims.
+/// lapsed claims, and sessions left half-written.
 fn sweep(store: &Store) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -275,6 +279,13 @@ fn sweep(store: &Store) {
             Ok(0) => {}
             Ok(swept) => tracing::debug!(swept, "expired kept responses deleted"),
             Err(e) => tracing::warn!(error = %e, "deleting expired kept responses failed"),
+        }
+        // A large first contact is written in pieces; one whose process died on the way is
+        // left staged (never seen by anyone) and goes after ten minutes.
+        match store.sweep_staged(now - STAGED_FOR).await {
+            Ok(0) => {}
+            Ok(swept) => tracing::info!(swept, "sessions left half-written deleted"),
+            Err(e) => tracing::warn!(error = %e, "deleting sessions left half-written failed"),
         }
     });
 }

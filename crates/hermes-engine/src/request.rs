@@ -678,7 +678,8 @@ impl Engine {
         tip: Option<hermes_store::Tip>,
     ) -> Result<LinedUp, EngineError> {
         let stored = std::mem::take(&mut conversation.messages);
-        let aligned = heavy(&history.messages, || align(&stored, &history.messages));
+        let aligned =
+            hermes_core::offload::heavy(&history.messages, || align(&stored, &history.messages));
         // No assistant message of the client's at its place in this conversation (a stock
         // reply of it matched by content alone, SPEC §10): not this conversation, a new one.
         let placed = aligned.placed(&history.messages);
@@ -759,27 +760,6 @@ fn owned(
     new
 }
 
-/// Histories whose content is larger than this are normalised, hashed and lined up with
-/// `block_in_place` on a multi-threaded runtime, so the reactor's other requests (the small
-/// ones beside a 32 MiB history) are not held up behind them.
-const HEAVY_BYTES: usize = 256 * 1024;
-
-/// `work` over `messages`, moved off the reactor's worker (`block_in_place`) when their content
-/// is larger than [`HEAVY_BYTES`] and the runtime has other workers to take its tasks.
-fn heavy<T>(messages: &[Message], work: impl FnOnce() -> T) -> T {
-    let size: usize = messages
-        .iter()
-        .map(|m| m.content.as_ref().map_or(0, |c| c.get().len()))
-        .sum();
-    let multi = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if size > HEAVY_BYTES && multi {
-        tokio::task::block_in_place(work)
-    } else {
-        work()
-    }
-}
-
 /// How many sessions holding a history's match keys are looked at for the one where the
 /// history stands at its place: enough that a conversation's own session is among them when
 /// a same-tenant partner with the same call ids has branched several times (the chaos run's
@@ -795,7 +775,7 @@ async fn find_conversation(
     store: &Store,
     history: &History,
 ) -> Result<Option<hermes_store::Snapshot>, EngineError> {
-    let keys: Vec<String> = heavy(&history.messages, || {
+    let keys: Vec<String> = hermes_core::offload::heavy(&history.messages, || {
         history
             .messages
             .iter()
@@ -822,7 +802,7 @@ async fn find_conversation(
     for id in candidates {
         let snapshot = store.snapshot(&id).await?;
         let view: Vec<Message> = snapshot.active.iter().map(|m| m.message.clone()).collect();
-        let differing = heavy(&history.messages, || {
+        let differing = hermes_core::offload::heavy(&history.messages, || {
             let aligned = align(&view, &history.messages);
             aligned
                 .placed(&history.messages)

@@ -160,7 +160,7 @@ impl Store {
         learned_at: i64,
     ) -> Result<(), StoreError> {
         execute!(
-            &self.pool,
+            &self.writes,
             key.query(
                 "INSERT INTO fleet_verdicts (wire, provider, host, model, field, learned_at, probing_since) \
                  VALUES ($1, $2, $3, $4, $5, $6, NULL) ON CONFLICT (wire, provider, host, model, field) \
@@ -215,7 +215,7 @@ impl Store {
     ) -> Result<Option<i64>, StoreError> {
         let now = now_ms();
         let done = execute!(
-            &self.pool,
+            &self.writes,
             RowKey::of(verdict).query(
                 "UPDATE fleet_verdicts SET probing_since = $6 WHERE wire = $1 AND provider = $2 \
                  AND host = $3 AND model = $4 AND field = $5 AND learned_at < $7 \
@@ -241,7 +241,7 @@ impl Store {
         for field in fields {
             let key = RowKey::at(wire, (&provider, &host, model), field);
             let done = execute!(
-                &self.pool,
+                &self.writes,
                 key.query(
                     "DELETE FROM fleet_verdicts WHERE wire = $1 AND provider = $2 AND host = $3 \
                      AND model = $4 AND field = $5 AND probing_since = $6"
@@ -276,7 +276,7 @@ impl Store {
         for field in fields {
             let key = RowKey::at(wire, (&provider, &host, model), field);
             execute!(
-                &self.pool,
+                &self.writes,
                 key.query(
                     "UPDATE fleet_verdicts SET probing_since = NULL WHERE wire = $1 AND provider = $2 \
                      AND host = $3 AND model = $4 AND field = $5 AND probing_since = $6"
@@ -295,7 +295,7 @@ impl Store {
                 continue;
             }
             let done = execute!(
-                &self.pool,
+                &self.writes,
                 RowKey::of(&v).query(
                     "DELETE FROM fleet_verdicts WHERE wire = $1 AND provider = $2 AND host = $3 \
                      AND model = $4 AND field = $5"

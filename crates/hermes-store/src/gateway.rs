@@ -145,7 +145,7 @@ impl Store {
         let mut row = sqlx::query(FIRST).fetch_optional(&self.pool).await.db()?;
         if row.is_none() {
             execute!(
-                &self.pool,
+                &self.writes,
                 "INSERT INTO signing_keys (id, secret, generation, created_at) \
                  VALUES ($1, $2, 1, $3) ON CONFLICT DO NOTHING",
                 [random_hex(ID_BYTES)?, random_hex(SECRET_BYTES)?, now_ms()]
@@ -174,7 +174,7 @@ impl Store {
         let id = random_hex(ID_BYTES)?;
         let secret = random_hex(SECRET_BYTES)?;
         execute!(
-            &self.pool,
+            &self.writes,
             "INSERT INTO gateway_keys (id, tenant, digest, created_at) VALUES ($1, $2, $3, $4)",
             [&id, tenant, secret_digest(&secret), now_ms()]
         )?;
@@ -241,7 +241,7 @@ impl Store {
     /// the request path.
     pub async fn touch_gateway_key(&self, id: &str, at: i64) -> Result<(), StoreError> {
         execute!(
-            &self.pool,
+            &self.writes,
             "UPDATE gateway_keys SET last_used_at = $2 \
              WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)",
             [id, at]
@@ -253,7 +253,7 @@ impl Store {
     /// every replica.
     pub async fn revoke_tenant_keys(&self, tenant: &str) -> Result<u64, StoreError> {
         let done = execute!(
-            &self.pool,
+            &self.writes,
             "DELETE FROM gateway_keys WHERE tenant = $1",
             [tenant]
         )?;
@@ -273,7 +273,7 @@ impl Store {
         let Some(id) = revocable_key_id(id) else {
             return Ok(false);
         };
-        let done = execute!(&self.pool, "DELETE FROM gateway_keys WHERE id = $1", [id])?;
+        let done = execute!(&self.writes, "DELETE FROM gateway_keys WHERE id = $1", [id])?;
         if done.rows_affected() > 0 {
             tracing::info!(key = %id, "gateway key revoked");
         }
@@ -413,6 +413,7 @@ pub(crate) fn find_sql(chunk: &[(usize, &str)], partitioned: bool) -> String {
         "SELECT m.session_id, m.position, CAST(CASE m.match_key{rank} END AS BIGINT) AS key_index \
          FROM messages m JOIN sessions s ON s.id = m.session_id \
          WHERE m.match_key IN ({}) AND m.archived_at IS NULL AND s.tenant = $1 AND {partition_test} \
+         AND s.staged = 0 \
          ORDER BY key_index DESC, s.updated_at DESC, s.id DESC, m.position DESC LIMIT 1",
         placeholders.join(", ")
     )

@@ -65,7 +65,7 @@ impl Store {
     /// Gives the lease on `session` back, if `holder` holds it.
     pub async fn release_lease(&self, session: &str, holder: &str) -> Result<(), StoreError> {
         execute!(
-            &self.pool,
+            &self.writes,
             "DELETE FROM session_leases WHERE session_id = $1 AND holder = $2",
             [session, holder]
         )?;

@@ -97,7 +97,7 @@ impl Store {
     /// Puts `mark` into this store as it is, unless the carrier is marked already.
     pub(crate) async fn put_left_out(&self, mark: &LeftOut) -> Result<bool, StoreError> {
         let done = execute!(
-            &self.pool,
+            &self.writes,
             "INSERT INTO left_out_carriers (carrier, session_id, marked_at) VALUES ($1, $2, $3) \
              ON CONFLICT (carrier) DO NOTHING",
             [

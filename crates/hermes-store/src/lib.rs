@@ -241,6 +241,11 @@ const SQLITE_STEPS: &[(i64, &str, &str)] = &[
         "responses",
         include_str!("../migrations/sqlite/0016_responses.sql"),
     ),
+    (
+        17,
+        "staged sessions",
+        include_str!("../migrations/sqlite/0017_staged_sessions.sql"),
+    ),
 ];
 
 /// The SQLite schema.
@@ -303,6 +308,11 @@ const POSTGRES_STEPS: &[(i64, &str, &str)] = &[
         11,
         "responses",
         include_str!("../migrations/postgres/0011_responses.sql"),
+    ),
+    (
+        12,
+        "staged sessions",
+        include_str!("../migrations/postgres/0012_staged_sessions.sql"),
     ),
 ];
 
@@ -803,8 +813,54 @@ async fn schema_is_current(conn: &mut sqlx::AnyConnection, migrator: &Migrator) 
 /// The session store: the same API on either [`Backend`].
 #[derive(Clone, Debug)]
 pub struct Store {
+    /// Reads, and on PostgreSQL writes too.
     pool: AnyPool,
+    /// Every write of this process: on SQLite a pool of one connection, the database's one
+    /// writer, so this process's writers queue on it in order and each starts the moment the
+    /// one before commits (instead of polling SQLite's busy handler, which sleeps up to 100 ms
+    /// between tries, while holding a connection each); on PostgreSQL the same pool as reads.
+    /// Other processes' writers still meet this one at the file's lock (`busy_timeout`).
+    writes: AnyPool,
     backend: Backend,
+    /// Held by every handle of this store; SQLite's WAL checkpointer ([`checkpoint_beside`])
+    /// ends once the last one is dropped.
+    _alive: std::sync::Arc<()>,
+}
+
+/// How often the WAL of an SQLite store is checkpointed beside its writer.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
+/// Checkpoints the WAL of the SQLite database at `path` now and then every
+/// [`CHECKPOINT_EVERY`], on a connection of its own, until `alive` has no holder. SQLite's own
+/// automatic checkpoint (off on every connection of ours, `wal_autocheckpoint = 0`) runs inside
+/// the commit that crosses its threshold, in the writer: after a 30 MiB first contact that
+/// commit would copy all of it into the database while every other writer waits. A `PASSIVE`
+/// checkpoint here copies what no reader still needs and never takes the write lock; the first
+/// one, at open, takes in what processes before this one left.
+fn checkpoint_beside(path: &Path, alive: std::sync::Weak<()>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .disable_statement_logging();
+    runtime.spawn(async move {
+        let Ok(mut conn) = options.connect().await else {
+            return;
+        };
+        let mut tick = tokio::time::interval(CHECKPOINT_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if alive.strong_count() == 0 {
+                break;
+            }
+            if let Err(e) = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").await {
+                tracing::debug!(error = %e, "WAL checkpoint failed; the next one tries again");
+            }
+        }
+        let _ = conn.close().await;
+    });
 }
 
 /// Installs sqlx's `Any` drivers (SQLite and PostgreSQL) once per process.
@@ -859,7 +915,8 @@ pub struct PoolOptions {
 }
 
 impl PoolOptions {
-    /// The default pool size on an SQLite file (one writer at a time; readers beside it).
+    /// The default pool size for reads on an SQLite file (writes have one connection of their
+    /// own: SQLite has one writer at a time).
     pub const SQLITE_CONNECTIONS: u32 = 4;
     /// The default pool size on PostgreSQL.
     pub const POSTGRES_CONNECTIONS: u32 = 8;
@@ -1026,8 +1083,10 @@ impl Store {
         }
         tracing::debug!(url = %redact_url(url), "PostgreSQL store open");
         Ok(Store {
+            writes: pool.clone(),
             pool,
             backend: Backend::Postgres,
+            _alive: std::sync::Arc::new(()),
         })
     }
 
@@ -1067,19 +1126,19 @@ impl Store {
             Ownership::Ours => {}
         }
         install_drivers();
-        let pool = || async {
+        let open_pool = |connections: u32| async move {
             let options = log.apply(
                 AnyConnectOptions::from_str(&sqlite_url(path))
                     .map_err(|e| open_err(e.to_string()))?,
             );
             let busy_ms = pool_options.busy_timeout.as_millis();
             AnyPoolOptions::new()
-                .max_connections(pool_options.connections(Backend::Sqlite))
+                .max_connections(connections)
                 .acquire_timeout(pool_options.acquire_timeout)
                 .after_connect(move |conn, _| {
                     Box::pin(async move {
                         conn.execute(sqlx::AssertSqlSafe(format!(
-                            "PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = {busy_ms}; \
+                            "PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0; PRAGMA busy_timeout = {busy_ms}; \
                              PRAGMA foreign_keys = ON;"
                         )))
                         .await
@@ -1093,7 +1152,7 @@ impl Store {
         // The usual case, a database this hermes made before: in WAL mode and migrated, so
         // nothing is set up again.
         if owner == Ownership::Ours {
-            let pool = pool().await?;
+            let pool = open_pool(pool_options.connections(Backend::Sqlite)).await?;
             let ready = match pool.acquire().await {
                 Ok(mut conn) => {
                     let wal = sqlx::query_scalar::<_, String>("PRAGMA journal_mode")
@@ -1105,10 +1164,7 @@ impl Store {
                 Err(_) => false,
             };
             if ready {
-                return Ok(Store {
-                    pool,
-                    backend: Backend::Sqlite,
-                });
+                return Ok(Store::sqlite(path, pool, open_pool(1).await?));
             }
             pool.close().await;
         }
@@ -1133,11 +1189,23 @@ impl Store {
                 .map_err(|e| open_err(e.to_string()))?;
             conn.close().await.map_err(|e| open_err(e.to_string()))?;
         }
-        let pool = pool().await?;
-        Ok(Store {
+        Ok(Store::sqlite(
+            path,
+            open_pool(pool_options.connections(Backend::Sqlite)).await?,
+            open_pool(1).await?,
+        ))
+    }
+
+    /// An SQLite store over its pools, its WAL checkpointed beside them.
+    fn sqlite(path: &Path, pool: AnyPool, writes: AnyPool) -> Store {
+        let alive = std::sync::Arc::new(());
+        checkpoint_beside(path, std::sync::Arc::downgrade(&alive));
+        Store {
             pool,
+            writes,
             backend: Backend::Sqlite,
-        })
+            _alive: alive,
+        }
     }
 
     /// A transaction that will write, holding the write lock of `scope` (a session id) from
@@ -1159,9 +1227,9 @@ impl Store {
         scope: &str,
     ) -> Result<sqlx::Transaction<'static, sqlx::Any>, StoreError> {
         match self.backend {
-            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await.db(),
+            Backend::Sqlite => self.writes.begin_with("BEGIN IMMEDIATE").await.db(),
             Backend::Postgres => {
-                let mut tx = self.pool.begin().await.db()?;
+                let mut tx = self.writes.begin().await.db()?;
                 lock_scope(&mut tx, scope).await?;
                 Ok(tx)
             }
@@ -1191,8 +1259,9 @@ impl Store {
         messages: &[Message],
         extras: &StepExtras,
     ) -> Result<(), StoreError> {
+        let rows = prepare_rows(messages)?;
         let mut tx = self.write_tx(session).await?;
-        let tip = append_rows(&mut tx, session, messages).await?;
+        let tip = append_rows(&mut tx, session, rows).await?;
         step::write_extras(&mut tx, session, &tip, extras).await?;
         tx.commit().await.db()?;
         tracing::debug!(session, appended = messages.len(), "messages stored");
@@ -1219,7 +1288,7 @@ impl Store {
         config: &Map<String, Value>,
     ) -> Result<(), StoreError> {
         let done = execute!(
-            &self.pool,
+            &self.writes,
             "UPDATE sessions SET model_config = $1, updated_at = $2 WHERE id = $3",
             [encode_config(config)?, now_ms(), session]
         )?;
@@ -1232,7 +1301,7 @@ impl Store {
     /// Records that the user named `base_url` for this session (so an API key may go there).
     pub async fn confirm_base_url(&self, session: &str, base_url: &str) -> Result<(), StoreError> {
         let done = execute!(
-            &self.pool,
+            &self.writes,
             "UPDATE sessions SET base_url = $1, base_url_confirmed = 1, updated_at = $2 WHERE id = $3",
             [base_url, now_ms(), session]
         )?;
@@ -1252,7 +1321,7 @@ impl Store {
         base_url: Option<&str>,
     ) -> Result<(), StoreError> {
         let done = execute!(
-            &self.pool,
+            &self.writes,
             "UPDATE sessions SET provider = $1, model = $2, base_url = $3, base_url_confirmed = 1, \
              updated_at = $4 WHERE id = $5",
             [provider, model, base_url, now_ms(), session]
@@ -1276,13 +1345,14 @@ impl Store {
         .db()
     }
 
-    /// Every session's row (`session_columns!`), in the order `order_by` says.
+    /// Every session's row (`session_columns!`), in the order `order_by` says; sessions still
+    /// being written in pieces (`staged`) are not there yet.
     pub(crate) async fn every_session_row(
         &self,
         order_by: &'static str,
     ) -> Result<Vec<DbRow>, StoreError> {
         sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {} FROM sessions ORDER BY {order_by}",
+            "SELECT {} FROM sessions WHERE staged = 0 ORDER BY {order_by}",
             session_columns!()
         )))
         .fetch_all(&self.pool)
@@ -1415,7 +1485,7 @@ impl Store {
             },
         )
         .await?;
-        append_rows(&mut tx, &id, &file.messages).await?;
+        append_rows(&mut tx, &id, prepare_rows(&file.messages)?).await?;
         tx.commit().await.db()?;
         Ok(id)
     }
@@ -1440,13 +1510,97 @@ impl Store {
         extras: &StepExtras,
     ) -> Result<String, StoreError> {
         let id = new_session_id();
+        let rows = prepare_rows(messages)?;
+        let pieces = pieces(&rows);
+        if pieces.len() > 1 && new.fork.is_none() {
+            return self.create_staged(id, new, rows, &pieces, extras).await;
+        }
         let mut tx = self.write_tx(new_scope(&id, new)).await?;
         insert_session(&mut tx, &id, new).await?;
-        let tip = append_rows(&mut tx, &id, messages).await?;
+        let tip = append_rows(&mut tx, &id, rows).await?;
         step::write_extras(&mut tx, &id, &tip, extras).await?;
         tx.commit().await.db()?;
         tracing::debug!(session = %id, appended = messages.len(), "session created with its first messages");
         Ok(id)
+    }
+
+    /// [`Store::create_with_step`] for first messages larger than one short write
+    /// ([`STAGE_BYTES`]): the session is created `staged` (no lookup, listing or match sees it)
+    /// with the first piece of its rows, each further piece is a write transaction of its own
+    /// (other writers take turns with them: SQLite's writer is never held for the whole
+    /// history), and the last piece commits with the revision, the step's extras and the
+    /// session made visible, all in one transaction, so the turn is still stored whole or not
+    /// at all. A failure on the way removes what was staged (the sweep,
+    /// [`Store::sweep_staged`], removes what a process that died left).
+    async fn create_staged(
+        &self,
+        id: String,
+        new: &NewSession,
+        rows: Vec<MessageRow>,
+        pieces: &[std::ops::Range<usize>],
+        extras: &StepExtras,
+    ) -> Result<String, StoreError> {
+        let scope = new_scope(&id, new);
+        let written = async {
+            let now = now_ms();
+            let last = pieces.len() - 1;
+            for (i, piece) in pieces.iter().enumerate() {
+                let mut tx = self.write_tx(scope).await?;
+                if i == 0 {
+                    insert_session(&mut tx, &id, new).await?;
+                    execute!(
+                        &mut *tx,
+                        "UPDATE sessions SET staged = 1 WHERE id = $1",
+                        [&id]
+                    )?;
+                }
+                MessageRow::insert_all(&rows[piece.clone()], &mut tx, &id, now).await?;
+                if i == last {
+                    let revision = next_revision(&mut tx, &id, rows.len(), now).await?;
+                    execute!(
+                        &mut *tx,
+                        "UPDATE sessions SET staged = 0 WHERE id = $1",
+                        [&id]
+                    )?;
+                    let tip = Tip::new(&id, revision, rows.len() as i64 - 1);
+                    step::write_extras(&mut tx, &id, &tip, extras).await?;
+                }
+                tx.commit().await.db()?;
+            }
+            Ok::<_, StoreError>(())
+        }
+        .await;
+        if let Err(e) = written {
+            if let Err(cleanup) = self.drop_staged(&id).await {
+                tracing::warn!(session = %id, error = %cleanup, "a staged session was left for the sweep");
+            }
+            return Err(e);
+        }
+        tracing::debug!(session = %id, appended = rows.len(), pieces = pieces.len(), "session created with its first messages, in pieces");
+        Ok(id)
+    }
+
+    /// Deletes the session `id` if it is still staged.
+    async fn drop_staged(&self, id: &str) -> Result<(), StoreError> {
+        let mut tx = self.write_tx(id).await?;
+        execute!(
+            &mut *tx,
+            "DELETE FROM sessions WHERE id = $1 AND staged = 1",
+            [id]
+        )?;
+        tx.commit().await.db()
+    }
+
+    /// Deletes the sessions still staged ([`Store::create_with_step`] in pieces) that were
+    /// created before `before` (Unix ms): what a process that died while writing a large first
+    /// contact left. How many went.
+    pub async fn sweep_staged(&self, before: i64) -> Result<u64, StoreError> {
+        let done = execute!(
+            &self.writes,
+            "DELETE FROM sessions WHERE staged = 1 AND created_at < $1",
+            [before]
+        )?;
+        Ok(done.rows_affected())
     }
 
     /// The session as a `hermes.session.v1` document.
@@ -1698,10 +1852,46 @@ pub(crate) async fn add_usage_in(
 async fn append_rows(
     tx: &mut sqlx::AnyConnection,
     session: &str,
-    messages: &[Message],
+    rows: Vec<MessageRow>,
 ) -> Result<Tip, StoreError> {
     let start = next_position(tx, session).await?;
-    store_rows(tx, session, start, messages, messages.len()).await
+    store_rows(tx, session, start, rows).await
+}
+
+/// How many bytes of rows one write transaction of a session's first messages holds at most
+/// before the rest goes in further ones ([`Store::create_with_step`]): a few milliseconds of SQLite's
+/// one writer, so a small turn beside a 32 MiB first contact waits for a piece, not for all.
+pub(crate) const STAGE_BYTES: usize = 1024 * 1024;
+
+/// `rows` cut into consecutive pieces of at most [`STAGE_BYTES`] each (a single larger row is a
+/// piece of its own); one piece for the usual first contact.
+pub(crate) fn pieces(rows: &[MessageRow]) -> Vec<std::ops::Range<usize>> {
+    let mut pieces = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, row) in rows.iter().enumerate() {
+        let size = row.bytes();
+        if i > start && bytes + size > STAGE_BYTES {
+            pieces.push(start..i);
+            (start, bytes) = (i, 0);
+        }
+        bytes += size;
+    }
+    pieces.push(start..rows.len());
+    pieces
+}
+
+/// `messages` as the rows that store them (encoded, their match keys hashed), at positions
+/// counted from 0 until [`store_rows`] puts them where they go: built before the write
+/// transaction, so the database's one writer (on SQLite) is not held while a large history is
+/// encoded, and off the reactor when it is large ([`hermes_core::offload::heavy`]).
+pub(crate) fn prepare_rows(messages: &[Message]) -> Result<Vec<MessageRow>, StoreError> {
+    hermes_core::offload::heavy(messages, || {
+        messages
+            .iter()
+            .enumerate()
+            .map(|(i, msg)| MessageRow::from_message(i as i64, msg))
+            .collect()
+    })
 }
 
 /// The position the session's next row takes: after its last row, or (a branch without rows of
@@ -1721,29 +1911,22 @@ pub(crate) async fn next_position(
     .ok_or_else(|| StoreError::NotFound(session.to_owned()))
 }
 
-/// Inserts `messages` at positions `start..` of an existing session and records the change on
-/// its row: `added` more rows in `message_count` (the messages, and any rows copied in before
-/// them in the same transaction), a new revision. Returns the session's tip after it.
+/// Inserts `rows` ([`prepare_rows`]) at positions `start..` of an existing session and records
+/// the change on its row: as many more rows in `message_count`, a new revision. Returns the
+/// session's tip after it.
 pub(crate) async fn store_rows(
     tx: &mut sqlx::AnyConnection,
     session: &str,
     start: i64,
-    messages: &[Message],
-    added: usize,
+    mut rows: Vec<MessageRow>,
 ) -> Result<Tip, StoreError> {
     let now = now_ms();
-    let rows = messages
-        .iter()
-        .enumerate()
-        .map(|(i, msg)| MessageRow::from_message(start + i as i64, msg))
-        .collect::<Result<Vec<_>, _>>()?;
+    for (i, row) in rows.iter_mut().enumerate() {
+        row.position = start + i as i64;
+    }
     MessageRow::insert_all(&rows, &mut *tx, session, now).await?;
-    let revision = next_revision(tx, session, added, now).await?;
-    Ok(Tip::new(
-        session,
-        revision,
-        start + messages.len() as i64 - 1,
-    ))
+    let revision = next_revision(tx, session, rows.len(), now).await?;
+    Ok(Tip::new(session, revision, start + rows.len() as i64 - 1))
 }
 
 /// Records a change of the session's messages on its row, in the caller's write transaction:

@@ -79,7 +79,7 @@ impl Store {
             .bind(window_start)
             .bind(i64::from(shard))
             .bind(i64::from(share))
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.writes)
             .await
             .db()?;
             match used {
@@ -125,7 +125,7 @@ impl Store {
     /// rows went.
     pub async fn sweep_rate_counts(&self, before: i64) -> Result<u64, StoreError> {
         let done = execute!(
-            &self.pool,
+            &self.writes,
             "DELETE FROM rate_counts WHERE window_start < $1",
             [before]
         )?;
@@ -163,7 +163,7 @@ impl Store {
     /// Deletes the tenants' usage recorded before `before` (Unix ms); how many rows went.
     pub async fn sweep_tenant_usage(&self, before: i64) -> Result<u64, StoreError> {
         let done = execute!(
-            &self.pool,
+            &self.writes,
             "DELETE FROM tenant_usage WHERE at < $1",
             [before]
         )?;
@@ -210,7 +210,7 @@ impl Store {
             .bind(holder)
             .bind(now.saturating_add(millis(ttl)))
             .bind(now)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.writes)
             .await
             .db()?;
             if claimed.is_some() {
@@ -237,7 +237,7 @@ impl Store {
             for holder in chunk {
                 query = query.bind(holder);
             }
-            renewed += query.execute(&self.pool).await.db()?.rows_affected();
+            renewed += query.execute(&self.writes).await.db()?.rows_affected();
         }
         Ok(renewed)
     }
@@ -250,7 +250,7 @@ impl Store {
         holder: &str,
     ) -> Result<(), StoreError> {
         execute!(
-            &self.pool,
+            &self.writes,
             "UPDATE concurrency_slots SET expires_at = 0 WHERE tenant = $1 AND slot = $2 AND holder = $3",
             [tenant, slot, holder]
         )?;

@@ -123,7 +123,7 @@ impl Store {
     /// receipt, or another holder's claim, stays.
     pub async fn release_receipt(&self, key: &ReceiptKey) -> Result<(), StoreError> {
         execute!(
-            &self.pool,
+            &self.writes,
             "DELETE FROM turn_receipts WHERE tenant = $1 AND key = $2 AND holder = $3 \
              AND session IS NULL",
             [key.tenant.as_str(), key.key.as_str(), key.holder.as_str()]
@@ -134,7 +134,7 @@ impl Store {
     /// Extends a claim `key.holder` still holds (its turn still runs) to `ttl` from now.
     pub async fn renew_receipt(&self, key: &ReceiptKey, ttl: Duration) -> Result<(), StoreError> {
         execute!(
-            &self.pool,
+            &self.writes,
             "UPDATE turn_receipts SET expires_at = $1 WHERE tenant = $2 AND key = $3 \
              AND holder = $4 AND session IS NULL",
             [
@@ -151,7 +151,7 @@ impl Store {
     /// how many.
     pub async fn sweep_receipts(&self, before: i64) -> Result<u64, StoreError> {
         let done = execute!(
-            &self.pool,
+            &self.writes,
             "DELETE FROM turn_receipts WHERE expires_at < $1",
             [before]
         )?;

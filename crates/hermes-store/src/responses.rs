@@ -33,7 +33,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let upto = i64::try_from(upto).unwrap_or(i64::MAX);
         execute!(
-            &self.pool,
+            &self.writes,
             "INSERT INTO responses (tenant, id, session, upto, expires_at) \
              VALUES ($1, $2, $3, $4, $5) \
              ON CONFLICT (tenant, id) DO UPDATE SET session = excluded.session, \
@@ -72,7 +72,7 @@ impl Store {
     /// Deletes responses kept past `before` (ms since the epoch); returns how many.
     pub async fn sweep_responses(&self, before: i64) -> Result<u64, StoreError> {
         let done = execute!(
-            &self.pool,
+            &self.writes,
             "DELETE FROM responses WHERE expires_at < $1",
             [before]
         )?;

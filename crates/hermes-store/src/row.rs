@@ -71,6 +71,23 @@ const COLUMNS: usize = 17;
 pub(crate) const ROWS_PER_INSERT: usize = 64;
 
 impl MessageRow {
+    /// The bytes of text the row holds (what writing it costs, roughly).
+    pub(crate) fn bytes(&self) -> usize {
+        [
+            &self.role as &str,
+            self.content.as_deref().unwrap_or_default(),
+            self.tool_calls.as_deref().unwrap_or_default(),
+            self.reasoning_content.as_deref().unwrap_or_default(),
+            self.reasoning.as_deref().unwrap_or_default(),
+            self.reasoning_details.as_deref().unwrap_or_default(),
+            self.extra.as_deref().unwrap_or_default(),
+            self.key_order.as_deref().unwrap_or_default(),
+        ]
+        .iter()
+        .map(|s| s.len())
+        .sum()
+    }
+
     pub(crate) fn from_message(position: i64, msg: &Message) -> Result<Self, StoreError> {
         Ok(MessageRow {
             position,

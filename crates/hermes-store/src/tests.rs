@@ -56,6 +56,17 @@ async fn acme_twice_and_globex(store: &Store) -> [String; 3] {
     keys.try_into().unwrap()
 }
 
+/// The ids [`Store::list`] gives, in its order.
+async fn listed_ids(store: &Store) -> Vec<String> {
+    store
+        .list()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id)
+        .collect()
+}
+
 /// Two handles on the store of `db` and a new session, made through the first.
 async fn two_handles(db: &TestDb) -> (Store, Store, String) {
     let a = db.open().await;
@@ -70,6 +81,7 @@ mod limits;
 mod lineage;
 mod migrations;
 mod responses;
+mod staged;
 mod tip;
 
 both!(import_then_export_is_byte_identical);
@@ -1810,7 +1822,7 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     assert_eq!(count(db.open().await).await, steps);
     // The last step undone by hand (as an older hermes would have left it): the next open
     // runs it again.
-    for undo in ["DROP TABLE responses"] {
+    for undo in ["ALTER TABLE sessions DROP COLUMN staged"] {
         sqlx::query(undo).execute(&store.pool).await.unwrap();
     }
     sqlx::query(
@@ -1823,7 +1835,9 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     let reopened = db.open().await;
     assert_eq!(count(reopened.clone()).await, steps);
     assert!(reopened.has_session(&id).await.unwrap());
-    // The step's table is back: a response is kept by id and found.
+    // The step's column is back: listing (which passes over staged sessions) reads it.
+    assert_eq!(listed_ids(&reopened).await, std::slice::from_ref(&id));
+    // The earlier steps' tables too: a response is kept by id and found,
     reopened
         .keep_response("t", "resp_1", &id, 1, std::time::Duration::from_secs(60))
         .await
@@ -1835,7 +1849,7 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
             .unwrap()
             .is_some()
     );
-    // The earlier steps' tables too: a request's key is claimed, then found running,
+    // a request's key is claimed, then found running,
     let key = crate::ReceiptKey::new("t", "key:k", "d", "h1");
     let claim = |key: crate::ReceiptKey| {
         let reopened = reopened.clone();

@@ -230,6 +230,7 @@ impl Store {
         extras: &crate::StepExtras,
     ) -> Result<Appended, StoreError> {
         let session = tip.session();
+        let rows = crate::prepare_rows(messages)?;
         let mut tx = self.write_tx(session).await?;
         let row = sqlx::query(TIP)
             .bind(session)
@@ -243,7 +244,7 @@ impl Store {
                 tx.rollback().await.db()?;
                 return Ok(Appended::Continued { tip: now_tip });
             }
-            let tip = store_rows(&mut tx, session, tip.last + 1, messages, messages.len()).await?;
+            let tip = store_rows(&mut tx, session, tip.last + 1, rows).await?;
             crate::step::write_extras(&mut tx, session, &tip, extras).await?;
             tx.commit().await.db()?;
             tracing::debug!(
@@ -259,7 +260,7 @@ impl Store {
         let shared = crate::lineage::view_len_at(&mut tx, tip).await?;
         let fork = crate::Fork::new(tip.clone(), usize::try_from(shared).unwrap_or(0));
         crate::lineage::insert_branch(&mut tx, &id, &fork, now_ms()).await?;
-        let branch = store_rows(&mut tx, &id, shared, messages, messages.len()).await?;
+        let branch = store_rows(&mut tx, &id, shared, rows).await?;
         crate::step::write_extras(&mut tx, &id, &branch, extras).await?;
         tx.commit().await.db()?;
         tracing::info!(
