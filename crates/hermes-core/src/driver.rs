@@ -572,7 +572,7 @@ impl Driver<'_> {
         let mut recoveries = 0;
         // What a wire that does not speak the client's own dialect cannot drop (server tools)
         // fails the request before anything is sent; the rest it leaves out.
-        if !wire.takes_passthrough() {
+        if !wire.takes_passthrough(self.config.passthrough.dialect) {
             self.config.passthrough.refused_by(format!(
                 "the {} wire ({})",
                 wire.id(),

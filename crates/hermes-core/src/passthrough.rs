@@ -1,7 +1,7 @@
 //! What a gateway client asked for in its own wire's terms that has no wire-neutral form: the
 //! provider's feature flags, tools the provider runs itself, its own thinking object (SPEC §10).
-//! Only a wire that speaks the client's dialect to the provider that defines these parts
-//! honours them; every other wire refuses the tools by name and leaves the rest out (the
+//! Only a wire that speaks the client's dialect ([`Dialect`]) to the provider that defines these
+//! parts honours them; every other wire refuses the tools by name and leaves the rest out (the
 //! thinking request already says, wire-neutrally, what the thinking object asks).
 
 use crate::raw::RawJson;
@@ -12,6 +12,8 @@ use crate::transport::TransportError;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Passthrough {
+    /// The dialect the client wrote these parts in: which provider's API defines them.
+    pub dialect: Dialect,
     /// Feature flags the client asked for (Anthropic's `anthropic-beta` values), each once.
     pub betas: Vec<String>,
     /// Tools the provider defines and runs itself (or whose schema it defines: web search,
@@ -33,8 +35,50 @@ pub struct Passthrough {
     pub version: Option<String>,
 }
 
+/// The API whose terms a gateway client's pass-through parts are written in: a wire honours
+/// them only when it speaks that API to the provider that defines it
+/// ([`crate::Wire::takes_passthrough`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Dialect {
+    /// Anthropic's Messages API (the Messages door): betas, server tools such as
+    /// `web_search_20250305`, the thinking object.
+    #[default]
+    AnthropicMessages,
+    /// OpenAI's Responses API (the Responses door): built-in tools such as `web_search`,
+    /// `file_search` or `code_interpreter`.
+    OpenAiResponses,
+}
+
+impl Dialect {
+    /// The API, as an error names it.
+    pub fn api(self) -> &'static str {
+        match self {
+            Dialect::AnthropicMessages => "Claude's own API",
+            Dialect::OpenAiResponses => "OpenAI's Responses API",
+        }
+    }
+
+    /// The upstreams that run its tools, as an error names them.
+    fn upstreams(self) -> &'static str {
+        match self {
+            Dialect::AnthropicMessages => "Claude upstreams",
+            Dialect::OpenAiResponses => "OpenAI Responses upstreams",
+        }
+    }
+
+    /// What to send the request to instead, as an error says it.
+    fn instead(self) -> &'static str {
+        match self {
+            Dialect::AnthropicMessages => "a Claude model",
+            Dialect::OpenAiResponses => "an OpenAI model on its Responses API",
+        }
+    }
+}
+
 /// Nothing to pass through, for parts that carry none.
 pub(crate) static NO_PASSTHROUGH: Passthrough = Passthrough {
+    dialect: Dialect::AnthropicMessages,
     betas: Vec::new(),
     server_tools: Vec::new(),
     thinking: None,
@@ -98,8 +142,11 @@ impl Passthrough {
                 "tools",
                 wire,
                 format!(
-                    "{} is a tool only Claude's own API runs (server tools go to Claude upstreams only); send it to a Claude model or leave it out",
-                    tool_label(tool)
+                    "{} is a tool only {} runs (server tools go to {} only); send it to {} or leave it out",
+                    tool_label(tool),
+                    self.dialect.api(),
+                    self.dialect.upstreams(),
+                    self.dialect.instead(),
                 ),
             )),
         }

@@ -208,11 +208,13 @@ pub trait Wire: Send + Sync {
     /// Builds the body for `parts`, leaving out what the verdicts refused on this wire.
     fn encode(&self, parts: &RequestParts<'_>) -> Result<Outgoing, TransportError>;
 
-    /// Whether this wire speaks a gateway client's own dialect to the provider that defines
-    /// it, and so honours [`RequestParts::passthrough`] (the Anthropic wire to a Claude
-    /// host). The driver refuses what a wire that does not cannot drop
+    /// Whether this wire speaks `dialect`, a gateway client's own, to the provider that
+    /// defines it, and so honours [`RequestParts::passthrough`] written in it (the Anthropic
+    /// wire to a Claude host for Anthropic's Messages; the Responses wire to OpenAI for
+    /// OpenAI's Responses). The driver refuses what a wire that does not cannot drop
     /// ([`Passthrough::refused_by`]) before it encodes. The default: no.
-    fn takes_passthrough(&self) -> bool {
+    fn takes_passthrough(&self, dialect: crate::Dialect) -> bool {
+        let _ = dialect;
         false
     }
 

@@ -66,7 +66,9 @@ pub(crate) fn is_native(wire: &dyn hermes_core::Wire, target: &hermes_core::Rout
         return false;
     }
     match wire.id() {
-        id if id == hermes_providers::anthropic::WIRE_ID => wire.takes_passthrough(),
+        id if id == hermes_providers::anthropic::WIRE_ID => {
+            wire.takes_passthrough(hermes_core::Dialect::AnthropicMessages)
+        }
         id if id == hermes_providers::responses::WIRE_ID => is_openai(target),
         _ => false,
     }

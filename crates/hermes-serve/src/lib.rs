@@ -923,7 +923,7 @@ async fn prepare(
         &policy::Asked {
             target: target_of(&choice),
             betas: &[],
-            server_tools: Vec::new(),
+            server_tools: policy::messages_server_tools(&turn.passthrough),
             max_tokens: turn.sampling.max_tokens.map(|n| (n, "max_output_tokens")),
             partitioned: turn.partition.is_some() || session.is_some(),
             partition_key: "user",

@@ -222,7 +222,8 @@ pub(crate) fn chat_server_tools(tools: Option<&hermes_core::RawJson>) -> Vec<Str
         .collect()
 }
 
-/// The `type` of each server tool of a Messages request (its Anthropic-defined tools).
+/// The `type` of each server tool of a Messages request (its Anthropic-defined tools), or of
+/// each built-in tool of a Responses request (OpenAI-defined).
 pub(crate) fn messages_server_tools(passthrough: &hermes_core::Passthrough) -> Vec<String> {
     passthrough
         .server_tools

@@ -107,10 +107,13 @@ pub(crate) fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
         .map_err(|e| ApiError::invalid(&e.at, e.message))?;
     let stream = f.get::<bool>("stream", "a boolean")?.unwrap_or(false);
     let tool_values: Option<Vec<Value>> = f.get("tools", "an array of tools")?;
-    let tools = match &tool_values {
-        Some(list) if !list.is_empty() => Some(function_tools(list)?),
-        _ => None,
+    let (tools, builtin) = match &tool_values {
+        Some(list) if !list.is_empty() => function_tools(list)?,
+        _ => (None, Vec::new()),
     };
+    let mut passthrough = hermes_core::Passthrough::new();
+    passthrough.dialect = hermes_core::Dialect::OpenAiResponses;
+    passthrough.server_tools = builtin;
     let reasoning: Option<ReasoningObject> = f.get("reasoning", "an object {effort, summary}")?;
     let thinking = match reasoning.as_ref().and_then(|r| r.effort.as_deref()) {
         None => ThinkingRequest::NoPreference,
@@ -180,7 +183,7 @@ pub(crate) fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
             // `prompt_cache_key` (Codex sends its conversation id there).
             partition: user.or(prompt_cache_key),
             sampling,
-            passthrough: hermes_core::Passthrough::new(),
+            passthrough,
         },
         echo,
         sealed,
@@ -195,10 +198,14 @@ struct ReasoningObject {
     effort: Option<String>,
 }
 
-/// The Responses door's tools as chat function definitions; a tool of another type is refused
-/// by name (the upstream runs no tool for this door's clients).
-fn function_tools(tools: &[Value]) -> Result<RawJson, ApiError> {
+/// The Responses door's tools: its function tools as chat function definitions (none: `None`),
+/// and each built-in tool (`web_search`, `file_search`, `code_interpreter`, …: any other
+/// `type`) exactly as written. Built-in tools run only where OpenAI's Responses API is the
+/// upstream and the tenant's policy allows their type (`allow_server_tools`); elsewhere the
+/// request is refused naming the tool before anything is sent.
+fn function_tools(tools: &[Value]) -> Result<(Option<RawJson>, Vec<RawJson>), ApiError> {
     let mut out = Vec::with_capacity(tools.len());
+    let mut builtin = Vec::new();
     for (i, tool) in tools.iter().enumerate() {
         let at = format!("tools[{i}]");
         match tool.get("type").and_then(Value::as_str) {
@@ -216,19 +223,20 @@ fn function_tools(tools: &[Value]) -> Result<RawJson, ApiError> {
                 }
                 out.push(json!({"type": "function", "function": function}));
             }
-            other => {
-                return Err(ApiError::invalid(
-                    &at,
-                    format!(
-                        "tools of type {} are not served by this gateway's Responses door \
-                         (function tools only)",
-                        other.map_or("(none)".to_owned(), |t| format!("`{t}`"))
-                    ),
-                ));
+            Some(_) => builtin.push(
+                RawJson::from_serialize(tool).map_err(|e| ApiError::invalid(&at, e.to_string()))?,
+            ),
+            None => {
+                return Err(ApiError::invalid(&at, format!("`{at}.type` is required")));
             }
         }
     }
-    RawJson::from_serialize(&out).map_err(|e| ApiError::invalid("tools", e.to_string()))
+    let functions = if out.is_empty() {
+        None
+    } else {
+        Some(RawJson::from_serialize(&out).map_err(|e| ApiError::invalid("tools", e.to_string()))?)
+    };
+    Ok((functions, builtin))
 }
 
 fn tool_choice(v: &Value) -> Result<ToolChoice, ApiError> {
@@ -871,7 +879,7 @@ mod tests {
     use super::parse;
 
     #[test]
-    fn unknown_items_and_tools_are_refused_by_name() {
+    fn unknown_items_and_untyped_tools_are_refused_by_name() {
         let e = parse(br#"{"model":"m","input":[{"type":"item_reference","id":"x"}]}"#)
             .err()
             .unwrap();
@@ -880,10 +888,33 @@ mod tests {
             "{}",
             e.body()
         );
-        let e = parse(br#"{"model":"m","input":"hi","tools":[{"type":"web_search"}]}"#)
+        let e = parse(br#"{"model":"m","input":"hi","tools":[{"name":"f"}]}"#)
             .err()
             .unwrap();
-        assert!(e.body().to_string().contains("web_search"), "{}", e.body());
+        assert!(
+            e.body().to_string().contains("tools[0].type"),
+            "{}",
+            e.body()
+        );
         assert!(parse(br#"{"model":"m","input":[]}"#).is_err());
+    }
+
+    #[test]
+    fn built_in_tools_are_kept_as_written_in_openais_dialect_beside_the_function_tools() {
+        let parsed = parse(
+            br#"{"model":"m","input":"hi","tools":[{"type":"function","name":"f","parameters":{}},{"type":"web_search","search_context_size":"low"}]}"#,
+        )
+        .ok()
+        .unwrap();
+        let p = &parsed.turn.passthrough;
+        assert_eq!(p.dialect, hermes_core::Dialect::OpenAiResponses);
+        let builtin: Vec<&str> = p.server_tools.iter().map(|t| t.get()).collect();
+        assert_eq!(
+            builtin,
+            [r#"{"type":"web_search","search_context_size":"low"}"#]
+        );
+        let functions = parsed.turn.tools.as_ref().unwrap().to_value();
+        assert_eq!(functions[0]["function"]["name"], "f");
+        assert_eq!(functions.as_array().unwrap().len(), 1);
     }
 }

@@ -120,8 +120,9 @@ impl Wire for AnthropicWire {
     /// A gateway client's own betas, server tools and thinking object go where its own thinking
     /// blocks go (one rule, [`inbound::passes_client_blocks`]): Claude hosts (direct, Vertex,
     /// Foundry, Bedrock), never an Anthropic-compatible relay.
-    fn takes_passthrough(&self) -> bool {
-        inbound::passes_client_blocks(WIRE_ID, &self.target.base_url)
+    fn takes_passthrough(&self, dialect: hermes_core::Dialect) -> bool {
+        dialect == hermes_core::Dialect::AnthropicMessages
+            && inbound::passes_client_blocks(WIRE_ID, &self.target.base_url)
     }
 
     /// A provider checkpoint's `compaction` block is this wire's to replay (to its minter) or
@@ -199,7 +200,7 @@ impl Wire for AnthropicWire {
         // `invalid beta flag` (anthropics/claude-code#49648, #56595: the flags Claude Code
         // sends): a client's own flags are left out once; the wire's own stay.
         if body.to_ascii_lowercase().contains("invalid beta flag")
-            && self.takes_passthrough()
+            && self.takes_passthrough(hermes_core::Dialect::AnthropicMessages)
             && !parts.passthrough.betas.is_empty()
         {
             let drops = Drops {

@@ -980,16 +980,28 @@ fn decision_for_opus() -> hermes_core::RouteDecision {
 
 #[test]
 fn only_a_claude_host_takes_a_clients_own_parts_and_a_relay_gets_none_of_them() {
+    use hermes_core::Dialect;
     let wire = |base: &str| AnthropicWire {
         client: crate::ChatTransport::new().unwrap(),
         target: target(base),
         auth: None,
     };
-    assert!(wire("https://api.anthropic.com").takes_passthrough());
-    assert!(wire("https://us-east5-aiplatform.googleapis.com").takes_passthrough());
-    assert!(!wire("https://api.deepseek.com/anthropic").takes_passthrough());
-    assert!(!wire("https://api.minimax.io/anthropic").takes_passthrough());
-    assert!(!wire("https://relay.example.com/anthropic").takes_passthrough());
+    assert!(wire("https://api.anthropic.com").takes_passthrough(Dialect::AnthropicMessages));
+    assert!(
+        wire("https://us-east5-aiplatform.googleapis.com")
+            .takes_passthrough(Dialect::AnthropicMessages)
+    );
+    assert!(
+        !wire("https://api.deepseek.com/anthropic").takes_passthrough(Dialect::AnthropicMessages)
+    );
+    assert!(
+        !wire("https://api.minimax.io/anthropic").takes_passthrough(Dialect::AnthropicMessages)
+    );
+    assert!(
+        !wire("https://relay.example.com/anthropic").takes_passthrough(Dialect::AnthropicMessages)
+    );
+    // Another dialect's parts (the Responses door's built-in tools) go to no Claude host.
+    assert!(!wire("https://api.anthropic.com").takes_passthrough(Dialect::OpenAiResponses));
     // Encoded for a relay anyway (a preview), nothing of them is written.
     let encoded = encoded_with_passthrough(
         &target("https://api.deepseek.com/anthropic"),

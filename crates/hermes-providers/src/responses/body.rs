@@ -23,7 +23,7 @@ use hermes_core::raw::{is_private_key, without_members};
 use hermes_core::sampling::Sampling;
 use hermes_core::{Message, RawJson, RequestParts, Role, ToolCall};
 use serde::de::{self as de, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::ser::SerializeMap;
+use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -273,6 +273,9 @@ struct Body<'a, 'h> {
     instructions: Option<&'a str>,
     reasoning: &'a ReasoningPlan,
     tools: Option<&'a [ChatToolDef<'a>]>,
+    /// A Responses client's built-in tools (`web_search`, `file_search`, …), each as written,
+    /// after its function tools.
+    builtin: &'a [hermes_core::RawJson],
     sampling: &'a [(&'static str, Value)],
 }
 
@@ -295,14 +298,31 @@ impl Serialize for Body<'_, '_> {
             map.serialize_entry("reasoning", &Reasoning(self.reasoning))?;
         }
         map.serialize_entry("store", &false)?;
-        if let Some(tools) = self.tools.filter(|t| !t.is_empty()) {
+        let tools = self.tools.unwrap_or_default();
+        if !tools.is_empty() || !self.builtin.is_empty() {
             let out: Vec<ToolOut<'_>> = tools.iter().map(|t| ToolOut(&t.function)).collect();
-            map.serialize_entry("tools", &out)?;
+            map.serialize_entry("tools", &ToolList(&out, self.builtin))?;
         }
         for (k, v) in self.sampling {
             map.serialize_entry(k, v)?;
         }
         map.end()
+    }
+}
+
+/// The function tools, then the built-in ones as written.
+struct ToolList<'a>(&'a [ToolOut<'a>], &'a [hermes_core::RawJson]);
+
+impl Serialize for ToolList<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len() + self.1.len()))?;
+        for tool in self.0 {
+            seq.serialize_element(tool)?;
+        }
+        for tool in self.1 {
+            seq.serialize_element(tool)?;
+        }
+        seq.end()
     }
 }
 
@@ -1018,6 +1038,13 @@ pub fn encode_for(
         instructions: (!instructions.is_empty()).then_some(instructions.as_str()),
         reasoning: &plan,
         tools: tools.as_deref(),
+        // A Responses client's built-in tools: here only when this wire takes them (the driver
+        // refused the request otherwise, `ResponsesWire::takes_passthrough`).
+        builtin: if parts.passthrough.dialect == hermes_core::Dialect::OpenAiResponses {
+            &parts.passthrough.server_tools
+        } else {
+            &[]
+        },
         sampling: &sampling,
     };
     let bytes = write_json(&body)?;

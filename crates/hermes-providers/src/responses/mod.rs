@@ -103,6 +103,16 @@ fn outgoing_for(
     Ok(out)
 }
 
+/// Whether `base_url` is OpenAI's own Responses API, which runs its built-in tools (or a
+/// loopback or private endpoint, trusted as such).
+pub fn runs_builtin_tools(base_url: &str) -> bool {
+    match hermes_core::TargetHost::from_base_url(base_url) {
+        Some(host) if host.is_local_endpoint() => true,
+        Some(hermes_core::TargetHost::Domain(name)) => name == "api.openai.com",
+        _ => false,
+    }
+}
+
 /// What `hermes preview --explain` prints for `parts` sent to `base`, one line each: first
 /// `POST <path>` (`POST /v1/responses`), then the model, the reasoning mapping and what each
 /// message sends.
@@ -180,6 +190,13 @@ impl Wire for ResponsesWire {
     /// render as hermes' own checkpoint ([`body::encode_for`]; SPEC §7).
     fn takes_native_compaction(&self) -> bool {
         true
+    }
+
+    /// A Responses client's built-in tools go to OpenAI's own API (or a loopback or private
+    /// endpoint in front of it, as the Anthropic wire trusts one for Claude), which runs them;
+    /// no other host of this wire does.
+    fn takes_passthrough(&self, dialect: hermes_core::Dialect) -> bool {
+        dialect == hermes_core::Dialect::OpenAiResponses && runs_builtin_tools(&self.base_url)
     }
 
     async fn send(&self, request: &Outgoing, origin: Origin, on_delta: OnDelta<'_>) -> SendResult {

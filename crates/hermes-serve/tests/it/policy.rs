@@ -451,3 +451,81 @@ async fn a_slow_body_is_answered_408_in_the_doors_shape_within_the_deadline() {
         .stop_storing_nothing("a body that never arrived stored nothing")
         .await;
 }
+
+/// The Responses door's built-in tools (issue 49): they go to OpenAI's Responses API, exactly as
+/// written after the function tools, for a tenant whose policy allows their type; a tenant that
+/// may not gets 403, and an upstream that cannot run them a 400 naming the tool. A refused
+/// request reaches no upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn built_in_tools_go_to_openais_responses_api_only_and_only_where_the_policy_allows() {
+    let sim = Sim::start("openai-responses").await.unwrap();
+    let web_search = json!({"type": "web_search", "search_context_size": "low"});
+    let body = |model: &str| {
+        json!({"model": model, "input": "What is new?", "tools": [
+            {"type": "function", "name": "now", "parameters": {"type": "object", "properties": {}}},
+            web_search.clone(),
+        ]})
+    };
+    let allowing = || {
+        Policy::default().tenant(
+            TENANT,
+            TenantPolicy::new().allow_server_tools(patterns(&["web_search"])),
+        )
+    };
+
+    // The default policy: no built-in tool.
+    let gateway = crate::start_for("openai-responses", &sim.base_url()).await;
+    let refused = post_as(
+        gateway.url("/v1/responses"),
+        KEY,
+        &body("openai-responses/gpt-5.2"),
+    )
+    .await;
+    forbidden_openai(refused, "tools", "`web_search` (allow_server_tools)").await;
+    assert!(sim.requests().is_empty(), "a refused request went upstream");
+    gateway.stop().await;
+
+    // Allowed: sent as written, after the function tool.
+    let gateway = start_for_with("openai-responses", &sim.base_url(), |c| {
+        c.policy(allowing())
+    })
+    .await;
+    let allowed = post_as(
+        gateway.url("/v1/responses"),
+        KEY,
+        &body("openai-responses/gpt-5.2"),
+    )
+    .await;
+    assert_eq!(allowed.status(), 200, "{}", allowed.text().await.unwrap());
+    let sent = sim.requests();
+    assert_eq!(sent.len(), 1);
+    let tools = sent[0].body["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 2, "{tools:?}");
+    assert_eq!(tools[0]["name"], "now");
+    assert_eq!(tools[1], web_search);
+    let raw = String::from_utf8_lossy(&sent[0].raw).into_owned();
+    assert!(
+        raw.contains(r#"{"type":"web_search","search_context_size":"low"}"#),
+        "not byte for byte: {raw}"
+    );
+    gateway.stop().await;
+
+    // Allowed, but to an upstream that cannot run it: 400 naming the tool, nothing sent.
+    let deepseek = Sim::start("deepseek-v4").await.unwrap();
+    let gateway = start_for_with("deepseek", &deepseek.base_url(), |c| c.policy(allowing())).await;
+    let elsewhere = post_as(
+        gateway.url("/v1/responses"),
+        KEY,
+        &body("deepseek/deepseek-v4-pro"),
+    )
+    .await;
+    assert_eq!(elsewhere.status(), 400);
+    let error: Value = elsewhere.json().await.unwrap();
+    crate::error_says(&error, "web_search");
+    crate::error_says(&error, "OpenAI's Responses API");
+    assert!(
+        deepseek.requests().is_empty(),
+        "sent to an upstream that cannot run it"
+    );
+    gateway.stop().await;
+}

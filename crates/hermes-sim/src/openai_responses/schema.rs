@@ -262,19 +262,47 @@ pub(crate) fn validate(body: &Value) -> Result<(), Fault> {
     for (p, t) in list(o, "tools")? {
         let t = object(t, &p)?;
         match t.get("type").and_then(Value::as_str) {
-            Some("function") => {}
-            Some(other) => return Err(wrong_value(&format!("{p}.type"), other, &["function"])),
+            Some("function") => {
+                only(
+                    t,
+                    &p,
+                    &["type", "name", "description", "parameters", "strict"],
+                )?;
+                string(t, &p, "name")?;
+            }
+            // OpenAI runs these itself; their own keys are not checked here.
+            Some(builtin) if BUILTIN_TOOLS.contains(&builtin) => {}
+            Some(other) => {
+                let mut known = vec!["function"];
+                known.extend(BUILTIN_TOOLS);
+                return Err(wrong_value(&format!("{p}.type"), other, &known));
+            }
             None => return Err(missing(&format!("{p}.type"))),
         }
-        only(
-            t,
-            &p,
-            &["type", "name", "description", "parameters", "strict"],
-        )?;
-        string(t, &p, "name")?;
     }
     input(o)
 }
+
+/// The built-in tool types the Responses API runs itself (openai-python 3.57's `ToolParam`, less
+/// `function`; `namespace` groups function tools).
+const BUILTIN_TOOLS: [&str; 16] = [
+    "file_search",
+    "computer",
+    "computer_use_preview",
+    "web_search",
+    "web_search_2025_08_26",
+    "mcp",
+    "code_interpreter",
+    "programmatic_tool_calling",
+    "image_generation",
+    "local_shell",
+    "shell",
+    "custom",
+    "namespace",
+    "tool_search",
+    "web_search_preview",
+    "apply_patch",
+];
 
 /// The `input`: a string or a list of items.
 fn input(o: &Map<String, Value>) -> Result<(), Fault> {
