@@ -100,12 +100,13 @@ pub(crate) fn threshold(
     p
 }
 
-/// Whether `target` is OpenAI's own API or a local endpoint.
+/// Whether `target` is OpenAI's own API or a local endpoint
+/// ([`hermes_providers::responses::is_openai`]).
 pub(crate) fn is_openai(target: &hermes_core::RouteTarget) -> bool {
     target
         .host
         .as_ref()
-        .is_some_and(|h| h.is_within("api.openai.com") || h.is_local_endpoint())
+        .is_some_and(hermes_providers::responses::is_openai)
 }
 
 /// The span an on-demand compaction summarises, `start..end`, or `None` when there is nothing

@@ -103,14 +103,17 @@ fn outgoing_for(
     Ok(out)
 }
 
-/// Whether `base_url` is OpenAI's own Responses API, which runs its built-in tools (or a
-/// loopback or private endpoint, trusted as such).
+/// Whether `host` is OpenAI's own API (`api.openai.com` and its regional hosts), or a loopback
+/// or private endpoint trusted as such: the one host rule for what only OpenAI's Responses API
+/// does — run its built-in tools ([`runs_builtin_tools`]), answer `POST /responses/compact`.
+pub fn is_openai(host: &hermes_core::TargetHost) -> bool {
+    host.is_local_endpoint() || host.is_within("api.openai.com")
+}
+
+/// Whether `base_url` is OpenAI's own Responses API ([`is_openai`]), which runs its built-in
+/// tools.
 pub fn runs_builtin_tools(base_url: &str) -> bool {
-    match hermes_core::TargetHost::from_base_url(base_url) {
-        Some(host) if host.is_local_endpoint() => true,
-        Some(hermes_core::TargetHost::Domain(name)) => name == "api.openai.com",
-        _ => false,
-    }
+    hermes_core::TargetHost::from_base_url(base_url).is_some_and(|h| is_openai(&h))
 }
 
 /// What `hermes preview --explain` prints for `parts` sent to `base`, one line each: first

@@ -809,3 +809,21 @@ async fn a_streamed_compaction_item_is_stored_as_the_whole_reply_stores_it() {
         );
     }
 }
+
+#[test]
+fn only_openais_own_host_or_a_local_endpoint_runs_built_in_tools() {
+    for base in [
+        "https://api.openai.com/v1",
+        "https://eu.api.openai.com/v1",
+        "http://127.0.0.1:8080/v1",
+    ] {
+        assert!(super::runs_builtin_tools(base), "{base}");
+    }
+    for base in [
+        "https://openrouter.ai/api/v1",
+        "https://api.openai.com.example.com/v1",
+        "https://my-resource.openai.azure.com/openai/v1",
+    ] {
+        assert!(!super::runs_builtin_tools(base), "{base}");
+    }
+}
