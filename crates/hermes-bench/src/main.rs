@@ -193,7 +193,9 @@ fn main() {
 }
 
 /// `cargo xtask bench serve` ([`hermes_bench::serve`]): needs `HERMES_BIN`; exits 2 on bad
-/// arguments, 1 when the harness fails.
+/// arguments, 1 when the harness fails or what it measured does not stand
+/// ([`serve::failures`]: a backend's requests failed, streams did not all complete, LiteLLM
+/// asked for but not measured), after printing what it did measure.
 fn serve(args: &[String]) {
     let args = match serve::parse_args(args) {
         Ok(args) => args,
@@ -207,7 +209,16 @@ fn serve(args: &[String]) {
         std::process::exit(2);
     };
     match serve::measure(std::path::Path::new(&bin), &args) {
-        Ok(report) => serve::print(&report),
+        Ok(report) => {
+            serve::print(&report);
+            let failed = serve::failures(&report, &args);
+            if !failed.is_empty() {
+                for why in &failed {
+                    eprintln!("bench serve failed: {why}");
+                }
+                std::process::exit(1);
+            }
+        }
         Err(e) => {
             eprintln!("bench serve failed: {e}");
             std::process::exit(1);

@@ -384,6 +384,48 @@ pub struct Memory {
     pub reset: bool,
 }
 
+impl Memory {
+    /// Whether the measure stands: every stream completed, and at least 95% of them were in
+    /// flight at one moment.
+    pub fn whole(&self) -> bool {
+        self.completed == self.opened && self.in_flight * 100 >= self.opened * 95
+    }
+}
+
+/// Why the run fails although it printed its figures: a backend that stopped being measured (a
+/// request or stream of it failed), a memory measure over streams that did not all complete or
+/// were not open together, LiteLLM not measured although `--with-litellm` asked for it. Empty:
+/// the run stands.
+pub fn failures(report: &Report, args: &Args) -> Vec<String> {
+    let mut out = Vec::new();
+    for (backend, row) in &report.rows {
+        if let Some(why) = &row.failed {
+            out.push(format!("{}: {why}", backend.label()));
+        }
+        if let Some(m) = row.memory.as_ref().filter(|m| !m.whole()) {
+            out.push(format!(
+                "{}: of {} streams, {} completed and at most {} were in flight at once",
+                backend.label(),
+                m.opened,
+                m.completed,
+                m.in_flight
+            ));
+        }
+    }
+    let litellm = report.rows.iter().find(|(b, _)| *b == Backend::Litellm);
+    if args.with_litellm && litellm.is_none_or(|(_, row)| row.throughput.is_empty()) {
+        let why = report
+            .notes
+            .iter()
+            .find(|n| n.starts_with("LiteLLM"))
+            .map_or("no figure of it", String::as_str);
+        out.push(format!(
+            "LiteLLM was asked for (--with-litellm) but not measured: {why}"
+        ));
+    }
+    out
+}
+
 /// What the run measured and how.
 #[derive(Debug)]
 pub struct Report {
@@ -875,9 +917,11 @@ pub fn verdicts(rows: &[(Backend, Row)]) -> Vec<Verdict> {
                 || "not measured".into(),
                 |m| format!("{:.1} KiB ({} streams)", m.per_stream_kib, m.opened),
             ),
-            // Judged at the 1,000 streams only (`--streams=N` below it is a smaller run).
+            // Judged at the 1,000 streams only (`--streams=N` below it is a smaller run),
+            // and only when every stream completed and nearly all were open at once: a peak
+            // over streams that failed early measures nothing.
             met: memory
-                .filter(|m| m.opened >= 1000)
+                .filter(|m| m.opened >= 1000 && m.whole())
                 .map(|m| m.per_stream_kib <= 128.0),
         });
     }
@@ -1192,11 +1236,76 @@ mod tests {
         );
         assert_eq!(v[0].measured, "1.200 ms");
         assert_eq!(v[3].measured, "29.0× (2900 ÷ 100 req/s)");
+        // A run that measured all of it stands.
+        let report = |rows: Vec<(Backend, Row)>, notes: Vec<String>| Report {
+            rows,
+            size: Size::of(&parse_args(&[]).unwrap()),
+            notes,
+            litellm_workers: None,
+            load: [(1, None), (1, None)],
+            took: Duration::ZERO,
+        };
+        let asked = parse_args(&["--with-litellm".to_owned()]).unwrap();
+        assert!(failures(&report(rows.clone(), vec![]), &asked).is_empty());
         // Without LiteLLM and PostgreSQL, those targets are not judged.
         let v = verdicts(&rows[..2]);
         assert_eq!(v[0].met, None);
         assert_eq!(v[0].measured, "not measured");
         assert_eq!(v[3].met, None);
         assert_eq!(v[3].measured, "LiteLLM not measured");
+        // ... and LiteLLM asked for but not measured fails the run, saying why.
+        let notes = vec!["LiteLLM: not run: pip failed".to_owned()];
+        let failed = failures(&report(rows[..2].to_vec(), notes.clone()), &asked);
+        assert_eq!(
+            failed,
+            [
+                "LiteLLM was asked for (--with-litellm) but not measured: LiteLLM: not run: pip failed"
+            ]
+        );
+        assert!(
+            failures(
+                &report(rows[..2].to_vec(), notes),
+                &parse_args(&[]).unwrap()
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_failed_backend_or_streams_that_did_not_all_complete_fail_the_run() {
+        let args = parse_args(&[]).unwrap();
+        let mut sqlite = row(&[0.5], &[1.0], &[2900.0], Some(100.0));
+        sqlite.failed = Some("a stream ended without [DONE]".into());
+        let mut postgres = row(&[0.9], &[1.2], &[1400.0], Some(90.0));
+        if let Some(m) = postgres.memory.as_mut() {
+            m.completed = 990;
+        }
+        let report = Report {
+            rows: vec![
+                (Backend::Sqlite, sqlite),
+                (Backend::Postgres, postgres.clone()),
+            ],
+            size: Size::of(&args),
+            notes: vec![],
+            litellm_workers: None,
+            load: [(1, None), (1, None)],
+            took: Duration::ZERO,
+        };
+        let failed = failures(&report, &args);
+        assert_eq!(failed.len(), 2, "{failed:?}");
+        assert!(
+            failed[0].contains("a stream ended without [DONE]"),
+            "{failed:?}"
+        );
+        assert!(failed[1].contains("990 completed"), "{failed:?}");
+        // Its memory target is not judged either.
+        let v = verdicts(&report.rows);
+        assert_eq!(v.last().unwrap().met, None);
+        // Nearly all open at once, every one complete: it stands.
+        if let Some(m) = postgres.memory.as_mut() {
+            m.completed = 1000;
+            m.in_flight = 950;
+        }
+        assert!(postgres.memory.as_ref().unwrap().whole());
     }
 }
