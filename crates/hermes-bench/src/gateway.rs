@@ -5,7 +5,8 @@
 //!
 //! Everything runs the release `hermes` binary as child processes ([`Process`], killed and reaped
 //! when dropped, whichever way the benchmark ends): `hermes sim serve --profile deepseek-v4` as
-//! the upstream, and `hermes serve --listen 127.0.0.1:0 --no-auth` in front of it, each in a
+//! the upstream, and `hermes serve --listen 127.0.0.1:0` in front of it (gateway keys on: every
+//! request carries a key made for the tenant [`TENANT`], as a production client's would), each in a
 //! temporary `HERMES_HOME` (also its `HOME`) with a fake `DEEPSEEK_API_KEY`, the default SQLite
 //! store and an otherwise empty environment (only `PATH` is kept). The simulator is always
 //! called with the chat body; the gateway's doors ([`Door`]) with theirs (`/v1/chat/completions`,
@@ -398,6 +399,9 @@ fn hermes(bin: &Path, home: &Path) -> Command {
     cmd
 }
 
+/// The tenant whose key every benchmark request through a gateway carries.
+pub const TENANT: &str = "bench";
+
 /// A running `hermes sim serve`.
 #[derive(Debug)]
 pub struct SimServer {
@@ -445,13 +449,16 @@ impl SimServer {
     }
 }
 
-/// A running `hermes serve --no-auth` on loopback.
+/// A running `hermes serve` on loopback, with gateway keys on (as it is run in production) and
+/// one key made for the benchmark's tenant.
 #[derive(Debug)]
 pub struct GatewayServer {
     /// The process.
     pub process: Process,
     /// Its base URL, e.g. `http://127.0.0.1:41234/v1`.
     pub base: String,
+    /// The gateway key of tenant [`TENANT`] every benchmark request carries.
+    pub key: String,
     /// The home it runs in (its `state.db`).
     pub home: PathBuf,
     log: Arc<Mutex<VecDeque<String>>>,
@@ -461,7 +468,8 @@ impl GatewayServer {
     /// Writes `home/config.toml` with `[providers.deepseek] base_url = upstream` (and the
     /// gateway's limits, on by default, lifted: the benchmark opens hundreds of streams at once
     /// and sends more turns a minute than the defaults allow one tenant) and starts
-    /// `hermes serve --listen 127.0.0.1:0 --no-auth` in `home`; its stderr is read on a thread
+    /// makes a gateway key for [`TENANT`] (`hermes serve keys create`), then starts
+    /// `hermes serve --listen 127.0.0.1:0` in `home`; its stderr is read on a thread
     /// from then on (the last lines kept for [`GatewayServer::log_tail`]).
     pub fn start(bin: &Path, home: &Path, upstream: &str) -> Result<GatewayServer, BenchError> {
         GatewayServer::start_with(bin, home, upstream, &[], &[])
@@ -484,9 +492,23 @@ impl GatewayServer {
             json!(upstream)
         );
         std::fs::write(home.join("config.toml"), config)?;
+        let made = hermes(bin, home)
+            .args(["serve", "keys", "create", "--tenant", TENANT])
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()?;
+        let key = String::from_utf8_lossy(&made.stdout).trim().to_owned();
+        if !made.status.success() || !key.starts_with("hk_") {
+            return Err(format!(
+                "hermes serve keys create --tenant {TENANT} failed: {}",
+                String::from_utf8_lossy(&made.stderr).trim()
+            )
+            .into());
+        }
         let mut process = Process::spawn(
             hermes(bin, home)
-                .args(["serve", "--listen", "127.0.0.1:0", "--no-auth"])
+                .args(["serve", "--listen", "127.0.0.1:0"])
                 .args(more)
                 .envs(env.iter().copied())
                 .stdout(Stdio::null())
@@ -524,6 +546,7 @@ impl GatewayServer {
         Ok(GatewayServer {
             process,
             base,
+            key,
             home: home.to_owned(),
             log,
         })
@@ -664,7 +687,7 @@ pub async fn beside_big(
                 .post(&small.url)
                 .header("content-type", "application/json")
                 .body(body);
-            if let Some(key) = small.bearer {
+            if let Some(key) = &small.bearer {
                 request = request.bearer_auth(key);
             }
             let response = request.send().await.map_err(|e| format!("big: {e}"))?;
@@ -704,6 +727,85 @@ pub async fn beside_big(
     })
 }
 
+/// Turns per continued conversation in [`measure`]: a new conversation, then continued turns.
+pub const CONTINUED_TURNS: usize = 5;
+
+/// Continued conversations through the chat door (issue 50): the product's path, where every
+/// request after the first is matched with its stored conversation and has its carriers
+/// re-attached.
+#[derive(Clone, Debug)]
+pub struct Continued {
+    /// Direct's continued turns (its client keeps every carrier, as the upstream needs), sorted.
+    pub direct: Vec<Duration>,
+    /// The gateway's continued turns (its client drops every carrier), sorted.
+    pub gateway: Vec<Duration>,
+    /// Turns per conversation (the first, a new conversation, is not among the times).
+    pub turns: usize,
+    /// The gateway process's CPU time (user + system, all threads) over its conversations.
+    pub gateway_cpu: Duration,
+    /// Requests the gateway served over them (first turns included).
+    pub gateway_requests: usize,
+}
+
+/// The CPU time process `pid` has used so far (user + system, every thread), from
+/// `/proc/PID/stat` in clock ticks.
+pub fn cpu_time(pid: u32) -> Result<Duration, BenchError> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The fields after the command (which may hold spaces) in parentheses.
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .ok_or("no /proc/PID/stat")?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the command.
+    let ticks = |i: usize| -> Result<u64, BenchError> {
+        Ok(fields
+            .get(i)
+            .and_then(|f| f.parse().ok())
+            .ok_or("a short /proc/PID/stat")?)
+    };
+    let per_second = rustix::param::clock_ticks_per_second();
+    let total = ticks(11)? + ticks(12)?;
+    Ok(Duration::from_secs_f64(total as f64 / per_second as f64))
+}
+
+/// `rounds` conversations of `turns` turns to the simulator directly (the client keeping each
+/// reply whole, reasoning included) and through the gateway's chat door (the client sending
+/// back only each reply's role and text), in alternating order round by round; each turn's time
+/// after the first, and the gateway's CPU time over its conversations.
+pub async fn continued(
+    client: &reqwest::Client,
+    direct: &Target,
+    gateway: (&Target, &GatewayServer),
+    rounds: usize,
+    turns: usize,
+) -> Result<Continued, BenchError> {
+    let (chat, server) = gateway;
+    let mut times = [Vec::new(), Vec::new()];
+    let mut cpu = Duration::ZERO;
+    for round in 0..rounds {
+        for i in round_order(2, round) {
+            if i == 0 {
+                times[0].extend(direct.conversation(client, turns, true).await?);
+            } else {
+                let before = cpu_time(server.process.pid())?;
+                times[1].extend(chat.conversation(client, turns, false).await?);
+                cpu += cpu_time(server.process.pid())?.saturating_sub(before);
+            }
+        }
+    }
+    let [mut direct, mut gateway] = times;
+    direct.sort();
+    gateway.sort();
+    Ok(Continued {
+        direct,
+        gateway,
+        turns,
+        gateway_cpu: cpu,
+        gateway_requests: rounds * turns,
+    })
+}
+
 /// Where a request goes: the simulator directly, or one of the gateway's doors.
 #[derive(Clone, Debug)]
 pub struct Target {
@@ -716,7 +818,7 @@ pub struct Target {
     /// The model field.
     pub model: String,
     /// An `Authorization: Bearer` value, if any.
-    pub bearer: Option<&'static str>,
+    pub bearer: Option<String>,
 }
 
 impl Target {
@@ -727,13 +829,14 @@ impl Target {
             door: Door::Chat,
             url: format!("{base}/{}", Door::Chat.path()),
             model: MODEL.to_owned(),
-            bearer: Some(FAKE_KEY),
+            bearer: Some(FAKE_KEY.to_owned()),
         }
     }
 
-    /// The gateway at `base` (ending in `/v1`) through `door` (`/chat/completions` or
-    /// `/messages`), the model as `deepseek/MODEL`, no key (`--no-auth`).
-    pub fn gateway(base: &str, door: Door) -> Target {
+    /// The gateway through `door` (`/chat/completions` or `/messages`), the model as
+    /// `deepseek/MODEL`, with its key.
+    pub fn gateway(gateway: &GatewayServer, door: Door) -> Target {
+        let base = &gateway.base;
         Target {
             name: match door {
                 Door::Chat => "chat",
@@ -742,7 +845,7 @@ impl Target {
             door,
             url: format!("{base}/{}", door.path()),
             model: format!("deepseek/{MODEL}"),
-            bearer: None,
+            bearer: Some(gateway.key.clone()),
         }
     }
 
@@ -755,7 +858,7 @@ impl Target {
             client
                 .post(&self.url)
                 .json(&self.door.body(&self.model, stream, next_question()));
-        if let Some(key) = self.bearer {
+        if let Some(key) = &self.bearer {
             request = request.bearer_auth(key);
         }
         let response = request
@@ -768,6 +871,63 @@ impl Target {
         }
         let text = response.text().await.unwrap_or_default();
         Err(format!("{} answered {status}: {text}", self.name).into())
+    }
+
+    /// One conversation of `turns` non-streamed chat requests (a question of its own first):
+    /// each sends the history so far, each reply appended whole when `keep` (what the upstream
+    /// itself needs) or as its role and text only (a client that drops every carrier), then
+    /// the next question. The times of the turns after the first.
+    pub async fn conversation(
+        &self,
+        client: &reqwest::Client,
+        turns: usize,
+        keep: bool,
+    ) -> Result<Vec<Duration>, BenchError> {
+        let n = next_question();
+        let mut messages =
+            vec![json!({"role": "user", "content": format!("conversation {n}: hello")})];
+        let mut times = Vec::with_capacity(turns.saturating_sub(1));
+        for turn in 0..turns {
+            let mut request = client.post(&self.url).json(&json!({
+                "model": self.model, "messages": messages, "stream": false,
+            }));
+            if let Some(key) = &self.bearer {
+                request = request.bearer_auth(key);
+            }
+            let started = Instant::now();
+            let response = request
+                .send()
+                .await
+                .map_err(|e| format!("{}: {e}", self.name))?;
+            let status = response.status();
+            let body = response.bytes().await?;
+            let took = started.elapsed();
+            if !status.is_success() {
+                return Err(format!(
+                    "{} answered turn {} of a conversation with {status}: {}",
+                    self.name,
+                    turn + 1,
+                    String::from_utf8_lossy(&body)
+                )
+                .into());
+            }
+            if turn > 0 {
+                times.push(took);
+            }
+            let reply: Value = serde_json::from_slice(&body)
+                .map_err(|e| format!("{}: the reply is not JSON ({e})", self.name))?;
+            let message = &reply["choices"][0]["message"];
+            let content = message["content"]
+                .as_str()
+                .ok_or_else(|| format!("{}: no answer in {reply}", self.name))?;
+            messages.push(if keep {
+                message.clone()
+            } else {
+                json!({"role": "assistant", "content": content})
+            });
+            messages.push(json!({"role": "user", "content": format!("and then? ({})", turn + 1)}));
+        }
+        Ok(times)
     }
 
     /// One non-streamed request: the time to its whole body. The body must hold an answer
@@ -1068,6 +1228,8 @@ pub struct Report {
     /// metrics and exporting its spans (`both`), of one recording metrics only (`metrics`) and
     /// of one with neither (`neither`: `--no-metrics`, no OTLP endpoint), in the same rounds.
     pub metrics: Latency,
+    /// Continued conversations, the client dropping carriers through the gateway.
+    pub continued: Continued,
     /// Small requests alone and beside big ones.
     pub beside: Beside,
     /// The same on PostgreSQL (`HERMES_BENCH_DATABASE_URL`), when one was named.
@@ -1102,8 +1264,8 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
         let sim = SimServer::start(bin, &dir.path().join("sim"), Duration::ZERO)?;
         let gateway = GatewayServer::start(bin, &dir.path().join("gateway"), &sim.base)?;
         let direct = Target::direct(&sim.base);
-        let chat = Target::gateway(&gateway.base, Door::Chat);
-        let messages = Target::gateway(&gateway.base, Door::Messages);
+        let chat = Target::gateway(&gateway, Door::Chat);
+        let messages = Target::gateway(&gateway, Door::Messages);
         let latency = runtime
             .block_on(latency(
                 &client,
@@ -1117,10 +1279,33 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
         (latency, served, gateway.store_bytes())
     };
 
+    // Continued conversations on a gateway of their own (its store holding only them).
+    let continued = {
+        let sim = SimServer::start(bin, &dir.path().join("sim-continued"), Duration::ZERO)?;
+        let gateway = GatewayServer::start(bin, &dir.path().join("gateway-continued"), &sim.base)?;
+        let direct = Target::direct(&sim.base);
+        let chat = Target::gateway(&gateway, Door::Chat);
+        let conversations = options.pairs.div_ceil(CONTINUED_TURNS - 1);
+        runtime
+            .block_on(async {
+                // Warm: a few conversations each way, not counted.
+                continued(&client, &direct, (&chat, &gateway), 2, CONTINUED_TURNS).await?;
+                continued(
+                    &client,
+                    &direct,
+                    (&chat, &gateway),
+                    conversations,
+                    CONTINUED_TURNS,
+                )
+                .await
+            })
+            .map_err(|e| explained(e, &gateway))?
+    };
+
     let beside = {
         let sim = SimServer::start(bin, &dir.path().join("sim-big"), Duration::ZERO)?;
         let gateway = GatewayServer::start(bin, &dir.path().join("gateway-big"), &sim.base)?;
-        let chat = Target::gateway(&gateway.base, Door::Chat);
+        let chat = Target::gateway(&gateway, Door::Chat);
         runtime
             .block_on(beside_big(&client, &chat, options.pairs))
             .map_err(|e| explained(e, &gateway))?
@@ -1137,7 +1322,7 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
                 &[],
                 &[("HERMES_DATABASE_URL", &url)],
             )?;
-            let chat = Target::gateway(&gateway.base, Door::Chat);
+            let chat = Target::gateway(&gateway, Door::Chat);
             Some(
                 runtime
                     .block_on(beside_big(&client, &chat, options.pairs))
@@ -1173,11 +1358,11 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
             &[],
         )?;
         let direct = Target::direct(&sim.base);
-        let mut with_both = Target::gateway(&both.base, Door::Chat);
+        let mut with_both = Target::gateway(&both, Door::Chat);
         with_both.name = "both";
-        let mut with_metrics = Target::gateway(&metrics_only.base, Door::Chat);
+        let mut with_metrics = Target::gateway(&metrics_only, Door::Chat);
         with_metrics.name = "metrics";
-        let mut without = Target::gateway(&neither.base, Door::Chat);
+        let mut without = Target::gateway(&neither, Door::Chat);
         without.name = "neither";
         let latency = runtime
             .block_on(self::latency(
@@ -1207,6 +1392,7 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
     let messages = through(&runtime, &client, options, dir.path(), &sim, Door::Messages)?;
     Ok(Report {
         latency,
+        continued,
         gateway_requests,
         store_bytes,
         direct: direct_run,
@@ -1233,7 +1419,7 @@ fn through(
 ) -> Result<Through, BenchError> {
     let home = dir.join(format!("gateway-{door:?}"));
     let gateway = GatewayServer::start(&options.bin, &home, &sim.base)?;
-    let target = Target::gateway(&gateway.base, door);
+    let target = Target::gateway(&gateway, door);
     runtime
         .block_on(async {
             // Warm up the gateway's paths (store, upstream pool, streaming) once each.

@@ -31,8 +31,8 @@
 //! that table alone.
 //!
 //! Gateway (issues 30 and 31, `gateway.rs`; needs `HERMES_BIN`, the release `hermes` binary that
-//! `cargo xtask bench` builds): `hermes sim serve --profile deepseek-v4` and `hermes serve
-//! --no-auth` in front of it, as child processes in a temporary home with the SQLite store. The
+//! `cargo xtask bench` builds): `hermes sim serve --profile deepseek-v4` and `hermes serve`
+//! (gateway keys on, each request carrying one) in front of it, as child processes in a temporary home with the SQLite store. The
 //! latency table, for each of the gateway's doors (`/v1/chat/completions` and the Anthropic
 //! `/v1/messages`): p50 and p99 of `--gateway-pairs=K` (default 300) interleaved rounds, the
 //! same request to the simulator directly (with the chat body) and through each door,
@@ -190,6 +190,53 @@ fn main() {
             std::process::exit(1);
         }
     }
+}
+
+/// The continued-conversation table: a continued turn's time through the chat door (the client
+/// dropping every carrier) beside the same turn sent directly (the client keeping them), and the
+/// gateway's CPU time per request over its conversations.
+fn continued_cost(c: &gateway::Continued) {
+    const W: usize = 45;
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!();
+    println!(
+        "{:<W$} {:>4} {:>10} {:>11} {:>9} {:>15}",
+        "gateway | continued turn (chat door)",
+        "",
+        "direct ms",
+        "gateway ms",
+        "added ms",
+        "gateway/direct"
+    );
+    for (pct, p) in [("p50", 0.5), ("p99", 0.99)] {
+        let (direct, through) = (
+            gateway::percentile(&c.direct, p),
+            gateway::percentile(&c.gateway, p),
+        );
+        println!(
+            "{:<W$} {pct:>4} {:>10.3} {:>11.3} {:>9.3} {:>15.2}",
+            "non-streamed, carriers dropped by the client",
+            ms(direct),
+            ms(through),
+            ms(through) - ms(direct),
+            ms(through) / ms(direct),
+        );
+    }
+    let per_request = c.gateway_cpu.as_secs_f64() * 1e6 / c.gateway_requests.max(1) as f64;
+    println!(
+        "{:<W$} {:>4} {:>10} {:>11.0}",
+        "gateway CPU per request (user + system) µs", "", "-", per_request
+    );
+    println!(
+        "-- {} conversations of {} turns each way, alternating; the times are of the turns \
+         after the first (each matched with its stored conversation, its reasoning re-attached, \
+         one step stored); directly the client sends each reply back whole (the upstream needs \
+         its reasoning), through the gateway only its role and text; CPU from /proc/PID/stat \
+         over the gateway's {} requests (all its threads, the store's included; clock ticks)",
+        c.gateway.len() / (c.turns - 1).max(1),
+        c.turns,
+        c.gateway_requests,
+    );
 }
 
 /// `cargo xtask bench serve` ([`hermes_bench::serve`]): needs `HERMES_BIN`; exits 2 on bad
@@ -377,7 +424,7 @@ fn gateway_section(
          request of a kind to the simulator directly and through each door of one gateway (its \
          order going through every permutation), so each door's rows pair it with the same \
          direct request; nearest-rank percentiles; upstream `hermes sim serve --profile {}` \
-         ({}), the gateway `hermes serve --no-auth` in front of it on loopback, each request a \
+         ({}), the gateway `hermes serve` in front of it on loopback (gateway keys on, each request carrying one), each request a \
          new conversation; SSE events per stream: {events}; the gateway's SQLite store {:.1} MB \
          after {} requests",
         options.pairs,
@@ -398,6 +445,7 @@ fn gateway_section(
         load(after),
     );
 
+    continued_cost(&report.continued);
     metrics_cost(&report.metrics, options.pairs)?;
 
     println!();

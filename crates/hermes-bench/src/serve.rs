@@ -3,7 +3,7 @@
 //! rounds, each figure the median of its round medians with their spread.
 //!
 //! Backends ([`Backend`]): `direct` (the simulator, no gateway), `hermes · SQLite` and `hermes ·
-//! PostgreSQL` (`hermes serve --no-auth`, the release binary, its store on an SQLite file or on a
+//! PostgreSQL` (`hermes serve` with gateway keys on, each request carrying a key, the release binary, its store on an SQLite file or on a
 //! throwaway PostgreSQL cluster with durable settings, `hermes_test_support::pg_cluster`, unless
 //! `HERMES_TEST_PG_URL` names a server), and `LiteLLM` ([`crate::litellm`]). Every request is a
 //! new conversation, so the gateway reads and durably writes its store on each one.
@@ -296,7 +296,7 @@ impl Setup<'_> {
             &self.dir.join(format!("{name}-sqlite")),
             &sim.base,
         )?;
-        let mut target = Target::gateway(&sqlite.base, Door::Chat);
+        let mut target = Target::gateway(&sqlite, Door::Chat);
         target.name = "hermes-sqlite";
         targets.push((Backend::Sqlite, target));
         gateways.push(sqlite);
@@ -308,7 +308,7 @@ impl Setup<'_> {
                 &[],
                 &[("HERMES_DATABASE_URL", url)],
             )?;
-            let mut target = Target::gateway(&pg.base, Door::Chat);
+            let mut target = Target::gateway(&pg, Door::Chat);
             target.name = "hermes-postgres";
             targets.push((Backend::Postgres, target));
             gateways.push(pg);
@@ -331,7 +331,7 @@ impl Setup<'_> {
                             door: Door::Chat,
                             url: format!("{}/v1/chat/completions", p.base),
                             model: gateway::MODEL.to_owned(),
-                            bearer: Some(litellm::MASTER_KEY),
+                            bearer: Some(litellm::MASTER_KEY.to_owned()),
                         },
                     ));
                     proxy = Some(p);
@@ -1048,6 +1048,11 @@ pub fn print(report: &Report) {
     for note in &report.notes {
         println!("-- {note}");
     }
+    println!(
+        "-- auth: hermes with gateway keys on (each request carries a key of tenant `{}`, \
+         checked against the store's digest), LiteLLM with its master key",
+        gateway::TENANT
+    );
     if let Some(workers) = report.litellm_workers {
         println!(
             "-- LiteLLM: litellm[proxy]=={} from PyPI in a venv under the target directory, one \
