@@ -13,63 +13,15 @@
 //! [`Store::open_at_logging_statements`]) by [`StatementCounter`]; times are taken on a store
 //! opened as hermes opens it (no statement events), the two patterns interleaved run by run.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use hermes_core::{CarrierSet, RouteTarget, parse_history};
 use hermes_store::{Location, PoolOptions, Store, StoredThinking};
-use tracing::subscriber::Interest;
-use tracing::{Event, Metadata, Subscriber};
-use tracing_subscriber::layer::{Context, Layer};
 
 use crate::standard_history_bytes;
 use crate::storage::{BenchError, settle};
 
-/// The target of sqlx's per-statement events (sqlx-core 0.9 `QueryLogger::finish`).
-pub const SQLX_QUERY_TARGET: &str = "sqlx::query";
-
-/// A tracing layer counting sqlx's statement events; every other callsite stays disabled, so
-/// the rest of the process pays nothing for it.
-#[derive(Clone, Debug, Default)]
-pub struct StatementCounter(Arc<AtomicU64>);
-
-impl StatementCounter {
-    /// Statements counted so far.
-    pub fn get(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
-    }
-
-    /// Installs a subscriber with this counter as the process's global default (sqlx's SQLite
-    /// driver runs statements on a worker thread of its own, so a thread-local default would not
-    /// see them).
-    pub fn install(&self) -> Result<(), BenchError> {
-        use tracing_subscriber::layer::SubscriberExt as _;
-        let subscriber = tracing_subscriber::registry().with(self.clone());
-        tracing::subscriber::set_global_default(subscriber)?;
-        Ok(())
-    }
-}
-
-impl<S: Subscriber> Layer<S> for StatementCounter {
-    fn register_callsite(&self, metadata: &'static Metadata<'static>) -> Interest {
-        if metadata.target() == SQLX_QUERY_TARGET {
-            Interest::always()
-        } else {
-            Interest::never()
-        }
-    }
-
-    fn enabled(&self, metadata: &Metadata<'_>, _: Context<'_, S>) -> bool {
-        metadata.target() == SQLX_QUERY_TARGET
-    }
-
-    fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
-        if event.metadata().target() == SQLX_QUERY_TARGET {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-}
+pub use hermes_test_support::statements::{SQLX_QUERY_TARGET, StatementCounter};
 
 /// What one request reads, the old way: five reads, before the turn and again after it.
 /// Returns the messages read (so nothing is optimised away).

@@ -4,8 +4,9 @@
 //! and comparing a body with the SDK's ([`sdk`]) and reading its validator's verdicts
 //! ([`validator`]), finding the real agent programs `cargo xtask clients` installed and
 //! recording the table of their runs ([`clients`]), and a session log in memory
-//! with a tool set never called ([`memory`]), and a PostgreSQL cluster of one's own
-//! ([`pg_cluster`]: a test that restarts its server, the benchmark's durable one).
+//! with a tool set never called ([`memory`]), a PostgreSQL cluster of one's own
+//! ([`pg_cluster`]: a test that restarts its server, the benchmark's durable one), and a count
+//! of the SQL statements an operation runs ([`statements`]).
 //!
 //! For tests and benchmarks only: no production crate depends on it.
 
@@ -17,4 +18,5 @@ pub mod memory;
 pub mod pg_cluster;
 pub mod sdk;
 pub mod skip;
+pub mod statements;
 pub mod validator;

@@ -1,0 +1,147 @@
+//! The SQL statements a gateway turn runs, counted on the product's path (issue 50): store-backed
+//! gateway keys, the default limits on, a client that drops every carrier, so a continued turn
+//! is looked up, lined up at its place and re-attached, and its step stored. Counted from sqlx's
+//! own statement events (`hermes_test_support::statements`; sqlx sends `BEGIN` and SQLite's
+//! `COMMIT` outside its log, so those are not in the count), on both backends.
+//!
+//! Its own test binary: the counter is the process's global subscriber (sqlx's SQLite driver
+//! runs statements on a worker thread of its own).
+//!
+//! The ceilings are today's counts and a little room for the statements that land beside a
+//! turn (the slot release after the answer, a key's coarse last use, the minute's sweep): a
+//! change that adds statements to a turn fails here and says so. Issue 50's goal is 4 per
+//! continued turn.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, LazyLock};
+
+use hermes_engine::store::Store;
+use hermes_engine::{Defaults, Engine, ProviderDefaults, Settings};
+use hermes_serve::{Auth, Gateway, ServeConfig, StoreKeys};
+use hermes_sim::Sim;
+use hermes_store::PoolOptions;
+use hermes_store::testing::TestDb;
+use hermes_test_support::statements::StatementCounter;
+use serde_json::{Value, json};
+
+/// Statements of a first contact (a new conversation, its step stored) at most: 24 to 26 today
+/// on either backend, give or take the limiter's slot release, which lands after the answer
+/// and so in one turn's count or the next.
+const NEW_CEILING: u64 = 28;
+
+/// Statements of a continued turn (matched, re-attached, one step stored) at most: 18 to 20
+/// today on SQLite, 23 to 25 on PostgreSQL (its advisory locks).
+const CONTINUED_CEILING: u64 = 27;
+
+/// The process's one counter, installed on first use.
+static COUNTER: LazyLock<StatementCounter> = LazyLock::new(|| {
+    let counter = StatementCounter::default();
+    counter.install().expect("no other global subscriber");
+    counter
+});
+
+/// The statements of a first contact and of each continued turn of one conversation through the
+/// chat door of a gateway over `db`.
+async fn counted(db: &TestDb) -> (u64, Vec<u64>) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let counter = &*COUNTER;
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let store = Store::open_at_logging_statements(&db.location, PoolOptions::default())
+        .await
+        .unwrap();
+    let key = store.add_gateway_key("acme").await.unwrap();
+    let mut defaults = Defaults::default();
+    defaults.providers.insert(
+        "deepseek".into(),
+        ProviderDefaults::new(Some(sim.base_url()), None, None, false),
+    );
+    let settings = Settings::new(defaults, Arc::new(|_: &str| Some("sk-test".to_owned())));
+    let engine = Engine::builtin().with_store(store.clone(), settings);
+    let config = ServeConfig::new(Auth::Keys(Arc::new(StoreKeys::new(store.clone()))));
+    let gateway = Gateway::new(engine, config).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!(
+        "http://{}/v1/chat/completions",
+        listener.local_addr().unwrap()
+    );
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        gateway
+            .serve(listener, async move {
+                let _ = stopped.await;
+            })
+            .await
+    });
+
+    let client = reqwest::Client::new();
+    let mut messages = vec![json!({"role": "user", "content": "[tools=0] hello there"})];
+    let mut counts = Vec::new();
+    for turn in 0..4 {
+        let before = counter.get();
+        let response = client
+            .post(&url)
+            .bearer_auth(&key)
+            .json(&json!({"model": "deepseek/deepseek-v4-pro", "messages": messages}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "turn {turn}");
+        let reply: Value = response.json().await.unwrap();
+        // What the last statement of the turn wrote is counted before the answer leaves; the
+        // requests after it are the client's.
+        counts.push(counter.get() - before);
+        let content = reply["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        // The client drops the reasoning: the gateway re-attaches it from the store.
+        messages.push(json!({"role": "assistant", "content": content}));
+        messages.push(json!({"role": "user", "content": format!("and then? ({turn})")}));
+    }
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+    // Every request was accepted by the strict upstream, reasoning back on each continued turn.
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 4);
+    for request in &requests[1..] {
+        assert!(
+            request.body["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|m| m["role"] == "assistant")
+                .all(|m| m["reasoning_content"].is_string()),
+            "a carrier was not re-attached: {}",
+            request.body
+        );
+    }
+    let first = counts.remove(0);
+    (first, counts)
+}
+
+async fn a_turn_runs_at_most_todays_statements(db: TestDb) {
+    let (first, continued) = counted(&db).await;
+    let backend = db.location.to_string();
+    println!("statements on {backend}: first contact {first}, continued turns {continued:?}");
+    assert!(
+        first <= NEW_CEILING,
+        "a first contact ran {first} statements (ceiling {NEW_CEILING})"
+    );
+    for n in &continued {
+        assert!(
+            *n <= CONTINUED_CEILING,
+            "a continued turn ran {n} statements (ceiling {CONTINUED_CEILING}): {continued:?}"
+        );
+    }
+}
+
+/// One test for both backends, one after the other: the counter is the process's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statements_per_turn_on_both_backends() {
+    let db = TestDb::new(hermes_store::Backend::Sqlite).await.unwrap();
+    a_turn_runs_at_most_todays_statements(db).await;
+    if let Some(db) = TestDb::new(hermes_store::Backend::Postgres).await {
+        a_turn_runs_at_most_todays_statements(db).await;
+    }
+}
