@@ -745,6 +745,31 @@ pub struct Continued {
     pub gateway_cpu: Duration,
     /// Requests the gateway served over them (first turns included).
     pub gateway_requests: usize,
+    /// The CPU the gateway was pinned to (the simulator and the load generator on the
+    /// others), when the machine has more than one.
+    pub pinned: Option<usize>,
+}
+
+/// Pins every thread of process `pid` to `cpus` (threads it starts later inherit it from the
+/// thread that starts them).
+pub fn pin(pid: u32, cpus: &[usize]) -> Result<(), BenchError> {
+    let mut set = rustix::thread::CpuSet::new();
+    for &cpu in cpus {
+        set.set(cpu);
+    }
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let tid = task?
+            .file_name()
+            .to_string_lossy()
+            .parse::<i32>()
+            .ok()
+            .and_then(rustix::thread::Pid::from_raw);
+        if let Some(tid) = tid {
+            rustix::thread::sched_setaffinity(Some(tid), &set)
+                .map_err(|e| format!("cannot pin thread {tid:?} of {pid}: {e}"))?;
+        }
+    }
+    Ok(())
 }
 
 /// The CPU time process `pid` has used so far (user + system, every thread), from
@@ -803,6 +828,7 @@ pub async fn continued(
         turns,
         gateway_cpu: cpu,
         gateway_requests: rounds * turns,
+        pinned: None,
     })
 }
 
@@ -1286,7 +1312,17 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
         let direct = Target::direct(&sim.base);
         let chat = Target::gateway(&gateway, Door::Chat);
         let conversations = options.pairs.div_ceil(CONTINUED_TURNS - 1);
-        runtime
+        // The gateway on a core of its own, the simulator and this load generator on the
+        // others: its CPU time is then its own work, not the contention of sharing a core.
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        let pinned = (cpus > 1).then_some(cpus - 1);
+        if let Some(core) = pinned {
+            let others: Vec<usize> = (0..core).collect();
+            pin(gateway.process.pid(), &[core])?;
+            pin(sim.process.pid(), &others)?;
+            pin(std::process::id(), &others)?;
+        }
+        let measured = runtime
             .block_on(async {
                 // Warm: a few conversations each way, not counted.
                 continued(&client, &direct, (&chat, &gateway), 2, CONTINUED_TURNS).await?;
@@ -1299,7 +1335,14 @@ pub fn measure(options: &Options) -> Result<Report, BenchError> {
                 )
                 .await
             })
-            .map_err(|e| explained(e, &gateway))?
+            .map_err(|e| explained(e, &gateway));
+        if pinned.is_some() {
+            pin(std::process::id(), &(0..cpus).collect::<Vec<_>>())?;
+        }
+        Continued {
+            pinned,
+            ..measured?
+        }
     };
 
     let beside = {

@@ -228,6 +228,20 @@ fn continued_cost(c: &gateway::Continued) {
         "gateway CPU per request (user + system) µs", "", "-", per_request
     );
     println!(
+        "{:<W$} {:>4} {:>10} {:>11.0}",
+        "requests per gateway-core-second",
+        "",
+        "-",
+        1e6 / per_request.max(1.0)
+    );
+    match c.pinned {
+        Some(core) => println!(
+            "-- the gateway pinned to CPU {core}, the simulator and this load generator to the \
+             others (sched_setaffinity on every thread)"
+        ),
+        None => println!("-- one CPU: nothing pinned, the gateway shares it with the rest"),
+    }
+    println!(
         "-- {} conversations of {} turns each way, alternating; the times are of the turns \
          after the first (each matched with its stored conversation, its reasoning re-attached, \
          one step stored); directly the client sends each reply back whole (the upstream needs \
