@@ -250,12 +250,12 @@ impl<'a> StoreLog<'a> {
                 Session::AtTip(appended.tip().clone())
             }
             Pending::Create(new, compare) => {
-                let id = self.store.create_with_step(&new, messages, extras).await?;
-                self.landed(&id)?;
+                let tip = self.store.create_at_tip(&new, messages, extras).await?;
+                self.landed(tip.session())?;
                 if compare {
-                    Session::AtTip(self.store.tip(&id).await?)
+                    Session::AtTip(tip)
                 } else {
-                    Session::Stored(id)
+                    Session::Stored(tip.session().to_owned())
                 }
             }
         };

@@ -96,7 +96,7 @@ impl Store {
         };
         // The session's new revision, which the archived rows record (so the view as it stood
         // before can be rebuilt, see `crate::tip`).
-        let revision = next_revision(&mut tx, session, inserts.len(), now).await?;
+        let revision = next_revision(&mut tx, session, inserts.len(), now, None).await?;
         let mut next: i64 = sqlx::query_scalar::<_, Option<i64>>(
             "SELECT MAX(position) FROM messages WHERE session_id = $1",
         )

@@ -1261,7 +1261,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let rows = prepare_rows(messages)?;
         let mut tx = self.write_tx(session).await?;
-        let tip = append_rows(&mut tx, session, rows).await?;
+        let tip = append_rows(&mut tx, session, rows, extras.usage.as_ref()).await?;
         step::write_extras(&mut tx, session, &tip, extras).await?;
         tx.commit().await.db()?;
         tracing::debug!(session, appended = messages.len(), "messages stored");
@@ -1485,7 +1485,7 @@ impl Store {
             },
         )
         .await?;
-        append_rows(&mut tx, &id, prepare_rows(&file.messages)?).await?;
+        append_rows(&mut tx, &id, prepare_rows(&file.messages)?, None).await?;
         tx.commit().await.db()?;
         Ok(id)
     }
@@ -1509,6 +1509,18 @@ impl Store {
         messages: &[Message],
         extras: &StepExtras,
     ) -> Result<String, StoreError> {
+        let tip = self.create_at_tip(new, messages, extras).await?;
+        Ok(tip.session().to_owned())
+    }
+
+    /// [`Store::create_with_step`], returning the new session's tip (for a caller that goes on
+    /// from there with compare-and-append: no read of it afterwards).
+    pub async fn create_at_tip(
+        &self,
+        new: &NewSession,
+        messages: &[Message],
+        extras: &StepExtras,
+    ) -> Result<Tip, StoreError> {
         let id = new_session_id();
         let rows = prepare_rows(messages)?;
         let pieces = pieces(&rows);
@@ -1517,11 +1529,16 @@ impl Store {
         }
         let mut tx = self.write_tx(new_scope(&id, new)).await?;
         insert_session(&mut tx, &id, new).await?;
-        let tip = append_rows(&mut tx, &id, rows).await?;
+        let usage = extras.usage.as_ref();
+        let tip = match new.fork {
+            // A new session without an inherited prefix starts at position 0.
+            None => store_rows(&mut tx, &id, 0, rows, usage).await?,
+            Some(_) => append_rows(&mut tx, &id, rows, usage).await?,
+        };
         step::write_extras(&mut tx, &id, &tip, extras).await?;
         tx.commit().await.db()?;
         tracing::debug!(session = %id, appended = messages.len(), "session created with its first messages");
-        Ok(id)
+        Ok(tip)
     }
 
     /// [`Store::create_with_step`] for first messages larger than one short write
@@ -1539,11 +1556,12 @@ impl Store {
         rows: Vec<MessageRow>,
         pieces: &[std::ops::Range<usize>],
         extras: &StepExtras,
-    ) -> Result<String, StoreError> {
+    ) -> Result<Tip, StoreError> {
         let scope = new_scope(&id, new);
         let written = async {
             let now = now_ms();
             let last = pieces.len() - 1;
+            let mut tip = None;
             for (i, piece) in pieces.iter().enumerate() {
                 let mut tx = self.write_tx(scope).await?;
                 if i == 0 {
@@ -1556,28 +1574,33 @@ impl Store {
                 }
                 MessageRow::insert_all(&rows[piece.clone()], &mut tx, &id, now).await?;
                 if i == last {
-                    let revision = next_revision(&mut tx, &id, rows.len(), now).await?;
+                    let revision =
+                        next_revision(&mut tx, &id, rows.len(), now, extras.usage.as_ref()).await?;
                     execute!(
                         &mut *tx,
                         "UPDATE sessions SET staged = 0 WHERE id = $1",
                         [&id]
                     )?;
-                    let tip = Tip::new(&id, revision, rows.len() as i64 - 1);
-                    step::write_extras(&mut tx, &id, &tip, extras).await?;
+                    let at = Tip::new(&id, revision, rows.len() as i64 - 1);
+                    step::write_extras(&mut tx, &id, &at, extras).await?;
+                    tip = Some(at);
                 }
                 tx.commit().await.db()?;
             }
-            Ok::<_, StoreError>(())
+            tip.ok_or_else(|| StoreError::NotFound(id.clone()))
         }
         .await;
-        if let Err(e) = written {
-            if let Err(cleanup) = self.drop_staged(&id).await {
-                tracing::warn!(session = %id, error = %cleanup, "a staged session was left for the sweep");
+        let tip = match written {
+            Ok(tip) => tip,
+            Err(e) => {
+                if let Err(cleanup) = self.drop_staged(&id).await {
+                    tracing::warn!(session = %id, error = %cleanup, "a staged session was left for the sweep");
+                }
+                return Err(e);
             }
-            return Err(e);
-        }
+        };
         tracing::debug!(session = %id, appended = rows.len(), pieces = pieces.len(), "session created with its first messages, in pieces");
-        Ok(id)
+        Ok(tip)
     }
 
     /// Deletes the session `id` if it is still staged.
@@ -1815,7 +1838,8 @@ where
     Ok(keyed.into_iter().map(|(_, m)| m).collect())
 }
 
-/// [`Store::add_usage`] inside the caller's transaction `tx` (a step's own: `step.rs`).
+/// [`Store::add_usage`] inside the caller's transaction `tx`: the session's counters, then the
+/// tenant's spend.
 pub(crate) async fn add_usage_in(
     tx: &mut sqlx::AnyConnection,
     session: &str,
@@ -1836,6 +1860,17 @@ pub(crate) async fn add_usage_in(
             session
         ]
     )?;
+    record_tenant_usage(tx, session, usage).await
+}
+
+/// Records `usage`'s tokens (input + output) at this time in the spend of the session's tenant
+/// ([`Store::tenant_tokens`]), when it has one (a gateway conversation).
+pub(crate) async fn record_tenant_usage(
+    tx: &mut sqlx::AnyConnection,
+    session: &str,
+    usage: &Usage,
+) -> Result<(), StoreError> {
+    let n = |count: u64| i64::try_from(count).unwrap_or(i64::MAX);
     execute!(
         &mut *tx,
         "INSERT INTO tenant_usage (tenant, at, tokens) SELECT tenant, $1, $2 FROM sessions \
@@ -1853,9 +1888,10 @@ async fn append_rows(
     tx: &mut sqlx::AnyConnection,
     session: &str,
     rows: Vec<MessageRow>,
+    usage: Option<&Usage>,
 ) -> Result<Tip, StoreError> {
     let start = next_position(tx, session).await?;
-    store_rows(tx, session, start, rows).await
+    store_rows(tx, session, start, rows, usage).await
 }
 
 /// How many bytes of rows one write transaction of a session's first messages holds at most
@@ -1912,39 +1948,52 @@ pub(crate) async fn next_position(
 }
 
 /// Inserts `rows` ([`prepare_rows`]) at positions `start..` of an existing session and records
-/// the change on its row: as many more rows in `message_count`, a new revision. Returns the
-/// session's tip after it.
+/// the change on its row: as many more rows in `message_count`, a new revision, the step's
+/// `usage` counted. Returns the session's tip after it.
 pub(crate) async fn store_rows(
     tx: &mut sqlx::AnyConnection,
     session: &str,
     start: i64,
     mut rows: Vec<MessageRow>,
+    usage: Option<&Usage>,
 ) -> Result<Tip, StoreError> {
     let now = now_ms();
     for (i, row) in rows.iter_mut().enumerate() {
         row.position = start + i as i64;
     }
     MessageRow::insert_all(&rows, &mut *tx, session, now).await?;
-    let revision = next_revision(tx, session, rows.len(), now).await?;
+    let revision = next_revision(tx, session, rows.len(), now, usage).await?;
     Ok(Tip::new(session, revision, start + rows.len() as i64 - 1))
 }
 
 /// Records a change of the session's messages on its row, in the caller's write transaction:
-/// `added` more rows in `message_count`, `updated_at` = `now`, the revision moved on. Returns
-/// the new revision.
+/// `added` more rows in `message_count`, `updated_at` = `now`, the revision moved on, and the
+/// step's `usage` added to its token counters in the same statement (a step is one write of
+/// the session's row, not two). Returns the new revision.
 pub(crate) async fn next_revision(
     tx: &mut sqlx::AnyConnection,
     session: &str,
     added: usize,
     now: i64,
+    usage: Option<&Usage>,
 ) -> Result<i64, StoreError> {
+    let usage = usage.copied().unwrap_or_default();
+    let n = |count: u64| i64::try_from(count).unwrap_or(i64::MAX);
     sqlx::query_scalar(
         "UPDATE sessions SET message_count = message_count + $1, updated_at = $2, \
-         revision = revision + 1 WHERE id = $3 RETURNING revision",
+         revision = revision + 1, input_tokens = input_tokens + $4, \
+         output_tokens = output_tokens + $5, reasoning_tokens = reasoning_tokens + $6, \
+         cache_read_tokens = cache_read_tokens + $7, cache_write_tokens = cache_write_tokens + $8 \
+         WHERE id = $3 RETURNING revision",
     )
     .bind(i64::try_from(added).unwrap_or(i64::MAX))
     .bind(now)
     .bind(session)
+    .bind(n(usage.input))
+    .bind(n(usage.output))
+    .bind(n(usage.reasoning))
+    .bind(n(usage.cache_read))
+    .bind(n(usage.cache_write))
     .fetch_optional(&mut *tx)
     .await
     .db()?

@@ -70,15 +70,18 @@ pub(crate) fn ms(d: Duration) -> i64 {
 }
 
 /// Writes what `extras` holds for a step stored in `session`, which now ends at `tip`, inside
-/// the step's transaction.
+/// the step's transaction, after [`crate::store_rows`] counted its usage on the session's row:
+/// the tenant's spend and the receipt.
 pub(crate) async fn write_extras(
     tx: &mut sqlx::AnyConnection,
     session: &str,
     tip: &Tip,
     extras: &StepExtras,
 ) -> Result<(), StoreError> {
+    // The session's token counters moved with its revision (`next_revision`); the tenant's
+    // spend is recorded here.
     if let Some(usage) = &extras.usage {
-        crate::add_usage_in(tx, session, usage).await?;
+        crate::record_tenant_usage(tx, session, usage).await?;
     }
     if let Some((key, completion, kept)) = &extras.receipt {
         execute!(

@@ -244,7 +244,8 @@ impl Store {
                 tx.rollback().await.db()?;
                 return Ok(Appended::Continued { tip: now_tip });
             }
-            let tip = store_rows(&mut tx, session, tip.last + 1, rows).await?;
+            let tip =
+                store_rows(&mut tx, session, tip.last + 1, rows, extras.usage.as_ref()).await?;
             crate::step::write_extras(&mut tx, session, &tip, extras).await?;
             tx.commit().await.db()?;
             tracing::debug!(
@@ -260,7 +261,7 @@ impl Store {
         let shared = crate::lineage::view_len_at(&mut tx, tip).await?;
         let fork = crate::Fork::new(tip.clone(), usize::try_from(shared).unwrap_or(0));
         crate::lineage::insert_branch(&mut tx, &id, &fork, now_ms()).await?;
-        let branch = store_rows(&mut tx, &id, shared, rows).await?;
+        let branch = store_rows(&mut tx, &id, shared, rows, extras.usage.as_ref()).await?;
         crate::step::write_extras(&mut tx, &id, &branch, extras).await?;
         tx.commit().await.db()?;
         tracing::info!(
