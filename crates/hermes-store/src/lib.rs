@@ -1838,6 +1838,11 @@ where
     Ok(keyed.into_iter().map(|(_, m)| m).collect())
 }
 
+/// A token count as the database holds it (a count beyond `i64::MAX` is taken as `i64::MAX`).
+fn token_count(count: u64) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
 /// [`Store::add_usage`] inside the caller's transaction `tx`: the session's counters, then the
 /// tenant's spend.
 pub(crate) async fn add_usage_in(
@@ -1845,7 +1850,7 @@ pub(crate) async fn add_usage_in(
     session: &str,
     usage: &Usage,
 ) -> Result<(), StoreError> {
-    let n = |count: u64| i64::try_from(count).unwrap_or(i64::MAX);
+    let n = token_count;
     execute!(
         &mut *tx,
         "UPDATE sessions SET input_tokens = input_tokens + $1, output_tokens = output_tokens + $2, \
@@ -1870,7 +1875,7 @@ pub(crate) async fn record_tenant_usage(
     session: &str,
     usage: &Usage,
 ) -> Result<(), StoreError> {
-    let n = |count: u64| i64::try_from(count).unwrap_or(i64::MAX);
+    let n = token_count;
     execute!(
         &mut *tx,
         "INSERT INTO tenant_usage (tenant, at, tokens) SELECT tenant, $1, $2 FROM sessions \
@@ -1978,7 +1983,7 @@ pub(crate) async fn next_revision(
     usage: Option<&Usage>,
 ) -> Result<i64, StoreError> {
     let usage = usage.copied().unwrap_or_default();
-    let n = |count: u64| i64::try_from(count).unwrap_or(i64::MAX);
+    let n = token_count;
     sqlx::query_scalar(
         "UPDATE sessions SET message_count = message_count + $1, updated_at = $2, \
          revision = revision + 1, input_tokens = input_tokens + $4, \
