@@ -144,7 +144,17 @@ pub(crate) struct Case {
     pub(crate) stream: bool,
     /// The history as the Python original stores it ([`history`]).
     pub(crate) imported: bool,
+    /// A Responses client's built-in tools passed through ([`BUILTIN_TOOLS`]).
+    pub(crate) builtin: bool,
 }
+
+/// The built-in tools a Responses client of the gateway may send to OpenAI, as written
+/// (`Passthrough::server_tools` in OpenAI's dialect): the Responses wire writes them after the
+/// function tools.
+pub(crate) const BUILTIN_TOOLS: [&str; 2] = [
+    r#"{"type":"web_search","search_context_size":"low"}"#,
+    r#"{"type":"file_search","vector_store_ids":["vs_1"],"max_num_results":4}"#,
+];
 
 pub(crate) const CASES: &[Case] = &[
     Case {
@@ -155,6 +165,7 @@ pub(crate) const CASES: &[Case] = &[
         tools: true,
         stream: false,
         imported: false,
+        builtin: false,
     },
     Case {
         label: "tool loop, streamed, effort high",
@@ -164,6 +175,7 @@ pub(crate) const CASES: &[Case] = &[
         tools: true,
         stream: true,
         imported: false,
+        builtin: false,
     },
     Case {
         label: "--no-thinking",
@@ -173,6 +185,7 @@ pub(crate) const CASES: &[Case] = &[
         tools: true,
         stream: false,
         imported: false,
+        builtin: false,
     },
     Case {
         label: "another model's turns: reasoning left out, pairs id-less",
@@ -182,6 +195,7 @@ pub(crate) const CASES: &[Case] = &[
         tools: true,
         stream: false,
         imported: false,
+        builtin: false,
     },
     Case {
         label: "a non-reasoning model",
@@ -191,6 +205,7 @@ pub(crate) const CASES: &[Case] = &[
         tools: false,
         stream: true,
         imported: false,
+        builtin: false,
     },
     Case {
         label: "imported from the Python original: stamped items, a summary not kept",
@@ -200,6 +215,17 @@ pub(crate) const CASES: &[Case] = &[
         tools: true,
         stream: false,
         imported: true,
+        builtin: false,
+    },
+    Case {
+        label: "a gateway client's built-in tools after the function tools",
+        minted_by: GPT5,
+        model: GPT5,
+        thinking: ThinkingRequest::NoPreference,
+        tools: true,
+        stream: false,
+        imported: false,
+        builtin: true,
     },
 ];
 
@@ -213,10 +239,19 @@ pub(crate) fn hermes_body(case: &Case) -> String {
     let verdicts = Verdicts::default();
     let h = history(case.minted_by, case.imported);
     let tools = RawJson::from_text(TOOLS).unwrap();
+    let mut builtin = hermes_core::Passthrough::new();
+    if case.builtin {
+        builtin.dialect = hermes_core::Dialect::OpenAiResponses;
+        builtin.server_tools = BUILTIN_TOOLS
+            .iter()
+            .map(|t| RawJson::from_text((*t).to_owned()).unwrap())
+            .collect();
+    }
     let parts = RequestParts::new(&h, &decision, &verdicts)
         .thinking(case.thinking)
         .tools(case.tools.then_some(&tools))
-        .stream(case.stream);
+        .stream(case.stream)
+        .passthrough(&builtin);
     let encoded = responses::encode(&parts, &Drops::default()).unwrap();
     String::from_utf8(encoded.body).unwrap()
 }
@@ -508,4 +543,21 @@ fn compaction_bodies_validate_against_the_sdks_types() {
     let lines = validate_as(py, "responses_compact", &[compact, wrong.to_string()]);
     assert_eq!(lines[0], "ok", "{lines:?}");
     assert!(lines[1].starts_with("invalid stream"), "{lines:?}");
+}
+
+/// The built-in tools case (the gateway's Responses door to OpenAI): the function tools first,
+/// then each built-in tool byte for byte as the client wrote it.
+#[test]
+fn built_in_tools_follow_the_function_tools_byte_for_byte() {
+    let case = CASES.iter().find(|c| c.builtin).unwrap();
+    let body = hermes_body(case);
+    let tools: Vec<Value> = serde_json::from_str::<Value>(&body).unwrap()["tools"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let builtin_at = tools.len() - BUILTIN_TOOLS.len();
+    assert!(builtin_at > 0, "no function tool before them: {body}");
+    assert!(tools[..builtin_at].iter().all(|t| t["type"] == "function"));
+    let expected = BUILTIN_TOOLS.join(",");
+    assert!(body.contains(&expected), "not as written: {body}");
 }

@@ -51,6 +51,9 @@ enum Shape {
     TextSignatures,
     /// Responses: the tool loop as the Python original stores it (stamped items).
     ImportedToolLoop,
+    /// Responses: the tool loop with a gateway client's built-in tools after the function tools
+    /// (`sdk_responses::BUILTIN_TOOLS`).
+    BuiltinTools,
     /// A user turn of text and images, a call, and a result with an image.
     Images,
     /// A question with tools and every sampling parameter the wire can send set
@@ -224,7 +227,9 @@ fn rows() -> Vec<Row> {
     }
     // Responses: the cases the recording test sends, every thinking setting on gpt-5, images.
     for case in sdk_responses::CASES {
-        let shape = if case.imported {
+        let shape = if case.builtin {
+            BuiltinTools
+        } else if case.imported {
             ImportedToolLoop
         } else {
             SignedToolLoop
@@ -244,6 +249,7 @@ fn rows() -> Vec<Row> {
             let a_case = |c: &sdk_responses::Case| {
                 c.model == sdk_responses::GPT5
                     && !c.imported
+                    && !c.builtin
                     && c.tools
                     && c.thinking == thinking
                     && c.stream == stream
@@ -385,7 +391,10 @@ impl Wire {
                 }
             }
             (Wire::Responses, Shape::Images) => sdk_responses::image_body(row.model),
-            (Wire::Responses, Shape::SignedToolLoop | Shape::ImportedToolLoop) => {
+            (
+                Wire::Responses,
+                Shape::SignedToolLoop | Shape::ImportedToolLoop | Shape::BuiltinTools,
+            ) => {
                 let case = sdk_responses::Case {
                     label: "schema",
                     minted_by: sdk_responses::GPT5,
@@ -394,6 +403,7 @@ impl Wire {
                     tools: s.tools,
                     stream: s.stream,
                     imported: s.shape == Shape::ImportedToolLoop,
+                    builtin: s.shape == Shape::BuiltinTools,
                 };
                 sdk_responses::hermes_body(&case)
             }
