@@ -1822,7 +1822,10 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     assert_eq!(count(db.open().await).await, steps);
     // The last step undone by hand (as an older hermes would have left it): the next open
     // runs it again.
-    for undo in ["ALTER TABLE sessions DROP COLUMN staged"] {
+    for undo in [
+        "DROP INDEX sessions_staged",
+        "ALTER TABLE sessions DROP COLUMN staged",
+    ] {
         sqlx::query(undo).execute(&store.pool).await.unwrap();
     }
     sqlx::query(

@@ -185,6 +185,23 @@ async fn a_session_left_staged_is_seen_by_nobody_and_swept(db: TestDb) {
     );
     assert!(store.list().await.unwrap().is_empty());
 
+    // The sweep finds them through the partial index, not a scan of every session.
+    if store.backend() == Backend::Sqlite {
+        let rows = sqlx::query(
+            "EXPLAIN QUERY PLAN DELETE FROM sessions WHERE staged = 1 AND created_at < 5",
+        )
+        .fetch_all(&store.pool)
+        .await
+        .unwrap();
+        let detail: Vec<String> = rows
+            .iter()
+            .map(|r| sqlx::Row::try_get::<String, _>(r, "detail").unwrap())
+            .collect();
+        assert!(
+            detail.iter().any(|d| d.contains("sessions_staged")),
+            "{detail:?}"
+        );
+    }
     let swept = store.sweep_staged(crate::now_ms() - 600_000).await.unwrap();
     assert_eq!(swept, 1);
     let ids: Vec<String> = sqlx::query_scalar("SELECT id FROM sessions")
