@@ -805,6 +805,12 @@ pub async fn continued(
     rounds: usize,
     turns: usize,
 ) -> Result<Continued, BenchError> {
+    if rounds == 0 || turns < 2 {
+        return Err(
+            "continued conversations: nothing to measure (no conversation, or no turn after the first)"
+                .into(),
+        );
+    }
     let (chat, server) = gateway;
     let mut times = [Vec::new(), Vec::new()];
     let mut cpu = Duration::ZERO;
