@@ -100,6 +100,24 @@ pub struct Step<'a> {
     pub ends_turn: bool,
 }
 
+impl<'a> Step<'a> {
+    /// A step that ends its turn having added one message, the last of `messages` (a reply
+    /// that called no tool the engine runs), with its usage and why it ended.
+    pub fn reply(
+        messages: &'a [Message],
+        usage: Option<&'a Usage>,
+        finish: Option<&'a FinishReason>,
+    ) -> Self {
+        Step {
+            messages,
+            added: 1,
+            usage,
+            finish,
+            ends_turn: true,
+        }
+    }
+}
+
 /// Tools the model may call. A failing tool returns its error text: the model sees it.
 #[async_trait::async_trait]
 pub trait Tools: Send + Sync {

@@ -100,6 +100,31 @@ pub(crate) fn threshold(
     p
 }
 
+/// The passthrough of a gateway compaction request ([`crate::Request::compact`]) on a route
+/// whose compaction is the provider's ([`is_native`]): on the Responses wire the request's own
+/// passthrough marked for `POST /responses/compact`; on a Claude host the on-demand
+/// `compaction` field and its beta (the client's Responses-dialect fields are not that wire's).
+/// `None` elsewhere: hermes summarises.
+pub(crate) fn native_request(
+    target: &crate::target::Target,
+    passthrough: &hermes_core::Passthrough,
+) -> Option<hermes_core::Passthrough> {
+    let wire = target.transport.wire();
+    if !is_native(wire, &target.decision.target) {
+        return None;
+    }
+    if wire.id() == hermes_providers::responses::WIRE_ID {
+        let mut p = passthrough.clone();
+        p.fields
+            .extend(hermes_providers::responses::compaction::request().fields);
+        Some(p)
+    } else if wire.id() == hermes_providers::anthropic::WIRE_ID {
+        Some(hermes_providers::anthropic::compaction::request())
+    } else {
+        None
+    }
+}
+
 /// Whether `target` is OpenAI's own API or a local endpoint
 /// ([`hermes_providers::responses::is_openai`]).
 pub(crate) fn is_openai(target: &hermes_core::RouteTarget) -> bool {

@@ -20,7 +20,7 @@ use crate::receipt::{Claimed, Idempotency};
 use crate::session::{NoTools, Opened, Toolset, driver_config, new_session, open_snapshot};
 use crate::settle::{Choice, Defaults};
 use crate::target::{AwsLookup, KeyLookup, Limits, Target};
-use crate::turn::{Destination, TurnParts, drive};
+use crate::turn::{Destination, TurnParts, Work, drive};
 use hermes_core::reattach::{align, input_start, unverified_carriers};
 use hermes_providers::anthropic::inbound::client_blocks_to;
 
@@ -139,6 +139,13 @@ pub struct Request {
     /// the store already answered gets its stored completion, with no upstream call
     /// ([`crate::Idempotency`]).
     pub idempotency: Option<Idempotency>,
+    /// Answer with a checkpoint of the client's whole history instead of a turn (with
+    /// [`Request::history`] only; SPEC §7): the provider's own compaction where the route has
+    /// one (its block or item, kept verbatim), hermes' summary otherwise or when the
+    /// provider's fails. The checkpoint is stored in a new session of the client's, after the
+    /// history's leading system messages (the conversation it summarised is left as it was),
+    /// and is the completion's last message.
+    pub compact: bool,
     /// Set when the caller is gone ([`Events`] dropped): the step in flight is still stored,
     /// no further one starts.
     stop: Option<Arc<AtomicBool>>,
@@ -158,6 +165,7 @@ impl Request {
             sampling: Sampling::default(),
             passthrough: Passthrough::default(),
             idempotency: None,
+            compact: false,
             stop: None,
         }
     }
@@ -192,6 +200,9 @@ impl Request {
 
         /// With what makes it idempotent.
         idempotency: Option<Idempotency>;
+
+        /// Answered with a checkpoint of the history instead of a turn.
+        compact: bool;
     }
 
     /// A request answering a client's whole `history` (see [`Request::history`]).
@@ -495,8 +506,14 @@ impl Engine {
             sampling,
             passthrough,
             idempotency: _,
+            compact,
             stop,
         } = request;
+        if compact && history.is_none() {
+            return Err(EngineError::Usage(
+                "a compaction request needs a client's history".into(),
+            ));
+        }
         // A client's history names its conversation by what it holds at its place (SPEC §10);
         // the one read of a resumed conversation: its row, its active view and its tip.
         let snapshot = match (&history, session) {
@@ -536,7 +553,9 @@ impl Engine {
         let (input, preamble, place, carriers) = match history {
             None => (input, Vec::new(), tip.map_or(Place::New, Place::Tip), None),
             Some(history) => {
-                let lined = self.line_up(store, &mut conversation, history, tip).await?;
+                let lined = self
+                    .line_up(store, &mut conversation, history, tip, compact)
+                    .await?;
                 if !lined.placed {
                     // Not this conversation (SPEC §10): nothing of it — its carriers, its
                     // verdicts, its lineage — goes with the new one.
@@ -584,6 +603,12 @@ impl Engine {
             }
             ToolMode::Client(definitions) => (&NoTools, Some(definitions.clone()), true),
         };
+        let work = match compact {
+            true => Work::Checkpoint {
+                native: crate::compaction::native_request(&target, &passthrough),
+            },
+            false => Work::Turn(input),
+        };
         let mut config = driver_config(thinking, stream, definitions);
         config.client_tools = client_tools;
         config.sampling = sampling;
@@ -591,7 +616,11 @@ impl Engine {
         config.stop = stop;
         let title = preamble
             .iter()
-            .chain(&input)
+            .chain(match &work {
+                Work::Turn(input) => input.as_slice(),
+                // A checkpoint's session is titled after the conversation it summarised.
+                Work::Checkpoint { .. } => conversation.messages.as_slice(),
+            })
             .find(|m| m.role == Role::User)
             .and_then(|m| m.content.as_ref())
             .and_then(|c| c.as_str().map(|s| s.into_owned()))
@@ -637,7 +666,7 @@ impl Engine {
             destination,
             preamble,
             &mut conversation,
-            input,
+            work,
             notify,
         )
         .await?;
@@ -676,6 +705,7 @@ impl Engine {
         conversation: &mut hermes_core::driver::Conversation,
         history: History,
         tip: Option<hermes_store::Tip>,
+        compact: bool,
     ) -> Result<LinedUp, EngineError> {
         let stored = std::mem::take(&mut conversation.messages);
         let aligned =
@@ -683,6 +713,32 @@ impl Engine {
         // No assistant message of the client's at its place in this conversation (a stock
         // reply of it matched by content alone, SPEC §10): not this conversation, a new one.
         let placed = aligned.placed(&history.messages);
+        if compact {
+            // The whole history goes up (stored carriers re-attached); a new session keeps
+            // its leading system messages and then the checkpoint.
+            let all = aligned.history;
+            let lead = all
+                .iter()
+                .take_while(|m| matches!(m.role, Role::System | Role::Developer))
+                .count();
+            if lead == all.len() {
+                return Err(EngineError::InvalidParameter {
+                    parameter: "messages".into(),
+                    why: "there is nothing to compact: the history holds no message after its \
+                          instructions"
+                        .into(),
+                });
+            }
+            let preamble = all[..lead].to_vec();
+            conversation.messages = all;
+            return Ok(LinedUp {
+                input: Vec::new(),
+                preamble,
+                place: Place::New,
+                carriers: aligned.counts,
+                placed,
+            });
+        }
         let tip = tip.filter(|_| placed);
         let start = input_start(&aligned.history).ok_or_else(|| EngineError::InvalidParameter {
             parameter: "messages".into(),

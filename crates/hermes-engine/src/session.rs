@@ -342,7 +342,7 @@ impl ChatSession {
             destination,
             Vec::new(),
             &mut self.conversation,
-            vec![Message::text(Role::User, text)],
+            crate::turn::Work::Turn(vec![Message::text(Role::User, text)]),
             notify,
         )
         .await;

@@ -5,8 +5,10 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use hermes_core::driver::{Conversation, Driver, DriverConfig, DriverEvent, Tools, TurnOutcome};
-use hermes_core::{CarrierSet, Message, Wait};
+use hermes_core::driver::{
+    Conversation, Driver, DriverConfig, DriverError, DriverEvent, Step, Tools, TurnOutcome,
+};
+use hermes_core::{CarrierSet, Message, Passthrough, Role, Wait};
 use hermes_store::{NewSession, Store, Tip};
 
 use crate::error::EngineError;
@@ -52,7 +54,21 @@ pub(crate) struct TurnParts<'a> {
     pub(crate) receipt: Option<&'a crate::receipt::Pending>,
 }
 
-/// Runs one turn whose input is `input` (a user message, or tool results) on `conversation`,
+/// What a turn does.
+pub(crate) enum Work {
+    /// Answers `input` (a user message, or tool results), running tools as the config says.
+    Turn(Vec<Message>),
+    /// Stores a checkpoint of the conversation as sent (nothing to answer, no tool run): the
+    /// provider's compaction asked with `native`'s passthrough when the route has one, else —
+    /// or when it fails, or its reply holds no compaction — hermes' summary
+    /// ([`hermes_compaction::SUMMARY_INSTRUCTIONS`] after the conversation).
+    Checkpoint {
+        /// The provider compaction request's passthrough, on a route with one.
+        native: Option<Passthrough>,
+    },
+}
+
+/// Runs one turn doing `work` (answering its input, or a checkpoint) on `conversation`,
 /// storing each step at `destination` (the first together with `preamble`, what precedes the
 /// input and is not stored yet), within the turn limit. Fleet re-probe claims are given
 /// back when it ends (or, if it is dropped, by the turn's own drop).
@@ -61,7 +77,7 @@ pub(crate) async fn drive(
     destination: Destination<'_>,
     preamble: Vec<Message>,
     conversation: &mut Conversation,
-    input: Vec<Message>,
+    work: Work,
     notify: &(dyn Fn(&DriverEvent) + Send + Sync),
 ) -> Result<TurnOutcome, EngineError> {
     let TurnParts {
@@ -114,7 +130,13 @@ pub(crate) async fn drive(
         config,
         notify,
     };
-    let result = tokio::time::timeout(limits.turn, driver.run(conversation, input)).await;
+    let run = async {
+        match work {
+            Work::Turn(input) => driver.run(conversation, input).await,
+            Work::Checkpoint { native } => checkpoint(&driver, conversation, native).await,
+        }
+    };
+    let result = tokio::time::timeout(limits.turn, run).await;
     if let Err(e) = fleet.finish().await {
         tracing::warn!(error = %e, "cannot give back fleet verdict re-probe claims; they lapse on their own");
     }
@@ -128,6 +150,68 @@ pub(crate) async fn drive(
             ),
         }),
     }
+}
+
+/// [`Work::Checkpoint`]: one reply to `conversation` as it is, stored alone as the turn's one
+/// step (after the destination's preamble). With `native`, the provider's compaction is asked
+/// first (its passthrough, never streamed); a failure or a reply without a compaction block or
+/// item is logged and hermes' summary is asked instead, the instructions stored before it.
+async fn checkpoint(
+    driver: &Driver<'_>,
+    conversation: &mut Conversation,
+    native: Option<Passthrough>,
+) -> Result<TurnOutcome, DriverError> {
+    let mut outcome = TurnOutcome::default();
+    let mut stored = Vec::new();
+    let mut answer = None;
+    if let Some(passthrough) = native {
+        let mut config = driver.config.clone();
+        config.passthrough = passthrough;
+        config.stream = false;
+        let native = Driver {
+            config: &config,
+            ..*driver
+        };
+        outcome.requests += 1;
+        match native.reply(conversation).await {
+            Ok(reply) if hermes_core::checkpoint::native_compaction(&reply.message).is_some() => {
+                answer = Some(reply);
+            }
+            Ok(_) => tracing::warn!(
+                "the provider's compaction reply held no compaction; hermes summarises instead"
+            ),
+            Err(e) => tracing::warn!(
+                error = %e,
+                "the provider's compaction failed; hermes summarises instead"
+            ),
+        }
+    }
+    let reply = match answer {
+        Some(reply) => reply,
+        None => {
+            let instructions = Message::text(Role::User, hermes_compaction::SUMMARY_INSTRUCTIONS);
+            conversation.messages.push(instructions.clone());
+            outcome.requests += 1;
+            let reply = driver.reply(conversation).await;
+            conversation.messages.pop();
+            stored.push(instructions);
+            reply?
+        }
+    };
+    stored.push(reply.message.clone());
+    let step = Step::reply(
+        &stored,
+        reply.meta.usage.as_ref(),
+        reply.meta.finish.as_ref(),
+    );
+    driver.log.commit(&step).await.map_err(DriverError::Log)?;
+    if let Some(usage) = reply.meta.usage {
+        outcome.usage.push(usage);
+    }
+    outcome.finish = reply.meta.finish;
+    conversation.messages.extend(stored);
+    outcome.new_messages.push(reply.message);
+    Ok(outcome)
 }
 
 /// Marks the turns of `messages` whose carriers an earlier request left out for good (SPEC §5a

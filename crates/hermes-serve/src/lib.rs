@@ -903,8 +903,12 @@ async fn prepare(
     inner: &Inner,
     tenant: &str,
     headers: &HeaderMap,
-    parsed: responses::ResponsesRequest,
+    mut parsed: responses::ResponsesRequest,
 ) -> Result<Prepared, ApiError> {
+    if let Some(references) = parsed.referenced.take() {
+        let items = referenced(inner, tenant, &references.at).await?;
+        parsed.resolve(references, items)?;
+    }
     let responses::ResponsesRequest {
         mut turn,
         echo,
@@ -912,6 +916,7 @@ async fn prepare(
         previous_response_id,
         compactions,
         trigger,
+        referenced: _,
     } = parsed;
     if model::check(&turn.model).is_ok() {
         access::model(&turn.model);
@@ -939,7 +944,9 @@ async fn prepare(
     if vouched > 0 {
         tracing::debug!(vouched, "gateway-sealed reasoning items verified");
     }
-    checkpoints(inner, &mut turn.messages, &compactions, &signer).await?;
+    if let Some(continued) = checkpoints(inner, &mut turn.messages, &compactions, &signer).await? {
+        session = session.or(Some(continued));
+    }
     if let Some(id) = &previous_response_id {
         let continued = previous(inner, tenant, id, &mut turn.messages, echo.instructed()).await?;
         session = session.or(Some(continued));
@@ -1075,21 +1082,77 @@ async fn previous(
     Ok(kept.session)
 }
 
+/// The items `item_reference`s name (`refs`: place and id), in order: output items of
+/// responses `tenant` made with `store` on, rebuilt from the store as the response gave them
+/// (a reasoning item without `encrypted_content`: the engine puts the stored reasoning back
+/// where the turn stands). An id that names no such item is OpenAI's 400.
+async fn referenced(
+    inner: &Inner,
+    tenant: &str,
+    refs: &[(usize, String)],
+) -> Result<Vec<Value>, ApiError> {
+    let store = inner
+        .engine
+        .store()
+        .ok_or_else(|| ApiError::internal("the gateway has no store"))?;
+    let failed = |e| ApiError::from_engine(&hermes_engine::EngineError::from(e));
+    let mut outputs: std::collections::HashMap<String, Vec<Value>> = Default::default();
+    let mut items = Vec::with_capacity(refs.len());
+    for (_, id) in refs {
+        let not_found = || ApiError::invalid("input", format!("Item with id '{id}' not found."));
+        let response = responses::response_of_item(id).ok_or_else(not_found)?;
+        if !outputs.contains_key(&response) {
+            let mut output = Vec::new();
+            if let Some(kept) = store
+                .kept_response(tenant, &response)
+                .await
+                .map_err(failed)?
+            {
+                let stored = store.messages(&kept.session).await.map_err(failed)?;
+                // A response's reply is the message its turn stored last.
+                if let Some(reply) = kept
+                    .upto
+                    .checked_sub(1)
+                    .and_then(|last| stored.get(last))
+                    .filter(|m| m.role == Role::Assistant)
+                {
+                    output =
+                        responses::output_items(&response, std::slice::from_ref(reply), 0, None);
+                }
+            }
+            outputs.insert(response.clone(), output);
+        }
+        let item = outputs[&response]
+            .iter()
+            .find(|item| item["id"] == id.as_str())
+            .cloned()
+            .ok_or_else(not_found)?;
+        items.push(item);
+    }
+    Ok(items)
+}
+
 /// What a `compaction` item's sealed reference names: the stored summary's session and place.
 fn checkpoint_payload(session: &str, index: usize) -> String {
     format!("{session}\n{index}")
 }
 
-/// Puts in place of each `compaction` item a client sent back the checkpoint it names: its
-/// seal opened for this tenant and partition, the summary read from the store. One that does
-/// not open, or whose summary is no longer stored, is a 400 naming the item.
+/// Puts in place of each `compaction` item a client sent back the checkpoint it names, its
+/// seal opened for this tenant and partition. hermes' own checkpoint is its stored summary, in
+/// the item's place. The provider's own (its compaction block or item, SPEC §7) stands for
+/// everything before it: the history becomes the client's instructions, that checkpoint as
+/// stored (the engine re-attaches its carrier at its place in its session, SPEC §10), then
+/// what the client sent after it; the session it is stored in is returned, for the turn to
+/// continue. One that does not open, or whose checkpoint is no longer stored, is a 400 naming
+/// the item.
 async fn checkpoints(
     inner: &Inner,
-    messages: &mut [hermes_core::Message],
+    messages: &mut Vec<hermes_core::Message>,
     items: &[responses::CompactionItem],
     signer: &sign::Signer,
-) -> Result<(), ApiError> {
-    for item in items {
+) -> Result<Option<String>, ApiError> {
+    // From the last: a provider checkpoint takes the place of everything before it.
+    for item in items.iter().rev() {
         let refused = |why: &str| ApiError::invalid(&item.at, format!("`{}`: {why}", item.at));
         let Some(payload) = signer.open(&item.seal) else {
             return Err(refused(
@@ -1109,24 +1172,36 @@ async fn checkpoints(
             .messages(&session)
             .await
             .map_err(|e| ApiError::from_engine(&hermes_engine::EngineError::from(e)))?;
-        let summary = stored
+        let gone = || refused("the conversation it summarised is no longer stored (retention)");
+        let checkpoint = stored
             .get(index)
             .filter(|m| m.role == hermes_core::Role::Assistant)
-            .and_then(|m| m.content.as_ref())
+            .ok_or_else(gone)?;
+        if hermes_core::checkpoint::native_compaction(checkpoint).is_some() {
+            let lead = messages
+                .iter()
+                .take_while(|m| matches!(m.role, Role::System | Role::Developer))
+                .count();
+            messages.splice(lead..=item.message, [checkpoint.clone()]);
+            return Ok(Some(session));
+        }
+        let summary = checkpoint
+            .content
+            .as_ref()
             .map(responses::text_of)
             .filter(|s| !s.trim().is_empty())
-            .ok_or_else(|| {
-                refused("the conversation it summarised is no longer stored (retention)")
-            })?;
+            .ok_or_else(gone)?;
         messages[item.message] = hermes_core::checkpoint::own_checkpoint(&summary);
     }
-    Ok(())
+    Ok(None)
 }
 
-/// Compacts `turn`'s history for the Responses door: the model writes a summary of it (the
-/// history and hermes' summary instructions, through the engine like any turn, so its carriers
-/// are re-attached and the summary is stored), and the answer is a `compaction` item whose
-/// `encrypted_content` is a sealed reference to that stored summary.
+/// Compacts `turn`'s history for the Responses door through the engine
+/// ([`hermes_engine::Request::compact`]: the history's carriers re-attached, the provider's own
+/// compaction where the upstream has one — OpenAI's `POST /responses/compact`, Claude's
+/// on-demand compaction — else hermes' summary, stored in a session of its own), and answers
+/// a `compaction` item whose `encrypted_content` is a sealed reference to that stored
+/// checkpoint. The upstream's block or item never reaches the client.
 async fn compaction(
     inner: &Inner,
     mut turn: body::ClientTurn,
@@ -1136,12 +1211,10 @@ async fn compaction(
     signer: &sign::Signer,
     recorder: &metrics::Turn,
 ) -> Result<(Value, Completion), ApiError> {
-    turn.messages.push(hermes_core::Message::text(
-        Role::User,
-        hermes_engine::SUMMARY_INSTRUCTIONS,
-    ));
     turn.stream = false;
-    let request = turn.request(tenant.to_owned(), choice, session);
+    let request = turn
+        .request(tenant.to_owned(), choice, session)
+        .compact(true);
     let completion = complete(inner, request, recorder).await?;
     let store = inner
         .engine
@@ -1155,10 +1228,11 @@ async fn compaction(
         .iter()
         .rposition(|m| m.role == Role::Assistant)
         .filter(|&i| {
-            stored[i]
-                .content
-                .as_ref()
-                .is_some_and(|c| !responses::text_of(c).trim().is_empty())
+            hermes_core::checkpoint::native_compaction(&stored[i]).is_some()
+                || stored[i]
+                    .content
+                    .as_ref()
+                    .is_some_and(|c| !responses::text_of(c).trim().is_empty())
         })
         .ok_or_else(|| ApiError::bad_gateway("the model wrote no summary"))?;
     let sealed = signer.seal(&checkpoint_payload(&completion.session, index));

@@ -53,6 +53,9 @@ pub(crate) struct ResponsesRequest {
     /// Whether the input ends with a `compaction_trigger` item: the answer is one compaction
     /// item.
     pub(crate) trigger: bool,
+    /// The input's `item_reference`s, when it has any: the history is read once they are
+    /// resolved ([`ResponsesRequest::resolve`]).
+    pub(crate) referenced: Option<References>,
 }
 
 /// What the `response` object repeats of its request (OpenAI's clients read these back).
@@ -98,13 +101,29 @@ pub(crate) fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
     let input: inbound::Input = f
         .get("input", "a string or an array of input items")?
         .ok_or_else(|| ApiError::invalid("input", "`input` is required"))?;
+    let references = match &input {
+        inbound::Input::Items(items) => references(items)?,
+        inbound::Input::Text(_) => Vec::new(),
+    };
+    // With `item_reference`s the history is read once the door has the items they name
+    // ([`ResponsesRequest::resolve`]).
+    let (read, referenced) = match references.is_empty() {
+        true => (read_history(instructions.as_deref(), &input)?, None),
+        false => (
+            Inbound::default(),
+            Some(References {
+                instructions: instructions.clone(),
+                input,
+                at: references,
+            }),
+        ),
+    };
     let Inbound {
         messages,
         sealed,
         compactions,
         trigger,
-    } = inbound::history(instructions.as_deref(), &input)
-        .map_err(|e| ApiError::invalid(&e.at, e.message))?;
+    } = read;
     let stream = f.get::<bool>("stream", "a boolean")?.unwrap_or(false);
     let tool_values: Option<Vec<Value>> = f.get("tools", "an array of tools")?;
     let (tools, builtin) = match &tool_values {
@@ -190,7 +209,75 @@ pub(crate) fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
         previous_response_id,
         compactions,
         trigger,
+        referenced,
     })
+}
+
+/// `instructions` and `input` as the engine's history, and what stands beside it.
+fn read_history(instructions: Option<&str>, input: &inbound::Input) -> Result<Inbound, ApiError> {
+    inbound::history(instructions, input).map_err(|e| ApiError::invalid(&e.at, e.message))
+}
+
+/// The place and id of each `item_reference` of `items` (OpenAI's `ItemReference`: `type`
+/// `item_reference`, or no `type` and no `role`, with an `id`).
+fn references(items: &[Value]) -> Result<Vec<(usize, String)>, ApiError> {
+    let mut found = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let kind = item.get("type").and_then(Value::as_str);
+        let reference = kind == Some("item_reference")
+            || (kind.is_none() && item.get("role").is_none() && item.get("id").is_some());
+        if !reference {
+            continue;
+        }
+        let id = item.get("id").and_then(Value::as_str).ok_or_else(|| {
+            ApiError::invalid(
+                &format!("input[{i}].id"),
+                format!("`input[{i}].id` is required: the id of the item it names"),
+            )
+        })?;
+        found.push((i, id.to_owned()));
+    }
+    Ok(found)
+}
+
+/// A request's input while its `item_reference`s are unresolved.
+pub(crate) struct References {
+    instructions: Option<String>,
+    input: inbound::Input,
+    /// Each reference's place in `input` and the id it names.
+    pub(crate) at: Vec<(usize, String)>,
+}
+
+impl ResponsesRequest {
+    /// Reads the history with each `item_reference` replaced by the item it names (`items`,
+    /// in the order of [`References::at`]).
+    pub(crate) fn resolve(
+        &mut self,
+        references: References,
+        items: Vec<Value>,
+    ) -> Result<(), ApiError> {
+        let References {
+            instructions,
+            mut input,
+            at,
+        } = references;
+        if let inbound::Input::Items(list) = &mut input {
+            for ((i, _), item) in at.into_iter().zip(items) {
+                list[i] = item;
+            }
+        }
+        let Inbound {
+            messages,
+            sealed,
+            compactions,
+            trigger,
+        } = read_history(instructions.as_deref(), &input)?;
+        self.turn.messages = messages;
+        self.sealed = sealed;
+        self.compactions = compactions;
+        self.trigger = trigger;
+        Ok(())
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -315,8 +402,7 @@ impl Shape {
 
     /// An item id of this response: `prefix` and the item's place.
     fn item_id(&self, prefix: &str, index: usize) -> String {
-        let tail = self.id.strip_prefix("resp_").unwrap_or(&self.id);
-        format!("{prefix}_{tail}{index:02}")
+        item_id(&self.id, prefix, index)
     }
 
     /// The `response` object with `output`, in `status`.
@@ -362,58 +448,94 @@ impl Shape {
     /// A reasoning item holding `summary`, sealed when the client asked for
     /// `encrypted_content`.
     fn reasoning_item(&self, id: &str, summary: &str) -> Value {
-        let parts = if summary.is_empty() {
-            json!([])
-        } else {
-            json!([{"type": "summary_text", "text": summary}])
-        };
-        json!({
-            "type": "reasoning",
-            "id": id,
-            "summary": parts,
-            "encrypted_content": if self.echo.include_encrypted {
-                Value::String(self.signer.mint(summary))
-            } else {
-                Value::Null
-            },
-        })
+        reasoning_item(id, summary, self.sealing())
+    }
+
+    /// The signer of reasoning items' `encrypted_content`, when the request asked for it.
+    fn sealing(&self) -> Option<&Signer> {
+        self.echo.include_encrypted.then_some(&self.signer)
     }
 
     /// The output items of `messages` (each assistant reply: its reasoning, its text, its
     /// calls), numbered from `first`.
     pub(crate) fn output(&self, messages: &[Message], first: usize) -> Vec<Value> {
-        let mut out = Vec::new();
-        for reply in messages.iter().filter(|m| m.role == Role::Assistant) {
-            if let Some(thinking) = readable_thinking(reply).filter(|t| !t.trim().is_empty()) {
-                let id = self.item_id("rs", first + out.len());
-                out.push(self.reasoning_item(&id, &thinking));
-            }
-            if let Some(text) = reply
-                .content
-                .as_ref()
-                .map(text_of)
-                .filter(|t| !t.is_empty())
-            {
-                let id = self.item_id("msg", first + out.len());
-                out.push(message_item(&id, &text, "completed"));
-            }
-            for call in reply.tool_calls.iter().flatten() {
-                let id = self.item_id("fc", first + out.len());
-                out.push(call_item(
-                    &id,
-                    call.id.as_deref().unwrap_or_default(),
-                    &call.function.name,
-                    &call
-                        .function
-                        .arguments
-                        .as_ref()
-                        .map_or_else(|| "{}".to_owned(), arguments_text),
-                    "completed",
-                ));
-            }
-        }
-        out
+        output_items(&self.id, messages, first, self.sealing())
     }
+}
+
+/// The id of the item at `index` of response `response`: `prefix` (`rs`, `msg`, `fc`), the
+/// response id's tail, the place.
+fn item_id(response: &str, prefix: &str, index: usize) -> String {
+    let tail = response.strip_prefix("resp_").unwrap_or(response);
+    format!("{prefix}_{tail}{index:02}")
+}
+
+/// The response whose output item `id` is ([`item_id`]; a response id's tail is a UUID's 32
+/// hex digits), or `None` when `id` is not one of ours.
+pub(crate) fn response_of_item(id: &str) -> Option<String> {
+    let (_, rest) = id.split_once('_')?;
+    let tail = rest.get(..32)?;
+    (tail.bytes().all(|b| b.is_ascii_hexdigit()) && rest.len() > 32).then(|| format!("resp_{tail}"))
+}
+
+/// A `reasoning` item: its readable summary, and with `seal` its `encrypted_content` (the
+/// signer's mint over the summary).
+fn reasoning_item(id: &str, summary: &str, seal: Option<&Signer>) -> Value {
+    let parts = if summary.is_empty() {
+        json!([])
+    } else {
+        json!([{"type": "summary_text", "text": summary}])
+    };
+    json!({
+        "type": "reasoning",
+        "id": id,
+        "summary": parts,
+        "encrypted_content": match seal {
+            Some(signer) => Value::String(signer.mint(summary)),
+            None => Value::Null,
+        },
+    })
+}
+
+/// The output items response `response` gave for `messages` (each assistant reply: its
+/// reasoning, its text, its calls), numbered from `first`; reasoning items sealed by `seal`.
+pub(crate) fn output_items(
+    response: &str,
+    messages: &[Message],
+    first: usize,
+    seal: Option<&Signer>,
+) -> Vec<Value> {
+    let mut out = Vec::new();
+    for reply in messages.iter().filter(|m| m.role == Role::Assistant) {
+        if let Some(thinking) = readable_thinking(reply).filter(|t| !t.trim().is_empty()) {
+            let id = item_id(response, "rs", first + out.len());
+            out.push(reasoning_item(&id, &thinking, seal));
+        }
+        if let Some(text) = reply
+            .content
+            .as_ref()
+            .map(text_of)
+            .filter(|t| !t.is_empty())
+        {
+            let id = item_id(response, "msg", first + out.len());
+            out.push(message_item(&id, &text, "completed"));
+        }
+        for call in reply.tool_calls.iter().flatten() {
+            let id = item_id(response, "fc", first + out.len());
+            out.push(call_item(
+                &id,
+                call.id.as_deref().unwrap_or_default(),
+                &call.function.name,
+                &call
+                    .function
+                    .arguments
+                    .as_ref()
+                    .map_or_else(|| "{}".to_owned(), arguments_text),
+                "completed",
+            ));
+        }
+    }
+    out
 }
 
 /// A `compaction` output item holding the sealed reference `sealed`.
@@ -876,18 +998,39 @@ impl crate::sse::StreamDoor for ResponsesStream {
 
 #[cfg(test)]
 mod tests {
-    use super::parse;
+    use super::{parse, response_of_item};
+
+    #[test]
+    fn item_references_are_read_typed_or_not_and_resolved_later() {
+        let parsed = parse(
+            br#"{"model":"m","input":[{"role":"user","content":"hi"},{"type":"item_reference","id":"a"},{"id":"b"}]}"#,
+        )
+        .unwrap();
+        let references = parsed.referenced.expect("two references");
+        assert_eq!(references.at, [(1, "a".to_owned()), (2, "b".to_owned())]);
+        assert!(
+            parsed.turn.messages.is_empty(),
+            "read once they are resolved"
+        );
+        let id = "msg_0192f0e4c1a97b3e8c1d2e3f4a5b6c7d01";
+        assert_eq!(
+            response_of_item(id).as_deref(),
+            Some("resp_0192f0e4c1a97b3e8c1d2e3f4a5b6c7d")
+        );
+        assert_eq!(response_of_item("msg_short01"), None);
+        assert_eq!(response_of_item("x"), None);
+    }
 
     #[test]
     fn unknown_items_and_untyped_tools_are_refused_by_name() {
-        let e = parse(br#"{"model":"m","input":[{"type":"item_reference","id":"x"}]}"#)
+        let e = parse(br#"{"model":"m","input":[{"type":"item_search","id":"x"}]}"#)
             .err()
             .unwrap();
-        assert!(
-            e.body().to_string().contains("item_reference"),
-            "{}",
-            e.body()
-        );
+        assert!(e.body().to_string().contains("item_search"), "{}", e.body());
+        let e = parse(br#"{"model":"m","input":[{"type":"item_reference"}]}"#)
+            .err()
+            .unwrap();
+        assert!(e.body().to_string().contains("input[0].id"), "{}", e.body());
         let e = parse(br#"{"model":"m","input":"hi","tools":[{"name":"f"}]}"#)
             .err()
             .unwrap();

@@ -225,6 +225,123 @@ async fn an_altered_reasoning_item_is_left_out() {
     );
 }
 
+/// `item_reference`: a client that stores its responses (`store` on) and names their output
+/// items by id instead of sending them: each reference is the item the response gave, rebuilt
+/// from the store, so a must-echo upstream (DeepSeek V4) gets the tool-call turn's reasoning
+/// back byte for byte. An id that names no item of the tenant's stored responses — unknown,
+/// another tenant's, or from a response made with `store: false` — is OpenAI's 400.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn item_references_name_the_items_of_stored_responses() {
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let gateway = start_for("deepseek", &sim.base_url()).await;
+    let client = reqwest::Client::new();
+    let tools = json!([{"type": "function", "name": "now", "description": "The time",
+        "parameters": {"type": "object", "properties": {}}}]);
+    let ask = |key: &'static str, body: Value| {
+        client
+            .post(gateway.url("/v1/responses"))
+            .bearer_auth(key)
+            .json(&body)
+            .send()
+    };
+    let question = json!({"role": "user", "content": "[tools=1] what time is it?"});
+    let r = ask(
+        KEY,
+        json!({"model": "deepseek/deepseek-v4-pro", "input": [question], "tools": tools}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 200);
+    let first: Value = r.json().await.unwrap();
+    let output = first["output"].as_array().unwrap();
+    let call = output
+        .iter()
+        .find(|o| o["type"] == "function_call")
+        .unwrap();
+    let references: Vec<Value> = output
+        .iter()
+        .map(|o| json!({"type": "item_reference", "id": o["id"]}))
+        .collect();
+    let answer =
+        json!({"type": "function_call_output", "call_id": call["call_id"], "output": "12:00"});
+
+    let mut input = vec![question.clone()];
+    input.extend(references.iter().cloned());
+    input.push(answer.clone());
+    let r = ask(
+        KEY,
+        json!({"model": "deepseek/deepseek-v4-pro", "input": input, "tools": tools}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let second: Value = r.json().await.unwrap();
+    assert_eq!(second["status"], "completed", "{second}");
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 2, "both accepted");
+    let stored = gateway
+        .store
+        .messages(first["hermes_session"].as_str().unwrap())
+        .await
+        .unwrap();
+    let echoed = &requests[1].body["messages"][1];
+    assert_eq!(echoed["role"], "assistant", "{}", requests[1].body);
+    assert_eq!(
+        echoed["reasoning_content"].as_str(),
+        stored[1].reasoning_content.as_ref().map(|r| r.text()).as_deref(),
+        "the stored reasoning went back: {}",
+        requests[1].body
+    );
+    assert_eq!(echoed["tool_calls"][0]["id"], call["call_id"]);
+
+    // Not the tenant's, unknown, or never stored: OpenAI's 400, nothing sent upstream.
+    let unstored = {
+        let r = ask(
+            KEY,
+            json!({"model": "deepseek/deepseek-v4-pro", "input": "[tools=1] and now?",
+                   "tools": tools, "store": false}),
+        )
+        .await
+        .unwrap();
+        let v: Value = r.json().await.unwrap();
+        v["output"][0]["id"].as_str().unwrap().to_owned()
+    };
+    let seen = sim.requests().len();
+    for (key, id) in [
+        (
+            crate::KEY_B,
+            references[0]["id"].as_str().unwrap().to_owned(),
+        ),
+        (KEY, "msg_nothing".to_owned()),
+        (KEY, unstored),
+    ] {
+        let mut input = vec![
+            question.clone(),
+            json!({"type": "item_reference", "id": id}),
+        ];
+        input.push(answer.clone());
+        let r = ask(
+            key,
+            json!({"model": "deepseek/deepseek-v4-pro", "input": input, "tools": tools}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status(), 400);
+        let error: Value = r.json().await.unwrap();
+        assert_eq!(
+            error["error"]["message"],
+            format!("Item with id '{id}' not found."),
+            "{error}"
+        );
+    }
+    assert_eq!(
+        sim.requests().len(),
+        seen,
+        "nothing refused reached the upstream"
+    );
+    gateway.stop().await;
+}
+
 /// Codex sends its request bodies compressed: zstd, gzip and br are decoded, with the body cap
 /// on the decoded size; another encoding is a 415 in OpenAI's shape.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -305,20 +422,27 @@ async fn compressed_bodies_are_decoded_under_the_cap() {
     gateway.stop().await;
 }
 
-/// `responses.compact` on a conversation whose upstream thinks (Claude, signatures verified by
-/// its simulator): the answer is the input's user messages and one compaction item holding a
-/// sealed reference; the next turn on the compacted input reaches the upstream with the
-/// stored summary in the compaction item's place. The same item altered, or under another
-/// partition, is a 400 naming it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_compacted_conversation_goes_on_from_its_checkpoint() {
-    let Some(python) = hermes_test_support::sdk::sdk_python("openai", PROBE) else {
-        return;
-    };
-    let sim = Sim::start("anthropic").await.unwrap();
-    let gateway = start_for("anthropic", &sim.base_url()).await;
+/// `responses.compact` through the door in front of `profile` (standing in for `provider`):
+/// the answer is the input's user messages and one compaction item holding a sealed
+/// reference, and the next turn on the compacted input is accepted. Returns the sealed
+/// reference, what the client saw and the simulator's requests (the two turns, the
+/// compaction, the turn after it, each accepted).
+async fn compacted(
+    profile: &str,
+    provider: &str,
+    model: &str,
+) -> Option<(
+    Sim,
+    crate::Running,
+    String,
+    Value,
+    Vec<hermes_sim::RecordedRequest>,
+)> {
+    let python = hermes_test_support::sdk::sdk_python("openai", PROBE)?;
+    let sim = Sim::start(profile).await.unwrap();
+    let gateway = start_for(provider, &sim.base_url()).await;
     let input = json!({
-        "base_url": gateway.base(), "key": KEY, "model": "anthropic/claude-opus-4-6",
+        "base_url": gateway.base(), "key": KEY, "model": model,
         "stream": false, "keep": false, "tamper": false, "effort": "high", "compact": true,
     });
     let seen = tokio::task::spawn_blocking(move || run_script(python, SCRIPT, "OPENAI_", &input))
@@ -329,51 +453,97 @@ async fn a_compacted_conversation_goes_on_from_its_checkpoint() {
     let output = compacted["output"].as_array().unwrap();
     let item = output.last().unwrap();
     assert_eq!(item["type"], "compaction");
-    let sealed = item["encrypted_content"].as_str().unwrap();
+    let sealed = item["encrypted_content"].as_str().unwrap().to_owned();
     assert!(sealed.starts_with("hermes1c."), "{item}");
     let users: Vec<&Value> = output[..output.len() - 1].iter().collect();
     assert_eq!(users.len(), 1, "the one user message: {output:?}");
     assert_eq!(users[0]["role"], "user");
     assert_eq!(users[0]["content"][0]["text"], "[tools=1] what time is it?");
-    // (The simulated model reads the kept `[tools=1]` message as asking for its tool again.)
     assert_eq!(seen["third"]["status"], "completed", "{seen}");
     assert!(
         !seen["third"]["output"].as_array().unwrap().is_empty(),
         "{seen}"
     );
-
     let requests = sim.requests();
     assert_eq!(
         requests.len(),
         4,
-        "two turns, the summary, the turn after it"
+        "two turns, the compaction, the turn after it"
     );
     assert!(
         requests.iter().all(|r| r.status == 200),
         "every request accepted"
     );
-    let summary_request = requests[2].body.to_string();
     assert!(
-        summary_request.contains("Summarise the conversation above"),
-        "the summary was asked for: {summary_request}"
-    );
-    let summary = requests[2].response.clone();
-    let after = &requests[3].body;
-    let text = after.to_string();
-    assert!(
-        text.contains("[Summary of the earlier conversation]"),
-        "the checkpoint stands where the item was: {after}"
-    );
-    assert!(
-        !text.contains("hermes1c."),
+        !requests[3].body.to_string().contains("hermes1c."),
         "the reference never goes upstream"
     );
-    assert!(!summary.is_empty());
+    Some((sim, gateway, sealed, seen, requests))
+}
+
+/// `responses.compact` on a conversation whose upstream is Claude (signatures verified by its
+/// simulator): Claude compacts it itself (on-demand compaction, its beta), and the next turn
+/// on the compacted input starts at that block, verbatim — the client never saw it. The
+/// conversation compacted is left as it was. The same item altered, or under another
+/// partition, is a 400 naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compacted_conversation_goes_on_from_its_checkpoint() {
+    let Some((sim, gateway, sealed, seen, requests)) =
+        compacted("anthropic", "anthropic", "anthropic/claude-opus-4-6").await
+    else {
+        return;
+    };
+    let asked = &requests[2];
+    assert_eq!(
+        asked.body["compaction"],
+        json!({"type": "summarize"}),
+        "Claude's own compaction was asked for: {}",
+        asked.body
+    );
+    let reply: Value = serde_json::from_str(&asked.response).unwrap();
+    let block = &reply["content"][0];
+    assert_eq!(block["type"], "compaction", "{reply}");
+    assert!(
+        !seen
+            .to_string()
+            .contains(block["encrypted_content"].as_str().unwrap()),
+        "the block stays in the gateway"
+    );
+    let after = &requests[3].body;
+    let messages = after["messages"].as_array().unwrap();
+    assert_eq!(
+        &messages[0]["content"][0], block,
+        "the turn after starts at the block, byte for byte: {after}"
+    );
+    assert_eq!(messages[0]["role"], "assistant");
+    assert_eq!(
+        messages.len(),
+        2,
+        "the block, then the new message: {after}"
+    );
+    // The conversation compacted is left as it was; the checkpoint has a session of its own.
+    let first = seen["first"]["session"].as_str().unwrap();
+    let roles: Vec<String> = gateway
+        .store
+        .messages(first)
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.role.as_str().to_owned())
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "assistant"],
+        "the compacted conversation is untouched"
+    );
 
     // Altered, or sent under another partition: refused, naming the item.
-    let mut altered = sealed.to_owned();
+    let mut altered = sealed.clone();
     altered.insert(altered.len() - 3, 'A');
-    for (seal, user) in [(altered.as_str(), None), (sealed, Some("someone-else"))] {
+    for (seal, user) in [
+        (altered.as_str(), None),
+        (sealed.as_str(), Some("someone-else")),
+    ] {
         let mut body = json!({"model": "anthropic/claude-opus-4-6", "input": [
             {"role": "user", "content": "[tools=1] what time is it?"},
             {"type": "compaction", "id": "cmp_1", "encrypted_content": seal},
@@ -397,6 +567,141 @@ async fn a_compacted_conversation_goes_on_from_its_checkpoint() {
         sim.requests().len(),
         4,
         "nothing refused reached the upstream"
+    );
+    gateway.stop().await;
+}
+
+/// `responses.compact` through the door to OpenAI's Responses API: the upstream's own
+/// `POST /responses/compact` compacts it; its compaction item is kept in the gateway and goes
+/// back to it byte for byte as the first item of the turn after, while the client holds only
+/// the sealed reference.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_responses_upstream_compacts_with_its_own_compact_endpoint() {
+    let Some((_sim, gateway, _sealed, seen, requests)) = compacted(
+        "openai-responses",
+        "openai-responses",
+        "openai-responses/gpt-5.2",
+    )
+    .await
+    else {
+        return;
+    };
+    assert!(
+        requests[2].path.ends_with("/responses/compact"),
+        "the provider's compaction: {}",
+        requests[2].path
+    );
+    let reply: Value = serde_json::from_str(&requests[2].response).unwrap();
+    let minted = reply["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["type"] == "compaction")
+        .expect("the upstream minted a compaction item")
+        .clone();
+    assert!(
+        !seen
+            .to_string()
+            .contains(minted["encrypted_content"].as_str().unwrap()),
+        "the item stays in the gateway"
+    );
+    let input = requests[3].body["input"].as_array().unwrap();
+    assert_eq!(
+        input[0], minted,
+        "the turn after starts at the minted item, byte for byte: {}",
+        requests[3].body
+    );
+    assert_eq!(input.len(), 2, "the item, then the new message");
+    gateway.stop().await;
+}
+
+/// A provider whose compaction fails (here: a Claude host that answers the on-demand
+/// compaction request with plain text, no compaction block) does not fail the client's
+/// compaction: hermes asks for its own summary next, and the item stands for that summary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_providers_compaction_fails_hermes_summarises_instead() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let upstream = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-opus-4-6",
+            "content": [{"type": "text", "text": "They greeted each other."}],
+            "stop_reason": "end_turn", "stop_sequence": null,
+            "usage": {"input_tokens": 12, "output_tokens": 5},
+        })))
+        .mount(&upstream)
+        .await;
+    let gateway = start_for("anthropic", &upstream.uri()).await;
+    let client = reqwest::Client::new();
+    let r = client
+        .post(gateway.url("/v1/responses/compact"))
+        .bearer_auth(KEY)
+        .json(&json!({"model": "anthropic/claude-opus-4-6", "instructions": "Be brief.", "input": [
+            {"role": "user", "content": "hello there"},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hi."}]},
+        ]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let compacted: Value = r.json().await.unwrap();
+    let item = compacted["output"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(item["type"], "compaction", "{compacted}");
+    assert!(
+        compacted["usage"]["output_tokens"].as_u64().unwrap() > 0,
+        "compaction usage is counted: {compacted}"
+    );
+    let asked: Vec<Value> = upstream
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect();
+    assert_eq!(
+        asked.len(),
+        2,
+        "the provider's compaction, then hermes' summary"
+    );
+    assert_eq!(
+        asked[0]["compaction"],
+        json!({"type": "summarize"}),
+        "{}",
+        asked[0]
+    );
+    assert!(asked[1].get("compaction").is_none(), "{}", asked[1]);
+    assert!(
+        asked[1]
+            .to_string()
+            .contains("Summarise the conversation above"),
+        "{}",
+        asked[1]
+    );
+
+    let r = client
+        .post(gateway.url("/v1/responses"))
+        .bearer_auth(KEY)
+        .json(&json!({"model": "anthropic/claude-opus-4-6", "input": [
+            {"role": "user", "content": "hello there"},
+            item,
+            {"role": "user", "content": "And now?"},
+        ]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let received = upstream.received_requests().await.unwrap();
+    let after = String::from_utf8_lossy(&received[2].body).into_owned();
+    assert!(
+        after.contains("[Summary of the earlier conversation]")
+            && after.contains("They greeted each other."),
+        "hermes' summary stands where the item was: {after}"
     );
     gateway.stop().await;
 }
