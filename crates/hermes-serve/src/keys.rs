@@ -1,6 +1,8 @@
-//! Gateway keys checked against the store on every request (a revoked key is refused by every
-//! replica at once: there is no cache), and each key's last use recorded coarsely — at most
-//! once per key per [`StoreKeys::touch_every`] on this replica, off the request's path.
+//! Gateway keys checked against the store (each key id's row read at most once per
+//! [`StoreKeys::READ_EVERY`] on this replica, the secret checked against its digest on every
+//! request: a key revoked through the store is refused by every replica within a second), and
+//! each key's last use recorded coarsely — at most once per key per
+//! [`StoreKeys::touch_every`] on this replica, off the request's path.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,6 +15,8 @@ use crate::{Keys, KeysError};
 /// [`Keys`] read from the store's gateway keys (`hermes serve keys create`).
 pub struct StoreKeys {
     store: Store,
+    /// Key rows read lately.
+    read: hermes_engine::store::KeyCache,
     every: Duration,
     /// When this replica last recorded each key's use, by key id.
     touched: Arc<Mutex<HashMap<String, Instant>>>,
@@ -22,10 +26,15 @@ impl StoreKeys {
     /// How often a key's use is recorded at most, per replica: once a minute.
     pub const TOUCH_EVERY: Duration = Duration::from_secs(60);
 
+    /// How long a replica goes by a key row it read: half a second, so a revoked key is
+    /// refused within a second (the README's word).
+    pub const READ_EVERY: Duration = Duration::from_millis(500);
+
     /// The keys of `store`, last uses recorded at most once a minute per key.
     pub fn new(store: Store) -> Self {
         StoreKeys {
             store,
+            read: hermes_engine::store::KeyCache::new(Self::READ_EVERY),
             every: Self::TOUCH_EVERY,
             touched: Arc::default(),
         }
@@ -67,7 +76,7 @@ impl StoreKeys {
 #[async_trait::async_trait]
 impl Keys for StoreKeys {
     async fn tenant(&self, bearer: &str) -> Result<Option<String>, KeysError> {
-        let tenant = self.store.tenant_for_key(bearer).await?;
+        let tenant = self.store.tenant_for_key_cached(bearer, &self.read).await?;
         if tenant.is_some()
             && let Some(id) = hermes_engine::store::gateway_key_id(bearer)
         {

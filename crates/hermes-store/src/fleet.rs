@@ -125,6 +125,29 @@ impl<'a> RowKey<'a> {
     }
 }
 
+/// How long this process goes by the fleet verdicts it read for a wire and target
+/// ([`Store::fleet_verdicts_for`]): what another process learned reaches this one's requests
+/// within it; what this process learns, claims or drops, at once (its reads are forgotten).
+pub const FLEET_READ_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A wire and target as fleet verdicts are keyed: (wire, provider, host, model).
+type TargetKey = (String, String, String, String);
+
+/// The fleet verdicts a process read lately, by wire and target, with when.
+#[derive(Debug, Default)]
+pub(crate) struct FleetRead(
+    std::sync::Mutex<std::collections::HashMap<TargetKey, (Vec<FleetVerdict>, std::time::Instant)>>,
+);
+
+impl FleetRead {
+    /// Forgets every read (this process changed a verdict).
+    fn forget(&self) {
+        if let Ok(mut read) = self.0.lock() {
+            read.clear();
+        }
+    }
+}
+
 impl Store {
     /// Records that `target` refused `fields` on `wire`, for the whole store: each row is
     /// (re)learned now, and any re-probe claim on it ends. One statement per field, each an
@@ -141,6 +164,7 @@ impl Store {
             let key = RowKey::at(wire, (&provider, &host, model), field);
             self.put_fleet_verdict(&key, now).await?;
         }
+        self.fleet_read.forget();
         tracing::debug!(
             wire,
             provider,
@@ -188,19 +212,37 @@ impl Store {
         .await
     }
 
-    /// The fleet verdicts on `wire` for `target`, by field.
+    /// The fleet verdicts on `wire` for `target`, by field: as this process read them within
+    /// [`FLEET_READ_EVERY`], else read now.
     pub async fn fleet_verdicts_for(
         &self,
         wire: &str,
         target: &RouteTarget,
     ) -> Result<Vec<FleetVerdict>, StoreError> {
         let (provider, host, model) = key(target);
+        let at = (wire.to_owned(), provider, host, model.to_owned());
+        if let Ok(read) = self.fleet_read.0.lock()
+            && let Some((verdicts, when)) = read.get(&at)
+            && when.elapsed() < FLEET_READ_EVERY
+        {
+            return Ok(verdicts.clone());
+        }
         let query = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM fleet_verdicts WHERE wire = $1 AND provider = $2 AND host = $3 \
              AND model = $4 ORDER BY field"
         )));
-        self.fleet_rows(query.bind(wire).bind(&provider).bind(&host).bind(model))
-            .await
+        let verdicts = self
+            .fleet_rows(query.bind(wire).bind(&at.1).bind(&at.2).bind(model))
+            .await?;
+        if let Ok(mut read) = self.fleet_read.0.lock() {
+            // Bounded by the targets a process serves; a process serving very many forgets
+            // them all at once rather than growing.
+            if read.len() >= 4096 {
+                read.clear();
+            }
+            read.insert(at, (verdicts.clone(), std::time::Instant::now()));
+        }
+        Ok(verdicts)
     }
 
     /// Claims `verdict` for a re-probe, if it was learned before `learned_before` and nobody
@@ -223,6 +265,7 @@ impl Store {
             ),
             [now, learned_before, stale_before]
         )?;
+        self.fleet_read.forget();
         Ok((done.rows_affected() == 1).then_some(now))
     }
 
@@ -250,6 +293,7 @@ impl Store {
             )?;
             dropped += done.rows_affected() as usize;
         }
+        self.fleet_read.forget();
         if dropped > 0 {
             tracing::info!(
                 wire,
@@ -284,6 +328,7 @@ impl Store {
                 [since]
             )?;
         }
+        self.fleet_read.forget();
         Ok(())
     }
 
@@ -304,6 +349,7 @@ impl Store {
             )?;
             cleared += done.rows_affected() as usize;
         }
+        self.fleet_read.forget();
         Ok(cleared)
     }
 }

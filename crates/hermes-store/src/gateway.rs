@@ -89,6 +89,81 @@ fn secret_digest(secret: &str) -> String {
     hex(&Sha256::digest(secret.as_bytes()))
 }
 
+/// A gateway key's row: its tenant and its secret's digest (never shown).
+#[derive(Clone)]
+struct StoredKey {
+    tenant: String,
+    digest: String,
+}
+
+impl StoredKey {
+    /// Whether `secret` is this key's (digests compared in constant time).
+    fn admits(&self, secret: &str) -> bool {
+        bool::from(
+            secret_digest(secret)
+                .as_bytes()
+                .ct_eq(self.digest.as_bytes()),
+        )
+    }
+}
+
+/// Gateway key rows a replica read lately, for [`Store::tenant_for_key_cached`]: each kept for
+/// its lifetime, so a key revoked through the store is refused within it. At most
+/// [`KeyCache::MAX_KEYS`] ids are kept (the oldest reads go first when it is full).
+pub struct KeyCache {
+    lifetime: std::time::Duration,
+    entries: std::sync::Mutex<std::collections::HashMap<String, (StoredKey, std::time::Instant)>>,
+}
+
+impl std::fmt::Debug for KeyCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyCache")
+            .field("lifetime", &self.lifetime)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KeyCache {
+    /// How many key ids a cache keeps at most.
+    pub const MAX_KEYS: usize = 10_000;
+
+    /// A cache keeping each key's row for `lifetime` (zero: none kept).
+    pub fn new(lifetime: std::time::Duration) -> Self {
+        KeyCache {
+            lifetime,
+            entries: std::sync::Mutex::default(),
+        }
+    }
+
+    fn fresh(&self, id: &str) -> Option<StoredKey> {
+        let entries = self.entries.lock().ok()?;
+        let (stored, read) = entries.get(id)?;
+        (read.elapsed() < self.lifetime).then(|| stored.clone())
+    }
+
+    fn put(&self, id: &str, stored: StoredKey) {
+        if self.lifetime.is_zero() {
+            return;
+        }
+        if let Ok(mut entries) = self.entries.lock() {
+            if entries.len() >= Self::MAX_KEYS && !entries.contains_key(id) {
+                let lifetime = self.lifetime;
+                entries.retain(|_, (_, read)| read.elapsed() < lifetime);
+                if entries.len() >= Self::MAX_KEYS {
+                    entries.clear();
+                }
+            }
+            entries.insert(id.to_owned(), (stored, std::time::Instant::now()));
+        }
+    }
+
+    fn forget(&self, id: &str) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.remove(id);
+        }
+    }
+}
+
 /// `(id, secret)` of a well-formed key: `hk_`, then hex id and hex secret of the lengths
 /// [`Store::add_gateway_key`] makes, joined by `_`.
 fn parse_key(key: &str) -> Option<(&str, &str)> {
@@ -189,6 +264,39 @@ impl Store {
         let Some((id, secret)) = parse_key(key) else {
             return Ok(None);
         };
+        let Some(stored) = self.stored_key(id).await? else {
+            return Ok(None);
+        };
+        Ok(stored.admits(secret).then_some(stored.tenant))
+    }
+
+    /// [`Store::tenant_for_key`] with each key id's row read at most once per `cache`'s
+    /// lifetime (the secret is still checked against the digest on every call; an unknown id is
+    /// read every time).
+    pub async fn tenant_for_key_cached(
+        &self,
+        key: &str,
+        cache: &KeyCache,
+    ) -> Result<Option<String>, StoreError> {
+        let Some((id, secret)) = parse_key(key) else {
+            return Ok(None);
+        };
+        let stored = match cache.fresh(id) {
+            Some(stored) => stored,
+            None => {
+                let Some(stored) = self.stored_key(id).await? else {
+                    cache.forget(id);
+                    return Ok(None);
+                };
+                cache.put(id, stored.clone());
+                stored
+            }
+        };
+        Ok(stored.admits(secret).then_some(stored.tenant))
+    }
+
+    /// Key `id`'s tenant and digest.
+    async fn stored_key(&self, id: &str) -> Result<Option<StoredKey>, StoreError> {
         let row = sqlx::query("SELECT tenant, digest FROM gateway_keys WHERE id = $1")
             .bind(id)
             .fetch_optional(&self.pool)
@@ -197,10 +305,10 @@ impl Store {
         let Some(row) = row else {
             return Ok(None);
         };
-        let tenant: String = row.try_get("tenant").db()?;
-        let stored: String = row.try_get("digest").db()?;
-        let given = secret_digest(secret);
-        Ok(bool::from(given.as_bytes().ct_eq(stored.as_bytes())).then_some(tenant))
+        Ok(Some(StoredKey {
+            tenant: row.try_get("tenant").db()?,
+            digest: row.try_get("digest").db()?,
+        }))
     }
 
     /// The gateway keys of `tenant` (every tenant's with `None`), by tenant, then oldest first

@@ -93,8 +93,8 @@ mod verdicts;
 
 pub use compaction::{CompactionPlan, PlannedInsert, RowKind};
 pub use copy::CopyReport;
-pub use fleet::FleetVerdict;
-pub use gateway::{Found, GatewayKey, SigningKey, gateway_key_id, revocable_key_id};
+pub use fleet::{FLEET_READ_EVERY, FleetVerdict};
+pub use gateway::{Found, GatewayKey, KeyCache, SigningKey, gateway_key_id, revocable_key_id};
 pub use leases::Lease;
 pub use left_out::LeftOut;
 pub use limits::{RATE_SHARDS, RateAdmission, rate_shares};
@@ -825,6 +825,8 @@ pub struct Store {
     /// Held by every handle of this store; SQLite's WAL checkpointer ([`checkpoint_beside`])
     /// ends once the last one is dropped.
     _alive: std::sync::Arc<()>,
+    /// The fleet verdicts this process read lately, per wire and target (`fleet.rs`).
+    fleet_read: std::sync::Arc<fleet::FleetRead>,
 }
 
 /// How often the WAL of an SQLite store is checkpointed beside its writer.
@@ -1087,6 +1089,7 @@ impl Store {
             pool,
             backend: Backend::Postgres,
             _alive: std::sync::Arc::new(()),
+            fleet_read: std::sync::Arc::default(),
         })
     }
 
@@ -1205,6 +1208,7 @@ impl Store {
             writes,
             backend: Backend::Sqlite,
             _alive: alive,
+            fleet_read: std::sync::Arc::default(),
         }
     }
 
@@ -1982,27 +1986,54 @@ pub(crate) async fn next_revision(
     now: i64,
     usage: Option<&Usage>,
 ) -> Result<i64, StoreError> {
+    bump_revision(tx, session, added, now, usage, None)
+        .await?
+        .ok_or_else(|| StoreError::NotFound(session.to_owned()))
+}
+
+/// [`next_revision`], only while the session's revision is `expected` when one is given (a
+/// compare-and-append's compare and its write of the session row, one statement): `None` when
+/// the session is not there or has moved on.
+pub(crate) async fn bump_revision(
+    tx: &mut sqlx::AnyConnection,
+    session: &str,
+    added: usize,
+    now: i64,
+    usage: Option<&Usage>,
+    expected: Option<i64>,
+) -> Result<Option<i64>, StoreError> {
+    /// The session row's write, with `$tail` after its `WHERE id = $3`.
+    macro_rules! bump {
+        ($tail:literal) => {
+            concat!(
+                "UPDATE sessions SET message_count = message_count + $1, updated_at = $2, \
+                 revision = revision + 1, input_tokens = input_tokens + $4, \
+                 output_tokens = output_tokens + $5, reasoning_tokens = reasoning_tokens + $6, \
+                 cache_read_tokens = cache_read_tokens + $7, \
+                 cache_write_tokens = cache_write_tokens + $8 WHERE id = $3",
+                $tail
+            )
+        };
+    }
     let usage = usage.copied().unwrap_or_default();
     let n = token_count;
-    sqlx::query_scalar(
-        "UPDATE sessions SET message_count = message_count + $1, updated_at = $2, \
-         revision = revision + 1, input_tokens = input_tokens + $4, \
-         output_tokens = output_tokens + $5, reasoning_tokens = reasoning_tokens + $6, \
-         cache_read_tokens = cache_read_tokens + $7, cache_write_tokens = cache_write_tokens + $8 \
-         WHERE id = $3 RETURNING revision",
-    )
-    .bind(i64::try_from(added).unwrap_or(i64::MAX))
-    .bind(now)
-    .bind(session)
-    .bind(n(usage.input))
-    .bind(n(usage.output))
-    .bind(n(usage.reasoning))
-    .bind(n(usage.cache_read))
-    .bind(n(usage.cache_write))
-    .fetch_optional(&mut *tx)
-    .await
-    .db()?
-    .ok_or_else(|| StoreError::NotFound(session.to_owned()))
+    let query = match expected {
+        None => sqlx::query_scalar(bump!(" RETURNING revision")),
+        Some(_) => sqlx::query_scalar(bump!(" AND revision = $9 RETURNING revision")),
+    };
+    let mut query = query
+        .bind(i64::try_from(added).unwrap_or(i64::MAX))
+        .bind(now)
+        .bind(session)
+        .bind(n(usage.input))
+        .bind(n(usage.output))
+        .bind(n(usage.reasoning))
+        .bind(n(usage.cache_read))
+        .bind(n(usage.cache_write));
+    if let Some(revision) = expected {
+        query = query.bind(revision);
+    }
+    query.fetch_optional(&mut *tx).await.db()
 }
 
 #[cfg(test)]

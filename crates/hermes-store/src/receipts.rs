@@ -41,7 +41,43 @@ impl Store {
     /// request that died). Finds instead the receipt of a turn that answered it (a body key's
     /// only while its session still ends where that turn left it), or that another request is
     /// running it.
+    ///
+    /// One statement when the key is new or its row expired (nearly every request): an insert
+    /// that takes over an expired row and does nothing to a live one. Only a live row is read,
+    /// in a write transaction of the key.
     pub async fn claim_receipt(
+        &self,
+        key: &ReceiptKey,
+        running: Duration,
+    ) -> Result<Claim, StoreError> {
+        let now = now_ms();
+        let claimed: Option<String> = sqlx::query_scalar(
+            "INSERT INTO turn_receipts (tenant, key, digest, holder, session, tip_revision, \
+             tip_last, completion, expires_at) VALUES ($1, $2, $3, $4, NULL, NULL, NULL, NULL, $5) \
+             ON CONFLICT (tenant, key) DO UPDATE SET digest = excluded.digest, \
+             holder = excluded.holder, session = NULL, tip_revision = NULL, tip_last = NULL, \
+             completion = NULL, expires_at = excluded.expires_at \
+             WHERE turn_receipts.expires_at <= $6 RETURNING holder",
+        )
+        .bind(key.tenant.as_str())
+        .bind(key.key.as_str())
+        .bind(key.digest.as_str())
+        .bind(key.holder.as_str())
+        .bind(now.saturating_add(ms(running)))
+        .bind(now)
+        .fetch_optional(&self.writes)
+        .await
+        .db()?;
+        if claimed.is_some() {
+            return Ok(Claim::Claimed);
+        }
+        self.claim_live_receipt(key, running).await
+    }
+
+    /// [`Store::claim_receipt`] of a key whose row was live when claimed: read in the key's
+    /// write transaction, answered, still running, or (a body key whose conversation moved on,
+    /// or a row that expired meanwhile) claimed anew.
+    async fn claim_live_receipt(
         &self,
         key: &ReceiptKey,
         running: Duration,

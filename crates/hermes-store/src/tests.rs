@@ -1319,6 +1319,39 @@ async fn a_damaged_thinking_member_is_an_error_naming_it_and_is_never_overwritte
     assert_eq!(store.thinking(&id).await.unwrap(), None);
 }
 
+both!(a_process_goes_by_the_fleet_verdicts_it_read_for_a_second_and_by_its_own_at_once);
+async fn a_process_goes_by_the_fleet_verdicts_it_read_for_a_second_and_by_its_own_at_once(
+    db: TestDb,
+) {
+    let a = db.open().await;
+    let b = db.open().await;
+    let t = hermes_core::RouteTarget::new("deepseek", Some("https://api.deepseek.com"), "m");
+    let fields =
+        |v: Vec<crate::FleetVerdict>| -> Vec<String> { v.into_iter().map(|v| v.field).collect() };
+    assert!(b.fleet_verdicts_for("chat", &t).await.unwrap().is_empty());
+    // Learned in another process: this one goes by what it read, for at most a second.
+    a.learn_fleet_verdicts("chat", &t, &["reasoning_content"])
+        .await
+        .unwrap();
+    assert!(
+        b.fleet_verdicts_for("chat", &t).await.unwrap().is_empty(),
+        "read within the second: not read again"
+    );
+    tokio::time::sleep(crate::FLEET_READ_EVERY).await;
+    assert_eq!(
+        fields(b.fleet_verdicts_for("chat", &t).await.unwrap()),
+        ["reasoning_content"]
+    );
+    // Learned by this process: in its next read at once.
+    b.learn_fleet_verdicts("chat", &t, &["reasoning_details"])
+        .await
+        .unwrap();
+    assert_eq!(
+        fields(b.fleet_verdicts_for("chat", &t).await.unwrap()),
+        ["reasoning_content", "reasoning_details"]
+    );
+}
+
 both!(fleet_verdicts_are_learned_for_the_whole_store_and_claimed_once);
 async fn fleet_verdicts_are_learned_for_the_whole_store_and_claimed_once(db: TestDb) {
     let a = db.open().await;

@@ -230,8 +230,35 @@ impl Store {
         extras: &crate::StepExtras,
     ) -> Result<Appended, StoreError> {
         let session = tip.session();
-        let rows = crate::prepare_rows(messages)?;
+        let mut rows = crate::prepare_rows(messages)?;
         let mut tx = self.write_tx(session).await?;
+        if !messages.is_empty() {
+            // The compare and the session row's write in one statement: every append and
+            // compaction moves the revision on, so at the same revision the session still
+            // ends where it was read.
+            let now = now_ms();
+            let added = rows.len();
+            if let Some(revision) = crate::bump_revision(
+                &mut tx,
+                session,
+                added,
+                now,
+                extras.usage.as_ref(),
+                Some(tip.revision),
+            )
+            .await?
+            {
+                for (i, row) in rows.iter_mut().enumerate() {
+                    row.position = tip.last + 1 + i as i64;
+                }
+                crate::row::MessageRow::insert_all(&rows, &mut tx, session, now).await?;
+                let tip = Tip::new(session, revision, tip.last + added as i64);
+                crate::step::write_extras(&mut tx, session, &tip, extras).await?;
+                tx.commit().await.db()?;
+                tracing::debug!(session, appended = added, "messages stored at the tip read");
+                return Ok(Appended::Continued { tip });
+            }
+        }
         let row = sqlx::query(TIP)
             .bind(session)
             .fetch_optional(&mut *tx)

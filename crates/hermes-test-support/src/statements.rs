@@ -3,8 +3,8 @@
 //! sqlx 0.9 sends `BEGIN` (on either backend) and SQLite's `COMMIT` outside its statement log:
 //! they are not counted.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tracing::subscriber::Interest;
 use tracing::{Event, Metadata, Subscriber};
@@ -13,15 +13,24 @@ use tracing_subscriber::layer::{Context, Layer};
 /// The target of sqlx's per-statement events (sqlx-core 0.9 `QueryLogger::finish`).
 pub const SQLX_QUERY_TARGET: &str = "sqlx::query";
 
-/// A tracing layer counting sqlx's statement events; every other callsite stays disabled, so
-/// the rest of the process pays nothing for it.
+/// A tracing layer counting sqlx's statement events, and keeping each one's summary (its
+/// first words, as sqlx logs it); every other callsite stays disabled, so the rest of the
+/// process pays nothing for it.
 #[derive(Clone, Debug, Default)]
-pub struct StatementCounter(Arc<AtomicU64>);
+pub struct StatementCounter(Arc<AtomicU64>, Arc<Mutex<Vec<String>>>);
 
 impl StatementCounter {
     /// Statements counted so far.
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::SeqCst)
+    }
+
+    /// The summaries of the statements counted since the last call, in order.
+    pub fn take_log(&self) -> Vec<String> {
+        self.1
+            .lock()
+            .map(|mut log| std::mem::take(&mut *log))
+            .unwrap_or_default()
     }
 
     /// Installs a subscriber with this counter as the process's global default (sqlx's SQLite
@@ -50,7 +59,29 @@ impl<S: Subscriber> Layer<S> for StatementCounter {
 
     fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
         if event.metadata().target() == SQLX_QUERY_TARGET {
+            let mut summary = Summary(String::new());
+            event.record(&mut summary);
+            if let Ok(mut log) = self.1.lock() {
+                log.push(summary.0);
+            }
             self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// A statement event's `db.statement` text (sqlx 0.9 logs it whole), else its `summary`.
+struct Summary(String);
+
+impl tracing::field::Visit for Summary {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if field.name() == "db.statement" || (field.name() == "summary" && self.0.is_empty()) {
+            value.trim().clone_into(&mut self.0);
+        }
+    }
+
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "db.statement" || (field.name() == "summary" && self.0.is_empty()) {
+            self.0 = format!("{value:?}");
         }
     }
 }

@@ -288,7 +288,11 @@ async fn item_references_name_the_items_of_stored_responses() {
     assert_eq!(echoed["role"], "assistant", "{}", requests[1].body);
     assert_eq!(
         echoed["reasoning_content"].as_str(),
-        stored[1].reasoning_content.as_ref().map(|r| r.text()).as_deref(),
+        stored[1]
+            .reasoning_content
+            .as_ref()
+            .map(|r| r.text())
+            .as_deref(),
         "the stored reasoning went back: {}",
         requests[1].body
     );

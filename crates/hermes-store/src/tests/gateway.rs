@@ -102,6 +102,47 @@ fn hit(session: String, position: i64, key_index: usize) -> Found {
     }
 }
 
+both!(a_cached_key_row_still_checks_the_secret_and_lapses_with_its_lifetime);
+async fn a_cached_key_row_still_checks_the_secret_and_lapses_with_its_lifetime(db: TestDb) {
+    let store = db.open().await;
+    let [key, _, other] = acme_twice_and_globex(&store).await;
+    let cache = crate::KeyCache::new(std::time::Duration::from_millis(300));
+    assert_eq!(
+        store
+            .tenant_for_key_cached(&key, &cache)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("acme")
+    );
+    // The row is cached, the secret is not: a wrong one is refused, another key is its own.
+    let flipped = format!(
+        "{}{}",
+        &key[..key.len() - 1],
+        if key.ends_with('0') { '1' } else { '0' }
+    );
+    assert_eq!(
+        store.tenant_for_key_cached(&flipped, &cache).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .tenant_for_key_cached(&other, &cache)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("globex")
+    );
+    // Revoked elsewhere: refused once the row's lifetime is over.
+    let id = crate::gateway_key_id(&key).unwrap().to_owned();
+    assert!(db.open().await.revoke_gateway_key(&id).await.unwrap());
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(
+        store.tenant_for_key_cached(&key, &cache).await.unwrap(),
+        None
+    );
+}
+
 both!(a_gateway_key_names_its_tenant_and_nothing_else_does);
 async fn a_gateway_key_names_its_tenant_and_nothing_else_does(db: TestDb) {
     let store = db.open().await;
