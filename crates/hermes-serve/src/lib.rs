@@ -272,7 +272,7 @@ impl Inner {
 
     /// What one request of `tenant` records from its engine events.
     fn turn(&self, tenant: &str) -> metrics::Turn {
-        metrics::Turn::new(self.metrics.clone(), tenant)
+        metrics::Turn::new(self.metrics.clone(), tenant, self.limiter.clone())
     }
 
     /// The store's signing key (SPEC §10, "Messages-door signatures"), read once.

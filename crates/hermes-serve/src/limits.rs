@@ -193,7 +193,24 @@ pub(crate) struct Limiter {
     renewing: std::sync::Once,
     /// Shard the next request starts at (spreads this replica's requests over the rows).
     next_shard: std::sync::atomic::AtomicU32,
+    /// Per tenant: its spend as this replica read it last, and what this replica's turns spent
+    /// since ([`Limiter::charge`]).
+    spent: Mutex<HashMap<String, Spent>>,
 }
+
+/// A tenant's spend as read ([`Store::tenant_tokens`]) for one minute window and one day.
+#[derive(Clone, Copy, Debug)]
+struct Spent {
+    minute_start: i64,
+    day_start: i64,
+    minute: u64,
+    today: u64,
+    read: std::time::Instant,
+}
+
+/// How long a replica goes by a tenant's spend it read (adding its own turns' tokens): what
+/// other replicas spent reaches its admissions within it.
+pub(crate) const SPEND_READ_EVERY: Duration = Duration::from_millis(500);
 
 /// What a request holds while it runs: its concurrency slot, given back when the last clone
 /// is dropped (the gate puts one in the request's extensions, the handler or stream keeps it).
@@ -252,6 +269,7 @@ impl Limiter {
             held: Mutex::new(HashSet::new()),
             renewing: std::sync::Once::new(),
             next_shard: std::sync::atomic::AtomicU32::new(seed),
+            spent: Mutex::new(HashMap::new()),
         }))
     }
 
@@ -369,11 +387,7 @@ impl Limiter {
         let minute_start = now - now.rem_euclid(window);
         let day_start = now - now.rem_euclid(day);
         self.sweep_usage(day_start - day);
-        let (minute, today) = self
-            .store
-            .tenant_tokens(tenant, minute_start, day_start)
-            .await
-            .map_err(|e| unavailable(&e))?;
+        let (minute, today) = self.spend_of(tenant, minute_start, day_start).await?;
         let until = |start: i64, length: i64| {
             Duration::from_millis(u64::try_from(start + length - now).unwrap_or(1))
         };
@@ -414,6 +428,54 @@ impl Limiter {
             return Err(refused);
         }
         Ok(())
+    }
+
+    /// `tenant`'s tokens this minute and today: as read within [`SPEND_READ_EVERY`] for the
+    /// same windows, with this replica's turns since added, else read now.
+    async fn spend_of(
+        &self,
+        tenant: &str,
+        minute_start: i64,
+        day_start: i64,
+    ) -> Result<(u64, u64), ApiError> {
+        if let Ok(spent) = self.spent.lock()
+            && let Some(s) = spent.get(tenant)
+            && s.minute_start == minute_start
+            && s.day_start == day_start
+            && s.read.elapsed() < SPEND_READ_EVERY
+        {
+            return Ok((s.minute, s.today));
+        }
+        let (minute, today) = self
+            .store
+            .tenant_tokens(tenant, minute_start, day_start)
+            .await
+            .map_err(|e| unavailable(&e))?;
+        if let Ok(mut spent) = self.spent.lock() {
+            spent.insert(
+                tenant.to_owned(),
+                Spent {
+                    minute_start,
+                    day_start,
+                    minute,
+                    today,
+                    read: std::time::Instant::now(),
+                },
+            );
+        }
+        Ok((minute, today))
+    }
+
+    /// Adds `tokens` a turn of `tenant` spent (a reply's input and output, as the store records
+    /// them) to the spend this replica read, so its next admissions count them before the
+    /// spend is read again.
+    pub(crate) fn charge(&self, tenant: &str, tokens: u64) {
+        if let Ok(mut spent) = self.spent.lock()
+            && let Some(s) = spent.get_mut(tenant)
+        {
+            s.minute = s.minute.saturating_add(tokens);
+            s.today = s.today.saturating_add(tokens);
+        }
     }
 
     /// Once per day per replica, off the request path: deletes the usage rows recorded before

@@ -317,21 +317,39 @@ pub(crate) struct Turn {
     metrics: Option<Arc<Metrics>>,
     tenant: String,
     last: Mutex<Option<UpstreamLabels>>,
+    /// The limiter the tenant's spend is charged to as replies arrive.
+    charges: Option<Arc<crate::limits::Limiter>>,
 }
 
 impl Turn {
-    /// A request of `tenant`; records nothing when `metrics` is off.
-    pub(crate) fn new(metrics: Option<Arc<Metrics>>, tenant: &str) -> Self {
+    /// A request of `tenant`; records nothing when `metrics` is off, and charges the tokens of
+    /// its replies to `charges` when given.
+    pub(crate) fn new(
+        metrics: Option<Arc<Metrics>>,
+        tenant: &str,
+        charges: Option<Arc<crate::limits::Limiter>>,
+    ) -> Self {
         Turn {
             metrics,
             tenant: tenant.to_owned(),
             last: Mutex::new(None),
+            charges,
         }
     }
 
-    /// Records `event`: an upstream request's latency, outcome and tokens; carriers; a refusal
-    /// retry; a fleet verdict. Other events add nothing.
+    /// Records `event`: an upstream request's latency, outcome and tokens (charged to the
+    /// tenant's spend too); carriers; a refusal retry; a fleet verdict. Other events add
+    /// nothing.
     pub(crate) fn record(&self, event: &DriverEvent) {
+        if let (
+            Some(limiter),
+            DriverEvent::Upstream {
+                usage: Some(usage), ..
+            },
+        ) = (&self.charges, event)
+        {
+            limiter.charge(&self.tenant, usage.input.saturating_add(usage.output));
+        }
         let Some(metrics) = &self.metrics else {
             return;
         };
