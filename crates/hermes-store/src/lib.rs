@@ -832,6 +832,17 @@ pub struct Store {
 /// How often the WAL of an SQLite store is checkpointed beside its writer.
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 
+/// The WAL length (frames, pages of 4 KiB) past which the checkpointer makes the log start over
+/// (`RESTART`) instead of only copying it back (`PASSIVE`): 16 MiB.
+const RESTART_FRAMES: i64 = 4096;
+
+/// How long a `RESTART` checkpoint waits for the readers of the log to finish (it holds new
+/// writers off meanwhile); one that does not get them is tried again a second later.
+const RESTART_WAIT: Duration = Duration::from_millis(20);
+
+/// The size the WAL file is cut back to when the log starts over (`journal_size_limit`).
+const WAL_KEEP_BYTES: i64 = 64 * 1024 * 1024;
+
 /// Checkpoints the WAL of the SQLite database at `path` now and then every
 /// [`CHECKPOINT_EVERY`], on a connection of its own, until `alive` has no holder. SQLite's own
 /// automatic checkpoint (off on every connection of ours, `wal_autocheckpoint = 0`) runs inside
@@ -839,12 +850,21 @@ const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 /// commit would copy all of it into the database while every other writer waits. A `PASSIVE`
 /// checkpoint here copies what no reader still needs and never takes the write lock; the first
 /// one, at open, takes in what processes before this one left.
+///
+/// Under steady load a copied-back log seldom starts over (a writer restarts it only when no
+/// reader is still reading it, and one nearly always is), so it grows, and every read looks
+/// its pages up through a longer log: a continued gateway turn cost 2.4 ms of CPU with a fresh
+/// log and 3.8 ms ten seconds later. Once the log passes [`RESTART_FRAMES`], a `RESTART`
+/// checkpoint waits (at most [`RESTART_WAIT`]) for its readers, so the next writer starts it
+/// over, and the file is cut back to [`WAL_KEEP_BYTES`].
 fn checkpoint_beside(path: &Path, alive: std::sync::Weak<()>) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return;
     };
     let options = SqliteConnectOptions::new()
         .filename(path)
+        .busy_timeout(RESTART_WAIT)
+        .pragma("journal_size_limit", WAL_KEEP_BYTES.to_string())
         .disable_statement_logging();
     runtime.spawn(async move {
         let Ok(mut conn) = options.connect().await else {
@@ -857,12 +877,30 @@ fn checkpoint_beside(path: &Path, alive: std::sync::Weak<()>) {
             if alive.strong_count() == 0 {
                 break;
             }
-            if let Err(e) = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").await {
-                tracing::debug!(error = %e, "WAL checkpoint failed; the next one tries again");
+            match checkpoint(&mut conn, "PASSIVE").await {
+                Ok(log) if log >= RESTART_FRAMES => {
+                    if let Err(e) = checkpoint(&mut conn, "RESTART").await {
+                        tracing::debug!(error = %e, "WAL restart failed; the next one tries again");
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::debug!(error = %e, "WAL checkpoint failed; the next one tries again");
+                }
             }
         }
         let _ = conn.close().await;
     });
+}
+
+/// Runs `PRAGMA wal_checkpoint(<mode>)` and returns the log's length in frames.
+async fn checkpoint(conn: &mut sqlx::SqliteConnection, mode: &str) -> Result<i64, sqlx::Error> {
+    let (_busy, log, _copied): (i64, i64, i64) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "PRAGMA wal_checkpoint({mode})"
+    )))
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(log)
 }
 
 /// Installs sqlx's `Any` drivers (SQLite and PostgreSQL) once per process.
@@ -1142,7 +1180,7 @@ impl Store {
                     Box::pin(async move {
                         conn.execute(sqlx::AssertSqlSafe(format!(
                             "PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0; PRAGMA busy_timeout = {busy_ms}; \
-                             PRAGMA foreign_keys = ON;"
+                             PRAGMA journal_size_limit = {WAL_KEEP_BYTES}; PRAGMA foreign_keys = ON;"
                         )))
                         .await
                         .map(drop)
