@@ -159,6 +159,38 @@ pub fn match_key(message: &Message) -> Option<String> {
     Some(format!("{FORM_KEY_PREFIX}{}", form.digest()))
 }
 
+/// Where a conversation's chain starts ([`chain_keys`]).
+pub const CHAIN_START: &str = "";
+
+/// The chain keys of `messages` following the chain state `start` ([`CHAIN_START`] for a
+/// conversation's first message): for each user and assistant message the state after it, the
+/// SHA-256 of the state before and the message's link (an assistant message's [`match_key`], a
+/// user message's normal form); `None` for every other role (system prompts, which clients
+/// change, and tool results, which they trim, are not part of it). Equal keys mean equal
+/// user and assistant turns in order: a store finds the conversation a client continues by
+/// its last assistant message's key with one index probe, however many conversations hold
+/// the same reply (SPEC §10, "Which conversation"; matching then checks every message at its
+/// place, as without it).
+pub fn chain_keys(start: &str, messages: &[Message]) -> Vec<Option<String>> {
+    let mut state = start.to_owned();
+    messages
+        .iter()
+        .map(|message| {
+            let link = match message.role {
+                Role::Assistant => match_key(message).unwrap_or_else(|| "assistant:".to_owned()),
+                Role::User => format!("user:{}", normal_form(message).digest()),
+                _ => return None,
+            };
+            let mut bytes = Vec::with_capacity(state.len() + 1 + link.len());
+            bytes.extend_from_slice(state.as_bytes());
+            bytes.push(b'\n');
+            bytes.extend_from_slice(link.as_bytes());
+            state = sha256_hex(&bytes);
+            Some(state.clone())
+        })
+        .collect()
+}
+
 /// The content's pieces: a string is one text piece; an array contributes its text parts and
 /// images in order (adjacent texts joined); `null` and `""` are no piece.
 fn pieces(content: &RawJson) -> Vec<Piece> {

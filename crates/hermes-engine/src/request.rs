@@ -630,12 +630,17 @@ impl Engine {
                 tip,
                 landed: &landed,
             },
-            Place::Branch { parent, fork } => {
+            Place::Branch {
+                parent,
+                fork,
+                chain,
+            } => {
                 let mut new = owned(new_session(&target.settled, thinking, &title), &owner);
                 new.title = parent.title;
                 new.parent_id = Some(parent.id);
                 new.model_config = parent.model_config;
                 new.fork = Some(fork);
+                new.chain = chain;
                 Destination::New {
                     new: Box::new(new),
                     created: &landed,
@@ -757,10 +762,20 @@ impl Engine {
                 // tool outputs and all, no copy), then what the client sent from there.
                 let parent = store.session(tip.session()).await?;
                 let fork = Box::new(hermes_store::Fork::new(tip, stored_cut));
+                // The chain where the branch parts from the stored view.
+                let shared = &stored[..stored_cut.min(stored.len())];
+                let chain = hermes_core::offload::heavy(shared, || {
+                    hermes_core::normal::chain_keys(hermes_core::normal::CHAIN_START, shared)
+                        .into_iter()
+                        .flatten()
+                        .last()
+                        .unwrap_or_default()
+                });
                 (
                     Place::Branch {
                         parent: Box::new(parent),
                         fork,
+                        chain: Some(chain),
                     },
                     all[cut..].to_vec(),
                 )
@@ -799,6 +814,8 @@ enum Place {
         parent: Box<hermes_store::SessionMeta>,
         /// The prefix shared: the view read at its tip, up to where the histories part.
         fork: Box<hermes_store::Fork>,
+        /// The conversation's chain state at the fork ([`hermes_core::normal::chain_keys`]).
+        chain: Option<String>,
     },
     /// In a new session.
     New,
@@ -812,6 +829,8 @@ fn owned(
     if let Some((tenant, partition)) = owner {
         new.tenant = Some(tenant.as_str().into());
         new.partition = partition.as_deref().map(Into::into);
+        // A gateway conversation is found by its chain keys (`find_conversation`).
+        new.chain = Some(hermes_core::normal::CHAIN_START.to_owned());
     }
     new
 }
@@ -841,6 +860,32 @@ async fn find_conversation(
     if keys.is_empty() {
         return Ok(None);
     }
+    // First by the chain keys of the last assistant messages (one index probe, however many
+    // conversations share a reply); a conversation stored without them, or one the client
+    // edited before its last turns, by each assistant message's own key.
+    let chain = hermes_core::offload::heavy(&history.messages, || {
+        hermes_core::normal::chain_keys(hermes_core::normal::CHAIN_START, &history.messages)
+    });
+    let chained: Vec<&str> = history
+        .messages
+        .iter()
+        .zip(&chain)
+        .filter(|(m, _)| m.role == Role::Assistant)
+        .filter_map(|(_, key)| key.as_deref())
+        .collect();
+    let chained = &chained[chained.len().saturating_sub(CHAINED)..];
+    let by_chain = store
+        .find_by_chain(
+            &history.tenant,
+            history.partition.as_deref(),
+            chained,
+            CANDIDATES,
+        )
+        .await?;
+    let mut by_ids = None;
+    if let Some(found) = verified(store, history, by_chain, &mut by_ids).await? {
+        return Ok(Some(found));
+    }
     let candidates = store
         .find_candidates(
             &history.tenant,
@@ -849,13 +894,28 @@ async fn find_conversation(
             CANDIDATES,
         )
         .await?;
-    // The first where the history stands at its place with every tool result equal in content
-    // too; failing that, the first where it stands at its place by `tool_call_id` alone (a
-    // client that trimmed old tool output). Two conversations whose calls got the same ids
-    // (a deterministic model, a shared first request) line up alike by ids; their results tell
-    // them apart.
-    let mut by_ids = None;
+    verified(store, history, candidates, &mut by_ids).await?;
+    Ok(by_ids)
+}
+
+/// How many of a client's last assistant messages its conversation is looked up by chain key.
+const CHAINED: usize = 4;
+
+/// The first of `candidates` where the history stands at its place with every tool result
+/// equal in content too; failing that, the first where it stands at its place by
+/// `tool_call_id` alone (a client that trimmed old tool output) is kept in `by_ids`. Two
+/// conversations whose calls got the same ids (a deterministic model, a shared first request)
+/// line up alike by ids; their results tell them apart.
+async fn verified(
+    store: &Store,
+    history: &History,
+    candidates: Vec<String>,
+    by_ids: &mut Option<hermes_store::Snapshot>,
+) -> Result<Option<hermes_store::Snapshot>, EngineError> {
     for id in candidates {
+        if by_ids.as_ref().is_some_and(|s| s.meta.id == id) {
+            continue;
+        }
         let snapshot = store.snapshot(&id).await?;
         let view: Vec<Message> = snapshot.active.iter().map(|m| m.message.clone()).collect();
         let differing = hermes_core::offload::heavy(&history.messages, || {
@@ -866,9 +926,9 @@ async fn find_conversation(
         });
         match differing {
             Some(0) => return Ok(Some(snapshot)),
-            Some(_) if by_ids.is_none() => by_ids = Some(snapshot),
+            Some(_) if by_ids.is_none() => *by_ids = Some(snapshot),
             _ => {}
         }
     }
-    Ok(by_ids)
+    Ok(None)
 }

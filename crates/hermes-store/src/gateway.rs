@@ -471,6 +471,60 @@ impl Store {
         Ok(found)
     }
 
+    /// The sessions of `tenant` (in `partition`, or in none) whose active view holds a row with
+    /// one of `keys`, chain keys ([`hermes_core::normal::chain_keys`]) of a client's assistant
+    /// messages in history order: by the latest key first, then the most recently updated
+    /// session, at most `limit`. One probe of `messages (chain_key)` per key, whatever other
+    /// conversations share a reply; rows without a chain key are never found here
+    /// ([`Store::find_candidates`] finds them by match key).
+    pub async fn find_by_chain(
+        &self,
+        tenant: &str,
+        partition: Option<&str>,
+        keys: &[&str],
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let placeholders: Vec<String> = (0..keys.len()).map(|i| format!("${}", i + 2)).collect();
+        let rank: String = placeholders
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!(" WHEN {p} THEN {i}"))
+            .collect();
+        let partition_test = if partition.is_some() {
+            format!("s.partition_key = ${}", keys.len() + 2)
+        } else {
+            "s.partition_key IS NULL".to_owned()
+        };
+        let sql = format!(
+            "SELECT m.session_id, CAST(CASE m.chain_key{rank} END AS BIGINT) AS key_index \
+             FROM messages m JOIN sessions s ON s.id = m.session_id \
+             WHERE m.chain_key IS NOT NULL AND m.chain_key IN ({}) AND m.archived_at IS NULL \
+             AND s.tenant = $1 AND {partition_test} AND s.staged = 0 \
+             ORDER BY key_index DESC, s.updated_at DESC, s.id DESC LIMIT {}",
+            placeholders.join(", "),
+            limit.saturating_mul(4)
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(tenant);
+        for key in keys {
+            query = query.bind(*key);
+        }
+        if let Some(partition) = partition {
+            query = query.bind(partition);
+        }
+        let mut found: Vec<String> = Vec::new();
+        for row in query.fetch_all(&self.pool).await.db()? {
+            let session: String = row.try_get("session_id").db()?;
+            if !found.contains(&session) {
+                found.push(session);
+            }
+        }
+        found.truncate(limit);
+        Ok(found)
+    }
+
     /// [`Store::find_by_keys`] for one chunk of `(index, key)` pairs, in one query.
     async fn find_in(
         &self,

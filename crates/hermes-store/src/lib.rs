@@ -246,6 +246,11 @@ const SQLITE_STEPS: &[(i64, &str, &str)] = &[
         "staged sessions",
         include_str!("../migrations/sqlite/0017_staged_sessions.sql"),
     ),
+    (
+        18,
+        "chain keys",
+        include_str!("../migrations/sqlite/0018_chain_keys.sql"),
+    ),
 ];
 
 /// The SQLite schema.
@@ -313,6 +318,11 @@ const POSTGRES_STEPS: &[(i64, &str, &str)] = &[
         12,
         "staged sessions",
         include_str!("../migrations/postgres/0012_staged_sessions.sql"),
+    ),
+    (
+        13,
+        "chain keys",
+        include_str!("../migrations/postgres/0013_chain_keys.sql"),
     ),
 ];
 
@@ -604,6 +614,11 @@ pub struct NewSession {
     /// ([`StoreError::BranchBeyondEnd`]); the other fields are the new session's own (callers
     /// usually copy the parent's). Boxed, as the tenant is, to keep `NewSession` small.
     pub fork: Option<Box<Fork>>,
+    /// The conversation's chain state before the session's first messages
+    /// ([`hermes_core::normal::chain_keys`]: [`hermes_core::normal::CHAIN_START`] for a new
+    /// conversation, the state at the fork for a branch), when the session's rows are to be
+    /// found by chain key ([`Store::find_by_chain`]); `None` (the default) chains nothing.
+    pub chain: Option<String>,
 }
 
 pub(crate) fn now_ms() -> i64 {
@@ -1524,6 +1539,7 @@ impl Store {
                 tenant: file.tenant.as_deref().map(Into::into),
                 partition: file.partition.as_deref().map(Into::into),
                 fork: None,
+                chain: None,
             },
         )
         .await?;
@@ -1564,10 +1580,11 @@ impl Store {
         extras: &StepExtras,
     ) -> Result<Tip, StoreError> {
         let id = new_session_id();
-        let rows = prepare_rows(messages)?;
+        let (rows, chain) = prepare_chained(messages, new.chain.as_deref())?;
         let pieces = pieces(&rows);
         if pieces.len() > 1 && new.fork.is_none() {
-            return self.create_staged(id, new, rows, &pieces, extras).await;
+            let tip = self.create_staged(id, new, rows, &pieces, extras).await?;
+            return Ok(tip.with_chain(chain));
         }
         let mut tx = self.write_tx(new_scope(&id, new)).await?;
         insert_session(&mut tx, &id, new).await?;
@@ -1580,7 +1597,7 @@ impl Store {
         step::write_extras(&mut tx, &id, &tip, extras).await?;
         tx.commit().await.db()?;
         tracing::debug!(session = %id, appended = messages.len(), "session created with its first messages");
-        Ok(tip)
+        Ok(tip.with_chain(chain))
     }
 
     /// [`Store::create_with_step`] for first messages larger than one short write
@@ -1968,12 +1985,36 @@ pub(crate) fn pieces(rows: &[MessageRow]) -> Vec<std::ops::Range<usize>> {
 /// transaction, so the database's one writer (on SQLite) is not held while a large history is
 /// encoded, and off the reactor when it is large ([`hermes_core::offload::heavy`]).
 pub(crate) fn prepare_rows(messages: &[Message]) -> Result<Vec<MessageRow>, StoreError> {
+    prepare_chained(messages, None).map(|(rows, _)| rows)
+}
+
+/// [`prepare_rows`], each user and assistant row given its chain key when `chain` (the
+/// conversation's chain state before `messages`, [`hermes_core::normal::chain_keys`]) is
+/// known; returns the rows and the chain state after them (`None`: unknown).
+pub(crate) fn prepare_chained(
+    messages: &[Message],
+    chain: Option<&str>,
+) -> Result<(Vec<MessageRow>, Option<String>), StoreError> {
     hermes_core::offload::heavy(messages, || {
-        messages
+        let mut rows = messages
             .iter()
             .enumerate()
             .map(|(i, msg)| MessageRow::from_message(i as i64, msg))
-            .collect()
+            .collect::<Result<Vec<_>, _>>()?;
+        let Some(start) = chain else {
+            return Ok((rows, None));
+        };
+        let mut state = start.to_owned();
+        for (row, key) in rows
+            .iter_mut()
+            .zip(hermes_core::normal::chain_keys(start, messages))
+        {
+            if let Some(key) = key {
+                state.clone_from(&key);
+                row.chain_key = Some(key);
+            }
+        }
+        Ok((rows, Some(state)))
     })
 }
 

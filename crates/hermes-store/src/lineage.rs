@@ -383,10 +383,10 @@ pub(crate) async fn materialise(
             &mut *tx,
             "INSERT INTO messages (session_id, position, role, content, tool_calls, tool_call_id, \
              name, reasoning_content, reasoning, reasoning_details, origin_provider, origin_host, \
-             origin_model, extra, key_order, kind, created_at, match_key) \
+             origin_model, extra, key_order, kind, created_at, match_key, chain_key) \
              SELECT $1, $2, role, content, tool_calls, tool_call_id, name, reasoning_content, \
              reasoning, reasoning_details, origin_provider, origin_host, origin_model, extra, \
-             key_order, kind, created_at, match_key FROM messages \
+             key_order, kind, created_at, match_key, chain_key FROM messages \
              WHERE session_id = $3 AND position = $4",
             [
                 session,

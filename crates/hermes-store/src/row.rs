@@ -34,6 +34,9 @@ pub(crate) struct MessageRow<S = String> {
     key_order: Option<S>,
     /// [`hermes_core::normal::match_key`]: written, never read back into the message.
     match_key: Option<String>,
+    /// [`hermes_core::normal::chain_keys`]: set by [`crate::chain_rows`] where the chain before
+    /// the row is known; written, never read back into the message.
+    pub(crate) chain_key: Option<String>,
 }
 
 struct ExtraKeys<'a>(&'a [(String, RawJson)]);
@@ -64,7 +67,7 @@ pub(crate) fn push_raw(out: &mut String, key: &str, raw: &str) {
 }
 
 /// The columns of one `messages` row an insert binds.
-const COLUMNS: usize = 17;
+const COLUMNS: usize = 18;
 
 /// Rows per multi-row insert: 64 × 17 binds stays far below SQLite's 32,766 and PostgreSQL's
 /// 65,535.
@@ -118,6 +121,7 @@ impl MessageRow {
                 .transpose()?,
             key_order: msg.key_order.as_ref().map(ToString::to_string),
             match_key: hermes_core::normal::match_key(msg),
+            chain_key: None,
         })
     }
 
@@ -130,19 +134,25 @@ impl MessageRow {
         session: &str,
         now: i64,
     ) -> Result<(), StoreError> {
-        if let [row] = rows {
-            return row.insert(conn, session, now).await;
-        }
         for chunk in rows.chunks(ROWS_PER_INSERT) {
+            // The chain key is named only when a row has one (rows of the paths that do not
+            // chain are written as before it existed).
+            let chained = chunk.iter().any(|r| r.chain_key.is_some());
+            let columns = COLUMNS - usize::from(!chained);
             let mut sql = String::from(
                 "INSERT INTO messages (session_id, position, role, content, tool_calls, tool_call_id, name, \
                  reasoning_content, reasoning, reasoning_details, origin_provider, origin_host, origin_model, extra, key_order, created_at, \
-                 match_key) VALUES ",
+                 match_key",
             );
+            sql.push_str(if chained {
+                ", chain_key) VALUES "
+            } else {
+                ") VALUES "
+            });
             for i in 0..chunk.len() {
-                let first = i * COLUMNS + 1;
+                let first = i * columns + 1;
                 let marks: Vec<String> =
-                    (first..first + COLUMNS).map(|n| format!("${n}")).collect();
+                    (first..first + columns).map(|n| format!("${n}")).collect();
                 if i > 0 {
                     sql.push_str(", ");
                 }
@@ -170,44 +180,23 @@ impl MessageRow {
                     .bind(&row.key_order)
                     .bind(now)
                     .bind(&row.match_key);
+                if chained {
+                    query = query.bind(&row.chain_key);
+                }
             }
             crate::DbResult::db(query.execute(&mut *conn).await)?;
         }
         Ok(())
     }
 
+    /// Inserts this row of `session` ([`MessageRow::insert_all`] of one row).
     pub(crate) async fn insert(
         &self,
         conn: &mut sqlx::AnyConnection,
         session: &str,
         now: i64,
     ) -> Result<(), StoreError> {
-        execute!(
-            conn,
-            "INSERT INTO messages (session_id, position, role, content, tool_calls, tool_call_id, name, \
-             reasoning_content, reasoning, reasoning_details, origin_provider, origin_host, origin_model, extra, key_order, created_at, \
-             match_key) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
-            [
-                session,
-                self.position,
-                &self.role,
-                &self.content,
-                &self.tool_calls,
-                &self.tool_call_id,
-                &self.name,
-                &self.reasoning_content,
-                &self.reasoning,
-                &self.reasoning_details,
-                &self.origin_provider,
-                &self.origin_host,
-                &self.origin_model,
-                &self.extra,
-                &self.key_order,
-                now,
-                &self.match_key
-            ]
-        )?;
-        Ok(())
+        Self::insert_all(std::slice::from_ref(self), conn, session, now).await
     }
 }
 
@@ -310,6 +299,7 @@ impl<'r> MessageRow<&'r str> {
             extra: row.try_get(12).db()?,
             key_order: row.try_get(13).db()?,
             match_key: None,
+            chain_key: None,
         })
     }
 

@@ -1856,8 +1856,8 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     // The last step undone by hand (as an older hermes would have left it): the next open
     // runs it again.
     for undo in [
-        "DROP INDEX sessions_staged",
-        "ALTER TABLE sessions DROP COLUMN staged",
+        "DROP INDEX messages_chain_key",
+        "ALTER TABLE messages DROP COLUMN chain_key",
     ] {
         sqlx::query(undo).execute(&store.pool).await.unwrap();
     }
@@ -1871,7 +1871,12 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     let reopened = db.open().await;
     assert_eq!(count(reopened.clone()).await, steps);
     assert!(reopened.has_session(&id).await.unwrap());
-    // The step's column is back: listing (which passes over staged sessions) reads it.
+    // The step's column is back (a conversation is found by its chain key), and the steps'
+    // before it: listing (which passes over staged sessions) reads `staged`.
+    sqlx::query("SELECT chain_key FROM messages")
+        .fetch_all(&reopened.pool)
+        .await
+        .unwrap();
     assert_eq!(listed_ids(&reopened).await, std::slice::from_ref(&id));
     // The earlier steps' tables too: a response is kept by id and found,
     reopened

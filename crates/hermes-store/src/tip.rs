@@ -20,14 +20,33 @@ use crate::{
 };
 
 /// Where a session ended when it was read: what [`Store::compare_and_append`] compares. Opaque
-/// and cheap to clone; it names its session. A session without messages has a tip too.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// and cheap to clone; it names its session. A session without messages has a tip too. Two
+/// tips are equal when they name the same session, revision and last row (the chain state
+/// they carry is not compared).
+#[derive(Clone, Debug)]
 pub struct Tip {
     session: String,
     revision: i64,
     /// Position of the session's last row (archived or not) at `revision`; for a branch without
     /// rows of its own yet, the last of the messages it inherits; `-1`: none.
     last: i64,
+    /// The conversation's chain state there ([`hermes_core::normal::chain_keys`]), when its
+    /// rows carry chain keys: what the next rows chain from.
+    chain: Option<String>,
+}
+
+impl PartialEq for Tip {
+    fn eq(&self, other: &Tip) -> bool {
+        (&self.session, self.revision, self.last) == (&other.session, other.revision, other.last)
+    }
+}
+
+impl Eq for Tip {}
+
+impl std::hash::Hash for Tip {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (&self.session, self.revision, self.last).hash(state);
+    }
 }
 
 impl Tip {
@@ -36,7 +55,14 @@ impl Tip {
             session: session.to_owned(),
             revision,
             last,
+            chain: None,
         }
+    }
+
+    /// This tip with the chain state `chain`.
+    pub(crate) fn with_chain(mut self, chain: Option<String>) -> Tip {
+        self.chain = chain;
+        self
     }
 
     /// The session this tip is of.
@@ -125,7 +151,10 @@ macro_rules! session_with_tip {
             "SELECT ",
             session_columns!(),
             ", COALESCE((SELECT MAX(position) FROM messages WHERE session_id = $1), \
-             fork_count - 1) AS last_position FROM sessions WHERE id = $1"
+             fork_count - 1) AS last_position, \
+             (SELECT chain_key FROM messages WHERE session_id = $1 AND archived_at IS NULL \
+             AND role IN ('user', 'assistant') ORDER BY position DESC LIMIT 1) AS chain_state \
+             FROM sessions WHERE id = $1"
         )
     };
 }
@@ -180,7 +209,10 @@ impl Store {
             .db()?
             .ok_or_else(|| StoreError::NotFound(session.to_owned()))?;
         let meta = meta_from_row(&row)?;
-        let tip = tip_of(session, &row)?;
+        // The chain state is the last user or assistant row's own chain key (`NULL` there: the
+        // chain is not known, and the rows after it are not chained).
+        let chain: Option<String> = row.try_get("chain_state").db()?;
+        let tip = tip_of(session, &row)?.with_chain(chain);
         drop(row);
         // A session that inherits nothing (most of them) is read by its own rows alone, as
         // before branches shared prefixes; a branch through its lineage (still one statement).
@@ -230,7 +262,7 @@ impl Store {
         extras: &crate::StepExtras,
     ) -> Result<Appended, StoreError> {
         let session = tip.session();
-        let mut rows = crate::prepare_rows(messages)?;
+        let (mut rows, chain) = crate::prepare_chained(messages, tip.chain.as_deref())?;
         let mut tx = self.write_tx(session).await?;
         if !messages.is_empty() {
             // The compare and the session row's write in one statement: every append and
@@ -252,7 +284,7 @@ impl Store {
                     row.position = tip.last + 1 + i as i64;
                 }
                 crate::row::MessageRow::insert_all(&rows, &mut tx, session, now).await?;
-                let tip = Tip::new(session, revision, tip.last + added as i64);
+                let tip = Tip::new(session, revision, tip.last + added as i64).with_chain(chain);
                 crate::step::write_extras(&mut tx, session, &tip, extras).await?;
                 tx.commit().await.db()?;
                 tracing::debug!(session, appended = added, "messages stored at the tip read");
@@ -271,8 +303,9 @@ impl Store {
                 tx.rollback().await.db()?;
                 return Ok(Appended::Continued { tip: now_tip });
             }
-            let tip =
-                store_rows(&mut tx, session, tip.last + 1, rows, extras.usage.as_ref()).await?;
+            let tip = store_rows(&mut tx, session, tip.last + 1, rows, extras.usage.as_ref())
+                .await?
+                .with_chain(chain);
             crate::step::write_extras(&mut tx, session, &tip, extras).await?;
             tx.commit().await.db()?;
             tracing::debug!(
@@ -288,7 +321,9 @@ impl Store {
         let shared = crate::lineage::view_len_at(&mut tx, tip).await?;
         let fork = crate::Fork::new(tip.clone(), usize::try_from(shared).unwrap_or(0));
         crate::lineage::insert_branch(&mut tx, &id, &fork, now_ms()).await?;
-        let branch = store_rows(&mut tx, &id, shared, rows, extras.usage.as_ref()).await?;
+        let branch = store_rows(&mut tx, &id, shared, rows, extras.usage.as_ref())
+            .await?
+            .with_chain(chain);
         crate::step::write_extras(&mut tx, &id, &branch, extras).await?;
         tx.commit().await.db()?;
         tracing::info!(

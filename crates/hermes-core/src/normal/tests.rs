@@ -288,3 +288,41 @@ proptest! {
         prop_assert_ne!(normal_form(&call(&a)).digest(), normal_form(&call(&b)).digest());
     }
 }
+
+#[test]
+fn a_chain_key_follows_the_user_and_assistant_turns_in_order_and_nothing_else() {
+    let conversation = |system: &str, result: &str, second: &str| -> Vec<Message> {
+        vec![
+            msg(json!({"role": "system", "content": system})),
+            msg(json!({"role": "user", "content": "hi"})),
+            msg(json!({"role": "assistant", "content": "Hello! How can I help?"})),
+            msg(json!({"role": "user", "content": second})),
+            msg(json!({"role": "assistant", "content": null,
+                       "tool_calls": [{"id": "c1", "type": "function",
+                                       "function": {"name": "now", "arguments": "{}"}}]})),
+            msg(json!({"role": "tool", "tool_call_id": "c1", "content": result})),
+            msg(json!({"role": "assistant", "content": "Noon."})),
+        ]
+    };
+    let keys = chain_keys(
+        CHAIN_START,
+        &conversation("Today is Monday.", "12:00", "time?"),
+    );
+    let kinds: Vec<bool> = keys.iter().map(Option::is_some).collect();
+    assert_eq!(kinds, [false, true, true, true, true, false, true]);
+    // A changed system prompt or a trimmed tool result: the same chain.
+    let other = chain_keys(CHAIN_START, &conversation("Today is Tuesday.", "", "time?"));
+    assert_eq!(keys, other);
+    // Another user turn before the same reply: another chain from there on.
+    let asked = chain_keys(
+        CHAIN_START,
+        &conversation("Today is Monday.", "12:00", "time now?"),
+    );
+    assert_eq!(keys[2], asked[2], "the same up to where they part");
+    assert_ne!(keys[6], asked[6]);
+    // Chained from a state, the rest of a conversation keys as the whole does.
+    let whole = conversation("x", "12:00", "time?");
+    let state = keys[2].clone().unwrap();
+    let rest = chain_keys(&state, &whole[3..]);
+    assert_eq!(rest, keys[3..]);
+}

@@ -616,3 +616,100 @@ async fn one_signing_key_is_made_once_and_every_opener_reads_the_same(db: TestDb
         "{shown}"
     );
 }
+
+both!(a_conversation_is_found_by_its_chain_key_however_many_share_its_reply);
+async fn a_conversation_is_found_by_its_chain_key_however_many_share_its_reply(db: TestDb) {
+    use hermes_core::normal::{CHAIN_START, chain_keys};
+    let store = db.open().await;
+    let turn = |question: &str| {
+        vec![
+            Message::text(Role::System, "Be brief."),
+            Message::text(Role::User, question),
+            Message::text(Role::Assistant, "Hello! How can I help?"),
+        ]
+    };
+    let gateway = |chain: Option<&str>| NewSession {
+        tenant: Some("acme".into()),
+        chain: chain.map(str::to_owned),
+        ..NewSession::default()
+    };
+    // Ten conversations with the same reply, one of them the client's; one stored unchained.
+    let mut ids = Vec::new();
+    for i in 0..10 {
+        let new = gateway(Some(CHAIN_START));
+        ids.push(
+            store
+                .create_with_messages(&new, &turn(&format!("question {i}")))
+                .await
+                .unwrap(),
+        );
+    }
+    let unchained = store
+        .create_with_messages(&gateway(None), &turn("question 3"))
+        .await
+        .unwrap();
+    let key_of = |messages: &[Message]| chain_keys(CHAIN_START, messages).pop().unwrap().unwrap();
+    let mine = turn("question 3");
+    assert_eq!(
+        store
+            .find_by_chain("acme", None, &[&key_of(&mine)], 8)
+            .await
+            .unwrap(),
+        [ids[3].clone()],
+        "the one chained conversation with that question, not the unchained one ({unchained})"
+    );
+    // Another tenant's, or a partition's: not found.
+    assert!(
+        store
+            .find_by_chain("globex", None, &[&key_of(&mine)], 8)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .find_by_chain("acme", Some("p"), &[&key_of(&mine)], 8)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Continued at the tip it was read at: the new rows chain on from there.
+    let snapshot = store.snapshot(&ids[3]).await.unwrap();
+    let next = vec![
+        Message::text(Role::User, "and then?"),
+        Message::text(Role::Assistant, "Hello! How can I help?"),
+    ];
+    let appended = store
+        .compare_and_append(&snapshot.tip, &next)
+        .await
+        .unwrap();
+    assert!(!appended.branched());
+    let mut whole = mine.clone();
+    whole.extend(next.clone());
+    assert_eq!(
+        store
+            .find_by_chain("acme", None, &[&key_of(&whole)], 8)
+            .await
+            .unwrap(),
+        [ids[3].clone()]
+    );
+    // Appended again at the old tip: a branch, chained from the view it shares.
+    let other = vec![
+        Message::text(Role::User, "something else"),
+        Message::text(Role::Assistant, "Hello! How can I help?"),
+    ];
+    let branched = store
+        .compare_and_append(&snapshot.tip, &other)
+        .await
+        .unwrap();
+    assert!(branched.branched());
+    let mut forked = mine.clone();
+    forked.extend(other);
+    assert_eq!(
+        store
+            .find_by_chain("acme", None, &[&key_of(&forked)], 8)
+            .await
+            .unwrap(),
+        [branched.session().to_owned()]
+    );
+}
