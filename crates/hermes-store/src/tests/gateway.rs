@@ -563,38 +563,70 @@ async fn branches_and_copies_keep_tenant_partition_and_keys(db: TestDb) {
     assert_eq!(found.session, branch);
 }
 
-both!(the_lookup_uses_the_match_key_index);
-async fn the_lookup_uses_the_match_key_index(db: TestDb) {
+both!(the_lookups_use_the_match_and_chain_key_indexes);
+async fn the_lookups_use_the_match_and_chain_key_indexes(db: TestDb) {
     let store = db.open().await;
-    // One tenant with many sessions and rows, statistics gathered: the planner then has to
-    // choose between the tenant's sessions and the match key, as it would in production.
+    // One tenant with many sessions and rows: the planner has to choose between the tenant's
+    // sessions and the keys. First as a store is in production (SQLite never gathers
+    // statistics), then with statistics.
     for s in 0..30 {
         let history: Vec<Message> = (0..30)
             .flat_map(|i| [user(&format!("q{s}.{i}")), assistant(&format!("a{s}.{i}"))])
             .collect();
         session_of(&store, Some("acme"), None, &history).await;
     }
-    sqlx::query("ANALYZE").execute(&store.pool).await.unwrap();
-    let k = keys(&[assistant("a7.3"), assistant("a9.29")]);
-    let chunk: Vec<(usize, &str)> = k.iter().enumerate().map(|(i, k)| (i, k.as_str())).collect();
+    let asked: Vec<Message> = (0..6).map(|i| assistant(&format!("a7.{i}"))).collect();
     let (explain, column) = match store.backend() {
         Backend::Sqlite => ("EXPLAIN QUERY PLAN ", "detail"),
         Backend::Postgres => ("EXPLAIN ", "QUERY PLAN"),
     };
-    for partitioned in [false, true] {
-        let sql = format!("{explain}{}", find_sql(&chunk, partitioned));
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind("acme");
-        for (_, key) in &chunk {
-            query = query.bind(*key);
+    let plan_of = |sql: String, keys: Vec<String>, partitioned: bool| {
+        let store = store.clone();
+        async move {
+            let mut query =
+                sqlx::query(sqlx::AssertSqlSafe(format!("{explain}{sql}"))).bind("acme");
+            for key in &keys {
+                query = query.bind(key.clone());
+            }
+            if partitioned {
+                query = query.bind("alice");
+            }
+            let rows = query.fetch_all(&store.pool).await.unwrap();
+            let plan: Vec<String> = rows.iter().map(|r| r.try_get(column).unwrap()).collect();
+            plan.join("\n")
         }
-        if partitioned {
-            query = query.bind("alice");
+    };
+    for analyzed in [false, true] {
+        if analyzed {
+            sqlx::query("ANALYZE").execute(&store.pool).await.unwrap();
+        } else if store.backend() == Backend::Postgres {
+            // PostgreSQL's autovacuum gathers statistics on its own; a fresh table has none.
+            continue;
         }
-        let rows = query.fetch_all(&store.pool).await.unwrap();
-        let plan: Vec<String> = rows.iter().map(|r| r.try_get(column).unwrap()).collect();
-        let plan = plan.join("\n");
-        assert!(plan.contains("messages_match_key"), "{plan}");
+        // Two keys, and six: an `IN` of three or more drove SQLite from the tenant's sessions.
+        for n in [2, 6] {
+            let k = keys(&asked[..n]);
+            let chunk: Vec<(usize, &str)> =
+                k.iter().enumerate().map(|(i, k)| (i, k.as_str())).collect();
+            for partitioned in [false, true] {
+                let plan = plan_of(find_sql(&chunk, partitioned), k.clone(), partitioned).await;
+                assert!(
+                    plan.contains("messages_match_key") && !plan.contains("sessions_tenant"),
+                    "{n} match keys, analyzed {analyzed}: {plan}"
+                );
+                let chained = crate::gateway::chain_sql(n, partitioned, 32);
+                let plan = plan_of(chained, k.clone(), partitioned).await;
+                assert!(
+                    !plan.contains("sessions_tenant"),
+                    "{n} chain keys, analyzed {analyzed}: {plan}"
+                );
+                if store.backend() == Backend::Sqlite {
+                    assert!(plan.contains("messages_chain_key"), "{plan}");
+                }
+            }
+        }
     }
+    let k = keys(&[assistant("a7.3"), assistant("a9.29")]);
     let found = store.find_by_keys("acme", None, &k).await.unwrap().unwrap();
     assert_eq!((found.position, found.key_index), (59, 1));
 }
