@@ -164,6 +164,8 @@ async fn checkpoint(
     let mut outcome = TurnOutcome::default();
     let mut stored = Vec::new();
     let mut answer = None;
+    // What a provider's reply without a compaction cost: paid for, so counted with the step.
+    let mut unused = None;
     if let Some(passthrough) = native {
         let mut config = driver.config.clone();
         config.passthrough = passthrough;
@@ -177,9 +179,12 @@ async fn checkpoint(
             Ok(reply) if hermes_core::checkpoint::native_compaction(&reply.message).is_some() => {
                 answer = Some(reply);
             }
-            Ok(_) => tracing::warn!(
-                "the provider's compaction reply held no compaction; hermes summarises instead"
-            ),
+            Ok(reply) => {
+                tracing::warn!(
+                    "the provider's compaction reply held no compaction; hermes summarises instead"
+                );
+                unused = reply.meta.usage;
+            }
             Err(e) => tracing::warn!(
                 error = %e,
                 "the provider's compaction failed; hermes summarises instead"
@@ -199,13 +204,13 @@ async fn checkpoint(
         }
     };
     stored.push(reply.message.clone());
-    let step = Step::reply(
-        &stored,
-        reply.meta.usage.as_ref(),
-        reply.meta.finish.as_ref(),
-    );
+    let usage = match (unused, reply.meta.usage) {
+        (Some(a), Some(b)) => Some(a.plus(b)),
+        (a, b) => a.or(b),
+    };
+    let step = Step::reply(&stored, usage.as_ref(), reply.meta.finish.as_ref());
     driver.log.commit(&step).await.map_err(DriverError::Log)?;
-    if let Some(usage) = reply.meta.usage {
+    if let Some(usage) = usage {
         outcome.usage.push(usage);
     }
     outcome.finish = reply.meta.finish;

@@ -657,8 +657,13 @@ async fn when_the_providers_compaction_fails_hermes_summarises_instead() {
         .unwrap()
         .clone();
     assert_eq!(item["type"], "compaction", "{compacted}");
-    assert!(
-        compacted["usage"]["output_tokens"].as_u64().unwrap() > 0,
+    // Both replies were paid for: the provider's (no compaction in it) and the summary.
+    assert_eq!(
+        (
+            compacted["usage"]["input_tokens"].as_u64(),
+            compacted["usage"]["output_tokens"].as_u64()
+        ),
+        (Some(24), Some(10)),
         "compaction usage is counted: {compacted}"
     );
     let asked: Vec<Value> = upstream
