@@ -172,12 +172,24 @@ pub const CHAIN_START: &str = "";
 /// the same reply (SPEC §10, "Which conversation"; matching then checks every message at its
 /// place, as without it).
 pub fn chain_keys(start: &str, messages: &[Message]) -> Vec<Option<String>> {
+    let matched: Vec<Option<String>> = messages.iter().map(match_key).collect();
+    chain_keys_matched(start, messages, &matched)
+}
+
+/// [`chain_keys`] of `messages` whose [`match_key`]s a caller already has (`matched[i]` is
+/// `messages[i]`'s), so an assistant message is not hashed twice.
+pub fn chain_keys_matched(
+    start: &str,
+    messages: &[Message],
+    matched: &[Option<String>],
+) -> Vec<Option<String>> {
     let mut state = start.to_owned();
     messages
         .iter()
-        .map(|message| {
+        .zip(matched)
+        .map(|(message, matched)| {
             let link = match message.role {
-                Role::Assistant => match_key(message).unwrap_or_else(|| "assistant:".to_owned()),
+                Role::Assistant => matched.clone().unwrap_or_else(|| "assistant:".to_owned()),
                 Role::User => format!("user:{}", normal_form(message).digest()),
                 _ => return None,
             };

@@ -850,22 +850,28 @@ async fn find_conversation(
     store: &Store,
     history: &History,
 ) -> Result<Option<hermes_store::Snapshot>, EngineError> {
-    let keys: Vec<String> = hermes_core::offload::heavy(&history.messages, || {
-        history
+    // Each message's match key, hashed once: the chain's assistant links and, failing the
+    // chain, the keys looked up one by one.
+    let (matched, chain) = hermes_core::offload::heavy(&history.messages, || {
+        let matched: Vec<Option<String>> = history
             .messages
             .iter()
-            .filter_map(hermes_core::normal::match_key)
-            .collect()
+            .map(hermes_core::normal::match_key)
+            .collect();
+        let chain = hermes_core::normal::chain_keys_matched(
+            hermes_core::normal::CHAIN_START,
+            &history.messages,
+            &matched,
+        );
+        (matched, chain)
     });
+    let keys: Vec<String> = matched.into_iter().flatten().collect();
     if keys.is_empty() {
         return Ok(None);
     }
     // First by the chain keys of the last assistant messages (one index probe, however many
     // conversations share a reply); a conversation stored without them, or one the client
     // edited before its last turns, by each assistant message's own key.
-    let chain = hermes_core::offload::heavy(&history.messages, || {
-        hermes_core::normal::chain_keys(hermes_core::normal::CHAIN_START, &history.messages)
-    });
     let chained: Vec<&str> = history
         .messages
         .iter()

@@ -270,6 +270,13 @@ impl Inner {
         )
     }
 
+    /// The engine's store (the Responses door's kept responses and checkpoints live there).
+    fn store(&self) -> Result<&hermes_engine::store::Store, ApiError> {
+        self.engine
+            .store()
+            .ok_or_else(|| ApiError::internal("the gateway has no store"))
+    }
+
     /// What one request of `tenant` records from its engine events.
     fn turn(&self, tenant: &str) -> metrics::Turn {
         metrics::Turn::new(self.metrics.clone(), tenant, self.limiter.clone())
@@ -1057,17 +1064,13 @@ async fn previous(
     messages: &mut Vec<hermes_core::Message>,
     instructed: bool,
 ) -> Result<String, ApiError> {
-    let store = inner
-        .engine
-        .store()
-        .ok_or_else(|| ApiError::internal("the gateway has no store"))?;
-    let failed = |e| ApiError::from_engine(&hermes_engine::EngineError::from(e));
+    let store = inner.store()?;
     let kept = store
         .kept_response(tenant, id)
         .await
-        .map_err(failed)?
+        .map_err(store_failed)?
         .ok_or_else(|| previous_not_found(id))?;
-    let stored = store.messages(&kept.session).await.map_err(failed)?;
+    let stored = store.messages(&kept.session).await.map_err(store_failed)?;
     if stored.len() < kept.upto || kept.upto == 0 {
         // Its conversation is gone (retention) or was never whole.
         return Err(previous_not_found(id));
@@ -1091,11 +1094,7 @@ async fn referenced(
     tenant: &str,
     refs: &[(usize, String)],
 ) -> Result<Vec<Value>, ApiError> {
-    let store = inner
-        .engine
-        .store()
-        .ok_or_else(|| ApiError::internal("the gateway has no store"))?;
-    let failed = |e| ApiError::from_engine(&hermes_engine::EngineError::from(e));
+    let store = inner.store()?;
     let mut outputs: std::collections::HashMap<String, Vec<Value>> = Default::default();
     let mut items = Vec::with_capacity(refs.len());
     for (_, id) in refs {
@@ -1106,9 +1105,9 @@ async fn referenced(
             if let Some(kept) = store
                 .kept_response(tenant, &response)
                 .await
-                .map_err(failed)?
+                .map_err(store_failed)?
             {
-                let stored = store.messages(&kept.session).await.map_err(failed)?;
+                let stored = store.messages(&kept.session).await.map_err(store_failed)?;
                 // A response's reply is the message its turn stored last.
                 if let Some(reply) = kept
                     .upto
@@ -1164,14 +1163,8 @@ async fn checkpoints(
             .split_once('\n')
             .and_then(|(s, i)| Some((s.to_owned(), i.parse::<usize>().ok()?)))
             .ok_or_else(|| refused("its reference does not name a checkpoint"))?;
-        let store = inner
-            .engine
-            .store()
-            .ok_or_else(|| ApiError::internal("the gateway has no store"))?;
-        let stored = store
-            .messages(&session)
-            .await
-            .map_err(|e| ApiError::from_engine(&hermes_engine::EngineError::from(e)))?;
+        let store = inner.store()?;
+        let stored = store.messages(&session).await.map_err(store_failed)?;
         let gone = || refused("the conversation it summarised is no longer stored (retention)");
         let checkpoint = stored
             .get(index)
@@ -1216,14 +1209,11 @@ async fn compaction(
         .request(tenant.to_owned(), choice, session)
         .compact(true);
     let completion = complete(inner, request, recorder).await?;
-    let store = inner
-        .engine
-        .store()
-        .ok_or_else(|| ApiError::internal("the gateway has no store"))?;
+    let store = inner.store()?;
     let stored = store
         .messages(&completion.session)
         .await
-        .map_err(|e| ApiError::from_engine(&hermes_engine::EngineError::from(e)))?;
+        .map_err(store_failed)?;
     let index = stored
         .iter()
         .rposition(|m| m.role == Role::Assistant)
@@ -1287,6 +1277,11 @@ async fn compact_request(
         (StatusCode::OK, axum::Json(body)).into_response(),
         &completion.session,
     ))
+}
+
+/// A store error as the door answers it.
+fn store_failed(e: hermes_engine::store::StoreError) -> ApiError {
+    ApiError::from_engine(&hermes_engine::EngineError::from(e))
 }
 
 /// OpenAI's answer to a `previous_response_id` the tenant did not keep (made with `store`

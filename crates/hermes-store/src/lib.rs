@@ -2004,11 +2004,12 @@ pub(crate) fn prepare_chained(
         let Some(start) = chain else {
             return Ok((rows, None));
         };
+        // The rows' match keys are the chain's assistant links: hashed once.
+        let matched: Vec<Option<String>> = rows.iter().map(|r| r.match_key.clone()).collect();
         let mut state = start.to_owned();
-        for (row, key) in rows
-            .iter_mut()
-            .zip(hermes_core::normal::chain_keys(start, messages))
-        {
+        for (row, key) in rows.iter_mut().zip(hermes_core::normal::chain_keys_matched(
+            start, messages, &matched,
+        )) {
             if let Some(key) = key {
                 state.clone_from(&key);
                 row.chain_key = Some(key);

@@ -33,7 +33,7 @@ pub(crate) struct MessageRow<S = String> {
     extra: Option<S>,
     key_order: Option<S>,
     /// [`hermes_core::normal::match_key`]: written, never read back into the message.
-    match_key: Option<String>,
+    pub(crate) match_key: Option<String>,
     /// [`hermes_core::normal::chain_keys`]: set by [`crate::chain_rows`] where the chain before
     /// the row is known; written, never read back into the message.
     pub(crate) chain_key: Option<String>,
