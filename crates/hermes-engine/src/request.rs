@@ -889,7 +889,10 @@ async fn find_conversation(
         )
         .await?;
     let mut by_ids = None;
-    if let Some(found) = verified(store, history, by_chain, &mut by_ids).await? {
+    let hermes_store::Chained {
+        candidates, first, ..
+    } = by_chain;
+    if let Some(found) = verified(store, history, candidates, first, &mut by_ids).await? {
         return Ok(Some(found));
     }
     let candidates = store
@@ -900,7 +903,7 @@ async fn find_conversation(
             CANDIDATES,
         )
         .await?;
-    verified(store, history, candidates, &mut by_ids).await?;
+    verified(store, history, candidates, None, &mut by_ids).await?;
     Ok(by_ids)
 }
 
@@ -911,18 +914,23 @@ const CHAINED: usize = 4;
 /// equal in content too; failing that, the first where it stands at its place by
 /// `tool_call_id` alone (a client that trimmed old tool output) is kept in `by_ids`. Two
 /// conversations whose calls got the same ids (a deterministic model, a shared first request)
-/// line up alike by ids; their results tell them apart.
+/// line up alike by ids; their results tell them apart. `first`: the first candidate, already
+/// read with the lookup.
 async fn verified(
     store: &Store,
     history: &History,
     candidates: Vec<String>,
+    mut first: Option<hermes_store::Snapshot>,
     by_ids: &mut Option<hermes_store::Snapshot>,
 ) -> Result<Option<hermes_store::Snapshot>, EngineError> {
     for id in candidates {
         if by_ids.as_ref().is_some_and(|s| s.meta.id == id) {
             continue;
         }
-        let snapshot = store.snapshot(&id).await?;
+        let snapshot = match first.take() {
+            Some(read) if read.meta.id == id => read,
+            _ => store.snapshot(&id).await?,
+        };
         let view: Vec<Message> = snapshot.active.iter().map(|m| m.message.clone()).collect();
         let differing = hermes_core::offload::heavy(&history.messages, || {
             let aligned = align(&view, &history.messages);

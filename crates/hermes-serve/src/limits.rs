@@ -11,10 +11,20 @@
 //!
 //! The rate is counted in the store's sharded window rows ([`Store::admit_request`]); this
 //! replica remembers which shards of the current window it found full, so once a tenant's
-//! window is full its requests are refused without a statement until the window ends. A
-//! running request holds a concurrency slot row whose expiry this replica renews every third of
-//! [`Limits::slot_ttl`] (one statement for all its slots); a replica that dies stops renewing,
-//! and its slots free themselves within the TTL.
+//! window is full its requests are refused without a statement until the window ends. It
+//! claims a few places of a window at once ([`lease_size`]: a sixteenth of a shard's share, at
+//! most 16) and admits that many requests without a statement: the request path runs one
+//! statement per lease, not per request. What a replica leased and did not use by the window's
+//! end is lost to that window, so a tenant may get fewer than its limit by that much per
+//! replica (a limit of 600 a minute: at most 3 per replica), never more.
+//!
+//! A running request holds a concurrency slot row whose expiry this replica renews every third
+//! of [`Limits::slot_ttl`] (one statement for all its slots); a replica that dies stops
+//! renewing, and its slots free themselves within the TTL. A slot whose request ended is kept
+//! for the tenant's next request on this replica for [`SLOT_KEPT`] (a client's tool loop, a
+//! busy tenant's next turn), then given back in one statement with the others that went idle:
+//! a tenant's turns claim and free no slot row while they keep coming, and a slot kept idle
+//! holds another replica's request off for at most that long.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::num::{NonZeroU32, NonZeroU64};
@@ -177,18 +187,53 @@ fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX).max(1)
 }
 
+/// How long a slot whose request ended is kept for the tenant's next request on this replica
+/// before it is given back.
+pub(crate) const SLOT_KEPT: Duration = Duration::from_secs(1);
+
+/// How often the renewer looks for slots kept longer than [`SLOT_KEPT`].
+const IDLE_CHECK: Duration = Duration::from_millis(200);
+
+/// The places a replica claims at once in a window of `limit` requests: a sixteenth of a
+/// shard's share (a minute of 600: 4), at least 1 and at most 16.
+pub(crate) fn lease_size(limit: u32) -> u32 {
+    let shares = hermes_engine::store::rate_shares(limit);
+    let share = shares.last().copied().unwrap_or(1);
+    (share / 16).clamp(1, 16)
+}
+
+/// What this replica knows of a tenant's current rate window.
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    /// Its start (Unix ms).
+    start: i64,
+    /// The shards it found full (bit `i`: shard `i`).
+    full: u64,
+    /// Places it claimed and has not used yet: requests it admits without a statement.
+    leased: u32,
+}
+
+/// A slot kept after its request ended: its number, its holder, since when.
+struct Idle {
+    slot: i64,
+    holder: String,
+    since: std::time::Instant,
+}
+
 /// This replica's state: the limits, which windows it found full, the slots it holds.
 pub(crate) struct Limiter {
     store: Store,
     limits: Limits,
-    /// Per tenant: the window start this replica counted in last, and the shards it found full.
-    windows: Mutex<HashMap<String, (i64, u64)>>,
+    /// Per tenant: the window this replica counted in last.
+    windows: Mutex<HashMap<String, Window>>,
     /// The latest window whose old rows this replica swept.
     swept: Mutex<i64>,
     /// The latest day whose old usage rows this replica swept.
     swept_usage: Mutex<i64>,
-    /// The holders of this replica's running requests' slots (renewed together).
+    /// The holders of this replica's slots, running or kept (renewed together).
     held: Mutex<HashSet<String>>,
+    /// Per tenant: the slots kept for its next requests, newest last.
+    idle: Mutex<HashMap<String, Vec<Idle>>>,
     /// Whether the renewer runs.
     renewing: std::sync::Once,
     /// Shard the next request starts at (spreads this replica's requests over the rows).
@@ -232,21 +277,42 @@ impl Admitted {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        let (limiter, tenant, slot, holder) = (
-            self.0.clone(),
+        let (tenant, slot, holder) = (
             std::mem::take(&mut self.1),
             self.2,
             std::mem::take(&mut self.3),
         );
-        if let Ok(mut held) = limiter.held.lock() {
-            held.remove(&holder);
+        // Kept for the tenant's next request; the renewer gives it back once it was kept
+        // [`SLOT_KEPT`] (and, the process dying, it frees itself when its expiry passes).
+        if let Ok(mut idle) = self.0.idle.lock() {
+            idle.entry(tenant).or_default().push(Idle {
+                slot,
+                holder,
+                since: std::time::Instant::now(),
+            });
         }
-        // Off the request's path; on a runtime shutting down (the process dying) the task never
-        // runs, and the slot frees itself when its expiry passes.
+    }
+}
+
+impl Drop for Limiter {
+    /// Gives back the slots kept idle (the gateway stopping), off any request's path.
+    fn drop(&mut self) {
+        let holders: Vec<String> = match self.idle.get_mut() {
+            Ok(idle) => idle
+                .drain()
+                .flat_map(|(_, v)| v)
+                .map(|i| i.holder)
+                .collect(),
+            Err(_) => return,
+        };
+        if holders.is_empty() {
+            return;
+        }
+        let store = self.store.clone();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                if let Err(e) = limiter.store.release_slot(&tenant, slot, &holder).await {
-                    tracing::warn!(error = %e, tenant, "a concurrency slot was not given back; it expires");
+                if let Err(e) = store.release_slots(&holders).await {
+                    tracing::warn!(error = %e, "kept concurrency slots were not given back; they expire");
                 }
             });
         }
@@ -267,6 +333,7 @@ impl Limiter {
             swept: Mutex::new(0),
             swept_usage: Mutex::new(0),
             held: Mutex::new(HashSet::new()),
+            idle: Mutex::new(HashMap::new()),
             renewing: std::sync::Once::new(),
             next_shard: std::sync::atomic::AtomicU32::new(seed),
             spent: Mutex::new(HashMap::new()),
@@ -286,6 +353,22 @@ impl Limiter {
             return Ok(Admitted { _slot: None });
         };
         self.start_renewer();
+        // A slot this replica kept from the tenant's last request: no statement.
+        let kept = self
+            .idle
+            .lock()
+            .ok()
+            .and_then(|mut idle| idle.get_mut(tenant).and_then(Vec::pop));
+        if let Some(Idle { slot, holder, .. }) = kept {
+            return Ok(Admitted {
+                _slot: Some(Arc::new(Slot(
+                    self.clone(),
+                    tenant.to_owned(),
+                    slot,
+                    holder,
+                ))),
+            });
+        }
         let holder = uuid::Uuid::now_v7().simple().to_string();
         // Held before the claim, so a renewal racing the claim keeps it.
         if let Ok(mut held) = self.held.lock() {
@@ -332,11 +415,20 @@ impl Limiter {
         let retry_after = Duration::from_millis(u64::try_from(start + window - now).unwrap_or(1));
         let full = {
             let mut windows = self.windows.lock().map_err(|_| poisoned())?;
-            let entry = windows.entry(tenant.to_owned()).or_insert((start, 0));
-            if entry.0 != start {
-                *entry = (start, 0);
+            let fresh = Window {
+                start,
+                full: 0,
+                leased: 0,
+            };
+            let entry = windows.entry(tenant.to_owned()).or_insert(fresh);
+            if entry.start != start {
+                *entry = fresh;
             }
-            entry.1
+            if entry.leased > 0 {
+                entry.leased -= 1;
+                return Ok(());
+            }
+            entry.full
         };
         let refused = || {
             let mut refused = ApiError::rate_limited(
@@ -363,14 +455,15 @@ impl Limiter {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let admission = self
             .store
-            .admit_request(tenant, start, limit, first, full)
+            .admit_request(tenant, start, limit, first, full, lease_size(limit))
             .await
             .map_err(|e| unavailable(&e))?;
         if let Ok(mut windows) = self.windows.lock()
             && let Some(entry) = windows.get_mut(tenant)
-            && entry.0 == start
+            && entry.start == start
         {
-            entry.1 |= admission.full;
+            entry.full |= admission.full;
+            entry.leased += admission.granted.saturating_sub(1);
         }
         if admission.admitted {
             Ok(())
@@ -515,20 +608,55 @@ impl Limiter {
         });
     }
 
-    /// Starts the task that renews this replica's slots every third of the TTL; it stops
-    /// when the limiter is dropped.
+    /// The holders of the slots kept longer than [`SLOT_KEPT`], taken out of the kept and the
+    /// held ones.
+    fn expired_idle(&self) -> Vec<String> {
+        let mut gone = Vec::new();
+        if let Ok(mut idle) = self.idle.lock() {
+            for kept in idle.values_mut() {
+                let (old, young): (Vec<Idle>, Vec<Idle>) = std::mem::take(kept)
+                    .into_iter()
+                    .partition(|i| i.since.elapsed() >= SLOT_KEPT);
+                *kept = young;
+                gone.extend(old.into_iter().map(|i| i.holder));
+            }
+            idle.retain(|_, kept| !kept.is_empty());
+        }
+        if !gone.is_empty()
+            && let Ok(mut held) = self.held.lock()
+        {
+            for holder in &gone {
+                held.remove(holder);
+            }
+        }
+        gone
+    }
+
+    /// Starts the task that gives back the slots kept longer than [`SLOT_KEPT`] and renews
+    /// this replica's slots every third of the TTL; it stops when the limiter is dropped.
     fn start_renewer(self: &Arc<Self>) {
         self.renewing.call_once(|| {
             let limiter: Weak<Limiter> = Arc::downgrade(self);
             let every = self.limits.slot_ttl / 3;
             tokio::spawn(async move {
-                let mut tick = tokio::time::interval(every);
+                let mut tick = tokio::time::interval(IDLE_CHECK.min(every));
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                let mut renewed = tokio::time::Instant::now();
                 loop {
                     tick.tick().await;
                     let Some(limiter) = limiter.upgrade() else {
                         return;
                     };
+                    let gone = limiter.expired_idle();
+                    if !gone.is_empty()
+                        && let Err(e) = limiter.store.release_slots(&gone).await
+                    {
+                        tracing::warn!(error = %e, slots = gone.len(), "kept concurrency slots were not given back; they expire");
+                    }
+                    if renewed.elapsed() < every {
+                        continue;
+                    }
+                    renewed = tokio::time::Instant::now();
                     let holders: Vec<String> = match limiter.held.lock() {
                         Ok(held) => held.iter().cloned().collect(),
                         Err(_) => return,

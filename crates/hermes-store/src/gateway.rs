@@ -55,6 +55,16 @@ pub fn revocable_key_id(given: &str) -> Option<&str> {
     is_id.then_some(id)
 }
 
+/// What [`Store::find_by_chain`] found: the sessions in order, and the first one read whole.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Chained {
+    /// The sessions found, best first.
+    pub candidates: Vec<String>,
+    /// The first of them, read in the lookup's transaction.
+    pub first: Option<crate::Snapshot>,
+}
+
 /// Where [`Store::find_by_keys`] found the conversation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -474,20 +484,23 @@ impl Store {
     /// The sessions of `tenant` (in `partition`, or in none) whose active view holds a row with
     /// one of `keys`, chain keys ([`hermes_core::normal::chain_keys`]) of a client's assistant
     /// messages in history order: by the latest key first, then the most recently updated
-    /// session, at most `limit`. One probe of `messages (chain_key)` per key, whatever other
-    /// conversations share a reply; rows without a chain key are never found here
-    /// ([`Store::find_candidates`] finds them by match key).
+    /// session, at most `limit`; and the first of them read whole ([`Store::snapshot`]), as of
+    /// one moment with the lookup. One read transaction of two statements: the lookup returns
+    /// the sessions' rows with their tips, so only the first one's active view is read after it.
+    /// One probe of `messages (chain_key)` per key, whatever other conversations share a reply;
+    /// rows without a chain key are never found here ([`Store::find_candidates`] finds them by
+    /// match key).
     pub async fn find_by_chain(
         &self,
         tenant: &str,
         partition: Option<&str>,
         keys: &[&str],
         limit: usize,
-    ) -> Result<Vec<String>, StoreError> {
+    ) -> Result<Chained, StoreError> {
         if keys.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Chained::default());
         }
-        let sql = chain_sql(keys.len(), partition.is_some(), limit.saturating_mul(4));
+        let sql = chain_sql(keys.len(), partition.is_some(), limit);
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(tenant);
         for key in keys {
             query = query.bind(*key);
@@ -495,15 +508,19 @@ impl Store {
         if let Some(partition) = partition {
             query = query.bind(partition);
         }
-        let mut found: Vec<String> = Vec::new();
-        for row in query.fetch_all(&self.pool).await.db()? {
-            let session: String = row.try_get("session_id").db()?;
-            if !found.contains(&session) {
-                found.push(session);
-            }
+        let mut tx = self.read_tx().await?;
+        let rows = query.fetch_all(&mut *tx).await.db()?;
+        let mut candidates = Vec::with_capacity(rows.len());
+        for row in &rows {
+            candidates.push(row.try_get::<String, _>("id").db()?);
         }
-        found.truncate(limit);
-        Ok(found)
+        let first = match rows.first() {
+            Some(row) => Some(crate::tip::snapshot_from_row(&mut tx, &candidates[0], row).await?),
+            None => None,
+        };
+        drop(rows);
+        tx.commit().await.db()?;
+        Ok(Chained { candidates, first })
     }
 
     /// [`Store::find_by_keys`] for one chunk of `(index, key)` pairs, in one query.
@@ -555,11 +572,15 @@ pub(crate) fn chain_sql(keys: usize, partitioned: bool, limit: usize) -> String 
         "s.partition_key IS NULL".to_owned()
     };
     format!(
-        "SELECT m.session_id, CAST(CASE m.chain_key{rank} END AS BIGINT) AS key_index \
+        "SELECT {}, {} FROM (SELECT m.session_id AS found, \
+         MAX(CAST(CASE m.chain_key{rank} END AS BIGINT)) AS key_index \
          FROM messages m CROSS JOIN sessions s \
          WHERE s.id = m.session_id AND m.chain_key IS NOT NULL AND m.chain_key IN ({}) \
          AND m.archived_at IS NULL AND s.tenant = $1 AND {partition_test} AND s.staged = 0 \
-         ORDER BY key_index DESC, s.updated_at DESC, s.id DESC LIMIT {limit}",
+         GROUP BY m.session_id) c CROSS JOIN sessions s WHERE s.id = c.found \
+         ORDER BY c.key_index DESC, s.updated_at DESC, s.id DESC LIMIT {limit}",
+        session_columns!(),
+        crate::tip::tip_columns!("s.id"),
         placeholders.join(", ")
     )
 }

@@ -94,7 +94,9 @@ mod verdicts;
 pub use compaction::{CompactionPlan, PlannedInsert, RowKind};
 pub use copy::CopyReport;
 pub use fleet::{FLEET_READ_EVERY, FleetVerdict};
-pub use gateway::{Found, GatewayKey, KeyCache, SigningKey, gateway_key_id, revocable_key_id};
+pub use gateway::{
+    Chained, Found, GatewayKey, KeyCache, SigningKey, gateway_key_id, revocable_key_id,
+};
 pub use leases::Lease;
 pub use left_out::LeftOut;
 pub use limits::{RATE_SHARDS, RateAdmission, rate_shares};

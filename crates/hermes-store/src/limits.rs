@@ -9,6 +9,11 @@
 //! admitted never exceeds the limit. A full share sends the request on to the next shard; the
 //! caller remembers which shards it found full ([`RateAdmission::full`]) and skips them for the
 //! rest of the window, so a full window costs no statement at all.
+//!
+//! A replica may claim several places of a shard at once (`want`, [`RateAdmission::granted`])
+//! and admit that many requests without another statement: the store never counts more than
+//! the limit, and the places a replica claimed but did not use by the window's end are lost to
+//! that window (at most `want - 1` per replica).
 
 use std::time::Duration;
 
@@ -28,6 +33,9 @@ const HOLDERS_PER_QUERY: usize = 256;
 pub struct RateAdmission {
     /// The request is counted in the window.
     pub admitted: bool,
+    /// The places counted for the caller (0 when refused): the request's own, and those it
+    /// may admit later in the same window without asking again.
+    pub granted: u32,
     /// The shards known full now (bit `i`: shard `i`), those passed in included.
     pub full: u64,
     /// Every shard of the window is full.
@@ -49,9 +57,11 @@ fn millis(d: Duration) -> i64 {
 
 impl Store {
     /// Counts one request of `tenant` in the window that starts at `window_start` (Unix ms;
-    /// every replica must compute the same start) against `limit` for the window: tries the
-    /// shards from `first` on, skipping those in `full`, until one has room. At most one
-    /// statement per shard tried; none when `full` already covers every shard.
+    /// every replica must compute the same start) against `limit` for the window, and up to
+    /// `want - 1` more the caller may admit later in that window: tries the shards from
+    /// `first` on, skipping those in `full`, until one has room (`want` places where the shard
+    /// has them, else one). One statement per shard tried (two where a shard has room for one
+    /// but not `want`); none when `full` already covers every shard.
     pub async fn admit_request(
         &self,
         tenant: &str,
@@ -59,6 +69,7 @@ impl Store {
         limit: u32,
         first: u32,
         full: u64,
+        want: u32,
     ) -> Result<RateAdmission, StoreError> {
         let shares = rate_shares(limit);
         let all = (1u64 << shares.len()) - 1;
@@ -70,18 +81,26 @@ impl Store {
                 continue;
             }
             let share = shares[shard as usize];
-            let used: Option<i64> = sqlx::query_scalar(
-                "INSERT INTO rate_counts (tenant, window_start, shard, used) VALUES ($1, $2, $3, 1) \
-                 ON CONFLICT (tenant, window_start, shard) DO UPDATE SET used = rate_counts.used + 1 \
-                 WHERE rate_counts.used < $4 RETURNING used",
-            )
-            .bind(tenant)
-            .bind(window_start)
-            .bind(i64::from(shard))
-            .bind(i64::from(share))
-            .fetch_optional(&self.writes)
-            .await
-            .db()?;
+            let places = want.clamp(1, share);
+            let claim = |n: u32| {
+                sqlx::query_scalar::<_, i64>(
+                    "INSERT INTO rate_counts (tenant, window_start, shard, used) VALUES ($1, $2, $3, $5) \
+                     ON CONFLICT (tenant, window_start, shard) DO UPDATE SET used = rate_counts.used + $5 \
+                     WHERE rate_counts.used + $5 <= $4 RETURNING used",
+                )
+                .bind(tenant)
+                .bind(window_start)
+                .bind(i64::from(shard))
+                .bind(i64::from(share))
+                .bind(i64::from(n))
+                .fetch_optional(&self.writes)
+            };
+            let mut granted = places;
+            let mut used = claim(places).await.db()?;
+            if used.is_none() && places > 1 {
+                granted = 1;
+                used = claim(1).await.db()?;
+            }
             match used {
                 Some(used) => {
                     if used >= i64::from(share) {
@@ -89,6 +108,7 @@ impl Store {
                     }
                     return Ok(RateAdmission {
                         admitted: true,
+                        granted,
                         full,
                         window_full: full == all,
                     });
@@ -98,6 +118,7 @@ impl Store {
         }
         Ok(RateAdmission {
             admitted: false,
+            granted: 0,
             full: all,
             window_full: true,
         })
@@ -230,7 +251,18 @@ impl Store {
     /// slots of its running requests with this, a few statements however many run); how many
     /// slots were renewed.
     pub async fn renew_slots(&self, holders: &[String], ttl: Duration) -> Result<u64, StoreError> {
-        let until = now_ms().saturating_add(millis(ttl));
+        self.slots_expire_at(holders, now_ms().saturating_add(millis(ttl)))
+            .await
+    }
+
+    /// Frees the slots `holders` hold, if they still do (a replica gives back the slots it kept
+    /// for its next requests with this, a few statements however many); how many were freed.
+    pub async fn release_slots(&self, holders: &[String]) -> Result<u64, StoreError> {
+        self.slots_expire_at(holders, 0).await
+    }
+
+    /// Sets the expiry of the slots `holders` hold to `until` (Unix ms).
+    async fn slots_expire_at(&self, holders: &[String], until: i64) -> Result<u64, StoreError> {
         let mut renewed = 0;
         for chunk in holders.chunks(HOLDERS_PER_QUERY) {
             let placeholders: Vec<String> =

@@ -1927,7 +1927,7 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     // key listed with its last use.
     assert!(
         reopened
-            .admit_request("acme", 0, 1, 0, 0)
+            .admit_request("acme", 0, 1, 0, 0, 1)
             .await
             .unwrap()
             .admitted

@@ -150,14 +150,30 @@ macro_rules! session_with_tip {
         concat!(
             "SELECT ",
             session_columns!(),
-            ", COALESCE((SELECT MAX(position) FROM messages WHERE session_id = $1), \
-             fork_count - 1) AS last_position, \
-             (SELECT chain_key FROM messages WHERE session_id = $1 AND archived_at IS NULL \
-             AND role IN ('user', 'assistant') ORDER BY position DESC LIMIT 1) AS chain_state \
-             FROM sessions WHERE id = $1"
+            ", ",
+            tip_columns!("$1"),
+            " FROM sessions WHERE id = $1"
         )
     };
 }
+
+/// The tip columns of the session row whose id is `$id` (an SQL expression): `last_position`
+/// (an index lookup on the messages' primary key; a branch without rows of its own ends where
+/// what it inherits ends) and `chain_state` (the last user or assistant row's chain key).
+macro_rules! tip_columns {
+    ($id:literal) => {
+        concat!(
+            "COALESCE((SELECT MAX(position) FROM messages WHERE session_id = ",
+            $id,
+            "), fork_count - 1) AS last_position, \
+             (SELECT chain_key FROM messages WHERE session_id = ",
+            $id,
+            " AND archived_at IS NULL AND role IN ('user', 'assistant') \
+             ORDER BY position DESC LIMIT 1) AS chain_state"
+        )
+    };
+}
+pub(crate) use tip_columns;
 
 /// The session's tip alone.
 pub(crate) const TIP: &str = "SELECT revision, COALESCE((SELECT MAX(position) FROM messages \
@@ -194,42 +210,32 @@ impl Store {
     /// PostgreSQL: `REPEATABLE READ, READ ONLY`). A member of `model_config` that does not
     /// decode is [`StoreError::Corrupt`] naming it, as the separate reads report it.
     pub async fn snapshot(&self, session: &str) -> Result<Snapshot, StoreError> {
-        let mut tx = match self.backend {
-            crate::Backend::Sqlite => self.pool.begin().await.db()?,
-            crate::Backend::Postgres => self
-                .pool
-                .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                .await
-                .db()?,
-        };
+        let mut tx = self.read_tx().await?;
         let row = sqlx::query(session_with_tip!())
             .bind(session)
             .fetch_optional(&mut *tx)
             .await
             .db()?
             .ok_or_else(|| StoreError::NotFound(session.to_owned()))?;
-        let meta = meta_from_row(&row)?;
-        // The chain state is the last user or assistant row's own chain key (`NULL` there: the
-        // chain is not known, and the rows after it are not chained).
-        let chain: Option<String> = row.try_get("chain_state").db()?;
-        let tip = tip_of(session, &row)?.with_chain(chain);
+        let snapshot = snapshot_from_row(&mut tx, session, &row).await?;
         drop(row);
-        // A session that inherits nothing (most of them) is read by its own rows alone, as
-        // before branches shared prefixes; a branch through its lineage (still one statement).
-        let active = if meta.fork.is_some() {
-            read_active(&mut tx, session).await?
-        } else {
-            read_unforked_active(&mut *tx, session).await?
-        };
         tx.commit().await.db()?;
-        Ok(Snapshot {
-            verdicts: member_of(session, &meta.model_config)?,
-            wire_verdicts: member_of(session, &meta.model_config)?,
-            thinking: member_of(session, &meta.model_config)?,
-            meta,
-            active,
-            tip,
-        })
+        Ok(snapshot)
+    }
+
+    /// A read transaction whose statements all see one moment: SQLite's deferred transaction
+    /// (one WAL snapshot), PostgreSQL's `REPEATABLE READ, READ ONLY`.
+    pub(crate) async fn read_tx(
+        &self,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Any>, StoreError> {
+        match self.backend {
+            crate::Backend::Sqlite => self.pool.begin().await.db(),
+            crate::Backend::Postgres => self
+                .pool
+                .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                .await
+                .db(),
+        }
     }
 
     /// Compare-and-append: appends `messages` to the session of `tip` when the session still
@@ -335,4 +341,33 @@ impl Store {
         );
         Ok(Appended::Branched { tip: branch })
     }
+}
+
+/// The snapshot of `session` whose row (its columns and [`tip_columns!`]) is `row`, read in
+/// `tx`: its active view is read there, so both are of one moment.
+pub(crate) async fn snapshot_from_row(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    session: &str,
+    row: &crate::DbRow,
+) -> Result<Snapshot, StoreError> {
+    let meta = meta_from_row(row)?;
+    // The chain state is the last user or assistant row's own chain key (`NULL` there: the
+    // chain is not known, and the rows after it are not chained).
+    let chain: Option<String> = row.try_get("chain_state").db()?;
+    let tip = tip_of(session, row)?.with_chain(chain);
+    // A session that inherits nothing (most of them) is read by its own rows alone, as
+    // before branches shared prefixes; a branch through its lineage (still one statement).
+    let active = if meta.fork.is_some() {
+        read_active(tx, session).await?
+    } else {
+        read_unforked_active(&mut **tx, session).await?
+    };
+    Ok(Snapshot {
+        verdicts: member_of(session, &meta.model_config)?,
+        wire_verdicts: member_of(session, &meta.model_config)?,
+        thinking: member_of(session, &meta.model_config)?,
+        meta,
+        active,
+        tip,
+    })
 }

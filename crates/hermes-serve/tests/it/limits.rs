@@ -1,7 +1,8 @@
 //! Per-tenant limits counted in the store every replica shares: over its rate or its
 //! concurrency a tenant gets 429 with `Retry-After` in the door's own error shape and nothing
 //! reaches the upstream, while other tenants go on; 64 concurrent clients on two replicas get
-//! the configured rate within 5%; a dead replica's concurrency slot frees itself within its TTL.
+//! the configured rate within 5%; a dead replica's concurrency slot frees itself within its TTL;
+//! a slot kept for a tenant's next turn on its replica goes back within about a second.
 
 use std::net::SocketAddr;
 use std::num::NonZeroU32;
@@ -325,3 +326,41 @@ async fn sixty_four_clients_on_two_replicas_get_the_configured_rate_within_five_
         "only admitted turns reached the upstream"
     );
 }
+
+both!(a_slot_is_kept_for_the_tenants_next_turn_and_given_back_within_a_second);
+async fn a_slot_is_kept_for_the_tenants_next_turn_and_given_back_within_a_second(db: TestDb) {
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let limits = Limits::none().defaults(TenantLimits::new(None, n(1)));
+    let a = replica(db.open().await, &sim.base_url(), |c| {
+        c.limits(limits.clone())
+    })
+    .await;
+    let b = replica(db.open().await, &sim.base_url(), |c| c.limits(limits)).await;
+    let key = a.store.add_gateway_key("acme").await.unwrap();
+    // Replica A's turns follow one another on the one slot it claimed once.
+    for i in 0..3 {
+        let turn = post(&a, "/v1/chat/completions", &key, &hello(&format!("a{i}"))).await;
+        assert_eq!(turn.status(), 200);
+    }
+    // Kept for A's next turn (the statements test counts no slot statement in a continued
+    // turn), the slot holds B's off for about a second, then comes back.
+    let ended = Instant::now();
+    assert_eq!(a.store.slots_in_use("acme").await.unwrap(), 1);
+    let refused = post(&b, "/v1/chat/completions", &key, &hello("b")).await;
+    assert_eq!(
+        refused.status(),
+        429,
+        "replica A keeps the tenant's one slot"
+    );
+    admitted_within(&b, &key, ended, SLOT_KEPT_BOUND).await;
+    eprintln!(
+        "limits: a kept slot reached another replica after {:?}",
+        ended.elapsed()
+    );
+    a.stop().await;
+    b.stop().await;
+}
+
+/// How long after its request ended a kept slot is free at the latest: the second it is kept,
+/// the renewer's look every 200 ms, and a statement.
+const SLOT_KEPT_BOUND: Duration = Duration::from_millis(2500);

@@ -686,16 +686,24 @@ async fn a_conversation_is_found_by_its_chain_key_however_many_share_its_reply(d
         store
             .find_by_chain("acme", None, &[&key_of(&mine)], 8)
             .await
-            .unwrap(),
+            .unwrap()
+            .candidates,
         [ids[3].clone()],
         "the one chained conversation with that question, not the unchained one ({unchained})"
     );
+    // The first one is read whole with the lookup, as the separate read reads it.
+    let found = store
+        .find_by_chain("acme", None, &[&key_of(&mine)], 8)
+        .await
+        .unwrap();
+    assert_eq!(found.first, Some(store.snapshot(&ids[3]).await.unwrap()));
     // Another tenant's, or a partition's: not found.
     assert!(
         store
             .find_by_chain("globex", None, &[&key_of(&mine)], 8)
             .await
             .unwrap()
+            .candidates
             .is_empty()
     );
     assert!(
@@ -703,6 +711,7 @@ async fn a_conversation_is_found_by_its_chain_key_however_many_share_its_reply(d
             .find_by_chain("acme", Some("p"), &[&key_of(&mine)], 8)
             .await
             .unwrap()
+            .candidates
             .is_empty()
     );
     // Continued at the tip it was read at: the new rows chain on from there.
@@ -722,7 +731,8 @@ async fn a_conversation_is_found_by_its_chain_key_however_many_share_its_reply(d
         store
             .find_by_chain("acme", None, &[&key_of(&whole)], 8)
             .await
-            .unwrap(),
+            .unwrap()
+            .candidates,
         [ids[3].clone()]
     );
     // Appended again at the old tip: a branch, chained from the view it shares.
@@ -741,7 +751,16 @@ async fn a_conversation_is_found_by_its_chain_key_however_many_share_its_reply(d
         store
             .find_by_chain("acme", None, &[&key_of(&forked)], 8)
             .await
-            .unwrap(),
+            .unwrap()
+            .candidates,
         [branched.session().to_owned()]
     );
+    // A branch is read through its lineage, in the lookup's transaction too.
+    let found = store
+        .find_by_chain("acme", None, &[&key_of(&forked)], 8)
+        .await
+        .unwrap();
+    let separate = store.snapshot(branched.session()).await.unwrap();
+    assert_eq!(separate.active.len(), 5);
+    assert_eq!(found.first, Some(separate));
 }
