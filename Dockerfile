@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# The `hermes` binary in a small runtime image, for `hermes serve` replicas (README, "Gateway":
+# The `hermes` binary in a small runtime image, for `hermes serve` replicas (docs/gateway.md,
 # "Replicas and containers"). Build from the repository root:
 #   docker build -t hermes .
 # Two stages: a full Rust toolchain builds the release binary; the runtime image is distroless

@@ -27,7 +27,7 @@ impl StoreKeys {
     pub const TOUCH_EVERY: Duration = Duration::from_secs(60);
 
     /// How long a replica goes by a key row it read: half a second, so a revoked key is
-    /// refused within a second (the README's word).
+    /// refused within a second (docs/gateway.md's word).
     pub const READ_EVERY: Duration = Duration::from_millis(500);
 
     /// The keys of `store`, last uses recorded at most once a minute per key.

@@ -1137,7 +1137,7 @@ async fn three_replicas_over_postgres_lose_no_carrier_through_kills_and_a_rollin
     let started = Instant::now();
 
     let mut sims = Vec::new();
-    // Limits are on by default (README, "Policy and limits"); a chaos run of 1,000
+    // Limits are on by default (docs/gateway.md, "Limits and policy"); a chaos run of 1,000
     // conversations on two tenants outruns them, so it lifts them for every tenant.
     let mut config = String::from(
         "[serve]\nrequests_per_minute = 1000000\nmax_concurrent = 100000\n\

@@ -1,8 +1,8 @@
 //! `hermes preview --session ID` prints the body the next `hermes chat --resume ID` sends: with
 //! `--compact` the same bytes the provider receives (tools, stream, thinking and sampling
 //! fields included), pretty-printed otherwise; on every wire, through the real binary against
-//! the strict simulators. And after the README's own offline runs (`--provider sim`), its
-//! `--explain` replays what chat replays.
+//! the strict simulators. And after the offline runs of the README and docs/cli.md
+//! (`--provider sim`), its `--explain` replays what chat replays.
 
 use std::process::Output;
 

@@ -39,8 +39,8 @@ pub(crate) fn http_with(
 }
 
 /// The status of `POST path` with `body` and bearer `key`, polled until it is 401 or one
-/// second (the README's word for a revoked key) has passed since `since`: a replica goes by a
-/// key row it read for half a second.
+/// second (docs/gateway.md's word for a revoked key) has passed since `since`: a replica goes
+/// by a key row it read for half a second.
 fn refused_within_a_second(
     addr: &str,
     path: &str,

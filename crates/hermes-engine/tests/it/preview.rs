@@ -32,7 +32,7 @@ fn toolset() -> Toolset {
     }
 }
 
-/// The thinking request the README's runs use, where the profile's model takes one.
+/// The thinking request docs/cli.md's offline runs use, where the profile's model takes one.
 fn effort(profile: &str) -> ThinkingRequest {
     match profile {
         "mistral" | "groq" | "cerebras" | "local" | "openai" | "copilot" | "gemini-openai" => {

@@ -32,19 +32,21 @@ const SCRIPTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients");
 /// How long one client run may take before it is killed.
 const LIMIT: Duration = Duration::from_secs(180);
 
-/// The gateway's aliases besides the README's Claude Code recipe: a DeepSeek V4 model under a
-/// name without "deepseek" in it (the OpenAI Agents SDK replays reasoning only to such names).
+/// The gateway's aliases besides the gateway guide's Claude Code recipe: a DeepSeek V4 model
+/// under a name without "deepseek" in it (the OpenAI Agents SDK replays reasoning only to such
+/// names).
 const ALIASES: [(&str, &str); 1] = [("house-model", "deepseek/deepseek-v4-pro")];
 
-/// The README, whose Claude Code recipe the Claude Code runs use as written.
-const README: &str = include_str!("../../../../README.md");
+/// The gateway guide (`docs/gateway.md`), whose Claude Code recipe the Claude Code runs use as
+/// written.
+const GATEWAY_GUIDE: &str = include_str!("../../../../docs/gateway.md");
 
-/// The `key = value` lines of table `table` in the README's Claude Code recipe (the TOML
+/// The `key = value` lines of table `table` in the gateway guide's Claude Code recipe (the TOML
 /// block after its `claude-code-recipe` marker), comments left out, keys unquoted.
 fn recipe_table(table: &str) -> Vec<(String, String)> {
-    let after = README
+    let after = GATEWAY_GUIDE
         .split_once("<!-- claude-code-recipe")
-        .expect("the README marks its Claude Code recipe")
+        .expect("the gateway guide marks its Claude Code recipe")
         .1;
     let block = after
         .split_once("```toml")
@@ -67,7 +69,8 @@ fn recipe_table(table: &str) -> Vec<(String, String)> {
     lines
 }
 
-/// The `[serve.models]` entries of the README's Claude Code recipe: `"name" = "provider/model"`.
+/// The `[serve.models]` entries of the gateway guide's Claude Code recipe:
+/// `"name" = "provider/model"`.
 fn recipe_aliases() -> Vec<(String, String)> {
     let aliases: Vec<(String, String)> = recipe_table("serve.models")
         .into_iter()
@@ -106,7 +109,7 @@ fn the_readmes_claude_code_recipe_parses_into_aliases_and_a_policy() {
     );
 }
 
-/// Every alias the gateway is configured with: [`ALIASES`] and the README's recipe.
+/// Every alias the gateway is configured with: [`ALIASES`] and the gateway guide's recipe.
 fn aliases() -> BTreeMap<String, String> {
     ALIASES
         .iter()
@@ -139,8 +142,8 @@ impl Stage {
             );
         }
         let settings = Settings::new(defaults, Arc::new(|_: &str| Some("sk-test".to_owned())));
-        // Claude Code sends betas on every request: allowed as the README's recipe allows
-        // them (the default allows none).
+        // Claude Code sends betas on every request: allowed as the gateway guide's recipe
+        // allows them (the default allows none).
         let gateway = crate::start_over(
             settings,
             |c| c.models(aliases()).policy(recipe_policy()),
@@ -583,8 +586,8 @@ async fn pydantic_ai_on_deepseek_v4() {
 
 /// Claude Code (`claude -p … --output-format json`, then `--continue`), its own native binary,
 /// headless in a home and config folder of its own, only its `Read` tool offered, run with
-/// `--model ARG` through the Messages door as the README's recipe says (its environment, its
-/// `[serve.models]`); `sends` is the model name Claude Code sends for `ARG`.
+/// `--model ARG` through the Messages door as the gateway guide's recipe says (its environment,
+/// its `[serve.models]`); `sends` is the model name Claude Code sends for `ARG`.
 async fn claude_code(arg: &str, sends: &str) {
     let model = sends;
     let Some(node_dir) = clients::node_dir() else {
@@ -618,7 +621,7 @@ async fn claude_code(arg: &str, sends: &str) {
                 .env("PATH", std::env::var_os("PATH").unwrap_or_default())
                 .env("HOME", &home)
                 .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
-                // The README's recipe: the gateway's root and key.
+                // The gateway guide's recipe: the gateway's root and key.
                 .env("ANTHROPIC_BASE_URL", &root)
                 .env("ANTHROPIC_AUTH_TOKEN", KEY)
                 .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
@@ -662,19 +665,20 @@ async fn claude_code_on_claude_opus_4_8() {
     claude_code("claude-opus-4-8", "claude-opus-4-8").await;
 }
 
-/// `claude --model sonnet`, as the README's recipe runs it.
+/// `claude --model sonnet`, as the gateway guide's recipe runs it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_model_sonnet_as_the_readme_says() {
     claude_code("sonnet", "claude-sonnet-5-5").await;
 }
 
-/// `claude --model opus`, as the README's recipe runs it.
+/// `claude --model opus`, as the gateway guide's recipe runs it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_model_opus_as_the_readme_says() {
     claude_code("opus", "claude-opus-5-5").await;
 }
 
-/// `claude --model deepseek-coder`: the README recipe's custom alias, DeepSeek V4 behind it.
+/// `claude --model deepseek-coder`: the gateway guide recipe's custom alias, DeepSeek V4 behind
+/// it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_on_deepseek_v4_under_the_readmes_alias() {
     claude_code("deepseek-coder", "deepseek-coder").await;
@@ -682,8 +686,8 @@ async fn claude_code_on_deepseek_v4_under_the_readmes_alias() {
 
 /// Codex CLI (`codex exec --json`, then `codex exec resume --last`), its own native binary,
 /// headless in a home and `CODEX_HOME` of its own, through the Responses door as a custom
-/// provider (`wire_api = "responses"`, the README's recipe), on `model`: two turns of two tool
-/// calls each (its `exec_command` tool really runs), then a third turn past a tiny
+/// provider (`wire_api = "responses"`, the gateway guide's recipe), on `model`: two turns of two
+/// tool calls each (its `exec_command` tool really runs), then a third turn past a tiny
 /// `model_auto_compact_token_limit`, so Codex compacts the conversation (for a custom
 /// provider: an ordinary Responses request without tools asking for a summary, whose answer
 /// then stands for the turns it summarised). Every upstream request is accepted and every
@@ -709,8 +713,8 @@ async fn codex(model: &str) {
     for d in [&home, &codex_home, &work] {
         std::fs::create_dir_all(d).unwrap();
     }
-    // The README's recipe, and what keeps Codex off the network and out of the user's shell
-    // files (plugins fetch from GitHub; a shell snapshot sources ~/.bashrc).
+    // The gateway guide's recipe, and what keeps Codex off the network and out of the user's
+    // shell files (plugins fetch from GitHub; a shell snapshot sources ~/.bashrc).
     let config = format!(
         r#"model = "{model}"
 model_reasoning_effort = "high"
