@@ -4,6 +4,10 @@
 //! workspace member: `name ──► dep, dep, …`, with `(…)` asides that are not read. Its edges must
 //! be exactly the members' normal dependencies (`[dependencies]` and `[target.*.dependencies]`,
 //! optional ones included; dev- and build-dependencies are not edges) on other members.
+//!
+//! Beside it, tidy checks of the documents' mechanical rules: ARCHITECTURE.md at most
+//! [`ARCHITECTURE_MAX_BYTES`] and README.md at most [`README_MAX_BYTES`], and no line of
+//! ARCHITECTURE.md or of a page under `docs/internals/` over [`MAX_LINE_CHARS`] characters.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -13,6 +17,63 @@ type Edges = BTreeMap<String, BTreeSet<String>>;
 
 /// The heading whose first fenced block is the diagram.
 const HEADING: &str = "## Dependency direction";
+
+/// ARCHITECTURE.md's size limit, in bytes: a map one reads whole (issue 51).
+const ARCHITECTURE_MAX_BYTES: usize = 25_000;
+
+/// README.md's size limit, in bytes.
+const README_MAX_BYTES: usize = 20_000;
+
+/// The longest line, in characters, of ARCHITECTURE.md and of every page under `docs/internals/`.
+const MAX_LINE_CHARS: usize = 200;
+
+/// Every way `text` (the file `name`) breaks the size limit `max_bytes` (when given) or the line
+/// limit `max_line_chars` (when given), one line each naming the file, the line and the limit.
+fn over_limits(
+    name: &str,
+    text: &str,
+    max_bytes: Option<usize>,
+    max_line_chars: Option<usize>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(max) = max_bytes.filter(|&max| text.len() > max) {
+        out.push(format!(
+            "{name} is {} bytes, over the limit of {max} bytes",
+            text.len()
+        ));
+    }
+    if let Some(max) = max_line_chars {
+        for (n, line) in text.lines().enumerate() {
+            let chars = line.chars().count();
+            if chars > max {
+                out.push(format!(
+                    "{name}:{}: the line is {chars} characters, over the limit of {max}",
+                    n + 1
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The Markdown files under `dir`, at any depth, sorted.
+fn markdown_files(dir: &Path) -> Result<Vec<std::path::PathBuf>, String> {
+    let mut out = Vec::new();
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    for entry in entries {
+        let path = entry
+            .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+            .path();
+        if path.is_dir() {
+            out.extend(markdown_files(&path)?);
+        } else if path.extension().is_some_and(|e| e == "md") {
+            out.push(path);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
 
 /// The diagram's edges, read from ARCHITECTURE.md's text.
 fn diagram_edges(architecture: &str) -> Result<Edges, String> {
@@ -174,6 +235,79 @@ mod tests {
             "ARCHITECTURE.md's dependency diagram disagrees with the manifests:\n{}",
             wrong.join("\n")
         );
+    }
+
+    /// The workspace root.
+    fn root() -> &'static Path {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("xtask sits in the workspace root")
+    }
+
+    /// The text of `relative` (a path from the workspace root).
+    fn read(relative: &str) -> String {
+        std::fs::read_to_string(root().join(relative))
+            .unwrap_or_else(|e| panic!("cannot read {relative}: {e}"))
+    }
+
+    #[test]
+    fn architecture_md_is_at_most_25_kb_with_no_line_over_200_characters() {
+        let wrong = over_limits(
+            "ARCHITECTURE.md",
+            &read("ARCHITECTURE.md"),
+            Some(ARCHITECTURE_MAX_BYTES),
+            Some(MAX_LINE_CHARS),
+        );
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn no_line_of_docs_internals_is_over_200_characters() {
+        let dir = root().join("docs/internals");
+        let files = markdown_files(&dir).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            !files.is_empty(),
+            "{} holds no Markdown file",
+            dir.display()
+        );
+        let mut wrong = Vec::new();
+        for path in files {
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+            let name = path
+                .strip_prefix(root())
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            wrong.extend(over_limits(&name, &text, None, Some(MAX_LINE_CHARS)));
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    #[test]
+    #[ignore = "until the README cut lands"]
+    fn readme_md_is_at_most_20_kb() {
+        let wrong = over_limits(
+            "README.md",
+            &read("README.md"),
+            Some(README_MAX_BYTES),
+            None,
+        );
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn a_file_over_its_limits_is_named_with_the_line_and_the_limit() {
+        let text = format!("short\n{}\n{}\nshort\n", "é".repeat(6), "a".repeat(5));
+        assert_eq!(
+            over_limits("X.md", &text, Some(20), Some(5)),
+            [
+                "X.md is 31 bytes, over the limit of 20 bytes",
+                "X.md:2: the line is 6 characters, over the limit of 5",
+            ]
+        );
+        assert!(over_limits("X.md", &text, Some(31), Some(6)).is_empty());
+        assert!(over_limits("X.md", &text, None, None).is_empty());
     }
 
     #[test]
