@@ -1,5 +1,5 @@
-//! The canonical history: messages in OpenAI chat shape plus every reasoning carrier (docs/spec.md
-//! §2).
+//! The canonical history: messages in OpenAI chat shape plus every reasoning carrier
+//! (docs/spec.md §2).
 //!
 //! Serde is hand-written: carriers are `RawValue`s (which `#[serde(flatten)]` cannot hold), unknown
 //! keys are kept in arrival order, and top-level native fields are folded into the native record.

@@ -192,8 +192,7 @@ pub enum ThinkingRequest {
     Effort(Effort),
 }
 
-/// Top-level body fields a route adds for the thinking request (docs/spec.md §3b, §3c), in sending
-/// order.
+/// Top-level body fields a route adds for the thinking request (docs/spec.md §3b, §3c), in order.
 pub type ThinkingFields = Vec<(&'static str, serde_json::Value)>;
 
 /// Where a must-echo route puts the pad.
@@ -324,8 +323,7 @@ impl RouteMatcher {
     }
 }
 
-/// A must-echo family of docs/spec.md §3a: any of its tests matching puts the request in the
-/// family.
+/// A must-echo family of docs/spec.md §3a: any of its tests matching puts the request in it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MustEchoFamily {
     /// Family name.

@@ -1,5 +1,5 @@
-//! The `hermes.session.v1` interchange format (docs/spec.md §2a) and history loading with precise
-//! errors.
+//! The `hermes.session.v1` interchange format (docs/spec.md §2a) and history loading with
+//! precise errors.
 
 use serde::{Deserialize, Serialize};
 

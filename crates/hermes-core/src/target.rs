@@ -1,5 +1,5 @@
-//! What a request is aimed at (provider, base URL host, model) and the host rules of docs/spec.md
-//! §3.
+//! What a request is aimed at (provider, base URL host, model) and the host rules of
+//! docs/spec.md §3.
 
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};

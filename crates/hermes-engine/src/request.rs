@@ -716,8 +716,8 @@ impl Engine {
         let aligned =
             hermes_core::offload::heavy(&history.messages, || align(&stored, &history.messages));
         // No assistant message of the client's at its place in this conversation (a stock
-        // reply of it matched by content alone, docs/spec.md §10): not this conversation, a new
-        // one.
+        // reply of it matched by content alone, docs/spec.md §10): not this conversation, a
+        // new one.
         let placed = aligned.placed(&history.messages);
         if compact {
             // The whole history goes up (stored carriers re-attached); a new session keeps

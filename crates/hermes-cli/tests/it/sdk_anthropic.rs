@@ -194,8 +194,8 @@ fn with_system(variant: &Variant, model: &str) -> Value {
 }
 
 /// A finished signed turn before a new question (prior thinking: kept for models that keep it,
-/// left out for others, docs/spec.md §5). Used for validity only: the converter does not decide
-/// that.
+/// left out for others, docs/spec.md §5). Used for validity only: the converter does not
+/// decide that.
 fn prior_thinking(variant: &Variant, model: &str) -> Value {
     session(
         variant,

@@ -77,8 +77,8 @@ pub enum Flavor {
     Bedrock,
 }
 
-/// Who serves the Messages API at a host, which decides what thinking is replayed (docs/spec.md
-/// §5).
+/// Who serves the Messages API at a host, which decides what thinking is replayed
+/// (docs/spec.md §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
     /// Claude (direct, Vertex, Foundry, Bedrock, Nous, or a loopback/private proxy): signed
@@ -586,8 +586,7 @@ impl Serialize for Blocks<'_, '_> {
         let msg = self.0;
         let plain = msg.extra.text.map(|text| Block::Text(text.as_raw()));
         let blocks: Vec<&Block<'_>> = plain.iter().chain(msg.parts.iter()).collect();
-        // The breakpoint goes on the last block that is not thinking (docs/spec.md: never on
-        // thinking).
+        // The breakpoint goes on the last block that is not thinking (docs/spec.md: never on it).
         let cached = if msg.extra.cache {
             blocks.iter().rposition(|b| !b.is_thinking())
         } else {

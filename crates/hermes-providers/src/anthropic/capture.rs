@@ -543,8 +543,8 @@ impl StreamCapture {
                     });
                 }
             }
-            // Both fields of a compaction block arrive in pieces, each concatenated (docs/spec.md
-            // §7).
+            // Both fields of a compaction block arrive in pieces, each concatenated
+            // (docs/spec.md §7).
             (
                 Some("compaction_delta"),
                 Acc::Compaction {

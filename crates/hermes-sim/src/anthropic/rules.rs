@@ -259,8 +259,8 @@ pub(crate) enum Behavior {
 
 // ---------------------------------------------------------------- texts
 
-/// Pydantic's unknown-key text (docs/providers.md: `messages.13.content.0.thinking.cache_control:
-/// …`).
+/// Pydantic's unknown-key text (docs/providers.md:
+/// `messages.13.content.0.thinking.cache_control: …`).
 fn extra(path: &str, key: &str) -> String {
     format!("{}: Extra inputs are not permitted", join(path, key))
 }
@@ -345,8 +345,7 @@ pub(crate) fn orphan_text(index: usize, block: usize, id: &str) -> String {
     )
 }
 
-/// docs/providers.md: a signature (or redacted data, with `redacted_thinking`) that does not
-/// verify.
+/// docs/providers.md: a signature (or redacted data, `redacted_thinking`) that does not verify.
 pub(crate) fn invalid_signature_text(index: usize, block: usize, kind: &str) -> String {
     format!("messages.{index}.content.{block}: Invalid `signature` in `{kind}` block")
 }

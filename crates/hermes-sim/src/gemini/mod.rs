@@ -1,7 +1,6 @@
 //! The `gemini` profile: Google's native `generateContent` / `streamGenerateContent` API, written
 //! from docs/providers.md ("Google Gemini generateContent", "Gemini OpenAI-compatible endpoint",
-//! "Tool-call pairing and turn-order rules", "Notes for the simulator") and docs/spec.md §3c, §4,
-//! §5.
+//! "Tool-call pairing and turn-order rules", "Notes for the simulator") and docs/spec.md §3c–§5.
 //!
 //! Two doors ([`route`]): AI Studio `POST {base}/v1beta/models/{model}:generateContent` (also
 //! `/v1`, `/v1alpha`, or no version prefix, for a client whose base URL already ends in

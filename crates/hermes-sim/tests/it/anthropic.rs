@@ -1481,8 +1481,7 @@ async fn claude_code_s_documented_fields_are_checked_and_unknown_ones_still_refu
     }
 }
 
-// ---------------------------------------------------------------- binding (docs/spec.md §5a, issue
-// 46)
+// -------------------------------------------------------- binding (docs/spec.md §5a, issue 46)
 
 const FABLE: &str = "claude-fable-5-1";
 

@@ -1612,8 +1612,7 @@ async fn the_script_calls_the_clients_first_tool_with_schema_valid_input_and_rea
     assert!(text.contains("index offline"), "{text}");
 }
 
-// ---------------------------------------------------------------- tests: docs/spec.md §5a on
-// Converse
+// -------------------------------------------------------- tests: docs/spec.md §5a on Converse
 
 /// A bound Claude model on Bedrock (the simulator's `BOUND_MODELS`).
 const FABLE: &str = "us.anthropic.claude-fable-5-1-20260901-v1:0";

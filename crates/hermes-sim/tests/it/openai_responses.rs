@@ -690,8 +690,7 @@ async fn the_script_calls_the_clients_first_tool_with_schema_valid_arguments() {
     );
 }
 
-// ---------------------------------------------------------------- prefix binding (docs/spec.md
-// §5a)
+// -------------------------------------------------------- prefix binding (docs/spec.md §5a)
 
 #[tokio::test]
 async fn reasoning_after_a_changed_prefix_is_dropped_silently_and_noted() {
