@@ -15,7 +15,7 @@ pub(crate) enum Target {
     Stream,
     /// A whole reply body through `chat::capture_message`.
     Capture,
-    /// An error body through `Wire::refused`'s default (the SPEC §6 classifier).
+    /// An error body through `Wire::refused`'s default (the classifier of docs/spec.md §6).
     Refusal,
     /// A history through `parse_history`, then serialised and re-parsed.
     Import,

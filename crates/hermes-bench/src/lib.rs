@@ -1,5 +1,5 @@
-//! hermes-bench: the standard benchmark history (a port of `shared/bench/gen_history.py`) and
-//! the measuring helpers behind `cargo xtask bench`.
+//! hermes-bench: the standard benchmark history (a port of the Python original's
+//! `gen_history.py`, docs/bench-baseline.md) and the measuring helpers behind `cargo xtask bench`.
 
 pub mod gateway;
 pub mod litellm;
@@ -436,7 +436,7 @@ pub fn median(sorted: &[Duration]) -> Duration {
 }
 
 /// The Python original's shaped `messages` arrays for the standard history (route label,
-/// provider, model, base URL, N, bytes, sha256), from `shared/bench/README.md`; hermes must
+/// provider, model, base URL, N, bytes, sha256), from docs/bench-baseline.md; hermes must
 /// match the deepseek and mistral rows byte for byte.
 pub const PYTHON_SHAPED: &[(&str, &str, &str, &str, usize, usize, &str)] = &[
     (

@@ -72,7 +72,7 @@ use peak_alloc::PeakAlloc;
 #[global_allocator]
 static ALLOC: PeakAlloc = PeakAlloc;
 
-/// The Python original's shaping + serialising time at N = 1,000 (shared/bench/README.md), ms,
+/// The Python original's shaping + serialising time at N = 1,000 (docs/bench-baseline.md), ms,
 /// per chat route: (label, shaping, serialising). The reference line prints these as published.
 const PYTHON_REFERENCE: [(&str, f64, f64); 3] = [
     ("deepseek", 23.5, 44.2),
@@ -826,7 +826,9 @@ fn compaction(table: &RouteTable) -> Result<(), Box<dyn std::error::Error>> {
 /// The shaping table.
 fn shaping(table: &RouteTable, sizes: Vec<usize>, routes: Option<&[String]>) {
     let wanted = |label: &str| routes.is_none_or(|r| r.iter().any(|w| w == label));
-    println!("shaping cost on the standard history (shared/bench), medians in one process");
+    println!(
+        "shaping cost on the standard history (docs/bench-baseline.md), medians in one process"
+    );
     println!(
         "{:<11} {:>5} {:>13} {:>13} {:>7} {:>15} {:>16}",
         "route", "N", "shape+ser ms", "ser alone ms", "ratio", "ratio spread", "peak/JSON size"
@@ -859,7 +861,7 @@ fn shaping(table: &RouteTable, sizes: Vec<usize>, routes: Option<&[String]>) {
             }
         };
         drop(bytes);
-        // The Python original's shaped `messages` arrays for this size (shared/bench/README.md).
+        // The Python original's shaped `messages` arrays for this size (docs/bench-baseline.md).
         for &(label, provider, model, base, _, len, sha) in
             hermes_bench::PYTHON_SHAPED.iter().filter(|r| r.4 == n)
         {

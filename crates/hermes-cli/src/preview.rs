@@ -44,12 +44,12 @@ pub(crate) fn run(engine: &Engine, args: &PreviewArgs) -> anyhow::Result<()> {
         .query(args.query.clone())
         .stream(!args.no_stream)
         .tools(tools);
-    // With the account chat would send under (SPEC §5a 1): its key's one-way digest.
+    // With the account chat would send under (docs/spec.md §5a 1): its key's one-way digest.
     let mut preview =
         Preview::new(engine, file, options)?.with_account(engine, &*hermes_config::key_lookup())?;
     if args.session.is_some() {
         // What any session of the store learned a provider refuses, and the turns a request
-        // left out for good (SPEC §5a 3), as chat would apply them.
+        // left out for good (docs/spec.md §5a 3), as chat would apply them.
         preview = runtime.block_on(async {
             let store = crate::setup::open_home_store(engine).await?;
             anyhow::Ok(

@@ -1,6 +1,6 @@
 //! `hermes providers`: every provider id `--provider` takes, with its wire, default base URL and
-//! key variable (the registry of SPEC §8a: the providers of the engine's wires, a third party's
-//! included), as text or JSON.
+//! key variable (the registry of docs/spec.md §8a: the providers of the engine's wires, a third
+//! party's included), as text or JSON.
 
 use std::io::Write;
 

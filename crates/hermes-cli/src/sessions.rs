@@ -198,7 +198,7 @@ fn show_text(
     if !gone.is_empty() {
         writeln!(
             out,
-            "  left out for good (SPEC §5a 3): a request of this conversation left these carriers out (their prefix, model or account no longer held, or a later step's were left out); no later request sends them: {}",
+            "  left out for good (docs/spec.md §5a 3): a request of this conversation left these carriers out (their prefix, model or account no longer held, or a later step's were left out); no later request sends them: {}",
             gone.join(", ")
         )?;
     }
@@ -247,7 +247,7 @@ async fn run_async(command: &SessionsCommand, store: Store) -> anyhow::Result<()
             } else {
                 store.active(id).await?
             };
-            // The turns a request of the conversation left out for good (SPEC §5a 3).
+            // The turns a request of the conversation left out for good (docs/spec.md §5a 3).
             let plain: Vec<Message> = messages.iter().map(|m| m.message.clone()).collect();
             let gone = store
                 .left_out_among(&hermes_core::left_out::carrier_ids(&plain))

@@ -104,7 +104,7 @@ async fn run_async(command: &VerdictsCommand, store: Store) -> anyhow::Result<()
     Ok(())
 }
 
-/// A session's own verdicts, every wire's: chat completions' (SPEC §6's
+/// A session's own verdicts, every wire's: chat completions' (docs/spec.md §6's
 /// `reasoning_rejected_carriers`), then the native wires' (`hermes_wire_verdicts`), each as
 /// `{"wire", "provider", "host", "model", "carriers"}`.
 pub(crate) fn session_rows(model_config: &serde_json::Map<String, Value>) -> Vec<Value> {

@@ -152,8 +152,8 @@ pub struct CompactionOverrides {
     /// Largest summary in estimated tokens.
     pub summary_max_tokens: Option<usize>,
     /// Input tokens past which the provider compacts by itself, on wires whose provider does
-    /// (SPEC §7: the Responses wire's `context_management` `compact_threshold`, the Anthropic
-    /// wire's `compact_20260112` trigger). `None`: hermes asks only on demand.
+    /// (docs/spec.md §7: the Responses wire's `context_management` `compact_threshold`, the
+    /// Anthropic wire's `compact_20260112` trigger). `None`: hermes asks only on demand.
     pub provider_threshold: Option<u64>,
 }
 

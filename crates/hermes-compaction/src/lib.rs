@@ -1,4 +1,4 @@
-//! Compaction for hermes: `compress()` and the salvage pass over canonical history, pure and without IO (SPEC §7).
+//! Compaction for hermes: `compress()` and the salvage pass over canonical history, pure and without IO (docs/spec.md §7).
 //!
 //! - [`CompactionConfig`] says when to compact: at [`DEFAULT_TRIGGER_PERCENT`] of (context
 //!   window − max output), with per-family default limits ([`MODEL_FAMILIES`]) the CLI overrides
@@ -59,7 +59,7 @@ impl Summarizer for FixedSummarizer {
 
 /// True for a checkpoint: hermes' own (a `user` message whose string content begins with
 /// [`SUMMARY_MARKER`]) or a provider's (an assistant message carrying the provider's
-/// `compaction` block, [`hermes_core::checkpoint::native_compaction`]; SPEC §7). A newer
+/// `compaction` block, [`hermes_core::checkpoint::native_compaction`]; docs/spec.md §7). A newer
 /// checkpoint supersedes either.
 pub fn is_checkpoint(message: &Message) -> bool {
     (message.role == Role::User

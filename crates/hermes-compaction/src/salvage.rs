@@ -1,4 +1,4 @@
-//! The salvage pass of SPEC §7: shrink old tool outputs, then oversized checkpoints, without a model call.
+//! The salvage pass of docs/spec.md §7: shrink old tool outputs, then oversized checkpoints, without a model call.
 
 use hermes_core::estimate::{estimate_message, estimate_messages, estimate_text, is_wide};
 use hermes_core::{Message, RawJson, Role, RouteDecision};

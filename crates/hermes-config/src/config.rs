@@ -25,7 +25,7 @@ pub struct ProviderConfig {
     /// Default model for this provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// Pad `reasoning_content` on every assistant turn (SPEC §3a), on routes that read it.
+    /// Pad `reasoning_content` on every assistant turn (docs/spec.md §3a), on routes that read it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reasoning_echo: bool,
 }
@@ -525,8 +525,8 @@ pub struct CompactionSection {
     /// Largest summary, in estimated tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary_max_tokens: Option<usize>,
-    /// Input tokens past which the provider compacts by itself where it can (SPEC §7: OpenAI
-    /// Responses' `compact_threshold`, Claude's `compact_20260112` trigger).
+    /// Input tokens past which the provider compacts by itself where it can (docs/spec.md §7:
+    /// OpenAI Responses' `compact_threshold`, Claude's `compact_20260112` trigger).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_threshold: Option<u64>,
 }

@@ -81,20 +81,20 @@ pub struct Case {
     pub history: Vec<Message>,
     /// The tool definitions the request carries, as the chat-completions array a wire takes
     /// (`RequestParts::tools`; a native wire converts them): part of a bound model's prefix
-    /// (SPEC §5a). Read by native-wire cases only.
+    /// (docs/spec.md §5a). Read by native-wire cases only.
     #[serde(default)]
     pub tools: Option<serde_json::Value>,
-    /// What a gateway client sent back instead (SPEC §10): when present, the body is built
+    /// What a gateway client sent back instead (docs/spec.md §10): when present, the body is built
     /// from it lined up with `history` (`hermes_core::reattach::align`): every assistant
     /// message equal to a stored one by normal form carries the stored carriers, the others go
     /// as the client sent them with no origin. Re-attachment cases: stripped carriers, edited
     /// turns, cleared tool outputs, a changed system prompt, forks.
     #[serde(default)]
     pub client_history: Option<Vec<Message>>,
-    /// What an Anthropic Messages client sent back instead (SPEC §10, the gateway's Messages
-    /// door): its request body, `{"system": …, "messages": […]}` (other keys are not read),
-    /// read as the door reads it (`hermes_providers::anthropic::inbound::request_history`: its
-    /// own signed thinking blocks kept byte for byte, gateway-signed ones left out) and then
+    /// What an Anthropic Messages client sent back instead (docs/spec.md §10, the gateway's
+    /// Messages door): its request body, `{"system": …, "messages": […]}` (other keys are not
+    /// read), read as the door reads it (`hermes_providers::anthropic::inbound::request_history`:
+    /// its own signed thinking blocks kept byte for byte, gateway-signed ones left out) and then
     /// lined up with `history` like `client_history`. A case gives one or the other.
     #[serde(default)]
     pub client_request: Option<serde_json::Value>,
@@ -102,7 +102,7 @@ pub struct Case {
     /// is read, so a client's block keeps its bytes.
     #[serde(skip)]
     pub client_request_text: Option<String>,
-    /// What an OpenAI Responses client sent back instead (SPEC §10, the gateway's Responses
+    /// What an OpenAI Responses client sent back instead (docs/spec.md §10, the gateway's Responses
     /// door): its request body, `{"instructions": …, "input": […]}`, read as the door reads
     /// it (`hermes_providers::responses::inbound::request_history`: `instructions` a system
     /// message, each run of `reasoning`, assistant `message` and `function_call` items one
@@ -365,8 +365,8 @@ impl Case {
         let sent: &[Message] = match self.client()? {
             Some(client) => {
                 let mut history = hermes_core::reattach::align(&self.history, &client).history;
-                // The case's base URL, else its provider's default (SPEC §8a), as the engine
-                // settles it.
+                // The case's base URL, else its provider's default (docs/spec.md §8a), as the
+                // engine settles it.
                 let base_url = self.base_url.as_deref().or_else(|| {
                     hermes_providers::provider(&self.provider).and_then(|p| p.base_url)
                 });

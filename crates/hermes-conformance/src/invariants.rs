@@ -343,7 +343,7 @@ fn byte_for_byte(
     Ok(())
 }
 
-/// SPEC §2: a chat-completions message carries only `role`, `content`, `name` (not on tool
+/// docs/spec.md §2: a chat-completions message carries only `role`, `content`, `name` (not on tool
 /// results), non-empty `tool_calls`, `tool_call_id`, the carriers the route reads and the §4
 /// vendor fields on their own routes; a tool call only `id`, `type`, `function` (`name`,
 /// `arguments`, Copilot's `thought_signature`) and Gemini's `extra_content`.
@@ -453,7 +453,7 @@ fn tools_paired_on_wire(
         .map_err(|e| format!("after a verdict refusing {:?}: {e}", decision.carriers))
 }
 
-/// Every wire (PROVIDERS.md, "Tool-call pairing"): each id in an assistant message's
+/// Every wire (docs/providers.md, "Tool-call pairing"): each id in an assistant message's
 /// `tool_calls` is answered by a `tool` message's `tool_call_id` before the next non-tool
 /// message, and each `tool` message answers a call of the assistant message it follows.
 fn tools_paired(wire: &[Value]) -> Result<(), String> {

@@ -53,8 +53,8 @@ const OPAQUE_KEYS: &[&str] = &[
     "reasoning_opaque",
 ];
 
-/// Stored keys no native wire sends (SPEC §2: storage keeps every key; a wire sends only what
-/// its schema defines), whatever the corpus holds.
+/// Stored keys no native wire sends (docs/spec.md §2: storage keeps every key; a wire sends only
+/// what its schema defines), whatever the corpus holds.
 const BOOKKEEPING: &[&str] = &[
     "origin",
     "reasoning_content",

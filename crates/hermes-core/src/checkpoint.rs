@@ -1,4 +1,4 @@
-//! Checkpoints a provider wrote (SPEC §7, "Provider-native compaction first"): an assistant
+//! Checkpoints a provider wrote (docs/spec.md §7, "Provider-native compaction first"): an assistant
 //! message whose `reasoning_details` hold the provider's `compaction` block verbatim, standing
 //! in the active view where the messages it summarised stood.
 //!

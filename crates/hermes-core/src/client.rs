@@ -1,7 +1,7 @@
-//! The gateway's trust boundary (SPEC §10): what a client may say about a message. A door reads
-//! each message of a request into a [`ClientMessage`], which keeps only what a client may write
-//! — role, content (text, images and the other parts as sent), name, tool calls (id, type, name,
-//! arguments and the signatures a client keeps on them), `tool_call_id`, and the client's own
+//! The gateway's trust boundary (docs/spec.md §10): what a client may say about a message. A door
+//! reads each message of a request into a [`ClientMessage`], which keeps only what a client may
+//! write — role, content (text, images and the other parts as sent), name, tool calls (id, type,
+//! name, arguments and the signatures a client keeps on them), `tool_call_id`, and the client's own
 //! carriers (`reasoning_content`, `reasoning`, `reasoning_details` items) — and nothing hermes
 //! writes for itself: no storage key ([`crate::reattach::PRIVATE_KEY_PREFIXES`]), no native
 //! record, no origin, and no key outside that list. The engine takes a client's history only

@@ -1,5 +1,5 @@
 //! The turn driver: one user turn through the route and any wire, with the refusal fallback of
-//! SPEC §6, a bounded backoff for 429/5xx/timeouts, the creation rules of §3a and the tool
+//! docs/spec.md §6, a bounded backoff for 429/5xx/timeouts, the creation rules of §3a and the tool
 //! loop. It does no IO itself: the wire, the session log and the tools are traits.
 
 use std::time::Duration;
@@ -14,7 +14,7 @@ use crate::transport::{Delta, FinishReason, Reply, TransportError, Usage};
 use crate::verdict::{Verdicts, WireVerdicts};
 use crate::wire::{CHAT_WIRE, Outgoing, RequestParts, Wire};
 
-/// The refusal fallback retries exactly once per request (SPEC §6).
+/// The refusal fallback retries exactly once per request (docs/spec.md §6).
 pub(crate) const REFUSAL_RETRIES: usize = 1;
 
 /// A request whose stream stalled (went silent after it began) is retried at most once: the
@@ -31,9 +31,9 @@ pub type LogError = Box<dyn std::error::Error + Send + Sync>;
 pub trait SessionLog: Send + Sync {
     /// Appends messages after the last stored one.
     async fn append(&self, messages: &[Message]) -> Result<(), LogError>;
-    /// Merges one verdict (SPEC §6) into the session's stored verdicts, in one read-modify-write
-    /// (a verdict cleared meanwhile by another process stays cleared), and returns the verdicts
-    /// now stored.
+    /// Merges one verdict (docs/spec.md §6) into the session's stored verdicts, in one
+    /// read-modify-write (a verdict cleared meanwhile by another process stays cleared), and
+    /// returns the verdicts now stored.
     async fn record_verdict(
         &self,
         target: &RouteTarget,
@@ -72,8 +72,8 @@ pub trait SessionLog: Send + Sync {
         Ok(())
     }
     /// A request is about to leave out, for good, the carriers of the stored turns `carriers`
-    /// names ([`crate::left_out::carrier_id`], SPEC §5a 3): a log over a store records them so
-    /// no later request of the conversation, on any replica, sends them again. Called before
+    /// names ([`crate::left_out::carrier_id`], docs/spec.md §5a 3): a log over a store records them
+    /// so no later request of the conversation, on any replica, sends them again. Called before
     /// the request is sent. The default records nothing.
     async fn left_out(&self, carriers: &[String]) -> Result<(), LogError> {
         let _ = carriers;
@@ -403,7 +403,7 @@ fn tool_result(call: &ToolCall, text: &str) -> Message {
     msg
 }
 
-/// SPEC §3a creation rules, applied to a captured reply before it is stored: on a must-echo
+/// docs/spec.md §3a creation rules, applied to a captured reply before it is stored: on a must-echo
 /// route a tool-call turn with no `reasoning_content` stores its `reasoning` there, else the pad.
 pub(crate) fn apply_creation_rules(message: &mut Message, decision: &RouteDecision) {
     let tool_turn = message.tool_calls.as_ref().is_some_and(|c| !c.is_empty());
@@ -609,8 +609,8 @@ impl Driver<'_> {
                     Some(request) => request,
                     None => wire.encode(&parts)?,
                 };
-                // Left out once, left out for good (SPEC §5a 3): recorded before it is sent,
-                // and marked on the history the rest of this turn encodes from.
+                // Left out once, left out for good (docs/spec.md §5a 3): recorded before it is
+                // sent, and marked on the history the rest of this turn encodes from.
                 if !request.left_out.is_empty() {
                     self.log
                         .left_out(&request.left_out)
@@ -620,7 +620,7 @@ impl Driver<'_> {
                         wire = wire.id(),
                         route = decision.id(),
                         turns = request.left_out.len(),
-                        "stored turns' carriers left out for good (SPEC §5a 3)"
+                        "stored turns' carriers left out for good (docs/spec.md §5a 3)"
                     );
                 }
                 for note in &request.notes {

@@ -1,4 +1,4 @@
-//! The token estimate of SPEC §7: what a history costs on the wire of one route, without shaping it.
+//! The token estimate of docs/spec.md §7: what a history costs on the wire of one route, without shaping it.
 //!
 //! Weights, per string: `ceil(UTF-8 bytes of the non-CJK part / 4)` plus 1 per CJK, Hangul or
 //! fullwidth code point ([`is_wide`]). Only readable text that actually reaches the wire is priced:

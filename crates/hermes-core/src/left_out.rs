@@ -1,8 +1,8 @@
-//! Once dropped, stay dropped (SPEC §5a 3): a carrier left out of one request of a conversation
-//! is never sent again in it, on any replica. A wire that leaves a stored turn's carriers out
-//! says so ([`crate::Outgoing::left_out`], by [`carrier_id`]); the driver has the session log
-//! record it ([`crate::driver::SessionLog::left_out`]); the engine marks every turn so recorded
-//! ([`LEFT_OUT_KEY`], [`mark`]) when it loads a history, and the wires never send a marked
+//! Once dropped, stay dropped (docs/spec.md §5a 3): a carrier left out of one request of a
+//! conversation is never sent again in it, on any replica. A wire that leaves a stored turn's
+//! carriers out says so ([`crate::Outgoing::left_out`], by [`carrier_id`]); the driver has the
+//! session log record it ([`crate::driver::SessionLog::left_out`]); the engine marks every turn so
+//! recorded ([`LEFT_OUT_KEY`], [`mark`]) when it loads a history, and the wires never send a marked
 //! turn's carriers again.
 //!
 //! A turn is identified by its first carrier item, byte for byte as stored: a signed block, an

@@ -1,4 +1,5 @@
-//! The canonical history: messages in OpenAI chat shape plus every reasoning carrier (SPEC §2).
+//! The canonical history: messages in OpenAI chat shape plus every reasoning carrier
+//! (docs/spec.md §2).
 //!
 //! Serde is hand-written: carriers are `RawValue`s (which `#[serde(flatten)]` cannot hold), unknown
 //! keys are kept in arrival order, and top-level native fields are folded into the native record.
@@ -17,9 +18,9 @@ use crate::raw::{RawJson, TextCarrier};
 /// nothing a provider sends is ever taken as hermes' own record.
 pub(crate) const NATIVE_RECORD_TYPE: &str = "hermes.native_assistant";
 
-/// The key that marks a stored assistant turn as not replayable (SPEC §2, "Turns that are not
-/// replayed"): a reply that ended with reasoning only. Its value is `true`; the turn is kept for
-/// the record and exported, and no wire sends it back.
+/// The key that marks a stored assistant turn as not replayable (docs/spec.md §2, "Turns that are
+/// not replayed"): a reply that ended with reasoning only. Its value is `true`; the turn is kept
+/// for the record and exported, and no wire sends it back.
 pub const NOT_REPLAYED_KEY: &str = "hermes_not_replayed";
 
 /// The key under which a native wire records the order of an assistant turn's content blocks
@@ -27,9 +28,9 @@ pub const NOT_REPLAYED_KEY: &str = "hermes_not_replayed";
 /// sent on any wire.
 pub const BLOCK_ORDER_KEY: &str = "hermes_block_order";
 
-/// True when an opaque item minted at `origin` may be replayed to `target` (SPEC §2): the same
-/// model id on the same host (host compared case-insensitively, port ignored). The one rule every
-/// wire uses.
+/// True when an opaque item minted at `origin` may be replayed to `target` (docs/spec.md §2): the
+/// same model id on the same host (host compared case-insensitively, port ignored). The one rule
+/// every wire uses.
 pub fn same_minter(origin: &Origin, target: &crate::target::RouteTarget) -> bool {
     origin.model == target.model && origin.host.eq_ignore_ascii_case(&target.host_key())
 }
@@ -80,7 +81,7 @@ impl fmt::Display for Role {
     }
 }
 
-/// Where an assistant message came from: the model that minted its opaque items (SPEC §2).
+/// Where an assistant message came from: the model that minted its opaque items (docs/spec.md §2).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Origin {
     /// Provider id, lowercased.
@@ -105,7 +106,7 @@ pub enum DetailItem {
         /// once when the item is read: shaping asks on every turn of every request.
         anthropic: bool,
     },
-    /// The private native record (`{"type":"hermes.native_assistant", …}`, SPEC §4).
+    /// The private native record (`{"type":"hermes.native_assistant", …}`, docs/spec.md §4).
     Native {
         /// The record as stored.
         raw: RawJson,
@@ -148,7 +149,7 @@ impl DetailItem {
     /// A `reasoning_details` item a provider sent, as capture keeps it (the one rule for a
     /// streamed and a whole reply): `None` for anything that is not a JSON object, and for an
     /// item typed [`NATIVE_RECORD_TYPE`] — a provider's item never poses as hermes' own record
-    /// (SPEC §4); hermes builds that record itself from the reply's native fields.
+    /// (docs/spec.md §4); hermes builds that record itself from the reply's native fields.
     pub fn from_provider(raw: RawJson) -> Option<Self> {
         if !raw.get().starts_with('{') {
             return None;
@@ -160,7 +161,7 @@ impl DetailItem {
     }
 
     /// True for an Anthropic-shaped item (`thinking` / `redacted_thinking`): only the Anthropic
-    /// and Bedrock codecs render it; a chat-completions route never gets one (SPEC §2).
+    /// and Bedrock codecs render it; a chat-completions route never gets one (docs/spec.md §2).
     pub fn is_anthropic_shaped(&self) -> bool {
         matches!(
             self,
@@ -206,7 +207,7 @@ fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::
     })
 }
 
-/// Private fields that fit no standard carrier (SPEC §4): Gemini's text-turn signature and
+/// Private fields that fit no standard carrier (docs/spec.md §4): Gemini's text-turn signature and
 /// Copilot's `reasoning_opaque` / `reasoning_text`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NativeRecord {
@@ -300,8 +301,8 @@ pub fn thought_signature(extra_content: &RawJson) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Moves a flat `extra_content.thought_signature` into the `google` namespace (SPEC §2); any
-/// other value is kept byte for byte. `null` becomes absent.
+/// Moves a flat `extra_content.thought_signature` into the `google` namespace (docs/spec.md §2);
+/// any other value is kept byte for byte. `null` becomes absent.
 fn normalise_extra_content(raw: RawJson) -> Option<RawJson> {
     if raw.is_null() {
         return None;
@@ -634,7 +635,7 @@ impl Message {
             })
     }
 
-    /// False for a turn stored for the record only (it ended with reasoning only, SPEC §2):
+    /// False for a turn stored for the record only (it ended with reasoning only, docs/spec.md §2):
     /// no wire sends it back.
     pub fn replayable(&self) -> bool {
         !self
@@ -643,7 +644,7 @@ impl Message {
             .any(|(k, v)| k == NOT_REPLAYED_KEY && v.get() == "true")
     }
 
-    /// The non-blank `reasoning_content`, else the non-blank `reasoning` (SPEC §3).
+    /// The non-blank `reasoning_content`, else the non-blank `reasoning` (docs/spec.md §3).
     pub fn replayable_text(&self) -> Option<&TextCarrier> {
         [&self.reasoning_content, &self.reasoning]
             .into_iter()

@@ -1,5 +1,5 @@
-//! The normal form of a message (SPEC §10, "Normal form"): what "the same message" means when
-//! a gateway client sends a history back without its reasoning carriers.
+//! The normal form of a message (docs/spec.md §10, "Normal form"): what "the same message" means
+//! when a gateway client sends a history back without its reasoning carriers.
 //!
 //! Two messages are the same when their [`NormalForm`]s are equal: the role; the content as text
 //! (a string, or the text parts concatenated in order, images kept in place by their data or
@@ -40,7 +40,7 @@ pub struct CallForm {
     pub arguments: String,
 }
 
-/// What "the same message" means (SPEC §10): see the module documentation. Build it with
+/// What "the same message" means (docs/spec.md §10): see the module documentation. Build it with
 /// [`normal_form`]; compare, hash, or [`NormalForm::digest`] it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct NormalForm {
@@ -110,7 +110,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     format!("{:x}", Sha256::digest(bytes))
 }
 
-/// The normal form of `message` (SPEC §10).
+/// The normal form of `message` (docs/spec.md §10).
 pub fn normal_form(message: &Message) -> NormalForm {
     if message.role == Role::Tool {
         return NormalForm {
@@ -133,7 +133,7 @@ pub(crate) const CALLS_KEY_PREFIX: &str = "calls:";
 /// The prefix of a [`match_key`] made from an assistant message's normal form.
 pub(crate) const FORM_KEY_PREFIX: &str = "form:";
 
-/// The key a store indexes an assistant message by, to find the session that holds it (SPEC
+/// The key a store indexes an assistant message by, to find the session that holds it (docs/spec.md
 /// §10, "Which conversation"): by its tool-call ids when it has any (`calls:` and the SHA-256 of
 /// the ids in order), else by its normal form (`form:` and [`NormalForm::digest`]). `None` for
 /// every other role, and for an assistant message with neither content nor tool calls.
@@ -169,8 +169,8 @@ pub const CHAIN_START: &str = "";
 /// change, and tool results, which they trim, are not part of it). Equal keys mean equal
 /// user and assistant turns in order: a store finds the conversation a client continues by
 /// its last assistant message's key with one index probe, however many conversations hold
-/// the same reply (SPEC §10, "Which conversation"; matching then checks every message at its
-/// place, as without it).
+/// the same reply (docs/spec.md §10, "Which conversation"; matching then checks every message at
+/// its place, as without it).
 pub fn chain_keys(start: &str, messages: &[Message]) -> Vec<Option<String>> {
     let matched: Vec<Option<String>> = messages.iter().map(match_key).collect();
     chain_keys_matched(start, messages, &matched)

@@ -1,4 +1,4 @@
-//! Tool-call pairing (PROVIDERS.md, "Tool-call pairing"): every provider refuses a history in
+//! Tool-call pairing (docs/providers.md, "Tool-call pairing"): every provider refuses a history in
 //! which a tool call has no result, or a result has no call. Steps are stored whole, but a
 //! history can still hold a dangling call (imported, or written by an older build); the wire
 //! copy gets a synthetic result for it — decided here, in core, for every wire — and the stored
@@ -19,8 +19,8 @@ pub struct Repairs {
     pub unanswered: usize,
     /// Results left out because no call asked for them.
     pub orphans: usize,
-    /// Assistant turns left out because they are stored for the record only (SPEC §2: a reply
-    /// that ended with reasoning only). Not a repair: nothing is told to the user.
+    /// Assistant turns left out because they are stored for the record only (docs/spec.md §2: a
+    /// reply that ended with reasoning only). Not a repair: nothing is told to the user.
     pub not_replayed: usize,
     /// Results without their call's id (older histories) matched to a call with one by name or
     /// order: the wire copy carries the call's id. Not a repair either.
@@ -70,7 +70,7 @@ pub enum Matched {
 /// The open call the tool result `msg` answers: by id; else, among the calls it could answer
 /// (every unanswered call for a result without an id, only calls stored without one for a
 /// result with an id), by its `name` in order, else the first. Older histories — the Python
-/// original's Gemini steps among them — hold calls and results without ids (SPEC §5: "Older
+/// original's Gemini steps among them — hold calls and results without ids (docs/spec.md §5: "Older
 /// function calls may lack ids: match responses by name and order"). A result whose id no call
 /// holds finds no call with an id.
 pub fn match_result(open: &[OpenCall<'_>], msg: &Message) -> Option<(usize, Matched)> {

@@ -1,8 +1,8 @@
 //! What a gateway client asked for in its own wire's terms that has no wire-neutral form: the
-//! provider's feature flags, tools the provider runs itself, its own thinking object (SPEC §10).
-//! Only a wire that speaks the client's dialect ([`Dialect`]) to the provider that defines these
-//! parts honours them; every other wire refuses the tools by name and leaves the rest out (the
-//! thinking request already says, wire-neutrally, what the thinking object asks).
+//! provider's feature flags, tools the provider runs itself, its own thinking object (docs/spec.md
+//! §10). Only a wire that speaks the client's dialect ([`Dialect`]) to the provider that defines
+//! these parts honours them; every other wire refuses the tools by name and leaves the rest out
+//! (the thinking request already says, wire-neutrally, what the thinking object asks).
 
 use crate::raw::RawJson;
 use crate::transport::TransportError;

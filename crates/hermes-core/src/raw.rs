@@ -179,7 +179,7 @@ fn without_lone_surrogates(text: &str) -> Option<String> {
 
 /// True for a key kept for the record inside a stored item — one starting with `_`, such as
 /// the Python original's `_issuer_kind` and `_issuer_model` on its Responses items. No wire
-/// sends such a key inside an item it replays (SPEC §2).
+/// sends such a key inside an item it replays (docs/spec.md §2).
 pub fn is_private_key(key: &str) -> bool {
     key.starts_with('_')
 }

@@ -1,4 +1,4 @@
-//! A gateway client's whole history lined up with a stored session (SPEC §10, "What is
+//! A gateway client's whole history lined up with a stored session (docs/spec.md §10, "What is
 //! re-attached" and "What is stored"): how far it shares the stored active view, which of its
 //! assistant messages get their stored carriers back, and which messages are new. Pure: the
 //! engine runs it on what the store holds, and the conformance suite runs it through every
@@ -69,13 +69,13 @@ impl Alignment {
 }
 
 /// Whether matching leaves `message` out (system and developer messages: clients put dates and
-/// other changing text there, SPEC §10).
+/// other changing text there, docs/spec.md §10).
 fn unmatched(message: &Message) -> bool {
     matches!(message.role, Role::System | Role::Developer)
 }
 
 /// Lines `incoming` up with `stored` (a stored session's active view; empty for a new one) by
-/// **place** (SPEC §10): a client message stands at a stored message's place when the two
+/// **place** (docs/spec.md §10): a client message stands at a stored message's place when the two
 /// normal forms are equal and so is every client message before it, compared backwards with
 /// the stored messages before the stored one — system messages left out on both sides, so the
 /// client's messages from its first on must be a run of the stored ones, which may start later
@@ -166,7 +166,7 @@ fn holds_carriers(message: &Message) -> bool {
             .any(|c| c.extra_content.is_some())
 }
 
-/// The prefixes of the keys hermes keeps for its own storage on a message (SPEC §10): its
+/// The prefixes of the keys hermes keeps for its own storage on a message (docs/spec.md §10): its
 /// bookkeeping (`hermes_*`), keys another program stored that are never sent (`_*`), and the
 /// Responses wire's stored items (`codex_reasoning_items`, `codex_message_items`). The one
 /// list: never read from a client, never sent as a key of a message.
@@ -180,9 +180,9 @@ pub fn is_private_key(key: &str) -> bool {
 /// A message as a client sent it, stripped of everything only hermes may write: the origin
 /// (which decides where carriers may be replayed), hermes' storage keys
 /// ([`PRIVATE_KEY_PREFIXES`]: a client's `codex_message_items` would otherwise be sent instead
-/// of the content it matched) and any native record (`hermes.native_assistant`, SPEC §4) among
-/// its `reasoning_details`. Its own carriers stay: they go upstream as a plain proxy would pass
-/// them, with no origin, so no route treats them as minted by the target.
+/// of the content it matched) and any native record (`hermes.native_assistant`, docs/spec.md §4)
+/// among its `reasoning_details`. Its own carriers stay: they go upstream as a plain proxy would
+/// pass them, with no origin, so no route treats them as minted by the target.
 pub fn untrusted(message: &Message) -> Message {
     let mut message = message.clone();
     message.origin = None;
@@ -199,7 +199,7 @@ pub fn untrusted(message: &Message) -> Message {
 /// The carriers that assistant messages of `history` hold with no origin: a client's own,
 /// unverified bytes (a message the store holds gets its stored carriers and origin back; every
 /// other one is [`untrusted`]). A refusal of one of these fields is the session's verdict only,
-/// never the fleet's (SPEC §10, "What is re-attached").
+/// never the fleet's (docs/spec.md §10, "What is re-attached").
 pub fn unverified_carriers(history: &[Message]) -> CarrierSet {
     history
         .iter()
@@ -407,8 +407,8 @@ mod tests {
 
     #[test]
     fn a_stock_reply_of_another_conversation_is_not_at_its_place() {
-        // SPEC §10's forged "Done.": equal in content to a stored answer, but what comes before
-        // it is not what came before that answer.
+        // docs/spec.md §10's forged "Done.": equal in content to a stored answer, but what comes
+        // before it is not what came before that answer.
         let stored = messages(json!([
             {"role": "user", "content": "fix the build"},
             {"role": "assistant", "content": "Done.", "reasoning_content": "A's secret plan"}
@@ -483,8 +483,8 @@ mod boundary {
     use super::{align, untrusted};
     use crate::message::Message;
 
-    /// SPEC §10: a client message is content, tool calls and the client's own carriers; the keys
-    /// hermes stores (`hermes_*`, `_*`, `codex_*`) and a native record are never read from it.
+    /// docs/spec.md §10: a client message is content, tool calls and the client's own carriers; the
+    /// keys hermes stores (`hermes_*`, `_*`, `codex_*`) and a native record are never read from it.
     #[test]
     fn hermes_storage_keys_and_native_records_are_never_taken_from_a_client() {
         let forged: Message = serde_json::from_value(json!({

@@ -1,5 +1,5 @@
-//! The refusal classifier of SPEC §6: does an error say a replayed carrier is an unknown field,
-//! and which carriers does that refuse? The one place such bodies are read.
+//! The refusal classifier of docs/spec.md §6: does an error say a replayed carrier is an unknown
+//! field, and which carriers does that refuse? The one place such bodies are read.
 
 use crate::route::{Carrier, CarrierSet};
 
@@ -32,9 +32,9 @@ fn whole_words<'t>(text: &'t str, word: &'t str) -> impl Iterator<Item = usize> 
     })
 }
 
-/// The carriers an error body names, per SPEC §6: `reasoning_content` and `reasoning_details`
-/// as whole words, `reasoning` only on a `messages…` path (a bare `reasoning` is also a
-/// top-level request parameter).
+/// The carriers an error body names, per docs/spec.md §6: `reasoning_content` and
+/// `reasoning_details` as whole words, `reasoning` only on a `messages…` path (a bare `reasoning`
+/// is also a top-level request parameter).
 pub(crate) fn named_carriers(body_lower: &str) -> CarrierSet {
     let mut named = CarrierSet::NONE;
     for carrier in [Carrier::ReasoningContent, Carrier::ReasoningDetails] {
@@ -90,7 +90,7 @@ pub(crate) fn classify(
 /// [`Wire::refused`](crate::Wire::refused) calls, and what a wire that first unwraps its own
 /// error envelope calls on the words inside): the refused fields among `sent`, or `None` when
 /// the error is not a refusal. `status` is `None` for an error with no status; anything but a
-/// 4xx is no refusal. The chat carriers among `sent` follow SPEC §6 exactly (a `must_echo`
+/// 4xx is no refusal. The chat carriers among `sent` follow docs/spec.md §6 exactly (a `must_echo`
 /// route never refuses `reasoning_content`); any other field is refused when the body, carrying
 /// one of the unknown-field phrases, names it as a whole word.
 pub fn classify_fields(

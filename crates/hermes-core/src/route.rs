@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::target::RouteTarget;
 
-/// A standard reasoning carrier on an assistant message (SPEC §2).
+/// A standard reasoning carrier on an assistant message (docs/spec.md §2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Carrier {
     /// `reasoning_content` (RC)
@@ -192,14 +192,14 @@ pub enum ThinkingRequest {
     Effort(Effort),
 }
 
-/// Top-level body fields a route adds for the thinking request (SPEC §3b, §3c), in sending order.
+/// Top-level body fields a route adds for the thinking request (docs/spec.md §3b, §3c), in order.
 pub type ThinkingFields = Vec<(&'static str, serde_json::Value)>;
 
 /// Where a must-echo route puts the pad.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PadRule {
-    /// Every assistant wire message carries RC (SPEC §3a).
+    /// Every assistant wire message carries RC (docs/spec.md §3a).
     EveryAssistant,
     /// Only assistant messages with tool calls carry RC.
     ToolCallTurns,
@@ -323,7 +323,7 @@ impl RouteMatcher {
     }
 }
 
-/// A must-echo family of SPEC §3a: any of its tests matching puts the request in the family.
+/// A must-echo family of docs/spec.md §3a: any of its tests matching puts the request in it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MustEchoFamily {
     /// Family name.
@@ -334,7 +334,7 @@ pub struct MustEchoFamily {
     pub pad: PadRule,
 }
 
-/// Which private native fields a route renders (SPEC §4).
+/// Which private native fields a route renders (docs/spec.md §4).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct NativeFields {
     /// Message-level `extra_content` (Gemini text-turn signature).
@@ -346,9 +346,9 @@ pub struct NativeFields {
 }
 
 impl NativeFields {
-    /// The rule built-in routes follow (SPEC §4): Gemini fields when the model contains `gemini`
-    /// or `gemma` (tool-call signatures also for the gemini-openai, vertex and copilot providers
-    /// and Google's API hosts); Copilot fields only on `githubcopilot.com`.
+    /// The rule built-in routes follow (docs/spec.md §4): Gemini fields when the model contains
+    /// `gemini` or `gemma` (tool-call signatures also for the gemini-openai, vertex and copilot
+    /// providers and Google's API hosts); Copilot fields only on `githubcopilot.com`.
     pub fn spec_rule(target: &RouteTarget) -> Self {
         let gemini_model = target.model_contains("gemini") || target.model_contains("gemma");
         let gemini_endpoint = matches!(
@@ -427,7 +427,7 @@ pub trait ReasoningRoute: Send + Sync + fmt::Debug {
     }
 }
 
-/// An effort vocabulary: the word sent for each requested effort (SPEC §3c).
+/// An effort vocabulary: the word sent for each requested effort (docs/spec.md §3c).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EffortVocabulary {
     /// Words for minimal, low, medium, high, xhigh and max, in that order.
@@ -461,7 +461,7 @@ impl EffortVocabulary {
     }
 }
 
-/// A route declared entirely by data: the shape of every built-in row of SPEC §3.
+/// A route declared entirely by data: the shape of every built-in row of docs/spec.md §3.
 #[derive(Clone, Debug)]
 pub struct DataRoute {
     /// Route id.
@@ -631,7 +631,7 @@ impl RouteDecision {
 }
 
 /// Routes in order, first match wins, then the local-endpoint rule and the default row, plus
-/// the must-echo families of SPEC §3a.
+/// the must-echo families of docs/spec.md §3a.
 #[derive(Clone, Debug)]
 pub struct RouteTable {
     rows: Vec<Arc<dyn ReasoningRoute>>,

@@ -1,4 +1,5 @@
-//! The `hermes.session.v1` interchange format (SPEC §2a) and history loading with precise errors.
+//! The `hermes.session.v1` interchange format (docs/spec.md §2a) and history loading with
+//! precise errors.
 
 use serde::{Deserialize, Serialize};
 
@@ -25,11 +26,11 @@ pub struct SessionFile {
     /// Title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    /// The gateway tenant the session belongs to (SPEC §10); absent for CLI sessions.
+    /// The gateway tenant the session belongs to (docs/spec.md §10); absent for CLI sessions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
-    /// The client's partition within the tenant (SPEC §10, "Which conversation"); absent when
-    /// the client named none, and for CLI sessions.
+    /// The client's partition within the tenant (docs/spec.md §10, "Which conversation"); absent
+    /// when the client named none, and for CLI sessions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<String>,
     /// Per-session model configuration, holding the verdicts.

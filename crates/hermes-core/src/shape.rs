@@ -1,4 +1,4 @@
-//! Route plans for the chat-completions wire (SPEC §2–§4): per assistant message, which
+//! Route plans for the chat-completions wire (docs/spec.md §2–§4): per assistant message, which
 //! carriers and native fields go out, padded or absent, and why. The wire itself (rendering a
 //! per-request copy from these plans) lives in hermes-providers; the stored history is only
 //! borrowed, never changed or deep-copied.
@@ -214,7 +214,7 @@ impl<'d> ShapeContext<'d> {
             for (i, item) in items.iter().enumerate() {
                 match item {
                     DetailItem::Native { .. } => {}
-                    // Rendered only by the Anthropic and Bedrock codecs (SPEC §2).
+                    // Rendered only by the Anthropic and Bedrock codecs (docs/spec.md §2).
                     DetailItem::Provider { .. } if item.is_anthropic_shaped() => {}
                     DetailItem::Provider { opaque: true, .. } if !origin_ok => foreign += 1,
                     DetailItem::Provider { .. } => kept.push(i),
@@ -324,8 +324,8 @@ impl<'d> ShapeContext<'d> {
     }
 }
 
-/// The stored keys of a message that no chat-completions wire sends (SPEC §2): unknown keys,
-/// `name` on a tool result, and unknown keys of its tool calls.
+/// The stored keys of a message that no chat-completions wire sends (docs/spec.md §2): unknown
+/// keys, `name` on a tool result, and unknown keys of its tool calls.
 struct LeftOut<'m>(&'m Message);
 
 impl LeftOut<'_> {

@@ -13,7 +13,7 @@ pub struct CarrierCounts {
     /// Equal to a stored message that holds carriers: the stored carriers go back upstream.
     pub reattached: u64,
     /// Not in the store, but the client sent carriers of its own: they go upstream unverified,
-    /// as a plain proxy would pass them (SPEC §10).
+    /// as a plain proxy would pass them (docs/spec.md §10).
     pub passed_through: u64,
     /// Sent in a lesser form by a declared rule (a must-echo route's `" "` pad instead of
     /// reasoning, signed thinking sent as plain text, thinking left out of a tool loop).
@@ -24,10 +24,10 @@ pub struct CarrierCounts {
     /// can be restored, the route's rule for missing reasoning applies.
     pub missing: u64,
     /// Left out because the prefix they were made after changed (system prompt, tools, an
-    /// earlier message) or the account differs, on a provider that binds them (SPEC §5a 2).
+    /// earlier message) or the account differs, on a provider that binds them (docs/spec.md §5a 2).
     pub dropped_prefix: u64,
     /// Dropped by the upstream itself (Anthropic's `input_transformations` with
-    /// `drop_block`, SPEC §5a 4).
+    /// `drop_block`, docs/spec.md §5a 4).
     pub dropped_upstream: u64,
 }
 

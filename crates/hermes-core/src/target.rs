@@ -1,4 +1,5 @@
-//! What a request is aimed at (provider, base URL host, model) and the host rules of SPEC §3.
+//! What a request is aimed at (provider, base URL host, model) and the host rules of
+//! docs/spec.md §3.
 
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -68,8 +69,8 @@ impl TargetHost {
         }
     }
 
-    /// The local-endpoint rule of SPEC §3: localhost, loopback, `0.0.0.0`, container and VM host
-    /// names, private ranges and the shared 100.64.0.0/10 range.
+    /// The local-endpoint rule of docs/spec.md §3: localhost, loopback, `0.0.0.0`, container and VM
+    /// host names, private ranges and the shared 100.64.0.0/10 range.
     pub fn is_local_endpoint(&self) -> bool {
         match self {
             TargetHost::Domain(host) => {

@@ -119,7 +119,7 @@ pub struct ReplyMeta {
     /// Its token counts.
     pub usage: Option<Usage>,
     /// Replayed carriers the provider says it dropped instead of refusing the request
-    /// (Anthropic's `input_transformations`, SPEC §5a 4), counted by the driver as
+    /// (Anthropic's `input_transformations`, docs/spec.md §5a 4), counted by the driver as
     /// `dropped_upstream`.
     pub dropped_upstream: u64,
 }

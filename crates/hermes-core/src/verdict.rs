@@ -1,4 +1,4 @@
-//! Recorded refusals: which carriers a (provider, host, model) rejected (SPEC §6).
+//! Recorded refusals: which carriers a (provider, host, model) rejected (docs/spec.md §6).
 
 use serde::de::Error as _;
 use serde::ser::SerializeSeq;

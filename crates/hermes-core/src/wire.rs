@@ -15,7 +15,8 @@ use crate::verdict::{Verdicts, WireVerdicts};
 
 static NO_WIRE_VERDICTS: WireVerdicts = WireVerdicts(Vec::new());
 
-/// The id of the chat-completions wire (its verdicts are SPEC §6's `reasoning_rejected_carriers`).
+/// The id of the chat-completions wire (its verdicts are docs/spec.md §6's
+/// `reasoning_rejected_carriers`).
 pub const CHAT_WIRE: &str = "chat";
 
 /// What a wire builds a request from.
@@ -125,7 +126,7 @@ pub struct Outgoing {
     /// rule or whose carriers were dropped by provenance (the driver reports them,
     /// [`crate::driver::DriverEvent::Carriers`]).
     pub carriers: crate::tally::CarrierCounts,
-    /// The stored turns whose carriers this body leaves out for good (SPEC §5a 3), by
+    /// The stored turns whose carriers this body leaves out for good (docs/spec.md §5a 3), by
     /// [`crate::left_out::carrier_id`]: a bound model's turns left out because their prefix
     /// changed (and every earlier one), or because the provider refused them. The driver has
     /// the session log record them before the body is sent, so no later request of the
@@ -228,8 +229,8 @@ pub trait Wire: Send + Sync {
     }
 
     /// `--explain` lines for `parts` as this wire, built with its credentials, would send them
-    /// (the account a prefix-bound model binds replayed thinking to is known here, SPEC §5a 1);
-    /// `None` (the default): the wire's descriptor explains from the target alone.
+    /// (the account a prefix-bound model binds replayed thinking to is known here, docs/spec.md §5a
+    /// 1); `None` (the default): the wire's descriptor explains from the target alone.
     fn explain(&self, parts: &RequestParts<'_>) -> Option<Vec<String>> {
         let _ = parts;
         None
@@ -240,10 +241,10 @@ pub trait Wire: Send + Sync {
     /// and yields no message.
     async fn send(&self, request: &Outgoing, origin: Origin, on_delta: OnDelta<'_>) -> SendResult;
 
-    /// The refused fields an error names (SPEC §6): a subset of `sent`, or `None` when the
+    /// The refused fields an error names (docs/spec.md §6): a subset of `sent`, or `None` when the
     /// error is not a refusal of a replayed field. `must_echo` routes never refuse
-    /// `reasoning_content`. The default reads the SPEC §6 phrases and whole-word field names
-    /// ([`crate::refusal::classify_fields`], the one reader of them) in the words
+    /// `reasoning_content`. The default reads the phrases of docs/spec.md §6 and whole-word field
+    /// names ([`crate::refusal::classify_fields`], the one reader of them) in the words
     /// [`Wire::refusal_text`] lifts out of the body.
     fn refused(
         &self,

@@ -50,7 +50,7 @@ pub(crate) fn plan(
     Ok(CompactionPlan { archive, inserts })
 }
 
-/// Whether compaction on `wire` is the provider's (SPEC §7, "Provider-native compaction
+/// Whether compaction on `wire` is the provider's (docs/spec.md §7, "Provider-native compaction
 /// first"): the Anthropic Messages wire to a Claude host — direct, Vertex, Foundry or Bedrock
 /// InvokeModel, the hosts that take hermes' request fields as written
 /// ([`hermes_core::Wire::takes_passthrough`], `Family::Claude`) — answers an on-demand
@@ -75,7 +75,7 @@ pub(crate) fn is_native(wire: &dyn hermes_core::Wire, target: &hermes_core::Rout
 }
 
 /// What every turn's request passes through to ask the provider to compact by itself past
-/// `overrides.provider_threshold` (SPEC §7), on a wire where compaction is the provider's
+/// `overrides.provider_threshold` (docs/spec.md §7), on a wire where compaction is the provider's
 /// ([`is_native`]): on the Responses wire `context_management: [{"type": "compaction",
 /// "compact_threshold": N}]` (developers.openai.com/api/docs/guides/compaction); on a Claude
 /// host the `compact_20260112` edit with its beta. Nothing otherwise.

@@ -3,7 +3,7 @@
 //! once (sent again; kept if refused again, dropped if accepted).
 //!
 //! [`FleetTurn::start`] reads the store's verdicts for the turn's (wire, target), merges those
-//! in effect into the conversation (in memory only: a session's own record, SPEC §6, holds
+//! in effect into the conversation (in memory only: a session's own record, docs/spec.md §6, holds
 //! only what it learned itself) and claims the old ones for a re-probe — only where the
 //! session's own record does not refuse the field anyway. The store adapter
 //! ([`crate::log::StoreLog`]) learns every refusal for the fleet, merges the fleet's verdicts

@@ -100,7 +100,7 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
-    /// The built-in routes of SPEC §3.
+    /// The built-in routes of docs/spec.md §3.
     pub fn builtin() -> Self {
         Engine::with_table(hermes_providers::builtin_table())
     }
@@ -149,7 +149,7 @@ impl Engine {
         &self.wires
     }
 
-    /// Settles the target of a command for `purpose` (SPEC §8a: flags > stored session >
+    /// Settles the target of a command for `purpose` (docs/spec.md §8a: flags > stored session >
     /// `config.toml` > registry) on this engine's wires and simulator profiles: the one
     /// settlement every front end calls.
     pub fn settle(

@@ -40,8 +40,8 @@ pub(crate) struct StoreLog<'a> {
     /// The turn's fleet verdicts: merged into what the driver is handed back, told what was
     /// accepted.
     fleet: Option<&'a FleetTurn>,
-    /// Carriers a gateway client sent itself (unverified, SPEC §10): a refusal of one is this
-    /// session's verdict only, never taught to the fleet.
+    /// Carriers a gateway client sent itself (unverified, docs/spec.md §10): a refusal of one is
+    /// this session's verdict only, never taught to the fleet.
     session_only: CarrierSet,
     /// Messages stored together with the first step, before it: what a gateway's client sent
     /// that precedes the turn's input and is not stored yet (a new conversation's history, or
@@ -74,8 +74,8 @@ impl<'a> StoreLog<'a> {
     }
 
     /// A log over the stored session `tip` names, appending only at that tip: a step that
-    /// finds the session moved on is stored as a branch of it (SPEC §10), whose id is written
-    /// to `landed`, and the turn goes on there.
+    /// finds the session moved on is stored as a branch of it (docs/spec.md §10), whose id is
+    /// written to `landed`, and the turn goes on there.
     pub(crate) fn at_tip(store: &'a Store, tip: Tip, landed: &'a Mutex<Option<String>>) -> Self {
         StoreLog {
             store,

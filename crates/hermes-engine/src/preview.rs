@@ -155,8 +155,8 @@ impl Preview {
             messages.push(Message::text(Role::User, text));
         }
         // No request is sent: the client only completes the wire. The key, when there is one,
-        // names the account a prefix-bound model binds replayed thinking to (SPEC §5a 1), which
-        // decides what the body replays; nothing is sent with it.
+        // names the account a prefix-bound model binds replayed thinking to (docs/spec.md §5a 1),
+        // which decides what the body replays; nothing is sent with it.
         let client = engine.client(hermes_providers::Waits::default())?;
         let wire = LiveWire::new(
             engine,
@@ -217,8 +217,8 @@ impl Preview {
         Ok(self)
     }
 
-    /// Marks the turns an earlier request left out for good, as the store records them (SPEC
-    /// §5a 3), as a chat of the session would: the preview leaves them out too.
+    /// Marks the turns an earlier request left out for good, as the store records them
+    /// (docs/spec.md §5a 3), as a chat of the session would: the preview leaves them out too.
     pub async fn with_left_out(
         mut self,
         store: &hermes_store::Store,
@@ -256,8 +256,8 @@ impl Preview {
 
     /// With the account chat would send under: `key` looks up the settled provider's key
     /// variable. The key names the account a prefix-bound Claude model binds replayed thinking
-    /// to (SPEC §5a 1), which decides what the body replays; the wire keeps only its one-way
-    /// digest for that, and nothing is sent.
+    /// to (docs/spec.md §5a 1), which decides what the body replays; the wire keeps only its
+    /// one-way digest for that, and nothing is sent.
     pub fn with_account(
         mut self,
         engine: &Engine,

@@ -111,7 +111,7 @@ pub struct Request {
     /// The new messages: a user turn, or the results of the tool calls the last stored reply
     /// made (unused with [`Request::history`]).
     pub input: Vec<Message>,
-    /// A gateway client's whole history instead of `input` (SPEC §10): lined up with the
+    /// A gateway client's whole history instead of `input` (docs/spec.md §10): lined up with the
     /// stored session (`session`), every assistant message equal to a stored one gets its
     /// carriers back, the messages after its last assistant message are the input, and a
     /// history that leaves the stored one before its tip is stored on a branch from where they
@@ -140,8 +140,8 @@ pub struct Request {
     /// ([`crate::Idempotency`]).
     pub idempotency: Option<Idempotency>,
     /// Answer with a checkpoint of the client's whole history instead of a turn (with
-    /// [`Request::history`] only; SPEC §7): the provider's own compaction where the route has
-    /// one (its block or item, kept verbatim), hermes' summary otherwise or when the
+    /// [`Request::history`] only; docs/spec.md §7): the provider's own compaction where the route
+    /// has one (its block or item, kept verbatim), hermes' summary otherwise or when the
     /// provider's fails. The checkpoint is stored in a new session of the client's, after the
     /// history's leading system messages (the conversation it summarised is left as it was),
     /// and is the completion's last message.
@@ -217,7 +217,7 @@ impl Request {
 
 /// A gateway client's whole history, and whose it is: the tenant (a gateway key's owner) and
 /// the client's own partition within it, if it names one. A conversation is found, matched and
-/// extended only within them (SPEC §10, "Which conversation").
+/// extended only within them (docs/spec.md §10, "Which conversation").
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct History {
@@ -269,7 +269,7 @@ impl History {
 pub struct Completion {
     /// The stored session the turn went to: new, the one asked for, or — when that one had
     /// moved on since this request read it (another request continued it meanwhile) — a new
-    /// branch of it sharing the history this request read (SPEC §10).
+    /// branch of it sharing the history this request read (docs/spec.md §10).
     pub session: String,
     /// The session asked for, when the turn went to a branch of it.
     pub branched_from: Option<String>,
@@ -363,8 +363,8 @@ impl Engine {
         Ok(runtime.store.ping().await?)
     }
 
-    /// The gateway's signing key (SPEC §10, "Messages-door signatures"), from the store every
-    /// replica shares; made on first use.
+    /// The gateway's signing key (docs/spec.md §10, "Messages-door signatures"), from the store
+    /// every replica shares; made on first use.
     pub async fn signing_key(&self) -> Result<hermes_store::SigningKey, EngineError> {
         let runtime = self.runtime.as_deref().ok_or_else(|| {
             EngineError::Usage("this engine serves no requests: it has no store".into())
@@ -514,8 +514,8 @@ impl Engine {
                 "a compaction request needs a client's history".into(),
             ));
         }
-        // A client's history names its conversation by what it holds at its place (SPEC §10);
-        // the one read of a resumed conversation: its row, its active view and its tip.
+        // A client's history names its conversation by what it holds at its place (docs/spec.md
+        // §10); the one read of a resumed conversation: its row, its active view and its tip.
         let snapshot = match (&history, session) {
             (Some(history), None) => find_conversation(store, history).await?,
             (_, Some(id)) => Some(store.snapshot(&id).await?),
@@ -557,7 +557,7 @@ impl Engine {
                     .line_up(store, &mut conversation, history, tip, compact)
                     .await?;
                 if !lined.placed {
-                    // Not this conversation (SPEC §10): nothing of it — its carriers, its
+                    // Not this conversation (docs/spec.md §10): nothing of it — its carriers, its
                     // verdicts, its lineage — goes with the new one.
                     read = None;
                     conversation.verdicts = Default::default();
@@ -574,7 +574,7 @@ impl Engine {
         let target = Target::start(self, settled, &settings.limits, settings.aws.as_ref()).await?;
         let unverified = if carriers.is_some() {
             // Where a client's own thinking blocks may go is decided once, now that the wire
-            // and host are settled: only to Claude on the Messages wire (SPEC §10). What is
+            // and host are settled: only to Claude on the Messages wire (docs/spec.md §10). What is
             // stored (the preamble) keeps them as sent.
             client_blocks_to(
                 &mut conversation.messages,
@@ -582,12 +582,12 @@ impl Engine {
                 &target.base(),
             );
             // A gateway client's own carriers (on turns the store does not hold) are
-            // unverified: their refusals stay with this session (SPEC §10).
+            // unverified: their refusals stay with this session (docs/spec.md §10).
             unverified_carriers(&conversation.messages)
         } else {
             CarrierSet::NONE
         };
-        // What lining the client's history up did to its carriers (SPEC §10), counted once.
+        // What lining the client's history up did to its carriers (docs/spec.md §10), counted once.
         if let Some(counts) = carriers.filter(|c| !c.is_empty()) {
             notify(&DriverEvent::Carriers {
                 wire: target.transport.wire().id(),
@@ -716,7 +716,8 @@ impl Engine {
         let aligned =
             hermes_core::offload::heavy(&history.messages, || align(&stored, &history.messages));
         // No assistant message of the client's at its place in this conversation (a stock
-        // reply of it matched by content alone, SPEC §10): not this conversation, a new one.
+        // reply of it matched by content alone, docs/spec.md §10): not this conversation, a
+        // new one.
         let placed = aligned.placed(&history.messages);
         if compact {
             // The whole history goes up (stored carriers re-attached); a new session keeps
@@ -842,7 +843,7 @@ fn owned(
 const CANDIDATES: usize = 16;
 
 /// The stored session of the history's tenant and partition where the latest of its assistant
-/// messages any session holds stands **at its place** (SPEC §10), read whole; none: a new
+/// messages any session holds stands **at its place** (docs/spec.md §10), read whole; none: a new
 /// conversation. Sessions holding its match keys are read best first (latest key, then most
 /// recently updated); one where only content matches — a stock reply of another
 /// conversation, a turn after an edited message — is passed over.

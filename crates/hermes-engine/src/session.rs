@@ -366,7 +366,7 @@ impl ChatSession {
 
     /// Continues on another provider and model (`/model`), through the same settlement; the
     /// stored history does not change — what the new target may receive is decided per
-    /// request (SPEC §2). The session's thinking request stays as it is.
+    /// request (docs/spec.md §2). The session's thinking request stays as it is.
     pub async fn switch_model(
         &mut self,
         provider: &str,
@@ -404,7 +404,7 @@ impl ChatSession {
         Ok(&self.target.settled)
     }
 
-    /// Compacts the stored session (SPEC §7): summarises the middle with the session's own
+    /// Compacts the stored session (docs/spec.md §7): summarises the middle with the session's own
     /// provider, clears old tool outputs when that is not enough, archives what left the active
     /// view (never deletes it) and reloads. `manual` summarises everything it may (`/compact`);
     /// otherwise only enough to get under the trigger. Returns the status line, or `None` when
@@ -483,7 +483,7 @@ impl ChatSession {
         }))
     }
 
-    /// Compacts the stored session with the provider's own on-demand compaction (SPEC §7):
+    /// Compacts the stored session with the provider's own on-demand compaction (docs/spec.md §7):
     /// the messages of [`crate::compaction::native_span`] go as usual with
     /// `compaction: {"type": "summarize"}` and its beta; the reply — one assistant message
     /// holding the `compaction` block, verbatim — is stored as a checkpoint in their place,
@@ -538,7 +538,7 @@ impl ChatSession {
         )))
     }
 
-    /// Compacts the stored session with OpenAI's standalone compaction (SPEC §7,
+    /// Compacts the stored session with OpenAI's standalone compaction (docs/spec.md §7,
     /// `POST /responses/compact`): the messages of [`crate::compaction::native_span`] are
     /// summarised by hermes (what every other model will be sent) and compacted by the provider;
     /// the reply's `compaction` item, verbatim, and hermes' summary beside it

@@ -57,7 +57,7 @@ pub struct ProviderDefaults {
     pub key_var: Option<String>,
     /// Default model.
     pub model: Option<String>,
-    /// Pad `reasoning_content` on every assistant turn (SPEC §3a).
+    /// Pad `reasoning_content` on every assistant turn (docs/spec.md §3a).
     pub reasoning_echo: bool,
 }
 
@@ -213,7 +213,7 @@ pub struct VertexLocation {
 }
 
 impl VertexLocation {
-    /// The regional host, or the global one for `global` (SPEC §8a).
+    /// The regional host, or the global one for `global` (docs/spec.md §8a).
     pub fn base_url(&self) -> String {
         if self.region == "global" {
             "https://aiplatform.googleapis.com".to_owned()
@@ -242,7 +242,7 @@ pub struct Stored<'a> {
     pub model: Option<&'a str>,
     /// Base URL.
     pub base_url: Option<&'a str>,
-    /// The user named that base URL before (SPEC: keys only where the user sent them).
+    /// The user named that base URL before (docs/spec.md: keys only where the user sent them).
     pub base_url_confirmed: bool,
 }
 
@@ -380,7 +380,7 @@ pub const NO_SIMULATOR: &str = "provider `sim` is not available: this build has 
 /// The simulator profile used when `--provider sim` names none.
 pub const DEFAULT_SIM_PROFILE: &str = "deepseek-v4";
 
-/// Settles the target of a command (SPEC §8a): flags > stored session > `config.toml` >
+/// Settles the target of a command (docs/spec.md §8a): flags > stored session > `config.toml` >
 /// registry, on `wires` (a provider id's wire and registry entry come from that list: the
 /// built-ins and any a third party added). `sims` are the simulator profiles `--provider sim`
 /// may pick (none in a build without simulators). `key` looks up an environment variable for

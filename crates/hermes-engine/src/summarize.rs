@@ -42,7 +42,7 @@ impl hermes_compaction::Summarizer for TransportSummarizer<'_> {
         config.tools = self.tools.cloned();
         // Tools stay defined (the prefix a bound model's thinking is bound to holds them, and
         // the Messages and Converse APIs need them beside tool calls); they are turned off
-        // with `tool_choice: none`, never by removing them (SPEC §5a 5). Converse has no
+        // with `tool_choice: none`, never by removing them (docs/spec.md §5a 5). Converse has no
         // `none` (botocore's ToolChoice: auto, any, tool): there the tools stay, unforced.
         if config.tools.is_some() && self.wire.id() != "bedrock" {
             config.sampling.tool_choice = Some(hermes_core::sampling::ToolChoice::None);

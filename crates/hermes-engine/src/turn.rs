@@ -100,7 +100,7 @@ pub(crate) async fn drive(
         limits.turn + Duration::from_secs(60),
     )
     .await?;
-    // Turns an earlier request of the conversation left out, on any replica, stay out (SPEC
+    // Turns an earlier request of the conversation left out, on any replica, stay out (docs/spec.md
     // §5a 3): marked on the history every request of this turn encodes from.
     mark_left_out(store, &mut conversation.messages).await?;
     let log = match destination {
@@ -219,8 +219,8 @@ async fn checkpoint(
     Ok(outcome)
 }
 
-/// Marks the turns of `messages` whose carriers an earlier request left out for good (SPEC §5a
-/// 3, [`hermes_core::left_out::LEFT_OUT_KEY`]), as the store records them.
+/// Marks the turns of `messages` whose carriers an earlier request left out for good (docs/spec.md
+/// §5a 3, [`hermes_core::left_out::LEFT_OUT_KEY`]), as the store records them.
 pub(crate) async fn mark_left_out(
     store: &Store,
     messages: &mut [Message],
@@ -234,7 +234,7 @@ pub(crate) async fn mark_left_out(
     if count > 0 {
         tracing::debug!(
             turns = count,
-            "turns an earlier request left out stay out (SPEC §5a 3)"
+            "turns an earlier request left out stay out (docs/spec.md §5a 3)"
         );
     }
     Ok(())

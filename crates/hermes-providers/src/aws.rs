@@ -23,9 +23,9 @@ use {
 /// The SigV4 service name of the Bedrock runtime.
 pub const SERVICE: &str = "bedrock";
 
-/// The Bedrock runtime's base URL in `region` (SPEC §8a): botocore's endpoint for the region's
-/// partition, neither FIPS nor dual-stack (`https://bedrock-runtime.{region}.amazonaws.com`,
-/// `….amazonaws.com.cn` in China).
+/// The Bedrock runtime's base URL in `region` (docs/spec.md §8a): botocore's endpoint for the
+/// region's partition, neither FIPS nor dual-stack
+/// (`https://bedrock-runtime.{region}.amazonaws.com`, `….amazonaws.com.cn` in China).
 pub fn runtime_base_url(region: &str) -> String {
     RuntimeHost {
         region: region.to_owned(),
@@ -323,8 +323,8 @@ pub type Clock = fn() -> SystemTime;
 /// [`AwsAuth::Provider`] must be made [`AwsAuth::current`] first). With SigV4 the signed
 /// headers are `content-type`, `host`, `x-amz-date` and, for temporary credentials,
 /// `x-amz-security-token` — the set the AWS SDKs sign — and the path is signed encoded once
-/// more, as every AWS service but S3 expects (`aws-sigv4`'s default; PROVIDERS.md "Bedrock SigV4
-/// detail").
+/// more, as every AWS service but S3 expects (`aws-sigv4`'s default; docs/providers.md "Bedrock
+/// SigV4 detail").
 pub fn request_headers(
     auth: &AwsAuth,
     url: &str,

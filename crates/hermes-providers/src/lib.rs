@@ -1,6 +1,6 @@
-//! hermes-providers: the built-in route table (SPEC §3, `routes`: `register_builtin`, the one
-//! list, and `builtin_table`), the provider registry (SPEC §8a, `registry`: id, default base
-//! URL, key variable), the wire registry (`wires`: a `WireDescriptor` per wire — id, name, the
+//! hermes-providers: the built-in route table (docs/spec.md §3, `routes`: `register_builtin`, the
+//! one list, and `builtin_table`), the provider registry (docs/spec.md §8a, `registry`: id, default
+//! base URL, key variable), the wire registry (`wires`: a `WireDescriptor` per wire — id, name, the
 //! providers it serves, how to build it and explain a body — and `register_builtin_wires`), the
 //! five built-in wires — chat completions (`chat`, `HttpChat`),
 //! Anthropic Messages on its direct, Foundry, Vertex and Bedrock InvokeModel doors

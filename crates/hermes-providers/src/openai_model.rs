@@ -1,5 +1,5 @@
-//! What an OpenAI model id implies for the Responses wire's `reasoning` object (SPEC §3c), and
-//! for the sampling parameters a reasoning model takes on either OpenAI wire.
+//! What an OpenAI model id implies for the Responses wire's `reasoning` object (docs/spec.md §3c),
+//! and for the sampling parameters a reasoning model takes on either OpenAI wire.
 //!
 //! The effort vocabularies are the ones OpenAI's reasoning guide and model pages give
 //! (https://platform.openai.com/docs/guides/reasoning, the model pages under
@@ -128,10 +128,10 @@ fn nearest(effort: Effort, efforts: &'static [&'static str]) -> Option<&'static 
     })
 }
 
-/// The reasoning plan for `thinking` on `model` (SPEC §3c): `{"effort":E,"summary":"auto"}`,
-/// `--no-thinking` → `none` where the model takes it, else `minimal` (a clear error where it
-/// takes neither), no preference → only `summary`. An effort on a model that is no reasoning
-/// model is a clear error.
+/// The reasoning plan for `thinking` on `model` (docs/spec.md §3c):
+/// `{"effort":E,"summary":"auto"}`, `--no-thinking` → `none` where the model takes it, else
+/// `minimal` (a clear error where it takes neither), no preference → only `summary`. An effort on a
+/// model that is no reasoning model is a clear error.
 pub fn reasoning_plan(thinking: ThinkingRequest, model: &str) -> Result<ReasoningPlan, String> {
     let kind = model_kind(model);
     let ModelKind::Reasoning(v) = kind else {

@@ -1,4 +1,4 @@
-//! Providers are data (SPEC §8a): id, default base URL, API key variable. Each wire's
+//! Providers are data (docs/spec.md §8a): id, default base URL, API key variable. Each wire's
 //! descriptor lists the providers it serves (`crate::wires`); [`PROVIDERS`] and [`provider`]
 //! read the built-in ones.
 

@@ -1,4 +1,4 @@
-//! The built-in chat-completions routes (SPEC §3, §3a–§3c), registered in table order.
+//! The built-in chat-completions routes (docs/spec.md §3, §3a–§3c), registered in table order.
 
 use std::sync::Arc;
 
@@ -8,7 +8,7 @@ use hermes_core::{
 };
 use serde_json::json;
 
-/// How a built-in route spells the thinking request (SPEC §3b, §3c).
+/// How a built-in route spells the thinking request (docs/spec.md §3b, §3c).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Thinking {
     /// `reasoning_effort` for an explicit effort; nothing otherwise.
@@ -50,8 +50,9 @@ const GEMINI_EFFORTS: EffortVocabulary = EffortVocabulary {
 };
 
 /// `(major, minor)` of a GLM model id (`glm-4.5-air` → (4, 5), `GLM-5` → (5, 0)). GLM-5.3 is
-/// also spelled `glm-5-3` and `glm-5p3` (SPEC §3b): a `-` or `p` separator counts only before a
-/// single digit that ends the id or a `-` segment, so `glm-4-9b` and `glm-4-0520` stay (4, 0).
+/// also spelled `glm-5-3` and `glm-5p3` (docs/spec.md §3b): a `-` or `p` separator counts only
+/// before a single digit that ends the id or a `-` segment, so `glm-4-9b` and `glm-4-0520` stay (4,
+/// 0).
 fn glm_version(model: &str) -> Option<(u32, u32)> {
     let lower = model.to_lowercase();
     let rest = &lower[lower.find("glm-")? + 4..];
@@ -147,7 +148,7 @@ impl ReasoningRoute for BuiltinRoute {
     }
 }
 
-/// SPEC §3b / §3c, Z.ai: with reasoning requested, keep thinking on GLM ≥ 4.5; with no
+/// docs/spec.md §3b / §3c, Z.ai: with reasoning requested, keep thinking on GLM ≥ 4.5; with no
 /// preference, send nothing; GLM-5.3 cannot be disabled; GLM-5.2/5.3 take `reasoning_effort`
 /// (`max`, else `high`).
 fn zai_fields(model: &str, request: ThinkingRequest) -> ThinkingFields {
@@ -173,7 +174,7 @@ fn zai_fields(model: &str, request: ThinkingRequest) -> ThinkingFields {
     }
 }
 
-/// SPEC §3b, DashScope: `preserve_thinking` for the Qwen 3.6+ and Kimi K2.6+ models,
+/// docs/spec.md §3b, DashScope: `preserve_thinking` for the Qwen 3.6+ and Kimi K2.6+ models,
 /// top-level `clear_thinking: false` for GLM-5 models, never both.
 fn dashscope_fields(model: &str, request: ThinkingRequest) -> ThinkingFields {
     let keep: Option<(&'static str, serde_json::Value)> =
@@ -196,8 +197,8 @@ fn dashscope_fields(model: &str, request: ThinkingRequest) -> ThinkingFields {
     }
 }
 
-/// SPEC §3b / §3c, Moonshot: K2 models keep all thinking (`keep` is absent on k2.5), K3 models
-/// get thinking on without `keep`; an
+/// docs/spec.md §3b / §3c, Moonshot: K2 models keep all thinking (`keep` is absent on k2.5), K3
+/// models get thinking on without `keep`; an
 /// explicit effort is sent alone, since Moonshot rejects `thinking` beside `reasoning_effort`.
 fn kimi_fields(model: &str, request: ThinkingRequest) -> ThinkingFields {
     let k2 = model.contains("k2");
@@ -249,9 +250,9 @@ pub const BUILTIN_ROUTE_IDS: &[&str] = &[
     "default",
 ];
 
-/// Registers the built-in rows and must-echo families into `table`, in SPEC order.
+/// Registers the built-in rows and must-echo families into `table`, in docs/spec.md order.
 ///
-/// Rows 1–5 of SPEC §3 come first; then the rows that differ from the default only in their
+/// Rows 1–5 of docs/spec.md §3 come first; then the rows that differ from the default only in their
 /// thinking vocabulary or native fields (they share no name or host with rows 1–5, so their
 /// position changes no match); then the local-endpoint rule ahead of the table's default row.
 pub fn register_builtin(table: &mut RouteTable) {

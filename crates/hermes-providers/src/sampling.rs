@@ -1,7 +1,7 @@
 //! Sampling parameters (`hermes_core::Sampling`) as the wires share them: the refusal of one a
 //! wire cannot send (it becomes `TransportError::Unsupported`, naming the parameter) and the
-//! chat-completions spellings per route (SPEC §2: a strict-schema route gets no key its schema
-//! lacks). Each native wire maps the parameters into its own body.
+//! chat-completions spellings per route (docs/spec.md §2: a strict-schema route gets no key its
+//! schema lacks). Each native wire maps the parameters into its own body.
 
 use std::fmt;
 
@@ -69,7 +69,7 @@ enum Dialect {
     Completion,
     /// Mistral (strict, `extra="forbid"`): `max_tokens`, `random_seed` for the seed, no `user`;
     /// `max_completion_tokens` is refused with 422 (docs.mistral.ai/api
-    /// `ChatCompletionRequest`; PROVIDERS.md, Mistral).
+    /// `ChatCompletionRequest`; docs/providers.md, Mistral).
     Mistral,
     /// Every other OpenAI-compatible server: OpenAI's names with `max_tokens`, the spelling
     /// they document (DeepSeek, OpenRouter, vLLM, Ollama, …).
@@ -144,8 +144,8 @@ pub(crate) fn chat_fields(
 /// only when asked (platform.openai.com/docs/api-reference/chat/create, `stream_options`);
 /// DeepSeek (api-docs.deepseek.com, create chat completion), Gemini's OpenAI endpoint and
 /// Alibaba's compatible mode document the same option; OpenRouter takes it and always sends
-/// usage. Strict routes get no extra byte (SPEC §2); Mistral, Groq and Cerebras send usage on
-/// their last chunk unasked (docs.mistral.ai release note 2024-01-16).
+/// usage. Strict routes get no extra byte (docs/spec.md §2); Mistral, Groq and Cerebras send usage
+/// on their last chunk unasked (docs.mistral.ai release note 2024-01-16).
 pub(crate) fn stream_usage(decision: &RouteDecision) -> bool {
     !decision.strict
         && RouteMatcher::new()

@@ -774,7 +774,7 @@ pub struct HttpChat {
 }
 
 /// The chat-completions body of `request`, with the carriers it replays (the fields a
-/// provider may refuse, SPEC §6).
+/// provider may refuse, docs/spec.md §6).
 pub(crate) fn encode(request: &ChatRequest<'_>) -> Result<Outgoing, TransportError> {
     let body = serde_json::to_vec(request).map_err(|e| TransportError::Request(e.to_string()))?;
     let refusable = request.sent_carriers().fields();

@@ -22,11 +22,12 @@ use hermes_core::{TargetHost, Wire};
 use hermes_providers::wires::Vertex;
 use hermes_providers::{ChatTransport, Credentials};
 
-/// The Anthropic wire's default base URL (SPEC §8a): the wire registered with `Suite::wire`.
+/// The Anthropic wire's default base URL (docs/spec.md §8a): the wire registered with
+/// `Suite::wire`.
 const ANTHROPIC_DIRECT: &str = "https://api.anthropic.com";
 
-/// The targets the Anthropic wire's invariants run on, one per host family (SPEC §5): direct,
-/// Vertex, Foundry, Bedrock InvokeModel on a FIPS GovCloud host, MiniMax's and DeepSeek's
+/// The targets the Anthropic wire's invariants run on, one per host family (docs/spec.md §5):
+/// direct, Vertex, Foundry, Bedrock InvokeModel on a FIPS GovCloud host, MiniMax's and DeepSeek's
 /// `/anthropic` relays, Kimi's `/coding`, an unknown relay and a lookalike host.
 const ANTHROPIC_INVARIANT_TARGETS: &[(&str, &str)] = &[
     ("anthropic", ANTHROPIC_DIRECT),
@@ -81,7 +82,7 @@ fn anthropic_for(target: &WireTarget<'_>) -> Option<Box<dyn Wire>> {
     }
 }
 
-/// The Bedrock runtime the Converse wire's cases default to (SPEC §8a).
+/// The Bedrock runtime the Converse wire's cases default to (docs/spec.md §8a).
 const BEDROCK_US_EAST_1: &str = "https://bedrock-runtime.us-east-1.amazonaws.com";
 
 /// The Bedrock ids of the wire corpus's two models (Claude Opus 4.6 and Sonnet 4.5 through the

@@ -7,8 +7,8 @@
 //! The history itself is read by the Anthropic codec (`hermes_providers::anthropic::inbound`,
 //! which the conformance suite runs too). Thinking blocks a client sends are never taken as
 //! readable reasoning on their own word: re-attachment gives every assistant turn the store
-//! holds its stored carriers (SPEC §10); on a turn it does not hold, the client's own signed
-//! blocks go byte for byte to a Claude upstream only (which verifies them), a gateway-signed
+//! holds its stored carriers (docs/spec.md §10); on a turn it does not hold, the client's own
+//! signed blocks go byte for byte to a Claude upstream only (which verifies them), a gateway-signed
 //! block gives its text only when its signature verifies ([`vouch`]), and every other upstream
 //! gets the route's rule for a missing carrier, so an altered block never reaches it as
 //! reasoning.
@@ -30,8 +30,8 @@ use crate::body::{ClientTurn, Fields, arguments_text, readable_thinking};
 use crate::error::ApiError;
 use crate::sign::Signer;
 
-/// The thinking budgets of SPEC §3c, smallest first: a budget asks for the highest effort whose
-/// budget is not above it.
+/// The thinking budgets of docs/spec.md §3c, smallest first: a budget asks for the highest effort
+/// whose budget is not above it.
 const BUDGETS: [(u32, Effort); 6] = [
     (1024, Effort::Minimal),
     (4096, Effort::Low),
@@ -74,7 +74,7 @@ pub(crate) fn parse(body: &[u8], counting: bool) -> Result<ClientTurn, ApiError>
     let model: String = f
         .get("model", "a string")?
         .ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
-    // The history, per block (SPEC §10): the one reader the conformance suite runs too.
+    // The history, per block (docs/spec.md §10): the one reader the conformance suite runs too.
     let messages = inbound::history(f.raw("system"), f.raw("messages"))
         .map_err(|e| ApiError::invalid(&e.at, e.message))?;
     let mut sampling = Sampling::new();
@@ -244,8 +244,8 @@ fn convert_tools(tools: &[Box<RawValue>]) -> Result<(Option<RawJson>, Vec<RawJso
 
 /// The gateway's own thinking blocks a client sent back (`inbound::gateway_block`), checked
 /// with `signer` (same key, tenant and partition): each is taken off its message, and the text
-/// of one that verifies becomes the message's readable reasoning when it has none (SPEC §10:
-/// carriers a client sends are used where they verify). Re-attachment still replaces every
+/// of one that verifies becomes the message's readable reasoning when it has none (docs/spec.md
+/// §10: carriers a client sends are used where they verify). Re-attachment still replaces every
 /// message the store holds with the stored one; this matters for a turn it cannot line up (the
 /// client edited it, or the conversation was purged). An altered block is dropped. Returns how
 /// many verified.
@@ -302,7 +302,7 @@ pub(crate) fn usage(usage: &Usage) -> Value {
 }
 
 /// The `input_transformations` a Claude upstream reported for the request that made `reply`
-/// (the thinking blocks it dropped instead of refusing, SPEC §5a 4), as received.
+/// (the thinking blocks it dropped instead of refusing, docs/spec.md §5a 4), as received.
 pub(crate) fn transformations(reply: Option<&Message>) -> Option<Value> {
     let key = hermes_engine::providers::anthropic::TRANSFORMATIONS_KEY;
     reply?

@@ -95,7 +95,7 @@ pub(crate) struct ClientTurn {
     pub(crate) thinking: ThinkingRequest,
     /// Sampling parameters.
     pub(crate) sampling: Sampling,
-    /// The client's partition within its tenant (SPEC §10).
+    /// The client's partition within its tenant (docs/spec.md §10).
     pub(crate) partition: Option<String>,
     /// What the client asked for in its own wire's terms (the Messages door: betas, server
     /// tools, its thinking object).
@@ -105,7 +105,7 @@ pub(crate) struct ClientTurn {
 impl ClientTurn {
     /// The engine request for `tenant`: the client's whole history (the engine finds its
     /// conversation within the tenant and partition, re-attaches the stored carriers and stores
-    /// the new tail, SPEC §10), on `choice`, continuing `session` when one is named; the
+    /// the new tail, docs/spec.md §10), on `choice`, continuing `session` when one is named; the
     /// client's tools are client-side.
     pub(crate) fn request(
         self,
@@ -113,7 +113,7 @@ impl ClientTurn {
         choice: Choice,
         session: Option<String>,
     ) -> Request {
-        // The trust boundary (SPEC §10): the engine gets only what a client may write.
+        // The trust boundary (docs/spec.md §10): the engine gets only what a client may write.
         let messages = self
             .messages
             .into_iter()

@@ -250,7 +250,7 @@ struct Inner {
     config: ServeConfig,
     /// Set when the drain bound ran out: every request still running ends now.
     cut: tokio::sync::watch::Sender<bool>,
-    /// The store's signing key, kept once read (SPEC §10, "Messages-door signatures").
+    /// The store's signing key, kept once read (docs/spec.md §10, "Messages-door signatures").
     signing_key: tokio::sync::OnceCell<hermes_engine::store::SigningKey>,
     /// The tenants' limits, when any is set.
     limiter: Option<Arc<limits::Limiter>>,
@@ -282,7 +282,7 @@ impl Inner {
         metrics::Turn::new(self.metrics.clone(), tenant, self.limiter.clone())
     }
 
-    /// The store's signing key (SPEC §10, "Messages-door signatures"), read once.
+    /// The store's signing key (docs/spec.md §10, "Messages-door signatures"), read once.
     async fn signing_key(&self) -> Result<hermes_engine::store::SigningKey, ApiError> {
         if let Some(key) = self.signing_key.get() {
             return Ok(key.clone());
@@ -756,7 +756,7 @@ async fn messages(
 }
 
 /// Claude Code's per-conversation header: the client's partition when no `metadata.user_id`
-/// names one (SPEC §10).
+/// names one (docs/spec.md §10).
 const CLAUDE_CODE_SESSION: &str = "x-claude-code-session-id";
 
 /// Anthropic's feature-flag header.
@@ -1138,9 +1138,9 @@ fn checkpoint_payload(session: &str, index: usize) -> String {
 
 /// Puts in place of each `compaction` item a client sent back the checkpoint it names, its
 /// seal opened for this tenant and partition. hermes' own checkpoint is its stored summary, in
-/// the item's place. The provider's own (its compaction block or item, SPEC §7) stands for
+/// the item's place. The provider's own (its compaction block or item, docs/spec.md §7) stands for
 /// everything before it: the history becomes the client's instructions, that checkpoint as
-/// stored (the engine re-attaches its carrier at its place in its session, SPEC §10), then
+/// stored (the engine re-attaches its carrier at its place in its session, docs/spec.md §10), then
 /// what the client sent after it; the session it is stored in is returned, for the turn to
 /// continue. One that does not open, or whose checkpoint is no longer stored, is a 400 naming
 /// the item.

@@ -142,7 +142,7 @@ impl Metrics {
         let refusal_retries = Family::<UpstreamLabels, Counter>::default();
         registry.register(
             "refusal_retries",
-            "Requests resent once without the carriers a provider refused (SPEC 6), by wire and provider",
+            "Requests resent once without the carriers a provider refused (docs/spec.md §6), by wire and provider",
             refusal_retries.clone(),
         );
         let fleet_verdicts = Family::<WireLabels, Counter>::default();

@@ -59,8 +59,8 @@ pub fn matches(pattern: &str, model: &str) -> bool {
     rest.ends_with(last)
 }
 
-/// The `provider/model` a model string names (`[serve.models]`, SPEC §10's gateway): an exact
-/// alias first; else the pattern alias (`claude-sonnet-*`, `claude-*`) with the most literal
+/// The `provider/model` a model string names (`[serve.models]`, docs/spec.md §10's gateway): an
+/// exact alias first; else the pattern alias (`claude-sonnet-*`, `claude-*`) with the most literal
 /// characters (the first in key order among equals); else the string itself when it holds a
 /// `/`; else the door's default model. A target whose model is `*` (`anthropic/*`) forwards the
 /// client's own model name. `None`: nothing names it.

@@ -96,7 +96,7 @@ pub(crate) fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
             stream,
             tools,
             thinking,
-            // The OpenAI `user` is the client's partition (SPEC §10).
+            // The OpenAI `user` is the client's partition (docs/spec.md §10).
             partition: sampling.user.clone(),
             sampling,
             passthrough: hermes_core::Passthrough::new(),

@@ -7,7 +7,7 @@
 //! `input_image`, `output_text` parts), `function_call`, `function_call_output`, `reasoning`,
 //! `compaction` and `compaction_trigger`; any other item type is a 400 naming it. A run of
 //! `reasoning`, assistant `message` and `function_call` items is one assistant turn, as the
-//! engine stores it, so the store finds it at its place (SPEC §10) and re-attaches what its
+//! engine stores it, so the store finds it at its place (docs/spec.md §10) and re-attaches what its
 //! upstream minted. A `reasoning` item is never taken on
 //! the client's word: its `encrypted_content` is a reference the gateway sealed (a keyed MAC
 //! over the tenant, the partition and the item's summary, [`crate::sign`]); one that verifies
@@ -198,7 +198,7 @@ pub(crate) fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
             stream,
             tools,
             thinking,
-            // The client's partition (SPEC §10): `user`, else the conversation's
+            // The client's partition (docs/spec.md §10): `user`, else the conversation's
             // `prompt_cache_key` (Codex sends its conversation id there).
             partition: user.or(prompt_cache_key),
             sampling,

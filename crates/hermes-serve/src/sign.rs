@@ -1,10 +1,10 @@
-//! Messages-door thinking signatures (SPEC §10, "Messages-door signatures"): readable reasoning
-//! from an upstream that does not sign it reaches an Anthropic client as a `thinking` block
-//! whose `signature` the gateway mints — an HMAC-SHA256 with the store's signing key (so every
-//! replica mints and checks the same), over the tenant, the client's partition and the block's
-//! text, named with the key's id (`hermes1.<key id>.<base64url MAC>`). A streamed block must be
-//! signed before its message is stored, so the message is bound by its text rather than by its
-//! stored id. A block that comes back with a signature that verifies for the same tenant and
+//! Messages-door thinking signatures (docs/spec.md §10, "Messages-door signatures"): readable
+//! reasoning from an upstream that does not sign it reaches an Anthropic client as a `thinking`
+//! block whose `signature` the gateway mints — an HMAC-SHA256 with the store's signing key (so
+//! every replica mints and checks the same), over the tenant, the client's partition and the
+//! block's text, named with the key's id (`hermes1.<key id>.<base64url MAC>`). A streamed block
+//! must be signed before its message is stored, so the message is bound by its text rather than by
+//! its stored id. A block that comes back with a signature that verifies for the same tenant and
 //! partition is text the gateway vouches for: on a turn the store cannot line up (an edited
 //! turn, a purged conversation) it is that turn's readable reasoning; an altered one is
 //! nothing.
@@ -32,7 +32,7 @@ pub(crate) struct Signer {
 }
 
 impl Signer {
-    /// A signer for `tenant`'s `partition` (SPEC §10) with `key`.
+    /// A signer for `tenant`'s `partition` (docs/spec.md §10) with `key`.
     pub(crate) fn new(key: SigningKey, tenant: String, partition: Option<String>) -> Self {
         Signer {
             key,

@@ -2,12 +2,12 @@
 //! API, of AWS Bedrock Runtime and of Google's generateContent API, with strict per-provider
 //! profiles.
 //!
-//! Each profile validates requests independently from PROVIDERS.md (it depends on no other hermes
-//! crate) and answers violations with the provider's real status, envelope and message. Behind
-//! the profiles sits a deterministic scripted reasoning model that mints HMAC-signed reasoning
-//! items and runs `[tools=N]` tool loops. Everything listens on 127.0.0.1 only.
+//! Each profile validates requests independently from docs/providers.md (it depends on no other
+//! hermes crate) and answers violations with the provider's real status, envelope and message.
+//! Behind the profiles sits a deterministic scripted reasoning model that mints HMAC-signed
+//! reasoning items and runs `[tools=N]` tool loops. Everything listens on 127.0.0.1 only.
 //! Every profile (and a [`ProfileSpec`], unless told otherwise) refuses a tool call without its
-//! `tool` result and a result without its call, with the provider's text (PROVIDERS.md,
+//! `tool` result and a result without its call, with the provider's text (docs/providers.md,
 //! "Tool-call pairing and turn-order rules").
 //!
 //! The chat-completions profiles answer `POST {base}/chat/completions` and
@@ -25,8 +25,8 @@
 //! `thinking.block_binding` ([`BLOCK_BINDING_BETA`]) also bind each block to `tools`, the model
 //! and the account, refuse a block put back after a request left it out or dropped from the
 //! middle, and with `drop_block` drop such blocks and list them in `input_transformations`
-//! (SPEC §5a). On-demand compaction (`compaction: {"type": "summarize"}`, [`COMPACTION_BETA`])
-//! answers a sealed `compaction` block the profile verifies when replayed.
+//! (docs/spec.md §5a). On-demand compaction (`compaction: {"type": "summarize"}`,
+//! [`COMPACTION_BETA`]) answers a sealed `compaction` block the profile verifies when replayed.
 //! Streams are Anthropic SSE (`message_start` … `message_stop`).
 //!
 //! The `bedrock` profile answers AWS Bedrock Runtime: `POST {base}/model/{modelId}/converse`,

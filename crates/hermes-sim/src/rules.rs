@@ -1,8 +1,9 @@
-//! Request rules of the built-in profiles, written from PROVIDERS.md.
+//! Request rules of the built-in profiles, written from docs/providers.md.
 //!
-//! Texts are the real ones from PROVIDERS.md unless a comment says "simulator-chosen" (PROVIDERS.md
-//! has no exact text for that case). Rules PROVIDERS.md marks UNCONFIRMED are not enforced.
-//! Every profile also enforces the tool-call pairing rule ([`tool_pairing`]), after its own rules.
+//! Texts are the real ones from docs/providers.md unless a comment says "simulator-chosen"
+//! (docs/providers.md has no exact text for that case). Rules docs/providers.md marks UNCONFIRMED
+//! are not enforced. Every profile also enforces the tool-call pairing rule ([`tool_pairing`]),
+//! after its own rules.
 
 use serde_json::{Map, Value, json};
 
@@ -63,7 +64,7 @@ pub(crate) fn validate(
 // ---------------------------------------------------------------- tool-call pairing (every profile)
 
 /// OpenAI's text for tool calls left without results; the ids follow, comma-separated
-/// (PROVIDERS.md, "Tool-call pairing": BerriAI/litellm#10083, aliasrobotics/cai#111).
+/// (docs/providers.md, "Tool-call pairing": BerriAI/litellm#10083, aliasrobotics/cai#111).
 pub(crate) const UNPAIRED_CALLS_PREFIX: &str = "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ";
 
 /// The variant DeepSeek's API uses (agno-agi/agno#3105, langgenius/dify#32222); MiMo, which
@@ -173,7 +174,7 @@ fn extra_forbidden(loc: Vec<Value>, input: &Value) -> Value {
     })
 }
 
-/// Mistral's 422 envelope around a list of pydantic errors (PROVIDERS.md, Mistral).
+/// Mistral's 422 envelope around a list of pydantic errors (docs/providers.md, Mistral).
 fn mistral_422(detail: Vec<Value>) -> Refusal {
     Refusal {
         status: 422,
@@ -392,7 +393,7 @@ fn anthropic_index(messages: &[Value], at: usize) -> usize {
     turns.saturating_sub(1)
 }
 
-/// The OpenRouter envelope around an upstream Anthropic error (PROVIDERS.md, OpenRouter + Anthropic).
+/// The OpenRouter envelope around an upstream Anthropic error (docs/providers.md, OpenRouter + Anthropic).
 fn openrouter_upstream(message: &str, seed: &str) -> Refusal {
     let request_id = format!("req_sim_{}", &short_hash(seed, 24));
     let raw = json!({
@@ -458,8 +459,8 @@ pub(crate) fn kimi_missing_text(index: usize) -> String {
     )
 }
 
-/// Moonshot refuses `thinking` together with `reasoning_effort` (SPEC §3b). Simulator-chosen text:
-/// PROVIDERS.md has no exact wording.
+/// Moonshot refuses `thinking` together with `reasoning_effort` (docs/spec.md §3b).
+/// Simulator-chosen text: docs/providers.md has no exact wording.
 pub(crate) const KIMI_THINKING_WITH_EFFORT: &str =
     "thinking and reasoning_effort cannot be used together; set only one of them";
 
@@ -660,7 +661,7 @@ pub(crate) fn gemini_unknown_name_text(name: &str) -> String {
     format!("Invalid JSON payload received. Unknown name \"{name}\": Cannot find field.")
 }
 
-/// Models that do not enforce signatures (Gemini 1.x/2.x, Gemma): PROVIDERS.md documents the
+/// Models that do not enforce signatures (Gemini 1.x/2.x, Gemma): docs/providers.md documents the
 /// requirement for Gemini 3 tool calls only.
 fn gemini_exempt(model: &str) -> bool {
     let m = model.to_ascii_lowercase();

@@ -2,7 +2,7 @@
 //! as stored, column by column, archived rows, checkpoints, verdicts, origins and lineage
 //! included (a branch that shares its parent's prefix by reference keeps its fork, and its
 //! parent is copied first); each session in one transaction, then read back and compared byte
-//! for byte. The carriers left out for good (SPEC §5a 3) go with them.
+//! for byte. The carriers left out for good (docs/spec.md §5a 3) go with them.
 
 use std::collections::HashMap;
 
@@ -83,7 +83,7 @@ pub struct CopyReport {
     pub messages: usize,
     /// Fleet verdicts the destination did not know yet (or knew as learned earlier).
     pub fleet_verdicts: usize,
-    /// Carriers left out for good (SPEC §5a 3) the destination did not know yet.
+    /// Carriers left out for good (docs/spec.md §5a 3) the destination did not know yet.
     pub left_out: usize,
 }
 

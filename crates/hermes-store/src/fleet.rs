@@ -1,7 +1,7 @@
 //! Fleet verdicts: what providers refused, kept for the whole store (every session, every
 //! process, every machine on a shared PostgreSQL), one row per refused field per
-//! (wire, provider, host, model). They live beside each session's own record (SPEC §6), which
-//! they never change.
+//! (wire, provider, host, model). They live beside each session's own record (docs/spec.md §6),
+//! which they never change.
 //!
 //! Each row records when a refusal last confirmed it (`learned_at`). One older than the
 //! caller's age limit is re-probed once: a session claims it ([`Store::claim_fleet_probe`],

@@ -1,5 +1,5 @@
-//! What the gateway keeps (SPEC §10): gateway keys (only the SHA-256 of each secret is stored,
-//! compared in constant time) and the lookup that finds which stored session an incoming
+//! What the gateway keeps (docs/spec.md §10): gateway keys (only the SHA-256 of each secret is
+//! stored, compared in constant time) and the lookup that finds which stored session an incoming
 //! history continues, within one tenant and partition, by the messages' match keys.
 
 use sha2::{Digest as _, Sha256};
@@ -203,8 +203,8 @@ fn check_tenant(tenant: &str) -> Result<(), StoreError> {
     })
 }
 
-/// The key the gateway signs Messages-door thinking blocks with (SPEC §10): its id (named in
-/// every signature, so a key can be rotated) and its 256-bit secret. `Debug` shows the id only.
+/// The key the gateway signs Messages-door thinking blocks with (docs/spec.md §10): its id (named
+/// in every signature, so a key can be rotated) and its 256-bit secret. `Debug` shows the id only.
 #[derive(Clone, PartialEq, Eq)]
 pub struct SigningKey {
     /// The key's id (16 hex digits).
@@ -398,7 +398,7 @@ impl Store {
         Ok(done.rows_affected() > 0)
     }
 
-    /// Which stored session an incoming history continues (SPEC §10, "Which conversation"):
+    /// Which stored session an incoming history continues (docs/spec.md §10, "Which conversation"):
     /// `keys` are the history's assistant messages' match keys in order
     /// ([`hermes_core::normal::match_key`]); walking them from the last to the first, the
     /// first one that an active (not archived) message of a session of `tenant` and
@@ -440,9 +440,9 @@ impl Store {
 
     /// The sessions of `tenant` (and `partition`) holding any of `keys` (a history's match keys,
     /// in history order), at most `limit`, best first: by the latest index in `keys` one of
-    /// their messages holds, then the most recently updated. SPEC §10's place then decides among
-    /// them: a session is the client's conversation only when one of its messages stands at its
-    /// place there.
+    /// their messages holds, then the most recently updated. docs/spec.md §10's place then decides
+    /// among them: a session is the client's conversation only when one of its messages stands at
+    /// its place there.
     pub async fn find_candidates(
         &self,
         tenant: &str,

@@ -1,4 +1,4 @@
-//! Carriers left out for good (SPEC §5a 3, table `left_out_carriers`): once a request of a
+//! Carriers left out for good (docs/spec.md §5a 3, table `left_out_carriers`): once a request of a
 //! conversation left a stored turn's carriers out, no later request sends them again, on any
 //! replica. A turn is known by its carrier id ([`hermes_core::left_out::carrier_id`], a digest
 //! of its first carrier item as stored), which is the same wherever the turn is read: in the

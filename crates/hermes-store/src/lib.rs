@@ -12,7 +12,7 @@
 //! changes under the session's write lock ([`Store::write_tx`]: `BEGIN IMMEDIATE` on SQLite, a
 //! per-session advisory lock on PostgreSQL), so concurrent handles, in one process or several,
 //! on one machine or many, never lose each other's updates.
-//! - Verdicts (SPEC §6) in the session's `model_config`: the chat-completions ones under
+//! - Verdicts (docs/spec.md §6) in the session's `model_config`: the chat-completions ones under
 //!   `reasoning_rejected_carriers` ([`Store::verdicts`], [`Store::record_verdict`]), the other
 //!   wires' under `hermes_wire_verdicts` ([`Store::wire_verdicts`],
 //!   [`Store::record_wire_verdict`]); a record merges one refusal into what is stored now, and
@@ -31,24 +31,24 @@
 //! - Compaction: [`Store::apply_compaction`] applies a [`CompactionPlan`] (rows to archive, and
 //!   [`PlannedInsert`]s that take the place of existing rows, each a [`RowKind`]). Rows are
 //!   archived, never deleted. [`Store::compact`] is the same with tuples, kept for older callers.
-//! - Compare-and-append (SPEC §10): [`Store::snapshot`] reads everything a request needs in one
-//!   read transaction, with the session's [`Tip`]; [`Store::compare_and_append`] appends at that
-//!   tip when the session still ends there, else stores a branch of the view that was read
+//! - Compare-and-append (docs/spec.md §10): [`Store::snapshot`] reads everything a request needs in
+//!   one read transaction, with the session's [`Tip`]; [`Store::compare_and_append`] appends at
+//!   that tip when the session still ends there, else stores a branch of the view that was read
 //!   ([`Appended`]). Every append and compaction moves the session's revision on.
 //! - Branches share their parent's prefix by reference ([`Fork`], `lineage.rs`): a branch
 //!   ([`Store::branch`], a stale compare-and-append, a [`NewSession::fork`]) records its
 //!   parent's tip and how many messages of that view it inherits, stores only its own rows, and
 //!   reads the inherited ones through its parent; it is materialised (the inherited rows copied
 //!   into it) only before it is compacted or its parent deleted.
-//! - Carriers left out for good (SPEC §5a 3): [`Store::mark_left_out`] records the stored turns
-//!   a request left out, by carrier id, and [`Store::left_out_among`] says which of a history's
-//!   turns are so marked; every replica reads the same marks.
+//! - Carriers left out for good (docs/spec.md §5a 3): [`Store::mark_left_out`] records the stored
+//!   turns a request left out, by carrier id, and [`Store::left_out_among`] says which of a
+//!   history's turns are so marked; every replica reads the same marks.
 //! - Idempotent turns: [`Store::claim_receipt`] claims a gateway request's key for one turn;
 //!   the transaction that stores the turn's step (with [`StepExtras`]) also counts its usage
 //!   and turns the claim into a [`Receipt`] holding the completion, so a retry of a stored turn
 //!   is answered from it and never reaches the upstream again.
-//! - The gateway (SPEC §10): sessions belong to a tenant and partition ([`NewSession::tenant`],
-//!   [`NewSession::partition`]), every message row carries its match key
+//! - The gateway (docs/spec.md §10): sessions belong to a tenant and partition
+//!   ([`NewSession::tenant`], [`NewSession::partition`]), every message row carries its match key
 //!   ([`hermes_core::normal::match_key`]) and [`Store::find_by_keys`] finds the conversation an
 //!   incoming history continues by them; gateway keys are stored as digests only
 //!   ([`Store::add_gateway_key`], [`Store::tenant_for_key`]); a gateway conversation's usage
@@ -531,7 +531,7 @@ pub struct SessionMeta {
     /// Model configuration, holding the verdicts (`reasoning_rejected_carriers`,
     /// `hermes_wire_verdicts`) and the thinking request (`hermes_thinking`).
     pub model_config: Map<String, Value>,
-    /// The gateway tenant the session belongs to (SPEC §10); `None` for CLI sessions.
+    /// The gateway tenant the session belongs to (docs/spec.md §10); `None` for CLI sessions.
     pub tenant: Option<String>,
     /// The client's partition within its tenant; `None` when the client named none, and for
     /// CLI sessions.
@@ -604,7 +604,7 @@ pub struct NewSession {
     pub base_url_confirmed: bool,
     /// Model configuration.
     pub model_config: Map<String, Value>,
-    /// The gateway tenant (SPEC §10); `None` (the default) for CLI sessions. A boxed `str`
+    /// The gateway tenant (docs/spec.md §10); `None` (the default) for CLI sessions. A boxed `str`
     /// (`Some(name.into())`) keeps `NewSession` small: callers hold it in enums beside much
     /// smaller variants.
     pub tenant: Option<Box<str>>,

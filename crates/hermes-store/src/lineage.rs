@@ -1,4 +1,4 @@
-//! Branches that share their parent's prefix by reference (SPEC §10, "What is stored"), and
+//! Branches that share their parent's prefix by reference (docs/spec.md §10, "What is stored"), and
 //! ordering sessions so that a parent is always stored before its branches (the `parent_id`
 //! foreign key needs it when sessions are copied or imported).
 //!

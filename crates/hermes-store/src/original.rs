@@ -1,5 +1,5 @@
-//! Moving in from the Python original (SPEC §9): its `state.db` read read-only, and each of its
-//! sessions imported under its own id, with every JSON-text column kept as received.
+//! Moving in from the Python original (docs/spec.md §9): its `state.db` read read-only, and each of
+//! its sessions imported under its own id, with every JSON-text column kept as received.
 //!
 //! [`read_original`] opens the file read-only — immutable (no lock, nothing created) when no
 //! write-ahead log lies beside it, else an ordinary read-only connection so a live original's
@@ -14,8 +14,8 @@
 //! (structured content, stored behind the original's `"\0json:"` prefix, goes in as its JSON
 //! text); `tool_name` becomes `name`. The active view is the `active = 1` rows in `id` order;
 //! `active = 0` rows are stored archived and `_compressed_summary = 1` rows as checkpoints.
-//! `model_config` (its `reasoning_rejected_carriers` are SPEC §6 verdicts, same shape) is stored
-//! as the exact text. Other columns are display or billing detail and are dropped.
+//! `model_config` (its `reasoning_rejected_carriers` are docs/spec.md §6 verdicts, same shape) is
+//! stored as the exact text. Other columns are display or billing detail and are dropped.
 
 use std::collections::HashSet;
 use std::path::Path;

@@ -340,7 +340,7 @@ async fn compaction_archives_rows_and_the_checkpoint_takes_their_place(db: TestD
     assert_eq!(store.messages(&branch).await.unwrap(), active);
 }
 
-/// Builds the Python original's `state.db` (SPEC §9) at `path`, closed cleanly.
+/// Builds the Python original's `state.db` (docs/spec.md §9) at `path`, closed cleanly.
 async fn python_original_db(path: &std::path::Path) {
     use sqlx::Connection as _;
     let options = sqlx::sqlite::SqliteConnectOptions::new()

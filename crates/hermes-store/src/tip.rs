@@ -1,4 +1,4 @@
-//! Compare-and-append and the one read a request needs (SPEC §10, "What is stored"): a
+//! Compare-and-append and the one read a request needs (docs/spec.md §10, "What is stored"): a
 //! [`Snapshot`] holds everything a resumed request reads, with the session's [`Tip`]; a
 //! [`Store::compare_and_append`] continues the session when it still ends at that tip, and
 //! otherwise stores the messages as a branch of the view that was read. No lock is held between

@@ -1,5 +1,5 @@
-//! Verdicts (SPEC §6), read and changed inside the store in one transaction each, so that two
-//! writers (a running chat and `hermes verdicts clear`) cannot overwrite each other's change.
+//! Verdicts (docs/spec.md §6), read and changed inside the store in one transaction each, so that
+//! two writers (a running chat and `hermes verdicts clear`) cannot overwrite each other's change.
 //!
 //! They live in the session's `model_config`: the chat-completions verdicts under
 //! [`VERDICTS_KEY`], the other wires' under [`WIRE_VERDICTS_KEY`]. Changing them rewrites only

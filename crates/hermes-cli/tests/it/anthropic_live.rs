@@ -447,7 +447,7 @@ async fn long_claude_session(home: &Home, base: &str) -> String {
 }
 
 /// `after` is the provider's checkpoint (an assistant message holding only the `compaction`
-/// block Claude wrote, SPEC §7) then a tail of `before`'s turns, each byte for byte.
+/// block Claude wrote, docs/spec.md §7) then a tail of `before`'s turns, each byte for byte.
 fn natively_compacted(before: &[Turn], after: &[Turn]) {
     assert!(after.len() < before.len(), "some turns were summarised");
     assert!(after.len() >= 2, "{after:?}");
@@ -499,7 +499,7 @@ async fn compaction_and_branching_keep_signed_blocks_byte_identical_and_both_bra
     assert_eq!(turns(&home.export_text(&early).await), before[..4]);
 
     sim.clear_requests();
-    // On Claude, compaction is the provider's (SPEC §7): one on-demand compaction request.
+    // On Claude, compaction is the provider's (docs/spec.md §7): one on-demand compaction request.
     let status = home.ok_with(&["sessions", "compact", &id], KEY).await.0;
     assert!(
         status.contains("context compacted by the provider"),

@@ -145,7 +145,7 @@ fn sent_reasoning(r: &RecordedRequest) -> Vec<Vec<Value>> {
         .collect()
 }
 
-/// The replay policy of a Bedrock Converse model (SPEC §5).
+/// The replay policy of a Bedrock Converse model (docs/spec.md §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Policy {
     Signed,

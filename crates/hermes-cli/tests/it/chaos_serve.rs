@@ -35,11 +35,11 @@
 //! not vacuous. Requests are attributed by tag: `cv-…` (tool results and later turns) names one
 //! conversation; the pair's shared first request carries only `pr-…` and counts for both members.
 //!
-//! Same-tenant pairs: nothing but SPEC §10's place keeps the members apart, and their histories
-//! are built to tempt it. Both start with the same request, so the same first reply (same text,
-//! same tool-call ids); their tool results begin with the same 60 characters, all the scripted
-//! model quotes, and carry the member's tag after them, so each turn ends in a stock reply of
-//! the same text in both members; later turns diverge by the tag. Checked: no carrier minted in
+//! Same-tenant pairs: nothing but docs/spec.md §10's place keeps the members apart, and their
+//! histories are built to tempt it. Both start with the same request, so the same first reply (same
+//! text, same tool-call ids); their tool results begin with the same 60 characters, all the
+//! scripted model quotes, and carry the member's tag after them, so each turn ends in a stock reply
+//! of the same text in both members; later turns diverge by the tag. Checked: no carrier minted in
 //! one member reached the upstream in the other (`cross within tenant`, part of `cross`), with
 //! Claude's carriers differing within these pairs too (so the check is not vacuous), and in the
 //! store no session's view holds both members' messages: a member's session may branch from its
@@ -1368,8 +1368,8 @@ async fn three_replicas_over_postgres_lose_no_carrier_through_kills_and_a_rollin
     assert!(
         stored.mixed.is_empty(),
         "sessions whose view holds two conversations' messages (one member's turns stored \
-         after its same-tenant partner's; SPEC §10's normal form compares a tool result by its \
-         tool_call_id alone, and the partners' ids are equal): {:#?}",
+         after its same-tenant partner's; docs/spec.md §10's normal form compares a tool result \
+         by its tool_call_id alone, and the partners' ids are equal): {:#?}",
         stored.mixed
     );
     assert_eq!(refusals, 0, "{:?}", audit.refusals);

@@ -1,5 +1,5 @@
-//! Provider-native compaction on the Anthropic Messages wire (SPEC §7, issue 46), through the
-//! binary against the strict `anthropic` simulator: a signed tool loop, `hermes sessions
+//! Provider-native compaction on the Anthropic Messages wire (docs/spec.md §7, issue 46), through
+//! the binary against the strict `anthropic` simulator: a signed tool loop, `hermes sessions
 //! compact ID`, then `hermes chat --resume ID -q …`. The compaction request carries
 //! `compaction: {"type": "summarize"}` and its beta; the reply's `compaction` block is stored
 //! verbatim as a checkpoint in place of what it summarised; the next request leads with it, byte
@@ -13,7 +13,7 @@ use crate::anthropic_live::KEY;
 use crate::preview_resume::PreviewHome as _;
 use crate::support::target;
 
-/// A prefix-bound Claude model (SPEC §5a).
+/// A prefix-bound Claude model (docs/spec.md §5a).
 const FABLE: &str = "claude-fable-5-1";
 /// An unbound Claude model.
 const OPUS: &str = "claude-opus-4-8";
@@ -396,8 +396,8 @@ async fn a_threshold_compaction_mid_loop_on_an_unbound_claude_model_is_replayed_
 }
 
 /// `preview --explain` names what changed in a bound turn's prefix, and `sessions show` names
-/// the turns a request left out for good (SPEC §5a 2, 3): a bound Claude session resumed under
-/// another key (another account) leaves its stored blocks out, says "the account", and the
+/// the turns a request left out for good (docs/spec.md §5a 2, 3): a bound Claude session resumed
+/// under another key (another account) leaves its stored blocks out, says "the account", and the
 /// next `sessions show` lists them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explain_and_sessions_show_name_the_left_out_blocks_and_why() {
@@ -436,7 +436,7 @@ async fn explain_and_sessions_show_name_the_left_out_blocks_and_why() {
     let explain = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(
         explain.contains(
-            "left out: the prefix changed since this block was made (the account; SPEC §5a 2)"
+            "left out: the prefix changed since this block was made (the account; docs/spec.md §5a 2)"
         ),
         "{explain}"
     );
@@ -448,7 +448,7 @@ async fn explain_and_sessions_show_name_the_left_out_blocks_and_why() {
     let show = home.ok_with(&["sessions", "show", &id], KEY).await.0;
     assert!(
         show.contains(
-            "left out for good (SPEC §5a 3): a request of this conversation left these carriers out"
+            "left out for good (docs/spec.md §5a 3): a request of this conversation left these carriers out"
         ),
         "{show}"
     );

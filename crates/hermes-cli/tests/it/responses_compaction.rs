@@ -1,4 +1,4 @@
-//! Provider-native compaction on the OpenAI Responses wire (SPEC §7, issue 46), through the
+//! Provider-native compaction on the OpenAI Responses wire (docs/spec.md §7, issue 46), through the
 //! binary against the strict `openai-responses` simulator: server-side compaction past
 //! `[compaction] provider_threshold` (`context_management`), and the standalone
 //! `POST /responses/compact` of `sessions compact` followed by a switch to another model.

@@ -1,5 +1,5 @@
 //! Independent evidence, from the official Python `anthropic` SDK, that the Anthropic Messages
-//! bodies `hermes preview` prints (SPEC §3c, §5) are bodies the SDK would send and accept.
+//! bodies `hermes preview` prints (docs/spec.md §3c, §5) are bodies the SDK would send and accept.
 //!
 //! The SDK is pinned in `.ci/sdk-requirements.txt` and installed by `.ci/run` into
 //! `target/sdk-venv`; this test finds its Python in `HERMES_SDK_PYTHON`. Without a usable one the
@@ -9,7 +9,7 @@
 //!   (`MessageCreateParamsNonStreaming` / `…Streaming`) with unknown keys forbidden on every
 //!   object the SDK types declare, eager list validation and strict scalars;
 //! - `anthropic_record.py` converts a history the way an SDK user would (its own code, written
-//!   from the SPEC) and records what `messages.create` really sends to a loopback server.
+//!   from docs/spec.md) and records what `messages.create` really sends to a loopback server.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -26,7 +26,7 @@ const VALIDATE: &str = concat!(
 const RECORD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/anthropic_record.py");
 
 /// An adaptive model (`{"type":"adaptive"}` + `output_config.effort`) and a budget model
-/// (`budget_tokens`), SPEC §3c.
+/// (`budget_tokens`), docs/spec.md §3c.
 const ADAPTIVE: &str = "claude-opus-4-6";
 const BUDGET: &str = "claude-sonnet-4-5";
 const MODELS: [&str; 2] = [ADAPTIVE, BUDGET];
@@ -115,7 +115,7 @@ fn record(
 struct Variant {
     provider: &'static str,
     base_url: &'static str,
-    /// The host hermes records as a turn's origin there (SPEC §2).
+    /// The host hermes records as a turn's origin there (docs/spec.md §2).
     host: &'static str,
     /// The validator's and recorder's `--variant`.
     sdk: &'static str,
@@ -164,7 +164,7 @@ fn session(variant: &Variant, model: &str, messages: Value) -> Value {
 }
 
 /// Where a captured turn came from: the same provider, host and model as the target, so its
-/// signed blocks are replayed (SPEC §2) and nothing is left for hermes to decide.
+/// signed blocks are replayed (docs/spec.md §2) and nothing is left for hermes to decide.
 fn origin(variant: &Variant, model: &str) -> Value {
     json!({"provider": variant.provider, "host": variant.host, "model": model})
 }
@@ -194,7 +194,8 @@ fn with_system(variant: &Variant, model: &str) -> Value {
 }
 
 /// A finished signed turn before a new question (prior thinking: kept for models that keep it,
-/// left out for others, SPEC §5). Used for validity only: the converter does not decide that.
+/// left out for others, docs/spec.md §5). Used for validity only: the converter does not
+/// decide that.
 fn prior_thinking(variant: &Variant, model: &str) -> Value {
     session(
         variant,
@@ -323,9 +324,9 @@ impl Scratch {
 const ALLOWED_EXTRAS: &[(&str, &str)] = &[
     (
         "system.*.cache_control",
-        "hermes's own prompt-caching breakpoint on the system prompt: a choice the SPEC leaves to \
-         hermes; the SDK types declare the key (TextBlockParam.cache_control) and the validity \
-         tests prove its shape with extras forbidden",
+        "hermes's own prompt-caching breakpoint on the system prompt: a choice docs/spec.md \
+         leaves to hermes; the SDK types declare the key (TextBlockParam.cache_control) and the \
+         validity tests prove its shape with extras forbidden",
     ),
     (
         "messages.*.content.*.cache_control",
@@ -747,8 +748,8 @@ fn image_bodies_are_ones_the_sdk_accepts_and_the_chat_shape_is_not() {
     }
 }
 
-/// The body shapes SPEC §5a added — a `{"role": "system"}` message inside `messages` (and its
-/// blocks as Claude Code writes them, `context_management` and all: the gateway's golden
+/// The body shapes docs/spec.md §5a added — a `{"role": "system"}` message inside `messages` (and
+/// its blocks as Claude Code writes them, `context_management` and all: the gateway's golden
 /// fixture, which reaches Claude as sent), `thinking.block_binding` on a prefix-bound model —
 /// are typed only among the SDK's beta request types (anthropic 2.17.0, pinned): they validate
 /// there, with every unknown key still refused, and the non-beta types refuse them (so the

@@ -315,7 +315,7 @@ async fn a_fresh_home_is_private_whatever_the_umask() {
     }
 }
 
-/// The Python original's `state.db` (SPEC §9), written and closed as it would leave it.
+/// The Python original's `state.db` (docs/spec.md §9), written and closed as it would leave it.
 async fn python_original_db(path: &Path) {
     let script = include_str!("../../../hermes-store/tests/fixtures/python_original.sql");
     hermes_test_support::home::sqlite_from_script(path, script).await;

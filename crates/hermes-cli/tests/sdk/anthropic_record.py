@@ -7,7 +7,7 @@ Usage:
 
 FILE is a `hermes.session.v1` file (or a bare JSON array of messages). The script turns it into
 `messages.create(**params)` arguments the way an SDK user would, with its own straightforward
-conversion written from the hermes SPEC (§5 Anthropic replay, §3c effort mapping) -- it shares
+conversion written from hermes' docs/spec.md (§5 Anthropic replay, §3c effort mapping) -- it shares
 no code with hermes -- then calls the real SDK client against a loopback HTTP recorder started
 in this process (127.0.0.1, a free port), and prints on standard output, as JSON:
 
@@ -30,11 +30,11 @@ decide that hermes decides, e.g. which earlier thinking blocks to leave out):
     Anthropic-shaped `reasoning_details` item (verbatim, every key as stored), "text" the message
     text, "tool_use" the next tool call as `{"type": "tool_use", "id", "name", "input": <the
     parsed arguments>}`. Without it: the thinking items, then the text, then the tool calls.
-    A turn marked `hermes_not_replayed` is skipped (SPEC §2);
+    A turn marked `hermes_not_replayed` is skipped (docs/spec.md §2);
   * consecutive `tool` messages -> one user message of `tool_result` blocks
     `{"type": "tool_result", "tool_use_id", "content": <text>}`;
   * `-q TEXT` appends a user message;
-  * thinking (SPEC §3c): a model the SDK lists in
+  * thinking (docs/spec.md §3c): a model the SDK lists in
     `anthropic._data.models_to_warn_with_thinking_enabled.MODELS_TO_WARN_WITH_THINKING_ENABLED`
     (the SDK warns there that `enabled` is deprecated in favour of `adaptive`) is an adaptive
     model: `--effort E` sends `thinking={"type": "adaptive", "display": "summarized"}` and

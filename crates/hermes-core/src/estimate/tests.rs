@@ -1,4 +1,4 @@
-//! Tests for the token estimator: the weights of SPEC §7 and which carriers it prices.
+//! Tests for the token estimator: the weights of docs/spec.md §7 and which carriers it prices.
 
 use std::sync::Arc;
 

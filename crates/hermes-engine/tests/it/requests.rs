@@ -326,9 +326,9 @@ async fn a_client_history_without_reasoning_finds_its_conversation_gets_it_back_
     assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
 
     // The client edits its first question and asks again: nothing of the stored conversation
-    // stands at its place any more (SPEC §10: every message after an edited one gets nothing),
-    // so this is a new conversation — no parent, and no carrier of the old one, though its
-    // call turn is equal in content.
+    // stands at its place any more (docs/spec.md §10: every message after an edited one gets
+    // nothing), so this is a new conversation — no parent, and no carrier of the old one, though
+    // its call turn is equal in content.
     let mut edited = client.clone();
     edited[0] = Message::text(Role::User, "[tools=1] what time is it in Paris?");
     let third = complete(&engine, client_request("acme", edited).choice(deepseek())).await;
@@ -404,7 +404,7 @@ use crate::text_of;
 
 /// A refusal of carriers a gateway client sent itself (bytes the store never held) is that
 /// session's verdict only; the same refusal of carriers the store minted teaches the fleet
-/// (SPEC §10, "What is re-attached").
+/// (docs/spec.md §10, "What is re-attached").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refusal_of_a_clients_own_carriers_stays_with_its_session_and_of_stored_ones_teaches_the_fleet()
  {

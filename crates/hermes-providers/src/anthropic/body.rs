@@ -1,8 +1,8 @@
-//! The Anthropic Messages request body, rendered from the canonical history (SPEC §5): system
-//! prompt, merged user turns of tool results, assistant turns rebuilt in their captured block
-//! order with the thinking blocks this target may receive, the thinking request of SPEC §3c and
-//! prompt-cache breakpoints. Stored blocks are written byte for byte; nothing is parsed and
-//! re-serialised on the way out.
+//! The Anthropic Messages request body, rendered from the canonical history (docs/spec.md §5):
+//! system prompt, merged user turns of tool results, assistant turns rebuilt in their captured
+//! block order with the thinking blocks this target may receive, the thinking request of
+//! docs/spec.md §3c and prompt-cache breakpoints. Stored blocks are written byte for byte; nothing
+//! is parsed and re-serialised on the way out.
 
 use std::collections::BTreeSet;
 
@@ -26,11 +26,11 @@ use crate::sampling::{Unsupported, check_tool_choice, schema_value};
 use crate::signed::replay;
 pub use crate::signed::replay::{PREFIX_BINDING_KEY, PREFIX_KEY, PrefixDigest};
 
-/// The beta `thinking.block_binding` needs (SPEC §5a 4).
+/// The beta `thinking.block_binding` needs (docs/spec.md §5a 4).
 pub const BINDING_BETA: &str = "thinking-binding-controls-2026-08-01";
 
 /// What hermes adds to the thinking object of a request that replays blocks to a bound model
-/// (SPEC §5a 4): a block the provider finds bound elsewhere is dropped, not refused.
+/// (docs/spec.md §5a 4): a block the provider finds bound elsewhere is dropped, not refused.
 const DROP_BLOCK: &str = r#""block_binding":{"prefix_mismatch_behavior":"drop_block"}"#;
 use crate::tools::{ChatFunction, ChatTool};
 
@@ -39,20 +39,20 @@ use crate::tools::{ChatFunction, ChatTool};
 /// its `AnthropicVertex` client also puts in the body (`lib/vertex/_client.py`).
 pub const ANTHROPIC_VERSION: &str = "2026-10-21";
 
-/// The `anthropic_version` a Bedrock InvokeModel body carries (SPEC §8a, row
+/// The `anthropic_version` a Bedrock InvokeModel body carries (docs/spec.md §8a, row
 /// `bedrock-anthropic`; the only value Bedrock's Anthropic Messages schema takes,
 /// docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages.html).
 ///
 /// Not what anthropic-sdk-python 2.16.0 sends: its `AnthropicBedrock` client fills the body's
 /// `anthropic_version` with the first-party `ANTHROPIC_API_VERSION` (`2026-10-21`) through
 /// `options.json_data.setdefault("anthropic_version", ANTHROPIC_API_VERSION)`
-/// (`anthropic/lib/bedrock/_client.py`, line 45, `_prepare_options`). hermes follows the SPEC.
+/// (`anthropic/lib/bedrock/_client.py`, line 45, `_prepare_options`). hermes follows docs/spec.md.
 pub const BEDROCK_VERSION: &str = "bedrock-2023-05-31";
 
-/// The beta that lets budget thinking run between tool calls (PROVIDERS.md).
+/// The beta that lets budget thinking run between tool calls (docs/providers.md).
 pub const INTERLEAVED_BETA: &str = "interleaved-thinking-2025-05-14";
 
-/// How the Messages API is addressed (SPEC §8a).
+/// How the Messages API is addressed (docs/spec.md §8a).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Flavor {
     /// `{base}/v1/messages` with `x-api-key` (api.anthropic.com and the `/anthropic` relays).
@@ -77,7 +77,8 @@ pub enum Flavor {
     Bedrock,
 }
 
-/// Who serves the Messages API at a host, which decides what thinking is replayed (SPEC §5).
+/// Who serves the Messages API at a host, which decides what thinking is replayed
+/// (docs/spec.md §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
     /// Claude (direct, Vertex, Foundry, Bedrock, Nous, or a loopback/private proxy): signed
@@ -88,7 +89,7 @@ pub enum Family {
     /// Kimi's `/coding` endpoint: stored blocks replayed as they are, readable text unsigned.
     Kimi,
     /// DeepSeek's and MiMo's `/anthropic` endpoints (must-echo): stored thinking as unsigned
-    /// blocks, and the SPEC §3a pad where none is stored.
+    /// blocks, and the pad of docs/spec.md §3a where none is stored.
     Echo,
     /// An unknown relay or a lookalike host: no thinking at all.
     Unknown,
@@ -160,7 +161,7 @@ pub struct Target {
     /// it is above the budget; else the model's default ([`default_max_tokens`]).
     pub max_tokens: Option<u32>,
     /// The account requests go under, as a digest of the credential ([`account_of`]; never
-    /// the credential): what a bound Claude model binds replayed thinking to (SPEC §5a 1).
+    /// the credential): what a bound Claude model binds replayed thinking to (docs/spec.md §5a 1).
     /// `None` when there is no stable credential (no key, or AWS's rotating ones).
     pub account: Option<String>,
 }
@@ -240,8 +241,8 @@ pub struct Bound {
     /// that account only).
     pub compaction_account: Option<String>,
     /// The stored turns whose blocks this body leaves out for good, by
-    /// [`hermes_core::left_out::carrier_id`] (SPEC §5a 3): recorded by the driver before it is
-    /// sent, so no later request of the conversation puts them back.
+    /// [`hermes_core::left_out::carrier_id`] (docs/spec.md §5a 3): recorded by the driver before it
+    /// is sent, so no later request of the conversation puts them back.
     pub left_out: Vec<String>,
 }
 
@@ -351,7 +352,7 @@ struct CachedBlock<'a, 'h> {
 impl Serialize for CachedBlock<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         if let Block::Stored(raw) = self.block {
-            // As stored, less any private key (`_…`, SPEC §2): the rest byte for byte.
+            // As stored, less any private key (`_…`, docs/spec.md §2): the rest byte for byte.
             return hermes_core::raw::without_private(raw.as_raw()).serialize(s);
         }
         if let Block::Client(raw) = self.block {
@@ -431,7 +432,7 @@ fn with_member(object: &str, member: &str) -> String {
 }
 
 /// The prefix binding of each assistant message of `history` as this request sends it (`None`
-/// for the other messages), and that of the whole conversation (SPEC §5a 1).
+/// for the other messages), and that of the whole conversation (docs/spec.md §5a 1).
 fn bindings_of(
     history: &[Message],
     tools: Option<&RawJson>,
@@ -508,10 +509,10 @@ impl PrefixParts {
     }
 }
 
-/// What a stored turn's replay decision becomes once blocks may be left out (SPEC §5a 2–4): on
-/// a bound model (`now`, its prefix binding now) or after a turn left out by an earlier request
-/// (SPEC §5a 3). Blocks at or before the cut (`cut`) are left out and counted; after it, on a
-/// bound model, blocks stamped with
+/// What a stored turn's replay decision becomes once blocks may be left out (docs/spec.md §5a 2–4):
+/// on a bound model (`now`, its prefix binding now) or after a turn left out by an earlier request
+/// (docs/spec.md §5a 3). Blocks at or before the cut (`cut`) are left out and counted; after it, on
+/// a bound model, blocks stamped with
 /// the binding `now` go, and blocks with no recorded binding (an older row, an import, a
 /// client's own) go with `drop_block` (`unknown`).
 #[allow(clippy::too_many_arguments)]
@@ -585,7 +586,7 @@ impl Serialize for Blocks<'_, '_> {
         let msg = self.0;
         let plain = msg.extra.text.map(|text| Block::Text(text.as_raw()));
         let blocks: Vec<&Block<'_>> = plain.iter().chain(msg.parts.iter()).collect();
-        // The breakpoint goes on the last block that is not thinking (SPEC: never on thinking).
+        // The breakpoint goes on the last block that is not thinking (docs/spec.md: never on it).
         let cached = if msg.extra.cache {
             blocks.iter().rposition(|b| !b.is_thinking())
         } else {
@@ -689,7 +690,7 @@ impl Serialize for Tools<'_> {
     }
 }
 
-/// The thinking request of SPEC §3c for this target.
+/// The thinking request of docs/spec.md §3c for this target.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ThinkingPlan {
     /// `thinking`, as JSON text.
@@ -725,7 +726,7 @@ pub fn default_max_tokens(target: &Target, model: &str) -> u32 {
         .unwrap_or(model::DEFAULT_MAX_TOKENS)
 }
 
-/// The thinking request for `request` on `model` at `target` (SPEC §3c).
+/// The thinking request for `request` on `model` at `target` (docs/spec.md §3c).
 pub fn thinking_plan(
     request: ThinkingRequest,
     model: &str,
@@ -780,14 +781,14 @@ pub fn thinking_plan(
             let budget = model::budget(effort);
             plan.thinking = Some(format!(r#"{{"type":"enabled","budget_tokens":{budget}}}"#));
             // `max_tokens` must exceed the budget: a configured value that does not is
-            // replaced by budget + 8192 (SPEC §3c), as the Converse wire does.
+            // replaced by budget + 8192 (docs/spec.md §3c), as the Converse wire does.
             plan.max_tokens = target
                 .max_tokens
                 .filter(|m| *m > budget)
                 .unwrap_or(budget + model::ABOVE_BUDGET);
             plan.on = true;
             plan.budget = Some(budget);
-            // No `temperature`: SPEC §3c sets temperature 1 on budget models only where the
+            // No `temperature`: docs/spec.md §3c sets temperature 1 on budget models only where the
             // API takes one, and Messages API version 2026-10-21 does not (the official
             // `anthropic` SDK 2.16.0's `MessageCreateParamsBase` has no `temperature`, `top_p`
             // or `top_k`); a model that rejects `temperature` never gets one.
@@ -884,7 +885,7 @@ pub fn encode(
     let decision = parts.decision;
     let model = decision.target.model.as_str();
     let family = target.family_for(model);
-    // Provider checkpoints (SPEC §7): a `compaction` block goes back, first in its message,
+    // Provider checkpoints (docs/spec.md §7): a `compaction` block goes back, first in its message,
     // only to the provider, model and account that minted it; elsewhere the message is hermes'
     // own checkpoint of its summary. While one is replayed, the turns it kept are read through
     // its digest map (their prefix now starts with the block that stands for what it summarised).
@@ -912,12 +913,12 @@ pub fn encode(
                     rekey.binding.extend(map.binding);
                 }
                 checkpoint_lines.push(format!(
-                    "message {i}: the provider's compaction block replayed first, in place of what it summarised ({}; SPEC §7)",
+                    "message {i}: the provider's compaction block replayed first, in place of what it summarised ({}; docs/spec.md §7)",
                     super::compaction::COMPACTION_BETA
                 ));
             }
             Some(why) => checkpoint_lines.push(format!(
-                "message {i}: the provider's compaction block left out ({why}): hermes' own checkpoint of its summary sent instead (SPEC §7)"
+                "message {i}: the provider's compaction block left out ({why}): hermes' own checkpoint of its summary sent instead (docs/spec.md §7)"
             )),
         }
     }
@@ -978,15 +979,15 @@ pub fn encode(
     explain.extend(checkpoint_lines);
     if compaction_request {
         explain.push(format!(
-            "on-demand compaction: compaction {{\"type\":\"summarize\"}} ({}): the provider summarises these messages into one compaction block (SPEC §7)",
+            "on-demand compaction: compaction {{\"type\":\"summarize\"}} ({}): the provider summarises these messages into one compaction block (docs/spec.md §7)",
             super::compaction::COMPACTION_BETA
         ));
     }
 
     let loop_start = replay::loop_start(history);
 
-    // A bound model (SPEC §5a): every replayed block must be on the prefix, model and account
-    // it was made for; a client that set its own `block_binding` binds too.
+    // A bound model (docs/spec.md §5a): every replayed block must be on the prefix, model and
+    // account it was made for; a client that set its own `block_binding` binds too.
     let client_binding = passthrough
         .and_then(|p| p.thinking.as_ref())
         .is_some_and(|t| t.get().contains("\"block_binding\""));
@@ -1016,7 +1017,7 @@ pub fn encode(
     let claude_native = passthrough.is_some();
     let mut system: Vec<Block<'_>> = Vec::new();
     // Whether a message other than a system one came yet (system messages after it stay in
-    // place on Claude, SPEC §5a 5), and whether one did.
+    // place on Claude, docs/spec.md §5a 5), and whether one did.
     let (mut seen_turn, mut mid_system) = (false, false);
     let mut wire: Vec<WireMessage<'_>> = Vec::new();
     let mut sent_kinds: BTreeSet<&'static str> = BTreeSet::new();
@@ -1136,7 +1137,7 @@ pub fn encode(
                 };
                 // A bound model remembers a block a request left out, whatever the reason (a
                 // changed prefix, a later step's, an `Invalid signature` answer): the turn's own
-                // blocks, not sent now, are left out for good (SPEC §5a 3).
+                // blocks, not sent now, are left out for good (docs/spec.md §5a 3).
                 if bound
                     && !items.is_empty()
                     && !matches!(thinking, Thinking::Stored(_))
@@ -1160,8 +1161,8 @@ pub fn encode(
                     latest_starts_with_thinking =
                         Some(blocks.first().is_some_and(Block::is_thinking));
                 }
-                // A threshold compaction's block (SPEC §7): first in its reply, to its minter
-                // only; the API reads the conversation from it on ("append the response as
+                // A threshold compaction's block (docs/spec.md §7): first in its reply, to its
+                // minter only; the API reads the conversation from it on ("append the response as
                 // usual", docs.claude.com "Compaction"), so what precedes it still goes as
                 // stored and every stamped prefix holds. Elsewhere it is left out: the turns it
                 // stood for are all still in the history.
@@ -1173,7 +1174,7 @@ pub fn encode(
                         blocks.insert(0, Block::Stored(block));
                         compaction_replayed = true;
                         explain.push(format!(
-                            "message {i}: the provider's threshold compaction block replayed first in its reply (SPEC §7)"
+                            "message {i}: the provider's threshold compaction block replayed first in its reply (docs/spec.md §7)"
                         ));
                     } else {
                         explain.push(format!(
@@ -1672,8 +1673,8 @@ struct SamplingPlan {
 /// (`ToolChoiceAuto/Any/Tool/NoneParam`, `disable_parallel_tool_use`), `metadata.user_id`,
 /// `output_config.format` `{"type":"json_schema","schema"}`; no `temperature`, `top_p`, `top_k`
 /// or `seed`). With thinking on, a forced tool choice is refused (docs.claude.com extended
-/// thinking: "tool_choice: any / tool … not supported"; PROVIDERS.md, Anthropic), as is a
-/// `max_tokens` not above the budget: an error, never a silent change (SPEC §3c).
+/// thinking: "tool_choice: any / tool … not supported"; docs/providers.md, Anthropic), as is a
+/// `max_tokens` not above the budget: an error, never a silent change (docs/spec.md §3c).
 fn sampling_plan(
     sampling: &Sampling,
     plan: &ThinkingPlan,

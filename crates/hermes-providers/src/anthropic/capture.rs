@@ -1,5 +1,5 @@
-//! Reply capture of the Anthropic Messages wire (SPEC §2, §5): a whole `message` object, or its
-//! SSE events, in; one canonical assistant message out.
+//! Reply capture of the Anthropic Messages wire (docs/spec.md §2, §5): a whole `message` object, or
+//! its SSE events, in; one canonical assistant message out.
 //!
 //! The content blocks become carriers as `crate::signed::carriers` builds them for both Claude
 //! wires: text blocks the `content`, `tool_use` blocks the `tool_calls` (the input object as the
@@ -51,9 +51,9 @@ struct UsageBody {
     output_tokens: Option<u64>,
     cache_creation_input_tokens: Option<u64>,
     cache_read_input_tokens: Option<u64>,
-    /// One entry per model call the request took (compaction, SPEC §7): `{type, input_tokens,
-    /// output_tokens}`. The top-level counts leave compaction iterations out, so a request's
-    /// tokens are the sum over these.
+    /// One entry per model call the request took (compaction, docs/spec.md §7): `{type,
+    /// input_tokens, output_tokens}`. The top-level counts leave compaction iterations out, so a
+    /// request's tokens are the sum over these.
     iterations: Option<Vec<Iteration>>,
 }
 
@@ -165,7 +165,7 @@ struct ReplyBody<'a> {
     input_transformations: Option<&'a RawValue>,
 }
 
-/// The key a reply's `input_transformations` (SPEC §5a 4: the blocks a bound model dropped
+/// The key a reply's `input_transformations` (docs/spec.md §5a 4: the blocks a bound model dropped
 /// instead of refusing) are kept under on the captured message, as received. Never sent.
 pub const TRANSFORMATIONS_KEY: &str = "hermes_input_transformations";
 
@@ -241,7 +241,7 @@ fn whole_block(index: usize, raw: &RawValue) -> Result<Block, CaptureError> {
             name: block.name.unwrap_or_default(),
             input: block.input.map_or("{}", RawValue::get).to_owned(),
         },
-        // A provider-written checkpoint (SPEC §7): kept verbatim.
+        // A provider-written checkpoint (docs/spec.md §7): kept verbatim.
         "compaction" => Block::Compaction(exact(raw)?),
         _ => Block::Other(kind),
     })
@@ -543,7 +543,8 @@ impl StreamCapture {
                     });
                 }
             }
-            // Both fields of a compaction block arrive in pieces, each concatenated (SPEC §7).
+            // Both fields of a compaction block arrive in pieces, each concatenated
+            // (docs/spec.md §7).
             (
                 Some("compaction_delta"),
                 Acc::Compaction {
@@ -760,8 +761,8 @@ mod tests {
         (capture.finish(origin()), seen.take())
     }
 
-    /// A provider's compaction block (SPEC §7), as a whole reply sends it: `content` with escapes
-    /// a `Value` round trip keeps (`\n`), `encrypted_content` base64.
+    /// A provider's compaction block (docs/spec.md §7), as a whole reply sends it: `content` with
+    /// escapes a `Value` round trip keeps (`\n`), `encrypted_content` base64.
     const COMPACTION: &str = r#"{"type":"compaction","content":"Summary of 4 earlier messages.\nuser: time? café","encrypted_content":"aHNjMQ+/AAEC=="}"#;
 
     #[test]

@@ -1,4 +1,4 @@
-//! Provider-native compaction on the Anthropic Messages wire (SPEC §7, issue 46).
+//! Provider-native compaction on the Anthropic Messages wire (docs/spec.md §7, issue 46).
 //!
 //! An on-demand compaction is an ordinary request — the messages to summarise, sent as usual —
 //! with top-level `compaction: {"type": "summarize"}` and the beta [`COMPACTION_BETA`]; the
@@ -36,7 +36,7 @@ pub const COMPACTION_FIELD: &str = "compaction";
 /// `pause_after_compaction`).
 pub const THRESHOLD_EDIT: &str = "compact_20260112";
 
-/// The beta of a threshold compaction (SPEC §7).
+/// The beta of a threshold compaction (docs/spec.md §7).
 pub const THRESHOLD_BETA: &str = "compact-2026-01-12";
 
 /// What a request adds to ask Claude to compact by itself once its input passes `threshold`

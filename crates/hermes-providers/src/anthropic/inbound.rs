@@ -1,7 +1,7 @@
 //! A Messages request's history in the message model: a client's `system` and `messages`
 //! (Anthropic Messages, as a gateway's Messages door receives them) as the canonical messages a
-//! gateway lines up with what it stored (SPEC §10), and the one rule for where the client's own
-//! thinking blocks may go ([`client_blocks_to`]).
+//! gateway lines up with what it stored (docs/spec.md §10), and the one rule for where the client's
+//! own thinking blocks may go ([`client_blocks_to`]).
 //!
 //! Per block: `text` in either role; `image` (base64 as a data URL, or its URL) and
 //! `tool_result` (a tool message, before the turn's other content) in a user turn; `tool_use` (a
@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use super::{Family, WIRE_ID};
 use crate::signed::carriers::{StoredLiterals, read_literals};
 
-/// What a thinking signature the gateway minted starts with (SPEC §10, "Messages-door
+/// What a thinking signature the gateway minted starts with (docs/spec.md §10, "Messages-door
 /// signatures": `hermes1.<key id>.<MAC>`).
 pub const GATEWAY_SIGNATURE_PREFIX: &str = "hermes1.";
 
@@ -83,7 +83,7 @@ pub fn passes_client_blocks(wire: &str, base_url: &str) -> bool {
     wire == WIRE_ID && Family::of(base_url) == Family::Claude
 }
 
-/// The one rule for a gateway client's own thinking blocks (SPEC §10): in `history` (a
+/// The one rule for a gateway client's own thinking blocks (docs/spec.md §10): in `history` (a
 /// client's history lined up with the store, `hermes_core::reattach::align`), every
 /// Anthropic-shaped `reasoning_details` item of an assistant message without origin — a block
 /// the client sent on a turn the store did not make — stays only when the target passes them
@@ -200,7 +200,7 @@ fn convert_turn(i: usize, turn: &RawValue, out: &mut Vec<Message>) -> Result<(),
     };
     if role == Some("system") {
         // A mid-conversation system message (Claude Code sends one on every current model):
-        // kept in place, its blocks as sent for a Claude upstream (SPEC §5a 5).
+        // kept in place, its blocks as sent for a Claude upstream (docs/spec.md §5a 5).
         let system: Value = serde_json::from_str(content.get()).map_err(|_| bad_content())?;
         let not_text = |b: &Value| b.get("type").and_then(Value::as_str) != Some("text");
         let bad_system = || {

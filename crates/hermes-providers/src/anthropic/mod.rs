@@ -60,7 +60,7 @@ impl AnthropicWire {
     }
 }
 
-/// The URL of a request to `target` for `model` (SPEC §8a). On Bedrock the model id (or
+/// The URL of a request to `target` for `model` (docs/spec.md §8a). On Bedrock the model id (or
 /// inference-profile ARN) is one percent-encoded path segment ([`aws::path_segment`]: `:` is
 /// `%3A`, `/` is `%2F`), as boto3 sends it (`tests/it/sdk_bedrock.rs` compares the two).
 /// anthropic-sdk-python 2.16.0's `AnthropicBedrock` leaves `:` (and `;`) bare instead
@@ -126,7 +126,7 @@ impl Wire for AnthropicWire {
     }
 
     /// A provider checkpoint's `compaction` block is this wire's to replay (to its minter) or
-    /// to render as hermes' own checkpoint ([`body::encode`]; SPEC §7).
+    /// to render as hermes' own checkpoint ([`body::encode`]; docs/spec.md §7).
     fn takes_native_compaction(&self) -> bool {
         true
     }

@@ -6,7 +6,7 @@ use hermes_core::route::Effort;
 
 /// The Claude models that bind every replayed `thinking` / `redacted_thinking` block to its
 /// prefix (top-level `system`, `tools`, every earlier message), model and account, for every
-/// account: a family and the first version that does (SPEC §5a, from Anthropic's
+/// account: a family and the first version that does (docs/spec.md §5a, from Anthropic's
 /// extended-thinking documentation, "Thinking block binding": Claude Fable 5.1 and later).
 /// hermes-sim's bound profiles read the same documentation.
 pub const BOUND_FROM: &[(&str, u32, u32)] = &[("fable", 5, 1)];
@@ -105,8 +105,8 @@ impl ClaudeModel {
         }
     }
 
-    /// The `output_config.effort` for `effort` (SPEC §3c): minimal → low, xhigh → max where the
-    /// model lacks it.
+    /// The `output_config.effort` for `effort` (docs/spec.md §3c): minimal → low, xhigh → max where
+    /// the model lacks it.
     pub fn effort(&self, effort: Effort) -> &'static str {
         let has = |e: &str| self.efforts().contains(&e);
         match effort {
@@ -119,16 +119,16 @@ impl ClaudeModel {
     }
 
     /// Binds replayed thinking to the prefix, model and account it was made for, whatever the
-    /// account (SPEC §5a: "Claude Fable 5.1 and later models"; an older account opts in with
-    /// `thinking.block_binding`). The one list: [`BOUND_FROM`].
+    /// account (docs/spec.md §5a: "Claude Fable 5.1 and later models"; an older account opts in
+    /// with `thinking.block_binding`). The one list: [`BOUND_FROM`].
     pub fn binds_prefix(&self) -> bool {
         BOUND_FROM
             .iter()
             .any(|(family, major, minor)| self.family_is(family) && self.at_least(*major, *minor))
     }
 
-    /// Keeps earlier turns' thinking in context (SPEC §5): Opus ≥ 4.5, Sonnet ≥ 4.6, Haiku ≥ 5.5,
-    /// newer families ≥ 5.0; never Claude 3.x; an id without a version keeps it.
+    /// Keeps earlier turns' thinking in context (docs/spec.md §5): Opus ≥ 4.5, Sonnet ≥ 4.6, Haiku
+    /// ≥ 5.5, newer families ≥ 5.0; never Claude 3.x; an id without a version keeps it.
     pub fn keeps_prior_thinking(&self) -> bool {
         let Some(version) = self.version else {
             return true;
@@ -162,7 +162,7 @@ impl ClaudeModel {
     }
 }
 
-/// The `budget_tokens` of SPEC §3c for each effort.
+/// The `budget_tokens` of docs/spec.md §3c for each effort.
 pub(crate) fn budget(effort: Effort) -> u32 {
     match effort {
         Effort::Minimal => 1024,
@@ -181,7 +181,7 @@ pub(crate) const ADAPTIVE_OUTPUT_CEILING: u32 = 128_000;
 /// hermes uses ([`ClaudeModel::output_ceiling`]).
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 16384;
 
-/// What `max_tokens` adds above a thinking budget (SPEC §3c).
+/// What `max_tokens` adds above a thinking budget (docs/spec.md §3c).
 pub(crate) const ABOVE_BUDGET: u32 = 8192;
 
 #[cfg(test)]

@@ -1128,8 +1128,8 @@ fn a_model_other_than_claude_on_bedrock_invoke_model_is_an_unknown_relay() {
     assert_eq!(direct.family_for("deepseek-v4-pro"), Family::Claude);
 }
 
-/// SPEC §5a on a bound model (Claude Fable 5.1): a stored turn's blocks go back only onto the
-/// prefix binding it was stamped with (system, tools, earlier messages, account), with
+/// docs/spec.md §5a on a bound model (Claude Fable 5.1): a stored turn's blocks go back only onto
+/// the prefix binding it was stamped with (system, tools, earlier messages, account), with
 /// `block_binding` `drop_block` and its beta; a changed system prompt, tool list or account,
 /// and every later step, go without; blocks with no recorded binding go with `drop_block`.
 mod bound {
@@ -1250,7 +1250,7 @@ mod bound {
             let out = encode(&h, FABLE, tools, account);
             assert!(
                 out.explain.iter().any(|l| l.contains(&format!(
-                    "left out: the prefix changed since this block was made ({case}; SPEC §5a 2)"
+                    "left out: the prefix changed since this block was made ({case}; docs/spec.md §5a 2)"
                 ))),
                 "{case}: {:?}",
                 out.explain
@@ -1309,7 +1309,7 @@ mod bound {
         assert!(out.wire.left_out.is_empty(), "{:?}", out.wire.left_out);
         assert!(
             out.explain.iter().any(|l| l.ends_with(
-                "left out: left out of an earlier request of this conversation (SPEC §5a 3)"
+                "left out: left out of an earlier request of this conversation (docs/spec.md §5a 3)"
             )),
             "{:?}",
             out.explain

@@ -1,7 +1,7 @@
-//! The Converse request body, rendered from the canonical history (SPEC §5): strictly
+//! The Converse request body, rendered from the canonical history (docs/spec.md §5): strictly
 //! alternating user and assistant turns (consecutive tool results one user turn of `toolResult`
-//! blocks), the system prompt with its cache point, the tools, the thinking request of SPEC §3c
-//! and each assistant turn's reasoning per the model's replay [`Policy`].
+//! blocks), the system prompt with its cache point, the tools, the thinking request of docs/spec.md
+//! §3c and each assistant turn's reasoning per the model's replay [`Policy`].
 //!
 //! The body is written as botocore writes it (module `pyjson`: the separators, escapes and
 //! number spellings of `json.dumps`), keys in the order of the service model's members
@@ -44,8 +44,8 @@ pub struct Target {
     pub max_tokens: Option<u32>,
     /// The account requests go under, as a digest of the credential
     /// ([`crate::native::account_of`]; never the credential): what a bound Claude model's
-    /// reasoning is bound to (SPEC §5a 1). A Bedrock API key names one; SigV4 credentials do
-    /// not (temporary ones rotate within the hour, and what Bedrock checks is the AWS account,
+    /// reasoning is bound to (docs/spec.md §5a 1). A Bedrock API key names one; SigV4 credentials
+    /// do not (temporary ones rotate within the hour, and what Bedrock checks is the AWS account,
     /// which no credential hermes holds names without a call to STS), so `None`.
     pub account: Option<String>,
 }
@@ -78,7 +78,7 @@ pub struct Bound {
     /// the reply).
     pub prefix_parts: Option<RawJson>,
     /// The stored turns whose reasoning this body leaves out for good, by
-    /// [`hermes_core::left_out::carrier_id`] (SPEC §5a 3).
+    /// [`hermes_core::left_out::carrier_id`] (docs/spec.md §5a 3).
     pub left_out: Vec<String>,
 }
 
@@ -114,8 +114,8 @@ impl crate::native::Stamp for Bound {
 /// streamed, botocore's `bedrock-runtime` service model).
 pub const TRANSFORMATIONS_PATH: &str = "/input_transformations";
 
-/// The prefix binding of Claude's reasoning as Converse sends it (SPEC §5a 1): a digest of the
-/// `system` texts (every system or developer message: Converse hoists them all into `system`,
+/// The prefix binding of Claude's reasoning as Converse sends it (docs/spec.md §5a 1): a digest of
+/// the `system` texts (every system or developer message: Converse hoists them all into `system`,
 /// so one added mid-conversation changes every step's prefix), the `toolConfig.tools` as
 /// written, the account, and then the messages' blocks as written — `reasoningContent` left
 /// out, as the Anthropic wire leaves thinking out, and `cachePoint`, which hermes writes only
@@ -218,7 +218,7 @@ fn tool_result(msg: &Message, i: usize) -> Result<Block<'_>, EncodeError> {
 
 /// The prefix binding of each assistant message of `history` as this request sends it (`None`
 /// for the other messages and for turns not replayed), and that of the whole conversation
-/// (SPEC §5a 1): what [`Binder`] reads, before the request decides any reasoning — which it
+/// (docs/spec.md §5a 1): what [`Binder`] reads, before the request decides any reasoning — which it
 /// leaves out.
 fn bindings_of(
     history: &[Message],
@@ -250,7 +250,7 @@ fn bindings_of(
 }
 
 /// What a Signed turn's reasoning becomes on a bound model or after a turn an earlier request
-/// left out (SPEC §5a 2, 3): decided by [`replay::bound`], as on the Anthropic wire.
+/// left out (docs/spec.md §5a 2, 3): decided by [`replay::bound`], as on the Anthropic wire.
 #[allow(clippy::too_many_arguments)]
 fn bind<'h>(
     msg: &'h Message,
@@ -460,7 +460,7 @@ impl Messages {
 /// The text a message left empty by a recovery carries, so the turns still alternate.
 pub const PLACEHOLDER: &str = "[reasoning left out]";
 
-/// The thinking request of SPEC §3c for one request.
+/// The thinking request of docs/spec.md §3c for one request.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct ThinkingPlan {
     /// `additionalModelRequestFields`, in sending order.
@@ -473,13 +473,13 @@ pub(crate) struct ThinkingPlan {
     on: bool,
     /// The Claude thinking budget, on budget models.
     budget: Option<u32>,
-    /// Nova 2 at high effort: no `maxTokens`, `temperature` or `topP` (SPEC §3c).
+    /// Nova 2 at high effort: no `maxTokens`, `temperature` or `topP` (docs/spec.md §3c).
     bare: bool,
     /// What was decided.
     explain: String,
 }
 
-/// The thinking request for `request` on `model` (SPEC §3c): Claude adaptive or budget
+/// The thinking request for `request` on `model` (docs/spec.md §3c): Claude adaptive or budget
 /// thinking, Nova 2's `reasoningConfig`, gpt-oss's `reasoning_effort`; no preference sends
 /// nothing; an effort any other model cannot take is an error.
 pub(crate) fn thinking_plan(
@@ -549,8 +549,8 @@ pub(crate) fn thinking_plan(
                     ));
                     // botocore's `InferenceConfiguration` has `temperature` (a float, 0–1), and
                     // thinking takes no temperature but the default 1 (docs.aws.amazon.com/
-                    // bedrock/latest/userguide/claude-messages-extended-thinking.html): SPEC §3c
-                    // sends 1 on budget models.
+                    // bedrock/latest/userguide/claude-messages-extended-thinking.html):
+                    // docs/spec.md §3c sends 1 on budget models.
                     plan.temperature = true;
                     let beta = claude_model.needs_interleaved_beta();
                     if beta {
@@ -586,7 +586,7 @@ pub(crate) fn thinking_plan(
                 ));
                 let high = level == "high";
                 if high {
-                    // At high, Nova 2 takes no temperature, topP or maxTokens (SPEC §3c).
+                    // At high, Nova 2 takes no temperature, topP or maxTokens (docs/spec.md §3c).
                     plan.max_tokens = None;
                     plan.bare = true;
                 }
@@ -645,7 +645,7 @@ struct SamplingPlan {
 /// {schema (a JSON string), name}}`; no seed, no end-user id, no parallel-call switch, no
 /// "none" choice). Claude's thinking rules hold on Bedrock (docs.aws.amazon.com/bedrock/latest/
 /// userguide/claude-messages-extended-thinking.html: temperature only 1, topP 0.95–1, no forced
-/// tool choice), as does SPEC §3c's Nova 2 high effort (no maxTokens, temperature or topP):
+/// tool choice), as does docs/spec.md §3c's Nova 2 high effort (no maxTokens, temperature or topP):
 /// each conflict is an error naming the parameter, never a silent change.
 fn sampling_plan(
     sampling: &Sampling,
@@ -688,7 +688,7 @@ fn sampling_plan(
                 return Err(Unsupported::new(
                     parameter,
                     wire(),
-                    "Nova 2 at high reasoning effort takes no maxTokens, temperature or topP (SPEC §3c); lower --effort or leave it unset",
+                    "Nova 2 at high reasoning effort takes no maxTokens, temperature or topP (docs/spec.md §3c); lower --effort or leave it unset",
                 ));
             }
         }
@@ -1047,8 +1047,8 @@ pub fn encode(
         Some(tools) => tool_specs(tools)?,
         None => Vec::new(),
     };
-    // A bound Claude model (SPEC §5a; the one list, `anthropic::BOUND_FROM`): every replayed
-    // block must be on the prefix, model and account it was made for.
+    // A bound Claude model (docs/spec.md §5a; the one list, `anthropic::BOUND_FROM`): every
+    // replayed block must be on the prefix, model and account it was made for.
     let bound = policy == Policy::Signed
         && model
             .claude
@@ -1077,7 +1077,7 @@ pub fn encode(
         (Vec::new(), None, None)
     };
     // The last step whose binding changed, or that an earlier request left out (on any model):
-    // its reasoning and every earlier step's goes without (SPEC §5a 2, 3).
+    // its reasoning and every earlier step's goes without (docs/spec.md §5a 2, 3).
     let cut = replay::last_changed(history, &bindings).max(replay::last_left_out(history));
     let mut gone = Vec::new();
     let (mut replayed_bound, mut unknown_prefix) = (false, false);
@@ -1158,7 +1158,7 @@ pub fn encode(
                     .flatten()
                     .any(|d| read_literals(d).is_some());
                 // A bound model remembers a block a request left out, whatever the reason: the
-                // turn's own blocks, not sent now, are left out for good (SPEC §5a 3).
+                // turn's own blocks, not sent now, are left out for good (docs/spec.md §5a 3).
                 if bound
                     && has_items
                     && matches!(reasoning, Reasoning::None)
@@ -1231,7 +1231,7 @@ pub fn encode(
 
     // §5a 4: a request that replays blocks to a bound model lets Claude drop one it finds bound
     // elsewhere instead of refusing the request (`thinking.block_binding`, with its beta in
-    // `anthropic_beta`, how Converse passes Anthropic betas: SPEC §5), and asks for the
+    // `anthropic_beta`, how Converse passes Anthropic betas: docs/spec.md §5), and asks for the
     // `input_transformations` that list what it dropped ([`TRANSFORMATIONS_PATH`]).
     let mut response_paths = false;
     if replayed_bound {

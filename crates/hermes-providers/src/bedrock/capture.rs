@@ -1,5 +1,5 @@
-//! Reply capture of the Converse wire (SPEC §2, §5): a whole Converse reply, or the frames of a
-//! ConverseStream reply, in; one canonical assistant message out.
+//! Reply capture of the Converse wire (docs/spec.md §2, §5): a whole Converse reply, or the frames
+//! of a ConverseStream reply, in; one canonical assistant message out.
 //!
 //! Content blocks become carriers as on the Anthropic wire (`crate::signed::carriers` builds
 //! both), so a Bedrock turn reloaded from the store replays on either wire: `text` blocks the
@@ -85,7 +85,7 @@ struct ReplyBody<'a> {
 /// `additionalModelResponseFields`: the model's own response fields a request named in
 /// `additionalModelResponseFieldPaths` (JSON Pointers; a field the model's response lacks is
 /// left out, docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html). The one
-/// hermes asks for is Claude's `input_transformations` (SPEC §5a 4), requested with
+/// hermes asks for is Claude's `input_transformations` (docs/spec.md §5a 4), requested with
 /// `drop_block` (`super::body::TRANSFORMATIONS_PATH`).
 #[derive(Deserialize, Default)]
 #[serde(default)]

@@ -49,9 +49,9 @@ impl BedrockWire {
     }
 }
 
-/// The URL of a request for `model` (SPEC §8a): `{base}/model/{id}/converse`, or
+/// The URL of a request for `model` (docs/spec.md §8a): `{base}/model/{id}/converse`, or
 /// `/converse-stream`, the id percent-encoded as one path segment (`:` is `%3A`, an ARN's `/`
-/// `%2F`), which SigV4 signs encoded once more (PROVIDERS.md "Bedrock SigV4 detail").
+/// `%2F`), which SigV4 signs encoded once more (docs/providers.md "Bedrock SigV4 detail").
 pub fn url(base_url: &str, model: &str, stream: bool) -> String {
     format!(
         "{}{}",

@@ -1,11 +1,11 @@
 //! What a Bedrock model id tells the Converse wire: the model behind it (an inference-profile
-//! prefix, an ARN and a `-v1:0` suffix stripped), its reasoning replay policy (SPEC §5) and its
-//! thinking request (SPEC §3c). Claude ids are read by the Anthropic wire's own parser
+//! prefix, an ARN and a `-v1:0` suffix stripped), its reasoning replay policy (docs/spec.md §5) and
+//! its thinking request (docs/spec.md §3c). Claude ids are read by the Anthropic wire's own parser
 //! ([`crate::anthropic::model::ClaudeModel`]).
 
 use crate::anthropic::model::ClaudeModel;
 
-/// How a model's stored reasoning is replayed (SPEC §5, "Bedrock Converse").
+/// How a model's stored reasoning is replayed (docs/spec.md §5, "Bedrock Converse").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Policy {
     /// Claude: stored signed `reasoningText` and `redactedContent` blocks verbatim, to the model
@@ -90,14 +90,14 @@ impl BedrockModel {
             .any(|id| id.starts_with("kimi-k3"))
     }
 
-    /// Amazon Nova 2 (`amazon.nova-2-lite-v1:0`): takes `reasoningConfig` (SPEC §3c).
+    /// Amazon Nova 2 (`amazon.nova-2-lite-v1:0`): takes `reasoningConfig` (docs/spec.md §3c).
     pub fn is_nova2(&self) -> bool {
         self.base.starts_with("amazon.nova-2")
     }
 
     /// OpenAI's open-weight gpt-oss models (`openai.gpt-oss-20b-1:0`, `openai.gpt-oss-120b-1:0`,
     /// docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-openai.html): take
-    /// `reasoning_effort` (SPEC §3c).
+    /// `reasoning_effort` (docs/spec.md §3c).
     pub fn is_gpt_oss(&self) -> bool {
         self.base.starts_with("openai.gpt-oss-")
     }
@@ -112,7 +112,7 @@ impl BedrockModel {
     }
 
     /// Amazon Nova of the first generation (micro, lite, pro, premier): no reasoning request
-    /// (a `reasoningConfig` is "Malformed input request", PROVIDERS.md).
+    /// (a `reasoningConfig` is "Malformed input request", docs/providers.md).
     pub fn is_nova1(&self) -> bool {
         self.base.starts_with("amazon.nova-") && !self.is_nova2()
     }

@@ -1065,7 +1065,7 @@ fn stop_reasons_map_to_finish_reasons() {
     }
 }
 
-/// SPEC §5a on Converse: the prefix binding as Converse encodes it, the cut, once left out
+/// docs/spec.md §5a on Converse: the prefix binding as Converse encodes it, the cut, once left out
 /// stays out, `drop_block` with its beta and the response path that reads back what Claude
 /// dropped.
 mod binding {
@@ -1204,7 +1204,7 @@ mod binding {
             assert_eq!(out.wire.left_out, vec![id.clone()], "{what}");
             assert!(
                 out.explain.iter().any(|l| l.ends_with(&format!(
-                    "left out: the prefix changed since this block was made ({what}; SPEC §5a 2)"
+                    "left out: the prefix changed since this block was made ({what}; docs/spec.md §5a 2)"
                 ))),
                 "{what}: {:?}",
                 out.explain
@@ -1264,7 +1264,7 @@ mod binding {
         assert_eq!(out.carriers.dropped_prefix, 1);
         assert!(out.wire.left_out.is_empty());
         assert!(out.explain.iter().any(|l| l.ends_with(
-            "left out: left out of an earlier request of this conversation (SPEC §5a 3)"
+            "left out: left out of an earlier request of this conversation (docs/spec.md §5a 3)"
         )));
     }
 

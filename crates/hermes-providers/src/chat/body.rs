@@ -1,6 +1,6 @@
 //! The chat-completions body: the per-request wire copy of the history rendered from core's
-//! route plans (SPEC §2–§4) — only the keys the schema knows, in stored key order, carriers as
-//! stored — and the request around it. The stored history is only borrowed.
+//! route plans (docs/spec.md §2–§4) — only the keys the schema knows, in stored key order, carriers
+//! as stored — and the request around it. The stored history is only borrowed.
 
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
@@ -20,7 +20,7 @@ pub struct WireMessage<'a> {
 }
 
 /// The wire copy of `history` for `ctx`'s route: per message only the keys the chat-completions
-/// schema knows (SPEC §2), in the order they were stored.
+/// schema knows (docs/spec.md §2), in the order they were stored.
 pub fn shape<'a>(ctx: &ShapeContext<'_>, history: &'a [Message]) -> Vec<WireMessage<'a>> {
     history
         .iter()
@@ -42,9 +42,9 @@ impl<'a> WireMessage<'a> {
 }
 
 impl Serialize for WireMessage<'_> {
-    /// The allow-list of SPEC §2: `role`, `content`, `name` (not on tool results), non-empty
-    /// `tool_calls`, `tool_call_id`, the carriers the plan sends and the route's native fields —
-    /// in stored key order. Nothing else a message stores is ever sent.
+    /// The allow-list of docs/spec.md §2: `role`, `content`, `name` (not on tool results),
+    /// non-empty `tool_calls`, `tool_call_id`, the carriers the plan sends and the route's native
+    /// fields — in stored key order. Nothing else a message stores is ever sent.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let m = self.msg;
         let mut map = serializer.serialize_map(None)?;
@@ -289,7 +289,7 @@ impl<'a> ChatRequest<'a> {
 
 impl ChatRequest<'_> {
     /// The carriers actually present on at least one assistant wire message (the pad counts as
-    /// `reasoning_content`): what a refusal can name (SPEC §6).
+    /// `reasoning_content`): what a refusal can name (docs/spec.md §6).
     pub fn sent_carriers(&self) -> CarrierSet {
         self.messages
             .iter()

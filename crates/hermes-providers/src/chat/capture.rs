@@ -1,4 +1,5 @@
-//! Stream accumulation (SPEC §4): chat-completion chunks in, one captured assistant message out.
+//! Stream accumulation (docs/spec.md §4): chat-completion chunks in, one captured assistant
+//! message out.
 //!
 //! Text and reasoning deltas are joined; `reasoning_details` chunks are merged by `index` (else
 //! `id`), text fields joined, a signature or encrypted blob kept whole (the latest non-empty);

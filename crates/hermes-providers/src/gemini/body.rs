@@ -1,8 +1,8 @@
-//! The `generateContent` request body, rendered from the canonical history (SPEC §5):
+//! The `generateContent` request body, rendered from the canonical history (docs/spec.md §5):
 //! `contents` of `user` and `model` turns (neighbouring turns of one role merged; tool results a
 //! user turn of `functionResponse` parts matched to their calls by id, else by name and order),
 //! `systemInstruction`, the tools as `functionDeclarations`, and `generationConfig`: the model's
-//! documented output ceiling as `maxOutputTokens` and `thinkingConfig` per SPEC §3c. Thought signatures go back where they were captured, byte for byte, and only to
+//! documented output ceiling as `maxOutputTokens` and `thinkingConfig` per docs/spec.md §3c. Thought signatures go back where they were captured, byte for byte, and only to
 //! the model and host that minted them; readable thinking is never sent.
 //!
 //! Keys are in the order google-genai 3.6 (`google/genai/models.py`,
@@ -29,7 +29,7 @@ use crate::native::write_json;
 use crate::sampling::{Unsupported, check_tool_choice};
 use crate::tools::{ChatFunction, ChatTool};
 
-/// The AI Studio base URL (SPEC §8a).
+/// The AI Studio base URL (docs/spec.md §8a).
 pub const AI_STUDIO_BASE: &str = "https://generativelanguage.googleapis.com/v1beta";
 
 /// The key on a stored tool call whose id hermes made up (Gemini sent the `functionCall`
@@ -40,7 +40,7 @@ pub const MADE_UP_ID_KEY: &str = "hermes_made_up_id";
 /// The field a refusal can name on this wire: the thought signatures it replays.
 pub const SIGNATURE_FIELD: &str = "thoughtSignature";
 
-/// How the Gemini API is addressed (SPEC §8a).
+/// How the Gemini API is addressed (docs/spec.md §8a).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Flavor {
     /// Google AI Studio: `{base}/models/{model}:generateContent`, the key in `x-goog-api-key`.
@@ -92,7 +92,7 @@ impl Target {
     }
 }
 
-/// The Vertex AI host for `region` (SPEC §8a: `{region}-aiplatform.googleapis.com`, the
+/// The Vertex AI host for `region` (docs/spec.md §8a: `{region}-aiplatform.googleapis.com`, the
 /// global location `aiplatform.googleapis.com`).
 pub fn vertex_base_url(region: &str) -> String {
     if region == "global" {

@@ -1,5 +1,5 @@
 //! Reply capture: a whole `GenerateContentResponse` or the chunks of an `alt=sse` stream into
-//! one assistant message (SPEC §2, §4, §5).
+//! one assistant message (docs/spec.md §2, §4, §5).
 //!
 //! Text parts are joined into `content`; thought-summary parts (`thought: true`) into
 //! `reasoning_content` (consecutive parts, a stream's fragments, joined directly; runs split by

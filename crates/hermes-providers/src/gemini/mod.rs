@@ -46,7 +46,7 @@ impl GeminiWire {
     }
 }
 
-/// The URL of a request to `target` for `model` (SPEC §8a): AI Studio
+/// The URL of a request to `target` for `model` (docs/spec.md §8a): AI Studio
 /// `{base}/models/{model}:generateContent`, Vertex `{base}/v1/projects/{project}/locations/
 /// {region}/publishers/google/models/{model}:generateContent`; streamed, the method is
 /// `:streamGenerateContent?alt=sse` (server-sent events, as google-genai 3.6 asks for them).
@@ -111,7 +111,7 @@ fn same_field(reported: &str, field: &str) -> bool {
     fold(reported) == fold(field)
 }
 
-/// A missing or refused thought signature, told in one line (SPEC §5: hermes never answers
+/// A missing or refused thought signature, told in one line (docs/spec.md §5: hermes never answers
 /// it by inventing a signature).
 fn signature_error_line(body: &str) -> Option<String> {
     let message = envelope::enveloped(body).map_or_else(|| body.to_owned(), |e| e.message_or(""));
@@ -163,8 +163,8 @@ impl Wire for GeminiWire {
 
     /// Reads Google's envelope (`{"error":{…}}` or `[{"error":{…}}]`): each name an
     /// `Unknown name "X" … Cannot find field.` message or field violation gives is handed to
-    /// the core classifier (`hermes_core::refusal::classify_fields`, the one reader of SPEC §6's
-    /// phrases) as an unknown field, so a refused `thoughtSignature` (either spelling) is a
+    /// the core classifier (`hermes_core::refusal::classify_fields`, the one reader of docs/spec.md
+    /// §6's phrases) as an unknown field, so a refused `thoughtSignature` (either spelling) is a
     /// refusal with one retry; the rest of the body is not read for field names.
     fn refusal_text<'b>(&self, body: &'b str, sent: &[&'static str]) -> Option<Cow<'b, str>> {
         let error = envelope::enveloped(body)?;

@@ -1,5 +1,5 @@
 //! What a Gemini model id tells the wire: its generation and variant, and from them the
-//! thinking request of SPEC §3c (`generationConfig.thinkingConfig`): Gemini 3 models take a
+//! thinking request of docs/spec.md §3c (`generationConfig.thinkingConfig`): Gemini 3 models take a
 //! `thinkingLevel`, Gemini 2.5 models a `thinkingBudget`, older models no thinking request.
 //!
 //! Levels and budget ranges per model are those of ai.google.dev/gemini-api/docs/thinking
@@ -12,8 +12,8 @@
 
 use hermes_core::route::{Effort, ThinkingRequest};
 
-/// The thinking budgets of SPEC §3c for minimal, low, medium, high, xhigh and max (Gemini 2.5),
-/// before the model's cap.
+/// The thinking budgets of docs/spec.md §3c for minimal, low, medium, high, xhigh and max (Gemini
+/// 2.5), before the model's cap.
 pub(super) const BUDGETS: [u32; 6] = [512, 1024, 8192, 24576, 32768, 32768];
 
 /// Which line of a generation a model is.
@@ -144,7 +144,7 @@ fn level_rank(level: &str) -> usize {
     ALL_LEVELS.iter().position(|l| *l == level).unwrap_or(3)
 }
 
-/// The documented level nearest to `effort` (SPEC §3c: a model with only low and high gets
+/// The documented level nearest to `effort` (docs/spec.md §3c: a model with only low and high gets
 /// low for minimal and low, high for medium and above; ties go up).
 pub(super) fn nearest_level(levels: &'static [&'static str], effort: Effort) -> &'static str {
     let want = rank(effort);
@@ -181,8 +181,8 @@ impl ThinkingPlan {
     }
 }
 
-/// The thinking request for `request` on `model_id` (SPEC §3c); an effort or a `--no-thinking`
-/// the model cannot take is an error, before anything is sent.
+/// The thinking request for `request` on `model_id` (docs/spec.md §3c); an effort or a
+/// `--no-thinking` the model cannot take is an error, before anything is sent.
 pub fn thinking_plan(request: ThinkingRequest, model_id: &str) -> Result<ThinkingPlan, String> {
     let model = GeminiModel::parse(model_id);
     let mut plan = ThinkingPlan::default();

@@ -16,7 +16,7 @@ use crate::sampling::Unsupported;
 pub struct Encoded<X = ()> {
     /// The exact body.
     pub body: Vec<u8>,
-    /// Refusable fields sent (SPEC §6: the carriers a provider may refuse).
+    /// Refusable fields sent (docs/spec.md §6: the carriers a provider may refuse).
     pub refusable: Vec<&'static str>,
     /// Wire messages (contents, `input` items).
     pub messages: usize,
@@ -125,7 +125,7 @@ pub enum EncodeError {
     /// The tool definitions are not the chat-completions array of function tools.
     Tools(String),
     /// The thinking request (or a client's own thinking object) cannot be expressed for this
-    /// model (SPEC §3c: a clear error before anything is sent).
+    /// model (docs/spec.md §3c: a clear error before anything is sent).
     Thinking(String),
     /// The body could not be written.
     Json(String),

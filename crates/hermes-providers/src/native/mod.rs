@@ -19,7 +19,7 @@ pub(crate) use encoded::{Stamp, explain_with_post, write_json, write_json_with_c
 /// domain key over the credential, as hex. One way: the credential cannot be read back from it
 /// (provider keys are high-entropy), and it is the same on every replica and after a restart.
 /// What a bound Claude model binds replayed thinking to, and the issuer account of a provider's
-/// compaction block or item (SPEC §5a 1, §7).
+/// compaction block or item (docs/spec.md §5a 1, §7).
 pub fn account_of(credential: &str) -> String {
     use hmac::Mac as _;
     let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(b"hermes account binding v1")

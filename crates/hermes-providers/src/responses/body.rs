@@ -1,5 +1,5 @@
-//! The `POST /responses` request body, rendered from the canonical history (SPEC §2, §3c;
-//! PROVIDERS.md "OpenAI Responses API", "Tool-call pairing").
+//! The `POST /responses` request body, rendered from the canonical history (docs/spec.md §2, §3c;
+//! docs/providers.md "OpenAI Responses API", "Tool-call pairing").
 //!
 //! Keys are in the order openai-python 3.51.0 writes them (`resources/responses/responses.py`,
 //! `Responses.create`: `model`, `stream`, …, `include`, `input`, `instructions`, …,
@@ -36,16 +36,16 @@ use crate::native::stored;
 use crate::native::write_json;
 use crate::sampling::{Unsupported, check_tool_choice, openai_reasoning, responses_fields};
 
-/// The default base URL (SPEC §8a): requests go to `{base}/responses`.
+/// The default base URL (docs/spec.md §8a): requests go to `{base}/responses`.
 pub const DEFAULT_BASE: &str = "https://api.openai.com/v1";
 
 /// The stored key holding a turn's reasoning output items, as a JSON array of the items
-/// exactly as received (the Python original's column of the same name, SPEC §9). Only this
+/// exactly as received (the Python original's column of the same name, docs/spec.md §9). Only this
 /// wire sends them.
 pub const REASONING_ITEMS_KEY: &str = "codex_reasoning_items";
 
 /// The stored key holding a turn's other output items (`message`, `function_call`, …), as a
-/// JSON array of the items exactly as received (SPEC §9).
+/// JSON array of the items exactly as received (docs/spec.md §9).
 pub const MESSAGE_ITEMS_KEY: &str = "codex_message_items";
 
 /// The field a refusal can name on this wire: the encrypted content of the reasoning items it
@@ -538,7 +538,7 @@ fn output_texts(raw: &RawValue) -> Vec<&RawValue> {
         .unwrap_or_default()
 }
 
-/// A stored item as it goes out: without its private members (`_issuer_kind`, … — SPEC §2;
+/// A stored item as it goes out: without its private members (`_issuer_kind`, … — docs/spec.md §2;
 /// OpenAI answers an unknown item key with 400 `Unknown parameter: 'input[N]._issuer_kind'.`)
 /// and, unless `keep_id`, without its `id`; every other member byte for byte, in order
 /// (`hermes_core::raw::without_members`). A reasoning item stored without a `summary` (or with
@@ -772,7 +772,7 @@ fn assistant<'h>(
             }
             Slot::Other(o) => match others[o] {
                 Some(item) if item.kind == compaction::COMPACTION_ITEM => {
-                    // Server-side compaction: to its issuer only (SPEC §7).
+                    // Server-side compaction: to its issuer only (docs/spec.md §7).
                     if compaction::issuer(msg, own, compactions.account) {
                         input.push(Item::Raw(outgoing(item, true)));
                         compactions.latest = Some(input.len() - 1);
@@ -862,7 +862,7 @@ pub fn encode(parts: &RequestParts<'_>, drops: &Drops) -> Result<Encoded, Encode
 }
 
 /// [`encode`] for requests sent under `account` ([`crate::native::account_of`]): the
-/// provider's compaction items minted under it go back (SPEC §7). A request that asks for a
+/// provider's compaction items minted under it go back (docs/spec.md §7). A request that asks for a
 /// standalone compaction ([`compaction::request`]) is the body of `POST /responses/compact`.
 pub fn encode_for(
     parts: &RequestParts<'_>,

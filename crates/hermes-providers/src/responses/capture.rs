@@ -1,5 +1,5 @@
 //! Reply capture: a whole Responses object or the events of its stream into one assistant
-//! message (SPEC §2; PROVIDERS.md "OpenAI Responses API").
+//! message (docs/spec.md §2; docs/providers.md "OpenAI Responses API").
 //!
 //! Every output item is kept as the exact bytes received (never a `Value` round trip): the
 //! reasoning items under `codex_reasoning_items`, the others (`message`, `function_call`, …)
@@ -11,7 +11,7 @@
 //! stream's items are taken from `response.output_item.done` (the item in `.added` may be
 //! incomplete); `response.completed` ends the turn. `response.failed` and `error` are the
 //! provider's error (nothing stored); `response.incomplete` stores the turn for the record,
-//! marked not replayed (SPEC §2, "Turns that are not replayed").
+//! marked not replayed (docs/spec.md §2, "Turns that are not replayed").
 
 use hermes_core::OnDelta;
 use hermes_core::message::{BLOCK_ORDER_KEY, NOT_REPLAYED_KEY};

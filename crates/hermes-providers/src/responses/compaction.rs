@@ -1,4 +1,4 @@
-//! Provider-native compaction on the OpenAI Responses wire (SPEC §7, issue 46).
+//! Provider-native compaction on the OpenAI Responses wire (docs/spec.md §7, issue 46).
 //!
 //! Two ways, both from OpenAI's compaction guide (developers.openai.com/api/docs/guides/
 //! compaction) and the pinned openai-python 3.57.0 types (`types/responses/

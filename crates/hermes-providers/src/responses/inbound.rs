@@ -1,7 +1,7 @@
 //! A Responses request's history in the message model: a client's `instructions` and `input`
 //! items (OpenAI Responses, as a gateway's Responses door receives them) as the canonical
-//! messages a gateway lines up with what it stored (SPEC §10), with what the door must check
-//! beside them ([`Inbound`]). Pure: no HTTP, no key.
+//! messages a gateway lines up with what it stored (docs/spec.md §10), with what the door must
+//! check beside them ([`Inbound`]). Pure: no HTTP, no key.
 //!
 //! Input items are read through a typed allow-list: `message` items by role (`input_text`,
 //! `input_image` and `output_text` parts), `function_call`, `function_call_output`,

@@ -60,7 +60,7 @@ impl ResponsesWire {
     }
 }
 
-/// `{base}/responses` (SPEC §8a).
+/// `{base}/responses` (docs/spec.md §8a).
 pub fn url(base: &str) -> String {
     format!("{}/responses", base.trim_end_matches('/'))
 }
@@ -190,7 +190,7 @@ impl Wire for ResponsesWire {
     }
 
     /// A provider checkpoint's compaction item is this wire's to replay (to its issuer) or to
-    /// render as hermes' own checkpoint ([`body::encode_for`]; SPEC §7).
+    /// render as hermes' own checkpoint ([`body::encode_for`]; docs/spec.md §7).
     fn takes_native_compaction(&self) -> bool {
         true
     }
@@ -241,8 +241,8 @@ impl Wire for ResponsesWire {
     }
 
     /// `The encrypted content for item rs_… could not be verified` (another organisation's or
-    /// host's ciphertext, PROVIDERS.md): the reasoning items of that item's origin are left out
-    /// of this request's copy (the items paired with them go without their ids) and it is sent
+    /// host's ciphertext, docs/providers.md): the reasoning items of that item's origin are left
+    /// out of this request's copy (the items paired with them go without their ids) and it is sent
     /// once more; the history is never changed and nothing is persisted.
     fn recover(
         &self,

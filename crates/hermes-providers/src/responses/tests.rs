@@ -300,7 +300,7 @@ fn stored_items_keep_their_bytes_and_key_order() {
     assert!(out.contains(&format!("{odd},{msg}")), "{out}");
 }
 
-/// A turn as the Python original stores it (SPEC §9): every output item stamped with its
+/// A turn as the Python original stores it (docs/spec.md §9): every output item stamped with its
 /// issuer (`_issuer_kind`, `_issuer_model`), a reasoning item kept without `summary`, no origin
 /// and no block order.
 const IMPORTED: &str = r#"[{"role":"user","content":"Time and date in Zürich?"},
@@ -731,7 +731,7 @@ fn the_one_parse_item_probe_reads_and_sends_what_the_derived_probe_and_member_wa
     }
 }
 
-/// A server-side compaction item (SPEC §7).
+/// A server-side compaction item (docs/spec.md §7).
 const CMP: &str = r#"{"id":"cmp_1","type":"compaction","encrypted_content":"c2VhbGVk"}"#;
 /// An item kept before the latest compaction item (openai-python 3.57.0
 /// `types/responses/response_configuration_update_item.py`).

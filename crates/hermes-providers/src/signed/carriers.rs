@@ -1,4 +1,4 @@
-//! Reply blocks into one canonical assistant message (SPEC §2, §5), for both Claude wires.
+//! Reply blocks into one canonical assistant message (docs/spec.md §2, §5), for both Claude wires.
 //!
 //! Text blocks become the `content` (a string for one block, an array of text parts for
 //! several), tool calls the `tool_calls`, thinking and redacted blocks Anthropic-shaped
@@ -42,7 +42,7 @@ pub(crate) enum Block {
         /// The input object's JSON text.
         input: String,
     },
-    /// A provider's `compaction` block (SPEC §7), as stored: byte for byte as received in a
+    /// A provider's `compaction` block (docs/spec.md §7), as stored: byte for byte as received in a
     /// whole reply, rebuilt from its start event and `compaction_delta`s when streamed.
     Compaction(RawJson),
     /// Any other block: only its kind is kept.

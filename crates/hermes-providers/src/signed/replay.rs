@@ -1,4 +1,4 @@
-//! When stored thinking goes back to Claude (SPEC §5), for both Claude wires.
+//! When stored thinking goes back to Claude (docs/spec.md §5), for both Claude wires.
 //!
 //! The prefix digest a signed turn is bound to, the tool loop in flight, the rules for a turn's
 //! own signed blocks, the rebuilt block order, the fallback that sends a request without
@@ -15,8 +15,8 @@ use sha2::{Digest, Sha256};
 pub const PREFIX_KEY: &str = "hermes_prefix_digest";
 
 /// The key of the prefix binding a captured reply of a bound Claude model is stamped with
-/// (SPEC §5a 1): the digest of the prefix as sent — the tools, the account, then every message
-/// as [`PrefixDigest`] reads it (`cache_control` and thinking blocks are not part of it).
+/// (docs/spec.md §5a 1): the digest of the prefix as sent — the tools, the account, then every
+/// message as [`PrefixDigest`] reads it (`cache_control` and thinking blocks are not part of it).
 /// Never sent.
 pub const PREFIX_BINDING_KEY: &str = "hermes_prefix_binding";
 
@@ -44,7 +44,7 @@ pub(crate) fn last_changed(history: &[Message], bindings: &[Option<String>]) -> 
         .last()
 }
 
-/// The last assistant message an earlier request of the conversation left out (SPEC §5a 3,
+/// The last assistant message an earlier request of the conversation left out (docs/spec.md §5a 3,
 /// [`hermes_core::left_out::is_left_out`]), if any: its blocks and every earlier step's go
 /// without, on any model, so a block left out once is never put back and what is replayed stays
 /// a run of the latest steps.
@@ -91,9 +91,9 @@ impl PrefixDigest {
         field("role", msg.role.as_str());
         if let Some(c) = &msg.content {
             match text_parts(c.get()) {
-                // `cache_control` is not part of the prefix (SPEC §5a; docs.claude.com: editing
-                // `cache_control` is a valid edit), and one text part is the same text as the
-                // string form (the API reads a string as one text block).
+                // `cache_control` is not part of the prefix (docs/spec.md §5a; docs.claude.com:
+                // editing `cache_control` is a valid edit), and one text part is the same text as
+                // the string form (the API reads a string as one text block).
                 Some(texts) => match texts.as_slice() {
                     [one] => field("content", one.get()),
                     many => {
@@ -195,7 +195,7 @@ fn block_order(msg: &Message) -> Option<Vec<String>> {
 /// Where the tool loop in flight starts: after the last real user message. A user message that
 /// follows tool results with no assistant turn between (a steer typed while a tool ran) is not
 /// one: both Claude wires merge it into the `tool_result` turn, which Claude still reads as the
-/// loop's "lastmost set of `tool_use` and `tool_result` blocks" (PROVIDERS.md, Anthropic
+/// loop's "lastmost set of `tool_use` and `tool_result` blocks" (docs/providers.md, Anthropic
 /// errors), so the step before it keeps its signed thinking.
 pub(crate) fn loop_start(history: &[Message]) -> usize {
     let mut start = 0;
@@ -394,7 +394,7 @@ fn named_message(text: &str) -> Option<usize> {
     digits.parse().ok()
 }
 
-/// What SPEC §5a 2–4 decide for one stored step's blocks once blocks may be left out: on a
+/// What docs/spec.md §5a 2–4 decide for one stored step's blocks once blocks may be left out: on a
 /// bound model (`now`, the prefix binding as it is now) or after a turn an earlier request
 /// left out. At or before the cut (`cut`) they are left out and counted (`Err`, the explain
 /// line: left out earlier, the prefix changed — `changed` names what, when the stored parts
@@ -415,7 +415,7 @@ pub(crate) fn bound(
         carriers.dropped_prefix += 1;
         return Err(match (hermes_core::left_out::is_left_out(msg), stored.as_deref(), now) {
             (true, _, _) => {
-                "left out: left out of an earlier request of this conversation (SPEC §5a 3)"
+                "left out: left out of an earlier request of this conversation (docs/spec.md §5a 3)"
                     .to_owned()
             }
             (false, Some(s), Some(now)) if s != now => {
@@ -423,10 +423,10 @@ pub(crate) fn bound(
                     "system prompt, tools, an earlier message or the account".to_owned()
                 });
                 format!(
-                    "left out: the prefix changed since this block was made ({what}; SPEC §5a 2)"
+                    "left out: the prefix changed since this block was made ({what}; docs/spec.md §5a 2)"
                 )
             }
-            _ => "left out: a later step's blocks are left out, and kept blocks stay the latest ones (SPEC §5a 2, 3)".to_owned(),
+            _ => "left out: a later step's blocks are left out, and kept blocks stay the latest ones (docs/spec.md §5a 2, 3)".to_owned(),
         });
     }
     Ok(match (stored, now) {

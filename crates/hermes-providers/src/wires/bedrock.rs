@@ -28,7 +28,7 @@ fn bedrock_target(target: &WireTarget) -> bedrock::Target {
 /// The Converse wire for `target`, signing with the AWS auth.
 pub(super) fn build(target: &WireTarget, http: ChatTransport, auth: Credentials) -> Box<dyn Wire> {
     let mut door = bedrock_target(target);
-    // A Bedrock API key is an account; SigV4 credentials name none (SPEC §5a 1,
+    // A Bedrock API key is an account; SigV4 credentials name none (docs/spec.md §5a 1,
     // `bedrock::Target::account`).
     door.account = match &auth.aws {
         Some(crate::aws::AwsAuth::Bearer(key)) => Some(crate::native::account_of(key)),

@@ -1,4 +1,4 @@
-//! The chat-completions wire's descriptor: every OpenAI-compatible provider of SPEC §8a.
+//! The chat-completions wire's descriptor: every OpenAI-compatible provider of docs/spec.md §8a.
 
 use hermes_core::{Message, RequestParts, ShapeContext, Wire};
 
@@ -56,7 +56,7 @@ const fn chat(id: &'static str, base_url: Option<&'static str>, key: &'static st
     }
 }
 
-/// The built-in providers of the chat-completions wire, in the order of SPEC §8a (one a line).
+/// The built-in providers of the chat-completions wire, in docs/spec.md §8a's order (one a line).
 #[rustfmt::skip]
 pub(super) const PROVIDERS: &[ProviderSpec] = &[
     chat("openai", Some("https://api.openai.com/v1"), "OPENAI_API_KEY"),

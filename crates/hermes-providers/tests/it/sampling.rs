@@ -427,7 +427,7 @@ fn bedrock_converse_maps_inference_tool_choice_and_format_and_refuses_the_rest()
         ),
         "{body}"
     );
-    // Nova 2 at high effort takes no maxTokens, temperature or topP (SPEC §3c).
+    // Nova 2 at high effort takes no maxTokens, temperature or topP (docs/spec.md §3c).
     check_unsupported(
         refused(
             &Sampling::new().max_tokens(100),

@@ -1,5 +1,5 @@
 //! Independent evidence, from boto3 and botocore (the official AWS SDK for Python), that hermes
-//! signs Bedrock runtime requests exactly as the AWS SDKs do (PROVIDERS.md "Bedrock SigV4
+//! signs Bedrock runtime requests exactly as the AWS SDKs do (docs/providers.md "Bedrock SigV4
 //! detail") and sends bodies botocore's own service model accepts (checked, with an unknown key
 //! injected at each object refused, by the schema table `sdk_schema` over this module's loop;
 //! here, the controls that are not unknown keys).

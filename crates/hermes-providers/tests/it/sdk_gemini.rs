@@ -368,7 +368,7 @@ pub(crate) struct Scenario {
     pub(crate) model: &'static str,
     pub(crate) vertex: bool,
     pub(crate) thinking: ThinkingRequest,
-    /// The SDK's `ThinkingConfig` arguments for the same request (SPEC §3c's table), or null.
+    /// The SDK's `ThinkingConfig` arguments for the same request (docs/spec.md §3c), or null.
     pub(crate) sdk_thinking: Value,
     pub(crate) turns: Vec<Turn>,
 }

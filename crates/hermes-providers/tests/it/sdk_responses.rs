@@ -459,7 +459,7 @@ async fn image_inputs_in_other_shapes_are_refused_and_the_sdk_sends_them_as_herm
 }
 
 // ---------------------------------------------------------------------------------------------
-// Compaction (SPEC §7)
+// Compaction (docs/spec.md §7)
 
 /// The validator's verdicts on `bodies` as `kind` (`responses`, `responses_compact`).
 fn validate_as(py: &Path, kind: &str, bodies: &[String]) -> Vec<String> {

@@ -165,7 +165,7 @@ fn rows() -> Vec<Row> {
             true,
         ));
     }
-    // A model that binds reasoning to its prefix (SPEC §5a): its unstamped loop goes with
+    // A model that binds reasoning to its prefix (docs/spec.md §5a): its unstamped loop goes with
     // `block_binding` and its beta in `additionalModelRequestFields` and
     // `additionalModelResponseFieldPaths`, which botocore must take too.
     for thinking in ALL_THINKING {
@@ -336,7 +336,7 @@ impl Wire {
 
     /// hermes' body for `row`, through the encode path of the wire's SDK test (the previewed
     /// body for Gemini and Responses, the sent one for Converse), or `None` when hermes refuses
-    /// the request before a body (SPEC §3c: an effort on Gemini 2.0, no thinking on a Pro).
+    /// the request before a body (docs/spec.md §3c: an effort on Gemini 2.0, no thinking on a Pro).
     fn encode(self, row: &Row) -> Option<Value> {
         let s = row.scenario;
         let text = match (self, s.shape) {

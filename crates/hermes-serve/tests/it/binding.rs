@@ -1,4 +1,4 @@
-//! Reasoning bound to its prefix (SPEC §5a) through the Messages door, against the strict
+//! Reasoning bound to its prefix (docs/spec.md §5a) through the Messages door, against the strict
 //! Claude simulator with a bound model (Claude Fable 5.1: every replayed block is checked
 //! against the system prompt, tools, earlier messages, model and account it was made for, and
 //! a block left out once may not come back) and an unbound one (Claude Opus 4.8). Clients that

@@ -1,7 +1,7 @@
-//! The typed trust boundary (SPEC §10, issue 47): whatever keys a client puts beside a message's
-//! allowed fields — hermes' storage keys (`hermes_*`, `_*`, `codex_*`), native records, or any
-//! other name — none reaches an upstream body or the store, on every wire, through both doors.
-//! Keys and values are generated (proptest's strategies, a fixed seed per run).
+//! The typed trust boundary (docs/spec.md §10, issue 47): whatever keys a client puts beside a
+//! message's allowed fields — hermes' storage keys (`hermes_*`, `_*`, `codex_*`), native records,
+//! or any other name — none reaches an upstream body or the store, on every wire, through both
+//! doors. Keys and values are generated (proptest's strategies, a fixed seed per run).
 
 use hermes_sim::Sim;
 use proptest::prelude::*;

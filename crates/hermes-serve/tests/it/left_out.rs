@@ -1,5 +1,5 @@
-//! Once dropped, stay dropped (SPEC §5a 3), through the Messages door against the strict Claude
-//! simulator with a bound model (Claude Fable 5.1), which refuses a thinking block put back
+//! Once dropped, stay dropped (docs/spec.md §5a 3), through the Messages door against the strict
+//! Claude simulator with a bound model (Claude Fable 5.1), which refuses a thinking block put back
 //! after an earlier request of the conversation left it out. A client that changes its system
 //! prompt and then reverts it — keeping the turn made meanwhile, or undoing it and asking again
 //! — never gets a block back that a request left out, on whichever replica serves it, and

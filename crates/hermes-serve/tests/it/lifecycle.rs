@@ -1,7 +1,7 @@
 //! A request's life against the store: a client that disconnects mid-stream still leaves the
 //! reply it paid for stored whole (the gateway reads the upstream to its end); a stream in flight when the server is told to
 //! stop finishes within the drain bound and is stored whole; two requests continuing one tip at once both
-//! succeed, one at the tip and one on a branch of it (SPEC §10, "What is stored").
+//! succeed, one at the tip and one on a branch of it (docs/spec.md §10, "What is stored").
 
 use std::time::Duration;
 

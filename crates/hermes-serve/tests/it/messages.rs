@@ -90,7 +90,7 @@ async fn a_messages_client_holds_a_tool_conversation(
     let stored = first_session_messages(&gateway).await;
     let mut carriers = Vec::new();
     // Gemini's readable thought summaries are for the user: its contract replays only the
-    // signatures (SPEC §5).
+    // signatures (docs/spec.md §5).
     let skip: &[&str] = if provider == "gemini" {
         &["reasoning_content"]
     } else {

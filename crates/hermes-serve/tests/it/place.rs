@@ -1,6 +1,6 @@
-//! Re-attachment at a message's place (SPEC §10): within one tenant and no partition, a client
-//! that sends another conversation's stock reply ("Done.") in a history of its own gets none of
-//! that conversation's reasoning upstream, and its turn is a conversation of its own, not a
+//! Re-attachment at a message's place (docs/spec.md §10): within one tenant and no partition, a
+//! client that sends another conversation's stock reply ("Done.") in a history of its own gets none
+//! of that conversation's reasoning upstream, and its turn is a conversation of its own, not a
 //! branch of the other.
 
 use hermes_sim::Sim;
@@ -79,7 +79,7 @@ async fn a_stock_reply_of_another_conversation_brings_none_of_its_reasoning(
     gateway.stop().await;
 }
 
-/// SPEC §10's typed boundary: a client that puts the Responses wire's storage key
+/// docs/spec.md §10's typed boundary: a client that puts the Responses wire's storage key
 /// `codex_message_items` on its assistant message cannot make the upstream get items it wrote
 /// instead of the content hermes matched, and the stored row holds no `codex_*` key of its.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -174,7 +174,7 @@ async fn two_conversations_whose_calls_got_the_same_ids_stay_apart_by_their_resu
         landed.push(reply["hermes_session"].as_str().unwrap().to_owned());
     }
     assert_ne!(landed[0], landed[1], "the two conversations parted");
-    // Until they parted the two were one and the same (SPEC §10 cannot tell identical
+    // Until they parted the two were one and the same (docs/spec.md §10 cannot tell identical
     // histories apart); from there each session holds one conversation's result, never both.
     for (session, who) in landed.iter().zip(["A", "B"]) {
         let stored =

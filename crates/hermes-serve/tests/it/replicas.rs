@@ -1,5 +1,5 @@
-//! Replicas over one store (SPEC §10, "When it is visible"): two gateways alternate the turns
-//! of one conversation, whole and streamed, through both doors, each next turn sent to the
+//! Replicas over one store (docs/spec.md §10, "When it is visible"): two gateways alternate the
+//! turns of one conversation, whole and streamed, through both doors, each next turn sent to the
 //! other replica the moment the client saw the finishing event, and the strict simulator gets
 //! back every carrier it minted though the client drops them all, one conversation stored; a
 //! replica killed mid-stream stores nothing half-done, and the client's retry on the other

@@ -153,7 +153,7 @@ async fn a_forgetful_client_holds_a_tool_conversation(
         "{profile}"
     );
     // Gemini's readable thought summaries are for the user: its contract replays only the
-    // signatures (SPEC §5).
+    // signatures (docs/spec.md §5).
     let skip: &[&str] = if provider == "gemini" {
         &["reasoning_content"]
     } else {

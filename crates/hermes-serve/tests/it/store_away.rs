@@ -1,12 +1,12 @@
-//! The store away under load (SPEC §10, issue 33 "Faults"): a replica over PostgreSQL through a
-//! TCP proxy the test cuts (every open connection dropped, new ones refused) and restores.
-//! While it is cut every request that needs the store — the key check, the limiter, the turn
-//! (alone, on a replica with neither), through both doors, whole and streamed — is answered 503 with `Retry-After` within the
-//! gateway's short wait for a connection, none 500 and none hanging, `/readyz` says 503, a
-//! stream in flight stores nothing half-done; once restored the same process serves again with
-//! every carrier of the conversation. The same against a real cluster stopped (fast shutdown:
-//! every connection ended with `57P01`) and started again, a cluster of the test's own so that
-//! no other test sees it go.
+//! The store away under load (docs/spec.md §10, issue 33 "Faults"): a replica over PostgreSQL
+//! through a TCP proxy the test cuts (every open connection dropped, new ones refused) and
+//! restores. While it is cut every request that needs the store — the key check, the limiter, the
+//! turn (alone, on a replica with neither), through both doors, whole and streamed — is answered
+//! 503 with `Retry-After` within the gateway's short wait for a connection, none 500 and none
+//! hanging, `/readyz` says 503, a stream in flight stores nothing half-done; once restored the same
+//! process serves again with every carrier of the conversation. The same against a real cluster
+//! stopped (fast shutdown: every connection ended with `57P01`) and started again, a cluster of the
+//! test's own so that no other test sees it go.
 
 use std::net::SocketAddr;
 use std::num::NonZeroU32;

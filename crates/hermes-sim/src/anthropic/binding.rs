@@ -1,5 +1,5 @@
-//! Reasoning bound to its prefix, model and account (SPEC §5a, issue 46): which Claude models
-//! bind, the `thinking.block_binding` control and its beta, the refusal text, and the
+//! Reasoning bound to its prefix, model and account (docs/spec.md §5a, issue 46): which Claude
+//! models bind, the `thinking.block_binding` control and its beta, the refusal text, and the
 //! simulator's memory of what each conversation left out.
 //!
 //! What the profile implements, precisely:
@@ -55,8 +55,8 @@ pub struct BoundFamily {
 }
 
 /// The Claude models that bind every replayed thinking block to its prefix, model and account
-/// for every account (SPEC §5a, issue 46, from Anthropic's documentation: "Claude Fable 5.1 and
-/// later models"). The one list the simulator reads; a request setting `thinking.block_binding`
+/// for every account (docs/spec.md §5a, issue 46, from Anthropic's documentation: "Claude Fable 5.1
+/// and later models"). The one list the simulator reads; a request setting `thinking.block_binding`
 /// is bound whatever its model. (Accounts created from 2026-08-31, bound on every model, are not
 /// simulated.)
 pub const BOUND_MODELS: &[BoundFamily] = &[BoundFamily {
@@ -120,7 +120,7 @@ impl Reason {
     }
 }
 
-/// The refusal of a bound block (SPEC §5a, Anthropic's text).
+/// The refusal of a bound block (docs/spec.md §5a, Anthropic's text).
 pub(crate) fn bound_text(index: usize, block: usize) -> String {
     format!(
         "messages.{index}.content.{block}: Invalid `signature` in `thinking` block. The block is bound to a different conversation. Remove the block, or set `thinking.block_binding.prefix_mismatch_behavior` to \"drop_block\"."

@@ -1,4 +1,4 @@
-//! On-demand compaction for the `anthropic` profile (SPEC §7, issue 46): a request with
+//! On-demand compaction for the `anthropic` profile (docs/spec.md §7, issue 46): a request with
 //! top-level `compaction: {"type": "summarize"}` and the `anthropic-beta` [`COMPACTION_BETA`] is
 //! answered with one assistant message whose only block is
 //! `{"type": "compaction", "content": <summary>, "encrypted_content": <sealed>}`.
@@ -30,7 +30,7 @@ use crate::sign;
 /// The beta that admits `compaction` requests and `compaction` blocks.
 pub const COMPACTION_BETA: &str = "compact-2026-09-04";
 
-/// The beta of threshold compaction (`compact_20260112`, SPEC §7).
+/// The beta of threshold compaction (`compact_20260112`, docs/spec.md §7).
 pub const THRESHOLD_BETA: &str = "compact-2026-01-12";
 
 /// The default trigger of a `compact_20260112` edit (anthropic 2.17.0

@@ -1,14 +1,15 @@
 //! The `anthropic` profile: Anthropic's Messages API served directly (`POST /v1/messages`), by
 //! Azure Foundry (`POST /anthropic/v1/messages`) and by Google Vertex
 //! (`POST /v1/projects/{project}/locations/{region}/publishers/anthropic/models/{model}:rawPredict`
-//! and `…:streamRawPredict`), written from PROVIDERS.md ("Anthropic Messages (and Vertex, Azure
-//! Foundry)", "Azure Foundry (Claude) — confirmed", "Tool-call pairing").
+//! and `…:streamRawPredict`), written from docs/providers.md ("Anthropic Messages (and Vertex,
+//! Azure Foundry)", "Azure Foundry (Claude) — confirmed", "Tool-call pairing").
 //!
 //! Unlike the chat-completions profiles it reads the path and headers: each path family has its
 //! own authentication and version rules ([`answer`]). Request rules live in [`rules`], the signed
 //! thinking in [`thinking`], the scripted reply and its SSE rendering in [`reply`]. Which models
 //! bind replayed thinking to prefix, tools, model and account, `block_binding`, put-back and the
-//! profile's memory are in [`binding`] (SPEC §5a); on-demand compaction in [`compaction`] (§7).
+//! profile's memory are in [`binding`] (docs/spec.md §5a); on-demand compaction in [`compaction`]
+//! (§7).
 
 pub(crate) mod binding;
 pub(crate) mod compaction;
@@ -170,7 +171,7 @@ pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
             envelope("authentication_error", message, &request_id),
         )
     };
-    // Simulator-chosen wording (PROVIDERS.md gives the requirement, not the text).
+    // Simulator-chosen wording (docs/providers.md gives the requirement, not the text).
     const VERSION_REQUIRED: &str = "anthropic-version: header is required";
     let has_version = header("anthropic-version").is_some_and(|v| !v.is_empty());
     match &family {
@@ -184,7 +185,7 @@ pub(crate) fn answer(shared: &Shared, request: &Request<'_>) -> Answer {
         }
         Family::Foundry => {
             // A resource key in `x-api-key`, or a Microsoft Entra ID token as a bearer
-            // (PROVIDERS.md "Azure Foundry (Claude)": "Entra ID bearer tokens are the
+            // (docs/providers.md "Azure Foundry (Claude)": "Entra ID bearer tokens are the
             // alternative").
             let bearer = header("authorization")
                 .and_then(|v| v.strip_prefix("Bearer "))

@@ -1,9 +1,9 @@
-//! Request rules of the `anthropic` profile, written from PROVIDERS.md ("Anthropic Messages (and
-//! Vertex, Azure Foundry)", "Tool-call pairing") and the profile's contract.
+//! Request rules of the `anthropic` profile, written from docs/providers.md ("Anthropic Messages
+//! (and Vertex, Azure Foundry)", "Tool-call pairing") and the profile's contract.
 //!
 //! Every refusal here is an HTTP 400 `invalid_request_error`; the caller wraps the text in the
 //! envelope. Texts are the real ones unless a comment says "simulator-chosen" (no exact wording
-//! in PROVIDERS.md). Checks run in this order: top-level names and values, `system`, `tools`,
+//! in docs/providers.md). Checks run in this order: top-level names and values, `system`, `tools`,
 //! `tool_choice`, `thinking`, `output_config`, `context_management`, each message and block
 //! (schema; a `system` message inside `messages` only with the `anthropic-beta`
 //! `mid-conversation-system-2026-04-07`, else the role's literal error), the number of
@@ -259,7 +259,8 @@ pub(crate) enum Behavior {
 
 // ---------------------------------------------------------------- texts
 
-/// Pydantic's unknown-key text (PROVIDERS.md: `messages.13.content.0.thinking.cache_control: …`).
+/// Pydantic's unknown-key text (docs/providers.md:
+/// `messages.13.content.0.thinking.cache_control: …`).
 fn extra(path: &str, key: &str) -> String {
     format!("{}: Extra inputs are not permitted", join(path, key))
 }
@@ -311,7 +312,7 @@ pub(crate) fn too_many_breakpoints(found: usize) -> String {
 pub(crate) const BUDGET_TOO_SMALL: &str =
     "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024";
 
-/// Simulator-chosen: PROVIDERS.md states the rule (`budget_tokens` < `max_tokens` unless
+/// Simulator-chosen: docs/providers.md states the rule (`budget_tokens` < `max_tokens` unless
 /// interleaved) without the wording.
 pub(crate) const BUDGET_NOT_UNDER_MAX: &str = "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size";
 
@@ -319,17 +320,17 @@ pub(crate) const BUDGET_NOT_UNDER_MAX: &str = "`max_tokens` must be greater than
 pub(crate) const TEMPERATURE_WITH_THINKING: &str =
     "temperature may only be set to 1 when thinking is enabled or in adaptive mode";
 
-/// Simulator-chosen: PROVIDERS.md says `tool_choice` is limited to auto/none while thinking.
+/// Simulator-chosen: docs/providers.md says `tool_choice` is limited to auto/none while thinking.
 pub(crate) const FORCED_TOOL_WITH_THINKING: &str =
     "Thinking may not be enabled when tool_choice forces tool use.";
 
 /// Simulator-chosen.
 pub(crate) const NO_MESSAGES: &str = "messages: at least one message is required";
 
-/// Simulator-chosen (PROVIDERS.md states the rule, not the wording).
+/// Simulator-chosen (docs/providers.md states the rule, not the wording).
 pub(crate) const FIRST_NOT_USER: &str = "messages: first message must use the \"user\" role";
 
-/// PROVIDERS.md, "Tool-call pairing": `tool_use` ids without results right after.
+/// docs/providers.md, "Tool-call pairing": `tool_use` ids without results right after.
 pub(crate) fn unpaired_text(index: usize, ids: &[&str]) -> String {
     format!(
         "messages.{index}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
@@ -344,19 +345,19 @@ pub(crate) fn orphan_text(index: usize, block: usize, id: &str) -> String {
     )
 }
 
-/// PROVIDERS.md: a signature (or redacted data, with `redacted_thinking`) that does not verify.
+/// docs/providers.md: a signature (or redacted data, `redacted_thinking`) that does not verify.
 pub(crate) fn invalid_signature_text(index: usize, block: usize, kind: &str) -> String {
     format!("messages.{index}.content.{block}: Invalid `signature` in `{kind}` block")
 }
 
-/// PROVIDERS.md (Kilo-Org/kilocode#5219), typo "preceeding" included.
+/// docs/providers.md (Kilo-Org/kilocode#5219), typo "preceeding" included.
 pub(crate) fn expected_thinking_text(index: usize, block: usize, found: &str) -> String {
     format!(
         "messages.{index}.content.{block}.type: Expected `thinking` or `redacted_thinking`, but found `{found}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
     )
 }
 
-/// PROVIDERS.md (anthropics/claude-code#19539).
+/// docs/providers.md (anthropics/claude-code#19539).
 pub(crate) fn modified_text(index: usize, block: usize) -> String {
     format!(
         "messages.{index}.content.{block}: `thinking` or `redacted_thinking` blocks in the latest assistant message cannot be modified. These blocks must remain as they were in the original response."
@@ -1512,7 +1513,7 @@ fn signatures(
 
 /// In an in-flight tool loop (the request ends with a user turn carrying `tool_result` blocks,
 /// with or without text after them: Claude's refusal names "the lastmost set of `tool_use` and
-/// `tool_result` blocks", PROVIDERS.md) the latest assistant turn starts with a thinking block
+/// `tool_result` blocks", docs/providers.md) the latest assistant turn starts with a thinking block
 /// and carries exactly the thinking blocks the simulator issued for it, in order.
 fn latest_turn(
     messages: &[Value],

@@ -5,7 +5,7 @@
 //! The canonical URI is the path as sent, encoded once more (`aws-sigv4`'s default
 //! `PercentEncodingMode::Double`, what the AWS SDKs do for every service but S3): a model id
 //! `anthropic.claude-opus-4-6-v1:0` travels as `…v1%3A0` and is signed as `…v1%253A0`
-//! (PROVIDERS.md "Bedrock SigV4 detail"; the canonical string Bedrock prints in
+//! (docs/providers.md "Bedrock SigV4 detail"; the canonical string Bedrock prints in
 //! BerriAI/litellm#14763 shows `/model/us.anthropic.claude-sonnet-4-20250514-v1%253A0/converse-stream`).
 //! The signed headers are exactly the ones the client lists in `SignedHeaders`.
 //!

@@ -1,7 +1,7 @@
 //! The `bedrock` profile: AWS Bedrock Runtime's `POST /model/{modelId}/converse`,
-//! `/converse-stream`, `/invoke` and `/invoke-with-response-stream`, written from PROVIDERS.md
+//! `/converse-stream`, `/invoke` and `/invoke-with-response-stream`, written from docs/providers.md
 //! ("AWS Bedrock Converse", "Bedrock SigV4 detail", "Tool-call pairing and turn-order rules",
-//! "Notes for the simulator", "Anthropic Messages") and SPEC §5.
+//! "Notes for the simulator", "Anthropic Messages") and docs/spec.md §5.
 //!
 //! Every request authenticates first ([`auth`]: a Bedrock API key or SigV4 recomputed with
 //! `aws-sigv4`). Converse bodies go through [`rules`] and the scripted model in [`reply`]

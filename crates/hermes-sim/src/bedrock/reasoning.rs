@@ -44,8 +44,8 @@ pub(crate) fn prefix_digest(system: Option<&Value>, messages: &[Value]) -> Prefi
     h.finalize().into()
 }
 
-/// Digest of `toolConfig.tools` for a bound model (SPEC §5a: the tool list is part of what a
-/// block is bound to): each tool spec as [`crate::anthropic::binding::tools_digest`] reads a
+/// Digest of `toolConfig.tools` for a bound model (docs/spec.md §5a: the tool list is part of what
+/// a block is bound to): each tool spec as [`crate::anthropic::binding::tools_digest`] reads a
 /// tool, `cachePoint` entries left out.
 pub(crate) fn tools_digest(tools: Option<&Value>) -> [u8; 32] {
     let kept: Vec<Value> = tools

@@ -30,7 +30,7 @@ pub(crate) struct Ask<'a> {
     pub(crate) reasoning: Reasoning,
     /// Claude: add a `redactedContent` block (switch).
     pub(crate) redacted: bool,
-    /// A bound request (SPEC §5a): the model and account the reasoning is bound to.
+    /// A bound request (docs/spec.md §5a): the model and account the reasoning is bound to.
     pub(crate) bound: Option<(&'a str, [u8; 32])>,
 }
 
@@ -103,7 +103,7 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
                 short_hash(&format!("redacted\u{0}{seed}"), 32)
             );
             let (signature, sealed) = match ask.bound {
-                // Bound (SPEC §5a): the Messages tokens with the four binding tags.
+                // Bound (docs/spec.md §5a): the Messages tokens with the four binding tags.
                 Some((model, account)) => {
                     let binding = signing::Binding {
                         prefix: digest,

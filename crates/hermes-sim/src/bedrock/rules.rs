@@ -1,6 +1,6 @@
 //! Request rules of the `bedrock` profile's Converse doors (`/converse`, `/converse-stream`),
-//! written from PROVIDERS.md ("AWS Bedrock Converse", "Tool-call pairing and turn-order rules",
-//! "Notes for the simulator") and SPEC §5 (per-model replay policy).
+//! written from docs/providers.md ("AWS Bedrock Converse", "Tool-call pairing and turn-order
+//! rules", "Notes for the simulator") and docs/spec.md §5 (per-model replay policy).
 //!
 //! Every refusal is a `ValidationException` (HTTP 400, `{"message": …}`); the caller wraps the text.
 //! Sources of the texts:
@@ -10,7 +10,8 @@
 //!   "1 validation error detected: Value … failed to satisfy constraint" form (simulator-chosen
 //!   instance).
 //! - turn order: "A conversation must start with a user message. …" and "A conversation must
-//!   alternate between user and assistant roles. …" (PROVIDERS.md; langchain-ai/langchain-aws#130).
+//!   alternate between user and assistant roles. …" (docs/providers.md;
+//!   langchain-ai/langchain-aws#130).
 //! - tool pairing: "Expected toolResult blocks at messages.N.content for the following Ids: …"
 //!   (agno-agi/agno#6698, camel-ai/camel#3954), "The number of toolResult blocks at
 //!   messages.N.content exceeds the number of toolUse blocks of previous turn."
@@ -19,7 +20,7 @@
 //! - reasoning in a user message, and DeepSeek-R1 replay: "User messages cannot contain reasoning
 //!   content. Please remove the reasoning content and try again." (langchain-ai/langchain-aws#401).
 //! - Claude: Anthropic's texts (`crate::anthropic::rules`) behind "The model returned the following
-//!   errors: " (PROVIDERS.md: pydantic/pydantic-ai#2453; BerriAI/litellm#13609 for an unknown
+//!   errors: " (docs/providers.md: pydantic/pydantic-ai#2453; BerriAI/litellm#13609 for an unknown
 //!   `additionalModelRequestFields` key).
 //! - Nova: "Malformed input request: the provided reasoning config value is invalid, please
 //!   reformat your input and try again." (UKGovernmentBEIS/inspect_ai#5301).
@@ -130,7 +131,7 @@ const AUDIO_FORMATS: &[&str] = &[
 /// the Converse fields).
 const CLAUDE_EXTRA_FIELDS: &[&str] = &["thinking", "output_config", "anthropic_beta", "top_k"];
 
-/// How a model's reasoning is replayed (SPEC §5, Bedrock Converse).
+/// How a model's reasoning is replayed (docs/spec.md §5, Bedrock Converse).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Policy {
     /// Claude: `reasoningText{text,signature}` and `redactedContent` verbatim, verified.
@@ -168,14 +169,14 @@ pub(crate) enum Reasoning {
 #[derive(Clone, Debug)]
 pub(crate) struct Checked {
     pub(crate) reasoning: Reasoning,
-    /// Claude on a bound model, or a request that set `thinking.block_binding` (SPEC §5a): the
-    /// reply's reasoning is minted bound to prefix, tools, model and account.
+    /// Claude on a bound model, or a request that set `thinking.block_binding` (docs/spec.md §5a):
+    /// the reply's reasoning is minted bound to prefix, tools, model and account.
     pub(crate) bound: bool,
     /// The blocks `drop_block` dropped (`input_transformations` entries).
     pub(crate) transformations: Vec<Value>,
 }
 
-/// What a Converse request's reasoning is bound to besides its prefix (SPEC §5a): the tool
+/// What a Converse request's reasoning is bound to besides its prefix (docs/spec.md §5a): the tool
 /// list, the model and the account, and the instance's memory of what was left out.
 pub(crate) struct Bind<'a> {
     pub(crate) model: &'a str,
@@ -185,7 +186,7 @@ pub(crate) struct Bind<'a> {
 
 // ---------------------------------------------------------------- texts
 
-/// PROVIDERS.md / langchain-ai/langchain-aws#130.
+/// docs/providers.md / langchain-ai/langchain-aws#130.
 pub(crate) const ALTERNATE: &str = "A conversation must alternate between user and assistant roles. Make sure the conversation alternates between user and assistant roles and try again.";
 
 /// The AWS text for a conversation not starting with a user message.
@@ -710,7 +711,7 @@ pub(crate) fn blocks(m: &Value) -> &[Value] {
 /// The index where the in-flight tool loop starts: right after the last user message with a text
 /// block and no `toolResult` (0 when there is none). Text after tool results in the same message
 /// (a steer) leaves the loop in flight: Claude's refusal names "the lastmost set of `tool_use`
-/// and `tool_result` blocks" (PROVIDERS.md, Bedrock and Anthropic errors).
+/// and `tool_result` blocks" (docs/providers.md, Bedrock and Anthropic errors).
 pub(crate) fn loop_start(messages: &[Value]) -> usize {
     messages
         .iter()
@@ -820,7 +821,7 @@ fn claude_fields(
             "{k}: Extra inputs are not permitted"
         )));
     }
-    // `thinking.block_binding` (SPEC §5a 4) is split off first, as the Messages door does.
+    // `thinking.block_binding` (docs/spec.md §5a 4) is split off first, as the Messages door does.
     let (behavior, plain) = block_binding(fields.get("thinking")).map_err(|e| model_errors(&e))?;
     let (mode, budget) = claude::thinking(plain.as_ref()).map_err(|e| model_errors(&e))?;
     if let Some(oc) = fields.get("output_config") {
@@ -901,7 +902,7 @@ fn reasoning_blocks(messages: &[Value]) -> Vec<(usize, usize, &Value)> {
         .collect()
 }
 
-/// How a bound request judges replayed reasoning (SPEC §5a): `drop_block` or not, the tools
+/// How a bound request judges replayed reasoning (docs/spec.md §5a): `drop_block` or not, the tools
 /// digest and [`Bind`].
 struct Bound<'a, 'b> {
     drop: bool,

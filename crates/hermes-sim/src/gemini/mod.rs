@@ -1,6 +1,6 @@
 //! The `gemini` profile: Google's native `generateContent` / `streamGenerateContent` API, written
-//! from PROVIDERS.md ("Google Gemini generateContent", "Gemini OpenAI-compatible endpoint",
-//! "Tool-call pairing and turn-order rules", "Notes for the simulator") and SPEC §3c, §4, §5.
+//! from docs/providers.md ("Google Gemini generateContent", "Gemini OpenAI-compatible endpoint",
+//! "Tool-call pairing and turn-order rules", "Notes for the simulator") and docs/spec.md §3c–§5.
 //!
 //! Two doors ([`route`]): AI Studio `POST {base}/v1beta/models/{model}:generateContent` (also
 //! `/v1`, `/v1alpha`, or no version prefix, for a client whose base URL already ends in
@@ -9,7 +9,7 @@
 //! (also `/v1beta1`), `Authorization: Bearer` required. `:streamGenerateContent?alt=sse` streams
 //! SSE (`data: …` with CRLF line ends, as Google sends them), without `alt=sse` a JSON array. A
 //! key in the URL (`?key=`) is refused on every path: the real API accepts it, but hermes must
-//! never put a key there (SPEC §5).
+//! never put a key there (docs/spec.md §5).
 //!
 //! Requests go through the strict [`schema`], then [`rules`] (thinking configuration, signatures
 //! of the current turn, pairing) and the scripted model in [`reply`] ([`signature`] mints and
@@ -172,7 +172,7 @@ fn invalid(fault: &Fault) -> Value {
 }
 
 /// The key-in-URL refusal. Simulator-chosen: the real API accepts `?key=`; hermes must never send
-/// it (SPEC §5), so the simulator refuses it loudly.
+/// it (docs/spec.md §5), so the simulator refuses it loudly.
 pub(crate) const KEY_IN_URL: &str = "hermes-sim: the API key was sent in the URL query (`key=`). Send it in the `x-goog-api-key` header; hermes must never put a key in a URL.";
 
 /// Google's answer to a request without credentials (AI Studio, with

@@ -10,11 +10,12 @@
 //! Signatures (while the model thinks; Gemini 3 always does): a function-call turn signs its
 //! first `functionCall` part only (one call per sequential step, so every step's call is signed);
 //! a text turn signs its last part. Streamed text turns carry the signature on a trailing part
-//! `{"text":"","thoughtSignature":…}` in the last chunk (the placement PROVIDERS.md asks clients
-//! to handle), or on the last text fragment with [`crate::Switches::signature_on_text_fragment`].
-//! Thought summaries are parts `{"text":…, "thought": true}` before the answer, only with
-//! `includeThoughts`. Gemini 3 function calls carry an `id`; Gemini 2.5 ones do not (hermes must
-//! pair by name and order then) — the simulator's choice.
+//! `{"text":"","thoughtSignature":…}` in the last chunk (the placement docs/providers.md asks
+//! clients to handle), or on the last text fragment with
+//! [`crate::Switches::signature_on_text_fragment`]. Thought summaries are parts `{"text":…,
+//! "thought": true}` before the answer, only with `includeThoughts`. Gemini 3 function calls carry
+//! an `id`; Gemini 2.5 ones do not (hermes must pair by name and order then) — the simulator's
+//! choice.
 
 use serde_json::{Value, json};
 

@@ -4,8 +4,8 @@
 //!
 //! Texts are real (source beside each) unless marked simulator-chosen. The "current turn" is
 //! everything after the last user turn that carries something other than `functionResponse`
-//! parts (PROVIDERS.md: strict validation applies to function calling in the current turn; older
-//! turns are not validated). Outside it, faults that would be refused inside are only noted.
+//! parts (docs/providers.md: strict validation applies to function calling in the current turn;
+//! older turns are not validated). Outside it, faults that would be refused inside are only noted.
 
 use serde_json::Value;
 
@@ -43,7 +43,7 @@ pub(crate) const BUDGET_ZERO_PRO: &str =
 /// (google-gemini/gemini-cli#13467, heyhuynhgiabuu/proxypal#119, lbjlaq/Antigravity-Manager#970).
 pub(crate) const CORRUPTED_SIGNATURE: &str = "Corrupted thought signature.";
 
-/// A functionResponse turn that does not answer the function-call turn before it. PROVIDERS.md
+/// A functionResponse turn that does not answer the function-call turn before it. docs/providers.md
 /// marks this text UNCONFIRMED for the mismatch case; it is seen in field reports of a response
 /// turn without a call turn before it (langchain-ai/langchain#27799,
 /// GoogleCloudPlatform/generative-ai#368). Using it for a name / id mismatch is the simulator's
@@ -374,7 +374,7 @@ fn responses(c: &Value) -> Vec<&Value> {
         .collect()
 }
 
-/// Function-call / function-response pairing (PROVIDERS.md, "Tool-call pairing": Gemini).
+/// Function-call / function-response pairing (docs/providers.md, "Tool-call pairing": Gemini).
 fn pairing(contents: &[Value]) -> Result<(), Fault> {
     for (i, c) in contents.iter().enumerate() {
         if role_of(c) == "model" {

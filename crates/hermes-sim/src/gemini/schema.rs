@@ -2,7 +2,7 @@
 //! level and every value of the wrong JSON type is a field violation, reported the way Google's
 //! JSON front end does.
 //!
-//! Texts (PROVIDERS.md, "Google Gemini generateContent"): an unknown name gives
+//! Texts (docs/providers.md, "Google Gemini generateContent"): an unknown name gives
 //! `Invalid JSON payload received. Unknown name "X" at 'LOC': Cannot find field.` (no ` at 'LOC'`
 //! at the top level), with one `google.rpc.BadRequest` field violation per name and the messages
 //! joined by `\n` (flyun/chatAir#108; zed-industries/zed#62539 and decolua/9router#2309 show the

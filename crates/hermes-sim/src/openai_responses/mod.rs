@@ -1,7 +1,7 @@
 //! The `openai-responses` profile: OpenAI's Responses API (`POST {base}/v1/responses` and
-//! `POST {base}/responses`, `Authorization: Bearer` required), written from PROVIDERS.md ("OpenAI
-//! Responses API", "Tool-call pairing and turn-order rules", "Notes for the simulator") and SPEC
-//! §2, §3c.
+//! `POST {base}/responses`, `Authorization: Bearer` required), written from docs/providers.md
+//! ("OpenAI Responses API", "Tool-call pairing and turn-order rules", "Notes for the simulator")
+//! and docs/spec.md §2, §3c.
 //!
 //! Requests go through the strict [`schema`] (`Unknown parameter: '…'.`), then [`rules`]
 //! (`previous_response_id`, verified `encrypted_content` on every replayed reasoning item,

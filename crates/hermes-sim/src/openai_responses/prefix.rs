@@ -1,5 +1,5 @@
-//! Reasoning items bound to their prefix (SPEC §5a, issue 46: "OpenAI's newer models silently
-//! drop reasoning items that follow a prefix change").
+//! Reasoning items bound to their prefix (docs/spec.md §5a, issue 46: "OpenAI's newer models
+//! silently drop reasoning items that follow a prefix change").
 //!
 //! The simulator remembers, per instance, the prefix each `rs_…` item it minted was produced
 //! after: a digest of `instructions`, `tools` and the request's input items (reasoning items left
@@ -12,9 +12,9 @@
 //! changed since it was made)`. An item the simulator does not remember (another instance's) is
 //! kept.
 //!
-//! Compaction (SPEC §7): the input digest is a running one ([`chain`]), and a `compaction` item
-//! the simulator sealed carries the running digest of the input it compacted, so what follows it
-//! is read as following that input: the kept turns of a `/responses/compact` keep their
+//! Compaction (docs/spec.md §7): the input digest is a running one ([`chain`]), and a `compaction`
+//! item the simulator sealed carries the running digest of the input it compacted, so what follows
+//! it is read as following that input: the kept turns of a `/responses/compact` keep their
 //! reasoning, while any other edit still changes the prefix. Items before the latest compaction
 //! item are dropped silently, as the server does, and noted.
 

@@ -2,7 +2,7 @@
 //! so `previous_response_id` is never found and every replayed reasoning item must carry
 //! `encrypted_content` that verifies; a reasoning item must be followed by its item; an item
 //! carrying an id minted with a reasoning item needs that reasoning item; tool calls and outputs
-//! pair by `call_id`. Texts from PROVIDERS.md ("OpenAI Responses API", "Tool-call pairing").
+//! pair by `call_id`. Texts from docs/providers.md ("OpenAI Responses API", "Tool-call pairing").
 
 use serde_json::{Map, Value};
 

@@ -1481,11 +1481,11 @@ async fn claude_code_s_documented_fields_are_checked_and_unknown_ones_still_refu
     }
 }
 
-// ---------------------------------------------------------------- binding (SPEC §5a, issue 46)
+// -------------------------------------------------------- binding (docs/spec.md §5a, issue 46)
 
 const FABLE: &str = "claude-fable-5-1";
 
-/// SPEC §5a's refusal of a block bound to a different conversation.
+/// docs/spec.md §5a's refusal of a block bound to a different conversation.
 fn bound(n: usize, m: usize) -> String {
     format!(
         "messages.{n}.content.{m}: Invalid `signature` in `thinking` block. The block is bound to a different conversation. Remove the block, or set `thinking.block_binding.prefix_mismatch_behavior` to \"drop_block\"."

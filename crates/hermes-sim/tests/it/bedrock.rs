@@ -953,7 +953,7 @@ async fn claude_thinking_settings_follow_anthropics_rules() {
         json!(["interleaved-thinking-2025-05-14"]);
     let r = post_signed(&sim, &path(CLAUDE, "converse"), &b).await;
     assert_eq!(r.status, 200, "{}", r.text());
-    // Adaptive thinking with an effort (SPEC §3c) is accepted and answered with reasoning.
+    // Adaptive thinking with an effort (docs/spec.md §3c) is accepted and answered with reasoning.
     let mut b = plain(&[user("hi")]);
     b["additionalModelRequestFields"] = json!({"thinking": {"type": "adaptive", "display": "summarized"}, "output_config": {"effort": "high"}});
     let (content, _) = converse(&sim, CLAUDE, &b, false).await;
@@ -1612,7 +1612,7 @@ async fn the_script_calls_the_clients_first_tool_with_schema_valid_input_and_rea
     assert!(text.contains("index offline"), "{text}");
 }
 
-// ---------------------------------------------------------------- tests: SPEC §5a on Converse
+// -------------------------------------------------------- tests: docs/spec.md §5a on Converse
 
 /// A bound Claude model on Bedrock (the simulator's `BOUND_MODELS`).
 const FABLE: &str = "us.anthropic.claude-fable-5-1-20260901-v1:0";

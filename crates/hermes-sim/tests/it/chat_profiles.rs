@@ -273,7 +273,7 @@ async fn deepseek_v4_requires_reasoning_content_on_every_assistant_turn() {
     let mut on = plain(None);
     on["thinking"] = json!({"type": "enabled"});
     assert_eq!(post(&sim, &on).await.status, 400);
-    // Unknown message fields are not enforced (UNCONFIRMED in PROVIDERS.md).
+    // Unknown message fields are not enforced (UNCONFIRMED in docs/providers.md).
     let mut extra = plain(Some(json!("t")));
     extra["messages"][1]["reasoning_details"] = json!([]);
     ok_message(&sim, &extra).await;
@@ -1120,7 +1120,7 @@ async fn kimi_requires_reasoning_content_per_thinking_settings() {
         b["messages"][1]["reasoning_content"] = json!("t");
         ok_message(&sim, &b).await;
     }
-    // thinking together with reasoning_effort (SPEC §3b; simulator-chosen text); effort alone is fine.
+    // thinking together with reasoning_effort (docs/spec.md §3b; simulator-chosen text); effort alone is fine.
     let mut both = plain("kimi-k2.6", json!({"type":"enabled","keep":"all"}));
     both["messages"][1]["reasoning_content"] = json!("t");
     both["reasoning_effort"] = json!("high");

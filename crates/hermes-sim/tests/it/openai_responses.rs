@@ -690,7 +690,7 @@ async fn the_script_calls_the_clients_first_tool_with_schema_valid_arguments() {
     );
 }
 
-// ---------------------------------------------------------------- prefix binding (SPEC §5a)
+// -------------------------------------------------------- prefix binding (docs/spec.md §5a)
 
 #[tokio::test]
 async fn reasoning_after_a_changed_prefix_is_dropped_silently_and_noted() {
@@ -730,7 +730,7 @@ async fn reasoning_after_a_changed_prefix_is_dropped_silently_and_noted() {
     assert!(sim.requests().last().unwrap().notes.is_empty());
 }
 
-// ---------------------------------------------------------------- compaction (SPEC §7)
+// ---------------------------------------------------------------- compaction (docs/spec.md §7)
 
 /// `POST /v1/responses/compact` over `input`; the 200 `response.compaction` object.
 async fn compact(sim: &Sim, input: &[Value]) -> Value {

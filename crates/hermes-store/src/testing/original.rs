@@ -1,6 +1,6 @@
 //! The fixture builder for moving in from the Python original: writes a `state.db` with the
-//! original's schema (SPEC §9, the columns of its recent versions) and realistic sessions — a
-//! DeepSeek must-echo tool loop, an OpenRouter session with signed `reasoning_details` and a
+//! original's schema (docs/spec.md §9, the columns of its recent versions) and realistic sessions —
+//! a DeepSeek must-echo tool loop, an OpenRouter session with signed `reasoning_details` and a
 //! verdict, a Gemini session with tool-call and text-turn signatures (the native record), an
 //! OpenAI Responses (codex) session with its items, a compaction (archived rows, a summary row and
 //! the split-off continuation), a branch, non-ASCII text, structured content and big integers

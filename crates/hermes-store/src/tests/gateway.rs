@@ -1,5 +1,5 @@
-//! The gateway's store (SPEC §10): gateway keys, tenants and partitions on sessions, the match
-//! keys on messages and the lookup that finds a conversation by them, on both backends.
+//! The gateway's store (docs/spec.md §10): gateway keys, tenants and partitions on sessions, the
+//! match keys on messages and the lookup that finds a conversation by them, on both backends.
 
 use std::time::Duration;
 

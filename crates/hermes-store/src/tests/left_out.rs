@@ -1,10 +1,10 @@
-//! Carriers left out for good (SPEC §5a 3), on both backends.
+//! Carriers left out for good (docs/spec.md §5a 3), on both backends.
 
 use crate::testing::TestDb;
 
 both!(carriers_left_out_are_marked_once_for_every_handle_and_every_copy);
-/// SPEC §5a 3: a mark made through one handle (one replica) is read through another; a carrier
-/// marked twice keeps its first mark; a copy of the store carries the marks over.
+/// docs/spec.md §5a 3: a mark made through one handle (one replica) is read through another; a
+/// carrier marked twice keeps its first mark; a copy of the store carries the marks over.
 async fn carriers_left_out_are_marked_once_for_every_handle_and_every_copy(db: TestDb) {
     let (a, b) = (db.open().await, db.open().await);
     let ids = |s: &[&str]| s.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();

@@ -1,4 +1,4 @@
-//! Branches share their parent's prefix by reference (SPEC §10, "What is stored"): what a
+//! Branches share their parent's prefix by reference (docs/spec.md §10, "What is stored"): what a
 //! branch stores, what it reads, and what stays true when either side is compacted, deleted,
 //! branched again, copied, exported or looked up by match key, on both backends.
 

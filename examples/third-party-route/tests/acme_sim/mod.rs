@@ -2,8 +2,8 @@
 //! simulator has no `acme` profile of its own, so this is how a third party proves its route
 //! against a strict server.
 //!
-//! The provider is made up; these rules and texts are its contract (PROVIDERS.md-style, written
-//! independently of the route in `src/lib.rs`).
+//! The provider is made up; these rules and texts are its contract (docs/providers.md-style,
+//! written independently of the route in `src/lib.rs`).
 
 use hermes_sim::{EchoTurns, ProfileSpec, ReplyCarrier, ValueRule};
 use serde_json::json;
