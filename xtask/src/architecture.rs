@@ -284,8 +284,80 @@ mod tests {
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 
+    /// What a citation of a document outside the repository looks like (the brief's shared
+    /// `SPEC.md` and `PROVIDERS.md`, the folder beside the clone).
+    const OUTSIDE: [&str; 5] = [
+        "SPEC §",
+        "SPEC.md",
+        "PROVIDERS.md",
+        "../shared/",
+        "shared/bench/",
+    ];
+
+    /// The lines of the files under `dir` (walked, build output and dependencies left out)
+    /// that cite a document outside the repository, as `PATH:LINE: text`.
+    fn outside_citations(dir: &Path, out: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                // Released migrations keep their text (sqlx checksums it); docs/spec.md says
+                // what their `SPEC §N` means.
+                let skipped = [
+                    "target",
+                    ".git",
+                    "node_modules",
+                    "migrations",
+                    "corpus",
+                    "artifacts",
+                ];
+                if !skipped.contains(&name.as_str()) {
+                    outside_citations(&path, out);
+                }
+                continue;
+            }
+            let checked = [
+                "rs", "py", "sh", "js", "mjs", "ts", "toml", "json", "md", "yaml", "yml",
+            ];
+            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            if !checked.contains(&ext) && name != "run" && name != "Dockerfile" {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let shown = path
+                .strip_prefix(root())
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            if shown == "xtask/src/architecture.rs" || shown == "docs/spec.md" {
+                continue;
+            }
+            for (i, line) in text.lines().enumerate() {
+                if OUTSIDE.iter().any(|o| line.contains(o)) {
+                    out.push(format!("{shown}:{}: {}", i + 1, line.trim()));
+                }
+            }
+        }
+    }
+
     #[test]
-    #[ignore = "until the README cut lands"]
+    fn nothing_in_the_repository_cites_a_document_outside_it() {
+        let mut wrong = Vec::new();
+        outside_citations(root(), &mut wrong);
+        assert!(
+            wrong.is_empty(),
+            "these lines cite documents a clone does not have (cite docs/spec.md, \
+             docs/providers.md or docs/bench-baseline.md):\n{}",
+            wrong.join("\n")
+        );
+    }
+
+    #[test]
     fn readme_md_is_at_most_20_kb() {
         let wrong = over_limits(
             "README.md",
