@@ -1,6 +1,7 @@
 //! hermes-bench: the standard benchmark history (a port of the Python original's
 //! `gen_history.py`, docs/bench-baseline.md) and the measuring helpers behind `cargo xtask bench`.
 
+pub mod continued;
 pub mod gateway;
 pub mod litellm;
 pub mod requests;

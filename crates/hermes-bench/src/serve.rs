@@ -24,6 +24,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::continued;
 use crate::gateway::{self, Door, GatewayServer, SimServer, Target};
 use crate::litellm;
 use crate::storage::BenchError;
@@ -114,6 +115,11 @@ pub struct Size {
     pub paced_single: usize,
     /// Streams opened at once for the memory measure.
     pub streams: usize,
+    /// Conversations of [`continued::TURNS`] turns per backend per round at concurrency 1
+    /// (the continued phase).
+    pub conversations: usize,
+    /// Requests each backend serves at saturation in the continued phase.
+    pub continued: usize,
 }
 
 impl Size {
@@ -126,6 +132,8 @@ impl Size {
         per_client: 20,
         paced_single: 100,
         streams: 1000,
+        conversations: 10,
+        continued: 2000,
     };
 
     /// `--quick`: fewer rounds (5) and about a third of the requests in each; the same 1,000
@@ -138,6 +146,8 @@ impl Size {
         per_client: 8,
         paced_single: 30,
         streams: 1000,
+        conversations: 4,
+        continued: 600,
     };
 
     /// The size `args` ask for.
@@ -239,12 +249,12 @@ impl Backend {
 }
 
 /// The servers of one phase in front of one simulator, and a target for each backend.
-struct Phase {
-    sim: SimServer,
-    gateways: Vec<GatewayServer>,
-    proxy: Option<litellm::Proxy>,
+pub(crate) struct Phase {
+    pub(crate) sim: SimServer,
+    pub(crate) gateways: Vec<GatewayServer>,
+    pub(crate) proxy: Option<litellm::Proxy>,
     /// (backend, its target), direct first.
-    targets: Vec<(Backend, Target)>,
+    pub(crate) targets: Vec<(Backend, Target)>,
 }
 
 /// Where the PostgreSQL backend's store is, or why there is none.
@@ -363,6 +373,12 @@ pub struct Row {
     pub throughput: Vec<f64>,
     /// The memory measure, when it ran.
     pub memory: Option<Memory>,
+    /// Added p50 of a continued turn at concurrency 1 (ms; direct: its own), per round.
+    pub continued_p50: Vec<f64>,
+    /// Added p99 of a continued turn at concurrency 1, likewise.
+    pub continued_p99: Vec<f64>,
+    /// The serving processes' CPU over continued conversations at saturation, pinned.
+    pub cost: Option<continued::Cost>,
     /// Why the backend stopped being measured, if it did.
     pub failed: Option<String>,
 }
@@ -413,7 +429,9 @@ pub fn failures(report: &Report, args: &Args) -> Vec<String> {
         }
     }
     let litellm = report.rows.iter().find(|(b, _)| *b == Backend::Litellm);
-    if args.with_litellm && litellm.is_none_or(|(_, row)| row.throughput.is_empty()) {
+    if args.with_litellm
+        && litellm.is_none_or(|(_, row)| row.throughput.is_empty() || row.cost.is_none())
+    {
         let why = report
             .notes
             .iter()
@@ -441,6 +459,9 @@ pub struct Report {
     pub load: [(usize, Option<f64>); 2],
     /// Wall time of the whole run.
     pub took: Duration,
+    /// The CPU the continued phase pinned the serving processes to (`None`: not pinned, one
+    /// CPU).
+    pub server_cpu: Option<usize>,
 }
 
 /// Runs `per_client` requests from each of `clients` concurrent clients (each sending its next
@@ -524,7 +545,7 @@ fn fail(rows: &mut [(Backend, Row)], backend: Backend, why: String) {
 
 /// `result` of `backend`'s turn: its value; for a backend other than direct, a failure marks
 /// it failed (`what` saying where) and is `None`; direct's failure ends the run.
-fn settle<T>(
+pub(crate) fn settle<T>(
     rows: &mut [(Backend, Row)],
     backend: Backend,
     what: impl FnOnce() -> String,
@@ -541,12 +562,12 @@ fn settle<T>(
 }
 
 /// Whether `backend` is still measured.
-fn live(rows: &[(Backend, Row)], backend: Backend) -> bool {
+pub(crate) fn live(rows: &[(Backend, Row)], backend: Backend) -> bool {
     rows.iter()
         .any(|(b, row)| *b == backend && row.failed.is_none())
 }
 
-fn row_mut(rows: &mut [(Backend, Row)], backend: Backend) -> &mut Row {
+pub(crate) fn row_mut(rows: &mut [(Backend, Row)], backend: Backend) -> &mut Row {
     let at = rows
         .iter()
         .position(|(b, _)| *b == backend)
@@ -557,7 +578,7 @@ fn row_mut(rows: &mut [(Backend, Row)], backend: Backend) -> &mut Row {
 /// One round over every live backend, in the round's interleaved order (`seed`): each one
 /// `measure`d, a failure settled ([`settle`]: direct's ends the run, another's marks it
 /// failed); then direct's figures, which every other row is compared with, and everyone's.
-async fn one_round<T: Copy>(
+pub(crate) async fn one_round<T: Copy>(
     targets: &[(Backend, Target)],
     rows: &mut [(Backend, Row)],
     seed: usize,
@@ -788,6 +809,7 @@ pub fn measure(bin: &Path, args: &Args) -> Result<Report, BenchError> {
         workers,
     };
     let mut rows: Vec<(Backend, Row)> = Vec::new();
+    let server_cpu;
 
     progress(started, "set up (PostgreSQL, LiteLLM's venv)");
     {
@@ -834,6 +856,40 @@ pub fn measure(bin: &Path, args: &Args) -> Result<Report, BenchError> {
         })?;
         progress(started, "paced upstream: streams done");
     }
+    {
+        // LiteLLM with one worker here: its CPU per request is read on one core, as ours.
+        let one = Setup {
+            workers: 1,
+            ..setup
+        };
+        let phase = one.start("continued", Duration::ZERO, Duration::ZERO, &mut notes)?;
+        for (backend, _) in &phase.targets {
+            if !rows.iter().any(|(b, _)| b == backend) {
+                rows.push((*backend, Row::default()));
+            }
+        }
+        let postmaster = match &pg {
+            Pg::Own(cluster) => continued::postmaster(cluster.data_dir()),
+            _ => None,
+        };
+        let pinning = continued::Pinning::apply(&phase, postmaster)?;
+        if let Pg::Given(_) = &pg {
+            notes.push(
+                "continued phase: the PostgreSQL server HERMES_TEST_PG_URL names is not pinned"
+                    .into(),
+            );
+        }
+        progress(started, "continued conversations: servers up, pinned");
+        runtime.block_on(async {
+            warm(&client, &phase.targets, &mut rows, size.warmup, false).await;
+            continued::latency(&client, &phase, &mut rows, size.rounds, size.conversations).await?;
+            progress(started, "continued conversations: rounds done");
+            continued::cost(&client, &phase, &mut rows, size).await
+        })?;
+        server_cpu = pinning.server_cpu;
+        drop(pinning);
+        progress(started, "continued conversations: saturation done");
+    }
     drop(pg);
     let litellm_workers = rows
         .iter()
@@ -846,6 +902,7 @@ pub fn measure(bin: &Path, args: &Args) -> Result<Report, BenchError> {
         litellm_workers,
         load: [load_before, gateway::machine_load()],
         took: started.elapsed(),
+        server_cpu,
     })
 }
 
@@ -904,14 +961,58 @@ pub fn verdicts(rows: &[(Backend, Row)]) -> Vec<Verdict> {
             met: times.map(|t| t >= 15.0),
         });
     }
+    let litellm_cost = row(Backend::Litellm).and_then(|r| r.cost);
+    for (backend, cpu_us, p99_ms) in [
+        (Backend::Sqlite, 150.0, 1.0),
+        (Backend::Postgres, 200.0, 2.0),
+    ] {
+        let cost = row(backend).and_then(|r| r.cost);
+        out.push(Verdict {
+            target: match backend {
+                Backend::Sqlite => "gateway CPU per continued turn ≤ 150 µs (SQLite)",
+                _ => "gateway CPU per continued turn ≤ 200 µs (PostgreSQL)",
+            },
+            measured: cost.map_or_else(
+                || "not measured".into(),
+                |c| format!("{:.0} µs", c.per_request_us()),
+            ),
+            met: cost.map(|c| c.per_request_us() <= cpu_us),
+        });
+        out.push(Verdict {
+            target: match backend {
+                Backend::Sqlite => "continued requests per core-second ≥ 15× LiteLLM's (SQLite)",
+                _ => "continued requests per core-second ≥ 15× LiteLLM's (PostgreSQL)",
+            },
+            measured: match (cost, litellm_cost) {
+                (Some(o), Some(l)) => format!(
+                    "{:.1}× ({:.0} ÷ {:.0})",
+                    o.per_core_second() / l.per_core_second(),
+                    o.per_core_second(),
+                    l.per_core_second()
+                ),
+                (Some(_), None) => "LiteLLM not measured".into(),
+                _ => "not measured".into(),
+            },
+            met: cost
+                .zip(litellm_cost)
+                .map(|(o, l)| o.per_core_second() >= 15.0 * l.per_core_second()),
+        });
+        let p99 = row(backend).and_then(|r| spread(&r.continued_p99));
+        out.push(Verdict {
+            target: match backend {
+                Backend::Sqlite => "added p99 of a continued turn at c=1 ≤ 1 ms (SQLite)",
+                _ => "added p99 of a continued turn at c=1 ≤ 2 ms (PostgreSQL)",
+            },
+            measured: p99.map_or_else(|| "not measured".into(), |s| format!("{:.3} ms", s.median)),
+            met: p99.map(|s| s.median <= p99_ms),
+        });
+    }
     for backend in [Backend::Sqlite, Backend::Postgres] {
         let memory = row(backend).and_then(|r| r.memory.as_ref());
         out.push(Verdict {
             target: match backend {
-                Backend::Sqlite => {
-                    "≤ 128 KiB per concurrent stream at 1,000 paced streams (SQLite)"
-                }
-                _ => "≤ 128 KiB per concurrent stream at 1,000 paced streams (PostgreSQL)",
+                Backend::Sqlite => "≤ 64 KiB per concurrent stream at 1,000 paced streams (SQLite)",
+                _ => "≤ 64 KiB per concurrent stream at 1,000 paced streams (PostgreSQL)",
             },
             measured: memory.map_or_else(
                 || "not measured".into(),
@@ -922,7 +1023,7 @@ pub fn verdicts(rows: &[(Backend, Row)]) -> Vec<Verdict> {
             // over streams that failed early measures nothing.
             met: memory
                 .filter(|m| m.opened >= 1000 && m.whole())
-                .map(|m| m.per_stream_kib <= 128.0),
+                .map(|m| m.per_stream_kib <= 64.0),
         });
     }
     out
@@ -1031,7 +1132,58 @@ pub fn print(report: &Report) {
         },
     );
     println!();
-    println!("bench serve | issue 33's targets (measured in this run; never asserted)");
+    println!(
+        "{:<W$} {:>C$} {:>C$} {:>16} {:>18} {:>14}",
+        "bench serve | continued",
+        "added p50 ms c=1",
+        "added p99 ms c=1",
+        "CPU µs / req",
+        "req / core-second",
+        "req/s wall",
+    );
+    for (backend, row) in &report.rows {
+        let (cpu, per_core, per_second) = row.cost.map_or_else(
+            || ("-".into(), "-".into(), "-".into()),
+            |c| {
+                (
+                    format!("{:.0}", c.per_request_us()),
+                    format!("{:.0}", c.per_core_second()),
+                    format!("{:.0}", c.per_second()),
+                )
+            },
+        );
+        println!(
+            "{:<W$} {:>C$} {:>C$} {:>16} {:>18} {:>14}",
+            backend.label(),
+            cell(&row.continued_p50, 3),
+            cell(&row.continued_p99, 3),
+            cpu,
+            per_core,
+            per_second,
+        );
+    }
+    println!(
+        "-- conversations of {} turns, the upstream answering at once; a gateway's client drops \
+         every carrier (each turn after the first is looked up, re-attached and stored), \
+         direct's and LiteLLM's keep each reply whole; added p50/p99: of the continued turns \
+         of {} conversations one at a time per backend per round, less direct's in the same \
+         round; CPU: {} clients running conversations until {} requests were served, user + \
+         system time of the serving process and its descendants (LiteLLM with one worker) from \
+         /proc/PID/stat ÷ requests; {}",
+        continued::TURNS,
+        size.conversations,
+        continued::CLIENTS,
+        size.continued,
+        match report.server_cpu {
+            Some(cpu) => format!(
+                "the serving processes pinned to CPU {cpu}, the load generator, the simulator \
+                 and the run's PostgreSQL cluster to the others (sched_setaffinity)"
+            ),
+            None => "nothing pinned (one CPU)".to_owned(),
+        },
+    );
+    println!();
+    println!("bench serve | issues 33 and 50's targets (measured in this run; never asserted)");
     for v in verdicts(&report.rows) {
         let met = match v.met {
             Some(true) => "met",
@@ -1211,19 +1363,41 @@ mod tests {
         }
     }
 
+    /// `row` with a continued phase: its continued p99 and its CPU over 1,000 requests.
+    fn with_cost(mut row: Row, p99: f64, cpu_ms: u64) -> Row {
+        row.continued_p99 = vec![p99];
+        row.cost = Some(continued::Cost {
+            requests: 1000,
+            cpu: Duration::from_millis(cpu_ms),
+            wall: Duration::from_secs(1),
+        });
+        row
+    }
+
     #[test]
     fn targets_are_judged_on_the_medians_and_unmeasured_ones_say_so() {
         let rows = vec![
             (Backend::Direct, row(&[0.0], &[1.0], &[3000.0], Some(20.0))),
             (
                 Backend::Sqlite,
-                row(&[0.4, 0.6, 5.0], &[1.01, 1.02, 1.5], &[2900.0], Some(100.0)),
+                with_cost(
+                    row(&[0.4, 0.6, 5.0], &[1.01, 1.02, 1.5], &[2900.0], Some(60.0)),
+                    0.8,
+                    100,
+                ),
             ),
             (
                 Backend::Postgres,
-                row(&[0.9, 1.2, 1.4], &[1.2], &[1400.0], Some(200.0)),
+                with_cost(
+                    row(&[0.9, 1.2, 1.4], &[1.2], &[1400.0], Some(200.0)),
+                    2.5,
+                    300,
+                ),
             ),
-            (Backend::Litellm, row(&[9.0], &[3.0], &[100.0], Some(900.0))),
+            (
+                Backend::Litellm,
+                with_cost(row(&[9.0], &[3.0], &[100.0], Some(900.0)), 9.0, 10_000),
+            ),
         ];
         let v = verdicts(&rows);
         let met: Vec<Option<bool>> = v.iter().map(|v| v.met).collect();
@@ -1235,12 +1409,20 @@ mod tests {
                 Some(false), // PostgreSQL's ratio 1.2
                 Some(true),  // SQLite 29×
                 Some(false), // PostgreSQL 14×
-                Some(true),  // 100 KiB
+                Some(true),  // SQLite: 100 µs of CPU per continued turn
+                Some(true),  // 10,000 per core-second, 100× LiteLLM's 100
+                Some(true),  // continued p99 0.8 ms
+                Some(false), // PostgreSQL: 300 µs
+                Some(true),  // 3,333 per core-second, 33×
+                Some(false), // continued p99 2.5 ms
+                Some(true),  // 60 KiB
                 Some(false), // 200 KiB
             ]
         );
         assert_eq!(v[0].measured, "1.200 ms");
         assert_eq!(v[3].measured, "29.0× (2900 ÷ 100 req/s)");
+        assert_eq!(v[5].measured, "100 µs");
+        assert_eq!(v[6].measured, "100.0× (10000 ÷ 100)");
         // A run that measured all of it stands.
         let report = |rows: Vec<(Backend, Row)>, notes: Vec<String>| Report {
             rows,
@@ -1249,9 +1431,14 @@ mod tests {
             litellm_workers: None,
             load: [(1, None), (1, None)],
             took: Duration::ZERO,
+            server_cpu: Some(1),
         };
         let asked = parse_args(&["--with-litellm".to_owned()]).unwrap();
         assert!(failures(&report(rows.clone(), vec![]), &asked).is_empty());
+        // LiteLLM that served the rounds but not the continued phase fails it too.
+        let mut no_cost = rows.clone();
+        no_cost[3].1.cost = None;
+        assert_eq!(failures(&report(no_cost, vec![]), &asked).len(), 1);
         // Without LiteLLM and PostgreSQL, those targets are not judged.
         let v = verdicts(&rows[..2]);
         assert_eq!(v[0].met, None);
@@ -1295,6 +1482,7 @@ mod tests {
             litellm_workers: None,
             load: [(1, None), (1, None)],
             took: Duration::ZERO,
+            server_cpu: None,
         };
         let failed = failures(&report, &args);
         assert_eq!(failed.len(), 2, "{failed:?}");

@@ -1,0 +1,274 @@
+//! `bench serve`'s continued phase (issue 50): the product's path, measured where its cost is
+//! spent. Every backend serves multi-turn conversations; a gateway's client drops every
+//! carrier (so each turn after the first is looked up, re-attached and stored), direct's and
+//! LiteLLM's keep each reply whole (the upstream needs its reasoning back, and LiteLLM keeps
+//! nothing).
+//!
+//! The serving process (and its descendants: LiteLLM's worker, started with one) is pinned to
+//! the machine's last CPU; the load generator, the simulator and the PostgreSQL cluster the run
+//! started are pinned to the others ([`Pinning`]). Then, per backend:
+//! - at concurrency 1, conversations of [`TURNS`] turns in interleaved rounds: the added p50
+//!   and p99 of a continued turn (less direct's in the same round);
+//! - at saturation, [`CLIENTS`] clients running conversations until the backend served
+//!   [`Size::continued`] requests: the serving processes' CPU time (user + system from
+//!   `/proc/PID/stat`) ÷ requests, and requests per second of that CPU (a core's capacity).
+
+use std::time::{Duration, Instant};
+
+use crate::gateway::{Target, cpu_time, pin, tree_pids};
+use crate::serve::{Backend, Phase, Row, Size, percentile_ms};
+use crate::storage::BenchError;
+
+/// Turns per conversation: a new conversation, then continued turns.
+pub const TURNS: usize = 5;
+
+/// Clients running conversations at once at saturation: enough to keep one core busy while
+/// the upstream answers at once.
+pub const CLIENTS: usize = 8;
+
+/// What a backend's serving processes spent over its saturated run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cost {
+    /// Requests served (every turn, first ones included).
+    pub requests: usize,
+    /// CPU time (user + system) of the serving process and its descendants.
+    pub cpu: Duration,
+    /// Wall time of the run.
+    pub wall: Duration,
+}
+
+impl Cost {
+    /// CPU per request, µs.
+    pub fn per_request_us(&self) -> f64 {
+        self.cpu.as_secs_f64() * 1e6 / self.requests.max(1) as f64
+    }
+
+    /// Requests per second of CPU: what one core saturated would serve.
+    pub fn per_core_second(&self) -> f64 {
+        self.requests as f64 / self.cpu.as_secs_f64().max(1e-9)
+    }
+
+    /// Requests per second of wall time.
+    pub fn per_second(&self) -> f64 {
+        self.requests as f64 / self.wall.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Whether a backend's client keeps each reply whole (the upstream needs its carriers back and
+/// nothing in between keeps them), or drops its carriers (a gateway re-attaches them).
+fn keeps(backend: Backend) -> bool {
+    matches!(backend, Backend::Direct | Backend::Litellm)
+}
+
+/// The serving process of `backend` in `phase` (the simulator for direct).
+fn server_pid(phase: &Phase, backend: Backend) -> Option<u32> {
+    match backend {
+        Backend::Direct => Some(phase.sim.process.pid()),
+        Backend::Sqlite => phase.gateways.first().map(|g| g.process.pid()),
+        Backend::Postgres => phase.gateways.get(1).map(|g| g.process.pid()),
+        Backend::Litellm => phase.proxy.as_ref().map(|p| p.process.pid()),
+    }
+}
+
+/// The CPU time of `root` and its descendants (a process that ended meanwhile counts 0).
+fn tree_cpu(root: u32) -> Duration {
+    tree_pids(root)
+        .into_iter()
+        .filter_map(|pid| cpu_time(pid).ok())
+        .sum()
+}
+
+/// Where the phase's processes run: the serving processes on one CPU, everything else on the
+/// others. Undone (this process back on every CPU) when dropped.
+pub struct Pinning {
+    /// The CPU the serving processes run on; `None` on a one-CPU machine (nothing pinned).
+    pub server_cpu: Option<usize>,
+    all: Vec<usize>,
+}
+
+impl Pinning {
+    /// Pins this process, the simulator and `postmaster`'s tree (the cluster the run started)
+    /// to every CPU but the last, and each serving process of `phase` with its descendants to
+    /// the last.
+    pub(crate) fn apply(phase: &Phase, postmaster: Option<u32>) -> Result<Pinning, BenchError> {
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        let all: Vec<usize> = (0..cpus).collect();
+        if cpus < 2 {
+            return Ok(Pinning {
+                server_cpu: None,
+                all,
+            });
+        }
+        let server = cpus - 1;
+        let others: Vec<usize> = (0..server).collect();
+        pin(std::process::id(), &others)?;
+        for pid in tree_pids(phase.sim.process.pid())
+            .into_iter()
+            .chain(postmaster.into_iter().flat_map(tree_pids))
+        {
+            pin(pid, &others)?;
+        }
+        for backend in [Backend::Sqlite, Backend::Postgres, Backend::Litellm] {
+            if let Some(root) = server_pid(phase, backend) {
+                for pid in tree_pids(root) {
+                    pin(pid, &[server])?;
+                }
+            }
+        }
+        Ok(Pinning {
+            server_cpu: Some(server),
+            all,
+        })
+    }
+}
+
+impl Drop for Pinning {
+    fn drop(&mut self) {
+        let _ = pin(std::process::id(), &self.all);
+    }
+}
+
+/// The added p50 and p99 of a continued turn at concurrency 1, `rounds` interleaved rounds of
+/// `conversations` conversations per backend, into `rows`.
+pub(crate) async fn latency(
+    client: &reqwest::Client,
+    phase: &Phase,
+    rows: &mut [(Backend, Row)],
+    rounds: usize,
+    conversations: usize,
+) -> Result<(), BenchError> {
+    for round in 0..rounds {
+        let what = || format!("continued round {round}");
+        let (direct, got) =
+            crate::serve::one_round(&phase.targets, rows, round, what, async |target| {
+                let backend = backend_of(phase, target);
+                let mut times = Vec::with_capacity(conversations * (TURNS - 1));
+                for _ in 0..conversations {
+                    times.extend(target.conversation(client, TURNS, keeps(backend)).await?);
+                }
+                Ok((percentile_ms(&times, 0.5), percentile_ms(&times, 0.99)))
+            })
+            .await?;
+        for (backend, (p50, p99)) in got {
+            let row = crate::serve::row_mut(rows, backend);
+            let base = |d: f64| if backend == Backend::Direct { 0.0 } else { d };
+            row.continued_p50.push(p50 - base(direct.0));
+            row.continued_p99.push(p99 - base(direct.1));
+        }
+    }
+    Ok(())
+}
+
+/// Which backend `target` is in `phase`.
+fn backend_of(phase: &Phase, target: &Target) -> Backend {
+    phase
+        .targets
+        .iter()
+        .find(|(_, t)| t.url == target.url)
+        .map_or(Backend::Direct, |(b, _)| *b)
+}
+
+/// [`CLIENTS`] clients running conversations through `target` until `requests` were served:
+/// the serving processes' CPU over it.
+async fn saturate(
+    client: &reqwest::Client,
+    target: &Target,
+    server: u32,
+    keep: bool,
+    requests: usize,
+) -> Result<Cost, BenchError> {
+    let per_client = requests.div_ceil(CLIENTS * TURNS).max(1);
+    let before = tree_cpu(server);
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            let (client, target) = (client.clone(), target.clone());
+            tokio::spawn(async move {
+                for _ in 0..per_client {
+                    target.conversation(&client, TURNS, keep).await?;
+                }
+                Ok::<_, BenchError>(())
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await
+            .map_err(|e| format!("a client task failed: {e}"))??;
+    }
+    let wall = started.elapsed();
+    let cpu = tree_cpu(server).saturating_sub(before);
+    Ok(Cost {
+        requests: per_client * CLIENTS * TURNS,
+        cpu,
+        wall,
+    })
+}
+
+/// Each backend but direct saturated in turn ([`saturate`]), its [`Cost`] into `rows`.
+pub(crate) async fn cost(
+    client: &reqwest::Client,
+    phase: &Phase,
+    rows: &mut [(Backend, Row)],
+    size: Size,
+) -> Result<(), BenchError> {
+    for (backend, target) in &phase.targets {
+        if *backend == Backend::Direct || !crate::serve::live(rows, *backend) {
+            continue;
+        }
+        let Some(server) = server_pid(phase, *backend) else {
+            continue;
+        };
+        let run = saturate(client, target, server, keeps(*backend), size.continued).await;
+        let what = || format!("{} continued requests at saturation", size.continued);
+        if let Some(cost) = crate::serve::settle(rows, *backend, what, run)? {
+            crate::serve::row_mut(rows, *backend).cost = Some(cost);
+        }
+    }
+    Ok(())
+}
+
+/// The first line of the cluster's `postmaster.pid` in `data`: its server's process.
+pub fn postmaster(data: &std::path::Path) -> Option<u32> {
+    std::fs::read_to_string(data.join("postmaster.pid"))
+        .ok()?
+        .lines()
+        .next()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cost_is_read_per_request_and_per_core_second() {
+        let cost = Cost {
+            requests: 400,
+            cpu: Duration::from_millis(200),
+            wall: Duration::from_secs(2),
+        };
+        assert!((cost.per_request_us() - 500.0).abs() < 1e-6);
+        assert!((cost.per_core_second() - 2000.0).abs() < 1e-6);
+        assert!((cost.per_second() - 200.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn only_a_gateway_client_drops_its_carriers() {
+        assert!(keeps(Backend::Direct) && keeps(Backend::Litellm));
+        assert!(!keeps(Backend::Sqlite) && !keeps(Backend::Postgres));
+    }
+
+    #[test]
+    fn the_postmaster_is_read_from_its_pid_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("postmaster.pid"),
+            "4242\n/data\n1700000000\n5432\n",
+        )
+        .unwrap();
+        assert_eq!(postmaster(dir.path()), Some(4242));
+        assert_eq!(postmaster(&dir.path().join("none")), None);
+    }
+}
