@@ -12,10 +12,16 @@
 //! - at saturation, [`CLIENTS`] clients running conversations until the backend served
 //!   [`Size::continued`] requests: the serving processes' CPU time (user + system from
 //!   `/proc/PID/stat`) ÷ requests, and requests per second of that CPU (a core's capacity).
+//!
+//! Beside them, [`instructions`]: a gateway under `valgrind --tool=callgrind` counts the
+//! instructions of a continued turn, a figure that does not depend on the machine's load (a
+//! line to watch from run to run).
 
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::gateway::{Target, cpu_time, pin, tree_pids};
+use crate::gateway::{Door, GatewayServer, SimServer, Target, cpu_time, pin, tree_pids};
 use crate::serve::{Backend, Phase, Row, Size, percentile_ms};
 use crate::storage::BenchError;
 
@@ -238,6 +244,111 @@ pub fn postmaster(data: &std::path::Path) -> Option<u32> {
         .ok()
 }
 
+/// Instructions the gateway ran per turn under callgrind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Instructions {
+    /// Per first turn (a new conversation).
+    pub per_first: u64,
+    /// Per continued turn (looked up, re-attached, its step stored).
+    pub per_continued: u64,
+    /// Conversations each count ran.
+    pub conversations: usize,
+}
+
+/// Conversations each callgrind count runs.
+pub const CALLGRIND_CONVERSATIONS: usize = 3;
+
+/// The `summary:` (or `totals:`) of a callgrind output file: the instructions it counted.
+pub fn callgrind_summary(text: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let rest = line
+            .strip_prefix("summary:")
+            .or_else(|| line.strip_prefix("totals:"))?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
+}
+
+/// The instructions a gateway (store on SQLite, keys on, in `dir`) runs for a first turn and
+/// for a continued turn, under `valgrind --tool=callgrind` in front of a simulator: after two
+/// warm-up conversations the counters are zeroed, [`CALLGRIND_CONVERSATIONS`] one-turn
+/// conversations run and are dumped, then as many of [`TURNS`] turns; a continued turn is the
+/// second count less the first, over the continued turns. `Err` says why it could not run
+/// (`valgrind` missing among them).
+pub fn instructions(
+    bin: &Path,
+    dir: &Path,
+    runtime: &tokio::runtime::Runtime,
+    client: &reqwest::Client,
+) -> Result<Instructions, BenchError> {
+    let found = Command::new("valgrind").arg("--version").output();
+    if !found.is_ok_and(|o| o.status.success()) {
+        return Err("valgrind is not installed (apt-get install valgrind)".into());
+    }
+    let sim = SimServer::start(bin, &dir.join("callgrind-sim"), Duration::ZERO)?;
+    let out = dir.join("callgrind.out");
+    let under = [
+        "valgrind".to_owned(),
+        "--tool=callgrind".to_owned(),
+        format!("--callgrind-out-file={}", out.display()),
+    ];
+    let gateway = GatewayServer::start_under(
+        bin,
+        &dir.join("callgrind-gateway"),
+        &sim.base,
+        &[],
+        &[],
+        &under,
+    )?;
+    let target = Target::gateway(&gateway, Door::Chat);
+    let pid = gateway.process.pid().to_string();
+    let control = |arg: &str| -> Result<(), BenchError> {
+        let done = Command::new("callgrind_control")
+            .args([arg, &pid])
+            .output()?;
+        if done.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "callgrind_control {arg} failed: {}",
+                String::from_utf8_lossy(&done.stderr).trim()
+            )
+            .into())
+        }
+    };
+    let n = CALLGRIND_CONVERSATIONS;
+    runtime.block_on(async {
+        for _ in 0..2 {
+            target.conversation(client, TURNS, false).await?;
+        }
+        control("--zero")?;
+        for _ in 0..n {
+            target.conversation(client, 1, false).await?;
+        }
+        control("--dump=first-turns")?;
+        for _ in 0..n {
+            target.conversation(client, TURNS, false).await?;
+        }
+        control("--dump=conversations")
+    })?;
+    let count = |part: usize| -> Result<u64, BenchError> {
+        let path = dir.join(format!("callgrind.out.{part}"));
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("no callgrind dump at {}: {e}", path.display()))?;
+        Ok(callgrind_summary(&text).ok_or_else(|| format!("no summary in {}", path.display()))?)
+    };
+    let (firsts, whole) = (count(1)?, count(2)?);
+    let continued = whole.saturating_sub(firsts);
+    if firsts == 0 || continued == 0 {
+        return Err(format!("callgrind counted nothing ({firsts}, {whole})").into());
+    }
+    let n64 = n as u64;
+    Ok(Instructions {
+        per_first: firsts / n64,
+        per_continued: continued / (n64 * (TURNS as u64 - 1)),
+        conversations: n,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,6 +369,15 @@ mod tests {
     fn only_a_gateway_client_drops_its_carriers() {
         assert!(keeps(Backend::Direct) && keeps(Backend::Litellm));
         assert!(!keeps(Backend::Sqlite) && !keeps(Backend::Postgres));
+    }
+
+    #[test]
+    fn a_callgrind_dump_is_read_by_its_summary() {
+        let dump =
+            "version: 1\ncreator: callgrind-3.19.0\nevents: Ir\nsummary: 123456\n\nfn=main\n";
+        assert_eq!(callgrind_summary(dump), Some(123_456));
+        assert_eq!(callgrind_summary("totals: 42\n"), Some(42));
+        assert_eq!(callgrind_summary("events: Ir\n"), None);
     }
 
     #[test]

@@ -484,6 +484,19 @@ impl GatewayServer {
         more: &[&str],
         env: &[(&str, &str)],
     ) -> Result<GatewayServer, BenchError> {
+        GatewayServer::start_under(bin, home, upstream, more, env, &[])
+    }
+
+    /// [`GatewayServer::start_with`], `hermes serve` run by the program `under` names with its
+    /// arguments (`valgrind --tool=callgrind …`; empty: run directly).
+    pub fn start_under(
+        bin: &Path,
+        home: &Path,
+        upstream: &str,
+        more: &[&str],
+        env: &[(&str, &str)],
+        under: &[String],
+    ) -> Result<GatewayServer, BenchError> {
         std::fs::create_dir_all(home)?;
         let config = format!(
             "[serve]\nrequests_per_minute = 1000000000\nmax_concurrent = 1000000\n\
@@ -506,8 +519,16 @@ impl GatewayServer {
             )
             .into());
         }
+        let mut serve = match under.split_first() {
+            None => hermes(bin, home),
+            Some((program, args)) => {
+                let mut cmd = hermes(Path::new(program), home);
+                cmd.args(args).arg(bin);
+                cmd
+            }
+        };
         let mut process = Process::spawn(
-            hermes(bin, home)
+            serve
                 .args(["serve", "--listen", "127.0.0.1:0"])
                 .args(more)
                 .envs(env.iter().copied())

@@ -428,6 +428,9 @@ pub fn failures(report: &Report, args: &Args) -> Vec<String> {
             ));
         }
     }
+    if let Some(Err(why)) = &report.instructions {
+        out.push(format!("the callgrind count did not run: {why}"));
+    }
     let litellm = report.rows.iter().find(|(b, _)| *b == Backend::Litellm);
     if args.with_litellm
         && litellm.is_none_or(|(_, row)| row.throughput.is_empty() || row.cost.is_none())
@@ -462,6 +465,9 @@ pub struct Report {
     /// The CPU the continued phase pinned the serving processes to (`None`: not pinned, one
     /// CPU).
     pub server_cpu: Option<usize>,
+    /// The callgrind count of a turn ([`continued::instructions`]); `None`: valgrind is not
+    /// installed.
+    pub instructions: Option<Result<continued::Instructions, String>>,
 }
 
 /// Runs `per_client` requests from each of `clients` concurrent clients (each sending its next
@@ -890,6 +896,14 @@ pub fn measure(bin: &Path, args: &Args) -> Result<Report, BenchError> {
         drop(pinning);
         progress(started, "continued conversations: saturation done");
     }
+    let instructions = match continued::instructions(bin, dir.path(), &runtime, &client) {
+        Err(e) if e.to_string().starts_with("valgrind is not installed") => {
+            notes.push(format!("callgrind: not run: {e}"));
+            None
+        }
+        counted => Some(counted.map_err(|e| e.to_string())),
+    };
+    progress(started, "callgrind count done");
     drop(pg);
     let litellm_workers = rows
         .iter()
@@ -903,6 +917,7 @@ pub fn measure(bin: &Path, args: &Args) -> Result<Report, BenchError> {
         load: [load_before, gateway::machine_load()],
         took: started.elapsed(),
         server_cpu,
+        instructions,
     })
 }
 
@@ -1182,6 +1197,20 @@ pub fn print(report: &Report) {
             None => "nothing pinned (one CPU)".to_owned(),
         },
     );
+    match &report.instructions {
+        Some(Ok(i)) => println!(
+            "-- callgrind (hermes · SQLite, one CPU's worth, the load and the machine do not move \
+             it): {} instructions per continued turn, {} per first turn ({} conversations of {} \
+             turns and {} of one, after two to warm up)",
+            i.per_continued,
+            i.per_first,
+            i.conversations,
+            continued::TURNS,
+            i.conversations,
+        ),
+        Some(Err(why)) => println!("-- callgrind: FAILED: {why}"),
+        None => {}
+    }
     println!();
     println!("bench serve | issues 33 and 50's targets (measured in this run; never asserted)");
     for v in verdicts(&report.rows) {
@@ -1432,6 +1461,7 @@ mod tests {
             load: [(1, None), (1, None)],
             took: Duration::ZERO,
             server_cpu: Some(1),
+            instructions: None,
         };
         let asked = parse_args(&["--with-litellm".to_owned()]).unwrap();
         assert!(failures(&report(rows.clone(), vec![]), &asked).is_empty());
@@ -1483,9 +1513,11 @@ mod tests {
             load: [(1, None), (1, None)],
             took: Duration::ZERO,
             server_cpu: None,
+            instructions: Some(Err("callgrind_control --zero failed".into())),
         };
         let failed = failures(&report, &args);
-        assert_eq!(failed.len(), 2, "{failed:?}");
+        assert_eq!(failed.len(), 3, "{failed:?}");
+        assert!(failed[2].contains("callgrind"), "{failed:?}");
         assert!(
             failed[0].contains("a stream ended without [DONE]"),
             "{failed:?}"
