@@ -6,11 +6,12 @@
 //!
 //! The serving process (and its descendants: LiteLLM's worker, started with one) is pinned to
 //! the machine's last CPU; the load generator, the simulator and the PostgreSQL cluster the run
-//! started are pinned to the others ([`Pinning`]). Then, per backend:
+//! started are pinned to the others ([`Pinning`]). Then, per backend (`crate::serve` runs the
+//! rounds):
 //! - at concurrency 1, conversations of [`TURNS`] turns in interleaved rounds: the added p50
 //!   and p99 of a continued turn (less direct's in the same round);
-//! - at saturation, [`CLIENTS`] clients running conversations until the backend served
-//!   [`Size::continued`] requests: the serving processes' CPU time (user + system from
+//! - at saturation ([`saturate`]), [`CLIENTS`] clients running conversations until the backend
+//!   served the size's requests: the serving processes' CPU time (user + system from
 //!   `/proc/PID/stat`) ÷ requests, and requests per second of that CPU (a core's capacity).
 //!
 //! Beside them, [`instructions`]: a gateway under `valgrind --tool=callgrind` counts the
@@ -22,7 +23,6 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::gateway::{Door, GatewayServer, SimServer, Target, cpu_time, pin, tree_pids};
-use crate::serve::{Backend, Phase, Row, Size, percentile_ms};
 use crate::storage::BenchError;
 
 /// Turns per conversation: a new conversation, then continued turns.
@@ -60,24 +60,8 @@ impl Cost {
     }
 }
 
-/// Whether a backend's client keeps each reply whole (the upstream needs its carriers back and
-/// nothing in between keeps them), or drops its carriers (a gateway re-attaches them).
-fn keeps(backend: Backend) -> bool {
-    matches!(backend, Backend::Direct | Backend::Litellm)
-}
-
-/// The serving process of `backend` in `phase` (the simulator for direct).
-fn server_pid(phase: &Phase, backend: Backend) -> Option<u32> {
-    match backend {
-        Backend::Direct => Some(phase.sim.process.pid()),
-        Backend::Sqlite => phase.gateways.first().map(|g| g.process.pid()),
-        Backend::Postgres => phase.gateways.get(1).map(|g| g.process.pid()),
-        Backend::Litellm => phase.proxy.as_ref().map(|p| p.process.pid()),
-    }
-}
-
 /// The CPU time of `root` and its descendants (a process that ended meanwhile counts 0).
-fn tree_cpu(root: u32) -> Duration {
+pub fn tree_cpu(root: u32) -> Duration {
     tree_pids(root)
         .into_iter()
         .filter_map(|pid| cpu_time(pid).ok())
@@ -93,10 +77,14 @@ pub struct Pinning {
 }
 
 impl Pinning {
-    /// Pins this process, the simulator and `postmaster`'s tree (the cluster the run started)
-    /// to every CPU but the last, and each serving process of `phase` with its descendants to
-    /// the last.
-    pub(crate) fn apply(phase: &Phase, postmaster: Option<u32>) -> Result<Pinning, BenchError> {
+    /// Pins this process, the simulator's tree (`sim`) and `postmaster`'s (the cluster the run
+    /// started) to every CPU but the last, and each of `servers` with its descendants to the
+    /// last.
+    pub fn apply(
+        sim: u32,
+        postmaster: Option<u32>,
+        servers: &[u32],
+    ) -> Result<Pinning, BenchError> {
         let cpus = std::thread::available_parallelism().map_or(1, usize::from);
         let all: Vec<usize> = (0..cpus).collect();
         if cpus < 2 {
@@ -108,17 +96,15 @@ impl Pinning {
         let server = cpus - 1;
         let others: Vec<usize> = (0..server).collect();
         pin(std::process::id(), &others)?;
-        for pid in tree_pids(phase.sim.process.pid())
+        for pid in tree_pids(sim)
             .into_iter()
             .chain(postmaster.into_iter().flat_map(tree_pids))
         {
             pin(pid, &others)?;
         }
-        for backend in [Backend::Sqlite, Backend::Postgres, Backend::Litellm] {
-            if let Some(root) = server_pid(phase, backend) {
-                for pid in tree_pids(root) {
-                    pin(pid, &[server])?;
-                }
+        for &root in servers {
+            for pid in tree_pids(root) {
+                pin(pid, &[server])?;
             }
         }
         Ok(Pinning {
@@ -134,49 +120,9 @@ impl Drop for Pinning {
     }
 }
 
-/// The added p50 and p99 of a continued turn at concurrency 1, `rounds` interleaved rounds of
-/// `conversations` conversations per backend, into `rows`.
-pub(crate) async fn latency(
-    client: &reqwest::Client,
-    phase: &Phase,
-    rows: &mut [(Backend, Row)],
-    rounds: usize,
-    conversations: usize,
-) -> Result<(), BenchError> {
-    for round in 0..rounds {
-        let what = || format!("continued round {round}");
-        let (direct, got) =
-            crate::serve::one_round(&phase.targets, rows, round, what, async |target| {
-                let backend = backend_of(phase, target);
-                let mut times = Vec::with_capacity(conversations * (TURNS - 1));
-                for _ in 0..conversations {
-                    times.extend(target.conversation(client, TURNS, keeps(backend)).await?);
-                }
-                Ok((percentile_ms(&times, 0.5), percentile_ms(&times, 0.99)))
-            })
-            .await?;
-        for (backend, (p50, p99)) in got {
-            let row = crate::serve::row_mut(rows, backend);
-            let base = |d: f64| if backend == Backend::Direct { 0.0 } else { d };
-            row.continued_p50.push(p50 - base(direct.0));
-            row.continued_p99.push(p99 - base(direct.1));
-        }
-    }
-    Ok(())
-}
-
-/// Which backend `target` is in `phase`.
-fn backend_of(phase: &Phase, target: &Target) -> Backend {
-    phase
-        .targets
-        .iter()
-        .find(|(_, t)| t.url == target.url)
-        .map_or(Backend::Direct, |(b, _)| *b)
-}
-
 /// [`CLIENTS`] clients running conversations through `target` until `requests` were served:
 /// the serving processes' CPU over it.
-async fn saturate(
+pub async fn saturate(
     client: &reqwest::Client,
     target: &Target,
     server: u32,
@@ -208,29 +154,6 @@ async fn saturate(
         cpu,
         wall,
     })
-}
-
-/// Each backend but direct saturated in turn ([`saturate`]), its [`Cost`] into `rows`.
-pub(crate) async fn cost(
-    client: &reqwest::Client,
-    phase: &Phase,
-    rows: &mut [(Backend, Row)],
-    size: Size,
-) -> Result<(), BenchError> {
-    for (backend, target) in &phase.targets {
-        if *backend == Backend::Direct || !crate::serve::live(rows, *backend) {
-            continue;
-        }
-        let Some(server) = server_pid(phase, *backend) else {
-            continue;
-        };
-        let run = saturate(client, target, server, keeps(*backend), size.continued).await;
-        let what = || format!("{} continued requests at saturation", size.continued);
-        if let Some(cost) = crate::serve::settle(rows, *backend, what, run)? {
-            crate::serve::row_mut(rows, *backend).cost = Some(cost);
-        }
-    }
-    Ok(())
 }
 
 /// The first line of the cluster's `postmaster.pid` in `data`: its server's process.
@@ -363,12 +286,6 @@ mod tests {
         assert!((cost.per_request_us() - 500.0).abs() < 1e-6);
         assert!((cost.per_core_second() - 2000.0).abs() < 1e-6);
         assert!((cost.per_second() - 200.0).abs() < 1e-6);
-    }
-
-    #[test]
-    fn only_a_gateway_client_drops_its_carriers() {
-        assert!(keeps(Backend::Direct) && keeps(Backend::Litellm));
-        assert!(!keeps(Backend::Sqlite) && !keeps(Backend::Postgres));
     }
 
     #[test]

@@ -249,12 +249,12 @@ impl Backend {
 }
 
 /// The servers of one phase in front of one simulator, and a target for each backend.
-pub(crate) struct Phase {
-    pub(crate) sim: SimServer,
-    pub(crate) gateways: Vec<GatewayServer>,
-    pub(crate) proxy: Option<litellm::Proxy>,
+struct Phase {
+    sim: SimServer,
+    gateways: Vec<GatewayServer>,
+    proxy: Option<litellm::Proxy>,
     /// (backend, its target), direct first.
-    pub(crate) targets: Vec<(Backend, Target)>,
+    targets: Vec<(Backend, Target)>,
 }
 
 /// Where the PostgreSQL backend's store is, or why there is none.
@@ -551,7 +551,7 @@ fn fail(rows: &mut [(Backend, Row)], backend: Backend, why: String) {
 
 /// `result` of `backend`'s turn: its value; for a backend other than direct, a failure marks
 /// it failed (`what` saying where) and is `None`; direct's failure ends the run.
-pub(crate) fn settle<T>(
+fn settle<T>(
     rows: &mut [(Backend, Row)],
     backend: Backend,
     what: impl FnOnce() -> String,
@@ -568,12 +568,12 @@ pub(crate) fn settle<T>(
 }
 
 /// Whether `backend` is still measured.
-pub(crate) fn live(rows: &[(Backend, Row)], backend: Backend) -> bool {
+fn live(rows: &[(Backend, Row)], backend: Backend) -> bool {
     rows.iter()
         .any(|(b, row)| *b == backend && row.failed.is_none())
 }
 
-pub(crate) fn row_mut(rows: &mut [(Backend, Row)], backend: Backend) -> &mut Row {
+fn row_mut(rows: &mut [(Backend, Row)], backend: Backend) -> &mut Row {
     let at = rows
         .iter()
         .position(|(b, _)| *b == backend)
@@ -584,7 +584,7 @@ pub(crate) fn row_mut(rows: &mut [(Backend, Row)], backend: Backend) -> &mut Row
 /// One round over every live backend, in the round's interleaved order (`seed`): each one
 /// `measure`d, a failure settled ([`settle`]: direct's ends the run, another's marks it
 /// failed); then direct's figures, which every other row is compared with, and everyone's.
-pub(crate) async fn one_round<T: Copy>(
+async fn one_round<T: Copy>(
     targets: &[(Backend, Target)],
     rows: &mut [(Backend, Row)],
     seed: usize,
@@ -712,6 +712,86 @@ async fn memory(
                 opened: streams.opened,
                 reset: burst.reset,
             });
+        }
+    }
+    Ok(())
+}
+
+/// Whether a backend's client keeps each reply whole (the upstream needs its carriers back and
+/// nothing in between keeps them), or drops its carriers (a gateway re-attaches them).
+fn keeps(backend: Backend) -> bool {
+    matches!(backend, Backend::Direct | Backend::Litellm)
+}
+
+/// The serving process of `backend` in `phase` (the simulator for direct).
+fn server_pid(phase: &Phase, backend: Backend) -> Option<u32> {
+    match backend {
+        Backend::Direct => Some(phase.sim.process.pid()),
+        Backend::Sqlite => phase.gateways.first().map(|g| g.process.pid()),
+        Backend::Postgres => phase.gateways.get(1).map(|g| g.process.pid()),
+        Backend::Litellm => phase.proxy.as_ref().map(|p| p.process.pid()),
+    }
+}
+
+/// The continued phase at concurrency 1: the added p50 and p99 of a continued turn, `rounds`
+/// interleaved rounds of `conversations` conversations of [`continued::TURNS`] turns per
+/// backend, into `rows`.
+async fn continued_latency(
+    client: &reqwest::Client,
+    phase: &Phase,
+    rows: &mut [(Backend, Row)],
+    rounds: usize,
+    conversations: usize,
+) -> Result<(), BenchError> {
+    for round in 0..rounds {
+        let what = || format!("continued round {round}");
+        let (direct, got) = one_round(&phase.targets, rows, round, what, async |target| {
+            let backend = phase
+                .targets
+                .iter()
+                .find(|(_, t)| t.url == target.url)
+                .map_or(Backend::Direct, |(b, _)| *b);
+            let mut times = Vec::with_capacity(conversations * (continued::TURNS - 1));
+            for _ in 0..conversations {
+                times.extend(
+                    target
+                        .conversation(client, continued::TURNS, keeps(backend))
+                        .await?,
+                );
+            }
+            Ok((percentile_ms(&times, 0.5), percentile_ms(&times, 0.99)))
+        })
+        .await?;
+        for (backend, (p50, p99)) in got {
+            let row = row_mut(rows, backend);
+            let base = |d: f64| if backend == Backend::Direct { 0.0 } else { d };
+            row.continued_p50.push(p50 - base(direct.0));
+            row.continued_p99.push(p99 - base(direct.1));
+        }
+    }
+    Ok(())
+}
+
+/// The continued phase at saturation: each backend but direct in turn
+/// ([`continued::saturate`]), its [`continued::Cost`] into `rows`.
+async fn continued_cost(
+    client: &reqwest::Client,
+    phase: &Phase,
+    rows: &mut [(Backend, Row)],
+    size: Size,
+) -> Result<(), BenchError> {
+    for (backend, target) in &phase.targets {
+        if *backend == Backend::Direct || !live(rows, *backend) {
+            continue;
+        }
+        let Some(server) = server_pid(phase, *backend) else {
+            continue;
+        };
+        let run =
+            continued::saturate(client, target, server, keeps(*backend), size.continued).await;
+        let what = || format!("{} continued requests at saturation", size.continued);
+        if let Some(cost) = settle(rows, *backend, what, run)? {
+            row_mut(rows, *backend).cost = Some(cost);
         }
     }
     Ok(())
@@ -878,7 +958,11 @@ pub fn measure(bin: &Path, args: &Args) -> Result<Report, BenchError> {
             Pg::Own(cluster) => continued::postmaster(cluster.data_dir()),
             _ => None,
         };
-        let pinning = continued::Pinning::apply(&phase, postmaster)?;
+        let servers: Vec<u32> = [Backend::Sqlite, Backend::Postgres, Backend::Litellm]
+            .into_iter()
+            .filter_map(|b| server_pid(&phase, b))
+            .collect();
+        let pinning = continued::Pinning::apply(phase.sim.process.pid(), postmaster, &servers)?;
         if let Pg::Given(_) = &pg {
             notes.push(
                 "continued phase: the PostgreSQL server HERMES_TEST_PG_URL names is not pinned"
@@ -888,9 +972,9 @@ pub fn measure(bin: &Path, args: &Args) -> Result<Report, BenchError> {
         progress(started, "continued conversations: servers up, pinned");
         runtime.block_on(async {
             warm(&client, &phase.targets, &mut rows, size.warmup, false).await;
-            continued::latency(&client, &phase, &mut rows, size.rounds, size.conversations).await?;
+            continued_latency(&client, &phase, &mut rows, size.rounds, size.conversations).await?;
             progress(started, "continued conversations: rounds done");
-            continued::cost(&client, &phase, &mut rows, size).await
+            continued_cost(&client, &phase, &mut rows, size).await
         })?;
         server_cpu = pinning.server_cpu;
         drop(pinning);
@@ -1491,6 +1575,12 @@ mod tests {
             )
             .is_empty()
         );
+    }
+
+    #[test]
+    fn only_a_gateway_client_drops_its_carriers() {
+        assert!(keeps(Backend::Direct) && keeps(Backend::Litellm));
+        assert!(!keeps(Backend::Sqlite) && !keeps(Backend::Postgres));
     }
 
     #[test]
