@@ -473,7 +473,9 @@ impl Engine {
             Some(Claimed::Run(pending)) => Some(pending),
             None => None,
         };
-        let turn = self.turn_in_span(runtime, request, pending.as_ref(), notify, span);
+        // Boxed: the receipt's renewal and the plain await would each hold a copy of the turn's
+        // future in this one (the spawned task was 58 KB a turn, 6.5 KB now).
+        let turn = Box::pin(self.turn_in_span(runtime, request, pending.as_ref(), notify, span));
         let result = match &pending {
             Some(pending) => crate::receipt::renewing(&runtime.store, pending, turn).await,
             None => turn.await,
@@ -517,7 +519,10 @@ impl Engine {
         // A client's history names its conversation by what it holds at its place (docs/spec.md
         // §10); the one read of a resumed conversation: its row, its active view and its tip.
         let snapshot = match (&history, session) {
-            (Some(history), None) => find_conversation(store, history).await?,
+            // Boxed, as the other steps before the turn's drive: a future that only a step
+            // needs would otherwise be kept in the turn's own for its whole life, each stream's
+            // too (issue 50's memory per stream).
+            (Some(history), None) => Box::pin(find_conversation(store, history)).await?,
             (_, Some(id)) => Some(store.snapshot(&id).await?),
             (_, None) => None,
         };
@@ -571,7 +576,13 @@ impl Engine {
                 )
             }
         };
-        let target = Target::start(self, settled, &settings.limits, settings.aws.as_ref()).await?;
+        let target = Box::pin(Target::start(
+            self,
+            settled,
+            &settings.limits,
+            settings.aws.as_ref(),
+        ))
+        .await?;
         let unverified = if carriers.is_some() {
             // Where a client's own thinking blocks may go is decided once, now that the wire
             // and host are settled: only to Claude on the Messages wire (docs/spec.md §10). What is

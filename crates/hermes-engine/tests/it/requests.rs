@@ -553,3 +553,22 @@ async fn a_history_diverging_mid_conversation_branches_sharing_the_prefix_by_ref
         parent[..4]
     );
 }
+
+/// The most a turn's future may take, in bytes: each open stream of a gateway keeps one alive
+/// (issue 50's memory per stream). The steps before the turn's drive are boxed so that they are
+/// not kept in it for the turn's whole life: 5 KB today in a debug build, 25 KB before.
+const TURN_FUTURE_MAX: usize = 8_192;
+
+#[tokio::test]
+async fn a_turns_future_stays_small() {
+    let (_sim, _dir, _store, engine) = served().await;
+    let request = history_request("acme", vec![Message::text(Role::User, "hi")]);
+    let notify = |_: &DriverEvent| {};
+    let future = engine.complete(request, &notify);
+    let size = std::mem::size_of_val(&future);
+    eprintln!("a turn's future: {size} bytes");
+    assert!(
+        size <= TURN_FUTURE_MAX,
+        "a turn's future takes {size} bytes (at most {TURN_FUTURE_MAX})"
+    );
+}
