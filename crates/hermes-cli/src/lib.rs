@@ -35,6 +35,11 @@ use crate::cli::{Cli, Command, SimCommand};
 /// The default filter of the log files: hermes' own decisions at debug, the rest at warn.
 const FILE_FILTER: &str = "warn,hermes_core=debug,hermes_providers=debug,hermes_store=debug,hermes_engine=debug,hermes_cli=debug,hermes=debug";
 
+/// The default filter of the gateway's log files: hermes' own events at info, the rest at warn.
+/// A gateway's every turn at debug cost about 5.6 KB of log and a sixth of its instructions per
+/// request (issue 50's callgrind profile); `HERMES_FILE_LOG` turns debug back on.
+const GATEWAY_FILE_FILTER: &str = "warn,hermes_core=info,hermes_providers=info,hermes_store=info,hermes_engine=info,hermes_serve=info,hermes_cli=info,hermes=info";
+
 /// What [`init_tracing`] installed that must outlive the command: the log file's writer
 /// (flushed on drop) and the OpenTelemetry exporter (flushed and shut down on drop).
 struct TracingGuards {
@@ -44,9 +49,14 @@ struct TracingGuards {
 
 /// Installs the subscriber: human-readable on stderr (`HERMES_LOG`, default warn), for
 /// commands that talk to providers or the store JSON lines in `$HERMES_HOME/logs`
-/// (`HERMES_FILE_LOG`, default [`FILE_FILTER`]), and for `spans`, when an OTLP endpoint is set,
-/// the OpenTelemetry export ([`telemetry::layer`]; a bad setting is a warning, not a failure).
-fn init_tracing(to_file: bool, spans: Option<telemetry::Spans>) -> TracingGuards {
+/// (`HERMES_FILE_LOG`, default `file_filter`: [`FILE_FILTER`], the gateway's
+/// [`GATEWAY_FILE_FILTER`]), and for `spans`, when an OTLP endpoint is set, the OpenTelemetry
+/// export ([`telemetry::layer`]; a bad setting is a warning, not a failure).
+fn init_tracing(
+    to_file: bool,
+    file_filter: &str,
+    spans: Option<telemetry::Spans>,
+) -> TracingGuards {
     use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
@@ -68,7 +78,7 @@ fn init_tracing(to_file: bool, spans: Option<telemetry::Spans>) -> TracingGuards
         Some(appender) => {
             let (writer, guard) = tracing_appender::non_blocking(appender);
             let filter = tracing_subscriber::EnvFilter::try_from_env("HERMES_FILE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(FILE_FILTER));
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(file_filter));
             let layer = tracing_subscriber::fmt::layer()
                 .json()
                 .with_writer(writer)
@@ -140,7 +150,11 @@ pub fn run(engine: Engine) -> ExitCode {
         Command::Chat(_) => Some(telemetry::Spans::Chat),
         _ => None,
     };
-    let _guards = init_tracing(to_file, spans);
+    let file_filter = match spans {
+        Some(telemetry::Spans::Gateway) => GATEWAY_FILE_FILTER,
+        _ => FILE_FILTER,
+    };
+    let _guards = init_tracing(to_file, file_filter, spans);
     // Message content in spans only when the user opts in, and only when spans are exported.
     let engine = engine.with_message_content(
         spans.is_some() && telemetry::wanted() && telemetry::capture_content(),

@@ -105,6 +105,22 @@ fn serve_answers_on_loopback_and_stops_on_sigterm() {
 
     let rest = server.terminate();
     assert!(rest.contains("shutting down"), "{rest}");
+    // The turn is in the log files at info, and nothing at debug: a gateway logs at info unless
+    // HERMES_FILE_LOG says otherwise (every turn at debug cost a sixth of its instructions,
+    // issue 50).
+    let mut levels = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(home.path().join("logs")).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        for line in text.lines() {
+            let line: Value = serde_json::from_str(line).unwrap();
+            levels.insert(line["level"].as_str().unwrap_or_default().to_owned());
+        }
+    }
+    assert!(levels.contains("INFO"), "{levels:?}");
+    assert!(
+        !levels.contains("DEBUG") && !levels.contains("TRACE"),
+        "{levels:?}"
+    );
 }
 
 /// Every 4xx and 5xx the gateway answers is one log line (request id, tenant, door, model,
