@@ -7,7 +7,8 @@
 //!
 //! Beside it, tidy checks of the documents' mechanical rules: ARCHITECTURE.md at most
 //! [`ARCHITECTURE_MAX_BYTES`] and README.md at most [`README_MAX_BYTES`], and no line of
-//! ARCHITECTURE.md or of a page under `docs/internals/` over [`MAX_LINE_CHARS`] characters.
+//! ARCHITECTURE.md or of a page under `docs/internals/` over [`MAX_LINE_CHARS`] characters. The
+//! code's mechanical rules (module circles, environment and printing) are `tidy`'s.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

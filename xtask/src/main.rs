@@ -4,6 +4,8 @@
 
 #[cfg(test)]
 mod architecture;
+#[cfg(test)]
+mod tidy;
 
 use std::process::Command;
 

@@ -552,6 +552,9 @@ fn json_of(body: &str) -> Value {
 /// and `GET /v1/models` lists none; with it `sim/PROFILE/MODEL` reaches every built-in
 /// simulator profile (Claude's signed thinking, Gemini, Responses, OpenRouter, Bedrock, …),
 /// `sim/MODEL` the DeepSeek one as before, and `GET /v1/models` lists `sim/PROFILE/*` for each.
+/// The rule "no `sim` provider reachable in `hermes serve` without its flag" (issue 51) is held
+/// here, through the real binary's setup: config.toml cannot open the way either, by an alias,
+/// a pattern alias or a door's default model naming a simulator.
 #[test]
 fn sim_models_need_allow_sim_and_then_reach_every_simulator_profile() {
     let home = own_home();
@@ -574,6 +577,27 @@ fn sim_models_need_allow_sim_and_then_reach_every_simulator_profile() {
     let (status, listed) = http(&addr, "GET", "/v1/models", "");
     assert_eq!(status, 200, "{listed}");
     assert!(!listed.contains("sim/"), "{listed}");
+    server.terminate();
+
+    // Aliases and a door's default model naming a simulator (they work with the flag, below).
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[serve.models]\nfast = \"sim/deepseek-v4-pro\"\n\"claude-*\" = \"sim/*\"\n\n\
+         [serve.default_models]\nchat = \"sim/deepseek-v4-pro\"\n",
+    )
+    .unwrap();
+    let (mut server, addr) = serving(
+        home.path(),
+        &["serve", "--listen", "127.0.0.1:0", "--no-auth"],
+    );
+    for model in ["fast", "claude-opus-4-6", "any-model-at-all"] {
+        let (status, body) = ask(&addr, model);
+        assert_eq!(status, 404, "{model} without --allow-sim: {body}");
+        assert_eq!(json_of(&body)["error"]["code"], "model_not_found", "{body}");
+    }
+    let (status, listed) = http(&addr, "GET", "/v1/models", "");
+    assert_eq!(status, 200, "{listed}");
+    assert!(!listed.contains("sim/deepseek-v4/*"), "{listed}");
     server.terminate();
 
     let (mut server, addr) = serving(
@@ -621,6 +645,11 @@ fn sim_models_need_allow_sim_and_then_reach_every_simulator_profile() {
         json_of(&body)["choices"][0]["message"]["reasoning_content"].is_string(),
         "{body}"
     );
+    // The aliases and the default model refused above are right: with the flag they answer.
+    for model in ["fast", "claude-opus-4-6", "any-model-at-all"] {
+        let (status, body) = ask(&addr, model);
+        assert_eq!(status, 200, "{model} with --allow-sim: {body}");
+    }
     server.terminate();
 }
 

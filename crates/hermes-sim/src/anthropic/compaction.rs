@@ -60,7 +60,7 @@ pub(crate) fn needs_threshold_beta() -> String {
 /// before the latest one holding a compaction block (the API reads the conversation from it).
 pub(crate) fn counted_tokens(raw: &[u8], messages: &[Value]) -> usize {
     let latest = messages.iter().rposition(|m| {
-        super::thinking::content_blocks(m.get("content"))
+        super::content_blocks(m.get("content"))
             .iter()
             .any(|b| b.get("type").and_then(Value::as_str) == Some("compaction"))
     });
@@ -181,7 +181,7 @@ pub(crate) fn summary(messages: &[Value]) -> String {
     for m in messages {
         let role = m.get("role").and_then(Value::as_str).unwrap_or("");
         let mut parts = Vec::new();
-        for b in super::thinking::content_blocks(m.get("content")) {
+        for b in super::content_blocks(m.get("content")) {
             match b.get("type").and_then(Value::as_str).unwrap_or("") {
                 "text" => parts.push(b["text"].as_str().unwrap_or("").to_owned()),
                 "tool_use" => parts.push(format!(

@@ -339,6 +339,21 @@ pub(crate) fn invoke_bedrock(
     ))
 }
 
+/// `{"type":"text","text":s}`.
+fn text_block(s: &str) -> Value {
+    json!({"type": "text", "text": s})
+}
+
+/// A message's content as blocks (a string is one text block). Here, not in `thinking`, so
+/// that `compaction` and `thinking` do not use each other.
+fn content_blocks(content: Option<&Value>) -> Vec<Value> {
+    match content {
+        Some(Value::String(s)) => vec![text_block(s)],
+        Some(Value::Array(blocks)) => blocks.clone(),
+        _ => Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,6 +20,7 @@
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use super::{content_blocks, text_block};
 use crate::sign;
 use crate::wire::canonical;
 
@@ -318,24 +319,10 @@ pub(crate) fn open_messages_redacted(
     open_carried(key, &included, binding)
 }
 
-/// `{"type":"text","text":s}`.
-fn text_block(s: &str) -> Value {
-    json!({"type": "text", "text": s})
-}
-
 fn system_blocks(system: Option<&Value>) -> Vec<Value> {
     match system {
         Some(Value::String(s)) => vec![text_block(s)],
         Some(Value::Array(blocks)) => blocks.iter().map(without_cache_control).collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// A message's content as blocks (a string is one text block).
-pub(crate) fn content_blocks(content: Option<&Value>) -> Vec<Value> {
-    match content {
-        Some(Value::String(s)) => vec![text_block(s)],
-        Some(Value::Array(blocks)) => blocks.clone(),
         _ => Vec::new(),
     }
 }
