@@ -12,7 +12,9 @@
 //!   and p99 of a continued turn (less direct's in the same round);
 //! - at saturation ([`saturate`]), [`CLIENTS`] clients running conversations until the backend
 //!   served the size's requests: the serving processes' CPU time (user + system from
-//!   `/proc/PID/stat`) ÷ requests, and requests per second of that CPU (a core's capacity).
+//!   `/proc/PID/stat`) ÷ requests, and requests per second of that CPU (a core's capacity),
+//!   for each [`Workload`]: five-turn conversations, a client's tool loop, an edit that
+//!   branches, a first contact of 200 messages.
 //!
 //! Beside them, [`instructions`]: a gateway under `valgrind --tool=callgrind` counts the
 //! instructions of a continued turn, a figure that does not depend on the machine's load (a
@@ -23,6 +25,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::gateway::{Door, GatewayServer, SimServer, Target, cpu_time, pin, tree_pids};
+use serde_json::{Value, json};
+
 use crate::storage::BenchError;
 
 /// Turns per conversation: a new conversation, then continued turns.
@@ -120,37 +124,202 @@ impl Drop for Pinning {
     }
 }
 
-/// [`CLIENTS`] clients running conversations through `target` until `requests` were served:
-/// the serving processes' CPU over it.
+/// A kind of conversation the continued phase runs at saturation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// [`TURNS`] turns of questions and answers.
+    Continued,
+    /// A client's tool loop: the model calls a tool twice, the client answers each call, then
+    /// one more question.
+    ToolLoop,
+    /// Three turns, then the last question edited and sent again (a branch at its place).
+    Branch,
+    /// A first contact of [`LONG`] messages (a client's history from elsewhere).
+    Long,
+}
+
+/// Messages of [`Workload::Long`]'s first contact.
+pub const LONG: usize = 200;
+
+impl Workload {
+    /// Every workload, in the table's order.
+    pub const ALL: [Workload; 4] = [
+        Workload::Continued,
+        Workload::ToolLoop,
+        Workload::Branch,
+        Workload::Long,
+    ];
+
+    /// Its column label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Workload::Continued => "5-turn",
+            Workload::ToolLoop => "tool loop",
+            Workload::Branch => "edit→branch",
+            Workload::Long => "200-msg first",
+        }
+    }
+}
+
+/// One chat request of `messages` (and `tools`) through `target`: the reply's message.
+async fn post(
+    client: &reqwest::Client,
+    target: &Target,
+    messages: &[Value],
+    tools: Option<&Value>,
+) -> Result<Value, BenchError> {
+    let mut body = json!({"model": target.model, "messages": messages, "stream": false});
+    if let Some(tools) = tools {
+        body["tools"] = tools.clone();
+    }
+    let mut request = client.post(&target.url).json(&body);
+    if let Some(key) = &target.bearer {
+        request = request.bearer_auth(key);
+    }
+    let response = request
+        .send()
+        .await
+        .map_err(|e| format!("{}: {e}", target.name))?;
+    let status = response.status();
+    let text = response.text().await?;
+    if !status.is_success() {
+        return Err(format!("{} answered {status}: {text}", target.name).into());
+    }
+    let reply: Value = serde_json::from_str(&text)
+        .map_err(|e| format!("{}: the reply is not JSON ({e})", target.name))?;
+    Ok(reply["choices"][0]["message"].clone())
+}
+
+/// `message` as the client sends it back: whole when it `keep`s carriers, else its role, text
+/// and tool calls only.
+fn echoed(message: &Value, keep: bool) -> Value {
+    if keep {
+        return message.clone();
+    }
+    let mut out = json!({"role": "assistant", "content": message["content"]});
+    if message["tool_calls"].is_array() {
+        out["tool_calls"] = message["tool_calls"].clone();
+    }
+    out
+}
+
+/// A question no other conversation of the run asks.
+fn fresh(what: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{what} {n} ({})", std::process::id())
+}
+
+/// One conversation of `workload` through `target`; how many requests it sent.
+pub async fn run(
+    client: &reqwest::Client,
+    target: &Target,
+    workload: Workload,
+    keep: bool,
+) -> Result<usize, BenchError> {
+    match workload {
+        Workload::Continued => {
+            target.conversation(client, TURNS, keep).await?;
+            Ok(TURNS)
+        }
+        Workload::ToolLoop => {
+            let tools = json!([{"type": "function", "function": {"name": "now",
+                "description": "The time", "parameters": {"type": "object", "properties": {}}}}]);
+            let mut messages = vec![
+                json!({"role": "user", "content": format!("[tools=2] {}", fresh("what time is it?"))}),
+            ];
+            let mut sent = 0;
+            loop {
+                let reply = post(client, target, &messages, Some(&tools)).await?;
+                sent += 1;
+                messages.push(echoed(&reply, keep));
+                let Some(calls) = reply["tool_calls"].as_array().filter(|c| !c.is_empty()) else {
+                    break;
+                };
+                for call in calls {
+                    messages.push(
+                        json!({"role": "tool", "tool_call_id": call["id"], "content": "12:00"}),
+                    );
+                }
+                if sent > 6 {
+                    return Err(format!("{}: the tool loop did not end", target.name).into());
+                }
+            }
+            messages.push(json!({"role": "user", "content": "and tomorrow?"}));
+            post(client, target, &messages, Some(&tools)).await?;
+            Ok(sent + 1)
+        }
+        Workload::Branch => {
+            let mut messages = vec![json!({"role": "user", "content": fresh("a question")})];
+            for turn in 0..3 {
+                let reply = post(client, target, &messages, None).await?;
+                messages.push(echoed(&reply, keep));
+                messages.push(json!({"role": "user", "content": format!("and then? ({turn})")}));
+            }
+            // The client edits its last question (the one just answered) and asks again.
+            messages.truncate(messages.len() - 2);
+            if let Some(last) = messages.last_mut() {
+                last["content"] = json!("and then, rather? (edited)");
+            }
+            post(client, target, &messages, None).await?;
+            Ok(4)
+        }
+        Workload::Long => {
+            let mut messages = Vec::with_capacity(LONG);
+            let topic = fresh("an old conversation");
+            for i in 0..LONG - 1 {
+                messages.push(if i % 2 == 0 {
+                    json!({"role": "user", "content": format!("{topic}: question {i}")})
+                } else if keep {
+                    // A client that keeps carriers kept them from where this history was made.
+                    json!({"role": "assistant", "content": format!("answer {i}"),
+                           "reasoning_content": format!("thought {i}")})
+                } else {
+                    json!({"role": "assistant", "content": format!("answer {i}")})
+                });
+            }
+            messages.push(json!({"role": "user", "content": "and now?"}));
+            post(client, target, &messages, None).await?;
+            Ok(1)
+        }
+    }
+}
+
+/// [`CLIENTS`] clients running conversations of `workload` through `target` until at least
+/// `requests` were served: the serving processes' CPU over it.
 pub async fn saturate(
     client: &reqwest::Client,
     target: &Target,
     server: u32,
     keep: bool,
+    workload: Workload,
     requests: usize,
 ) -> Result<Cost, BenchError> {
-    let per_client = requests.div_ceil(CLIENTS * TURNS).max(1);
+    let per_client = requests.div_ceil(CLIENTS).max(1);
     let before = tree_cpu(server);
     let started = Instant::now();
     let tasks: Vec<_> = (0..CLIENTS)
         .map(|_| {
             let (client, target) = (client.clone(), target.clone());
             tokio::spawn(async move {
-                for _ in 0..per_client {
-                    target.conversation(&client, TURNS, keep).await?;
+                let mut sent = 0;
+                while sent < per_client {
+                    sent += run(&client, &target, workload, keep).await?;
                 }
-                Ok::<_, BenchError>(())
+                Ok::<_, BenchError>(sent)
             })
         })
         .collect();
+    let mut served = 0;
     for task in tasks {
-        task.await
+        served += task
+            .await
             .map_err(|e| format!("a client task failed: {e}"))??;
     }
     let wall = started.elapsed();
     let cpu = tree_cpu(server).saturating_sub(before);
     Ok(Cost {
-        requests: per_client * CLIENTS * TURNS,
+        requests: served,
         cpu,
         wall,
     })
@@ -286,6 +455,20 @@ mod tests {
         assert!((cost.per_request_us() - 500.0).abs() < 1e-6);
         assert!((cost.per_core_second() - 2000.0).abs() < 1e-6);
         assert!((cost.per_second() - 200.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_client_that_drops_carriers_sends_back_text_and_tool_calls_only() {
+        let reply = json!({"role": "assistant", "content": "calling", "reasoning_content": "why",
+                           "tool_calls": [{"id": "c1", "type": "function",
+                                           "function": {"name": "now", "arguments": "{}"}}]});
+        let dropped = echoed(&reply, false);
+        assert_eq!(dropped["reasoning_content"], Value::Null);
+        assert_eq!(dropped["tool_calls"], reply["tool_calls"]);
+        assert_eq!(dropped["content"], "calling");
+        assert_eq!(echoed(&reply, true), reply);
+        let plain = echoed(&json!({"role": "assistant", "content": "hi"}), false);
+        assert_eq!(plain, json!({"role": "assistant", "content": "hi"}));
     }
 
     #[test]

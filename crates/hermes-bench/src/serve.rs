@@ -377,8 +377,10 @@ pub struct Row {
     pub continued_p50: Vec<f64>,
     /// Added p99 of a continued turn at concurrency 1, likewise.
     pub continued_p99: Vec<f64>,
-    /// The serving processes' CPU over continued conversations at saturation, pinned.
+    /// The serving processes' CPU over five-turn conversations at saturation, pinned.
     pub cost: Option<continued::Cost>,
+    /// The same for every other [`continued::Workload`].
+    pub workloads: Vec<(continued::Workload, continued::Cost)>,
     /// Why the backend stopped being measured, if it did.
     pub failed: Option<String>,
 }
@@ -793,11 +795,33 @@ async fn continued_cost(
         let Some(server) = server_pid(phase, *backend) else {
             continue;
         };
-        let run =
-            continued::saturate(client, target, server, keeps(*backend), size.continued).await;
-        let what = || format!("{} continued requests at saturation", size.continued);
-        if let Some(cost) = settle(rows, *backend, what, run)? {
-            row_mut(rows, *backend).cost = Some(cost);
+        for workload in continued::Workload::ALL {
+            if !live(rows, *backend) {
+                break;
+            }
+            let requests = match workload {
+                continued::Workload::Continued => size.continued,
+                // A 200-message first contact is a heavy request: fewer of them.
+                continued::Workload::Long => size.continued / 10,
+                _ => size.continued / 2,
+            };
+            let keep = keeps(*backend);
+            let run = continued::saturate(client, target, server, keep, workload, requests).await;
+            let what = || {
+                format!(
+                    "{} requests of `{}` at saturation",
+                    requests,
+                    workload.label()
+                )
+            };
+            if let Some(cost) = settle(rows, *backend, what, run)? {
+                let row = row_mut(rows, *backend);
+                if workload == continued::Workload::Continued {
+                    row.cost = Some(cost);
+                } else {
+                    row.workloads.push((workload, cost));
+                }
+            }
         }
     }
     Ok(())
@@ -1286,6 +1310,41 @@ pub fn print(report: &Report) {
             ),
             None => "nothing pinned (one CPU)".to_owned(),
         },
+    );
+    println!();
+    print!("{:<W$}", "bench serve | CPU µs / req");
+    for workload in continued::Workload::ALL {
+        print!(" {:>16}", workload.label());
+    }
+    println!();
+    for (backend, row) in &report.rows {
+        if row.cost.is_none() && row.workloads.is_empty() {
+            continue;
+        }
+        print!("{:<W$}", backend.label());
+        for workload in continued::Workload::ALL {
+            let cost = if workload == continued::Workload::Continued {
+                row.cost
+            } else {
+                row.workloads
+                    .iter()
+                    .find(|(w, _)| *w == workload)
+                    .map(|(_, c)| *c)
+            };
+            print!(
+                " {:>16}",
+                cost.map_or_else(|| "-".to_owned(), |c| format!("{:.0}", c.per_request_us()))
+            );
+        }
+        println!();
+    }
+    println!(
+        "-- the serving processes' CPU per request at saturation ({} clients, pinned as above) for \
+         each workload: five-turn conversations; a client's tool loop (the model calls a tool \
+         twice, the client answers each, then asks once more); three turns, then the last \
+         question edited and sent again (a branch at its place); a first contact of {} messages",
+        continued::CLIENTS,
+        continued::LONG,
     );
     match &report.instructions {
         Some(Ok(i)) => println!(
