@@ -263,7 +263,8 @@ fn first_line(error: &(dyn std::error::Error + 'static)) -> String {
         .to_owned()
 }
 
-#[cfg(all(test, feature = "bedrock"))]
+#[cfg(test)]
+#[cfg(feature = "bedrock")]
 mod tests {
     use std::path::Path;
 
