@@ -85,6 +85,58 @@ fn clippy_step(name: &str, scope: &[&str]) -> anyhow::Result<()> {
     )
 }
 
+/// The features of the `hermes` binary built without Bedrock (`cargo install --path
+/// crates/hermes-cli --no-default-features --features anthropic`).
+const WITHOUT_BEDROCK: [&str; 4] = [
+    "-p",
+    "hermes-cli",
+    "--no-default-features",
+    "--features=anthropic",
+];
+
+/// The binary without the `bedrock` feature: it builds without warnings (clippy, no codegen),
+/// and its normal dependencies hold no AWS crate (`cargo tree`).
+fn without_bedrock() -> anyhow::Result<()> {
+    clippy_step(
+        "cargo clippy -p hermes-cli --no-default-features --features anthropic",
+        &WITHOUT_BEDROCK,
+    )?;
+    let name = "cargo tree -p hermes-cli --no-default-features --features anthropic -e normal";
+    eprintln!("xtask: {name} (no aws- crate)");
+    let out = cargo()
+        .arg("tree")
+        .args(WITHOUT_BEDROCK)
+        .args(["-e", "normal", "--prefix", "none"])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .with_context(|| format!("cannot start {name}"))?;
+    if !out.status.success() {
+        bail!("{name} failed ({})", out.status);
+    }
+    let aws = aws_crates(&String::from_utf8_lossy(&out.stdout));
+    if !aws.is_empty() {
+        bail!(
+            "the hermes binary without the `bedrock` feature depends on AWS crates: {} (`{name} -i CRATE` shows through what)",
+            aws.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The crates of a `cargo tree --prefix none` listing whose names start with `aws-`, each
+/// once, sorted.
+fn aws_crates(tree: &str) -> Vec<String> {
+    let mut names: Vec<String> = tree
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| name.starts_with("aws-"))
+        .map(str::to_owned)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
 /// Runs one step, failing with its name when it fails.
 fn step(name: &str, mut cmd: Command) -> anyhow::Result<()> {
     eprintln!("xtask: {name}");
@@ -523,7 +575,8 @@ fn ci(args: &[String]) -> anyhow::Result<()> {
 
 /// What `cargo xtask ci` says before it starts.
 const CI_PLAN: &str = "xtask: cargo xtask ci will
-xtask:   1. check formatting and run clippy (4 runs: the workspace, hermes-cli's default build, hermes-providers without its native wires)
+xtask:   1. check formatting and run clippy (5 runs: the workspace, hermes-cli's default build, hermes-providers without its native wires,
+xtask:      hermes-cli without Bedrock, whose cargo tree must hold no aws- crate)
 xtask:   2. install the official SDKs into a venv under target/sdk-venv (pip, PyPI)
 xtask:   3. install the real clients under target/clients (npm ci, pip)
 xtask:   4. start a throwaway PostgreSQL (.ci/postgres.sh; installs Debian's postgresql with apt-get when missing: asked first unless --yes or CI is set)
@@ -585,6 +638,7 @@ fn ci_steps(assume_yes: bool) -> anyhow::Result<()> {
             check,
         )?;
     }
+    without_bedrock()?;
 
     // Why a group could not be provisioned, by skip group (see `SKIP_GROUPS`).
     let mut unprovisioned: Vec<(&str, String)> = Vec::new();
@@ -990,6 +1044,38 @@ fn main() -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_aws_crates_of_a_tree_listing_are_named_once() {
+        let tree = "hermes-cli v0.1.0 (/work/crates/hermes-cli)
+anyhow v1.0.100
+aws-sigv4 v1.6.4
+aws-credential-types v1.3.1
+hermes-providers v0.1.0 (/work/crates/hermes-providers)
+aws-credential-types v1.3.1 (*)
+aws-smithy-runtime-api v1.9.2
+aws-smithy-runtime-api-macros v1.0.0 (proc-macro)
+not-aws-sigv4 v0.1.0
+";
+        assert_eq!(
+            aws_crates(tree),
+            [
+                "aws-credential-types",
+                "aws-sigv4",
+                "aws-smithy-runtime-api",
+                "aws-smithy-runtime-api-macros"
+            ]
+        );
+        assert!(
+            aws_crates(
+                "hermes-cli v0.1.0 (/w)
+serde v1.0.0
+
+"
+            )
+            .is_empty()
+        );
+    }
 
     #[test]
     fn libtest_result_lines_are_added_up_by_field() {

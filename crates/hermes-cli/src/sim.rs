@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+#[cfg(feature = "bedrock")]
 use hermes_engine::providers::aws::AwsCredentials;
 use hermes_engine::{Engine, SimProfile, Simulators, StartedSim};
 
@@ -47,12 +48,15 @@ impl Simulators for HermesSimulators {
         let sim = hermes_sim::Sim::start(profile)
             .await
             .map_err(|e| e.to_string())?;
-        let aws = AwsCredentials {
+        let started = StartedSim::new(sim.base_url(), sim);
+        // The `bedrock` profile's key pair (a build without the feature has no such profile).
+        #[cfg(feature = "bedrock")]
+        let started = started.with_aws_credentials(AwsCredentials {
             access_key_id: hermes_sim::SIM_AWS_ACCESS_KEY_ID.to_owned(),
             secret_access_key: hermes_sim::SIM_AWS_SECRET_ACCESS_KEY.to_owned(),
             session_token: None,
-        };
-        Ok(StartedSim::new(sim.base_url(), aws, sim))
+        });
+        Ok(started)
     }
 }
 

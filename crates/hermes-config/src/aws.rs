@@ -13,19 +13,24 @@
 //! each request and refreshed ahead of their expiry, so a long session outlives temporary
 //! credentials.
 
-use std::sync::Mutex;
-use std::time::{Duration, SystemTime};
-
-use aws_credential_types::Credentials;
-use aws_credential_types::provider::error::CredentialsError;
-use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider, future};
-use hermes_engine::providers::aws::AwsAuth;
+// Credentials (the `bedrock` feature's: without it there is no Bedrock provider to sign for).
+#[cfg(feature = "bedrock")]
+use {
+    aws_credential_types::Credentials,
+    aws_credential_types::provider::error::CredentialsError,
+    aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider, future},
+    hermes_engine::providers::aws::AwsAuth,
+    std::sync::Mutex,
+    std::time::{Duration, SystemTime},
+};
 
 use crate::secrets::Secrets;
 
+#[cfg(feature = "bedrock")]
 /// How to install a hermes that reads AWS profiles, SSO and `credential_process`.
 const CHAIN_INSTALL: &str = "cargo install --path crates/hermes-cli --features aws-chain";
 
+#[cfg(feature = "bedrock")]
 /// How long the whole credential chain may take (SSO and metadata endpoints are network calls).
 const CHAIN_LIMIT: Duration = Duration::from_secs(30);
 
@@ -69,6 +74,7 @@ pub struct AwsEnv {
 
 #[async_trait::async_trait]
 impl hermes_engine::AwsSecrets for AwsEnv {
+    #[cfg(feature = "bedrock")]
     async fn auth(&self, region: &str) -> Result<AwsAuth, String> {
         if let Some(key) = std::env::var("AWS_BEARER_TOKEN_BEDROCK")
             .ok()
@@ -80,6 +86,7 @@ impl hermes_engine::AwsSecrets for AwsEnv {
     }
 }
 
+#[cfg(feature = "bedrock")]
 /// The official credential chain (environment, profiles, SSO, `credential_process`,
 /// assume-role, web identity, container and instance metadata).
 #[cfg(feature = "aws-chain")]
@@ -94,6 +101,7 @@ async fn chain(region: &str) -> Result<SharedCredentialsProvider, String> {
     })
 }
 
+#[cfg(feature = "bedrock")]
 /// The credentials in the environment (see [`env_credentials`]).
 #[cfg(not(feature = "aws-chain"))]
 #[allow(clippy::unused_async)] // the same signature as the chain
@@ -101,6 +109,7 @@ async fn chain(_region: &str) -> Result<SharedCredentialsProvider, String> {
     env_credentials(|name| std::env::var(name).ok())
 }
 
+#[cfg(feature = "bedrock")]
 /// The credentials in `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` / `AWS_SESSION_TOKEN` (read
 /// through `var`), or an error naming them and, for profiles, SSO and `credential_process`, the
 /// build that reads them.
@@ -142,6 +151,7 @@ fn http_client() -> aws_smithy_runtime_api::client::http::SharedHttpClient {
         .build_https()
 }
 
+#[cfg(feature = "bedrock")]
 /// SigV4 auth for `region` whose credentials come from `chain` for every request, through a
 /// [`Refreshing`] cache; the first ones are fetched now, so a missing or expired credential is
 /// a clear error before anything is sent.
@@ -162,10 +172,12 @@ async fn refreshing(
     })
 }
 
+#[cfg(feature = "bedrock")]
 /// Credentials are fetched again when they expire within this (the AWS SDKs refresh cached
 /// credentials ahead of expiry the same way), so no request is signed with ones about to lapse.
 const REFRESH_BEFORE: Duration = Duration::from_secs(5 * 60);
 
+#[cfg(feature = "bedrock")]
 /// The aws-config chain behind a cache: its credentials are kept until they come within
 /// [`REFRESH_BEFORE`] of their expiry (forever when they have none, as for static keys), then
 /// fetched again — so a session outliving temporary credentials (SSO, `credential_process`,
@@ -177,6 +189,7 @@ struct Refreshing {
     cached: Mutex<Option<Credentials>>,
 }
 
+#[cfg(feature = "bedrock")]
 impl Refreshing {
     /// The current credentials, or one line saying what is missing or expired.
     async fn get(&self) -> Result<Credentials, String> {
@@ -223,6 +236,7 @@ impl Refreshing {
     }
 }
 
+#[cfg(feature = "bedrock")]
 impl ProvideCredentials for Refreshing {
     fn provide_credentials<'a>(&'a self) -> future::ProvideCredentials<'a>
     where
@@ -234,6 +248,7 @@ impl ProvideCredentials for Refreshing {
     }
 }
 
+#[cfg(feature = "bedrock")]
 /// The innermost cause of an AWS error on one line (the outer ones only wrap it).
 fn first_line(error: &(dyn std::error::Error + 'static)) -> String {
     let mut cause: &dyn std::error::Error = error;
@@ -249,6 +264,7 @@ fn first_line(error: &(dyn std::error::Error + 'static)) -> String {
 }
 
 #[cfg(test)]
+#[cfg(feature = "bedrock")]
 mod tests {
     use std::path::Path;
 

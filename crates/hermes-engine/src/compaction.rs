@@ -65,12 +65,18 @@ pub(crate) fn is_native(wire: &dyn hermes_core::Wire, target: &hermes_core::Rout
     if !wire.takes_native_compaction() {
         return false;
     }
+    // Each provider's compaction is its wire's: a build without the wire has none.
     match wire.id() {
+        #[cfg(feature = "anthropic")]
         id if id == hermes_providers::anthropic::WIRE_ID => {
             wire.takes_passthrough(hermes_core::Dialect::AnthropicMessages)
         }
+        #[cfg(feature = "responses")]
         id if id == hermes_providers::responses::WIRE_ID => is_openai(target),
-        _ => false,
+        _ => {
+            let _ = target;
+            false
+        }
     }
 }
 
@@ -83,7 +89,7 @@ pub(crate) fn threshold(
     target: &crate::target::Target,
     overrides: &hermes_compaction::CompactionOverrides,
 ) -> hermes_core::Passthrough {
-    let mut p = hermes_core::Passthrough::new();
+    let p = hermes_core::Passthrough::new();
     let wire = target.transport.wire();
     let Some(n) = overrides.provider_threshold else {
         return p;
@@ -91,13 +97,23 @@ pub(crate) fn threshold(
     if !is_native(wire, &target.decision.target) {
         return p;
     }
-    if wire.id() == hermes_providers::responses::WIRE_ID {
-        p.fields
-            .push(hermes_providers::responses::compaction::threshold_field(n));
-    } else if wire.id() == hermes_providers::anthropic::WIRE_ID {
-        p = hermes_providers::anthropic::compaction::threshold_request(n);
+    match wire.id() {
+        #[cfg(feature = "responses")]
+        id if id == hermes_providers::responses::WIRE_ID => {
+            let mut p = p;
+            p.fields
+                .push(hermes_providers::responses::compaction::threshold_field(n));
+            p
+        }
+        #[cfg(feature = "anthropic")]
+        id if id == hermes_providers::anthropic::WIRE_ID => {
+            hermes_providers::anthropic::compaction::threshold_request(n)
+        }
+        _ => {
+            let _ = n;
+            p
+        }
     }
-    p
 }
 
 /// The passthrough of a gateway compaction request ([`crate::Request::compact`]) on a route
@@ -113,20 +129,28 @@ pub(crate) fn native_request(
     if !is_native(wire, &target.decision.target) {
         return None;
     }
-    if wire.id() == hermes_providers::responses::WIRE_ID {
-        let mut p = passthrough.clone();
-        p.fields
-            .extend(hermes_providers::responses::compaction::request().fields);
-        Some(p)
-    } else if wire.id() == hermes_providers::anthropic::WIRE_ID {
-        Some(hermes_providers::anthropic::compaction::request())
-    } else {
-        None
+    match wire.id() {
+        #[cfg(feature = "responses")]
+        id if id == hermes_providers::responses::WIRE_ID => {
+            let mut p = passthrough.clone();
+            p.fields
+                .extend(hermes_providers::responses::compaction::request().fields);
+            Some(p)
+        }
+        #[cfg(feature = "anthropic")]
+        id if id == hermes_providers::anthropic::WIRE_ID => {
+            Some(hermes_providers::anthropic::compaction::request())
+        }
+        _ => {
+            let _ = passthrough;
+            None
+        }
     }
 }
 
 /// Whether `target` is OpenAI's own API or a local endpoint
 /// ([`hermes_providers::responses::is_openai`]).
+#[cfg(feature = "responses")]
 pub(crate) fn is_openai(target: &hermes_core::RouteTarget) -> bool {
     target
         .host
@@ -140,6 +164,10 @@ pub(crate) fn is_openai(target: &hermes_core::RouteTarget) -> bool {
 /// (the kept turns start a turn, whole, with their thinking), after the latest earlier
 /// checkpoint (which it supersedes). A manual `/compact` keeps only the latest turn; the
 /// pre-flight trigger keeps at least `protect_last` messages where the turns allow it.
+#[cfg_attr(
+    not(any(feature = "anthropic", feature = "responses")),
+    allow(dead_code)
+)] // no native compaction
 pub(crate) fn native_span(
     history: &[hermes_core::Message],
     manual: bool,
@@ -173,6 +201,10 @@ pub(crate) fn native_span(
 
 /// The store's plan for an on-demand compaction: the rows of `start..end` archived, and
 /// `checkpoint` (the provider's reply) standing where the first of them stood.
+#[cfg_attr(
+    not(any(feature = "anthropic", feature = "responses")),
+    allow(dead_code)
+)] // no native compaction
 pub(crate) fn native_plan(
     rows: &[StoredMessage],
     start: usize,

@@ -259,6 +259,7 @@ impl Engine {
             return Ok(());
         };
         let name = name.trim().to_lowercase();
+        settle::check_built(&self.wires, &name)?;
         let from_flag_or_config = choice.provider.is_some() || stored_provider.is_none();
         if !from_flag_or_config
             || choice.base_url.is_some()

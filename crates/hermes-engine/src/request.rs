@@ -22,7 +22,7 @@ use crate::settle::{Choice, Defaults};
 use crate::target::{AwsLookup, KeyLookup, Limits, Target};
 use crate::turn::{Destination, TurnParts, Work, drive};
 use hermes_core::reattach::{align, input_start, unverified_carriers};
-use hermes_providers::anthropic::inbound::client_blocks_to;
+use hermes_providers::client_blocks_to;
 
 /// What every request of an engine runs with: the store and the process-wide settings a front
 /// end read once (config, key lookups, limits).
@@ -230,7 +230,7 @@ pub struct History {
     /// native record, no key outside the allow-list), in order (carriers it kept are passed on unverified; its
     /// own Anthropic thinking blocks, `reasoning_details` items of a turn the store does not
     /// hold, only to Claude on the Messages wire:
-    /// `hermes_providers::anthropic::inbound::client_blocks_to`, applied once the target is
+    /// `hermes_providers::client_blocks_to`, applied once the target is
     /// settled).
     messages: Vec<Message>,
 }

@@ -418,12 +418,17 @@ impl ChatSession {
         let mut native_failed = None;
         if crate::compaction::is_native(self.target.transport.wire(), &self.target.decision.target)
         {
-            let native =
-                if self.target.transport.wire().id() == hermes_providers::responses::WIRE_ID {
+            // `is_native`: the Responses wire or the Anthropic one, each its feature's.
+            let native = match self.target.transport.wire().id() {
+                #[cfg(feature = "responses")]
+                wire if wire == hermes_providers::responses::WIRE_ID => {
                     self.compact_responses(&id, &rows, &history, manual).await
-                } else {
-                    self.compact_natively(&id, &rows, &history, manual).await
-                };
+                }
+                #[cfg(feature = "anthropic")]
+                _ => self.compact_natively(&id, &rows, &history, manual).await,
+                #[cfg(not(feature = "anthropic"))]
+                _ => Ok::<_, EngineError>(None),
+            };
             match native {
                 Ok(line) => return Ok(line),
                 // The provider's compaction failed: hermes compacts itself, and says so.
@@ -489,6 +494,7 @@ impl ChatSession {
     /// holding the `compaction` block, verbatim — is stored as a checkpoint in their place,
     /// stamped with the digests of the turns it keeps, which follow it verbatim. `Ok(None)`
     /// when there is nothing to summarise.
+    #[cfg(feature = "anthropic")]
     async fn compact_natively(
         &mut self,
         id: &str,
@@ -544,6 +550,7 @@ impl ChatSession {
     /// the reply's `compaction` item, verbatim, and hermes' summary beside it
     /// ([`hermes_core::checkpoint::SUMMARY_KEY`]) are stored as a checkpoint in their place,
     /// followed by the kept turns verbatim. `Ok(None)` when there is nothing to summarise.
+    #[cfg(feature = "responses")]
     async fn compact_responses(
         &mut self,
         id: &str,
@@ -617,6 +624,10 @@ impl ChatSession {
     /// The provider's own compaction of `history` (its wire's compaction request in
     /// `passthrough`), asked once with the session's thinking and tools and no tool run: the
     /// reply, which must hold the compaction `what` (Anthropic's block, OpenAI's item).
+    #[cfg_attr(
+        not(any(feature = "anthropic", feature = "responses")),
+        allow(dead_code)
+    )] // no native compaction
     async fn provider_compaction(
         &self,
         log: &StoreLog<'_>,

@@ -319,6 +319,13 @@ fn wire_of(wires: &Wires, provider: &str) -> &'static str {
         .map_or(hermes_core::CHAT_WIRE, |(_, wire)| wire.id())
 }
 
+/// Where `foundry-anthropic` takes a Microsoft Entra ID token when its key is not set.
+#[cfg(feature = "anthropic")]
+const FOUNDRY_TOKEN_VAR: &str = hermes_providers::anthropic::FOUNDRY_TOKEN_VAR;
+/// Without the Anthropic wire there is no `foundry-anthropic` ([`check_built`] refuses it).
+#[cfg(not(feature = "anthropic"))]
+const FOUNDRY_TOKEN_VAR: &str = "ANTHROPIC_FOUNDRY_AUTH_TOKEN";
+
 /// The AWS providers: credentials from the AWS environment and shared files (through the
 /// caller's [`AwsSecrets`](crate::AwsSecrets)), the host from the region.
 pub fn is_aws_provider(provider: &str) -> bool {
@@ -386,6 +393,22 @@ pub const DEFAULT_SIM_PROFILE: &str = "deepseek-v4";
 /// may pick (none in a build without simulators). `key` looks up an environment variable for
 /// [`Purpose::Send`]; it is never called for a preview. Front ends reach it through
 /// [`Engine::settle`](crate::Engine::settle), on the engine's own wire list.
+/// Refuses a built-in provider whose wire this build leaves out (its cargo feature is off, e.g.
+/// `bedrock` in a build without the AWS crates), naming the feature; a wire of one's own that
+/// serves the id is taken as it is.
+pub(crate) fn check_built(wires: &Wires, provider: &str) -> Result<(), EngineError> {
+    if wires.provider(provider).is_some() {
+        return Ok(());
+    }
+    match hermes_providers::feature_left_out(provider) {
+        Some(feature) => Err(EngineError::Usage(format!(
+            "provider `{}` needs the \"{feature}\" cargo feature, which this build of hermes leaves out (build it with `--features {feature}`)",
+            provider.trim().to_lowercase()
+        ))),
+        None => Ok(()),
+    }
+}
+
 pub(crate) fn settle(
     wires: &Wires,
     sims: &[SimProfile],
@@ -406,6 +429,7 @@ pub(crate) fn settle(
         })?
         .trim()
         .to_lowercase();
+    check_built(wires, &provider)?;
     // The stored session's model and URL count only for the provider it was stored with.
     let stored = stored.filter(|s| {
         s.provider
@@ -454,6 +478,7 @@ pub(crate) fn settle(
             sim_profile_name(base_url.as_deref()).unwrap_or(DEFAULT_SIM_PROFILE),
         )?
         .clone();
+        check_built(wires, &profile.provider)?;
         let wire = wire_of(wires, &profile.provider);
         let model = model.unwrap_or_else(|| profile.model.clone());
         return Ok(Settled {
@@ -566,7 +591,7 @@ pub(crate) fn settle(
         .map_err(|why| EngineError::Failed(why.message(base_url, "AWS credentials")))?;
     } else if purpose == Purpose::Send {
         // Foundry also takes a Microsoft Entra ID token, when its key is not set.
-        let foundry_token = hermes_providers::anthropic::FOUNDRY_TOKEN_VAR;
+        let foundry_token = FOUNDRY_TOKEN_VAR;
         if settled.provider == "foundry-anthropic"
             && settled
                 .key_var
@@ -654,10 +679,7 @@ fn send_key(
     let optional = spec.is_none_or(|s| matches!(s.id, "custom" | "lmstudio"));
     if api_key.is_none() && !local && !optional {
         let or_token = if provider == "foundry-anthropic" {
-            format!(
-                " (or {}, a Microsoft Entra ID token)",
-                hermes_providers::anthropic::FOUNDRY_TOKEN_VAR
-            )
+            format!(" (or {}, a Microsoft Entra ID token)", FOUNDRY_TOKEN_VAR)
         } else {
             String::new()
         };

@@ -4,6 +4,7 @@
 
 use std::any::Any;
 
+#[cfg(feature = "bedrock")]
 use hermes_providers::aws::AwsCredentials;
 
 /// The loopback host every simulator binds. A simulator target that is not started (a preview)
@@ -55,10 +56,12 @@ pub trait Simulators: Send + Sync {
 }
 
 /// A simulator started for a session: where it listens, the one AWS key pair it accepts (its
-/// Bedrock profiles check SigV4), and the simulator itself, kept alive as long as this value is.
+/// Bedrock profiles check SigV4; the `bedrock` feature's), and the simulator itself, kept alive
+/// as long as this value is.
 pub struct StartedSim {
     base_url: String,
-    aws_credentials: AwsCredentials,
+    #[cfg(feature = "bedrock")]
+    aws_credentials: Option<AwsCredentials>,
     simulator: Box<dyn Any + Send + Sync>,
 }
 
@@ -71,17 +74,22 @@ impl std::fmt::Debug for StartedSim {
 }
 
 impl StartedSim {
-    /// `simulator`, listening at `base_url` (on [`SIM_HOST`]) and accepting `aws_credentials`.
-    pub fn new<T: Any + Send + Sync>(
-        base_url: impl Into<String>,
-        aws_credentials: AwsCredentials,
-        simulator: T,
-    ) -> Self {
+    /// `simulator`, listening at `base_url` (on [`SIM_HOST`]), accepting no AWS credentials
+    /// until [`StartedSim::with_aws_credentials`] says which.
+    pub fn new<T: Any + Send + Sync>(base_url: impl Into<String>, simulator: T) -> Self {
         StartedSim {
             base_url: base_url.into(),
-            aws_credentials,
+            #[cfg(feature = "bedrock")]
+            aws_credentials: None,
             simulator: Box::new(simulator),
         }
+    }
+
+    /// The AWS key pair it accepts (a Bedrock profile signs with it).
+    #[cfg(feature = "bedrock")]
+    pub fn with_aws_credentials(mut self, aws_credentials: AwsCredentials) -> Self {
+        self.aws_credentials = Some(aws_credentials);
+        self
     }
 
     /// Its loopback base URL.
@@ -89,9 +97,10 @@ impl StartedSim {
         &self.base_url
     }
 
-    /// The AWS key pair it accepts.
-    pub fn aws_credentials(&self) -> &AwsCredentials {
-        &self.aws_credentials
+    /// The AWS key pair it accepts, if it was given one.
+    #[cfg(feature = "bedrock")]
+    pub fn aws_credentials(&self) -> Option<&AwsCredentials> {
+        self.aws_credentials.as_ref()
     }
 
     /// The simulator itself, when it is a `T` (tests read what it received).
@@ -111,18 +120,19 @@ mod tests {
 
     #[test]
     fn a_started_simulator_is_given_back_only_as_its_own_type() {
-        let started = StartedSim::new(
-            format!("http://{SIM_HOST}:9"),
-            AwsCredentials {
-                access_key_id: "AKID".to_owned(),
-                secret_access_key: "secret".to_owned(),
-                session_token: None,
-            },
-            7_u16,
-        );
+        let started = StartedSim::new(format!("http://{SIM_HOST}:9"), 7_u16);
         assert_eq!(started.simulator::<u16>(), Some(&7));
         assert_eq!(started.simulator::<u32>(), None);
         assert_eq!(started.base_url(), "http://127.0.0.1:9");
-        assert_eq!(started.aws_credentials().access_key_id, "AKID");
+        #[cfg(feature = "bedrock")]
+        {
+            assert!(started.aws_credentials().is_none());
+            let started = started.with_aws_credentials(AwsCredentials {
+                access_key_id: "AKID".to_owned(),
+                secret_access_key: "secret".to_owned(),
+                session_token: None,
+            });
+            assert_eq!(started.aws_credentials().unwrap().access_key_id, "AKID");
+        }
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use hermes_core::{RouteDecision, TransportError};
 use hermes_providers::Credentials;
+#[cfg(feature = "bedrock")]
 use hermes_providers::aws::AwsAuth;
 
 use crate::Engine;
@@ -21,11 +22,13 @@ pub type KeyLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// Where AWS credentials come from (the Bedrock providers). The caller reads the AWS
 /// environment, shared `credentials`/`config` files, SSO caches and `credential_process`; the
-/// engine asks when a Bedrock target starts.
+/// engine asks when a Bedrock target starts. Without the `bedrock` feature there is no Bedrock
+/// target, and nothing to ask.
 #[async_trait::async_trait]
 pub trait AwsSecrets: Send + Sync {
     /// SigV4 credentials, or a Bedrock API key, for `region`. An error is one line saying what
     /// is missing or expired and how to fix it; it never holds a secret.
+    #[cfg(feature = "bedrock")]
     async fn auth(&self, region: &str) -> Result<AwsAuth, String>;
 }
 
@@ -113,11 +116,19 @@ impl Target {
             limits.idle,
         ))?;
         let key = settled.api_key.as_ref().map(|k| k.expose().to_owned());
+        #[cfg(not(feature = "bedrock"))]
+        let _ = aws;
+        #[cfg(feature = "bedrock")]
         let aws_auth = match (settled.aws_region.as_deref(), &sim, aws) {
             (None, _, _) => None,
             // The in-process simulator knows one credential pair, and nothing else may sign.
             (Some(region), Some(sim), _) => Some(AwsAuth::SigV4 {
-                credentials: sim.aws_credentials().clone(),
+                credentials: sim.aws_credentials().cloned().ok_or_else(|| {
+                    EngineError::Failed(format!(
+                        "the simulator for provider `{}` accepts no AWS credentials",
+                        settled.provider
+                    ))
+                })?,
                 region: region.to_owned(),
             }),
             (Some(region), None, Some(source)) => Some(source.auth(region).await.map_err(
@@ -147,6 +158,7 @@ impl Target {
             client,
             Credentials {
                 key,
+                #[cfg(feature = "bedrock")]
                 aws: aws_auth,
                 sim: sim.is_some(),
             },

@@ -54,7 +54,10 @@ mod transport;
 pub mod wires;
 
 pub use hermes_core::transport::{Reply, TransportError};
+pub use inbound::client_blocks_to;
 pub use registry::{ProviderSpec, provider};
 pub use routes::builtin_table;
 pub use transport::{Auth, ChatTransport, Endpoint, HttpChat, Waits};
-pub use wires::{Credentials, WireDescriptor, WireTarget, Wires, register_builtin_wires};
+pub use wires::{
+    Credentials, WireDescriptor, WireTarget, Wires, feature_left_out, register_builtin_wires,
+};

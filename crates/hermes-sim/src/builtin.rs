@@ -50,7 +50,9 @@ pub(crate) enum Builtin {
     /// verified on replay. Served by `crate::anthropic`, not by the chat-completions rules.
     Anthropic,
     /// AWS Bedrock Runtime (Converse, ConverseStream, InvokeModel, InvokeModelWithResponseStream):
-    /// SigV4 or API-key auth, per-model reasoning replay policy. Served by `crate::bedrock`.
+    /// SigV4 or API-key auth, per-model reasoning replay policy. Served by `crate::bedrock` (the
+    /// `bedrock` feature; without it the variant is never made, and [`PROFILES`] leaves it out).
+    #[cfg_attr(not(feature = "bedrock"), allow(dead_code))]
     Bedrock,
     /// Google's native generateContent API (AI Studio and Vertex doors): strict schema, signed
     /// `thoughtSignature`s enforced in the current turn. Served by `crate::gemini`.
@@ -74,8 +76,9 @@ const fn info(
     }
 }
 
-/// The table: every built-in, its name, stand-in provider, default model and `--help` line.
-const TABLE: [(ProfileInfo, Builtin); 16] = [
+/// The table: every built-in, its name, stand-in provider, default model and `--help` line
+/// (`bedrock` only with the `bedrock` feature, which brings the AWS crates it needs).
+const TABLE: &[(ProfileInfo, Builtin)] = &[
     (
         info(
             "deepseek-v4",
@@ -193,6 +196,7 @@ const TABLE: [(ProfileInfo, Builtin); 16] = [
         ),
         Builtin::Anthropic,
     ),
+    #[cfg(feature = "bedrock")]
     (
         info(
             "bedrock",
@@ -234,6 +238,12 @@ const fn infos() -> [ProfileInfo; TABLE.len()] {
 
 /// Every built-in profile, in the order `--help` lists them.
 pub const PROFILES: &[ProfileInfo] = &infos();
+
+/// The built-in profiles this build leaves out, each with the cargo feature that brings it.
+pub(crate) const NOT_BUILT: &[(&str, &str)] = &[
+    #[cfg(not(feature = "bedrock"))]
+    ("bedrock", "bedrock"),
+];
 
 /// The profile names, comma-separated (for error texts).
 pub(crate) fn names() -> String {

@@ -72,8 +72,18 @@
 //! `--help` line). A provider that is not built in is simulated from its own rules with a
 //! [`ProfileSpec`] passed to [`Sim::builder`]. The library neither reads the environment nor
 //! prints: binaries pass the signing key ([`KEY_ENV`]) and print [`Sim::base_url`] themselves.
+//!
+//! The `bedrock` profile is behind the `bedrock` cargo feature (on by default), the only one
+//! that needs the AWS crates (SigV4, event-stream frames); [`Profile::builtin`] names the
+//! feature when a build leaves it out.
+
+// Without the `bedrock` profile, what only it uses (the Converse thinking format, the InvokeModel
+// door of the Anthropic rules, the Bedrock API key) is unused: dead code is linted on the
+// default build.
+#![cfg_attr(not(feature = "bedrock"), allow(dead_code))]
 
 mod anthropic;
+#[cfg(feature = "bedrock")]
 mod bedrock;
 mod builtin;
 mod custom;
@@ -99,6 +109,7 @@ pub use anthropic::binding::{
 };
 pub use anthropic::compaction::{COMPACTION_BETA, THRESHOLD_BETA};
 pub use anthropic::rules::ANTHROPIC_TOP_LEVEL;
+#[cfg(feature = "bedrock")]
 pub use bedrock::rules::CONVERSE_TOP_LEVEL as BEDROCK_CONVERSE_TOP_LEVEL;
 pub use builtin::{PROFILES, ProfileInfo};
 pub use custom::{EchoTurns, ProfileSpec, ReplyCarrier, ValueRule};
@@ -113,6 +124,7 @@ pub use sign::DEFAULT_KEY;
 /// crate, so the lists are compared, not shared).
 pub mod schema {
     /// AWS Bedrock Converse (botocore's `bedrock-runtime` service model).
+    #[cfg(feature = "bedrock")]
     pub mod converse {
         pub use crate::bedrock::rules::{
             CACHE_POINT_KEYS, CONTENT_MEMBERS, CONVERSE_TOP_LEVEL as REQUEST_MEMBERS,
@@ -320,6 +332,16 @@ pub enum SimError {
     /// The profile name is not one of [`PROFILES`].
     #[error("unknown profile `{0}`, expected one of {names}", names = builtin::names())]
     UnknownProfile(String),
+    /// The profile is built in, but this build left it out (its cargo feature is off).
+    #[error(
+        "simulator profile `{profile}` needs the \"{feature}\" cargo feature, which this build leaves out"
+    )]
+    NotBuilt {
+        /// The profile's name.
+        profile: String,
+        /// The cargo feature that brings it.
+        feature: &'static str,
+    },
     /// Binding or serving failed.
     #[error("simulator I/O error: {0}")]
     Io(#[from] std::io::Error),

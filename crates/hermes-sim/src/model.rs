@@ -895,8 +895,9 @@ mod tests {
     fn the_wires_ragged_tool_input_pieces_cover_the_text() {
         type Cut = fn(&str) -> Vec<String>;
         // Anthropic's first `input_json_delta` carries `""`; Bedrock sends at least one piece.
-        let rows: [(&str, Cut, usize, bool); 2] = [
-            ("anthropic", crate::anthropic::reply::ragged, 4, true),
+        let rows = [
+            ("anthropic", crate::anthropic::reply::ragged as Cut, 4, true),
+            #[cfg(feature = "bedrock")]
             ("bedrock", crate::bedrock::reply::ragged, 2, false),
         ];
         let s = r#"{"step":1,"note":"ünï ⏱"}"#;

@@ -35,6 +35,12 @@ enum Kind {
 impl Profile {
     /// The built-in profile `name`, one of [`crate::PROFILES`].
     pub fn builtin(name: &str) -> Result<Profile, SimError> {
+        if let Some(&(_, feature)) = crate::builtin::NOT_BUILT.iter().find(|(n, _)| *n == name) {
+            return Err(SimError::NotBuilt {
+                profile: name.to_owned(),
+                feature,
+            });
+        }
         Builtin::parse(name)
             .map(|b| Profile(Kind::Builtin(b)))
             .ok_or_else(|| SimError::UnknownProfile(name.to_owned()))

@@ -19,8 +19,10 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+#[cfg(feature = "bedrock")]
+use crate::bedrock;
 use crate::wire::{self, Refusal};
-use crate::{RecordedRequest, Shared, anthropic, bedrock, gemini, lock, model, openai_responses};
+use crate::{RecordedRequest, Shared, anthropic, gemini, lock, model, openai_responses};
 
 /// Byte sizes the SSE text is cut into, cycled; none divides an event, so cuts land mid-line.
 const CUTS: [usize; 7] = [7, 13, 5, 19, 11, 3, 17];
@@ -261,6 +263,21 @@ fn chunked(bytes: Bytes, cuts: &'static [usize], paced: Paced) -> Response<SimBo
     Response::new(SimBody::Chunks(rx))
 }
 
+/// The `bedrock` profile's answer (`None` for any other profile).
+#[cfg(feature = "bedrock")]
+fn bedrock_answer(shared: &Shared, request: &wire::Request<'_>) -> Option<wire::Answer> {
+    shared
+        .profile
+        .is_bedrock()
+        .then(|| bedrock::answer(shared, request))
+}
+
+/// Without the `bedrock` feature no profile is Bedrock's.
+#[cfg(not(feature = "bedrock"))]
+fn bedrock_answer(_: &Shared, _: &wire::Request<'_>) -> Option<wire::Answer> {
+    None
+}
+
 /// The HTTP response for a wire module's answer: its body sent as its kind says, then its
 /// headers.
 fn response(a: &wire::Answer, pace: Duration) -> Response<SimBody> {
@@ -275,10 +292,8 @@ fn response(a: &wire::Answer, pace: Duration) -> Response<SimBody> {
         }
         wire::Body::EventStream(bytes) => {
             let mut resp = chunked(Bytes::from(bytes.clone()), &FRAME_CUTS, Paced::NONE);
-            resp.headers_mut().insert(
-                CONTENT_TYPE,
-                HeaderValue::from_static(bedrock::EVENT_STREAM),
-            );
+            resp.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static(wire::EVENT_STREAM));
             resp
         }
     };
@@ -331,12 +346,10 @@ async fn handle(
         Some(anthropic::answer(&shared, &request))
     } else if shared.profile.is_responses() {
         Some(openai_responses::answer(&shared, &request))
-    } else if shared.profile.is_bedrock() {
-        Some(bedrock::answer(&shared, &request))
     } else if shared.profile.is_gemini() {
         Some(gemini::answer(&shared, &request))
     } else {
-        None
+        bedrock_answer(&shared, &request)
     };
     if let Some(a) = answer {
         // Gemini's query is recorded too (`alt=sse`), with any `key` value redacted.

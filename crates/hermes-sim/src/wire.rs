@@ -40,6 +40,9 @@ pub(crate) struct Request<'a> {
     pub(crate) raw: &'a [u8],
 }
 
+/// The AWS event-stream content type ([`Body::EventStream`]).
+pub(crate) const EVENT_STREAM: &str = "application/vnd.amazon.eventstream";
+
 /// How an answer's body is sent.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Body {
@@ -50,6 +53,7 @@ pub(crate) enum Body {
     /// A JSON array written in chunks (Gemini's `streamGenerateContent` without `alt=sse`).
     JsonArray,
     /// AWS event-stream frames: these bytes (the answer's text renders them for the record).
+    #[cfg_attr(not(feature = "bedrock"), allow(dead_code))]
     EventStream(Vec<u8>),
 }
 

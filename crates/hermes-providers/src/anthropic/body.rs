@@ -177,24 +177,29 @@ impl Target {
     /// The family serving `model` on this target: [`Target::family`], except that Bedrock's
     /// InvokeModel with the Messages body ([`Flavor::Bedrock`], provider `bedrock-anthropic`)
     /// serves Claude only: a model id that names another model ([`other_than_claude_on_bedrock`])
-    /// is treated as an unknown relay — no Claude thinking blocks, no thinking request.
+    /// is treated as an unknown relay — no Claude thinking blocks, no thinking request. Without
+    /// the `bedrock` feature that door is not built, and the family is the host's.
     pub fn family_for(&self, model: &str) -> Family {
         let family = self.family();
+        #[cfg(feature = "bedrock")]
         if family == Family::Claude
             && self.flavor == Flavor::Bedrock
             && other_than_claude_on_bedrock(model)
         {
-            Family::Unknown
-        } else {
-            family
+            return Family::Unknown;
         }
+        #[cfg(not(feature = "bedrock"))]
+        let _ = model;
+        family
     }
 }
 
 /// Whether the Bedrock model id `model` names a model other than Claude (`deepseek-v4-pro`,
 /// `us.deepseek.r1-v1:0`, a foundation-model or inference-profile ARN of one). An ARN that names
 /// no model (an application inference profile, a provisioned or custom model) is not known to
-/// be another model: it keeps the host's family.
+/// be another model: it keeps the host's family. (The `bedrock` feature's: it reads the id with
+/// the Converse wire's parser.)
+#[cfg(feature = "bedrock")]
 pub fn other_than_claude_on_bedrock(model: &str) -> bool {
     if crate::bedrock::BedrockModel::parse(model).claude.is_some() {
         return false;

@@ -83,46 +83,10 @@ pub fn passes_client_blocks(wire: &str, base_url: &str) -> bool {
     wire == WIRE_ID && Family::of(base_url) == Family::Claude
 }
 
-/// The one rule for a gateway client's own thinking blocks (docs/spec.md §10): in `history` (a
-/// client's history lined up with the store, `hermes_core::reattach::align`), every
-/// Anthropic-shaped `reasoning_details` item of an assistant message without origin — a block
-/// the client sent on a turn the store did not make — stays only when the target passes them
-/// ([`passes_client_blocks`]); to every other target it is left out, so the route's rule for a
-/// missing carrier applies (a must-echo route's `" "` pad). One with a gateway signature
-/// ([`GATEWAY_SIGNATURE_PREFIX`], however it got there: the Messages door already leaves it out,
-/// a chat client might not) goes to no target. Messages the store holds carry their origin and
-/// are left as they are. Returns how many items were left out.
-pub fn client_blocks_to(history: &mut [Message], wire: &str, base_url: &str) -> usize {
-    let passes = passes_client_blocks(wire, base_url);
-    let mut withheld = 0;
-    for (index, message) in history.iter_mut().enumerate() {
-        if message.role != Role::Assistant || message.origin.is_some() {
-            continue;
-        }
-        let Some(items) = message.reasoning_details.as_mut() else {
-            continue;
-        };
-        let before = items.len();
-        items.retain(|item| !item.is_anthropic_shaped() || (passes && !gateway_signed(item)));
-        let left_out = before - items.len();
-        if left_out > 0 {
-            tracing::debug!(
-                index,
-                left_out,
-                wire,
-                "a client's own thinking blocks left out: they go only to Claude on the Messages wire, and a gateway-signed one to no one"
-            );
-        }
-        withheld += left_out;
-        if items.is_empty() {
-            message.reasoning_details = None;
-        }
-    }
-    withheld
-}
+pub use crate::inbound::client_blocks_to;
 
 /// Whether an item carries a signature the gateway minted.
-fn gateway_signed(item: &DetailItem) -> bool {
+pub(crate) fn gateway_signed(item: &DetailItem) -> bool {
     gateway_block(item).is_some()
 }
 

@@ -1089,6 +1089,7 @@ fn an_invalid_beta_flag_is_answered_once_without_the_clients_flags_and_the_wires
 /// that target an unknown relay; Claude ids (profiles and ARNs included) and ARNs that name no
 /// model keep the host's family; other flavors are not judged by the model.
 #[test]
+#[cfg(feature = "bedrock")]
 fn a_model_other_than_claude_on_bedrock_invoke_model_is_an_unknown_relay() {
     use super::body::{Family, other_than_claude_on_bedrock};
     let account = "arn:aws:bedrock:us-east-1:123456789012";

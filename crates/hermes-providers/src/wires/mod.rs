@@ -318,6 +318,29 @@ const BUILTIN: &[Descriptor] = &[
     wire(crate::gemini::WIRE_ID, "Gemini generateContent", gemini::PROVIDERS, gemini::build, gemini::explain),
 ];
 
+/// Every built-in provider, with the cargo feature of its wire (chat completions' providers are
+/// always built and not listed). `bedrock-anthropic` is the Anthropic wire's InvokeModel door,
+/// which needs the AWS crates: the `bedrock` feature's.
+const FEATURE_OF: &[(&str, &str)] = &[
+    ("anthropic", "anthropic"),
+    ("vertex-anthropic", "anthropic"),
+    ("foundry-anthropic", "anthropic"),
+    ("bedrock-anthropic", "bedrock"),
+    ("bedrock", "bedrock"),
+    ("gemini", "gemini"),
+    ("vertex-gemini", "gemini"),
+    ("openai-responses", "responses"),
+];
+
+/// The cargo feature a built-in provider needs when this build leaves its wire out: `Some` for
+/// `bedrock` in a build without the `bedrock` feature, `None` for a provider this build has or
+/// one that is not built in. `id` is trimmed and read case-insensitively.
+pub fn feature_left_out(id: &str) -> Option<&'static str> {
+    let id = id.trim().to_lowercase();
+    let (_, feature) = FEATURE_OF.iter().find(|(p, _)| *p == id)?;
+    (!builtin_providers().any(|(p, _)| p.id == id)).then_some(*feature)
+}
+
 /// Every built-in provider of this build, with its wire's id, in registration order.
 pub(crate) fn builtin_providers() -> impl Iterator<Item = (&'static ProviderSpec, &'static str)> {
     BUILTIN
@@ -345,7 +368,32 @@ impl ChatTransport {
 
 #[cfg(test)]
 mod tests {
-    use super::{Descriptor, ProviderSpec, Wires};
+    use super::{Descriptor, FEATURE_OF, ProviderSpec, Wires, feature_left_out};
+
+    #[test]
+    fn every_native_provider_names_its_feature_and_only_a_left_out_one_needs_it() {
+        let native: Vec<&str> = super::builtin_providers()
+            .filter(|(_, wire)| *wire != hermes_core::CHAT_WIRE)
+            .map(|(p, _)| p.id)
+            .collect();
+        for id in &native {
+            assert!(
+                FEATURE_OF.iter().any(|(p, _)| p == id),
+                "{id} has no feature"
+            );
+            assert_eq!(feature_left_out(id), None, "{id} is built");
+        }
+        let left_out: Vec<&str> = FEATURE_OF
+            .iter()
+            .filter(|(p, _)| !native.contains(p))
+            .map(|(p, _)| *p)
+            .collect();
+        for id in left_out {
+            assert!(feature_left_out(&id.to_uppercase()).is_some(), "{id}");
+        }
+        assert_eq!(feature_left_out("deepseek"), None);
+        assert_eq!(feature_left_out("nope"), None);
+    }
 
     /// A made-up wire serving `mine` and taking over the built-in `deepseek`.
     const MINE: Descriptor = Descriptor {

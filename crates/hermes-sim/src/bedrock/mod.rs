@@ -31,9 +31,6 @@ use frames::Frame;
 /// The `x-amzn-ErrorType` suffix Bedrock's own errors carry.
 const BEDROCK_CORAL: &str = ":http://internal.amazon.com/coral/com.amazon.bedrock/";
 
-/// The event-stream content type.
-pub(crate) const EVENT_STREAM: &str = "application/vnd.amazon.eventstream";
-
 /// The four operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Op {

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod anthropic;
+#[cfg(feature = "bedrock")]
 mod bedrock;
 mod chat_profiles;
 mod common;
