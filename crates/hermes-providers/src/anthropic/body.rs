@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use super::media;
 use super::model::{self, ClaudeModel};
-use crate::image::Image;
+use crate::image::{Image, Piece};
 pub(super) use crate::native::json::raw_box;
 use crate::native::json::{self, Turn};
 use crate::native::stored;
@@ -869,6 +869,19 @@ fn anthropic_kind(item: &DetailItem) -> Option<(&'static str, bool)> {
     }
 }
 
+/// A user turn's blocks: each non-empty text part a text block, each image an image block,
+/// in stored order; other parts are left out, as a text-only turn leaves them out.
+fn user_blocks<'h>(msg: &'h Message, index: usize) -> Result<Vec<Block<'h>>, EncodeError> {
+    Ok(media::pieces(msg, index)?
+        .into_iter()
+        .filter_map(|p| match p {
+            Piece::Text { text, .. } if text.get() != "\"\"" => Some(Block::Text(text)),
+            Piece::Image(img) => Some(Block::Image(img)),
+            Piece::Text { .. } | Piece::Other(_) => None,
+        })
+        .collect())
+}
+
 /// The text parts of a content value (chat `text` parts; the API refuses empty text blocks).
 fn text_parts(content: Option<&RawJson>) -> Vec<&RawValue> {
     json::text_literals(content, &["text"])
@@ -1062,7 +1075,7 @@ pub fn encode(
                 let mut blocks = Vec::new();
                 let plain = msg.content.as_ref().filter(|c| c.is_string());
                 if media::has_images(msg) {
-                    blocks.extend(media::user_blocks(msg, i)?);
+                    blocks.extend(user_blocks(msg, i)?);
                 } else if plain.is_none() {
                     blocks.extend(
                         text_parts(msg.content.as_ref())

@@ -11,8 +11,8 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use super::body::{Block, EncodeError};
 use crate::image::{self, Image, Piece, Source};
+use crate::native::EncodeError;
 
 /// The media types a base64 source takes: `Base64ImageSourceParam.media_type`
 /// (`Literal["image/jpeg", "image/png", "image/gif", "image/webp"]`).
@@ -24,25 +24,9 @@ pub(super) fn has_images(msg: &Message) -> bool {
 }
 
 /// Reads the parts of message `index`, checking every image against what this wire takes.
-fn pieces(msg: &Message, index: usize) -> Result<Vec<Piece<'_>>, EncodeError> {
+pub(super) fn pieces(msg: &Message, index: usize) -> Result<Vec<Piece<'_>>, EncodeError> {
     image::message_pieces(msg, index, "the Anthropic Messages API", MEDIA_TYPES)
         .map_err(EncodeError::Image)
-}
-
-/// A user turn's blocks: each non-empty text part a text block, each image an image block,
-/// in stored order; other parts are left out, as a text-only turn leaves them out.
-pub(super) fn user_blocks<'h>(
-    msg: &'h Message,
-    index: usize,
-) -> Result<Vec<Block<'h>>, EncodeError> {
-    Ok(pieces(msg, index)?
-        .into_iter()
-        .filter_map(|p| match p {
-            Piece::Text { text, .. } if text.get() != "\"\"" => Some(Block::Text(text)),
-            Piece::Image(img) => Some(Block::Image(img)),
-            Piece::Text { .. } | Piece::Other(_) => None,
-        })
-        .collect())
 }
 
 /// One part of a tool result's content.

@@ -25,6 +25,7 @@ use super::pyjson::{Json, Str, float_repr, write_array, write_str};
 use crate::anthropic::body::INTERLEAVED_BETA;
 use crate::anthropic::body::{BINDING_BETA, PREFIX_PARTS_KEY, PrefixParts};
 use crate::anthropic::model as claude;
+use crate::image::{self, Piece};
 use crate::native::json::{self, Turn, push_turn};
 use crate::native::stored;
 use crate::sampling::{Unsupported, check_tool_choice};
@@ -193,10 +194,36 @@ fn part_digest(tag: &str, texts: &[&str]) -> String {
     hex16(h.finalize().as_slice())
 }
 
+/// The content blocks of message `index` (a user turn's, or a tool result's `content`): non-empty
+/// texts and images, in stored order; other parts are left out, as a text-only message leaves
+/// them out.
+fn user_blocks(msg: &Message, index: usize) -> Result<Vec<Block<'_>>, EncodeError> {
+    let accepted: Vec<&str> = media::FORMATS.iter().map(|(t, _)| *t).collect();
+    let pieces = image::message_pieces(msg, index, "Bedrock Converse", &accepted)
+        .map_err(EncodeError::Image)?;
+    let mut out = Vec::new();
+    for piece in pieces {
+        match piece {
+            Piece::Text { text, .. } => {
+                if let Ok(t) = serde_json::from_str::<String>(text.get())
+                    && !t.is_empty()
+                {
+                    out.push(Block::Text(Str::Text(t.into())));
+                }
+            }
+            Piece::Image(img) => out.push(Block::Image(
+                media::image_block(&img).map_err(|e| EncodeError::Image(e.at(index)))?,
+            )),
+            Piece::Other(_) => {}
+        }
+    }
+    Ok(out)
+}
+
 /// The blocks a user message sends (its text parts, or its images).
 fn user_turn<'h>(msg: &'h Message, i: usize) -> Result<Vec<Block<'h>>, EncodeError> {
     Ok(if media::has_images(msg) {
-        media::user_blocks(msg, i)?
+        user_blocks(msg, i)?
     } else {
         text_blocks(msg.content.as_ref())
     })
@@ -205,7 +232,7 @@ fn user_turn<'h>(msg: &'h Message, i: usize) -> Result<Vec<Block<'h>>, EncodeErr
 /// The `toolResult` block a tool message sends.
 fn tool_result(msg: &Message, i: usize) -> Result<Block<'_>, EncodeError> {
     let content = if media::has_images(msg) {
-        media::user_blocks(msg, i)?
+        user_blocks(msg, i)?
     } else {
         text_blocks(msg.content.as_ref())
     };

@@ -12,12 +12,11 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use hermes_core::Message;
 
-use super::body::{Block, EncodeError};
-use super::pyjson::{Json, Str};
-use crate::image::{self, Image, ImageError, Piece, Source};
+use super::pyjson::Json;
+use crate::image::{self, Image, ImageError, Source};
 
 /// `ImageFormat` by media type.
-const FORMATS: &[(&str, &str)] = &[
+pub(super) const FORMATS: &[(&str, &str)] = &[
     ("image/png", "png"),
     ("image/jpeg", "jpeg"),
     ("image/gif", "gif"),
@@ -31,7 +30,7 @@ pub(super) fn has_images(msg: &Message) -> bool {
 
 /// `{"image": {"format", "source": {"bytes"}}}` of a data-URL image (its media type already
 /// checked); a URL is an error.
-fn image_block(img: &Image) -> Result<Json, ImageError> {
+pub(super) fn image_block(img: &Image) -> Result<Json, ImageError> {
     if let Source::Url(_) = img.source {
         return Err(ImageError(format!(
             "the image {} cannot be sent to Bedrock Converse, which takes an image's bytes or an S3 location, not a URL; attach the image as a data: URL instead",
@@ -53,32 +52,6 @@ fn image_block(img: &Image) -> Result<Json, ImageError> {
             ),
         ]),
     )]))
-}
-
-/// The content blocks of message `index` (a user turn's, or a tool result's `content`): non-empty
-/// texts and images, in stored order; other parts are left out, as a text-only message leaves
-/// them out.
-pub(super) fn user_blocks(msg: &Message, index: usize) -> Result<Vec<Block<'_>>, EncodeError> {
-    let accepted: Vec<&str> = FORMATS.iter().map(|(t, _)| *t).collect();
-    let pieces = image::message_pieces(msg, index, "Bedrock Converse", &accepted)
-        .map_err(EncodeError::Image)?;
-    let mut out = Vec::new();
-    for piece in pieces {
-        match piece {
-            Piece::Text { text, .. } => {
-                if let Ok(t) = serde_json::from_str::<String>(text.get())
-                    && !t.is_empty()
-                {
-                    out.push(Block::Text(Str::Text(t.into())));
-                }
-            }
-            Piece::Image(img) => out.push(Block::Image(
-                image_block(&img).map_err(|e| EncodeError::Image(e.at(index)))?,
-            )),
-            Piece::Other(_) => {}
-        }
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -22,8 +22,8 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use super::body::EncodeError;
 use crate::image::{self, Image, Piece, Source};
+use crate::native::EncodeError;
 
 /// The image types Gemini takes: PNG, JPEG, WEBP, HEIC, HEIF ("Image understanding",
 /// ai.google.dev/gemini-api/docs/image-understanding, "Supported image formats").

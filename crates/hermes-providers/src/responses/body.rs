@@ -28,6 +28,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::capture::{MESSAGE_ITEMS_KEY, REASONING_ITEMS_KEY};
 use super::compaction;
 use super::media;
 use super::model::{ReasoningPlan, reasoning_plan};
@@ -38,15 +39,6 @@ use crate::sampling::{Unsupported, check_tool_choice, openai_reasoning, response
 
 /// The default base URL (docs/spec.md §8a): requests go to `{base}/responses`.
 pub const DEFAULT_BASE: &str = "https://api.openai.com/v1";
-
-/// The stored key holding a turn's reasoning output items, as a JSON array of the items
-/// exactly as received (the Python original's column of the same name, docs/spec.md §9). Only this
-/// wire sends them.
-pub const REASONING_ITEMS_KEY: &str = "codex_reasoning_items";
-
-/// The stored key holding a turn's other output items (`message`, `function_call`, …), as a
-/// JSON array of the items exactly as received (docs/spec.md §9).
-pub const MESSAGE_ITEMS_KEY: &str = "codex_message_items";
 
 /// The field a refusal can name on this wire: the encrypted content of the reasoning items it
 /// replays. A verdict on it leaves every reasoning item out for that target.

@@ -22,11 +22,18 @@ use hermes_core::{
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::body::{MESSAGE_ITEMS_KEY, REASONING_ITEMS_KEY};
-
 pub(crate) use crate::native::envelope::ErrorValue;
 use crate::reply::CaptureError;
 use crate::reply::malformed;
+
+/// The stored key holding a turn's reasoning output items, as a JSON array of the items
+/// exactly as received (the Python original's column of the same name, docs/spec.md §9). Only this
+/// wire sends them.
+pub const REASONING_ITEMS_KEY: &str = "codex_reasoning_items";
+
+/// The stored key holding a turn's other output items (`message`, `function_call`, …), as a
+/// JSON array of the items exactly as received (docs/spec.md §9).
+pub const MESSAGE_ITEMS_KEY: &str = "codex_message_items";
 
 #[derive(Clone, Copy, Default, Deserialize)]
 #[serde(default)]

@@ -12,8 +12,8 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use super::body::EncodeError;
 use crate::image::{self, Image, Piece};
+use crate::native::EncodeError;
 
 /// The `detail` values the API takes (`ImageDetail`, `types/responses/image_detail.py`).
 const DETAILS: &[&str] = &["low", "high", "auto", "original"];

@@ -24,10 +24,8 @@ use crate::native::sse::{self, SseTurn};
 use crate::reply::CaptureError;
 use crate::transport::{Auth, ChatTransport};
 
-pub use body::{
-    DEFAULT_BASE, Drops, ENCRYPTED_FIELD, EncodeError, Encoded, MESSAGE_ITEMS_KEY,
-    REASONING_ITEMS_KEY, encode, encode_for,
-};
+pub use body::{DEFAULT_BASE, Drops, ENCRYPTED_FIELD, EncodeError, Encoded, encode, encode_for};
+pub use capture::{MESSAGE_ITEMS_KEY, REASONING_ITEMS_KEY};
 pub use model::{ModelKind, ReasoningPlan, Vocabulary, model_kind, reasoning_plan};
 
 /// The wire's id (its verdicts are kept under it).
