@@ -8,8 +8,9 @@ use hermes_core::{
     CHAT_WIRE, Effort, Message, RequestParts, ResolveOptions, Role, RouteTable, RouteTarget,
     ThinkingRequest, Verdicts, Wire, WireVerdicts,
 };
-use hermes_providers::anthropic::inbound::{client_blocks_to, request_history};
+use hermes_providers::anthropic::inbound::request_history;
 use hermes_providers::chat::ChatRequest;
+use hermes_providers::client_blocks_to;
 use hermes_providers::responses::inbound as responses_inbound;
 use serde::Deserialize;
 use serde_json::value::RawValue;

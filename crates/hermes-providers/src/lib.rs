@@ -32,6 +32,7 @@ pub mod aws;
 #[cfg(feature = "bedrock")]
 pub mod bedrock;
 pub mod chat;
+mod client_blocks;
 #[cfg(feature = "gemini")]
 pub mod gemini;
 mod image;
@@ -53,8 +54,8 @@ mod tools;
 mod transport;
 pub mod wires;
 
+pub use client_blocks::client_blocks_to;
 pub use hermes_core::transport::{Reply, TransportError};
-pub use inbound::client_blocks_to;
 pub use registry::{ProviderSpec, provider};
 pub use routes::builtin_table;
 pub use transport::{Auth, ChatTransport, Endpoint, HttpChat, Waits};

@@ -1,7 +1,7 @@
 //! A Messages request's history in the message model: a client's `system` and `messages`
 //! (Anthropic Messages, as a gateway's Messages door receives them) as the canonical messages a
 //! gateway lines up with what it stored (docs/spec.md §10), and the one rule for where the client's
-//! own thinking blocks may go ([`client_blocks_to`]).
+//! own thinking blocks may go ([`client_blocks_to`](crate::client_blocks_to)).
 //!
 //! Per block: `text` in either role; `image` (base64 as a data URL, or its URL) and
 //! `tool_result` (a tool message, before the turn's other content) in a user turn; `tool_use` (a
@@ -11,7 +11,7 @@
 //! item — never as readable reasoning; an unsigned one is left out. A block signed by the
 //! gateway itself ([`GATEWAY_SIGNATURE_PREFIX`]) is kept the same way for the door to verify
 //! ([`gateway_block`]: a verified one's text is readable reasoning the gateway vouches for);
-//! [`client_blocks_to`] sends it to no upstream, whoever keeps it.
+//! [`client_blocks_to`](crate::client_blocks_to) sends it to no upstream, whoever keeps it.
 
 use std::collections::HashMap;
 
@@ -82,8 +82,6 @@ pub fn history(system: Option<&str>, messages: Option<&str>) -> Result<Vec<Messa
 pub fn passes_client_blocks(wire: &str, base_url: &str) -> bool {
     wire == WIRE_ID && Family::of(base_url) == Family::Claude
 }
-
-pub use crate::inbound::client_blocks_to;
 
 /// Whether an item carries a signature the gateway minted.
 pub(crate) fn gateway_signed(item: &DetailItem) -> bool {
@@ -367,7 +365,8 @@ fn tool_result(block: &Value, at: &str) -> Result<Message, InboundError> {
 mod tests {
     use hermes_core::{DetailItem, Message, Origin, Role};
 
-    use super::{client_blocks_to, history, passes_client_blocks, request_history};
+    use super::{history, passes_client_blocks, request_history};
+    use crate::client_blocks_to;
 
     /// A Claude-signed block as a client sends it: keys in its own order, spaces, an escape.
     const SIGNED: &str =
