@@ -1,5 +1,6 @@
-//! OpenAI Responses in and out (`POST /v1/responses`): the request's input items turned into
-//! the engine's messages, and the `response` object and its SSE events built from what the
+//! The Responses door, OpenAI Responses in and out (`POST /v1/responses`,
+//! `POST /v1/responses/compact`): its handlers ([`responses_turn`], [`responses_compact`]), the
+//! request's input items turned into the engine's messages, and the `response` object and its SSE events built from what the
 //! engine returns.
 //!
 //! Input items are read by the Responses codec (`hermes_providers::responses::inbound`, which
@@ -17,17 +18,29 @@
 //! leave the gateway: a reply's reasoning reaches the client as a `reasoning` item with its
 //! readable summary and a sealed reference.
 
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::Event as SseEvent;
+use axum::response::{IntoResponse, Response};
 use hermes_core::{
     Effort, FinishReason, Message, RawJson, ResponseFormat, Role, Sampling, TextCarrier,
     ThinkingRequest, ToolChoice, Usage,
 };
+use hermes_engine::Completion;
 use hermes_engine::providers::responses::inbound::{self, Inbound};
 use serde_json::{Map, Value, json};
 
 use crate::body::{ClientTurn, Fields, arguments_text, readable_thinking};
 use crate::error::ApiError;
+use crate::gate::{self, Gated};
 use crate::sign::Signer;
+use crate::turn::{
+    complete, idempotency_of, off_reactor, session_of, stream_reply, target_of, with_session,
+};
+use crate::{Door, Inner, access, body, limits, metrics, model, policy, sign};
 
 pub(crate) use hermes_engine::providers::responses::inbound::{CompactionItem, SealedItem};
 
@@ -37,6 +50,443 @@ const SEALED: &str = crate::sign::PREFIX;
 
 /// The `include` value that asks for reasoning items' `encrypted_content`.
 const INCLUDE_ENCRYPTED: &str = "reasoning.encrypted_content";
+
+pub(crate) async fn responses_turn(
+    State(inner): State<Arc<Inner>>,
+    headers: HeaderMap,
+    tenant: Extension<gate::Tenant>,
+    admitted: Extension<limits::Admitted>,
+    body: Extension<gate::Read>,
+) -> Response {
+    match respond(&inner, &headers, (tenant, admitted, body)).await {
+        Ok(response) => response,
+        Err(error) => error.into_response(),
+    }
+}
+
+/// `GET /v1/responses`: Codex opens its Responses WebSocket here first; 426 sends it to HTTP at
+/// once.
+pub(crate) async fn responses_socket(headers: HeaderMap) -> Response {
+    let upgrade = headers
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    let mut error = if upgrade {
+        ApiError::upgrade_required(
+            "this gateway serves the Responses API over HTTP only: POST /v1/responses",
+        )
+    } else {
+        ApiError::method_not_allowed("/v1/responses does not take GET")
+    };
+    error.param = None;
+    error.into_response()
+}
+
+/// A Responses-door request made ready for the engine: its turn, what it resolved to and the
+/// session it continues, the signer of its tenant and partition, and its metrics.
+struct Prepared {
+    turn: body::ClientTurn,
+    choice: hermes_engine::Choice,
+    session: Option<String>,
+    signer: sign::Signer,
+    recorder: metrics::Turn,
+    /// What the response repeats of the request.
+    echo: Echo,
+    /// Whether the input ended with a `compaction_trigger` item.
+    trigger: bool,
+}
+
+/// What `POST /v1/responses` and `POST /v1/responses/compact` both do with a parsed request:
+/// the model resolved and the tenant's policy checked, the client's sealed reasoning items
+/// vouched for, its compaction items opened, and the conversation a `previous_response_id`
+/// names put before its input.
+async fn prepare(
+    inner: &Inner,
+    tenant: &str,
+    headers: &HeaderMap,
+    mut parsed: ResponsesRequest,
+) -> Result<Prepared, ApiError> {
+    if let Some(references) = parsed.referenced.take() {
+        let items = referenced(inner, tenant, &references.at).await?;
+        parsed.resolve(references, items)?;
+    }
+    let ResponsesRequest {
+        mut turn,
+        echo,
+        sealed,
+        previous_response_id,
+        compactions,
+        trigger,
+        referenced: _,
+    } = parsed;
+    if model::check(&turn.model).is_ok() {
+        access::model(&turn.model);
+    }
+    let choice = inner.resolve(Door::Responses, &turn.model)?;
+    let mut session = session_of(headers)?;
+    inner.config.policy.check(
+        tenant,
+        &policy::Asked {
+            target: target_of(&choice),
+            betas: &[],
+            server_tools: policy::messages_server_tools(&turn.passthrough),
+            max_tokens: turn.sampling.max_tokens.map(|n| (n, "max_output_tokens")),
+            partitioned: turn.partition.is_some() || session.is_some(),
+            partition_key: "user",
+        },
+    )?;
+    tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "responses");
+    let signer = sign::Signer::new(
+        inner.signing_key().await?,
+        tenant.to_owned(),
+        turn.partition.clone(),
+    );
+    let vouched = vouch(&mut turn.messages, &sealed, &signer);
+    if vouched > 0 {
+        tracing::debug!(vouched, "gateway-sealed reasoning items verified");
+    }
+    if let Some(continued) = checkpoints(inner, &mut turn.messages, &compactions, &signer).await? {
+        session = session.or(Some(continued));
+    }
+    if let Some(id) = &previous_response_id {
+        let continued = previous(inner, tenant, id, &mut turn.messages, echo.instructed()).await?;
+        session = session.or(Some(continued));
+    }
+    Ok(Prepared {
+        turn,
+        choice,
+        session,
+        signer,
+        recorder: inner.turn(tenant),
+        echo,
+        trigger,
+    })
+}
+
+/// `POST /v1/responses`: one turn of an OpenAI Responses client, whole or streamed.
+async fn respond(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Response, ApiError> {
+    let (Extension(gate::Tenant(tenant)), Extension(admitted), Extension(gate::Read(body))) = gated;
+    let parsed = off_reactor(&body, parse).await?;
+    let Prepared {
+        turn,
+        choice,
+        session,
+        signer,
+        recorder,
+        echo,
+        trigger,
+    } = prepare(inner, &tenant, headers, parsed).await?;
+    let keeper = match (echo.stored(), inner.engine.store()) {
+        (true, Some(store)) => Some(Keeper {
+            store: store.clone(),
+            tenant: tenant.clone(),
+        }),
+        _ => None,
+    };
+    if trigger {
+        // Codex's remote compaction: the answer is exactly one compaction item.
+        let shape = Shape::new(turn.model.clone(), echo, signer.clone());
+        let stream = turn.stream;
+        let (item, completion) =
+            compaction(inner, turn, &tenant, choice, session, &signer, &recorder).await?;
+        if stream {
+            let events = whole_stream(&shape, vec![item], &completion);
+            let events = futures_util::stream::iter(
+                events.into_iter().map(Ok::<_, std::convert::Infallible>),
+            );
+            return Ok(with_session(
+                axum::response::sse::Sse::new(events).into_response(),
+                &completion.session,
+            ));
+        }
+        let mut body = shape.object("completed", vec![item], Some(&completion.usage), None, None);
+        body["hermes_session"] = json!(completion.session);
+        return Ok(with_session(
+            (StatusCode::OK, axum::Json(body)).into_response(),
+            &completion.session,
+        ));
+    }
+    let idempotency = idempotency_of(
+        headers,
+        "responses",
+        &[session.as_deref(), turn.partition.as_deref()],
+        &body,
+    )?;
+    let shape = Shape::new(turn.model.clone(), echo, signer);
+    let stream = turn.stream;
+    let request = turn
+        .request(tenant, choice, session)
+        .idempotency(Some(idempotency));
+    if !stream {
+        let completion = complete(inner, request, &recorder).await?;
+        if let Some(keeper) = &keeper {
+            keeper.keep(&shape.id, &completion.session).await;
+        }
+        let mut body = shape.object(
+            "completed",
+            shape.output(&completion.messages, 0),
+            Some(&completion.usage),
+            completion.finish.as_ref(),
+            None,
+        );
+        body["hermes_session"] = json!(completion.session);
+        return Ok(with_session(
+            (StatusCode::OK, axum::Json(body)).into_response(),
+            &completion.session,
+        ));
+    }
+    stream_reply(
+        inner,
+        request,
+        ResponsesStream::new(shape, keeper),
+        recorder,
+        admitted,
+    )
+    .await
+}
+
+/// Puts before `messages` (after the request's own `instructions`, the first message when
+/// `instructed`) the conversation as `tenant`'s response `id` left it — OpenAI's
+/// `previous_response_id`: the stored messages up to that response, its leading system message
+/// left out (a response's instructions are not carried over). Returns the session it went to,
+/// which the turn continues (or branches from, when that conversation moved on since). An id
+/// the tenant did not keep is OpenAI's 400.
+async fn previous(
+    inner: &Inner,
+    tenant: &str,
+    id: &str,
+    messages: &mut Vec<hermes_core::Message>,
+    instructed: bool,
+) -> Result<String, ApiError> {
+    let store = inner.store()?;
+    let kept = store
+        .kept_response(tenant, id)
+        .await
+        .map_err(store_failed)?
+        .ok_or_else(|| previous_not_found(id))?;
+    let stored = store.messages(&kept.session).await.map_err(store_failed)?;
+    if stored.len() < kept.upto || kept.upto == 0 {
+        // Its conversation is gone (retention) or was never whole.
+        return Err(previous_not_found(id));
+    }
+    let earlier = stored
+        .into_iter()
+        .take(kept.upto)
+        .skip_while(|m| m.role == Role::System);
+    let rest = messages.split_off(usize::from(instructed).min(messages.len()));
+    messages.extend(earlier);
+    messages.extend(rest);
+    Ok(kept.session)
+}
+
+/// The items `item_reference`s name (`refs`: place and id), in order: output items of
+/// responses `tenant` made with `store` on, rebuilt from the store as the response gave them
+/// (a reasoning item without `encrypted_content`: the engine puts the stored reasoning back
+/// where the turn stands). An id that names no such item is OpenAI's 400.
+async fn referenced(
+    inner: &Inner,
+    tenant: &str,
+    refs: &[(usize, String)],
+) -> Result<Vec<Value>, ApiError> {
+    let store = inner.store()?;
+    let mut outputs: std::collections::HashMap<String, Vec<Value>> = Default::default();
+    let mut items = Vec::with_capacity(refs.len());
+    for (_, id) in refs {
+        let not_found = || ApiError::invalid("input", format!("Item with id '{id}' not found."));
+        let response = response_of_item(id).ok_or_else(not_found)?;
+        if !outputs.contains_key(&response) {
+            let mut output = Vec::new();
+            if let Some(kept) = store
+                .kept_response(tenant, &response)
+                .await
+                .map_err(store_failed)?
+            {
+                let stored = store.messages(&kept.session).await.map_err(store_failed)?;
+                // A response's reply is the message its turn stored last.
+                if let Some(reply) = kept
+                    .upto
+                    .checked_sub(1)
+                    .and_then(|last| stored.get(last))
+                    .filter(|m| m.role == Role::Assistant)
+                {
+                    output = output_items(&response, std::slice::from_ref(reply), 0, None);
+                }
+            }
+            outputs.insert(response.clone(), output);
+        }
+        let item = outputs[&response]
+            .iter()
+            .find(|item| item["id"] == id.as_str())
+            .cloned()
+            .ok_or_else(not_found)?;
+        items.push(item);
+    }
+    Ok(items)
+}
+
+/// What a `compaction` item's sealed reference names: the stored summary's session and place.
+fn checkpoint_payload(session: &str, index: usize) -> String {
+    format!("{session}\n{index}")
+}
+
+/// Puts in place of each `compaction` item a client sent back the checkpoint it names, its
+/// seal opened for this tenant and partition. hermes' own checkpoint is its stored summary, in
+/// the item's place. The provider's own (its compaction block or item, docs/spec.md §7) stands for
+/// everything before it: the history becomes the client's instructions, that checkpoint as
+/// stored (the engine re-attaches its carrier at its place in its session, docs/spec.md §10), then
+/// what the client sent after it; the session it is stored in is returned, for the turn to
+/// continue. One that does not open, or whose checkpoint is no longer stored, is a 400 naming
+/// the item.
+async fn checkpoints(
+    inner: &Inner,
+    messages: &mut Vec<hermes_core::Message>,
+    items: &[CompactionItem],
+    signer: &sign::Signer,
+) -> Result<Option<String>, ApiError> {
+    // From the last: a provider checkpoint takes the place of everything before it.
+    for item in items.iter().rev() {
+        let refused = |why: &str| ApiError::invalid(&item.at, format!("`{}`: {why}", item.at));
+        let Some(payload) = signer.open(&item.seal) else {
+            return Err(refused(
+                "this compaction item was not made by this gateway for this tenant and partition \
+                 (or it was altered)",
+            ));
+        };
+        let (session, index) = payload
+            .split_once('\n')
+            .and_then(|(s, i)| Some((s.to_owned(), i.parse::<usize>().ok()?)))
+            .ok_or_else(|| refused("its reference does not name a checkpoint"))?;
+        let store = inner.store()?;
+        let stored = store.messages(&session).await.map_err(store_failed)?;
+        let gone = || refused("the conversation it summarised is no longer stored (retention)");
+        let checkpoint = stored
+            .get(index)
+            .filter(|m| m.role == hermes_core::Role::Assistant)
+            .ok_or_else(gone)?;
+        if hermes_core::checkpoint::native_compaction(checkpoint).is_some() {
+            let lead = messages
+                .iter()
+                .take_while(|m| matches!(m.role, Role::System | Role::Developer))
+                .count();
+            messages.splice(lead..=item.message, [checkpoint.clone()]);
+            return Ok(Some(session));
+        }
+        let summary = checkpoint
+            .content
+            .as_ref()
+            .map(text_of)
+            .filter(|s| !s.trim().is_empty())
+            .ok_or_else(gone)?;
+        messages[item.message] = hermes_core::checkpoint::own_checkpoint(&summary);
+    }
+    Ok(None)
+}
+
+/// Compacts `turn`'s history for the Responses door through the engine
+/// ([`hermes_engine::Request::compact`]: the history's carriers re-attached, the provider's own
+/// compaction where the upstream has one — OpenAI's `POST /responses/compact`, Claude's
+/// on-demand compaction — else hermes' summary, stored in a session of its own), and answers
+/// a `compaction` item whose `encrypted_content` is a sealed reference to that stored
+/// checkpoint. The upstream's block or item never reaches the client.
+async fn compaction(
+    inner: &Inner,
+    mut turn: body::ClientTurn,
+    tenant: &str,
+    choice: hermes_engine::Choice,
+    session: Option<String>,
+    signer: &sign::Signer,
+    recorder: &metrics::Turn,
+) -> Result<(Value, Completion), ApiError> {
+    turn.stream = false;
+    let request = turn
+        .request(tenant.to_owned(), choice, session)
+        .compact(true);
+    let completion = complete(inner, request, recorder).await?;
+    let store = inner.store()?;
+    let stored = store
+        .messages(&completion.session)
+        .await
+        .map_err(store_failed)?;
+    let index = stored
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .filter(|&i| {
+            hermes_core::checkpoint::native_compaction(&stored[i]).is_some()
+                || stored[i]
+                    .content
+                    .as_ref()
+                    .is_some_and(|c| !text_of(c).trim().is_empty())
+        })
+        .ok_or_else(|| ApiError::bad_gateway("the model wrote no summary"))?;
+    let sealed = signer.seal(&checkpoint_payload(&completion.session, index));
+    let item = compaction_item(&format!("cmp_{}", uuid::Uuid::now_v7().simple()), &sealed);
+    Ok((item, completion))
+}
+
+pub(crate) async fn responses_compact(
+    State(inner): State<Arc<Inner>>,
+    headers: HeaderMap,
+    tenant: Extension<gate::Tenant>,
+    admitted: Extension<limits::Admitted>,
+    body: Extension<gate::Read>,
+) -> Response {
+    match compact_request(&inner, &headers, (tenant, admitted, body)).await {
+        Ok(response) => response,
+        Err(error) => error.into_response(),
+    }
+}
+
+/// `POST /v1/responses/compact`: `{model, input, instructions, …}` answered with a
+/// `response.compaction` object: the input's user messages, then one compaction item.
+async fn compact_request(
+    inner: &Inner,
+    headers: &HeaderMap,
+    gated: Gated,
+) -> Result<Response, ApiError> {
+    let (Extension(gate::Tenant(tenant)), _, Extension(gate::Read(body))) = gated;
+    let parsed = off_reactor(&body, parse).await?;
+    let Prepared {
+        turn,
+        choice,
+        session,
+        signer,
+        recorder,
+        ..
+    } = prepare(inner, &tenant, headers, parsed).await?;
+    let mut output = user_items(&turn.messages);
+    let (item, completion) =
+        compaction(inner, turn, &tenant, choice, session, &signer, &recorder).await?;
+    output.push(item);
+    let body = json!({
+        "id": format!("resp_{}", uuid::Uuid::now_v7().simple()),
+        "object": "response.compaction",
+        "created_at": now_secs(),
+        "output": output,
+        "usage": usage_object(&completion.usage),
+        "hermes_session": completion.session,
+    });
+    Ok(with_session(
+        (StatusCode::OK, axum::Json(body)).into_response(),
+        &completion.session,
+    ))
+}
+
+/// A store error as the door answers it.
+fn store_failed(e: hermes_engine::store::StoreError) -> ApiError {
+    ApiError::from_engine(&hermes_engine::EngineError::from(e))
+}
+
+/// OpenAI's answer to a `previous_response_id` the tenant did not keep (made with `store`
+/// off, expired, another tenant's, or never made).
+fn previous_not_found(id: &str) -> ApiError {
+    ApiError {
+        code: Some("previous_response_not_found".into()),
+        ..ApiError::invalid(
+            "previous_response_id",
+            format!("Previous response with id '{id}' not found."),
+        )
+    }
+}
 
 /// A parsed `POST /v1/responses` body.
 pub(crate) struct ResponsesRequest {
