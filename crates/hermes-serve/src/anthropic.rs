@@ -200,7 +200,7 @@ const BUDGETS: [(u32, Effort); 6] = [
 ];
 
 /// The effort a thinking budget asks for; `None` below the smallest budget.
-pub(crate) fn effort_for_budget(budget: u32) -> Option<Effort> {
+fn effort_for_budget(budget: u32) -> Option<Effort> {
     BUDGETS
         .iter()
         .rev()
@@ -227,7 +227,7 @@ const DOOR_KEYS: &[&str] = &[
 ];
 
 /// Parses a request body (`count_tokens` bodies too: `max_tokens` is then optional).
-pub(crate) fn parse(body: &[u8], counting: bool) -> Result<ClientTurn, ApiError> {
+fn parse(body: &[u8], counting: bool) -> Result<ClientTurn, ApiError> {
     let f = Fields::parse(body)?;
     let model: String = f
         .get("model", "a string")?
@@ -407,7 +407,7 @@ fn convert_tools(tools: &[Box<RawValue>]) -> Result<(Option<RawJson>, Vec<RawJso
 /// message the store holds with the stored one; this matters for a turn it cannot line up (the
 /// client edited it, or the conversation was purged). An altered block is dropped. Returns how
 /// many verified.
-pub(crate) fn vouch(messages: &mut [Message], signer: &Signer) -> usize {
+fn vouch(messages: &mut [Message], signer: &Signer) -> usize {
     let mut verified = 0;
     for message in messages.iter_mut().filter(|m| m.role == Role::Assistant) {
         let Some(items) = message.reasoning_details.as_mut() else {
@@ -435,7 +435,7 @@ pub(crate) fn vouch(messages: &mut [Message], signer: &Signer) -> usize {
 }
 
 /// Anthropic's spelling of why a reply ended.
-pub(crate) fn stop_reason(finish: Option<&FinishReason>) -> &'static str {
+fn stop_reason(finish: Option<&FinishReason>) -> &'static str {
     match finish {
         Some(FinishReason::Length) => "max_tokens",
         Some(FinishReason::ToolCalls) => "tool_use",
@@ -447,7 +447,7 @@ pub(crate) fn stop_reason(finish: Option<&FinishReason>) -> &'static str {
 /// Anthropic's `usage` object: its `input_tokens` leaves out the tokens read from and written
 /// to the cache, which [`Usage::input`] counts (Anthropic's clients add the three up). Its
 /// `output_tokens` holds the thinking, as Claude's own does.
-pub(crate) fn usage(usage: &Usage) -> Value {
+fn usage(usage: &Usage) -> Value {
     json!({
         "input_tokens": usage
             .input
@@ -461,7 +461,7 @@ pub(crate) fn usage(usage: &Usage) -> Value {
 
 /// The `input_transformations` a Claude upstream reported for the request that made `reply`
 /// (the thinking blocks it dropped instead of refusing, docs/spec.md §5a 4), as received.
-pub(crate) fn transformations(reply: Option<&Message>) -> Option<Value> {
+fn transformations(reply: Option<&Message>) -> Option<Value> {
     let key = hermes_engine::providers::anthropic::TRANSFORMATIONS_KEY;
     reply?
         .extra
@@ -483,7 +483,7 @@ fn text_of(content: &RawJson) -> String {
 }
 
 /// A tool call's `input`: its arguments parsed (an object), `{}` when it has none.
-pub(crate) fn tool_input(arguments: Option<&RawJson>) -> Value {
+fn tool_input(arguments: Option<&RawJson>) -> Value {
     arguments
         .map(|a| {
             let text = arguments_text(a);
@@ -496,7 +496,7 @@ pub(crate) fn tool_input(arguments: Option<&RawJson>) -> Value {
 /// sent them (their signatures unchanged; they are also stored, so a client that drops them
 /// gets them back upstream) or, from another upstream, its readable thinking as one `thinking`
 /// block `signer` signs; then its text, then its tool calls.
-pub(crate) fn content(reply: Option<&Message>, signer: &Signer) -> Vec<Value> {
+fn content(reply: Option<&Message>, signer: &Signer) -> Vec<Value> {
     let Some(reply) = reply else {
         return Vec::new();
     };
@@ -576,7 +576,7 @@ enum Open {
 /// deltas, `content_block_stop`); after [`hermes_engine::Event::Done`] (every step stored)
 /// `message_delta` with the stop reason and usage, then `message_stop`; a failure is an `error`
 /// event in Anthropic's shape.
-pub(crate) struct AnthropicStream {
+struct AnthropicStream {
     pub(crate) id: String,
     pub(crate) model: String,
     open: Option<(usize, Open)>,
@@ -590,7 +590,7 @@ pub(crate) struct AnthropicStream {
 
 impl AnthropicStream {
     /// The stream of message `id` answered as `model`, unsigned thinking signed by `signer`.
-    pub(crate) fn new(id: String, model: String, signer: Signer) -> Self {
+    fn new(id: String, model: String, signer: Signer) -> Self {
         AnthropicStream {
             id,
             model,

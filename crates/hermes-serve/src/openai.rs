@@ -86,13 +86,13 @@ async fn chat(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Respon
 }
 
 /// A parsed `POST /v1/chat/completions` body.
-pub(crate) struct ChatRequest {
+struct ChatRequest {
     pub(crate) turn: ClientTurn,
     pub(crate) include_usage: bool,
 }
 
 /// Parses a request body.
-pub(crate) fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
+fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
     let f = Fields::parse(body)?;
     let model: String = f
         .get("model", "a string")?
@@ -213,7 +213,7 @@ fn response_format(v: &Value) -> Result<ResponseFormat, ApiError> {
 }
 
 /// OpenAI's spelling of why a reply ended.
-pub(crate) fn finish_reason(finish: Option<&FinishReason>) -> &str {
+fn finish_reason(finish: Option<&FinishReason>) -> &str {
     match finish {
         None | Some(FinishReason::Stop) => "stop",
         Some(FinishReason::Length) => "length",
@@ -225,7 +225,7 @@ pub(crate) fn finish_reason(finish: Option<&FinishReason>) -> &str {
 }
 
 /// OpenAI's `usage` object.
-pub(crate) fn usage(usage: &Usage) -> Value {
+fn usage(usage: &Usage) -> Value {
     json!({
         "prompt_tokens": usage.input,
         "completion_tokens": usage.output,
@@ -236,7 +236,7 @@ pub(crate) fn usage(usage: &Usage) -> Value {
 }
 
 /// The client's view of a reply: role, content, readable thinking and tool calls.
-pub(crate) fn message(reply: Option<&Message>) -> Value {
+fn message(reply: Option<&Message>) -> Value {
     let Some(reply) = reply else {
         return json!({"role": "assistant", "content": null});
     };

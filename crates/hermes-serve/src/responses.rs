@@ -42,7 +42,7 @@ use crate::turn::{
 };
 use crate::{Door, Inner, access, body, limits, metrics, model, policy, sign};
 
-pub(crate) use hermes_engine::providers::responses::inbound::{CompactionItem, SealedItem};
+use hermes_engine::providers::responses::inbound::{CompactionItem, SealedItem};
 
 /// What [`crate::sign::Signer`] seals a reasoning item's `encrypted_content` with starts with
 /// this: an item that does not is an upstream's own (or forged) and is left out.
@@ -489,7 +489,7 @@ fn previous_not_found(id: &str) -> ApiError {
 }
 
 /// A parsed `POST /v1/responses` body.
-pub(crate) struct ResponsesRequest {
+struct ResponsesRequest {
     /// The turn.
     pub(crate) turn: ClientTurn,
     /// What the `response` object repeats of the request.
@@ -510,7 +510,7 @@ pub(crate) struct ResponsesRequest {
 
 /// What the `response` object repeats of its request (OpenAI's clients read these back).
 #[derive(Clone, Default)]
-pub(crate) struct Echo {
+struct Echo {
     instructions: Option<Value>,
     max_output_tokens: Option<u32>,
     metadata: Option<Value>,
@@ -531,18 +531,18 @@ pub(crate) struct Echo {
 
 impl Echo {
     /// Whether the request gave `instructions` (its first message, then).
-    pub(crate) fn instructed(&self) -> bool {
+    fn instructed(&self) -> bool {
         self.instructions.is_some()
     }
 
     /// Whether the response is kept by id (`store`, on unless the request turns it off).
-    pub(crate) fn stored(&self) -> bool {
+    fn stored(&self) -> bool {
         self.store != Some(false)
     }
 }
 
 /// Parses a request body.
-pub(crate) fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
+fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
     let f = Fields::parse(body)?;
     let model: String = f
         .get("model", "a string")?
@@ -691,7 +691,7 @@ fn references(items: &[Value]) -> Result<Vec<(usize, String)>, ApiError> {
 }
 
 /// A request's input while its `item_reference`s are unresolved.
-pub(crate) struct References {
+struct References {
     instructions: Option<String>,
     input: inbound::Input,
     /// Each reference's place in `input` and the id it names.
@@ -701,11 +701,7 @@ pub(crate) struct References {
 impl ResponsesRequest {
     /// Reads the history with each `item_reference` replaced by the item it names (`items`,
     /// in the order of [`References::at`]).
-    pub(crate) fn resolve(
-        &mut self,
-        references: References,
-        items: Vec<Value>,
-    ) -> Result<(), ApiError> {
+    fn resolve(&mut self, references: References, items: Vec<Value>) -> Result<(), ApiError> {
         let References {
             instructions,
             mut input,
@@ -801,7 +797,7 @@ fn text_format(v: &Value) -> Result<ResponseFormat, ApiError> {
 /// Gives each assistant turn the summary of the reasoning items the client sent with it, when
 /// their seal verifies for `signer` (same key, tenant, partition and summary); every other
 /// item is left out. Returns how many verified.
-pub(crate) fn vouch(messages: &mut [Message], sealed: &[SealedItem], signer: &Signer) -> usize {
+fn vouch(messages: &mut [Message], sealed: &[SealedItem], signer: &Signer) -> usize {
     let mut verified = 0;
     let mut texts: Vec<(usize, String)> = Vec::new();
     for item in sealed {
@@ -830,7 +826,7 @@ pub(crate) fn vouch(messages: &mut [Message], sealed: &[SealedItem], signer: &Si
 
 /// One response's identity and what it repeats of its request.
 #[derive(Clone)]
-pub(crate) struct Shape {
+struct Shape {
     pub(crate) id: String,
     pub(crate) created_at: u64,
     pub(crate) model: String,
@@ -840,7 +836,7 @@ pub(crate) struct Shape {
 
 impl Shape {
     /// A new response (a fresh `resp_…` id, created now) answering as `model`.
-    pub(crate) fn new(model: String, echo: Echo, signer: Signer) -> Self {
+    fn new(model: String, echo: Echo, signer: Signer) -> Self {
         Shape {
             id: format!("resp_{}", uuid::Uuid::now_v7().simple()),
             created_at: now_secs(),
@@ -856,7 +852,7 @@ impl Shape {
     }
 
     /// The `response` object with `output`, in `status`.
-    pub(crate) fn object(
+    fn object(
         &self,
         status: &str,
         output: Vec<Value>,
@@ -908,7 +904,7 @@ impl Shape {
 
     /// The output items of `messages` (each assistant reply: its reasoning, its text, its
     /// calls), numbered from `first`.
-    pub(crate) fn output(&self, messages: &[Message], first: usize) -> Vec<Value> {
+    fn output(&self, messages: &[Message], first: usize) -> Vec<Value> {
         output_items(&self.id, messages, first, self.sealing())
     }
 }
@@ -922,7 +918,7 @@ fn item_id(response: &str, prefix: &str, index: usize) -> String {
 
 /// The response whose output item `id` is ([`item_id`]; a response id's tail is a UUID's 32
 /// hex digits), or `None` when `id` is not one of ours.
-pub(crate) fn response_of_item(id: &str) -> Option<String> {
+fn response_of_item(id: &str) -> Option<String> {
     let (_, rest) = id.split_once('_')?;
     let tail = rest.get(..32)?;
     (tail.bytes().all(|b| b.is_ascii_hexdigit()) && rest.len() > 32).then(|| format!("resp_{tail}"))
@@ -949,7 +945,7 @@ fn reasoning_item(id: &str, summary: &str, seal: Option<&Signer>) -> Value {
 
 /// The output items response `response` gave for `messages` (each assistant reply: its
 /// reasoning, its text, its calls), numbered from `first`; reasoning items sealed by `seal`.
-pub(crate) fn output_items(
+fn output_items(
     response: &str,
     messages: &[Message],
     first: usize,
@@ -989,13 +985,13 @@ pub(crate) fn output_items(
 }
 
 /// A `compaction` output item holding the sealed reference `sealed`.
-pub(crate) fn compaction_item(id: &str, sealed: &str) -> Value {
+fn compaction_item(id: &str, sealed: &str) -> Value {
     json!({"type": "compaction", "id": id, "encrypted_content": sealed})
 }
 
 /// The user messages of `messages` as input items (what `POST /responses/compact` returns
 /// before its compaction item): text parts as `input_text`, images as `input_image`.
-pub(crate) fn user_items(messages: &[Message]) -> Vec<Value> {
+fn user_items(messages: &[Message]) -> Vec<Value> {
     messages
         .iter()
         .filter(|m| m.role == Role::User && !m.content.as_ref().is_some_and(|c| text_of(c).starts_with(hermes_core::checkpoint::SUMMARY_MARKER)))
@@ -1021,7 +1017,7 @@ pub(crate) fn user_items(messages: &[Message]) -> Vec<Value> {
 
 /// The stream of a response whose output is ready whole (a compaction item): created,
 /// in progress, each item added and done, completed.
-pub(crate) fn whole_stream(
+fn whole_stream(
     shape: &Shape,
     output: Vec<Value>,
     completion: &hermes_engine::Completion,
@@ -1053,14 +1049,14 @@ pub(crate) fn whole_stream(
 }
 
 /// Seconds since the Unix epoch (a response's `created_at`).
-pub(crate) fn now_secs() -> u64 {
+fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }
 
 /// A reply's text: a string, or its text parts joined.
-pub(crate) fn text_of(content: &RawJson) -> String {
+fn text_of(content: &RawJson) -> String {
     match content.to_value() {
         Value::String(s) => s,
         Value::Array(parts) => parts
@@ -1098,7 +1094,7 @@ fn call_item(id: &str, call_id: &str, name: &str, arguments: &str, status: &str)
 
 /// OpenAI's Responses `usage` object: `input_tokens` with the cached share, `output_tokens`
 /// with the reasoning share.
-pub(crate) fn usage_object(usage: &Usage) -> Value {
+fn usage_object(usage: &Usage) -> Value {
     json!({
         "input_tokens": usage.input,
         "input_tokens_details": {"cached_tokens": usage.cache_read, "cache_write_tokens": usage.cache_write},
@@ -1134,7 +1130,7 @@ enum Open {
 /// made then, over its whole summary); after [`hermes_engine::Event::Done`] (every step
 /// stored) `response.completed` with the whole response and its usage. A failure is
 /// `response.failed`.
-pub(crate) struct ResponsesStream {
+struct ResponsesStream {
     shape: Shape,
     sequence: u64,
     open: Option<Open>,
@@ -1145,7 +1141,7 @@ pub(crate) struct ResponsesStream {
 }
 
 /// What keeps a finished response by id: the store and the tenant.
-pub(crate) struct Keeper {
+struct Keeper {
     pub(crate) store: hermes_engine::store::Store,
     pub(crate) tenant: String,
 }
@@ -1153,7 +1149,7 @@ pub(crate) struct Keeper {
 impl Keeper {
     /// Keeps response `id` as the conversation `session` holds now, for [`KEPT_FOR`]; a
     /// failure is logged (the turn itself is stored: only the id will not be found).
-    pub(crate) async fn keep(&self, id: &str, session: &str) {
+    async fn keep(&self, id: &str, session: &str) {
         let kept = match self.store.messages(session).await {
             Ok(messages) => {
                 self.store
@@ -1170,11 +1166,11 @@ impl Keeper {
 
 /// How long a response made with `store` on can be named as `previous_response_id` (OpenAI
 /// keeps stored responses 30 days).
-pub(crate) const KEPT_FOR: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+const KEPT_FOR: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 
 impl ResponsesStream {
     /// The stream of the response `shape` names, kept by id by `keep` once stored.
-    pub(crate) fn new(shape: Shape, keep: Option<Keeper>) -> Self {
+    fn new(shape: Shape, keep: Option<Keeper>) -> Self {
         ResponsesStream {
             shape,
             sequence: 0,
