@@ -1,4 +1,5 @@
-//! Anthropic Messages in and out (`POST /v1/messages`, `POST /v1/messages/count_tokens`): the
+//! The Messages door, Anthropic Messages in and out (`POST /v1/messages`,
+//! `POST /v1/messages/count_tokens`): its handlers ([`messages`], [`count_tokens`]), the
 //! request turned into the engine's messages (system, text, image, `tool_use`, `tool_result`
 //! blocks; client-side tools; `tool_choice`; sampling; `thinking` and `output_config.effort`
 //! as the thinking request), and the `message` object and its SSE events built from what the
@@ -17,7 +18,13 @@
 //! block with a gateway-minted signature (`crate::sign`). A stream sends each thinking block
 //! whole once it ends (its signature is known then). Opaque items stay server-side.
 
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::Event as SseEvent;
+use axum::response::{IntoResponse, Response};
 use hermes_core::{
     DetailItem, Effort, FinishReason, Message, Passthrough, RawJson, Role, Sampling, TextCarrier,
     ThinkingRequest, ToolChoice, Usage,
@@ -28,7 +35,158 @@ use serde_json::{Map, Value, json};
 
 use crate::body::{ClientTurn, Fields, arguments_text, readable_thinking};
 use crate::error::ApiError;
+use crate::gate::{self, Gated};
 use crate::sign::Signer;
+use crate::turn::{
+    complete, idempotency_of, off_reactor, session_of, stream_reply, target_of, with_session,
+};
+use crate::{Door, Inner, access, limits, model, policy, sign};
+
+pub(crate) async fn messages(
+    State(inner): State<Arc<Inner>>,
+    headers: HeaderMap,
+    tenant: Extension<gate::Tenant>,
+    admitted: Extension<limits::Admitted>,
+    body: Extension<gate::Read>,
+) -> Response {
+    match messages_turn(&inner, &headers, (tenant, admitted, body)).await {
+        Ok(response) => response,
+        Err(error) => error.into_anthropic_response(),
+    }
+}
+
+/// Claude Code's per-conversation header: the client's partition when no `metadata.user_id`
+/// names one (docs/spec.md §10).
+const CLAUDE_CODE_SESSION: &str = "x-claude-code-session-id";
+
+/// Anthropic's feature-flag header.
+const ANTHROPIC_BETA: &str = "anthropic-beta";
+
+/// `POST /v1/messages`: one turn of an Anthropic Messages client, whole or streamed.
+async fn messages_turn(
+    inner: &Inner,
+    headers: &HeaderMap,
+    gated: Gated,
+) -> Result<Response, ApiError> {
+    let (Extension(gate::Tenant(tenant)), Extension(admitted), Extension(gate::Read(body))) = gated;
+    let parsed = off_reactor(&body, |b| parse(b, false)).await?;
+    if model::check(&parsed.model).is_ok() {
+        access::model(&parsed.model);
+    }
+    let choice = inner.resolve(Door::Messages, &parsed.model)?;
+    let session = session_of(headers)?;
+    let mut turn = parsed;
+    if turn.partition.is_none() {
+        turn.partition = headers
+            .get(CLAUDE_CODE_SESSION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+    }
+    // Forwarded to Claude upstreams only (the wire decides); each value once.
+    turn.passthrough = std::mem::take(&mut turn.passthrough).betas(
+        headers
+            .get_all(ANTHROPIC_BETA)
+            .iter()
+            .filter_map(|v| v.to_str().ok()),
+    );
+    turn.passthrough.version = headers
+        .get("anthropic-version")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 64)
+        .map(str::to_owned);
+    inner.config.policy.check(
+        &tenant,
+        &policy::Asked {
+            target: target_of(&choice),
+            betas: &turn.passthrough.betas,
+            server_tools: policy::messages_server_tools(&turn.passthrough),
+            max_tokens: turn.sampling.max_tokens.map(|n| (n, "max_tokens")),
+            partitioned: turn.partition.is_some() || session.is_some(),
+            partition_key: "metadata.user_id",
+        },
+    )?;
+    tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "messages");
+
+    let recorder = inner.turn(&tenant);
+    let signer = sign::Signer::new(
+        inner.signing_key().await?,
+        tenant.clone(),
+        turn.partition.clone(),
+    );
+    let vouched = vouch(&mut turn.messages, &signer);
+    if vouched > 0 {
+        tracing::debug!(vouched, "gateway-signed thinking blocks verified");
+    }
+    let (model, stream) = (turn.model.clone(), turn.stream);
+    let idempotency = idempotency_of(
+        headers,
+        "messages",
+        &[session.as_deref(), turn.partition.as_deref()],
+        &body,
+    )?;
+    let request = turn
+        .request(tenant.clone(), choice, session)
+        .idempotency(Some(idempotency));
+    let id = format!("msg_{}", uuid::Uuid::now_v7().simple());
+    if !stream {
+        let completion = complete(inner, request, &recorder).await?;
+        let reply = completion
+            .messages
+            .iter()
+            .rfind(|m| m.role == Role::Assistant);
+        let mut body = json!({
+            "id": id,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": content(reply, &signer),
+            "stop_reason": stop_reason(completion.finish.as_ref()),
+            "stop_sequence": null,
+            "usage": usage(&completion.usage),
+            "hermes_session": completion.session,
+        });
+        if let Some(dropped) = transformations(reply) {
+            body["input_transformations"] = dropped;
+        }
+        return Ok(with_session(
+            (StatusCode::OK, axum::Json(body)).into_response(),
+            &completion.session,
+        ));
+    }
+    let door = AnthropicStream::new(id, model, signer);
+    stream_reply(inner, request, door, recorder, admitted).await
+}
+
+pub(crate) async fn count_tokens(
+    State(inner): State<Arc<Inner>>,
+    Extension(gate::Read(body)): Extension<gate::Read>,
+) -> Response {
+    match count(&inner, &body).await {
+        Ok(response) => response,
+        Err(error) => error.into_anthropic_response(),
+    }
+}
+
+/// `POST /v1/messages/count_tokens`: the estimator's count of the request on its route (the
+/// gate checked the key and read the body).
+async fn count(inner: &Inner, body: &[u8]) -> Result<Response, ApiError> {
+    let parsed = parse(body, true)?;
+    let choice = inner.resolve(Door::Messages, &parsed.model)?;
+    let target = hermes_core::RouteTarget::new(
+        choice.provider.as_deref().unwrap_or_default(),
+        choice.base_url.as_deref(),
+        choice.model.as_deref().unwrap_or_default(),
+    );
+    let decision = inner
+        .engine
+        .table()
+        .resolve(&target, hermes_core::ResolveOptions::default());
+    let mut tokens = hermes_core::estimate_history(&parsed.messages, &decision);
+    if let Some(tools) = &parsed.tools {
+        tokens += tools.get().len().div_ceil(4);
+    }
+    Ok(axum::Json(json!({"input_tokens": tokens})).into_response())
+}
 
 /// The thinking budgets of docs/spec.md §3c, smallest first: a budget asks for the highest effort
 /// whose budget is not above it.
@@ -42,7 +200,7 @@ const BUDGETS: [(u32, Effort); 6] = [
 ];
 
 /// The effort a thinking budget asks for; `None` below the smallest budget.
-pub(crate) fn effort_for_budget(budget: u32) -> Option<Effort> {
+fn effort_for_budget(budget: u32) -> Option<Effort> {
     BUDGETS
         .iter()
         .rev()
@@ -69,7 +227,7 @@ const DOOR_KEYS: &[&str] = &[
 ];
 
 /// Parses a request body (`count_tokens` bodies too: `max_tokens` is then optional).
-pub(crate) fn parse(body: &[u8], counting: bool) -> Result<ClientTurn, ApiError> {
+fn parse(body: &[u8], counting: bool) -> Result<ClientTurn, ApiError> {
     let f = Fields::parse(body)?;
     let model: String = f
         .get("model", "a string")?
@@ -249,7 +407,7 @@ fn convert_tools(tools: &[Box<RawValue>]) -> Result<(Option<RawJson>, Vec<RawJso
 /// message the store holds with the stored one; this matters for a turn it cannot line up (the
 /// client edited it, or the conversation was purged). An altered block is dropped. Returns how
 /// many verified.
-pub(crate) fn vouch(messages: &mut [Message], signer: &Signer) -> usize {
+fn vouch(messages: &mut [Message], signer: &Signer) -> usize {
     let mut verified = 0;
     for message in messages.iter_mut().filter(|m| m.role == Role::Assistant) {
         let Some(items) = message.reasoning_details.as_mut() else {
@@ -277,7 +435,7 @@ pub(crate) fn vouch(messages: &mut [Message], signer: &Signer) -> usize {
 }
 
 /// Anthropic's spelling of why a reply ended.
-pub(crate) fn stop_reason(finish: Option<&FinishReason>) -> &'static str {
+fn stop_reason(finish: Option<&FinishReason>) -> &'static str {
     match finish {
         Some(FinishReason::Length) => "max_tokens",
         Some(FinishReason::ToolCalls) => "tool_use",
@@ -289,7 +447,7 @@ pub(crate) fn stop_reason(finish: Option<&FinishReason>) -> &'static str {
 /// Anthropic's `usage` object: its `input_tokens` leaves out the tokens read from and written
 /// to the cache, which [`Usage::input`] counts (Anthropic's clients add the three up). Its
 /// `output_tokens` holds the thinking, as Claude's own does.
-pub(crate) fn usage(usage: &Usage) -> Value {
+fn usage(usage: &Usage) -> Value {
     json!({
         "input_tokens": usage
             .input
@@ -303,7 +461,7 @@ pub(crate) fn usage(usage: &Usage) -> Value {
 
 /// The `input_transformations` a Claude upstream reported for the request that made `reply`
 /// (the thinking blocks it dropped instead of refusing, docs/spec.md §5a 4), as received.
-pub(crate) fn transformations(reply: Option<&Message>) -> Option<Value> {
+fn transformations(reply: Option<&Message>) -> Option<Value> {
     let key = hermes_engine::providers::anthropic::TRANSFORMATIONS_KEY;
     reply?
         .extra
@@ -325,7 +483,7 @@ fn text_of(content: &RawJson) -> String {
 }
 
 /// A tool call's `input`: its arguments parsed (an object), `{}` when it has none.
-pub(crate) fn tool_input(arguments: Option<&RawJson>) -> Value {
+fn tool_input(arguments: Option<&RawJson>) -> Value {
     arguments
         .map(|a| {
             let text = arguments_text(a);
@@ -338,7 +496,7 @@ pub(crate) fn tool_input(arguments: Option<&RawJson>) -> Value {
 /// sent them (their signatures unchanged; they are also stored, so a client that drops them
 /// gets them back upstream) or, from another upstream, its readable thinking as one `thinking`
 /// block `signer` signs; then its text, then its tool calls.
-pub(crate) fn content(reply: Option<&Message>, signer: &Signer) -> Vec<Value> {
+fn content(reply: Option<&Message>, signer: &Signer) -> Vec<Value> {
     let Some(reply) = reply else {
         return Vec::new();
     };
@@ -418,7 +576,7 @@ enum Open {
 /// deltas, `content_block_stop`); after [`hermes_engine::Event::Done`] (every step stored)
 /// `message_delta` with the stop reason and usage, then `message_stop`; a failure is an `error`
 /// event in Anthropic's shape.
-pub(crate) struct AnthropicStream {
+struct AnthropicStream {
     pub(crate) id: String,
     pub(crate) model: String,
     open: Option<(usize, Open)>,
@@ -432,7 +590,7 @@ pub(crate) struct AnthropicStream {
 
 impl AnthropicStream {
     /// The stream of message `id` answered as `model`, unsigned thinking signed by `signer`.
-    pub(crate) fn new(id: String, model: String, signer: Signer) -> Self {
+    fn new(id: String, model: String, signer: Signer) -> Self {
         AnthropicStream {
             id,
             model,

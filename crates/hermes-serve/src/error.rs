@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use hermes_engine::{EngineError, ErrorKind};
 use serde_json::{Value, json};
@@ -495,6 +495,26 @@ fn go_duration(wait: Duration) -> String {
         (0, 0) => format!("{s}s"),
         (0, _) => format!("{m}m{s}s"),
         _ => format!("{h}h{m}m{s}s"),
+    }
+}
+
+/// The answer of a request cut by shutdown.
+pub(crate) fn shutting_down() -> ApiError {
+    ApiError::unavailable("the gateway is shutting down; nothing half-done was stored")
+}
+
+/// Whether a request speaks Anthropic's dialect: a Messages path, or the `anthropic-version`
+/// header Anthropic's clients send on every request.
+pub(crate) fn speaks_anthropic(path: &str, headers: &HeaderMap) -> bool {
+    path.starts_with("/v1/messages") || headers.contains_key("anthropic-version")
+}
+
+/// An error in the shape of the door the request came to.
+pub(crate) fn in_door_shape(error: ApiError, path: &str, headers: &HeaderMap) -> Response {
+    if speaks_anthropic(path, headers) {
+        error.into_anthropic_response()
+    } else {
+        error.into_response()
     }
 }
 

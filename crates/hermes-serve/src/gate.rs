@@ -1,20 +1,46 @@
-//! The tower layers in front of the doors that read a body, outermost first: the gateway key
-//! ([`auth`], 401; `GET /v1/models` has this one only), the body's declared length ([`declared_length`], 413 before anything is
-//! read), the tenant's limits ([`limits`], 429; turns only), then the body itself under the cap
-//! and the body-read deadline ([`body`], 413 / 408), so a slow upload holds a concurrency slot
-//! for at most the deadline. Each refusal is answered in the door's shape and logged by the
-//! access layer; what passes reaches the handler with [`Tenant`], [`crate::limits::Admitted`]
-//! and the whole [`Read`] body in the request's extensions.
+//! Admission: the tower layers [`gated`] puts in front of the doors that read a body, outermost
+//! first: the gateway key ([`auth`], 401, the tenant from [`crate::Keys`]; `GET /v1/models` has
+//! this one only), the body's declared length ([`declared_length`], 413 before anything is read),
+//! the tenant's limits ([`limits`], 429; turns only), then the body itself under the cap and the
+//! body-read deadline ([`body`], 413 / 408), so a slow upload holds a concurrency slot for at
+//! most the deadline. Each refusal is answered in the door's shape and logged by the access
+//! layer; what passes reaches the handler with [`Tenant`], [`crate::limits::Admitted`] and the
+//! whole [`Read`] body in the request's extensions ([`Gated`]).
 
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::extract::{Request, State};
-use axum::http::header;
+use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, in_door_shape};
 use crate::limits::Admitted;
+use crate::{Auth, Inner, access, metrics};
+
+/// `route` behind the gate's layers, outermost first: the gateway key, the
+/// declared length, the tenant's limits when `limited` (turns; `count_tokens` reaches no
+/// upstream), the body under the cap and the deadline.
+pub(crate) fn gated(
+    state: &Arc<Inner>,
+    route: axum::routing::MethodRouter<Arc<Inner>>,
+    limited: bool,
+) -> axum::routing::MethodRouter<Arc<Inner>> {
+    use axum::middleware::from_fn_with_state as layer;
+    // The last layer added runs first.
+    let route = route
+        .route_layer(layer(state.clone(), body))
+        .route_layer(decoding());
+    let route = if limited {
+        route.route_layer(layer(state.clone(), limits))
+    } else {
+        route
+    };
+    route
+        .route_layer(layer(state.clone(), declared_length))
+        .route_layer(layer(state.clone(), auth))
+}
 
 /// The tenant a request's gateway key belongs to.
 #[derive(Clone)]
@@ -24,23 +50,64 @@ pub(crate) struct Tenant(pub(crate) String);
 #[derive(Clone)]
 pub(crate) struct Read(pub(crate) axum::body::Bytes);
 
+/// What the gate let through: the tenant, its admission and the whole body.
+pub(crate) type Gated = (Extension<Tenant>, Extension<Admitted>, Extension<Read>);
+
 /// `error` in the shape of `request`'s door.
 fn refuse(error: ApiError, request: &Request) -> Response {
-    crate::in_door_shape(error, request.uri().path(), request.headers())
+    in_door_shape(error, request.uri().path(), request.headers())
 }
 
 /// The gateway key: the tenant, or 401.
 pub(crate) async fn auth(
-    State(inner): State<Arc<crate::Inner>>,
+    State(inner): State<Arc<Inner>>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    match crate::authenticate(&inner, request.headers()).await {
+    match authenticate(&inner, request.headers()).await {
         Ok(tenant) => {
             request.extensions_mut().insert(Tenant(tenant));
             next.run(request).await
         }
         Err(error) => refuse(error, &request),
+    }
+}
+
+/// The tenant of a request, or its 401.
+async fn authenticate(inner: &Inner, headers: &HeaderMap) -> Result<String, ApiError> {
+    let keys = match &inner.config.auth {
+        Auth::None => {
+            metrics::set_tenant("local");
+            access::tenant("local");
+            return Ok("local".to_owned());
+        }
+        Auth::Keys(keys) => keys,
+    };
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .ok_or_else(|| {
+            ApiError::unauthorized(
+                "no gateway key: send `Authorization: Bearer <key>` (or `x-api-key: <key>`)",
+            )
+        })?;
+    match keys.tenant(bearer).await {
+        Ok(Some(tenant)) => {
+            metrics::set_tenant(&tenant);
+            access::tenant(&tenant);
+            Ok(tenant)
+        }
+        Ok(None) => Err(ApiError::unauthorized("the gateway key is not valid")),
+        Err(e) => {
+            tracing::error!(error = %e, "gateway key lookup failed");
+            Err(ApiError::unavailable(
+                "the gateway cannot check keys right now",
+            ))
+        }
     }
 }
 
@@ -51,7 +118,7 @@ const ENCODINGS: [&str; 4] = ["identity", "gzip", "br", "zstd"];
 /// The layer that decodes a `Content-Encoding` body (tower-http's request decompression),
 /// between [`declared_length`] (which checks the bytes sent) and [`body`] (whose cap applies to
 /// the decoded bytes).
-pub(crate) fn decoding() -> impl tower::Layer<
+fn decoding() -> impl tower::Layer<
     axum::routing::Route,
     Service = impl tower::Service<
         Request,
@@ -77,8 +144,8 @@ pub(crate) fn decoding() -> impl tower::Layer<
 
 /// A body its `Content-Length` says is over the cap: 413 before anything is read or counted;
 /// one in a `Content-Encoding` the gateway does not decode: 415.
-pub(crate) async fn declared_length(
-    State(inner): State<Arc<crate::Inner>>,
+async fn declared_length(
+    State(inner): State<Arc<Inner>>,
     request: Request,
     next: Next,
 ) -> Response {
@@ -114,11 +181,7 @@ pub(crate) async fn declared_length(
 }
 
 /// The tenant's limits (`limits.rs`): the turn is admitted, or 429 with `Retry-After`.
-pub(crate) async fn limits(
-    State(inner): State<Arc<crate::Inner>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
+async fn limits(State(inner): State<Arc<Inner>>, mut request: Request, next: Next) -> Response {
     let Some(Tenant(tenant)) = request.extensions().get::<Tenant>().cloned() else {
         return refuse(
             ApiError::internal("the limits layer ran before auth"),
@@ -138,11 +201,7 @@ pub(crate) async fn limits(
 
 /// The body, under the cap (413) and within `[serve] body_read_timeout` of the moment this
 /// layer starts reading it (408).
-pub(crate) async fn body(
-    State(inner): State<Arc<crate::Inner>>,
-    request: Request,
-    next: Next,
-) -> Response {
+async fn body(State(inner): State<Arc<Inner>>, request: Request, next: Next) -> Response {
     let cap = inner.config.max_request_bytes;
     let deadline = inner.config.body_read_timeout;
     let (mut parts, body) = request.into_parts();

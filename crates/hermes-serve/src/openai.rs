@@ -1,24 +1,98 @@
-//! OpenAI chat-completions in and out: the request's known keys parsed strictly (a wrong type
-//! is a 400 naming the key; unknown keys are ignored), and the `chat.completion` object and
+//! The chat door, OpenAI chat-completions in and out (`POST /v1/chat/completions`): its handler
+//! ([`chat_completions`]), the request's known keys parsed strictly (a wrong type is a 400
+//! naming the key; unknown keys are ignored), and the `chat.completion` object and
 //! `chat.completion.chunk`s built from what the engine returns.
 
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::Extension;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::Event as SseEvent;
+use axum::response::{IntoResponse, Response};
+use hermes_core::driver::DriverEvent;
 use hermes_core::{
-    Effort, FinishReason, Message, RawJson, ResponseFormat, Sampling, ThinkingRequest, ToolChoice,
-    Usage,
+    Effort, FinishReason, Message, RawJson, ResponseFormat, Role, Sampling, ThinkingRequest,
+    ToolChoice, Usage,
 };
+use hermes_engine::{Completion, Event};
 use serde_json::{Value, json};
 
 use crate::body::{ClientTurn, Fields, arguments_text, readable_thinking};
 use crate::error::ApiError;
+use crate::gate::{self, Gated};
+use crate::turn::{
+    complete, idempotency_of, off_reactor, session_of, stream_reply, target_of, with_session,
+};
+use crate::{Door, Inner, access, limits, model, policy, sse};
+
+pub(crate) async fn chat_completions(
+    State(inner): State<Arc<Inner>>,
+    headers: HeaderMap,
+    gated: Extension<gate::Tenant>,
+    admitted: Extension<limits::Admitted>,
+    body: Extension<gate::Read>,
+) -> Response {
+    match chat(&inner, &headers, (gated, admitted, body)).await {
+        Ok(response) => response,
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn chat(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Response, ApiError> {
+    let (Extension(gate::Tenant(tenant)), Extension(admitted), Extension(gate::Read(body))) = gated;
+    let parsed = off_reactor(&body, parse).await?;
+    if model::check(&parsed.turn.model).is_ok() {
+        access::model(&parsed.turn.model);
+    }
+    let choice = inner.resolve(Door::Chat, &parsed.turn.model)?;
+    let session = session_of(headers)?;
+    let turn = parsed.turn;
+    inner.config.policy.check(
+        &tenant,
+        &policy::Asked {
+            target: target_of(&choice),
+            betas: &[],
+            server_tools: policy::chat_server_tools(turn.tools.as_ref()),
+            max_tokens: turn.sampling.max_tokens.map(|n| (n, "max_tokens")),
+            partitioned: turn.partition.is_some() || session.is_some(),
+            partition_key: "user",
+        },
+    )?;
+    tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "chat completion");
+    let (model, stream) = (turn.model.clone(), turn.stream);
+    let recorder = inner.turn(&tenant);
+    let idempotency = idempotency_of(headers, "chat", &[session.as_deref()], &body)?;
+    let request = turn
+        .request(tenant, choice, session)
+        .idempotency(Some(idempotency));
+    let reply = Reply {
+        id: format!("chatcmpl-{}", uuid::Uuid::now_v7().simple()),
+        created: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        model,
+        include_usage: parsed.include_usage,
+    };
+    if !stream {
+        return Ok(reply.whole(&complete(inner, request, &recorder).await?));
+    }
+    let door = OpenAiStream {
+        reply,
+        started: false,
+    };
+    stream_reply(inner, request, door, recorder, admitted).await
+}
 
 /// A parsed `POST /v1/chat/completions` body.
-pub(crate) struct ChatRequest {
+struct ChatRequest {
     pub(crate) turn: ClientTurn,
     pub(crate) include_usage: bool,
 }
 
 /// Parses a request body.
-pub(crate) fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
+fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
     let f = Fields::parse(body)?;
     let model: String = f
         .get("model", "a string")?
@@ -139,7 +213,7 @@ fn response_format(v: &Value) -> Result<ResponseFormat, ApiError> {
 }
 
 /// OpenAI's spelling of why a reply ended.
-pub(crate) fn finish_reason(finish: Option<&FinishReason>) -> &str {
+fn finish_reason(finish: Option<&FinishReason>) -> &str {
     match finish {
         None | Some(FinishReason::Stop) => "stop",
         Some(FinishReason::Length) => "length",
@@ -151,7 +225,7 @@ pub(crate) fn finish_reason(finish: Option<&FinishReason>) -> &str {
 }
 
 /// OpenAI's `usage` object.
-pub(crate) fn usage(usage: &Usage) -> Value {
+fn usage(usage: &Usage) -> Value {
     json!({
         "prompt_tokens": usage.input,
         "completion_tokens": usage.output,
@@ -162,7 +236,7 @@ pub(crate) fn usage(usage: &Usage) -> Value {
 }
 
 /// The client's view of a reply: role, content, readable thinking and tool calls.
-pub(crate) fn message(reply: Option<&Message>) -> Value {
+fn message(reply: Option<&Message>) -> Value {
     let Some(reply) = reply else {
         return json!({"role": "assistant", "content": null});
     };
@@ -198,4 +272,146 @@ pub(crate) fn message(reply: Option<&Message>) -> Value {
         out.insert("tool_calls".into(), Value::Array(calls));
     }
     Value::Object(out)
+}
+
+/// What every object of one reply shares.
+#[derive(Clone)]
+struct Reply {
+    id: String,
+    created: u64,
+    model: String,
+    include_usage: bool,
+}
+
+impl Reply {
+    /// The `chat.completion` object, with `hermes_session` in the body and the header.
+    fn whole(&self, completion: &Completion) -> Response {
+        let reply = completion
+            .messages
+            .iter()
+            .rfind(|m| m.role == Role::Assistant);
+        let body = json!({
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{
+                "index": 0,
+                "message": message(reply),
+                "finish_reason": finish_reason(completion.finish.as_ref()),
+            }],
+            "usage": usage(&completion.usage),
+            "hermes_session": completion.session,
+        });
+        with_session(
+            (StatusCode::OK, axum::Json(body)).into_response(),
+            &completion.session,
+        )
+    }
+
+    /// A `chat.completion.chunk` with `choices` and the extra top-level keys.
+    fn chunk(&self, choices: Value, extra: &[(&str, Value)]) -> SseEvent {
+        let mut chunk = json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": choices,
+        });
+        for (key, value) in extra {
+            chunk[*key] = value.clone();
+        }
+        SseEvent::default().data(chunk.to_string())
+    }
+
+    fn delta(&self, delta: Value) -> SseEvent {
+        self.chunk(
+            json!([{"index": 0, "delta": delta, "finish_reason": null}]),
+            &[],
+        )
+    }
+}
+
+/// The chat door's stream: deltas as they come (the first with the role); after
+/// [`Event::Done`] (every step stored) the chunk with `finish_reason` and `hermes_session`, the
+/// usage chunk when asked for, and `[DONE]`; a failure is an error object in OpenAI's shape.
+struct OpenAiStream {
+    reply: Reply,
+    started: bool,
+}
+
+impl sse::StreamDoor for OpenAiStream {
+    fn on_event(&mut self, event: Event) -> (Vec<SseEvent>, bool) {
+        let reply = &self.reply;
+        match event {
+            Event::Driver(driver) => match delta_of(&driver) {
+                Some(mut delta) => {
+                    if !self.started {
+                        delta["role"] = json!("assistant");
+                        self.started = true;
+                    }
+                    (vec![reply.delta(delta)], false)
+                }
+                None => (Vec::new(), false),
+            },
+            Event::Done(completion) => {
+                let session = json!(completion.session);
+                let mut out = vec![reply.chunk(
+                    json!([{
+                        "index": 0,
+                        "delta": {},
+                        "finish_reason": finish_reason(completion.finish.as_ref()),
+                    }]),
+                    &[("hermes_session", session.clone())],
+                )];
+                if reply.include_usage {
+                    out.push(reply.chunk(
+                        json!([]),
+                        &[
+                            ("usage", usage(&completion.usage)),
+                            ("hermes_session", session),
+                        ],
+                    ));
+                }
+                out.push(SseEvent::default().data("[DONE]"));
+                (out, true)
+            }
+            _ => (Vec::new(), false),
+        }
+    }
+
+    fn failure(&self, error: &ApiError) -> SseEvent {
+        SseEvent::default().data(error.body().to_string())
+    }
+}
+
+/// The `delta` of a driver event the client sees (thinking, answer text, a tool call's
+/// fragment: its id, type and name in the first only); none for the others.
+fn delta_of(event: &DriverEvent) -> Option<Value> {
+    match event {
+        DriverEvent::Delta { reasoning, text } => Some(if *reasoning {
+            json!({"reasoning_content": text})
+        } else {
+            json!({"content": text})
+        }),
+        DriverEvent::ToolCallDelta {
+            index,
+            id,
+            name,
+            arguments,
+        } => {
+            let mut call = json!({"index": index});
+            if let Some(id) = id {
+                call["id"] = json!(id);
+                call["type"] = json!("function");
+            }
+            let mut function = json!({"arguments": arguments});
+            if let Some(name) = name {
+                function["name"] = json!(name);
+            }
+            call["function"] = function;
+            Some(json!({"tool_calls": [call]}))
+        }
+        _ => None,
+    }
 }

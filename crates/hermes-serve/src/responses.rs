@@ -1,5 +1,6 @@
-//! OpenAI Responses in and out (`POST /v1/responses`): the request's input items turned into
-//! the engine's messages, and the `response` object and its SSE events built from what the
+//! The Responses door, OpenAI Responses in and out (`POST /v1/responses`,
+//! `POST /v1/responses/compact`): its handlers ([`responses_turn`], [`responses_compact`]), the
+//! request's input items turned into the engine's messages, and the `response` object and its SSE events built from what the
 //! engine returns.
 //!
 //! Input items are read by the Responses codec (`hermes_providers::responses::inbound`, which
@@ -17,19 +18,31 @@
 //! leave the gateway: a reply's reasoning reaches the client as a `reasoning` item with its
 //! readable summary and a sealed reference.
 
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::Event as SseEvent;
+use axum::response::{IntoResponse, Response};
 use hermes_core::{
     Effort, FinishReason, Message, RawJson, ResponseFormat, Role, Sampling, TextCarrier,
     ThinkingRequest, ToolChoice, Usage,
 };
+use hermes_engine::Completion;
 use hermes_engine::providers::responses::inbound::{self, Inbound};
 use serde_json::{Map, Value, json};
 
 use crate::body::{ClientTurn, Fields, arguments_text, readable_thinking};
 use crate::error::ApiError;
+use crate::gate::{self, Gated};
 use crate::sign::Signer;
+use crate::turn::{
+    complete, idempotency_of, off_reactor, session_of, stream_reply, target_of, with_session,
+};
+use crate::{Door, Inner, access, body, limits, metrics, model, policy, sign};
 
-pub(crate) use hermes_engine::providers::responses::inbound::{CompactionItem, SealedItem};
+use hermes_engine::providers::responses::inbound::{CompactionItem, SealedItem};
 
 /// What [`crate::sign::Signer`] seals a reasoning item's `encrypted_content` with starts with
 /// this: an item that does not is an upstream's own (or forged) and is left out.
@@ -38,8 +51,445 @@ const SEALED: &str = crate::sign::PREFIX;
 /// The `include` value that asks for reasoning items' `encrypted_content`.
 const INCLUDE_ENCRYPTED: &str = "reasoning.encrypted_content";
 
+pub(crate) async fn responses_turn(
+    State(inner): State<Arc<Inner>>,
+    headers: HeaderMap,
+    tenant: Extension<gate::Tenant>,
+    admitted: Extension<limits::Admitted>,
+    body: Extension<gate::Read>,
+) -> Response {
+    match respond(&inner, &headers, (tenant, admitted, body)).await {
+        Ok(response) => response,
+        Err(error) => error.into_response(),
+    }
+}
+
+/// `GET /v1/responses`: Codex opens its Responses WebSocket here first; 426 sends it to HTTP at
+/// once.
+pub(crate) async fn responses_socket(headers: HeaderMap) -> Response {
+    let upgrade = headers
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    let mut error = if upgrade {
+        ApiError::upgrade_required(
+            "this gateway serves the Responses API over HTTP only: POST /v1/responses",
+        )
+    } else {
+        ApiError::method_not_allowed("/v1/responses does not take GET")
+    };
+    error.param = None;
+    error.into_response()
+}
+
+/// A Responses-door request made ready for the engine: its turn, what it resolved to and the
+/// session it continues, the signer of its tenant and partition, and its metrics.
+struct Prepared {
+    turn: body::ClientTurn,
+    choice: hermes_engine::Choice,
+    session: Option<String>,
+    signer: sign::Signer,
+    recorder: metrics::Turn,
+    /// What the response repeats of the request.
+    echo: Echo,
+    /// Whether the input ended with a `compaction_trigger` item.
+    trigger: bool,
+}
+
+/// What `POST /v1/responses` and `POST /v1/responses/compact` both do with a parsed request:
+/// the model resolved and the tenant's policy checked, the client's sealed reasoning items
+/// vouched for, its compaction items opened, and the conversation a `previous_response_id`
+/// names put before its input.
+async fn prepare(
+    inner: &Inner,
+    tenant: &str,
+    headers: &HeaderMap,
+    mut parsed: ResponsesRequest,
+) -> Result<Prepared, ApiError> {
+    if let Some(references) = parsed.referenced.take() {
+        let items = referenced(inner, tenant, &references.at).await?;
+        parsed.resolve(references, items)?;
+    }
+    let ResponsesRequest {
+        mut turn,
+        echo,
+        sealed,
+        previous_response_id,
+        compactions,
+        trigger,
+        referenced: _,
+    } = parsed;
+    if model::check(&turn.model).is_ok() {
+        access::model(&turn.model);
+    }
+    let choice = inner.resolve(Door::Responses, &turn.model)?;
+    let mut session = session_of(headers)?;
+    inner.config.policy.check(
+        tenant,
+        &policy::Asked {
+            target: target_of(&choice),
+            betas: &[],
+            server_tools: policy::messages_server_tools(&turn.passthrough),
+            max_tokens: turn.sampling.max_tokens.map(|n| (n, "max_output_tokens")),
+            partitioned: turn.partition.is_some() || session.is_some(),
+            partition_key: "user",
+        },
+    )?;
+    tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "responses");
+    let signer = sign::Signer::new(
+        inner.signing_key().await?,
+        tenant.to_owned(),
+        turn.partition.clone(),
+    );
+    let vouched = vouch(&mut turn.messages, &sealed, &signer);
+    if vouched > 0 {
+        tracing::debug!(vouched, "gateway-sealed reasoning items verified");
+    }
+    if let Some(continued) = checkpoints(inner, &mut turn.messages, &compactions, &signer).await? {
+        session = session.or(Some(continued));
+    }
+    if let Some(id) = &previous_response_id {
+        let continued = previous(inner, tenant, id, &mut turn.messages, echo.instructed()).await?;
+        session = session.or(Some(continued));
+    }
+    Ok(Prepared {
+        turn,
+        choice,
+        session,
+        signer,
+        recorder: inner.turn(tenant),
+        echo,
+        trigger,
+    })
+}
+
+/// `POST /v1/responses`: one turn of an OpenAI Responses client, whole or streamed.
+async fn respond(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Response, ApiError> {
+    let (Extension(gate::Tenant(tenant)), Extension(admitted), Extension(gate::Read(body))) = gated;
+    let parsed = off_reactor(&body, parse).await?;
+    let Prepared {
+        turn,
+        choice,
+        session,
+        signer,
+        recorder,
+        echo,
+        trigger,
+    } = prepare(inner, &tenant, headers, parsed).await?;
+    let keeper = match (echo.stored(), inner.engine.store()) {
+        (true, Some(store)) => Some(Keeper {
+            store: store.clone(),
+            tenant: tenant.clone(),
+        }),
+        _ => None,
+    };
+    if trigger {
+        // Codex's remote compaction: the answer is exactly one compaction item.
+        let shape = Shape::new(turn.model.clone(), echo, signer.clone());
+        let stream = turn.stream;
+        let (item, completion) =
+            compaction(inner, turn, &tenant, choice, session, &signer, &recorder).await?;
+        if stream {
+            let events = whole_stream(&shape, vec![item], &completion);
+            let events = futures_util::stream::iter(
+                events.into_iter().map(Ok::<_, std::convert::Infallible>),
+            );
+            return Ok(with_session(
+                axum::response::sse::Sse::new(events).into_response(),
+                &completion.session,
+            ));
+        }
+        let mut body = shape.object("completed", vec![item], Some(&completion.usage), None, None);
+        body["hermes_session"] = json!(completion.session);
+        return Ok(with_session(
+            (StatusCode::OK, axum::Json(body)).into_response(),
+            &completion.session,
+        ));
+    }
+    let idempotency = idempotency_of(
+        headers,
+        "responses",
+        &[session.as_deref(), turn.partition.as_deref()],
+        &body,
+    )?;
+    let shape = Shape::new(turn.model.clone(), echo, signer);
+    let stream = turn.stream;
+    let request = turn
+        .request(tenant, choice, session)
+        .idempotency(Some(idempotency));
+    if !stream {
+        let completion = complete(inner, request, &recorder).await?;
+        if let Some(keeper) = &keeper {
+            keeper.keep(&shape.id, &completion.session).await;
+        }
+        let mut body = shape.object(
+            "completed",
+            shape.output(&completion.messages, 0),
+            Some(&completion.usage),
+            completion.finish.as_ref(),
+            None,
+        );
+        body["hermes_session"] = json!(completion.session);
+        return Ok(with_session(
+            (StatusCode::OK, axum::Json(body)).into_response(),
+            &completion.session,
+        ));
+    }
+    stream_reply(
+        inner,
+        request,
+        ResponsesStream::new(shape, keeper),
+        recorder,
+        admitted,
+    )
+    .await
+}
+
+/// Puts before `messages` (after the request's own `instructions`, the first message when
+/// `instructed`) the conversation as `tenant`'s response `id` left it — OpenAI's
+/// `previous_response_id`: the stored messages up to that response, its leading system message
+/// left out (a response's instructions are not carried over). Returns the session it went to,
+/// which the turn continues (or branches from, when that conversation moved on since). An id
+/// the tenant did not keep is OpenAI's 400.
+async fn previous(
+    inner: &Inner,
+    tenant: &str,
+    id: &str,
+    messages: &mut Vec<hermes_core::Message>,
+    instructed: bool,
+) -> Result<String, ApiError> {
+    let store = inner.store()?;
+    let kept = store
+        .kept_response(tenant, id)
+        .await
+        .map_err(store_failed)?
+        .ok_or_else(|| previous_not_found(id))?;
+    let stored = store.messages(&kept.session).await.map_err(store_failed)?;
+    if stored.len() < kept.upto || kept.upto == 0 {
+        // Its conversation is gone (retention) or was never whole.
+        return Err(previous_not_found(id));
+    }
+    let earlier = stored
+        .into_iter()
+        .take(kept.upto)
+        .skip_while(|m| m.role == Role::System);
+    let rest = messages.split_off(usize::from(instructed).min(messages.len()));
+    messages.extend(earlier);
+    messages.extend(rest);
+    Ok(kept.session)
+}
+
+/// The items `item_reference`s name (`refs`: place and id), in order: output items of
+/// responses `tenant` made with `store` on, rebuilt from the store as the response gave them
+/// (a reasoning item without `encrypted_content`: the engine puts the stored reasoning back
+/// where the turn stands). An id that names no such item is OpenAI's 400.
+async fn referenced(
+    inner: &Inner,
+    tenant: &str,
+    refs: &[(usize, String)],
+) -> Result<Vec<Value>, ApiError> {
+    let store = inner.store()?;
+    let mut outputs: std::collections::HashMap<String, Vec<Value>> = Default::default();
+    let mut items = Vec::with_capacity(refs.len());
+    for (_, id) in refs {
+        let not_found = || ApiError::invalid("input", format!("Item with id '{id}' not found."));
+        let response = response_of_item(id).ok_or_else(not_found)?;
+        if !outputs.contains_key(&response) {
+            let mut output = Vec::new();
+            if let Some(kept) = store
+                .kept_response(tenant, &response)
+                .await
+                .map_err(store_failed)?
+            {
+                let stored = store.messages(&kept.session).await.map_err(store_failed)?;
+                // A response's reply is the message its turn stored last.
+                if let Some(reply) = kept
+                    .upto
+                    .checked_sub(1)
+                    .and_then(|last| stored.get(last))
+                    .filter(|m| m.role == Role::Assistant)
+                {
+                    output = output_items(&response, std::slice::from_ref(reply), 0, None);
+                }
+            }
+            outputs.insert(response.clone(), output);
+        }
+        let item = outputs[&response]
+            .iter()
+            .find(|item| item["id"] == id.as_str())
+            .cloned()
+            .ok_or_else(not_found)?;
+        items.push(item);
+    }
+    Ok(items)
+}
+
+/// What a `compaction` item's sealed reference names: the stored summary's session and place.
+fn checkpoint_payload(session: &str, index: usize) -> String {
+    format!("{session}\n{index}")
+}
+
+/// Puts in place of each `compaction` item a client sent back the checkpoint it names, its
+/// seal opened for this tenant and partition. hermes' own checkpoint is its stored summary, in
+/// the item's place. The provider's own (its compaction block or item, docs/spec.md §7) stands for
+/// everything before it: the history becomes the client's instructions, that checkpoint as
+/// stored (the engine re-attaches its carrier at its place in its session, docs/spec.md §10), then
+/// what the client sent after it; the session it is stored in is returned, for the turn to
+/// continue. One that does not open, or whose checkpoint is no longer stored, is a 400 naming
+/// the item.
+async fn checkpoints(
+    inner: &Inner,
+    messages: &mut Vec<hermes_core::Message>,
+    items: &[CompactionItem],
+    signer: &sign::Signer,
+) -> Result<Option<String>, ApiError> {
+    // From the last: a provider checkpoint takes the place of everything before it.
+    for item in items.iter().rev() {
+        let refused = |why: &str| ApiError::invalid(&item.at, format!("`{}`: {why}", item.at));
+        let Some(payload) = signer.open(&item.seal) else {
+            return Err(refused(
+                "this compaction item was not made by this gateway for this tenant and partition \
+                 (or it was altered)",
+            ));
+        };
+        let (session, index) = payload
+            .split_once('\n')
+            .and_then(|(s, i)| Some((s.to_owned(), i.parse::<usize>().ok()?)))
+            .ok_or_else(|| refused("its reference does not name a checkpoint"))?;
+        let store = inner.store()?;
+        let stored = store.messages(&session).await.map_err(store_failed)?;
+        let gone = || refused("the conversation it summarised is no longer stored (retention)");
+        let checkpoint = stored
+            .get(index)
+            .filter(|m| m.role == hermes_core::Role::Assistant)
+            .ok_or_else(gone)?;
+        if hermes_core::checkpoint::native_compaction(checkpoint).is_some() {
+            let lead = messages
+                .iter()
+                .take_while(|m| matches!(m.role, Role::System | Role::Developer))
+                .count();
+            messages.splice(lead..=item.message, [checkpoint.clone()]);
+            return Ok(Some(session));
+        }
+        let summary = checkpoint
+            .content
+            .as_ref()
+            .map(text_of)
+            .filter(|s| !s.trim().is_empty())
+            .ok_or_else(gone)?;
+        messages[item.message] = hermes_core::checkpoint::own_checkpoint(&summary);
+    }
+    Ok(None)
+}
+
+/// Compacts `turn`'s history for the Responses door through the engine
+/// ([`hermes_engine::Request::compact`]: the history's carriers re-attached, the provider's own
+/// compaction where the upstream has one — OpenAI's `POST /responses/compact`, Claude's
+/// on-demand compaction — else hermes' summary, stored in a session of its own), and answers
+/// a `compaction` item whose `encrypted_content` is a sealed reference to that stored
+/// checkpoint. The upstream's block or item never reaches the client.
+async fn compaction(
+    inner: &Inner,
+    mut turn: body::ClientTurn,
+    tenant: &str,
+    choice: hermes_engine::Choice,
+    session: Option<String>,
+    signer: &sign::Signer,
+    recorder: &metrics::Turn,
+) -> Result<(Value, Completion), ApiError> {
+    turn.stream = false;
+    let request = turn
+        .request(tenant.to_owned(), choice, session)
+        .compact(true);
+    let completion = complete(inner, request, recorder).await?;
+    let store = inner.store()?;
+    let stored = store
+        .messages(&completion.session)
+        .await
+        .map_err(store_failed)?;
+    let index = stored
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .filter(|&i| {
+            hermes_core::checkpoint::native_compaction(&stored[i]).is_some()
+                || stored[i]
+                    .content
+                    .as_ref()
+                    .is_some_and(|c| !text_of(c).trim().is_empty())
+        })
+        .ok_or_else(|| ApiError::bad_gateway("the model wrote no summary"))?;
+    let sealed = signer.seal(&checkpoint_payload(&completion.session, index));
+    let item = compaction_item(&format!("cmp_{}", uuid::Uuid::now_v7().simple()), &sealed);
+    Ok((item, completion))
+}
+
+pub(crate) async fn responses_compact(
+    State(inner): State<Arc<Inner>>,
+    headers: HeaderMap,
+    tenant: Extension<gate::Tenant>,
+    admitted: Extension<limits::Admitted>,
+    body: Extension<gate::Read>,
+) -> Response {
+    match compact_request(&inner, &headers, (tenant, admitted, body)).await {
+        Ok(response) => response,
+        Err(error) => error.into_response(),
+    }
+}
+
+/// `POST /v1/responses/compact`: `{model, input, instructions, …}` answered with a
+/// `response.compaction` object: the input's user messages, then one compaction item.
+async fn compact_request(
+    inner: &Inner,
+    headers: &HeaderMap,
+    gated: Gated,
+) -> Result<Response, ApiError> {
+    let (Extension(gate::Tenant(tenant)), _, Extension(gate::Read(body))) = gated;
+    let parsed = off_reactor(&body, parse).await?;
+    let Prepared {
+        turn,
+        choice,
+        session,
+        signer,
+        recorder,
+        ..
+    } = prepare(inner, &tenant, headers, parsed).await?;
+    let mut output = user_items(&turn.messages);
+    let (item, completion) =
+        compaction(inner, turn, &tenant, choice, session, &signer, &recorder).await?;
+    output.push(item);
+    let body = json!({
+        "id": format!("resp_{}", uuid::Uuid::now_v7().simple()),
+        "object": "response.compaction",
+        "created_at": now_secs(),
+        "output": output,
+        "usage": usage_object(&completion.usage),
+        "hermes_session": completion.session,
+    });
+    Ok(with_session(
+        (StatusCode::OK, axum::Json(body)).into_response(),
+        &completion.session,
+    ))
+}
+
+/// A store error as the door answers it.
+fn store_failed(e: hermes_engine::store::StoreError) -> ApiError {
+    ApiError::from_engine(&hermes_engine::EngineError::from(e))
+}
+
+/// OpenAI's answer to a `previous_response_id` the tenant did not keep (made with `store`
+/// off, expired, another tenant's, or never made).
+fn previous_not_found(id: &str) -> ApiError {
+    ApiError {
+        code: Some("previous_response_not_found".into()),
+        ..ApiError::invalid(
+            "previous_response_id",
+            format!("Previous response with id '{id}' not found."),
+        )
+    }
+}
+
 /// A parsed `POST /v1/responses` body.
-pub(crate) struct ResponsesRequest {
+struct ResponsesRequest {
     /// The turn.
     pub(crate) turn: ClientTurn,
     /// What the `response` object repeats of the request.
@@ -60,7 +510,7 @@ pub(crate) struct ResponsesRequest {
 
 /// What the `response` object repeats of its request (OpenAI's clients read these back).
 #[derive(Clone, Default)]
-pub(crate) struct Echo {
+struct Echo {
     instructions: Option<Value>,
     max_output_tokens: Option<u32>,
     metadata: Option<Value>,
@@ -81,18 +531,18 @@ pub(crate) struct Echo {
 
 impl Echo {
     /// Whether the request gave `instructions` (its first message, then).
-    pub(crate) fn instructed(&self) -> bool {
+    fn instructed(&self) -> bool {
         self.instructions.is_some()
     }
 
     /// Whether the response is kept by id (`store`, on unless the request turns it off).
-    pub(crate) fn stored(&self) -> bool {
+    fn stored(&self) -> bool {
         self.store != Some(false)
     }
 }
 
 /// Parses a request body.
-pub(crate) fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
+fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
     let f = Fields::parse(body)?;
     let model: String = f
         .get("model", "a string")?
@@ -241,7 +691,7 @@ fn references(items: &[Value]) -> Result<Vec<(usize, String)>, ApiError> {
 }
 
 /// A request's input while its `item_reference`s are unresolved.
-pub(crate) struct References {
+struct References {
     instructions: Option<String>,
     input: inbound::Input,
     /// Each reference's place in `input` and the id it names.
@@ -251,11 +701,7 @@ pub(crate) struct References {
 impl ResponsesRequest {
     /// Reads the history with each `item_reference` replaced by the item it names (`items`,
     /// in the order of [`References::at`]).
-    pub(crate) fn resolve(
-        &mut self,
-        references: References,
-        items: Vec<Value>,
-    ) -> Result<(), ApiError> {
+    fn resolve(&mut self, references: References, items: Vec<Value>) -> Result<(), ApiError> {
         let References {
             instructions,
             mut input,
@@ -351,7 +797,7 @@ fn text_format(v: &Value) -> Result<ResponseFormat, ApiError> {
 /// Gives each assistant turn the summary of the reasoning items the client sent with it, when
 /// their seal verifies for `signer` (same key, tenant, partition and summary); every other
 /// item is left out. Returns how many verified.
-pub(crate) fn vouch(messages: &mut [Message], sealed: &[SealedItem], signer: &Signer) -> usize {
+fn vouch(messages: &mut [Message], sealed: &[SealedItem], signer: &Signer) -> usize {
     let mut verified = 0;
     let mut texts: Vec<(usize, String)> = Vec::new();
     for item in sealed {
@@ -380,7 +826,7 @@ pub(crate) fn vouch(messages: &mut [Message], sealed: &[SealedItem], signer: &Si
 
 /// One response's identity and what it repeats of its request.
 #[derive(Clone)]
-pub(crate) struct Shape {
+struct Shape {
     pub(crate) id: String,
     pub(crate) created_at: u64,
     pub(crate) model: String,
@@ -390,7 +836,7 @@ pub(crate) struct Shape {
 
 impl Shape {
     /// A new response (a fresh `resp_…` id, created now) answering as `model`.
-    pub(crate) fn new(model: String, echo: Echo, signer: Signer) -> Self {
+    fn new(model: String, echo: Echo, signer: Signer) -> Self {
         Shape {
             id: format!("resp_{}", uuid::Uuid::now_v7().simple()),
             created_at: now_secs(),
@@ -406,7 +852,7 @@ impl Shape {
     }
 
     /// The `response` object with `output`, in `status`.
-    pub(crate) fn object(
+    fn object(
         &self,
         status: &str,
         output: Vec<Value>,
@@ -458,7 +904,7 @@ impl Shape {
 
     /// The output items of `messages` (each assistant reply: its reasoning, its text, its
     /// calls), numbered from `first`.
-    pub(crate) fn output(&self, messages: &[Message], first: usize) -> Vec<Value> {
+    fn output(&self, messages: &[Message], first: usize) -> Vec<Value> {
         output_items(&self.id, messages, first, self.sealing())
     }
 }
@@ -472,7 +918,7 @@ fn item_id(response: &str, prefix: &str, index: usize) -> String {
 
 /// The response whose output item `id` is ([`item_id`]; a response id's tail is a UUID's 32
 /// hex digits), or `None` when `id` is not one of ours.
-pub(crate) fn response_of_item(id: &str) -> Option<String> {
+fn response_of_item(id: &str) -> Option<String> {
     let (_, rest) = id.split_once('_')?;
     let tail = rest.get(..32)?;
     (tail.bytes().all(|b| b.is_ascii_hexdigit()) && rest.len() > 32).then(|| format!("resp_{tail}"))
@@ -499,7 +945,7 @@ fn reasoning_item(id: &str, summary: &str, seal: Option<&Signer>) -> Value {
 
 /// The output items response `response` gave for `messages` (each assistant reply: its
 /// reasoning, its text, its calls), numbered from `first`; reasoning items sealed by `seal`.
-pub(crate) fn output_items(
+fn output_items(
     response: &str,
     messages: &[Message],
     first: usize,
@@ -539,13 +985,13 @@ pub(crate) fn output_items(
 }
 
 /// A `compaction` output item holding the sealed reference `sealed`.
-pub(crate) fn compaction_item(id: &str, sealed: &str) -> Value {
+fn compaction_item(id: &str, sealed: &str) -> Value {
     json!({"type": "compaction", "id": id, "encrypted_content": sealed})
 }
 
 /// The user messages of `messages` as input items (what `POST /responses/compact` returns
 /// before its compaction item): text parts as `input_text`, images as `input_image`.
-pub(crate) fn user_items(messages: &[Message]) -> Vec<Value> {
+fn user_items(messages: &[Message]) -> Vec<Value> {
     messages
         .iter()
         .filter(|m| m.role == Role::User && !m.content.as_ref().is_some_and(|c| text_of(c).starts_with(hermes_core::checkpoint::SUMMARY_MARKER)))
@@ -571,7 +1017,7 @@ pub(crate) fn user_items(messages: &[Message]) -> Vec<Value> {
 
 /// The stream of a response whose output is ready whole (a compaction item): created,
 /// in progress, each item added and done, completed.
-pub(crate) fn whole_stream(
+fn whole_stream(
     shape: &Shape,
     output: Vec<Value>,
     completion: &hermes_engine::Completion,
@@ -603,14 +1049,14 @@ pub(crate) fn whole_stream(
 }
 
 /// Seconds since the Unix epoch (a response's `created_at`).
-pub(crate) fn now_secs() -> u64 {
+fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }
 
 /// A reply's text: a string, or its text parts joined.
-pub(crate) fn text_of(content: &RawJson) -> String {
+fn text_of(content: &RawJson) -> String {
     match content.to_value() {
         Value::String(s) => s,
         Value::Array(parts) => parts
@@ -648,7 +1094,7 @@ fn call_item(id: &str, call_id: &str, name: &str, arguments: &str, status: &str)
 
 /// OpenAI's Responses `usage` object: `input_tokens` with the cached share, `output_tokens`
 /// with the reasoning share.
-pub(crate) fn usage_object(usage: &Usage) -> Value {
+fn usage_object(usage: &Usage) -> Value {
     json!({
         "input_tokens": usage.input,
         "input_tokens_details": {"cached_tokens": usage.cache_read, "cache_write_tokens": usage.cache_write},
@@ -684,7 +1130,7 @@ enum Open {
 /// made then, over its whole summary); after [`hermes_engine::Event::Done`] (every step
 /// stored) `response.completed` with the whole response and its usage. A failure is
 /// `response.failed`.
-pub(crate) struct ResponsesStream {
+struct ResponsesStream {
     shape: Shape,
     sequence: u64,
     open: Option<Open>,
@@ -695,7 +1141,7 @@ pub(crate) struct ResponsesStream {
 }
 
 /// What keeps a finished response by id: the store and the tenant.
-pub(crate) struct Keeper {
+struct Keeper {
     pub(crate) store: hermes_engine::store::Store,
     pub(crate) tenant: String,
 }
@@ -703,7 +1149,7 @@ pub(crate) struct Keeper {
 impl Keeper {
     /// Keeps response `id` as the conversation `session` holds now, for [`KEPT_FOR`]; a
     /// failure is logged (the turn itself is stored: only the id will not be found).
-    pub(crate) async fn keep(&self, id: &str, session: &str) {
+    async fn keep(&self, id: &str, session: &str) {
         let kept = match self.store.messages(session).await {
             Ok(messages) => {
                 self.store
@@ -720,11 +1166,11 @@ impl Keeper {
 
 /// How long a response made with `store` on can be named as `previous_response_id` (OpenAI
 /// keeps stored responses 30 days).
-pub(crate) const KEPT_FOR: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+const KEPT_FOR: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 
 impl ResponsesStream {
     /// The stream of the response `shape` names, kept by id by `keep` once stored.
-    pub(crate) fn new(shape: Shape, keep: Option<Keeper>) -> Self {
+    fn new(shape: Shape, keep: Option<Keeper>) -> Self {
         ResponsesStream {
             shape,
             sequence: 0,

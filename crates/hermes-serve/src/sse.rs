@@ -109,7 +109,7 @@ pub(crate) fn streamed<D: StreamDoor>(
                         event
                     }
                     _ = s.cut.wait_for(|c| *c) => {
-                        s.queued.push_back(s.door.failure(&crate::shutting_down()));
+                        s.queued.push_back(s.door.failure(&crate::error::shutting_down()));
                         s.ended = true;
                         continue;
                     }
