@@ -6,7 +6,9 @@
 //! - no environment and no printing in the library crates' non-test code: no `env::var*`,
 //!   `env::args*`, `env::set_var` or `env::remove_var` (hermes-config reads the environment by
 //!   design and is held only to no argv), no `println!`, `print!`, `eprintln!`, `eprint!` or
-//!   `dbg!` — the invariants ARCHITECTURE.md gives each crate.
+//!   `dbg!` — the invariants ARCHITECTURE.md gives each crate;
+//! - no function in a wire crate (hermes-providers) over [`MAX_FN_LINES`] lines, from its `fn`
+//!   line to its closing brace.
 //!
 //! The source is read as text, simply: comments and the insides of string and character
 //! literals are blanked first, then every item under `#[cfg(test)]` (and the files of a module
@@ -675,6 +677,68 @@ fn forbidden_calls(name: &str, code: &str, rules: Forbidden) -> Vec<(String, Str
         .collect()
 }
 
+/// The longest a function of a wire crate may be, in lines from its `fn` line to its closing
+/// brace's (issue 51): a wire's `encode` is split into stages instead.
+const MAX_FN_LINES: usize = 120;
+
+/// A function with a body, as the length check reads it.
+#[derive(Debug, PartialEq, Eq)]
+struct Function {
+    /// Its name.
+    name: String,
+    /// The 1-based line of its `fn`.
+    line: usize,
+    /// Its length in lines, from the `fn` line to its closing brace's, both counted.
+    lines: usize,
+}
+
+/// Every function with a body in `code` (from [`sources`]), nested ones too, in order. A
+/// declaration without a body (`fn f();`) and a `fn(..)` pointer type are none.
+fn functions(code: &str) -> Vec<Function> {
+    let toks = tokens(code);
+    let mut out = Vec::new();
+    for (i, t) in toks.iter().enumerate() {
+        let Some(name) = toks
+            .get(i + 1)
+            .filter(|n| t.text == "fn" && is_ident(n.text))
+        else {
+            continue;
+        };
+        // The body is the first `{` outside parentheses and brackets, unless a `;` comes first.
+        let mut depth = 0usize;
+        let mut open = None;
+        for (j, tok) in toks.iter().enumerate().skip(i + 2) {
+            match tok.text {
+                "(" | "[" => depth += 1,
+                ")" | "]" => depth = depth.saturating_sub(1),
+                ";" if depth == 0 => break,
+                "{" if depth == 0 => {
+                    open = Some(j);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let Some(open) = open else { continue };
+        let mut depth = 0usize;
+        let close = toks[open..].iter().find(|tok| {
+            match tok.text {
+                "{" => depth += 1,
+                "}" => depth -= 1,
+                _ => {}
+            }
+            depth == 0
+        });
+        let end = close.map_or_else(|| toks.last().map_or(t.line, |l| l.line), |c| c.line);
+        out.push(Function {
+            name: name.text.to_owned(),
+            line: t.line,
+            lines: end - t.line + 1,
+        });
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -759,6 +823,83 @@ mod tests {
             "the library crates' non-test code must not read the environment or argv or print \
              (ARCHITECTURE.md's invariants; xtask/src/tidy.rs):\n{}",
             wrong.join("\n")
+        );
+    }
+
+    /// The wire crates, whose functions [`MAX_FN_LINES`] holds.
+    const WIRE_CRATES: [&str; 1] = ["crates/hermes-providers"];
+
+    /// The functions over [`MAX_FN_LINES`] lines still there of those the check found when it
+    /// came (issue 51), as `(file under crates/, fn name)`. Each is to be split; this list only shrinks, and
+    /// the test fails when one of them is short enough so that its line goes too.
+    const KNOWN_LONG: [(&str, &str); 9] = [
+        ("hermes-providers/src/anthropic/inbound.rs", "convert_turn"),
+        ("hermes-providers/src/bedrock/body.rs", "thinking_plan"),
+        ("hermes-providers/src/bedrock/body.rs", "sampling_plan"),
+        ("hermes-providers/src/bedrock/body.rs", "encode"),
+        ("hermes-providers/src/responses/body.rs", "assistant"),
+        ("hermes-providers/src/responses/body.rs", "encode_for"),
+        ("hermes-providers/src/responses/inbound.rs", "item"),
+        ("hermes-providers/src/routes.rs", "register_builtin"),
+        ("hermes-providers/src/sampling.rs", "openai_fields"),
+    ];
+
+    #[test]
+    fn no_function_of_a_wire_crate_is_over_120_lines() {
+        let mut wrong = Vec::new();
+        let mut known_found = BTreeSet::new();
+        for krate in WIRE_CRATES {
+            let src = root().join(krate).join("src");
+            for source in sources(&format!("{krate}/src/"), &rust_files(&src)) {
+                for f in functions(&source.code) {
+                    if f.lines <= MAX_FN_LINES {
+                        continue;
+                    }
+                    match KNOWN_LONG.iter().position(|&(file, name)| {
+                        source.name == format!("crates/{file}") && name == f.name
+                    }) {
+                        Some(i) => {
+                            known_found.insert(i);
+                        }
+                        None => wrong.push(format!(
+                            "{}:{}: fn {} is {} lines (at most {MAX_FN_LINES})",
+                            source.name, f.line, f.name, f.lines
+                        )),
+                    }
+                }
+            }
+        }
+        for (i, (file, name)) in KNOWN_LONG.iter().enumerate() {
+            if !known_found.contains(&i) {
+                wrong.push(format!(
+                    "crates/{file}: fn {name} is no longer over {MAX_FN_LINES} lines: take it out of \
+                     KNOWN_LONG in xtask/src/tidy.rs"
+                ));
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "a wire crate's functions are split into stages instead (issue 51; xtask/src/tidy.rs):\n{}",
+            wrong.join("\n")
+        );
+    }
+
+    #[test]
+    fn a_function_runs_from_its_fn_line_to_its_closing_brace() {
+        let text = "fn a() {}\nfn b(f: fn(u8) -> u8)\n    -> Vec<u8>\nwhere\n    u8: Copy,\n{\n    \
+                    let s = \"}\";\n    let c = '{';\n    fn inner() {\n    }\n}\ntrait T {\n    fn c(&self);\n}\n";
+        let (code, _) = without_test_items(&code_only(text));
+        let found: Vec<(String, usize, usize)> = functions(&code)
+            .into_iter()
+            .map(|f| (f.name, f.line, f.lines))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("a".to_owned(), 1, 1),
+                ("b".to_owned(), 2, 10),
+                ("inner".to_owned(), 9, 2),
+            ]
         );
     }
 

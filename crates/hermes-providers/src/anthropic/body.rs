@@ -894,19 +894,44 @@ fn tool_input(call: &ToolCall) -> Box<RawValue> {
 }
 
 /// Builds the body of `parts` for `target`, leaving out what `drops` says: compact, the bytes
-/// sent (`hermes preview` re-indents them itself).
+/// sent (`hermes preview` re-indents them itself). In stages, as the chat wire's: the provider
+/// checkpoints ([`plan_checkpoints`]) and the request-wide decisions ([`plan_request`]), then
+/// each message's ([`plan_turns`]), then what those change of the request ([`settle`]), and
+/// last the bytes ([`render`]).
 pub fn encode(
     parts: &RequestParts<'_>,
     target: &Target,
     drops: &Drops,
 ) -> Result<Encoded, EncodeError> {
+    let family = target.family_for(parts.decision.target.model.as_str());
+    let checkpoints = plan_checkpoints(parts, target, family);
+    let replaced = hermes_core::checkpoint::as_own_checkpoints(
+        std::borrow::Cow::Borrowed(parts.history),
+        |i, _| checkpoints.native_ok[i],
+    );
+    let history: &[Message] = &replaced;
+    let mut request = plan_request(parts, target, family, checkpoints.explain)?;
+    let mut turns = plan_turns(&mut request, history, &checkpoints.rekey, drops)?;
+    let settled = settle(&mut request, &mut turns, history, drops)?;
+    render(request, turns, settled, history)
+}
+
+/// The provider checkpoints of a history, as [`encode`] plans them (docs/spec.md §7).
+struct Checkpoints {
+    /// Per history message, whether its `compaction` block goes back as the provider's.
+    native_ok: Vec<bool>,
+    /// The digest map of the turns the replayed blocks kept.
+    rekey: super::compaction::Rekey,
+    /// One `explain` line per checkpoint.
+    explain: Vec<String>,
+}
+
+/// Provider checkpoints (docs/spec.md §7): a `compaction` block goes back, first in its message,
+/// only to the provider, model and account that minted it; elsewhere the message is hermes'
+/// own checkpoint of its summary. While one is replayed, the turns it kept are read through
+/// its digest map (their prefix now starts with the block that stands for what it summarised).
+fn plan_checkpoints(parts: &RequestParts<'_>, target: &Target, family: Family) -> Checkpoints {
     let decision = parts.decision;
-    let model = decision.target.model.as_str();
-    let family = target.family_for(model);
-    // Provider checkpoints (docs/spec.md §7): a `compaction` block goes back, first in its message,
-    // only to the provider, model and account that minted it; elsewhere the message is hermes'
-    // own checkpoint of its summary. While one is replayed, the turns it kept are read through
-    // its digest map (their prefix now starts with the block that stands for what it summarised).
     let mut checkpoint_lines = Vec::new();
     let mut native_ok = vec![false; parts.history.len()];
     let mut rekey = super::compaction::Rekey::default();
@@ -940,22 +965,69 @@ pub fn encode(
             )),
         }
     }
-    let replaced = hermes_core::checkpoint::as_own_checkpoints(
-        std::borrow::Cow::Borrowed(parts.history),
-        |i, _| native_ok[i],
-    );
-    let history: &[Message] = &replaced;
-    // Asked for through the passthrough, which only a Claude host takes.
+    Checkpoints {
+        native_ok,
+        rekey,
+        explain: checkpoint_lines,
+    }
+}
+
+/// The request-wide decisions [`encode`] plans the messages against, and the notes and
+/// `explain` lines every stage adds to.
+struct Request<'p> {
+    parts: &'p RequestParts<'p>,
+    target: &'p Target,
+    /// The model asked for.
+    model: &'p str,
+    /// The family this endpoint serves `model` as.
+    family: Family,
+    /// An on-demand compaction asked for through the passthrough (only a Claude host takes it).
+    compaction_request: bool,
+    /// A threshold compaction asked for (`context_management` `compact_20260112`, by config or
+    /// a gateway client): its reply's block goes back to this account only.
+    threshold_request: bool,
+    /// Whether the model keeps prior turns' thinking.
+    keeps_prior: bool,
+    /// The fields this target's verdicts refuse.
+    refused: Vec<&'p str>,
+    /// A gateway client's own Anthropic parts, which go only to Claude (`AnthropicWire` says so
+    /// to the driver, which refuses them for every other target before encoding).
+    passthrough: Option<&'p hermes_core::Passthrough>,
+    /// The client's server tools (none without a passthrough).
+    server_tools: &'p [RawJson],
+    /// The thinking request (and `max_tokens`), as planned so far.
+    plan: ThinkingPlan,
+    /// Whether a client set its own `block_binding`.
+    client_binding: bool,
+    /// A bound model (docs/spec.md §5a): every replayed block must be on the prefix, model and
+    /// account it was made for; a client that set its own `block_binding` binds too.
+    bound: bool,
+    /// A Claude target takes a gateway client's own blocks as written.
+    claude_native: bool,
+    /// The notes for the caller.
+    notes: Vec<String>,
+    /// The `explain` lines.
+    explain: Vec<String>,
+}
+
+/// The first stage of [`encode`]: what holds for the whole request (the model's family, the
+/// client's passthrough, the thinking request, compaction and binding), with the first
+/// `explain` lines (the wire, the thinking plan, then `checkpoint_lines`).
+fn plan_request<'p>(
+    parts: &'p RequestParts<'p>,
+    target: &'p Target,
+    family: Family,
+    checkpoint_lines: Vec<String>,
+) -> Result<Request<'p>, EncodeError> {
+    let decision = parts.decision;
+    let model = decision.target.model.as_str();
     let compaction_request =
         family == Family::Claude && passthrough_field(parts, super::compaction::COMPACTION_FIELD);
-    // A threshold compaction asked for (`context_management` `compact_20260112`, by config or
-    // a gateway client): its reply's block goes back to this account only.
     let threshold_request = family == Family::Claude
         && parts
             .passthrough
             .field("context_management")
             .is_some_and(|c| c.get().contains(super::compaction::THRESHOLD_EDIT));
-    let mut compaction_replayed = false;
     let claude = ClaudeModel::parse(model);
     let keeps_prior = claude
         .as_ref()
@@ -963,8 +1035,6 @@ pub fn encode(
     let refused: Vec<&str> = parts
         .wire_verdicts
         .refused_for(super::WIRE_ID, &decision.target);
-    // A gateway client's own Anthropic parts go only to Claude (`AnthropicWire` says so to the
-    // driver, which refuses them for every other target before encoding).
     let passthrough = super::inbound::passes_client_blocks(super::WIRE_ID, &target.base_url)
         .then_some(parts.passthrough);
     let server_tools = passthrough.map_or(&[][..], |p| &p.server_tools[..]);
@@ -978,7 +1048,6 @@ pub fn encode(
         client_thinking(&mut plan, raw)?;
     }
     let mut notes = Vec::new();
-    let mut carriers = hermes_core::CarrierCounts::default();
     let mut explain = vec![format!(
         "anthropic wire: {} — {}",
         target.base_url,
@@ -1001,74 +1070,104 @@ pub fn encode(
             super::compaction::COMPACTION_BETA
         ));
     }
-
-    let loop_start = replay::loop_start(history);
-
-    // A bound model (docs/spec.md §5a): every replayed block must be on the prefix, model and
-    // account it was made for; a client that set its own `block_binding` binds too.
     let client_binding = passthrough
         .and_then(|p| p.thinking.as_ref())
         .is_some_and(|t| t.get().contains("\"block_binding\""));
     let bound = family == Family::Claude
         && (client_binding || claude.as_ref().is_some_and(ClaudeModel::binds_prefix));
-    // Each message's prefix binding now, and the binding of the whole conversation (stamped on
-    // the reply); the kept blocks are those after the last step whose binding changed (§5a 2).
-    let (bindings, binding) = match bound {
-        true => {
-            let (each, whole) = bindings_of(history, parts.tools, target.account.as_deref());
-            // A kept turn behind a replayed compaction block: its binding as stamped.
-            let each = each
-                .into_iter()
-                .map(|b| b.map(|now| rekey.binding.get(&now).cloned().unwrap_or(now)))
-                .collect::<Vec<_>>();
-            (each, Some(whole))
-        }
-        false => (Vec::new(), None),
-    };
-    // A turn an earlier request left out stays out, and every earlier one with it (§5a 3).
-    let cut = replay::last_changed(history, &bindings).max(replay::last_left_out(history));
-    let mut gone = Vec::new();
-    // Blocks whose prefix hermes did not record go with `drop_block` (§5a 4).
-    let (mut replayed_bound, mut unknown_prefix) = (false, false);
+    Ok(Request {
+        parts,
+        target,
+        model,
+        family,
+        compaction_request,
+        threshold_request,
+        keeps_prior,
+        refused,
+        passthrough,
+        server_tools,
+        plan,
+        client_binding,
+        bound,
+        claude_native: passthrough.is_some(),
+        notes,
+        explain,
+    })
+}
 
-    // A Claude target takes a gateway client's own blocks as written.
-    let claude_native = passthrough.is_some();
-    let mut system: Vec<Block<'_>> = Vec::new();
-    // Whether a message other than a system one came yet (system messages after it stay in
-    // place on Claude, docs/spec.md §5a 5), and whether one did.
-    let (mut seen_turn, mut mid_system) = (false, false);
-    let mut wire: Vec<WireMessage<'_>> = Vec::new();
-    let mut sent_kinds: BTreeSet<&'static str> = BTreeSet::new();
-    let mut digest = PrefixDigest::new();
-    // For the latest assistant turn: did its blocks start with thinking?
-    let mut latest_starts_with_thinking = None;
+/// Each message's decisions, the second stage of [`encode`]: the system blocks and the wire
+/// messages, and what planning them found.
+struct Turns<'h> {
+    /// The top-level `system` blocks.
+    system: Vec<Block<'h>>,
+    /// The wire messages.
+    wire: Vec<WireMessage<'h>>,
+    /// Whether a system message came after a turn and was sent in place (docs/spec.md §5a 5).
+    mid_system: bool,
+    /// The refusable kinds the assistant turns send.
+    sent_kinds: BTreeSet<&'static str>,
+    /// The digest of the conversation sent (stamped on the reply).
+    digest: PrefixDigest,
+    /// For the latest assistant turn: did its blocks start with thinking?
+    latest_starts_with_thinking: Option<bool>,
+    /// Whether a provider compaction block is replayed.
+    compaction_replayed: bool,
+    /// On a bound model, each message's prefix binding now (kept turns behind a replayed
+    /// compaction block: as stamped).
+    bindings: Vec<Option<String>>,
+    /// On a bound model, the binding of the whole conversation (stamped on the reply).
+    binding: Option<String>,
+    /// The last turn whose blocks are cut (§5a 2 and 3): it and every earlier one.
+    cut: Option<usize>,
+    /// The carrier ids of the turns whose blocks are left out for good (§5a 3).
+    gone: Vec<String>,
+    /// Whether blocks are replayed to a bound model.
+    replayed_bound: bool,
+    /// Whether some of them have no recorded prefix (they go with `drop_block`, §5a 4).
+    unknown_prefix: bool,
+    /// The carrier outcomes.
+    carriers: hermes_core::CarrierCounts,
+}
+
+/// The second stage of [`encode`]: every message of `history` (checkpoints replaced, `rekey`
+/// their digest map) into `system` or the wire messages, each decision in `request.explain`.
+fn plan_turns<'h>(
+    request: &mut Request<'_>,
+    history: &'h [Message],
+    rekey: &super::compaction::Rekey,
+    drops: &Drops,
+) -> Result<Turns<'h>, EncodeError> {
+    let mut turns = Turns::new(request, history, rekey);
+    let loop_start = replay::loop_start(history);
     let last_assistant = history.iter().rposition(|m| m.role == Role::Assistant);
-
+    let claude_native = request.claude_native;
+    // Whether a message other than a system one came yet (system messages after it stay in
+    // place on Claude, docs/spec.md §5a 5).
+    let mut seen_turn = false;
     for (i, msg) in history.iter().enumerate() {
-        let prefix = digest.step(msg);
-        let bound_prefix = bindings.get(i).and_then(Option::as_deref);
+        let prefix = turns.digest.step(msg);
         match msg.role {
             Role::System | Role::Developer => {
                 let blocks = system_blocks(msg, claude_native);
                 if !seen_turn {
-                    system.extend(blocks);
-                } else if family == Family::Claude {
-                    mid_system = true;
-                    explain.push(format!(
+                    turns.system.extend(blocks);
+                } else if request.family == Family::Claude {
+                    turns.mid_system = true;
+                    request.explain.push(format!(
                         "message {i}: a mid-conversation system message, sent in place ({MID_CONVERSATION_SYSTEM_BETA})"
                     ));
-                    push(&mut wire, "system", blocks, None, i);
+                    push(&mut turns.wire, "system", blocks, None, i);
                 } else {
-                    explain.push(format!(
+                    request.explain.push(format!(
                         "message {i}: a mid-conversation system message: this relay has no in-place form, its text joins `system`"
                     ));
-                    system.extend(blocks);
+                    turns.system.extend(blocks);
                 }
             }
             Role::User if client_blocks(msg, claude_native).is_some() => {
                 seen_turn = true;
                 let blocks = client_blocks(msg, claude_native).unwrap_or_default();
-                push(&mut wire, "user", blocks, None, i);
+                push(&mut turns.wire, "user", blocks, None, i);
             }
             Role::User => {
                 seen_turn = true;
@@ -1083,39 +1182,24 @@ pub fn encode(
                             .map(Block::Text),
                     );
                 }
-                push(&mut wire, "user", blocks, plain, i);
+                push(&mut turns.wire, "user", blocks, plain, i);
             }
             Role::Tool => {
                 seen_turn = true;
-                if let Some(blocks) = client_blocks(msg, claude_native) {
-                    push(&mut wire, "user", blocks, None, i);
-                    continue;
-                }
-                let tool_use_id = msg.tool_call_id.as_deref().unwrap_or("");
-                let is_error = msg.tool_error;
-                let block = if media::has_images(msg) {
-                    Block::ToolResultParts {
-                        tool_use_id,
-                        is_error,
-                        parts: media::result_parts(msg, i)?,
-                    }
-                } else {
-                    Block::ToolResult {
-                        tool_use_id,
-                        content: msg.content.as_ref().filter(|c| !c.is_null()),
-                        is_error,
-                    }
+                let blocks = match client_blocks(msg, claude_native) {
+                    Some(blocks) => blocks,
+                    None => vec![tool_result(msg, i)?],
                 };
-                push(&mut wire, "user", vec![block], None, i);
+                push(&mut turns.wire, "user", blocks, None, i);
             }
             Role::Assistant if hermes_core::checkpoint::native_compaction(msg).is_some() => {
                 // Only the minter's checkpoints are still here (the others became hermes'
                 // own): the block, verbatim, alone at the head of its message.
                 seen_turn = true;
-                compaction_replayed = true;
+                turns.compaction_replayed = true;
                 let raw = hermes_core::checkpoint::native_compaction(msg);
                 push(
-                    &mut wire,
+                    &mut turns.wire,
                     "assistant",
                     raw.into_iter().map(Block::Stored).collect(),
                     None,
@@ -1124,122 +1208,241 @@ pub fn encode(
             }
             Role::Assistant => {
                 seen_turn = true;
-                let in_loop = i >= loop_start;
-                let items = stored_blocks(msg);
                 // A kept turn behind a replayed compaction block: its prefix as stamped.
                 let prefix = rekey.prefix.get(&prefix).cloned().unwrap_or(prefix);
-                let (thinking, why) = assistant_thinking(
-                    msg,
-                    &items,
-                    in_loop,
-                    &prefix,
-                    family,
-                    keeps_prior,
-                    &refused,
-                    drops.blocks_of.contains(&i),
-                    &decision.target,
-                );
-                let at_cut = cut.is_some_and(|c| i <= c);
-                let (thinking, why) = match bound_prefix.is_some() || at_cut {
-                    true => bind(
-                        msg,
-                        thinking,
-                        why,
-                        bound_prefix,
-                        || PrefixParts::of(&history[..i], parts.tools, target.account.as_deref()),
-                        at_cut,
-                        &mut unknown_prefix,
-                        &mut carriers,
-                    ),
-                    false => (thinking, why),
-                };
-                // A bound model remembers a block a request left out, whatever the reason (a
-                // changed prefix, a later step's, an `Invalid signature` answer): the turn's own
-                // blocks, not sent now, are left out for good (docs/spec.md §5a 3).
-                if bound
-                    && !items.is_empty()
-                    && !matches!(thinking, Thinking::Stored(_))
-                    && stored::own(msg, &decision.target)
-                    && !left_out::is_left_out(msg)
-                    && let Some(id) = left_out::carrier_id(msg)
-                {
-                    gone.push(id);
-                }
-                if bound && matches!(thinking, Thinking::Stored(_)) {
-                    replayed_bound = true;
-                }
-                explain.push(format!("message {i}: {why}"));
-                match carrier_outcome(msg, !items.is_empty(), &thinking, &decision.target) {
-                    Some(Outcome::Demoted) => carriers.demoted += 1,
-                    Some(Outcome::Provenance) => carriers.dropped_provenance += 1,
-                    None => {}
-                }
-                let mut blocks = assemble(msg, thinking, &mut sent_kinds);
+                let mut blocks =
+                    turns.assistant(request, history, i, &prefix, i >= loop_start, drops);
                 if Some(i) == last_assistant {
-                    latest_starts_with_thinking =
+                    turns.latest_starts_with_thinking =
                         Some(blocks.first().is_some_and(Block::is_thinking));
                 }
-                // A threshold compaction's block (docs/spec.md §7): first in its reply, to its
-                // minter only; the API reads the conversation from it on ("append the response as
-                // usual", docs.claude.com "Compaction"), so what precedes it still goes as
-                // stored and every stamped prefix holds. Elsewhere it is left out: the turns it
-                // stood for are all still in the history.
-                if let Some(block) = hermes_core::checkpoint::compaction_block(msg) {
-                    let own = family == Family::Claude
-                        && stored::own(msg, &decision.target)
-                        && super::compaction::stored_account(msg) == target.account;
-                    if own {
-                        blocks.insert(0, Block::Stored(block));
-                        compaction_replayed = true;
-                        explain.push(format!(
-                            "message {i}: the provider's threshold compaction block replayed first in its reply (docs/spec.md §7)"
-                        ));
-                    } else {
-                        explain.push(format!(
-                            "message {i}: the provider's threshold compaction block left out (minted for another model, host or account; the turns it stood for are sent)"
-                        ));
-                    }
-                }
+                turns.threshold_compaction(request, msg, i, &mut blocks);
                 if blocks.is_empty() {
-                    explain.push(format!("message {i}: left out (no content to send)"));
+                    request
+                        .explain
+                        .push(format!("message {i}: left out (no content to send)"));
                     continue;
                 }
-                push(&mut wire, "assistant", blocks, None, i);
+                push(&mut turns.wire, "assistant", blocks, None, i);
             }
         }
     }
+    Ok(turns)
+}
 
+/// A tool message's `tool_result` block (`index` its place in the history).
+fn tool_result(msg: &Message, index: usize) -> Result<Block<'_>, EncodeError> {
+    let tool_use_id = msg.tool_call_id.as_deref().unwrap_or("");
+    let is_error = msg.tool_error;
+    Ok(if media::has_images(msg) {
+        Block::ToolResultParts {
+            tool_use_id,
+            is_error,
+            parts: media::result_parts(msg, index)?,
+        }
+    } else {
+        Block::ToolResult {
+            tool_use_id,
+            content: msg.content.as_ref().filter(|c| !c.is_null()),
+            is_error,
+        }
+    })
+}
+
+impl<'h> Turns<'h> {
+    /// No message planned yet: on a bound model, each message's prefix binding now and the
+    /// conversation's, and the cut of the blocks kept (docs/spec.md §5a 2 and 3).
+    fn new(request: &Request<'_>, history: &[Message], rekey: &super::compaction::Rekey) -> Self {
+        let (parts, target) = (request.parts, request.target);
+        // Each message's prefix binding now, and the binding of the whole conversation
+        // (stamped on the reply); the kept blocks are those after the last step whose binding
+        // changed (§5a 2).
+        let (bindings, binding) = match request.bound {
+            true => {
+                let (each, whole) = bindings_of(history, parts.tools, target.account.as_deref());
+                // A kept turn behind a replayed compaction block: its binding as stamped.
+                let each = each
+                    .into_iter()
+                    .map(|b| b.map(|now| rekey.binding.get(&now).cloned().unwrap_or(now)))
+                    .collect::<Vec<_>>();
+                (each, Some(whole))
+            }
+            false => (Vec::new(), None),
+        };
+        // A turn an earlier request left out stays out, and every earlier one with it (§5a 3).
+        let cut = replay::last_changed(history, &bindings).max(replay::last_left_out(history));
+        Turns {
+            system: Vec::new(),
+            wire: Vec::new(),
+            mid_system: false,
+            sent_kinds: BTreeSet::new(),
+            digest: PrefixDigest::new(),
+            latest_starts_with_thinking: None,
+            compaction_replayed: false,
+            bindings,
+            binding,
+            cut,
+            gone: Vec::new(),
+            replayed_bound: false,
+            unknown_prefix: false,
+            carriers: hermes_core::CarrierCounts::default(),
+        }
+    }
+
+    /// The blocks of the assistant message `history[i]` (its `prefix` digest, `in_loop` inside
+    /// the tool loop): the thinking this target may receive, bound on a bound model
+    /// (docs/spec.md §5a), with the carrier outcome and the `explain` line.
+    fn assistant(
+        &mut self,
+        request: &mut Request<'_>,
+        history: &'h [Message],
+        i: usize,
+        prefix: &str,
+        in_loop: bool,
+        drops: &Drops,
+    ) -> Vec<Block<'h>> {
+        let (parts, target) = (request.parts, request.target);
+        let decision = parts.decision;
+        let msg = &history[i];
+        let bound = request.bound;
+        let items = stored_blocks(msg);
+        let (thinking, why) = assistant_thinking(
+            msg,
+            &items,
+            in_loop,
+            prefix,
+            request.family,
+            request.keeps_prior,
+            &request.refused,
+            drops.blocks_of.contains(&i),
+            &decision.target,
+        );
+        let bound_prefix = self.bindings.get(i).and_then(Option::as_deref);
+        let at_cut = self.cut.is_some_and(|c| i <= c);
+        let (thinking, why) = match bound_prefix.is_some() || at_cut {
+            true => bind(
+                msg,
+                thinking,
+                why,
+                bound_prefix,
+                || PrefixParts::of(&history[..i], parts.tools, target.account.as_deref()),
+                at_cut,
+                &mut self.unknown_prefix,
+                &mut self.carriers,
+            ),
+            false => (thinking, why),
+        };
+        // A bound model remembers a block a request left out, whatever the reason (a
+        // changed prefix, a later step's, an `Invalid signature` answer): the turn's own
+        // blocks, not sent now, are left out for good (docs/spec.md §5a 3).
+        if bound
+            && !items.is_empty()
+            && !matches!(thinking, Thinking::Stored(_))
+            && stored::own(msg, &decision.target)
+            && !left_out::is_left_out(msg)
+            && let Some(id) = left_out::carrier_id(msg)
+        {
+            self.gone.push(id);
+        }
+        if bound && matches!(thinking, Thinking::Stored(_)) {
+            self.replayed_bound = true;
+        }
+        request.explain.push(format!("message {i}: {why}"));
+        match carrier_outcome(msg, !items.is_empty(), &thinking, &decision.target) {
+            Some(Outcome::Demoted) => self.carriers.demoted += 1,
+            Some(Outcome::Provenance) => self.carriers.dropped_provenance += 1,
+            None => {}
+        }
+        assemble(msg, thinking, &mut self.sent_kinds)
+    }
+
+    /// A threshold compaction's block (docs/spec.md §7): first in its reply's `blocks`, to its
+    /// minter only; the API reads the conversation from it on ("append the response as usual",
+    /// docs.claude.com "Compaction"), so what precedes it still goes as stored and every
+    /// stamped prefix holds. Elsewhere it is left out: the turns it stood for are all still in
+    /// the history.
+    fn threshold_compaction(
+        &mut self,
+        request: &mut Request<'_>,
+        msg: &'h Message,
+        i: usize,
+        blocks: &mut Vec<Block<'h>>,
+    ) {
+        let Some(block) = hermes_core::checkpoint::compaction_block(msg) else {
+            return;
+        };
+        let own = request.family == Family::Claude
+            && stored::own(msg, &request.parts.decision.target)
+            && super::compaction::stored_account(msg) == request.target.account;
+        if own {
+            blocks.insert(0, Block::Stored(block));
+            self.compaction_replayed = true;
+            request.explain.push(format!(
+                "message {i}: the provider's threshold compaction block replayed first in its reply (docs/spec.md §7)"
+            ));
+        } else {
+            request.explain.push(format!(
+                "message {i}: the provider's threshold compaction block left out (minted for another model, host or account; the turns it stood for are sent)"
+            ));
+        }
+    }
+}
+
+/// What the third stage of [`encode`] settles once the turns are planned.
+struct Settled<'p> {
+    /// hermes' own cache breakpoints go only where the client placed none.
+    client_cache: bool,
+    /// The client's function tools, parsed.
+    tools: Option<Vec<ChatTool<'p>>>,
+    /// The sampling fields.
+    sampling: SamplingPlan,
+    /// The betas, in the order sent.
+    betas: Vec<&'p str>,
+}
+
+/// The third stage of [`encode`]: thinking disabled when the latest turn would draw an error,
+/// the cache breakpoint, the tools and sampling fields, `block_binding` and the betas.
+fn settle<'p>(
+    request: &mut Request<'p>,
+    turns: &mut Turns<'_>,
+    history: &[Message],
+    drops: &'p Drops,
+) -> Result<Settled<'p>, EncodeError> {
+    let (parts, target, model) = (request.parts, request.target, request.model);
     // Inside the loop, a latest turn without a thinking block this target may receive would
     // draw "Expected `thinking`… found `tool_use`": send this request with thinking disabled.
     if let Some(why) = replay::thinking_must_go(
         history,
-        plan.on,
+        request.plan.on,
         drops.thinking_off,
-        latest_starts_with_thinking,
+        turns.latest_starts_with_thinking,
         model,
     ) {
-        notes.push(format!(
+        request.notes.push(format!(
             "thinking is disabled for this request: {why} (the stored history is unchanged)"
         ));
-        explain.push(format!("thinking disabled for this request: {why}"));
-        carriers.demoted += 1;
-        plan = ThinkingPlan {
-            thinking: plan.off.clone(),
+        request
+            .explain
+            .push(format!("thinking disabled for this request: {why}"));
+        turns.carriers.demoted += 1;
+        request.plan = ThinkingPlan {
+            thinking: request.plan.off.clone(),
             max_tokens: default_max_tokens(target, model),
             ..ThinkingPlan::default()
         };
     }
 
     // hermes' own cache breakpoints only where the client placed none.
-    let client_cache = claude_native
+    let client_cache = request.claude_native
         && (history.iter().any(|m| {
             m.client_blocks
                 .as_ref()
                 .is_some_and(|b| b.get().contains("\"cache_control\""))
-        }) || passthrough
+        }) || request
+            .passthrough
             .and_then(|p| p.tools.as_ref())
             .is_some_and(|t| t.get().contains("\"cache_control\"")));
-    if let Some(last) = wire.last_mut().filter(|_| !client_cache) {
+    if let Some(last) = turns.wire.last_mut().filter(|_| !client_cache) {
         last.extra.cache = true;
     }
     let tools = match parts.tools {
@@ -1249,39 +1452,52 @@ pub fn encode(
         ),
         None => None,
     };
-    if server_tools.is_empty() {
+    if request.server_tools.is_empty() {
         check_tool_choice(parts.sampling, parts.tools, "the Anthropic Messages API")?;
     }
-    let sampling = sampling_plan(parts.sampling, &plan, model)?;
+    let sampling = sampling_plan(parts.sampling, &request.plan, model)?;
     if let Some(max) = parts.sampling.max_tokens {
-        plan.max_tokens = max;
+        request.plan.max_tokens = max;
     }
-    explain.extend(sampling.explain.iter().cloned());
-    let bedrock = target.flavor == Flavor::Bedrock;
-    // §5a 4: a request that replays blocks to a bound model lets the provider drop one it finds
-    // bound elsewhere instead of refusing the request — unless the client set its own binding.
+    request.explain.extend(sampling.explain.iter().cloned());
+    let betas = betas(request, turns, drops);
+    Ok(Settled {
+        client_cache,
+        tools,
+        sampling,
+        betas,
+    })
+}
+
+/// The betas a request needs, in the order sent: the thinking plan's, the client's (unless
+/// `drops` says), then hermes' own for a mid-conversation system message, `block_binding` and
+/// compaction. Sets `block_binding` `drop_block` (§5a 4) when blocks are replayed to a bound
+/// model: the provider drops one it finds bound elsewhere instead of refusing the request —
+/// unless the client set its own binding.
+fn betas<'p>(request: &mut Request<'p>, turns: &Turns<'_>, drops: &Drops) -> Vec<&'p str> {
     let mut binding_beta = false;
-    if replayed_bound && !client_binding {
-        match plan.thinking.as_deref() {
+    if turns.replayed_bound && !request.client_binding {
+        match request.plan.thinking.as_deref() {
             Some(thinking) => {
-                plan.thinking = Some(with_member(thinking, DROP_BLOCK));
+                request.plan.thinking = Some(with_member(thinking, DROP_BLOCK));
                 binding_beta = true;
-                explain.push(format!(
+                request.explain.push(format!(
                     "thinking.block_binding drop_block ({BINDING_BETA}): a bound model drops a block it finds bound elsewhere{}",
-                    if unknown_prefix {
+                    if turns.unknown_prefix {
                         " (some replayed blocks have no recorded prefix)"
                     } else {
                         ""
                     }
                 ));
             }
-            None => explain.push(
+            None => request.explain.push(
                 "blocks replayed to a bound model without a thinking object: no block_binding to set".to_owned(),
             ),
         }
     }
-    let mut betas: Vec<&str> = plan.beta.into_iter().collect();
-    let client_betas = passthrough
+    let mut betas: Vec<&str> = request.plan.beta.into_iter().collect();
+    let client_betas = request
+        .passthrough
         .filter(|_| !drops.client_betas)
         .map_or(&[][..], |p| &p.betas[..]);
     for beta in client_betas {
@@ -1289,41 +1505,40 @@ pub fn encode(
             betas.push(beta);
         }
     }
-    if mid_system && !betas.contains(&MID_CONVERSATION_SYSTEM_BETA) {
+    if turns.mid_system && !betas.contains(&MID_CONVERSATION_SYSTEM_BETA) {
         betas.push(MID_CONVERSATION_SYSTEM_BETA);
     }
     if binding_beta && !betas.contains(&BINDING_BETA) {
         betas.push(BINDING_BETA);
     }
-    if (compaction_replayed || compaction_request)
+    if (turns.compaction_replayed || request.compaction_request)
         && !betas.contains(&super::compaction::COMPACTION_BETA)
     {
         betas.push(super::compaction::COMPACTION_BETA);
     }
+    betas
+}
+
+/// The last stage of [`encode`]: the body's bytes and what the reply is stamped with, from
+/// the planned request, turns and settled fields.
+fn render(
+    mut request: Request<'_>,
+    mut turns: Turns<'_>,
+    settled: Settled<'_>,
+    history: &[Message],
+) -> Result<Encoded, EncodeError> {
+    let (parts, target, model) = (request.parts, request.target, request.model);
+    let passthrough = request.passthrough;
     if let Some(p) = passthrough.filter(|p| !p.is_empty()) {
-        let fields: Vec<&str> = p.fields.iter().map(|(k, _)| k.as_str()).collect();
-        explain.push(format!(
-            "the client's own: {} beta(s), {} server tool(s){}{}{}",
-            p.betas.len(),
-            p.server_tools.len(),
-            if p.thinking.is_some() {
-                ", its thinking object as sent"
-            } else {
-                ""
-            },
-            if p.tools.is_some() {
-                ", its tools as sent"
-            } else {
-                ""
-            },
-            if fields.is_empty() {
-                String::new()
-            } else {
-                format!(", {} as sent", fields.join(", "))
-            }
-        ));
+        request.explain.push(passthrough_line(p));
     }
-    let tools = match (tools, server_tools) {
+    let Settled {
+        client_cache,
+        tools,
+        sampling,
+        betas,
+    } = settled;
+    let tools = match (tools, request.server_tools) {
         (None, []) => None,
         (client, server) => Some(Tools {
             client: client
@@ -1334,6 +1549,8 @@ pub fn encode(
             server,
         }),
     };
+    let bedrock = target.flavor == Flavor::Bedrock;
+    let wire = &turns.wire;
     let body = Body {
         model: matches!(target.flavor, Flavor::Direct | Flavor::Foundry).then_some(model),
         anthropic_version: match target.flavor {
@@ -1342,17 +1559,17 @@ pub fn encode(
             Flavor::Direct | Flavor::Foundry => None,
         },
         anthropic_beta: if bedrock { &betas[..] } else { &[] },
-        max_tokens: plan.max_tokens,
-        system: (!system.is_empty()).then_some(System {
-            blocks: system,
+        max_tokens: request.plan.max_tokens,
+        system: (!turns.system.is_empty()).then_some(System {
+            blocks: std::mem::take(&mut turns.system),
             cache_last: !client_cache,
         }),
-        messages: &wire,
+        messages: wire,
         tools,
         tools_as_sent: passthrough.and_then(|p| p.tools.as_ref()),
         fields: passthrough.map_or(&[][..], |p| &p.fields[..]),
-        thinking: plan.thinking.as_deref().map(raw_box),
-        effort: plan.effort,
+        thinking: request.plan.thinking.as_deref().map(raw_box),
+        effort: request.plan.effort,
         tool_choice: sampling.tool_choice,
         format: sampling.format,
         stop_sequences: &parts.sampling.stop,
@@ -1368,16 +1585,17 @@ pub fn encode(
         .chain(wire.iter().flat_map(|w| &w.parts).map(Block::size_hint))
         .sum::<usize>();
     let bytes = write_json_with_capacity(&body, 1024 + size)?;
+    let binding = turns.binding;
     Ok(Encoded {
         body: bytes,
-        refusable: sent_kinds.into_iter().collect(),
+        refusable: turns.sent_kinds.into_iter().collect(),
         messages: wire.len(),
-        notes,
-        explain,
-        carriers,
+        notes: request.notes,
+        explain: request.explain,
+        carriers: turns.carriers,
         wire: Bound {
-            digest: digest.hex(),
-            sources: json::sources(&wire),
+            digest: turns.digest.hex(),
+            sources: json::sources(wire),
             beta: (!bedrock && !betas.is_empty()).then(|| betas.join(",")),
             version: passthrough.and_then(|p| p.version.clone()),
             prefix_parts: binding.as_ref().and_then(|_| {
@@ -1392,15 +1610,40 @@ pub fn encode(
             compaction_account: target
                 .account
                 .clone()
-                .filter(|_| compaction_request || threshold_request),
+                .filter(|_| request.compaction_request || request.threshold_request),
             left_out: {
                 // A turn the client sent twice is one turn.
-                gone.sort_unstable();
-                gone.dedup();
-                gone
+                turns.gone.sort_unstable();
+                turns.gone.dedup();
+                turns.gone
             },
         },
     })
+}
+
+/// The `explain` line of a gateway client's own parts sent as written.
+fn passthrough_line(p: &hermes_core::Passthrough) -> String {
+    let fields: Vec<&str> = p.fields.iter().map(|(k, _)| k.as_str()).collect();
+    format!(
+        "the client's own: {} beta(s), {} server tool(s){}{}{}",
+        p.betas.len(),
+        p.server_tools.len(),
+        if p.thinking.is_some() {
+            ", its thinking object as sent"
+        } else {
+            ""
+        },
+        if p.tools.is_some() {
+            ", its tools as sent"
+        } else {
+            ""
+        },
+        if fields.is_empty() {
+            String::new()
+        } else {
+            format!(", {} as sent", fields.join(", "))
+        }
+    )
 }
 
 /// Whether the request carries the top-level field `key` among what it passes through as

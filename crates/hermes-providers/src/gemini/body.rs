@@ -778,9 +778,40 @@ fn flush_media<'h>(
 pub const STEER_BRIDGE: &str = "Tool results received.";
 
 /// Builds the body of `parts` for `target`: compact, the bytes sent (`hermes preview` re-indents
-/// them itself).
+/// them itself). In stages, as the chat wire's: the request-wide decisions ([`plan_request`]),
+/// each message's ([`plan_contents`]), then the bytes ([`render`]).
 pub fn encode(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, EncodeError> {
-    let history = parts.history;
+    let request = plan_request(parts, target)?;
+    let contents = plan_contents(&request, parts.history)?;
+    render(&request, contents)
+}
+
+/// The request-wide decisions [`encode`] plans the contents against.
+struct Request<'p> {
+    parts: &'p RequestParts<'p>,
+    /// The model id asked for, and what it is.
+    model_id: &'p str,
+    model: GeminiModel,
+    /// The thinking config.
+    plan: ThinkingPlan,
+    /// Whether this target's verdicts refuse thought signatures.
+    signatures_refused: bool,
+    /// Whether the target is Vertex AI (images go as its parts take them).
+    vertex: bool,
+    /// `maxOutputTokens`: the request's, the config's, else the model's documented ceiling.
+    max_output_tokens: Option<u32>,
+    /// The sampling fields.
+    sampling: SamplingPlan<'p>,
+    /// The `explain` lines so far: the wire, the thinking plan, the sampling fields.
+    explain: Vec<String>,
+}
+
+/// The first stage of [`encode`]: the thinking config, the refused fields, the sampling fields
+/// and `maxOutputTokens`, with the first `explain` lines.
+fn plan_request<'p>(
+    parts: &'p RequestParts<'p>,
+    target: &Target,
+) -> Result<Request<'p>, EncodeError> {
     let decision = parts.decision;
     let model_id = decision.target.model.as_str();
     let model = GeminiModel::parse(model_id);
@@ -789,7 +820,6 @@ pub fn encode(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, Enco
         .wire_verdicts
         .refused_for(super::WIRE_ID, &decision.target);
     let signatures_refused = refused.contains(&SIGNATURE_FIELD);
-    let mut carriers = hermes_core::CarrierCounts::default();
     let mut explain = vec![
         format!(
             "gemini wire: {} ({}) — model {model_id}",
@@ -825,298 +855,391 @@ pub fn encode(parts: &RequestParts<'_>, target: &Target) -> Result<Encoded, Enco
         )),
         (None, None, None) => {}
     }
-    let mut notes = Vec::new();
-    let vertex = matches!(target.flavor, Flavor::Vertex { .. });
+    Ok(Request {
+        parts,
+        model_id,
+        model,
+        plan,
+        signatures_refused,
+        vertex: matches!(target.flavor, Flavor::Vertex { .. }),
+        max_output_tokens,
+        sampling,
+        explain,
+    })
+}
 
+/// Each message's decisions, the second stage of [`encode`]: the system text and the wire
+/// contents, and what planning them found.
+#[derive(Default)]
+struct Contents<'h> {
+    /// The `systemInstruction` texts.
+    system: Vec<&'h RawValue>,
+    /// The wire contents.
+    wire: Vec<Content<'h>>,
+    /// The calls of the latest model turn waiting for their results, and the id each went out
+    /// with (none when hermes made it up).
+    open: Vec<OpenCall<'h>>,
+    sent_ids: Vec<Option<&'h str>>,
+    /// Whether a thought signature is replayed.
+    signed: bool,
+    /// The first model turn of the tool loop in flight with calls but no signature sent.
+    unsigned_in_loop: Option<usize>,
+    /// Tool-result images for models that take none inside a function response, sent after the
+    /// run of responses (see [`Contents::tool_result`]).
+    pending_media: Vec<Media>,
+    carriers: hermes_core::CarrierCounts,
+    notes: Vec<String>,
+    /// The `explain` lines of the messages.
+    explain: Vec<String>,
+}
+
+/// The second stage of [`encode`]: every message of `history` into `systemInstruction` or the
+/// wire contents, each decision explained.
+fn plan_contents<'h>(
+    request: &Request<'_>,
+    history: &'h [hermes_core::Message],
+) -> Result<Contents<'h>, EncodeError> {
     // The tool loop in flight: everything after the last real user message.
     let loop_start = history
         .iter()
         .rposition(|m| m.role == Role::User)
         .map_or(0, |i| i + 1);
-
-    let mut system: Vec<&RawValue> = Vec::new();
-    let mut wire: Vec<Content<'_>> = Vec::new();
-    // The calls of the latest model turn waiting for their results, and the id each went out
-    // with (none when hermes made it up).
-    let mut open: Vec<OpenCall<'_>> = Vec::new();
-    let mut sent_ids: Vec<Option<&str>> = Vec::new();
-    let mut signed = false;
-    let mut unsigned_in_loop: Option<usize> = None;
-
-    // Tool-result images for models that take none inside a function response, sent after the
-    // run of responses (see the `Role::Tool` arm).
-    let mut pending_media: Vec<Media> = Vec::new();
+    let mut c = Contents::default();
     for (i, msg) in history.iter().enumerate() {
         if msg.role != Role::Tool {
-            flush_media(&mut wire, &mut pending_media, i, &mut explain);
+            flush_media(&mut c.wire, &mut c.pending_media, i, &mut c.explain);
         }
         match msg.role {
             Role::System | Role::Developer => {
-                if !wire.is_empty() {
-                    explain.push(format!(
+                if !c.wire.is_empty() {
+                    c.explain.push(format!(
                         "message {i}: a mid-conversation system message: Gemini has no in-place form, its text joins `systemInstruction`"
                     ));
                 }
-                system.extend(text_parts(msg.content.as_ref()))
+                c.system.extend(text_parts(msg.content.as_ref()))
             }
-
-            Role::User => {
-                open.clear();
-                sent_ids.clear();
-                let texts: Vec<Part<'_>> = if media::has_images(msg) {
-                    media::user_parts(msg, i, vertex)?
-                        .into_iter()
-                        .map(|p| match p {
-                            UserPart::Text(text) => Part::Text {
-                                text: Cow::Owned(text),
-                                signature: None,
-                            },
-                            UserPart::Media(m) => Part::Media(m),
-                        })
-                        .collect()
-                } else {
-                    text_parts(msg.content.as_ref())
-                        .into_iter()
-                        .map(|text| Part::Text {
-                            text: Cow::Borrowed(text),
-                            signature: None,
-                        })
-                        .collect()
-                };
-                if texts.is_empty() {
-                    explain.push(format!("message {i}: left out (no text to send)"));
-                    continue;
-                }
-                if wire.last().is_some_and(Content::answers_calls) {
-                    wire.push(bridge_turn());
-                    explain.push(format!(
-                        "message {i}: text after function responses sent as a user turn of its own, after a model turn {STEER_BRIDGE:?} (Gemini refuses text beside function responses)"
-                    ));
-                }
-                push_turn(&mut wire, "user", texts, i);
-            }
-            Role::Tool => {
-                let Some((at, how)) = match_result(&open, msg) else {
-                    explain.push(format!(
-                        "message {i}: tool result left out (it answers no call of the model turn before it)"
-                    ));
-                    continue;
-                };
-                let call = &mut open[at];
-                call.answered = true;
-                let call = *call;
-                match how {
-                    Matched::Id => {}
-                    Matched::Name => explain.push(format!(
-                        "message {i}: tool result matched to call `{}` by name",
-                        call.name
-                    )),
-                    Matched::Order => explain.push(format!(
-                        "message {i}: tool result matched to call `{}` by order",
-                        call.name
-                    )),
-                }
-                let images = if media::has_images(msg) {
-                    media::images(msg, i, vertex)?
-                } else {
-                    Vec::new()
-                };
-                // Gemini 3 takes a result's images inside the function response; earlier
-                // models get them in a user turn of their own after the run of function
-                // responses (Gemini refuses other parts beside function responses, see
-                // `STEER_BRIDGE`), flushed by `flush_media`.
-                let inside = if model.multimodal_function_responses() {
-                    images
-                } else {
-                    pending_media.extend(images);
-                    Vec::new()
-                };
-                let parts = vec![Part::Response {
-                    id: sent_ids[at],
-                    name: call.name,
-                    output: result_text(msg.content.as_ref()),
-                    media: inside,
-                    error: msg.tool_error,
-                }];
-                push_turn(&mut wire, "user", parts, i);
-            }
-            Role::Assistant => {
-                open.clear();
-                sent_ids.clear();
-                if !stored::replayed(msg, i, &mut explain) {
-                    continue;
-                }
-                let own = stored::own(msg, &decision.target);
-                let send_signatures = own && !signatures_refused;
-                // Each call with its stored signature, read once.
-                let calls: Vec<(&ToolCall, Option<&RawValue>)> = msg
-                    .tool_calls
-                    .iter()
-                    .flatten()
-                    .map(|c| (c, c.extra_content.as_ref().and_then(stored_signature)))
-                    .collect();
-                let text_signature = msg
-                    .native_record()
-                    .and_then(|r| r.extra_content.as_ref())
-                    .and_then(stored_signature);
-                let call_signatures = calls.iter().filter(|(_, sig)| sig.is_some()).count();
-                let stored_any = call_signatures > 0 || text_signature.is_some();
-                if stored_any && !own {
-                    carriers.dropped_provenance += 1;
-                }
-
-                let mut model_parts: Vec<Part<'_>> = text_parts(msg.content.as_ref())
-                    .into_iter()
-                    .map(|text| Part::Text {
-                        text: Cow::Borrowed(text),
-                        signature: None,
-                    })
-                    .collect();
-                let mut made_up = Vec::new();
-                let mut wrapped = Vec::new();
-                for &(call, signature) in &calls {
-                    let made = made_up_id(call);
-                    if made {
-                        made_up.push(call.function.name.as_str());
-                    }
-                    let sent = if made { None } else { call.id.as_deref() };
-                    open.push(OpenCall {
-                        id: call.id.as_deref(),
-                        name: &call.function.name,
-                        answered: false,
-                    });
-                    sent_ids.push(sent);
-                    let (args, was_wrapped) = call_args(call);
-                    if was_wrapped {
-                        wrapped.push(call.function.name.as_str());
-                    }
-                    model_parts.push(Part::Call {
-                        id: sent,
-                        name: &call.function.name,
-                        args,
-                        signature: signature.filter(|_| send_signatures),
-                    });
-                }
-                if model_parts.is_empty() {
-                    // A signature alone is no turn: nothing to send.
-                    explain.push(format!("message {i}: left out (no content to send)"));
-                    continue;
-                }
-                // The text-turn signature goes back on the turn's last part when that is text,
-                // else on an empty text part after the calls (as a stream delivers it); never
-                // on a function call, which carries only its own.
-                let mut text_sent = false;
-                if send_signatures && let Some(sig) = text_signature {
-                    text_sent = true;
-                    match model_parts.last_mut() {
-                        Some(Part::Text { signature, .. }) => *signature = Some(sig),
-                        _ => model_parts.push(Part::Text {
-                            text: Cow::Owned(empty_string()),
-                            signature: Some(sig),
-                        }),
-                    }
-                }
-                let calls_sent = model_parts
-                    .iter()
-                    .filter(|p| {
-                        matches!(
-                            p,
-                            Part::Call {
-                                signature: Some(_),
-                                ..
-                            }
-                        )
-                    })
-                    .count();
-                signed |= calls_sent > 0 || text_sent;
-                if i >= loop_start && !calls.is_empty() && calls_sent == 0 {
-                    unsigned_in_loop.get_or_insert(i);
-                }
-                let why = if !stored_any {
-                    "no stored thought signature".to_owned()
-                } else if signatures_refused {
-                    "thought signatures refused by this target (verdict): left out".to_owned()
-                } else if !own {
-                    let who = msg
-                        .origin
-                        .as_ref()
-                        .map_or_else(String::new, |o| format!(" by {} on {}", o.model, o.host));
-                    format!("thought signatures minted{who}: left out (provenance)")
-                } else {
-                    let mut what = Vec::new();
-                    if calls_sent > 0 {
-                        what.push(format!(
-                            "{calls_sent} function-call signature(s) replayed on their calls"
-                        ));
-                    }
-                    if text_sent {
-                        what.push("the text-turn signature replayed on the last part".to_owned());
-                    }
-                    what.join("; ")
-                };
-                let mut line = format!("message {i}: {why}");
-                if msg.replayable_text().is_some() {
-                    line.push_str("; readable thinking not sent (this wire has no field for it)");
-                }
-                if !wrapped.is_empty() {
-                    let note = format!(
-                        "message {i}: the arguments of {} are not a JSON object, which Gemini's functionCall.args must be: sent wrapped as {{\"{WRAPPED_ARGS_KEY}\": …}} (the stored history is unchanged)",
-                        wrapped.join(", ")
-                    );
-                    explain.push(note.clone());
-                    notes.push(note);
-                }
-                if !made_up.is_empty() {
-                    line.push_str(&format!(
-                        "; id hermes made up for {} not sent",
-                        made_up.join(", ")
-                    ));
-                }
-                explain.push(line);
-                push_turn(&mut wire, "model", model_parts, i);
-            }
+            Role::User => c.user(request, msg, i)?,
+            Role::Tool => c.tool_result(request, msg, i)?,
+            Role::Assistant => c.model_turn(request, msg, i, i >= loop_start),
         }
     }
-    flush_media(&mut wire, &mut pending_media, history.len(), &mut explain);
-
-    if let Some(i) = unsigned_in_loop
-        && model.enforces_signatures()
+    flush_media(
+        &mut c.wire,
+        &mut c.pending_media,
+        history.len(),
+        &mut c.explain,
+    );
+    if let Some(i) = c.unsigned_in_loop
+        && request.model.enforces_signatures()
     {
         let line = format!(
-            "the model turn at message {i} in the tool loop in flight has function calls without a thought signature {model_id} may receive; Gemini 3 models refuse that, and hermes never invents a signature"
+            "the model turn at message {i} in the tool loop in flight has function calls without a thought signature {} may receive; Gemini 3 models refuse that, and hermes never invents a signature",
+            request.model_id
         );
-        explain.push(line.clone());
-        notes.push(line);
+        c.explain.push(line.clone());
+        c.notes.push(line);
+    }
+    Ok(c)
+}
+
+impl<'h> Contents<'h> {
+    /// A user message (`i` its place in the history): its text and images as a user turn,
+    /// after a bridge model turn when it follows function responses.
+    fn user(
+        &mut self,
+        request: &Request<'_>,
+        msg: &'h hermes_core::Message,
+        i: usize,
+    ) -> Result<(), EncodeError> {
+        self.open.clear();
+        self.sent_ids.clear();
+        let texts: Vec<Part<'_>> = if media::has_images(msg) {
+            media::user_parts(msg, i, request.vertex)?
+                .into_iter()
+                .map(|p| match p {
+                    UserPart::Text(text) => Part::Text {
+                        text: Cow::Owned(text),
+                        signature: None,
+                    },
+                    UserPart::Media(m) => Part::Media(m),
+                })
+                .collect()
+        } else {
+            text_parts(msg.content.as_ref())
+                .into_iter()
+                .map(|text| Part::Text {
+                    text: Cow::Borrowed(text),
+                    signature: None,
+                })
+                .collect()
+        };
+        if texts.is_empty() {
+            self.explain
+                .push(format!("message {i}: left out (no text to send)"));
+            return Ok(());
+        }
+        if self.wire.last().is_some_and(Content::answers_calls) {
+            self.wire.push(bridge_turn());
+            self.explain.push(format!(
+                "message {i}: text after function responses sent as a user turn of its own, after a model turn {STEER_BRIDGE:?} (Gemini refuses text beside function responses)"
+            ));
+        }
+        push_turn(&mut self.wire, "user", texts, i);
+        Ok(())
     }
 
-    let tools: Option<Vec<ChatTool<'_>>> = match parts.tools {
+    /// A tool message (`i` its place in the history): a function response to the open call it
+    /// answers, or left out when it answers none.
+    fn tool_result(
+        &mut self,
+        request: &Request<'_>,
+        msg: &'h hermes_core::Message,
+        i: usize,
+    ) -> Result<(), EncodeError> {
+        let Some((at, how)) = match_result(&self.open, msg) else {
+            self.explain.push(format!(
+                "message {i}: tool result left out (it answers no call of the model turn before it)"
+            ));
+            return Ok(());
+        };
+        let call = &mut self.open[at];
+        call.answered = true;
+        let call = *call;
+        match how {
+            Matched::Id => {}
+            Matched::Name => self.explain.push(format!(
+                "message {i}: tool result matched to call `{}` by name",
+                call.name
+            )),
+            Matched::Order => self.explain.push(format!(
+                "message {i}: tool result matched to call `{}` by order",
+                call.name
+            )),
+        }
+        let images = if media::has_images(msg) {
+            media::images(msg, i, request.vertex)?
+        } else {
+            Vec::new()
+        };
+        // Gemini 3 takes a result's images inside the function response; earlier
+        // models get them in a user turn of their own after the run of function
+        // responses (Gemini refuses other parts beside function responses, see
+        // `STEER_BRIDGE`), flushed by `flush_media`.
+        let inside = if request.model.multimodal_function_responses() {
+            images
+        } else {
+            self.pending_media.extend(images);
+            Vec::new()
+        };
+        let parts = vec![Part::Response {
+            id: self.sent_ids[at],
+            name: call.name,
+            output: result_text(msg.content.as_ref()),
+            media: inside,
+            error: msg.tool_error,
+        }];
+        push_turn(&mut self.wire, "user", parts, i);
+        Ok(())
+    }
+
+    /// An assistant message (`i` its place in the history, `in_loop` inside the tool loop in
+    /// flight): a model turn of its text and calls, with the thought signatures this target may
+    /// receive, and its `explain` line.
+    fn model_turn(
+        &mut self,
+        request: &Request<'_>,
+        msg: &'h hermes_core::Message,
+        i: usize,
+        in_loop: bool,
+    ) {
+        self.open.clear();
+        self.sent_ids.clear();
+        if !stored::replayed(msg, i, &mut self.explain) {
+            return;
+        }
+        let own = stored::own(msg, &request.parts.decision.target);
+        let send_signatures = own && !request.signatures_refused;
+        // Each call with its stored signature, read once.
+        let calls: Vec<(&ToolCall, Option<&RawValue>)> = msg
+            .tool_calls
+            .iter()
+            .flatten()
+            .map(|c| (c, c.extra_content.as_ref().and_then(stored_signature)))
+            .collect();
+        let text_signature = msg
+            .native_record()
+            .and_then(|r| r.extra_content.as_ref())
+            .and_then(stored_signature);
+        let call_signatures = calls.iter().filter(|(_, sig)| sig.is_some()).count();
+        let stored_any = call_signatures > 0 || text_signature.is_some();
+        if stored_any && !own {
+            self.carriers.dropped_provenance += 1;
+        }
+        let mut model_parts: Vec<Part<'_>> = text_parts(msg.content.as_ref())
+            .into_iter()
+            .map(|text| Part::Text {
+                text: Cow::Borrowed(text),
+                signature: None,
+            })
+            .collect();
+        let (made_up, wrapped) = self.calls(&calls, send_signatures, &mut model_parts);
+        if model_parts.is_empty() {
+            // A signature alone is no turn: nothing to send.
+            self.explain
+                .push(format!("message {i}: left out (no content to send)"));
+            return;
+        }
+        // The text-turn signature goes back on the turn's last part when that is text,
+        // else on an empty text part after the calls (as a stream delivers it); never
+        // on a function call, which carries only its own.
+        let mut text_sent = false;
+        if send_signatures && let Some(sig) = text_signature {
+            text_sent = true;
+            match model_parts.last_mut() {
+                Some(Part::Text { signature, .. }) => *signature = Some(sig),
+                _ => model_parts.push(Part::Text {
+                    text: Cow::Owned(empty_string()),
+                    signature: Some(sig),
+                }),
+            }
+        }
+        let calls_sent = model_parts
+            .iter()
+            .filter(|p| {
+                matches!(
+                    p,
+                    Part::Call {
+                        signature: Some(_),
+                        ..
+                    }
+                )
+            })
+            .count();
+        self.signed |= calls_sent > 0 || text_sent;
+        if in_loop && !calls.is_empty() && calls_sent == 0 {
+            self.unsigned_in_loop.get_or_insert(i);
+        }
+        let why = match (stored_any, request.signatures_refused, own) {
+            (false, _, _) => "no stored thought signature".to_owned(),
+            (true, true, _) => {
+                "thought signatures refused by this target (verdict): left out".to_owned()
+            }
+            (true, false, false) => {
+                let who = msg
+                    .origin
+                    .as_ref()
+                    .map_or_else(String::new, |o| format!(" by {} on {}", o.model, o.host));
+                format!("thought signatures minted{who}: left out (provenance)")
+            }
+            (true, false, true) => signatures_sent(calls_sent, text_sent),
+        };
+        let mut line = format!("message {i}: {why}");
+        if msg.replayable_text().is_some() {
+            line.push_str("; readable thinking not sent (this wire has no field for it)");
+        }
+        if !wrapped.is_empty() {
+            let note = format!(
+                "message {i}: the arguments of {} are not a JSON object, which Gemini's functionCall.args must be: sent wrapped as {{\"{WRAPPED_ARGS_KEY}\": …}} (the stored history is unchanged)",
+                wrapped.join(", ")
+            );
+            self.explain.push(note.clone());
+            self.notes.push(note);
+        }
+        if !made_up.is_empty() {
+            line.push_str(&format!(
+                "; id hermes made up for {} not sent",
+                made_up.join(", ")
+            ));
+        }
+        self.explain.push(line);
+        push_turn(&mut self.wire, "model", model_parts, i);
+    }
+
+    /// A model turn's function calls (each with its stored signature) onto `model_parts`, each
+    /// opened for the results that follow; the signatures only when `send_signatures`. Returns
+    /// the names of the calls whose id hermes made up (not sent) and of those whose arguments
+    /// went wrapped.
+    fn calls(
+        &mut self,
+        calls: &[(&'h ToolCall, Option<&'h RawValue>)],
+        send_signatures: bool,
+        model_parts: &mut Vec<Part<'h>>,
+    ) -> (Vec<&'h str>, Vec<&'h str>) {
+        let mut made_up = Vec::new();
+        let mut wrapped = Vec::new();
+        for &(call, signature) in calls {
+            let made = made_up_id(call);
+            if made {
+                made_up.push(call.function.name.as_str());
+            }
+            let sent = if made { None } else { call.id.as_deref() };
+            self.open.push(OpenCall {
+                id: call.id.as_deref(),
+                name: &call.function.name,
+                answered: false,
+            });
+            self.sent_ids.push(sent);
+            let (args, was_wrapped) = call_args(call);
+            if was_wrapped {
+                wrapped.push(call.function.name.as_str());
+            }
+            model_parts.push(Part::Call {
+                id: sent,
+                name: &call.function.name,
+                args,
+                signature: signature.filter(|_| send_signatures),
+            });
+        }
+        (made_up, wrapped)
+    }
+}
+
+/// What a model turn of hermes' own minting sent of its signatures, for its `explain` line.
+fn signatures_sent(calls_sent: usize, text_sent: bool) -> String {
+    let mut what = Vec::new();
+    if calls_sent > 0 {
+        what.push(format!(
+            "{calls_sent} function-call signature(s) replayed on their calls"
+        ));
+    }
+    if text_sent {
+        what.push("the text-turn signature replayed on the last part".to_owned());
+    }
+    what.join("; ")
+}
+
+/// The last stage of [`encode`]: the body's bytes, from the planned request and contents.
+fn render(request: &Request<'_>, contents: Contents<'_>) -> Result<Encoded, EncodeError> {
+    let tools: Option<Vec<ChatTool<'_>>> = match request.parts.tools {
         Some(t) => {
             Some(serde_json::from_str(t.get()).map_err(|e| EncodeError::Tools(e.to_string()))?)
         }
         None => None,
     };
     let body = Body {
-        contents: &wire,
-        system: &system,
+        contents: &contents.wire,
+        system: &contents.system,
         tools: tools.as_deref(),
-        thinking: &plan,
-        max_output_tokens,
-        sampling: &sampling,
+        thinking: &request.plan,
+        max_output_tokens: request.max_output_tokens,
+        sampling: &request.sampling,
     };
     let bytes = write_json(&body)?;
     let mut refusable: BTreeSet<&'static str> = BTreeSet::new();
-    if signed {
+    if contents.signed {
         refusable.insert(SIGNATURE_FIELD);
     }
+    let mut explain = request.explain.clone();
+    explain.extend(contents.explain);
     Ok(Encoded {
         body: bytes,
         refusable: refusable.into_iter().collect(),
-        messages: wire.len(),
-        notes,
+        messages: contents.wire.len(),
+        notes: contents.notes,
         explain,
-        carriers,
+        carriers: contents.carriers,
         wire: Merged {
-            sources: json::sources(&wire),
+            sources: json::sources(&contents.wire),
         },
     })
 }
