@@ -173,7 +173,7 @@ fn holds_carriers(message: &Message) -> bool {
 pub const PRIVATE_KEY_PREFIXES: &[&str] = &["hermes_", "_", "codex_"];
 
 /// Whether `key` is one of hermes' storage keys ([`PRIVATE_KEY_PREFIXES`]).
-pub fn is_private_key(key: &str) -> bool {
+pub(crate) fn is_private_key(key: &str) -> bool {
     PRIVATE_KEY_PREFIXES.iter().any(|p| key.starts_with(p))
 }
 
@@ -183,7 +183,7 @@ pub fn is_private_key(key: &str) -> bool {
 /// of the content it matched) and any native record (`hermes.native_assistant`, docs/spec.md §4)
 /// among its `reasoning_details`. Its own carriers stay: they go upstream as a plain proxy would
 /// pass them, with no origin, so no route treats them as minted by the target.
-pub fn untrusted(message: &Message) -> Message {
+pub(crate) fn untrusted(message: &Message) -> Message {
     let mut message = message.clone();
     message.origin = None;
     message.extra.retain(|(key, _)| !is_private_key(key));
