@@ -737,8 +737,9 @@ fn pub_items(code: &str) -> Vec<(usize, String)> {
 const PUB_ITEM_CEILINGS: [(&str, usize); 1] = [("crates/hermes-core", CORE_PUB_ITEMS)];
 
 /// hermes-core's ceiling. Issue 51's goal is 200; the first sweep made `pub(crate)` what no
-/// other crate (tests included) used and came down from 356 to this.
-const CORE_PUB_ITEMS: usize = 312;
+/// other crate (tests included) used, 356 to 310. What stays is named by other crates: the
+/// ceiling only comes down, as their uses do.
+const CORE_PUB_ITEMS: usize = 310;
 
 #[cfg(test)]
 mod tests {

@@ -148,7 +148,7 @@ impl DetailItem {
 
     /// A `reasoning_details` item a provider sent, as capture keeps it (the one rule for a
     /// streamed and a whole reply): `None` for anything that is not a JSON object, and for an
-    /// item typed [`NATIVE_RECORD_TYPE`] — a provider's item never poses as hermes' own record
+    /// item typed `NATIVE_RECORD_TYPE` — a provider's item never poses as hermes' own record
     /// (docs/spec.md §4); hermes builds that record itself from the reply's native fields.
     pub fn from_provider(raw: RawJson) -> Option<Self> {
         if !raw.get().starts_with('{') {

@@ -1,7 +1,7 @@
 //! The normal form of a message (docs/spec.md §10, "Normal form"): what "the same message" means
 //! when a gateway client sends a history back without its reasoning carriers.
 //!
-//! Two messages are the same when their [`NormalForm`]s are equal: the role; the content as text
+//! Two messages are the same when their `NormalForm`s are equal: the role; the content as text
 //! (a string, or the text parts concatenated in order, images kept in place by their data or
 //! URL; `null`, `""` and absent equal; part-level `type` spelling, `cache_control`,
 //! `annotations`, `refusal` and `index` ignored); tool calls by id, name and arguments compared
@@ -43,7 +43,7 @@ pub(crate) struct CallForm {
 /// What "the same message" means (docs/spec.md §10): see the module documentation. Build it with
 /// [`normal_form`]; compare, hash, or [`NormalForm::digest`] it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct NormalForm {
+pub(crate) struct NormalForm {
     role: Role,
     content: Vec<Piece>,
     tool_calls: Vec<CallForm>,
@@ -97,7 +97,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// The normal form of `message` (docs/spec.md §10).
-pub fn normal_form(message: &Message) -> NormalForm {
+pub(crate) fn normal_form(message: &Message) -> NormalForm {
     if message.role == Role::Tool {
         return NormalForm {
             role: Role::Tool,
@@ -121,7 +121,7 @@ pub(crate) const FORM_KEY_PREFIX: &str = "form:";
 
 /// The key a store indexes an assistant message by, to find the session that holds it (docs/spec.md
 /// §10, "Which conversation"): by its tool-call ids when it has any (`calls:` and the SHA-256 of
-/// the ids in order), else by its normal form (`form:` and [`NormalForm::digest`]). `None` for
+/// the ids in order), else by its normal form (`form:` and `NormalForm::digest`). `None` for
 /// every other role, and for an assistant message with neither content nor tool calls.
 pub fn match_key(message: &Message) -> Option<String> {
     if message.role != Role::Assistant {

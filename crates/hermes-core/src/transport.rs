@@ -193,7 +193,7 @@ pub enum TransportError {
     #[error("the stream broke: {0}")]
     Stream(String),
     /// A streamed reply went silent for longer than the idle limit after it had begun (the
-    /// text says how far it got). Retried at most once ([`crate::driver::STALL_RETRIES`]): the
+    /// text says how far it got). Retried at most once (`crate::driver::STALL_RETRIES`): the
     /// stall itself already waited the whole idle limit.
     #[error("the stream stalled: {0}")]
     Stalled(String),
