@@ -739,6 +739,72 @@ fn functions(code: &str) -> Vec<Function> {
     out
 }
 
+/// The item keywords a `pub` item is counted by.
+const ITEM_KINDS: [&str; 9] = [
+    "fn", "struct", "enum", "trait", "const", "static", "type", "mod", "use",
+];
+
+/// The `pub` items of one source file's code (from [`sources`]), as `(line, "kind name")`: every
+/// `pub fn`, `pub struct`, `pub enum`, `pub trait`, `pub const`, `pub static`, `pub type`,
+/// `pub mod` and `pub use` (one per statement), methods and associated consts of `impl` blocks
+/// included. Not counted: fields and variants, `pub(crate)`, `pub(super)` and `pub(in …)`, the
+/// methods of trait impls (they carry no `pub`), and anything inside a `macro_rules!` body (a
+/// `#[macro_export]` macro is not an item of the module, and the `pub fn` it expands to is
+/// counted where it expands, if ever in this crate's own text).
+fn pub_items(code: &str) -> Vec<(usize, String)> {
+    let toks = tokens(code);
+    let text = |i: usize| toks.get(i).map_or("", |t| t.text);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(t) = toks.get(i) {
+        if t.text == "macro_rules" && text(i + 1) == "!" {
+            // Skip the name and the body, up to the bracket that closes it.
+            let mut j = i + 3;
+            let mut depth = 0usize;
+            while let Some(t) = toks.get(j) {
+                match t.text {
+                    "{" | "(" | "[" => depth += 1,
+                    "}" | ")" | "]" => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            i = j + 1;
+            continue;
+        }
+        if t.text == "pub" {
+            // `pub async fn`, `pub const fn`, `pub unsafe extern "C" fn`: qualifiers before `fn`.
+            let mut j = i + 1;
+            while matches!(text(j), "async" | "unsafe" | "extern" | "\"")
+                || (text(j) == "const"
+                    && matches!(text(j + 1), "fn" | "async" | "unsafe" | "extern"))
+            {
+                j += 1;
+            }
+            let kind = text(j);
+            if ITEM_KINDS.contains(&kind) {
+                out.push((t.line, format!("{kind} {}", text(j + 1))));
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The crate whose `pub` items [`pub_items`] counts, and the most it may have. Issue 51's goal
+/// is 200 ("small public surfaces"); the ceiling is what the sweep reached, and only comes down.
+const PUB_ITEM_CEILINGS: [(&str, usize); 1] = [("crates/hermes-core", CORE_PUB_ITEMS)];
+
+/// hermes-core's ceiling. Issue 51's goal is 200; the first sweep made `pub(crate)` what no
+/// other crate (tests included) used, 356 to 310. What stays is named by other crates: the
+/// ceiling only comes down, as their uses do.
+const CORE_PUB_ITEMS: usize = 310;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1058,5 +1124,63 @@ mod tests {
             argv_and_printing: true,
         };
         assert_eq!(forbidden_calls("x.rs", &code, config).len(), 2);
+    }
+
+    /// hermes-core keeps a small public surface (issue 51): front ends import a few named types,
+    /// and nothing is `pub` only for another crate's tests.
+    #[test]
+    fn core_has_few_pub_items() {
+        for (krate, ceiling) in PUB_ITEM_CEILINGS {
+            let src = root().join(krate).join("src");
+            let mut per_file: Vec<(usize, String)> =
+                sources(&format!("{krate}/src/"), &rust_files(&src))
+                    .iter()
+                    .map(|s| (pub_items(&s.code).len(), s.name.clone()))
+                    .filter(|(n, _)| *n > 0)
+                    .collect();
+            let count: usize = per_file.iter().map(|(n, _)| n).sum();
+            per_file.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+            let most: Vec<String> = per_file
+                .iter()
+                .take(10)
+                .map(|(n, name)| format!("  {n:4} {name}"))
+                .collect();
+            assert!(
+                count <= ceiling,
+                "{krate} has {count} `pub` items, more than {ceiling} (issue 51: make what no other \
+                 crate uses `pub(crate)`; xtask/src/tidy.rs counts them); the ten files holding \
+                 most:\n{}",
+                most.join("\n")
+            );
+        }
+    }
+
+    #[test]
+    fn pub_items_are_counted_by_their_keyword() {
+        let text = "pub mod a;\nmod b;\npub use a::{X, Y};\npub(crate) use b::Z;\n\
+                    /// pub fn not_me() {}\npub struct S { pub field: u8 }\n\
+                    impl S {\n    pub const K: u8 = 1;\n    pub const fn k() -> u8 { 1 }\n    \
+                    pub(super) fn h() {}\n    pub async fn go(&self) {}\n}\n\
+                    impl Clone for S { fn clone(&self) -> S { S { field: 0 } } }\n\
+                    #[macro_export]\nmacro_rules! m { () => { pub fn made() {} }; }\n\
+                    pub(crate) enum E { A }\npub trait T { fn t(&self); }\n\
+                    const S: &str = \"pub fn nor_me\";\n#[cfg(test)]\nmod tests { pub fn t() {} }\n";
+        let (code, _) = without_test_items(&code_only(text));
+        let found: Vec<String> = pub_items(&code)
+            .into_iter()
+            .map(|(line, item)| format!("{line}: {item}"))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "1: mod a",
+                "3: use a",
+                "6: struct S",
+                "8: const K",
+                "9: fn k",
+                "11: fn go",
+                "17: trait T",
+            ]
+        );
     }
 }

@@ -57,7 +57,8 @@ impl ClientMessage {
     }
 
     /// The message.
-    pub fn message(&self) -> &Message {
+    #[cfg(test)]
+    pub(crate) fn message(&self) -> &Message {
         &self.0
     }
 

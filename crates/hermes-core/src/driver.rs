@@ -360,7 +360,7 @@ pub enum DriverError {
     /// The model kept calling tools.
     #[error("the model was still calling tools after {0} steps")]
     ToolLoop(usize),
-    /// The stream stalled again on its one retry ([`STALL_RETRIES`]).
+    /// The stream stalled again on its one retry (`STALL_RETRIES`).
     #[error("{0}, again on the retry after the first stall; not retried further")]
     StalledAgain(TransportError),
     /// The request failed after part of its reply had already reached the caller (streamed

@@ -9,7 +9,7 @@
 //! - assistant tool calls: `id`, `type`, the function `name` and `arguments` (plus unknown keys on
 //!   a non-strict route); tool-call signatures are opaque, priced at zero;
 //! - reasoning, decided exactly as shaping decides it: `reasoning_content` only where the route
-//!   reads RC and [`thinking_reaches_wire`] holds (the stored RC, else the stored R replayed as RC —
+//!   reads RC and `thinking_reaches_wire` holds (the stored RC, else the stored R replayed as RC —
 //!   counted once —, else the one-space pad of a must-echo route); `reasoning` likewise where the
 //!   route reads R; readable `reasoning_details` items (no signature, data or encrypted content)
 //!   by all their string values where the route reads RD;
@@ -30,7 +30,7 @@ pub(crate) const BYTES_PER_TOKEN: usize = 4;
 /// The estimated tokens of `history` when it is sent on `decision`'s route.
 ///
 /// The sum of [`estimate_messages`]. The driver's pre-flight trigger and compaction's tail walk
-/// both use this (and the same [`thinking_reaches_wire`] predicate as shaping), so compaction
+/// both use this (and the same `thinking_reaches_wire` predicate as shaping), so compaction
 /// cannot loop.
 pub fn estimate_history(history: &[Message], decision: &RouteDecision) -> usize {
     estimate_messages(history, decision).sum()
@@ -51,7 +51,7 @@ pub fn estimate_messages<'a>(
 }
 
 /// The estimated tokens of one message on `decision`'s route; `newest` is true for the newest
-/// assistant message of the history (see [`newest_assistant`](crate::shape::newest_assistant)).
+/// assistant message of the history (see `newest_assistant`).
 ///
 /// Verdicts are not consulted: a refused carrier is still priced, so the estimate errs high.
 pub fn estimate_message(message: &Message, decision: &RouteDecision, newest: bool) -> usize {

@@ -20,7 +20,7 @@ use crate::raw::RawJson;
 
 /// The key that marks a turn of a loaded history whose carriers an earlier request of the
 /// conversation left out. Only the engine writes it, on the history it loads: a client's
-/// message never carries it ([`crate::reattach::untrusted`] strips every `hermes_` key), and no
+/// message never carries it (`crate::reattach::untrusted` strips every `hermes_` key), and no
 /// wire sends it.
 pub const LEFT_OUT_KEY: &str = "hermes_left_out";
 

@@ -50,7 +50,7 @@ mod wire;
 
 pub use estimate::{estimate_history, estimate_message};
 pub use message::{DetailItem, FunctionCall, Message, NativeRecord, Origin, Role, ToolCall};
-pub use normal::{NormalForm, match_key, normal_form};
+pub use normal::match_key;
 pub use passthrough::{Dialect, Passthrough};
 pub use raw::{RawJson, TextCarrier};
 pub use route::{

@@ -63,7 +63,7 @@ impl Role {
     }
 
     /// Parses the wire spelling.
-    pub fn parse(text: &str) -> Option<Role> {
+    pub(crate) fn parse(text: &str) -> Option<Role> {
         Some(match text {
             "system" => Role::System,
             "developer" => Role::Developer,
@@ -148,7 +148,7 @@ impl DetailItem {
 
     /// A `reasoning_details` item a provider sent, as capture keeps it (the one rule for a
     /// streamed and a whole reply): `None` for anything that is not a JSON object, and for an
-    /// item typed [`NATIVE_RECORD_TYPE`] — a provider's item never poses as hermes' own record
+    /// item typed `NATIVE_RECORD_TYPE` — a provider's item never poses as hermes' own record
     /// (docs/spec.md §4); hermes builds that record itself from the reply's native fields.
     pub fn from_provider(raw: RawJson) -> Option<Self> {
         if !raw.get().starts_with('{') {
@@ -404,7 +404,7 @@ pub enum Key {
 
 impl Key {
     /// Every known key, in the canonical order (the order of a message built in code).
-    pub const CANONICAL: [Key; 8] = [
+    pub(crate) const CANONICAL: [Key; 8] = [
         Key::Role,
         Key::Content,
         Key::ReasoningContent,
@@ -416,7 +416,7 @@ impl Key {
     ];
 
     /// The JSON spelling (`*` for an unknown key).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Key::Role => "role",
             Key::Content => "content",
@@ -431,7 +431,7 @@ impl Key {
     }
 
     /// Parses [`Key::as_str`].
-    pub fn parse(text: &str) -> Option<Key> {
+    pub(crate) fn parse(text: &str) -> Option<Key> {
         Key::CANONICAL
             .into_iter()
             .chain([Key::Extra])
@@ -452,7 +452,7 @@ impl KeyOrder {
     }
 
     /// The keys, in stored order.
-    pub fn keys(&self) -> &[Key] {
+    pub(crate) fn keys(&self) -> &[Key] {
         &self.0
     }
 

@@ -1,7 +1,7 @@
 //! The normal form of a message (docs/spec.md §10, "Normal form"): what "the same message" means
 //! when a gateway client sends a history back without its reasoning carriers.
 //!
-//! Two messages are the same when their [`NormalForm`]s are equal: the role; the content as text
+//! Two messages are the same when their `NormalForm`s are equal: the role; the content as text
 //! (a string, or the text parts concatenated in order, images kept in place by their data or
 //! URL; `null`, `""` and absent equal; part-level `type` spelling, `cache_control`,
 //! `annotations`, `refusal` and `index` ignored); tool calls by id, name and arguments compared
@@ -19,7 +19,7 @@ use crate::raw::{RawJson, parse_lenient};
 
 /// One piece of a message's content in its normal form.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub enum Piece {
+pub(crate) enum Piece {
     /// Text (adjacent text parts are joined into one piece; empty text is no piece).
     #[serde(rename = "text")]
     Text(String),
@@ -30,7 +30,7 @@ pub enum Piece {
 
 /// A tool call in its normal form.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub struct CallForm {
+pub(crate) struct CallForm {
     /// The call id (`""` when the call has none).
     pub id: String,
     /// The function name.
@@ -43,7 +43,7 @@ pub struct CallForm {
 /// What "the same message" means (docs/spec.md §10): see the module documentation. Build it with
 /// [`normal_form`]; compare, hash, or [`NormalForm::digest`] it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct NormalForm {
+pub(crate) struct NormalForm {
     role: Role,
     content: Vec<Piece>,
     tool_calls: Vec<CallForm>,
@@ -60,35 +60,21 @@ struct Encoded<'a> {
 }
 
 impl NormalForm {
-    /// The role.
-    pub fn role(&self) -> Role {
-        self.role
-    }
-
     /// The content pieces, in order (empty for a tool result: its content plays no part).
-    pub fn content(&self) -> &[Piece] {
+    #[cfg(test)]
+    pub(crate) fn content(&self) -> &[Piece] {
         &self.content
     }
 
-    /// The tool calls, in order.
-    pub fn tool_calls(&self) -> &[CallForm] {
-        &self.tool_calls
-    }
-
-    /// The call a tool result answers (`None` for every other role).
-    pub fn tool_call_id(&self) -> Option<&str> {
-        self.tool_call_id.as_deref()
-    }
-
     /// True when the form has neither content nor tool calls.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.content.is_empty() && self.tool_calls.is_empty()
     }
 
     /// The canonical byte encoding: compact JSON with fields in a fixed order
     /// (`{"role":…,"content":[{"text":…}|{"image":…}],"tool_calls":[{"id","name","arguments"}],"tool_call_id":…}`).
     /// Equal forms have equal bytes, and different forms different bytes.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
         let encoded = Encoded {
             role: self.role.as_str(),
             content: &self.content,
@@ -100,7 +86,7 @@ impl NormalForm {
     }
 
     /// The lowercase hex SHA-256 of [`NormalForm::to_bytes`].
-    pub fn digest(&self) -> String {
+    pub(crate) fn digest(&self) -> String {
         sha256_hex(&self.to_bytes())
     }
 }
@@ -111,7 +97,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// The normal form of `message` (docs/spec.md §10).
-pub fn normal_form(message: &Message) -> NormalForm {
+pub(crate) fn normal_form(message: &Message) -> NormalForm {
     if message.role == Role::Tool {
         return NormalForm {
             role: Role::Tool,
@@ -135,7 +121,7 @@ pub(crate) const FORM_KEY_PREFIX: &str = "form:";
 
 /// The key a store indexes an assistant message by, to find the session that holds it (docs/spec.md
 /// §10, "Which conversation"): by its tool-call ids when it has any (`calls:` and the SHA-256 of
-/// the ids in order), else by its normal form (`form:` and [`NormalForm::digest`]). `None` for
+/// the ids in order), else by its normal form (`form:` and `NormalForm::digest`). `None` for
 /// every other role, and for an assistant message with neither content nor tool calls.
 pub fn match_key(message: &Message) -> Option<String> {
     if message.role != Role::Assistant {

@@ -6,10 +6,10 @@ use crate::message::Message;
 
 /// Histories whose content is larger than this are worked on with `block_in_place` on a
 /// multi-threaded runtime.
-pub const HEAVY_BYTES: usize = 256 * 1024;
+pub(crate) const HEAVY_BYTES: usize = 256 * 1024;
 
 /// `work` over `messages`, moved off the reactor's worker (`block_in_place`: the worker's other
-/// tasks go to another worker meanwhile) when their content is larger than [`HEAVY_BYTES`] and
+/// tasks go to another worker meanwhile) when their content is larger than `HEAVY_BYTES` and
 /// the runtime has other workers to take its tasks; run in place otherwise.
 pub fn heavy<T>(messages: &[Message], work: impl FnOnce() -> T) -> T {
     let size: usize = messages

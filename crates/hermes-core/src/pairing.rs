@@ -29,7 +29,7 @@ pub struct Repairs {
 
 impl Repairs {
     /// True when nothing was changed.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.unanswered == 0 && self.orphans == 0
     }
 }
@@ -47,7 +47,7 @@ pub struct OpenCall<'h> {
 
 impl<'h> OpenCall<'h> {
     /// The open calls of an assistant turn, in order.
-    pub fn of(msg: &'h Message) -> impl Iterator<Item = OpenCall<'h>> {
+    pub(crate) fn of(msg: &'h Message) -> impl Iterator<Item = OpenCall<'h>> {
         msg.tool_calls.iter().flatten().map(|c| OpenCall {
             id: c.id.as_deref(),
             name: &c.function.name,

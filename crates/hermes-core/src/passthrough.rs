@@ -52,7 +52,7 @@ pub enum Dialect {
 
 impl Dialect {
     /// The API, as an error names it.
-    pub fn api(self) -> &'static str {
+    pub(crate) fn api(self) -> &'static str {
         match self {
             Dialect::AnthropicMessages => "Claude's own API",
             Dialect::OpenAiResponses => "OpenAI's Responses API",
@@ -135,7 +135,7 @@ impl Passthrough {
     /// target): server tools cannot run anywhere else, so a request carrying them is not sent;
     /// feature flags and a thinking object are left out (the thinking request stands for the
     /// latter).
-    pub fn refused_by(&self, wire: impl Into<String>) -> Result<(), TransportError> {
+    pub(crate) fn refused_by(&self, wire: impl Into<String>) -> Result<(), TransportError> {
         match self.server_tools.first() {
             None => Ok(()),
             Some(tool) => Err(TransportError::unsupported(

@@ -348,7 +348,7 @@ pub struct TextCarrier {
 
 impl TextCarrier {
     /// Wraps a raw JSON string; `None` when the value is not a string.
-    pub fn from_raw(raw: RawJson) -> Option<Self> {
+    pub(crate) fn from_raw(raw: RawJson) -> Option<Self> {
         let blank = blank_literal(raw.get())?;
         Some(TextCarrier { raw, blank })
     }

@@ -16,7 +16,7 @@ use crate::tally::CarrierCounts;
 pub struct Alignment {
     /// What goes upstream: the client's messages as sent (its trimmed tool outputs, its system
     /// prompt), every assistant message at its place in the stored view replaced by the stored
-    /// one (its carriers), every other assistant message [`untrusted`].
+    /// one (its carriers), every other assistant message made untrusted (`untrusted`).
     pub history: Vec<Message>,
     /// How many leading messages of the client's history stand at their place in the stored
     /// view (see [`align`]); 0 when none does.
@@ -81,7 +81,7 @@ fn unmatched(message: &Message) -> bool {
 /// client's messages from its first on must be a run of the stored ones, which may start later
 /// than the stored view's first (a client that dropped its oldest turns). Of all such runs the
 /// longest (then the earliest) is taken; the client's assistant messages in it get the stored
-/// message's carriers, every other one is [`untrusted`]: a message equal in content alone — a
+/// message's carriers, every other one is made untrusted (`untrusted`): a message equal in content alone — a
 /// stock "Done." of another conversation, or an answer after an edited message — gets nothing.
 pub fn align(stored: &[Message], incoming: &[Message]) -> Alignment {
     let forms: Vec<NormalForm> = stored.iter().map(normal_form).collect();
@@ -173,7 +173,7 @@ fn holds_carriers(message: &Message) -> bool {
 pub const PRIVATE_KEY_PREFIXES: &[&str] = &["hermes_", "_", "codex_"];
 
 /// Whether `key` is one of hermes' storage keys ([`PRIVATE_KEY_PREFIXES`]).
-pub fn is_private_key(key: &str) -> bool {
+pub(crate) fn is_private_key(key: &str) -> bool {
     PRIVATE_KEY_PREFIXES.iter().any(|p| key.starts_with(p))
 }
 
@@ -183,7 +183,7 @@ pub fn is_private_key(key: &str) -> bool {
 /// of the content it matched) and any native record (`hermes.native_assistant`, docs/spec.md §4)
 /// among its `reasoning_details`. Its own carriers stay: they go upstream as a plain proxy would
 /// pass them, with no origin, so no route treats them as minted by the target.
-pub fn untrusted(message: &Message) -> Message {
+pub(crate) fn untrusted(message: &Message) -> Message {
     let mut message = message.clone();
     message.origin = None;
     message.extra.retain(|(key, _)| !is_private_key(key));
@@ -198,7 +198,7 @@ pub fn untrusted(message: &Message) -> Message {
 
 /// The carriers that assistant messages of `history` hold with no origin: a client's own,
 /// unverified bytes (a message the store holds gets its stored carriers and origin back; every
-/// other one is [`untrusted`]). A refusal of one of these fields is the session's verdict only,
+/// other one is made untrusted by `untrusted`). A refusal of one of these fields is the session's verdict only,
 /// never the fleet's (docs/spec.md §10, "What is re-attached").
 pub fn unverified_carriers(history: &[Message]) -> CarrierSet {
     history

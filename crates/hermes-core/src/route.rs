@@ -85,22 +85,22 @@ impl CarrierSet {
     }
 
     /// The set without `carrier`.
-    pub fn without(self, carrier: Carrier) -> Self {
+    pub(crate) fn without(self, carrier: Carrier) -> Self {
         CarrierSet(self.0 & !carrier.bit())
     }
 
     /// Carriers in `self` and not in `other`.
-    pub fn minus(self, other: CarrierSet) -> Self {
+    pub(crate) fn minus(self, other: CarrierSet) -> Self {
         CarrierSet(self.0 & !other.0)
     }
 
     /// Carriers in both sets.
-    pub fn intersect(self, other: CarrierSet) -> Self {
+    pub(crate) fn intersect(self, other: CarrierSet) -> Self {
         CarrierSet(self.0 & other.0)
     }
 
     /// Carriers in either set.
-    pub fn union(self, other: CarrierSet) -> Self {
+    pub(crate) fn union(self, other: CarrierSet) -> Self {
         CarrierSet(self.0 | other.0)
     }
 
@@ -349,7 +349,7 @@ impl NativeFields {
     /// The rule built-in routes follow (docs/spec.md §4): Gemini fields when the model contains
     /// `gemini` or `gemma` (tool-call signatures also for the gemini-openai, vertex and copilot
     /// providers and Google's API hosts); Copilot fields only on `githubcopilot.com`.
-    pub fn spec_rule(target: &RouteTarget) -> Self {
+    pub(crate) fn spec_rule(target: &RouteTarget) -> Self {
         let gemini_model = target.model_contains("gemini") || target.model_contains("gemma");
         let gemini_endpoint = matches!(
             target.provider.as_str(),
@@ -436,7 +436,7 @@ pub struct EffortVocabulary {
 
 impl EffortVocabulary {
     /// OpenAI-style `reasoning_effort` (max becomes xhigh).
-    pub const OPENAI: EffortVocabulary = EffortVocabulary {
+    pub(crate) const OPENAI: EffortVocabulary = EffortVocabulary {
         map: ["minimal", "low", "medium", "high", "xhigh", "xhigh"],
     };
     /// Three levels: low, medium, high.

@@ -73,7 +73,8 @@ impl Sampling {
     }
 
     /// True when no parameter is set.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         *self == Sampling::default()
     }
 

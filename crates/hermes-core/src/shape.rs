@@ -135,7 +135,7 @@ impl<'d> ShapeContext<'d> {
     }
 
     /// Carriers actually sent: the route's set minus refusals.
-    pub fn effective(&self) -> CarrierSet {
+    pub(crate) fn effective(&self) -> CarrierSet {
         self.decision.carriers.minus(self.refused)
     }
 
@@ -156,7 +156,7 @@ impl<'d> ShapeContext<'d> {
     }
 
     /// Plans one assistant message; `newest` is true for the last assistant of the history.
-    pub fn plan_assistant(&self, msg: &Message, newest: bool) -> AssistantPlan {
+    pub(crate) fn plan_assistant(&self, msg: &Message, newest: bool) -> AssistantPlan {
         let effective = self.effective();
         let stale = !thinking_reaches_wire(self.decision, newest);
         let origin_ok = self.origin_ok(msg);
@@ -365,7 +365,7 @@ impl fmt::Display for LeftOut<'_> {
 
 /// The index of the newest assistant message of `history`: the one turn whose readable thinking
 /// reaches the wire on a route that does not replay stale thinking.
-pub fn newest_assistant(history: &[Message]) -> Option<usize> {
+pub(crate) fn newest_assistant(history: &[Message]) -> Option<usize> {
     history.iter().rposition(|m| m.role == Role::Assistant)
 }
 

@@ -37,15 +37,6 @@ impl CarrierCounts {
         *self == CarrierCounts::default()
     }
 
-    /// The counts with `demoted` and `dropped_provenance` set (a wire's encode).
-    pub fn encoded(demoted: u64, dropped_provenance: u64) -> Self {
-        CarrierCounts {
-            demoted,
-            dropped_provenance,
-            ..CarrierCounts::default()
-        }
-    }
-
     /// Every outcome with its count, in a fixed order, by its metric label (`reattached`,
     /// `passed_through`, `demoted`, `dropped_provenance`, `missing`, `dropped_prefix`,
     /// `dropped_upstream`).

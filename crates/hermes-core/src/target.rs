@@ -142,12 +142,12 @@ impl RouteTarget {
     }
 
     /// True when the host is `domain` or one of its subdomains.
-    pub fn host_within(&self, domain: &str) -> bool {
+    pub(crate) fn host_within(&self, domain: &str) -> bool {
         self.host.as_ref().is_some_and(|h| h.is_within(domain))
     }
 
     /// True when the lowercased model id contains `needle` (lowercase).
-    pub fn model_contains(&self, needle: &str) -> bool {
+    pub(crate) fn model_contains(&self, needle: &str) -> bool {
         self.model.to_lowercase().contains(needle)
     }
 }

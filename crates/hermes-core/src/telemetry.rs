@@ -43,7 +43,7 @@ pub(crate) const OPERATION: &str = "chat";
 /// the spec has one (`openai`, `anthropic`, `aws.bedrock`, `gcp.gemini`, `gcp.vertex_ai`,
 /// `azure.ai.inference`, `deepseek`, `mistral_ai`, `groq`, `perplexity`, `x_ai`, `cohere`),
 /// else our id.
-pub fn provider_name(provider: &str) -> &str {
+pub(crate) fn provider_name(provider: &str) -> &str {
     match provider {
         "openai" | "openai-responses" => "openai",
         "anthropic" => "anthropic",
@@ -63,7 +63,7 @@ pub fn provider_name(provider: &str) -> &str {
 
 /// The spec's spelling of a finish reason (`stop`, `length`, `tool_calls`, `content_filter`,
 /// else the wire's own word).
-pub fn finish_reason(reason: &FinishReason) -> &str {
+pub(crate) fn finish_reason(reason: &FinishReason) -> &str {
     match reason {
         FinishReason::Stop => "stop",
         FinishReason::Length => "length",
@@ -76,7 +76,7 @@ pub fn finish_reason(reason: &FinishReason) -> &str {
 /// `error.type` for a failed request: the HTTP status code when the provider answered, else
 /// a short class (`timeout`, `connect`, `decode`, `stream`, `stalled`, `after_ok`, `request`,
 /// `unsupported`, `_OTHER`). Never the error's text (it may quote a request).
-pub fn error_type(error: &TransportError) -> String {
+pub(crate) fn error_type(error: &TransportError) -> String {
     match error {
         TransportError::Http { status, .. } => status.to_string(),
         TransportError::Timeout { .. } => "timeout".into(),

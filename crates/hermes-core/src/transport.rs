@@ -161,19 +161,6 @@ pub enum Wait {
     LeaseWait,
 }
 
-impl Wait {
-    /// The limit's name as `config.toml`'s `[limits]` spells it (`connect`, `first_byte`, …).
-    pub fn name(self) -> &'static str {
-        match self {
-            Wait::Connect => "connect",
-            Wait::FirstByte => "first_byte",
-            Wait::Idle => "idle",
-            Wait::Turn => "turn",
-            Wait::LeaseWait => "lease_wait",
-        }
-    }
-}
-
 /// Why a request failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -206,7 +193,7 @@ pub enum TransportError {
     #[error("the stream broke: {0}")]
     Stream(String),
     /// A streamed reply went silent for longer than the idle limit after it had begun (the
-    /// text says how far it got). Retried at most once ([`crate::driver::STALL_RETRIES`]): the
+    /// text says how far it got). Retried at most once (`crate::driver::STALL_RETRIES`): the
     /// stall itself already waited the whole idle limit.
     #[error("the stream stalled: {0}")]
     Stalled(String),
@@ -301,7 +288,7 @@ impl TransportError {
     }
 
     /// True for a stream that went silent after it had begun ([`TransportError::Stalled`]).
-    pub fn is_stall(&self) -> bool {
+    pub(crate) fn is_stall(&self) -> bool {
         matches!(self, TransportError::Stalled(_))
     }
 }

@@ -25,7 +25,7 @@ pub struct Verdict {
 
 impl Verdict {
     /// A verdict for `target`.
-    pub fn for_target(target: &RouteTarget, carriers: CarrierSet) -> Self {
+    pub(crate) fn for_target(target: &RouteTarget, carriers: CarrierSet) -> Self {
         Verdict {
             provider: target.provider.clone(),
             host: target.host_key(),
@@ -35,7 +35,7 @@ impl Verdict {
     }
 
     /// True when the verdict is keyed on `target`.
-    pub fn applies_to(&self, target: &RouteTarget) -> bool {
+    pub(crate) fn applies_to(&self, target: &RouteTarget) -> bool {
         keyed_on(&self.provider, &self.host, &self.model, target)
     }
 }
@@ -137,7 +137,7 @@ pub struct WireVerdict {
 
 impl WireVerdict {
     /// True when the verdict is about `wire` and `target`.
-    pub fn applies_to(&self, wire: &str, target: &RouteTarget) -> bool {
+    pub(crate) fn applies_to(&self, wire: &str, target: &RouteTarget) -> bool {
         self.wire == wire && keyed_on(&self.provider, &self.host, &self.model, target)
     }
 }

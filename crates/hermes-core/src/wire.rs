@@ -42,7 +42,7 @@ pub struct RequestParts<'a> {
     pub sampling: &'a Sampling,
     /// What a gateway client asked for in its own wire's terms (nothing by default): the wire
     /// that speaks that dialect to its provider honours it, every other refuses its server
-    /// tools ([`Passthrough::refused_by`]).
+    /// tools (`Passthrough::refused_by`).
     pub passthrough: &'a Passthrough,
 }
 
@@ -213,7 +213,7 @@ pub trait Wire: Send + Sync {
     /// defines it, and so honours [`RequestParts::passthrough`] written in it (the Anthropic
     /// wire to a Claude host for Anthropic's Messages; the Responses wire to OpenAI for
     /// OpenAI's Responses). The driver refuses what a wire that does not cannot drop
-    /// ([`Passthrough::refused_by`]) before it encodes. The default: no.
+    /// (`Passthrough::refused_by`) before it encodes. The default: no.
     fn takes_passthrough(&self, dialect: crate::Dialect) -> bool {
         let _ = dialect;
         false
