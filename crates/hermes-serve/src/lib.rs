@@ -603,10 +603,13 @@ async fn models(
             ids.push(target.clone());
         }
     }
-    // What the tenant may call (`allow_models`): an alias by what it names.
+    // What the tenant may call (`allow_models`): an alias by what it names. Without the
+    // simulators (`--allow-sim`), nothing that names one: the door would refuse it.
+    let simulated = !inner.engine.sim_profiles().is_empty();
     ids.retain(|id| {
         let target = inner.config.models.get(id).unwrap_or(id);
-        inner.config.policy.allows_model(&tenant, target)
+        (simulated || !target.starts_with("sim/"))
+            && inner.config.policy.allows_model(&tenant, target)
     });
     if error::speaks_anthropic("/v1/models", &headers) {
         // Anthropic's `GET /v1/models` page (`ModelInfo`: type, id, display_name, created_at).

@@ -595,9 +595,14 @@ fn sim_models_need_allow_sim_and_then_reach_every_simulator_profile() {
         assert_eq!(status, 404, "{model} without --allow-sim: {body}");
         assert_eq!(json_of(&body)["error"]["code"], "model_not_found", "{body}");
     }
+    // Nor does `GET /v1/models` offer what it would refuse: no alias or default naming one.
     let (status, listed) = http(&addr, "GET", "/v1/models", "");
     assert_eq!(status, 200, "{listed}");
-    assert!(!listed.contains("sim/deepseek-v4/*"), "{listed}");
+    assert!(!listed.contains("sim/"), "{listed}");
+    assert!(
+        !listed.contains("\"fast\"") && !listed.contains("claude-*"),
+        "{listed}"
+    );
     server.terminate();
 
     let (mut server, addr) = serving(
