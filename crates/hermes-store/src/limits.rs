@@ -280,21 +280,6 @@ impl Store {
         Ok(renewed)
     }
 
-    /// Frees the slot `holder` holds, if it still does.
-    pub async fn release_slot(
-        &self,
-        tenant: &str,
-        slot: i64,
-        holder: &str,
-    ) -> Result<(), StoreError> {
-        execute!(
-            &self.writes,
-            "UPDATE concurrency_slots SET expires_at = 0 WHERE tenant = $1 AND slot = $2 AND holder = $3",
-            [tenant, slot, holder]
-        )?;
-        Ok(())
-    }
-
     /// How many of `tenant`'s slots are held (unexpired) now.
     pub async fn slots_in_use(&self, tenant: &str) -> Result<u64, StoreError> {
         let row = sqlx::query(
