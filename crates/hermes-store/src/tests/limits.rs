@@ -120,7 +120,12 @@ async fn slots_are_claimed_up_to_the_maximum_and_free_themselves_when_they_expir
     assert!(b.claim_slot("globex", 1, "g", ttl).await.unwrap().is_some());
     // Released: claimable again at once.
     let (_, holder) = held.pop().unwrap();
-    assert_eq!(a.release_slots(std::slice::from_ref(&holder)).await.unwrap(), 1);
+    assert_eq!(
+        a.release_slots(std::slice::from_ref(&holder))
+            .await
+            .unwrap(),
+        1
+    );
     assert!(
         b.claim_slot("acme", 3, "next", short)
             .await
