@@ -990,7 +990,10 @@ mod tests {
         let files = [
             ("lib.rs", "mod a;\nmod b;\npub use a::A;\n"),
             ("a.rs", "use crate::b::B;\npub struct A(B);\n"),
-            ("b.rs", "pub struct B;\nfn f() -> super::a::A { todo!() }\n"),
+            (
+                "b.rs",
+                "pub struct B;\nfn f(b: B) -> super::a::A { super::a::A(b) }\n",
+            ),
         ];
         let circles = module_circles("src/", &crate_of(&files));
         assert_eq!(circles.len(), 1, "{circles:?}");

@@ -613,12 +613,14 @@ impl Limiter {
     fn expired_idle(&self) -> Vec<String> {
         let mut gone = Vec::new();
         if let Ok(mut idle) = self.idle.lock() {
+            // Each tenant's kept slots are oldest first (a drop pushes, a turn pops the newest):
+            // the expired ones are a prefix.
             for kept in idle.values_mut() {
-                let (old, young): (Vec<Idle>, Vec<Idle>) = std::mem::take(kept)
-                    .into_iter()
-                    .partition(|i| i.since.elapsed() >= SLOT_KEPT);
-                *kept = young;
-                gone.extend(old.into_iter().map(|i| i.holder));
+                let expired = kept
+                    .iter()
+                    .take_while(|i| i.since.elapsed() >= SLOT_KEPT)
+                    .count();
+                gone.extend(kept.drain(..expired).map(|i| i.holder));
             }
             idle.retain(|_, kept| !kept.is_empty());
         }
