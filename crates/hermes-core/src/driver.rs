@@ -1057,34 +1057,36 @@ fn upstream_span(
 ///
 /// [`Usage`]: crate::transport::Usage
 fn record_outcome(span: &tracing::Span, result: &Result<Reply, TransportError>, content: bool) {
+    // One `record_all` per outcome, not one `record` per field: a JSON file log re-reads and
+    // rewrites every field the span holds on each record (tracing-subscriber's `JsonFields`).
     match result {
         Ok(reply) => {
-            if let Some(origin) = &reply.message.origin {
-                span.record("gen_ai.response.model", origin.model.as_str());
-            }
-            if let Some(finish) = &reply.meta.finish {
-                span.record(
-                    "gen_ai.response.finish_reasons",
-                    crate::telemetry::finish_reason(finish),
-                );
-            }
-            if let Some(usage) = &reply.meta.usage {
-                // Signed: OpenTelemetry's integers are i64 (an unsigned one would be a string).
-                let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-                span.record("gen_ai.usage.input_tokens", int(usage.input));
-                span.record("gen_ai.usage.output_tokens", int(usage.output));
-                span.record("gen_ai.usage.reasoning.output_tokens", int(usage.reasoning));
-            }
-            if content {
-                span.record(
-                    "gen_ai.output.messages",
-                    crate::telemetry::output_messages(&reply.message, reply.meta.finish.as_ref()),
-                );
-            }
+            // Signed: OpenTelemetry's integers are i64 (an unsigned one would be a string).
+            let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+            let usage = reply.meta.usage.as_ref();
+            let output = content.then(|| {
+                crate::telemetry::output_messages(&reply.message, reply.meta.finish.as_ref())
+            });
+            tracing::record_all!(
+                span,
+                gen_ai.response.model = reply.message.origin.as_ref().map(|o| o.model.as_str()),
+                gen_ai.response.finish_reasons = reply
+                    .meta
+                    .finish
+                    .as_ref()
+                    .map(crate::telemetry::finish_reason),
+                gen_ai.usage.input_tokens = usage.map(|u| int(u.input)),
+                gen_ai.usage.output_tokens = usage.map(|u| int(u.output)),
+                gen_ai.usage.reasoning.output_tokens = usage.map(|u| int(u.reasoning)),
+                gen_ai.output.messages = output.as_deref(),
+            );
         }
         Err(error) => {
-            span.record("error.type", crate::telemetry::error_type(error));
-            span.record("otel.status_code", "error");
+            tracing::record_all!(
+                span,
+                error.type = crate::telemetry::error_type(error),
+                otel.status_code = "error",
+            );
         }
     }
 }

@@ -240,6 +240,30 @@ impl Engine {
         names
     }
 
+    /// Whether `name` is one of [`Engine::provider_names`], asked per gateway request without
+    /// building and sorting the whole list.
+    pub fn knows_provider(&self, name: &str) -> bool {
+        // The list holds ids as registered: lowercase, without spaces (the wire registry's own
+        // lookup would forgive either).
+        if name
+            .bytes()
+            .any(|b| b.is_ascii_uppercase() || b.is_ascii_whitespace())
+        {
+            return false;
+        }
+        (name == "sim" && self.simulators.is_some())
+            || self.wires.provider(name).is_some()
+            || self
+                .table
+                .routes()
+                .any(|r| r.matcher().providers.iter().any(|p| p == name))
+            || self
+                .table
+                .families()
+                .iter()
+                .any(|f| f.matcher.providers.iter().any(|p| p == name))
+    }
+
     /// Refuses a provider name this engine does not know, named on the command line or as
     /// config's default, when nothing gives it a base URL (a mistyped `--provider deepseeek`):
     /// "unknown provider", with the nearest known name. A name with a base URL is a provider of

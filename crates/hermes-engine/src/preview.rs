@@ -225,7 +225,12 @@ impl Preview {
         mut self,
         store: &hermes_store::Store,
     ) -> Result<Preview, EngineError> {
-        crate::turn::mark_left_out(store, &mut self.conversation.messages).await?;
+        crate::turn::mark_left_out(
+            store,
+            &mut self.conversation.messages,
+            &crate::turn::LeftOutKnown::default(),
+        )
+        .await?;
         Ok(self)
     }
 

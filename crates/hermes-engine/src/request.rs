@@ -543,6 +543,7 @@ impl Engine {
             thinking,
             mut conversation,
             tip,
+            left_out,
         } = open_snapshot(
             self,
             &choice,
@@ -676,6 +677,7 @@ impl Engine {
             reprobe_after: settings.reprobe_after,
             unverified,
             receipt,
+            left_out: &left_out,
         };
         let outcome = drive(
             &parts,

@@ -201,6 +201,9 @@ impl ChatSession {
             thinking,
             conversation,
             tip,
+            // A session lives over many turns, marks made between them: each turn looks its
+            // carriers up.
+            left_out: _,
         } = open_snapshot(
             engine,
             &options.choice,
@@ -336,6 +339,7 @@ impl ChatSession {
             reprobe_after: self.reprobe_after,
             unverified: hermes_core::CarrierSet::NONE,
             receipt: None,
+            left_out: &crate::turn::LeftOutKnown::default(),
         };
         let result = crate::turn::drive(
             &parts,
@@ -775,6 +779,8 @@ pub(crate) struct Opened {
     pub(crate) conversation: Conversation,
     /// Where the stored session ended when it was read (none for a new session).
     pub(crate) tip: Option<hermes_store::Tip>,
+    /// What the read of its view said of its turns' carriers being left out.
+    pub(crate) left_out: crate::turn::LeftOutKnown,
 }
 
 /// Settles a chat session or a request on a stored session's `snapshot` (or none, for a new
@@ -803,6 +809,10 @@ pub(crate) fn open_snapshot(
         snapshot.as_ref().and_then(|s| s.thinking),
         defaults.effort,
     );
+    let left_out = snapshot
+        .as_ref()
+        .map(|s| crate::turn::LeftOutKnown::of(&s.active))
+        .unwrap_or_default();
     let (tip, conversation) = match snapshot {
         Some(snapshot) => (
             Some(snapshot.tip.clone()),
@@ -819,6 +829,7 @@ pub(crate) fn open_snapshot(
         thinking,
         conversation,
         tip,
+        left_out,
     })
 }
 

@@ -2,6 +2,7 @@
 //! of the turn, the store adapter, the driver, the turn limit, and credential refusals turned
 //! into one clear error.
 
+use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -52,6 +53,8 @@ pub(crate) struct TurnParts<'a> {
     pub(crate) unverified: CarrierSet,
     /// The request's idempotency claim, turned into its receipt by each stored step.
     pub(crate) receipt: Option<&'a crate::receipt::Pending>,
+    /// What the read of the stored view already said of its turns' carriers being left out.
+    pub(crate) left_out: &'a LeftOutKnown,
 }
 
 /// What a turn does.
@@ -89,6 +92,7 @@ pub(crate) async fn drive(
         reprobe_after,
         unverified,
         receipt,
+        left_out,
     } = *parts;
     let fleet = FleetTurn::start(
         store,
@@ -102,7 +106,7 @@ pub(crate) async fn drive(
     .await?;
     // Turns an earlier request of the conversation left out, on any replica, stay out (docs/spec.md
     // §5a 3): marked on the history every request of this turn encodes from.
-    mark_left_out(store, &mut conversation.messages).await?;
+    mark_left_out(store, &mut conversation.messages, left_out).await?;
     let log = match destination {
         Destination::Stored(id) => StoreLog::stored(store, id),
         Destination::AtTip { tip, landed } => StoreLog::at_tip(store, tip, landed),
@@ -219,17 +223,50 @@ async fn checkpoint(
     Ok(outcome)
 }
 
+/// Which stored turns an earlier request left out for good, as the read of the view said
+/// ([`hermes_store::StoredMessage::carrier`]): the carrier ids it checked and those it found
+/// marked. [`mark_left_out`] looks up only the ids it did not check (a client's own carriers,
+/// rows written before carrier ids were stored).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LeftOutKnown {
+    checked: BTreeSet<String>,
+    marked: BTreeSet<String>,
+}
+
+impl LeftOutKnown {
+    /// What the view `active` says.
+    pub(crate) fn of(active: &[hermes_store::StoredMessage]) -> LeftOutKnown {
+        let mut known = LeftOutKnown::default();
+        for state in active.iter().filter_map(|m| m.carrier.as_ref()) {
+            if state.left_out {
+                known.marked.insert(state.id.clone());
+            }
+            known.checked.insert(state.id.clone());
+        }
+        known
+    }
+}
+
 /// Marks the turns of `messages` whose carriers an earlier request left out for good (docs/spec.md
-/// §5a 3, [`hermes_core::left_out::LEFT_OUT_KEY`]), as the store records them.
+/// §5a 3, [`hermes_core::left_out::LEFT_OUT_KEY`]), as the store records them: what `known` says
+/// of the turns the view read, and one lookup for any other carrier id.
 pub(crate) async fn mark_left_out(
     store: &Store,
     messages: &mut [Message],
+    known: &LeftOutKnown,
 ) -> Result<(), EngineError> {
     let ids = hermes_core::left_out::carrier_ids(messages);
     if ids.is_empty() {
         return Ok(());
     }
-    let marked = store.left_out_among(&ids).await?;
+    let unknown: Vec<String> = ids
+        .into_iter()
+        .filter(|id| !known.checked.contains(id))
+        .collect();
+    let mut marked = known.marked.clone();
+    if !unknown.is_empty() {
+        marked.extend(store.left_out_among(&unknown).await?);
+    }
     let count = hermes_core::left_out::mark(messages, &marked);
     if count > 0 {
         tracing::debug!(

@@ -105,7 +105,7 @@ pub(crate) fn resolve(
     };
 
     let provider = provider.to_ascii_lowercase();
-    if !engine.provider_names().contains(&provider) {
+    if !engine.knows_provider(&provider) {
         return Err(ApiError::unknown_model(model));
     }
     if provider == "sim" {

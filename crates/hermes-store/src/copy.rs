@@ -41,7 +41,7 @@ pub(crate) struct RawSession {
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct RawMessage {
     position: i64,
-    texts: [Option<String>; 15],
+    texts: [Option<String>; 16],
     created_at: i64,
     sort_key: Option<i64>,
     archived_at: Option<i64>,
@@ -50,7 +50,7 @@ struct RawMessage {
 }
 
 /// The text columns of `messages`, in [`RawMessage::texts`] order.
-const MESSAGE_TEXTS: [&str; 15] = [
+const MESSAGE_TEXTS: [&str; 16] = [
     "role",
     "content",
     "tool_calls",
@@ -66,6 +66,7 @@ const MESSAGE_TEXTS: [&str; 15] = [
     "key_order",
     "match_key",
     "chain_key",
+    "carrier_id",
 ];
 
 /// What [`Store::copy_into`] did.
@@ -119,7 +120,7 @@ impl RawSession {
 
 impl RawMessage {
     fn from_row(r: &crate::DbRow) -> Result<Self, StoreError> {
-        let mut texts: [Option<String>; 15] = Default::default();
+        let mut texts: [Option<String>; 16] = Default::default();
         for (slot, column) in texts.iter_mut().zip(MESSAGE_TEXTS) {
             *slot = r.try_get(column).db()?;
         }
@@ -150,8 +151,8 @@ impl Store {
         let rows = sqlx::query(
             "SELECT position, role, content, tool_calls, tool_call_id, name, reasoning_content, \
              reasoning, reasoning_details, origin_provider, origin_host, origin_model, extra, \
-             key_order, match_key, chain_key, created_at, sort_key, archived_at, archived_rev, kind \
-             FROM messages \
+             key_order, match_key, chain_key, carrier_id, created_at, sort_key, archived_at, \
+             archived_rev, kind FROM messages \
              WHERE session_id = $1 ORDER BY position",
         )
         .bind(id)
@@ -280,9 +281,9 @@ impl Store {
             let mut query = sqlx::query(
                 "INSERT INTO messages (session_id, position, role, content, tool_calls, tool_call_id, \
                  name, reasoning_content, reasoning, reasoning_details, origin_provider, origin_host, \
-                 origin_model, extra, key_order, match_key, chain_key, created_at, sort_key, archived_at, \
-                 archived_rev, kind) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-                 $15, $16, $17, $18, $19, $20, $21, $22)",
+                 origin_model, extra, key_order, match_key, chain_key, carrier_id, created_at, sort_key, \
+                 archived_at, archived_rev, kind) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+                 $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)",
             )
             .bind(&session.id)
             .bind(m.position);

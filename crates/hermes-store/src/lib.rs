@@ -253,6 +253,11 @@ const SQLITE_STEPS: &[(i64, &str, &str)] = &[
         "chain keys",
         include_str!("../migrations/sqlite/0018_chain_keys.sql"),
     ),
+    (
+        19,
+        "carrier ids",
+        include_str!("../migrations/sqlite/0019_carrier_ids.sql"),
+    ),
 ];
 
 /// The SQLite schema.
@@ -325,6 +330,11 @@ const POSTGRES_STEPS: &[(i64, &str, &str)] = &[
         13,
         "chain keys",
         include_str!("../migrations/postgres/0013_chain_keys.sql"),
+    ),
+    (
+        14,
+        "carrier ids",
+        include_str!("../migrations/postgres/0014_carrier_ids.sql"),
     ),
 ];
 
@@ -568,8 +578,26 @@ pub struct StoredMessage {
     pub checkpoint: bool,
     /// The message.
     pub message: Message,
+    /// The turn's carrier id as stored with the row, and whether an earlier request left those
+    /// carriers out for good, as of the read ([`Store::mark_left_out`]); `None` for a row
+    /// without carriers, or written before carrier ids were stored (its id is computed and
+    /// looked up with [`Store::left_out_among`]).
+    pub carrier: Option<CarrierState>,
 }
 
+/// A stored turn's carrier id and whether its carriers were left out for good
+/// ([`StoredMessage::carrier`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CarrierState {
+    /// [`hermes_core::left_out::carrier_id`] of the turn, as written with its row.
+    pub id: String,
+    /// An earlier request of the conversation left these carriers out for good.
+    pub left_out: bool,
+}
+
+/// A view row: [`message_columns!`], then `archived_at, kind, sort_key` and
+/// [`carrier_columns!`].
 fn stored_message(session: &str, r: &DbRow) -> Result<StoredMessage, StoreError> {
     let row = MessageRow::<&str>::from_sql(r)?;
     let archived: Option<i64> = r.try_get("archived_at").db()?;
@@ -584,6 +612,16 @@ fn stored_message(session: &str, r: &DbRow) -> Result<StoredMessage, StoreError>
         archived: archived.is_some(),
         checkpoint: kind == "checkpoint",
         message,
+        carrier: match r.try_get::<Option<String>, _>("carrier_id").db()? {
+            Some(id) => Some(CarrierState {
+                left_out: r
+                    .try_get::<Option<String>, _>("carrier_left_out")
+                    .db()?
+                    .is_some(),
+                id,
+            }),
+            None => None,
+        },
     })
 }
 
@@ -1879,8 +1917,9 @@ where
     let rows = sqlx::query(concat!(
         "SELECT ",
         message_columns!(),
-        ", archived_at, kind, sort_key FROM messages WHERE session_id = $1 AND archived_at IS NULL \
-         ORDER BY position"
+        ", archived_at, kind, sort_key",
+        carrier_columns!(),
+        " FROM messages WHERE session_id = $1 AND archived_at IS NULL ORDER BY position"
     ))
     .bind(session)
     .fetch_all(conn)

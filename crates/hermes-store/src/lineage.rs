@@ -138,7 +138,9 @@ pub(crate) fn level_sql(level: &Level, own: OwnRows, first: usize) -> String {
         concat!(
             "SELECT ",
             message_columns!(),
-            ", archived_at, kind, sort_key, CAST({depth} AS BIGINT) AS depth FROM messages \
+            ", archived_at, kind, sort_key",
+            carrier_columns!(),
+            ", CAST({depth} AS BIGINT) AS depth FROM messages \
              WHERE session_id = ${first}{condition}"
         ),
         depth = level.depth,

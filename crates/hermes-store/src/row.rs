@@ -14,6 +14,17 @@ macro_rules! message_columns {
     };
 }
 
+/// What a view read adds to [`message_columns!`] of a `messages` row: its carrier id and, when
+/// an earlier request left that turn's carriers out for good, the id again from
+/// `left_out_carriers` (one probe of its primary key), so the view and the marks on it are of
+/// one moment and one statement.
+macro_rules! carrier_columns {
+    () => {
+        ", carrier_id, (SELECT lo.carrier FROM left_out_carriers lo \
+         WHERE lo.carrier = messages.carrier_id) AS carrier_left_out"
+    };
+}
+
 /// A message as stored: each column's text, owned (`S = String`, a row to write) or borrowed
 /// from a row read back (`S = &str`, no copy).
 #[derive(Debug, Default)]
@@ -37,6 +48,10 @@ pub(crate) struct MessageRow<S = String> {
     /// [`hermes_core::normal::chain_keys`]: set by [`crate::chain_rows`] where the chain before
     /// the row is known; written, never read back into the message.
     pub(crate) chain_key: Option<String>,
+    /// [`hermes_core::left_out::carrier_id`]: written so a view read can say whether the
+    /// turn's carriers were left out for good ([`carrier_columns!`]); never read back into the
+    /// message.
+    pub(crate) carrier_id: Option<String>,
 }
 
 struct ExtraKeys<'a>(&'a [(String, RawJson)]);
@@ -67,9 +82,9 @@ pub(crate) fn push_raw(out: &mut String, key: &str, raw: &str) {
 }
 
 /// The columns of one `messages` row an insert binds.
-const COLUMNS: usize = 18;
+const COLUMNS: usize = 19;
 
-/// Rows per multi-row insert: 64 × 17 binds stays far below SQLite's 32,766 and PostgreSQL's
+/// Rows per multi-row insert: 64 × 19 binds stays far below SQLite's 32,766 and PostgreSQL's
 /// 65,535.
 pub(crate) const ROWS_PER_INSERT: usize = 64;
 
@@ -122,6 +137,7 @@ impl MessageRow {
             key_order: msg.key_order.as_ref().map(ToString::to_string),
             match_key: hermes_core::normal::match_key(msg),
             chain_key: None,
+            carrier_id: hermes_core::left_out::carrier_id(msg),
         })
     }
 
@@ -135,15 +151,20 @@ impl MessageRow {
         now: i64,
     ) -> Result<(), StoreError> {
         for chunk in rows.chunks(ROWS_PER_INSERT) {
-            // The chain key is named only when a row has one (rows of the paths that do not
-            // chain are written as before it existed).
+            // The chain key and the carrier id are each named only when a row has one (rows of
+            // the paths that do not chain, and rows without carriers, are written as before
+            // those columns existed).
             let chained = chunk.iter().any(|r| r.chain_key.is_some());
-            let columns = COLUMNS - usize::from(!chained);
+            let carried = chunk.iter().any(|r| r.carrier_id.is_some());
+            let columns = COLUMNS - usize::from(!chained) - usize::from(!carried);
             let mut sql = String::from(
                 "INSERT INTO messages (session_id, position, role, content, tool_calls, tool_call_id, name, \
                  reasoning_content, reasoning, reasoning_details, origin_provider, origin_host, origin_model, extra, key_order, created_at, \
                  match_key",
             );
+            if carried {
+                sql.push_str(", carrier_id");
+            }
             sql.push_str(if chained {
                 ", chain_key) VALUES "
             } else {
@@ -180,6 +201,9 @@ impl MessageRow {
                     .bind(&row.key_order)
                     .bind(now)
                     .bind(&row.match_key);
+                if carried {
+                    query = query.bind(&row.carrier_id);
+                }
                 if chained {
                     query = query.bind(&row.chain_key);
                 }
@@ -300,6 +324,7 @@ impl<'r> MessageRow<&'r str> {
             key_order: row.try_get(13).db()?,
             match_key: None,
             chain_key: None,
+            carrier_id: None,
         })
     }
 

@@ -627,3 +627,25 @@ fn vertex_takes_config_first_then_the_official_sdks_variables() {
         assert!(!text.contains("PROJECT\""), "{text}");
     }
 }
+
+#[test]
+fn knows_provider_answers_as_the_sorted_list_does() {
+    let bare = Engine::builtin();
+    let named = Engine::builtin().with_simulators(std::sync::Arc::new(Offered(sims())));
+    for engine in [&bare, &named] {
+        let names = engine.provider_names();
+        assert!(names.len() > 5, "{names:?}");
+        for name in &names {
+            assert!(engine.knows_provider(name), "{name}");
+        }
+        for unknown in ["deepseeek", "", "openai2", "Sim", "DeepSeek", " deepseek"] {
+            assert_eq!(
+                engine.knows_provider(unknown),
+                names.iter().any(|n| n == unknown),
+                "{unknown}"
+            );
+        }
+    }
+    assert!(!bare.knows_provider("sim"));
+    assert!(named.knows_provider("sim"));
+}

@@ -106,13 +106,25 @@ async fn a_newer_release_migrates_what_an_older_one_made(db: TestDb) {
     let all: Vec<i64> = steps(&db.location).iter().map(|s| s.0).collect();
     let older = Store::open_as_older(&db.location, 1).await.unwrap();
     assert_eq!(applied(&older).await, all[..all.len() - 1]);
+    // What an older build wrote, written by this one on the older schema: a turn without
+    // carriers (this build names the last step's `carrier_id` only for a turn that has them).
+    let plain: Vec<Message> = serde_json::from_str(
+        r#"[{"role":"user","content":"q0"},{"role":"assistant","content":"a0"}]"#,
+    )
+    .unwrap();
     let id = older
-        .create_with_messages(&NewSession::default(), &exchange(0))
+        .create_with_messages(&NewSession::default(), &plain)
         .await
         .unwrap();
     let newer = db.open().await;
     assert_eq!(applied(&newer).await, all);
-    assert_eq!(newer.messages(&id).await.unwrap(), exchange(0));
+    assert_eq!(newer.messages(&id).await.unwrap(), plain);
+    // And the migrated store goes on with turns that carry reasoning.
+    let tip = newer.tip(&id).await.unwrap();
+    newer.compare_and_append(&tip, &exchange(1)).await.unwrap();
+    let mut whole = plain.clone();
+    whole.extend(exchange(1));
+    assert_eq!(newer.messages(&id).await.unwrap(), whole);
 }
 
 /// Steps of already-released history that hold a statement the additive rule refuses, each
