@@ -30,16 +30,16 @@ use serde_json::{Value, json};
 const NEW_CEILING: u64 = 12;
 
 /// Statements of a continued turn (matched, re-attached, one step stored) on SQLite, the
-/// fewest of a conversation's continued turns: 7 today — the receipt's claim; the lookup that
-/// returns the session row and its tip; the active view, which says of each turn whether its
-/// carriers were left out for good; the session's revision, the step's rows, the tenant's
+/// fewest of a conversation's continued turns: 6 today — the receipt's claim; one read (the
+/// lookup, the session row with its tip and its active view, which says of each turn whether
+/// its carriers were left out for good); the session's revision, the step's rows, the tenant's
 /// usage and the receipt in the write transaction. The rate window and the concurrency slot
 /// cost no statement of their own (a lease of places, a slot kept for the tenant's next turn).
-const CONTINUED_TYPICAL_SQLITE: u64 = 7;
+const CONTINUED_TYPICAL_SQLITE: u64 = 6;
 
-/// [`CONTINUED_TYPICAL_SQLITE`] on PostgreSQL: 10 today (the session's advisory lock, and sqlx
-/// logs the two `COMMIT`s there).
-const CONTINUED_TYPICAL_POSTGRES: u64 = 10;
+/// [`CONTINUED_TYPICAL_SQLITE`] on PostgreSQL: 8 today (the session's advisory lock, and sqlx
+/// logs the write transaction's `COMMIT` there).
+const CONTINUED_TYPICAL_POSTGRES: u64 = 8;
 
 /// What any continued turn runs beyond its backend's typical count at most: the reads a
 /// replica makes at most every half second or second (a key row, the tenant's spend, the

@@ -61,7 +61,8 @@ pub fn revocable_key_id(given: &str) -> Option<&str> {
 pub struct Chained {
     /// The sessions found, best first.
     pub candidates: Vec<String>,
-    /// The first of them, read in the lookup's transaction.
+    /// The first of them, read whole: in the lookup's own statement, or (a branch sharing a
+    /// prefix by reference) through its lineage right after it.
     pub first: Option<crate::Snapshot>,
 }
 
@@ -485,11 +486,12 @@ impl Store {
     /// one of `keys`, chain keys ([`hermes_core::normal::chain_keys`]) of a client's assistant
     /// messages in history order: by the latest key first, then the most recently updated
     /// session, at most `limit`; and the first of them read whole ([`Store::snapshot`]), as of
-    /// one moment with the lookup. One read transaction of two statements: the lookup returns
-    /// the sessions' rows with their tips, so only the first one's active view is read after it.
-    /// One probe of `messages (chain_key)` per key, whatever other conversations share a reply;
-    /// rows without a chain key are never found here ([`Store::find_candidates`] finds them by
-    /// match key).
+    /// one moment with the lookup. One statement ([`chain_view_sql`]): the sessions' rows with
+    /// their tips, then the first one's active view; a first one that is a branch sharing a
+    /// prefix by reference is read through its lineage after it ([`Store::snapshot`], one
+    /// read transaction of its own). One probe of `messages (chain_key)` per key, whatever
+    /// other conversations share a reply; rows without a chain key are never found here
+    /// ([`Store::find_candidates`] finds them by match key).
     pub async fn find_by_chain(
         &self,
         tenant: &str,
@@ -500,7 +502,7 @@ impl Store {
         if keys.is_empty() {
             return Ok(Chained::default());
         }
-        let sql = chain_sql(keys.len(), partition.is_some(), limit);
+        let sql = chain_view_sql(keys.len(), partition.is_some(), limit);
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(tenant);
         for key in keys {
             query = query.bind(*key);
@@ -508,18 +510,30 @@ impl Store {
         if let Some(partition) = partition {
             query = query.bind(partition);
         }
-        let mut tx = self.read_tx().await?;
-        let rows = query.fetch_all(&mut *tx).await.db()?;
-        let mut candidates = Vec::with_capacity(rows.len());
-        for row in &rows {
+        let rows = query.fetch_all(&self.pool).await.db()?;
+        // The sessions come first (`part` 0, best first), then the first one's rows.
+        let split = rows
+            .iter()
+            .position(|r| r.try_get::<i64, _>("part").map_or(true, |part| part != 0))
+            .unwrap_or(rows.len());
+        let (sessions, view) = rows.split_at(split);
+        let mut candidates = Vec::with_capacity(sessions.len());
+        for row in sessions {
             candidates.push(row.try_get::<String, _>("id").db()?);
         }
-        let first = match rows.first() {
-            Some(row) => Some(crate::tip::snapshot_from_row(&mut tx, &candidates[0], row).await?),
+        let first = match sessions.first() {
             None => None,
+            Some(row) => {
+                let id = &candidates[0];
+                let meta = crate::meta_from_row(row)?;
+                if meta.fork.is_some() {
+                    Some(self.snapshot(id).await?)
+                } else {
+                    let active = crate::unforked_view(id, view)?;
+                    Some(crate::tip::snapshot_of(id, meta, row, active)?)
+                }
+            }
         };
-        drop(rows);
-        tx.commit().await.db()?;
         Ok(Chained { candidates, first })
     }
 
@@ -572,7 +586,8 @@ pub(crate) fn chain_sql(keys: usize, partitioned: bool, limit: usize) -> String 
         "s.partition_key IS NULL".to_owned()
     };
     format!(
-        "SELECT {}, {} FROM (SELECT m.session_id AS found, \
+        "SELECT {}, {}, ROW_NUMBER() OVER (ORDER BY c.key_index DESC, s.updated_at DESC, \
+         s.id DESC) AS ord FROM (SELECT m.session_id AS found, \
          MAX(CAST(CASE m.chain_key{rank} END AS BIGINT)) AS key_index \
          FROM messages m CROSS JOIN sessions s \
          WHERE s.id = m.session_id AND m.chain_key IS NOT NULL AND m.chain_key IN ({}) \
@@ -583,6 +598,73 @@ pub(crate) fn chain_sql(keys: usize, partitioned: bool, limit: usize) -> String 
         crate::tip::tip_columns!("s.id"),
         placeholders.join(", ")
     )
+}
+
+/// The one statement of [`Store::find_by_chain`]: [`chain_sql`]'s sessions (`part` 0, `ord`
+/// their rank), then, when the first of them inherits nothing, its active rows (`part` 1, `ord`
+/// their position; [`message_columns!`], `archived_at, kind, sort_key` and
+/// [`carrier_columns!`]), each arm padding the other's columns with `NULL`. One statement reads
+/// one moment on either backend (SQLite's implicit read transaction, PostgreSQL's statement
+/// snapshot), so no transaction is begun for it.
+pub(crate) fn chain_view_sql(keys: usize, partitioned: bool, limit: usize) -> String {
+    let view_columns = concat!(
+        message_columns!(),
+        ", archived_at, kind, sort_key",
+        carrier_columns!()
+    );
+    let session_columns = concat!(session_columns!(), ", last_position, chain_state");
+    let names = |columns: &'static str| -> Vec<&'static str> {
+        split_columns(columns)
+            .into_iter()
+            .map(|c| c.rsplit(' ').next().unwrap_or(c))
+            .collect()
+    };
+    let nulls = |columns: &'static str| -> String {
+        names(columns)
+            .iter()
+            .map(|name| format!("NULL AS {name}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "WITH c AS ({chain}) \
+         SELECT {view_nulls}, CAST(0 AS BIGINT) AS part, ord, {sessions} FROM c \
+         UNION ALL \
+         SELECT {view_columns}, CAST(1 AS BIGINT), messages.position, {session_nulls} \
+         FROM c CROSS JOIN messages WHERE c.ord = 1 \
+         AND (c.parent_id IS NULL OR c.fork_revision IS NULL OR c.fork_last IS NULL \
+         OR c.fork_count IS NULL) \
+         AND messages.session_id = c.id AND messages.archived_at IS NULL \
+         ORDER BY part, ord",
+        chain = chain_sql(keys, partitioned, limit),
+        view_nulls = nulls(view_columns),
+        sessions = session_columns,
+        session_nulls = names(session_columns)
+            .iter()
+            .map(|_| "NULL")
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
+}
+
+/// The top-level columns of a select list, split at the commas outside parentheses.
+fn split_columns(columns: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, c) in columns.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                out.push(columns[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(columns[start..].trim());
+    out.retain(|c| !c.is_empty());
+    out
 }
 
 /// The query of [`Store::find_by_keys`] for one chunk of `(index, key)` pairs ([`chain_sql`]

@@ -1925,6 +1925,16 @@ where
     .fetch_all(conn)
     .await
     .db()?;
+    unforked_view(session, &rows)
+}
+
+/// The active view of `session`, a session that inherits nothing, from its active rows read in
+/// position order (each a view row, [`stored_message`]): checkpoints and shrunk rows moved to
+/// their slots with a stable sort.
+pub(crate) fn unforked_view(
+    session: &str,
+    rows: &[DbRow],
+) -> Result<Vec<StoredMessage>, StoreError> {
     let mut keyed = rows
         .iter()
         .map(|r| {

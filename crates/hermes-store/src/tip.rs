@@ -351,10 +351,6 @@ pub(crate) async fn snapshot_from_row(
     row: &crate::DbRow,
 ) -> Result<Snapshot, StoreError> {
     let meta = meta_from_row(row)?;
-    // The chain state is the last user or assistant row's own chain key (`NULL` there: the
-    // chain is not known, and the rows after it are not chained).
-    let chain: Option<String> = row.try_get("chain_state").db()?;
-    let tip = tip_of(session, row)?.with_chain(chain);
     // A session that inherits nothing (most of them) is read by its own rows alone, as
     // before branches shared prefixes; a branch through its lineage (still one statement).
     let active = if meta.fork.is_some() {
@@ -362,6 +358,21 @@ pub(crate) async fn snapshot_from_row(
     } else {
         read_unforked_active(&mut **tx, session).await?
     };
+    snapshot_of(session, meta, row, active)
+}
+
+/// The snapshot of `session` whose row (its columns and [`tip_columns!`]) is `row`, decoded as
+/// `meta`, with its active view `active`, read as of the same moment.
+pub(crate) fn snapshot_of(
+    session: &str,
+    meta: SessionMeta,
+    row: &crate::DbRow,
+    active: Vec<StoredMessage>,
+) -> Result<Snapshot, StoreError> {
+    // The chain state is the last user or assistant row's own chain key (`NULL` there: the
+    // chain is not known, and the rows after it are not chained).
+    let chain: Option<String> = row.try_get("chain_state").db()?;
+    let tip = tip_of(session, row)?.with_chain(chain);
     Ok(Snapshot {
         verdicts: member_of(session, &meta.model_config)?,
         wire_verdicts: member_of(session, &meta.model_config)?,
