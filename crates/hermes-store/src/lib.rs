@@ -1949,7 +1949,7 @@ pub(crate) fn unforked_view(
 }
 
 /// A token count as the database holds it (a count beyond `i64::MAX` is taken as `i64::MAX`).
-fn token_count(count: u64) -> i64 {
+pub(crate) fn token_count(count: u64) -> i64 {
     i64::try_from(count).unwrap_or(i64::MAX)
 }
 

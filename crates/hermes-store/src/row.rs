@@ -151,66 +151,80 @@ impl MessageRow {
         now: i64,
     ) -> Result<(), StoreError> {
         for chunk in rows.chunks(ROWS_PER_INSERT) {
-            // The chain key and the carrier id are each named only when a row has one (rows of
-            // the paths that do not chain, and rows without carriers, are written as before
-            // those columns existed).
-            let chained = chunk.iter().any(|r| r.chain_key.is_some());
-            let carried = chunk.iter().any(|r| r.carrier_id.is_some());
-            let columns = COLUMNS - usize::from(!chained) - usize::from(!carried);
-            let mut sql = String::from(
-                "INSERT INTO messages (session_id, position, role, content, tool_calls, tool_call_id, name, \
-                 reasoning_content, reasoning, reasoning_details, origin_provider, origin_host, origin_model, extra, key_order, created_at, \
-                 match_key",
-            );
-            if carried {
-                sql.push_str(", carrier_id");
-            }
-            sql.push_str(if chained {
-                ", chain_key) VALUES "
-            } else {
-                ") VALUES "
-            });
-            for i in 0..chunk.len() {
-                let first = i * columns + 1;
-                let marks: Vec<String> =
-                    (first..first + columns).map(|n| format!("${n}")).collect();
-                if i > 0 {
-                    sql.push_str(", ");
-                }
-                sql.push('(');
-                sql.push_str(&marks.join(", "));
-                sql.push(')');
-            }
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for row in chunk {
-                query = query
-                    .bind(session)
-                    .bind(row.position)
-                    .bind(&row.role)
-                    .bind(&row.content)
-                    .bind(&row.tool_calls)
-                    .bind(&row.tool_call_id)
-                    .bind(&row.name)
-                    .bind(&row.reasoning_content)
-                    .bind(&row.reasoning)
-                    .bind(&row.reasoning_details)
-                    .bind(&row.origin_provider)
-                    .bind(&row.origin_host)
-                    .bind(&row.origin_model)
-                    .bind(&row.extra)
-                    .bind(&row.key_order)
-                    .bind(now)
-                    .bind(&row.match_key);
-                if carried {
-                    query = query.bind(&row.carrier_id);
-                }
-                if chained {
-                    query = query.bind(&row.chain_key);
-                }
-            }
+            let (columns, values) = Self::values_sql(chunk, 1);
+            let sql = format!("INSERT INTO messages ({columns}) VALUES {values}");
+            let query = Self::bind_all(sqlx::query(sqlx::AssertSqlSafe(sql)), chunk, session, now);
             crate::DbResult::db(query.execute(&mut *conn).await)?;
         }
         Ok(())
+    }
+
+    /// The column list and the `VALUES` rows of an insert of `rows` (at most
+    /// [`ROWS_PER_INSERT`]), placeholders numbered from `$first`; [`MessageRow::bind_all`] binds
+    /// them in that order. The chain key and the carrier id are each named only when a row has
+    /// one (rows of the paths that do not chain, and rows without carriers, are written as
+    /// before those columns existed).
+    pub(crate) fn values_sql(rows: &[MessageRow], first: usize) -> (String, String) {
+        let chained = rows.iter().any(|r| r.chain_key.is_some());
+        let carried = rows.iter().any(|r| r.carrier_id.is_some());
+        let width = COLUMNS - usize::from(!chained) - usize::from(!carried);
+        let mut columns = String::from(
+            "session_id, position, role, content, tool_calls, tool_call_id, name, \
+             reasoning_content, reasoning, reasoning_details, origin_provider, origin_host, \
+             origin_model, extra, key_order, created_at, match_key",
+        );
+        if carried {
+            columns.push_str(", carrier_id");
+        }
+        if chained {
+            columns.push_str(", chain_key");
+        }
+        let values: Vec<String> = (0..rows.len())
+            .map(|i| {
+                let start = first + i * width;
+                let marks: Vec<String> = (start..start + width).map(|n| format!("${n}")).collect();
+                format!("({})", marks.join(", "))
+            })
+            .collect();
+        (columns, values.join(", "))
+    }
+
+    /// Binds `rows` of `session`, written at `now`, in [`MessageRow::values_sql`]'s order.
+    pub(crate) fn bind_all<'q>(
+        mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+        rows: &'q [MessageRow],
+        session: &'q str,
+        now: i64,
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+        let chained = rows.iter().any(|r| r.chain_key.is_some());
+        let carried = rows.iter().any(|r| r.carrier_id.is_some());
+        for row in rows {
+            query = query
+                .bind(session)
+                .bind(row.position)
+                .bind(&row.role)
+                .bind(&row.content)
+                .bind(&row.tool_calls)
+                .bind(&row.tool_call_id)
+                .bind(&row.name)
+                .bind(&row.reasoning_content)
+                .bind(&row.reasoning)
+                .bind(&row.reasoning_details)
+                .bind(&row.origin_provider)
+                .bind(&row.origin_host)
+                .bind(&row.origin_model)
+                .bind(&row.extra)
+                .bind(&row.key_order)
+                .bind(now)
+                .bind(&row.match_key);
+            if carried {
+                query = query.bind(&row.carrier_id);
+            }
+            if chained {
+                query = query.bind(&row.chain_key);
+            }
+        }
+        query
     }
 
     /// Inserts this row of `session` ([`MessageRow::insert_all`] of one row).

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use hermes_core::Usage;
 
-use crate::{StoreError, Tip, now_ms};
+use sqlx::Row as _;
+
+use crate::{DbResult as _, StoreError, Tip, now_ms};
 
 /// Which request a receipt answers: the tenant's key, and a digest of the request's body.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,4 +107,91 @@ pub(crate) async fn write_extras(
         )?;
     }
     Ok(())
+}
+
+/// PostgreSQL's compare-and-append of a step in one statement, outside any transaction: the
+/// session's write lock (the advisory lock every append and compaction of it takes), the
+/// session row's revision moved on when it is still `tip`'s (with the step's token counts),
+/// the step's rows at the positions after `tip`, the tenant's spend and the request's receipt,
+/// each a data-modifying `WITH` part of one `INSERT … SELECT … FROM s` chain, so all or none is
+/// written. `None`: the session moved on since `tip` was read, and nothing was written (the
+/// caller takes its transaction path, which branches).
+///
+/// The lock is taken before the session row is updated (the update's condition reads it); a
+/// writer that held it and moved the revision on is seen by the update's recheck of the row it
+/// waited for, as PostgreSQL rechecks a row updated meanwhile, so the condition fails.
+pub(crate) async fn append_at_tip_in_one(
+    pool: &sqlx::AnyPool,
+    tip: &Tip,
+    rows: &[crate::row::MessageRow],
+    extras: &StepExtras,
+    now: i64,
+) -> Result<Option<i64>, StoreError> {
+    let session = tip.session();
+    let usage = extras.usage.unwrap_or_default();
+    let n = crate::token_count;
+    // $1 the session, $2 the rows added, $3 now, $4..$8 the token counts, $9 the revision read;
+    // then the rows; then the spend and the receipt's values.
+    let (columns, values) = crate::row::MessageRow::values_sql(rows, 10);
+    let mut next = 10 + values.matches('$').count();
+    let mut sql = format!(
+        "WITH l AS (SELECT 1 AS held FROM pg_advisory_xact_lock(hashtextextended($1, 0))), \
+         s AS (UPDATE sessions SET message_count = message_count + $2, updated_at = $3, \
+         revision = revision + 1, input_tokens = input_tokens + $4, \
+         output_tokens = output_tokens + $5, reasoning_tokens = reasoning_tokens + $6, \
+         cache_read_tokens = cache_read_tokens + $7, cache_write_tokens = cache_write_tokens + $8 \
+         WHERE id = $1 AND revision = $9 AND EXISTS (SELECT held FROM l) \
+         RETURNING revision, tenant), \
+         m AS (INSERT INTO messages ({columns}) SELECT v.* FROM (VALUES {values}) AS v \
+         WHERE EXISTS (SELECT 1 FROM s))"
+    );
+    if extras.usage.is_some() {
+        sql.push_str(&format!(
+            ", u AS (INSERT INTO tenant_usage (tenant, at, tokens) SELECT tenant, $3, ${next} \
+             FROM s WHERE tenant IS NOT NULL)"
+        ));
+        next += 1;
+    }
+    if extras.receipt.is_some() {
+        let p: Vec<String> = (next..next + 6).map(|i| format!("${i}")).collect();
+        sql.push_str(&format!(
+            ", r AS (INSERT INTO turn_receipts (tenant, key, digest, holder, session, \
+             tip_revision, tip_last, completion, expires_at) SELECT {}, {}, {}, NULL, $1, \
+             s.revision, {}, {}, {} FROM s \
+             ON CONFLICT (tenant, key) DO UPDATE SET digest = excluded.digest, holder = NULL, \
+             session = excluded.session, tip_revision = excluded.tip_revision, \
+             tip_last = excluded.tip_last, completion = excluded.completion, \
+             expires_at = excluded.expires_at)",
+            p[0], p[1], p[2], p[3], p[4], p[5]
+        ));
+    }
+    sql.push_str(" SELECT revision FROM s");
+    let added = i64::try_from(rows.len()).unwrap_or(i64::MAX);
+    let query = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(session)
+        .bind(added)
+        .bind(now)
+        .bind(n(usage.input))
+        .bind(n(usage.output))
+        .bind(n(usage.reasoning))
+        .bind(n(usage.cache_read))
+        .bind(n(usage.cache_write))
+        .bind(tip.revision());
+    let mut query = crate::row::MessageRow::bind_all(query, rows, session, now);
+    if extras.usage.is_some() {
+        query = query.bind(n(usage.input.saturating_add(usage.output)));
+    }
+    if let Some((key, completion, kept)) = &extras.receipt {
+        query = query
+            .bind(key.tenant.as_str())
+            .bind(key.key.as_str())
+            .bind(key.digest.as_str())
+            .bind(tip.last().saturating_add(added))
+            .bind(completion.as_str())
+            .bind(now.saturating_add(ms(*kept)));
+    }
+    match query.fetch_optional(pool).await.db()? {
+        Some(row) => Ok(Some(row.try_get("revision").db()?)),
+        None => Ok(None),
+    }
 }

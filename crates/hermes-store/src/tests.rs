@@ -2044,3 +2044,85 @@ async fn a_stored_text_that_does_not_read_is_corrupt_naming_its_row(db: TestDb) 
         );
     }
 }
+
+both!(a_step_at_the_tip_read_writes_its_rows_usage_and_receipt_together);
+/// A step stored at the tip it was read at writes its rows, the session's counters, the
+/// tenant's spend and the request's receipt together (on PostgreSQL in one statement); a step
+/// at a tip the session has moved on from writes none of that to the session read, and all of
+/// it to the branch it makes.
+async fn a_step_at_the_tip_read_writes_its_rows_usage_and_receipt_together(db: TestDb) {
+    use crate::{Claim, ReceiptKey, StepExtras};
+    use hermes_core::Usage;
+    let store = db.open().await;
+    let new = NewSession {
+        tenant: Some("acme".into()),
+        ..NewSession::default()
+    };
+    let first: Vec<Message> = serde_json::from_str(
+        r#"[{"role":"user","content":"q0"},{"role":"assistant","content":"a0","reasoning_content":"r0"}]"#,
+    )
+    .unwrap();
+    let id = store.create_with_messages(&new, &first).await.unwrap();
+    let read = store.snapshot(&id).await.unwrap();
+    let step: Vec<Message> = serde_json::from_str(
+        r#"[{"role":"user","content":"q1"},{"role":"assistant","content":"a1","reasoning_content":"r1"}]"#,
+    )
+    .unwrap();
+    let usage = Usage::new(100, 20, 7, 0, 0);
+    let window = std::time::Duration::from_secs(600);
+    let key = ReceiptKey::new("acme", "key:one", "d1", "h1");
+    let extras = StepExtras::default().usage(Some(usage)).receipt(
+        key.clone(),
+        r#"{"id":"one"}"#.into(),
+        window,
+    );
+    let before = store.session(&id).await.unwrap();
+    let appended = store
+        .compare_and_append_step(&read.tip, &step, &extras)
+        .await
+        .unwrap();
+    assert!(!appended.branched());
+    assert_eq!(appended.session(), id);
+    let mut whole = first.clone();
+    whole.extend(step.clone());
+    assert_eq!(store.messages(&id).await.unwrap(), whole);
+    let after = store.session(&id).await.unwrap();
+    assert_eq!(after.message_count, before.message_count + 2);
+    assert_eq!(after.input_tokens, before.input_tokens + 100);
+    assert_eq!(after.output_tokens, before.output_tokens + 20);
+    assert_eq!(after.reasoning_tokens, before.reasoning_tokens + 7);
+    assert_eq!(store.tenant_tokens("acme", 0, 0).await.unwrap(), (120, 120));
+    // The receipt names the session and the completion; the tip it records is the new one.
+    match store.claim_receipt(&key, window).await.unwrap() {
+        Claim::Done(receipt) => {
+            assert_eq!(receipt.session, id);
+            assert_eq!(receipt.completion, r#"{"id":"one"}"#);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(store.snapshot(&id).await.unwrap().tip, *appended.tip());
+    // The view a new read gets carries the step's carrier ids.
+    let view = store.snapshot(&id).await.unwrap().active;
+    assert!(view[3].carrier.is_some());
+    // At the old tip again: nothing more on the session read; the branch holds the rows, the
+    // spend is counted once more and the receipt names the branch.
+    let other = ReceiptKey::new("acme", "key:two", "d2", "h2");
+    let extras = StepExtras::default().usage(Some(usage)).receipt(
+        other.clone(),
+        r#"{"id":"two"}"#.into(),
+        window,
+    );
+    let branched = store
+        .compare_and_append_step(&read.tip, &step, &extras)
+        .await
+        .unwrap();
+    assert!(branched.branched());
+    assert_eq!(store.messages(&id).await.unwrap(), whole);
+    assert_eq!(store.session(&id).await.unwrap(), after);
+    assert_eq!(store.messages(branched.session()).await.unwrap(), whole);
+    assert_eq!(store.tenant_tokens("acme", 0, 0).await.unwrap(), (240, 240));
+    match store.claim_receipt(&other, window).await.unwrap() {
+        Claim::Done(receipt) => assert_eq!(receipt.session, branched.session()),
+        other => panic!("{other:?}"),
+    }
+}

@@ -242,7 +242,9 @@ impl Store {
     /// ends there, else stores them as a new branch, in one write transaction
     /// ([`Store::write_tx`], the session's write lock: `BEGIN IMMEDIATE` on SQLite, the
     /// session's advisory lock on PostgreSQL, which every append and compaction of the session
-    /// takes too, so no two of them ever interleave).
+    /// takes too, so no two of them ever interleave). On PostgreSQL a step at the tip read is
+    /// first tried as one statement under that same lock, no transaction begun
+    /// ([`crate::step::append_at_tip_in_one`]).
     ///
     /// A branch is a new session whose parent is the session read, with its title, provider,
     /// model, base URL (and whether it was confirmed) and `model_config` (verdicts and thinking
@@ -269,6 +271,25 @@ impl Store {
     ) -> Result<Appended, StoreError> {
         let session = tip.session();
         let (mut rows, chain) = crate::prepare_chained(messages, tip.chain.as_deref())?;
+        // PostgreSQL: the usual step (the session still at the tip read, a few rows) in one
+        // statement, no transaction begun.
+        if self.backend == crate::Backend::Postgres
+            && !rows.is_empty()
+            && rows.len() <= crate::row::ROWS_PER_INSERT
+        {
+            for (i, row) in rows.iter_mut().enumerate() {
+                row.position = tip.last + 1 + i as i64;
+            }
+            let now = now_ms();
+            if let Some(revision) =
+                crate::step::append_at_tip_in_one(&self.writes, tip, &rows, extras, now).await?
+            {
+                let added = rows.len() as i64;
+                let tip = Tip::new(session, revision, tip.last + added).with_chain(chain);
+                tracing::debug!(session, appended = added, "messages stored at the tip read");
+                return Ok(Appended::Continued { tip });
+            }
+        }
         let mut tx = self.write_tx(session).await?;
         if !messages.is_empty() {
             // The compare and the session row's write in one statement: every append and
