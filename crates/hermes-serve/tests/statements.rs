@@ -32,8 +32,9 @@ const NEW_CEILING: u64 = 12;
 /// Statements of a continued turn (matched, re-attached, one step stored) on SQLite, the
 /// fewest of a conversation's continued turns: 6 today — the receipt's claim; one read (the
 /// lookup, the session row with its tip and its active view, which says of each turn whether
-/// its carriers were left out for good); the session's revision, the step's rows, the tenant's
-/// usage and the receipt in the write transaction. The rate window and the concurrency slot
+/// its carriers were left out for good); the session's revision, then the step's rows, the
+/// tenant's usage and the receipt (one batch) in the write transaction. SQLite has no
+/// data-modifying `WITH` to make the writes one statement. The rate window and the concurrency slot
 /// cost no statement of their own (a lease of places, a slot kept for the tenant's next turn).
 const CONTINUED_TYPICAL_SQLITE: u64 = 6;
 
@@ -41,6 +42,16 @@ const CONTINUED_TYPICAL_SQLITE: u64 = 6;
 /// step written in one statement (the session's advisory lock, its revision, the step's rows,
 /// the tenant's usage and the receipt as the parts of one `WITH`), no transaction begun.
 const CONTINUED_TYPICAL_POSTGRES: u64 = 3;
+
+/// The calls into the driver (sqlx's statement log: a batch of statements sent in one call is
+/// one, `BEGIN` and SQLite's `COMMIT` are not logged) of a continued turn, the fewest of a
+/// conversation's continued turns: on SQLite the claim, the read, the session's revision, and
+/// the step's rows, usage and receipt as one batch (one hand-off to the driver's worker thread
+/// instead of three); on PostgreSQL the claim, the read and the one statement that writes.
+const CONTINUED_CALLS_SQLITE: usize = 4;
+
+/// [`CONTINUED_CALLS_SQLITE`] on PostgreSQL.
+const CONTINUED_CALLS_POSTGRES: usize = 3;
 
 /// What any continued turn runs beyond its backend's typical count at most: the reads a
 /// replica makes at most every half second or second (a key row, the tenant's spend, the
@@ -176,6 +187,15 @@ async fn a_turn_runs_at_most_todays_statements(db: TestDb) {
             typical + CONTINUED_ROOM
         );
     }
+    let calls = match db.location.backend() {
+        hermes_store::Backend::Sqlite => CONTINUED_CALLS_SQLITE,
+        hermes_store::Backend::Postgres => CONTINUED_CALLS_POSTGRES,
+    };
+    let fewest_calls = logs.iter().skip(1).map(Vec::len).min().unwrap_or_default();
+    assert!(
+        fewest_calls <= calls,
+        "every continued turn made more than {calls} calls: {logs:#?}"
+    );
     let fewest = continued.iter().copied().min().unwrap_or_default();
     assert!(
         fewest <= typical,

@@ -109,6 +109,68 @@ pub(crate) async fn write_extras(
     Ok(())
 }
 
+/// The step's rows, the tenant's spend and the request's receipt written in `tx` (a write
+/// transaction of `session` whose row already moved on to `tip`): on SQLite the three inserts
+/// as one batch, one hand-off to the driver's worker thread instead of three (sqlx's SQLite
+/// driver runs a string of statements in one call, each with its own `$N` binds); elsewhere,
+/// or for more rows than one insert takes, one call each.
+pub(crate) async fn insert_step(
+    tx: &mut sqlx::AnyConnection,
+    backend: crate::Backend,
+    session: &str,
+    rows: &[crate::row::MessageRow],
+    tip: &Tip,
+    extras: &StepExtras,
+    now: i64,
+) -> Result<(), StoreError> {
+    if backend != crate::Backend::Sqlite || rows.len() > crate::row::ROWS_PER_INSERT {
+        crate::row::MessageRow::insert_all(rows, &mut *tx, session, now).await?;
+        return write_extras(tx, session, tip, extras).await;
+    }
+    // $1 the session, $2 now, then the rows, then the spend's and the receipt's values.
+    let (columns, values) = crate::row::MessageRow::values_sql(rows, 3);
+    let mut next = 3 + values.matches('$').count();
+    let mut sql = format!("INSERT INTO messages ({columns}) VALUES {values};");
+    if extras.usage.is_some() {
+        sql.push_str(&format!(
+            " INSERT INTO tenant_usage (tenant, at, tokens) SELECT tenant, $2, ${next} \
+             FROM sessions WHERE id = $1 AND tenant IS NOT NULL;"
+        ));
+        next += 1;
+    }
+    if extras.receipt.is_some() {
+        let p: Vec<String> = (next..next + 7).map(|i| format!("${i}")).collect();
+        sql.push_str(&format!(
+            " INSERT INTO turn_receipts (tenant, key, digest, holder, session, tip_revision, \
+             tip_last, completion, expires_at) VALUES ({}, {}, {}, NULL, $1, {}, {}, {}, {}) \
+             ON CONFLICT (tenant, key) DO UPDATE SET digest = excluded.digest, holder = NULL, \
+             session = excluded.session, tip_revision = excluded.tip_revision, \
+             tip_last = excluded.tip_last, completion = excluded.completion, \
+             expires_at = excluded.expires_at;",
+            p[0], p[1], p[2], p[3], p[4], p[5], p[6]
+        ));
+    }
+    let query = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(session)
+        .bind(now);
+    let mut query = crate::row::MessageRow::bind_all(query, rows, session, now);
+    if let Some(usage) = &extras.usage {
+        query = query.bind(crate::token_count(usage.input.saturating_add(usage.output)));
+    }
+    if let Some((key, completion, kept)) = &extras.receipt {
+        query = query
+            .bind(key.tenant.as_str())
+            .bind(key.key.as_str())
+            .bind(key.digest.as_str())
+            .bind(tip.revision())
+            .bind(tip.last())
+            .bind(completion.as_str())
+            .bind(now.saturating_add(ms(*kept)));
+    }
+    query.execute(&mut *tx).await.db()?;
+    Ok(())
+}
+
 /// PostgreSQL's compare-and-append of a step in one statement, outside any transaction: the
 /// session's write lock (the advisory lock every append and compaction of it takes), the
 /// session row's revision moved on when it is still `tip`'s (with the step's token counts),

@@ -310,9 +310,9 @@ impl Store {
                 for (i, row) in rows.iter_mut().enumerate() {
                     row.position = tip.last + 1 + i as i64;
                 }
-                crate::row::MessageRow::insert_all(&rows, &mut tx, session, now).await?;
                 let tip = Tip::new(session, revision, tip.last + added as i64).with_chain(chain);
-                crate::step::write_extras(&mut tx, session, &tip, extras).await?;
+                crate::step::insert_step(&mut tx, self.backend, session, &rows, &tip, extras, now)
+                    .await?;
                 tx.commit().await.db()?;
                 tracing::debug!(session, appended = added, "messages stored at the tip read");
                 return Ok(Appended::Continued { tip });

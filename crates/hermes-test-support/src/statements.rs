@@ -1,7 +1,7 @@
 //! Counting the SQL statements an operation runs: a tracing layer over sqlx's own
 //! per-statement events (the benchmark's per-request reads, the gateway's statements per turn).
 //! sqlx 0.9 sends `BEGIN` (on either backend) and SQLite's `COMMIT` outside its statement log:
-//! they are not counted.
+//! they are not counted. A batch (several statements sent in one call) counts each statement.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -61,12 +61,37 @@ impl<S: Subscriber> Layer<S> for StatementCounter {
         if event.metadata().target() == SQLX_QUERY_TARGET {
             let mut summary = Summary(String::new());
             event.record(&mut summary);
+            // A string of statements run in one call (a batch) counts each of them.
+            let statements = statements_in(&summary.0).max(1);
             if let Ok(mut log) = self.1.lock() {
                 log.push(summary.0);
             }
-            self.0.fetch_add(1, Ordering::SeqCst);
+            self.0.fetch_add(statements, Ordering::SeqCst);
         }
     }
+}
+
+/// How many statements `sql` holds: its parts between semicolons outside quoted text that are
+/// not blank.
+pub fn statements_in(sql: &str) -> u64 {
+    let (mut count, mut quote, mut blank) = (0, None::<char>, true);
+    for c in sql.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                blank = false;
+            }
+            (None, ';') => {
+                count += u64::from(!blank);
+                blank = true;
+            }
+            (None, c) if c.is_whitespace() => {}
+            (None, _) => blank = false,
+        }
+    }
+    count + u64::from(!blank)
 }
 
 /// A statement event's `db.statement` text (sqlx 0.9 logs it whole), else its `summary`.
@@ -83,5 +108,22 @@ impl tracing::field::Visit for Summary {
         if field.name() == "db.statement" || (field.name() == "summary" && self.0.is_empty()) {
             self.0 = format!("{value:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::statements_in;
+
+    #[test]
+    fn a_batch_counts_each_statement() {
+        assert_eq!(statements_in("SELECT 1"), 1);
+        assert_eq!(statements_in("SELECT 1;"), 1);
+        assert_eq!(
+            statements_in("INSERT INTO a VALUES ($1); INSERT INTO b VALUES ($2);"),
+            2
+        );
+        assert_eq!(statements_in("SELECT ';' ; SELECT \"a;b\""), 2);
+        assert_eq!(statements_in("  ;  "), 0);
     }
 }
