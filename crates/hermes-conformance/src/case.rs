@@ -369,7 +369,7 @@ impl Case {
                 // The case's base URL, else its provider's default (docs/spec.md §8a), as the
                 // engine settles it.
                 let base_url = self.base_url.as_deref().or_else(|| {
-                    hermes_providers::provider(&self.provider).and_then(|p| p.base_url)
+                    hermes_engine::wires::provider(&self.provider).and_then(|p| p.base_url)
                 });
                 client_blocks_to(&mut history, wire_id, base_url.unwrap_or_default());
                 lined_up = history;

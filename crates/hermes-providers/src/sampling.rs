@@ -365,7 +365,7 @@ fn openai_fields(
 /// A tool choice or a parallel-call switch needs tools in the request, and a named function
 /// must be one of them: every provider refuses either (OpenAI: "'tool_choice' is only allowed
 /// when 'tools' are specified"), so hermes says so before sending, naming the parameter.
-pub(crate) fn check_tool_choice(
+pub fn check_tool_choice(
     sampling: &Sampling,
     tools: Option<&hermes_core::RawJson>,
     wire: &str,
