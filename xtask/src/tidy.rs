@@ -575,7 +575,7 @@ struct Forbidden {
 }
 
 /// The library crates and what ARCHITECTURE.md's invariants forbid each.
-const LIBRARIES: [(&str, Forbidden); 9] = {
+const LIBRARIES: [(&str, Forbidden); 10] = {
     const ALL: Forbidden = Forbidden {
         environment: true,
         argv_and_printing: true,
@@ -584,6 +584,7 @@ const LIBRARIES: [(&str, Forbidden); 9] = {
         ("crates/hermes-core", ALL),
         ("crates/hermes-providers", ALL),
         ("crates/hermes-wire-gemini", ALL),
+        ("crates/hermes-wire-responses", ALL),
         ("crates/hermes-store", ALL),
         ("crates/hermes-compaction", ALL),
         ("crates/hermes-engine", ALL),
@@ -894,7 +895,11 @@ mod tests {
     }
 
     /// The wire crates, whose functions [`MAX_FN_LINES`] holds.
-    const WIRE_CRATES: [&str; 2] = ["crates/hermes-providers", "crates/hermes-wire-gemini"];
+    const WIRE_CRATES: [&str; 3] = [
+        "crates/hermes-providers",
+        "crates/hermes-wire-gemini",
+        "crates/hermes-wire-responses",
+    ];
 
     /// The functions over [`MAX_FN_LINES`] lines still there of those the check found when it
     /// came (issue 51), as `(file under crates/, fn name)`. Each is to be split; this list only shrinks, and
@@ -904,9 +909,9 @@ mod tests {
         ("hermes-providers/src/bedrock/body.rs", "thinking_plan"),
         ("hermes-providers/src/bedrock/body.rs", "sampling_plan"),
         ("hermes-providers/src/bedrock/body.rs", "encode"),
-        ("hermes-providers/src/responses/body.rs", "assistant"),
-        ("hermes-providers/src/responses/body.rs", "encode_for"),
-        ("hermes-providers/src/responses/inbound.rs", "item"),
+        ("hermes-wire-responses/src/body.rs", "assistant"),
+        ("hermes-wire-responses/src/body.rs", "encode_for"),
+        ("hermes-wire-responses/src/inbound.rs", "item"),
         ("hermes-providers/src/routes.rs", "register_builtin"),
         ("hermes-providers/src/sampling.rs", "openai_fields"),
     ];

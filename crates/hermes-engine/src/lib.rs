@@ -67,6 +67,9 @@ pub use hermes_store as store;
 /// The Gemini generateContent wire, re-exported for front ends (the `gemini` feature).
 #[cfg(feature = "gemini")]
 pub use hermes_wire_gemini as gemini;
+/// The OpenAI Responses wire, re-exported for front ends (the `responses` feature).
+#[cfg(feature = "responses")]
+pub use hermes_wire_responses as responses;
 
 /// The route table and the wires a front end runs with. Cheap to clone.
 #[derive(Clone)]

@@ -18,7 +18,7 @@ pub const BUILTIN: &[Descriptor] = &[
     #[cfg(feature = "bedrock")]
     registry::BEDROCK,
     #[cfg(feature = "responses")]
-    registry::RESPONSES,
+    hermes_wire_responses::DESCRIPTOR,
     #[cfg(feature = "gemini")]
     hermes_wire_gemini::DESCRIPTOR,
 ];

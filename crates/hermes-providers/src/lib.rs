@@ -5,24 +5,25 @@
 //! built-in one is, and `Wires`, the list a front end runs with; the list of built-in wires is
 //! hermes-engine's `register_builtin_wires`, where the cargo features choose them), the
 //! wires still built here — chat completions (`chat`, `HttpChat`), Anthropic Messages on its
-//! direct, Foundry, Vertex and Bedrock InvokeModel doors (`anthropic`), Bedrock Converse
-//! (`bedrock`, with AWS auth in `aws`) and OpenAI Responses (`responses`), each implementing
-//! `hermes_core::Wire` — the native-wire kit the wires share (`native`: encoded bodies, JSON
-//! pieces, the SSE loop, reply capture's error, images, sampling checks, URL segments, tools),
-//! public for the wire crates built on it (Gemini generateContent is `hermes-wire-gemini`), and
+//! direct, Foundry, Vertex and Bedrock InvokeModel doors (`anthropic`) and Bedrock Converse
+//! (`bedrock`, with AWS auth in `aws`), each implementing `hermes_core::Wire` — the native-wire
+//! kit the wires share (`native`: encoded bodies, JSON pieces, the SSE loop, reply capture's
+//! error, images, sampling checks, URL segments, tools, OpenAI model ids, inbound errors),
+//! public for the wire crates built on it (Gemini generateContent is `hermes-wire-gemini`, OpenAI
+//! Responses `hermes-wire-responses`), and
 //! the HTTP transport they all send through (`transport`: `ChatTransport`, `Auth`, `Waits`).
 //! `sampling` maps the request's sampling parameters onto each wire.
 //!
-//! Each native wire here is behind a cargo feature of its own, all on by default: `anthropic`,
-//! `bedrock` (which needs `anthropic`, whose Claude model tables Converse reads, and alone
+//! Each native wire here is behind a cargo feature of its own, both on by default: `anthropic`
+//! and `bedrock` (which needs `anthropic`, whose Claude model tables Converse reads, and alone
 //! brings the AWS crates: SigV4, event-stream frames, and with them the Bedrock InvokeModel
-//! door of the Anthropic wire) and `responses`. Chat completions are always built. The
+//! door of the Anthropic wire). Chat completions are always built. The
 //! `test-support` feature opens `testing`, the helpers the wires' unit tests share.
 
 // With some native wire left out, the helpers the wires share (images, reply capture, sampling
 // spellings, URL segments) are partly unused: dead code is linted on the full (default) build.
 #![cfg_attr(
-    not(all(feature = "anthropic", feature = "bedrock", feature = "responses")),
+    not(all(feature = "anthropic", feature = "bedrock")),
     allow(dead_code, unused_imports, unreachable_pub)
 )]
 
@@ -39,8 +40,6 @@ pub mod native;
 mod openai_model;
 pub mod registry;
 mod reply;
-#[cfg(feature = "responses")]
-pub mod responses;
 pub mod routes;
 mod sampling;
 mod segment;

@@ -124,16 +124,14 @@ fn gemini_for(target: &WireTarget<'_>) -> Option<Box<dyn Wire>> {
 }
 
 /// The Responses wire's invariant targets (OpenAI's own API) and corpus models.
-const RESPONSES_INVARIANT_TARGETS: &[(&str, &str)] = &[(
-    "openai-responses",
-    hermes_providers::responses::DEFAULT_BASE,
-)];
+const RESPONSES_INVARIANT_TARGETS: &[(&str, &str)] =
+    &[("openai-responses", hermes_wire_responses::DEFAULT_BASE)];
 const RESPONSES_CORPUS_MODELS: [&str; 2] = ["gpt-5", "gpt-5-mini"];
 
 /// Builds the Responses wire for a case's own base URL (OpenAI's when it names none).
 fn responses_for(target: &WireTarget<'_>) -> Option<Box<dyn Wire>> {
     let base = target.base_url;
-    let base = base.unwrap_or(hermes_providers::responses::DEFAULT_BASE);
+    let base = base.unwrap_or(hermes_wire_responses::DEFAULT_BASE);
     Some(built("openai-responses", target.provider, base))
 }
 
@@ -155,11 +153,8 @@ fn main() -> ExitCode {
         .wire_models(hermes_providers::bedrock::WIRE_ID, BEDROCK_CORPUS_MODELS)
         .wire_factory(hermes_wire_gemini::WIRE_ID, gemini_for)
         .wire_models(hermes_wire_gemini::WIRE_ID, GEMINI_CORPUS_MODELS)
-        .wire_factory(hermes_providers::responses::WIRE_ID, responses_for)
-        .wire_models(
-            hermes_providers::responses::WIRE_ID,
-            RESPONSES_CORPUS_MODELS,
-        );
+        .wire_factory(hermes_wire_responses::WIRE_ID, responses_for)
+        .wire_models(hermes_wire_responses::WIRE_ID, RESPONSES_CORPUS_MODELS);
     for (provider, base) in ANTHROPIC_INVARIANT_TARGETS {
         suite = suite.wire_invariants(hermes_providers::anthropic::WIRE_ID, provider, Some(base));
     }
@@ -170,7 +165,7 @@ fn main() -> ExitCode {
         suite = suite.wire_invariants(hermes_wire_gemini::WIRE_ID, provider, Some(base));
     }
     for (provider, base) in RESPONSES_INVARIANT_TARGETS {
-        suite = suite.wire_invariants(hermes_providers::responses::WIRE_ID, provider, Some(base));
+        suite = suite.wire_invariants(hermes_wire_responses::WIRE_ID, provider, Some(base));
     }
     let mut report = suite.run_routes(&only);
     println!("live route -> simulator profile:");
@@ -198,7 +193,7 @@ fn main() -> ExitCode {
             GEMINI_CORPUS_MODELS[0],
         ),
         (
-            hermes_providers::responses::WIRE_ID,
+            hermes_wire_responses::WIRE_ID,
             RESPONSES_INVARIANT_TARGETS,
             RESPONSES_CORPUS_MODELS[0],
         ),

@@ -6,7 +6,9 @@
 //! providers' error envelopes (`envelope`), the one SSE reading loop (`sse`, which the chat
 //! wire reads through too), reply capture's error (`reply`), images in a message's content
 //! (`image`), the sampling checks every wire makes (`sampling`), a model id as one URL path
-//! segment (`segment`) and a request's tools as chat completions spell them (`tools`). The
+//! segment (`segment`), a request's tools as chat completions spell them (`tools`), what an
+//! OpenAI model id implies for reasoning (`openai_model`) and where a client's request was wrong
+//! (`inbound`). The
 //! HTTP side is the crate root's [`crate::ChatTransport`] and [`crate::Auth`].
 
 mod encoded;
@@ -34,7 +36,7 @@ pub mod image {
 
 /// The sampling checks every native wire makes before it sends.
 pub mod sampling {
-    pub use crate::sampling::{Unsupported, check_tool_choice};
+    pub use crate::sampling::{Unsupported, check_tool_choice, openai_reasoning, responses_fields};
 }
 
 /// A model id as one URL path segment ([`segment::unreserved`], [`segment::google`]).
@@ -45,6 +47,18 @@ pub mod segment {
 /// A request's tools as chat completions spell them, which every wire reads.
 pub mod tools {
     pub use crate::tools::*;
+}
+
+/// What an OpenAI model id implies for reasoning (the chat wire's sampling rules and the
+/// Responses wire read the same table).
+pub mod openai_model {
+    pub use crate::openai_model::*;
+}
+
+/// What the gateway's doors read from a client's request: the error that says where it was
+/// wrong ([`inbound::InboundError`]), shared by every dialect's reader.
+pub mod inbound {
+    pub use crate::inbound::*;
 }
 
 /// The account a credential stands for: the first 16 bytes of HMAC-SHA256 keyed with a fixed

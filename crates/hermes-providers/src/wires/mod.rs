@@ -1,7 +1,7 @@
 //! The wire registry, after sqlx's driver list: one [`WireDescriptor`] per wire (its id, its
 //! name, the providers it serves, how to build it for a target and how to explain a body), the
-//! descriptors of the wires built in this crate ([`CHAT`], [`ANTHROPIC`], [`BEDROCK`],
-//! [`RESPONSES`]; each wire crate has its own, e.g. `hermes_wire_gemini::DESCRIPTOR`), and
+//! descriptors of the wires built in this crate ([`CHAT`], [`ANTHROPIC`], [`BEDROCK`]; each wire
+//! crate has its own, e.g. `hermes_wire_gemini::DESCRIPTOR`), and
 //! [`Wires`], the list a front end runs with (the engine's: the built-ins its features choose,
 //! registered by `hermes_engine::register_builtin_wires`, plus any a third party adds).
 
@@ -16,8 +16,6 @@ mod anthropic;
 #[cfg(feature = "bedrock")]
 mod bedrock;
 mod chat;
-#[cfg(feature = "responses")]
-mod responses;
 
 /// One provider of the registry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -299,12 +297,6 @@ pub const ANTHROPIC: Descriptor =
 #[rustfmt::skip]
 pub const BEDROCK: Descriptor =
     wire(crate::bedrock::WIRE_ID, "AWS Bedrock Converse", bedrock::PROVIDERS, bedrock::build, bedrock::explain);
-
-/// OpenAI Responses.
-#[cfg(feature = "responses")]
-#[rustfmt::skip]
-pub const RESPONSES: Descriptor =
-    wire(crate::responses::WIRE_ID, "OpenAI Responses", responses::PROVIDERS, responses::build, responses::explain);
 
 impl ChatTransport {
     /// POSTs `request`'s JSON body to `url` with `auth` and returns the whole reply body: the
