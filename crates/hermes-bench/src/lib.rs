@@ -394,7 +394,7 @@ pub fn native_wire(
     route: &NativeRoute,
 ) -> Result<(Box<dyn hermes_core::Wire>, hermes_core::RouteDecision), hermes_core::TransportError> {
     let &(label, provider, base_url, model) = route;
-    let wires = hermes_providers::Wires::builtin();
+    let wires = hermes_engine::builtin_wires();
     let (_, descriptor) = wires.provider(provider).ok_or_else(|| {
         hermes_core::TransportError::Decode(format!("{label}: no wire serves provider {provider}"))
     })?;

@@ -206,10 +206,10 @@ mod tests {
     #[test]
     fn the_key_variables_of_an_added_wires_providers_are_secrets() {
         use hermes_engine::providers::wires::Descriptor;
-        use hermes_engine::providers::{ProviderSpec, WireDescriptor, Wires};
+        use hermes_engine::providers::{ProviderSpec, WireDescriptor};
         /// The built-in chat completions wire, which the added one builds and explains with.
         fn chat() -> Arc<dyn WireDescriptor> {
-            Wires::builtin()
+            hermes_engine::builtin_wires()
                 .get(hermes_core::CHAT_WIRE)
                 .cloned()
                 .unwrap()
@@ -218,7 +218,7 @@ mod tests {
         // names it as its key variable, which no built-in provider does.
         let value = std::env::var("CARGO_MANIFEST_DIR").unwrap();
         let config = Config::default();
-        let builtin = Wires::builtin();
+        let builtin = hermes_engine::builtin_wires();
         assert_eq!(gather(None, &config, &builtin).redact(&value), value);
         let mut wires = builtin;
         wires.register(Arc::new(Descriptor {

@@ -140,7 +140,7 @@ mod tests {
             "provider = \"deepseek\"\n\n[limits]\nturn = 7\n\n[verdicts]\nreprobe_after = \"90s\"\n\n[bedrock]\nregion = \"eu-west-3\"\n",
         )
         .unwrap();
-        let setup = Setup::in_home(home.clone(), &Wires::builtin()).unwrap();
+        let setup = Setup::in_home(home.clone(), &hermes_engine::builtin_wires()).unwrap();
         assert_eq!(setup.config.provider.as_deref(), Some("deepseek"));
 
         let (store, notice) = setup.open_local_store().await.unwrap();
@@ -165,7 +165,8 @@ mod tests {
     fn an_invalid_config_is_an_error_naming_the_file_and_line() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("config.toml"), "effort = \"huge\"\n").unwrap();
-        let err = Setup::in_home(dir.path().to_path_buf(), &Wires::builtin()).unwrap_err();
+        let err =
+            Setup::in_home(dir.path().to_path_buf(), &hermes_engine::builtin_wires()).unwrap_err();
         let text = err.to_string();
         assert!(
             text.starts_with(&format!(

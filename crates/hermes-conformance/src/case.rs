@@ -11,7 +11,7 @@ use hermes_core::{
 use hermes_providers::anthropic::inbound::request_history;
 use hermes_providers::chat::ChatRequest;
 use hermes_providers::client_blocks_to;
-use hermes_providers::responses::inbound as responses_inbound;
+use hermes_wire_responses::inbound as responses_inbound;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -105,7 +105,7 @@ pub struct Case {
     pub client_request_text: Option<String>,
     /// What an OpenAI Responses client sent back instead (docs/spec.md §10, the gateway's Responses
     /// door): its request body, `{"instructions": …, "input": […]}`, read as the door reads
-    /// it (`hermes_providers::responses::inbound::request_history`: `instructions` a system
+    /// it (`hermes_wire_responses::inbound::request_history`: `instructions` a system
     /// message, each run of `reasoning`, assistant `message` and `function_call` items one
     /// assistant message, `function_call_output` a tool message) and then lined up with
     /// `history` like `client_history`. Other keys (`model`, `store`, `include`, …) are not
@@ -369,7 +369,7 @@ impl Case {
                 // The case's base URL, else its provider's default (docs/spec.md §8a), as the
                 // engine settles it.
                 let base_url = self.base_url.as_deref().or_else(|| {
-                    hermes_providers::provider(&self.provider).and_then(|p| p.base_url)
+                    hermes_engine::wires::provider(&self.provider).and_then(|p| p.base_url)
                 });
                 client_blocks_to(&mut history, wire_id, base_url.unwrap_or_default());
                 lined_up = history;

@@ -72,7 +72,7 @@ pub(crate) fn is_native(wire: &dyn hermes_core::Wire, target: &hermes_core::Rout
             wire.takes_passthrough(hermes_core::Dialect::AnthropicMessages)
         }
         #[cfg(feature = "responses")]
-        id if id == hermes_providers::responses::WIRE_ID => is_openai(target),
+        id if id == hermes_wire_responses::WIRE_ID => is_openai(target),
         _ => {
             let _ = target;
             false
@@ -99,10 +99,10 @@ pub(crate) fn threshold(
     }
     match wire.id() {
         #[cfg(feature = "responses")]
-        id if id == hermes_providers::responses::WIRE_ID => {
+        id if id == hermes_wire_responses::WIRE_ID => {
             let mut p = p;
             p.fields
-                .push(hermes_providers::responses::compaction::threshold_field(n));
+                .push(hermes_wire_responses::compaction::threshold_field(n));
             p
         }
         #[cfg(feature = "anthropic")]
@@ -131,10 +131,10 @@ pub(crate) fn native_request(
     }
     match wire.id() {
         #[cfg(feature = "responses")]
-        id if id == hermes_providers::responses::WIRE_ID => {
+        id if id == hermes_wire_responses::WIRE_ID => {
             let mut p = passthrough.clone();
             p.fields
-                .extend(hermes_providers::responses::compaction::request().fields);
+                .extend(hermes_wire_responses::compaction::request().fields);
             Some(p)
         }
         #[cfg(feature = "anthropic")]
@@ -149,13 +149,13 @@ pub(crate) fn native_request(
 }
 
 /// Whether `target` is OpenAI's own API or a local endpoint
-/// ([`hermes_providers::responses::is_openai`]).
+/// ([`hermes_wire_responses::is_openai`]).
 #[cfg(feature = "responses")]
 pub(crate) fn is_openai(target: &hermes_core::RouteTarget) -> bool {
     target
         .host
         .as_ref()
-        .is_some_and(hermes_providers::responses::is_openai)
+        .is_some_and(hermes_wire_responses::is_openai)
 }
 
 /// The span an on-demand compaction summarises, `start..end`, or `None` when there is nothing

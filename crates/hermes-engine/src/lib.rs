@@ -37,6 +37,7 @@ mod simulators;
 mod summarize;
 mod target;
 mod turn;
+pub mod wires;
 
 use std::sync::Arc;
 
@@ -55,6 +56,7 @@ pub use settle::{
 };
 pub use simulators::{SIM_HOST, SimProfile, Simulators, StartedSim};
 pub use target::{AwsLookup, AwsSecrets, KeyLookup, Limits};
+pub use wires::{builtin_wires, register_builtin_wires};
 
 pub use hermes_compaction::{CompactionOverrides, SUMMARY_INSTRUCTIONS};
 
@@ -62,6 +64,12 @@ pub use hermes_compaction::{CompactionOverrides, SUMMARY_INSTRUCTIONS};
 pub use hermes_providers as providers;
 /// The store, re-exported so a front end needs no direct dependency on it.
 pub use hermes_store as store;
+/// The Gemini generateContent wire, re-exported for front ends (the `gemini` feature).
+#[cfg(feature = "gemini")]
+pub use hermes_wire_gemini as gemini;
+/// The OpenAI Responses wire, re-exported for front ends (the `responses` feature).
+#[cfg(feature = "responses")]
+pub use hermes_wire_responses as responses;
 
 /// The route table and the wires a front end runs with. Cheap to clone.
 #[derive(Clone)]
@@ -112,7 +120,7 @@ impl Engine {
             clients: Arc::default(),
             local: lease::Local::default(),
             runtime: None,
-            wires: Arc::new(hermes_providers::Wires::builtin()),
+            wires: Arc::new(builtin_wires()),
             simulators: None,
             capture_content: false,
         }

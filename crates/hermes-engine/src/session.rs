@@ -425,7 +425,7 @@ impl ChatSession {
             // `is_native`: the Responses wire or the Anthropic one, each its feature's.
             let native = match self.target.transport.wire().id() {
                 #[cfg(feature = "responses")]
-                wire if wire == hermes_providers::responses::WIRE_ID => {
+                wire if wire == hermes_wire_responses::WIRE_ID => {
                     self.compact_responses(&id, &rows, &history, manual).await
                 }
                 #[cfg(feature = "anthropic")]
@@ -563,7 +563,7 @@ impl ChatSession {
         manual: bool,
     ) -> Result<Option<String>, EngineError> {
         use hermes_compaction::Summarizer as _;
-        use hermes_providers::responses::compaction;
+        use hermes_wire_responses::compaction;
         let Some((start, end)) =
             crate::compaction::native_span(history, manual, self.compaction.protect_last)
         else {

@@ -400,7 +400,7 @@ pub(crate) fn check_built(wires: &Wires, provider: &str) -> Result<(), EngineErr
     if wires.provider(provider).is_some() {
         return Ok(());
     }
-    match hermes_providers::feature_left_out(provider) {
+    match crate::wires::feature_left_out(provider) {
         Some(feature) => Err(EngineError::Usage(format!(
             "provider `{}` needs the \"{feature}\" cargo feature, which this build of hermes leaves out (build it with `--features {feature}`)",
             provider.trim().to_lowercase()

@@ -16,10 +16,12 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 /// One part of a content array, in stored order.
-pub(crate) enum Piece<'a> {
+pub enum Piece<'a> {
     /// A text part: its `text` string literal as stored, and the whole part as stored.
     Text {
+        /// The `text` string literal, as stored.
         text: &'a RawValue,
+        /// The whole part, as stored.
         part: &'a RawValue,
     },
     /// An `image_url` part.
@@ -30,20 +32,25 @@ pub(crate) enum Piece<'a> {
 
 /// An image of a chat-style `image_url` part.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Image {
+pub struct Image {
     /// The URL as stored (a `data:` URL whole).
-    pub(crate) url: String,
+    pub url: String,
     /// Where the bytes are.
-    pub(crate) source: Source,
+    pub source: Source,
     /// `image_url.detail`, when stored.
-    pub(crate) detail: Option<String>,
+    pub detail: Option<String>,
 }
 
 /// Where an image's bytes are.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Source {
+pub enum Source {
     /// A base64 `data:` URL: its media type (lower case) and its base64 text, as stored.
-    Data { media_type: String, data: String },
+    Data {
+        /// The media type, lower case.
+        media_type: String,
+        /// The base64 text, as stored.
+        data: String,
+    },
     /// An `http://` or `https://` URL.
     Url(String),
 }
@@ -51,7 +58,7 @@ pub(crate) enum Source {
 impl Image {
     /// The media type: a data URL's own, else the one a URL's file extension names (`.png`,
     /// `.jpg`/`.jpeg`, `.gif`, `.webp`, `.heic`, `.heif`), else `None`.
-    pub(crate) fn media_type(&self) -> Option<&str> {
+    pub fn media_type(&self) -> Option<&str> {
         match &self.source {
             Source::Data { media_type, .. } => Some(media_type),
             Source::Url(url) => {
@@ -71,7 +78,7 @@ impl Image {
     }
 
     /// The image's bytes (a data URL's, decoded; `None` for a URL).
-    pub(crate) fn bytes(&self) -> Option<Vec<u8>> {
+    pub fn bytes(&self) -> Option<Vec<u8>> {
         match &self.source {
             Source::Data { data, .. } => STANDARD.decode(data).ok(),
             Source::Url(_) => None,
@@ -79,7 +86,7 @@ impl Image {
     }
 
     /// The URL for an error message: a data URL by its media type only, a long URL cut.
-    pub(crate) fn shown(&self) -> String {
+    pub fn shown(&self) -> String {
         match &self.source {
             Source::Data { media_type, .. } => format!("data:{media_type};base64,…"),
             Source::Url(url) if url.chars().count() > 80 => {
@@ -90,7 +97,7 @@ impl Image {
     }
 
     /// `Err` naming the media type when it is not one of `accepted` (what `wire` takes).
-    pub(crate) fn check_media_type(&self, wire: &str, accepted: &[&str]) -> Result<(), ImageError> {
+    pub fn check_media_type(&self, wire: &str, accepted: &[&str]) -> Result<(), ImageError> {
         match self.media_type() {
             Some(t) if accepted.contains(&t) => Ok(()),
             Some(t) => Err(ImageError(format!(
@@ -109,11 +116,11 @@ impl Image {
 
 /// Why a content part cannot be sent; a wire puts the message index in front (`message 3: …`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ImageError(pub(crate) String);
+pub struct ImageError(pub String);
 
 impl ImageError {
     /// The error as the wire reports it: `message {index}: {what}`.
-    pub(crate) fn at(&self, index: usize) -> String {
+    pub fn at(&self, index: usize) -> String {
         format!("message {index}: {}", self.0)
     }
 }
@@ -126,14 +133,14 @@ impl fmt::Display for ImageError {
 
 /// True when `content` is an array holding an `image_url` part (the cheap test every wire runs
 /// before taking the image path; a text-only array keeps its old rendering).
-pub(crate) fn has_images(content: Option<&RawJson>) -> bool {
+pub fn has_images(content: Option<&RawJson>) -> bool {
     content.is_some_and(|c| c.get().starts_with('[') && c.get().contains("\"image_url\""))
 }
 
 /// The parts of message `index`'s content in stored order (none when it is not an array), every
 /// `data:` image checked against `media_types`, what `wire` takes (a URL's type is the
 /// provider's to judge); an error is `message {index}: …`.
-pub(crate) fn message_pieces<'m>(
+pub fn message_pieces<'m>(
     msg: &'m Message,
     index: usize,
     wire: &str,
@@ -177,7 +184,7 @@ struct ImageUrl {
 /// The parts of a content array in stored order; `Ok(None)` when `content` is not an array.
 /// An `image_url` part without a usable URL, a `data:` URL that is not base64 or whose base64
 /// does not decode, and any scheme other than `data`, `http` and `https` are errors.
-pub(crate) fn pieces(content: &RawJson) -> Result<Option<Vec<Piece<'_>>>, ImageError> {
+pub fn pieces(content: &RawJson) -> Result<Option<Vec<Piece<'_>>>, ImageError> {
     if !content.get().starts_with('[') {
         return Ok(None);
     }

@@ -1,5 +1,6 @@
 //! What the gateway's doors read from a client's request, shared by every dialect's reader
-//! (`anthropic::inbound`, `responses::inbound`): the error that says where a request was wrong.
+//! (`anthropic::inbound`, `hermes_wire_responses::inbound`): the error that says where a request
+//! was wrong.
 
 use std::fmt;
 
@@ -14,7 +15,8 @@ pub struct InboundError {
 }
 
 impl InboundError {
-    pub(crate) fn new(at: &str, message: impl Into<String>) -> Self {
+    /// The error `message` at `at`.
+    pub fn new(at: &str, message: impl Into<String>) -> Self {
         InboundError {
             at: at.to_owned(),
             message: message.into(),

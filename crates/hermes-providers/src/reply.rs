@@ -32,7 +32,7 @@ impl std::error::Error for CaptureError {}
 impl CaptureError {
     /// As a transport error while a stream is read: the provider's own error is an error after
     /// the 200, a malformed event a decode error.
-    pub(crate) fn mid_stream(self) -> TransportError {
+    pub fn mid_stream(self) -> TransportError {
         match self {
             CaptureError::Provider(err) => TransportError::AfterOk(err),
             CaptureError::Malformed(err) => TransportError::Decode(err),
@@ -41,7 +41,7 @@ impl CaptureError {
 
     /// As a transport error when a stream has ended: the provider's own error is an error after
     /// the 200, anything else a broken stream.
-    pub(crate) fn at_end(self) -> TransportError {
+    pub fn at_end(self) -> TransportError {
         match self {
             CaptureError::Provider(err) => TransportError::AfterOk(err),
             CaptureError::Malformed(err) => TransportError::Stream(err),
@@ -50,7 +50,7 @@ impl CaptureError {
 
     /// As a transport error for the whole reply `text`: the provider's own error is an error
     /// after the 200, a malformed reply a decode error quoting the start of the body.
-    pub(crate) fn of_whole(self, text: &str) -> TransportError {
+    pub fn of_whole(self, text: &str) -> TransportError {
         match self {
             CaptureError::Provider(err) => TransportError::AfterOk(err),
             CaptureError::Malformed(err) => {
@@ -61,15 +61,15 @@ impl CaptureError {
 }
 
 /// A [`CaptureError::Malformed`] saying `what`.
-pub(crate) fn malformed(what: impl fmt::Display) -> CaptureError {
+pub fn malformed(what: impl fmt::Display) -> CaptureError {
     CaptureError::Malformed(what.to_string())
 }
 
 /// A captured reply: the assistant message, and the reply's finish reason and usage.
-pub(crate) type Captured = Result<(Message, ReplyMeta), CaptureError>;
+pub type Captured = Result<(Message, ReplyMeta), CaptureError>;
 
 /// The start of `text` (200 characters, `…` when cut), to quote a body in an error.
-pub(crate) fn snippet(text: &str) -> String {
+pub fn snippet(text: &str) -> String {
     let mut s: String = text.chars().take(200).collect();
     if s.len() < text.len() {
         s.push('…');

@@ -175,7 +175,7 @@ pub(crate) fn stream_usage(decision: &RouteDecision) -> bool {
 /// defaults to none … models before gpt-5.1 default to medium and do not support none",
 /// learn.microsoft.com ReasoningEffort): refused here by name, with what to ask instead.
 /// `effort` is the effort the request sends, if any.
-pub(crate) fn openai_reasoning(
+pub fn openai_reasoning(
     sampling: &Sampling,
     model: &str,
     effort: Option<&str>,
@@ -218,7 +218,7 @@ pub(crate) fn openai_reasoning(
 /// `ToolChoiceFunctionParam {type, name}`), `parallel_tool_calls`, `text.format` (`text`,
 /// `json_object`, `json_schema {name, schema, strict}`), `safety_identifier` (the end-user id:
 /// `user` "is being replaced by `safety_identifier`")); the API has no `stop` and no `seed`.
-pub(crate) fn responses_fields(
+pub fn responses_fields(
     sampling: &Sampling,
     model: &str,
 ) -> Result<Vec<(&'static str, Value)>, Unsupported> {
@@ -365,7 +365,7 @@ fn openai_fields(
 /// A tool choice or a parallel-call switch needs tools in the request, and a named function
 /// must be one of them: every provider refuses either (OpenAI: "'tool_choice' is only allowed
 /// when 'tools' are specified"), so hermes says so before sending, naming the parameter.
-pub(crate) fn check_tool_choice(
+pub fn check_tool_choice(
     sampling: &Sampling,
     tools: Option<&hermes_core::RawJson>,
     wire: &str,

@@ -27,7 +27,7 @@ pub fn unreserved(id: &str) -> String {
 
 /// `id` as one segment of a Google (AI Studio or Vertex) model path: as [`unreserved`], `@`
 /// kept.
-pub(crate) fn google(id: &str) -> String {
+pub fn google(id: &str) -> String {
     utf8_percent_encode(id, GOOGLE).to_string()
 }
 

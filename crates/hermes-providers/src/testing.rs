@@ -1,7 +1,11 @@
-//! Helpers shared by the unit tests of the native wires (mostly the Claude ones).
+//! Helpers shared by the unit tests of the native wires (mostly the Claude ones), here and in
+//! the wire crates (this crate's `test-support` feature; not part of its API).
 //!
 //! Stored items written in byte for byte, the route of a target, readers of a captured
 //! message's carriers, AWS event-stream frames and a delta recorder.
+
+// Test helpers: a failed expectation panics, as in the tests that call them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Mutex;
 
@@ -14,25 +18,27 @@ use hermes_core::{
 };
 use serde_json::{Value, json};
 
+#[cfg(feature = "anthropic")]
 use crate::signed::replay::PREFIX_KEY;
 
+#[cfg(feature = "bedrock")]
 pub(crate) mod frames;
 
 /// A signed thinking item as captured, with escapes a `Value` round trip would rewrite.
-pub(crate) const SIG: &str =
+pub const SIG: &str =
     r#"{"type":"thinking","thinking":"Call now \u00e9\/.","signature":"c2lnLTE="}"#;
 /// A redacted thinking item as captured.
-pub(crate) const RED: &str = r#"{"type":"redacted_thinking","data":"ZW5jcnlwdGVk"}"#;
+pub const RED: &str = r#"{"type":"redacted_thinking","data":"ZW5jcnlwdGVk"}"#;
 
 /// [`SIG`] and [`RED`] as another program stored them, with keys of its own (`_issuer_kind`,
 /// …) that no wire sends.
-pub(crate) const STAMPED: [&str; 2] = [
+pub const STAMPED: [&str; 2] = [
     r#"{"_issuer_kind":"anthropic_messages","type":"thinking","thinking":"Call now \u00e9\/.","signature":"c2lnLTE=","_issuer_model":"claude-opus-4-6"}"#,
     r#"{"type":"redacted_thinking","_turn":3,"data":"ZW5jcnlwdGVk"}"#,
 ];
 
 /// `h` with every stored `reasoning_details` replaced by [`STAMPED`].
-pub(crate) fn stamped(mut h: Vec<Message>) -> Vec<Message> {
+pub fn stamped(mut h: Vec<Message>) -> Vec<Message> {
     for m in &mut h {
         if let Some(items) = &mut m.reasoning_details {
             *items = STAMPED
@@ -47,7 +53,7 @@ pub(crate) fn stamped(mut h: Vec<Message>) -> Vec<Message> {
 
 /// Parses a history from JSON text, first writing the stored items [`SIG`] and [`RED`] in
 /// where [`step`] left their placeholders, so their bytes are exactly as captured.
-pub(crate) fn history(value: Value) -> Vec<Message> {
+pub fn history(value: Value) -> Vec<Message> {
     let text = value
         .to_string()
         .replace("\"@SIG\"", SIG)
@@ -56,15 +62,16 @@ pub(crate) fn history(value: Value) -> Vec<Message> {
 }
 
 /// How the built-in table routes `model` at `provider` on `base_url`.
-pub(crate) fn decision(provider: &str, base_url: &str, model: &str) -> RouteDecision {
+pub fn decision(provider: &str, base_url: &str, model: &str) -> RouteDecision {
     crate::builtin_table().resolve(
         &RouteTarget::new(provider, Some(base_url), model),
         ResolveOptions::default(),
     )
 }
 
+#[cfg(feature = "anthropic")]
 /// A signed tool step as captured from `origin`, with its prefix digest when one is given.
-pub(crate) fn step(origin: Value, id: &str, digest: Option<String>) -> Value {
+pub fn step(origin: Value, id: &str, digest: Option<String>) -> Value {
     let mut msg = json!({
         "role": "assistant", "content": null,
         "tool_calls": [{"id": id, "type": "function",
@@ -82,7 +89,7 @@ pub(crate) fn step(origin: Value, id: &str, digest: Option<String>) -> Value {
 
 /// A tool loop in flight: a system prompt, the user's question, the signed `step` (a call
 /// `toolu_1`) and its result.
-pub(crate) fn loop_history(step: Value) -> Vec<Message> {
+pub fn loop_history(step: Value) -> Vec<Message> {
     history(json!([
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "time?"},
@@ -92,7 +99,7 @@ pub(crate) fn loop_history(step: Value) -> Vec<Message> {
 }
 
 /// The stored bookkeeping value under `key`, as JSON text.
-pub(crate) fn extra<'m>(msg: &'m Message, key: &str) -> Option<&'m str> {
+pub fn extra<'m>(msg: &'m Message, key: &str) -> Option<&'m str> {
     msg.extra
         .iter()
         .find(|(k, _)| k == key)
@@ -100,7 +107,7 @@ pub(crate) fn extra<'m>(msg: &'m Message, key: &str) -> Option<&'m str> {
 }
 
 /// The `reasoning_details` items, as JSON text.
-pub(crate) fn details(msg: &Message) -> Vec<&str> {
+pub fn details(msg: &Message) -> Vec<&str> {
     msg.reasoning_details
         .iter()
         .flatten()
@@ -109,7 +116,7 @@ pub(crate) fn details(msg: &Message) -> Vec<&str> {
 }
 
 /// The arguments text of every tool call.
-pub(crate) fn arguments(msg: &Message) -> Vec<String> {
+pub fn arguments(msg: &Message) -> Vec<String> {
     msg.tool_calls
         .iter()
         .flatten()
@@ -128,21 +135,21 @@ pub(crate) fn arguments(msg: &Message) -> Vec<String> {
 /// What a wire that carries Claude's blocks received for the shared whole-reply fixture (a
 /// signed thinking block `Café first: a/b.`, a redacted one, text and one `now` call; 115
 /// tokens in, 42 out, 100 read from the cache and 5 written), each as that wire spells it.
-pub(crate) struct ClaudeTurn<'a> {
+pub struct ClaudeTurn<'a> {
     /// The two stored `reasoning_details` items.
-    pub(crate) details: [&'a str; 2],
+    pub details: [&'a str; 2],
     /// The stored `content` (JSON text).
-    pub(crate) content: &'a str,
+    pub content: &'a str,
     /// The call's arguments text.
-    pub(crate) arguments: &'a str,
+    pub arguments: &'a str,
     /// The call's id.
-    pub(crate) call_id: &'a str,
+    pub call_id: &'a str,
 }
 
 /// Asserts that `captured` is the fixture's turn as `want` spells it, from `origin`: Anthropic
 /// shaped carriers in the blocks' order, readable thinking, replayable, a tool-calls finish
 /// with the fixture's usage. Returns the message for what a test checks besides.
-pub(crate) fn check_claude_turn(
+pub fn check_claude_turn(
     captured: (Message, ReplyMeta),
     origin: &Origin,
     want: ClaudeTurn<'_>,
@@ -179,15 +186,16 @@ pub(crate) fn check_claude_turn(
     msg
 }
 
+#[cfg(feature = "bedrock")]
 /// One AWS event-stream frame with string `headers` and `payload`.
-pub(crate) fn frame(headers: &[(&'static str, &str)], payload: &str) -> Vec<u8> {
+pub fn frame(headers: &[(&'static str, &str)], payload: &str) -> Vec<u8> {
     frames::frame(headers, payload.as_bytes())
 }
 
 /// One delta as a line: `R:` thinking, `C:` answer text, `T<index>:<id>:<name>:<arguments>` a
 /// tool-call fragment (`-` for an id or name the fragment does not carry), `S:` a thinking
 /// block's signature.
-pub(crate) fn delta_line(delta: Delta<'_>) -> String {
+pub fn delta_line(delta: Delta<'_>) -> String {
     match delta {
         Delta::Reasoning(t) => format!("R:{t}"),
         Delta::Signature(s) => format!("S:{s}"),
@@ -207,16 +215,16 @@ pub(crate) fn delta_line(delta: Delta<'_>) -> String {
 
 /// Records the deltas a capture reports.
 #[derive(Default)]
-pub(crate) struct Seen(Mutex<Vec<String>>);
+pub struct Seen(Mutex<Vec<String>>);
 
 impl Seen {
     /// Records one delta.
-    pub(crate) fn record(&self, delta: Delta<'_>) {
+    pub fn record(&self, delta: Delta<'_>) {
         self.0.lock().unwrap().push(delta_line(delta));
     }
 
     /// The text deltas recorded, in order, `true` for thinking.
-    pub(crate) fn take(self) -> Vec<(bool, String)> {
+    pub fn take(self) -> Vec<(bool, String)> {
         self.lines()
             .into_iter()
             .filter_map(|l| match l.split_at(2) {
@@ -228,18 +236,18 @@ impl Seen {
     }
 
     /// Every delta recorded, in order, as [`delta_line`] writes it.
-    pub(crate) fn lines(self) -> Vec<String> {
+    pub fn lines(self) -> Vec<String> {
         self.0.into_inner().unwrap()
     }
 }
 
 /// A 1×1 PNG, base64: what the image tests of every wire send.
-pub(crate) const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+pub const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 
 /// A history with chat-style images, as the canonical history holds them: a user turn of text,
 /// a PNG `data:` URL and (when `remote`) an https image URL with `detail`, a tool call, and its
 /// result of text and a PNG.
-pub(crate) fn image_history(remote: bool) -> Vec<Message> {
+pub fn image_history(remote: bool) -> Vec<Message> {
     let data = format!("data:image/png;base64,{PNG}");
     let mut user = vec![
         json!({"type": "text", "text": "What is in these?"}),
@@ -263,7 +271,7 @@ pub(crate) fn image_history(remote: bool) -> Vec<Message> {
 
 /// Checks that a wire counted, for the metrics, exactly the messages its `--explain` lines say
 /// provenance left out (at least one).
-pub(crate) fn provenance_counted(explain: &[String], counted: u64) {
+pub fn provenance_counted(explain: &[String], counted: u64) {
     let named = explain.iter().filter(|l| l.contains("provenance")).count();
     assert!(named > 0, "{explain:?}");
     assert_eq!(counted, named as u64, "{explain:?}");
@@ -272,7 +280,7 @@ pub(crate) fn provenance_counted(explain: &[String], counted: u64) {
 /// Reads `text` as a streamed SSE reply cut into pieces of `size` bytes, captured by `turn`
 /// through the one SSE loop ([`crate::native::sse::read_sse`]); a failed read is a stream
 /// error.
-pub(crate) async fn read_cut<T: crate::native::sse::SseTurn>(
+pub async fn read_cut<T: crate::native::sse::SseTurn>(
     text: &str,
     size: usize,
     turn: T,

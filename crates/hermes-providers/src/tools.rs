@@ -7,21 +7,21 @@ use serde_json::value::RawValue;
 
 /// One chat-completions tool definition (`{"type":"function","function":{…}}`).
 #[derive(Deserialize)]
-pub(crate) struct ChatTool<'a> {
+pub struct ChatTool<'a> {
     /// The function it declares.
     #[serde(borrow)]
-    pub(crate) function: ChatFunction<'a>,
+    pub function: ChatFunction<'a>,
 }
 
 /// The function of a tool definition.
 #[derive(Deserialize)]
-pub(crate) struct ChatFunction<'a> {
+pub struct ChatFunction<'a> {
     /// The tool's name.
-    pub(crate) name: String,
+    pub name: String,
     /// What it does, when given.
     #[serde(default)]
-    pub(crate) description: Option<String>,
+    pub description: Option<String>,
     /// The JSON schema of its arguments, as sent.
     #[serde(borrow, default)]
-    pub(crate) parameters: Option<&'a RawValue>,
+    pub parameters: Option<&'a RawValue>,
 }

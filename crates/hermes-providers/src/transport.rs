@@ -289,7 +289,7 @@ impl fmt::Debug for Auth {
 impl ChatTransport {
     /// POSTs the body of `request` (encoded by the wire named `wire`) to `url` as [`Self::post`]
     /// does, logging where it goes and how big it is (its bytes only at trace level).
-    pub(crate) async fn send_request(
+    pub async fn send_request(
         &self,
         wire: &str,
         url: &str,

@@ -1,7 +1,7 @@
 //! The conformance suite over the built-in route table: case files under `tests/cases/<route>/`,
 //! the invariants of `hermes-conformance`, and live runs against the strict simulator.
-//! Every native wire is built by its descriptor from the wire registry (`Wires::builtin`), as
-//! the engine builds it.
+//! Every native wire is built by its descriptor from the engine's list of built-in wires
+//! (`hermes_engine::builtin_wires`), as the engine builds it.
 //! The Anthropic Messages wire runs through the same suite: its cases (`"wire": "anthropic"`,
 //! files `anthropic-…` in the folder of the route their target resolves to) are encoded by an
 //! Anthropic wire built for each case's base URL, and the native-wire invariants run through
@@ -69,7 +69,7 @@ fn built(id: &str, provider: &str, base_url: &str) -> Box<dyn Wire> {
         ..hermes_providers::WireTarget::new(provider, "", base_url)
     };
     let client = ChatTransport::new().expect("the HTTP client builds");
-    let wires = hermes_providers::Wires::builtin();
+    let wires = hermes_engine::builtin_wires();
     let descriptor = wires.get(id).expect("a built-in wire");
     descriptor.build(&target, client, Credentials::default())
 }
@@ -119,21 +119,19 @@ const GEMINI_CORPUS_MODELS: [&str; 2] = ["gemini-3-pro-preview", "gemini-3-flash
 fn gemini_for(target: &WireTarget<'_>) -> Option<Box<dyn Wire>> {
     let base = target
         .base_url
-        .unwrap_or(hermes_providers::gemini::AI_STUDIO_BASE);
+        .unwrap_or(hermes_wire_gemini::AI_STUDIO_BASE);
     Some(built("gemini", target.provider, base))
 }
 
 /// The Responses wire's invariant targets (OpenAI's own API) and corpus models.
-const RESPONSES_INVARIANT_TARGETS: &[(&str, &str)] = &[(
-    "openai-responses",
-    hermes_providers::responses::DEFAULT_BASE,
-)];
+const RESPONSES_INVARIANT_TARGETS: &[(&str, &str)] =
+    &[("openai-responses", hermes_wire_responses::DEFAULT_BASE)];
 const RESPONSES_CORPUS_MODELS: [&str; 2] = ["gpt-5", "gpt-5-mini"];
 
 /// Builds the Responses wire for a case's own base URL (OpenAI's when it names none).
 fn responses_for(target: &WireTarget<'_>) -> Option<Box<dyn Wire>> {
     let base = target.base_url;
-    let base = base.unwrap_or(hermes_providers::responses::DEFAULT_BASE);
+    let base = base.unwrap_or(hermes_wire_responses::DEFAULT_BASE);
     Some(built("openai-responses", target.provider, base))
 }
 
@@ -153,13 +151,10 @@ fn main() -> ExitCode {
         .wire_factory(hermes_providers::anthropic::WIRE_ID, anthropic_for)
         .wire_factory(hermes_providers::bedrock::WIRE_ID, bedrock_for)
         .wire_models(hermes_providers::bedrock::WIRE_ID, BEDROCK_CORPUS_MODELS)
-        .wire_factory(hermes_providers::gemini::WIRE_ID, gemini_for)
-        .wire_models(hermes_providers::gemini::WIRE_ID, GEMINI_CORPUS_MODELS)
-        .wire_factory(hermes_providers::responses::WIRE_ID, responses_for)
-        .wire_models(
-            hermes_providers::responses::WIRE_ID,
-            RESPONSES_CORPUS_MODELS,
-        );
+        .wire_factory(hermes_wire_gemini::WIRE_ID, gemini_for)
+        .wire_models(hermes_wire_gemini::WIRE_ID, GEMINI_CORPUS_MODELS)
+        .wire_factory(hermes_wire_responses::WIRE_ID, responses_for)
+        .wire_models(hermes_wire_responses::WIRE_ID, RESPONSES_CORPUS_MODELS);
     for (provider, base) in ANTHROPIC_INVARIANT_TARGETS {
         suite = suite.wire_invariants(hermes_providers::anthropic::WIRE_ID, provider, Some(base));
     }
@@ -167,10 +162,10 @@ fn main() -> ExitCode {
         suite = suite.wire_invariants(hermes_providers::bedrock::WIRE_ID, provider, Some(base));
     }
     for (provider, base) in GEMINI_INVARIANT_TARGETS {
-        suite = suite.wire_invariants(hermes_providers::gemini::WIRE_ID, provider, Some(base));
+        suite = suite.wire_invariants(hermes_wire_gemini::WIRE_ID, provider, Some(base));
     }
     for (provider, base) in RESPONSES_INVARIANT_TARGETS {
-        suite = suite.wire_invariants(hermes_providers::responses::WIRE_ID, provider, Some(base));
+        suite = suite.wire_invariants(hermes_wire_responses::WIRE_ID, provider, Some(base));
     }
     let mut report = suite.run_routes(&only);
     println!("live route -> simulator profile:");
@@ -193,12 +188,12 @@ fn main() -> ExitCode {
             BEDROCK_CORPUS_MODELS[0],
         ),
         (
-            hermes_providers::gemini::WIRE_ID,
+            hermes_wire_gemini::WIRE_ID,
             GEMINI_INVARIANT_TARGETS,
             GEMINI_CORPUS_MODELS[0],
         ),
         (
-            hermes_providers::responses::WIRE_ID,
+            hermes_wire_responses::WIRE_ID,
             RESPONSES_INVARIANT_TARGETS,
             RESPONSES_CORPUS_MODELS[0],
         ),

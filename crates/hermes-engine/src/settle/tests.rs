@@ -21,7 +21,7 @@ fn settle(
     key: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Settled, EngineError> {
     super::settle(
-        &Wires::builtin(),
+        &crate::builtin_wires(),
         &sims(),
         choice,
         stored,
@@ -100,10 +100,7 @@ fn agreed(engine: &Engine, s: &Settled) -> (String, String, Option<String>, Stri
 #[test]
 fn chat_and_preview_settle_every_registry_provider_alike() {
     let engine = Engine::builtin();
-    let mut providers: Vec<&str> = hermes_providers::registry::PROVIDERS
-        .iter()
-        .map(|p| p.id)
-        .collect();
+    let mut providers: Vec<&str> = crate::wires::PROVIDERS.iter().map(|p| p.id).collect();
     providers.push("sim");
     let key = |_: &str| Some("sk-test".to_owned());
     for provider in providers {
@@ -191,7 +188,7 @@ fn without_simulators_provider_sim_is_a_usage_error_saying_the_build_has_none() 
         for purpose in [Purpose::Send, Purpose::Preview] {
             let defaults = Defaults::default();
             let err = super::settle(
-                &Wires::builtin(),
+                &crate::builtin_wires(),
                 bare.sim_profiles(),
                 &choice,
                 None,

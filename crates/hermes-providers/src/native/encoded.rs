@@ -32,7 +32,7 @@ pub struct Encoded<X = ()> {
 
 /// What a wire stamps on the reply to a body (never sent): the signed wires' conversation
 /// digest, the Anthropic beta header on its way to `send`. Nothing by default.
-pub(crate) trait Stamp {
+pub trait Stamp {
     /// The stamp: keys and values stored on the reply's message.
     fn stamp(&self) -> Vec<(String, RawJson)> {
         Vec::new()
@@ -50,7 +50,7 @@ impl Stamp for () {}
 impl<X> Encoded<X> {
     /// The body as an [`Outgoing`] (streamed when `stream`), with its notes, carrier counts and
     /// the wire's stamp.
-    pub(crate) fn into_outgoing(self, stream: bool) -> Outgoing
+    pub fn into_outgoing(self, stream: bool) -> Outgoing
     where
         X: Stamp,
     {
@@ -69,7 +69,7 @@ impl<X> Encoded<X> {
 /// buffer copies the body again at every doubling and holds up to three times it at the peak).
 /// The native bodies are mostly stored literals written as they are (raw values), where
 /// counting costs next to nothing.
-pub(crate) fn write_json<T: Serialize>(body: &T) -> Result<Vec<u8>, EncodeError> {
+pub fn write_json<T: Serialize>(body: &T) -> Result<Vec<u8>, EncodeError> {
     let json = |e: serde_json::Error| EncodeError::Json(e.to_string());
     let mut counter = Counter(0);
     serde_json::to_writer(&mut counter, body).map_err(json)?;
@@ -81,7 +81,7 @@ pub(crate) fn write_json<T: Serialize>(body: &T) -> Result<Vec<u8>, EncodeError>
 /// Writes `body` as compact JSON into a buffer of `capacity` bytes to begin with: for a body
 /// whose size its encoder knows about from what it copies, where a counting pass would cost
 /// more than it saves (Anthropic's, whose counting pass read every escaped string twice).
-pub(crate) fn write_json_with_capacity<T: Serialize>(
+pub fn write_json_with_capacity<T: Serialize>(
     body: &T,
     capacity: usize,
 ) -> Result<Vec<u8>, EncodeError> {
@@ -111,7 +111,7 @@ impl std::io::Write for Counter {
 
 /// `--explain`'s lines for a request to `url`: first `POST <path>` (its path and query), then
 /// `lines`.
-pub(crate) fn explain_with_post(url: &str, lines: Vec<String>) -> Vec<String> {
+pub fn explain_with_post(url: &str, lines: Vec<String>) -> Vec<String> {
     let after_scheme = url.find("://").map_or(url, |i| &url[i + 3..]);
     let path = after_scheme.find('/').map_or("/", |i| &after_scheme[i..]);
     std::iter::once(format!("POST {path}"))

@@ -9,15 +9,15 @@ use serde::Deserialize;
 /// The words of one error value.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub(crate) struct ErrorValue {
+pub struct ErrorValue {
     /// `message` (Bedrock also spells it `Message`).
     #[serde(alias = "Message")]
-    pub(crate) message: Option<String>,
+    pub message: Option<String>,
     /// `code`: OpenAI's string code (Google's number is not kept).
     #[serde(deserialize_with = "string_only")]
-    pub(crate) code: Option<String>,
+    pub code: Option<String>,
     /// `param`: the request field OpenAI names.
-    pub(crate) param: Option<String>,
+    pub param: Option<String>,
     /// `details`: Google's, each with its field violations (anything else is passed over).
     #[serde(deserialize_with = "details")]
     details: Vec<Detail>,
@@ -57,7 +57,7 @@ fn details<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Detail>, D::Err
 
 impl ErrorValue {
     /// The descriptions of its field violations, in order (Google's `BadRequest`).
-    pub(crate) fn violations(&self) -> Vec<String> {
+    pub fn violations(&self) -> Vec<String> {
         self.details
             .iter()
             .flat_map(|d| &d.field_violations)
@@ -66,14 +66,14 @@ impl ErrorValue {
     }
 
     /// Its `message`, else `fallback`.
-    pub(crate) fn message_or(self, fallback: &str) -> String {
+    pub fn message_or(self, fallback: &str) -> String {
         self.message.unwrap_or_else(|| fallback.to_owned())
     }
 }
 
 /// The error of an error body `{"error":{…}}`, or of `[{"error":{…}}]` (Google's
 /// OpenAI-compatible form); `None` when the body is neither.
-pub(crate) fn enveloped(body: &str) -> Option<ErrorValue> {
+pub fn enveloped(body: &str) -> Option<ErrorValue> {
     let body = body.trim();
     // A derived struct also reads a JSON array positionally, so the array form is tried first
     // where the body is one.
@@ -89,11 +89,11 @@ pub(crate) fn enveloped(body: &str) -> Option<ErrorValue> {
 
 /// An error value itself (`{"message":…}`: Bedrock's error body, the `error` of a reply or of
 /// an `error` event); `None` when `raw` is not a JSON object.
-pub(crate) fn bare(raw: &str) -> Option<ErrorValue> {
+pub fn bare(raw: &str) -> Option<ErrorValue> {
     serde_json::from_str(raw.trim()).ok()
 }
 
 /// The words of an error value `raw`: its `message`, else the text itself.
-pub(crate) fn message_of(raw: &str) -> String {
+pub fn message_of(raw: &str) -> String {
     bare(raw).map_or_else(|| raw.to_owned(), |e| e.message_or(raw))
 }

@@ -8,19 +8,19 @@ use hermes_core::{RawJson, ToolCall};
 use serde_json::value::RawValue;
 
 /// `text` (JSON text, a stored literal) as a raw value; text that is not JSON becomes `""`.
-pub(crate) fn raw_box(text: &str) -> Box<RawValue> {
+pub fn raw_box(text: &str) -> Box<RawValue> {
     RawValue::from_string(text.to_owned()).unwrap_or_else(|_| empty_string())
 }
 
 /// The JSON string `""`.
-pub(crate) fn empty_string() -> Box<RawValue> {
+pub fn empty_string() -> Box<RawValue> {
     serde_json::value::to_raw_value("").unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
 /// The text literals of a content value, as stored: a string as is, or each `text` of an
 /// array of parts whose `type` is missing or one of `kinds`. Empty texts are left out (no
 /// provider takes an empty text block), and so is a `text` that is not a string.
-pub(crate) fn text_parts(content: Option<&RawJson>, kinds: &[&str]) -> Vec<Box<RawValue>> {
+pub fn text_parts(content: Option<&RawJson>, kinds: &[&str]) -> Vec<Box<RawValue>> {
     text_literals(content, kinds)
         .into_iter()
         .map(RawValue::to_owned)
@@ -29,7 +29,7 @@ pub(crate) fn text_parts(content: Option<&RawJson>, kinds: &[&str]) -> Vec<Box<R
 
 /// [`text_parts`] borrowed from the content value itself (nothing copied: a body that writes
 /// them takes their bytes straight from the history).
-pub(crate) fn text_literals<'a>(content: Option<&'a RawJson>, kinds: &[&str]) -> Vec<&'a RawValue> {
+pub fn text_literals<'a>(content: Option<&'a RawJson>, kinds: &[&str]) -> Vec<&'a RawValue> {
     let Some(content) = content else {
         return Vec::new();
     };
@@ -59,7 +59,7 @@ pub(crate) fn text_literals<'a>(content: Option<&'a RawJson>, kinds: &[&str]) ->
 
 /// A JSON string read borrowed from the text when it has no escape (serde's own `Cow<str>`
 /// always copies): a key or member a hand-written visitor reads.
-pub(crate) struct Text<'a>(pub(crate) Cow<'a, str>);
+pub struct Text<'a>(pub Cow<'a, str>);
 
 impl<'de> serde::Deserialize<'de> for Text<'de> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -82,7 +82,7 @@ impl<'de> serde::Deserialize<'de> for Text<'de> {
 
 /// The decoded texts of a content value ([`text_parts`] of `kinds`; a lone surrogate escape
 /// reads as U+FFFD, `hermes_core::raw::parse_lenient`).
-pub(crate) fn texts(content: Option<&RawJson>, kinds: &[&str]) -> Vec<String> {
+pub fn texts(content: Option<&RawJson>, kinds: &[&str]) -> Vec<String> {
     text_parts(content, kinds)
         .iter()
         .filter_map(|t| hermes_core::raw::parse_lenient::<String>(t.get()).ok())
@@ -92,7 +92,7 @@ pub(crate) fn texts(content: Option<&RawJson>, kinds: &[&str]) -> Vec<String> {
 /// A tool call's stored arguments when they are a JSON object (the text trimmed), else `None`:
 /// what a wire that takes the input as an object (Messages `input`, Converse `input`) sends,
 /// `{}` in its place otherwise.
-pub(crate) fn object_arguments(call: &ToolCall) -> Option<String> {
+pub fn object_arguments(call: &ToolCall) -> Option<String> {
     let text: Cow<'_, str> = call.function.arguments.as_ref()?.as_str()?;
     let text = text.trim();
     (text.starts_with('{') && RawValue::from_string(text.to_owned()).is_ok())
@@ -101,22 +101,22 @@ pub(crate) fn object_arguments(call: &ToolCall) -> Option<String> {
 
 /// One turn of a wire copy: its role, its parts, the history indices merged into it, and what
 /// else a wire keeps per turn (`X`).
-pub(crate) struct Turn<P, X = ()> {
+pub struct Turn<P, X = ()> {
     /// `user`, `assistant`, `model`.
-    pub(crate) role: &'static str,
+    pub role: &'static str,
     /// The turn's blocks or parts, in order.
-    pub(crate) parts: Vec<P>,
+    pub parts: Vec<P>,
     /// The history indices merged into it.
-    pub(crate) sources: Vec<usize>,
+    pub sources: Vec<usize>,
     /// What the wire keeps beside them.
-    pub(crate) extra: X,
+    pub extra: X,
 }
 
 /// Adds `parts` from the history message `source` as a turn of `role`, merged into the last
 /// turn when it has the same role (the native APIs want alternating turns: consecutive tool
 /// results become one user turn). Before merging, `merge` sees the last turn and this one's
 /// `extra` (which is dropped after).
-pub(crate) fn push_turn_with<P, X>(
+pub fn push_turn_with<P, X>(
     wire: &mut Vec<Turn<P, X>>,
     role: &'static str,
     parts: Vec<P>,
@@ -141,16 +141,11 @@ pub(crate) fn push_turn_with<P, X>(
 }
 
 /// [`push_turn_with`] for turns that keep nothing else.
-pub(crate) fn push_turn<P>(
-    wire: &mut Vec<Turn<P>>,
-    role: &'static str,
-    parts: Vec<P>,
-    source: usize,
-) {
+pub fn push_turn<P>(wire: &mut Vec<Turn<P>>, role: &'static str, parts: Vec<P>, source: usize) {
     push_turn_with(wire, role, parts, source, (), |_, ()| {});
 }
 
 /// For each turn, the history indices merged into it.
-pub(crate) fn sources<P, X>(wire: &[Turn<P, X>]) -> Vec<Vec<usize>> {
+pub fn sources<P, X>(wire: &[Turn<P, X>]) -> Vec<Vec<usize>> {
     wire.iter().map(|t| t.sources.clone()).collect()
 }

@@ -1,19 +1,65 @@
-//! The native-wire kit: what the Anthropic, Converse, Gemini and Responses wires share — the
-//! encoded body and its error ([`Encoded`], [`EncodeError`]), the JSON pieces every body is
-//! built from (`json`: stored literals, text parts, tool input, turn merging), which stored turns
-//! are replayed and whose they are (`stored`), the reading of
-//! providers' error envelopes (`envelope`) and the one SSE reading loop (`sse`, which the chat
-//! wire reads through too).
+//! The native-wire kit: what the Anthropic, Converse, Gemini and Responses wires share, public
+//! for the wire crates (`hermes-wire-gemini`, …) built on it — the encoded body and its error
+//! ([`Encoded`], [`EncodeError`], [`Stamp`], [`write_json`], [`explain_with_post`]), the JSON
+//! pieces every body is built from (`json`: stored literals, text parts, tool input, turn
+//! merging), which stored turns are replayed and whose they are (`stored`), the reading of
+//! providers' error envelopes (`envelope`), the one SSE reading loop (`sse`, which the chat
+//! wire reads through too), reply capture's error (`reply`), images in a message's content
+//! (`image`), the sampling checks every wire makes (`sampling`), a model id as one URL path
+//! segment (`segment`), a request's tools as chat completions spell them (`tools`), what an
+//! OpenAI model id implies for reasoning (`openai_model`) and where a client's request was wrong
+//! (`inbound`). The
+//! HTTP side is the crate root's [`crate::ChatTransport`] and [`crate::Auth`].
 
 mod encoded;
-pub(crate) mod envelope;
-pub(crate) mod json;
-pub(crate) mod sse;
-pub(crate) mod stored;
+pub mod envelope;
+pub mod json;
+pub mod sse;
+pub mod stored;
 
 pub use crate::sampling::Unsupported;
-pub use encoded::{EncodeError, Encoded};
-pub(crate) use encoded::{Stamp, explain_with_post, write_json, write_json_with_capacity};
+pub use encoded::{
+    EncodeError, Encoded, Stamp, explain_with_post, write_json, write_json_with_capacity,
+};
+
+/// Why a reply could not be captured ([`reply::CaptureError`]), as a transport error, and a
+/// body quoted in an error ([`reply::snippet`]).
+pub mod reply {
+    pub use crate::reply::*;
+}
+
+/// Images in a message's content: its pieces ([`image::Piece`], [`image::Image`]) and their
+/// sources, for the wires that send them.
+pub mod image {
+    pub use crate::image::*;
+}
+
+/// The sampling checks every native wire makes before it sends.
+pub mod sampling {
+    pub use crate::sampling::{Unsupported, check_tool_choice, openai_reasoning, responses_fields};
+}
+
+/// A model id as one URL path segment ([`segment::unreserved`], [`segment::google`]).
+pub mod segment {
+    pub use crate::segment::*;
+}
+
+/// A request's tools as chat completions spell them, which every wire reads.
+pub mod tools {
+    pub use crate::tools::*;
+}
+
+/// What an OpenAI model id implies for reasoning (the chat wire's sampling rules and the
+/// Responses wire read the same table).
+pub mod openai_model {
+    pub use crate::openai_model::*;
+}
+
+/// What the gateway's doors read from a client's request: the error that says where it was
+/// wrong ([`inbound::InboundError`]), shared by every dialect's reader.
+pub mod inbound {
+    pub use crate::inbound::*;
+}
 
 /// The account a credential stands for: the first 16 bytes of HMAC-SHA256 keyed with a fixed
 /// domain key over the credential, as hex. One way: the credential cannot be read back from it

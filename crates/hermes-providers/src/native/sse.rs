@@ -13,7 +13,7 @@ use crate::reply::{CaptureError, Captured};
 use crate::transport::read::{ERROR_BODY_LIMIT, error_event_text, read_whole, stream_error};
 
 /// What a wire's stream capture does with the events of one streamed reply.
-pub(crate) trait SseTurn {
+pub trait SseTurn {
     /// How many events (or chunks) it has taken, for a stall's message.
     fn seen(&self) -> usize;
 
@@ -34,7 +34,7 @@ pub(crate) trait SseTurn {
 /// Reads a streamed reply's `bytes` (cut anywhere) as server-sent events into `turn`. An
 /// `event: error` frame is the provider's error after the 200 (nothing is stored);
 /// `stream_err` maps a failed read after `seen` events.
-pub(crate) async fn read_sse<S, B, E, T>(
+pub async fn read_sse<S, B, E, T>(
     bytes: S,
     mut turn: T,
     origin: Origin,
@@ -74,7 +74,7 @@ where
 /// What a wire whose every event is one JSON document (Gemini, Responses) does with an
 /// event's `data`: trimmed, it goes to `feed` unless it is empty or `[DONE]`; a capture error
 /// becomes a transport error quoting the event.
-pub(crate) fn feed_json(
+pub fn feed_json(
     data: &str,
     feed: impl FnOnce(&str) -> Result<(), CaptureError>,
 ) -> Result<bool, TransportError> {
@@ -87,7 +87,7 @@ pub(crate) fn feed_json(
 
 /// [`read_sse`] of an HTTP response, a failed read named after how many `unit`s (`event`,
 /// `chunk`) arrived.
-pub(crate) async fn read_response<T: SseTurn>(
+pub async fn read_response<T: SseTurn>(
     response: reqwest::Response,
     turn: T,
     origin: Origin,
@@ -108,7 +108,7 @@ pub(crate) async fn read_response<T: SseTurn>(
 /// makes ([`read_response`], a failed read named after how many `unit`s arrived), a whole reply
 /// through `whole` ([`read_whole`]: decoded from the bytes themselves, so every block keeps
 /// them).
-pub(crate) async fn read_reply<T: SseTurn>(
+pub async fn read_reply<T: SseTurn>(
     response: reqwest::Response,
     request: &Outgoing,
     turn: impl FnOnce() -> T,

@@ -6,7 +6,7 @@ use hermes_core::message::same_minter;
 
 /// Whether the assistant turn `msg` (message `i` of the history) is replayed: one stored for
 /// the record only is not, and `explain` says so.
-pub(crate) fn replayed(msg: &Message, i: usize, explain: &mut Vec<String>) -> bool {
+pub fn replayed(msg: &Message, i: usize, explain: &mut Vec<String>) -> bool {
     let replayable = msg.replayable();
     if !replayable {
         explain.push(format!("message {i}: not replayed (stored for the record)"));
@@ -16,6 +16,6 @@ pub(crate) fn replayed(msg: &Message, i: usize, explain: &mut Vec<String>) -> bo
 
 /// Whether `msg` was minted by `target`'s minter (a turn without an origin counts as its own),
 /// so its signed or encrypted parts may go back to it.
-pub(crate) fn own(msg: &Message, target: &RouteTarget) -> bool {
+pub fn own(msg: &Message, target: &RouteTarget) -> bool {
     msg.origin.as_ref().is_none_or(|o| same_minter(o, target))
 }

@@ -1,7 +1,9 @@
 //! The wire registry, after sqlx's driver list: one [`WireDescriptor`] per wire (its id, its
 //! name, the providers it serves, how to build it for a target and how to explain a body), the
-//! built-in ones registered by [`register_builtin_wires`], and [`Wires`], the list a front end
-//! runs with (the engine's: the built-ins plus any a third party adds).
+//! descriptors of the wires built in this crate ([`CHAT`], [`ANTHROPIC`], [`BEDROCK`]; each wire
+//! crate has its own, e.g. `hermes_wire_gemini::DESCRIPTOR`), and
+//! [`Wires`], the list a front end runs with (the engine's: the built-ins its features choose,
+//! registered by `hermes_engine::register_builtin_wires`, plus any a third party adds).
 
 use std::sync::Arc;
 
@@ -14,10 +16,6 @@ mod anthropic;
 #[cfg(feature = "bedrock")]
 mod bedrock;
 mod chat;
-#[cfg(feature = "gemini")]
-mod gemini;
-#[cfg(feature = "responses")]
-mod responses;
 
 /// One provider of the registry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -215,13 +213,6 @@ impl std::fmt::Debug for Wires {
 }
 
 impl Wires {
-    /// The built-in wires this build has ([`register_builtin_wires`]).
-    pub fn builtin() -> Self {
-        let mut wires = Wires::default();
-        register_builtin_wires(&mut wires);
-        wires
-    }
-
     /// Adds `wire` after the others (a wire with the same id is replaced in its place).
     pub fn register(&mut self, wire: Arc<dyn WireDescriptor>) {
         match self.list.iter_mut().find(|w| w.id() == wire.id()) {
@@ -268,15 +259,6 @@ impl Wires {
     }
 }
 
-/// Registers every built-in wire this build has, in the order `hermes providers` lists their
-/// providers: chat completions, then (each behind its cargo feature) Anthropic Messages,
-/// Bedrock Converse, OpenAI Responses and Gemini generateContent.
-pub fn register_builtin_wires(wires: &mut Wires) {
-    for wire in BUILTIN {
-        wires.register(Arc::new(*wire));
-    }
-}
-
 /// A descriptor of `id`, `name` and `providers`, built by `build` and explained by `explain`.
 const fn wire(
     id: &'static str,
@@ -295,7 +277,7 @@ const fn wire(
 }
 
 /// Chat completions, always built.
-const CHAT_DESCRIPTOR: Descriptor = wire(
+pub const CHAT: Descriptor = wire(
     hermes_core::CHAT_WIRE,
     "OpenAI-compatible chat completions",
     chat::PROVIDERS,
@@ -303,50 +285,18 @@ const CHAT_DESCRIPTOR: Descriptor = wire(
     chat::explain,
 );
 
-/// The built-in wires of this build, in registration order, one a line: id, name, providers,
-/// how to build it, how to explain a body (each native one behind its feature).
+/// Anthropic Messages (its direct, Foundry, Vertex and, with the `bedrock` feature, Bedrock
+/// InvokeModel doors).
+#[cfg(feature = "anthropic")]
 #[rustfmt::skip]
-const BUILTIN: &[Descriptor] = &[
-    CHAT_DESCRIPTOR,
-    #[cfg(feature = "anthropic")]
-    wire(crate::anthropic::WIRE_ID, "Anthropic Messages", anthropic::PROVIDERS, anthropic::build, anthropic::explain),
-    #[cfg(feature = "bedrock")]
-    wire(crate::bedrock::WIRE_ID, "AWS Bedrock Converse", bedrock::PROVIDERS, bedrock::build, bedrock::explain),
-    #[cfg(feature = "responses")]
-    wire(crate::responses::WIRE_ID, "OpenAI Responses", responses::PROVIDERS, responses::build, responses::explain),
-    #[cfg(feature = "gemini")]
-    wire(crate::gemini::WIRE_ID, "Gemini generateContent", gemini::PROVIDERS, gemini::build, gemini::explain),
-];
+pub const ANTHROPIC: Descriptor =
+    wire(crate::anthropic::WIRE_ID, "Anthropic Messages", anthropic::PROVIDERS, anthropic::build, anthropic::explain);
 
-/// Every built-in provider, with the cargo feature of its wire (chat completions' providers are
-/// always built and not listed). `bedrock-anthropic` is the Anthropic wire's InvokeModel door,
-/// which needs the AWS crates: the `bedrock` feature's.
-const FEATURE_OF: &[(&str, &str)] = &[
-    ("anthropic", "anthropic"),
-    ("vertex-anthropic", "anthropic"),
-    ("foundry-anthropic", "anthropic"),
-    ("bedrock-anthropic", "bedrock"),
-    ("bedrock", "bedrock"),
-    ("gemini", "gemini"),
-    ("vertex-gemini", "gemini"),
-    ("openai-responses", "responses"),
-];
-
-/// The cargo feature a built-in provider needs when this build leaves its wire out: `Some` for
-/// `bedrock` in a build without the `bedrock` feature, `None` for a provider this build has or
-/// one that is not built in. `id` is trimmed and read case-insensitively.
-pub fn feature_left_out(id: &str) -> Option<&'static str> {
-    let id = id.trim().to_lowercase();
-    let (_, feature) = FEATURE_OF.iter().find(|(p, _)| *p == id)?;
-    (!builtin_providers().any(|(p, _)| p.id == id)).then_some(*feature)
-}
-
-/// Every built-in provider of this build, with its wire's id, in registration order.
-pub(crate) fn builtin_providers() -> impl Iterator<Item = (&'static ProviderSpec, &'static str)> {
-    BUILTIN
-        .iter()
-        .flat_map(|w| w.providers.iter().map(move |p| (p, w.id)))
-}
+/// AWS Bedrock Converse.
+#[cfg(feature = "bedrock")]
+#[rustfmt::skip]
+pub const BEDROCK: Descriptor =
+    wire(crate::bedrock::WIRE_ID, "AWS Bedrock Converse", bedrock::PROVIDERS, bedrock::build, bedrock::explain);
 
 impl ChatTransport {
     /// POSTs `request`'s JSON body to `url` with `auth` and returns the whole reply body: the
@@ -363,89 +313,5 @@ impl ChatTransport {
     ) -> Result<String, TransportError> {
         let response = self.send_request(wire, url, request, auth, &[]).await?;
         crate::transport::read_text(response).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{Descriptor, FEATURE_OF, ProviderSpec, Wires, feature_left_out};
-
-    #[test]
-    fn every_native_provider_names_its_feature_and_only_a_left_out_one_needs_it() {
-        let native: Vec<&str> = super::builtin_providers()
-            .filter(|(_, wire)| *wire != hermes_core::CHAT_WIRE)
-            .map(|(p, _)| p.id)
-            .collect();
-        for id in &native {
-            assert!(
-                FEATURE_OF.iter().any(|(p, _)| p == id),
-                "{id} has no feature"
-            );
-            assert_eq!(feature_left_out(id), None, "{id} is built");
-        }
-        let left_out: Vec<&str> = FEATURE_OF
-            .iter()
-            .filter(|(p, _)| !native.contains(p))
-            .map(|(p, _)| *p)
-            .collect();
-        for id in left_out {
-            assert!(feature_left_out(&id.to_uppercase()).is_some(), "{id}");
-        }
-        assert_eq!(feature_left_out("deepseek"), None);
-        assert_eq!(feature_left_out("nope"), None);
-    }
-
-    /// A made-up wire serving `mine` and taking over the built-in `deepseek`.
-    const MINE: Descriptor = Descriptor {
-        id: "mine",
-        providers: &[
-            ProviderSpec {
-                id: "mine",
-                base_url: Some("https://mine.test"),
-                key_var: Some("MINE_KEY"),
-            },
-            ProviderSpec {
-                id: "deepseek",
-                base_url: Some("https://deepseek.mine.test"),
-                key_var: None,
-            },
-        ],
-        ..super::CHAT_DESCRIPTOR
-    };
-
-    #[test]
-    fn a_provider_belongs_to_the_last_wire_that_lists_it_and_is_listed_once() {
-        let mut wires = Wires::builtin();
-        let ids = |wires: &Wires| -> Vec<(&str, &str)> {
-            let providers = wires.providers();
-            providers.iter().map(|(p, w)| (p.id, w.id())).collect()
-        };
-        let before = ids(&wires);
-        assert!(before.contains(&("deepseek", "chat")));
-        assert!(before.contains(&("bedrock", "bedrock")));
-        assert!(before.contains(&("openai-responses", "openai-responses")));
-        let mut unique = before.clone();
-        unique.sort();
-        unique.dedup();
-        assert_eq!(unique.len(), before.len(), "each id once: {before:?}");
-
-        wires.register(std::sync::Arc::new(MINE));
-        let after = ids(&wires);
-        assert_eq!(after.len(), before.len() + 1, "{after:?}");
-        assert!(after.contains(&("deepseek", "mine")), "{after:?}");
-        assert!(!after.contains(&("deepseek", "chat")), "{after:?}");
-        assert!(
-            after.ends_with(&[("mine", "mine"), ("deepseek", "mine")]),
-            "{after:?}"
-        );
-        let (spec, wire) = wires.provider(" DeepSeek ").unwrap();
-        assert_eq!(
-            (spec.base_url, wire.id()),
-            (Some("https://deepseek.mine.test"), "mine")
-        );
-        assert_eq!(
-            wires.get("mine").map(|w| w.name()),
-            Some("OpenAI-compatible chat completions")
-        );
     }
 }

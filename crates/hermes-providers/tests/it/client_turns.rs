@@ -207,7 +207,7 @@ fn gemini_answers_a_failed_call_under_error_and_says_where_the_system_text_went(
     let at = ("gemini", base, "gemini-3-pro-preview");
     let (body, _) = encode(&wire, at);
     let explain = with_parts(at, |p| {
-        hermes_providers::gemini::explain(p, &wire.target)
+        hermes_wire_gemini::explain(p, &wire.target)
             .unwrap()
             .join("\n")
     });

@@ -8,8 +8,8 @@ use hermes_core::driver::Conversation;
 use hermes_core::{
     FinishReason, Message, Origin, RequestParts, ResolveOptions, Role, RouteTarget, Verdicts, Wire,
 };
-use hermes_providers::gemini::{self, Flavor, GeminiWire, Target};
 use hermes_providers::{Auth, ChatTransport, TransportError, builtin_table};
+use hermes_wire_gemini::{self as gemini, Flavor, GeminiWire, Target};
 use wiremock::matchers::{header, method, path, query_param};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 

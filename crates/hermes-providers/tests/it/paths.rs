@@ -3,8 +3,9 @@
 //! segment, query, fragment or method, and an ordinary one is sent unchanged.
 
 use hermes_providers::anthropic::{Flavor as AnthropicFlavor, Target as AnthropicTarget};
-use hermes_providers::gemini::{Flavor as GeminiFlavor, Target as GeminiTarget};
-use hermes_providers::{anthropic, bedrock, gemini};
+use hermes_providers::{anthropic, bedrock};
+use hermes_wire_gemini as gemini;
+use hermes_wire_gemini::{Flavor as GeminiFlavor, Target as GeminiTarget};
 
 const HOSTILE: &[&str] = &[
     "../../v1beta/files",

@@ -12,10 +12,10 @@ use hermes_core::driver::{Conversation, Driver, DriverConfig};
 use hermes_core::message::BLOCK_ORDER_KEY;
 use hermes_core::raw::without_members;
 use hermes_core::{Message, RawJson, ResolveOptions, Role, RouteTarget, ThinkingRequest};
-use hermes_providers::responses::{ResponsesWire, WIRE_ID};
 use hermes_providers::{Auth, ChatTransport, builtin_table};
 use hermes_sim::Sim;
 use hermes_test_support::memory::{Log, NoTools};
+use hermes_wire_responses::{ResponsesWire, WIRE_ID};
 use serde_json::value::RawValue;
 
 const MODEL: &str = "gpt-5.2";

@@ -10,8 +10,8 @@ use hermes_core::driver::Conversation;
 use hermes_core::{
     FinishReason, Message, Origin, RequestParts, ResolveOptions, RouteTarget, Usage, Verdicts, Wire,
 };
-use hermes_providers::responses::{ResponsesWire, WIRE_ID};
 use hermes_providers::{Auth, ChatTransport, TransportError, builtin_table};
+use hermes_wire_responses::{ResponsesWire, WIRE_ID};
 use wiremock::MockServer;
 
 use crate::support;
@@ -211,7 +211,7 @@ fn the_conformance_cases_pass() {
     let table = builtin_table();
     let w = ResponsesWire {
         client: ChatTransport::new().unwrap(),
-        base_url: hermes_providers::responses::DEFAULT_BASE.into(),
+        base_url: hermes_wire_responses::DEFAULT_BASE.into(),
         auth: None,
     };
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cases/default");

@@ -10,8 +10,8 @@ use hermes_core::{
 };
 use hermes_providers::anthropic::AnthropicWire;
 use hermes_providers::bedrock::BedrockWire;
-use hermes_providers::gemini::{Flavor as GeminiFlavor, GeminiWire};
 use hermes_providers::{HttpChat, builtin_table};
+use hermes_wire_gemini::{Flavor as GeminiFlavor, GeminiWire};
 
 use crate::support;
 
@@ -128,7 +128,7 @@ pub(crate) fn sdk_body(wire_id: &str, model: &str, stream: bool) -> String {
                     project: "p".into(),
                     region: "us-central1".into(),
                 };
-                hermes_providers::gemini::vertex_base_url("us-central1")
+                hermes_wire_gemini::vertex_base_url("us-central1")
             } else {
                 GEMINI.to_owned()
             };

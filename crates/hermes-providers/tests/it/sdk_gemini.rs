@@ -1,5 +1,5 @@
 //! Independent evidence, from the official Python `google-genai` client, that hermes' Gemini
-//! `generateContent` wire (`hermes_providers::gemini`) sends what the SDK sends for the same
+//! `generateContent` wire (`hermes_wire_gemini`) sends what the SDK sends for the same
 //! conversation, and that every body `hermes preview` prints is one the SDK's own types accept
 //! (checked, with an unknown key injected at each object refused, by the schema table
 //! `sdk_schema` over this module's conversations; here, the controls that are not unknown keys).
@@ -47,9 +47,9 @@ use hermes_core::{
     Effort, Message, Origin, RawJson, RequestParts, ResolveOptions, RouteTarget, ThinkingRequest,
     Verdicts, Wire as _,
 };
-use hermes_providers::gemini::{self, Flavor, GeminiWire, Target};
 use hermes_providers::{Auth, ChatTransport, builtin_table};
 use hermes_test_support::validator;
+use hermes_wire_gemini::{self as gemini, Flavor, GeminiWire, Target};
 use serde_json::{Map, Value, json};
 use wiremock::matchers::{method, path_regex};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};

@@ -1,5 +1,5 @@
 //! Independent evidence, from the official Python `openai` client, that hermes' OpenAI
-//! Responses wire (`hermes_providers::responses`) sends what the SDK sends for the same
+//! Responses wire (`hermes_wire_responses`) sends what the SDK sends for the same
 //! conversation, and that every body `hermes preview` prints is one the SDK's own request types
 //! accept with no key they do not declare (checked, with an unknown key injected at each object
 //! refused, by the schema table `sdk_schema` over this module's cases; here, wrong values).
@@ -28,7 +28,7 @@ use hermes_core::{
     Effort, Message, RawJson, RequestParts, ResolveOptions, RouteTarget, ThinkingRequest, Verdicts,
 };
 use hermes_providers::builtin_table;
-use hermes_providers::responses::{self, Drops, WIRE_ID};
+use hermes_wire_responses::{self as responses, Drops, WIRE_ID};
 use serde_json::{Value, json};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
@@ -69,7 +69,7 @@ pub(crate) fn run(py: &Path, script: &str, input: &str) -> (Option<i32>, String,
 // ---------------------------------------------------------------------------------------------
 // The conversation
 
-#[path = "../../src/responses/fixtures.rs"]
+#[path = "../../../hermes-wire-responses/src/fixtures.rs"]
 mod fixtures;
 use fixtures::{FC1, FC2, MSG3, RS1, RS2, RS3};
 

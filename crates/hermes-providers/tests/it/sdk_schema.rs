@@ -18,9 +18,9 @@ use std::fmt;
 use std::path::Path;
 
 use hermes_core::ThinkingRequest;
-use hermes_providers::gemini;
-use hermes_providers::responses::WIRE_ID;
 use hermes_test_support::validator;
+use hermes_wire_gemini as gemini;
+use hermes_wire_responses::WIRE_ID;
 use serde_json::{Map, Value};
 
 use crate::{sampling, sdk_bedrock, sdk_gemini, sdk_responses, support};

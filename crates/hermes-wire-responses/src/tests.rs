@@ -18,8 +18,8 @@ use super::capture::capture_reply;
 use super::fixtures::{FC1, FC2, MSG3, RS1, RS2, RS3};
 use super::model::reasoning_plan;
 use super::{ResponsesWire, WIRE_ID, explain, url};
-use crate::testing::{decision, extra};
-use crate::{ChatTransport, TransportError};
+use hermes_providers::testing::{decision, extra};
+use hermes_providers::{ChatTransport, TransportError};
 
 const BASE: &str = "https://api.openai.com/v1";
 const GPT5: &str = "gpt-5";
@@ -460,7 +460,7 @@ impl Deltas {
 
 async fn read_cut(text: &str, size: usize, deltas: &Deltas) -> Result<Reply, TransportError> {
     let turn = super::capture::TurnCapture::new();
-    crate::testing::read_cut(text, size, turn, origin(GPT5), &|d| deltas.push(d)).await
+    hermes_providers::testing::read_cut(text, size, turn, origin(GPT5), &|d| deltas.push(d)).await
 }
 
 #[tokio::test]
@@ -607,7 +607,7 @@ fn the_url_and_the_explain_lines() {
     );
     // Each message whose reasoning provenance left out is counted once, for the metrics.
     let out = wire().encode(&parts).unwrap();
-    crate::testing::provenance_counted(&lines, out.carriers.dropped_provenance);
+    hermes_providers::testing::provenance_counted(&lines, out.carriers.dropped_provenance);
     let own = three_steps(GPT5);
     let parts = RequestParts::new(&own, &d, &verdicts);
     assert!(wire().encode(&parts).unwrap().carriers.is_empty());

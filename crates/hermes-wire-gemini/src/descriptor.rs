@@ -1,12 +1,23 @@
 //! The Gemini generateContent wire's descriptor: AI Studio and Vertex.
 
 use hermes_core::{Message, RequestParts, Wire};
+use hermes_providers::wires::{Credentials, Descriptor, Explained, ProviderSpec, WireTarget};
+use hermes_providers::{Auth, ChatTransport};
 
-use super::{Credentials, Explained, ProviderSpec, WireTarget};
-use crate::gemini::{self, GeminiWire};
-use crate::transport::{Auth, ChatTransport};
+use crate::{self as gemini, GeminiWire};
 
-pub(super) const PROVIDERS: &[ProviderSpec] = &[
+/// The wire's descriptor, for the engine's list of built-in wires
+/// (`hermes_engine::register_builtin_wires`).
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    id: gemini::WIRE_ID,
+    name: "Gemini generateContent",
+    providers: PROVIDERS,
+    build,
+    explain,
+};
+
+/// The providers that speak Gemini generateContent.
+pub const PROVIDERS: &[ProviderSpec] = &[
     ProviderSpec {
         id: "gemini",
         base_url: Some("https://generativelanguage.googleapis.com/v1beta"),
@@ -37,7 +48,7 @@ fn gemini_target(target: &WireTarget) -> gemini::Target {
 }
 
 /// The Gemini wire for `target`: AI Studio's key header, or a bearer token on Vertex.
-pub(super) fn build(target: &WireTarget, http: ChatTransport, auth: Credentials) -> Box<dyn Wire> {
+fn build(target: &WireTarget, http: ChatTransport, auth: Credentials) -> Box<dyn Wire> {
     Box::new(GeminiWire {
         client: http,
         target: gemini_target(target),
@@ -49,6 +60,6 @@ pub(super) fn build(target: &WireTarget, http: ChatTransport, auth: Credentials)
 }
 
 /// The wire's own explanation ([`gemini::explain`]: the URL, then the body's lines).
-pub(super) fn explain(target: &WireTarget, parts: &RequestParts<'_>, _: &[Message]) -> Explained {
+fn explain(target: &WireTarget, parts: &RequestParts<'_>, _: &[Message]) -> Explained {
     Ok(gemini::explain(parts, &gemini_target(target))?)
 }

@@ -23,11 +23,11 @@ use serde_json::value::RawValue;
 
 use super::media::{self, Media, ResponseParts, UserPart};
 use super::model::{GeminiModel, ThinkingPlan, output_ceiling, thinking_plan};
-use crate::native::json::{self, Turn, empty_string, push_turn, raw_box};
-use crate::native::stored;
-use crate::native::write_json;
-use crate::sampling::{Unsupported, check_tool_choice};
-use crate::tools::{ChatFunction, ChatTool};
+use hermes_providers::native::json::{self, Turn, empty_string, push_turn, raw_box};
+use hermes_providers::native::sampling::{Unsupported, check_tool_choice};
+use hermes_providers::native::stored;
+use hermes_providers::native::tools::{ChatFunction, ChatTool};
+use hermes_providers::native::write_json;
 
 /// The AI Studio base URL (docs/spec.md §8a).
 pub const AI_STUDIO_BASE: &str = "https://generativelanguage.googleapis.com/v1beta";
@@ -102,20 +102,20 @@ pub fn vertex_base_url(region: &str) -> String {
     }
 }
 
-/// What the Gemini wire knows of a body beyond [`crate::native::Encoded`]'s common fields.
+/// What the Gemini wire knows of a body beyond [`hermes_providers::native::Encoded`]'s common fields.
 #[derive(Clone, Debug, Default)]
 pub struct Merged {
     /// For each wire content, the history indices merged into it.
     pub sources: Vec<Vec<usize>>,
 }
 
-/// An encoded body: [`crate::native::Encoded`], its refusable field [`SIGNATURE_FIELD`] when a
+/// An encoded body: [`hermes_providers::native::Encoded`], its refusable field [`SIGNATURE_FIELD`] when a
 /// signature is replayed, its `explain` without the `POST` line ([`super::explain`] adds it).
-pub type Encoded = crate::native::Encoded<Merged>;
+pub type Encoded = hermes_providers::native::Encoded<Merged>;
 
-impl crate::native::Stamp for Merged {}
+impl hermes_providers::native::Stamp for Merged {}
 
-pub use crate::native::EncodeError;
+pub use hermes_providers::native::EncodeError;
 
 /// The sampling parameters in `generateContent` spelling.
 struct SamplingPlan<'s> {
@@ -385,23 +385,31 @@ impl Serialize for Output<'_> {
 /// One wire content: a role and its parts.
 type Content<'h> = Turn<Part<'h>>;
 
-impl Content<'_> {
-    /// A user turn of function responses.
-    fn answers_calls(&self) -> bool {
-        self.role == "user"
-            && self
-                .parts
-                .iter()
-                .any(|p| matches!(p, Part::Response { .. }))
-    }
+/// A user turn of function responses.
+fn answers_calls(content: &Content<'_>) -> bool {
+    content.role == "user"
+        && content
+            .parts
+            .iter()
+            .any(|p| matches!(p, Part::Response { .. }))
 }
 
-impl Serialize for Content<'_> {
+/// The wire contents as JSON, each `{"parts", "role"}` (a [`Turn`] is the native-wire kit's
+/// type, so this wire spells it through a wrapper of its own).
+struct WireContents<'a, 'h>(&'a [Content<'h>]);
+
+impl Serialize for WireContents<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(2))?;
-        map.serialize_entry("parts", &self.parts)?;
-        map.serialize_entry("role", self.role)?;
-        map.end()
+        struct One<'a, 'h>(&'a Content<'h>);
+        impl Serialize for One<'_, '_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut map = s.serialize_map(Some(2))?;
+                map.serialize_entry("parts", &self.0.parts)?;
+                map.serialize_entry("role", self.0.role)?;
+                map.end()
+            }
+        }
+        s.collect_seq(self.0.iter().map(One))
     }
 }
 
@@ -540,7 +548,7 @@ struct Body<'a, 'h> {
 impl Serialize for Body<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(None)?;
-        map.serialize_entry("contents", self.contents)?;
+        map.serialize_entry("contents", &WireContents(self.contents))?;
         if !self.system.is_empty() {
             map.serialize_entry("systemInstruction", &System(self.system))?;
         }
@@ -978,7 +986,7 @@ impl<'h> Contents<'h> {
                 .push(format!("message {i}: left out (no text to send)"));
             return Ok(());
         }
-        if self.wire.last().is_some_and(Content::answers_calls) {
+        if self.wire.last().is_some_and(answers_calls) {
             self.wire.push(bridge_turn());
             self.explain.push(format!(
                 "message {i}: text after function responses sent as a user turn of its own, after a model turn {STEER_BRIDGE:?} (Gemini refuses text beside function responses)"

@@ -18,7 +18,7 @@
 //!   reply's output items and is stored with them, verbatim (`codex_message_items`).
 //!
 //! Replay ([`super::body`]): a compaction item goes only to the provider, model
-//! ([`crate::native::stored::own`]) and account ([`ACCOUNT_KEY`]) that minted it, and the input
+//! ([`hermes_providers::native::stored::own`]) and account ([`ACCOUNT_KEY`]) that minted it, and the input
 //! starts at the latest one sent ("you can drop items that came before the most recent
 //! compaction item … The latest compaction item carries the necessary context"): every item
 //! before it is left out, except a `configuration_update` item (kept, in order). Anywhere else a
@@ -30,7 +30,7 @@ use hermes_core::{DetailItem, Message, Origin, Passthrough, RawJson, Role, Usage
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::reply::{CaptureError, malformed};
+use hermes_providers::native::reply::{CaptureError, malformed};
 
 pub use hermes_core::checkpoint::ACCOUNT_KEY;
 
@@ -105,7 +105,7 @@ pub(crate) fn stored_account(msg: &Message) -> Option<String> {
 }
 
 /// Whether a compaction item `msg` carries may go to the target: the minter's provider and
-/// model ([`crate::native::stored::own`], decided by the caller as `own`) under the same
+/// model ([`hermes_providers::native::stored::own`], decided by the caller as `own`) under the same
 /// account.
 pub(crate) fn issuer(msg: &Message, own: bool, account: Option<&str>) -> bool {
     own && stored_account(msg).as_deref() == account

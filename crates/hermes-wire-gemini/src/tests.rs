@@ -15,7 +15,7 @@ use hermes_core::{
 use super::body::{AI_STUDIO_BASE, Target, encode, made_up_id};
 use super::capture::{TurnCapture, capture_reply};
 use super::{GeminiWire, signature_error_line, url};
-use crate::ChatTransport;
+use hermes_providers::ChatTransport;
 
 const PRO3: &str = "gemini-3-pro-preview";
 const HOST: &str = "generativelanguage.googleapis.com";
@@ -40,7 +40,7 @@ fn encoded_at(
     thinking: ThinkingRequest,
     wire_verdicts: &WireVerdicts,
 ) -> Result<(String, super::Encoded), super::EncodeError> {
-    let table = crate::builtin_table();
+    let table = hermes_providers::builtin_table();
     let decision = table.resolve(
         &RouteTarget::new("gemini", Some(base), model),
         ResolveOptions::default(),
@@ -398,7 +398,7 @@ fn calls_without_ids_are_answered_by_name_then_order_and_made_up_ids_never_leave
     ));
     assert!(made_up_id(&h[4].tool_calls.as_ref().unwrap()[0]));
     // Straight through encode (pairing would leave id-less results out; see the report).
-    let table = crate::builtin_table();
+    let table = hermes_providers::builtin_table();
     let decision = table.resolve(
         &RouteTarget::new("gemini", Some(AI_STUDIO_BASE), "gemini-2.5-flash"),
         ResolveOptions::default(),
@@ -444,7 +444,7 @@ fn a_result_whose_id_no_call_holds_is_left_out() {
             {{"role":"tool","tool_call_id":"c1","content":"12:00"}}]"#,
         call("c1", r#""{}""#, None),
     ));
-    let table = crate::builtin_table();
+    let table = hermes_providers::builtin_table();
     let decision = table.resolve(
         &RouteTarget::new("gemini", Some(AI_STUDIO_BASE), PRO3),
         ResolveOptions::default(),
@@ -577,7 +577,7 @@ fn max_output_tokens_is_the_model_s_documented_ceiling() {
 #[test]
 fn a_configured_max_tokens_wins_over_the_documented_ceiling() {
     let h = history(r#"[{"role":"user","content":"Hi"}]"#);
-    let table = crate::builtin_table();
+    let table = hermes_providers::builtin_table();
     for (model, expected) in [
         (
             PRO3,
@@ -737,7 +737,7 @@ const STREAM: &str = concat!(
 /// Streams `text` cut into pieces of `size` bytes.
 async fn read_cut(text: &str, size: usize, deltas: &Deltas) -> Result<Reply, TransportError> {
     let turn = super::capture::TurnCapture::new();
-    crate::testing::read_cut(text, size, turn, origin(PRO3), &|d| deltas.push(d)).await
+    hermes_providers::testing::read_cut(text, size, turn, origin(PRO3), &|d| deltas.push(d)).await
 }
 
 /// The message with its made-up ids blanked (they differ on every capture).
@@ -955,7 +955,7 @@ fn urls_keep_the_key_out_and_explain_starts_with_the_path() {
         url(&Target::vertex("p1", "us-central1"), PRO3, true),
         "https://us-central1-aiplatform.googleapis.com/v1/projects/p1/locations/us-central1/publishers/google/models/gemini-3-pro-preview:streamGenerateContent?alt=sse"
     );
-    let table = crate::builtin_table();
+    let table = hermes_providers::builtin_table();
     let decision = table.resolve(
         &RouteTarget::new("gemini", Some(AI_STUDIO_BASE), PRO3),
         ResolveOptions::default(),
@@ -979,7 +979,7 @@ fn the_wire_encodes_through_the_seam_with_its_refusable_field() {
             {{"role":"tool","tool_call_id":"c1","content":"12:00"}}]"#,
         call("c1", r#""{}""#, Some(r#""U0lHLTE=""#)),
     ));
-    let table = crate::builtin_table();
+    let table = hermes_providers::builtin_table();
     let decision = table.resolve(
         &RouteTarget::new("gemini", Some(AI_STUDIO_BASE), PRO3),
         ResolveOptions::default(),

@@ -29,8 +29,8 @@ use sha2::{Digest, Sha256};
 
 use super::body::MADE_UP_ID_KEY;
 
-pub(crate) use crate::reply::CaptureError;
-use crate::reply::malformed;
+pub(crate) use hermes_providers::native::reply::CaptureError;
+use hermes_providers::native::reply::malformed;
 
 /// The `finishReason` spellings (API reference, `Candidate.FinishReason`) as normalised
 /// reasons; a `STOP` with function calls is a tool-call stop.
@@ -226,9 +226,9 @@ impl TurnCapture {
             .map_err(|e| malformed(format!("chunk {}: {e}", self.chunks + 1)))?;
         self.chunks += 1;
         if let Some(error) = body.error.filter(|e| e.get() != "null") {
-            return Err(CaptureError::Provider(crate::native::envelope::message_of(
-                error.get(),
-            )));
+            return Err(CaptureError::Provider(
+                hermes_providers::native::envelope::message_of(error.get()),
+            ));
         }
         if let Some(usage) = &body.usage_metadata {
             self.usage = Some(usage.usage());

@@ -1,12 +1,23 @@
 //! The OpenAI Responses wire's descriptor.
 
 use hermes_core::{Message, RequestParts, Wire};
+use hermes_providers::wires::{Credentials, Descriptor, Explained, ProviderSpec, WireTarget};
+use hermes_providers::{Auth, ChatTransport};
 
-use super::{Credentials, Explained, ProviderSpec, WireTarget};
-use crate::responses::{self, ResponsesWire};
-use crate::transport::{Auth, ChatTransport};
+use crate::{self as responses, ResponsesWire};
 
-pub(super) const PROVIDERS: &[ProviderSpec] = &[ProviderSpec {
+/// The wire's descriptor, for the engine's list of built-in wires
+/// (`hermes_engine::register_builtin_wires`).
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    id: responses::WIRE_ID,
+    name: "OpenAI Responses",
+    providers: PROVIDERS,
+    build,
+    explain,
+};
+
+/// The providers that speak OpenAI Responses.
+pub const PROVIDERS: &[ProviderSpec] = &[ProviderSpec {
     // Reasoning items kept encrypted between turns (`store: false`).
     id: "openai-responses",
     base_url: Some("https://api.openai.com/v1"),
@@ -14,7 +25,7 @@ pub(super) const PROVIDERS: &[ProviderSpec] = &[ProviderSpec {
 }];
 
 /// The Responses wire for `target`, its key as a bearer token.
-pub(super) fn build(target: &WireTarget, http: ChatTransport, auth: Credentials) -> Box<dyn Wire> {
+fn build(target: &WireTarget, http: ChatTransport, auth: Credentials) -> Box<dyn Wire> {
     Box::new(ResponsesWire {
         client: http,
         base_url: target.base_url.clone(),
@@ -27,6 +38,6 @@ pub(super) fn build(target: &WireTarget, http: ChatTransport, auth: Credentials)
 }
 
 /// The wire's own explanation ([`responses::explain`]: the URL, then the body's lines).
-pub(super) fn explain(target: &WireTarget, parts: &RequestParts<'_>, _: &[Message]) -> Explained {
+fn explain(target: &WireTarget, parts: &RequestParts<'_>, _: &[Message]) -> Explained {
     Ok(responses::explain(parts, &target.base_url)?)
 }

@@ -32,10 +32,12 @@ use super::capture::{MESSAGE_ITEMS_KEY, REASONING_ITEMS_KEY};
 use super::compaction;
 use super::media;
 use super::model::{ReasoningPlan, reasoning_plan};
-use crate::native::json::{self, Text};
-use crate::native::stored;
-use crate::native::write_json;
-use crate::sampling::{Unsupported, check_tool_choice, openai_reasoning, responses_fields};
+use hermes_providers::native::json::{self, Text};
+use hermes_providers::native::sampling::{
+    Unsupported, check_tool_choice, openai_reasoning, responses_fields,
+};
+use hermes_providers::native::stored;
+use hermes_providers::native::write_json;
 
 /// The default base URL (docs/spec.md §8a): requests go to `{base}/responses`.
 pub const DEFAULT_BASE: &str = "https://api.openai.com/v1";
@@ -53,16 +55,16 @@ pub struct Drops {
     pub all_reasoning: bool,
 }
 
-/// An encoded body: [`crate::native::Encoded`], its refusable field [`ENCRYPTED_FIELD`] when a
+/// An encoded body: [`hermes_providers::native::Encoded`], its refusable field [`ENCRYPTED_FIELD`] when a
 /// reasoning item is replayed, `messages` the number of `input` items, its `explain` without
 /// the `POST` line ([`super::explain`] adds it).
-pub type Encoded = crate::native::Encoded;
+pub type Encoded = hermes_providers::native::Encoded;
 
-pub use crate::native::EncodeError;
+pub use hermes_providers::native::EncodeError;
 
-/// The top-level Responses fields for `sampling` ([`crate::sampling::responses_fields`]), and
+/// The top-level Responses fields for `sampling` ([`hermes_providers::native::sampling::responses_fields`]), and
 /// an `--explain` line naming them; a reasoning model's sampling is checked first
-/// ([`crate::sampling::openai_reasoning`]).
+/// ([`hermes_providers::native::sampling::openai_reasoning`]).
 fn sampling_fields(
     sampling: &Sampling,
     model: &str,
@@ -685,7 +687,7 @@ fn has_reasoning_items(msg: &Message) -> bool {
 /// and those of `configuration_update` items (kept when the input starts at a compaction item).
 #[derive(Default)]
 struct Compactions<'a> {
-    /// The account requests go under ([`crate::native::account_of`]).
+    /// The account requests go under ([`hermes_providers::native::account_of`]).
     account: Option<&'a str>,
     latest: Option<usize>,
     updates: Vec<usize>,
@@ -853,7 +855,7 @@ pub fn encode(parts: &RequestParts<'_>, drops: &Drops) -> Result<Encoded, Encode
     encode_for(parts, drops, None)
 }
 
-/// [`encode`] for requests sent under `account` ([`crate::native::account_of`]): the
+/// [`encode`] for requests sent under `account` ([`hermes_providers::native::account_of`]): the
 /// provider's compaction items minted under it go back (docs/spec.md §7). A request that asks for a
 /// standalone compaction ([`compaction::request`]) is the body of `POST /responses/compact`.
 pub fn encode_for(

@@ -22,8 +22,8 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use crate::image::{self, Image, Piece, Source};
-use crate::native::EncodeError;
+use hermes_providers::native::EncodeError;
+use hermes_providers::native::image::{self, Image, Piece, Source};
 
 /// The image types Gemini takes: PNG, JPEG, WEBP, HEIC, HEIF ("Image understanding",
 /// ai.google.dev/gemini-api/docs/image-understanding, "Supported image formats").
@@ -182,7 +182,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::super::body::{Target, encode};
-    use crate::testing::{PNG, decision, history, image_history};
+    use hermes_providers::testing::{PNG, decision, history, image_history};
 
     fn encoded(h: &[Message], target: &Target, model: &str) -> Result<Value, String> {
         let decision = decision("gemini", &target.base_url, model);

@@ -1,10 +1,20 @@
-//! The Gemini `generateContent` wire (AI Studio and Vertex AI): the request body (`body`), what
-//! a Gemini model id implies for thinking (`model`), reply capture of whole replies and
-//! `alt=sse` streams (`capture`), and the HTTP side with its auth and its reading of Google's
-//! error envelope (this module).
+//! hermes-wire-gemini: the Gemini `generateContent` wire of hermes (AI Studio and Vertex AI),
+//! one wire as one crate (issue 51, after sqlx's one crate per driver). Its door is Google's
+//! `generateContent` / `streamGenerateContent?alt=sse` on AI Studio (`gemini`: the
+//! `x-goog-api-key` header) and Vertex AI (`vertex-gemini`: a bearer token).
+//!
+//! What it holds: the request body (`body`: [`encode`], [`Target`], [`Flavor`]), what a Gemini
+//! model id implies for thinking (`model`: [`GeminiModel`], [`thinking_plan`]), images, in messages and in tool
+//! results (`media`), reply capture of whole replies and `alt=sse` streams (`capture`, read
+//! through the native-wire kit's SSE loop), the HTTP side with its auth and its reading of
+//! Google's error envelope ([`GeminiWire`], [`url`], [`explain`]), and the wire's descriptor
+//! ([`DESCRIPTOR`], its [`PROVIDERS`]) which the engine registers when its `gemini` feature is
+//! on. It is built on hermes-core and the native-wire kit of hermes-providers
+//! (`hermes_providers::native`).
 
 mod body;
-pub(crate) mod capture;
+mod capture;
+mod descriptor;
 mod media;
 mod model;
 
@@ -13,15 +23,17 @@ use std::borrow::Cow;
 use hermes_core::transport::{OnDelta, SendResult, TransportError};
 use hermes_core::{Message, Origin, Outgoing, ReplyMeta, RequestParts, Wire};
 
-use crate::native::envelope;
-use crate::native::sse::{self, SseTurn};
-use crate::reply::CaptureError;
-use crate::transport::{Auth, ChatTransport, snippet};
+use hermes_providers::native::envelope;
+use hermes_providers::native::reply::CaptureError;
+use hermes_providers::native::reply::snippet;
+use hermes_providers::native::sse::{self, SseTurn};
+use hermes_providers::{Auth, ChatTransport};
 
 pub use body::{
     AI_STUDIO_BASE, EncodeError, Encoded, Flavor, MADE_UP_ID_KEY, Merged, SIGNATURE_FIELD,
     STEER_BRIDGE, Target, encode, made_up_id, vertex_base_url,
 };
+pub use descriptor::{DESCRIPTOR, PROVIDERS};
 pub use model::{GeminiModel, Thinking, ThinkingPlan, Variant, output_ceiling, thinking_plan};
 
 /// The wire's id (its verdicts are kept under it).
@@ -51,11 +63,12 @@ impl GeminiWire {
 /// {region}/publishers/google/models/{model}:generateContent`; streamed, the method is
 /// `:streamGenerateContent?alt=sse` (server-sent events, as google-genai 3.6 asks for them).
 /// A leading `models/` on the id is dropped, and the rest is one path segment
-/// ([`crate::segment::google`]: no id adds a segment, query or method). The API key never goes
+/// ([`hermes_providers::native::segment::google`]: no id adds a segment, query or method). The API key never goes
 /// in the URL.
 pub fn url(target: &Target, model: &str, stream: bool) -> String {
     let base = target.base_url.trim_end_matches('/');
-    let model = crate::segment::google(model.strip_prefix("models/").unwrap_or(model));
+    let model =
+        hermes_providers::native::segment::google(model.strip_prefix("models/").unwrap_or(model));
     let method = if stream {
         "streamGenerateContent?alt=sse"
     } else {
@@ -80,7 +93,10 @@ pub fn outgoing(parts: &RequestParts<'_>, target: &Target) -> Result<Outgoing, T
 pub fn explain(parts: &RequestParts<'_>, target: &Target) -> Result<Vec<String>, EncodeError> {
     let encoded = body::encode(parts, target)?;
     let url = url(target, &parts.decision.target.model, parts.stream);
-    Ok(crate::native::explain_with_post(&url, encoded.explain))
+    Ok(hermes_providers::native::explain_with_post(
+        &url,
+        encoded.explain,
+    ))
 }
 
 /// The names an `Invalid JSON payload received. Unknown name "X" at '…': Cannot find field.`

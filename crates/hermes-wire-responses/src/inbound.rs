@@ -20,7 +20,7 @@ use hermes_core::{Message, RawJson, Role, ToolCall};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-pub use crate::inbound::InboundError;
+pub use hermes_providers::native::inbound::InboundError;
 
 /// A request's `input`: one user message's text, or input items.
 #[derive(Clone, Debug, Deserialize)]

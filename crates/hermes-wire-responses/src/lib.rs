@@ -1,17 +1,29 @@
-//! The OpenAI Responses wire (`POST {base}/responses`): the request body (`body`), what an
-//! OpenAI model id implies for reasoning (`model`), reply capture of whole replies and SSE
-//! streams (`capture`), a client's request read into the message model (`inbound`, for a
-//! gateway's Responses door and the conformance suite), and the HTTP side with its bearer auth, its reading of OpenAI's error
-//! envelope and its one-time recovery from foreign encrypted reasoning (this module).
+//! hermes-wire-responses: the OpenAI Responses wire of hermes (`POST {base}/responses`), one
+//! wire as one crate (issue 51, after sqlx's one crate per driver). Its door is the
+//! `openai-responses` provider (a bearer key; reasoning items kept encrypted between turns,
+//! `store: false`), and `POST {base}/responses/compact` for provider-native compaction.
+//!
+//! What it holds: the request body (`body`: [`encode`], [`encode_for`], [`Drops`]), what an
+//! OpenAI model id implies for reasoning ([`model`], shared with the chat wire's sampling rules
+//! in hermes-providers), images (`media`), reply capture of whole replies and SSE streams
+//! (`capture`, read through the native-wire kit's SSE loop), provider-native compaction
+//! ([`compaction`]), a client's Responses request read into the message model ([`inbound`], for
+//! a gateway's Responses door and the conformance suite), the HTTP side with its bearer auth,
+//! its reading of OpenAI's error envelope and its one-time recovery from foreign encrypted
+//! reasoning ([`ResponsesWire`], [`url`], [`explain`]), and the wire's descriptor
+//! ([`DESCRIPTOR`], its [`PROVIDERS`]) which the engine registers when its `responses` feature
+//! is on. It is built on hermes-core and the native-wire kit of hermes-providers
+//! (`hermes_providers::native`).
 
 mod body;
-pub(crate) mod capture;
+mod capture;
 pub mod compaction;
+mod descriptor;
 pub mod inbound;
 mod media;
 /// What an OpenAI model id implies for reasoning (shared with the chat wire's sampling rules).
 pub mod model {
-    pub use crate::openai_model::*;
+    pub use hermes_providers::native::openai_model::*;
 }
 
 use std::borrow::Cow;
@@ -19,13 +31,14 @@ use std::borrow::Cow;
 use hermes_core::transport::{OnDelta, SendResult, TransportError};
 use hermes_core::{Message, Origin, Outgoing, Recovery, ReplyMeta, RequestParts, Role, Wire};
 
-use crate::native::envelope;
-use crate::native::sse::{self, SseTurn};
-use crate::reply::CaptureError;
-use crate::transport::{Auth, ChatTransport};
+use hermes_providers::native::envelope;
+use hermes_providers::native::reply::CaptureError;
+use hermes_providers::native::sse::{self, SseTurn};
+use hermes_providers::{Auth, ChatTransport};
 
 pub use body::{DEFAULT_BASE, Drops, ENCRYPTED_FIELD, EncodeError, Encoded, encode, encode_for};
 pub use capture::{MESSAGE_ITEMS_KEY, REASONING_ITEMS_KEY};
+pub use descriptor::{DESCRIPTOR, PROVIDERS};
 pub use model::{ModelKind, ReasoningPlan, Vocabulary, model_kind, reasoning_plan};
 
 /// The wire's id (its verdicts are kept under it).
@@ -48,11 +61,11 @@ impl ResponsesWire {
         url(&self.base_url)
     }
 
-    /// The account requests go under: a digest of the bearer key ([`crate::native::account_of`],
+    /// The account requests go under: a digest of the bearer key ([`hermes_providers::native::account_of`],
     /// never the key), `None` without one.
     pub fn account(&self) -> Option<String> {
         match &self.auth {
-            Some(Auth::Bearer(key)) => Some(crate::native::account_of(key)),
+            Some(Auth::Bearer(key)) => Some(hermes_providers::native::account_of(key)),
             _ => None,
         }
     }
@@ -119,7 +132,7 @@ pub fn runs_builtin_tools(base_url: &str) -> bool {
 /// message sends.
 pub fn explain(parts: &RequestParts<'_>, base: &str) -> Result<Vec<String>, EncodeError> {
     let encoded = body::encode(parts, &Drops::default())?;
-    Ok(crate::native::explain_with_post(
+    Ok(hermes_providers::native::explain_with_post(
         &url(base),
         encoded.explain,
     ))

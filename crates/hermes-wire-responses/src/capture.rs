@@ -22,9 +22,9 @@ use hermes_core::{
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-pub(crate) use crate::native::envelope::ErrorValue;
-use crate::reply::CaptureError;
-use crate::reply::malformed;
+pub(crate) use hermes_providers::native::envelope::ErrorValue;
+use hermes_providers::native::reply::CaptureError;
+use hermes_providers::native::reply::malformed;
 
 /// The stored key holding a turn's reasoning output items, as a JSON array of the items
 /// exactly as received (the Python original's column of the same name, docs/spec.md §9). Only this
@@ -118,7 +118,7 @@ struct ArgsBody<'a> {
 
 /// The words of an error value: its `message` (with its `code`), else its text.
 pub(crate) fn error_words(raw: &str) -> String {
-    match crate::native::envelope::bare(raw) {
+    match hermes_providers::native::envelope::bare(raw) {
         Some(ErrorValue {
             message: Some(m),
             code: Some(c),

@@ -12,8 +12,8 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use crate::image::{self, Image, Piece};
-use crate::native::EncodeError;
+use hermes_providers::native::EncodeError;
+use hermes_providers::native::image::{self, Image, Piece};
 
 /// The `detail` values the API takes (`ImageDetail`, `types/responses/image_detail.py`).
 const DETAILS: &[&str] = &["low", "high", "auto", "original"];
@@ -88,7 +88,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::super::body::{Drops, encode};
-    use crate::testing::{PNG, decision, history, image_history};
+    use hermes_providers::testing::{PNG, decision, history, image_history};
 
     fn encoded(h: &[hermes_core::Message]) -> Result<Value, String> {
         let decision = decision("openai-responses", "https://api.openai.com/v1", "gpt-4.1");
