@@ -350,6 +350,13 @@ pub struct Instructions {
 /// Conversations each callgrind count runs.
 pub const CALLGRIND_CONVERSATIONS: usize = 3;
 
+/// Conversations of [`TURNS`] turns a callgrind count runs before it counts: enough that each
+/// of the store's pooled SQLite connections has prepared each shape of the lookup (one to four
+/// chain keys) once, which a serving gateway does once in its life — SQLite prepares the
+/// lookup's statement in about 1.4 million instructions, and two warm-up conversations left
+/// several of those preparations inside the count.
+pub const CALLGRIND_WARM_UP: usize = 8;
+
 /// The `summary:` (or `totals:`) of a callgrind output file: the instructions it counted.
 pub fn callgrind_summary(text: &str) -> Option<u64> {
     text.lines().find_map(|line| {
@@ -361,8 +368,8 @@ pub fn callgrind_summary(text: &str) -> Option<u64> {
 }
 
 /// The instructions a gateway (store on SQLite, keys on, in `dir`) runs for a first turn and
-/// for a continued turn, under `valgrind --tool=callgrind` in front of a simulator: after two
-/// warm-up conversations the counters are zeroed, [`CALLGRIND_CONVERSATIONS`] one-turn
+/// for a continued turn, under `valgrind --tool=callgrind` in front of a simulator: after
+/// [`CALLGRIND_WARM_UP`] warm-up conversations the counters are zeroed, [`CALLGRIND_CONVERSATIONS`] one-turn
 /// conversations run and are dumped, then as many of [`TURNS`] turns; a continued turn is the
 /// second count less the first, over the continued turns. `Err` says why it could not run
 /// (`valgrind` missing among them).
@@ -409,7 +416,7 @@ pub fn instructions(
     };
     let n = CALLGRIND_CONVERSATIONS;
     runtime.block_on(async {
-        for _ in 0..2 {
+        for _ in 0..CALLGRIND_WARM_UP {
             target.conversation(client, TURNS, false).await?;
         }
         control("--zero")?;

@@ -1350,12 +1350,13 @@ pub fn print(report: &Report) {
         Some(Ok(i)) => println!(
             "-- callgrind (hermes · SQLite, one CPU's worth, the load and the machine do not move \
              it): {} instructions per continued turn, {} per first turn ({} conversations of {} \
-             turns and {} of one, after two to warm up)",
+             turns and {} of one, after {} to warm up)",
             i.per_continued,
             i.per_first,
             i.conversations,
             continued::TURNS,
             i.conversations,
+            continued::CALLGRIND_WARM_UP,
         ),
         Some(Err(why)) => println!("-- callgrind: FAILED: {why}"),
         None => {}
