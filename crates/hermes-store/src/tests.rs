@@ -2126,3 +2126,34 @@ async fn a_step_at_the_tip_read_writes_its_rows_usage_and_receipt_together(db: T
         other => panic!("{other:?}"),
     }
 }
+
+both!(a_claim_is_taken_without_leaving_its_lazy_commit_on_the_connection);
+/// A request's claim commits without waiting for the disk on PostgreSQL (its statement sets
+/// `synchronous_commit` for its own transaction alone): the claim holds, and the connection's
+/// next transactions — the step's write among them — commit durably as before.
+async fn a_claim_is_taken_without_leaving_its_lazy_commit_on_the_connection(db: TestDb) {
+    use crate::{Claim, PoolOptions, ReceiptKey};
+    let one = PoolOptions {
+        max_connections: Some(1),
+        ..PoolOptions::default()
+    };
+    let store = Store::open_at_with(&db.location, one).await.unwrap();
+    let window = std::time::Duration::from_secs(60);
+    let key = ReceiptKey::new("acme", "key:lazy", "d", "h1");
+    assert_eq!(
+        store.claim_receipt(&key, window).await.unwrap(),
+        Claim::Claimed
+    );
+    let other = ReceiptKey::new("acme", "key:lazy", "d", "h2");
+    assert_eq!(
+        store.claim_receipt(&other, window).await.unwrap(),
+        Claim::Running
+    );
+    if store.backend() == Backend::Postgres {
+        let setting: String = sqlx::query_scalar("SELECT current_setting('synchronous_commit')")
+            .fetch_one(&store.writes)
+            .await
+            .unwrap();
+        assert_eq!(setting, "on");
+    }
+}
