@@ -248,7 +248,7 @@ async fn match_keys_are_stored_on_every_insert_path(db: TestDb) {
     store.append(&appended, &history).await.unwrap();
     assert_eq!(stored_keys(&store, &appended).await, expected);
 
-    let file = hermes_core::SessionFile::from_messages(history.clone());
+    let file = hermes_core::parse_history(&serde_json::to_string(&history).unwrap()).unwrap();
     let imported = store.import(&file).await.unwrap();
     assert_eq!(stored_keys(&store, &imported).await, expected);
 
