@@ -14,6 +14,9 @@ use crate::transport::{Delta, FinishReason, Reply, TransportError, Usage};
 use crate::verdict::{Verdicts, WireVerdicts};
 use crate::wire::{CHAT_WIRE, Outgoing, RequestParts, Wire};
 
+mod memory;
+pub use memory::MemoryLog;
+
 /// The refusal fallback retries exactly once per request (docs/spec.md §6).
 pub(crate) const REFUSAL_RETRIES: usize = 1;
 

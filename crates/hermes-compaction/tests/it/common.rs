@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use hermes_compaction::{CompactionConfig, is_checkpoint, is_real_user};
-use hermes_core::estimate::estimate_text;
+use hermes_core::estimate_text;
 use hermes_core::route::{
     CarrierSet, DataRoute, PadRule, ReasoningRoute, ResolveOptions, RouteDecision, RouteTable,
 };
