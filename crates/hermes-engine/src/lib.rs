@@ -32,7 +32,7 @@ mod queue;
 mod receipt;
 mod request;
 mod session;
-pub mod settle;
+mod settle;
 mod simulators;
 mod summarize;
 mod target;
@@ -50,8 +50,8 @@ pub use receipt::{DEFAULT_RETRY_WINDOW, Idempotency, KEYED_RECEIPTS_KEPT, MAX_KE
 pub use request::{Completion, Event, Events, History, Request, Settings, ToolMode};
 pub use session::{ChatSession, OpenOptions, Toolset, reply_text};
 pub use settle::{
-    Choice, Defaults, ProviderDefaults, Purpose, Settled, Stored, VERTEX_VARIABLES, VertexDefaults,
-    VertexLocation, settle_thinking,
+    ApiKey, Choice, Defaults, ProviderDefaults, Purpose, Settled, Stored, VERTEX_VARIABLES,
+    VertexDefaults, VertexLocation, settle_thinking, sim_url,
 };
 pub use simulators::{SIM_HOST, SimProfile, Simulators, StartedSim};
 pub use target::{AwsLookup, AwsSecrets, KeyLookup, Limits};
