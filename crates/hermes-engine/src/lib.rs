@@ -44,9 +44,9 @@ use hermes_core::{ReasoningRoute, ResolveOptions, RouteDecision, RouteTable, Rou
 
 pub use error::{EngineError, ErrorKind, KeyRefusal, Setting};
 pub use fleet::DEFAULT_REPROBE_AFTER;
-pub use home::{OWN_DB, STATE_DB, open_store, open_store_with, store_path};
+pub use home::{STATE_DB, open_store, open_store_with, store_path};
 pub use preview::{Preview, PreviewOptions, write_pretty};
-pub use receipt::{DEFAULT_RETRY_WINDOW, Idempotency, KEYED_RECEIPTS_KEPT, MAX_KEY_LEN};
+pub use receipt::{DEFAULT_RETRY_WINDOW, Idempotency, MAX_KEY_LEN};
 pub use request::{Completion, Event, Events, History, Request, Settings, ToolMode};
 pub use session::{ChatSession, OpenOptions, Toolset, reply_text};
 pub use settle::{
