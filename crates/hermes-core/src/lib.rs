@@ -5,7 +5,8 @@
 //!
 //! What other crates and third parties use is public and documented: the modules below that are
 //! `pub`, and the items re-exported here from the private ones (`estimate`, `normal`,
-//! `passthrough`, `session`, `tally`, `target`, `verdict`, `wire`), each at one path. Everything
+//! `passthrough`, `session`, `tally`, `target`, `verdict`, `wire`), each at one path
+//! (`telemetry` is private too: the driver's spans' settings are `driver::Telemetry`). Everything
 //! else is crate-private (the workspace lint `unreachable_pub` keeps it so).
 
 /// Builder setters, for the builders of this workspace's crates: each line
@@ -43,7 +44,7 @@ mod session;
 pub mod shape;
 mod tally;
 mod target;
-pub mod telemetry;
+mod telemetry;
 pub mod transport;
 mod verdict;
 mod wire;
