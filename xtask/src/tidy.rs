@@ -803,9 +803,14 @@ fn pub_items(code: &str) -> Vec<(usize, String)> {
 const PUB_ITEM_CEILINGS: [(&str, usize); 1] = [("crates/hermes-core", CORE_PUB_ITEMS)];
 
 /// hermes-core's ceiling. Issue 51's goal is 200; the first sweep made `pub(crate)` what no
-/// other crate (tests included) used, 356 to 310. What stays is named by other crates: the
-/// ceiling only comes down, as their uses do.
-const CORE_PUB_ITEMS: usize = 310;
+/// other crate (tests included) used, 356 to 310; the second made `pub(crate)` what only other
+/// crates' tests named (they now go through the public API), made private the modules whose
+/// items all have a path at the crate root (`estimate`, `normal`, `session`, `verdict`) and
+/// `telemetry` (its one public type is the driver's, `driver::Telemetry`), and added the one
+/// session log in memory (`driver::MemoryLog`): 305. What stays is named by other crates'
+/// code, about fifty items by hermes-providers' wires alone: the ceiling only comes down, as
+/// their uses do.
+const CORE_PUB_ITEMS: usize = 305;
 
 #[cfg(test)]
 mod tests {

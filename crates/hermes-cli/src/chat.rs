@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use hermes_config::Setup;
 use hermes_core::driver::{DriverEvent, TurnOutcome};
 use hermes_core::{Carrier, DetailItem, Message, Role};
-use hermes_engine::{ChatSession, Choice, Engine, OpenOptions, Toolset, reply_text};
+use hermes_engine::{ChatSession, Engine, OpenOptions, Toolset, reply_text};
 use serde_json::{Value, json};
 
-use crate::cli::ChatArgs;
+use crate::cli::{ChatArgs, TargetArgs, ThinkingArgs};
 use crate::setup;
 use crate::tools::{ToolPolicy, Toolbox};
 
@@ -93,17 +93,15 @@ pub(crate) async fn open(
         definitions: toolbox.definitions(),
         tools: Box::new(toolbox),
     };
-    let choice = Choice::new(
-        args.provider.as_deref(),
-        args.model.as_deref(),
-        args.base_url.as_deref(),
-    )
-    .allow_insecure_http(args.allow_insecure_http);
+    let choice = args
+        .target
+        .choice()
+        .allow_insecure_http(args.allow_insecure_http);
     let mut options = OpenOptions::new(choice)
         .defaults(settings.defaults)
         .resume(args.resume.clone())
         // The flags alone: config's effort is in `defaults`, below what the session stores.
-        .thinking(crate::cli::thinking(args.effort, args.no_thinking))
+        .thinking(args.thinking.request())
         .stream(!args.no_stream)
         .compaction(setup.config.compaction.overrides())
         .limits(settings.limits)
@@ -233,11 +231,11 @@ pub(crate) fn compact_session(
     let args = ChatArgs {
         query: None,
         json: false,
-        provider: None,
-        model: None,
-        base_url: base_url.map(str::to_owned),
-        effort: None,
-        no_thinking: false,
+        target: TargetArgs {
+            base_url: base_url.map(str::to_owned),
+            ..TargetArgs::default()
+        },
+        thinking: ThinkingArgs::default(),
         resume: Some(id.to_owned()),
         no_stream: true,
         hide_reasoning: false,

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use hermes_core::{Carrier, Effort, ThinkingRequest};
+use hermes_engine::Choice;
 
 /// hermes: an agent runtime whose reasoning models never forget what they already thought.
 #[derive(Debug, Parser)]
@@ -170,17 +171,10 @@ pub(crate) enum KeysCommand {
     },
 }
 
-/// `hermes chat`
-#[derive(Debug, Args)]
-pub(crate) struct ChatArgs {
-    /// Run this one user turn and exit (without it, chat interactively).
-    #[arg(short = 'q', value_name = "TEXT")]
-    pub(crate) query: Option<String>,
-
-    /// Print one JSON object (session id, reply, usage, carriers stored per new assistant message).
-    #[arg(long)]
-    pub(crate) json: bool,
-
+/// The flags that pick the target, as `chat` and `preview` both take them. The help is chat's;
+/// preview words its own ([`PreviewArgs`]: what each falls back to when not given).
+#[derive(Debug, Default, Args)]
+pub(crate) struct TargetArgs {
     /// Provider id (`sim` runs the in-process simulator and needs no key).
     #[arg(long, value_name = "P")]
     pub(crate) provider: Option<String>,
@@ -192,7 +186,23 @@ pub(crate) struct ChatArgs {
     /// Base URL (`sim://PROFILE` picks a simulator profile).
     #[arg(long = "base-url", value_name = "URL")]
     pub(crate) base_url: Option<String>,
+}
 
+impl TargetArgs {
+    /// The engine's choice of these flags.
+    pub(crate) fn choice(&self) -> Choice {
+        Choice::new(
+            self.provider.as_deref(),
+            self.model.as_deref(),
+            self.base_url.as_deref(),
+        )
+    }
+}
+
+/// The thinking flags, as `chat` and `preview` both take them. The help is chat's; preview
+/// words its own ([`PreviewArgs`]).
+#[derive(Debug, Default, Args)]
+pub(crate) struct ThinkingArgs {
     /// Request this reasoning effort (the session remembers it: a resume without --effort or
     /// --no-thinking keeps it).
     #[arg(long, value_name = "E", conflicts_with = "no_thinking")]
@@ -201,6 +211,40 @@ pub(crate) struct ChatArgs {
     /// Ask the provider not to think (the session remembers it, as --effort).
     #[arg(long = "no-thinking")]
     pub(crate) no_thinking: bool,
+}
+
+impl ThinkingArgs {
+    /// The thinking request of `--effort` / `--no-thinking` alone
+    /// ([`ThinkingRequest::NoPreference`] when neither is given). The engine settles it against
+    /// the stored session's request and config's default effort
+    /// (`hermes_engine::settle_thinking`).
+    pub(crate) fn request(&self) -> ThinkingRequest {
+        match (self.effort, self.no_thinking) {
+            (_, true) => ThinkingRequest::Off,
+            (Some(effort), false) => ThinkingRequest::Effort(effort.0),
+            (None, false) => ThinkingRequest::NoPreference,
+        }
+    }
+}
+
+/// `hermes chat`
+#[derive(Debug, Args)]
+pub(crate) struct ChatArgs {
+    /// Run this one user turn and exit (without it, chat interactively).
+    #[arg(short = 'q', value_name = "TEXT")]
+    pub(crate) query: Option<String>,
+
+    /// Print one JSON object (session id, reply, usage, carriers stored per new assistant message).
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// `--provider`, `--model`, `--base-url`.
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
+
+    /// `--effort`, `--no-thinking`.
+    #[command(flatten)]
+    pub(crate) thinking: ThinkingArgs,
 
     /// Continue a stored session.
     #[arg(long, value_name = "ID")]
@@ -231,9 +275,9 @@ impl ChatArgs {
         let mut line = String::from("hermes chat");
         for (flag, value) in [
             ("--resume", &self.resume),
-            ("--provider", &self.provider),
-            ("--model", &self.model),
-            ("--base-url", &self.base_url),
+            ("--provider", &self.target.provider),
+            ("--model", &self.target.model),
+            ("--base-url", &self.target.base_url),
         ] {
             if let Some(value) = value {
                 line.push_str(&format!(" {flag} {value}"));
@@ -485,32 +529,22 @@ impl clap::ValueEnum for CarrierArg {
     }
 }
 
-/// The thinking request of `--effort` / `--no-thinking` alone ([`ThinkingRequest::NoPreference`]
-/// when neither is given). The engine settles it against the stored session's request and
-/// config's default effort (`hermes_engine::settle_thinking`).
-pub(crate) fn thinking(effort: Option<EffortArg>, no_thinking: bool) -> ThinkingRequest {
-    match (effort, no_thinking) {
-        (_, true) => ThinkingRequest::Off,
-        (Some(effort), false) => ThinkingRequest::Effort(effort.0),
-        (None, false) => ThinkingRequest::NoPreference,
-    }
-}
-
 /// `hermes preview`
 #[derive(Debug, Args)]
+#[command(
+    mut_arg("provider", |a| a.help("Provider id or name (default: the history file's provider)")),
+    mut_arg("model", |a| a.help("Model id (default: the history file's model)")),
+    mut_arg("base_url", |a| a.help(
+        "Base URL (default: the history file's, when the provider is the file's; else the \
+         provider's registry default)"
+    )),
+    mut_arg("effort", |a| a.help("Request this reasoning effort")),
+    mut_arg("no_thinking", |a| a.help("Ask the provider not to think")),
+)]
 pub(crate) struct PreviewArgs {
-    /// Provider id or name (default: the history file's provider).
-    #[arg(long, value_name = "P")]
-    pub(crate) provider: Option<String>,
-
-    /// Model id (default: the history file's model).
-    #[arg(long, value_name = "M")]
-    pub(crate) model: Option<String>,
-
-    /// Base URL (default: the history file's, when the provider is the file's; else the
-    /// provider's registry default).
-    #[arg(long = "base-url", value_name = "URL")]
-    pub(crate) base_url: Option<String>,
+    /// `--provider`, `--model`, `--base-url` (each defaulting to the history's).
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
 
     /// A hermes.session.v1 file or a bare JSON array of messages.
     #[arg(
@@ -529,13 +563,9 @@ pub(crate) struct PreviewArgs {
     #[arg(short = 'q', value_name = "TEXT")]
     pub(crate) query: Option<String>,
 
-    /// Request this reasoning effort.
-    #[arg(long, value_name = "E", conflicts_with = "no_thinking")]
-    pub(crate) effort: Option<EffortArg>,
-
-    /// Ask the provider not to think.
-    #[arg(long = "no-thinking")]
-    pub(crate) no_thinking: bool,
+    /// `--effort`, `--no-thinking`.
+    #[command(flatten)]
+    pub(crate) thinking: ThinkingArgs,
 
     /// Act as if this provider, host and model had refused the carrier (repeatable).
     #[arg(long = "reject", value_name = "FIELD")]

@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use hermes_core::{CarrierSet, SessionFile};
-use hermes_engine::{Choice, Engine, Preview, PreviewOptions};
+use hermes_engine::{Engine, Preview, PreviewOptions};
 
 use crate::cli::PreviewArgs;
 use crate::error::UsageError;
@@ -28,18 +28,14 @@ pub(crate) fn run(engine: &Engine, args: &PreviewArgs) -> anyhow::Result<()> {
     let file = load(engine, args)?;
     // The same config.toml `hermes chat` reads, so the preview is the request chat would send.
     let setup = crate::setup::load(engine, crate::setup::hermes_home()?)?;
-    let choice = Choice::new(
-        args.provider.as_deref(),
-        args.model.as_deref(),
-        args.base_url.as_deref(),
-    );
+    let choice = args.target.choice();
     let runtime = crate::setup::runtime()?;
     // The tools chat offers, so the body carries the `tools` chat's would.
     let tools = crate::chat::toolbox(None, &setup)?.definitions();
     let options = PreviewOptions::new(choice)
         .defaults(runtime.block_on(setup.defaults()))
         // The flags alone: config's effort is in `defaults`, below what the history stores.
-        .thinking(crate::cli::thinking(args.effort, args.no_thinking))
+        .thinking(args.thinking.request())
         .reject(CarrierSet::of(args.reject.iter().map(|c| c.0)))
         .query(args.query.clone())
         .stream(!args.no_stream)

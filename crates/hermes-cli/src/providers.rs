@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use hermes_engine::Engine;
-use hermes_engine::providers::registry::ProviderSpec;
+use hermes_engine::providers::ProviderSpec;
 use serde_json::{Value, json};
 
 use crate::cli::ProvidersArgs;

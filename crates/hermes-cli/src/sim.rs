@@ -212,8 +212,18 @@ mod tests {
 
     #[test]
     fn the_engines_unknown_profile_text_is_the_simulators_own() {
-        let sims = HermesSimulators::new();
-        let err = hermes_engine::settle::sim_profile(sims.profiles(), "nope").unwrap_err();
+        let engine = Engine::builtin().with_simulators(Arc::new(HermesSimulators::new()));
+        let choice = hermes_engine::Choice::new(Some("sim"), None, Some("sim://nope"));
+        let defaults = hermes_engine::Defaults::default();
+        let err = engine
+            .settle(
+                hermes_engine::Purpose::Preview,
+                &choice,
+                None,
+                &defaults,
+                &|_| None,
+            )
+            .unwrap_err();
         assert_eq!(
             err.to_string(),
             hermes_sim::SimError::UnknownProfile("nope".to_owned()).to_string()

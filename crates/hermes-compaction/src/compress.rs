@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use hermes_core::estimate::estimate_message;
+use hermes_core::estimate_message;
 use hermes_core::{Message, Role, RouteDecision, estimate_history};
 
 use crate::salvage::message_costs;

@@ -1,7 +1,7 @@
 //! The salvage pass of docs/spec.md §7: shrink old tool outputs, then oversized checkpoints, without a model call.
 
-use hermes_core::estimate::{estimate_message, estimate_messages, estimate_text, is_wide};
 use hermes_core::{Message, RawJson, Role, RouteDecision};
+use hermes_core::{estimate_message, estimate_messages, estimate_text, is_wide};
 
 use crate::{Compaction, CompactionConfig, SUMMARY_MARKER, Source, is_checkpoint};
 

@@ -270,8 +270,8 @@ mod tests {
 
     use hermes_core::Wire as _;
     use hermes_core::{Message, Origin, RequestParts, ResolveOptions, Role, RouteTarget, Verdicts};
-    use hermes_engine::providers::bedrock::{BedrockWire, Target};
-    use hermes_engine::providers::{ChatTransport, builtin_table};
+    use hermes_providers::bedrock::{BedrockWire, Target};
+    use hermes_providers::{ChatTransport, builtin_table};
     use hermes_sim::Sim;
 
     use super::*;

@@ -205,8 +205,7 @@ mod tests {
 
     #[test]
     fn the_key_variables_of_an_added_wires_providers_are_secrets() {
-        use hermes_engine::providers::wires::Descriptor;
-        use hermes_engine::providers::{ProviderSpec, WireDescriptor};
+        use hermes_engine::providers::{Descriptor, ProviderSpec, WireDescriptor};
         /// The built-in chat completions wire, which the added one builds and explains with.
         fn chat() -> Arc<dyn WireDescriptor> {
             hermes_engine::builtin_wires()

@@ -3,13 +3,9 @@
 //! check what the server received.
 
 use std::collections::BTreeSet;
-use std::sync::Mutex;
 
-use hermes_core::driver::{Conversation, Driver, DriverConfig, LogError, SessionLog, Tools};
-use hermes_core::{
-    Carrier, CarrierSet, Message, Role, RouteDecision, RouteTarget, Usage, Verdicts, Wire,
-    WireVerdicts,
-};
+use hermes_core::driver::{Conversation, Driver, DriverConfig, MemoryLog, Tools};
+use hermes_core::{Carrier, CarrierSet, Message, Role, RouteDecision, Wire};
 use serde_json::Value;
 
 /// The user message that asks the scripted model for three sequential tool calls.
@@ -36,57 +32,6 @@ pub struct LiveRun {
     pub history: Vec<Message>,
     /// Requests sent.
     pub requests: usize,
-}
-
-/// A session log in memory, for live runs: what the driver stores, nothing persisted.
-#[derive(Debug, Default)]
-pub struct MemoryLog {
-    messages: Mutex<Vec<Message>>,
-    verdicts: Mutex<Verdicts>,
-    wire_verdicts: Mutex<WireVerdicts>,
-}
-
-impl MemoryLog {
-    /// Everything appended so far.
-    pub fn messages(&self) -> Vec<Message> {
-        self.messages.lock().map(|m| m.clone()).unwrap_or_default()
-    }
-}
-
-#[async_trait::async_trait]
-impl SessionLog for MemoryLog {
-    async fn append(&self, messages: &[Message]) -> Result<(), LogError> {
-        self.messages
-            .lock()
-            .map_err(|e| e.to_string())?
-            .extend_from_slice(messages);
-        Ok(())
-    }
-
-    async fn record_verdict(
-        &self,
-        target: &RouteTarget,
-        carriers: CarrierSet,
-    ) -> Result<Verdicts, LogError> {
-        let mut verdicts = self.verdicts.lock().map_err(|e| e.to_string())?;
-        verdicts.record(target, carriers);
-        Ok(verdicts.clone())
-    }
-
-    async fn record_wire_verdict(
-        &self,
-        wire: &str,
-        target: &RouteTarget,
-        fields: &[&str],
-    ) -> Result<WireVerdicts, LogError> {
-        let mut verdicts = self.wire_verdicts.lock().map_err(|e| e.to_string())?;
-        verdicts.record(wire, target, fields);
-        Ok(verdicts.clone())
-    }
-
-    async fn add_usage(&self, _: &Usage) -> Result<(), LogError> {
-        Ok(())
-    }
 }
 
 /// Every tool answers the time.

@@ -14,6 +14,38 @@ use crate::transport::{Delta, FinishReason, Reply, TransportError, Usage};
 use crate::verdict::{Verdicts, WireVerdicts};
 use crate::wire::{CHAT_WIRE, Outgoing, RequestParts, Wire};
 
+mod memory;
+pub use memory::MemoryLog;
+
+/// What the driver's spans need to know besides the request: where it goes and whether the
+/// messages themselves may be recorded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Telemetry {
+    /// Record the input and output messages (`gen_ai.input.messages`,
+    /// `gen_ai.output.messages`). Off by default: message content is the user's data.
+    pub capture_content: bool,
+    /// `server.address`: the host the request goes to.
+    pub server_address: Option<String>,
+    /// `server.port`: its port (the scheme's default when the URL names none).
+    pub server_port: Option<u16>,
+}
+
+impl Telemetry {
+    /// The server of `base_url` (host and port, the scheme's default port when it names
+    /// none); nothing for a URL that cannot be read.
+    pub fn for_base_url(base_url: &str, capture_content: bool) -> Telemetry {
+        let url = url::Url::parse(base_url.trim()).ok();
+        Telemetry {
+            capture_content,
+            server_address: url
+                .as_ref()
+                .and_then(|u| u.host_str())
+                .map(|h| h.trim_start_matches('[').trim_end_matches(']').to_owned()),
+            server_port: url.as_ref().and_then(url::Url::port_or_known_default),
+        }
+    }
+}
+
 /// The refusal fallback retries exactly once per request (docs/spec.md §6).
 pub(crate) const REFUSAL_RETRIES: usize = 1;
 
@@ -163,7 +195,7 @@ pub struct DriverConfig {
     pub passthrough: crate::passthrough::Passthrough,
     /// What each request's span records besides the request (the server it goes to, whether
     /// message content is captured; nothing by default).
-    pub telemetry: crate::telemetry::Telemetry,
+    pub telemetry: Telemetry,
     /// Set when the caller is gone (a gateway client hung up): the step in flight still
     /// finishes and is stored — its reply is paid for — but no further step starts. Unset by
     /// default.
@@ -186,7 +218,7 @@ impl Default for DriverConfig {
             client_tools: false,
             sampling: crate::sampling::Sampling::default(),
             passthrough: crate::passthrough::Passthrough::default(),
-            telemetry: crate::telemetry::Telemetry::default(),
+            telemetry: Telemetry::default(),
             stop: None,
         }
     }
@@ -1020,7 +1052,7 @@ fn upstream_span(
     origin: &Origin,
     wire: &str,
     attempt: usize,
-    telemetry: &crate::telemetry::Telemetry,
+    telemetry: &Telemetry,
 ) -> tracing::Span {
     use tracing::field::Empty;
     tracing::info_span!(

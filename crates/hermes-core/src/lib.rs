@@ -4,9 +4,10 @@
 //! these types; see `ARCHITECTURE.md`.
 //!
 //! What other crates and third parties use is public and documented: the modules below that are
-//! `pub`, and the items re-exported here from the private ones (`passthrough`, `tally`,
-//! `target`, `wire`). Everything else is crate-private (the workspace lint `unreachable_pub`
-//! keeps it so).
+//! `pub`, and the items re-exported here from the private ones (`estimate`, `normal`,
+//! `passthrough`, `session`, `tally`, `target`, `verdict`, `wire`), each at one path
+//! (`telemetry` is private too: the driver's spans' settings are `driver::Telemetry`). Everything
+//! else is crate-private (the workspace lint `unreachable_pub` keeps it so).
 
 /// Builder setters, for the builders of this workspace's crates: each line
 /// `$(#[doc])* name: Type;` inside an `impl` block is `pub fn name(mut self, name: Type) -> Self`,
@@ -27,10 +28,10 @@ macro_rules! setters {
 pub mod checkpoint;
 pub mod client;
 pub mod driver;
-pub mod estimate;
+mod estimate;
 pub mod left_out;
 pub mod message;
-pub mod normal;
+mod normal;
 pub mod offload;
 pub mod pairing;
 mod passthrough;
@@ -39,18 +40,18 @@ pub mod reattach;
 pub mod refusal;
 pub mod route;
 pub mod sampling;
-pub mod session;
+mod session;
 pub mod shape;
 mod tally;
 mod target;
-pub mod telemetry;
+mod telemetry;
 pub mod transport;
-pub mod verdict;
+mod verdict;
 mod wire;
 
-pub use estimate::{estimate_history, estimate_message};
+pub use estimate::{estimate_history, estimate_message, estimate_messages, estimate_text, is_wide};
 pub use message::{DetailItem, FunctionCall, Message, NativeRecord, Origin, Role, ToolCall};
-pub use normal::match_key;
+pub use normal::{CHAIN_START, chain_keys, chain_keys_matched, match_key, sha256_hex};
 pub use passthrough::{Dialect, Passthrough};
 pub use raw::{RawJson, TextCarrier};
 pub use route::{
@@ -59,12 +60,12 @@ pub use route::{
     RouteMatcher, RouteTable, ThinkingFields, ThinkingRequest,
 };
 pub use sampling::{ResponseFormat, Sampling, ToolChoice};
-pub use session::{HistoryError, SessionFile, parse_history};
+pub use session::{HistoryError, SESSION_FORMAT, SessionFile, parse_history};
 pub use shape::ShapeContext;
 pub use tally::CarrierCounts;
 pub use target::{RouteTarget, TargetHost};
 pub use transport::{
     Delta, FinishReason, OnDelta, Reply, ReplyMeta, SendResult, TransportError, Usage, Wait,
 };
-pub use verdict::{Verdict, Verdicts, WireVerdict, WireVerdicts};
+pub use verdict::{VERDICTS_KEY, Verdict, Verdicts, WIRE_VERDICTS_KEY, WireVerdict, WireVerdicts};
 pub use wire::{CHAT_WIRE, Outgoing, Recovery, RequestParts, Wire};

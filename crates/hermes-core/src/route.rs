@@ -582,7 +582,7 @@ pub struct RouteDecision {
 
 impl RouteDecision {
     /// Resolves `target` against one route directly, with `families` as the must-echo tier.
-    pub fn for_route(
+    pub(crate) fn for_route(
         route: Arc<dyn ReasoningRoute>,
         matched_by: MatchReason,
         target: &RouteTarget,

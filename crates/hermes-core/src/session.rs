@@ -42,7 +42,7 @@ pub struct SessionFile {
 
 impl SessionFile {
     /// A session holding only `messages` (what a bare array imports as).
-    pub fn from_messages(messages: Vec<Message>) -> Self {
+    pub(crate) fn from_messages(messages: Vec<Message>) -> Self {
         SessionFile {
             format: SESSION_FORMAT.to_owned(),
             messages,

@@ -2,39 +2,10 @@
 //!
 //! The driver makes one span per upstream request with these attributes as `tracing` fields;
 //! a binary that installs `tracing-opentelemetry` exports them. Nothing here reads the
-//! environment: whether message content is captured is the caller's [`Telemetry`] setting.
+//! environment: whether message content is captured is the caller's [`Telemetry`](crate::driver::Telemetry) setting.
 
 use crate::message::{Message, Role};
 use crate::transport::{FinishReason, TransportError};
-
-/// What the driver's spans need to know besides the request: where it goes and whether the
-/// messages themselves may be recorded.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Telemetry {
-    /// Record the input and output messages (`gen_ai.input.messages`,
-    /// `gen_ai.output.messages`). Off by default: message content is the user's data.
-    pub capture_content: bool,
-    /// `server.address`: the host the request goes to.
-    pub server_address: Option<String>,
-    /// `server.port`: its port (the scheme's default when the URL names none).
-    pub server_port: Option<u16>,
-}
-
-impl Telemetry {
-    /// The server of `base_url` (host and port, the scheme's default port when it names
-    /// none); nothing for a URL that cannot be read.
-    pub fn for_base_url(base_url: &str, capture_content: bool) -> Telemetry {
-        let url = url::Url::parse(base_url.trim()).ok();
-        Telemetry {
-            capture_content,
-            server_address: url
-                .as_ref()
-                .and_then(|u| u.host_str())
-                .map(|h| h.trim_start_matches('[').trim_end_matches(']').to_owned()),
-            server_port: url.as_ref().and_then(url::Url::port_or_known_default),
-        }
-    }
-}
 
 /// The operation every upstream request is (`gen_ai.operation.name`).
 pub(crate) const OPERATION: &str = "chat";
@@ -149,6 +120,7 @@ fn message_json(message: &Message, finish: Option<&str>) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver::Telemetry;
 
     #[test]
     fn server_comes_from_the_base_url_with_the_default_port() {

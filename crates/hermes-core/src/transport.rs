@@ -268,7 +268,7 @@ impl TransportError {
     }
 
     /// True for what a bounded backoff may retry: 429, 5xx, timeouts, connection failures.
-    pub fn is_retryable(&self) -> bool {
+    pub(crate) fn is_retryable(&self) -> bool {
         match self {
             TransportError::Http { status, .. } => *status == 429 || *status >= 500,
             TransportError::Timeout { .. }

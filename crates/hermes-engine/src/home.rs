@@ -10,7 +10,7 @@ use crate::error::EngineError;
 pub const STATE_DB: &str = "state.db";
 /// The database hermes keeps beside a `state.db` that belongs to another program (the Python
 /// original uses the same name in the same default home).
-pub const OWN_DB: &str = "hermes.db";
+pub(crate) const OWN_DB: &str = "hermes.db";
 
 /// The database file hermes uses in `home`: `state.db`, unless that file belongs to another
 /// program, in which case `hermes.db` beside it. The second value is the one-time notice to

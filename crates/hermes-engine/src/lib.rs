@@ -32,7 +32,7 @@ mod queue;
 mod receipt;
 mod request;
 mod session;
-pub mod settle;
+mod settle;
 mod simulators;
 mod summarize;
 mod target;
@@ -45,14 +45,14 @@ use hermes_core::{ReasoningRoute, ResolveOptions, RouteDecision, RouteTable, Rou
 
 pub use error::{EngineError, ErrorKind, KeyRefusal, Setting};
 pub use fleet::DEFAULT_REPROBE_AFTER;
-pub use home::{OWN_DB, STATE_DB, open_store, open_store_with, store_path};
+pub use home::{STATE_DB, open_store, open_store_with, store_path};
 pub use preview::{Preview, PreviewOptions, write_pretty};
-pub use receipt::{DEFAULT_RETRY_WINDOW, Idempotency, KEYED_RECEIPTS_KEPT, MAX_KEY_LEN};
+pub use receipt::{DEFAULT_RETRY_WINDOW, Idempotency, MAX_KEY_LEN};
 pub use request::{Completion, Event, Events, History, Request, Settings, ToolMode};
 pub use session::{ChatSession, OpenOptions, Toolset, reply_text};
 pub use settle::{
-    Choice, Defaults, ProviderDefaults, Purpose, Settled, Stored, VERTEX_VARIABLES, VertexDefaults,
-    VertexLocation, settle_thinking,
+    ApiKey, Choice, Defaults, ProviderDefaults, Purpose, Settled, Stored, VERTEX_VARIABLES,
+    VertexDefaults, VertexLocation, settle_thinking, sim_url,
 };
 pub use simulators::{SIM_HOST, SimProfile, Simulators, StartedSim};
 pub use target::{AwsLookup, AwsSecrets, KeyLookup, Limits};
@@ -60,16 +60,41 @@ pub use wires::{builtin_wires, register_builtin_wires};
 
 pub use hermes_compaction::{CompactionOverrides, SUMMARY_INSTRUCTIONS};
 
-/// The provider registry and wires, re-exported for front ends.
-pub use hermes_providers as providers;
-/// The store, re-exported so a front end needs no direct dependency on it.
-pub use hermes_store as store;
-/// The Gemini generateContent wire, re-exported for front ends (the `gemini` feature).
-#[cfg(feature = "gemini")]
-pub use hermes_wire_gemini as gemini;
-/// The OpenAI Responses wire, re-exported for front ends (the `responses` feature).
-#[cfg(feature = "responses")]
-pub use hermes_wire_responses as responses;
+/// What front ends name of the wires, so none needs a direct dependency on hermes-providers:
+/// the wire list and a third party's wire ([`Engine::with_wire`]), the registry's provider
+/// specs, AWS credentials, and the readers the gateway's doors parse requests with.
+pub mod providers {
+    pub use hermes_providers::wires::Descriptor;
+    pub use hermes_providers::{ProviderSpec, WireDescriptor, Wires};
+
+    /// AWS credentials and the Bedrock runtime's base URL.
+    pub mod aws {
+        pub use hermes_providers::aws::{AwsAuth, AwsCredentials, runtime_base_url};
+    }
+
+    /// The Anthropic wire's reader of Messages requests (the gateway's Messages door).
+    #[cfg(feature = "anthropic")]
+    pub mod anthropic {
+        pub use hermes_providers::anthropic::{TRANSFORMATIONS_KEY, inbound};
+    }
+
+    /// The Responses wire's reader of Responses requests (the gateway's Responses door).
+    #[cfg(feature = "responses")]
+    pub mod responses {
+        pub use hermes_wire_responses::inbound;
+    }
+}
+
+/// What front ends name of the store, so none needs a direct dependency on hermes-store: the
+/// store, its errors, location and pool settings, what sessions list, the gateway's keys and
+/// rate shares, and the Python original's import.
+pub mod store {
+    pub use hermes_store::{
+        KeyCache, Location, PoolOptions, SessionMeta, SigningKey, Store, StoreError, StoredMessage,
+        StoredThinking, THINKING_KEY, VerdictFilter, gateway_key_id, is_python_original,
+        rate_shares, read_original, redact_url, revocable_key_id,
+    };
+}
 
 /// The route table and the wires a front end runs with. Cheap to clone.
 #[derive(Clone)]

@@ -6,10 +6,10 @@
 use std::sync::Mutex;
 
 use hermes_core::driver::{DriverEvent, LogError, SessionLog};
-use hermes_core::verdict::{VERDICTS_KEY, WIRE_VERDICTS_KEY};
 use hermes_core::{
     CHAT_WIRE, Carrier, CarrierSet, Message, RouteTarget, Usage, Verdicts, WireVerdicts,
 };
+use hermes_core::{VERDICTS_KEY, WIRE_VERDICTS_KEY};
 use hermes_store::{NewSession, Store, Tip};
 
 use crate::fleet::FleetTurn;

@@ -24,7 +24,7 @@ use crate::error::EngineError;
 
 /// How long a receipt of a request that named an `Idempotency-Key` is kept: a day, as the
 /// IETF's Idempotency-Key draft and Stripe's API keep theirs.
-pub const KEYED_RECEIPTS_KEPT: Duration = Duration::from_secs(24 * 60 * 60);
+pub(crate) const KEYED_RECEIPTS_KEPT: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// How long a receipt of a request that named no key answers the same body again: long enough
 /// for an SDK's retries (seconds to minutes), short enough that asking the same question later

@@ -779,7 +779,7 @@ impl Engine {
                 // The chain where the branch parts from the stored view.
                 let shared = &stored[..stored_cut.min(stored.len())];
                 let chain = hermes_core::offload::heavy(shared, || {
-                    hermes_core::normal::chain_keys(hermes_core::normal::CHAIN_START, shared)
+                    hermes_core::chain_keys(hermes_core::CHAIN_START, shared)
                         .into_iter()
                         .flatten()
                         .last()
@@ -828,7 +828,7 @@ enum Place {
         parent: Box<hermes_store::SessionMeta>,
         /// The prefix shared: the view read at its tip, up to where the histories part.
         fork: Box<hermes_store::Fork>,
-        /// The conversation's chain state at the fork ([`hermes_core::normal::chain_keys`]).
+        /// The conversation's chain state at the fork ([`hermes_core::chain_keys`]).
         chain: Option<String>,
     },
     /// In a new session.
@@ -844,7 +844,7 @@ fn owned(
         new.tenant = Some(tenant.as_str().into());
         new.partition = partition.as_deref().map(Into::into);
         // A gateway conversation is found by its chain keys (`find_conversation`).
-        new.chain = Some(hermes_core::normal::CHAIN_START.to_owned());
+        new.chain = Some(hermes_core::CHAIN_START.to_owned());
     }
     new
 }
@@ -870,13 +870,10 @@ async fn find_conversation(
         let matched: Vec<Option<String>> = history
             .messages
             .iter()
-            .map(hermes_core::normal::match_key)
+            .map(hermes_core::match_key)
             .collect();
-        let chain = hermes_core::normal::chain_keys_matched(
-            hermes_core::normal::CHAIN_START,
-            &history.messages,
-            &matched,
-        );
+        let chain =
+            hermes_core::chain_keys_matched(hermes_core::CHAIN_START, &history.messages, &matched);
         (matched, chain)
     });
     let keys: Vec<String> = matched.into_iter().flatten().collect();

@@ -11,8 +11,7 @@ use hermes_core::{Effort, TargetHost, ThinkingRequest};
 use hermes_providers::{ProviderSpec, Wires};
 use hermes_store::StoredThinking;
 
-pub use crate::error::KeyRefusal;
-use crate::error::{EngineError, Setting};
+use crate::error::{EngineError, KeyRefusal, Setting};
 use crate::simulators::SimProfile;
 
 /// What the user asked for on this command line.
@@ -328,12 +327,12 @@ const FOUNDRY_TOKEN_VAR: &str = "ANTHROPIC_FOUNDRY_AUTH_TOKEN";
 
 /// The AWS providers: credentials from the AWS environment and shared files (through the
 /// caller's [`AwsSecrets`](crate::AwsSecrets)), the host from the region.
-pub fn is_aws_provider(provider: &str) -> bool {
+pub(crate) fn is_aws_provider(provider: &str) -> bool {
     matches!(provider, "bedrock" | "bedrock-anthropic")
 }
 
 /// The region a preview shows when none is configured.
-pub const PREVIEW_AWS_REGION: &str = "us-east-1";
+pub(crate) const PREVIEW_AWS_REGION: &str = "us-east-1";
 
 /// Settles the thinking request of a command: the command line's `--effort` / `--no-thinking`
 /// (`flags`; [`ThinkingRequest::NoPreference`] when it gave neither) > the stored session's
@@ -356,7 +355,7 @@ pub fn sim_url(profile: &str) -> String {
 }
 
 /// The profile named by a `sim://PROFILE` URL.
-pub fn sim_profile_name(base_url: Option<&str>) -> Option<&str> {
+pub(crate) fn sim_profile_name(base_url: Option<&str>) -> Option<&str> {
     base_url?.strip_prefix("sim://")
 }
 
@@ -365,7 +364,7 @@ pub fn sim_profile_name(base_url: Option<&str>) -> Option<&str> {
 /// one saying this build has no simulator.
 ///
 /// [`Engine::sim_profiles`]: crate::Engine::sim_profiles
-pub fn sim_profile<'a>(
+pub(crate) fn sim_profile<'a>(
     profiles: &'a [SimProfile],
     name: &str,
 ) -> Result<&'a SimProfile, EngineError> {
@@ -382,10 +381,10 @@ pub fn sim_profile<'a>(
 }
 
 /// The usage error of `--provider sim` in a build whose engine has no simulators.
-pub const NO_SIMULATOR: &str = "provider `sim` is not available: this build has no simulator (the `hermes` command line adds them)";
+pub(crate) const NO_SIMULATOR: &str = "provider `sim` is not available: this build has no simulator (the `hermes` command line adds them)";
 
 /// The simulator profile used when `--provider sim` names none.
-pub const DEFAULT_SIM_PROFILE: &str = "deepseek-v4";
+pub(crate) const DEFAULT_SIM_PROFILE: &str = "deepseek-v4";
 
 /// Settles the target of a command (docs/spec.md §8a): flags > stored session > `config.toml` >
 /// registry, on `wires` (a provider id's wire and registry entry come from that list: the
@@ -613,7 +612,7 @@ pub(crate) fn settle(
 /// Checks a base URL before anything is sent to it: an `http`/`https` URL with a host (a URL
 /// without a scheme is read as https, as routing does, when that gives a host), or
 /// `sim://PROFILE` for the simulator (`sim`). The error names the URL and what is wrong.
-pub fn check_base_url(base_url: &str, sim: bool) -> Result<(), String> {
+pub(crate) fn check_base_url(base_url: &str, sim: bool) -> Result<(), String> {
     let trimmed = base_url.trim();
     let bad = |why: &str| Err(format!("invalid base URL `{base_url}`: {why}"));
     if trimmed.is_empty() {
@@ -714,7 +713,7 @@ fn send_key(
 /// Keys only where the user sent them: the registry's own host (over https), or a URL the user
 /// named (`user_named`: this command line, config.toml, or a session they confirmed). Plain
 /// http carries a key only to loopback and private hosts, unless `insecure_ok`.
-pub fn may_receive_key(
+pub(crate) fn may_receive_key(
     base_url: &str,
     user_named: bool,
     registry_url: Option<&str>,

@@ -91,7 +91,7 @@ pub(crate) struct Target {
     pub(crate) sim: Option<StartedSim>,
     /// What its upstream request spans record besides the request: the server requests go to
     /// and whether message content is captured.
-    pub(crate) telemetry: hermes_core::telemetry::Telemetry,
+    pub(crate) telemetry: hermes_core::driver::Telemetry,
 }
 
 impl Target {
@@ -109,7 +109,7 @@ impl Target {
         let live_base = live_base(&settled, sim.as_ref());
         let decision = engine.resolve_live(&settled, Some(&live_base));
         let telemetry =
-            hermes_core::telemetry::Telemetry::for_base_url(&live_base, engine.capture_content);
+            hermes_core::driver::Telemetry::for_base_url(&live_base, engine.capture_content);
         let client = engine.client(hermes_providers::Waits::new(
             limits.connect,
             limits.first_byte,

@@ -116,7 +116,7 @@ pub(crate) fn resolve(
             .map(|p| p.name.as_str())
             .collect();
         if let Some((profile, rest)) = sim_profile_of(&profiles, id) {
-            let url = hermes_engine::settle::sim_url(profile);
+            let url = hermes_engine::sim_url(profile);
             return Ok(Choice::new(Some(&provider), Some(rest), Some(&url)));
         }
     }

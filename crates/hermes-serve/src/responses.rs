@@ -3,7 +3,7 @@
 //! request's input items turned into the engine's messages, and the `response` object and its SSE events built from what the
 //! engine returns.
 //!
-//! Input items are read by the Responses codec (`hermes_engine::responses::inbound`, hermes-wire-responses, which
+//! Input items are read by the Responses codec (`hermes_engine::providers::responses::inbound`, hermes-wire-responses, which
 //! the conformance suite runs too) through a typed allow-list: `message` (`input_text`,
 //! `input_image`, `output_text` parts), `function_call`, `function_call_output`, `reasoning`,
 //! `compaction` and `compaction_trigger`; any other item type is a 400 naming it. A run of
@@ -30,7 +30,7 @@ use hermes_core::{
     ThinkingRequest, ToolChoice, Usage,
 };
 use hermes_engine::Completion;
-use hermes_engine::responses::inbound::{self, Inbound};
+use hermes_engine::providers::responses::inbound::{self, Inbound};
 use serde_json::{Map, Value, json};
 
 use crate::body::{ClientTurn, Fields, arguments_text, readable_thinking};
@@ -42,7 +42,7 @@ use crate::turn::{
 };
 use crate::{Door, Inner, access, body, limits, metrics, model, policy, sign};
 
-use hermes_engine::responses::inbound::{CompactionItem, SealedItem};
+use hermes_engine::providers::responses::inbound::{CompactionItem, SealedItem};
 
 /// What [`crate::sign::Signer`] seals a reasoning item's `encrypted_content` with starts with
 /// this: an item that does not is an upstream's own (or forged) and is left out.

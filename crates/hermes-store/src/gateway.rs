@@ -401,7 +401,7 @@ impl Store {
 
     /// Which stored session an incoming history continues (docs/spec.md §10, "Which conversation"):
     /// `keys` are the history's assistant messages' match keys in order
-    /// ([`hermes_core::normal::match_key`]); walking them from the last to the first, the
+    /// ([`hermes_core::match_key`]); walking them from the last to the first, the
     /// first one that an active (not archived) message of a session of `tenant` and
     /// `partition` holds decides. Ties go to the most recently updated session (then the
     /// greater id), and within it to the last row holding the key. `partition: None` matches
@@ -483,7 +483,7 @@ impl Store {
     }
 
     /// The sessions of `tenant` (in `partition`, or in none) whose active view holds a row with
-    /// one of `keys`, chain keys ([`hermes_core::normal::chain_keys`]) of a client's assistant
+    /// one of `keys`, chain keys ([`hermes_core::chain_keys`]) of a client's assistant
     /// messages in history order: by the latest key first, then the most recently updated
     /// session, at most `limit`; and the first of them read whole ([`Store::snapshot`]), as of
     /// one moment with the lookup. One statement ([`chain_view_sql`]): the sessions' rows with

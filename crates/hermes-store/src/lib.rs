@@ -49,7 +49,7 @@
 //!   is answered from it and never reaches the upstream again.
 //! - The gateway (docs/spec.md §10): sessions belong to a tenant and partition
 //!   ([`NewSession::tenant`], [`NewSession::partition`]), every message row carries its match key
-//!   ([`hermes_core::normal::match_key`]) and [`Store::find_by_keys`] finds the conversation an
+//!   ([`hermes_core::match_key`]) and [`Store::find_by_keys`] finds the conversation an
 //!   incoming history continues by them; gateway keys are stored as digests only
 //!   ([`Store::add_gateway_key`], [`Store::tenant_for_key`]); a gateway conversation's usage
 //!   is also recorded in time per tenant ([`Store::add_usage`], [`Store::tenant_tokens`]: the
@@ -655,7 +655,7 @@ pub struct NewSession {
     /// usually copy the parent's). Boxed, as the tenant is, to keep `NewSession` small.
     pub fork: Option<Box<Fork>>,
     /// The conversation's chain state before the session's first messages
-    /// ([`hermes_core::normal::chain_keys`]: [`hermes_core::normal::CHAIN_START`] for a new
+    /// ([`hermes_core::chain_keys`]: [`hermes_core::CHAIN_START`] for a new
     /// conversation, the state at the fork for a branch), when the session's rows are to be
     /// found by chain key ([`Store::find_by_chain`]); `None` (the default) chains nothing.
     pub chain: Option<String>,
@@ -1729,7 +1729,7 @@ impl Store {
     pub async fn export(&self, session: &str) -> Result<SessionFile, StoreError> {
         let (meta, messages) = self.load(session).await?;
         Ok(SessionFile {
-            format: hermes_core::session::SESSION_FORMAT.to_owned(),
+            format: hermes_core::SESSION_FORMAT.to_owned(),
             provider: meta.provider,
             model: meta.model,
             base_url: meta.base_url,
@@ -2040,7 +2040,7 @@ pub(crate) fn prepare_rows(messages: &[Message]) -> Result<Vec<MessageRow>, Stor
 }
 
 /// [`prepare_rows`], each user and assistant row given its chain key when `chain` (the
-/// conversation's chain state before `messages`, [`hermes_core::normal::chain_keys`]) is
+/// conversation's chain state before `messages`, [`hermes_core::chain_keys`]) is
 /// known; returns the rows and the chain state after them (`None`: unknown).
 pub(crate) fn prepare_chained(
     messages: &[Message],
@@ -2058,9 +2058,10 @@ pub(crate) fn prepare_chained(
         // The rows' match keys are the chain's assistant links: hashed once.
         let matched: Vec<Option<String>> = rows.iter().map(|r| r.match_key.clone()).collect();
         let mut state = start.to_owned();
-        for (row, key) in rows.iter_mut().zip(hermes_core::normal::chain_keys_matched(
-            start, messages, &matched,
-        )) {
+        for (row, key) in rows
+            .iter_mut()
+            .zip(hermes_core::chain_keys_matched(start, messages, &matched))
+        {
             if let Some(key) = key {
                 state.clone_from(&key);
                 row.chain_key = Some(key);

@@ -43,9 +43,9 @@ pub(crate) struct MessageRow<S = String> {
     origin_model: Option<S>,
     extra: Option<S>,
     key_order: Option<S>,
-    /// [`hermes_core::normal::match_key`]: written, never read back into the message.
+    /// [`hermes_core::match_key`]: written, never read back into the message.
     pub(crate) match_key: Option<String>,
-    /// [`hermes_core::normal::chain_keys`]: set by [`crate::chain_rows`] where the chain before
+    /// [`hermes_core::chain_keys`]: set by [`crate::chain_rows`] where the chain before
     /// the row is known; written, never read back into the message.
     pub(crate) chain_key: Option<String>,
     /// [`hermes_core::left_out::carrier_id`]: written so a view read can say whether the
@@ -135,7 +135,7 @@ impl MessageRow {
                 .then(|| encode("extra keys", &ExtraKeys(&msg.extra)))
                 .transpose()?,
             key_order: msg.key_order.as_ref().map(ToString::to_string),
-            match_key: hermes_core::normal::match_key(msg),
+            match_key: hermes_core::match_key(msg),
             chain_key: None,
             carrier_id: hermes_core::left_out::carrier_id(msg),
         })

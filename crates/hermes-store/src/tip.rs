@@ -30,7 +30,7 @@ pub struct Tip {
     /// Position of the session's last row (archived or not) at `revision`; for a branch without
     /// rows of its own yet, the last of the messages it inherits; `-1`: none.
     last: i64,
-    /// The conversation's chain state there ([`hermes_core::normal::chain_keys`]), when its
+    /// The conversation's chain state there ([`hermes_core::chain_keys`]), when its
     /// rows carry chain keys: what the next rows chain from.
     chain: Option<String>,
 }

@@ -13,10 +13,10 @@
 
 use std::borrow::Cow;
 
-use hermes_core::verdict::{VERDICTS_KEY, WIRE_VERDICTS_KEY};
 use hermes_core::{
     CHAT_WIRE, CarrierSet, RouteTarget, Verdict, Verdicts, WireVerdict, WireVerdicts,
 };
+use hermes_core::{VERDICTS_KEY, WIRE_VERDICTS_KEY};
 use serde::Serialize;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;

@@ -3,8 +3,8 @@
 //! skipped so `cargo xtask ci` counts it ([`skip`]), finding the Python with the official SDKs
 //! and comparing a body with the SDK's ([`sdk`]) and reading its validator's verdicts
 //! ([`validator`]), finding the real agent programs `cargo xtask clients` installed and
-//! recording the table of their runs ([`clients`]), and a session log in memory
-//! with a tool set never called ([`memory`]), a PostgreSQL cluster of one's own
+//! recording the table of their runs ([`clients`]), a tool set never called ([`memory`];
+//! the session log in memory is `hermes_core::driver::MemoryLog`), a PostgreSQL cluster of one's own
 //! ([`pg_cluster`]: a test that restarts its server, the benchmark's durable one), and a count
 //! of the SQL statements an operation runs ([`statements`]).
 //!

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use super::{Input, Lines, Out, Style, repl_loop};
 use hermes_engine::{ChatSession, Engine};
 
-use crate::cli::ChatArgs;
+use crate::cli::{ChatArgs, TargetArgs, ThinkingArgs};
 
 struct Script(Vec<&'static str>);
 
@@ -24,11 +24,11 @@ fn args() -> ChatArgs {
     ChatArgs {
         query: None,
         json: false,
-        provider: Some("sim".into()),
-        model: None,
-        base_url: None,
-        effort: None,
-        no_thinking: false,
+        target: TargetArgs {
+            provider: Some("sim".into()),
+            ..TargetArgs::default()
+        },
+        thinking: ThinkingArgs::default(),
         resume: None,
         no_stream: false,
         hide_reasoning: false,
@@ -198,7 +198,7 @@ fn the_thinking_request_is_stored_shown_and_kept_across_a_model_switch() {
     let harness = Harness::new();
     let runtime = &harness.runtime;
     let mut high = args();
-    high.effort = Some(crate::cli::EffortArg(Effort::High));
+    high.thinking.effort = Some(crate::cli::EffortArg(Effort::High));
     let mut chat = harness.open(&high);
     let text = harness.script(
         &mut chat,

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use hermes_compaction::{CompactionConfig, is_checkpoint, is_real_user};
-use hermes_core::estimate::estimate_text;
+use hermes_core::estimate_text;
 use hermes_core::route::{
-    CarrierSet, DataRoute, MatchReason, PadRule, ReasoningRoute, ResolveOptions, RouteDecision,
+    CarrierSet, DataRoute, PadRule, ReasoningRoute, ResolveOptions, RouteDecision, RouteTable,
 };
 use hermes_core::{Message, Role, RouteTarget};
 use proptest::prelude::*;
@@ -29,12 +29,10 @@ pub(crate) fn now<F: Future>(future: F) -> F::Output {
 /// The model that minted the "own" opaque items.
 pub(crate) const OWN_MODEL: &str = "gemini-own";
 
+/// `route` resolved for `provider` at `base` (a table of that route alone, as its default row).
 fn decide(route: Arc<dyn ReasoningRoute>, provider: &str, base: &str) -> RouteDecision {
-    RouteDecision::for_route(
-        route,
-        MatchReason::Direct,
+    RouteTable::new(route).resolve(
         &RouteTarget::new(provider, Some(base), OWN_MODEL),
-        &[],
         ResolveOptions::default(),
     )
 }

@@ -6,7 +6,7 @@ use hermes_compaction::{
     CLEARED_TOOL_OUTPUT, CompactionConfig, CompactionError, CompactionOverrides, FixedSummarizer,
     SUMMARY_MARKER, SUMMARY_TRUNCATED, Source, Summarizer, compress, is_checkpoint, salvage,
 };
-use hermes_core::estimate::estimate_history;
+use hermes_core::estimate_history;
 use hermes_core::{Message, Role};
 use serde_json::{Value, json};
 
@@ -241,7 +241,7 @@ fn an_oversized_summary_is_capped() {
         .unwrap()
         .into_owned();
     assert!(text.starts_with(SUMMARY_MARKER) && text.ends_with(SUMMARY_TRUNCATED));
-    assert!(hermes_core::estimate::estimate_text(&text) <= config.summary_max_tokens);
+    assert!(hermes_core::estimate_text(&text) <= config.summary_max_tokens);
 }
 
 #[test]

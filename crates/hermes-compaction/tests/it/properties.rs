@@ -2,7 +2,7 @@
 //! serde round trips, idempotent shaping, whole tool units, and the estimator against shaping.
 
 use hermes_compaction::{FixedSummarizer, Source, compress, is_checkpoint};
-use hermes_core::estimate::estimate_history;
+use hermes_core::estimate_history;
 use hermes_core::{Message, Role, ShapeContext, Verdicts};
 use proptest::prelude::*;
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::driver::{
-    Conversation, Driver, DriverConfig, DriverError, DriverEvent, SessionLog, Tools,
+    Conversation, Driver, DriverConfig, DriverError, DriverEvent, MemoryLog, SessionLog, Tools,
 };
 use crate::message::{Message, Origin, Role};
 use crate::route::{
@@ -16,7 +16,6 @@ use crate::route::{
 use crate::shape::{DetailsPlan, FieldPlan, PAD, RcPlan, ShapeContext};
 use crate::target::RouteTarget;
 use crate::transport::{Delta, OnDelta, Reply, ReplyMeta, SendResult, TransportError, Usage};
-use crate::verdict::{Verdicts, WireVerdicts};
 use crate::wire::{CHAT_WIRE, Outgoing, RequestParts, Wire};
 
 /// Replies from a script, recording every body it was sent.
@@ -109,70 +108,6 @@ impl Wire for Scripted {
     }
 }
 
-#[derive(Default)]
-struct MemLog {
-    messages: Mutex<Vec<Message>>,
-    verdicts: Mutex<Option<Verdicts>>,
-    wire_verdicts: Mutex<WireVerdicts>,
-    usage: Mutex<Usage>,
-    /// Each append's roles, in order.
-    batches: Mutex<Vec<Vec<String>>>,
-    /// Fail the append after this many succeed.
-    fail_appends: Mutex<Option<usize>>,
-    journal: Arc<Mutex<Vec<String>>>,
-}
-
-#[async_trait::async_trait]
-impl SessionLog for MemLog {
-    async fn append(&self, messages: &[Message]) -> Result<(), crate::driver::LogError> {
-        self.batches.lock().unwrap().push(
-            messages
-                .iter()
-                .map(|m| m.role.as_str().to_owned())
-                .collect(),
-        );
-        if self.fail_appends.lock().unwrap().is_some_and(|n| n == 0) {
-            return Err("disk full".into());
-        }
-        if let Some(n) = self.fail_appends.lock().unwrap().as_mut() {
-            *n -= 1;
-        }
-        self.messages.lock().unwrap().extend_from_slice(messages);
-        Ok(())
-    }
-    async fn record_verdict(
-        &self,
-        target: &crate::target::RouteTarget,
-        carriers: CarrierSet,
-    ) -> Result<Verdicts, crate::driver::LogError> {
-        self.journal.lock().unwrap().push("save_verdicts".into());
-        let mut stored = self.verdicts.lock().unwrap();
-        let mut verdicts = stored.clone().unwrap_or_default();
-        verdicts.record(target, carriers);
-        *stored = Some(verdicts.clone());
-        Ok(verdicts)
-    }
-    async fn record_wire_verdict(
-        &self,
-        wire: &str,
-        target: &crate::target::RouteTarget,
-        fields: &[&str],
-    ) -> Result<WireVerdicts, crate::driver::LogError> {
-        self.journal
-            .lock()
-            .unwrap()
-            .push(format!("save_{wire}_verdicts"));
-        let mut stored = self.wire_verdicts.lock().unwrap();
-        stored.record(wire, target, fields);
-        Ok(stored.clone())
-    }
-    async fn add_usage(&self, usage: &Usage) -> Result<(), crate::driver::LogError> {
-        let mut total = self.usage.lock().unwrap();
-        *total = total.plus(*usage);
-        Ok(())
-    }
-}
-
 struct Clock;
 
 #[async_trait::async_trait]
@@ -256,7 +191,7 @@ fn http(status: u16, body: &str) -> TransportError {
 struct Run {
     result: Result<crate::driver::TurnOutcome, DriverError>,
     sent: Vec<Value>,
-    log: MemLog,
+    log: MemoryLog,
     conversation: Conversation,
     journal: Vec<String>,
     /// The events told to the user (deltas and lines).
@@ -292,9 +227,9 @@ async fn run_with(
         sent: Mutex::new(Vec::new()),
         journal: Arc::clone(&journal),
     };
-    let log = MemLog {
+    let log = MemoryLog {
         journal: Arc::clone(&journal),
-        ..MemLog::default()
+        ..MemoryLog::default()
     };
     let decision = resolved(provider);
     let parts = Parts {
@@ -755,7 +690,7 @@ mod mini_wire {
             ]),
             sent: Mutex::new(Vec::new()),
         };
-        let log = MemLog::default();
+        let log = MemoryLog::default();
         let decision = resolved("acme");
         let config = DriverConfig {
             stream: true,
@@ -866,7 +801,7 @@ async fn a_step_is_stored_whole_with_every_tool_result() {
 
 #[tokio::test]
 async fn a_failed_step_write_stores_nothing_of_the_step() {
-    let log = MemLog::default();
+    let log = MemoryLog::default();
     *log.fail_appends.lock().unwrap() = Some(1);
     let wire = Scripted {
         script: Mutex::new(vec![
@@ -1001,7 +936,7 @@ async fn a_failure_before_any_text_streamed_is_still_retried() {
 /// Drives `input` on `conversation` with client-side tools (the caller runs them).
 async fn client_turn(
     conversation: &mut Conversation,
-    log: &MemLog,
+    log: &MemoryLog,
     script: Vec<Result<Value, TransportError>>,
     input: Vec<Message>,
 ) -> (Result<crate::driver::TurnOutcome, DriverError>, Vec<Value>) {
@@ -1036,7 +971,7 @@ fn result_for(id: &str, text: &str) -> Message {
 
 #[tokio::test]
 async fn client_side_tools_store_the_calling_reply_and_the_next_turn_brings_the_results() {
-    let log = MemLog::default();
+    let log = MemoryLog::default();
     let mut conversation = Conversation::default();
     let (first, _) = client_turn(
         &mut conversation,
@@ -1097,7 +1032,7 @@ async fn client_side_tools_store_the_calling_reply_and_the_next_turn_brings_the_
 
 #[tokio::test]
 async fn a_tool_result_answering_no_open_call_is_refused_before_anything_is_sent() {
-    let log = MemLog::default();
+    let log = MemoryLog::default();
     let mut conversation = Conversation::default();
     client_turn(
         &mut conversation,

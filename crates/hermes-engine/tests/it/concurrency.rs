@@ -7,10 +7,10 @@
 use std::collections::HashMap;
 
 use hermes_core::{Message, Role};
-use hermes_engine::store::Backend;
-use hermes_engine::store::testing::TestDb;
 use hermes_engine::{Choice, Request};
 use hermes_sim::Sim;
+use hermes_store::Backend;
+use hermes_store::testing::TestDb;
 
 fn text(message: &Message) -> String {
     crate::text_of(message)

@@ -132,7 +132,7 @@ async fn silent_server(seen: std::sync::Arc<tokio::sync::Notify>) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_dropped_mid_turn_gives_its_lease_back_within_a_second_and_stores_nothing() {
-    use hermes_engine::store::{Lease, NewSession};
+    use hermes_store::{Lease, NewSession};
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("state.db")).await.unwrap();
     let seen = std::sync::Arc::new(tokio::sync::Notify::new());

@@ -8,13 +8,14 @@
 //! accepted, with every replayed item exactly as the API returned it (no private key, a missing
 //! summary sent as `[]`).
 
+use hermes_core::driver::MemoryLog;
 use hermes_core::driver::{Conversation, Driver, DriverConfig};
 use hermes_core::message::BLOCK_ORDER_KEY;
 use hermes_core::raw::without_members;
 use hermes_core::{Message, RawJson, ResolveOptions, Role, RouteTarget, ThinkingRequest};
 use hermes_providers::{Auth, ChatTransport, builtin_table};
 use hermes_sim::Sim;
-use hermes_test_support::memory::{Log, NoTools};
+use hermes_test_support::memory::NoTools;
 use hermes_wire_responses::{ResponsesWire, WIRE_ID};
 use serde_json::value::RawValue;
 
@@ -42,7 +43,7 @@ async fn turn(
     config.thinking = ThinkingRequest::NoPreference;
     config.max_backoff_retries = 0;
     config.tools = Some(RawJson::from_text(TOOLS).unwrap());
-    let log = Log::default();
+    let log = MemoryLog::default();
     let notify = |_: &hermes_core::driver::DriverEvent| {};
     let driver = Driver {
         decision: &decision,

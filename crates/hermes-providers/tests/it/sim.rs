@@ -155,7 +155,7 @@ async fn bedrock_anthropic_loop(host: &str, stream: bool) -> Vec<hermes_sim::Rec
     config.tools = Some(RawJson::from_text(
         r#"[{"type":"function","function":{"name":"now","description":"The time","parameters":{"type":"object","properties":{}}}}]"#,
     ).unwrap());
-    let log = hermes_test_support::memory::Log::default();
+    let log = hermes_core::driver::MemoryLog::default();
     let driver = Driver {
         decision: &decision,
         wire: &wire as &dyn hermes_core::Wire,

@@ -9,6 +9,7 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
+use hermes_core::driver::MemoryLog;
 use hermes_core::driver::{Conversation, Driver, DriverConfig, DriverEvent, TurnOutcome};
 use hermes_core::{
     Delta, Message, Origin, Outgoing, Reply, Role, RouteDecision, ThinkingRequest, TransportError,
@@ -20,7 +21,7 @@ use hermes_providers::bedrock::{self, BedrockWire};
 use hermes_providers::chat::ChatRequest;
 use hermes_providers::{Auth, ChatTransport};
 use hermes_sim::{SIM_AWS_ACCESS_KEY_ID, SIM_AWS_SECRET_ACCESS_KEY, Sim};
-use hermes_test_support::memory::{Log, NoTools};
+use hermes_test_support::memory::NoTools;
 use hermes_wire_gemini::{self as gemini, GeminiWire};
 use hermes_wire_responses::ResponsesWire;
 use serde_json::Value;
@@ -74,7 +75,7 @@ pub(crate) async fn recovery_turn(
     wire: &dyn Wire,
     conversation: &mut Conversation,
 ) -> (TurnOutcome, Vec<String>, Vec<Message>) {
-    let log = Log::default();
+    let log = MemoryLog::default();
     let mut config = DriverConfig::default();
     config.thinking = ThinkingRequest::NoPreference;
     config.max_backoff_retries = 0;
@@ -92,11 +93,7 @@ pub(crate) async fn recovery_turn(
         .run_turn(conversation, Message::text(Role::User, "And now?"))
         .await
         .unwrap();
-    (
-        outcome,
-        events.into_inner().unwrap(),
-        log.appended.into_inner().unwrap(),
-    )
+    (outcome, events.into_inner().unwrap(), log.messages())
 }
 
 /// The chat-completions request for `history` under `decision`: no verdicts, no thinking

@@ -104,7 +104,6 @@ async fn http_errors_keep_status_body_and_retry_after() {
     assert_eq!(err.status(), Some(429));
     assert_eq!(err.body(), Some("slow down"));
     assert_eq!(err.retry_after(), Some(Duration::from_secs(7)));
-    assert!(err.is_retryable());
 }
 
 #[tokio::test]

@@ -227,7 +227,7 @@ async fn a_gateway_key_secret_is_stored_nowhere(db: TestDb) {
         assert!(!text.contains(&key), "the key is stored: {text}");
     }
     // What is stored is the secret's SHA-256.
-    assert_eq!(texts[2], hermes_core::normal::sha256_hex(secret.as_bytes()));
+    assert_eq!(texts[2], hermes_core::sha256_hex(secret.as_bytes()));
 }
 
 both!(match_keys_are_stored_on_every_insert_path);
@@ -248,7 +248,7 @@ async fn match_keys_are_stored_on_every_insert_path(db: TestDb) {
     store.append(&appended, &history).await.unwrap();
     assert_eq!(stored_keys(&store, &appended).await, expected);
 
-    let file = hermes_core::SessionFile::from_messages(history.clone());
+    let file = hermes_core::parse_history(&serde_json::to_string(&history).unwrap()).unwrap();
     let imported = store.import(&file).await.unwrap();
     assert_eq!(stored_keys(&store, &imported).await, expected);
 
@@ -656,7 +656,7 @@ async fn one_signing_key_is_made_once_and_every_opener_reads_the_same(db: TestDb
 
 both!(a_conversation_is_found_by_its_chain_key_however_many_share_its_reply);
 async fn a_conversation_is_found_by_its_chain_key_however_many_share_its_reply(db: TestDb) {
-    use hermes_core::normal::{CHAIN_START, chain_keys};
+    use hermes_core::{CHAIN_START, chain_keys};
     let store = db.open().await;
     let turn = |question: &str| {
         vec![
