@@ -502,10 +502,14 @@ impl Store {
         if keys.is_empty() {
             return Ok(Chained::default());
         }
-        let sql = chain_view_sql(keys.len(), partition.is_some(), limit);
+        // The keys take a multiple of [`CHAIN_SLOTS`] places, the rest bound to NULL (which no
+        // row holds): one shape of the statement for the usual lookup, prepared once per pooled
+        // connection, not one per count of keys.
+        let slots = keys.len().div_ceil(CHAIN_SLOTS) * CHAIN_SLOTS;
+        let sql = chain_view_sql(slots, partition.is_some(), limit);
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(tenant);
-        for key in keys {
-            query = query.bind(*key);
+        for i in 0..slots {
+            query = query.bind(keys.get(i).copied());
         }
         if let Some(partition) = partition {
             query = query.bind(partition);
@@ -599,6 +603,10 @@ pub(crate) fn chain_sql(keys: usize, partitioned: bool, limit: usize) -> String 
         placeholders.join(", ")
     )
 }
+
+/// The places for chain keys of one shape of [`Store::find_by_chain`]'s statement (a gateway
+/// looks a conversation up by its last four assistant messages' keys).
+const CHAIN_SLOTS: usize = 4;
 
 /// The one statement of [`Store::find_by_chain`]: [`chain_sql`]'s sessions (`part` 0, `ord`
 /// their rank), then, when the first of them inherits nothing, its active rows (`part` 1, `ord`

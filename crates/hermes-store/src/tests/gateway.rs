@@ -696,6 +696,21 @@ async fn a_conversation_is_found_by_its_chain_key_however_many_share_its_reply(d
         [ids[3].clone()],
         "the one chained conversation with that question, not the unchained one ({unchained})"
     );
+    // Past one shape's four places (the rest bound to NULL), in any of them.
+    for at in [0, 3, 4, 6] {
+        let mine_key = key_of(&mine);
+        let mut keys = vec!["none-of-these"; 7];
+        keys[at] = &mine_key;
+        assert_eq!(
+            store
+                .find_by_chain("acme", None, &keys, 8)
+                .await
+                .unwrap()
+                .candidates,
+            [ids[3].clone()],
+            "key at {at}"
+        );
+    }
     // The first one is read whole with the lookup, as the separate read reads it.
     let found = store
         .find_by_chain("acme", None, &[&key_of(&mine)], 8)
