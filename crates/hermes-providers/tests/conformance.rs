@@ -136,11 +136,17 @@ fn responses_for(target: &WireTarget<'_>) -> Option<Box<dyn Wire>> {
 }
 
 fn main() -> ExitCode {
-    // `cargo test` passes harness flags (e.g. `--quiet`); route ids are the other arguments.
-    let only: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
+    // `cargo test` passes harness flags (e.g. `--quiet`, `--skip NAME`); route ids are the
+    // other arguments.
+    let mut only: Vec<String> = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        if arg == "--skip" {
+            args.next();
+        } else if !arg.starts_with('-') {
+            only.push(arg);
+        }
+    }
     let only: Vec<&str> = only.iter().map(String::as_str).collect();
     let table = hermes_providers::builtin_table();
     let cases = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cases");
@@ -218,6 +224,10 @@ fn main() -> ExitCode {
             .unwrap_or(usize::MAX)
     });
     println!("{report}");
+    if report.passed() + report.failed() == 0 {
+        eprintln!("conformance: nothing ran (no route is one of {only:?})");
+        return ExitCode::FAILURE;
+    }
     if report.failed() == 0 {
         ExitCode::SUCCESS
     } else {
