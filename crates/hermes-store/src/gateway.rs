@@ -514,11 +514,24 @@ impl Store {
         if let Some(partition) = partition {
             query = query.bind(partition);
         }
-        let rows = query.fetch_all(&self.pool).await.db()?;
-        // The sessions come first (`part` 0, best first), then the first one's rows.
-        let split = rows
+        let mut rows = query.fetch_all(&self.pool).await.db()?;
+        // The sessions first (`part` 0, best first), then the first one's rows in position
+        // order: sorted here, not by the statement, which would copy every row of the view
+        // into a sorter (the view's own rows come in key order already).
+        let mut keyed = Vec::with_capacity(rows.len());
+        for (i, row) in rows.iter().enumerate() {
+            let part: i64 = row.try_get("part").db()?;
+            let ord: i64 = row.try_get("ord").db()?;
+            keyed.push(((part, ord), i));
+        }
+        if !keyed.is_sorted() {
+            keyed.sort_unstable();
+            let mut taken: Vec<Option<crate::DbRow>> = rows.into_iter().map(Some).collect();
+            rows = keyed.iter().filter_map(|&(_, i)| taken[i].take()).collect();
+        }
+        let split = keyed
             .iter()
-            .position(|r| r.try_get::<i64, _>("part").map_or(true, |part| part != 0))
+            .position(|&((part, _), _)| part != 0)
             .unwrap_or(rows.len());
         let (sessions, view) = rows.split_at(split);
         let mut candidates = Vec::with_capacity(sessions.len());
@@ -611,7 +624,8 @@ const CHAIN_SLOTS: usize = 4;
 /// The one statement of [`Store::find_by_chain`]: [`chain_sql`]'s sessions (`part` 0, `ord`
 /// their rank), then, when the first of them inherits nothing, its active rows (`part` 1, `ord`
 /// their position; [`message_columns!`], `archived_at, kind, sort_key` and
-/// [`carrier_columns!`]), each arm padding the other's columns with `NULL`. One statement reads
+/// [`carrier_columns!`]), each arm padding the other's columns with `NULL`, in no order (the
+/// caller sorts by `part` and `ord`). One statement reads
 /// one moment on either backend (SQLite's implicit read transaction, PostgreSQL's statement
 /// snapshot), so no transaction is begun for it.
 pub(crate) fn chain_view_sql(keys: usize, partitioned: bool, limit: usize) -> String {
@@ -642,8 +656,7 @@ pub(crate) fn chain_view_sql(keys: usize, partitioned: bool, limit: usize) -> St
          FROM c CROSS JOIN messages WHERE c.ord = 1 \
          AND (c.parent_id IS NULL OR c.fork_revision IS NULL OR c.fork_last IS NULL \
          OR c.fork_count IS NULL) \
-         AND messages.session_id = c.id AND messages.archived_at IS NULL \
-         ORDER BY part, ord",
+         AND messages.session_id = c.id AND messages.archived_at IS NULL",
         chain = chain_sql(keys, partitioned, limit),
         view_nulls = nulls(view_columns),
         sessions = session_columns,
