@@ -16,6 +16,7 @@ use {
     bytes::{Buf as _, Bytes, BytesMut},
     hermes_core::transport::TransportError,
     std::fmt,
+    std::sync::Arc,
     std::time::SystemTime,
 };
 
@@ -381,6 +382,59 @@ pub fn request_headers(
         }
     }
     Ok(headers)
+}
+
+#[cfg(feature = "bedrock")]
+/// AWS auth as the transport's request signer ([`crate::Auth::Signed`]): the headers of
+/// [`request_headers`], SigV4 dated by `clock` (a provider's current credentials asked for
+/// each request, refreshed once the old ones expire).
+#[derive(Clone, Debug)]
+pub struct AwsSigner {
+    /// The credentials, a provider of them, or a Bedrock API key.
+    pub auth: AwsAuth,
+    /// The clock signatures are dated by (`SystemTime::now` but in tests).
+    pub clock: Clock,
+}
+
+#[cfg(feature = "bedrock")]
+impl AwsSigner {
+    /// `auth` dated by `clock`, as the signer a wire and [`crate::Auth::Signed`] hold.
+    pub fn shared(auth: AwsAuth, clock: Clock) -> Arc<dyn crate::transport::Signer> {
+        Arc::new(AwsSigner { auth, clock })
+    }
+}
+
+#[cfg(feature = "bedrock")]
+#[async_trait::async_trait]
+impl crate::transport::Signer for AwsSigner {
+    async fn headers(
+        &self,
+        url: &str,
+        body: &[u8],
+    ) -> Result<Vec<(String, http::HeaderValue)>, TransportError> {
+        let auth = self.auth.current().await?;
+        let signed = request_headers(&auth, url, "application/json", body, (self.clock)())?;
+        signed
+            .into_iter()
+            .map(|(name, value)| {
+                let mut value = http::HeaderValue::from_str(&value).map_err(|_| {
+                    TransportError::Request(format!(
+                        "the {name} header holds characters a header cannot carry"
+                    ))
+                })?;
+                value.set_sensitive(name == "authorization" || name == "x-amz-security-token");
+                Ok((name, value))
+            })
+            .collect()
+    }
+
+    /// A Bedrock API key is an account; SigV4 credentials name none (docs/spec.md §5a 1).
+    fn account(&self) -> Option<String> {
+        match &self.auth {
+            AwsAuth::Bearer(key) => Some(crate::native::account_of(key)),
+            _ => None,
+        }
+    }
 }
 
 /// `id` as one URL path segment, percent-encoded as the AWS SDKs do: everything but the
