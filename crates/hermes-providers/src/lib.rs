@@ -52,7 +52,6 @@ mod tools;
 mod transport;
 pub mod wires;
 
-pub use client_blocks::client_blocks_to;
 pub use hermes_core::transport::{Reply, TransportError};
 pub use registry::ProviderSpec;
 pub use routes::builtin_table;
