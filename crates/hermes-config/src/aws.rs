@@ -270,6 +270,7 @@ mod tests {
 
     use hermes_core::Wire as _;
     use hermes_core::{Message, Origin, RequestParts, ResolveOptions, Role, RouteTarget, Verdicts};
+    use hermes_providers::aws::AwsSigner;
     use hermes_providers::bedrock::{BedrockWire, Target};
     use hermes_providers::{ChatTransport, builtin_table};
     use hermes_sim::Sim;
@@ -430,8 +431,7 @@ mod tests {
                 max_tokens: None,
                 account: None,
             },
-            auth: Some(auth),
-            clock: SystemTime::now,
+            auth: Some(AwsSigner::shared(auth, SystemTime::now)),
         };
         assert_eq!(turn(&wire, &sim).await, 200);
 

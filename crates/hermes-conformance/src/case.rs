@@ -10,7 +10,6 @@ use hermes_core::{
 };
 use hermes_providers::anthropic::inbound::request_history;
 use hermes_providers::chat::ChatRequest;
-use hermes_providers::client_blocks_to;
 use hermes_wire_responses::inbound as responses_inbound;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -371,7 +370,11 @@ impl Case {
                 let base_url = self.base_url.as_deref().or_else(|| {
                     hermes_engine::wires::provider(&self.provider).and_then(|p| p.base_url)
                 });
-                client_blocks_to(&mut history, wire_id, base_url.unwrap_or_default());
+                hermes_engine::wires::client_blocks_to(
+                    &mut history,
+                    wire_id,
+                    base_url.unwrap_or_default(),
+                );
                 lined_up = history;
                 &lined_up
             }

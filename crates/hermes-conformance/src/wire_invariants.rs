@@ -1676,7 +1676,6 @@ mod tests {
                 account: None,
             },
             auth: None,
-            clock: std::time::SystemTime::now,
         }
     }
 

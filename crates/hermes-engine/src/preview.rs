@@ -100,7 +100,6 @@ impl Preview {
     /// settlement, the host chat's requests go to (for a simulator, the loopback host it
     /// binds), the same route and the same wire.
     // `..Default::default()` fills in the `bedrock` feature's AWS credentials.
-    #[cfg_attr(not(feature = "bedrock"), allow(clippy::needless_update))]
     pub fn new(
         engine: &Engine,
         file: SessionFile,
@@ -266,7 +265,6 @@ impl Preview {
     /// to (docs/spec.md §5a 1), which decides what the body replays; the wire keeps only its
     /// one-way digest for that, and nothing is sent.
     // `..Default::default()` fills in the `bedrock` feature's AWS credentials.
-    #[cfg_attr(not(feature = "bedrock"), allow(clippy::needless_update))]
     pub fn with_account(
         mut self,
         engine: &Engine,

@@ -22,7 +22,6 @@ use crate::settle::{Choice, Defaults};
 use crate::target::{AwsLookup, KeyLookup, Limits, Target};
 use crate::turn::{Destination, TurnParts, Work, drive};
 use hermes_core::reattach::{align, input_start, unverified_carriers};
-use hermes_providers::client_blocks_to;
 
 /// What every request of an engine runs with: the store and the process-wide settings a front
 /// end read once (config, key lookups, limits).
@@ -230,7 +229,7 @@ pub struct History {
     /// native record, no key outside the allow-list), in order (carriers it kept are passed on unverified; its
     /// own Anthropic thinking blocks, `reasoning_details` items of a turn the store does not
     /// hold, only to Claude on the Messages wire:
-    /// `hermes_providers::client_blocks_to`, applied once the target is
+    /// `wires::client_blocks_to`, applied once the target is
     /// settled).
     messages: Vec<Message>,
 }
@@ -588,7 +587,7 @@ impl Engine {
             // Where a client's own thinking blocks may go is decided once, now that the wire
             // and host are settled: only to Claude on the Messages wire (docs/spec.md §10). What is
             // stored (the preamble) keeps them as sent.
-            client_blocks_to(
+            crate::wires::client_blocks_to(
                 &mut conversation.messages,
                 target.transport.wire().id(),
                 &target.base(),

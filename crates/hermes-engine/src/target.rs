@@ -9,7 +9,7 @@ use std::time::Duration;
 use hermes_core::{RouteDecision, TransportError};
 use hermes_providers::Credentials;
 #[cfg(feature = "bedrock")]
-use hermes_providers::aws::AwsAuth;
+use hermes_providers::aws::{AwsAuth, AwsSigner};
 
 use crate::Engine;
 use crate::error::EngineError;
@@ -151,6 +151,10 @@ impl Target {
                 });
             }
         };
+        #[cfg(feature = "bedrock")]
+        let signer = aws_auth.map(|auth| AwsSigner::shared(auth, std::time::SystemTime::now));
+        #[cfg(not(feature = "bedrock"))]
+        let signer = None;
         let transport = LiveWire::new(
             engine,
             &settled,
@@ -158,8 +162,7 @@ impl Target {
             client,
             Credentials {
                 key,
-                #[cfg(feature = "bedrock")]
-                aws: aws_auth,
+                signer,
                 sim: sim.is_some(),
             },
         )?;

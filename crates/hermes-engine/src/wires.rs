@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use hermes_core::Message;
 use hermes_providers::wires::{self as registry, Descriptor, ProviderSpec, Wires};
 
 /// The built-in wires of this build, in registration order (the order `hermes providers` lists
@@ -35,6 +36,21 @@ pub fn builtin_wires() -> Wires {
     let mut wires = Wires::default();
     register_builtin_wires(&mut wires);
     wires
+}
+
+/// Where a gateway client's own thinking blocks may go, whichever wires this build has
+/// (docs/spec.md §10): the Anthropic wire's rule
+/// (`hermes_providers::anthropic::inbound::client_blocks_to`: only to Claude on the Messages
+/// wire, a gateway-signed one to no one); without the `anthropic` feature no target verifies
+/// them, and each one is left out. Returns how many items were left out.
+pub fn client_blocks_to(history: &mut [Message], wire: &str, base_url: &str) -> usize {
+    #[cfg(feature = "anthropic")]
+    return hermes_providers::anthropic::inbound::client_blocks_to(history, wire, base_url);
+    #[cfg(not(feature = "anthropic"))]
+    {
+        let _ = base_url;
+        hermes_providers::native::client_blocks::withhold(history, wire, |_| false)
+    }
 }
 
 /// Every built-in provider, with the cargo feature of its wire (chat completions' providers are

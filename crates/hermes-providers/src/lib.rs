@@ -52,9 +52,8 @@ mod tools;
 mod transport;
 pub mod wires;
 
-pub use client_blocks::client_blocks_to;
 pub use hermes_core::transport::{Reply, TransportError};
 pub use registry::ProviderSpec;
 pub use routes::builtin_table;
-pub use transport::{Auth, ChatTransport, Endpoint, HttpChat, Waits};
+pub use transport::{Auth, ChatTransport, Endpoint, HttpChat, Signer, Waits};
 pub use wires::{Credentials, Descriptor, WireDescriptor, WireTarget, Wires};

@@ -14,8 +14,6 @@ use hermes_core::{CHAT_WIRE, Outgoing, RequestParts, Wire};
 use hermes_core::{Message, Origin, ReplyMeta};
 use hermes_core::{OnDelta, SendResult};
 
-#[cfg(feature = "bedrock")]
-use crate::aws::{self, AwsAuth, Clock};
 use crate::chat::{ChatRequest, StreamAccumulator, capture_message};
 use crate::native::sse::{self, SseTurn};
 pub(crate) use crate::reply::snippet;
@@ -269,10 +267,9 @@ pub enum Auth {
     Bearer(String),
     /// A named header holding the key (`x-api-key`, `x-goog-api-key`).
     Header(&'static str, String),
-    /// AWS: SigV4 over the exact URL and body bytes, dated by `clock`, or a Bedrock API key
-    /// (feature `bedrock`).
-    #[cfg(feature = "bedrock")]
-    Aws(AwsAuth, Clock),
+    /// Headers a [`Signer`] makes from the exact URL and body bytes (AWS SigV4 or a Bedrock
+    /// API key: the Bedrock wire's signer).
+    Signed(Arc<dyn Signer>),
 }
 
 impl fmt::Debug for Auth {
@@ -280,9 +277,30 @@ impl fmt::Debug for Auth {
         match self {
             Auth::Bearer(_) => f.write_str("Auth::Bearer(<redacted>)"),
             Auth::Header(name, _) => write!(f, "Auth::Header({name}, <redacted>)"),
-            #[cfg(feature = "bedrock")]
-            Auth::Aws(auth, _) => write!(f, "Auth::Aws({auth:?})"),
+            Auth::Signed(signer) => write!(f, "Auth::Signed({signer:?})"),
         }
+    }
+}
+
+/// Signs the requests of a provider that wants more than a key sent as is (AWS SigV4): a wire
+/// plugs in its own scheme, so this crate names none. `Debug` shows no secret.
+#[async_trait::async_trait]
+pub trait Signer: fmt::Debug + Send + Sync {
+    /// The headers of a POST of the JSON `body` to `url` (already percent-encoded, as it goes
+    /// on the wire), in order, `content-type` among them, a secret's value marked sensitive.
+    /// They are the request's own: the transport adds neither `content-type` nor `accept` (a
+    /// signed stream is not SSE: AWS frames it as an event stream), only the wire's extra
+    /// headers after them. An error is one line naming what failed (never a secret).
+    async fn headers(
+        &self,
+        url: &str,
+        body: &[u8],
+    ) -> Result<Vec<(String, http::HeaderValue)>, TransportError>;
+
+    /// The account the credential stands for ([`crate::native::account_of`]) when it names
+    /// one for good (a key), `None` for credentials that rotate.
+    fn account(&self) -> Option<String> {
+        None
     }
 }
 
@@ -315,32 +333,20 @@ impl ChatTransport {
         headers: &[(&'static str, String)],
     ) -> Result<reqwest::Response, TransportError> {
         let mut builder = self.client()?.post(url);
-        // An AWS stream is event-stream framed, not SSE.
-        #[cfg(feature = "bedrock")]
-        let sse = !matches!(auth, Some(Auth::Aws(..)));
-        #[cfg(not(feature = "bedrock"))]
-        let sse = true;
-        if stream && sse {
-            builder = builder.header(reqwest::header::ACCEPT, "text/event-stream");
-        }
         match auth {
-            #[cfg(feature = "bedrock")]
-            Some(Auth::Aws(aws, clock)) => {
-                // A provider's current credentials: refreshed ones once the old ones expire.
-                let aws = aws.current().await?;
-                let signed = aws::request_headers(&aws, url, "application/json", &body, clock())?;
-                for (name, value) in signed {
-                    let mut value =
-                        reqwest::header::HeaderValue::from_str(&value).map_err(|_| {
-                            TransportError::Request(format!(
-                                "the {name} header holds characters a header cannot carry"
-                            ))
-                        })?;
-                    value.set_sensitive(name == "authorization" || name == "x-amz-security-token");
+            // A signed request's headers are the signer's (an AWS stream is event-stream
+            // framed, not SSE).
+            Some(Auth::Signed(signer)) => {
+                for (name, value) in signer.headers(url, &body).await? {
                     builder = builder.header(name, value);
                 }
             }
-            _ => builder = builder.header(reqwest::header::CONTENT_TYPE, "application/json"),
+            _ => {
+                if stream {
+                    builder = builder.header(reqwest::header::ACCEPT, "text/event-stream");
+                }
+                builder = builder.header(reqwest::header::CONTENT_TYPE, "application/json");
+            }
         }
         builder = builder.body(body);
         match auth {
@@ -354,9 +360,7 @@ impl ChatTransport {
                 value.set_sensitive(true);
                 builder = builder.header(*name, value);
             }
-            #[cfg(feature = "bedrock")]
-            Some(Auth::Aws(..)) => {}
-            None => {}
+            Some(Auth::Signed(_)) | None => {}
         }
         for (name, value) in headers {
             builder = builder.header(*name, value);
@@ -413,9 +417,7 @@ impl ChatTransport {
 fn without_key(body: String, auth: Option<&Auth>) -> String {
     let key = match auth {
         Some(Auth::Bearer(key) | Auth::Header(_, key)) => key.as_str(),
-        #[cfg(feature = "bedrock")]
-        Some(Auth::Aws(..)) => return body,
-        None => return body,
+        Some(Auth::Signed(_)) | None => return body,
     };
     if key.trim().is_empty() {
         return body;

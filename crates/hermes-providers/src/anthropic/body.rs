@@ -197,11 +197,11 @@ impl Target {
 /// Whether the Bedrock model id `model` names a model other than Claude (`deepseek-v4-pro`,
 /// `us.deepseek.r1-v1:0`, a foundation-model or inference-profile ARN of one). An ARN that names
 /// no model (an application inference profile, a provisioned or custom model) is not known to
-/// be another model: it keeps the host's family. (The `bedrock` feature's: it reads the id with
-/// the Converse wire's parser.)
+/// be another model: it keeps the host's family. (The `bedrock` feature's: it reads the id as the
+/// Converse wire does, [`super::model::bedrock_id`].)
 #[cfg(feature = "bedrock")]
 pub fn other_than_claude_on_bedrock(model: &str) -> bool {
-    if crate::bedrock::BedrockModel::parse(model).claude.is_some() {
+    if super::model::bedrock_id(model).1.is_some() {
         return false;
     }
     let lower = model.trim().to_ascii_lowercase();

@@ -1,7 +1,7 @@
 //! A Messages request's history in the message model: a client's `system` and `messages`
 //! (Anthropic Messages, as a gateway's Messages door receives them) as the canonical messages a
 //! gateway lines up with what it stored (docs/spec.md §10), and the one rule for where the client's
-//! own thinking blocks may go ([`client_blocks_to`](crate::client_blocks_to)).
+//! own thinking blocks may go ([`client_blocks_to`]).
 //!
 //! Per block: `text` in either role; `image` (base64 as a data URL, or its URL) and
 //! `tool_result` (a tool message, before the turn's other content) in a user turn; `tool_use` (a
@@ -11,7 +11,7 @@
 //! item — never as readable reasoning; an unsigned one is left out. A block signed by the
 //! gateway itself ([`GATEWAY_SIGNATURE_PREFIX`]) is kept the same way for the door to verify
 //! ([`gateway_block`]: a verified one's text is readable reasoning the gateway vouches for);
-//! [`client_blocks_to`](crate::client_blocks_to) sends it to no upstream, whoever keeps it.
+//! [`client_blocks_to`] sends it to no upstream, whoever keeps it.
 
 use std::collections::HashMap;
 
@@ -84,8 +84,23 @@ pub fn passes_client_blocks(wire: &str, base_url: &str) -> bool {
 }
 
 /// Whether an item carries a signature the gateway minted.
-pub(crate) fn gateway_signed(item: &DetailItem) -> bool {
+fn gateway_signed(item: &DetailItem) -> bool {
     gateway_block(item).is_some()
+}
+
+/// The one rule for a gateway client's own thinking blocks (docs/spec.md §10): in `history` (a
+/// client's history lined up with the store, `hermes_core::reattach::align`), every
+/// Anthropic-shaped `reasoning_details` item of an assistant message without origin — a block
+/// the client sent on a turn the store did not make — stays only when the target passes them
+/// ([`passes_client_blocks`]); to every other target it is left out, so the route's rule for a
+/// missing carrier applies (a must-echo route's `" "` pad). One with a gateway signature
+/// ([`GATEWAY_SIGNATURE_PREFIX`], however it got there: the Messages door already leaves it
+/// out, a chat client might not) goes to no target. Messages the store holds carry their origin
+/// and are left as they are. Returns how many items were left out. (The engine applies it,
+/// or in a build without this wire leaves every such item out: `hermes_engine::wires`.)
+pub fn client_blocks_to(history: &mut [Message], wire: &str, base_url: &str) -> usize {
+    let passes = passes_client_blocks(wire, base_url);
+    crate::native::client_blocks::withhold(history, wire, |item| passes && !gateway_signed(item))
 }
 
 /// A `thinking` item signed by the gateway ([`GATEWAY_SIGNATURE_PREFIX`]): its text and its
@@ -365,8 +380,7 @@ fn tool_result(block: &Value, at: &str) -> Result<Message, InboundError> {
 mod tests {
     use hermes_core::{DetailItem, Message, Origin, Role};
 
-    use super::{history, passes_client_blocks, request_history};
-    use crate::client_blocks_to;
+    use super::{client_blocks_to, history, passes_client_blocks, request_history};
 
     /// A Claude-signed block as a client sends it: keys in its own order, spaces, an escape.
     const SIGNED: &str =

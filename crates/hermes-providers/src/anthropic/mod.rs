@@ -48,7 +48,7 @@ pub struct AnthropicWire {
     /// Where requests go.
     pub target: Target,
     /// The key (`x-api-key`), token (bearer: Vertex, and Foundry with an Entra ID token) or AWS
-    /// auth (Bedrock: [`Auth::Aws`], SigV4 over the exact URL and body); none for a loopback
+    /// auth (Bedrock: [`Auth::Signed`], SigV4 over the exact URL and body); none for a loopback
     /// endpoint.
     pub auth: Option<Auth>,
 }

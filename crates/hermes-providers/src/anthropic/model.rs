@@ -184,6 +184,46 @@ pub(crate) const DEFAULT_MAX_TOKENS: u32 = 16384;
 /// What `max_tokens` adds above a thinking budget (docs/spec.md §3c).
 pub(crate) const ABOVE_BUDGET: u32 = 8192;
 
+/// Geographic inference-profile prefixes (`us.anthropic.claude-…`): docs.aws.amazon.com/bedrock/
+/// latest/userguide/inference-profiles-support.html lists `us`, `us-gov`, `eu`, `apac`, `jp`,
+/// `au`, `ca` and `global`.
+const PROFILE_PREFIXES: &[&str] = &["us", "us-gov", "eu", "apac", "jp", "au", "ca", "global"];
+
+/// Reads a Bedrock model id: a foundation-model id (`anthropic.claude-sonnet-4-5-20250929-v1:0`),
+/// a cross-region inference profile (`us.anthropic.claude-…`) or an ARN whose last path segment
+/// is one. Returns the foundation model id without an inference-profile prefix or an ARN
+/// (`anthropic.claude-opus-4-6-v1:0`), lowercased, and the Claude model when it names one (an
+/// application-inference-profile ARN names none). The InvokeModel door reads ids with it
+/// ([`super::body::other_than_claude_on_bedrock`]), and so does the Converse wire
+/// (`bedrock::BedrockModel::parse`).
+pub(crate) fn bedrock_id(model: &str) -> (String, Option<ClaudeModel>) {
+    let lower = model.trim().to_ascii_lowercase();
+    let last = lower.rsplit('/').next().unwrap_or(&lower);
+    let base = match last.split_once('.') {
+        Some((prefix, rest)) if PROFILE_PREFIXES.contains(&prefix) => rest,
+        _ => last,
+    }
+    .to_owned();
+    // `anthropic.claude-…`; a bare `claude-…` (a proxy's alias) reads the same.
+    let claude = Some(base.strip_prefix("anthropic.").unwrap_or(&base))
+        .filter(|id| id.starts_with("claude"))
+        .and_then(|id| ClaudeModel::parse(strip_version_suffix(id)));
+    (base, claude)
+}
+
+/// `id` without a Bedrock version suffix: `-v1:0`, `-v2:0`, `-v1` (`claude-opus-4-6-v1` is Opus
+/// 4.6, not version 4.6.1), and a `:N` throughput suffix.
+fn strip_version_suffix(id: &str) -> &str {
+    let id = match id.rsplit_once(':') {
+        Some((head, tail)) if tail.bytes().all(|b| b.is_ascii_digit()) => head,
+        _ => id,
+    };
+    match id.rsplit_once("-v") {
+        Some((head, tail)) if !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) => head,
+        _ => id,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -711,7 +711,7 @@ mod bedrock_wire {
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
     use super::*;
-    use crate::aws::{AwsAuth, AwsCredentials};
+    use crate::aws::{AwsAuth, AwsCredentials, AwsSigner};
     use crate::testing::frame;
     use crate::transport::Auth;
 
@@ -747,7 +747,7 @@ mod bedrock_wire {
         AnthropicWire {
             client: crate::ChatTransport::new().unwrap(),
             target: bedrock(&server.uri()),
-            auth: Some(Auth::Aws(
+            auth: Some(Auth::Signed(AwsSigner::shared(
                 AwsAuth::SigV4 {
                     credentials: AwsCredentials {
                         access_key_id: "AKIDEXAMPLE".into(),
@@ -757,7 +757,7 @@ mod bedrock_wire {
                     region: "us-east-1".into(),
                 },
                 fixed_clock,
-            )),
+            ))),
         }
     }
 

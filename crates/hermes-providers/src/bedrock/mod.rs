@@ -10,15 +10,16 @@ mod model;
 mod pyjson;
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use futures_util::StreamExt as _;
 use hermes_core::transport::{OnDelta, Reply, SendResult, TransportError};
 use hermes_core::{Origin, Outgoing, Recovery, RequestParts, Wire};
 
-use crate::aws::{AwsAuth, Clock, FrameReader};
+use crate::aws::FrameReader;
 use crate::signed::carriers::{CaptureError, read_whole};
 use crate::signed::replay::signature_drops;
-use crate::transport::{Auth, ChatTransport, chunk_error};
+use crate::transport::{Auth, ChatTransport, Signer, chunk_error};
 
 pub use body::{
     Bound, Drops, EncodeError, Encoded, PLACEHOLDER, TRANSFORMATIONS_PATH, Target, encode,
@@ -36,10 +37,9 @@ pub struct BedrockWire {
     pub client: ChatTransport,
     /// Where requests go, and the configured `maxTokens`.
     pub target: Target,
-    /// SigV4 credentials or a Bedrock API key; none for a loopback endpoint.
-    pub auth: Option<AwsAuth>,
-    /// The clock SigV4 signatures are dated by (`SystemTime::now` but in tests).
-    pub clock: Clock,
+    /// What signs each request (SigV4 or a Bedrock API key: [`crate::aws::AwsSigner`]); none
+    /// for a loopback endpoint.
+    pub auth: Option<Arc<dyn Signer>>,
 }
 
 impl BedrockWire {
@@ -95,7 +95,7 @@ impl Wire for BedrockWire {
 
     async fn send(&self, request: &Outgoing, origin: Origin, on_delta: OnDelta<'_>) -> SendResult {
         let url = self.url(&origin.model, request.stream);
-        let auth = self.auth.clone().map(|a| Auth::Aws(a, self.clock));
+        let auth = self.auth.clone().map(Auth::Signed);
         let response = self
             .client
             .send_request("bedrock converse", &url, request, auth.as_ref(), &[])

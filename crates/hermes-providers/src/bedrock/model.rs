@@ -1,9 +1,10 @@
 //! What a Bedrock model id tells the Converse wire: the model behind it (an inference-profile
 //! prefix, an ARN and a `-v1:0` suffix stripped), its reasoning replay policy (docs/spec.md §5) and
-//! its thinking request (docs/spec.md §3c). Claude ids are read by the Anthropic wire's own parser
-//! ([`crate::anthropic::model::ClaudeModel`]).
+//! its thinking request (docs/spec.md §3c). The id itself is read by the Anthropic wire, whose
+//! InvokeModel door reads the same ids ([`crate::anthropic::model::bedrock_id`], with its Claude
+//! parser).
 
-use crate::anthropic::model::ClaudeModel;
+use crate::anthropic::model::{ClaudeModel, bedrock_id};
 
 /// How a model's stored reasoning is replayed (docs/spec.md §5, "Bedrock Converse").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,11 +44,6 @@ pub struct BedrockModel {
     pub claude: Option<ClaudeModel>,
 }
 
-/// Geographic inference-profile prefixes (`us.anthropic.claude-…`): docs.aws.amazon.com/bedrock/
-/// latest/userguide/inference-profiles-support.html lists `us`, `us-gov`, `eu`, `apac`, `jp`,
-/// `au`, `ca` and `global`.
-const PROFILE_PREFIXES: &[&str] = &["us", "us-gov", "eu", "apac", "jp", "au", "ca", "global"];
-
 impl BedrockModel {
     /// Reads `model`: a foundation-model id (`anthropic.claude-sonnet-4-5-20250929-v1:0`), a
     /// cross-region inference profile (`us.anthropic.claude-…`) or an ARN whose last path
@@ -55,17 +51,7 @@ impl BedrockModel {
     /// claude-…`). An application-inference-profile ARN names no model: it reads as an unknown
     /// model.
     pub fn parse(model: &str) -> BedrockModel {
-        let lower = model.trim().to_ascii_lowercase();
-        let last = lower.rsplit('/').next().unwrap_or(&lower);
-        let base = match last.split_once('.') {
-            Some((prefix, rest)) if PROFILE_PREFIXES.contains(&prefix) => rest,
-            _ => last,
-        }
-        .to_owned();
-        // `anthropic.claude-…`; a bare `claude-…` (a proxy's alias) reads the same.
-        let claude = Some(base.strip_prefix("anthropic.").unwrap_or(&base))
-            .filter(|id| id.starts_with("claude"))
-            .and_then(|id| ClaudeModel::parse(strip_version_suffix(id)));
+        let (base, claude) = bedrock_id(model);
         BedrockModel { base, claude }
     }
 
@@ -134,19 +120,6 @@ impl BedrockModel {
             }
             Some((major, _)) => major > 3,
         }
-    }
-}
-
-/// `id` without a Bedrock version suffix: `-v1:0`, `-v2:0`, `-v1` (`claude-opus-4-6-v1` is Opus
-/// 4.6, not version 4.6.1), and a `:N` throughput suffix.
-fn strip_version_suffix(id: &str) -> &str {
-    let id = match id.rsplit_once(':') {
-        Some((head, tail)) if tail.bytes().all(|b| b.is_ascii_digit()) => head,
-        _ => id,
-    };
-    match id.rsplit_once("-v") {
-        Some((head, tail)) if !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) => head,
-        _ => id,
     }
 }
 

@@ -621,7 +621,6 @@ fn wire() -> BedrockWire {
         client: crate::ChatTransport::new().unwrap(),
         target: target(),
         auth: None,
-        clock: std::time::SystemTime::now,
     }
 }
 

@@ -55,6 +55,12 @@ pub mod openai_model {
     pub use crate::openai_model::*;
 }
 
+/// Where a gateway client's own thinking blocks may not go: the loop that leaves them out
+/// ([`client_blocks::withhold`]), given the Anthropic wire's rule for which pass.
+pub mod client_blocks {
+    pub use crate::client_blocks::*;
+}
+
 /// What the gateway's doors read from a client's request: the error that says where it was
 /// wrong ([`inbound::InboundError`]), shared by every dialect's reader.
 pub mod inbound {

@@ -56,9 +56,8 @@ fn anthropic_target(target: &WireTarget) -> anthropic::Target {
 /// The key as Anthropic's door takes it: AWS auth on Bedrock, a bearer token on Vertex (and on
 /// Foundry given an Entra ID token), else `x-api-key`.
 fn auth_of(target: &WireTarget, credentials: Credentials) -> Option<Auth> {
-    #[cfg(feature = "bedrock")]
-    if let Some(aws) = credentials.aws {
-        return Some(Auth::Aws(aws, std::time::SystemTime::now));
+    if let Some(signer) = credentials.signer {
+        return Some(Auth::Signed(signer));
     }
     credentials.key.map(|key| {
         if target.vertex.is_some() || target.bearer {

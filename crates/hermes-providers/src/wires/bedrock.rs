@@ -30,15 +30,11 @@ pub(super) fn build(target: &WireTarget, http: ChatTransport, auth: Credentials)
     let mut door = bedrock_target(target);
     // A Bedrock API key is an account; SigV4 credentials name none (docs/spec.md §5a 1,
     // `bedrock::Target::account`).
-    door.account = match &auth.aws {
-        Some(crate::aws::AwsAuth::Bearer(key)) => Some(crate::native::account_of(key)),
-        _ => None,
-    };
+    door.account = auth.signer.as_ref().and_then(|s| s.account());
     Box::new(BedrockWire {
         client: http,
         target: door,
-        auth: auth.aws,
-        clock: std::time::SystemTime::now,
+        auth: auth.signer,
     })
 }
 

@@ -180,9 +180,9 @@ pub struct Vertex {
 pub struct Credentials {
     /// The API key or token.
     pub key: Option<String>,
-    /// AWS SigV4 credentials or a Bedrock API key.
-    #[cfg(feature = "bedrock")]
-    pub aws: Option<crate::aws::AwsAuth>,
+    /// What signs each request instead of the key (the Bedrock wires' SigV4 or Bedrock API
+    /// key, [`crate::aws::AwsSigner`]).
+    pub signer: Option<Arc<dyn crate::transport::Signer>>,
     /// The target is the in-process simulator (its Responses door wants some bearer token).
     pub sim: bool,
 }
@@ -191,8 +191,7 @@ impl std::fmt::Debug for Credentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut d = f.debug_struct("Credentials");
         d.field("key", &self.key.as_ref().map(|_| "<redacted>"));
-        #[cfg(feature = "bedrock")]
-        d.field("aws", &self.aws);
+        d.field("signer", &self.signer);
         d.field("sim", &self.sim).finish()
     }
 }

@@ -8,7 +8,7 @@ use hermes_core::{
     Effort, FinishReason, Message, Origin, RequestParts, ResolveOptions, RouteTarget,
     ThinkingRequest, Verdicts, Wire,
 };
-use hermes_providers::aws::{AwsAuth, AwsCredentials};
+use hermes_providers::aws::{AwsAuth, AwsCredentials, AwsSigner};
 use hermes_providers::bedrock::{BedrockWire, Drops, Target, encode};
 use hermes_providers::{ChatTransport, TransportError, builtin_table};
 use serde_json::json;
@@ -34,15 +34,17 @@ fn wire(server: &MockServer) -> BedrockWire {
             max_tokens: None,
             account: None,
         },
-        auth: Some(AwsAuth::SigV4 {
-            credentials: AwsCredentials {
-                access_key_id: "AKIDEXAMPLE".into(),
-                secret_access_key: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".into(),
-                session_token: Some("SESSION".into()),
+        auth: Some(AwsSigner::shared(
+            AwsAuth::SigV4 {
+                credentials: AwsCredentials {
+                    access_key_id: "AKIDEXAMPLE".into(),
+                    secret_access_key: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".into(),
+                    session_token: Some("SESSION".into()),
+                },
+                region: "us-east-1".into(),
             },
-            region: "us-east-1".into(),
-        }),
-        clock: fixed_clock,
+            fixed_clock,
+        )),
     }
 }
 

@@ -35,7 +35,7 @@ use hermes_core::{
     Origin, RawJson, RequestParts, ResolveOptions, RouteTarget, ThinkingRequest, Verdicts,
 };
 use hermes_providers::anthropic::{AnthropicWire, Flavor, Target};
-use hermes_providers::aws::{self, AwsAuth, AwsCredentials};
+use hermes_providers::aws::{self, AwsAuth, AwsCredentials, AwsSigner};
 use hermes_providers::bedrock::{self, BedrockWire};
 use hermes_providers::{Auth, ChatTransport, builtin_table};
 use hermes_test_support::validator;
@@ -218,7 +218,7 @@ fn bedrock_wire(base: &str, auth: &AwsAuth) -> AnthropicWire {
             max_tokens: None,
             account: None,
         },
-        auth: Some(Auth::Aws(auth.clone(), fixed_clock)),
+        auth: Some(Auth::Signed(AwsSigner::shared(auth.clone(), fixed_clock))),
     }
 }
 
@@ -230,8 +230,7 @@ pub(crate) fn converse_wire(base: &str, auth: &AwsAuth) -> BedrockWire {
             max_tokens: None,
             account: None,
         },
-        auth: Some(auth.clone()),
-        clock: fixed_clock,
+        auth: Some(AwsSigner::shared(auth.clone(), fixed_clock)),
     }
 }
 

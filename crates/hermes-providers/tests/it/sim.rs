@@ -117,7 +117,7 @@ async fn bedrock_anthropic_loop(host: &str, stream: bool) -> Vec<hermes_sim::Rec
     use hermes_core::Effort;
     use hermes_core::driver::{Conversation, Driver, DriverConfig};
     use hermes_providers::anthropic::{AnthropicWire, Flavor, Target};
-    use hermes_providers::aws::{AwsAuth, AwsCredentials, RuntimeHost};
+    use hermes_providers::aws::{AwsAuth, AwsCredentials, AwsSigner, RuntimeHost};
     use hermes_providers::{Auth, Waits};
 
     const MODEL: &str = "us.anthropic.claude-opus-4-6-v1";
@@ -132,7 +132,7 @@ async fn bedrock_anthropic_loop(host: &str, stream: bool) -> Vec<hermes_sim::Rec
             max_tokens: None,
             account: None,
         },
-        auth: Some(Auth::Aws(
+        auth: Some(Auth::Signed(AwsSigner::shared(
             AwsAuth::SigV4 {
                 credentials: AwsCredentials {
                     access_key_id: hermes_sim::SIM_AWS_ACCESS_KEY_ID.into(),
@@ -142,7 +142,7 @@ async fn bedrock_anthropic_loop(host: &str, stream: bool) -> Vec<hermes_sim::Rec
                 region,
             },
             std::time::SystemTime::now,
-        )),
+        ))),
     };
     let decision = builtin_table().resolve(
         &RouteTarget::new("bedrock-anthropic", Some(&base), MODEL),

@@ -16,7 +16,7 @@ use hermes_core::{
     Verdicts, Wire,
 };
 use hermes_providers::anthropic::{self, AnthropicWire};
-use hermes_providers::aws::{AwsAuth, AwsCredentials};
+use hermes_providers::aws::{AwsAuth, AwsCredentials, AwsSigner};
 use hermes_providers::bedrock::{self, BedrockWire};
 use hermes_providers::chat::ChatRequest;
 use hermes_providers::{Auth, ChatTransport};
@@ -142,14 +142,17 @@ pub(crate) async fn sim_wire(profile: &str) -> SimWire {
         "bedrock" => {
             let base = sim.base_url();
             let wire = BedrockWire {
-                auth: Some(AwsAuth::SigV4 {
-                    credentials: AwsCredentials {
-                        access_key_id: SIM_AWS_ACCESS_KEY_ID.into(),
-                        secret_access_key: SIM_AWS_SECRET_ACCESS_KEY.into(),
-                        session_token: None,
+                auth: Some(AwsSigner::shared(
+                    AwsAuth::SigV4 {
+                        credentials: AwsCredentials {
+                            access_key_id: SIM_AWS_ACCESS_KEY_ID.into(),
+                            secret_access_key: SIM_AWS_SECRET_ACCESS_KEY.into(),
+                            session_token: None,
+                        },
+                        region: "us-east-1".into(),
                     },
-                    region: "us-east-1".into(),
-                }),
+                    SystemTime::now,
+                )),
                 ..bedrock_at(&base)
             };
             ("bedrock", base, Box::new(wire))
@@ -231,7 +234,7 @@ pub(crate) fn anthropic_at(base: &str) -> AnthropicWire {
     }
 }
 
-/// The Converse wire to `base`, unsigned (the clock is the system's).
+/// The Converse wire to `base`, unsigned.
 pub(crate) fn bedrock_at(base: &str) -> BedrockWire {
     BedrockWire {
         client: ChatTransport::new().unwrap(),
@@ -241,7 +244,6 @@ pub(crate) fn bedrock_at(base: &str) -> BedrockWire {
             account: None,
         },
         auth: None,
-        clock: SystemTime::now,
     }
 }
 
