@@ -69,7 +69,9 @@ pub mod providers {
 
     /// AWS credentials and the Bedrock runtime's base URL.
     pub mod aws {
-        pub use hermes_providers::aws::{AwsAuth, AwsCredentials, runtime_base_url};
+        pub use hermes_providers::aws::runtime_base_url;
+        #[cfg(feature = "bedrock")]
+        pub use hermes_providers::aws::{AwsAuth, AwsCredentials};
     }
 
     /// The Anthropic wire's reader of Messages requests (the gateway's Messages door).
