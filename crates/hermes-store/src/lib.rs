@@ -69,6 +69,39 @@ macro_rules! execute {
     };
 }
 
+/// The session row's write of a step ([`bump_revision`], and PostgreSQL's one-statement step):
+/// `added` rows (`$1`) at `now` (`$2`) to session `$3`, the revision moved on, the usage's
+/// counts (`$4` to `$8`) added; `$tail` after its `WHERE id = $3` (`bind_bump!` binds them,
+/// on a query of either kind).
+macro_rules! bind_bump {
+    ($query:expr, $session:expr, $added:expr, $now:expr, $usage:expr) => {{
+        let usage: hermes_core::Usage = $usage.copied().unwrap_or_default();
+        let n = $crate::token_count;
+        $query
+            .bind(i64::try_from($added).unwrap_or(i64::MAX))
+            .bind($now)
+            .bind($session)
+            .bind(n(usage.input))
+            .bind(n(usage.output))
+            .bind(n(usage.reasoning))
+            .bind(n(usage.cache_read))
+            .bind(n(usage.cache_write))
+    }};
+}
+
+macro_rules! bump_sql {
+    ($tail:literal) => {
+        concat!(
+            "UPDATE sessions SET message_count = message_count + $1, updated_at = $2, \
+             revision = revision + 1, input_tokens = input_tokens + $4, \
+             output_tokens = output_tokens + $5, reasoning_tokens = reasoning_tokens + $6, \
+             cache_read_tokens = cache_read_tokens + $7, \
+             cache_write_tokens = cache_write_tokens + $8 WHERE id = $3",
+            $tail
+        )
+    };
+}
+
 #[macro_use]
 mod row;
 mod compaction;
@@ -1985,16 +2018,11 @@ pub(crate) async fn record_tenant_usage(
     session: &str,
     usage: &Usage,
 ) -> Result<(), StoreError> {
-    let n = token_count;
+    let sql = step::usage_sql("$1", "$2", "sessions WHERE id = $3");
     execute!(
         &mut *tx,
-        "INSERT INTO tenant_usage (tenant, at, tokens) SELECT tenant, $1, $2 FROM sessions \
-             WHERE id = $3 AND tenant IS NOT NULL",
-        [
-            now_ms(),
-            n(usage.input.saturating_add(usage.output)),
-            session
-        ]
+        sqlx::query(sqlx::AssertSqlSafe(sql)),
+        [now_ms(), step::usage_tokens(usage), session]
     )?;
     Ok(())
 }
@@ -2134,34 +2162,11 @@ pub(crate) async fn bump_revision(
     usage: Option<&Usage>,
     expected: Option<i64>,
 ) -> Result<Option<i64>, StoreError> {
-    /// The session row's write, with `$tail` after its `WHERE id = $3`.
-    macro_rules! bump {
-        ($tail:literal) => {
-            concat!(
-                "UPDATE sessions SET message_count = message_count + $1, updated_at = $2, \
-                 revision = revision + 1, input_tokens = input_tokens + $4, \
-                 output_tokens = output_tokens + $5, reasoning_tokens = reasoning_tokens + $6, \
-                 cache_read_tokens = cache_read_tokens + $7, \
-                 cache_write_tokens = cache_write_tokens + $8 WHERE id = $3",
-                $tail
-            )
-        };
-    }
-    let usage = usage.copied().unwrap_or_default();
-    let n = token_count;
     let query = match expected {
-        None => sqlx::query_scalar(bump!(" RETURNING revision")),
-        Some(_) => sqlx::query_scalar(bump!(" AND revision = $9 RETURNING revision")),
+        None => sqlx::query_scalar(bump_sql!(" RETURNING revision")),
+        Some(_) => sqlx::query_scalar(bump_sql!(" AND revision = $9 RETURNING revision")),
     };
-    let mut query = query
-        .bind(i64::try_from(added).unwrap_or(i64::MAX))
-        .bind(now)
-        .bind(session)
-        .bind(n(usage.input))
-        .bind(n(usage.output))
-        .bind(n(usage.reasoning))
-        .bind(n(usage.cache_read))
-        .bind(n(usage.cache_write));
+    let mut query = bind_bump!(query, session, added, now, usage);
     if let Some(revision) = expected {
         query = query.bind(revision);
     }

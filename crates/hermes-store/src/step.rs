@@ -86,27 +86,65 @@ pub(crate) async fn write_extras(
         crate::record_tenant_usage(tx, session, usage).await?;
     }
     if let Some((key, completion, kept)) = &extras.receipt {
-        execute!(
-            &mut *tx,
-            "INSERT INTO turn_receipts (tenant, key, digest, holder, session, tip_revision, \
-             tip_last, completion, expires_at) VALUES ($1, $2, $3, NULL, $4, $5, $6, $7, $8) \
-             ON CONFLICT (tenant, key) DO UPDATE SET digest = excluded.digest, holder = NULL, \
-             session = excluded.session, tip_revision = excluded.tip_revision, \
-             tip_last = excluded.tip_last, completion = excluded.completion, \
-             expires_at = excluded.expires_at",
-            [
-                key.tenant.as_str(),
-                key.key.as_str(),
-                key.digest.as_str(),
-                session,
-                tip.revision(),
-                tip.last(),
-                completion.as_str(),
-                now_ms().saturating_add(ms(*kept))
-            ]
-        )?;
+        let sql = receipt_sql("VALUES ($1, $2, $3, NULL, $4, $5, $6, $7, $8)");
+        let query = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(key.tenant.as_str())
+            .bind(key.key.as_str())
+            .bind(key.digest.as_str())
+            .bind(session)
+            .bind(tip.revision());
+        let query = bind_receipt_rest(query, tip.last(), completion, now_ms(), *kept);
+        query.execute(&mut *tx).await.db()?;
     }
     Ok(())
+}
+
+/// The statement adding a step's spend to its tenant's (`tenant_usage`): `at` and `tokens` its
+/// values' placeholders, `from` the session's row (`sessions WHERE id = $N`, or a `WITH`
+/// part's `RETURNING`); nothing for a session without a tenant.
+pub(crate) fn usage_sql(at: &str, tokens: &str, from: &str) -> String {
+    format!(
+        "INSERT INTO tenant_usage (tenant, at, tokens) SELECT tenant, {at}, {tokens} FROM {from} \
+         AND tenant IS NOT NULL"
+    )
+}
+
+/// The tokens a step's `usage` adds to its tenant's spend (input and output).
+pub(crate) fn usage_tokens(usage: &Usage) -> i64 {
+    crate::token_count(usage.input.saturating_add(usage.output))
+}
+
+/// The upsert of a request's receipt (`turn_receipts`): its row from `values` (a `VALUES` list
+/// or a `SELECT` of tenant, key, digest, holder, session, tip revision, tip position,
+/// completion and expiry), replacing the claim the request holds.
+fn receipt_sql(values: &str) -> String {
+    format!(
+        "INSERT INTO turn_receipts (tenant, key, digest, holder, session, tip_revision, \
+         tip_last, completion, expires_at) {values} ON CONFLICT (tenant, key) DO UPDATE SET \
+         digest = excluded.digest, holder = NULL, session = excluded.session, \
+         tip_revision = excluded.tip_revision, tip_last = excluded.tip_last, \
+         completion = excluded.completion, expires_at = excluded.expires_at"
+    )
+}
+
+/// Binds a receipt's last three values: the tip's position `last`, the `completion`, and its
+/// expiry, `kept` after `now`.
+fn bind_receipt_rest<'q>(
+    query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+    last: i64,
+    completion: &'q str,
+    now: i64,
+    kept: Duration,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+    query
+        .bind(last)
+        .bind(completion)
+        .bind(now.saturating_add(ms(kept)))
+}
+
+/// `n` placeholders from `$first`.
+fn marks(first: usize, n: usize) -> Vec<String> {
+    (first..first + n).map(|i| format!("${i}")).collect()
 }
 
 /// The step's rows, the tenant's spend and the request's receipt written in `tx` (a write
@@ -132,40 +170,34 @@ pub(crate) async fn insert_step(
     let mut next = 3 + values.matches('$').count();
     let mut sql = format!("INSERT INTO messages ({columns}) VALUES {values};");
     if extras.usage.is_some() {
-        sql.push_str(&format!(
-            " INSERT INTO tenant_usage (tenant, at, tokens) SELECT tenant, $2, ${next} \
-             FROM sessions WHERE id = $1 AND tenant IS NOT NULL;"
-        ));
+        let tokens = format!("${next}");
+        sql.push_str(&usage_sql("$2", &tokens, "sessions WHERE id = $1"));
+        sql.push(';');
         next += 1;
     }
     if extras.receipt.is_some() {
-        let p: Vec<String> = (next..next + 7).map(|i| format!("${i}")).collect();
-        sql.push_str(&format!(
-            " INSERT INTO turn_receipts (tenant, key, digest, holder, session, tip_revision, \
-             tip_last, completion, expires_at) VALUES ({}, {}, {}, NULL, $1, {}, {}, {}, {}) \
-             ON CONFLICT (tenant, key) DO UPDATE SET digest = excluded.digest, holder = NULL, \
-             session = excluded.session, tip_revision = excluded.tip_revision, \
-             tip_last = excluded.tip_last, completion = excluded.completion, \
-             expires_at = excluded.expires_at;",
+        let p = marks(next, 7);
+        let values = format!(
+            "VALUES ({}, {}, {}, NULL, $1, {}, {}, {}, {})",
             p[0], p[1], p[2], p[3], p[4], p[5], p[6]
-        ));
+        );
+        sql.push_str(&receipt_sql(&values));
+        sql.push(';');
     }
     let query = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(session)
         .bind(now);
     let mut query = crate::row::MessageRow::bind_all(query, rows, session, now);
     if let Some(usage) = &extras.usage {
-        query = query.bind(crate::token_count(usage.input.saturating_add(usage.output)));
+        query = query.bind(usage_tokens(usage));
     }
     if let Some((key, completion, kept)) = &extras.receipt {
         query = query
             .bind(key.tenant.as_str())
             .bind(key.key.as_str())
             .bind(key.digest.as_str())
-            .bind(tip.revision())
-            .bind(tip.last())
-            .bind(completion.as_str())
-            .bind(now.saturating_add(ms(*kept)));
+            .bind(tip.revision());
+        query = bind_receipt_rest(query, tip.last(), completion, now, *kept);
     }
     query.execute(&mut *tx).await.db()?;
     Ok(())
@@ -190,60 +222,44 @@ pub(crate) async fn append_at_tip_in_one(
     now: i64,
 ) -> Result<Option<i64>, StoreError> {
     let session = tip.session();
-    let usage = extras.usage.unwrap_or_default();
-    let n = crate::token_count;
-    // $1 the session, $2 the rows added, $3 now, $4..$8 the token counts, $9 the revision read;
-    // then the rows; then the spend and the receipt's values.
+    // $1 to $8 the session row's write (`bump_sql!`: the rows added, now, the session, the
+    // token counts), $9 the revision read; then the rows; then the spend's and the receipt's
+    // values.
     let (columns, values) = crate::row::MessageRow::values_sql(rows, 10);
     let mut next = 10 + values.matches('$').count();
     let mut sql = format!(
-        "WITH l AS (SELECT 1 AS held FROM pg_advisory_xact_lock(hashtextextended($1, 0))), \
-         s AS (UPDATE sessions SET message_count = message_count + $2, updated_at = $3, \
-         revision = revision + 1, input_tokens = input_tokens + $4, \
-         output_tokens = output_tokens + $5, reasoning_tokens = reasoning_tokens + $6, \
-         cache_read_tokens = cache_read_tokens + $7, cache_write_tokens = cache_write_tokens + $8 \
-         WHERE id = $1 AND revision = $9 AND EXISTS (SELECT held FROM l) \
-         RETURNING revision, tenant), \
+        "WITH l AS (SELECT 1 AS held FROM pg_advisory_xact_lock(hashtextextended($3, 0))), \
+         s AS ({}), \
          m AS (INSERT INTO messages ({columns}) SELECT v.* FROM (VALUES {values}) AS v \
-         WHERE EXISTS (SELECT 1 FROM s))"
+         WHERE EXISTS (SELECT 1 FROM s))",
+        bump_sql!(" AND revision = $9 AND EXISTS (SELECT held FROM l) RETURNING revision, tenant")
     );
     if extras.usage.is_some() {
+        let tokens = format!("${next}");
         sql.push_str(&format!(
-            ", u AS (INSERT INTO tenant_usage (tenant, at, tokens) SELECT tenant, $3, ${next} \
-             FROM s WHERE tenant IS NOT NULL)"
+            ", u AS ({})",
+            usage_sql("$2", &tokens, "s WHERE true")
         ));
         next += 1;
     }
     if extras.receipt.is_some() {
-        let p: Vec<String> = (next..next + 6).map(|i| format!("${i}")).collect();
-        sql.push_str(&format!(
-            ", r AS (INSERT INTO turn_receipts (tenant, key, digest, holder, session, \
-             tip_revision, tip_last, completion, expires_at) SELECT {}, {}, {}, NULL, $1, \
-             s.revision, {}, {}, {} FROM s \
-             ON CONFLICT (tenant, key) DO UPDATE SET digest = excluded.digest, holder = NULL, \
-             session = excluded.session, tip_revision = excluded.tip_revision, \
-             tip_last = excluded.tip_last, completion = excluded.completion, \
-             expires_at = excluded.expires_at)",
+        let p = marks(next, 6);
+        let values = format!(
+            "SELECT {}, {}, {}, NULL, $3, s.revision, {}, {}, {} FROM s",
             p[0], p[1], p[2], p[3], p[4], p[5]
-        ));
+        );
+        sql.push_str(&format!(", r AS ({})", receipt_sql(&values)));
     }
     sql.push_str(" SELECT revision FROM s");
-    let added = i64::try_from(rows.len()).unwrap_or(i64::MAX);
-    let query = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(session)
-        .bind(added)
-        .bind(now)
-        .bind(n(usage.input))
-        .bind(n(usage.output))
-        .bind(n(usage.reasoning))
-        .bind(n(usage.cache_read))
-        .bind(n(usage.cache_write))
-        .bind(tip.revision());
+    let query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    let query =
+        bind_bump!(query, session, rows.len(), now, extras.usage.as_ref()).bind(tip.revision());
     let mut query = crate::row::MessageRow::bind_all(query, rows, session, now);
-    if extras.usage.is_some() {
-        query = query.bind(n(usage.input.saturating_add(usage.output)));
+    if let Some(usage) = &extras.usage {
+        query = query.bind(usage_tokens(usage));
     }
     if let Some((key, completion, kept)) = &extras.receipt {
+        let added = i64::try_from(rows.len()).unwrap_or(i64::MAX);
         query = query
             .bind(key.tenant.as_str())
             .bind(key.key.as_str())
