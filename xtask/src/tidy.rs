@@ -575,7 +575,7 @@ struct Forbidden {
 }
 
 /// The library crates and what ARCHITECTURE.md's invariants forbid each.
-const LIBRARIES: [(&str, Forbidden); 10] = {
+const LIBRARIES: [(&str, Forbidden); 13] = {
     const ALL: Forbidden = Forbidden {
         environment: true,
         argv_and_printing: true,
@@ -583,6 +583,9 @@ const LIBRARIES: [(&str, Forbidden); 10] = {
     [
         ("crates/hermes-core", ALL),
         ("crates/hermes-providers", ALL),
+        ("crates/hermes-aws", ALL),
+        ("crates/hermes-wire-anthropic", ALL),
+        ("crates/hermes-wire-bedrock", ALL),
         ("crates/hermes-wire-gemini", ALL),
         ("crates/hermes-wire-responses", ALL),
         ("crates/hermes-store", ALL),
@@ -900,8 +903,10 @@ mod tests {
     }
 
     /// The wire crates, whose functions [`MAX_FN_LINES`] holds.
-    const WIRE_CRATES: [&str; 3] = [
+    const WIRE_CRATES: [&str; 5] = [
         "crates/hermes-providers",
+        "crates/hermes-wire-anthropic",
+        "crates/hermes-wire-bedrock",
         "crates/hermes-wire-gemini",
         "crates/hermes-wire-responses",
     ];
@@ -910,10 +915,10 @@ mod tests {
     /// came (issue 51), as `(file under crates/, fn name)`. Each is to be split; this list only shrinks, and
     /// the test fails when one of them is short enough so that its line goes too.
     const KNOWN_LONG: [(&str, &str); 9] = [
-        ("hermes-providers/src/anthropic/inbound.rs", "convert_turn"),
-        ("hermes-providers/src/bedrock/body.rs", "thinking_plan"),
-        ("hermes-providers/src/bedrock/body.rs", "sampling_plan"),
-        ("hermes-providers/src/bedrock/body.rs", "encode"),
+        ("hermes-wire-anthropic/src/inbound.rs", "convert_turn"),
+        ("hermes-wire-bedrock/src/body.rs", "thinking_plan"),
+        ("hermes-wire-bedrock/src/body.rs", "sampling_plan"),
+        ("hermes-wire-bedrock/src/body.rs", "encode"),
         ("hermes-wire-responses/src/body.rs", "assistant"),
         ("hermes-wire-responses/src/body.rs", "encode_for"),
         ("hermes-wire-responses/src/inbound.rs", "item"),

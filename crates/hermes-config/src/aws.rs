@@ -268,12 +268,12 @@ fn first_line(error: &(dyn std::error::Error + 'static)) -> String {
 mod tests {
     use std::path::Path;
 
+    use hermes_aws::AwsSigner;
     use hermes_core::Wire as _;
     use hermes_core::{Message, Origin, RequestParts, ResolveOptions, Role, RouteTarget, Verdicts};
-    use hermes_providers::aws::AwsSigner;
-    use hermes_providers::bedrock::{BedrockWire, Target};
     use hermes_providers::{ChatTransport, builtin_table};
     use hermes_sim::Sim;
+    use hermes_wire_bedrock::{BedrockWire, Target};
 
     use super::*;
 

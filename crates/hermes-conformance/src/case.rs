@@ -8,8 +8,8 @@ use hermes_core::{
     CHAT_WIRE, Effort, Message, RequestParts, ResolveOptions, Role, RouteTable, RouteTarget,
     ThinkingRequest, Verdicts, Wire, WireVerdicts,
 };
-use hermes_providers::anthropic::inbound::request_history;
 use hermes_providers::chat::ChatRequest;
+use hermes_wire_anthropic::inbound::request_history;
 use hermes_wire_responses::inbound as responses_inbound;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -93,7 +93,7 @@ pub struct Case {
     pub client_history: Option<Vec<Message>>,
     /// What an Anthropic Messages client sent back instead (docs/spec.md §10, the gateway's
     /// Messages door): its request body, `{"system": …, "messages": […]}` (other keys are not
-    /// read), read as the door reads it (`hermes_providers::anthropic::inbound::request_history`:
+    /// read), read as the door reads it (`hermes_wire_anthropic::inbound::request_history`:
     /// its own signed thinking blocks kept byte for byte, gateway-signed ones left out) and then
     /// lined up with `history` like `client_history`. A case gives one or the other.
     #[serde(default)]

@@ -315,9 +315,9 @@ impl Shape {
     /// Anthropic Messages and Bedrock Converse wires of `hermes-providers`), else the one the
     /// body shows ([`Shape::detect`]).
     fn of(wire_id: &str, body: &Value) -> Option<Shape> {
-        if wire_id == hermes_providers::anthropic::WIRE_ID {
+        if wire_id == hermes_wire_anthropic::WIRE_ID {
             Some(Shape::Messages)
-        } else if wire_id == hermes_providers::bedrock::WIRE_ID {
+        } else if wire_id == hermes_wire_bedrock::WIRE_ID {
             Some(Shape::Converse)
         } else {
             Shape::detect(body)
@@ -1644,10 +1644,10 @@ mod tests {
             "https://api.deepseek.com/anthropic",
             "https://relay.example.com/anthropic",
         ] {
-            let wire = hermes_providers::anthropic::AnthropicWire {
+            let wire = hermes_wire_anthropic::AnthropicWire {
                 client: hermes_providers::ChatTransport::new().unwrap(),
-                target: hermes_providers::anthropic::Target {
-                    flavor: hermes_providers::anthropic::Flavor::Direct,
+                target: hermes_wire_anthropic::Target {
+                    flavor: hermes_wire_anthropic::Flavor::Direct,
                     base_url: base.to_owned(),
                     max_tokens: None,
                     account: None,
@@ -1667,10 +1667,10 @@ mod tests {
         }
     }
 
-    fn bedrock_wire() -> hermes_providers::bedrock::BedrockWire {
-        hermes_providers::bedrock::BedrockWire {
+    fn bedrock_wire() -> hermes_wire_bedrock::BedrockWire {
+        hermes_wire_bedrock::BedrockWire {
             client: hermes_providers::ChatTransport::new().unwrap(),
-            target: hermes_providers::bedrock::Target {
+            target: hermes_wire_bedrock::Target {
                 base_url: BEDROCK_BASE.to_owned(),
                 max_tokens: None,
                 account: None,

@@ -68,7 +68,7 @@ pub(crate) fn is_native(wire: &dyn hermes_core::Wire, target: &hermes_core::Rout
     // Each provider's compaction is its wire's: a build without the wire has none.
     match wire.id() {
         #[cfg(feature = "anthropic")]
-        id if id == hermes_providers::anthropic::WIRE_ID => {
+        id if id == hermes_wire_anthropic::WIRE_ID => {
             wire.takes_passthrough(hermes_core::Dialect::AnthropicMessages)
         }
         #[cfg(feature = "responses")]
@@ -106,8 +106,8 @@ pub(crate) fn threshold(
             p
         }
         #[cfg(feature = "anthropic")]
-        id if id == hermes_providers::anthropic::WIRE_ID => {
-            hermes_providers::anthropic::compaction::threshold_request(n)
+        id if id == hermes_wire_anthropic::WIRE_ID => {
+            hermes_wire_anthropic::compaction::threshold_request(n)
         }
         _ => {
             let _ = n;
@@ -138,8 +138,8 @@ pub(crate) fn native_request(
             Some(p)
         }
         #[cfg(feature = "anthropic")]
-        id if id == hermes_providers::anthropic::WIRE_ID => {
-            Some(hermes_providers::anthropic::compaction::request())
+        id if id == hermes_wire_anthropic::WIRE_ID => {
+            Some(hermes_wire_anthropic::compaction::request())
         }
         _ => {
             let _ = passthrough;

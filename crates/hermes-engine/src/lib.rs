@@ -69,15 +69,15 @@ pub mod providers {
 
     /// AWS credentials and the Bedrock runtime's base URL.
     pub mod aws {
-        pub use hermes_providers::aws::runtime_base_url;
         #[cfg(feature = "bedrock")]
-        pub use hermes_providers::aws::{AwsAuth, AwsCredentials};
+        pub use hermes_aws::{AwsAuth, AwsCredentials};
+        pub use hermes_providers::aws::runtime_base_url;
     }
 
     /// The Anthropic wire's reader of Messages requests (the gateway's Messages door).
     #[cfg(feature = "anthropic")]
     pub mod anthropic {
-        pub use hermes_providers::anthropic::{TRANSFORMATIONS_KEY, inbound};
+        pub use hermes_wire_anthropic::{TRANSFORMATIONS_KEY, inbound};
     }
 
     /// The Responses wire's reader of Responses requests (the gateway's Responses door).

@@ -506,7 +506,7 @@ impl ChatSession {
         history: &[Message],
         manual: bool,
     ) -> Result<Option<String>, EngineError> {
-        use hermes_providers::anthropic::compaction;
+        use hermes_wire_anthropic::compaction;
         let Some((start, end)) =
             crate::compaction::native_span(history, manual, self.compaction.protect_last)
         else {

@@ -296,7 +296,7 @@ pub struct Settled {
     pub api_key: Option<ApiKey>,
     /// The key is a bearer token sent as `Authorization: Bearer` where the provider's own key
     /// header would go: Foundry with a Microsoft Entra ID token
-    /// ([`FOUNDRY_TOKEN_VAR`](hermes_providers::anthropic::FOUNDRY_TOKEN_VAR)).
+    /// ([`FOUNDRY_TOKEN_VAR`](hermes_wire_anthropic::FOUNDRY_TOKEN_VAR)).
     pub bearer: bool,
     /// The simulator profile, for `--provider sim`.
     pub sim: Option<SimProfile>,
@@ -320,7 +320,7 @@ fn wire_of(wires: &Wires, provider: &str) -> &'static str {
 
 /// Where `foundry-anthropic` takes a Microsoft Entra ID token when its key is not set.
 #[cfg(feature = "anthropic")]
-const FOUNDRY_TOKEN_VAR: &str = hermes_providers::anthropic::FOUNDRY_TOKEN_VAR;
+const FOUNDRY_TOKEN_VAR: &str = hermes_wire_anthropic::FOUNDRY_TOKEN_VAR;
 /// Without the Anthropic wire there is no `foundry-anthropic` ([`check_built`] refuses it).
 #[cfg(not(feature = "anthropic"))]
 const FOUNDRY_TOKEN_VAR: &str = "ANTHROPIC_FOUNDRY_AUTH_TOKEN";

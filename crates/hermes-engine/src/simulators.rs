@@ -5,7 +5,7 @@
 use std::any::Any;
 
 #[cfg(feature = "bedrock")]
-use hermes_providers::aws::AwsCredentials;
+use hermes_aws::AwsCredentials;
 
 /// The loopback host every simulator binds. A simulator target that is not started (a preview)
 /// routes as this host, which is all routing and provenance read of a simulator's URL (the port

@@ -6,10 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "bedrock")]
+use hermes_aws::{AwsAuth, AwsSigner};
 use hermes_core::{RouteDecision, TransportError};
 use hermes_providers::Credentials;
-#[cfg(feature = "bedrock")]
-use hermes_providers::aws::{AwsAuth, AwsSigner};
 
 use crate::Engine;
 use crate::error::EngineError;

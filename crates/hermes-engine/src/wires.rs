@@ -15,9 +15,9 @@ use hermes_providers::wires::{self as registry, Descriptor, ProviderSpec, Wires}
 pub const BUILTIN: &[Descriptor] = &[
     registry::CHAT,
     #[cfg(feature = "anthropic")]
-    registry::ANTHROPIC,
+    hermes_wire_anthropic::DESCRIPTOR,
     #[cfg(feature = "bedrock")]
-    registry::BEDROCK,
+    hermes_wire_bedrock::DESCRIPTOR,
     #[cfg(feature = "responses")]
     hermes_wire_responses::DESCRIPTOR,
     #[cfg(feature = "gemini")]
@@ -40,12 +40,12 @@ pub fn builtin_wires() -> Wires {
 
 /// Where a gateway client's own thinking blocks may go, whichever wires this build has
 /// (docs/spec.md §10): the Anthropic wire's rule
-/// (`hermes_providers::anthropic::inbound::client_blocks_to`: only to Claude on the Messages
+/// (`hermes_wire_anthropic::inbound::client_blocks_to`: only to Claude on the Messages
 /// wire, a gateway-signed one to no one); without the `anthropic` feature no target verifies
 /// them, and each one is left out. Returns how many items were left out.
 pub fn client_blocks_to(history: &mut [Message], wire: &str, base_url: &str) -> usize {
     #[cfg(feature = "anthropic")]
-    return hermes_providers::anthropic::inbound::client_blocks_to(history, wire, base_url);
+    return hermes_wire_anthropic::inbound::client_blocks_to(history, wire, base_url);
     #[cfg(not(feature = "anthropic"))]
     {
         let _ = base_url;

@@ -1,15 +1,6 @@
-//! What the Bedrock wires share: the Bedrock runtime's hosts (which route matching and the
-//! engine's settlement read too) and model ids as URL path segments, with no AWS crate; and,
-//! with the `bedrock` feature, what the AWS crates do (`sign`: credentials, SigV4 signing,
-//! event-stream frames), re-exported here.
-
-#[cfg(feature = "bedrock")]
-mod sign;
-
-#[cfg(feature = "bedrock")]
-pub use sign::{
-    AwsAuth, AwsCredentials, AwsSigner, Clock, Frame, FrameReader, SERVICE, request_headers,
-};
+//! What the Bedrock wires share with no AWS crate: the Bedrock runtime's hosts (which route
+//! matching and the engine's settlement read too) and model ids as URL path segments. What the
+//! AWS crates do (credentials, SigV4 signing, event-stream frames) is the crate `hermes-aws`.
 
 use hermes_core::TargetHost;
 

@@ -1,6 +1,6 @@
 //! What every wire's reply capture shares: why a reply could not be captured
 //! ([`CaptureError`]), how that becomes a transport error, and quoting a body in an error
-//! (`snippet`); `transport::read_whole` reads a whole reply through it.
+//! (`snippet`); `read::read_whole` reads a whole reply through it.
 
 use std::fmt;
 

@@ -53,7 +53,7 @@ impl From<Unsupported> for TransportError {
 
 /// A JSON Schema given as a response format, as a value (it is the user's document: sent as
 /// given, key order kept by `serde_json`'s `preserve_order`).
-pub(crate) fn schema_value(schema: &hermes_core::RawJson) -> Value {
+pub fn schema_value(schema: &hermes_core::RawJson) -> Value {
     schema.to_value()
 }
 

@@ -2,7 +2,8 @@
 //! the wire crates (this crate's `test-support` feature; not part of its API).
 //!
 //! Stored items written in byte for byte, the route of a target, readers of a captured
-//! message's carriers, AWS event-stream frames and a delta recorder.
+//! message's carriers and a delta recorder (a signed Claude step is `hermes-wire-anthropic`'s,
+//! AWS event-stream frames `hermes-aws`'s).
 
 // Test helpers: a failed expectation panics, as in the tests that call them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -17,12 +18,6 @@ use hermes_core::{
     RouteDecision, RouteTarget, Usage,
 };
 use serde_json::{Value, json};
-
-#[cfg(feature = "anthropic")]
-use crate::signed::replay::PREFIX_KEY;
-
-#[cfg(feature = "bedrock")]
-pub(crate) mod frames;
 
 /// A signed thinking item as captured, with escapes a `Value` round trip would rewrite.
 pub const SIG: &str =
@@ -67,24 +62,6 @@ pub fn decision(provider: &str, base_url: &str, model: &str) -> RouteDecision {
         &RouteTarget::new(provider, Some(base_url), model),
         ResolveOptions::default(),
     )
-}
-
-#[cfg(feature = "anthropic")]
-/// A signed tool step as captured from `origin`, with its prefix digest when one is given.
-pub fn step(origin: Value, id: &str, digest: Option<String>) -> Value {
-    let mut msg = json!({
-        "role": "assistant", "content": null,
-        "tool_calls": [{"id": id, "type": "function",
-                        "function": {"name": "now", "arguments": "{\"n\":123456789012345678901234567890}"}}],
-        "reasoning_content": "Call now é/.",
-        "reasoning_details": ["@SIG", "@RED"],
-        "origin": origin,
-        "hermes_block_order": ["thinking", "redacted_thinking", "tool_use"],
-    });
-    if let Some(d) = digest {
-        msg[PREFIX_KEY] = json!(d);
-    }
-    msg
 }
 
 /// A tool loop in flight: a system prompt, the user's question, the signed `step` (a call
@@ -184,12 +161,6 @@ pub fn check_claude_turn(
     assert_eq!(meta.finish, Some(FinishReason::ToolCalls));
     assert_eq!(meta.usage, Some(Usage::new(115, 42, 0, 100, 5)));
     msg
-}
-
-#[cfg(feature = "bedrock")]
-/// One AWS event-stream frame with string `headers` and `payload`.
-pub fn frame(headers: &[(&'static str, &str)], payload: &str) -> Vec<u8> {
-    frames::frame(headers, payload.as_bytes())
 }
 
 /// One delta as a line: `R:` thinking, `C:` answer text, `T<index>:<id>:<name>:<arguments>` a

@@ -2,8 +2,6 @@
 //! typed errors mapped from reqwest in one place (`read`, with the reading of a reply the SSE
 //! loop shares). The API key is sent, never logged.
 
-pub(crate) mod read;
-
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -16,9 +14,9 @@ use hermes_core::{OnDelta, SendResult};
 
 use crate::chat::{ChatRequest, StreamAccumulator, capture_message};
 use crate::native::sse::{self, SseTurn};
+pub(crate) use crate::read::read_text;
+use crate::read::{ERROR_BODY_LIMIT, error_text, map_reqwest};
 pub(crate) use crate::reply::snippet;
-use read::{ERROR_BODY_LIMIT, error_text, map_reqwest};
-pub(crate) use read::{chunk_error, error_event_text, read_text, read_whole};
 use serde_json::Value;
 
 /// How long a request may wait, at each stage. Each limit ends the request with a clear
@@ -297,7 +295,7 @@ pub trait Signer: fmt::Debug + Send + Sync {
         body: &[u8],
     ) -> Result<Vec<(String, http::HeaderValue)>, TransportError>;
 
-    /// The account the credential stands for ([`crate::native::account_of`]) when it names
+    /// The account the credential stands for (`native::account_of`) when it names
     /// one for good (a key), `None` for credentials that rotate.
     fn account(&self) -> Option<String> {
         None

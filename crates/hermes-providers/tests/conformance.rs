@@ -154,18 +154,18 @@ fn main() -> ExitCode {
     let mut suite = hermes_conformance::Suite::new(&table)
         .cases_dir(cases)
         .wire(direct.as_ref())
-        .wire_factory(hermes_providers::anthropic::WIRE_ID, anthropic_for)
-        .wire_factory(hermes_providers::bedrock::WIRE_ID, bedrock_for)
-        .wire_models(hermes_providers::bedrock::WIRE_ID, BEDROCK_CORPUS_MODELS)
+        .wire_factory(hermes_wire_anthropic::WIRE_ID, anthropic_for)
+        .wire_factory(hermes_wire_bedrock::WIRE_ID, bedrock_for)
+        .wire_models(hermes_wire_bedrock::WIRE_ID, BEDROCK_CORPUS_MODELS)
         .wire_factory(hermes_wire_gemini::WIRE_ID, gemini_for)
         .wire_models(hermes_wire_gemini::WIRE_ID, GEMINI_CORPUS_MODELS)
         .wire_factory(hermes_wire_responses::WIRE_ID, responses_for)
         .wire_models(hermes_wire_responses::WIRE_ID, RESPONSES_CORPUS_MODELS);
     for (provider, base) in ANTHROPIC_INVARIANT_TARGETS {
-        suite = suite.wire_invariants(hermes_providers::anthropic::WIRE_ID, provider, Some(base));
+        suite = suite.wire_invariants(hermes_wire_anthropic::WIRE_ID, provider, Some(base));
     }
     for (provider, base) in BEDROCK_INVARIANT_TARGETS {
-        suite = suite.wire_invariants(hermes_providers::bedrock::WIRE_ID, provider, Some(base));
+        suite = suite.wire_invariants(hermes_wire_bedrock::WIRE_ID, provider, Some(base));
     }
     for (provider, base) in GEMINI_INVARIANT_TARGETS {
         suite = suite.wire_invariants(hermes_wire_gemini::WIRE_ID, provider, Some(base));
@@ -184,12 +184,12 @@ fn main() -> ExitCode {
     report.checks.extend(live::run(&table, &only));
     for (wire, targets, model) in [
         (
-            hermes_providers::anthropic::WIRE_ID,
+            hermes_wire_anthropic::WIRE_ID,
             ANTHROPIC_INVARIANT_TARGETS,
             hermes_conformance::WIRE_CORPUS_MODELS[0],
         ),
         (
-            hermes_providers::bedrock::WIRE_ID,
+            hermes_wire_bedrock::WIRE_ID,
             BEDROCK_INVARIANT_TARGETS,
             BEDROCK_CORPUS_MODELS[0],
         ),

@@ -5,7 +5,7 @@
 //! as the thinking request), and the `message` object and its SSE events built from what the
 //! engine returns.
 //!
-//! The history itself is read by the Anthropic codec (`hermes_providers::anthropic::inbound`,
+//! The history itself is read by the Anthropic codec (`hermes_wire_anthropic::inbound`,
 //! which the conformance suite runs too). Thinking blocks a client sends are never taken as
 //! readable reasoning on their own word: re-attachment gives every assistant turn the store
 //! holds its stored carriers (docs/spec.md §10); on a turn it does not hold, the client's own

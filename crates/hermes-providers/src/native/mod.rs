@@ -36,7 +36,9 @@ pub mod image {
 
 /// The sampling checks every native wire makes before it sends.
 pub mod sampling {
-    pub use crate::sampling::{Unsupported, check_tool_choice, openai_reasoning, responses_fields};
+    pub use crate::sampling::{
+        Unsupported, check_tool_choice, openai_reasoning, responses_fields, schema_value,
+    };
 }
 
 /// A model id as one URL path segment ([`segment::unreserved`], [`segment::google`]).
@@ -65,6 +67,14 @@ pub mod client_blocks {
 /// wrong ([`inbound::InboundError`]), shared by every dialect's reader.
 pub mod inbound {
     pub use crate::inbound::*;
+}
+
+/// Reading a reply's body, for the wires that read one themselves: a whole reply captured from
+/// its own bytes ([`read::read_whole`]), a failed read of an event stream's bytes
+/// ([`read::chunk_error`]) and the message of an SSE `event: error` frame
+/// ([`read::error_event_text`]).
+pub mod read {
+    pub use crate::read::{chunk_error, error_event_text, read_whole};
 }
 
 /// The account a credential stands for: the first 16 bytes of HMAC-SHA256 keyed with a fixed

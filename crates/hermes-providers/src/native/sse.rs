@@ -9,8 +9,8 @@ use futures_util::{Stream, StreamExt as _};
 use hermes_core::transport::{OnDelta, Reply, TransportError};
 use hermes_core::{Message, Origin, Outgoing, ReplyMeta};
 
+use crate::read::{ERROR_BODY_LIMIT, error_event_text, read_whole, stream_error};
 use crate::reply::{CaptureError, Captured};
-use crate::transport::read::{ERROR_BODY_LIMIT, error_event_text, read_whole, stream_error};
 
 /// What a wire's stream capture does with the events of one streamed reply.
 pub trait SseTurn {

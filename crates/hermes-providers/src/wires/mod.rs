@@ -1,7 +1,7 @@
 //! The wire registry, after sqlx's driver list: one [`WireDescriptor`] per wire (its id, its
 //! name, the providers it serves, how to build it for a target and how to explain a body), the
-//! descriptors of the wires built in this crate ([`CHAT`], [`ANTHROPIC`], [`BEDROCK`]; each wire
-//! crate has its own, e.g. `hermes_wire_gemini::DESCRIPTOR`), and
+//! descriptor of the wire built in this crate ([`CHAT`]; each wire crate has its own, e.g.
+//! `hermes_wire_anthropic::DESCRIPTOR`), and
 //! [`Wires`], the list a front end runs with (the engine's: the built-ins its features choose,
 //! registered by `hermes_engine::register_builtin_wires`, plus any a third party adds).
 
@@ -11,10 +11,6 @@ use hermes_core::{Message, RequestParts, TransportError, Wire};
 
 use crate::transport::ChatTransport;
 
-#[cfg(feature = "anthropic")]
-mod anthropic;
-#[cfg(feature = "bedrock")]
-mod bedrock;
 mod chat;
 
 /// One provider of the registry.
@@ -181,7 +177,7 @@ pub struct Credentials {
     /// The API key or token.
     pub key: Option<String>,
     /// What signs each request instead of the key (the Bedrock wires' SigV4 or Bedrock API
-    /// key, [`crate::aws::AwsSigner`]).
+    /// key, `hermes_aws::AwsSigner`).
     pub signer: Option<Arc<dyn crate::transport::Signer>>,
     /// The target is the in-process simulator (its Responses door wants some bearer token).
     pub sim: bool,
@@ -283,19 +279,6 @@ pub const CHAT: Descriptor = wire(
     chat::build,
     chat::explain,
 );
-
-/// Anthropic Messages (its direct, Foundry, Vertex and, with the `bedrock` feature, Bedrock
-/// InvokeModel doors).
-#[cfg(feature = "anthropic")]
-#[rustfmt::skip]
-pub const ANTHROPIC: Descriptor =
-    wire(crate::anthropic::WIRE_ID, "Anthropic Messages", anthropic::PROVIDERS, anthropic::build, anthropic::explain);
-
-/// AWS Bedrock Converse.
-#[cfg(feature = "bedrock")]
-#[rustfmt::skip]
-pub const BEDROCK: Descriptor =
-    wire(crate::bedrock::WIRE_ID, "AWS Bedrock Converse", bedrock::PROVIDERS, bedrock::build, bedrock::explain);
 
 impl ChatTransport {
     /// POSTs `request`'s JSON body to `url` with `auth` and returns the whole reply body: the

@@ -4,18 +4,17 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use hermes_aws::{AwsAuth, AwsCredentials, AwsSigner};
 use hermes_core::{
     Effort, FinishReason, Message, Origin, RequestParts, ResolveOptions, RouteTarget,
     ThinkingRequest, Verdicts, Wire,
 };
-use hermes_providers::aws::{AwsAuth, AwsCredentials, AwsSigner};
-use hermes_providers::bedrock::{BedrockWire, Drops, Target, encode};
 use hermes_providers::{ChatTransport, TransportError, builtin_table};
+use hermes_wire_bedrock::{BedrockWire, Drops, Target, encode};
 use serde_json::json;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use crate::frames;
 use crate::support;
 
 const MODEL: &str = "us.anthropic.claude-opus-4-6-v1:0";
@@ -124,7 +123,7 @@ fn check_signed(request: &Request, want_path: &str, body: &[u8]) {
 }
 
 pub(crate) fn frame(event: &str, payload: serde_json::Value) -> Vec<u8> {
-    frames::event(event, &payload.to_string())
+    hermes_aws::testing::event(event, &payload.to_string())
 }
 
 fn stream_body() -> Vec<u8> {
@@ -213,7 +212,7 @@ async fn a_streamed_reply_is_read_from_its_frames() {
 #[tokio::test]
 async fn an_exception_frame_or_a_cut_stream_after_the_200_stores_nothing() {
     let server = MockServer::start().await;
-    let exception = frames::frame(
+    let exception = hermes_aws::testing::frame(
         &[
             (":message-type", "exception"),
             (":exception-type", "throttlingException"),

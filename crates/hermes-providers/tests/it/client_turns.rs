@@ -71,7 +71,7 @@ fn claude_gets_is_error_and_the_system_message_in_place_with_its_beta() {
     let at = ("anthropic", "https://api.anthropic.com", "claude-opus-4-8");
     let (body, stamp) = encode(&wire, at);
     let explain = with_parts(at, |p| {
-        hermes_providers::anthropic::body::encode(p, &wire.target, &Default::default())
+        hermes_wire_anthropic::body::encode(p, &wire.target, &Default::default())
             .unwrap()
             .explain
             .join("\n")
@@ -111,7 +111,7 @@ fn an_anthropic_compatible_relay_gets_the_system_text_in_system_and_says_so() {
     let at = ("anthropic", base, "deepseek-v4-pro");
     let (body, stamp) = encode(&wire, at);
     let explain = with_parts(at, |p| {
-        hermes_providers::anthropic::body::encode(p, &wire.target, &Default::default())
+        hermes_wire_anthropic::body::encode(p, &wire.target, &Default::default())
             .unwrap()
             .explain
             .join("\n")
@@ -186,7 +186,7 @@ fn converse_marks_the_error_with_its_status_and_says_where_the_system_text_went(
     );
     let (body, _) = encode(&wire, at);
     let explain = with_parts(at, |p| {
-        hermes_providers::bedrock::explain(p, &wire.target)
+        hermes_wire_bedrock::explain(p, &wire.target)
             .unwrap()
             .join("\n")
     });

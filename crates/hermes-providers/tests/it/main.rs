@@ -4,8 +4,6 @@
 
 mod bedrock_wire;
 mod client_turns;
-#[path = "../../src/testing/frames.rs"]
-mod frames;
 mod gemini_wire;
 mod images;
 mod images_sim;

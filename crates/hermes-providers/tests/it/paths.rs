@@ -2,8 +2,9 @@
 //! Studio and Vertex, Claude on Vertex and Bedrock, Bedrock Converse): a hostile id adds no
 //! segment, query, fragment or method, and an ordinary one is sent unchanged.
 
-use hermes_providers::anthropic::{Flavor as AnthropicFlavor, Target as AnthropicTarget};
-use hermes_providers::{anthropic, bedrock};
+use hermes_wire_anthropic as anthropic;
+use hermes_wire_anthropic::{Flavor as AnthropicFlavor, Target as AnthropicTarget};
+use hermes_wire_bedrock as bedrock;
 use hermes_wire_gemini as gemini;
 use hermes_wire_gemini::{Flavor as GeminiFlavor, Target as GeminiTarget};
 

@@ -30,22 +30,23 @@ use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
+use hermes_aws::{AwsAuth, AwsCredentials, AwsSigner};
 use hermes_core::route::Effort;
 use hermes_core::{
     Origin, RawJson, RequestParts, ResolveOptions, RouteTarget, ThinkingRequest, Verdicts,
 };
-use hermes_providers::anthropic::{AnthropicWire, Flavor, Target};
-use hermes_providers::aws::{self, AwsAuth, AwsCredentials, AwsSigner};
-use hermes_providers::bedrock::{self, BedrockWire};
+use hermes_providers::aws;
 use hermes_providers::{Auth, ChatTransport, builtin_table};
 use hermes_test_support::validator;
+use hermes_wire_anthropic::{AnthropicWire, Flavor, Target};
+use hermes_wire_bedrock::{self as bedrock, BedrockWire};
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path_regex};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::frames::event;
 use crate::images::{self, PNG};
 use crate::support::{self, header};
+use hermes_aws::testing::event;
 
 const RECORD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/boto3_record.py");
 pub(crate) const VALIDATE: &str = concat!(
@@ -503,7 +504,7 @@ async fn a_different_clock_body_or_path_changes_the_signature() {
         )
     };
     let sign = |url: &str, body: &[u8], at: SystemTime| {
-        aws::request_headers(&auth, url, "application/json", body, at)
+        hermes_aws::request_headers(&auth, url, "application/json", body, at)
             .unwrap()
             .into_iter()
             .find(|(k, _)| k == "authorization")

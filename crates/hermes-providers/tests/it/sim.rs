@@ -114,11 +114,12 @@ impl hermes_core::driver::Tools for Now {
 /// One tool loop through the `bedrock-anthropic` wire (InvokeModel, SigV4) to `host`, served by
 /// the strict `bedrock` simulator under that name (streamed or not): the simulator's requests.
 async fn bedrock_anthropic_loop(host: &str, stream: bool) -> Vec<hermes_sim::RecordedRequest> {
+    use hermes_aws::{AwsAuth, AwsCredentials, AwsSigner};
     use hermes_core::Effort;
     use hermes_core::driver::{Conversation, Driver, DriverConfig};
-    use hermes_providers::anthropic::{AnthropicWire, Flavor, Target};
-    use hermes_providers::aws::{AwsAuth, AwsCredentials, AwsSigner, RuntimeHost};
+    use hermes_providers::aws::RuntimeHost;
     use hermes_providers::{Auth, Waits};
+    use hermes_wire_anthropic::{AnthropicWire, Flavor, Target};
 
     const MODEL: &str = "us.anthropic.claude-opus-4-6-v1";
     let sim = Sim::start("bedrock").await.unwrap();

@@ -9,19 +9,19 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
+use hermes_aws::{AwsAuth, AwsCredentials, AwsSigner};
 use hermes_core::driver::MemoryLog;
 use hermes_core::driver::{Conversation, Driver, DriverConfig, DriverEvent, TurnOutcome};
 use hermes_core::{
     Delta, Message, Origin, Outgoing, Reply, Role, RouteDecision, ThinkingRequest, TransportError,
     Verdicts, Wire,
 };
-use hermes_providers::anthropic::{self, AnthropicWire};
-use hermes_providers::aws::{AwsAuth, AwsCredentials, AwsSigner};
-use hermes_providers::bedrock::{self, BedrockWire};
 use hermes_providers::chat::ChatRequest;
 use hermes_providers::{Auth, ChatTransport};
 use hermes_sim::{SIM_AWS_ACCESS_KEY_ID, SIM_AWS_SECRET_ACCESS_KEY, Sim};
 use hermes_test_support::memory::NoTools;
+use hermes_wire_anthropic::{self as anthropic, AnthropicWire};
+use hermes_wire_bedrock::{self as bedrock, BedrockWire};
 use hermes_wire_gemini::{self as gemini, GeminiWire};
 use hermes_wire_responses::ResponsesWire;
 use serde_json::Value;

@@ -17,11 +17,10 @@ use hermes_core::{
     Usage,
 };
 
-pub(crate) use crate::reply::{CaptureError, Captured, malformed};
-pub(crate) use crate::transport::read_whole;
+pub(crate) use hermes_providers::native::reply::{CaptureError, Captured, malformed};
 
 /// One content block, resolved: what the message is built from.
-pub(crate) enum Block {
+pub enum Block {
     /// A text block: its text as a JSON string literal.
     Text(RawJson),
     /// A thinking block: the stored item and its readable text.
@@ -51,7 +50,7 @@ pub(crate) enum Block {
 
 impl Block {
     /// The block's kind as [`BLOCK_ORDER_KEY`] records it (the Anthropic Messages names).
-    pub(crate) fn kind(&self) -> &str {
+    pub fn kind(&self) -> &str {
         match self {
             Block::Text(_) => "text",
             Block::Thinking { .. } => "thinking",
@@ -64,7 +63,7 @@ impl Block {
 
     /// A thinking block from its text and signature, stored as the Messages API writes it:
     /// `{"type":"thinking","thinking":…,"signature":…}`.
-    pub(crate) fn thinking(text: String, signature: Option<&str>) -> Result<Block, CaptureError> {
+    pub fn thinking(text: String, signature: Option<&str>) -> Result<Block, CaptureError> {
         let item = RawJson::from_serialize(&ThinkingItem {
             kind: "thinking",
             thinking: &text,
@@ -75,7 +74,7 @@ impl Block {
     }
 
     /// A redacted block from its data, stored as `{"type":"redacted_thinking","data":…}`.
-    pub(crate) fn redacted(data: &str) -> Result<Block, CaptureError> {
+    pub fn redacted(data: &str) -> Result<Block, CaptureError> {
         RawJson::from_serialize(&RedactedItem {
             kind: "redacted_thinking",
             data,
@@ -86,7 +85,7 @@ impl Block {
 }
 
 /// A block being streamed, on either wire: what its events have carried so far.
-pub(crate) enum Acc {
+pub enum Acc {
     /// Text, its pieces joined.
     Text(String),
     /// Thinking: its text pieces joined, and its signature.
@@ -124,11 +123,11 @@ pub(crate) enum Acc {
 }
 
 /// The streamed blocks of a Claude capture (Messages or Converse), each with its block index.
-pub(crate) type Blocks = [(Option<u64>, Acc)];
+pub type Blocks = [(Option<u64>, Acc)];
 
 /// The tool call `blocks[position]` is, counted from 0 among the reply's `tool_use` blocks:
 /// the `index` of its [`Delta::ToolCall`] fragments.
-pub(crate) fn call_ordinal(blocks: &Blocks, position: usize) -> usize {
+pub fn call_ordinal(blocks: &Blocks, position: usize) -> usize {
     blocks[..position.min(blocks.len())]
         .iter()
         .filter(|(_, acc)| matches!(acc, Acc::ToolUse { .. }))
@@ -137,7 +136,7 @@ pub(crate) fn call_ordinal(blocks: &Blocks, position: usize) -> usize {
 
 /// Reports the first fragment of the tool call just pushed as the last block (its id and
 /// name, no arguments yet).
-pub(crate) fn open_call(blocks: &Blocks, on_delta: OnDelta<'_>) {
+pub fn open_call(blocks: &Blocks, on_delta: OnDelta<'_>) {
     let position = blocks.len().saturating_sub(1);
     if let Some((_, Acc::ToolUse { id, name, .. })) = blocks.get(position) {
         on_delta(Delta::ToolCall {
@@ -152,7 +151,7 @@ pub(crate) fn open_call(blocks: &Blocks, on_delta: OnDelta<'_>) {
 /// At the stop of block `index`: a tool call that received no input pieces is captured with
 /// `{}` ([`Acc::resolve`]), so `{}` is reported as its last fragment, and its fragments join
 /// to the captured arguments.
-pub(crate) fn close_call(blocks: &Blocks, index: Option<u64>, on_delta: OnDelta<'_>) {
+pub fn close_call(blocks: &Blocks, index: Option<u64>, on_delta: OnDelta<'_>) {
     let position = match index {
         Some(_) => blocks.iter().rposition(|(i, _)| *i == index),
         None => blocks.len().checked_sub(1),
@@ -172,7 +171,7 @@ pub(crate) fn close_call(blocks: &Blocks, index: Option<u64>, on_delta: OnDelta<
 
 impl Acc {
     /// The kind of block this becomes, as [`Block::kind`] names it.
-    pub(crate) fn kind(&self) -> &str {
+    pub fn kind(&self) -> &str {
         match self {
             Acc::Text(_) => "text",
             Acc::Thinking { .. } => "thinking",
@@ -184,7 +183,7 @@ impl Acc {
     }
 
     /// The block streamed: a tool call with no input pieces has `{}`.
-    pub(crate) fn resolve(self) -> Result<Block, CaptureError> {
+    pub fn resolve(self) -> Result<Block, CaptureError> {
         Ok(match self {
             Acc::Text(text) => Block::Text(RawJson::string(&text)),
             Acc::Thinking { text, signature } => Block::thinking(text, signature.as_deref())?,
@@ -222,7 +221,7 @@ fn compaction_block(start: &str, content: &str, encrypted: &str) -> Result<RawJs
 
 /// The error of a stream that ended before its `last` event, after `seen` `unit` (e.g. "12
 /// events"): a half turn is never a message.
-pub(crate) fn half_turn(last: &str, seen: usize, unit: &str) -> CaptureError {
+pub fn half_turn(last: &str, seen: usize, unit: &str) -> CaptureError {
     malformed(format!(
         "the stream ended before `{last}` (after {seen} {unit}); the half turn is not stored"
     ))
@@ -255,7 +254,7 @@ struct RedactedItem<'a> {
 }
 
 /// A reply's `role`, when it names one, must be `assistant`.
-pub(crate) fn assistant_role(role: Option<&str>) -> Result<(), CaptureError> {
+pub fn assistant_role(role: Option<&str>) -> Result<(), CaptureError> {
     match role.filter(|r| *r != "assistant") {
         Some(role) => Err(malformed(format!(
             "reply `role` is {role}, expected assistant"
@@ -266,7 +265,7 @@ pub(crate) fn assistant_role(role: Option<&str>) -> Result<(), CaptureError> {
 
 /// The captured message of a whole reply's `content` (each block read by `read` from its
 /// index and bytes) with `origin`, and the reply's finish reason and usage.
-pub(crate) fn whole(
+pub fn whole(
     content: Vec<&serde_json::value::RawValue>,
     read: fn(usize, &serde_json::value::RawValue) -> Result<Block, CaptureError>,
     origin: Origin,
@@ -279,7 +278,7 @@ pub(crate) fn whole(
 
 /// The captured message of a finished stream's `blocks` with `origin`, and the reply's finish
 /// reason and usage.
-pub(crate) fn streamed<K>(
+pub fn streamed<K>(
     blocks: Vec<(K, Acc)>,
     origin: Origin,
     finish: Option<FinishReason>,
@@ -291,7 +290,7 @@ pub(crate) fn streamed<K>(
 
 /// Builds the captured assistant message from its content blocks as they resolve, in received
 /// order; the first block that does not resolve is the error.
-pub(crate) fn build(
+pub fn build(
     blocks: impl IntoIterator<Item = Result<Block, CaptureError>>,
     origin: Origin,
 ) -> Result<Message, CaptureError> {
@@ -365,10 +364,12 @@ pub(crate) fn build(
 /// this one reader). Each string is the JSON string literal as stored (quotes included, and
 /// one that reads as a Rust string), borrowed from the item: a wire that writes it again
 /// copies it without decoding it.
-pub(crate) enum StoredLiterals<'a> {
+pub enum StoredLiterals<'a> {
     /// A `thinking` block: its text (`""` when it has none) and its signature.
     Thinking {
+        /// The text, as a JSON string literal.
         text: &'a str,
+        /// The signature, as a JSON string literal, when it has one.
         signature: Option<&'a str>,
     },
     /// A `redacted_thinking` block's data.
@@ -377,7 +378,7 @@ pub(crate) enum StoredLiterals<'a> {
 
 /// Reads `item` when it is an Anthropic-shaped `thinking` or `redacted_thinking` block whose
 /// `type`, `thinking`, `signature` and `data` are strings (or null) that read as Rust strings.
-pub(crate) fn read_literals(item: &DetailItem) -> Option<StoredLiterals<'_>> {
+pub fn read_literals(item: &DetailItem) -> Option<StoredLiterals<'_>> {
     let DetailItem::Provider { raw, .. } = item else {
         return None;
     };

@@ -1,6 +1,14 @@
-//! What the AWS crates do for the Bedrock wires: AWS credentials and SigV4 request signing
-//! (through `aws-sigv4`, as the transport's [`crate::Signer`]: [`AwsSigner`]) and event-stream
-//! frames (through `aws-smithy-eventstream`). The `bedrock` feature's, which alone brings them.
+//! hermes-aws: what the AWS crates do for the Bedrock wires (Converse, `hermes-wire-bedrock`,
+//! and the Anthropic wire's InvokeModel door, `hermes-wire-anthropic`'s `bedrock` feature):
+//! AWS credentials and SigV4 request signing (through `aws-sigv4`, as the transport's
+//! [`Signer`]: [`AwsSigner`]) and event-stream frames (through `aws-smithy-eventstream`:
+//! [`FrameReader`]). The only crate of hermes that depends on an AWS crate, so a build without
+//! Bedrock holds none. The Bedrock runtime's hosts need no AWS crate: they are
+//! `hermes_providers::aws`.
+
+#[cfg(any(test, feature = "test-support"))]
+#[doc(hidden)]
+pub mod testing;
 
 use std::fmt;
 use std::sync::Arc;
@@ -15,6 +23,7 @@ use aws_smithy_runtime_api::client::identity::Identity;
 use aws_smithy_types::event_stream::HeaderValue;
 use bytes::{Buf as _, Bytes, BytesMut};
 use hermes_core::transport::TransportError;
+use hermes_providers::Signer;
 
 /// The SigV4 service name of the Bedrock runtime.
 pub const SERVICE: &str = "bedrock";
@@ -198,7 +207,7 @@ pub fn request_headers(
     Ok(headers)
 }
 
-/// AWS auth as the transport's request signer ([`crate::Auth::Signed`]): the headers of
+/// AWS auth as the transport's request signer ([`hermes_providers::Auth::Signed`]): the headers of
 /// [`request_headers`], SigV4 dated by `clock` (a provider's current credentials asked for
 /// each request, refreshed once the old ones expire).
 #[derive(Clone, Debug)]
@@ -210,14 +219,14 @@ pub struct AwsSigner {
 }
 
 impl AwsSigner {
-    /// `auth` dated by `clock`, as the signer a wire and [`crate::Auth::Signed`] hold.
-    pub fn shared(auth: AwsAuth, clock: Clock) -> Arc<dyn crate::transport::Signer> {
+    /// `auth` dated by `clock`, as the signer a wire and [`hermes_providers::Auth::Signed`] hold.
+    pub fn shared(auth: AwsAuth, clock: Clock) -> Arc<dyn Signer> {
         Arc::new(AwsSigner { auth, clock })
     }
 }
 
 #[async_trait::async_trait]
-impl crate::transport::Signer for AwsSigner {
+impl Signer for AwsSigner {
     async fn headers(
         &self,
         url: &str,
@@ -242,7 +251,7 @@ impl crate::transport::Signer for AwsSigner {
     /// A Bedrock API key is an account; SigV4 credentials name none (docs/spec.md §5a 1).
     fn account(&self) -> Option<String> {
         match &self.auth {
-            AwsAuth::Bearer(key) => Some(crate::native::account_of(key)),
+            AwsAuth::Bearer(key) => Some(hermes_providers::native::account_of(key)),
             _ => None,
         }
     }

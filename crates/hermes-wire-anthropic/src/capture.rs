@@ -20,17 +20,19 @@ use hermes_core::OnDelta;
 use hermes_core::transport::Delta;
 use hermes_core::{FinishReason, Message, Origin, RawJson, ReplyMeta, Usage};
 
-use base64::Engine as _;
-use hermes_core::transport::TransportError;
-
 #[cfg(feature = "bedrock")]
-use crate::aws::{Frame, FrameReader};
+use base64::Engine as _;
+#[cfg(feature = "bedrock")]
+use hermes_aws::{Frame, FrameReader};
+#[cfg(feature = "bedrock")]
+use hermes_core::transport::TransportError;
+use hermes_providers::native::read::error_event_text;
+
 pub(crate) use crate::signed::carriers::CaptureError;
 use crate::signed::carriers::{
     Acc, Block, Captured, assistant_role, call_ordinal, close_call, half_turn, malformed,
     open_call, streamed, whole,
 };
-use crate::transport::error_event_text;
 
 /// The normalised finish reason of a `stop_reason`.
 fn finish_reason(stop_reason: &str) -> FinishReason {
@@ -171,7 +173,7 @@ pub const TRANSFORMATIONS_KEY: &str = "hermes_input_transformations";
 
 /// Keeps a reply's `input_transformations` (when it lists any) on its message as received, and
 /// logs them: each a thinking block the provider dropped, with its path and reason.
-pub(crate) fn keep_transformations(message: &mut Message, meta: &mut ReplyMeta, raw: Option<&str>) {
+pub fn keep_transformations(message: &mut Message, meta: &mut ReplyMeta, raw: Option<&str>) {
     let Some(raw) = raw else { return };
     let Ok(dropped) = serde_json::from_str::<Vec<&RawValue>>(raw) else {
         return;
@@ -686,8 +688,8 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::reply::Captured;
     use crate::testing::{ClaudeTurn, Seen, arguments, check_claude_turn, details, extra, frame};
+    use hermes_providers::native::reply::Captured;
 
     fn origin() -> Origin {
         Origin {
@@ -1146,7 +1148,7 @@ mod tests {
                 (":content-type", "application/json"),
                 (":message-type", "event"),
             ],
-            &format!(r#"{{"bytes":"{bytes}","p":"abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"}}"#),
+            format!(r#"{{"bytes":"{bytes}","p":"abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"}}"#),
         )
     }
 
@@ -1157,7 +1159,7 @@ mod tests {
                 (":content-type", "application/json"),
                 (":message-type", "exception"),
             ],
-            &json!({ "message": message }).to_string(),
+            json!({ "message": message }).to_string(),
         )
     }
 

@@ -13,7 +13,7 @@ use base64::engine::general_purpose::STANDARD;
 use hermes_core::Message;
 
 use super::pyjson::Json;
-use crate::image::{self, Image, ImageError, Source};
+use hermes_providers::native::image::{self, Image, ImageError, Source};
 
 /// `ImageFormat` by media type.
 pub(super) const FORMATS: &[(&str, &str)] = &[
@@ -60,7 +60,7 @@ mod tests {
     use hermes_core::{Message, RequestParts, Verdicts};
 
     use super::super::body::{Drops, Target, encode};
-    use crate::testing::{PNG, decision, image_history};
+    use hermes_providers::testing::{PNG, decision, image_history};
 
     const BASE: &str = "https://bedrock-runtime.us-east-1.amazonaws.com";
     const HAIKU: &str = "anthropic.claude-3-haiku-20240307-v1:0";

@@ -2,12 +2,23 @@
 //! the `bedrock` feature, whose AWS auth it needs) Bedrock InvokeModel.
 
 use hermes_core::{Message, RequestParts, Wire};
+use hermes_providers::wires::{Credentials, Descriptor, Explained, ProviderSpec, WireTarget};
+use hermes_providers::{Auth, ChatTransport};
 
-use super::{Credentials, Explained, ProviderSpec, WireTarget};
-use crate::anthropic::{self, AnthropicWire};
-use crate::transport::{Auth, ChatTransport};
+use crate::{self as anthropic, AnthropicWire};
 
-pub(super) const PROVIDERS: &[ProviderSpec] = &[
+/// The wire's descriptor, for the engine's list of built-in wires
+/// (`hermes_engine::register_builtin_wires`).
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    id: anthropic::WIRE_ID,
+    name: "Anthropic Messages",
+    providers: PROVIDERS,
+    build,
+    explain,
+};
+
+/// The providers that speak Anthropic Messages.
+pub const PROVIDERS: &[ProviderSpec] = &[
     ProviderSpec {
         id: "anthropic",
         base_url: Some("https://api.anthropic.com"),
@@ -69,7 +80,7 @@ fn auth_of(target: &WireTarget, credentials: Credentials) -> Option<Auth> {
 }
 
 /// The URL the request goes to, then the body's lines.
-pub(super) fn explain(target: &WireTarget, parts: &RequestParts<'_>, _: &[Message]) -> Explained {
+fn explain(target: &WireTarget, parts: &RequestParts<'_>, _: &[Message]) -> Explained {
     let door = anthropic_target(target);
     let encoded = anthropic::body::encode(parts, &door, &anthropic::Drops::default())?;
     let url = anthropic::url(&door, &target.model, parts.stream);
@@ -79,7 +90,7 @@ pub(super) fn explain(target: &WireTarget, parts: &RequestParts<'_>, _: &[Messag
 }
 
 /// The Anthropic wire for `target`, through the door its provider names.
-pub(super) fn build(target: &WireTarget, http: ChatTransport, auth: Credentials) -> Box<dyn Wire> {
+fn build(target: &WireTarget, http: ChatTransport, auth: Credentials) -> Box<dyn Wire> {
     let auth = auth_of(target, auth);
     let mut target = anthropic_target(target);
     // A key is an account; bearer tokens (Vertex, Foundry's Entra ID) and AWS credentials

@@ -1,7 +1,7 @@
 //! Reply capture of the Converse wire (docs/spec.md §2, §5): a whole Converse reply, or the frames
 //! of a ConverseStream reply, in; one canonical assistant message out.
 //!
-//! Content blocks become carriers as on the Anthropic wire (`crate::signed::carriers` builds
+//! Content blocks become carriers as on the Anthropic wire (`hermes_wire_anthropic::signed::carriers` builds
 //! both), so a Bedrock turn reloaded from the store replays on either wire: `text` blocks the
 //! `content`, `toolUse` blocks the `tool_calls` (id = `toolUseId`, arguments = the input's JSON
 //! text), `reasoningContent` blocks Anthropic-shaped `reasoning_details` items
@@ -18,12 +18,12 @@ use hermes_core::OnDelta;
 use hermes_core::transport::Delta;
 use hermes_core::{FinishReason, Message, Origin, RawJson, ReplyMeta, Usage};
 
-use crate::anthropic::capture::keep_transformations;
-use crate::aws::Frame;
-pub(crate) use crate::signed::carriers::CaptureError;
-use crate::signed::carriers::{
-    Acc, Block, Captured, assistant_role, call_ordinal, close_call, half_turn, malformed,
-    open_call, streamed, whole,
+use hermes_aws::Frame;
+pub(crate) use hermes_providers::native::reply::CaptureError;
+use hermes_providers::native::reply::{Captured, malformed};
+use hermes_wire_anthropic::capture::keep_transformations;
+use hermes_wire_anthropic::signed::carriers::{
+    Acc, Block, assistant_role, call_ordinal, close_call, half_turn, open_call, streamed, whole,
 };
 
 /// The normalised finish reason of a Converse `stopReason`.

@@ -27,7 +27,7 @@ use crate::signed::carriers::{StoredLiterals, read_literals};
 /// signatures": `hermes1.<key id>.<MAC>`).
 pub const GATEWAY_SIGNATURE_PREFIX: &str = "hermes1.";
 
-pub use crate::inbound::InboundError;
+pub use hermes_providers::native::inbound::InboundError;
 
 /// The history of a whole Messages request body: its `system` and `messages` (other keys are
 /// not read here).
@@ -100,7 +100,9 @@ fn gateway_signed(item: &DetailItem) -> bool {
 /// or in a build without this wire leaves every such item out: `hermes_engine::wires`.)
 pub fn client_blocks_to(history: &mut [Message], wire: &str, base_url: &str) -> usize {
     let passes = passes_client_blocks(wire, base_url);
-    crate::native::client_blocks::withhold(history, wire, |item| passes && !gateway_signed(item))
+    hermes_providers::native::client_blocks::withhold(history, wire, |item| {
+        passes && !gateway_signed(item)
+    })
 }
 
 /// A `thinking` item signed by the gateway ([`GATEWAY_SIGNATURE_PREFIX`]): its text and its

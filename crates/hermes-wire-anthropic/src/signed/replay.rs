@@ -21,7 +21,7 @@ pub const PREFIX_KEY: &str = "hermes_prefix_digest";
 pub const PREFIX_BINDING_KEY: &str = "hermes_prefix_binding";
 
 /// The prefix binding a captured turn was stamped with ([`PREFIX_BINDING_KEY`]), if any.
-pub(crate) fn stored_binding(msg: &Message) -> Option<String> {
+pub fn stored_binding(msg: &Message) -> Option<String> {
     msg.extra
         .iter()
         .find(|(k, _)| k == PREFIX_BINDING_KEY)
@@ -32,7 +32,7 @@ pub(crate) fn stored_binding(msg: &Message) -> Option<String> {
 /// if any: its blocks and every earlier step's go without (§5a 2), so what is replayed is
 /// always a run of the latest steps — "dropping thinking from the start", which the provider
 /// takes — never a gap in the middle.
-pub(crate) fn last_changed(history: &[Message], bindings: &[Option<String>]) -> Option<usize> {
+pub fn last_changed(history: &[Message], bindings: &[Option<String>]) -> Option<usize> {
     history
         .iter()
         .zip(bindings)
@@ -48,7 +48,7 @@ pub(crate) fn last_changed(history: &[Message], bindings: &[Option<String>]) -> 
 /// [`hermes_core::left_out::is_left_out`]), if any: its blocks and every earlier step's go
 /// without, on any model, so a block left out once is never put back and what is replayed stays
 /// a run of the latest steps.
-pub(crate) fn last_left_out(history: &[Message]) -> Option<usize> {
+pub fn last_left_out(history: &[Message]) -> Option<usize> {
     history
         .iter()
         .rposition(|m| m.role == Role::Assistant && hermes_core::left_out::is_left_out(m))
@@ -67,7 +67,7 @@ impl PrefixDigest {
     }
 
     /// An empty prefix bound to `tools` (the request's tool definitions as the wire reads
-    /// them) and `account` ([`crate::anthropic::account_of`]): the start of a prefix binding
+    /// them) and `account` ([`crate::account_of`]): the start of a prefix binding
     /// ([`PREFIX_BINDING_KEY`]).
     pub fn bound(tools: Option<&str>, account: Option<&str>) -> Self {
         let mut digest = PrefixDigest::new();
@@ -174,12 +174,12 @@ fn text_parts(content: &str) -> Option<Vec<&serde_json::value::RawValue>> {
 }
 
 /// The stamp an outgoing request carries to its reply: the digest of the conversation it sends.
-pub(crate) fn prefix_stamp(digest: &str) -> (String, RawJson) {
+pub fn prefix_stamp(digest: &str) -> (String, RawJson) {
     (PREFIX_KEY.to_owned(), RawJson::string(digest))
 }
 
 /// The prefix digest a captured turn was stamped with.
-pub(crate) fn stored_digest(msg: &Message) -> Option<String> {
+pub fn stored_digest(msg: &Message) -> Option<String> {
     msg.extra
         .iter()
         .find(|(k, _)| k == PREFIX_KEY)
@@ -197,7 +197,7 @@ fn block_order(msg: &Message) -> Option<Vec<String>> {
 /// one: both Claude wires merge it into the `tool_result` turn, which Claude still reads as the
 /// loop's "lastmost set of `tool_use` and `tool_result` blocks" (docs/providers.md, Anthropic
 /// errors), so the step before it keeps its signed thinking.
-pub(crate) fn loop_start(history: &[Message]) -> usize {
+pub fn loop_start(history: &[Message]) -> usize {
     let mut start = 0;
     let mut after_results = false;
     for (i, msg) in history.iter().enumerate() {
@@ -226,7 +226,7 @@ fn ends_in_results(history: &[Message]) -> bool {
 /// thinking, and only while the conversation before the turn is the one its blocks are bound
 /// to (`prefix`, the digest of the messages before it). `Ok` replays them verbatim, `Err`
 /// leaves them out; either way with the reason.
-pub(crate) fn signed_replay(
+pub fn signed_replay(
     msg: &Message,
     in_loop: bool,
     keeps_prior: bool,
@@ -248,7 +248,7 @@ pub(crate) fn signed_replay(
 /// Why a verdict on this wire leaves out a turn's stored blocks, if it does: `refused` holds
 /// the refused fields, `signed` says some block is signed (or redacted), `redacted` that some
 /// block is redacted, and `redacted_field` is the wire's name for a redacted block.
-pub(crate) fn verdict_leaves_out(
+pub fn verdict_leaves_out(
     refused: &[&str],
     redacted_field: &str,
     signed: bool,
@@ -268,7 +268,7 @@ pub(crate) fn verdict_leaves_out(
 /// the next of `thinking` (`None`: left out), `text` the next of `texts`, `tool_use` the next
 /// of `calls`. Thinking the order did not place still leads the turn; texts and calls it did
 /// not place follow. With no recorded order: thinking, then text, then tool calls.
-pub(crate) fn arrange<B>(
+pub fn arrange<B>(
     msg: &Message,
     lead: Vec<B>,
     mut thinking: impl Iterator<Item = Option<B>>,
@@ -304,7 +304,7 @@ pub(crate) fn arrange<B>(
 /// turn does not start with a thinking block `model` may receive
 /// (`latest_starts_with_thinking`), which Claude answers with "Expected `thinking` or
 /// `redacted_thinking`… found `tool_use`".
-pub(crate) fn thinking_must_go(
+pub fn thinking_must_go(
     history: &[Message],
     on: bool,
     thinking_off: bool,
@@ -325,19 +325,19 @@ pub(crate) fn thinking_must_go(
 }
 
 /// The answer to a refused signature: which turns' blocks to leave out of one resend.
-pub(crate) struct SignatureDrops {
+pub struct SignatureDrops {
     /// The history index of the assistant turn the error names, if it names one.
-    pub(crate) named: Option<usize>,
+    pub named: Option<usize>,
     /// History indices whose blocks are left out.
-    pub(crate) blocks_of: BTreeSet<usize>,
+    pub blocks_of: BTreeSet<usize>,
     /// Send the resend without thinking.
-    pub(crate) thinking_off: bool,
+    pub thinking_off: bool,
 }
 
 impl SignatureDrops {
     /// The note of the resend: the provider refused `what`, the turn it named, and `off` (the
     /// wire's words for sending without thinking) when thinking goes off.
-    pub(crate) fn note(&self, what: &str, off: &str) -> String {
+    pub fn note(&self, what: &str, off: &str) -> String {
         format!(
             "the provider refused {what}{}: resending once without those blocks{} (the stored history is unchanged, no verdict kept)",
             self.named
@@ -351,11 +351,7 @@ impl SignatureDrops {
 /// indices merged into each wire message), is one assistant turn, whose blocks are left out,
 /// with thinking off when it is in the tool loop in flight; when none is named, every assistant
 /// turn's blocks are left out and thinking is off.
-pub(crate) fn signature_drops(
-    history: &[Message],
-    sources: &[Vec<usize>],
-    error: &str,
-) -> SignatureDrops {
+pub fn signature_drops(history: &[Message], sources: &[Vec<usize>], error: &str) -> SignatureDrops {
     let named = named_message(error)
         .and_then(|n| sources.get(n))
         .and_then(|sources| {
@@ -401,7 +397,7 @@ fn named_message(text: &str) -> Option<usize> {
 /// say —, or a later step's were); after it, blocks stamped with the binding `now` go, and
 /// blocks with no recorded binding (an older row, an import, a client's own) go with
 /// `drop_block` (`unknown`). `why` is the explain line so far.
-pub(crate) fn bound(
+pub fn bound(
     msg: &Message,
     why: String,
     now: Option<&str>,

@@ -1,32 +1,49 @@
-//! The Anthropic Messages wire (direct, Vertex, Azure Foundry, Bedrock InvokeModel and the
-//! `/anthropic` relays): the request body (`body`), what a Claude model id implies (`model`),
-//! reply capture (`capture`: SSE, or Bedrock's AWS event stream), a client's Messages request
-//! read into the message model (`inbound`, for a gateway's Messages door) and the HTTP side with
-//! its auth and its one-time recovery from `Invalid signature` (this module).
+//! hermes-wire-anthropic: the Anthropic Messages wire of hermes, one wire as one crate (issue 51,
+//! after sqlx's one crate per driver). Its doors: the direct API (`anthropic`), Vertex AI
+//! (`vertex-anthropic`), Azure Foundry (`foundry-anthropic`), the `/anthropic` relays, and with
+//! the `bedrock` feature Bedrock InvokeModel (`bedrock-anthropic`: AWS auth and event-stream
+//! frames through `hermes-aws`; off, no AWS crate is built).
+//!
+//! What it holds: the request body (`body`), signed thinking's capture and replay rules
+//! (`signed`: which carriers a turn holds, which go back, bound to the prefix they were made
+//! after), what a Claude model id implies (`model`), images (`media`), the provider's own
+//! compaction (`compaction`), reply capture (`capture`: SSE, or Bedrock's AWS event stream), a
+//! client's Messages request read into the message model (`inbound`, for a gateway's Messages
+//! door, with the rule for where a client's own thinking blocks may go), the HTTP side with its
+//! auth and its one-time recovery from `Invalid signature` (this module), and the wire's
+//! descriptor ([`DESCRIPTOR`], its [`PROVIDERS`]) which the engine registers when its
+//! `anthropic` feature is on. The Bedrock Converse wire (`hermes-wire-bedrock`) reads its model
+//! tables, body pieces and signed-thinking rules. It is built on hermes-core and the native-wire
+//! kit of hermes-providers (`hermes_providers::native`).
 
 pub mod body;
-pub(crate) mod capture;
+pub mod capture;
 pub mod compaction;
+mod descriptor;
 pub mod inbound;
 mod media;
-pub(crate) mod model;
+pub mod model;
+pub mod signed;
+#[cfg(any(test, feature = "test-support"))]
+#[doc(hidden)]
+pub mod testing;
 
-use futures_util::StreamExt as _;
-use hermes_core::transport::{OnDelta, Reply, SendResult, TransportError};
+use hermes_core::transport::{OnDelta, SendResult, TransportError};
 use hermes_core::{Message, Origin, ReplyMeta};
 use hermes_core::{Outgoing, Recovery, RequestParts, Wire};
+use hermes_providers::aws;
+use hermes_providers::native::sse::{self, SseTurn};
+use hermes_providers::{Auth, ChatTransport};
 
-use crate::aws;
-use crate::native::sse::{self, SseTurn};
 use crate::signed::carriers::CaptureError;
 use crate::signed::replay::signature_drops;
-use crate::transport::{Auth, ChatTransport, chunk_error};
 
 pub use body::{
     ANTHROPIC_VERSION, BEDROCK_VERSION, BINDING_BETA, Drops, Encoded, Family, Flavor,
     PREFIX_BINDING_KEY, PREFIX_KEY, Target, account_of,
 };
 pub use capture::TRANSFORMATIONS_KEY;
+pub use descriptor::{DESCRIPTOR, PROVIDERS};
 pub use model::BOUND_FROM;
 
 /// The wire's id (its verdicts are kept under it).
@@ -66,7 +83,7 @@ impl AnthropicWire {
 /// anthropic-sdk-python 2.16.0's `AnthropicBedrock` leaves `:` (and `;`) bare instead
 /// (`urllib.parse.quote(model, safe=":;")`, `anthropic/lib/bedrock/_client.py` line 68): the
 /// same resource to Bedrock, but hermes follows the AWS SDK, whose signing it is proven against.
-/// On Vertex the id is one segment too ([`crate::segment::google`], `@` kept for versions).
+/// On Vertex the id is one segment too ([`hermes_providers::native::segment::google`], `@` kept for versions).
 pub fn url(target: &Target, model: &str, stream: bool) -> String {
     let base = target.base_url.trim_end_matches('/');
     match &target.flavor {
@@ -82,7 +99,7 @@ pub fn url(target: &Target, model: &str, stream: bool) -> String {
         ),
         Flavor::Vertex { project, region } => format!(
             "{base}/v1/projects/{project}/locations/{region}/publishers/anthropic/models/{}:{}",
-            crate::segment::google(model),
+            hermes_providers::native::segment::google(model),
             if stream {
                 "streamRawPredict"
             } else {
@@ -269,7 +286,9 @@ async fn read_event_stream(
     response: reqwest::Response,
     origin: Origin,
     on_delta: OnDelta<'_>,
-) -> Result<Reply, TransportError> {
+) -> SendResult {
+    use futures_util::StreamExt as _;
+    use hermes_providers::native::read::chunk_error;
     let mut body = response.bytes_stream();
     let mut capture = capture::FrameCapture::new();
     while let Some(chunk) = body.next().await {
@@ -278,7 +297,7 @@ async fn read_event_stream(
     }
     drop(body);
     let (message, meta) = capture.finish(origin)?;
-    Ok(Reply { message, meta })
+    Ok(hermes_core::transport::Reply { message, meta })
 }
 
 /// Without the `bedrock` feature there is no Bedrock door (`bedrock-anthropic` is not listed),
@@ -290,7 +309,7 @@ async fn read_event_stream(
     _on_delta: OnDelta<'_>,
 ) -> SendResult {
     Err(TransportError::Request(
-        "Bedrock InvokeModel needs hermes-providers' `bedrock` feature, which this build lacks"
+        "Bedrock InvokeModel needs hermes-wire-anthropic's `bedrock` feature, which this build lacks"
             .to_owned(),
     ))
 }

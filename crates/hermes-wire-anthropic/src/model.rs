@@ -163,7 +163,7 @@ impl ClaudeModel {
 }
 
 /// The `budget_tokens` of docs/spec.md §3c for each effort.
-pub(crate) fn budget(effort: Effort) -> u32 {
+pub fn budget(effort: Effort) -> u32 {
     match effort {
         Effort::Minimal => 1024,
         Effort::Low => 4096,
@@ -182,7 +182,7 @@ pub(crate) const ADAPTIVE_OUTPUT_CEILING: u32 = 128_000;
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 16384;
 
 /// What `max_tokens` adds above a thinking budget (docs/spec.md §3c).
-pub(crate) const ABOVE_BUDGET: u32 = 8192;
+pub const ABOVE_BUDGET: u32 = 8192;
 
 /// Geographic inference-profile prefixes (`us.anthropic.claude-…`): docs.aws.amazon.com/bedrock/
 /// latest/userguide/inference-profiles-support.html lists `us`, `us-gov`, `eu`, `apac`, `jp`,
@@ -196,7 +196,7 @@ const PROFILE_PREFIXES: &[&str] = &["us", "us-gov", "eu", "apac", "jp", "au", "c
 /// application-inference-profile ARN names none). The InvokeModel door reads ids with it
 /// ([`super::body::other_than_claude_on_bedrock`]), and so does the Converse wire
 /// (`bedrock::BedrockModel::parse`).
-pub(crate) fn bedrock_id(model: &str) -> (String, Option<ClaudeModel>) {
+pub fn bedrock_id(model: &str) -> (String, Option<ClaudeModel>) {
     let lower = model.trim().to_ascii_lowercase();
     let last = lower.rsplit('/').next().unwrap_or(&lower);
     let base = match last.split_once('.') {

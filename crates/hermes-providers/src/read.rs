@@ -153,7 +153,7 @@ pub(crate) fn stream_error(
 /// A failed read of a streamed body's bytes (an AWS event stream) as a transport error: a
 /// silent stream is a timeout naming how far it got (`seen` `unit`s, e.g. "12 frames"), the
 /// rest as [`map_reqwest`] maps them.
-pub(crate) fn chunk_error(error: reqwest::Error, seen: usize, unit: &str) -> TransportError {
+pub fn chunk_error(error: reqwest::Error, seen: usize, unit: &str) -> TransportError {
     if error.is_timeout() {
         silent(seen, unit)
     } else {
@@ -171,7 +171,7 @@ fn silent(seen: usize, unit: &str) -> TransportError {
 }
 
 /// The message of an SSE `event: error` frame: a JSON payload's message, or its text.
-pub(crate) fn error_event_text(data: &str) -> String {
+pub fn error_event_text(data: &str) -> String {
     if data.is_empty() {
         return "the provider sent an error event with no message".to_owned();
     }
@@ -183,7 +183,7 @@ pub(crate) fn error_event_text(data: &str) -> String {
 
 /// Reads a whole (non-streamed) reply and captures it with `capture`, decoding from the bytes
 /// themselves so that every block keeps them.
-pub(crate) async fn read_whole(
+pub async fn read_whole(
     response: reqwest::Response,
     origin: Origin,
     capture: fn(&str, Origin) -> Captured,

@@ -11,8 +11,8 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use crate::image::{self, Image, Piece, Source};
-use crate::native::EncodeError;
+use hermes_providers::native::EncodeError;
+use hermes_providers::native::image::{self, Image, Piece, Source};
 
 /// The media types a base64 source takes: `Base64ImageSourceParam.media_type`
 /// (`Literal["image/jpeg", "image/png", "image/gif", "image/webp"]`).

@@ -1,12 +1,23 @@
 //! The Bedrock Converse wire's descriptor (AWS auth: SigV4 or a Bedrock API key).
 
 use hermes_core::{Message, RequestParts, Wire};
+use hermes_providers::ChatTransport;
+use hermes_providers::wires::{Credentials, Descriptor, Explained, ProviderSpec, WireTarget};
 
-use super::{Credentials, Explained, ProviderSpec, WireTarget};
-use crate::bedrock::{self, BedrockWire};
-use crate::transport::ChatTransport;
+use crate::{self as bedrock, BedrockWire};
 
-pub(super) const PROVIDERS: &[ProviderSpec] = &[
+/// The wire's descriptor, for the engine's list of built-in wires
+/// (`hermes_engine::register_builtin_wires`).
+pub const DESCRIPTOR: Descriptor = Descriptor {
+    id: bedrock::WIRE_ID,
+    name: "AWS Bedrock Converse",
+    providers: PROVIDERS,
+    build,
+    explain,
+};
+
+/// The providers that speak Bedrock Converse.
+pub const PROVIDERS: &[ProviderSpec] = &[
     // The host follows the AWS region; credentials come from the AWS environment and shared
     // files (or a Bedrock API key), never from one key variable.
     ProviderSpec {
@@ -26,7 +37,7 @@ fn bedrock_target(target: &WireTarget) -> bedrock::Target {
 }
 
 /// The Converse wire for `target`, signing with the AWS auth.
-pub(super) fn build(target: &WireTarget, http: ChatTransport, auth: Credentials) -> Box<dyn Wire> {
+fn build(target: &WireTarget, http: ChatTransport, auth: Credentials) -> Box<dyn Wire> {
     let mut door = bedrock_target(target);
     // A Bedrock API key is an account; SigV4 credentials name none (docs/spec.md §5a 1,
     // `bedrock::Target::account`).
@@ -40,6 +51,6 @@ pub(super) fn build(target: &WireTarget, http: ChatTransport, auth: Credentials)
 
 /// The wire's own explanation ([`bedrock::explain`]: the operation and path, then the body's
 /// lines).
-pub(super) fn explain(target: &WireTarget, parts: &RequestParts<'_>, _: &[Message]) -> Explained {
+fn explain(target: &WireTarget, parts: &RequestParts<'_>, _: &[Message]) -> Explained {
     Ok(bedrock::explain(parts, &bedrock_target(target))?)
 }

@@ -17,14 +17,14 @@ use serde_json::{Value, json};
 
 use super::media;
 use super::model::{self, ClaudeModel};
-use crate::image::{Image, Piece};
-pub(super) use crate::native::json::raw_box;
-use crate::native::json::{self, Turn};
-use crate::native::stored;
-use crate::native::write_json_with_capacity;
-use crate::sampling::{Unsupported, check_tool_choice, schema_value};
 use crate::signed::replay;
 pub use crate::signed::replay::{PREFIX_BINDING_KEY, PREFIX_KEY, PrefixDigest};
+use hermes_providers::native::image::{Image, Piece};
+pub(super) use hermes_providers::native::json::raw_box;
+use hermes_providers::native::json::{self, Turn};
+use hermes_providers::native::sampling::{Unsupported, check_tool_choice, schema_value};
+use hermes_providers::native::stored;
+use hermes_providers::native::write_json_with_capacity;
 
 /// The beta `thinking.block_binding` needs (docs/spec.md §5a 4).
 pub const BINDING_BETA: &str = "thinking-binding-controls-2026-08-01";
@@ -32,7 +32,7 @@ pub const BINDING_BETA: &str = "thinking-binding-controls-2026-08-01";
 /// What hermes adds to the thinking object of a request that replays blocks to a bound model
 /// (docs/spec.md §5a 4): a block the provider finds bound elsewhere is dropped, not refused.
 const DROP_BLOCK: &str = r#""block_binding":{"prefix_mismatch_behavior":"drop_block"}"#;
-use crate::tools::{ChatFunction, ChatTool};
+use hermes_providers::native::tools::{ChatFunction, ChatTool};
 
 /// The `anthropic-version` the official SDK sends today (header, and Vertex's body field):
 /// `ANTHROPIC_API_VERSION` in anthropic-sdk-python 2.16.0 (`anthropic/_constants.py`), which
@@ -116,7 +116,7 @@ impl Family {
                             .bytes()
                             .all(|b| b.is_ascii_alphanumeric() || b == b'-')
                 });
-        let bedrock = crate::aws::RuntimeHost::of_host(&host).is_some();
+        let bedrock = hermes_providers::aws::RuntimeHost::of_host(&host).is_some();
         if vertex
             || bedrock
             || host.is_within("api.anthropic.com")
@@ -166,7 +166,7 @@ pub struct Target {
     pub account: Option<String>,
 }
 
-pub use crate::native::account_of;
+pub use hermes_providers::native::account_of;
 
 impl Target {
     /// The family serving this target.
@@ -223,7 +223,7 @@ pub struct Drops {
     pub client_betas: bool,
 }
 
-/// What the Messages wire knows of a body beyond [`crate::native::Encoded`]'s common fields.
+/// What the Messages wire knows of a body beyond [`hermes_providers::native::Encoded`]'s common fields.
 #[derive(Clone, Debug, Default)]
 pub struct Bound {
     /// The digest of the conversation this request sends (stamped on the reply).
@@ -251,16 +251,16 @@ pub struct Bound {
     pub left_out: Vec<String>,
 }
 
-/// An encoded body: [`crate::native::Encoded`] with its refusable fields (`thinking`,
+/// An encoded body: [`hermes_providers::native::Encoded`] with its refusable fields (`thinking`,
 /// `redacted_thinking`, `signature`), per assistant message (history index) what happened to
 /// its thinking in `explain`, and in `carriers` the assistant messages whose thinking was
 /// demoted (signed blocks or the pad sent as unsigned text, thinking disabled for a tool loop)
 /// or left out by provenance.
-pub type Encoded = crate::native::Encoded<Bound>;
+pub type Encoded = hermes_providers::native::Encoded<Bound>;
 
 /// The reply is stamped with the digest of the conversation it answers; the beta header rides
 /// along to `send` ([`super::BETA_STAMP`], never stored: `send` takes it off).
-impl crate::native::Stamp for Bound {
+impl hermes_providers::native::Stamp for Bound {
     fn stamp(&self) -> Vec<(String, RawJson)> {
         let mut stamp = vec![replay::prefix_stamp(&self.digest)];
         if let Some(beta) = &self.beta {
@@ -290,7 +290,7 @@ impl crate::native::Stamp for Bound {
     }
 }
 
-pub use crate::native::EncodeError;
+pub use hermes_providers::native::EncodeError;
 
 /// One content block of the wire copy.
 pub(super) enum Block<'h> {
@@ -572,15 +572,26 @@ struct Plain<'h> {
     cache: bool,
 }
 
-impl Serialize for WireMessage<'_> {
+/// The body's `messages`: each [`WireMessage`] as its role and content (the kit's `Turn` is
+/// foreign to this crate, so it is written through this wrapper).
+struct WireMessages<'a, 'h>(&'a [WireMessage<'h>]);
+
+impl Serialize for WireMessages<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(2))?;
-        map.serialize_entry("role", self.role)?;
-        match self.extra.text {
-            Some(text) if !self.extra.cache => map.serialize_entry("content", text)?,
-            _ => map.serialize_entry("content", &Blocks(self))?,
+        struct One<'a, 'h>(&'a WireMessage<'h>);
+        impl Serialize for One<'_, '_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let msg = self.0;
+                let mut map = s.serialize_map(Some(2))?;
+                map.serialize_entry("role", msg.role)?;
+                match msg.extra.text {
+                    Some(text) if !msg.extra.cache => map.serialize_entry("content", text)?,
+                    _ => map.serialize_entry("content", &Blocks(msg))?,
+                }
+                map.end()
+            }
         }
-        map.end()
+        s.collect_seq(self.0.iter().map(One))
     }
 }
 
@@ -1874,7 +1885,7 @@ impl Serialize for Body<'_, '_> {
         if let Some(system) = &self.system {
             map.serialize_entry("system", system)?;
         }
-        map.serialize_entry("messages", self.messages)?;
+        map.serialize_entry("messages", &WireMessages(self.messages))?;
         let client = |key: &str| self.fields.iter().any(|(k, _)| k == key);
         if let Some(tools) = self.tools_as_sent {
             map.serialize_entry("tools", tools)?;

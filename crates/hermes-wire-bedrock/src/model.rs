@@ -1,10 +1,10 @@
 //! What a Bedrock model id tells the Converse wire: the model behind it (an inference-profile
 //! prefix, an ARN and a `-v1:0` suffix stripped), its reasoning replay policy (docs/spec.md §5) and
 //! its thinking request (docs/spec.md §3c). The id itself is read by the Anthropic wire, whose
-//! InvokeModel door reads the same ids ([`crate::anthropic::model::bedrock_id`], with its Claude
+//! InvokeModel door reads the same ids ([`hermes_wire_anthropic::model::bedrock_id`], with its Claude
 //! parser).
 
-use crate::anthropic::model::{ClaudeModel, bedrock_id};
+use hermes_wire_anthropic::model::{ClaudeModel, bedrock_id};
 
 /// How a model's stored reasoning is replayed (docs/spec.md §5, "Bedrock Converse").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -22,17 +22,17 @@ use hermes_core::{Message, RawJson, RequestParts, Role, RouteTarget, ToolCall};
 use super::media;
 use super::model::{BedrockModel, Policy};
 use super::pyjson::{Json, Str, float_repr, write_array, write_str};
-use crate::anthropic::body::INTERLEAVED_BETA;
-use crate::anthropic::body::{BINDING_BETA, PREFIX_PARTS_KEY, PrefixParts};
-use crate::anthropic::model as claude;
-use crate::image::{self, Piece};
-use crate::native::json::{self, Turn, push_turn};
-use crate::native::stored;
-use crate::sampling::{Unsupported, check_tool_choice};
-use crate::signed::carriers::{StoredLiterals, read_literals};
-use crate::signed::replay::{self, PREFIX_BINDING_KEY, PrefixDigest};
-use crate::tools::ChatTool;
 use hermes_core::left_out;
+use hermes_providers::native::image::{self, Piece};
+use hermes_providers::native::json::{self, Turn, push_turn};
+use hermes_providers::native::sampling::{Unsupported, check_tool_choice};
+use hermes_providers::native::stored;
+use hermes_providers::native::tools::ChatTool;
+use hermes_wire_anthropic::body::INTERLEAVED_BETA;
+use hermes_wire_anthropic::body::{BINDING_BETA, PREFIX_PARTS_KEY, PrefixParts};
+use hermes_wire_anthropic::model as claude;
+use hermes_wire_anthropic::signed::carriers::{StoredLiterals, read_literals};
+use hermes_wire_anthropic::signed::replay::{self, PREFIX_BINDING_KEY, PrefixDigest};
 use sha2::{Digest as _, Sha256};
 
 /// Where a request goes: what the body depends on besides the history.
@@ -44,7 +44,7 @@ pub struct Target {
     /// thinking budget always sets it above the budget.
     pub max_tokens: Option<u32>,
     /// The account requests go under, as a digest of the credential
-    /// ([`crate::native::account_of`]; never the credential): what a bound Claude model's
+    /// ([`hermes_providers::native::account_of`]; never the credential): what a bound Claude model's
     /// reasoning is bound to (docs/spec.md §5a 1). A Bedrock API key names one; SigV4 credentials
     /// do not (temporary ones rotate within the hour, and what Bedrock checks is the AWS account,
     /// which no credential hermes holds names without a call to STS), so `None`.
@@ -64,7 +64,7 @@ pub struct Drops {
     pub thinking_off: bool,
 }
 
-/// What the Converse wire knows of a body beyond [`crate::native::Encoded`]'s common fields.
+/// What the Converse wire knows of a body beyond [`hermes_providers::native::Encoded`]'s common fields.
 #[derive(Clone, Debug, Default)]
 pub struct Bound {
     /// The digest of the conversation this request sends (stamped on the reply, as the
@@ -83,14 +83,14 @@ pub struct Bound {
     pub left_out: Vec<String>,
 }
 
-/// An encoded body: [`crate::native::Encoded`] with its refusable fields (`reasoningContent`,
+/// An encoded body: [`hermes_providers::native::Encoded`] with its refusable fields (`reasoningContent`,
 /// `signature`, `redactedContent`) and its `explain` lines (first the operation and path,
 /// `POST /model/…/converse`, then the policy, the thinking mapping and each assistant
 /// message's reasoning).
-pub type Encoded = crate::native::Encoded<Bound>;
+pub type Encoded = hermes_providers::native::Encoded<Bound>;
 
 /// The reply is stamped with the digest of the conversation it answers.
-impl crate::native::Stamp for Bound {
+impl hermes_providers::native::Stamp for Bound {
     fn stamp(&self) -> Vec<(String, RawJson)> {
         let mut stamp = vec![replay::prefix_stamp(&self.digest)];
         if let Some(binding) = &self.binding {
@@ -309,14 +309,14 @@ fn bind<'h>(
     }
 }
 
-pub use crate::native::EncodeError;
+pub use hermes_providers::native::EncodeError;
 
 /// The operation path a request for `model` goes to (`/model/{id}/converse` or
 /// `/converse-stream`), the model id percent-encoded as one segment.
 pub fn operation_path(model: &str, stream: bool) -> String {
     format!(
         "/model/{}/{}",
-        crate::aws::path_segment(model),
+        hermes_providers::aws::path_segment(model),
         if stream {
             "converse-stream"
         } else {

@@ -711,9 +711,9 @@ mod bedrock_wire {
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
     use super::*;
-    use crate::aws::{AwsAuth, AwsCredentials, AwsSigner};
     use crate::testing::frame;
-    use crate::transport::Auth;
+    use hermes_aws::{AwsAuth, AwsCredentials, AwsSigner};
+    use hermes_providers::Auth;
 
     fn fixed_clock() -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(1_700_000_000)
@@ -723,7 +723,7 @@ mod bedrock_wire {
         let b64 = base64::engine::general_purpose::STANDARD.encode(event);
         frame(
             &[(":event-type", "chunk"), (":message-type", "event")],
-            &format!(r#"{{"bytes":"{b64}","p":"abcdefghijkl"}}"#),
+            format!(r#"{{"bytes":"{b64}","p":"abcdefghijkl"}}"#),
         )
     }
 
@@ -1153,7 +1153,7 @@ mod bound {
             flavor: Flavor::Direct,
             base_url: super::DIRECT.to_owned(),
             max_tokens: None,
-            account: Some(crate::anthropic::account_of(account)),
+            account: Some(crate::account_of(account)),
         }
     }
 
@@ -1244,10 +1244,8 @@ mod bound {
             ("the account", "Be brief.", TOOLS, "sk-b"),
         ] {
             let mut h = conversation(FABLE, system, Some(&binding));
-            h[2].extra.push((
-                crate::anthropic::body::PREFIX_PARTS_KEY.to_owned(),
-                parts.clone(),
-            ));
+            h[2].extra
+                .push((crate::body::PREFIX_PARTS_KEY.to_owned(), parts.clone()));
             let out = encode(&h, FABLE, tools, account);
             assert!(
                 out.explain.iter().any(|l| l.contains(&format!(

@@ -1,10 +1,17 @@
-//! The AWS Bedrock Converse wire (`/model/{id}/converse` and `/converse-stream`): the request
-//! body written as botocore writes it (`body`, `pyjson`), what a model id implies (`model`),
-//! reply and event-stream capture (`capture`), and the HTTP side with SigV4, its refusal reading
-//! and its one-time recoveries (this module).
+//! hermes-wire-bedrock: the AWS Bedrock Converse wire of hermes (`/model/{id}/converse` and
+//! `/converse-stream`, provider `bedrock`), one wire as one crate (issue 51).
+//!
+//! What it holds: the request body written as botocore writes it (`body`, `pyjson`), what a
+//! model id implies (`model`, reading the Anthropic wire's Claude tables), images (`media`),
+//! reply and event-stream capture (`capture`, storing a Claude turn exactly as the Messages wire
+//! does, through `hermes_wire_anthropic::signed`), the HTTP side with AWS auth (SigV4 or a
+//! Bedrock API key, `hermes-aws`), its refusal reading and its one-time recoveries (this
+//! module), and the wire's descriptor ([`DESCRIPTOR`], its [`PROVIDERS`]) which the engine
+//! registers when its `bedrock` feature is on.
 
 mod body;
-pub(crate) mod capture;
+mod capture;
+mod descriptor;
 mod media;
 mod model;
 mod pyjson;
@@ -16,15 +23,18 @@ use futures_util::StreamExt as _;
 use hermes_core::transport::{OnDelta, Reply, SendResult, TransportError};
 use hermes_core::{Origin, Outgoing, Recovery, RequestParts, Wire};
 
-use crate::aws::FrameReader;
-use crate::signed::carriers::{CaptureError, read_whole};
-use crate::signed::replay::signature_drops;
-use crate::transport::{Auth, ChatTransport, Signer, chunk_error};
+use hermes_aws::FrameReader;
+use hermes_providers::native::read::chunk_error;
+use hermes_providers::native::read::read_whole;
+use hermes_providers::native::reply::CaptureError;
+use hermes_providers::{Auth, ChatTransport, Signer};
+use hermes_wire_anthropic::signed::replay::signature_drops;
 
 pub use body::{
     Bound, Drops, EncodeError, Encoded, PLACEHOLDER, TRANSFORMATIONS_PATH, Target, encode,
     operation_path,
 };
+pub use descriptor::{DESCRIPTOR, PROVIDERS};
 pub use model::{BedrockModel, Policy};
 
 /// The wire's id (its verdicts are kept under it).
@@ -37,7 +47,7 @@ pub struct BedrockWire {
     pub client: ChatTransport,
     /// Where requests go, and the configured `maxTokens`.
     pub target: Target,
-    /// What signs each request (SigV4 or a Bedrock API key: [`crate::aws::AwsSigner`]); none
+    /// What signs each request (SigV4 or a Bedrock API key: [`hermes_aws::AwsSigner`]); none
     /// for a loopback endpoint.
     pub auth: Option<Arc<dyn Signer>>,
 }
@@ -80,7 +90,7 @@ pub fn explain(parts: &RequestParts<'_>, target: &Target) -> Result<Vec<String>,
 /// The words of a Bedrock error body: the `message` (or `Message`) of its JSON envelope
 /// (`{"message": "…"}`, the type travels in a header), else the body itself.
 fn error_message(body: &str) -> String {
-    crate::native::envelope::message_of(body)
+    hermes_providers::native::envelope::message_of(body)
 }
 
 #[async_trait::async_trait]

@@ -13,12 +13,12 @@ use serde_json::{Value, json};
 use super::body::{Drops, PLACEHOLDER, Target, encode};
 use super::capture::{CaptureError, StreamCapture, capture_reply};
 use super::{BedrockWire, WIRE_ID, explain, url};
-use crate::aws::FrameReader;
-use crate::reply::Captured;
-use crate::signed::replay::PrefixDigest;
-use crate::testing::{
+use hermes_aws::FrameReader;
+use hermes_providers::native::reply::Captured;
+use hermes_providers::testing::{
     ClaudeTurn, Seen, arguments, check_claude_turn, decision, details, extra, history,
 };
+use hermes_wire_anthropic::signed::replay::PrefixDigest;
 
 const BASE: &str = "https://bedrock-runtime.us-east-1.amazonaws.com";
 const HOST: &str = "bedrock-runtime.us-east-1.amazonaws.com";
@@ -36,11 +36,11 @@ fn origin_at(host: &str, model: &str) -> Value {
 
 /// A signed tool step as captured from `model` on the Bedrock host.
 fn step(model: &str, id: &str, digest: Option<String>) -> Value {
-    crate::testing::step(origin_at(HOST, model), id, digest)
+    hermes_wire_anthropic::testing::step(origin_at(HOST, model), id, digest)
 }
 
 fn loop_history(model: &str) -> Vec<Message> {
-    crate::testing::loop_history(step(model, "toolu_1", None))
+    hermes_providers::testing::loop_history(step(model, "toolu_1", None))
 }
 
 fn target() -> Target {
@@ -106,7 +106,7 @@ fn blocks_another_claude_minted_are_left_out_and_counted_once_each() {
         SONNET45,
         ThinkingRequest::Effort(hermes_core::Effort::High),
     );
-    crate::testing::provenance_counted(&out.explain, out.carriers.dropped_provenance);
+    hermes_providers::testing::provenance_counted(&out.explain, out.carriers.dropped_provenance);
     let own = body_for(
         &loop_history(OPUS),
         OPUS,
@@ -149,7 +149,11 @@ fn in_the_loop_signed_blocks_go_back_verbatim_first_and_in_captured_order() {
 #[test]
 fn stored_blocks_stamped_with_private_keys_go_back_without_them() {
     let plain = body_for(&loop_history(OPUS), OPUS, high());
-    let out = body_for(&crate::testing::stamped(loop_history(OPUS)), OPUS, high());
+    let out = body_for(
+        &hermes_providers::testing::stamped(loop_history(OPUS)),
+        OPUS,
+        high(),
+    );
     assert_eq!(out.text, plain.text);
     assert!(!out.text.contains("\"_"), "{}", out.text);
 }
@@ -818,20 +822,20 @@ fn a_captured_turn_replays_on_this_wire_exactly_as_received() {
 }
 
 fn frame(event: &str, payload: Value) -> Vec<u8> {
-    crate::testing::frame(
+    hermes_aws::testing::frame(
         &[
             (":message-type", "event"),
             (":event-type", event),
             (":content-type", "application/json"),
         ],
-        &payload.to_string(),
+        payload.to_string(),
     )
 }
 
 fn exception(kind: &str, message: &str) -> Vec<u8> {
-    crate::testing::frame(
+    hermes_aws::testing::frame(
         &[(":message-type", "exception"), (":exception-type", kind)],
-        &json!({"message": message}).to_string(),
+        json!({"message": message}).to_string(),
     )
 }
 
@@ -1071,9 +1075,9 @@ mod binding {
     use hermes_core::left_out::{LEFT_OUT_KEY, carrier_id};
 
     use super::*;
-    use crate::bedrock::TRANSFORMATIONS_PATH;
-    use crate::bedrock::body::Encoded;
-    use crate::signed::replay::PREFIX_BINDING_KEY;
+    use crate::TRANSFORMATIONS_PATH;
+    use crate::body::Encoded;
+    use hermes_wire_anthropic::signed::replay::PREFIX_BINDING_KEY;
 
     /// A bound Claude model (`anthropic::BOUND_FROM`) on Bedrock.
     const FABLE: &str = "us.anthropic.claude-fable-5-1-20260901-v1:0";
@@ -1088,7 +1092,7 @@ mod binding {
             .thinking(HIGH)
             .tools(Some(&tools));
         let target = Target {
-            account: account.map(crate::native::account_of),
+            account: account.map(hermes_providers::native::account_of),
             ..target()
         };
         encode(&parts, &target, &Drops::default()).unwrap()
@@ -1159,12 +1163,12 @@ mod binding {
         assert_eq!(out.carriers.dropped_prefix, 0);
         assert!(out.wire.left_out.is_empty());
         // The reply is stamped with the whole conversation's binding, and its parts.
-        let stamp = crate::native::Stamp::stamp(&out.wire);
+        let stamp = hermes_providers::native::Stamp::stamp(&out.wire);
         assert!(stamp.iter().any(|(k, _)| k == PREFIX_BINDING_KEY));
         assert!(stamp.iter().any(|(k, _)| k == PREFIX_PARTS_KEY_NAME));
     }
 
-    const PREFIX_PARTS_KEY_NAME: &str = crate::anthropic::body::PREFIX_PARTS_KEY;
+    const PREFIX_PARTS_KEY_NAME: &str = hermes_wire_anthropic::body::PREFIX_PARTS_KEY;
 
     #[test]
     fn a_changed_system_prompt_tool_list_or_account_leaves_the_blocks_out_for_good() {
@@ -1304,7 +1308,7 @@ mod binding {
         let kept = &message
             .extra
             .iter()
-            .find(|(k, _)| k == crate::anthropic::TRANSFORMATIONS_KEY)
+            .find(|(k, _)| k == hermes_wire_anthropic::TRANSFORMATIONS_KEY)
             .unwrap()
             .1;
         assert_eq!(kept.get(), dropped);
@@ -1333,7 +1337,7 @@ mod binding {
             ),
         ];
         for (kind, payload) in frames {
-            let frame = crate::aws::Frame {
+            let frame = hermes_aws::Frame {
                 message_type: "event".to_owned(),
                 event_type: Some(kind.to_owned()),
                 exception_type: None,
@@ -1347,7 +1351,7 @@ mod binding {
             message
                 .extra
                 .iter()
-                .any(|(k, _)| k == crate::anthropic::TRANSFORMATIONS_KEY)
+                .any(|(k, _)| k == hermes_wire_anthropic::TRANSFORMATIONS_KEY)
         );
     }
 }

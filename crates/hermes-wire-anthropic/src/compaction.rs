@@ -9,7 +9,7 @@
 //! in the place of what it summarised, followed by the kept turns verbatim.
 //!
 //! Replay ([`super::body`]): the block leads the assistant message that carries it, and goes
-//! only to the provider, model ([`crate::native::stored::own`]) and account ([`ACCOUNT_KEY`])
+//! only to the provider, model ([`hermes_providers::native::stored::own`]) and account ([`ACCOUNT_KEY`])
 //! that minted it; anywhere else the message is hermes' own checkpoint of its readable summary
 //! ([`hermes_core::checkpoint::as_own_checkpoints`]). In the provider's prefix the block stands
 //! for the messages it summarised, so the kept turns' thinking stays valid: hermes records, per

@@ -1,0 +1,32 @@
+//! Helpers the unit tests of the Claude wires share (this crate's `test-support` feature, for the
+//! Bedrock wire's tests; not part of its API): the native-wire kit's own helpers, and a signed
+//! tool step as captured.
+
+// Test helpers: a failed expectation panics, as in the tests that call them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+pub use hermes_providers::testing::*;
+use serde_json::{Value, json};
+
+use crate::signed::replay::PREFIX_KEY;
+
+/// A signed tool step as captured from `origin`, with its prefix digest when one is given.
+pub fn step(origin: Value, id: &str, digest: Option<String>) -> Value {
+    let mut msg = json!({
+        "role": "assistant", "content": null,
+        "tool_calls": [{"id": id, "type": "function",
+                        "function": {"name": "now", "arguments": "{\"n\":123456789012345678901234567890}"}}],
+        "reasoning_content": "Call now é/.",
+        "reasoning_details": ["@SIG", "@RED"],
+        "origin": origin,
+        "hermes_block_order": ["thinking", "redacted_thinking", "tool_use"],
+    });
+    if let Some(d) = digest {
+        msg[PREFIX_KEY] = json!(d);
+    }
+    msg
+}
+
+/// One AWS event-stream frame (the InvokeModel door's tests).
+#[cfg(test)]
+pub use hermes_aws::testing::frame;
