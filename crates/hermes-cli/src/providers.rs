@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use hermes_engine::Engine;
-use hermes_engine::providers::ProviderSpec;
+use hermes_engine::providers::{Access, ProviderSpec};
 use serde_json::{Value, json};
 
 use crate::cli::ProvidersArgs;
@@ -13,19 +13,19 @@ use crate::out::text;
 
 /// Where a provider's requests go when the registry has no fixed base URL.
 fn base_url(spec: &ProviderSpec) -> String {
-    match (spec.base_url, spec.id) {
+    match (spec.base_url, spec.access) {
         (Some(url), _) => url.to_owned(),
-        (None, "vertex-anthropic" | "vertex-gemini") => {
+        (None, Access::GoogleCloud { .. }) => {
             "https://{region}-aiplatform.googleapis.com ([vertex] project, region)".to_owned()
         }
-        (None, "bedrock" | "bedrock-anthropic") => {
+        (None, Access::Aws) => {
             format!(
                 "{} (the AWS region)",
                 hermes_engine::providers::aws::runtime_base_url("{region}")
             )
         }
-        (None, "foundry-anthropic") => {
-            "--base-url https://{resource}.services.ai.azure.com/anthropic".to_owned()
+        (None, Access::Resource { example, .. }) => {
+            format!("--base-url {}", example.replace("RESOURCE", "{resource}"))
         }
         (None, _) => "--base-url required".to_owned(),
     }
@@ -33,11 +33,9 @@ fn base_url(spec: &ProviderSpec) -> String {
 
 /// Where a provider's credentials come from.
 fn key(spec: &ProviderSpec) -> String {
-    match (spec.key_var, spec.id) {
+    match (spec.key_var, spec.access) {
         (Some(var), _) => var.to_owned(),
-        (None, "bedrock" | "bedrock-anthropic") => {
-            "AWS credential chain, or AWS_BEARER_TOKEN_BEDROCK".to_owned()
-        }
+        (None, Access::Aws) => "AWS credential chain, or AWS_BEARER_TOKEN_BEDROCK".to_owned(),
         (None, _) => "none".to_owned(),
     }
 }

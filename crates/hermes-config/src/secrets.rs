@@ -205,7 +205,7 @@ mod tests {
 
     #[test]
     fn the_key_variables_of_an_added_wires_providers_are_secrets() {
-        use hermes_engine::providers::{Descriptor, ProviderSpec, WireDescriptor};
+        use hermes_engine::providers::{Access, Descriptor, ProviderSpec, WireDescriptor};
         /// The built-in chat completions wire, which the added one builds and explains with.
         fn chat() -> Arc<dyn WireDescriptor> {
             hermes_engine::builtin_wires()
@@ -227,9 +227,11 @@ mod tests {
                 id: "added",
                 base_url: None,
                 key_var: Some("CARGO_MANIFEST_DIR"),
+                access: Access::Key,
             }],
             build: |target, client, credentials| chat().build(target, client, credentials),
             explain: |target, parts, stored| chat().explain(target, parts, stored),
+            client_blocks: None,
         }));
         assert_eq!(gather(None, &config, &wires).redact(&value), REDACTED);
     }

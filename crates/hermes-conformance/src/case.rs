@@ -371,6 +371,7 @@ impl Case {
                     hermes_engine::wires::provider(&self.provider).and_then(|p| p.base_url)
                 });
                 hermes_engine::wires::client_blocks_to(
+                    &hermes_engine::builtin_wires(),
                     &mut history,
                     wire_id,
                     base_url.unwrap_or_default(),

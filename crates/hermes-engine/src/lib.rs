@@ -65,7 +65,7 @@ pub use hermes_compaction::{CompactionOverrides, SUMMARY_INSTRUCTIONS};
 /// specs, AWS credentials, and the readers the gateway's doors parse requests with.
 pub mod providers {
     pub use hermes_providers::wires::Descriptor;
-    pub use hermes_providers::{ProviderSpec, WireDescriptor, Wires};
+    pub use hermes_providers::{Access, ProviderSpec, WireDescriptor, Wires};
 
     /// AWS credentials and the Bedrock runtime's base URL.
     pub mod aws {

@@ -588,6 +588,7 @@ impl Engine {
             // and host are settled: only to Claude on the Messages wire (docs/spec.md §10). What is
             // stored (the preamble) keeps them as sent.
             crate::wires::client_blocks_to(
+                self.wires(),
                 &mut conversation.messages,
                 target.transport.wire().id(),
                 &target.base(),

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use hermes_core::{Effort, TargetHost, ThinkingRequest};
-use hermes_providers::{ProviderSpec, Wires};
+use hermes_providers::{Access, ProviderSpec, Wires};
 use hermes_store::StoredThinking;
 
 use crate::error::{EngineError, KeyRefusal, Setting};
@@ -164,31 +164,19 @@ impl VertexDefaults {
         self
     }
 
-    /// The variables provider `provider` reads, project first then region, in order of
-    /// preference: its own SDK's, then the other's as google-auth would.
-    fn variables_for(provider: &str) -> ([&'static str; 2], [&'static str; 2]) {
-        if provider == "vertex-anthropic" {
-            (
-                ["ANTHROPIC_VERTEX_PROJECT_ID", "GOOGLE_CLOUD_PROJECT"],
-                ["CLOUD_ML_REGION", "GOOGLE_CLOUD_LOCATION"],
-            )
-        } else {
-            (
-                ["GOOGLE_CLOUD_PROJECT", "ANTHROPIC_VERTEX_PROJECT_ID"],
-                ["GOOGLE_CLOUD_LOCATION", "CLOUD_ML_REGION"],
-            )
-        }
-    }
-
     /// The first value among `vars`.
     fn variable(&self, vars: [&str; 2]) -> Option<String> {
         vars.iter().find_map(|v| self.variables.get(*v).cloned())
     }
 
-    /// Where `provider`'s requests go: config first, then the SDKs' variables; the region
-    /// defaults to `global`. `None` when no project is known.
-    pub fn location(&self, provider: &str) -> Option<VertexLocation> {
-        let (project_vars, region_vars) = Self::variables_for(provider);
+    /// Where the requests of a provider reading `project_vars` and `region_vars` (its
+    /// [`Access::GoogleCloud`], in order of preference) go: config first, then those variables;
+    /// the region defaults to `global`. `None` when no project is known.
+    pub fn location(
+        &self,
+        project_vars: [&str; 2],
+        region_vars: [&str; 2],
+    ) -> Option<VertexLocation> {
         let project = self
             .project
             .clone()
@@ -296,7 +284,7 @@ pub struct Settled {
     pub api_key: Option<ApiKey>,
     /// The key is a bearer token sent as `Authorization: Bearer` where the provider's own key
     /// header would go: Foundry with a Microsoft Entra ID token
-    /// ([`FOUNDRY_TOKEN_VAR`](hermes_wire_anthropic::FOUNDRY_TOKEN_VAR)).
+    /// (its [`Access::Resource`]'s `token_var`).
     pub bearer: bool,
     /// The simulator profile, for `--provider sim`.
     pub sim: Option<SimProfile>,
@@ -318,17 +306,12 @@ fn wire_of(wires: &Wires, provider: &str) -> &'static str {
         .map_or(hermes_core::CHAT_WIRE, |(_, wire)| wire.id())
 }
 
-/// Where `foundry-anthropic` takes a Microsoft Entra ID token when its key is not set.
-#[cfg(feature = "anthropic")]
-const FOUNDRY_TOKEN_VAR: &str = hermes_wire_anthropic::FOUNDRY_TOKEN_VAR;
-/// Without the Anthropic wire there is no `foundry-anthropic` ([`check_built`] refuses it).
-#[cfg(not(feature = "anthropic"))]
-const FOUNDRY_TOKEN_VAR: &str = "ANTHROPIC_FOUNDRY_AUTH_TOKEN";
-
-/// The AWS providers: credentials from the AWS environment and shared files (through the
-/// caller's [`AwsSecrets`](crate::AwsSecrets)), the host from the region.
-pub(crate) fn is_aws_provider(provider: &str) -> bool {
-    matches!(provider, "bedrock" | "bedrock-anthropic")
+/// How `provider` is reached, as the wire serving it on `wires` declares it ([`Access::Key`]
+/// for a provider no wire lists: chat completions at a base URL of the user's).
+fn access_of(wires: &Wires, provider: &str) -> Access {
+    wires
+        .provider(provider)
+        .map_or(Access::Key, |(spec, _)| spec.access)
 }
 
 /// The region a preview shows when none is configured.
@@ -491,7 +474,8 @@ pub(crate) fn settle(
             key_var: None,
             api_key: None,
             bearer: false,
-            aws_region: is_aws_provider(&profile.provider).then(|| PREVIEW_AWS_REGION.to_owned()),
+            aws_region: (access_of(wires, &profile.provider) == Access::Aws)
+                .then(|| PREVIEW_AWS_REGION.to_owned()),
             sim: Some(profile),
             reasoning_echo: section.reasoning_echo,
             vertex: None,
@@ -499,10 +483,11 @@ pub(crate) fn settle(
     }
 
     let spec = wires.provider(&provider).map(|(spec, _)| spec);
+    let access = spec.map_or(Access::Key, |s| s.access);
     let wire = wire_of(wires, &provider);
-    let vertex = if provider.starts_with("vertex-") {
-        let ([p1, p2], [r1, r2]) = VertexDefaults::variables_for(&provider);
-        Some(defaults.vertex.location(&provider).ok_or_else(|| {
+    let vertex = if let Access::GoogleCloud { project, region } = access {
+        let ([p1, p2], [r1, r2]) = (project, region);
+        Some(defaults.vertex.location(project, region).ok_or_else(|| {
             EngineError::Usage(format!(
                 "provider `{provider}` needs a Google Cloud project: set `project` under [vertex] in config.toml, or {p1} (or {p2}); the region comes from `region` under [vertex], {r1} or {r2} (default global)"
             ))
@@ -510,15 +495,15 @@ pub(crate) fn settle(
     } else {
         None
     };
-    if provider == "foundry-anthropic" && base_url.is_none() {
+    if let Access::Resource { example, .. } = access
+        && base_url.is_none()
+    {
         return Err(EngineError::Missing {
-            setting: Setting::ResourceUrl {
-                example: "https://RESOURCE.services.ai.azure.com/anthropic",
-            },
+            setting: Setting::ResourceUrl { example },
             provider: Some(provider),
         });
     }
-    let aws = is_aws_provider(&provider);
+    let aws = access == Access::Aws;
     if aws && purpose == Purpose::Send && defaults.aws_region.is_none() && base_url.is_none() {
         return Err(EngineError::Usage(format!(
             "provider `{provider}` needs an AWS region: set AWS_REGION, `region` for your profile in ~/.aws/config, or `region` under [bedrock] in config.toml"
@@ -589,17 +574,17 @@ pub(crate) fn settle(
         )
         .map_err(|why| EngineError::Failed(why.message(base_url, "AWS credentials")))?;
     } else if purpose == Purpose::Send {
-        // Foundry also takes a Microsoft Entra ID token, when its key is not set.
-        let foundry_token = FOUNDRY_TOKEN_VAR;
-        if settled.provider == "foundry-anthropic"
+        // A resource (Foundry) also takes a bearer token (a Microsoft Entra ID token), when its
+        // key is not set.
+        if let Access::Resource { token_var, .. } = access
             && settled
                 .key_var
                 .as_deref()
                 .and_then(key)
                 .is_none_or(|k| k.trim().is_empty())
-            && key(foundry_token).is_some_and(|t| !t.trim().is_empty())
+            && key(token_var).is_some_and(|t| !t.trim().is_empty())
         {
-            settled.key_var = Some(foundry_token.to_owned());
+            settled.key_var = Some(token_var.to_owned());
             settled.bearer = true;
         }
         settled.api_key = send_key(
@@ -675,12 +660,14 @@ fn send_key(
     let key_var = settled.key_var.as_deref().unwrap_or("HERMES_API_KEY");
     let api_key = key(key_var).filter(|k| !k.trim().is_empty());
     let local = TargetHost::from_base_url(base_url).is_some_and(|h| h.is_local_endpoint());
-    let optional = spec.is_none_or(|s| matches!(s.id, "custom" | "lmstudio"));
+    let access = spec.map_or(Access::Key, |s| s.access);
+    let optional = spec.is_none() || access == Access::OptionalKey;
     if api_key.is_none() && !local && !optional {
-        let or_token = if provider == "foundry-anthropic" {
-            format!(" (or {}, a Microsoft Entra ID token)", FOUNDRY_TOKEN_VAR)
-        } else {
-            String::new()
+        let or_token = match access {
+            Access::Resource {
+                token_var, token, ..
+            } => format!(" (or {token_var}, {token})"),
+            _ => String::new(),
         };
         return Err(EngineError::Credentials {
             provider: provider.clone(),

@@ -38,18 +38,20 @@ pub fn builtin_wires() -> Wires {
     wires
 }
 
-/// Where a gateway client's own thinking blocks may go, whichever wires this build has
-/// (docs/spec.md §10): the Anthropic wire's rule
-/// (`hermes_wire_anthropic::inbound::client_blocks_to`: only to Claude on the Messages
-/// wire, a gateway-signed one to no one); without the `anthropic` feature no target verifies
-/// them, and each one is left out. Returns how many items were left out.
-pub fn client_blocks_to(history: &mut [Message], wire: &str, base_url: &str) -> usize {
-    #[cfg(feature = "anthropic")]
-    return hermes_wire_anthropic::inbound::client_blocks_to(history, wire, base_url);
-    #[cfg(not(feature = "anthropic"))]
-    {
-        let _ = base_url;
-        hermes_providers::native::client_blocks::withhold(history, wire, |_| false)
+/// Where a gateway client's own thinking blocks may go (docs/spec.md §10): the rule of the
+/// wire `wire` in `wires` ([`WireDescriptor::client_blocks`](hermes_providers::WireDescriptor):
+/// the Anthropic wire's lets them through only to Claude, a gateway-signed one to no one; every
+/// other wire's leaves each one out), applied to `history` for a target at `base_url`. A wire
+/// `wires` does not hold gets none of them. Returns how many items were left out.
+pub fn client_blocks_to(
+    wires: &Wires,
+    history: &mut [Message],
+    wire: &str,
+    base_url: &str,
+) -> usize {
+    match wires.get(wire) {
+        Some(descriptor) => descriptor.client_blocks(history, base_url),
+        None => hermes_providers::native::client_blocks::withhold(history, wire, |_| false),
     }
 }
 
@@ -134,11 +136,13 @@ mod tests {
                 id: "mine",
                 base_url: Some("https://mine.test"),
                 key_var: Some("MINE_KEY"),
+                access: hermes_providers::Access::Key,
             },
             ProviderSpec {
                 id: "deepseek",
                 base_url: Some("https://deepseek.mine.test"),
                 key_var: None,
+                access: hermes_providers::Access::Key,
             },
         ],
         ..CHAT
@@ -179,5 +183,43 @@ mod tests {
             wires.get("mine").map(|w| w.name()),
             Some("OpenAI-compatible chat completions")
         );
+    }
+
+    /// A client's own signed block on a turn the store did not make (no origin).
+    fn client_history() -> Vec<hermes_core::Message> {
+        let text = r#"[{"role":"user","content":"hi"},
+            {"role":"assistant","content":"ok","reasoning_details":[
+              {"type":"thinking","thinking":"t","signature":"c2ln"}]},
+            {"role":"user","content":"more"}]"#;
+        hermes_core::parse_history(text).unwrap().messages
+    }
+
+    /// The wire's own rule decides where a client's blocks go: the engine asks the settled
+    /// wire's descriptor (a third party's included) and names none itself.
+    #[test]
+    fn a_clients_own_blocks_follow_the_settled_wires_rule() {
+        const KEEPS: Descriptor = Descriptor {
+            id: "keeps",
+            client_blocks: Some(|_, _| 0),
+            ..MINE
+        };
+        let mut wires = builtin_wires();
+        wires.register(std::sync::Arc::new(KEEPS));
+        let kept = |wire: &str, base_url: &str| {
+            let mut history = client_history();
+            let left_out = super::client_blocks_to(&wires, &mut history, wire, base_url);
+            (left_out, history[1].reasoning_details.is_some())
+        };
+        assert_eq!(kept("keeps", "https://mine.test"), (0, true));
+        assert_eq!(kept("chat", "https://api.deepseek.com/v1"), (1, false));
+        assert_eq!(kept("unknown", "https://mine.test"), (1, false));
+        #[cfg(feature = "anthropic")]
+        {
+            assert_eq!(kept("anthropic", "https://api.anthropic.com"), (0, true));
+            assert_eq!(
+                kept("anthropic", "https://relay.test/anthropic"),
+                (1, false)
+            );
+        }
     }
 }

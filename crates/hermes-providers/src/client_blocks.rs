@@ -1,7 +1,8 @@
 //! The loop that leaves a gateway client's own thinking blocks out of a history
 //! ([`withhold`]); which ones may stay is the Anthropic wire's rule
-//! (`anthropic::inbound::client_blocks_to`), and the engine applies it whichever wires a build
-//! has (`hermes_engine::wires::client_blocks_to`).
+//! (`hermes_wire_anthropic::inbound::client_blocks_to`, its descriptor's
+//! `WireDescriptor::client_blocks`), every other wire's leaves each one out, and the engine
+//! applies the settled wire's (`hermes_engine::wires::client_blocks_to`).
 
 use hermes_core::{DetailItem, Message, Role};
 

@@ -38,4 +38,4 @@ pub use hermes_core::transport::{Reply, TransportError};
 pub use registry::ProviderSpec;
 pub use routes::builtin_table;
 pub use transport::{Auth, ChatTransport, Endpoint, HttpChat, Signer, Waits};
-pub use wires::{Credentials, Descriptor, WireDescriptor, WireTarget, Wires};
+pub use wires::{Access, Credentials, Descriptor, WireDescriptor, WireTarget, Wires};

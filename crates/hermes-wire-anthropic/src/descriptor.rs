@@ -2,7 +2,9 @@
 //! the `bedrock` feature, whose AWS auth it needs) Bedrock InvokeModel.
 
 use hermes_core::{Message, RequestParts, Wire};
-use hermes_providers::wires::{Credentials, Descriptor, Explained, ProviderSpec, WireTarget};
+use hermes_providers::wires::{
+    Access, Credentials, Descriptor, Explained, ProviderSpec, WireTarget,
+};
 use hermes_providers::{Auth, ChatTransport};
 
 use crate::{self as anthropic, AnthropicWire};
@@ -15,6 +17,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     providers: PROVIDERS,
     build,
     explain,
+    client_blocks: Some(client_blocks),
 };
 
 /// The providers that speak Anthropic Messages.
@@ -23,17 +26,29 @@ pub const PROVIDERS: &[ProviderSpec] = &[
         id: "anthropic",
         base_url: Some("https://api.anthropic.com"),
         key_var: Some("ANTHROPIC_API_KEY"),
+        access: Access::Key,
     },
     ProviderSpec {
         id: "vertex-anthropic",
         base_url: None,
         key_var: Some("GOOGLE_OAUTH_ACCESS_TOKEN"),
+        // Anthropic's Vertex client reads `ANTHROPIC_VERTEX_PROJECT_ID` and `CLOUD_ML_REGION`
+        // (anthropic-sdk-python `lib/vertex/_client.py`), then google-genai's, as google-auth
+        // would.
+        access: Access::GoogleCloud {
+            project: ["ANTHROPIC_VERTEX_PROJECT_ID", "GOOGLE_CLOUD_PROJECT"],
+            region: ["CLOUD_ML_REGION", "GOOGLE_CLOUD_LOCATION"],
+        },
     },
     ProviderSpec {
-        // https://{resource}.services.ai.azure.com/anthropic: the resource is the user's.
         id: "foundry-anthropic",
         base_url: None,
         key_var: Some("ANTHROPIC_FOUNDRY_API_KEY"),
+        access: Access::Resource {
+            example: "https://RESOURCE.services.ai.azure.com/anthropic",
+            token_var: anthropic::FOUNDRY_TOKEN_VAR,
+            token: "a Microsoft Entra ID token",
+        },
     },
     // Claude's Messages bodies over Bedrock InvokeModel: the host follows the AWS region;
     // credentials come from the AWS environment and shared files (or a Bedrock API key).
@@ -42,6 +57,7 @@ pub const PROVIDERS: &[ProviderSpec] = &[
         id: "bedrock-anthropic",
         base_url: None,
         key_var: None,
+        access: Access::Aws,
     },
 ];
 
@@ -104,4 +120,10 @@ fn build(target: &WireTarget, http: ChatTransport, auth: Credentials) -> Box<dyn
         target,
         auth,
     })
+}
+
+/// The Anthropic wire's rule for a gateway client's own thinking blocks
+/// ([`inbound::client_blocks_to`]: only Claude, which verifies its signatures, gets them).
+fn client_blocks(history: &mut [Message], base_url: &str) -> usize {
+    anthropic::inbound::client_blocks_to(history, anthropic::WIRE_ID, base_url)
 }

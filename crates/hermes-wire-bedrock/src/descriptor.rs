@@ -2,7 +2,9 @@
 
 use hermes_core::{Message, RequestParts, Wire};
 use hermes_providers::ChatTransport;
-use hermes_providers::wires::{Credentials, Descriptor, Explained, ProviderSpec, WireTarget};
+use hermes_providers::wires::{
+    Access, Credentials, Descriptor, Explained, ProviderSpec, WireTarget,
+};
 
 use crate::{self as bedrock, BedrockWire};
 
@@ -14,6 +16,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     providers: PROVIDERS,
     build,
     explain,
+    client_blocks: None,
 };
 
 /// The providers that speak Bedrock Converse.
@@ -24,6 +27,7 @@ pub const PROVIDERS: &[ProviderSpec] = &[
         id: "bedrock",
         base_url: None,
         key_var: None,
+        access: Access::Aws,
     },
 ];
 

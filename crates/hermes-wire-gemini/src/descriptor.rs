@@ -1,7 +1,9 @@
 //! The Gemini generateContent wire's descriptor: AI Studio and Vertex.
 
 use hermes_core::{Message, RequestParts, Wire};
-use hermes_providers::wires::{Credentials, Descriptor, Explained, ProviderSpec, WireTarget};
+use hermes_providers::wires::{
+    Access, Credentials, Descriptor, Explained, ProviderSpec, WireTarget,
+};
 use hermes_providers::{Auth, ChatTransport};
 
 use crate::{self as gemini, GeminiWire};
@@ -14,6 +16,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     providers: PROVIDERS,
     build,
     explain,
+    client_blocks: None,
 };
 
 /// The providers that speak Gemini generateContent.
@@ -22,12 +25,19 @@ pub const PROVIDERS: &[ProviderSpec] = &[
         id: "gemini",
         base_url: Some("https://generativelanguage.googleapis.com/v1beta"),
         key_var: Some("GEMINI_API_KEY"),
+        access: Access::Key,
     },
     ProviderSpec {
         // `[vertex] project`, `region` in config.toml; a bearer token.
         id: "vertex-gemini",
         base_url: None,
         key_var: Some("GOOGLE_OAUTH_ACCESS_TOKEN"),
+        // google-genai reads `GOOGLE_CLOUD_PROJECT` and `GOOGLE_CLOUD_LOCATION`
+        // (googleapis/python-genai `google/genai/_api_client.py`), then Anthropic's.
+        access: Access::GoogleCloud {
+            project: ["GOOGLE_CLOUD_PROJECT", "ANTHROPIC_VERTEX_PROJECT_ID"],
+            region: ["GOOGLE_CLOUD_LOCATION", "CLOUD_ML_REGION"],
+        },
     },
 ];
 

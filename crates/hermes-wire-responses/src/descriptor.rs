@@ -1,7 +1,9 @@
 //! The OpenAI Responses wire's descriptor.
 
 use hermes_core::{Message, RequestParts, Wire};
-use hermes_providers::wires::{Credentials, Descriptor, Explained, ProviderSpec, WireTarget};
+use hermes_providers::wires::{
+    Access, Credentials, Descriptor, Explained, ProviderSpec, WireTarget,
+};
 use hermes_providers::{Auth, ChatTransport};
 
 use crate::{self as responses, ResponsesWire};
@@ -14,6 +16,7 @@ pub const DESCRIPTOR: Descriptor = Descriptor {
     providers: PROVIDERS,
     build,
     explain,
+    client_blocks: None,
 };
 
 /// The providers that speak OpenAI Responses.
@@ -22,6 +25,7 @@ pub const PROVIDERS: &[ProviderSpec] = &[ProviderSpec {
     id: "openai-responses",
     base_url: Some("https://api.openai.com/v1"),
     key_var: Some("OPENAI_API_KEY"),
+    access: Access::Key,
 }];
 
 /// The Responses wire for `target`, its key as a bearer token.

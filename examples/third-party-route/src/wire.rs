@@ -31,7 +31,7 @@ use hermes_core::{
     Usage, Wire,
 };
 use hermes_providers::wires::Descriptor;
-use hermes_providers::{Auth, ChatTransport, ProviderSpec};
+use hermes_providers::{Access, Auth, ChatTransport, ProviderSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -49,6 +49,7 @@ const PROVIDERS: &[ProviderSpec] = &[ProviderSpec {
     id: "acme-json",
     base_url: Some("https://api.acme-thinking.test"),
     key_var: Some("ACME_API_KEY"),
+    access: Access::Key,
 }];
 
 /// The Acme JSON wire's descriptor, what `Engine::with_wire` takes: hermes-providers'
@@ -70,6 +71,8 @@ pub const ACME_JSON: Descriptor = Descriptor {
         let url = format!("POST {}", url(&target.base_url));
         Ok(std::iter::once(url).chain(encoded.explain).collect())
     },
+    // A gateway client's own thinking blocks: the default, none of them goes to Acme.
+    client_blocks: None,
 };
 
 /// The Acme JSON wire bound to one endpoint.

@@ -646,3 +646,135 @@ fn knows_provider_answers_as_the_sorted_list_does() {
     assert!(!bare.knows_provider("sim"));
     assert!(named.knows_provider("sim"));
 }
+
+/// A third party's wire whose providers declare each [`Access`]: settlement reads the
+/// declaration, never a provider's name, so a provider of one's own is settled like the
+/// built-in Foundry, Bedrock and Vertex ones.
+#[test]
+fn settlement_follows_the_access_a_wire_declares_not_provider_names() {
+    use hermes_providers::wires::{CHAT, Descriptor};
+    const PROVIDERS: &[ProviderSpec] = &[
+        ProviderSpec {
+            id: "acme-resource",
+            base_url: None,
+            key_var: Some("ACME_KEY"),
+            access: Access::Resource {
+                example: "https://RESOURCE.acme.test/v1",
+                token_var: "ACME_TOKEN",
+                token: "an Acme session token",
+            },
+        },
+        ProviderSpec {
+            id: "acme-aws",
+            base_url: None,
+            key_var: None,
+            access: Access::Aws,
+        },
+        ProviderSpec {
+            id: "acme-cloud",
+            base_url: None,
+            key_var: Some("ACME_CLOUD_TOKEN"),
+            access: Access::GoogleCloud {
+                project: ["ACME_PROJECT", "GOOGLE_CLOUD_PROJECT"],
+                region: ["ACME_REGION", "GOOGLE_CLOUD_LOCATION"],
+            },
+        },
+        ProviderSpec {
+            id: "acme-own",
+            base_url: Some("https://own.acme.test/v1"),
+            key_var: Some("ACME_OWN_KEY"),
+            access: Access::OptionalKey,
+        },
+    ];
+    const ACME: Descriptor = Descriptor {
+        id: "acme",
+        providers: PROVIDERS,
+        ..CHAT
+    };
+    let mut wires = crate::builtin_wires();
+    wires.register(std::sync::Arc::new(ACME));
+    let settle_on = |provider: &str,
+                     url: Option<&str>,
+                     defaults: &Defaults,
+                     purpose,
+                     key: &dyn Fn(&str) -> Option<String>| {
+        super::settle(
+            &wires,
+            &[],
+            &Choice::new(Some(provider), Some("m"), url),
+            None,
+            defaults,
+            purpose,
+            key,
+        )
+    };
+    let none = |_: &str| None;
+
+    // A resource: its URL is required, named by the declared example; its token stands in
+    // for a missing key, as a bearer token.
+    let defaults = Defaults::default();
+    let err = settle_on("acme-resource", None, &defaults, Purpose::Send, &none).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            EngineError::Missing {
+                setting: Setting::ResourceUrl {
+                    example: "https://RESOURCE.acme.test/v1"
+                },
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let token = |var: &str| (var == "ACME_TOKEN").then(|| "tok".to_owned());
+    let url = Some("https://mine.acme.test/v1");
+    let s = settle_on("acme-resource", url, &defaults, Purpose::Send, &token).unwrap();
+    assert!(s.bearer);
+    assert_eq!(s.key_var.as_deref(), Some("ACME_TOKEN"));
+    let err = settle_on("acme-resource", url, &defaults, Purpose::Send, &none).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "missing API key for `acme-resource`: set ACME_KEY (or ACME_TOKEN, an Acme session token)"
+    );
+
+    // AWS: a region is needed, the base URL is its runtime host, and no key variable is read.
+    let err = settle_on("acme-aws", None, &defaults, Purpose::Send, &none).unwrap_err();
+    assert!(err.to_string().contains("needs an AWS region"), "{err}");
+    let west = Defaults {
+        aws_region: Some("us-west-2".to_owned()),
+        ..Defaults::default()
+    };
+    let s = settle_on("acme-aws", None, &west, Purpose::Preview, &none).unwrap();
+    assert_eq!(s.aws_region.as_deref(), Some("us-west-2"));
+    assert_eq!(s.key_var, None);
+    assert_eq!(
+        s.base_url.as_deref(),
+        Some("https://bedrock-runtime.us-west-2.amazonaws.com")
+    );
+
+    // Google Cloud: the declared variables, in its order of preference.
+    let err = settle_on("acme-cloud", None, &defaults, Purpose::Preview, &none).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("ACME_PROJECT (or GOOGLE_CLOUD_PROJECT)"),
+        "{err}"
+    );
+    let cloud = Defaults {
+        vertex: VertexDefaults::default().with_variables(|var| match var {
+            "GOOGLE_CLOUD_PROJECT" => Some("theirs".to_owned()),
+            "GOOGLE_CLOUD_LOCATION" => Some("europe-west1".to_owned()),
+            _ => None,
+        }),
+        ..Defaults::default()
+    };
+    let s = settle_on("acme-cloud", None, &cloud, Purpose::Preview, &none).unwrap();
+    let vertex = s.vertex.expect("a Google Cloud location");
+    assert_eq!(
+        (vertex.project.as_str(), vertex.region.as_str()),
+        ("theirs", "europe-west1")
+    );
+
+    // An optional key: none set is no error.
+    let s = settle_on("acme-own", None, &defaults, Purpose::Send, &none).unwrap();
+    assert_eq!(s.api_key, None);
+}

@@ -2,7 +2,7 @@
 
 use hermes_core::{Message, RequestParts, ShapeContext, Wire};
 
-use super::{Credentials, Explained, ProviderSpec, WireTarget};
+use super::{Access, Credentials, Explained, ProviderSpec, WireTarget};
 use crate::transport::{ChatTransport, Endpoint, HttpChat};
 
 /// The chat-completions wire for `target`, its key as a bearer token.
@@ -53,6 +53,15 @@ const fn chat(id: &'static str, base_url: Option<&'static str>, key: &'static st
         id,
         base_url,
         key_var: Some(key),
+        access: Access::Key,
+    }
+}
+
+/// A chat-completions server of the user's own, which may need no key.
+const fn own(id: &'static str, base_url: Option<&'static str>, key: &'static str) -> ProviderSpec {
+    ProviderSpec {
+        access: Access::OptionalKey,
+        ..chat(id, base_url, key)
     }
 }
 
@@ -80,6 +89,6 @@ pub(super) const PROVIDERS: &[ProviderSpec] = &[
     chat("ollama-cloud", Some("https://ollama.com/v1"), "OLLAMA_API_KEY"),
     chat("gemini-openai", Some("https://generativelanguage.googleapis.com/v1beta/openai"), "GEMINI_API_KEY"),
     chat("copilot", Some("https://api.githubcopilot.com"), "GITHUB_COPILOT_TOKEN"),
-    chat("lmstudio", Some("http://127.0.0.1:1234/v1"), "HERMES_API_KEY"),
-    chat("custom", None, "HERMES_API_KEY"),
+    own("lmstudio", Some("http://127.0.0.1:1234/v1"), "HERMES_API_KEY"),
+    own("custom", None, "HERMES_API_KEY"),
 ];

@@ -18,10 +18,46 @@ mod chat;
 pub struct ProviderSpec {
     /// Provider id (`--provider`).
     pub id: &'static str,
-    /// Default base URL; `None` when `--base-url` is required.
+    /// Default base URL; `None` when `--base-url` is required (or [`Access`] derives it).
     pub base_url: Option<&'static str>,
     /// Environment variable holding the API key; `None` when no key is needed.
     pub key_var: Option<&'static str>,
+    /// What settlement needs of the provider beyond its key variable.
+    pub access: Access,
+}
+
+/// How a provider is reached beyond its key variable: what the engine's settlement needs of it
+/// (docs/spec.md §8a), declared by the wire that serves it, so that the engine names no
+/// provider.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// An API key in `key_var`, required unless the endpoint is on this machine.
+    Key,
+    /// An API key in `key_var` when one is set: the server (the user's own) may need none.
+    OptionalKey,
+    /// A resource of the user's own: its base URL is required, shaped like `example`
+    /// (`RESOURCE` the part that is the user's); the key in `key_var`, else a bearer token in
+    /// `token_var` (Azure Foundry's Microsoft Entra ID token).
+    Resource {
+        /// The base URL's shape, e.g. `https://RESOURCE.services.ai.azure.com/anthropic`.
+        example: &'static str,
+        /// Where a bearer token is read when the key is not set.
+        token_var: &'static str,
+        /// What that token is, as a missing key's error names it ("a Microsoft Entra ID
+        /// token").
+        token: &'static str,
+    },
+    /// AWS credentials (SigV4 or a Bedrock API key, from the AWS environment and shared files),
+    /// signed for a region; the base URL is the region's Bedrock runtime host.
+    Aws,
+    /// A Google Cloud project and region (Vertex AI): each from config, else from the first of
+    /// its variables that is set (the region defaults to `global`); a bearer token in `key_var`.
+    GoogleCloud {
+        /// The variables naming the project, in order of preference.
+        project: [&'static str; 2],
+        /// The variables naming the region, in order of preference.
+        region: [&'static str; 2],
+    },
 }
 
 /// Why a body could not be explained: the wire's own encode error (its text is what
@@ -62,6 +98,15 @@ pub trait WireDescriptor: Send + Sync {
         parts: &RequestParts<'_>,
         stored: &[Message],
     ) -> Result<Vec<String>, ExplainError>;
+
+    /// Leaves out of `history` (a gateway client's history lined up with the store) the
+    /// client's own thinking blocks that a target of this wire at `base_url` must not get
+    /// (docs/spec.md §10), and returns how many. The default leaves out every one: only a wire
+    /// whose provider verifies its own signatures keeps them (the Anthropic wire's rule).
+    fn client_blocks(&self, history: &mut [Message], base_url: &str) -> usize {
+        let _ = base_url;
+        crate::client_blocks::withhold(history, self.id(), |_| false)
+    }
 }
 
 /// How a [`Descriptor`] builds its wire ([`WireDescriptor::build`]).
@@ -72,6 +117,10 @@ pub type Explained = Result<Vec<String>, ExplainError>;
 
 /// How a [`Descriptor`] explains a body ([`WireDescriptor::explain`]).
 pub type ExplainFn = fn(&WireTarget, &RequestParts<'_>, &[Message]) -> Explained;
+
+/// How a [`Descriptor`] leaves a client's own thinking blocks out of a history
+/// ([`WireDescriptor::client_blocks`]: the history, the target's base URL; how many left out).
+pub type ClientBlocksFn = fn(&mut [Message], &str) -> usize;
 
 /// A wire descriptor as data: what every built-in one is, and the shortest way to describe a
 /// wire of one's own (a `const`, its two functions given as closures).
@@ -87,6 +136,8 @@ pub struct Descriptor {
     pub build: BuildFn,
     /// [`WireDescriptor::explain`].
     pub explain: ExplainFn,
+    /// [`WireDescriptor::client_blocks`]; `None` for its default (every such block left out).
+    pub client_blocks: Option<ClientBlocksFn>,
 }
 
 impl WireDescriptor for Descriptor {
@@ -118,6 +169,13 @@ impl WireDescriptor for Descriptor {
         stored: &[Message],
     ) -> Result<Vec<String>, ExplainError> {
         (self.explain)(target, parts, stored)
+    }
+
+    fn client_blocks(&self, history: &mut [Message], base_url: &str) -> usize {
+        match self.client_blocks {
+            Some(client_blocks) => client_blocks(history, base_url),
+            None => crate::client_blocks::withhold(history, self.id, |_| false),
+        }
     }
 }
 
@@ -268,6 +326,7 @@ const fn wire(
         providers,
         build,
         explain,
+        client_blocks: None,
     }
 }
 
