@@ -83,77 +83,146 @@ pub struct Config {
     pub serve: ServeSection,
 }
 
-/// `[serve]`: the gateway's address, request cap, limits, retention, model aliases and metrics
-/// token. The values whose line an error names are read through methods; `Debug` shows the
-/// token as `***`.
-#[derive(Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct ServeSection {
-    /// The address to listen on (default `127.0.0.1:8642`; `--listen` wins).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub listen: Option<String>,
-    /// The largest request body in bytes (default 32 MiB; 413 above it, before parsing).
-    /// `max_body`, its earlier name, is accepted too.
-    #[serde(default, alias = "max_body", skip_serializing_if = "Option::is_none")]
-    pub max_request_bytes: Option<std::num::NonZeroUsize>,
-    /// Turns a tenant may start per minute, across every replica (default 600).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) requests_per_minute: Option<toml::Spanned<u32>>,
-    /// Turns a tenant may run at once, across every replica (default 32).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) max_concurrent: Option<toml::Spanned<u32>>,
-    /// Tokens (input + output, from the stored usage) a tenant may spend per minute, across
-    /// every replica (default 2,000,000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) tokens_per_minute: Option<toml::Spanned<u64>>,
-    /// Tokens a tenant may spend per UTC day: its budget (default 50,000,000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) tokens_per_day: Option<toml::Spanned<u64>>,
-    /// The largest `max_tokens` a request may ask for; above it, 403 (default 128,000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) max_tokens_cap: Option<toml::Spanned<u32>>,
-    /// Patterns (`*` any run of characters) of the `provider/model` a request may resolve to
-    /// (default `["*"]`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow_models: Option<Vec<String>>,
-    /// Patterns of the `anthropic-beta` values a request may send (default none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow_betas: Option<Vec<String>>,
-    /// Patterns of the server tools (by `type`: `web_search_*`, `code_execution_*`, OpenAI's
-    /// built-in tools) a request may define (default none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow_server_tools: Option<Vec<String>>,
-    /// Refuse (400) a request that names no partition (default false).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub require_partition: Option<bool>,
-    /// How long a request body may take to arrive once the gateway reads it (`30s`, the
-    /// default; 408 after).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) body_read_timeout: Option<toml::Spanned<String>>,
-    /// How long a tenant's conversation is kept after its last update (`30d`, `12h`, …);
-    /// older ones are deleted by `hermes serve` (default: kept).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) retention: Option<toml::Spanned<String>>,
-    /// How long a request that names no `Idempotency-Key` and repeats the previous one byte for
-    /// byte is answered from the store (`10m` by default; `0s`: never).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) retry_window: Option<toml::Spanned<String>>,
-    /// Per-tenant overrides of the limits and policy (`[serve.tenants.NAME]`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub tenants: BTreeMap<String, TenantSection>,
-    /// Model aliases: a name clients send → `provider/model`; a key with `*` is a pattern
-    /// (`claude-*`; exact names win, then the most literal pattern), and a target `provider/*`
-    /// forwards the client's own model name.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub models: BTreeMap<String, String>,
-    /// Each door's default model (`chat`, `messages` → `provider/model`): where a model name
-    /// nothing else names goes.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub default_models: BTreeMap<String, String>,
-    /// The bearer token `GET /metrics` requires. Without one the metrics are served only on a
-    /// loopback address (they name tenants). A secret: `config show` prints `***`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metrics_token: Option<String>,
+/// Declares a section that holds a tenant's limits and policy — the keys `[serve]` (every
+/// tenant's default) and `[serve.tenants.NAME]` (one tenant's override) share — between its
+/// own leading and trailing keys (so the keys keep their order in `config show`), with their
+/// accessors and [`zero_limits`](TenantSection::zero_limits) for the check that refuses 0.
+macro_rules! policy_section {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($(#[$hmeta:meta])* $hvis:vis $head:ident: $hty:ty,)*
+            ..policy..
+            $($(#[$tmeta:meta])* $tvis:vis $tail:ident: $tty:ty,)*
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $($(#[$hmeta])* $hvis $head: $hty,)*
+            /// Turns a tenant may start per minute, across every replica (default 600).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub(crate) requests_per_minute: Option<toml::Spanned<u32>>,
+            /// Turns a tenant may run at once, across every replica (default 32).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub(crate) max_concurrent: Option<toml::Spanned<u32>>,
+            /// Tokens (input + output, from the stored usage) a tenant may spend per minute,
+            /// across every replica (default 2,000,000).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub(crate) tokens_per_minute: Option<toml::Spanned<u64>>,
+            /// Tokens a tenant may spend per UTC day: its budget (default 50,000,000).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub(crate) tokens_per_day: Option<toml::Spanned<u64>>,
+            /// The largest `max_tokens` a request may ask for; above it, 403 (default 128,000).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub(crate) max_tokens_cap: Option<toml::Spanned<u32>>,
+            /// Patterns (`*` any run of characters) of the `provider/model` a request may
+            /// resolve to (default `["*"]`).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub allow_models: Option<Vec<String>>,
+            /// Patterns of the `anthropic-beta` values a request may send (default none).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub allow_betas: Option<Vec<String>>,
+            /// Patterns of the server tools (by `type`: `web_search_*`, `code_execution_*`,
+            /// OpenAI's built-in tools) a request may define (default none).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub allow_server_tools: Option<Vec<String>>,
+            /// Refuse (400) a request that names no partition (default false).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub require_partition: Option<bool>,
+            $($(#[$tmeta])* $tvis $tail: $tty,)*
+        }
+
+        impl $name {
+            /// Turns a tenant may start per minute, if set here (in `[serve]`: every
+            /// tenant's default).
+            pub fn requests_per_minute(&self) -> Option<std::num::NonZeroU32> {
+                limit(self.requests_per_minute.as_ref())
+            }
+
+            /// Turns a tenant may run at once, if set here.
+            pub fn max_concurrent(&self) -> Option<std::num::NonZeroU32> {
+                limit(self.max_concurrent.as_ref())
+            }
+
+            /// Tokens per minute, if set here.
+            pub fn tokens_per_minute(&self) -> Option<std::num::NonZeroU64> {
+                big_limit(self.tokens_per_minute.as_ref())
+            }
+
+            /// Tokens per UTC day, if set here.
+            pub fn tokens_per_day(&self) -> Option<std::num::NonZeroU64> {
+                big_limit(self.tokens_per_day.as_ref())
+            }
+
+            /// The `max_tokens` cap, if set here.
+            pub fn max_tokens_cap(&self) -> Option<u32> {
+                self.max_tokens_cap.as_ref().map(|v| *v.get_ref())
+            }
+
+            /// Each limit's key with its value and where it stands, for the check that
+            /// refuses 0.
+            fn zero_limits(&self) -> [(&'static str, Option<(u64, std::ops::Range<usize>)>); 5] {
+                let u32_at = |v: &Option<toml::Spanned<u32>>| {
+                    v.as_ref().map(|v| (u64::from(*v.get_ref()), v.span()))
+                };
+                let u64_at =
+                    |v: &Option<toml::Spanned<u64>>| v.as_ref().map(|v| (*v.get_ref(), v.span()));
+                [
+                    ("requests_per_minute", u32_at(&self.requests_per_minute)),
+                    ("max_concurrent", u32_at(&self.max_concurrent)),
+                    ("tokens_per_minute", u64_at(&self.tokens_per_minute)),
+                    ("tokens_per_day", u64_at(&self.tokens_per_day)),
+                    ("max_tokens_cap", u32_at(&self.max_tokens_cap)),
+                ]
+            }
+        }
+    };
+}
+
+policy_section! {
+    /// `[serve]`: the gateway's address, request cap, limits, retention, model aliases and
+    /// metrics token. The values whose line an error names are read through methods; `Debug`
+    /// shows the token as `***`.
+    #[derive(Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+    #[serde(deny_unknown_fields)]
+    pub struct ServeSection {
+        /// The address to listen on (default `127.0.0.1:8642`; `--listen` wins).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub listen: Option<String>,
+        /// The largest request body in bytes (default 32 MiB; 413 above it, before parsing).
+        /// `max_body`, its earlier name, is accepted too.
+        #[serde(default, alias = "max_body", skip_serializing_if = "Option::is_none")]
+        pub max_request_bytes: Option<std::num::NonZeroUsize>,
+        ..policy..
+        /// How long a request body may take to arrive once the gateway reads it (`30s`, the
+        /// default; 408 after).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub(crate) body_read_timeout: Option<toml::Spanned<String>>,
+        /// How long a tenant's conversation is kept after its last update (`30d`, `12h`, …);
+        /// older ones are deleted by `hermes serve` (default: kept).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub(crate) retention: Option<toml::Spanned<String>>,
+        /// How long a request that names no `Idempotency-Key` and repeats the previous one byte for
+        /// byte is answered from the store (`10m` by default; `0s`: never).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub(crate) retry_window: Option<toml::Spanned<String>>,
+        /// Per-tenant overrides of the limits and policy (`[serve.tenants.NAME]`).
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        pub tenants: BTreeMap<String, TenantSection>,
+        /// Model aliases: a name clients send → `provider/model`; a key with `*` is a pattern
+        /// (`claude-*`; exact names win, then the most literal pattern), and a target `provider/*`
+        /// forwards the client's own model name.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        pub models: BTreeMap<String, String>,
+        /// Each door's default model (`chat`, `messages` → `provider/model`): where a model name
+        /// nothing else names goes.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        pub default_models: BTreeMap<String, String>,
+        /// The bearer token `GET /metrics` requires. Without one the metrics are served only on a
+        /// loopback address (they name tenants). A secret: `config show` prints `***`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub metrics_token: Option<String>,
+    }
 }
 
 impl std::fmt::Debug for ServeSection {
@@ -181,41 +250,14 @@ impl std::fmt::Debug for ServeSection {
     }
 }
 
-/// `[serve.tenants.NAME]`: one tenant's limits and policy; an unset one is `[serve]`'s (and
-/// `[serve]`'s unset one the built-in default).
-#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct TenantSection {
-    /// Turns this tenant may start per minute.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) requests_per_minute: Option<toml::Spanned<u32>>,
-    /// Turns this tenant may run at once.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) max_concurrent: Option<toml::Spanned<u32>>,
-    /// Tokens (input + output, from the stored usage) a tenant may spend per minute, across
-    /// every replica (default 2,000,000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) tokens_per_minute: Option<toml::Spanned<u64>>,
-    /// Tokens a tenant may spend per UTC day: its budget (default 50,000,000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) tokens_per_day: Option<toml::Spanned<u64>>,
-    /// The largest `max_tokens` a request may ask for; above it, 403 (default 128,000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) max_tokens_cap: Option<toml::Spanned<u32>>,
-    /// Patterns (`*` any run of characters) of the `provider/model` a request may resolve to
-    /// (default `["*"]`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow_models: Option<Vec<String>>,
-    /// Patterns of the `anthropic-beta` values a request may send (default none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow_betas: Option<Vec<String>>,
-    /// Patterns of the server tools (by `type`: `web_search_*`, `code_execution_*`, OpenAI's
-    /// built-in tools) a request may define (default none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow_server_tools: Option<Vec<String>>,
-    /// Refuse (400) a request that names no partition (default false).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub require_partition: Option<bool>,
+policy_section! {
+    /// `[serve.tenants.NAME]`: one tenant's limits and policy; an unset one is `[serve]`'s (and
+    /// `[serve]`'s unset one the built-in default).
+    #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+    #[serde(deny_unknown_fields)]
+    pub struct TenantSection {
+        ..policy..
+    }
 }
 
 /// A limit's value (validated non-zero when the file was read).
@@ -228,31 +270,9 @@ fn big_limit(value: Option<&toml::Spanned<u64>>) -> Option<std::num::NonZeroU64>
     value.and_then(|v| std::num::NonZeroU64::new(*v.get_ref()))
 }
 
-impl TenantSection {
-    /// Turns this tenant may start per minute, if set here.
-    pub fn requests_per_minute(&self) -> Option<std::num::NonZeroU32> {
-        limit(self.requests_per_minute.as_ref())
-    }
-
-    /// Turns this tenant may run at once, if set here.
-    pub fn max_concurrent(&self) -> Option<std::num::NonZeroU32> {
-        limit(self.max_concurrent.as_ref())
-    }
-
-    /// Tokens per minute, if set here.
-    pub fn tokens_per_minute(&self) -> Option<std::num::NonZeroU64> {
-        big_limit(self.tokens_per_minute.as_ref())
-    }
-
-    /// Tokens per UTC day, if set here.
-    pub fn tokens_per_day(&self) -> Option<std::num::NonZeroU64> {
-        big_limit(self.tokens_per_day.as_ref())
-    }
-
-    /// The `max_tokens` cap, if set here.
-    pub fn max_tokens_cap(&self) -> Option<u32> {
-        self.max_tokens_cap.as_ref().map(|v| *v.get_ref())
-    }
+/// A duration's value (validated when the file was read).
+fn duration(value: Option<&toml::Spanned<String>>) -> Option<std::time::Duration> {
+    value.and_then(|d| humantime::parse_duration(d.get_ref().trim()).ok())
 }
 
 impl ServeSection {
@@ -269,51 +289,20 @@ impl ServeSection {
         })
     }
 
-    /// Every tenant's default turns per minute.
-    pub fn requests_per_minute(&self) -> Option<std::num::NonZeroU32> {
-        limit(self.requests_per_minute.as_ref())
-    }
-
-    /// Every tenant's default turns at once.
-    pub fn max_concurrent(&self) -> Option<std::num::NonZeroU32> {
-        limit(self.max_concurrent.as_ref())
-    }
-
     /// `retry_window` (validated when the file was read); `None`: the gateway's default.
     pub fn retry_window(&self) -> Option<std::time::Duration> {
-        self.retry_window
-            .as_ref()
-            .and_then(|d| humantime::parse_duration(d.get_ref().trim()).ok())
-    }
-
-    /// Tokens per minute, if set here.
-    pub fn tokens_per_minute(&self) -> Option<std::num::NonZeroU64> {
-        big_limit(self.tokens_per_minute.as_ref())
-    }
-
-    /// Tokens per UTC day, if set here.
-    pub fn tokens_per_day(&self) -> Option<std::num::NonZeroU64> {
-        big_limit(self.tokens_per_day.as_ref())
-    }
-
-    /// The `max_tokens` cap, if set here.
-    pub fn max_tokens_cap(&self) -> Option<u32> {
-        self.max_tokens_cap.as_ref().map(|v| *v.get_ref())
+        duration(self.retry_window.as_ref())
     }
 
     /// The body-read deadline (validated when the file was read), if set.
     pub fn body_read_timeout(&self) -> Option<std::time::Duration> {
-        self.body_read_timeout
-            .as_ref()
-            .and_then(|d| humantime::parse_duration(d.get_ref().trim()).ok())
+        duration(self.body_read_timeout.as_ref())
     }
 
     /// How long a tenant's conversation is kept after its last update (validated when the
     /// file was read); `None`: kept.
     pub fn retention(&self) -> Option<std::time::Duration> {
-        self.retention
-            .as_ref()
-            .and_then(|d| humantime::parse_duration(d.get_ref().trim()).ok())
+        duration(self.retention.as_ref())
     }
 }
 
@@ -555,10 +544,7 @@ impl Config {
     /// How old a fleet verdict may grow before it is re-probed (validated when the file was
     /// read).
     pub fn reprobe_after(&self) -> std::time::Duration {
-        self.verdicts
-            .reprobe_after
-            .as_ref()
-            .and_then(|d| humantime::parse_duration(d.get_ref().trim()).ok())
+        duration(self.verdicts.reprobe_after.as_ref())
             .unwrap_or(hermes_engine::DEFAULT_REPROBE_AFTER)
     }
 
@@ -713,32 +699,13 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
             ));
         }
     }
-    let u32_at =
-        |v: &Option<toml::Spanned<u32>>| v.as_ref().map(|v| (u64::from(*v.get_ref()), v.span()));
-    let u64_at = |v: &Option<toml::Spanned<u64>>| v.as_ref().map(|v| (*v.get_ref(), v.span()));
-    let serve = &config.serve;
-    let serve_limits = std::iter::once((
-        "[serve]".to_owned(),
-        [
-            ("requests_per_minute", u32_at(&serve.requests_per_minute)),
-            ("max_concurrent", u32_at(&serve.max_concurrent)),
-            ("tokens_per_minute", u64_at(&serve.tokens_per_minute)),
-            ("tokens_per_day", u64_at(&serve.tokens_per_day)),
-            ("max_tokens_cap", u32_at(&serve.max_tokens_cap)),
-        ],
-    ))
-    .chain(serve.tenants.iter().map(|(name, t)| {
-        (
-            format!("[serve.tenants.{name}]"),
-            [
-                ("requests_per_minute", u32_at(&t.requests_per_minute)),
-                ("max_concurrent", u32_at(&t.max_concurrent)),
-                ("tokens_per_minute", u64_at(&t.tokens_per_minute)),
-                ("tokens_per_day", u64_at(&t.tokens_per_day)),
-                ("max_tokens_cap", u32_at(&t.max_tokens_cap)),
-            ],
-        )
-    }));
+    let serve_limits = std::iter::once(("[serve]".to_owned(), config.serve.zero_limits())).chain(
+        config
+            .serve
+            .tenants
+            .iter()
+            .map(|(name, t)| (format!("[serve.tenants.{name}]"), t.zero_limits())),
+    );
     for (table, values) in serve_limits {
         for (key, value) in values {
             if let Some((0, span)) = value {
