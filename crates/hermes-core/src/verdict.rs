@@ -1,7 +1,6 @@
 //! Recorded refusals: which carriers a (provider, host, model) rejected (docs/spec.md §6).
 
 use serde::de::Error as _;
-use serde::ser::SerializeSeq;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::route::{Carrier, CarrierSet};
@@ -42,12 +41,8 @@ impl Verdict {
 
 impl Serialize for Verdict {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(Some(4))?;
-        seq.serialize_element(&self.provider)?;
-        seq.serialize_element(&self.host)?;
-        seq.serialize_element(&self.model)?;
-        seq.serialize_element(&self.carriers)?;
-        seq.end()
+        // A JSON array, as it is read back.
+        (&self.provider, &self.host, &self.model, &self.carriers).serialize(serializer)
     }
 }
 
@@ -149,13 +144,15 @@ fn keyed_on(provider: &str, host: &str, model: &str, target: &RouteTarget) -> bo
 
 impl Serialize for WireVerdict {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(Some(5))?;
-        seq.serialize_element(&self.wire)?;
-        seq.serialize_element(&self.provider)?;
-        seq.serialize_element(&self.host)?;
-        seq.serialize_element(&self.model)?;
-        seq.serialize_element(&self.fields)?;
-        seq.end()
+        // A JSON array, as it is read back.
+        (
+            &self.wire,
+            &self.provider,
+            &self.host,
+            &self.model,
+            &self.fields,
+        )
+            .serialize(serializer)
     }
 }
 
