@@ -68,6 +68,17 @@ impl<'de> Deserialize<'de> for Verdict {
     }
 }
 
+/// The value under `key` of a session's `model_config`; the default when absent or null.
+fn read_model_config<T: Default + serde::de::DeserializeOwned>(
+    config: &serde_json::Map<String, serde_json::Value>,
+    key: &str,
+) -> Result<T, serde_json::Error> {
+    match config.get(key) {
+        None | Some(serde_json::Value::Null) => Ok(T::default()),
+        Some(value) => T::deserialize(value),
+    }
+}
+
 /// Every verdict a session has recorded.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -78,10 +89,7 @@ impl Verdicts {
     pub fn from_model_config(
         config: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<Self, serde_json::Error> {
-        match config.get(VERDICTS_KEY) {
-            None | Some(serde_json::Value::Null) => Ok(Verdicts::default()),
-            Some(value) => Verdicts::deserialize(value),
-        }
+        read_model_config(config, VERDICTS_KEY)
     }
 
     /// The carriers refused for `target`.
@@ -187,10 +195,7 @@ impl WireVerdicts {
     pub fn from_model_config(
         config: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<Self, serde_json::Error> {
-        match config.get(WIRE_VERDICTS_KEY) {
-            None | Some(serde_json::Value::Null) => Ok(WireVerdicts::default()),
-            Some(value) => WireVerdicts::deserialize(value),
-        }
+        read_model_config(config, WIRE_VERDICTS_KEY)
     }
 
     /// The fields refused on `wire` for `target`.

@@ -180,6 +180,11 @@ fn resolved(provider: &str) -> crate::route::RouteDecision {
     )
 }
 
+/// One HTTP error with `status` per body, in order.
+fn http_errors(status: u16, bodies: &[&str]) -> Vec<Result<Value, TransportError>> {
+    bodies.iter().map(|body| Err(http(status, body))).collect()
+}
+
 fn http(status: u16, body: &str) -> TransportError {
     TransportError::Http {
         status,
@@ -331,13 +336,13 @@ async fn a_second_refusal_is_an_error_not_another_retry() {
     let r = run(
         "agg",
         with_rd(),
-        vec![
-            Err(http(400, "unknown field reasoning_details in messages")),
-            Err(http(
-                400,
+        http_errors(
+            400,
+            &[
+                "unknown field reasoning_details in messages",
                 "messages.1.reasoning_content: property is unsupported",
-            )),
-        ],
+            ],
+        ),
         3,
     )
     .await;
@@ -350,10 +355,7 @@ async fn a_must_echo_route_complaining_about_rc_gets_no_verdict_and_no_retry() {
     let r = run(
         "deepseek",
         json!([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]),
-        vec![Err(http(
-            400,
-            "messages.1: unknown field reasoning_content value",
-        ))],
+        http_errors(400, &["messages.1: unknown field reasoning_content value"]),
         3,
     )
     .await;
@@ -367,11 +369,7 @@ async fn a_5xx_naming_a_field_is_no_refusal_and_backoff_is_bounded() {
     let r = run(
         "agg",
         with_rd(),
-        vec![
-            Err(http(502, "unknown field reasoning_details")),
-            Err(http(502, "unknown field reasoning_details")),
-            Err(http(502, "unknown field reasoning_details")),
-        ],
+        http_errors(502, &["unknown field reasoning_details"; 3]),
         2,
     )
     .await;
