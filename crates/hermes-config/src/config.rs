@@ -83,6 +83,20 @@ pub struct Config {
     pub serve: ServeSection,
 }
 
+/// Accessors of keys read with their place in the file (`toml::Spanned`): each
+/// `name -> Type = read;` is `pub fn name(&self) -> Option<Type>`, the key's value as `read`
+/// (one of [`limit`], [`big_limit`], [`plain`], [`duration`]) takes it.
+macro_rules! spanned_accessors {
+    ($($(#[$doc:meta])* $name:ident -> $ty:ty = $read:ident;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(&self) -> Option<$ty> {
+                $read(self.$name.as_ref())
+            }
+        )*
+    };
+}
+
 /// Declares a section that holds a tenant's limits and policy — the keys `[serve]` (every
 /// tenant's default) and `[serve.tenants.NAME]` (one tenant's override) share — between its
 /// own leading and trailing keys (so the keys keep their order in `config show`), with their
@@ -133,30 +147,18 @@ macro_rules! policy_section {
         }
 
         impl $name {
-            /// Turns a tenant may start per minute, if set here (in `[serve]`: every
-            /// tenant's default).
-            pub fn requests_per_minute(&self) -> Option<std::num::NonZeroU32> {
-                limit(self.requests_per_minute.as_ref())
-            }
-
-            /// Turns a tenant may run at once, if set here.
-            pub fn max_concurrent(&self) -> Option<std::num::NonZeroU32> {
-                limit(self.max_concurrent.as_ref())
-            }
-
-            /// Tokens per minute, if set here.
-            pub fn tokens_per_minute(&self) -> Option<std::num::NonZeroU64> {
-                big_limit(self.tokens_per_minute.as_ref())
-            }
-
-            /// Tokens per UTC day, if set here.
-            pub fn tokens_per_day(&self) -> Option<std::num::NonZeroU64> {
-                big_limit(self.tokens_per_day.as_ref())
-            }
-
-            /// The `max_tokens` cap, if set here.
-            pub fn max_tokens_cap(&self) -> Option<u32> {
-                self.max_tokens_cap.as_ref().map(|v| *v.get_ref())
+            spanned_accessors! {
+                /// Turns a tenant may start per minute, if set here (in `[serve]`: every
+                /// tenant's default).
+                requests_per_minute -> std::num::NonZeroU32 = limit;
+                /// Turns a tenant may run at once, if set here.
+                max_concurrent -> std::num::NonZeroU32 = limit;
+                /// Tokens per minute, if set here.
+                tokens_per_minute -> std::num::NonZeroU64 = big_limit;
+                /// Tokens per UTC day, if set here.
+                tokens_per_day -> std::num::NonZeroU64 = big_limit;
+                /// The `max_tokens` cap, if set here.
+                max_tokens_cap -> u32 = plain;
             }
 
             /// Each limit's key with its value and where it stands, for the check that
@@ -270,6 +272,11 @@ fn big_limit(value: Option<&toml::Spanned<u64>>) -> Option<std::num::NonZeroU64>
     value.and_then(|v| std::num::NonZeroU64::new(*v.get_ref()))
 }
 
+/// A value as written.
+fn plain<T: Copy>(value: Option<&toml::Spanned<T>>) -> Option<T> {
+    value.map(|v| *v.get_ref())
+}
+
 /// A duration's value (validated when the file was read).
 fn duration(value: Option<&toml::Spanned<String>>) -> Option<std::time::Duration> {
     value.and_then(|d| humantime::parse_duration(d.get_ref().trim()).ok())
@@ -289,20 +296,14 @@ impl ServeSection {
         })
     }
 
-    /// `retry_window` (validated when the file was read); `None`: the gateway's default.
-    pub fn retry_window(&self) -> Option<std::time::Duration> {
-        duration(self.retry_window.as_ref())
-    }
-
-    /// The body-read deadline (validated when the file was read), if set.
-    pub fn body_read_timeout(&self) -> Option<std::time::Duration> {
-        duration(self.body_read_timeout.as_ref())
-    }
-
-    /// How long a tenant's conversation is kept after its last update (validated when the
-    /// file was read); `None`: kept.
-    pub fn retention(&self) -> Option<std::time::Duration> {
-        duration(self.retention.as_ref())
+    spanned_accessors! {
+        /// `retry_window` (validated when the file was read); `None`: the gateway's default.
+        retry_window -> std::time::Duration = duration;
+        /// The body-read deadline (validated when the file was read), if set.
+        body_read_timeout -> std::time::Duration = duration;
+        /// How long a tenant's conversation is kept after its last update (validated when the
+        /// file was read); `None`: kept.
+        retention -> std::time::Duration = duration;
     }
 }
 
