@@ -779,13 +779,22 @@ pub fn load(home: &Path) -> Result<Config, ConfigError> {
 mod tests {
     use super::*;
 
+    /// `text` read as `config.toml`.
+    fn parsed(text: &str) -> Config {
+        parse(Path::new("config.toml"), text).unwrap()
+    }
+
+    /// What reading `text` as `config.toml` refuses, as said.
+    fn refusal(text: &str) -> String {
+        parse(Path::new("config.toml"), text)
+            .unwrap_err()
+            .to_string()
+    }
+
     #[test]
     fn store_pool_settings_parse_default_and_refuse_zero_with_the_line() {
-        let config = parse(
-            Path::new("config.toml"),
-            "[store]\nmax_connections = 2\nbusy_timeout = 1\nacquire_timeout = 7\n",
-        )
-        .unwrap();
+        let config =
+            parsed("[store]\nmax_connections = 2\nbusy_timeout = 1\nacquire_timeout = 7\n");
         let pool = config.store.pool();
         assert_eq!(pool.max_connections, Some(2));
         assert_eq!(pool.busy_timeout, std::time::Duration::from_secs(1));
@@ -804,20 +813,14 @@ mod tests {
                 "config.toml: line 2: [store] acquire_timeout = 0: give at least 1 second",
             ),
         ] {
-            let err = parse(Path::new("config.toml"), text)
-                .unwrap_err()
-                .to_string();
+            let err = refusal(text);
             assert_eq!(err, said);
         }
     }
 
     #[test]
     fn max_tokens_per_model_family_parse_and_the_longest_key_wins() {
-        let config = parse(
-            Path::new("config.toml"),
-            "[max_tokens]\nclaude = 32000\n\"Claude-Opus-4-8\" = 64000\n",
-        )
-        .unwrap();
+        let config = parsed("[max_tokens]\nclaude = 32000\n\"Claude-Opus-4-8\" = 64000\n");
         let defaults = config.defaults();
         assert_eq!(defaults.max_tokens_for("claude-opus-4-8"), Some(64000));
         assert_eq!(defaults.max_tokens_for("claude-sonnet-4-5"), Some(32000));
@@ -827,20 +830,16 @@ mod tests {
             ("[max_tokens]\nclaude = -5\n", "line 2"),
             ("[max_tokens]\n\" \" = 5\n", "a key is blank"),
         ] {
-            let err = parse(Path::new("config.toml"), text)
-                .unwrap_err()
-                .to_string();
+            let err = refusal(text);
             assert!(err.contains(named), "{text}: {err}");
         }
     }
 
     #[test]
     fn a_full_config_parses() {
-        let config = parse(
-            Path::new("config.toml"),
+        let config = parsed(
             "provider = \"openrouter\"\nmodel = \"x/m\"\neffort = \"high\"\n\n[providers.openrouter]\nkey_var = \"MY_KEY\"\nreasoning_echo = true\n",
-        )
-        .unwrap();
+        );
         assert_eq!(config.provider.as_deref(), Some("openrouter"));
         assert_eq!(config.effort(), Some(Effort::High));
         let defaults = config.defaults();
@@ -856,11 +855,8 @@ mod tests {
 
     #[test]
     fn debug_never_shows_the_store_password_and_redacted_replaces_it() {
-        let config = parse(
-            Path::new("config.toml"),
-            "[store]\nurl = \"postgres://hermes:hunter2-pw@db.internal/sessions\"\n",
-        )
-        .unwrap();
+        let config =
+            parsed("[store]\nurl = \"postgres://hermes:hunter2-pw@db.internal/sessions\"\n");
         let debug = format!("{config:?}");
         assert!(!debug.contains("hunter2-pw"), "{debug}");
         assert!(debug.contains("db.internal"), "{debug}");
@@ -884,11 +880,7 @@ mod tests {
 
     #[test]
     fn the_metrics_token_is_read_and_never_shown() {
-        let config = parse(
-            Path::new("config.toml"),
-            "[serve]\nmetrics_token = \"scrape-secret-123\"\n",
-        )
-        .unwrap();
+        let config = parsed("[serve]\nmetrics_token = \"scrape-secret-123\"\n");
         assert_eq!(
             config.serve.metrics_token.as_deref(),
             Some("scrape-secret-123")
@@ -900,11 +892,9 @@ mod tests {
 
     #[test]
     fn the_serve_section_parses_and_refuses_unknown_keys_and_a_zero_cap() {
-        let config = parse(
-            Path::new("config.toml"),
+        let config = parsed(
             "[serve]\nlisten = \"127.0.0.1:9000\"\nmax_body = 1048576\n\n[serve.models]\nfast = \"deepseek/deepseek-v4-flash\"\n",
-        )
-        .unwrap();
+        );
         assert_eq!(config.serve.listen.as_deref(), Some("127.0.0.1:9000"));
         assert_eq!(
             config.serve.max_request_bytes.map(|n| n.get()),
@@ -919,11 +909,7 @@ mod tests {
             Config::default().serve.listen_or(DEFAULT).unwrap(),
             DEFAULT.parse().unwrap()
         );
-        let bad = parse(
-            Path::new("config.toml"),
-            "[serve]\nlisten = \"localhost\"\n",
-        )
-        .unwrap();
+        let bad = parsed("[serve]\nlisten = \"localhost\"\n");
         let err = bad.serve.listen_or(DEFAULT).unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -941,11 +927,9 @@ mod tests {
 
     #[test]
     fn serve_limits_and_retention_parse_with_per_tenant_overrides() {
-        let config = parse(
-            Path::new("config.toml"),
+        let config = parsed(
             "[serve]\nmax_request_bytes = 4096\nrequests_per_minute = 600\nmax_concurrent = 8\nretention = \"30d\"\n\n[serve.tenants.acme]\nrequests_per_minute = 60\n",
-        )
-        .unwrap();
+        );
         let serve = &config.serve;
         assert_eq!(serve.max_request_bytes.map(|n| n.get()), Some(4096));
         assert_eq!(serve.requests_per_minute().map(|n| n.get()), Some(600));
@@ -976,12 +960,7 @@ mod tests {
                 "config.toml: line 2: [serve] retention = \"0s\": keep conversations for longer than 0 (write e.g. \"30d\")",
             ),
         ] {
-            assert_eq!(
-                parse(Path::new("config.toml"), text)
-                    .unwrap_err()
-                    .to_string(),
-                said
-            );
+            assert_eq!(refusal(text), said);
         }
         let err = parse(Path::new("config.toml"), "[serve.tenants.acme]\nrpm = 1\n").unwrap_err();
         assert!(err.to_string().contains("line 2"), "{err}");
@@ -990,11 +969,9 @@ mod tests {
 
     #[test]
     fn a_tenants_policy_and_token_limits_parse_and_refuse_zero() {
-        let config = parse(
-            Path::new("config.toml"),
+        let config = parsed(
             "[serve]\ntokens_per_minute = 100000\nmax_tokens_cap = 8192\nallow_models = [\"deepseek/*\"]\nbody_read_timeout = \"5s\"\n\n[serve.tenants.acme]\ntokens_per_day = 5000000000\nallow_betas = [\"context-1m-*\"]\nallow_server_tools = [\"web_search_*\"]\nrequire_partition = true\n",
-        )
-        .unwrap();
+        );
         let serve = &config.serve;
         assert_eq!(serve.tokens_per_minute().map(|n| n.get()), Some(100_000));
         assert_eq!(serve.tokens_per_day(), None);
@@ -1033,9 +1010,7 @@ mod tests {
                 "config.toml: line 2: [serve] body_read_timeout = \"0s\": give the body more than 0",
             ),
         ] {
-            let err = parse(Path::new("config.toml"), text)
-                .unwrap_err()
-                .to_string();
+            let err = refusal(text);
             assert!(err.starts_with(said), "{err}");
         }
     }
