@@ -100,50 +100,24 @@ macro_rules! spanned_accessors {
 /// Declares a section that holds a tenant's limits and policy — the keys `[serve]` (every
 /// tenant's default) and `[serve.tenants.NAME]` (one tenant's override) share — between its
 /// own leading and trailing keys (so the keys keep their order in `config show`), with their
-/// accessors and [`zero_limits`](TenantSection::zero_limits) for the check that refuses 0.
+/// accessors and [`zero_limits`](TenantSection::zero_limits) for the check that refuses 0. The
+/// policy's keys are listed once, in the second rule; each is optional (absent when unset, and
+/// left out when written).
 macro_rules! policy_section {
     (
-        $(#[$meta:meta])*
-        pub struct $name:ident {
-            $($(#[$hmeta:meta])* $hvis:vis $head:ident: $hty:ty,)*
-            ..policy..
-            $($(#[$tmeta:meta])* $tvis:vis $tail:ident: $tty:ty,)*
-        }
+        @expand [$($meta:tt)*] $name:ident [$($head:tt)*]
+        [$($(#[$pmeta:meta])* $pvis:vis $policy:ident: $pty:ty;)*]
+        [$($tail:tt)*]
     ) => {
-        $(#[$meta])*
+        $($meta)*
         pub struct $name {
-            $($(#[$hmeta])* $hvis $head: $hty,)*
-            /// Turns a tenant may start per minute, across every replica (default 600).
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            pub(crate) requests_per_minute: Option<toml::Spanned<u32>>,
-            /// Turns a tenant may run at once, across every replica (default 32).
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            pub(crate) max_concurrent: Option<toml::Spanned<u32>>,
-            /// Tokens (input + output, from the stored usage) a tenant may spend per minute,
-            /// across every replica (default 2,000,000).
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            pub(crate) tokens_per_minute: Option<toml::Spanned<u64>>,
-            /// Tokens a tenant may spend per UTC day: its budget (default 50,000,000).
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            pub(crate) tokens_per_day: Option<toml::Spanned<u64>>,
-            /// The largest `max_tokens` a request may ask for; above it, 403 (default 128,000).
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            pub(crate) max_tokens_cap: Option<toml::Spanned<u32>>,
-            /// Patterns (`*` any run of characters) of the `provider/model` a request may
-            /// resolve to (default `["*"]`).
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            pub allow_models: Option<Vec<String>>,
-            /// Patterns of the `anthropic-beta` values a request may send (default none).
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            pub allow_betas: Option<Vec<String>>,
-            /// Patterns of the server tools (by `type`: `web_search_*`, `code_execution_*`,
-            /// OpenAI's built-in tools) a request may define (default none).
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            pub allow_server_tools: Option<Vec<String>>,
-            /// Refuse (400) a request that names no partition (default false).
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            pub require_partition: Option<bool>,
-            $($(#[$tmeta])* $tvis $tail: $tty,)*
+            $($head)*
+            $(
+                $(#[$pmeta])*
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                $pvis $policy: Option<$pty>,
+            )*
+            $($tail)*
         }
 
         impl $name {
@@ -177,6 +151,44 @@ macro_rules! policy_section {
                     ("max_tokens_cap", u32_at(&self.max_tokens_cap)),
                 ]
             }
+        }
+    };
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($(#[$hmeta:meta])* $hvis:vis $head:ident: $hty:ty,)*
+            ..policy..
+            $($(#[$tmeta:meta])* $tvis:vis $tail:ident: $tty:ty,)*
+        }
+    ) => {
+        policy_section! {
+            @expand [$(#[$meta])*] $name [$($(#[$hmeta])* $hvis $head: $hty,)*]
+            [
+                /// Turns a tenant may start per minute, across every replica (default 600).
+                pub(crate) requests_per_minute: toml::Spanned<u32>;
+                /// Turns a tenant may run at once, across every replica (default 32).
+                pub(crate) max_concurrent: toml::Spanned<u32>;
+                /// Tokens (input + output, from the stored usage) a tenant may spend per
+                /// minute, across every replica (default 2,000,000).
+                pub(crate) tokens_per_minute: toml::Spanned<u64>;
+                /// Tokens a tenant may spend per UTC day: its budget (default 50,000,000).
+                pub(crate) tokens_per_day: toml::Spanned<u64>;
+                /// The largest `max_tokens` a request may ask for; above it, 403 (default
+                /// 128,000).
+                pub(crate) max_tokens_cap: toml::Spanned<u32>;
+                /// Patterns (`*` any run of characters) of the `provider/model` a request may
+                /// resolve to (default `["*"]`).
+                pub allow_models: Vec<String>;
+                /// Patterns of the `anthropic-beta` values a request may send (default none).
+                pub allow_betas: Vec<String>;
+                /// Patterns of the server tools (by `type`: `web_search_*`,
+                /// `code_execution_*`, OpenAI's built-in tools) a request may define (default
+                /// none).
+                pub allow_server_tools: Vec<String>;
+                /// Refuse (400) a request that names no partition (default false).
+                pub require_partition: bool;
+            ]
+            [$($(#[$tmeta])* $tvis $tail: $tty,)*]
         }
     };
 }
