@@ -454,14 +454,16 @@ pub(crate) fn messages_ending(
 }
 
 /// The reasoning text and the next step of a Messages-style script: the tool calls `user_text`
-/// asks for (`[tools=N]`), `done` results in, `last` reads the last result's text, `model` for
+/// asks for (`[tools=N]`), the tool `results` in since (`text` reads one's text), `model` for
 /// the direct answer.
 pub(crate) fn messages_step(
     user_text: &str,
-    done: usize,
-    last: impl FnOnce() -> String,
+    results: &[&Value],
+    text: impl FnOnce(&Value) -> String,
     model: &str,
 ) -> (String, Step) {
+    let done = results.len();
+    let last = || results.last().map(|r| text(r)).unwrap_or_default();
     match tools_wanted(user_text) {
         Some(n) if done < n => {
             let step = done + 1;

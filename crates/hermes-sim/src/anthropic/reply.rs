@@ -101,19 +101,9 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
         .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
         .collect();
     let model = ask.prompt.model;
+    let (reasoning, step) =
+        messages_step(&user_text, &results, |r| text_of(r.get("content")), model);
     let seed = format!("{model}\u{0}{user_text}\u{0}{}", results.len());
-
-    let (reasoning, step) = messages_step(
-        &user_text,
-        results.len(),
-        || {
-            results
-                .last()
-                .map(|r| text_of(r.get("content")))
-                .unwrap_or_default()
-        },
-        model,
-    );
 
     let cut_short = user_text.contains("[max_tokens]");
     let mut content = Vec::new();

@@ -77,14 +77,8 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
         .filter_map(|b| b.get("toolResult"))
         .collect();
     let model = ask.prompt.model;
+    let (reasoning, step) = messages_step(&user_text, &results, result_text, model);
     let seed = format!("bedrock\u{0}{model}\u{0}{user_text}\u{0}{}", results.len());
-
-    let (reasoning, step) = messages_step(
-        &user_text,
-        results.len(),
-        || results.last().map(|r| result_text(r)).unwrap_or_default(),
-        model,
-    );
 
     let cut_short = user_text.contains("[max_tokens]");
     let mut content = Vec::new();
