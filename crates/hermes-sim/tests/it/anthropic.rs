@@ -7,7 +7,7 @@ use hermes_sim::{
 };
 use serde_json::{Value, json};
 
-use crate::common::{Resp, assert_header, assert_redacted, send};
+use crate::common::{Resp, assert_header, assert_redacted, post_json, send};
 
 // ---------------------------------------------------------------- the three doors
 
@@ -70,27 +70,13 @@ impl Door {
 
     async fn post(self, sim: &Sim, body: &Value, stream: bool) -> Resp {
         let body = self.body(body, stream);
-        send(
-            &sim.base_url(),
-            "POST",
-            &self.path(stream),
-            &self.headers(),
-            body.to_string().as_bytes(),
-        )
-        .await
+        post_json(sim, &self.path(stream), &self.headers(), &body).await
     }
 }
 
 /// Posts to the direct door as is (the body names its model).
 async fn post(sim: &Sim, body: &Value) -> Resp {
-    send(
-        &sim.base_url(),
-        "POST",
-        "/v1/messages",
-        &[("anthropic-version", VERSION)],
-        body.to_string().as_bytes(),
-    )
-    .await
+    post_json(sim, "/v1/messages", &[("anthropic-version", VERSION)], body).await
 }
 
 // ---------------------------------------------------------------- SSE
@@ -805,9 +791,8 @@ async fn unknown_and_missing_keys_are_refused() {
     let msg = error_message(&r, 400, "invalid_request_error", "req_");
     assert!(msg.contains("budget_tokens"), "{msg}");
     // The interleaved-thinking beta lifts that limit.
-    let r = send(
-        &sim.base_url(),
-        "POST",
+    let r = post_json(
+        &sim,
         "/v1/messages",
         &[
             ("anthropic-version", VERSION),
@@ -816,7 +801,7 @@ async fn unknown_and_missing_keys_are_refused() {
                 "foo-2025-01-01,interleaved-thinking-2025-05-14",
             ),
         ],
-        b.to_string().as_bytes(),
+        &b,
     )
     .await;
     assert_eq!(r.status, 200, "{}", r.text());
@@ -1315,9 +1300,8 @@ const SYSTEM_BETA: &str = "mid-conversation-system-2026-04-07";
 /// Posts `body` to the direct door as Claude Code does (`?beta=true`, its headers) with
 /// `anthropic-beta: betas`.
 async fn post_beta(sim: &Sim, body: &Value, betas: &str) -> Resp {
-    send(
-        &sim.base_url(),
-        "POST",
+    post_json(
+        sim,
         "/v1/messages?beta=true",
         &[
             ("anthropic-version", "2023-06-01"),
@@ -1325,7 +1309,7 @@ async fn post_beta(sim: &Sim, body: &Value, betas: &str) -> Resp {
             ("anthropic-beta", betas),
             ("x-app", "cli"),
         ],
-        body.to_string().as_bytes(),
+        body,
     )
     .await
 }
@@ -1499,14 +1483,7 @@ async fn post_as(sim: &Sim, body: &Value, key: &str, betas: &str) -> Resp {
     if !betas.is_empty() {
         headers.push(("anthropic-beta", betas));
     }
-    send(
-        &sim.base_url(),
-        "POST",
-        "/v1/messages",
-        &headers,
-        body.to_string().as_bytes(),
-    )
-    .await
+    post_json(sim, "/v1/messages", &headers, body).await
 }
 
 /// A thinking body for `model`.

@@ -5,18 +5,17 @@
 use hermes_sim::{OPENAI_RESPONSES_TOP_LEVEL, PROFILES, SIM_OPENAI_ORGANIZATION, Sim, Switches};
 use serde_json::{Value, json};
 
-use crate::common::{Resp, send};
+use crate::common::{Resp, post_json, send};
 
 const MODEL: &str = "gpt-5.2";
 const PROFILE: &str = "openai-responses";
 
 async fn post_to(sim: &Sim, path: &str, body: &Value) -> Resp {
-    send(
-        &sim.base_url(),
-        "POST",
+    post_json(
+        sim,
         path,
         &[("Authorization", "Bearer sk-test-secret")],
-        body.to_string().as_bytes(),
+        body,
     )
     .await
 }
