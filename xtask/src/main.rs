@@ -226,19 +226,27 @@ impl ConformanceRun {
 
 /// Runs `cmd`, passing its stdout through line by line, and returns its status and stdout.
 fn passed_through(mut cmd: Command) -> std::io::Result<(std::process::ExitStatus, String)> {
-    use std::io::{BufRead as _, Write as _};
     let mut child = cmd.stdout(std::process::Stdio::piped()).spawn()?;
     let mut text = String::new();
+    pass_lines_through(&mut child, |line| {
+        text.push_str(line);
+        text.push('\n');
+    });
+    Ok((child.wait()?, text))
+}
+
+/// Passes `child`'s piped stdout through to ours line by line (until it ends or a line cannot
+/// be read), handing each line to `each`.
+fn pass_lines_through(child: &mut std::process::Child, mut each: impl FnMut(&str)) {
+    use std::io::{BufRead as _, Write as _};
     if let Some(stdout) = child.stdout.take() {
         let mut out = std::io::stdout().lock();
         for line in std::io::BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
             let _ = writeln!(out, "{line}");
-            text.push_str(&line);
-            text.push('\n');
+            each(&line);
         }
     }
-    Ok((child.wait()?, text))
 }
 
 /// Exit code of `.ci/with-postgres.sh` when PostgreSQL could not be provisioned.
@@ -946,24 +954,18 @@ impl std::error::Error for TestsFailed {}
 /// Runs a test command, passing its output through and adding up libtest's
 /// `test result: ok. N passed; M failed; K ignored; …` lines.
 fn run_tests(name: &str, mut cmd: Command) -> Result<Tally, TestsFailed> {
-    use std::io::{BufRead as _, Write as _};
     eprintln!("xtask: {name}");
     let mut child = cmd
         .stdout(std::process::Stdio::piped())
         .spawn()
         .map_err(|e| TestsFailed::Start(format!("cannot start {name}: {e}")))?;
     let mut tally = Tally::default();
-    if let Some(stdout) = child.stdout.take() {
-        let mut out = std::io::stdout().lock();
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            let _ = writeln!(out, "{line}");
-            if let Some(result) = line.strip_prefix("test result: ") {
-                tally.passed += field(result, "passed");
-                tally.ignored += field(result, "ignored");
-            }
+    pass_lines_through(&mut child, |line| {
+        if let Some(result) = line.strip_prefix("test result: ") {
+            tally.passed += field(result, "passed");
+            tally.ignored += field(result, "ignored");
         }
-    }
+    });
     let status = child
         .wait()
         .map_err(|e| TestsFailed::Start(format!("{name}: {e}")))?;

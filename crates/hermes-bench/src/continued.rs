@@ -172,14 +172,7 @@ async fn post(
     if let Some(tools) = tools {
         body["tools"] = tools.clone();
     }
-    let mut request = client.post(&target.url).json(&body);
-    if let Some(key) = &target.bearer {
-        request = request.bearer_auth(key);
-    }
-    let response = request
-        .send()
-        .await
-        .map_err(|e| format!("{}: {e}", target.name))?;
+    let response = target.sent(target.post(client).json(&body)).await?;
     let status = response.status();
     let text = response.text().await?;
     if !status.is_success() {

@@ -704,13 +704,10 @@ pub async fn beside_big(
         let mut times = Vec::new();
         while let Some(body) = bodies.pop() {
             let started = Instant::now();
-            let mut request = client
-                .post(&small.url)
+            let request = small
+                .post(client)
                 .header("content-type", "application/json")
                 .body(body);
-            if let Some(key) = &small.bearer {
-                request = request.bearer_auth(key);
-            }
             let response = request.send().await.map_err(|e| format!("big: {e}"))?;
             let status = response.status();
             let text = response.bytes().await?;
@@ -902,22 +899,35 @@ impl Target {
         }
     }
 
+    /// A POST to this target's URL, with its bearer token if it has one.
+    pub(crate) fn post(&self, client: &reqwest::Client) -> reqwest::RequestBuilder {
+        let request = client.post(&self.url);
+        match &self.bearer {
+            Some(key) => request.bearer_auth(key),
+            None => request,
+        }
+    }
+
+    /// Sends `request`; a failure to send names this target.
+    pub(crate) async fn sent(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, BenchError> {
+        Ok(request
+            .send()
+            .await
+            .map_err(|e| format!("{}: {e}", self.name))?)
+    }
+
     async fn send(
         &self,
         client: &reqwest::Client,
         stream: bool,
     ) -> Result<reqwest::Response, BenchError> {
-        let mut request =
-            client
-                .post(&self.url)
-                .json(&self.door.body(&self.model, stream, next_question()));
-        if let Some(key) = &self.bearer {
-            request = request.bearer_auth(key);
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| format!("{}: {e}", self.name))?;
+        let request = self
+            .post(client)
+            .json(&self.door.body(&self.model, stream, next_question()));
+        let response = self.sent(request).await?;
         let status = response.status();
         if status.is_success() {
             return Ok(response);
@@ -941,17 +951,11 @@ impl Target {
             vec![json!({"role": "user", "content": format!("conversation {n}: hello")})];
         let mut times = Vec::with_capacity(turns.saturating_sub(1));
         for turn in 0..turns {
-            let mut request = client.post(&self.url).json(&json!({
+            let request = self.post(client).json(&json!({
                 "model": self.model, "messages": messages, "stream": false,
             }));
-            if let Some(key) = &self.bearer {
-                request = request.bearer_auth(key);
-            }
             let started = Instant::now();
-            let response = request
-                .send()
-                .await
-                .map_err(|e| format!("{}: {e}", self.name))?;
+            let response = self.sent(request).await?;
             let status = response.status();
             let body = response.bytes().await?;
             let took = started.elapsed();

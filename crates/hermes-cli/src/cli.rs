@@ -490,44 +490,41 @@ pub(crate) struct ProvidersArgs {
     pub(crate) json: bool,
 }
 
+/// Makes `$arg`, a newtype over the items of one of core's lists (`$all`), a clap value enum: its
+/// values are the list's items in order, each written as the item's `$name()`.
+macro_rules! value_enum_over {
+    ($arg:ident($all:expr), $name:ident) => {
+        impl clap::ValueEnum for $arg {
+            fn value_variants<'a>() -> &'a [Self] {
+                const ALL: [$arg; $all.len()] = {
+                    let mut out = [$arg($all[0]); $all.len()];
+                    let mut i = 1;
+                    while i < out.len() {
+                        out[i] = $arg($all[i]);
+                        i += 1;
+                    }
+                    out
+                };
+                &ALL
+            }
+            fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+                Some(clap::builder::PossibleValue::new(self.0.$name()))
+            }
+        }
+    };
+}
+
 /// An effort word of `--effort`: core's one list ([`Effort::ALL`]) as a clap value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct EffortArg(pub(crate) Effort);
 
-impl clap::ValueEnum for EffortArg {
-    fn value_variants<'a>() -> &'a [Self] {
-        const ALL: [EffortArg; 6] = [
-            EffortArg(Effort::ALL[0]),
-            EffortArg(Effort::ALL[1]),
-            EffortArg(Effort::ALL[2]),
-            EffortArg(Effort::ALL[3]),
-            EffortArg(Effort::ALL[4]),
-            EffortArg(Effort::ALL[5]),
-        ];
-        &ALL
-    }
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.0.as_str()))
-    }
-}
+value_enum_over!(EffortArg(Effort::ALL), as_str);
 
 /// A carrier of `--reject`: core's one list ([`Carrier::ALL`]) as a clap value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct CarrierArg(pub(crate) Carrier);
 
-impl clap::ValueEnum for CarrierArg {
-    fn value_variants<'a>() -> &'a [Self] {
-        const ALL: [CarrierArg; 3] = [
-            CarrierArg(Carrier::ALL[0]),
-            CarrierArg(Carrier::ALL[1]),
-            CarrierArg(Carrier::ALL[2]),
-        ];
-        &ALL
-    }
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.0.field()))
-    }
-}
+value_enum_over!(CarrierArg(Carrier::ALL), field);
 
 /// `hermes preview`
 #[derive(Debug, Args)]

@@ -81,6 +81,11 @@ fn path_schema(what: &str) -> Value {
 }
 
 /// A path as the model wrote it, on one line.
+/// The error text of a failed `verb` (open, read, list) of what is shown as `shown`.
+fn cannot<'a>(verb: &'a str, shown: &'a str) -> impl Fn(std::io::Error) -> String + 'a {
+    move |e| format!("error: cannot {verb} {shown}: {e}")
+}
+
 fn shown(raw: &str) -> String {
     raw.chars()
         .flat_map(|c| {
@@ -330,7 +335,7 @@ impl Workspace {
         let meta = self
             .dir
             .symlink_metadata(&canonical)
-            .map_err(|e| format!("error: cannot open {shown}: {e}"))?;
+            .map_err(cannot("open", &shown))?;
         if let Some(kind) = special_kind(meta.file_type()) {
             return Err(format!(
                 "refused: {shown} is {kind}; only regular files and directories are read"
@@ -370,7 +375,7 @@ impl Workspace {
         let mut bytes = Vec::new();
         file.take(self.window as u64 + 1)
             .read_to_end(&mut bytes)
-            .map_err(|e| format!("error: cannot read {shown}: {e}"))?;
+            .map_err(cannot("read", &shown))?;
         if bytes.contains(&0) {
             return Err(format!(
                 "error: {shown} is not a text file (it holds NUL bytes)"
@@ -412,9 +417,7 @@ impl Workspace {
                 format!("error: cannot open {shown}: {e}")
             }
         })?;
-        let opened = file
-            .metadata()
-            .map_err(|e| format!("error: cannot open {shown}: {e}"))?;
+        let opened = file.metadata().map_err(cannot("open", shown))?;
         Self::check_handle(shown, &opened, checked)?;
         Ok((file, opened))
     }
@@ -430,22 +433,17 @@ impl Workspace {
         let dir = self
             .dir
             .open_dir(&canonical)
-            .map_err(|e| format!("error: cannot list {shown}: {e}"))?;
-        let opened = dir
-            .dir_metadata()
-            .map_err(|e| format!("error: cannot list {shown}: {e}"))?;
+            .map_err(cannot("list", &shown))?;
+        let opened = dir.dir_metadata().map_err(cannot("list", &shown))?;
         Self::check_handle(&shown, &opened, &checked)?;
         let mut names = Vec::new();
         let mut more = false;
-        for entry in dir
-            .entries()
-            .map_err(|e| format!("error: cannot list {shown}: {e}"))?
-        {
+        for entry in dir.entries().map_err(cannot("list", &shown))? {
             if names.len() == ENTRY_LIMIT {
                 more = true;
                 break;
             }
-            let entry = entry.map_err(|e| format!("error: cannot list {shown}: {e}"))?;
+            let entry = entry.map_err(cannot("list", &shown))?;
             let mut name = entry.file_name().to_string_lossy().into_owned();
             if entry.file_type().is_ok_and(|t| t.is_dir()) {
                 name.push('/');

@@ -83,77 +83,160 @@ pub struct Config {
     pub serve: ServeSection,
 }
 
-/// `[serve]`: the gateway's address, request cap, limits, retention, model aliases and metrics
-/// token. The values whose line an error names are read through methods; `Debug` shows the
-/// token as `***`.
-#[derive(Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct ServeSection {
-    /// The address to listen on (default `127.0.0.1:8642`; `--listen` wins).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub listen: Option<String>,
-    /// The largest request body in bytes (default 32 MiB; 413 above it, before parsing).
-    /// `max_body`, its earlier name, is accepted too.
-    #[serde(default, alias = "max_body", skip_serializing_if = "Option::is_none")]
-    pub max_request_bytes: Option<std::num::NonZeroUsize>,
-    /// Turns a tenant may start per minute, across every replica (default 600).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) requests_per_minute: Option<toml::Spanned<u32>>,
-    /// Turns a tenant may run at once, across every replica (default 32).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) max_concurrent: Option<toml::Spanned<u32>>,
-    /// Tokens (input + output, from the stored usage) a tenant may spend per minute, across
-    /// every replica (default 2,000,000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) tokens_per_minute: Option<toml::Spanned<u64>>,
-    /// Tokens a tenant may spend per UTC day: its budget (default 50,000,000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) tokens_per_day: Option<toml::Spanned<u64>>,
-    /// The largest `max_tokens` a request may ask for; above it, 403 (default 128,000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) max_tokens_cap: Option<toml::Spanned<u32>>,
-    /// Patterns (`*` any run of characters) of the `provider/model` a request may resolve to
-    /// (default `["*"]`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow_models: Option<Vec<String>>,
-    /// Patterns of the `anthropic-beta` values a request may send (default none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow_betas: Option<Vec<String>>,
-    /// Patterns of the server tools (by `type`: `web_search_*`, `code_execution_*`, OpenAI's
-    /// built-in tools) a request may define (default none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow_server_tools: Option<Vec<String>>,
-    /// Refuse (400) a request that names no partition (default false).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub require_partition: Option<bool>,
-    /// How long a request body may take to arrive once the gateway reads it (`30s`, the
-    /// default; 408 after).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) body_read_timeout: Option<toml::Spanned<String>>,
-    /// How long a tenant's conversation is kept after its last update (`30d`, `12h`, …);
-    /// older ones are deleted by `hermes serve` (default: kept).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) retention: Option<toml::Spanned<String>>,
-    /// How long a request that names no `Idempotency-Key` and repeats the previous one byte for
-    /// byte is answered from the store (`10m` by default; `0s`: never).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) retry_window: Option<toml::Spanned<String>>,
-    /// Per-tenant overrides of the limits and policy (`[serve.tenants.NAME]`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub tenants: BTreeMap<String, TenantSection>,
-    /// Model aliases: a name clients send → `provider/model`; a key with `*` is a pattern
-    /// (`claude-*`; exact names win, then the most literal pattern), and a target `provider/*`
-    /// forwards the client's own model name.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub models: BTreeMap<String, String>,
-    /// Each door's default model (`chat`, `messages` → `provider/model`): where a model name
-    /// nothing else names goes.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub default_models: BTreeMap<String, String>,
-    /// The bearer token `GET /metrics` requires. Without one the metrics are served only on a
-    /// loopback address (they name tenants). A secret: `config show` prints `***`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metrics_token: Option<String>,
+/// Accessors of keys read with their place in the file (`toml::Spanned`): each
+/// `name -> Type = read;` is `pub fn name(&self) -> Option<Type>`, the key's value as `read`
+/// (one of [`limit`], [`big_limit`], [`plain`], [`duration`]) takes it.
+macro_rules! spanned_accessors {
+    ($($(#[$doc:meta])* $name:ident -> $ty:ty = $read:ident;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(&self) -> Option<$ty> {
+                $read(self.$name.as_ref())
+            }
+        )*
+    };
+}
+
+/// Declares a section that holds a tenant's limits and policy — the keys `[serve]` (every
+/// tenant's default) and `[serve.tenants.NAME]` (one tenant's override) share — between its
+/// own leading and trailing keys (so the keys keep their order in `config show`), with their
+/// accessors and [`zero_limits`](TenantSection::zero_limits) for the check that refuses 0. The
+/// policy's keys are listed once, in the second rule; each is optional (absent when unset, and
+/// left out when written).
+macro_rules! policy_section {
+    (
+        @expand [$($meta:tt)*] $name:ident [$($head:tt)*]
+        [$($(#[$pmeta:meta])* $pvis:vis $policy:ident: $pty:ty;)*]
+        [$($tail:tt)*]
+    ) => {
+        $($meta)*
+        pub struct $name {
+            $($head)*
+            $(
+                $(#[$pmeta])*
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                $pvis $policy: Option<$pty>,
+            )*
+            $($tail)*
+        }
+
+        impl $name {
+            spanned_accessors! {
+                /// Turns a tenant may start per minute, if set here (in `[serve]`: every
+                /// tenant's default).
+                requests_per_minute -> std::num::NonZeroU32 = limit;
+                /// Turns a tenant may run at once, if set here.
+                max_concurrent -> std::num::NonZeroU32 = limit;
+                /// Tokens per minute, if set here.
+                tokens_per_minute -> std::num::NonZeroU64 = big_limit;
+                /// Tokens per UTC day, if set here.
+                tokens_per_day -> std::num::NonZeroU64 = big_limit;
+                /// The `max_tokens` cap, if set here.
+                max_tokens_cap -> u32 = plain;
+            }
+
+            /// Each limit's key with its value and where it stands, for the check that
+            /// refuses 0.
+            fn zero_limits(&self) -> [(&'static str, Option<(u64, std::ops::Range<usize>)>); 5] {
+                let u32_at = |v: &Option<toml::Spanned<u32>>| {
+                    v.as_ref().map(|v| (u64::from(*v.get_ref()), v.span()))
+                };
+                let u64_at =
+                    |v: &Option<toml::Spanned<u64>>| v.as_ref().map(|v| (*v.get_ref(), v.span()));
+                [
+                    ("requests_per_minute", u32_at(&self.requests_per_minute)),
+                    ("max_concurrent", u32_at(&self.max_concurrent)),
+                    ("tokens_per_minute", u64_at(&self.tokens_per_minute)),
+                    ("tokens_per_day", u64_at(&self.tokens_per_day)),
+                    ("max_tokens_cap", u32_at(&self.max_tokens_cap)),
+                ]
+            }
+        }
+    };
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($(#[$hmeta:meta])* $hvis:vis $head:ident: $hty:ty,)*
+            ..policy..
+            $($(#[$tmeta:meta])* $tvis:vis $tail:ident: $tty:ty,)*
+        }
+    ) => {
+        policy_section! {
+            @expand [$(#[$meta])*] $name [$($(#[$hmeta])* $hvis $head: $hty,)*]
+            [
+                /// Turns a tenant may start per minute, across every replica (default 600).
+                pub(crate) requests_per_minute: toml::Spanned<u32>;
+                /// Turns a tenant may run at once, across every replica (default 32).
+                pub(crate) max_concurrent: toml::Spanned<u32>;
+                /// Tokens (input + output, from the stored usage) a tenant may spend per
+                /// minute, across every replica (default 2,000,000).
+                pub(crate) tokens_per_minute: toml::Spanned<u64>;
+                /// Tokens a tenant may spend per UTC day: its budget (default 50,000,000).
+                pub(crate) tokens_per_day: toml::Spanned<u64>;
+                /// The largest `max_tokens` a request may ask for; above it, 403 (default
+                /// 128,000).
+                pub(crate) max_tokens_cap: toml::Spanned<u32>;
+                /// Patterns (`*` any run of characters) of the `provider/model` a request may
+                /// resolve to (default `["*"]`).
+                pub allow_models: Vec<String>;
+                /// Patterns of the `anthropic-beta` values a request may send (default none).
+                pub allow_betas: Vec<String>;
+                /// Patterns of the server tools (by `type`: `web_search_*`,
+                /// `code_execution_*`, OpenAI's built-in tools) a request may define (default
+                /// none).
+                pub allow_server_tools: Vec<String>;
+                /// Refuse (400) a request that names no partition (default false).
+                pub require_partition: bool;
+            ]
+            [$($(#[$tmeta])* $tvis $tail: $tty,)*]
+        }
+    };
+}
+
+policy_section! {
+    /// `[serve]`: the gateway's address, request cap, limits, retention, model aliases and
+    /// metrics token. The values whose line an error names are read through methods; `Debug`
+    /// shows the token as `***`.
+    #[derive(Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+    #[serde(deny_unknown_fields)]
+    pub struct ServeSection {
+        /// The address to listen on (default `127.0.0.1:8642`; `--listen` wins).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub listen: Option<String>,
+        /// The largest request body in bytes (default 32 MiB; 413 above it, before parsing).
+        /// `max_body`, its earlier name, is accepted too.
+        #[serde(default, alias = "max_body", skip_serializing_if = "Option::is_none")]
+        pub max_request_bytes: Option<std::num::NonZeroUsize>,
+        ..policy..
+        /// How long a request body may take to arrive once the gateway reads it (`30s`, the
+        /// default; 408 after).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub(crate) body_read_timeout: Option<toml::Spanned<String>>,
+        /// How long a tenant's conversation is kept after its last update (`30d`, `12h`, …);
+        /// older ones are deleted by `hermes serve` (default: kept).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub(crate) retention: Option<toml::Spanned<String>>,
+        /// How long a request that names no `Idempotency-Key` and repeats the previous one byte for
+        /// byte is answered from the store (`10m` by default; `0s`: never).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub(crate) retry_window: Option<toml::Spanned<String>>,
+        /// Per-tenant overrides of the limits and policy (`[serve.tenants.NAME]`).
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        pub tenants: BTreeMap<String, TenantSection>,
+        /// Model aliases: a name clients send → `provider/model`; a key with `*` is a pattern
+        /// (`claude-*`; exact names win, then the most literal pattern), and a target `provider/*`
+        /// forwards the client's own model name.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        pub models: BTreeMap<String, String>,
+        /// Each door's default model (`chat`, `messages` → `provider/model`): where a model name
+        /// nothing else names goes.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        pub default_models: BTreeMap<String, String>,
+        /// The bearer token `GET /metrics` requires. Without one the metrics are served only on a
+        /// loopback address (they name tenants). A secret: `config show` prints `***`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub metrics_token: Option<String>,
+    }
 }
 
 impl std::fmt::Debug for ServeSection {
@@ -181,41 +264,14 @@ impl std::fmt::Debug for ServeSection {
     }
 }
 
-/// `[serve.tenants.NAME]`: one tenant's limits and policy; an unset one is `[serve]`'s (and
-/// `[serve]`'s unset one the built-in default).
-#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct TenantSection {
-    /// Turns this tenant may start per minute.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) requests_per_minute: Option<toml::Spanned<u32>>,
-    /// Turns this tenant may run at once.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) max_concurrent: Option<toml::Spanned<u32>>,
-    /// Tokens (input + output, from the stored usage) a tenant may spend per minute, across
-    /// every replica (default 2,000,000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) tokens_per_minute: Option<toml::Spanned<u64>>,
-    /// Tokens a tenant may spend per UTC day: its budget (default 50,000,000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) tokens_per_day: Option<toml::Spanned<u64>>,
-    /// The largest `max_tokens` a request may ask for; above it, 403 (default 128,000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) max_tokens_cap: Option<toml::Spanned<u32>>,
-    /// Patterns (`*` any run of characters) of the `provider/model` a request may resolve to
-    /// (default `["*"]`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow_models: Option<Vec<String>>,
-    /// Patterns of the `anthropic-beta` values a request may send (default none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow_betas: Option<Vec<String>>,
-    /// Patterns of the server tools (by `type`: `web_search_*`, `code_execution_*`, OpenAI's
-    /// built-in tools) a request may define (default none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow_server_tools: Option<Vec<String>>,
-    /// Refuse (400) a request that names no partition (default false).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub require_partition: Option<bool>,
+policy_section! {
+    /// `[serve.tenants.NAME]`: one tenant's limits and policy; an unset one is `[serve]`'s (and
+    /// `[serve]`'s unset one the built-in default).
+    #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+    #[serde(deny_unknown_fields)]
+    pub struct TenantSection {
+        ..policy..
+    }
 }
 
 /// A limit's value (validated non-zero when the file was read).
@@ -228,31 +284,14 @@ fn big_limit(value: Option<&toml::Spanned<u64>>) -> Option<std::num::NonZeroU64>
     value.and_then(|v| std::num::NonZeroU64::new(*v.get_ref()))
 }
 
-impl TenantSection {
-    /// Turns this tenant may start per minute, if set here.
-    pub fn requests_per_minute(&self) -> Option<std::num::NonZeroU32> {
-        limit(self.requests_per_minute.as_ref())
-    }
+/// A value as written.
+fn plain<T: Copy>(value: Option<&toml::Spanned<T>>) -> Option<T> {
+    value.map(|v| *v.get_ref())
+}
 
-    /// Turns this tenant may run at once, if set here.
-    pub fn max_concurrent(&self) -> Option<std::num::NonZeroU32> {
-        limit(self.max_concurrent.as_ref())
-    }
-
-    /// Tokens per minute, if set here.
-    pub fn tokens_per_minute(&self) -> Option<std::num::NonZeroU64> {
-        big_limit(self.tokens_per_minute.as_ref())
-    }
-
-    /// Tokens per UTC day, if set here.
-    pub fn tokens_per_day(&self) -> Option<std::num::NonZeroU64> {
-        big_limit(self.tokens_per_day.as_ref())
-    }
-
-    /// The `max_tokens` cap, if set here.
-    pub fn max_tokens_cap(&self) -> Option<u32> {
-        self.max_tokens_cap.as_ref().map(|v| *v.get_ref())
-    }
+/// A duration's value (validated when the file was read).
+fn duration(value: Option<&toml::Spanned<String>>) -> Option<std::time::Duration> {
+    value.and_then(|d| humantime::parse_duration(d.get_ref().trim()).ok())
 }
 
 impl ServeSection {
@@ -269,51 +308,14 @@ impl ServeSection {
         })
     }
 
-    /// Every tenant's default turns per minute.
-    pub fn requests_per_minute(&self) -> Option<std::num::NonZeroU32> {
-        limit(self.requests_per_minute.as_ref())
-    }
-
-    /// Every tenant's default turns at once.
-    pub fn max_concurrent(&self) -> Option<std::num::NonZeroU32> {
-        limit(self.max_concurrent.as_ref())
-    }
-
-    /// `retry_window` (validated when the file was read); `None`: the gateway's default.
-    pub fn retry_window(&self) -> Option<std::time::Duration> {
-        self.retry_window
-            .as_ref()
-            .and_then(|d| humantime::parse_duration(d.get_ref().trim()).ok())
-    }
-
-    /// Tokens per minute, if set here.
-    pub fn tokens_per_minute(&self) -> Option<std::num::NonZeroU64> {
-        big_limit(self.tokens_per_minute.as_ref())
-    }
-
-    /// Tokens per UTC day, if set here.
-    pub fn tokens_per_day(&self) -> Option<std::num::NonZeroU64> {
-        big_limit(self.tokens_per_day.as_ref())
-    }
-
-    /// The `max_tokens` cap, if set here.
-    pub fn max_tokens_cap(&self) -> Option<u32> {
-        self.max_tokens_cap.as_ref().map(|v| *v.get_ref())
-    }
-
-    /// The body-read deadline (validated when the file was read), if set.
-    pub fn body_read_timeout(&self) -> Option<std::time::Duration> {
-        self.body_read_timeout
-            .as_ref()
-            .and_then(|d| humantime::parse_duration(d.get_ref().trim()).ok())
-    }
-
-    /// How long a tenant's conversation is kept after its last update (validated when the
-    /// file was read); `None`: kept.
-    pub fn retention(&self) -> Option<std::time::Duration> {
-        self.retention
-            .as_ref()
-            .and_then(|d| humantime::parse_duration(d.get_ref().trim()).ok())
+    spanned_accessors! {
+        /// `retry_window` (validated when the file was read); `None`: the gateway's default.
+        retry_window -> std::time::Duration = duration;
+        /// The body-read deadline (validated when the file was read), if set.
+        body_read_timeout -> std::time::Duration = duration;
+        /// How long a tenant's conversation is kept after its last update (validated when the
+        /// file was read); `None`: kept.
+        retention -> std::time::Duration = duration;
     }
 }
 
@@ -555,10 +557,7 @@ impl Config {
     /// How old a fleet verdict may grow before it is re-probed (validated when the file was
     /// read).
     pub fn reprobe_after(&self) -> std::time::Duration {
-        self.verdicts
-            .reprobe_after
-            .as_ref()
-            .and_then(|d| humantime::parse_duration(d.get_ref().trim()).ok())
+        duration(self.verdicts.reprobe_after.as_ref())
             .unwrap_or(hermes_engine::DEFAULT_REPROBE_AFTER)
     }
 
@@ -713,32 +712,13 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
             ));
         }
     }
-    let u32_at =
-        |v: &Option<toml::Spanned<u32>>| v.as_ref().map(|v| (u64::from(*v.get_ref()), v.span()));
-    let u64_at = |v: &Option<toml::Spanned<u64>>| v.as_ref().map(|v| (*v.get_ref(), v.span()));
-    let serve = &config.serve;
-    let serve_limits = std::iter::once((
-        "[serve]".to_owned(),
-        [
-            ("requests_per_minute", u32_at(&serve.requests_per_minute)),
-            ("max_concurrent", u32_at(&serve.max_concurrent)),
-            ("tokens_per_minute", u64_at(&serve.tokens_per_minute)),
-            ("tokens_per_day", u64_at(&serve.tokens_per_day)),
-            ("max_tokens_cap", u32_at(&serve.max_tokens_cap)),
-        ],
-    ))
-    .chain(serve.tenants.iter().map(|(name, t)| {
-        (
-            format!("[serve.tenants.{name}]"),
-            [
-                ("requests_per_minute", u32_at(&t.requests_per_minute)),
-                ("max_concurrent", u32_at(&t.max_concurrent)),
-                ("tokens_per_minute", u64_at(&t.tokens_per_minute)),
-                ("tokens_per_day", u64_at(&t.tokens_per_day)),
-                ("max_tokens_cap", u32_at(&t.max_tokens_cap)),
-            ],
-        )
-    }));
+    let serve_limits = std::iter::once(("[serve]".to_owned(), config.serve.zero_limits())).chain(
+        config
+            .serve
+            .tenants
+            .iter()
+            .map(|(name, t)| (format!("[serve.tenants.{name}]"), t.zero_limits())),
+    );
     for (table, values) in serve_limits {
         for (key, value) in values {
             if let Some((0, span)) = value {
@@ -811,13 +791,22 @@ pub fn load(home: &Path) -> Result<Config, ConfigError> {
 mod tests {
     use super::*;
 
+    /// `text` read as `config.toml`.
+    fn parsed(text: &str) -> Config {
+        parse(Path::new("config.toml"), text).unwrap()
+    }
+
+    /// What reading `text` as `config.toml` refuses, as said.
+    fn refusal(text: &str) -> String {
+        parse(Path::new("config.toml"), text)
+            .unwrap_err()
+            .to_string()
+    }
+
     #[test]
     fn store_pool_settings_parse_default_and_refuse_zero_with_the_line() {
-        let config = parse(
-            Path::new("config.toml"),
-            "[store]\nmax_connections = 2\nbusy_timeout = 1\nacquire_timeout = 7\n",
-        )
-        .unwrap();
+        let config =
+            parsed("[store]\nmax_connections = 2\nbusy_timeout = 1\nacquire_timeout = 7\n");
         let pool = config.store.pool();
         assert_eq!(pool.max_connections, Some(2));
         assert_eq!(pool.busy_timeout, std::time::Duration::from_secs(1));
@@ -836,20 +825,14 @@ mod tests {
                 "config.toml: line 2: [store] acquire_timeout = 0: give at least 1 second",
             ),
         ] {
-            let err = parse(Path::new("config.toml"), text)
-                .unwrap_err()
-                .to_string();
+            let err = refusal(text);
             assert_eq!(err, said);
         }
     }
 
     #[test]
     fn max_tokens_per_model_family_parse_and_the_longest_key_wins() {
-        let config = parse(
-            Path::new("config.toml"),
-            "[max_tokens]\nclaude = 32000\n\"Claude-Opus-4-8\" = 64000\n",
-        )
-        .unwrap();
+        let config = parsed("[max_tokens]\nclaude = 32000\n\"Claude-Opus-4-8\" = 64000\n");
         let defaults = config.defaults();
         assert_eq!(defaults.max_tokens_for("claude-opus-4-8"), Some(64000));
         assert_eq!(defaults.max_tokens_for("claude-sonnet-4-5"), Some(32000));
@@ -859,20 +842,16 @@ mod tests {
             ("[max_tokens]\nclaude = -5\n", "line 2"),
             ("[max_tokens]\n\" \" = 5\n", "a key is blank"),
         ] {
-            let err = parse(Path::new("config.toml"), text)
-                .unwrap_err()
-                .to_string();
+            let err = refusal(text);
             assert!(err.contains(named), "{text}: {err}");
         }
     }
 
     #[test]
     fn a_full_config_parses() {
-        let config = parse(
-            Path::new("config.toml"),
+        let config = parsed(
             "provider = \"openrouter\"\nmodel = \"x/m\"\neffort = \"high\"\n\n[providers.openrouter]\nkey_var = \"MY_KEY\"\nreasoning_echo = true\n",
-        )
-        .unwrap();
+        );
         assert_eq!(config.provider.as_deref(), Some("openrouter"));
         assert_eq!(config.effort(), Some(Effort::High));
         let defaults = config.defaults();
@@ -888,11 +867,8 @@ mod tests {
 
     #[test]
     fn debug_never_shows_the_store_password_and_redacted_replaces_it() {
-        let config = parse(
-            Path::new("config.toml"),
-            "[store]\nurl = \"postgres://hermes:hunter2-pw@db.internal/sessions\"\n",
-        )
-        .unwrap();
+        let config =
+            parsed("[store]\nurl = \"postgres://hermes:hunter2-pw@db.internal/sessions\"\n");
         let debug = format!("{config:?}");
         assert!(!debug.contains("hunter2-pw"), "{debug}");
         assert!(debug.contains("db.internal"), "{debug}");
@@ -916,11 +892,7 @@ mod tests {
 
     #[test]
     fn the_metrics_token_is_read_and_never_shown() {
-        let config = parse(
-            Path::new("config.toml"),
-            "[serve]\nmetrics_token = \"scrape-secret-123\"\n",
-        )
-        .unwrap();
+        let config = parsed("[serve]\nmetrics_token = \"scrape-secret-123\"\n");
         assert_eq!(
             config.serve.metrics_token.as_deref(),
             Some("scrape-secret-123")
@@ -932,11 +904,9 @@ mod tests {
 
     #[test]
     fn the_serve_section_parses_and_refuses_unknown_keys_and_a_zero_cap() {
-        let config = parse(
-            Path::new("config.toml"),
+        let config = parsed(
             "[serve]\nlisten = \"127.0.0.1:9000\"\nmax_body = 1048576\n\n[serve.models]\nfast = \"deepseek/deepseek-v4-flash\"\n",
-        )
-        .unwrap();
+        );
         assert_eq!(config.serve.listen.as_deref(), Some("127.0.0.1:9000"));
         assert_eq!(
             config.serve.max_request_bytes.map(|n| n.get()),
@@ -951,11 +921,7 @@ mod tests {
             Config::default().serve.listen_or(DEFAULT).unwrap(),
             DEFAULT.parse().unwrap()
         );
-        let bad = parse(
-            Path::new("config.toml"),
-            "[serve]\nlisten = \"localhost\"\n",
-        )
-        .unwrap();
+        let bad = parsed("[serve]\nlisten = \"localhost\"\n");
         let err = bad.serve.listen_or(DEFAULT).unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -973,11 +939,9 @@ mod tests {
 
     #[test]
     fn serve_limits_and_retention_parse_with_per_tenant_overrides() {
-        let config = parse(
-            Path::new("config.toml"),
+        let config = parsed(
             "[serve]\nmax_request_bytes = 4096\nrequests_per_minute = 600\nmax_concurrent = 8\nretention = \"30d\"\n\n[serve.tenants.acme]\nrequests_per_minute = 60\n",
-        )
-        .unwrap();
+        );
         let serve = &config.serve;
         assert_eq!(serve.max_request_bytes.map(|n| n.get()), Some(4096));
         assert_eq!(serve.requests_per_minute().map(|n| n.get()), Some(600));
@@ -1008,12 +972,7 @@ mod tests {
                 "config.toml: line 2: [serve] retention = \"0s\": keep conversations for longer than 0 (write e.g. \"30d\")",
             ),
         ] {
-            assert_eq!(
-                parse(Path::new("config.toml"), text)
-                    .unwrap_err()
-                    .to_string(),
-                said
-            );
+            assert_eq!(refusal(text), said);
         }
         let err = parse(Path::new("config.toml"), "[serve.tenants.acme]\nrpm = 1\n").unwrap_err();
         assert!(err.to_string().contains("line 2"), "{err}");
@@ -1022,11 +981,9 @@ mod tests {
 
     #[test]
     fn a_tenants_policy_and_token_limits_parse_and_refuse_zero() {
-        let config = parse(
-            Path::new("config.toml"),
+        let config = parsed(
             "[serve]\ntokens_per_minute = 100000\nmax_tokens_cap = 8192\nallow_models = [\"deepseek/*\"]\nbody_read_timeout = \"5s\"\n\n[serve.tenants.acme]\ntokens_per_day = 5000000000\nallow_betas = [\"context-1m-*\"]\nallow_server_tools = [\"web_search_*\"]\nrequire_partition = true\n",
-        )
-        .unwrap();
+        );
         let serve = &config.serve;
         assert_eq!(serve.tokens_per_minute().map(|n| n.get()), Some(100_000));
         assert_eq!(serve.tokens_per_day(), None);
@@ -1065,9 +1022,7 @@ mod tests {
                 "config.toml: line 2: [serve] body_read_timeout = \"0s\": give the body more than 0",
             ),
         ] {
-            let err = parse(Path::new("config.toml"), text)
-                .unwrap_err()
-                .to_string();
+            let err = refusal(text);
             assert!(err.starts_with(said), "{err}");
         }
     }

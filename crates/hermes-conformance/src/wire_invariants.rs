@@ -1456,128 +1456,42 @@ mod tests {
     #[test]
     fn the_converse_and_messages_lists_are_the_simulators() {
         use hermes_sim::schema::{converse, messages};
-        let pairs: &[(&str, &[&str], &[&str])] = &[
-            (
-                "Converse request",
-                CONVERSE_REQUEST,
-                converse::REQUEST_MEMBERS,
-            ),
-            (
-                "Converse ContentBlock",
-                CONVERSE_BLOCK,
-                converse::CONTENT_MEMBERS,
-            ),
-            (
-                "Converse SystemContentBlock",
-                CONVERSE_SYSTEM_BLOCK,
-                converse::SYSTEM_MEMBERS,
-            ),
-            (
-                "Converse ToolResultContentBlock",
-                CONVERSE_TOOL_RESULT_BLOCK,
-                converse::TOOL_RESULT_MEMBERS,
-            ),
-            (
-                "Converse ReasoningContentBlock",
-                CONVERSE_REASONING,
-                converse::REASONING_MEMBERS,
-            ),
-            ("Converse Tool", CONVERSE_TOOL, converse::TOOL_MEMBERS),
-            ("Converse Message", CONVERSE_MESSAGE, converse::MESSAGE_KEYS),
-            (
-                "Converse InferenceConfiguration",
-                CONVERSE_INFERENCE_CONFIG,
-                converse::INFERENCE_CONFIG_KEYS,
-            ),
-            (
-                "Converse ToolConfiguration",
-                CONVERSE_TOOL_CONFIG,
-                converse::TOOL_CONFIG_KEYS,
-            ),
-            (
-                "Converse ToolUseBlock",
-                CONVERSE_TOOL_USE,
-                converse::TOOL_USE_KEYS,
-            ),
-            (
-                "Converse ToolResultBlock",
-                CONVERSE_TOOL_RESULT,
-                converse::TOOL_RESULT_KEYS,
-            ),
-            (
-                "Converse ReasoningTextBlock",
-                CONVERSE_REASONING_TEXT,
-                converse::REASONING_TEXT_KEYS,
-            ),
-            (
-                "Converse ToolSpecification",
-                CONVERSE_TOOL_SPEC,
-                converse::TOOL_SPEC_KEYS,
-            ),
-            (
-                "Converse SystemTool",
-                CONVERSE_SYSTEM_TOOL,
-                converse::SYSTEM_TOOL_KEYS,
-            ),
-            (
-                "Converse CachePointBlock",
-                CONVERSE_CACHE_POINT,
-                converse::CACHE_POINT_KEYS,
-            ),
-            (
-                "Messages block types",
-                MESSAGES_BLOCK_TAGS,
-                messages::BLOCK_TAGS,
-            ),
-            (
-                "Messages tool_result content types",
-                MESSAGES_TOOL_RESULT_CONTENT,
-                messages::TOOL_RESULT_CONTENT_TAGS,
-            ),
-            ("Messages message", MESSAGES_MESSAGE, messages::MESSAGE_KEYS),
-            ("Messages text block", MESSAGES_TEXT, messages::TEXT_KEYS),
-            ("Messages image block", MESSAGES_IMAGE, messages::IMAGE_KEYS),
-            (
-                "Messages document block",
-                MESSAGES_DOCUMENT,
-                messages::DOCUMENT_KEYS,
-            ),
-            (
-                "Messages thinking block",
-                MESSAGES_THINKING,
-                messages::THINKING_KEYS,
-            ),
-            (
-                "Messages redacted_thinking block",
-                MESSAGES_REDACTED_THINKING,
-                messages::REDACTED_THINKING_KEYS,
-            ),
-            (
-                "Messages tool_use block",
-                MESSAGES_TOOL_USE,
-                messages::TOOL_USE_KEYS,
-            ),
-            (
-                "Messages tool_result block",
-                MESSAGES_TOOL_RESULT,
-                messages::TOOL_RESULT_KEYS,
-            ),
-            (
-                "Messages custom tool",
-                MESSAGES_TOOL,
-                messages::CUSTOM_TOOL_KEYS,
-            ),
-            (
-                "Messages cache_control",
-                MESSAGES_CACHE_CONTROL,
-                messages::CACHE_CONTROL_KEYS,
-            ),
-            (
-                "Messages output_config",
-                MESSAGES_OUTPUT_CONFIG,
-                messages::OUTPUT_CONFIG_KEYS,
-            ),
-        ];
+        /// `(name, ours, the simulator's)` of each `OURS = sims;`, named by our list.
+        macro_rules! pairs {
+            ($($ours:ident = $sims:path;)*) => {
+                [$((stringify!($ours), $ours, $sims)),*]
+            };
+        }
+        let pairs: &[(&str, &[&str], &[&str])] = &pairs! {
+            CONVERSE_REQUEST = converse::REQUEST_MEMBERS;
+            CONVERSE_BLOCK = converse::CONTENT_MEMBERS;
+            CONVERSE_SYSTEM_BLOCK = converse::SYSTEM_MEMBERS;
+            CONVERSE_TOOL_RESULT_BLOCK = converse::TOOL_RESULT_MEMBERS;
+            CONVERSE_REASONING = converse::REASONING_MEMBERS;
+            CONVERSE_TOOL = converse::TOOL_MEMBERS;
+            CONVERSE_MESSAGE = converse::MESSAGE_KEYS;
+            CONVERSE_INFERENCE_CONFIG = converse::INFERENCE_CONFIG_KEYS;
+            CONVERSE_TOOL_CONFIG = converse::TOOL_CONFIG_KEYS;
+            CONVERSE_TOOL_USE = converse::TOOL_USE_KEYS;
+            CONVERSE_TOOL_RESULT = converse::TOOL_RESULT_KEYS;
+            CONVERSE_REASONING_TEXT = converse::REASONING_TEXT_KEYS;
+            CONVERSE_TOOL_SPEC = converse::TOOL_SPEC_KEYS;
+            CONVERSE_SYSTEM_TOOL = converse::SYSTEM_TOOL_KEYS;
+            CONVERSE_CACHE_POINT = converse::CACHE_POINT_KEYS;
+            MESSAGES_BLOCK_TAGS = messages::BLOCK_TAGS;
+            MESSAGES_TOOL_RESULT_CONTENT = messages::TOOL_RESULT_CONTENT_TAGS;
+            MESSAGES_MESSAGE = messages::MESSAGE_KEYS;
+            MESSAGES_TEXT = messages::TEXT_KEYS;
+            MESSAGES_IMAGE = messages::IMAGE_KEYS;
+            MESSAGES_DOCUMENT = messages::DOCUMENT_KEYS;
+            MESSAGES_THINKING = messages::THINKING_KEYS;
+            MESSAGES_REDACTED_THINKING = messages::REDACTED_THINKING_KEYS;
+            MESSAGES_TOOL_USE = messages::TOOL_USE_KEYS;
+            MESSAGES_TOOL_RESULT = messages::TOOL_RESULT_KEYS;
+            MESSAGES_TOOL = messages::CUSTOM_TOOL_KEYS;
+            MESSAGES_CACHE_CONTROL = messages::CACHE_CONTROL_KEYS;
+            MESSAGES_OUTPUT_CONFIG = messages::OUTPUT_CONFIG_KEYS;
+        };
         // The simulator splits the Messages top level into what every door takes and what
         // only some doors take; conformance checks bodies of every door against one list.
         let sim_top: Vec<&str> = messages::TOP_LEVEL

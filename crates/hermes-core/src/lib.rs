@@ -11,9 +11,19 @@
 
 /// Builder setters, for the builders of this workspace's crates: each line
 /// `$(#[doc])* name: Type;` inside an `impl` block is `pub fn name(mut self, name: Type) -> Self`,
-/// which replaces the field `name` and keeps the doc written before it.
+/// which replaces the field `name` and keeps the doc written before it. After a leading
+/// `Some:`, each setter sets an optional field to `Some(name)` instead.
 #[macro_export]
 macro_rules! setters {
+    (Some: $($(#[$meta:meta])* $field:ident: $ty:ty;)*) => {
+        $(
+            $(#[$meta])*
+            pub fn $field(mut self, $field: $ty) -> Self {
+                self.$field = Some($field);
+                self
+            }
+        )*
+    };
     ($($(#[$meta:meta])* $field:ident: $ty:ty;)*) => {
         $(
             $(#[$meta])*

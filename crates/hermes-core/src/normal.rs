@@ -286,29 +286,33 @@ fn write_canonical(value: &Value, out: &mut String) {
         Value::Object(map) => {
             let mut entries: Vec<(&String, &Value)> = map.iter().collect();
             entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (key, value)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
+            write_separated(out, '{', entries, '}', |(key, value), out| {
                 out.push_str(&Value::String(key.clone()).to_string());
                 out.push(':');
                 write_canonical(value, out);
-            }
-            out.push('}');
+            });
         }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
+        Value::Array(items) => write_separated(out, '[', items, ']', write_canonical),
         scalar => out.push_str(&scalar.to_string()),
     }
+}
+
+/// Writes `open`, each item (by `write`) with a `,` between two, then `close`.
+fn write_separated<T>(
+    out: &mut String,
+    open: char,
+    items: impl IntoIterator<Item = T>,
+    close: char,
+    mut write: impl FnMut(T, &mut String),
+) {
+    out.push(open);
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write(item, out);
+    }
+    out.push(close);
 }
 
 #[cfg(test)]

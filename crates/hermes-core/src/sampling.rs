@@ -78,57 +78,29 @@ impl Sampling {
         *self == Sampling::default()
     }
 
-    /// With `max_tokens`.
-    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
-        self.max_tokens = Some(max_tokens);
-        self
-    }
-
-    /// With `temperature`.
-    pub fn temperature(mut self, temperature: f64) -> Self {
-        self.temperature = Some(temperature);
-        self
-    }
-
-    /// With `top_p`.
-    pub fn top_p(mut self, top_p: f64) -> Self {
-        self.top_p = Some(top_p);
-        self
-    }
-
-    /// With `top_k`.
-    pub fn top_k(mut self, top_k: u32) -> Self {
-        self.top_k = Some(top_k);
-        self
+    crate::setters! {
+        Some:
+        /// With `max_tokens`.
+        max_tokens: u32;
+        /// With `temperature`.
+        temperature: f64;
+        /// With `top_p`.
+        top_p: f64;
+        /// With `top_k`.
+        top_k: u32;
+        /// With a tool choice.
+        tool_choice: ToolChoice;
+        /// With parallel tool calls allowed or not.
+        parallel_tool_calls: bool;
+        /// With a response format.
+        response_format: ResponseFormat;
+        /// With a seed.
+        seed: i64;
     }
 
     /// With stop sequences.
     pub fn stop<S: Into<String>>(mut self, stop: impl IntoIterator<Item = S>) -> Self {
         self.stop = stop.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// With a tool choice.
-    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
-        self.tool_choice = Some(choice);
-        self
-    }
-
-    /// With parallel tool calls allowed or not.
-    pub fn parallel_tool_calls(mut self, parallel: bool) -> Self {
-        self.parallel_tool_calls = Some(parallel);
-        self
-    }
-
-    /// With a response format.
-    pub fn response_format(mut self, format: ResponseFormat) -> Self {
-        self.response_format = Some(format);
-        self
-    }
-
-    /// With a seed.
-    pub fn seed(mut self, seed: i64) -> Self {
-        self.seed = Some(seed);
         self
     }
 

@@ -1,7 +1,6 @@
 //! Recorded refusals: which carriers a (provider, host, model) rejected (docs/spec.md §6).
 
 use serde::de::Error as _;
-use serde::ser::SerializeSeq;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::route::{Carrier, CarrierSet};
@@ -42,12 +41,8 @@ impl Verdict {
 
 impl Serialize for Verdict {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(Some(4))?;
-        seq.serialize_element(&self.provider)?;
-        seq.serialize_element(&self.host)?;
-        seq.serialize_element(&self.model)?;
-        seq.serialize_element(&self.carriers)?;
-        seq.end()
+        // A JSON array, as it is read back.
+        (&self.provider, &self.host, &self.model, &self.carriers).serialize(serializer)
     }
 }
 
@@ -73,6 +68,17 @@ impl<'de> Deserialize<'de> for Verdict {
     }
 }
 
+/// The value under `key` of a session's `model_config`; the default when absent or null.
+fn read_model_config<T: Default + serde::de::DeserializeOwned>(
+    config: &serde_json::Map<String, serde_json::Value>,
+    key: &str,
+) -> Result<T, serde_json::Error> {
+    match config.get(key) {
+        None | Some(serde_json::Value::Null) => Ok(T::default()),
+        Some(value) => T::deserialize(value),
+    }
+}
+
 /// Every verdict a session has recorded.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -83,10 +89,7 @@ impl Verdicts {
     pub fn from_model_config(
         config: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<Self, serde_json::Error> {
-        match config.get(VERDICTS_KEY) {
-            None | Some(serde_json::Value::Null) => Ok(Verdicts::default()),
-            Some(value) => Verdicts::deserialize(value),
-        }
+        read_model_config(config, VERDICTS_KEY)
     }
 
     /// The carriers refused for `target`.
@@ -149,13 +152,15 @@ fn keyed_on(provider: &str, host: &str, model: &str, target: &RouteTarget) -> bo
 
 impl Serialize for WireVerdict {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(Some(5))?;
-        seq.serialize_element(&self.wire)?;
-        seq.serialize_element(&self.provider)?;
-        seq.serialize_element(&self.host)?;
-        seq.serialize_element(&self.model)?;
-        seq.serialize_element(&self.fields)?;
-        seq.end()
+        // A JSON array, as it is read back.
+        (
+            &self.wire,
+            &self.provider,
+            &self.host,
+            &self.model,
+            &self.fields,
+        )
+            .serialize(serializer)
     }
 }
 
@@ -190,10 +195,7 @@ impl WireVerdicts {
     pub fn from_model_config(
         config: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<Self, serde_json::Error> {
-        match config.get(WIRE_VERDICTS_KEY) {
-            None | Some(serde_json::Value::Null) => Ok(WireVerdicts::default()),
-            Some(value) => WireVerdicts::deserialize(value),
-        }
+        read_model_config(config, WIRE_VERDICTS_KEY)
     }
 
     /// The fields refused on `wire` for `target`.

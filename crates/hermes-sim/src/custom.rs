@@ -95,6 +95,14 @@ pub struct ProfileSpec {
     envelope: Value,
 }
 
+/// The pairing rule's texts (unpaired calls, orphan result) when none are set: OpenAI's.
+fn default_pairing() -> (String, String) {
+    (
+        format!("{UNPAIRED_CALLS_PREFIX}{{ids}}"),
+        ORPHAN_RESULT_TEXT.to_owned(),
+    )
+}
+
 impl ProfileSpec {
     /// A profile named `name` that accepts every request whose tool calls are paired with their
     /// results and replies with `reasoning_content`, in an OpenAI-style error envelope.
@@ -110,10 +118,7 @@ impl ProfileSpec {
                 .to_owned(),
             echo: None,
             missing_echo: "Missing `{field}` in the assistant message at index {index}.".to_owned(),
-            pairing: Some((
-                format!("{UNPAIRED_CALLS_PREFIX}{{ids}}"),
-                ORPHAN_RESULT_TEXT.to_owned(),
-            )),
+            pairing: Some(default_pairing()),
             thinking_off: None,
             reply: ReplyCarrier::ReasoningContent,
             envelope: json!({"error": {
@@ -137,22 +142,29 @@ impl ProfileSpec {
         self
     }
 
-    /// Text for an unknown top-level name (`{name}`).
-    pub fn unknown_parameter_text(mut self, template: impl Into<String>) -> Self {
-        self.unknown_parameter = template.into();
-        self
+    setters! {
+        /// Text for an unknown top-level name (`{name}`).
+        unknown_parameter_text(template: impl Into<String>) => unknown_parameter = template.into();
+        /// Text for a parameter value its [`ValueRule`] refuses (`{name}`, `{expected}`).
+        invalid_value_text(template: impl Into<String>) => invalid_value = template.into();
+        /// Text for an unknown message key (`{field}`, `{index}`, `{role}`); also used for the keys
+        /// [`crate::Switches::reject_message_fields`] names.
+        unknown_field_text(template: impl Into<String>) => unknown_field = template.into();
+        /// Text for a missing must-echo field (`{field}`, `{index}`).
+        missing_echo_text(template: impl Into<String>) => missing_echo = template.into();
+        /// Accepts tool calls without results and results without calls (a permissive server).
+        without_tool_pairing() => pairing = None;
+        /// How replies carry reasoning while thinking is on (default
+        /// [`ReplyCarrier::ReasoningContent`]).
+        reply_carrier(carrier: ReplyCarrier) => reply = carrier;
+        /// The error body; every string equal to `"{message}"` in it is replaced by the text.
+        error_envelope(template: Value) => envelope = template;
     }
 
     /// When present, top-level `name` must satisfy `rule`, else it is refused with
     /// [`invalid_value_text`](Self::invalid_value_text).
     pub fn param(mut self, name: impl Into<String>, rule: ValueRule) -> Self {
         self.params.push((name.into(), rule));
-        self
-    }
-
-    /// Text for a parameter value its [`ValueRule`] refuses (`{name}`, `{expected}`).
-    pub fn invalid_value_text(mut self, template: impl Into<String>) -> Self {
-        self.invalid_value = template.into();
         self
     }
 
@@ -163,23 +175,10 @@ impl ProfileSpec {
         self
     }
 
-    /// Text for an unknown message key (`{field}`, `{index}`, `{role}`); also used for the keys
-    /// [`crate::Switches::reject_message_fields`] names.
-    pub fn unknown_field_text(mut self, template: impl Into<String>) -> Self {
-        self.unknown_field = template.into();
-        self
-    }
-
     /// The assistant `turns` must carry `field` as a string (`""` included), thinking on or off;
     /// else the request is refused with [`missing_echo_text`](Self::missing_echo_text).
     pub fn must_echo(mut self, field: impl Into<String>, turns: EchoTurns) -> Self {
         self.echo = Some((field.into(), turns));
-        self
-    }
-
-    /// Text for a missing must-echo field (`{field}`, `{index}`).
-    pub fn missing_echo_text(mut self, template: impl Into<String>) -> Self {
-        self.missing_echo = template.into();
         self
     }
 
@@ -189,10 +188,7 @@ impl ProfileSpec {
     /// each 'tool_call_id'. The following tool_call_ids did not have response messages: {ids}".
     /// Turns the pairing rule back on after [`without_tool_pairing`](Self::without_tool_pairing).
     pub fn unpaired_calls_text(mut self, template: impl Into<String>) -> Self {
-        let orphan = self
-            .pairing
-            .take()
-            .map_or_else(|| ORPHAN_RESULT_TEXT.to_owned(), |p| p.1);
+        let (_, orphan) = self.pairing.take().unwrap_or_else(default_pairing);
         self.pairing = Some((template.into(), orphan));
         self
     }
@@ -202,36 +198,14 @@ impl ProfileSpec {
     /// 'tool' must be a response to a preceeding message with 'tool_calls'.". Turns the pairing
     /// rule back on after [`without_tool_pairing`](Self::without_tool_pairing).
     pub fn orphan_result_text(mut self, template: impl Into<String>) -> Self {
-        let unpaired = self
-            .pairing
-            .take()
-            .map_or_else(|| format!("{UNPAIRED_CALLS_PREFIX}{{ids}}"), |p| p.0);
+        let (unpaired, _) = self.pairing.take().unwrap_or_else(default_pairing);
         self.pairing = Some((unpaired, template.into()));
-        self
-    }
-
-    /// Accepts tool calls without results and results without calls (a permissive server).
-    pub fn without_tool_pairing(mut self) -> Self {
-        self.pairing = None;
         self
     }
 
     /// Thinking is on unless top-level `name` equals `value` (without this, always on).
     pub fn thinking_off_when(mut self, name: impl Into<String>, value: impl Into<Value>) -> Self {
         self.thinking_off = Some((name.into(), value.into()));
-        self
-    }
-
-    /// How replies carry reasoning while thinking is on (default
-    /// [`ReplyCarrier::ReasoningContent`]).
-    pub fn reply_carrier(mut self, carrier: ReplyCarrier) -> Self {
-        self.reply = carrier;
-        self
-    }
-
-    /// The error body; every string equal to `"{message}"` in it is replaced by the text.
-    pub fn error_envelope(mut self, template: Value) -> Self {
-        self.envelope = template;
         self
     }
 

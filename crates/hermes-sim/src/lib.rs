@@ -82,6 +82,20 @@
 // default build.
 #![cfg_attr(not(feature = "bedrock"), allow(dead_code))]
 
+/// Declares builder methods that each set one field and hand the builder back:
+/// `method(arg: Type) => field = value;` (or `method() => field = value;`), each after its doc.
+macro_rules! setters {
+    ($($(#[$doc:meta])* $method:ident($($arg:ident: $ty:ty)?) => $field:ident = $value:expr;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $method(mut self $(, $arg: $ty)?) -> Self {
+                self.$field = $value;
+                self
+            }
+        )*
+    };
+}
+
 mod anthropic;
 #[cfg(feature = "bedrock")]
 mod bedrock;
@@ -220,52 +234,27 @@ impl Switches {
         self
     }
 
-    /// Turns on the mid-stream failure.
-    pub fn failing_mid_stream(mut self) -> Self {
-        self.fail_mid_stream = true;
-        self
+    setters! {
+        /// Turns on the mid-stream failure.
+        failing_mid_stream() => fail_mid_stream = true;
+        /// Makes Bedrock Claude replies carry a `redactedContent` block.
+        with_redacted_reasoning() => redacted_reasoning = true;
+        /// Makes the `bedrock` profile refuse any replayed `redactedContent`.
+        refusing_redacted() => refuse_redacted = true;
+        /// Makes the `bedrock` profile refuse SigV4 requests signed more than 5 minutes off.
+        checking_clock_skew() => check_clock_skew = true;
+        /// Makes the `gemini` profile's AI Studio door require an API key.
+        requiring_api_key() => require_api_key = true;
+        /// Makes `openai-responses` replies stop as `incomplete` after the reasoning item.
+        reaching_max_output_tokens() => max_output_tokens_reached = true;
+        /// Makes the `gemini` profile sign a streamed text turn on its last text fragment.
+        signing_text_fragment() => signature_on_text_fragment = true;
     }
 
     /// Turns on the mid-stream failure as a Bedrock `modelStreamErrorException`.
     pub fn failing_with_model_stream_error(mut self) -> Self {
         self.fail_mid_stream = true;
         self.model_stream_error = true;
-        self
-    }
-
-    /// Makes Bedrock Claude replies carry a `redactedContent` block.
-    pub fn with_redacted_reasoning(mut self) -> Self {
-        self.redacted_reasoning = true;
-        self
-    }
-
-    /// Makes the `bedrock` profile refuse any replayed `redactedContent`.
-    pub fn refusing_redacted(mut self) -> Self {
-        self.refuse_redacted = true;
-        self
-    }
-
-    /// Makes the `bedrock` profile refuse SigV4 requests signed more than 5 minutes off.
-    pub fn checking_clock_skew(mut self) -> Self {
-        self.check_clock_skew = true;
-        self
-    }
-
-    /// Makes the `gemini` profile's AI Studio door require an API key.
-    pub fn requiring_api_key(mut self) -> Self {
-        self.require_api_key = true;
-        self
-    }
-
-    /// Makes `openai-responses` replies stop as `incomplete` after the reasoning item.
-    pub fn reaching_max_output_tokens(mut self) -> Self {
-        self.max_output_tokens_reached = true;
-        self
-    }
-
-    /// Makes the `gemini` profile sign a streamed text turn on its last text fragment.
-    pub fn signing_text_fragment(mut self) -> Self {
-        self.signature_on_text_fragment = true;
         self
     }
 }
@@ -403,34 +392,34 @@ pub struct SimBuilder {
 }
 
 impl SimBuilder {
-    /// Delays every answer: a pause of `delay` after a request's body has been read and before
-    /// anything of the response (status, headers, first byte) is written, streamed or not, on
-    /// every profile (default zero: no pause). The simulator then stands for an upstream that
-    /// takes `delay` to answer (`cargo xtask bench serve`'s paced upstream); unlike
-    /// [`SimBuilder::chunk_delay`] it also slows whole (non-streamed) replies.
-    pub fn reply_delay(mut self, delay: Duration) -> Self {
-        self.reply_delay = delay;
-        self
-    }
-
-    /// Paces streamed replies: a pause of `delay` before each SSE event after the first
-    /// (default zero: no pause). While pacing, each event is still written in small cuts, but no
-    /// cut spans two events, so a reader sees the events arrive one at a time, `delay` apart; a
-    /// stream of E events stays open at least (E - 1) × `delay`. This makes the simulator a slow
-    /// upstream, for load tests that need many streams in flight at once (`cargo xtask bench`'s
-    /// gateway section). Every profile's SSE streams are paced; Bedrock's event streams and
-    /// Gemini's JSON-array streams (no `alt=sse`) are not.
-    pub fn chunk_delay(mut self, delay: Duration) -> Self {
-        self.chunk_delay = delay;
-        self
-    }
-
-    /// The organisation the `openai-responses` profile mints `encrypted_content` for and accepts
-    /// it from (default [`SIM_OPENAI_ORGANIZATION`]); ciphertext minted by a simulator of
-    /// another organisation is refused with OpenAI's `organization_id did not match` text.
-    pub fn openai_organization(mut self, org: impl Into<String>) -> Self {
-        self.openai_org = org.into();
-        self
+    setters! {
+        /// Delays every answer: a pause of `delay` after a request's body has been read and before
+        /// anything of the response (status, headers, first byte) is written, streamed or not, on
+        /// every profile (default zero: no pause). The simulator then stands for an upstream that
+        /// takes `delay` to answer (`cargo xtask bench serve`'s paced upstream); unlike
+        /// [`SimBuilder::chunk_delay`] it also slows whole (non-streamed) replies.
+        reply_delay(delay: Duration) => reply_delay = delay;
+        /// Paces streamed replies: a pause of `delay` before each SSE event after the first
+        /// (default zero: no pause). While pacing, each event is still written in small cuts, but
+        /// no cut spans two events, so a reader sees the events arrive one at a time, `delay`
+        /// apart; a stream of E events stays open at least (E - 1) × `delay`. This makes the
+        /// simulator a slow upstream, for load tests that need many streams in flight at once
+        /// (`cargo xtask bench`'s gateway section). Every profile's SSE streams are paced;
+        /// Bedrock's event streams and Gemini's JSON-array streams (no `alt=sse`) are not.
+        chunk_delay(delay: Duration) => chunk_delay = delay;
+        /// The organisation the `openai-responses` profile mints `encrypted_content` for and
+        /// accepts it from (default [`SIM_OPENAI_ORGANIZATION`]); ciphertext minted by a simulator
+        /// of another organisation is refused with OpenAI's `organization_id did not match` text.
+        openai_organization(org: impl Into<String>) => openai_org = org.into();
+        /// The Bedrock API key the `bedrock` profile accepts as `Authorization: Bearer KEY`
+        /// (default [`SIM_BEDROCK_API_KEY`]).
+        bedrock_api_key(key: impl Into<String>) => bedrock_api_key = key.into();
+        /// Rule switches (default: none).
+        switches(switches: Switches) => switches = switches;
+        /// The signing key (default [`DEFAULT_KEY`]).
+        key(key: impl Into<Vec<u8>>) => key = key.into();
+        /// The loopback port to bind (default 0: a free port).
+        port(port: u16) => port = port;
     }
 
     /// The AWS credentials the `bedrock` profile accepts for SigV4 (default
@@ -448,31 +437,6 @@ impl SimBuilder {
             secret_access_key: secret_access_key.into(),
             session_token,
         };
-        self
-    }
-
-    /// The Bedrock API key the `bedrock` profile accepts as `Authorization: Bearer KEY` (default
-    /// [`SIM_BEDROCK_API_KEY`]).
-    pub fn bedrock_api_key(mut self, key: impl Into<String>) -> Self {
-        self.bedrock_api_key = key.into();
-        self
-    }
-
-    /// Rule switches (default: none).
-    pub fn switches(mut self, switches: Switches) -> Self {
-        self.switches = switches;
-        self
-    }
-
-    /// The signing key (default [`DEFAULT_KEY`]).
-    pub fn key(mut self, key: impl Into<Vec<u8>>) -> Self {
-        self.key = key.into();
-        self
-    }
-
-    /// The loopback port to bind (default 0: a free port).
-    pub fn port(mut self, port: u16) -> Self {
-        self.port = port;
         self
     }
 

@@ -55,13 +55,18 @@ impl Reply {
 
 /// Readable text of a `content` value (string or array of text parts).
 pub(crate) fn text_of(content: Option<&Value>) -> String {
+    text_joined(content, "")
+}
+
+/// The text of a `content` value: the string, or the `text` of its parts joined by `sep`.
+pub(crate) fn text_joined(content: Option<&Value>, sep: &str) -> String {
     match content {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(parts)) => parts
             .iter()
             .filter_map(|p| p.get("text").and_then(Value::as_str))
             .collect::<Vec<_>>()
-            .join(""),
+            .join(sep),
         _ => String::new(),
     }
 }
@@ -425,15 +430,40 @@ pub(crate) enum Step {
     Final(String),
 }
 
+/// How a Messages-style reply ends: its last block, if any, and its stop reason. Cut short by
+/// `[max_tokens]` it stops at `max_tokens`, with the reasoning's first four words as text when
+/// `words_shown` (thinking off); else the step's tool call (`tool_use`) or final text
+/// (`end_turn`). `text` and `call` render a text block and the call of step `step` of `of` as
+/// the wire writes them.
+pub(crate) fn messages_ending(
+    cut_short: bool,
+    words_shown: bool,
+    reasoning: &str,
+    step: Step,
+    text: impl FnOnce(String) -> Value,
+    call: impl FnOnce(usize, usize) -> Value,
+) -> (Option<Value>, &'static str) {
+    if cut_short {
+        let words: Vec<&str> = reasoning.split(' ').take(4).collect();
+        return (words_shown.then(|| text(words.join(" "))), "max_tokens");
+    }
+    match step {
+        Step::Call { step, of } => (Some(call(step, of)), "tool_use"),
+        Step::Final(final_text) => (Some(text(final_text)), "end_turn"),
+    }
+}
+
 /// The reasoning text and the next step of a Messages-style script: the tool calls `user_text`
-/// asks for (`[tools=N]`), `done` results in, `last` reads the last result's text, `model` for
+/// asks for (`[tools=N]`), the tool `results` in since (`text` reads one's text), `model` for
 /// the direct answer.
 pub(crate) fn messages_step(
     user_text: &str,
-    done: usize,
-    last: impl FnOnce() -> String,
+    results: &[&Value],
+    text: impl FnOnce(&Value) -> String,
     model: &str,
 ) -> (String, Step) {
+    let done = results.len();
+    let last = || results.last().map(|r| text(r)).unwrap_or_default();
     match tools_wanted(user_text) {
         Some(n) if done < n => {
             let step = done + 1;

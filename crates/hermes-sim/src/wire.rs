@@ -231,33 +231,30 @@ pub(crate) fn canonical(v: &Value) -> Vec<u8> {
 
 /// Writes `v` as canonical JSON (object keys sorted at every level, no whitespace) to `out`.
 pub(crate) fn write_canonical(v: &Value, out: &mut String) {
-    match v {
+    // An object's members (keys sorted) and an array's items are written alike: a member is an
+    // item with its key before it.
+    let (open, close, items): (char, char, Vec<(Option<&String>, &Value)>) = match v {
         Value::Object(o) => {
-            let mut keys: Vec<&String> = o.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String((*k).clone()).to_string());
-                out.push(':');
-                if let Some(x) = o.get(k.as_str()) {
-                    write_canonical(x, out);
-                }
-            }
-            out.push('}');
+            let mut members: Vec<_> = o.iter().map(|(k, x)| (Some(k), x)).collect();
+            members.sort_by_key(|m| m.0);
+            ('{', '}', members)
         }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, x) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(x, out);
-            }
-            out.push(']');
+        Value::Array(items) => ('[', ']', items.iter().map(|x| (None, x)).collect()),
+        other => {
+            out.push_str(&other.to_string());
+            return;
         }
-        other => out.push_str(&other.to_string()),
+    };
+    out.push(open);
+    for (i, (key, x)) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        if let Some(k) = key {
+            out.push_str(&Value::String(k.clone()).to_string());
+            out.push(':');
+        }
+        write_canonical(x, out);
     }
+    out.push(close);
 }

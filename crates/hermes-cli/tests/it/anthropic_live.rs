@@ -498,14 +498,12 @@ async fn compaction_and_branching_keep_signed_blocks_byte_identical_and_both_bra
     assert_ne!(early, id);
     assert_eq!(turns(&home.export_text(&early).await), before[..4]);
 
-    sim.clear_requests();
     // On Claude, compaction is the provider's (docs/spec.md §7): one on-demand compaction request.
-    let status = home.ok_with(&["sessions", "compact", &id], KEY).await.0;
+    let (status, summary_requests) = crate::support::compact(&sim, &home, &id, KEY).await;
     assert!(
         status.contains("context compacted by the provider"),
         "{status}"
     );
-    let summary_requests = sim.requests();
     assert_eq!(summary_requests.len(), 1, "one compaction request");
     all_ok(&summary_requests);
     assert_eq!(summary_requests[0].body["compaction"]["type"], "summarize");
@@ -563,9 +561,7 @@ async fn a_claude_session_that_opens_with_a_tool_loop_can_be_compacted() {
         .await;
     four_more_turns(&home, &id).await;
     let before = turns(&home.export_text(&id).await);
-    sim.clear_requests();
-    let status = home.ok_with(&["sessions", "compact", &id], KEY).await.0;
-    let requests = sim.requests();
+    let (status, requests) = crate::support::compact(&sim, &home, &id, KEY).await;
     assert!(!requests.is_empty(), "a compaction request");
     for r in &requests {
         assert_eq!(

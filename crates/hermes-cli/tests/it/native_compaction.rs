@@ -56,24 +56,26 @@ fn thinking_blocks(body: &Value, skip: usize) -> Vec<Value> {
         .collect()
 }
 
-/// Two signed tool-loop turns of `model`, `sessions compact`, and one more turn; returns the
-/// session id, the compaction block as the simulator sent it (its exact text) and the request
-/// after the compaction.
-async fn compact_and_continue(model: &str) -> (Sim, Home, String, String, Vec<RecordedRequest>) {
+/// A simulator and a home with one turn of `model` at effort high asking `q`: the simulator
+/// (serving while it lives), the home and the session id.
+async fn signed_session(model: &str, q: &str) -> (Sim, Home, String) {
     let sim = Sim::start("anthropic").await.unwrap();
     let home = crate::support::home();
     let base = sim.base_url();
     let id = home
         .chat_id(
-            &target(
-                "anthropic",
-                model,
-                &base,
-                &["--effort", "high", "-q", "[tools=2] what time is it?"],
-            ),
+            &target("anthropic", model, &base, &["--effort", "high", "-q", q]),
             KEY,
         )
         .await;
+    (sim, home, id)
+}
+
+/// Two signed tool-loop turns of `model`, `sessions compact`, and one more turn; returns the
+/// session id, the compaction block as the simulator sent it (its exact text) and the request
+/// after the compaction.
+async fn compact_and_continue(model: &str) -> (Sim, Home, String, String, Vec<RecordedRequest>) {
+    let (sim, home, id) = signed_session(model, "[tools=2] what time is it?").await;
     home.chat(
         &[
             "--resume",
@@ -92,13 +94,11 @@ async fn compact_and_continue(model: &str) -> (Sim, Home, String, String, Vec<Re
     let kept_thinking = thinking_blocks(&before.last().unwrap().body, 7);
     assert!(!kept_thinking.is_empty());
 
-    sim.clear_requests();
-    let (status, _) = home.ok_with(&["sessions", "compact", &id], KEY).await;
+    let (status, compaction) = crate::support::compact(&sim, &home, &id, KEY).await;
     assert!(
         status.starts_with("context compacted by the provider (on-demand compaction, compact-2026-09-04): 10 → 5 messages"),
         "{status}"
     );
-    let compaction = sim.requests();
     assert_eq!(compaction.len(), 1, "one compaction request");
     all_ok(&compaction);
     let request = &compaction[0];
@@ -253,6 +253,22 @@ fn counted(reply: &Value) -> (u64, u64) {
     )
 }
 
+/// Asserts `r` asks for a threshold compaction (`compact_20260112`) past `threshold` input
+/// tokens, under its beta.
+fn asks_for_threshold_compaction(r: &RecordedRequest, threshold: usize) {
+    assert_eq!(
+        r.body["context_management"],
+        json!({"edits": [{"type": "compact_20260112",
+                          "trigger": {"type": "input_tokens", "value": threshold}}]})
+    );
+    assert!(
+        header(r, "anthropic-beta")
+            .is_some_and(|b| b.split(',').any(|b| b == hermes_sim::THRESHOLD_BETA)),
+        "{:?}",
+        r.headers
+    );
+}
+
 /// A threshold compaction (`compact_20260112`, `[compaction] provider_threshold`) in the middle
 /// of a signed tool loop on `model`: the reply that crossed the trigger leads with its
 /// `compaction` block; the loop's next request replays that reply with the block first, byte
@@ -279,17 +295,7 @@ async fn threshold_compaction_in_a_tool_loop(model: &str) {
     let id = out["session_id"].as_str().unwrap().to_owned();
     let first = sim.requests();
     all_ok(&first);
-    assert!(
-        first
-            .iter()
-            .all(|r| r.body.get("context_management").is_none())
-    );
-    let threshold = first.last().unwrap().raw.len() / 4 + 8;
-    std::fs::write(
-        home.path().join("config.toml"),
-        format!("[compaction]\nprovider_threshold = {threshold}\n"),
-    )
-    .unwrap();
+    let threshold = crate::support::provider_threshold_after(&home, &first);
 
     sim.clear_requests();
     let out = turn(Some(id.clone()), "[tools=1] and the date?").await;
@@ -297,17 +303,7 @@ async fn threshold_compaction_in_a_tool_loop(model: &str) {
     let second = sim.requests();
     all_ok(&second);
     for r in &second {
-        assert_eq!(
-            r.body["context_management"],
-            json!({"edits": [{"type": "compact_20260112",
-                              "trigger": {"type": "input_tokens", "value": threshold}}]})
-        );
-        assert!(
-            header(r, "anthropic-beta")
-                .is_some_and(|b| b.split(',').any(|b| b == hermes_sim::THRESHOLD_BETA)),
-            "{:?}",
-            r.headers
-        );
+        asks_for_threshold_compaction(r, threshold);
     }
     let reply: Value = serde_json::from_str(&second[0].response).unwrap();
     let content = reply["content"].as_array().unwrap();
@@ -395,45 +391,31 @@ async fn a_threshold_compaction_mid_loop_on_an_unbound_claude_model_is_replayed_
     threshold_compaction_in_a_tool_loop(OPUS).await;
 }
 
+/// What `preview --explain` of a next turn of session `id` under `env` says on stderr.
+async fn explained(home: &Home, id: &str, env: &[(&str, &str)]) -> String {
+    let out = home
+        .succeed(
+            &["preview", "--session", id, "--explain", "-q", "next?"],
+            env,
+        )
+        .await;
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// `preview --explain` names what changed in a bound turn's prefix, and `sessions show` names
 /// the turns a request left out for good (docs/spec.md §5a 2, 3): a bound Claude session resumed
 /// under another key (another account) leaves its stored blocks out, says "the account", and the
 /// next `sessions show` lists them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explain_and_sessions_show_name_the_left_out_blocks_and_why() {
-    let sim = Sim::start("anthropic").await.unwrap();
-    let home = crate::support::home();
-    let base = sim.base_url();
-    let id = home
-        .chat_id(
-            &target(
-                "anthropic",
-                FABLE,
-                &base,
-                &["--effort", "high", "-q", "[tools=1] what time is it?"],
-            ),
-            KEY,
-        )
-        .await;
-    let same = home
-        .succeed(
-            &["preview", "--session", &id, "--explain", "-q", "next?"],
-            KEY,
-        )
-        .await;
-    let explain = String::from_utf8_lossy(&same.stderr).into_owned();
+    let (_sim, home, id) = signed_session(FABLE, "[tools=1] what time is it?").await;
+    let explain = explained(&home, &id, KEY).await;
     assert!(
         !explain.contains("left out: the prefix changed"),
         "{explain}"
     );
     let other: &[(&str, &str)] = &[("ANTHROPIC_API_KEY", "sk-ant-other-account")];
-    let out = home
-        .succeed(
-            &["preview", "--session", &id, "--explain", "-q", "next?"],
-            other,
-        )
-        .await;
-    let explain = String::from_utf8_lossy(&out.stderr).into_owned();
+    let explain = explained(&home, &id, other).await;
     assert!(
         explain.contains(
             "left out: the prefix changed since this block was made (the account; docs/spec.md §5a 2)"

@@ -31,6 +31,15 @@ fn all_ok(requests: &[RecordedRequest]) {
     }
 }
 
+/// Asserts `r`'s `input` starts with the item whose JSON text is `item_text`, byte for byte.
+fn assert_input_starts_with(r: &RecordedRequest, item_text: &str) {
+    assert!(
+        raw(r).contains(&format!(r#""input":[{item_text},"#)),
+        "{}",
+        raw(r)
+    );
+}
+
 fn input(r: &RecordedRequest) -> &Vec<Value> {
     r.body["input"].as_array().unwrap()
 }
@@ -41,28 +50,22 @@ fn output(r: &RecordedRequest) -> Vec<Value> {
     v["output"].as_array().cloned().unwrap_or_default()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn past_its_threshold_a_responses_session_replays_only_from_the_compaction_item_on() {
+/// A simulator, its base URL and a home with one finished turn asking `q`: the session id too.
+async fn first_turn(q: &str) -> (Sim, String, Home, String) {
     let sim = Sim::start("openai-responses").await.unwrap();
     let base = format!("{}/v1", sim.base_url());
     let home = crate::support::home();
-    let out = turn(&home, &base, MODEL, None, "[tools=2] what time is it?").await;
+    let out = turn(&home, &base, MODEL, None, q).await;
     let id = out["session_id"].as_str().unwrap().to_owned();
+    (sim, base, home, id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_its_threshold_a_responses_session_replays_only_from_the_compaction_item_on() {
+    let (sim, base, home, id) = first_turn("[tools=2] what time is it?").await;
     let first = sim.requests();
     all_ok(&first);
-    assert!(
-        first
-            .iter()
-            .all(|r| r.body.get("context_management").is_none())
-    );
-    // A threshold the next turn's first request crosses (the simulator counts a quarter of
-    // the body's bytes) and its later requests, which start at the compaction item, do not.
-    let threshold = first.last().unwrap().raw.len() / 4 + 8;
-    std::fs::write(
-        home.path().join("config.toml"),
-        format!("[compaction]\nprovider_threshold = {threshold}\n"),
-    )
-    .unwrap();
+    let threshold = crate::support::provider_threshold_after(&home, &first);
 
     sim.clear_requests();
     let out = turn(&home, &base, MODEL, Some(&id), "[tools=1] and the date?").await;
@@ -85,11 +88,7 @@ async fn past_its_threshold_a_responses_session_replays_only_from_the_compaction
     // The loop's next request starts at it, byte for byte: nothing from before it is sent, and
     // the rest is the reply's other items, then the tool's result.
     let next = &second[1];
-    assert!(
-        raw(next).contains(&format!(r#""input":[{item_text},"#)),
-        "{}",
-        raw(next)
-    );
+    assert_input_starts_with(next, &item_text);
     let sent = input(next);
     assert_eq!(sent.len(), reply.len() + 1, "{}", raw(next));
     assert_eq!(sent[..reply.len()], reply[..]);
@@ -119,11 +118,7 @@ async fn past_its_threshold_a_responses_session_replays_only_from_the_compaction
     turn(&home, &base, MODEL, Some(&id), "and the year?").await;
     let third = sim.requests();
     all_ok(&third);
-    assert!(
-        raw(&third[0]).contains(&format!(r#""input":[{item_text},"#)),
-        "{}",
-        raw(&third[0])
-    );
+    assert_input_starts_with(&third[0], &item_text);
     assert!(
         input(&third[0])
             .iter()
@@ -135,20 +130,14 @@ async fn past_its_threshold_a_responses_session_replays_only_from_the_compaction
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_compact_another_model_gets_hermes_own_summary_not_the_compaction_item() {
-    let sim = Sim::start("openai-responses").await.unwrap();
-    let base = format!("{}/v1", sim.base_url());
-    let home = crate::support::home();
-    let out = turn(&home, &base, MODEL, None, "[tools=1] what time is it?").await;
-    let id = out["session_id"].as_str().unwrap().to_owned();
+    let (sim, base, home, id) = first_turn("[tools=1] what time is it?").await;
     turn(&home, &base, MODEL, Some(&id), "[tools=1] and the date?").await;
     all_ok(&sim.requests());
-    sim.clear_requests();
-    let (status, _) = home.ok_with(&["sessions", "compact", &id], KEY).await;
+    let (status, compact) = crate::support::compact(&sim, &home, &id, KEY).await;
     assert!(
         status.starts_with("context compacted by the provider (POST /responses/compact)"),
         "{status}"
     );
-    let compact = sim.requests();
     let item = output(compact.last().unwrap()).last().unwrap().clone();
     assert_eq!(item["type"], "compaction");
     let item_text = serde_json::to_string(&item).unwrap();
@@ -179,11 +168,7 @@ async fn after_compact_another_model_gets_hermes_own_summary_not_the_compaction_
     turn(&home, &base, MODEL, Some(&id), "back on 5.2").await;
     let back = sim.requests();
     all_ok(&back);
-    assert!(
-        raw(&back[0]).contains(&format!(r#""input":[{item_text},"#)),
-        "{}",
-        raw(&back[0])
-    );
+    assert_input_starts_with(&back[0], &item_text);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

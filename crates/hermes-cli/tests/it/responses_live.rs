@@ -269,13 +269,11 @@ async fn a_compacted_responses_session_and_its_branch_both_continue() {
     }
     let before = home.turns(&id).await;
 
-    sim.clear_requests();
-    let status = home.ok_with(&["sessions", "compact", &id], KEY).await.0;
+    let (status, summary_requests) = crate::support::compact(&sim, &home, &id, KEY).await;
     assert!(
         status.starts_with("context compacted by the provider (POST /responses/compact)"),
         "{status}"
     );
-    let summary_requests = sim.requests();
     // Hermes' own summary (for other models), then the provider's compaction.
     assert_eq!(summary_requests.len(), 2, "{summary_requests:?}");
     for r in &summary_requests {

@@ -170,87 +170,77 @@ fn origin(variant: &Variant, model: &str) -> Value {
 }
 
 fn plain_chat(variant: &Variant, model: &str) -> Value {
-    session(
-        variant,
-        model,
-        json!([
-            {"role": "user", "content": "Hello! Can you help me name a build step?"},
-            {"role": "assistant", "content": "Of course. What does the step do?",
-             "origin": origin(variant, model), "hermes_block_order": ["text"]},
-            {"role": "user", "content": "It links the release binary."},
-        ]),
-    )
+    json!([
+        {"role": "user", "content": "Hello! Can you help me name a build step?"},
+        {"role": "assistant", "content": "Of course. What does the step do?",
+         "origin": origin(variant, model), "hermes_block_order": ["text"]},
+        {"role": "user", "content": "It links the release binary."},
+    ])
 }
 
-fn with_system(variant: &Variant, model: &str) -> Value {
-    session(
-        variant,
-        model,
-        json!([
-            {"role": "system", "content": "You are a careful build engineer. Answer in one sentence."},
-            {"role": "user", "content": "Why would `cc` fail to find -lsqlite3?"},
-        ]),
-    )
+fn with_system(_: &Variant, _: &str) -> Value {
+    json!([
+        {"role": "system", "content": "You are a careful build engineer. Answer in one sentence."},
+        {"role": "user", "content": "Why would `cc` fail to find -lsqlite3?"},
+    ])
 }
 
 /// A finished signed turn before a new question (prior thinking: kept for models that keep it,
 /// left out for others, docs/spec.md §5). Used for validity only: the converter does not
 /// decide that.
 fn prior_thinking(variant: &Variant, model: &str) -> Value {
-    session(
-        variant,
-        model,
-        json!([
-            {"role": "user", "content": "Is 2^61-1 prime?"},
-            {"role": "assistant", "content": "Yes: it is a Mersenne prime.",
-             "reasoning_content": "2^61-1 is M61, a known Mersenne prime.",
-             "reasoning_details": [{"type": "thinking", "thinking": "2^61-1 is M61, a known Mersenne prime.",
-                                    "signature": "RXJVQkNrWUlCaGdDSWtBODE="}],
-             "origin": origin(variant, model), "hermes_block_order": ["thinking", "text"]},
-            {"role": "user", "content": "And 2^67-1?"},
-        ]),
-    )
+    json!([
+        {"role": "user", "content": "Is 2^61-1 prime?"},
+        {"role": "assistant", "content": "Yes: it is a Mersenne prime.",
+         "reasoning_content": "2^61-1 is M61, a known Mersenne prime.",
+         "reasoning_details": [{"type": "thinking", "thinking": "2^61-1 is M61, a known Mersenne prime.",
+                                "signature": "RXJVQkNrWUlCaGdDSWtBODE="}],
+         "origin": origin(variant, model), "hermes_block_order": ["thinking", "text"]},
+        {"role": "user", "content": "And 2^67-1?"},
+    ])
 }
 
 /// A 2-step signed tool loop still in flight (the last message is a tool result): step 1 has
 /// thinking + redacted_thinking + tool_use, step 2 thinking + tool_use; both from the target.
 fn tool_loop(variant: &Variant, model: &str) -> Value {
-    session(
-        variant,
-        model,
-        json!([
-            {"role": "system", "content": "You are a careful build engineer. Use tools before guessing."},
-            {"role": "user", "content": "The nightly build failed again. Can you look at the log?"},
-            {"role": "assistant", "content": null,
-             "reasoning_content": "Read the log first; last time it was the linker. \u{e9}",
-             "reasoning_details": [
-                 {"type": "thinking", "thinking": "Read the log first; last time it was the linker. \u{e9}",
-                  "signature": "ErUBCkYIBhgCIkD8u0c0f3Vd+Qe0Wm3q2Zb8w7mJmQ9rT5xk0Y2lE4sVb1NqQ=="},
-                 {"type": "redacted_thinking", "data": "RWRhY3RlZF9ibG9iX3RoYXRfbXVzdF9yZXR1cm5fYnl0ZV9mb3JfYnl0ZQ=="}
-             ],
-             "tool_calls": [{"id": "toolu_01log", "type": "function",
-                             "function": {"name": "read_file",
-                                          "arguments": "{\"path\":\"logs/nightly.log\",\"tail\":{\"lines\":200,\"follow\":false},\"filters\":[\"error\",\"ld\"]}"}}],
-             "origin": origin(variant, model),
-             "hermes_block_order": ["thinking", "redacted_thinking", "tool_use"]},
-            {"role": "tool", "tool_call_id": "toolu_01log",
-             "content": "error: linking with `cc` failed: exit status: 1\nnote: /usr/bin/ld: cannot find -lsqlite3"},
-            {"role": "assistant", "content": "",
-             "reasoning_content": "The linker lacks libsqlite3; check which packages are installed.",
-             "reasoning_details": [
-                 {"type": "thinking", "thinking": "The linker lacks libsqlite3; check which packages are installed.",
-                  "signature": "EpYCCkYIBhgCKkBzZWNvbmRfc3RlcF9zaWduYXR1cmU="}
-             ],
-             "tool_calls": [{"id": "toolu_02pkg", "type": "function",
-                             "function": {"name": "run", "arguments": "{\"cmd\":\"dpkg -l libsqlite3-dev\"}"}}],
-             "origin": origin(variant, model),
-             "hermes_block_order": ["thinking", "tool_use"]},
-            {"role": "tool", "tool_call_id": "toolu_02pkg", "content": "dpkg-query: no packages found matching libsqlite3-dev"},
-        ]),
-    )
+    json!([
+        {"role": "system", "content": "You are a careful build engineer. Use tools before guessing."},
+        {"role": "user", "content": "The nightly build failed again. Can you look at the log?"},
+        {"role": "assistant", "content": null,
+         "reasoning_content": "Read the log first; last time it was the linker. \u{e9}",
+         "reasoning_details": [
+             {"type": "thinking", "thinking": "Read the log first; last time it was the linker. \u{e9}",
+              "signature": "ErUBCkYIBhgCIkD8u0c0f3Vd+Qe0Wm3q2Zb8w7mJmQ9rT5xk0Y2lE4sVb1NqQ=="},
+             {"type": "redacted_thinking", "data": "RWRhY3RlZF9ibG9iX3RoYXRfbXVzdF9yZXR1cm5fYnl0ZV9mb3JfYnl0ZQ=="}
+         ],
+         "tool_calls": [{"id": "toolu_01log", "type": "function",
+                         "function": {"name": "read_file",
+                                      "arguments": "{\"path\":\"logs/nightly.log\",\"tail\":{\"lines\":200,\"follow\":false},\"filters\":[\"error\",\"ld\"]}"}}],
+         "origin": origin(variant, model),
+         "hermes_block_order": ["thinking", "redacted_thinking", "tool_use"]},
+        {"role": "tool", "tool_call_id": "toolu_01log",
+         "content": "error: linking with `cc` failed: exit status: 1\nnote: /usr/bin/ld: cannot find -lsqlite3"},
+        {"role": "assistant", "content": "",
+         "reasoning_content": "The linker lacks libsqlite3; check which packages are installed.",
+         "reasoning_details": [
+             {"type": "thinking", "thinking": "The linker lacks libsqlite3; check which packages are installed.",
+              "signature": "EpYCCkYIBhgCKkBzZWNvbmRfc3RlcF9zaWduYXR1cmU="}
+         ],
+         "tool_calls": [{"id": "toolu_02pkg", "type": "function",
+                         "function": {"name": "run", "arguments": "{\"cmd\":\"dpkg -l libsqlite3-dev\"}"}}],
+         "origin": origin(variant, model),
+         "hermes_block_order": ["thinking", "tool_use"]},
+        {"role": "tool", "tool_call_id": "toolu_02pkg", "content": "dpkg-query: no packages found matching libsqlite3-dev"},
+    ])
 }
 
+/// The messages of a history for a variant and model.
 type History = fn(&Variant, &str) -> Value;
+
+/// A session file of `history` for `variant` and `model`.
+fn session_of(history: History, variant: &Variant, model: &str) -> Value {
+    session(variant, model, history(variant, model))
+}
 
 const HISTORIES: [(&str, History); 4] = [
     ("plain chat", plain_chat),
@@ -439,7 +429,7 @@ fn every_previewed_body_validates_and_refuses_an_unknown_key_at_each_object() {
                         variant.sdk,
                         history_name.replace(' ', "_")
                     ),
-                    &history(variant, model),
+                    &session_of(history, variant, model),
                 );
                 for thinking in THINKING {
                     texts.push(scratch.preview(&file, variant, model, thinking));
@@ -488,7 +478,7 @@ fn the_validator_takes_keys_in_tool_input_and_refuses_a_thinking_block_without_i
     for variant in &VARIANTS {
         let file = scratch.write(
             &format!("{}-loop.json", variant.sdk),
-            &tool_loop(variant, ADAPTIVE),
+            &session_of(tool_loop, variant, ADAPTIVE),
         );
         let text = scratch.preview(&file, variant, ADAPTIVE, &["--effort", "high"]);
         let body: Value = serde_json::from_str(&text).unwrap();
@@ -557,7 +547,7 @@ fn the_tool_loop_body_agrees_with_what_the_sdk_sends() {
         for (model, opts) in cases {
             let file = scratch.write(
                 &format!("{}-agree-{model}.json", variant.sdk),
-                &tool_loop(variant, model),
+                &session_of(tool_loop, variant, model),
             );
             let ours: Value =
                 serde_json::from_str(&scratch.preview(&file, variant, model, opts)).unwrap();
@@ -613,7 +603,10 @@ fn a_streamed_request_is_the_same_body_with_stream_true() {
     let Some(py) = sdk_python() else { return };
     let scratch = Scratch::new();
     let variant = &VARIANTS[0];
-    let file = scratch.write("stream-loop.json", &tool_loop(variant, ADAPTIVE));
+    let file = scratch.write(
+        "stream-loop.json",
+        &session_of(tool_loop, variant, ADAPTIVE),
+    );
     let mut ours: Value =
         serde_json::from_str(&scratch.preview(&file, variant, ADAPTIVE, &["--effort", "high"]))
             .unwrap();
@@ -686,23 +679,19 @@ fn the_comparison_catches_what_it_must() {
 
 /// A user turn with chat-style images (a PNG `data:` URL, an https URL) and a tool result with
 /// text and the PNG, as the canonical history holds them.
-fn images(variant: &Variant, model: &str) -> Value {
+fn images(_: &Variant, _: &str) -> Value {
     let png = json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="}});
-    session(
-        variant,
-        model,
-        json!([
-            {"role": "user", "content": [
-                {"type": "text", "text": "What is in these?"},
-                png,
-                {"type": "image_url", "image_url": {"url": "https://example.com/cat.jpg", "detail": "low"}}]},
-            {"role": "assistant", "content": null,
-             "tool_calls": [{"id": "toolu_01shot", "type": "function",
-                             "function": {"name": "screenshot", "arguments": "{}"}}]},
-            {"role": "tool", "tool_call_id": "toolu_01shot",
-             "content": [{"type": "text", "text": "the screen"}, png]},
-        ]),
-    )
+    json!([
+        {"role": "user", "content": [
+            {"type": "text", "text": "What is in these?"},
+            png,
+            {"type": "image_url", "image_url": {"url": "https://example.com/cat.jpg", "detail": "low"}}]},
+        {"role": "assistant", "content": null,
+         "tool_calls": [{"id": "toolu_01shot", "type": "function",
+                         "function": {"name": "screenshot", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "toolu_01shot",
+         "content": [{"type": "text", "text": "the screen"}, png]},
+    ])
 }
 
 #[test]
@@ -714,7 +703,7 @@ fn image_bodies_are_ones_the_sdk_accepts_and_the_chat_shape_is_not() {
         for model in MODELS {
             let file = scratch.write(
                 &format!("{}-images-{model}.json", variant.sdk),
-                &images(variant, model),
+                &session_of(images, variant, model),
             );
             for opts in [&["--no-thinking"][..], &[]] {
                 bodies.push(scratch.preview(&file, variant, model, opts));
@@ -764,24 +753,12 @@ fn the_prefix_binding_shapes_validate_against_the_sdks_beta_types() {
     let scratch = Scratch::new();
     // A finished signed turn with no recorded prefix binding (an imported session), then a
     // system message after the first turn: drop_block, and the message in place.
-    let history = scratch.write(
-        "bound.json",
-        &session(
-            variant,
-            model,
-            json!([
-                {"role": "system", "content": "You are terse."},
-                {"role": "user", "content": "Is 2^61-1 prime?"},
-                {"role": "assistant", "content": "Yes: it is a Mersenne prime.",
-                 "reasoning_content": "M61 is a Mersenne prime.",
-                 "reasoning_details": [{"type": "thinking", "thinking": "M61 is a Mersenne prime.",
-                                        "signature": "RXJVQkNrWUlCaGdDSWtBODE="}],
-                 "origin": origin(variant, model), "hermes_block_order": ["thinking", "text"]},
-                {"role": "system", "content": "Today is Sunday."},
-                {"role": "user", "content": "And 2^67-1?"},
-            ]),
-        ),
-    );
+    // (The turn of [`prior_thinking`], a system message before it and one after it.)
+    let mut messages = prior_thinking(variant, model);
+    let list = messages.as_array_mut().unwrap();
+    list.insert(0, json!({"role": "system", "content": "You are terse."}));
+    list.insert(3, json!({"role": "system", "content": "Today is Sunday."}));
+    let history = scratch.write("bound.json", &session(variant, model, messages));
     let bound = scratch.preview(&history, variant, model, &["--effort", "high"]);
     let parsed: Value = serde_json::from_str(&bound).unwrap();
     assert_eq!(

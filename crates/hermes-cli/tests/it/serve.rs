@@ -72,16 +72,7 @@ fn exchange(addr: &str, request: &str) -> (String, String) {
 #[test]
 fn serve_answers_on_loopback_and_stops_on_sigterm() {
     let home = own_home();
-    let (mut server, addr) = serving(
-        home.path(),
-        &[
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--no-auth",
-            "--allow-sim",
-        ],
-    );
+    let (mut server, addr) = serving(home.path(), SERVE_SIM_OPEN);
     assert_eq!(http(&addr, "GET", "/healthz", ""), (200, "ok".to_owned()));
     assert_eq!(http(&addr, "GET", "/readyz", "").0, 200);
     let (status, body) = http(
@@ -283,6 +274,15 @@ impl Drop for Killed {
         let _ = self.0.wait();
     }
 }
+
+/// `hermes serve` on a free loopback port, without auth, the simulator models allowed.
+const SERVE_SIM_OPEN: &[&str] = &[
+    "serve",
+    "--listen",
+    "127.0.0.1:0",
+    "--no-auth",
+    "--allow-sim",
+];
 
 /// Starts `hermes serve` with `args` in `home`; returns the child and the address it serves.
 fn serving(home: &std::path::Path, args: &[&str]) -> (Killed, String) {
@@ -605,16 +605,7 @@ fn sim_models_need_allow_sim_and_then_reach_every_simulator_profile() {
     );
     server.terminate();
 
-    let (mut server, addr) = serving(
-        home.path(),
-        &[
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--no-auth",
-            "--allow-sim",
-        ],
-    );
+    let (mut server, addr) = serving(home.path(), SERVE_SIM_OPEN);
     let (status, listed) = http(&addr, "GET", "/v1/models", "");
     assert_eq!(status, 200, "{listed}");
     let ids: Vec<String> = json_of(&listed)["data"]
@@ -786,16 +777,7 @@ fn the_serve_sections_policy_reaches_the_gateway() {
         "[serve]\nmax_tokens_cap = 5000\nallow_models = [\"sim/*\"]\n\n[serve.tenants.local]\nmax_tokens_cap = 100\n",
     )
     .unwrap();
-    let (mut server, addr) = serving(
-        home.path(),
-        &[
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--no-auth",
-            "--allow-sim",
-        ],
-    );
+    let (mut server, addr) = serving(home.path(), SERVE_SIM_OPEN);
     let ask = |model: &str, max_tokens: u32| {
         let body = serde_json::json!({
             "model": model, "max_tokens": max_tokens,

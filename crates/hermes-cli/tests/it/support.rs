@@ -185,3 +185,38 @@ where
     conn.close().await.unwrap();
     rows
 }
+
+/// After a first turn (`first`, its requests) that asked for no provider compaction: writes
+/// `[compaction] provider_threshold` into `home`'s config, a threshold the next turn's first
+/// request crosses (the simulator counts a quarter of the body's bytes) and its later requests,
+/// which start at the compaction, do not; returns it.
+pub(crate) fn provider_threshold_after(
+    home: &Home,
+    first: &[hermes_sim::RecordedRequest],
+) -> usize {
+    assert!(
+        first
+            .iter()
+            .all(|r| r.body.get("context_management").is_none())
+    );
+    let threshold = first.last().unwrap().raw.len() / 4 + 8;
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!("[compaction]\nprovider_threshold = {threshold}\n"),
+    )
+    .unwrap();
+    threshold
+}
+
+/// `hermes sessions compact ID` with `env`, the simulator's log cleared first: the status line
+/// and the requests the compaction made.
+pub(crate) async fn compact(
+    sim: &Sim,
+    home: &Home,
+    id: &str,
+    env: &[(&str, &str)],
+) -> (String, Vec<hermes_sim::RecordedRequest>) {
+    sim.clear_requests();
+    let status = home.ok_with(&["sessions", "compact", id], env).await.0;
+    (status, sim.requests())
+}

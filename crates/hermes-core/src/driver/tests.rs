@@ -180,6 +180,11 @@ fn resolved(provider: &str) -> crate::route::RouteDecision {
     )
 }
 
+/// One HTTP error with `status` per body, in order.
+fn http_errors(status: u16, bodies: &[&str]) -> Vec<Result<Value, TransportError>> {
+    bodies.iter().map(|body| Err(http(status, body))).collect()
+}
+
 fn http(status: u16, body: &str) -> TransportError {
     TransportError::Http {
         status,
@@ -331,13 +336,13 @@ async fn a_second_refusal_is_an_error_not_another_retry() {
     let r = run(
         "agg",
         with_rd(),
-        vec![
-            Err(http(400, "unknown field reasoning_details in messages")),
-            Err(http(
-                400,
+        http_errors(
+            400,
+            &[
+                "unknown field reasoning_details in messages",
                 "messages.1.reasoning_content: property is unsupported",
-            )),
-        ],
+            ],
+        ),
         3,
     )
     .await;
@@ -350,10 +355,7 @@ async fn a_must_echo_route_complaining_about_rc_gets_no_verdict_and_no_retry() {
     let r = run(
         "deepseek",
         json!([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]),
-        vec![Err(http(
-            400,
-            "messages.1: unknown field reasoning_content value",
-        ))],
+        http_errors(400, &["messages.1: unknown field reasoning_content value"]),
         3,
     )
     .await;
@@ -367,11 +369,7 @@ async fn a_5xx_naming_a_field_is_no_refusal_and_backoff_is_bounded() {
     let r = run(
         "agg",
         with_rd(),
-        vec![
-            Err(http(502, "unknown field reasoning_details")),
-            Err(http(502, "unknown field reasoning_details")),
-            Err(http(502, "unknown field reasoning_details")),
-        ],
+        http_errors(502, &["unknown field reasoning_details"; 3]),
         2,
     )
     .await;
@@ -414,10 +412,11 @@ async fn the_tool_loop_runs_and_must_echo_tool_turns_get_rc() {
         "deepseek",
         json!([]),
         vec![
-            Ok(json!({"role": "assistant", "content": null,
-                      "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "now", "arguments": "{}"}}]})),
-            Ok(json!({"role": "assistant", "content": null, "reasoning": "from r",
-                      "tool_calls": [{"id": "c2", "type": "function", "function": {"name": "now", "arguments": "{}"}}]})),
+            calls(&["c1"]),
+            Ok(json!({
+                "role": "assistant", "content": null, "reasoning": "from r",
+                "tool_calls": [now_call("c2")],
+            })),
             done(),
         ],
         0,
@@ -488,6 +487,17 @@ async fn run_sized(size: usize, config: DriverConfig, replies: &[&[&str]]) -> (R
 }
 
 /// The model's final text reply.
+/// A call of the `now` tool with id `id`, as a chat reply's `tool_calls` holds it.
+fn now_call(id: &str) -> Value {
+    json!({"id": id, "type": "function", "function": {"name": "now", "arguments": "{}"}})
+}
+
+/// An assistant reply that calls `now` once per id (no text, no reasoning).
+fn calls(ids: &[&str]) -> Result<Value, TransportError> {
+    let calls: Vec<Value> = ids.iter().map(|id| now_call(id)).collect();
+    Ok(json!({"role": "assistant", "content": null, "tool_calls": calls}))
+}
+
 fn done() -> Result<Value, TransportError> {
     Ok(json!({"role": "assistant", "content": "done"}))
 }
@@ -778,18 +788,7 @@ mod mini_wire {
 
 #[tokio::test]
 async fn a_step_is_stored_whole_with_every_tool_result() {
-    let r = run(
-        "agg",
-        json!([]),
-        vec![
-            Ok(json!({"role": "assistant", "content": null,
-                      "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "now", "arguments": "{}"}},
-                                     {"id": "c2", "type": "function", "function": {"name": "now", "arguments": "{}"}}]})),
-            done(),
-        ],
-        0,
-    )
-    .await;
+    let r = run("agg", json!([]), vec![calls(&["c1", "c2"]), done()], 0).await;
     r.result.unwrap();
     let batches = r.log.batches.lock().unwrap().clone();
     assert_eq!(
@@ -804,12 +803,7 @@ async fn a_failed_step_write_stores_nothing_of_the_step() {
     let log = MemoryLog::default();
     *log.fail_appends.lock().unwrap() = Some(1);
     let wire = Scripted {
-        script: Mutex::new(vec![
-            Ok(json!({"role": "assistant", "content": null,
-                      "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "now", "arguments": "{}"}}]})),
-            Ok(json!({"role": "assistant", "content": null,
-                      "tool_calls": [{"id": "c2", "type": "function", "function": {"name": "now", "arguments": "{}"}}]})),
-        ]),
+        script: Mutex::new(vec![calls(&["c1"]), calls(&["c2"])]),
         sent: Mutex::new(Vec::new()),
         journal: Arc::new(Mutex::new(Vec::new())),
     };
@@ -846,7 +840,7 @@ async fn a_dangling_stored_call_is_paired_on_the_wire_and_told_once() {
         json!([
             {"role": "user", "content": "q"},
             {"role": "assistant", "content": null,
-             "tool_calls": [{"id": "lost", "type": "function", "function": {"name": "now", "arguments": "{}"}}]}
+             "tool_calls": [now_call("lost")]}
         ]),
         vec![Ok(json!({"role": "assistant", "content": "fine"}))],
         0,

@@ -218,24 +218,19 @@ mod tests {
 
     #[test]
     fn versions_and_the_bound_list() {
-        assert_eq!(claude_version("claude-fable-5-1"), Some(("fable", (5, 1))));
-        assert_eq!(
-            claude_version("claude-fable-5-2-20261001"),
-            Some(("fable", (5, 2)))
-        );
-        assert_eq!(
-            claude_version("claude-fable-5-20260101"),
-            Some(("fable", (5, 0)))
-        );
-        assert_eq!(
-            claude_version("us.anthropic.claude-fable-5-1-20260901-v1:0"),
-            Some(("fable", (5, 1)))
-        );
-        assert_eq!(
-            claude_version("claude-fable-5-1@20260901"),
-            Some(("fable", (5, 1)))
-        );
-        assert_eq!(claude_version("claude-3-5-sonnet-20241022"), None);
+        for (id, version) in [
+            ("claude-fable-5-1", Some(("fable", (5, 1)))),
+            ("claude-fable-5-2-20261001", Some(("fable", (5, 2)))),
+            ("claude-fable-5-20260101", Some(("fable", (5, 0)))),
+            (
+                "us.anthropic.claude-fable-5-1-20260901-v1:0",
+                Some(("fable", (5, 1))),
+            ),
+            ("claude-fable-5-1@20260901", Some(("fable", (5, 1)))),
+            ("claude-3-5-sonnet-20241022", None),
+        ] {
+            assert_eq!(claude_version(id), version, "{id}");
+        }
         for bound in [
             "claude-fable-5-1",
             "claude-fable-5-2",

@@ -188,18 +188,10 @@ pub(crate) fn summary(messages: &[Value]) -> String {
                     "called {}",
                     b.get("name").and_then(Value::as_str).unwrap_or("")
                 )),
-                "tool_result" => {
-                    let text = match b.get("content") {
-                        Some(Value::String(s)) => s.clone(),
-                        Some(Value::Array(items)) => items
-                            .iter()
-                            .filter_map(|i| i.get("text").and_then(Value::as_str))
-                            .collect::<Vec<_>>()
-                            .join(" "),
-                        _ => String::new(),
-                    };
-                    parts.push(format!("result {text}"));
-                }
+                "tool_result" => parts.push(format!(
+                    "result {}",
+                    crate::model::text_joined(b.get("content"), " ")
+                )),
                 "compaction" => parts.push(format!(
                     "earlier: {}",
                     b.get("content").and_then(Value::as_str).unwrap_or("")

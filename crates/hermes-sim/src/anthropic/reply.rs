@@ -7,7 +7,9 @@ use super::binding::tools_digest;
 use super::compaction;
 use super::rules::Thinking;
 use super::thinking::{self, Binding, Token};
-use crate::model::{self, Prompt, Step, last_user_turn, messages_step, pieces, scripted_call_of};
+use crate::model::{
+    self, Prompt, last_user_turn, messages_ending, messages_step, pieces, scripted_call_of,
+};
 use crate::wire::{list_of, short_hash};
 
 /// Whether the reply reports a cache write, a cache read or neither.
@@ -99,19 +101,9 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
         .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
         .collect();
     let model = ask.prompt.model;
+    let (reasoning, step) =
+        messages_step(&user_text, &results, |r| text_of(r.get("content")), model);
     let seed = format!("{model}\u{0}{user_text}\u{0}{}", results.len());
-
-    let (reasoning, step) = messages_step(
-        &user_text,
-        results.len(),
-        || {
-            results
-                .last()
-                .map(|r| text_of(r.get("content")))
-                .unwrap_or_default()
-        },
-        model,
-    );
 
     let cut_short = user_text.contains("[max_tokens]");
     let mut content = Vec::new();
@@ -145,34 +137,27 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
             }));
         }
     }
-    let stop_reason = if cut_short {
-        if !ask.thinking.on() {
-            let words: Vec<&str> = reasoning.split(' ').take(4).collect();
-            content.push(json!({"type": "text", "text": words.join(" ")}));
-        }
-        "max_tokens"
-    } else {
-        match step {
-            Step::Call { step, of } => {
-                let call = scripted_call_of(
-                    body.get("tools"),
-                    |t| t.get("name"),
-                    |t| t.get("input_schema"),
-                );
-                content.push(json!({
-                    "type": "tool_use",
-                    "id": format!("toolu_{step:02}{}", short_hash(&seed, 22)),
-                    "name": call.name,
-                    "input": call.traced_input(step, of)
-                }));
-                "tool_use"
-            }
-            Step::Final(text) => {
-                content.push(json!({"type": "text", "text": text}));
-                "end_turn"
-            }
-        }
-    };
+    let (last, stop_reason) = messages_ending(
+        cut_short,
+        !ask.thinking.on(),
+        &reasoning,
+        step,
+        |text| json!({"type": "text", "text": text}),
+        |step, of| {
+            let call = scripted_call_of(
+                body.get("tools"),
+                |t| t.get("name"),
+                |t| t.get("input_schema"),
+            );
+            json!({
+                "type": "tool_use",
+                "id": format!("toolu_{step:02}{}", short_hash(&seed, 22)),
+                "name": call.name,
+                "input": call.traced_input(step, of)
+            })
+        },
+    );
+    content.extend(last);
 
     let total = ask.prompt.raw.len().div_ceil(4).max(1);
     let (cache_creation, cache_read) = match ask.cache {
@@ -182,57 +167,71 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
     };
     let output_tokens = content.iter().map(block_len).sum::<usize>().div_ceil(4) + 1;
     Reply {
-        id: format!(
-            "{}{}",
-            ask.id_prefix,
-            short_hash(&String::from_utf8_lossy(ask.prompt.raw), 24)
-        ),
-        model: model.to_owned(),
-        content,
-        stop_reason,
         input_tokens: total - cache_creation - cache_read,
         cache_creation,
         cache_read,
-        output_tokens,
         minted,
-        transformations: Vec::new(),
-        compaction: false,
-        threshold: None,
+        ..Reply::new(ask, content, stop_reason, output_tokens)
     }
 }
 
 /// The answer to an on-demand compaction request: one `compaction` block summarising the
 /// request's messages, sealed for its messages chain, model and account.
 pub(crate) fn compaction(ask: &Ask<'_>) -> Reply {
+    let (block, output_tokens) = compaction_block(ask);
+    Reply {
+        compaction: true,
+        ..Reply::new(ask, vec![block], "end_turn", output_tokens)
+    }
+}
+
+/// A `compaction` block summarising the request's messages, sealed for its messages chain,
+/// model and account, with the output tokens it counts for.
+fn compaction_block(ask: &Ask<'_>) -> (Value, usize) {
     let messages = list_of(ask.prompt.body, "messages");
     let summary = compaction::summary(messages);
     let chain = thinking::messages_chain(messages);
-    let model = ask.prompt.model;
-    let sealed = compaction::seal(ask.prompt.key, &chain, model, &ask.account, &summary);
-    let content = vec![json!({
-        "type": "compaction",
-        "content": summary,
-        "encrypted_content": sealed
-    })];
-    let total = ask.prompt.raw.len().div_ceil(4).max(1);
+    let sealed = compaction::seal(
+        ask.prompt.key,
+        &chain,
+        ask.prompt.model,
+        &ask.account,
+        &summary,
+    );
     let output_tokens = summary.len().div_ceil(4) + 1;
-    Reply {
-        id: format!(
-            "{}{}",
-            ask.id_prefix,
-            short_hash(&String::from_utf8_lossy(ask.prompt.raw), 24)
-        ),
-        model: model.to_owned(),
-        content,
-        stop_reason: "end_turn",
-        input_tokens: total,
-        cache_creation: 0,
-        cache_read: 0,
+    (
+        json!({"type": "compaction", "content": summary, "encrypted_content": sealed}),
         output_tokens,
-        minted: None,
-        transformations: Vec::new(),
-        compaction: true,
-        threshold: None,
+    )
+}
+
+impl Reply {
+    /// A reply to `ask` with `content`: every input token uncached, nothing minted, no input
+    /// transformations and no compaction iteration.
+    fn new(
+        ask: &Ask<'_>,
+        content: Vec<Value>,
+        stop_reason: &'static str,
+        output_tokens: usize,
+    ) -> Reply {
+        Reply {
+            id: format!(
+                "{}{}",
+                ask.id_prefix,
+                short_hash(&String::from_utf8_lossy(ask.prompt.raw), 24)
+            ),
+            model: ask.prompt.model.to_owned(),
+            content,
+            stop_reason,
+            input_tokens: ask.prompt.raw.len().div_ceil(4).max(1),
+            cache_creation: 0,
+            cache_read: 0,
+            output_tokens,
+            minted: None,
+            transformations: Vec::new(),
+            compaction: false,
+            threshold: None,
+        }
     }
 }
 
@@ -241,21 +240,8 @@ impl Reply {
     /// block, sealed like an on-demand one, first in the content; `counted` the input tokens the
     /// compaction read.
     pub(crate) fn after_threshold_compaction(mut self, ask: &Ask<'_>, counted: usize) -> Self {
-        let messages = list_of(ask.prompt.body, "messages");
-        let summary = compaction::summary(messages);
-        let chain = thinking::messages_chain(messages);
-        let sealed = compaction::seal(
-            ask.prompt.key,
-            &chain,
-            ask.prompt.model,
-            &ask.account,
-            &summary,
-        );
-        let out = summary.len().div_ceil(4) + 1;
-        self.content.insert(
-            0,
-            json!({"type": "compaction", "content": summary, "encrypted_content": sealed}),
-        );
+        let (block, out) = compaction_block(ask);
+        self.content.insert(0, block);
         self.threshold = Some((counted, out));
         self
     }

@@ -25,22 +25,7 @@ pub(crate) fn prefix_digest(system: Option<&Value>, messages: &[Value]) -> Prefi
         }
     }
     h.update(b"messages\0");
-    for m in messages {
-        let role = m.get("role").and_then(Value::as_str).unwrap_or("");
-        for block in m
-            .get("content")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if counts(block) {
-                h.update(role.as_bytes());
-                h.update([0]);
-                h.update(canonical(block));
-                h.update([0]);
-            }
-        }
-    }
+    hash_messages(&mut h, messages);
     h.finalize().into()
 }
 
@@ -64,6 +49,12 @@ pub(crate) fn tools_digest(tools: Option<&Value>) -> [u8; 32] {
 pub(crate) fn turn_key(messages: &[Value]) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(b"bedrock converse turn\0");
+    hash_messages(&mut h, messages);
+    h.finalize().into()
+}
+
+/// Feeds every message's `(role, block)` pairs that [`counts`] keeps into `h`.
+fn hash_messages(h: &mut Sha256, messages: &[Value]) {
     for m in messages {
         let role = m.get("role").and_then(Value::as_str).unwrap_or("");
         for block in m
@@ -79,7 +70,6 @@ pub(crate) fn turn_key(messages: &[Value]) -> [u8; 32] {
             h.update([0]);
         }
     }
-    h.finalize().into()
 }
 
 /// The block counts for the prefix (reasoning and cache points do not).

@@ -5,7 +5,9 @@ use serde_json::{Value, json};
 
 use super::rules::{Reasoning, blocks, role as role_of};
 use crate::anthropic::thinking::{self as signing, Token};
-use crate::model::{self, Prompt, Step, last_user_turn, messages_step, pieces, scripted_call_of};
+use crate::model::{
+    self, Prompt, last_user_turn, messages_ending, messages_step, pieces, scripted_call_of,
+};
 use crate::wire::{list_of, short_hash};
 
 /// What the scripted model answers for one Converse request.
@@ -75,14 +77,8 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
         .filter_map(|b| b.get("toolResult"))
         .collect();
     let model = ask.prompt.model;
+    let (reasoning, step) = messages_step(&user_text, &results, result_text, model);
     let seed = format!("bedrock\u{0}{model}\u{0}{user_text}\u{0}{}", results.len());
-
-    let (reasoning, step) = messages_step(
-        &user_text,
-        results.len(),
-        || results.last().map(|r| result_text(r)).unwrap_or_default(),
-        model,
-    );
 
     let cut_short = user_text.contains("[max_tokens]");
     let mut content = Vec::new();
@@ -136,33 +132,26 @@ pub(crate) fn script(ask: &Ask<'_>) -> Reply {
             }
         }
     }
-    let stop_reason = if cut_short {
-        if ask.reasoning == Reasoning::Off {
-            let words: Vec<&str> = reasoning.split(' ').take(4).collect();
-            content.push(json!({"text": words.join(" ")}));
-        }
-        "max_tokens"
-    } else {
-        match step {
-            Step::Call { step, of } => {
-                let call = scripted_call_of(
-                    body.pointer("/toolConfig/tools"),
-                    |t| t.pointer("/toolSpec/name"),
-                    |t| t.pointer("/toolSpec/inputSchema/json"),
-                );
-                content.push(json!({"toolUse": {
-                    "toolUseId": format!("tooluse_{step:02}{}", short_hash(&seed, 20)),
-                    "name": call.name,
-                    "input": call.traced_input(step, of)
-                }}));
-                "tool_use"
-            }
-            Step::Final(text) => {
-                content.push(json!({"text": text}));
-                "end_turn"
-            }
-        }
-    };
+    let (last, stop_reason) = messages_ending(
+        cut_short,
+        ask.reasoning == Reasoning::Off,
+        &reasoning,
+        step,
+        |text| json!({"text": text}),
+        |step, of| {
+            let call = scripted_call_of(
+                body.pointer("/toolConfig/tools"),
+                |t| t.pointer("/toolSpec/name"),
+                |t| t.pointer("/toolSpec/inputSchema/json"),
+            );
+            json!({"toolUse": {
+                "toolUseId": format!("tooluse_{step:02}{}", short_hash(&seed, 20)),
+                "name": call.name,
+                "input": call.traced_input(step, of)
+            }})
+        },
+    );
+    content.extend(last);
     let output_tokens = content
         .iter()
         .map(|b| b.to_string().len())

@@ -169,15 +169,20 @@ fn id_prefix(o: &Map<String, Value>, path: &str, prefix: &str) -> Result<(), Fau
     }
 }
 
+/// The required `model`: a string.
+fn model(o: &Map<String, Value>) -> Result<(), Fault> {
+    match o.get("model") {
+        None | Some(Value::Null) => Err(missing("model")),
+        Some(Value::String(_)) => Ok(()),
+        Some(v) => Err(wrong_type("model", "a string", v)),
+    }
+}
+
 /// Validates a `POST /responses/compact` body; `Err` is the first violation.
 pub(crate) fn validate_compact(body: &Value) -> Result<(), Fault> {
     let o = object(body, "body")?;
     only(o, "", &COMPACT_TOP_LEVEL)?;
-    match o.get("model") {
-        None | Some(Value::Null) => return Err(missing("model")),
-        Some(Value::String(_)) => {}
-        Some(v) => return Err(wrong_type("model", "a string", v)),
-    }
+    model(o)?;
     for key in ["instructions", "previous_response_id", "prompt_cache_key"] {
         optional(o, "", key, "a string", Value::is_string)?;
     }
@@ -213,11 +218,7 @@ pub(crate) fn validate(body: &Value) -> Result<(), Fault> {
     let o = object(body, "body")?;
     only(o, "", &TOP_LEVEL)?;
     compact_threshold(body)?;
-    match o.get("model") {
-        None | Some(Value::Null) => return Err(missing("model")),
-        Some(Value::String(_)) => {}
-        Some(v) => return Err(wrong_type("model", "a string", v)),
-    }
+    model(o)?;
     for key in ["store", "stream", "parallel_tool_calls"] {
         optional(o, "", key, "a boolean", Value::is_boolean)?;
     }

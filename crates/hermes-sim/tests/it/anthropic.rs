@@ -7,7 +7,7 @@ use hermes_sim::{
 };
 use serde_json::{Value, json};
 
-use crate::common::{Resp, assert_header, assert_redacted, send};
+use crate::common::{Resp, assert_header, assert_redacted, post_json, send};
 
 // ---------------------------------------------------------------- the three doors
 
@@ -70,27 +70,13 @@ impl Door {
 
     async fn post(self, sim: &Sim, body: &Value, stream: bool) -> Resp {
         let body = self.body(body, stream);
-        send(
-            &sim.base_url(),
-            "POST",
-            &self.path(stream),
-            &self.headers(),
-            body.to_string().as_bytes(),
-        )
-        .await
+        post_json(sim, &self.path(stream), &self.headers(), &body).await
     }
 }
 
 /// Posts to the direct door as is (the body names its model).
 async fn post(sim: &Sim, body: &Value) -> Resp {
-    send(
-        &sim.base_url(),
-        "POST",
-        "/v1/messages",
-        &[("anthropic-version", VERSION)],
-        body.to_string().as_bytes(),
-    )
-    .await
+    post_json(sim, "/v1/messages", &[("anthropic-version", VERSION)], body).await
 }
 
 // ---------------------------------------------------------------- SSE
@@ -805,9 +791,8 @@ async fn unknown_and_missing_keys_are_refused() {
     let msg = error_message(&r, 400, "invalid_request_error", "req_");
     assert!(msg.contains("budget_tokens"), "{msg}");
     // The interleaved-thinking beta lifts that limit.
-    let r = send(
-        &sim.base_url(),
-        "POST",
+    let r = post_json(
+        &sim,
         "/v1/messages",
         &[
             ("anthropic-version", VERSION),
@@ -816,7 +801,7 @@ async fn unknown_and_missing_keys_are_refused() {
                 "foo-2025-01-01,interleaved-thinking-2025-05-14",
             ),
         ],
-        b.to_string().as_bytes(),
+        &b,
     )
     .await;
     assert_eq!(r.status, 200, "{}", r.text());
@@ -1315,9 +1300,8 @@ const SYSTEM_BETA: &str = "mid-conversation-system-2026-04-07";
 /// Posts `body` to the direct door as Claude Code does (`?beta=true`, its headers) with
 /// `anthropic-beta: betas`.
 async fn post_beta(sim: &Sim, body: &Value, betas: &str) -> Resp {
-    send(
-        &sim.base_url(),
-        "POST",
+    post_json(
+        sim,
         "/v1/messages?beta=true",
         &[
             ("anthropic-version", "2023-06-01"),
@@ -1325,7 +1309,7 @@ async fn post_beta(sim: &Sim, body: &Value, betas: &str) -> Resp {
             ("anthropic-beta", betas),
             ("x-app", "cli"),
         ],
-        body.to_string().as_bytes(),
+        body,
     )
     .await
 }
@@ -1499,14 +1483,7 @@ async fn post_as(sim: &Sim, body: &Value, key: &str, betas: &str) -> Resp {
     if !betas.is_empty() {
         headers.push(("anthropic-beta", betas));
     }
-    send(
-        &sim.base_url(),
-        "POST",
-        "/v1/messages",
-        &headers,
-        body.to_string().as_bytes(),
-    )
-    .await
+    post_json(sim, "/v1/messages", &headers, body).await
 }
 
 /// A thinking body for `model`.
@@ -1630,9 +1607,7 @@ async fn a_bound_model_binds_thinking_to_system_tools_and_messages_an_unbound_on
 #[tokio::test]
 async fn a_bound_model_binds_thinking_to_the_model_and_the_account() {
     let sim = Sim::start("anthropic").await.unwrap();
-    let first = vec![user("time? [tools=1]")];
-    let step = ok_as(&sim, &for_model(FABLE, &first), "key-a", "").await["content"].clone();
-    let history = in_flight(&first, &step);
+    let history = called_once(&sim, FABLE, "key-a").await;
     ok_as(&sim, &for_model(FABLE, &history), "key-a", "").await;
     // Another account.
     refused_as(&sim, &for_model(FABLE, &history), "key-b", "", &bound(1, 0)).await;
@@ -1647,14 +1622,15 @@ async fn a_bound_model_binds_thinking_to_the_model_and_the_account() {
     .await;
     // An unbound model keeps today's checks: neither model nor account is compared.
     ok_as(&sim, &for_model(MODEL, &history), "key-b", "").await;
-    let step = ok_as(&sim, &for_model(MODEL, &first), "key-a", "").await["content"].clone();
-    ok_as(
-        &sim,
-        &for_model(MODEL, &in_flight(&first, &step)),
-        "key-b",
-        "",
-    )
-    .await;
+    let unbound = called_once(&sim, MODEL, "key-a").await;
+    ok_as(&sim, &for_model(MODEL, &unbound), "key-b", "").await;
+}
+
+/// A `[tools=1]` question to `model` as `key`, with the tool call of its reply in flight.
+async fn called_once(sim: &Sim, model: &str, key: &str) -> Vec<Value> {
+    let first = vec![user("time? [tools=1]")];
+    let step = ok_as(sim, &for_model(model, &first), key, "").await["content"].clone();
+    in_flight(&first, &step)
 }
 
 /// Three signed turns on `model` under key `k`: `[u1, a1(T1, call), r1, a2(T2, text), u2,
@@ -1678,16 +1654,13 @@ async fn a_bound_model_refuses_a_block_dropped_from_the_middle_or_put_back() {
     let sim = Sim::start("anthropic").await.unwrap();
     let h = three_turns(&sim, FABLE).await;
     // Dropped from the middle (turn 2's block gone, turns 1 and 3 kept).
-    let mut middle = h.clone();
-    middle[3] = assistant(&bare(&h[3]["content"]));
+    let middle = without_thinking(&h, &[3]);
     refused_as(&sim, &for_model(FABLE, &middle), "k", "", &bound(5, 0)).await;
     // Dropped from the start: valid (and remembered).
-    let mut start = h.clone();
-    start[1] = assistant(&bare(&h[1]["content"]));
+    let start = without_thinking(&h, &[1]);
     ok_as(&sim, &for_model(FABLE, &start), "k", "").await;
     // Dropped from the start, all but the latest: valid.
-    let mut more = start.clone();
-    more[3] = assistant(&bare(&h[3]["content"]));
+    let more = without_thinking(&h, &[1, 3]);
     ok_as(&sim, &for_model(FABLE, &more), "k", "").await;
     // Turn 1's block put back after it was left out: refused, and turn 2's too.
     refused_as(&sim, &for_model(FABLE, &h), "k", "", &bound(1, 0)).await;
@@ -1700,13 +1673,20 @@ async fn a_bound_model_refuses_a_block_dropped_from_the_middle_or_put_back() {
     // An unbound model takes both, as it always did.
     let sim = Sim::start("anthropic").await.unwrap();
     let h = three_turns(&sim, MODEL).await;
-    let mut middle = h.clone();
-    middle[3] = assistant(&bare(&h[3]["content"]));
+    let middle = without_thinking(&h, &[3]);
     ok_as(&sim, &for_model(MODEL, &middle), "k", "").await;
-    let mut start = h.clone();
-    start[1] = assistant(&bare(&h[1]["content"]));
+    let start = without_thinking(&h, &[1]);
     ok_as(&sim, &for_model(MODEL, &start), "k", "").await;
     ok_as(&sim, &for_model(MODEL, &h), "k", "").await;
+}
+
+/// `h` with the assistant turns at `at` stripped of their thinking blocks.
+fn without_thinking(h: &[Value], at: &[usize]) -> Vec<Value> {
+    let mut out = h.to_vec();
+    for &i in at {
+        out[i] = assistant(&bare(&h[i]["content"]));
+    }
+    out
 }
 
 /// `body` with `thinking.block_binding.prefix_mismatch_behavior` set to `behavior`.
@@ -1814,9 +1794,7 @@ async fn block_binding_needs_its_beta_and_drop_block_reports_input_transformatio
 #[tokio::test]
 async fn a_bound_model_takes_a_mid_conversation_system_message_with_its_beta() {
     let sim = Sim::start("anthropic").await.unwrap();
-    let first = vec![user("time? [tools=1]")];
-    let step = ok_as(&sim, &for_model(FABLE, &first), "k", "").await["content"].clone();
-    let mut history = in_flight(&first, &step);
+    let mut history = called_once(&sim, FABLE, "k").await;
     history.push(system_message(json!("Today is 2026-09-01.")));
     let body = for_model(FABLE, &history);
     ok_as(&sim, &body, "k", SYSTEM_BETA).await;

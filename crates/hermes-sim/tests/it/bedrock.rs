@@ -19,7 +19,7 @@ use hermes_sim::{
 };
 use serde_json::{Value, json};
 
-use crate::common::{Resp, assert_header, assert_redacted, send, send_exact};
+use crate::common::{Resp, assert_header, assert_redacted, post_json, send, send_exact};
 
 const CLAUDE: &str = "anthropic.claude-opus-4-6-v1:0";
 const MISMATCH: &str = "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.";
@@ -127,14 +127,7 @@ async fn post_signed(sim: &Sim, path: &str, body: &Value) -> Resp {
 /// Sends with the Bedrock API key.
 async fn post(sim: &Sim, path: &str, body: &Value) -> Resp {
     let auth = format!("Bearer {SIM_BEDROCK_API_KEY}");
-    send(
-        &sim.base_url(),
-        "POST",
-        path,
-        &[("Authorization", &auth)],
-        body.to_string().as_bytes(),
-    )
-    .await
+    post_json(sim, path, &[("Authorization", &auth)], body).await
 }
 
 fn header<'a>(r: &'a Resp, name: &str) -> Option<&'a str> {

@@ -51,6 +51,23 @@ pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
+/// POSTs `body` as JSON to `path` of `sim` with `headers` (see [`send`]).
+pub(crate) async fn post_json(
+    sim: &hermes_sim::Sim,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &serde_json::Value,
+) -> Resp {
+    send(
+        &sim.base_url(),
+        "POST",
+        path,
+        headers,
+        body.to_string().as_bytes(),
+    )
+    .await
+}
+
 /// One request with `headers` (plus `Content-Type: application/json`); the connection is closed
 /// after the reply.
 pub(crate) async fn send(

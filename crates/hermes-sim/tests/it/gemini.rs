@@ -7,7 +7,7 @@
 use hermes_sim::{PROFILES, Sim, Switches};
 use serde_json::{Value, json};
 
-use crate::common::{Resp, assert_header, send};
+use crate::common::{Resp, assert_header, post_json, send};
 
 const MODEL: &str = "gemini-3-pro-preview";
 const KEY: &str = "AIzaSyHERMESSIMTESTKEY";
@@ -46,20 +46,9 @@ fn vertex_path(model: &str, stream: bool) -> String {
     format!("/v1/projects/my-proj/locations/us-central1/publishers/google/models/{model}:{verb}")
 }
 
-async fn post_to(sim: &Sim, path: &str, headers: &[(&str, &str)], body: &Value) -> Resp {
-    send(
-        &sim.base_url(),
-        "POST",
-        path,
-        headers,
-        body.to_string().as_bytes(),
-    )
-    .await
-}
-
 /// Posts to the AI Studio door with the key header.
 async fn post(sim: &Sim, model: &str, body: &Value) -> Resp {
-    post_to(sim, &studio_path(model, false), STUDIO_KEY, body).await
+    post_json(sim, &studio_path(model, false), STUDIO_KEY, body).await
 }
 
 fn user(text: &str) -> Value {
@@ -221,7 +210,7 @@ fn streamed_parts(chunks: &[Value]) -> Vec<Value> {
 }
 
 async fn stream(sim: &Sim, path: &str, headers: &[(&str, &str)], contents: &[Value]) -> Resp {
-    let r = post_to(sim, path, headers, &body(contents)).await;
+    let r = post_json(sim, path, headers, &body(contents)).await;
     assert_eq!(r.status, 200, "{}", r.text());
     r
 }
@@ -247,7 +236,7 @@ async fn the_profile_is_in_the_table_and_serves_both_base_forms() {
         format!("/v1beta/models/{MODEL}:generateContent"),
         format!("/models/{MODEL}:generateContent"),
     ] {
-        let r = post_to(&sim, &path, STUDIO_KEY, &body(&contents)).await;
+        let r = post_json(&sim, &path, STUDIO_KEY, &body(&contents)).await;
         assert_eq!(r.status, 200, "{path}: {}", r.text());
         let text = &r.json()["candidates"][0]["content"]["parts"][1]["text"];
         assert_eq!(
@@ -255,7 +244,7 @@ async fn the_profile_is_in_the_table_and_serves_both_base_forms() {
             "Hello from the scripted model gemini-3-pro-preview. You said: hello"
         );
     }
-    let r = post_to(&sim, "/v1/chat/completions", STUDIO_KEY, &body(&contents)).await;
+    let r = post_json(&sim, "/v1/chat/completions", STUDIO_KEY, &body(&contents)).await;
     assert_eq!(r.status, 404);
     assert_eq!(error_of(&r).0, "NOT_FOUND");
 }
@@ -365,7 +354,7 @@ async fn a_key_in_the_url_is_refused_and_never_recorded() {
     let sim = Sim::start("gemini").await.unwrap();
     let contents = [user("hi")];
     let path = format!("/v1beta/models/{MODEL}:streamGenerateContent?alt=sse&key=AIzaSECRET123");
-    let r = post_to(&sim, &path, &[], &body(&contents)).await;
+    let r = post_json(&sim, &path, &[], &body(&contents)).await;
     assert_eq!(r.status, 400, "{}", r.text());
     assert_eq!(
         error_of(&r),
@@ -400,7 +389,7 @@ async fn a_key_in_the_url_is_refused_and_never_recorded() {
     );
 
     // An empty key is not valid; with the switch, no key is refused.
-    let r = post_to(
+    let r = post_json(
         &sim,
         &studio_path(MODEL, false),
         &[("x-goog-api-key", "")],
@@ -412,13 +401,13 @@ async fn a_key_in_the_url_is_refused_and_never_recorded() {
         error_of(&r).1,
         "API key not valid. Please pass a valid API key."
     );
-    let r = post_to(&sim, &studio_path(MODEL, false), &[], &body(&contents)).await;
+    let r = post_json(&sim, &studio_path(MODEL, false), &[], &body(&contents)).await;
     assert_eq!(
         r.status, 200,
         "a loopback simulator needs no key by default"
     );
     sim.set_switches(Switches::default().requiring_api_key());
-    let r = post_to(&sim, &studio_path(MODEL, false), &[], &body(&contents)).await;
+    let r = post_json(&sim, &studio_path(MODEL, false), &[], &body(&contents)).await;
     assert_eq!(r.status, 403);
     assert_eq!(
         error_of(&r),
@@ -838,11 +827,11 @@ async fn the_vertex_door_takes_a_bearer_token() {
     let sim = Sim::start("gemini").await.unwrap();
     let contents = [user("[tools=1]")];
     let path = vertex_path("gemini-2.5-flash", false);
-    let r = post_to(&sim, &path, STUDIO_KEY, &body(&contents)).await;
+    let r = post_json(&sim, &path, STUDIO_KEY, &body(&contents)).await;
     assert_eq!(r.status, 401);
     assert_eq!(error_of(&r).0, "UNAUTHENTICATED");
     let bearer = [("Authorization", "Bearer ya29.test-token")];
-    let r = post_to(&sim, &path, &bearer, &body(&contents)).await;
+    let r = post_json(&sim, &path, &bearer, &body(&contents)).await;
     assert_eq!(r.status, 200, "{}", r.text());
     let v = r.json();
     assert_eq!(v["modelVersion"], "gemini-2.5-flash");
@@ -861,7 +850,7 @@ async fn the_vertex_door_takes_a_bearer_token() {
     assert_header(&rec, "authorization", "<redacted>");
     // Vertex wants a role on every content; AI Studio defaults it.
     let roleless = json!({"contents": [{"parts": [{"text": "hi"}]}]});
-    let r = post_to(&sim, &vertex_path(MODEL, false), &bearer, &roleless).await;
+    let r = post_json(&sim, &vertex_path(MODEL, false), &bearer, &roleless).await;
     assert_eq!(error_of(&r).1, "Please use a valid role: user, model.");
     assert_eq!(post(&sim, MODEL, &roleless).await.status, 200);
 }

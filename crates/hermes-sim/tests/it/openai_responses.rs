@@ -5,18 +5,17 @@
 use hermes_sim::{OPENAI_RESPONSES_TOP_LEVEL, PROFILES, SIM_OPENAI_ORGANIZATION, Sim, Switches};
 use serde_json::{Value, json};
 
-use crate::common::{Resp, send};
+use crate::common::{Resp, post_json, send};
 
 const MODEL: &str = "gpt-5.2";
 const PROFILE: &str = "openai-responses";
 
 async fn post_to(sim: &Sim, path: &str, body: &Value) -> Resp {
-    send(
-        &sim.base_url(),
-        "POST",
+    post_json(
+        sim,
         path,
         &[("Authorization", "Bearer sk-test-secret")],
-        body.to_string().as_bytes(),
+        body,
     )
     .await
 }
@@ -94,6 +93,13 @@ async fn first_step(sim: &Sim) -> (Vec<Value>, String) {
     let id = call_id(&v);
     input.extend(output(&v));
     (input, id)
+}
+
+/// [`first_step`]'s input with its call answered (`12:00`).
+async fn first_step_answered(sim: &Sim) -> Vec<Value> {
+    let (mut input, id) = first_step(sim).await;
+    input.push(output_for(&id, "12:00"));
+    input
 }
 
 // ---------------------------------------------------------------- table, auth, schema
@@ -176,8 +182,7 @@ async fn unknown_parameters_are_refused_with_openai_s_text() {
 #[tokio::test]
 async fn issuer_stamps_and_a_reasoning_item_without_summary_are_refused() {
     let sim = Sim::start(PROFILE).await.unwrap();
-    let (mut input, id) = first_step(&sim).await;
-    input.push(output_for(&id, "12:00"));
+    let input = first_step_answered(&sim).await;
     let mut stamped = input.clone();
     stamped[1]["_issuer_kind"] = json!("codex_responses");
     stamped[1]["_issuer_model"] = json!(MODEL);
@@ -310,8 +315,7 @@ async fn encrypted_content_is_included_only_when_asked_and_summaries_only_when_s
 #[tokio::test]
 async fn a_changed_encrypted_content_byte_is_refused() {
     let sim = Sim::start(PROFILE).await.unwrap();
-    let (mut input, id) = first_step(&sim).await;
-    input.push(output_for(&id, "12:00"));
+    let mut input = first_step_answered(&sim).await;
     ok(&sim, &req(&input)).await;
     let enc = input[1]["encrypted_content"].as_str().unwrap().to_owned();
     let mut chars: Vec<char> = enc.chars().collect();
@@ -695,8 +699,7 @@ async fn the_script_calls_the_clients_first_tool_with_schema_valid_arguments() {
 #[tokio::test]
 async fn reasoning_after_a_changed_prefix_is_dropped_silently_and_noted() {
     let sim = Sim::start(PROFILE).await.unwrap();
-    let (mut input, id) = first_step(&sim).await;
-    input.push(output_for(&id, "12:00"));
+    let input = first_step_answered(&sim).await;
     // Same prefix: accepted, nothing noted.
     ok(&sim, &req(&input)).await;
     assert!(sim.requests().last().unwrap().notes.is_empty());
