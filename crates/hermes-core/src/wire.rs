@@ -228,6 +228,14 @@ pub trait Wire: Send + Sync {
         false
     }
 
+    /// Whether this wire can send `tool_choice: none` (tools defined, none to be called). The
+    /// default: yes. Bedrock Converse cannot (botocore's `ToolChoice` is auto, any or tool), so
+    /// a caller that only wants no call leaves its tools unforced there (hermes' summarizer:
+    /// tools stay defined, docs/spec.md §5a 5).
+    fn takes_tool_choice_none(&self) -> bool {
+        true
+    }
+
     /// `--explain` lines for `parts` as this wire, built with its credentials, would send them
     /// (the account a prefix-bound model binds replayed thinking to is known here, docs/spec.md §5a
     /// 1); `None` (the default): the wire's descriptor explains from the target alone.

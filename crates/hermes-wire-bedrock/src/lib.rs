@@ -99,6 +99,11 @@ impl Wire for BedrockWire {
         WIRE_ID
     }
 
+    /// Converse has no `none` (botocore's `ToolChoice`: auto, any, tool).
+    fn takes_tool_choice_none(&self) -> bool {
+        false
+    }
+
     fn encode(&self, parts: &RequestParts<'_>) -> Result<Outgoing, TransportError> {
         outgoing(parts, &self.target, &Drops::default())
     }
