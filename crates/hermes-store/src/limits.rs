@@ -145,12 +145,8 @@ impl Store {
     /// Deletes the rate counts of windows that started before `before` (Unix ms); how many
     /// rows went.
     pub async fn sweep_rate_counts(&self, before: i64) -> Result<u64, StoreError> {
-        let done = execute!(
-            &self.writes,
-            "DELETE FROM rate_counts WHERE window_start < $1",
-            [before]
-        )?;
-        Ok(done.rows_affected())
+        self.sweep("DELETE FROM rate_counts WHERE window_start < $1", before)
+            .await
     }
 
     /// The tokens `tenant` spent since `minute_start` and since `day_start` (Unix ms), summed
@@ -183,12 +179,8 @@ impl Store {
 
     /// Deletes the tenants' usage recorded before `before` (Unix ms); how many rows went.
     pub async fn sweep_tenant_usage(&self, before: i64) -> Result<u64, StoreError> {
-        let done = execute!(
-            &self.writes,
-            "DELETE FROM tenant_usage WHERE at < $1",
-            [before]
-        )?;
-        Ok(done.rows_affected())
+        self.sweep("DELETE FROM tenant_usage WHERE at < $1", before)
+            .await
     }
 
     /// Claims one of `tenant`'s `max` concurrency slots for `holder` (unique per request) until
