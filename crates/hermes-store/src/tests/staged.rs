@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use hermes_core::{Message, Role, Usage, match_key};
 
+use super::acme;
 use crate::testing::TestDb;
-use crate::{Backend, NewSession, STAGE_BYTES, StepExtras, Store};
+use crate::{Backend, STAGE_BYTES, StepExtras, Store};
 
 /// `pairs` user/assistant turns of 100 KiB each, the first naming `tag`.
 fn big_history(tag: &str, pairs: usize) -> Vec<Message> {
@@ -18,13 +19,6 @@ fn big_history(tag: &str, pairs: usize) -> Vec<Message> {
         messages.push(Message::text(Role::User, &turn));
     }
     messages
-}
-
-fn acme() -> NewSession {
-    NewSession {
-        tenant: Some("acme".into()),
-        ..NewSession::default()
-    }
 }
 
 /// Installs `sql` for `db`'s backend (a trigger on `messages`, and what it needs).
