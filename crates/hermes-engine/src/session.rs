@@ -20,6 +20,18 @@ use crate::summarize::TransportSummarizer;
 use crate::target::{AwsLookup, KeyLookup, Limits, Target};
 use crate::turn::{Destination, TurnParts};
 
+/// What an on-demand (provider's own) compaction works on: the stored session `id`, its active
+/// `rows` (read as `history`) and the span `start..end` of them it summarises
+/// ([`crate::compaction::native_span`]).
+#[derive(Clone, Copy)]
+struct NativeSpan<'a> {
+    id: &'a str,
+    rows: &'a [hermes_store::StoredMessage],
+    history: &'a [Message],
+    start: usize,
+    end: usize,
+}
+
 /// The tools a front end offers the model, with their definitions.
 pub struct Toolset {
     /// Runs the calls.
@@ -423,15 +435,32 @@ impl ChatSession {
         if crate::compaction::is_native(self.target.transport.wire(), &self.target.decision.target)
         {
             // `is_native`: the Responses wire or the Anthropic one, each its feature's.
-            let native = match self.target.transport.wire().id() {
-                #[cfg(feature = "responses")]
-                wire if wire == hermes_wire_responses::WIRE_ID => {
-                    self.compact_responses(&id, &rows, &history, manual).await
+            let protect_last = self.compaction.protect_last;
+            let native = match crate::compaction::native_span(&history, manual, protect_last) {
+                // Nothing to summarise.
+                None => Ok(None),
+                Some((start, end)) => {
+                    let span = NativeSpan {
+                        id: &id,
+                        rows: &rows,
+                        history: &history,
+                        start,
+                        end,
+                    };
+                    match self.target.transport.wire().id() {
+                        #[cfg(feature = "responses")]
+                        wire if wire == hermes_wire_responses::WIRE_ID => {
+                            self.compact_responses(span).await
+                        }
+                        #[cfg(feature = "anthropic")]
+                        _ => self.compact_natively(span).await,
+                        #[cfg(not(feature = "anthropic"))]
+                        _ => {
+                            let _ = span; // no native compaction to give it to
+                            Ok::<_, EngineError>(None)
+                        }
+                    }
                 }
-                #[cfg(feature = "anthropic")]
-                _ => self.compact_natively(&id, &rows, &history, manual).await,
-                #[cfg(not(feature = "anthropic"))]
-                _ => Ok::<_, EngineError>(None),
             };
             match native {
                 Ok(line) => return Ok(line),
@@ -450,14 +479,7 @@ impl ChatSession {
             config.target_percent = 0;
         }
         let log = StoreLog::stored(&self.store, &id);
-        let summarizer = TransportSummarizer {
-            wire: self.target.transport.wire(),
-            decision: &self.target.decision,
-            verdicts: &self.conversation.verdicts,
-            wire_verdicts: &self.conversation.wire_verdicts,
-            log: &log,
-            tools: self.tools.definitions.as_ref(),
-        };
+        let summarizer = self.summarizer(&log);
         let decision = &self.target.decision;
         let mut summary_failed = None;
         let result =
@@ -501,17 +523,16 @@ impl ChatSession {
     #[cfg(feature = "anthropic")]
     async fn compact_natively(
         &mut self,
-        id: &str,
-        rows: &[hermes_store::StoredMessage],
-        history: &[Message],
-        manual: bool,
+        span: NativeSpan<'_>,
     ) -> Result<Option<String>, EngineError> {
         use hermes_wire_anthropic::compaction;
-        let Some((start, end)) =
-            crate::compaction::native_span(history, manual, self.compaction.protect_last)
-        else {
-            return Ok(None);
-        };
+        let NativeSpan {
+            id,
+            history,
+            start,
+            end,
+            ..
+        } = span;
         let log = StoreLog::stored(&self.store, id);
         let mut checkpoint = self
             .provider_compaction(
@@ -529,16 +550,7 @@ impl ChatSession {
             end,
             self.tools.definitions.as_ref(),
         );
-        let plan = crate::compaction::native_plan(rows, start, end, checkpoint);
-        self.store.apply_compaction(id, &plan).await?;
-        self.conversation.messages = self.store.messages(id).await?;
-        let decision = &self.target.decision;
-        let before = hermes_core::estimate_history(history, decision);
-        let after = hermes_core::estimate_history(&self.conversation.messages, decision);
-        self.unfit_at = self
-            .compaction
-            .over(after)
-            .then_some(self.conversation.messages.len());
+        let (before, after) = self.store_checkpoint(span, checkpoint).await?;
         Ok(Some(format!(
             "context compacted by the provider (on-demand compaction, {}): {} → {} messages, ~{before} → ~{after} tokens (summary of {} messages; the kept turns keep their thinking)",
             compaction::COMPACTION_BETA,
@@ -557,30 +569,23 @@ impl ChatSession {
     #[cfg(feature = "responses")]
     async fn compact_responses(
         &mut self,
-        id: &str,
-        rows: &[hermes_store::StoredMessage],
-        history: &[Message],
-        manual: bool,
+        span: NativeSpan<'_>,
     ) -> Result<Option<String>, EngineError> {
         use hermes_compaction::Summarizer as _;
         use hermes_wire_responses::compaction;
-        let Some((start, end)) =
-            crate::compaction::native_span(history, manual, self.compaction.protect_last)
-        else {
-            return Ok(None);
-        };
+        let NativeSpan {
+            id,
+            history,
+            start,
+            end,
+            ..
+        } = span;
         let log = StoreLog::stored(&self.store, id);
-        let summary = TransportSummarizer {
-            wire: self.target.transport.wire(),
-            decision: &self.target.decision,
-            verdicts: &self.conversation.verdicts,
-            wire_verdicts: &self.conversation.wire_verdicts,
-            log: &log,
-            tools: self.tools.definitions.as_ref(),
-        }
-        .summarize(&history[start..end])
-        .await
-        .map_err(|e| EngineError::Failed(format!("the summary request failed ({e})")))?;
+        let summary = self
+            .summarizer(&log)
+            .summarize(&history[start..end])
+            .await
+            .map_err(|e| EngineError::Failed(format!("the summary request failed ({e})")))?;
         let mut checkpoint = self
             .provider_compaction(&log, &history[..end], compaction::request(), false, "item")
             .await?;
@@ -588,22 +593,49 @@ impl ChatSession {
             hermes_core::checkpoint::SUMMARY_KEY.to_owned(),
             RawJson::string(summary.trim()),
         ));
-        let plan = crate::compaction::native_plan(rows, start, end, checkpoint);
-        self.store.apply_compaction(id, &plan).await?;
-        self.conversation.messages = self.store.messages(id).await?;
-        let decision = &self.target.decision;
-        let before = hermes_core::estimate_history(history, decision);
-        let after = hermes_core::estimate_history(&self.conversation.messages, decision);
-        self.unfit_at = self
-            .compaction
-            .over(after)
-            .then_some(self.conversation.messages.len());
+        let (before, after) = self.store_checkpoint(span, checkpoint).await?;
         Ok(Some(format!(
             "context compacted by the provider (POST /responses/compact): {} → {} messages, ~{before} → ~{after} tokens (summary of {} messages; the kept turns keep their reasoning)",
             history.len(),
             self.conversation.messages.len(),
             end - start
         )))
+    }
+
+    /// The summarizer of the session's own model and route, its request logged to `log`.
+    fn summarizer<'a>(&'a self, log: &'a StoreLog<'a>) -> TransportSummarizer<'a> {
+        TransportSummarizer {
+            wire: self.target.transport.wire(),
+            decision: &self.target.decision,
+            verdicts: &self.conversation.verdicts,
+            wire_verdicts: &self.conversation.wire_verdicts,
+            log,
+            tools: self.tools.definitions.as_ref(),
+        }
+    }
+
+    /// Stores an on-demand compaction's `checkpoint` in place of `span`, reloads the conversation and notes whether it
+    /// still overflows: the estimates of the history before and after, in tokens.
+    #[cfg_attr(
+        not(any(feature = "anthropic", feature = "responses")),
+        allow(dead_code)
+    )] // no native compaction
+    async fn store_checkpoint(
+        &mut self,
+        span: NativeSpan<'_>,
+        checkpoint: Message,
+    ) -> Result<(usize, usize), EngineError> {
+        let plan = crate::compaction::native_plan(span.rows, span.start, span.end, checkpoint);
+        self.store.apply_compaction(span.id, &plan).await?;
+        self.conversation.messages = self.store.messages(span.id).await?;
+        let decision = &self.target.decision;
+        let before = hermes_core::estimate_history(span.history, decision);
+        let after = hermes_core::estimate_history(&self.conversation.messages, decision);
+        self.unfit_at = self
+            .compaction
+            .over(after)
+            .then_some(self.conversation.messages.len());
+        Ok((before, after))
     }
 
     /// The pre-flight check before a turn: compacts when the estimate crossed the trigger.
