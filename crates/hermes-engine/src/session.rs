@@ -526,18 +526,11 @@ impl ChatSession {
         span: NativeSpan<'_>,
     ) -> Result<Option<String>, EngineError> {
         use hermes_wire_anthropic::compaction;
-        let NativeSpan {
-            id,
-            history,
-            start,
-            end,
-            ..
-        } = span;
-        let log = StoreLog::stored(&self.store, id);
+        let log = StoreLog::stored(&self.store, span.id);
         let mut checkpoint = self
             .provider_compaction(
                 &log,
-                &history[..end],
+                &span.history[..span.end],
                 compaction::request(),
                 self.driver_config.stream,
                 "block",
@@ -545,18 +538,18 @@ impl ChatSession {
             .await?;
         compaction::rekey(
             &mut checkpoint,
-            history,
-            start,
-            end,
+            span.history,
+            span.start,
+            span.end,
             self.tools.definitions.as_ref(),
         );
         let (before, after) = self.store_checkpoint(span, checkpoint).await?;
         Ok(Some(format!(
             "context compacted by the provider (on-demand compaction, {}): {} → {} messages, ~{before} → ~{after} tokens (summary of {} messages; the kept turns keep their thinking)",
             compaction::COMPACTION_BETA,
-            history.len(),
+            span.history.len(),
             self.conversation.messages.len(),
-            end - start
+            span.end - span.start
         )))
     }
 
@@ -573,21 +566,20 @@ impl ChatSession {
     ) -> Result<Option<String>, EngineError> {
         use hermes_compaction::Summarizer as _;
         use hermes_wire_responses::compaction;
-        let NativeSpan {
-            id,
-            history,
-            start,
-            end,
-            ..
-        } = span;
-        let log = StoreLog::stored(&self.store, id);
+        let log = StoreLog::stored(&self.store, span.id);
         let summary = self
             .summarizer(&log)
-            .summarize(&history[start..end])
+            .summarize(&span.history[span.start..span.end])
             .await
             .map_err(|e| EngineError::Failed(format!("the summary request failed ({e})")))?;
         let mut checkpoint = self
-            .provider_compaction(&log, &history[..end], compaction::request(), false, "item")
+            .provider_compaction(
+                &log,
+                &span.history[..span.end],
+                compaction::request(),
+                false,
+                "item",
+            )
             .await?;
         checkpoint.extra.push((
             hermes_core::checkpoint::SUMMARY_KEY.to_owned(),
@@ -596,9 +588,9 @@ impl ChatSession {
         let (before, after) = self.store_checkpoint(span, checkpoint).await?;
         Ok(Some(format!(
             "context compacted by the provider (POST /responses/compact): {} → {} messages, ~{before} → ~{after} tokens (summary of {} messages; the kept turns keep their reasoning)",
-            history.len(),
+            span.history.len(),
             self.conversation.messages.len(),
-            end - start
+            span.end - span.start
         )))
     }
 
