@@ -33,27 +33,17 @@ use hermes_engine::providers::anthropic::inbound;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::body::{ClientTurn, Fields, arguments_text, readable_thinking};
+use crate::body::{ClientTurn, Fields, arguments_text, readable_thinking, text_of};
 use crate::error::ApiError;
 use crate::gate::{self, Gated};
 use crate::sign::Signer;
 use crate::turn::{
-    complete, idempotency_of, off_reactor, session_of, stream_reply, target_of, with_session,
+    complete, gated_handler, idempotency_of, off_reactor, session_of, stream_reply, target_of,
+    with_session,
 };
-use crate::{Door, Inner, access, limits, model, policy, sign};
+use crate::{Door, Inner, access, model, policy, sign};
 
-pub(crate) async fn messages(
-    State(inner): State<Arc<Inner>>,
-    headers: HeaderMap,
-    tenant: Extension<gate::Tenant>,
-    admitted: Extension<limits::Admitted>,
-    body: Extension<gate::Read>,
-) -> Response {
-    match messages_turn(&inner, &headers, (tenant, admitted, body)).await {
-        Ok(response) => response,
-        Err(error) => error.into_anthropic_response(),
-    }
-}
+gated_handler!(messages => messages_turn, ApiError::into_anthropic_response);
 
 /// Claude Code's per-conversation header: the client's partition when no `metadata.user_id`
 /// names one (docs/spec.md §10).
@@ -468,18 +458,6 @@ fn transformations(reply: Option<&Message>) -> Option<Value> {
         .iter()
         .find(|(k, _)| k == key)
         .and_then(|(_, v)| serde_json::from_str(v.get()).ok())
-}
-
-/// The text of a reply's content (a string, or its text parts).
-fn text_of(content: &RawJson) -> String {
-    match content.to_value() {
-        Value::String(s) => s,
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect(),
-        _ => String::new(),
-    }
 }
 
 /// A tool call's `input`: its arguments parsed (an object), `{}` when it has none.

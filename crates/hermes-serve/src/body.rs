@@ -209,6 +209,18 @@ pub(crate) fn readable_thinking(message: &Message) -> Option<String> {
         .map(|t| t.text().into_owned())
 }
 
+/// A reply's text: a string, or its text parts joined.
+pub(crate) fn text_of(content: &RawJson) -> String {
+    match content.to_value() {
+        serde_json::Value::String(s) => s,
+        serde_json::Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(serde_json::Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
 /// A tool call's arguments as text (a JSON string's content, else the JSON as stored).
 pub(crate) fn arguments_text(arguments: &RawJson) -> String {
     arguments

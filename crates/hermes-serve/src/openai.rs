@@ -3,11 +3,9 @@
 //! naming the key; unknown keys are ignored), and the `chat.completion` object and
 //! `chat.completion.chunk`s built from what the engine returns.
 
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Extension;
-use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::Event as SseEvent;
 use axum::response::{IntoResponse, Response};
@@ -23,22 +21,12 @@ use crate::body::{ClientTurn, Fields, arguments_text, readable_thinking};
 use crate::error::ApiError;
 use crate::gate::{self, Gated};
 use crate::turn::{
-    complete, idempotency_of, off_reactor, session_of, stream_reply, target_of, with_session,
+    complete, gated_handler, idempotency_of, off_reactor, session_of, stream_reply, target_of,
+    with_session,
 };
-use crate::{Door, Inner, access, limits, model, policy, sse};
+use crate::{Door, Inner, access, model, policy, sse};
 
-pub(crate) async fn chat_completions(
-    State(inner): State<Arc<Inner>>,
-    headers: HeaderMap,
-    gated: Extension<gate::Tenant>,
-    admitted: Extension<limits::Admitted>,
-    body: Extension<gate::Read>,
-) -> Response {
-    match chat(&inner, &headers, (gated, admitted, body)).await {
-        Ok(response) => response,
-        Err(error) => error.into_response(),
-    }
-}
+gated_handler!(chat_completions => chat, IntoResponse::into_response);
 
 async fn chat(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Response, ApiError> {
     let (Extension(gate::Tenant(tenant)), Extension(admitted), Extension(gate::Read(body))) = gated;

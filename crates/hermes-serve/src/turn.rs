@@ -11,6 +11,22 @@ use hermes_engine::{Completion, Event, Request};
 use crate::error::{ApiError, shutting_down};
 use crate::{Inner, SESSION_HEADER, limits, metrics, model, sse};
 
+/// `pub(crate) async fn $name`: a door's axum handler for a gated turn (`POST` behind
+/// [`crate::gate::gated`]): `$turn(&inner, &headers, gated)`, its error answered by `$error`
+/// in the door's shape.
+macro_rules! gated_handler {
+    ($name:ident => $turn:ident, $error:path) => {
+        pub(crate) async fn $name(
+            axum::extract::State(inner): axum::extract::State<std::sync::Arc<crate::Inner>>,
+            headers: axum::http::HeaderMap,
+            gated: crate::gate::Gated,
+        ) -> axum::response::Response {
+            $turn(&inner, &headers, gated).await.unwrap_or_else($error)
+        }
+    };
+}
+pub(crate) use gated_handler;
+
 /// Bodies larger than this are parsed on the blocking pool, off the reactor: a 32 MiB history
 /// takes long enough to read that the small requests beside it would wait behind it.
 const OFF_REACTOR_BYTES: usize = 256 * 1024;
