@@ -233,14 +233,7 @@ async fn claude_codes_model_names_reach_their_targets_through_patterns_and_defau
     ] {
         let body = json!({"model": sent, "max_tokens": 64,
                           "messages": [{"role": "user", "content": "hello"}]});
-        let response = reqwest::Client::new()
-            .post(gateway.url("/v1/messages"))
-            .header("x-api-key", KEY)
-            .header("anthropic-version", "2023-06-01")
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+        let response = crate::messages_as(&gateway, KEY, &[], &body).await;
         assert_eq!(response.status(), 200, "{sent}");
         let reply: Value = response.json().await.unwrap();
         assert_eq!(reply["model"], sent, "the client's name in the answer");

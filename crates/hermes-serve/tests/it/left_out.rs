@@ -36,22 +36,10 @@ async fn exchange(
     tools: &[Value],
     messages: &mut Vec<Value>,
 ) {
-    let client = reqwest::Client::new();
     for _ in 0..4 {
         let body = json!({"model": FABLE, "max_tokens": 4096, "system": system, "tools": tools,
                           "thinking": {"type": "adaptive"}, "messages": messages});
-        let response = client
-            .post(gateway.url("/v1/messages"))
-            .header("x-api-key", key)
-            .header("anthropic-version", "2023-06-01")
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let status = response.status();
-        let reply: Value = response.json().await.unwrap();
-        assert_eq!(status, 200, "{reply}");
-        if !crate::binding::forgetful_step(&reply, messages) {
+        if !crate::binding::forgetful_exchange(gateway, key, &body, messages, "").await {
             return;
         }
     }
@@ -83,11 +71,7 @@ fn sent(r: &RecordedRequest) -> Vec<String> {
 
 /// The thinking blocks a request's reply minted.
 fn minted(r: &RecordedRequest) -> Vec<String> {
-    let reply: Value = serde_json::from_str(&r.response).unwrap_or(Value::Null);
-    reply["content"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
+    crate::binding::reply_blocks(r)
         .iter()
         .filter_map(mark_of)
         .collect()

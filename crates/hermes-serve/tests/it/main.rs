@@ -258,6 +258,42 @@ pub(crate) async fn post_as(url: String, key: &str, body: &serde_json::Value) ->
         .unwrap()
 }
 
+/// `POST /v1/messages` on `gateway` with `body`, `key` as `x-api-key`, the `anthropic-version`
+/// every Anthropic client sends and `headers`.
+pub(crate) async fn messages_as(
+    gateway: &Running,
+    key: &str,
+    headers: &[(&str, &str)],
+    body: &serde_json::Value,
+) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(gateway.url("/v1/messages"))
+        .header("x-api-key", key)
+        .header("anthropic-version", "2023-06-01");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.json(body).send().await.unwrap()
+}
+
+/// The `data:` payloads of an SSE body as JSON, `[DONE]` left out.
+pub(crate) fn sse_data(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+/// The first `tool_use` block of an Anthropic message's `content` (`None` when it holds none).
+pub(crate) fn tool_use_of(content: &serde_json::Value) -> Option<&serde_json::Value> {
+    content
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "tool_use")
+}
+
 /// Sends `request`: the JSON body of its answer.
 pub(crate) async fn json_of(request: reqwest::RequestBuilder) -> serde_json::Value {
     request.send().await.unwrap().json().await.unwrap()

@@ -56,11 +56,7 @@ async fn a_messages_client_holds_a_tool_conversation(
     let (first, second) = (&seen["first"], &seen["second"]);
     assert_eq!(first["stop"], "tool_use", "{case}: {seen}");
     assert_eq!(second["stop"], "end_turn", "{case}: {seen}");
-    let call = first["blocks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["type"] == "tool_use")
+    let call = crate::tool_use_of(&first["blocks"])
         .unwrap_or_else(|| panic!("{case}: a tool_use block: {seen}"));
     assert_eq!(call["name"], "now");
     assert!(call["input"].is_object(), "{case}: {call}");
@@ -206,14 +202,7 @@ async fn the_messages_door_answers_errors_in_anthropics_shape_and_takes_x_api_ke
     assert_eq!(error["type"], "error", "{error}");
     assert_eq!(error["error"]["type"], "authentication_error", "{error}");
     assert!(sim.requests().is_empty(), "a 401 reaches no upstream");
-    let ok = client
-        .post(&url)
-        .header("x-api-key", KEY)
-        .header("anthropic-version", "2023-06-01")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let ok = crate::messages_as(&gateway, KEY, &[], &body).await;
     assert_eq!(ok.status(), 200);
     let reply: Value = ok.json().await.unwrap();
     assert_eq!(reply["type"], "message", "{reply}");
@@ -608,13 +597,7 @@ async fn deepseek_turn_edited(gateway: &crate::Running, user: &str) -> (String, 
 
 /// The follow-up request answering the tool call, with the assistant turn `assistant`.
 fn deepseek_follow_up(user: &str, assistant: &Value) -> Value {
-    let call = assistant
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["type"] == "tool_use")
-        .unwrap()["id"]
-        .clone();
+    let call = crate::tool_use_of(assistant).unwrap()["id"].clone();
     json!({"model": "deepseek/deepseek-v4-pro", "max_tokens": 4096,
            "thinking": {"type": "enabled", "budget_tokens": 2048},
            "metadata": {"user_id": user}, "tools": now_tool(),

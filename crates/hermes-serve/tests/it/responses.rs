@@ -9,7 +9,8 @@
 use hermes_sim::Sim;
 use serde_json::{Value, json};
 
-use crate::sdk::{minted_went_back, run_script};
+use crate::replicas::{TOOL_TURN_THEN_A_TURN, roles};
+use crate::sdk::{NATIVE_THINKING, minted_went_back, run_script};
 use crate::{KEY, start_for};
 
 const SCRIPT: &str = concat!(
@@ -90,17 +91,12 @@ async fn two_turns(
     );
     // Every carrier the upstream minted on the call turn went back to it byte for byte.
     let stored = gateway.store.messages(session).await.unwrap();
-    let roles: Vec<&str> = stored.iter().map(|m| m.role.as_str()).collect();
     assert_eq!(
-        roles,
+        roles(&gateway.store, session).await,
         ["system", "user", "assistant", "tool", "assistant"],
         "{case}"
     );
-    let skip: &[&str] = if provider == "gemini" {
-        &["reasoning_content"]
-    } else {
-        &[]
-    };
+    let skip = crate::sdk::not_replayed(provider);
     let carriers = minted_went_back(&stored[2], skip, &[&requests[1]], &case);
     // What the client was shown as readable reasoning (summaries); every other carrier (a
     // signature, an encrypted item, a thought signature) stays in the gateway.
@@ -131,27 +127,8 @@ async fn two_turns(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_responses_client_that_drops_its_reasoning_items_holds_tool_conversations_on_every_upstream()
  {
-    for (profile, provider, model, effort) in [
-        ("deepseek-v4", "deepseek", "deepseek/deepseek-v4-pro", None),
-        (
-            "anthropic",
-            "anthropic",
-            "anthropic/claude-opus-4-6",
-            Some("high"),
-        ),
-        (
-            "gemini",
-            "gemini",
-            "gemini/gemini-3-pro-preview",
-            Some("high"),
-        ),
-        (
-            "openai-responses",
-            "openai-responses",
-            "openai-responses/gpt-5.2",
-            Some("high"),
-        ),
-    ] {
+    let deepseek = ("deepseek-v4", "deepseek", "deepseek/deepseek-v4-pro", None);
+    for (profile, provider, model, effort) in std::iter::once(deepseek).chain(NATIVE_THINKING) {
         for stream in [false, true] {
             two_turns(profile, provider, model, effort, stream, Items::Drop).await;
         }
@@ -527,16 +504,8 @@ async fn a_compacted_conversation_goes_on_from_its_checkpoint() {
     );
     // The conversation compacted is left as it was; the checkpoint has a session of its own.
     let first = seen["first"]["session"].as_str().unwrap();
-    let roles: Vec<String> = gateway
-        .store
-        .messages(first)
-        .await
-        .unwrap()
-        .iter()
-        .map(|m| m.role.as_str().to_owned())
-        .collect();
     assert_eq!(
-        roles,
+        roles(&gateway.store, first).await,
         ["system", "user", "assistant", "tool", "assistant"],
         "the compacted conversation is untouched"
     );
@@ -742,11 +711,7 @@ async fn a_compaction_trigger_is_answered_with_one_compaction_item() {
         .unwrap();
     assert_eq!(r.status(), 200);
     let text = r.text().await.unwrap();
-    let events: Vec<Value> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect();
+    let events = crate::sse_data(&text);
     let done: Vec<&Value> = events
         .iter()
         .filter(|e| e["type"] == "response.output_item.done")
@@ -839,22 +804,11 @@ async fn a_client_holding_only_response_ids_continues_its_conversation() {
         let requests = sim.requests();
         assert_eq!(requests.len(), 3, "{profile}: three turns, each accepted");
         assert!(requests.iter().all(|r| r.status == 200), "{profile}");
-        let stored = gateway
-            .store
-            .messages(session.as_str().unwrap())
-            .await
-            .unwrap();
-        let roles: Vec<&str> = stored.iter().map(|m| m.role.as_str()).collect();
+        let session = session.as_str().unwrap();
+        let stored = gateway.store.messages(session).await.unwrap();
         assert_eq!(
-            roles,
-            [
-                "user",
-                "assistant",
-                "tool",
-                "assistant",
-                "user",
-                "assistant"
-            ],
+            roles(&gateway.store, session).await,
+            TOOL_TURN_THEN_A_TURN,
             "{profile}"
         );
         let later: Vec<&Value> = requests[1..].iter().map(|r| &r.body).collect();

@@ -10,6 +10,7 @@ use std::path::Path;
 use hermes_sim::Sim;
 use serde_json::{Value, json};
 
+use crate::replicas::{TOOL_TURN, roles};
 use crate::{KEY, start};
 
 const SCRIPT: &str = concat!(
@@ -66,6 +67,40 @@ pub(crate) fn minted(value: &Value, under_carrier: bool, skip: &[&str], out: &mu
             }
         }
         _ => {}
+    }
+}
+
+/// The upstreams of the native wires (Anthropic, Gemini, OpenAI's Responses API), each asked to
+/// think: `(simulator profile, provider, model, effort)`.
+pub(crate) const NATIVE_THINKING: [(&str, &str, &str, Option<&str>); 3] = [
+    (
+        "anthropic",
+        "anthropic",
+        "anthropic/claude-opus-4-6",
+        Some("high"),
+    ),
+    (
+        "gemini",
+        "gemini",
+        "gemini/gemini-3-pro-preview",
+        Some("high"),
+    ),
+    (
+        "openai-responses",
+        "openai-responses",
+        "openai-responses/gpt-5.2",
+        Some("high"),
+    ),
+];
+
+/// The carriers of `provider`'s messages that are not replayed to it ([`minted_went_back`]'s
+/// `skip`): Gemini's readable thought summaries are for the user, its contract replays only the
+/// signatures (docs/spec.md §5).
+pub(crate) fn not_replayed(provider: &str) -> &'static [&'static str] {
+    if provider == "gemini" {
+        &["reasoning_content"]
+    } else {
+        &[]
     }
 }
 
@@ -146,20 +181,13 @@ async fn a_forgetful_client_holds_a_tool_conversation(
         "{profile}: one upstream request per turn"
     );
     let stored = gateway.store.messages(session).await.unwrap();
-    let roles: Vec<&str> = stored.iter().map(|m| m.role.as_str()).collect();
-    assert_eq!(
-        roles,
-        ["user", "assistant", "tool", "assistant"],
-        "{profile}"
+    assert_eq!(roles(&gateway.store, session).await, TOOL_TURN, "{profile}");
+    minted_went_back(
+        &stored[1],
+        not_replayed(provider),
+        &[&requests[1].body],
+        profile,
     );
-    // Gemini's readable thought summaries are for the user: its contract replays only the
-    // signatures (docs/spec.md §5).
-    let skip: &[&str] = if provider == "gemini" {
-        &["reasoning_content"]
-    } else {
-        &[]
-    };
-    minted_went_back(&stored[1], skip, &[&requests[1].body], profile);
     assert!(
         requests[0].body.to_string().contains("The time"),
         "{profile}: the client's tool reached the upstream"
@@ -184,31 +212,15 @@ async fn a_forgetful_client_holds_tool_conversations_on_every_upstream() {
             "gemini-openai/gemini-3-pro-preview",
             None,
         ),
-        (
-            "anthropic",
-            "anthropic",
-            "anthropic/claude-opus-4-6",
-            Some("high"),
-        ),
-        (
-            "gemini",
-            "gemini",
-            "gemini/gemini-3-pro-preview",
-            Some("high"),
-        ),
-        (
-            "openai-responses",
-            "openai-responses",
-            "openai-responses/gpt-5.2",
-            Some("high"),
-        ),
-        (
-            "bedrock",
-            "bedrock",
-            "bedrock/anthropic.claude-opus-4-6-v1:0",
-            Some("high"),
-        ),
-    ] {
+    ]
+    .into_iter()
+    .chain(NATIVE_THINKING)
+    .chain([(
+        "bedrock",
+        "bedrock",
+        "bedrock/anthropic.claude-opus-4-6-v1:0",
+        Some("high"),
+    )]) {
         for stream in [false, true] {
             a_forgetful_client_holds_a_tool_conversation(
                 profile, provider, model, effort, stream, false,
@@ -276,9 +288,7 @@ async fn a_client_that_drops_reasoning_holds_a_tool_conversation(stream: bool) {
     assert_eq!(echoed["reasoning_content"], reasoning);
     assert_eq!(echoed["tool_calls"][0]["id"], call["id"]);
     assert_eq!(requests[1].body["messages"][2]["tool_call_id"], call["id"]);
-    let stored = gateway.store.messages(session).await.unwrap();
-    let roles: Vec<&str> = stored.iter().map(|m| m.role.as_str()).collect();
-    assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
+    assert_eq!(roles(&gateway.store, session).await, TOOL_TURN);
     gateway.stop().await;
 }
 

@@ -7,15 +7,6 @@ use serde_json::{Value, json};
 
 use crate::start;
 
-/// The `data:` payloads of an SSE body, `[DONE]` left out.
-fn data(text: &str) -> Vec<Value> {
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .filter(|d| *d != "[DONE]")
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect()
-}
-
 /// A user turn that makes the simulator call its `now` tool, declared or not.
 const ASK: &str = "[tools=1] what time is it?";
 
@@ -68,7 +59,7 @@ async fn an_undeclared_tool_call_reaches_a_chat_client_as_made_whole_and_streame
         "{whole}"
     );
 
-    let chunks = data(&undeclared_call("chat", true).await);
+    let chunks = crate::sse_data(&undeclared_call("chat", true).await);
     let named = chunks
         .iter()
         .any(|c| c["choices"][0]["delta"]["tool_calls"][0]["function"]["name"] == "now");
@@ -85,15 +76,11 @@ async fn an_undeclared_tool_call_reaches_a_chat_client_as_made_whole_and_streame
 async fn an_undeclared_tool_call_reaches_a_messages_client_as_made_whole_and_streamed() {
     let whole: Value = serde_json::from_str(&undeclared_call("messages", false).await).unwrap();
     assert_eq!(whole["stop_reason"], "tool_use", "{whole}");
-    let call = whole["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["type"] == "tool_use")
+    let call = crate::tool_use_of(&whole["content"])
         .unwrap_or_else(|| panic!("a tool_use block: {whole}"));
     assert_eq!(call["name"], "now", "{whole}");
 
-    let events = data(&undeclared_call("messages", true).await);
+    let events = crate::sse_data(&undeclared_call("messages", true).await);
     let started = events.iter().any(|e| {
         e["type"] == "content_block_start"
             && e["content_block"]["type"] == "tool_use"
