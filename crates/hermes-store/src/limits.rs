@@ -142,13 +142,6 @@ impl Store {
         Ok(used.map_or(0, |u| u64::try_from(u).unwrap_or(0)))
     }
 
-    /// Deletes the rate counts of windows that started before `before` (Unix ms); how many
-    /// rows went.
-    pub async fn sweep_rate_counts(&self, before: i64) -> Result<u64, StoreError> {
-        self.sweep("DELETE FROM rate_counts WHERE window_start < $1", before)
-            .await
-    }
-
     /// The tokens `tenant` spent since `minute_start` and since `day_start` (Unix ms), summed
     /// over the usage [`Store::add_usage`] recorded for its conversations (every replica's), in
     /// one statement over the `(tenant, at)` index.
@@ -175,6 +168,13 @@ impl Store {
             Ok(u64::try_from(n).unwrap_or(0))
         };
         Ok((sum(0)?, sum(1)?))
+    }
+
+    /// Deletes the rate counts of windows that started before `before` (Unix ms); how many
+    /// rows went.
+    pub async fn sweep_rate_counts(&self, before: i64) -> Result<u64, StoreError> {
+        self.sweep("DELETE FROM rate_counts WHERE window_start < $1", before)
+            .await
     }
 
     /// Deletes the tenants' usage recorded before `before` (Unix ms); how many rows went.

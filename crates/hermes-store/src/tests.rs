@@ -288,13 +288,7 @@ async fn delete_removes_the_session_and_its_messages(db: TestDb) {
         store.session(&id).await,
         Err(StoreError::NotFound(_))
     ));
-    let rows: i64 = scalar(
-        &store,
-        "SELECT COUNT(*) FROM messages WHERE session_id = $1",
-        &id,
-    )
-    .await;
-    assert_eq!(rows, 0);
+    assert_eq!(rows_of(&store, &id).await, 0);
     assert_eq!(store.session(&branch).await.unwrap().parent_id, None);
     assert!(matches!(
         store.delete(&id).await,
@@ -567,6 +561,25 @@ async fn set_raw_config(store: &Store, id: &str, config: &str) {
 
 async fn raw_config(store: &Store, id: &str) -> String {
     scalar(store, "SELECT model_config FROM sessions WHERE id = $1", id).await
+}
+
+/// Compacts session `id`: its row at `position` archived, `message` in its place (a checkpoint
+/// when `checkpoint`).
+async fn compact_one(store: &Store, id: &str, position: i64, message: &Message, checkpoint: bool) {
+    store
+        .compact(id, &[position], &[(position, message.clone(), checkpoint)])
+        .await
+        .unwrap();
+}
+
+/// How many rows the `messages` table holds for `id`.
+async fn rows_of(store: &Store, id: &str) -> i64 {
+    scalar(
+        store,
+        "SELECT COUNT(*) FROM messages WHERE session_id = $1",
+        id,
+    )
+    .await
 }
 
 /// The one value `sql` selects for the id `id` (its `$1`).

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use hermes_core::{Message, Role, Usage, match_key};
 
-use super::acme;
+use super::{acme, rows_of, scalar};
 use crate::testing::TestDb;
 use crate::{Backend, STAGE_BYTES, StepExtras, Store};
 
@@ -76,11 +76,7 @@ async fn a_large_first_contact_is_written_in_pieces_while_staged_and_stored_whol
             .unwrap();
     let expected: Vec<(i64, i16)> = (0..history.len() as i64).map(|p| (p, 1)).collect();
     assert_eq!(seen, expected);
-    let staged: i16 = sqlx::query_scalar("SELECT staged FROM sessions WHERE id = $1")
-        .bind(&id)
-        .fetch_one(&store.pool)
-        .await
-        .unwrap();
+    let staged: i16 = scalar(&store, "SELECT staged FROM sessions WHERE id = $1", &id).await;
     assert_eq!(staged, 0);
 
     // Stored whole, in order, counted once, its step's usage with it; found and listed.
@@ -203,12 +199,7 @@ async fn a_session_left_staged_is_seen_by_nobody_and_swept(db: TestDb) {
         .await
         .unwrap();
     assert_eq!(ids, [fresh]);
-    let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE session_id = $1")
-        .bind(&left)
-        .fetch_one(&store.pool)
-        .await
-        .unwrap();
-    assert_eq!(rows, 0);
+    assert_eq!(rows_of(&store, &left).await, 0);
 }
 
 #[test]
