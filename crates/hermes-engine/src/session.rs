@@ -20,6 +20,14 @@ use crate::summarize::TransportSummarizer;
 use crate::target::{AwsLookup, KeyLookup, Limits, Target};
 use crate::turn::{Destination, TurnParts};
 
+/// What an on-demand compaction ends with: its status line, or `None` when there was nothing to
+/// summarise.
+#[cfg_attr(
+    not(any(feature = "anthropic", feature = "responses")),
+    allow(dead_code)
+)] // no native compaction
+type Compacted = Result<Option<String>, EngineError>;
+
 /// What an on-demand (provider's own) compaction works on: the stored session `id`, its active
 /// `rows` (read as `history`) and the span `start..end` of them it summarises
 /// ([`crate::compaction::native_span`]).
@@ -521,10 +529,7 @@ impl ChatSession {
     /// stamped with the digests of the turns it keeps, which follow it verbatim. `Ok(None)`
     /// when there is nothing to summarise.
     #[cfg(feature = "anthropic")]
-    async fn compact_natively(
-        &mut self,
-        span: NativeSpan<'_>,
-    ) -> Result<Option<String>, EngineError> {
+    async fn compact_natively(&mut self, span: NativeSpan<'_>) -> Compacted {
         use hermes_wire_anthropic::compaction;
         let log = StoreLog::stored(&self.store, span.id);
         let mut checkpoint = self
@@ -560,10 +565,7 @@ impl ChatSession {
     /// ([`hermes_core::checkpoint::SUMMARY_KEY`]) are stored as a checkpoint in their place,
     /// followed by the kept turns verbatim. `Ok(None)` when there is nothing to summarise.
     #[cfg(feature = "responses")]
-    async fn compact_responses(
-        &mut self,
-        span: NativeSpan<'_>,
-    ) -> Result<Option<String>, EngineError> {
+    async fn compact_responses(&mut self, span: NativeSpan<'_>) -> Compacted {
         use hermes_compaction::Summarizer as _;
         use hermes_wire_responses::compaction;
         let log = StoreLog::stored(&self.store, span.id);
