@@ -274,11 +274,7 @@ both!(a_stream_cut_after_its_first_delta_still_stores_the_whole_turn);
 /// A streamed client that reads its first delta and hangs up: the reply goes on upstream, is
 /// captured whole and stored with its usage.
 async fn a_stream_cut_after_its_first_delta_still_stores_the_whole_turn(db: TestDb) {
-    let sim = Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
-        .chunk_delay(Duration::from_millis(40))
-        .start()
-        .await
-        .unwrap();
+    let sim = crate::replicas::slow_deepseek(Duration::from_millis(40)).await;
     let gateway = deepseek_replica(&db, &sim).await;
     let key = gateway.store.add_gateway_key("initech").await.unwrap();
     let mut body = ask("fix the build");

@@ -221,13 +221,15 @@ async fn item_references_name_the_items_of_stored_responses() {
             .json(&body)
             .send()
     };
+    // A turn of `input` with the tool, as `key`.
+    let turn = |key: &'static str, input: Value| {
+        ask(
+            key,
+            json!({"model": "deepseek/deepseek-v4-pro", "input": input, "tools": tools}),
+        )
+    };
     let question = json!({"role": "user", "content": "[tools=1] what time is it?"});
-    let r = ask(
-        KEY,
-        json!({"model": "deepseek/deepseek-v4-pro", "input": [question], "tools": tools}),
-    )
-    .await
-    .unwrap();
+    let r = turn(KEY, json!([question])).await.unwrap();
     assert_eq!(r.status(), 200);
     let first: Value = r.json().await.unwrap();
     let output = first["output"].as_array().unwrap();
@@ -245,12 +247,7 @@ async fn item_references_name_the_items_of_stored_responses() {
     let mut input = vec![question.clone()];
     input.extend(references.iter().cloned());
     input.push(answer.clone());
-    let r = ask(
-        KEY,
-        json!({"model": "deepseek/deepseek-v4-pro", "input": input, "tools": tools}),
-    )
-    .await
-    .unwrap();
+    let r = turn(KEY, input.into()).await.unwrap();
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
     let second: Value = r.json().await.unwrap();
     assert_eq!(second["status"], "completed", "{second}");
@@ -301,12 +298,7 @@ async fn item_references_name_the_items_of_stored_responses() {
             json!({"type": "item_reference", "id": id}),
         ];
         input.push(answer.clone());
-        let r = ask(
-            key,
-            json!({"model": "deepseek/deepseek-v4-pro", "input": input, "tools": tools}),
-        )
-        .await
-        .unwrap();
+        let r = turn(key, input.into()).await.unwrap();
         assert_eq!(r.status(), 400);
         let error: Value = r.json().await.unwrap();
         assert_eq!(
