@@ -259,8 +259,8 @@ fn first_user_text(body: &Value) -> Option<String> {
 }
 
 /// The start of a run of the native npm client `client` (the package `package`) through `door`
-/// on `model`: the folder of the node clients, its row (the package's version filled in) and the
-/// stage; `None` where the clients are not installed.
+/// on `model`: the folder of the node clients, its row (the package's version and the upstream
+/// filled in) and the stage; `None` where the clients are not installed.
 async fn npm_client(
     client: &str,
     package: &str,
@@ -270,7 +270,9 @@ async fn npm_client(
     let node_dir = clients::node_dir()?;
     let mut row = Row::new(client, door, model);
     row.version = format!("{package} {}", clients::npm_version(&node_dir, package));
-    Some((node_dir, row, Stage::start().await))
+    let stage = Stage::start().await;
+    row.upstream = stage.upstream_of(model).0.profile().to_owned();
+    Some((node_dir, row, stage))
 }
 
 /// Runs a client's `turns` (a command each) one after the other on the blocking pool, then
@@ -632,7 +634,6 @@ async fn claude_code(arg: &str, sends: &str) {
         return;
     };
     let (sim, other) = stage.upstream_of(model);
-    row.upstream = sim.profile().to_owned();
     let binary = node_dir.join("node_modules/@anthropic-ai/claude-code-linux-x64/claude");
     let root = stage.gateway.url("");
     let dir = tempfile::tempdir().unwrap();
@@ -687,28 +688,29 @@ async fn claude_code(arg: &str, sends: &str) {
     stage.gateway.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_code_on_claude_opus_4_8() {
-    claude_code("claude-opus-4-8", "claude-opus-4-8").await;
+/// One test per `name => run;`: `run` (a native client's run) on a multi-threaded runtime.
+macro_rules! native_client_tests {
+    ($($(#[$meta:meta])* $name:ident => $run:expr;)*) => {
+        $(
+            $(#[$meta])*
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                $run.await;
+            }
+        )*
+    };
 }
 
-/// `claude --model sonnet`, as the gateway guide's recipe runs it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_code_model_sonnet_as_the_readme_says() {
-    claude_code("sonnet", "claude-sonnet-5-5").await;
-}
-
-/// `claude --model opus`, as the gateway guide's recipe runs it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_code_model_opus_as_the_readme_says() {
-    claude_code("opus", "claude-opus-5-5").await;
-}
-
-/// `claude --model deepseek-coder`: the gateway guide recipe's custom alias, DeepSeek V4 behind
-/// it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_code_on_deepseek_v4_under_the_readmes_alias() {
-    claude_code("deepseek-coder", "deepseek-coder").await;
+native_client_tests! {
+    claude_code_on_claude_opus_4_8 => claude_code("claude-opus-4-8", "claude-opus-4-8");
+    /// `claude --model sonnet`, as the gateway guide's recipe runs it.
+    claude_code_model_sonnet_as_the_readme_says => claude_code("sonnet", "claude-sonnet-5-5");
+    /// `claude --model opus`, as the gateway guide's recipe runs it.
+    claude_code_model_opus_as_the_readme_says => claude_code("opus", "claude-opus-5-5");
+    /// `claude --model deepseek-coder`: the gateway guide recipe's custom alias, DeepSeek V4
+    /// behind it.
+    claude_code_on_deepseek_v4_under_the_readmes_alias =>
+        claude_code("deepseek-coder", "deepseek-coder");
 }
 
 /// Codex CLI (`codex exec --json`, then `codex exec resume --last`), its own native binary,
@@ -726,7 +728,6 @@ async fn codex(model: &str) {
         return;
     };
     let (sim, other) = stage.upstream_of(model);
-    row.upstream = sim.profile().to_owned();
     let binary = node_dir
         .join("node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex");
     let dir = tempfile::tempdir().unwrap();
@@ -851,14 +852,9 @@ enabled = false
     stage.gateway.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn codex_on_deepseek_v4() {
-    codex("deepseek/deepseek-v4-pro").await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn codex_on_claude() {
-    codex("anthropic/claude-opus-4-6").await;
+native_client_tests! {
+    codex_on_deepseek_v4 => codex("deepseek/deepseek-v4-pro");
+    codex_on_claude => codex("anthropic/claude-opus-4-6");
 }
 
 #[test]
