@@ -38,7 +38,7 @@ use crate::error::ApiError;
 use crate::gate::{self, Gated};
 use crate::sign::Signer;
 use crate::turn::{
-    complete, gated_handler, idempotency_of, off_reactor, session_of, stream_reply, target_of,
+    asked, complete, gated_handler, off_reactor, session_of, stream_reply, turn_idempotency,
     with_session,
 };
 use crate::{Door, Inner, access, model, policy, sign};
@@ -84,17 +84,18 @@ async fn messages_turn(
         .and_then(|v| v.to_str().ok())
         .filter(|v| !v.is_empty() && v.len() <= 64)
         .map(str::to_owned);
-    inner.config.policy.check(
-        &tenant,
-        &policy::Asked {
-            target: target_of(&choice),
-            betas: &turn.passthrough.betas,
-            server_tools: policy::messages_server_tools(&turn.passthrough),
-            max_tokens: turn.sampling.max_tokens.map(|n| (n, "max_tokens")),
-            partitioned: turn.partition.is_some() || session.is_some(),
-            partition_key: "metadata.user_id",
-        },
-    )?;
+    let server_tools = policy::messages_server_tools(&turn.passthrough);
+    let asked = policy::Asked {
+        betas: &turn.passthrough.betas,
+        ..asked(
+            Door::Messages,
+            &choice,
+            &turn,
+            session.as_deref(),
+            server_tools,
+        )
+    };
+    inner.config.policy.check(&tenant, &asked)?;
     tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "messages");
 
     let recorder = inner.turn(&tenant);
@@ -108,12 +109,7 @@ async fn messages_turn(
         tracing::debug!(vouched, "gateway-signed thinking blocks verified");
     }
     let (model, stream) = (turn.model.clone(), turn.stream);
-    let idempotency = idempotency_of(
-        headers,
-        "messages",
-        &[session.as_deref(), turn.partition.as_deref()],
-        &body,
-    )?;
+    let idempotency = turn_idempotency(headers, "messages", session.as_deref(), &turn, &body)?;
     let request = turn
         .request(tenant.clone(), choice, session)
         .idempotency(Some(idempotency));
@@ -219,16 +215,14 @@ const DOOR_KEYS: &[&str] = &[
 /// Parses a request body (`count_tokens` bodies too: `max_tokens` is then optional).
 fn parse(body: &[u8], counting: bool) -> Result<ClientTurn, ApiError> {
     let f = Fields::parse(body)?;
-    let model: String = f
-        .get("model", "a string")?
-        .ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
+    let model: String = f.required("model", "a string")?;
     // The history, per block (docs/spec.md §10): the one reader the conformance suite runs too.
     let messages = inbound::history(f.raw("system"), f.raw("messages"))
         .map_err(|e| ApiError::invalid(&e.at, e.message))?;
     let mut sampling = Sampling::new();
     sampling.max_tokens = f.get("max_tokens", "a positive integer")?;
     if sampling.max_tokens.is_none() && !counting {
-        return Err(ApiError::invalid("max_tokens", "`max_tokens` is required"));
+        return Err(ApiError::required("max_tokens"));
     }
     sampling.temperature = f.get("temperature", "a number")?;
     sampling.top_p = f.get("top_p", "a number")?;
@@ -366,12 +360,10 @@ fn convert_tools(tools: &[Box<RawValue>]) -> Result<(Option<RawJson>, Vec<RawJso
             })?);
             continue;
         }
-        let name = tool.get("name").and_then(Value::as_str).ok_or_else(|| {
-            ApiError::invalid(
-                &format!("tools.{i}.name"),
-                format!("`tools.{i}.name` is required"),
-            )
-        })?;
+        let name = tool
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ApiError::required(&format!("tools.{i}.name")))?;
         let mut function = json!({
             "name": name,
             "parameters": tool.get("input_schema").cloned().unwrap_or_else(|| json!({"type": "object"})),

@@ -66,6 +66,16 @@ impl Fields {
         }
     }
 
+    /// Key `key` as a `T` (`what` says what it must be); absent or null, 400
+    /// ([`ApiError::required`]).
+    pub(crate) fn required<T: DeserializeOwned>(
+        &self,
+        key: &str,
+        what: &str,
+    ) -> Result<T, ApiError> {
+        self.get(key, what)?.ok_or_else(|| ApiError::required(key))
+    }
+
     /// Every key outside `read` with its value as sent, in the body's order.
     pub(crate) fn passed_through(&self, read: &[&str]) -> Vec<(String, RawJson)> {
         self.0

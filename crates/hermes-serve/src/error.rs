@@ -119,6 +119,11 @@ impl ApiError {
         }
     }
 
+    /// 400: the required parameter `param` is missing.
+    pub(crate) fn required(param: &str) -> Self {
+        ApiError::invalid(param, format!("`{param}` is required"))
+    }
+
     /// 502: the upstream answered, but not with what the request needs (a compaction whose
     /// model wrote no summary).
     pub fn bad_gateway(message: impl Into<String>) -> Self {

@@ -222,6 +222,16 @@ impl Door {
     /// Every door, in the order the start line names them.
     pub const ALL: [Door; 3] = [Door::Chat, Door::Messages, Door::Responses];
 
+    /// The keys a request of this door names its output limit and its partition by (what the
+    /// policy's refusals name).
+    pub(crate) fn policy_keys(self) -> (&'static str, &'static str) {
+        match self {
+            Door::Chat => ("max_tokens", "user"),
+            Door::Messages => ("max_tokens", "metadata.user_id"),
+            Door::Responses => ("max_output_tokens", "user"),
+        }
+    }
+
     /// Its key in `[serve.default_models]` and in logs.
     pub fn key(self) -> &'static str {
         match self {

@@ -35,7 +35,7 @@ use crate::error::ApiError;
 use crate::gate::{self, Gated};
 use crate::sign::Signer;
 use crate::turn::{
-    complete, gated_handler, idempotency_of, off_reactor, session_of, stream_reply, target_of,
+    asked, complete, gated_handler, off_reactor, session_of, stream_reply, turn_idempotency,
     with_session,
 };
 use crate::{Door, Inner, access, body, metrics, model, policy, sign};
@@ -111,17 +111,15 @@ async fn prepare(
     }
     let choice = inner.resolve(Door::Responses, &turn.model)?;
     let mut session = session_of(headers)?;
-    inner.config.policy.check(
-        tenant,
-        &policy::Asked {
-            target: target_of(&choice),
-            betas: &[],
-            server_tools: policy::messages_server_tools(&turn.passthrough),
-            max_tokens: turn.sampling.max_tokens.map(|n| (n, "max_output_tokens")),
-            partitioned: turn.partition.is_some() || session.is_some(),
-            partition_key: "user",
-        },
-    )?;
+    let server_tools = policy::messages_server_tools(&turn.passthrough);
+    let asked = asked(
+        Door::Responses,
+        &choice,
+        &turn,
+        session.as_deref(),
+        server_tools,
+    );
+    inner.config.policy.check(tenant, &asked)?;
     tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "responses");
     let signer = sign::Signer::new(
         inner.signing_key().await?,
@@ -193,12 +191,7 @@ async fn respond(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Res
             &completion.session,
         ));
     }
-    let idempotency = idempotency_of(
-        headers,
-        "responses",
-        &[session.as_deref(), turn.partition.as_deref()],
-        &body,
-    )?;
+    let idempotency = turn_idempotency(headers, "responses", session.as_deref(), &turn, &body)?;
     let shape = Shape::new(turn.model.clone(), echo, signer);
     let stream = turn.stream;
     let request = turn
@@ -521,13 +514,9 @@ impl Echo {
 /// Parses a request body.
 fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
     let f = Fields::parse(body)?;
-    let model: String = f
-        .get("model", "a string")?
-        .ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
+    let model: String = f.required("model", "a string")?;
     let instructions: Option<String> = f.get("instructions", "a string")?;
-    let input: inbound::Input = f
-        .get("input", "a string or an array of input items")?
-        .ok_or_else(|| ApiError::invalid("input", "`input` is required"))?;
+    let input: inbound::Input = f.required("input", "a string or an array of input items")?;
     let references = match &input {
         inbound::Input::Items(items) => references(items)?,
         inbound::Input::Text(_) => Vec::new(),
@@ -1163,6 +1152,45 @@ impl ResponsesStream {
         self.done.push(item);
     }
 
+    /// A delta of the reply's function call `call` (`named`: its id and name, on its first
+    /// delta): the call's item opened first when another one (or none) is open, then
+    /// `arguments` added to it and sent.
+    fn call_delta(
+        &mut self,
+        call: usize,
+        (id, name): (Option<String>, Option<String>),
+        arguments: &str,
+        out: &mut Vec<SseEvent>,
+    ) {
+        let same = matches!(&self.open, Some(Open::Call { index, .. }) if *index == call);
+        if !same {
+            let item = self.shape.item_id("fc", self.next_index());
+            self.open(
+                Open::Call {
+                    index: call,
+                    id: item,
+                    call_id: id.unwrap_or_default(),
+                    name: name.unwrap_or_default(),
+                    arguments: String::new(),
+                },
+                out,
+            );
+        }
+        let index = self.next_index();
+        if let Some(Open::Call {
+            id, arguments: all, ..
+        }) = &mut self.open
+            && !arguments.is_empty()
+        {
+            all.push_str(arguments);
+            let id = id.clone();
+            out.push(self.event(
+                "response.function_call_arguments.delta",
+                json!({"item_id": id, "output_index": index, "delta": arguments}),
+            ));
+        }
+    }
+
     /// A delta of the reasoning item's summary (`reasoning`) or of the message's text: the item
     /// opened first when another one (or none) is open, then the text added to it and sent.
     fn delta(&mut self, reasoning: bool, text: &str, out: &mut Vec<SseEvent>) {
@@ -1322,39 +1350,11 @@ impl crate::sse::StreamDoor for ResponsesStream {
                 self.delta(reasoning, &text, &mut out);
             }
             hermes_engine::Event::Driver(DriverEvent::ToolCallDelta {
-                index: call,
+                index,
                 id,
                 name,
                 arguments,
-            }) => {
-                let same = matches!(&self.open, Some(Open::Call { index, .. }) if *index == call);
-                if !same {
-                    let item = self.shape.item_id("fc", self.next_index());
-                    self.open(
-                        Open::Call {
-                            index: call,
-                            id: item,
-                            call_id: id.unwrap_or_default(),
-                            name: name.unwrap_or_default(),
-                            arguments: String::new(),
-                        },
-                        &mut out,
-                    );
-                }
-                let index = self.next_index();
-                if let Some(Open::Call {
-                    id, arguments: all, ..
-                }) = &mut self.open
-                    && !arguments.is_empty()
-                {
-                    all.push_str(&arguments);
-                    let id = id.clone();
-                    out.push(self.event(
-                        "response.function_call_arguments.delta",
-                        json!({"item_id": id, "output_index": index, "delta": arguments}),
-                    ));
-                }
-            }
+            }) => self.call_delta(index, (id, name), &arguments, &mut out),
             hermes_engine::Event::Done(completion) => {
                 self.close(&mut out);
                 if self.done.is_empty() {
