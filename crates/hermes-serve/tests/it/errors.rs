@@ -214,12 +214,7 @@ async fn health_readiness_and_models_answer() {
             .bearer_auth(KEY),
     )
     .await;
-    let ids: Vec<&str> = models["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap())
-        .collect();
+    let ids = crate::model_ids(&models);
     // The alias, and the one provider whose key is set.
     assert_eq!(ids, ["fast", "deepseek/*"], "{models}");
     // The alias serves.

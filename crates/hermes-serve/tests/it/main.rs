@@ -285,13 +285,35 @@ pub(crate) fn sse_data(text: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// The first `tool_use` block of an Anthropic message's `content` (`None` when it holds none).
-pub(crate) fn tool_use_of(content: &serde_json::Value) -> Option<&serde_json::Value> {
-    content
+/// The items of the array `items` (content blocks, output items) whose `type` is `kind`.
+pub(crate) fn of_type<'a>(items: &'a serde_json::Value, kind: &str) -> Vec<&'a serde_json::Value> {
+    items
         .as_array()
         .unwrap()
         .iter()
-        .find(|b| b["type"] == "tool_use")
+        .filter(|b| b["type"] == kind)
+        .collect()
+}
+
+/// The first `tool_use` block of an Anthropic message's `content` (`None` when it holds none).
+pub(crate) fn tool_use_of(content: &serde_json::Value) -> Option<&serde_json::Value> {
+    of_type(content, "tool_use").first().copied()
+}
+
+/// Whether `value` is a seal the gateway made (`hermes1.…`: a signature or an item's
+/// `encrypted_content` it minted).
+pub(crate) fn is_sealed(value: &serde_json::Value) -> bool {
+    value.as_str().is_some_and(|s| s.starts_with("hermes1."))
+}
+
+/// The model ids of a `GET /v1/models` answer, in its order.
+pub(crate) fn model_ids(models: &serde_json::Value) -> Vec<&str> {
+    models["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect()
 }
 
 /// Sends `request`: the JSON body of its answer.

@@ -110,12 +110,7 @@ async fn a_messages_client_holds_a_tool_conversation(
     // The client got the thinking as a block, whole or streamed: Claude's own, signed by Claude;
     // another upstream's readable thinking with a signature the gateway minted, which never
     // goes upstream.
-    let thinking: Vec<&Value> = first["blocks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|b| b["type"] == "thinking")
-        .collect();
+    let thinking = crate::of_type(&first["blocks"], "thinking");
     assert!(!thinking.is_empty(), "{case}: {seen}");
     for block in thinking {
         let signature = block["signature"].as_str().unwrap();
@@ -208,10 +203,7 @@ async fn the_messages_door_answers_errors_in_anthropics_shape_and_takes_x_api_ke
     assert_eq!(reply["type"], "message", "{reply}");
     assert_eq!(reply["content"][0]["type"], "thinking", "{reply}");
     assert!(
-        reply["content"][0]["signature"]
-            .as_str()
-            .unwrap()
-            .starts_with("hermes1."),
+        crate::is_sealed(&reply["content"][0]["signature"]),
         "{reply}"
     );
     assert_eq!(reply["content"][1]["type"], "text", "{reply}");

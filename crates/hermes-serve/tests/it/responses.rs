@@ -152,16 +152,13 @@ async fn reasoning_items_kept_by_the_client_are_sealed_references_that_verify() 
         else {
             return;
         };
-        let reasoning: Vec<&Value> = seen["first"]["output"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|o| o["type"] == "reasoning")
-            .collect();
+        let reasoning = crate::of_type(&seen["first"]["output"], "reasoning");
         assert!(!reasoning.is_empty(), "Claude thought: {seen}");
         for item in reasoning {
-            let sealed = item["encrypted_content"].as_str().unwrap();
-            assert!(sealed.starts_with("hermes1."), "a gateway seal: {item}");
+            assert!(
+                crate::is_sealed(&item["encrypted_content"]),
+                "a gateway seal: {item}"
+            );
             assert!(
                 !item["summary"][0]["text"].as_str().unwrap().is_empty(),
                 "the readable summary: {item}"
