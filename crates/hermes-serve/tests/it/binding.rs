@@ -87,10 +87,7 @@ pub(crate) async fn forgetful_exchange(
     messages: &mut Vec<Value>,
     context: &str,
 ) -> bool {
-    let response = messages_as(gateway, key, &[], body).await;
-    let status = response.status();
-    let reply: Value = response.json().await.unwrap();
-    assert_eq!(status, 200, "{context}{reply}");
+    let reply = crate::ok_json(messages_as(gateway, key, &[], body).await, context).await;
     forgetful_step(&reply, messages)
 }
 

@@ -114,9 +114,7 @@ async fn no_key_outside_the_allow_list_reaches_an_upstream_or_the_store() {
                     .send()
                     .await
                     .unwrap();
-                let status = response.status();
-                let reply: Value = response.json().await.unwrap();
-                assert_eq!(status, 200, "{provider} {door}: {reply}");
+                let reply = crate::ok_json(response, &format!("{provider} {door}: ")).await;
                 let sent: Vec<String> = sim.requests()[before..]
                     .iter()
                     .map(|r| String::from_utf8_lossy(&r.raw).into_owned())

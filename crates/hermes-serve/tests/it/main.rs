@@ -316,6 +316,15 @@ pub(crate) fn model_ids(models: &serde_json::Value) -> Vec<&str> {
         .collect()
 }
 
+/// The JSON body of `response`, which must be a 200 (`context` opens the failure's message,
+/// the body follows).
+pub(crate) async fn ok_json(response: reqwest::Response, context: &str) -> serde_json::Value {
+    let status = response.status();
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{context}{body}");
+    body
+}
+
 /// Sends `request`: the JSON body of its answer.
 pub(crate) async fn json_of(request: reqwest::RequestBuilder) -> serde_json::Value {
     request.send().await.unwrap().json().await.unwrap()

@@ -103,9 +103,7 @@ async fn a_smuggled_codex_message_items_key_never_reaches_the_upstream_or_the_st
             {"role": "user", "content": "and?"},
         ]}))
         .await;
-    let status = response.status();
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(status, 200, "{body}");
+    let body = crate::ok_json(response, "").await;
     let upstream = String::from_utf8(sim.requests().last().unwrap().raw.clone()).unwrap();
     assert!(!upstream.contains("SMUGGLED"), "{upstream}");
     assert!(

@@ -348,9 +348,7 @@ async fn compressed_bodies_are_decoded_under_the_cap() {
         ("identity", body(3).into_bytes()),
     ] {
         let r = send(encoding, bytes).await.unwrap();
-        let status = r.status();
-        let answer: Value = r.json().await.unwrap();
-        assert_eq!(status, 200, "{encoding}: {answer}");
+        let answer = crate::ok_json(r, &format!("{encoding}: ")).await;
         assert_eq!(answer["object"], "response", "{encoding}");
         assert_eq!(
             answer["output"].as_array().unwrap().last().unwrap()["type"],
@@ -554,11 +552,9 @@ async fn a_responses_upstream_compacts_with_its_own_compact_endpoint() {
         requests[2].path
     );
     let reply: Value = serde_json::from_str(&requests[2].response).unwrap();
-    let minted = reply["output"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["type"] == "compaction")
+    let minted = crate::of_type(&reply["output"], "compaction")
+        .into_iter()
+        .next()
         .expect("the upstream minted a compaction item")
         .clone();
     assert!(

@@ -49,9 +49,7 @@ async fn openai_parameters_reach_the_upstream_through_the_engines_mapping() {
             "some_future_key": {"ignored": true},
         }))
         .await;
-    let status = response.status();
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(status, 200, "{body}");
+    crate::ok_json(response, "").await;
     let sent = &sim.requests()[0].body;
     assert_eq!(
         sent["max_tokens"], 300,
