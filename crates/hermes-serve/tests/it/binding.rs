@@ -10,7 +10,7 @@
 use hermes_sim::{RecordedRequest, Sim};
 use serde_json::{Value, json};
 
-use crate::{KEY, Running, messages_as, start_for};
+use crate::{KEY, Running, messages_as};
 
 const FABLE: &str = "anthropic/claude-fable-5-1";
 const OPUS: &str = "anthropic/claude-opus-4-8";
@@ -59,8 +59,7 @@ fn request(model: &str, change: Change, turn: usize, messages: &[Value]) -> Valu
 /// Three user turns of a one-call tool loop each, the client dropping every thinking block it
 /// got; returns the simulator, which recorded every upstream request.
 async fn conversation(model: &str, change: Change) -> Sim {
-    let sim = Sim::start("anthropic").await.unwrap();
-    let gateway = start_for("anthropic", &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway("anthropic", "anthropic", |c| c).await;
     let mut messages: Vec<Value> = Vec::new();
     for turn in 1..=3 {
         messages

@@ -205,8 +205,7 @@ async fn claude_codes_recorded_request_reaches_claude_as_sent() {
 /// Claude Code in Anthropic's shape and an OpenAI client in OpenAI's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_codes_model_names_reach_their_targets_through_patterns_and_defaults() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = crate::start_for_with("deepseek", &sim.base_url(), |c| {
+    let (sim, gateway) = crate::sim_gateway("deepseek-v4", "deepseek", |c| {
         c.models(
             [
                 ("claude-sonnet-*", "deepseek/deepseek-v4-flash"),

@@ -49,8 +49,7 @@ async fn ask(gateway: &Running) -> (u16, reqwest::header::HeaderMap, Value) {
 
 /// A DeepSeek V4 simulator and a gateway over it, its settings changed by `adjust`.
 async fn over_deepseek(adjust: impl FnOnce(ServeConfig) -> ServeConfig) -> (Sim, Running) {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start(&sim.base_url(), adjust).await;
+    let (sim, gateway) = crate::deepseek_gateway(adjust).await;
     (sim, gateway)
 }
 

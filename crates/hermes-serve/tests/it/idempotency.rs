@@ -184,8 +184,7 @@ async fn the_same_body_again_is_answered_from_the_store_until_the_conversation_m
 /// and nothing goes upstream; the first answer stays its key's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_used_for_another_request_is_refused() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = crate::start(&sim.base_url(), |c| c).await;
+    let (sim, gateway) = crate::deepseek_gateway(|c| c).await;
     let first = post(&gateway, crate::KEY, &ask("one"), Some("k"), None)
         .await
         .unwrap();
@@ -211,8 +210,7 @@ async fn a_key_used_for_another_request_is_refused() {
 /// text, the same tool call, from one upstream request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streamed_retry_streams_the_stored_answer() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = crate::start(&sim.base_url(), |c| c).await;
+    let (sim, gateway) = crate::deepseek_gateway(|c| c).await;
     let body = json!({
         "model": "deepseek/deepseek-v4-pro", "max_tokens": 1024, "stream": true,
         "tools": [{"name": "now", "description": "the time",

@@ -13,7 +13,7 @@ use hermes_store::testing::TestDb;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::{KEY, Running, replica_over, sim_settings, start_for};
+use crate::{KEY, Running, replica_over, sim_settings};
 
 const FABLE: &str = "anthropic/claude-fable-5-1";
 const PROMPT: &str = "You are terse.";
@@ -338,8 +338,7 @@ fn check(requests: &[RecordedRequest]) -> Result<(), String> {
 /// A conversation of four turns through the gateway, the client editing its request before
 /// each of the last three as `edits` say, dropping every thinking block it gets.
 async fn edited_conversation(edits: &[(Edit, bool)]) -> Sim {
-    let sim = Sim::start("anthropic").await.unwrap();
-    let gateway = start_for("anthropic", &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway("anthropic", "anthropic", |c| c).await;
     let mut client = Client {
         system: PROMPT.to_owned(),
         tools: vec![tool("now")],

@@ -152,6 +152,16 @@ pub(crate) async fn start(
     start_with(deepseek_url, adjust, None).await
 }
 
+/// DeepSeek V4's simulator and a gateway in front of it ([`start`]), its config adjusted by
+/// `adjust`.
+pub(crate) async fn deepseek_gateway(
+    adjust: impl FnOnce(ServeConfig) -> ServeConfig,
+) -> (hermes_sim::Sim, Running) {
+    let sim = hermes_sim::Sim::start("deepseek-v4").await.unwrap();
+    let gateway = start(&sim.base_url(), adjust).await;
+    (sim, gateway)
+}
+
 /// [`start`], over TLS with `tls` when given.
 pub(crate) async fn start_with(
     deepseek_url: &str,
@@ -376,6 +386,18 @@ impl hermes_engine::AwsSecrets for SimAws {
 /// `sk-test`, AWS signs with the simulator's pair).
 pub(crate) async fn start_for(provider: &str, base_url: &str) -> Running {
     start_for_with(provider, base_url, |c| c).await
+}
+
+/// The simulator `profile` and a gateway in front of it as `provider`, its config adjusted by
+/// `adjust` ([`start_for_with`]).
+pub(crate) async fn sim_gateway(
+    profile: &str,
+    provider: &str,
+    adjust: impl FnOnce(ServeConfig) -> ServeConfig,
+) -> (hermes_sim::Sim, Running) {
+    let sim = hermes_sim::Sim::start(profile).await.unwrap();
+    let gateway = start_for_with(provider, &sim.base_url(), adjust).await;
+    (sim, gateway)
 }
 
 /// [`start_for`] with `config` adjusted by `adjust`.

@@ -39,8 +39,7 @@ async fn a_messages_client_holds_a_tool_conversation(
     let Some(python) = hermes_test_support::sdk::sdk_python("anthropic", PROBE) else {
         return;
     };
-    let sim = Sim::start(profile).await.unwrap();
-    let gateway = start_for(provider, &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway(profile, provider, |c| c).await;
     let base = gateway.url("");
     let model_name = model.to_owned();
     let seen = tokio::task::spawn_blocking(move || {
@@ -242,11 +241,8 @@ async fn the_messages_door_answers_errors_in_anthropics_shape_and_takes_x_api_ke
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claude_upstream_gets_the_clients_betas_server_tools_and_thinking_object_as_sent() {
-    let sim = Sim::start("anthropic").await.unwrap();
-    let gateway = crate::start_for_with("anthropic", &sim.base_url(), |c| {
-        c.policy(crate::open_policy())
-    })
-    .await;
+    let (sim, gateway) =
+        crate::sim_gateway("anthropic", "anthropic", |c| c.policy(crate::open_policy())).await;
     // Odd spacing and an escape: only a byte-for-byte copy matches.
     let server_tool = r#"{"type": "web_search_20250305", "name":"web_search","max_uses":2,"allowed_domains":["caf\u00e9.example"]}"#;
     let thinking = r#"{"type":  "adaptive"}"#;
@@ -537,8 +533,7 @@ fn image_result_body(model: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_results_image_reaches_claude_and_a_chat_upstream_refuses_it_by_name() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let sim = Sim::start("anthropic").await.unwrap();
-    let gateway = start_for("anthropic", &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway("anthropic", "anthropic", |c| c).await;
     let reply = gateway
         .messages(&image_result_body("anthropic/claude-opus-4-6"))
         .await;
@@ -552,8 +547,7 @@ async fn a_tool_results_image_reaches_claude_and_a_chat_upstream_refuses_it_by_n
     );
     gateway.stop().await;
 
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start_for("deepseek", &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway("deepseek-v4", "deepseek", |c| c).await;
     let reply = gateway
         .messages(&image_result_body("deepseek/deepseek-v4-pro"))
         .await;
@@ -598,8 +592,7 @@ fn deepseek_follow_up(user: &str, assistant: &Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_verified_gateway_block_on_an_edited_turn_is_its_reasoning_and_an_altered_one_is_not() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start_for("deepseek", &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway("deepseek-v4", "deepseek", |c| c).await;
     let client = reqwest::Client::new();
     let sent_reasoning = |sim: &Sim| {
         let last = sim.requests().pop().unwrap();

@@ -92,8 +92,7 @@ async fn a_stock_reply_of_another_conversation_brings_none_of_its_reasoning(
 /// instead of the content hermes matched, and the stored row holds no `codex_*` key of its.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_smuggled_codex_message_items_key_never_reaches_the_upstream_or_the_store() {
-    let sim = Sim::start("openai-responses").await.unwrap();
-    let gateway = crate::start_for("openai-responses", &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway("openai-responses", "openai-responses", |c| c).await;
     let response = gateway
         .chat(&json!({"model": "openai-responses/gpt-5.2", "messages": [
             {"role": "user", "content": "hi"},

@@ -67,8 +67,7 @@ async fn forbidden_openai(response: reqwest::Response, param: &str, setting: &st
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenant_without_an_allow_list_is_refused_a_beta_or_a_server_tool_and_nothing_goes_upstream()
  {
-    let sim = Sim::start("anthropic").await.unwrap();
-    let gateway = crate::start_for("anthropic", &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway("anthropic", "anthropic", |c| c).await;
 
     let beta = with_beta(&gateway, KEY, &claude_body()).await;
     forbidden_anthropic(beta, "allow_betas").await;

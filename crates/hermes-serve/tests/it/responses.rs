@@ -41,8 +41,7 @@ async fn two_turns(
     keep: Items,
 ) -> Option<(Value, Vec<Value>)> {
     let python = hermes_test_support::sdk::sdk_python("openai", PROBE)?;
-    let sim = Sim::start(profile).await.unwrap();
-    let gateway = start_for(provider, &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway(profile, provider, |c| c).await;
     let input = json!({
         "base_url": gateway.base(), "key": KEY, "model": model, "stream": stream,
         "keep": !matches!(keep, Items::Drop), "tamper": matches!(keep, Items::Tamper),
@@ -206,8 +205,7 @@ async fn an_altered_reasoning_item_is_left_out() {
 /// another tenant's, or from a response made with `store: false` — is OpenAI's 400.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn item_references_name_the_items_of_stored_responses() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start_for("deepseek", &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway("deepseek-v4", "deepseek", |c| c).await;
     let client = reqwest::Client::new();
     let tools = json!([{"type": "function", "name": "now", "description": "The time",
         "parameters": {"type": "object", "properties": {}}}]);
@@ -317,8 +315,7 @@ async fn item_references_name_the_items_of_stored_responses() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compressed_bodies_are_decoded_under_the_cap() {
     use std::io::Write as _;
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = crate::start_for_with("deepseek", &sim.base_url(), |c| {
+    let (sim, gateway) = crate::sim_gateway("deepseek-v4", "deepseek", |c| {
         c.max_request_bytes(64 * 1024)
     })
     .await;
@@ -407,8 +404,7 @@ async fn compacted(
     Vec<hermes_sim::RecordedRequest>,
 )> {
     let python = hermes_test_support::sdk::sdk_python("openai", PROBE)?;
-    let sim = Sim::start(profile).await.unwrap();
-    let gateway = start_for(provider, &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway(profile, provider, |c| c).await;
     let input = json!({
         "base_url": gateway.base(), "key": KEY, "model": model,
         "stream": false, "keep": false, "tamper": false, "effort": "high", "compact": true,
@@ -674,8 +670,7 @@ async fn when_the_providers_compaction_fails_hermes_summarises_instead() {
 /// back in the next request, it stands for the summary.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compaction_trigger_is_answered_with_one_compaction_item() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start_for("deepseek", &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway("deepseek-v4", "deepseek", |c| c).await;
     let client = reqwest::Client::new();
     let history = json!([
         {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Be brief."}]},
@@ -751,8 +746,7 @@ async fn a_client_holding_only_response_ids_continues_its_conversation() {
         let Some(python) = hermes_test_support::sdk::sdk_python("openai", PROBE) else {
             return;
         };
-        let sim = Sim::start(profile).await.unwrap();
-        let gateway = start_for(provider, &sim.base_url()).await;
+        let (sim, gateway) = crate::sim_gateway(profile, provider, |c| c).await;
         let input =
             json!({"base_url": gateway.base(), "key": KEY, "model": model, "effort": effort});
         let seen =

@@ -7,11 +7,10 @@
 
 use std::path::Path;
 
-use hermes_sim::Sim;
 use serde_json::{Value, json};
 
+use crate::KEY;
 use crate::replicas::{TOOL_TURN, roles};
-use crate::{KEY, start};
 
 const SCRIPT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -156,8 +155,7 @@ async fn a_forgetful_client_holds_a_tool_conversation(
     let Some(python) = hermes_test_support::sdk::sdk_python("openai", PROBE) else {
         return;
     };
-    let sim = Sim::start(profile).await.unwrap();
-    let gateway = crate::start_for(provider, &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway(profile, provider, |c| c).await;
     let base = gateway.base();
     let model_name = model.to_owned();
     let effort = effort.map(str::to_owned);
@@ -249,8 +247,7 @@ async fn a_client_that_drops_reasoning_holds_a_tool_conversation(stream: bool) {
     let Some(python) = hermes_test_support::sdk::sdk_python("openai", PROBE) else {
         return;
     };
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start(&sim.base_url(), |c| c).await;
+    let (sim, gateway) = crate::deepseek_gateway(|c| c).await;
     let base = gateway.base();
     let seen = tokio::task::spawn_blocking(move || {
         run(

@@ -34,8 +34,7 @@ async fn a_failure_after_deltas_is_an_in_stream_error_with_no_retry_and_nothing_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openai_parameters_reach_the_upstream_through_the_engines_mapping() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start(&sim.base_url(), |c| c).await;
+    let (sim, gateway) = crate::deepseek_gateway(|c| c).await;
     let response = gateway
         .chat(&json!({
             "model": "deepseek/deepseek-v4-pro",
@@ -68,8 +67,7 @@ async fn openai_parameters_reach_the_upstream_through_the_engines_mapping() {
 /// client only when the client asks for it, in OpenAI's usage chunk.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_asks_the_upstream_for_usage_and_passes_it_on_when_the_client_asks() {
-    let sim = Sim::start("openai").await.unwrap();
-    let gateway = crate::start_for("openai", &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway("openai", "openai", |c| c).await;
     for client_asks in [true, false] {
         let mut request = json!({
             "model": "openai/gpt-4.1",

@@ -2,10 +2,7 @@
 //! call to the client as it made it (finish reason `tool_calls`, Messages' `stop_reason:
 //! tool_use`), whole and streamed, after exactly one upstream request — as a plain proxy would.
 
-use hermes_sim::Sim;
 use serde_json::{Value, json};
-
-use crate::start;
 
 /// A user turn that makes the simulator call its `now` tool, declared or not.
 const ASK: &str = "[tools=1] what time is it?";
@@ -14,8 +11,7 @@ const ASK: &str = "[tools=1] what time is it?";
 /// with no tools declared: the client gets the call (the door's tool-call stop) and the
 /// upstream got one request, itself declaring no tools. Returns what the client got.
 async fn undeclared_call(door: &str, stream: bool) -> String {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start(&sim.base_url(), |c| c).await;
+    let (sim, gateway) = crate::deepseek_gateway(|c| c).await;
     let body = json!({
         "model": "deepseek/deepseek-v4-pro",
         "max_tokens": 1024,
