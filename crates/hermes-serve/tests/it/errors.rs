@@ -433,7 +433,7 @@ async fn shutdown_cuts_a_request_after_the_drain_bound_and_stores_nothing() {
 }
 
 /// An upstream that answers every POST with `reply`.
-async fn upstream_answering(reply: ResponseTemplate) -> MockServer {
+pub(crate) async fn upstream_answering(reply: ResponseTemplate) -> MockServer {
     let upstream = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(reply)

@@ -574,18 +574,15 @@ async fn a_responses_upstream_compacts_with_its_own_compact_endpoint() {
 /// compaction: hermes asks for its own summary next, and the item stands for that summary.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_the_providers_compaction_fails_hermes_summarises_instead() {
-    use wiremock::matchers::method;
-    use wiremock::{Mock, MockServer, ResponseTemplate};
-    let upstream = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+    let upstream = crate::errors::upstream_answering(
+        wiremock::ResponseTemplate::new(200).set_body_json(json!({
             "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-opus-4-6",
             "content": [{"type": "text", "text": "They greeted each other."}],
             "stop_reason": "end_turn", "stop_sequence": null,
             "usage": {"input_tokens": 12, "output_tokens": 5},
-        })))
-        .mount(&upstream)
-        .await;
+        })),
+    )
+    .await;
     let gateway = start_for("anthropic", &upstream.uri()).await;
     let client = reqwest::Client::new();
     let r = client
