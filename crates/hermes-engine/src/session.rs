@@ -20,6 +20,26 @@ use crate::summarize::TransportSummarizer;
 use crate::target::{AwsLookup, KeyLookup, Limits, Target};
 use crate::turn::{Destination, TurnParts};
 
+/// What an on-demand compaction ends with: its status line, or `None` when there was nothing to
+/// summarise.
+#[cfg_attr(
+    not(any(feature = "anthropic", feature = "responses")),
+    allow(dead_code)
+)] // no native compaction
+type Compacted = Result<Option<String>, EngineError>;
+
+/// What an on-demand (provider's own) compaction works on: the stored session `id`, its active
+/// `rows` (read as `history`) and the span `start..end` of them it summarises
+/// ([`crate::compaction::native_span`]).
+#[derive(Clone, Copy)]
+struct NativeSpan<'a> {
+    id: &'a str,
+    rows: &'a [hermes_store::StoredMessage],
+    history: &'a [Message],
+    start: usize,
+    end: usize,
+}
+
 /// The tools a front end offers the model, with their definitions.
 pub struct Toolset {
     /// Runs the calls.
@@ -423,15 +443,32 @@ impl ChatSession {
         if crate::compaction::is_native(self.target.transport.wire(), &self.target.decision.target)
         {
             // `is_native`: the Responses wire or the Anthropic one, each its feature's.
-            let native = match self.target.transport.wire().id() {
-                #[cfg(feature = "responses")]
-                wire if wire == hermes_wire_responses::WIRE_ID => {
-                    self.compact_responses(&id, &rows, &history, manual).await
+            let protect_last = self.compaction.protect_last;
+            let native = match crate::compaction::native_span(&history, manual, protect_last) {
+                // Nothing to summarise.
+                None => Ok(None),
+                Some((start, end)) => {
+                    let span = NativeSpan {
+                        id: &id,
+                        rows: &rows,
+                        history: &history,
+                        start,
+                        end,
+                    };
+                    match self.target.transport.wire().id() {
+                        #[cfg(feature = "responses")]
+                        wire if wire == hermes_wire_responses::WIRE_ID => {
+                            self.compact_responses(span).await
+                        }
+                        #[cfg(feature = "anthropic")]
+                        _ => self.compact_natively(span).await,
+                        #[cfg(not(feature = "anthropic"))]
+                        _ => {
+                            let _ = span; // no native compaction to give it to
+                            Ok::<_, EngineError>(None)
+                        }
+                    }
                 }
-                #[cfg(feature = "anthropic")]
-                _ => self.compact_natively(&id, &rows, &history, manual).await,
-                #[cfg(not(feature = "anthropic"))]
-                _ => Ok::<_, EngineError>(None),
             };
             match native {
                 Ok(line) => return Ok(line),
@@ -450,14 +487,7 @@ impl ChatSession {
             config.target_percent = 0;
         }
         let log = StoreLog::stored(&self.store, &id);
-        let summarizer = TransportSummarizer {
-            wire: self.target.transport.wire(),
-            decision: &self.target.decision,
-            verdicts: &self.conversation.verdicts,
-            wire_verdicts: &self.conversation.wire_verdicts,
-            log: &log,
-            tools: self.tools.definitions.as_ref(),
-        };
+        let summarizer = self.summarizer(&log);
         let decision = &self.target.decision;
         let mut summary_failed = None;
         let result =
@@ -499,24 +529,13 @@ impl ChatSession {
     /// stamped with the digests of the turns it keeps, which follow it verbatim. `Ok(None)`
     /// when there is nothing to summarise.
     #[cfg(feature = "anthropic")]
-    async fn compact_natively(
-        &mut self,
-        id: &str,
-        rows: &[hermes_store::StoredMessage],
-        history: &[Message],
-        manual: bool,
-    ) -> Result<Option<String>, EngineError> {
+    async fn compact_natively(&mut self, span: NativeSpan<'_>) -> Compacted {
         use hermes_wire_anthropic::compaction;
-        let Some((start, end)) =
-            crate::compaction::native_span(history, manual, self.compaction.protect_last)
-        else {
-            return Ok(None);
-        };
-        let log = StoreLog::stored(&self.store, id);
+        let log = StoreLog::stored(&self.store, span.id);
         let mut checkpoint = self
             .provider_compaction(
                 &log,
-                &history[..end],
+                &span.history[..span.end],
                 compaction::request(),
                 self.driver_config.stream,
                 "block",
@@ -524,27 +543,18 @@ impl ChatSession {
             .await?;
         compaction::rekey(
             &mut checkpoint,
-            history,
-            start,
-            end,
+            span.history,
+            span.start,
+            span.end,
             self.tools.definitions.as_ref(),
         );
-        let plan = crate::compaction::native_plan(rows, start, end, checkpoint);
-        self.store.apply_compaction(id, &plan).await?;
-        self.conversation.messages = self.store.messages(id).await?;
-        let decision = &self.target.decision;
-        let before = hermes_core::estimate_history(history, decision);
-        let after = hermes_core::estimate_history(&self.conversation.messages, decision);
-        self.unfit_at = self
-            .compaction
-            .over(after)
-            .then_some(self.conversation.messages.len());
+        let (before, after) = self.store_checkpoint(span, checkpoint).await?;
         Ok(Some(format!(
             "context compacted by the provider (on-demand compaction, {}): {} → {} messages, ~{before} → ~{after} tokens (summary of {} messages; the kept turns keep their thinking)",
             compaction::COMPACTION_BETA,
-            history.len(),
+            span.history.len(),
             self.conversation.messages.len(),
-            end - start
+            span.end - span.start
         )))
     }
 
@@ -555,55 +565,71 @@ impl ChatSession {
     /// ([`hermes_core::checkpoint::SUMMARY_KEY`]) are stored as a checkpoint in their place,
     /// followed by the kept turns verbatim. `Ok(None)` when there is nothing to summarise.
     #[cfg(feature = "responses")]
-    async fn compact_responses(
-        &mut self,
-        id: &str,
-        rows: &[hermes_store::StoredMessage],
-        history: &[Message],
-        manual: bool,
-    ) -> Result<Option<String>, EngineError> {
+    async fn compact_responses(&mut self, span: NativeSpan<'_>) -> Compacted {
         use hermes_compaction::Summarizer as _;
         use hermes_wire_responses::compaction;
-        let Some((start, end)) =
-            crate::compaction::native_span(history, manual, self.compaction.protect_last)
-        else {
-            return Ok(None);
-        };
-        let log = StoreLog::stored(&self.store, id);
-        let summary = TransportSummarizer {
-            wire: self.target.transport.wire(),
-            decision: &self.target.decision,
-            verdicts: &self.conversation.verdicts,
-            wire_verdicts: &self.conversation.wire_verdicts,
-            log: &log,
-            tools: self.tools.definitions.as_ref(),
-        }
-        .summarize(&history[start..end])
-        .await
-        .map_err(|e| EngineError::Failed(format!("the summary request failed ({e})")))?;
+        let log = StoreLog::stored(&self.store, span.id);
+        let summary = self
+            .summarizer(&log)
+            .summarize(&span.history[span.start..span.end])
+            .await
+            .map_err(|e| EngineError::Failed(format!("the summary request failed ({e})")))?;
         let mut checkpoint = self
-            .provider_compaction(&log, &history[..end], compaction::request(), false, "item")
+            .provider_compaction(
+                &log,
+                &span.history[..span.end],
+                compaction::request(),
+                false,
+                "item",
+            )
             .await?;
         checkpoint.extra.push((
             hermes_core::checkpoint::SUMMARY_KEY.to_owned(),
             RawJson::string(summary.trim()),
         ));
-        let plan = crate::compaction::native_plan(rows, start, end, checkpoint);
-        self.store.apply_compaction(id, &plan).await?;
-        self.conversation.messages = self.store.messages(id).await?;
+        let (before, after) = self.store_checkpoint(span, checkpoint).await?;
+        Ok(Some(format!(
+            "context compacted by the provider (POST /responses/compact): {} → {} messages, ~{before} → ~{after} tokens (summary of {} messages; the kept turns keep their reasoning)",
+            span.history.len(),
+            self.conversation.messages.len(),
+            span.end - span.start
+        )))
+    }
+
+    /// The summarizer of the session's own model and route, its request logged to `log`.
+    fn summarizer<'a>(&'a self, log: &'a StoreLog<'a>) -> TransportSummarizer<'a> {
+        TransportSummarizer {
+            wire: self.target.transport.wire(),
+            decision: &self.target.decision,
+            verdicts: &self.conversation.verdicts,
+            wire_verdicts: &self.conversation.wire_verdicts,
+            log,
+            tools: self.tools.definitions.as_ref(),
+        }
+    }
+
+    /// Stores an on-demand compaction's `checkpoint` in place of `span`, reloads the conversation and notes whether it
+    /// still overflows: the estimates of the history before and after, in tokens.
+    #[cfg_attr(
+        not(any(feature = "anthropic", feature = "responses")),
+        allow(dead_code)
+    )] // no native compaction
+    async fn store_checkpoint(
+        &mut self,
+        span: NativeSpan<'_>,
+        checkpoint: Message,
+    ) -> Result<(usize, usize), EngineError> {
+        let plan = crate::compaction::native_plan(span.rows, span.start, span.end, checkpoint);
+        self.store.apply_compaction(span.id, &plan).await?;
+        self.conversation.messages = self.store.messages(span.id).await?;
         let decision = &self.target.decision;
-        let before = hermes_core::estimate_history(history, decision);
+        let before = hermes_core::estimate_history(span.history, decision);
         let after = hermes_core::estimate_history(&self.conversation.messages, decision);
         self.unfit_at = self
             .compaction
             .over(after)
             .then_some(self.conversation.messages.len());
-        Ok(Some(format!(
-            "context compacted by the provider (POST /responses/compact): {} → {} messages, ~{before} → ~{after} tokens (summary of {} messages; the kept turns keep their reasoning)",
-            history.len(),
-            self.conversation.messages.len(),
-            end - start
-        )))
+        Ok((before, after))
     }
 
     /// The pre-flight check before a turn: compacts when the estimate crossed the trigger.

@@ -33,27 +33,17 @@ use hermes_engine::providers::anthropic::inbound;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::body::{ClientTurn, Fields, arguments_text, readable_thinking};
+use crate::body::{ClientTurn, Fields, arguments_text, readable_thinking, text_of};
 use crate::error::ApiError;
 use crate::gate::{self, Gated};
 use crate::sign::Signer;
 use crate::turn::{
-    complete, idempotency_of, off_reactor, session_of, stream_reply, target_of, with_session,
+    asked, complete, gated_handler, off_reactor, session_of, stream_reply, turn_idempotency,
+    with_session,
 };
-use crate::{Door, Inner, access, limits, model, policy, sign};
+use crate::{Door, Inner, access, model, policy, sign};
 
-pub(crate) async fn messages(
-    State(inner): State<Arc<Inner>>,
-    headers: HeaderMap,
-    tenant: Extension<gate::Tenant>,
-    admitted: Extension<limits::Admitted>,
-    body: Extension<gate::Read>,
-) -> Response {
-    match messages_turn(&inner, &headers, (tenant, admitted, body)).await {
-        Ok(response) => response,
-        Err(error) => error.into_anthropic_response(),
-    }
-}
+gated_handler!(messages => messages_turn, ApiError::into_anthropic_response);
 
 /// Claude Code's per-conversation header: the client's partition when no `metadata.user_id`
 /// names one (docs/spec.md §10).
@@ -94,17 +84,18 @@ async fn messages_turn(
         .and_then(|v| v.to_str().ok())
         .filter(|v| !v.is_empty() && v.len() <= 64)
         .map(str::to_owned);
-    inner.config.policy.check(
-        &tenant,
-        &policy::Asked {
-            target: target_of(&choice),
-            betas: &turn.passthrough.betas,
-            server_tools: policy::messages_server_tools(&turn.passthrough),
-            max_tokens: turn.sampling.max_tokens.map(|n| (n, "max_tokens")),
-            partitioned: turn.partition.is_some() || session.is_some(),
-            partition_key: "metadata.user_id",
-        },
-    )?;
+    let server_tools = policy::messages_server_tools(&turn.passthrough);
+    let asked = policy::Asked {
+        betas: &turn.passthrough.betas,
+        ..asked(
+            Door::Messages,
+            &choice,
+            &turn,
+            session.as_deref(),
+            server_tools,
+        )
+    };
+    inner.config.policy.check(&tenant, &asked)?;
     tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "messages");
 
     let recorder = inner.turn(&tenant);
@@ -118,12 +109,7 @@ async fn messages_turn(
         tracing::debug!(vouched, "gateway-signed thinking blocks verified");
     }
     let (model, stream) = (turn.model.clone(), turn.stream);
-    let idempotency = idempotency_of(
-        headers,
-        "messages",
-        &[session.as_deref(), turn.partition.as_deref()],
-        &body,
-    )?;
+    let idempotency = turn_idempotency(headers, "messages", session.as_deref(), &turn, &body)?;
     let request = turn
         .request(tenant.clone(), choice, session)
         .idempotency(Some(idempotency));
@@ -229,16 +215,14 @@ const DOOR_KEYS: &[&str] = &[
 /// Parses a request body (`count_tokens` bodies too: `max_tokens` is then optional).
 fn parse(body: &[u8], counting: bool) -> Result<ClientTurn, ApiError> {
     let f = Fields::parse(body)?;
-    let model: String = f
-        .get("model", "a string")?
-        .ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
+    let model: String = f.required("model", "a string")?;
     // The history, per block (docs/spec.md §10): the one reader the conformance suite runs too.
     let messages = inbound::history(f.raw("system"), f.raw("messages"))
         .map_err(|e| ApiError::invalid(&e.at, e.message))?;
     let mut sampling = Sampling::new();
     sampling.max_tokens = f.get("max_tokens", "a positive integer")?;
     if sampling.max_tokens.is_none() && !counting {
-        return Err(ApiError::invalid("max_tokens", "`max_tokens` is required"));
+        return Err(ApiError::required("max_tokens"));
     }
     sampling.temperature = f.get("temperature", "a number")?;
     sampling.top_p = f.get("top_p", "a number")?;
@@ -376,12 +360,10 @@ fn convert_tools(tools: &[Box<RawValue>]) -> Result<(Option<RawJson>, Vec<RawJso
             })?);
             continue;
         }
-        let name = tool.get("name").and_then(Value::as_str).ok_or_else(|| {
-            ApiError::invalid(
-                &format!("tools.{i}.name"),
-                format!("`tools.{i}.name` is required"),
-            )
-        })?;
+        let name = tool
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ApiError::required(&format!("tools.{i}.name")))?;
         let mut function = json!({
             "name": name,
             "parameters": tool.get("input_schema").cloned().unwrap_or_else(|| json!({"type": "object"})),
@@ -468,18 +450,6 @@ fn transformations(reply: Option<&Message>) -> Option<Value> {
         .iter()
         .find(|(k, _)| k == key)
         .and_then(|(_, v)| serde_json::from_str(v.get()).ok())
-}
-
-/// The text of a reply's content (a string, or its text parts).
-fn text_of(content: &RawJson) -> String {
-    match content.to_value() {
-        Value::String(s) => s,
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect(),
-        _ => String::new(),
-    }
 }
 
 /// A tool call's `input`: its arguments parsed (an object), `{}` when it has none.

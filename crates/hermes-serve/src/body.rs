@@ -66,6 +66,16 @@ impl Fields {
         }
     }
 
+    /// Key `key` as a `T` (`what` says what it must be); absent or null, 400
+    /// ([`ApiError::required`]).
+    pub(crate) fn required<T: DeserializeOwned>(
+        &self,
+        key: &str,
+        what: &str,
+    ) -> Result<T, ApiError> {
+        self.get(key, what)?.ok_or_else(|| ApiError::required(key))
+    }
+
     /// Every key outside `read` with its value as sent, in the body's order.
     pub(crate) fn passed_through(&self, read: &[&str]) -> Vec<(String, RawJson)> {
         self.0
@@ -207,6 +217,18 @@ pub(crate) fn readable_thinking(message: &Message) -> Option<String> {
         .as_ref()
         .or(message.reasoning.as_ref())
         .map(|t| t.text().into_owned())
+}
+
+/// A reply's text: a string, or its text parts joined.
+pub(crate) fn text_of(content: &RawJson) -> String {
+    match content.to_value() {
+        serde_json::Value::String(s) => s,
+        serde_json::Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(serde_json::Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
 }
 
 /// A tool call's arguments as text (a JSON string's content, else the JSON as stored).

@@ -119,6 +119,11 @@ impl ApiError {
         }
     }
 
+    /// 400: the required parameter `param` is missing.
+    pub(crate) fn required(param: &str) -> Self {
+        ApiError::invalid(param, format!("`{param}` is required"))
+    }
+
     /// 502: the upstream answered, but not with what the request needs (a compaction whose
     /// model wrote no summary).
     pub fn bad_gateway(message: impl Into<String>) -> Self {
@@ -247,30 +252,17 @@ impl ApiError {
     }
 
     /// The answer in Anthropic's shape (the Messages door), `Retry-After` kept.
-    pub fn into_anthropic_response(mut self) -> Response {
+    pub fn into_anthropic_response(self) -> Response {
         let body = self.anthropic_body();
-        let window = self.window.take();
-        let mut response = self.respond(body);
-        if let Some(window) = window {
+        self.respond_in_window(body, |window| {
             let reset = std::time::SystemTime::now() + window.reset;
             let reset = humantime::format_rfc3339_seconds(reset).to_string();
-            let kind = window.counted.as_str();
-            set_headers(
-                &mut response,
-                [
-                    (
-                        format!("anthropic-ratelimit-{kind}-limit"),
-                        window.limit.to_string(),
-                    ),
-                    (
-                        format!("anthropic-ratelimit-{kind}-remaining"),
-                        window.remaining.to_string(),
-                    ),
-                    (format!("anthropic-ratelimit-{kind}-reset"), reset),
-                ],
-            );
-        }
-        response
+            rate_headers(
+                window,
+                |kind, what| format!("anthropic-ratelimit-{kind}-{what}"),
+                reset,
+            )
+        })
     }
 
     /// The answer to an engine failure: 400 for an invalid request (naming the parameter) and
@@ -413,6 +405,21 @@ fn upstream(status: Option<u16>, body: &str, retry_after: Option<Duration>) -> A
 
 impl ApiError {
     /// `body` with the status and `Retry-After`.
+    /// [`ApiError::respond`], with the headers `headers` makes of the window a 429 refused in
+    /// (when it names one).
+    fn respond_in_window(
+        mut self,
+        body: Value,
+        headers: impl FnOnce(&RateWindow) -> [(String, String); 3],
+    ) -> Response {
+        let window = self.window.take();
+        let mut response = self.respond(body);
+        if let Some(window) = window {
+            set_headers(&mut response, headers(&window));
+        }
+        response
+    }
+
     fn respond(self, body: Value) -> Response {
         let mut response = (self.status, axum::Json(body)).into_response();
         response
@@ -436,31 +443,15 @@ impl ApiError {
 }
 
 impl IntoResponse for ApiError {
-    fn into_response(mut self) -> Response {
+    fn into_response(self) -> Response {
         let body = self.body();
-        let window = self.window.take();
-        let mut response = self.respond(body);
-        if let Some(window) = window {
-            let kind = window.counted.as_str();
-            set_headers(
-                &mut response,
-                [
-                    (
-                        format!("x-ratelimit-limit-{kind}"),
-                        window.limit.to_string(),
-                    ),
-                    (
-                        format!("x-ratelimit-remaining-{kind}"),
-                        window.remaining.to_string(),
-                    ),
-                    (
-                        format!("x-ratelimit-reset-{kind}"),
-                        go_duration(window.reset),
-                    ),
-                ],
-            );
-        }
-        response
+        self.respond_in_window(body, |window| {
+            rate_headers(
+                window,
+                |kind, what| format!("x-ratelimit-{what}-{kind}"),
+                go_duration(window.reset),
+            )
+        })
     }
 }
 
@@ -475,6 +466,22 @@ impl Counted {
 }
 
 /// Sets each `(name, value)` header on `response`.
+/// A window's rate-limit headers: its limit, what is left of it and `reset` (when it ends, in
+/// the door's form), each named by `name` from what is counted and the header's word (`limit`,
+/// `remaining`, `reset`).
+fn rate_headers(
+    window: &RateWindow,
+    name: fn(&str, &str) -> String,
+    reset: String,
+) -> [(String, String); 3] {
+    let kind = window.counted.as_str();
+    [
+        (name(kind, "limit"), window.limit.to_string()),
+        (name(kind, "remaining"), window.remaining.to_string()),
+        (name(kind, "reset"), reset),
+    ]
+}
+
 fn set_headers<const N: usize>(response: &mut Response, headers: [(String, String); N]) {
     for (name, value) in headers {
         if let (Ok(name), Ok(value)) = (

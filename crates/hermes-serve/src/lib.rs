@@ -222,6 +222,16 @@ impl Door {
     /// Every door, in the order the start line names them.
     pub const ALL: [Door; 3] = [Door::Chat, Door::Messages, Door::Responses];
 
+    /// The keys a request of this door names its output limit and its partition by (what the
+    /// policy's refusals name).
+    pub(crate) fn policy_keys(self) -> (&'static str, &'static str) {
+        match self {
+            Door::Chat => ("max_tokens", "user"),
+            Door::Messages => ("max_tokens", "metadata.user_id"),
+            Door::Responses => ("max_output_tokens", "user"),
+        }
+    }
+
     /// Its key in `[serve.default_models]` and in logs.
     pub fn key(self) -> &'static str {
         match self {
@@ -363,23 +373,18 @@ impl Gateway {
     /// in every other layer included: it must stay the last layer added).
     pub fn router(&self) -> Router {
         let state = &self.inner;
+        // A turn's route, behind every layer of the gate (its limits included).
+        let turn = |route: axum::routing::MethodRouter<Arc<Inner>>| gated(state, route, true);
         let router = Router::new()
-            .route(
-                "/v1/chat/completions",
-                gated(state, post(openai::chat_completions), true),
-            )
-            .route(
-                "/v1/messages",
-                gated(state, post(anthropic::messages), true),
-            )
+            .route("/v1/chat/completions", turn(post(openai::chat_completions)))
+            .route("/v1/messages", turn(post(anthropic::messages)))
             .route(
                 "/v1/responses",
-                gated(state, post(responses::responses_turn), true)
-                    .get(responses::responses_socket),
+                turn(post(responses::responses_turn)).get(responses::responses_socket),
             )
             .route(
                 "/v1/responses/compact",
-                gated(state, post(responses::responses_compact), true),
+                turn(post(responses::responses_compact)),
             )
             .route(
                 "/v1/messages/count_tokens",

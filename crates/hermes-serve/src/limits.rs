@@ -183,6 +183,19 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// Whether `at` is past the mark `swept` holds, which it then becomes: true once per mark (a
+/// sweep due at `at` runs once per replica); false too when the lock is poisoned.
+fn first_past(swept: &Mutex<i64>, at: i64) -> bool {
+    let Ok(mut swept) = swept.lock() else {
+        return false;
+    };
+    if *swept >= at {
+        return false;
+    }
+    *swept = at;
+    true
+}
+
 fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX).max(1)
 }
@@ -574,13 +587,9 @@ impl Limiter {
     /// Once per day per replica, off the request path: deletes the usage rows recorded before
     /// `before` (the day before the current one).
     fn sweep_usage(&self, before: i64) {
-        let Ok(mut swept) = self.swept_usage.lock() else {
-            return;
-        };
-        if *swept >= before {
+        if !first_past(&self.swept_usage, before) {
             return;
         }
-        *swept = before;
         let store = self.store.clone();
         tokio::spawn(async move {
             if let Err(e) = store.sweep_tenant_usage(before).await {
@@ -592,13 +601,9 @@ impl Limiter {
     /// Once per window per replica, off the request path: deletes the rows of windows before
     /// the previous one.
     fn sweep(&self, start: i64) {
-        let Ok(mut swept) = self.swept.lock() else {
-            return;
-        };
-        if *swept >= start {
+        if !first_past(&self.swept, start) {
             return;
         }
-        *swept = start;
         let store = self.store.clone();
         let before = start - millis(self.limits.window);
         tokio::spawn(async move {

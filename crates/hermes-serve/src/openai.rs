@@ -3,11 +3,9 @@
 //! naming the key; unknown keys are ignored), and the `chat.completion` object and
 //! `chat.completion.chunk`s built from what the engine returns.
 
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Extension;
-use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::Event as SseEvent;
 use axum::response::{IntoResponse, Response};
@@ -23,22 +21,12 @@ use crate::body::{ClientTurn, Fields, arguments_text, readable_thinking};
 use crate::error::ApiError;
 use crate::gate::{self, Gated};
 use crate::turn::{
-    complete, idempotency_of, off_reactor, session_of, stream_reply, target_of, with_session,
+    asked, complete, gated_handler, idempotency_of, off_reactor, session_of, stream_reply,
+    with_session,
 };
-use crate::{Door, Inner, access, limits, model, policy, sse};
+use crate::{Door, Inner, access, model, policy, sse};
 
-pub(crate) async fn chat_completions(
-    State(inner): State<Arc<Inner>>,
-    headers: HeaderMap,
-    gated: Extension<gate::Tenant>,
-    admitted: Extension<limits::Admitted>,
-    body: Extension<gate::Read>,
-) -> Response {
-    match chat(&inner, &headers, (gated, admitted, body)).await {
-        Ok(response) => response,
-        Err(error) => error.into_response(),
-    }
-}
+gated_handler!(chat_completions => chat, IntoResponse::into_response);
 
 async fn chat(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Response, ApiError> {
     let (Extension(gate::Tenant(tenant)), Extension(admitted), Extension(gate::Read(body))) = gated;
@@ -49,17 +37,9 @@ async fn chat(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Respon
     let choice = inner.resolve(Door::Chat, &parsed.turn.model)?;
     let session = session_of(headers)?;
     let turn = parsed.turn;
-    inner.config.policy.check(
-        &tenant,
-        &policy::Asked {
-            target: target_of(&choice),
-            betas: &[],
-            server_tools: policy::chat_server_tools(turn.tools.as_ref()),
-            max_tokens: turn.sampling.max_tokens.map(|n| (n, "max_tokens")),
-            partitioned: turn.partition.is_some() || session.is_some(),
-            partition_key: "user",
-        },
-    )?;
+    let server_tools = policy::chat_server_tools(turn.tools.as_ref());
+    let asked = asked(Door::Chat, &choice, &turn, session.as_deref(), server_tools);
+    inner.config.policy.check(&tenant, &asked)?;
     tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "chat completion");
     let (model, stream) = (turn.model.clone(), turn.stream);
     let recorder = inner.turn(&tenant);
@@ -94,12 +74,8 @@ struct ChatRequest {
 /// Parses a request body.
 fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
     let f = Fields::parse(body)?;
-    let model: String = f
-        .get("model", "a string")?
-        .ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
-    let messages: Vec<Message> = f
-        .get("messages", "an array of chat messages")?
-        .ok_or_else(|| ApiError::invalid("messages", "`messages` is required"))?;
+    let model: String = f.required("model", "a string")?;
+    let messages: Vec<Message> = f.required("messages", "an array of chat messages")?;
     if messages.is_empty() {
         return Err(ApiError::invalid("messages", "`messages` is empty"));
     }

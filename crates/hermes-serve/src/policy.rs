@@ -158,21 +158,13 @@ impl Policy {
                 ),
             ));
         }
-        if let Some(beta) = asked
-            .betas
-            .iter()
-            .find(|b| !allowed(&policy.allow_betas, b))
-        {
+        if let Some(beta) = first_refused(&policy.allow_betas, asked.betas) {
             return Err(ApiError::forbidden(
                 "anthropic-beta",
                 format!("tenant `{tenant}` may not use the beta `{beta}` (allow_betas)"),
             ));
         }
-        if let Some(tool) = asked
-            .server_tools
-            .iter()
-            .find(|t| !allowed(&policy.allow_server_tools, t))
-        {
+        if let Some(tool) = first_refused(&policy.allow_server_tools, &asked.server_tools) {
             return Err(ApiError::forbidden(
                 "tools",
                 format!(
@@ -193,6 +185,11 @@ impl Policy {
         }
         Ok(())
     }
+}
+
+/// The first of `values` that none of `patterns` matches.
+fn first_refused<'a>(patterns: &Option<Vec<String>>, values: &'a [String]) -> Option<&'a String> {
+    values.iter().find(|v| !allowed(patterns, v))
 }
 
 /// Whether one of `patterns` matches `value`.

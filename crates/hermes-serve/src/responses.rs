@@ -18,10 +18,7 @@
 //! leave the gateway: a reply's reasoning reaches the client as a `reasoning` item with its
 //! readable summary and a sealed reference.
 
-use std::sync::Arc;
-
 use axum::Extension;
-use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::Event as SseEvent;
 use axum::response::{IntoResponse, Response};
@@ -33,14 +30,15 @@ use hermes_engine::Completion;
 use hermes_engine::providers::responses::inbound::{self, Inbound};
 use serde_json::{Map, Value, json};
 
-use crate::body::{ClientTurn, Fields, arguments_text, readable_thinking};
+use crate::body::{ClientTurn, Fields, arguments_text, readable_thinking, text_of};
 use crate::error::ApiError;
 use crate::gate::{self, Gated};
 use crate::sign::Signer;
 use crate::turn::{
-    complete, idempotency_of, off_reactor, session_of, stream_reply, target_of, with_session,
+    asked, complete, gated_handler, off_reactor, session_of, stream_reply, turn_idempotency,
+    with_session,
 };
-use crate::{Door, Inner, access, body, limits, metrics, model, policy, sign};
+use crate::{Door, Inner, access, body, metrics, model, policy, sign};
 
 use hermes_engine::providers::responses::inbound::{CompactionItem, SealedItem};
 
@@ -51,18 +49,7 @@ const SEALED: &str = crate::sign::PREFIX;
 /// The `include` value that asks for reasoning items' `encrypted_content`.
 const INCLUDE_ENCRYPTED: &str = "reasoning.encrypted_content";
 
-pub(crate) async fn responses_turn(
-    State(inner): State<Arc<Inner>>,
-    headers: HeaderMap,
-    tenant: Extension<gate::Tenant>,
-    admitted: Extension<limits::Admitted>,
-    body: Extension<gate::Read>,
-) -> Response {
-    match respond(&inner, &headers, (tenant, admitted, body)).await {
-        Ok(response) => response,
-        Err(error) => error.into_response(),
-    }
-}
+gated_handler!(responses_turn => respond, IntoResponse::into_response);
 
 /// `GET /v1/responses`: Codex opens its Responses WebSocket here first; 426 sends it to HTTP at
 /// once.
@@ -124,17 +111,15 @@ async fn prepare(
     }
     let choice = inner.resolve(Door::Responses, &turn.model)?;
     let mut session = session_of(headers)?;
-    inner.config.policy.check(
-        tenant,
-        &policy::Asked {
-            target: target_of(&choice),
-            betas: &[],
-            server_tools: policy::messages_server_tools(&turn.passthrough),
-            max_tokens: turn.sampling.max_tokens.map(|n| (n, "max_output_tokens")),
-            partitioned: turn.partition.is_some() || session.is_some(),
-            partition_key: "user",
-        },
-    )?;
+    let server_tools = policy::messages_server_tools(&turn.passthrough);
+    let asked = asked(
+        Door::Responses,
+        &choice,
+        &turn,
+        session.as_deref(),
+        server_tools,
+    );
+    inner.config.policy.check(tenant, &asked)?;
     tracing::info!(tenant = %tenant, model = %turn.model, session = session.as_deref(), stream = turn.stream, "responses");
     let signer = sign::Signer::new(
         inner.signing_key().await?,
@@ -206,12 +191,7 @@ async fn respond(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Res
             &completion.session,
         ));
     }
-    let idempotency = idempotency_of(
-        headers,
-        "responses",
-        &[session.as_deref(), turn.partition.as_deref()],
-        &body,
-    )?;
+    let idempotency = turn_idempotency(headers, "responses", session.as_deref(), &turn, &body)?;
     let shape = Shape::new(turn.model.clone(), echo, signer);
     let stream = turn.stream;
     let request = turn
@@ -423,18 +403,7 @@ async fn compaction(
     Ok((item, completion))
 }
 
-pub(crate) async fn responses_compact(
-    State(inner): State<Arc<Inner>>,
-    headers: HeaderMap,
-    tenant: Extension<gate::Tenant>,
-    admitted: Extension<limits::Admitted>,
-    body: Extension<gate::Read>,
-) -> Response {
-    match compact_request(&inner, &headers, (tenant, admitted, body)).await {
-        Ok(response) => response,
-        Err(error) => error.into_response(),
-    }
-}
+gated_handler!(responses_compact => compact_request, IntoResponse::into_response);
 
 /// `POST /v1/responses/compact`: `{model, input, instructions, …}` answered with a
 /// `response.compaction` object: the input's user messages, then one compaction item.
@@ -445,17 +414,18 @@ async fn compact_request(
 ) -> Result<Response, ApiError> {
     let (Extension(gate::Tenant(tenant)), _, Extension(gate::Read(body))) = gated;
     let parsed = off_reactor(&body, parse).await?;
-    let Prepared {
-        turn,
-        choice,
-        session,
-        signer,
-        recorder,
-        ..
-    } = prepare(inner, &tenant, headers, parsed).await?;
-    let mut output = user_items(&turn.messages);
-    let (item, completion) =
-        compaction(inner, turn, &tenant, choice, session, &signer, &recorder).await?;
+    let prepared = prepare(inner, &tenant, headers, parsed).await?;
+    let mut output = user_items(&prepared.turn.messages);
+    let (item, completion) = compaction(
+        inner,
+        prepared.turn,
+        &tenant,
+        prepared.choice,
+        prepared.session,
+        &prepared.signer,
+        &prepared.recorder,
+    )
+    .await?;
     output.push(item);
     let body = json!({
         "id": format!("resp_{}", uuid::Uuid::now_v7().simple()),
@@ -544,13 +514,9 @@ impl Echo {
 /// Parses a request body.
 fn parse(body: &[u8]) -> Result<ResponsesRequest, ApiError> {
     let f = Fields::parse(body)?;
-    let model: String = f
-        .get("model", "a string")?
-        .ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
+    let model: String = f.required("model", "a string")?;
     let instructions: Option<String> = f.get("instructions", "a string")?;
-    let input: inbound::Input = f
-        .get("input", "a string or an array of input items")?
-        .ok_or_else(|| ApiError::invalid("input", "`input` is required"))?;
+    let input: inbound::Input = f.required("input", "a string or an array of input items")?;
     let references = match &input {
         inbound::Input::Items(items) => references(items)?,
         inbound::Input::Text(_) => Vec::new(),
@@ -1025,16 +991,7 @@ fn whole_stream(
     let mut stream = ResponsesStream::new(shape.clone(), None);
     let mut out = crate::sse::StreamDoor::opening(&mut stream);
     for item in output {
-        let index = stream.next_index();
-        out.push(stream.event(
-            "response.output_item.added",
-            json!({"output_index": index, "item": item}),
-        ));
-        out.push(stream.event(
-            "response.output_item.done",
-            json!({"output_index": index, "item": item}),
-        ));
-        stream.done.push(item);
+        stream.whole_item(item, &mut out);
     }
     let mut response = shape.object(
         "completed",
@@ -1053,18 +1010,6 @@ fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
-}
-
-/// A reply's text: a string, or its text parts joined.
-fn text_of(content: &RawJson) -> String {
-    match content.to_value() {
-        Value::String(s) => s,
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect(),
-        _ => String::new(),
-    }
 }
 
 fn message_item(id: &str, text: &str, status: &str) -> Value {
@@ -1192,6 +1137,106 @@ impl ResponsesStream {
         self.done.len()
     }
 
+    /// An item that is ready whole: `response.output_item.added` and `.done` at once, and the
+    /// item kept for `response.completed`.
+    fn whole_item(&mut self, item: Value, out: &mut Vec<SseEvent>) {
+        let index = self.next_index();
+        out.push(self.event(
+            "response.output_item.added",
+            json!({"output_index": index, "item": item}),
+        ));
+        out.push(self.event(
+            "response.output_item.done",
+            json!({"output_index": index, "item": item}),
+        ));
+        self.done.push(item);
+    }
+
+    /// A delta of the reply's function call `call` (`named`: its id and name, on its first
+    /// delta): the call's item opened first when another one (or none) is open, then
+    /// `arguments` added to it and sent.
+    fn call_delta(
+        &mut self,
+        call: usize,
+        (id, name): (Option<String>, Option<String>),
+        arguments: &str,
+        out: &mut Vec<SseEvent>,
+    ) {
+        let same = matches!(&self.open, Some(Open::Call { index, .. }) if *index == call);
+        if !same {
+            let item = self.shape.item_id("fc", self.next_index());
+            self.open(
+                Open::Call {
+                    index: call,
+                    id: item,
+                    call_id: id.unwrap_or_default(),
+                    name: name.unwrap_or_default(),
+                    arguments: String::new(),
+                },
+                out,
+            );
+        }
+        let index = self.next_index();
+        if let Some(Open::Call {
+            id, arguments: all, ..
+        }) = &mut self.open
+            && !arguments.is_empty()
+        {
+            all.push_str(arguments);
+            let id = id.clone();
+            out.push(self.event(
+                "response.function_call_arguments.delta",
+                json!({"item_id": id, "output_index": index, "delta": arguments}),
+            ));
+        }
+    }
+
+    /// A delta of the reasoning item's summary (`reasoning`) or of the message's text: the item
+    /// opened first when another one (or none) is open, then the text added to it and sent.
+    fn delta(&mut self, reasoning: bool, text: &str, out: &mut Vec<SseEvent>) {
+        let open = match &self.open {
+            Some(Open::Reasoning { .. }) => reasoning,
+            Some(Open::Text { .. }) => !reasoning,
+            _ => false,
+        };
+        if !open {
+            let at = self.next_index();
+            let text = String::new();
+            let item = if reasoning {
+                Open::Reasoning {
+                    id: self.shape.item_id("rs", at),
+                    text,
+                }
+            } else {
+                Open::Text {
+                    id: self.shape.item_id("msg", at),
+                    text,
+                }
+            };
+            self.open(item, out);
+        }
+        let index = self.next_index();
+        if let Some(Open::Reasoning { id, text: all } | Open::Text { id, text: all }) =
+            &mut self.open
+        {
+            all.push_str(text);
+            let id = id.clone();
+            let event = if reasoning {
+                self.event(
+                    "response.reasoning_summary_text.delta",
+                    json!({"item_id": id, "output_index": index, "summary_index": 0, "delta": text}),
+                )
+            } else {
+                self.event(
+                    "response.output_text.delta",
+                    json!({"item_id": id, "output_index": index, "content_index": 0,
+                           "delta": text, "logprobs": []}),
+                )
+            };
+            out.push(event);
+        }
+    }
+
     /// Sends the open item whole.
     fn close(&mut self, out: &mut Vec<SseEvent>) {
         let Some(open) = self.open.take() else {
@@ -1301,104 +1346,21 @@ impl crate::sse::StreamDoor for ResponsesStream {
         use hermes_core::driver::DriverEvent;
         let mut out = Vec::new();
         match ev {
-            hermes_engine::Event::Driver(DriverEvent::Delta {
-                reasoning: true,
-                text,
-            }) => {
-                if !matches!(self.open, Some(Open::Reasoning { .. })) {
-                    let id = self.shape.item_id("rs", self.next_index());
-                    self.open(
-                        Open::Reasoning {
-                            id,
-                            text: String::new(),
-                        },
-                        &mut out,
-                    );
-                }
-                let index = self.next_index();
-                if let Some(Open::Reasoning { id, text: all }) = &mut self.open {
-                    all.push_str(&text);
-                    let id = id.clone();
-                    out.push(self.event(
-                        "response.reasoning_summary_text.delta",
-                        json!({"item_id": id, "output_index": index, "summary_index": 0, "delta": text}),
-                    ));
-                }
-            }
-            hermes_engine::Event::Driver(DriverEvent::Delta {
-                reasoning: false,
-                text,
-            }) => {
-                if !matches!(self.open, Some(Open::Text { .. })) {
-                    let id = self.shape.item_id("msg", self.next_index());
-                    self.open(
-                        Open::Text {
-                            id,
-                            text: String::new(),
-                        },
-                        &mut out,
-                    );
-                }
-                let index = self.next_index();
-                if let Some(Open::Text { id, text: all }) = &mut self.open {
-                    all.push_str(&text);
-                    let id = id.clone();
-                    out.push(self.event(
-                        "response.output_text.delta",
-                        json!({"item_id": id, "output_index": index, "content_index": 0,
-                               "delta": text, "logprobs": []}),
-                    ));
-                }
+            hermes_engine::Event::Driver(DriverEvent::Delta { reasoning, text }) => {
+                self.delta(reasoning, &text, &mut out);
             }
             hermes_engine::Event::Driver(DriverEvent::ToolCallDelta {
-                index: call,
+                index,
                 id,
                 name,
                 arguments,
-            }) => {
-                let same = matches!(&self.open, Some(Open::Call { index, .. }) if *index == call);
-                if !same {
-                    let item = self.shape.item_id("fc", self.next_index());
-                    self.open(
-                        Open::Call {
-                            index: call,
-                            id: item,
-                            call_id: id.unwrap_or_default(),
-                            name: name.unwrap_or_default(),
-                            arguments: String::new(),
-                        },
-                        &mut out,
-                    );
-                }
-                let index = self.next_index();
-                if let Some(Open::Call {
-                    id, arguments: all, ..
-                }) = &mut self.open
-                    && !arguments.is_empty()
-                {
-                    all.push_str(&arguments);
-                    let id = id.clone();
-                    out.push(self.event(
-                        "response.function_call_arguments.delta",
-                        json!({"item_id": id, "output_index": index, "delta": arguments}),
-                    ));
-                }
-            }
+            }) => self.call_delta(index, (id, name), &arguments, &mut out),
             hermes_engine::Event::Done(completion) => {
                 self.close(&mut out);
                 if self.done.is_empty() {
                     // Nothing streamed (a reply that came whole): its items now, each whole.
                     for item in self.shape.output(&completion.messages, 0) {
-                        let index = self.next_index();
-                        out.push(self.event(
-                            "response.output_item.added",
-                            json!({"output_index": index, "item": item}),
-                        ));
-                        out.push(self.event(
-                            "response.output_item.done",
-                            json!({"output_index": index, "item": item}),
-                        ));
-                        self.done.push(item);
+                        self.whole_item(item, &mut out);
                     }
                 }
                 let mut response = self.shape.object(

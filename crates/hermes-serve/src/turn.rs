@@ -8,8 +8,25 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::response::Response;
 use hermes_engine::{Completion, Event, Request};
 
+use crate::body::ClientTurn;
 use crate::error::{ApiError, shutting_down};
-use crate::{Inner, SESSION_HEADER, limits, metrics, model, sse};
+use crate::{Door, Inner, SESSION_HEADER, limits, metrics, model, policy, sse};
+
+/// `pub(crate) async fn $name`: a door's axum handler for a gated turn (`POST` behind
+/// [`crate::gate::gated`]): `$turn(&inner, &headers, gated)`, its error answered by `$error`
+/// in the door's shape.
+macro_rules! gated_handler {
+    ($name:ident => $turn:ident, $error:path) => {
+        pub(crate) async fn $name(
+            axum::extract::State(inner): axum::extract::State<std::sync::Arc<crate::Inner>>,
+            headers: axum::http::HeaderMap,
+            gated: crate::gate::Gated,
+        ) -> axum::response::Response {
+            $turn(&inner, &headers, gated).await.unwrap_or_else($error)
+        }
+    };
+}
+pub(crate) use gated_handler;
 
 /// Bodies larger than this are parsed on the blocking pool, off the reactor: a 32 MiB history
 /// takes long enough to read that the small requests beside it would wait behind it.
@@ -27,6 +44,27 @@ pub(crate) async fn off_reactor<T: Send + 'static>(
     tokio::task::spawn_blocking(move || parse(&body))
         .await
         .map_err(|e| ApiError::from_engine(&hermes_engine::EngineError::Failed(e.to_string())))?
+}
+
+/// What a turn of `door` asks of its tenant's policy: `turn` resolved to `choice`, continuing
+/// `session` when named, defining the server tools `server_tools`; no `anthropic-beta` (the
+/// Messages door adds its own).
+pub(crate) fn asked(
+    door: Door,
+    choice: &hermes_engine::Choice,
+    turn: &ClientTurn,
+    session: Option<&str>,
+    server_tools: Vec<String>,
+) -> policy::Asked<'static> {
+    let (max_tokens_key, partition_key) = door.policy_keys();
+    policy::Asked {
+        target: target_of(choice),
+        betas: &[],
+        server_tools,
+        max_tokens: turn.sampling.max_tokens.map(|n| (n, max_tokens_key)),
+        partitioned: turn.partition.is_some() || session.is_some(),
+        partition_key,
+    }
 }
 
 /// The session `X-Hermes-Session` names, if any (checked like a model segment).
@@ -58,6 +96,18 @@ pub(crate) fn target_of(choice: &hermes_engine::Choice) -> String {
 /// The client's idempotency key header (IETF draft "The Idempotency-Key HTTP Header Field";
 /// the OpenAI and Anthropic SDKs send it where a caller sets one).
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
+
+/// [`idempotency_of`] a turn of `door` placed by the session header (`session`) and its partition
+/// (which a header may name).
+pub(crate) fn turn_idempotency(
+    headers: &HeaderMap,
+    door: &str,
+    session: Option<&str>,
+    turn: &ClientTurn,
+    body: &[u8],
+) -> Result<hermes_engine::Idempotency, ApiError> {
+    idempotency_of(headers, door, &[session, turn.partition.as_deref()], body)
+}
 
 /// What makes a turn of `door` idempotent: the client's `Idempotency-Key`, and a digest of the
 /// body with what outside it places the request (`places`: the session header, a partition from

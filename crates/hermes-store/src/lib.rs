@@ -1746,16 +1746,22 @@ impl Store {
         tx.commit().await.db()
     }
 
+    /// Runs `sql`, a `DELETE` of the rows that fell out of use before its `$1` (`before`, Unix
+    /// ms), on the writes' pool; how many rows went. Every `sweep_*` is one of these.
+    async fn sweep(&self, sql: &'static str, before: i64) -> Result<u64, StoreError> {
+        let done = execute!(&self.writes, sqlx::query(sql), [before])?;
+        Ok(done.rows_affected())
+    }
+
     /// Deletes the sessions still staged ([`Store::create_with_step`] in pieces) that were
     /// created before `before` (Unix ms): what a process that died while writing a large first
     /// contact left. How many went.
     pub async fn sweep_staged(&self, before: i64) -> Result<u64, StoreError> {
-        let done = execute!(
-            &self.writes,
+        self.sweep(
             "DELETE FROM sessions WHERE staged = 1 AND created_at < $1",
-            [before]
-        )?;
-        Ok(done.rows_affected())
+            before,
+        )
+        .await
     }
 
     /// The session as a `hermes.session.v1` document.

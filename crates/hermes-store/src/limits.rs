@@ -142,17 +142,6 @@ impl Store {
         Ok(used.map_or(0, |u| u64::try_from(u).unwrap_or(0)))
     }
 
-    /// Deletes the rate counts of windows that started before `before` (Unix ms); how many
-    /// rows went.
-    pub async fn sweep_rate_counts(&self, before: i64) -> Result<u64, StoreError> {
-        let done = execute!(
-            &self.writes,
-            "DELETE FROM rate_counts WHERE window_start < $1",
-            [before]
-        )?;
-        Ok(done.rows_affected())
-    }
-
     /// The tokens `tenant` spent since `minute_start` and since `day_start` (Unix ms), summed
     /// over the usage [`Store::add_usage`] recorded for its conversations (every replica's), in
     /// one statement over the `(tenant, at)` index.
@@ -181,14 +170,17 @@ impl Store {
         Ok((sum(0)?, sum(1)?))
     }
 
+    /// Deletes the rate counts of windows that started before `before` (Unix ms); how many
+    /// rows went.
+    pub async fn sweep_rate_counts(&self, before: i64) -> Result<u64, StoreError> {
+        self.sweep("DELETE FROM rate_counts WHERE window_start < $1", before)
+            .await
+    }
+
     /// Deletes the tenants' usage recorded before `before` (Unix ms); how many rows went.
     pub async fn sweep_tenant_usage(&self, before: i64) -> Result<u64, StoreError> {
-        let done = execute!(
-            &self.writes,
-            "DELETE FROM tenant_usage WHERE at < $1",
-            [before]
-        )?;
-        Ok(done.rows_affected())
+        self.sweep("DELETE FROM tenant_usage WHERE at < $1", before)
+            .await
     }
 
     /// Claims one of `tenant`'s `max` concurrency slots for `holder` (unique per request) until

@@ -209,11 +209,7 @@ impl Store {
     /// Deletes receipts and claims that expired before `before` (ms since the epoch); returns
     /// how many.
     pub async fn sweep_receipts(&self, before: i64) -> Result<u64, StoreError> {
-        let done = execute!(
-            &self.writes,
-            "DELETE FROM turn_receipts WHERE expires_at < $1",
-            [before]
-        )?;
-        Ok(done.rows_affected())
+        self.sweep("DELETE FROM turn_receipts WHERE expires_at < $1", before)
+            .await
     }
 }

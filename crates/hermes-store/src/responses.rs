@@ -71,11 +71,7 @@ impl Store {
 
     /// Deletes responses kept past `before` (ms since the epoch); returns how many.
     pub async fn sweep_responses(&self, before: i64) -> Result<u64, StoreError> {
-        let done = execute!(
-            &self.writes,
-            "DELETE FROM responses WHERE expires_at < $1",
-            [before]
-        )?;
-        Ok(done.rows_affected())
+        self.sweep("DELETE FROM responses WHERE expires_at < $1", before)
+            .await
     }
 }

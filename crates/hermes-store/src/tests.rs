@@ -67,6 +67,61 @@ async fn listed_ids(store: &Store) -> Vec<String> {
         .collect()
 }
 
+/// A new session of tenant `acme` (a gateway's conversation).
+fn acme() -> NewSession {
+    NewSession {
+        tenant: Some("acme".into()),
+        ..NewSession::default()
+    }
+}
+
+/// The positions of session `id`'s rows (archived ones too), in order.
+async fn positions(store: &Store, id: &str) -> Vec<i64> {
+    sqlx::query_scalar("SELECT position FROM messages WHERE session_id = $1 ORDER BY position")
+        .bind(id)
+        .fetch_all(&store.pool)
+        .await
+        .unwrap()
+}
+
+/// Runs `write(handle, id, name)` for every `(handle, name)` of `writers`, all at once, and
+/// waits for every one.
+async fn write_at_once<F, Fut>(id: &str, writers: Vec<(Store, &'static str)>, write: F)
+where
+    F: Fn(Store, String, &'static str) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    futures_util::future::join_all(
+        writers
+            .into_iter()
+            .map(|(store, name)| write(store, id.to_owned(), name)),
+    )
+    .await;
+}
+
+/// Every one of `results` (each a call naming a session that does not exist) is
+/// [`StoreError::NotFound`].
+fn all_not_found<const N: usize>(results: [Result<(), StoreError>; N]) {
+    for result in results {
+        assert!(matches!(result, Err(StoreError::NotFound(_))), "{result:?}");
+    }
+}
+
+/// With `damaged` stored as session `id`'s `model_config`, `record` (run only then) fails as
+/// [`StoreError::Corrupt`] and leaves the stored text as it was: unreadable verdicts are
+/// reported, never overwritten.
+async fn damaged_is_kept(
+    store: &Store,
+    id: &str,
+    damaged: &str,
+    record: impl std::future::Future<Output = Result<(), StoreError>>,
+) {
+    set_raw_config(store, id, damaged).await;
+    let err = record.await.unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+    assert_eq!(raw_config(store, id).await, damaged);
+}
+
 /// Two handles on the store of `db` and a new session, made through the first.
 async fn two_handles(db: &TestDb) -> (Store, Store, String) {
     let a = db.open().await;
@@ -116,13 +171,7 @@ async fn a_history_longer_than_one_insert_is_stored_whole_in_order(db: TestDb) {
         .unwrap();
     let stored = db.open().await.messages(&id).await.unwrap();
     assert_eq!(stored, file.messages);
-    let positions: Vec<i64> =
-        sqlx::query_scalar("SELECT position FROM messages WHERE session_id = $1 ORDER BY position")
-            .bind(&id)
-            .fetch_all(&store.pool)
-            .await
-            .unwrap();
-    assert_eq!(positions, (0..200).collect::<Vec<i64>>());
+    assert_eq!(positions(&store, &id).await, (0..200).collect::<Vec<i64>>());
     assert_eq!(store.session(&id).await.unwrap().message_count, 200);
 }
 
@@ -173,13 +222,7 @@ async fn append_continues_positions_and_counts(db: TestDb) {
     .unwrap();
     store.append(&id, &hi).await.unwrap();
     store.append(&id, &hi[..1]).await.unwrap();
-    let positions: Vec<i64> =
-        sqlx::query_scalar("SELECT position FROM messages WHERE session_id = $1 ORDER BY position")
-            .bind(&id)
-            .fetch_all(&store.pool)
-            .await
-            .unwrap();
-    assert_eq!(positions, [0, 1, 2]);
+    assert_eq!(positions(&store, &id).await, [0, 1, 2]);
     assert_eq!(store.session(&id).await.unwrap().message_count, 3);
     assert!(matches!(
         store.append("nope", &hi).await,
@@ -245,13 +288,7 @@ async fn delete_removes_the_session_and_its_messages(db: TestDb) {
         store.session(&id).await,
         Err(StoreError::NotFound(_))
     ));
-    let rows: i64 = scalar(
-        &store,
-        "SELECT COUNT(*) FROM messages WHERE session_id = $1",
-        &id,
-    )
-    .await;
-    assert_eq!(rows, 0);
+    assert_eq!(rows_of(&store, &id).await, 0);
     assert_eq!(store.session(&branch).await.unwrap().parent_id, None);
     assert!(matches!(
         store.delete(&id).await,
@@ -286,30 +323,10 @@ async fn model_config_updates_and_listing(db: TestDb) {
 both!(compaction_archives_rows_and_the_checkpoint_takes_their_place);
 async fn compaction_archives_rows_and_the_checkpoint_takes_their_place(db: TestDb) {
     let store = db.open().await;
-    let id = store.create_session(&NewSession::default()).await.unwrap();
-    let msgs: Vec<Message> = (0..6)
-        .map(|i| {
-            Message::text(
-                if i % 2 == 0 {
-                    hermes_core::Role::User
-                } else {
-                    hermes_core::Role::Assistant
-                },
-                &format!("m{i}"),
-            )
-        })
-        .collect();
-    store.append(&id, &msgs).await.unwrap();
+    let id = six_messages(&store).await;
     let summary = Message::text(hermes_core::Role::User, "[Summary] m1..m3");
     let cleared = Message::text(hermes_core::Role::Assistant, "[cleared]");
-    store
-        .compact(
-            &id,
-            &[1, 2, 3, 5],
-            &[(1, summary.clone(), true), (5, cleared, false)],
-        )
-        .await
-        .unwrap();
+    compact_by_tuples(&store, &id, &summary, &cleared).await;
     let active = store.messages(&id).await.unwrap();
     let texts: Vec<String> = active
         .iter()
@@ -546,6 +563,25 @@ async fn raw_config(store: &Store, id: &str) -> String {
     scalar(store, "SELECT model_config FROM sessions WHERE id = $1", id).await
 }
 
+/// Compacts session `id`: its row at `position` archived, `message` in its place (a checkpoint
+/// when `checkpoint`).
+async fn compact_one(store: &Store, id: &str, position: i64, message: &Message, checkpoint: bool) {
+    store
+        .compact(id, &[position], &[(position, message.clone(), checkpoint)])
+        .await
+        .unwrap();
+}
+
+/// How many rows the `messages` table holds for `id`.
+async fn rows_of(store: &Store, id: &str) -> i64 {
+    scalar(
+        store,
+        "SELECT COUNT(*) FROM messages WHERE session_id = $1",
+        id,
+    )
+    .await
+}
+
 /// The one value `sql` selects for the id `id` (its `$1`).
 async fn scalar<T>(store: &Store, sql: &'static str, id: &str) -> T
 where
@@ -593,22 +629,16 @@ async fn a_verdict_cleared_by_another_handle_is_not_brought_back_by_the_next_rec
 both!(two_handles_recording_at_once_keep_every_verdict);
 async fn two_handles_recording_at_once_keep_every_verdict(db: TestDb) {
     let (a, b, id) = two_handles(&db).await;
-    let record_many = |store: Store, prefix: &'static str| {
-        let id = id.clone();
-        async move {
-            for i in 0..12 {
-                store
-                    .record_verdict(&id, &target("p", &format!("{prefix}{i}")), rd())
-                    .await
-                    .unwrap();
-            }
+    let writers = vec![(a.clone(), "a"), (b.clone(), "b"), (a.clone(), "c")];
+    write_at_once(&id, writers, |store, id, prefix| async move {
+        for i in 0..12 {
+            store
+                .record_verdict(&id, &target("p", &format!("{prefix}{i}")), rd())
+                .await
+                .unwrap();
         }
-    };
-    tokio::join!(
-        record_many(a.clone(), "a"),
-        record_many(b.clone(), "b"),
-        record_many(a.clone(), "c"),
-    );
+    })
+    .await;
     let stored = b.verdicts(&id).await.unwrap();
     assert_eq!(stored.0.len(), 36, "{stored:?}");
     for prefix in ["a", "b", "c"] {
@@ -685,7 +715,7 @@ async fn verdict_changes_keep_every_other_member_of_model_config_byte_for_byte(d
         r#"{"a":1.0e5,"z":{"caf\u00e9":[1,2]},"reasoning_rejected_carriers":[["p","api.example","m",["reasoning_details"]]]}"#
     );
 
-    for result in [
+    all_not_found([
         store.verdicts("nope").await.map(drop),
         store
             .record_verdict("nope", &target("p", "m"), rd())
@@ -695,18 +725,15 @@ async fn verdict_changes_keep_every_other_member_of_model_config_byte_for_byte(d
             .clear_verdicts("nope", &crate::VerdictFilter::default())
             .await
             .map(drop),
-    ] {
-        assert!(matches!(result, Err(StoreError::NotFound(_))), "{result:?}");
-    }
-    // Unreadable verdicts are reported, never overwritten.
+    ]);
     let damaged = r#"{"reasoning_rejected_carriers":[["p","h","m",["thinking"]]]}"#;
-    set_raw_config(&store, &id, damaged).await;
-    let err = store
-        .record_verdict(&id, &target("p", "m"), rd())
-        .await
-        .unwrap_err();
-    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
-    assert_eq!(raw_config(&store, &id).await, damaged);
+    damaged_is_kept(&store, &id, damaged, async {
+        store
+            .record_verdict(&id, &target("p", "m"), rd())
+            .await
+            .map(drop)
+    })
+    .await;
 }
 
 fn wire_filter(
@@ -784,24 +811,21 @@ async fn wire_verdicts_are_recorded_merged_and_cleared(db: TestDb) {
     );
     assert_eq!(raw_config(&store, &id).await, "{}");
 
-    for result in [
+    all_not_found([
         store.wire_verdicts("nope").await.map(drop),
         store
             .record_wire_verdict("nope", "anthropic", &t, &["thinking"])
             .await
             .map(drop),
-    ] {
-        assert!(matches!(result, Err(StoreError::NotFound(_))), "{result:?}");
-    }
-    // Unreadable wire verdicts are reported, never overwritten.
+    ]);
     let damaged = r#"{"hermes_wire_verdicts":[["anthropic","p","h","m"]]}"#;
-    set_raw_config(&store, &id, damaged).await;
-    let err = store
-        .record_wire_verdict(&id, "anthropic", &t, &["thinking"])
-        .await
-        .unwrap_err();
-    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
-    assert_eq!(raw_config(&store, &id).await, damaged);
+    damaged_is_kept(&store, &id, damaged, async {
+        store
+            .record_wire_verdict(&id, "anthropic", &t, &["thinking"])
+            .await
+            .map(drop)
+    })
+    .await;
 }
 
 both!(chat_and_wire_verdicts_share_model_config_and_each_change_rewrites_only_its_member);
@@ -955,14 +979,12 @@ async fn usage_sums_every_counter_across_calls(db: TestDb) {
     let id = store.create_session(&NewSession::default()).await.unwrap();
     let meta = store.session(&id).await.unwrap();
     assert_eq!(tokens(&meta), (0, 0, 0, 0, 0));
-    store
-        .add_usage(&id, &hermes_core::Usage::new(100, 40, 25, 60, 10))
-        .await
-        .unwrap();
-    store
-        .add_usage(&id, &hermes_core::Usage::new(7, 5, 3, 2, 0))
-        .await
-        .unwrap();
+    for usage in [
+        hermes_core::Usage::new(100, 40, 25, 60, 10),
+        hermes_core::Usage::new(7, 5, 3, 2, 0),
+    ] {
+        store.add_usage(&id, &usage).await.unwrap();
+    }
     for meta in [
         store.session(&id).await.unwrap(),
         store.list().await.unwrap().remove(0),
@@ -981,13 +1003,7 @@ async fn usage_sums_every_counter_across_calls(db: TestDb) {
 both!(a_tenants_usage_is_summed_by_minute_and_day_and_swept);
 async fn a_tenants_usage_is_summed_by_minute_and_day_and_swept(db: TestDb) {
     let store = db.open().await;
-    let acme = store
-        .create_session(&NewSession {
-            tenant: Some("acme".into()),
-            ..NewSession::default()
-        })
-        .await
-        .unwrap();
+    let acme = store.create_session(&acme()).await.unwrap();
     let cli = store.create_session(&NewSession::default()).await.unwrap();
     let before = crate::now_ms();
     for (id, usage) in [
@@ -1029,6 +1045,19 @@ async fn six_messages(store: &Store) -> String {
     id
 }
 
+/// Compacts the session `id` of [`six_messages`] by the tuples: m1..m3 archived with `summary`
+/// in slot 1 as a checkpoint, m5 archived with `cleared` in its place.
+async fn compact_by_tuples(store: &Store, id: &str, summary: &Message, cleared: &Message) {
+    store
+        .compact(
+            id,
+            &[1, 2, 3, 5],
+            &[(1, summary.clone(), true), (5, cleared.clone(), false)],
+        )
+        .await
+        .unwrap();
+}
+
 both!(a_typed_compaction_plan_is_stored_as_the_tuples_are);
 async fn a_typed_compaction_plan_is_stored_as_the_tuples_are(db: TestDb) {
     use crate::{CompactionPlan, PlannedInsert, RowKind};
@@ -1055,14 +1084,7 @@ async fn a_typed_compaction_plan_is_stored_as_the_tuples_are(db: TestDb) {
     store.apply_compaction(&typed, &plan).await.unwrap();
 
     let tuples = six_messages(&store).await;
-    store
-        .compact(
-            &tuples,
-            &[1, 2, 3, 5],
-            &[(1, summary.clone(), true), (5, cleared, false)],
-        )
-        .await
-        .unwrap();
+    compact_by_tuples(&store, &tuples, &summary, &cleared).await;
 
     assert_eq!(
         store.all_messages(&typed).await.unwrap(),
@@ -1096,13 +1118,11 @@ async fn a_typed_compaction_plan_is_stored_as_the_tuples_are(db: TestDb) {
 both!(a_failed_query_is_a_database_error_without_sqlx_in_its_type);
 async fn a_failed_query_is_a_database_error_without_sqlx_in_its_type(db: TestDb) {
     let store = db.open().await;
-    let err = store
-        .create_session(&NewSession {
-            parent_id: Some("no-such-parent".into()),
-            ..NewSession::default()
-        })
-        .await
-        .unwrap_err();
+    let orphan = NewSession {
+        parent_id: Some("no-such-parent".into()),
+        ..NewSession::default()
+    };
+    let err = store.create_session(&orphan).await.unwrap_err();
     let StoreError::Database(db) = &err else {
         panic!("{err:?}")
     };
@@ -1638,18 +1658,16 @@ async fn eight_concurrent_writers_lose_and_duplicate_nothing(db: TestDb) {
 both!(appends_to_one_session_from_two_handles_never_interleave_a_batch);
 async fn appends_to_one_session_from_two_handles_never_interleave_a_batch(db: TestDb) {
     let (a, b, id) = two_handles(&db).await;
-    let writer = |store: Store, name: &'static str| {
-        let id = id.clone();
-        async move {
-            for turn in 0..25 {
-                let batch: Vec<Message> = (0..3)
-                    .map(|k| Message::text(hermes_core::Role::User, &format!("{name}{turn}.{k}")))
-                    .collect();
-                store.append(&id, &batch).await.unwrap();
-            }
+    let writers = vec![(a.clone(), "a"), (b.clone(), "b")];
+    write_at_once(&id, writers, |store, id, name| async move {
+        for turn in 0..25 {
+            let batch: Vec<Message> = (0..3)
+                .map(|k| Message::text(hermes_core::Role::User, &format!("{name}{turn}.{k}")))
+                .collect();
+            store.append(&id, &batch).await.unwrap();
         }
-    };
-    tokio::join!(writer(a.clone(), "a"), writer(b.clone(), "b"));
+    })
+    .await;
     let all = a.all_messages(&id).await.unwrap();
     assert_eq!(all.len(), 150);
     for (i, chunk) in all.chunks(3).enumerate() {
@@ -1905,13 +1923,7 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
         crate::Claim::Running
     );
     // The earlier steps' tables too: a tenant's usage is recorded and summed,
-    let tenant_session = reopened
-        .create_session(&NewSession {
-            tenant: Some("acme".into()),
-            ..NewSession::default()
-        })
-        .await
-        .unwrap();
+    let tenant_session = reopened.create_session(&acme()).await.unwrap();
     reopened
         .add_usage(&tenant_session, &hermes_core::Usage::new(3, 4, 0, 0, 0))
         .await
@@ -2054,10 +2066,7 @@ async fn a_step_at_the_tip_read_writes_its_rows_usage_and_receipt_together(db: T
     use crate::{Claim, ReceiptKey, StepExtras};
     use hermes_core::Usage;
     let store = db.open().await;
-    let new = NewSession {
-        tenant: Some("acme".into()),
-        ..NewSession::default()
-    };
+    let new = acme();
     let first: Vec<Message> = serde_json::from_str(
         r#"[{"role":"user","content":"q0"},{"role":"assistant","content":"a0","reasoning_content":"r0"}]"#,
     )

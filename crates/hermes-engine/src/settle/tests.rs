@@ -33,53 +33,56 @@ fn settle(
 
 const OPENAI: Option<&str> = Some("https://api.openai.com/v1");
 
+/// A case of [`may_receive_key`]: `(url, named, registry, opt_in)` and what it answers.
+type KeyCase<'a> = (&'a str, bool, Option<&'a str>, bool, Result<(), KeyRefusal>);
+
+/// Each case's `may_receive_key(url, named, registry, opt_in)` is `expected`.
+fn key_cases(cases: &[KeyCase<'_>]) {
+    for (url, named, registry, opt_in, expected) in cases {
+        assert_eq!(
+            may_receive_key(url, *named, *registry, *opt_in),
+            *expected,
+            "{url} (named {named}, opt-in {opt_in})"
+        );
+    }
+}
+
 #[test]
 fn a_key_goes_only_where_the_user_sent_it() {
-    assert_eq!(
-        may_receive_key("https://api.openai.com/v1", false, OPENAI, false),
-        Ok(())
-    );
-    assert_eq!(
-        may_receive_key("https://API.openai.com:443/v1/", false, OPENAI, false),
-        Ok(())
-    );
-    assert_eq!(
-        may_receive_key("https://evil.test/v1", false, OPENAI, false),
-        Err(KeyRefusal::NotNamed)
-    );
-    assert_eq!(
-        may_receive_key("http://api.openai.com/v1", false, OPENAI, false),
-        Err(KeyRefusal::NotNamed),
-        "the registry host over plain http is not the registry's URL"
-    );
-    assert_eq!(
-        may_receive_key("http://127.0.0.1:8080/v1", false, None, false),
-        Err(KeyRefusal::NotNamed)
-    );
-    assert_eq!(
-        may_receive_key("https://gw.test/v1", true, OPENAI, false),
-        Ok(())
-    );
+    let not_named = Err(KeyRefusal::NotNamed);
+    key_cases(&[
+        ("https://api.openai.com/v1", false, OPENAI, false, Ok(())),
+        (
+            "https://API.openai.com:443/v1/",
+            false,
+            OPENAI,
+            false,
+            Ok(()),
+        ),
+        ("https://evil.test/v1", false, OPENAI, false, not_named),
+        // The registry host over plain http is not the registry's URL.
+        ("http://api.openai.com/v1", false, OPENAI, false, not_named),
+        ("http://127.0.0.1:8080/v1", false, None, false, not_named),
+        ("https://gw.test/v1", true, OPENAI, false, Ok(())),
+    ]);
 }
 
 #[test]
 fn plain_http_carries_a_key_only_to_local_hosts_or_with_the_opt_in() {
-    for local in [
-        "http://127.0.0.1:1234/v1",
-        "http://localhost/v1",
-        "http://10.1.2.3/v1",
-        "http://[::1]:8/v1",
-    ] {
-        assert_eq!(may_receive_key(local, true, None, false), Ok(()), "{local}");
-    }
-    assert_eq!(
-        may_receive_key("http://203.0.113.7/v1", true, None, false),
-        Err(KeyRefusal::PlainHttp)
-    );
-    assert_eq!(
-        may_receive_key("http://gw.example/v1", true, None, true),
-        Ok(())
-    );
+    key_cases(&[
+        ("http://127.0.0.1:1234/v1", true, None, false, Ok(())),
+        ("http://localhost/v1", true, None, false, Ok(())),
+        ("http://10.1.2.3/v1", true, None, false, Ok(())),
+        ("http://[::1]:8/v1", true, None, false, Ok(())),
+        (
+            "http://203.0.113.7/v1",
+            true,
+            None,
+            false,
+            Err(KeyRefusal::PlainHttp),
+        ),
+        ("http://gw.example/v1", true, None, true, Ok(())),
+    ]);
     let text = KeyRefusal::PlainHttp.message("http://gw.example/v1", "OPENAI_API_KEY");
     // The engine names no flag: which one works depends on the front end's command.
     assert!(text.contains("allow_insecure_http = true"), "{text}");
@@ -554,35 +557,28 @@ fn vertex_takes_config_first_then_the_official_sdks_variables() {
         ("GOOGLE_CLOUD_PROJECT", "google-proj"),
         ("GOOGLE_CLOUD_LOCATION", "europe-west4"),
     ];
-    // Each provider reads its own SDK's variables first.
-    let s = settle_with(
-        "vertex-anthropic",
-        VertexDefaults::default().with_variables(vars(env)),
-    )
-    .unwrap();
-    assert_eq!(
-        s.vertex,
+    let at = |project: &str, region: &str| {
         Some(VertexLocation {
-            project: "anthropic-proj".into(),
-            region: "us-east5".into()
+            project: project.into(),
+            region: region.into(),
         })
-    );
+    };
+    let from_env = |provider| {
+        settle_with(
+            provider,
+            VertexDefaults::default().with_variables(vars(env)),
+        )
+        .unwrap()
+    };
+    // Each provider reads its own SDK's variables first.
+    let s = from_env("vertex-anthropic");
+    assert_eq!(s.vertex, at("anthropic-proj", "us-east5"));
     assert_eq!(
         s.base_url.as_deref(),
         Some("https://us-east5-aiplatform.googleapis.com")
     );
-    let s = settle_with(
-        "vertex-gemini",
-        VertexDefaults::default().with_variables(vars(env)),
-    )
-    .unwrap();
-    assert_eq!(
-        s.vertex,
-        Some(VertexLocation {
-            project: "google-proj".into(),
-            region: "europe-west4".into()
-        })
-    );
+    let s = from_env("vertex-gemini");
+    assert_eq!(s.vertex, at("google-proj", "europe-west4"));
     // Config wins over every variable; a blank variable counts as unset.
     let s = settle_with(
         "vertex-anthropic",
@@ -592,13 +588,7 @@ fn vertex_takes_config_first_then_the_official_sdks_variables() {
         ])),
     )
     .unwrap();
-    assert_eq!(
-        s.vertex,
-        Some(VertexLocation {
-            project: "cfg".into(),
-            region: "global".into()
-        })
-    );
+    assert_eq!(s.vertex, at("cfg", "global"));
     // google-auth's project variable serves Anthropic's client too.
     let s = settle_with(
         "vertex-anthropic",

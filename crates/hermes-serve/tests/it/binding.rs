@@ -7,10 +7,10 @@
 //! zero refusals: the gateway never sends a block onto a prefix it was not made for. On the
 //! unbound model the tool loop's blocks go back as before.
 
-use hermes_sim::Sim;
+use hermes_sim::{RecordedRequest, Sim};
 use serde_json::{Value, json};
 
-use crate::{KEY, start_for};
+use crate::{KEY, Running, messages_as};
 
 const FABLE: &str = "anthropic/claude-fable-5-1";
 const OPUS: &str = "anthropic/claude-opus-4-8";
@@ -59,33 +59,42 @@ fn request(model: &str, change: Change, turn: usize, messages: &[Value]) -> Valu
 /// Three user turns of a one-call tool loop each, the client dropping every thinking block it
 /// got; returns the simulator, which recorded every upstream request.
 async fn conversation(model: &str, change: Change) -> Sim {
-    let sim = Sim::start("anthropic").await.unwrap();
-    let gateway = start_for("anthropic", &sim.base_url()).await;
-    let client = reqwest::Client::new();
+    let (sim, gateway) = crate::sim_gateway("anthropic", "anthropic", |c| c).await;
     let mut messages: Vec<Value> = Vec::new();
     for turn in 1..=3 {
         messages
             .push(json!({"role": "user", "content": format!("turn {turn}: the time? [tools=1]")}));
         for _ in 0..3 {
             let body = request(model, change, turn, &messages);
-            let response = client
-                .post(gateway.url("/v1/messages"))
-                .header("x-api-key", KEY)
-                .header("anthropic-version", "2023-06-01")
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            let status = response.status();
-            let reply: Value = response.json().await.unwrap();
-            assert_eq!(status, 200, "{model} {change:?} turn {turn}: {reply}");
-            if !forgetful_step(&reply, &mut messages) {
+            let context = format!("{model} {change:?} turn {turn}: ");
+            if !forgetful_exchange(&gateway, KEY, &body, &mut messages, &context).await {
                 break;
             }
         }
     }
     gateway.stop().await;
     sim
+}
+
+/// Posts `body` to the Messages door of `gateway` as `key`, which must answer 200 (`context`
+/// opens the failure's message), and takes the forgetful client's step on the reply
+/// ([`forgetful_step`]): whether the model called a tool (the loop goes on).
+pub(crate) async fn forgetful_exchange(
+    gateway: &Running,
+    key: &str,
+    body: &Value,
+    messages: &mut Vec<Value>,
+    context: &str,
+) -> bool {
+    let reply = crate::ok_json(messages_as(gateway, key, &[], body).await, context).await;
+    forgetful_step(&reply, messages)
+}
+
+/// The content blocks of the reply the simulator recorded for `r` (none when it was not a
+/// JSON message).
+pub(crate) fn reply_blocks(r: &RecordedRequest) -> Vec<Value> {
+    let reply: Value = serde_json::from_str(&r.response).unwrap_or(Value::Null);
+    reply["content"].as_array().cloned().unwrap_or_default()
 }
 
 /// What a Messages client that drops every thinking block keeps of `reply`: its other blocks
@@ -132,11 +141,7 @@ fn signatures(sim: &Sim) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
         .requests()
         .iter()
         .map(|r| {
-            let reply: Value = serde_json::from_str(&r.response).unwrap_or(Value::Null);
-            reply["content"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
+            reply_blocks(r)
                 .iter()
                 .filter_map(|b| b["signature"].as_str().map(str::to_owned))
                 .collect()

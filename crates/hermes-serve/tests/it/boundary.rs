@@ -3,13 +3,12 @@
 //! or any other name — none reaches an upstream body or the store, on every wire, through both
 //! doors. Keys and values are generated (proptest's strategies, a fixed seed per run).
 
-use hermes_sim::Sim;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree as _;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
 
-use crate::{KEY, start_for};
+use crate::KEY;
 
 /// (provider, simulator profile, model) of each wire.
 const WIRES: &[(&str, &str, &str)] = &[
@@ -96,8 +95,7 @@ async fn no_key_outside_the_allow_list_reaches_an_upstream_or_the_store() {
     let strategy = smuggled();
     let mut n = 0;
     for (provider, profile, model) in WIRES {
-        let sim = Sim::start(profile).await.unwrap();
-        let gateway = start_for(provider, &sim.base_url()).await;
+        let (sim, gateway) = crate::sim_gateway(profile, provider, |c| c).await;
         for door in ["chat", "messages"] {
             for _ in 0..CASES {
                 n += 1;
@@ -114,9 +112,7 @@ async fn no_key_outside_the_allow_list_reaches_an_upstream_or_the_store() {
                     .send()
                     .await
                     .unwrap();
-                let status = response.status();
-                let reply: Value = response.json().await.unwrap();
-                assert_eq!(status, 200, "{provider} {door}: {reply}");
+                let reply = crate::ok_json(response, &format!("{provider} {door}: ")).await;
                 let sent: Vec<String> = sim.requests()[before..]
                     .iter()
                     .map(|r| String::from_utf8_lossy(&r.raw).into_owned())

@@ -205,8 +205,7 @@ async fn claude_codes_recorded_request_reaches_claude_as_sent() {
 /// Claude Code in Anthropic's shape and an OpenAI client in OpenAI's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_codes_model_names_reach_their_targets_through_patterns_and_defaults() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = crate::start_for_with("deepseek", &sim.base_url(), |c| {
+    let (sim, gateway) = crate::sim_gateway("deepseek-v4", "deepseek", |c| {
         c.models(
             [
                 ("claude-sonnet-*", "deepseek/deepseek-v4-flash"),
@@ -233,14 +232,7 @@ async fn claude_codes_model_names_reach_their_targets_through_patterns_and_defau
     ] {
         let body = json!({"model": sent, "max_tokens": 64,
                           "messages": [{"role": "user", "content": "hello"}]});
-        let response = reqwest::Client::new()
-            .post(gateway.url("/v1/messages"))
-            .header("x-api-key", KEY)
-            .header("anthropic-version", "2023-06-01")
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+        let response = crate::messages_as(&gateway, KEY, &[], &body).await;
         assert_eq!(response.status(), 200, "{sent}");
         let reply: Value = response.json().await.unwrap();
         assert_eq!(reply["model"], sent, "the client's name in the answer");

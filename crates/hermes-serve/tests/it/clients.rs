@@ -258,6 +258,44 @@ fn first_user_text(body: &Value) -> Option<String> {
     Some(first["content"].to_string())
 }
 
+/// The start of a run of the native npm client `client` (the package `package`) through `door`
+/// on `model`: the folder of the node clients, its row (the package's version and the upstream
+/// filled in) and the stage; `None` where the clients are not installed.
+async fn npm_client(
+    client: &str,
+    package: &str,
+    door: &str,
+    model: &str,
+) -> Option<(PathBuf, Row, Stage)> {
+    let node_dir = clients::node_dir()?;
+    let mut row = Row::new(client, door, model);
+    row.version = format!("{package} {}", clients::npm_version(&node_dir, package));
+    let stage = Stage::start().await;
+    row.upstream = stage.upstream_of(model).0.profile().to_owned();
+    Some((node_dir, row, stage))
+}
+
+/// Runs a client's `turns` (a command each) one after the other on the blocking pool, then
+/// tallies what the upstream `sim` got into `row`: each turn's case (`CLIENT on MODEL, turn N`)
+/// and what it ran to.
+async fn run_turns<const N: usize>(
+    turns: [Command; N],
+    row: &mut Row,
+    sim: &Sim,
+) -> Vec<(String, clients::Ran)> {
+    let outputs =
+        tokio::task::spawn_blocking(move || turns.map(|cmd| clients::run(cmd, "", LIMIT)))
+            .await
+            .unwrap();
+    tally(row, sim);
+    let name = format!("{} on {}", row.client, row.model);
+    outputs
+        .into_iter()
+        .enumerate()
+        .map(|(turn, ran)| (format!("{name}, turn {}", turn + 1), ran))
+        .collect()
+}
+
 /// Fills in `row`'s counts: the requests the upstream `sim` got, and how many it accepted.
 fn tally(row: &mut Row, sim: &Sim) {
     let requests = sim.requests();
@@ -590,15 +628,12 @@ async fn pydantic_ai_on_deepseek_v4() {
 /// its `[serve.models]`); `sends` is the model name Claude Code sends for `ARG`.
 async fn claude_code(arg: &str, sends: &str) {
     let model = sends;
-    let Some(node_dir) = clients::node_dir() else {
+    let Some((node_dir, mut row, stage)) =
+        npm_client("Claude Code", "@anthropic-ai/claude-code", MESSAGES, model).await
+    else {
         return;
     };
-    const PACKAGE: &str = "@anthropic-ai/claude-code";
-    let mut row = Row::new("Claude Code", MESSAGES, model);
-    row.version = format!("{PACKAGE} {}", clients::npm_version(&node_dir, PACKAGE));
-    let stage = Stage::start().await;
     let (sim, other) = stage.upstream_of(model);
-    row.upstream = sim.profile().to_owned();
     let binary = node_dir.join("node_modules/@anthropic-ai/claude-code-linux-x64/claude");
     let root = stage.gateway.url("");
     let dir = tempfile::tempdir().unwrap();
@@ -609,48 +644,41 @@ async fn claude_code(arg: &str, sends: &str) {
     // A name of Claude Code's own (`sonnet`) keeps its own small model (a Claude name the
     // recipe's pattern maps too); an alias is the small model as well.
     let small = (!["sonnet", "opus", "haiku"].contains(&arg)).then(|| arg.to_owned());
-    let outputs = tokio::task::spawn_blocking(move || {
-        let mut outputs = Vec::new();
-        for (prompt, more) in [
-            ("What time is it? [tools=2]", None),
-            ("And what time is it now? [tools=2]", Some("--continue")),
-        ] {
-            let mut cmd = Command::new(&binary);
-            cmd.env_clear()
-                .current_dir(&work)
-                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                .env("HOME", &home)
-                .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
-                // The gateway guide's recipe: the gateway's root and key.
-                .env("ANTHROPIC_BASE_URL", &root)
-                .env("ANTHROPIC_AUTH_TOKEN", KEY)
-                .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-                .env("DISABLE_TELEMETRY", "1")
-                .env("DISABLE_AUTOUPDATER", "1")
-                .env("DISABLE_ERROR_REPORTING", "1")
-                .env("NO_PROXY", "127.0.0.1,localhost")
-                .args(["-p", prompt, "--model", &model_name])
-                .args(["--output-format", "json", "--max-turns", "8"])
-                .args(["--tools", "Read", "--allowedTools", "Read"])
-                .args(more);
-            if let Some(small) = &small {
-                cmd.env("ANTHROPIC_DEFAULT_HAIKU_MODEL", small)
-                    .env("ANTHROPIC_SMALL_FAST_MODEL", small);
-            }
-            outputs.push(clients::run(cmd, "", LIMIT));
+    let turns = [
+        ("What time is it? [tools=2]", None),
+        ("And what time is it now? [tools=2]", Some("--continue")),
+    ]
+    .map(|(prompt, more)| {
+        let mut cmd = Command::new(&binary);
+        cmd.env_clear()
+            .current_dir(&work)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
+            // The gateway guide's recipe: the gateway's root and key.
+            .env("ANTHROPIC_BASE_URL", &root)
+            .env("ANTHROPIC_AUTH_TOKEN", KEY)
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_ERROR_REPORTING", "1")
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .args(["-p", prompt, "--model", &model_name])
+            .args(["--output-format", "json", "--max-turns", "8"])
+            .args(["--tools", "Read", "--allowedTools", "Read"])
+            .args(more);
+        if let Some(small) = &small {
+            cmd.env("ANTHROPIC_DEFAULT_HAIKU_MODEL", small)
+                .env("ANTHROPIC_SMALL_FAST_MODEL", small);
         }
-        outputs
-    })
-    .await
-    .unwrap();
-    tally(&mut row, sim);
-    for (turn, ran) in outputs.iter().enumerate() {
-        let case = format!("Claude Code on {model}, turn {}", turn + 1);
+        cmd
+    });
+    for (case, ran) in &run_turns(turns, &mut row, sim).await {
         // Its JSON result says why it failed (an API error's status and message) best.
         if let Ok(out) = serde_json::from_str::<Value>(ran.stdout.trim()) {
             assert_eq!(out["is_error"], false, "{case}: {}: {out}", out["result"]);
         }
-        let out = output_of(ran, &case);
+        let out = output_of(ran, case);
         assert_eq!(out["is_error"], false, "{case}: {out}");
         assert_eq!(out["subtype"], "success", "{case}: {out}");
         let text = out["result"].as_str().unwrap_or_default();
@@ -660,28 +688,29 @@ async fn claude_code(arg: &str, sends: &str) {
     stage.gateway.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_code_on_claude_opus_4_8() {
-    claude_code("claude-opus-4-8", "claude-opus-4-8").await;
+/// One test per `name => run;`: `run` (a native client's run) on a multi-threaded runtime.
+macro_rules! native_client_tests {
+    ($($(#[$meta:meta])* $name:ident => $run:expr;)*) => {
+        $(
+            $(#[$meta])*
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                $run.await;
+            }
+        )*
+    };
 }
 
-/// `claude --model sonnet`, as the gateway guide's recipe runs it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_code_model_sonnet_as_the_readme_says() {
-    claude_code("sonnet", "claude-sonnet-5-5").await;
-}
-
-/// `claude --model opus`, as the gateway guide's recipe runs it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_code_model_opus_as_the_readme_says() {
-    claude_code("opus", "claude-opus-5-5").await;
-}
-
-/// `claude --model deepseek-coder`: the gateway guide recipe's custom alias, DeepSeek V4 behind
-/// it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_code_on_deepseek_v4_under_the_readmes_alias() {
-    claude_code("deepseek-coder", "deepseek-coder").await;
+native_client_tests! {
+    claude_code_on_claude_opus_4_8 => claude_code("claude-opus-4-8", "claude-opus-4-8");
+    /// `claude --model sonnet`, as the gateway guide's recipe runs it.
+    claude_code_model_sonnet_as_the_readme_says => claude_code("sonnet", "claude-sonnet-5-5");
+    /// `claude --model opus`, as the gateway guide's recipe runs it.
+    claude_code_model_opus_as_the_readme_says => claude_code("opus", "claude-opus-5-5");
+    /// `claude --model deepseek-coder`: the gateway guide recipe's custom alias, DeepSeek V4
+    /// behind it.
+    claude_code_on_deepseek_v4_under_the_readmes_alias =>
+        claude_code("deepseek-coder", "deepseek-coder");
 }
 
 /// Codex CLI (`codex exec --json`, then `codex exec resume --last`), its own native binary,
@@ -693,15 +722,12 @@ async fn claude_code_on_deepseek_v4_under_the_readmes_alias() {
 /// then stands for the turns it summarised). Every upstream request is accepted and every
 /// carrier the upstream minted goes back to it byte for byte.
 async fn codex(model: &str) {
-    let Some(node_dir) = clients::node_dir() else {
+    let Some((node_dir, mut row, stage)) =
+        npm_client("Codex CLI", "@openai/codex", RESPONSES, model).await
+    else {
         return;
     };
-    const PACKAGE: &str = "@openai/codex";
-    let mut row = Row::new("Codex CLI", RESPONSES, model);
-    row.version = format!("{PACKAGE} {}", clients::npm_version(&node_dir, PACKAGE));
-    let stage = Stage::start().await;
     let (sim, other) = stage.upstream_of(model);
-    row.upstream = sim.profile().to_owned();
     let binary = node_dir
         .join("node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex");
     let dir = tempfile::tempdir().unwrap();
@@ -747,39 +773,32 @@ enabled = false
         base = stage.gateway.base()
     );
     std::fs::write(codex_home.join("config.toml"), config).unwrap();
-    let outputs = tokio::task::spawn_blocking(move || {
-        let mut outputs = Vec::new();
-        for (prompt, resume, compact) in [
-            ("What time is it? [tools=2]", false, false),
-            ("And what time is it now? [tools=2]", true, false),
-            ("Thanks. Say that once more.", true, true),
-        ] {
-            let mut cmd = Command::new(&binary);
-            cmd.env_clear()
-                .current_dir(&work)
-                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                .env("HOME", &home)
-                .env("CODEX_HOME", &codex_home)
-                .env("HERMES_API_KEY", KEY)
-                .env("RUST_LOG", "warn")
-                .env("NO_PROXY", "127.0.0.1,localhost")
-                .args(["exec", "--json", "--skip-git-repo-check"]);
-            if compact {
-                cmd.args(["-c", "model_auto_compact_token_limit=1000"]);
-            }
-            if resume {
-                cmd.args(["resume", "--last"]);
-            }
-            cmd.arg(prompt);
-            outputs.push(clients::run(cmd, "", LIMIT));
+    let turns = [
+        ("What time is it? [tools=2]", false, false),
+        ("And what time is it now? [tools=2]", true, false),
+        ("Thanks. Say that once more.", true, true),
+    ]
+    .map(|(prompt, resume, compact)| {
+        let mut cmd = Command::new(&binary);
+        cmd.env_clear()
+            .current_dir(&work)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .env("CODEX_HOME", &codex_home)
+            .env("HERMES_API_KEY", KEY)
+            .env("RUST_LOG", "warn")
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .args(["exec", "--json", "--skip-git-repo-check"]);
+        if compact {
+            cmd.args(["-c", "model_auto_compact_token_limit=1000"]);
         }
-        outputs
-    })
-    .await
-    .unwrap();
-    tally(&mut row, sim);
-    for (turn, ran) in outputs.iter().enumerate() {
-        let case = format!("Codex CLI on {model}, turn {}", turn + 1);
+        if resume {
+            cmd.args(["resume", "--last"]);
+        }
+        cmd.arg(prompt);
+        cmd
+    });
+    for (turn, (case, ran)) in run_turns(turns, &mut row, sim).await.iter().enumerate() {
         assert_eq!(ran.code, Some(0), "{case}: {}\n{}", ran.stdout, ran.stderr);
         let events: Vec<Value> = ran
             .stdout
@@ -833,14 +852,9 @@ enabled = false
     stage.gateway.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn codex_on_deepseek_v4() {
-    codex("deepseek/deepseek-v4-pro").await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn codex_on_claude() {
-    codex("anthropic/claude-opus-4-6").await;
+native_client_tests! {
+    codex_on_deepseek_v4 => codex("deepseek/deepseek-v4-pro");
+    codex_on_claude => codex("anthropic/claude-opus-4-6");
 }
 
 #[test]

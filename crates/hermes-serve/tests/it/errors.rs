@@ -49,8 +49,7 @@ async fn ask(gateway: &Running) -> (u16, reqwest::header::HeaderMap, Value) {
 
 /// A DeepSeek V4 simulator and a gateway over it, its settings changed by `adjust`.
 async fn over_deepseek(adjust: impl FnOnce(ServeConfig) -> ServeConfig) -> (Sim, Running) {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start(&sim.base_url(), adjust).await;
+    let (sim, gateway) = crate::deepseek_gateway(adjust).await;
     (sim, gateway)
 }
 
@@ -214,12 +213,7 @@ async fn health_readiness_and_models_answer() {
             .bearer_auth(KEY),
     )
     .await;
-    let ids: Vec<&str> = models["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap())
-        .collect();
+    let ids = crate::model_ids(&models);
     // The alias, and the one provider whose key is set.
     assert_eq!(ids, ["fast", "deepseek/*"], "{models}");
     // The alias serves.
@@ -439,7 +433,7 @@ async fn shutdown_cuts_a_request_after_the_drain_bound_and_stores_nothing() {
 }
 
 /// An upstream that answers every POST with `reply`.
-async fn upstream_answering(reply: ResponseTemplate) -> MockServer {
+pub(crate) async fn upstream_answering(reply: ResponseTemplate) -> MockServer {
     let upstream = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(reply)

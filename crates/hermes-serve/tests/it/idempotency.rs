@@ -37,6 +37,26 @@ async fn post(
     request.send().await
 }
 
+/// A replica over the store of `db`, DeepSeek behind it at `sim`.
+async fn deepseek_replica(db: &TestDb, sim: &Sim) -> Running {
+    replica_over(
+        db.open().await,
+        sim_settings("deepseek", &sim.base_url()),
+        |c| c,
+    )
+    .await
+}
+
+/// [`post`] without a key or a timeout: the JSON of the answer.
+async fn answered(gateway: &Running, key: &str, body: &Value) -> Value {
+    post(gateway, key, body, None, None)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 /// Waits until the store holds `count` sessions of `tenant`'s, each ending with an assistant
 /// message; returns their ids.
 async fn stored_turns(store: &hermes_store::Store, count: usize) -> Vec<String> {
@@ -74,18 +94,8 @@ async fn a_client_gone_before_the_answer_leaves_its_turn_stored_and_its_retry_is
         .start()
         .await
         .unwrap();
-    let a = replica_over(
-        db.open().await,
-        sim_settings("deepseek", &sim.base_url()),
-        |c| c,
-    )
-    .await;
-    let b = replica_over(
-        db.open().await,
-        sim_settings("deepseek", &sim.base_url()),
-        |c| c,
-    )
-    .await;
+    let a = deepseek_replica(&db, &sim).await;
+    let b = deepseek_replica(&db, &sim).await;
     let key = a.store.add_gateway_key("initech").await.unwrap();
     let body = ask("fix the build");
     let gone = post(
@@ -142,26 +152,11 @@ async fn the_same_body_again_is_answered_from_the_store_until_the_conversation_m
     db: TestDb,
 ) {
     let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = replica_over(
-        db.open().await,
-        sim_settings("deepseek", &sim.base_url()),
-        |c| c,
-    )
-    .await;
+    let gateway = deepseek_replica(&db, &sim).await;
     let key = gateway.store.add_gateway_key("initech").await.unwrap();
     let body = ask("fix the build");
-    let first: Value = post(&gateway, &key, &body, None, None)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let again: Value = post(&gateway, &key, &body, None, None)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let first = answered(&gateway, &key, &body).await;
+    let again = answered(&gateway, &key, &body).await;
     assert_eq!(sim.requests().len(), 1, "asked once");
     assert_eq!(again["hermes_session"], first["hermes_session"]);
     assert_eq!(
@@ -175,12 +170,7 @@ async fn the_same_body_again_is_answered_from_the_store_until_the_conversation_m
         {"role": "assistant", "content": answer},
         {"role": "user", "content": "and the tests?"},
     ]});
-    let next: Value = post(&gateway, &key, &next, None, None)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let next = answered(&gateway, &key, &next).await;
     assert_eq!(next["hermes_session"], first["hermes_session"]);
     assert_eq!(sim.requests().len(), 2);
     // ...so the first body again is a new question (an edit back to turn one: a branch).
@@ -194,8 +184,7 @@ async fn the_same_body_again_is_answered_from_the_store_until_the_conversation_m
 /// and nothing goes upstream; the first answer stays its key's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_used_for_another_request_is_refused() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = crate::start(&sim.base_url(), |c| c).await;
+    let (sim, gateway) = crate::deepseek_gateway(|c| c).await;
     let first = post(&gateway, crate::KEY, &ask("one"), Some("k"), None)
         .await
         .unwrap();
@@ -221,8 +210,7 @@ async fn a_key_used_for_another_request_is_refused() {
 /// text, the same tool call, from one upstream request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streamed_retry_streams_the_stored_answer() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = crate::start(&sim.base_url(), |c| c).await;
+    let (sim, gateway) = crate::deepseek_gateway(|c| c).await;
     let body = json!({
         "model": "deepseek/deepseek-v4-pro", "max_tokens": 1024, "stream": true,
         "tools": [{"name": "now", "description": "the time",
@@ -284,17 +272,8 @@ both!(a_stream_cut_after_its_first_delta_still_stores_the_whole_turn);
 /// A streamed client that reads its first delta and hangs up: the reply goes on upstream, is
 /// captured whole and stored with its usage.
 async fn a_stream_cut_after_its_first_delta_still_stores_the_whole_turn(db: TestDb) {
-    let sim = Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
-        .chunk_delay(Duration::from_millis(40))
-        .start()
-        .await
-        .unwrap();
-    let gateway = replica_over(
-        db.open().await,
-        sim_settings("deepseek", &sim.base_url()),
-        |c| c,
-    )
-    .await;
+    let sim = crate::replicas::slow_deepseek(Duration::from_millis(40)).await;
+    let gateway = deepseek_replica(&db, &sim).await;
     let key = gateway.store.add_gateway_key("initech").await.unwrap();
     let mut body = ask("fix the build");
     body["stream"] = true.into();

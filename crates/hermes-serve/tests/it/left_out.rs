@@ -13,7 +13,7 @@ use hermes_store::testing::TestDb;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::{KEY, Running, replica_over, sim_settings, start_for};
+use crate::{KEY, Running, replica_over, sim_settings};
 
 const FABLE: &str = "anthropic/claude-fable-5-1";
 const PROMPT: &str = "You are terse.";
@@ -36,22 +36,10 @@ async fn exchange(
     tools: &[Value],
     messages: &mut Vec<Value>,
 ) {
-    let client = reqwest::Client::new();
     for _ in 0..4 {
         let body = json!({"model": FABLE, "max_tokens": 4096, "system": system, "tools": tools,
                           "thinking": {"type": "adaptive"}, "messages": messages});
-        let response = client
-            .post(gateway.url("/v1/messages"))
-            .header("x-api-key", key)
-            .header("anthropic-version", "2023-06-01")
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let status = response.status();
-        let reply: Value = response.json().await.unwrap();
-        assert_eq!(status, 200, "{reply}");
-        if !crate::binding::forgetful_step(&reply, messages) {
+        if !crate::binding::forgetful_exchange(gateway, key, &body, messages, "").await {
             return;
         }
     }
@@ -83,11 +71,7 @@ fn sent(r: &RecordedRequest) -> Vec<String> {
 
 /// The thinking blocks a request's reply minted.
 fn minted(r: &RecordedRequest) -> Vec<String> {
-    let reply: Value = serde_json::from_str(&r.response).unwrap_or(Value::Null);
-    reply["content"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
+    crate::binding::reply_blocks(r)
         .iter()
         .filter_map(mark_of)
         .collect()
@@ -354,8 +338,7 @@ fn check(requests: &[RecordedRequest]) -> Result<(), String> {
 /// A conversation of four turns through the gateway, the client editing its request before
 /// each of the last three as `edits` say, dropping every thinking block it gets.
 async fn edited_conversation(edits: &[(Edit, bool)]) -> Sim {
-    let sim = Sim::start("anthropic").await.unwrap();
-    let gateway = start_for("anthropic", &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway("anthropic", "anthropic", |c| c).await;
     let mut client = Client {
         system: PROMPT.to_owned(),
         tools: vec![tool("now")],

@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use hermes_sim::Sim;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -201,8 +200,7 @@ async fn ask(url: String, body: Value) -> (u16, Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_requests_continuing_one_tip_at_once_both_succeed_one_on_a_branch() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start(&sim.base_url(), |c| c).await;
+    let (_sim, gateway) = crate::deepseek_gateway(|c| c).await;
     let url = gateway.url("/v1/chat/completions");
     let hello = json!({"role": "user", "content": "hello"});
     let (status, first) = ask(

@@ -152,6 +152,16 @@ pub(crate) async fn start(
     start_with(deepseek_url, adjust, None).await
 }
 
+/// DeepSeek V4's simulator and a gateway in front of it ([`start`]), its config adjusted by
+/// `adjust`.
+pub(crate) async fn deepseek_gateway(
+    adjust: impl FnOnce(ServeConfig) -> ServeConfig,
+) -> (hermes_sim::Sim, Running) {
+    let sim = hermes_sim::Sim::start("deepseek-v4").await.unwrap();
+    let gateway = start(&sim.base_url(), adjust).await;
+    (sim, gateway)
+}
+
 /// [`start`], over TLS with `tls` when given.
 pub(crate) async fn start_with(
     deepseek_url: &str,
@@ -258,6 +268,73 @@ pub(crate) async fn post_as(url: String, key: &str, body: &serde_json::Value) ->
         .unwrap()
 }
 
+/// `POST /v1/messages` on `gateway` with `body`, `key` as `x-api-key`, the `anthropic-version`
+/// every Anthropic client sends and `headers`.
+pub(crate) async fn messages_as(
+    gateway: &Running,
+    key: &str,
+    headers: &[(&str, &str)],
+    body: &serde_json::Value,
+) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(gateway.url("/v1/messages"))
+        .header("x-api-key", key)
+        .header("anthropic-version", "2023-06-01");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.json(body).send().await.unwrap()
+}
+
+/// The `data:` payloads of an SSE body as JSON, `[DONE]` left out.
+pub(crate) fn sse_data(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+/// The items of the array `items` (content blocks, output items) whose `type` is `kind`.
+pub(crate) fn of_type<'a>(items: &'a serde_json::Value, kind: &str) -> Vec<&'a serde_json::Value> {
+    items
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == kind)
+        .collect()
+}
+
+/// The first `tool_use` block of an Anthropic message's `content` (`None` when it holds none).
+pub(crate) fn tool_use_of(content: &serde_json::Value) -> Option<&serde_json::Value> {
+    of_type(content, "tool_use").first().copied()
+}
+
+/// Whether `value` is a seal the gateway made (`hermes1.…`: a signature or an item's
+/// `encrypted_content` it minted).
+pub(crate) fn is_sealed(value: &serde_json::Value) -> bool {
+    value.as_str().is_some_and(|s| s.starts_with("hermes1."))
+}
+
+/// The model ids of a `GET /v1/models` answer, in its order.
+pub(crate) fn model_ids(models: &serde_json::Value) -> Vec<&str> {
+    models["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect()
+}
+
+/// The JSON body of `response`, which must be a 200 (`context` opens the failure's message,
+/// the body follows).
+pub(crate) async fn ok_json(response: reqwest::Response, context: &str) -> serde_json::Value {
+    let status = response.status();
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{context}{body}");
+    body
+}
+
 /// Sends `request`: the JSON body of its answer.
 pub(crate) async fn json_of(request: reqwest::RequestBuilder) -> serde_json::Value {
     request.send().await.unwrap().json().await.unwrap()
@@ -309,6 +386,18 @@ impl hermes_engine::AwsSecrets for SimAws {
 /// `sk-test`, AWS signs with the simulator's pair).
 pub(crate) async fn start_for(provider: &str, base_url: &str) -> Running {
     start_for_with(provider, base_url, |c| c).await
+}
+
+/// The simulator `profile` and a gateway in front of it as `provider`, its config adjusted by
+/// `adjust` ([`start_for_with`]).
+pub(crate) async fn sim_gateway(
+    profile: &str,
+    provider: &str,
+    adjust: impl FnOnce(ServeConfig) -> ServeConfig,
+) -> (hermes_sim::Sim, Running) {
+    let sim = hermes_sim::Sim::start(profile).await.unwrap();
+    let gateway = start_for_with(provider, &sim.base_url(), adjust).await;
+    (sim, gateway)
 }
 
 /// [`start_for`] with `config` adjusted by `adjust`.

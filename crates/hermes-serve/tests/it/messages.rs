@@ -39,8 +39,7 @@ async fn a_messages_client_holds_a_tool_conversation(
     let Some(python) = hermes_test_support::sdk::sdk_python("anthropic", PROBE) else {
         return;
     };
-    let sim = Sim::start(profile).await.unwrap();
-    let gateway = start_for(provider, &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway(profile, provider, |c| c).await;
     let base = gateway.url("");
     let model_name = model.to_owned();
     let seen = tokio::task::spawn_blocking(move || {
@@ -56,11 +55,7 @@ async fn a_messages_client_holds_a_tool_conversation(
     let (first, second) = (&seen["first"], &seen["second"]);
     assert_eq!(first["stop"], "tool_use", "{case}: {seen}");
     assert_eq!(second["stop"], "end_turn", "{case}: {seen}");
-    let call = first["blocks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["type"] == "tool_use")
+    let call = crate::tool_use_of(&first["blocks"])
         .unwrap_or_else(|| panic!("{case}: a tool_use block: {seen}"));
     assert_eq!(call["name"], "now");
     assert!(call["input"].is_object(), "{case}: {call}");
@@ -114,12 +109,7 @@ async fn a_messages_client_holds_a_tool_conversation(
     // The client got the thinking as a block, whole or streamed: Claude's own, signed by Claude;
     // another upstream's readable thinking with a signature the gateway minted, which never
     // goes upstream.
-    let thinking: Vec<&Value> = first["blocks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|b| b["type"] == "thinking")
-        .collect();
+    let thinking = crate::of_type(&first["blocks"], "thinking");
     assert!(!thinking.is_empty(), "{case}: {seen}");
     for block in thinking {
         let signature = block["signature"].as_str().unwrap();
@@ -206,23 +196,13 @@ async fn the_messages_door_answers_errors_in_anthropics_shape_and_takes_x_api_ke
     assert_eq!(error["type"], "error", "{error}");
     assert_eq!(error["error"]["type"], "authentication_error", "{error}");
     assert!(sim.requests().is_empty(), "a 401 reaches no upstream");
-    let ok = client
-        .post(&url)
-        .header("x-api-key", KEY)
-        .header("anthropic-version", "2023-06-01")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let ok = crate::messages_as(&gateway, KEY, &[], &body).await;
     assert_eq!(ok.status(), 200);
     let reply: Value = ok.json().await.unwrap();
     assert_eq!(reply["type"], "message", "{reply}");
     assert_eq!(reply["content"][0]["type"], "thinking", "{reply}");
     assert!(
-        reply["content"][0]["signature"]
-            .as_str()
-            .unwrap()
-            .starts_with("hermes1."),
+        crate::is_sealed(&reply["content"][0]["signature"]),
         "{reply}"
     );
     assert_eq!(reply["content"][1]["type"], "text", "{reply}");
@@ -261,11 +241,8 @@ async fn the_messages_door_answers_errors_in_anthropics_shape_and_takes_x_api_ke
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claude_upstream_gets_the_clients_betas_server_tools_and_thinking_object_as_sent() {
-    let sim = Sim::start("anthropic").await.unwrap();
-    let gateway = crate::start_for_with("anthropic", &sim.base_url(), |c| {
-        c.policy(crate::open_policy())
-    })
-    .await;
+    let (sim, gateway) =
+        crate::sim_gateway("anthropic", "anthropic", |c| c.policy(crate::open_policy())).await;
     // Odd spacing and an escape: only a byte-for-byte copy matches.
     let server_tool = r#"{"type": "web_search_20250305", "name":"web_search","max_uses":2,"allowed_domains":["caf\u00e9.example"]}"#;
     let thinking = r#"{"type":  "adaptive"}"#;
@@ -427,11 +404,7 @@ async fn send_messages(gateway: &crate::Running, body: String) -> Value {
 
 /// Sends `request`: it must be answered 200; the answer's JSON body.
 async fn answered(request: reqwest::RequestBuilder) -> Value {
-    let reply = request.send().await.unwrap();
-    let status = reply.status();
-    let reply: Value = reply.json().await.unwrap();
-    assert_eq!(status, 200, "{reply}");
-    reply
+    crate::ok_json(request.send().await.unwrap(), "").await
 }
 
 /// A client that began its tool loop with Anthropic directly points at the gateway: its own
@@ -560,8 +533,7 @@ fn image_result_body(model: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_results_image_reaches_claude_and_a_chat_upstream_refuses_it_by_name() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let sim = Sim::start("anthropic").await.unwrap();
-    let gateway = start_for("anthropic", &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway("anthropic", "anthropic", |c| c).await;
     let reply = gateway
         .messages(&image_result_body("anthropic/claude-opus-4-6"))
         .await;
@@ -575,8 +547,7 @@ async fn a_tool_results_image_reaches_claude_and_a_chat_upstream_refuses_it_by_n
     );
     gateway.stop().await;
 
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start_for("deepseek", &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway("deepseek-v4", "deepseek", |c| c).await;
     let reply = gateway
         .messages(&image_result_body("deepseek/deepseek-v4-pro"))
         .await;
@@ -608,13 +579,7 @@ async fn deepseek_turn_edited(gateway: &crate::Running, user: &str) -> (String, 
 
 /// The follow-up request answering the tool call, with the assistant turn `assistant`.
 fn deepseek_follow_up(user: &str, assistant: &Value) -> Value {
-    let call = assistant
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["type"] == "tool_use")
-        .unwrap()["id"]
-        .clone();
+    let call = crate::tool_use_of(assistant).unwrap()["id"].clone();
     json!({"model": "deepseek/deepseek-v4-pro", "max_tokens": 4096,
            "thinking": {"type": "enabled", "budget_tokens": 2048},
            "metadata": {"user_id": user}, "tools": now_tool(),
@@ -627,8 +592,7 @@ fn deepseek_follow_up(user: &str, assistant: &Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_verified_gateway_block_on_an_edited_turn_is_its_reasoning_and_an_altered_one_is_not() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start_for("deepseek", &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway("deepseek-v4", "deepseek", |c| c).await;
     let client = reqwest::Client::new();
     let sent_reasoning = |sim: &Sim| {
         let last = sim.requests().pop().unwrap();

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use hermes_sim::{Sim, Switches};
+use hermes_sim::Switches;
 use serde_json::{Value, json};
 
 use crate::{KEY, KEY_B, TENANT, TENANT_B};
@@ -110,8 +110,7 @@ fn kinds(usage: &Value) -> [(&'static str, u64); 4] {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_after_a_known_sequence_have_the_exact_counts() {
-    let sim = Sim::start("openrouter").await.unwrap();
-    let gateway = crate::start_for("openrouter", &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway("openrouter", "openrouter", |c| c).await;
     let model = "openrouter/anthropic/claude-sonnet-5";
     let tools = json!([{"type": "function", "function": {"name": "now", "description": "the time",
         "parameters": {"type": "object", "properties": {}}}}]);
@@ -300,8 +299,7 @@ async fn metrics_after_a_known_sequence_have_the_exact_counts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_need_the_token_when_one_is_set_and_are_absent_when_off() {
-    let sim = Sim::start("openrouter").await.unwrap();
-    let gateway = crate::start_for_with("openrouter", &sim.base_url(), |c| {
+    let (sim, gateway) = crate::sim_gateway("openrouter", "openrouter", |c| {
         c.metrics_token(Some("scrape-secret".to_owned()))
     })
     .await;
@@ -540,8 +538,7 @@ async fn every_wire_counts_tokens_the_same_way_in_answers_sessions_and_metrics()
             ("messages", true),
         ] {
             let case = format!("{profile} through the {door} door, streamed: {stream}");
-            let sim = Sim::start(profile).await.unwrap();
-            let gateway = crate::start_for(provider, &sim.base_url()).await;
+            let (sim, gateway) = crate::sim_gateway(profile, provider, |c| c).await;
             let client = reqwest::Client::new();
             let response = if door == "openai" {
                 client

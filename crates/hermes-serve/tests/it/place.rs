@@ -17,13 +17,29 @@ async fn reply_of(gateway: &crate::Running, key: &str, messages: Value) -> Value
     response.json().await.unwrap()
 }
 
+/// A history of `first`, the reply `answer`, then `next`.
+fn after(first: &str, answer: &str, next: &str) -> Value {
+    json!([
+        {"role": "user", "content": first},
+        {"role": "assistant", "content": answer},
+        {"role": "user", "content": next},
+    ])
+}
+
+/// DeepSeek V4's simulator, a replica in front of it over the store of `db`, and a gateway key
+/// of tenant `initech`.
+async fn initech(db: &hermes_store::testing::TestDb) -> (Sim, crate::Running, String) {
+    let sim = Sim::start("deepseek-v4").await.unwrap();
+    let gateway = crate::replica(db.open().await, &sim.base_url(), |c| c).await;
+    let key = gateway.store.add_gateway_key("initech").await.unwrap();
+    (sim, gateway, key)
+}
+
 both!(a_stock_reply_of_another_conversation_brings_none_of_its_reasoning);
 async fn a_stock_reply_of_another_conversation_brings_none_of_its_reasoning(
     db: hermes_store::testing::TestDb,
 ) {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = crate::replica(db.open().await, &sim.base_url(), |c| c).await;
-    let key = gateway.store.add_gateway_key("initech").await.unwrap();
+    let (sim, gateway, key) = initech(&db).await;
     let key = key.as_str();
     // Conversation A: its answer and the reasoning DeepSeek minted for it.
     let a = reply_of(
@@ -45,11 +61,7 @@ async fn a_stock_reply_of_another_conversation_brings_none_of_its_reasoning(
     let b = reply_of(
         &gateway,
         key,
-        json!([
-            {"role": "user", "content": "hi"},
-            {"role": "assistant", "content": answer},
-            {"role": "user", "content": "what were you thinking?"},
-        ]),
+        after("hi", &answer, "what were you thinking?"),
     )
     .await;
     let upstream = sim.requests().last().unwrap().raw.clone();
@@ -67,11 +79,7 @@ async fn a_stock_reply_of_another_conversation_brings_none_of_its_reasoning(
     reply_of(
         &gateway,
         key,
-        json!([
-            {"role": "user", "content": "fix the build"},
-            {"role": "assistant", "content": answer},
-            {"role": "user", "content": "and the tests?"},
-        ]),
+        after("fix the build", &answer, "and the tests?"),
     )
     .await;
     let upstream = String::from_utf8(sim.requests().last().unwrap().raw.clone()).unwrap();
@@ -84,8 +92,7 @@ async fn a_stock_reply_of_another_conversation_brings_none_of_its_reasoning(
 /// instead of the content hermes matched, and the stored row holds no `codex_*` key of its.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_smuggled_codex_message_items_key_never_reaches_the_upstream_or_the_store() {
-    let sim = Sim::start("openai-responses").await.unwrap();
-    let gateway = crate::start_for("openai-responses", &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway("openai-responses", "openai-responses", |c| c).await;
     let response = gateway
         .chat(&json!({"model": "openai-responses/gpt-5.2", "messages": [
             {"role": "user", "content": "hi"},
@@ -95,9 +102,7 @@ async fn a_smuggled_codex_message_items_key_never_reaches_the_upstream_or_the_st
             {"role": "user", "content": "and?"},
         ]}))
         .await;
-    let status = response.status();
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(status, 200, "{body}");
+    let body = crate::ok_json(response, "").await;
     let upstream = String::from_utf8(sim.requests().last().unwrap().raw.clone()).unwrap();
     assert!(!upstream.contains("SMUGGLED"), "{upstream}");
     assert!(
@@ -126,9 +131,7 @@ both!(two_conversations_whose_calls_got_the_same_ids_stay_apart_by_their_results
 async fn two_conversations_whose_calls_got_the_same_ids_stay_apart_by_their_results(
     db: hermes_store::testing::TestDb,
 ) {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = crate::replica(db.open().await, &sim.base_url(), |c| c).await;
-    let key = gateway.store.add_gateway_key("initech").await.unwrap();
+    let (_sim, gateway, key) = initech(&db).await;
     let tools = json!([{"type": "function", "function": {"name": "now",
         "description": "the time", "parameters": {"type": "object", "properties": {}}}}]);
     let ask = |messages: Value| json!({"model": "deepseek/deepseek-v4-pro", "tools": tools, "messages": messages});

@@ -14,30 +14,15 @@ use hermes_store::testing::TestDb;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use crate::{KEY, KEY_B, Running, TENANT, hello, post_as, replica, start, start_for_with};
+use crate::{
+    KEY, KEY_B, Running, TENANT, hello, messages_as, post_as, replica, start, start_for_with,
+};
 
 /// A window no test straddles: the first one since the epoch lasts longer than any run.
 const ONE_WINDOW: Duration = Duration::from_secs(u32::MAX as u64);
 
 fn patterns(list: &[&str]) -> Option<Vec<String>> {
     Some(list.iter().map(|p| (*p).to_owned()).collect())
-}
-
-/// `POST /v1/messages` with `body`, `key` as `x-api-key` and `headers`.
-async fn messages_as(
-    gateway: &Running,
-    key: &str,
-    headers: &[(&str, &str)],
-    body: &Value,
-) -> reqwest::Response {
-    let mut request = reqwest::Client::new()
-        .post(gateway.url("/v1/messages"))
-        .header("x-api-key", key)
-        .header("anthropic-version", "2023-06-01");
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    request.json(body).send().await.unwrap()
 }
 
 fn claude_body() -> Value {
@@ -58,6 +43,17 @@ async fn forbidden_anthropic(response: reqwest::Response, setting: &str) {
     crate::error_says(&body, setting);
 }
 
+/// [`messages_as`] with `anthropic-beta: context-1m-2025-08-07`.
+async fn with_beta(gateway: &Running, key: &str, body: &Value) -> reqwest::Response {
+    messages_as(
+        gateway,
+        key,
+        &[("anthropic-beta", "context-1m-2025-08-07")],
+        body,
+    )
+    .await
+}
+
 /// A 403 in OpenAI's shape naming `param`, whose message names `setting`.
 async fn forbidden_openai(response: reqwest::Response, param: &str, setting: &str) {
     assert_eq!(response.status(), 403);
@@ -71,16 +67,9 @@ async fn forbidden_openai(response: reqwest::Response, param: &str, setting: &st
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenant_without_an_allow_list_is_refused_a_beta_or_a_server_tool_and_nothing_goes_upstream()
  {
-    let sim = Sim::start("anthropic").await.unwrap();
-    let gateway = crate::start_for("anthropic", &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway("anthropic", "anthropic", |c| c).await;
 
-    let beta = messages_as(
-        &gateway,
-        KEY,
-        &[("anthropic-beta", "context-1m-2025-08-07")],
-        &claude_body(),
-    )
-    .await;
+    let beta = with_beta(&gateway, KEY, &claude_body()).await;
     forbidden_anthropic(beta, "allow_betas").await;
     let mut with_tool = claude_body();
     with_tool["tools"] = json!([web_search()]);
@@ -109,13 +98,7 @@ async fn a_tenant_without_an_allow_list_is_refused_a_beta_or_a_server_tool_and_n
     let gateway = start_for_with("anthropic", &sim.base_url(), |c| c.policy(policy)).await;
     let mut both = with_tool.clone();
     both["tools"] = json!([web_search()]);
-    let allowed = messages_as(
-        &gateway,
-        KEY,
-        &[("anthropic-beta", "context-1m-2025-08-07")],
-        &both,
-    )
-    .await;
+    let allowed = with_beta(&gateway, KEY, &both).await;
     assert_eq!(allowed.status(), 200, "{}", allowed.text().await.unwrap());
     let sent = sim.requests();
     assert_eq!(sent.len(), 1);
@@ -126,13 +109,7 @@ async fn a_tenant_without_an_allow_list_is_refused_a_beta_or_a_server_tool_and_n
     assert!(beta_sent, "{:?}", sent[0].headers);
     assert_eq!(sent[0].body["tools"][0]["type"], "web_search_20250305");
     // Another tenant keeps the default: none.
-    let other = messages_as(
-        &gateway,
-        KEY_B,
-        &[("anthropic-beta", "context-1m-2025-08-07")],
-        &claude_body(),
-    )
-    .await;
+    let other = with_beta(&gateway, KEY_B, &claude_body()).await;
     forbidden_anthropic(other, "allow_betas").await;
     assert_eq!(sim.requests().len(), 1);
     gateway.stop().await;

@@ -353,6 +353,19 @@ pub(crate) const THREE_TURNS: [&str; 6] = [
     "assistant",
 ];
 
+/// The roles of a conversation of a tool turn then one more turn, in order.
+pub(crate) const TOOL_TURN_THEN_A_TURN: [&str; 6] = [
+    "user",
+    "assistant",
+    "tool",
+    "assistant",
+    "user",
+    "assistant",
+];
+
+/// The roles of a conversation of one tool turn (no system prompt), in order.
+pub(crate) const TOOL_TURN: [&str; 4] = ["user", "assistant", "tool", "assistant"];
+
 /// DeepSeek V4's simulator, pausing `delay` before each streamed event.
 pub(crate) async fn slow_deepseek(delay: Duration) -> Sim {
     Sim::builder(hermes_sim::Profile::builtin("deepseek-v4").unwrap())
@@ -507,17 +520,7 @@ async fn two_replicas_alternate_the_turns_of_a_messages_tool_conversation_at_onc
         }
         let store = &replicas[1].store;
         let id = only_conversation(store, &tenant).await;
-        assert_eq!(
-            roles(store, &id).await,
-            [
-                "user",
-                "assistant",
-                "tool",
-                "assistant",
-                "user",
-                "assistant"
-            ]
-        );
+        assert_eq!(roles(store, &id).await, TOOL_TURN_THEN_A_TURN);
         for gateway in replicas {
             gateway.stop().await;
         }

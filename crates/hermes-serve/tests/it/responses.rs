@@ -9,7 +9,8 @@
 use hermes_sim::Sim;
 use serde_json::{Value, json};
 
-use crate::sdk::{minted_went_back, run_script};
+use crate::replicas::{TOOL_TURN_THEN_A_TURN, roles};
+use crate::sdk::{NATIVE_THINKING, minted_went_back, run_script};
 use crate::{KEY, start_for};
 
 const SCRIPT: &str = concat!(
@@ -40,8 +41,7 @@ async fn two_turns(
     keep: Items,
 ) -> Option<(Value, Vec<Value>)> {
     let python = hermes_test_support::sdk::sdk_python("openai", PROBE)?;
-    let sim = Sim::start(profile).await.unwrap();
-    let gateway = start_for(provider, &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway(profile, provider, |c| c).await;
     let input = json!({
         "base_url": gateway.base(), "key": KEY, "model": model, "stream": stream,
         "keep": !matches!(keep, Items::Drop), "tamper": matches!(keep, Items::Tamper),
@@ -90,17 +90,12 @@ async fn two_turns(
     );
     // Every carrier the upstream minted on the call turn went back to it byte for byte.
     let stored = gateway.store.messages(session).await.unwrap();
-    let roles: Vec<&str> = stored.iter().map(|m| m.role.as_str()).collect();
     assert_eq!(
-        roles,
+        roles(&gateway.store, session).await,
         ["system", "user", "assistant", "tool", "assistant"],
         "{case}"
     );
-    let skip: &[&str] = if provider == "gemini" {
-        &["reasoning_content"]
-    } else {
-        &[]
-    };
+    let skip = crate::sdk::not_replayed(provider);
     let carriers = minted_went_back(&stored[2], skip, &[&requests[1]], &case);
     // What the client was shown as readable reasoning (summaries); every other carrier (a
     // signature, an encrypted item, a thought signature) stays in the gateway.
@@ -131,27 +126,8 @@ async fn two_turns(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_responses_client_that_drops_its_reasoning_items_holds_tool_conversations_on_every_upstream()
  {
-    for (profile, provider, model, effort) in [
-        ("deepseek-v4", "deepseek", "deepseek/deepseek-v4-pro", None),
-        (
-            "anthropic",
-            "anthropic",
-            "anthropic/claude-opus-4-6",
-            Some("high"),
-        ),
-        (
-            "gemini",
-            "gemini",
-            "gemini/gemini-3-pro-preview",
-            Some("high"),
-        ),
-        (
-            "openai-responses",
-            "openai-responses",
-            "openai-responses/gpt-5.2",
-            Some("high"),
-        ),
-    ] {
+    let deepseek = ("deepseek-v4", "deepseek", "deepseek/deepseek-v4-pro", None);
+    for (profile, provider, model, effort) in std::iter::once(deepseek).chain(NATIVE_THINKING) {
         for stream in [false, true] {
             two_turns(profile, provider, model, effort, stream, Items::Drop).await;
         }
@@ -175,16 +151,13 @@ async fn reasoning_items_kept_by_the_client_are_sealed_references_that_verify() 
         else {
             return;
         };
-        let reasoning: Vec<&Value> = seen["first"]["output"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|o| o["type"] == "reasoning")
-            .collect();
+        let reasoning = crate::of_type(&seen["first"]["output"], "reasoning");
         assert!(!reasoning.is_empty(), "Claude thought: {seen}");
         for item in reasoning {
-            let sealed = item["encrypted_content"].as_str().unwrap();
-            assert!(sealed.starts_with("hermes1."), "a gateway seal: {item}");
+            assert!(
+                crate::is_sealed(&item["encrypted_content"]),
+                "a gateway seal: {item}"
+            );
             assert!(
                 !item["summary"][0]["text"].as_str().unwrap().is_empty(),
                 "the readable summary: {item}"
@@ -232,8 +205,7 @@ async fn an_altered_reasoning_item_is_left_out() {
 /// another tenant's, or from a response made with `store: false` — is OpenAI's 400.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn item_references_name_the_items_of_stored_responses() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start_for("deepseek", &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway("deepseek-v4", "deepseek", |c| c).await;
     let client = reqwest::Client::new();
     let tools = json!([{"type": "function", "name": "now", "description": "The time",
         "parameters": {"type": "object", "properties": {}}}]);
@@ -244,13 +216,15 @@ async fn item_references_name_the_items_of_stored_responses() {
             .json(&body)
             .send()
     };
+    // A turn of `input` with the tool, as `key`.
+    let turn = |key: &'static str, input: Value| {
+        ask(
+            key,
+            json!({"model": "deepseek/deepseek-v4-pro", "input": input, "tools": tools}),
+        )
+    };
     let question = json!({"role": "user", "content": "[tools=1] what time is it?"});
-    let r = ask(
-        KEY,
-        json!({"model": "deepseek/deepseek-v4-pro", "input": [question], "tools": tools}),
-    )
-    .await
-    .unwrap();
+    let r = turn(KEY, json!([question])).await.unwrap();
     assert_eq!(r.status(), 200);
     let first: Value = r.json().await.unwrap();
     let output = first["output"].as_array().unwrap();
@@ -268,12 +242,7 @@ async fn item_references_name_the_items_of_stored_responses() {
     let mut input = vec![question.clone()];
     input.extend(references.iter().cloned());
     input.push(answer.clone());
-    let r = ask(
-        KEY,
-        json!({"model": "deepseek/deepseek-v4-pro", "input": input, "tools": tools}),
-    )
-    .await
-    .unwrap();
+    let r = turn(KEY, input.into()).await.unwrap();
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
     let second: Value = r.json().await.unwrap();
     assert_eq!(second["status"], "completed", "{second}");
@@ -324,12 +293,7 @@ async fn item_references_name_the_items_of_stored_responses() {
             json!({"type": "item_reference", "id": id}),
         ];
         input.push(answer.clone());
-        let r = ask(
-            key,
-            json!({"model": "deepseek/deepseek-v4-pro", "input": input, "tools": tools}),
-        )
-        .await
-        .unwrap();
+        let r = turn(key, input.into()).await.unwrap();
         assert_eq!(r.status(), 400);
         let error: Value = r.json().await.unwrap();
         assert_eq!(
@@ -351,8 +315,7 @@ async fn item_references_name_the_items_of_stored_responses() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compressed_bodies_are_decoded_under_the_cap() {
     use std::io::Write as _;
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = crate::start_for_with("deepseek", &sim.base_url(), |c| {
+    let (sim, gateway) = crate::sim_gateway("deepseek-v4", "deepseek", |c| {
         c.max_request_bytes(64 * 1024)
     })
     .await;
@@ -382,9 +345,7 @@ async fn compressed_bodies_are_decoded_under_the_cap() {
         ("identity", body(3).into_bytes()),
     ] {
         let r = send(encoding, bytes).await.unwrap();
-        let status = r.status();
-        let answer: Value = r.json().await.unwrap();
-        assert_eq!(status, 200, "{encoding}: {answer}");
+        let answer = crate::ok_json(r, &format!("{encoding}: ")).await;
         assert_eq!(answer["object"], "response", "{encoding}");
         assert_eq!(
             answer["output"].as_array().unwrap().last().unwrap()["type"],
@@ -443,8 +404,7 @@ async fn compacted(
     Vec<hermes_sim::RecordedRequest>,
 )> {
     let python = hermes_test_support::sdk::sdk_python("openai", PROBE)?;
-    let sim = Sim::start(profile).await.unwrap();
-    let gateway = start_for(provider, &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway(profile, provider, |c| c).await;
     let input = json!({
         "base_url": gateway.base(), "key": KEY, "model": model,
         "stream": false, "keep": false, "tamper": false, "effort": "high", "compact": true,
@@ -527,16 +487,8 @@ async fn a_compacted_conversation_goes_on_from_its_checkpoint() {
     );
     // The conversation compacted is left as it was; the checkpoint has a session of its own.
     let first = seen["first"]["session"].as_str().unwrap();
-    let roles: Vec<String> = gateway
-        .store
-        .messages(first)
-        .await
-        .unwrap()
-        .iter()
-        .map(|m| m.role.as_str().to_owned())
-        .collect();
     assert_eq!(
-        roles,
+        roles(&gateway.store, first).await,
         ["system", "user", "assistant", "tool", "assistant"],
         "the compacted conversation is untouched"
     );
@@ -596,11 +548,9 @@ async fn a_responses_upstream_compacts_with_its_own_compact_endpoint() {
         requests[2].path
     );
     let reply: Value = serde_json::from_str(&requests[2].response).unwrap();
-    let minted = reply["output"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["type"] == "compaction")
+    let minted = crate::of_type(&reply["output"], "compaction")
+        .into_iter()
+        .next()
         .expect("the upstream minted a compaction item")
         .clone();
     assert!(
@@ -624,18 +574,15 @@ async fn a_responses_upstream_compacts_with_its_own_compact_endpoint() {
 /// compaction: hermes asks for its own summary next, and the item stands for that summary.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_the_providers_compaction_fails_hermes_summarises_instead() {
-    use wiremock::matchers::method;
-    use wiremock::{Mock, MockServer, ResponseTemplate};
-    let upstream = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+    let upstream = crate::errors::upstream_answering(
+        wiremock::ResponseTemplate::new(200).set_body_json(json!({
             "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-opus-4-6",
             "content": [{"type": "text", "text": "They greeted each other."}],
             "stop_reason": "end_turn", "stop_sequence": null,
             "usage": {"input_tokens": 12, "output_tokens": 5},
-        })))
-        .mount(&upstream)
-        .await;
+        })),
+    )
+    .await;
     let gateway = start_for("anthropic", &upstream.uri()).await;
     let client = reqwest::Client::new();
     let r = client
@@ -720,8 +667,7 @@ async fn when_the_providers_compaction_fails_hermes_summarises_instead() {
 /// back in the next request, it stands for the summary.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compaction_trigger_is_answered_with_one_compaction_item() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start_for("deepseek", &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway("deepseek-v4", "deepseek", |c| c).await;
     let client = reqwest::Client::new();
     let history = json!([
         {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Be brief."}]},
@@ -742,11 +688,7 @@ async fn a_compaction_trigger_is_answered_with_one_compaction_item() {
         .unwrap();
     assert_eq!(r.status(), 200);
     let text = r.text().await.unwrap();
-    let events: Vec<Value> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect();
+    let events = crate::sse_data(&text);
     let done: Vec<&Value> = events
         .iter()
         .filter(|e| e["type"] == "response.output_item.done")
@@ -801,8 +743,7 @@ async fn a_client_holding_only_response_ids_continues_its_conversation() {
         let Some(python) = hermes_test_support::sdk::sdk_python("openai", PROBE) else {
             return;
         };
-        let sim = Sim::start(profile).await.unwrap();
-        let gateway = start_for(provider, &sim.base_url()).await;
+        let (sim, gateway) = crate::sim_gateway(profile, provider, |c| c).await;
         let input =
             json!({"base_url": gateway.base(), "key": KEY, "model": model, "effort": effort});
         let seen =
@@ -839,22 +780,11 @@ async fn a_client_holding_only_response_ids_continues_its_conversation() {
         let requests = sim.requests();
         assert_eq!(requests.len(), 3, "{profile}: three turns, each accepted");
         assert!(requests.iter().all(|r| r.status == 200), "{profile}");
-        let stored = gateway
-            .store
-            .messages(session.as_str().unwrap())
-            .await
-            .unwrap();
-        let roles: Vec<&str> = stored.iter().map(|m| m.role.as_str()).collect();
+        let session = session.as_str().unwrap();
+        let stored = gateway.store.messages(session).await.unwrap();
         assert_eq!(
-            roles,
-            [
-                "user",
-                "assistant",
-                "tool",
-                "assistant",
-                "user",
-                "assistant"
-            ],
+            roles(&gateway.store, session).await,
+            TOOL_TURN_THEN_A_TURN,
             "{profile}"
         );
         let later: Vec<&Value> = requests[1..].iter().map(|r| &r.body).collect();

@@ -7,10 +7,10 @@
 
 use std::path::Path;
 
-use hermes_sim::Sim;
 use serde_json::{Value, json};
 
-use crate::{KEY, start};
+use crate::KEY;
+use crate::replicas::{TOOL_TURN, roles};
 
 const SCRIPT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -69,6 +69,40 @@ pub(crate) fn minted(value: &Value, under_carrier: bool, skip: &[&str], out: &mu
     }
 }
 
+/// The upstreams of the native wires (Anthropic, Gemini, OpenAI's Responses API), each asked to
+/// think: `(simulator profile, provider, model, effort)`.
+pub(crate) const NATIVE_THINKING: [(&str, &str, &str, Option<&str>); 3] = [
+    (
+        "anthropic",
+        "anthropic",
+        "anthropic/claude-opus-4-6",
+        Some("high"),
+    ),
+    (
+        "gemini",
+        "gemini",
+        "gemini/gemini-3-pro-preview",
+        Some("high"),
+    ),
+    (
+        "openai-responses",
+        "openai-responses",
+        "openai-responses/gpt-5.2",
+        Some("high"),
+    ),
+];
+
+/// The carriers of `provider`'s messages that are not replayed to it ([`minted_went_back`]'s
+/// `skip`): Gemini's readable thought summaries are for the user, its contract replays only the
+/// signatures (docs/spec.md §5).
+pub(crate) fn not_replayed(provider: &str) -> &'static [&'static str] {
+    if provider == "gemini" {
+        &["reasoning_content"]
+    } else {
+        &[]
+    }
+}
+
 /// Every carrier `stored` (an assistant message the gateway stored) holds — `skip` keys left
 /// out — asserted to be some, and each found in every one of `bodies` (upstream request
 /// bodies) JSON-encoded, byte for byte; returned, JSON-encoded too.
@@ -121,8 +155,7 @@ async fn a_forgetful_client_holds_a_tool_conversation(
     let Some(python) = hermes_test_support::sdk::sdk_python("openai", PROBE) else {
         return;
     };
-    let sim = Sim::start(profile).await.unwrap();
-    let gateway = crate::start_for(provider, &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway(profile, provider, |c| c).await;
     let base = gateway.base();
     let model_name = model.to_owned();
     let effort = effort.map(str::to_owned);
@@ -146,20 +179,13 @@ async fn a_forgetful_client_holds_a_tool_conversation(
         "{profile}: one upstream request per turn"
     );
     let stored = gateway.store.messages(session).await.unwrap();
-    let roles: Vec<&str> = stored.iter().map(|m| m.role.as_str()).collect();
-    assert_eq!(
-        roles,
-        ["user", "assistant", "tool", "assistant"],
-        "{profile}"
+    assert_eq!(roles(&gateway.store, session).await, TOOL_TURN, "{profile}");
+    minted_went_back(
+        &stored[1],
+        not_replayed(provider),
+        &[&requests[1].body],
+        profile,
     );
-    // Gemini's readable thought summaries are for the user: its contract replays only the
-    // signatures (docs/spec.md §5).
-    let skip: &[&str] = if provider == "gemini" {
-        &["reasoning_content"]
-    } else {
-        &[]
-    };
-    minted_went_back(&stored[1], skip, &[&requests[1].body], profile);
     assert!(
         requests[0].body.to_string().contains("The time"),
         "{profile}: the client's tool reached the upstream"
@@ -184,31 +210,15 @@ async fn a_forgetful_client_holds_tool_conversations_on_every_upstream() {
             "gemini-openai/gemini-3-pro-preview",
             None,
         ),
-        (
-            "anthropic",
-            "anthropic",
-            "anthropic/claude-opus-4-6",
-            Some("high"),
-        ),
-        (
-            "gemini",
-            "gemini",
-            "gemini/gemini-3-pro-preview",
-            Some("high"),
-        ),
-        (
-            "openai-responses",
-            "openai-responses",
-            "openai-responses/gpt-5.2",
-            Some("high"),
-        ),
-        (
-            "bedrock",
-            "bedrock",
-            "bedrock/anthropic.claude-opus-4-6-v1:0",
-            Some("high"),
-        ),
-    ] {
+    ]
+    .into_iter()
+    .chain(NATIVE_THINKING)
+    .chain([(
+        "bedrock",
+        "bedrock",
+        "bedrock/anthropic.claude-opus-4-6-v1:0",
+        Some("high"),
+    )]) {
         for stream in [false, true] {
             a_forgetful_client_holds_a_tool_conversation(
                 profile, provider, model, effort, stream, false,
@@ -237,8 +247,7 @@ async fn a_client_that_drops_reasoning_holds_a_tool_conversation(stream: bool) {
     let Some(python) = hermes_test_support::sdk::sdk_python("openai", PROBE) else {
         return;
     };
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start(&sim.base_url(), |c| c).await;
+    let (sim, gateway) = crate::deepseek_gateway(|c| c).await;
     let base = gateway.base();
     let seen = tokio::task::spawn_blocking(move || {
         run(
@@ -276,9 +285,7 @@ async fn a_client_that_drops_reasoning_holds_a_tool_conversation(stream: bool) {
     assert_eq!(echoed["reasoning_content"], reasoning);
     assert_eq!(echoed["tool_calls"][0]["id"], call["id"]);
     assert_eq!(requests[1].body["messages"][2]["tool_call_id"], call["id"]);
-    let stored = gateway.store.messages(session).await.unwrap();
-    let roles: Vec<&str> = stored.iter().map(|m| m.role.as_str()).collect();
-    assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
+    assert_eq!(roles(&gateway.store, session).await, TOOL_TURN);
     gateway.stop().await;
 }
 

@@ -15,11 +15,7 @@ async fn a_failure_after_deltas_is_an_in_stream_error_with_no_retry_and_nothing_
     let gateway = start(&sim.base_url(), |c| c).await;
     let response = gateway.stream_hello().await;
     let text = response.text().await.unwrap();
-    let data: Vec<Value> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect();
+    let data = crate::sse_data(&text);
     let (last, deltas) = data.split_last().unwrap();
     assert!(!deltas.is_empty(), "deltas first: {text}");
     assert!(
@@ -38,8 +34,7 @@ async fn a_failure_after_deltas_is_an_in_stream_error_with_no_retry_and_nothing_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openai_parameters_reach_the_upstream_through_the_engines_mapping() {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start(&sim.base_url(), |c| c).await;
+    let (sim, gateway) = crate::deepseek_gateway(|c| c).await;
     let response = gateway
         .chat(&json!({
             "model": "deepseek/deepseek-v4-pro",
@@ -53,9 +48,7 @@ async fn openai_parameters_reach_the_upstream_through_the_engines_mapping() {
             "some_future_key": {"ignored": true},
         }))
         .await;
-    let status = response.status();
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(status, 200, "{body}");
+    crate::ok_json(response, "").await;
     let sent = &sim.requests()[0].body;
     assert_eq!(
         sent["max_tokens"], 300,
@@ -70,21 +63,11 @@ async fn openai_parameters_reach_the_upstream_through_the_engines_mapping() {
     gateway.stop().await;
 }
 
-/// The `data:` payloads of an SSE body, `[DONE]` left out.
-fn chunks(text: &str) -> Vec<Value> {
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .filter(|d| *d != "[DONE]")
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect()
-}
-
 /// Usage is always asked of the upstream (OpenAI streams it only when asked), and reaches the
 /// client only when the client asks for it, in OpenAI's usage chunk.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_asks_the_upstream_for_usage_and_passes_it_on_when_the_client_asks() {
-    let sim = Sim::start("openai").await.unwrap();
-    let gateway = crate::start_for("openai", &sim.base_url()).await;
+    let (sim, gateway) = crate::sim_gateway("openai", "openai", |c| c).await;
     for client_asks in [true, false] {
         let mut request = json!({
             "model": "openai/gpt-4.1",
@@ -103,7 +86,7 @@ async fn a_stream_asks_the_upstream_for_usage_and_passes_it_on_when_the_client_a
             json!({"include_usage": true}),
             "asked upstream whatever the client said: {sent}"
         );
-        let with_usage: Vec<Value> = chunks(&text)
+        let with_usage: Vec<Value> = crate::sse_data(&text)
             .into_iter()
             .filter(|c| !c["usage"].is_null())
             .collect();

@@ -2,19 +2,7 @@
 //! call to the client as it made it (finish reason `tool_calls`, Messages' `stop_reason:
 //! tool_use`), whole and streamed, after exactly one upstream request — as a plain proxy would.
 
-use hermes_sim::Sim;
 use serde_json::{Value, json};
-
-use crate::start;
-
-/// The `data:` payloads of an SSE body, `[DONE]` left out.
-fn data(text: &str) -> Vec<Value> {
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .filter(|d| *d != "[DONE]")
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect()
-}
 
 /// A user turn that makes the simulator call its `now` tool, declared or not.
 const ASK: &str = "[tools=1] what time is it?";
@@ -23,8 +11,7 @@ const ASK: &str = "[tools=1] what time is it?";
 /// with no tools declared: the client gets the call (the door's tool-call stop) and the
 /// upstream got one request, itself declaring no tools. Returns what the client got.
 async fn undeclared_call(door: &str, stream: bool) -> String {
-    let sim = Sim::start("deepseek-v4").await.unwrap();
-    let gateway = start(&sim.base_url(), |c| c).await;
+    let (sim, gateway) = crate::deepseek_gateway(|c| c).await;
     let body = json!({
         "model": "deepseek/deepseek-v4-pro",
         "max_tokens": 1024,
@@ -68,7 +55,7 @@ async fn an_undeclared_tool_call_reaches_a_chat_client_as_made_whole_and_streame
         "{whole}"
     );
 
-    let chunks = data(&undeclared_call("chat", true).await);
+    let chunks = crate::sse_data(&undeclared_call("chat", true).await);
     let named = chunks
         .iter()
         .any(|c| c["choices"][0]["delta"]["tool_calls"][0]["function"]["name"] == "now");
@@ -85,15 +72,11 @@ async fn an_undeclared_tool_call_reaches_a_chat_client_as_made_whole_and_streame
 async fn an_undeclared_tool_call_reaches_a_messages_client_as_made_whole_and_streamed() {
     let whole: Value = serde_json::from_str(&undeclared_call("messages", false).await).unwrap();
     assert_eq!(whole["stop_reason"], "tool_use", "{whole}");
-    let call = whole["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["type"] == "tool_use")
+    let call = crate::tool_use_of(&whole["content"])
         .unwrap_or_else(|| panic!("a tool_use block: {whole}"));
     assert_eq!(call["name"], "now", "{whole}");
 
-    let events = data(&undeclared_call("messages", true).await);
+    let events = crate::sse_data(&undeclared_call("messages", true).await);
     let started = events.iter().any(|e| {
         e["type"] == "content_block_start"
             && e["content_block"]["type"] == "tool_use"

@@ -6,7 +6,7 @@ use std::time::Duration;
 use hermes_core::{Message, Role, ToolCall, match_key};
 use sqlx::Row as _;
 
-use super::acme_twice_and_globex;
+use super::{acme_twice_and_globex, compact_one};
 use crate::gateway::find_sql;
 use crate::testing::TestDb;
 use crate::{Appended, Backend, Found, NewSession, Store};
@@ -102,45 +102,47 @@ fn hit(session: String, position: i64, key_index: usize) -> Found {
     }
 }
 
+/// The tenant [`Store::tenant_for_key_cached`] finds for `key` through `cache`.
+async fn cached(store: &Store, key: &str, cache: &crate::KeyCache) -> Option<String> {
+    store.tenant_for_key_cached(key, cache).await.unwrap()
+}
+
+/// The conversations of `tenant` (in `partition`) [`Store::find_by_chain`] finds by `keys`.
+async fn chained(
+    store: &Store,
+    tenant: &str,
+    partition: Option<&str>,
+    keys: &[&str],
+) -> Vec<String> {
+    store
+        .find_by_chain(tenant, partition, keys, 8)
+        .await
+        .unwrap()
+        .candidates
+}
+
 both!(a_cached_key_row_still_checks_the_secret_and_lapses_with_its_lifetime);
 async fn a_cached_key_row_still_checks_the_secret_and_lapses_with_its_lifetime(db: TestDb) {
     let store = db.open().await;
     let [key, _, other] = acme_twice_and_globex(&store).await;
     let cache = crate::KeyCache::new(std::time::Duration::from_millis(300));
-    assert_eq!(
-        store
-            .tenant_for_key_cached(&key, &cache)
-            .await
-            .unwrap()
-            .as_deref(),
-        Some("acme")
-    );
+    assert_eq!(cached(&store, &key, &cache).await.as_deref(), Some("acme"));
     // The row is cached, the secret is not: a wrong one is refused, another key is its own.
     let flipped = format!(
         "{}{}",
         &key[..key.len() - 1],
         if key.ends_with('0') { '1' } else { '0' }
     );
+    assert_eq!(cached(&store, &flipped, &cache).await, None);
     assert_eq!(
-        store.tenant_for_key_cached(&flipped, &cache).await.unwrap(),
-        None
-    );
-    assert_eq!(
-        store
-            .tenant_for_key_cached(&other, &cache)
-            .await
-            .unwrap()
-            .as_deref(),
+        cached(&store, &other, &cache).await.as_deref(),
         Some("globex")
     );
     // Revoked elsewhere: refused once the row's lifetime is over.
     let id = crate::gateway_key_id(&key).unwrap().to_owned();
     assert!(db.open().await.revoke_gateway_key(&id).await.unwrap());
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    assert_eq!(
-        store.tenant_for_key_cached(&key, &cache).await.unwrap(),
-        None
-    );
+    assert_eq!(cached(&store, &key, &cache).await, None);
 }
 
 both!(a_gateway_key_names_its_tenant_and_nothing_else_does);
@@ -257,10 +259,7 @@ async fn match_keys_are_stored_on_every_insert_path(db: TestDb) {
     let branched = store.branch(&created, Some(4)).await.unwrap();
     assert_eq!(stored_keys(&store, &branched).await, []);
     let summary = assistant("[Summary] of the branch");
-    store
-        .compact(&branched, &[0], &[(0, summary.clone(), true)])
-        .await
-        .unwrap();
+    compact_one(&store, &branched, 0, &summary, true).await;
     let mut taken_over = expected[..4].to_vec();
     taken_over.push(match_key(&summary));
     assert_eq!(stored_keys(&store, &branched).await, taken_over);
@@ -285,10 +284,7 @@ async fn match_keys_are_stored_on_every_insert_path(db: TestDb) {
 
     // A compaction's inserts.
     let checkpoint = assistant("[Summary] of it all");
-    store
-        .compact(&created, &[1], &[(1, checkpoint.clone(), true)])
-        .await
-        .unwrap();
+    compact_one(&store, &created, 1, &checkpoint, true).await;
     let keys_now = stored_keys(&store, &created).await;
     assert_eq!(keys_now.last().unwrap(), &match_key(&checkpoint));
 }
@@ -658,12 +654,17 @@ both!(a_conversation_is_found_by_its_chain_key_however_many_share_its_reply);
 async fn a_conversation_is_found_by_its_chain_key_however_many_share_its_reply(db: TestDb) {
     use hermes_core::{CHAIN_START, chain_keys};
     let store = db.open().await;
-    let turn = |question: &str| {
+    // A question and the reply every conversation here gets.
+    let exchange = |question: &str| {
         vec![
-            Message::text(Role::System, "Be brief."),
             Message::text(Role::User, question),
             Message::text(Role::Assistant, "Hello! How can I help?"),
         ]
+    };
+    let turn = |question: &str| {
+        let mut turn = vec![Message::text(Role::System, "Be brief.")];
+        turn.extend(exchange(question));
+        turn
     };
     let gateway = |chain: Option<&str>| NewSession {
         tenant: Some("acme".into()),
@@ -688,11 +689,7 @@ async fn a_conversation_is_found_by_its_chain_key_however_many_share_its_reply(d
     let key_of = |messages: &[Message]| chain_keys(CHAIN_START, messages).pop().unwrap().unwrap();
     let mine = turn("question 3");
     assert_eq!(
-        store
-            .find_by_chain("acme", None, &[&key_of(&mine)], 8)
-            .await
-            .unwrap()
-            .candidates,
+        chained(&store, "acme", None, &[&key_of(&mine)]).await,
         [ids[3].clone()],
         "the one chained conversation with that question, not the unchained one ({unchained})"
     );
@@ -702,11 +699,7 @@ async fn a_conversation_is_found_by_its_chain_key_however_many_share_its_reply(d
         let mut keys = vec!["none-of-these"; 7];
         keys[at] = &mine_key;
         assert_eq!(
-            store
-                .find_by_chain("acme", None, &keys, 8)
-                .await
-                .unwrap()
-                .candidates,
+            chained(&store, "acme", None, &keys).await,
             [ids[3].clone()],
             "key at {at}"
         );
@@ -719,27 +712,18 @@ async fn a_conversation_is_found_by_its_chain_key_however_many_share_its_reply(d
     assert_eq!(found.first, Some(store.snapshot(&ids[3]).await.unwrap()));
     // Another tenant's, or a partition's: not found.
     assert!(
-        store
-            .find_by_chain("globex", None, &[&key_of(&mine)], 8)
+        chained(&store, "globex", None, &[&key_of(&mine)])
             .await
-            .unwrap()
-            .candidates
             .is_empty()
     );
     assert!(
-        store
-            .find_by_chain("acme", Some("p"), &[&key_of(&mine)], 8)
+        chained(&store, "acme", Some("p"), &[&key_of(&mine)])
             .await
-            .unwrap()
-            .candidates
             .is_empty()
     );
     // Continued at the tip it was read at: the new rows chain on from there.
     let snapshot = store.snapshot(&ids[3]).await.unwrap();
-    let next = vec![
-        Message::text(Role::User, "and then?"),
-        Message::text(Role::Assistant, "Hello! How can I help?"),
-    ];
+    let next = exchange("and then?");
     let appended = store
         .compare_and_append(&snapshot.tip, &next)
         .await
@@ -748,18 +732,11 @@ async fn a_conversation_is_found_by_its_chain_key_however_many_share_its_reply(d
     let mut whole = mine.clone();
     whole.extend(next.clone());
     assert_eq!(
-        store
-            .find_by_chain("acme", None, &[&key_of(&whole)], 8)
-            .await
-            .unwrap()
-            .candidates,
+        chained(&store, "acme", None, &[&key_of(&whole)]).await,
         [ids[3].clone()]
     );
     // Appended again at the old tip: a branch, chained from the view it shares.
-    let other = vec![
-        Message::text(Role::User, "something else"),
-        Message::text(Role::Assistant, "Hello! How can I help?"),
-    ];
+    let other = exchange("something else");
     let branched = store
         .compare_and_append(&snapshot.tip, &other)
         .await
@@ -768,11 +745,7 @@ async fn a_conversation_is_found_by_its_chain_key_however_many_share_its_reply(d
     let mut forked = mine.clone();
     forked.extend(other);
     assert_eq!(
-        store
-            .find_by_chain("acme", None, &[&key_of(&forked)], 8)
-            .await
-            .unwrap()
-            .candidates,
+        chained(&store, "acme", None, &[&key_of(&forked)]).await,
         [branched.session().to_owned()]
     );
     // A branch is read through its lineage, right after the lookup.

@@ -76,14 +76,18 @@ async fn a_view_read_says_which_stored_turns_were_left_out(db: TestDb) {
             .map(|m| m.carrier.as_ref().map(|c| (c.id.clone(), c.left_out)))
             .collect()
     };
-    let expected = vec![
-        None,
-        Some((ids[0].clone(), true)),
-        None,
-        Some((ids[1].clone(), false)),
-        None,
-        None,
-    ];
+    // The rows' marks: the first carrier left out, the second as `second`.
+    let marks = |second: bool| {
+        vec![
+            None,
+            Some((ids[0].clone(), true)),
+            None,
+            Some((ids[1].clone(), second)),
+            None,
+            None,
+        ]
+    };
+    let expected = marks(false);
     assert_eq!(states(&store.snapshot(&id).await.unwrap().active), expected);
     // As the lookup the engine would otherwise make says.
     let looked_up = store.left_out_among(&ids).await.unwrap();
@@ -98,14 +102,7 @@ async fn a_view_read_says_which_stored_turns_were_left_out(db: TestDb) {
         .mark_left_out(Some(&branch), std::slice::from_ref(&ids[1]))
         .await
         .unwrap();
-    let both_out = vec![
-        None,
-        Some((ids[0].clone(), true)),
-        None,
-        Some((ids[1].clone(), true)),
-        None,
-        None,
-    ];
+    let both_out = marks(true);
     assert_eq!(
         states(&store.snapshot(&branch).await.unwrap().active),
         both_out

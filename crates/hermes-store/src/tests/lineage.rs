@@ -5,7 +5,7 @@
 use hermes_core::{Message, Role, match_key};
 use sqlx::Row as _;
 
-use super::{raw_rows, scalar, set_column};
+use super::{compact_one, raw_rows, rows_of, set_column};
 use crate::testing::TestDb;
 use crate::{Appended, Fork, NewSession, Store, StoreError};
 
@@ -55,16 +55,6 @@ async fn session_with(store: &Store, tenant: Option<&str>, messages: &[Message])
         )
         .await
         .unwrap()
-}
-
-/// How many rows the `messages` table holds for `id`.
-async fn rows_of(store: &Store, id: &str) -> i64 {
-    scalar(
-        store,
-        "SELECT COUNT(*) FROM messages WHERE session_id = $1",
-        id,
-    )
-    .await
 }
 
 /// The session's messages as the exact JSON text a `hermes.session.v1` export holds.
@@ -156,10 +146,7 @@ async fn a_branch_stores_only_its_own_rows_and_reads_the_prefix_byte_for_byte(db
 
     // Materialised (its compaction takes the rows over), the rows it owns are the parent's,
     // column for column, match keys included.
-    store
-        .compact(&branch, &[31], &[(31, assistant("[Summary] mine"), true)])
-        .await
-        .unwrap();
+    compact_one(&store, &branch, 31, &assistant("[Summary] mine"), true).await;
     let raw = raw_rows(&store, &branch).await;
     assert_eq!(raw[..30], parent_raw[..30]);
 
@@ -238,10 +225,7 @@ async fn a_parent_compacted_after_the_fork_leaves_the_branch_view_as_it_was(db: 
         .compact(&parent, &archive, &[(0, user("[Summary] 0..29"), true)])
         .await
         .unwrap();
-    store
-        .compact(&parent, &[32], &[(32, user("[cleared]"), false)])
-        .await
-        .unwrap();
+    compact_one(&store, &parent, 32, &user("[cleared]"), false).await;
     assert_eq!(store.messages(&parent).await.unwrap().len(), 21);
     assert_eq!(store.active(&branch).await.unwrap(), before);
     assert_eq!(exported(&store, &branch).await, exported_before);
@@ -384,10 +368,7 @@ async fn a_branch_of_a_branch_reads_through_both(db: TestDb) {
     assert_eq!(store.messages(&third).await.unwrap(), expected);
     assert_eq!(exported(&store, &shallow).await, json(&all[..12]));
     // Compacting the deepest one materialises it through every level.
-    store
-        .compact(&third, &[0], &[(0, user("[Summary] q0"), true)])
-        .await
-        .unwrap();
+    compact_one(&store, &third, 0, &user("[Summary] q0"), true).await;
     let mut compacted = vec![user("[Summary] q0")];
     compacted.extend(expected[1..].iter().cloned());
     assert_eq!(store.messages(&third).await.unwrap(), compacted);

@@ -3,14 +3,14 @@
 
 use std::time::Duration;
 
+use crate::Store;
 use crate::testing::TestDb;
 
-both!(a_kept_response_is_the_tenants_own_until_it_expires);
-async fn a_kept_response_is_the_tenants_own_until_it_expires(db: TestDb) {
-    let store = db.open().await;
-    let hour = Duration::from_secs(3600);
+/// Keeps acme's `resp_1` for an hour as (`session`, `upto`), then reads it back: the session
+/// and count it is found with.
+async fn keep_and_read(store: &Store, session: &str, upto: usize) -> (String, usize) {
     store
-        .keep_response("acme", "resp_1", "session-a", 5, hour)
+        .keep_response("acme", "resp_1", session, upto, Duration::from_secs(3600))
         .await
         .unwrap();
     let kept = store
@@ -18,7 +18,16 @@ async fn a_kept_response_is_the_tenants_own_until_it_expires(db: TestDb) {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!((kept.session.as_str(), kept.upto), ("session-a", 5));
+    (kept.session, kept.upto)
+}
+
+both!(a_kept_response_is_the_tenants_own_until_it_expires);
+async fn a_kept_response_is_the_tenants_own_until_it_expires(db: TestDb) {
+    let store = db.open().await;
+    assert_eq!(
+        keep_and_read(&store, "session-a", 5).await,
+        ("session-a".to_owned(), 5)
+    );
     assert_eq!(
         store.kept_response("globex", "resp_1").await.unwrap(),
         None,
@@ -26,16 +35,10 @@ async fn a_kept_response_is_the_tenants_own_until_it_expires(db: TestDb) {
     );
     assert_eq!(store.kept_response("acme", "resp_2").await.unwrap(), None);
     // Kept again (a retry's answer): the last one stands.
-    store
-        .keep_response("acme", "resp_1", "session-b", 7, hour)
-        .await
-        .unwrap();
-    let kept = store
-        .kept_response("acme", "resp_1")
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!((kept.session.as_str(), kept.upto), ("session-b", 7));
+    assert_eq!(
+        keep_and_read(&store, "session-b", 7).await,
+        ("session-b".to_owned(), 7)
+    );
     // Expired: not found, and swept.
     store
         .keep_response("acme", "resp_old", "session-c", 3, Duration::ZERO)

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use hermes_core::{Message, Role, Usage, match_key};
 
+use super::{acme, rows_of, scalar};
 use crate::testing::TestDb;
-use crate::{Backend, NewSession, STAGE_BYTES, StepExtras, Store};
+use crate::{Backend, STAGE_BYTES, StepExtras, Store};
 
 /// `pairs` user/assistant turns of 100 KiB each, the first naming `tag`.
 fn big_history(tag: &str, pairs: usize) -> Vec<Message> {
@@ -18,13 +19,6 @@ fn big_history(tag: &str, pairs: usize) -> Vec<Message> {
         messages.push(Message::text(Role::User, &turn));
     }
     messages
-}
-
-fn acme() -> NewSession {
-    NewSession {
-        tenant: Some("acme".into()),
-        ..NewSession::default()
-    }
 }
 
 /// Installs `sql` for `db`'s backend (a trigger on `messages`, and what it needs).
@@ -82,11 +76,7 @@ async fn a_large_first_contact_is_written_in_pieces_while_staged_and_stored_whol
             .unwrap();
     let expected: Vec<(i64, i16)> = (0..history.len() as i64).map(|p| (p, 1)).collect();
     assert_eq!(seen, expected);
-    let staged: i16 = sqlx::query_scalar("SELECT staged FROM sessions WHERE id = $1")
-        .bind(&id)
-        .fetch_one(&store.pool)
-        .await
-        .unwrap();
+    let staged: i16 = scalar(&store, "SELECT staged FROM sessions WHERE id = $1", &id).await;
     assert_eq!(staged, 0);
 
     // Stored whole, in order, counted once, its step's usage with it; found and listed.
@@ -209,12 +199,7 @@ async fn a_session_left_staged_is_seen_by_nobody_and_swept(db: TestDb) {
         .await
         .unwrap();
     assert_eq!(ids, [fresh]);
-    let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE session_id = $1")
-        .bind(&left)
-        .fetch_one(&store.pool)
-        .await
-        .unwrap();
-    assert_eq!(rows, 0);
+    assert_eq!(rows_of(&store, &left).await, 0);
 }
 
 #[test]

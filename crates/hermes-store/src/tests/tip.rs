@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use hermes_core::Message;
 
-use super::{imported, raw_rows, rd, target};
+use super::{compact_one, imported, raw_rows, rd, target};
 use crate::testing::TestDb;
 use crate::{Appended, NewSession, Store, StoredThinking, Tip};
 
@@ -305,10 +305,7 @@ async fn a_snapshot_equals_the_separate_reads(db: TestDb) {
         .set_thinking(&id, Some(StoredThinking::Off))
         .await
         .unwrap();
-    store
-        .compact(&id, &[0], &[(0, user("[Summary] the start"), true)])
-        .await
-        .unwrap();
+    compact_one(&store, &id, 0, &user("[Summary] the start"), true).await;
     store.append(&id, &[user("after")]).await.unwrap();
     let snap = store.snapshot(&id).await.unwrap();
     assert_eq!(snap.meta, store.session(&id).await.unwrap());
