@@ -518,143 +518,181 @@ pub(crate) fn thinking_plan(
         max_tokens: target.max_tokens,
         ..ThinkingPlan::default()
     };
-    let adaptive = model
-        .claude
-        .as_ref()
-        .is_some_and(claude::ClaudeModel::adaptive);
     match request {
         ThinkingRequest::NoPreference => {
             plan.explain = "no thinking preference: no thinking request".into();
         }
-        ThinkingRequest::Off => match &model.claude {
-            Some(_) if !adaptive => {
-                plan.fields
+        ThinkingRequest::Off => plan.off(model),
+        ThinkingRequest::Effort(effort) => match &model.claude {
+            Some(claude_model) if claude_model.adaptive() => {
+                plan.claude_adaptive(claude_model, effort);
+            }
+            Some(claude_model) => plan.claude_budget(claude_model, effort, target),
+            None if model.is_nova2() => plan.nova2(effort),
+            None if model.is_gpt_oss() => plan.gpt_oss(effort),
+            None => return Err(effort_refused(effort, model)),
+        },
+    }
+    Ok(plan)
+}
+
+impl ThinkingPlan {
+    /// `--no-thinking`: Claude budget models are sent `thinking` disabled; an adaptive model
+    /// and any other model are sent nothing.
+    fn off(&mut self, model: &BedrockModel) {
+        match &model.claude {
+            Some(claude_model) if !claude_model.adaptive() => {
+                self.fields
                     .push(("thinking", Json::object([("type", Json::str("disabled"))])));
-                plan.explain = "--no-thinking → additionalModelRequestFields.thinking {\"type\": \"disabled\"}".into();
+                self.explain = "--no-thinking → additionalModelRequestFields.thinking {\"type\": \"disabled\"}".into();
             }
             Some(_) => {
-                plan.explain =
+                self.explain =
                     "--no-thinking → no thinking request (adaptive model: off unless asked)".into();
             }
             None => {
-                plan.explain = format!(
+                self.explain = format!(
                     "--no-thinking → no reasoning request ({} is not asked to reason)",
                     model.base
                 );
             }
-        },
-        ThinkingRequest::Effort(effort) => {
-            let name = effort.as_str();
-            if let Some(claude_model) = &model.claude {
-                if adaptive {
-                    let e = claude_model.effort(effort);
-                    plan.fields.push((
-                        "thinking",
-                        Json::object([
-                            ("type", Json::str("adaptive")),
-                            ("display", Json::str("summarized")),
-                        ]),
-                    ));
-                    plan.fields
-                        .push(("output_config", Json::object([("effort", Json::str(e))])));
-                    plan.on = true;
-                    plan.explain = format!(
-                        "--effort {name} → additionalModelRequestFields.thinking adaptive (display summarized), output_config.effort {e}"
-                    );
-                } else {
-                    let budget = claude::budget(effort);
-                    let max = target
-                        .max_tokens
-                        .filter(|m| *m > budget)
-                        .unwrap_or(budget + claude::ABOVE_BUDGET);
-                    plan.fields.push((
-                        "thinking",
-                        Json::object([
-                            ("type", Json::str("enabled")),
-                            ("budget_tokens", Json::int(u64::from(budget))),
-                        ]),
-                    ));
-                    // botocore's `InferenceConfiguration` has `temperature` (a float, 0–1), and
-                    // thinking takes no temperature but the default 1 (docs.aws.amazon.com/
-                    // bedrock/latest/userguide/claude-messages-extended-thinking.html):
-                    // docs/spec.md §3c sends 1 on budget models.
-                    plan.temperature = true;
-                    let beta = claude_model.needs_interleaved_beta();
-                    if beta {
-                        plan.fields.push((
-                            "anthropic_beta",
-                            Json::Array(vec![Json::str(INTERLEAVED_BETA)]),
-                        ));
-                    }
-                    plan.max_tokens = Some(max);
-                    plan.budget = Some(budget);
-                    plan.on = true;
-                    plan.explain = format!(
-                        "--effort {name} → additionalModelRequestFields.thinking enabled, budget_tokens {budget}; inferenceConfig.maxTokens {max}, temperature 1.0{}",
-                        if beta {
-                            ", anthropic_beta [interleaved-thinking-2025-05-14]"
-                        } else {
-                            " (no interleaved-thinking beta: Claude 3)"
-                        }
-                    );
-                }
-            } else if model.is_nova2() {
-                let level = match effort {
-                    Effort::Minimal | Effort::Low => "low",
-                    Effort::Medium => "medium",
-                    Effort::High | Effort::XHigh | Effort::Max => "high",
-                };
-                plan.fields.push((
-                    "reasoningConfig",
-                    Json::object([
-                        ("type", Json::str("enabled")),
-                        ("maxReasoningEffort", Json::str(level)),
-                    ]),
-                ));
-                let high = level == "high";
-                if high {
-                    // At high, Nova 2 takes no temperature, topP or maxTokens (docs/spec.md §3c).
-                    plan.max_tokens = None;
-                    plan.bare = true;
-                }
-                plan.explain = format!(
-                    "--effort {name} → additionalModelRequestFields.reasoningConfig enabled, maxReasoningEffort {level}{}",
-                    if high {
-                        " (maxTokens, temperature and topP left out)"
-                    } else {
-                        ""
-                    }
-                );
-            } else if model.is_gpt_oss() {
-                // A Converse request carries every Chat Completions field but the mapped ones
-                // in additionalModelRequestFields (docs.aws.amazon.com/bedrock/latest/userguide/
-                // model-parameters-openai.html, "In a Converse request … Include any other
-                // fields in the additionalModelRequestFields object"); gpt-oss's effort is
-                // Chat Completions' `reasoning_effort`, `low`, `medium` or `high` (OpenAI's
-                // gpt-oss model card: three reasoning levels).
-                let level = match effort {
-                    Effort::Minimal | Effort::Low => "low",
-                    Effort::Medium => "medium",
-                    Effort::High | Effort::XHigh | Effort::Max => "high",
-                };
-                plan.fields.push(("reasoning_effort", Json::str(level)));
-                plan.explain = format!(
-                    "--effort {name} → additionalModelRequestFields.reasoning_effort {level}"
-                );
-            } else if model.always_reasons() {
-                return Err(EncodeError::Thinking(format!(
-                    "--effort {name} cannot be sent to {}: it always reasons and Bedrock documents no control over how much; drop --effort for this model",
-                    model.base
-                )));
-            } else {
-                return Err(EncodeError::Thinking(format!(
-                    "--effort {name} cannot be sent to {}: on Bedrock Converse hermes requests thinking only from Claude (additionalModelRequestFields.thinking), Nova 2 (reasoningConfig) and gpt-oss (reasoning_effort) models, the ones whose reasoning control Bedrock documents; drop --effort for this model",
-                    model.base
-                )));
-            }
         }
     }
-    Ok(plan)
+
+    /// `effort` on an adaptive Claude model: adaptive thinking (summarized) and
+    /// `output_config.effort`.
+    fn claude_adaptive(&mut self, claude_model: &claude::ClaudeModel, effort: Effort) {
+        let name = effort.as_str();
+        let e = claude_model.effort(effort);
+        self.fields.push((
+            "thinking",
+            Json::object([
+                ("type", Json::str("adaptive")),
+                ("display", Json::str("summarized")),
+            ]),
+        ));
+        self.fields
+            .push(("output_config", Json::object([("effort", Json::str(e))])));
+        self.on = true;
+        self.explain = format!(
+            "--effort {name} → additionalModelRequestFields.thinking adaptive (display summarized), output_config.effort {e}"
+        );
+    }
+
+    /// `effort` on a budget Claude model: thinking enabled with the effort's budget,
+    /// `maxTokens` above it, temperature 1, and the interleaved-thinking beta where the model
+    /// needs it.
+    fn claude_budget(
+        &mut self,
+        claude_model: &claude::ClaudeModel,
+        effort: Effort,
+        target: &Target,
+    ) {
+        let name = effort.as_str();
+        let budget = claude::budget(effort);
+        let max = target
+            .max_tokens
+            .filter(|m| *m > budget)
+            .unwrap_or(budget + claude::ABOVE_BUDGET);
+        self.fields.push((
+            "thinking",
+            Json::object([
+                ("type", Json::str("enabled")),
+                ("budget_tokens", Json::int(u64::from(budget))),
+            ]),
+        ));
+        // botocore's `InferenceConfiguration` has `temperature` (a float, 0–1), and
+        // thinking takes no temperature but the default 1 (docs.aws.amazon.com/
+        // bedrock/latest/userguide/claude-messages-extended-thinking.html):
+        // docs/spec.md §3c sends 1 on budget models.
+        self.temperature = true;
+        let beta = claude_model.needs_interleaved_beta();
+        if beta {
+            self.fields.push((
+                "anthropic_beta",
+                Json::Array(vec![Json::str(INTERLEAVED_BETA)]),
+            ));
+        }
+        self.max_tokens = Some(max);
+        self.budget = Some(budget);
+        self.on = true;
+        self.explain = format!(
+            "--effort {name} → additionalModelRequestFields.thinking enabled, budget_tokens {budget}; inferenceConfig.maxTokens {max}, temperature 1.0{}",
+            if beta {
+                ", anthropic_beta [interleaved-thinking-2025-05-14]"
+            } else {
+                " (no interleaved-thinking beta: Claude 3)"
+            }
+        );
+    }
+
+    /// `effort` on Nova 2: `reasoningConfig` at the effort's level; at high, no `maxTokens`,
+    /// `temperature` or `topP`.
+    fn nova2(&mut self, effort: Effort) {
+        let name = effort.as_str();
+        let level = three_levels(effort);
+        self.fields.push((
+            "reasoningConfig",
+            Json::object([
+                ("type", Json::str("enabled")),
+                ("maxReasoningEffort", Json::str(level)),
+            ]),
+        ));
+        let high = level == "high";
+        if high {
+            // At high, Nova 2 takes no temperature, topP or maxTokens (docs/spec.md §3c).
+            self.max_tokens = None;
+            self.bare = true;
+        }
+        self.explain = format!(
+            "--effort {name} → additionalModelRequestFields.reasoningConfig enabled, maxReasoningEffort {level}{}",
+            if high {
+                " (maxTokens, temperature and topP left out)"
+            } else {
+                ""
+            }
+        );
+    }
+
+    /// `effort` on gpt-oss: Chat Completions' `reasoning_effort` at the effort's level.
+    fn gpt_oss(&mut self, effort: Effort) {
+        // A Converse request carries every Chat Completions field but the mapped ones
+        // in additionalModelRequestFields (docs.aws.amazon.com/bedrock/latest/userguide/
+        // model-parameters-openai.html, "In a Converse request … Include any other
+        // fields in the additionalModelRequestFields object"); gpt-oss's effort is
+        // Chat Completions' `reasoning_effort`, `low`, `medium` or `high` (OpenAI's
+        // gpt-oss model card: three reasoning levels).
+        let name = effort.as_str();
+        let level = three_levels(effort);
+        self.fields.push(("reasoning_effort", Json::str(level)));
+        self.explain =
+            format!("--effort {name} → additionalModelRequestFields.reasoning_effort {level}");
+    }
+}
+
+/// `effort` on a three-level scale (`low`, `medium`, `high`), as Nova 2 and gpt-oss take it.
+fn three_levels(effort: Effort) -> &'static str {
+    match effort {
+        Effort::Minimal | Effort::Low => "low",
+        Effort::Medium => "medium",
+        Effort::High | Effort::XHigh | Effort::Max => "high",
+    }
+}
+
+/// The error for `effort` on a model hermes requests no thinking from.
+fn effort_refused(effort: Effort, model: &BedrockModel) -> EncodeError {
+    let name = effort.as_str();
+    if model.always_reasons() {
+        EncodeError::Thinking(format!(
+            "--effort {name} cannot be sent to {}: it always reasons and Bedrock documents no control over how much; drop --effort for this model",
+            model.base
+        ))
+    } else {
+        EncodeError::Thinking(format!(
+            "--effort {name} cannot be sent to {}: on Bedrock Converse hermes requests thinking only from Claude (additionalModelRequestFields.thinking), Nova 2 (reasoningConfig) and gpt-oss (reasoning_effort) models, the ones whose reasoning control Bedrock documents; drop --effort for this model",
+            model.base
+        ))
+    }
 }
 
 /// The sampling parameters in Converse spelling, besides `inferenceConfig` (written in place).
@@ -679,68 +717,9 @@ fn sampling_plan(
     plan: &ThinkingPlan,
     model: &BedrockModel,
 ) -> Result<SamplingPlan, Unsupported> {
-    let wire = || format!("Bedrock Converse ({})", model.base);
-    let none = |parameter: &'static str, what: &str| {
-        Unsupported::new(parameter, wire(), format!("Converse has no {what}"))
-    };
-    let thinking = |parameter: &'static str, why: &str| {
-        Unsupported::new(
-            parameter,
-            wire(),
-            format!("with Claude's thinking on, {why}; ask without --effort to set it"),
-        )
-    };
-    if sampling.seed.is_some() {
-        return Err(none("seed", "seed (botocore InferenceConfiguration)"));
-    }
-    if sampling.top_k.is_some() {
-        return Err(none("top_k", "top_k (botocore InferenceConfiguration)"));
-    }
-    if sampling.user.is_some() {
-        return Err(none("user", "end-user id"));
-    }
-    if sampling.parallel_tool_calls.is_some() {
-        return Err(none(
-            "parallel_tool_calls",
-            "switch for parallel tool calls (botocore ToolChoice: auto, any, tool)",
-        ));
-    }
-    if plan.bare {
-        for (set, parameter) in [
-            (sampling.max_tokens.is_some(), "max_tokens"),
-            (sampling.temperature.is_some(), "temperature"),
-            (sampling.top_p.is_some(), "top_p"),
-        ] {
-            if set {
-                return Err(Unsupported::new(
-                    parameter,
-                    wire(),
-                    "Nova 2 at high reasoning effort takes no maxTokens, temperature or topP (docs/spec.md §3c); lower --effort or leave it unset",
-                ));
-            }
-        }
-    }
-    if let (Some(max), Some(budget)) = (sampling.max_tokens, plan.budget)
-        && max <= budget
-    {
-        return Err(thinking(
-            "max_tokens",
-            &format!("maxTokens must be above the thinking budget {budget}, not {max}"),
-        ));
-    }
-    if plan.on {
-        if sampling.temperature.is_some_and(|t| t != 1.0) {
-            return Err(thinking("temperature", "temperature can only be 1"));
-        }
-        if sampling.top_p.is_some_and(|p| !(0.95..=1.0).contains(&p)) {
-            return Err(thinking("top_p", "topP must be between 0.95 and 1"));
-        }
-    }
-    let mut out = SamplingPlan {
-        tool_choice: None,
-        format: None,
-        explain: Vec::new(),
-    };
+    let refuse = Refuse(model);
+    refuse_sampling(sampling, plan, &refuse)?;
+    let mut explain = Vec::new();
     for (set, line) in [
         (
             sampling.max_tokens.is_some(),
@@ -757,45 +736,146 @@ fn sampling_plan(
         ),
     ] {
         if set {
-            out.explain.push(format!("{line}: sampling"));
+            explain.push(format!("{line}: sampling"));
         }
     }
-    out.tool_choice = match &sampling.tool_choice {
+    let tool_choice = match &sampling.tool_choice {
         None => None,
-        Some(ToolChoice::None) => {
-            return Err(none(
-                "tool_choice",
-                "tool choice none (botocore ToolChoice: auto, any, tool); send no tools instead",
-            ));
+        Some(choice) => Some(tool_choice(choice, plan, &refuse)?),
+    };
+    let format = match &sampling.response_format {
+        None => None,
+        Some(format) => text_format(format, &refuse, &mut explain)?,
+    };
+    Ok(SamplingPlan {
+        tool_choice,
+        format,
+        explain,
+    })
+}
+
+/// How [`sampling_plan`] refuses a parameter on `model`, naming the wire.
+struct Refuse<'m>(&'m BedrockModel);
+
+impl Refuse<'_> {
+    fn wire(&self) -> String {
+        format!("Bedrock Converse ({})", self.0.base)
+    }
+
+    /// Converse has no `what` for `parameter`.
+    fn none(&self, parameter: &'static str, what: &str) -> Unsupported {
+        Unsupported::new(parameter, self.wire(), format!("Converse has no {what}"))
+    }
+
+    /// Claude's thinking takes no `parameter` as asked, because `why`.
+    fn thinking(&self, parameter: &'static str, why: &str) -> Unsupported {
+        Unsupported::new(
+            parameter,
+            self.wire(),
+            format!("with Claude's thinking on, {why}; ask without --effort to set it"),
+        )
+    }
+}
+
+/// The sampling parameters Converse has no field for, and those the thinking `plan` rules out
+/// (Nova 2 at high effort; Claude's budget, temperature and topP), in the order checked.
+fn refuse_sampling(
+    sampling: &Sampling,
+    plan: &ThinkingPlan,
+    refuse: &Refuse<'_>,
+) -> Result<(), Unsupported> {
+    if sampling.seed.is_some() {
+        return Err(refuse.none("seed", "seed (botocore InferenceConfiguration)"));
+    }
+    if sampling.top_k.is_some() {
+        return Err(refuse.none("top_k", "top_k (botocore InferenceConfiguration)"));
+    }
+    if sampling.user.is_some() {
+        return Err(refuse.none("user", "end-user id"));
+    }
+    if sampling.parallel_tool_calls.is_some() {
+        return Err(refuse.none(
+            "parallel_tool_calls",
+            "switch for parallel tool calls (botocore ToolChoice: auto, any, tool)",
+        ));
+    }
+    if plan.bare {
+        for (set, parameter) in [
+            (sampling.max_tokens.is_some(), "max_tokens"),
+            (sampling.temperature.is_some(), "temperature"),
+            (sampling.top_p.is_some(), "top_p"),
+        ] {
+            if set {
+                return Err(Unsupported::new(
+                    parameter,
+                    refuse.wire(),
+                    "Nova 2 at high reasoning effort takes no maxTokens, temperature or topP (docs/spec.md §3c); lower --effort or leave it unset",
+                ));
+            }
         }
-        Some(ToolChoice::Required | ToolChoice::Function(_)) if plan.on => {
-            return Err(thinking(
-                "tool_choice",
-                "the model cannot be forced to call a tool",
-            ));
+    }
+    if let (Some(max), Some(budget)) = (sampling.max_tokens, plan.budget)
+        && max <= budget
+    {
+        return Err(refuse.thinking(
+            "max_tokens",
+            &format!("maxTokens must be above the thinking budget {budget}, not {max}"),
+        ));
+    }
+    if plan.on {
+        if sampling.temperature.is_some_and(|t| t != 1.0) {
+            return Err(refuse.thinking("temperature", "temperature can only be 1"));
         }
-        Some(ToolChoice::Auto) => Some(Json::object([("auto", Json::object::<&str>([]))])),
-        Some(ToolChoice::Required) => Some(Json::object([("any", Json::object::<&str>([]))])),
-        Some(ToolChoice::Function(name)) => Some(Json::object([(
+        if sampling.top_p.is_some_and(|p| !(0.95..=1.0).contains(&p)) {
+            return Err(refuse.thinking("top_p", "topP must be between 0.95 and 1"));
+        }
+    }
+    Ok(())
+}
+
+/// `toolConfig.toolChoice` for `choice`: `auto`, `any` or `tool {name}`; no `none`, and with
+/// Claude's thinking on no forced call.
+fn tool_choice(
+    choice: &ToolChoice,
+    plan: &ThinkingPlan,
+    refuse: &Refuse<'_>,
+) -> Result<Json, Unsupported> {
+    match choice {
+        ToolChoice::None => Err(refuse.none(
+            "tool_choice",
+            "tool choice none (botocore ToolChoice: auto, any, tool); send no tools instead",
+        )),
+        ToolChoice::Required | ToolChoice::Function(_) if plan.on => {
+            Err(refuse.thinking("tool_choice", "the model cannot be forced to call a tool"))
+        }
+        ToolChoice::Auto => Ok(Json::object([("auto", Json::object::<&str>([]))])),
+        ToolChoice::Required => Ok(Json::object([("any", Json::object::<&str>([]))])),
+        ToolChoice::Function(name) => Ok(Json::object([(
             "tool",
             Json::object([("name", Json::str(name.as_str()))]),
         )])),
-        Some(other) => {
-            return Err(none("tool_choice", &format!("tool choice {other:?}")));
+        other => Err(refuse.none("tool_choice", &format!("tool choice {other:?}"))),
+    }
+}
+
+/// `outputConfig.textFormat` for `format`, with its `explain` line: a JSON schema as
+/// `json_schema` (the schema as a JSON string); `text` is the default and sends nothing;
+/// schema-less JSON has no Converse form.
+fn text_format(
+    format: &ResponseFormat,
+    refuse: &Refuse<'_>,
+    explain: &mut Vec<String>,
+) -> Result<Option<Json>, Unsupported> {
+    match format {
+        ResponseFormat::Text => {
+            explain.push("response_format text: the default, nothing sent".to_owned());
+            Ok(None)
         }
-    };
-    out.format = match &sampling.response_format {
-        None => None,
-        Some(ResponseFormat::Text) => {
-            out.explain
-                .push("response_format text: the default, nothing sent".to_owned());
-            None
-        }
-        Some(ResponseFormat::JsonSchema { name, schema, .. }) => {
-            out.explain.push(format!(
+        ResponseFormat::JsonSchema { name, schema, .. } => {
+            explain.push(format!(
                 "response_format json_schema {name} → outputConfig.textFormat"
             ));
-            Some(Json::object([
+            Ok(Some(Json::object([
                 ("type", Json::str("json_schema")),
                 (
                     "structure",
@@ -807,22 +887,14 @@ fn sampling_plan(
                         ]),
                     )]),
                 ),
-            ]))
+            ])))
         }
-        Some(ResponseFormat::JsonObject) => {
-            return Err(none(
-                "response_format",
-                "schema-less JSON mode (outputConfig.textFormat takes a JSON schema)",
-            ));
-        }
-        Some(other) => {
-            return Err(none(
-                "response_format",
-                &format!("response format {other:?}"),
-            ));
-        }
-    };
-    Ok(out)
+        ResponseFormat::JsonObject => Err(refuse.none(
+            "response_format",
+            "schema-less JSON mode (outputConfig.textFormat takes a JSON schema)",
+        )),
+        other => Err(refuse.none("response_format", &format!("response format {other:?}"))),
+    }
 }
 
 /// The reasoning an assistant turn sends.
