@@ -1141,12 +1141,8 @@ struct Request<'p> {
     /// A bound Claude model (docs/spec.md §5a; the one list, `anthropic::BOUND_FROM`): every
     /// replayed block must be on the prefix, model and account it was made for.
     bound: bool,
-    /// On a bound model, each message's prefix binding now ([`bindings_of`]).
-    bindings: Vec<Option<String>>,
-    /// On a bound model, the binding of the whole conversation (stamped on the reply).
-    binding: Option<String>,
-    /// On a bound model, what the binding is made of (stamped on the reply).
-    parts_now: Option<PrefixParts>,
+    /// On a bound model, the prefix bindings of the conversation this request sends.
+    bindings: Option<Bindings>,
     /// The last step whose binding changed, or that an earlier request left out (on any
     /// model): its reasoning and every earlier step's goes without (docs/spec.md §5a 2, 3).
     cut: Option<usize>,
@@ -1195,13 +1191,12 @@ fn plan_request<'p>(
             .claude
             .as_ref()
             .is_some_and(claude::ClaudeModel::binds_prefix);
-    let (bindings, binding, parts_now) = if bound {
-        let (each, whole, parts_now) = bindings_now(history, &specs, target.account.as_deref())?;
-        (each, Some(whole), Some(parts_now))
-    } else {
-        (Vec::new(), None, None)
+    let bindings = match bound {
+        true => Some(bindings_now(history, &specs, target.account.as_deref())?),
+        false => None,
     };
-    let cut = replay::last_changed(history, &bindings).max(replay::last_left_out(history));
+    let each = bindings.as_ref().map_or(&[][..], |b| &b.each[..]);
+    let cut = replay::last_changed(history, each).max(replay::last_left_out(history));
     Ok(Request {
         parts,
         target,
@@ -1214,22 +1209,30 @@ fn plan_request<'p>(
         specs,
         bound,
         bindings,
-        binding,
-        parts_now,
         cut,
         notes: Vec::new(),
         explain,
     })
 }
 
-/// On a bound model, each message's prefix binding now and the whole conversation's
-/// ([`bindings_of`]), and what they are made of: the system texts, the written `specs` and the
-/// `account`.
+/// The prefix bindings of a conversation as a request to a bound model sends it (docs/spec.md
+/// §5a 1).
+struct Bindings {
+    /// Each message's prefix binding now ([`bindings_of`]).
+    each: Vec<Option<String>>,
+    /// The binding of the whole conversation (stamped on the reply).
+    whole: String,
+    /// What the binding is made of (stamped on the reply).
+    parts: PrefixParts,
+}
+
+/// The prefix bindings of `history` ([`bindings_of`]) and what they are made of: the system
+/// texts, the written `specs` and the `account`.
 fn bindings_now(
     history: &[Message],
     specs: &[Json],
     account: Option<&str>,
-) -> Result<(Vec<Option<String>>, String, PrefixParts), EncodeError> {
+) -> Result<Bindings, EncodeError> {
     let system: Vec<String> = history
         .iter()
         .filter(|m| matches!(m.role, Role::System | Role::Developer))
@@ -1241,12 +1244,12 @@ fn bindings_now(
     }
     let (each, whole) = bindings_of(history, Binder::new(&system, &tools, account))?;
     let system: Vec<&str> = system.iter().map(String::as_str).collect();
-    let parts_now = PrefixParts {
+    let parts = PrefixParts {
         system: part_digest("system", &system),
         tools: part_digest("tools", &[tools.as_str()]),
         account: part_digest("account", &[account.unwrap_or_default()]),
     };
-    Ok((each, whole, parts_now))
+    Ok(Bindings { each, whole, parts })
 }
 
 /// Each message's decisions, the second stage of [`encode`]: the system texts and the
@@ -1415,7 +1418,10 @@ impl Turns {
             target: &decision.target,
         };
         let (reasoning, why) = assistant_reasoning(msg, &ctx);
-        let now = request.bindings.get(i).and_then(Option::as_deref);
+        let bindings = request.bindings.as_ref();
+        let now = bindings
+            .and_then(|b| b.each.get(i))
+            .and_then(Option::as_deref);
         let at_cut = request.cut.is_some_and(|c| i <= c);
         let (reasoning, why) = match request.policy == Policy::Signed && (now.is_some() || at_cut) {
             true => bind(
@@ -1423,7 +1429,7 @@ impl Turns {
                 reasoning,
                 why,
                 now,
-                request.parts_now.as_ref(),
+                bindings.map(|b| &b.parts),
                 at_cut,
                 &mut self.unknown_prefix,
                 &mut self.carriers,
@@ -1617,10 +1623,10 @@ fn render(request: Request<'_>, turns: Turns, settled: Settled) -> Encoded {
             digest: digest.hex(),
             sources: json::sources(&wire),
             prefix_parts: request
-                .parts_now
+                .bindings
                 .as_ref()
-                .and_then(|p| RawJson::from_serialize(p).ok()),
-            binding: request.binding,
+                .and_then(|b| RawJson::from_serialize(&b.parts).ok()),
+            binding: request.bindings.map(|b| b.whole),
             left_out: gone,
         },
     }
