@@ -911,52 +911,20 @@ mod tests {
         "crates/hermes-wire-responses",
     ];
 
-    /// The functions over [`MAX_FN_LINES`] lines still there of those the check found when it
-    /// came (issue 51), as `(file under crates/, fn name)`. Each is to be split; this list only shrinks, and
-    /// the test fails when one of them is short enough so that its line goes too.
-    const KNOWN_LONG: [(&str, &str); 9] = [
-        ("hermes-wire-anthropic/src/inbound.rs", "convert_turn"),
-        ("hermes-wire-bedrock/src/body.rs", "thinking_plan"),
-        ("hermes-wire-bedrock/src/body.rs", "sampling_plan"),
-        ("hermes-wire-bedrock/src/body.rs", "encode"),
-        ("hermes-wire-responses/src/body.rs", "assistant"),
-        ("hermes-wire-responses/src/body.rs", "encode_for"),
-        ("hermes-wire-responses/src/inbound.rs", "item"),
-        ("hermes-providers/src/routes.rs", "register_builtin"),
-        ("hermes-providers/src/sampling.rs", "openai_fields"),
-    ];
-
     #[test]
     fn no_function_of_a_wire_crate_is_over_120_lines() {
         let mut wrong = Vec::new();
-        let mut known_found = BTreeSet::new();
         for krate in WIRE_CRATES {
             let src = root().join(krate).join("src");
             for source in sources(&format!("{krate}/src/"), &rust_files(&src)) {
                 for f in functions(&source.code) {
-                    if f.lines <= MAX_FN_LINES {
-                        continue;
-                    }
-                    match KNOWN_LONG.iter().position(|&(file, name)| {
-                        source.name == format!("crates/{file}") && name == f.name
-                    }) {
-                        Some(i) => {
-                            known_found.insert(i);
-                        }
-                        None => wrong.push(format!(
+                    if f.lines > MAX_FN_LINES {
+                        wrong.push(format!(
                             "{}:{}: fn {} is {} lines (at most {MAX_FN_LINES})",
                             source.name, f.line, f.name, f.lines
-                        )),
+                        ));
                     }
                 }
-            }
-        }
-        for (i, (file, name)) in KNOWN_LONG.iter().enumerate() {
-            if !known_found.contains(&i) {
-                wrong.push(format!(
-                    "crates/{file}: fn {name} is no longer over {MAX_FN_LINES} lines: take it out of \
-                     KNOWN_LONG in xtask/src/tidy.rs"
-                ));
             }
         }
         assert!(

@@ -256,7 +256,23 @@ pub const BUILTIN_ROUTE_IDS: &[&str] = &[
 /// thinking vocabulary or native fields (they share no name or host with rows 1–5, so their
 /// position changes no match); then the local-endpoint rule ahead of the table's default row.
 pub fn register_builtin(table: &mut RouteTable) {
-    let rows = [
+    for row in spec_rows().into_iter().chain(vocabulary_rows()) {
+        table.register(row);
+    }
+    table.register_fallback(local_endpoint_route());
+    for (name, matcher) in must_echo_families() {
+        table.add_family(MustEchoFamily {
+            name: name.to_owned(),
+            matcher,
+            pad: PadRule::EveryAssistant,
+        });
+    }
+}
+
+/// Rows 1–5 of docs/spec.md §3, in its order: strict schema, Fireworks, the aggregators, the
+/// RC+RD hosts and the local-style hosts.
+fn spec_rows() -> [Arc<dyn ReasoningRoute>; 5] {
+    [
         route(
             DataRoute::new("strict", CarrierSet::NONE)
                 .strict_schema()
@@ -313,6 +329,13 @@ pub fn register_builtin(table: &mut RouteTable) {
                 )),
             Thinking::Effort,
         ),
+    ]
+}
+
+/// The rows that differ from the default only in their thinking vocabulary or native fields, in
+/// matching order.
+fn vocabulary_rows() -> [Arc<dyn ReasoningRoute>; 7] {
+    [
         route(
             DataRoute::new("deepseek", CarrierSet::RC)
                 .with_efforts(DEEPSEEK_EFFORTS)
@@ -375,17 +398,23 @@ pub fn register_builtin(table: &mut RouteTable) {
                 .matching(matcher(&["copilot"], &["githubcopilot.com"])),
             Thinking::Effort,
         ),
-    ];
-    for row in rows {
-        table.register(row);
-    }
-    table.register_fallback(route(
+    ]
+}
+
+/// The local-endpoint rule, matched after every row and ahead of the table's default row.
+fn local_endpoint_route() -> Arc<dyn ReasoningRoute> {
+    route(
         DataRoute::new("local-endpoint", CarrierSet::RC_R)
             .with_efforts(EffortVocabulary::THREE)
             .matching(RouteMatcher::new().local_endpoint()),
         Thinking::Effort,
-    ));
-    let families = [
+    )
+}
+
+/// The must-echo families of docs/spec.md §3a, by name and matcher; each pads every assistant
+/// message.
+fn must_echo_families() -> [(&'static str, RouteMatcher); 4] {
+    [
         (
             "kimi",
             RouteMatcher::new()
@@ -410,14 +439,7 @@ pub fn register_builtin(table: &mut RouteTable) {
             "missingno",
             RouteMatcher::new().models(["stealth/missingno"]),
         ),
-    ];
-    for (name, matcher) in families {
-        table.add_family(MustEchoFamily {
-            name: name.to_owned(),
-            matcher,
-            pad: PadRule::EveryAssistant,
-        });
-    }
+    ]
 }
 
 /// The table every hermes build knows: built-in rows, must-echo families, local-endpoint rule

@@ -238,6 +238,65 @@ fn openai_fields(
         ),
     };
     let responses = api == OpenAiApi::Responses;
+    refuse_unspelled(sampling, dialect, responses, &wire)?;
+    let mut out: Vec<(&'static str, Value)> = Vec::new();
+    if let Some(max) = sampling.max_tokens {
+        let key = match api {
+            OpenAiApi::Responses => "max_output_tokens",
+            OpenAiApi::Chat(Dialect::OpenAi | Dialect::Completion) => "max_completion_tokens",
+            OpenAiApi::Chat(Dialect::Mistral | Dialect::Compatible) => "max_tokens",
+        };
+        out.push((key, json!(max)));
+    }
+    if let Some(t) = sampling.temperature {
+        out.push(("temperature", json!(t)));
+    }
+    if let Some(p) = sampling.top_p {
+        out.push(("top_p", json!(p)));
+    }
+    if !sampling.stop.is_empty() {
+        out.push(("stop", json!(sampling.stop)));
+    }
+    if let Some(choice) = &sampling.tool_choice {
+        out.push(("tool_choice", tool_choice_value(choice, responses, &wire)?));
+    }
+    if let Some(parallel) = sampling.parallel_tool_calls {
+        out.push(("parallel_tool_calls", json!(parallel)));
+    }
+    if let Some(format) = &sampling.response_format {
+        let value = response_format_value(format, responses, &wire)?;
+        if responses {
+            out.push(("text", json!({ "format": value })));
+        } else {
+            out.push(("response_format", value));
+        }
+    }
+    if let Some(seed) = sampling.seed {
+        let key = match dialect {
+            Dialect::Mistral => "random_seed",
+            _ => "seed",
+        };
+        out.push((key, json!(seed)));
+    }
+    if let Some(user) = &sampling.user {
+        let key = if responses {
+            "safety_identifier"
+        } else {
+            "user"
+        };
+        out.push((key, json!(user)));
+    }
+    Ok(out)
+}
+
+/// Refuses the parameters `dialect` (or Responses, when `responses`) has no key for, in the order
+/// they are checked: `top_k` anywhere; `stop` and `seed` on Responses; `user` on Mistral.
+fn refuse_unspelled(
+    sampling: &Sampling,
+    dialect: Dialect,
+    responses: bool,
+    wire: &str,
+) -> Result<(), Unsupported> {
     if sampling.top_k.is_some() {
         return Err(Unsupported::new(
             "top_k",
@@ -266,100 +325,65 @@ fn openai_fields(
             "Mistral's request schema has no end-user id and refuses unknown fields with 422",
         ));
     }
-    let mut out: Vec<(&'static str, Value)> = Vec::new();
-    if let Some(max) = sampling.max_tokens {
-        let key = match api {
-            OpenAiApi::Responses => "max_output_tokens",
-            OpenAiApi::Chat(Dialect::OpenAi | Dialect::Completion) => "max_completion_tokens",
-            OpenAiApi::Chat(Dialect::Mistral | Dialect::Compatible) => "max_tokens",
-        };
-        out.push((key, json!(max)));
+    Ok(())
+}
+
+/// `choice` as OpenAI spells it: a named function is flat on Responses, nested in chat
+/// completions.
+fn tool_choice_value(
+    choice: &ToolChoice,
+    responses: bool,
+    wire: &str,
+) -> Result<Value, Unsupported> {
+    match choice {
+        ToolChoice::Auto => Ok(json!("auto")),
+        ToolChoice::None => Ok(json!("none")),
+        ToolChoice::Required => Ok(json!("required")),
+        ToolChoice::Function(name) if responses => Ok(json!({"type": "function", "name": name})),
+        ToolChoice::Function(name) => Ok(json!({"type": "function", "function": {"name": name}})),
+        other => Err(Unsupported::new(
+            "tool_choice",
+            wire,
+            format!("{other:?} has no OpenAI spelling"),
+        )),
     }
-    if let Some(t) = sampling.temperature {
-        out.push(("temperature", json!(t)));
-    }
-    if let Some(p) = sampling.top_p {
-        out.push(("top_p", json!(p)));
-    }
-    if !sampling.stop.is_empty() {
-        out.push(("stop", json!(sampling.stop)));
-    }
-    if let Some(choice) = &sampling.tool_choice {
-        let value = match choice {
-            ToolChoice::Auto => json!("auto"),
-            ToolChoice::None => json!("none"),
-            ToolChoice::Required => json!("required"),
-            ToolChoice::Function(name) if responses => json!({"type": "function", "name": name}),
-            ToolChoice::Function(name) => {
-                json!({"type": "function", "function": {"name": name}})
+}
+
+/// `format` as OpenAI spells it: a JSON schema's members are flat on Responses (under
+/// `text.format`), nested under `json_schema` in chat completions.
+fn response_format_value(
+    format: &ResponseFormat,
+    responses: bool,
+    wire: &str,
+) -> Result<Value, Unsupported> {
+    match format {
+        ResponseFormat::Text => Ok(json!({"type": "text"})),
+        ResponseFormat::JsonObject => Ok(json!({"type": "json_object"})),
+        ResponseFormat::JsonSchema {
+            name,
+            schema,
+            strict,
+        } => {
+            let mut members = json!({"name": name, "schema": schema_value(schema)});
+            if let Some(strict) = strict {
+                members["strict"] = json!(strict);
             }
-            other => {
-                return Err(Unsupported::new(
-                    "tool_choice",
-                    wire,
-                    format!("{other:?} has no OpenAI spelling"),
-                ));
-            }
-        };
-        out.push(("tool_choice", value));
-    }
-    if let Some(parallel) = sampling.parallel_tool_calls {
-        out.push(("parallel_tool_calls", json!(parallel)));
-    }
-    if let Some(format) = &sampling.response_format {
-        let value = match format {
-            ResponseFormat::Text => json!({"type": "text"}),
-            ResponseFormat::JsonObject => json!({"type": "json_object"}),
-            ResponseFormat::JsonSchema {
-                name,
-                schema,
-                strict,
-            } => {
-                let mut members = json!({"name": name, "schema": schema_value(schema)});
-                if let Some(strict) = strict {
-                    members["strict"] = json!(strict);
+            if responses {
+                let mut flat = json!({"type": "json_schema"});
+                if let (Some(flat), Some(members)) = (flat.as_object_mut(), members.as_object()) {
+                    flat.extend(members.clone());
                 }
-                if responses {
-                    let mut flat = json!({"type": "json_schema"});
-                    if let (Some(flat), Some(members)) = (flat.as_object_mut(), members.as_object())
-                    {
-                        flat.extend(members.clone());
-                    }
-                    flat
-                } else {
-                    json!({"type": "json_schema", "json_schema": members})
-                }
+                Ok(flat)
+            } else {
+                Ok(json!({"type": "json_schema", "json_schema": members}))
             }
-            other => {
-                return Err(Unsupported::new(
-                    "response_format",
-                    wire,
-                    format!("{other:?} has no OpenAI spelling"),
-                ));
-            }
-        };
-        if responses {
-            out.push(("text", json!({ "format": value })));
-        } else {
-            out.push(("response_format", value));
         }
+        other => Err(Unsupported::new(
+            "response_format",
+            wire,
+            format!("{other:?} has no OpenAI spelling"),
+        )),
     }
-    if let Some(seed) = sampling.seed {
-        let key = match dialect {
-            Dialect::Mistral => "random_seed",
-            _ => "seed",
-        };
-        out.push((key, json!(seed)));
-    }
-    if let Some(user) = &sampling.user {
-        let key = if responses {
-            "safety_identifier"
-        } else {
-            "user"
-        };
-        out.push((key, json!(user)));
-    }
-    Ok(out)
 }
 
 /// A tool choice or a parallel-call switch needs tools in the request, and a named function

@@ -161,82 +161,106 @@ struct Turn<'a> {
 /// tool calls and its signed thinking blocks its `reasoning_details` (see the module's doc).
 fn convert_turn(i: usize, turn: &RawValue, out: &mut Vec<Message>) -> Result<(), InboundError> {
     let at = format!("messages.{i}");
-    let bad_content = || {
-        InboundError::new(
-            &format!("{at}.content"),
-            format!("`{at}.content` must be a string or an array of blocks"),
-        )
-    };
-    let parsed: Turn<'_> = serde_json::from_str(turn.get()).map_err(|_| bad_content())?;
+    let bad = || bad_content(&at);
+    let parsed: Turn<'_> = serde_json::from_str(turn.get()).map_err(|_| bad())?;
     let role = parsed.role.as_ref().and_then(Value::as_str);
-    let content = parsed.content.ok_or_else(bad_content)?;
-    let (mut parts, blocks): (Vec<Value>, Vec<&RawValue>) = if content.get().starts_with('"') {
-        let text: String = serde_json::from_str(content.get()).map_err(|_| bad_content())?;
+    let content = parsed.content.ok_or_else(bad)?;
+    let (parts, blocks): (Vec<Value>, Vec<&RawValue>) = if content.get().starts_with('"') {
+        let text: String = serde_json::from_str(content.get()).map_err(|_| bad())?;
         (vec![json!({"type": "text", "text": text})], Vec::new())
     } else {
-        let blocks = serde_json::from_str(content.get()).map_err(|_| bad_content())?;
+        let blocks = serde_json::from_str(content.get()).map_err(|_| bad())?;
         (Vec::new(), blocks)
     };
     if role == Some("system") {
-        // A mid-conversation system message (Claude Code sends one on every current model):
-        // kept in place, its blocks as sent for a Claude upstream (docs/spec.md §5a 5).
-        let system: Value = serde_json::from_str(content.get()).map_err(|_| bad_content())?;
-        let not_text = |b: &Value| b.get("type").and_then(Value::as_str) != Some("text");
-        let bad_system = || {
-            InboundError::new(
-                &format!("{at}.content"),
-                format!("`{at}.content` of a system message must be a string or text blocks"),
-            )
-        };
-        if system.as_array().is_some_and(|b| b.iter().any(not_text)) {
-            return Err(bad_system());
-        }
-        let mut message = system_message(&system).map_err(|_| bad_system())?;
-
-        message.client_blocks = RawJson::from_text(content.get().to_owned()).ok();
-        out.push(message);
+        out.push(system_turn(content, &at)?);
         return Ok(());
     }
-    let mut calls = Vec::new();
-    let mut thinking = Vec::new();
-    // The user turn's own blocks as sent (tool results go on their tool messages).
-    let mut own_blocks: Vec<&RawValue> = Vec::new();
-    for (j, raw) in blocks.iter().enumerate() {
-        let here = format!("{at}.content.{j}");
+    let mut gathered = TurnBlocks {
+        parts,
+        ..TurnBlocks::default()
+    };
+    for (j, raw) in blocks.iter().copied().enumerate() {
+        gathered.read(role, raw, &format!("{at}.content.{j}"), out)?;
+    }
+    gathered.push_message(role, &at, !blocks.is_empty(), out)
+}
+
+/// The error for a turn's `content` at `at` that is neither a string nor an array of blocks.
+fn bad_content(at: &str) -> InboundError {
+    InboundError::new(
+        &format!("{at}.content"),
+        format!("`{at}.content` must be a string or an array of blocks"),
+    )
+}
+
+/// A mid-conversation system message (Claude Code sends one on every current model): kept in
+/// place, its blocks as sent for a Claude upstream (docs/spec.md §5a 5).
+fn system_turn(content: &RawValue, at: &str) -> Result<Message, InboundError> {
+    let bad_system = || {
+        InboundError::new(
+            &format!("{at}.content"),
+            format!("`{at}.content` of a system message must be a string or text blocks"),
+        )
+    };
+    let system: Value = serde_json::from_str(content.get()).map_err(|_| bad_content(at))?;
+    let not_text = |b: &Value| b.get("type").and_then(Value::as_str) != Some("text");
+    if system.as_array().is_some_and(|b| b.iter().any(not_text)) {
+        return Err(bad_system());
+    }
+    let mut message = system_message(&system).map_err(|_| bad_system())?;
+    message.client_blocks = RawJson::from_text(content.get().to_owned()).ok();
+    Ok(message)
+}
+
+/// What a user or assistant turn's blocks gather, block by block, before its message is
+/// written: the content parts, the tool calls, the signed thinking blocks, and the user's own
+/// blocks as sent (tool results go on their tool messages).
+#[derive(Default)]
+struct TurnBlocks<'a> {
+    parts: Vec<Value>,
+    calls: Vec<Value>,
+    thinking: Vec<DetailItem>,
+    own_blocks: Vec<&'a RawValue>,
+}
+
+impl<'a> TurnBlocks<'a> {
+    /// Gathers one block of a `role` turn, at `here`; a `tool_result` block is its tool message,
+    /// pushed on `out` at once.
+    fn read(
+        &mut self,
+        role: Option<&str>,
+        raw: &'a RawValue,
+        here: &str,
+        out: &mut Vec<Message>,
+    ) -> Result<(), InboundError> {
         let block: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
         match (role, block.get("type").and_then(Value::as_str)) {
             (_, Some("text")) => {
-                own_blocks.push(raw);
-                parts.push(json!({
+                self.own_blocks.push(raw);
+                self.parts.push(json!({
                     "type": "text",
                     "text": block.get("text").and_then(Value::as_str).unwrap_or_default(),
                 }));
             }
             (Some("user"), Some("image")) => {
-                own_blocks.push(raw);
-                parts.push(image_part(&block, &here)?);
+                self.own_blocks.push(raw);
+                self.parts.push(image_part(&block, here)?);
             }
             (Some("user"), Some("tool_result")) => {
-                let mut message = tool_result(&block, &here)?;
+                let mut message = tool_result(&block, here)?;
                 message.client_blocks = RawJson::from_text(format!("[{}]", raw.get())).ok();
                 out.push(message);
             }
-            (Some("assistant"), Some("tool_use")) => calls.push(json!({
-                "id": block.get("id").and_then(Value::as_str).unwrap_or_default(),
-                "type": "function",
-                "function": {
-                    "name": block.get("name").and_then(Value::as_str).unwrap_or_default(),
-                    "arguments": block.get("input").cloned().unwrap_or_else(|| json!({})).to_string(),
-                },
-            })),
+            (Some("assistant"), Some("tool_use")) => self.calls.push(tool_call(&block)),
             (Some("assistant"), Some(kind @ ("thinking" | "redacted_thinking"))) => {
                 if let Some(item) = client_block(kind, &block, raw) {
-                    thinking.push(item);
+                    self.thinking.push(item);
                 }
             }
             (_, kind) => {
                 return Err(InboundError::new(
-                    &here,
+                    here,
                     format!(
                         "`{here}`: a {} block cannot be in a {} turn here",
                         kind.unwrap_or("typeless"),
@@ -245,43 +269,69 @@ fn convert_turn(i: usize, turn: &RawValue, out: &mut Vec<Message>) -> Result<(),
                 ));
             }
         }
+        Ok(())
     }
-    let content = match parts.as_slice() {
-        [] => Value::Null,
-        [only] if only["type"] == "text" => only["text"].clone(),
-        _ => Value::Array(parts),
-    };
-    match role {
-        Some("user") => {
-            if !content.is_null() {
-                let mut message = chat_message(json!({"role": "user", "content": content}), &at)?;
-                message.client_blocks = match blocks.is_empty() {
-                    // A string content is sent as a string already.
-                    true => None,
-                    false => RawJson::from_serialize(&own_blocks).ok(),
-                };
+
+    /// Pushes the turn's message on `out`: a user turn's (if it has content; its own blocks as
+    /// sent when `had_blocks`, a string content being sent as a string already), or an
+    /// assistant turn's with its tool calls and thinking.
+    fn push_message(
+        self,
+        role: Option<&str>,
+        at: &str,
+        had_blocks: bool,
+        out: &mut Vec<Message>,
+    ) -> Result<(), InboundError> {
+        let content = match self.parts.as_slice() {
+            [] => Value::Null,
+            [only] if only["type"] == "text" => only["text"].clone(),
+            _ => Value::Array(self.parts),
+        };
+        match role {
+            Some("user") => {
+                if !content.is_null() {
+                    let mut message =
+                        chat_message(json!({"role": "user", "content": content}), at)?;
+                    message.client_blocks = match had_blocks {
+                        // A string content is sent as a string already.
+                        false => None,
+                        true => RawJson::from_serialize(&self.own_blocks).ok(),
+                    };
+                    out.push(message);
+                }
+            }
+            Some("assistant") => {
+                let mut message = json!({"role": "assistant", "content": content});
+                if !self.calls.is_empty() {
+                    message["tool_calls"] = Value::Array(self.calls);
+                }
+                let mut message = chat_message(message, at)?;
+                if !self.thinking.is_empty() {
+                    message.reasoning_details = Some(self.thinking);
+                }
                 out.push(message);
             }
-        }
-        Some("assistant") => {
-            let mut message = json!({"role": "assistant", "content": content});
-            if !calls.is_empty() {
-                message["tool_calls"] = Value::Array(calls);
+            _ => {
+                return Err(InboundError::new(
+                    &format!("{at}.role"),
+                    format!("`{at}.role` must be user, assistant or system"),
+                ));
             }
-            let mut message = chat_message(message, &at)?;
-            if !thinking.is_empty() {
-                message.reasoning_details = Some(thinking);
-            }
-            out.push(message);
         }
-        _ => {
-            return Err(InboundError::new(
-                &format!("{at}.role"),
-                format!("`{at}.role` must be user, assistant or system"),
-            ));
-        }
+        Ok(())
     }
-    Ok(())
+}
+
+/// A `tool_use` block as a chat tool call.
+fn tool_call(block: &Value) -> Value {
+    json!({
+        "id": block.get("id").and_then(Value::as_str).unwrap_or_default(),
+        "type": "function",
+        "function": {
+            "name": block.get("name").and_then(Value::as_str).unwrap_or_default(),
+            "arguments": block.get("input").cloned().unwrap_or_else(|| json!({})).to_string(),
+        },
+    })
 }
 
 /// A client's thinking block as a `reasoning_details` item holding its exact bytes, when it is

@@ -518,143 +518,181 @@ pub(crate) fn thinking_plan(
         max_tokens: target.max_tokens,
         ..ThinkingPlan::default()
     };
-    let adaptive = model
-        .claude
-        .as_ref()
-        .is_some_and(claude::ClaudeModel::adaptive);
     match request {
         ThinkingRequest::NoPreference => {
             plan.explain = "no thinking preference: no thinking request".into();
         }
-        ThinkingRequest::Off => match &model.claude {
-            Some(_) if !adaptive => {
-                plan.fields
+        ThinkingRequest::Off => plan.off(model),
+        ThinkingRequest::Effort(effort) => match &model.claude {
+            Some(claude_model) if claude_model.adaptive() => {
+                plan.claude_adaptive(claude_model, effort);
+            }
+            Some(claude_model) => plan.claude_budget(claude_model, effort, target),
+            None if model.is_nova2() => plan.nova2(effort),
+            None if model.is_gpt_oss() => plan.gpt_oss(effort),
+            None => return Err(effort_refused(effort, model)),
+        },
+    }
+    Ok(plan)
+}
+
+impl ThinkingPlan {
+    /// `--no-thinking`: Claude budget models are sent `thinking` disabled; an adaptive model
+    /// and any other model are sent nothing.
+    fn off(&mut self, model: &BedrockModel) {
+        match &model.claude {
+            Some(claude_model) if !claude_model.adaptive() => {
+                self.fields
                     .push(("thinking", Json::object([("type", Json::str("disabled"))])));
-                plan.explain = "--no-thinking → additionalModelRequestFields.thinking {\"type\": \"disabled\"}".into();
+                self.explain = "--no-thinking → additionalModelRequestFields.thinking {\"type\": \"disabled\"}".into();
             }
             Some(_) => {
-                plan.explain =
+                self.explain =
                     "--no-thinking → no thinking request (adaptive model: off unless asked)".into();
             }
             None => {
-                plan.explain = format!(
+                self.explain = format!(
                     "--no-thinking → no reasoning request ({} is not asked to reason)",
                     model.base
                 );
             }
-        },
-        ThinkingRequest::Effort(effort) => {
-            let name = effort.as_str();
-            if let Some(claude_model) = &model.claude {
-                if adaptive {
-                    let e = claude_model.effort(effort);
-                    plan.fields.push((
-                        "thinking",
-                        Json::object([
-                            ("type", Json::str("adaptive")),
-                            ("display", Json::str("summarized")),
-                        ]),
-                    ));
-                    plan.fields
-                        .push(("output_config", Json::object([("effort", Json::str(e))])));
-                    plan.on = true;
-                    plan.explain = format!(
-                        "--effort {name} → additionalModelRequestFields.thinking adaptive (display summarized), output_config.effort {e}"
-                    );
-                } else {
-                    let budget = claude::budget(effort);
-                    let max = target
-                        .max_tokens
-                        .filter(|m| *m > budget)
-                        .unwrap_or(budget + claude::ABOVE_BUDGET);
-                    plan.fields.push((
-                        "thinking",
-                        Json::object([
-                            ("type", Json::str("enabled")),
-                            ("budget_tokens", Json::int(u64::from(budget))),
-                        ]),
-                    ));
-                    // botocore's `InferenceConfiguration` has `temperature` (a float, 0–1), and
-                    // thinking takes no temperature but the default 1 (docs.aws.amazon.com/
-                    // bedrock/latest/userguide/claude-messages-extended-thinking.html):
-                    // docs/spec.md §3c sends 1 on budget models.
-                    plan.temperature = true;
-                    let beta = claude_model.needs_interleaved_beta();
-                    if beta {
-                        plan.fields.push((
-                            "anthropic_beta",
-                            Json::Array(vec![Json::str(INTERLEAVED_BETA)]),
-                        ));
-                    }
-                    plan.max_tokens = Some(max);
-                    plan.budget = Some(budget);
-                    plan.on = true;
-                    plan.explain = format!(
-                        "--effort {name} → additionalModelRequestFields.thinking enabled, budget_tokens {budget}; inferenceConfig.maxTokens {max}, temperature 1.0{}",
-                        if beta {
-                            ", anthropic_beta [interleaved-thinking-2025-05-14]"
-                        } else {
-                            " (no interleaved-thinking beta: Claude 3)"
-                        }
-                    );
-                }
-            } else if model.is_nova2() {
-                let level = match effort {
-                    Effort::Minimal | Effort::Low => "low",
-                    Effort::Medium => "medium",
-                    Effort::High | Effort::XHigh | Effort::Max => "high",
-                };
-                plan.fields.push((
-                    "reasoningConfig",
-                    Json::object([
-                        ("type", Json::str("enabled")),
-                        ("maxReasoningEffort", Json::str(level)),
-                    ]),
-                ));
-                let high = level == "high";
-                if high {
-                    // At high, Nova 2 takes no temperature, topP or maxTokens (docs/spec.md §3c).
-                    plan.max_tokens = None;
-                    plan.bare = true;
-                }
-                plan.explain = format!(
-                    "--effort {name} → additionalModelRequestFields.reasoningConfig enabled, maxReasoningEffort {level}{}",
-                    if high {
-                        " (maxTokens, temperature and topP left out)"
-                    } else {
-                        ""
-                    }
-                );
-            } else if model.is_gpt_oss() {
-                // A Converse request carries every Chat Completions field but the mapped ones
-                // in additionalModelRequestFields (docs.aws.amazon.com/bedrock/latest/userguide/
-                // model-parameters-openai.html, "In a Converse request … Include any other
-                // fields in the additionalModelRequestFields object"); gpt-oss's effort is
-                // Chat Completions' `reasoning_effort`, `low`, `medium` or `high` (OpenAI's
-                // gpt-oss model card: three reasoning levels).
-                let level = match effort {
-                    Effort::Minimal | Effort::Low => "low",
-                    Effort::Medium => "medium",
-                    Effort::High | Effort::XHigh | Effort::Max => "high",
-                };
-                plan.fields.push(("reasoning_effort", Json::str(level)));
-                plan.explain = format!(
-                    "--effort {name} → additionalModelRequestFields.reasoning_effort {level}"
-                );
-            } else if model.always_reasons() {
-                return Err(EncodeError::Thinking(format!(
-                    "--effort {name} cannot be sent to {}: it always reasons and Bedrock documents no control over how much; drop --effort for this model",
-                    model.base
-                )));
-            } else {
-                return Err(EncodeError::Thinking(format!(
-                    "--effort {name} cannot be sent to {}: on Bedrock Converse hermes requests thinking only from Claude (additionalModelRequestFields.thinking), Nova 2 (reasoningConfig) and gpt-oss (reasoning_effort) models, the ones whose reasoning control Bedrock documents; drop --effort for this model",
-                    model.base
-                )));
-            }
         }
     }
-    Ok(plan)
+
+    /// `effort` on an adaptive Claude model: adaptive thinking (summarized) and
+    /// `output_config.effort`.
+    fn claude_adaptive(&mut self, claude_model: &claude::ClaudeModel, effort: Effort) {
+        let name = effort.as_str();
+        let e = claude_model.effort(effort);
+        self.fields.push((
+            "thinking",
+            Json::object([
+                ("type", Json::str("adaptive")),
+                ("display", Json::str("summarized")),
+            ]),
+        ));
+        self.fields
+            .push(("output_config", Json::object([("effort", Json::str(e))])));
+        self.on = true;
+        self.explain = format!(
+            "--effort {name} → additionalModelRequestFields.thinking adaptive (display summarized), output_config.effort {e}"
+        );
+    }
+
+    /// `effort` on a budget Claude model: thinking enabled with the effort's budget,
+    /// `maxTokens` above it, temperature 1, and the interleaved-thinking beta where the model
+    /// needs it.
+    fn claude_budget(
+        &mut self,
+        claude_model: &claude::ClaudeModel,
+        effort: Effort,
+        target: &Target,
+    ) {
+        let name = effort.as_str();
+        let budget = claude::budget(effort);
+        let max = target
+            .max_tokens
+            .filter(|m| *m > budget)
+            .unwrap_or(budget + claude::ABOVE_BUDGET);
+        self.fields.push((
+            "thinking",
+            Json::object([
+                ("type", Json::str("enabled")),
+                ("budget_tokens", Json::int(u64::from(budget))),
+            ]),
+        ));
+        // botocore's `InferenceConfiguration` has `temperature` (a float, 0–1), and
+        // thinking takes no temperature but the default 1 (docs.aws.amazon.com/
+        // bedrock/latest/userguide/claude-messages-extended-thinking.html):
+        // docs/spec.md §3c sends 1 on budget models.
+        self.temperature = true;
+        let beta = claude_model.needs_interleaved_beta();
+        if beta {
+            self.fields.push((
+                "anthropic_beta",
+                Json::Array(vec![Json::str(INTERLEAVED_BETA)]),
+            ));
+        }
+        self.max_tokens = Some(max);
+        self.budget = Some(budget);
+        self.on = true;
+        self.explain = format!(
+            "--effort {name} → additionalModelRequestFields.thinking enabled, budget_tokens {budget}; inferenceConfig.maxTokens {max}, temperature 1.0{}",
+            if beta {
+                ", anthropic_beta [interleaved-thinking-2025-05-14]"
+            } else {
+                " (no interleaved-thinking beta: Claude 3)"
+            }
+        );
+    }
+
+    /// `effort` on Nova 2: `reasoningConfig` at the effort's level; at high, no `maxTokens`,
+    /// `temperature` or `topP`.
+    fn nova2(&mut self, effort: Effort) {
+        let name = effort.as_str();
+        let level = three_levels(effort);
+        self.fields.push((
+            "reasoningConfig",
+            Json::object([
+                ("type", Json::str("enabled")),
+                ("maxReasoningEffort", Json::str(level)),
+            ]),
+        ));
+        let high = level == "high";
+        if high {
+            // At high, Nova 2 takes no temperature, topP or maxTokens (docs/spec.md §3c).
+            self.max_tokens = None;
+            self.bare = true;
+        }
+        self.explain = format!(
+            "--effort {name} → additionalModelRequestFields.reasoningConfig enabled, maxReasoningEffort {level}{}",
+            if high {
+                " (maxTokens, temperature and topP left out)"
+            } else {
+                ""
+            }
+        );
+    }
+
+    /// `effort` on gpt-oss: Chat Completions' `reasoning_effort` at the effort's level.
+    fn gpt_oss(&mut self, effort: Effort) {
+        // A Converse request carries every Chat Completions field but the mapped ones
+        // in additionalModelRequestFields (docs.aws.amazon.com/bedrock/latest/userguide/
+        // model-parameters-openai.html, "In a Converse request … Include any other
+        // fields in the additionalModelRequestFields object"); gpt-oss's effort is
+        // Chat Completions' `reasoning_effort`, `low`, `medium` or `high` (OpenAI's
+        // gpt-oss model card: three reasoning levels).
+        let name = effort.as_str();
+        let level = three_levels(effort);
+        self.fields.push(("reasoning_effort", Json::str(level)));
+        self.explain =
+            format!("--effort {name} → additionalModelRequestFields.reasoning_effort {level}");
+    }
+}
+
+/// `effort` on a three-level scale (`low`, `medium`, `high`), as Nova 2 and gpt-oss take it.
+fn three_levels(effort: Effort) -> &'static str {
+    match effort {
+        Effort::Minimal | Effort::Low => "low",
+        Effort::Medium => "medium",
+        Effort::High | Effort::XHigh | Effort::Max => "high",
+    }
+}
+
+/// The error for `effort` on a model hermes requests no thinking from.
+fn effort_refused(effort: Effort, model: &BedrockModel) -> EncodeError {
+    let name = effort.as_str();
+    if model.always_reasons() {
+        EncodeError::Thinking(format!(
+            "--effort {name} cannot be sent to {}: it always reasons and Bedrock documents no control over how much; drop --effort for this model",
+            model.base
+        ))
+    } else {
+        EncodeError::Thinking(format!(
+            "--effort {name} cannot be sent to {}: on Bedrock Converse hermes requests thinking only from Claude (additionalModelRequestFields.thinking), Nova 2 (reasoningConfig) and gpt-oss (reasoning_effort) models, the ones whose reasoning control Bedrock documents; drop --effort for this model",
+            model.base
+        ))
+    }
 }
 
 /// The sampling parameters in Converse spelling, besides `inferenceConfig` (written in place).
@@ -679,68 +717,9 @@ fn sampling_plan(
     plan: &ThinkingPlan,
     model: &BedrockModel,
 ) -> Result<SamplingPlan, Unsupported> {
-    let wire = || format!("Bedrock Converse ({})", model.base);
-    let none = |parameter: &'static str, what: &str| {
-        Unsupported::new(parameter, wire(), format!("Converse has no {what}"))
-    };
-    let thinking = |parameter: &'static str, why: &str| {
-        Unsupported::new(
-            parameter,
-            wire(),
-            format!("with Claude's thinking on, {why}; ask without --effort to set it"),
-        )
-    };
-    if sampling.seed.is_some() {
-        return Err(none("seed", "seed (botocore InferenceConfiguration)"));
-    }
-    if sampling.top_k.is_some() {
-        return Err(none("top_k", "top_k (botocore InferenceConfiguration)"));
-    }
-    if sampling.user.is_some() {
-        return Err(none("user", "end-user id"));
-    }
-    if sampling.parallel_tool_calls.is_some() {
-        return Err(none(
-            "parallel_tool_calls",
-            "switch for parallel tool calls (botocore ToolChoice: auto, any, tool)",
-        ));
-    }
-    if plan.bare {
-        for (set, parameter) in [
-            (sampling.max_tokens.is_some(), "max_tokens"),
-            (sampling.temperature.is_some(), "temperature"),
-            (sampling.top_p.is_some(), "top_p"),
-        ] {
-            if set {
-                return Err(Unsupported::new(
-                    parameter,
-                    wire(),
-                    "Nova 2 at high reasoning effort takes no maxTokens, temperature or topP (docs/spec.md §3c); lower --effort or leave it unset",
-                ));
-            }
-        }
-    }
-    if let (Some(max), Some(budget)) = (sampling.max_tokens, plan.budget)
-        && max <= budget
-    {
-        return Err(thinking(
-            "max_tokens",
-            &format!("maxTokens must be above the thinking budget {budget}, not {max}"),
-        ));
-    }
-    if plan.on {
-        if sampling.temperature.is_some_and(|t| t != 1.0) {
-            return Err(thinking("temperature", "temperature can only be 1"));
-        }
-        if sampling.top_p.is_some_and(|p| !(0.95..=1.0).contains(&p)) {
-            return Err(thinking("top_p", "topP must be between 0.95 and 1"));
-        }
-    }
-    let mut out = SamplingPlan {
-        tool_choice: None,
-        format: None,
-        explain: Vec::new(),
-    };
+    let refuse = Refuse(model);
+    refuse_sampling(sampling, plan, &refuse)?;
+    let mut explain = Vec::new();
     for (set, line) in [
         (
             sampling.max_tokens.is_some(),
@@ -757,45 +736,146 @@ fn sampling_plan(
         ),
     ] {
         if set {
-            out.explain.push(format!("{line}: sampling"));
+            explain.push(format!("{line}: sampling"));
         }
     }
-    out.tool_choice = match &sampling.tool_choice {
+    let tool_choice = match &sampling.tool_choice {
         None => None,
-        Some(ToolChoice::None) => {
-            return Err(none(
-                "tool_choice",
-                "tool choice none (botocore ToolChoice: auto, any, tool); send no tools instead",
-            ));
+        Some(choice) => Some(tool_choice(choice, plan, &refuse)?),
+    };
+    let format = match &sampling.response_format {
+        None => None,
+        Some(format) => text_format(format, &refuse, &mut explain)?,
+    };
+    Ok(SamplingPlan {
+        tool_choice,
+        format,
+        explain,
+    })
+}
+
+/// How [`sampling_plan`] refuses a parameter on `model`, naming the wire.
+struct Refuse<'m>(&'m BedrockModel);
+
+impl Refuse<'_> {
+    fn wire(&self) -> String {
+        format!("Bedrock Converse ({})", self.0.base)
+    }
+
+    /// Converse has no `what` for `parameter`.
+    fn none(&self, parameter: &'static str, what: &str) -> Unsupported {
+        Unsupported::new(parameter, self.wire(), format!("Converse has no {what}"))
+    }
+
+    /// Claude's thinking takes no `parameter` as asked, because `why`.
+    fn thinking(&self, parameter: &'static str, why: &str) -> Unsupported {
+        Unsupported::new(
+            parameter,
+            self.wire(),
+            format!("with Claude's thinking on, {why}; ask without --effort to set it"),
+        )
+    }
+}
+
+/// The sampling parameters Converse has no field for, and those the thinking `plan` rules out
+/// (Nova 2 at high effort; Claude's budget, temperature and topP), in the order checked.
+fn refuse_sampling(
+    sampling: &Sampling,
+    plan: &ThinkingPlan,
+    refuse: &Refuse<'_>,
+) -> Result<(), Unsupported> {
+    if sampling.seed.is_some() {
+        return Err(refuse.none("seed", "seed (botocore InferenceConfiguration)"));
+    }
+    if sampling.top_k.is_some() {
+        return Err(refuse.none("top_k", "top_k (botocore InferenceConfiguration)"));
+    }
+    if sampling.user.is_some() {
+        return Err(refuse.none("user", "end-user id"));
+    }
+    if sampling.parallel_tool_calls.is_some() {
+        return Err(refuse.none(
+            "parallel_tool_calls",
+            "switch for parallel tool calls (botocore ToolChoice: auto, any, tool)",
+        ));
+    }
+    if plan.bare {
+        for (set, parameter) in [
+            (sampling.max_tokens.is_some(), "max_tokens"),
+            (sampling.temperature.is_some(), "temperature"),
+            (sampling.top_p.is_some(), "top_p"),
+        ] {
+            if set {
+                return Err(Unsupported::new(
+                    parameter,
+                    refuse.wire(),
+                    "Nova 2 at high reasoning effort takes no maxTokens, temperature or topP (docs/spec.md §3c); lower --effort or leave it unset",
+                ));
+            }
         }
-        Some(ToolChoice::Required | ToolChoice::Function(_)) if plan.on => {
-            return Err(thinking(
-                "tool_choice",
-                "the model cannot be forced to call a tool",
-            ));
+    }
+    if let (Some(max), Some(budget)) = (sampling.max_tokens, plan.budget)
+        && max <= budget
+    {
+        return Err(refuse.thinking(
+            "max_tokens",
+            &format!("maxTokens must be above the thinking budget {budget}, not {max}"),
+        ));
+    }
+    if plan.on {
+        if sampling.temperature.is_some_and(|t| t != 1.0) {
+            return Err(refuse.thinking("temperature", "temperature can only be 1"));
         }
-        Some(ToolChoice::Auto) => Some(Json::object([("auto", Json::object::<&str>([]))])),
-        Some(ToolChoice::Required) => Some(Json::object([("any", Json::object::<&str>([]))])),
-        Some(ToolChoice::Function(name)) => Some(Json::object([(
+        if sampling.top_p.is_some_and(|p| !(0.95..=1.0).contains(&p)) {
+            return Err(refuse.thinking("top_p", "topP must be between 0.95 and 1"));
+        }
+    }
+    Ok(())
+}
+
+/// `toolConfig.toolChoice` for `choice`: `auto`, `any` or `tool {name}`; no `none`, and with
+/// Claude's thinking on no forced call.
+fn tool_choice(
+    choice: &ToolChoice,
+    plan: &ThinkingPlan,
+    refuse: &Refuse<'_>,
+) -> Result<Json, Unsupported> {
+    match choice {
+        ToolChoice::None => Err(refuse.none(
+            "tool_choice",
+            "tool choice none (botocore ToolChoice: auto, any, tool); send no tools instead",
+        )),
+        ToolChoice::Required | ToolChoice::Function(_) if plan.on => {
+            Err(refuse.thinking("tool_choice", "the model cannot be forced to call a tool"))
+        }
+        ToolChoice::Auto => Ok(Json::object([("auto", Json::object::<&str>([]))])),
+        ToolChoice::Required => Ok(Json::object([("any", Json::object::<&str>([]))])),
+        ToolChoice::Function(name) => Ok(Json::object([(
             "tool",
             Json::object([("name", Json::str(name.as_str()))]),
         )])),
-        Some(other) => {
-            return Err(none("tool_choice", &format!("tool choice {other:?}")));
+        other => Err(refuse.none("tool_choice", &format!("tool choice {other:?}"))),
+    }
+}
+
+/// `outputConfig.textFormat` for `format`, with its `explain` line: a JSON schema as
+/// `json_schema` (the schema as a JSON string); `text` is the default and sends nothing;
+/// schema-less JSON has no Converse form.
+fn text_format(
+    format: &ResponseFormat,
+    refuse: &Refuse<'_>,
+    explain: &mut Vec<String>,
+) -> Result<Option<Json>, Unsupported> {
+    match format {
+        ResponseFormat::Text => {
+            explain.push("response_format text: the default, nothing sent".to_owned());
+            Ok(None)
         }
-    };
-    out.format = match &sampling.response_format {
-        None => None,
-        Some(ResponseFormat::Text) => {
-            out.explain
-                .push("response_format text: the default, nothing sent".to_owned());
-            None
-        }
-        Some(ResponseFormat::JsonSchema { name, schema, .. }) => {
-            out.explain.push(format!(
+        ResponseFormat::JsonSchema { name, schema, .. } => {
+            explain.push(format!(
                 "response_format json_schema {name} → outputConfig.textFormat"
             ));
-            Some(Json::object([
+            Ok(Some(Json::object([
                 ("type", Json::str("json_schema")),
                 (
                     "structure",
@@ -807,22 +887,14 @@ fn sampling_plan(
                         ]),
                     )]),
                 ),
-            ]))
+            ])))
         }
-        Some(ResponseFormat::JsonObject) => {
-            return Err(none(
-                "response_format",
-                "schema-less JSON mode (outputConfig.textFormat takes a JSON schema)",
-            ));
-        }
-        Some(other) => {
-            return Err(none(
-                "response_format",
-                &format!("response format {other:?}"),
-            ));
-        }
-    };
-    Ok(out)
+        ResponseFormat::JsonObject => Err(refuse.none(
+            "response_format",
+            "schema-less JSON mode (outputConfig.textFormat takes a JSON schema)",
+        )),
+        other => Err(refuse.none("response_format", &format!("response format {other:?}"))),
+    }
 }
 
 /// The reasoning an assistant turn sends.
@@ -1034,12 +1106,59 @@ fn tool_specs(tools: &RawJson) -> Result<Vec<Json>, EncodeError> {
 }
 
 /// Builds the body of `parts` for `target`, leaving out what `drops` says: as botocore writes
-/// it, the bytes sent (`hermes preview` re-indents them itself).
+/// it, the bytes sent (`hermes preview` re-indents them itself). In stages, as the Anthropic
+/// wire's: the request-wide decisions ([`plan_request`]), then each message's, written as it is
+/// read ([`plan_turns`]), then what those change of the request ([`settle`]), and last the rest
+/// of the bytes ([`render`]).
 pub fn encode(
     parts: &RequestParts<'_>,
     target: &Target,
     drops: &Drops,
 ) -> Result<Encoded, EncodeError> {
+    let mut request = plan_request(parts, target)?;
+    let turns = plan_turns(&mut request, drops)?;
+    let settled = settle(&mut request, &turns, drops)?;
+    Ok(render(request, turns, settled))
+}
+
+/// The request-wide decisions [`encode`] plans the messages against, and the notes and
+/// `explain` lines every stage adds to.
+struct Request<'p> {
+    parts: &'p RequestParts<'p>,
+    target: &'p Target,
+    /// The model id asked for.
+    model_id: &'p str,
+    model: BedrockModel,
+    policy: Policy,
+    /// Whether the model keeps prior turns' thinking.
+    keeps_prior: bool,
+    /// The fields this target's verdicts refuse.
+    refused: Vec<&'p str>,
+    /// The thinking request, as planned so far.
+    plan: ThinkingPlan,
+    /// `toolConfig.tools`, written once: the body's, and part of the prefix binding.
+    specs: Vec<Json>,
+    /// A bound Claude model (docs/spec.md §5a; the one list, `anthropic::BOUND_FROM`): every
+    /// replayed block must be on the prefix, model and account it was made for.
+    bound: bool,
+    /// On a bound model, the prefix bindings of the conversation this request sends.
+    bindings: Option<Bindings>,
+    /// The last step whose binding changed, or that an earlier request left out (on any
+    /// model): its reasoning and every earlier step's goes without (docs/spec.md §5a 2, 3).
+    cut: Option<usize>,
+    /// The notes for the caller.
+    notes: Vec<String>,
+    /// The `explain` lines.
+    explain: Vec<String>,
+}
+
+/// The first stage of [`encode`]: what holds for the whole request (the model and its replay
+/// policy, the verdicts, the thinking request, the tools and the prefix bindings), with the
+/// first `explain` lines (the operation, the wire, the thinking plan).
+fn plan_request<'p>(
+    parts: &'p RequestParts<'p>,
+    target: &'p Target,
+) -> Result<Request<'p>, EncodeError> {
     let history = parts.history;
     let decision = parts.decision;
     let model_id = decision.target.model.as_str();
@@ -1052,10 +1171,8 @@ pub fn encode(
     let refused: Vec<&str> = parts
         .wire_verdicts
         .refused_for(super::WIRE_ID, &decision.target);
-    let mut plan = thinking_plan(parts.thinking, &model, target)?;
-    let mut notes = Vec::new();
-    let mut carriers = hermes_core::CarrierCounts::default();
-    let mut explain = vec![
+    let plan = thinking_plan(parts.thinking, &model, target)?;
+    let explain = vec![
         format!("POST {}", operation_path(model_id, parts.stream)),
         format!(
             "bedrock converse wire: {} — model {} — replay policy {}",
@@ -1065,240 +1182,397 @@ pub fn encode(
         ),
         plan.explain.clone(),
     ];
-
-    let loop_start = replay::loop_start(history);
-    let last_assistant = history.iter().rposition(|m| m.role == Role::Assistant);
-
-    // `toolConfig.tools`, written once: the body's, and part of the prefix binding.
     let specs = match parts.tools {
         Some(tools) => tool_specs(tools)?,
         None => Vec::new(),
     };
-    // A bound Claude model (docs/spec.md §5a; the one list, `anthropic::BOUND_FROM`): every
-    // replayed block must be on the prefix, model and account it was made for.
     let bound = policy == Policy::Signed
         && model
             .claude
             .as_ref()
             .is_some_and(claude::ClaudeModel::binds_prefix);
-    let (bindings, binding, parts_now) = if bound {
-        let system: Vec<String> = history
-            .iter()
-            .filter(|m| matches!(m.role, Role::System | Role::Developer))
-            .flat_map(|m| texts(m.content.as_ref()))
-            .collect();
-        let mut tools = String::new();
-        if !specs.is_empty() {
-            Json::Array(specs.clone()).write(&mut tools);
-        }
-        let account = target.account.as_deref();
-        let (each, whole) = bindings_of(history, Binder::new(&system, &tools, account))?;
-        let system: Vec<&str> = system.iter().map(String::as_str).collect();
-        let parts_now = PrefixParts {
-            system: part_digest("system", &system),
-            tools: part_digest("tools", &[tools.as_str()]),
-            account: part_digest("account", &[account.unwrap_or_default()]),
-        };
-        (each, Some(whole), Some(parts_now))
-    } else {
-        (Vec::new(), None, None)
+    let bindings = match bound {
+        true => Some(bindings_now(history, &specs, target.account.as_deref())?),
+        false => None,
     };
-    // The last step whose binding changed, or that an earlier request left out (on any model):
-    // its reasoning and every earlier step's goes without (docs/spec.md §5a 2, 3).
-    let cut = replay::last_changed(history, &bindings).max(replay::last_left_out(history));
-    let mut gone = Vec::new();
-    let (mut replayed_bound, mut unknown_prefix) = (false, false);
+    let each = bindings.as_ref().map_or(&[][..], |b| &b.each[..]);
+    let cut = replay::last_changed(history, each).max(replay::last_left_out(history));
+    Ok(Request {
+        parts,
+        target,
+        model_id,
+        model,
+        policy,
+        keeps_prior,
+        refused,
+        plan,
+        specs,
+        bound,
+        bindings,
+        cut,
+        notes: Vec::new(),
+        explain,
+    })
+}
 
-    let mut system: Vec<String> = Vec::new();
-    // About the body's size: what its messages copy from the history.
-    let size: usize = history
+/// The prefix bindings of a conversation as a request to a bound model sends it (docs/spec.md
+/// §5a 1).
+struct Bindings {
+    /// Each message's prefix binding now ([`bindings_of`]).
+    each: Vec<Option<String>>,
+    /// The binding of the whole conversation (stamped on the reply).
+    whole: String,
+    /// What the binding is made of (stamped on the reply).
+    parts: PrefixParts,
+}
+
+/// The prefix bindings of `history` ([`bindings_of`]) and what they are made of: the system
+/// texts, the written `specs` and the `account`.
+fn bindings_now(
+    history: &[Message],
+    specs: &[Json],
+    account: Option<&str>,
+) -> Result<Bindings, EncodeError> {
+    let system: Vec<String> = history
         .iter()
-        .map(|m| {
-            let details = m.reasoning_details.iter().flatten();
-            let calls = m.tool_calls.iter().flatten();
-            128 + m.content.as_ref().map_or(0, |c| c.get().len())
-                + details.map(|d| d.raw().get().len()).sum::<usize>()
-                + calls
-                    .map(|c| c.function.arguments.as_ref().map_or(0, |a| a.get().len()) + 128)
-                    .sum::<usize>()
-        })
-        .sum();
-    let mut wire = Messages::new(1024 + size);
-    let mut digest = PrefixDigest::new();
-    let mut latest_starts_with_reasoning = None;
+        .filter(|m| matches!(m.role, Role::System | Role::Developer))
+        .flat_map(|m| texts(m.content.as_ref()))
+        .collect();
+    let mut tools = String::new();
+    if !specs.is_empty() {
+        Json::Array(specs.to_vec()).write(&mut tools);
+    }
+    let (each, whole) = bindings_of(history, Binder::new(&system, &tools, account))?;
+    let system: Vec<&str> = system.iter().map(String::as_str).collect();
+    let parts = PrefixParts {
+        system: part_digest("system", &system),
+        tools: part_digest("tools", &[tools.as_str()]),
+        account: part_digest("account", &[account.unwrap_or_default()]),
+    };
+    Ok(Bindings { each, whole, parts })
+}
 
+/// Each message's decisions, the second stage of [`encode`]: the system texts and the
+/// `messages` array (written as planned), and what planning them found.
+struct Turns {
+    /// The `system` texts (every system or developer message's: Converse hoists them all).
+    system: Vec<String>,
+    /// The `messages` array, written.
+    wire: Messages,
+    /// The digest of the conversation sent (stamped on the reply).
+    digest: PrefixDigest,
+    /// For the latest assistant turn: did its blocks start with reasoning?
+    latest_starts_with_reasoning: Option<bool>,
+    /// The carrier ids of the turns whose reasoning is left out for good (§5a 3).
+    gone: Vec<String>,
+    /// Whether reasoning is replayed to a bound model.
+    replayed_bound: bool,
+    /// Whether some of it has no recorded prefix (it goes with `drop_block`, §5a 4).
+    unknown_prefix: bool,
+    /// The carrier outcomes.
+    carriers: hermes_core::CarrierCounts,
+}
+
+/// The second stage of [`encode`]: every message of the history into `system` or the
+/// `messages` array, each decision in `request.explain`.
+fn plan_turns(request: &mut Request<'_>, drops: &Drops) -> Result<Turns, EncodeError> {
+    let history = request.parts.history;
+    let loop_start = replay::loop_start(history);
+    let last_assistant = history.iter().rposition(|m| m.role == Role::Assistant);
+    let mut turns = Turns::new(history);
     for (i, msg) in history.iter().enumerate() {
-        let prefix = digest.step(msg);
+        let prefix = turns.digest.step(msg);
         match msg.role {
             Role::System | Role::Developer => {
-                if !wire.turns.is_empty() {
-                    explain.push(format!(
+                if !turns.wire.turns.is_empty() {
+                    request.explain.push(format!(
                         "message {i}: a mid-conversation system message: Converse has no in-place form, its text joins `system`"
                     ));
                 }
-                system.extend(texts(msg.content.as_ref()))
+                turns.system.extend(texts(msg.content.as_ref()))
             }
-
             Role::User => {
                 let blocks = user_turn(msg, i)?;
                 if !blocks.is_empty() {
-                    wire.push("user", &blocks, i);
+                    turns.wire.push("user", &blocks, i);
                 }
             }
             Role::Tool => {
                 let block = tool_result(msg, i)?;
-                wire.push("user", &[block], i);
+                turns.wire.push("user", &[block], i);
             }
             Role::Assistant => {
-                if !stored::replayed(msg, i, &mut explain) {
+                if !stored::replayed(msg, i, &mut request.explain) {
                     continue;
                 }
-                let ctx = Ctx {
-                    policy,
-                    in_loop: i >= loop_start,
+                let step = Step {
+                    i,
                     prefix: &prefix,
-                    keeps_prior,
-                    refused: &refused,
-                    dropped: drops.blocks_of.contains(&i),
-                    drop_redacted: drops.redacted,
-                    target: &decision.target,
+                    in_loop: i >= loop_start,
+                    latest: Some(i) == last_assistant,
                 };
-                let (reasoning, why) = assistant_reasoning(msg, &ctx);
-                let now = bindings.get(i).and_then(Option::as_deref);
-                let at_cut = cut.is_some_and(|c| i <= c);
-                let (reasoning, why) = match policy == Policy::Signed && (now.is_some() || at_cut) {
-                    true => bind(
-                        msg,
-                        reasoning,
-                        why,
-                        now,
-                        parts_now.as_ref(),
-                        at_cut,
-                        &mut unknown_prefix,
-                        &mut carriers,
-                    ),
-                    false => (reasoning, why),
-                };
-                let has_items = msg
-                    .reasoning_details
-                    .iter()
-                    .flatten()
-                    .any(|d| read_literals(d).is_some());
-                // A bound model remembers a block a request left out, whatever the reason: the
-                // turn's own blocks, not sent now, are left out for good (docs/spec.md §5a 3).
-                if bound
-                    && has_items
-                    && matches!(reasoning, Reasoning::None)
-                    && stored::own(msg, &decision.target)
-                    && !left_out::is_left_out(msg)
-                    && let Some(id) = left_out::carrier_id(msg)
-                {
-                    gone.push(id);
+                if let Some(blocks) = turns.assistant(request, msg, &step, drops) {
+                    turns.wire.push("assistant", &blocks, i);
                 }
-                if bound
-                    && matches!(&reasoning, Reasoning::Items(v) if v.iter().any(Option::is_some))
-                {
-                    replayed_bound = true;
-                }
-                let had_reasoning = !matches!(reasoning, Reasoning::None);
-                if !had_reasoning
-                    && msg.origin.is_some()
-                    && !stored::own(msg, &decision.target)
-                    && msg
-                        .reasoning_details
-                        .iter()
-                        .flatten()
-                        .any(|i| read_literals(i).is_some())
-                {
-                    carriers.dropped_provenance += 1;
-                }
-                explain.push(format!("message {i}: {why}"));
-                let mut blocks = assemble(msg, reasoning);
-                if Some(i) == last_assistant {
-                    latest_starts_with_reasoning =
-                        Some(blocks.first().is_some_and(Block::is_reasoning));
-                }
-                if blocks.is_empty() {
-                    if had_reasoning && drops.redacted {
-                        // Emptied by this request's drops: a placeholder keeps the turns
-                        // alternating.
-                        blocks.push(Block::Text(Str::Text(PLACEHOLDER.into())));
-                        explain.push(format!(
-                            "message {i}: emptied by the drops, sent as {PLACEHOLDER:?}"
-                        ));
-                    } else {
-                        explain.push(format!("message {i}: left out (no content to send)"));
-                        continue;
-                    }
-                }
-                wire.push("assistant", &blocks, i);
             }
         }
     }
+    Ok(turns)
+}
 
+/// Where an assistant message stands in the history, for [`Turns::assistant`].
+struct Step<'a> {
+    /// Its index in the history.
+    i: usize,
+    /// The digest of the conversation before it.
+    prefix: &'a str,
+    /// Inside the tool loop.
+    in_loop: bool,
+    /// The latest assistant message.
+    latest: bool,
+}
+
+impl Turns {
+    /// No message planned yet: an empty `messages` array in a body sized from what its
+    /// messages copy from `history`.
+    fn new(history: &[Message]) -> Self {
+        let size: usize = history
+            .iter()
+            .map(|m| {
+                let details = m.reasoning_details.iter().flatten();
+                let calls = m.tool_calls.iter().flatten();
+                128 + m.content.as_ref().map_or(0, |c| c.get().len())
+                    + details.map(|d| d.raw().get().len()).sum::<usize>()
+                    + calls
+                        .map(|c| c.function.arguments.as_ref().map_or(0, |a| a.get().len()) + 128)
+                        .sum::<usize>()
+            })
+            .sum();
+        Turns {
+            system: Vec::new(),
+            wire: Messages::new(1024 + size),
+            digest: PrefixDigest::new(),
+            latest_starts_with_reasoning: None,
+            gone: Vec::new(),
+            replayed_bound: false,
+            unknown_prefix: false,
+            carriers: hermes_core::CarrierCounts::default(),
+        }
+    }
+
+    /// The blocks of the replayed assistant message `msg` at `step`, with the reasoning
+    /// [`Turns::reasoning`] decides and its `explain` line; `None` when it has nothing to send.
+    /// One emptied by this request's drops sends [`PLACEHOLDER`], so the turns still alternate.
+    fn assistant<'h>(
+        &mut self,
+        request: &mut Request<'_>,
+        msg: &'h Message,
+        step: &Step<'_>,
+        drops: &Drops,
+    ) -> Option<Vec<Block<'h>>> {
+        let i = step.i;
+        let (reasoning, why) = self.reasoning(request, msg, step, drops);
+        let had_reasoning = !matches!(reasoning, Reasoning::None);
+        request.explain.push(format!("message {i}: {why}"));
+        let mut blocks = assemble(msg, reasoning);
+        if step.latest {
+            self.latest_starts_with_reasoning =
+                Some(blocks.first().is_some_and(Block::is_reasoning));
+        }
+        if blocks.is_empty() {
+            if had_reasoning && drops.redacted {
+                // Emptied by this request's drops: a placeholder keeps the turns alternating.
+                blocks.push(Block::Text(Str::Text(PLACEHOLDER.into())));
+                request.explain.push(format!(
+                    "message {i}: emptied by the drops, sent as {PLACEHOLDER:?}"
+                ));
+            } else {
+                request
+                    .explain
+                    .push(format!("message {i}: left out (no content to send)"));
+                return None;
+            }
+        }
+        Some(blocks)
+    }
+
+    /// The reasoning the assistant message `msg` at `step` sends, and why: the replay policy's
+    /// decision ([`assistant_reasoning`]), bound on a bound model or at the cut ([`bind`]),
+    /// with what it leaves out for good (docs/spec.md §5a 3) and the carrier outcome.
+    fn reasoning<'h>(
+        &mut self,
+        request: &Request<'_>,
+        msg: &'h Message,
+        step: &Step<'_>,
+        drops: &Drops,
+    ) -> (Reasoning<'h>, String) {
+        let (i, decision) = (step.i, request.parts.decision);
+        let ctx = Ctx {
+            policy: request.policy,
+            in_loop: step.in_loop,
+            prefix: step.prefix,
+            keeps_prior: request.keeps_prior,
+            refused: &request.refused,
+            dropped: drops.blocks_of.contains(&i),
+            drop_redacted: drops.redacted,
+            target: &decision.target,
+        };
+        let (reasoning, why) = assistant_reasoning(msg, &ctx);
+        let bindings = request.bindings.as_ref();
+        let now = bindings
+            .and_then(|b| b.each.get(i))
+            .and_then(Option::as_deref);
+        let at_cut = request.cut.is_some_and(|c| i <= c);
+        let (reasoning, why) = match request.policy == Policy::Signed && (now.is_some() || at_cut) {
+            true => bind(
+                msg,
+                reasoning,
+                why,
+                now,
+                bindings.map(|b| &b.parts),
+                at_cut,
+                &mut self.unknown_prefix,
+                &mut self.carriers,
+            ),
+            false => (reasoning, why),
+        };
+        let has_items = msg
+            .reasoning_details
+            .iter()
+            .flatten()
+            .any(|d| read_literals(d).is_some());
+        let own = stored::own(msg, &decision.target);
+        // A bound model remembers a block a request left out, whatever the reason: the turn's
+        // own blocks, not sent now, are left out for good (docs/spec.md §5a 3).
+        if request.bound
+            && has_items
+            && matches!(reasoning, Reasoning::None)
+            && own
+            && !left_out::is_left_out(msg)
+            && let Some(id) = left_out::carrier_id(msg)
+        {
+            self.gone.push(id);
+        }
+        if request.bound
+            && matches!(&reasoning, Reasoning::Items(v) if v.iter().any(Option::is_some))
+        {
+            self.replayed_bound = true;
+        }
+        if matches!(reasoning, Reasoning::None) && msg.origin.is_some() && !own && has_items {
+            self.carriers.dropped_provenance += 1;
+        }
+        (reasoning, why)
+    }
+}
+
+/// What the third stage of [`encode`] settles once the turns are planned.
+struct Settled {
+    /// Whether the body asks for Claude's `input_transformations` ([`TRANSFORMATIONS_PATH`]).
+    response_paths: bool,
+    /// The sampling fields.
+    sampling: SamplingPlan,
+}
+
+/// The third stage of [`encode`]: the thinking request left out when the latest turn would
+/// draw an error, `block_binding` when reasoning is replayed to a bound model, and the
+/// sampling fields.
+fn settle(request: &mut Request<'_>, turns: &Turns, drops: &Drops) -> Result<Settled, EncodeError> {
+    let parts = request.parts;
     // Inside the loop, a latest turn without a reasoning block this model may receive would
     // draw "Expected `thinking` or `redacted_thinking`… found `tool_use`": this request goes
     // without the thinking request.
     if let Some(why) = replay::thinking_must_go(
-        history,
-        plan.on,
+        parts.history,
+        request.plan.on,
         drops.thinking_off,
-        latest_starts_with_reasoning,
-        model_id,
+        turns.latest_starts_with_reasoning,
+        request.model_id,
     ) {
-        notes.push(format!(
+        request.notes.push(format!(
             "thinking is not requested for this request: {why} (the stored history is unchanged)"
         ));
-        explain.push(format!("thinking request left out for this request: {why}"));
-        plan = ThinkingPlan {
-            max_tokens: target.max_tokens,
+        request
+            .explain
+            .push(format!("thinking request left out for this request: {why}"));
+        request.plan = ThinkingPlan {
+            max_tokens: request.target.max_tokens,
             ..ThinkingPlan::default()
         };
     }
+    let response_paths = turns.replayed_bound
+        && block_binding(
+            &mut request.plan,
+            turns.unknown_prefix,
+            &mut request.explain,
+        );
+    check_tool_choice(parts.sampling, parts.tools, "Bedrock Converse")?;
+    let mut sampling = sampling_plan(parts.sampling, &request.plan, &request.model)?;
+    request.explain.append(&mut sampling.explain);
+    Ok(Settled {
+        response_paths,
+        sampling,
+    })
+}
 
-    // §5a 4: a request that replays blocks to a bound model lets Claude drop one it finds bound
-    // elsewhere instead of refusing the request (`thinking.block_binding`, with its beta in
-    // `anthropic_beta`, how Converse passes Anthropic betas: docs/spec.md §5), and asks for the
-    // `input_transformations` that list what it dropped ([`TRANSFORMATIONS_PATH`]).
-    let mut response_paths = false;
-    if replayed_bound {
-        match plan.fields.iter_mut().find(|(k, _)| *k == "thinking") {
-            Some((_, Json::Object(thinking))) => {
-                thinking.push((
-                    "block_binding".to_owned(),
-                    Json::object([("prefix_mismatch_behavior", Json::str("drop_block"))]),
-                ));
-                match plan.fields.iter_mut().find(|(k, _)| *k == "anthropic_beta") {
-                    Some((_, Json::Array(betas))) => betas.push(Json::str(BINDING_BETA)),
-                    _ => plan
-                        .fields
-                        .push(("anthropic_beta", Json::Array(vec![Json::str(BINDING_BETA)]))),
-                }
-                response_paths = true;
-                explain.push(format!(
-                    "additionalModelRequestFields.thinking.block_binding drop_block ({BINDING_BETA}): a bound model drops a block it finds bound elsewhere{}; additionalModelResponseFieldPaths [{TRANSFORMATIONS_PATH:?}] reads back what it dropped",
-                    if unknown_prefix {
-                        " (some replayed blocks have no recorded prefix)"
-                    } else {
-                        ""
-                    }
-                ));
-            }
-            _ => explain.push(
-                "reasoning replayed to a bound model without a thinking request: no block_binding to set"
-                    .to_owned(),
-            ),
-        }
+/// §5a 4: a request that replays blocks to a bound model lets Claude drop one it finds bound
+/// elsewhere instead of refusing the request (`thinking.block_binding`, with its beta in
+/// `anthropic_beta`, how Converse passes Anthropic betas: docs/spec.md §5), and asks for the
+/// `input_transformations` that list what it dropped ([`TRANSFORMATIONS_PATH`]): whether it
+/// does (without a thinking request there is no `block_binding` to set).
+fn block_binding(plan: &mut ThinkingPlan, unknown_prefix: bool, explain: &mut Vec<String>) -> bool {
+    let Some((_, Json::Object(thinking))) = plan.fields.iter_mut().find(|(k, _)| *k == "thinking")
+    else {
+        explain.push(
+            "reasoning replayed to a bound model without a thinking request: no block_binding to set"
+                .to_owned(),
+        );
+        return false;
+    };
+    thinking.push((
+        "block_binding".to_owned(),
+        Json::object([("prefix_mismatch_behavior", Json::str("drop_block"))]),
+    ));
+    match plan.fields.iter_mut().find(|(k, _)| *k == "anthropic_beta") {
+        Some((_, Json::Array(betas))) => betas.push(Json::str(BINDING_BETA)),
+        _ => plan
+            .fields
+            .push(("anthropic_beta", Json::Array(vec![Json::str(BINDING_BETA)]))),
     }
+    explain.push(format!(
+        "additionalModelRequestFields.thinking.block_binding drop_block ({BINDING_BETA}): a bound model drops a block it finds bound elsewhere{}; additionalModelResponseFieldPaths [{TRANSFORMATIONS_PATH:?}] reads back what it dropped",
+        if unknown_prefix {
+            " (some replayed blocks have no recorded prefix)"
+        } else {
+            ""
+        }
+    ));
+    true
+}
 
-    // `messages` is written; the rest, small, as values.
+/// The last stage of [`encode`]: the body's members after `messages` (already written), in
+/// the service model's order, and what the reply is stamped with.
+fn render(request: Request<'_>, turns: Turns, settled: Settled) -> Encoded {
+    let parts = request.parts;
+    let Turns {
+        system,
+        wire,
+        digest,
+        mut gone,
+        carriers,
+        ..
+    } = turns;
+    let Settled {
+        response_paths,
+        sampling,
+    } = settled;
+    let plan = request.plan;
     let mut body: Vec<(&str, Json)> = Vec::new();
     if !system.is_empty() {
         let mut blocks: Vec<Json> = system
             .into_iter()
             .map(|t| Json::object([("text", Json::str(t))]))
             .collect();
-        if model.caches_prompts() {
+        if request.model.caches_prompts() {
             blocks.push(Json::object([(
                 "cachePoint",
                 Json::object([("type", Json::str("default"))]),
@@ -1306,35 +1580,13 @@ pub fn encode(
         }
         body.push(("system", Json::Array(blocks)));
     }
-    check_tool_choice(parts.sampling, parts.tools, "Bedrock Converse")?;
-    let sampling = sampling_plan(parts.sampling, &plan, &model)?;
-    explain.extend(sampling.explain);
-    let mut inference = Vec::new();
-    if let Some(max) = parts.sampling.max_tokens.or(plan.max_tokens) {
-        inference.push(("maxTokens", Json::int(u64::from(max))));
-    }
-    match parts.sampling.temperature {
-        Some(t) => inference.push(("temperature", Json::Number(float_repr(t)))),
-        None if plan.temperature => {
-            inference.push(("temperature", Json::Number("1.0".into())));
-        }
-        None => {}
-    }
-    if let Some(p) = parts.sampling.top_p {
-        inference.push(("topP", Json::Number(float_repr(p))));
-    }
-    if !parts.sampling.stop.is_empty() {
-        inference.push((
-            "stopSequences",
-            Json::Array(parts.sampling.stop.iter().map(Json::str).collect()),
-        ));
-    }
+    let inference = inference_config(parts.sampling, &plan);
     if !inference.is_empty() {
         body.push(("inferenceConfig", Json::object(inference)));
     }
     // `check_tool_choice` refused a choice without tools.
-    if !specs.is_empty() {
-        let mut config = vec![("tools", Json::Array(specs))];
+    if !request.specs.is_empty() {
+        let mut config = vec![("tools", Json::Array(request.specs))];
         config.extend(sampling.tool_choice.map(|c| ("toolChoice", c)));
         body.push(("toolConfig", Json::object(config)));
     }
@@ -1358,25 +1610,50 @@ pub fn encode(
         value.write(&mut text);
     }
     text.push('}');
-    Ok(Encoded {
+    gone.sort_unstable();
+    gone.dedup();
+    Encoded {
         body: text.into_bytes(),
         refusable: refusable.into_iter().collect(),
         messages: wire.len(),
-        notes,
-        explain,
+        notes: request.notes,
+        explain: request.explain,
         carriers,
         wire: Bound {
             digest: digest.hex(),
             sources: json::sources(&wire),
-            prefix_parts: parts_now
+            prefix_parts: request
+                .bindings
                 .as_ref()
-                .and_then(|p| RawJson::from_serialize(p).ok()),
-            binding,
-            left_out: {
-                gone.sort_unstable();
-                gone.dedup();
-                gone
-            },
+                .and_then(|b| RawJson::from_serialize(&b.parts).ok()),
+            binding: request.bindings.map(|b| b.whole),
+            left_out: gone,
         },
-    })
+    }
+}
+
+/// `inferenceConfig`'s members: `maxTokens` (asked, else the thinking plan's), `temperature`
+/// (asked, else 1 with budget thinking), `topP`, `stopSequences`.
+fn inference_config(sampling: &Sampling, plan: &ThinkingPlan) -> Vec<(&'static str, Json)> {
+    let mut inference = Vec::new();
+    if let Some(max) = sampling.max_tokens.or(plan.max_tokens) {
+        inference.push(("maxTokens", Json::int(u64::from(max))));
+    }
+    match sampling.temperature {
+        Some(t) => inference.push(("temperature", Json::Number(float_repr(t)))),
+        None if plan.temperature => {
+            inference.push(("temperature", Json::Number("1.0".into())));
+        }
+        None => {}
+    }
+    if let Some(p) = sampling.top_p {
+        inference.push(("topP", Json::Number(float_repr(p))));
+    }
+    if !sampling.stop.is_empty() {
+        inference.push((
+            "stopSequences",
+            Json::Array(sampling.stop.iter().map(Json::str).collect()),
+        ));
+    }
+    inference
 }

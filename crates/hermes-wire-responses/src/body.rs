@@ -674,7 +674,6 @@ fn reasoning_block(
     None
 }
 
-/// Adds an assistant turn's items; returns how many reasoning items went.
 /// Whether `msg` stores reasoning items (Responses' own).
 fn has_reasoning_items(msg: &Message) -> bool {
     stored_items(msg, REASONING_ITEMS_KEY)
@@ -693,6 +692,9 @@ struct Compactions<'a> {
     updates: Vec<usize>,
 }
 
+/// Adds an assistant turn's items; returns how many reasoning items went. The stored output
+/// items go back in their stored order ([`Replay`]) when they agree with the turn's tool calls;
+/// else the message and calls are rebuilt from `content` and `tool_calls`.
 #[allow(clippy::too_many_arguments)]
 fn assistant<'h>(
     i: usize,
@@ -743,109 +745,180 @@ fn assistant<'h>(
     }
     let blocked = reasoning_block(i, msg, own, refused, drops);
     let order = output_order(msg, reasoning.len(), others.len());
-    let (mut sent, mut unpaired, mut sealed, mut stripped, mut skipped) = (0, 0, 0, 0, 0);
-    let (mut compacted, mut foreign_compaction) = (0, 0);
-    let mut after_dropped = false;
+    let mut replay = Replay {
+        msg,
+        own,
+        blocked: blocked.is_some(),
+        after_dropped: false,
+        tally: Tally::default(),
+    };
     for (pos, slot) in order.iter().enumerate() {
         match *slot {
             Slot::Reasoning(r) => {
-                let item = &reasoning[r];
                 let paired = matches!(order.get(pos + 1), Some(Slot::Other(_)));
-                if blocked.is_none() && item.encrypted && paired {
-                    input.push(Item::Raw(outgoing(item, true)));
-                    sent += 1;
-                    after_dropped = false;
-                } else {
-                    if blocked.is_none() && !item.encrypted {
-                        sealed += 1;
-                    } else if blocked.is_none() {
-                        unpaired += 1;
-                    }
-                    after_dropped = true;
-                }
+                replay.reasoning(&reasoning[r], paired, input);
             }
             Slot::Other(o) => match others[o] {
-                Some(item) if item.kind == compaction::COMPACTION_ITEM => {
-                    // Server-side compaction: to its issuer only (docs/spec.md §7).
-                    if compaction::issuer(msg, own, compactions.account) {
-                        input.push(Item::Raw(outgoing(item, true)));
-                        compactions.latest = Some(input.len() - 1);
-                        compacted += 1;
-                    } else {
-                        foreign_compaction += 1;
-                    }
-                }
-                Some(item) if item.kind == compaction::CONFIGURATION_UPDATE => {
-                    input.push(Item::Raw(outgoing(item, true)));
-                    compactions.updates.push(input.len() - 1);
-                }
-                Some(item) => {
-                    if !matches!(&*item.kind, "message" | "function_call") {
-                        skipped += 1;
-                        continue;
-                    }
-                    let keep_id = own && !after_dropped;
-                    if keep_id || item.id.is_none() {
-                        input.push(Item::Raw(outgoing(item, true)));
-                    } else if item.kind == "message" {
-                        stripped += 1;
-                        input.push(Item::AssistantText(output_texts(item.raw)));
-                    } else {
-                        stripped += 1;
-                        input.push(Item::Raw(outgoing(item, false)));
-                    }
-                }
-                None => {
-                    if let Some(it) = rebuilt_items[o].take() {
-                        input.push(it);
-                    }
-                }
+                Some(item) => replay.other(item, input, compactions),
+                None => input.extend(rebuilt_items[o].take()),
             },
         }
     }
-    let n_other = others.len() - skipped - foreign_compaction;
-    line.push_str(&format!(
-        " {} output item(s) replayed in stored order",
-        sent + n_other
-    ));
-    if agreed.is_none() {
-        line.push_str(" (message and calls rebuilt)");
-    }
-    line.push_str(&format!(
-        "; {sent} of {} reasoning item(s) sent",
-        reasoning.len()
-    ));
-    if let Some(why) = &blocked
-        && !reasoning.is_empty()
-    {
-        line.push_str(&format!("; reasoning left out: {why}"));
-    }
-    for (count, why) in [
-        (
-            sealed,
-            "left out: no encrypted content (cannot be replayed with store:false)",
-        ),
-        (unpaired, "left out: no paired message or call follows it"),
-        (
-            stripped,
-            "item(s) sent without their id (their reasoning is not sent)",
-        ),
-        (
-            skipped,
-            "item(s) of other types not sent (no input form here)",
-        ),
-        (compacted, "compaction item(s) replayed to their issuer"),
-        (
-            foreign_compaction,
-            "compaction item(s) left out: minted for another provider, model or account (the turns they stood for are all still sent)",
-        ),
-    ] {
-        if count > 0 {
-            line.push_str(&format!("; {count} {why}"));
+    let tally = replay.tally;
+    tally.describe(
+        &mut line,
+        reasoning.len(),
+        others.len(),
+        agreed.is_none(),
+        blocked.as_deref(),
+    );
+    explain.push(line);
+    tally.sent
+}
+
+/// One assistant turn's stored items going back in their output order: whether its reasoning
+/// is `blocked` ([`reasoning_block`]), whether a reasoning item was just left out (the items
+/// after it go without their `id`), and what was sent and left out.
+struct Replay<'m> {
+    msg: &'m Message,
+    own: bool,
+    blocked: bool,
+    after_dropped: bool,
+    tally: Tally,
+}
+
+/// What [`Replay`] sent and left out of a turn, counted for its `explain` line.
+#[derive(Default)]
+struct Tally {
+    /// Reasoning items sent.
+    sent: usize,
+    /// Reasoning items with no paired item after them.
+    unpaired: usize,
+    /// Reasoning items without encrypted content.
+    sealed: usize,
+    /// Items sent without their `id`.
+    stripped: usize,
+    /// Items of other types, which have no input form.
+    skipped: usize,
+    /// Compaction items replayed to their issuer.
+    compacted: usize,
+    /// Compaction items minted elsewhere, left out.
+    foreign_compaction: usize,
+}
+
+impl Replay<'_> {
+    /// A reasoning item: sent as stored when the turn's reasoning is not blocked, it carries
+    /// encrypted content and is `paired` (an item follows it); else left out, counted as sealed
+    /// or unpaired (when not blocked).
+    fn reasoning<'h>(&mut self, item: &StoredItem<'h>, paired: bool, input: &mut Vec<Item<'h>>) {
+        if !self.blocked && item.encrypted && paired {
+            input.push(Item::Raw(outgoing(item, true)));
+            self.tally.sent += 1;
+            self.after_dropped = false;
+        } else {
+            if !self.blocked && !item.encrypted {
+                self.tally.sealed += 1;
+            } else if !self.blocked {
+                self.tally.unpaired += 1;
+            }
+            self.after_dropped = true;
         }
     }
-    explain.push(line);
-    sent
+
+    /// A stored item other than reasoning: a compaction item to its issuer only (docs/spec.md
+    /// §7), a `configuration_update` as stored, a `message` or `function_call` with its `id`
+    /// unless a reasoning item before it was left out or it is another model's; any other type
+    /// is left out.
+    fn other<'h>(
+        &mut self,
+        item: &StoredItem<'h>,
+        input: &mut Vec<Item<'h>>,
+        compactions: &mut Compactions<'_>,
+    ) {
+        if item.kind == compaction::COMPACTION_ITEM {
+            // Server-side compaction: to its issuer only (docs/spec.md §7).
+            if compaction::issuer(self.msg, self.own, compactions.account) {
+                input.push(Item::Raw(outgoing(item, true)));
+                compactions.latest = Some(input.len() - 1);
+                self.tally.compacted += 1;
+            } else {
+                self.tally.foreign_compaction += 1;
+            }
+        } else if item.kind == compaction::CONFIGURATION_UPDATE {
+            input.push(Item::Raw(outgoing(item, true)));
+            compactions.updates.push(input.len() - 1);
+        } else if !matches!(&*item.kind, "message" | "function_call") {
+            self.tally.skipped += 1;
+        } else if (self.own && !self.after_dropped) || item.id.is_none() {
+            input.push(Item::Raw(outgoing(item, true)));
+        } else if item.kind == "message" {
+            self.tally.stripped += 1;
+            input.push(Item::AssistantText(output_texts(item.raw)));
+        } else {
+            self.tally.stripped += 1;
+            input.push(Item::Raw(outgoing(item, false)));
+        }
+    }
+}
+
+impl Tally {
+    /// Ends a turn's `explain` line: the items replayed of `others` (`rebuilt`: the message
+    /// and calls were), the reasoning items sent of `reasoning`, why they were `blocked`, and
+    /// each count of what was left out.
+    fn describe(
+        &self,
+        line: &mut String,
+        reasoning: usize,
+        others: usize,
+        rebuilt: bool,
+        blocked: Option<&str>,
+    ) {
+        let sent = self.sent;
+        let n_other = others - self.skipped - self.foreign_compaction;
+        line.push_str(&format!(
+            " {} output item(s) replayed in stored order",
+            sent + n_other
+        ));
+        if rebuilt {
+            line.push_str(" (message and calls rebuilt)");
+        }
+        line.push_str(&format!("; {sent} of {reasoning} reasoning item(s) sent"));
+        if let Some(why) = blocked
+            && reasoning > 0
+        {
+            line.push_str(&format!("; reasoning left out: {why}"));
+        }
+        for (count, why) in [
+            (
+                self.sealed,
+                "left out: no encrypted content (cannot be replayed with store:false)",
+            ),
+            (
+                self.unpaired,
+                "left out: no paired message or call follows it",
+            ),
+            (
+                self.stripped,
+                "item(s) sent without their id (their reasoning is not sent)",
+            ),
+            (
+                self.skipped,
+                "item(s) of other types not sent (no input form here)",
+            ),
+            (
+                self.compacted,
+                "compaction item(s) replayed to their issuer",
+            ),
+            (
+                self.foreign_compaction,
+                "compaction item(s) left out: minted for another provider, model or account (the turns they stood for are all still sent)",
+            ),
+        ] {
+            if count > 0 {
+                line.push_str(&format!("; {count} {why}"));
+            }
+        }
+    }
 }
 
 /// Builds the body of `parts`, leaving out what `drops` names: compact, the bytes sent (`hermes
@@ -858,20 +931,16 @@ pub fn encode(parts: &RequestParts<'_>, drops: &Drops) -> Result<Encoded, Encode
 /// [`encode`] for requests sent under `account` ([`hermes_providers::native::account_of`]): the
 /// provider's compaction items minted under it go back (docs/spec.md §7). A request that asks for a
 /// standalone compaction ([`compaction::request`]) is the body of `POST /responses/compact`.
+///
+/// In stages, as the chat wire's: the reasoning plan, then the history as `input` items
+/// ([`plan_input`]), then the bytes ([`CompactBody`], or [`render`]'s [`Body`]).
 pub fn encode_for(
     parts: &RequestParts<'_>,
     drops: &Drops,
     account: Option<&str>,
 ) -> Result<Encoded, EncodeError> {
-    let history = parts.history;
-    let decision = parts.decision;
-    let model = decision.target.model.as_str();
+    let model = parts.decision.target.model.as_str();
     let plan = reasoning_plan(parts.thinking, model).map_err(EncodeError::Thinking)?;
-    let refused = parts
-        .wire_verdicts
-        .refused_for(super::WIRE_ID, &decision.target)
-        .contains(&ENCRYPTED_FIELD);
-    let mut carriers = hermes_core::CarrierCounts::default();
     let mut explain = vec![
         format!(
             "responses wire: model {model}, store false{}",
@@ -883,136 +952,192 @@ pub fn encode_for(
         ),
         plan.explain.clone(),
     ];
-    let mut instructions: Vec<String> = Vec::new();
-    let mut input: Vec<Item<'_>> = Vec::new();
-    let mut reasoning_sent = 0;
-    let mut leading = true;
-    let mut compactions = Compactions {
-        account,
-        ..Compactions::default()
-    };
-    for (i, msg) in history.iter().enumerate() {
-        match msg.role {
-            Role::System | Role::Developer if leading => {
-                let text = joined_text(msg.content.as_ref(), "\n\n");
-                if !text.is_empty() {
-                    instructions.push(text);
-                }
-                explain.push(format!("message {i}: into `instructions`"));
-            }
-            Role::System | Role::Developer | Role::User => {
-                leading = false;
-                // A system message after the first turn goes in place as a `developer` item
-                // (OpenAI's model spec: developer messages are the system prompt's voice for
-                // reasoning models).
-                let role = match msg.role {
-                    Role::System | Role::Developer => "developer",
-                    _ => "user",
-                };
-
-                let content = match &msg.content {
-                    Some(c) if c.is_string() => Said::Text(c.as_raw()),
-                    _ if role == "user" && media::has_images(msg) => {
-                        Said::Mixed(media::input_parts(msg, i)?)
-                    }
-                    c => Said::Parts(text_parts(c.as_ref())),
-                };
-                if matches!(&content, Said::Parts(p) if p.is_empty()) {
-                    explain.push(format!("message {i}: left out (no text to send)"));
-                    continue;
-                }
-                input.push(Item::Said { role, content });
-            }
-            Role::Tool => {
-                leading = false;
-                let Some(call_id) = msg.tool_call_id.as_deref() else {
-                    explain.push(format!(
-                        "message {i}: tool result without a call id left out"
-                    ));
-                    continue;
-                };
-                input.push(if media::has_images(msg) {
-                    Item::OutputParts {
-                        call_id,
-                        parts: media::input_parts(msg, i)?,
-                    }
-                } else {
-                    Item::Output {
-                        call_id,
-                        // No error marker on `function_call_output`: a failed result says so.
-                        output: match msg.tool_error_text() {
-                            Some(text) => Cow::Owned(raw_string(&text)),
-                            None => output_text(msg.content.as_ref()),
-                        },
-                    }
-                });
-            }
-            Role::Assistant => {
-                leading = false;
-                let own = stored::own(msg, &decision.target);
-                if let Some(item) = hermes_core::checkpoint::native_compaction(msg) {
-                    checkpoint(
-                        i,
-                        msg,
-                        item,
-                        own,
-                        &mut compactions,
-                        &mut input,
-                        &mut explain,
-                    );
-                    continue;
-                }
-                if !stored::replayed(msg, i, &mut explain) {
-                    continue;
-                }
-                if !own && has_reasoning_items(msg) {
-                    carriers.dropped_provenance += 1;
-                }
-                reasoning_sent += assistant(
-                    i,
-                    msg,
-                    own,
-                    refused,
-                    drops,
-                    &mut input,
-                    &mut explain,
-                    &mut compactions,
-                );
-            }
-        }
-    }
+    let planned = plan_input(parts, drops, account, &mut explain)?;
     let tools: Option<Vec<ChatToolDef<'_>>> = match parts.tools {
         Some(t) => {
             Some(serde_json::from_str(t.get()).map_err(|e| EncodeError::Tools(e.to_string()))?)
         }
         None => None,
     };
-    let input = from_latest_compaction(input, &compactions, &mut explain);
-    let instructions = instructions.join("\n\n");
-    if compaction::asked(parts.passthrough) {
+    let input = from_latest_compaction(planned.items, &planned.compactions, &mut explain);
+    let instructions = planned.instructions.join("\n\n");
+    let instructions = (!instructions.is_empty()).then_some(instructions.as_str());
+    let body = if compaction::asked(parts.passthrough) {
         explain.push(format!(
             "POST /responses/compact: the {} input item(s) compacted by the provider",
             input.len()
         ));
-        let body = CompactBody {
+        write_json(&CompactBody {
             model,
             input: &input,
-            instructions: (!instructions.is_empty()).then_some(instructions.as_str()),
-        };
-        return Ok(Encoded {
-            body: write_json(&body)?,
-            refusable: if reasoning_sent > 0 {
-                vec![ENCRYPTED_FIELD]
-            } else {
-                Vec::new()
-            },
-            messages: input.len(),
-            notes: Vec::new(),
-            explain,
-            carriers,
-            wire: (),
-        });
+            instructions,
+        })?
+    } else {
+        let tools = tools.as_deref();
+        render(parts, &plan, &input, instructions, tools, &mut explain)?
+    };
+    Ok(Encoded {
+        body,
+        refusable: if planned.reasoning_sent > 0 {
+            vec![ENCRYPTED_FIELD]
+        } else {
+            Vec::new()
+        },
+        messages: input.len(),
+        notes: Vec::new(),
+        explain,
+        carriers: planned.carriers,
+        wire: (),
+    })
+}
+
+/// The history as a request's `input`, the first stage of [`encode_for`].
+struct Input<'h, 'a> {
+    /// The leading system and developer messages' texts.
+    instructions: Vec<String>,
+    /// The `input` items, before [`from_latest_compaction`].
+    items: Vec<Item<'h>>,
+    /// How many reasoning items go.
+    reasoning_sent: usize,
+    /// Where the provider's compaction items went.
+    compactions: Compactions<'a>,
+    /// The carrier outcomes.
+    carriers: hermes_core::CarrierCounts,
+}
+
+/// Every message of `parts`' history into `instructions` (the leading system and developer
+/// messages) or an `input` item, each decision in `explain`.
+fn plan_input<'h, 'a>(
+    parts: &RequestParts<'h>,
+    drops: &Drops,
+    account: Option<&'a str>,
+    explain: &mut Vec<String>,
+) -> Result<Input<'h, 'a>, EncodeError> {
+    let decision = parts.decision;
+    let refused = parts
+        .wire_verdicts
+        .refused_for(super::WIRE_ID, &decision.target)
+        .contains(&ENCRYPTED_FIELD);
+    let mut input = Input {
+        instructions: Vec::new(),
+        items: Vec::new(),
+        reasoning_sent: 0,
+        compactions: Compactions {
+            account,
+            ..Compactions::default()
+        },
+        carriers: hermes_core::CarrierCounts::default(),
+    };
+    let mut leading = true;
+    for (i, msg) in parts.history.iter().enumerate() {
+        match msg.role {
+            Role::System | Role::Developer if leading => {
+                let text = joined_text(msg.content.as_ref(), "\n\n");
+                if !text.is_empty() {
+                    input.instructions.push(text);
+                }
+                explain.push(format!("message {i}: into `instructions`"));
+            }
+            Role::System | Role::Developer | Role::User => {
+                leading = false;
+                match said(msg, i)? {
+                    Some(item) => input.items.push(item),
+                    None => explain.push(format!("message {i}: left out (no text to send)")),
+                }
+            }
+            Role::Tool => {
+                leading = false;
+                match tool_output(msg, i)? {
+                    Some(item) => input.items.push(item),
+                    None => explain.push(format!(
+                        "message {i}: tool result without a call id left out"
+                    )),
+                }
+            }
+            Role::Assistant => {
+                leading = false;
+                let own = stored::own(msg, &decision.target);
+                if let Some(item) = hermes_core::checkpoint::native_compaction(msg) {
+                    let (compactions, items) = (&mut input.compactions, &mut input.items);
+                    checkpoint(i, msg, item, own, compactions, items, explain);
+                    continue;
+                }
+                if !stored::replayed(msg, i, explain) {
+                    continue;
+                }
+                if !own && has_reasoning_items(msg) {
+                    input.carriers.dropped_provenance += 1;
+                }
+                input.reasoning_sent += assistant(
+                    i,
+                    msg,
+                    own,
+                    refused,
+                    drops,
+                    &mut input.items,
+                    explain,
+                    &mut input.compactions,
+                );
+            }
+        }
     }
+    Ok(input)
+}
+
+/// A user message, or a system or developer message after the first turn, as a `{role,
+/// content}` item: `None` when it has no text to send. A system message goes in place as a
+/// `developer` item (OpenAI's model spec: developer messages are the system prompt's voice for
+/// reasoning models).
+fn said(msg: &Message, i: usize) -> Result<Option<Item<'_>>, EncodeError> {
+    let role = match msg.role {
+        Role::System | Role::Developer => "developer",
+        _ => "user",
+    };
+    let content = match &msg.content {
+        Some(c) if c.is_string() => Said::Text(c.as_raw()),
+        _ if role == "user" && media::has_images(msg) => Said::Mixed(media::input_parts(msg, i)?),
+        c => Said::Parts(text_parts(c.as_ref())),
+    };
+    if matches!(&content, Said::Parts(p) if p.is_empty()) {
+        return Ok(None);
+    }
+    Ok(Some(Item::Said { role, content }))
+}
+
+/// A tool message as a `function_call_output` item (its images as input parts): `None` when
+/// it has no call id.
+fn tool_output(msg: &Message, i: usize) -> Result<Option<Item<'_>>, EncodeError> {
+    let Some(call_id) = msg.tool_call_id.as_deref() else {
+        return Ok(None);
+    };
+    Ok(Some(if media::has_images(msg) {
+        Item::OutputParts {
+            call_id,
+            parts: media::input_parts(msg, i)?,
+        }
+    } else {
+        Item::Output {
+            call_id,
+            // No error marker on `function_call_output`: a failed result says so.
+            output: match msg.tool_error_text() {
+                Some(text) => Cow::Owned(raw_string(&text)),
+                None => output_text(msg.content.as_ref()),
+            },
+        }
+    }))
+}
+
+/// The last stage of [`encode_for`] for `POST /responses`: the body's bytes, with the
+/// forwarded `context_management`, the client's built-in tools and the sampling fields.
+fn render(
+    parts: &RequestParts<'_>,
+    plan: &ReasoningPlan,
+    input: &[Item<'_>],
+    instructions: Option<&str>,
+    tools: Option<&[ChatToolDef<'_>]>,
+    explain: &mut Vec<String>,
+) -> Result<Vec<u8>, EncodeError> {
+    let model = parts.decision.target.model.as_str();
     let context_management = compaction::forwarded(parts.passthrough);
     if let Some(c) = context_management {
         explain.push(format!(
@@ -1022,16 +1147,16 @@ pub fn encode_for(
     }
     check_tool_choice(parts.sampling, parts.tools, "the OpenAI Responses API")
         .map_err(EncodeError::Unsupported)?;
-    let sampling = sampling_fields(parts.sampling, model, &plan, &mut explain)
-        .map_err(EncodeError::Unsupported)?;
+    let sampling =
+        sampling_fields(parts.sampling, model, plan, explain).map_err(EncodeError::Unsupported)?;
     let body = Body {
         model,
         stream: parts.stream,
         context_management,
-        input: &input,
-        instructions: (!instructions.is_empty()).then_some(instructions.as_str()),
-        reasoning: &plan,
-        tools: tools.as_deref(),
+        input,
+        instructions,
+        reasoning: plan,
+        tools,
         // A Responses client's built-in tools: here only when this wire takes them (the driver
         // refused the request otherwise, `ResponsesWire::takes_passthrough`).
         builtin: if parts.passthrough.dialect == hermes_core::Dialect::OpenAiResponses {
@@ -1041,21 +1166,7 @@ pub fn encode_for(
         },
         sampling: &sampling,
     };
-    let bytes = write_json(&body)?;
-    let refusable = if reasoning_sent > 0 {
-        vec![ENCRYPTED_FIELD]
-    } else {
-        Vec::new()
-    };
-    Ok(Encoded {
-        body: bytes,
-        refusable,
-        messages: input.len(),
-        notes: Vec::new(),
-        explain,
-        carriers,
-        wire: (),
-    })
+    write_json(&body)
 }
 
 /// A provider checkpoint (a standalone compaction's reply): its compaction item verbatim to its

@@ -157,152 +157,202 @@ impl Reader {
         })
     }
 
+    /// Reads input item `i`: one function per item type ([`Reader::message`],
+    /// [`Reader::function_call`], [`Reader::function_call_output`], [`Reader::reasoning`],
+    /// [`Reader::compaction`]); a `compaction_trigger` item must be the last.
     fn item(&mut self, i: usize, item: &Value) -> Result<(), InboundError> {
         let at = format!("input[{i}]");
-        let bad = |why: String| InboundError::new(&at, why);
         if self.read.trigger {
-            return Err(bad(format!(
-                "`{at}` follows a compaction_trigger item, which must be the last input item"
-            )));
+            return Err(InboundError::new(
+                &at,
+                format!(
+                    "`{at}` follows a compaction_trigger item, which must be the last input item"
+                ),
+            ));
         }
         let Some(object) = item.as_object() else {
-            return Err(bad(format!("`{at}` must be an object")));
+            return Err(InboundError::new(&at, format!("`{at}` must be an object")));
         };
+        let item = Item { at, object };
+        let at = &item.at;
         let kind = match object.get("type").and_then(Value::as_str) {
             Some(kind) => kind,
             // An easy input message: `{role, content}`.
             None if object.contains_key("role") => "message",
-            None => return Err(bad(format!("`{at}.type` is required"))),
-        };
-        let text_field = |key: &str| -> Result<String, InboundError> {
-            object
-                .get(key)
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .ok_or_else(|| bad(format!("`{at}.{key}` must be a string")))
+            None => return Err(item.bad(format!("`{at}.type` is required"))),
         };
         match kind {
-            "message" => {
-                let role = match object.get("role").and_then(Value::as_str) {
-                    Some("user") => Role::User,
-                    Some("system") => Role::System,
-                    Some("developer") => Role::Developer,
-                    Some("assistant") => Role::Assistant,
-                    other => {
-                        return Err(bad(format!(
-                            "`{at}.role` must be user, system, developer or assistant, not {}",
-                            other.map_or("missing".to_owned(), |r| format!("`{r}`"))
-                        )));
-                    }
-                };
-                let content = object
-                    .get("content")
-                    .ok_or_else(|| bad(format!("`{at}.content` is required")))?;
-                if role == Role::Assistant {
-                    let text = assistant_text(content)
-                        .map_err(|why| bad(format!("`{at}.content`: {why}")))?;
-                    let turn = self.assistant(false);
-                    let joined = match turn.content.as_ref().and_then(RawJson::as_str) {
-                        Some(before) => format!("{before}{text}"),
-                        None => text,
-                    };
-                    turn.content = Some(RawJson::string(&joined));
-                } else {
-                    let content = input_content(content)
-                        .map_err(|why| bad(format!("`{at}.content`: {why}")))?;
-                    self.push(Message {
-                        content: Some(content),
-                        ..Message::text(role, "")
-                    });
-                }
-            }
-            "function_call" => {
-                let call_id = text_field("call_id")?;
-                let name = text_field("name")?;
-                let arguments = text_field("arguments")?;
-                let call: ToolCall = serde_json::from_value(json!({
-                    "id": call_id, "type": "function",
-                    "function": {"name": name, "arguments": arguments},
-                }))
-                .map_err(|e| bad(e.to_string()))?;
-                self.assistant(false)
-                    .tool_calls
-                    .get_or_insert_with(Vec::new)
-                    .push(call);
-            }
-            "function_call_output" => {
-                let call_id = text_field("call_id")?;
-                let output = match object.get("output") {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(Value::Array(parts)) => parts
-                        .iter()
-                        .filter_map(|p| p.get("text").and_then(Value::as_str))
-                        .collect::<Vec<_>>()
-                        .join(""),
-                    _ => {
-                        return Err(bad(format!(
-                            "`{at}.output` must be a string or an array of parts"
-                        )));
-                    }
-                };
-                self.push(Message {
-                    tool_call_id: Some(call_id),
-                    ..Message::text(Role::Tool, &output)
-                });
-            }
+            "message" => self.message(&item),
+            "function_call" => self.function_call(&item),
+            "function_call_output" => self.function_call_output(&item),
             "reasoning" => {
-                let summary = object
-                    .get("summary")
-                    .and_then(Value::as_array)
-                    .map(|parts| {
-                        parts
-                            .iter()
-                            .filter_map(|p| p.get("text").and_then(Value::as_str))
-                            .collect::<Vec<_>>()
-                            .join("\n\n")
-                    })
-                    .unwrap_or_default();
-                let seal = object
-                    .get("encrypted_content")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                self.assistant(true);
-                // Index of the open turn once it is closed.
-                let message = self.read.messages.len();
-                self.read.sealed.push(SealedItem {
-                    message,
-                    summary,
-                    seal,
-                });
+                self.reasoning(object);
+                Ok(())
             }
-            "compaction" => {
-                let seal = text_field("encrypted_content")?;
-                self.push(Message::text(Role::User, ""));
-                self.read.compactions.push(CompactionItem {
-                    message: self.read.messages.len() - 1,
-                    at: at.clone(),
-                    seal,
-                });
-            }
+            "compaction" => self.compaction(&item),
             "compaction_trigger" => {
                 self.close();
                 self.read.trigger = true;
+                Ok(())
             }
+            other => Err(item.bad(format!(
+                "`{at}`: input items of type `{other}` are not served by this gateway's \
+                 Responses door (message, function_call, function_call_output, reasoning, \
+                 compaction, compaction_trigger)"
+            ))),
+        }
+    }
+
+    /// A `message` item: an assistant one's text joins the assistant turn being read; any
+    /// other role's is a message of its own.
+    fn message(&mut self, item: &Item<'_>) -> Result<(), InboundError> {
+        let at = &item.at;
+        let role = match item.object.get("role").and_then(Value::as_str) {
+            Some("user") => Role::User,
+            Some("system") => Role::System,
+            Some("developer") => Role::Developer,
+            Some("assistant") => Role::Assistant,
             other => {
-                return Err(bad(format!(
-                    "`{at}`: input items of type `{other}` are not served by this gateway's \
-                     Responses door (message, function_call, function_call_output, reasoning, \
-                     compaction, compaction_trigger)"
+                return Err(item.bad(format!(
+                    "`{at}.role` must be user, system, developer or assistant, not {}",
+                    other.map_or("missing".to_owned(), |r| format!("`{r}`"))
                 )));
             }
+        };
+        let content = item
+            .object
+            .get("content")
+            .ok_or_else(|| item.bad(format!("`{at}.content` is required")))?;
+        if role == Role::Assistant {
+            let text = assistant_text(content)
+                .map_err(|why| item.bad(format!("`{at}.content`: {why}")))?;
+            let turn = self.assistant(false);
+            let joined = match turn.content.as_ref().and_then(RawJson::as_str) {
+                Some(before) => format!("{before}{text}"),
+                None => text,
+            };
+            turn.content = Some(RawJson::string(&joined));
+        } else {
+            let content =
+                input_content(content).map_err(|why| item.bad(format!("`{at}.content`: {why}")))?;
+            self.push(Message {
+                content: Some(content),
+                ..Message::text(role, "")
+            });
         }
+        Ok(())
+    }
+
+    /// A `function_call` item: a tool call of the assistant turn being read.
+    fn function_call(&mut self, item: &Item<'_>) -> Result<(), InboundError> {
+        let call_id = item.text_field("call_id")?;
+        let name = item.text_field("name")?;
+        let arguments = item.text_field("arguments")?;
+        let call: ToolCall = serde_json::from_value(json!({
+            "id": call_id, "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }))
+        .map_err(|e| item.bad(e.to_string()))?;
+        self.assistant(false)
+            .tool_calls
+            .get_or_insert_with(Vec::new)
+            .push(call);
+        Ok(())
+    }
+
+    /// A `function_call_output` item: a tool message, its output a string or its parts' texts
+    /// joined.
+    fn function_call_output(&mut self, item: &Item<'_>) -> Result<(), InboundError> {
+        let at = &item.at;
+        let call_id = item.text_field("call_id")?;
+        let output = match item.object.get("output") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Array(parts)) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(""),
+            _ => {
+                return Err(item.bad(format!(
+                    "`{at}.output` must be a string or an array of parts"
+                )));
+            }
+        };
+        self.push(Message {
+            tool_call_id: Some(call_id),
+            ..Message::text(Role::Tool, &output)
+        });
+        Ok(())
+    }
+
+    /// A `reasoning` item: listed beside the messages ([`SealedItem`]) for the assistant turn
+    /// it opens or belongs to, never part of them.
+    fn reasoning(&mut self, object: &Map<String, Value>) {
+        let summary = object
+            .get("summary")
+            .and_then(Value::as_array)
+            .map(|parts| {
+                parts
+                    .iter()
+                    .filter_map(|p| p.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n\n")
+            })
+            .unwrap_or_default();
+        let seal = object
+            .get("encrypted_content")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        self.assistant(true);
+        // Index of the open turn once it is closed.
+        let message = self.read.messages.len();
+        self.read.sealed.push(SealedItem {
+            message,
+            summary,
+            seal,
+        });
+    }
+
+    /// A `compaction` item: an empty user message in its place, listed with its seal
+    /// ([`CompactionItem`]).
+    fn compaction(&mut self, item: &Item<'_>) -> Result<(), InboundError> {
+        let seal = item.text_field("encrypted_content")?;
+        self.push(Message::text(Role::User, ""));
+        self.read.compactions.push(CompactionItem {
+            message: self.read.messages.len() - 1,
+            at: item.at.clone(),
+            seal,
+        });
         Ok(())
     }
 
     fn finish(mut self) -> Inbound {
         self.close();
         self.read
+    }
+}
+
+/// One input item being read: its parameter (`input[i]`) and its members.
+struct Item<'a> {
+    at: String,
+    object: &'a Map<String, Value>,
+}
+
+impl Item<'_> {
+    /// An error naming the item.
+    fn bad(&self, why: String) -> InboundError {
+        InboundError::new(&self.at, why)
+    }
+
+    /// The string member `key`, which the item must have.
+    fn text_field(&self, key: &str) -> Result<String, InboundError> {
+        let at = &self.at;
+        self.object
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| self.bad(format!("`{at}.{key}` must be a string")))
     }
 }
 
