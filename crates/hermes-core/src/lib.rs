@@ -78,4 +78,4 @@ pub use transport::{
     Delta, FinishReason, OnDelta, Reply, ReplyMeta, SendResult, TransportError, Usage, Wait,
 };
 pub use verdict::{VERDICTS_KEY, Verdict, Verdicts, WIRE_VERDICTS_KEY, WireVerdict, WireVerdicts};
-pub use wire::{CHAT_WIRE, Outgoing, Recovery, RequestParts, Wire};
+pub use wire::{CHAT_WIRE, NativeCompaction, Outgoing, Recovery, RequestParts, Wire};

@@ -200,6 +200,38 @@ impl Recovery {
     }
 }
 
+/// The provider's own compaction as a wire describes it ([`Wire::native_compaction`],
+/// docs/spec.md §7): what a request passes to ask for it, and what becomes of its reply, so the
+/// engine runs any wire's the same way and names none.
+#[derive(Clone, Copy, Debug)]
+pub struct NativeCompaction {
+    /// What a compaction request passes, given the request's own passthrough (a gateway
+    /// client's; a session's is empty).
+    pub request: fn(&Passthrough) -> Passthrough,
+    /// What every turn passes to have the provider compact by itself past this many tokens.
+    pub threshold: fn(u64) -> Passthrough,
+    /// Whether the compaction request may stream as the session's turns do.
+    pub streams: bool,
+    /// Whether hermes' own summary of the span is stored beside the provider's checkpoint
+    /// ([`crate::checkpoint::SUMMARY_KEY`]), for every other model.
+    pub with_summary: bool,
+    /// What the reply holds ("block", "item"), as an error that finds none says.
+    pub what: &'static str,
+    /// How the provider compacted, as a manual compaction's line says.
+    pub how: &'static str,
+    /// What the kept turns keep ("thinking", "reasoning"), as that line says.
+    pub keeps: &'static str,
+    /// Rewrites the stored checkpoint for the turns it keeps: the history before, the span
+    /// `start..end` it replaces, and the request's tools (the Anthropic wire stamps the kept
+    /// turns' prefix digests; [`NativeCompaction::as_it_came`] leaves it as it came).
+    pub finish: fn(&mut Message, &[Message], usize, usize, Option<&RawJson>),
+}
+
+impl NativeCompaction {
+    /// A [`NativeCompaction::finish`] that stores the checkpoint as it came.
+    pub fn as_it_came(_: &mut Message, _: &[Message], _: usize, _: usize, _: Option<&RawJson>) {}
+}
+
 /// One wire: request building, sending, capture and its refusal reading.
 #[async_trait::async_trait]
 pub trait Wire: Send + Sync {
@@ -234,6 +266,13 @@ pub trait Wire: Send + Sync {
     /// tools stay defined, docs/spec.md §5a 5).
     fn takes_tool_choice_none(&self) -> bool {
         true
+    }
+
+    /// The provider's own compaction on this wire's target (docs/spec.md §7), when it has one:
+    /// how to ask for it and what becomes of its reply. The default: none, and hermes compacts
+    /// itself (`compress`, salvage).
+    fn native_compaction(&self) -> Option<NativeCompaction> {
+        None
     }
 
     /// `--explain` lines for `parts` as this wire, built with its credentials, would send them

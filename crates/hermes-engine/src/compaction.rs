@@ -50,112 +50,33 @@ pub(crate) fn plan(
     Ok(CompactionPlan { archive, inserts })
 }
 
-/// Whether compaction on `wire` is the provider's (docs/spec.md §7, "Provider-native compaction
-/// first"): the Anthropic Messages wire to a Claude host — direct, Vertex, Foundry or Bedrock
-/// InvokeModel, the hosts that take hermes' request fields as written
-/// ([`hermes_core::Wire::takes_passthrough`], `Family::Claude`) — answers an on-demand
-/// compaction with a `compaction` block that keeps the kept turns' thinking valid. Every other
-/// wire gets hermes' own compaction (`compress`, salvage).
-///
-/// The OpenAI Responses wire to OpenAI (`api.openai.com`, or a local endpoint — the simulator —
-/// that says it speaks the same API) answers `POST /responses/compact` with a compaction item
-/// (developers.openai.com/api/docs/guides/compaction); relays and other Responses surfaces do
-/// not mint one, so they get hermes' own.
-pub(crate) fn is_native(wire: &dyn hermes_core::Wire, target: &hermes_core::RouteTarget) -> bool {
-    if !wire.takes_native_compaction() {
-        return false;
-    }
-    // Each provider's compaction is its wire's: a build without the wire has none.
-    match wire.id() {
-        #[cfg(feature = "anthropic")]
-        id if id == hermes_wire_anthropic::WIRE_ID => {
-            wire.takes_passthrough(hermes_core::Dialect::AnthropicMessages)
-        }
-        #[cfg(feature = "responses")]
-        id if id == hermes_wire_responses::WIRE_ID => is_openai(target),
-        _ => {
-            let _ = target;
-            false
-        }
-    }
-}
-
 /// What every turn's request passes through to ask the provider to compact by itself past
-/// `overrides.provider_threshold` (docs/spec.md §7), on a wire where compaction is the provider's
-/// ([`is_native`]): on the Responses wire `context_management: [{"type": "compaction",
-/// "compact_threshold": N}]` (developers.openai.com/api/docs/guides/compaction); on a Claude
-/// host the `compact_20260112` edit with its beta. Nothing otherwise.
+/// `overrides.provider_threshold` (docs/spec.md §7), on a wire whose target has a compaction of
+/// the provider's own ([`hermes_core::Wire::native_compaction`]: on the Responses wire to OpenAI
+/// `context_management: [{"type": "compaction", "compact_threshold": N}]`; on a Claude host the
+/// `compact_20260112` edit with its beta). Nothing otherwise.
 pub(crate) fn threshold(
     target: &crate::target::Target,
     overrides: &hermes_compaction::CompactionOverrides,
 ) -> hermes_core::Passthrough {
-    let p = hermes_core::Passthrough::new();
-    let wire = target.transport.wire();
-    let Some(n) = overrides.provider_threshold else {
-        return p;
-    };
-    if !is_native(wire, &target.decision.target) {
-        return p;
-    }
-    match wire.id() {
-        #[cfg(feature = "responses")]
-        id if id == hermes_wire_responses::WIRE_ID => {
-            let mut p = p;
-            p.fields
-                .push(hermes_wire_responses::compaction::threshold_field(n));
-            p
-        }
-        #[cfg(feature = "anthropic")]
-        id if id == hermes_wire_anthropic::WIRE_ID => {
-            hermes_wire_anthropic::compaction::threshold_request(n)
-        }
-        _ => {
-            let _ = n;
-            p
-        }
+    match (
+        overrides.provider_threshold,
+        target.transport.wire().native_compaction(),
+    ) {
+        (Some(n), Some(native)) => (native.threshold)(n),
+        _ => hermes_core::Passthrough::new(),
     }
 }
 
-/// The passthrough of a gateway compaction request ([`crate::Request::compact`]) on a route
-/// whose compaction is the provider's ([`is_native`]): on the Responses wire the request's own
-/// passthrough marked for `POST /responses/compact`; on a Claude host the on-demand
-/// `compaction` field and its beta (the client's Responses-dialect fields are not that wire's).
-/// `None` elsewhere: hermes summarises.
+/// The passthrough of a gateway compaction request ([`crate::Request::compact`]) on a target
+/// whose compaction is the provider's ([`hermes_core::Wire::native_compaction`]'s `request`,
+/// given the request's own passthrough). `None` elsewhere: hermes summarises.
 pub(crate) fn native_request(
     target: &crate::target::Target,
     passthrough: &hermes_core::Passthrough,
 ) -> Option<hermes_core::Passthrough> {
-    let wire = target.transport.wire();
-    if !is_native(wire, &target.decision.target) {
-        return None;
-    }
-    match wire.id() {
-        #[cfg(feature = "responses")]
-        id if id == hermes_wire_responses::WIRE_ID => {
-            let mut p = passthrough.clone();
-            p.fields
-                .extend(hermes_wire_responses::compaction::request().fields);
-            Some(p)
-        }
-        #[cfg(feature = "anthropic")]
-        id if id == hermes_wire_anthropic::WIRE_ID => {
-            Some(hermes_wire_anthropic::compaction::request())
-        }
-        _ => {
-            let _ = passthrough;
-            None
-        }
-    }
-}
-
-/// Whether `target` is OpenAI's own API or a local endpoint
-/// ([`hermes_wire_responses::is_openai`]).
-#[cfg(feature = "responses")]
-pub(crate) fn is_openai(target: &hermes_core::RouteTarget) -> bool {
-    target
-        .host
-        .as_ref()
-        .is_some_and(hermes_wire_responses::is_openai)
+    let native = target.transport.wire().native_compaction()?;
+    Some((native.request)(passthrough))
 }
 
 /// The span an on-demand compaction summarises, `start..end`, or `None` when there is nothing
@@ -164,10 +85,6 @@ pub(crate) fn is_openai(target: &hermes_core::RouteTarget) -> bool {
 /// (the kept turns start a turn, whole, with their thinking), after the latest earlier
 /// checkpoint (which it supersedes). A manual `/compact` keeps only the latest turn; the
 /// pre-flight trigger keeps at least `protect_last` messages where the turns allow it.
-#[cfg_attr(
-    not(any(feature = "anthropic", feature = "responses")),
-    allow(dead_code)
-)] // no native compaction
 pub(crate) fn native_span(
     history: &[hermes_core::Message],
     manual: bool,
@@ -201,10 +118,6 @@ pub(crate) fn native_span(
 
 /// The store's plan for an on-demand compaction: the rows of `start..end` archived, and
 /// `checkpoint` (the provider's reply) standing where the first of them stood.
-#[cfg_attr(
-    not(any(feature = "anthropic", feature = "responses")),
-    allow(dead_code)
-)] // no native compaction
 pub(crate) fn native_plan(
     rows: &[StoredMessage],
     start: usize,

@@ -22,10 +22,6 @@ use crate::turn::{Destination, TurnParts};
 
 /// What an on-demand compaction ends with: its status line, or `None` when there was nothing to
 /// summarise.
-#[cfg_attr(
-    not(any(feature = "anthropic", feature = "responses")),
-    allow(dead_code)
-)] // no native compaction
 type Compacted = Result<Option<String>, EngineError>;
 
 /// What an on-demand (provider's own) compaction works on: the stored session `id`, its active
@@ -440,9 +436,7 @@ impl ChatSession {
         let rows = self.store.active(&id).await?;
         let history: Vec<Message> = rows.iter().map(|r| r.message.clone()).collect();
         let mut native_failed = None;
-        if crate::compaction::is_native(self.target.transport.wire(), &self.target.decision.target)
-        {
-            // `is_native`: the Responses wire or the Anthropic one, each its feature's.
+        if let Some(native) = self.target.transport.wire().native_compaction() {
             let protect_last = self.compaction.protect_last;
             let native = match crate::compaction::native_span(&history, manual, protect_last) {
                 // Nothing to summarise.
@@ -455,19 +449,7 @@ impl ChatSession {
                         start,
                         end,
                     };
-                    match self.target.transport.wire().id() {
-                        #[cfg(feature = "responses")]
-                        wire if wire == hermes_wire_responses::WIRE_ID => {
-                            self.compact_responses(span).await
-                        }
-                        #[cfg(feature = "anthropic")]
-                        _ => self.compact_natively(span).await,
-                        #[cfg(not(feature = "anthropic"))]
-                        _ => {
-                            let _ = span; // no native compaction to give it to
-                            Ok::<_, EngineError>(None)
-                        }
-                    }
+                    self.compact_natively(native, span).await
                 }
             };
             match native {
@@ -522,77 +504,56 @@ impl ChatSession {
         }))
     }
 
-    /// Compacts the stored session with the provider's own on-demand compaction (docs/spec.md §7):
-    /// the messages of [`crate::compaction::native_span`] go as usual with
-    /// `compaction: {"type": "summarize"}` and its beta; the reply — one assistant message
-    /// holding the `compaction` block, verbatim — is stored as a checkpoint in their place,
-    /// stamped with the digests of the turns it keeps, which follow it verbatim. `Ok(None)`
-    /// when there is nothing to summarise.
-    #[cfg(feature = "anthropic")]
-    async fn compact_natively(&mut self, span: NativeSpan<'_>) -> Compacted {
-        use hermes_wire_anthropic::compaction;
-        let log = StoreLog::stored(&self.store, span.id);
-        let mut checkpoint = self
-            .provider_compaction(
-                &log,
-                &span.history[..span.end],
-                compaction::request(),
-                self.driver_config.stream,
-                "block",
-            )
-            .await?;
-        compaction::rekey(
-            &mut checkpoint,
-            span.history,
-            span.start,
-            span.end,
-            self.tools.definitions.as_ref(),
-        );
-        let (before, after) = self.store_checkpoint(span, checkpoint).await?;
-        Ok(Some(format!(
-            "context compacted by the provider (on-demand compaction, {}): {} → {} messages, ~{before} → ~{after} tokens (summary of {} messages; the kept turns keep their thinking)",
-            compaction::COMPACTION_BETA,
-            span.history.len(),
-            self.conversation.messages.len(),
-            span.end - span.start
-        )))
-    }
-
-    /// Compacts the stored session with OpenAI's standalone compaction (docs/spec.md §7,
-    /// `POST /responses/compact`): the messages of [`crate::compaction::native_span`] are
-    /// summarised by hermes (what every other model will be sent) and compacted by the provider;
-    /// the reply's `compaction` item, verbatim, and hermes' summary beside it
-    /// ([`hermes_core::checkpoint::SUMMARY_KEY`]) are stored as a checkpoint in their place,
-    /// followed by the kept turns verbatim. `Ok(None)` when there is nothing to summarise.
-    #[cfg(feature = "responses")]
-    async fn compact_responses(&mut self, span: NativeSpan<'_>) -> Compacted {
+    /// Compacts `span` of the stored session with the provider's own compaction (docs/spec.md
+    /// §7), as the wire describes it (`native`): the span's messages go with its compaction
+    /// request (Anthropic's on-demand `compaction` field and beta, or OpenAI's
+    /// `POST /responses/compact`); the reply — the provider's `compaction` block or item,
+    /// verbatim — is stored as a checkpoint in the span's place, with hermes' own summary beside
+    /// it where the wire wants one (for every other model) and as the wire finishes it (the
+    /// Anthropic wire stamps the digests of the turns it keeps); the kept turns follow it
+    /// verbatim.
+    async fn compact_natively(
+        &mut self,
+        native: hermes_core::NativeCompaction,
+        span: NativeSpan<'_>,
+    ) -> Compacted {
         use hermes_compaction::Summarizer as _;
-        use hermes_wire_responses::compaction;
         let log = StoreLog::stored(&self.store, span.id);
-        let summary = self
-            .summarizer(&log)
-            .summarize(&span.history[span.start..span.end])
-            .await
-            .map_err(|e| EngineError::Failed(format!("the summary request failed ({e})")))?;
+        let summary = if native.with_summary {
+            let summary = self
+                .summarizer(&log)
+                .summarize(&span.history[span.start..span.end])
+                .await
+                .map_err(|e| EngineError::Failed(format!("the summary request failed ({e})")))?;
+            Some(summary)
+        } else {
+            None
+        };
         let mut checkpoint = self
             .provider_compaction(
                 &log,
                 &span.history[..span.end],
-                compaction::request(),
-                false,
-                "item",
+                (native.request)(&hermes_core::Passthrough::new()),
+                native.streams && self.driver_config.stream,
+                native.what,
             )
             .await?;
-        checkpoint.extra.push((
-            hermes_core::checkpoint::SUMMARY_KEY.to_owned(),
-            RawJson::string(summary.trim()),
-        ));
+        if let Some(summary) = summary {
+            checkpoint.extra.push((
+                hermes_core::checkpoint::SUMMARY_KEY.to_owned(),
+                RawJson::string(summary.trim()),
+            ));
+        }
+        let tools = self.tools.definitions.as_ref();
+        (native.finish)(&mut checkpoint, span.history, span.start, span.end, tools);
         let (before, after) = self.store_checkpoint(span, checkpoint).await?;
         Ok(Some(format!(
-            "context compacted by the provider (POST /responses/compact): {} → {} messages, ~{before} → ~{after} tokens (summary of {} messages; the kept turns keep their reasoning)",
+            "context compacted by the provider ({}): {} → {} messages, ~{before} → ~{after} tokens (summary of {} messages; the kept turns keep their {})",
+            native.how,
             span.history.len(),
             self.conversation.messages.len(),
-            span.end - span.start
+            span.end - span.start,
+            native.keeps,
         )))
     }
 
@@ -610,10 +571,6 @@ impl ChatSession {
 
     /// Stores an on-demand compaction's `checkpoint` in place of `span`, reloads the conversation and notes whether it
     /// still overflows: the estimates of the history before and after, in tokens.
-    #[cfg_attr(
-        not(any(feature = "anthropic", feature = "responses")),
-        allow(dead_code)
-    )] // no native compaction
     async fn store_checkpoint(
         &mut self,
         span: NativeSpan<'_>,
@@ -654,10 +611,6 @@ impl ChatSession {
     /// The provider's own compaction of `history` (its wire's compaction request in
     /// `passthrough`), asked once with the session's thinking and tools and no tool run: the
     /// reply, which must hold the compaction `what` (Anthropic's block, OpenAI's item).
-    #[cfg_attr(
-        not(any(feature = "anthropic", feature = "responses")),
-        allow(dead_code)
-    )] // no native compaction
     async fn provider_compaction(
         &self,
         log: &StoreLog<'_>,

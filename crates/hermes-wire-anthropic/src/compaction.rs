@@ -19,13 +19,37 @@
 
 use std::collections::BTreeMap;
 
-use hermes_core::{Message, Passthrough, RawJson, Role};
+use hermes_core::{Message, NativeCompaction, Passthrough, RawJson, Role};
 use serde::{Deserialize, Serialize};
 
 use crate::signed::replay::{self, PrefixDigest};
 
 /// The beta that admits `compaction` requests and replayed `compaction` blocks.
 pub const COMPACTION_BETA: &str = "compact-2026-09-04";
+
+/// The on-demand compaction as the engine runs it on a Claude host
+/// ([`crate::AnthropicWire`]'s `native_compaction`): [`request`] asks for it (streamed as the
+/// session's turns are), [`threshold_request`] has every turn ask past a threshold, and the
+/// reply's `compaction` block is stored stamped by [`rekey`].
+pub const NATIVE: NativeCompaction = NativeCompaction {
+    request: request_for,
+    threshold: threshold_request,
+    streams: true,
+    with_summary: false,
+    what: "block",
+    how: HOW,
+    keeps: "thinking",
+    finish: rekey,
+};
+
+/// How a manual compaction's line names this one (its beta, [`COMPACTION_BETA`]).
+pub const HOW: &str = "on-demand compaction, compact-2026-09-04";
+
+/// [`request`], whatever a client's own passthrough (its Responses-dialect fields are not this
+/// wire's).
+fn request_for(_: &Passthrough) -> Passthrough {
+    request()
+}
 
 /// The top-level request field that asks for an on-demand compaction.
 pub const COMPACTION_FIELD: &str = "compaction";

@@ -148,6 +148,13 @@ impl Wire for AnthropicWire {
         true
     }
 
+    /// On a Claude host (the hosts that take a Messages client's fields as written), the
+    /// on-demand compaction ([`compaction::NATIVE`]); relays get hermes' own.
+    fn native_compaction(&self) -> Option<hermes_core::NativeCompaction> {
+        self.takes_passthrough(hermes_core::Dialect::AnthropicMessages)
+            .then_some(compaction::NATIVE)
+    }
+
     /// The descriptor's lines, with this wire's account: a bound model's stored blocks are
     /// read against the account requests go under, as a request would.
     fn explain(&self, parts: &RequestParts<'_>) -> Option<Vec<String>> {

@@ -1383,3 +1383,29 @@ mod bound {
         let _ = ThinkingRequest::NoPreference;
     }
 }
+
+/// The provider's own compaction is offered on a Claude host only (the hosts that take a
+/// Messages client's fields as written); a relay of the wire gets hermes' own.
+#[test]
+fn native_compaction_is_claudes_own_and_no_relays() {
+    let on = |base_url: &str| {
+        AnthropicWire {
+            client: crate::ChatTransport::new().unwrap(),
+            target: target(base_url),
+            auth: None,
+        }
+        .native_compaction()
+    };
+    let native = on("https://api.anthropic.com").expect("Claude compacts natively");
+    assert_eq!((native.what, native.keeps), ("block", "thinking"));
+    assert!(native.how.contains(crate::compaction::COMPACTION_BETA));
+    assert!(native.streams && !native.with_summary);
+    let asked = (native.request)(&hermes_core::Passthrough::new());
+    assert_eq!(asked, crate::compaction::request());
+    assert_eq!(
+        (native.threshold)(50_000),
+        crate::compaction::threshold_request(50_000)
+    );
+    assert!(on("https://api.deepseek.com/anthropic").is_none());
+    assert!(on("https://relay.example/anthropic").is_none());
+}

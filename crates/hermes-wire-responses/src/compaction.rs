@@ -26,7 +26,9 @@
 //! left out (the turns it stood for are all still in the history).
 
 use hermes_core::transport::ReplyMeta;
-use hermes_core::{DetailItem, Message, Origin, Passthrough, RawJson, Role, Usage};
+use hermes_core::{
+    DetailItem, Message, NativeCompaction, Origin, Passthrough, RawJson, Role, Usage,
+};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -46,6 +48,35 @@ pub const COMPACTION_ITEM: &str = "compaction";
 
 /// The type of an item kept before the latest compaction item.
 pub const CONFIGURATION_UPDATE: &str = "configuration_update";
+
+/// OpenAI's standalone compaction as the engine runs it on OpenAI's own API
+/// ([`crate::ResponsesWire`]'s `native_compaction`): the request's own passthrough marked for
+/// `POST /responses/compact` ([`request`]), never streamed; every turn asks past a threshold
+/// ([`threshold_field`]); hermes' own summary is stored beside the reply's `compaction` item.
+pub const NATIVE: NativeCompaction = NativeCompaction {
+    request: request_for,
+    threshold: threshold_for,
+    streams: false,
+    with_summary: true,
+    what: "item",
+    how: "POST /responses/compact",
+    keeps: "reasoning",
+    finish: NativeCompaction::as_it_came,
+};
+
+/// `passthrough` marked for `POST /responses/compact` ([`request`]).
+fn request_for(passthrough: &Passthrough) -> Passthrough {
+    let mut p = passthrough.clone();
+    p.fields.extend(request().fields);
+    p
+}
+
+/// What every turn passes to have OpenAI compact past `threshold` tokens ([`threshold_field`]).
+fn threshold_for(threshold: u64) -> Passthrough {
+    let mut p = Passthrough::new();
+    p.fields.push(threshold_field(threshold));
+    p
+}
 
 /// What a request adds to be sent as `POST {base}/responses/compact` (the Responses wire reads
 /// the marker; no other wire is given it).

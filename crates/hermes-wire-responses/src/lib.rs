@@ -206,6 +206,15 @@ impl Wire for ResponsesWire {
         true
     }
 
+    /// On OpenAI's own API (or a local endpoint that says it speaks it: the simulator), the
+    /// standalone compaction ([`compaction::NATIVE`]); relays and other Responses surfaces mint
+    /// no compaction item, so they get hermes' own.
+    fn native_compaction(&self) -> Option<hermes_core::NativeCompaction> {
+        hermes_core::TargetHost::from_base_url(&self.base_url)
+            .is_some_and(|host| is_openai(&host))
+            .then_some(compaction::NATIVE)
+    }
+
     /// A Responses client's built-in tools go to OpenAI's own API (or a loopback or private
     /// endpoint in front of it, as the Anthropic wire trusts one for Claude), which runs them;
     /// no other host of this wire does.

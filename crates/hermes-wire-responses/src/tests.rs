@@ -827,3 +827,27 @@ fn only_openais_own_host_or_a_local_endpoint_runs_built_in_tools() {
         assert!(!super::runs_builtin_tools(base), "{base}");
     }
 }
+
+/// OpenAI's standalone compaction is offered on OpenAI's own API (and a local endpoint that
+/// speaks it: the simulator) only; relays and other Responses surfaces get hermes' own.
+#[test]
+fn native_compaction_is_openais_own_and_no_relays() {
+    let on = |base_url: &str| {
+        ResponsesWire {
+            base_url: base_url.into(),
+            ..wire()
+        }
+        .native_compaction()
+    };
+    let native = on("https://api.openai.com/v1").expect("OpenAI compacts natively");
+    assert_eq!((native.what, native.keeps), ("item", "reasoning"));
+    assert!(!native.streams && native.with_summary);
+    let asked = (native.request)(&hermes_core::Passthrough::new());
+    assert_eq!(asked, crate::compaction::request());
+    assert_eq!(
+        (native.threshold)(50_000).fields,
+        vec![crate::compaction::threshold_field(50_000)]
+    );
+    assert!(on("http://127.0.0.1:8080/v1").is_some());
+    assert!(on("https://openrouter.ai/api/v1").is_none());
+}
