@@ -8,7 +8,9 @@
 pub use hermes_providers::testing::*;
 use serde_json::{Value, json};
 
-use crate::signed::replay::PREFIX_KEY;
+use hermes_core::Message;
+
+use crate::signed::replay::{PREFIX_BINDING_KEY, PREFIX_KEY};
 
 /// A signed tool step as captured from `origin`, with its prefix digest when one is given.
 pub fn step(origin: Value, id: &str, digest: Option<String>) -> Value {
@@ -25,6 +27,23 @@ pub fn step(origin: Value, id: &str, digest: Option<String>) -> Value {
         msg[PREFIX_KEY] = json!(d);
     }
     msg
+}
+
+/// A finished tool loop around the signed tool `step` (system `system`), then a new question: the
+/// step stamped with `binding` (none: an older row or an import), so its blocks are prior
+/// thinking.
+pub fn bound_conversation(mut step: Value, system: &str, binding: Option<&str>) -> Vec<Message> {
+    if let Some(binding) = binding {
+        step[PREFIX_BINDING_KEY] = json!(binding);
+    }
+    history(json!([
+        {"role": "system", "content": system},
+        {"role": "user", "content": "time?"},
+        step,
+        {"role": "tool", "tool_call_id": "toolu_1", "content": "12:00"},
+        {"role": "assistant", "content": "Noon."},
+        {"role": "user", "content": "and now?"},
+    ]))
 }
 
 /// One AWS event-stream frame (the InvokeModel door's tests).

@@ -1138,9 +1138,9 @@ mod bound {
     use hermes_core::{Message, RawJson, RequestParts, Verdicts};
     use serde_json::{Value, json};
 
-    use super::super::body::{BINDING_BETA, Drops, Encoded, Flavor, PREFIX_BINDING_KEY, Target};
+    use super::super::body::{BINDING_BETA, Drops, Encoded, Flavor, Target};
     use super::{HIGH, origin};
-    use crate::testing::{decision, history};
+    use crate::testing::decision;
 
     const FABLE: &str = "claude-fable-5-1";
     const OPUS48: &str = "claude-opus-4-8";
@@ -1170,18 +1170,8 @@ mod bound {
     /// A finished tool loop on `model` (system `system`), then a new question: the stored step
     /// stamped with `binding` (none: an older row), so its blocks are prior thinking.
     fn conversation(model: &str, system: &str, binding: Option<&str>) -> Vec<Message> {
-        let mut step = crate::testing::step(origin(model), "toolu_1", None);
-        if let Some(binding) = binding {
-            step[PREFIX_BINDING_KEY] = json!(binding);
-        }
-        history(json!([
-            {"role": "system", "content": system},
-            {"role": "user", "content": "time?"},
-            step,
-            {"role": "tool", "tool_call_id": "toolu_1", "content": "12:00"},
-            {"role": "assistant", "content": "Noon."},
-            {"role": "user", "content": "and now?"},
-        ]))
+        let step = crate::testing::step(origin(model), "toolu_1", None);
+        crate::testing::bound_conversation(step, system, binding)
     }
 
     /// The binding a request made on the conversation's first two messages stamps on its reply.

@@ -1101,18 +1101,8 @@ mod binding {
     /// A finished tool loop on `model` (system `system`), then a new question: the stored step
     /// stamped with `binding` (none: an older row or an import).
     fn conversation(model: &str, system: &str, binding: Option<&str>) -> Vec<Message> {
-        let mut step = step(model, "toolu_1", None);
-        if let Some(binding) = binding {
-            step[PREFIX_BINDING_KEY] = json!(binding);
-        }
-        history(json!([
-            {"role": "system", "content": system},
-            {"role": "user", "content": "time?"},
-            step,
-            {"role": "tool", "tool_call_id": "toolu_1", "content": "12:00"},
-            {"role": "assistant", "content": "Noon."},
-            {"role": "user", "content": "and now?"},
-        ]))
+        let step = step(model, "toolu_1", None);
+        hermes_wire_anthropic::testing::bound_conversation(step, system, binding)
     }
 
     /// The binding the request that minted the step (the first two messages) stamps on it.
