@@ -248,6 +248,15 @@ pub fn provenance_counted(explain: &[String], counted: u64) {
     assert_eq!(counted, named as u64, "{explain:?}");
 }
 
+/// Checks that a line of a wire's `--explain` lines contains `words` (the failure shows them
+/// all).
+pub fn assert_explains(explain: &[String], words: &str) {
+    assert!(
+        explain.iter().any(|l| l.contains(words)),
+        "no line says {words:?}: {explain:?}"
+    );
+}
+
 /// Reads `text` as a streamed SSE reply cut into pieces of `size` bytes, captured by `turn`
 /// through the one SSE loop ([`crate::native::sse::read_sse`]); a failed read is a stream
 /// error.

@@ -771,13 +771,7 @@ mod tests {
             r#"{{"type":"message","role":"assistant","content":[{COMPACTION}],"stop_reason":"end_turn","usage":{{"input_tokens":900,"output_tokens":12,"iterations":[{{"type":"compaction","input_tokens":900,"output_tokens":12}}]}}}}"#
         );
         let (msg, meta) = capture_reply(&whole, origin()).unwrap();
-        let items: Vec<&str> = msg
-            .reasoning_details
-            .iter()
-            .flatten()
-            .map(|i| i.raw().get())
-            .collect();
-        assert_eq!(items, [COMPACTION]);
+        assert_eq!(details(&msg), [COMPACTION]);
         assert!(
             msg.replayable(),
             "a checkpoint is replayed, not kept for the record"

@@ -590,13 +590,9 @@ fn bedrock_bodies_carry_the_bedrock_version_and_the_beta_list_and_no_model_or_st
             encoded.wire.beta, None,
             "no anthropic-beta header on Bedrock"
         );
-        assert!(
-            encoded
-                .explain
-                .iter()
-                .any(|l| l.contains("anthropic_beta [\"interleaved-thinking-2025-05-14\"]")),
-            "{:?}",
-            encoded.explain
+        crate::testing::assert_explains(
+            &encoded.explain,
+            "anthropic_beta [\"interleaved-thinking-2025-05-14\"]",
         );
     }
     // The same request direct carries the header instead, `model` and `stream`.
@@ -800,14 +796,8 @@ mod bedrock_wire {
         let reply = send(&server).await.unwrap();
         let msg = &reply.message;
         assert_eq!(msg.content.as_ref().unwrap().get(), r#""It is noon.""#);
-        let details: Vec<&str> = msg
-            .reasoning_details
-            .iter()
-            .flatten()
-            .map(|i| i.raw().get())
-            .collect();
         assert_eq!(
-            details,
+            crate::testing::details(msg),
             [r#"{"type":"thinking","thinking":"Noon, say it.","signature":"QmVkcm9jaw=="}"#]
         );
         assert!(msg.extra.iter().any(|(k, _)| k == PREFIX_KEY));
@@ -1208,13 +1198,7 @@ mod bound {
             out.wire.beta
         );
         assert_eq!(out.carriers.dropped_prefix, 0);
-        assert!(
-            out.explain
-                .iter()
-                .any(|l| l.contains("prefix binding holds")),
-            "{:?}",
-            out.explain
-        );
+        crate::testing::assert_explains(&out.explain, "prefix binding holds");
     }
 
     #[test]
@@ -1327,11 +1311,7 @@ mod bound {
             body(&out)["thinking"]["block_binding"]["prefix_mismatch_behavior"],
             "drop_block"
         );
-        assert!(
-            out.explain.iter().any(|l| l.contains("no recorded prefix")),
-            "{:?}",
-            out.explain
-        );
+        crate::testing::assert_explains(&out.explain, "no recorded prefix");
     }
 
     #[test]

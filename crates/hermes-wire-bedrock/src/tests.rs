@@ -16,7 +16,8 @@ use super::{BedrockWire, WIRE_ID, explain, url};
 use hermes_aws::FrameReader;
 use hermes_providers::native::reply::Captured;
 use hermes_providers::testing::{
-    ClaudeTurn, Seen, arguments, check_claude_turn, decision, details, extra, history,
+    ClaudeTurn, Seen, arguments, assert_explains, check_claude_turn, decision, details, extra,
+    history,
 };
 use hermes_wire_anthropic::signed::replay::PrefixDigest;
 
@@ -458,13 +459,7 @@ fn before_the_loop_signed_blocks_travel_only_to_models_that_keep_them_on_an_unch
         ThinkingRequest::NoPreference,
     );
     assert!(!out.text.contains("reasoningContent"), "{}", out.text);
-    assert!(
-        out.explain
-            .iter()
-            .any(|l| l.contains("does not keep earlier thinking")),
-        "{:?}",
-        out.explain
-    );
+    assert_explains(&out.explain, "does not keep earlier thinking");
 }
 
 #[test]
@@ -1143,13 +1138,7 @@ mod binding {
             "{text}"
         );
         assert_eq!(TRANSFORMATIONS_PATH, "/input_transformations");
-        assert!(
-            out.explain
-                .iter()
-                .any(|l| l.contains("its prefix binding holds")),
-            "{:?}",
-            out.explain
-        );
+        assert_explains(&out.explain, "its prefix binding holds");
         assert_eq!(out.carriers.dropped_prefix, 0);
         assert!(out.wire.left_out.is_empty());
         // The reply is stamped with the whole conversation's binding, and its parts.
@@ -1274,7 +1263,7 @@ mod binding {
             v["additionalModelResponseFieldPaths"],
             json!([TRANSFORMATIONS_PATH])
         );
-        assert!(out.explain.iter().any(|l| l.contains("no recorded prefix")));
+        assert_explains(&out.explain, "no recorded prefix");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! form (Claude, with its beta; chat completions; Responses) and said in `--explain` where it
 //! has none (Gemini, Converse, an Anthropic-compatible relay).
 
-use hermes_core::{Message, RawJson, RequestParts, ResolveOptions, RouteTarget, Verdicts, Wire};
+use hermes_core::{Message, RequestParts, Wire};
 use serde_json::Value;
 
 use crate::support;
@@ -30,18 +30,8 @@ fn history() -> Vec<Message> {
 }
 
 /// What `f` makes of the request parts of the history at (provider, base URL, model).
-fn with_parts<T>(
-    (provider, base_url, model): (&str, &str, &str),
-    f: impl FnOnce(&RequestParts<'_>) -> T,
-) -> T {
-    let decision = builtin_table().resolve(
-        &RouteTarget::new(provider, Some(base_url), model),
-        ResolveOptions::default(),
-    );
-    let verdicts = Verdicts::default();
-    let h = history();
-    let tools = RawJson::from_text(TOOLS).unwrap();
-    f(&RequestParts::new(&h, &decision, &verdicts).tools(Some(&tools)))
+fn with_parts<T>(at: (&str, &str, &str), f: impl FnOnce(&RequestParts<'_>) -> T) -> T {
+    support::with_parts(at, &history(), TOOLS, |parts| f(&parts))
 }
 
 /// The body `wire` encodes, and its stamp as `key=value` lines.
@@ -57,8 +47,28 @@ fn encode(wire: &dyn Wire, at: (&str, &str, &str)) -> (String, String) {
     })
 }
 
-fn builtin_table() -> hermes_core::RouteTable {
-    hermes_providers::builtin_table()
+/// The body `wire` encodes (parsed), its stamp as `key=value` lines, and the lines `explain`
+/// gives for the same request parts, joined.
+fn encode_explained(
+    wire: &dyn Wire,
+    at: (&str, &str, &str),
+    explain: impl FnOnce(&RequestParts<'_>) -> Vec<String>,
+) -> (Value, String, String) {
+    let (body, stamp) = encode(wire, at);
+    let explain = with_parts(at, |p| explain(p).join("\n"));
+    (json(&body), stamp, explain)
+}
+
+/// [`encode_explained`] with the Anthropic wire's own explanation.
+fn claude_explained(
+    wire: &hermes_wire_anthropic::AnthropicWire,
+    at: (&str, &str, &str),
+) -> (Value, String, String) {
+    encode_explained(wire, at, |p| {
+        hermes_wire_anthropic::body::encode(p, &wire.target, &Default::default())
+            .unwrap()
+            .explain
+    })
 }
 
 fn json(body: &str) -> Value {
@@ -69,14 +79,7 @@ fn json(body: &str) -> Value {
 fn claude_gets_is_error_and_the_system_message_in_place_with_its_beta() {
     let wire = support::anthropic_at("https://api.anthropic.com");
     let at = ("anthropic", "https://api.anthropic.com", "claude-opus-4-8");
-    let (body, stamp) = encode(&wire, at);
-    let explain = with_parts(at, |p| {
-        hermes_wire_anthropic::body::encode(p, &wire.target, &Default::default())
-            .unwrap()
-            .explain
-            .join("\n")
-    });
-    let body = json(&body);
+    let (body, stamp, explain) = claude_explained(&wire, at);
     assert_eq!(body["system"][0]["text"], "Be brief.");
     let roles: Vec<&str> = body["messages"]
         .as_array()
@@ -109,14 +112,7 @@ fn an_anthropic_compatible_relay_gets_the_system_text_in_system_and_says_so() {
     let base = "https://api.deepseek.com/anthropic";
     let wire = support::anthropic_at(base);
     let at = ("anthropic", base, "deepseek-v4-pro");
-    let (body, stamp) = encode(&wire, at);
-    let explain = with_parts(at, |p| {
-        hermes_wire_anthropic::body::encode(p, &wire.target, &Default::default())
-            .unwrap()
-            .explain
-            .join("\n")
-    });
-    let body = json(&body);
+    let (body, stamp, explain) = claude_explained(&wire, at);
     let system: Vec<&str> = body["system"]
         .as_array()
         .unwrap()
@@ -184,13 +180,9 @@ fn converse_marks_the_error_with_its_status_and_says_where_the_system_text_went(
         base,
         "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
     );
-    let (body, _) = encode(&wire, at);
-    let explain = with_parts(at, |p| {
-        hermes_wire_bedrock::explain(p, &wire.target)
-            .unwrap()
-            .join("\n")
+    let (body, _, explain) = encode_explained(&wire, at, |p| {
+        hermes_wire_bedrock::explain(p, &wire.target).unwrap()
     });
-    let body = json(&body);
     let result = &body["messages"][2]["content"][0]["toolResult"];
     assert_eq!(result["status"], "error", "{body}");
     assert_eq!(result["content"][0]["text"], "no such file");
@@ -205,13 +197,9 @@ fn gemini_answers_a_failed_call_under_error_and_says_where_the_system_text_went(
     let base = "https://generativelanguage.googleapis.com/v1beta";
     let wire = support::gemini_at(base);
     let at = ("gemini", base, "gemini-3-pro-preview");
-    let (body, _) = encode(&wire, at);
-    let explain = with_parts(at, |p| {
-        hermes_wire_gemini::explain(p, &wire.target)
-            .unwrap()
-            .join("\n")
+    let (body, _, explain) = encode_explained(&wire, at, |p| {
+        hermes_wire_gemini::explain(p, &wire.target).unwrap()
     });
-    let body = json(&body);
     let response = body["contents"]
         .as_array()
         .unwrap()
