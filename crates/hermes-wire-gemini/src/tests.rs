@@ -40,11 +40,7 @@ fn encoded_at(
     thinking: ThinkingRequest,
     wire_verdicts: &WireVerdicts,
 ) -> Result<(String, super::Encoded), super::EncodeError> {
-    let table = hermes_providers::builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new("gemini", Some(base), model),
-        ResolveOptions::default(),
-    );
+    let decision = hermes_providers::testing::decision("gemini", base, model);
     let verdicts = Verdicts::default();
     let (history, _) = hermes_core::pairing::paired(history);
     let parts = RequestParts::new(&history, &decision, &verdicts)
@@ -398,11 +394,8 @@ fn calls_without_ids_are_answered_by_name_then_order_and_made_up_ids_never_leave
     ));
     assert!(made_up_id(&h[4].tool_calls.as_ref().unwrap()[0]));
     // Straight through encode (pairing would leave id-less results out; see the report).
-    let table = hermes_providers::builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new("gemini", Some(AI_STUDIO_BASE), "gemini-2.5-flash"),
-        ResolveOptions::default(),
-    );
+    let decision =
+        hermes_providers::testing::decision("gemini", AI_STUDIO_BASE, "gemini-2.5-flash");
     let verdicts = Verdicts::default();
     let parts = RequestParts::new(&h, &decision, &verdicts);
     let e = encode(&parts, &Target::ai_studio()).unwrap();
@@ -428,11 +421,7 @@ fn calls_without_ids_are_answered_by_name_then_order_and_made_up_ids_never_leave
             .iter()
             .any(|l| l == "message 3: tool result matched to call `now` by order")
     );
-    assert!(
-        e.explain
-            .iter()
-            .any(|l| l.contains("id hermes made up for now not sent"))
-    );
+    hermes_providers::testing::assert_explains(&e.explain, "id hermes made up for now not sent");
 }
 
 #[test]
@@ -444,11 +433,7 @@ fn a_result_whose_id_no_call_holds_is_left_out() {
             {{"role":"tool","tool_call_id":"c1","content":"12:00"}}]"#,
         call("c1", r#""{}""#, None),
     ));
-    let table = hermes_providers::builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new("gemini", Some(AI_STUDIO_BASE), PRO3),
-        ResolveOptions::default(),
-    );
+    let decision = hermes_providers::testing::decision("gemini", AI_STUDIO_BASE, PRO3);
     let verdicts = Verdicts::default();
     let parts = RequestParts::new(&h, &decision, &verdicts);
     let e = encode(&parts, &Target::ai_studio()).unwrap();
@@ -955,11 +940,7 @@ fn urls_keep_the_key_out_and_explain_starts_with_the_path() {
         url(&Target::vertex("p1", "us-central1"), PRO3, true),
         "https://us-central1-aiplatform.googleapis.com/v1/projects/p1/locations/us-central1/publishers/google/models/gemini-3-pro-preview:streamGenerateContent?alt=sse"
     );
-    let table = hermes_providers::builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new("gemini", Some(AI_STUDIO_BASE), PRO3),
-        ResolveOptions::default(),
-    );
+    let decision = hermes_providers::testing::decision("gemini", AI_STUDIO_BASE, PRO3);
     let verdicts = Verdicts::default();
     let h = history(r#"[{"role":"user","content":"Hi"}]"#);
     let parts = RequestParts::new(&h, &decision, &verdicts);
@@ -979,11 +960,7 @@ fn the_wire_encodes_through_the_seam_with_its_refusable_field() {
             {{"role":"tool","tool_call_id":"c1","content":"12:00"}}]"#,
         call("c1", r#""{}""#, Some(r#""U0lHLTE=""#)),
     ));
-    let table = hermes_providers::builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new("gemini", Some(AI_STUDIO_BASE), PRO3),
-        ResolveOptions::default(),
-    );
+    let decision = hermes_providers::testing::decision("gemini", AI_STUDIO_BASE, PRO3);
     let verdicts = Verdicts::default();
     let parts = RequestParts::new(&h, &decision, &verdicts).stream(true);
     let out = gemini_wire().encode(&parts).unwrap();
