@@ -46,6 +46,16 @@ pub fn bound_conversation(mut step: Value, system: &str, binding: Option<&str>) 
     ]))
 }
 
+/// The JSON of an encoded body.
+pub fn body_json<X>(out: &hermes_providers::native::Encoded<X>) -> Value {
+    serde_json::from_slice(&out.body).unwrap()
+}
+
+/// Whether an encoded body sends signed blocks (a `"signature"` member anywhere).
+pub fn sends_blocks<X>(out: &hermes_providers::native::Encoded<X>) -> bool {
+    String::from_utf8_lossy(&out.body).contains(r#""signature""#)
+}
+
 /// One AWS event-stream frame (the InvokeModel door's tests).
 #[cfg(test)]
 pub use hermes_aws::testing::frame;

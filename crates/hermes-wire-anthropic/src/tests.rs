@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::body::{Drops, Flavor, PREFIX_KEY, PrefixDigest, Target, encode};
 use super::{AnthropicWire, url};
-use crate::testing::{RED, SIG, decision, history, stamped};
+use crate::testing::{Out, RED, SIG, decision, history, stamped};
 
 const OPUS: &str = "claude-opus-4-6";
 /// The first-party Messages API.
@@ -38,14 +38,6 @@ fn target(base: &str) -> Target {
     }
 }
 
-struct Out {
-    text: String,
-    json: Value,
-    notes: Vec<String>,
-    explain: Vec<String>,
-    carriers: hermes_core::CarrierCounts,
-}
-
 fn body_for(h: &[Message], base: &str, model: &str, thinking: ThinkingRequest) -> Out {
     body_with(h, &target(base), model, thinking, &Drops::default())
 }
@@ -60,15 +52,7 @@ fn body_with(
     let decision = decision("anthropic", &target.base_url, model);
     let verdicts = Verdicts::default();
     let parts = RequestParts::new(h, &decision, &verdicts).thinking(thinking);
-    let encoded = encode(&parts, target, drops).unwrap();
-    let text = String::from_utf8(encoded.body).unwrap();
-    Out {
-        json: serde_json::from_str(&text).unwrap(),
-        text,
-        notes: encoded.notes,
-        explain: encoded.explain,
-        carriers: encoded.carriers,
-    }
+    Out::of(encode(&parts, target, drops).unwrap())
 }
 
 fn digest_of(h: &[Message]) -> String {
@@ -1126,11 +1110,11 @@ fn a_model_other_than_claude_on_bedrock_invoke_model_is_an_unknown_relay() {
 mod bound {
     use hermes_core::route::ThinkingRequest;
     use hermes_core::{Message, RawJson, RequestParts, Verdicts};
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     use super::super::body::{BINDING_BETA, Drops, Encoded, Flavor, Target};
     use super::{HIGH, origin};
-    use crate::testing::decision;
+    use crate::testing::{body_json as body, decision, sends_blocks};
 
     const FABLE: &str = "claude-fable-5-1";
     const OPUS48: &str = "claude-opus-4-8";
@@ -1168,14 +1152,6 @@ mod bound {
     fn minted(model: &str, system: &str, tools: &str, account: &str) -> String {
         let h = conversation(model, system, None);
         encode(&h[..2], model, tools, account).wire.binding.unwrap()
-    }
-
-    fn body(out: &Encoded) -> Value {
-        serde_json::from_slice(&out.body).unwrap()
-    }
-
-    fn sends_blocks(out: &Encoded) -> bool {
-        String::from_utf8_lossy(&out.body).contains(r#""signature""#)
     }
 
     #[test]

@@ -16,7 +16,7 @@ use super::{BedrockWire, WIRE_ID, explain, url};
 use hermes_aws::FrameReader;
 use hermes_providers::native::reply::Captured;
 use hermes_providers::testing::{
-    ClaudeTurn, Seen, arguments, assert_explains, check_claude_turn, decision, details, extra,
+    ClaudeTurn, Out, Seen, arguments, assert_explains, check_claude_turn, decision, details, extra,
     history,
 };
 use hermes_wire_anthropic::signed::replay::PrefixDigest;
@@ -52,15 +52,6 @@ fn target() -> Target {
     }
 }
 
-struct Out {
-    text: String,
-    json: Value,
-    notes: Vec<String>,
-    refusable: Vec<&'static str>,
-    explain: Vec<String>,
-    carriers: hermes_core::CarrierCounts,
-}
-
 struct Setup {
     thinking: ThinkingRequest,
     tools: Option<RawJson>,
@@ -88,16 +79,7 @@ fn check_body(h: &[Message], model: &str, setup: Setup) -> Out {
         .wire_verdicts(&setup.wire_verdicts)
         .thinking(setup.thinking)
         .tools(setup.tools.as_ref());
-    let encoded = encode(&parts, &setup.target, &setup.drops).unwrap();
-    let text = String::from_utf8(encoded.body).unwrap();
-    Out {
-        json: serde_json::from_str(&text).unwrap(),
-        text,
-        notes: encoded.notes,
-        refusable: encoded.refusable,
-        explain: encoded.explain,
-        carriers: encoded.carriers,
-    }
+    Out::of(encode(&parts, &setup.target, &setup.drops).unwrap())
 }
 
 #[test]
@@ -1073,6 +1055,7 @@ mod binding {
     use crate::TRANSFORMATIONS_PATH;
     use crate::body::Encoded;
     use hermes_wire_anthropic::signed::replay::PREFIX_BINDING_KEY;
+    use hermes_wire_anthropic::testing::{body_json as json_of, sends_blocks};
 
     /// A bound Claude model (`anthropic::BOUND_FROM`) on Bedrock.
     const FABLE: &str = "us.anthropic.claude-fable-5-1-20260901-v1:0";
@@ -1107,14 +1090,6 @@ mod binding {
             .wire
             .binding
             .unwrap()
-    }
-
-    fn json_of(out: &Encoded) -> Value {
-        serde_json::from_slice(&out.body).unwrap()
-    }
-
-    fn sends_blocks(out: &Encoded) -> bool {
-        String::from_utf8_lossy(&out.body).contains(r#""signature""#)
     }
 
     #[test]
