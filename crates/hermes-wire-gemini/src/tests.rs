@@ -81,6 +81,18 @@ fn origin_json(model: &str, host: &str) -> String {
     format!(r#"{{"provider":"gemini","host":"{host}","model":"{model}"}}"#)
 }
 
+/// "Time?", then a turn of [`PRO3`] on [`HOST`] with `fields` (JSON members) calling `c1` (its
+/// thought signature `sig`, a JSON literal), and the call's result.
+fn time_loop(fields: &str, sig: Option<&str>) -> Vec<Message> {
+    let o = origin_json(PRO3, HOST);
+    let call = call("c1", r#""{}""#, sig);
+    history(&format!(
+        r#"[{{"role":"user","content":"Time?"}},
+            {{"role":"assistant",{fields},"tool_calls":[{call}],"origin":{o}}},
+            {{"role":"tool","tool_call_id":"c1","content":"12:00"}}]"#
+    ))
+}
+
 const CONFIG_DEFAULT: &str =
     r#""generationConfig":{"maxOutputTokens":65536,"thinkingConfig":{"includeThoughts":true}}"#;
 
@@ -295,13 +307,10 @@ fn the_text_turn_signature_goes_back_on_the_last_part() {
 
 #[test]
 fn a_text_turn_signature_after_calls_rides_on_an_empty_text_part_never_on_a_call() {
-    let o = origin_json(PRO3, HOST);
-    let h = history(&format!(
-        r#"[{{"role":"user","content":"Time?"}},
-            {{"role":"assistant","content":"Checking.","tool_calls":[{}],"reasoning_details":{NATIVE_SIG},"origin":{o}}},
-            {{"role":"tool","tool_call_id":"c1","content":"12:00"}}]"#,
-        call("c1", r#""{}""#, Some(r#""Q0FMTA==""#)),
-    ));
+    let h = time_loop(
+        &format!(r#""content":"Checking.","reasoning_details":{NATIVE_SIG}"#),
+        Some(r#""Q0FMTA==""#),
+    );
     let got = body(&h, PRO3);
     assert!(
         got.contains(
@@ -953,13 +962,7 @@ fn urls_keep_the_key_out_and_explain_starts_with_the_path() {
 
 #[test]
 fn the_wire_encodes_through_the_seam_with_its_refusable_field() {
-    let o = origin_json(PRO3, HOST);
-    let h = history(&format!(
-        r#"[{{"role":"user","content":"Time?"}},
-            {{"role":"assistant","content":null,"tool_calls":[{}],"origin":{o}}},
-            {{"role":"tool","tool_call_id":"c1","content":"12:00"}}]"#,
-        call("c1", r#""{}""#, Some(r#""U0lHLTE=""#)),
-    ));
+    let h = time_loop(r#""content":null"#, Some(r#""U0lHLTE=""#));
     let decision = hermes_providers::testing::decision("gemini", AI_STUDIO_BASE, PRO3);
     let verdicts = Verdicts::default();
     let parts = RequestParts::new(&h, &decision, &verdicts).stream(true);
