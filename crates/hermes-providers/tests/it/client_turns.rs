@@ -71,6 +71,16 @@ fn claude_explained(
     })
 }
 
+/// The string under `key` of each item of the JSON array `items`.
+fn strings_at<'v>(items: &'v Value, key: &str) -> Vec<&'v str> {
+    items
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item[key].as_str().unwrap())
+        .collect()
+}
+
 fn json(body: &str) -> Value {
     serde_json::from_str(body).unwrap()
 }
@@ -81,12 +91,7 @@ fn claude_gets_is_error_and_the_system_message_in_place_with_its_beta() {
     let at = ("anthropic", "https://api.anthropic.com", "claude-opus-4-8");
     let (body, stamp, explain) = claude_explained(&wire, at);
     assert_eq!(body["system"][0]["text"], "Be brief.");
-    let roles: Vec<&str> = body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
+    let roles = strings_at(&body["messages"], "role");
     assert_eq!(roles, ["user", "assistant", "user", "system", "user"]);
     assert_eq!(
         body["messages"][2]["content"][0],
@@ -113,12 +118,7 @@ fn an_anthropic_compatible_relay_gets_the_system_text_in_system_and_says_so() {
     let wire = support::anthropic_at(base);
     let at = ("anthropic", base, "deepseek-v4-pro");
     let (body, stamp, explain) = claude_explained(&wire, at);
-    let system: Vec<&str> = body["system"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| b["text"].as_str().unwrap())
-        .collect();
+    let system = strings_at(&body["system"], "text");
     assert_eq!(system, ["Be brief.", "Today is Sunday."]);
     assert!(
         body["messages"]
