@@ -71,6 +71,11 @@ fn claude_explained(
     })
 }
 
+/// Checks that the `--explain` lines (joined) say `words`.
+fn assert_says(explain: &str, words: &str) {
+    assert!(explain.contains(words), "{explain}");
+}
+
 /// The string under `key` of each item of the JSON array `items`.
 fn strings_at<'v>(items: &'v Value, key: &str) -> Vec<&'v str> {
     items
@@ -102,10 +107,7 @@ fn claude_gets_is_error_and_the_system_message_in_place_with_its_beta() {
         body["messages"][3]["content"][0]["text"],
         "Today is Sunday."
     );
-    assert!(
-        explain.contains("mid-conversation-system-2026-04-07"),
-        "{explain}"
-    );
+    assert_says(&explain, "mid-conversation-system-2026-04-07");
     assert!(
         stamp.contains("hermes_anthropic_beta=\"mid-conversation-system-2026-04-07\""),
         "the beta goes in the header: {stamp}"
@@ -127,10 +129,7 @@ fn an_anthropic_compatible_relay_gets_the_system_text_in_system_and_says_so() {
             .iter()
             .all(|m| m["role"] != "system")
     );
-    assert!(
-        explain.contains("no in-place form, its text joins `system`"),
-        "{explain}"
-    );
+    assert_says(&explain, "no in-place form, its text joins `system`");
     assert!(!stamp.contains("mid-conversation-system-2026"), "{stamp}");
 }
 
@@ -186,10 +185,7 @@ fn converse_marks_the_error_with_its_status_and_says_where_the_system_text_went(
     let result = &body["messages"][2]["content"][0]["toolResult"];
     assert_eq!(result["status"], "error", "{body}");
     assert_eq!(result["content"][0]["text"], "no such file");
-    assert!(
-        explain.contains("Converse has no in-place form"),
-        "{explain}"
-    );
+    assert_says(&explain, "Converse has no in-place form");
 }
 
 #[test]
@@ -211,5 +207,5 @@ fn gemini_answers_a_failed_call_under_error_and_says_where_the_system_text_went(
         response["response"],
         serde_json::json!({"error": "no such file"})
     );
-    assert!(explain.contains("Gemini has no in-place form"), "{explain}");
+    assert_says(&explain, "Gemini has no in-place form");
 }
