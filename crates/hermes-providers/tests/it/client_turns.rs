@@ -71,6 +71,11 @@ fn claude_explained(
     })
 }
 
+/// The body `wire` encodes, parsed.
+fn body_of(wire: &dyn Wire, at: (&str, &str, &str)) -> Value {
+    json(&encode(wire, at).0)
+}
+
 /// Checks that the `--explain` lines (joined) say `words`.
 fn assert_says(explain: &str, words: &str) {
     assert!(explain.contains(words), "{explain}");
@@ -136,11 +141,10 @@ fn an_anthropic_compatible_relay_gets_the_system_text_in_system_and_says_so() {
 #[test]
 fn chat_completions_keep_the_system_message_in_place_and_prefix_the_error() {
     let base = "https://api.deepseek.com";
-    let (body, _) = encode(
+    let body = body_of(
         &support::chat_at(base),
         ("deepseek", base, "deepseek-v4-pro"),
     );
-    let body = json(&body);
     let messages = body["messages"].as_array().unwrap();
     assert_eq!(messages[3]["content"], "Error: no such file");
     assert_eq!(messages[4]["role"], "system");
@@ -150,11 +154,10 @@ fn chat_completions_keep_the_system_message_in_place_and_prefix_the_error() {
 #[test]
 fn responses_keep_the_system_message_in_place_and_prefix_the_error() {
     let base = "https://api.openai.com/v1";
-    let (body, _) = encode(
+    let body = body_of(
         &support::responses_at(base),
         ("openai-responses", base, "gpt-5.2"),
     );
-    let body = json(&body);
     assert_eq!(body["instructions"], "Be brief.");
     let input = body["input"].as_array().unwrap();
     let output = input
