@@ -279,6 +279,12 @@ impl Out {
     }
 }
 
+/// Checks that `text` (a recovery's note, a line for the user) says `words` (the failure shows
+/// it).
+pub fn assert_says(text: &str, words: &str) {
+    assert!(text.contains(words), "{text:?} does not say {words:?}");
+}
+
 /// Checks that a line of a wire's `--explain` lines contains `words` (the failure shows them
 /// all).
 pub fn assert_explains(explain: &[String], words: &str) {

@@ -495,11 +495,7 @@ fn an_invalid_signature_is_resent_once_without_the_named_blocks_and_nothing_is_p
         body.get("thinking").is_none(),
         "adaptive: thinking off is no thinking field"
     );
-    assert!(
-        recovery.note.contains("without those blocks"),
-        "{}",
-        recovery.note
-    );
+    crate::testing::assert_says(&recovery.note, "without those blocks");
     assert!(wire.recover(&parts, Some(500), err).is_none());
     assert!(wire.recover(&parts, Some(400), "overloaded").is_none());
     // A refusal is still the one classifier's business: nothing here names a field.
@@ -1047,11 +1043,7 @@ fn an_invalid_beta_flag_is_answered_once_without_the_clients_flags_and_the_wires
             again.contains("web_search"),
             "{flavor:?}: only the flags go: {again}"
         );
-        assert!(
-            recovery.note.contains("web-fetch-2025-09-10"),
-            "{}",
-            recovery.note
-        );
+        crate::testing::assert_says(&recovery.note, "web-fetch-2025-09-10");
         // Not a beta refusal, or no client flags: nothing to recover this way.
         assert!(wire.recover(&parts, Some(500), refusal).is_none());
         let bare = RequestParts::new(&h, &decision, &verdicts);

@@ -627,11 +627,7 @@ fn a_redacted_content_validation_error_is_resent_once_without_redacted_blocks() 
         text,
         r#"{"messages": [{"role": "user", "content": [{"text": "q"}]}, {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "now", "input": {}}}]}, {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "1"}]}}]}, {"role": "assistant", "content": [{"text": "ok"}]}, {"role": "user", "content": [{"text": "more"}]}]}"#
     );
-    assert!(
-        recovery.note.contains("without the redacted blocks"),
-        "{}",
-        recovery.note
-    );
+    hermes_providers::testing::assert_says(&recovery.note, "without the redacted blocks");
     assert!(recovery.outgoing.refusable.is_empty());
     // Not a 400, or nothing redacted was sent: no recovery.
     assert!(wire().recover(&parts, Some(500), error).is_none());
