@@ -1140,6 +1140,17 @@ mod bound {
         crate::testing::bound_conversation(step, system, binding)
     }
 
+    /// The body of [`conversation`] on `model` (with `tools`, under `account`).
+    fn encode_conversation(
+        model: &str,
+        system: &str,
+        binding: Option<&str>,
+        tools: &str,
+        account: &str,
+    ) -> Encoded {
+        encode(&conversation(model, system, binding), model, tools, account)
+    }
+
     /// The binding a request made on the conversation's first two messages stamps on its reply.
     fn minted(model: &str, system: &str, tools: &str, account: &str) -> String {
         let h = conversation(model, system, None);
@@ -1149,12 +1160,7 @@ mod bound {
     #[test]
     fn the_same_prefix_replays_with_drop_block_and_its_beta() {
         let binding = minted(FABLE, "Be brief.", TOOLS, "sk-a");
-        let out = encode(
-            &conversation(FABLE, "Be brief.", Some(&binding)),
-            FABLE,
-            TOOLS,
-            "sk-a",
-        );
+        let out = encode_conversation(FABLE, "Be brief.", Some(&binding), TOOLS, "sk-a");
         assert!(sends_blocks(&out), "{}", String::from_utf8_lossy(&out.body));
         assert_eq!(
             body(&out)["thinking"]["block_binding"],
@@ -1196,12 +1202,7 @@ mod bound {
                 "{case}: {:?}",
                 out.explain
             );
-            let out = encode(
-                &conversation(FABLE, system, Some(&binding)),
-                FABLE,
-                tools,
-                account,
-            );
+            let out = encode_conversation(FABLE, system, Some(&binding), tools, account);
             assert!(
                 !sends_blocks(&out),
                 "{case}: {}",
@@ -1268,12 +1269,7 @@ mod bound {
 
     #[test]
     fn blocks_without_a_recorded_prefix_go_with_drop_block() {
-        let out = encode(
-            &conversation(FABLE, "Be brief.", None),
-            FABLE,
-            TOOLS,
-            "sk-a",
-        );
+        let out = encode_conversation(FABLE, "Be brief.", None, TOOLS, "sk-a");
         assert!(sends_blocks(&out));
         assert_eq!(
             body(&out)["thinking"]["block_binding"]["prefix_mismatch_behavior"],
@@ -1286,9 +1282,10 @@ mod bound {
     fn an_unbound_model_keeps_what_it_kept_before() {
         // Even a turn stamped with a binding another request made.
         let binding = minted(FABLE, "Be brief.", TOOLS, "sk-a");
-        let out = encode(
-            &conversation(OPUS48, "Be brief. Today is Sunday.", Some(&binding)),
+        let out = encode_conversation(
             OPUS48,
+            "Be brief. Today is Sunday.",
+            Some(&binding),
             MORE_TOOLS,
             "sk-b",
         );
