@@ -1079,13 +1079,15 @@ mod binding {
         hermes_wire_anthropic::testing::bound_conversation(step, system, binding)
     }
 
-    /// The binding the request that minted the step (the first two messages) stamps on it.
-    fn minted(system: &str, tools: &str, account: Option<&str>) -> String {
+    /// What the request that minted the step (the first two messages) knows of its body.
+    fn minting(system: &str, tools: &str, account: Option<&str>) -> crate::body::Bound {
         let h = conversation(FABLE, system, None);
-        encode_with(&h[..2], FABLE, tools, account)
-            .wire
-            .binding
-            .unwrap()
+        encode_with(&h[..2], FABLE, tools, account).wire
+    }
+
+    /// The binding the request that minted the step stamps on it.
+    fn minted(system: &str, tools: &str, account: Option<&str>) -> String {
+        minting(system, tools, account).binding.unwrap()
     }
 
     #[test]
@@ -1167,11 +1169,7 @@ mod binding {
 
     /// What the minting request stamps as its binding's parts.
     fn minted_parts(system: &str, tools: &str, account: Option<&str>) -> RawJson {
-        let h = conversation(FABLE, system, None);
-        encode_with(&h[..2], FABLE, tools, account)
-            .wire
-            .prefix_parts
-            .unwrap()
+        minting(system, tools, account).prefix_parts.unwrap()
     }
 
     #[test]
