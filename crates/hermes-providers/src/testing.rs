@@ -248,6 +248,52 @@ pub fn provenance_counted(explain: &[String], counted: u64) {
     assert_eq!(counted, named as u64, "{explain:?}");
 }
 
+/// An encoded body read for a test's assertions: its text and JSON, and what the wire said of it.
+pub struct Out {
+    /// The body as text.
+    pub text: String,
+    /// The body as JSON.
+    pub json: Value,
+    /// The lines for the user.
+    pub notes: Vec<String>,
+    /// The refusable fields sent.
+    pub refusable: Vec<&'static str>,
+    /// The `--explain` lines.
+    pub explain: Vec<String>,
+    /// The assistant messages whose carriers were demoted or left out.
+    pub carriers: hermes_core::CarrierCounts,
+}
+
+impl Out {
+    /// `encoded` read (its body is JSON text).
+    pub fn of<X>(encoded: crate::native::Encoded<X>) -> Self {
+        let text = String::from_utf8(encoded.body).unwrap();
+        Out {
+            json: serde_json::from_str(&text).unwrap(),
+            text,
+            notes: encoded.notes,
+            refusable: encoded.refusable,
+            explain: encoded.explain,
+            carriers: encoded.carriers,
+        }
+    }
+}
+
+/// Checks that `text` (a recovery's note, a line for the user) says `words` (the failure shows
+/// it).
+pub fn assert_says(text: &str, words: &str) {
+    assert!(text.contains(words), "{text:?} does not say {words:?}");
+}
+
+/// Checks that a line of a wire's `--explain` lines contains `words` (the failure shows them
+/// all).
+pub fn assert_explains(explain: &[String], words: &str) {
+    assert!(
+        explain.iter().any(|l| l.contains(words)),
+        "no line says {words:?}: {explain:?}"
+    );
+}
+
 /// Reads `text` as a streamed SSE reply cut into pieces of `size` bytes, captured by `turn`
 /// through the one SSE loop ([`crate::native::sse::read_sse`]); a failed read is a stream
 /// error.

@@ -269,12 +269,11 @@ impl hermes_providers::native::Stamp for Bound {
         if let Some(version) = &self.version {
             stamp.push((super::VERSION_STAMP.to_owned(), RawJson::string(version)));
         }
-        if let Some(binding) = &self.binding {
-            stamp.push((PREFIX_BINDING_KEY.to_owned(), RawJson::string(binding)));
-        }
-        if let Some(parts) = &self.prefix_parts {
-            stamp.push((PREFIX_PARTS_KEY.to_owned(), parts.clone()));
-        }
+        binding_stamp(
+            &mut stamp,
+            self.binding.as_deref(),
+            self.prefix_parts.as_ref(),
+        );
         if let Some(account) = &self.compaction_account {
             stamp.push((
                 super::compaction::ACCOUNT_KEY.to_owned(),
@@ -387,16 +386,7 @@ impl Serialize for CachedBlock<'_, '_> {
                 tool_use_id,
                 content,
                 is_error,
-            } => {
-                map.serialize_entry("type", "tool_result")?;
-                map.serialize_entry("tool_use_id", tool_use_id)?;
-                if let Some(content) = content {
-                    map.serialize_entry("content", content)?;
-                }
-                if *is_error {
-                    map.serialize_entry("is_error", &true)?;
-                }
-            }
+            } => tool_result_members(&mut map, tool_use_id, content.as_ref(), *is_error)?,
             Block::Image(image) => {
                 map.serialize_entry("type", "image")?;
                 map.serialize_entry("source", &media::ImageSource(image))?;
@@ -405,20 +395,32 @@ impl Serialize for CachedBlock<'_, '_> {
                 tool_use_id,
                 is_error,
                 parts,
-            } => {
-                map.serialize_entry("type", "tool_result")?;
-                map.serialize_entry("tool_use_id", tool_use_id)?;
-                map.serialize_entry("content", parts)?;
-                if *is_error {
-                    map.serialize_entry("is_error", &true)?;
-                }
-            }
+            } => tool_result_members(&mut map, tool_use_id, Some(parts), *is_error)?,
         }
         if self.cache {
             map.serialize_entry("cache_control", &TypeOnly("ephemeral"))?;
         }
         map.end()
     }
+}
+
+/// A `tool_result` block's members into `map`: the call it answers, its `content` when it has
+/// one, and `is_error` only when the client marked the result as failed.
+fn tool_result_members<M: SerializeMap, C: Serialize + ?Sized>(
+    map: &mut M,
+    tool_use_id: &str,
+    content: Option<&C>,
+    is_error: bool,
+) -> Result<(), M::Error> {
+    map.serialize_entry("type", "tool_result")?;
+    map.serialize_entry("tool_use_id", tool_use_id)?;
+    if let Some(content) = content {
+        map.serialize_entry("content", content)?;
+    }
+    if is_error {
+        map.serialize_entry("is_error", &true)?;
+    }
+    Ok(())
 }
 
 /// A client's block (a JSON object as written) with hermes' cache breakpoint added after its
@@ -457,6 +459,21 @@ fn bindings_of(
 /// The key of what a bound turn's prefix was made of, stamped beside its binding
 /// ([`PrefixParts`]), so a later request can say which part changed. Never sent.
 pub const PREFIX_PARTS_KEY: &str = "hermes_prefix_parts";
+
+/// Adds to a reply's `stamp` a bound model's prefix binding ([`PREFIX_BINDING_KEY`]) and what it
+/// was made of ([`PREFIX_PARTS_KEY`]), each when there is one (the Claude wires on a bound model).
+pub fn binding_stamp(
+    stamp: &mut Vec<(String, RawJson)>,
+    binding: Option<&str>,
+    parts: Option<&RawJson>,
+) {
+    if let Some(binding) = binding {
+        stamp.push((PREFIX_BINDING_KEY.to_owned(), RawJson::string(binding)));
+    }
+    if let Some(parts) = parts {
+        stamp.push((PREFIX_PARTS_KEY.to_owned(), parts.clone()));
+    }
+}
 
 /// The parts of a prefix binding, each a digest: the system prompt (every system or developer
 /// message's content, in order), the tools and the account. The messages are the rest.

@@ -171,9 +171,17 @@ struct ReplyBody<'a> {
 /// instead of refusing) are kept under on the captured message, as received. Never sent.
 pub const TRANSFORMATIONS_KEY: &str = "hermes_input_transformations";
 
-/// Keeps a reply's `input_transformations` (when it lists any) on its message as received, and
-/// logs them: each a thinking block the provider dropped, with its path and reason.
-pub fn keep_transformations(message: &mut Message, meta: &mut ReplyMeta, raw: Option<&str>) {
+/// A captured reply (or its error, passed on) with the reply's `input_transformations` (when it
+/// lists any) kept on its message as received, and logged: each a thinking block the provider
+/// dropped, with its path and reason.
+pub fn keep_transformations(captured: Captured, raw: Option<&str>) -> Captured {
+    let (mut message, mut meta) = captured?;
+    keep_dropped(&mut message, &mut meta, raw);
+    Ok((message, meta))
+}
+
+/// [`keep_transformations`] on a captured message and its meta.
+fn keep_dropped(message: &mut Message, meta: &mut ReplyMeta, raw: Option<&str>) {
     let Some(raw) = raw else { return };
     let Ok(dropped) = serde_json::from_str::<Vec<&RawValue>>(raw) else {
         return;
@@ -267,19 +275,14 @@ pub(crate) fn capture_reply(text: &str, origin: Origin) -> Captured {
     let content = reply
         .content
         .ok_or_else(|| malformed("reply has no `content`"))?;
-    let (mut message, mut meta) = whole(
+    let captured = whole(
         content,
         whole_block,
         origin,
         reply.stop_reason.as_deref().map(finish_reason),
         reply.usage.as_ref().map(|u| Counts::of(u).usage()),
-    )?;
-    keep_transformations(
-        &mut message,
-        &mut meta,
-        reply.input_transformations.map(RawValue::get),
     );
-    Ok((message, meta))
+    keep_transformations(captured, reply.input_transformations.map(RawValue::get))
 }
 
 /// `{"type":…}` of an event's data (when the event has no name).
@@ -577,18 +580,13 @@ impl StreamCapture {
         if !self.stopped {
             return Err(half_turn("message_stop", self.events, "events"));
         }
-        let (mut message, mut meta) = streamed(
+        let captured = streamed(
             self.blocks,
             origin,
             self.stop_reason.as_deref().map(finish_reason),
             self.counts.map(Counts::usage),
-        )?;
-        keep_transformations(
-            &mut message,
-            &mut meta,
-            self.transformations.as_deref().map(RawValue::get),
         );
-        Ok((message, meta))
+        keep_transformations(captured, self.transformations.as_deref().map(RawValue::get))
     }
 }
 
@@ -773,13 +771,7 @@ mod tests {
             r#"{{"type":"message","role":"assistant","content":[{COMPACTION}],"stop_reason":"end_turn","usage":{{"input_tokens":900,"output_tokens":12,"iterations":[{{"type":"compaction","input_tokens":900,"output_tokens":12}}]}}}}"#
         );
         let (msg, meta) = capture_reply(&whole, origin()).unwrap();
-        let items: Vec<&str> = msg
-            .reasoning_details
-            .iter()
-            .flatten()
-            .map(|i| i.raw().get())
-            .collect();
-        assert_eq!(items, [COMPACTION]);
+        assert_eq!(details(&msg), [COMPACTION]);
         assert!(
             msg.replayable(),
             "a checkpoint is replayed, not kept for the record"

@@ -201,13 +201,7 @@ impl Wire for AnthropicWire {
             sse::read_reply(response, request, turn, whole, origin, on_delta, "event").await?
         };
         // The conversation the reply's signed thinking is bound to.
-        reply.message.extra.extend(
-            request
-                .stamp
-                .iter()
-                .filter(|(k, _)| k != BETA_STAMP && k != VERSION_STAMP)
-                .cloned(),
-        );
+        hermes_providers::native::keep_stamp(&mut reply, request, &[BETA_STAMP, VERSION_STAMP]);
         Ok(reply)
     }
 

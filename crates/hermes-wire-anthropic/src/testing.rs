@@ -8,7 +8,9 @@
 pub use hermes_providers::testing::*;
 use serde_json::{Value, json};
 
-use crate::signed::replay::PREFIX_KEY;
+use hermes_core::Message;
+
+use crate::signed::replay::{PREFIX_BINDING_KEY, PREFIX_KEY};
 
 /// A signed tool step as captured from `origin`, with its prefix digest when one is given.
 pub fn step(origin: Value, id: &str, digest: Option<String>) -> Value {
@@ -25,6 +27,33 @@ pub fn step(origin: Value, id: &str, digest: Option<String>) -> Value {
         msg[PREFIX_KEY] = json!(d);
     }
     msg
+}
+
+/// A finished tool loop around the signed tool `step` (system `system`), then a new question: the
+/// step stamped with `binding` (none: an older row or an import), so its blocks are prior
+/// thinking.
+pub fn bound_conversation(mut step: Value, system: &str, binding: Option<&str>) -> Vec<Message> {
+    if let Some(binding) = binding {
+        step[PREFIX_BINDING_KEY] = json!(binding);
+    }
+    history(json!([
+        {"role": "system", "content": system},
+        {"role": "user", "content": "time?"},
+        step,
+        {"role": "tool", "tool_call_id": "toolu_1", "content": "12:00"},
+        {"role": "assistant", "content": "Noon."},
+        {"role": "user", "content": "and now?"},
+    ]))
+}
+
+/// The JSON of an encoded body.
+pub fn body_json<X>(out: &hermes_providers::native::Encoded<X>) -> Value {
+    serde_json::from_slice(&out.body).unwrap()
+}
+
+/// Whether an encoded body sends signed blocks (a `"signature"` member anywhere).
+pub fn sends_blocks<X>(out: &hermes_providers::native::Encoded<X>) -> bool {
+    String::from_utf8_lossy(&out.body).contains(r#""signature""#)
 }
 
 /// One AWS event-stream frame (the InvokeModel door's tests).

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::body::{Drops, Flavor, PREFIX_KEY, PrefixDigest, Target, encode};
 use super::{AnthropicWire, url};
-use crate::testing::{RED, SIG, decision, history, stamped};
+use crate::testing::{Out, RED, SIG, decision, history, stamped};
 
 const OPUS: &str = "claude-opus-4-6";
 /// The first-party Messages API.
@@ -38,14 +38,6 @@ fn target(base: &str) -> Target {
     }
 }
 
-struct Out {
-    text: String,
-    json: Value,
-    notes: Vec<String>,
-    explain: Vec<String>,
-    carriers: hermes_core::CarrierCounts,
-}
-
 fn body_for(h: &[Message], base: &str, model: &str, thinking: ThinkingRequest) -> Out {
     body_with(h, &target(base), model, thinking, &Drops::default())
 }
@@ -60,15 +52,7 @@ fn body_with(
     let decision = decision("anthropic", &target.base_url, model);
     let verdicts = Verdicts::default();
     let parts = RequestParts::new(h, &decision, &verdicts).thinking(thinking);
-    let encoded = encode(&parts, target, drops).unwrap();
-    let text = String::from_utf8(encoded.body).unwrap();
-    Out {
-        json: serde_json::from_str(&text).unwrap(),
-        text,
-        notes: encoded.notes,
-        explain: encoded.explain,
-        carriers: encoded.carriers,
-    }
+    Out::of(encode(&parts, target, drops).unwrap())
 }
 
 fn digest_of(h: &[Message]) -> String {
@@ -511,11 +495,7 @@ fn an_invalid_signature_is_resent_once_without_the_named_blocks_and_nothing_is_p
         body.get("thinking").is_none(),
         "adaptive: thinking off is no thinking field"
     );
-    assert!(
-        recovery.note.contains("without those blocks"),
-        "{}",
-        recovery.note
-    );
+    crate::testing::assert_says(&recovery.note, "without those blocks");
     assert!(wire.recover(&parts, Some(500), err).is_none());
     assert!(wire.recover(&parts, Some(400), "overloaded").is_none());
     // A refusal is still the one classifier's business: nothing here names a field.
@@ -590,13 +570,9 @@ fn bedrock_bodies_carry_the_bedrock_version_and_the_beta_list_and_no_model_or_st
             encoded.wire.beta, None,
             "no anthropic-beta header on Bedrock"
         );
-        assert!(
-            encoded
-                .explain
-                .iter()
-                .any(|l| l.contains("anthropic_beta [\"interleaved-thinking-2025-05-14\"]")),
-            "{:?}",
-            encoded.explain
+        crate::testing::assert_explains(
+            &encoded.explain,
+            "anthropic_beta [\"interleaved-thinking-2025-05-14\"]",
         );
     }
     // The same request direct carries the header instead, `model` and `stream`.
@@ -800,14 +776,8 @@ mod bedrock_wire {
         let reply = send(&server).await.unwrap();
         let msg = &reply.message;
         assert_eq!(msg.content.as_ref().unwrap().get(), r#""It is noon.""#);
-        let details: Vec<&str> = msg
-            .reasoning_details
-            .iter()
-            .flatten()
-            .map(|i| i.raw().get())
-            .collect();
         assert_eq!(
-            details,
+            crate::testing::details(msg),
             [r#"{"type":"thinking","thinking":"Noon, say it.","signature":"QmVkcm9jaw=="}"#]
         );
         assert!(msg.extra.iter().any(|(k, _)| k == PREFIX_KEY));
@@ -1073,11 +1043,7 @@ fn an_invalid_beta_flag_is_answered_once_without_the_clients_flags_and_the_wires
             again.contains("web_search"),
             "{flavor:?}: only the flags go: {again}"
         );
-        assert!(
-            recovery.note.contains("web-fetch-2025-09-10"),
-            "{}",
-            recovery.note
-        );
+        crate::testing::assert_says(&recovery.note, "web-fetch-2025-09-10");
         // Not a beta refusal, or no client flags: nothing to recover this way.
         assert!(wire.recover(&parts, Some(500), refusal).is_none());
         let bare = RequestParts::new(&h, &decision, &verdicts);
@@ -1136,11 +1102,11 @@ fn a_model_other_than_claude_on_bedrock_invoke_model_is_an_unknown_relay() {
 mod bound {
     use hermes_core::route::ThinkingRequest;
     use hermes_core::{Message, RawJson, RequestParts, Verdicts};
-    use serde_json::{Value, json};
+    use serde_json::json;
 
-    use super::super::body::{BINDING_BETA, Drops, Encoded, Flavor, PREFIX_BINDING_KEY, Target};
+    use super::super::body::{BINDING_BETA, Drops, Encoded, Flavor, Target};
     use super::{HIGH, origin};
-    use crate::testing::{decision, history};
+    use crate::testing::{body_json as body, decision, sends_blocks};
 
     const FABLE: &str = "claude-fable-5-1";
     const OPUS48: &str = "claude-opus-4-8";
@@ -1170,18 +1136,19 @@ mod bound {
     /// A finished tool loop on `model` (system `system`), then a new question: the stored step
     /// stamped with `binding` (none: an older row), so its blocks are prior thinking.
     fn conversation(model: &str, system: &str, binding: Option<&str>) -> Vec<Message> {
-        let mut step = crate::testing::step(origin(model), "toolu_1", None);
-        if let Some(binding) = binding {
-            step[PREFIX_BINDING_KEY] = json!(binding);
-        }
-        history(json!([
-            {"role": "system", "content": system},
-            {"role": "user", "content": "time?"},
-            step,
-            {"role": "tool", "tool_call_id": "toolu_1", "content": "12:00"},
-            {"role": "assistant", "content": "Noon."},
-            {"role": "user", "content": "and now?"},
-        ]))
+        let step = crate::testing::step(origin(model), "toolu_1", None);
+        crate::testing::bound_conversation(step, system, binding)
+    }
+
+    /// The body of [`conversation`] on `model` (with `tools`, under `account`).
+    fn encode_conversation(
+        model: &str,
+        system: &str,
+        binding: Option<&str>,
+        tools: &str,
+        account: &str,
+    ) -> Encoded {
+        encode(&conversation(model, system, binding), model, tools, account)
     }
 
     /// The binding a request made on the conversation's first two messages stamps on its reply.
@@ -1190,23 +1157,10 @@ mod bound {
         encode(&h[..2], model, tools, account).wire.binding.unwrap()
     }
 
-    fn body(out: &Encoded) -> Value {
-        serde_json::from_slice(&out.body).unwrap()
-    }
-
-    fn sends_blocks(out: &Encoded) -> bool {
-        String::from_utf8_lossy(&out.body).contains(r#""signature""#)
-    }
-
     #[test]
     fn the_same_prefix_replays_with_drop_block_and_its_beta() {
         let binding = minted(FABLE, "Be brief.", TOOLS, "sk-a");
-        let out = encode(
-            &conversation(FABLE, "Be brief.", Some(&binding)),
-            FABLE,
-            TOOLS,
-            "sk-a",
-        );
+        let out = encode_conversation(FABLE, "Be brief.", Some(&binding), TOOLS, "sk-a");
         assert!(sends_blocks(&out), "{}", String::from_utf8_lossy(&out.body));
         assert_eq!(
             body(&out)["thinking"]["block_binding"],
@@ -1218,13 +1172,7 @@ mod bound {
             out.wire.beta
         );
         assert_eq!(out.carriers.dropped_prefix, 0);
-        assert!(
-            out.explain
-                .iter()
-                .any(|l| l.contains("prefix binding holds")),
-            "{:?}",
-            out.explain
-        );
+        crate::testing::assert_explains(&out.explain, "prefix binding holds");
     }
 
     #[test]
@@ -1254,12 +1202,7 @@ mod bound {
                 "{case}: {:?}",
                 out.explain
             );
-            let out = encode(
-                &conversation(FABLE, system, Some(&binding)),
-                FABLE,
-                tools,
-                account,
-            );
+            let out = encode_conversation(FABLE, system, Some(&binding), tools, account);
             assert!(
                 !sends_blocks(&out),
                 "{case}: {}",
@@ -1326,31 +1269,23 @@ mod bound {
 
     #[test]
     fn blocks_without_a_recorded_prefix_go_with_drop_block() {
-        let out = encode(
-            &conversation(FABLE, "Be brief.", None),
-            FABLE,
-            TOOLS,
-            "sk-a",
-        );
+        let out = encode_conversation(FABLE, "Be brief.", None, TOOLS, "sk-a");
         assert!(sends_blocks(&out));
         assert_eq!(
             body(&out)["thinking"]["block_binding"]["prefix_mismatch_behavior"],
             "drop_block"
         );
-        assert!(
-            out.explain.iter().any(|l| l.contains("no recorded prefix")),
-            "{:?}",
-            out.explain
-        );
+        crate::testing::assert_explains(&out.explain, "no recorded prefix");
     }
 
     #[test]
     fn an_unbound_model_keeps_what_it_kept_before() {
         // Even a turn stamped with a binding another request made.
         let binding = minted(FABLE, "Be brief.", TOOLS, "sk-a");
-        let out = encode(
-            &conversation(OPUS48, "Be brief. Today is Sunday.", Some(&binding)),
+        let out = encode_conversation(
             OPUS48,
+            "Be brief. Today is Sunday.",
+            Some(&binding),
             MORE_TOOLS,
             "sk-b",
         );

@@ -29,10 +29,10 @@ use hermes_providers::native::sampling::{Unsupported, check_tool_choice};
 use hermes_providers::native::stored;
 use hermes_providers::native::tools::ChatTool;
 use hermes_wire_anthropic::body::INTERLEAVED_BETA;
-use hermes_wire_anthropic::body::{BINDING_BETA, PREFIX_PARTS_KEY, PrefixParts};
+use hermes_wire_anthropic::body::{BINDING_BETA, PrefixParts, binding_stamp};
 use hermes_wire_anthropic::model as claude;
 use hermes_wire_anthropic::signed::carriers::{StoredLiterals, read_literals};
-use hermes_wire_anthropic::signed::replay::{self, PREFIX_BINDING_KEY, PrefixDigest};
+use hermes_wire_anthropic::signed::replay::{self, PrefixDigest};
 use sha2::{Digest as _, Sha256};
 
 /// Where a request goes: what the body depends on besides the history.
@@ -73,10 +73,10 @@ pub struct Bound {
     /// For each wire message, the history indices merged into it.
     pub sources: Vec<Vec<usize>>,
     /// On a bound Claude model, the prefix binding of the conversation this request sends, as
-    /// Converse encodes it ([`Binder`]; [`PREFIX_BINDING_KEY`], stamped on the reply).
+    /// Converse encodes it ([`Binder`]; [`replay::PREFIX_BINDING_KEY`], stamped on the reply).
     pub binding: Option<String>,
-    /// On a bound Claude model, what the binding was made of ([`PREFIX_PARTS_KEY`], stamped on
-    /// the reply).
+    /// On a bound Claude model, what the binding was made of
+    /// ([`hermes_wire_anthropic::body::PREFIX_PARTS_KEY`], stamped on the reply).
     pub prefix_parts: Option<RawJson>,
     /// The stored turns whose reasoning this body leaves out for good, by
     /// [`hermes_core::left_out::carrier_id`] (docs/spec.md §5a 3).
@@ -93,12 +93,11 @@ pub type Encoded = hermes_providers::native::Encoded<Bound>;
 impl hermes_providers::native::Stamp for Bound {
     fn stamp(&self) -> Vec<(String, RawJson)> {
         let mut stamp = vec![replay::prefix_stamp(&self.digest)];
-        if let Some(binding) = &self.binding {
-            stamp.push((PREFIX_BINDING_KEY.to_owned(), RawJson::string(binding)));
-        }
-        if let Some(parts) = &self.prefix_parts {
-            stamp.push((PREFIX_PARTS_KEY.to_owned(), parts.clone()));
-        }
+        binding_stamp(
+            &mut stamp,
+            self.binding.as_deref(),
+            self.prefix_parts.as_ref(),
+        );
         stamp
     }
 

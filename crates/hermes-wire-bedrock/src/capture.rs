@@ -201,22 +201,17 @@ pub(crate) fn capture_reply(text: &str, origin: Origin) -> Captured {
     let content = message
         .content
         .ok_or_else(|| malformed("reply has no `output.message.content`"))?;
-    let (mut message, mut meta) = whole(
+    let captured = whole(
         content,
         whole_block,
         origin,
         reply.stop_reason.as_deref().map(finish_reason),
         reply.usage.as_ref().map(UsageBody::usage),
-    )?;
-    keep_transformations(
-        &mut message,
-        &mut meta,
-        reply
-            .additional_model_response_fields
-            .and_then(|a| a.input_transformations)
-            .map(RawValue::get),
     );
-    Ok((message, meta))
+    let transformations = reply
+        .additional_model_response_fields
+        .and_then(|a| a.input_transformations);
+    keep_transformations(captured, transformations.map(RawValue::get))
 }
 
 /// The Converse name of a block kind (as [`Acc::kind`] names it), for errors.
@@ -501,17 +496,12 @@ impl StreamCapture {
         if !self.stopped {
             return Err(half_turn("messageStop", self.frames, "frames"));
         }
-        let (mut message, mut meta) = streamed(
+        let captured = streamed(
             self.blocks,
             origin,
             self.stop_reason.as_deref().map(finish_reason),
             self.usage.as_ref().map(UsageBody::usage),
-        )?;
-        keep_transformations(
-            &mut message,
-            &mut meta,
-            self.transformations.as_deref().map(RawValue::get),
         );
-        Ok((message, meta))
+        keep_transformations(captured, self.transformations.as_deref().map(RawValue::get))
     }
 }

@@ -121,7 +121,7 @@ impl Wire for BedrockWire {
             read_whole(response, origin, capture::capture_reply).await?
         };
         // The conversation the reply's signed reasoning is bound to.
-        reply.message.extra.extend(request.stamp.iter().cloned());
+        hermes_providers::native::keep_stamp(&mut reply, request, &[]);
         Ok(reply)
     }
 

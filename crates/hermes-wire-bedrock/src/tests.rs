@@ -16,7 +16,8 @@ use super::{BedrockWire, WIRE_ID, explain, url};
 use hermes_aws::FrameReader;
 use hermes_providers::native::reply::Captured;
 use hermes_providers::testing::{
-    ClaudeTurn, Seen, arguments, check_claude_turn, decision, details, extra, history,
+    ClaudeTurn, Out, Seen, arguments, assert_explains, check_claude_turn, decision, details, extra,
+    history,
 };
 use hermes_wire_anthropic::signed::replay::PrefixDigest;
 
@@ -51,15 +52,6 @@ fn target() -> Target {
     }
 }
 
-struct Out {
-    text: String,
-    json: Value,
-    notes: Vec<String>,
-    refusable: Vec<&'static str>,
-    explain: Vec<String>,
-    carriers: hermes_core::CarrierCounts,
-}
-
 struct Setup {
     thinking: ThinkingRequest,
     tools: Option<RawJson>,
@@ -87,16 +79,7 @@ fn check_body(h: &[Message], model: &str, setup: Setup) -> Out {
         .wire_verdicts(&setup.wire_verdicts)
         .thinking(setup.thinking)
         .tools(setup.tools.as_ref());
-    let encoded = encode(&parts, &setup.target, &setup.drops).unwrap();
-    let text = String::from_utf8(encoded.body).unwrap();
-    Out {
-        json: serde_json::from_str(&text).unwrap(),
-        text,
-        notes: encoded.notes,
-        refusable: encoded.refusable,
-        explain: encoded.explain,
-        carriers: encoded.carriers,
-    }
+    Out::of(encode(&parts, &setup.target, &setup.drops).unwrap())
 }
 
 #[test]
@@ -458,13 +441,7 @@ fn before_the_loop_signed_blocks_travel_only_to_models_that_keep_them_on_an_unch
         ThinkingRequest::NoPreference,
     );
     assert!(!out.text.contains("reasoningContent"), "{}", out.text);
-    assert!(
-        out.explain
-            .iter()
-            .any(|l| l.contains("does not keep earlier thinking")),
-        "{:?}",
-        out.explain
-    );
+    assert_explains(&out.explain, "does not keep earlier thinking");
 }
 
 #[test]
@@ -650,11 +627,7 @@ fn a_redacted_content_validation_error_is_resent_once_without_redacted_blocks() 
         text,
         r#"{"messages": [{"role": "user", "content": [{"text": "q"}]}, {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "now", "input": {}}}]}, {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "1"}]}}]}, {"role": "assistant", "content": [{"text": "ok"}]}, {"role": "user", "content": [{"text": "more"}]}]}"#
     );
-    assert!(
-        recovery.note.contains("without the redacted blocks"),
-        "{}",
-        recovery.note
-    );
+    hermes_providers::testing::assert_says(&recovery.note, "without the redacted blocks");
     assert!(recovery.outgoing.refusable.is_empty());
     // Not a 400, or nothing redacted was sent: no recovery.
     assert!(wire().recover(&parts, Some(500), error).is_none());
@@ -1078,6 +1051,7 @@ mod binding {
     use crate::TRANSFORMATIONS_PATH;
     use crate::body::Encoded;
     use hermes_wire_anthropic::signed::replay::PREFIX_BINDING_KEY;
+    use hermes_wire_anthropic::testing::{body_json as json_of, sends_blocks};
 
     /// A bound Claude model (`anthropic::BOUND_FROM`) on Bedrock.
     const FABLE: &str = "us.anthropic.claude-fable-5-1-20260901-v1:0";
@@ -1101,35 +1075,19 @@ mod binding {
     /// A finished tool loop on `model` (system `system`), then a new question: the stored step
     /// stamped with `binding` (none: an older row or an import).
     fn conversation(model: &str, system: &str, binding: Option<&str>) -> Vec<Message> {
-        let mut step = step(model, "toolu_1", None);
-        if let Some(binding) = binding {
-            step[PREFIX_BINDING_KEY] = json!(binding);
-        }
-        history(json!([
-            {"role": "system", "content": system},
-            {"role": "user", "content": "time?"},
-            step,
-            {"role": "tool", "tool_call_id": "toolu_1", "content": "12:00"},
-            {"role": "assistant", "content": "Noon."},
-            {"role": "user", "content": "and now?"},
-        ]))
+        let step = step(model, "toolu_1", None);
+        hermes_wire_anthropic::testing::bound_conversation(step, system, binding)
     }
 
-    /// The binding the request that minted the step (the first two messages) stamps on it.
-    fn minted(system: &str, tools: &str, account: Option<&str>) -> String {
+    /// What the request that minted the step (the first two messages) knows of its body.
+    fn minting(system: &str, tools: &str, account: Option<&str>) -> crate::body::Bound {
         let h = conversation(FABLE, system, None);
-        encode_with(&h[..2], FABLE, tools, account)
-            .wire
-            .binding
-            .unwrap()
+        encode_with(&h[..2], FABLE, tools, account).wire
     }
 
-    fn json_of(out: &Encoded) -> Value {
-        serde_json::from_slice(&out.body).unwrap()
-    }
-
-    fn sends_blocks(out: &Encoded) -> bool {
-        String::from_utf8_lossy(&out.body).contains(r#""signature""#)
+    /// The binding the request that minted the step stamps on it.
+    fn minted(system: &str, tools: &str, account: Option<&str>) -> String {
+        minting(system, tools, account).binding.unwrap()
     }
 
     #[test]
@@ -1153,13 +1111,7 @@ mod binding {
             "{text}"
         );
         assert_eq!(TRANSFORMATIONS_PATH, "/input_transformations");
-        assert!(
-            out.explain
-                .iter()
-                .any(|l| l.contains("its prefix binding holds")),
-            "{:?}",
-            out.explain
-        );
+        assert_explains(&out.explain, "its prefix binding holds");
         assert_eq!(out.carriers.dropped_prefix, 0);
         assert!(out.wire.left_out.is_empty());
         // The reply is stamped with the whole conversation's binding, and its parts.
@@ -1217,11 +1169,7 @@ mod binding {
 
     /// What the minting request stamps as its binding's parts.
     fn minted_parts(system: &str, tools: &str, account: Option<&str>) -> RawJson {
-        let h = conversation(FABLE, system, None);
-        encode_with(&h[..2], FABLE, tools, account)
-            .wire
-            .prefix_parts
-            .unwrap()
+        minting(system, tools, account).prefix_parts.unwrap()
     }
 
     #[test]
@@ -1284,7 +1232,7 @@ mod binding {
             v["additionalModelResponseFieldPaths"],
             json!([TRANSFORMATIONS_PATH])
         );
-        assert!(out.explain.iter().any(|l| l.contains("no recorded prefix")));
+        assert_explains(&out.explain, "no recorded prefix");
     }
 
     #[test]

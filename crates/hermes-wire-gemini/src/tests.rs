@@ -40,11 +40,7 @@ fn encoded_at(
     thinking: ThinkingRequest,
     wire_verdicts: &WireVerdicts,
 ) -> Result<(String, super::Encoded), super::EncodeError> {
-    let table = hermes_providers::builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new("gemini", Some(base), model),
-        ResolveOptions::default(),
-    );
+    let decision = hermes_providers::testing::decision("gemini", base, model);
     let verdicts = Verdicts::default();
     let (history, _) = hermes_core::pairing::paired(history);
     let parts = RequestParts::new(&history, &decision, &verdicts)
@@ -83,6 +79,18 @@ fn call(id: &str, args: &str, sig: Option<&str>) -> String {
 
 fn origin_json(model: &str, host: &str) -> String {
     format!(r#"{{"provider":"gemini","host":"{host}","model":"{model}"}}"#)
+}
+
+/// "Time?", then a turn of [`PRO3`] on [`HOST`] with `fields` (JSON members) calling `c1` (its
+/// thought signature `sig`, a JSON literal), and the call's result.
+fn time_loop(fields: &str, sig: Option<&str>) -> Vec<Message> {
+    let o = origin_json(PRO3, HOST);
+    let call = call("c1", r#""{}""#, sig);
+    history(&format!(
+        r#"[{{"role":"user","content":"Time?"}},
+            {{"role":"assistant",{fields},"tool_calls":[{call}],"origin":{o}}},
+            {{"role":"tool","tool_call_id":"c1","content":"12:00"}}]"#
+    ))
 }
 
 const CONFIG_DEFAULT: &str =
@@ -299,13 +307,10 @@ fn the_text_turn_signature_goes_back_on_the_last_part() {
 
 #[test]
 fn a_text_turn_signature_after_calls_rides_on_an_empty_text_part_never_on_a_call() {
-    let o = origin_json(PRO3, HOST);
-    let h = history(&format!(
-        r#"[{{"role":"user","content":"Time?"}},
-            {{"role":"assistant","content":"Checking.","tool_calls":[{}],"reasoning_details":{NATIVE_SIG},"origin":{o}}},
-            {{"role":"tool","tool_call_id":"c1","content":"12:00"}}]"#,
-        call("c1", r#""{}""#, Some(r#""Q0FMTA==""#)),
-    ));
+    let h = time_loop(
+        &format!(r#""content":"Checking.","reasoning_details":{NATIVE_SIG}"#),
+        Some(r#""Q0FMTA==""#),
+    );
     let got = body(&h, PRO3);
     assert!(
         got.contains(
@@ -398,11 +403,8 @@ fn calls_without_ids_are_answered_by_name_then_order_and_made_up_ids_never_leave
     ));
     assert!(made_up_id(&h[4].tool_calls.as_ref().unwrap()[0]));
     // Straight through encode (pairing would leave id-less results out; see the report).
-    let table = hermes_providers::builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new("gemini", Some(AI_STUDIO_BASE), "gemini-2.5-flash"),
-        ResolveOptions::default(),
-    );
+    let decision =
+        hermes_providers::testing::decision("gemini", AI_STUDIO_BASE, "gemini-2.5-flash");
     let verdicts = Verdicts::default();
     let parts = RequestParts::new(&h, &decision, &verdicts);
     let e = encode(&parts, &Target::ai_studio()).unwrap();
@@ -428,11 +430,7 @@ fn calls_without_ids_are_answered_by_name_then_order_and_made_up_ids_never_leave
             .iter()
             .any(|l| l == "message 3: tool result matched to call `now` by order")
     );
-    assert!(
-        e.explain
-            .iter()
-            .any(|l| l.contains("id hermes made up for now not sent"))
-    );
+    hermes_providers::testing::assert_explains(&e.explain, "id hermes made up for now not sent");
 }
 
 #[test]
@@ -444,11 +442,7 @@ fn a_result_whose_id_no_call_holds_is_left_out() {
             {{"role":"tool","tool_call_id":"c1","content":"12:00"}}]"#,
         call("c1", r#""{}""#, None),
     ));
-    let table = hermes_providers::builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new("gemini", Some(AI_STUDIO_BASE), PRO3),
-        ResolveOptions::default(),
-    );
+    let decision = hermes_providers::testing::decision("gemini", AI_STUDIO_BASE, PRO3);
     let verdicts = Verdicts::default();
     let parts = RequestParts::new(&h, &decision, &verdicts);
     let e = encode(&parts, &Target::ai_studio()).unwrap();
@@ -955,11 +949,7 @@ fn urls_keep_the_key_out_and_explain_starts_with_the_path() {
         url(&Target::vertex("p1", "us-central1"), PRO3, true),
         "https://us-central1-aiplatform.googleapis.com/v1/projects/p1/locations/us-central1/publishers/google/models/gemini-3-pro-preview:streamGenerateContent?alt=sse"
     );
-    let table = hermes_providers::builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new("gemini", Some(AI_STUDIO_BASE), PRO3),
-        ResolveOptions::default(),
-    );
+    let decision = hermes_providers::testing::decision("gemini", AI_STUDIO_BASE, PRO3);
     let verdicts = Verdicts::default();
     let h = history(r#"[{"role":"user","content":"Hi"}]"#);
     let parts = RequestParts::new(&h, &decision, &verdicts);
@@ -972,18 +962,8 @@ fn urls_keep_the_key_out_and_explain_starts_with_the_path() {
 
 #[test]
 fn the_wire_encodes_through_the_seam_with_its_refusable_field() {
-    let o = origin_json(PRO3, HOST);
-    let h = history(&format!(
-        r#"[{{"role":"user","content":"Time?"}},
-            {{"role":"assistant","content":null,"tool_calls":[{}],"origin":{o}}},
-            {{"role":"tool","tool_call_id":"c1","content":"12:00"}}]"#,
-        call("c1", r#""{}""#, Some(r#""U0lHLTE=""#)),
-    ));
-    let table = hermes_providers::builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new("gemini", Some(AI_STUDIO_BASE), PRO3),
-        ResolveOptions::default(),
-    );
+    let h = time_loop(r#""content":null"#, Some(r#""U0lHLTE=""#));
+    let decision = hermes_providers::testing::decision("gemini", AI_STUDIO_BASE, PRO3);
     let verdicts = Verdicts::default();
     let parts = RequestParts::new(&h, &decision, &verdicts).stream(true);
     let out = gemini_wire().encode(&parts).unwrap();

@@ -243,13 +243,7 @@ impl Wire for ResponsesWire {
             let (turn, whole) = (capture::TurnCapture::new, capture::capture_reply);
             sse::read_reply(response, request, turn, whole, origin, on_delta, "event").await?
         };
-        reply.message.extra.extend(
-            request
-                .stamp
-                .iter()
-                .filter(|(k, _)| k != compaction::COMPACT_MARKER)
-                .cloned(),
-        );
+        hermes_providers::native::keep_stamp(&mut reply, request, &[compaction::COMPACT_MARKER]);
         Ok(reply)
     }
 

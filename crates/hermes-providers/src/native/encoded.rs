@@ -4,7 +4,7 @@
 use std::fmt;
 
 use hermes_core::transport::TransportError;
-use hermes_core::{Outgoing, RawJson};
+use hermes_core::{Outgoing, RawJson, Reply};
 use serde::Serialize;
 
 use crate::sampling::Unsupported;
@@ -28,6 +28,16 @@ pub struct Encoded<X = ()> {
     pub carriers: hermes_core::CarrierCounts,
     /// What this wire knows beyond the rest.
     pub wire: X,
+}
+
+/// Keeps on `reply`'s message what its request was stamped with ([`Stamp`]), in stamped order,
+/// less the keys in `transient` (those that only ride from encode to send and are never stored).
+pub fn keep_stamp(reply: &mut Reply, request: &Outgoing, transient: &[&str]) {
+    let kept = request
+        .stamp
+        .iter()
+        .filter(|(k, _)| !transient.contains(&k.as_str()));
+    reply.message.extra.extend(kept.cloned());
 }
 
 /// What a wire stamps on the reply to a body (never sent): the signed wires' conversation

@@ -19,7 +19,8 @@ pub mod stored;
 
 pub use crate::sampling::Unsupported;
 pub use encoded::{
-    EncodeError, Encoded, Stamp, explain_with_post, write_json, write_json_with_capacity,
+    EncodeError, Encoded, Stamp, explain_with_post, keep_stamp, write_json,
+    write_json_with_capacity,
 };
 
 /// Why a reply could not be captured ([`reply::CaptureError`]), as a transport error, and a

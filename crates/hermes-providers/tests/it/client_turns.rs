@@ -6,7 +6,7 @@
 //! form (Claude, with its beta; chat completions; Responses) and said in `--explain` where it
 //! has none (Gemini, Converse, an Anthropic-compatible relay).
 
-use hermes_core::{Message, RawJson, RequestParts, ResolveOptions, RouteTarget, Verdicts, Wire};
+use hermes_core::{Message, RequestParts, Wire};
 use serde_json::Value;
 
 use crate::support;
@@ -30,18 +30,8 @@ fn history() -> Vec<Message> {
 }
 
 /// What `f` makes of the request parts of the history at (provider, base URL, model).
-fn with_parts<T>(
-    (provider, base_url, model): (&str, &str, &str),
-    f: impl FnOnce(&RequestParts<'_>) -> T,
-) -> T {
-    let decision = builtin_table().resolve(
-        &RouteTarget::new(provider, Some(base_url), model),
-        ResolveOptions::default(),
-    );
-    let verdicts = Verdicts::default();
-    let h = history();
-    let tools = RawJson::from_text(TOOLS).unwrap();
-    f(&RequestParts::new(&h, &decision, &verdicts).tools(Some(&tools)))
+fn with_parts<T>(at: (&str, &str, &str), f: impl FnOnce(&RequestParts<'_>) -> T) -> T {
+    support::with_parts(at, &history(), TOOLS, |parts| f(&parts))
 }
 
 /// The body `wire` encodes, and its stamp as `key=value` lines.
@@ -57,8 +47,48 @@ fn encode(wire: &dyn Wire, at: (&str, &str, &str)) -> (String, String) {
     })
 }
 
-fn builtin_table() -> hermes_core::RouteTable {
-    hermes_providers::builtin_table()
+/// The body `wire` encodes (parsed), its stamp as `key=value` lines, and the lines `explain`
+/// gives for the same request parts, joined.
+fn encode_explained(
+    wire: &dyn Wire,
+    at: (&str, &str, &str),
+    explain: impl FnOnce(&RequestParts<'_>) -> Vec<String>,
+) -> (Value, String, String) {
+    let (body, stamp) = encode(wire, at);
+    let explain = with_parts(at, |p| explain(p).join("\n"));
+    (json(&body), stamp, explain)
+}
+
+/// [`encode_explained`] with the Anthropic wire's own explanation.
+fn claude_explained(
+    wire: &hermes_wire_anthropic::AnthropicWire,
+    at: (&str, &str, &str),
+) -> (Value, String, String) {
+    encode_explained(wire, at, |p| {
+        hermes_wire_anthropic::body::encode(p, &wire.target, &Default::default())
+            .unwrap()
+            .explain
+    })
+}
+
+/// The body `wire` encodes, parsed.
+fn body_of(wire: &dyn Wire, at: (&str, &str, &str)) -> Value {
+    json(&encode(wire, at).0)
+}
+
+/// Checks that the `--explain` lines (joined) say `words`.
+fn assert_says(explain: &str, words: &str) {
+    assert!(explain.contains(words), "{explain}");
+}
+
+/// The string under `key` of each item of the JSON array `items`.
+fn strings_at<'v>(items: &'v Value, key: &str) -> Vec<&'v str> {
+    items
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item[key].as_str().unwrap())
+        .collect()
 }
 
 fn json(body: &str) -> Value {
@@ -69,21 +99,9 @@ fn json(body: &str) -> Value {
 fn claude_gets_is_error_and_the_system_message_in_place_with_its_beta() {
     let wire = support::anthropic_at("https://api.anthropic.com");
     let at = ("anthropic", "https://api.anthropic.com", "claude-opus-4-8");
-    let (body, stamp) = encode(&wire, at);
-    let explain = with_parts(at, |p| {
-        hermes_wire_anthropic::body::encode(p, &wire.target, &Default::default())
-            .unwrap()
-            .explain
-            .join("\n")
-    });
-    let body = json(&body);
+    let (body, stamp, explain) = claude_explained(&wire, at);
     assert_eq!(body["system"][0]["text"], "Be brief.");
-    let roles: Vec<&str> = body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
+    let roles = strings_at(&body["messages"], "role");
     assert_eq!(roles, ["user", "assistant", "user", "system", "user"]);
     assert_eq!(
         body["messages"][2]["content"][0],
@@ -94,10 +112,7 @@ fn claude_gets_is_error_and_the_system_message_in_place_with_its_beta() {
         body["messages"][3]["content"][0]["text"],
         "Today is Sunday."
     );
-    assert!(
-        explain.contains("mid-conversation-system-2026-04-07"),
-        "{explain}"
-    );
+    assert_says(&explain, "mid-conversation-system-2026-04-07");
     assert!(
         stamp.contains("hermes_anthropic_beta=\"mid-conversation-system-2026-04-07\""),
         "the beta goes in the header: {stamp}"
@@ -109,20 +124,8 @@ fn an_anthropic_compatible_relay_gets_the_system_text_in_system_and_says_so() {
     let base = "https://api.deepseek.com/anthropic";
     let wire = support::anthropic_at(base);
     let at = ("anthropic", base, "deepseek-v4-pro");
-    let (body, stamp) = encode(&wire, at);
-    let explain = with_parts(at, |p| {
-        hermes_wire_anthropic::body::encode(p, &wire.target, &Default::default())
-            .unwrap()
-            .explain
-            .join("\n")
-    });
-    let body = json(&body);
-    let system: Vec<&str> = body["system"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| b["text"].as_str().unwrap())
-        .collect();
+    let (body, stamp, explain) = claude_explained(&wire, at);
+    let system = strings_at(&body["system"], "text");
     assert_eq!(system, ["Be brief.", "Today is Sunday."]);
     assert!(
         body["messages"]
@@ -131,21 +134,17 @@ fn an_anthropic_compatible_relay_gets_the_system_text_in_system_and_says_so() {
             .iter()
             .all(|m| m["role"] != "system")
     );
-    assert!(
-        explain.contains("no in-place form, its text joins `system`"),
-        "{explain}"
-    );
+    assert_says(&explain, "no in-place form, its text joins `system`");
     assert!(!stamp.contains("mid-conversation-system-2026"), "{stamp}");
 }
 
 #[test]
 fn chat_completions_keep_the_system_message_in_place_and_prefix_the_error() {
     let base = "https://api.deepseek.com";
-    let (body, _) = encode(
+    let body = body_of(
         &support::chat_at(base),
         ("deepseek", base, "deepseek-v4-pro"),
     );
-    let body = json(&body);
     let messages = body["messages"].as_array().unwrap();
     assert_eq!(messages[3]["content"], "Error: no such file");
     assert_eq!(messages[4]["role"], "system");
@@ -155,11 +154,10 @@ fn chat_completions_keep_the_system_message_in_place_and_prefix_the_error() {
 #[test]
 fn responses_keep_the_system_message_in_place_and_prefix_the_error() {
     let base = "https://api.openai.com/v1";
-    let (body, _) = encode(
+    let body = body_of(
         &support::responses_at(base),
         ("openai-responses", base, "gpt-5.2"),
     );
-    let body = json(&body);
     assert_eq!(body["instructions"], "Be brief.");
     let input = body["input"].as_array().unwrap();
     let output = input
@@ -184,20 +182,13 @@ fn converse_marks_the_error_with_its_status_and_says_where_the_system_text_went(
         base,
         "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
     );
-    let (body, _) = encode(&wire, at);
-    let explain = with_parts(at, |p| {
-        hermes_wire_bedrock::explain(p, &wire.target)
-            .unwrap()
-            .join("\n")
+    let (body, _, explain) = encode_explained(&wire, at, |p| {
+        hermes_wire_bedrock::explain(p, &wire.target).unwrap()
     });
-    let body = json(&body);
     let result = &body["messages"][2]["content"][0]["toolResult"];
     assert_eq!(result["status"], "error", "{body}");
     assert_eq!(result["content"][0]["text"], "no such file");
-    assert!(
-        explain.contains("Converse has no in-place form"),
-        "{explain}"
-    );
+    assert_says(&explain, "Converse has no in-place form");
 }
 
 #[test]
@@ -205,13 +196,9 @@ fn gemini_answers_a_failed_call_under_error_and_says_where_the_system_text_went(
     let base = "https://generativelanguage.googleapis.com/v1beta";
     let wire = support::gemini_at(base);
     let at = ("gemini", base, "gemini-3-pro-preview");
-    let (body, _) = encode(&wire, at);
-    let explain = with_parts(at, |p| {
-        hermes_wire_gemini::explain(p, &wire.target)
-            .unwrap()
-            .join("\n")
+    let (body, _, explain) = encode_explained(&wire, at, |p| {
+        hermes_wire_gemini::explain(p, &wire.target).unwrap()
     });
-    let body = json(&body);
     let response = body["contents"]
         .as_array()
         .unwrap()
@@ -223,5 +210,5 @@ fn gemini_answers_a_failed_call_under_error_and_says_where_the_system_text_went(
         response["response"],
         serde_json::json!({"error": "no such file"})
     );
-    assert!(explain.contains("Gemini has no in-place form"), "{explain}");
+    assert_says(&explain, "Gemini has no in-place form");
 }

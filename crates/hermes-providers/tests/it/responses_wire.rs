@@ -32,6 +32,21 @@ fn wire(server: &MockServer) -> ResponsesWire {
     }
 }
 
+/// A server that answers one request sent with the key as a bearer header and `header` with a
+/// 200 of `body` (`content_type`), and the wire that sends to it.
+async fn answering(
+    header: (&str, &str),
+    body: &str,
+    content_type: &str,
+) -> (MockServer, ResponsesWire) {
+    let server = MockServer::start().await;
+    let bearer = format!("Bearer {KEY}");
+    let headers = [("authorization", bearer.as_str()), header];
+    support::answer_once(&server, PATH, &headers, 200, body, content_type).await;
+    let w = wire(&server);
+    (server, w)
+}
+
 fn target(server: &MockServer) -> RouteTarget {
     RouteTarget::new(WIRE_ID, Some(&format!("{}/v1", server.uri())), MODEL)
 }
@@ -77,14 +92,7 @@ fn body_of(stream: bool) -> String {
 
 #[tokio::test]
 async fn a_whole_reply_with_the_key_as_a_bearer_header_and_the_exact_body() {
-    let server = MockServer::start().await;
-    let bearer = format!("Bearer {KEY}");
-    let headers = [
-        ("authorization", bearer.as_str()),
-        ("content-type", "application/json"),
-    ];
-    support::answer_once(&server, PATH, &headers, 200, REPLY, support::JSON).await;
-    let w = wire(&server);
+    let (server, w) = answering(("content-type", "application/json"), REPLY, support::JSON).await;
     let out = outgoing(&server, &w, false);
     assert_eq!(String::from_utf8(out.body.clone()).unwrap(), body_of(false));
     assert_eq!(out.refusable, ["encrypted_content"]);
@@ -115,14 +123,7 @@ const SSE: &str = concat!(
 
 #[tokio::test]
 async fn a_streamed_reply_is_captured_from_the_done_items() {
-    let server = MockServer::start().await;
-    let bearer = format!("Bearer {KEY}");
-    let headers = [
-        ("authorization", bearer.as_str()),
-        ("accept", "text/event-stream"),
-    ];
-    support::answer_once(&server, PATH, &headers, 200, SSE, "text/event-stream").await;
-    let w = wire(&server);
+    let (server, w) = answering(("accept", "text/event-stream"), SSE, "text/event-stream").await;
     let out = outgoing(&server, &w, true);
     assert_eq!(String::from_utf8(out.body.clone()).unwrap(), body_of(true));
     let seen = Mutex::new(Vec::new());

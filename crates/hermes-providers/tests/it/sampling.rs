@@ -89,25 +89,16 @@ fn encode(
 /// As [`encode`], streamed or not; `at` is the provider, base URL and model.
 fn encode_streamed(
     wire: &dyn Wire,
-    (provider, base_url, model): (&str, &str, &str),
+    at: (&str, &str, &str),
     thinking: ThinkingRequest,
     sampling: &Sampling,
     stream: bool,
 ) -> Result<String, TransportError> {
-    let decision = builtin_table().resolve(
-        &RouteTarget::new(provider, Some(base_url), model),
-        ResolveOptions::default(),
-    );
-    let verdicts = Verdicts::default();
-    let h = history();
-    let tools = RawJson::from_text(TOOLS).unwrap();
-    let parts = RequestParts::new(&h, &decision, &verdicts)
-        .tools(Some(&tools))
-        .thinking(thinking)
-        .stream(stream)
-        .sampling(sampling);
-    wire.encode(&parts)
-        .map(|out| String::from_utf8(out.body).unwrap())
+    support::with_parts(at, &history(), TOOLS, |parts| {
+        let parts = parts.thinking(thinking).stream(stream).sampling(sampling);
+        wire.encode(&parts)
+            .map(|out| String::from_utf8(out.body).unwrap())
+    })
 }
 
 /// The body `wire_id` (`bedrock`, `gemini`, `vertex-gemini`, `openai-responses`) encodes for

@@ -32,11 +32,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::Engine as _;
 use hermes_aws::{AwsAuth, AwsCredentials, AwsSigner};
 use hermes_core::route::Effort;
-use hermes_core::{
-    Origin, RawJson, RequestParts, ResolveOptions, RouteTarget, ThinkingRequest, Verdicts,
-};
+use hermes_core::{Origin, ThinkingRequest};
 use hermes_providers::aws;
-use hermes_providers::{Auth, ChatTransport, builtin_table};
+use hermes_providers::{Auth, ChatTransport};
 use hermes_test_support::validator;
 use hermes_wire_anthropic::{AnthropicWire, Flavor, Target};
 use hermes_wire_bedrock::{self as bedrock, BedrockWire};
@@ -246,18 +244,10 @@ pub(crate) fn encode_on(
     stream: bool,
 ) -> hermes_core::Outgoing {
     let h = loop_history(model);
-    let table = builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new(provider, Some(base), model),
-        ResolveOptions::default(),
-    );
-    let verdicts = Verdicts::default();
-    let tools = RawJson::from_text(TOOLS).unwrap();
-    let parts = RequestParts::new(&h, &decision, &verdicts)
-        .thinking(thinking)
-        .tools(Some(&tools))
-        .stream(stream);
-    wire.encode(&parts).unwrap()
+    support::with_parts((provider, base, model), &h, TOOLS, |parts| {
+        wire.encode(&parts.thinking(thinking).stream(stream))
+            .unwrap()
+    })
 }
 
 /// The thinking the signing proof's bodies ask for.
@@ -595,15 +585,10 @@ fn botocore_refuses_a_union_with_two_members_and_a_blob_not_base64_and_takes_any
 /// hermes' Converse body at `base` over [`images::history`] (no URL image: Converse takes none).
 pub(crate) fn converse_images(base: &str, model: &str) -> hermes_core::Outgoing {
     let h = images::history(false);
-    let table = builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new("bedrock", Some(base), model),
-        ResolveOptions::default(),
-    );
-    let verdicts = Verdicts::default();
-    let tools = RawJson::from_text(TOOLS).unwrap();
-    let parts = RequestParts::new(&h, &decision, &verdicts).tools(Some(&tools));
-    hermes_core::Wire::encode(&converse_wire(base, &credentials(None)), &parts).unwrap()
+    let wire = converse_wire(base, &credentials(None));
+    support::with_parts(("bedrock", base, model), &h, TOOLS, |parts| {
+        hermes_core::Wire::encode(&wire, &parts).unwrap()
+    })
 }
 
 #[tokio::test]

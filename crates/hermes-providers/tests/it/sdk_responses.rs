@@ -403,15 +403,9 @@ pub(crate) const IMAGE_MODEL: &str = "gpt-4.1";
 /// hermes' body for `model` over [`images::history`], as sent.
 pub(crate) fn image_body(model: &str) -> String {
     let h = images::history(true);
-    let table = builtin_table();
-    let decision = table.resolve(
-        &RouteTarget::new(WIRE_ID, Some(BASE), model),
-        ResolveOptions::default(),
-    );
-    let verdicts = Verdicts::default();
-    let tools = RawJson::from_text(TOOLS).unwrap();
-    let parts = RequestParts::new(&h, &decision, &verdicts).tools(Some(&tools));
-    let encoded = responses::encode(&parts, &Drops::default()).unwrap();
+    let encoded = support::with_parts((WIRE_ID, BASE, model), &h, TOOLS, |parts| {
+        responses::encode(&parts, &Drops::default()).unwrap()
+    });
     String::from_utf8(encoded.body).unwrap()
 }
 

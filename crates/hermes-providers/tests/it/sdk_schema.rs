@@ -135,6 +135,23 @@ fn row(
     }
 }
 
+/// The Converse rows of `model`'s signed tool loop: every thinking setting, streamed and not.
+fn converse_loops(rows: &mut Vec<Row>, model: &'static str) {
+    for thinking in ALL_THINKING {
+        for stream in [false, true] {
+            rows.push(row(
+                Wire::Converse,
+                "bedrock",
+                model,
+                Shape::SignedToolLoop,
+                thinking,
+                stream,
+                true,
+            ));
+        }
+    }
+}
+
 /// The table.
 fn rows() -> Vec<Row> {
     use Shape::*;
@@ -142,19 +159,7 @@ fn rows() -> Vec<Row> {
     // Converse: the signed loop for every model id, every thinking setting, streamed and not;
     // images for every model id.
     for model in sdk_bedrock::MODELS {
-        for thinking in ALL_THINKING {
-            for stream in [false, true] {
-                rows.push(row(
-                    Wire::Converse,
-                    "bedrock",
-                    model,
-                    SignedToolLoop,
-                    thinking,
-                    stream,
-                    true,
-                ));
-            }
-        }
+        converse_loops(&mut rows, model);
         rows.push(row(
             Wire::Converse,
             "bedrock",
@@ -168,19 +173,7 @@ fn rows() -> Vec<Row> {
     // A model that binds reasoning to its prefix (docs/spec.md §5a): its unstamped loop goes with
     // `block_binding` and its beta in `additionalModelRequestFields` and
     // `additionalModelResponseFieldPaths`, which botocore must take too.
-    for thinking in ALL_THINKING {
-        for stream in [false, true] {
-            rows.push(row(
-                Wire::Converse,
-                "bedrock",
-                BOUND_CONVERSE_MODEL,
-                SignedToolLoop,
-                thinking,
-                stream,
-                true,
-            ));
-        }
-    }
+    converse_loops(&mut rows, BOUND_CONVERSE_MODEL);
     // Gemini: every conversation, model, host and thinking setting (those hermes refuses
     // before a body aside, see `encode`); images for the models that take them.
     let models = [

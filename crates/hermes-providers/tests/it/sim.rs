@@ -3,9 +3,9 @@
 //! same under a FIPS host name.
 
 use hermes_core::{
-    DetailItem, Message, Origin, RawJson, ResolveOptions, Role, RouteTarget, ThinkingRequest,
+    DetailItem, Message, RawJson, ResolveOptions, Role, RouteTarget, ThinkingRequest,
 };
-use hermes_providers::{ChatTransport, Endpoint, TransportError, builtin_table};
+use hermes_providers::{ChatTransport, TransportError, builtin_table};
 use hermes_sim::Sim;
 
 use crate::support;
@@ -19,15 +19,7 @@ async fn turn(sim: &Sim, history: &[Message], stream: bool) -> Result<Message, T
         .resolve_with("aggregator", &target, ResolveOptions::default())
         .unwrap();
     let request = support::chat_request(history, &decision, stream);
-    let endpoint = Endpoint {
-        base_url: sim.base_url(),
-        api_key: None,
-    };
-    let origin = Origin {
-        provider: "openrouter".into(),
-        host: "127.0.0.1".into(),
-        model: MODEL.into(),
-    };
+    let (endpoint, origin) = support::loopback(sim.base_url(), "openrouter", MODEL);
     ChatTransport::new()
         .unwrap()
         .send(&endpoint, &request, origin)

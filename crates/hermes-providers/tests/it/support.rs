@@ -13,11 +13,11 @@ use hermes_aws::{AwsAuth, AwsCredentials, AwsSigner};
 use hermes_core::driver::MemoryLog;
 use hermes_core::driver::{Conversation, Driver, DriverConfig, DriverEvent, TurnOutcome};
 use hermes_core::{
-    Delta, Message, Origin, Outgoing, Reply, Role, RouteDecision, ThinkingRequest, TransportError,
-    Verdicts, Wire,
+    Delta, Message, Origin, Outgoing, RawJson, Reply, RequestParts, ResolveOptions, Role,
+    RouteDecision, RouteTarget, ThinkingRequest, TransportError, Verdicts, Wire,
 };
 use hermes_providers::chat::ChatRequest;
-use hermes_providers::{Auth, ChatTransport};
+use hermes_providers::{Auth, ChatTransport, Endpoint};
 use hermes_sim::{SIM_AWS_ACCESS_KEY_ID, SIM_AWS_SECRET_ACCESS_KEY, Sim};
 use hermes_test_support::memory::NoTools;
 use hermes_wire_anthropic::{self as anthropic, AnthropicWire};
@@ -29,6 +29,38 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 pub(crate) use hermes_test_support::sdk::python;
+
+/// What `f` makes of the request parts of `history` with `tools` (chat-completions JSON), routed
+/// by the built-in table at (provider, base URL, model).
+pub(crate) fn with_parts<T>(
+    (provider, base_url, model): (&str, &str, &str),
+    history: &[Message],
+    tools: &str,
+    f: impl FnOnce(RequestParts<'_>) -> T,
+) -> T {
+    let decision = hermes_providers::builtin_table().resolve(
+        &RouteTarget::new(provider, Some(base_url), model),
+        ResolveOptions::default(),
+    );
+    let verdicts = Verdicts::default();
+    let tools = RawJson::from_text(tools).unwrap();
+    f(RequestParts::new(history, &decision, &verdicts).tools(Some(&tools)))
+}
+
+/// A keyless endpoint at `base_url`, and the origin of a reply from it: `provider`'s `model` on
+/// the loopback host.
+pub(crate) fn loopback(base_url: String, provider: &str, model: &str) -> (Endpoint, Origin) {
+    let endpoint = Endpoint {
+        base_url,
+        api_key: None,
+    };
+    let origin = Origin {
+        provider: provider.into(),
+        host: "127.0.0.1".into(),
+        model: model.into(),
+    };
+    (endpoint, origin)
+}
 
 /// Runs `script` with `python` (see [`python`]) and `input` on standard input: its exit code,
 /// standard output and standard error.

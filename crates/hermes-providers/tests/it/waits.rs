@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use hermes_core::{Message, Origin, ResolveOptions, RouteTarget};
-use hermes_providers::{ChatTransport, Endpoint, TransportError, Waits, builtin_table};
+use hermes_core::{Message, ResolveOptions, RouteTarget};
+use hermes_providers::{ChatTransport, TransportError, Waits, builtin_table};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
 
@@ -41,15 +41,7 @@ async fn send(
     );
     let history: Vec<Message> = vec![Message::text(hermes_core::Role::User, "hi")];
     let request = support::chat_request(&history, &decision, stream);
-    let endpoint = Endpoint {
-        base_url: base.to_owned(),
-        api_key: None,
-    };
-    let origin = Origin {
-        provider: "custom".into(),
-        host: "127.0.0.1".into(),
-        model: "m".into(),
-    };
+    let (endpoint, origin) = support::loopback(base.to_owned(), "custom", "m");
     // A hang guard only: the limits under test are far shorter.
     tokio::time::timeout(
         Duration::from_secs(60),
