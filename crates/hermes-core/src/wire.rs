@@ -223,13 +223,8 @@ pub struct NativeCompaction {
     pub keeps: &'static str,
     /// Rewrites the stored checkpoint for the turns it keeps: the history before, the span
     /// `start..end` it replaces, and the request's tools (the Anthropic wire stamps the kept
-    /// turns' prefix digests; [`NativeCompaction::as_it_came`] leaves it as it came).
+    /// turns' prefix digests; a wire whose checkpoint is stored as it came does nothing).
     pub finish: fn(&mut Message, &[Message], usize, usize, Option<&RawJson>),
-}
-
-impl NativeCompaction {
-    /// A [`NativeCompaction::finish`] that stores the checkpoint as it came.
-    pub fn as_it_came(_: &mut Message, _: &[Message], _: usize, _: usize, _: Option<&RawJson>) {}
 }
 
 /// One wire: request building, sending, capture and its refusal reading.

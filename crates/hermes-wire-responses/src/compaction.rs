@@ -61,7 +61,8 @@ pub const NATIVE: NativeCompaction = NativeCompaction {
     what: "item",
     how: "POST /responses/compact",
     keeps: "reasoning",
-    finish: NativeCompaction::as_it_came,
+    // The item is stored as it came.
+    finish: |_, _, _, _, _| {},
 };
 
 /// `passthrough` marked for `POST /responses/compact` ([`request`]).
