@@ -51,7 +51,7 @@ pub fn client_blocks_to(
 ) -> usize {
     match wires.get(wire) {
         Some(descriptor) => descriptor.client_blocks(history, base_url),
-        None => hermes_providers::native::client_blocks::withhold(history, wire, |_| false),
+        None => hermes_providers::native::client_blocks::withhold_all(history, wire),
     }
 }
 

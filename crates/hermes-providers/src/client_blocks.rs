@@ -44,3 +44,9 @@ pub fn withhold(
     }
     withheld
 }
+
+/// [`withhold`] letting none through: what every wire but one whose provider verifies its own
+/// signatures does (`WireDescriptor::client_blocks`' default).
+pub fn withhold_all(history: &mut [Message], wire: &str) -> usize {
+    withhold(history, wire, |_| false)
+}

@@ -116,14 +116,14 @@ fn outgoing_for(
 
 /// Whether `host` is OpenAI's own API (`api.openai.com` and its regional hosts), or a loopback
 /// or private endpoint trusted as such: the one host rule for what only OpenAI's Responses API
-/// does — run its built-in tools ([`runs_builtin_tools`]), answer `POST /responses/compact`.
+/// does — run its built-in tools, answer `POST /responses/compact` ([`is_openai_api`]).
 pub fn is_openai(host: &hermes_core::TargetHost) -> bool {
     host.is_local_endpoint() || host.is_within("api.openai.com")
 }
 
 /// Whether `base_url` is OpenAI's own Responses API ([`is_openai`]), which runs its built-in
-/// tools.
-pub fn runs_builtin_tools(base_url: &str) -> bool {
+/// tools and has a compaction of its own.
+pub fn is_openai_api(base_url: &str) -> bool {
     hermes_core::TargetHost::from_base_url(base_url).is_some_and(|h| is_openai(&h))
 }
 
@@ -210,16 +210,14 @@ impl Wire for ResponsesWire {
     /// standalone compaction ([`compaction::NATIVE`]); relays and other Responses surfaces mint
     /// no compaction item, so they get hermes' own.
     fn native_compaction(&self) -> Option<hermes_core::NativeCompaction> {
-        hermes_core::TargetHost::from_base_url(&self.base_url)
-            .is_some_and(|host| is_openai(&host))
-            .then_some(compaction::NATIVE)
+        is_openai_api(&self.base_url).then_some(compaction::NATIVE)
     }
 
     /// A Responses client's built-in tools go to OpenAI's own API (or a loopback or private
     /// endpoint in front of it, as the Anthropic wire trusts one for Claude), which runs them;
     /// no other host of this wire does.
     fn takes_passthrough(&self, dialect: hermes_core::Dialect) -> bool {
-        dialect == hermes_core::Dialect::OpenAiResponses && runs_builtin_tools(&self.base_url)
+        dialect == hermes_core::Dialect::OpenAiResponses && is_openai_api(&self.base_url)
     }
 
     async fn send(&self, request: &Outgoing, origin: Origin, on_delta: OnDelta<'_>) -> SendResult {

@@ -817,14 +817,14 @@ fn only_openais_own_host_or_a_local_endpoint_runs_built_in_tools() {
         "https://eu.api.openai.com/v1",
         "http://127.0.0.1:8080/v1",
     ] {
-        assert!(super::runs_builtin_tools(base), "{base}");
+        assert!(super::is_openai_api(base), "{base}");
     }
     for base in [
         "https://openrouter.ai/api/v1",
         "https://api.openai.com.example.com/v1",
         "https://my-resource.openai.azure.com/openai/v1",
     ] {
-        assert!(!super::runs_builtin_tools(base), "{base}");
+        assert!(!super::is_openai_api(base), "{base}");
     }
 }
 

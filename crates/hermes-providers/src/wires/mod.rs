@@ -105,7 +105,7 @@ pub trait WireDescriptor: Send + Sync {
     /// whose provider verifies its own signatures keeps them (the Anthropic wire's rule).
     fn client_blocks(&self, history: &mut [Message], base_url: &str) -> usize {
         let _ = base_url;
-        crate::client_blocks::withhold(history, self.id(), |_| false)
+        crate::client_blocks::withhold_all(history, self.id())
     }
 }
 
@@ -174,7 +174,7 @@ impl WireDescriptor for Descriptor {
     fn client_blocks(&self, history: &mut [Message], base_url: &str) -> usize {
         match self.client_blocks {
             Some(client_blocks) => client_blocks(history, base_url),
-            None => crate::client_blocks::withhold(history, self.id, |_| false),
+            None => crate::client_blocks::withhold_all(history, self.id),
         }
     }
 }
