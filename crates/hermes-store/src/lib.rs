@@ -291,6 +291,11 @@ const SQLITE_STEPS: &[(i64, &str, &str)] = &[
         "carrier ids",
         include_str!("../migrations/sqlite/0019_carrier_ids.sql"),
     ),
+    (
+        20,
+        "step appends",
+        include_str!("../migrations/sqlite/0020_step_appends.sql"),
+    ),
 ];
 
 /// The SQLite schema.

@@ -82,7 +82,7 @@ pub(crate) fn push_raw(out: &mut String, key: &str, raw: &str) {
 }
 
 /// The columns of one `messages` row an insert binds.
-const COLUMNS: usize = 19;
+pub(crate) const COLUMNS: usize = 19;
 
 /// Rows per multi-row insert: 64 × 19 binds stays far below SQLite's 32,766 and PostgreSQL's
 /// 65,535.
@@ -199,30 +199,44 @@ impl MessageRow {
         let chained = rows.iter().any(|r| r.chain_key.is_some());
         let carried = rows.iter().any(|r| r.carrier_id.is_some());
         for row in rows {
-            query = query
-                .bind(session)
-                .bind(row.position)
-                .bind(&row.role)
-                .bind(&row.content)
-                .bind(&row.tool_calls)
-                .bind(&row.tool_call_id)
-                .bind(&row.name)
-                .bind(&row.reasoning_content)
-                .bind(&row.reasoning)
-                .bind(&row.reasoning_details)
-                .bind(&row.origin_provider)
-                .bind(&row.origin_host)
-                .bind(&row.origin_model)
-                .bind(&row.extra)
-                .bind(&row.key_order)
-                .bind(now)
-                .bind(&row.match_key);
-            if carried {
-                query = query.bind(&row.carrier_id);
-            }
-            if chained {
-                query = query.bind(&row.chain_key);
-            }
+            query = row.bind(query, session, now, carried, chained);
+        }
+        query
+    }
+
+    /// Binds this row of `session`, written at `now`, in [`MessageRow::values_sql`]'s order:
+    /// its carrier id only when `carried`, its chain key only when `chained`.
+    pub(crate) fn bind<'q>(
+        &'q self,
+        query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+        session: &'q str,
+        now: i64,
+        carried: bool,
+        chained: bool,
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+        let mut query = query
+            .bind(session)
+            .bind(self.position)
+            .bind(&self.role)
+            .bind(&self.content)
+            .bind(&self.tool_calls)
+            .bind(&self.tool_call_id)
+            .bind(&self.name)
+            .bind(&self.reasoning_content)
+            .bind(&self.reasoning)
+            .bind(&self.reasoning_details)
+            .bind(&self.origin_provider)
+            .bind(&self.origin_host)
+            .bind(&self.origin_model)
+            .bind(&self.extra)
+            .bind(&self.key_order)
+            .bind(now)
+            .bind(&self.match_key);
+        if carried {
+            query = query.bind(&self.carrier_id);
+        }
+        if chained {
+            query = query.bind(&self.chain_key);
         }
         query
     }

@@ -148,59 +148,18 @@ fn marks(first: usize, n: usize) -> Vec<String> {
 }
 
 /// The step's rows, the tenant's spend and the request's receipt written in `tx` (a write
-/// transaction of `session` whose row already moved on to `tip`): on SQLite the three inserts
-/// as one batch, one hand-off to the driver's worker thread instead of three (sqlx's SQLite
-/// driver runs a string of statements in one call, each with its own `$N` binds); elsewhere,
-/// or for more rows than one insert takes, one call each.
+/// transaction of `session` whose row already moved on to `tip`), one call each: the path of
+/// a step the one-statement writes do not take (more rows than one insert takes).
 pub(crate) async fn insert_step(
     tx: &mut sqlx::AnyConnection,
-    backend: crate::Backend,
     session: &str,
     rows: &[crate::row::MessageRow],
     tip: &Tip,
     extras: &StepExtras,
     now: i64,
 ) -> Result<(), StoreError> {
-    if backend != crate::Backend::Sqlite || rows.len() > crate::row::ROWS_PER_INSERT {
-        crate::row::MessageRow::insert_all(rows, &mut *tx, session, now).await?;
-        return write_extras(tx, session, tip, extras).await;
-    }
-    // $1 the session, $2 now, then the rows, then the spend's and the receipt's values.
-    let (columns, values) = crate::row::MessageRow::values_sql(rows, 3);
-    let mut next = 3 + values.matches('$').count();
-    let mut sql = format!("INSERT INTO messages ({columns}) VALUES {values};");
-    if extras.usage.is_some() {
-        let tokens = format!("${next}");
-        sql.push_str(&usage_sql("$2", &tokens, "sessions WHERE id = $1"));
-        sql.push(';');
-        next += 1;
-    }
-    if extras.receipt.is_some() {
-        let p = marks(next, 7);
-        let values = format!(
-            "VALUES ({}, {}, {}, NULL, $1, {}, {}, {}, {})",
-            p[0], p[1], p[2], p[3], p[4], p[5], p[6]
-        );
-        sql.push_str(&receipt_sql(&values));
-        sql.push(';');
-    }
-    let query = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(session)
-        .bind(now);
-    let mut query = crate::row::MessageRow::bind_all(query, rows, session, now);
-    if let Some(usage) = &extras.usage {
-        query = query.bind(usage_tokens(usage));
-    }
-    if let Some((key, completion, kept)) = &extras.receipt {
-        query = query
-            .bind(key.tenant.as_str())
-            .bind(key.key.as_str())
-            .bind(key.digest.as_str())
-            .bind(tip.revision());
-        query = bind_receipt_rest(query, tip.last(), completion, now, *kept);
-    }
-    query.execute(&mut *tx).await.db()?;
-    Ok(())
+    crate::row::MessageRow::insert_all(rows, &mut *tx, session, now).await?;
+    write_extras(tx, session, tip, extras).await
 }
 
 /// PostgreSQL's compare-and-append of a step in one statement, outside any transaction: the
@@ -271,5 +230,82 @@ pub(crate) async fn append_at_tip_in_one(
     match query.fetch_optional(pool).await.db()? {
         Some(row) => Ok(Some(row.try_get("revision").db()?)),
         None => Ok(None),
+    }
+}
+
+/// The message error SQLite's `step_appends` trigger aborts with when the session moved on
+/// since its tip was read (migration 0020).
+const MOVED_ON: &str = "hermes: the session moved on since its tip was read";
+
+/// SQLite's compare-and-append of a step in one statement, outside any transaction: an `INSERT`
+/// of the step's rows into the `step_appends` view (migration 0020), whose first row carries
+/// the revision read, the token counts, the tenant's spend and the request's receipt; its
+/// trigger checks the revision, moves the session row on, writes the spend, the receipt and
+/// the rows, or aborts the whole statement. One statement is atomic, and SQLite takes its write
+/// lock before the statement reads. `None`: the session moved on since `tip` was read, and
+/// nothing was written (the caller takes its transaction path, which branches).
+pub(crate) async fn append_at_tip_sqlite(
+    pool: &sqlx::AnyPool,
+    tip: &Tip,
+    rows: &[crate::row::MessageRow],
+    extras: &StepExtras,
+    now: i64,
+) -> Result<Option<i64>, StoreError> {
+    const HEADER: usize = 14;
+    let width = crate::row::COLUMNS;
+    let mut sql = String::from(
+        "INSERT INTO step_appends (session_id, position, role, content, tool_calls, \
+         tool_call_id, name, reasoning_content, reasoning, reasoning_details, origin_provider, \
+         origin_host, origin_model, extra, key_order, created_at, match_key, carrier_id, \
+         chain_key, expected_revision, added, input_tokens, output_tokens, reasoning_tokens, \
+         cache_read_tokens, cache_write_tokens, spend, receipt_tenant, receipt_key, \
+         receipt_digest, receipt_last, receipt_completion, receipt_expires_at) VALUES ",
+    );
+    let mut next = 1;
+    for i in 0..rows.len() {
+        let marks = marks(next, if i == 0 { width + HEADER } else { width });
+        next += marks.len();
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('(');
+        sql.push_str(&marks.join(", "));
+        if i > 0 {
+            sql.push_str(&", NULL".repeat(HEADER));
+        }
+        sql.push(')');
+    }
+    let session = tip.session();
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for (i, row) in rows.iter().enumerate() {
+        query = row.bind(query, session, now, true, true);
+        if i > 0 {
+            continue;
+        }
+        let usage = extras.usage.unwrap_or_default();
+        let n = crate::token_count;
+        query = query
+            .bind(tip.revision())
+            .bind(i64::try_from(rows.len()).unwrap_or(i64::MAX))
+            .bind(n(usage.input))
+            .bind(n(usage.output))
+            .bind(n(usage.reasoning))
+            .bind(n(usage.cache_read))
+            .bind(n(usage.cache_write))
+            .bind(extras.usage.as_ref().map(usage_tokens));
+        let receipt = extras.receipt.as_ref();
+        let added = i64::try_from(rows.len()).unwrap_or(i64::MAX);
+        query = query
+            .bind(receipt.map(|(key, _, _)| key.tenant.as_str()))
+            .bind(receipt.map(|(key, _, _)| key.key.as_str()))
+            .bind(receipt.map(|(key, _, _)| key.digest.as_str()))
+            .bind(receipt.map(|_| tip.last().saturating_add(added)))
+            .bind(receipt.map(|(_, completion, _)| completion.as_str()))
+            .bind(receipt.map(|(_, _, kept)| now.saturating_add(ms(*kept))));
+    }
+    match query.execute(pool).await {
+        Ok(_) => Ok(Some(tip.revision().saturating_add(1))),
+        Err(sqlx::Error::Database(e)) if e.message().contains(MOVED_ON) => Ok(None),
+        Err(e) => Err(e).db(),
     }
 }

@@ -271,19 +271,23 @@ impl Store {
     ) -> Result<Appended, StoreError> {
         let session = tip.session();
         let (mut rows, chain) = crate::prepare_chained(messages, tip.chain.as_deref())?;
-        // PostgreSQL: the usual step (the session still at the tip read, a few rows) in one
-        // statement, no transaction begun.
-        if self.backend == crate::Backend::Postgres
-            && !rows.is_empty()
-            && rows.len() <= crate::row::ROWS_PER_INSERT
-        {
+        // The usual step (the session still at the tip read, a few rows) in one statement, no
+        // transaction begun: PostgreSQL's one `WITH`, SQLite's insert into its `step_appends`
+        // view.
+        if !rows.is_empty() && rows.len() <= crate::row::ROWS_PER_INSERT {
             for (i, row) in rows.iter_mut().enumerate() {
                 row.position = tip.last + 1 + i as i64;
             }
             let now = now_ms();
-            if let Some(revision) =
-                crate::step::append_at_tip_in_one(&self.writes, tip, &rows, extras, now).await?
-            {
+            let written = match self.backend {
+                crate::Backend::Postgres => {
+                    crate::step::append_at_tip_in_one(&self.writes, tip, &rows, extras, now).await?
+                }
+                crate::Backend::Sqlite => {
+                    crate::step::append_at_tip_sqlite(&self.writes, tip, &rows, extras, now).await?
+                }
+            };
+            if let Some(revision) = written {
                 let added = rows.len() as i64;
                 let tip = Tip::new(session, revision, tip.last + added).with_chain(chain);
                 tracing::debug!(session, appended = added, "messages stored at the tip read");
@@ -311,8 +315,7 @@ impl Store {
                     row.position = tip.last + 1 + i as i64;
                 }
                 let tip = Tip::new(session, revision, tip.last + added as i64).with_chain(chain);
-                crate::step::insert_step(&mut tx, self.backend, session, &rows, &tip, extras, now)
-                    .await?;
+                crate::step::insert_step(&mut tx, session, &rows, &tip, extras, now).await?;
                 tx.commit().await.db()?;
                 tracing::debug!(session, appended = added, "messages stored at the tip read");
                 return Ok(Appended::Continued { tip });
