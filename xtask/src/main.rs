@@ -42,7 +42,8 @@ commands:
                        SQLite, hermes on PostgreSQL (a throwaway durable cluster unless
                        HERMES_TEST_PG_URL), and LiteLLM's proxy (pinned, in a venv under target/)
                        with --with-litellm; interleaved rounds, medians with spread, issue 33's
-                       targets beside them; --quick: within 5 minutes on 2 cores";
+                       targets beside them; --quick: within 5 minutes on 2 cores;
+                       --instructions: only the callgrind count of a continued turn";
 
 /// The variables cargo sets for the binary it runs (`cargo xtask` is `cargo run -p xtask`):
 /// the nested cargo must not see them, or build scripts that watch one of them

@@ -53,7 +53,7 @@ use std::time::Duration;
 
 use hermes_bench::gateway;
 use hermes_bench::requests::{SQLX_QUERY_TARGET, StatementCounter, mean, request_reads};
-use hermes_bench::serve;
+use hermes_bench::{continued, serve};
 use hermes_bench::storage::{
     AppendCost, BenchError, Ratio, ResumeCost, Scratch, append_cost, postgres_server, resume_cost,
 };
@@ -269,6 +269,23 @@ fn serve(args: &[String]) {
         eprintln!("bench serve: HERMES_BIN is not set (`cargo xtask bench serve` sets it)");
         std::process::exit(2);
     };
+    if args.instructions {
+        match serve::instructions_only(std::path::Path::new(&bin), &args) {
+            Ok(i) => println!(
+                "callgrind (hermes · SQLite, keys on, after {} warm-up conversations): {} \
+                 instructions per continued turn, {} per first turn ({} conversations)",
+                continued::CALLGRIND_WARM_UP,
+                i.per_continued,
+                i.per_first,
+                i.conversations
+            ),
+            Err(e) => {
+                eprintln!("bench serve --instructions failed: {e}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
     match serve::measure(std::path::Path::new(&bin), &args) {
         Ok(report) => {
             serve::print(&report);

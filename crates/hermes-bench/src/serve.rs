@@ -56,6 +56,9 @@ pub struct Args {
     pub work_dir: PathBuf,
     /// `--litellm-venv=PATH`: LiteLLM's venv (default `target/litellm-venv`).
     pub litellm_venv: PathBuf,
+    /// `--instructions`: only the callgrind count of a turn ([`instructions_only`]), the line
+    /// to watch from change to change (the load does not move it).
+    pub instructions: bool,
 }
 
 /// Reads the arguments after `serve`. Unknown arguments are an error naming them.
@@ -67,6 +70,7 @@ pub fn parse_args(args: &[String]) -> Result<Args, String> {
         streams: None,
         work_dir: PathBuf::from("target/bench-serve"),
         litellm_venv: PathBuf::from("target/litellm-venv"),
+        instructions: false,
     };
     let count = |name: &str, value: &str| -> Result<usize, String> {
         value
@@ -83,6 +87,7 @@ pub fn parse_args(args: &[String]) -> Result<Args, String> {
         match (name, value) {
             ("--quick", None) => parsed.quick = true,
             ("--with-litellm", None) => parsed.with_litellm = true,
+            ("--instructions", None) => parsed.instructions = true,
             ("--rounds", Some(v)) => parsed.rounds = Some(count(name, v)?),
             ("--streams", Some(v)) => parsed.streams = Some(count(name, v)?),
             ("--work-dir", Some(v)) if !v.is_empty() => parsed.work_dir = v.into(),
@@ -90,7 +95,7 @@ pub fn parse_args(args: &[String]) -> Result<Args, String> {
             _ => {
                 return Err(format!(
                     "unknown argument `{arg}` (bench serve takes --quick, --with-litellm, \
-                     --rounds=N, --streams=N, --work-dir=PATH, --litellm-venv=PATH)"
+                     --instructions, --rounds=N, --streams=N, --work-dir=PATH, --litellm-venv=PATH)"
                 ));
             }
         }
@@ -848,6 +853,21 @@ fn progress(started: Instant, what: &str) {
         "bench serve: {:>6.1} s  {what}",
         started.elapsed().as_secs_f64()
     );
+}
+
+/// `bench serve --instructions`: only the callgrind count of a first and a continued turn
+/// ([`continued::instructions`]), printed; it fails when valgrind is missing or counted nothing.
+pub fn instructions_only(bin: &Path, args: &Args) -> Result<continued::Instructions, BenchError> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    std::fs::create_dir_all(&args.work_dir)?;
+    let work = std::path::absolute(&args.work_dir)?;
+    let dir = tempfile::Builder::new().prefix("run-").tempdir_in(&work)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let client = gateway::client()?;
+    continued::instructions(bin, dir.path(), &runtime, &client)
 }
 
 /// Runs the whole harness with the release `hermes` at `bin`.

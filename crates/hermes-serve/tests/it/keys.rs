@@ -22,22 +22,20 @@ async fn status(gateway: &Running, key: &str) -> u16 {
         .as_u16()
 }
 
-/// Polls both replicas until each refuses `key` (401); panics past one second after `since`.
+/// Both replicas refuse `key` (401) to a request that reaches them one second after `since`,
+/// the revocation. The guarantee is of when a request arrives, not of how fast it is answered:
+/// the check waits out the second and then asks each replica, so a loaded machine's slow
+/// answers do not fail it, and a replica that still accepts the key fails it however fast.
 async fn refused_by_both_within_a_second(replicas: &[Running; 2], key: &str, since: Instant) {
+    tokio::time::sleep_until((since + Duration::from_secs(1)).into()).await;
     for gateway in replicas {
-        loop {
-            if status(gateway, key).await == 401 {
-                break;
-            }
-            assert!(
-                since.elapsed() < Duration::from_secs(1),
-                "replica {} still accepts a revoked key after 1 s",
-                gateway.addr
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        assert_eq!(
+            status(gateway, key).await,
+            401,
+            "replica {} still accepts a revoked key after 1 s",
+            gateway.addr
+        );
     }
-    assert!(since.elapsed() < Duration::from_secs(1));
 }
 
 both!(a_revoked_key_is_refused_by_every_replica_within_a_second);
