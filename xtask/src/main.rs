@@ -2,6 +2,7 @@
 //!
 //! Kept free of hermes dependencies so it builds in seconds; it drives `cargo` through `$CARGO`.
 
+mod api_fuzz;
 #[cfg(test)]
 mod architecture;
 #[cfg(test)]
@@ -34,6 +35,11 @@ commands:
                        random SIGKILLs and a rolling restart (1,000 conversations, 30 kills;
                        HERMES_CHAOS_SERVE_* override; HERMES_TEST_PG_URL or a throwaway cluster)
   fuzz [SECONDS]       the stable-toolchain fuzz harness on every target (default 60 s each)
+  fuzz --api [--seconds N | --max-examples N]
+                       Schemathesis (pinned in the SDK venv) against a live `hermes serve` over
+                       the strict simulators, from its GET /openapi.json: every operation with
+                       generated valid and invalid inputs; fails on any 5xx, schema violation,
+                       key in a response or turn stored after a 4xx (default 50 cases each)
   bench [N...]         release-build benchmarks on the standard history (default N: 100 1000 5000;
                        --quick: 100 and 1000; --route=a,b: only those shaping rows;
                        --shaping-only, --storage-only, … as the README lists)
@@ -590,7 +596,8 @@ xtask:      hermes-cli without Bedrock, whose cargo tree must hold no aws- crate
 xtask:   2. install the official SDKs into a venv under target/sdk-venv (pip, PyPI)
 xtask:   3. install the real clients under target/clients (npm ci, pip)
 xtask:   4. start a throwaway PostgreSQL (.ci/postgres.sh; installs Debian's postgresql with apt-get when missing: asked first unless --yes or CI is set)
-xtask:   5. run cargo test --workspace beside it, then sum up what was skipped
+xtask:   5. run cargo test --workspace beside it
+xtask:   6. fuzz the gateway's API with Schemathesis for about a minute (cargo xtask fuzz --api, 5 cases per operation), then sum up what was skipped
 xtask: the first run takes roughly 10-25 minutes on 2 cores (builds and installs); later runs a few minutes";
 
 /// Whether PostgreSQL may be installed with apt-get: yes when it already is (`installed`), or
@@ -728,6 +735,11 @@ fn ci_steps(assume_yes: bool) -> anyhow::Result<()> {
     // The table of the real clients' runs, failed ones included.
     print_clients_table(&table);
     let tally = tally?;
+    // The API fuzz smoke (Schemathesis, in the SDK venv) against the `hermes` the tests built.
+    if sdk.is_some() {
+        eprintln!("xtask: the API fuzz smoke (cargo xtask fuzz --api, a few cases per operation)");
+        api_fuzz::smoke()?;
+    }
     let skipped = std::fs::read_to_string(&skip_log).unwrap_or_default();
     let _ = std::fs::remove_file(&skip_log);
     report(&tally, &skipped, &unprovisioned, &pg_note, sdk.as_deref());
@@ -998,6 +1010,7 @@ fn main() -> anyhow::Result<()> {
         Some("clients") => clients(),
         Some("conformance") => conformance(&args[1..]),
         Some("chaos") => chaos(args.get(1).map(String::as_str)),
+        Some("fuzz") if args.get(1).is_some_and(|a| a == "--api") => api_fuzz::run(&args[2..]),
         Some("fuzz") => {
             let seconds = args.get(1).map_or("60", String::as_str);
             let mut cmd = cargo();

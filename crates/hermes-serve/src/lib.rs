@@ -17,8 +17,8 @@
 //!
 //! 1. `lib.rs` (here): [`ServeConfig`], the [`Gateway`] and its shared state (`Inner`: the
 //!    engine, the settings, the limiter, the metrics, the signing key), the router and serving
-//!    (plain or [`tls`]); `GET /v1/models`, `/healthz`, `/readyz`, `/metrics` and the 404/405
-//!    fallbacks are answered here.
+//!    (plain or [`tls`]); `GET /v1/models`, `/healthz`, `/readyz`, `/metrics`, `/openapi.json`
+//!    ([`OPENAPI`]) and the 404/405 fallbacks are answered here.
 //! 2. The layers every request passes: `metrics.rs` (outermost: requests and latency),
 //!    `access.rs` (the request id and the refusal log line), `span.rs` (its tracing span).
 //! 3. `gate.rs`, admission: the route layers in front of each door — the gateway key
@@ -86,6 +86,12 @@ pub use policy::{DEFAULT_MAX_TOKENS, Policy, TenantPolicy};
 
 /// The header that names (in a request) and reports (in a response) the stored session.
 pub const SESSION_HEADER: &str = "x-hermes-session";
+
+/// The OpenAPI 3.1 description of the gateway's HTTP API (`crates/hermes-serve/openapi.json`,
+/// served at `GET /openapi.json`): every operation the router serves, its request and response
+/// schemas and each door's error shape. Written by hand and checked against the running gateway
+/// by the `openapi` integration tests (docs/openapi.md).
+pub const OPENAPI: &str = include_str!("../openapi.json");
 
 /// The default cap of a request body: 32 MiB.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 32 * 1024 * 1024;
@@ -399,6 +405,7 @@ impl Gateway {
             )
             .route("/healthz", get(|| async { "ok" }))
             .route("/readyz", get(readyz))
+            .route("/openapi.json", get(openapi))
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed);
         let Some(recorded) = self.inner.metrics.clone() else {
@@ -648,6 +655,15 @@ async fn scrape(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response
         }
         None => StatusCode::NOT_FOUND.into_response(),
     }
+}
+
+/// `GET /openapi.json`: [`OPENAPI`], without a key (it holds nothing of any tenant's).
+async fn openapi() -> Response {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        OPENAPI,
+    )
+        .into_response()
 }
 
 /// `GET /readyz`: 200 when the store answers, else 503.

@@ -43,6 +43,7 @@ mod lifecycle;
 mod limits;
 mod messages;
 mod metrics;
+mod openapi;
 mod place;
 mod policy;
 mod replicas;

@@ -1,0 +1,517 @@
+//! The gateway's OpenAPI description (`crates/hermes-serve/openapi.json`, served at
+//! `GET /openapi.json`) held to the gateway itself, so the two cannot drift apart:
+//!
+//! 1. every route the router serves (each `.route("…"` of `src/lib.rs`) is described, and every
+//!    described operation is served: asked on a live gateway, it never meets the fallback 404 or
+//!    405, and every method it does not describe does;
+//! 2. the real answers of each operation — success and each error shape, from a live gateway
+//!    over the strict simulators — have a described status and content type, and their JSON
+//!    bodies validate against the described schemas;
+//! 3. the request bodies real clients send — Claude Code's recorded request, and every body the
+//!    official OpenAI and Anthropic SDKs send in their tool-turn scripts (`tests/sdk/`),
+//!    recorded on the way in — validate against the described request schemas.
+//!
+//! Adding an operation to the router without describing it fails (1); describing one the router
+//! does not serve fails (1); changing an answer's shape without its schema fails (2).
+
+use std::sync::{Arc, Mutex};
+
+use axum::body::Body;
+use axum::http::Request;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::{KEY, hello};
+
+/// The description, parsed.
+struct Description(Value);
+
+impl Description {
+    fn load() -> Description {
+        Description(serde_json::from_str(hermes_serve::OPENAPI).expect("openapi.json is JSON"))
+    }
+
+    /// The described paths.
+    fn paths(&self) -> Vec<&str> {
+        self.0["paths"]
+            .as_object()
+            .expect("paths")
+            .keys()
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// The operation `method` (lower case) of `path`, if described.
+    fn operation(&self, method: &str, path: &str) -> Option<&Value> {
+        self.0["paths"].get(path)?.get(method)
+    }
+
+    /// `schema`, its `#/components/…` references resolved against the description.
+    fn validator(&self, schema: &Value) -> jsonschema::Validator {
+        let mut root = schema.as_object().cloned().unwrap_or_default();
+        root.insert("components".into(), self.0["components"].clone());
+        jsonschema::validator_for(&Value::Object(root)).expect("a valid JSON Schema")
+    }
+
+    /// `#/components/responses/X` followed, else the response as written.
+    fn resolved<'a>(&'a self, response: &'a Value) -> &'a Value {
+        match response.get("$ref").and_then(Value::as_str) {
+            Some(r) => self
+                .0
+                .pointer(r.trim_start_matches('#'))
+                .unwrap_or_else(|| panic!("{r} resolves")),
+            None => response,
+        }
+    }
+
+    /// The request body schema of `method` `path`.
+    fn request_schema(&self, method: &str, path: &str) -> &Value {
+        let operation = self
+            .operation(method, path)
+            .unwrap_or_else(|| panic!("{method} {path} is described"));
+        &operation["requestBody"]["content"]["application/json"]["schema"]
+    }
+}
+
+/// The errors of `instance` against `validator`, each with where it is.
+fn violations(validator: &jsonschema::Validator, instance: &Value) -> Vec<String> {
+    validator
+        .iter_errors(instance)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect()
+}
+
+/// Asserts that `response` — the answer to `method` `path` — has a status and content type the
+/// description gives that operation, and that its body validates against the described schema;
+/// the body (JSON, or the text).
+async fn conforms(d: &Description, method: &str, path: &str, response: reqwest::Response) -> Value {
+    let status = response.status().as_u16().to_string();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    let text = response.text().await.unwrap();
+    let case = format!("{method} {path} answered {status} {content_type}: {text:.600}");
+    let operation = d
+        .operation(method, path)
+        .unwrap_or_else(|| panic!("{case}: not described"));
+    let described = operation["responses"]
+        .get(&status)
+        .unwrap_or_else(|| panic!("{case}: the status is not described"));
+    let media = d.resolved(described)["content"]
+        .get(&content_type)
+        .unwrap_or_else(|| panic!("{case}: the content type is not described"));
+    let schema = &media["schema"];
+    let body = match content_type.as_str() {
+        "application/json" => serde_json::from_str(&text).unwrap_or_else(|e| panic!("{case}: {e}")),
+        _ => Value::String(text),
+    };
+    let errors = violations(&d.validator(schema), &body);
+    assert!(errors.is_empty(), "{case}\nbreaks its schema: {errors:#?}");
+    body
+}
+
+/// The start of `body`'s JSON text, for a failure's message.
+fn shown(body: &Value) -> String {
+    body.to_string().chars().take(300).collect()
+}
+
+/// The paths the router serves: the first string of each `.route(` call in `src`.
+fn routes_in(src: &str) -> Vec<String> {
+    src.split(".route(")
+        .skip(1)
+        .map(|call| {
+            let call = call.trim_start();
+            let rest = call
+                .strip_prefix('"')
+                .unwrap_or_else(|| panic!("a route's path is a string literal: {call:.80}"));
+            rest[..rest.find('"').expect("a closing quote")].to_owned()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_route_is_described_and_every_described_operation_is_served() {
+    let d = Description::load();
+    let routed = routes_in(include_str!("../../src/lib.rs"));
+    assert!(routed.len() >= 10, "the router's routes: {routed:?}");
+    let described = d.paths();
+    for path in &routed {
+        assert!(
+            described.contains(&path.as_str()),
+            "the router serves {path}, which openapi.json does not describe"
+        );
+    }
+    let (_sim, gateway) = crate::deepseek_gateway(|c| c).await;
+    let client = reqwest::Client::new();
+    for path in &described {
+        assert!(
+            routed.iter().any(|r| r == path),
+            "openapi.json describes {path}, which the router does not serve"
+        );
+        for method in [
+            Method::GET,
+            Method::POST,
+            Method::PUT,
+            Method::PATCH,
+            Method::DELETE,
+        ] {
+            let lower = method.as_str().to_ascii_lowercase();
+            let mut request = client
+                .request(method.clone(), gateway.url(path))
+                .bearer_auth(KEY);
+            if method == Method::POST {
+                request = request.json(&json!({}));
+            }
+            if *path == "/v1/responses" && method == Method::GET {
+                request = request.header("upgrade", "websocket");
+            }
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            let body = response.text().await.unwrap();
+            if d.operation(&lower, path).is_some() {
+                assert!(
+                    status != 404 && status != 405,
+                    "{method} {path} is described, yet the gateway answered {status}: {body}"
+                );
+            } else {
+                assert_eq!(
+                    status, 405,
+                    "{method} {path} is not described, yet the gateway answered {status}: {body}"
+                );
+            }
+        }
+    }
+}
+
+/// Each operation's answers — success, whole and streamed, and each error shape the gateway
+/// gives it — from a live gateway in front of the strict DeepSeek simulator.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_answers_match_the_described_responses() {
+    let d = Description::load();
+    let (_sim, gateway) = crate::deepseek_gateway(|c| c.max_request_bytes(64 * 1024)).await;
+    let client = reqwest::Client::new();
+    let model = "deepseek/deepseek-v4-pro";
+    let big =
+        json!({"model": model, "messages": [{"role": "user", "content": "x".repeat(70_000)}]});
+    let chat = "/v1/chat/completions";
+    let post =
+        |path: &str, body: &Value| client.post(gateway.url(path)).bearer_auth(KEY).json(body);
+
+    let mut streamed = hello("hello");
+    streamed["model"] = model.into();
+    let mut whole = streamed.clone();
+    streamed["stream"] = true.into();
+    let reply = conforms(&d, "post", chat, post(chat, &whole).send().await.unwrap()).await;
+    assert_eq!(reply["object"], "chat.completion", "{reply}");
+    conforms(
+        &d,
+        "post",
+        chat,
+        post(chat, &streamed).send().await.unwrap(),
+    )
+    .await;
+    let refusals = [
+        (json!({"model": model}), 400),
+        (
+            json!({"model": "nope", "messages": [{"role": "user", "content": "hi"}]}),
+            404,
+        ),
+        (big.clone(), 413),
+    ];
+    for (body, status) in &refusals {
+        let answer = post(chat, body).send().await.unwrap();
+        assert_eq!(answer.status(), *status, "{}", shown(body));
+        conforms(&d, "post", chat, answer).await;
+    }
+    let unauthenticated = client.post(gateway.url(chat)).json(&whole).send().await;
+    conforms(&d, "post", chat, unauthenticated.unwrap()).await;
+    let encoded = post(chat, &whole).header("content-encoding", "rot13");
+    let answer = encoded.send().await.unwrap();
+    assert_eq!(answer.status(), 415);
+    conforms(&d, "post", chat, answer).await;
+
+    // The Messages door and count_tokens, in Anthropic's shape.
+    let messages = "/v1/messages";
+    let anthropic = |path: &str, body: &Value| {
+        client
+            .post(gateway.url(path))
+            .header("x-api-key", KEY)
+            .header("anthropic-version", "2023-06-01")
+            .json(body)
+    };
+    let turn = json!({"model": model, "max_tokens": 256, "messages": [{"role": "user", "content": "hello"}]});
+    let reply = conforms(
+        &d,
+        "post",
+        messages,
+        anthropic(messages, &turn).send().await.unwrap(),
+    )
+    .await;
+    assert_eq!(reply["type"], "message", "{reply}");
+    let mut stream = turn.clone();
+    stream["stream"] = true.into();
+    conforms(
+        &d,
+        "post",
+        messages,
+        anthropic(messages, &stream).send().await.unwrap(),
+    )
+    .await;
+    whole = turn.clone();
+    whole.as_object_mut().unwrap().remove("max_tokens");
+    let count = "/v1/messages/count_tokens";
+    let counted = conforms(
+        &d,
+        "post",
+        count,
+        anthropic(count, &whole).send().await.unwrap(),
+    )
+    .await;
+    assert!(counted["input_tokens"].as_u64().unwrap() > 0, "{counted}");
+    let mut unknown = turn.clone();
+    unknown["model"] = "nope".into();
+    for (path, body, status) in [
+        (messages, &whole, 400),
+        (messages, &unknown, 404),
+        (messages, &big, 413),
+        (count, &json!({"model": model}), 400),
+    ] {
+        let answer = anthropic(path, body).send().await.unwrap();
+        assert_eq!(answer.status(), status, "{path} {}", shown(body));
+        conforms(&d, "post", path, answer).await;
+    }
+    let unauthenticated = client.post(gateway.url(messages)).json(&turn).send().await;
+    conforms(&d, "post", messages, unauthenticated.unwrap()).await;
+
+    // The Responses door and its compaction.
+    let responses = "/v1/responses";
+    let ask = json!({"model": model, "input": "hello"});
+    let reply = conforms(
+        &d,
+        "post",
+        responses,
+        post(responses, &ask).send().await.unwrap(),
+    )
+    .await;
+    assert_eq!(reply["object"], "response", "{reply}");
+    let mut stream = ask.clone();
+    stream["stream"] = true.into();
+    conforms(
+        &d,
+        "post",
+        responses,
+        post(responses, &stream).send().await.unwrap(),
+    )
+    .await;
+    let compact = "/v1/responses/compact";
+    let compacted = conforms(
+        &d,
+        "post",
+        compact,
+        post(compact, &ask).send().await.unwrap(),
+    )
+    .await;
+    assert_eq!(compacted["object"], "response.compaction", "{compacted}");
+    let mut previous = ask.clone();
+    previous["previous_response_id"] = "resp_nope".into();
+    for (path, body, status) in [
+        (responses, json!({"model": model}), 400),
+        (responses, previous, 400),
+        (compact, json!({"model": "nope", "input": "hi"}), 404),
+    ] {
+        let answer = post(path, &body).send().await.unwrap();
+        assert_eq!(answer.status(), status, "{path} {}", shown(&body));
+        conforms(&d, "post", path, answer).await;
+    }
+    let socket = client
+        .get(gateway.url(responses))
+        .header("upgrade", "websocket");
+    assert_eq!(
+        conforms(&d, "get", responses, socket.send().await.unwrap()).await["error"]["code"],
+        Value::Null
+    );
+    conforms(
+        &d,
+        "get",
+        responses,
+        client.get(gateway.url(responses)).send().await.unwrap(),
+    )
+    .await;
+
+    // The model list in each shape, and the operational endpoints.
+    let models = "/v1/models";
+    let list = client.get(gateway.url(models)).bearer_auth(KEY);
+    assert_eq!(
+        conforms(&d, "get", models, list.send().await.unwrap()).await["object"],
+        "list"
+    );
+    let page = client
+        .get(gateway.url(models))
+        .header("x-api-key", KEY)
+        .header("anthropic-version", "2023-06-01");
+    assert_eq!(
+        conforms(&d, "get", models, page.send().await.unwrap()).await["has_more"],
+        false
+    );
+    for anthropic_version in [false, true] {
+        let mut unauthenticated = client.get(gateway.url(models)).bearer_auth("hk-nobody");
+        if anthropic_version {
+            unauthenticated = unauthenticated.header("anthropic-version", "2023-06-01");
+        }
+        let answer = unauthenticated.send().await.unwrap();
+        assert_eq!(answer.status(), 401);
+        conforms(&d, "get", models, answer).await;
+    }
+    for path in ["/healthz", "/readyz", "/metrics", "/openapi.json"] {
+        let answer = client.get(gateway.url(path)).send().await.unwrap();
+        assert_eq!(answer.status(), 200, "{path}");
+        conforms(&d, "get", path, answer).await;
+    }
+    let served: Value = serde_json::from_str(
+        &client
+            .get(gateway.url("/openapi.json"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(served, d.0, "GET /openapi.json serves openapi.json");
+}
+
+/// The bodies real clients send validate against the described request schemas: Claude Code's
+/// recorded request, and every body the official SDKs' scripts send through a gateway in front
+/// of the strict simulators (recorded as they arrive). Without the SDKs (`HERMES_SDK_PYTHON`)
+/// only the first part runs, unless `HERMES_REQUIRE_SDK` is set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn real_clients_bodies_match_the_described_requests() {
+    let d = Description::load();
+    let check = |path: &str, body: &Value, whose: &str| {
+        let errors = violations(&d.validator(d.request_schema("post", path)), body);
+        assert!(
+            errors.is_empty(),
+            "{whose}'s body for POST {path} breaks its schema: {errors:#?}\n{}",
+            shown(body)
+        );
+    };
+    let claude_code: Value = serde_json::from_str(include_str!(
+        "../fixtures/claude-code-2.1.332-opus-4-8.json"
+    ))
+    .unwrap();
+    check("/v1/messages", &claude_code, "Claude Code");
+
+    let scripts: [(&str, &str, &str, &str, Value); 3] = [
+        (
+            "openai",
+            "deepseek-v4",
+            "openai_tool_turns.py",
+            "OPENAI_",
+            json!({"model": "deepseek/deepseek-v4-pro", "stream": false, "header": true}),
+        ),
+        (
+            "anthropic",
+            "anthropic",
+            "anthropic_tool_turns.py",
+            "ANTHROPIC_",
+            json!({"model": "anthropic/claude-opus-4-6", "stream": false, "forge": false}),
+        ),
+        (
+            "openai",
+            "openai-responses",
+            "openai_responses_turns.py",
+            "OPENAI_",
+            json!({"model": "openai-responses/gpt-5.2", "stream": false, "keep": true,
+                   "tamper": false, "effort": "high", "compact": true}),
+        ),
+    ];
+    for (sdk, profile, script, settings, mut input) in scripts {
+        let probe = format!("import {sdk}");
+        let Some(python) = hermes_test_support::sdk::sdk_python(sdk, &probe) else {
+            return;
+        };
+        let sim = hermes_sim::Sim::start(profile).await.unwrap();
+        let provider = if profile == "deepseek-v4" {
+            "deepseek"
+        } else {
+            profile
+        };
+        let (gateway, seen) = recording(provider, &sim.base_url()).await;
+        input["key"] = KEY.into();
+        input["base_url"] = match sdk {
+            "anthropic" => format!("http://{gateway}"),
+            _ => format!("http://{gateway}/v1"),
+        }
+        .into();
+        let path = format!("{}/tests/sdk/{script}", env!("CARGO_MANIFEST_DIR"));
+        tokio::task::spawn_blocking(move || {
+            crate::sdk::run_script(python, &path, settings, &input)
+        })
+        .await
+        .unwrap();
+        let seen = std::mem::take(&mut *seen.lock().unwrap());
+        assert!(
+            seen.len() >= 2,
+            "{script}: the SDK sent {} bodies",
+            seen.len()
+        );
+        for (path, body) in &seen {
+            let body: Value = serde_json::from_slice(body).unwrap();
+            check(path, &body, &format!("the {sdk} SDK ({script})"));
+        }
+    }
+}
+
+/// The bodies a recording gateway received: `(path, body)` of each POST.
+type Seen = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
+
+/// A gateway (the tests' keys, a fresh SQLite store) with `provider` at `base_url`, every
+/// request's body recorded as it arrives; its address and the record.
+async fn recording(provider: &str, base_url: &str) -> (std::net::SocketAddr, Seen) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = hermes_engine::store::Store::open(&dir.path().join("state.db"))
+        .await
+        .unwrap();
+    let engine =
+        hermes_engine::Engine::builtin().with_store(store, crate::sim_settings(provider, base_url));
+    let keys = crate::TestKeys(std::collections::HashMap::from([(
+        KEY.to_owned(),
+        crate::TENANT.to_owned(),
+    )]));
+    let config = hermes_serve::ServeConfig::new(hermes_serve::Auth::Keys(Arc::new(keys)));
+    let gateway = hermes_serve::Gateway::new(engine, config).unwrap();
+    let seen: Seen = Arc::default();
+    let record = seen.clone();
+    let router = gateway.router().layer(axum::middleware::from_fn(
+        move |request: Request<Body>, next: axum::middleware::Next| {
+            let record = record.clone();
+            async move {
+                let (parts, body) = request.into_parts();
+                let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+                if parts.method == axum::http::Method::POST {
+                    record
+                        .lock()
+                        .unwrap()
+                        .push((parts.uri.path().to_owned(), bytes.to_vec()));
+                }
+                next.run(Request::from_parts(parts, Body::from(bytes)))
+                    .await
+            }
+        },
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _dir = dir;
+        axum::serve(listener, router).await
+    });
+    (addr, seen)
+}
