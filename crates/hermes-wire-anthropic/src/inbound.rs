@@ -237,11 +237,9 @@ impl<'a> TurnBlocks<'a> {
         let block: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
         match (role, block.get("type").and_then(Value::as_str)) {
             (_, Some("text")) => {
+                let text = string_field(&block, here, "text")?;
                 self.own_blocks.push(raw);
-                self.parts.push(json!({
-                    "type": "text",
-                    "text": block.get("text").and_then(Value::as_str).unwrap_or_default(),
-                }));
+                self.parts.push(json!({"type": "text", "text": text}));
             }
             (Some("user"), Some("image")) => {
                 self.own_blocks.push(raw);
@@ -252,7 +250,7 @@ impl<'a> TurnBlocks<'a> {
                 message.client_blocks = RawJson::from_text(format!("[{}]", raw.get())).ok();
                 out.push(message);
             }
-            (Some("assistant"), Some("tool_use")) => self.calls.push(tool_call(&block)),
+            (Some("assistant"), Some("tool_use")) => self.calls.push(tool_call(&block, here)?),
             (Some("assistant"), Some(kind @ ("thinking" | "redacted_thinking"))) => {
                 if let Some(item) = client_block(kind, &block, raw) {
                     self.thinking.push(item);
@@ -323,14 +321,33 @@ impl<'a> TurnBlocks<'a> {
 }
 
 /// A `tool_use` block as a chat tool call.
-fn tool_call(block: &Value) -> Value {
-    json!({
-        "id": block.get("id").and_then(Value::as_str).unwrap_or_default(),
+/// A `tool_use` block (at `at`) as a chat tool call: its `id` and `name` must be strings, its
+/// `input` (`{}` when absent) an object.
+fn tool_call(block: &Value, at: &str) -> Result<Value, InboundError> {
+    let input = match block.get("input") {
+        None | Some(Value::Null) => json!({}),
+        Some(input @ Value::Object(_)) => input.clone(),
+        Some(_) => {
+            return Err(InboundError::new(
+                &format!("{at}.input"),
+                format!("`{at}.input` must be an object"),
+            ));
+        }
+    };
+    Ok(json!({
+        "id": string_field(block, at, "id")?,
         "type": "function",
-        "function": {
-            "name": block.get("name").and_then(Value::as_str).unwrap_or_default(),
-            "arguments": block.get("input").cloned().unwrap_or_else(|| json!({})).to_string(),
-        },
+        "function": {"name": string_field(block, at, "name")?, "arguments": input.to_string()},
+    }))
+}
+
+/// Member `key` of the block at `at`, which must be a string (a 400 naming it otherwise).
+fn string_field<'b>(block: &'b Value, at: &str, key: &str) -> Result<&'b str, InboundError> {
+    block.get(key).and_then(Value::as_str).ok_or_else(|| {
+        InboundError::new(
+            &format!("{at}.{key}"),
+            format!("`{at}.{key}` must be a string"),
+        )
     })
 }
 
@@ -623,7 +640,7 @@ mod tests {
 
     #[test]
     fn errors_name_the_json_path() {
-        let cases: [(&str, &str, &str); 8] = [
+        let cases: [(&str, &str, &str); 12] = [
             (r#"{"messages": []}"#, "messages", "`messages` is empty"),
             (r#"{"system": "s"}"#, "messages", "`messages` is required"),
             (
@@ -650,6 +667,29 @@ mod tests {
                 r#"{"messages": [{"role": "user", "content": [{"type": "tool_result"}]}]}"#,
                 "messages.0.content.0",
                 "`messages.0.content.0.tool_use_id` is required",
+            ),
+            // Schemathesis (`cargo xtask fuzz --api`): a text block whose text is not a string
+            // was read as empty text, and a tool_use block's id, name or input of another type
+            // went upstream as an empty id or name or a non-object input.
+            (
+                r#"{"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}"#,
+                "messages.0.content.0.text",
+                "`messages.0.content.0.text` must be a string",
+            ),
+            (
+                r#"{"messages": [{"role": "assistant", "content": [{"type": "tool_use", "name": "f", "input": {}}]}]}"#,
+                "messages.0.content.0.id",
+                "`messages.0.content.0.id` must be a string",
+            ),
+            (
+                r#"{"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": ["f"]}]}]}"#,
+                "messages.0.content.0.name",
+                "`messages.0.content.0.name` must be a string",
+            ),
+            (
+                r#"{"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": "x"}]}]}"#,
+                "messages.0.content.0.input",
+                "`messages.0.content.0.input` must be an object",
             ),
             (
                 r#"{"messages": [{"role": "robot", "content": "x"}]}"#,
