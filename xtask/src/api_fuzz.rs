@@ -235,7 +235,12 @@ fn fuzz(bin: &Path, budget: Budget) -> anyhow::Result<()> {
         Budget::Seconds(s) => fuzz.args(["--max-time", &s.to_string()]),
         Budget::MaxExamples(n) => fuzz.args(["--max-examples", &n.to_string()]),
     };
-    fuzz.env("PYTHONPATH", &hooks)
+    // Its working folder holds Schemathesis's and Hypothesis's caches (failures found before
+    // are tried again first): kept between runs, out of the source tree.
+    let state = std::path::absolute(super::target_dir().join("api-fuzz-state"))?;
+    std::fs::create_dir_all(&state)?;
+    fuzz.current_dir(&state)
+        .env("PYTHONPATH", &hooks)
         .env("HERMES_FUZZ_KEY", &key)
         .env("HERMES_FUZZ_SECRETS", &secrets)
         .env("HERMES_FUZZ_STORE", home.join("state.db"))

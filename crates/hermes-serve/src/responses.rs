@@ -168,6 +168,8 @@ async fn respond(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Res
         }),
         _ => None,
     };
+    // Read (and a malformed one refused) before either path: a compaction too.
+    let idempotency = turn_idempotency(headers, "responses", session.as_deref(), &turn, &body)?;
     if trigger {
         // Codex's remote compaction: the answer is exactly one compaction item.
         let shape = Shape::new(turn.model.clone(), echo, signer.clone());
@@ -191,7 +193,6 @@ async fn respond(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Res
             &completion.session,
         ));
     }
-    let idempotency = turn_idempotency(headers, "responses", session.as_deref(), &turn, &body)?;
     let shape = Shape::new(turn.model.clone(), echo, signer);
     let stream = turn.stream;
     let request = turn

@@ -719,6 +719,33 @@ async fn a_compaction_trigger_is_answered_with_one_compaction_item() {
     gateway.stop().await;
 }
 
+/// A malformed `Idempotency-Key` is refused on a compaction request as on any other turn, and
+/// nothing is sent upstream or stored (Schemathesis, `cargo xtask fuzz --api`: the compaction
+/// path answered 200 without reading the header).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compaction_with_a_malformed_idempotency_key_is_refused() {
+    let (sim, gateway) = crate::sim_gateway("deepseek-v4", "deepseek", |c| c).await;
+    let input = json!([
+        {"type": "message", "role": "user", "content": "hello there"},
+        {"type": "compaction_trigger"},
+    ]);
+    for key in ["x".repeat(256), "tab\there".to_owned()] {
+        let r = reqwest::Client::new()
+            .post(gateway.url("/v1/responses"))
+            .bearer_auth(KEY)
+            .header("idempotency-key", key.as_str())
+            .json(&json!({"model": "deepseek/deepseek-v4-pro", "input": input}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "{key:.20}");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["error"]["param"], "Idempotency-Key", "{body}");
+    }
+    assert!(sim.requests().is_empty(), "nothing went upstream");
+    gateway.stop_storing_nothing("a refused compaction").await;
+}
+
 /// `previous_response_id`: a client that keeps nothing but response ids (the official openai
 /// client, `store` on) holds a tool conversation on a must-echo upstream (DeepSeek V4) and on
 /// Claude: each turn sends only what is new and names the response before it; the gateway
