@@ -43,11 +43,13 @@ def no_key_in_response(ctx, response, case):
     """No secret of the run appears in a response's body or headers."""
     body = response.content.decode("utf-8", "replace") if response.content else ""
     headers = "\n".join(f"{k}: {v}" for k, v in response.headers.items())
-    for secret in SECRETS:
+    for n, secret in enumerate(SECRETS, 1):
         where = [w for w, text in (("body", body), ("headers", headers)) if secret in text]
         if where:
+            # Named by its place in HERMES_FUZZ_SECRETS (the gateway key, its secret half, the
+            # upstream key), never by any of its characters.
             raise AssertionError(
-                f"a secret of the run ({secret[:6]}…, {len(secret)} chars) is in the response's {' and '.join(where)}"
+                f"secret #{n} of the run (HERMES_FUZZ_SECRETS) is in the response's {' and '.join(where)}"
             )
 
 

@@ -668,9 +668,10 @@ mod tests {
                 "messages.0.content.0",
                 "`messages.0.content.0.tool_use_id` is required",
             ),
-            // Schemathesis (`cargo xtask fuzz --api`): a text block whose text is not a string
-            // was read as empty text, and a tool_use block's id, name or input of another type
-            // went upstream as an empty id or name or a non-object input.
+            // Were read leniently (found reading this reader after `cargo xtask fuzz --api`
+            // showed its blocks' members unchecked): a text block whose text is not a string as
+            // empty text, a tool_use block's id, name or input of another type as an empty id or
+            // name or a non-object input sent upstream.
             (
                 r#"{"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}"#,
                 "messages.0.content.0.text",
