@@ -41,6 +41,7 @@
 pub mod tls;
 
 mod access;
+mod journal;
 mod metrics;
 mod span;
 
@@ -61,6 +62,10 @@ mod sse;
 mod turn;
 
 mod error;
+
+// The admin API (`/admin/v1/…`) and the inspector (`/ui`) that renders it.
+mod admin;
+mod ui;
 
 use std::collections::BTreeMap;
 use std::future::{Future, IntoFuture};
@@ -106,6 +111,14 @@ pub type KeysError = Box<dyn std::error::Error + Send + Sync>;
 pub trait Keys: Send + Sync {
     /// The tenant that owns `bearer`, if any.
     async fn tenant(&self, bearer: &str) -> Result<Option<String>, KeysError>;
+
+    /// The id of the admin key `bearer` is, if it is one (`hermes serve keys create --admin`):
+    /// it reaches the admin API (`/admin/v1/…`) and the inspector (`/ui`), never a door. None
+    /// by default.
+    async fn admin(&self, bearer: &str) -> Result<Option<String>, KeysError> {
+        let _ = bearer;
+        Ok(None)
+    }
 }
 
 /// How requests authenticate.
@@ -152,6 +165,9 @@ pub struct ServeConfig {
     /// metrics are open, which [`Gateway::serve`] allows on loopback addresses only (tenant
     /// names are in them).
     pub metrics_token: Option<String>,
+    /// Serve the inspector at `/ui` (`[serve] ui`, `--ui`; off by default): pages over the
+    /// admin API, for an admin key.
+    pub ui: bool,
 }
 
 impl ServeConfig {
@@ -172,6 +188,7 @@ impl ServeConfig {
             drain: Duration::from_secs(30),
             metrics: true,
             metrics_token: None,
+            ui: false,
         }
     }
 
@@ -196,6 +213,8 @@ impl ServeConfig {
         drain: Duration;
         /// With metrics recorded and served at `GET /metrics`, or not at all.
         metrics: bool;
+        /// With the inspector at `/ui`, or not.
+        ui: bool;
     }
 
     /// With `GET /metrics` behind this bearer token (an empty or blank one is none: it would
@@ -297,6 +316,8 @@ struct Inner {
     limiter: Option<Arc<limits::Limiter>>,
     /// The metrics, unless they are off.
     metrics: Option<Arc<metrics::Metrics>>,
+    /// What the latest requests did, for the admin API.
+    journal: Arc<journal::Journal>,
 }
 
 impl Inner {
@@ -321,6 +342,7 @@ impl Inner {
     /// What one request of `tenant` records from its engine events.
     fn turn(&self, tenant: &str) -> metrics::Turn {
         metrics::Turn::new(self.metrics.clone(), tenant, self.limiter.clone())
+            .journaled(self.journal.clone())
     }
 
     /// The store's signing key (docs/spec.md §10, "Messages-door signatures"), read once.
@@ -364,6 +386,7 @@ impl Gateway {
                 signing_key: tokio::sync::OnceCell::new(),
                 limiter,
                 metrics,
+                journal: Arc::default(),
             }),
         })
     }
@@ -399,6 +422,8 @@ impl Gateway {
             )
             .route("/healthz", get(|| async { "ok" }))
             .route("/readyz", get(readyz))
+            .merge(admin::routes(state))
+            .merge(ui::routes(state))
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed);
         let Some(recorded) = self.inner.metrics.clone() else {
