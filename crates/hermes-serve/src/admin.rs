@@ -35,6 +35,7 @@ pub(crate) fn routes(state: &Arc<Inner>) -> axum::Router<Arc<Inner>> {
     axum::Router::new()
         .route("/admin/v1/conversations", get(list_json))
         .route("/admin/v1/conversations/{id}", get(conversation_json))
+        .route("/admin/v1/requests/{id}/bodies/{n}", get(body_json))
         .route("/admin/v1/keys", get(keys_json).post(create_key_json))
         .route("/admin/v1/keys/{id}", delete(revoke_key_json))
         .route("/admin/v1/tenants", get(tenants_json))
@@ -566,6 +567,103 @@ async fn conversation_json(State(inner): State<Arc<Inner>>, Path(id): Path<Strin
     }
 }
 
+// ---- Upstream bodies ----
+
+/// Object keys whose string values are secrets, whatever the body (compared lowercased).
+const SECRET_KEYS: [&str; 9] = [
+    "api_key",
+    "apikey",
+    "x-api-key",
+    "authorization",
+    "password",
+    "secret",
+    "client_secret",
+    "access_token",
+    "refresh_token",
+];
+
+/// Whether `text` looks like a credential: a gateway key, an `sk-` key, a bearer token.
+fn looks_secret(text: &str) -> bool {
+    hermes_engine::store::gateway_key_id(text.trim()).is_some()
+        || (text.starts_with("sk-") && text.len() >= 20 && !text.contains(char::is_whitespace))
+        || text.starts_with("Bearer ")
+}
+
+/// Replaces every secret in `value` (a [`SECRET_KEYS`] member's string, or a string that
+/// [`looks_secret`]) with `"[redacted]"`: whether any was.
+fn redact(value: &mut Value) -> bool {
+    match value {
+        Value::String(text) if looks_secret(text) => {
+            *value = Value::String("[redacted]".into());
+            true
+        }
+        Value::Array(items) => {
+            // Every item is visited (no short circuit): each secret in it is redacted.
+            let mut any = false;
+            for item in items {
+                any |= redact(item);
+            }
+            any
+        }
+        Value::Object(members) => members.iter_mut().fold(false, |any, (key, v)| {
+            let secret = SECRET_KEYS.contains(&key.to_ascii_lowercase().as_str()) && v.is_string();
+            if secret {
+                *v = Value::String("[redacted]".into());
+            }
+            secret || redact(v) || any
+        }),
+        _ => false,
+    }
+}
+
+/// An upstream body as shown.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Body {
+    /// The journaled request that sent it.
+    pub(crate) request: u64,
+    /// Which of its upstream bodies (from 0).
+    pub(crate) n: usize,
+    /// The body, pretty-printed: its exact bytes re-indented, or, when a secret was redacted,
+    /// re-serialised with each secret `"[redacted]"`.
+    pub(crate) body: String,
+    /// Whether a secret was redacted.
+    pub(crate) redacted: bool,
+}
+
+/// Body `n` that request `id` sent upstream (404 once it is no longer kept).
+pub(crate) fn body(inner: &Inner, id: u64, n: usize) -> Result<Body, ApiError> {
+    let bytes = inner.journal.body(id, n).ok_or_else(|| {
+        ApiError::not_found(format!(
+            "request {id} has no body {n} kept (the latest {} requests' are)",
+            crate::journal::Journal::KEEP_BODIES
+        ))
+    })?;
+    let mut parsed = serde_json::from_slice::<Value>(&bytes);
+    let redacted = parsed.as_mut().is_ok_and(redact);
+    let body = match parsed {
+        Ok(value) if redacted => serde_json::to_string_pretty(&value).unwrap_or_default(),
+        Ok(_) => {
+            let mut out = Vec::new();
+            let _ = hermes_engine::write_pretty(&bytes, &mut out);
+            String::from_utf8_lossy(&out).into_owned()
+        }
+        Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
+    };
+    Ok(Body {
+        request: id,
+        n,
+        body,
+        redacted,
+    })
+}
+
+async fn body_json(State(inner): State<Arc<Inner>>, Path((id, n)): Path<(u64, usize)>) -> Response {
+    match body(&inner, id, n) {
+        Ok(body) => Json(body).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
 // ---- Keys and tenants ----
 
 /// A gateway key as listed (never its secret).
@@ -798,4 +896,29 @@ async fn overview_json(State(inner): State<Arc<Inner>>, uri: axum::http::Uri) ->
         },
     };
     Json(json!({ "minutes": overview(&inner, minutes) })).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_in_a_body_are_redacted_and_nothing_else() {
+        let key = format!("hk_{}_{}", "a".repeat(16), "b".repeat(64));
+        let mut body = json!({
+            "model": "m", "max_tokens": 10, "api_key": "k-123",
+            "messages": [{"role": "user", "content": key}],
+            "metadata": {"Authorization": "Bearer xyz", "note": "sk-ant-0123456789abcdefghij"},
+            "text": "a sk- mention is no key"
+        });
+        assert!(redact(&mut body));
+        assert_eq!(body["api_key"], "[redacted]");
+        assert_eq!(body["messages"][0]["content"], "[redacted]");
+        assert_eq!(body["metadata"]["Authorization"], "[redacted]");
+        assert_eq!(body["metadata"]["note"], "[redacted]");
+        assert_eq!(body["max_tokens"], 10);
+        assert_eq!(body["text"], "a sk- mention is no key");
+        let mut plain = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+        assert!(!redact(&mut plain));
+    }
 }

@@ -309,6 +309,7 @@ pub(crate) fn only_recorded(event: &DriverEvent) -> bool {
         DriverEvent::Upstream { .. }
             | DriverEvent::Carriers { .. }
             | DriverEvent::FleetVerdict { .. }
+            | DriverEvent::Sent { .. }
     )
 }
 
@@ -410,6 +411,7 @@ impl Turn {
                 }
             }
             DriverEvent::Carriers { counts, .. } => entry.carriers.add(counts),
+            DriverEvent::Sent { body, .. } => entry.sent.push(body.clone()),
             DriverEvent::Notice { text } if entry.notices.len() < MAX_NOTICES => {
                 entry.notices.push(text.clone());
             }

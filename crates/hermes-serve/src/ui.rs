@@ -40,6 +40,7 @@ pub(crate) fn routes(state: &Arc<Inner>) -> axum::Router<Arc<Inner>> {
         .route("/ui", get(|| async { Redirect::to("/ui/conversations") }))
         .route("/ui/conversations", get(conversations_page))
         .route("/ui/conversations/{id}", get(conversation_page))
+        .route("/ui/requests/{id}/bodies/{n}", get(body_page))
         .route("/ui/keys", get(keys_page).post(create_key))
         .route("/ui/keys/{id}/revoke", post(revoke_key))
         .route("/ui/overview", get(overview_page))
@@ -555,12 +556,22 @@ fn requests_table(requests: &[Entry]) -> String {
                 esc(&r.carriers.join(", "))
             ));
         }
+        let bodies: Vec<String> = (0..e.bodies)
+            .map(|n| {
+                format!(
+                    "<a href=\"/ui/requests/{}/bodies/{n}\">upstream body {}</a>",
+                    e.id,
+                    n + 1
+                )
+            })
+            .collect();
         let _ = write!(
             rows,
-            "<tr><td>{}</td><td class=\"num\">{} ms</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td class=\"num\">{} ms</td><td>{}<br>{}</td><td>{}</td><td>{}</td></tr>",
             time(e.at),
             e.ms,
             upstream.join("<br>"),
+            bodies.join(" "),
             request_outcomes(e),
             why.join("<br>")
         );
@@ -637,6 +648,26 @@ async fn conversation_page(State(inner): State<Arc<Inner>>, Path(id): Path<Strin
         &format!("Conversation {}", me.id),
         Nav::Conversations,
         &body,
+    )
+}
+
+async fn body_page(State(inner): State<Arc<Inner>>, Path((id, n)): Path<(u64, usize)>) -> Response {
+    let body = match admin::body(&inner, id, n) {
+        Ok(body) => body,
+        Err(e) => return api_error(e),
+    };
+    let note = if body.redacted {
+        "Secrets in it are shown as <code>[redacted]</code> (the rest re-serialised)."
+    } else {
+        "Its exact bytes, re-indented."
+    };
+    layout(
+        &format!("Upstream body {} of request {id}", n + 1),
+        Nav::Conversations,
+        &format!(
+            "<p>{note}</p><pre class=\"body\" tabindex=\"0\" aria-label=\"Upstream body\">{}</pre>",
+            esc(&body.body)
+        ),
     )
 }
 
@@ -872,4 +903,47 @@ async fn overview_page(State(inner): State<Arc<Inner>>) -> Response {
         .collect();
     body.push_str(&chart("Carriers by outcome", "carriers", &minutes, &series));
     layout("Overview", Nav::Overview, &body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_for_html_and_urls() {
+        assert_eq!(
+            esc("<script>\"x\" & 'y'</script>"),
+            "&lt;script&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/script&gt;"
+        );
+        assert_eq!(url("a b/c?d=é"), "a%20b%2Fc%3Fd%3D%C3%A9");
+    }
+
+    #[test]
+    fn times_are_utc_calendar_dates() {
+        assert_eq!(time(0), "1970-01-01 00:00:00");
+        assert_eq!(time(951_782_400_000), "2000-02-29 00:00:00");
+        assert_eq!(time(1_796_640_586_589), "2026-12-07 10:49:46");
+    }
+
+    #[test]
+    fn a_post_from_another_site_is_not_same_origin() {
+        let headers = |pairs: &[(&'static str, &'static str)]| {
+            let mut map = HeaderMap::new();
+            for (k, v) in pairs {
+                map.insert(*k, HeaderValue::from_static(v));
+            }
+            map
+        };
+        assert!(same_origin(&headers(&[("sec-fetch-site", "same-origin")])));
+        assert!(!same_origin(&headers(&[("sec-fetch-site", "cross-site")])));
+        assert!(same_origin(&headers(&[
+            ("origin", "http://127.0.0.1:8642"),
+            ("host", "127.0.0.1:8642")
+        ])));
+        assert!(!same_origin(&headers(&[
+            ("origin", "http://evil.example"),
+            ("host", "127.0.0.1:8642")
+        ])));
+        assert!(!same_origin(&headers(&[("origin", "null"), ("host", "h")])));
+    }
 }

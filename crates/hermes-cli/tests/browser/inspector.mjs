@@ -110,6 +110,20 @@ try {
   await page.screenshot({ path: `${shots}/conversation-readme.png` });
   await page.setViewportSize({ width: 1280, height: 900 });
 
+  // The exact bodies sent upstream, on demand: the request before the change replayed the
+  // signed block the client dropped; the one after it sent the new prompt and no block.
+  const rows = page.locator("table.requests tbody tr");
+  await rows.nth(1).getByRole("link", { name: "upstream body 1" }).click();
+  const before = await text("pre.body");
+  check(/"signature"/.test(before) && !/Today is Sunday/.test(before),
+    "the body before the change carries the re-attached signed block");
+  await page.goBack();
+  await rows.nth(2).getByRole("link", { name: "upstream body 1" }).click();
+  const after = await text("pre.body");
+  check(/Today is Sunday/.test(after) && !/"signature"/.test(after),
+    "the body after the change carries the new prompt and no signed block");
+  await page.screenshot({ path: `${shots}/upstream-body.png`, fullPage: false });
+
   // Keys: revoke one, make one (shown once).
   await page.getByRole("link", { name: "Keys and tenants" }).click();
   await page.waitForURL(/\/ui\/keys$/);
