@@ -244,10 +244,13 @@ pub(crate) async fn list(inner: &Inner, query: &ListQuery) -> Result<Page, ApiEr
         .limit
         .unwrap_or(PAGE)
         .clamp(1, hermes_engine::store::MAX_PAGE);
-    let metas = store
-        .conversations(&filter, after.as_ref(), limit)
+    // One beyond the page: whether another follows.
+    let mut metas = store
+        .conversations(&filter, after.as_ref(), limit + 1)
         .await
         .map_err(store_failed)?;
+    let more = metas.len() > limit;
+    metas.truncate(limit);
     let total = store
         .count_conversations(&filter)
         .await
@@ -257,7 +260,7 @@ pub(crate) async fn list(inner: &Inner, query: &ListQuery) -> Result<Page, ApiEr
         .conversation_counts(&ids)
         .await
         .map_err(store_failed)?;
-    let next = (metas.len() == limit)
+    let next = more
         .then(|| metas.last().map(|m| format!("{}.{}", m.updated_at, m.id)))
         .flatten();
     let conversations = metas

@@ -82,7 +82,8 @@ pub struct Counts {
 
 impl Store {
     /// The gateway's conversations that `filter` lets through, most recently updated first (then
-    /// the greater id), `limit` of them (at most [`MAX_PAGE`]) after `after`: one indexed
+    /// the greater id), `limit` of them (at most [`MAX_PAGE`], and one more: a caller asks for
+    /// one beyond its page to learn whether another follows) after `after`: one indexed
     /// statement (`sessions (tenant, partition_key, updated_at)`), whatever the number stored.
     pub async fn conversations(
         &self,
@@ -102,7 +103,7 @@ impl Store {
         let sql = format!(
             "SELECT {} FROM sessions WHERE {clause} ORDER BY updated_at DESC, id DESC LIMIT {}",
             session_columns!(),
-            limit.min(MAX_PAGE)
+            limit.min(MAX_PAGE + 1)
         );
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
         for bind in binds {

@@ -205,3 +205,160 @@ fn the_inspector_shows_a_carrier_dropping_clients_conversations_in_a_browser() {
         assert!(!log.contains(secret), "a key's secret in the log: {log}");
     }
 }
+
+/// `GET path` as `key`: the status and the parsed body (`Null` when it is no JSON).
+fn get(addr: &str, path: &str, key: &str) -> (u16, Value) {
+    let (status, text) = http_with(
+        addr,
+        "GET",
+        path,
+        "",
+        &format!("Authorization: Bearer {key}\r\n"),
+    );
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+#[test]
+fn the_admin_api_answers_an_admin_key_alone_pages_filters_and_refuses_bad_input() {
+    let home = own_home();
+    let tenant = key(home.path(), &["--tenant", "acme"]);
+    let admin = key(home.path(), &["--admin"]);
+    // Without --ui the admin API is served, the inspector is not.
+    let (mut server, addr) = serving_with(
+        home.path(),
+        &["serve", "--listen", "127.0.0.1:0", "--allow-sim"],
+        &[],
+    );
+    let (status, _) = get(&addr, "/ui/conversations", &admin);
+    assert_eq!(status, 404);
+    let (status, body) = get(&addr, "/admin/v1/conversations", "");
+    assert_eq!(status, 401, "{body}");
+    let (status, body) = get(&addr, "/admin/v1/conversations", &tenant);
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["error"]["param"], "Authorization", "{body}");
+
+    let first = deepseek_loop(&addr, &tenant);
+    let claude = claude_loop(&addr, &tenant);
+    let (status, page) = get(&addr, "/admin/v1/conversations?limit=1", &admin);
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["total"], 2);
+    assert_eq!(
+        page["conversations"][0]["id"],
+        claude.as_str(),
+        "newest first"
+    );
+    let next = page["next"].as_str().unwrap().to_owned();
+    let (_, rest) = get(
+        &addr,
+        &format!("/admin/v1/conversations?limit=1&cursor={next}"),
+        &admin,
+    );
+    assert_eq!(rest["conversations"][0]["id"], first.as_str(), "{rest}");
+    assert_eq!(rest["conversations"][0]["tenant"], "acme");
+    assert!(
+        rest["conversations"][0]["tokens"]["reasoning"]
+            .as_i64()
+            .unwrap()
+            > 0
+    );
+    assert_eq!(rest["next"], Value::Null);
+    let (_, only) = get(
+        &addr,
+        "/admin/v1/conversations?model=sim/deepseek-v4-pro",
+        &admin,
+    );
+    assert_eq!(only["total"], 1, "{only}");
+    for bad in ["limit=many", "cursor=nonsense"] {
+        let (status, body) = get(&addr, &format!("/admin/v1/conversations?{bad}"), &admin);
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
+
+    // One conversation: its steps' carriers and the requests that re-attached them.
+    let (status, c) = get(&addr, &format!("/admin/v1/conversations/{first}"), &admin);
+    assert_eq!(status, 200, "{c}");
+    let assistant: Vec<&Value> = c["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["role"] == "assistant")
+        .collect();
+    assert_eq!(assistant.len(), 3, "{c}");
+    assert_eq!(assistant[0]["carriers"][0]["family"], "reasoning_content");
+    assert_eq!(assistant[0]["carriers"][0]["source"], "minted");
+    let reattached: Vec<i64> = c["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["carriers"]["reattached"].as_i64().unwrap())
+        .collect();
+    assert_eq!(reattached, [0, 1, 2], "{c}");
+    let request = c["requests"][1]["id"].as_u64().unwrap();
+    let (status, body) = get(
+        &addr,
+        &format!("/admin/v1/requests/{request}/bodies/0"),
+        &admin,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["body"]
+            .as_str()
+            .unwrap()
+            .contains("\"reasoning_content\""),
+        "the re-attached carrier went upstream: {body}"
+    );
+    let (status, _) = get(&addr, "/admin/v1/requests/999999/bodies/0", &admin);
+    assert_eq!(status, 404);
+    let (status, _) = get(&addr, "/admin/v1/conversations/no-such-id", &admin);
+    assert_eq!(status, 404);
+
+    // Keys: made (shown once), listed without secrets, revoked.
+    let (status, made) = {
+        let (status, text) = http_with(
+            &addr,
+            "POST",
+            "/admin/v1/keys",
+            r#"{"tenant": "globex"}"#,
+            &format!("Authorization: Bearer {admin}\r\n"),
+        );
+        (status, serde_json::from_str::<Value>(&text).unwrap())
+    };
+    assert_eq!(status, 201, "{made}");
+    let new_key = made["key"].as_str().unwrap().to_owned();
+    let (_, listed) = get(&addr, "/admin/v1/keys", &admin);
+    let text = listed.to_string();
+    assert!(text.contains(made["id"].as_str().unwrap()), "{text}");
+    assert!(
+        !text.contains(new_key.rsplit('_').next().unwrap()),
+        "{text}"
+    );
+    let (status, body) = http_with(
+        &addr,
+        "POST",
+        "/admin/v1/keys",
+        r#"{"tenant": ""}"#,
+        &format!("Authorization: Bearer {admin}\r\n"),
+    );
+    assert_eq!(status, 400, "{body}");
+    let (_, tenants) = get(&addr, "/admin/v1/tenants", &admin);
+    assert!(
+        tenants["tenants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "globex" && t["keys"] == 1),
+        "{tenants}"
+    );
+    let path = format!("/admin/v1/keys/{}", made["id"].as_str().unwrap());
+    let auth = format!("Authorization: Bearer {admin}\r\n");
+    assert_eq!(http_with(&addr, "DELETE", &path, "", &auth).0, 204);
+    assert_eq!(http_with(&addr, "DELETE", &path, "", &auth).0, 404);
+    let (_, overview) = get(&addr, "/admin/v1/overview?minutes=5", &admin);
+    let minutes = overview["minutes"].as_array().unwrap();
+    assert_eq!(minutes.len(), 5);
+    let requests: u64 = minutes
+        .iter()
+        .map(|m| m["requests"].as_u64().unwrap())
+        .sum();
+    assert!(requests >= 7, "{overview}");
+    server.terminate();
+}
