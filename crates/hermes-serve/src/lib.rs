@@ -34,6 +34,12 @@
 //!    streamed — and `sse.rs`, which runs a door's stream (keep-alives, the drain cut).
 //! 6. `error.rs`: every refusal and failure, in the door's own error shape.
 //!
+//! Beside them: `admin.rs`, the admin API (`/admin/v1/…`, for an admin key: [`Keys::admin`]);
+//! `ui.rs`, the inspector (`/ui`, [`ServeConfig::ui`]), pages rendered from `admin.rs`; and
+//! `journal.rs`, what each of the latest requests did (its carriers' outcomes, notices,
+//! refusals, the bodies it sent), which a request's `metrics::Turn` fills from the engine's
+//! events and keeps under its session once the turn is stored.
+//!
 //! No two modules use each other (xtask's tidy check), and no door module uses another: what
 //! the doors share is in `body.rs`, `turn.rs`, `sse.rs` and `error.rs`.
 

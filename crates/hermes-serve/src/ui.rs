@@ -727,12 +727,12 @@ async fn keys_body(inner: &Inner, created: Option<&admin::Created>) -> Result<St
         let _ = write!(
             rows,
             "<tr><th scope=\"row\"><a href=\"/ui/conversations?tenant={}\">{}</a></th>\
-             <td class=\"num\">{}</td><td><code>{}</code></td><td><code>{}</code></td></tr>",
+             <td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
             url(&t.name),
             esc(&t.name),
             t.keys,
-            esc(&t.policy.to_string()),
-            esc(&t.limits.to_string())
+            settings(&t.policy),
+            settings(&t.limits)
         );
     }
     let _ = write!(
@@ -744,6 +744,24 @@ async fn keys_body(inner: &Inner, created: Option<&admin::Created>) -> Result<St
         if tenants.len() == 1 { "" } else { "s" }
     );
     Ok(body)
+}
+
+/// A JSON object of settings as `name = value` lines (`null`: none).
+fn settings(object: &serde_json::Value) -> String {
+    let Some(members) = object.as_object() else {
+        return esc(&object.to_string());
+    };
+    members
+        .iter()
+        .map(|(name, value)| {
+            let value = match value {
+                serde_json::Value::Null => "none".to_owned(),
+                other => other.to_string(),
+            };
+            format!("<code>{} = {}</code>", esc(name), esc(&value))
+        })
+        .collect::<Vec<_>>()
+        .join("<br>")
 }
 
 async fn keys_page(State(inner): State<Arc<Inner>>) -> Response {
@@ -821,13 +839,26 @@ fn chart(title: &str, unit: &str, minutes: &[Minute], series: &[Series<'_>]) -> 
             esc(s.name)
         );
     }
+    let _ = write!(
+        svg,
+        "<text x=\"40\" y=\"{b}\">{} min ago</text><text x=\"{}\" y=\"{b}\" text-anchor=\"end\">now</text>",
+        minutes.len(),
+        W - 10.0,
+        b = H - 4.0
+    );
     svg.push_str("</svg><ul class=\"legend\">");
     for s in series {
         let total: u64 = s.values.iter().sum();
         let peak = s.values.iter().max().copied().unwrap_or(0);
+        // A percentile per minute has no meaningful sum: latency shows its peak only.
+        let total = if unit == "ms" {
+            String::new()
+        } else {
+            format!("total {total}, ")
+        };
         let _ = write!(
             svg,
-            "<li><span class=\"swatch {}\"></span>{}: total {total}, peak {peak} {}</li>",
+            "<li><span class=\"swatch {}\"></span>{}: {total}peak {peak} {}</li>",
             s.class,
             esc(s.name),
             esc(unit)
