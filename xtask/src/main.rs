@@ -594,11 +594,81 @@ xtask:   1. check formatting and run clippy (7 runs: the workspace, hermes-cli's
 xtask:      hermes-wire-anthropic (without Bedrock), hermes-wire-gemini and hermes-wire-responses alone,
 xtask:      hermes-cli without Bedrock, whose cargo tree must hold no aws- crate)
 xtask:   2. install the official SDKs into a venv under target/sdk-venv (pip, PyPI)
-xtask:   3. install the real clients under target/clients (npm ci, pip)
+xtask:   3. install the real clients under target/clients (npm ci, pip), and the inspector test's browser: Debian's
+xtask:      chromium (apt-get when missing: with --yes or CI) and playwright-core under target/browser (npm ci)
 xtask:   4. start a throwaway PostgreSQL (.ci/postgres.sh; installs Debian's postgresql with apt-get when missing: asked first unless --yes or CI is set)
 xtask:   5. run cargo test --workspace beside it
 xtask:   6. fuzz the gateway's API with Schemathesis for about a minute (cargo xtask fuzz --api, 5 cases per operation), then sum up what was skipped
 xtask: the first run takes roughly 10-25 minutes on 2 cores (builds and installs); later runs a few minutes";
+
+/// The folder of the inspector test's pinned manifest (playwright-core) and script.
+const BROWSER_DIR: &str = "crates/hermes-cli/tests/browser";
+/// Debian's chromium, which the inspector test drives.
+const CHROMIUM: &str = "/usr/bin/chromium";
+/// The variable the inspector test reads (`hermes_test_support::browser`).
+const BROWSER_NODE_VAR: &str = "HERMES_BROWSER_NODE";
+
+/// The browser the inspector test drives: Debian's chromium, installed with apt-get when it is
+/// missing and installing is allowed (`assume_yes`, as for PostgreSQL: `--yes` or `CI`), and
+/// playwright-core, pinned, by `npm ci` in `target/browser/node` from [`BROWSER_DIR`]'s
+/// `package.json` / `package-lock.json` (again only when they changed: a stamp records them).
+/// `HERMES_BROWSER_NODE`, when set, is used as it is. The folder, or why not.
+fn provision_browser(assume_yes: bool) -> Result<std::path::PathBuf, String> {
+    let works = |cmd: &mut Command| {
+        cmd.stdout(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !std::path::Path::new(CHROMIUM).is_file() {
+        if !assume_yes {
+            return Err(format!(
+                "{CHROMIUM} is not installed (Debian's chromium; `cargo xtask ci --yes` or CI=1 installs it with apt-get)"
+            ));
+        }
+        eprintln!("xtask: installing Debian's chromium with apt-get");
+        let installed = works(Command::new("apt-get").args(["update", "-qq"]))
+            && works(
+                Command::new("apt-get")
+                    .args(["install", "-y", "-qq", "chromium"])
+                    .env("DEBIAN_FRONTEND", "noninteractive"),
+            );
+        if !installed || !std::path::Path::new(CHROMIUM).is_file() {
+            return Err(format!("`apt-get install chromium` failed: no {CHROMIUM}"));
+        }
+    }
+    if let Some(node) = std::env::var_os(BROWSER_NODE_VAR) {
+        return Ok(node.into());
+    }
+    let node = std::path::absolute(target_dir().join("browser").join("node"))
+        .map_err(|e| format!("cannot name target/browser: {e}"))?;
+    let dir = std::path::Path::new(BROWSER_DIR);
+    let read = |name: &str| std::fs::read(dir.join(name)).unwrap_or_default();
+    let manifests = [read("package.json"), read("package-lock.json")];
+    let stamp = node.join(".hermes-installed");
+    if stamped(&stamp, &manifests) {
+        return Ok(node);
+    }
+    if !works(Command::new("npm").arg("--version")) {
+        return Err("node and npm are not installed (Debian's nodejs and npm)".into());
+    }
+    let _ = std::fs::remove_file(&stamp);
+    eprintln!("xtask: npm ci in {}", node.display());
+    let installed = std::fs::create_dir_all(&node).is_ok()
+        && std::fs::write(node.join("package.json"), &manifests[0]).is_ok()
+        && std::fs::write(node.join("package-lock.json"), &manifests[1]).is_ok()
+        && works(
+            Command::new("npm")
+                .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+                .current_dir(&node),
+        );
+    if installed && std::fs::write(&stamp, manifests.concat()).is_ok() {
+        Ok(node)
+    } else {
+        Err(format!(
+            "`npm ci` of {BROWSER_DIR}/package-lock.json failed (is the npm registry reachable?)"
+        ))
+    }
+}
 
 /// Whether PostgreSQL may be installed with apt-get: yes when it already is (`installed`), or
 /// with `--yes` / `CI` (`assume_yes`); else the user's answer (`ask`: `None` when no one can be
@@ -678,6 +748,16 @@ fn ci_steps(assume_yes: bool) -> anyhow::Result<()> {
         }
         unprovisioned.push(("clients", why));
     }
+    let browser = match provision_browser(assume_yes) {
+        Ok(node) => Some(node),
+        Err(why) if flag("HERMES_REQUIRE_BROWSER") => {
+            bail!("the browser could not be provisioned: {why}")
+        }
+        Err(why) => {
+            unprovisioned.push(("browser", why));
+            None
+        }
+    };
     let skip_log = std::path::absolute(target_dir().join("xtask-skipped-tests.log"))
         .context("cannot name the skip log")?;
     let table = std::path::absolute(target_dir().join("xtask-clients-table.tsv"))
@@ -692,6 +772,9 @@ fn ci_steps(assume_yes: bool) -> anyhow::Result<()> {
         }
         test.env("HERMES_SKIP_LOG", &skip_log);
         clients.apply(&mut test, &table);
+        if let Some(node) = &browser {
+            test.env(BROWSER_NODE_VAR, node);
+        }
         test
     };
     let _ = std::fs::remove_file(&skip_log);
@@ -852,7 +935,7 @@ fn ran_something(name: &str, tally: &Tally, skip_log: &str) -> Result<(), String
 
 /// The groups a test can record itself as skipped in (`hermes_test_support::skip::group`), with
 /// what they need and how to enable them.
-const SKIP_GROUPS: [(&str, &str, &str); 3] = [
+const SKIP_GROUPS: [(&str, &str, &str); 4] = [
     (
         "postgres",
         "PostgreSQL tests (the store suite's second backend, fleet, migrate and TLS tests)",
@@ -867,6 +950,11 @@ const SKIP_GROUPS: [(&str, &str, &str); 3] = [
         "clients",
         "real-client tests (Claude Code, the AI SDK, the OpenAI Agents SDK, LangChain, pydantic-ai through the gateway)",
         "enable with node and npm, a reachable npm registry and PyPI (`cargo xtask clients` installs them under target/clients/), or HERMES_CLIENTS_NODE / HERMES_CLIENTS_PYTHON",
+    ),
+    (
+        "browser",
+        "the inspector's end-to-end test (hermes serve --ui in Debian's headless chromium through playwright-core)",
+        "enable with Debian's chromium (`cargo xtask ci --yes` installs it) and a reachable npm registry (playwright-core under target/browser/), or HERMES_BROWSER_NODE",
     ),
 ];
 

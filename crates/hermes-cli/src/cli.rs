@@ -97,6 +97,12 @@ pub(crate) struct ServeArgs {
     /// it a `sim/…` model is unknown (404).
     #[arg(long = "allow-sim")]
     pub(crate) allow_sim: bool,
+
+    /// Serve the inspector at /ui: conversations, their carriers and what each request sent
+    /// upstream, an overview, keys and tenants, for an admin key (`keys create --admin`). Also
+    /// `[serve] ui = true`.
+    #[arg(long)]
+    pub(crate) ui: bool,
 }
 
 /// `hermes serve keys …`
@@ -143,12 +149,17 @@ pub(crate) enum TenantsCommand {
 /// `hermes serve keys …`
 #[derive(Debug, Subcommand)]
 pub(crate) enum KeysCommand {
-    /// Make a new 256-bit key for TENANT and print it once, alone on the last line of stdout
-    /// (the store keeps only its SHA-256 digest).
+    /// Make a new 256-bit key for TENANT (or an admin key, --admin) and print it once, alone
+    /// on the last line of stdout (the store keeps only its SHA-256 digest).
+    #[command(group(clap::ArgGroup::new("whose").required(true).args(["tenant", "admin"])))]
     Create {
         /// The tenant the key authenticates.
         #[arg(long, value_name = "NAME")]
-        tenant: String,
+        tenant: Option<String>,
+        /// An admin key instead: it reaches the admin API (`/admin/v1/…`) and the inspector
+        /// (`/ui`), and no door.
+        #[arg(long)]
+        admin: bool,
     },
     /// List gateway keys: tenant, key id, creation and last use (recorded at most once a
     /// minute per key and replica); never a secret or its digest.

@@ -180,11 +180,20 @@ fn admin(engine: &Engine, command: &ServeCommand) -> anyhow::Result<()> {
 async fn keys(store: &hermes_engine::store::Store, command: &KeysCommand) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match command {
-        KeysCommand::Create { tenant } => {
-            let key = store.add_gateway_key(tenant).await?;
+        KeysCommand::Create { tenant, admin } => {
+            let (key, whose) = match tenant {
+                Some(tenant) if !*admin => (
+                    store.add_gateway_key(tenant).await?,
+                    format!("gateway key for tenant `{tenant}`"),
+                ),
+                _ => (
+                    store.add_admin_key().await?,
+                    "admin key (it reaches /admin/v1/… and /ui, no door)".to_owned(),
+                ),
+            };
             let _ = writeln!(
                 std::io::stderr(),
-                "hermes: a new gateway key for tenant `{tenant}`; it is shown this once (the store keeps only its digest):"
+                "hermes: a new {whose}; it is shown this once (the store keeps only its digest):"
             );
             writeln!(out, "{key}")?;
         }
@@ -195,7 +204,7 @@ async fn keys(store: &hermes_engine::store::Store, command: &KeysCommand) -> any
                 writeln!(
                     out,
                     "{}\thk_{}\t{}\t{used}",
-                    key.tenant,
+                    if key.admin { "(admin)" } else { &key.tenant },
                     key.id,
                     when(key.created_at)
                 )?;
@@ -293,7 +302,8 @@ pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
             .retention(config.serve.retention())
             .drain(DRAIN)
             .metrics(!args.no_metrics)
-            .metrics_token(config.serve.metrics_token.clone());
+            .metrics_token(config.serve.metrics_token.clone())
+            .ui(args.ui || config.serve.ui);
         if let Some(max) = config.serve.max_request_bytes {
             serve = serve.max_request_bytes(max.get());
         }
@@ -315,6 +325,12 @@ pub(crate) fn run(engine: &Engine, args: &ServeArgs) -> anyhow::Result<()> {
             "hermes: serving on {scheme}://{bound}: {}",
             doors.join("; ")
         );
+        if args.ui || config.serve.ui {
+            let _ = writeln!(
+                std::io::stderr(),
+                "hermes: the inspector is at {scheme}://{bound}/ui (sign in with an admin key: hermes serve keys create --admin)"
+            );
+        }
         match tls {
             Some(tls) => gateway.serve_tls(listener, tls, shutdown_signal()).await?,
             None => gateway.serve(listener, shutdown_signal()).await?,

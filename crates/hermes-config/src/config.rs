@@ -236,6 +236,10 @@ policy_section! {
         /// loopback address (they name tenants). A secret: `config show` prints `***`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub metrics_token: Option<String>,
+        /// Serve the inspector at `/ui` (pages over the admin API, for an admin key: `hermes
+        /// serve keys create --admin`); off by default (`--ui` turns it on too).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        pub ui: bool,
     }
 }
 
@@ -260,6 +264,7 @@ impl std::fmt::Debug for ServeSection {
             .field("models", &self.models)
             .field("default_models", &self.default_models)
             .field("metrics_token", &self.metrics_token.as_ref().map(|_| "***"))
+            .field("ui", &self.ui)
             .finish()
     }
 }

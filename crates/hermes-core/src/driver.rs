@@ -343,6 +343,14 @@ pub enum DriverEvent {
         /// `output`, `cache_read` and `cache_write` part of `input`).
         usage: Option<Usage>,
     },
+    /// The body of an upstream request exactly as it is sent, for a front end that shows it
+    /// (the gateway's inspector); not a line for the user. Shared, so the copy is made once.
+    Sent {
+        /// The wire it goes over.
+        wire: &'static str,
+        /// The body's bytes.
+        body: std::sync::Arc<[u8]>,
+    },
     /// What happened to the history's carriers, for a front end's metrics; not a line for the
     /// user. The driver reports a wire's encoding of each request it sends (demoted, dropped by
     /// provenance); a front end that lines a client's history up with the store reports that
@@ -688,6 +696,10 @@ impl Driver<'_> {
                         crate::telemetry::input_messages(&history),
                     );
                 }
+                notify(&DriverEvent::Sent {
+                    wire: wire.id(),
+                    body: request.body.as_slice().into(),
+                });
                 let started = tokio::time::Instant::now();
                 let result = tracing::Instrument::instrument(
                     wire.send(&request, origin.clone(), &on_delta),

@@ -92,9 +92,10 @@ pub mod providers {
 /// rate shares, and the Python original's import.
 pub mod store {
     pub use hermes_store::{
-        KeyCache, Location, PoolOptions, SessionMeta, SigningKey, Store, StoreError, StoredMessage,
-        StoredThinking, THINKING_KEY, VerdictFilter, gateway_key_id, is_python_original,
-        rate_shares, read_original, redact_url, revocable_key_id,
+        After, ConversationFilter, KeyCache, Location, MAX_PAGE, PoolOptions, SessionMeta,
+        SigningKey, Store, StoreError, StoredMessage, StoredThinking, THINKING_KEY, VerdictFilter,
+        gateway_key_id, is_python_original, rate_shares, read_original, redact_url,
+        revocable_key_id,
     };
 }
 

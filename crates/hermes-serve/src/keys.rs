@@ -84,4 +84,12 @@ impl Keys for StoreKeys {
         }
         Ok(tenant)
     }
+
+    async fn admin(&self, bearer: &str) -> Result<Option<String>, KeysError> {
+        let id = self.store.admin_key_cached(bearer, &self.read).await?;
+        if let Some(id) = &id {
+            self.touch(id);
+        }
+        Ok(id)
+    }
 }

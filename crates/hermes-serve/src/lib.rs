@@ -34,6 +34,12 @@
 //!    streamed — and `sse.rs`, which runs a door's stream (keep-alives, the drain cut).
 //! 6. `error.rs`: every refusal and failure, in the door's own error shape.
 //!
+//! Beside them: `admin.rs`, the admin API (`/admin/v1/…`, for an admin key: [`Keys::admin`]);
+//! `ui.rs`, the inspector (`/ui`, [`ServeConfig::ui`]), pages rendered from `admin.rs`; and
+//! `journal.rs`, what each of the latest requests did (its carriers' outcomes, notices,
+//! refusals, the bodies it sent), which a request's `metrics::Turn` fills from the engine's
+//! events and keeps under its session once the turn is stored.
+//!
 //! No two modules use each other (xtask's tidy check), and no door module uses another: what
 //! the doors share is in `body.rs`, `turn.rs`, `sse.rs` and `error.rs`.
 
@@ -41,6 +47,7 @@
 pub mod tls;
 
 mod access;
+mod journal;
 mod metrics;
 mod span;
 
@@ -61,6 +68,10 @@ mod sse;
 mod turn;
 
 mod error;
+
+// The admin API (`/admin/v1/…`) and the inspector (`/ui`) that renders it.
+mod admin;
+mod ui;
 
 use std::collections::BTreeMap;
 use std::future::{Future, IntoFuture};
@@ -112,6 +123,14 @@ pub type KeysError = Box<dyn std::error::Error + Send + Sync>;
 pub trait Keys: Send + Sync {
     /// The tenant that owns `bearer`, if any.
     async fn tenant(&self, bearer: &str) -> Result<Option<String>, KeysError>;
+
+    /// The id of the admin key `bearer` is, if it is one (`hermes serve keys create --admin`):
+    /// it reaches the admin API (`/admin/v1/…`) and the inspector (`/ui`), never a door. None
+    /// by default.
+    async fn admin(&self, bearer: &str) -> Result<Option<String>, KeysError> {
+        let _ = bearer;
+        Ok(None)
+    }
 }
 
 /// How requests authenticate.
@@ -158,6 +177,9 @@ pub struct ServeConfig {
     /// metrics are open, which [`Gateway::serve`] allows on loopback addresses only (tenant
     /// names are in them).
     pub metrics_token: Option<String>,
+    /// Serve the inspector at `/ui` (`[serve] ui`, `--ui`; off by default): pages over the
+    /// admin API, for an admin key.
+    pub ui: bool,
 }
 
 impl ServeConfig {
@@ -178,6 +200,7 @@ impl ServeConfig {
             drain: Duration::from_secs(30),
             metrics: true,
             metrics_token: None,
+            ui: false,
         }
     }
 
@@ -202,6 +225,8 @@ impl ServeConfig {
         drain: Duration;
         /// With metrics recorded and served at `GET /metrics`, or not at all.
         metrics: bool;
+        /// With the inspector at `/ui`, or not.
+        ui: bool;
     }
 
     /// With `GET /metrics` behind this bearer token (an empty or blank one is none: it would
@@ -303,6 +328,8 @@ struct Inner {
     limiter: Option<Arc<limits::Limiter>>,
     /// The metrics, unless they are off.
     metrics: Option<Arc<metrics::Metrics>>,
+    /// What the latest requests did, for the admin API.
+    journal: Arc<journal::Journal>,
 }
 
 impl Inner {
@@ -327,6 +354,7 @@ impl Inner {
     /// What one request of `tenant` records from its engine events.
     fn turn(&self, tenant: &str) -> metrics::Turn {
         metrics::Turn::new(self.metrics.clone(), tenant, self.limiter.clone())
+            .journaled(self.journal.clone())
     }
 
     /// The store's signing key (docs/spec.md §10, "Messages-door signatures"), read once.
@@ -370,6 +398,7 @@ impl Gateway {
                 signing_key: tokio::sync::OnceCell::new(),
                 limiter,
                 metrics,
+                journal: Arc::default(),
             }),
         })
     }
@@ -406,6 +435,8 @@ impl Gateway {
             .route("/healthz", get(|| async { "ok" }))
             .route("/readyz", get(readyz))
             .route("/openapi.json", get(openapi))
+            .merge(admin::routes(state))
+            .merge(ui::routes(state))
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed);
         let Some(recorded) = self.inner.metrics.clone() else {

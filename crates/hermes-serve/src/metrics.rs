@@ -23,6 +23,7 @@ use prometheus_client::registry::Registry;
 use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
+use crate::journal::{Entry, Journal, Refusal, Upstream};
 
 /// The content type of the exposition (OpenMetrics text, which Prometheus scrapes).
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -308,18 +309,25 @@ pub(crate) fn only_recorded(event: &DriverEvent) -> bool {
         DriverEvent::Upstream { .. }
             | DriverEvent::Carriers { .. }
             | DriverEvent::FleetVerdict { .. }
+            | DriverEvent::Sent { .. }
     )
 }
 
 /// What one client request's engine events add to the metrics: its tenant, and the wire and
-/// provider of its latest upstream request (a refusal names neither).
+/// provider of its latest upstream request (a refusal names neither); and what it adds to the
+/// journal, kept when it ends ([`Turn::done`], or dropped unfinished).
 pub(crate) struct Turn {
     metrics: Option<Arc<Metrics>>,
     tenant: String,
     last: Mutex<Option<UpstreamLabels>>,
     /// The limiter the tenant's spend is charged to as replies arrive.
     charges: Option<Arc<crate::limits::Limiter>>,
+    /// The journal the request's entry goes to, and the entry so far.
+    journal: Option<(Arc<Journal>, Mutex<Entry>, Instant)>,
 }
+
+/// The most notices one journal entry keeps.
+const MAX_NOTICES: usize = 16;
 
 impl Turn {
     /// A request of `tenant`; records nothing when `metrics` is off, and charges the tokens of
@@ -334,6 +342,84 @@ impl Turn {
             tenant: tenant.to_owned(),
             last: Mutex::new(None),
             charges,
+            journal: None,
+        }
+    }
+
+    /// With its entry kept in `journal` when it ends.
+    pub(crate) fn journaled(mut self, journal: Arc<Journal>) -> Self {
+        let entry = Entry {
+            at: now_ms(),
+            tenant: self.tenant.clone(),
+            ..Entry::default()
+        };
+        self.journal = Some((journal, Mutex::new(entry), Instant::now()));
+        self
+    }
+
+    /// The request's turn is stored in `session`: its journal entry is kept.
+    pub(crate) fn done(&self, session: &str) {
+        self.keep(Some(session));
+    }
+
+    /// Keeps the journal entry (once), naming `session`.
+    fn keep(&self, session: Option<&str>) {
+        let Some((journal, entry, started)) = &self.journal else {
+            return;
+        };
+        let Ok(mut entry) = entry.lock() else {
+            return;
+        };
+        if entry.ms == u64::MAX {
+            return;
+        }
+        let mut kept = std::mem::take(&mut *entry);
+        entry.ms = u64::MAX;
+        kept.session = session.map(str::to_owned);
+        kept.ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX - 1);
+        journal.push(kept);
+    }
+
+    /// Adds `event` to the journal entry.
+    fn journal(&self, event: &DriverEvent) {
+        let Some((_, entry, _)) = &self.journal else {
+            return;
+        };
+        let Ok(mut entry) = entry.lock() else {
+            return;
+        };
+        match event {
+            DriverEvent::Upstream {
+                wire,
+                provider,
+                elapsed,
+                status,
+                ok,
+                usage,
+            } => {
+                entry.upstream.push(Upstream {
+                    wire,
+                    provider: provider.clone(),
+                    status: *status,
+                    ok: *ok,
+                    ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+                });
+                if let Some(usage) = usage {
+                    entry.tokens[0] += usage.input;
+                    entry.tokens[1] += usage.output;
+                    entry.tokens[2] += usage.reasoning;
+                }
+            }
+            DriverEvent::Carriers { counts, .. } => entry.carriers.add(counts),
+            DriverEvent::Sent { body, .. } => entry.sent.push(body.clone()),
+            DriverEvent::Notice { text } if entry.notices.len() < MAX_NOTICES => {
+                entry.notices.push(text.clone());
+            }
+            DriverEvent::Refused { carriers, status } => entry.refusals.push(Refusal {
+                carriers: carriers.clone(),
+                status: *status,
+            }),
+            _ => {}
         }
     }
 
@@ -350,6 +436,7 @@ impl Turn {
         {
             limiter.charge(&self.tenant, usage.input.saturating_add(usage.output));
         }
+        self.journal(event);
         let Some(metrics) = &self.metrics else {
             return;
         };
@@ -428,6 +515,20 @@ impl Turn {
         }
         StreamGuard(self.metrics.clone())
     }
+}
+
+impl Drop for Turn {
+    /// A request that ends without its turn stored is journaled without a session.
+    fn drop(&mut self) {
+        self.keep(None);
+    }
+}
+
+/// Now, Unix milliseconds.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// A stream in flight (`hermes_streams_in_flight`), until dropped.

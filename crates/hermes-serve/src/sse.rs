@@ -122,10 +122,11 @@ pub(crate) fn streamed<D: StreamDoor>(
                     s.ended = true;
                 }
                 Some(event) => {
-                    if let Event::Done(completion) = &event
-                        && let Some(finishing) = s.door.finishing(completion)
-                    {
-                        finishing.await;
+                    if let Event::Done(completion) = &event {
+                        s.recorder.done(&completion.session);
+                        if let Some(finishing) = s.door.finishing(completion) {
+                            finishing.await;
+                        }
                     }
                     let (out, ended) = s.door.on_event(event);
                     s.queued.extend(out);

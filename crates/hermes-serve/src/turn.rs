@@ -149,7 +149,10 @@ pub(crate) async fn complete(
         tokio::select! {
             event = events.next() => match event {
                 Some(Event::Driver(event)) => recorder.record(&event),
-                Some(Event::Done(completion)) => return Ok(completion),
+                Some(Event::Done(completion)) => {
+                    recorder.done(&completion.session);
+                    return Ok(completion);
+                }
                 Some(Event::Failed(error)) => return Err(ApiError::from_engine(&error)),
                 None => return Err(ApiError::from_engine(&hermes_engine::EngineError::Failed(
                     "the turn ended without an answer".into(),

@@ -26,8 +26,10 @@ const KEYS_PER_QUERY: usize = 256;
 pub struct GatewayKey {
     /// The key's id (the part between `hk_` and the secret).
     pub id: String,
-    /// The tenant it authenticates.
+    /// The tenant it authenticates (`""` for an admin key, which authenticates none).
     pub tenant: String,
+    /// An admin key ([`Store::add_admin_key`]): it reaches the gateway's admin API and no door.
+    pub admin: bool,
     /// When it was made, Unix milliseconds.
     pub created_at: i64,
     /// When it was last used, Unix milliseconds, recorded coarsely (a replica records a key's
@@ -100,11 +102,13 @@ fn secret_digest(secret: &str) -> String {
     hex(&Sha256::digest(secret.as_bytes()))
 }
 
-/// A gateway key's row: its tenant and its secret's digest (never shown).
+/// A gateway key's row: its tenant, its secret's digest (never shown) and whether it is an
+/// admin key.
 #[derive(Clone)]
 struct StoredKey {
     tenant: String,
     digest: String,
+    admin: bool,
 }
 
 impl StoredKey {
@@ -278,7 +282,58 @@ impl Store {
         let Some(stored) = self.stored_key(id).await? else {
             return Ok(None);
         };
-        Ok(stored.admits(secret).then_some(stored.tenant))
+        Ok((stored.admits(secret) && !stored.admin).then_some(stored.tenant))
+    }
+
+    /// Makes a new admin key and returns it whole, as [`Store::add_gateway_key`] makes a
+    /// tenant's (`hk_<id>_<secret>`, only the secret's SHA-256 stored): it authenticates no
+    /// tenant ([`Store::tenant_for_key`] answers `None` for it), only the gateway's admin API
+    /// ([`Store::admin_key_cached`]).
+    pub async fn add_admin_key(&self) -> Result<String, StoreError> {
+        let id = random_hex(ID_BYTES)?;
+        let secret = random_hex(SECRET_BYTES)?;
+        execute!(
+            &self.writes,
+            "INSERT INTO gateway_keys (id, tenant, digest, created_at, admin) \
+             VALUES ($1, '', $2, $3, 1)",
+            [&id, secret_digest(&secret), now_ms()]
+        )?;
+        tracing::info!(key = %id, "admin key created");
+        Ok(format!("{KEY_PREFIX}{id}_{secret}"))
+    }
+
+    /// The id of the admin key `key` is, or `None` when it is malformed, unknown, a tenant's key
+    /// or its secret is wrong; each id's row read at most once per `cache`'s lifetime (the
+    /// secret checked against its digest, in constant time, on every call).
+    pub async fn admin_key_cached(
+        &self,
+        key: &str,
+        cache: &KeyCache,
+    ) -> Result<Option<String>, StoreError> {
+        let Some((id, secret)) = parse_key(key) else {
+            return Ok(None);
+        };
+        let Some(stored) = self.cached_key(id, cache).await? else {
+            return Ok(None);
+        };
+        Ok((stored.admin && stored.admits(secret)).then(|| id.to_owned()))
+    }
+
+    /// Key `id`'s row, read at most once per `cache`'s lifetime (an unknown id every time).
+    async fn cached_key(
+        &self,
+        id: &str,
+        cache: &KeyCache,
+    ) -> Result<Option<StoredKey>, StoreError> {
+        if let Some(stored) = cache.fresh(id) {
+            return Ok(Some(stored));
+        }
+        let Some(stored) = self.stored_key(id).await? else {
+            cache.forget(id);
+            return Ok(None);
+        };
+        cache.put(id, stored.clone());
+        Ok(Some(stored))
     }
 
     /// [`Store::tenant_for_key`] with each key id's row read at most once per `cache`'s
@@ -292,23 +347,15 @@ impl Store {
         let Some((id, secret)) = parse_key(key) else {
             return Ok(None);
         };
-        let stored = match cache.fresh(id) {
-            Some(stored) => stored,
-            None => {
-                let Some(stored) = self.stored_key(id).await? else {
-                    cache.forget(id);
-                    return Ok(None);
-                };
-                cache.put(id, stored.clone());
-                stored
-            }
+        let Some(stored) = self.cached_key(id, cache).await? else {
+            return Ok(None);
         };
-        Ok(stored.admits(secret).then_some(stored.tenant))
+        Ok((stored.admits(secret) && !stored.admin).then_some(stored.tenant))
     }
 
     /// Key `id`'s tenant and digest.
     async fn stored_key(&self, id: &str) -> Result<Option<StoredKey>, StoreError> {
-        let row = sqlx::query("SELECT tenant, digest FROM gateway_keys WHERE id = $1")
+        let row = sqlx::query("SELECT tenant, digest, admin FROM gateway_keys WHERE id = $1")
             .bind(id)
             .fetch_optional(&self.pool)
             .await
@@ -319,13 +366,14 @@ impl Store {
         Ok(Some(StoredKey {
             tenant: row.try_get("tenant").db()?,
             digest: row.try_get("digest").db()?,
+            admin: row.try_get::<i64, _>("admin").db()? != 0,
         }))
     }
 
     /// The gateway keys of `tenant` (every tenant's with `None`), by tenant, then oldest first
     /// (ids and times; never a secret or its digest).
     pub async fn gateway_keys(&self, tenant: Option<&str>) -> Result<Vec<GatewayKey>, StoreError> {
-        const SELECT: &str = "SELECT id, tenant, created_at, last_used_at FROM gateway_keys";
+        const SELECT: &str = "SELECT id, tenant, created_at, last_used_at, admin FROM gateway_keys";
         const ORDER: &str = "ORDER BY tenant, created_at, id";
         let rows = match tenant {
             Some(tenant) => {
@@ -350,6 +398,7 @@ impl Store {
                     tenant: r.try_get("tenant").db()?,
                     created_at: r.try_get("created_at").db()?,
                     last_used_at: r.try_get("last_used_at").db()?,
+                    admin: r.try_get::<i64, _>("admin").db()? != 0,
                 })
             })
             .collect()
@@ -368,12 +417,12 @@ impl Store {
         Ok(())
     }
 
-    /// Revokes every gateway key of `tenant`: how many there were. They stop working at once on
+    /// Revokes every gateway key of `tenant` (never an admin key): how many there were. They stop working at once on
     /// every replica.
     pub async fn revoke_tenant_keys(&self, tenant: &str) -> Result<u64, StoreError> {
         let done = execute!(
             &self.writes,
-            "DELETE FROM gateway_keys WHERE tenant = $1",
+            "DELETE FROM gateway_keys WHERE tenant = $1 AND admin = 0",
             [tenant]
         )?;
         tracing::info!(

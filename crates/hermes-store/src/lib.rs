@@ -108,6 +108,7 @@ mod compaction;
 mod copy;
 mod fleet;
 mod gateway;
+mod inspect;
 mod leases;
 mod left_out;
 mod limits;
@@ -130,6 +131,7 @@ pub use fleet::{FLEET_READ_EVERY, FleetVerdict};
 pub use gateway::{
     Chained, Found, GatewayKey, KeyCache, SigningKey, gateway_key_id, revocable_key_id,
 };
+pub use inspect::{After, ConversationFilter, Counts, MAX_PAGE};
 pub use leases::Lease;
 pub use left_out::LeftOut;
 pub use limits::{RATE_SHARDS, RateAdmission, rate_shares};
@@ -296,6 +298,11 @@ const SQLITE_STEPS: &[(i64, &str, &str)] = &[
         "step appends",
         include_str!("../migrations/sqlite/0020_step_appends.sql"),
     ),
+    (
+        21,
+        "admin keys",
+        include_str!("../migrations/sqlite/0021_admin_keys.sql"),
+    ),
 ];
 
 /// The SQLite schema.
@@ -373,6 +380,11 @@ const POSTGRES_STEPS: &[(i64, &str, &str)] = &[
         14,
         "carrier ids",
         include_str!("../migrations/postgres/0014_carrier_ids.sql"),
+    ),
+    (
+        15,
+        "admin keys",
+        include_str!("../migrations/postgres/0015_admin_keys.sql"),
     ),
 ];
 

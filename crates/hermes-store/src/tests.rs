@@ -1872,17 +1872,9 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     // Current: reopening (the fast path) leaves the record alone.
     assert_eq!(count(db.open().await).await, steps);
     // The last step undone by hand (as an older hermes would have left it): the next open
-    // runs it again. SQLite's last step is its one-statement step write (a view and its
-    // trigger), PostgreSQL's the carrier ids.
-    let undo: &[&str] = match store.backend {
-        crate::Backend::Sqlite => &["DROP VIEW step_appends"],
-        crate::Backend::Postgres => &["ALTER TABLE messages DROP COLUMN carrier_id"],
-    };
-    for undo in undo {
-        sqlx::query(sqlx::AssertSqlSafe(*undo))
-            .execute(&store.pool)
-            .await
-            .unwrap();
+    // runs it again.
+    for undo in ["ALTER TABLE gateway_keys DROP COLUMN admin"] {
+        sqlx::query(undo).execute(&store.pool).await.unwrap();
     }
     sqlx::query(
         "DELETE FROM _sqlx_migrations WHERE version = (SELECT MAX(version) FROM _sqlx_migrations)",
@@ -1894,9 +1886,13 @@ async fn a_schema_behind_the_embedded_migrations_is_migrated_on_open(db: TestDb)
     let reopened = db.open().await;
     assert_eq!(count(reopened.clone()).await, steps);
     assert!(reopened.has_session(&id).await.unwrap());
-    // The step's column is back (a view read says which turns were left out), and the steps'
-    // before it: a conversation is found by its chain key, listing (which passes over staged
+    // The step's column is back (an admin key is told from a tenant's), and the steps' before
+    // it: a view read says which turns were left out, a conversation is found by its chain key, listing (which passes over staged
     // sessions) reads `staged`.
+    sqlx::query("SELECT admin FROM gateway_keys")
+        .fetch_all(&reopened.pool)
+        .await
+        .unwrap();
     sqlx::query("SELECT carrier_id, chain_key FROM messages")
         .fetch_all(&reopened.pool)
         .await
@@ -2187,4 +2183,120 @@ async fn a_claim_is_taken_without_leaving_its_lazy_commit_on_the_connection(db: 
             .unwrap();
         assert_eq!(setting, "on");
     }
+}
+
+both!(an_admin_key_reaches_no_tenant_and_a_tenants_key_is_no_admin_key);
+async fn an_admin_key_reaches_no_tenant_and_a_tenants_key_is_no_admin_key(db: TestDb) {
+    let store = db.open().await;
+    let cache = crate::KeyCache::new(std::time::Duration::from_secs(60));
+    let admin = store.add_admin_key().await.unwrap();
+    let tenant = store.add_gateway_key("acme").await.unwrap();
+    let admin_id = crate::gateway_key_id(&admin).unwrap().to_owned();
+    assert_eq!(store.tenant_for_key(&admin).await.unwrap(), None);
+    assert_eq!(
+        store.tenant_for_key_cached(&admin, &cache).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store.admin_key_cached(&admin, &cache).await.unwrap(),
+        Some(admin_id.clone())
+    );
+    assert_eq!(store.admin_key_cached(&tenant, &cache).await.unwrap(), None);
+    // A wrong secret under the admin key's id is no admin key, cached row or not.
+    let forged = format!("hk_{admin_id}_{}", "0".repeat(64));
+    assert_eq!(store.admin_key_cached(&forged, &cache).await.unwrap(), None);
+    let listed = store.gateway_keys(None).await.unwrap();
+    assert_eq!(listed.iter().filter(|k| k.admin).count(), 1);
+    assert!(listed.iter().any(|k| !k.admin && k.tenant == "acme"));
+    // Revoking a tenant's keys never takes an admin key; revoking it by id does.
+    assert_eq!(store.revoke_tenant_keys("").await.unwrap(), 0);
+    assert_eq!(store.revoke_tenant_keys("acme").await.unwrap(), 1);
+    assert!(store.revoke_gateway_key(&admin_id).await.unwrap());
+    let fresh = crate::KeyCache::new(std::time::Duration::ZERO);
+    assert_eq!(store.admin_key_cached(&admin, &fresh).await.unwrap(), None);
+}
+
+both!(conversations_are_listed_newest_first_a_page_at_a_time_and_filtered_in_the_database);
+async fn conversations_are_listed_newest_first_a_page_at_a_time_and_filtered_in_the_database(
+    db: TestDb,
+) {
+    use crate::{After, ConversationFilter};
+    let store = db.open().await;
+    // A CLI session is no gateway conversation.
+    store.create_session(&NewSession::default()).await.unwrap();
+    let mut made = Vec::new();
+    for i in 0..5 {
+        let new = NewSession {
+            tenant: Some(if i % 2 == 0 { "acme" } else { "globex" }.into()),
+            partition: (i == 4).then(|| "alice".into()),
+            provider: Some("deepseek".into()),
+            model: Some(
+                if i < 3 {
+                    "deepseek-v4-pro"
+                } else {
+                    "deepseek-v4-flash"
+                }
+                .into(),
+            ),
+            ..NewSession::default()
+        };
+        let id = store.create_session(&new).await.unwrap();
+        store
+            .append(&id, &[Message::text(hermes_core::Role::User, "hi")])
+            .await
+            .unwrap();
+        made.push(id);
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+    }
+    let ids = |metas: Vec<crate::SessionMeta>| metas.into_iter().map(|m| m.id).collect::<Vec<_>>();
+    let every = ConversationFilter::new();
+    let newest: Vec<String> = made.iter().rev().cloned().collect();
+    assert_eq!(
+        ids(store.conversations(&every, None, 10).await.unwrap()),
+        newest
+    );
+    assert_eq!(store.count_conversations(&every).await.unwrap(), 5);
+    // Two pages of two and one of one, each after the last of the page before.
+    let mut after: Option<After> = None;
+    let mut paged = Vec::new();
+    loop {
+        let page = store
+            .conversations(&every, after.as_ref(), 2)
+            .await
+            .unwrap();
+        let Some(last) = page.last() else { break };
+        after = Some(After {
+            updated_at: last.updated_at,
+            id: last.id.clone(),
+        });
+        paged.extend(ids(page));
+    }
+    assert_eq!(paged, newest);
+    let acme = every.clone().tenant(Some("acme".into()));
+    assert_eq!(
+        ids(store.conversations(&acme, None, 10).await.unwrap()),
+        [made[4].clone(), made[2].clone(), made[0].clone()]
+    );
+    let alice = acme.clone().partition(Some("alice".into()));
+    assert_eq!(
+        ids(store.conversations(&alice, None, 10).await.unwrap()),
+        [made[4].clone()]
+    );
+    for model in ["deepseek-v4-flash", "deepseek/deepseek-v4-flash"] {
+        let flash = every.clone().model(Some(model.into()));
+        assert_eq!(
+            ids(store.conversations(&flash, None, 10).await.unwrap()),
+            [made[4].clone(), made[3].clone()],
+            "{model}"
+        );
+        assert_eq!(store.count_conversations(&flash).await.unwrap(), 2);
+    }
+    // Counts: one user turn each; a branch of the first is counted on it.
+    let branch = store.branch(&made[0], None).await.unwrap();
+    let counts = store.conversation_counts(&made).await.unwrap();
+    assert_eq!(counts.turns.get(&made[1]), Some(&1));
+    assert_eq!(counts.branches.get(&made[0]), Some(&1));
+    assert_eq!(counts.branches.get(&made[1]), None);
+    assert_eq!(ids(store.branches_of(&made[0]).await.unwrap()), [branch]);
+    assert_eq!(store.tenants().await.unwrap(), ["acme", "globex"]);
 }

@@ -12,6 +12,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test helper that fails panics, as the test would
 
+pub mod browser;
 pub mod clients;
 pub mod home;
 pub mod memory;

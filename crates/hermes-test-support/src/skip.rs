@@ -23,6 +23,8 @@ pub mod group {
     pub const SDK: &str = "sdk";
     /// Tests running the real agent programs (`HERMES_CLIENTS_NODE`, `HERMES_CLIENTS_PYTHON`).
     pub const CLIENTS: &str = "clients";
+    /// The inspector's test in a real browser (`HERMES_BROWSER_NODE`, Debian's chromium).
+    pub const BROWSER: &str = "browser";
 }
 
 /// Tests of this process recorded as skipped so far.

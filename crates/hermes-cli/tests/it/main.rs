@@ -12,6 +12,7 @@ mod everyday;
 mod fidelity;
 mod gemini_live;
 mod goldens;
+mod inspector;
 mod move_in;
 mod native_compaction;
 mod otel;

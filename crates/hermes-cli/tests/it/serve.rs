@@ -795,3 +795,24 @@ fn the_serve_sections_policy_reaches_the_gateway() {
     assert!(body.contains("(allow_models)"), "{body}");
     server.terminate();
 }
+
+#[test]
+fn keys_create_admin_prints_an_admin_key_that_list_marks_and_create_needs_one_of_the_two() {
+    let home = own_home();
+    for args in [
+        &["serve", "keys", "create"][..],
+        &["serve", "keys", "create", "--admin", "--tenant", "acme"][..],
+    ] {
+        let out = bare_command(home.path(), args, &[]).output().unwrap();
+        assert!(!out.status.success(), "{args:?} must be refused");
+    }
+    let out = stdout_of(home.path(), &["serve", "keys", "create", "--admin"]);
+    let key = out.lines().last().unwrap();
+    let (id, secret) = key
+        .strip_prefix("hk_")
+        .and_then(|rest| rest.split_once('_'))
+        .unwrap();
+    let listed = stdout_of(home.path(), &["serve", "keys", "list"]);
+    assert!(listed.contains(&format!("(admin)\thk_{id}\t")), "{listed}");
+    assert!(!listed.contains(secret), "{listed}");
+}

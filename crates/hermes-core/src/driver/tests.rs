@@ -251,9 +251,20 @@ async fn run_with(
         events.into_iter().partition(|e| {
             matches!(
                 e,
-                DriverEvent::Upstream { .. } | DriverEvent::Carriers { .. }
+                DriverEvent::Upstream { .. }
+                    | DriverEvent::Carriers { .. }
+                    | DriverEvent::Sent { .. }
             )
         });
+    // Each body the wire sent was reported, byte for byte, before it went.
+    let reported: Vec<serde_json::Value> = reports
+        .iter()
+        .filter_map(|e| match e {
+            DriverEvent::Sent { body, .. } => serde_json::from_slice(body).ok(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reported, sent, "the Sent events are the bodies sent");
     Run {
         result,
         sent,
