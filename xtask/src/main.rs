@@ -2,8 +2,10 @@
 //!
 //! Kept free of hermes dependencies so it builds in seconds; it drives `cargo` through `$CARGO`.
 
+mod api_fuzz;
 #[cfg(test)]
 mod architecture;
+mod fuzz;
 #[cfg(test)]
 mod tidy;
 
@@ -33,7 +35,11 @@ commands:
                        carrier-stripping clients on the five carrier families through both doors,
                        random SIGKILLs and a rolling restart (1,000 conversations, 30 kills;
                        HERMES_CHAOS_SERVE_* override; HERMES_TEST_PG_URL or a throwaway cluster)
-  fuzz [SECONDS]       the stable-toolchain fuzz harness on every target (default 60 s each)
+  fuzz [--target NAME] [--seconds N]
+                       the cargo-fuzz targets (nightly, libFuzzer; cargo-fuzz pinned, installed
+                       under target/cargo-fuzz) one at a time, N s each (default 60); a crash is
+                       minimised into fuzz/regressions/<target>/, replayed by cargo test on stable
+  fuzz --api [ARGS]    the gateway's HTTP API fuzzed (xtask/src/api_fuzz.rs)
   bench [N...]         release-build benchmarks on the standard history (default N: 100 1000 5000;
                        --quick: 100 and 1000; --route=a,b: only those shaping rows;
                        --shaping-only, --storage-only, … as the README lists)
@@ -586,10 +592,11 @@ const CI_PLAN: &str = "xtask: cargo xtask ci will
 xtask:   1. check formatting and run clippy (7 runs: the workspace, hermes-cli's default build, hermes-providers alone,
 xtask:      hermes-wire-anthropic (without Bedrock), hermes-wire-gemini and hermes-wire-responses alone,
 xtask:      hermes-cli without Bedrock, whose cargo tree must hold no aws- crate)
-xtask:   2. install the official SDKs into a venv under target/sdk-venv (pip, PyPI)
-xtask:   3. install the real clients under target/clients (npm ci, pip)
-xtask:   4. start a throwaway PostgreSQL (.ci/postgres.sh; installs Debian's postgresql with apt-get when missing: asked first unless --yes or CI is set)
-xtask:   5. run cargo test --workspace beside it, then sum up what was skipped
+xtask:   2. fuzz smoke: every cargo-fuzz target for 3 s (installs cargo-fuzz under target/cargo-fuzz and builds on nightly; ~1.5 min warm)
+xtask:   3. install the official SDKs into a venv under target/sdk-venv (pip, PyPI)
+xtask:   4. install the real clients under target/clients (npm ci, pip)
+xtask:   5. start a throwaway PostgreSQL (.ci/postgres.sh; installs Debian's postgresql with apt-get when missing: asked first unless --yes or CI is set)
+xtask:   6. run cargo test --workspace beside it, then sum up what was skipped
 xtask: the first run takes roughly 10-25 minutes on 2 cores (builds and installs); later runs a few minutes";
 
 /// Whether PostgreSQL may be installed with apt-get: yes when it already is (`installed`), or
@@ -650,6 +657,9 @@ fn ci_steps(assume_yes: bool) -> anyhow::Result<()> {
         )?;
     }
     without_bedrock()?;
+    // The cargo-fuzz targets built on nightly and run a few seconds each (their inputs kept
+    // under fuzz/regressions/ run on stable in the test step).
+    fuzz::smoke()?;
 
     // Why a group could not be provisioned, by skip group (see `SKIP_GROUPS`).
     let mut unprovisioned: Vec<(&str, String)> = Vec::new();
@@ -997,22 +1007,7 @@ fn main() -> anyhow::Result<()> {
         Some("clients") => clients(),
         Some("conformance") => conformance(&args[1..]),
         Some("chaos") => chaos(args.get(1).map(String::as_str)),
-        Some("fuzz") => {
-            let seconds = args.get(1).map_or("60", String::as_str);
-            let mut cmd = cargo();
-            cmd.args([
-                "run",
-                "--release",
-                "--quiet",
-                "-p",
-                "hermes-fuzz",
-                "--",
-                "all",
-                "--seconds",
-                seconds,
-            ]);
-            step("fuzz", cmd)
-        }
+        Some("fuzz") => fuzz::run(&args[1..]),
         Some("bench") => {
             // The whole-process preview figure runs the release `hermes` binary.
             let mut build = cargo();

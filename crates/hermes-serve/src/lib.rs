@@ -62,6 +62,10 @@ mod turn;
 
 mod error;
 
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
+
 use std::collections::BTreeMap;
 use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
