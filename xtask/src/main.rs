@@ -17,7 +17,8 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
   ci [--yes]           fmt --check, clippy -D warnings, hermes-providers checked without its
-                       native wires (none, then gemini alone), the whole test suite (conformance
+                       native wires (none, then gemini alone), a 3 s smoke run of every cargo-fuzz
+                       target (nightly), the whole test suite (conformance
                        included), with the official SDKs (a venv under target/) and a throwaway
                        PostgreSQL provisioned; what cannot be is named as skipped at the end.
                        First run ~10-25 min on 2 cores. Installing PostgreSQL with apt-get is
@@ -592,7 +593,7 @@ const CI_PLAN: &str = "xtask: cargo xtask ci will
 xtask:   1. check formatting and run clippy (7 runs: the workspace, hermes-cli's default build, hermes-providers alone,
 xtask:      hermes-wire-anthropic (without Bedrock), hermes-wire-gemini and hermes-wire-responses alone,
 xtask:      hermes-cli without Bedrock, whose cargo tree must hold no aws- crate)
-xtask:   2. fuzz smoke: every cargo-fuzz target for 3 s (installs cargo-fuzz under target/cargo-fuzz and builds on nightly; ~1.5 min warm)
+xtask:   2. fuzz smoke: every cargo-fuzz target for 3 s (cargo-fuzz installed under target/cargo-fuzz, targets built on nightly: long when cold)
 xtask:   3. install the official SDKs into a venv under target/sdk-venv (pip, PyPI)
 xtask:   4. install the real clients under target/clients (npm ci, pip)
 xtask:   5. start a throwaway PostgreSQL (.ci/postgres.sh; installs Debian's postgresql with apt-get when missing: asked first unless --yes or CI is set)
