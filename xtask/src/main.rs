@@ -5,6 +5,7 @@
 mod api_fuzz;
 #[cfg(test)]
 mod architecture;
+mod fuzz;
 #[cfg(test)]
 mod tidy;
 
@@ -16,7 +17,8 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
   ci [--yes]           fmt --check, clippy -D warnings, hermes-providers checked without its
-                       native wires (none, then gemini alone), the whole test suite (conformance
+                       native wires (none, then gemini alone), a 3 s smoke run of every cargo-fuzz
+                       target (nightly), the whole test suite (conformance
                        included), with the official SDKs (a venv under target/) and a throwaway
                        PostgreSQL provisioned; what cannot be is named as skipped at the end.
                        First run ~10-25 min on 2 cores. Installing PostgreSQL with apt-get is
@@ -34,7 +36,10 @@ commands:
                        carrier-stripping clients on the five carrier families through both doors,
                        random SIGKILLs and a rolling restart (1,000 conversations, 30 kills;
                        HERMES_CHAOS_SERVE_* override; HERMES_TEST_PG_URL or a throwaway cluster)
-  fuzz [SECONDS]       the stable-toolchain fuzz harness on every target (default 60 s each)
+  fuzz [--target NAME] [--seconds N]
+                       the cargo-fuzz targets (nightly, libFuzzer; cargo-fuzz pinned, installed
+                       under target/cargo-fuzz) one at a time, N s each (default 60); a crash is
+                       minimised into fuzz/regressions/<target>/, replayed by cargo test on stable
   fuzz --api [--seconds N | --max-examples N]
                        Schemathesis (pinned in the SDK venv) against a live `hermes serve` over
                        the strict simulators, from its GET /openapi.json: every operation with
@@ -593,12 +598,13 @@ const CI_PLAN: &str = "xtask: cargo xtask ci will
 xtask:   1. check formatting and run clippy (7 runs: the workspace, hermes-cli's default build, hermes-providers alone,
 xtask:      hermes-wire-anthropic (without Bedrock), hermes-wire-gemini and hermes-wire-responses alone,
 xtask:      hermes-cli without Bedrock, whose cargo tree must hold no aws- crate)
-xtask:   2. install the official SDKs into a venv under target/sdk-venv (pip, PyPI)
-xtask:   3. install the real clients under target/clients (npm ci, pip), and the inspector test's browser: Debian's
+xtask:   2. fuzz smoke: every cargo-fuzz target for 3 s (cargo-fuzz installed under target/cargo-fuzz, targets built on nightly: long when cold)
+xtask:   3. install the official SDKs into a venv under target/sdk-venv (pip, PyPI)
+xtask:   4. install the real clients under target/clients (npm ci, pip), and the inspector test's browser: Debian's
 xtask:      chromium (apt-get when missing: with --yes or CI) and playwright-core under target/browser (npm ci)
-xtask:   4. start a throwaway PostgreSQL (.ci/postgres.sh; installs Debian's postgresql with apt-get when missing: asked first unless --yes or CI is set)
-xtask:   5. run cargo test --workspace beside it
-xtask:   6. fuzz the gateway's API with Schemathesis for about a minute (cargo xtask fuzz --api, 5 cases per operation), then sum up what was skipped
+xtask:   5. start a throwaway PostgreSQL (.ci/postgres.sh; installs Debian's postgresql with apt-get when missing: asked first unless --yes or CI is set)
+xtask:   6. run cargo test --workspace beside it
+xtask:   7. fuzz the gateway's API with Schemathesis for about a minute (cargo xtask fuzz --api, 5 cases per operation), then sum up what was skipped
 xtask: the first run takes roughly 10-25 minutes on 2 cores (builds and installs); later runs a few minutes";
 
 /// The folder of the inspector test's pinned manifest (playwright-core) and script.
@@ -728,6 +734,9 @@ fn ci_steps(assume_yes: bool) -> anyhow::Result<()> {
         )?;
     }
     without_bedrock()?;
+    // The cargo-fuzz targets built on nightly and run a few seconds each (their inputs kept
+    // under fuzz/regressions/ run on stable in the test step).
+    fuzz::smoke()?;
 
     // Why a group could not be provisioned, by skip group (see `SKIP_GROUPS`).
     let mut unprovisioned: Vec<(&str, String)> = Vec::new();
@@ -1098,23 +1107,7 @@ fn main() -> anyhow::Result<()> {
         Some("clients") => clients(),
         Some("conformance") => conformance(&args[1..]),
         Some("chaos") => chaos(args.get(1).map(String::as_str)),
-        Some("fuzz") if args.get(1).is_some_and(|a| a == "--api") => api_fuzz::run(&args[2..]),
-        Some("fuzz") => {
-            let seconds = args.get(1).map_or("60", String::as_str);
-            let mut cmd = cargo();
-            cmd.args([
-                "run",
-                "--release",
-                "--quiet",
-                "-p",
-                "hermes-fuzz",
-                "--",
-                "all",
-                "--seconds",
-                seconds,
-            ]);
-            step("fuzz", cmd)
-        }
+        Some("fuzz") => fuzz::run(&args[1..]),
         Some("bench") => {
             // The whole-process preview figure runs the release `hermes` binary.
             let mut build = cargo();

@@ -17,6 +17,9 @@
 pub mod aws;
 pub mod chat;
 mod client_blocks;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod image;
 mod inbound;
 pub mod native;

@@ -240,10 +240,7 @@ impl ChatTransport {
         let response = self
             .send_request("chat", &url, request, auth.as_ref(), &[])
             .await?;
-        let turn = || ChatTurn {
-            acc: StreamAccumulator::new(),
-            done: false,
-        };
+        let turn = ChatTurn::new;
         // A whole reply is decoded from the bytes, never through a `Value`: carriers keep them.
         sse::read_reply(
             response,
@@ -530,9 +527,19 @@ fn emit_deltas(chunk: &Value, on_delta: OnDelta<'_>) {
 
 /// A chat-completions stream as the SSE loop reads it ([`sse::read_sse`]): each event one
 /// chunk, `[DONE]` the end.
-struct ChatTurn {
+pub(crate) struct ChatTurn {
     acc: StreamAccumulator,
     done: bool,
+}
+
+impl ChatTurn {
+    /// A fresh reader of one streamed reply.
+    pub(crate) fn new() -> Self {
+        ChatTurn {
+            acc: StreamAccumulator::new(),
+            done: false,
+        }
+    }
 }
 
 impl SseTurn for ChatTurn {

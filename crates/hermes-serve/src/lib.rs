@@ -73,6 +73,10 @@ mod error;
 mod admin;
 mod ui;
 
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
+
 use std::collections::BTreeMap;
 use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;

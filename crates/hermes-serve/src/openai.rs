@@ -66,13 +66,13 @@ async fn chat(inner: &Inner, headers: &HeaderMap, gated: Gated) -> Result<Respon
 }
 
 /// A parsed `POST /v1/chat/completions` body.
-struct ChatRequest {
+pub(crate) struct ChatRequest {
     pub(crate) turn: ClientTurn,
     pub(crate) include_usage: bool,
 }
 
 /// Parses a request body.
-fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
+pub(crate) fn parse(body: &[u8]) -> Result<ChatRequest, ApiError> {
     let f = Fields::parse(body)?;
     let model: String = f.required("model", "a string")?;
     let messages: Vec<Message> = f.required("messages", "an array of chat messages")?;

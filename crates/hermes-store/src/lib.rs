@@ -107,6 +107,9 @@ mod row;
 mod compaction;
 mod copy;
 mod fleet;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod gateway;
 mod inspect;
 mod leases;

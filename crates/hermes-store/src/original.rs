@@ -318,15 +318,49 @@ fn message_row(row: &sqlx::sqlite::SqliteRow) -> Result<OriginalRow, String> {
     let at = |e: &dyn std::fmt::Display| format!("message {id}: {e}");
     let text = |column: &str| -> Result<Option<String>, String> {
         row.try_get::<Option<String>, _>(column)
+            .map_err(|e| format!("{column}: {e}"))
+    };
+    let role: String = row.try_get("role").map_err(|e| at(&e))?;
+    let message = message_of(&role, text).map_err(|e| at(&e))?;
+    let flag = |column: &str, default: i64| -> Result<i64, String> {
+        row.try_get::<Option<i64>, _>(column)
+            .map(|v| v.unwrap_or(default))
             .map_err(|e| at(&format_args!("{column}: {e}")))
     };
-    let string = |value: &str| serde_json::to_string(value).map_err(|e| at(&e));
+    let timestamp = row
+        .try_get::<Option<f64>, _>("timestamp")
+        .map_err(|e| at(&format_args!("timestamp: {e}")))?;
+    Ok(OriginalRow {
+        message,
+        archived: flag("active", 1)? == 0,
+        checkpoint: flag("_compressed_summary", 0)? != 0,
+        created_at: millis(timestamp).unwrap_or(0),
+    })
+}
+
+/// The message of a `messages` row whose role is `role` and whose text columns `text` reads
+/// (`None`: NULL or absent), by building its JSON from the column texts (see the module
+/// documentation).
+pub(crate) fn message_of(
+    role: &str,
+    text: impl Fn(&str) -> Result<Option<String>, String>,
+) -> Result<Message, String> {
+    let string = |value: &str| serde_json::to_string(value).map_err(|e| e.to_string());
+    // A JSON-text column goes in as it is, so it must be one JSON value: text after it would
+    // add members of its own to the message (`[], "reasoning_details": …` in `tool_calls`).
+    let one_value = |column: &str, text: &str| -> Result<(), String> {
+        serde_json::from_str::<&serde_json::value::RawValue>(text)
+            .map(drop)
+            .map_err(|e| format!("{column}: not one JSON value: {e}"))
+    };
     let mut json = String::from("{");
-    let role: String = row.try_get("role").map_err(|e| at(&e))?;
-    push_raw(&mut json, "role", &string(&role)?);
+    push_raw(&mut json, "role", &string(role)?);
     if let Some(content) = text("content")? {
         match content.strip_prefix(CONTENT_JSON_PREFIX) {
-            Some(parts) => push_raw(&mut json, "content", parts),
+            Some(parts) => {
+                one_value("content", parts)?;
+                push_raw(&mut json, "content", parts);
+            }
             None => push_raw(&mut json, "content", &string(&content)?),
         }
     }
@@ -349,25 +383,12 @@ fn message_row(row: &sqlx::sqlite::SqliteRow) -> Result<OriginalRow, String> {
         "codex_message_items",
     ] {
         if let Some(value) = text(raw)?.filter(|v| !v.trim().is_empty()) {
+            one_value(raw, &value)?;
             push_raw(&mut json, raw, &value);
         }
     }
     json.push('}');
-    let message: Message = serde_json::from_str(&json).map_err(|e| at(&e))?;
-    let flag = |column: &str, default: i64| -> Result<i64, String> {
-        row.try_get::<Option<i64>, _>(column)
-            .map(|v| v.unwrap_or(default))
-            .map_err(|e| at(&format_args!("{column}: {e}")))
-    };
-    let timestamp = row
-        .try_get::<Option<f64>, _>("timestamp")
-        .map_err(|e| at(&format_args!("timestamp: {e}")))?;
-    Ok(OriginalRow {
-        message,
-        archived: flag("active", 1)? == 0,
-        checkpoint: flag("_compressed_summary", 0)? != 0,
-        created_at: millis(timestamp).unwrap_or(0),
-    })
+    serde_json::from_str(&json).map_err(|e| e.to_string())
 }
 
 impl Store {

@@ -1732,6 +1732,30 @@ async fn a_lease_is_held_by_one_handle_at_a_time(db: TestDb) {
     );
 }
 
+/// Found by the `import` fuzz target (fuzz/regressions/import/): a JSON-text column went into
+/// the message's JSON as it was, so text after its value added members of its own.
+#[test]
+fn a_json_column_of_the_original_cannot_add_members_to_its_message() {
+    let smuggled =
+        r#"[],"reasoning_details":[{"type":"reasoning.text","text":"x","signature":"c2ln"}]"#;
+    let err = crate::original::message_of("assistant", |c: &str| {
+        Ok((c == "tool_calls").then(|| smuggled.to_owned()))
+    })
+    .unwrap_err();
+    assert!(err.contains("tool_calls: not one JSON value"), "{err}");
+    let err = crate::original::message_of("user", |c: &str| {
+        Ok((c == "content").then(|| "\u{0}json:\"hi\", \"name\": \"x\"".to_owned()))
+    })
+    .unwrap_err();
+    assert!(err.contains("content: not one JSON value"), "{err}");
+    // One value alone reads.
+    let read = crate::original::message_of("assistant", |c: &str| {
+        Ok((c == "tool_calls").then(|| " [] ".to_owned()))
+    })
+    .unwrap();
+    assert!(read.reasoning_details.is_none());
+}
+
 both!(the_python_originals_sessions_import_with_every_carrier_byte_once);
 async fn the_python_originals_sessions_import_with_every_carrier_byte_once(db: TestDb) {
     let dir = tempfile::tempdir().unwrap();

@@ -20,6 +20,9 @@ pub mod body;
 pub mod capture;
 pub mod compaction;
 mod descriptor;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod inbound;
 mod media;
 pub mod model;

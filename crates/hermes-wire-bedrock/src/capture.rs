@@ -18,7 +18,8 @@ use hermes_core::OnDelta;
 use hermes_core::transport::Delta;
 use hermes_core::{FinishReason, Message, Origin, RawJson, ReplyMeta, Usage};
 
-use hermes_aws::Frame;
+use hermes_aws::{Frame, FrameReader};
+use hermes_core::transport::{Reply, TransportError};
 pub(crate) use hermes_providers::native::reply::CaptureError;
 use hermes_providers::native::reply::{Captured, malformed};
 use hermes_wire_anthropic::capture::keep_transformations;
@@ -318,6 +319,77 @@ struct Metadata {
     usage: Option<UsageBody>,
 }
 
+/// How much of a body [`ConverseStream`] keeps to explain a reply that is no event stream.
+const HEAD_LIMIT: usize = 4096;
+
+/// Reads a ConverseStream body: event-stream frames (cut across chunks anywhere) into one
+/// captured message. An exception frame is the provider's error and nothing is kept; a body
+/// that ends inside a frame, or before `messageStop`, is a broken stream.
+#[derive(Default)]
+pub(crate) struct ConverseStream {
+    reader: FrameReader,
+    capture: StreamCapture,
+    /// The first bytes, kept to explain a reply that is no event stream at all (a JSON error
+    /// body sent with status 200).
+    head: Vec<u8>,
+}
+
+impl ConverseStream {
+    /// A fresh reader.
+    pub(crate) fn new() -> Self {
+        ConverseStream::default()
+    }
+
+    /// Number of whole frames read so far.
+    pub(crate) fn frames(&self) -> usize {
+        self.reader.frames()
+    }
+
+    /// Absorbs the next chunk of the body, feeding every frame it completes to the capture.
+    pub(crate) fn push(
+        &mut self,
+        chunk: &[u8],
+        on_delta: OnDelta<'_>,
+    ) -> Result<(), TransportError> {
+        let room = HEAD_LIMIT.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        self.reader.push(chunk);
+        loop {
+            let frame = match self.reader.next_frame() {
+                Ok(Some(frame)) => frame,
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(self.not_a_stream().unwrap_or(e)),
+            };
+            self.capture
+                .feed(&frame, on_delta)
+                .map_err(CaptureError::mid_stream)?;
+        }
+    }
+
+    /// The captured reply once the body ended.
+    pub(crate) fn finish(self, origin: Origin) -> Result<Reply, TransportError> {
+        if self.reader.pending() > 0 {
+            return Err(self.not_a_stream().unwrap_or_else(|| {
+                TransportError::Stream(format!(
+                    "the stream ended inside a frame ({} bytes after {} frames); the half turn is not stored",
+                    self.reader.pending(),
+                    self.reader.frames()
+                ))
+            }));
+        }
+        let (message, meta) = self.capture.finish(origin).map_err(CaptureError::at_end)?;
+        Ok(Reply { message, meta })
+    }
+
+    /// A provider's JSON error body sent with status 200 instead of frames, as its error.
+    fn not_a_stream(&self) -> Option<TransportError> {
+        (self.reader.frames() == 0)
+            .then(|| String::from_utf8_lossy(&self.head).trim().to_owned())
+            .filter(|t| t.starts_with('{'))
+            .map(|t| TransportError::AfterOk(hermes_providers::native::envelope::message_of(&t)))
+    }
+}
+
 fn parse<'a, T: Deserialize<'a>>(event: &str, data: &'a [u8]) -> Result<T, CaptureError> {
     serde_json::from_slice(data).map_err(|e| malformed(format!("`{event}` event: {e}")))
 }
@@ -338,6 +410,7 @@ pub(crate) struct StreamCapture {
 
 impl StreamCapture {
     /// A fresh capture.
+    #[cfg(test)]
     pub(crate) fn new() -> Self {
         StreamCapture::default()
     }

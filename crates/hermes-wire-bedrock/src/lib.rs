@@ -12,6 +12,9 @@
 mod body;
 mod capture;
 mod descriptor;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod media;
 mod model;
 mod pyjson;
@@ -23,10 +26,8 @@ use futures_util::StreamExt as _;
 use hermes_core::transport::{OnDelta, Reply, SendResult, TransportError};
 use hermes_core::{Origin, Outgoing, Recovery, RequestParts, Wire};
 
-use hermes_aws::FrameReader;
 use hermes_providers::native::read::chunk_error;
 use hermes_providers::native::read::read_whole;
-use hermes_providers::native::reply::CaptureError;
 use hermes_providers::{Auth, ChatTransport, Signer};
 use hermes_wire_anthropic::signed::replay::signature_drops;
 
@@ -192,54 +193,20 @@ impl Wire for BedrockWire {
 }
 
 /// Reads a ConverseStream reply: event-stream frames (cut across chunks anywhere) into one
-/// captured message. An exception frame is the provider's error and nothing is kept; a body
-/// that ends inside a frame, or before `messageStop`, is a broken stream.
+/// captured message ([`capture::ConverseStream`]).
 async fn read_stream(
     response: reqwest::Response,
     origin: Origin,
     on_delta: OnDelta<'_>,
 ) -> Result<Reply, TransportError> {
     let mut chunks = response.bytes_stream();
-    let mut reader = FrameReader::new();
-    let mut capture = capture::StreamCapture::new();
-    // The first bytes, kept to explain a reply that is no event stream at all (a JSON error
-    // body sent with status 200).
-    let mut head: Vec<u8> = Vec::new();
-    let not_a_stream = |head: &[u8], frames: usize| {
-        (frames == 0)
-            .then(|| String::from_utf8_lossy(head).trim().to_owned())
-            .filter(|t| t.starts_with('{'))
-            .map(|t| TransportError::AfterOk(error_message(&t)))
-    };
+    let mut read = capture::ConverseStream::new();
     while let Some(chunk) = chunks.next().await {
-        let chunk = chunk.map_err(|e| chunk_error(e, reader.frames(), "frame"))?;
-        if head.len() < 4096 {
-            head.extend_from_slice(&chunk[..chunk.len().min(4096 - head.len())]);
-        }
-        reader.push(&chunk);
-        loop {
-            let frame = match reader.next_frame() {
-                Ok(Some(frame)) => frame,
-                Ok(None) => break,
-                Err(e) => return Err(not_a_stream(&head, reader.frames()).unwrap_or(e)),
-            };
-            capture
-                .feed(&frame, on_delta)
-                .map_err(CaptureError::mid_stream)?;
-        }
+        let chunk = chunk.map_err(|e| chunk_error(e, read.frames(), "frame"))?;
+        read.push(&chunk, on_delta)?;
     }
     drop(chunks);
-    if reader.pending() > 0 {
-        return Err(not_a_stream(&head, reader.frames()).unwrap_or_else(|| {
-            TransportError::Stream(format!(
-                "the stream ended inside a frame ({} bytes after {} frames); the half turn is not stored",
-                reader.pending(),
-                reader.frames()
-            ))
-        }));
-    }
-    let (message, meta) = capture.finish(origin).map_err(CaptureError::at_end)?;
-    Ok(Reply { message, meta })
+    read.finish(origin)
 }
 
 #[cfg(test)]

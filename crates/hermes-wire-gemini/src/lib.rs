@@ -15,6 +15,9 @@
 mod body;
 mod capture;
 mod descriptor;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod media;
 mod model;
 

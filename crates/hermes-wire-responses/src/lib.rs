@@ -19,6 +19,9 @@ mod body;
 mod capture;
 pub mod compaction;
 mod descriptor;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod inbound;
 mod media;
 /// What an OpenAI model id implies for reasoning (shared with the chat wire's sampling rules).
