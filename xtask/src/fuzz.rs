@@ -190,8 +190,8 @@ fn fuzz(chosen: &[String], seconds: u64) -> anyhow::Result<()> {
         );
     }
     let tool = cargo_fuzz()?;
-    // No sanitizer: the code under test is safe Rust, and without ASan it builds and runs
-    // several times faster (coverage instrumentation is the same).
+    // No sanitizer: the code under test is safe Rust; AddressSanitizer would slow the build
+    // and every run, and coverage feedback does not need it.
     let mut build = nightly(&tool)?;
     build.args(["build", "--fuzz-dir", FUZZ_DIR, "-s", "none"]);
     crate::step("cargo +nightly fuzz build (fuzz/cargo-fuzz)", build)?;
