@@ -53,7 +53,6 @@ use std::time::Duration;
 
 use hermes_bench::gateway;
 use hermes_bench::requests::{SQLX_QUERY_TARGET, StatementCounter, mean, request_reads};
-use hermes_bench::{continued, serve};
 use hermes_bench::storage::{
     AppendCost, BenchError, Ratio, ResumeCost, Scratch, append_cost, postgres_server, resume_cost,
 };
@@ -61,6 +60,7 @@ use hermes_bench::{
     FINGERPRINTS, NATIVE_ROUTES, NativeRoute, fingerprint_verdict, median, native_history,
     native_history_bytes, native_wire, sample, sha256_hex, standard_history_bytes,
 };
+use hermes_bench::{continued, serve};
 use hermes_core::{
     Message, RequestParts, ResolveOptions, RouteDecision, RouteTable, RouteTarget, ThinkingRequest,
     Verdicts,
