@@ -9,6 +9,11 @@ beside Schemathesis's, run on every response of every generated case.
 
 The run passes them in the environment: HERMES_FUZZ_SECRETS (the secrets, one a line) and
 HERMES_FUZZ_STORE (the path of the gateway's state.db).
+
+`before_call` also keeps the run's own keys (HERMES_FUZZ_KEY_IDS, `hk_<id>` one a line) from
+being revoked: a generated `DELETE /admin/v1/keys/{id}` or `POST /ui/keys/{id}/revoke` that names
+one of them (by a value taken from a listing, in the stateful phase) is sent for an id nobody
+holds instead, so every other case keeps its keys.
 """
 
 import os
@@ -18,6 +23,13 @@ import schemathesis
 
 SECRETS = [s for s in os.environ.get("HERMES_FUZZ_SECRETS", "").splitlines() if len(s) >= 8]
 STORE = os.environ.get("HERMES_FUZZ_STORE", "")
+# The run's own keys' ids, `hk_<id>` and `<id>`.
+KEY_IDS = {
+    form
+    for i in os.environ.get("HERMES_FUZZ_KEY_IDS", "").splitlines()
+    if i
+    for form in (i, i.removeprefix("hk_"))
+}
 # The tables a turn writes to.
 TABLES = ("sessions", "messages", "responses")
 
@@ -35,6 +47,9 @@ def stored():
 
 @schemathesis.hook
 def before_call(context, case, kwargs):
+    params = case.path_parameters or {}
+    if "/keys/" in case.path and str(params.get("id", "")).strip() in KEY_IDS:
+        params["id"] = "hk_0000000000000000"
     _before[case.id] = stored()
 
 

@@ -191,23 +191,13 @@ fn fuzz(bin: &Path, budget: Budget) -> anyhow::Result<()> {
     .context("hermes sim serve")?;
     std::fs::write(home.join("config.toml"), config(&upstream))?;
 
-    let made = hermes(&bin, &home)
-        .args(["serve", "keys", "create", "--tenant", TENANT])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-        .context("cannot run hermes serve keys create")?;
-    let key = String::from_utf8_lossy(&made.stdout).trim().to_owned();
-    if !made.status.success() || !key.starts_with("hk_") {
-        bail!(
-            "hermes serve keys create failed: {}",
-            String::from_utf8_lossy(&made.stderr).trim()
-        );
-    }
+    // A tenant's key for the doors, and an admin key for the admin API and the inspector.
+    let key = make_key(&bin, &home, &["--tenant", TENANT])?;
+    let admin = make_key(&bin, &home, &["--admin"])?;
 
     let (_gateway, origin) = first_line(
         hermes(&bin, &home)
-            .args(["serve", "--listen", "127.0.0.1:0", "--allow-sim"])
+            .args(["serve", "--listen", "127.0.0.1:0", "--allow-sim", "--ui"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped()),
         Stream::Stderr,
@@ -220,9 +210,16 @@ fn fuzz(bin: &Path, budget: Budget) -> anyhow::Result<()> {
     )
     .context("hermes serve")?;
 
-    // The secrets no response may hold: the gateway key, its secret half, the upstream's key.
-    let secret_half = key.rsplit('_').next().unwrap_or_default().to_owned();
-    let secrets = [key.as_str(), secret_half.as_str(), UPSTREAM_KEY].join("\n");
+    // The secrets no response may hold: the two keys, their secret halves, the upstream's key.
+    let half = |key: &str| key.rsplit('_').next().unwrap_or_default().to_owned();
+    let secrets = [key.clone(), half(&key), admin.clone(), half(&admin)].join("\n");
+    let secrets = format!("{secrets}\n{UPSTREAM_KEY}");
+    // The keys' ids (`hk_<id>`), which no generated case may revoke.
+    let ids = [&key, &admin]
+        .iter()
+        .filter_map(|k| k.rsplit_once('_').map(|(id, _)| id.to_owned()))
+        .collect::<Vec<_>>()
+        .join("\n");
     let hooks = std::path::absolute(HOOKS_DIR)?;
     let mut fuzz = Command::new(&python);
     fuzz.args(["-m", "schemathesis.cli", "--config-file"])
@@ -242,6 +239,8 @@ fn fuzz(bin: &Path, budget: Budget) -> anyhow::Result<()> {
     fuzz.current_dir(&state)
         .env("PYTHONPATH", &hooks)
         .env("HERMES_FUZZ_KEY", &key)
+        .env("HERMES_FUZZ_ADMIN_KEY", &admin)
+        .env("HERMES_FUZZ_KEY_IDS", &ids)
         .env("HERMES_FUZZ_SECRETS", &secrets)
         .env("HERMES_FUZZ_STORE", home.join("state.db"))
         .env("NO_COLOR", "1")
@@ -269,6 +268,26 @@ fn fuzz(bin: &Path, budget: Budget) -> anyhow::Result<()> {
         bail!("schemathesis tested no operation or generated no case");
     }
     Ok(())
+}
+
+/// A new gateway key made by `hermes serve keys create ARGS` in `home`.
+fn make_key(bin: &Path, home: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let made = hermes(bin, home)
+        .args(["serve", "keys", "create"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .context("cannot run hermes serve keys create")?;
+    let key = String::from_utf8_lossy(&made.stdout).trim().to_owned();
+    if !made.status.success() || !key.starts_with("hk_") {
+        bail!(
+            "hermes serve keys create {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&made.stderr).trim()
+        );
+    }
+    Ok(key)
 }
 
 /// Which output of a child names where it serves.

@@ -660,8 +660,24 @@ pub(crate) fn body(inner: &Inner, id: u64, n: usize) -> Result<Body, ApiError> {
     })
 }
 
-async fn body_json(State(inner): State<Arc<Inner>>, Path((id, n)): Path<(u64, usize)>) -> Response {
-    match body(&inner, id, n) {
+/// The request id and body index of a body's path (400 naming the one that is not a whole
+/// number, in the API's error shape rather than the router's plain-text rejection).
+pub(crate) fn body_path(id: &str, n: &str) -> Result<(u64, usize), ApiError> {
+    let id = id
+        .parse()
+        .map_err(|_| ApiError::invalid("id", "the request id must be a whole number"))?;
+    let n = n
+        .parse()
+        .map_err(|_| ApiError::invalid("n", "the body index must be a whole number from 0"))?;
+    Ok((id, n))
+}
+
+async fn body_json(
+    State(inner): State<Arc<Inner>>,
+    Path((id, n)): Path<(String, String)>,
+) -> Response {
+    let found = body_path(&id, &n).and_then(|(id, n)| body(&inner, id, n));
+    match found {
         Ok(body) => Json(body).into_response(),
         Err(e) => e.into_response(),
     }

@@ -651,7 +651,14 @@ async fn conversation_page(State(inner): State<Arc<Inner>>, Path(id): Path<Strin
     )
 }
 
-async fn body_page(State(inner): State<Arc<Inner>>, Path((id, n)): Path<(u64, usize)>) -> Response {
+async fn body_page(
+    State(inner): State<Arc<Inner>>,
+    Path((id, n)): Path<(String, String)>,
+) -> Response {
+    let (id, n) = match admin::body_path(&id, &n) {
+        Ok(at) => at,
+        Err(e) => return api_error(e),
+    };
     let body = match admin::body(&inner, id, n) {
         Ok(body) => body,
         Err(e) => return api_error(e),

@@ -7,6 +7,9 @@
 //! 2. the real answers of each operation — success and each error shape, from a live gateway
 //!    over the strict simulators — have a described status and content type, and their JSON
 //!    bodies validate against the described schemas;
+//!    The admin API's and the inspector's answers are asked with a real admin key of the store:
+//!    each success and each refusal (400, 401, 403, 404), and the inspector's pages, redirects
+//!    and assets;
 //! 3. the request bodies real clients send — Claude Code's recorded request, and every body the
 //!    official OpenAI and Anthropic SDKs send in their tool-turn scripts (`tests/sdk/`),
 //!    recorded on the way in — validate against the described request schemas.
@@ -104,7 +107,12 @@ async fn conforms(d: &Description, method: &str, path: &str, response: reqwest::
     let described = operation["responses"]
         .get(&status)
         .unwrap_or_else(|| panic!("{case}: the status is not described"));
-    let media = d.resolved(described)["content"]
+    let described = d.resolved(described);
+    if described.get("content").is_none() {
+        assert!(text.is_empty(), "{case}: described without a body");
+        return Value::Null;
+    }
+    let media = described["content"]
         .get(&content_type)
         .unwrap_or_else(|| panic!("{case}: the content type is not described"));
     let schema = &media["schema"];
@@ -166,8 +174,15 @@ async fn every_route_is_described_and_every_described_operation_is_served() {
             "the router serves {path}, which openapi.json does not describe"
         );
     }
-    let (_sim, gateway) = crate::deepseek_gateway(|c| c).await;
-    let client = reqwest::Client::new();
+    let (_sim, gateway) = crate::deepseek_gateway(|mut c| {
+        c.ui = true;
+        c
+    })
+    .await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
     for path in &described {
         assert!(
             routed.iter().any(|r| r == path),
@@ -404,6 +419,229 @@ async fn real_answers_match_the_described_responses() {
     )
     .unwrap();
     assert_eq!(served, d.0, "GET /openapi.json serves openapi.json");
+}
+
+/// The admin API's answers — each operation's success and its refusals (400, 401, 403, 404) —
+/// and the inspector's pages, redirects and assets, from a gateway whose keys are its store's
+/// (an admin key and a tenant's made there), after one real turn so that a conversation, a
+/// journaled request and an upstream body exist.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_and_inspector_answers_match_the_described_responses() {
+    let d = Description::load();
+    let dir = tempfile::tempdir().unwrap();
+    let store = hermes_engine::store::Store::open(&dir.path().join("state.db"))
+        .await
+        .unwrap();
+    let admin = store.add_admin_key().await.unwrap();
+    let tenant = store.add_gateway_key("acme").await.unwrap();
+    let sim = hermes_sim::Sim::start("deepseek-v4").await.unwrap();
+    let gateway = crate::replica(store, &sim.base_url(), |mut c| {
+        c.ui = true;
+        c
+    })
+    .await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let turn = client
+        .post(gateway.url("/v1/chat/completions"))
+        .bearer_auth(&tenant)
+        .json(&hello("hello"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(turn.status(), 200);
+    turn.text().await.unwrap();
+
+    let get = |path: &str, key: &str| client.get(gateway.url(path)).bearer_auth(key);
+    let list = "/admin/v1/conversations";
+    let page = conforms(&d, "get", list, get(list, &admin).send().await.unwrap()).await;
+    assert_eq!(page["total"], 1, "{page}");
+    let id = page["conversations"][0]["id"].as_str().unwrap().to_owned();
+    let one = "/admin/v1/conversations/{id}";
+    let url = format!("/admin/v1/conversations/{id}");
+    let whole = conforms(&d, "get", one, get(&url, &admin).send().await.unwrap()).await;
+    assert!(
+        !whole["steps"].as_array().unwrap().is_empty(),
+        "{}",
+        shown(&whole)
+    );
+    let request = &whole["requests"][0];
+    assert!(
+        request["bodies"].as_u64().unwrap() >= 1,
+        "{}",
+        shown(&whole)
+    );
+    let bodies = "/admin/v1/requests/{id}/bodies/{n}";
+    let url = format!("/admin/v1/requests/{}/bodies/0", request["id"]);
+    let body = conforms(&d, "get", bodies, get(&url, &admin).send().await.unwrap()).await;
+    assert!(body["body"].as_str().unwrap().contains("hello"), "{body}");
+    for path in ["/admin/v1/keys", "/admin/v1/tenants", "/admin/v1/overview"] {
+        conforms(&d, "get", path, get(path, &admin).send().await.unwrap()).await;
+    }
+    let keys = "/admin/v1/keys";
+    let made = client
+        .post(gateway.url(keys))
+        .bearer_auth(&admin)
+        .json(&json!({"tenant": "globex"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(made.status(), 201);
+    let made = conforms(&d, "post", keys, made).await;
+    let revoke = "/admin/v1/keys/{id}";
+    let url = format!("/admin/v1/keys/{}", made["id"].as_str().unwrap());
+    let revoked = client.delete(gateway.url(&url)).bearer_auth(&admin);
+    let revoked = revoked.send().await.unwrap();
+    assert_eq!(revoked.status(), 204);
+    conforms(&d, "delete", revoke, revoked).await;
+
+    // The refusals, in OpenAI's error shape.
+    let refusals = [
+        ("get", list, list.to_owned(), "", 401),
+        ("get", list, list.to_owned(), "hk_nobody", 401),
+        ("get", list, list.to_owned(), tenant.as_str(), 403),
+        (
+            "get",
+            list,
+            format!("{list}?limit=many"),
+            admin.as_str(),
+            400,
+        ),
+        (
+            "get",
+            list,
+            format!("{list}?cursor=nowhere"),
+            admin.as_str(),
+            400,
+        ),
+        ("get", one, format!("{list}/nope"), admin.as_str(), 404),
+        (
+            "get",
+            bodies,
+            "/admin/v1/requests/x/bodies/0".into(),
+            admin.as_str(),
+            400,
+        ),
+        (
+            "get",
+            bodies,
+            "/admin/v1/requests/1/bodies/-1".into(),
+            admin.as_str(),
+            400,
+        ),
+        (
+            "get",
+            bodies,
+            "/admin/v1/requests/999/bodies/0".into(),
+            admin.as_str(),
+            404,
+        ),
+        (
+            "get",
+            "/admin/v1/overview",
+            "/admin/v1/overview?minutes=x".into(),
+            admin.as_str(),
+            400,
+        ),
+        ("get", keys, keys.to_owned(), tenant.as_str(), 403),
+        ("delete", revoke, url, admin.as_str(), 404),
+        (
+            "delete",
+            revoke,
+            "/admin/v1/keys/hk_nope".into(),
+            tenant.as_str(),
+            403,
+        ),
+        ("post", keys, keys.to_owned(), admin.as_str(), 400),
+    ];
+    for (method, path, url, key, status) in refusals {
+        let verb = method.to_ascii_uppercase().parse().unwrap();
+        let mut request = client.request(verb, gateway.url(&url));
+        if !key.is_empty() {
+            request = request.bearer_auth(key);
+        }
+        if method == "post" {
+            request = request.body("not json");
+        }
+        let answer = request.send().await.unwrap();
+        assert_eq!(answer.status(), status, "{method} {url}");
+        let error = conforms(&d, method, path, answer).await;
+        assert!(error["error"]["message"].is_string(), "{error}");
+    }
+
+    // The inspector: sign-in, a page with and without the cookie, the assets.
+    let login = "/ui/login";
+    let form = |key: &str| {
+        client
+            .post(gateway.url(login))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("key={key}"))
+    };
+    for (key, status) in [("hk_nobody", 401), (tenant.as_str(), 403)] {
+        let answer = form(key).send().await.unwrap();
+        assert_eq!(answer.status(), status);
+        conforms(&d, "post", login, answer).await;
+    }
+    let signed = form(&admin).send().await.unwrap();
+    assert_eq!(signed.status(), 303);
+    let cookie = signed.headers()["set-cookie"].to_str().unwrap();
+    let cookie = cookie.split(';').next().unwrap().to_owned();
+    conforms(&d, "post", login, signed).await;
+    let pages = [
+        ("/ui/login", login.to_owned(), 200),
+        ("/ui/assets/ui.css", "/ui/assets/ui.css".into(), 200),
+        ("/ui/assets/ui.js", "/ui/assets/ui.js".into(), 200),
+        ("/ui", "/ui".into(), 303),
+        ("/ui/conversations", "/ui/conversations".into(), 200),
+        (
+            "/ui/conversations/{id}",
+            format!("/ui/conversations/{id}"),
+            200,
+        ),
+        (
+            "/ui/conversations/{id}",
+            "/ui/conversations/nope".into(),
+            404,
+        ),
+        (
+            "/ui/requests/{id}/bodies/{n}",
+            "/ui/requests/x/bodies/0".into(),
+            400,
+        ),
+        ("/ui/keys", "/ui/keys".into(), 200),
+        ("/ui/overview", "/ui/overview".into(), 200),
+    ];
+    for (path, url, status) in pages {
+        let answer = client.get(gateway.url(&url)).header("cookie", &cookie);
+        let answer = answer.send().await.unwrap();
+        assert_eq!(answer.status(), status, "{url}");
+        conforms(&d, "get", path, answer).await;
+    }
+    let outside = client.get(gateway.url("/ui/keys")).send().await.unwrap();
+    assert_eq!(outside.status(), 303);
+    conforms(&d, "get", "/ui/keys", outside).await;
+    let foreign = client
+        .post(gateway.url("/ui/keys"))
+        .header("cookie", &cookie)
+        .header("sec-fetch-site", "cross-site")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("tenant=initech");
+    let foreign = foreign.send().await.unwrap();
+    assert_eq!(foreign.status(), 403);
+    conforms(&d, "post", "/ui/keys", foreign).await;
+    let created = client
+        .post(gateway.url("/ui/keys"))
+        .header("cookie", &cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("tenant=initech");
+    conforms(&d, "post", "/ui/keys", created.send().await.unwrap()).await;
+    let out = client
+        .post(gateway.url("/ui/logout"))
+        .header("cookie", &cookie);
+    conforms(&d, "post", "/ui/logout", out.send().await.unwrap()).await;
+    gateway.stop().await;
 }
 
 /// The bodies real clients send validate against the described request schemas: Claude Code's
