@@ -242,6 +242,19 @@ fn fuzz(chosen: &[String], seconds: u64) -> anyhow::Result<()> {
         rows.len(),
         started.elapsed()
     );
+    // A target that exited cleanly having run nothing (or whose statistics were not read)
+    // measured nothing: that fails the command too.
+    let idle: Vec<&str> = rows
+        .iter()
+        .filter(|(_, s, ok)| *ok && s.executions == 0)
+        .map(|(target, _, _)| target.as_str())
+        .collect();
+    if !idle.is_empty() {
+        bail!(
+            "fuzz targets that ran no input (or printed no statistics): {}",
+            idle.join(", ")
+        );
+    }
     if !crashed.is_empty() {
         bail!(
             "crash inputs, minimised and kept as regression tests (fix the bug, then commit them):\n{}",
