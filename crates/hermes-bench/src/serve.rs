@@ -857,6 +857,8 @@ fn progress(started: Instant, what: &str) {
 
 /// `bench serve --instructions`: only the callgrind count of a first and a continued turn
 /// ([`continued::instructions`]), printed; it fails when valgrind is missing or counted nothing.
+/// Its two dumps stay in the work folder (`callgrind.out.first-turns`, `callgrind.out.conversations`)
+/// for `callgrind_annotate`.
 pub fn instructions_only(bin: &Path, args: &Args) -> Result<continued::Instructions, BenchError> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     std::fs::create_dir_all(&args.work_dir)?;
@@ -867,7 +869,15 @@ pub fn instructions_only(bin: &Path, args: &Args) -> Result<continued::Instructi
         .enable_all()
         .build()?;
     let client = gateway::client()?;
-    continued::instructions(bin, dir.path(), &runtime, &client)
+    let counted = continued::instructions(bin, dir.path(), &runtime, &client)?;
+    // The dumps outlive the run, for `callgrind_annotate` (where the instructions went).
+    for (part, name) in [(1, "first-turns"), (2, "conversations")] {
+        std::fs::copy(
+            dir.path().join(format!("callgrind.out.{part}")),
+            work.join(format!("callgrind.out.{name}")),
+        )?;
+    }
+    Ok(counted)
 }
 
 /// Runs the whole harness with the release `hermes` at `bin`.
