@@ -887,25 +887,6 @@ async fn overview_page(State(inner): State<Arc<Inner>>) -> Response {
         "<p>The last hour on this replica, per minute, from the gateway's journal of requests \
          (the same counts as <code>/metrics</code>' <code>hermes_carriers_total</code>).</p>",
     );
-    body.push_str(&chart(
-        "Requests",
-        "requests",
-        &minutes,
-        &[
-            series("requests", "s1", &|m| m.requests),
-            series("failed", "s4", &|m| m.failed),
-        ],
-    ));
-    body.push_str(&chart(
-        "Latency",
-        "ms",
-        &minutes,
-        &[
-            series("p50", "s1", &|m| m.p50_ms),
-            series("p95", "s2", &|m| m.p95_ms),
-            series("p99", "s4", &|m| m.p99_ms),
-        ],
-    ));
     let outcome_names = [
         ("re-attached", "s1"),
         ("client's own", "s2"),
@@ -920,12 +901,30 @@ async fn overview_page(State(inner): State<Arc<Inner>>) -> Response {
         .enumerate()
         .map(|(i, &(name, class))| series(name, class, &|m| m.carriers.outcomes()[i].1))
         .collect();
-    body.push_str(&chart(
-        "Carriers by outcome",
-        "carriers",
-        &minutes,
-        &carriers,
-    ));
+    // The three charts, in order: title, unit, series.
+    let charts = [
+        (
+            "Requests",
+            "requests",
+            vec![
+                series("requests", "s1", &|m| m.requests),
+                series("failed", "s4", &|m| m.failed),
+            ],
+        ),
+        (
+            "Latency",
+            "ms",
+            vec![
+                series("p50", "s1", &|m| m.p50_ms),
+                series("p95", "s2", &|m| m.p95_ms),
+                series("p99", "s4", &|m| m.p99_ms),
+            ],
+        ),
+        ("Carriers by outcome", "carriers", carriers),
+    ];
+    for (title, unit, series) in &charts {
+        body.push_str(&chart(title, unit, &minutes, series));
+    }
     layout("Overview", Nav::Overview, &body)
 }
 
