@@ -269,6 +269,24 @@ fn flag(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
+/// What provisioning a skip group gave: `Some` when it was provisioned; else why not, recorded
+/// in `unprovisioned` under the group (its tests skip), or an error when the group's
+/// `HERMES_REQUIRE_…` variable is set. `group` is `(skip group, require variable, what it is)`.
+fn provisioned<T>(
+    result: Result<T, String>,
+    (group, require, what): (&'static str, &str, &str),
+    unprovisioned: &mut Vec<(&'static str, String)>,
+) -> anyhow::Result<Option<T>> {
+    match result {
+        Ok(found) => Ok(Some(found)),
+        Err(why) if flag(require) => bail!("{what} could not be provisioned: {why}"),
+        Err(why) => {
+            unprovisioned.push((group, why));
+            Ok(None)
+        }
+    }
+}
+
 /// The official provider SDKs for the SDK-evidence tests: `HERMES_SDK_PYTHON` when set, else a
 /// venv under `target/sdk-venv` made (or repaired) and filled from `.ci/sdk-requirements.txt`.
 /// `Err` says why they could not be provisioned.
@@ -740,16 +758,11 @@ fn ci_steps(assume_yes: bool) -> anyhow::Result<()> {
 
     // Why a group could not be provisioned, by skip group (see `SKIP_GROUPS`).
     let mut unprovisioned: Vec<(&str, String)> = Vec::new();
-    let sdk = match sdk_python() {
-        Ok(python) => Some(python),
-        Err(why) if flag("HERMES_REQUIRE_SDK") => {
-            bail!("the official SDKs could not be provisioned: {why}")
-        }
-        Err(why) => {
-            unprovisioned.push(("sdk", why));
-            None
-        }
-    };
+    let sdk = provisioned(
+        sdk_python(),
+        ("sdk", "HERMES_REQUIRE_SDK", "the official SDKs"),
+        &mut unprovisioned,
+    )?;
     let clients = provision_clients();
     if let Some(why) = clients.why_not() {
         if flag("HERMES_REQUIRE_CLIENTS") {
@@ -757,16 +770,11 @@ fn ci_steps(assume_yes: bool) -> anyhow::Result<()> {
         }
         unprovisioned.push(("clients", why));
     }
-    let browser = match provision_browser(assume_yes) {
-        Ok(node) => Some(node),
-        Err(why) if flag("HERMES_REQUIRE_BROWSER") => {
-            bail!("the browser could not be provisioned: {why}")
-        }
-        Err(why) => {
-            unprovisioned.push(("browser", why));
-            None
-        }
-    };
+    let browser = provisioned(
+        provision_browser(assume_yes),
+        ("browser", "HERMES_REQUIRE_BROWSER", "the browser"),
+        &mut unprovisioned,
+    )?;
     let skip_log = std::path::absolute(target_dir().join("xtask-skipped-tests.log"))
         .context("cannot name the skip log")?;
     let table = std::path::absolute(target_dir().join("xtask-clients-table.tsv"))

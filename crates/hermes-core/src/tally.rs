@@ -78,3 +78,16 @@ impl CarrierCounts {
         counts
     }
 }
+
+/// Sums the counts of several requests (the gateway's journal adds each upstream request's).
+impl std::ops::AddAssign<&CarrierCounts> for CarrierCounts {
+    fn add_assign(&mut self, other: &CarrierCounts) {
+        self.reattached += other.reattached;
+        self.passed_through += other.passed_through;
+        self.demoted += other.demoted;
+        self.dropped_provenance += other.dropped_provenance;
+        self.missing += other.missing;
+        self.dropped_prefix += other.dropped_prefix;
+        self.dropped_upstream += other.dropped_upstream;
+    }
+}

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
-use crate::journal::{Carriers, Entry};
+use crate::journal::Entry;
 use crate::{Auth, Inner, access, metrics};
 
 /// The routes of the admin API, behind [`auth`].
@@ -853,7 +853,8 @@ pub(crate) struct Minute {
     pub(crate) p50_ms: u64,
     pub(crate) p95_ms: u64,
     pub(crate) p99_ms: u64,
-    pub(crate) carriers: Carriers,
+    #[serde(serialize_with = "crate::journal::by_outcome")]
+    pub(crate) carriers: hermes_core::CarrierCounts,
 }
 
 /// Requests, latency and carriers by outcome per minute over the last `minutes`, from this
@@ -882,7 +883,7 @@ pub(crate) fn overview(inner: &Inner, minutes: i64) -> Vec<Minute> {
         if e.session.is_none() {
             minute.failed += 1;
         }
-        minute.carriers.merge(&e.carriers);
+        minute.carriers += &e.carriers;
         latencies[i].push(e.ms);
     }
     for (minute, mut ms) in out.iter_mut().zip(latencies) {

@@ -58,7 +58,8 @@ pub(crate) struct Entry {
     /// Its upstream requests, in order.
     pub(crate) upstream: Vec<Upstream>,
     /// What happened to the history's carriers, summed over its upstream requests.
-    pub(crate) carriers: Carriers,
+    #[serde(serialize_with = "by_outcome")]
+    pub(crate) carriers: CarrierCounts,
     /// The wires' notices (why a request's copy of the history changed).
     pub(crate) notices: Vec<String>,
     /// Refusals the upstream answered.
@@ -67,53 +68,13 @@ pub(crate) struct Entry {
     pub(crate) tokens: [u64; 3],
 }
 
-/// [`CarrierCounts`], serialisable, by outcome.
-#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
-pub(crate) struct Carriers {
-    pub(crate) reattached: u64,
-    pub(crate) passed_through: u64,
-    pub(crate) demoted: u64,
-    pub(crate) dropped_provenance: u64,
-    pub(crate) missing: u64,
-    pub(crate) dropped_prefix: u64,
-    pub(crate) dropped_upstream: u64,
-}
-
-impl Carriers {
-    /// Adds `counts`.
-    pub(crate) fn add(&mut self, counts: &CarrierCounts) {
-        self.reattached += counts.reattached;
-        self.passed_through += counts.passed_through;
-        self.demoted += counts.demoted;
-        self.dropped_provenance += counts.dropped_provenance;
-        self.missing += counts.missing;
-        self.dropped_prefix += counts.dropped_prefix;
-        self.dropped_upstream += counts.dropped_upstream;
-    }
-
-    /// Adds `other`.
-    pub(crate) fn merge(&mut self, other: &Carriers) {
-        self.reattached += other.reattached;
-        self.passed_through += other.passed_through;
-        self.demoted += other.demoted;
-        self.dropped_provenance += other.dropped_provenance;
-        self.missing += other.missing;
-        self.dropped_prefix += other.dropped_prefix;
-        self.dropped_upstream += other.dropped_upstream;
-    }
-
-    /// Every outcome with its count, by the metric's label, in `--explain`'s order.
-    pub(crate) fn outcomes(&self) -> [(&'static str, u64); 7] {
-        [
-            ("reattached", self.reattached),
-            ("passed_through", self.passed_through),
-            ("demoted", self.demoted),
-            ("dropped_provenance", self.dropped_provenance),
-            ("missing", self.missing),
-            ("dropped_prefix", self.dropped_prefix),
-            ("dropped_upstream", self.dropped_upstream),
-        ]
-    }
+/// [`CarrierCounts`] serialised as an object of its outcomes' counts, by the metric's label, in
+/// `--explain`'s order ([`CarrierCounts::outcomes`]).
+pub(crate) fn by_outcome<S: serde::Serializer>(
+    counts: &CarrierCounts,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(counts.outcomes())
 }
 
 /// The latest requests of this replica.

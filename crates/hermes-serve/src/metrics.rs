@@ -410,7 +410,7 @@ impl Turn {
                     entry.tokens[2] += usage.reasoning;
                 }
             }
-            DriverEvent::Carriers { counts, .. } => entry.carriers.add(counts),
+            DriverEvent::Carriers { counts, .. } => entry.carriers += counts,
             DriverEvent::Sent { body, .. } => entry.sent.push(body.clone()),
             DriverEvent::Notice { text } if entry.notices.len() < MAX_NOTICES => {
                 entry.notices.push(text.clone());

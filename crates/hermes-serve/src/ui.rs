@@ -877,50 +877,16 @@ fn chart(title: &str, unit: &str, minutes: &[Minute], series: &[Series<'_>]) -> 
 
 async fn overview_page(State(inner): State<Arc<Inner>>) -> Response {
     let minutes = admin::overview(&inner, 60);
-    let values = |f: &dyn Fn(&Minute) -> u64| minutes.iter().map(f).collect::<Vec<u64>>();
+    // One series of the chart: `name` drawn in `class`, each minute's `f`.
+    let series = |name: &'static str, class: &'static str, f: &dyn Fn(&Minute) -> u64| Series {
+        name,
+        class,
+        values: minutes.iter().map(f).collect(),
+    };
     let mut body = String::from(
         "<p>The last hour on this replica, per minute, from the gateway's journal of requests \
          (the same counts as <code>/metrics</code>' <code>hermes_carriers_total</code>).</p>",
     );
-    body.push_str(&chart(
-        "Requests",
-        "requests",
-        &minutes,
-        &[
-            Series {
-                name: "requests",
-                class: "s1",
-                values: values(&|m| m.requests),
-            },
-            Series {
-                name: "failed",
-                class: "s4",
-                values: values(&|m| m.failed),
-            },
-        ],
-    ));
-    body.push_str(&chart(
-        "Latency",
-        "ms",
-        &minutes,
-        &[
-            Series {
-                name: "p50",
-                class: "s1",
-                values: values(&|m| m.p50_ms),
-            },
-            Series {
-                name: "p95",
-                class: "s2",
-                values: values(&|m| m.p95_ms),
-            },
-            Series {
-                name: "p99",
-                class: "s4",
-                values: values(&|m| m.p99_ms),
-            },
-        ],
-    ));
     let outcome_names = [
         ("re-attached", "s1"),
         ("client's own", "s2"),
@@ -930,16 +896,35 @@ async fn overview_page(State(inner): State<Arc<Inner>>) -> Response {
         ("dropped: changed prefix", "s6"),
         ("dropped by the upstream", "s7"),
     ];
-    let series: Vec<Series<'_>> = outcome_names
+    let carriers: Vec<Series<'_>> = outcome_names
         .iter()
         .enumerate()
-        .map(|(i, (name, class))| Series {
-            name,
-            class,
-            values: minutes.iter().map(|m| m.carriers.outcomes()[i].1).collect(),
-        })
+        .map(|(i, &(name, class))| series(name, class, &|m| m.carriers.outcomes()[i].1))
         .collect();
-    body.push_str(&chart("Carriers by outcome", "carriers", &minutes, &series));
+    // The three charts, in order: title, unit, series.
+    let charts = [
+        (
+            "Requests",
+            "requests",
+            vec![
+                series("requests", "s1", &|m| m.requests),
+                series("failed", "s4", &|m| m.failed),
+            ],
+        ),
+        (
+            "Latency",
+            "ms",
+            vec![
+                series("p50", "s1", &|m| m.p50_ms),
+                series("p95", "s2", &|m| m.p95_ms),
+                series("p99", "s4", &|m| m.p99_ms),
+            ],
+        ),
+        ("Carriers by outcome", "carriers", carriers),
+    ];
+    for (title, unit, series) in &charts {
+        body.push_str(&chart(title, unit, &minutes, series));
+    }
     layout("Overview", Nav::Overview, &body)
 }
 

@@ -191,6 +191,14 @@ fn parse_key(key: &str) -> Option<(&str, &str)> {
     (is_hex(id, ID_BYTES) && is_hex(secret, SECRET_BYTES)).then_some((id, secret))
 }
 
+/// The tenant of an admitted key ([`Store::admitted`]); `None` for an admin key, which
+/// authenticates no tenant.
+fn tenant_of(admitted: Option<(&str, StoredKey)>) -> Option<String> {
+    admitted
+        .filter(|(_, stored)| !stored.admin)
+        .map(|(_, stored)| stored.tenant)
+}
+
 /// Checks a tenant name: not blank, at most [`MAX_TENANT_LEN`] bytes, no control characters.
 fn check_tenant(tenant: &str) -> Result<(), StoreError> {
     let why = if tenant.trim().is_empty() {
@@ -276,13 +284,7 @@ impl Store {
     /// (revoked included) or its secret is wrong. The secret's digest is compared with the
     /// stored one in constant time.
     pub async fn tenant_for_key(&self, key: &str) -> Result<Option<String>, StoreError> {
-        let Some((id, secret)) = parse_key(key) else {
-            return Ok(None);
-        };
-        let Some(stored) = self.stored_key(id).await? else {
-            return Ok(None);
-        };
-        Ok((stored.admits(secret) && !stored.admin).then_some(stored.tenant))
+        Ok(tenant_of(self.admitted(key, None).await?))
     }
 
     /// Makes a new admin key and returns it whole, as [`Store::add_gateway_key`] makes a
@@ -310,13 +312,30 @@ impl Store {
         key: &str,
         cache: &KeyCache,
     ) -> Result<Option<String>, StoreError> {
+        let admitted = self.admitted(key, Some(cache)).await?;
+        Ok(admitted
+            .filter(|(_, stored)| stored.admin)
+            .map(|(id, _)| id.to_owned()))
+    }
+
+    /// Key `key`'s id and row when the key is well formed, known and its secret matches the
+    /// stored digest (compared in constant time); the row read through `cache` when given. The
+    /// one check behind every key lookup, tenant's or admin's.
+    async fn admitted<'k>(
+        &self,
+        key: &'k str,
+        cache: Option<&KeyCache>,
+    ) -> Result<Option<(&'k str, StoredKey)>, StoreError> {
         let Some((id, secret)) = parse_key(key) else {
             return Ok(None);
         };
-        let Some(stored) = self.cached_key(id, cache).await? else {
-            return Ok(None);
+        let stored = match cache {
+            Some(cache) => self.cached_key(id, cache).await?,
+            None => self.stored_key(id).await?,
         };
-        Ok((stored.admin && stored.admits(secret)).then(|| id.to_owned()))
+        Ok(stored
+            .filter(|stored| stored.admits(secret))
+            .map(|stored| (id, stored)))
     }
 
     /// Key `id`'s row, read at most once per `cache`'s lifetime (an unknown id every time).
@@ -344,13 +363,7 @@ impl Store {
         key: &str,
         cache: &KeyCache,
     ) -> Result<Option<String>, StoreError> {
-        let Some((id, secret)) = parse_key(key) else {
-            return Ok(None);
-        };
-        let Some(stored) = self.cached_key(id, cache).await? else {
-            return Ok(None);
-        };
-        Ok((stored.admits(secret) && !stored.admin).then_some(stored.tenant))
+        Ok(tenant_of(self.admitted(key, Some(cache)).await?))
     }
 
     /// Key `id`'s tenant and digest.

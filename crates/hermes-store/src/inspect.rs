@@ -80,6 +80,14 @@ pub struct Counts {
     pub turns: HashMap<String, i64>,
 }
 
+/// `$1, $2, …, $n`: the placeholders of `n` values in an `IN (…)` list.
+fn placeholders(n: usize) -> String {
+    (1..=n)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 impl Store {
     /// The gateway's conversations that `filter` lets through, most recently updated first (then
     /// the greater id), `limit` of them (at most [`MAX_PAGE`], and one more: a caller asks for
@@ -138,10 +146,7 @@ impl Store {
         if ids.is_empty() {
             return Ok(counts);
         }
-        let list = (1..=ids.len())
-            .map(|i| format!("${i}"))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let list = placeholders(ids.len());
         for (sql, into) in [
             (
                 format!(
@@ -158,13 +163,7 @@ impl Store {
                 &mut counts.turns,
             ),
         ] {
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for id in ids {
-                query = query.bind(id.as_str());
-            }
-            for row in query.fetch_all(&self.pool).await.db()? {
-                into.insert(row.try_get("id").db()?, row.try_get("n").db()?);
-            }
+            self.read_into(sql, ids, ("id", "n"), into).await?;
         }
         Ok(counts)
     }
@@ -191,22 +190,33 @@ impl Store {
     ) -> Result<HashMap<String, i64>, StoreError> {
         let mut found = HashMap::new();
         for chunk in carriers.chunks(256) {
-            let list = (1..=chunk.len())
-                .map(|i| format!("${i}"))
-                .collect::<Vec<_>>()
-                .join(", ");
             let sql = format!(
-                "SELECT carrier, marked_at FROM left_out_carriers WHERE carrier IN ({list})"
+                "SELECT carrier, marked_at FROM left_out_carriers WHERE carrier IN ({})",
+                placeholders(chunk.len())
             );
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for carrier in chunk {
-                query = query.bind(carrier.as_str());
-            }
-            for row in query.fetch_all(&self.pool).await.db()? {
-                found.insert(row.try_get("carrier").db()?, row.try_get("marked_at").db()?);
-            }
+            self.read_into(sql, chunk, ("carrier", "marked_at"), &mut found)
+                .await?;
         }
         Ok(found)
+    }
+
+    /// Runs `sql` with `binds` bound in order (`$1`, `$2`, …), each row's `(key, value)`
+    /// columns into `into`.
+    async fn read_into(
+        &self,
+        sql: String,
+        binds: &[String],
+        (key, value): (&str, &str),
+        into: &mut HashMap<String, i64>,
+    ) -> Result<(), StoreError> {
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for bind in binds {
+            query = query.bind(bind.as_str());
+        }
+        for row in query.fetch_all(&self.pool).await.db()? {
+            into.insert(row.try_get(key).db()?, row.try_get(value).db()?);
+        }
+        Ok(())
     }
 
     /// Every tenant that holds a gateway key or a conversation, by name.

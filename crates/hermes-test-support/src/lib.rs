@@ -3,7 +3,8 @@
 //! skipped so `cargo xtask ci` counts it ([`skip`]), finding the Python with the official SDKs
 //! and comparing a body with the SDK's ([`sdk`]) and reading its validator's verdicts
 //! ([`validator`]), finding the real agent programs `cargo xtask clients` installed and
-//! recording the table of their runs ([`clients`]), a tool set never called ([`memory`];
+//! recording the table of their runs ([`clients`]), a Messages client's step of a tool loop
+//! ([`messages`]), a tool set never called ([`memory`];
 //! the session log in memory is `hermes_core::driver::MemoryLog`), a PostgreSQL cluster of one's own
 //! ([`pg_cluster`]: a test that restarts its server, the benchmark's durable one), and a count
 //! of the SQL statements an operation runs ([`statements`]).
@@ -16,6 +17,7 @@ pub mod browser;
 pub mod clients;
 pub mod home;
 pub mod memory;
+pub mod messages;
 pub mod pg_cluster;
 pub mod sdk;
 pub mod skip;

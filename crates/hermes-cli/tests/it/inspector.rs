@@ -17,7 +17,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use crate::serve::{http_with, serving_with};
-use crate::support::{bare_command, own_home};
+use crate::support::own_home;
 
 /// `POST path` with `body` as `key`'s tenant: the status and the parsed body.
 fn post(addr: &str, path: &str, key: &str, body: &Value, extra: &str) -> Value {
@@ -77,43 +77,16 @@ fn claude_loop(addr: &str, key: &str) -> String {
             &body,
             "anthropic-version: 2023-06-01\r\n",
         );
-        let content: Vec<Value> = reply["content"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|b| b["type"] != "thinking" && b["type"] != "redacted_thinking")
-            .cloned()
-            .collect();
-        let uses: Vec<Value> = content
-            .iter()
-            .filter(|b| b["type"] == "tool_use")
-            .map(|b| json!({"type": "tool_result", "tool_use_id": b["id"], "content": "ok"}))
-            .collect();
-        messages.push(json!({"role": "assistant", "content": content}));
-        if uses.is_empty() {
+        if !hermes_test_support::messages::forgetful_step(&reply, &mut messages, "ok") {
             return reply["hermes_session"].as_str().unwrap().to_owned();
         }
-        messages.push(json!({"role": "user", "content": uses}));
     }
     panic!("the Claude tool loop did not end");
 }
 
 /// `hermes serve keys create ARGS`' key.
 fn key(home: &std::path::Path, args: &[&str]) -> String {
-    let mut all = vec!["serve", "keys", "create"];
-    all.extend(args);
-    let out = bare_command(home, &all, &[]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .last()
-        .unwrap()
-        .to_owned()
+    crate::serve::created_key(home, args, &[])
 }
 
 /// Where the screenshots go: `target/inspector/`.

@@ -467,8 +467,15 @@ pub(crate) fn new_key(home: &std::path::Path, tenant: &str) -> String {
 
 /// [`new_key`] with `env` set (e.g. `HERMES_DATABASE_URL`, for a store elsewhere).
 pub(crate) fn new_key_with(home: &std::path::Path, tenant: &str, env: &[(&str, &str)]) -> String {
-    let args = ["serve", "keys", "create", "--tenant", tenant];
-    let out = bare_command(home, &args, env).output().unwrap();
+    created_key(home, &["--tenant", tenant], env)
+}
+
+/// The key `hermes serve keys create ARGS` (run with `env` set) prints on its last line, after
+/// checking it succeeded.
+pub(crate) fn created_key(home: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> String {
+    let mut all = vec!["serve", "keys", "create"];
+    all.extend(args);
+    let out = bare_command(home, &all, env).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     String::from_utf8(out.stdout)

@@ -156,76 +156,52 @@ pub(crate) const BUILTIN_TOOLS: [&str; 2] = [
     r#"{"type":"file_search","vector_store_ids":["vs_1"],"max_num_results":4}"#,
 ];
 
+/// The tool loop on GPT-5 with its own reasoning, whole: what each case of [`CASES`] changes.
+const TOOL_LOOP: Case = Case {
+    label: "tool loop, own reasoning replayed",
+    minted_by: GPT5,
+    model: GPT5,
+    thinking: ThinkingRequest::NoPreference,
+    tools: true,
+    stream: false,
+    imported: false,
+    builtin: false,
+};
+
 pub(crate) const CASES: &[Case] = &[
-    Case {
-        label: "tool loop, own reasoning replayed",
-        minted_by: GPT5,
-        model: GPT5,
-        thinking: ThinkingRequest::NoPreference,
-        tools: true,
-        stream: false,
-        imported: false,
-        builtin: false,
-    },
+    TOOL_LOOP,
     Case {
         label: "tool loop, streamed, effort high",
-        minted_by: GPT5,
-        model: GPT5,
         thinking: ThinkingRequest::Effort(Effort::High),
-        tools: true,
         stream: true,
-        imported: false,
-        builtin: false,
+        ..TOOL_LOOP
     },
     Case {
         label: "--no-thinking",
-        minted_by: GPT5,
-        model: GPT5,
         thinking: ThinkingRequest::Off,
-        tools: true,
-        stream: false,
-        imported: false,
-        builtin: false,
+        ..TOOL_LOOP
     },
     Case {
         label: "another model's turns: reasoning left out, pairs id-less",
-        minted_by: GPT5,
         model: "gpt-5-mini",
-        thinking: ThinkingRequest::NoPreference,
-        tools: true,
-        stream: false,
-        imported: false,
-        builtin: false,
+        ..TOOL_LOOP
     },
     Case {
         label: "a non-reasoning model",
-        minted_by: GPT5,
         model: "gpt-4.1",
-        thinking: ThinkingRequest::NoPreference,
         tools: false,
         stream: true,
-        imported: false,
-        builtin: false,
+        ..TOOL_LOOP
     },
     Case {
         label: "imported from the Python original: stamped items, a summary not kept",
-        minted_by: GPT5,
-        model: GPT5,
-        thinking: ThinkingRequest::NoPreference,
-        tools: true,
-        stream: false,
         imported: true,
-        builtin: false,
+        ..TOOL_LOOP
     },
     Case {
         label: "a gateway client's built-in tools after the function tools",
-        minted_by: GPT5,
-        model: GPT5,
-        thinking: ThinkingRequest::NoPreference,
-        tools: true,
-        stream: false,
-        imported: false,
         builtin: true,
+        ..TOOL_LOOP
     },
 ];
 

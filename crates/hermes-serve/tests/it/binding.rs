@@ -78,7 +78,8 @@ async fn conversation(model: &str, change: Change) -> Sim {
 
 /// Posts `body` to the Messages door of `gateway` as `key`, which must answer 200 (`context`
 /// opens the failure's message), and takes the forgetful client's step on the reply
-/// ([`forgetful_step`]): whether the model called a tool (the loop goes on).
+/// (`hermes_test_support::messages::forgetful_step`, a `12:00` result for each call): whether
+/// the model called a tool (the loop goes on).
 pub(crate) async fn forgetful_exchange(
     gateway: &Running,
     key: &str,
@@ -87,7 +88,7 @@ pub(crate) async fn forgetful_exchange(
     context: &str,
 ) -> bool {
     let reply = crate::ok_json(messages_as(gateway, key, &[], body).await, context).await;
-    forgetful_step(&reply, messages)
+    hermes_test_support::messages::forgetful_step(&reply, messages, "12:00")
 }
 
 /// The content blocks of the reply the simulator recorded for `r` (none when it was not a
@@ -95,30 +96,6 @@ pub(crate) async fn forgetful_exchange(
 pub(crate) fn reply_blocks(r: &RecordedRequest) -> Vec<Value> {
     let reply: Value = serde_json::from_str(&r.response).unwrap_or(Value::Null);
     reply["content"].as_array().cloned().unwrap_or_default()
-}
-
-/// What a Messages client that drops every thinking block keeps of `reply`: its other blocks
-/// as the assistant turn and, when it called tools, a `12:00` result for each. Returns whether
-/// it called any (the loop goes on).
-pub(crate) fn forgetful_step(reply: &Value, messages: &mut Vec<Value>) -> bool {
-    let kept: Vec<Value> = reply["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|b| b["type"] != "thinking" && b["type"] != "redacted_thinking")
-        .cloned()
-        .collect();
-    let results: Vec<Value> = kept
-        .iter()
-        .filter(|b| b["type"] == "tool_use")
-        .map(|c| json!({"type": "tool_result", "tool_use_id": c["id"], "content": "12:00"}))
-        .collect();
-    messages.push(json!({"role": "assistant", "content": kept}));
-    if results.is_empty() {
-        return false;
-    }
-    messages.push(json!({"role": "user", "content": results}));
-    true
 }
 
 /// The thinking signatures each upstream request carried, and every signature an earlier
