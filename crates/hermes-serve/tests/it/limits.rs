@@ -275,7 +275,11 @@ async fn sixty_four_clients_on_two_replicas_get_the_configured_rate_within_five_
     // ran 7.7 s from its waking.
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
     let into = Duration::from_millis(u64::try_from(now.as_millis() % window.as_millis()).unwrap());
-    let stop = now - into + window + window * WINDOWS - Duration::from_millis(1500);
+    // A 200 counts only when it arrived before the last window ended: one admitted in a fourth
+    // window (sent before `stop`, handled late on a loaded machine: 130 of 120 once on CI,
+    // PostgreSQL) cannot count, since its answer comes after that window began.
+    let end = now - into + window + window * WINDOWS;
+    let stop = end - Duration::from_millis(1500);
     tokio::time::sleep(window - into + Duration::from_millis(50)).await;
     let started = Instant::now();
     let (admitted, refused) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
@@ -298,7 +302,9 @@ async fn sixty_four_clients_on_two_replicas_get_the_configured_rate_within_five_
                     .unwrap()
                     .status()
                     .as_u16();
+                let arrived = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
                 match status {
+                    200 if arrived >= end => continue,
                     200 => admitted.fetch_add(1, Ordering::Relaxed),
                     429 => {
                         // A client backs off a little, as the SDKs do.
