@@ -179,10 +179,7 @@ async fn every_route_is_described_and_every_described_operation_is_served() {
         c
     })
     .await;
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
+    let client = no_redirects();
     for path in &described {
         assert!(
             routed.iter().any(|r| r == path),
@@ -440,10 +437,7 @@ async fn admin_and_inspector_answers_match_the_described_responses() {
         c
     })
     .await;
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
+    let client = no_redirects();
     let turn = client
         .post(gateway.url("/v1/chat/completions"))
         .bearer_auth(&tenant)
@@ -770,4 +764,12 @@ async fn recording(provider: &str, base_url: &str) -> (std::net::SocketAddr, See
         axum::serve(listener, router).await
     });
     (addr, seen)
+}
+
+/// A client that answers a redirect as it came (the inspector's pages redirect to its login).
+fn no_redirects() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
 }
