@@ -444,14 +444,16 @@ impl Engine {
     ) -> Result<Completion, EngineError> {
         let idempotency = request.idempotency.take();
         let claimed = match (&request.history, &idempotency) {
+            // Boxed: the claim's future (2 KiB) would otherwise size the task every stream
+            // keeps for its whole life (issue 50's memory per stream).
             (Some(history), Some(idempotency)) => {
-                crate::receipt::claim(
+                Box::pin(crate::receipt::claim(
                     &runtime.store,
                     &history.tenant,
                     idempotency,
                     runtime.settings.retry_window,
                     runtime.settings.limits.turn,
-                )
+                ))
                 .await?
             }
             _ => None,
