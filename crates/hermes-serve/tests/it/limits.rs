@@ -275,19 +275,39 @@ async fn sixty_four_clients_on_two_replicas_get_the_configured_rate_within_five_
     // ran 7.7 s from its waking.
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
     let into = Duration::from_millis(u64::try_from(now.as_millis() % window.as_millis()).unwrap());
-    // A 200 counts only when it arrived before the last window ended: one admitted in a fourth
-    // window (sent before `stop`, handled late on a loaded machine: 130 of 120 once on CI,
-    // PostgreSQL) cannot count, since its answer comes after that window began.
-    let end = now - into + window + window * WINDOWS;
+    // The rate is judged on the store's count of each window, which the 200s must all be in:
+    // the clients' own count of 200s that arrived before the last window ended read 130 and 131
+    // of 120 in two CI runs (PostgreSQL), a count no window's rows can hold (the statement
+    // admits only under each shard's share), so it is printed, not judged.
+    let first = now - into + window;
+    let end = first + window * WINDOWS;
     let stop = end - Duration::from_millis(1500);
+    // The store's own count of each window (the one before the first, then the three), read a
+    // second after the window ended (its last admissions written) and before a request of the
+    // window after next could sweep its rows.
+    let store = replicas[0].store.clone();
+    let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap();
+    let counted = tokio::spawn(async move {
+        let mut counts = Vec::new();
+        for k in 0..=WINDOWS {
+            let start = first - window + window * k;
+            let read_at = start + window + Duration::from_secs(1);
+            let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+            tokio::time::sleep(read_at.saturating_sub(now)).await;
+            counts.push(store.admitted_requests("acme", ms(start)).await.unwrap());
+        }
+        counts
+    });
     tokio::time::sleep(window - into + Duration::from_millis(50)).await;
     let started = Instant::now();
     let (admitted, refused) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
+    let answered = Arc::new(AtomicU32::new(0));
     let client = reqwest::Client::new();
     let mut clients = Vec::new();
     for c in 0..64usize {
         let (replicas, key, client) = (replicas.clone(), key.clone(), client.clone());
         let (admitted, refused) = (admitted.clone(), refused.clone());
+        let answered = answered.clone();
         clients.push(tokio::spawn(async move {
             let gateway = &replicas[c % 2];
             let mut i = 0;
@@ -303,6 +323,9 @@ async fn sixty_four_clients_on_two_replicas_get_the_configured_rate_within_five_
                     .status()
                     .as_u16();
                 let arrived = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+                if status == 200 {
+                    answered.fetch_add(1, Ordering::Relaxed);
+                }
                 match status {
                     200 if arrived >= end => continue,
                     200 => admitted.fetch_add(1, Ordering::Relaxed),
@@ -320,21 +343,46 @@ async fn sixty_four_clients_on_two_replicas_get_the_configured_rate_within_five_
         client.await.unwrap();
     }
     let elapsed = started.elapsed();
+    let mut counts = counted.await.unwrap();
+    // Every request has been answered: the window after the last holds all its admissions.
+    counts.push(
+        replicas[0]
+            .store
+            .admitted_requests("acme", ms(end))
+            .await
+            .unwrap(),
+    );
     let admitted = admitted.load(Ordering::Relaxed);
+    let answered = answered.load(Ordering::Relaxed);
     let expected = LIMIT * WINDOWS;
     eprintln!(
-        "limits: {admitted} admitted of {expected} configured over {WINDOWS} windows of {window:?} \
-         ({:+.1}%), {} refused, 64 clients on 2 replicas, {elapsed:?}",
+        "limits: {admitted} answered 200 within the {WINDOWS} windows of {window:?} and \
+         {answered} in all, {expected} configured ({:+.1}%), {} refused, 64 clients on 2 \
+         replicas, {elapsed:?}; the store counted {counts:?} (the window before, the three, \
+         the one after)",
         (f64::from(admitted) - f64::from(expected)) * 100.0 / f64::from(expected),
         refused.load(Ordering::Relaxed),
     );
-    assert!(
-        admitted.abs_diff(expected) * 20 <= expected,
-        "{admitted} admitted, {expected} configured: more than 5% off"
+    // The rate: each window's count, as the store keeps it (the one count every replica
+    // admits by), within 5% of the limit and never over it.
+    assert_eq!(counts[0], 0, "nothing was sent before the first window");
+    for (k, &count) in counts[1..=WINDOWS as usize].iter().enumerate() {
+        assert!(
+            count <= u64::from(LIMIT) && (u64::from(LIMIT) - count) * 20 <= u64::from(LIMIT),
+            "window {k}: {count} admitted, {LIMIT} configured: over, or more than 5% under"
+        );
+    }
+    // Every 200 was a counted admission, in some window (one sent before the stop may be
+    // admitted in the window after the last on a loaded machine, and counted there), and only
+    // admitted turns reached the upstream.
+    assert_eq!(
+        counts.iter().sum::<u64>(),
+        u64::from(answered),
+        "a 200 the store did not count"
     );
     assert_eq!(
         sim.requests().len(),
-        admitted as usize,
+        answered as usize,
         "only admitted turns reached the upstream"
     );
 }
