@@ -6,7 +6,7 @@ use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
 use hermes_config::Setup;
-use hermes_core::driver::{DriverEvent, TurnOutcome};
+use hermes_core::driver::DriverEvent;
 use hermes_core::{Carrier, DetailItem, Message, Role};
 use hermes_engine::{ChatSession, Engine, OpenOptions, Toolset, reply_text};
 use serde_json::{Value, json};
@@ -91,7 +91,7 @@ pub(crate) async fn open(
     let toolbox = toolbox(args.workspace.clone(), &setup)?;
     let tools = Toolset {
         definitions: toolbox.definitions(),
-        tools: Box::new(toolbox),
+        tools: std::sync::Arc::new(toolbox),
     };
     let choice = args
         .target
@@ -146,18 +146,15 @@ fn print_outcome(
     args: &ChatArgs,
     chat: &ChatSession,
     before: usize,
-    outcome: &TurnOutcome,
+    outcome: &hermes_engine::Completion,
 ) -> anyhow::Result<()> {
     let session = chat.id().unwrap_or_default().to_owned();
     let reply = reply_text(outcome);
     let mut out = crate::out::stdout();
     if args.json {
-        let usage = outcome
-            .usage
-            .iter()
-            .fold(hermes_core::Usage::default(), |acc, u| acc.plus(*u));
+        let usage = outcome.usage;
         let messages: Vec<Value> = outcome
-            .new_messages
+            .messages
             .iter()
             .enumerate()
             .filter(|(_, m)| m.role == Role::Assistant)

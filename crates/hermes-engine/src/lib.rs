@@ -27,6 +27,7 @@ mod home;
 mod lease;
 mod live;
 mod log;
+mod open;
 mod preview;
 mod queue;
 mod receipt;
@@ -46,10 +47,11 @@ use hermes_core::{ReasoningRoute, ResolveOptions, RouteDecision, RouteTable, Rou
 pub use error::{EngineError, ErrorKind, KeyRefusal, Setting};
 pub use fleet::DEFAULT_REPROBE_AFTER;
 pub use home::{STATE_DB, open_store, open_store_with, store_path};
+pub use open::Toolset;
 pub use preview::{Preview, PreviewOptions, write_pretty};
 pub use receipt::{DEFAULT_RETRY_WINDOW, Idempotency, MAX_KEY_LEN};
 pub use request::{Completion, Event, Events, History, Request, Settings, ToolMode};
-pub use session::{ChatSession, OpenOptions, Toolset, reply_text};
+pub use session::{ChatSession, OpenOptions, reply_text};
 pub use settle::{
     ApiKey, Choice, Defaults, ProviderDefaults, Purpose, Settled, Stored, VERTEX_VARIABLES,
     VertexDefaults, VertexLocation, settle_thinking, sim_url,

@@ -178,7 +178,7 @@ impl Preview {
                 verdicts,
                 wire_verdicts,
             },
-            config: crate::session::driver_config(thinking, options.stream, options.tools),
+            config: crate::open::driver_config(thinking, options.stream, options.tools),
             wire,
         })
     }

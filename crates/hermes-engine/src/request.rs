@@ -16,9 +16,9 @@ use hermes_store::Store;
 
 use crate::Engine;
 use crate::error::EngineError;
+use crate::open::{NoTools, Opened, Toolset, driver_config, new_session, open_snapshot, view_of};
 use crate::receipt::{Claimed, Idempotency};
-use crate::session::{NoTools, Opened, Toolset, driver_config, new_session, open_snapshot};
-use crate::settle::{Choice, Defaults};
+use crate::settle::{Choice, Defaults, Settled};
 use crate::target::{AwsLookup, KeyLookup, Limits, Target};
 use crate::turn::{Destination, TurnParts, Work, drive};
 use hermes_core::reattach::{align, input_start, unverified_carriers};
@@ -148,6 +148,20 @@ pub struct Request {
     /// Set when the caller is gone ([`Events`] dropped): the step in flight is still stored,
     /// no further one starts.
     stop: Option<Arc<AtomicBool>>,
+    /// The chat session's policy ([`Exclusive`]); none: compare-and-append.
+    exclusive: Option<Exclusive>,
+}
+
+/// How a chat session's turn runs on the one request path ([`crate::ChatSession`]): on the
+/// target the session started once (its simulator and connections live across turns), and
+/// stored under the session's lease — appended plainly, never compared with a tip or branched,
+/// since no other writer can move the session on while the lease is held.
+pub(crate) struct Exclusive {
+    /// The session's started target.
+    pub(crate) target: Arc<Target>,
+    /// Where a new session's id is written with its first step, so the session learns it even
+    /// when the turn is cancelled after that step.
+    pub(crate) created: Arc<Mutex<Option<String>>>,
 }
 
 impl Request {
@@ -166,7 +180,14 @@ impl Request {
             idempotency: None,
             compact: false,
             stop: None,
+            exclusive: None,
         }
+    }
+
+    /// Under a chat session's [`Exclusive`] policy.
+    pub(crate) fn exclusive(mut self, exclusive: Exclusive) -> Self {
+        self.exclusive = Some(exclusive);
+        self
     }
 
     /// Continuing stored session `id`.
@@ -281,6 +302,9 @@ pub struct Completion {
     pub finish: Option<FinishReason>,
     /// HTTP requests sent upstream.
     pub requests: usize,
+    /// The conversation as the turn left it (the history sent, then what the turn added), for
+    /// a chat session's memory; none when the request was answered from the store.
+    pub(crate) conversation: Option<Box<hermes_core::driver::Conversation>>,
 }
 
 /// Something a streamed request reports.
@@ -469,6 +493,7 @@ impl Engine {
                     finish: answer.finish,
                     // Answered from the store: nothing went upstream.
                     requests: 0,
+                    conversation: None,
                 });
             }
             Some(Claimed::Run(pending)) => Some(pending),
@@ -511,10 +536,16 @@ impl Engine {
             idempotency: _,
             compact,
             stop,
+            exclusive,
         } = request;
         if compact && history.is_none() {
             return Err(EngineError::Usage(
                 "a compaction request needs a client's history".into(),
+            ));
+        }
+        if exclusive.is_some() && history.is_some() {
+            return Err(EngineError::Usage(
+                "a client's history is lined up by compare-and-append, never under a lease".into(),
             ));
         }
         // A client's history names its conversation by what it holds at its place (docs/spec.md
@@ -539,22 +570,49 @@ impl Engine {
         let owner = history
             .as_ref()
             .map(|h| (h.tenant.clone(), h.partition.clone()));
-        let Opened {
-            settled,
-            thinking,
-            mut conversation,
-            tip,
-            left_out,
-        } = open_snapshot(
-            self,
-            &choice,
-            snapshot,
-            &settings.defaults,
-            &settings.key,
-            thinking,
-        )?;
-        span.record("provider", settled.provider.as_str());
-        span.record("model", settled.model.as_str());
+        // A chat session's turn runs on the target it started; any other request settles its
+        // own (flags > the stored session > config > registry).
+        let (settled, thinking, mut conversation, tip, left_out) = match &exclusive {
+            Some(exclusive) => {
+                let (conversation, tip, left_out) = view_of(snapshot);
+                (
+                    Live::Started(exclusive.target.clone()),
+                    thinking,
+                    conversation,
+                    tip,
+                    left_out,
+                )
+            }
+            None => {
+                let Opened {
+                    settled,
+                    thinking,
+                    conversation,
+                    tip,
+                    left_out,
+                } = open_snapshot(
+                    self,
+                    &choice,
+                    snapshot,
+                    &settings.defaults,
+                    &settings.key,
+                    thinking,
+                )?;
+                (
+                    Live::Settled(Box::new(settled)),
+                    thinking,
+                    conversation,
+                    tip,
+                    left_out,
+                )
+            }
+        };
+        let named = match &settled {
+            Live::Settled(settled) => settled,
+            Live::Started(target) => &target.settled,
+        };
+        span.record("provider", named.provider.as_str());
+        span.record("model", named.model.as_str());
         let landed = Mutex::new(None);
         let mut read = tip.as_ref().map(|t| t.session().to_owned());
         let (input, preamble, place, carriers) = match history {
@@ -578,13 +636,18 @@ impl Engine {
                 )
             }
         };
-        let target = Box::pin(Target::start(
-            self,
-            settled,
-            &settings.limits,
-            settings.aws.as_ref(),
-        ))
-        .await?;
+        let target = match settled {
+            Live::Started(target) => target,
+            Live::Settled(settled) => Arc::new(
+                Box::pin(Target::start(
+                    self,
+                    *settled,
+                    &settings.limits,
+                    settings.aws.as_ref(),
+                ))
+                .await?,
+            ),
+        };
         let unverified = if carriers.is_some() {
             // Where a client's own thinking blocks may go is decided once, now that the wire
             // and host are settled: only to Claude on the Messages wire (docs/spec.md §10). What is
@@ -639,16 +702,21 @@ impl Engine {
             .and_then(|m| m.content.as_ref())
             .and_then(|c| c.as_str().map(|s| s.into_owned()))
             .unwrap_or_default();
-        let destination = match place {
-            Place::Tip(tip) => Destination::AtTip {
+        let destination = match (place, &exclusive) {
+            // Under the lease nothing else writes the session: appended plainly.
+            (Place::Tip(tip), Some(_)) => Destination::Stored(tip.session().to_owned()),
+            (Place::Tip(tip), None) => Destination::AtTip {
                 tip,
                 landed: &landed,
             },
-            Place::Branch {
-                parent,
-                fork,
-                chain,
-            } => {
+            (
+                Place::Branch {
+                    parent,
+                    fork,
+                    chain,
+                },
+                _,
+            ) => {
                 let mut new = owned(new_session(&target.settled, thinking, &title), &owner);
                 new.title = parent.title;
                 new.parent_id = Some(parent.id);
@@ -661,13 +729,15 @@ impl Engine {
                     compare: true,
                 }
             }
-            Place::New => Destination::New {
+            (Place::New, exclusive) => Destination::New {
                 new: Box::new(owned(
                     new_session(&target.settled, thinking, &title),
                     &owner,
                 )),
-                created: &landed,
-                compare: true,
+                // A chat session learns its new session's id even from a cancelled turn, and
+                // appends its later steps under the lease it then takes.
+                created: exclusive.as_ref().map_or(&landed, |e| &*e.created),
+                compare: exclusive.is_none(),
             },
         };
         let parts = TurnParts {
@@ -690,7 +760,10 @@ impl Engine {
             notify,
         )
         .await?;
-        let landed = landed.lock().ok().and_then(|mut l| l.take());
+        let landed = landed.lock().ok().and_then(|mut l| l.take()).or_else(|| {
+            let created = exclusive.as_ref()?.created.lock().ok()?;
+            created.clone()
+        });
         let (session, branched_from) = match (read, landed) {
             (Some(read), Some(branch)) => (branch, Some(read)),
             (Some(read), None) => (read, None),
@@ -709,6 +782,7 @@ impl Engine {
             messages: outcome.new_messages,
             finish: outcome.finish,
             requests: outcome.requests,
+            conversation: Some(Box::new(conversation)),
         })
     }
 
@@ -807,6 +881,13 @@ impl Engine {
             placed,
         })
     }
+}
+
+/// The target a request runs on: settled by the request, to be started, or the one a chat
+/// session started ([`Exclusive`]).
+enum Live {
+    Settled(Box<Settled>),
+    Started(Arc<Target>),
 }
 
 /// A client's history lined up: the turn's input, what is stored before it, and where.

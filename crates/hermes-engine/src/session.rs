@@ -5,20 +5,21 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hermes_core::driver::{Conversation, DriverConfig, DriverEvent, Tools, TurnOutcome};
+use hermes_core::driver::{Conversation, DriverConfig, DriverEvent};
 use hermes_core::{
-    Message, RawJson, ResolveOptions, Role, RouteDecision, RouteTarget, ThinkingRequest, Verdicts,
+    Message, RawJson, ResolveOptions, Role, RouteDecision, RouteTarget, ThinkingRequest,
 };
-use hermes_store::{NewSession, Store, StoredThinking};
+use hermes_store::{Store, StoredThinking};
 
 use crate::Engine;
 use crate::error::EngineError;
 use crate::lease::Held;
 use crate::log::StoreLog;
-use crate::settle::{Choice, Defaults, Purpose, Settled, Stored, settle_thinking};
+use crate::open::{NoTools, Opened, Toolset, driver_config, open_snapshot};
+use crate::request::{Completion, Exclusive, Request, Runtime, Settings, ToolMode};
+use crate::settle::{Choice, Defaults, Purpose, Settled};
 use crate::summarize::TransportSummarizer;
 use crate::target::{AwsLookup, KeyLookup, Limits, Target};
-use crate::turn::{Destination, TurnParts};
 
 /// What an on-demand compaction ends with: its status line, or `None` when there was nothing to
 /// summarise.
@@ -36,34 +37,6 @@ struct NativeSpan<'a> {
     end: usize,
 }
 
-/// The tools a front end offers the model, with their definitions.
-pub struct Toolset {
-    /// Runs the calls.
-    pub tools: Box<dyn Tools>,
-    /// The `tools` array sent with every request (none when empty).
-    pub definitions: Option<RawJson>,
-}
-
-impl Toolset {
-    /// No tools.
-    pub fn none() -> Self {
-        Toolset {
-            tools: Box::new(NoTools),
-            definitions: None,
-        }
-    }
-}
-
-/// Tools that answer every call with an error (no tools offered).
-pub(crate) struct NoTools;
-
-#[async_trait::async_trait]
-impl Tools for NoTools {
-    async fn call(&self, name: &str, _: &str) -> String {
-        format!("error: no tool named `{name}`")
-    }
-}
-
 /// How to open a chat session.
 #[non_exhaustive]
 pub struct OpenOptions {
@@ -75,7 +48,7 @@ pub struct OpenOptions {
     pub resume: Option<String>,
     /// The command line's thinking request (`--effort E` / `--no-thinking`;
     /// [`ThinkingRequest::NoPreference`] when it gave neither). The session's request settles
-    /// as [`settle_thinking`] says: this, else the resumed session's stored request, else
+    /// as [`settle_thinking`](crate::settle_thinking) says: this, else the resumed session's stored request, else
     /// `defaults.effort` (config.toml).
     pub thinking: ThinkingRequest,
     /// Stream replies.
@@ -145,28 +118,16 @@ impl OpenOptions {
     }
 }
 
-/// How a session's driver sends: its thinking request, streamed or not, its tool definitions
-/// (a preview of the next request builds it here too).
-pub(crate) fn driver_config(
-    thinking: ThinkingRequest,
-    stream: bool,
-    tools: Option<RawJson>,
-) -> DriverConfig {
-    let mut config = DriverConfig::default();
-    config.thinking = thinking;
-    config.stream = stream;
-    config.tools = tools;
-    config
-}
-
-/// A chat in progress.
+/// A chat in progress: a front end's conversation with one stored session, each turn a
+/// [`Request`] on the engine's one request path ([`Engine::complete`]) under the
+/// exclusive policy — the session's lease instead of compare-and-append, its target started
+/// once.
 pub struct ChatSession {
+    /// The engine, serving from the session's store with its settings.
     engine: Engine,
-    store: Store,
-    target: Target,
-    defaults: Defaults,
-    key: KeyLookup,
-    aws: Option<AwsLookup>,
+    /// That store and those settings.
+    runtime: Arc<Runtime>,
+    target: Arc<Target>,
     tools: Toolset,
     driver_config: DriverConfig,
     compaction_overrides: hermes_compaction::CompactionOverrides,
@@ -174,21 +135,18 @@ pub struct ChatSession {
     /// History length when automatic compaction last could not get under the trigger.
     unfit_at: Option<usize>,
     id: Option<String>,
-    /// Written by the store adapter when a turn creates the session.
-    created: std::sync::Mutex<Option<String>>,
-    /// Bounded waits.
-    limits: Limits,
+    /// Written by the turn that creates the session, with its first step.
+    created: Arc<std::sync::Mutex<Option<String>>>,
     /// This process's lease on the stored session.
     lease: Option<Held>,
-    /// How old a fleet verdict may grow before it is re-probed.
-    reprobe_after: Duration,
-    /// The conversation: the stored active view and the verdicts.
+    /// The conversation as the last turn (or the open) left it: the stored active view and
+    /// the verdicts.
     pub conversation: Conversation,
 }
 
 impl ChatSession {
     /// Settles the target (flags > resumed session > config > registry) and the thinking request
-    /// ([`settle_thinking`]: flags > resumed session > config's `effort`), resumes when asked,
+    /// ([`settle_thinking`](crate::settle_thinking): flags > resumed session > config's `effort`), resumes when asked,
     /// and starts the simulator for `--provider sim`. A resumed session given a thinking flag
     /// stores it, so its next resume keeps it; a new session stores its request with its first
     /// step.
@@ -217,8 +175,7 @@ impl ChatSession {
             thinking,
             conversation,
             tip,
-            // A session lives over many turns, marks made between them: each turn looks its
-            // carriers up.
+            // Each turn reads its view, and what it says of left-out carriers, afresh.
             left_out: _,
         } = open_snapshot(
             engine,
@@ -242,22 +199,24 @@ impl ChatSession {
         }
         let mut driver_config = driver_config(thinking, options.stream, tools.definitions.clone());
         driver_config.passthrough = crate::compaction::threshold(&target, &options.compaction);
+        let mut settings = Settings::new(options.defaults, options.key);
+        settings.aws = options.aws;
+        settings.limits = options.limits;
+        settings.reprobe_after = options.reprobe_after;
+        let runtime = Arc::new(Runtime { store, settings });
+        let mut engine = engine.clone();
+        engine.runtime = Some(runtime.clone());
         Ok(ChatSession {
-            engine: engine.clone(),
-            store,
-            target,
-            defaults: options.defaults,
-            key: options.key,
-            aws: options.aws,
+            engine,
+            runtime,
+            target: Arc::new(target),
             tools,
             driver_config,
             compaction_overrides: options.compaction,
             compaction,
             unfit_at: None,
             id,
-            created: std::sync::Mutex::new(None),
-            limits: options.limits,
-            reprobe_after: options.reprobe_after,
+            created: Arc::default(),
             lease,
             conversation,
         })
@@ -287,7 +246,7 @@ impl ChatSession {
 
     /// The store.
     pub fn store(&self) -> &Store {
-        &self.store
+        &self.runtime.store
     }
 
     /// True when replies stream.
@@ -301,86 +260,50 @@ impl ChatSession {
         self.driver_config.thinking
     }
 
-    /// Runs one user turn with its tool loop. Each step is stored whole; a new session is
-    /// created with its first step, so a first turn that fails stores nothing.
+    /// Runs one user turn with its tool loop, as a [`Request`] through [`Engine::complete`]
+    /// with the session's tools run by the engine: the stored view read once, each step stored
+    /// whole; a new session is created with its first step, so a first turn that fails stores
+    /// nothing. Afterwards [`ChatSession::conversation`] is what the turn left (after a failed
+    /// turn, what is stored).
     ///
-    /// Runs in a `session_turn` span carrying the session id (recorded once a new session has
-    /// one), a fresh `request_id`, the provider and the model; each upstream request is an
-    /// `upstream_request` span inside it.
+    /// Runs in the request's `session_turn` span (the session id, a fresh `request_id`, the
+    /// provider and the model); each upstream request is an `upstream_request` span inside it.
     pub async fn turn(
         &mut self,
         text: &str,
         notify: &(dyn Fn(&DriverEvent) + Send + Sync),
-    ) -> Result<TurnOutcome, EngineError> {
-        let span = tracing::info_span!(
-            "session_turn",
-            session = tracing::field::Empty,
-            request_id = %uuid::Uuid::now_v7().simple(),
-            provider = %self.target.decision.target.provider,
-            model = %self.target.decision.target.model,
-        );
-        if let Some(id) = &self.id {
-            span.record("session", id.as_str());
-        }
-        let result =
-            tracing::Instrument::instrument(self.turn_in_span(text, notify), span.clone()).await;
-        if let Some(id) = &self.id {
-            span.record("session", id.as_str());
-        }
-        result
-    }
-
-    /// [`ChatSession::turn`] inside its span.
-    async fn turn_in_span(
-        &mut self,
-        text: &str,
-        notify: &(dyn Fn(&DriverEvent) + Send + Sync),
-    ) -> Result<TurnOutcome, EngineError> {
+    ) -> Result<Completion, EngineError> {
         self.hold_lease().await?;
-        let new = new_session(&self.target.settled, self.driver_config.thinking, text);
-        let destination = match &self.id {
-            Some(id) => Destination::Stored(id),
-            None => Destination::New {
-                new: Box::new(new),
-                created: &self.created,
-                compare: false,
-            },
-        };
-        let parts = TurnParts {
-            store: &self.store,
-            target: &self.target,
-            tools: self.tools.tools.as_ref(),
-            config: &self.driver_config,
-            limits: &self.limits,
-            reprobe_after: self.reprobe_after,
-            unverified: hermes_core::CarrierSet::NONE,
-            receipt: None,
-            left_out: &crate::turn::LeftOutKnown::default(),
-        };
-        let result = crate::turn::drive(
-            &parts,
-            destination,
-            Vec::new(),
-            &mut self.conversation,
-            crate::turn::Work::Turn(vec![Message::text(Role::User, text)]),
-            notify,
-        )
-        .await;
+        let mut request = Request::user(text)
+            .tools(ToolMode::Server(self.tools.clone()))
+            .thinking(self.driver_config.thinking)
+            .stream(self.driver_config.stream)
+            .passthrough(self.driver_config.passthrough.clone())
+            .exclusive(Exclusive {
+                target: self.target.clone(),
+                created: self.created.clone(),
+            });
+        request.session = self.id.clone();
+        let result = self.engine.complete(request, notify).await;
         self.adopt_created();
         match result {
-            Ok(outcome) => {
-                // A turn that created the session takes its lease now; memory is what it stored.
+            Ok(mut completion) => {
+                if let Some(conversation) = completion.conversation.take() {
+                    self.conversation = *conversation;
+                }
+                // A turn that created the session takes its lease now.
                 if self.lease.is_none() {
                     self.hold_lease().await?;
                 }
-                Ok(outcome)
+                Ok(completion)
             }
-            Err(e @ EngineError::Timeout { .. }) => {
+            Err(e) => {
                 // Every finished step is stored whole; memory goes back to what is stored.
-                self.reload().await?;
+                if let Err(reload) = self.reload().await {
+                    tracing::warn!(error = %reload, "cannot read the session back after a failed turn");
+                }
                 Err(e)
             }
-            Err(e) => Err(e),
         }
     }
 
@@ -393,26 +316,31 @@ impl ChatSession {
         model: &str,
     ) -> Result<&Settled, EngineError> {
         let choice = Choice::new(Some(provider), Some(model), None);
-        let key = Arc::clone(&self.key);
-        self.engine.check_provider(&choice, None, &self.defaults)?;
-        let settled = self.engine.settle(
-            Purpose::Send,
-            &choice,
-            None,
-            &self.defaults,
-            &|var: &str| key(var),
-        )?;
+        let Settings {
+            defaults,
+            key,
+            aws,
+            limits,
+            ..
+        } = &self.runtime.settings;
+        self.engine.check_provider(&choice, None, defaults)?;
+        let settled =
+            self.engine
+                .settle(Purpose::Send, &choice, None, defaults, &|var: &str| {
+                    key(var)
+                })?;
         self.compaction = hermes_compaction::CompactionConfig::for_model(
             &settled.model,
             &self.compaction_overrides,
         );
-        self.target = Target::start(&self.engine, settled, &self.limits, self.aws.as_ref()).await?;
+        self.target = Arc::new(Target::start(&self.engine, settled, limits, aws.as_ref()).await?);
         self.driver_config.passthrough =
             crate::compaction::threshold(&self.target, &self.compaction_overrides);
         self.unfit_at = None;
         if let Some(id) = &self.id {
             let settled = &self.target.settled;
-            self.store
+            self.runtime
+                .store
                 .set_target(
                     id,
                     &settled.provider,
@@ -433,7 +361,7 @@ impl ChatSession {
         let Some(id) = self.id.clone() else {
             return Ok(None);
         };
-        let rows = self.store.active(&id).await?;
+        let rows = self.runtime.store.active(&id).await?;
         let history: Vec<Message> = rows.iter().map(|r| r.message.clone()).collect();
         let mut native_failed = None;
         if let Some(native) = self.target.transport.wire().native_compaction() {
@@ -468,7 +396,7 @@ impl ChatSession {
         if manual {
             config.target_percent = 0;
         }
-        let log = StoreLog::stored(&self.store, &id);
+        let log = StoreLog::stored(&self.runtime.store, &id);
         let summarizer = self.summarizer(&log);
         let decision = &self.target.decision;
         let mut summary_failed = None;
@@ -492,8 +420,8 @@ impl ChatSession {
             };
         };
         let plan = crate::compaction::plan(&id, &rows, &result)?;
-        self.store.apply_compaction(&id, &plan).await?;
-        self.conversation.messages = self.store.messages(&id).await?;
+        self.runtime.store.apply_compaction(&id, &plan).await?;
+        self.conversation.messages = self.runtime.store.messages(&id).await?;
         self.unfit_at = (!result.fits).then_some(self.conversation.messages.len());
         Ok(Some(match native_failed {
             Some(e) => format!(
@@ -518,7 +446,7 @@ impl ChatSession {
         span: NativeSpan<'_>,
     ) -> Compacted {
         use hermes_compaction::Summarizer as _;
-        let log = StoreLog::stored(&self.store, span.id);
+        let log = StoreLog::stored(&self.runtime.store, span.id);
         let summary = if native.with_summary {
             let summary = self
                 .summarizer(&log)
@@ -577,8 +505,8 @@ impl ChatSession {
         checkpoint: Message,
     ) -> Result<(usize, usize), EngineError> {
         let plan = crate::compaction::native_plan(span.rows, span.start, span.end, checkpoint);
-        self.store.apply_compaction(span.id, &plan).await?;
-        self.conversation.messages = self.store.messages(span.id).await?;
+        self.runtime.store.apply_compaction(span.id, &plan).await?;
+        self.conversation.messages = self.runtime.store.messages(span.id).await?;
         let decision = &self.target.decision;
         let before = hermes_core::estimate_history(span.history, decision);
         let after = hermes_core::estimate_history(&self.conversation.messages, decision);
@@ -649,12 +577,9 @@ impl ChatSession {
         Ok(reply.message)
     }
 
-    /// Holds the lease on the stored session (taking it when this session was just created or
-    /// branched, or when it was lost) and brings memory up to what is stored, with as few reads
-    /// as that needs: after taking the lease, the active view and the verdicts (another process
-    /// may have stored anything meanwhile); while holding it, only the session row, for the
-    /// verdicts (`hermes verdicts clear` may run beside a chat) — the history cannot change
-    /// under a lease held throughout, so it is not read again.
+    /// Holds the lease on the stored session: taken when this session was just created or
+    /// branched, or when it was lost. Each turn reads the stored view itself, so nothing else
+    /// is read here.
     async fn hold_lease(&mut self) -> Result<(), EngineError> {
         self.adopt_created();
         let Some(id) = self.id.clone() else {
@@ -668,13 +593,10 @@ impl ChatSession {
             if let Some(old) = self.lease.take() {
                 old.release().await?;
             }
-            self.lease = Some(
-                Held::acquire(&self.engine.local, &self.store, &id, self.limits.lease_wait).await?,
-            );
-            self.conversation.messages = self.store.messages(&id).await?;
+            let wait = self.runtime.settings.limits.lease_wait;
+            self.lease =
+                Some(Held::acquire(&self.engine.local, &self.runtime.store, &id, wait).await?);
         }
-        let meta = self.store.session(&id).await?;
-        (self.conversation.verdicts, self.conversation.wire_verdicts) = verdicts_of(&meta)?;
         Ok(())
     }
 
@@ -701,7 +623,7 @@ impl ChatSession {
     pub async fn reload(&mut self) -> Result<(), EngineError> {
         self.adopt_created();
         match &self.id {
-            Some(id) => self.conversation.messages = self.store.messages(id).await?,
+            Some(id) => self.conversation.messages = self.runtime.store.messages(id).await?,
             None => self.conversation.messages.clear(),
         }
         Ok(())
@@ -713,7 +635,7 @@ impl ChatSession {
         let id = self.id.clone().ok_or_else(|| {
             EngineError::Usage("nothing to branch yet: send a message first".into())
         })?;
-        let branch = self.store.branch(&id, None).await?;
+        let branch = self.runtime.store.branch(&id, None).await?;
         self.id = Some(branch.clone());
         Ok((id, branch))
     }
@@ -731,107 +653,10 @@ impl ChatSession {
     }
 }
 
-/// What a new session (titled after `title`) is created with, with its first step: the settled
-/// target, and the thinking request it starts with (flags, else config's effort), so a resume
-/// keeps it.
-pub(crate) fn new_session(settled: &Settled, thinking: ThinkingRequest, title: &str) -> NewSession {
-    NewSession {
-        title: Some(title.chars().take(60).collect()),
-        provider: Some(settled.provider.clone()),
-        model: Some(settled.model.clone()),
-        base_url: settled.base_url.clone(),
-        // Every way a new session gets its URL is the user's word: the command line,
-        // config.toml or the registry.
-        base_url_confirmed: true,
-        ..NewSession::default()
-    }
-    .with_thinking(StoredThinking::from_request(thinking))
-}
-
-/// What a chat session or a request starts from, settled.
-pub(crate) struct Opened {
-    /// The target (flags > the stored session > config > registry).
-    pub(crate) settled: Settled,
-    /// The thinking request (flags > the stored session's > config's effort).
-    pub(crate) thinking: ThinkingRequest,
-    /// The conversation it continues (empty for a new session).
-    pub(crate) conversation: Conversation,
-    /// Where the stored session ended when it was read (none for a new session).
-    pub(crate) tip: Option<hermes_store::Tip>,
-    /// What the read of its view said of its turns' carriers being left out.
-    pub(crate) left_out: crate::turn::LeftOutKnown,
-}
-
-/// Settles a chat session or a request on a stored session's `snapshot` (or none, for a new
-/// one): the provider name is checked, the target settled, the thinking request settled, the
-/// conversation taken from the snapshot — the one settlement both entry points share.
-pub(crate) fn open_snapshot(
-    engine: &Engine,
-    choice: &Choice,
-    snapshot: Option<hermes_store::Snapshot>,
-    defaults: &Defaults,
-    key: &KeyLookup,
-    thinking: ThinkingRequest,
-) -> Result<Opened, EngineError> {
-    let stored = snapshot.as_ref().map(|s| Stored {
-        provider: s.meta.provider.as_deref(),
-        model: s.meta.model.as_deref(),
-        base_url: s.meta.base_url.as_deref(),
-        base_url_confirmed: s.meta.base_url_confirmed,
-    });
-    engine.check_provider(choice, stored.and_then(|s| s.provider), defaults)?;
-    let settled = engine.settle(Purpose::Send, choice, stored, defaults, &|var: &str| {
-        key(var)
-    })?;
-    let thinking = settle_thinking(
-        thinking,
-        snapshot.as_ref().and_then(|s| s.thinking),
-        defaults.effort,
-    );
-    let left_out = snapshot
-        .as_ref()
-        .map(|s| crate::turn::LeftOutKnown::of(&s.active))
-        .unwrap_or_default();
-    let (tip, conversation) = match snapshot {
-        Some(snapshot) => (
-            Some(snapshot.tip.clone()),
-            Conversation {
-                messages: snapshot.messages(),
-                verdicts: snapshot.verdicts,
-                wire_verdicts: snapshot.wire_verdicts,
-            },
-        ),
-        None => (None, Conversation::default()),
-    };
-    Ok(Opened {
-        settled,
-        thinking,
-        conversation,
-        tip,
-        left_out,
-    })
-}
-
-/// The verdicts a stored session's row holds: its chat-completions verdicts and its verdicts on
-/// other wires.
-pub(crate) fn verdicts_of(
-    meta: &hermes_store::SessionMeta,
-) -> Result<(Verdicts, hermes_core::WireVerdicts), EngineError> {
-    let corrupt = |what: &str, e: &dyn std::fmt::Display| EngineError::Corrupt {
-        session: meta.id.clone(),
-        message: format!("unreadable {what}: {e}"),
-    };
-    let verdicts =
-        Verdicts::from_model_config(&meta.model_config).map_err(|e| corrupt("verdicts", &e))?;
-    let wire_verdicts = hermes_core::WireVerdicts::from_model_config(&meta.model_config)
-        .map_err(|e| corrupt("wire verdicts", &e))?;
-    Ok((verdicts, wire_verdicts))
-}
-
 /// The text of a turn's final answer.
-pub fn reply_text(outcome: &TurnOutcome) -> String {
-    outcome
-        .new_messages
+pub fn reply_text(completion: &Completion) -> String {
+    completion
+        .messages
         .iter()
         .rev()
         .find(|m| m.role == Role::Assistant)

@@ -20,7 +20,7 @@ use crate::target::{Limits, Target};
 /// Where a turn's steps are stored.
 pub(crate) enum Destination<'a> {
     /// Appended to this stored session (its holder holds the lease).
-    Stored(&'a str),
+    Stored(String),
     /// Appended to the session `tip` names only while it still ends there (compare-and-append,
     /// no lease); otherwise on a branch of it, whose id is written to `landed`.
     AtTip {
@@ -108,7 +108,7 @@ pub(crate) async fn drive(
     // §5a 3): marked on the history every request of this turn encodes from.
     mark_left_out(store, &mut conversation.messages, left_out).await?;
     let log = match destination {
-        Destination::Stored(id) => StoreLog::stored(store, id),
+        Destination::Stored(id) => StoreLog::stored(store, &id),
         Destination::AtTip { tip, landed } => StoreLog::at_tip(store, tip, landed),
         Destination::New {
             new,

@@ -27,7 +27,7 @@ fn definitions() -> RawJson {
 
 fn toolset() -> Toolset {
     Toolset {
-        tools: Box::new(Clock),
+        tools: std::sync::Arc::new(Clock),
         definitions: Some(definitions()),
     }
 }

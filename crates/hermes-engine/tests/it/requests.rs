@@ -572,3 +572,78 @@ async fn a_turns_future_stays_small() {
         "a turn's future takes {size} bytes (at most {TURN_FUTURE_MAX})"
     );
 }
+
+/// One way in: a chat session's turns are requests on the same path. Two turns with a server
+/// tool through `ChatSession::turn`, and the same two through `Engine::complete` (the second
+/// continuing the first's session), against one strict DeepSeek V4 simulator: the bodies it
+/// received are the same bytes, pair by pair, and the two stored sessions hold the same
+/// messages, reasoning carriers included.
+#[tokio::test]
+async fn a_chat_sessions_turns_are_the_same_requests_as_the_engines() {
+    struct Clock;
+    #[async_trait::async_trait]
+    impl hermes_core::driver::Tools for Clock {
+        async fn call(&self, _: &str, _: &str) -> String {
+            "12:00".to_owned()
+        }
+    }
+    let tools = || hermes_engine::Toolset {
+        tools: std::sync::Arc::new(Clock),
+        definitions: Some(tool_definitions()),
+    };
+    let (sim, _dir, store, engine) = served().await;
+    let turns = ["[tools=1] what time is it?", "and in an hour?"];
+
+    let mut chat = hermes_engine::ChatSession::open(
+        &engine,
+        store.clone(),
+        crate::deepseek_options(&sim.base_url()),
+        tools(),
+    )
+    .await
+    .unwrap();
+    for text in turns {
+        chat.turn(text, &|_| {}).await.unwrap();
+    }
+    let by_chat = sim.requests();
+    let chat_session = chat.id().unwrap().to_owned();
+    chat.close().await.unwrap();
+    sim.clear_requests();
+
+    let mut session: Option<String> = None;
+    for text in turns {
+        let mut request = Request::user(text)
+            .choice(deepseek())
+            .tools(ToolMode::Server(tools()));
+        if let Some(id) = &session {
+            request = request.session(id.clone());
+        }
+        session = Some(complete(&engine, request).await.session);
+    }
+    let by_request = sim.requests();
+
+    assert_eq!(by_chat.len(), 3, "a call and an answer, then one reply");
+    assert_eq!(by_chat.len(), by_request.len());
+    for (i, (a, b)) in by_chat.iter().zip(&by_request).enumerate() {
+        assert_eq!(
+            String::from_utf8_lossy(&a.raw),
+            String::from_utf8_lossy(&b.raw),
+            "upstream request {i}"
+        );
+    }
+    let stored = |id: String| {
+        let store = store.clone();
+        async move { store.messages(&id).await.unwrap() }
+    };
+    let chat_rows = stored(chat_session).await;
+    assert_eq!(
+        chat_rows.len(),
+        6,
+        "two user turns, a call, its result, an answer and a reply"
+    );
+    assert!(
+        chat_rows.iter().any(|m| m.reasoning_content.is_some()),
+        "the carriers are stored"
+    );
+    assert_eq!(chat_rows, stored(session.unwrap()).await);
+}

@@ -57,7 +57,7 @@ async fn a_clear_during_a_running_chat_survives_its_next_save() {
         Some(&sim.base_url()),
     );
     let toolset = Toolset {
-        tools: Box::new(Shared(Arc::clone(&tools))),
+        tools: Arc::new(Shared(Arc::clone(&tools))),
         definitions: None,
     };
     let mut chat = ChatSession::open(
