@@ -492,7 +492,7 @@ pub fn shaped_messages(
         hermes_core::ResolveOptions::default(),
     );
     let wire = hermes_providers::chat::shape(
-        &hermes_core::ShapeContext::new(&decision, &hermes_core::Verdicts::default()),
+        &hermes_providers::chat::ShapeContext::new(&decision, &hermes_core::Verdicts::default()),
         history,
     );
     serde_json::to_vec(&wire)

@@ -744,8 +744,9 @@ fn requests(turns: usize) -> Result<(), BenchError> {
 /// CLI runs it before every request), and `compress()` of a 5,000-turn history with an instant
 /// summarizer.
 fn compaction(table: &RouteTable) -> Result<(), Box<dyn std::error::Error>> {
+    use chat::ShapeContext;
     use hermes_compaction::{CompactionConfig, CompactionOverrides, FixedSummarizer, compress};
-    use hermes_core::{ShapeContext, estimate_history};
+    use hermes_core::estimate_history;
 
     println!();
     println!(

@@ -3,7 +3,7 @@
 use hermes_core::message::same_minter;
 use hermes_core::{
     Carrier, CarrierSet, DetailItem, Message, PadRule, ResolveOptions, Role, RouteDecision,
-    RouteTable, RouteTarget, ShapeContext, Verdicts,
+    RouteTable, RouteTarget, Verdicts,
 };
 use hermes_providers::chat;
 use serde_json::Value;
@@ -133,7 +133,7 @@ fn shape(
     decision: &RouteDecision,
     verdicts: &Verdicts,
 ) -> Result<Vec<Value>, String> {
-    let wire = chat::shape(&ShapeContext::new(decision, verdicts), history);
+    let wire = chat::shape(&chat::ShapeContext::new(decision, verdicts), history);
     let value = serde_json::to_value(&wire).map_err(|e| e.to_string())?;
     Ok(value.as_array().cloned().unwrap_or_default())
 }
@@ -326,7 +326,10 @@ fn byte_for_byte(
         return Ok(());
     }
     // Compare against the exact bytes the wire copy serialises to.
-    let wire = chat::shape(&ShapeContext::new(decision, &Verdicts::default()), history);
+    let wire = chat::shape(
+        &chat::ShapeContext::new(decision, &Verdicts::default()),
+        history,
+    );
     let text = serde_json::to_string(&wire).map_err(|e| e.to_string())?;
     for msg in history.iter().filter(|m| own(m)) {
         for item in msg.reasoning_details.iter().flatten() {

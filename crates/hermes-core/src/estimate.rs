@@ -9,7 +9,7 @@
 //! - assistant tool calls: `id`, `type`, the function `name` and `arguments` (plus unknown keys on
 //!   a non-strict route); tool-call signatures are opaque, priced at zero;
 //! - reasoning, decided exactly as shaping decides it: `reasoning_content` only where the route
-//!   reads RC and `thinking_reaches_wire` holds (the stored RC, else the stored R replayed as RC —
+//!   reads RC and `RouteDecision::thinking_reaches_wire` holds (the stored RC, else the stored R replayed as RC —
 //!   counted once —, else the one-space pad of a must-echo route); `reasoning` likewise where the
 //!   route reads R; readable `reasoning_details` items (no signature, data or encrypted content)
 //!   by all their string values where the route reads RD;
@@ -22,7 +22,6 @@
 use crate::message::{DetailItem, Message, Role};
 use crate::raw::{RawJson, TextCarrier};
 use crate::route::{Carrier, PadRule, RouteDecision};
-use crate::shape::{newest_assistant, thinking_reaches_wire};
 
 /// Bytes of non-wide text per token.
 pub(crate) const BYTES_PER_TOKEN: usize = 4;
@@ -48,6 +47,12 @@ pub fn estimate_messages<'a>(
         .iter()
         .enumerate()
         .map(move |(i, m)| estimate_message(m, decision, Some(i) == newest))
+}
+
+/// The index of the newest assistant message of `history` (found as the chat wire's shaping
+/// finds it).
+fn newest_assistant(history: &[Message]) -> Option<usize> {
+    history.iter().rposition(|m| m.role == Role::Assistant)
 }
 
 /// The estimated tokens of one message on `decision`'s route; `newest` is true for the newest
@@ -96,7 +101,7 @@ pub fn estimate_message(message: &Message, decision: &RouteDecision, newest: boo
 /// Readable reasoning of an assistant message that reaches the wire (opaque items are free).
 fn estimate_reasoning(message: &Message, decision: &RouteDecision, newest: bool) -> usize {
     let carriers = decision.carriers;
-    let reaches = thinking_reaches_wire(decision, newest);
+    let reaches = decision.thinking_reaches_wire(newest);
     let mut total = 0;
     if carriers.contains(Carrier::ReasoningContent) {
         match message.replayable_text().filter(|_| reaches) {
@@ -110,7 +115,7 @@ fn estimate_reasoning(message: &Message, decision: &RouteDecision, newest: bool)
                     }
                 });
                 if pads {
-                    total += estimate_text(crate::shape::PAD);
+                    total += estimate_text(crate::route::PAD);
                 }
             }
         }

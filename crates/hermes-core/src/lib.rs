@@ -51,7 +51,6 @@ pub mod refusal;
 pub mod route;
 pub mod sampling;
 mod session;
-pub mod shape;
 mod tally;
 mod target;
 mod telemetry;
@@ -66,12 +65,11 @@ pub use passthrough::{Dialect, Passthrough};
 pub use raw::{RawJson, TextCarrier};
 pub use route::{
     Carrier, CarrierSet, DataRoute, EchoRule, Effort, EffortVocabulary, MatchReason,
-    MustEchoFamily, NativeFields, PadRule, ReasoningRoute, ResolveOptions, RouteDecision,
+    MustEchoFamily, NativeFields, PAD, PadRule, ReasoningRoute, ResolveOptions, RouteDecision,
     RouteMatcher, RouteTable, ThinkingFields, ThinkingRequest,
 };
 pub use sampling::{ResponseFormat, Sampling, ToolChoice};
 pub use session::{HistoryError, SESSION_FORMAT, SessionFile, parse_history};
-pub use shape::ShapeContext;
 pub use tally::CarrierCounts;
 pub use target::{RouteTarget, TargetHost};
 pub use transport::{

@@ -490,7 +490,7 @@ pub enum Slot {
 /// the next unknown key), then any known key it did not list in canonical order, then any
 /// unknown key left. Every key appears exactly once; absent values are the caller's to skip.
 #[derive(Clone, Debug)]
-pub struct KeyWalk<'a> {
+struct KeyWalk<'a> {
     order: &'a [Key],
     at: usize,
     done: u16,
@@ -592,8 +592,11 @@ impl Message {
         }
     }
 
-    /// The message's keys in stored order (see [`KeyWalk`]).
-    pub fn key_walk(&self) -> KeyWalk<'_> {
+    /// The message's keys in stored order: the recorded order first (each [`Key::Extra`]
+    /// taking the next unknown key), then any known key it did not list in canonical order, then
+    /// any unknown key left. Every key appears exactly once; absent values are the caller's to
+    /// skip.
+    pub fn key_walk(&self) -> impl Iterator<Item = Slot> + '_ {
         KeyWalk {
             order: self.key_order.as_ref().map_or(&[], |o| o.keys()),
             at: 0,

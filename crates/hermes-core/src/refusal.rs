@@ -145,8 +145,9 @@ mod tests {
         );
         let unknown_rd =
             r#"{"error":{"message":"Unknown field `reasoning_details` in messages[3]"}}"#;
+        let rc_rd = CarrierSet::of([Carrier::ReasoningContent, Carrier::ReasoningDetails]);
         assert_eq!(
-            classify(Some(400), unknown_rd, CarrierSet::RC_RD, false),
+            classify(Some(400), unknown_rd, rc_rd, false),
             Some(CarrierSet::of([Carrier::ReasoningDetails]))
         );
     }

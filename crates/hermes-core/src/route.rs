@@ -40,7 +40,7 @@ impl Carrier {
         Carrier::ALL.into_iter().find(|c| c.field() == field)
     }
 
-    fn bit(self) -> u8 {
+    const fn bit(self) -> u8 {
         1 << (self as u8)
     }
 }
@@ -60,10 +60,6 @@ impl CarrierSet {
     pub const NONE: CarrierSet = CarrierSet(0);
     /// RC only.
     pub const RC: CarrierSet = CarrierSet(1);
-    /// RC and R.
-    pub const RC_R: CarrierSet = CarrierSet(1 | 2);
-    /// RC and RD.
-    pub const RC_RD: CarrierSet = CarrierSet(1 | 4);
     /// All three.
     pub const ALL: CarrierSet = CarrierSet(1 | 2 | 4);
 
@@ -80,18 +76,13 @@ impl CarrierSet {
     }
 
     /// The set with `carrier` added.
-    pub fn with(self, carrier: Carrier) -> Self {
+    pub const fn with(self, carrier: Carrier) -> Self {
         CarrierSet(self.0 | carrier.bit())
     }
 
     /// The set without `carrier`.
     pub(crate) fn without(self, carrier: Carrier) -> Self {
         CarrierSet(self.0 & !carrier.bit())
-    }
-
-    /// Carriers in `self` and not in `other`.
-    pub(crate) fn minus(self, other: CarrierSet) -> Self {
-        CarrierSet(self.0 & !other.0)
     }
 
     /// Carriers in both sets.
@@ -195,7 +186,10 @@ pub enum ThinkingRequest {
 /// Top-level body fields a route adds for the thinking request (docs/spec.md §3b, §3c), in order.
 pub type ThinkingFields = Vec<(&'static str, serde_json::Value)>;
 
-/// Where a must-echo route puts the pad.
+/// The pad a must-echo route gets where a turn has no replayable reasoning: one space, never "".
+pub const PAD: &str = " ";
+
+/// Where a must-echo route puts the pad ([`PAD`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PadRule {
@@ -439,10 +433,6 @@ impl EffortVocabulary {
     pub(crate) const OPENAI: EffortVocabulary = EffortVocabulary {
         map: ["minimal", "low", "medium", "high", "xhigh", "xhigh"],
     };
-    /// Three levels: low, medium, high.
-    pub const THREE: EffortVocabulary = EffortVocabulary {
-        map: ["low", "low", "medium", "high", "high", "high"],
-    };
 
     /// The word sent for `effort`.
     pub fn word(&self, effort: Effort) -> &'static str {
@@ -628,6 +618,17 @@ impl RouteDecision {
     pub fn id(&self) -> &str {
         self.route.id()
     }
+
+    /// True when the readable thinking (RC/R) of an assistant turn reaches the wire on this
+    /// route: on every turn when the route replays stale thinking, else only on the `newest`
+    /// one.
+    ///
+    /// The one predicate the chat wire's shaping and the token estimator ([`crate::estimate`])
+    /// share, so the pre-flight trigger and the compaction tail walk price exactly what shaping
+    /// sends.
+    pub fn thinking_reaches_wire(&self, newest: bool) -> bool {
+        newest || self.replays_stale_thinking
+    }
 }
 
 /// Routes in order, first match wins, then the local-endpoint rule and the default row, plus
@@ -735,9 +736,12 @@ mod tests {
 
     #[test]
     fn effort_vocabulary_maps_and_lists_words() {
-        assert_eq!(EffortVocabulary::THREE.word(Effort::Minimal), "low");
+        let three = EffortVocabulary {
+            map: ["low", "low", "medium", "high", "high", "high"],
+        };
+        assert_eq!(three.word(Effort::Minimal), "low");
         assert_eq!(EffortVocabulary::OPENAI.word(Effort::Max), "xhigh");
-        assert_eq!(EffortVocabulary::THREE.words(), ["low", "medium", "high"]);
+        assert_eq!(three.words(), ["low", "medium", "high"]);
     }
 
     #[test]

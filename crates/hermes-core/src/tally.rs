@@ -6,7 +6,7 @@
 /// where the decision is made: `reattached`, `passed_through` and `missing` when a gateway
 /// client's history is lined up with the store ([`crate::reattach::align`]); `demoted` and
 /// `dropped_provenance` when a wire encodes the body ([`crate::wire::Outgoing::carriers`], for
-/// the chat wire from the route plans, [`CarrierCounts::of_plans`]).
+/// the chat wire from its route plans).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CarrierCounts {
@@ -50,32 +50,6 @@ impl CarrierCounts {
             ("dropped_prefix", self.dropped_prefix),
             ("dropped_upstream", self.dropped_upstream),
         ]
-    }
-
-    /// What the chat wire's route plans decided: a message padded instead of its reasoning is
-    /// demoted; one whose opaque items or native signatures were left out because another
-    /// model or host minted them is dropped by provenance.
-    pub fn of_plans<'p>(plans: impl IntoIterator<Item = &'p crate::shape::AssistantPlan>) -> Self {
-        use crate::shape::{DetailsPlan, FieldPlan, RcPlan, Why};
-        let mut counts = CarrierCounts::default();
-        for plan in plans {
-            if matches!(plan.reasoning_content, RcPlan::Pad(_)) {
-                counts.demoted += 1;
-            }
-            let foreign = match &plan.reasoning_details {
-                DetailsPlan::Items { foreign, .. } => *foreign > 0,
-                DetailsPlan::Absent(why) => *why == Why::ForeignModel,
-            } || [
-                plan.extra_content,
-                plan.reasoning_opaque,
-                plan.reasoning_text,
-            ]
-            .contains(&FieldPlan::Absent(Why::ForeignModel));
-            if foreign {
-                counts.dropped_provenance += 1;
-            }
-        }
-        counts
     }
 }
 

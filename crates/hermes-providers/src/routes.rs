@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use hermes_core::{
-    CarrierSet, DataRoute, EchoRule, EffortVocabulary, MustEchoFamily, PadRule, ReasoningRoute,
-    RouteMatcher, RouteTable, RouteTarget, ThinkingFields, ThinkingRequest,
+    Carrier, CarrierSet, DataRoute, EchoRule, EffortVocabulary, MustEchoFamily, PadRule,
+    ReasoningRoute, RouteMatcher, RouteTable, RouteTarget, ThinkingFields, ThinkingRequest,
 };
 use serde_json::json;
 
@@ -34,6 +34,14 @@ struct BuiltinRoute {
     thinking: Thinking,
 }
 
+/// Reasoning content and reasoning.
+const RC_R: CarrierSet = CarrierSet::RC.with(Carrier::Reasoning);
+/// Reasoning content and reasoning details.
+const RC_RD: CarrierSet = CarrierSet::RC.with(Carrier::ReasoningDetails);
+/// Three levels: low, medium, high.
+const THREE_EFFORTS: EffortVocabulary = EffortVocabulary {
+    map: ["low", "low", "medium", "high", "high", "high"],
+};
 const DEEPSEEK_EFFORTS: EffortVocabulary = EffortVocabulary {
     map: ["low", "low", "high", "high", "high", "max"],
 };
@@ -276,7 +284,7 @@ fn spec_rows() -> [Arc<dyn ReasoningRoute>; 5] {
         route(
             DataRoute::new("strict", CarrierSet::NONE)
                 .strict_schema()
-                .with_efforts(EffortVocabulary::THREE)
+                .with_efforts(THREE_EFFORTS)
                 .matching(matcher(
                     &["mistral", "groq", "cerebras", "sambanova"],
                     &[
@@ -291,7 +299,7 @@ fn spec_rows() -> [Arc<dyn ReasoningRoute>; 5] {
         ),
         route(
             DataRoute::new("fireworks", CarrierSet::RC)
-                .with_efforts(EffortVocabulary::THREE)
+                .with_efforts(THREE_EFFORTS)
                 .matching(matcher(&["fireworks"], &["fireworks.ai"])),
             Thinking::Effort,
         ),
@@ -308,7 +316,7 @@ fn spec_rows() -> [Arc<dyn ReasoningRoute>; 5] {
             Thinking::ReasoningObject,
         ),
         route(
-            DataRoute::new("rc-rd", CarrierSet::RC_RD).matching(matcher(
+            DataRoute::new("rc-rd", RC_RD).matching(matcher(
                 &["novita", "tencent-tokenhub", "minimax", "minimax-cn"],
                 &[
                     "novita.ai",
@@ -321,8 +329,8 @@ fn spec_rows() -> [Arc<dyn ReasoningRoute>; 5] {
             Thinking::Effort,
         ),
         route(
-            DataRoute::new("local-style", CarrierSet::RC_R)
-                .with_efforts(EffortVocabulary::THREE)
+            DataRoute::new("local-style", RC_R)
+                .with_efforts(THREE_EFFORTS)
                 .matching(matcher(
                     &["ollama-cloud", "custom", "lmstudio", "upstage"],
                     &["ollama.com", "upstage.ai"],
@@ -404,8 +412,8 @@ fn vocabulary_rows() -> [Arc<dyn ReasoningRoute>; 7] {
 /// The local-endpoint rule, matched after every row and ahead of the table's default row.
 fn local_endpoint_route() -> Arc<dyn ReasoningRoute> {
     route(
-        DataRoute::new("local-endpoint", CarrierSet::RC_R)
-            .with_efforts(EffortVocabulary::THREE)
+        DataRoute::new("local-endpoint", RC_R)
+            .with_efforts(THREE_EFFORTS)
             .matching(RouteMatcher::new().local_endpoint()),
         Thinking::Effort,
     )

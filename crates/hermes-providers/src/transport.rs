@@ -620,7 +620,7 @@ pub(crate) fn encode(request: &ChatRequest<'_>) -> Result<Outgoing, TransportErr
     let refusable = request.sent_carriers().fields();
     Ok(
         Outgoing::new(body, request.stream, refusable, request.messages.len()).carriers(
-            hermes_core::CarrierCounts::of_plans(request.messages.iter().filter_map(|m| m.plan())),
+            crate::chat::carrier_counts(request.messages.iter().filter_map(|m| m.plan())),
         ),
     )
 }

@@ -357,7 +357,7 @@ impl Serialize for CachedBlock<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         if let Block::Stored(raw) = self.block {
             // As stored, less any private key (`_…`, docs/spec.md §2): the rest byte for byte.
-            return hermes_core::raw::without_private(raw.as_raw()).serialize(s);
+            return hermes_providers::native::members::without_private(raw.as_raw()).serialize(s);
         }
         if let Block::Client(raw) = self.block {
             return match self.cache {
@@ -1697,7 +1697,7 @@ fn carrier_outcome(
     target: &hermes_core::RouteTarget,
 ) -> Option<Outcome> {
     match thinking {
-        Thinking::Unsigned(text) if signed_blocks || text == hermes_core::shape::PAD => {
+        Thinking::Unsigned(text) if signed_blocks || text == hermes_core::PAD => {
             Some(Outcome::Demoted)
         }
         Thinking::None if signed_blocks && msg.origin.is_some() && !stored::own(msg, target) => {
@@ -1777,7 +1777,7 @@ fn assistant_thinking<'h>(
                 "readable thinking sent unsigned".into(),
             ),
             None => (
-                Thinking::Unsigned(hermes_core::shape::PAD.to_owned()),
+                Thinking::Unsigned(hermes_core::PAD.to_owned()),
                 "no stored thinking: must-echo pad \" \" sent as an unsigned block".into(),
             ),
         },

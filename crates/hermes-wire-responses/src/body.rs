@@ -19,9 +19,9 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use hermes_core::message::BLOCK_ORDER_KEY;
-use hermes_core::raw::{is_private_key, without_members};
 use hermes_core::sampling::Sampling;
 use hermes_core::{Message, RawJson, RequestParts, Role, ToolCall};
+use hermes_providers::native::members::{is_private_key, without_members};
 use serde::de::{self as de, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -535,8 +535,8 @@ fn output_texts(raw: &RawValue) -> Vec<&RawValue> {
 /// A stored item as it goes out: without its private members (`_issuer_kind`, … — docs/spec.md §2;
 /// OpenAI answers an unknown item key with 400 `Unknown parameter: 'input[N]._issuer_kind'.`)
 /// and, unless `keep_id`, without its `id`; every other member byte for byte, in order
-/// (`hermes_core::raw::without_members`). A reasoning item stored without a `summary` (or with
-/// `null`) gets `"summary": []`: the SDK's reasoning input item requires one
+/// (`hermes_providers::native::members::without_members`). A reasoning item stored without a
+/// `summary` (or with `null`) gets `"summary": []`: the SDK's reasoning input item requires one
 /// (`ResponseReasoningItemParam.summary: Required[Iterable[Summary]]`, openai-python 3.57.0
 /// `types/responses/response_reasoning_item_param.py`), and the API refuses the item without it
 /// (`Missing required parameter: 'input[N].summary'.`).

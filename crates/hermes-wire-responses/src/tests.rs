@@ -637,7 +637,7 @@ fn encrypted_content_counts_when_it_decodes_to_a_non_empty_string() {
 /// A stored item as it went out before the one-parse probe: a derived struct read its
 /// members, then `without_members` always walked it; with what the probe read.
 fn outgoing_by_derive(raw: &str, keep_id: bool) -> Option<(String, String)> {
-    use hermes_core::raw::{is_private_key, without_members};
+    use hermes_providers::native::members::{is_private_key, without_members};
     use serde_json::value::RawValue;
     #[derive(serde::Deserialize, Default)]
     #[serde(default)]

@@ -20,8 +20,8 @@
 //! ```
 
 use hermes_core::{
-    CarrierSet, EchoRule, EffortVocabulary, PadRule, ReasoningRoute, RouteMatcher, RouteTarget,
-    ThinkingFields, ThinkingRequest,
+    Carrier, CarrierSet, EchoRule, EffortVocabulary, PadRule, ReasoningRoute, RouteMatcher,
+    RouteTarget, ThinkingFields, ThinkingRequest,
 };
 use serde_json::json;
 
@@ -71,7 +71,7 @@ impl ReasoningRoute for AcmeRoute {
     }
 
     fn carriers(&self) -> CarrierSet {
-        CarrierSet::RC_RD
+        CarrierSet::of([Carrier::ReasoningContent, Carrier::ReasoningDetails])
     }
 
     fn must_echo(&self) -> Option<EchoRule> {

@@ -3,7 +3,8 @@
 
 use hermes_compaction::{FixedSummarizer, Source, compress, is_checkpoint};
 use hermes_core::estimate_history;
-use hermes_core::{Message, Role, ShapeContext, Verdicts};
+use hermes_core::{Message, Role, Verdicts};
+use hermes_providers::chat::ShapeContext;
 use proptest::prelude::*;
 
 use crate::common::*;

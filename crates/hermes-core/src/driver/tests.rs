@@ -9,11 +9,11 @@ use serde_json::{Value, json};
 use crate::driver::{
     Conversation, Driver, DriverConfig, DriverError, DriverEvent, MemoryLog, SessionLog, Tools,
 };
-use crate::message::{Message, Origin, Role};
+use crate::message::{DetailItem, Message, Origin, Role};
 use crate::route::{
-    CarrierSet, DataRoute, MustEchoFamily, PadRule, ResolveOptions, RouteMatcher, RouteTable,
+    Carrier, CarrierSet, DataRoute, MustEchoFamily, PAD, PadRule, ResolveOptions, RouteMatcher,
+    RouteTable,
 };
-use crate::shape::{DetailsPlan, FieldPlan, PAD, RcPlan, ShapeContext};
 use crate::target::RouteTarget;
 use crate::transport::{Delta, OnDelta, Reply, ReplyMeta, SendResult, TransportError, Usage};
 use crate::wire::{CHAT_WIRE, Outgoing, RequestParts, Wire};
@@ -48,46 +48,63 @@ impl Wire for Scripted {
         CHAT_WIRE
     }
 
-    /// A small rendering of core's plans (the real chat body lives in hermes-providers): role
-    /// and content, then the carriers each plan sends.
+    /// A small rendering of the chat wire's carriers (the real body and its route plans live in
+    /// hermes-providers): role and content, then each carrier the route reads and the verdicts
+    /// leave it, `reasoning_content` padded on a must-echo route.
     fn encode(&self, parts: &RequestParts<'_>) -> Result<Outgoing, TransportError> {
-        let ctx = ShapeContext::new(parts.decision, parts.verdicts);
+        let decision = parts.decision;
+        let refused = parts.verdicts.refused_for(&decision.target);
+        let sends = |c: Carrier| {
+            decision.carriers.contains(c)
+                && (!refused.contains(c)
+                    || (c == Carrier::ReasoningContent && decision.echo.is_some()))
+        };
         let mut refusable = Vec::new();
         let messages: Vec<Value> = parts
             .history
             .iter()
-            .zip(ctx.plans(parts.history))
-            .map(|(m, plan)| {
+            .map(|m| {
                 let mut wire = json!({"role": m.role.as_str(), "content": m.content});
-                let Some(plan) = plan else { return wire };
-                let rc = match plan.reasoning_content {
-                    RcPlan::Stored => m.reasoning_content.as_ref().map(|c| c.text().into_owned()),
-                    RcPlan::FromReasoning => m.reasoning.as_ref().map(|c| c.text().into_owned()),
-                    RcPlan::Pad(_) => Some(PAD.to_owned()),
-                    RcPlan::Absent(_) => None,
+                if m.role != Role::Assistant {
+                    return wire;
+                }
+                let pads = decision.echo.as_ref().is_some_and(|e| match e.pad {
+                    PadRule::EveryAssistant => true,
+                    PadRule::ToolCallTurns => m.tool_calls.as_ref().is_some_and(|c| !c.is_empty()),
+                });
+                let rc = match m.replayable_text() {
+                    Some(text) => Some(text.text().into_owned()),
+                    None => pads.then(|| PAD.to_owned()),
                 };
-                if let Some(rc) = rc {
+                if sends(Carrier::ReasoningContent)
+                    && let Some(rc) = rc
+                {
                     wire["reasoning_content"] = json!(rc);
                     refusable.push("reasoning_content");
                 }
-                if plan.reasoning == FieldPlan::Sent
-                    && let Some(r) = &m.reasoning
+                if sends(Carrier::Reasoning)
+                    && let Some(r) = m.reasoning.as_ref().filter(|r| !r.is_blank())
                 {
                     wire["reasoning"] = json!(r.text());
                     refusable.push("reasoning");
                 }
-                if let (DetailsPlan::Items { kept, .. }, Some(items)) =
-                    (&plan.reasoning_details, &m.reasoning_details)
-                {
-                    let kept: Vec<Value> =
-                        kept.iter().map(|i| items[*i].raw().to_value()).collect();
+                let kept: Vec<Value> = m
+                    .reasoning_details
+                    .iter()
+                    .flatten()
+                    .filter(|i| {
+                        matches!(i, DetailItem::Provider { .. }) && !i.is_anthropic_shaped()
+                    })
+                    .map(|i| i.raw().to_value())
+                    .collect();
+                if sends(Carrier::ReasoningDetails) && !kept.is_empty() {
                     wire["reasoning_details"] = json!(kept);
                     refusable.push("reasoning_details");
                 }
                 wire
             })
             .collect();
-        let body = json!({"model": parts.decision.target.model, "messages": messages});
+        let body = json!({"model": decision.target.model, "messages": messages});
         Ok(outgoing(&body, parts, refusable))
     }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::route::{CarrierSet, DataRoute, MatchReason, ReasoningRoute, ResolveOptions};
+use crate::route::{Carrier, CarrierSet, DataRoute, MatchReason, ReasoningRoute, ResolveOptions};
 use crate::target::RouteTarget;
 
 fn decision(route: impl ReasoningRoute + 'static, model: &str) -> RouteDecision {
@@ -143,7 +143,13 @@ fn r_replayed_as_rc_counts_once_and_r_counts_where_read() {
     ]));
     let rc = decision(DataRoute::new("rc", CarrierSet::RC), "m");
     assert_eq!(estimate_history(&h, &rc), 3 + 3);
-    let rc_r = decision(DataRoute::new("rc-r", CarrierSet::RC_R), "m");
+    let rc_r = decision(
+        DataRoute::new(
+            "rc-r",
+            CarrierSet::of([Carrier::ReasoningContent, Carrier::Reasoning]),
+        ),
+        "m",
+    );
     // Sent twice on the wire (as RC and as R), so priced twice.
     assert_eq!(estimate_history(&h, &rc_r), 3 + 3 + 3);
     let none = decision(DataRoute::new("none", CarrierSet::NONE), "m");

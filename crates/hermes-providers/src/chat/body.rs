@@ -1,16 +1,17 @@
-//! The chat-completions body: the per-request wire copy of the history rendered from core's
-//! route plans (docs/spec.md §2–§4) — only the keys the schema knows, in stored key order, carriers
+//! The chat-completions body: the per-request wire copy of the history rendered from the
+//! route plans ([`super::plan`]) (docs/spec.md §2–§4) — only the keys the schema knows, in stored key order, carriers
 //! as stored — and the request around it. The stored history is only borrowed.
 
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
 use hermes_core::message::{Key, Slot, thought_signature};
-use hermes_core::shape::{AssistantPlan, DetailsPlan, PAD, RcPlan, ShapeContext};
 use hermes_core::{
-    Carrier, CarrierSet, DetailItem, Message, NativeRecord, RawJson, Role, RouteDecision,
+    Carrier, CarrierSet, DetailItem, Message, NativeRecord, PAD, RawJson, Role, RouteDecision,
     TextCarrier, ThinkingFields, ThinkingRequest, ToolCall, Verdicts,
 };
+
+use super::plan::{AssistantPlan, DetailsPlan, RcPlan, ShapeContext};
 
 /// One message of the wire copy: a view of a stored message plus the decisions for it.
 #[derive(Clone, Debug)]

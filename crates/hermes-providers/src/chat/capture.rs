@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use hermes_core::raw::{MemberEdit, edit_members};
+use crate::native::members::{MemberEdit, edit_members};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 

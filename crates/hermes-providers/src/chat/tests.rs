@@ -7,10 +7,10 @@ use serde_json::{Value, json};
 
 use hermes_core::{
     CarrierSet, DataRoute, Message, MustEchoFamily, PadRule, ResolveOptions, RouteDecision,
-    RouteMatcher, RouteTable, RouteTarget, ShapeContext, ThinkingRequest, Verdicts,
+    RouteMatcher, RouteTable, RouteTarget, ThinkingRequest, Verdicts,
 };
 
-use crate::chat::{ChatRequest, shape};
+use crate::chat::{ChatRequest, ShapeContext, carrier_counts, shape};
 
 fn table() -> RouteTable {
     let mut t = RouteTable::new(Arc::new(
@@ -293,11 +293,11 @@ fn opaque_items_only_reach_the_model_and_host_that_minted_them() {
     // Counted once for the metrics, from the same plans.
     let ctx = ShapeContext::new(&decision, &Verdicts::default());
     let plans = ctx.plans(&h);
-    let counts = hermes_core::CarrierCounts::of_plans(plans.iter().flatten());
+    let counts = carrier_counts(plans.iter().flatten());
     assert_eq!((counts.dropped_provenance, counts.demoted), (1, 0));
     let own = decided("openrouter", home, "a/model-a");
     let plans = ShapeContext::new(&own, &Verdicts::default()).plans(&h);
-    assert!(hermes_core::CarrierCounts::of_plans(plans.iter().flatten()).is_empty());
+    assert!(carrier_counts(plans.iter().flatten()).is_empty());
 }
 
 #[test]
@@ -382,6 +382,6 @@ fn explain_gives_one_line_per_assistant_message() {
     );
     // The two pads are the demotions the metrics count.
     let plans = ShapeContext::new(&decision, &Verdicts::default()).plans(&mixed());
-    let counts = hermes_core::CarrierCounts::of_plans(plans.iter().flatten());
+    let counts = carrier_counts(plans.iter().flatten());
     assert_eq!((counts.demoted, counts.dropped_provenance), (2, 0));
 }

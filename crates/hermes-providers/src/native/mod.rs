@@ -2,7 +2,7 @@
 //! for the wire crates (`hermes-wire-gemini`, …) built on it — the encoded body and its error
 //! ([`Encoded`], [`EncodeError`], [`Stamp`], [`write_json`], [`explain_with_post`]), the JSON
 //! pieces every body is built from (`json`: stored literals, text parts, tool input, turn
-//! merging), which stored turns are replayed and whose they are (`stored`), the reading of
+//! merging), a stored object's members edited byte for byte (`members`: private keys left out), which stored turns are replayed and whose they are (`stored`), the reading of
 //! providers' error envelopes (`envelope`), the one SSE reading loop (`sse`, which the chat
 //! wire reads through too), reply capture's error (`reply`), images in a message's content
 //! (`image`), the sampling checks every wire makes (`sampling`), a model id as one URL path
@@ -14,6 +14,7 @@
 mod encoded;
 pub mod envelope;
 pub mod json;
+pub mod members;
 pub mod sse;
 pub mod stored;
 

@@ -1,8 +1,9 @@
 //! The chat-completions wire's descriptor: every OpenAI-compatible provider of docs/spec.md §8a.
 
-use hermes_core::{Message, RequestParts, ShapeContext, Wire};
+use hermes_core::{Message, RequestParts, Wire};
 
 use super::{Access, Credentials, Explained, ProviderSpec, WireTarget};
+use crate::chat::ShapeContext;
 use crate::transport::{ChatTransport, Endpoint, HttpChat};
 
 /// The chat-completions wire for `target`, its key as a bearer token.

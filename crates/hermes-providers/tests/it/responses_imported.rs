@@ -11,8 +11,8 @@
 use hermes_core::driver::MemoryLog;
 use hermes_core::driver::{Conversation, Driver, DriverConfig};
 use hermes_core::message::BLOCK_ORDER_KEY;
-use hermes_core::raw::without_members;
 use hermes_core::{Message, RawJson, ResolveOptions, Role, RouteTarget, ThinkingRequest};
+use hermes_providers::native::members::without_members;
 use hermes_providers::{Auth, ChatTransport, builtin_table};
 use hermes_sim::Sim;
 use hermes_test_support::memory::NoTools;

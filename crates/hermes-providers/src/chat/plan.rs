@@ -1,17 +1,15 @@
 //! Route plans for the chat-completions wire (docs/spec.md §2–§4): per assistant message, which
-//! carriers and native fields go out, padded or absent, and why. The wire itself (rendering a
-//! per-request copy from these plans) lives in hermes-providers; the stored history is only
-//! borrowed, never changed or deep-copied.
+//! carriers and native fields go out, padded or absent, and why. The body ([`super::body`])
+//! renders a per-request copy from these plans; the stored history is only borrowed, never
+//! changed or deep-copied.
 
 use std::fmt;
 
-use crate::message::{DetailItem, Message, Role, same_minter, thought_signature};
-use crate::raw::TextCarrier;
-use crate::route::{Carrier, CarrierSet, PadRule, RouteDecision};
-use crate::verdict::Verdicts;
-
-/// The pad a must-echo route gets where a turn has no replayable reasoning: one space, never "".
-pub const PAD: &str = " ";
+use hermes_core::message::{same_minter, thought_signature};
+use hermes_core::{
+    Carrier, CarrierCounts, CarrierSet, DetailItem, Message, PadRule, Role, RouteDecision,
+    TextCarrier, Verdicts,
+};
 
 /// Why a field is absent from (or padded on) an assistant wire message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,6 +112,31 @@ pub struct AssistantPlan {
     pub copilot_tool_signatures: bool,
 }
 
+/// What the route plans decided, as carrier counts: a message padded instead of its reasoning
+/// is demoted; one whose opaque items or native signatures were left out because another model
+/// or host minted them is dropped by provenance.
+pub fn carrier_counts<'p>(plans: impl IntoIterator<Item = &'p AssistantPlan>) -> CarrierCounts {
+    let mut counts = CarrierCounts::default();
+    for plan in plans {
+        if matches!(plan.reasoning_content, RcPlan::Pad(_)) {
+            counts.demoted += 1;
+        }
+        let foreign = match &plan.reasoning_details {
+            DetailsPlan::Items { foreign, .. } => *foreign > 0,
+            DetailsPlan::Absent(why) => *why == Why::ForeignModel,
+        } || [
+            plan.extra_content,
+            plan.reasoning_opaque,
+            plan.reasoning_text,
+        ]
+        .contains(&FieldPlan::Absent(Why::ForeignModel));
+        if foreign {
+            counts.dropped_provenance += 1;
+        }
+    }
+    counts
+}
+
 /// Everything shaping needs besides the history.
 #[derive(Clone, Debug)]
 pub struct ShapeContext<'d> {
@@ -129,14 +152,19 @@ impl<'d> ShapeContext<'d> {
     pub fn new(decision: &'d RouteDecision, verdicts: &Verdicts) -> Self {
         let mut refused = verdicts.refused_for(&decision.target);
         if decision.echo.is_some() {
-            refused = refused.without(Carrier::ReasoningContent);
+            refused = CarrierSet::of(refused.iter().filter(|c| *c != Carrier::ReasoningContent));
         }
         ShapeContext { decision, refused }
     }
 
     /// Carriers actually sent: the route's set minus refusals.
-    pub(crate) fn effective(&self) -> CarrierSet {
-        self.decision.carriers.minus(self.refused)
+    fn effective(&self) -> CarrierSet {
+        CarrierSet::of(
+            self.decision
+                .carriers
+                .iter()
+                .filter(|c| !self.refused.contains(*c)),
+        )
     }
 
     fn absent_why(&self, carrier: Carrier) -> Why {
@@ -156,9 +184,9 @@ impl<'d> ShapeContext<'d> {
     }
 
     /// Plans one assistant message; `newest` is true for the last assistant of the history.
-    pub(crate) fn plan_assistant(&self, msg: &Message, newest: bool) -> AssistantPlan {
+    fn plan_assistant(&self, msg: &Message, newest: bool) -> AssistantPlan {
         let effective = self.effective();
-        let stale = !thinking_reaches_wire(self.decision, newest);
+        let stale = !self.decision.thinking_reaches_wire(newest);
         let origin_ok = self.origin_ok(msg);
         let native = &self.decision.native;
 
@@ -365,17 +393,8 @@ impl fmt::Display for LeftOut<'_> {
 
 /// The index of the newest assistant message of `history`: the one turn whose readable thinking
 /// reaches the wire on a route that does not replay stale thinking.
-pub(crate) fn newest_assistant(history: &[Message]) -> Option<usize> {
+fn newest_assistant(history: &[Message]) -> Option<usize> {
     history.iter().rposition(|m| m.role == Role::Assistant)
-}
-
-/// True when the readable thinking (RC/R) of an assistant turn reaches the wire on `decision`'s
-/// route: on every turn when the route replays stale thinking, else only on the newest one.
-///
-/// The one predicate shaping and the token estimator ([`crate::estimate`]) share, so the
-/// pre-flight trigger and the compaction tail walk price exactly what shaping sends.
-pub(crate) fn thinking_reaches_wire(decision: &RouteDecision, newest: bool) -> bool {
-    newest || decision.replays_stale_thinking
 }
 
 fn text_plan(carrier: Option<&TextCarrier>, stale: bool) -> FieldPlan {
